@@ -1,0 +1,176 @@
+/*
+ * Node configuration: node.yaml (Cassandra's cassandra.yaml key names) and
+ * rackdc.properties (cassandra-rackdc.properties: dc=, rack=).
+ *
+ * Every key is described once in conf_keys.c (type, default, range, doc);
+ * docs/configuration.md documents the same table. Loading is strict: an
+ * unknown key, a duplicate, a value of the wrong type or out of range is an
+ * error naming the file, the line and the key. Durations take Cassandra's
+ * units (`10000ms`, `10s`, `3h`), sizes `B/KiB/MiB/GiB`, rates `KiB/s`...;
+ * the pre-4.1 names with a unit suffix (`max_hint_window_in_ms: 10800000`)
+ * are accepted too, as Cassandra accepts them.
+ *
+ * Relative paths are resolved against the node's home: the parent of the
+ * configuration directory, as $CASSANDRA_HOME is for conf/.
+ */
+#ifndef CASSINI_CONF_CONF_H
+#define CASSINI_CONF_CONF_H
+
+#include "common/inet.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum conf_commitlog_sync {
+	CONF_COMMITLOG_SYNC_PERIODIC = 0,
+	CONF_COMMITLOG_SYNC_BATCH,
+	CONF_COMMITLOG_SYNC_GROUP,
+};
+
+enum conf_failure_policy {
+	CONF_POLICY_STOP = 0,
+	CONF_POLICY_DIE,
+	CONF_POLICY_STOP_COMMIT,
+	CONF_POLICY_BEST_EFFORT,
+	CONF_POLICY_IGNORE,
+};
+
+enum conf_snitch {
+	CONF_SNITCH_SIMPLE = 0,
+	CONF_SNITCH_GOSSIPING_PROPERTY_FILE,
+};
+
+struct conf_string_list {
+	char **items;
+	size_t count;
+};
+
+struct conf {
+	/* identity and ring */
+	char *cluster_name;
+	char *partitioner;
+	int64_t num_tokens;
+	char *initial_token; /* comma-separated tokens, or NULL */
+	int64_t allocate_tokens_for_local_replication_factor;
+
+	/* addresses and ports */
+	struct inet_addr listen_address;   /* port = storage_port */
+	struct inet_addr rpc_address;      /* port = native_transport_port */
+	struct inet_addr admin_address;    /* port = admin_port */
+	int64_t storage_port;
+	int64_t native_transport_port;
+	int64_t admin_port;
+	char *seed_list;                   /* seed_provider's seeds, as written */
+	struct inet_addr *seeds;           /* parsed seed_list */
+	size_t seed_count;
+
+	/* directories (absolute after loading) */
+	struct conf_string_list data_file_directories;
+	char *commitlog_directory;
+	char *hints_directory;
+	char *saved_caches_directory;
+	char *log_directory;
+	int64_t log_level; /* enum log_level */
+
+	/* commitlog and disks */
+	int64_t commitlog_sync; /* enum conf_commitlog_sync */
+	uint64_t commitlog_sync_period_ms;
+	uint64_t commitlog_sync_group_window_ms;
+	uint64_t commitlog_segment_size;
+	uint64_t commitlog_total_space;
+	int64_t commit_failure_policy; /* enum conf_failure_policy */
+	int64_t disk_failure_policy;   /* enum conf_failure_policy */
+
+	/* memtables, compaction, reads */
+	uint64_t memtable_heap_space;
+	double memtable_cleanup_threshold;
+	int64_t memtable_flush_writers;
+	int64_t concurrent_compactors;
+	uint64_t compaction_throughput; /* bytes per second, 0 = unthrottled */
+	double bloom_filter_fp_chance;
+	int64_t tombstone_warn_threshold;
+	int64_t tombstone_failure_threshold;
+
+	/* gossip and failure detection */
+	double phi_convict_threshold;
+	uint64_t gossip_interval_ms;
+	int64_t endpoint_snitch; /* enum conf_snitch */
+	uint64_t internode_max_message_size;
+	uint64_t internode_tcp_connect_timeout_ms;
+
+	/* coordinator */
+	uint64_t read_request_timeout_ms;
+	uint64_t write_request_timeout_ms;
+	uint64_t range_request_timeout_ms;
+	uint64_t truncate_request_timeout_ms;
+	uint64_t batch_size_warn_threshold;
+	uint64_t batch_size_fail_threshold;
+	int64_t unlogged_batch_across_partitions_warn_threshold;
+
+	/* hints */
+	bool hinted_handoff_enabled;
+	struct conf_string_list hinted_handoff_disabled_datacenters;
+	uint64_t max_hint_window_ms;
+	uint64_t hinted_handoff_throttle; /* bytes per second */
+	uint64_t max_hints_size_per_host; /* 0 = unlimited */
+	int64_t max_hints_delivery_threads;
+
+	/* client protocol */
+	uint64_t native_transport_max_frame_size;
+	int64_t native_transport_max_concurrent_connections; /* -1 = unlimited */
+	uint64_t native_transport_idle_timeout_ms;           /* 0 = never */
+
+	/* repair */
+	uint64_t repair_session_space;
+
+	/* rackdc.properties */
+	char *dc;
+	char *rack;
+	bool prefer_local;
+	char *dc_suffix;
+
+	/* where it came from */
+	char *conf_dir;
+	char *home_dir;
+};
+
+/* Fills every key with its default. The strings are owned by `c`. */
+int conf_init_defaults(struct conf *c);
+void conf_free(struct conf *c);
+
+/*
+ * Loads CONF_DIR/node.yaml and CONF_DIR/rackdc.properties into `c`.
+ * On failure returns -1; err_msg() is one line naming file, line and key.
+ */
+int conf_load(struct conf *c, const char *conf_dir);
+
+/*
+ * Parses node.yaml text over the current values of `c` (defaults first).
+ * `name` appears in error messages. Paths are left as written; conf_load
+ * resolves them. Exposed for tests and the fuzzer.
+ */
+int conf_parse_yaml(struct conf *c, const char *name, const uint8_t *text,
+		    size_t len);
+
+/* Parses rackdc.properties text into `c`. */
+int conf_parse_rackdc(struct conf *c, const char *name, const char *text,
+		      size_t len);
+
+/* Cassandra's unit forms; exposed for other parsers (CQL options, tools). */
+int conf_parse_duration_ms(const char *text, uint64_t *out_ms);
+int conf_parse_size(const char *text, uint64_t *out_bytes);
+int conf_parse_rate(const char *text, uint64_t *out_bytes_per_sec);
+
+/* Iteration over the documented key table, for docs and `--help-config`. */
+struct conf_key_doc {
+	const char *name;
+	const char *type;
+	const char *default_text;
+	const char *range_text;
+	const char *doc;
+};
+size_t conf_key_count(void);
+const struct conf_key_doc *conf_key_doc_at(size_t index);
+
+#endif

@@ -1,0 +1,219 @@
+/*
+ * Every node.yaml key: name, type, default, range and one line of doc.
+ * docs/configuration.md is this table in prose; keep the two together.
+ * Defaults are text and go through the same parser as the file, so a default
+ * can never be something the file could not say.
+ */
+#include "conf/conf_internal.h"
+
+#include <float.h>
+#include <stdint.h>
+
+#define OFF(field) offsetof(struct conf, field)
+#define KiB 1024.0
+#define MiB (1024.0 * 1024.0)
+#define GiB (1024.0 * 1024.0 * 1024.0)
+#define HOUR_MS (3600.0 * 1000.0)
+#define DAY_MS (24.0 * HOUR_MS)
+
+static const struct conf_enum_name commitlog_sync_names[] = {
+	{"periodic", CONF_COMMITLOG_SYNC_PERIODIC},
+	{"batch", CONF_COMMITLOG_SYNC_BATCH},
+	{"group", CONF_COMMITLOG_SYNC_GROUP},
+	{NULL, 0}};
+static const struct conf_enum_name commit_policy_names[] = {
+	{"stop", CONF_POLICY_STOP},
+	{"die", CONF_POLICY_DIE},
+	{"stop_commit", CONF_POLICY_STOP_COMMIT},
+	{"ignore", CONF_POLICY_IGNORE},
+	{NULL, 0}};
+static const struct conf_enum_name disk_policy_names[] = {
+	{"stop", CONF_POLICY_STOP},
+	{"die", CONF_POLICY_DIE},
+	{"best_effort", CONF_POLICY_BEST_EFFORT},
+	{"ignore", CONF_POLICY_IGNORE},
+	{NULL, 0}};
+static const struct conf_enum_name snitch_names[] = {
+	{"SimpleSnitch", CONF_SNITCH_SIMPLE},
+	{"GossipingPropertyFileSnitch", CONF_SNITCH_GOSSIPING_PROPERTY_FILE},
+	{NULL, 0}};
+/* Values match enum log_level in common/log.h. */
+static const struct conf_enum_name log_level_names[] = {
+	{"error", 0}, {"warn", 1}, {"info", 2}, {"debug", 3}, {"trace", 4},
+	{NULL, 0}};
+
+const struct conf_key conf_keys[] = {
+	/* identity and ring */
+	{"cluster_name", CONF_T_STRING, OFF(cluster_name), "Test Cluster", 0, 0,
+	 NULL, "Name of the cluster; nodes with another name are refused, and "
+	       "a data directory created for another cluster is refused."},
+	{"partitioner", CONF_T_STRING, OFF(partitioner),
+	 "org.apache.cassandra.dht.Murmur3Partitioner", 0, 0, NULL,
+	 "Only Murmur3Partitioner is supported."},
+	{"num_tokens", CONF_T_INT, OFF(num_tokens), "16", 1, 1536, NULL,
+	 "Virtual nodes (tokens) this node owns."},
+	{"initial_token", CONF_T_STRING, OFF(initial_token), "", 0, 0, NULL,
+	 "Comma-separated tokens for the first start; their count must equal "
+	 "num_tokens. Empty: allocate."},
+	{"allocate_tokens_for_local_replication_factor", CONF_T_INT,
+	 OFF(allocate_tokens_for_local_replication_factor), "3", 1, 32, NULL,
+	 "Replication factor the token allocator balances for in this DC."},
+
+	/* addresses and ports */
+	{"listen_address", CONF_T_HOST, OFF(listen_address), "127.0.0.1", 0, 0,
+	 NULL, "Address for internode traffic and gossip. Numeric; not a "
+	       "wildcard."},
+	{"rpc_address", CONF_T_HOST, OFF(rpc_address), "", 0, 0, NULL,
+	 "Address for CQL clients. Empty: listen_address."},
+	{"admin_address", CONF_T_HOST, OFF(admin_address), "", 0, 0, NULL,
+	 "Address of the admin endpoint (cassini-tool). Empty: "
+	 "listen_address."},
+	{"storage_port", CONF_T_INT, OFF(storage_port), "7000", 1, 65535, NULL,
+	 "Internode port."},
+	{"native_transport_port", CONF_T_INT, OFF(native_transport_port),
+	 "9042", 1, 65535, NULL, "CQL native protocol port."},
+	{"admin_port", CONF_T_INT, OFF(admin_port), "7199", 1, 65535, NULL,
+	 "Admin endpoint port (JMX's 7199 in Cassandra)."},
+	{"seed_provider", CONF_T_SEEDS, OFF(seed_list), "127.0.0.1:7000", 0, 0,
+	 NULL, "Cassandra's SimpleSeedProvider section: parameters: - seeds: "
+	       "\"ip[:port],...\" (port defaults to storage_port)."},
+
+	/* directories */
+	{"data_file_directories", CONF_T_PATH_LIST, OFF(data_file_directories),
+	 "data/data", 0, 0, NULL, "Where SSTables live. Relative paths are "
+				  "under the node home."},
+	{"commitlog_directory", CONF_T_PATH, OFF(commitlog_directory),
+	 "data/commitlog", 0, 0, NULL, "Commitlog segments."},
+	{"hints_directory", CONF_T_PATH, OFF(hints_directory), "data/hints", 0,
+	 0, NULL, "Hint files, one set per target host."},
+	{"saved_caches_directory", CONF_T_PATH, OFF(saved_caches_directory),
+	 "data/saved_caches", 0, 0, NULL, "Node-local state (host id, tokens, "
+					  "gossip generation)."},
+	{"log_directory", CONF_T_PATH, OFF(log_directory), "logs", 0, 0, NULL,
+	 "Where system.log is written."},
+	{"log_level", CONF_T_ENUM, OFF(log_level), "info", 0, 0,
+	 log_level_names, "error, warn, info, debug or trace."},
+
+	/* commitlog and disks */
+	{"commitlog_sync", CONF_T_ENUM, OFF(commitlog_sync), "periodic", 0, 0,
+	 commitlog_sync_names,
+	 "periodic: acknowledge after write(2), fsync every "
+	 "commitlog_sync_period. batch: acknowledge after fsync. group: one "
+	 "fsync per commitlog_sync_group_window covers every write in it."},
+	{"commitlog_sync_period", CONF_T_DURATION,
+	 OFF(commitlog_sync_period_ms), "10000ms", 1, DAY_MS, NULL,
+	 "fsync interval in periodic mode."},
+	{"commitlog_sync_group_window", CONF_T_DURATION,
+	 OFF(commitlog_sync_group_window_ms), "1000ms", 0, 60000, NULL,
+	 "Longest wait for the shared fsync in group mode."},
+	{"commitlog_segment_size", CONF_T_SIZE, OFF(commitlog_segment_size),
+	 "32MiB", 1 * MiB, 1 * GiB, NULL,
+	 "Size of each preallocated segment; a mutation may be at most half."},
+	{"commitlog_total_space", CONF_T_SIZE, OFF(commitlog_total_space),
+	 "8192MiB", 2 * MiB, 1024 * GiB, NULL,
+	 "Past this, the tables pinning the oldest segment are flushed."},
+	{"commit_failure_policy", CONF_T_ENUM, OFF(commit_failure_policy),
+	 "stop", 0, 0, commit_policy_names,
+	 "On a commitlog error: stop (refuse to start, or stop writes), die, "
+	 "stop_commit (stop writes, keep serving reads) or ignore."},
+	{"disk_failure_policy", CONF_T_ENUM, OFF(disk_failure_policy), "stop",
+	 0, 0, disk_policy_names,
+	 "On a data-file error: stop, die, best_effort or ignore."},
+
+	/* memtables, compaction, reads */
+	{"memtable_heap_space", CONF_T_SIZE, OFF(memtable_heap_space), "128MiB",
+	 1 * MiB, 64 * GiB, NULL, "Memory all memtables may use."},
+	{"memtable_cleanup_threshold", CONF_T_DOUBLE,
+	 OFF(memtable_cleanup_threshold), "0.33", 0.01, 1.0, NULL,
+	 "Flush the largest memtable when memtables use this fraction of "
+	 "memtable_heap_space."},
+	{"memtable_flush_writers", CONF_T_INT, OFF(memtable_flush_writers), "2",
+	 1, 16, NULL, "Threads that flush memtables."},
+	{"concurrent_compactors", CONF_T_INT, OFF(concurrent_compactors), "2",
+	 1, 16, NULL, "Threads that compact (and validate for repair)."},
+	{"compaction_throughput", CONF_T_RATE, OFF(compaction_throughput),
+	 "64MiB/s", 0, 64 * GiB, NULL,
+	 "Shared by compaction and repair validation; 0 means unthrottled."},
+	{"tombstone_warn_threshold", CONF_T_INT, OFF(tombstone_warn_threshold),
+	 "1000", 1, INT32_MAX, NULL, "Tombstones one read may scan before a "
+				     "warning is logged."},
+	{"tombstone_failure_threshold", CONF_T_INT,
+	 OFF(tombstone_failure_threshold), "100000", 1, INT32_MAX, NULL,
+	 "Tombstones one read may scan before it fails."},
+
+	/* gossip and failure detection */
+	{"phi_convict_threshold", CONF_T_DOUBLE, OFF(phi_convict_threshold),
+	 "8", 5, 16, NULL, "Failure-detector suspicion level that marks a peer "
+			   "down."},
+	{"gossip_interval", CONF_T_DURATION, OFF(gossip_interval_ms), "1000ms",
+	 10, 60000, NULL, "Gossip round interval (Cassandra fixes it at 1s; "
+			  "tests shorten it)."},
+	{"endpoint_snitch", CONF_T_ENUM, OFF(endpoint_snitch), "SimpleSnitch", 0,
+	 0, snitch_names,
+	 "SimpleSnitch (datacenter1/rack1) or GossipingPropertyFileSnitch "
+	 "(dc and rack from rackdc.properties). The org.apache.cassandra."
+	 "locator. prefix is accepted."},
+	{"internode_max_message_size", CONF_T_SIZE,
+	 OFF(internode_max_message_size), "64MiB", 4 * KiB, 1 * GiB, NULL,
+	 "Largest internode message accepted; checked before allocating."},
+	{"internode_tcp_connect_timeout", CONF_T_DURATION,
+	 OFF(internode_tcp_connect_timeout_ms), "2000ms", 1, 600000, NULL,
+	 "Connect timeout for internode connections."},
+
+	/* coordinator */
+	{"read_request_timeout", CONF_T_DURATION, OFF(read_request_timeout_ms),
+	 "5000ms", 1, HOUR_MS, NULL, "How long the coordinator waits for reads."},
+	{"write_request_timeout", CONF_T_DURATION,
+	 OFF(write_request_timeout_ms), "2000ms", 1, HOUR_MS, NULL,
+	 "How long the coordinator waits for writes."},
+	{"range_request_timeout", CONF_T_DURATION,
+	 OFF(range_request_timeout_ms), "10000ms", 1, HOUR_MS, NULL,
+	 "How long the coordinator waits for token-range reads."},
+	{"truncate_request_timeout", CONF_T_DURATION,
+	 OFF(truncate_request_timeout_ms), "60000ms", 1, HOUR_MS, NULL,
+	 "How long the coordinator waits for TRUNCATE."},
+	{"batch_size_warn_threshold", CONF_T_SIZE, OFF(batch_size_warn_threshold),
+	 "5KiB", 1, 1 * GiB, NULL, "Batches larger than this log a warning."},
+	{"batch_size_fail_threshold", CONF_T_SIZE, OFF(batch_size_fail_threshold),
+	 "50KiB", 1, 1 * GiB, NULL, "Batches larger than this are refused."},
+	{"unlogged_batch_across_partitions_warn_threshold", CONF_T_INT,
+	 OFF(unlogged_batch_across_partitions_warn_threshold), "10", 1,
+	 INT32_MAX, NULL,
+	 "Unlogged batches touching more partitions log a warning."},
+
+	/* hints */
+	{"hinted_handoff_enabled", CONF_T_BOOL, OFF(hinted_handoff_enabled),
+	 "true", 0, 0, NULL, "Store hints for replicas that are down."},
+	{"hinted_handoff_disabled_datacenters", CONF_T_LIST,
+	 OFF(hinted_handoff_disabled_datacenters), "", 0, 0, NULL,
+	 "Datacenters for which no hints are stored."},
+	{"max_hint_window", CONF_T_DURATION, OFF(max_hint_window_ms), "3h", 0,
+	 30 * DAY_MS, NULL, "No new hints for a node down longer than this."},
+	{"hinted_handoff_throttle", CONF_T_SIZE, OFF(hinted_handoff_throttle),
+	 "1024KiB", 1 * KiB, 1 * GiB, NULL,
+	 "Hint delivery per second, divided among the nodes receiving hints."},
+	{"max_hints_size_per_host", CONF_T_SIZE, OFF(max_hints_size_per_host),
+	 "0MiB", 0, 1024 * GiB, NULL, "Hint bytes kept per target; 0 means "
+				      "unlimited."},
+	{"max_hints_delivery_threads", CONF_T_INT,
+	 OFF(max_hints_delivery_threads), "2", 1, 64, NULL,
+	 "Concurrent hint deliveries."},
+
+	/* client protocol */
+	{"native_transport_max_frame_size", CONF_T_SIZE,
+	 OFF(native_transport_max_frame_size), "16MiB", 1 * KiB, 256 * MiB, NULL,
+	 "Largest CQL frame accepted; checked before allocating."},
+	{"native_transport_max_concurrent_connections", CONF_T_INT,
+	 OFF(native_transport_max_concurrent_connections), "-1", -1, INT32_MAX,
+	 NULL, "Client connections allowed at once; -1 means unlimited."},
+	{"native_transport_idle_timeout", CONF_T_DURATION,
+	 OFF(native_transport_idle_timeout_ms), "0ms", 0, DAY_MS, NULL,
+	 "Close client connections idle this long; 0 disables."},
+
+	/* repair */
+	{"repair_session_space", CONF_T_SIZE, OFF(repair_session_space),
+	 "64MiB", 1 * MiB, 16 * GiB, NULL,
+	 "Memory for Merkle trees of one repair session, bounding their depth."},
+};
+
+const size_t conf_keys_count = sizeof(conf_keys) / sizeof(conf_keys[0]);
