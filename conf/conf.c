@@ -1003,6 +1003,39 @@ fail:
 
 /* ---- documentation table ------------------------------------------------------ */
 
+/* 1073741824 -> "1GiB", 5120 -> "5KiB", 1000 -> "1000B". */
+static void fmt_size(char *dst, size_t cap, double v)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int u = 0;
+	uint64_t n = (uint64_t)v;
+	while (u < 4 && n >= 1024 && n % 1024 == 0) {
+		n /= 1024;
+		u++;
+	}
+	snprintf(dst, cap, "%llu%s", (unsigned long long)n, units[u]);
+}
+
+/* 10800000 -> "3h", 60000 -> "1m", 1500 -> "1500ms". */
+static void fmt_duration(char *dst, size_t cap, double v)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ms;
+	} units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000},
+		     {"s", 1000}};
+	uint64_t n = (uint64_t)v;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (n >= units[i].ms && n % units[i].ms == 0) {
+			snprintf(dst, cap, "%llu%s",
+				 (unsigned long long)(n / units[i].ms),
+				 units[i].unit);
+			return;
+		}
+	}
+	snprintf(dst, cap, "%llums", (unsigned long long)n);
+}
+
 size_t conf_key_count(void)
 {
 	return conf_keys_count;
@@ -1027,20 +1060,26 @@ const struct conf_key_doc *conf_key_doc_at(size_t index)
 	range[0] = '\0';
 	switch (k->type) {
 	case CONF_T_INT:
+		snprintf(range, sizeof(range), "%.0f to %.0f", k->min, k->max);
+		break;
 	case CONF_T_DOUBLE:
 		snprintf(range, sizeof(range), "%g to %g", k->min, k->max);
 		break;
 	case CONF_T_DURATION:
-		snprintf(range, sizeof(range), "%.0fms to %.0fms", k->min, k->max);
-		break;
 	case CONF_T_SIZE:
-		snprintf(range, sizeof(range), "%.0f to %.0f bytes", k->min,
-			 k->max);
+	case CONF_T_RATE: {
+		char lo[32], hi[32];
+		if (k->type == CONF_T_DURATION) {
+			fmt_duration(lo, sizeof(lo), k->min);
+			fmt_duration(hi, sizeof(hi), k->max);
+		} else {
+			fmt_size(lo, sizeof(lo), k->min);
+			fmt_size(hi, sizeof(hi), k->max);
+		}
+		snprintf(range, sizeof(range), "%s to %s%s", lo, hi,
+			 k->type == CONF_T_RATE ? " per second" : "");
 		break;
-	case CONF_T_RATE:
-		snprintf(range, sizeof(range), "%.0f to %.0f bytes/s", k->min,
-			 k->max);
-		break;
+	}
 	case CONF_T_ENUM: {
 		size_t n = 0;
 		for (const struct conf_enum_name *e = k->enum_names;
