@@ -1,0 +1,496 @@
+#!/usr/bin/python3
+"""Local Cassini clusters on loopback addresses, in ccm's role.
+
+Every node of a cluster gets its own address (127.0.0.1, .2, ...) and the
+same ports, as ccm does, and its own home with conf/, data/ and logs/ under
+.cassini/clusters/NAME/ in the repository (or $CASSINI_HOME/clusters/NAME/).
+Commands act on the current cluster (the last created or switched to) unless
+-C NAME names another.
+
+  cluster up                         create (first time) and start "default"
+  cluster create NAME -n 3:3 [--racks R] [--vnodes N] [--base-ip 127.0.0.]
+                      [-c key=value]...
+  cluster start | stop | status | remove | list | switch NAME
+  cluster node NODE start|stop|kill|pause|resume|log|conf
+  cluster dc DC down|up [--mode kill|stop|pause]
+
+This file uses only the Python standard library: run it with /usr/bin/python3
+through scripts/cluster, which also installs and builds what is missing.
+"""
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HOME = pathlib.Path(os.environ.get("CASSINI_HOME", ROOT / ".cassini"))
+BIN_DIR = pathlib.Path(os.environ.get("CASSINI_BIN_DIR",
+                                      ROOT / "build" / "release"))
+DEFAULT_CLUSTER = "default"
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+
+
+class ClusterError(Exception):
+    pass
+
+
+# ---- cluster layout -----------------------------------------------------
+
+def clusters_dir():
+    return HOME / "clusters"
+
+
+def current_name():
+    f = HOME / "CURRENT"
+    return f.read_text().strip() if f.exists() else None
+
+
+def set_current(name):
+    HOME.mkdir(parents=True, exist_ok=True)
+    (HOME / "CURRENT").write_text(name + "\n")
+
+
+class Cluster:
+    def __init__(self, name):
+        self.name = name
+        self.dir = clusters_dir() / name
+        spec_file = self.dir / "cluster.json"
+        if not spec_file.exists():
+            raise ClusterError(f"no cluster named '{name}' "
+                               f"(see `cluster list`)")
+        self.spec = json.loads(spec_file.read_text())
+
+    @property
+    def nodes(self):
+        return [Node(self, n) for n in self.spec["nodes"]]
+
+    def node(self, name):
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise ClusterError(f"cluster '{self.name}' has no node '{name}' "
+                           f"(nodes: {', '.join(x.name for x in self.nodes)})")
+
+    def dc_nodes(self, dc):
+        nodes = [n for n in self.nodes if n.dc == dc]
+        if not nodes:
+            dcs = sorted({n.dc for n in self.nodes})
+            raise ClusterError(f"cluster '{self.name}' has no datacenter "
+                               f"'{dc}' (datacenters: {', '.join(dcs)})")
+        return nodes
+
+
+class Node:
+    def __init__(self, cluster, spec):
+        self.cluster = cluster
+        self.name = spec["name"]
+        self.address = spec["address"]
+        self.dc = spec["dc"]
+        self.rack = spec["rack"]
+        self.home = cluster.dir / self.name
+        self.conf_dir = self.home / "conf"
+        self.pidfile = self.home / "cassinid.pid"
+        self.log_file = self.home / "logs" / "system.log"
+        self.out_file = self.home / "logs" / "stdout.log"
+
+    def pid(self):
+        try:
+            pid = int(self.pidfile.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        # A zombie or another program that reused the pid is not ours.
+        try:
+            cmd = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
+            stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:
+            return None
+        if b"cassinid" not in cmd or stat.split(")")[-1].split()[0] == "Z":
+            return None
+        return pid
+
+    def state(self):
+        pid = self.pid()
+        if pid is None:
+            return "stopped"
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+        if stat.split(")")[-1].split()[0] == "T":
+            return "paused"
+        return "running"
+
+    def log_tail(self, lines=20):
+        text = ""
+        for f in (self.log_file, self.out_file):
+            if f.exists():
+                text = f.read_text(errors="replace")
+                if text:
+                    break
+        return "\n".join(text.splitlines()[-lines:])
+
+    def start(self):
+        if self.pid() is not None:
+            return False
+        binary = BIN_DIR / "node" / "cassinid"
+        if not binary.exists():
+            raise ClusterError(f"{binary} not found: build first "
+                               f"(./scripts/cluster start builds it)")
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        mark = self.log_file.stat().st_size if self.log_file.exists() else 0
+        with open(self.out_file, "ab") as out:
+            proc = subprocess.Popen(
+                [str(binary), "-c", str(self.conf_dir), "-p",
+                 str(self.pidfile)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                start_new_session=True)
+        self._proc = proc
+        self._log_mark = mark
+        return True
+
+    def wait_ready(self, timeout=START_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        proc = getattr(self, "_proc", None)
+        mark = getattr(self, "_log_mark", 0)
+        while time.monotonic() < deadline:
+            if self.log_file.exists():
+                with open(self.log_file, "rb") as f:
+                    f.seek(mark)
+                    if b"cassinid ready" in f.read():
+                        return
+            if proc is not None and proc.poll() is not None:
+                raise ClusterError(
+                    f"{self.name} exited with status {proc.returncode} "
+                    f"while starting; last lines:\n{self.log_tail()}")
+            time.sleep(0.05)
+        raise ClusterError(f"{self.name} not ready after {timeout:.0f}s; "
+                           f"last lines:\n{self.log_tail()}")
+
+    def signal(self, sig):
+        pid = self.pid()
+        if pid is None:
+            return False
+        os.kill(pid, sig)
+        return True
+
+    def stop(self, kill=False, timeout=STOP_TIMEOUT):
+        pid = self.pid()
+        if pid is None:
+            return False
+        if self.state() == "paused":
+            os.kill(pid, signal.SIGCONT)
+        os.kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.pid() is None:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            raise ClusterError(f"{self.name} did not stop within "
+                               f"{timeout:.0f}s; killed")
+        if kill:
+            self.pidfile.unlink(missing_ok=True)
+        return True
+
+
+# ---- configuration ------------------------------------------------------
+
+def parse_layout(text):
+    try:
+        counts = [int(x) for x in text.split(":")]
+    except ValueError:
+        raise ClusterError(f"-n {text}: expected node counts per DC, "
+                           f"like 3 or 3:3:3")
+    if not counts or any(c < 1 for c in counts) or sum(counts) > 254:
+        raise ClusterError(f"-n {text}: each DC needs 1 or more nodes, "
+                           f"254 at most in all")
+    return counts
+
+
+def yaml_scalar(value):
+    """Quotes a value unless it is plainly safe in YAML."""
+    if value == "" or any(c in value for c in ":#{}[],&*!|>'\"%@`"):
+        return "'" + value.replace("'", "''") + "'"
+    return value
+
+
+def node_yaml(spec, node, seeds):
+    lines = [
+        "# Written by scripts/cluster; edit with `cluster create -c` or by "
+        "hand.",
+        f"cluster_name: {yaml_scalar(spec['name'])}",
+        f"num_tokens: {spec['vnodes']}",
+        f"listen_address: {node['address']}",
+        "seed_provider:",
+        "  - class_name: org.apache.cassandra.locator.SimpleSeedProvider",
+        "    parameters:",
+        f"      - seeds: \"{','.join(seeds)}\"",
+        "endpoint_snitch: GossipingPropertyFileSnitch",
+    ]
+    keys = {l.split(":")[0] for l in lines if not l.startswith((" ", "#"))}
+    for key, value in spec["overrides"].items():
+        if key in keys:
+            lines = [l for l in lines if not l.startswith(key + ":")]
+        lines.append(f"{key}: {value}")
+    return "\n".join(lines) + "\n"
+
+
+def write_configs(spec, cdir):
+    seeds = []
+    for dc in sorted({n["dc"] for n in spec["nodes"]},
+                     key=lambda d: int(d[2:])):
+        first = next(n for n in spec["nodes"] if n["dc"] == dc)
+        seeds.append(first["address"])
+    for n in spec["nodes"]:
+        conf = cdir / n["name"] / "conf"
+        conf.mkdir(parents=True, exist_ok=True)
+        (conf / "node.yaml").write_text(node_yaml(spec, n, seeds))
+        (conf / "rackdc.properties").write_text(
+            f"dc={n['dc']}\nrack={n['rack']}\n")
+
+
+def create(name, layout, racks, vnodes, base_ip, overrides):
+    if not name or "/" in name or name.startswith("."):
+        raise ClusterError(f"bad cluster name '{name}'")
+    cdir = clusters_dir() / name
+    if cdir.exists():
+        raise ClusterError(f"cluster '{name}' already exists "
+                           f"(`cluster -C {name} remove` first)")
+    if not base_ip.endswith("."):
+        raise ClusterError(f"--base-ip {base_ip}: expected a prefix "
+                           f"ending in '.', like 127.0.0.")
+    if racks < 1:
+        raise ClusterError("--racks must be at least 1")
+    parsed = {}
+    for item in overrides:
+        if "=" not in item:
+            raise ClusterError(f"-c {item}: expected key=value")
+        k, v = item.split("=", 1)
+        parsed[k.strip()] = v.strip()
+    nodes, index = [], 0
+    for d, count in enumerate(layout, start=1):
+        for i in range(count):
+            index += 1
+            nodes.append({"name": f"node{index}",
+                          "address": f"{base_ip}{index}",
+                          "dc": f"dc{d}",
+                          "rack": f"rack{i % racks + 1}"})
+    spec = {"name": name, "layout": layout, "racks": racks,
+            "vnodes": vnodes, "base_ip": base_ip, "overrides": parsed,
+            "nodes": nodes}
+    cdir.mkdir(parents=True)
+    try:
+        write_configs(spec, cdir)
+        # Validate the written configuration with the real parser.
+        binary = BIN_DIR / "node" / "cassinid"
+        if binary.exists():
+            r = subprocess.run([str(binary), "-c",
+                                str(cdir / nodes[0]["name"] / "conf"),
+                                "--check"], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise ClusterError(r.stderr.strip())
+        (cdir / "cluster.json").write_text(json.dumps(spec, indent=2) + "\n")
+    except Exception:
+        shutil.rmtree(cdir, ignore_errors=True)
+        raise
+    set_current(name)
+    return Cluster(name)
+
+
+# ---- commands -----------------------------------------------------------
+
+def start_nodes(nodes):
+    started = [n for n in nodes if n.start()]
+    for n in started:
+        n.wait_ready()
+    return started
+
+
+def print_contact_points(cluster):
+    running = [n for n in cluster.nodes if n.state() == "running"]
+    print(f"Cluster '{cluster.name}' is up: {len(running)} of "
+          f"{len(cluster.nodes)} nodes running.")
+    for n in cluster.nodes:
+        print(f"  {n.name}  {n.address}  {n.dc}/{n.rack}  {n.state()}")
+    if running:
+        print("Contact points (CQL port 9042 once the client protocol "
+              "lands): " + ", ".join(n.address for n in running))
+    print(f"Logs: {cluster.dir}/<node>/logs/system.log")
+
+
+def cmd_status(cluster):
+    print(f"Cluster: {cluster.name}  ({cluster.dir})")
+    width = max(len(n.name) for n in cluster.nodes)
+    print(f"{'node'.ljust(width)}  {'address':<15} {'dc':<6} {'rack':<8} "
+          f"{'state':<8} pid")
+    for n in cluster.nodes:
+        pid = n.pid()
+        print(f"{n.name.ljust(width)}  {n.address:<15} {n.dc:<6} "
+              f"{n.rack:<8} {n.state():<8} {pid if pid else '-'}")
+
+
+def cmd_node(cluster, node, action):
+    if action == "start":
+        if not start_nodes([node]):
+            print(f"{node.name} is already running")
+        else:
+            print(f"{node.name} started")
+    elif action == "stop":
+        print(f"{node.name} stopped" if node.stop()
+              else f"{node.name} was not running")
+    elif action == "kill":
+        print(f"{node.name} killed" if node.stop(kill=True)
+              else f"{node.name} was not running")
+    elif action == "pause":
+        if not node.signal(signal.SIGSTOP):
+            raise ClusterError(f"{node.name} is not running")
+        print(f"{node.name} paused")
+    elif action == "resume":
+        if not node.signal(signal.SIGCONT):
+            raise ClusterError(f"{node.name} is not running")
+        print(f"{node.name} resumed")
+    elif action == "log":
+        print(node.log_tail(lines=100))
+    elif action == "conf":
+        print((node.conf_dir / "node.yaml").read_text(), end="")
+
+
+def cmd_dc(cluster, dc, action, mode):
+    nodes = cluster.dc_nodes(dc)
+    if action == "down":
+        for n in nodes:
+            if mode == "pause":
+                n.signal(signal.SIGSTOP)
+            else:
+                n.stop(kill=(mode == "kill"))
+        print(f"{dc} down ({mode}): " + ", ".join(n.name for n in nodes))
+    else:
+        paused = [n for n in nodes if n.state() == "paused"]
+        for n in paused:
+            n.signal(signal.SIGCONT)
+        start_nodes([n for n in nodes if n.state() == "stopped"])
+        print(f"{dc} up: " + ", ".join(n.name for n in nodes))
+
+
+def resolve(args):
+    name = args.cluster or current_name()
+    if not name:
+        raise ClusterError("no current cluster: `cluster create NAME -n 3` "
+                           "or `cluster up` first")
+    return Cluster(name)
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog="cluster", description="Local Cassini clusters (ccm's role).")
+    p.add_argument("-C", "--cluster", help="act on this cluster instead of "
+                   "the current one")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("up", help="create (once) and start the default cluster")
+    c = sub.add_parser("create", help="write the configuration of a cluster")
+    c.add_argument("name")
+    c.add_argument("-n", "--nodes", default="1",
+                   help="nodes per DC, colon separated (3:3 = two DCs)")
+    c.add_argument("--racks", type=int, default=1,
+                   help="racks per DC, nodes assigned round-robin")
+    c.add_argument("--vnodes", type=int, default=16, help="num_tokens")
+    c.add_argument("--base-ip", default="127.0.0.",
+                   help="address prefix; node i gets PREFIX<i>")
+    c.add_argument("-c", "--conf", action="append", default=[],
+                   metavar="KEY=VALUE", help="node.yaml override (repeat)")
+    c.add_argument("-s", "--start", action="store_true",
+                   help="start it right away")
+    for name, help_text in [("start", "start every stopped node"),
+                            ("stop", "stop every node (SIGTERM)"),
+                            ("status", "show nodes and their state"),
+                            ("remove", "stop and delete the cluster"),
+                            ("list", "list clusters")]:
+        sub.add_parser(name, help=help_text)
+    s = sub.add_parser("switch", help="make another cluster current")
+    s.add_argument("name")
+    n = sub.add_parser("node", help="act on one node")
+    n.add_argument("node")
+    n.add_argument("action", choices=["start", "stop", "kill", "pause",
+                                      "resume", "log", "conf"])
+    d = sub.add_parser("dc", help="take a datacenter down or bring it back")
+    d.add_argument("dc")
+    d.add_argument("action", choices=["down", "up"])
+    d.add_argument("--mode", choices=["kill", "stop", "pause"],
+                   default="kill")
+    return p
+
+
+def main(argv):
+    args = build_parser().parse_args(argv)
+    if args.command == "up":
+        name = args.cluster or DEFAULT_CLUSTER
+        if not (clusters_dir() / name / "cluster.json").exists():
+            create(name, [1], 1, 16, "127.0.0.", [])
+        set_current(name)
+        cluster = Cluster(name)
+        start_nodes(cluster.nodes)
+        print_contact_points(cluster)
+    elif args.command == "create":
+        cluster = create(args.name, parse_layout(args.nodes), args.racks,
+                         args.vnodes, args.base_ip, args.conf)
+        print(f"Created cluster '{cluster.name}' with "
+              f"{len(cluster.nodes)} nodes in {cluster.dir}")
+        if args.start:
+            start_nodes(cluster.nodes)
+            print_contact_points(cluster)
+    elif args.command == "list":
+        cur = current_name()
+        d = clusters_dir()
+        for c in sorted(d.iterdir()) if d.exists() else []:
+            if (c / "cluster.json").exists():
+                print(("* " if c.name == cur else "  ") + c.name)
+    elif args.command == "switch":
+        Cluster(args.name)
+        set_current(args.name)
+        print(f"Current cluster: {args.name}")
+    else:
+        cluster = resolve(args)
+        if args.command == "start":
+            start_nodes(cluster.nodes)
+            print_contact_points(cluster)
+        elif args.command == "stop":
+            stopped = [n.name for n in cluster.nodes if n.stop()]
+            print("stopped: " + (", ".join(stopped) if stopped else "none"))
+        elif args.command == "status":
+            cmd_status(cluster)
+        elif args.command == "remove":
+            for node in cluster.nodes:
+                node.stop(kill=True)
+            shutil.rmtree(cluster.dir)
+            if current_name() == cluster.name:
+                (HOME / "CURRENT").unlink(missing_ok=True)
+            print(f"Removed cluster '{cluster.name}'")
+        elif args.command == "node":
+            cmd_node(cluster, cluster.node(args.node), args.action)
+        elif args.command == "dc":
+            cmd_dc(cluster, args.dc, args.action, args.mode)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except ClusterError as e:
+        print(f"cluster: {e}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:  # `cluster status | head`
+        sys.stderr.close()
+        sys.exit(0)

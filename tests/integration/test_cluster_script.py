@@ -1,0 +1,86 @@
+"""scripts/cluster as a user drives it: create, start, status, pause,
+kill, DC down/up, remove. Uses the test build's binaries and a private
+CASSINI_HOME."""
+import os
+import subprocess
+
+from conftest import BUILD_DIR, SOURCE_DIR
+
+import pytest
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    env = dict(os.environ, CASSINI_HOME=str(tmp_path / "home"),
+               CASSINI_BIN_DIR=str(BUILD_DIR))
+
+    def run(*args, check=True):
+        r = subprocess.run(["/usr/bin/python3",
+                            str(SOURCE_DIR / "scripts" / "cluster.py"), *args],
+                           capture_output=True, text=True, env=env,
+                           timeout=60)
+        if check:
+            assert r.returncode == 0, r.stderr
+        return r
+
+    yield run
+    run("-C", "it", "remove", check=False)
+
+
+def states(out):
+    rows = [l.split() for l in out.splitlines()[2:] if l.strip()]
+    return {r[0]: r[4] for r in rows}
+
+
+def test_create_start_status_and_remove(cluster, tmp_path):
+    out = cluster("create", "it", "-n", "2:1", "--racks", "2",
+                  "--base-ip", "127.0.1.", "-c", "gossip_interval=250ms").stdout
+    assert "Created cluster 'it' with 3 nodes" in out
+    home = tmp_path / "home" / "clusters" / "it"
+    yaml = (home / "node2" / "conf" / "node.yaml").read_text()
+    assert "listen_address: 127.0.1.2" in yaml
+    assert 'seeds: "127.0.1.1,127.0.1.3"' in yaml  # first node of each DC
+    assert "gossip_interval: 250ms" in yaml
+    assert (home / "node2" / "conf" / "rackdc.properties").read_text() \
+        == "dc=dc1\nrack=rack2\n"
+    assert (home / "node3" / "conf" / "rackdc.properties").read_text() \
+        == "dc=dc2\nrack=rack1\n"
+
+    out = cluster("start").stdout
+    assert "3 of 3 nodes running" in out
+    assert states(cluster("status").stdout) == {
+        "node1": "running", "node2": "running", "node3": "running"}
+
+    cluster("dc", "dc1", "down", "--mode", "pause")
+    assert states(cluster("status").stdout) == {
+        "node1": "paused", "node2": "paused", "node3": "running"}
+    cluster("dc", "dc1", "up")
+    cluster("node", "node3", "kill")
+    assert states(cluster("status").stdout)["node3"] == "stopped"
+    cluster("node", "node3", "start")
+    assert "cassinid ready" in cluster("node", "node3", "log").stdout
+    cluster("dc", "dc2", "down", "--mode", "stop")
+    assert "shutdown complete (SIGTERM)" in \
+        (home / "node3" / "logs" / "system.log").read_text()
+    cluster("stop")
+    assert set(states(cluster("status").stdout).values()) == {"stopped"}
+    assert "* it" in cluster("list").stdout
+    cluster("remove")
+    assert not home.exists()
+
+
+def test_errors_are_one_clear_line(cluster):
+    r = cluster("create", "it", "-n", "2", "-c", "num_tokens=0", check=False)
+    assert r.returncode == 1
+    assert "num_tokens: 0 is out of range" in r.stderr
+    r = cluster("-C", "nope", "status", check=False)
+    assert r.returncode == 1 and "no cluster named 'nope'" in r.stderr
+    cluster("create", "it", "-n", "1", "--base-ip", "127.0.1.")
+    r = cluster("node", "node7", "stop", check=False)
+    assert "has no node 'node7'" in r.stderr
+    r = cluster("dc", "dc9", "down", check=False)
+    assert "has no datacenter 'dc9'" in r.stderr
+    r = cluster("create", "it", "-n", "1", check=False)
+    assert "already exists" in r.stderr
+    r = cluster("create", "x", "-n", "3:a", check=False)
+    assert "expected node counts per DC" in r.stderr
