@@ -103,9 +103,11 @@ struct cursor {
 	const uint8_t *end;
 };
 
+/* An empty buffer may be NULL (e.g. an empty `struct buf`). */
 static inline struct cursor cursor_make(const void *p, size_t len)
 {
-	return (struct cursor){(const uint8_t *)p, (const uint8_t *)p + len};
+	const uint8_t *b = p;
+	return (struct cursor){b, b ? b + len : b};
 }
 static inline size_t cursor_left(const struct cursor *c)
 {

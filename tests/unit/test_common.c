@@ -118,6 +118,17 @@ START_TEST(cursor_refuses_to_read_past_the_end)
 }
 END_TEST
 
+START_TEST(cursor_over_an_empty_null_buffer_is_empty)
+{
+	struct buf empty;
+	buf_init(&empty);
+	struct cursor c = cursor_make(empty.data, empty.len);
+	uint8_t u8;
+	ck_assert_uint_eq(cursor_left(&c), 0);
+	ck_assert_int_eq(cursor_u8(&c, &u8), -1);
+}
+END_TEST
+
 START_TEST(slices_compare_like_memcmp_then_length)
 {
 	ck_assert_int_lt(slice_cmp(slice_from_cstr("ab"), slice_from_cstr("abc")), 0);
@@ -393,6 +404,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, err_prefix_truncates_instead_of_overflowing);
 	tcase_add_test(tc, buf_round_trips_big_endian_and_varints);
 	tcase_add_test(tc, cursor_refuses_to_read_past_the_end);
+	tcase_add_test(tc, cursor_over_an_empty_null_buffer_is_empty);
 	tcase_add_test(tc, slices_compare_like_memcmp_then_length);
 	tcase_add_test(tc, arena_aligns_counts_and_resets);
 	tcase_add_test(tc, crc32c_matches_known_vectors_and_both_paths);
