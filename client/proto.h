@@ -1,0 +1,411 @@
+/*
+ * CQL native protocol v3/v4: frames, body primitives, request decoding and
+ * response encoding. Pure codec: no sockets, no state beyond one frame.
+ *
+ * Frame (doc/native_protocol_v4.spec §1-2), all integers big-endian:
+ *
+ *   0        1        2        4        5                 9
+ *   +--------+--------+--------+--------+-----------------+------ ... ---+
+ *   |version | flags  | stream | opcode | length (int32)  | body         |
+ *   +--------+--------+--------+--------+-----------------+------ ... ---+
+ *   version: 0x03/0x04 request, | 0x80 response. flags: 0x01 compressed
+ *   (LZ4: 4-byte uncompressed length + block), 0x02 tracing, 0x04 custom
+ *   payload, 0x08 warning.
+ *
+ * Decoders take untrusted bytes: every length is checked against what
+ * remains before use, every count is capped by the bytes that could hold it
+ * before anything is allocated, and decoded strings and values are borrowed
+ * slices of the frame body (they live as long as the body does). Arrays are
+ * allocated from the caller's arena.
+ *
+ * Versions other than 3 and 4 are refused with the exact text drivers look
+ * for when downgrading: "Invalid or unsupported protocol version (N);
+ * supported versions are (3/v3, 4/v4)".
+ */
+#ifndef CASSINI_CLIENT_PROTO_H
+#define CASSINI_CLIENT_PROTO_H
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/inet.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CQL_HEADER_LEN 9
+#define CQL_VERSION_MIN 3
+#define CQL_VERSION_MAX 4
+#define CQL_RESPONSE_BIT 0x80
+
+enum cql_opcode {
+	CQL_OP_ERROR = 0x00,
+	CQL_OP_STARTUP = 0x01,
+	CQL_OP_READY = 0x02,
+	CQL_OP_AUTHENTICATE = 0x03,
+	CQL_OP_OPTIONS = 0x05,
+	CQL_OP_SUPPORTED = 0x06,
+	CQL_OP_QUERY = 0x07,
+	CQL_OP_RESULT = 0x08,
+	CQL_OP_PREPARE = 0x09,
+	CQL_OP_EXECUTE = 0x0A,
+	CQL_OP_REGISTER = 0x0B,
+	CQL_OP_EVENT = 0x0C,
+	CQL_OP_BATCH = 0x0D,
+	CQL_OP_AUTH_CHALLENGE = 0x0E,
+	CQL_OP_AUTH_RESPONSE = 0x0F,
+	CQL_OP_AUTH_SUCCESS = 0x10,
+};
+
+enum cql_frame_flag {
+	CQL_FLAG_COMPRESSION = 0x01,
+	CQL_FLAG_TRACING = 0x02,
+	CQL_FLAG_CUSTOM_PAYLOAD = 0x04,
+	CQL_FLAG_WARNING = 0x08,
+};
+
+enum cql_error_code {
+	CQL_ERR_SERVER = 0x0000,
+	CQL_ERR_PROTOCOL = 0x000A,
+	CQL_ERR_BAD_CREDENTIALS = 0x0100,
+	CQL_ERR_UNAVAILABLE = 0x1000,
+	CQL_ERR_OVERLOADED = 0x1001,
+	CQL_ERR_IS_BOOTSTRAPPING = 0x1002,
+	CQL_ERR_TRUNCATE = 0x1003,
+	CQL_ERR_WRITE_TIMEOUT = 0x1100,
+	CQL_ERR_READ_TIMEOUT = 0x1200,
+	CQL_ERR_READ_FAILURE = 0x1300,
+	CQL_ERR_FUNCTION_FAILURE = 0x1400,
+	CQL_ERR_WRITE_FAILURE = 0x1500,
+	CQL_ERR_SYNTAX = 0x2000,
+	CQL_ERR_UNAUTHORIZED = 0x2100,
+	CQL_ERR_INVALID = 0x2200,
+	CQL_ERR_CONFIG = 0x2300,
+	CQL_ERR_ALREADY_EXISTS = 0x2400,
+	CQL_ERR_UNPREPARED = 0x2500,
+};
+
+enum cql_consistency {
+	CQL_CL_ANY = 0x0000,
+	CQL_CL_ONE = 0x0001,
+	CQL_CL_TWO = 0x0002,
+	CQL_CL_THREE = 0x0003,
+	CQL_CL_QUORUM = 0x0004,
+	CQL_CL_ALL = 0x0005,
+	CQL_CL_LOCAL_QUORUM = 0x0006,
+	CQL_CL_EACH_QUORUM = 0x0007,
+	CQL_CL_SERIAL = 0x0008,
+	CQL_CL_LOCAL_SERIAL = 0x0009,
+	CQL_CL_LOCAL_ONE = 0x000A,
+};
+
+/* Upper-case name ("QUORUM"), or NULL for an unknown code. */
+const char *cql_consistency_name(uint16_t cl);
+
+/* ---- frame header --------------------------------------------------------- */
+
+struct cql_header {
+	uint8_t version; /* 3 or 4, direction bit removed */
+	bool response;
+	uint8_t flags;
+	int16_t stream;
+	uint8_t opcode;
+	uint32_t length; /* body bytes */
+};
+
+enum cql_header_status {
+	CQL_HEADER_OK = 0,
+	CQL_HEADER_BAD_VERSION,   /* answer with cql_encode_version_error */
+	CQL_HEADER_BAD_DIRECTION, /* a response sent to a server */
+	CQL_HEADER_TOO_LARGE,     /* length above max_body */
+};
+
+/*
+ * Decodes the 9 header bytes at p (the caller has them all). Fills `h`
+ * even on failure so the error can carry the stream id.
+ */
+enum cql_header_status cql_header_decode(const uint8_t *p, uint32_t max_body,
+					 struct cql_header *h);
+void cql_header_encode(uint8_t *p, const struct cql_header *h);
+
+/* ---- body primitives (spec §3) ----------------------------------------------- */
+
+/* [value] lengths with a meaning: */
+#define CQL_VALUE_NULL (-1)
+#define CQL_VALUE_UNSET (-2) /* v4 only */
+
+struct cql_value {
+	int32_t len; /* >= 0, CQL_VALUE_NULL or CQL_VALUE_UNSET */
+	const uint8_t *ptr;
+};
+
+struct cql_pair {
+	struct slice key;
+	struct slice value;
+};
+
+int cql_read_short(struct cursor *c, uint16_t *out);
+int cql_read_int(struct cursor *c, int32_t *out);
+int cql_read_long(struct cursor *c, int64_t *out);
+int cql_read_string(struct cursor *c, struct slice *out);      /* [string] */
+int cql_read_long_string(struct cursor *c, struct slice *out); /* [long string] */
+int cql_read_short_bytes(struct cursor *c, struct slice *out); /* [short bytes] */
+/* [bytes] / [value]: negative lengths become null (and unset when
+ * allow_unset). */
+int cql_read_value(struct cursor *c, bool allow_unset, struct cql_value *out);
+int cql_read_string_list(struct cursor *c, struct arena *a, struct slice **out,
+			 uint16_t *count);
+int cql_read_string_map(struct cursor *c, struct arena *a,
+			struct cql_pair **out, uint16_t *count);
+
+int cql_write_short(struct buf *b, uint16_t v);
+int cql_write_int(struct buf *b, int32_t v);
+int cql_write_long(struct buf *b, int64_t v);
+int cql_write_string(struct buf *b, const char *s, size_t len);
+int cql_write_cstring(struct buf *b, const char *s);
+int cql_write_long_string(struct buf *b, const char *s, size_t len);
+int cql_write_bytes(struct buf *b, const void *p, int32_t len); /* -1 null */
+int cql_write_short_bytes(struct buf *b, const void *p, uint16_t len);
+int cql_write_string_list(struct buf *b, const char *const *items, size_t n);
+int cql_write_inet(struct buf *b, const struct inet_addr *a);
+
+/* ---- requests ---------------------------------------------------------------- */
+
+enum cql_query_flag {
+	CQL_QF_VALUES = 0x01,
+	CQL_QF_SKIP_METADATA = 0x02,
+	CQL_QF_PAGE_SIZE = 0x04,
+	CQL_QF_PAGING_STATE = 0x08,
+	CQL_QF_SERIAL_CONSISTENCY = 0x10,
+	CQL_QF_DEFAULT_TIMESTAMP = 0x20,
+	CQL_QF_VALUE_NAMES = 0x40,
+};
+
+/* The parameters QUERY and EXECUTE share (and BATCH in part). */
+struct cql_query_params {
+	uint16_t consistency;
+	uint8_t flags;
+	uint16_t value_count;
+	struct cql_value *values;
+	struct slice *value_names; /* only with CQL_QF_VALUE_NAMES */
+	int32_t page_size;         /* -1 when absent */
+	bool has_paging_state;
+	struct slice paging_state;
+	uint16_t serial_consistency; /* SERIAL when absent */
+	bool has_timestamp;
+	int64_t timestamp;
+};
+
+struct cql_query {
+	struct slice query;
+	struct cql_query_params params;
+};
+
+struct cql_execute {
+	struct slice id;
+	struct cql_query_params params;
+};
+
+enum cql_batch_type {
+	CQL_BATCH_LOGGED = 0,
+	CQL_BATCH_UNLOGGED = 1,
+	CQL_BATCH_COUNTER = 2,
+};
+
+struct cql_batch_statement {
+	bool prepared;       /* id holds a prepared id, else query text */
+	struct slice query_or_id;
+	uint16_t value_count;
+	struct cql_value *values;
+};
+
+struct cql_batch {
+	uint8_t type;
+	uint16_t count;
+	struct cql_batch_statement *statements;
+	uint16_t consistency;
+	uint8_t flags;
+	uint16_t serial_consistency;
+	bool has_timestamp;
+	int64_t timestamp;
+};
+
+/*
+ * Request body decoders. `version` is the connection's. On failure they
+ * return -1 with ERR_PROTOCOL and a message fit for a Protocol_error reply.
+ * The body must outlive the result; arrays come from `a`.
+ */
+int cql_decode_startup(struct cursor *c, struct arena *a, struct cql_pair **opts,
+		       uint16_t *count);
+int cql_decode_register(struct cursor *c, struct arena *a,
+			struct slice **events, uint16_t *count);
+int cql_decode_query(struct cursor *c, uint8_t version, struct arena *a,
+		     struct cql_query *out);
+int cql_decode_prepare(struct cursor *c, struct slice *query);
+int cql_decode_execute(struct cursor *c, uint8_t version, struct arena *a,
+		       struct cql_execute *out);
+int cql_decode_batch(struct cursor *c, uint8_t version, struct arena *a,
+		     struct cql_batch *out);
+int cql_decode_auth_response(struct cursor *c, struct cql_value *token);
+
+/* Skips a custom payload ([bytes map]) at the start of a request body. */
+int cql_skip_custom_payload(struct cursor *c);
+
+/* ---- compression (LZ4; v4 §5) --------------------------------------------------- */
+
+/* Body := 4-byte big-endian uncompressed length + LZ4 block. Decompression
+ * refuses an uncompressed length above max_len. */
+int cql_lz4_compress(const uint8_t *src, size_t len, struct buf *out);
+int cql_lz4_decompress(const uint8_t *src, size_t len, size_t max_len,
+		       struct buf *out);
+
+/* ---- responses ---------------------------------------------------------------- */
+
+/* Starts a frame in `b` (header with a placeholder length); returns its
+ * offset for cql_frame_end, or -1. */
+long cql_frame_begin(struct buf *b, uint8_t version, uint8_t flags,
+		     int16_t stream, uint8_t opcode);
+/* Patches the body length of the frame started at `start`. */
+void cql_frame_end(struct buf *b, long start);
+
+/* Whole frames, appended to `b`. */
+int cql_encode_ready(struct buf *b, uint8_t version, int16_t stream);
+/* SUPPORTED: CQL_VERSION, COMPRESSION and PROTOCOL_VERSIONS. */
+int cql_encode_supported(struct buf *b, uint8_t version, int16_t stream,
+			 const char *cql_version, bool lz4);
+int cql_encode_error(struct buf *b, uint8_t version, int16_t stream,
+		     uint32_t code, const char *msg);
+/* The refusal drivers downgrade on: always a v4 frame. */
+int cql_encode_version_error(struct buf *b, int16_t stream,
+			     unsigned asked_version);
+int cql_encode_unavailable(struct buf *b, uint8_t version, int16_t stream,
+			   const char *msg, uint16_t cl, int32_t required,
+			   int32_t alive);
+/* write_type: SIMPLE, BATCH, UNLOGGED_BATCH, COUNTER, BATCH_LOG, CAS, VIEW,
+ * CDC — the driver rejects anything else. */
+int cql_encode_write_timeout(struct buf *b, uint8_t version, int16_t stream,
+			     const char *msg, uint16_t cl, int32_t received,
+			     int32_t block_for, const char *write_type);
+int cql_encode_read_timeout(struct buf *b, uint8_t version, int16_t stream,
+			    const char *msg, uint16_t cl, int32_t received,
+			    int32_t block_for, bool data_present);
+int cql_encode_read_failure(struct buf *b, uint8_t version, int16_t stream,
+			    const char *msg, uint16_t cl, int32_t received,
+			    int32_t block_for, int32_t failures,
+			    bool data_present);
+int cql_encode_write_failure(struct buf *b, uint8_t version, int16_t stream,
+			     const char *msg, uint16_t cl, int32_t received,
+			     int32_t block_for, int32_t failures,
+			     const char *write_type);
+/* table "" for a keyspace. */
+int cql_encode_already_exists(struct buf *b, uint8_t version, int16_t stream,
+			      const char *msg, const char *keyspace,
+			      const char *table);
+int cql_encode_unprepared(struct buf *b, uint8_t version, int16_t stream,
+			  const char *msg, const uint8_t *id, uint16_t id_len);
+
+/* RESULT kinds. */
+enum cql_result_kind {
+	CQL_RESULT_VOID = 0x0001,
+	CQL_RESULT_ROWS = 0x0002,
+	CQL_RESULT_SET_KEYSPACE = 0x0003,
+	CQL_RESULT_PREPARED = 0x0004,
+	CQL_RESULT_SCHEMA_CHANGE = 0x0005,
+};
+
+int cql_encode_result_void(struct buf *b, uint8_t version, int16_t stream);
+int cql_encode_result_set_keyspace(struct buf *b, uint8_t version,
+				   int16_t stream, const char *keyspace);
+
+/* Schema change target: KEYSPACE, TABLE, TYPE, FUNCTION, AGGREGATE. name is
+ * NULL for a KEYSPACE. (Functions and aggregates are not supported.) */
+int cql_encode_schema_change_body(struct buf *b, const char *change,
+				  const char *target, const char *keyspace,
+				  const char *name);
+int cql_encode_result_schema_change(struct buf *b, uint8_t version,
+				    int16_t stream, const char *change,
+				    const char *target, const char *keyspace,
+				    const char *name);
+
+/* EVENT pushes (stream -1). */
+int cql_encode_event_topology(struct buf *b, uint8_t version,
+			      const char *change, /* NEW_NODE, REMOVED_NODE */
+			      const struct inet_addr *node);
+int cql_encode_event_status(struct buf *b, uint8_t version,
+			    const char *change, /* UP, DOWN */
+			    const struct inet_addr *node);
+int cql_encode_event_schema(struct buf *b, uint8_t version, const char *change,
+			    const char *target, const char *keyspace,
+			    const char *name);
+
+/* Type [option]s for result and bind metadata (§4.2.5.2). */
+enum cql_type_id {
+	CQL_TYPE_CUSTOM = 0x0000,
+	CQL_TYPE_ASCII = 0x0001,
+	CQL_TYPE_BIGINT = 0x0002,
+	CQL_TYPE_BLOB = 0x0003,
+	CQL_TYPE_BOOLEAN = 0x0004,
+	CQL_TYPE_COUNTER = 0x0005,
+	CQL_TYPE_DECIMAL = 0x0006,
+	CQL_TYPE_DOUBLE = 0x0007,
+	CQL_TYPE_FLOAT = 0x0008,
+	CQL_TYPE_INT = 0x0009,
+	CQL_TYPE_TIMESTAMP = 0x000B,
+	CQL_TYPE_UUID = 0x000C,
+	CQL_TYPE_VARCHAR = 0x000D,
+	CQL_TYPE_VARINT = 0x000E,
+	CQL_TYPE_TIMEUUID = 0x000F,
+	CQL_TYPE_INET = 0x0010,
+	CQL_TYPE_DATE = 0x0011,
+	CQL_TYPE_TIME = 0x0012,
+	CQL_TYPE_SMALLINT = 0x0013,
+	CQL_TYPE_TINYINT = 0x0014,
+	CQL_TYPE_LIST = 0x0020,
+	CQL_TYPE_MAP = 0x0021,
+	CQL_TYPE_SET = 0x0022,
+	CQL_TYPE_UDT = 0x0030,
+	CQL_TYPE_TUPLE = 0x0031,
+};
+
+/* A type tree as the wire describes it. list/set use sub[0]; map uses
+ * sub[0] (key) and sub[1] (value). UDTs and tuples are not supported. */
+struct cql_type_option {
+	uint16_t id;
+	const char *custom_class; /* CQL_TYPE_CUSTOM only */
+	const struct cql_type_option *sub[2];
+};
+
+int cql_write_type_option(struct buf *b, const struct cql_type_option *t);
+
+struct cql_column_spec {
+	const char *keyspace;
+	const char *table;
+	const char *name;
+	const struct cql_type_option *type;
+};
+
+enum cql_rows_flag {
+	CQL_ROWS_GLOBAL_TABLES_SPEC = 0x0001,
+	CQL_ROWS_HAS_MORE_PAGES = 0x0002,
+	CQL_ROWS_NO_METADATA = 0x0004,
+};
+
+/*
+ * Rows metadata. Uses the global table spec when every column shares one
+ * keyspace and table. paging_state may be NULL.
+ */
+int cql_write_rows_metadata(struct buf *b, const struct cql_column_spec *cols,
+			    size_t ncols, const struct slice *paging_state,
+			    bool no_metadata);
+
+/*
+ * PREPARED body after the kind: id, bind metadata (with partition-key
+ * indexes so token-aware drivers route), result metadata.
+ */
+int cql_write_prepared(struct buf *b, uint8_t version, const uint8_t *id,
+		       uint16_t id_len,
+		       const struct cql_column_spec *binds, size_t nbinds,
+		       const uint16_t *pk_indexes, size_t npk,
+		       const struct cql_column_spec *results, size_t nresults);
+
+#endif

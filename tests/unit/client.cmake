@@ -1,0 +1,7 @@
+# Native protocol codec: edge cases in C, and both directions against the
+# DataStax driver's own encoder and decoder.
+cassini_check_suite(test_proto LABEL unit SOURCES test_proto.c
+                    LIBS cassini_client)
+add_executable(cql_proto_cli cql_proto_cli.c)
+target_link_libraries(cql_proto_cli PRIVATE cassini_client)
+cassini_pytest(unit_proto_driver test_proto_driver.py LABEL unit TIMEOUT 120)
