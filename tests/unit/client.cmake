@@ -5,3 +5,5 @@ cassini_check_suite(test_proto LABEL unit SOURCES test_proto.c
 add_executable(cql_proto_cli cql_proto_cli.c)
 target_link_libraries(cql_proto_cli PRIVATE cassini_client)
 cassini_pytest(unit_proto_driver test_proto_driver.py LABEL unit TIMEOUT 120)
+cassini_check_suite(test_cql_parse LABEL unit SOURCES test_cql_parse.c
+                    LIBS cassini_client)

@@ -1,0 +1,309 @@
+/*
+ * CQL statements as parsed: the syntax tree cql_parse() builds.
+ *
+ * Everything (nodes, normalised identifiers, literal text) lives in the
+ * caller's arena and dies with it. Nothing here knows the schema: names are
+ * resolved and terms are typed by the layer that executes the statement.
+ *
+ * Identifiers are normalised as Cassandra does: unquoted ones are lower-cased,
+ * "quoted" ones keep their case (with "" unescaped). Bind markers (? and
+ * :name) are numbered in order of appearance from 0.
+ */
+#ifndef CASSINI_CLIENT_CQL_AST_H
+#define CASSINI_CLIENT_CQL_AST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- terms ------------------------------------------------------------------ */
+
+enum cql_term_kind {
+	CQL_TERM_NULL,
+	CQL_TERM_STRING,   /* 'text' or $$text$$; unescaped in text/len */
+	CQL_TERM_INTEGER,  /* decimal digits, sign folded into `negative` */
+	CQL_TERM_FLOAT,    /* 1.5, 1e10, NaN, Infinity */
+	CQL_TERM_BOOLEAN,  /* text is "true" or "false" */
+	CQL_TERM_UUID,     /* canonical 8-4-4-4-12 text */
+	CQL_TERM_BLOB,     /* 0x...: hex digits after 0x in text */
+	CQL_TERM_BIND,     /* ? or :name */
+	CQL_TERM_LIST,     /* [a, b] */
+	CQL_TERM_SET,      /* {a, b} */
+	CQL_TERM_MAP,      /* {k: v, ...}: items alternate key, value */
+	CQL_TERM_TUPLE,    /* (a, b) in multi-column relations */
+	CQL_TERM_FUNCTION, /* name(args): now(), uuid(), toTimestamp(x) ... */
+};
+
+struct cql_term {
+	enum cql_term_kind kind;
+	const char *text; /* literal text, function name, bind name or NULL */
+	size_t len;
+	bool negative;    /* INTEGER/FLOAT written with a leading '-' */
+	int bind_index;   /* CQL_TERM_BIND */
+	struct cql_term **items; /* collection items, function arguments */
+	size_t count;
+};
+
+/* ---- names -------------------------------------------------------------------- */
+
+struct cql_qname {
+	const char *keyspace; /* NULL when not given */
+	const char *name;
+};
+
+/* A column reference with an optional element: m['k'] or l[2]. */
+struct cql_column_ref {
+	const char *name;
+	struct cql_term *element; /* NULL when absent */
+};
+
+/* ---- WHERE -------------------------------------------------------------------- */
+
+enum cql_op {
+	CQL_OP_EQ,
+	CQL_OP_LT,
+	CQL_OP_LTE,
+	CQL_OP_GT,
+	CQL_OP_GTE,
+	CQL_OP_NEQ,
+	CQL_OP_IN,
+	CQL_OP_CONTAINS,
+	CQL_OP_CONTAINS_KEY,
+};
+
+enum cql_relation_kind {
+	CQL_REL_COLUMN, /* col op term */
+	CQL_REL_TOKEN,  /* token(a, b) op term */
+	CQL_REL_TUPLE,  /* (c1, c2) op (t1, t2) */
+};
+
+struct cql_relation {
+	enum cql_relation_kind kind;
+	const char **columns; /* one for COLUMN, several for TOKEN/TUPLE */
+	size_t column_count;
+	enum cql_op op;
+	struct cql_term *value;   /* for IN: a TUPLE/LIST of terms or a bind */
+};
+
+/* ---- types -------------------------------------------------------------------- */
+
+/* A CQL type as written: name plus parameters (list<int>, map<text, int>,
+ * frozen<set<uuid>>). Names are lower-cased; frozen is a flag. */
+struct cql_type_ast {
+	const char *name;
+	bool frozen;
+	struct cql_type_ast **params;
+	size_t param_count;
+};
+
+/* ---- options (WITH a = b AND c = {..}) ------------------------------------------ */
+
+struct cql_option {
+	const char *name;        /* lower-cased */
+	struct cql_term *value;  /* constant or map literal */
+};
+
+/* ---- statements ------------------------------------------------------------------ */
+
+enum cql_stmt_kind {
+	CQL_STMT_USE,
+	CQL_STMT_CREATE_KEYSPACE,
+	CQL_STMT_ALTER_KEYSPACE,
+	CQL_STMT_DROP_KEYSPACE,
+	CQL_STMT_CREATE_TABLE,
+	CQL_STMT_ALTER_TABLE,
+	CQL_STMT_DROP_TABLE,
+	CQL_STMT_TRUNCATE,
+	CQL_STMT_INSERT,
+	CQL_STMT_UPDATE,
+	CQL_STMT_DELETE,
+	CQL_STMT_SELECT,
+	CQL_STMT_BATCH,
+	CQL_STMT_DESCRIBE,
+};
+
+struct cql_using {
+	struct cql_term *ttl;       /* NULL when not given */
+	struct cql_term *timestamp; /* NULL when not given */
+};
+
+struct cql_column_def {
+	const char *name;
+	struct cql_type_ast *type;
+	bool is_static;
+	bool primary_key; /* `col type PRIMARY KEY` */
+};
+
+struct cql_clustering_order {
+	const char *column;
+	bool descending;
+};
+
+struct cql_create_table {
+	struct cql_qname table;
+	bool if_not_exists;
+	struct cql_column_def *columns;
+	size_t column_count;
+	const char **partition_key; /* from PRIMARY KEY (...) or the column */
+	size_t partition_key_count;
+	const char **clustering;
+	size_t clustering_count;
+	struct cql_clustering_order *order;
+	size_t order_count;
+	struct cql_option *options;
+	size_t option_count;
+};
+
+enum cql_alter_table_kind {
+	CQL_ALTER_ADD,
+	CQL_ALTER_DROP,
+	CQL_ALTER_WITH,
+	CQL_ALTER_RENAME,
+};
+
+struct cql_alter_table {
+	struct cql_qname table;
+	enum cql_alter_table_kind kind;
+	struct cql_column_def *columns; /* ADD */
+	size_t column_count;
+	const char **names;              /* DROP; RENAME pairs from, to */
+	size_t name_count;
+	struct cql_option *options;      /* WITH */
+	size_t option_count;
+};
+
+struct cql_keyspace_stmt {
+	const char *name;
+	bool if_exists;     /* DROP */
+	bool if_not_exists; /* CREATE */
+	struct cql_option *options;
+	size_t option_count;
+};
+
+struct cql_insert {
+	struct cql_qname table;
+	const char **columns;
+	size_t column_count;
+	struct cql_term **values;
+	struct cql_using using;
+	bool if_not_exists;
+};
+
+enum cql_assign_kind {
+	CQL_ASSIGN_SET,     /* c = v / c[k] = v */
+	CQL_ASSIGN_ADD,     /* c = c + v (append, union, counter add) */
+	CQL_ASSIGN_PREPEND, /* c = v + c */
+	CQL_ASSIGN_REMOVE,  /* c = c - v */
+};
+
+struct cql_assignment {
+	struct cql_column_ref target;
+	enum cql_assign_kind kind;
+	struct cql_term *value;
+};
+
+struct cql_update {
+	struct cql_qname table;
+	struct cql_using using;
+	struct cql_assignment *assignments;
+	size_t assignment_count;
+	struct cql_relation *where;
+	size_t where_count;
+	bool has_conditions; /* IF ...: not supported, refused by the executor */
+};
+
+struct cql_delete {
+	struct cql_qname table;
+	struct cql_column_ref *columns; /* empty: whole rows / partition */
+	size_t column_count;
+	struct cql_using using;
+	struct cql_relation *where;
+	size_t where_count;
+	bool has_conditions;
+};
+
+enum cql_selector_kind {
+	CQL_SEL_COLUMN,     /* name */
+	CQL_SEL_FUNCTION,   /* name(args): token, writetime, ttl, count,
+			       toTimestamp, now, ... (name lower-cased) */
+	CQL_SEL_TERM,       /* a literal argument: count(1), blobAsText(0x61) */
+	CQL_SEL_COUNT_STAR, /* count(*) */
+};
+
+struct cql_selector {
+	enum cql_selector_kind kind;
+	const char *name;
+	struct cql_selector *args;
+	size_t arg_count;
+	struct cql_term *term; /* CQL_SEL_TERM */
+	const char *alias;     /* AS alias, or NULL */
+};
+
+struct cql_ordering {
+	const char *column;
+	bool descending;
+};
+
+struct cql_select {
+	struct cql_qname table;
+	bool distinct;
+	bool json;
+	bool star;
+	struct cql_selector *selectors;
+	size_t selector_count;
+	struct cql_relation *where;
+	size_t where_count;
+	struct cql_ordering *order;
+	size_t order_count;
+	struct cql_term *limit;               /* NULL when absent */
+	struct cql_term *per_partition_limit; /* NULL when absent */
+	bool allow_filtering;
+	bool has_group_by; /* refused by the executor */
+};
+
+struct cql_stmt;
+
+struct cql_batch_stmt {
+	int type; /* 0 logged, 1 unlogged, 2 counter */
+	struct cql_using using;
+	struct cql_stmt **statements;
+	size_t count;
+};
+
+enum cql_describe_kind {
+	CQL_DESCRIBE_CLUSTER,
+	CQL_DESCRIBE_KEYSPACES,
+	CQL_DESCRIBE_KEYSPACE, /* name may be NULL: the current one */
+	CQL_DESCRIBE_TABLES,
+	CQL_DESCRIBE_TABLE,
+	CQL_DESCRIBE_SCHEMA,
+	CQL_DESCRIBE_NAME, /* DESCRIBE x or x.y: a keyspace, else a table */
+};
+
+struct cql_describe {
+	enum cql_describe_kind kind;
+	struct cql_qname name;
+};
+
+struct cql_stmt {
+	enum cql_stmt_kind kind;
+	union {
+		const char *use_keyspace;
+		struct cql_keyspace_stmt keyspace;
+		struct cql_create_table create_table;
+		struct cql_alter_table alter_table;
+		struct {
+			struct cql_qname table;
+			bool if_exists;
+		} drop_table;
+		struct cql_qname truncate;
+		struct cql_insert insert;
+		struct cql_update update;
+		struct cql_delete del;
+		struct cql_select select;
+		struct cql_batch_stmt batch;
+		struct cql_describe describe;
+	} u;
+};
+
+#endif

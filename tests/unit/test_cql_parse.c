@@ -1,0 +1,397 @@
+/* client/cql_parse: the statements drivers, cqlsh and users send. */
+#include "client/cql_parse.h"
+#include "common/err.h"
+#include "common/rand.h"
+#include "tests/lib/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct arena arena;
+static int binds;
+static const char **bind_names;
+static uint64_t seed;
+
+static void setup(void)
+{
+	arena_create(&arena, 0);
+}
+
+static void teardown(void)
+{
+	arena_destroy(&arena);
+}
+
+static struct cql_stmt *parse(const char *q)
+{
+	struct cql_stmt *s = cql_parse(&arena, q, strlen(q), &binds, &bind_names);
+	ck_assert_msg(s != NULL, "%s\n-> %s", q, err_msg());
+	return s;
+}
+
+static const char *parse_fails(const char *q, enum err_code code)
+{
+	struct cql_stmt *s = cql_parse(&arena, q, strlen(q), &binds, NULL);
+	ck_assert_msg(s == NULL, "accepted: %s", q);
+	ck_assert_msg(err_code() == code, "%s -> %s", q, err_msg());
+	return err_msg();
+}
+
+static bool term_is(const struct cql_term *t, enum cql_term_kind k,
+		    const char *text)
+{
+	return t && t->kind == k &&
+	       (!text || (t->len == strlen(text) && memcmp(t->text, text, t->len) == 0));
+}
+
+START_TEST(driver_control_queries_parse)
+{
+	/* What the Python and Node.js drivers and cqlsh send on connect. */
+	const char *queries[] = {
+		"SELECT * FROM system.peers_v2",
+		"SELECT * FROM system.local WHERE key='local'",
+		"select * from system.local where key = 'local'",
+		"SELECT * FROM system_schema.keyspaces",
+		"SELECT * from system_virtual_schema.keyspaces",
+		"SELECT host_id, peer, peer_port, native_address, native_port, "
+		"schema_version FROM system.peers_v2",
+		"SELECT * FROM system_schema.tables WHERE keyspace_name = 'ks' "
+		"AND table_name = 't'",
+		"SELECT * FROM system_schema.keyspaces where keyspace_name = 'nks'",
+		"SELECT schema_version FROM system.local WHERE key='local';",
+		"USE \"ks\"",
+	};
+	for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++)
+		parse(queries[i]);
+	struct cql_stmt *s = parse("SELECT * FROM system.local WHERE key='local'");
+	ck_assert_int_eq(s->kind, CQL_STMT_SELECT);
+	ck_assert(s->u.select.star);
+	ck_assert_str_eq(s->u.select.table.keyspace, "system");
+	ck_assert_str_eq(s->u.select.table.name, "local");
+	ck_assert_uint_eq(s->u.select.where_count, 1);
+	ck_assert_str_eq(s->u.select.where[0].columns[0], "key");
+	ck_assert(term_is(s->u.select.where[0].value, CQL_TERM_STRING, "local"));
+	s = parse("USE \"MyKs\"");
+	ck_assert_str_eq(s->u.use_keyspace, "MyKs");
+	s = parse("use MyKs");
+	ck_assert_str_eq(s->u.use_keyspace, "myks");
+}
+END_TEST
+
+START_TEST(create_keyspace_and_table)
+{
+	struct cql_stmt *s = parse(
+		"CREATE KEYSPACE IF NOT EXISTS ks WITH replication = "
+		"{'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': '2'} "
+		"AND durable_writes = false");
+	ck_assert_int_eq(s->kind, CQL_STMT_CREATE_KEYSPACE);
+	ck_assert(s->u.keyspace.if_not_exists);
+	ck_assert_uint_eq(s->u.keyspace.option_count, 2);
+	ck_assert_str_eq(s->u.keyspace.options[0].name, "replication");
+	const struct cql_term *m = s->u.keyspace.options[0].value;
+	ck_assert_int_eq(m->kind, CQL_TERM_MAP);
+	ck_assert_uint_eq(m->count, 6);
+	ck_assert(term_is(m->items[3], CQL_TERM_INTEGER, "3"));
+	ck_assert(term_is(s->u.keyspace.options[1].value, CQL_TERM_BOOLEAN,
+			  "false"));
+
+	s = parse("CREATE TABLE ks.events (\n"
+		  "  day date, \"Sensor\" text, ts timeuuid, v double,\n"
+		  "  tags set<text>, attrs frozen<map<text, list<int>>>,\n"
+		  "  owner text static,\n"
+		  "  PRIMARY KEY ((day, \"Sensor\"), ts)\n"
+		  ") WITH CLUSTERING ORDER BY (ts DESC)\n"
+		  "  AND default_time_to_live = 86400\n"
+		  "  AND compaction = {'class': 'TimeWindowCompactionStrategy'}\n"
+		  "  AND comment = 'it''s events';");
+	const struct cql_create_table *ct = &s->u.create_table;
+	ck_assert_int_eq(s->kind, CQL_STMT_CREATE_TABLE);
+	ck_assert_uint_eq(ct->column_count, 7);
+	ck_assert_str_eq(ct->columns[1].name, "Sensor");
+	ck_assert_str_eq(ct->columns[4].type->name, "set");
+	ck_assert_str_eq(ct->columns[4].type->params[0]->name, "text");
+	ck_assert(ct->columns[5].type->frozen);
+	ck_assert_str_eq(ct->columns[5].type->name, "map");
+	ck_assert_str_eq(ct->columns[5].type->params[1]->name, "list");
+	ck_assert(ct->columns[6].is_static);
+	ck_assert_uint_eq(ct->partition_key_count, 2);
+	ck_assert_str_eq(ct->partition_key[1], "Sensor");
+	ck_assert_uint_eq(ct->clustering_count, 1);
+	ck_assert_uint_eq(ct->order_count, 1);
+	ck_assert(ct->order[0].descending);
+	ck_assert_uint_eq(ct->option_count, 3);
+	ck_assert(term_is(ct->options[2].value, CQL_TERM_STRING, "it's events"));
+
+	s = parse("create table t (k int primary key, v text)");
+	ck_assert_uint_eq(s->u.create_table.partition_key_count, 1);
+	ck_assert_str_eq(s->u.create_table.partition_key[0], "k");
+	ck_assert_uint_eq(s->u.create_table.clustering_count, 0);
+}
+END_TEST
+
+START_TEST(alter_drop_truncate_describe)
+{
+	struct cql_stmt *s = parse("ALTER TABLE ks.t ADD (a int, b list<text>)");
+	ck_assert_int_eq(s->u.alter_table.kind, CQL_ALTER_ADD);
+	ck_assert_uint_eq(s->u.alter_table.column_count, 2);
+	s = parse("ALTER TABLE t DROP v");
+	ck_assert_int_eq(s->u.alter_table.kind, CQL_ALTER_DROP);
+	s = parse("ALTER TABLE t WITH gc_grace_seconds = 3600 AND "
+		  "read_repair = 'NONE'");
+	ck_assert_uint_eq(s->u.alter_table.option_count, 2);
+	s = parse("ALTER TABLE t RENAME a TO b AND c TO d");
+	ck_assert_uint_eq(s->u.alter_table.name_count, 4);
+	s = parse("ALTER KEYSPACE ks WITH replication = {'class': "
+		  "'SimpleStrategy', 'replication_factor': 1}");
+	ck_assert_int_eq(s->kind, CQL_STMT_ALTER_KEYSPACE);
+	s = parse("DROP KEYSPACE IF EXISTS ks");
+	ck_assert(s->u.keyspace.if_exists);
+	s = parse("DROP TABLE ks.t");
+	ck_assert_int_eq(s->kind, CQL_STMT_DROP_TABLE);
+	s = parse("TRUNCATE TABLE ks.t");
+	ck_assert_str_eq(s->u.truncate.name, "t");
+	s = parse("TRUNCATE t");
+	ck_assert_int_eq(s->kind, CQL_STMT_TRUNCATE);
+	s = parse("DESCRIBE KEYSPACES");
+	ck_assert_int_eq(s->u.describe.kind, CQL_DESCRIBE_KEYSPACES);
+	s = parse("DESC TABLE ks.t");
+	ck_assert_int_eq(s->u.describe.kind, CQL_DESCRIBE_TABLE);
+	s = parse("describe keyspace");
+	ck_assert_ptr_null(s->u.describe.name.name);
+	s = parse("DESCRIBE CLUSTER");
+	ck_assert_int_eq(s->u.describe.kind, CQL_DESCRIBE_CLUSTER);
+	s = parse("DESCRIBE ks");
+	ck_assert_int_eq(s->u.describe.kind, CQL_DESCRIBE_NAME);
+}
+END_TEST
+
+START_TEST(insert_update_delete)
+{
+	struct cql_stmt *s = parse(
+		"INSERT INTO ks.t (k, c, v, l, m, s, u, b, f, n) VALUES "
+		"(?, -5, 'x', [1, 2], {'a': 1}, {1, 2}, "
+		"550e8400-e29b-41d4-a716-446655440000, 0xCAFE, -1.5e3, null) "
+		"USING TTL 60 AND TIMESTAMP :ts");
+	const struct cql_insert *in = &s->u.insert;
+	ck_assert_uint_eq(in->column_count, 10);
+	ck_assert_int_eq(in->values[0]->kind, CQL_TERM_BIND);
+	ck_assert(term_is(in->values[1], CQL_TERM_INTEGER, "5"));
+	ck_assert(in->values[1]->negative);
+	ck_assert_int_eq(in->values[3]->kind, CQL_TERM_LIST);
+	ck_assert_int_eq(in->values[4]->kind, CQL_TERM_MAP);
+	ck_assert_int_eq(in->values[5]->kind, CQL_TERM_SET);
+	ck_assert(term_is(in->values[6], CQL_TERM_UUID,
+			  "550e8400-e29b-41d4-a716-446655440000"));
+	ck_assert(term_is(in->values[7], CQL_TERM_BLOB, "CAFE"));
+	ck_assert(term_is(in->values[8], CQL_TERM_FLOAT, "1.5e3"));
+	ck_assert_int_eq(in->values[9]->kind, CQL_TERM_NULL);
+	ck_assert(term_is(in->using.ttl, CQL_TERM_INTEGER, "60"));
+	ck_assert_int_eq(in->using.timestamp->kind, CQL_TERM_BIND);
+	ck_assert_int_eq(binds, 2);
+	ck_assert_ptr_null(bind_names[0]);
+	ck_assert_str_eq(bind_names[1], "ts");
+
+	s = parse("UPDATE t USING TTL 10 SET v = 'a', l = l + [3], l = [0] + l, "
+		  "s = s - {1}, m['k'] = 7, n = n + 1 WHERE k = 1 AND c = ?");
+	const struct cql_update *up = &s->u.update;
+	ck_assert_uint_eq(up->assignment_count, 6);
+	ck_assert_int_eq(up->assignments[0].kind, CQL_ASSIGN_SET);
+	ck_assert_int_eq(up->assignments[1].kind, CQL_ASSIGN_ADD);
+	ck_assert_int_eq(up->assignments[2].kind, CQL_ASSIGN_PREPEND);
+	ck_assert_int_eq(up->assignments[3].kind, CQL_ASSIGN_REMOVE);
+	ck_assert(term_is(up->assignments[4].target.element, CQL_TERM_STRING,
+			  "k"));
+	ck_assert_int_eq(up->assignments[5].kind, CQL_ASSIGN_ADD);
+	ck_assert_uint_eq(up->where_count, 2);
+
+	s = parse("DELETE FROM t WHERE k = 1");
+	ck_assert_uint_eq(s->u.del.column_count, 0);
+	s = parse("DELETE v, m['x'], l[0] FROM t USING TIMESTAMP 5 WHERE k IN "
+		  "(1, 2) AND c >= 3 AND c < 9");
+	ck_assert_uint_eq(s->u.del.column_count, 3);
+	ck_assert_ptr_nonnull(s->u.del.columns[1].element);
+	ck_assert_int_eq(s->u.del.where[0].op, CQL_OP_IN);
+	ck_assert_int_eq(s->u.del.where[0].value->kind, CQL_TERM_TUPLE);
+	ck_assert_uint_eq(s->u.del.where[0].value->count, 2);
+	ck_assert_int_eq(s->u.del.where[1].op, CQL_OP_GTE);
+	s = parse("DELETE FROM t WHERE k = 1 AND (c1, c2) > (1, 'a')");
+	ck_assert_int_eq(s->u.del.where[1].kind, CQL_REL_TUPLE);
+	ck_assert_uint_eq(s->u.del.where[1].column_count, 2);
+}
+END_TEST
+
+START_TEST(select_forms)
+{
+	struct cql_stmt *s = parse(
+		"SELECT k, v AS value, writetime(v), ttl(v), token(k), "
+		"toTimestamp(now()), count(*) FROM t WHERE token(k) > ? AND "
+		"token(k) <= 100 ORDER BY c DESC PER PARTITION LIMIT 2 LIMIT 10 "
+		"ALLOW FILTERING");
+	const struct cql_select *q = &s->u.select;
+	ck_assert_uint_eq(q->selector_count, 7);
+	ck_assert_str_eq(q->selectors[1].alias, "value");
+	ck_assert_int_eq(q->selectors[2].kind, CQL_SEL_FUNCTION);
+	ck_assert_str_eq(q->selectors[2].name, "writetime");
+	ck_assert_str_eq(q->selectors[2].args[0].name, "v");
+	ck_assert_str_eq(q->selectors[4].name, "token");
+	ck_assert_str_eq(q->selectors[5].name, "totimestamp");
+	ck_assert_str_eq(q->selectors[5].args[0].name, "now");
+	ck_assert_int_eq(q->selectors[5].args[0].kind, CQL_SEL_FUNCTION);
+	ck_assert_int_eq(q->selectors[6].kind, CQL_SEL_COUNT_STAR);
+	ck_assert_int_eq(q->where[0].kind, CQL_REL_TOKEN);
+	ck_assert_int_eq(q->where[0].op, CQL_OP_GT);
+	ck_assert_uint_eq(q->order_count, 1);
+	ck_assert(q->order[0].descending);
+	ck_assert(term_is(q->per_partition_limit, CQL_TERM_INTEGER, "2"));
+	ck_assert(term_is(q->limit, CQL_TERM_INTEGER, "10"));
+	ck_assert(q->allow_filtering);
+
+	s = parse("SELECT DISTINCT k FROM t");
+	ck_assert(s->u.select.distinct);
+	s = parse("SELECT count(1) FROM t WHERE k IN ?");
+	ck_assert_int_eq(s->u.select.selectors[0].args[0].kind, CQL_SEL_TERM);
+	ck_assert_int_eq(s->u.select.where[0].value->kind, CQL_TERM_BIND);
+	/* Non-reserved keywords stay usable as column names. */
+	s = parse("SELECT key, value, type, ttl, writetime FROM t");
+	ck_assert_uint_eq(s->u.select.selector_count, 5);
+	s = parse("SELECT * FROM t WHERE tags CONTAINS 'x' ALLOW FILTERING");
+	ck_assert_int_eq(s->u.select.where[0].op, CQL_OP_CONTAINS);
+}
+END_TEST
+
+START_TEST(batches_comments_and_strings)
+{
+	struct cql_stmt *s = parse(
+		"-- a comment\nBEGIN UNLOGGED BATCH USING TIMESTAMP 1\n"
+		"  INSERT INTO t (k) VALUES (1); /* inline */\n"
+		"  UPDATE t SET v = $$it's raw$$ WHERE k = 2;\n"
+		"  DELETE FROM t WHERE k = 3 // trailing\n"
+		"APPLY BATCH;");
+	ck_assert_int_eq(s->kind, CQL_STMT_BATCH);
+	ck_assert_int_eq(s->u.batch.type, 1);
+	ck_assert_uint_eq(s->u.batch.count, 3);
+	ck_assert(term_is(s->u.batch.statements[1]->u.update.assignments[0].value,
+			  CQL_TERM_STRING, "it's raw"));
+	s = parse("begin batch insert into t (k) values (?) apply batch");
+	ck_assert_int_eq(s->u.batch.type, 0);
+	ck_assert_int_eq(binds, 1);
+	s = parse("SELECT * FROM t WHERE k = 'multi\nline'");
+	ck_assert(term_is(s->u.select.where[0].value, CQL_TERM_STRING,
+			  "multi\nline"));
+	s = parse("INSERT INTO t (k, v) VALUES (1, {})");
+	ck_assert_uint_eq(s->u.insert.values[1]->count, 0);
+	s = parse("SELECT * FROM t WHERE f = -Infinity AND g = NaN");
+	ck_assert(s->u.select.where[0].value->negative);
+}
+END_TEST
+
+START_TEST(syntax_errors_read_like_cassandras)
+{
+	const char *m = parse_fails("SELEC * FROM t", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:0 no viable alternative at input 'SELEC'");
+	m = parse_fails("SELECT * FORM t", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:9 mismatched input 'FORM' expecting FROM");
+	m = parse_fails("SELECT * FROM", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:13 mismatched input '<EOF>' expecting an "
+			    "identifier");
+	m = parse_fails("SELECT * FROM t\nWHERE k = ", ERR_INVALID);
+	ck_assert_str_eq(m, "line 2:10 no viable alternative at input '<EOF>'");
+	m = parse_fails("SELECT * FROM t WHERE k = 'open", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:26 unterminated string");
+	m = parse_fails("SELECT * FROM t extra", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:16 mismatched input 'extra' expecting <EOF>");
+	m = parse_fails("SELECT * FROM table", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:14 mismatched input 'table' expecting an "
+			    "identifier");
+	m = parse_fails("INSERT INTO t (a, b) VALUES (1)", ERR_INVALID);
+	ck_assert_str_eq(m, "Unmatched column names/values: 2 names for 1 values");
+	m = parse_fails("CREATE TABLE t (a int, b int)", ERR_INVALID);
+	ck_assert_str_eq(m, "No PRIMARY KEY specified for table 't' (exactly one "
+			    "required)");
+	m = parse_fails("SELECT * FROM t WHERE k = 1 # x", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:28 token recognition error at: '#'");
+	parse_fails("SELECT * FROM t /* never closed", ERR_INVALID);
+	parse_fails("", ERR_INVALID);
+	parse_fails(";", ERR_INVALID);
+	parse_fails("SELECT * FROM t WHERE k = 12abc", ERR_INVALID);
+	parse_fails("UPDATE t SET v = w + 1 WHERE k = 1", ERR_INVALID);
+}
+END_TEST
+
+START_TEST(unsupported_features_get_a_clear_refusal)
+{
+	const char *m = parse_fails("CREATE INDEX ON t (v)", ERR_UNSUPPORTED);
+	ck_assert_str_eq(m, "Secondary indexes are not supported by Cassini yet");
+	m = parse_fails("INSERT INTO t (k) VALUES (1) IF NOT EXISTS",
+			ERR_UNSUPPORTED);
+	ck_assert_str_eq(m, "Lightweight transactions (IF conditions) are not "
+			    "supported by Cassini yet");
+	parse_fails("UPDATE t SET v = 1 WHERE k = 1 IF v = 0", ERR_UNSUPPORTED);
+	parse_fails("DELETE FROM t WHERE k = 1 IF EXISTS", ERR_UNSUPPORTED);
+	parse_fails("CREATE MATERIALIZED VIEW mv AS SELECT * FROM t",
+		    ERR_UNSUPPORTED);
+	parse_fails("CREATE TYPE addr (street text)", ERR_UNSUPPORTED);
+	parse_fails("CREATE FUNCTION f () RETURNS int", ERR_UNSUPPORTED);
+	parse_fails("CREATE ROLE bob", ERR_UNSUPPORTED);
+	parse_fails("GRANT SELECT ON t TO bob", ERR_UNSUPPORTED);
+	parse_fails("SELECT JSON * FROM t", ERR_UNSUPPORTED);
+	parse_fails("CREATE TABLE t (k int PRIMARY KEY) WITH COMPACT STORAGE",
+		    ERR_UNSUPPORTED);
+}
+END_TEST
+
+START_TEST(random_bytes_never_crash_the_parser)
+{
+	struct rng r;
+	rng_seed(&r, seed);
+	static const char *const pieces[] = {
+		"SELECT", "*", "FROM", "t", "WHERE", "k", "=", "?", "(", ")",
+		"'", "\"", "[", "{", "}", "]", ",", ":", "AND", "IN", "-",
+		"1", "0x", "token", "BEGIN", "BATCH", "APPLY", ";", "/*", "--",
+		"$$", "INSERT", "INTO", "VALUES", "UPDATE", "SET", "+",
+	};
+	size_t npieces = sizeof(pieces) / sizeof(pieces[0]);
+	char q[512];
+	for (int i = 0; i < 20000; i++) {
+		size_t n = 0;
+		int words = 1 + (int)rng_below(&r, 20);
+		for (int w = 0; w < words && n < sizeof(q) - 40; w++)
+			n += (size_t)snprintf(q + n, sizeof(q) - n, "%s ",
+					      pieces[rng_below(&r, npieces)]);
+		int b;
+		struct cql_stmt *s = cql_parse(&arena, q, n, &b, NULL);
+		if (!s)
+			ck_assert(err_code() == ERR_INVALID ||
+				  err_code() == ERR_UNSUPPORTED);
+		if (i % 1000 == 999) {
+			arena_destroy(&arena);
+			arena_create(&arena, 0);
+		}
+	}
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("cql_parse");
+	TCase *tc = tcase_create("core");
+	seed = test_seed(77);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, driver_control_queries_parse);
+	tcase_add_test(tc, create_keyspace_and_table);
+	tcase_add_test(tc, alter_drop_truncate_describe);
+	tcase_add_test(tc, insert_update_delete);
+	tcase_add_test(tc, select_forms);
+	tcase_add_test(tc, batches_comments_and_strings);
+	tcase_add_test(tc, syntax_errors_read_like_cassandras);
+	tcase_add_test(tc, unsupported_features_get_a_clear_refusal);
+	tcase_add_test(tc, random_bytes_never_crash_the_parser);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return test_run(suite());
+}
