@@ -7,3 +7,7 @@ target_link_libraries(cql_proto_cli PRIVATE cassini_client)
 cassini_pytest(unit_proto_driver test_proto_driver.py LABEL unit TIMEOUT 120)
 cassini_check_suite(test_cql_parse LABEL unit SOURCES test_cql_parse.c
                     LIBS cassini_client)
+add_executable(cql_test_server cql_test_server.c)
+target_link_libraries(cql_test_server PRIVATE cassini_client
+                      PkgConfig::LIBEVENT)
+cassini_pytest(unit_cql_server test_cql_server.py LABEL unit TIMEOUT 120)

@@ -1,0 +1,765 @@
+/*
+ * CQL server connections on libevent bufferevents.
+ *
+ * Per connection: frames are cut from the input buffer only once the
+ * header has been validated (version, direction, size against
+ * max_frame_size) and the whole body is present, so a hostile length never
+ * allocates. Before STARTUP only OPTIONS and STARTUP are accepted. Framing
+ * errors are answered with a Protocol_error and the connection is closed
+ * once the answer is flushed, which is also what drivers do with a
+ * connection that produced one.
+ *
+ * Flow control: when a connection has max_requests_per_connection requests
+ * in flight, or its output buffer is over OUTPUT_HIGH_WATER, the server
+ * stops reading from it until replies drain. Across connections, bytes held
+ * by requests in flight are capped; past the cap requests get Overloaded.
+ */
+#define LOG_MODULE "client"
+#include "client/server.h"
+
+#include "common/err.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#define OUTPUT_HIGH_WATER (4u << 20)
+
+enum {
+	EVENT_TOPOLOGY = 1 << 0,
+	EVENT_STATUS = 1 << 1,
+	EVENT_SCHEMA = 1 << 2,
+};
+
+struct cql_conn {
+	struct cql_server *srv;
+	struct bufferevent *bev;
+	struct event *timer; /* handshake, then idle */
+	struct inet_addr peer;
+	uint8_t version;     /* fixed by STARTUP; 0 before */
+	bool ready;
+	bool lz4;
+	bool closed;         /* socket gone; struct lives while refs > 0 */
+	bool closing;        /* flushing a last reply, then closing */
+	bool paused_requests;
+	bool paused_output;
+	unsigned events;
+	int inflight;
+	uint64_t inflight_bytes; /* this connection's share of the server's */
+	int refs;            /* 1 for the socket, 1 per request, 1 while read
+				callbacks run */
+	char *keyspace;
+	struct cql_conn *prev, *next;
+};
+
+struct cql_request {
+	struct cql_conn *conn;
+	uint8_t version;
+	int16_t stream;
+	uint8_t *body;
+	size_t accounted; /* bytes counted in srv->inflight_bytes */
+};
+
+struct cql_server {
+	struct event_base *base;
+	struct evconnlistener *listener;
+	struct cql_server_config cfg;
+	char cql_version[16];
+	struct cql_executor exec;
+	struct cql_conn *conns;
+	struct inet_addr bound;
+	struct cql_server_stats stats;
+};
+
+static void conn_update_reading(struct cql_conn *c);
+static void conn_read(struct bufferevent *bev, void *arg);
+
+/* ---- connection lifetime ------------------------------------------------------ */
+
+static void conn_unref(struct cql_conn *c)
+{
+	if (--c->refs > 0)
+		return;
+	free(c->keyspace);
+	free(c);
+}
+
+static void conn_close(struct cql_conn *c, const char *why)
+{
+	if (c->closed)
+		return;
+	char peer[INET_ADDR_STRLEN];
+	LOG_DEBUG("closing client %s: %s",
+		  inet_addr_format(&c->peer, peer, sizeof(peer)), why);
+	c->closed = true;
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+	event_free(c->timer);
+	c->timer = NULL;
+	struct cql_server *s = c->srv;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->stats.connections--;
+	/* Requests still out no longer count against the server: their
+	 * replies are dropped without touching it. */
+	s->stats.inflight_bytes -= c->inflight_bytes;
+	c->inflight_bytes = 0;
+	conn_unref(c);
+}
+
+static void conn_write(struct cql_conn *c, const uint8_t *p, size_t n)
+{
+	if (c->closed)
+		return;
+	if (bufferevent_write(c->bev, p, n) != 0) {
+		conn_close(c, "write failed");
+		return;
+	}
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) >
+	    OUTPUT_HIGH_WATER) {
+		c->paused_output = true;
+		conn_update_reading(c);
+	}
+}
+
+/* Writes a reply frame, compressing its body when LZ4 was negotiated. */
+static void conn_send_frame(struct cql_conn *c, const uint8_t *frame,
+			    size_t len)
+{
+	if (!c->lz4 || len <= CQL_HEADER_LEN) {
+		conn_write(c, frame, len);
+		return;
+	}
+	struct buf out;
+	buf_init(&out);
+	if (buf_append(&out, frame, CQL_HEADER_LEN) != 0 ||
+	    cql_lz4_compress(frame + CQL_HEADER_LEN, len - CQL_HEADER_LEN,
+			     &out) != 0) {
+		buf_free(&out);
+		conn_close(c, "out of memory compressing a reply");
+		return;
+	}
+	out.data[1] |= CQL_FLAG_COMPRESSION;
+	be32_store(out.data + 5, (uint32_t)(out.len - CQL_HEADER_LEN));
+	conn_write(c, out.data, out.len);
+	buf_free(&out);
+}
+
+/* Answers with a Protocol_error and closes once it is flushed. */
+static void conn_fail(struct cql_conn *c, uint8_t version, int16_t stream,
+		      const char *msg)
+{
+	struct buf b;
+	char peer[INET_ADDR_STRLEN];
+	LOG_INFO("protocol error from client %s: %s",
+		 inet_addr_format(&c->peer, peer, sizeof(peer)), msg);
+	c->srv->stats.protocol_errors++;
+	buf_init(&b);
+	if (cql_encode_error(&b, version, stream, CQL_ERR_PROTOCOL, msg) == 0)
+		conn_write(c, b.data, b.len);
+	buf_free(&b);
+	if (c->closed)
+		return;
+	c->closing = true;
+	bufferevent_disable(c->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		conn_close(c, "protocol error");
+}
+
+static void conn_update_reading(struct cql_conn *c)
+{
+	if (c->closed || c->closing)
+		return;
+	if (c->paused_requests || c->paused_output)
+		bufferevent_disable(c->bev, EV_READ);
+	else
+		bufferevent_enable(c->bev, EV_READ);
+}
+
+static void conn_on_write(struct bufferevent *bev, void *arg)
+{
+	struct cql_conn *c = arg;
+	struct evbuffer *out = bufferevent_get_output(bev);
+	if (c->closing && evbuffer_get_length(out) == 0) {
+		conn_close(c, "protocol error");
+		return;
+	}
+	if (c->paused_output && evbuffer_get_length(out) < OUTPUT_HIGH_WATER / 2) {
+		c->paused_output = false;
+		conn_update_reading(c);
+		/* Frames may be waiting already; run the read callback from the
+		 * loop, not from here. */
+		bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
+	}
+}
+
+static void conn_on_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	struct cql_conn *c = arg;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		conn_close(c, what & BEV_EVENT_EOF ? "closed by client"
+						   : "socket error");
+}
+
+static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct cql_conn *c = arg;
+	if (!c->ready) {
+		conn_close(c, "no STARTUP within the handshake timeout");
+		return;
+	}
+	if (c->inflight == 0)
+		conn_close(c, "idle timeout");
+}
+
+static void conn_arm_timer(struct cql_conn *c)
+{
+	uint64_t ms = c->ready ? c->srv->cfg.idle_timeout_ms
+			       : c->srv->cfg.handshake_timeout_ms;
+	if (ms == 0) {
+		evtimer_del(c->timer);
+		return;
+	}
+	struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+			     .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+	evtimer_add(c->timer, &tv);
+}
+
+/* ---- messages ------------------------------------------------------------------------ */
+
+static int handle_startup(struct cql_conn *c, const struct cql_header *h,
+			  struct cursor *body)
+{
+	struct arena a;
+	struct cql_pair *opts;
+	uint16_t n;
+	bool lz4 = false, has_version = false;
+	arena_create(&a, 4096);
+	if (c->ready) {
+		arena_destroy(&a);
+		conn_fail(c, h->version, h->stream,
+			  "Unexpected message STARTUP, the connection is "
+			  "already initialized");
+		return -1;
+	}
+	if (cql_decode_startup(body, &a, &opts, &n) != 0) {
+		arena_destroy(&a);
+		conn_fail(c, h->version, h->stream, err_msg());
+		return -1;
+	}
+	char msg[160];
+	msg[0] = '\0';
+	for (uint16_t i = 0; i < n; i++) {
+		struct slice k = opts[i].key, v = opts[i].value;
+		if (slice_eq(k, slice_from_cstr("CQL_VERSION"))) {
+			has_version = true;
+			if (v.len < 2 || v.ptr[0] != '3' || v.ptr[1] != '.')
+				snprintf(msg, sizeof(msg),
+					 "Invalid or unsupported CQL version "
+					 "'%.*s'; supported: %s",
+					 (int)(v.len > 32 ? 32 : v.len),
+					 (const char *)v.ptr, c->srv->cql_version);
+		} else if (slice_eq(k, slice_from_cstr("COMPRESSION"))) {
+			if (v.len == 3 && strncasecmp((const char *)v.ptr, "lz4",
+						       3) == 0)
+				lz4 = true;
+			else
+				snprintf(msg, sizeof(msg),
+					 "Unknown compression algorithm: %.*s",
+					 (int)(v.len > 32 ? 32 : v.len),
+					 (const char *)v.ptr);
+		}
+	}
+	arena_destroy(&a);
+	if (!has_version && !msg[0])
+		snprintf(msg, sizeof(msg),
+			 "Missing value CQL_VERSION in STARTUP message");
+	if (msg[0]) {
+		conn_fail(c, h->version, h->stream, msg);
+		return -1;
+	}
+	struct buf b;
+	buf_init(&b);
+	if (cql_encode_ready(&b, h->version, h->stream) == 0)
+		conn_write(c, b.data, b.len); /* never compressed */
+	buf_free(&b);
+	c->version = h->version;
+	c->ready = true;
+	c->lz4 = lz4;
+	conn_arm_timer(c);
+	return 0;
+}
+
+static int handle_register(struct cql_conn *c, const struct cql_header *h,
+			   struct cursor *body)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} kinds[] = {{"TOPOLOGY_CHANGE", EVENT_TOPOLOGY},
+		     {"STATUS_CHANGE", EVENT_STATUS},
+		     {"SCHEMA_CHANGE", EVENT_SCHEMA}};
+	struct arena a;
+	struct slice *types;
+	uint16_t n;
+	unsigned mask = 0;
+	arena_create(&a, 1024);
+	if (cql_decode_register(body, &a, &types, &n) != 0) {
+		arena_destroy(&a);
+		conn_fail(c, h->version, h->stream, err_msg());
+		return -1;
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		unsigned bit = 0;
+		for (size_t k = 0; k < 3; k++)
+			if (slice_eq(types[i], slice_from_cstr(kinds[k].name)))
+				bit = kinds[k].bit;
+		if (!bit) {
+			char msg[96];
+			snprintf(msg, sizeof(msg), "Invalid value '%.*s' for Type",
+				 (int)(types[i].len > 40 ? 40 : types[i].len),
+				 (const char *)types[i].ptr);
+			arena_destroy(&a);
+			conn_fail(c, h->version, h->stream, msg);
+			return -1;
+		}
+		mask |= bit;
+	}
+	arena_destroy(&a);
+	c->events |= mask;
+	struct buf b;
+	buf_init(&b);
+	if (cql_encode_ready(&b, h->version, h->stream) == 0)
+		conn_send_frame(c, b.data, b.len);
+	buf_free(&b);
+	return 0;
+}
+
+/* A statement: account for it, then hand it to the executor. Takes
+ * ownership of `frame_body`. */
+static void handle_statement(struct cql_conn *c, const struct cql_header *h,
+			     uint8_t *frame_body, size_t len, size_t offset)
+{
+	struct cql_server *s = c->srv;
+	if (s->stats.inflight_bytes + len > s->cfg.max_inflight_bytes) {
+		struct buf b;
+		buf_init(&b);
+		s->stats.overloaded++;
+		if (cql_encode_error(&b, h->version, h->stream,
+				     CQL_ERR_OVERLOADED,
+				     "Too many requests in flight on this "
+				     "node") == 0)
+			conn_send_frame(c, b.data, b.len);
+		buf_free(&b);
+		free(frame_body);
+		return;
+	}
+	struct cql_request *req = calloc(1, sizeof(*req));
+	if (!req) {
+		free(frame_body);
+		conn_close(c, "out of memory");
+		return;
+	}
+	req->conn = c;
+	req->version = h->version;
+	req->stream = h->stream;
+	req->body = frame_body;
+	req->accounted = len;
+	c->refs++;
+	c->inflight++;
+	c->inflight_bytes += len;
+	s->stats.inflight_bytes += len;
+	s->stats.requests++;
+	if (c->inflight >= s->cfg.max_requests_per_connection) {
+		c->paused_requests = true;
+		conn_update_reading(c);
+	}
+	struct cql_request_info info = {
+		.version = h->version,
+		.stream = h->stream,
+		.opcode = h->opcode,
+		.keyspace = c->keyspace,
+		.client = c->peer,
+	};
+	s->exec.execute(s->exec.arg, req, &info, frame_body + offset,
+			len - offset);
+}
+
+static const char *opcode_name(uint8_t op)
+{
+	switch (op) {
+	case CQL_OP_QUERY:
+		return "QUERY";
+	case CQL_OP_PREPARE:
+		return "PREPARE";
+	case CQL_OP_EXECUTE:
+		return "EXECUTE";
+	case CQL_OP_BATCH:
+		return "BATCH";
+	case CQL_OP_REGISTER:
+		return "REGISTER";
+	case CQL_OP_AUTH_RESPONSE:
+		return "AUTH_RESPONSE";
+	default:
+		return NULL;
+	}
+}
+
+/* One whole frame. Takes ownership of `body` (malloc'ed, may be NULL). */
+static void dispatch(struct cql_conn *c, const struct cql_header *h,
+		     uint8_t *body, size_t len)
+{
+	char msg[128];
+	if (h->flags & CQL_FLAG_COMPRESSION) {
+		if (!c->lz4) {
+			free(body);
+			conn_fail(c, h->version, h->stream,
+				  "Received a compressed frame but compression "
+				  "was not negotiated");
+			return;
+		}
+		struct buf raw;
+		buf_init(&raw);
+		if (cql_lz4_decompress(body, len, c->srv->cfg.max_frame_size,
+				       &raw) != 0) {
+			free(body);
+			buf_free(&raw);
+			conn_fail(c, h->version, h->stream, err_msg());
+			return;
+		}
+		free(body);
+		body = buf_steal(&raw, &len);
+	}
+	struct cursor cur = cursor_make(body, len);
+	if ((h->flags & CQL_FLAG_CUSTOM_PAYLOAD) &&
+	    cql_skip_custom_payload(&cur) != 0) {
+		free(body);
+		conn_fail(c, h->version, h->stream, err_msg());
+		return;
+	}
+	if (h->opcode == CQL_OP_OPTIONS) {
+		struct buf b;
+		buf_init(&b);
+		if (cql_encode_supported(&b, h->version, h->stream,
+					 c->srv->cql_version, true) == 0)
+			conn_send_frame(c, b.data, b.len);
+		buf_free(&b);
+		free(body);
+		return;
+	}
+	if (h->opcode == CQL_OP_STARTUP) {
+		handle_startup(c, h, &cur);
+		free(body);
+		return;
+	}
+	const char *name = opcode_name(h->opcode);
+	if (!name) {
+		snprintf(msg, sizeof(msg), "Unknown or unexpected opcode 0x%02x",
+			 h->opcode);
+		free(body);
+		conn_fail(c, h->version, h->stream, msg);
+		return;
+	}
+	if (!c->ready) {
+		snprintf(msg, sizeof(msg),
+			 "Unexpected message %s, expecting STARTUP or OPTIONS",
+			 name);
+		free(body);
+		conn_fail(c, h->version, h->stream, msg);
+		return;
+	}
+	if (h->opcode == CQL_OP_REGISTER) {
+		handle_register(c, h, &cur);
+		free(body);
+		return;
+	}
+	if (h->opcode == CQL_OP_AUTH_RESPONSE) {
+		free(body);
+		conn_fail(c, h->version, h->stream,
+			  "Unexpected message AUTH_RESPONSE: authentication "
+			  "is not enabled");
+		return;
+	}
+	handle_statement(c, h, body, len, (size_t)(cur.pos - body));
+}
+
+/* ---- reading ---------------------------------------------------------------------------- */
+
+static void conn_read_frames(struct cql_conn *c, struct evbuffer *in);
+
+static void conn_read(struct bufferevent *bev, void *arg)
+{
+	struct cql_conn *c = arg;
+	c->refs++; /* dispatch may close the connection under us */
+	conn_read_frames(c, bufferevent_get_input(bev));
+	conn_unref(c);
+}
+
+static void conn_read_frames(struct cql_conn *c, struct evbuffer *in)
+{
+	while (!c->closed && !c->closing && !c->paused_requests &&
+	       !c->paused_output && evbuffer_get_length(in) >= CQL_HEADER_LEN) {
+		uint8_t hb[CQL_HEADER_LEN];
+		struct cql_header h;
+		char msg[160];
+		evbuffer_copyout(in, hb, sizeof(hb));
+		switch (cql_header_decode(hb, c->srv->cfg.max_frame_size, &h)) {
+		case CQL_HEADER_OK:
+			break;
+		case CQL_HEADER_BAD_VERSION: {
+			struct buf b;
+			buf_init(&b);
+			c->srv->stats.protocol_errors++;
+			if (cql_encode_version_error(&b, h.stream, h.version) == 0)
+				conn_write(c, b.data, b.len);
+			buf_free(&b);
+			if (!c->closed) {
+				c->closing = true;
+				bufferevent_disable(c->bev, EV_READ);
+			}
+			return;
+		}
+		case CQL_HEADER_BAD_DIRECTION:
+			conn_fail(c, h.version, h.stream,
+				  "Invalid message direction: a response frame "
+				  "was sent to the server");
+			return;
+		case CQL_HEADER_TOO_LARGE:
+			snprintf(msg, sizeof(msg),
+				 "Request is too big: length %u exceeds maximum "
+				 "allowed length %u.",
+				 h.length, c->srv->cfg.max_frame_size);
+			conn_fail(c, h.version, h.stream, msg);
+			return;
+		}
+		if (c->ready && h.version != c->version) {
+			snprintf(msg, sizeof(msg),
+				 "Invalid message version. Got %u but previous "
+				 "messages on this connection had version %u",
+				 h.version, c->version);
+			conn_fail(c, c->version, h.stream, msg);
+			return;
+		}
+		if (evbuffer_get_length(in) < CQL_HEADER_LEN + (size_t)h.length)
+			return; /* wait for the rest of the body */
+		evbuffer_drain(in, CQL_HEADER_LEN);
+		uint8_t *body = NULL;
+		if (h.length) {
+			body = malloc(h.length);
+			if (!body) {
+				conn_close(c, "out of memory");
+				return;
+			}
+			evbuffer_remove(in, body, h.length);
+		}
+		if (c->ready)
+			conn_arm_timer(c);
+		dispatch(c, &h, body, h.length);
+	}
+}
+
+/* ---- requests ----------------------------------------------------------------------------- */
+
+void cql_request_reply(struct cql_request *req, const uint8_t *frame,
+		       size_t len)
+{
+	struct cql_conn *c = req->conn;
+	if (!c->closed) {
+		struct cql_server *s = c->srv;
+		c->inflight--;
+		c->inflight_bytes -= req->accounted;
+		s->stats.inflight_bytes -= req->accounted;
+		conn_send_frame(c, frame, len);
+		if (!c->closed && c->paused_requests &&
+		    c->inflight < s->cfg.max_requests_per_connection) {
+			c->paused_requests = false;
+			conn_update_reading(c);
+			/* Deferred: a synchronous executor must not recurse
+			 * once per pipelined frame. */
+			bufferevent_trigger(c->bev, EV_READ,
+					    BEV_TRIG_DEFER_CALLBACKS);
+		}
+	}
+	free(req->body);
+	free(req);
+	conn_unref(c);
+}
+
+void cql_request_set_keyspace(struct cql_request *req, const char *keyspace)
+{
+	struct cql_conn *c = req->conn;
+	char *copy = strdup(keyspace);
+	if (!copy)
+		return;
+	free(c->keyspace);
+	c->keyspace = copy;
+}
+
+/* ---- server ------------------------------------------------------------------------------------ */
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
+		      struct sockaddr *sa, int salen, void *arg)
+{
+	(void)l;
+	struct cql_server *s = arg;
+	struct inet_addr peer;
+	char text[INET_ADDR_STRLEN];
+	if (inet_addr_from_sockaddr(sa, (size_t)salen, &peer) != 0)
+		memset(&peer, 0, sizeof(peer));
+	if (s->cfg.max_connections >= 0 &&
+	    s->stats.connections >= (uint64_t)s->cfg.max_connections) {
+		LOG_WARN("refusing client %s: %d connections already open "
+			 "(native_transport_max_concurrent_connections)",
+			 inet_addr_format(&peer, text, sizeof(text)),
+			 s->cfg.max_connections);
+		s->stats.connections_refused++;
+		evutil_closesocket(fd);
+		return;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct cql_conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		evutil_closesocket(fd);
+		return;
+	}
+	c->srv = s;
+	c->peer = peer;
+	c->refs = 1;
+	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->timer = evtimer_new(s->base, conn_on_timer, c);
+	if (!c->bev || !c->timer) {
+		if (c->bev)
+			bufferevent_free(c->bev);
+		else
+			evutil_closesocket(fd);
+		if (c->timer)
+			event_free(c->timer);
+		free(c);
+		return;
+	}
+	bufferevent_setcb(c->bev, conn_read, conn_on_write, conn_on_event, c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	c->next = s->conns;
+	if (c->next)
+		c->next->prev = c;
+	s->conns = c;
+	s->stats.connections++;
+	s->stats.connections_total++;
+	conn_arm_timer(c);
+}
+
+void cql_server_config_defaults(struct cql_server_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_frame_size = 16u << 20;
+	c->max_connections = -1;
+	c->max_requests_per_connection = 128;
+	c->max_inflight_bytes = 256u << 20;
+	c->handshake_timeout_ms = 10000;
+	c->idle_timeout_ms = 0;
+	c->cql_version = "3.4.5";
+}
+
+struct cql_server *cql_server_new(struct event_base *base,
+				  const struct cql_server_config *config,
+				  const struct cql_executor *executor)
+{
+	struct cql_server *s = calloc(1, sizeof(*s));
+	if (!s) {
+		err_set(ERR_NOMEM, "cannot allocate the CQL server");
+		return NULL;
+	}
+	s->base = base;
+	s->cfg = *config;
+	snprintf(s->cql_version, sizeof(s->cql_version), "%s",
+		 config->cql_version ? config->cql_version : "3.4.5");
+	s->cfg.cql_version = s->cql_version;
+	if (s->cfg.max_requests_per_connection < 1)
+		s->cfg.max_requests_per_connection = 1;
+	s->exec = *executor;
+	struct sockaddr_storage ss;
+	size_t sl = inet_addr_to_sockaddr(&config->address, &ss);
+	char text[INET_ADDR_STRLEN];
+	inet_addr_format(&config->address, text, sizeof(text));
+	s->listener = evconnlistener_new_bind(
+		base, on_accept, s,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+		128, (struct sockaddr *)&ss, (int)sl);
+	if (!s->listener) {
+		err_set_errno(errno, "cannot listen for CQL clients on %s", text);
+		free(s);
+		return NULL;
+	}
+	socklen_t bl = sizeof(ss);
+	if (getsockname(evconnlistener_get_fd(s->listener),
+			(struct sockaddr *)&ss, &bl) != 0 ||
+	    inet_addr_from_sockaddr(&ss, bl, &s->bound) != 0)
+		s->bound = config->address;
+	return s;
+}
+
+void cql_server_delete(struct cql_server *s)
+{
+	if (!s)
+		return;
+	while (s->conns)
+		conn_close(s->conns, "server shutting down");
+	evconnlistener_free(s->listener);
+	free(s);
+}
+
+struct inet_addr cql_server_address(const struct cql_server *s)
+{
+	return s->bound;
+}
+
+void cql_server_broadcast(struct cql_server *s, const char *event_type,
+			  cql_event_builder build, void *arg)
+{
+	unsigned bit = strcmp(event_type, "TOPOLOGY_CHANGE") == 0 ? EVENT_TOPOLOGY
+		       : strcmp(event_type, "STATUS_CHANGE") == 0 ? EVENT_STATUS
+		       : strcmp(event_type, "SCHEMA_CHANGE") == 0 ? EVENT_SCHEMA
+								  : 0;
+	struct buf frames[CQL_VERSION_MAX + 1];
+	bool built[CQL_VERSION_MAX + 1] = {false};
+	for (struct cql_conn *c = s->conns, *next; c; c = next) {
+		next = c->next;
+		if (!(c->events & bit) || !c->ready)
+			continue;
+		struct buf *f = &frames[c->version];
+		if (!built[c->version]) {
+			buf_init(f);
+			if (build(f, c->version, arg) != 0) {
+				buf_free(f);
+				continue;
+			}
+			built[c->version] = true;
+		}
+		conn_send_frame(c, f->data, f->len);
+	}
+	for (int v = 0; v <= CQL_VERSION_MAX; v++)
+		if (built[v])
+			buf_free(&frames[v]);
+}
+
+void cql_server_stats(const struct cql_server *s, struct cql_server_stats *out)
+{
+	*out = s->stats;
+}
