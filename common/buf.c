@@ -56,7 +56,8 @@ int buf_reserve(struct buf *b, size_t extra)
 
 uint8_t *buf_extend(struct buf *b, size_t n)
 {
-	if (buf_reserve(b, n) != 0)
+	/* Even for n == 0 the result must be a real pointer, not NULL + 0. */
+	if (buf_reserve(b, n ? n : 1) != 0)
 		return NULL;
 	uint8_t *p = b->data + b->len;
 	b->len += n;

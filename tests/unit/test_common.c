@@ -129,6 +129,18 @@ START_TEST(cursor_over_an_empty_null_buffer_is_empty)
 }
 END_TEST
 
+START_TEST(extending_an_empty_buffer_by_zero_gives_a_real_pointer)
+{
+	struct buf b;
+	buf_init(&b);
+	uint8_t *p = buf_extend(&b, 0);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(b.len, 0);
+	ck_assert_int_eq(buf_append(&b, "", 0), 0);
+	buf_free(&b);
+}
+END_TEST
+
 START_TEST(slices_compare_like_memcmp_then_length)
 {
 	ck_assert_int_lt(slice_cmp(slice_from_cstr("ab"), slice_from_cstr("abc")), 0);
@@ -405,6 +417,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, buf_round_trips_big_endian_and_varints);
 	tcase_add_test(tc, cursor_refuses_to_read_past_the_end);
 	tcase_add_test(tc, cursor_over_an_empty_null_buffer_is_empty);
+	tcase_add_test(tc, extending_an_empty_buffer_by_zero_gives_a_real_pointer);
 	tcase_add_test(tc, slices_compare_like_memcmp_then_length);
 	tcase_add_test(tc, arena_aligns_counts_and_resets);
 	tcase_add_test(tc, crc32c_matches_known_vectors_and_both_paths);
