@@ -33,7 +33,10 @@
 #include <string.h>
 
 #define TWO64 18446744073709551616.0
-#define REFINE_PASSES 3
+#define REFINE_PASSES 6
+#define FINE_PASSES 8
+#define EXTREME_WEIGHT 1.0
+#define FINE_STEPS 16
 
 /* ---- random tokens and initial_token ---- */
 
@@ -129,6 +132,7 @@ struct model {
 	uint32_t *rack; /* per node, small ids */
 	size_t nracks;
 	int rf;
+	double share; /* of the joining node's tokens placed, in (0, 1] */
 	/* scratch */
 	uint32_t epoch;
 	uint32_t *seen, *skip, *rseen, *skipped, *picks;
@@ -209,16 +213,30 @@ static void model_loads(struct model *m)
 	}
 }
 
+/* Sum of squared distances of the loads from the mean. While the joining
+ * node (the last one) is still placing tokens, its own target is scaled by
+ * the share of its tokens placed so far, so that early tokens go where they
+ * relieve the most loaded nodes rather than where they grab the most. */
 static double model_score(struct model *m)
 {
 	model_loads(m);
-	double sum = 0, var = 0;
+	double sum = 0, var = 0, hi = 0, lo = INFINITY;
+	size_t last = m->nodes - 1;
 	for (size_t i = 0; i < m->nodes; i++)
 		sum += m->load[i];
 	double mean = sum / (double)m->nodes;
-	for (size_t i = 0; i < m->nodes; i++)
+	for (size_t i = 0; i < last; i++) {
 		var += (m->load[i] - mean) * (m->load[i] - mean);
-	return var;
+		hi = m->load[i] > hi ? m->load[i] : hi;
+		lo = m->load[i] < lo ? m->load[i] : lo;
+	}
+	double d = m->load[last] - mean * m->share;
+	if (m->share >= 1.0) {
+		hi = m->load[last] > hi ? m->load[last] : hi;
+		lo = m->load[last] < lo ? m->load[last] : lo;
+	}
+	double spread = last > 0 ? hi - lo : 0;
+	return var + d * d + EXTREME_WEIGHT * (double)m->nodes * spread * spread;
 }
 
 static void model_insert(struct model *m, size_t at, int64_t t, uint32_t o)
@@ -362,6 +380,48 @@ static bool best_candidate(struct model *m, uint32_t me, size_t start,
 	return found;
 }
 
+/* Slides each new token within the gap between its neighbours (15 evenly
+ * spaced positions) while that lowers the score. */
+static void fine_tune(struct model *m, uint32_t me, const struct ring *r,
+		      int64_t *out, size_t num_tokens)
+{
+	for (int pass = 0; pass < FINE_PASSES; pass++) {
+		bool moved = false;
+		for (size_t j = 0; j < num_tokens; j++) {
+			double best = model_score(m);
+			size_t at = model_lower_bound(m, out[j]);
+			model_erase(m, at);
+			size_t n = m->n;
+			size_t nx = model_lower_bound(m, out[j]) % n;
+			int64_t a = m->tok[nx ? nx - 1 : n - 1], b = m->tok[nx];
+			uint64_t w = n == 1 ? UINT64_MAX : (uint64_t)b - (uint64_t)a;
+			int64_t keep = out[j];
+			for (int k = 1; k < FINE_STEPS; k++) {
+				uint64_t step = (uint64_t)((double)w * k /
+							   FINE_STEPS);
+				int64_t t = (int64_t)((uint64_t)a + step);
+				if (step == 0 || step >= w || t == keep ||
+				    t == RING_TOKEN_MIN ||
+				    token_taken(r, out, num_tokens, t))
+					continue;
+				size_t pos = model_lower_bound(m, t);
+				model_insert(m, pos, t, me);
+				double s = model_score(m);
+				model_erase(m, pos);
+				if (s < best - 1e-15) {
+					best = s;
+					out[j] = t;
+				}
+			}
+			if (out[j] != keep)
+				moved = true;
+			model_insert(m, model_lower_bound(m, out[j]), out[j], me);
+		}
+		if (!moved)
+			break;
+	}
+}
+
 int ring_tokens_allocate(const struct ring *r, const char *dc,
 			 const char *rack, int rf, size_t num_tokens,
 			 uint64_t seed, int64_t *out)
@@ -401,6 +461,7 @@ int ring_tokens_allocate(const struct ring *r, const char *dc,
 	size_t placed = 0;
 	for (size_t j = 0; j < num_tokens; j++) {
 		int64_t t;
+		m.share = (double)(j + 1) / (double)num_tokens;
 		size_t start = (size_t)rng_below(&rng, m.n);
 		if (!best_candidate(&m, me, start, &t) ||
 		    token_taken(r, out, placed, t))
@@ -414,6 +475,7 @@ int ring_tokens_allocate(const struct ring *r, const char *dc,
 			       "allocator found room for only %zu tokens",
 			       placed);
 	}
+	m.share = 1.0;
 	for (int pass = 0; pass < REFINE_PASSES; pass++) {
 		bool moved = false;
 		for (size_t j = 0; j < num_tokens; j++) {
@@ -439,6 +501,7 @@ int ring_tokens_allocate(const struct ring *r, const char *dc,
 		if (!moved)
 			break;
 	}
+	fine_tune(&m, me, r, out, num_tokens);
 	model_free(&m);
 	return 0;
 }

@@ -114,12 +114,13 @@ int ring_builder_set_endpoint(struct ring_builder *b,
 		return -1;
 	for (size_t i = 1; i < copy.num_tokens; i++)
 		if (copy.tokens[i] == copy.tokens[i - 1]) {
+			long long dup = (long long)copy.tokens[i];
 			ep_free(&copy);
 			return err_set(ERR_INVALID,
 				       "endpoint %s lists token %lld twice",
 				       inet_addr_format_host(&ep->addr, a,
 							     sizeof(a)),
-				       (long long)copy.tokens[i]);
+				       dup);
 		}
 	int at = builder_find(b, &ep->addr);
 	if (at >= 0) {
