@@ -9,6 +9,7 @@
 #include "ring/token.h"
 #include "tests/lib/testutil.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -780,6 +781,90 @@ START_TEST(pending_for_boot_and_leaving)
 }
 END_TEST
 
+/* Readers on several threads share one ring and its lazily built maps. */
+struct reader_arg {
+	const struct ring *r;
+	const struct ring_strategy *s;
+	uint64_t sum;
+};
+
+static void *reader(void *p)
+{
+	struct reader_arg *a = p;
+	struct ring_replicas rep;
+	for (int64_t t = 0; t < 2000; t++) {
+		if (ring_replicas_for_token(a->r, a->s, t * 7919 * 104729, &rep))
+			return NULL;
+		a->sum += rep.n_natural ? rep.natural[0] + rep.n_natural : 0;
+	}
+	return p;
+}
+
+START_TEST(placement_cache_shared_by_threads)
+{
+	struct rng rg;
+	rng_seed(&rg, seed);
+	struct topo t;
+	topo_random(&rg, &t, 3, 3, 8, 8);
+	struct ring *r = topo_build(&t);
+	struct ring_strategy *s1 = nts("dc1=3,dc2=2"), *s2 = nts("dc3=1");
+	pthread_t th[4];
+	struct reader_arg a[4];
+	for (int i = 0; i < 4; i++) {
+		a[i] = (struct reader_arg){r, i % 2 ? s1 : s2, 0};
+		ck_assert_int_eq(pthread_create(&th[i], NULL, reader, &a[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		void *res;
+		pthread_join(th[i], &res);
+		ck_assert_ptr_eq(res, &a[i]);
+	}
+	ck_assert(a[0].sum == a[2].sum && a[1].sum == a[3].sum);
+	ck_assert_ptr_eq(ring_placement_get(r, s1), ring_placement_get(r, s1));
+	ring_strategy_delete(s1);
+	ring_strategy_delete(s2);
+	ring_unref(r);
+}
+END_TEST
+
+START_TEST(pending_ranges_of_boot_node)
+{
+	/* dc1: tokens 0,100,200 on A,B,C; D boots at 50 (RF 1): D is pending
+	 * for (0, 50] only. */
+	struct topo t;
+	memset(&t, 0, sizeof(t));
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(t.dc[i], 16, "dc1");
+		snprintf(t.rack[i], 16, "r1");
+		t.ntok[i] = 1;
+		t.tok[i][0] = i < 3 ? (int64_t)i * 100 : 50;
+		t.n++;
+	}
+	t.st[3] = RING_STATUS_BOOT;
+	struct ring *r = topo_build(&t);
+	struct ring_strategy *s = nts("dc1=1");
+	const struct ring_placement *p = ring_placement_get(r, s);
+	struct token_range_list l = {0};
+	ck_assert_int_eq(ring_placement_ranges(p, 3, false, true, &l), 0);
+	ck_assert_uint_eq(l.n, 1);
+	ck_assert(l.v[0].left == 0 && l.v[0].right == 50);
+	token_range_list_clear(&l);
+	ck_assert_int_eq(ring_placement_ranges(p, 3, false, false, &l), 0);
+	ck_assert_uint_eq(l.n, 0);
+	struct ring_replicas rep;
+	ring_placement_lookup(p, 51, &rep);
+	ck_assert_uint_eq(rep.n_natural, 1);
+	ck_assert_uint_eq(rep.natural[0], 1);
+	ck_assert_uint_eq(rep.n_pending, 0);
+	ring_placement_lookup(p, 50, &rep);
+	ck_assert_uint_eq(rep.n_pending, 1);
+	ck_assert_uint_eq(rep.pending[0], 3);
+	token_range_list_free(&l);
+	ring_strategy_delete(s);
+	ring_unref(r);
+}
+END_TEST
+
 /* ---- snitch ---- */
 
 START_TEST(snitch_orders_by_proximity)
@@ -953,6 +1038,8 @@ int main(void)
 	tcase_add_test(tc, placement_edge_cases);
 	tcase_add_test(tc, placement_ranges_cover_rf_times);
 	tcase_add_test(tc, pending_for_boot_and_leaving);
+	tcase_add_test(tc, pending_ranges_of_boot_node);
+	tcase_add_test(tc, placement_cache_shared_by_threads);
 	tcase_add_test(tc, snitch_orders_by_proximity);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("alloc");
