@@ -18,7 +18,8 @@ endpoint set aside for a repeated rack is remembered once per vnode, so the
 driver can list it twice and then miss the next endpoint. Cassandra keeps
 set-aside endpoints in a LinkedHashSet; we follow Cassandra. Such lists are
 compared as "ours starts with the driver's list without repeats" and
-counted.
+counted, and checked in full against a small Python model of Cassandra's
+walk (cassandra_nts below).
 """
 import importlib.util
 import os
@@ -128,6 +129,44 @@ def query_tokens(rng, hosts):
     return q
 
 
+def cassandra_nts(spec, token):
+    """Cassandra's rack-aware NTS walk (skipped endpoints kept once, in ring
+    order), per DC. Only used where the driver shows its quirk."""
+    hosts = {h["address"]: h for h in spec["hosts"]}
+    ring = sorted((int(t), h["address"]) for h in spec["hosts"] for t in h["tokens"])
+    rf = {k: int(v) for k, v in spec["replication"].items() if k != "class"}
+    nodes, racks = {}, {}
+    for h in spec["hosts"]:
+        nodes.setdefault(h["dc"], set()).add(h["address"])
+        racks.setdefault(h["dc"], set()).add(h["rack"])
+    start = next((i for i, (t, _) in enumerate(ring) if t >= token), 0)
+    reps, seen, skipped = {}, {}, {}
+    for k in range(len(ring)):
+        a = ring[(start + k) % len(ring)][1]
+        dc, rack = hosts[a]["dc"], hosts[a]["rack"]
+        want = min(rf.get(dc, 0), len(nodes[dc]))
+        r = reps.setdefault(dc, [])
+        if len(r) >= want or a in r:
+            continue
+        sr = seen.setdefault(dc, set())
+        sk = skipped.setdefault(dc, [])
+        if len(sr) == len(racks[dc]):
+            r.append(a)
+        elif rack in sr:
+            if a not in sk:
+                sk.append(a)
+        else:
+            r.append(a)
+            sr.add(rack)
+            if len(sr) == len(racks[dc]):
+                for x in sk:
+                    if len(r) >= want:
+                        break
+                    if x not in r:
+                        r.append(x)
+    return {dc: r for dc, r in reps.items() if r}
+
+
 def dedupe(seq):
     out = []
     for x in seq:
@@ -183,7 +222,8 @@ def placement_checks(oracle, cli, rng, count):
                 if wdc[dc] == gdc.get(dc):
                     continue
                 d = dedupe(wdc[dc])
-                if len(d) < len(wdc[dc]) and gdc[dc][:len(d)] == d:
+                if (len(d) < len(wdc[dc]) and gdc[dc][:len(d)] == d and
+                        cassandra_nts(spec, t).get(dc) == gdc[dc]):
                     quirk = True
                     continue
                 same = False
