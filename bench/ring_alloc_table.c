@@ -35,7 +35,7 @@ static double spread(const struct ring *r, int rf, size_t nodes)
 
 /* Grows one DC; worst[n] gets the spread after node n joined. */
 static int grow(int layout, size_t max_nodes, size_t ntok, int rf,
-		uint64_t seed, double *worst)
+                uint64_t seed, double *worst)
 {
 	struct ring_builder *b = ring_builder_new();
 	int64_t toks[256];
@@ -50,8 +50,8 @@ static int grow(int layout, size_t max_nodes, size_t ntok, int rf,
 			snprintf(rack, sizeof(rack), "r%zu", n);
 		else
 			snprintf(rack, sizeof(rack), "r%zu", (n - 1) % 3 + 1);
-		if (ring_tokens_allocate(r, "dc1", rack, rf, ntok, seed * 1000 + n,
-					 toks)) {
+		if (ring_tokens_allocate(r, "dc1", rack, rf, ntok,
+		                         seed * 1000 + n, toks)) {
 			ring_unref(r);
 			return -1;
 		}
@@ -88,13 +88,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	static const char *names[] = {"1 rack", "rack per node",
-				      "3 racks (rr)"};
+	                              "3 racks (rr)"};
 	double worst[3][MAXN];
 	memset(worst, 0, sizeof(worst));
 	for (int layout = 0; layout < 3; layout++)
 		for (int s = 1; s <= seeds && (mask >> layout & 1); s++)
 			if (grow(layout, max_nodes, ntok, rf, (uint64_t)s,
-				 worst[layout])) {
+			         worst[layout])) {
 				fprintf(stderr, "error: %s\n", err_msg());
 				return 1;
 			}

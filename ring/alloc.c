@@ -34,16 +34,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TWO64 18446744073709551616.0
-#define REFINE_PASSES 6
-#define FINE_PASSES 8
+#define TWO64          18446744073709551616.0
+#define REFINE_PASSES  6
+#define FINE_PASSES    8
 #define EXTREME_WEIGHT 1.0
-#define FINE_STEPS 16
+#define FINE_STEPS     16
 
 /* ---- random tokens and initial_token ---- */
 
 static bool token_taken(const struct ring *r, const int64_t *out, size_t n,
-			int64_t t)
+                        int64_t t)
 {
 	for (size_t i = 0; i < n; i++)
 		if (out[i] == t)
@@ -67,7 +67,7 @@ static bool token_taken(const struct ring *r, const int64_t *out, size_t n,
 }
 
 int ring_tokens_random(struct rng *rng, const struct ring *r, size_t n,
-		       int64_t *out)
+                       int64_t *out)
 {
 	for (size_t i = 0; i < n; i++) {
 		int64_t t;
@@ -80,7 +80,7 @@ int ring_tokens_random(struct rng *rng, const struct ring *r, size_t n,
 }
 
 int ring_tokens_parse_initial(const char *text, int64_t *out, size_t cap,
-			      size_t *n)
+                              size_t *n)
 {
 	const char *p = text;
 	size_t k = 0;
@@ -97,24 +97,25 @@ int ring_tokens_parse_initial(const char *text, int64_t *out, size_t cap,
 		size_t len = (size_t)(e - s);
 		if (len == 0)
 			return err_set(ERR_CONFIG,
-				       "initial_token: empty token in '%.64s'",
-				       text);
+			               "initial_token: empty token in '%.64s'",
+			               text);
 		if (token_parse(s, len, &t))
-			return err_set(ERR_CONFIG,
-				       "initial_token: invalid token '%.*s' for "
-				       "Murmur3Partitioner: expected a long "
-				       "value",
-				       (int)(len > 64 ? 64 : len), s);
+			return err_set(
+			    ERR_CONFIG,
+			    "initial_token: invalid token '%.*s' for "
+			    "Murmur3Partitioner: expected a long "
+			    "value",
+			    (int)(len > 64 ? 64 : len), s);
 		for (size_t i = 0; i < k; i++)
 			if (out[i] == t)
 				return err_set(ERR_CONFIG,
-					       "initial_token: token %lld is "
-					       "listed twice",
-					       (long long)t);
+				               "initial_token: token %lld is "
+				               "listed twice",
+				               (long long)t);
 		if (k == cap)
 			return err_set(ERR_CONFIG,
-				       "initial_token: more than %zu tokens",
-				       cap);
+			               "initial_token: more than %zu tokens",
+			               cap);
 		out[k++] = t;
 		if (!*p)
 			break;
@@ -202,9 +203,10 @@ static void model_loads(struct model *m)
 			if (m->rseen[rk] != m->epoch) {
 				m->rseen[rk] = m->epoch;
 				if (++used == racks) {
-					for (size_t q = 0; q < nskip && got < want;
-					     q++) {
-						m->seen[m->skipped[q]] = m->epoch;
+					for (size_t q = 0;
+					     q < nskip && got < want; q++) {
+						m->seen[m->skipped[q]] =
+						    m->epoch;
 						m->load[m->skipped[q]] += w;
 						got++;
 					}
@@ -238,7 +240,8 @@ static double model_score(struct model *m)
 		lo = m->load[last] < lo ? m->load[last] : lo;
 	}
 	double spread = last > 0 ? hi - lo : 0;
-	return var + d * d + EXTREME_WEIGHT * (double)m->nodes * spread * spread;
+	return var + d * d +
+	       EXTREME_WEIGHT * (double)m->nodes * spread * spread;
 }
 
 static void model_insert(struct model *m, size_t at, int64_t t, uint32_t o)
@@ -252,15 +255,17 @@ static void model_insert(struct model *m, size_t at, int64_t t, uint32_t o)
 
 static void model_erase(struct model *m, size_t at)
 {
-	memmove(m->tok + at, m->tok + at + 1, (m->n - at - 1) * sizeof(*m->tok));
-	memmove(m->own + at, m->own + at + 1, (m->n - at - 1) * sizeof(*m->own));
+	memmove(m->tok + at, m->tok + at + 1,
+	        (m->n - at - 1) * sizeof(*m->tok));
+	memmove(m->own + at, m->own + at + 1,
+	        (m->n - at - 1) * sizeof(*m->own));
 	m->n--;
 }
 
 /* Builds the model of `dc` from the ring plus a joining node (id nodes-1)
  * on `rack`. LEAVING endpoints are left out: they are going away. */
 static int model_make(struct model *m, const struct ring *r, const char *dc,
-		      const char *rack, size_t extra_tokens)
+                      const char *rack, size_t extra_tokens)
 {
 	memset(m, 0, sizeof(*m));
 	size_t ne = r->nep + 1;
@@ -289,8 +294,8 @@ static int model_make(struct model *m, const struct ring *r, const char *dc,
 	for (size_t i = 0; i < r->nep; i++) {
 		const struct ring_endpoint *e = &r->eps[i].pub;
 		node_of[i] = UINT32_MAX;
-		if (strcmp(e->dc, dc) != 0 || e->status == RING_STATUS_LEAVING ||
-		    e->num_tokens == 0)
+		if (strcmp(e->dc, dc) != 0 ||
+		    e->status == RING_STATUS_LEAVING || e->num_tokens == 0)
 			continue;
 		node_of[i] = (uint32_t)m->nodes;
 		const char *rk = e->rack;
@@ -351,7 +356,7 @@ static size_t model_lower_bound(const struct model *m, int64_t t)
 /* Best candidate point for one more token of node `me`; returns false when
  * no range has room. */
 static bool best_candidate(struct model *m, uint32_t me, size_t start,
-			   int64_t *best_t)
+                           int64_t *best_t)
 {
 	static const double fr[] = {0.25, 0.5, 0.75};
 	double best = INFINITY;
@@ -385,7 +390,7 @@ static bool best_candidate(struct model *m, uint32_t me, size_t start,
 /* Slides each new token within the gap between its neighbours (15 evenly
  * spaced positions) while that lowers the score. */
 static void fine_tune(struct model *m, uint32_t me, const struct ring *r,
-		      int64_t *out, size_t num_tokens)
+                      int64_t *out, size_t num_tokens)
 {
 	for (int pass = 0; pass < FINE_PASSES; pass++) {
 		bool moved = false;
@@ -396,11 +401,12 @@ static void fine_tune(struct model *m, uint32_t me, const struct ring *r,
 			size_t n = m->n;
 			size_t nx = model_lower_bound(m, out[j]) % n;
 			int64_t a = m->tok[nx ? nx - 1 : n - 1], b = m->tok[nx];
-			uint64_t w = n == 1 ? UINT64_MAX : (uint64_t)b - (uint64_t)a;
+			uint64_t w =
+			    n == 1 ? UINT64_MAX : (uint64_t)b - (uint64_t)a;
 			int64_t keep = out[j];
 			for (int k = 1; k < FINE_STEPS; k++) {
-				uint64_t step = (uint64_t)((double)w * k /
-							   FINE_STEPS);
+				uint64_t step =
+				    (uint64_t)((double)w * k / FINE_STEPS);
 				int64_t t = (int64_t)((uint64_t)a + step);
 				if (step == 0 || step >= w || t == keep ||
 				    t == RING_TOKEN_MIN ||
@@ -417,23 +423,23 @@ static void fine_tune(struct model *m, uint32_t me, const struct ring *r,
 			}
 			if (out[j] != keep)
 				moved = true;
-			model_insert(m, model_lower_bound(m, out[j]), out[j], me);
+			model_insert(m, model_lower_bound(m, out[j]), out[j],
+			             me);
 		}
 		if (!moved)
 			break;
 	}
 }
 
-int ring_tokens_allocate(const struct ring *r, const char *dc,
-			 const char *rack, int rf, size_t num_tokens,
-			 uint64_t seed, int64_t *out)
+int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
+                         int rf, size_t num_tokens, uint64_t seed, int64_t *out)
 {
 	if (!dc || !*dc || !rack || !*rack)
 		return err_set(ERR_INVALID, "allocator needs a dc and a rack");
 	if (rf < 1 || num_tokens < 1 || num_tokens > RING_TOKENS_MAX)
 		return err_set(ERR_INVALID,
-			       "allocator needs rf >= 1 and 1..%d tokens",
-			       RING_TOKENS_MAX);
+		               "allocator needs rf >= 1 and 1..%d tokens",
+		               RING_TOKENS_MAX);
 	struct rng rng;
 	rng_seed(&rng, seed);
 	struct model m;
@@ -444,8 +450,8 @@ int ring_tokens_allocate(const struct ring *r, const char *dc,
 		/* First node of the DC: evenly spaced, seeded offset; steer
 		 * clear of tokens other DCs hold. */
 		for (;;) {
-			uint64_t off = rng_next(&rng), step = UINT64_MAX /
-							      num_tokens + 1;
+			uint64_t off = rng_next(&rng),
+			         step = UINT64_MAX / num_tokens + 1;
 			bool ok = true;
 			for (size_t i = 0; i < num_tokens && ok; i++) {
 				out[i] = (int64_t)(off + step * i);
@@ -474,8 +480,8 @@ int ring_tokens_allocate(const struct ring *r, const char *dc,
 	if (placed < num_tokens) {
 		model_free(&m);
 		return err_set(ERR_INVALID,
-			       "allocator found room for only %zu tokens",
-			       placed);
+		               "allocator found room for only %zu tokens",
+		               placed);
 	}
 	m.share = 1.0;
 	for (int pass = 0; pass < REFINE_PASSES; pass++) {
@@ -489,7 +495,7 @@ int ring_tokens_allocate(const struct ring *r, const char *dc,
 			if (best_candidate(&m, me, start, &t) &&
 			    !token_taken(r, out, num_tokens, t)) {
 				model_insert(&m, model_lower_bound(&m, t), t,
-					     me);
+				             me);
 				if (model_score(&m) < before - 1e-15) {
 					out[j] = t;
 					moved = true;
@@ -498,7 +504,7 @@ int ring_tokens_allocate(const struct ring *r, const char *dc,
 				model_erase(&m, model_lower_bound(&m, t));
 			}
 			model_insert(&m, model_lower_bound(&m, out[j]), out[j],
-				     me);
+			             me);
 		}
 		if (!moved)
 			break;
@@ -510,15 +516,14 @@ int ring_tokens_allocate(const struct ring *r, const char *dc,
 
 /* ---- measuring ---- */
 
-int ring_dc_ownership(const struct ring *r, const char *dc, int rf,
-		      double *own)
+int ring_dc_ownership(const struct ring *r, const char *dc, int rf, double *own)
 {
 	char *dcs[1] = {(char *)dc};
 	int rfs[1] = {rf};
 	struct ring_strategy s = {.cls = RING_STRATEGY_NETWORK_TOPOLOGY,
-				  .ndc = 1,
-				  .dcs = dcs,
-				  .dc_rf = rfs};
+	                          .ndc = 1,
+	                          .dcs = dcs,
+	                          .dc_rf = rfs};
 	struct ring_view v = {r->ntok, r->tok, r->owner, r};
 	struct rmap m;
 	for (size_t i = 0; i < r->nep; i++)

@@ -28,7 +28,7 @@ int64_t murmur3_token(const void *key, size_t len);
 /* Raw MurmurHash3_x64_128 with Cassandra's signed-tail quirk and the given
  * seed; writes h1, h2 to out[0], out[1]. No MIN normalisation. */
 void murmur3_hash128(const void *key, size_t len, uint64_t seed,
-		     uint64_t out[2]);
+                     uint64_t out[2]);
 
 /* Appends the compound routing key of `n` components to `dst`:
  * per component u16 BE length, bytes, 0x00. Fails (-1, ERR_INVALID) when a
@@ -38,7 +38,6 @@ int murmur3_compound_key(struct buf *dst, const struct slice *parts, size_t n);
 /* Token of a compound partition key (same as hashing the routing key built
  * by murmur3_compound_key). Returns 0 and sets *token, or -1 (ERR_INVALID when
  * a component exceeds 65535 bytes). Needs no allocation. */
-int murmur3_compound_token(const struct slice *parts, size_t n,
-			   int64_t *token);
+int murmur3_compound_token(const struct slice *parts, size_t n, int64_t *token);
 
 #endif

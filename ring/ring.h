@@ -51,8 +51,8 @@ enum ring_status {
 struct ring_endpoint {
 	struct inet_addr addr; /* identity within a ring */
 	uint8_t host_id[16];
-	const char *dc;        /* non-empty */
-	const char *rack;      /* non-empty */
+	const char *dc;   /* non-empty */
+	const char *rack; /* non-empty */
 	enum ring_status status;
 	const int64_t *tokens; /* num_tokens distinct tokens, any order */
 	size_t num_tokens;
@@ -71,13 +71,13 @@ void ring_builder_delete(struct ring_builder *b);
  * is copied. 0 or -1 (ERR_INVALID: empty/too long dc or rack, too many
  * tokens, a token repeated within the endpoint, bad status; ERR_NOMEM). */
 int ring_builder_set_endpoint(struct ring_builder *b,
-			      const struct ring_endpoint *ep);
+                              const struct ring_endpoint *ep);
 /* 0, or -1 with ERR_NOT_FOUND. */
 int ring_builder_remove_endpoint(struct ring_builder *b,
-				 const struct inet_addr *addr);
+                                 const struct inet_addr *addr);
 /* Names this node (LocalStrategy, proximity). It need not be added yet. */
 void ring_builder_set_local(struct ring_builder *b,
-			    const struct inet_addr *addr);
+                            const struct inet_addr *addr);
 /* A new immutable ring with one reference. NULL with ERR_INVALID when two
  * endpoints claim the same token (the message names both), or ERR_NOMEM. */
 struct ring *ring_builder_build(const struct ring_builder *b);
@@ -98,8 +98,7 @@ size_t ring_endpoint_count(const struct ring *r);
 const struct ring_endpoint *ring_endpoint_get(const struct ring *r, size_t i);
 /* Index of the endpoint, or -1. */
 int ring_endpoint_find(const struct ring *r, const struct inet_addr *addr);
-int ring_endpoint_find_host_id(const struct ring *r,
-			       const uint8_t host_id[16]);
+int ring_endpoint_find_host_id(const struct ring *r, const uint8_t host_id[16]);
 /* Index of the local endpoint, or -1 when unset or not in the ring. */
 int ring_local_endpoint(const struct ring *r);
 
@@ -125,7 +124,7 @@ int ring_owner(const struct ring *r, int64_t t);
 /* Appends the ranges ending at the endpoint's tokens (its primary ranges
  * without replication), in ring order. 0 or -1 (ERR_NOMEM). */
 int ring_primary_ranges(const struct ring *r, size_t ep,
-			struct token_range_list *out);
+                        struct token_range_list *out);
 
 /* ---- replication strategies ---- */
 
@@ -147,8 +146,8 @@ struct ring_strategy;
  * without it LocalStrategy is refused as Cassandra refuses it from users.
  * Strings are copied. */
 struct ring_strategy *ring_strategy_new(const char *const *keys,
-					const char *const *values, size_t n,
-					bool allow_local);
+                                        const char *const *values, size_t n,
+                                        bool allow_local);
 void ring_strategy_delete(struct ring_strategy *s);
 enum ring_strategy_class ring_strategy_class(const struct ring_strategy *s);
 /* Replication factor in `dc` (NTS), the single RF (Simple; dc ignored), or 1
@@ -176,26 +175,26 @@ struct ring_replicas {
  * strategy (built on first use: O(tokens * RF); then O(log n) per lookup).
  * 0 or -1 (ERR_NOMEM). An empty ring gives no replicas. */
 int ring_replicas_for_token(const struct ring *r, const struct ring_strategy *s,
-			    int64_t token, struct ring_replicas *out);
+                            int64_t token, struct ring_replicas *out);
 
 /* An uncached replica map, for callers that manage their own (and for the
  * benchmark). Holds a reference to the ring. */
 struct ring_placement;
 struct ring_placement *ring_placement_new(const struct ring *r,
-					  const struct ring_strategy *s);
+                                          const struct ring_strategy *s);
 void ring_placement_delete(struct ring_placement *p);
 void ring_placement_lookup(const struct ring_placement *p, int64_t token,
-			   struct ring_replicas *out);
+                           struct ring_replicas *out);
 /* Appends the normalized ranges for which `ep` is a natural replica
  * (`primary_only`: the first replica, as `repair -pr` uses), or a pending
  * endpoint when `pending` is set. 0 or -1 (ERR_NOMEM). */
 int ring_placement_ranges(const struct ring_placement *p, size_t ep,
-			  bool primary_only, bool pending,
-			  struct token_range_list *out);
+                          bool primary_only, bool pending,
+                          struct token_range_list *out);
 /* The cached placement `ring_replicas_for_token` uses; borrowed, live while
  * the ring is. NULL with ERR_NOMEM. */
 const struct ring_placement *ring_placement_get(const struct ring *r,
-					       const struct ring_strategy *s);
+                                                const struct ring_strategy *s);
 
 /* ---- snitch (GossipingPropertyFileSnitch semantics) ---- */
 
@@ -208,31 +207,31 @@ int ring_snitch_proximity(const struct ring *r, size_t from, size_t ep);
 /* Stable-sorts endpoint indexes by proximity to `from` (read replica
  * choice): this node, same rack, same DC, other DCs. */
 void ring_snitch_sort(const struct ring *r, size_t from, uint32_t *eps,
-		      size_t n);
+                      size_t n);
 
 /* ---- token allocation ---- */
 
 /* `n` random tokens from `rng`, distinct, never RING_TOKEN_MIN, none already
  * in `r` (r may be NULL). 0 or -1. */
 int ring_tokens_random(struct rng *rng, const struct ring *r, size_t n,
-		       int64_t *out);
+                       int64_t *out);
 /* Parses `initial_token` ("t1,t2,..." with optional spaces). Stores up to
  * `cap` tokens, sets *n. 0 or -1 (ERR_CONFIG naming the bad token, a repeat,
  * more than cap, or an empty list). */
 int ring_tokens_parse_initial(const char *text, int64_t *out, size_t cap,
-			      size_t *n);
+                              size_t *n);
 /* Replication-aware allocation (allocate_tokens_for_local_replication_factor)
  * for a node joining `dc`/`rack`: picks `num_tokens` tokens that minimise the
  * spread of replicated ownership (NTS walk with RF `rf`, racks respected)
  * among the DC's endpoints. Existing tokens never move. Deterministic for a
  * given ring and seed. 0 or -1 (ERR_INVALID, ERR_NOMEM). */
-int ring_tokens_allocate(const struct ring *r, const char *dc,
-			 const char *rack, int rf, size_t num_tokens,
-			 uint64_t seed, int64_t *out);
+int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
+                         int rf, size_t num_tokens, uint64_t seed,
+                         int64_t *out);
 /* Replicated ownership of every endpoint in `dc` under NTS with RF `rf` in
  * that DC, as a fraction of the ring (sums to min(rf, nodes)). own[] is
  * indexed by endpoint; entries outside the DC are 0. 0 or -1. */
 int ring_dc_ownership(const struct ring *r, const char *dc, int rf,
-		      double *own);
+                      double *own);
 
 #endif

@@ -21,14 +21,15 @@ int ring_snitch_proximity(const struct ring *r, size_t from, size_t ep)
 }
 
 void ring_snitch_sort(const struct ring *r, size_t from, uint32_t *eps,
-		      size_t n)
+                      size_t n)
 {
 	/* Insertion sort: replica lists are short and it is stable. */
 	for (size_t i = 1; i < n; i++) {
 		uint32_t x = eps[i];
 		int px = ring_snitch_proximity(r, from, x);
 		size_t j = i;
-		while (j > 0 && ring_snitch_proximity(r, from, eps[j - 1]) > px) {
+		while (j > 0 &&
+		       ring_snitch_proximity(r, from, eps[j - 1]) > px) {
 			eps[j] = eps[j - 1];
 			j--;
 		}
