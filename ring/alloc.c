@@ -514,6 +514,42 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 	return 0;
 }
 
+int ring_tokens_choose(const struct ring *r, const char *initial_token,
+                       size_t num_tokens, int alloc_rf, const char *dc,
+                       const char *rack, uint64_t seed, int64_t *out)
+{
+	if (num_tokens < 1 || num_tokens > RING_TOKENS_MAX)
+		return err_set(ERR_CONFIG, "num_tokens must be 1..%d",
+		               RING_TOKENS_MAX);
+	if (initial_token && *initial_token) {
+		size_t n;
+		if (ring_tokens_parse_initial(initial_token, out, num_tokens,
+		                              &n))
+			return -1;
+		if (n != num_tokens)
+			return err_set(ERR_CONFIG,
+			               "The number of initial tokens (by "
+			               "initial_token) specified (%zu) is "
+			               "different from num_tokens value (%zu)",
+			               n, num_tokens);
+		for (size_t i = 0; r && i < n; i++)
+			if (token_taken(r, NULL, 0, out[i]))
+				return err_set(
+				    ERR_CONFIG,
+				    "Bootstrapping to existing token "
+				    "%lld is not allowed (decommission/"
+				    "removenode the old node first).",
+				    (long long)out[i]);
+		return 0;
+	}
+	if (alloc_rf > 0)
+		return ring_tokens_allocate(r, dc, rack, alloc_rf, num_tokens,
+		                            seed, out);
+	struct rng rng;
+	rng_seed(&rng, seed);
+	return ring_tokens_random(&rng, r, num_tokens, out);
+}
+
 /* ---- measuring ---- */
 
 int ring_dc_ownership(const struct ring *r, const char *dc, int rf, double *own)

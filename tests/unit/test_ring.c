@@ -926,6 +926,44 @@ START_TEST(initial_token_parsing)
 }
 END_TEST
 
+START_TEST(tokens_choose_follows_cassandra)
+{
+	struct ring_builder *b = ring_builder_new();
+	int64_t t0[] = {42};
+	struct ring_endpoint e = {
+	    .dc = "dc1", .rack = "r1", .tokens = t0, .num_tokens = 1};
+	e.addr = addr_of(1);
+	ck_assert_int_eq(ring_builder_set_endpoint(b, &e), 0);
+	struct ring *r = ring_builder_build(b);
+	int64_t out[4];
+	ck_assert_int_eq(
+	    ring_tokens_choose(r, "1,2,3", 3, 3, "dc1", "r1", 1, out), 0);
+	ck_assert(out[0] == 1 && out[2] == 3);
+	ck_assert_int_eq(
+	    ring_tokens_choose(r, "1,2", 3, 3, "dc1", "r1", 1, out), -1);
+	ck_assert_contains(err_msg(), "different from num_tokens value (3)");
+	ck_assert_int_eq(ring_tokens_choose(r, "42", 1, 0, "dc1", "r1", 1, out),
+	                 -1);
+	ck_assert_contains(err_msg(), "existing token 42");
+	/* allocator and random are both seeded */
+	int64_t again[4];
+	ck_assert_int_eq(ring_tokens_choose(r, NULL, 4, 3, "dc1", "r1", 7, out),
+	                 0);
+	ck_assert_int_eq(ring_tokens_choose(r, "", 4, 3, "dc1", "r1", 7, again),
+	                 0);
+	ck_assert_mem_eq(out, again, sizeof(out));
+	ck_assert_int_eq(ring_tokens_choose(r, NULL, 4, 0, "dc1", "r1", 7, out),
+	                 0);
+	ck_assert_int_eq(
+	    ring_tokens_choose(r, NULL, 4, 0, "dc1", "r1", 7, again), 0);
+	ck_assert_mem_eq(out, again, sizeof(out));
+	ck_assert_int_eq(ring_tokens_choose(r, NULL, 0, 0, "dc1", "r1", 7, out),
+	                 -1);
+	ring_unref(r);
+	ring_builder_delete(b);
+}
+END_TEST
+
 START_TEST(random_tokens_are_distinct_and_seeded)
 {
 	struct rng a, b;
@@ -1062,6 +1100,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, initial_token_parsing);
 	tcase_add_test(tc, random_tokens_are_distinct_and_seeded);
+	tcase_add_test(tc, tokens_choose_follows_cassandra);
 	tcase_add_test(tc, allocator_balances_growing_dc);
 	tcase_add_test(tc, allocator_rejects_bad_input);
 	suite_add_tcase(s, tc);
