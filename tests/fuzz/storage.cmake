@@ -1,0 +1,5 @@
+# Storage decoders under libFuzzer: mutations (commitlog bodies, hints,
+# internode), commitlog segments, SSTable blocks and index entries.
+cassini_fuzz_target(fuzz_storage_mutation
+  SOURCES fuzz_storage_mutation.c LIBS cassini_storage
+  CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/fuzz_storage_mutation)
