@@ -182,7 +182,7 @@ int commitlog_scan_segment(const uint8_t *p, size_t len, bool last,
 		const char *why = NULL;
 		if (crc32c_unmask(be32_load(p + off + 4)) != crc32c(0, p + off, 4))
 			why = "bad length checksum";
-		else if (blen == 0 || blen > len - off - CL_REC_OVERHEAD)
+		else if (blen == 0 || (uint64_t)blen + CL_REC_OVERHEAD > len - off)
 			why = "bad record length";
 		else if (crc32c_unmask(be32_load(p + off + 8 + blen)) !=
 			 crc32c(0, p + off + 8, blen))
