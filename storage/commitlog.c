@@ -39,6 +39,7 @@ struct waiter {
 	struct clpos pos;
 	storage_done_fn fn;
 	void *arg;
+	bool direct; /* bypass the post hook */
 	struct waiter *next;
 };
 
@@ -387,7 +388,7 @@ static void deliver(struct commitlog *cl, struct waiter *w, int status,
 {
 	while (w) {
 		struct waiter *next = w->next;
-		if (cl->o.post)
+		if (cl->o.post && !w->direct)
 			cl->o.post(cl->o.post_arg, w->fn, w->arg, status, code);
 		else
 			w->fn(w->arg, status, code);
@@ -628,8 +629,9 @@ static int rollover(struct commitlog *cl)
 	return 0;
 }
 
-int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
-		     struct clpos *pos, storage_done_fn done, void *arg)
+static int append(struct commitlog *cl, const uint8_t *body, size_t len,
+		  struct clpos *pos, storage_done_fn done, void *arg,
+		  bool direct)
 {
 	size_t rec = CL_REC_OVERHEAD + 1 + len;
 	if (rec + CL_HEADER + CL_MARKER_LEN > cl->o.segment_size / 2)
@@ -662,7 +664,7 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 	a->written += rec;
 	*pos = (struct clpos){a->id, a->written};
 	if (w) {
-		*w = (struct waiter){*pos, done, arg, NULL};
+		*w = (struct waiter){*pos, done, arg, direct, NULL};
 		if (!cl->wait_head) {
 			cl->wait_head = w;
 			cl->first_pending_us = now_us();
@@ -676,6 +678,19 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 	if (periodic && done)
 		done(arg, 0, ERR_NONE);
 	return 0;
+}
+
+int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
+		     struct clpos *pos, storage_done_fn done, void *arg)
+{
+	return append(cl, body, len, pos, done, arg, false);
+}
+
+int commitlog_append_direct(struct commitlog *cl, const uint8_t *body,
+			    size_t len, struct clpos *pos,
+			    storage_done_fn done, void *arg)
+{
+	return append(cl, body, len, pos, done, arg, true);
 }
 
 struct clpos commitlog_position(struct commitlog *cl)

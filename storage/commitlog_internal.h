@@ -89,6 +89,11 @@ int commitlog_start(struct commitlog *cl, uint64_t min_id);
  * fdatasync; for periodic it fires before return. Thread-safe. */
 int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 		     struct clpos *pos, storage_done_fn done, void *arg);
+/* Same, but `done` runs on the syncer thread, bypassing the post hook
+ * (for callers that block waiting for it). */
+int commitlog_append_direct(struct commitlog *cl, const uint8_t *body,
+			    size_t len, struct clpos *pos,
+			    storage_done_fn done, void *arg);
 /* The position the next record will start at. */
 struct clpos commitlog_position(struct commitlog *cl);
 /* Deletes every segment that ends before `pos` (all of its records were

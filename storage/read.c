@@ -204,8 +204,7 @@ static int sort_cmp(const void *a, const void *b, void *t)
 	return atom_cmp(t, a, b);
 }
 
-/* Sorts and reconciles equal atoms in place. */
-static void merge_atoms(struct read_ctx *c)
+void read_ctx_merge(struct read_ctx *c)
 {
 	if (c->atom_count < 2)
 		return;
@@ -404,7 +403,7 @@ int read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
 		    struct storage_result **out)
 {
 	*out = NULL;
-	merge_atoms(c);
+	read_ctx_merge(c);
 	struct storage_result *r = calloc(1, sizeof(*r));
 	struct arena *ar = calloc(1, sizeof(*ar));
 	if (!r || !ar) {

@@ -60,6 +60,9 @@ int read_ctx_add_memtable(struct read_ctx *c, const struct memtable *mt,
 			  int64_t token, struct slice key);
 int read_ctx_add_mt_partition(struct read_ctx *c, struct mt_partition *p);
 
+/* Sorts the atoms and reconciles equal ones in place. */
+void read_ctx_merge(struct read_ctx *c);
+
 /* Builds the result. */
 int read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
 		    struct storage_result **out);

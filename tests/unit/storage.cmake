@@ -8,3 +8,6 @@ target_link_libraries(cassini_storage_testenv PUBLIC cassini_common)
 cassini_check_suite(test_storage_commitlog LABEL unit
                     SOURCES test_storage_commitlog.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
+cassini_check_suite(test_storage_engine LABEL unit
+                    SOURCES test_storage_engine.c
+                    LIBS cassini_storage cassini_storage_testenv cassini_conf)
