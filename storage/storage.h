@@ -1,9 +1,251 @@
 /*
- * storage/: The local LSM engine: data model, mutations, commitlog, memtable, SSTables, compaction. Filled by the Storage issue.
+ * storage/: the local LSM engine.
  *
- * Nothing is exported yet; see DESIGN.md for where this module sits.
+ * Layering (leveldb's): a shared commitlog, one memtable per table, immutable
+ * SSTables, size-tiered compaction. Semantics are Cassandra's: partitions
+ * ordered by (Murmur3 token, key bytes), clustering by per-type order,
+ * last-write-wins reconcile with Cassandra's tie-breaks, tombstones purged
+ * only after gc_grace_seconds. See docs/storage.md and
+ * docs/sstable-format.md.
+ *
+ * Threads: every call below may be made from the event-loop thread except
+ * the ones marked "blocks" (reads that miss memory, flush, compact, drain,
+ * close, the *_sync conveniences), which belong on a worker thread. The
+ * engine does disk work on its own threads: one commitlog syncer, one
+ * flusher, one compactor. Completions of asynchronous writes are handed to
+ * the `post` hook of the options so they run on the caller's loop; without
+ * a hook they run on the engine's syncer thread.
+ *
+ * Errors: 0 / -1 with the per-thread error slot (common/err.h); across
+ * threads the status travels in the completion.
  */
 #ifndef CASSINI_STORAGE_STORAGE_H
 #define CASSINI_STORAGE_STORAGE_H
+
+#include "common/buf.h"
+#include "common/env.h"
+#include "common/err.h"
+#include "storage/schema.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct conf;
+struct storage;
+struct storage_mutation;
+
+/* ---- mutations ------------------------------------------------------------ */
+
+/* A mutation of one partition of table `t` (borrowed; must stay live while
+ * the mutation is built). `key` is the serialized partition key (for a
+ * composite key: each component as be16 length, bytes, 0x00), copied. */
+struct storage_mutation *storage_mutation_new(const struct storage_table_meta *t,
+					      const uint8_t *key, size_t len);
+void storage_mutation_delete(struct storage_mutation *m);
+int64_t storage_mutation_token(const struct storage_mutation *m);
+const uint8_t *storage_mutation_table_id(const struct storage_mutation *m);
+
+/* Selects the row the next cell calls go to: a full clustering (values
+ * copied), or the static row. The default is the empty clustering (tables
+ * without clustering columns). */
+int storage_mutation_set_row(struct storage_mutation *m,
+			     const struct slice *clustering, size_t n);
+int storage_mutation_set_static_row(struct storage_mutation *m);
+
+/* Writes a cell of `column` in the current row. `path` is NULL for simple
+ * and frozen columns; for a non-frozen collection it is the element's key
+ * (set element, map key, list position timeuuid). ttl 0 = no expiry;
+ * `now_sec` is the write's local time (expiry = now_sec + ttl). */
+int storage_mutation_put(struct storage_mutation *m, int column,
+			 const uint8_t *path, size_t path_len,
+			 const uint8_t *value, size_t len, int64_t ts,
+			 int32_t ttl, int64_t now_sec);
+/* The row marker (INSERT's primary key liveness). */
+int storage_mutation_put_marker(struct storage_mutation *m, int64_t ts,
+				int32_t ttl, int64_t now_sec);
+/* Tombstones: one cell (or collection element), a whole collection, the
+ * current row, a clustering range, the partition. Bounds are clustering
+ * prefixes; an empty bound is unbounded. */
+int storage_mutation_delete_cell(struct storage_mutation *m, int column,
+				 const uint8_t *path, size_t path_len,
+				 int64_t ts, int64_t now_sec);
+int storage_mutation_delete_collection(struct storage_mutation *m, int column,
+				       int64_t ts, int64_t now_sec);
+int storage_mutation_delete_row(struct storage_mutation *m, int64_t ts,
+				int64_t now_sec);
+int storage_mutation_delete_range(struct storage_mutation *m,
+				  const struct slice *start, size_t nstart,
+				  bool start_incl, const struct slice *end,
+				  size_t nend, bool end_incl, int64_t ts,
+				  int64_t now_sec);
+int storage_mutation_delete_partition(struct storage_mutation *m, int64_t ts,
+				      int64_t now_sec);
+
+/* The one serialized form (commitlog, hints, internode, streaming):
+ * versioned and CRC-protected. Appends to `out`. */
+int storage_mutation_encode(const struct storage_mutation *m, struct buf *out);
+/* Decodes untrusted bytes; the result owns copies. NULL with ERR_CORRUPT. */
+struct storage_mutation *storage_mutation_decode(const uint8_t *p, size_t len);
+
+/* ---- the engine ------------------------------------------------------------ */
+
+/* Runs `fn(arg, status, code)` on the caller's loop; the hook copies the
+ * four values and returns at once. */
+typedef void (*storage_done_fn)(void *arg, int status, enum err_code code);
+typedef void (*storage_post_fn)(void *post_arg, storage_done_fn fn, void *arg,
+				int status, enum err_code code);
+
+struct storage_options {
+	struct env *env;           /* files and the clock; must outlive db */
+	const char *data_dir;      /* SSTables: data_dir/<ks>/<table>-<id>/ */
+	const char *commitlog_dir;
+	int commitlog_sync;        /* enum conf_commitlog_sync */
+	uint64_t commitlog_sync_period_ms;
+	uint64_t commitlog_sync_group_window_ms;
+	uint64_t commitlog_segment_size;
+	int commit_failure_policy; /* enum conf_failure_policy */
+	int disk_failure_policy;
+	uint64_t memtable_heap_space;
+	double memtable_cleanup_threshold;
+	uint64_t compaction_throughput; /* bytes/s, 0 = unthrottled */
+	int64_t tombstone_warn_threshold;
+	int64_t tombstone_failure_threshold;
+	bool auto_compaction;      /* default true */
+	storage_post_fn post;      /* may be NULL */
+	void *post_arg;
+};
+
+/* Defaults equal to conf's; `env` and the directories still to set. */
+void storage_options_default(struct storage_options *o);
+/* From a loaded configuration (the first data directory is used). The
+ * strings are borrowed from `c`. */
+void storage_options_from_conf(struct storage_options *o,
+			       const struct conf *c, struct env *env);
+
+/* Creates the engine; nothing is read yet. */
+struct storage *storage_new(const struct storage_options *o);
+/* Registers a table (the meta is copied) and loads its SSTables. Before
+ * storage_start for existing tables, so replay finds them. */
+int storage_table_add(struct storage *db, const struct storage_table_meta *t,
+		      bool durable_writes);
+/* Removes leftovers, replays the commitlog, starts the worker threads.
+ * Fails (commit_failure_policy stop) naming file and offset when the log
+ * is corrupt anywhere but its torn tail. Blocks. */
+int storage_start(struct storage *db);
+/* Flushes every memtable and stops the workers. Blocks. */
+int storage_drain(struct storage *db);
+/* Stops the workers (no flush; the commitlog covers the memtables) and
+ * frees everything. Blocks. */
+void storage_delete(struct storage *db);
+
+/* Applies a mutation (copied into the log and memtable before returning).
+ * `done` fires once the write is acknowledged: after write(2) for
+ * `periodic` and for keyspaces without durable_writes (then inline, before
+ * storage_apply returns), after fdatasync for `batch` and `group` (then
+ * through the post hook). On -1 nothing was applied and `done` never
+ * fires. */
+int storage_apply(struct storage *db, const struct storage_mutation *m,
+		  storage_done_fn done, void *arg);
+/* storage_apply and wait for the acknowledgement. Blocks. */
+int storage_apply_sync(struct storage *db, const struct storage_mutation *m);
+
+/* ---- reads ----------------------------------------------------------------- */
+
+/* A clustering slice: [start, end] as prefixes (empty = unbounded). */
+struct storage_slice {
+	const struct slice *start;
+	size_t start_count;
+	bool start_incl;
+	const struct slice *end;
+	size_t end_count;
+	bool end_incl;
+};
+
+struct storage_read_cmd {
+	const uint8_t *key; /* serialized partition key */
+	size_t key_len;
+	const struct storage_slice *slices; /* NULL: the whole partition */
+	size_t slice_count;                 /* slices ascending, disjoint */
+	bool reverse;
+	uint32_t limit;        /* rows, 0 = unlimited */
+	const uint16_t *columns; /* projection; NULL = every column */
+	size_t column_count;
+	bool with_static;      /* include the static row */
+};
+
+struct storage_cell_view {
+	uint16_t column;
+	struct slice path;  /* empty for simple columns */
+	struct slice value;
+	int64_t ts;
+	int32_t ttl;        /* 0 when not expiring */
+	int64_t expiry;     /* seconds; 0 when not expiring */
+};
+
+struct storage_row_view {
+	bool is_static;
+	struct slice *clustering; /* ck_count values */
+	size_t clustering_count;
+	int64_t marker_ts;        /* INT64_MIN without a live row marker */
+	struct storage_cell_view *cells;
+	size_t cell_count;
+};
+
+/* One partition's live data. Owns every byte it points at. */
+struct storage_result {
+	struct slice key;
+	int64_t token;
+	struct storage_row_view *static_row; /* NULL when absent/unwanted */
+	struct storage_row_view *rows;
+	size_t row_count;
+	uint64_t tombstones; /* tombstones met while reading */
+	void *priv;
+};
+void storage_result_delete(struct storage_result *r);
+
+/* Reads one partition; *out is NULL-free: an absent partition gives a
+ * result with no rows. Blocks (SSTable reads). Fails with ERR_CORRUPT when
+ * a block's checksum fails, ERR_OVERLOADED past tombstone_failure_threshold. */
+int storage_read(struct storage *db, const uint8_t table_id[16],
+		 const struct storage_read_cmd *cmd,
+		 struct storage_result **out);
+
+/* Range scan over (start_token, end_token] in token order, over the set of
+ * memtables and SSTables of the moment it opens (flushes and compactions
+ * may run meanwhile). `cmd` gives projection, slices and the per-partition
+ * limit; its key is ignored. */
+struct storage_scan;
+struct storage_scan *storage_scan_open(struct storage *db,
+				       const uint8_t table_id[16],
+				       int64_t start_token, int64_t end_token,
+				       const struct storage_read_cmd *cmd);
+/* 1 with a partition in *out, 0 at the end, -1 on error. Blocks. */
+int storage_scan_next(struct storage_scan *s, struct storage_result **out);
+void storage_scan_close(struct storage_scan *s);
+
+/* ---- maintenance and statistics ------------------------------------------ */
+
+/* Flushes the table's memtable (NULL id: every table) and waits. Blocks. */
+int storage_flush(struct storage *db, const uint8_t *table_id);
+/* Runs compaction rounds for the table until none applies; `major` merges
+ * every SSTable into one. Blocks. */
+int storage_compact(struct storage *db, const uint8_t table_id[16],
+		    bool major);
+
+struct storage_stats {
+	uint64_t memtable_bytes;     /* exact arena bytes of live memtables */
+	uint64_t sstable_count;
+	uint64_t sstable_bytes;
+	uint64_t flushes;
+	uint64_t compactions;
+	uint64_t corrupt_blocks;     /* reads that failed a checksum */
+	uint64_t commitlog_torn_tails; /* records discarded at replay */
+	uint64_t commitlog_replayed; /* mutations replayed at start */
+	uint64_t commitlog_segments; /* live segments */
+	bool writes_stopped;         /* a disk or commit failure stopped writes */
+};
+int storage_stats(struct storage *db, const uint8_t *table_id,
+		  struct storage_stats *out);
 
 #endif

@@ -1,0 +1,158 @@
+/*
+ * SSTable block codec (none / LZ4 / Deflate, CRC-protected) and the
+ * component envelope. See block_internal.h.
+ */
+#include "storage/block_internal.h"
+
+#include "common/crc.h"
+#include "common/err.h"
+#include "storage/schema.h"
+
+#include <lz4.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+int block_encode(struct buf *out, uint8_t compression, const uint8_t *raw,
+		 size_t len)
+{
+	buf_clear(out);
+	if (len > BLOCK_MAX_RAW)
+		return err_set(ERR_INVALID, "block of %zu bytes", len);
+	size_t bound = len;
+	if (compression == STORAGE_COMPRESSION_LZ4)
+		bound = (size_t)LZ4_compressBound((int)len);
+	else if (compression == STORAGE_COMPRESSION_DEFLATE)
+		bound = compressBound(len);
+	uint8_t *p = buf_extend(out, BLOCK_HEADER + bound + BLOCK_TRAILER);
+	if (!p)
+		return err_set(ERR_NOMEM, "block");
+	size_t stored = len;
+	uint8_t *dst = p + BLOCK_HEADER;
+	if (compression == STORAGE_COMPRESSION_LZ4) {
+		int n = LZ4_compress_default((const char *)raw, (char *)dst,
+					     (int)len, (int)bound);
+		if (n <= 0)
+			return err_set(ERR_INVALID, "lz4 compression failed");
+		stored = (size_t)n;
+	} else if (compression == STORAGE_COMPRESSION_DEFLATE) {
+		uLongf n = bound;
+		if (compress2(dst, &n, raw, len, 1) != Z_OK)
+			return err_set(ERR_INVALID, "deflate failed");
+		stored = n;
+	} else {
+		compression = STORAGE_COMPRESSION_NONE;
+		memcpy(dst, raw, len);
+	}
+	/* Incompressible data is stored as it is. */
+	if (compression != STORAGE_COMPRESSION_NONE && stored >= len) {
+		compression = STORAGE_COMPRESSION_NONE;
+		memcpy(dst, raw, len);
+		stored = len;
+	}
+	p[0] = compression;
+	be32_store(p + 1, (uint32_t)len);
+	be32_store(p + 5, (uint32_t)stored);
+	uint32_t crc = crc32c(0, p, BLOCK_HEADER + stored);
+	be32_store(p + BLOCK_HEADER + stored, crc32c_mask(crc));
+	out->len = BLOCK_HEADER + stored + BLOCK_TRAILER;
+	return 0;
+}
+
+int block_decode(const uint8_t *p, size_t len, uint8_t **raw,
+		 size_t *raw_len)
+{
+	*raw = NULL;
+	if (len < BLOCK_HEADER + BLOCK_TRAILER)
+		return err_set(ERR_CORRUPT, "short block");
+	uint8_t comp = p[0];
+	uint32_t rlen = be32_load(p + 1), slen = be32_load(p + 5);
+	if ((uint64_t)slen + BLOCK_HEADER + BLOCK_TRAILER != len)
+		return err_set(ERR_CORRUPT, "block length mismatch");
+	uint32_t want = crc32c_unmask(be32_load(p + BLOCK_HEADER + slen));
+	if (crc32c(0, p, BLOCK_HEADER + slen) != want)
+		return err_set(ERR_CORRUPT, "block checksum mismatch");
+	if (rlen > BLOCK_MAX_RAW || comp > STORAGE_COMPRESSION_DEFLATE ||
+	    (comp == STORAGE_COMPRESSION_NONE && rlen != slen))
+		return err_set(ERR_CORRUPT, "bad block header");
+	uint8_t *out = malloc(rlen ? rlen : 1);
+	if (!out)
+		return err_set(ERR_NOMEM, "block");
+	const uint8_t *src = p + BLOCK_HEADER;
+	int ok = 1;
+	if (comp == STORAGE_COMPRESSION_LZ4) {
+		int n = LZ4_decompress_safe((const char *)src, (char *)out,
+					    (int)slen, (int)rlen);
+		ok = n >= 0 && (uint32_t)n == rlen;
+	} else if (comp == STORAGE_COMPRESSION_DEFLATE) {
+		uLongf n = rlen;
+		ok = uncompress(out, &n, src, slen) == Z_OK && n == rlen;
+	} else {
+		memcpy(out, src, rlen);
+	}
+	if (!ok) {
+		free(out);
+		return err_set(ERR_CORRUPT, "block does not decompress");
+	}
+	*raw = out;
+	*raw_len = rlen;
+	return 0;
+}
+
+int block_read(struct env_file *f, const char *path, uint64_t off,
+	       uint64_t disk_len, uint8_t **raw, size_t *raw_len,
+	       uint64_t *next)
+{
+	uint8_t h[BLOCK_HEADER];
+	*raw = NULL;
+	if (!disk_len) {
+		ssize_t n = env_file_pread(f, h, BLOCK_HEADER, off);
+		if (n < 0)
+			return err_prefix("%s", path);
+		if (n != BLOCK_HEADER)
+			return err_set(ERR_CORRUPT, "%s: truncated block at "
+				       "offset %llu", path,
+				       (unsigned long long)off);
+		disk_len = (uint64_t)be32_load(h + 5) + BLOCK_HEADER +
+			   BLOCK_TRAILER;
+	}
+	if (disk_len > BLOCK_MAX_RAW + 1024)
+		return err_set(ERR_CORRUPT, "%s: block at offset %llu too "
+			       "large", path, (unsigned long long)off);
+	uint8_t *img = malloc(disk_len);
+	if (!img)
+		return err_set(ERR_NOMEM, "block");
+	ssize_t n = env_file_pread(f, img, disk_len, off);
+	int rc;
+	if (n < 0)
+		rc = err_prefix("%s", path);
+	else if ((uint64_t)n != disk_len)
+		rc = err_set(ERR_CORRUPT, "%s: truncated block at offset "
+			     "%llu", path, (unsigned long long)off);
+	else if ((rc = block_decode(img, disk_len, raw, raw_len)) != 0)
+		err_prefix("%s: offset %llu", path, (unsigned long long)off);
+	free(img);
+	if (!rc)
+		*next = off + disk_len;
+	return rc;
+}
+
+int component_seal(struct buf *b)
+{
+	uint32_t crc = crc32c(0, b->data, b->len);
+	return buf_put_be32(b, crc32c_mask(crc));
+}
+
+int component_open(const uint8_t *p, size_t len, const char *magic,
+		   const uint8_t **body, size_t *body_len)
+{
+	if (len < 9 || memcmp(p, magic, 4) != 0)
+		return err_set(ERR_CORRUPT, "bad component header");
+	if (p[4] != SST_VERSION)
+		return err_set(ERR_CORRUPT, "unknown format version %u", p[4]);
+	if (crc32c_unmask(be32_load(p + len - 4)) != crc32c(0, p, len - 4))
+		return err_set(ERR_CORRUPT, "component checksum mismatch");
+	*body = p + 5;
+	*body_len = len - 9;
+	return 0;
+}

@@ -1,0 +1,52 @@
+/*
+ * SSTable blocks and the small helpers the SSTable components share.
+ *
+ * A block on disk:
+ *
+ *   u8    compression   0 none, 1 lz4, 2 deflate
+ *   be32  raw length    bytes after decompression (<= BLOCK_MAX_RAW)
+ *   be32  stored length bytes that follow
+ *   ...   stored bytes
+ *   be32  masked crc32c of the 9 header bytes and the stored bytes
+ *
+ * The checksum is verified before anything is decompressed or parsed; a
+ * block that fails it never yields data (ERR_CORRUPT naming the file and
+ * offset).
+ */
+#ifndef CASSINI_STORAGE_BLOCK_INTERNAL_H
+#define CASSINI_STORAGE_BLOCK_INTERNAL_H
+
+#include "common/buf.h"
+#include "common/env.h"
+
+#include <stdint.h>
+
+#define BLOCK_HEADER 9
+#define BLOCK_TRAILER 4
+#define BLOCK_MAX_RAW (64u << 20)
+
+/* Compresses `raw` into `out` (cleared first) as one block. */
+int block_encode(struct buf *out, uint8_t compression, const uint8_t *raw,
+		 size_t len);
+/* Checks and decodes one block image of exactly `len` bytes. On success
+ * *raw is malloc'ed (caller frees) and *raw_len set. */
+int block_decode(const uint8_t *p, size_t len, uint8_t **raw,
+		 size_t *raw_len);
+/* Reads the block at `off` (its size read from the header unless
+ * `disk_len` is non-zero), verifies and decodes it. *next is the offset
+ * just past it. `path` names the file in errors. */
+int block_read(struct env_file *f, const char *path, uint64_t off,
+	       uint64_t disk_len, uint8_t **raw, size_t *raw_len,
+	       uint64_t *next);
+
+/* A component written to memory then to a file: magic(4) + version(1)
+ * + body + be32 masked crc32c of all before. */
+int component_seal(struct buf *b);
+/* Verifies a sealed component image; on success body and body_len cover
+ * what is between the header and the CRC. */
+int component_open(const uint8_t *p, size_t len, const char *magic,
+		   const uint8_t **body, size_t *body_len);
+
+#define SST_VERSION 1
+
+#endif

@@ -1,0 +1,793 @@
+/*
+ * Commitlog segments, records, the syncer thread and replay. The format and
+ * the rules are in commitlog_internal.h and docs/storage.md.
+ */
+#define LOG_MODULE "storage"
+#include "storage/commitlog_internal.h"
+
+#include "common/buf.h"
+#include "common/crc.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "conf/conf.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CL_MAGIC "CSCL"
+#define CL_VERSION 1
+#define CL_HEADER 18
+#define CL_REC_OVERHEAD 12
+#define CL_TYPE_MUTATION 1
+#define CL_TYPE_SYNC 2
+#define CL_MARKER_LEN (CL_REC_OVERHEAD + 1 + 8)
+
+struct segment {
+	uint64_t id;
+	char *path;
+	struct env_file *f; /* NULL once closed */
+	uint64_t written;
+	bool sealed;        /* no more appends */
+	struct segment *next;
+};
+
+struct waiter {
+	struct clpos pos;
+	storage_done_fn fn;
+	void *arg;
+	bool direct; /* bypass the post hook */
+	struct waiter *next;
+};
+
+struct commitlog {
+	struct commitlog_options o;
+	char *dir;
+	pthread_mutex_t mu;
+	pthread_cond_t wake;     /* the syncer has work */
+	pthread_cond_t progress; /* a sync or a spare segment completed */
+	pthread_t thread;
+	bool running, stop;
+
+	struct segment *segs; /* by id; the active one is last */
+	struct segment *active;
+	struct segment *spare;
+	uint64_t next_id;
+
+	struct waiter *wait_head, *wait_tail;
+	uint64_t first_pending_us;
+	uint64_t sync_requested, sync_done; /* generations for sync_now */
+	uint64_t last_marker;               /* offset the last marker covers */
+
+	bool failed;
+	enum err_code fail_code;
+	char fail_msg[256];
+	struct buf scratch;
+};
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static char *segment_path(const char *dir, uint64_t id)
+{
+	size_t n = strlen(dir) + 48;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/CommitLog-%d-%" PRIu64 ".log", dir,
+			 CL_VERSION, id);
+	return p;
+}
+
+struct commitlog *commitlog_new(const struct commitlog_options *o)
+{
+	struct commitlog *cl = calloc(1, sizeof(*cl));
+	if (!cl || !(cl->dir = strdup(o->dir))) {
+		free(cl);
+		err_set(ERR_NOMEM, "commitlog");
+		return NULL;
+	}
+	cl->o = *o;
+	cl->o.dir = cl->dir;
+	if (cl->o.segment_size < 64 * 1024)
+		cl->o.segment_size = 64 * 1024;
+	pthread_mutex_init(&cl->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&cl->wake, &ca);
+	pthread_cond_init(&cl->progress, &ca);
+	pthread_condattr_destroy(&ca);
+	buf_init(&cl->scratch);
+	cl->next_id = 1;
+	if (env_mkdir_p(o->env, o->dir)) {
+		commitlog_delete(cl);
+		return NULL;
+	}
+	return cl;
+}
+
+/* ---- records ----------------------------------------------------------- */
+
+static int record_build(struct buf *b, uint8_t type, const uint8_t *payload,
+			size_t len)
+{
+	buf_clear(b);
+	uint8_t *p = buf_extend(b, CL_REC_OVERHEAD + 1 + len);
+	if (!p)
+		return -1;
+	uint32_t blen = (uint32_t)(len + 1);
+	be32_store(p, blen);
+	be32_store(p + 4, crc32c_mask(crc32c(0, p, 4)));
+	p[8] = type;
+	memcpy(p + 9, payload, len);
+	be32_store(p + 9 + len, crc32c_mask(crc32c(0, p + 8, blen)));
+	return 0;
+}
+
+/* After damage at `bad`: is there a valid sync marker further on that
+ * covers it? Then the damaged bytes had been synced: corruption. */
+static bool marker_covers(const uint8_t *p, size_t len, uint64_t bad)
+{
+	const size_t mlen = CL_MARKER_LEN;
+	for (uint64_t off = bad + 1; off + mlen <= len; off++) {
+		if (be32_load(p + off) != 9 || p[off + 8] != CL_TYPE_SYNC)
+			continue;
+		if (crc32c_unmask(be32_load(p + off + 4)) != crc32c(0, p + off, 4) ||
+		    crc32c_unmask(be32_load(p + off + 17)) !=
+			    crc32c(0, p + off + 8, 9))
+			continue;
+		uint64_t x = be64_load(p + off + 9);
+		if (x > bad && x <= off)
+			return true;
+	}
+	return false;
+}
+
+int commitlog_scan_segment(const uint8_t *p, size_t len, bool last,
+			   commitlog_replay_fn fn, void *arg,
+			   struct commitlog_replay_stats *stats,
+			   uint64_t *bad_offset)
+{
+	*bad_offset = 0;
+	bool zero_header = len >= CL_HEADER;
+	for (size_t i = 0; zero_header && i < CL_HEADER; i++)
+		zero_header = p[i] == 0;
+	if (last && (len == 0 || zero_header)) {
+		stats->torn += len > 0;
+		return 0;
+	}
+	if (len < CL_HEADER || memcmp(p, CL_MAGIC, 4) != 0 ||
+	    be16_load(p + 4) != CL_VERSION ||
+	    crc32c_unmask(be32_load(p + 14)) != crc32c(0, p, 14))
+		return err_set(ERR_CORRUPT, "bad segment header");
+	uint64_t seg = be64_load(p + 6);
+	uint64_t durable = 0, off = CL_HEADER;
+	while (off + 8 <= len) {
+		uint32_t blen = be32_load(p + off);
+		if (blen == 0) { /* preallocated zeros: end of data */
+			if (off < durable || marker_covers(p, len, off)) {
+				*bad_offset = off;
+				return err_set(ERR_CORRUPT, "zero length at "
+					       "offset %" PRIu64 " in synced data",
+					       off);
+			}
+			break;
+		}
+		const char *why = NULL;
+		if (crc32c_unmask(be32_load(p + off + 4)) != crc32c(0, p + off, 4))
+			why = "bad length checksum";
+		else if (blen == 0 || (uint64_t)blen + CL_REC_OVERHEAD > len - off)
+			why = "bad record length";
+		else if (crc32c_unmask(be32_load(p + off + 8 + blen)) !=
+			 crc32c(0, p + off + 8, blen))
+			why = "bad record checksum";
+		const uint8_t *body = p + off + 8;
+		uint64_t end = off + CL_REC_OVERHEAD + blen;
+		if (!why && body[0] == CL_TYPE_SYNC) {
+			uint64_t x = blen == 9 ? be64_load(body + 1) : UINT64_MAX;
+			if (x > off)
+				why = "bad sync marker";
+			else if (x > durable)
+				durable = x;
+		} else if (!why && body[0] == CL_TYPE_MUTATION) {
+			struct clpos pos = {seg, end};
+			if (fn && fn(arg, pos, body + 1, blen - 1)) {
+				if (err_code() != ERR_CORRUPT)
+					return -1;
+				*bad_offset = off;
+				return err_prefix("offset %" PRIu64, off);
+			}
+			stats->records++;
+		} else if (!why) {
+			why = "unknown record type";
+		}
+		if (why) {
+			if (off >= durable && !marker_covers(p, len, off)) {
+				stats->torn++;
+				return 0;
+			}
+			*bad_offset = off;
+			return err_set(ERR_CORRUPT, "%s at offset %" PRIu64
+				       " in synced data", why, off);
+		}
+		off = end;
+	}
+	return 0;
+}
+
+/* ---- replay ---------------------------------------------------------- */
+
+struct id_list {
+	uint64_t *ids;
+	size_t n, cap;
+};
+
+static int collect_segment(void *arg, const char *name)
+{
+	struct id_list *l = arg;
+	unsigned long long id;
+	int ver;
+	char tail[8];
+	if (sscanf(name, "CommitLog-%d-%llu%7s", &ver, &id, tail) != 3 ||
+	    strcmp(tail, ".log") != 0 || ver != CL_VERSION)
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		uint64_t *n = realloc(l->ids, cap * sizeof(*n));
+		if (!n)
+			return 1;
+		l->ids = n;
+		l->cap = cap;
+	}
+	l->ids[l->n++] = id;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int segment_track(struct commitlog *cl, uint64_t id, char *path)
+{
+	struct segment *s = calloc(1, sizeof(*s));
+	if (!s)
+		return err_set(ERR_NOMEM, "segment");
+	s->id = id;
+	s->path = path;
+	s->sealed = true;
+	struct segment **pp = &cl->segs;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = s;
+	return 0;
+}
+
+static bool policy_stops(int policy)
+{
+	return policy != CONF_POLICY_IGNORE && policy != CONF_POLICY_BEST_EFFORT;
+}
+
+static int replay_one(struct commitlog *cl, uint64_t id, bool last,
+		      commitlog_replay_fn fn, void *arg,
+		      struct commitlog_replay_stats *stats)
+{
+	char *path = segment_path(cl->dir, id);
+	if (!path)
+		return err_set(ERR_NOMEM, "segment path");
+	uint8_t *data;
+	size_t len;
+	if (env_read_file(cl->o.env, path, (size_t)1 << 34, &data, &len)) {
+		err_prefix("commitlog");
+		free(path);
+		return -1;
+	}
+	uint64_t bad;
+	int rc = commitlog_scan_segment(data, len, last, fn, arg, stats, &bad);
+	free(data);
+	if (rc && err_code() == ERR_CORRUPT) {
+		err_prefix("commitlog %s", path);
+		if (policy_stops(cl->o.failure_policy)) {
+			err_prefix("commit_failure_policy stop: refusing to "
+				   "start");
+			free(path);
+			return -1;
+		}
+		LOG_AT(LOG_LEVEL_ERROR, "%s (commit_failure_policy ignore: "
+		       "skipping the rest of the segment)", err_msg());
+		stats->skipped++;
+		rc = 0;
+	}
+	if (rc) {
+		free(path);
+		return -1;
+	}
+	return segment_track(cl, id, path);
+}
+
+int commitlog_replay(struct commitlog *cl, commitlog_replay_fn fn, void *arg,
+		     struct commitlog_replay_stats *stats)
+{
+	memset(stats, 0, sizeof(*stats));
+	struct id_list l = {0};
+	if (env_list_dir(cl->o.env, cl->dir, collect_segment, &l)) {
+		free(l.ids);
+		return err_prefix("commitlog %s", cl->dir);
+	}
+	if (l.n)
+		qsort(l.ids, l.n, sizeof(*l.ids), cmp_u64);
+	int rc = 0;
+	for (size_t i = 0; i < l.n && !rc; i++) {
+		rc = replay_one(cl, l.ids[i], i + 1 == l.n, fn, arg, stats);
+		if (l.ids[i] > stats->max_seg)
+			stats->max_seg = l.ids[i];
+	}
+	if (l.n && l.ids[l.n - 1] >= cl->next_id)
+		cl->next_id = l.ids[l.n - 1] + 1;
+	free(l.ids);
+	return rc;
+}
+
+/* ---- segments ---------------------------------------------------------- */
+
+/* Creates, preallocates and syncs a segment with its header. Called
+ * without the lock (the id is reserved by the caller). */
+static struct segment *segment_create(struct commitlog *cl, uint64_t id)
+{
+	struct segment *s = calloc(1, sizeof(*s));
+	char *path = segment_path(cl->dir, id);
+	if (!s || !path) {
+		free(s);
+		free(path);
+		err_set(ERR_NOMEM, "segment");
+		return NULL;
+	}
+	s->id = id;
+	s->path = path;
+	uint8_t h[CL_HEADER];
+	memcpy(h, CL_MAGIC, 4);
+	be16_store(h + 4, CL_VERSION);
+	be64_store(h + 6, id);
+	be32_store(h + 14, crc32c_mask(crc32c(0, h, 14)));
+	struct env *e = cl->o.env;
+	if (env_file_open(e, path, ENV_FILE_READ | ENV_FILE_WRITE |
+			  ENV_FILE_CREATE | ENV_FILE_TRUNC, &s->f) ||
+	    env_file_allocate(s->f, 0, cl->o.segment_size) ||
+	    env_file_pwrite(s->f, h, CL_HEADER, 0) || env_file_sync(s->f) ||
+	    env_sync_dir(e, cl->dir)) {
+		err_prefix("commitlog segment");
+		if (s->f)
+			env_file_close(s->f);
+		env_unlink(e, path);
+		free(path);
+		free(s);
+		return NULL;
+	}
+	s->written = CL_HEADER;
+	return s;
+}
+
+static void segment_free(struct segment *s)
+{
+	if (s->f)
+		env_file_close(s->f);
+	free(s->path);
+	free(s);
+}
+
+static void deliver(struct commitlog *cl, struct waiter *w, int status,
+		    enum err_code code)
+{
+	while (w) {
+		struct waiter *next = w->next;
+		if (cl->o.post && !w->direct)
+			cl->o.post(cl->o.post_arg, w->fn, w->arg, status, code);
+		else
+			w->fn(w->arg, status, code);
+		free(w);
+		w = next;
+	}
+}
+
+/* Under the lock: detaches the waiters covered by (seg, off). */
+static struct waiter *take_waiters(struct commitlog *cl, struct clpos upto)
+{
+	struct waiter *head = cl->wait_head, *last = NULL, *w = head;
+	while (w && clpos_cmp(w->pos, upto) <= 0) {
+		last = w;
+		w = w->next;
+	}
+	if (!last)
+		return NULL;
+	last->next = NULL;
+	cl->wait_head = w;
+	if (!w)
+		cl->wait_tail = NULL;
+	return head;
+}
+
+static void fail_log(struct commitlog *cl)
+{
+	if (!cl->failed) {
+		cl->failed = true;
+		cl->fail_code = err_code() ? err_code() : ERR_IO;
+		snprintf(cl->fail_msg, sizeof(cl->fail_msg), "%s", err_msg());
+		LOG_AT(LOG_LEVEL_ERROR, "commitlog stopped: %s", cl->fail_msg);
+	}
+}
+
+/* Under the lock: appends a sync marker to `a` if it is still active. */
+static void write_marker(struct commitlog *cl, struct segment *a,
+			 uint64_t covered)
+{
+	uint8_t payload[8];
+	if (a != cl->active || covered <= cl->last_marker ||
+	    a->written + CL_MARKER_LEN > cl->o.segment_size)
+		return;
+	be64_store(payload, covered);
+	if (record_build(&cl->scratch, CL_TYPE_SYNC, payload, 8) ||
+	    env_file_pwrite(a->f, cl->scratch.data, cl->scratch.len,
+			    a->written)) {
+		fail_log(cl);
+		return;
+	}
+	a->written += cl->scratch.len;
+	cl->last_marker = covered;
+}
+
+/* Syncs a segment that takes no more appends, then closes its data with
+ * a sync marker covering all of it (synced too), so that replay treats
+ * any damage in it as corruption rather than a torn tail. */
+static int seal_segment(struct commitlog *cl, struct segment *s)
+{
+	uint8_t payload[8];
+	struct buf rec;
+	buf_init(&rec);
+	be64_store(payload, s->written);
+	int rc = env_file_sync(s->f);
+	if (!rc && s->written + CL_MARKER_LEN <= cl->o.segment_size) {
+		rc = record_build(&rec, CL_TYPE_SYNC, payload, 8) ||
+		     env_file_pwrite(s->f, rec.data, rec.len, s->written) ||
+		     env_file_sync(s->f);
+	}
+	buf_free(&rec);
+	return rc ? -1 : 0;
+}
+
+static bool sync_due(struct commitlog *cl, uint64_t now, uint64_t *wait_us)
+{
+	*wait_us = UINT64_MAX;
+	if (cl->sync_requested != cl->sync_done || !cl->spare)
+		return true;
+	for (struct segment *s = cl->segs; s; s = s->next)
+		if (s->sealed && s->f)
+			return true;
+	if (!cl->wait_head)
+		return false;
+	if (cl->o.sync_mode == CONF_COMMITLOG_SYNC_BATCH)
+		return true;
+	uint64_t window = cl->o.window_ms * 1000;
+	if (cl->o.sync_mode == CONF_COMMITLOG_SYNC_GROUP &&
+	    now < cl->first_pending_us + window) {
+		*wait_us = cl->first_pending_us + window - now;
+		return false;
+	}
+	return true;
+}
+
+/* One round: sync sealed segments, then the active one, then prepare a
+ * spare. Called with the lock held; drops it around disk work. */
+static void sync_round(struct commitlog *cl)
+{
+	uint64_t gen = cl->sync_requested;
+	struct segment *a = cl->active;
+	uint64_t upto = a->written;
+	struct segment *sealed[16];
+	size_t ns = 0;
+	for (struct segment *s = cl->segs; s && ns < 16; s = s->next)
+		if (s->sealed && s->f)
+			sealed[ns++] = s;
+	bool need_spare = !cl->spare;
+	uint64_t spare_id = need_spare ? cl->next_id++ : 0;
+	pthread_mutex_unlock(&cl->mu);
+
+	int rc = 0;
+	enum err_code code = ERR_NONE;
+	for (size_t i = 0; i < ns && !rc; i++)
+		rc = seal_segment(cl, sealed[i]);
+	if (!rc)
+		rc = env_file_sync(a->f);
+	if (rc)
+		code = err_code();
+	struct segment *spare = NULL;
+	if (!rc && need_spare && !(spare = segment_create(cl, spare_id)))
+		LOG_AT(LOG_LEVEL_WARN, "cannot prepare a commitlog segment: "
+		       "%s", err_msg());
+
+	pthread_mutex_lock(&cl->mu);
+	for (size_t i = 0; i < ns && !rc; i++) {
+		env_file_close(sealed[i]->f);
+		sealed[i]->f = NULL;
+	}
+	if (spare)
+		cl->spare = spare;
+	struct waiter *done;
+	if (rc) {
+		fail_log(cl);
+		done = take_waiters(cl, (struct clpos){UINT64_MAX, UINT64_MAX});
+	} else {
+		write_marker(cl, a, upto);
+		done = take_waiters(cl, (struct clpos){a->id, upto});
+		if (cl->wait_head)
+			cl->first_pending_us = now_us();
+	}
+	cl->sync_done = gen;
+	pthread_cond_broadcast(&cl->progress);
+	if (done) {
+		pthread_mutex_unlock(&cl->mu);
+		deliver(cl, done, rc ? -1 : 0, rc ? code : ERR_NONE);
+		pthread_mutex_lock(&cl->mu);
+	}
+}
+
+static void *syncer_main(void *arg)
+{
+	struct commitlog *cl = arg;
+	uint64_t last_sync = now_us();
+	pthread_mutex_lock(&cl->mu);
+	while (!cl->stop) {
+		uint64_t now = now_us(), wait_us;
+		bool due = !cl->failed && sync_due(cl, now, &wait_us);
+		if (!cl->failed &&
+		    cl->o.sync_mode == CONF_COMMITLOG_SYNC_PERIODIC) {
+			uint64_t period = cl->o.period_ms * 1000;
+			if (now >= last_sync + period)
+				due = true;
+			else if (last_sync + period - now < wait_us)
+				wait_us = last_sync + period - now;
+		}
+		if (cl->failed && cl->sync_requested != cl->sync_done) {
+			cl->sync_done = cl->sync_requested;
+			pthread_cond_broadcast(&cl->progress);
+		}
+		if (!due) {
+			if (wait_us == UINT64_MAX) {
+				pthread_cond_wait(&cl->wake, &cl->mu);
+			} else {
+				struct timespec ts;
+				clock_gettime(CLOCK_MONOTONIC, &ts);
+				uint64_t ns = (uint64_t)ts.tv_nsec + wait_us * 1000;
+				ts.tv_sec += (time_t)(ns / 1000000000u);
+				ts.tv_nsec = (long)(ns % 1000000000u);
+				pthread_cond_timedwait(&cl->wake, &cl->mu, &ts);
+			}
+			continue;
+		}
+		sync_round(cl);
+		last_sync = now_us();
+	}
+	pthread_mutex_unlock(&cl->mu);
+	return NULL;
+}
+
+int commitlog_start(struct commitlog *cl, uint64_t min_id)
+{
+	if (min_id > cl->next_id)
+		cl->next_id = min_id;
+	struct segment *s = segment_create(cl, cl->next_id++);
+	if (!s)
+		return -1;
+	pthread_mutex_lock(&cl->mu);
+	struct segment **pp = &cl->segs;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = s;
+	cl->active = s;
+	cl->last_marker = 0;
+	pthread_mutex_unlock(&cl->mu);
+	if (pthread_create(&cl->thread, NULL, syncer_main, cl) != 0)
+		return err_set(ERR_IO, "cannot start the commitlog syncer");
+	cl->running = true;
+	return 0;
+}
+
+/* Under the lock: makes the spare the active segment. */
+static int rollover(struct commitlog *cl)
+{
+	if (!cl->spare) {
+		/* The syncer had no time to prepare one: create it here. */
+		uint64_t id = cl->next_id++;
+		pthread_mutex_unlock(&cl->mu);
+		struct segment *s = segment_create(cl, id);
+		pthread_mutex_lock(&cl->mu);
+		if (!s)
+			return -1;
+		if (cl->spare) { /* raced with the syncer: keep order by id */
+			env_unlink(cl->o.env, cl->spare->path);
+			segment_free(cl->spare);
+		}
+		cl->spare = s;
+	}
+	struct segment *old = cl->active;
+	old->sealed = true;
+	struct segment **pp = &cl->segs;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = cl->spare;
+	cl->active = cl->spare;
+	cl->spare = NULL;
+	cl->last_marker = 0;
+	pthread_cond_signal(&cl->wake);
+	return 0;
+}
+
+static int append(struct commitlog *cl, const uint8_t *body, size_t len,
+		  struct clpos *pos, storage_done_fn done, void *arg,
+		  bool direct)
+{
+	size_t rec = CL_REC_OVERHEAD + 1 + len;
+	if (rec + CL_HEADER + CL_MARKER_LEN > cl->o.segment_size / 2)
+		return err_set(ERR_INVALID, "mutation of %zu bytes is larger "
+			       "than half a commitlog segment", len);
+	bool periodic = cl->o.sync_mode == CONF_COMMITLOG_SYNC_PERIODIC;
+	struct waiter *w = NULL;
+	if (!periodic && done && !(w = malloc(sizeof(*w))))
+		return err_set(ERR_NOMEM, "commitlog waiter");
+	pthread_mutex_lock(&cl->mu);
+	int rc = 0;
+	if (cl->failed)
+		rc = err_set(cl->fail_code, "commitlog stopped: %s",
+			     cl->fail_msg);
+	if (!rc && cl->active->written + rec + CL_MARKER_LEN >
+			   cl->o.segment_size)
+		rc = rollover(cl);
+	if (!rc)
+		rc = record_build(&cl->scratch, CL_TYPE_MUTATION, body, len);
+	struct segment *a = cl->active;
+	if (!rc && env_file_pwrite(a->f, cl->scratch.data, rec, a->written)) {
+		fail_log(cl);
+		rc = -1;
+	}
+	if (rc) {
+		pthread_mutex_unlock(&cl->mu);
+		free(w);
+		return -1;
+	}
+	a->written += rec;
+	*pos = (struct clpos){a->id, a->written};
+	if (w) {
+		*w = (struct waiter){*pos, done, arg, direct, NULL};
+		if (!cl->wait_head) {
+			cl->wait_head = w;
+			cl->first_pending_us = now_us();
+			pthread_cond_signal(&cl->wake);
+		} else {
+			cl->wait_tail->next = w;
+		}
+		cl->wait_tail = w;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	if (periodic && done)
+		done(arg, 0, ERR_NONE);
+	return 0;
+}
+
+int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
+		     struct clpos *pos, storage_done_fn done, void *arg)
+{
+	return append(cl, body, len, pos, done, arg, false);
+}
+
+int commitlog_append_direct(struct commitlog *cl, const uint8_t *body,
+			    size_t len, struct clpos *pos,
+			    storage_done_fn done, void *arg)
+{
+	return append(cl, body, len, pos, done, arg, true);
+}
+
+struct clpos commitlog_position(struct commitlog *cl)
+{
+	pthread_mutex_lock(&cl->mu);
+	struct clpos p = cl->active ? (struct clpos){cl->active->id,
+						     cl->active->written}
+				    : (struct clpos){cl->next_id, 0};
+	pthread_mutex_unlock(&cl->mu);
+	return p;
+}
+
+int commitlog_sync_now(struct commitlog *cl)
+{
+	pthread_mutex_lock(&cl->mu);
+	uint64_t gen = ++cl->sync_requested;
+	pthread_cond_signal(&cl->wake);
+	while (cl->running && !cl->failed && (int64_t)(cl->sync_done - gen) < 0)
+		pthread_cond_wait(&cl->progress, &cl->mu);
+	int rc = cl->failed ? err_set(cl->fail_code, "commitlog stopped: %s",
+				      cl->fail_msg)
+			    : 0;
+	pthread_mutex_unlock(&cl->mu);
+	return rc;
+}
+
+void commitlog_discard_before(struct commitlog *cl, struct clpos pos)
+{
+	struct segment *gone = NULL;
+	pthread_mutex_lock(&cl->mu);
+	struct segment **pp = &cl->segs;
+	while (*pp) {
+		struct segment *s = *pp;
+		if (s != cl->active && s->sealed && !s->f && s->id < pos.seg) {
+			*pp = s->next;
+			s->next = gone;
+			gone = s;
+		} else {
+			pp = &s->next;
+		}
+	}
+	pthread_mutex_unlock(&cl->mu);
+	while (gone) {
+		struct segment *next = gone->next;
+		if (env_unlink(cl->o.env, gone->path))
+			LOG_AT(LOG_LEVEL_WARN, "cannot remove %s: %s",
+			       gone->path, err_msg());
+		segment_free(gone);
+		gone = next;
+	}
+}
+
+uint64_t commitlog_segment_count(struct commitlog *cl)
+{
+	uint64_t n = 0;
+	pthread_mutex_lock(&cl->mu);
+	for (struct segment *s = cl->segs; s; s = s->next)
+		n++;
+	pthread_mutex_unlock(&cl->mu);
+	return n;
+}
+
+bool commitlog_failed(struct commitlog *cl)
+{
+	pthread_mutex_lock(&cl->mu);
+	bool f = cl->failed;
+	pthread_mutex_unlock(&cl->mu);
+	return f;
+}
+
+void commitlog_delete(struct commitlog *cl)
+{
+	if (!cl)
+		return;
+	if (cl->running) {
+		commitlog_sync_now(cl);
+		pthread_mutex_lock(&cl->mu);
+		cl->stop = true;
+		pthread_cond_signal(&cl->wake);
+		pthread_mutex_unlock(&cl->mu);
+		pthread_join(cl->thread, NULL);
+	}
+	struct waiter *w = take_waiters(cl, (struct clpos){UINT64_MAX, UINT64_MAX});
+	deliver(cl, w, -1, ERR_CLOSED);
+	while (cl->segs) {
+		struct segment *s = cl->segs;
+		cl->segs = s->next;
+		segment_free(s);
+	}
+	if (cl->spare) {
+		env_unlink(cl->o.env, cl->spare->path);
+		segment_free(cl->spare);
+	}
+	buf_free(&cl->scratch);
+	pthread_mutex_destroy(&cl->mu);
+	pthread_cond_destroy(&cl->wake);
+	pthread_cond_destroy(&cl->progress);
+	free(cl->dir);
+	free(cl);
+}

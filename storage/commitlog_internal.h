@@ -1,0 +1,117 @@
+/*
+ * Commitlog: one log shared by every table, in preallocated segments.
+ *
+ * Segment file CommitLog-1-<id>.log (id increases for the life of the
+ * data directory):
+ *
+ *   header  "CSCL" | be16 version (1) | be64 segment id | be32 masked crc32c
+ *   records be32 length | be32 masked crc32c(length) | body |
+ *           be32 masked crc32c(body)
+ *   zeros   (preallocated; a zero length ends the segment's data)
+ *
+ * A body is a type byte and its payload: 1 = mutation (the mutation
+ * encoding), 2 = sync marker (be64 offset: every byte of this segment below
+ * it was fdatasync'ed before the marker was written).
+ *
+ * Replay reads the segments in id order. A bad record at or past the last
+ * sync marker of its segment is an unsynced torn tail: replay of that
+ * segment stops there and the discarded record is counted. A bad record
+ * below a sync marker, a bad header (other than an all-zero header of the
+ * newest segment, which crashed while being created), or a mutation that
+ * does not decode is corruption: commit_failure_policy decides (stop:
+ * refuse to start, naming the file and offset; ignore: skip the rest of the
+ * segment).
+ *
+ * Sync: `periodic` acknowledges after write(2) and syncs every period;
+ * `batch` acknowledges after the fdatasync that covers the write (writes
+ * arriving during one sync share the next); `group` waits up to the window
+ * after the first pending write, then one fdatasync covers all of them.
+ * fdatasync runs only on the log's syncer thread, which also prepares the
+ * next segment in advance. A failed fdatasync stops the log: every later
+ * write fails (the kernel may have dropped the pages).
+ */
+#ifndef CASSINI_STORAGE_COMMITLOG_INTERNAL_H
+#define CASSINI_STORAGE_COMMITLOG_INTERNAL_H
+
+#include "common/env.h"
+#include "storage/storage.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct clpos {
+	uint64_t seg;
+	uint64_t off;
+};
+
+static inline int clpos_cmp(struct clpos a, struct clpos b)
+{
+	if (a.seg != b.seg)
+		return a.seg < b.seg ? -1 : 1;
+	return (a.off > b.off) - (a.off < b.off);
+}
+
+struct commitlog_options {
+	struct env *env;
+	const char *dir;
+	int sync_mode; /* enum conf_commitlog_sync */
+	uint64_t period_ms;
+	uint64_t window_ms;
+	uint64_t segment_size;
+	int failure_policy; /* enum conf_failure_policy */
+	storage_post_fn post;
+	void *post_arg;
+};
+
+struct commitlog;
+
+struct commitlog_replay_stats {
+	uint64_t records;
+	uint64_t torn;    /* records discarded as torn tails */
+	uint64_t skipped; /* records skipped under the ignore policy */
+	uint64_t max_seg; /* highest segment id found */
+};
+
+/* Called for each valid mutation record; returning -1 aborts replay. */
+typedef int (*commitlog_replay_fn)(void *arg, struct clpos pos,
+				   const uint8_t *body, size_t len);
+
+/* Opens the log directory; replays nothing yet. */
+struct commitlog *commitlog_new(const struct commitlog_options *o);
+/* Replays every segment found, in order. */
+int commitlog_replay(struct commitlog *cl, commitlog_replay_fn fn, void *arg,
+		     struct commitlog_replay_stats *stats);
+/* Opens a fresh segment with an id above both every existing segment and
+ * `min_id`, and starts the syncer. Existing segments stay until discarded. */
+int commitlog_start(struct commitlog *cl, uint64_t min_id);
+/* Appends one mutation record. *pos is where the record ends. For batch
+ * and group `done` fires through the post hook after the covering
+ * fdatasync; for periodic it fires before return. Thread-safe. */
+int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
+		     struct clpos *pos, storage_done_fn done, void *arg);
+/* Same, but `done` runs on the syncer thread, bypassing the post hook
+ * (for callers that block waiting for it). */
+int commitlog_append_direct(struct commitlog *cl, const uint8_t *body,
+			    size_t len, struct clpos *pos,
+			    storage_done_fn done, void *arg);
+/* The position the next record will start at. */
+struct clpos commitlog_position(struct commitlog *cl);
+/* Deletes every segment that ends before `pos` (all of its records were
+ * flushed to SSTables). */
+void commitlog_discard_before(struct commitlog *cl, struct clpos pos);
+/* Forces a sync now and waits for it. */
+int commitlog_sync_now(struct commitlog *cl);
+uint64_t commitlog_segment_count(struct commitlog *cl);
+bool commitlog_failed(struct commitlog *cl);
+/* Stops the syncer (syncing what was written unless the log failed) and
+ * frees the log. */
+void commitlog_delete(struct commitlog *cl);
+
+/* Decodes one segment image for the fuzzer: calls fn per valid record and
+ * returns 0, or -1 at corruption. `last` tolerates a torn tail. */
+int commitlog_scan_segment(const uint8_t *p, size_t len, bool last,
+			   commitlog_replay_fn fn, void *arg,
+			   struct commitlog_replay_stats *stats,
+			   uint64_t *bad_offset);
+
+#endif

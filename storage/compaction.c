@@ -1,0 +1,597 @@
+/*
+ * Compaction: size-tiered (default) and time-window strategies on the
+ * compactor thread, throttled by compaction_throughput.
+ *
+ * A compaction merges its input SSTables partition by partition: atoms are
+ * reconciled, data shadowed by a deletion is dropped, expired TTL cells
+ * become tombstones, and a tombstone is purged only when it is older than
+ * gc_grace_seconds and nothing outside the compaction (other SSTables whose
+ * bloom filter admits the key with older data, or any memtable holding the
+ * partition) could hold data it still shadows.
+ *
+ * Atomicity: before the output's TOC is published, a compaction log
+ * (compaction-<out>.log: the output generation then the inputs) is written
+ * durably. At start, a log whose output is complete means "delete the
+ * inputs"; otherwise the partial output is removed and the inputs stay.
+ * The log goes once every input is gone, so a crash at any point leaves
+ * either the inputs or the output (possibly both: the union reads the
+ * same), never a mix where a purged tombstone's shadowed data survives.
+ */
+#define LOG_MODULE "storage"
+#include "storage/engine_internal.h"
+
+#include "common/err.h"
+#include "common/log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define STCS_BUCKET_LOW 0.5
+#define STCS_BUCKET_HIGH 1.5
+#define STCS_MIN_SIZE (50ull << 20)
+
+/* ---- choosing inputs ------------------------------------------------------ */
+
+static int cmp_size(const void *a, const void *b)
+{
+	const struct sstable *x = *(struct sstable *const *)a;
+	const struct sstable *y = *(struct sstable *const *)b;
+	return (x->disk_bytes > y->disk_bytes) - (x->disk_bytes < y->disk_bytes);
+}
+
+/* Size-tiered: the smallest bucket of similar sizes with at least
+ * min_threshold members, at most max_threshold of them. */
+static size_t pick_stcs(struct sstable **cand, size_t n, uint32_t min_t,
+			uint32_t max_t, struct sstable **out)
+{
+	if (n < min_t || n < 2)
+		return 0;
+	qsort(cand, n, sizeof(*cand), cmp_size);
+	size_t start = 0;
+	while (start < n) {
+		double avg = (double)cand[start]->disk_bytes;
+		size_t end = start + 1;
+		while (end < n) {
+			double sz = (double)cand[end]->disk_bytes;
+			bool small = sz < STCS_MIN_SIZE && avg < STCS_MIN_SIZE;
+			if (!small && (sz < avg * STCS_BUCKET_LOW ||
+				       sz > avg * STCS_BUCKET_HIGH))
+				break;
+			avg = (avg * (double)(end - start) + sz) /
+			      (double)(end - start + 1);
+			end++;
+		}
+		if (end - start >= min_t) {
+			size_t k = end - start < max_t ? end - start : max_t;
+			memcpy(out, cand + start, k * sizeof(*out));
+			return k;
+		}
+		start = end;
+	}
+	return 0;
+}
+
+/* Time-window: SSTables grouped by the window of their newest write;
+ * the newest window compacts size-tiered, an older window with two or
+ * more SSTables compacts into one. */
+static size_t pick_twcs(struct sstable **cand, size_t n,
+			const struct storage_table_options *o,
+			struct sstable **out)
+{
+	int64_t w = o->compaction_window_seconds > 0
+			    ? o->compaction_window_seconds * 1000000
+			    : 86400 * 1000000LL;
+	int64_t newest = INT64_MIN;
+	for (size_t i = 0; i < n; i++)
+		if (cand[i]->stats.max_ts / w > newest)
+			newest = cand[i]->stats.max_ts / w;
+	for (size_t i = 0; i < n; i++) {
+		int64_t win = cand[i]->stats.max_ts / w;
+		if (win == newest)
+			continue;
+		size_t k = 0;
+		for (size_t j = 0; j < n && k < o->max_threshold; j++)
+			if (cand[j]->stats.max_ts / w == win)
+				out[k++] = cand[j];
+		if (k >= 2)
+			return k;
+	}
+	size_t k = 0;
+	struct sstable **cur = calloc(n ? n : 1, sizeof(*cur));
+	if (!cur)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (cand[i]->stats.max_ts / w == newest)
+			cur[k++] = cand[i];
+	k = pick_stcs(cur, k, o->min_threshold, o->max_threshold, out);
+	free(cur);
+	return k;
+}
+
+static size_t pick_inputs(struct table *t, bool major, struct sstable **out)
+{
+	const struct version *v = t->version;
+	if (major) {
+		if (v->count < 2)
+			return 0;
+		memcpy(out, v->ssts, v->count * sizeof(*out));
+		return v->count;
+	}
+	struct sstable **cand = calloc(v->count + 1, sizeof(*cand));
+	if (!cand)
+		return 0;
+	memcpy(cand, v->ssts, v->count * sizeof(*cand));
+	const struct storage_table_options *o = &t->meta->options;
+	size_t k = o->compaction == STORAGE_COMPACTION_TIME_WINDOW
+			   ? pick_twcs(cand, v->count, o, out)
+			   : pick_stcs(cand, v->count, o->min_threshold,
+				       o->max_threshold, out);
+	free(cand);
+	return k;
+}
+
+/* ---- the merge ---------------------------------------------------------- */
+
+struct job {
+	struct storage *db;
+	struct table *t;
+	struct sstable **in;
+	size_t n;
+	struct memtable **mts; /* snapshot: what may hold older data */
+	size_t mt_count;
+	struct version *v;
+	int64_t now, gc_before;
+	struct sst_writer *w;
+	uint64_t started_us, throttle_bytes;
+};
+
+static bool is_input(const struct job *j, const struct sstable *s)
+{
+	for (size_t i = 0; i < j->n; i++)
+		if (j->in[i] == s)
+			return true;
+	return false;
+}
+
+/* Tombstones with a timestamp below this may be purged for the key. */
+static int64_t purge_limit(const struct job *j, int64_t token,
+			   struct slice key)
+{
+	int64_t lim = INT64_MAX;
+	for (size_t i = 0; i < j->mt_count; i++)
+		if (memtable_find(j->mts[i], token, key))
+			return INT64_MIN;
+	for (size_t i = 0; i < j->v->count; i++) {
+		struct sstable *s = j->v->ssts[i];
+		if (is_input(j, s) || token < s->stats.min_token ||
+		    token > s->stats.max_token || !sstable_may_contain(s, key))
+			continue;
+		if (s->stats.min_ts < lim)
+			lim = s->stats.min_ts;
+	}
+	return lim;
+}
+
+static bool purgeable(const struct job *j, int64_t lim, int64_t ts,
+		      int64_t ldt)
+{
+	return ldt < j->gc_before && ts < lim;
+}
+
+static int write_atoms(struct job *j, struct read_ctx *c, int64_t token,
+		       struct slice key, struct deletion pdel,
+		       const struct rtomb *kept, size_t nrt, int64_t lim);
+
+/* Writes one merged partition, dropping what is shadowed or purgeable. */
+static int write_partition(struct job *j, struct read_ctx *c, int64_t token,
+			   struct slice key)
+{
+	read_ctx_merge(c);
+	int64_t lim = purge_limit(j, token, key);
+	struct deletion pdel = c->pdel;
+	if (pdel.ts != DELETION_NONE && purgeable(j, lim, pdel.ts, pdel.ldt))
+		pdel.ts = DELETION_NONE;
+	size_t nrt = 0;
+	struct rtomb *kept = calloc(c->rt_count + 1, sizeof(*kept));
+	if (!kept)
+		return err_set(ERR_NOMEM, "compaction");
+	for (size_t i = 0; i < c->rt_count; i++) {
+		const struct rtomb *r = &c->rts[i];
+		if (deletion_covers(c->pdel, r->del.ts) ||
+		    purgeable(j, lim, r->del.ts, r->del.ldt))
+			continue;
+		kept[nrt++] = *r;
+	}
+	int rc = write_atoms(j, c, token, key, pdel, kept, nrt, lim);
+	free(kept);
+	return rc;
+}
+
+static int write_atoms(struct job *j, struct read_ctx *c, int64_t token,
+		       struct slice key, struct deletion pdel,
+		       const struct rtomb *kept, size_t nrt, int64_t lim)
+{
+	bool begun = false;
+	struct deletion row_del = {DELETION_NONE, 0}, coll_del = row_del;
+	uint16_t coll_slot = 0;
+	for (size_t i = 0; i < c->atom_count; i++) {
+		struct atom a = c->atoms[i];
+		if (i == 0 || ck_cmp(j->t->meta, a.ck, c->atoms[i - 1].ck) != 0) {
+			row_del.ts = coll_del.ts = DELETION_NONE;
+			coll_slot = 0;
+		}
+		if (deletion_covers(c->pdel, a.ts) ||
+		    deletion_covers(row_del, a.ts) ||
+		    (a.slot == coll_slot && deletion_covers(coll_del, a.ts)) ||
+		    rtombs_cover(j->t->meta, c->rts, c->rt_count, a.ck, a.ts))
+			continue;
+		if (a.kind == ATOM_KIND_DELETION) {
+			struct deletion d = {a.ts, a.ldt};
+			if (a.slot == ATOM_SLOT_ROW)
+				row_del = deletion_max(row_del, d);
+			else {
+				coll_slot = a.slot;
+				coll_del = d;
+			}
+		}
+		if ((a.flags & ATOM_EXPIRING) && a.ldt <= j->now) {
+			/* expired: a tombstone from its expiry on */
+			a.flags = ATOM_TOMBSTONE;
+			a.ttl = 0;
+			a.value = slice_make(NULL, 0);
+		}
+		if ((a.flags & ATOM_TOMBSTONE) && purgeable(j, lim, a.ts, a.ldt))
+			continue;
+		if (!begun && sst_writer_begin(j->w, token, key, pdel, kept, nrt))
+			return -1;
+		begun = true;
+		if (sst_writer_atom(j->w, &a))
+			return -1;
+	}
+	if (!begun && (pdel.ts != DELETION_NONE || nrt)) {
+		if (sst_writer_begin(j->w, token, key, pdel, kept, nrt))
+			return -1;
+		begun = true;
+	}
+	return begun ? sst_writer_end(j->w) : 0;
+}
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void throttle(struct job *j)
+{
+	uint64_t rate = j->db->o.compaction_throughput;
+	if (!rate)
+		return;
+	uint64_t bytes = sst_writer_bytes(j->w);
+	uint64_t due_us = bytes * 1000000u / rate;
+	uint64_t spent = mono_us() - j->started_us;
+	if (due_us > spent + 1000) {
+		uint64_t us = due_us - spent;
+		struct timespec ts = {(time_t)(us / 1000000u),
+				      (long)(us % 1000000u) * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int merge_inputs(struct job *j)
+{
+	struct sst_iter **its = calloc(j->n, sizeof(*its));
+	const struct sst_entry **heads = calloc(j->n, sizeof(*heads));
+	bool *live = calloc(j->n, sizeof(*live));
+	static const struct storage_read_cmd all = {.with_static = true};
+	struct read_ctx c;
+	int rc = (!its || !heads || !live) ? err_set(ERR_NOMEM, "compaction")
+					   : read_ctx_init(&c, j->t->meta, &all,
+							   j->now);
+	bool ctx_ok = !rc;
+	for (size_t i = 0; !rc && i < j->n; i++) {
+		its[i] = sst_iter_new(j->in[i]);
+		int r = its[i] ? sst_iter_next(its[i], &heads[i]) : -1;
+		rc = r < 0 ? -1 : 0;
+		live[i] = r > 0;
+	}
+	while (!rc && !j->db->stopping) {
+		int64_t token = 0;
+		struct slice key = {0};
+		bool any = false;
+		for (size_t i = 0; i < j->n; i++)
+			if (live[i] && (!any || partition_cmp(heads[i]->token,
+							      heads[i]->key,
+							      token, key) < 0)) {
+				token = heads[i]->token;
+				key = heads[i]->key;
+				any = true;
+			}
+		if (!any)
+			break;
+		read_ctx_reset(&c);
+		uint8_t *k = malloc(key.len);
+		if (!k || read_ctx_keep(&c, k)) {
+			rc = err_set(ERR_NOMEM, "compaction");
+			break;
+		}
+		memcpy(k, key.ptr, key.len);
+		key.ptr = k;
+		for (size_t i = 0; !rc && i < j->n; i++) {
+			if (!live[i] || partition_cmp(heads[i]->token,
+						      heads[i]->key, token,
+						      key) != 0)
+				continue;
+			rc = sstable_read_entry(j->in[i], &c, heads[i], true);
+			int r = rc ? 0 : sst_iter_next(its[i], &heads[i]);
+			if (r < 0)
+				rc = -1;
+			live[i] = r > 0;
+		}
+		if (!rc)
+			rc = write_partition(j, &c, token, key);
+		if (!rc)
+			throttle(j);
+	}
+	if (!rc && j->db->stopping)
+		rc = err_set(ERR_CLOSED, "compaction interrupted by shutdown");
+	for (size_t i = 0; its && i < j->n; i++)
+		sst_iter_delete(its[i]);
+	free(its);
+	free(heads);
+	free(live);
+	if (ctx_ok)
+		read_ctx_destroy(&c);
+	return rc;
+}
+
+/* ---- jobs, logs, recovery ---------------------------------------------- */
+
+static char *log_path(const char *dir, uint64_t gen)
+{
+	size_t n = strlen(dir) + 48;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/compaction-%" PRIu64 ".log", dir, gen);
+	return p;
+}
+
+static int write_log(struct job *j, uint64_t out_gen)
+{
+	char text[64 * 40];
+	size_t k = (size_t)snprintf(text, sizeof(text), "%" PRIu64 "\n",
+				    out_gen);
+	for (size_t i = 0; i < j->n && k < sizeof(text) - 24; i++)
+		k += (size_t)snprintf(text + k, sizeof(text) - k,
+				      "%" PRIu64 "\n", j->in[i]->gen);
+	char *p = log_path(j->t->dir, out_gen);
+	int rc = p ? env_write_file_atomic(j->db->o.env, p, text, k) : -1;
+	free(p);
+	return rc;
+}
+
+static void remove_generation(struct env *env, const char *dir, uint64_t gen)
+{
+	static const char *const comps[] = {"TOC.txt", "Data.db", "Index.db",
+					    "Filter.db", "Statistics.db",
+					    "Summary.db"};
+	for (size_t i = 0; i < 6; i++) {
+		char *p = sst_path(dir, gen, comps[i], false);
+		if (p && env_exists(env, p) == 1)
+			env_unlink(env, p);
+		free(p);
+	}
+}
+
+struct log_scan {
+	uint64_t gens[256];
+	size_t n;
+};
+
+static int find_logs(void *arg, const char *name)
+{
+	struct log_scan *l = arg;
+	unsigned long long g;
+	char tail[8];
+	if (l->n < 256 && sscanf(name, "compaction-%llu%7s", &g, tail) == 2 &&
+	    strcmp(tail, ".log") == 0)
+		l->gens[l->n++] = g;
+	return 0;
+}
+
+/* Finishes (output complete) or rolls back (output incomplete) every
+ * compaction a crash interrupted; with `only_done`, just removes logs whose
+ * inputs are all gone. */
+static int process_logs(struct storage *db, struct table *t, bool only_done)
+{
+	struct log_scan l = {.n = 0};
+	if (env_list_dir(db->o.env, t->dir, find_logs, &l))
+		return -1;
+	for (size_t i = 0; i < l.n; i++) {
+		char *p = log_path(t->dir, l.gens[i]);
+		uint8_t *text = NULL;
+		size_t len;
+		if (!p || env_read_file(db->o.env, p, 1 << 16, &text, &len)) {
+			/* unreadable: written atomically, so a leftover tmp */
+			free(p);
+			continue;
+		}
+		char *toc = sst_path(t->dir, l.gens[i], "TOC.txt", false);
+		bool out_done = toc && env_exists(db->o.env, toc) == 1;
+		free(toc);
+		bool inputs_left = false;
+		char *save = NULL;
+		strtok_r((char *)text, "\n", &save); /* the output */
+		for (char *tok = strtok_r(NULL, "\n", &save); tok;
+		     tok = strtok_r(NULL, "\n", &save)) {
+			uint64_t g = strtoull(tok, NULL, 10);
+			char *ip = sst_path(t->dir, g, "TOC.txt", false);
+			if (ip && env_exists(db->o.env, ip) == 1)
+				inputs_left = true;
+			free(ip);
+			if (!only_done && out_done)
+				remove_generation(db->o.env, t->dir, g);
+		}
+		if (!only_done && !out_done)
+			remove_generation(db->o.env, t->dir, l.gens[i]);
+		if (!only_done || !inputs_left)
+			env_unlink(db->o.env, p);
+		free(text);
+		free(p);
+	}
+	return 0;
+}
+
+int engine_compaction_recover(struct storage *db, struct table *t)
+{
+	return process_logs(db, t, false);
+}
+
+static int run_job(struct job *j, struct sstable **out)
+{
+	*out = NULL;
+	struct sst_writer_options o = {
+		.compression = j->t->meta->options.compression,
+		.block_size = j->t->meta->options.chunk_length,
+		.bloom_fp = j->t->meta->options.bloom_filter_fp_chance,
+		.repaired_at = j->in[0]->stats.repaired_at,
+	};
+	for (size_t i = 0; i < j->n; i++) {
+		const struct sst_stats *st = &j->in[i]->stats;
+		o.expected_partitions += st->partition_count;
+		if (st->repaired_at != o.repaired_at)
+			o.repaired_at = 0;
+		if (clpos_cmp(st->log_end, o.log_end) > 0)
+			o.log_end = st->log_end;
+	}
+	uint64_t gen = engine_next_gen(j->db, j->t);
+	j->w = sst_writer_new(j->db->o.env, j->t->dir, gen, j->t->meta, &o);
+	if (!j->w)
+		return -1;
+	j->started_us = mono_us();
+	if (merge_inputs(j) || write_log(j, gen)) {
+		sst_writer_abort(j->w);
+		return -1;
+	}
+	/* Even an empty output is published: the log names it, and its
+	 * presence is what says "the inputs are gone" after a crash. */
+	if (sst_writer_finish(j->w))
+		return -1;
+	*out = sstable_open(j->db->o.env, j->t->dir, gen, j->t->meta);
+	return *out ? 0 : -1;
+}
+
+/* One compaction of `t` if one applies: 1 done, 0 nothing to do, -1. */
+static int compact_once(struct storage *db, struct table *t, bool major)
+{
+	struct job j = {.db = db, .t = t};
+	pthread_mutex_lock(&db->mu);
+	if (t->compacting) {
+		pthread_mutex_unlock(&db->mu);
+		return 0;
+	}
+	struct sstable **in = calloc(t->version->count + 1, sizeof(*in));
+	j.mts = calloc(t->flushing_count + 1, sizeof(*j.mts));
+	j.n = in && j.mts ? pick_inputs(t, major, in) : 0;
+	if (!j.n) {
+		pthread_mutex_unlock(&db->mu);
+		free(in);
+		free(j.mts);
+		return 0;
+	}
+	j.in = in;
+	t->compacting = true;
+	j.v = t->version;
+	version_ref(j.v);
+	memtable_ref(t->active);
+	j.mts[j.mt_count++] = t->active;
+	for (size_t i = 0; i < t->flushing_count; i++) {
+		memtable_ref(t->flushing[i]);
+		j.mts[j.mt_count++] = t->flushing[i];
+	}
+	pthread_mutex_unlock(&db->mu);
+
+	j.now = engine_now_sec(db);
+	j.gc_before = j.now - t->meta->options.gc_grace_seconds;
+	struct sstable *out;
+	int rc = run_job(&j, &out);
+	pthread_mutex_lock(&db->mu);
+	if (!rc) {
+		struct version *nv = version_edit(t->version, j.in, j.n, out);
+		if (nv) {
+			version_unref(t->version);
+			t->version = nv;
+			for (size_t i = 0; i < j.n; i++)
+				sstable_mark_obsolete(j.in[i]);
+			t->compactions++;
+		} else {
+			rc = -1;
+		}
+	}
+	t->compacting = false;
+	pthread_cond_broadcast(&db->done);
+	pthread_mutex_unlock(&db->mu);
+	if (rc)
+		LOG_AT(LOG_LEVEL_WARN, "compaction of %s.%s failed: %s",
+		       t->meta->keyspace, t->meta->name, err_msg());
+	sstable_unref(out);
+	version_unref(j.v);
+	for (size_t i = 0; i < j.mt_count; i++)
+		memtable_unref(j.mts[i]);
+	free(j.mts);
+	free(in);
+	return rc ? -1 : 1;
+}
+
+int engine_compact_table(struct storage *db, struct table *t, bool major)
+{
+	if (major)
+		return compact_once(db, t, true) < 0 ? -1 : 0;
+	int r;
+	while ((r = compact_once(db, t, false)) > 0 && !db->stopping)
+		;
+	return r < 0 ? -1 : 0;
+}
+
+int storage_compact(struct storage *db, const uint8_t table_id[16],
+		    bool major)
+{
+	pthread_mutex_lock(&db->mu);
+	struct table *t = engine_table_find(db, table_id);
+	/* wait for a background compaction of the table to finish */
+	while (t && t->compacting)
+		pthread_cond_wait(&db->done, &db->mu);
+	pthread_mutex_unlock(&db->mu);
+	if (!t)
+		return err_set(ERR_NOT_FOUND, "unknown table");
+	int rc = engine_compact_table(db, t, major);
+	process_logs(db, t, true);
+	return rc;
+}
+
+void *engine_compactor_main(void *arg)
+{
+	struct storage *db = arg;
+	pthread_mutex_lock(&db->mu);
+	while (!db->stopping) {
+		if (!db->compaction_wanted || !db->o.auto_compaction) {
+			pthread_cond_wait(&db->work, &db->mu);
+			continue;
+		}
+		db->compaction_wanted = false;
+		struct table *head = db->tables;
+		pthread_mutex_unlock(&db->mu);
+		/* tables are only ever prepended, so the list is stable */
+		for (struct table *t = head; t && !db->stopping; t = t->next) {
+			engine_compact_table(db, t, false);
+			process_logs(db, t, true);
+		}
+		pthread_mutex_lock(&db->mu);
+	}
+	pthread_mutex_unlock(&db->mu);
+	return NULL;
+}

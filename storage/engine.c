@@ -1,0 +1,770 @@
+/*
+ * The engine: lifecycle, tables, the write path, flushes, statistics.
+ * Reads are in engine_read.c, compaction in compaction.c.
+ */
+#define LOG_MODULE "storage"
+#include "storage/engine_internal.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "conf/conf.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void storage_options_default(struct storage_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->commitlog_sync = CONF_COMMITLOG_SYNC_PERIODIC;
+	o->commitlog_sync_period_ms = 10000;
+	o->commitlog_sync_group_window_ms = 1000;
+	o->commitlog_segment_size = 32u << 20;
+	o->commit_failure_policy = CONF_POLICY_STOP;
+	o->disk_failure_policy = CONF_POLICY_STOP;
+	o->memtable_heap_space = 128u << 20;
+	o->memtable_cleanup_threshold = 0.33;
+	o->compaction_throughput = 64u << 20;
+	o->tombstone_warn_threshold = 1000;
+	o->tombstone_failure_threshold = 100000;
+	o->auto_compaction = true;
+}
+
+void storage_options_from_conf(struct storage_options *o,
+			       const struct conf *c, struct env *env)
+{
+	storage_options_default(o);
+	o->env = env;
+	o->data_dir = c->data_file_directories.count
+			      ? c->data_file_directories.items[0]
+			      : NULL;
+	o->commitlog_dir = c->commitlog_directory;
+	o->commitlog_sync = (int)c->commitlog_sync;
+	o->commitlog_sync_period_ms = c->commitlog_sync_period_ms;
+	o->commitlog_sync_group_window_ms = c->commitlog_sync_group_window_ms;
+	o->commitlog_segment_size = c->commitlog_segment_size;
+	o->commit_failure_policy = (int)c->commit_failure_policy;
+	o->disk_failure_policy = (int)c->disk_failure_policy;
+	o->memtable_heap_space = c->memtable_heap_space;
+	o->memtable_cleanup_threshold = c->memtable_cleanup_threshold;
+	o->compaction_throughput = c->compaction_throughput;
+	o->tombstone_warn_threshold = c->tombstone_warn_threshold;
+	o->tombstone_failure_threshold = c->tombstone_failure_threshold;
+}
+
+int64_t engine_now_sec(struct storage *db)
+{
+	return env_wall_us(db->o.env) / 1000000;
+}
+
+struct storage *storage_new(const struct storage_options *o)
+{
+	if (!o->env || !o->data_dir || !o->commitlog_dir) {
+		err_set(ERR_INVALID, "storage needs an env and directories");
+		return NULL;
+	}
+	struct storage *db = calloc(1, sizeof(*db));
+	if (!db) {
+		err_set(ERR_NOMEM, "storage");
+		return NULL;
+	}
+	db->o = *o;
+	db->data_dir = strdup(o->data_dir);
+	db->commitlog_dir = strdup(o->commitlog_dir);
+	if (!db->data_dir || !db->commitlog_dir) {
+		free(db->data_dir);
+		free(db->commitlog_dir);
+		free(db);
+		err_set(ERR_NOMEM, "storage");
+		return NULL;
+	}
+	db->o.data_dir = db->data_dir;
+	db->o.commitlog_dir = db->commitlog_dir;
+	pthread_mutex_init(&db->mu, NULL);
+	pthread_cond_init(&db->work, NULL);
+	pthread_cond_init(&db->done, NULL);
+	buf_init(&db->scratch);
+	return db;
+}
+
+/* ---- versions ---------------------------------------------------------- */
+
+void version_ref(struct version *v)
+{
+	atomic_fetch_add(&v->refs, 1);
+}
+
+void version_unref(struct version *v)
+{
+	if (!v || atomic_fetch_sub(&v->refs, 1) != 1)
+		return;
+	for (size_t i = 0; i < v->count; i++)
+		sstable_unref(v->ssts[i]);
+	free(v->ssts);
+	free(v);
+}
+
+struct version *version_edit(const struct version *old,
+			     struct sstable *const *drop, size_t ndrop,
+			     struct sstable *add)
+{
+	struct version *v = calloc(1, sizeof(*v));
+	size_t cap = (old ? old->count : 0) + 1;
+	if (!v || !(v->ssts = calloc(cap, sizeof(*v->ssts)))) {
+		free(v);
+		err_set(ERR_NOMEM, "version");
+		return NULL;
+	}
+	atomic_init(&v->refs, 1);
+	if (add) {
+		sstable_ref(add);
+		v->ssts[v->count++] = add;
+	}
+	for (size_t i = 0; old && i < old->count; i++) {
+		bool dropped = false;
+		for (size_t j = 0; j < ndrop; j++)
+			dropped |= old->ssts[i] == drop[j];
+		if (dropped)
+			continue;
+		sstable_ref(old->ssts[i]);
+		v->ssts[v->count++] = old->ssts[i];
+	}
+	/* newest first: by generation */
+	for (size_t i = 1; i < v->count; i++)
+		for (size_t j = i; j > 0 && v->ssts[j]->gen > v->ssts[j - 1]->gen; j--) {
+			struct sstable *t = v->ssts[j];
+			v->ssts[j] = v->ssts[j - 1];
+			v->ssts[j - 1] = t;
+		}
+	return v;
+}
+
+/* ---- tables -------------------------------------------------------------- */
+
+struct table *engine_table_find(struct storage *db, const uint8_t id[16])
+{
+	for (struct table *t = db->tables; t; t = t->next)
+		if (memcmp(t->meta->id, id, 16) == 0)
+			return t;
+	return NULL;
+}
+
+uint64_t engine_next_gen(struct storage *db, struct table *t)
+{
+	pthread_mutex_lock(&db->mu);
+	uint64_t g = t->next_gen++;
+	pthread_mutex_unlock(&db->mu);
+	return g;
+}
+
+static char *table_dir(const char *data_dir, const struct storage_table_meta *m)
+{
+	size_t n = strlen(data_dir) + strlen(m->keyspace) + strlen(m->name) + 48;
+	char *p = malloc(n);
+	if (!p)
+		return NULL;
+	int k = snprintf(p, n, "%s/%s/%s-", data_dir, m->keyspace, m->name);
+	for (int i = 0; i < 16; i++)
+		k += snprintf(p + k, n - (size_t)k, "%02x", m->id[i]);
+	return p;
+}
+
+static void table_free(struct table *t)
+{
+	memtable_unref(t->active);
+	for (size_t i = 0; i < t->flushing_count; i++)
+		memtable_unref(t->flushing[i]);
+	free(t->flushing);
+	version_unref(t->version);
+	storage_table_meta_delete(t->meta);
+	free(t->dir);
+	free(t);
+}
+
+static int table_load(struct storage *db, struct table *t)
+{
+	uint64_t *gens = NULL;
+	size_t n = 0;
+	if (env_mkdir_p(db->o.env, t->dir) ||
+	    engine_compaction_recover(db, t) ||
+	    sst_dir_scan(db->o.env, t->dir, &gens, &n))
+		return -1;
+	struct version *v = version_edit(NULL, NULL, 0, NULL);
+	if (!v) {
+		free(gens);
+		return -1;
+	}
+	t->version = v;
+	t->next_gen = 1;
+	for (size_t i = 0; i < n; i++) {
+		struct sstable *s = sstable_open(db->o.env, t->dir, gens[i],
+						 t->meta);
+		if (!s) {
+			free(gens);
+			return err_prefix("table %s.%s", t->meta->keyspace,
+					  t->meta->name);
+		}
+		struct version *nv = version_edit(t->version, NULL, 0, s);
+		sstable_unref(s);
+		if (!nv) {
+			free(gens);
+			return -1;
+		}
+		version_unref(t->version);
+		t->version = nv;
+		if (clpos_cmp(s->stats.log_end, t->flushed) > 0)
+			t->flushed = s->stats.log_end;
+		if (gens[i] >= t->next_gen)
+			t->next_gen = gens[i] + 1;
+	}
+	free(gens);
+	return 0;
+}
+
+int storage_table_add(struct storage *db, const struct storage_table_meta *m,
+		      bool durable_writes)
+{
+	struct table *t = calloc(1, sizeof(*t));
+	if (!t)
+		return err_set(ERR_NOMEM, "table");
+	t->durable = durable_writes;
+	t->meta = storage_table_meta_clone(m);
+	t->dir = t->meta ? table_dir(db->data_dir, t->meta) : NULL;
+	if (!t->meta || !t->dir || !(t->active = memtable_new(t->meta))) {
+		table_free(t);
+		return err_set(ERR_NOMEM, "table");
+	}
+	pthread_mutex_lock(&db->mu);
+	bool dup = engine_table_find(db, m->id) != NULL;
+	pthread_mutex_unlock(&db->mu);
+	if (dup) {
+		table_free(t);
+		return err_set(ERR_EXISTS, "table %s.%s already added",
+			       m->keyspace, m->name);
+	}
+	if (table_load(db, t)) {
+		table_free(t);
+		return -1;
+	}
+	pthread_mutex_lock(&db->mu);
+	t->next = db->tables;
+	db->tables = t;
+	pthread_mutex_unlock(&db->mu);
+	return 0;
+}
+
+/* ---- flushing ------------------------------------------------------------ */
+
+static size_t memtables_bytes_locked(struct storage *db)
+{
+	size_t n = 0;
+	for (struct table *t = db->tables; t; t = t->next) {
+		n += memtable_bytes(t->active);
+		for (size_t i = 0; i < t->flushing_count; i++)
+			n += memtable_bytes(t->flushing[i]);
+	}
+	return n;
+}
+
+/* Under the lock: queues the active memtable for flushing. */
+static int switch_memtable(struct storage *db, struct table *t)
+{
+	if (memtable_is_empty(t->active))
+		return 0;
+	struct memtable *fresh = memtable_new(t->meta);
+	struct memtable **q = realloc(t->flushing, (t->flushing_count + 1) *
+						      sizeof(*q));
+	if (!fresh || !q) {
+		memtable_unref(fresh);
+		if (q)
+			t->flushing = q;
+		return err_set(ERR_NOMEM, "memtable switch");
+	}
+	t->flushing = q;
+	q[t->flushing_count++] = t->active;
+	t->active = fresh;
+	pthread_cond_broadcast(&db->work);
+	return 0;
+}
+
+static int write_memtable(struct storage *db, struct table *t,
+			  struct memtable *mt, struct sstable **out)
+{
+	struct sst_writer_options o = {
+		.compression = t->meta->options.compression,
+		.block_size = t->meta->options.chunk_length,
+		.bloom_fp = t->meta->options.bloom_filter_fp_chance,
+		.expected_partitions = atomic_load(&mt->parts.count),
+		.log_end = {mt->log_end_seg, mt->log_end_off},
+	};
+	uint64_t gen = engine_next_gen(db, t);
+	struct sst_writer *w = sst_writer_new(db->o.env, t->dir, gen, t->meta,
+					      &o);
+	if (!w)
+		return -1;
+	for (struct skiplist_node *n = skiplist_seek(&mt->parts, NULL); n;
+	     n = skiplist_next(n)) {
+		struct mt_partition *p = mt_node_partition(n);
+		struct mt_pmeta *pm = mt_partition_meta(p);
+		struct deletion none = {DELETION_NONE, 0};
+		if (sst_writer_begin(w, p->token, p->key, pm ? pm->pdel : none,
+				     pm ? pm->rts : NULL, pm ? pm->rt_count : 0))
+			goto fail;
+		for (struct skiplist_node *a = skiplist_seek(&p->atoms, NULL); a;
+		     a = skiplist_next(a))
+			if (sst_writer_atom(w, skiplist_key(a)))
+				goto fail;
+		if (sst_writer_end(w))
+			goto fail;
+	}
+	if (sst_writer_finish(w))
+		return -1;
+	*out = sstable_open(db->o.env, t->dir, gen, t->meta);
+	return *out ? 0 : -1;
+fail:
+	sst_writer_abort(w);
+	return -1;
+}
+
+/* Under the lock: the oldest commitlog position some memtable still
+ * needs. */
+static struct clpos needed_position(struct storage *db)
+{
+	struct clpos min = {UINT64_MAX, UINT64_MAX};
+	for (struct table *t = db->tables; t; t = t->next) {
+		for (size_t i = 0; i <= t->flushing_count; i++) {
+			struct memtable *m = i < t->flushing_count
+						     ? t->flushing[i]
+						     : t->active;
+			struct clpos p = {m->log_first_seg, m->log_first_off};
+			if (m->has_log_pos && clpos_cmp(p, min) < 0)
+				min = p;
+		}
+	}
+	return min;
+}
+
+static void discard_log(struct storage *db)
+{
+	if (!db->cl)
+		return;
+	pthread_mutex_lock(&db->mu);
+	struct clpos need = needed_position(db);
+	pthread_mutex_unlock(&db->mu);
+	if (need.seg == UINT64_MAX)
+		need = commitlog_position(db->cl);
+	commitlog_discard_before(db->cl, need);
+}
+
+static void stop_writes(struct storage *db, const char *why)
+{
+	if (db->writes_stopped)
+		return;
+	db->writes_stopped = true;
+	db->stop_code = err_code() ? err_code() : ERR_IO;
+	snprintf(db->stop_msg, sizeof(db->stop_msg), "%s: %s", why, err_msg());
+	LOG_AT(LOG_LEVEL_ERROR, "writes stopped: %s", db->stop_msg);
+}
+
+/* Flushes the oldest queued memtable of `t`. Lock not held. */
+static int flush_one(struct storage *db, struct table *t)
+{
+	pthread_mutex_lock(&db->mu);
+	if (!t->flushing_count) {
+		pthread_mutex_unlock(&db->mu);
+		return 0;
+	}
+	struct memtable *mt = t->flushing[0];
+	pthread_mutex_unlock(&db->mu);
+	struct sstable *s = NULL;
+	int rc = write_memtable(db, t, mt, &s);
+	pthread_mutex_lock(&db->mu);
+	struct version *nv = rc ? NULL : version_edit(t->version, NULL, 0, s);
+	if (!rc && !nv)
+		rc = -1;
+	if (rc) {
+		t->flush_failed = true;
+		stop_writes(db, "memtable flush failed");
+	} else {
+		version_unref(t->version);
+		t->version = nv;
+		struct clpos end = {mt->log_end_seg, mt->log_end_off};
+		if (clpos_cmp(end, t->flushed) > 0)
+			t->flushed = end;
+		memmove(t->flushing, t->flushing + 1,
+			(t->flushing_count - 1) * sizeof(*t->flushing));
+		t->flushing_count--;
+		t->flushes++;
+		db->compaction_wanted = true;
+	}
+	pthread_cond_broadcast(&db->done);
+	pthread_cond_broadcast(&db->work);
+	pthread_mutex_unlock(&db->mu);
+	sstable_unref(s);
+	if (!rc) {
+		memtable_unref(mt);
+		discard_log(db);
+	}
+	return rc;
+}
+
+static void *flusher_main(void *arg)
+{
+	struct storage *db = arg;
+	pthread_mutex_lock(&db->mu);
+	while (!db->stopping) {
+		struct table *t = db->tables;
+		while (t && (!t->flushing_count || t->flush_failed))
+			t = t->next;
+		if (!t) {
+			pthread_cond_wait(&db->work, &db->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&db->mu);
+		flush_one(db, t);
+		pthread_mutex_lock(&db->mu);
+	}
+	pthread_mutex_unlock(&db->mu);
+	return NULL;
+}
+
+int storage_flush(struct storage *db, const uint8_t *table_id)
+{
+	pthread_mutex_lock(&db->mu);
+	int rc = 0;
+	for (struct table *t = db->tables; t && !rc; t = t->next) {
+		if (table_id && memcmp(t->meta->id, table_id, 16) != 0)
+			continue;
+		t->flush_failed = false; /* retry */
+		rc = switch_memtable(db, t);
+	}
+	bool busy = true;
+	while (!rc && busy) {
+		busy = false;
+		for (struct table *t = db->tables; t; t = t->next) {
+			if (table_id && memcmp(t->meta->id, table_id, 16) != 0)
+				continue;
+			if (t->flush_failed && t->flushing_count)
+				rc = err_set(db->stop_code, "flush failed: %s",
+					     db->stop_msg);
+			else if (t->flushing_count)
+				busy = true;
+		}
+		if (busy && !rc) {
+			if (!db->started) { /* no flusher yet: do it here */
+				struct table *t = db->tables;
+				while (t && !t->flushing_count)
+					t = t->next;
+				pthread_mutex_unlock(&db->mu);
+				rc = flush_one(db, t);
+				pthread_mutex_lock(&db->mu);
+			} else {
+				pthread_cond_wait(&db->done, &db->mu);
+			}
+		}
+	}
+	pthread_mutex_unlock(&db->mu);
+	return rc;
+}
+
+/* ---- the write path ------------------------------------------------------ */
+
+static int validate(const struct table *t, const struct storage_mutation *m)
+{
+	for (size_t i = 0; i < m->atom_count; i++) {
+		const struct atom *a = &m->atoms[i];
+		if (a->slot > t->meta->column_count)
+			return err_set(ERR_INVALID, "mutation for %s.%s names "
+				       "column %u it does not have",
+				       t->meta->keyspace, t->meta->name,
+				       a->slot - 1);
+		int kind;
+		struct slice vals[33];
+		int n = ck_decode(a->ck, &kind, vals, 33);
+		if (n < 0 || (kind == CK_ROW && (size_t)n != t->meta->ck_count) ||
+		    (kind == CK_STATIC && n != 0))
+			return err_set(ERR_INVALID, "mutation for %s.%s has a "
+				       "malformed clustering",
+				       t->meta->keyspace, t->meta->name);
+	}
+	return 0;
+}
+
+/* Under the lock: flushes the largest memtable when memtables use more
+ * than cleanup_threshold of memtable_heap_space. */
+static void maybe_flush(struct storage *db)
+{
+	double limit = (double)db->o.memtable_heap_space *
+		       db->o.memtable_cleanup_threshold;
+	if ((double)memtables_bytes_locked(db) < limit)
+		return;
+	struct table *big = NULL;
+	for (struct table *t = db->tables; t; t = t->next)
+		if (!big || memtable_bytes(t->active) > memtable_bytes(big->active))
+			big = t;
+	if (big && (double)memtable_bytes(big->active) > limit / 8)
+		switch_memtable(db, big);
+}
+
+static int apply(struct storage *db, const struct storage_mutation *m,
+		 storage_done_fn done, void *arg, bool direct, bool *ack_now)
+{
+	*ack_now = false;
+	pthread_mutex_lock(&db->mu);
+	struct table *t = engine_table_find(db, m->table_id);
+	int rc = 0;
+	if (!db->started)
+		rc = err_set(ERR_CLOSED, "storage is not started");
+	else if (db->writes_stopped)
+		rc = err_set(db->stop_code, "writes stopped: %s", db->stop_msg);
+	else if (!t)
+		rc = err_set(ERR_NOT_FOUND, "unknown table");
+	else
+		rc = validate(t, m);
+	struct clpos pos = {0, 0};
+	bool logged = false;
+	if (!rc && t->durable) {
+		buf_clear(&db->scratch);
+		bool periodic = db->o.commitlog_sync ==
+				CONF_COMMITLOG_SYNC_PERIODIC;
+		rc = storage_mutation_encode(m, &db->scratch);
+		if (!rc)
+			rc = (direct ? commitlog_append_direct : commitlog_append)(
+				db->cl, db->scratch.data, db->scratch.len, &pos,
+				periodic ? NULL : done, arg);
+		if (rc && commitlog_failed(db->cl))
+			stop_writes(db, "commitlog failed");
+		logged = !rc && !periodic;
+	}
+	if (!rc && memtable_apply(t->active, m)) {
+		/* logged but not in memory: replay would restore it, but
+		 * this process can no longer promise anything */
+		stop_writes(db, "memtable out of memory");
+		rc = -1;
+	}
+	if (!rc && t->durable) {
+		struct memtable *mt = t->active;
+		if (!mt->has_log_pos) {
+			mt->log_first_seg = pos.seg;
+			mt->log_first_off = pos.off;
+			mt->has_log_pos = true;
+		}
+		mt->log_end_seg = pos.seg;
+		mt->log_end_off = pos.off;
+	}
+	if (!rc)
+		maybe_flush(db);
+	pthread_mutex_unlock(&db->mu);
+	if (!rc && !logged)
+		*ack_now = true;
+	return rc;
+}
+
+int storage_apply(struct storage *db, const struct storage_mutation *m,
+		  storage_done_fn done, void *arg)
+{
+	bool ack_now;
+	if (apply(db, m, done, arg, false, &ack_now))
+		return -1;
+	if (ack_now && done)
+		done(arg, 0, ERR_NONE);
+	return 0;
+}
+
+struct sync_wait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	int status;
+	enum err_code code;
+};
+
+static void sync_done(void *arg, int status, enum err_code code)
+{
+	struct sync_wait *w = arg;
+	pthread_mutex_lock(&w->mu);
+	w->done = true;
+	w->status = status;
+	w->code = code;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+int storage_apply_sync(struct storage *db, const struct storage_mutation *m)
+{
+	struct sync_wait w = {.done = false};
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	bool ack_now;
+	int rc = apply(db, m, sync_done, &w, true, &ack_now);
+	if (!rc && !ack_now) {
+		pthread_mutex_lock(&w.mu);
+		while (!w.done)
+			pthread_cond_wait(&w.cv, &w.mu);
+		pthread_mutex_unlock(&w.mu);
+		if (w.status)
+			rc = err_set(w.code, "write not acknowledged: %s",
+				     err_code_name(w.code));
+	}
+	pthread_mutex_destroy(&w.mu);
+	pthread_cond_destroy(&w.cv);
+	return rc;
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+static int replay_record(void *arg, struct clpos pos, const uint8_t *body,
+			 size_t len)
+{
+	struct storage *db = arg;
+	struct storage_mutation *m = storage_mutation_decode(body, len);
+	if (!m)
+		return -1; /* ERR_CORRUPT: the policy applies */
+	struct table *t = engine_table_find(db, m->table_id);
+	int rc = 0;
+	if (t && clpos_cmp(pos, t->flushed) > 0 && !validate(t, m)) {
+		rc = memtable_apply(t->active, m);
+		if (!rc) {
+			struct memtable *mt = t->active;
+			if (!mt->has_log_pos) {
+				mt->log_first_seg = pos.seg;
+				mt->log_first_off = pos.off;
+				mt->has_log_pos = true;
+			}
+			mt->log_end_seg = pos.seg;
+			mt->log_end_off = pos.off;
+			db->replayed++;
+		}
+	}
+	storage_mutation_delete(m);
+	return rc;
+}
+
+int storage_start(struct storage *db)
+{
+	struct commitlog_options co = {
+		.env = db->o.env, .dir = db->commitlog_dir,
+		.sync_mode = db->o.commitlog_sync,
+		.period_ms = db->o.commitlog_sync_period_ms,
+		.window_ms = db->o.commitlog_sync_group_window_ms,
+		.segment_size = db->o.commitlog_segment_size,
+		.failure_policy = db->o.commit_failure_policy,
+		.post = db->o.post, .post_arg = db->o.post_arg,
+	};
+	if (env_mkdir_p(db->o.env, db->data_dir) ||
+	    !(db->cl = commitlog_new(&co)))
+		return -1;
+	struct commitlog_replay_stats st;
+	if (commitlog_replay(db->cl, replay_record, db, &st))
+		return -1;
+	db->torn = st.torn;
+	uint64_t min_id = st.max_seg + 1;
+	for (struct table *t = db->tables; t; t = t->next) {
+		if (t->flushed.seg + 1 > min_id)
+			min_id = t->flushed.seg + 1;
+	}
+	if (st.records)
+		LOG_AT(LOG_LEVEL_INFO, "commitlog replay: %" PRIu64 " records, "
+		       "%" PRIu64 " applied, %" PRIu64 " torn", st.records,
+		       db->replayed, st.torn);
+	if (commitlog_start(db->cl, min_id))
+		return -1;
+	/* Replayed data goes to SSTables now, so the old segments can go. */
+	if (storage_flush(db, NULL))
+		return -1;
+	discard_log(db);
+	pthread_mutex_lock(&db->mu);
+	db->started = true;
+	pthread_mutex_unlock(&db->mu);
+	if (pthread_create(&db->flusher, NULL, flusher_main, db) ||
+	    pthread_create(&db->compactor, NULL, engine_compactor_main, db)) {
+		pthread_mutex_lock(&db->mu);
+		db->started = false;
+		pthread_mutex_unlock(&db->mu);
+		return err_set(ERR_IO, "cannot start storage threads");
+	}
+	return 0;
+}
+
+int storage_drain(struct storage *db)
+{
+	int rc = storage_flush(db, NULL);
+	if (db->cl && commitlog_sync_now(db->cl))
+		rc = -1;
+	return rc;
+}
+
+void storage_delete(struct storage *db)
+{
+	if (!db)
+		return;
+	pthread_mutex_lock(&db->mu);
+	bool started = db->started;
+	db->stopping = true;
+	pthread_cond_broadcast(&db->work);
+	pthread_cond_broadcast(&db->done);
+	pthread_mutex_unlock(&db->mu);
+	if (started) {
+		pthread_join(db->flusher, NULL);
+		pthread_join(db->compactor, NULL);
+	}
+	commitlog_delete(db->cl);
+	while (db->tables) {
+		struct table *t = db->tables;
+		db->tables = t->next;
+		table_free(t);
+	}
+	buf_free(&db->scratch);
+	pthread_mutex_destroy(&db->mu);
+	pthread_cond_destroy(&db->work);
+	pthread_cond_destroy(&db->done);
+	free(db->data_dir);
+	free(db->commitlog_dir);
+	free(db);
+}
+
+void engine_note_corruption(struct storage *db, struct sstable *s)
+{
+	atomic_fetch_add(&db->corrupt_blocks, 1);
+	int p = db->o.disk_failure_policy;
+	LOG_AT(LOG_LEVEL_ERROR, "corrupt sstable %s: %s (disk_failure_policy "
+	       "%s)", s->data_path, err_msg(),
+	       p == CONF_POLICY_IGNORE ? "ignore"
+	       : p == CONF_POLICY_BEST_EFFORT ? "best_effort" : "stop");
+	if (p == CONF_POLICY_IGNORE || p == CONF_POLICY_BEST_EFFORT)
+		return;
+	enum err_code code = err_code();
+	char msg[ERR_MSG_MAX];
+	snprintf(msg, sizeof(msg), "%s", err_msg());
+	pthread_mutex_lock(&db->mu);
+	stop_writes(db, "disk_failure_policy stop after corruption");
+	pthread_mutex_unlock(&db->mu);
+	err_set(code, "%s", msg);
+}
+
+int storage_stats(struct storage *db, const uint8_t *table_id,
+		  struct storage_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&db->mu);
+	for (struct table *t = db->tables; t; t = t->next) {
+		if (table_id && memcmp(t->meta->id, table_id, 16) != 0)
+			continue;
+		out->memtable_bytes += memtable_bytes(t->active);
+		for (size_t i = 0; i < t->flushing_count; i++)
+			out->memtable_bytes += memtable_bytes(t->flushing[i]);
+		out->sstable_count += t->version->count;
+		for (size_t i = 0; i < t->version->count; i++)
+			out->sstable_bytes += t->version->ssts[i]->disk_bytes;
+		out->flushes += t->flushes;
+		out->compactions += t->compactions;
+	}
+	out->corrupt_blocks = atomic_load(&db->corrupt_blocks);
+	out->commitlog_torn_tails = db->torn;
+	out->commitlog_replayed = db->replayed;
+	out->writes_stopped = db->writes_stopped;
+	pthread_mutex_unlock(&db->mu);
+	out->commitlog_segments = db->cl ? commitlog_segment_count(db->cl) : 0;
+	return 0;
+}

@@ -1,0 +1,82 @@
+/*
+ * The engine's shared state: tables, their memtables and SSTable sets, and
+ * the worker threads. Private to storage/ (engine.c, engine_read.c,
+ * compaction.c).
+ *
+ * Locking: `db->mu` guards the table list, every table's active and
+ * flushing memtables, its current version and counters. Memtables are
+ * written under it; reads and flushes take references under it and then
+ * work without it. Lock order: db->mu, then the commitlog's own lock.
+ */
+#ifndef CASSINI_STORAGE_ENGINE_INTERNAL_H
+#define CASSINI_STORAGE_ENGINE_INTERNAL_H
+
+#include "storage/commitlog_internal.h"
+#include "storage/sstable_internal.h"
+
+#include <pthread.h>
+
+/* An immutable set of SSTables, newest first. */
+struct version {
+	_Atomic int refs;
+	struct sstable **ssts;
+	size_t count;
+};
+
+struct table {
+	struct storage_table_meta *meta; /* owned */
+	bool durable;
+	char *dir;
+	struct memtable *active;
+	struct memtable **flushing; /* oldest first */
+	size_t flushing_count;
+	struct version *version;
+	uint64_t next_gen;
+	struct clpos flushed; /* commitlog position the SSTables cover */
+	bool compacting;
+	bool flush_failed;
+	uint64_t flushes, compactions;
+	struct table *next;
+};
+
+struct storage {
+	struct storage_options o;
+	char *data_dir, *commitlog_dir;
+	pthread_mutex_t mu;
+	pthread_cond_t work;  /* flusher/compactor wake-up */
+	pthread_cond_t done;  /* a flush or compaction finished */
+	struct table *tables;
+	struct commitlog *cl;
+	bool started, stopping;
+	pthread_t flusher, compactor;
+	bool compaction_wanted;
+	bool writes_stopped;
+	char stop_msg[256];
+	enum err_code stop_code;
+	struct buf scratch;
+	/* counters */
+	_Atomic uint64_t corrupt_blocks;
+	uint64_t torn, replayed;
+};
+
+struct table *engine_table_find(struct storage *db, const uint8_t id[16]);
+int64_t engine_now_sec(struct storage *db);
+void version_ref(struct version *v);
+void version_unref(struct version *v);
+/* New version = old minus `drop` plus `add` (NULL allowed). */
+struct version *version_edit(const struct version *old,
+			     struct sstable *const *drop, size_t ndrop,
+			     struct sstable *add);
+/* Records a read that hit a damaged block and applies
+ * disk_failure_policy. */
+void engine_note_corruption(struct storage *db, struct sstable *s);
+/* Writes a sorted stream of partitions from a source into a new SSTable
+ * generation of `t`; shared by flush and compaction. */
+uint64_t engine_next_gen(struct storage *db, struct table *t);
+
+/* compaction.c */
+void *engine_compactor_main(void *arg);
+int engine_compact_table(struct storage *db, struct table *t, bool major);
+int engine_compaction_recover(struct storage *db, struct table *t);
+
+#endif

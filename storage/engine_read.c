@@ -1,0 +1,275 @@
+/*
+ * Reads: point reads of one partition and range scans by token, over a
+ * snapshot (memtables and an SSTable version, all referenced) so flushes
+ * and compactions can run meanwhile.
+ */
+#define LOG_MODULE "storage"
+#include "storage/engine_internal.h"
+#include "storage/token.h"
+
+#include "common/err.h"
+#include "common/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct snapshot {
+	struct table *t;
+	struct memtable **mts; /* newest first */
+	size_t mt_count;
+	struct version *v;
+};
+
+static int snapshot_take(struct storage *db, const uint8_t id[16],
+			 struct snapshot *s)
+{
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&db->mu);
+	struct table *t = engine_table_find(db, id);
+	if (!t) {
+		pthread_mutex_unlock(&db->mu);
+		return err_set(ERR_NOT_FOUND, "unknown table");
+	}
+	s->mts = calloc(t->flushing_count + 1, sizeof(*s->mts));
+	if (!s->mts) {
+		pthread_mutex_unlock(&db->mu);
+		return err_set(ERR_NOMEM, "snapshot");
+	}
+	s->t = t;
+	memtable_ref(t->active);
+	s->mts[s->mt_count++] = t->active;
+	for (size_t i = t->flushing_count; i-- > 0;) {
+		memtable_ref(t->flushing[i]);
+		s->mts[s->mt_count++] = t->flushing[i];
+	}
+	version_ref(t->version);
+	s->v = t->version;
+	pthread_mutex_unlock(&db->mu);
+	return 0;
+}
+
+static void snapshot_release(struct snapshot *s)
+{
+	for (size_t i = 0; i < s->mt_count; i++)
+		memtable_unref(s->mts[i]);
+	free(s->mts);
+	version_unref(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+static void ctx_limits(struct storage *db, struct read_ctx *c)
+{
+	c->warn_threshold = db->o.tombstone_warn_threshold;
+	c->fail_threshold = db->o.tombstone_failure_threshold;
+}
+
+/* An SSTable whose newest write is older than a partition deletion the
+ * read already holds cannot contribute anything. */
+static bool sstable_shadowed(const struct read_ctx *c, const struct sstable *s)
+{
+	return c->pdel.ts != DELETION_NONE && s->stats.max_ts <= c->pdel.ts;
+}
+
+int storage_read(struct storage *db, const uint8_t table_id[16],
+		 const struct storage_read_cmd *cmd,
+		 struct storage_result **out)
+{
+	*out = NULL;
+	if (!cmd->key || cmd->key_len == 0)
+		return err_set(ERR_INVALID, "read without a partition key");
+	struct snapshot s;
+	if (snapshot_take(db, table_id, &s))
+		return -1;
+	struct read_ctx c;
+	int rc = read_ctx_init(&c, s.t->meta, cmd, engine_now_sec(db));
+	ctx_limits(db, &c);
+	struct slice key = slice_make(cmd->key, cmd->key_len);
+	int64_t token = storage_token(cmd->key, cmd->key_len);
+	for (size_t i = 0; !rc && i < s.mt_count; i++)
+		rc = read_ctx_add_memtable(&c, s.mts[i], token, key);
+	for (size_t i = 0; !rc && i < s.v->count; i++) {
+		struct sstable *sst = s.v->ssts[i];
+		if (sstable_shadowed(&c, sst))
+			continue;
+		rc = sstable_read(sst, &c, token, key);
+		if (rc && err_code() == ERR_CORRUPT)
+			engine_note_corruption(db, sst);
+	}
+	if (!rc)
+		rc = read_ctx_finish(&c, token, key, out);
+	read_ctx_destroy(&c);
+	snapshot_release(&s);
+	return rc;
+}
+
+/* ---- range scans --------------------------------------------------------- */
+
+struct storage_scan {
+	struct storage *db;
+	struct snapshot snap;
+	struct storage_read_cmd cmd;
+	int64_t start, end;
+	bool full_ring;
+	struct skiplist_node **mt_pos; /* per memtable */
+	struct sst_iter **its;         /* per SSTable */
+	const struct sst_entry **heads;
+	bool *live;
+	struct read_ctx ctx;
+	bool done;
+};
+
+static bool in_range(const struct storage_scan *s, int64_t token)
+{
+	return s->full_ring || token <= s->end;
+}
+
+struct storage_scan *storage_scan_open(struct storage *db,
+				       const uint8_t table_id[16],
+				       int64_t start_token, int64_t end_token,
+				       const struct storage_read_cmd *cmd)
+{
+	struct storage_scan *s = calloc(1, sizeof(*s));
+	if (!s) {
+		err_set(ERR_NOMEM, "scan");
+		return NULL;
+	}
+	s->db = db;
+	s->cmd = *cmd;
+	s->start = start_token;
+	s->end = end_token;
+	s->full_ring = start_token == end_token;
+	if (snapshot_take(db, table_id, &s->snap)) {
+		free(s);
+		return NULL;
+	}
+	size_t nm = s->snap.mt_count, ns = s->snap.v->count;
+	s->mt_pos = calloc(nm + 1, sizeof(*s->mt_pos));
+	s->its = calloc(ns + 1, sizeof(*s->its));
+	s->heads = calloc(ns + 1, sizeof(*s->heads));
+	s->live = calloc(ns + 1, sizeof(*s->live));
+	int rc = !s->mt_pos || !s->its || !s->heads || !s->live
+			 ? err_set(ERR_NOMEM, "scan")
+			 : read_ctx_init(&s->ctx, s->snap.t->meta, &s->cmd,
+					 engine_now_sec(db));
+	ctx_limits(db, &s->ctx);
+	bool incl = s->full_ring;
+	for (size_t i = 0; !rc && i < nm; i++)
+		s->mt_pos[i] = memtable_seek_token(s->snap.mts[i], start_token,
+						   incl);
+	for (size_t i = 0; !rc && i < ns; i++) {
+		s->its[i] = sst_iter_new(s->snap.v->ssts[i]);
+		if (!s->its[i] || sst_iter_seek(s->its[i], start_token, incl)) {
+			rc = -1;
+			break;
+		}
+		int r = sst_iter_next(s->its[i], &s->heads[i]);
+		if (r < 0) {
+			if (err_code() == ERR_CORRUPT)
+				engine_note_corruption(db, s->snap.v->ssts[i]);
+			rc = -1;
+		}
+		s->live[i] = r > 0;
+	}
+	if (rc) {
+		storage_scan_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* The smallest partition among the heads, or false at the end. */
+static bool scan_min(struct storage_scan *s, int64_t *token, struct slice *key)
+{
+	bool any = false;
+	for (size_t i = 0; i < s->snap.mt_count; i++) {
+		if (!s->mt_pos[i])
+			continue;
+		struct mt_partition *p = mt_node_partition(s->mt_pos[i]);
+		if (!any || partition_cmp(p->token, p->key, *token, *key) < 0) {
+			*token = p->token;
+			*key = p->key;
+			any = true;
+		}
+	}
+	for (size_t i = 0; i < s->snap.v->count; i++) {
+		if (!s->live[i])
+			continue;
+		const struct sst_entry *e = s->heads[i];
+		if (!any || partition_cmp(e->token, e->key, *token, *key) < 0) {
+			*token = e->token;
+			*key = e->key;
+			any = true;
+		}
+	}
+	return any;
+}
+
+int storage_scan_next(struct storage_scan *s, struct storage_result **out)
+{
+	*out = NULL;
+	while (!s->done) {
+		int64_t token;
+		struct slice key;
+		if (!scan_min(s, &token, &key) || !in_range(s, token)) {
+			s->done = true;
+			return 0;
+		}
+		/* The key may point into a source we advance: copy it. */
+		uint8_t *kcopy = malloc(key.len ? key.len : 1);
+		if (!kcopy)
+			return err_set(ERR_NOMEM, "scan");
+		memcpy(kcopy, key.ptr, key.len);
+		key.ptr = kcopy;
+		read_ctx_reset(&s->ctx);
+		int rc = read_ctx_keep(&s->ctx, kcopy);
+		for (size_t i = 0; !rc && i < s->snap.mt_count; i++) {
+			if (!s->mt_pos[i])
+				continue;
+			struct mt_partition *p = mt_node_partition(s->mt_pos[i]);
+			if (partition_cmp(p->token, p->key, token, key) != 0)
+				continue;
+			rc = read_ctx_add_mt_partition(&s->ctx, p);
+			s->mt_pos[i] = skiplist_next(s->mt_pos[i]);
+		}
+		for (size_t i = 0; !rc && i < s->snap.v->count; i++) {
+			if (!s->live[i] || partition_cmp(s->heads[i]->token,
+							 s->heads[i]->key, token,
+							 key) != 0)
+				continue;
+			struct sstable *sst = s->snap.v->ssts[i];
+			rc = sstable_read_entry(sst, &s->ctx, s->heads[i], false);
+			int r = rc ? 0 : sst_iter_next(s->its[i], &s->heads[i]);
+			if (r < 0)
+				rc = -1;
+			s->live[i] = r > 0;
+			if (rc && err_code() == ERR_CORRUPT)
+				engine_note_corruption(s->db, sst);
+		}
+		if (rc)
+			return -1;
+		struct storage_result *r;
+		if (read_ctx_finish(&s->ctx, token, key, &r))
+			return -1;
+		if (r->row_count || r->static_row) {
+			*out = r;
+			return 1;
+		}
+		storage_result_delete(r);
+	}
+	return 0;
+}
+
+void storage_scan_close(struct storage_scan *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->its && i < s->snap.v->count; i++)
+		sst_iter_delete(s->its[i]);
+	free(s->its);
+	free(s->heads);
+	free(s->live);
+	free(s->mt_pos);
+	read_ctx_destroy(&s->ctx);
+	snapshot_release(&s->snap);
+	free(s);
+}

@@ -1,0 +1,191 @@
+/*
+ * Memtable: two-level skiplist over one arena. See memtable_internal.h.
+ */
+#include "storage/memtable_internal.h"
+
+#include "common/err.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int partition_cmp(int64_t ta, struct slice ka, int64_t tb, struct slice kb)
+{
+	if (ta != tb)
+		return ta < tb ? -1 : 1;
+	return slice_cmp(ka, kb);
+}
+
+static int part_cmp(const void *ctx, const void *a, const void *b)
+{
+	(void)ctx;
+	const struct mt_partition *x = a, *y = b;
+	return partition_cmp(x->token, x->key, y->token, y->key);
+}
+
+static int atom_node_cmp(const void *ctx, const void *a, const void *b)
+{
+	return atom_cmp(ctx, a, b);
+}
+
+struct memtable *memtable_new(const struct storage_table_meta *t)
+{
+	struct memtable *mt = calloc(1, sizeof(*mt));
+	if (!mt) {
+		err_set(ERR_NOMEM, "memtable");
+		return NULL;
+	}
+	arena_create(&mt->arena, 256 * 1024);
+	mt->meta = t;
+	atomic_init(&mt->refs, 1);
+	mt->min_ts = INT64_MAX;
+	mt->max_ts = INT64_MIN;
+	if (skiplist_init(&mt->parts, &mt->arena, part_cmp, NULL)) {
+		arena_destroy(&mt->arena);
+		free(mt);
+		return NULL;
+	}
+	return mt;
+}
+
+void memtable_ref(struct memtable *m)
+{
+	atomic_fetch_add(&m->refs, 1);
+}
+
+void memtable_unref(struct memtable *m)
+{
+	if (m && atomic_fetch_sub(&m->refs, 1) == 1) {
+		arena_destroy(&m->arena);
+		free(m);
+	}
+}
+
+size_t memtable_bytes(const struct memtable *mt)
+{
+	return mt->arena.allocated + sizeof(*mt);
+}
+
+bool memtable_is_empty(const struct memtable *mt)
+{
+	return atomic_load(&((struct memtable *)mt)->parts.count) == 0;
+}
+
+struct mt_partition *memtable_find(const struct memtable *mt, int64_t token,
+				   struct slice key)
+{
+	struct mt_partition probe = {.token = token, .key = key};
+	struct skiplist_node *n = skiplist_find(&mt->parts, &probe);
+	return n ? mt_node_partition(n) : NULL;
+}
+
+struct skiplist_node *memtable_seek_token(const struct memtable *mt,
+					  int64_t token, bool inclusive)
+{
+	/* The empty key sorts before every key of the same token. */
+	struct mt_partition probe = {.token = token};
+	struct skiplist_node *n = skiplist_seek(&mt->parts, &probe);
+	while (!inclusive && n && mt_node_partition(n)->token == token)
+		n = skiplist_next(n);
+	return n;
+}
+
+static struct mt_partition *get_partition(struct memtable *mt,
+					  const struct storage_mutation *m)
+{
+	struct mt_partition *p = memtable_find(mt, m->token, m->key);
+	if (p)
+		return p;
+	p = arena_alloc(&mt->arena, sizeof(*p));
+	void *k = p ? arena_memdup(&mt->arena, m->key.ptr, m->key.len) : NULL;
+	if (!k) {
+		err_set(ERR_NOMEM, "memtable partition");
+		return NULL;
+	}
+	p->token = m->token;
+	p->key = slice_make(k, m->key.len);
+	atomic_init(&p->meta, NULL);
+	if (skiplist_init(&p->atoms, &mt->arena, atom_node_cmp, mt->meta) ||
+	    !skiplist_insert(&mt->parts, p))
+		return NULL;
+	return p;
+}
+
+/* Publishes a new deletion-info block merging the mutation's. */
+static int apply_deletions(struct memtable *mt, struct mt_partition *p,
+			   const struct storage_mutation *m)
+{
+	if (m->pdel.ts == DELETION_NONE && m->rt_count == 0)
+		return 0;
+	struct mt_pmeta *old = mt_partition_meta(p);
+	size_t old_n = old ? old->rt_count : 0;
+	struct mt_pmeta *nm = arena_alloc(&mt->arena, sizeof(*nm));
+	struct rtomb *rts = NULL;
+	if (nm && old_n + m->rt_count)
+		rts = arena_alloc(&mt->arena,
+				  (old_n + m->rt_count) * sizeof(*rts));
+	if (!nm || (old_n + m->rt_count && !rts))
+		return err_set(ERR_NOMEM, "memtable deletion");
+	nm->pdel = old ? old->pdel : (struct deletion){DELETION_NONE, 0};
+	nm->pdel = deletion_max(nm->pdel, m->pdel);
+	if (old_n)
+		memcpy(rts, old->rts, old_n * sizeof(*rts));
+	for (size_t i = 0; i < m->rt_count; i++)
+		if (rtomb_copy(&mt->arena, &m->rts[i], &rts[old_n + i]))
+			return err_set(ERR_NOMEM, "memtable deletion");
+	nm->rts = rts;
+	nm->rt_count = old_n + m->rt_count;
+	atomic_store_explicit(&p->meta, nm, memory_order_release);
+	if (m->pdel.ts != DELETION_NONE) {
+		mt->tombstone_count++;
+		if (m->pdel.ts < mt->min_ts)
+			mt->min_ts = m->pdel.ts;
+		if (m->pdel.ts > mt->max_ts)
+			mt->max_ts = m->pdel.ts;
+	}
+	for (size_t i = 0; i < m->rt_count; i++) {
+		mt->tombstone_count++;
+		if (m->rts[i].del.ts < mt->min_ts)
+			mt->min_ts = m->rts[i].del.ts;
+		if (m->rts[i].del.ts > mt->max_ts)
+			mt->max_ts = m->rts[i].del.ts;
+	}
+	return 0;
+}
+
+static int apply_atom(struct memtable *mt, struct mt_partition *p,
+		      const struct atom *a)
+{
+	struct skiplist_node *n = skiplist_find(&p->atoms, a);
+	if (n) {
+		const struct atom *cur = skiplist_key(n);
+		if (atom_reconcile(cur, a) == cur)
+			return 0;
+	}
+	struct atom *copy = arena_alloc(&mt->arena, sizeof(*copy));
+	if (!copy || atom_copy(&mt->arena, a, copy))
+		return err_set(ERR_NOMEM, "memtable atom");
+	if (n)
+		skiplist_set_key(n, copy);
+	else if (!skiplist_insert(&p->atoms, copy))
+		return -1;
+	else
+		mt->atom_count++;
+	if (a->flags & ATOM_TOMBSTONE)
+		mt->tombstone_count++;
+	if (a->ts < mt->min_ts)
+		mt->min_ts = a->ts;
+	if (a->ts > mt->max_ts)
+		mt->max_ts = a->ts;
+	return 0;
+}
+
+int memtable_apply(struct memtable *mt, const struct storage_mutation *m)
+{
+	struct mt_partition *p = get_partition(mt, m);
+	if (!p || apply_deletions(mt, p, m))
+		return -1;
+	for (size_t i = 0; i < m->atom_count; i++)
+		if (apply_atom(mt, p, &m->atoms[i]))
+			return -1;
+	return 0;
+}

@@ -1,0 +1,76 @@
+/*
+ * Memtable: one table's recent writes, sorted by partition (token, key) and
+ * within a partition by atom order, in two levels of skiplists.
+ *
+ * One writer at a time (the engine's write lock) and lock-free readers, so
+ * reads and flushes never wait on writes. Everything lives in one arena;
+ * memtable_bytes() is the exact number of bytes obtained from malloc,
+ * which is what memtable_heap_space limits. A newer version of an atom
+ * replaces the node's pointer; the old version stays in the arena until
+ * the memtable is freed.
+ */
+#ifndef CASSINI_STORAGE_MEMTABLE_INTERNAL_H
+#define CASSINI_STORAGE_MEMTABLE_INTERNAL_H
+
+#include "storage/mutation_internal.h"
+#include "storage/skiplist_internal.h"
+
+#include <stdatomic.h>
+
+/* A partition's deletion info; replaced as a whole on change. */
+struct mt_pmeta {
+	struct deletion pdel;
+	struct rtomb *rts;
+	size_t rt_count;
+};
+
+struct mt_partition {
+	int64_t token;
+	struct slice key;
+	_Atomic(struct mt_pmeta *) meta;
+	struct skiplist atoms; /* of struct atom * */
+};
+
+struct memtable {
+	struct arena arena;
+	const struct storage_table_meta *meta; /* borrowed from the table */
+	struct skiplist parts; /* of struct mt_partition * */
+	_Atomic int refs;
+	/* Statistics for the SSTable it becomes (writer-owned). */
+	int64_t min_ts, max_ts;
+	uint64_t atom_count;
+	uint64_t tombstone_count;
+	/* Set by the engine: the first and past-the-last commitlog positions
+	 * of the writes it holds. */
+	uint64_t log_first_seg, log_first_off;
+	uint64_t log_end_seg, log_end_off;
+	bool has_log_pos;
+};
+
+struct memtable *memtable_new(const struct storage_table_meta *t);
+void memtable_ref(struct memtable *m);
+void memtable_unref(struct memtable *m);
+
+/* Caller holds the write lock. */
+int memtable_apply(struct memtable *mt, const struct storage_mutation *m);
+size_t memtable_bytes(const struct memtable *mt);
+bool memtable_is_empty(const struct memtable *mt);
+
+struct mt_partition *memtable_find(const struct memtable *mt, int64_t token,
+				   struct slice key);
+/* The first partition with token > after (or >= when inclusive). */
+struct skiplist_node *memtable_seek_token(const struct memtable *mt,
+					  int64_t token, bool inclusive);
+static inline struct mt_partition *mt_node_partition(const struct skiplist_node *n)
+{
+	return (struct mt_partition *)skiplist_key(n);
+}
+static inline struct mt_pmeta *mt_partition_meta(struct mt_partition *p)
+{
+	return atomic_load_explicit(&p->meta, memory_order_acquire);
+}
+
+/* Partition order: token, then key bytes. */
+int partition_cmp(int64_t ta, struct slice ka, int64_t tb, struct slice kb);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * The read merge: every source (memtables, SSTables) adds what it holds of
+ * one partition within the requested slices to a read context; finishing
+ * the context reconciles duplicates, applies deletions and TTL expiry, and
+ * builds the caller's rows.
+ *
+ * Atoms added to a context borrow their bytes: the source must keep them
+ * live until the context is destroyed (a memtable reference, or a block
+ * handed to read_ctx_keep).
+ */
+#ifndef CASSINI_STORAGE_READ_INTERNAL_H
+#define CASSINI_STORAGE_READ_INTERNAL_H
+
+#include "storage/memtable_internal.h"
+#include "storage/storage.h"
+
+struct read_bound {
+	struct slice start, end; /* encoded prefixes */
+	bool start_incl, end_incl;
+};
+
+struct read_ctx {
+	const struct storage_table_meta *t;
+	const struct storage_read_cmd *cmd;
+	struct read_bound *bounds; /* one per slice; one unbounded if none */
+	size_t bound_count;
+	struct buf bound_bytes;
+	int64_t now_sec;
+	int64_t warn_threshold, fail_threshold;
+
+	bool found;
+	struct deletion pdel;
+	struct rtomb *rts;
+	size_t rt_count, rt_cap;
+	struct atom *atoms;
+	size_t atom_count, atom_cap;
+	void **keep;
+	size_t keep_count, keep_cap;
+};
+
+int read_ctx_init(struct read_ctx *c, const struct storage_table_meta *t,
+		  const struct storage_read_cmd *cmd, int64_t now_sec);
+/* Resets the per-partition state for the next partition of a scan. */
+void read_ctx_reset(struct read_ctx *c);
+void read_ctx_destroy(struct read_ctx *c);
+
+/* Whether an atom with this clustering belongs to the read. */
+bool read_ctx_wants(const struct read_ctx *c, struct slice ck);
+/* True once `ck` is past the last slice: a forward source may stop. */
+bool read_ctx_past_end(const struct read_ctx *c, struct slice ck);
+int read_ctx_add_atom(struct read_ctx *c, const struct atom *a);
+int read_ctx_add_rtomb(struct read_ctx *c, const struct rtomb *r);
+void read_ctx_add_pdel(struct read_ctx *c, struct deletion d);
+/* Takes ownership of a malloc'ed buffer the added atoms point into. */
+int read_ctx_keep(struct read_ctx *c, void *p);
+
+/* Adds a memtable's part of the partition (the memtable must stay
+ * referenced until the context is destroyed). */
+int read_ctx_add_memtable(struct read_ctx *c, const struct memtable *mt,
+			  int64_t token, struct slice key);
+int read_ctx_add_mt_partition(struct read_ctx *c, struct mt_partition *p);
+
+/* Sorts the atoms and reconciles equal ones in place. */
+void read_ctx_merge(struct read_ctx *c);
+
+/* Builds the result. */
+int read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
+		    struct storage_result **out);
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * Keyspace and table descriptors.
+ */
+#include "storage/schema.h"
+
+#include "common/err.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void storage_table_options_default(struct storage_table_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->compression = STORAGE_COMPRESSION_LZ4;
+	o->chunk_length = 16 * 1024;
+	o->bloom_filter_fp_chance = 0.01;
+	o->gc_grace_seconds = 864000;
+	o->compaction = STORAGE_COMPACTION_SIZE_TIERED;
+	o->min_threshold = 4;
+	o->max_threshold = 32;
+	o->compaction_window_seconds = 86400;
+}
+
+static char *dup_str(const char *s)
+{
+	char *d = strdup(s ? s : "");
+	if (!d)
+		err_set(ERR_NOMEM, "strdup");
+	return d;
+}
+
+struct storage_table_meta *storage_table_meta_new(const char *keyspace,
+						  const char *name,
+						  const uint8_t id[16])
+{
+	struct storage_table_meta *t = calloc(1, sizeof(*t));
+	if (!t) {
+		err_set(ERR_NOMEM, "table meta");
+		return NULL;
+	}
+	memcpy(t->id, id, 16);
+	t->keyspace = dup_str(keyspace);
+	t->name = dup_str(name);
+	storage_table_options_default(&t->options);
+	if (!t->keyspace || !t->name) {
+		storage_table_meta_delete(t);
+		return NULL;
+	}
+	return t;
+}
+
+void storage_table_meta_delete(struct storage_table_meta *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->column_count; i++)
+		free(t->columns[i].name);
+	free(t->columns);
+	free(t->keyspace);
+	free(t->name);
+	free(t);
+}
+
+int storage_table_meta_add_column(struct storage_table_meta *t,
+				  const char *name,
+				  enum storage_column_kind kind,
+				  struct storage_type type, bool desc)
+{
+	if (!storage_type_kind_valid(type.kind))
+		return err_set(ERR_INVALID, "column %s: unknown type", name);
+	if (t->column_count >= 0xfff0)
+		return err_set(ERR_INVALID, "too many columns");
+	if (kind == STORAGE_COLUMN_PARTITION_KEY && t->pk_count >= 16)
+		return err_set(ERR_INVALID, "too many partition key columns");
+	if (kind == STORAGE_COLUMN_CLUSTERING && t->ck_count >= 32)
+		return err_set(ERR_INVALID, "too many clustering columns");
+	if ((kind == STORAGE_COLUMN_PARTITION_KEY ||
+	     kind == STORAGE_COLUMN_CLUSTERING) &&
+	    storage_type_is_collection(type.kind) && !type.frozen)
+		return err_set(ERR_INVALID, "column %s: key collections "
+			       "must be frozen", name);
+	struct storage_column *cols =
+		realloc(t->columns, (t->column_count + 1) * sizeof(*cols));
+	if (!cols)
+		return err_set(ERR_NOMEM, "columns");
+	t->columns = cols;
+	char *n = dup_str(name);
+	if (!n)
+		return -1;
+	uint16_t num = (uint16_t)t->column_count;
+	struct storage_column *c = &cols[num];
+	memset(c, 0, sizeof(*c));
+	c->name = n;
+	c->kind = (uint8_t)kind;
+	c->type = type;
+	c->desc = desc;
+	if (kind == STORAGE_COLUMN_PARTITION_KEY) {
+		c->position = (uint16_t)t->pk_count;
+		t->pk[t->pk_count++] = num;
+	} else if (kind == STORAGE_COLUMN_CLUSTERING) {
+		c->position = (uint16_t)t->ck_count;
+		t->ck[t->ck_count++] = num;
+	}
+	t->column_count++;
+	return num;
+}
+
+struct storage_table_meta *
+storage_table_meta_clone(const struct storage_table_meta *t)
+{
+	struct storage_table_meta *c =
+		storage_table_meta_new(t->keyspace, t->name, t->id);
+	if (!c)
+		return NULL;
+	for (size_t i = 0; i < t->column_count; i++) {
+		const struct storage_column *col = &t->columns[i];
+		if (storage_table_meta_add_column(c, col->name, col->kind,
+						  col->type, col->desc) < 0) {
+			storage_table_meta_delete(c);
+			return NULL;
+		}
+	}
+	c->options = t->options;
+	return c;
+}
+
+struct storage_keyspace_meta *storage_keyspace_meta_new(const char *name,
+							bool durable_writes)
+{
+	struct storage_keyspace_meta *k = calloc(1, sizeof(*k));
+	if (!k || !(k->name = dup_str(name))) {
+		free(k);
+		err_set(ERR_NOMEM, "keyspace meta");
+		return NULL;
+	}
+	k->durable_writes = durable_writes;
+	return k;
+}
+
+void storage_keyspace_meta_delete(struct storage_keyspace_meta *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->replication_count; i++) {
+		free(k->replication_keys[i]);
+		free(k->replication_values[i]);
+	}
+	free(k->replication_keys);
+	free(k->replication_values);
+	free(k->replication_class);
+	free(k->name);
+	free(k);
+}
+
+int storage_keyspace_meta_set_replication(struct storage_keyspace_meta *k,
+					  const char *key, const char *value)
+{
+	if (strcmp(key, "class") == 0) {
+		char *v = dup_str(value);
+		if (!v)
+			return -1;
+		free(k->replication_class);
+		k->replication_class = v;
+		return 0;
+	}
+	size_t n = k->replication_count;
+	char **keys = realloc(k->replication_keys, (n + 1) * sizeof(*keys));
+	if (!keys)
+		return err_set(ERR_NOMEM, "replication");
+	k->replication_keys = keys;
+	char **vals = realloc(k->replication_values, (n + 1) * sizeof(*vals));
+	if (!vals)
+		return err_set(ERR_NOMEM, "replication");
+	k->replication_values = vals;
+	char *kk = dup_str(key), *vv = dup_str(value);
+	if (!kk || !vv) {
+		free(kk);
+		free(vv);
+		return -1;
+	}
+	keys[n] = kk;
+	vals[n] = vv;
+	k->replication_count = n + 1;
+	return 0;
+}

@@ -1,0 +1,107 @@
+/*
+ * Keyspace and table metadata: what the storage engine needs to know about
+ * a table to store and order its data.
+ *
+ * These are plain descriptors. The Client issue creates them from CQL DDL
+ * and spreads them through the cluster; storage only reads them. A table's
+ * columns are numbered by their index in `columns`; that number is what
+ * mutations and read results carry, so a column list is append-only for
+ * the life of a table (a dropped column keeps its slot).
+ */
+#ifndef CASSINI_STORAGE_SCHEMA_H
+#define CASSINI_STORAGE_SCHEMA_H
+
+#include "storage/types.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum storage_column_kind {
+	STORAGE_COLUMN_PARTITION_KEY = 0,
+	STORAGE_COLUMN_CLUSTERING,
+	STORAGE_COLUMN_REGULAR,
+	STORAGE_COLUMN_STATIC,
+};
+
+struct storage_column {
+	char *name;
+	uint8_t kind; /* enum storage_column_kind */
+	bool desc;    /* clustering order DESC */
+	struct storage_type type;
+	/* Position among the columns of the same kind (key components and
+	 * clustering columns are ordered by it). */
+	uint16_t position;
+};
+
+enum storage_compression {
+	STORAGE_COMPRESSION_NONE = 0,
+	STORAGE_COMPRESSION_LZ4,
+	STORAGE_COMPRESSION_DEFLATE,
+};
+
+enum storage_compaction {
+	STORAGE_COMPACTION_SIZE_TIERED = 0,
+	STORAGE_COMPACTION_TIME_WINDOW,
+};
+
+struct storage_table_options {
+	uint8_t compression;       /* enum storage_compression; LZ4 default */
+	uint32_t chunk_length;     /* data block size in bytes; 16 KiB */
+	double bloom_filter_fp_chance; /* 0.01 */
+	int64_t gc_grace_seconds;  /* 864000 */
+	int32_t default_time_to_live;
+	uint8_t compaction;        /* enum storage_compaction */
+	uint32_t min_threshold;    /* 4 */
+	uint32_t max_threshold;    /* 32 */
+	int64_t compaction_window_seconds; /* time-window size; 1 day */
+};
+
+struct storage_table_meta {
+	uint8_t id[16]; /* the table's uuid */
+	char *keyspace;
+	char *name;
+	struct storage_column *columns;
+	size_t column_count;
+	/* Derived by storage_table_meta_add_column: the column numbers of the
+	 * partition key and clustering components, in position order. */
+	uint16_t pk[16];
+	size_t pk_count;
+	uint16_t ck[32];
+	size_t ck_count;
+	struct storage_table_options options;
+};
+
+struct storage_keyspace_meta {
+	char *name;
+	bool durable_writes;
+	char *replication_class; /* "SimpleStrategy", "NetworkTopologyStrategy" */
+	char **replication_keys; /* e.g. "replication_factor", "dc1" */
+	char **replication_values;
+	size_t replication_count;
+};
+
+void storage_table_options_default(struct storage_table_options *o);
+
+/* A table with no columns and default options. NULL on ERR_NOMEM. */
+struct storage_table_meta *storage_table_meta_new(const char *keyspace,
+						  const char *name,
+						  const uint8_t id[16]);
+void storage_table_meta_delete(struct storage_table_meta *t);
+/* Appends a column; key and clustering components take the next position
+ * of their kind. Returns the column number, or -1. */
+int storage_table_meta_add_column(struct storage_table_meta *t,
+				  const char *name,
+				  enum storage_column_kind kind,
+				  struct storage_type type, bool desc);
+/* A deep copy, or NULL. */
+struct storage_table_meta *
+storage_table_meta_clone(const struct storage_table_meta *t);
+
+struct storage_keyspace_meta *storage_keyspace_meta_new(const char *name,
+							bool durable_writes);
+void storage_keyspace_meta_delete(struct storage_keyspace_meta *k);
+int storage_keyspace_meta_set_replication(struct storage_keyspace_meta *k,
+					  const char *key, const char *value);
+
+#endif

@@ -1,0 +1,144 @@
+/*
+ * SSTables: immutable sorted files, one generation = one set of
+ * components in the table's directory. The format is documented in
+ * docs/sstable-format.md; this header is the writer and reader API.
+ *
+ * Writing goes to tmp-<name> files which are fsynced, renamed (TOC.txt
+ * last) and followed by an fsync of the directory; a generation without
+ * TOC.txt, and any tmp- file, is a leftover removed at start.
+ *
+ * A reader is shared (refcounted) and immutable; reads from any thread.
+ * When compaction obsoletes it, the last unref deletes its files.
+ */
+#ifndef CASSINI_STORAGE_SSTABLE_INTERNAL_H
+#define CASSINI_STORAGE_SSTABLE_INTERNAL_H
+
+#include "storage/commitlog_internal.h"
+#include "storage/read_internal.h"
+
+#include <stdatomic.h>
+
+#define SST_HIST_BUCKETS 40
+
+struct sst_stats {
+	int64_t min_token, max_token;
+	int64_t min_ts, max_ts;
+	int64_t min_ldt; /* earliest expiry/deletion time; INT64_MAX if none */
+	int64_t max_ldt; /* latest expiry/deletion time; INT64_MIN if none */
+	uint64_t cell_count, tombstone_count, partition_count;
+	uint64_t size_hist[SST_HIST_BUCKETS]; /* partitions by log2 bytes */
+	int64_t repaired_at;
+	struct clpos log_end; /* commitlog position the data covers */
+	uint64_t data_size;
+	bool has_live_no_ttl; /* any cell that never expires */
+};
+
+struct sst_writer_options {
+	uint8_t compression;
+	uint32_t block_size;
+	double bloom_fp;
+	uint64_t expected_partitions;
+	int64_t repaired_at;
+	struct clpos log_end;
+};
+
+struct sst_writer;
+
+struct sst_writer *sst_writer_new(struct env *env, const char *dir,
+				  uint64_t gen,
+				  const struct storage_table_meta *t,
+				  const struct sst_writer_options *o);
+int sst_writer_begin(struct sst_writer *w, int64_t token, struct slice key,
+		     struct deletion pdel, const struct rtomb *rts,
+		     size_t rt_count);
+int sst_writer_atom(struct sst_writer *w, const struct atom *a);
+int sst_writer_end(struct sst_writer *w);
+/* Bytes written to Data.db so far (for throttling). */
+uint64_t sst_writer_bytes(const struct sst_writer *w);
+uint64_t sst_writer_partitions(const struct sst_writer *w);
+/* Completes the set durably (fsync, rename, TOC, dir fsync). */
+int sst_writer_finish(struct sst_writer *w);
+/* Removes the temporary files and frees. */
+void sst_writer_abort(struct sst_writer *w);
+
+/* Where a partition lives, decoded from Index.db. */
+struct sst_entry {
+	int64_t token;
+	struct slice key;
+	uint64_t block_off, block_len; /* the block holding its start */
+	uint32_t in_block;             /* offset of its start in that block */
+	struct deletion pdel;
+	struct rtomb *rts;
+	size_t rt_count;
+	/* Row index: continuation blocks and the first clustering in each. */
+	uint64_t *ri_off;
+	struct slice *ri_ck;
+	size_t ri_count;
+};
+
+struct sstable {
+	_Atomic int refs;
+	_Atomic bool obsolete; /* delete the files with the last reference */
+	struct env *env;
+	char *dir;
+	uint64_t gen;
+	const struct storage_table_meta *t; /* borrowed; outlives readers */
+	char *data_path, *index_path;
+	struct env_file *data, *index;
+	struct sst_stats stats;
+	uint64_t disk_bytes;
+	/* summary: first key of each index block */
+	size_t sum_count;
+	int64_t *sum_token;
+	struct slice *sum_key;
+	uint64_t *sum_off, *sum_len;
+	uint8_t *sum_bytes;
+	/* bloom filter */
+	uint8_t *bloom;
+	uint64_t bloom_bits;
+	uint32_t bloom_k;
+};
+
+/* Opens generation `gen` in `dir`; verifies Statistics, Summary, Filter. */
+struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
+			     const struct storage_table_meta *t);
+void sstable_ref(struct sstable *s);
+void sstable_unref(struct sstable *s);
+/* Marks the files for deletion once the last reader lets go. */
+void sstable_mark_obsolete(struct sstable *s);
+
+bool sstable_may_contain(const struct sstable *s, struct slice key);
+/* Adds the partition's part within the context's slices. Returns 0 (also
+ * when absent) or -1 (ERR_CORRUPT on a damaged block). */
+int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
+		 struct slice key);
+
+/* Iterates index entries in partition order from a token. Entries and
+ * their bytes stay valid until the next call. */
+struct sst_iter;
+struct sst_iter *sst_iter_new(struct sstable *s);
+/* Positions at the first partition with token > after (>= if inclusive). */
+int sst_iter_seek(struct sst_iter *it, int64_t token, bool inclusive);
+/* 1 with *e set, 0 at the end, -1 on error. */
+int sst_iter_next(struct sst_iter *it, const struct sst_entry **e);
+void sst_iter_delete(struct sst_iter *it);
+/* Adds every atom of the entry's partition (or those within the
+ * context's slices) to the context. */
+int sstable_read_entry(struct sstable *s, struct read_ctx *c,
+		       const struct sst_entry *e, bool all);
+
+/* Component paths. */
+char *sst_path(const char *dir, uint64_t gen, const char *component,
+	       bool tmp);
+/* Removes tmp- files and incomplete generations; lists complete ones. */
+int sst_dir_scan(struct env *env, const char *dir, uint64_t **gens,
+		 size_t *count);
+
+/* Decoders exposed for the fuzzers. */
+int sst_entry_decode(struct cursor *c, struct sst_entry *e);
+void sst_entry_free(struct sst_entry *e);
+/* Walks a raw data block: calls fn per atom; stops at errors. */
+int sst_block_walk(const uint8_t *p, size_t len,
+		   int (*fn)(void *arg, const struct atom *a), void *arg);
+
+#endif

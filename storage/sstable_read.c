@@ -1,0 +1,683 @@
+/*
+ * SSTable reader: open and verify the small components, find partitions
+ * through summary -> index block -> entry, walk data blocks with the row
+ * index, iterate entries for scans and compaction, and the directory scan
+ * that removes leftovers.
+ */
+#define LOG_MODULE "storage"
+#include "storage/block_internal.h"
+#include "storage/sstable_internal.h"
+#include "storage/token.h"
+
+#include "common/err.h"
+#include "common/log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAG_PSTART 1
+#define TAG_ATOM 2
+#define TAG_PEND 3
+
+static int read_component(struct sstable *s, const char *comp,
+			  const char *magic, uint8_t **img,
+			  const uint8_t **body, size_t *len)
+{
+	char *p = sst_path(s->dir, s->gen, comp, false);
+	size_t n;
+	if (!p)
+		return -1;
+	int rc = env_read_file(s->env, p, 1u << 30, img, &n);
+	if (!rc && component_open(*img, n, magic, body, len))
+		rc = -1;
+	if (rc)
+		err_prefix("%s", p);
+	else
+		s->disk_bytes += n;
+	free(p);
+	return rc;
+}
+
+static int load_stats(struct sstable *s)
+{
+	uint8_t *img;
+	const uint8_t *p;
+	size_t len;
+	if (read_component(s, "Statistics.db", "CSST", &img, &p, &len))
+		return -1;
+	struct cursor c = cursor_make(p, len);
+	uint64_t v[13];
+	int rc = 0;
+	for (size_t i = 0; i < 13 && !rc; i++)
+		rc = cursor_be64(&c, &v[i]);
+	uint8_t live;
+	rc = rc || cursor_u8(&c, &live);
+	for (size_t i = 0; i < SST_HIST_BUCKETS && !rc; i++)
+		rc = cursor_be64(&c, &s->stats.size_hist[i]);
+	free(img);
+	if (rc || cursor_left(&c))
+		return err_set(ERR_CORRUPT, "sstable ca-%" PRIu64
+			       ": bad statistics", s->gen);
+	struct sst_stats *st = &s->stats;
+	st->min_token = (int64_t)v[0];
+	st->max_token = (int64_t)v[1];
+	st->min_ts = (int64_t)v[2];
+	st->max_ts = (int64_t)v[3];
+	st->min_ldt = (int64_t)v[4];
+	st->max_ldt = (int64_t)v[5];
+	st->repaired_at = (int64_t)v[6];
+	st->cell_count = v[7];
+	st->tombstone_count = v[8];
+	st->partition_count = v[9];
+	st->log_end = (struct clpos){v[10], v[11]};
+	st->data_size = v[12];
+	st->has_live_no_ttl = live;
+	return 0;
+}
+
+static int load_summary(struct sstable *s)
+{
+	const uint8_t *p;
+	size_t len;
+	if (read_component(s, "Summary.db", "CSSU", &s->sum_bytes, &p, &len))
+		return -1;
+	struct cursor c = cursor_make(p, len);
+	uint64_t n;
+	if (cursor_uvarint(&c, &n) || n > len / 4)
+		return err_set(ERR_CORRUPT, "bad summary");
+	s->sum_count = n;
+	s->sum_token = calloc(n + 1, sizeof(*s->sum_token));
+	s->sum_key = calloc(n + 1, sizeof(*s->sum_key));
+	s->sum_off = calloc(n + 1, sizeof(*s->sum_off));
+	s->sum_len = calloc(n + 1, sizeof(*s->sum_len));
+	if (!s->sum_token || !s->sum_key || !s->sum_off || !s->sum_len)
+		return err_set(ERR_NOMEM, "summary");
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t kl, tok;
+		if (cursor_uvarint(&c, &kl) || kl > cursor_left(&c) ||
+		    cursor_take(&c, kl, &s->sum_key[i]) ||
+		    cursor_be64(&c, &tok) || cursor_uvarint(&c, &s->sum_off[i]) ||
+		    cursor_uvarint(&c, &s->sum_len[i]))
+			return err_set(ERR_CORRUPT, "bad summary entry");
+		s->sum_token[i] = (int64_t)tok;
+	}
+	return cursor_left(&c) ? err_set(ERR_CORRUPT, "bad summary") : 0;
+}
+
+static int load_filter(struct sstable *s)
+{
+	uint8_t *img;
+	const uint8_t *p;
+	size_t len;
+	if (read_component(s, "Filter.db", "CSBF", &img, &p, &len))
+		return -1;
+	struct cursor c = cursor_make(p, len);
+	uint64_t bits;
+	uint32_t k;
+	int rc = cursor_be64(&c, &bits) || cursor_be32(&c, &k) || bits == 0 ||
+		 k == 0 || k > 30 || (bits + 7) / 8 != cursor_left(&c);
+	if (!rc) {
+		s->bloom = malloc(cursor_left(&c));
+		if (s->bloom)
+			memcpy(s->bloom, c.pos, cursor_left(&c));
+		s->bloom_bits = bits;
+		s->bloom_k = k;
+	}
+	free(img);
+	if (rc)
+		return err_set(ERR_CORRUPT, "bad bloom filter");
+	return s->bloom ? 0 : err_set(ERR_NOMEM, "bloom filter");
+}
+
+static void sstable_free(struct sstable *s)
+{
+	if (s->data)
+		env_file_close(s->data);
+	if (s->index)
+		env_file_close(s->index);
+	free(s->data_path);
+	free(s->index_path);
+	free(s->sum_token);
+	free(s->sum_key);
+	free(s->sum_off);
+	free(s->sum_len);
+	free(s->sum_bytes);
+	free(s->bloom);
+	free(s->dir);
+	free(s);
+}
+
+struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
+			     const struct storage_table_meta *t)
+{
+	struct sstable *s = calloc(1, sizeof(*s));
+	if (!s || !(s->dir = strdup(dir))) {
+		free(s);
+		err_set(ERR_NOMEM, "sstable");
+		return NULL;
+	}
+	atomic_init(&s->refs, 1);
+	atomic_init(&s->obsolete, false);
+	s->env = env;
+	s->gen = gen;
+	s->t = t;
+	s->data_path = sst_path(dir, gen, "Data.db", false);
+	s->index_path = sst_path(dir, gen, "Index.db", false);
+	if (!s->data_path || !s->index_path || load_stats(s) ||
+	    load_summary(s) || load_filter(s) ||
+	    env_file_open(env, s->data_path, ENV_FILE_READ, &s->data) ||
+	    env_file_open(env, s->index_path, ENV_FILE_READ, &s->index)) {
+		sstable_free(s);
+		return NULL;
+	}
+	int64_t d = env_file_size(s->data), i = env_file_size(s->index);
+	if (d < 0 || i < 0 || (uint64_t)d != s->stats.data_size) {
+		if (d >= 0)
+			err_set(ERR_CORRUPT, "%s: %lld bytes, statistics say "
+				"%llu", s->data_path, (long long)d,
+				(unsigned long long)s->stats.data_size);
+		sstable_free(s);
+		return NULL;
+	}
+	s->disk_bytes += (uint64_t)d + (uint64_t)i;
+	return s;
+}
+
+void sstable_ref(struct sstable *s)
+{
+	atomic_fetch_add(&s->refs, 1);
+}
+
+static const char *const all_components[] = {
+	"TOC.txt", "Data.db", "Index.db", "Filter.db", "Statistics.db",
+	"Summary.db"};
+
+void sstable_unref(struct sstable *s)
+{
+	if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
+		return;
+	if (atomic_load(&s->obsolete)) {
+		/* TOC first: without it the rest is a leftover at start. */
+		for (size_t i = 0; i < 6; i++) {
+			char *p = sst_path(s->dir, s->gen, all_components[i],
+					   false);
+			if (p)
+				env_unlink(s->env, p);
+			free(p);
+		}
+		env_sync_dir(s->env, s->dir);
+	}
+	sstable_free(s);
+}
+
+void sstable_mark_obsolete(struct sstable *s)
+{
+	atomic_store(&s->obsolete, true);
+}
+
+bool sstable_may_contain(const struct sstable *s, struct slice key)
+{
+	uint64_t h[2];
+	storage_murmur3_128(key.ptr, key.len, 0, h);
+	for (uint32_t i = 0; i < s->bloom_k; i++) {
+		uint64_t bit = (h[0] + i * h[1]) % s->bloom_bits;
+		if (!(s->bloom[bit / 8] & (1u << (bit % 8))))
+			return false;
+	}
+	return true;
+}
+
+/* ---- index entries ---------------------------------------------------- */
+
+void sst_entry_free(struct sst_entry *e)
+{
+	free(e->rts);
+	free(e->ri_off);
+	free(e->ri_ck);
+	memset(e, 0, sizeof(*e));
+}
+
+static int take(struct cursor *c, struct slice *s)
+{
+	uint64_t n;
+	if (cursor_uvarint(c, &n) || n > cursor_left(c))
+		return -1;
+	return cursor_take(c, n, s);
+}
+
+int sst_entry_decode(struct cursor *c, struct sst_entry *e)
+{
+	uint64_t tok, n;
+	uint32_t blen;
+	uint8_t flags;
+	memset(e, 0, sizeof(*e));
+	e->pdel.ts = DELETION_NONE;
+	if (take(c, &e->key) || e->key.len == 0 || cursor_be64(c, &tok) ||
+	    cursor_uvarint(c, &e->block_off) || cursor_be32(c, &blen) ||
+	    cursor_uvarint(c, &n) || n > BLOCK_MAX_RAW ||
+	    cursor_u8(c, &flags) || flags > 1)
+		return err_set(ERR_CORRUPT, "bad index entry");
+	e->token = (int64_t)tok;
+	e->block_len = blen;
+	e->in_block = (uint32_t)n;
+	if (flags) {
+		uint64_t ts, ldt;
+		if (cursor_be64(c, &ts) || cursor_be64(c, &ldt) ||
+		    (int64_t)ts == DELETION_NONE)
+			return err_set(ERR_CORRUPT, "bad index deletion");
+		e->pdel = (struct deletion){(int64_t)ts, (int64_t)ldt};
+	}
+	if (cursor_uvarint(c, &n) || n > cursor_left(c) / 20)
+		return err_set(ERR_CORRUPT, "bad index range count");
+	if (n && !(e->rts = calloc(n, sizeof(*e->rts))))
+		return err_set(ERR_NOMEM, "index entry");
+	for (uint64_t i = 0; i < n; i++)
+		if (rtomb_decode(c, &e->rts[i])) {
+			sst_entry_free(e);
+			return err_set(ERR_CORRUPT, "bad index range");
+		}
+	e->rt_count = n;
+	if (cursor_uvarint(c, &n) || n > cursor_left(c) / 2) {
+		sst_entry_free(e);
+		return err_set(ERR_CORRUPT, "bad row index count");
+	}
+	if (n && (!(e->ri_off = calloc(n, sizeof(*e->ri_off))) ||
+		  !(e->ri_ck = calloc(n, sizeof(*e->ri_ck))))) {
+		sst_entry_free(e);
+		return err_set(ERR_NOMEM, "row index");
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		if (cursor_uvarint(c, &e->ri_off[i]) || take(c, &e->ri_ck[i]) ||
+		    e->ri_ck[i].len == 0 ||
+		    (i && e->ri_off[i] <= e->ri_off[i - 1]) ||
+		    e->ri_off[i] <= e->block_off) {
+			sst_entry_free(e);
+			return err_set(ERR_CORRUPT, "bad row index");
+		}
+	}
+	e->ri_count = n;
+	return 0;
+}
+
+/* ---- data blocks ------------------------------------------------------ */
+
+int sst_block_walk(const uint8_t *p, size_t len,
+		   int (*fn)(void *arg, const struct atom *a), void *arg)
+{
+	struct cursor c = cursor_make(p, len);
+	while (cursor_left(&c)) {
+		uint8_t tag;
+		struct slice key;
+		struct atom a;
+		if (cursor_u8(&c, &tag))
+			return -1;
+		if (tag == TAG_PSTART) {
+			if (take(&c, &key))
+				return err_set(ERR_CORRUPT, "bad partition");
+		} else if (tag == TAG_ATOM) {
+			if (atom_decode(&c, &a))
+				return err_set(ERR_CORRUPT, "bad atom");
+			if (fn && fn(arg, &a))
+				return -1;
+		} else if (tag != TAG_PEND) {
+			return err_set(ERR_CORRUPT, "bad block entry");
+		}
+	}
+	return 0;
+}
+
+struct walk {
+	struct sstable *s;
+	struct read_ctx *c;
+	bool all;
+	bool static_only;
+	struct slice key;
+};
+
+/* Walks a partition's entries from (off, in_block) until PEND or the
+ * context's end. */
+static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
+			  uint32_t in_block, bool at_start)
+{
+	for (;;) {
+		uint8_t *raw;
+		size_t len;
+		uint64_t next;
+		if (off >= w->s->stats.data_size)
+			return err_set(ERR_CORRUPT, "%s: partition runs past "
+				       "the end", w->s->data_path);
+		if (block_read(w->s->data, w->s->data_path, off, disk_len, &raw,
+			       &len, &next))
+			return -1;
+		if (read_ctx_keep(w->c, raw))
+			return -1;
+		if (in_block > len)
+			return err_set(ERR_CORRUPT, "%s: bad offset in block",
+				       w->s->data_path);
+		struct cursor c = cursor_make(raw + in_block, len - in_block);
+		while (cursor_left(&c)) {
+			uint8_t tag;
+			struct atom a;
+			struct slice key;
+			cursor_u8(&c, &tag);
+			if (tag == TAG_PSTART && at_start) {
+				if (take(&c, &key) || !slice_eq(key, w->key))
+					return err_set(ERR_CORRUPT, "%s: index "
+						       "points at another "
+						       "partition",
+						       w->s->data_path);
+				at_start = false;
+			} else if (tag == TAG_ATOM && !at_start) {
+				if (atom_decode(&c, &a))
+					return err_set(ERR_CORRUPT, "%s: bad "
+						       "atom in block at %llu",
+						       w->s->data_path,
+						       (unsigned long long)off);
+				bool is_static = a.ck.ptr[0] == CK_STATIC;
+				if (w->static_only && !is_static)
+					return 0;
+				if (!w->all && read_ctx_past_end(w->c, a.ck))
+					return 0;
+				if ((w->all || read_ctx_wants(w->c, a.ck)) &&
+				    read_ctx_add_atom(w->c, &a))
+					return -1;
+			} else if (tag == TAG_PEND && !at_start) {
+				return 0;
+			} else {
+				return err_set(ERR_CORRUPT, "%s: bad entry in "
+					       "block at %llu",
+					       w->s->data_path,
+					       (unsigned long long)off);
+			}
+		}
+		off = next;
+		disk_len = 0;
+		in_block = 0;
+	}
+}
+
+int sstable_read_entry(struct sstable *s, struct read_ctx *c,
+		       const struct sst_entry *e, bool all)
+{
+	read_ctx_add_pdel(c, e->pdel);
+	/* Range tombstone bounds point into the index block, which an
+	 * iterator may free: copy them into the context. */
+	for (size_t i = 0; i < e->rt_count; i++) {
+		struct rtomb r = e->rts[i];
+		uint8_t *b = malloc(r.start.len + r.end.len);
+		if (!b)
+			return err_set(ERR_NOMEM, "range tombstone");
+		memcpy(b, r.start.ptr, r.start.len);
+		memcpy(b + r.start.len, r.end.ptr, r.end.len);
+		r.start.ptr = b;
+		r.end.ptr = b + r.start.len;
+		if (read_ctx_keep(c, b) || read_ctx_add_rtomb(c, &r))
+			return -1;
+	}
+	struct walk w = {.s = s, .c = c, .all = all, .key = e->key};
+	/* The last continuation block starting at or before the first
+	 * slice's start lets a slice skip the head of a wide partition. */
+	size_t j = e->ri_count;
+	if (!all) {
+		struct slice start = c->bounds[0].start;
+		while (j > 0 && ck_cmp(s->t, e->ri_ck[j - 1], start) >= 0)
+			j--;
+	}
+	if (all || j == 0)
+		return walk_partition(&w, e->block_off, e->block_len,
+				      e->in_block, true);
+	if (c->cmd->with_static) {
+		w.static_only = true;
+		if (walk_partition(&w, e->block_off, e->block_len, e->in_block,
+				   true))
+			return -1;
+		w.static_only = false;
+	}
+	return walk_partition(&w, e->ri_off[j - 1], 0, 0, false);
+}
+
+/* ---- lookups and iteration --------------------------------------------- */
+
+/* The last summary block whose first partition is <= (token, key), or -1. */
+static long summary_find(const struct sstable *s, int64_t token,
+			 struct slice key)
+{
+	long lo = 0, hi = (long)s->sum_count - 1, best = -1;
+	while (lo <= hi) {
+		long mid = lo + (hi - lo) / 2;
+		if (partition_cmp(s->sum_token[mid], s->sum_key[mid], token,
+				  key) <= 0) {
+			best = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return best;
+}
+
+static int read_index_block(struct sstable *s, size_t i, uint8_t **raw,
+			    size_t *len)
+{
+	uint64_t next;
+	return block_read(s->index, s->index_path, s->sum_off[i],
+			  s->sum_len[i], raw, len, &next);
+}
+
+int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
+		 struct slice key)
+{
+	if (token < s->stats.min_token || token > s->stats.max_token ||
+	    !sstable_may_contain(s, key))
+		return 0;
+	long b = summary_find(s, token, key);
+	if (b < 0)
+		return 0;
+	uint8_t *raw;
+	size_t len;
+	if (read_index_block(s, (size_t)b, &raw, &len))
+		return -1;
+	struct cursor cur = cursor_make(raw, len);
+	int rc = 0;
+	while (cursor_left(&cur)) {
+		struct sst_entry e;
+		if (sst_entry_decode(&cur, &e)) {
+			rc = err_prefix("%s: block at %llu", s->index_path,
+					(unsigned long long)s->sum_off[b]);
+			break;
+		}
+		int cmp = partition_cmp(e.token, e.key, token, key);
+		if (cmp == 0)
+			rc = sstable_read_entry(s, c, &e, false);
+		sst_entry_free(&e);
+		if (cmp >= 0)
+			break;
+	}
+	free(raw);
+	return rc;
+}
+
+struct sst_iter {
+	struct sstable *s;
+	size_t block;   /* next summary block to load */
+	uint8_t *raw;
+	struct cursor cur;
+	struct sst_entry e;
+	int64_t min_token;
+	bool inclusive;
+};
+
+struct sst_iter *sst_iter_new(struct sstable *s)
+{
+	struct sst_iter *it = calloc(1, sizeof(*it));
+	if (!it) {
+		err_set(ERR_NOMEM, "sstable iterator");
+		return NULL;
+	}
+	it->s = s;
+	it->min_token = INT64_MIN;
+	it->inclusive = true;
+	return it;
+}
+
+int sst_iter_seek(struct sst_iter *it, int64_t token, bool inclusive)
+{
+	free(it->raw);
+	it->raw = NULL;
+	static const uint8_t none[1];
+	it->cur = cursor_make(none, 0);
+	long b = summary_find(it->s, token, slice_make(NULL, 0));
+	/* an equal token may start in the block before */
+	it->block = b < 0 ? 0 : (size_t)b;
+	it->min_token = token;
+	it->inclusive = inclusive;
+	return 0;
+}
+
+int sst_iter_next(struct sst_iter *it, const struct sst_entry **out)
+{
+	sst_entry_free(&it->e);
+	for (;;) {
+		if (!cursor_left(&it->cur)) {
+			free(it->raw);
+			it->raw = NULL;
+			if (it->block >= it->s->sum_count)
+				return 0;
+			size_t len;
+			if (read_index_block(it->s, it->block, &it->raw, &len))
+				return -1;
+			it->cur = cursor_make(it->raw, len);
+			it->block++;
+			continue;
+		}
+		if (sst_entry_decode(&it->cur, &it->e))
+			return err_prefix("%s", it->s->index_path);
+		if (it->e.token < it->min_token ||
+		    (!it->inclusive && it->e.token == it->min_token)) {
+			sst_entry_free(&it->e);
+			continue;
+		}
+		*out = &it->e;
+		return 1;
+	}
+}
+
+void sst_iter_delete(struct sst_iter *it)
+{
+	if (!it)
+		return;
+	sst_entry_free(&it->e);
+	free(it->raw);
+	free(it);
+}
+
+/* ---- directory -------------------------------------------------------- */
+
+struct scan {
+	struct env *env;
+	const char *dir;
+	uint64_t *gens;
+	bool *toc;
+	size_t n, cap;
+	char **tmp;
+	size_t ntmp, tmp_cap;
+};
+
+static int scan_entry(void *arg, const char *name)
+{
+	struct scan *s = arg;
+	if (strncmp(name, "tmp-", 4) == 0) {
+		if (s->ntmp == s->tmp_cap) {
+			size_t cap = s->tmp_cap ? s->tmp_cap * 2 : 8;
+			char **t = realloc(s->tmp, cap * sizeof(*t));
+			if (!t)
+				return 1;
+			s->tmp = t;
+			s->tmp_cap = cap;
+		}
+		s->tmp[s->ntmp++] = strdup(name);
+		return 0;
+	}
+	unsigned long long gen;
+	char comp[64];
+	if (sscanf(name, "ca-%llu-%63s", &gen, comp) != 2)
+		return 0;
+	size_t i;
+	for (i = 0; i < s->n && s->gens[i] != gen; i++)
+		;
+	if (i == s->n) {
+		if (s->n == s->cap) {
+			size_t cap = s->cap ? s->cap * 2 : 16;
+			uint64_t *g = realloc(s->gens, cap * sizeof(*g));
+			if (!g)
+				return 1;
+			s->gens = g;
+			bool *t = realloc(s->toc, cap * sizeof(*t));
+			if (!t)
+				return 1;
+			s->toc = t;
+			s->cap = cap;
+		}
+		s->gens[i] = gen;
+		s->toc[i] = false;
+		s->n++;
+	}
+	if (strcmp(comp, "TOC.txt") == 0)
+		s->toc[i] = true;
+	return 0;
+}
+
+static int cmp_gen(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int sst_dir_scan(struct env *env, const char *dir, uint64_t **gens,
+		 size_t *count)
+{
+	struct scan s = {.env = env, .dir = dir};
+	int rc = env_list_dir(env, dir, scan_entry, &s);
+	for (size_t i = 0; i < s.ntmp; i++) {
+		if (!rc && s.tmp[i]) {
+			size_t n = strlen(dir) + strlen(s.tmp[i]) + 2;
+			char *p = malloc(n);
+			if (p) {
+				snprintf(p, n, "%s/%s", dir, s.tmp[i]);
+				LOG_AT(LOG_LEVEL_INFO, "removing leftover %s", p);
+				env_unlink(env, p);
+			}
+			free(p);
+		}
+		free(s.tmp[i]);
+	}
+	free(s.tmp);
+	size_t w = 0;
+	for (size_t i = 0; i < s.n && !rc; i++) {
+		if (s.toc[i]) {
+			s.gens[w++] = s.gens[i];
+			continue;
+		}
+		LOG_AT(LOG_LEVEL_INFO, "removing incomplete sstable %s/ca-%"
+		       PRIu64, dir, s.gens[i]);
+		for (size_t k = 1; k < 6; k++) {
+			char *p = sst_path(dir, s.gens[i], all_components[k],
+					   false);
+			if (p)
+				env_unlink(env, p);
+			free(p);
+		}
+	}
+	free(s.toc);
+	if (rc) {
+		free(s.gens);
+		return -1;
+	}
+	if (w)
+		qsort(s.gens, w, sizeof(*s.gens), cmp_gen);
+	*gens = s.gens;
+	*count = w;
+	return 0;
+}

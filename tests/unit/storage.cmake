@@ -1,0 +1,13 @@
+# Storage unit suites. Each stays well under a minute under ASan.
+cassini_check_suite(test_storage_model LABEL unit
+                    SOURCES test_storage_model.c LIBS cassini_storage)
+cassini_check_suite(test_storage_memtable LABEL unit
+                    SOURCES test_storage_memtable.c LIBS cassini_storage)
+add_library(cassini_storage_testenv STATIC storage_fault_env.c)
+target_link_libraries(cassini_storage_testenv PUBLIC cassini_common)
+cassini_check_suite(test_storage_commitlog LABEL unit
+                    SOURCES test_storage_commitlog.c
+                    LIBS cassini_storage cassini_storage_testenv cassini_conf)
+cassini_check_suite(test_storage_engine LABEL unit
+                    SOURCES test_storage_engine.c
+                    LIBS cassini_storage cassini_storage_testenv cassini_conf)

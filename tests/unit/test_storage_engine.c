@@ -1,0 +1,396 @@
+/* storage engine: the write path, flushes, SSTable reads with slices and
+ * the row index, restarts with replay, range scans, compaction and purge,
+ * TTL against the env clock, corruption handling. */
+#include "common/env_real.h"
+#include "common/err.h"
+#include "conf/conf.h"
+#include "storage/storage.h"
+#include "storage/token.h"
+#include "tests/lib/testutil.h"
+#include "tests/unit/storage_fault_env.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Table: pk text, c int ASC, s int static, v blob. */
+enum { COL_PK, COL_C, COL_S, COL_V };
+
+struct fx {
+	struct env *real;
+	struct fault_env *fe;
+	struct env *env;
+	char dir[512], data[600], log[600];
+	struct storage_table_meta *t;
+	struct storage *db;
+	struct storage_options o;
+	int64_t ts;
+};
+
+static struct storage_table_meta *make_table(uint8_t compression,
+					     uint32_t chunk)
+{
+	uint8_t id[16] = {0xab, 1};
+	struct storage_table_meta *t = storage_table_meta_new("ks", "t", id);
+	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
+	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
+	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx, false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, ti, false);
+	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, ti, false);
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, tb, false);
+	t->options.compression = compression;
+	t->options.chunk_length = chunk;
+	return t;
+}
+
+static void open_db(struct fx *f)
+{
+	f->db = storage_new(&f->o);
+	ck_assert_ptr_nonnull(f->db);
+	ck_assert_int_eq(storage_table_add(f->db, f->t, true), 0);
+	if (storage_start(f->db))
+		ck_abort_msg("start: %s", err_msg());
+}
+
+static void fx_init(struct fx *f, const char *tag, int sync_mode,
+		    uint8_t compression, uint32_t chunk)
+{
+	memset(f, 0, sizeof(*f));
+	f->real = env_real_new(NULL);
+	f->fe = fault_env_new(f->real);
+	f->env = fault_env_env(f->fe);
+	fault_env_set_wall_us(f->fe, 1700000000LL * 1000000);
+	snprintf(f->dir, sizeof(f->dir), "%s", test_tmpdir(tag));
+	snprintf(f->data, sizeof(f->data), "%s/data", f->dir);
+	snprintf(f->log, sizeof(f->log), "%s/commitlog", f->dir);
+	storage_options_default(&f->o);
+	f->o.env = f->env;
+	f->o.data_dir = f->data;
+	f->o.commitlog_dir = f->log;
+	f->o.commitlog_sync = sync_mode;
+	f->o.commitlog_sync_group_window_ms = 1;
+	f->o.commitlog_segment_size = 256 * 1024;
+	f->o.auto_compaction = false;
+	f->t = make_table(compression, chunk);
+	f->ts = 1000;
+	open_db(f);
+}
+
+static void fx_free(struct fx *f)
+{
+	storage_delete(f->db);
+	storage_table_meta_delete(f->t);
+	test_tmpdir_remove(f->dir);
+	fault_env_delete(f->fe);
+	env_real_delete(f->real);
+}
+
+static void restart(struct fx *f)
+{
+	storage_delete(f->db);
+	open_db(f);
+}
+
+static int64_t now_sec(struct fx *f)
+{
+	return env_wall_us(f->env) / 1000000;
+}
+
+static void put(struct fx *f, const char *key, int c, const char *v,
+		int32_t ttl)
+{
+	struct storage_mutation *m =
+		storage_mutation_new(f->t, (const uint8_t *)key, strlen(key));
+	uint8_t cb[4];
+	be32_store(cb, (uint32_t)c);
+	struct slice ck = slice_make(cb, 4);
+	ck_assert_int_eq(storage_mutation_set_row(m, &ck, 1), 0);
+	ck_assert_int_eq(storage_mutation_put_marker(m, f->ts, ttl, now_sec(f)), 0);
+	ck_assert_int_eq(storage_mutation_put(m, COL_V, NULL, 0,
+					      (const uint8_t *)v, strlen(v),
+					      f->ts, ttl, now_sec(f)), 0);
+	f->ts++;
+	if (storage_apply_sync(f->db, m))
+		ck_abort_msg("apply: %s", err_msg());
+	storage_mutation_delete(m);
+}
+
+static void del_row(struct fx *f, const char *key, int c)
+{
+	struct storage_mutation *m =
+		storage_mutation_new(f->t, (const uint8_t *)key, strlen(key));
+	uint8_t cb[4];
+	be32_store(cb, (uint32_t)c);
+	struct slice ck = slice_make(cb, 4);
+	storage_mutation_set_row(m, &ck, 1);
+	storage_mutation_delete_row(m, f->ts++, now_sec(f));
+	ck_assert_int_eq(storage_apply_sync(f->db, m), 0);
+	storage_mutation_delete(m);
+}
+
+static struct storage_result *get(struct fx *f, const char *key,
+				  const struct storage_read_cmd *base)
+{
+	struct storage_read_cmd cmd = {0};
+	if (base)
+		cmd = *base;
+	cmd.key = (const uint8_t *)key;
+	cmd.key_len = strlen(key);
+	struct storage_result *r;
+	if (storage_read(f->db, f->t->id, &cmd, &r))
+		ck_abort_msg("read: %s", err_msg());
+	return r;
+}
+
+static int row_c(const struct storage_row_view *r)
+{
+	return (int)be32_load(r->clustering[0].ptr);
+}
+
+static void check_value(const struct storage_row_view *r, const char *v)
+{
+	ck_assert_uint_eq(r->cell_count, 1);
+	ck_assert_uint_eq(r->cells[0].value.len, strlen(v));
+	ck_assert_int_eq(memcmp(r->cells[0].value.ptr, v, strlen(v)), 0);
+}
+
+START_TEST(reads_merge_memtable_and_sstables)
+{
+	static const uint8_t comps[] = {STORAGE_COMPRESSION_NONE,
+					STORAGE_COMPRESSION_LZ4,
+					STORAGE_COMPRESSION_DEFLATE};
+	struct fx f;
+	fx_init(&f, "eng-merge", CONF_COMMITLOG_SYNC_PERIODIC, comps[_i], 512);
+	char v[64];
+	for (int c = 0; c < 300; c++) {
+		snprintf(v, sizeof(v), "value-%d-aaaaaaaaaaaaaaaaaaaa", c);
+		put(&f, "wide", c, v, 0);
+	}
+	put(&f, "other", 1, "x", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	/* overwrite some, delete some, in the memtable */
+	put(&f, "wide", 10, "new10", 0);
+	del_row(&f, "wide", 11);
+	struct storage_result *r = get(&f, "wide", NULL);
+	ck_assert_uint_eq(r->row_count, 299);
+	ck_assert_int_eq(row_c(&r->rows[10]), 10);
+	check_value(&r->rows[10], "new10");
+	ck_assert_int_eq(row_c(&r->rows[11]), 12);
+	storage_result_delete(r);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+
+	/* a slice deep inside the wide partition (row index), reversed */
+	uint8_t a[4], b[4];
+	be32_store(a, 250);
+	be32_store(b, 260);
+	struct slice sa = slice_make(a, 4), sb = slice_make(b, 4);
+	struct storage_slice sl = {&sa, 1, true, &sb, 1, false};
+	struct storage_read_cmd cmd = {.slices = &sl, .slice_count = 1,
+				       .reverse = true, .limit = 4};
+	r = get(&f, "wide", &cmd);
+	ck_assert_uint_eq(r->row_count, 4);
+	ck_assert_int_eq(row_c(&r->rows[0]), 259);
+	ck_assert_int_eq(row_c(&r->rows[3]), 256);
+	snprintf(v, sizeof(v), "value-%d-aaaaaaaaaaaaaaaaaaaa", 259);
+	check_value(&r->rows[0], v);
+	storage_result_delete(r);
+
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_eq(st.sstable_count, 2);
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0);
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_eq(st.sstable_count, 1);
+	r = get(&f, "wide", NULL);
+	ck_assert_uint_eq(r->row_count, 299);
+	check_value(&r->rows[10], "new10");
+	storage_result_delete(r);
+	r = get(&f, "nope", NULL);
+	ck_assert_uint_eq(r->row_count, 0);
+	storage_result_delete(r);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(restart_replays_the_commitlog)
+{
+	struct fx f;
+	fx_init(&f, "eng-replay", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	char key[32];
+	for (int i = 0; i < 500; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(&f, key, i, "v", 0);
+		if (i == 200)
+			ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	}
+	restart(&f); /* no drain: the memtable comes back from the log */
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_eq(st.commitlog_replayed, 299);
+	for (int i = 0; i < 500; i += 7) {
+		snprintf(key, sizeof(key), "k%d", i);
+		struct storage_result *r = get(&f, key, NULL);
+		ck_assert_uint_eq(r->row_count, 1);
+		ck_assert_int_eq(row_c(&r->rows[0]), i);
+		storage_result_delete(r);
+	}
+	/* replayed segments were flushed and discarded */
+	restart(&f);
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_eq(st.commitlog_replayed, 0);
+	fx_free(&f);
+}
+END_TEST
+
+static int cmp_tok(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+START_TEST(range_scan_in_token_order)
+{
+	struct fx f;
+	fx_init(&f, "eng-scan", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 1024);
+	char key[32];
+	int64_t toks[300];
+	for (int i = 0; i < 300; i++) {
+		snprintf(key, sizeof(key), "p%d", i);
+		toks[i] = storage_token((const uint8_t *)key, strlen(key));
+		put(&f, key, 1, "v", 0);
+		if (i % 100 == 99)
+			ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	}
+	del_row(&f, "p5", 1); /* deleted: not returned */
+	qsort(toks, 300, sizeof(*toks), cmp_tok);
+	struct storage_read_cmd cmd = {0};
+	struct storage_scan *s = storage_scan_open(f.db, f.t->id, INT64_MIN,
+						   INT64_MIN, &cmd);
+	ck_assert_ptr_nonnull(s);
+	struct storage_result *r;
+	size_t n = 0;
+	int64_t prev = INT64_MIN;
+	while (storage_scan_next(s, &r) == 1) {
+		ck_assert_int_ge(r->token, prev);
+		prev = r->token;
+		ck_assert_uint_eq(r->row_count, 1);
+		n++;
+		storage_result_delete(r);
+	}
+	storage_scan_close(s);
+	ck_assert_uint_eq(n, 299);
+	/* (toks[99], toks[199]] holds exactly 100 partitions minus p5 if in */
+	s = storage_scan_open(f.db, f.t->id, toks[99], toks[199], &cmd);
+	n = 0;
+	while (storage_scan_next(s, &r) == 1) {
+		ck_assert_int_gt(r->token, toks[99]);
+		ck_assert_int_le(r->token, toks[199]);
+		n++;
+		storage_result_delete(r);
+	}
+	storage_scan_close(s);
+	int64_t t5 = storage_token((const uint8_t *)"p5", 2);
+	ck_assert_uint_eq(n, 100 - (t5 > toks[99] && t5 <= toks[199]));
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(compaction_purges_old_tombstones_and_expired_cells)
+{
+	struct fx f;
+	fx_init(&f, "eng-purge", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	f.t->options.gc_grace_seconds = 100;
+	restart(&f); /* the engine copies the meta */
+	for (int c = 0; c < 10; c++)
+		put(&f, "p", c, "v", 0);
+	put(&f, "p", 20, "short", 5); /* expires in 5 s */
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	for (int c = 0; c < 5; c++)
+		del_row(&f, "p", c);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	struct storage_result *r = get(&f, "p", NULL);
+	ck_assert_uint_eq(r->row_count, 6);
+	storage_result_delete(r);
+
+	/* within gc_grace: tombstones stay */
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0);
+	r = get(&f, "p", NULL);
+	ck_assert_uint_eq(r->row_count, 6);
+	ck_assert_uint_ge(r->tombstones, 5);
+	storage_result_delete(r);
+
+	/* past gc_grace: purged, data stays deleted, expired cell gone */
+	fault_env_set_wall_us(f.fe, (1700000000LL + 1000) * 1000000);
+	put(&f, "q", 1, "x", 0); /* a second sstable to compact with */
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0);
+	r = get(&f, "p", NULL);
+	ck_assert_uint_eq(r->row_count, 5);
+	ck_assert_uint_eq(r->tombstones, 0);
+	ck_assert_int_eq(row_c(&r->rows[0]), 5);
+	storage_result_delete(r);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(ttl_expires_against_the_env_clock)
+{
+	struct fx f;
+	fx_init(&f, "eng-ttl", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	put(&f, "p", 1, "a", 10);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	put(&f, "p", 2, "b", 20);
+	struct storage_result *r = get(&f, "p", NULL);
+	ck_assert_uint_eq(r->row_count, 2);
+	ck_assert_int_eq(r->rows[0].cells[0].ttl, 10);
+	storage_result_delete(r);
+	fault_env_set_wall_us(f.fe, (1700000000LL + 10) * 1000000);
+	r = get(&f, "p", NULL);
+	ck_assert_uint_eq(r->row_count, 1);
+	ck_assert_int_eq(row_c(&r->rows[0]), 2);
+	storage_result_delete(r);
+	fault_env_set_wall_us(f.fe, (1700000000LL + 20) * 1000000);
+	r = get(&f, "p", NULL);
+	ck_assert_uint_eq(r->row_count, 0);
+	storage_result_delete(r);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(tombstone_failure_threshold_fails_the_read)
+{
+	struct fx f;
+	fx_init(&f, "eng-tomb", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	f.o.tombstone_failure_threshold = 50;
+	restart(&f);
+	for (int c = 0; c < 60; c++)
+		del_row(&f, "p", c);
+	struct storage_read_cmd cmd = {.key = (const uint8_t *)"p", .key_len = 1};
+	struct storage_result *r;
+	ck_assert_int_eq(storage_read(f.db, f.t->id, &cmd, &r), -1);
+	ck_assert_int_eq(err_code(), ERR_OVERLOADED);
+	ck_assert_ptr_nonnull(strstr(err_msg(), "tombstone_failure_threshold"));
+	fx_free(&f);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("storage_engine");
+	TCase *tc = tcase_create("engine");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, reads_merge_memtable_and_sstables, 0, 3);
+	tcase_add_test(tc, restart_replays_the_commitlog);
+	tcase_add_test(tc, range_scan_in_token_order);
+	tcase_add_test(tc, compaction_purges_old_tombstones_and_expired_cells);
+	tcase_add_test(tc, ttl_expires_against_the_env_clock);
+	tcase_add_test(tc, tombstone_failure_threshold_fails_the_read);
+	suite_add_tcase(s, tc);
+	return test_run(s);
+}
