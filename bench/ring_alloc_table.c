@@ -5,12 +5,13 @@
  * node (NTS, RF 3 in the DC) is measured with ring_dc_ownership.
  *
  *   ring_alloc_table [max_nodes=12] [seeds=10] [num_tokens=16] [rf=3]
- *                    [layouts=7 (bit mask of the three below)]
+ *                    [layouts=15 (bit mask of the four below)]
  *
  * Spread = max/min - 1 of the nodes' replicated ownership, worst over seeds.
  * Layouts: one rack; racks = nodes (every node its own rack); 3 racks filled
  * round robin (balanced only when the node count is a multiple of 3, since
- * each rack then holds exactly one replica of everything).
+ * each rack then holds exactly one replica of everything); 5 racks round
+ * robin.
  */
 #include "common/err.h"
 #include "ring/ring.h"
@@ -48,8 +49,10 @@ static int grow(int layout, size_t max_nodes, size_t ntok, int rf,
 			snprintf(rack, sizeof(rack), "r1");
 		else if (layout == 1)
 			snprintf(rack, sizeof(rack), "r%zu", n);
-		else
+		else if (layout == 2)
 			snprintf(rack, sizeof(rack), "r%zu", (n - 1) % 3 + 1);
+		else
+			snprintf(rack, sizeof(rack), "r%zu", (n - 1) % 5 + 1);
 		if (ring_tokens_allocate(r, "dc1", rack, rf, ntok,
 		                         seed * 1000 + n, toks)) {
 			ring_unref(r);
@@ -82,16 +85,16 @@ int main(int argc, char **argv)
 	int seeds = argc > 2 ? atoi(argv[2]) : 10;
 	size_t ntok = argc > 3 ? (size_t)atoi(argv[3]) : 16;
 	int rf = argc > 4 ? atoi(argv[4]) : 3;
-	int mask = argc > 5 ? atoi(argv[5]) : 7;
+	int mask = argc > 5 ? atoi(argv[5]) : 15;
 	if (max_nodes < 1 || max_nodes >= MAXN || ntok < 1 || ntok > 256) {
 		fprintf(stderr, "bad arguments\n");
 		return 2;
 	}
 	static const char *names[] = {"1 rack", "rack per node",
-	                              "3 racks (rr)"};
-	double worst[3][MAXN];
+	                              "3 racks (rr)", "5 racks (rr)"};
+	double worst[4][MAXN];
 	memset(worst, 0, sizeof(worst));
-	for (int layout = 0; layout < 3; layout++)
+	for (int layout = 0; layout < 4; layout++)
 		for (int s = 1; s <= seeds && (mask >> layout & 1); s++)
 			if (grow(layout, max_nodes, ntok, rf, (uint64_t)s,
 			         worst[layout])) {
@@ -101,10 +104,11 @@ int main(int argc, char **argv)
 	printf("num_tokens=%zu rf=%d seeds=%d: worst max/min-1 of replicated "
 	       "ownership\n",
 	       ntok, rf, seeds);
-	printf("| nodes/DC | %s | %s | %s |\n|---|---|---|---|\n", names[0],
-	       names[1], names[2]);
+	printf("| nodes/DC | %s | %s | %s | %s |\n|---|---|---|---|---|\n",
+	       names[0], names[1], names[2], names[3]);
 	for (size_t n = 3; n <= max_nodes; n++)
-		printf("| %zu | %.1f%% | %.1f%% | %.1f%% |\n", n,
-		       100 * worst[0][n], 100 * worst[1][n], 100 * worst[2][n]);
+		printf("| %zu | %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n", n,
+		       100 * worst[0][n], 100 * worst[1][n], 100 * worst[2][n],
+		       100 * worst[3][n]);
 	return 0;
 }
