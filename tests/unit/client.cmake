@@ -15,3 +15,5 @@ add_executable(cql_values_cli cql_values_cli.c)
 target_link_libraries(cql_values_cli PRIVATE cassini_client)
 cassini_pytest(unit_cql_values_driver test_cql_values_driver.py LABEL unit
                TIMEOUT 120)
+cassini_check_suite(test_schema LABEL unit SOURCES test_schema.c
+                    LIBS cassini_client)

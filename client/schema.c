@@ -1,0 +1,545 @@
+/*
+ * The schema registry: sorted keyspaces and tables, lookups, the schema
+ * version, and the built-in system keyspaces.
+ *
+ * System tables are declared below as CQL and created through the same DDL
+ * path as user tables, so their definitions read like Cassandra's and are
+ * validated the same way. Their ids are derived from their names, so every
+ * node agrees on them (and on the schema version) without talking.
+ */
+#include "client/schema_internal.h"
+
+#include "client/cql_parse.h"
+#include "common/err.h"
+#include "ring/murmur3.h"
+#include "ring/ring.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	const char *klass;
+	const char *rf; /* NULL for LocalStrategy */
+} system_keyspaces[] = {
+	{"system", "LocalStrategy", NULL},
+	{"system_schema", "LocalStrategy", NULL},
+	{"system_auth", "SimpleStrategy", "1"},
+	{"system_distributed", "SimpleStrategy", "3"},
+	{"system_traces", "SimpleStrategy", "2"},
+};
+
+/* The tables drivers and cqlsh read, with Cassandra 4.0's columns. */
+static const char *const system_tables[] = {
+	"CREATE TABLE system.local (key text PRIMARY KEY, bootstrapped text, "
+	"broadcast_address inet, broadcast_port int, cluster_name text, "
+	"cql_version text, data_center text, gossip_generation int, "
+	"host_id uuid, listen_address inet, listen_port int, "
+	"native_protocol_version text, partitioner text, rack text, "
+	"release_version text, rpc_address inet, rpc_port int, "
+	"schema_version uuid, tokens set<text>, truncated_at map<uuid, blob>)",
+
+	"CREATE TABLE system.peers (peer inet PRIMARY KEY, data_center text, "
+	"host_id uuid, preferred_ip inet, rack text, release_version text, "
+	"rpc_address inet, schema_version uuid, tokens set<text>)",
+
+	"CREATE TABLE system.peers_v2 (peer inet, peer_port int, "
+	"data_center text, host_id uuid, preferred_ip inet, preferred_port int, "
+	"rack text, release_version text, native_address inet, native_port int, "
+	"schema_version uuid, tokens set<text>, "
+	"PRIMARY KEY ((peer), peer_port))",
+
+	"CREATE TABLE system_schema.keyspaces (keyspace_name text PRIMARY KEY, "
+	"durable_writes boolean, replication frozen<map<text, text>>)",
+
+	"CREATE TABLE system_schema.tables (keyspace_name text, table_name text, "
+	"additional_write_policy text, bloom_filter_fp_chance double, "
+	"caching frozen<map<text, text>>, cdc boolean, comment text, "
+	"compaction frozen<map<text, text>>, compression frozen<map<text, text>>, "
+	"crc_check_chance double, dclocal_read_repair_chance double, "
+	"default_time_to_live int, extensions frozen<map<text, blob>>, "
+	"flags frozen<set<text>>, gc_grace_seconds int, id uuid, "
+	"max_index_interval int, memtable_flush_period_in_ms int, "
+	"min_index_interval int, read_repair text, read_repair_chance double, "
+	"speculative_retry text, PRIMARY KEY ((keyspace_name), table_name))",
+
+	"CREATE TABLE system_schema.columns (keyspace_name text, "
+	"table_name text, column_name text, clustering_order text, "
+	"column_name_bytes blob, kind text, position int, type text, "
+	"PRIMARY KEY ((keyspace_name), table_name, column_name))",
+
+	"CREATE TABLE system_schema.dropped_columns (keyspace_name text, "
+	"table_name text, column_name text, dropped_time timestamp, kind text, "
+	"type text, PRIMARY KEY ((keyspace_name), table_name, column_name))",
+
+	"CREATE TABLE system_schema.triggers (keyspace_name text, "
+	"table_name text, trigger_name text, options frozen<map<text, text>>, "
+	"PRIMARY KEY ((keyspace_name), table_name, trigger_name))",
+
+	"CREATE TABLE system_schema.views (keyspace_name text, view_name text, "
+	"base_table_id uuid, base_table_name text, include_all_columns boolean, "
+	"where_clause text, PRIMARY KEY ((keyspace_name), view_name))",
+
+	"CREATE TABLE system_schema.types (keyspace_name text, type_name text, "
+	"field_names frozen<list<text>>, field_types frozen<list<text>>, "
+	"PRIMARY KEY ((keyspace_name), type_name))",
+
+	"CREATE TABLE system_schema.functions (keyspace_name text, "
+	"function_name text, argument_types frozen<list<text>>, "
+	"argument_names frozen<list<text>>, body text, "
+	"called_on_null_input boolean, language text, return_type text, "
+	"PRIMARY KEY ((keyspace_name), function_name, argument_types))",
+
+	"CREATE TABLE system_schema.aggregates (keyspace_name text, "
+	"aggregate_name text, argument_types frozen<list<text>>, "
+	"final_func text, initcond text, return_type text, state_func text, "
+	"state_type text, "
+	"PRIMARY KEY ((keyspace_name), aggregate_name, argument_types))",
+
+	"CREATE TABLE system_schema.indexes (keyspace_name text, "
+	"table_name text, index_name text, kind text, "
+	"options frozen<map<text, text>>, "
+	"PRIMARY KEY ((keyspace_name), table_name, index_name))",
+};
+
+/* ---- small sorted arrays -------------------------------------------------------- */
+
+static int grow(void **items, size_t *cap, size_t count, size_t size)
+{
+	if (count < *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 8;
+	void *p = realloc(*items, ncap * size);
+	if (!p)
+		return err_set(ERR_NOMEM, "out of memory");
+	*items = p;
+	*cap = ncap;
+	return 0;
+}
+
+static size_t ks_pos(const struct cql_schema *s, const char *name, bool *found)
+{
+	size_t lo = 0, hi = s->count;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(s->keyspaces[mid]->meta->name, name);
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+static size_t table_pos(const struct cql_keyspace *k, const char *name,
+			bool *found)
+{
+	size_t lo = 0, hi = k->table_count;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(k->tables[mid]->meta->name, name);
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+struct cql_keyspace *schema_keyspace_mut(struct cql_schema *s, const char *name)
+{
+	bool found;
+	size_t i = ks_pos(s, name, &found);
+	return found ? s->keyspaces[i] : NULL;
+}
+
+int schema_keyspace_insert(struct cql_schema *s, struct cql_keyspace *k)
+{
+	bool found;
+	size_t i = ks_pos(s, k->meta->name, &found);
+	if (found)
+		return err_set(ERR_EXISTS, "keyspace exists");
+	if (grow((void **)&s->keyspaces, &s->cap, s->count,
+		 sizeof(*s->keyspaces)) != 0)
+		return -1;
+	memmove(s->keyspaces + i + 1, s->keyspaces + i,
+		(s->count - i) * sizeof(*s->keyspaces));
+	s->keyspaces[i] = k;
+	s->count++;
+	return 0;
+}
+
+void schema_keyspace_remove(struct cql_schema *s, struct cql_keyspace *k)
+{
+	bool found;
+	size_t i = ks_pos(s, k->meta->name, &found);
+	if (!found)
+		return;
+	memmove(s->keyspaces + i, s->keyspaces + i + 1,
+		(s->count - i - 1) * sizeof(*s->keyspaces));
+	s->count--;
+}
+
+struct cql_table *schema_table_mut(struct cql_keyspace *k, const char *name)
+{
+	bool found;
+	size_t i = table_pos(k, name, &found);
+	return found ? k->tables[i] : NULL;
+}
+
+int schema_table_insert(struct cql_keyspace *k, struct cql_table *t)
+{
+	bool found;
+	size_t i = table_pos(k, t->meta->name, &found);
+	if (found)
+		return err_set(ERR_EXISTS, "table exists");
+	if (grow((void **)&k->tables, &k->table_cap, k->table_count,
+		 sizeof(*k->tables)) != 0)
+		return -1;
+	memmove(k->tables + i + 1, k->tables + i,
+		(k->table_count - i) * sizeof(*k->tables));
+	k->tables[i] = t;
+	k->table_count++;
+	return 0;
+}
+
+void schema_table_remove(struct cql_keyspace *k, struct cql_table *t)
+{
+	bool found;
+	size_t i = table_pos(k, t->meta->name, &found);
+	if (!found)
+		return;
+	memmove(k->tables + i, k->tables + i + 1,
+		(k->table_count - i - 1) * sizeof(*k->tables));
+	k->table_count--;
+}
+
+int schema_retire(struct cql_schema *s, enum retired_kind kind, void *ptr)
+{
+	if (grow((void **)&s->retired, &s->retired_cap, s->retired_count,
+		 sizeof(*s->retired)) != 0)
+		return -1;
+	s->retired[s->retired_count++] = (struct retired){kind, ptr};
+	return 0;
+}
+
+void schema_table_free(struct cql_table *t)
+{
+	if (!t)
+		return;
+	storage_table_meta_delete(t->meta);
+	free(t->dropped);
+	free(t);
+}
+
+void schema_keyspace_free(struct cql_keyspace *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->table_count; i++)
+		schema_table_free(k->tables[i]);
+	free(k->tables);
+	storage_keyspace_meta_delete(k->meta);
+	ring_strategy_delete(k->strategy);
+	free(k);
+}
+
+void schema_table_options_default(struct cql_table_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->read_repair_blocking = true;
+	snprintf(o->speculative_retry, sizeof(o->speculative_retry), "99p");
+	snprintf(o->caching_keys, sizeof(o->caching_keys), "ALL");
+	snprintf(o->caching_rows, sizeof(o->caching_rows), "NONE");
+	o->crc_check_chance = 1.0;
+	o->min_index_interval = 128;
+	o->max_index_interval = 2048;
+}
+
+/* ---- construction ---------------------------------------------------------------- */
+
+static struct cql_keyspace *system_keyspace(const char *name, const char *klass,
+					    const char *rf)
+{
+	struct cql_keyspace *k = calloc(1, sizeof(*k));
+	if (!k) {
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	const char *keys[] = {"class", "replication_factor"};
+	const char *values[] = {klass, rf};
+	k->system = true;
+	k->meta = storage_keyspace_meta_new(name, true);
+	k->strategy = ring_strategy_new(keys, values, rf ? 2 : 1, true);
+	if (!k->meta || !k->strategy ||
+	    storage_keyspace_meta_set_replication(k->meta, "class", klass) != 0 ||
+	    (rf && storage_keyspace_meta_set_replication(
+			   k->meta, "replication_factor", rf) != 0)) {
+		schema_keyspace_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+/* Name-based ids, so every node gives a system table the same one. */
+static void name_id(const char *ks, const char *table, uint8_t id[16])
+{
+	char text[160];
+	uint64_t h[2];
+	int n = snprintf(text, sizeof(text), "%s.%s", ks, table);
+	murmur3_hash128(text, (size_t)n, 0, h);
+	be64_store(id, h[0]);
+	be64_store(id + 8, h[1]);
+	id[6] = (uint8_t)((id[6] & 0x0f) | 0x30); /* version 3: name-based */
+	id[8] = (uint8_t)((id[8] & 0x3f) | 0x80);
+}
+
+static int create_system_tables(struct cql_schema *s)
+{
+	for (size_t i = 0; i < sizeof(system_tables) / sizeof(system_tables[0]);
+	     i++) {
+		struct arena a;
+		int binds;
+		struct cql_schema_change change;
+		arena_create(&a, 0);
+		struct cql_stmt *st = cql_parse(&a, system_tables[i],
+						strlen(system_tables[i]), &binds,
+						NULL);
+		enum cql_schema_status rc = CQL_SCHEMA_INVALID;
+		if (st) {
+			uint8_t id[16];
+			name_id(st->u.create_table.table.keyspace,
+				st->u.create_table.table.name, id);
+			rc = schema_apply(s, st, NULL, id, true, &change);
+		}
+		arena_destroy(&a);
+		if (rc != CQL_SCHEMA_OK)
+			return err_prefix("system table %zu", i);
+	}
+	return 0;
+}
+
+struct cql_schema *cql_schema_new(void)
+{
+	struct cql_schema *s = calloc(1, sizeof(*s));
+	if (!s) {
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0;
+	     i < sizeof(system_keyspaces) / sizeof(system_keyspaces[0]); i++) {
+		struct cql_keyspace *k = system_keyspace(system_keyspaces[i].name,
+							 system_keyspaces[i].klass,
+							 system_keyspaces[i].rf);
+		if (!k || schema_keyspace_insert(s, k) != 0) {
+			schema_keyspace_free(k);
+			cql_schema_delete(s);
+			return NULL;
+		}
+	}
+	if (create_system_tables(s) != 0) {
+		cql_schema_delete(s);
+		return NULL;
+	}
+	return s;
+}
+
+void cql_schema_delete(struct cql_schema *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->count; i++)
+		schema_keyspace_free(s->keyspaces[i]);
+	for (size_t i = 0; i < s->retired_count; i++) {
+		struct retired *r = &s->retired[i];
+		if (r->kind == RETIRED_TABLE_META)
+			storage_table_meta_delete(r->ptr);
+		else if (r->kind == RETIRED_TABLE)
+			schema_table_free(r->ptr);
+		else
+			schema_keyspace_free(r->ptr);
+	}
+	free(s->retired);
+	free(s->keyspaces);
+	free(s);
+}
+
+enum cql_schema_status cql_schema_apply(struct cql_schema *s,
+					const struct cql_stmt *stmt,
+					const char *current_keyspace,
+					const uint8_t new_id[16],
+					struct cql_schema_change *change)
+{
+	return schema_apply(s, stmt, current_keyspace, new_id, false, change);
+}
+
+/* ---- queries ------------------------------------------------------------------------ */
+
+const struct cql_keyspace *cql_schema_keyspace(const struct cql_schema *s,
+					       const char *name)
+{
+	return schema_keyspace_mut((struct cql_schema *)s, name);
+}
+
+const struct cql_table *cql_schema_table(const struct cql_schema *s,
+					 const char *keyspace, const char *table)
+{
+	struct cql_keyspace *k = schema_keyspace_mut((struct cql_schema *)s,
+						     keyspace);
+	return k ? schema_table_mut(k, table) : NULL;
+}
+
+size_t cql_schema_keyspace_count(const struct cql_schema *s)
+{
+	return s->count;
+}
+
+const struct cql_keyspace *cql_schema_keyspace_at(const struct cql_schema *s,
+						  size_t i)
+{
+	return i < s->count ? s->keyspaces[i] : NULL;
+}
+
+const struct storage_keyspace_meta *cql_keyspace_meta(const struct cql_keyspace *k)
+{
+	return k->meta;
+}
+
+const struct ring_strategy *cql_keyspace_strategy(const struct cql_keyspace *k)
+{
+	return k->strategy;
+}
+
+bool cql_keyspace_is_system(const struct cql_keyspace *k)
+{
+	return k->system;
+}
+
+size_t cql_keyspace_table_count(const struct cql_keyspace *k)
+{
+	return k->table_count;
+}
+
+const struct cql_table *cql_keyspace_table_at(const struct cql_keyspace *k,
+					      size_t i)
+{
+	return i < k->table_count ? k->tables[i] : NULL;
+}
+
+const struct storage_table_meta *cql_table_meta(const struct cql_table *t)
+{
+	return t->meta;
+}
+
+const struct cql_table_options *cql_table_options(const struct cql_table *t)
+{
+	return &t->opts;
+}
+
+bool cql_table_column_dropped(const struct cql_table *t, size_t column)
+{
+	return column < t->meta->column_count && t->dropped[column];
+}
+
+int cql_table_column(const struct cql_table *t, const char *name)
+{
+	for (size_t i = 0; i < t->meta->column_count; i++)
+		if (!t->dropped[i] && strcmp(t->meta->columns[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+int cql_type_text(const struct storage_type *t, char *dst, size_t cap)
+{
+	const char *kind = storage_type_kind_name(t->kind);
+	int n;
+	if (!kind)
+		return err_set(ERR_INVALID, "unknown type %u", t->kind);
+	if (!storage_type_is_collection(t->kind)) {
+		n = snprintf(dst, cap, "%s", kind);
+	} else {
+		const char *e = storage_type_kind_name(t->elem);
+		const char *v = t->kind == STORAGE_TYPE_MAP
+					? storage_type_kind_name(t->value)
+					: NULL;
+		if (!e || (t->kind == STORAGE_TYPE_MAP && !v))
+			return err_set(ERR_INVALID, "bad collection type");
+		if (v)
+			n = snprintf(dst, cap, "%s%s<%s, %s>%s",
+				     t->frozen ? "frozen<" : "", kind, e, v,
+				     t->frozen ? ">" : "");
+		else
+			n = snprintf(dst, cap, "%s%s<%s>%s",
+				     t->frozen ? "frozen<" : "", kind, e,
+				     t->frozen ? ">" : "");
+	}
+	if (n < 0 || (size_t)n >= cap)
+		return err_set(ERR_INVALID, "type text too long");
+	return 0;
+}
+
+/* ---- version ------------------------------------------------------------------------ */
+
+static int describe_table(struct buf *b, const struct cql_table *t)
+{
+	const struct storage_table_meta *m = t->meta;
+	const struct storage_table_options *o = &m->options;
+	char line[512];
+	int n = snprintf(line, sizeof(line),
+			 "table %s id=%02x%02x%02x%02x ttl=%d gc=%lld comp=%u/%u/%u"
+			 " cz=%u/%u bf=%g rr=%d sr=%s cm=%s\n",
+			 m->name, m->id[0], m->id[1], m->id[14], m->id[15],
+			 o->default_time_to_live, (long long)o->gc_grace_seconds,
+			 o->compaction, o->min_threshold, o->max_threshold,
+			 o->compression, o->chunk_length, o->bloom_filter_fp_chance,
+			 t->opts.read_repair_blocking, t->opts.speculative_retry,
+			 t->opts.comment);
+	if (buf_append(b, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) != 0)
+		return -1;
+	for (size_t i = 0; i < m->column_count; i++) {
+		const struct storage_column *c = &m->columns[i];
+		char type[96];
+		if (cql_type_text(&c->type, type, sizeof(type)) != 0)
+			snprintf(type, sizeof(type), "?");
+		n = snprintf(line, sizeof(line), " col %s %u %u %d %s%s\n",
+			     c->name, c->kind, c->position, c->desc, type,
+			     t->dropped[i] ? " dropped" : "");
+		if (buf_append(b, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+void cql_schema_version(const struct cql_schema *s, uint8_t out[16])
+{
+	struct buf b;
+	uint64_t h[2] = {0, 0};
+	buf_init(&b);
+	for (size_t i = 0; i < s->count; i++) {
+		const struct cql_keyspace *k = s->keyspaces[i];
+		char line[256];
+		int n = snprintf(line, sizeof(line), "keyspace %s %d %s\n",
+				 k->meta->name, k->meta->durable_writes,
+				 ring_strategy_describe(k->strategy));
+		buf_append(&b, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1));
+		for (size_t j = 0; j < k->table_count; j++)
+			describe_table(&b, k->tables[j]);
+	}
+	murmur3_hash128(b.data ? b.data : (const uint8_t *)"", b.len, 0, h);
+	buf_free(&b);
+	be64_store(out, h[0]);
+	be64_store(out + 8, h[1]);
+	out[6] = (uint8_t)((out[6] & 0x0f) | 0x30);
+	out[8] = (uint8_t)((out[8] & 0x3f) | 0x80);
+}

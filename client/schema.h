@@ -1,0 +1,118 @@
+/*
+ * The schema as clients see it: keyspaces with their replication, tables
+ * with their columns and options, and the built-in system keyspaces whose
+ * tables drivers query on connect (system.local, system.peers,
+ * system.peers_v2, system_schema.*).
+ *
+ * Tables are described by storage/'s struct storage_table_meta, which the
+ * engine stores data with; keyspaces by struct storage_keyspace_meta plus
+ * the ring strategy their replication options parse to. The options the
+ * engine does not need (comment, read_repair, speculative_retry, caching,
+ * ...) live here.
+ *
+ * DDL is applied with cql_schema_apply(), which validates as Cassandra does
+ * and answers with Cassandra's sentences. Metadata objects are replaced,
+ * never changed in place: a pointer obtained before an ALTER stays valid
+ * (describing the old version) until the registry is deleted.
+ *
+ * Not thread-safe: the registry belongs to the event-loop thread.
+ */
+#ifndef CASSINI_CLIENT_SCHEMA_H
+#define CASSINI_CLIENT_SCHEMA_H
+
+#include "client/cql_ast.h"
+#include "storage/schema.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cql_schema;
+struct cql_keyspace;
+struct cql_table;
+struct ring_strategy;
+
+/* What kind of reply a failed apply deserves (err_msg() has the text). */
+enum cql_schema_status {
+	CQL_SCHEMA_OK = 0,
+	CQL_SCHEMA_NOOP,           /* IF [NOT] EXISTS matched: nothing done */
+	CQL_SCHEMA_INVALID,        /* Invalid 0x2200 */
+	CQL_SCHEMA_SYNTAX,         /* Syntax_error 0x2000 (unknown property) */
+	CQL_SCHEMA_CONFIG,         /* Config_error 0x2300 */
+	CQL_SCHEMA_ALREADY_EXISTS, /* Already_exists 0x2400 */
+	CQL_SCHEMA_UNAUTHORIZED,   /* Unauthorized 0x2100 (system keyspaces) */
+	CQL_SCHEMA_UNSUPPORTED,    /* Invalid, for features we lack */
+	CQL_SCHEMA_NOMEM,
+};
+
+/* The RESULT Schema_change / SCHEMA_CHANGE event for an applied change. */
+struct cql_schema_change {
+	const char *change; /* CREATED, UPDATED, DROPPED */
+	const char *target; /* KEYSPACE, TABLE */
+	char keyspace[64];
+	char name[64];      /* empty for a keyspace */
+};
+
+/* Options kept next to storage's table metadata. */
+struct cql_table_options {
+	char comment[256];
+	bool read_repair_blocking;  /* read_repair = 'BLOCKING' (default) */
+	char speculative_retry[32]; /* '99p' (default), 'ALWAYS', 'NONE', '50ms' */
+	char caching_keys[16];      /* 'ALL' */
+	char caching_rows[16];      /* 'NONE' */
+	double crc_check_chance;
+	int32_t min_index_interval;
+	int32_t max_index_interval;
+	int32_t memtable_flush_period_in_ms;
+};
+
+/* A registry holding the system keyspaces. NULL on ERR_NOMEM. */
+struct cql_schema *cql_schema_new(void);
+void cql_schema_delete(struct cql_schema *s);
+
+/*
+ * Applies a DDL statement (CREATE/ALTER/DROP KEYSPACE or TABLE).
+ * `current_keyspace` is the connection's USE keyspace (may be NULL).
+ * `new_id` is the id a created table gets unless WITH id = ... names one.
+ * On CQL_SCHEMA_OK `change` describes what happened.
+ */
+enum cql_schema_status cql_schema_apply(struct cql_schema *s,
+					const struct cql_stmt *stmt,
+					const char *current_keyspace,
+					const uint8_t new_id[16],
+					struct cql_schema_change *change);
+
+/* A UUID that changes whenever the schema does and is equal on two nodes
+ * with the same schema (drivers wait until every node reports the same). */
+void cql_schema_version(const struct cql_schema *s, uint8_t out[16]);
+
+/* Lookups; NULL when absent. Names are exact (already normalised). */
+const struct cql_keyspace *cql_schema_keyspace(const struct cql_schema *s,
+					       const char *name);
+const struct cql_table *cql_schema_table(const struct cql_schema *s,
+					 const char *keyspace,
+					 const char *table);
+
+/* Iteration in name order. */
+size_t cql_schema_keyspace_count(const struct cql_schema *s);
+const struct cql_keyspace *cql_schema_keyspace_at(const struct cql_schema *s,
+						  size_t i);
+
+const struct storage_keyspace_meta *cql_keyspace_meta(const struct cql_keyspace *k);
+const struct ring_strategy *cql_keyspace_strategy(const struct cql_keyspace *k);
+bool cql_keyspace_is_system(const struct cql_keyspace *k);
+size_t cql_keyspace_table_count(const struct cql_keyspace *k);
+const struct cql_table *cql_keyspace_table_at(const struct cql_keyspace *k,
+					      size_t i);
+
+const struct storage_table_meta *cql_table_meta(const struct cql_table *t);
+const struct cql_table_options *cql_table_options(const struct cql_table *t);
+/* True for a column removed with ALTER TABLE DROP (its slot stays). */
+bool cql_table_column_dropped(const struct cql_table *t, size_t column);
+/* The column number of `name`, or -1 (dropped columns are not found). */
+int cql_table_column(const struct cql_table *t, const char *name);
+
+/* CQL text of a column type: "int", "map<text, int>", "frozen<list<int>>". */
+int cql_type_text(const struct storage_type *t, char *dst, size_t cap);
+
+#endif

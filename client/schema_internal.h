@@ -1,0 +1,66 @@
+/* The schema registry's insides, shared by schema.c and schema_ddl.c. */
+#ifndef CASSINI_CLIENT_SCHEMA_INTERNAL_H
+#define CASSINI_CLIENT_SCHEMA_INTERNAL_H
+
+#include "client/schema.h"
+
+struct cql_table {
+	struct storage_table_meta *meta;
+	bool *dropped; /* one per column slot of meta */
+	struct cql_table_options opts;
+};
+
+struct cql_keyspace {
+	struct storage_keyspace_meta *meta;
+	struct ring_strategy *strategy;
+	bool system;
+	struct cql_table **tables; /* sorted by name */
+	size_t table_count;
+	size_t table_cap;
+};
+
+enum retired_kind {
+	RETIRED_TABLE_META,
+	RETIRED_TABLE,
+	RETIRED_KEYSPACE,
+};
+
+struct retired {
+	enum retired_kind kind;
+	void *ptr;
+};
+
+struct cql_schema {
+	struct cql_keyspace **keyspaces; /* sorted by name */
+	size_t count;
+	size_t cap;
+	/* Replaced or dropped objects: pointers handed out stay valid until
+	 * the registry is deleted. */
+	struct retired *retired;
+	size_t retired_count;
+	size_t retired_cap;
+};
+
+/* Lookups returning mutable objects (for the DDL code). */
+struct cql_keyspace *schema_keyspace_mut(struct cql_schema *s,
+					 const char *name);
+int schema_keyspace_insert(struct cql_schema *s, struct cql_keyspace *k);
+void schema_keyspace_remove(struct cql_schema *s, struct cql_keyspace *k);
+int schema_table_insert(struct cql_keyspace *k, struct cql_table *t);
+void schema_table_remove(struct cql_keyspace *k, struct cql_table *t);
+struct cql_table *schema_table_mut(struct cql_keyspace *k, const char *name);
+int schema_retire(struct cql_schema *s, enum retired_kind kind, void *ptr);
+
+void schema_table_free(struct cql_table *t);
+void schema_keyspace_free(struct cql_keyspace *k);
+void schema_table_options_default(struct cql_table_options *o);
+
+/* Applies DDL; `internal` allows the system keyspaces (used to create the
+ * system tables from their CQL definitions). */
+enum cql_schema_status schema_apply(struct cql_schema *s,
+				    const struct cql_stmt *stmt,
+				    const char *current_keyspace,
+				    const uint8_t new_id[16], bool internal,
+				    struct cql_schema_change *change);
+
+#endif

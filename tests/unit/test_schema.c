@@ -1,0 +1,393 @@
+/* client/schema: DDL applied with Cassandra's rules, system keyspaces,
+ * versioning, and old metadata staying valid across ALTERs. */
+#include "client/cql_parse.h"
+#include "client/schema.h"
+#include "common/err.h"
+#include "ring/ring.h"
+#include "tests/lib/testutil.h"
+
+#include <string.h>
+
+static struct cql_schema *schema;
+static struct cql_schema_change change;
+static int next_id;
+
+static void setup(void)
+{
+	schema = cql_schema_new();
+	ck_assert_msg(schema != NULL, "%s", err_msg());
+	next_id = 1;
+}
+
+static void teardown(void)
+{
+	cql_schema_delete(schema);
+}
+
+static enum cql_schema_status run_in(struct cql_schema *s, const char *q,
+				     const char *ks)
+{
+	struct arena a;
+	int binds;
+	uint8_t id[16] = {0};
+	id[15] = (uint8_t)next_id++;
+	arena_create(&a, 0);
+	struct cql_stmt *st = cql_parse(&a, q, strlen(q), &binds, NULL);
+	ck_assert_msg(st != NULL, "%s: %s", q, err_msg());
+	enum cql_schema_status rc = cql_schema_apply(s, st, ks, id, &change);
+	arena_destroy(&a);
+	return rc;
+}
+
+static enum cql_schema_status run(const char *q)
+{
+	return run_in(schema, q, "ks");
+}
+
+static void ok(const char *q)
+{
+	enum cql_schema_status rc = run(q);
+	ck_assert_msg(rc == CQL_SCHEMA_OK, "%s -> %d %s", q, rc, err_msg());
+}
+
+static void refused(const char *q, enum cql_schema_status want,
+		    const char *msg)
+{
+	enum cql_schema_status rc = run(q);
+	ck_assert_msg(rc == want, "%s -> %d (%s), wanted %d", q, rc, err_msg(),
+		      want);
+	ck_assert_msg(strstr(err_msg(), msg) != NULL, "%s -> '%s' lacks '%s'", q,
+		      err_msg(), msg);
+}
+
+static const struct storage_column *col(const struct cql_table *t,
+					const char *name)
+{
+	int c = cql_table_column(t, name);
+	ck_assert_msg(c >= 0, "no column %s", name);
+	return &cql_table_meta(t)->columns[c];
+}
+
+START_TEST(system_keyspaces_hold_the_tables_drivers_read)
+{
+	const char *ks[] = {"system", "system_auth", "system_distributed",
+			    "system_schema", "system_traces"};
+	ck_assert_uint_eq(cql_schema_keyspace_count(schema), 5);
+	for (size_t i = 0; i < 5; i++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(schema, i);
+		ck_assert_str_eq(cql_keyspace_meta(k)->name, ks[i]);
+		ck_assert(cql_keyspace_is_system(k));
+	}
+	ck_assert_int_eq(ring_strategy_class(cql_keyspace_strategy(
+				 cql_schema_keyspace(schema, "system"))),
+			 RING_STRATEGY_LOCAL);
+	const struct cql_table *local = cql_schema_table(schema, "system", "local");
+	ck_assert_ptr_nonnull(local);
+	char type[64];
+	cql_type_text(&col(local, "tokens")->type, type, sizeof(type));
+	ck_assert_str_eq(type, "set<text>");
+	cql_type_text(&col(local, "truncated_at")->type, type, sizeof(type));
+	ck_assert_str_eq(type, "map<uuid, blob>");
+	ck_assert_int_eq(col(local, "key")->kind, STORAGE_COLUMN_PARTITION_KEY);
+	const struct cql_table *peers = cql_schema_table(schema, "system",
+							 "peers_v2");
+	ck_assert_int_eq(col(peers, "peer_port")->kind, STORAGE_COLUMN_CLUSTERING);
+	const struct cql_table *tables =
+		cql_schema_table(schema, "system_schema", "tables");
+	cql_type_text(&col(tables, "flags")->type, type, sizeof(type));
+	ck_assert_str_eq(type, "frozen<set<text>>");
+	const char *names[] = {"keyspaces", "tables", "columns", "types",
+			       "functions", "aggregates", "triggers", "indexes",
+			       "views", "dropped_columns"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		ck_assert_msg(cql_schema_table(schema, "system_schema", names[i]),
+			      "%s", names[i]);
+	/* Users cannot change them. */
+	refused("DROP KEYSPACE system", CQL_SCHEMA_UNAUTHORIZED,
+		"system keyspace is not user-modifiable.");
+	refused("CREATE TABLE system.mine (k int PRIMARY KEY)",
+		CQL_SCHEMA_UNAUTHORIZED, "not user-modifiable");
+	refused("ALTER TABLE system_schema.tables WITH comment = 'x'",
+		CQL_SCHEMA_UNAUTHORIZED, "not user-modifiable");
+	refused("CREATE KEYSPACE system_views WITH replication = "
+		"{'class': 'SimpleStrategy', 'replication_factor': 1}",
+		CQL_SCHEMA_UNAUTHORIZED, "not user-modifiable");
+}
+END_TEST
+
+START_TEST(keyspaces_validate_replication)
+{
+	ok("CREATE KEYSPACE ks WITH replication = {'class': "
+	   "'NetworkTopologyStrategy', 'dc1': 3, 'dc2': '2'} AND "
+	   "durable_writes = false");
+	ck_assert_str_eq(change.change, "CREATED");
+	ck_assert_str_eq(change.target, "KEYSPACE");
+	const struct cql_keyspace *k = cql_schema_keyspace(schema, "ks");
+	ck_assert(!cql_keyspace_meta(k)->durable_writes);
+	ck_assert_str_eq(cql_keyspace_meta(k)->replication_class,
+			 "org.apache.cassandra.locator.NetworkTopologyStrategy");
+	ck_assert_int_eq(ring_strategy_rf(cql_keyspace_strategy(k), "dc1"), 3);
+
+	refused("CREATE KEYSPACE ks WITH replication = {'class': "
+		"'SimpleStrategy', 'replication_factor': 1}",
+		CQL_SCHEMA_ALREADY_EXISTS, "Cannot add existing keyspace \"ks\"");
+	ck_assert_int_eq(run("CREATE KEYSPACE IF NOT EXISTS ks WITH replication "
+			     "= {'class': 'SimpleStrategy', "
+			     "'replication_factor': 1}"),
+			 CQL_SCHEMA_NOOP);
+	refused("CREATE KEYSPACE k2 WITH replication = {'class': "
+		"'NetworkTopologyStrategy', 'replication_factor': 3}",
+		CQL_SCHEMA_CONFIG, "replication_factor is an option for "
+				   "SimpleStrategy, not NetworkTopologyStrategy");
+	refused("CREATE KEYSPACE k2 WITH replication = {'class': 'Foo'}",
+		CQL_SCHEMA_CONFIG, "Unable to find replication strategy class");
+	refused("CREATE KEYSPACE k2 WITH replication = {'class': "
+		"'LocalStrategy'}",
+		CQL_SCHEMA_CONFIG, "LocalStrategy");
+	refused("CREATE KEYSPACE k2 WITH durable_writes = true",
+		CQL_SCHEMA_CONFIG, "Missing mandatory option 'replication'");
+	refused("CREATE KEYSPACE k2 WITH replication = {'class': "
+		"'SimpleStrategy', 'replication_factor': 1} AND foo = 1",
+		CQL_SCHEMA_SYNTAX, "Unknown property 'foo'");
+	refused("CREATE KEYSPACE \"bad-name\" WITH replication = {'class': "
+		"'SimpleStrategy', 'replication_factor': 1}",
+		CQL_SCHEMA_INVALID, "Keyspace name must not be empty");
+
+	/* ALTER keeps what it does not mention; tables survive. */
+	ok("CREATE TABLE t (k int PRIMARY KEY)");
+	ok("ALTER KEYSPACE ks WITH durable_writes = true");
+	k = cql_schema_keyspace(schema, "ks");
+	ck_assert(cql_keyspace_meta(k)->durable_writes);
+	ck_assert_int_eq(ring_strategy_rf(cql_keyspace_strategy(k), "dc2"), 2);
+	ck_assert_ptr_nonnull(cql_schema_table(schema, "ks", "t"));
+
+	ok("DROP KEYSPACE ks");
+	ck_assert_ptr_null(cql_schema_keyspace(schema, "ks"));
+	ck_assert_int_eq(run("DROP KEYSPACE IF EXISTS ks"), CQL_SCHEMA_NOOP);
+	refused("DROP KEYSPACE ks", CQL_SCHEMA_CONFIG,
+		"Cannot drop non existing keyspace 'ks'.");
+}
+END_TEST
+
+START_TEST(tables_get_keys_order_types_and_options)
+{
+	ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', "
+	   "'replication_factor': 1}");
+	ok("CREATE TABLE ks.events (day date, \"Sensor\" text, ts timeuuid, "
+	   "seq int, v double, tags set<text>, meta frozen<map<text, int>>, "
+	   "owner text static, PRIMARY KEY ((day, \"Sensor\"), ts, seq)) "
+	   "WITH CLUSTERING ORDER BY (ts DESC, seq ASC) "
+	   "AND default_time_to_live = 3600 AND gc_grace_seconds = 60 "
+	   "AND compaction = {'class': 'TimeWindowCompactionStrategy', "
+	   "'compaction_window_unit': 'HOURS', 'compaction_window_size': 6} "
+	   "AND compression = {'class': 'DeflateCompressor', "
+	   "'chunk_length_in_kb': 64} AND read_repair = 'NONE' "
+	   "AND speculative_retry = '95p' AND comment = 'sensor data' "
+	   "AND caching = {'keys': 'NONE'}");
+	ck_assert_str_eq(change.target, "TABLE");
+	ck_assert_str_eq(change.name, "events");
+	const struct cql_table *t = cql_schema_table(schema, "ks", "events");
+	const struct storage_table_meta *m = cql_table_meta(t);
+	ck_assert_uint_eq(m->pk_count, 2);
+	ck_assert_uint_eq(m->ck_count, 2);
+	ck_assert_str_eq(m->columns[m->pk[1]].name, "Sensor");
+	ck_assert(col(t, "ts")->desc);
+	ck_assert(!col(t, "seq")->desc);
+	ck_assert_int_eq(col(t, "owner")->kind, STORAGE_COLUMN_STATIC);
+	ck_assert_int_eq(col(t, "tags")->type.kind, STORAGE_TYPE_SET);
+	ck_assert(!col(t, "tags")->type.frozen);
+	ck_assert(col(t, "meta")->type.frozen);
+	ck_assert_int_eq(m->options.default_time_to_live, 3600);
+	ck_assert_int_eq(m->options.gc_grace_seconds, 60);
+	ck_assert_int_eq(m->options.compaction, STORAGE_COMPACTION_TIME_WINDOW);
+	ck_assert_int_eq(m->options.compaction_window_seconds, 6 * 3600);
+	ck_assert_int_eq(m->options.compression, STORAGE_COMPRESSION_DEFLATE);
+	ck_assert_uint_eq(m->options.chunk_length, 64 * 1024);
+	const struct cql_table_options *o = cql_table_options(t);
+	ck_assert(!o->read_repair_blocking);
+	ck_assert_str_eq(o->speculative_retry, "95p");
+	ck_assert_str_eq(o->comment, "sensor data");
+	ck_assert_str_eq(o->caching_keys, "NONE");
+
+	refused("CREATE TABLE events (k int PRIMARY KEY)",
+		CQL_SCHEMA_ALREADY_EXISTS,
+		"Cannot add already existing table \"events\" to keyspace \"ks\"");
+	ck_assert_int_eq(run("CREATE TABLE IF NOT EXISTS events (k int PRIMARY "
+			     "KEY)"),
+			 CQL_SCHEMA_NOOP);
+	ck_assert_int_eq(run_in(schema, "CREATE TABLE t (k int PRIMARY KEY)",
+				NULL),
+			 CQL_SCHEMA_INVALID);
+	ck_assert_str_eq(err_msg(), "No keyspace has been specified. USE a "
+				    "keyspace, or explicitly specify "
+				    "keyspace.tablename");
+}
+END_TEST
+
+START_TEST(table_definitions_are_checked_like_cassandra)
+{
+	ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', "
+	   "'replication_factor': 1}");
+	refused("CREATE TABLE nosuch.t (k int PRIMARY KEY)", CQL_SCHEMA_INVALID,
+		"Keyspace 'nosuch' doesn't exist");
+	refused("CREATE TABLE t (k int PRIMARY KEY, k text)", CQL_SCHEMA_INVALID,
+		"Multiple definition of identifier k");
+	refused("CREATE TABLE t (k int, v int, PRIMARY KEY (k, x))",
+		CQL_SCHEMA_INVALID, "Unknown definition x referenced in PRIMARY KEY");
+	refused("CREATE TABLE t (k int PRIMARY KEY, v addr)", CQL_SCHEMA_INVALID,
+		"Unknown type ks.addr");
+	refused("CREATE TABLE t (k list<int> PRIMARY KEY)", CQL_SCHEMA_INVALID,
+		"Invalid non-frozen collection type for PRIMARY KEY component k");
+	ok("CREATE TABLE fk (k frozen<list<int>> PRIMARY KEY)");
+	refused("CREATE TABLE t (k int PRIMARY KEY, s int static)",
+		CQL_SCHEMA_INVALID, "Static columns are only useful");
+	refused("CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c)) WITH "
+		"CLUSTERING ORDER BY (v DESC)",
+		CQL_SCHEMA_INVALID, "Only clustering key columns");
+	refused("CREATE TABLE t (k int, a int, b int, PRIMARY KEY (k, a, b)) "
+		"WITH CLUSTERING ORDER BY (b DESC, a ASC)",
+		CQL_SCHEMA_INVALID, "must be the one of the clustering key");
+	refused("CREATE TABLE t (k int PRIMARY KEY, c counter)",
+		CQL_SCHEMA_UNSUPPORTED, "Counters are not supported");
+	refused("CREATE TABLE t (k int PRIMARY KEY, l list<list<int>>)",
+		CQL_SCHEMA_UNSUPPORTED, "Nested collections");
+	refused("CREATE TABLE t (k int PRIMARY KEY, v frozen<int>)",
+		CQL_SCHEMA_INVALID, "frozen<> is only allowed on collections");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH read_repair_chance = 0.1",
+		CQL_SCHEMA_SYNTAX, "Unknown property 'read_repair_chance'");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH gc_grace_seconds = -1",
+		CQL_SCHEMA_CONFIG, "gc_grace_seconds must be greater than or "
+				   "equal to 0 (got -1)");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH bloom_filter_fp_chance "
+		"= 2",
+		CQL_SCHEMA_CONFIG, "bloom_filter_fp_chance must be larger than 0");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = {'class': "
+		"'LeveledCompactionStrategy'}",
+		CQL_SCHEMA_UNSUPPORTED, "LeveledCompactionStrategy is not "
+					"supported");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = {'class': "
+		"'SizeTieredCompactionStrategy', 'colour': 'red'}",
+		CQL_SCHEMA_CONFIG, "Properties specified [colour] are not "
+				   "understood by SizeTieredCompactionStrategy");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = {'class': "
+		"'SizeTieredCompactionStrategy', 'min_threshold': 8, "
+		"'max_threshold': 4}",
+		CQL_SCHEMA_CONFIG, "min_threshold cannot be greater than "
+				   "max_threshold");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH read_repair = 'SOMETIMES'",
+		CQL_SCHEMA_CONFIG, "Invalid value 'SOMETIMES' for option "
+				   "'read_repair'");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compression = {'class': "
+		"'LZ4Compressor', 'chunk_length_in_kb': 3}",
+		CQL_SCHEMA_CONFIG, "chunk_length_in_kb must be a power of 2");
+	/* A refused CREATE leaves nothing behind. */
+	ck_assert_ptr_null(cql_schema_table(schema, "ks", "t"));
+}
+END_TEST
+
+START_TEST(alter_and_drop_table_keep_old_metadata_valid)
+{
+	ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', "
+	   "'replication_factor': 1}");
+	ok("CREATE TABLE t (k int, c int, v text, PRIMARY KEY (k, c))");
+	const struct cql_table *before = cql_schema_table(schema, "ks", "t");
+	const struct storage_table_meta *old_meta = cql_table_meta(before);
+	uint8_t v1[16], v2[16];
+	cql_schema_version(schema, v1);
+
+	ok("ALTER TABLE t ADD (n int, s set<text> static)");
+	ck_assert_str_eq(change.change, "UPDATED");
+	const struct cql_table *t = cql_schema_table(schema, "ks", "t");
+	ck_assert_ptr_ne(t, before);
+	ck_assert_uint_eq(cql_table_meta(t)->column_count, 5);
+	ck_assert_uint_eq(old_meta->column_count, 3); /* still the old one */
+	ck_assert_int_eq(col(t, "s")->kind, STORAGE_COLUMN_STATIC);
+	cql_schema_version(schema, v2);
+	ck_assert_int_ne(memcmp(v1, v2, 16), 0);
+
+	ok("ALTER TABLE t DROP v");
+	t = cql_schema_table(schema, "ks", "t");
+	ck_assert_int_eq(cql_table_column(t, "v"), -1);
+	ck_assert(cql_table_column_dropped(t, 2));
+	refused("ALTER TABLE t DROP v", CQL_SCHEMA_INVALID,
+		"Column v was not found in table ks.t");
+	refused("ALTER TABLE t DROP k", CQL_SCHEMA_INVALID,
+		"Cannot drop PRIMARY KEY column k");
+	refused("ALTER TABLE t ADD n text", CQL_SCHEMA_INVALID,
+		"Column with name 'n' already exists");
+	ok("ALTER TABLE t ADD v blob"); /* a new slot, not the dropped one */
+	ck_assert_int_eq(cql_table_column(cql_schema_table(schema, "ks", "t"),
+					  "v"),
+			 5);
+
+	ok("ALTER TABLE t RENAME c TO c2");
+	ck_assert_int_ge(cql_table_column(cql_schema_table(schema, "ks", "t"),
+					  "c2"),
+			 0);
+	refused("ALTER TABLE t RENAME n TO m", CQL_SCHEMA_INVALID,
+		"Cannot rename non PRIMARY KEY column n");
+	ok("ALTER TABLE t WITH comment = 'hi' AND gc_grace_seconds = 5");
+	t = cql_schema_table(schema, "ks", "t");
+	ck_assert_str_eq(cql_table_options(t)->comment, "hi");
+	ck_assert_int_eq(cql_table_meta(t)->options.gc_grace_seconds, 5);
+	refused("ALTER TABLE nosuch ADD x int", CQL_SCHEMA_INVALID,
+		"Table 'ks.nosuch' doesn't exist");
+
+	ok("DROP TABLE t");
+	ck_assert_str_eq(change.change, "DROPPED");
+	ck_assert_ptr_null(cql_schema_table(schema, "ks", "t"));
+	ck_assert_str_eq(old_meta->name, "t"); /* retired, not freed */
+	ck_assert_int_eq(run("DROP TABLE IF EXISTS t"), CQL_SCHEMA_NOOP);
+	refused("DROP TABLE t", CQL_SCHEMA_INVALID, "Table 'ks.t' doesn't exist");
+}
+END_TEST
+
+START_TEST(same_ddl_gives_the_same_version_on_every_node)
+{
+	struct cql_schema *other = cql_schema_new();
+	uint8_t a[16], b[16];
+	cql_schema_version(schema, a);
+	cql_schema_version(other, b);
+	ck_assert_int_eq(memcmp(a, b, 16), 0);
+	ck_assert_uint_eq(a[6] >> 4, 3); /* a valid v3 uuid */
+	const char *ddl[] = {
+		"CREATE KEYSPACE ks WITH replication = {'class': "
+		"'SimpleStrategy', 'replication_factor': 2}",
+		"CREATE TABLE ks.kv (k text PRIMARY KEY, v blob)"};
+	for (size_t i = 0; i < 2; i++) {
+		next_id = 10;
+		ck_assert_int_eq(run_in(schema, ddl[i], NULL), CQL_SCHEMA_OK);
+		next_id = 10;
+		ck_assert_int_eq(run_in(other, ddl[i], NULL), CQL_SCHEMA_OK);
+	}
+	cql_schema_version(schema, a);
+	cql_schema_version(other, b);
+	ck_assert_int_eq(memcmp(a, b, 16), 0);
+	ck_assert_int_eq(run_in(other, "ALTER TABLE ks.kv WITH comment = 'x'",
+				NULL),
+			 CQL_SCHEMA_OK);
+	cql_schema_version(other, b);
+	ck_assert_int_ne(memcmp(a, b, 16), 0);
+	cql_schema_delete(other);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("schema");
+	TCase *tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, system_keyspaces_hold_the_tables_drivers_read);
+	tcase_add_test(tc, keyspaces_validate_replication);
+	tcase_add_test(tc, tables_get_keys_order_types_and_options);
+	tcase_add_test(tc, table_definitions_are_checked_like_cassandra);
+	tcase_add_test(tc, alter_and_drop_table_keep_old_metadata_valid);
+	tcase_add_test(tc, same_ddl_gives_the_same_version_on_every_node);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return test_run(suite());
+}
