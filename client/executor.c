@@ -1,0 +1,722 @@
+/*
+ * Statement execution: decode the request, parse the CQL, dispatch, and
+ * answer with one frame. Prepared statements keep their text (and the
+ * keyspace they were prepared in) and are parsed again on EXECUTE, so no
+ * syntax tree outlives its request; parsing is cheap next to a network
+ * round trip.
+ */
+#define LOG_MODULE "client"
+#include "client/executor.h"
+
+#include "client/cql_parse.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "ring/murmur3.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PREPARED_MAX 20000
+
+struct prepared {
+	uint8_t id[16];
+	char *query;
+	size_t len;
+	char *keyspace; /* USE keyspace at PREPARE time, or NULL */
+	struct prepared *next;
+};
+
+struct cql_exec {
+	struct cql_schema *schema;
+	struct cql_exec_hooks hooks;
+	struct cql_server *server;
+	struct prepared *prepared; /* newest first */
+	size_t prepared_count;
+};
+
+/* A statement ready to run: its text, parameters, and where it came from. */
+struct job {
+	struct cql_exec *e;
+	struct cql_request *req;
+	const struct cql_request_info *info;
+	const char *keyspace; /* effective USE keyspace */
+	struct arena *a;
+	struct buf out;
+};
+
+struct cql_exec *cql_exec_new(struct cql_schema *schema,
+			      const struct cql_exec_hooks *hooks)
+{
+	struct cql_exec *e = calloc(1, sizeof(*e));
+	if (!e) {
+		err_set(ERR_NOMEM, "cannot allocate the executor");
+		return NULL;
+	}
+	e->schema = schema;
+	e->hooks = *hooks;
+	return e;
+}
+
+void cql_exec_delete(struct cql_exec *e)
+{
+	if (!e)
+		return;
+	while (e->prepared) {
+		struct prepared *p = e->prepared;
+		e->prepared = p->next;
+		free(p->query);
+		free(p->keyspace);
+		free(p);
+	}
+	free(e);
+}
+
+void cql_exec_set_server(struct cql_exec *e, struct cql_server *server)
+{
+	e->server = server;
+}
+
+size_t cql_exec_prepared_count(const struct cql_exec *e)
+{
+	return e->prepared_count;
+}
+
+/* ---- replies ------------------------------------------------------------------------ */
+
+static void finish(struct job *j)
+{
+	if (j->out.len == 0) /* encoding failed: still answer */
+		cql_encode_error(&j->out, j->info->version, j->info->stream,
+				 CQL_ERR_SERVER, "out of memory");
+	cql_request_reply(j->req, j->out.data, j->out.len);
+	buf_free(&j->out);
+}
+
+static void reply_error(struct job *j, uint32_t code, const char *msg)
+{
+	buf_clear(&j->out);
+	cql_encode_error(&j->out, j->info->version, j->info->stream, code, msg);
+}
+
+/* The error of a failed parse: syntax, or an unsupported feature. */
+static void reply_parse_error(struct job *j)
+{
+	char msg[ERR_MSG_MAX];
+	snprintf(msg, sizeof(msg), "%s", err_msg());
+	reply_error(j, err_code() == ERR_UNSUPPORTED ? CQL_ERR_INVALID
+						     : CQL_ERR_SYNTAX,
+		    msg);
+}
+
+/* ---- bind markers: names and types ---------------------------------------------------- */
+
+struct bind_spec {
+	const char *name;
+	struct storage_type type;
+	bool known;
+};
+
+static void bind_set(struct bind_spec *b, int nb, const struct cql_term *t,
+		     const char *name, struct storage_type type)
+{
+	if (!t || t->kind != CQL_TERM_BIND || t->bind_index >= nb)
+		return;
+	b[t->bind_index] = (struct bind_spec){t->text ? t->text : name, type,
+					      true};
+}
+
+static struct storage_type simple(uint16_t kind)
+{
+	return (struct storage_type){.kind = kind};
+}
+
+static void bind_relations(struct bind_spec *b, int nb,
+			   const struct cql_table *t,
+			   const struct cql_relation *rels, size_t n)
+{
+	const struct storage_table_meta *m = cql_table_meta(t);
+	for (size_t i = 0; i < n; i++) {
+		const struct cql_relation *r = &rels[i];
+		if (r->kind == CQL_REL_TOKEN) {
+			bind_set(b, nb, r->value, "partition key token",
+				 simple(STORAGE_TYPE_BIGINT));
+			continue;
+		}
+		if (r->kind != CQL_REL_COLUMN)
+			continue;
+		int c = cql_table_column(t, r->columns[0]);
+		if (c < 0)
+			continue;
+		struct storage_type ty = m->columns[c].type;
+		if (r->op == CQL_OP_IN) {
+			if (r->value->kind == CQL_TERM_BIND) {
+				struct storage_type l = {STORAGE_TYPE_LIST,
+							 ty.kind, 0, true};
+				bind_set(b, nb, r->value, r->columns[0], l);
+			} else if (r->value->kind == CQL_TERM_TUPLE) {
+				for (size_t k = 0; k < r->value->count; k++)
+					bind_set(b, nb, r->value->items[k],
+						 r->columns[0], ty);
+			}
+			continue;
+		}
+		if (r->op == CQL_OP_CONTAINS)
+			ty = simple(ty.elem);
+		else if (r->op == CQL_OP_CONTAINS_KEY)
+			ty = simple(ty.elem);
+		bind_set(b, nb, r->value, r->columns[0], ty);
+	}
+}
+
+static void bind_using(struct bind_spec *b, int nb, const struct cql_using *u)
+{
+	bind_set(b, nb, u->ttl, "[ttl]", simple(STORAGE_TYPE_INT));
+	bind_set(b, nb, u->timestamp, "[timestamp]", simple(STORAGE_TYPE_BIGINT));
+}
+
+static void bind_column_ref(struct bind_spec *b, int nb,
+			    const struct cql_table *t,
+			    const struct cql_column_ref *ref,
+			    const struct cql_term *value)
+{
+	int c = cql_table_column(t, ref->name);
+	if (c < 0)
+		return;
+	struct storage_type ty = cql_table_meta(t)->columns[c].type;
+	if (ref->element) {
+		bool map = ty.kind == STORAGE_TYPE_MAP;
+		bind_set(b, nb, ref->element, ref->name,
+			 simple(map ? ty.elem : STORAGE_TYPE_INT));
+		ty = simple(map ? ty.value : ty.elem);
+	}
+	bind_set(b, nb, value, ref->name, ty);
+}
+
+/* Types every marker of `s` on table `t`; pk[] gets the marker bound to
+ * each partition key component (-1 when a component is not a marker). */
+static void bind_resolve(const struct cql_stmt *s, const struct cql_table *t,
+			 struct bind_spec *b, int nb, int *pk)
+{
+	const struct storage_table_meta *m = cql_table_meta(t);
+	for (size_t i = 0; i < m->pk_count; i++)
+		pk[i] = -1;
+	const struct cql_relation *where = NULL;
+	size_t nwhere = 0;
+	switch (s->kind) {
+	case CQL_STMT_SELECT:
+		where = s->u.select.where;
+		nwhere = s->u.select.where_count;
+		bind_set(b, nb, s->u.select.limit, "[limit]",
+			 simple(STORAGE_TYPE_INT));
+		bind_set(b, nb, s->u.select.per_partition_limit,
+			 "[per_partition_limit]", simple(STORAGE_TYPE_INT));
+		break;
+	case CQL_STMT_INSERT:
+		for (size_t i = 0; i < s->u.insert.column_count; i++) {
+			struct cql_column_ref ref = {s->u.insert.columns[i], NULL};
+			bind_column_ref(b, nb, t, &ref, s->u.insert.values[i]);
+			for (size_t k = 0; k < m->pk_count; k++)
+				if (strcmp(m->columns[m->pk[k]].name,
+					   s->u.insert.columns[i]) == 0 &&
+				    s->u.insert.values[i]->kind == CQL_TERM_BIND)
+					pk[k] = s->u.insert.values[i]->bind_index;
+		}
+		bind_using(b, nb, &s->u.insert.using);
+		return;
+	case CQL_STMT_UPDATE:
+		bind_using(b, nb, &s->u.update.using);
+		for (size_t i = 0; i < s->u.update.assignment_count; i++) {
+			const struct cql_assignment *a = &s->u.update.assignments[i];
+			bind_column_ref(b, nb, t, &a->target, a->value);
+		}
+		where = s->u.update.where;
+		nwhere = s->u.update.where_count;
+		break;
+	case CQL_STMT_DELETE:
+		bind_using(b, nb, &s->u.del.using);
+		for (size_t i = 0; i < s->u.del.column_count; i++)
+			if (s->u.del.columns[i].element)
+				bind_column_ref(b, nb, t, &s->u.del.columns[i],
+						NULL);
+		where = s->u.del.where;
+		nwhere = s->u.del.where_count;
+		break;
+	default:
+		return;
+	}
+	bind_relations(b, nb, t, where, nwhere);
+	for (size_t i = 0; i < nwhere; i++) {
+		const struct cql_relation *r = &where[i];
+		if (r->kind != CQL_REL_COLUMN || r->op != CQL_OP_EQ ||
+		    r->value->kind != CQL_TERM_BIND)
+			continue;
+		for (size_t k = 0; k < m->pk_count; k++)
+			if (strcmp(m->columns[m->pk[k]].name, r->columns[0]) == 0)
+				pk[k] = r->value->bind_index;
+	}
+}
+
+/* ---- statement resolution -------------------------------------------------------------- */
+
+static const struct cql_qname *stmt_table(const struct cql_stmt *s)
+{
+	switch (s->kind) {
+	case CQL_STMT_SELECT:
+		return &s->u.select.table;
+	case CQL_STMT_INSERT:
+		return &s->u.insert.table;
+	case CQL_STMT_UPDATE:
+		return &s->u.update.table;
+	case CQL_STMT_DELETE:
+		return &s->u.del.table;
+	case CQL_STMT_TRUNCATE:
+		return &s->u.truncate;
+	default:
+		return NULL;
+	}
+}
+
+static bool is_ddl(enum cql_stmt_kind k)
+{
+	return k == CQL_STMT_CREATE_KEYSPACE || k == CQL_STMT_ALTER_KEYSPACE ||
+	       k == CQL_STMT_DROP_KEYSPACE || k == CQL_STMT_CREATE_TABLE ||
+	       k == CQL_STMT_ALTER_TABLE || k == CQL_STMT_DROP_TABLE;
+}
+
+/* Finds the table a DML/SELECT statement targets, or answers the error. */
+static const struct cql_table *resolve(struct job *j, const struct cql_stmt *s,
+				       const char **ks_out)
+{
+	const struct cql_qname *q = stmt_table(s);
+	const char *ks = q->keyspace ? q->keyspace : j->keyspace;
+	char msg[256];
+	if (!ks) {
+		reply_error(j, CQL_ERR_INVALID,
+			    "No keyspace has been specified. USE a keyspace, or "
+			    "explicitly specify keyspace.tablename");
+		return NULL;
+	}
+	*ks_out = ks;
+	if (strcmp(ks, "system_virtual_schema") == 0)
+		return NULL; /* served without a registry entry */
+	if (!cql_schema_keyspace(j->e->schema, ks)) {
+		snprintf(msg, sizeof(msg), "Keyspace %s does not exist", ks);
+		reply_error(j, CQL_ERR_INVALID, msg);
+		return NULL;
+	}
+	const struct cql_table *t = cql_schema_table(j->e->schema, ks, q->name);
+	if (!t) {
+		snprintf(msg, sizeof(msg), "unconfigured table %s", q->name);
+		reply_error(j, CQL_ERR_INVALID, msg);
+	}
+	return t;
+}
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+static int schema_event(struct buf *b, uint8_t version, void *arg)
+{
+	const struct cql_schema_change *c = arg;
+	return cql_encode_event_schema(b, version, c->change, c->target,
+				       c->keyspace, c->name[0] ? c->name : NULL);
+}
+
+static void run_ddl(struct job *j, const struct cql_stmt *s)
+{
+	struct cql_schema_change change;
+	uint8_t id[16];
+	j->e->hooks.new_table_id(j->e->hooks.arg, id);
+	enum cql_schema_status st =
+		cql_schema_apply(j->e->schema, s, j->keyspace, id, &change);
+	char msg[ERR_MSG_MAX];
+	snprintf(msg, sizeof(msg), "%s", err_msg());
+	switch (st) {
+	case CQL_SCHEMA_OK:
+		LOG_INFO("schema: %s %s %s%s%s", change.change, change.target,
+			 change.keyspace, change.name[0] ? "." : "", change.name);
+		cql_encode_result_schema_change(&j->out, j->info->version,
+						j->info->stream, change.change,
+						change.target, change.keyspace,
+						change.name[0] ? change.name
+							       : NULL);
+		if (j->e->server)
+			cql_server_broadcast(j->e->server, "SCHEMA_CHANGE",
+					     schema_event, &change);
+		if (j->e->hooks.schema_changed)
+			j->e->hooks.schema_changed(j->e->hooks.arg, &change);
+		return;
+	case CQL_SCHEMA_NOOP:
+		cql_encode_result_void(&j->out, j->info->version, j->info->stream);
+		return;
+	case CQL_SCHEMA_ALREADY_EXISTS: {
+		const char *ks = "", *table = "";
+		if (s->kind == CQL_STMT_CREATE_KEYSPACE) {
+			ks = s->u.keyspace.name;
+		} else {
+			ks = s->u.create_table.table.keyspace
+				     ? s->u.create_table.table.keyspace
+				     : j->keyspace;
+			table = s->u.create_table.table.name;
+		}
+		cql_encode_already_exists(&j->out, j->info->version,
+					  j->info->stream, msg, ks, table);
+		return;
+	}
+	case CQL_SCHEMA_SYNTAX:
+		reply_error(j, CQL_ERR_SYNTAX, msg);
+		return;
+	case CQL_SCHEMA_CONFIG:
+		reply_error(j, CQL_ERR_CONFIG, msg);
+		return;
+	case CQL_SCHEMA_UNAUTHORIZED:
+		reply_error(j, CQL_ERR_UNAUTHORIZED, msg);
+		return;
+	case CQL_SCHEMA_NOMEM:
+		reply_error(j, CQL_ERR_SERVER, msg);
+		return;
+	default:
+		reply_error(j, CQL_ERR_INVALID, msg);
+	}
+}
+
+/* Maps the request's values onto the statement's markers (by position, or
+ * by name with flag 0x40). */
+static const struct cql_value *bind_values(struct job *j,
+					   const struct cql_query_params *p,
+					   int nbinds, const char **names)
+{
+	char msg[160];
+	if (p->value_count != (uint16_t)nbinds) {
+		snprintf(msg, sizeof(msg),
+			 "There were %d markers(?) in CQL but %u bound variables",
+			 nbinds, p->value_count);
+		reply_error(j, CQL_ERR_INVALID, msg);
+		return NULL;
+	}
+	if (!(p->flags & CQL_QF_VALUE_NAMES) || nbinds == 0)
+		return p->values;
+	struct cql_value *v = arena_alloc(j->a, (size_t)nbinds * sizeof(*v));
+	if (!v)
+		return NULL;
+	for (int i = 0; i < nbinds; i++) {
+		bool found = false;
+		for (int k = 0; k < nbinds && !found; k++) {
+			if (names[i] && slice_eq(p->value_names[k],
+						 slice_from_cstr(names[i]))) {
+				v[i] = p->values[k];
+				found = true;
+			}
+		}
+		if (!found) {
+			snprintf(msg, sizeof(msg), "No value given for bind "
+						   "marker %s",
+				 names[i] ? names[i] : "?");
+			reply_error(j, CQL_ERR_INVALID, msg);
+			return NULL;
+		}
+	}
+	return v;
+}
+
+static void run(struct job *j, const char *text, size_t len,
+		const struct cql_query_params *params)
+{
+	int nbinds;
+	const char **names;
+	struct cql_stmt *s = cql_parse(j->a, text, len, &nbinds, &names);
+	if (!s) {
+		reply_parse_error(j);
+		return;
+	}
+	if (s->kind == CQL_STMT_USE) {
+		char msg[160];
+		if (!cql_schema_keyspace(j->e->schema, s->u.use_keyspace)) {
+			snprintf(msg, sizeof(msg), "Keyspace '%s' does not exist",
+				 s->u.use_keyspace);
+			reply_error(j, CQL_ERR_INVALID, msg);
+			return;
+		}
+		cql_request_set_keyspace(j->req, s->u.use_keyspace);
+		cql_encode_result_set_keyspace(&j->out, j->info->version,
+					       j->info->stream, s->u.use_keyspace);
+		return;
+	}
+	if (is_ddl(s->kind)) {
+		run_ddl(j, s);
+		return;
+	}
+	if (s->kind == CQL_STMT_DESCRIBE) {
+		reply_error(j, CQL_ERR_INVALID,
+			    "DESCRIBE is not supported by Cassini yet");
+		return;
+	}
+	if (s->kind == CQL_STMT_BATCH) {
+		reply_error(j, CQL_ERR_INVALID,
+			    "BATCH statements need the data path, which this "
+			    "node does not serve yet");
+		return;
+	}
+	const struct cql_value *binds = bind_values(j, params, nbinds, names);
+	if (!binds && nbinds)
+		return;
+	const char *ks = NULL;
+	const struct cql_table *t = resolve(j, s, &ks);
+	if (!ks)
+		return;
+	if (s->kind == CQL_STMT_SELECT && cql_system_keyspace_is_virtual(ks)) {
+		struct cql_node_info node;
+		j->e->hooks.node_info(j->e->hooks.arg, &node);
+		cql_system_select(j->e->schema, &node, &s->u.select, ks, binds,
+				  params->value_count, j->info->version,
+				  j->info->stream, &j->out);
+		return;
+	}
+	if (!t)
+		return; /* resolve() answered */
+	if (cql_system_keyspace_is_virtual(ks)) {
+		reply_error(j, CQL_ERR_UNAUTHORIZED,
+			    "system keyspaces are read-only");
+		return;
+	}
+	if (!j->e->hooks.data) {
+		reply_error(j, CQL_ERR_INVALID,
+			    "Reads and writes of user tables are not served by "
+			    "this node yet");
+		return;
+	}
+	struct cql_data_request dr = {
+		.req = j->req,
+		.info = j->info,
+		.stmt = s,
+		.table = t,
+		.binds = binds,
+		.bind_count = params->value_count,
+		.params = params,
+	};
+	j->req = NULL; /* the data path replies */
+	j->e->hooks.data(j->e->hooks.arg, &dr);
+}
+
+/* ---- PREPARE / EXECUTE ----------------------------------------------------------------------- */
+
+static void prepared_id(const char *ks, const char *q, size_t len,
+			uint8_t id[16])
+{
+	uint64_t h[2], k[2] = {0, 0};
+	murmur3_hash128(q, len, 0x5eed, h);
+	if (ks)
+		murmur3_hash128(ks, strlen(ks), 0x6b73, k);
+	be64_store(id, h[0] ^ k[0]);
+	be64_store(id + 8, h[1] ^ k[1]);
+}
+
+static struct prepared *prepared_find(struct cql_exec *e, const uint8_t *id,
+				      size_t len)
+{
+	if (len != 16)
+		return NULL;
+	for (struct prepared *p = e->prepared; p; p = p->next)
+		if (memcmp(p->id, id, 16) == 0)
+			return p;
+	return NULL;
+}
+
+static int prepared_add(struct cql_exec *e, const uint8_t id[16],
+			const char *ks, const char *q, size_t len)
+{
+	if (prepared_find(e, id, 16))
+		return 0;
+	struct prepared *p = calloc(1, sizeof(*p));
+	char *copy = malloc(len + 1);
+	char *kcopy = ks ? strdup(ks) : NULL;
+	if (!p || !copy || (ks && !kcopy)) {
+		free(p);
+		free(copy);
+		free(kcopy);
+		return err_set(ERR_NOMEM, "out of memory");
+	}
+	memcpy(copy, q, len);
+	copy[len] = '\0';
+	memcpy(p->id, id, 16);
+	p->query = copy;
+	p->len = len;
+	p->keyspace = kcopy;
+	p->next = e->prepared;
+	e->prepared = p;
+	if (++e->prepared_count > PREPARED_MAX) {
+		/* Drop the oldest; a client re-prepares on Unprepared. */
+		struct prepared **pp = &e->prepared;
+		while ((*pp)->next)
+			pp = &(*pp)->next;
+		free((*pp)->query);
+		free((*pp)->keyspace);
+		free(*pp);
+		*pp = NULL;
+		e->prepared_count--;
+	}
+	return 0;
+}
+
+static struct cql_type_option *type_option(struct arena *a,
+					   const struct storage_type *t)
+{
+	struct cql_type_option *o = arena_alloc(a, 3 * sizeof(*o));
+	if (!o)
+		return NULL;
+	memset(o, 0, 3 * sizeof(*o));
+	o[0].id = t->kind;
+	if (storage_type_is_collection(t->kind)) {
+		o[1].id = t->elem;
+		o[0].sub[0] = &o[1];
+		if (t->kind == STORAGE_TYPE_MAP) {
+			o[2].id = t->value;
+			o[0].sub[1] = &o[2];
+		}
+	}
+	return o;
+}
+
+static void run_prepare(struct job *j, struct slice query)
+{
+	int nbinds;
+	const char **names;
+	struct cql_stmt *s = cql_parse(j->a, (const char *)query.ptr, query.len,
+				       &nbinds, &names);
+	if (!s) {
+		reply_parse_error(j);
+		return;
+	}
+	const char *ks = NULL;
+	const struct cql_table *t = NULL;
+	if (stmt_table(s)) {
+		t = resolve(j, s, &ks);
+		if (!t && !(ks && strcmp(ks, "system_virtual_schema") == 0))
+			return;
+	}
+	struct bind_spec *b = arena_alloc(j->a, (size_t)(nbinds + 1) * sizeof(*b));
+	int pk[16];
+	size_t npk = 0;
+	uint16_t pk_idx[16];
+	if (!b) {
+		reply_error(j, CQL_ERR_SERVER, "out of memory");
+		return;
+	}
+	memset(b, 0, (size_t)(nbinds + 1) * sizeof(*b));
+	if (t) {
+		bind_resolve(s, t, b, nbinds, pk);
+		const struct storage_table_meta *m = cql_table_meta(t);
+		npk = m->pk_count;
+		for (size_t i = 0; i < npk; i++) {
+			if (pk[i] < 0) {
+				npk = 0;
+				break;
+			}
+			pk_idx[i] = (uint16_t)pk[i];
+		}
+	}
+	struct cql_column_spec *specs =
+		arena_alloc(j->a, (size_t)(nbinds + 1) * sizeof(*specs));
+	for (int i = 0; specs && i < nbinds; i++) {
+		if (!b[i].known) {
+			reply_error(j, CQL_ERR_INVALID,
+				    "Cannot infer the type of a bind marker in "
+				    "this position");
+			return;
+		}
+		specs[i] = (struct cql_column_spec){
+			t ? cql_table_meta(t)->keyspace : "",
+			t ? cql_table_meta(t)->name : "", b[i].name,
+			type_option(j->a, &b[i].type)};
+		if (!specs[i].type)
+			specs = NULL;
+	}
+	uint8_t id[16];
+	prepared_id(j->keyspace, (const char *)query.ptr, query.len, id);
+	if (!specs ||
+	    prepared_add(j->e, id, j->keyspace, (const char *)query.ptr,
+			 query.len) != 0) {
+		reply_error(j, CQL_ERR_SERVER, "out of memory");
+		return;
+	}
+	/* Result metadata is sent with each Rows reply (drivers do not rely
+	 * on skip_metadata), so none here. */
+	long start = cql_frame_begin(&j->out, j->info->version, 0,
+				     j->info->stream, CQL_OP_RESULT);
+	if (start < 0 || cql_write_int(&j->out, CQL_RESULT_PREPARED) ||
+	    cql_write_prepared(&j->out, j->info->version, id, 16, specs,
+			       (size_t)nbinds, pk_idx, npk, NULL, 0)) {
+		buf_clear(&j->out);
+		return;
+	}
+	cql_frame_end(&j->out, start);
+}
+
+static void run_execute(struct job *j, const struct cql_execute *x)
+{
+	struct prepared *p = prepared_find(j->e, x->id.ptr, x->id.len);
+	if (!p) {
+		cql_encode_unprepared(&j->out, j->info->version, j->info->stream,
+				      "Prepared query with ID not found",
+				      x->id.ptr, (uint16_t)x->id.len);
+		return;
+	}
+	/* Resolve names in the keyspace it was prepared in. */
+	if (p->keyspace)
+		j->keyspace = p->keyspace;
+	run(j, p->query, p->len, &x->params);
+}
+
+/* ---- entry point ------------------------------------------------------------------------------- */
+
+void cql_exec_execute(void *arg, struct cql_request *req,
+		      const struct cql_request_info *info, const uint8_t *body,
+		      size_t len)
+{
+	struct arena a;
+	struct job j = {.e = arg, .req = req, .info = info,
+			.keyspace = info->keyspace, .a = &a};
+	struct cursor c = cursor_make(body, len);
+	arena_create(&a, 0);
+	buf_init(&j.out);
+	switch (info->opcode) {
+	case CQL_OP_QUERY: {
+		struct cql_query q;
+		if (cql_decode_query(&c, info->version, &a, &q) != 0)
+			reply_error(&j, CQL_ERR_PROTOCOL, err_msg());
+		else
+			run(&j, (const char *)q.query.ptr, q.query.len, &q.params);
+		break;
+	}
+	case CQL_OP_PREPARE: {
+		struct slice q;
+		if (cql_decode_prepare(&c, &q) != 0)
+			reply_error(&j, CQL_ERR_PROTOCOL, err_msg());
+		else
+			run_prepare(&j, q);
+		break;
+	}
+	case CQL_OP_EXECUTE: {
+		struct cql_execute x;
+		if (cql_decode_execute(&c, info->version, &a, &x) != 0)
+			reply_error(&j, CQL_ERR_PROTOCOL, err_msg());
+		else
+			run_execute(&j, &x);
+		break;
+	}
+	default: {
+		struct cql_batch b;
+		if (cql_decode_batch(&c, info->version, &a, &b) != 0)
+			reply_error(&j, CQL_ERR_PROTOCOL, err_msg());
+		else
+			reply_error(&j, CQL_ERR_INVALID,
+				    "BATCH statements need the data path, which "
+				    "this node does not serve yet");
+	}
+	}
+	if (j.req)
+		finish(&j);
+	else
+		buf_free(&j.out);
+	arena_destroy(&a);
+}

@@ -1,0 +1,72 @@
+/*
+ * The statement executor behind the CQL server: QUERY, PREPARE, EXECUTE and
+ * BATCH, from parsed CQL to a RESULT or ERROR frame.
+ *
+ * Served now: USE; CREATE/ALTER/DROP KEYSPACE and TABLE through the schema
+ * registry (answered with Schema_change, and pushed as SCHEMA_CHANGE events
+ * to connections that registered); SELECT on the system tables; prepared
+ * statements for all of these (with a bound-values count check and
+ * Unprepared for unknown ids). Statements on user tables are answered by the
+ * data path the node installs (cql_exec_hooks.data); without one they get a
+ * clear Invalid.
+ *
+ * Errors map to protocol codes as drivers expect: syntax -> 0x2000,
+ * invalid and unsupported -> 0x2200, config -> 0x2300, already exists ->
+ * 0x2400 (with keyspace and table), system keyspaces -> 0x2100.
+ */
+#ifndef CASSINI_CLIENT_EXECUTOR_H
+#define CASSINI_CLIENT_EXECUTOR_H
+
+#include "client/cql_ast.h"
+#include "client/schema.h"
+#include "client/server.h"
+#include "client/system_tables.h"
+
+struct cql_exec;
+
+/* A statement on a user table, handed to the data path with everything
+ * resolved. The data path replies with cql_request_reply(), now or later;
+ * everything this struct points to except `req` and `table` lives only
+ * for the duration of the call, so the data path copies what it keeps
+ * (typically it builds its mutations or read commands right away). */
+struct cql_data_request {
+	struct cql_request *req;
+	const struct cql_request_info *info;
+	const struct cql_stmt *stmt;
+	const struct cql_table *table; /* resolved target */
+	const struct cql_value *binds;
+	size_t bind_count;
+	const struct cql_query_params *params; /* consistency, paging, ... */
+};
+
+struct cql_exec_hooks {
+	/* Fills `out` with the node's current view; the data stays valid
+	 * until the next call. Required. */
+	void (*node_info)(void *arg, struct cql_node_info *out);
+	/* Statements on user tables (INSERT/UPDATE/DELETE/SELECT/TRUNCATE).
+	 * Optional. */
+	void (*data)(void *arg, const struct cql_data_request *dr);
+	/* Called after a schema change was applied (to persist and spread
+	 * it). Optional. */
+	void (*schema_changed)(void *arg, const struct cql_schema_change *c);
+	/* Ids for new tables (random uuids in the node). Required. */
+	void (*new_table_id)(void *arg, uint8_t id[16]);
+	void *arg;
+};
+
+/* `schema` must outlive the executor; `server` may be set later with
+ * cql_exec_set_server (for events). */
+struct cql_exec *cql_exec_new(struct cql_schema *schema,
+			      const struct cql_exec_hooks *hooks);
+void cql_exec_delete(struct cql_exec *e);
+void cql_exec_set_server(struct cql_exec *e, struct cql_server *server);
+
+/* The cql_executor callback for cql_server_new (arg = the cql_exec). */
+void cql_exec_execute(void *arg, struct cql_request *req,
+		      const struct cql_request_info *info, const uint8_t *body,
+		      size_t len);
+
+/* Prepared statements held (for tests and tools). */
+size_t cql_exec_prepared_count(const struct cql_exec *e);
+
+#endif
