@@ -1,0 +1,52 @@
+/*
+ * INSERT, UPDATE and DELETE -> storage mutations, with Cassandra's rules.
+ *
+ *   INSERT  writes a row marker (the row exists even with every regular
+ *           column null), a cell per column; a null writes a tombstone and
+ *           an unset value writes nothing; a non-frozen collection is
+ *           replaced (collection tombstone at ts - 1, then its elements).
+ *   UPDATE  writes cells but no marker; `c = c + x` appends or adds,
+ *           `c = x + c` prepends, `c = c - x` removes set elements or map
+ *           keys, `m[k] = v` sets one map entry. Forms that need a read
+ *           first (list element by index, list removal by value) are
+ *           refused clearly.
+ *   DELETE  a cell, a collection, a map entry, a row, a clustering range
+ *           (prefix equalities and a final slice), or a partition.
+ *
+ * Keys: every partition key column needs `=` or IN; INSERT and UPDATE need
+ * the whole clustering (UPDATE of static columns only needs the partition);
+ * IN expands to one mutation per partition. Errors use Cassandra's words.
+ */
+#ifndef CASSINI_CLIENT_DML_H
+#define CASSINI_CLIENT_DML_H
+
+#include "client/cql_ast.h"
+#include "client/cql_values.h"
+#include "client/proto.h"
+#include "client/schema.h"
+#include "storage/storage.h"
+
+struct cql_write_ctx {
+	int64_t timestamp;  /* microseconds, unless USING TIMESTAMP says */
+	int64_t now_sec;    /* local time of the write (TTL, tombstones) */
+	struct cql_fn_ctx *fn; /* now(), uuid() and list paths */
+	cql_value_cmp_fn cmp;  /* set and map ordering */
+};
+
+struct cql_mutations {
+	struct storage_mutation **items;
+	size_t count;
+};
+
+/*
+ * Builds the mutations of an INSERT, UPDATE or DELETE on `t`. `binds` holds
+ * the statement's bound values. On success the caller owns `out` (free with
+ * cql_mutations_free); on failure out is empty and err is set (ERR_INVALID
+ * or ERR_UNSUPPORTED with the client's message).
+ */
+int cql_dml_build(const struct cql_stmt *s, const struct cql_table *t,
+		  const struct cql_value *binds, size_t bind_count,
+		  const struct cql_write_ctx *ctx, struct cql_mutations *out);
+void cql_mutations_free(struct cql_mutations *m);
+
+#endif
