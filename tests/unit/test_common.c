@@ -7,10 +7,14 @@
 #include "common/err.h"
 #include "common/inet.h"
 #include "common/log.h"
+#include "common/loopq.h"
 #include "common/rand.h"
+#include "common/workers.h"
 #include "tests/lib/testutil.h"
 
 #include <event2/event.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,6 +374,63 @@ START_TEST(env_real_timers_fire_on_the_loop)
 }
 END_TEST
 
+/* ---- workers and loopq ----------------------------------------------------------- */
+
+struct job {
+	struct work work;       /* runs on a worker */
+	struct loopq_item done; /* then on the loop */
+	struct loopq *q;
+	struct event_base *base;
+	int input;
+	int output;
+	int *completed;
+	int total;
+	pthread_t worker_thread;
+};
+
+static void job_done(struct loopq_item *it)
+{
+	struct job *j = (struct job *)((char *)it - offsetof(struct job, done));
+	ck_assert(!pthread_equal(j->worker_thread, pthread_self()));
+	if (++*j->completed == j->total)
+		event_base_loopbreak(j->base);
+}
+
+static void job_run(struct work *w)
+{
+	struct job *j = (struct job *)w;
+	j->worker_thread = pthread_self();
+	j->output = j->input * j->input;
+	j->done.fn = job_done;
+	loopq_post(j->q, &j->done);
+}
+
+START_TEST(worker_jobs_complete_back_on_the_loop)
+{
+	enum { N = 500 };
+	struct event_base *base = event_base_new();
+	struct loopq *q = loopq_new(base);
+	struct workers *w = workers_new(3, "test");
+	ck_assert_ptr_nonnull(q);
+	ck_assert_ptr_nonnull(w);
+	static struct job jobs[N];
+	int completed = 0;
+	for (int i = 0; i < N; i++) {
+		jobs[i] = (struct job){.work.run = job_run, .q = q, .base = base,
+				       .input = i, .completed = &completed,
+				       .total = N};
+		workers_submit(w, &jobs[i].work);
+	}
+	event_base_dispatch(base);
+	ck_assert_int_eq(completed, N);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(jobs[i].output, i * i);
+	workers_delete(w); /* idle: joins at once */
+	loopq_delete(q);
+	event_base_free(base);
+}
+END_TEST
+
 /* ---- log ------------------------------------------------------------------------ */
 
 START_TEST(log_writes_levels_module_and_context_to_file)
@@ -425,6 +486,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, rng_is_deterministic_and_bounded);
 	tcase_add_test(tc, env_real_files_are_durable_and_atomic);
 	tcase_add_test(tc, env_real_timers_fire_on_the_loop);
+	tcase_add_test(tc, worker_jobs_complete_back_on_the_loop);
 	tcase_add_test(tc, log_writes_levels_module_and_context_to_file);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,95 @@
+#include "common/loopq.h"
+
+#include "common/err.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct loopq {
+	pthread_mutex_t lock;
+	struct loopq_item *head, *tail;
+	int efd;
+	struct event *ev;
+};
+
+static void drain(struct loopq *q)
+{
+	pthread_mutex_lock(&q->lock);
+	struct loopq_item *it = q->head;
+	q->head = q->tail = NULL;
+	pthread_mutex_unlock(&q->lock);
+	while (it) {
+		struct loopq_item *next = it->next;
+		it->fn(it); /* may free the item */
+		it = next;
+	}
+}
+
+static void on_ring(evutil_socket_t fd, short what, void *arg)
+{
+	(void)what;
+	uint64_t n;
+	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		return;
+	drain(arg);
+}
+
+struct loopq *loopq_new(struct event_base *base)
+{
+	struct loopq *q = calloc(1, sizeof(*q));
+	if (!q) {
+		err_set(ERR_NOMEM, "cannot allocate a loop queue");
+		return NULL;
+	}
+	pthread_mutex_init(&q->lock, NULL);
+	q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (q->efd < 0) {
+		err_set_errno(errno, "eventfd");
+		free(q);
+		return NULL;
+	}
+	q->ev = event_new(base, q->efd, EV_READ | EV_PERSIST, on_ring, q);
+	if (!q->ev || event_add(q->ev, NULL) != 0) {
+		if (q->ev)
+			event_free(q->ev);
+		close(q->efd);
+		free(q);
+		err_set(ERR_NOMEM, "cannot watch the loop queue");
+		return NULL;
+	}
+	return q;
+}
+
+void loopq_delete(struct loopq *q)
+{
+	if (!q)
+		return;
+	drain(q);
+	event_free(q->ev);
+	close(q->efd);
+	pthread_mutex_destroy(&q->lock);
+	free(q);
+}
+
+void loopq_post(struct loopq *q, struct loopq_item *item)
+{
+	item->next = NULL;
+	pthread_mutex_lock(&q->lock);
+	int was_empty = q->head == NULL;
+	if (q->tail)
+		q->tail->next = item;
+	else
+		q->head = item;
+	q->tail = item;
+	pthread_mutex_unlock(&q->lock);
+	if (was_empty) {
+		uint64_t one = 1;
+		/* A full counter still wakes the loop; nothing to do on EAGAIN. */
+		(void)!write(q->efd, &one, sizeof(one));
+	}
+}

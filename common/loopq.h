@@ -1,0 +1,28 @@
+/*
+ * Handing work to an event-loop thread from any thread.
+ *
+ * A mutex-protected FIFO plus an eventfd the loop watches: loopq_post()
+ * appends and rings; the loop drains everything queued in order. Items are
+ * embedded in the caller's structs, so posting never allocates and never
+ * fails. Used for completions of disk work (commitlog syncs, reads on
+ * worker threads) that must finish on the loop.
+ */
+#ifndef CASSINI_COMMON_LOOPQ_H
+#define CASSINI_COMMON_LOOPQ_H
+
+struct event_base;
+struct loopq;
+
+struct loopq_item {
+	void (*fn)(struct loopq_item *item); /* runs on the loop thread */
+	struct loopq_item *next;
+};
+
+/* NULL with err set. The base must outlive the queue. */
+struct loopq *loopq_new(struct event_base *base);
+/* Items still queued are run first, on the calling (loop) thread. */
+void loopq_delete(struct loopq *q);
+/* Thread-safe. The item must stay live until its fn runs. */
+void loopq_post(struct loopq *q, struct loopq_item *item);
+
+#endif

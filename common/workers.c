@@ -1,0 +1,92 @@
+#include "common/workers.h"
+
+#include "common/err.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct workers {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct work *head, *tail;
+	bool stopping;
+	int count;
+	pthread_t *threads;
+};
+
+static void *worker_main(void *arg)
+{
+	struct workers *w = arg;
+	for (;;) {
+		pthread_mutex_lock(&w->lock);
+		while (!w->head && !w->stopping)
+			pthread_cond_wait(&w->cond, &w->lock);
+		struct work *job = w->head;
+		if (job) {
+			w->head = job->next;
+			if (!w->head)
+				w->tail = NULL;
+		}
+		pthread_mutex_unlock(&w->lock);
+		if (!job)
+			return NULL; /* stopping and drained */
+		job->run(job);
+	}
+}
+
+struct workers *workers_new(int threads, const char *name)
+{
+	struct workers *w = calloc(1, sizeof(*w));
+	if (!w || threads < 1 ||
+	    !(w->threads = calloc((size_t)threads, sizeof(*w->threads)))) {
+		free(w);
+		err_set(ERR_NOMEM, "cannot allocate %d workers", threads);
+		return NULL;
+	}
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	for (; w->count < threads; w->count++) {
+		if (pthread_create(&w->threads[w->count], NULL, worker_main, w) !=
+		    0) {
+			err_set(ERR_NOMEM, "cannot start worker threads");
+			workers_delete(w);
+			return NULL;
+		}
+		char tname[16];
+		snprintf(tname, sizeof(tname), "%.10s-%d", name, w->count);
+		pthread_setname_np(w->threads[w->count], tname);
+	}
+	return w;
+}
+
+void workers_delete(struct workers *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stopping = true;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	for (int i = 0; i < w->count; i++)
+		pthread_join(w->threads[i], NULL);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+	free(w->threads);
+	free(w);
+}
+
+void workers_submit(struct workers *w, struct work *job)
+{
+	job->next = NULL;
+	pthread_mutex_lock(&w->lock);
+	if (w->tail)
+		w->tail->next = job;
+	else
+		w->head = job;
+	w->tail = job;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
