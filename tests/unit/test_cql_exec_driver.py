@@ -146,3 +146,113 @@ def test_prepared_statements_and_bound_values(session):
     stmt = SimpleStatement("SELECT * FROM system_schema.keyspaces "
                            "WHERE keyspace_name = %s")
     assert s.execute(stmt, ["ks"]).one().keyspace_name == "ks"
+
+
+@pytest.fixture
+def data_session(tmp_path):
+    log = open(tmp_path / "server.log", "w")
+    proc = subprocess.Popen([str(SERVER), "--data", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=log, text=True)
+    port = int(proc.stdout.readline().split()[1])
+    cluster = Cluster(["127.0.0.1"], port=port)
+    try:
+        s = cluster.connect()
+        s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
+                  "'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE ks.t (k int, c int, v text, tags set<text>, "
+                  "m map<text, int>, l list<int>, s int static, "
+                  "PRIMARY KEY (k, c))")
+        yield s
+    finally:
+        cluster.shutdown()
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+        # Sanitizer reports and crashes land here; show them.
+        text = (tmp_path / "server.log").read_text()
+        assert "ERROR: AddressSanitizer" not in text, text[-4000:]
+        assert "runtime error" not in text, text[-4000:]
+
+
+def test_writes_and_reads_round_trip_through_the_driver(data_session):
+    s = data_session
+    ins = s.prepare("INSERT INTO ks.t (k, c, v, tags) VALUES (?, ?, ?, ?)")
+    assert ins.routing_key_indexes == [0]
+    for k in range(3):
+        for c in range(4):
+            s.execute(ins, [k, c, f"v{k}{c}", {"a", f"b{c}"}])
+    rows = list(s.execute("SELECT k, c, v, tags FROM ks.t WHERE k = 1"))
+    assert [(r.c, r.v) for r in rows] == [(0, "v10"), (1, "v11"), (2, "v12"),
+                                         (3, "v13")]
+    assert rows[2].tags == {"a", "b2"}
+    rows = list(s.execute("SELECT c FROM ks.t WHERE k = 2 AND c >= 2 "
+                          "ORDER BY c DESC"))
+    assert [r.c for r in rows] == [3, 2]
+    assert s.execute("SELECT count(*) FROM ks.t").one().count == 12
+    toks = list(s.execute("SELECT k, token(k) FROM ks.t"))
+    assert len(toks) == 12
+    # Rows come in token order, and token() is the driver's Murmur3.
+    from cassandra.metadata import Murmur3Token
+    import struct
+    for r in toks:
+        assert r[1] == Murmur3Token.from_key(struct.pack(">i", r.k)).value
+    assert [r[1] for r in toks] == sorted(r[1] for r in toks)
+    rows = list(s.execute("SELECT k, c FROM ks.t WHERE k IN (0, 2) AND c = 1"))
+    assert [(r.k, r.c) for r in rows] == [(0, 1), (2, 1)]
+    assert list(s.execute("SELECT * FROM ks.t WHERE k = 1 LIMIT 2"))[-1].c == 1
+
+
+def test_updates_deletes_ttl_and_collections(data_session):
+    s = data_session
+    s.execute("INSERT INTO ks.t (k, c, v, l, m) VALUES (0, 0, 'a', [1, 2], "
+              "{'x': 1})")
+    s.execute("UPDATE ks.t USING TTL 100 SET v = 'b', l = [0] + l, "
+              "l = l + [3], m['y'] = 2, tags = {'t'}, s = 7 "
+              "WHERE k = 0 AND c = 0")
+    r = s.execute("SELECT v, ttl(v), writetime(v), l, m, tags, s FROM ks.t "
+                  "WHERE k = 0 AND c = 0").one()
+    assert (r.v, r.l, r.m, r.tags, r.s) == ("b", [0, 1, 2, 3],
+                                            {"x": 1, "y": 2}, {"t"}, 7)
+    assert 95 <= r.ttl_v <= 100
+    assert r.writetime_v > 1_600_000_000_000_000
+    s.execute("UPDATE ks.t SET m = m - {'x'}, tags = tags + {'u'} "
+              "WHERE k = 0 AND c = 0")
+    r = s.execute("SELECT m, tags FROM ks.t WHERE k = 0 AND c = 0").one()
+    assert (r.m, r.tags) == ({"y": 2}, {"t", "u"})
+    for c in range(1, 5):
+        s.execute("INSERT INTO ks.t (k, c, v) VALUES (0, %s, 'x')", [c])
+    s.execute("DELETE FROM ks.t WHERE k = 0 AND c > 2")
+    s.execute("DELETE v FROM ks.t WHERE k = 0 AND c = 1")
+    rows = list(s.execute("SELECT c, v, s FROM ks.t WHERE k = 0"))
+    assert [(r.c, r.v) for r in rows] == [(0, "b"), (1, None), (2, "x")]
+    assert all(r.s == 7 for r in rows)  # the static is on every row
+    # A null writes a tombstone; an unset value writes nothing.
+    from cassandra.query import UNSET_VALUE
+    upd = s.prepare("UPDATE ks.t SET v = ? WHERE k = 0 AND c = ?")
+    s.execute(upd, [UNSET_VALUE, 2])
+    assert s.execute("SELECT v FROM ks.t WHERE k = 0 AND c = 2").one().v == "x"
+    s.execute(upd, [None, 2])
+    assert s.execute("SELECT v FROM ks.t WHERE k = 0 AND c = 2").one().v is None
+    s.execute("DELETE FROM ks.t WHERE k = 0")
+    assert list(s.execute("SELECT * FROM ks.t WHERE k = 0")) == []
+
+
+def test_read_and_write_errors_name_the_problem(data_session):
+    s = data_session
+    with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+        s.execute("SELECT * FROM ks.t WHERE v = 'x'")
+    s.execute("INSERT INTO ks.t (k, c, v) VALUES (5, 1, 'hit')")
+    assert [r.c for r in s.execute("SELECT c FROM ks.t WHERE v = 'hit' "
+                                   "ALLOW FILTERING")] == [1]
+    with pytest.raises(InvalidRequest, match="Some clustering keys are "
+                                             "missing: c"):
+        s.execute("INSERT INTO ks.t (k, v) VALUES (1, 'x')")
+    with pytest.raises(InvalidRequest, match="Undefined column name nope"):
+        s.execute("SELECT nope FROM ks.t WHERE k = 1")
+    with pytest.raises(InvalidRequest, match="Setting a list element by "
+                                             "index"):
+        s.execute("UPDATE ks.t SET l[0] = 1 WHERE k = 1 AND c = 1")
+    with pytest.raises(InvalidRequest, match="Invalid STRING constant"):
+        s.execute("INSERT INTO ks.t (k, c) VALUES ('one', 1)")
+    with pytest.raises(InvalidRequest, match="ORDER BY is only supported"):
+        s.execute("SELECT * FROM ks.t ORDER BY c DESC")

@@ -1,0 +1,39 @@
+/*
+ * The data path of a node before the coordinator lands: statements on user
+ * tables run against this node's own storage engine.
+ *
+ * Writes build their mutations on the loop (client/dml.c) and are
+ * acknowledged when storage acknowledges them (after write(2) or fsync, as
+ * commitlog_sync says). Reads are planned on the loop (client/select.c),
+ * executed on worker threads (storage reads may block on disk), and encoded
+ * back on the loop. Timestamps are the client's when given, else this
+ * node's, unique and increasing in microseconds.
+ *
+ * The Coordinator issue replaces this with replicated reads and writes at
+ * the requested consistency level; the executor interface stays the same.
+ */
+#ifndef CASSINI_CLIENT_DATA_LOCAL_H
+#define CASSINI_CLIENT_DATA_LOCAL_H
+
+#include "client/executor.h"
+#include "common/env.h"
+#include "common/loopq.h"
+#include "storage/storage.h"
+
+struct cql_local;
+
+/* `db`, `env` and `q` (the loop's queue) must outlive it. */
+struct cql_local *cql_local_new(struct storage *db, struct env *env,
+				struct loopq *q, int read_threads);
+/* Finishes queued reads first. */
+void cql_local_delete(struct cql_local *l);
+
+/* The executor's data hook (arg = the cql_local). */
+void cql_local_data(void *arg, const struct cql_data_request *dr);
+
+/* storage_options.post for a loop served by `q` (post_arg = the loopq):
+ * write acknowledgements from the commitlog syncer run on the loop. */
+void cql_storage_post(void *post_arg, storage_done_fn fn, void *arg,
+		      int status, enum err_code code);
+
+#endif

@@ -1,0 +1,934 @@
+/*
+ * SELECT planning and result encoding (see select.h).
+ */
+#include "client/select.h"
+
+#include "client/cql_values.h"
+#include "common/err.h"
+#include "ring/murmur3.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum out_kind { OUT_COLUMN, OUT_WRITETIME, OUT_TTL, OUT_TOKEN, OUT_COUNT };
+
+struct out_col {
+	enum out_kind kind;
+	int column;
+	const char *name;
+	struct storage_type type;
+};
+
+struct filter {
+	int column;
+	struct slice value;
+};
+
+struct cql_select_plan {
+	const struct cql_table *t;
+	const struct storage_table_meta *m;
+	struct arena *a;
+	struct buf keys;
+	size_t *key_offs;
+	size_t key_count;
+	bool scan;
+	int64_t start_token, end_token;
+	struct storage_read_cmd cmd;
+	struct storage_slice slice;
+	struct out_col *outs;
+	size_t nouts;
+	struct filter *filters;
+	size_t nfilters;
+	size_t limit;
+	size_t per_partition_limit;
+	bool distinct;
+	bool count;
+	bool clustering_restricted;
+};
+
+/* ---- values -------------------------------------------------------------------- */
+
+/* A relation's value for column type `type`, copied into the arena; a null
+ * gives len -1. */
+static int value_of(struct cql_select_plan *p, const struct cql_term *t,
+		    const struct storage_type *type, const char *column,
+		    const struct cql_value *binds, size_t nbinds,
+		    struct slice *out, bool *null)
+{
+	*null = false;
+	if (t->kind == CQL_TERM_BIND) {
+		if ((size_t)t->bind_index >= nbinds)
+			return err_set(ERR_INVALID, "No value given for bind "
+						    "marker %d",
+				       t->bind_index);
+		const struct cql_value *v = &binds[t->bind_index];
+		if (v->len < 0) {
+			*null = true;
+			return 0;
+		}
+		out->ptr = arena_memdup(p->a, v->len ? v->ptr : (const uint8_t *)"",
+					(size_t)v->len);
+		out->len = (size_t)v->len;
+		return out->ptr ? 0 : -1;
+	}
+	struct buf b;
+	struct cql_column_type ct = {type->kind, type->elem, type->value};
+	struct cql_timeuuid_gen g;
+	struct cql_fn_ctx fn = {.timeuuids = &g};
+	cql_timeuuid_gen_init(&g, 0);
+	buf_init(&b);
+	int rc = cql_term_serialize(t, &ct, column, &fn, NULL, &b);
+	if (rc < 0) {
+		buf_free(&b);
+		return -1;
+	}
+	*null = rc == 1;
+	out->ptr = arena_memdup(p->a, b.data ? b.data : (const uint8_t *)"", b.len);
+	out->len = b.len;
+	buf_free(&b);
+	return out->ptr ? 0 : -1;
+}
+
+static int64_t token_value(const struct slice *v)
+{
+	return (int64_t)be64_load(v->ptr);
+}
+
+/* ---- WHERE ----------------------------------------------------------------------- */
+
+struct key_restr {
+	struct slice *vals;
+	size_t n;
+};
+
+static int restrict_partition(struct cql_select_plan *p,
+			      const struct cql_relation *r, int c,
+			      struct key_restr *kr, const struct cql_value *binds,
+			      size_t nbinds)
+{
+	const struct storage_column *col = &p->m->columns[c];
+	bool null;
+	if (kr->vals)
+		return err_set(ERR_INVALID, "%s cannot be restricted by more than "
+					    "one relation if it includes an Equal",
+			       col->name);
+	if (r->op == CQL_OP_EQ) {
+		kr->vals = arena_alloc(p->a, sizeof(*kr->vals));
+		kr->n = 1;
+		if (!kr->vals || value_of(p, r->value, &col->type, col->name, binds,
+					  nbinds, kr->vals, &null) != 0)
+			return -1;
+		return null ? err_set(ERR_INVALID, "Invalid null value in condition "
+						   "for column %s",
+				      col->name)
+			    : 0;
+	}
+	if (r->op != CQL_OP_IN)
+		return err_set(ERR_INVALID,
+			       "Only EQ and IN relation are supported on the "
+			       "partition key (unless you use the token() "
+			       "function)");
+	if (r->value->kind == CQL_TERM_TUPLE) {
+		kr->n = r->value->count;
+		kr->vals = arena_alloc(p->a, (kr->n + 1) * sizeof(*kr->vals));
+		for (size_t i = 0; kr->vals && i < kr->n; i++) {
+			if (value_of(p, r->value->items[i], &col->type, col->name,
+				     binds, nbinds, &kr->vals[i], &null) != 0)
+				return -1;
+			if (null)
+				return err_set(ERR_INVALID, "Invalid null value in "
+							    "condition for column %s",
+					       col->name);
+		}
+		return kr->vals ? 0 : -1;
+	}
+	struct storage_type lt = {STORAGE_TYPE_LIST, col->type.kind, 0, true};
+	struct slice list;
+	if (value_of(p, r->value, &lt, col->name, binds, nbinds, &list, &null) != 0)
+		return -1;
+	if (null)
+		return err_set(ERR_INVALID, "Invalid null value for IN restriction "
+					    "on %s",
+			       col->name);
+	struct cursor cur = cursor_make(list.ptr, list.len);
+	uint32_t n;
+	if (cursor_be32(&cur, &n) != 0 || n > 4096)
+		return err_set(ERR_INVALID, "Invalid IN list for %s", col->name);
+	kr->n = n;
+	kr->vals = arena_alloc(p->a, (n + 1) * sizeof(*kr->vals));
+	for (uint32_t i = 0; kr->vals && i < n; i++) {
+		uint32_t len;
+		if (cursor_be32(&cur, &len) != 0 || (int32_t)len < 0 ||
+		    cursor_take(&cur, len, &kr->vals[i]) != 0)
+			return err_set(ERR_INVALID, "Invalid IN list for %s",
+				       col->name);
+	}
+	return kr->vals ? 0 : -1;
+}
+
+static int build_keys(struct cql_select_plan *p, struct key_restr *kr)
+{
+	const struct storage_table_meta *m = p->m;
+	size_t total = 1;
+	for (size_t i = 0; i < m->pk_count; i++) {
+		total *= kr[i].n;
+		if (total > 4096)
+			return err_set(ERR_INVALID, "Too many partitions in IN "
+						    "restrictions (more than 4096)");
+	}
+	p->key_offs = arena_alloc(p->a, (total + 1) * sizeof(*p->key_offs));
+	if (!p->key_offs)
+		return -1;
+	for (size_t k = 0; k < total; k++) {
+		size_t idx = k;
+		struct slice parts[16];
+		for (size_t i = m->pk_count; i-- > 0;) {
+			parts[i] = kr[i].vals[idx % kr[i].n];
+			idx /= kr[i].n;
+		}
+		p->key_offs[p->key_count++] = p->keys.len;
+		if (m->pk_count == 1 ? buf_append(&p->keys, parts[0].ptr, parts[0].len)
+				     : murmur3_compound_key(&p->keys, parts,
+							    m->pk_count))
+			return -1;
+	}
+	p->key_offs[p->key_count] = p->keys.len;
+	return 0;
+}
+
+static int restrict_token(struct cql_select_plan *p, const struct cql_relation *r,
+			  const struct cql_value *binds, size_t nbinds)
+{
+	const struct storage_table_meta *m = p->m;
+	bool ok = r->column_count == m->pk_count;
+	for (size_t i = 0; ok && i < m->pk_count; i++)
+		ok = strcmp(r->columns[i], m->columns[m->pk[i]].name) == 0;
+	if (!ok)
+		return err_set(ERR_INVALID, "The token function arguments must be "
+					    "the partition key columns, in order");
+	struct storage_type bigint = {.kind = STORAGE_TYPE_BIGINT};
+	struct slice v;
+	bool null;
+	if (value_of(p, r->value, &bigint, "partition key token", binds, nbinds,
+		     &v, &null) != 0)
+		return -1;
+	if (null || v.len != 8)
+		return err_set(ERR_INVALID, "Invalid token value");
+	int64_t t = token_value(&v);
+	p->scan = true;
+	switch (r->op) {
+	case CQL_OP_GT:
+		p->start_token = t > p->start_token ? t : p->start_token;
+		break;
+	case CQL_OP_GTE:
+		if (t != INT64_MIN && t - 1 > p->start_token)
+			p->start_token = t - 1;
+		break;
+	case CQL_OP_LT:
+		if (t != INT64_MIN && t - 1 < p->end_token)
+			p->end_token = t - 1;
+		break;
+	case CQL_OP_LTE:
+		p->end_token = t < p->end_token ? t : p->end_token;
+		break;
+	default: /* = */
+		p->start_token = t == INT64_MIN ? t : t - 1;
+		p->end_token = t;
+	}
+	return 0;
+}
+
+/* Clustering restrictions: equalities on a prefix, then one range. */
+static int restrict_clustering(struct cql_select_plan *p,
+			       const struct cql_relation **by_col,
+			       const struct cql_value *binds, size_t nbinds)
+{
+	const struct storage_table_meta *m = p->m;
+	struct slice *start = arena_alloc(p->a, (m->ck_count + 1) * sizeof(*start));
+	struct slice *end = arena_alloc(p->a, (m->ck_count + 1) * sizeof(*end));
+	size_t ns = 0, ne = 0;
+	bool si = true, ei = true, ranged = false;
+	if (!start || !end)
+		return -1;
+	for (size_t i = 0; i < m->ck_count; i++) {
+		int c = m->ck[i];
+		const struct storage_column *col = &m->columns[c];
+		/* up to two relations per column (a range has two ends) */
+		const struct cql_relation *rels[2] = {by_col[2 * c], by_col[2 * c + 1]};
+		if (!rels[0])
+			continue;
+		if (ranged)
+			return err_set(ERR_INVALID, "Clustering column \"%s\" cannot "
+						    "be restricted (preceding column "
+						    "is restricted by a non-EQ "
+						    "relation)",
+				       col->name);
+		if (ns != i || ne != i)
+			return err_set(ERR_INVALID, "PRIMARY KEY column \"%s\" cannot "
+						    "be restricted as preceding column "
+						    "\"%s\" is not restricted",
+				       col->name, m->columns[m->ck[i - 1]].name);
+		p->clustering_restricted = true;
+		for (int k = 0; k < 2 && rels[k]; k++) {
+			const struct cql_relation *r = rels[k];
+			struct slice v;
+			bool null;
+			if (r->op == CQL_OP_IN)
+				return err_set(ERR_UNSUPPORTED,
+					       "IN on clustering columns is not "
+					       "supported by Cassini yet");
+			if (r->op == CQL_OP_NEQ || r->op == CQL_OP_CONTAINS ||
+			    r->op == CQL_OP_CONTAINS_KEY)
+				return err_set(ERR_INVALID, "Unsupported relation on "
+							    "clustering column %s",
+					       col->name);
+			if (value_of(p, r->value, &col->type, col->name, binds,
+				     nbinds, &v, &null) != 0)
+				return -1;
+			if (null)
+				return err_set(ERR_INVALID, "Invalid null value in "
+							    "condition for column %s",
+					       col->name);
+			/* A DESC column inverts < and > in clustering order. */
+			bool lo = r->op == CQL_OP_GT || r->op == CQL_OP_GTE;
+			if (col->desc && r->op != CQL_OP_EQ)
+				lo = !lo;
+			bool incl = r->op == CQL_OP_GTE || r->op == CQL_OP_LTE;
+			if (r->op == CQL_OP_EQ) {
+				start[ns++] = end[ne++] = v;
+			} else {
+				ranged = true;
+				if (lo) {
+					start[ns++] = v;
+					si = incl;
+				} else {
+					end[ne++] = v;
+					ei = incl;
+				}
+			}
+		}
+	}
+	if (!p->clustering_restricted)
+		return 0;
+	p->slice = (struct storage_slice){start, ns, si, end, ne, ei};
+	p->cmd.slices = &p->slice;
+	p->cmd.slice_count = 1;
+	return 0;
+}
+
+static int plan_where(struct cql_select_plan *p, const struct cql_select *q,
+		      const struct cql_value *binds, size_t nbinds)
+{
+	const struct storage_table_meta *m = p->m;
+	struct key_restr kr[16] = {{NULL, 0}};
+	const struct cql_relation **by_col =
+		arena_alloc(p->a, 2 * (m->column_count + 1) * sizeof(*by_col));
+	size_t npk = 0;
+	if (!by_col)
+		return -1;
+	memset(by_col, 0, 2 * (m->column_count + 1) * sizeof(*by_col));
+	p->start_token = INT64_MIN;
+	p->end_token = INT64_MAX;
+	for (size_t i = 0; i < q->where_count; i++) {
+		const struct cql_relation *r = &q->where[i];
+		if (r->kind == CQL_REL_TOKEN) {
+			if (restrict_token(p, r, binds, nbinds) != 0)
+				return -1;
+			continue;
+		}
+		if (r->kind == CQL_REL_TUPLE)
+			return err_set(ERR_UNSUPPORTED, "Multi-column relations are "
+							"not supported by Cassini yet");
+		int c = cql_table_column(p->t, r->columns[0]);
+		if (c < 0)
+			return err_set(ERR_INVALID, "Undefined column name %s in "
+						    "table %s.%s",
+				       r->columns[0], m->keyspace, m->name);
+		const struct storage_column *col = &m->columns[c];
+		if (col->kind == STORAGE_COLUMN_PARTITION_KEY) {
+			if (restrict_partition(p, r, c, &kr[col->position], binds,
+					       nbinds) != 0)
+				return -1;
+			npk++;
+		} else if (col->kind == STORAGE_COLUMN_CLUSTERING) {
+			size_t slot = by_col[2 * c] ? 2 * (size_t)c + 1 : 2 * (size_t)c;
+			if (by_col[2 * c + 1] ||
+			    (by_col[2 * c] && (by_col[2 * c]->op == CQL_OP_EQ ||
+					       r->op == CQL_OP_EQ)))
+				return err_set(ERR_INVALID,
+					       "More than one restriction was found "
+					       "for %s",
+					       col->name);
+			by_col[slot] = r;
+		} else {
+			if (!q->allow_filtering)
+				return err_set(ERR_INVALID,
+					       "Cannot execute this query as it might "
+					       "involve data filtering and thus may "
+					       "have unpredictable performance. If "
+					       "you want to execute this query "
+					       "despite the performance "
+					       "unpredictability, use ALLOW "
+					       "FILTERING");
+			if (r->op != CQL_OP_EQ ||
+			    (storage_type_is_collection(col->type.kind) &&
+			     !col->type.frozen))
+				return err_set(ERR_UNSUPPORTED,
+					       "Only = filtering on simple columns "
+					       "is supported by Cassini yet");
+			struct filter *f = &p->filters[p->nfilters++];
+			bool null;
+			f->column = c;
+			if (value_of(p, r->value, &col->type, col->name, binds, nbinds,
+				     &f->value, &null) != 0)
+				return -1;
+			if (null)
+				return err_set(ERR_INVALID, "Unsupported null value "
+							    "for column %s",
+					       col->name);
+		}
+	}
+	if (npk && p->scan)
+		return err_set(ERR_INVALID, "Partition key restrictions and token() "
+					    "restrictions cannot be mixed");
+	for (size_t i = 0; npk && i < m->pk_count; i++)
+		if (!kr[i].vals)
+			return err_set(ERR_INVALID,
+				       "Cannot execute this query as it might "
+				       "involve data filtering and thus may have "
+				       "unpredictable performance. If you want to "
+				       "execute this query despite the performance "
+				       "unpredictability, use ALLOW FILTERING");
+	if (npk) {
+		if (build_keys(p, kr) != 0)
+			return -1;
+	} else {
+		p->scan = true;
+	}
+	if (restrict_clustering(p, by_col, binds, nbinds) != 0)
+		return -1;
+	if (p->scan && p->clustering_restricted && !q->allow_filtering)
+		return err_set(ERR_INVALID,
+			       "Cannot execute this query as it might involve data "
+			       "filtering and thus may have unpredictable "
+			       "performance. If you want to execute this query "
+			       "despite the performance unpredictability, use "
+			       "ALLOW FILTERING");
+	return 0;
+}
+
+/* ---- selectors ---------------------------------------------------------------------- */
+
+/* Names are copied: the statement's text dies with its request, while the
+ * plan lives until the rows are encoded, after the reads. */
+static int add_out(struct cql_select_plan *p, enum out_kind k, int column,
+		   const char *name, struct storage_type type)
+{
+	const char *copy = arena_strdup(p->a, name);
+	if (!copy)
+		return -1;
+	p->outs[p->nouts++] = (struct out_col){k, column, copy, type};
+	return 0;
+}
+
+static int plan_star(struct cql_select_plan *p)
+{
+	const struct storage_table_meta *m = p->m;
+	/* Schema names outlive the plan: no copies needed here. */
+	for (size_t i = 0; i < m->pk_count; i++)
+		p->outs[p->nouts++] = (struct out_col){
+			OUT_COLUMN, m->pk[i], m->columns[m->pk[i]].name,
+			m->columns[m->pk[i]].type};
+	for (size_t i = 0; i < m->ck_count; i++)
+		p->outs[p->nouts++] = (struct out_col){
+			OUT_COLUMN, m->ck[i], m->columns[m->ck[i]].name,
+			m->columns[m->ck[i]].type};
+	size_t first = p->nouts;
+	for (size_t c = 0; c < m->column_count; c++) {
+		uint8_t kind = m->columns[c].kind;
+		if (kind == STORAGE_COLUMN_PARTITION_KEY ||
+		    kind == STORAGE_COLUMN_CLUSTERING ||
+		    cql_table_column_dropped(p->t, c))
+			continue;
+		size_t at = p->nouts++;
+		while (at > first && strcmp(p->outs[at - 1].name, m->columns[c].name) > 0) {
+			p->outs[at] = p->outs[at - 1];
+			at--;
+		}
+		p->outs[at] = (struct out_col){OUT_COLUMN, (int)c, m->columns[c].name,
+					       m->columns[c].type};
+	}
+	return 0;
+}
+
+static int plan_selector(struct cql_select_plan *p, const struct cql_selector *s)
+{
+	const struct storage_table_meta *m = p->m;
+	struct storage_type bigint = {.kind = STORAGE_TYPE_BIGINT};
+	struct storage_type integer = {.kind = STORAGE_TYPE_INT};
+	if (s->kind == CQL_SEL_COUNT_STAR ||
+	    (s->kind == CQL_SEL_FUNCTION && strcmp(s->name, "count") == 0 &&
+	     s->arg_count == 1 && s->args[0].kind == CQL_SEL_TERM)) {
+		p->count = true;
+		return add_out(p, OUT_COUNT, -1, s->alias ? s->alias : "count", bigint);
+	}
+	if (s->kind == CQL_SEL_COLUMN) {
+		int c = cql_table_column(p->t, s->name);
+		if (c < 0)
+			return err_set(ERR_INVALID, "Undefined column name %s in "
+						    "selection clause",
+				       s->name);
+		return add_out(p, OUT_COLUMN, c, s->alias ? s->alias : s->name,
+			       m->columns[c].type);
+	}
+	if (s->kind != CQL_SEL_FUNCTION)
+		return err_set(ERR_UNSUPPORTED, "Constants in selections are not "
+						"supported by Cassini yet");
+	if (strcmp(s->name, "token") == 0) {
+		bool ok = s->arg_count == m->pk_count;
+		for (size_t i = 0; ok && i < m->pk_count; i++)
+			ok = s->args[i].kind == CQL_SEL_COLUMN &&
+			     strcmp(s->args[i].name, m->columns[m->pk[i]].name) == 0;
+		if (!ok)
+			return err_set(ERR_INVALID, "The token function arguments "
+						    "must be the partition key "
+						    "columns, in order");
+		char *name = arena_alloc(p->a, 256);
+		if (!name)
+			return -1;
+		int n = snprintf(name, 256, "system.token(");
+		for (size_t i = 0; i < m->pk_count && n < 240; i++)
+			n += snprintf(name + n, 256 - (size_t)n, "%s%s", i ? ", " : "",
+				      m->columns[m->pk[i]].name);
+		snprintf(name + n, 256 - (size_t)n, ")");
+		return add_out(p, OUT_TOKEN, -1, s->alias ? s->alias : name, bigint);
+	}
+	bool wt = strcmp(s->name, "writetime") == 0, ttl = strcmp(s->name, "ttl") == 0;
+	if (!wt && !ttl)
+		return err_set(ERR_UNSUPPORTED, "Function %s in selections is not "
+						"supported by Cassini yet",
+			       s->name);
+	if (s->arg_count != 1 || s->args[0].kind != CQL_SEL_COLUMN)
+		return err_set(ERR_INVALID, "%s takes one column", s->name);
+	int c = cql_table_column(p->t, s->args[0].name);
+	if (c < 0)
+		return err_set(ERR_INVALID, "Undefined column name %s",
+			       s->args[0].name);
+	const struct storage_column *col = &m->columns[c];
+	const char *fname = wt ? "writeTime" : "ttl";
+	if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
+	    col->kind == STORAGE_COLUMN_CLUSTERING)
+		return err_set(ERR_INVALID, "Cannot use selection function %s on "
+					    "PRIMARY KEY part %s",
+			       fname, col->name);
+	if (storage_type_is_collection(col->type.kind) && !col->type.frozen)
+		return err_set(ERR_INVALID, "Cannot use selection function %s on "
+					    "non-frozen collection %s",
+			       fname, col->name);
+	char *name = arena_alloc(p->a, 160);
+	if (!name)
+		return -1;
+	snprintf(name, 160, "%s(%s)", s->name, col->name);
+	return add_out(p, wt ? OUT_WRITETIME : OUT_TTL, c,
+		       s->alias ? s->alias : name, wt ? bigint : integer);
+}
+
+static int plan_order(struct cql_select_plan *p, const struct cql_select *q)
+{
+	const struct storage_table_meta *m = p->m;
+	if (!q->order_count)
+		return 0;
+	if (p->scan)
+		return err_set(ERR_INVALID, "ORDER BY is only supported when the "
+					    "partition key is restricted by an EQ "
+					    "or an IN.");
+	if (p->key_count > 1)
+		return err_set(ERR_INVALID,
+			       "Cannot page queries with both ORDER BY and a IN "
+			       "restriction on the partition key; you must either "
+			       "remove the ORDER BY or the IN and sort client side, "
+			       "or disable paging for this query");
+	int reverse = -1;
+	for (size_t i = 0; i < q->order_count; i++) {
+		if (i >= m->ck_count ||
+		    strcmp(q->order[i].column, m->columns[m->ck[i]].name) != 0)
+			return err_set(ERR_INVALID, "Order by currently only supports "
+						    "the ordering of columns following "
+						    "their declared order in the "
+						    "PRIMARY KEY");
+		int r = q->order[i].descending != m->columns[m->ck[i]].desc;
+		if (reverse >= 0 && r != reverse)
+			return err_set(ERR_INVALID, "Unsupported order by relation");
+		reverse = r;
+	}
+	p->cmd.reverse = reverse == 1;
+	return 0;
+}
+
+static int limit_of(const struct cql_term *t, const struct cql_value *binds,
+		    size_t nbinds, const char *what, size_t *out)
+{
+	if (!t)
+		return 0;
+	int64_t v;
+	if (t->kind == CQL_TERM_INTEGER && !t->negative && t->len < 19) {
+		v = strtoll(t->text, NULL, 10);
+	} else if (t->kind == CQL_TERM_BIND && (size_t)t->bind_index < nbinds &&
+		   binds[t->bind_index].len == 4) {
+		v = (int32_t)be32_load(binds[t->bind_index].ptr);
+	} else {
+		return err_set(ERR_INVALID, "Invalid %s value", what);
+	}
+	if (v <= 0)
+		return err_set(ERR_INVALID, "%s must be strictly positive", what);
+	*out = (size_t)v;
+	return 0;
+}
+
+struct cql_select_plan *cql_select_plan_new(struct arena *a,
+					    const struct cql_select *q,
+					    const struct cql_table *t,
+					    const struct cql_value *binds,
+					    size_t bind_count)
+{
+	const struct storage_table_meta *m = cql_table_meta(t);
+	struct cql_select_plan *p = arena_alloc(a, sizeof(*p));
+	if (!p)
+		return NULL;
+	memset(p, 0, sizeof(*p));
+	p->t = t;
+	p->m = m;
+	p->a = a;
+	buf_init(&p->keys);
+	p->outs = arena_alloc(a, (m->column_count + q->selector_count + 1) *
+					 sizeof(*p->outs));
+	p->filters = arena_alloc(a, (q->where_count + 1) * sizeof(*p->filters));
+	p->limit = CQL_SELECT_MAX_ROWS;
+	if (!p->outs || !p->filters)
+		return NULL;
+	if (q->json || q->has_group_by) {
+		err_set(ERR_UNSUPPORTED, "%s is not supported by Cassini yet",
+			q->json ? "SELECT JSON" : "GROUP BY");
+		goto fail;
+	}
+	if (plan_where(p, q, binds, bind_count) != 0)
+		goto fail;
+	if (q->star) {
+		plan_star(p);
+	} else {
+		for (size_t i = 0; i < q->selector_count; i++)
+			if (plan_selector(p, &q->selectors[i]) != 0)
+				goto fail;
+		if (p->count && p->nouts > 1) {
+			err_set(ERR_UNSUPPORTED, "count(*) together with other "
+						 "selections is not supported "
+						 "by Cassini yet");
+			goto fail;
+		}
+	}
+	if (q->distinct) {
+		for (size_t i = 0; i < p->nouts; i++) {
+			int c = p->outs[i].column;
+			uint8_t kind = c >= 0 ? m->columns[c].kind : 0xff;
+			if (kind != STORAGE_COLUMN_PARTITION_KEY &&
+			    kind != STORAGE_COLUMN_STATIC) {
+				err_set(ERR_INVALID, "SELECT DISTINCT queries must only "
+						     "request partition key columns "
+						     "and/or static columns (not %s)",
+					p->outs[i].name);
+				goto fail;
+			}
+		}
+		p->distinct = true;
+	}
+	size_t limit = 0, ppl = 0;
+	if (plan_order(p, q) != 0 ||
+	    limit_of(q->limit, binds, bind_count, "LIMIT", &limit) != 0 ||
+	    limit_of(q->per_partition_limit, binds, bind_count,
+		     "PER PARTITION LIMIT", &ppl) != 0)
+		goto fail;
+	if (limit && limit < p->limit)
+		p->limit = limit;
+	p->per_partition_limit = ppl;
+	p->cmd.with_static = true;
+	/* Filters need every row; otherwise the engine can stop early. */
+	if (!p->nfilters && !p->count && !p->distinct && p->key_count == 1)
+		p->cmd.limit = (uint32_t)(ppl && ppl < p->limit ? ppl : p->limit);
+	else if (!p->nfilters && !p->count && ppl)
+		p->cmd.limit = (uint32_t)ppl;
+	if (p->distinct)
+		p->cmd.limit = 1;
+	/* The keys buffer lives in the arena so nothing leaks with it. */
+	if (p->keys.len) {
+		uint8_t *copy = arena_memdup(a, p->keys.data, p->keys.len);
+		buf_free(&p->keys);
+		if (!copy)
+			return NULL;
+		p->keys.data = copy; /* arena-owned from here on */
+		p->keys.len = p->keys.cap = 0;
+	}
+	return p;
+fail:
+	buf_free(&p->keys);
+	return NULL;
+}
+
+size_t cql_select_plan_key_count(const struct cql_select_plan *p)
+{
+	return p->scan ? 0 : p->key_count;
+}
+
+struct slice cql_select_plan_key(const struct cql_select_plan *p, size_t i)
+{
+	return slice_make(p->keys.data + p->key_offs[i],
+			  p->key_offs[i + 1] - p->key_offs[i]);
+}
+
+bool cql_select_plan_is_scan(const struct cql_select_plan *p)
+{
+	return p->scan;
+}
+
+void cql_select_plan_range(const struct cql_select_plan *p, int64_t *start,
+			   int64_t *end)
+{
+	*start = p->start_token;
+	*end = p->end_token;
+}
+
+const struct storage_read_cmd *cql_select_plan_cmd(const struct cql_select_plan *p)
+{
+	return &p->cmd;
+}
+
+const uint8_t *cql_select_plan_table_id(const struct cql_select_plan *p)
+{
+	return p->m->id;
+}
+
+size_t cql_select_plan_row_budget(const struct cql_select_plan *p)
+{
+	return p->count ? SIZE_MAX : p->limit;
+}
+
+/* ---- encoding ------------------------------------------------------------------------ */
+
+/* Partition key component i of a serialized key. */
+static struct slice key_part(const struct storage_table_meta *m, struct slice key,
+			     size_t i)
+{
+	if (m->pk_count == 1)
+		return key;
+	struct cursor c = cursor_make(key.ptr, key.len);
+	for (size_t k = 0;; k++) {
+		uint16_t n;
+		struct slice s;
+		uint8_t zero;
+		if (cursor_be16(&c, &n) != 0 || cursor_take(&c, n, &s) != 0 ||
+		    cursor_u8(&c, &zero) != 0)
+			return slice_make(NULL, 0);
+		if (k == i)
+			return s;
+	}
+}
+
+static const struct storage_cell_view *find_cell(const struct storage_row_view *row,
+						 int column)
+{
+	for (size_t i = 0; row && i < row->cell_count; i++)
+		if (row->cells[i].column == column)
+			return &row->cells[i];
+	return NULL;
+}
+
+/* A collection column's value rebuilt from its cells. */
+static int write_collection(struct buf *out, const struct storage_row_view *row,
+			    int column, uint16_t kind)
+{
+	size_t n = 0, mark = out->len;
+	for (size_t i = 0; row && i < row->cell_count; i++)
+		n += row->cells[i].column == column;
+	if (n == 0)
+		return cql_write_bytes(out, NULL, -1);
+	if (buf_put_be32(out, 0) != 0 || buf_put_be32(out, (uint32_t)n) != 0)
+		return -1;
+	for (size_t i = 0; i < row->cell_count; i++) {
+		const struct storage_cell_view *c = &row->cells[i];
+		if (c->column != column)
+			continue;
+		struct slice first = kind == STORAGE_TYPE_LIST ? c->value : c->path;
+		if (buf_put_be32(out, (uint32_t)first.len) ||
+		    buf_append(out, first.ptr, first.len))
+			return -1;
+		if (kind == STORAGE_TYPE_MAP &&
+		    (buf_put_be32(out, (uint32_t)c->value.len) ||
+		     buf_append(out, c->value.ptr, c->value.len)))
+			return -1;
+	}
+	be32_store(out->data + mark, (uint32_t)(out->len - mark - 4));
+	return 0;
+}
+
+static bool passes_filters(const struct cql_select_plan *p,
+			   const struct storage_row_view *row,
+			   const struct storage_row_view *stat)
+{
+	for (size_t i = 0; i < p->nfilters; i++) {
+		const struct filter *f = &p->filters[i];
+		bool is_static = p->m->columns[f->column].kind == STORAGE_COLUMN_STATIC;
+		const struct storage_cell_view *c =
+			find_cell(is_static ? stat : row, f->column);
+		if (!c || !slice_eq(c->value, f->value))
+			return false;
+	}
+	return true;
+}
+
+static int write_row(const struct cql_select_plan *p, struct buf *out,
+		     const struct storage_result *r,
+		     const struct storage_row_view *row,
+		     const struct storage_row_view *stat, int64_t now_sec)
+{
+	const struct storage_table_meta *m = p->m;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < p->nouts; i++) {
+		const struct out_col *o = &p->outs[i];
+		if (o->kind == OUT_TOKEN) {
+			uint8_t b[8];
+			be64_store(b, (uint64_t)r->token);
+			rc = cql_write_bytes(out, b, 8);
+			continue;
+		}
+		const struct storage_column *col = &m->columns[o->column];
+		if (col->kind == STORAGE_COLUMN_PARTITION_KEY) {
+			struct slice s = key_part(m, r->key, col->position);
+			rc = cql_write_bytes(out, s.ptr, (int32_t)s.len);
+			continue;
+		}
+		if (col->kind == STORAGE_COLUMN_CLUSTERING) {
+			if (!row || col->position >= row->clustering_count)
+				rc = cql_write_bytes(out, NULL, -1);
+			else
+				rc = cql_write_bytes(out, row->clustering[col->position].ptr,
+						     (int32_t)row->clustering[col->position].len);
+			continue;
+		}
+		const struct storage_row_view *src =
+			col->kind == STORAGE_COLUMN_STATIC ? stat : row;
+		if (o->kind == OUT_COLUMN && storage_type_is_collection(col->type.kind) &&
+		    !col->type.frozen) {
+			rc = write_collection(out, src, o->column, col->type.kind);
+			continue;
+		}
+		const struct storage_cell_view *c = find_cell(src, o->column);
+		uint8_t b[8];
+		if (!c) {
+			rc = cql_write_bytes(out, NULL, -1);
+		} else if (o->kind == OUT_WRITETIME) {
+			be64_store(b, (uint64_t)c->ts);
+			rc = cql_write_bytes(out, b, 8);
+		} else if (o->kind == OUT_TTL) {
+			if (c->ttl <= 0) {
+				rc = cql_write_bytes(out, NULL, -1);
+			} else {
+				int64_t left = c->expiry - now_sec;
+				be32_store(b, (uint32_t)(left > 0 ? left : 0));
+				rc = cql_write_bytes(out, b, 4);
+			}
+		} else {
+			rc = cql_write_bytes(out, c->value.ptr, (int32_t)c->value.len);
+		}
+	}
+	return rc;
+}
+
+static struct cql_type_option *type_option(struct arena *a,
+					   const struct storage_type *t)
+{
+	struct cql_type_option *o = arena_alloc(a, 3 * sizeof(*o));
+	if (!o)
+		return NULL;
+	memset(o, 0, 3 * sizeof(*o));
+	o[0].id = t->kind;
+	if (storage_type_is_collection(t->kind)) {
+		o[1].id = t->elem;
+		o[0].sub[0] = &o[1];
+		if (t->kind == STORAGE_TYPE_MAP) {
+			o[2].id = t->value;
+			o[0].sub[1] = &o[2];
+		}
+	}
+	return o;
+}
+
+int cql_select_encode(const struct cql_select_plan *p,
+		      struct storage_result *const *results, size_t n,
+		      int64_t now_sec, uint8_t version, int16_t stream,
+		      struct buf *out)
+{
+	struct cql_column_spec *specs =
+		arena_alloc(p->a, (p->nouts + 1) * sizeof(*specs));
+	if (!specs)
+		return -1;
+	for (size_t i = 0; i < p->nouts; i++) {
+		specs[i] = (struct cql_column_spec){p->m->keyspace, p->m->name,
+						    p->outs[i].name,
+						    type_option(p->a, &p->outs[i].type)};
+		if (!specs[i].type)
+			return -1;
+	}
+	long start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
+	if (start < 0 || cql_write_int(out, CQL_RESULT_ROWS) ||
+	    cql_write_rows_metadata(out, specs, p->nouts, NULL, false))
+		return -1;
+	size_t count_at = out->len;
+	if (cql_write_int(out, 0) != 0)
+		return -1;
+	uint64_t rows = 0, counted = 0;
+	int rc = 0;
+	for (size_t k = 0; rc == 0 && k < n && rows < p->limit; k++) {
+		const struct storage_result *r = results[k];
+		const struct storage_row_view *stat = r->static_row;
+		bool static_live = stat && stat->cell_count > 0;
+		size_t in_partition = 0;
+		size_t nrows = r->row_count;
+		/* A partition with only static data still shows as one row,
+		 * unless the clustering was restricted. */
+		bool static_only = nrows == 0 && static_live && !p->clustering_restricted;
+		if (p->distinct && (nrows || static_live))
+			nrows = 1;
+		for (size_t i = 0; rc == 0 && (i < nrows || (static_only && i == 0)) &&
+				   rows < p->limit;
+		     i++) {
+			const struct storage_row_view *row =
+				static_only || p->distinct ? (r->row_count ? &r->rows[0] : NULL)
+							   : &r->rows[i];
+			if (!passes_filters(p, row, stat))
+				continue;
+			if (p->per_partition_limit &&
+			    in_partition >= p->per_partition_limit)
+				break;
+			in_partition++;
+			if (p->count) {
+				counted++;
+				continue;
+			}
+			rc = write_row(p, out, r, static_only ? NULL : row, stat, now_sec);
+			rows++;
+		}
+	}
+	if (rc == 0 && p->count) {
+		uint8_t b[8];
+		be64_store(b, counted);
+		rc = cql_write_bytes(out, b, 8);
+		rows = 1;
+	}
+	if (rc != 0) {
+		out->len = (size_t)start;
+		return -1;
+	}
+	be32_store(out->data + count_at, (uint32_t)rows);
+	cql_frame_end(out, start);
+	return 0;
+}

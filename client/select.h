@@ -1,0 +1,59 @@
+/*
+ * SELECT on a user table: planning the read and encoding what it found.
+ *
+ * Planning turns the WHERE clause into storage reads: partition keys from
+ * `=` / IN on every partition key column, or a token range from
+ * token(...) relations, or the whole ring; a clustering slice from a prefix
+ * of `=` and a final range; ORDER BY as a reverse read; LIMIT and PER
+ * PARTITION LIMIT; `=` on other columns when ALLOW FILTERING is given.
+ * Encoding rebuilds CQL rows from storage rows: key columns from the key and
+ * clustering, collections from their cells, the static row, writetime(),
+ * ttl(), token() and count(*).
+ *
+ * Not yet: paging past one page (every row up to LIMIT comes in one
+ * reply, capped at CQL_SELECT_MAX_ROWS), IN on clustering columns,
+ * multi-column relations, aggregates other than count.
+ */
+#ifndef CASSINI_CLIENT_SELECT_H
+#define CASSINI_CLIENT_SELECT_H
+
+#include "client/cql_ast.h"
+#include "client/proto.h"
+#include "client/schema.h"
+#include "common/arena.h"
+#include "storage/storage.h"
+
+#define CQL_SELECT_MAX_ROWS 100000
+
+struct cql_select_plan;
+
+/*
+ * Plans `q` on `t`. Everything the plan needs (bound values included) is
+ * copied into `a`, which must outlive the plan. NULL with ERR_INVALID or
+ * ERR_UNSUPPORTED and the client's message.
+ */
+struct cql_select_plan *cql_select_plan_new(struct arena *a,
+					    const struct cql_select *q,
+					    const struct cql_table *t,
+					    const struct cql_value *binds,
+					    size_t bind_count);
+
+/* The storage reads: either keys (one read per key) or a token range. */
+size_t cql_select_plan_key_count(const struct cql_select_plan *p);
+struct slice cql_select_plan_key(const struct cql_select_plan *p, size_t i);
+bool cql_select_plan_is_scan(const struct cql_select_plan *p);
+void cql_select_plan_range(const struct cql_select_plan *p, int64_t *start,
+			   int64_t *end);
+const struct storage_read_cmd *cql_select_plan_cmd(const struct cql_select_plan *p);
+const uint8_t *cql_select_plan_table_id(const struct cql_select_plan *p);
+/* Stop reading once this many rows are found (LIMIT, or the cap). */
+size_t cql_select_plan_row_budget(const struct cql_select_plan *p);
+
+/* Appends the RESULT Rows frame for `results` (in read order). `now_sec`
+ * is the local time for ttl(). */
+int cql_select_encode(const struct cql_select_plan *p,
+		      struct storage_result *const *results, size_t n,
+		      int64_t now_sec, uint8_t version, int16_t stream,
+		      struct buf *out);
+
+#endif
