@@ -94,7 +94,8 @@ struct env_file_ops {
 	/* Reads up to n bytes at off; returns bytes read (short only at end of
 	 * file) or -1. */
 	ssize_t (*pread)(struct env_file *f, void *buf, size_t n, uint64_t off);
-	/* Writes all n bytes at the end of the file, or fails. */
+	/* Writes all n bytes at the end of the file (the end as truncate
+	 * left it), or fails. */
 	int (*append)(struct env_file *f, const void *buf, size_t n);
 	/* Writes all n bytes at off, or fails. */
 	int (*pwrite)(struct env_file *f, const void *buf, size_t n,

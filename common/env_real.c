@@ -210,6 +210,10 @@ static int file_truncate(struct env_file *f, uint64_t size)
 	struct real_file *rf = rfile(f);
 	if (ftruncate(rf->fd, (off_t)size) != 0)
 		return err_set_errno(errno, "truncate %s", rf->path);
+	/* append() writes at the end: a shrunk file's end moved back. */
+	off_t pos = lseek(rf->fd, 0, SEEK_CUR);
+	if (pos > (off_t)size && lseek(rf->fd, (off_t)size, SEEK_SET) < 0)
+		return err_set_errno(errno, "seek %s", rf->path);
 	return 0;
 }
 

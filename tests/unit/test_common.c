@@ -313,6 +313,9 @@ START_TEST(env_real_files_are_durable_and_atomic)
 	ck_assert_int_eq(env_file_size(f), 4096);
 	ck_assert_int_eq(env_file_truncate(f, 2), 0);
 	ck_assert_int_eq(env_file_size(f), 2);
+	/* Appending after a truncate continues at the new end: no hole. */
+	ck_assert_int_eq(env_file_append(f, "Z", 1), 0);
+	ck_assert_int_eq(env_file_size(f), 3);
 	ck_assert_int_eq(env_file_close(f), 0);
 	ck_assert_int_eq(env_file_open(e, path, ENV_FILE_WRITE | ENV_FILE_CREATE |
 							ENV_FILE_EXCL, &f),
