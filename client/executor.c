@@ -322,7 +322,8 @@ static int schema_event(struct buf *b, uint8_t version, void *arg)
 				       c->keyspace, c->name[0] ? c->name : NULL);
 }
 
-static void run_ddl(struct job *j, const struct cql_stmt *s)
+static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
+		    size_t len)
 {
 	struct cql_schema_change change;
 	uint8_t id[16];
@@ -343,8 +344,11 @@ static void run_ddl(struct job *j, const struct cql_stmt *s)
 		if (j->e->server)
 			cql_server_broadcast(j->e->server, "SCHEMA_CHANGE",
 					     schema_event, &change);
-		if (j->e->hooks.schema_changed)
-			j->e->hooks.schema_changed(j->e->hooks.arg, &change);
+		if (j->e->hooks.schema_changed) {
+			struct cql_schema_event ev = {&change, text, len,
+						      j->keyspace, id};
+			j->e->hooks.schema_changed(j->e->hooks.arg, &ev);
+		}
 		return;
 	case CQL_SCHEMA_NOOP:
 		cql_encode_result_void(&j->out, j->info->version, j->info->stream);
@@ -443,7 +447,7 @@ static void run(struct job *j, const char *text, size_t len,
 		return;
 	}
 	if (is_ddl(s->kind)) {
-		run_ddl(j, s);
+		run_ddl(j, s, text, len);
 		return;
 	}
 	if (s->kind == CQL_STMT_DESCRIBE) {

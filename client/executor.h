@@ -39,6 +39,15 @@ struct cql_data_request {
 	const struct cql_query_params *params; /* consistency, paging, ... */
 };
 
+/* An applied schema change, with what the schema log needs to replay it. */
+struct cql_schema_event {
+	const struct cql_schema_change *change;
+	const char *cql; /* the statement as the client sent it */
+	size_t cql_len;
+	const char *keyspace; /* the USE keyspace it ran in, or NULL */
+	const uint8_t *table_id; /* the id offered to CREATE TABLE */
+};
+
 struct cql_exec_hooks {
 	/* Fills `out` with the node's current view; the data stays valid
 	 * until the next call. Required. */
@@ -48,7 +57,7 @@ struct cql_exec_hooks {
 	void (*data)(void *arg, const struct cql_data_request *dr);
 	/* Called after a schema change was applied (to persist and spread
 	 * it). Optional. */
-	void (*schema_changed)(void *arg, const struct cql_schema_change *c);
+	void (*schema_changed)(void *arg, const struct cql_schema_event *e);
 	/* Ids for new tables (random uuids in the node). Required. */
 	void (*new_table_id)(void *arg, uint8_t id[16]);
 	void *arg;

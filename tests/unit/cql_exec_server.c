@@ -50,8 +50,9 @@ static void new_table_id(void *arg, uint8_t id[16])
 }
 
 /* New tables get a home in the engine. */
-static void schema_changed(void *arg, const struct cql_schema_change *c)
+static void schema_changed(void *arg, const struct cql_schema_event *e)
 {
+	const struct cql_schema_change *c = e->change;
 	(void)arg;
 	if (!db || strcmp(c->change, "CREATED") != 0 ||
 	    strcmp(c->target, "TABLE") != 0)

@@ -1,0 +1,167 @@
+/* The schema log (format and guarantees in schema_log.h). */
+#define LOG_MODULE "client"
+#include "client/schema_log.h"
+
+#include "client/cql_parse.h"
+#include "common/buf.h"
+#include "common/crc.h"
+#include "common/err.h"
+#include "common/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOG_VERSION 1
+#define RECORD_MAX (4u << 20)
+
+struct cql_schema_log {
+	struct env *env;
+	struct env_file *f;
+	char *path;
+};
+
+struct cql_schema_log *cql_schema_log_open(struct env *env, const char *path)
+{
+	struct cql_schema_log *l = calloc(1, sizeof(*l));
+	if (!l || !(l->path = strdup(path))) {
+		free(l);
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	l->env = env;
+	if (env_file_open(env, path,
+			  ENV_FILE_READ | ENV_FILE_WRITE | ENV_FILE_CREATE,
+			  &l->f) != 0) {
+		free(l->path);
+		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+void cql_schema_log_close(struct cql_schema_log *l)
+{
+	if (!l)
+		return;
+	env_file_close(l->f);
+	free(l->path);
+	free(l);
+}
+
+int cql_schema_log_append(struct cql_schema_log *l, const char *keyspace,
+			  const uint8_t id[16], const char *cql, size_t len)
+{
+	struct buf b;
+	size_t kl = keyspace ? strlen(keyspace) : 0;
+	if (len > RECORD_MAX || kl > UINT16_MAX)
+		return err_set(ERR_INVALID, "schema statement too large to log");
+	buf_init(&b);
+	int rc = buf_put_be32(&b, 0) || buf_put_be32(&b, 0) ||
+		 buf_put_u8(&b, LOG_VERSION) || buf_append(&b, id, 16) ||
+		 buf_put_be16(&b, (uint16_t)kl) || buf_append(&b, keyspace, kl) ||
+		 buf_put_be32(&b, (uint32_t)len) || buf_append(&b, cql, len);
+	if (rc == 0) {
+		be32_store(b.data, (uint32_t)(b.len - 8));
+		be32_store(b.data + 4, crc32c(0, b.data + 8, b.len - 8));
+		rc = env_file_append(l->f, b.data, b.len);
+	}
+	buf_free(&b);
+	return rc ? -1 : 0;
+}
+
+int cql_schema_log_sync(struct cql_schema_log *l)
+{
+	return env_file_sync(l->f);
+}
+
+/* One record's body. */
+static int apply_record(struct cql_schema *s, const uint8_t *p, size_t n,
+			const char *path, uint64_t off)
+{
+	struct cursor c = cursor_make(p, n);
+	uint8_t version;
+	struct slice id, ks, cql;
+	uint16_t kl;
+	uint32_t ql;
+	if (cursor_u8(&c, &version) != 0 || version != LOG_VERSION ||
+	    cursor_take(&c, 16, &id) != 0 || cursor_be16(&c, &kl) != 0 ||
+	    cursor_take(&c, kl, &ks) != 0 || cursor_be32(&c, &ql) != 0 ||
+	    cursor_take(&c, ql, &cql) != 0 || cursor_left(&c) != 0)
+		return err_set(ERR_CORRUPT, "%s: malformed record at offset %llu",
+			       path, (unsigned long long)off);
+	char keyspace[256];
+	snprintf(keyspace, sizeof(keyspace), "%.*s", (int)ks.len,
+		 (const char *)ks.ptr);
+	struct arena a;
+	int binds;
+	arena_create(&a, 0);
+	struct cql_stmt *st = cql_parse(&a, (const char *)cql.ptr, cql.len, &binds,
+					NULL);
+	struct cql_schema_change change;
+	enum cql_schema_status r = st ? cql_schema_apply(s, st, kl ? keyspace : NULL,
+							 id.ptr, &change)
+				      : CQL_SCHEMA_INVALID;
+	arena_destroy(&a);
+	if (r != CQL_SCHEMA_OK && r != CQL_SCHEMA_NOOP)
+		return err_set(ERR_CORRUPT,
+			       "%s: statement at offset %llu no longer applies "
+			       "(%s): %.*s",
+			       path, (unsigned long long)off, err_msg(),
+			       (int)(cql.len > 120 ? 120 : cql.len),
+			       (const char *)cql.ptr);
+	return 0;
+}
+
+long cql_schema_log_replay(struct cql_schema_log *l, struct cql_schema *s)
+{
+	int64_t size = env_file_size(l->f);
+	uint64_t off = 0;
+	long applied = 0;
+	if (size < 0)
+		return -1;
+	while (off < (uint64_t)size) {
+		uint8_t head[8];
+		if ((uint64_t)size - off < 8)
+			break; /* torn header */
+		if (env_file_pread(l->f, head, 8, off) != 8)
+			return -1;
+		uint32_t len = be32_load(head), crc = be32_load(head + 4);
+		if (len > RECORD_MAX + 512)
+			return err_set(ERR_CORRUPT, "%s: bad record length %u at "
+						    "offset %llu",
+				       l->path, len, (unsigned long long)off);
+		if ((uint64_t)size - off - 8 < len)
+			break; /* torn body */
+		uint8_t *body = malloc(len ? len : 1);
+		if (!body)
+			return err_set(ERR_NOMEM, "out of memory");
+		if (env_file_pread(l->f, body, len, off + 8) != (ssize_t)len) {
+			free(body);
+			return -1;
+		}
+		bool last = off + 8 + len == (uint64_t)size;
+		if (crc32c(0, body, len) != crc) {
+			free(body);
+			if (last)
+				break; /* a torn final write */
+			return err_set(ERR_CORRUPT, "%s: checksum mismatch at offset "
+						    "%llu",
+				       l->path, (unsigned long long)off);
+		}
+		int rc = apply_record(s, body, len, l->path, off);
+		free(body);
+		if (rc != 0)
+			return -1;
+		applied++;
+		off += 8 + (uint64_t)len;
+	}
+	if (off < (uint64_t)size) {
+		LOG_WARN("%s: dropping a torn record at offset %llu (%lld bytes)",
+			 l->path, (unsigned long long)off,
+			 (long long)((uint64_t)size - off));
+		if (env_file_truncate(l->f, off) != 0 || env_file_sync(l->f) != 0)
+			return -1;
+	}
+	return applied;
+}

@@ -1,0 +1,48 @@
+/*
+ * The schema log: every applied DDL statement, in order, so a restarted
+ * node rebuilds exactly the schema it had.
+ *
+ * Replaying the statements (rather than storing a snapshot) keeps what the
+ * data depends on identical across restarts: table ids and column numbers,
+ * including the slots of dropped columns. Each record carries the keyspace
+ * the statement ran in and the id a CREATE TABLE received.
+ *
+ * File format (little-endian nothing: all integers big-endian):
+ *
+ *   record := u32 body_length | u32 crc32c(body) | body
+ *   body   := u8 version (1) | 16-byte table id | u16 keyspace length |
+ *             keyspace | u32 statement length | statement (CQL text)
+ *
+ * Appends are written with write(2) before the DDL is answered and
+ * fsynced soon after (cql_schema_log_sync, on a worker), like Cassandra's
+ * schema mutations under commitlog_sync: periodic. On replay a torn last
+ * record (a crash mid-append) is dropped and the file cut back; a checksum
+ * failure anywhere else refuses to start, naming the file and offset.
+ */
+#ifndef CASSINI_CLIENT_SCHEMA_LOG_H
+#define CASSINI_CLIENT_SCHEMA_LOG_H
+
+#include "client/schema.h"
+#include "common/env.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cql_schema_log;
+
+/* Opens (creates) the log at `path`. NULL with err set. */
+struct cql_schema_log *cql_schema_log_open(struct env *env, const char *path);
+void cql_schema_log_close(struct cql_schema_log *l);
+
+/* Applies every record to `s` (which holds only the system keyspaces).
+ * Returns the number of statements applied, or -1 (ERR_CORRUPT names file
+ * and offset; a statement that no longer applies is ERR_CORRUPT too). */
+long cql_schema_log_replay(struct cql_schema_log *l, struct cql_schema *s);
+
+/* Appends one applied statement (write(2), no fsync). */
+int cql_schema_log_append(struct cql_schema_log *l, const char *keyspace,
+			  const uint8_t id[16], const char *cql, size_t len);
+/* fdatasync; blocks: call from a worker thread. */
+int cql_schema_log_sync(struct cql_schema_log *l);
+
+#endif
