@@ -65,6 +65,11 @@ struct loopq *loopq_new(struct event_base *base)
 	return q;
 }
 
+void loopq_run_pending(struct loopq *q)
+{
+	drain(q);
+}
+
 void loopq_delete(struct loopq *q)
 {
 	if (!q)
