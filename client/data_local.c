@@ -77,11 +77,18 @@ struct cql_local *cql_local_new(struct storage *db, struct env *env,
 	return l;
 }
 
+void cql_local_stop(struct cql_local *l)
+{
+	workers_delete(l->workers);
+	l->workers = NULL;
+}
+
 void cql_local_delete(struct cql_local *l)
 {
 	if (!l)
 		return;
-	workers_delete(l->workers);
+	if (l->workers)
+		cql_local_stop(l);
 	free(l);
 }
 

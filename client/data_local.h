@@ -25,7 +25,10 @@ struct cql_local;
 /* `db`, `env` and `q` (the loop's queue) must outlive it. */
 struct cql_local *cql_local_new(struct storage *db, struct env *env,
 				struct loopq *q, int read_threads);
-/* Finishes queued reads first. */
+/* Waits for queued reads to finish on the workers; their completions are
+ * then queued on the loop's loopq (run them before deleting). */
+void cql_local_stop(struct cql_local *l);
+/* Stops if needed, then frees. */
 void cql_local_delete(struct cql_local *l);
 
 /* The executor's data hook (arg = the cql_local). */

@@ -327,6 +327,13 @@ static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 {
 	struct cql_schema_change change;
 	uint8_t id[16];
+	if (j->e->hooks.ddl_check &&
+	    j->e->hooks.ddl_check(j->e->hooks.arg, s) != 0) {
+		char why[ERR_MSG_MAX];
+		snprintf(why, sizeof(why), "%s", err_msg());
+		reply_error(j, CQL_ERR_INVALID, why);
+		return;
+	}
 	j->e->hooks.new_table_id(j->e->hooks.arg, id);
 	enum cql_schema_status st =
 		cql_schema_apply(j->e->schema, s, j->keyspace, id, &change);

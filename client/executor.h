@@ -58,6 +58,9 @@ struct cql_exec_hooks {
 	/* Called after a schema change was applied (to persist and spread
 	 * it). Optional. */
 	void (*schema_changed)(void *arg, const struct cql_schema_event *e);
+	/* Vetoes a DDL statement before it is applied: 0 to go on, or -1 with
+	 * err set (answered as Invalid). Optional. */
+	int (*ddl_check)(void *arg, const struct cql_stmt *stmt);
 	/* Ids for new tables (random uuids in the node). Required. */
 	void (*new_table_id)(void *arg, uint8_t id[16]);
 	void *arg;

@@ -15,6 +15,7 @@
 #include "common/env_real.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "node/cql_service.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -39,6 +40,9 @@ struct node {
 	struct event *sig_int;
 	int lock_fd;
 	const char *stop_reason;
+	struct cql_service *cql;
+	uint8_t host_id[16];
+	int32_t generation;
 };
 
 static int open_log(struct node *n)
@@ -156,6 +160,21 @@ static int setup_loop(struct node *n)
 	return 0;
 }
 
+/* What system.local reports about this node. Until membership gives the
+ * node a persisted identity and tokens, the host id lives for one run. */
+static void node_cql_info(void *arg, struct cql_node_info *out)
+{
+	struct node *n = arg;
+	memset(out, 0, sizeof(*out));
+	out->cluster_name = n->conf.cluster_name;
+	out->dc = n->conf.dc;
+	out->rack = n->conf.rack;
+	memcpy(out->host_id, n->host_id, 16);
+	out->listen_address = n->conf.listen_address;
+	out->rpc_address = n->conf.rpc_address;
+	out->gossip_generation = n->generation;
+}
+
 struct node *node_new(struct conf *conf)
 {
 	struct node *n = calloc(1, sizeof(*n));
@@ -176,6 +195,14 @@ struct node *node_new(struct conf *conf)
 		    0)
 			goto fail;
 	if (take_lock(n) != 0)
+		goto fail;
+	for (int i = 0; i < 16; i += 8)
+		be64_store(n->host_id + i, env_random(n->env));
+	n->host_id[6] = (uint8_t)((n->host_id[6] & 0x0f) | 0x40);
+	n->host_id[8] = (uint8_t)((n->host_id[8] & 0x3f) | 0x80);
+	n->generation = (int32_t)(env_wall_us(n->env) / 1000000);
+	n->cql = cql_service_new(&n->conf, n->base, n->env, node_cql_info, n);
+	if (!n->cql)
 		goto fail;
 	return n;
 fail:
@@ -222,6 +249,7 @@ void node_delete(struct node *n)
 		event_free(n->sig_term);
 	if (n->sig_int)
 		event_free(n->sig_int);
+	cql_service_delete(n->cql);
 	if (n->env)
 		env_real_delete(n->env);
 	if (n->base)

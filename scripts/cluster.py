@@ -323,8 +323,8 @@ def print_contact_points(cluster):
     for n in cluster.nodes:
         print(f"  {n.name}  {n.address}  {n.dc}/{n.rack}  {n.state()}")
     if running:
-        print("Contact points (CQL port 9042 once the client protocol "
-              "lands): " + ", ".join(n.address for n in running))
+        print("CQL contact points (port 9042): " +
+              ", ".join(n.address for n in running))
     print(f"Logs: {cluster.dir}/<node>/logs/system.log")
 
 

@@ -46,13 +46,18 @@ class Node:
                                      stderr=self.stderr_file)
         return self.proc
 
-    def wait_for_log(self, text, timeout=10.0):
+    def log_size(self):
+        return len(self.log())
+
+    def wait_for_log(self, text, timeout=10.0, since=0):
+        """Waits for `text` in the log after offset `since` (log_size()
+        before a restart, so an earlier run's line does not count)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if text in self.log():
+            if text in self.log()[since:]:
                 return True
             if self.proc and self.proc.poll() is not None:
-                return text in self.log()
+                return text in self.log()[since:]
             time.sleep(0.05)
         return False
 

@@ -1,0 +1,240 @@
+/* The node's CQL service (see cql_service.h). */
+#define LOG_MODULE "node"
+#include "node/cql_service.h"
+
+#include "client/data_local.h"
+#include "client/executor.h"
+#include "client/schema_log.h"
+#include "client/server.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/loopq.h"
+#include "common/workers.h"
+#include "storage/storage.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cql_service {
+	struct env *env;
+	struct loopq *q;
+	struct workers *syncer; /* fsyncs of the schema log */
+	struct storage *db;
+	struct cql_schema *schema;
+	struct cql_schema_log *log;
+	struct cql_local *local;
+	struct cql_exec *exec;
+	struct cql_server *server;
+	cql_service_node_info_fn node_info;
+	void *node_arg;
+	struct work sync_work;
+	bool sync_queued;
+};
+
+/* ---- executor hooks ----------------------------------------------------------- */
+
+static void hook_node_info(void *arg, struct cql_node_info *out)
+{
+	struct cql_service *s = arg;
+	s->node_info(s->node_arg, out);
+}
+
+static void hook_new_table_id(void *arg, uint8_t id[16])
+{
+	struct cql_service *s = arg;
+	for (int i = 0; i < 16; i += 8)
+		be64_store(id + i, env_random(s->env));
+	id[6] = (uint8_t)((id[6] & 0x0f) | 0x40); /* random (v4) uuid */
+	id[8] = (uint8_t)((id[8] & 0x3f) | 0x80);
+}
+
+/* The engine keeps each table's column list from its creation: columns
+ * cannot be added to a live table yet (dropping, renaming and options are
+ * schema-side only and fine). */
+static int hook_ddl_check(void *arg, const struct cql_stmt *stmt)
+{
+	(void)arg;
+	if (stmt->kind == CQL_STMT_ALTER_TABLE &&
+	    stmt->u.alter_table.kind == CQL_ALTER_ADD)
+		return err_set(ERR_UNSUPPORTED,
+			       "ALTER TABLE ... ADD is not supported by Cassini "
+			       "yet: the storage engine cannot take new columns "
+			       "on an existing table");
+	return 0;
+}
+
+static void data_hook(void *arg, const struct cql_data_request *dr)
+{
+	struct cql_service *s = arg;
+	cql_local_data(s->local, dr);
+}
+
+static void sync_run(struct work *w)
+{
+	struct cql_service *s = (struct cql_service *)((char *)w -
+						       offsetof(struct cql_service,
+								sync_work));
+	if (cql_schema_log_sync(s->log) != 0)
+		LOG_ERROR("schema log fsync failed: %s", err_msg());
+	__atomic_store_n(&s->sync_queued, false, __ATOMIC_RELEASE);
+}
+
+static void hook_schema_changed(void *arg, const struct cql_schema_event *e)
+{
+	struct cql_service *s = arg;
+	const struct cql_schema_change *c = e->change;
+	if (cql_schema_log_append(s->log, e->keyspace, e->table_id, e->cql,
+				  e->cql_len) != 0)
+		LOG_ERROR("cannot log schema change (%s %s %s.%s): %s", c->change,
+			  c->target, c->keyspace, c->name, err_msg());
+	else if (!__atomic_exchange_n(&s->sync_queued, true, __ATOMIC_ACQ_REL))
+		workers_submit(s->syncer, &s->sync_work);
+	if (strcmp(c->change, "CREATED") == 0 && strcmp(c->target, "TABLE") == 0) {
+		const struct cql_table *t =
+			cql_schema_table(s->schema, c->keyspace, c->name);
+		const struct cql_keyspace *k = cql_schema_keyspace(s->schema,
+								   c->keyspace);
+		if (storage_table_add(s->db, cql_table_meta(t),
+				      cql_keyspace_meta(k)->durable_writes) != 0)
+			LOG_ERROR("cannot open table %s.%s: %s", c->keyspace,
+				  c->name, err_msg());
+	}
+}
+
+/* ---- lifecycle ------------------------------------------------------------------- */
+
+/* Every user table the replayed schema knows goes into the engine before it
+ * replays the commitlog. */
+static int register_tables(struct cql_service *s)
+{
+	for (size_t i = 0; i < cql_schema_keyspace_count(s->schema); i++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(s->schema, i);
+		if (cql_keyspace_is_system(k))
+			continue;
+		for (size_t j = 0; j < cql_keyspace_table_count(k); j++)
+			if (storage_table_add(s->db,
+					      cql_table_meta(cql_keyspace_table_at(k, j)),
+					      cql_keyspace_meta(k)->durable_writes) !=
+			    0)
+				return -1;
+	}
+	return 0;
+}
+
+static int open_storage(struct cql_service *s, const struct conf *c)
+{
+	struct storage_options o;
+	storage_options_from_conf(&o, c, s->env);
+	o.post = cql_storage_post;
+	o.post_arg = s->q;
+	s->db = storage_new(&o);
+	if (!s->db)
+		return -1;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/schema.log", c->saved_caches_directory);
+	s->log = cql_schema_log_open(s->env, path);
+	if (!s->log)
+		return -1;
+	long n = cql_schema_log_replay(s->log, s->schema);
+	if (n < 0)
+		return -1;
+	if (n > 0)
+		LOG_INFO("schema: replayed %ld statements from %s", n, path);
+	if (register_tables(s) != 0 || storage_start(s->db) != 0)
+		return -1;
+	return 0;
+}
+
+static int open_server(struct cql_service *s, const struct conf *c,
+		       struct event_base *base)
+{
+	struct cql_exec_hooks hooks = {
+		.node_info = hook_node_info,
+		.data = data_hook,
+		.schema_changed = hook_schema_changed,
+		.new_table_id = hook_new_table_id,
+		.ddl_check = hook_ddl_check,
+		.arg = s,
+	};
+	s->exec = cql_exec_new(s->schema, &hooks);
+	if (!s->exec)
+		return -1;
+	struct cql_server_config cfg;
+	cql_server_config_defaults(&cfg);
+	cfg.address = c->rpc_address;
+	cfg.max_frame_size = (uint32_t)c->native_transport_max_frame_size;
+	cfg.max_connections = (int)c->native_transport_max_concurrent_connections;
+	cfg.idle_timeout_ms = c->native_transport_idle_timeout_ms;
+	cfg.cql_version = CASSINI_CQL_VERSION;
+	struct cql_executor ex = {.execute = cql_exec_execute, .arg = s->exec};
+	s->server = cql_server_new(base, &cfg, &ex);
+	if (!s->server)
+		return -1;
+	cql_exec_set_server(s->exec, s->server);
+	return 0;
+}
+
+struct cql_service *cql_service_new(const struct conf *c, struct event_base *base,
+				    struct env *env,
+				    cql_service_node_info_fn node_info, void *arg)
+{
+	struct cql_service *s = calloc(1, sizeof(*s));
+	if (!s) {
+		err_set(ERR_NOMEM, "cannot allocate the CQL service");
+		return NULL;
+	}
+	s->env = env;
+	s->node_info = node_info;
+	s->node_arg = arg;
+	s->sync_work.run = sync_run;
+	if (!(s->q = loopq_new(base)) ||
+	    !(s->syncer = workers_new(1, "schemasync")) ||
+	    !(s->schema = cql_schema_new()) || open_storage(s, c) != 0 ||
+	    !(s->local = cql_local_new(s->db, env, s->q, 2)) ||
+	    open_server(s, c, base) != 0) {
+		err_prefix("cannot start the CQL service");
+		cql_service_delete(s);
+		return NULL;
+	}
+	char addr[INET_ADDR_STRLEN];
+	LOG_INFO("CQL clients on %s (protocol v3/v4, CQL %s)",
+		 inet_addr_format(&c->rpc_address, addr, sizeof(addr)),
+		 CASSINI_CQL_VERSION);
+	return s;
+}
+
+int cql_service_drain(struct cql_service *s)
+{
+	return storage_drain(s->db);
+}
+
+void cql_service_delete(struct cql_service *s)
+{
+	if (!s)
+		return;
+	/* Order: no new requests; queued reads finish; their completions run
+	 * while the engine their results came from is alive; the engine
+	 * stops (its last write acks are queued); those run; then free. */
+	cql_server_delete(s->server);
+	cql_exec_delete(s->exec);
+	if (s->local)
+		cql_local_stop(s->local);
+	if (s->q)
+		loopq_run_pending(s->q);
+	if (s->db)
+		storage_delete(s->db);
+	if (s->q)
+		loopq_delete(s->q);
+	cql_local_delete(s->local);
+	workers_delete(s->syncer);
+	cql_schema_log_close(s->log);
+	cql_schema_delete(s->schema);
+	free(s);
+}
+
+void cql_service_schema_version(const struct cql_service *s, uint8_t out[16])
+{
+	cql_schema_version(s->schema, out);
+}
