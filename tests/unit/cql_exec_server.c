@@ -122,10 +122,13 @@ int main(int argc, char **argv)
 	event_free(term);
 	cql_server_delete(server);
 	cql_exec_delete(exec);
-	cql_local_delete(local);
+	if (local)
+		cql_local_stop(local);
+	loopq_run_pending(q);
 	if (db)
 		storage_delete(db);
 	loopq_delete(q);
+	cql_local_delete(local);
 	env_real_delete(env);
 	cql_schema_delete(schema);
 	event_base_free(base);
