@@ -1,0 +1,13 @@
+# ring/: Check suite, and the placement/Murmur3 oracle test against the
+# DataStax Python driver (needs ../shared/tools beside the checkout).
+cassini_check_suite(test_ring LABEL unit SOURCES test_ring.c
+                    LIBS cassini_ring TIMEOUT 120)
+
+add_executable(ring_oracle_cli ring_oracle_cli.c)
+target_link_libraries(ring_oracle_cli PRIVATE cassini_ring)
+add_test(NAME ring_oracle
+         COMMAND ${SYSTEM_PYTHON3}
+                 ${CMAKE_CURRENT_SOURCE_DIR}/ring_oracle_test.py
+                 $<TARGET_FILE:ring_oracle_cli>
+                 ${PROJECT_SOURCE_DIR}/../shared/tools/oracle_placement.py)
+set_tests_properties(ring_oracle PROPERTIES LABELS unit TIMEOUT 300)
