@@ -66,53 +66,115 @@ int members_parse_host_id(const char *text, uint8_t out[16])
 	return n == 32 ? 0 : err_set(ERR_INVALID, "bad host id '%s'", text);
 }
 
-/* Adds one gossip endpoint to the builder when it belongs in the ring. */
-static void add_endpoint(struct ring_builder *b,
-			 const struct gossip_endpoint_info *info)
+/* One candidate endpoint with its parsed tokens. */
+struct cand {
+	struct ring_endpoint ep;
+	int64_t *tokens;
+};
+
+struct claim {
+	int64_t token;
+	size_t cand;
+};
+
+static int cmp_claim(const void *a, const void *b)
+{
+	const struct claim *x = a, *y = b;
+	if (x->token != y->token)
+		return x->token < y->token ? -1 : 1;
+	return x->cand < y->cand ? -1 : x->cand > y->cand;
+}
+
+/* Fills `c` when the gossip endpoint belongs in the ring. */
+static bool candidate(const struct gossip_endpoint_info *info,
+		      struct cand *c)
 {
 	const char *tok = info->states[GOSSIP_STATE_TOKENS];
 	const char *dc = info->states[GOSSIP_STATE_DC];
 	const char *rack = info->states[GOSSIP_STATE_RACK];
 	const char *hid = info->states[GOSSIP_STATE_HOST_ID];
-	if (!tok || !dc || !rack || !hid || !*dc || !*rack)
-		return;
-	struct ring_endpoint ep = {.addr = info->addr, .dc = dc, .rack = rack};
-	switch (info->status) {
-	case GOSSIP_STATUS_LEFT:
-		return;
-	case GOSSIP_STATUS_LEAVING:
-		ep.status = RING_STATUS_LEAVING;
-		break;
-	case GOSSIP_STATUS_BOOT:
-		ep.status = RING_STATUS_BOOT;
-		break;
-	default:
-		ep.status = RING_STATUS_NORMAL;
-		break;
-	}
-	int64_t *tokens;
-	if (members_parse_host_id(hid, ep.host_id) != 0 ||
-	    tokens_parse(tok, &tokens, &ep.num_tokens) != 0) {
+	if (!tok || !dc || !rack || !hid || !*dc || !*rack ||
+	    info->status == GOSSIP_STATUS_LEFT)
+		return false;
+	memset(c, 0, sizeof(*c));
+	c->ep.addr = info->addr;
+	c->ep.dc = dc;
+	c->ep.rack = rack;
+	c->ep.status = info->status == GOSSIP_STATUS_LEAVING ? RING_STATUS_LEAVING
+		       : info->status == GOSSIP_STATUS_BOOT  ? RING_STATUS_BOOT
+							     : RING_STATUS_NORMAL;
+	if (members_parse_host_id(hid, c->ep.host_id) != 0 ||
+	    tokens_parse(tok, &c->tokens, &c->ep.num_tokens) != 0) {
 		LOG_WARN("leaving an endpoint out of the ring: %s", err_msg());
-		return;
+		return false;
 	}
-	ep.tokens = tokens;
-	if (ring_builder_set_endpoint(b, &ep) != 0)
-		LOG_WARN("leaving an endpoint out of the ring: %s", err_msg());
-	free(tokens);
+	return true;
+}
+
+/*
+ * Two endpoints claiming one token would make the ring unbuildable; as
+ * Cassandra settles such a collision for one owner, the endpoint first in
+ * address order keeps the token and the other's claim is left out (logged).
+ */
+static void drop_collisions(struct cand *c, size_t n)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += c[i].ep.num_tokens;
+	struct claim *cl = malloc((total ? total : 1) * sizeof(*cl));
+	if (!cl)
+		return;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < c[i].ep.num_tokens; j++)
+			cl[k++] = (struct claim){c[i].tokens[j], i};
+	qsort(cl, total, sizeof(*cl), cmp_claim);
+	for (size_t i = 1; i < total; i++) {
+		if (cl[i].token != cl[i - 1].token || cl[i].cand == cl[i - 1].cand)
+			continue;
+		struct cand *loser = &c[cl[i].cand];
+		char a[INET_ADDR_STRLEN];
+		LOG_WARN("token %lld is claimed twice; %s's claim is ignored",
+			 (long long)cl[i].token,
+			 inet_addr_format(&loser->ep.addr, a, sizeof(a)));
+		for (size_t j = 0; j < loser->ep.num_tokens; j++)
+			if (loser->tokens[j] == cl[i].token) {
+				loser->tokens[j] =
+					loser->tokens[--loser->ep.num_tokens];
+				break;
+			}
+	}
+	free(cl);
 }
 
 static struct ring *build(struct members *m)
 {
 	struct ring_builder *b = ring_builder_new();
-	if (!b)
+	size_t count = gossip_endpoint_count(m->g), n = 0;
+	struct cand *c = calloc(count ? count : 1, sizeof(*c));
+	if (!b || !c) {
+		ring_builder_delete(b);
+		free(c);
+		err_set(ERR_NOMEM, "ring");
 		return NULL;
-	ring_builder_set_local(b, &m->self);
-	for (size_t i = 0; i < gossip_endpoint_count(m->g); i++) {
-		struct gossip_endpoint_info info;
-		if (gossip_endpoint_at(m->g, i, &info) == 0)
-			add_endpoint(b, &info);
 	}
+	ring_builder_set_local(b, &m->self);
+	for (size_t i = 0; i < count; i++) {
+		struct gossip_endpoint_info info;
+		if (gossip_endpoint_at(m->g, i, &info) == 0 &&
+		    candidate(&info, &c[n]))
+			n++;
+	}
+	drop_collisions(c, n);
+	for (size_t i = 0; i < n; i++) {
+		c[i].ep.tokens = c[i].tokens;
+		if (c[i].ep.num_tokens &&
+		    ring_builder_set_endpoint(b, &c[i].ep) != 0)
+			LOG_WARN("leaving an endpoint out of the ring: %s",
+				 err_msg());
+		free(c[i].tokens);
+	}
+	free(c);
 	struct ring *r = ring_builder_build(b);
 	ring_builder_delete(b);
 	return r;

@@ -196,7 +196,8 @@ static bool lower_joiners_done(struct node *n)
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
 		struct gossip_endpoint_info info;
 		if (gossip_endpoint_at(n->gossip, i, &info) != 0 ||
-		    info.is_self || !info.alive ||
+		    info.is_self || info.status == GOSSIP_STATUS_SHUTDOWN ||
+		    info.status == GOSSIP_STATUS_LEFT ||
 		    inet_addr_cmp(&info.addr, self) > 0)
 			continue;
 		const char *dc = info.states[GOSSIP_STATE_DC];
@@ -228,6 +229,20 @@ static int choose_tokens(struct node *n)
 				       n->conf.rack, seed, tokens) != 0) {
 			free(tokens);
 			return -1;
+		}
+	}
+	if (!(n->conf.initial_token && *n->conf.initial_token)) {
+		/* Two nodes that joined unaware of each other may have run
+		 * the allocator on the same ring and picked the same split
+		 * points; a jitter far below any range width (2^20 of 2^64)
+		 * keeps their tokens apart. */
+		for (size_t i = 0; i < count; i++) {
+			int64_t j = (int64_t)(env_random(n->env) % (1u << 20)) -
+				    (1 << 19);
+			int64_t t = tokens[i];
+			if ((j > 0 && t <= INT64_MAX - j) ||
+			    (j < 0 && t >= INT64_MIN + 1 - j))
+				tokens[i] = t + j;
 		}
 	}
 	n->local.tokens = tokens;
