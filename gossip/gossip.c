@@ -767,7 +767,8 @@ static int state_list_add(struct state_list *l, const struct endpoint *ep,
 		l->apps = a;
 		l->apps_cap = cap;
 	}
-	memcpy(&l->apps[l->napps], apps, ws.count * sizeof(*apps));
+	if (ws.count)
+		memcpy(&l->apps[l->napps], apps, ws.count * sizeof(*apps));
 	l->app_off[l->n] = l->napps;
 	l->napps += ws.count;
 	l->st[l->n++] = ws;
@@ -777,7 +778,7 @@ static int state_list_add(struct state_list *l, const struct endpoint *ep,
 static void state_list_finish(struct state_list *l)
 {
 	for (size_t i = 0; i < l->n; i++)
-		l->st[i].apps = &l->apps[l->app_off[i]];
+		l->st[i].apps = l->st[i].count ? &l->apps[l->app_off[i]] : NULL;
 }
 
 /* ---- message handlers ------------------------------------------------------ */

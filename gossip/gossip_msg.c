@@ -55,6 +55,8 @@ static int digests_unpack(const ProtobufCBinaryData *in,
 		return err_set(ERR_NOMEM, "digests");
 	struct cursor c = cursor_make(in->data, in->len);
 	while (cursor_left(&c) > 0) {
+		if (m->digest_count == most)
+			return err_set(ERR_PROTOCOL, "bytes after the last digest");
 		struct gossip_digest *d = &m->digests[m->digest_count];
 		uint8_t family;
 		uint16_t port;

@@ -83,6 +83,27 @@ START_TEST(garbage_is_refused)
 }
 END_TEST
 
+/* Found by fuzz_gossip: 20 bytes of digests (one 19-byte digest and one
+ * stray byte) wrote a second digest past the array. */
+START_TEST(digest_list_with_trailing_byte_is_refused)
+{
+	struct gossip_digest d = {addr("127.0.0.1"), 1760000000, 1};
+	struct buf b = {0};
+	ck_assert_int_eq(gossip_msg_encode_syn("C", "P", &d, 1, &b), 0);
+	/* The digests field is last: add one byte inside it. */
+	uint8_t *p = b.data;
+	size_t n = b.len;
+	ck_assert_uint_eq(p[n - 21], 0x1a);
+	ck_assert_uint_eq(p[n - 20], 19);
+	p[n - 20] = 20;
+	ck_assert_int_eq(buf_put_u8(&b, 4), 0);
+	struct gossip_msg m;
+	ck_assert_int_eq(gossip_msg_decode(GOSSIP_VERB_SYN, b.data, b.len, &m), -1);
+	ck_assert_int_eq(err_code(), ERR_PROTOCOL);
+	buf_free(&b);
+}
+END_TEST
+
 START_TEST(phi_follows_cassandra)
 {
 	struct gossip_fd_window w;
@@ -123,6 +144,7 @@ int main(void)
 	tcase_add_test(t, syn_round_trip);
 	tcase_add_test(t, ack_round_trip_skips_unknown_keys);
 	tcase_add_test(t, garbage_is_refused);
+	tcase_add_test(t, digest_list_with_trailing_byte_is_refused);
 	tcase_add_test(t, phi_follows_cassandra);
 	tcase_add_test(t, status_names_parse);
 	suite_add_tcase(s, t);
