@@ -27,6 +27,10 @@
 #define MAX_LISTENERS 8
 #define MAX_GENERATION_DIFFERENCE (86400LL * 365)
 #define SHADOW_ROUNDS 5 /* rounds to wait for a seed before going on alone */
+/* Status checks per gossip round. Cassandra checks once a round; checking
+ * more often convicts at the same phi, just closer to the moment it is
+ * crossed (up to a round sooner). */
+#define FD_CHECKS 4
 
 struct app_value {
 	char *value; /* NULL: absent */
@@ -82,7 +86,8 @@ struct gossip {
 	struct env_timer *timer;
 	bool started, stopped, shadow;
 	unsigned shadow_rounds;
-	uint64_t last_tick_us;
+	struct env_timer *fd_timer; /* status checks, FD_CHECKS per round */
+	uint64_t last_check_us;
 	uint64_t pause_until_us;
 
 	struct quarantine *quar;
@@ -298,6 +303,7 @@ static int set_app(struct gossip *g, struct endpoint *ep,
 /* ---- lifecycle ----------------------------------------------------------- */
 
 static void on_tick(void *arg);
+static void on_fd_check(void *arg);
 static void state_list_free(struct state_list *l);
 
 struct gossip *gossip_new(struct env *env, const struct gossip_config *cfg)
@@ -335,7 +341,8 @@ struct gossip *gossip_new(struct env *env, const struct gossip_config *cfg)
 	}
 	g->me = ep_add(g, &g->self, cfg->generation);
 	g->timer = env_timer_new(env, on_tick, g);
-	if (!g->me || !g->timer) {
+	g->fd_timer = env_timer_new(env, on_fd_check, g);
+	if (!g->me || !g->timer || !g->fd_timer) {
 		gossip_delete(g);
 		return NULL;
 	}
@@ -352,6 +359,7 @@ void gossip_delete(struct gossip *g)
 	if (!g)
 		return;
 	env_timer_free(g->env, g->timer);
+	env_timer_free(g->env, g->fd_timer);
 	for (size_t i = 0; i < g->ep_count; i++)
 		ep_free(g->eps[i]);
 	free(g->eps);
@@ -504,6 +512,17 @@ static void gossip_round(struct gossip *g)
 static void status_check(struct gossip *g, uint64_t now)
 {
 	char a[INET_ADDR_STRLEN];
+	uint64_t period = g->interval_us / FD_CHECKS;
+	if (g->last_check_us &&
+	    now - g->last_check_us > period + GOSSIP_MAX_LOCAL_PAUSE_US) {
+		/* Our own loop stalled: the silence we saw was ours. */
+		g->stats.local_pauses++;
+		g->pause_until_us = now + GOSSIP_MAX_LOCAL_PAUSE_US;
+		LOG_WARN("local pause of %llu ms: no peer is convicted for %u ms",
+			 (unsigned long long)(now - g->last_check_us) / 1000,
+			 GOSSIP_MAX_LOCAL_PAUSE_US / 1000);
+	}
+	g->last_check_us = now;
 	bool paused = now < g->pause_until_us;
 	for (size_t i = 0; i < g->ep_count; i++) {
 		struct endpoint *ep = g->eps[i];
@@ -526,22 +545,20 @@ static void status_check(struct gossip *g, uint64_t now)
 	}
 }
 
+static void on_fd_check(void *arg)
+{
+	struct gossip *g = arg;
+	if (g->stopped)
+		return;
+	env_timer_arm(g->env, g->fd_timer, g->interval_us / FD_CHECKS);
+	status_check(g, env_mono_us(g->env));
+}
+
 static void on_tick(void *arg)
 {
 	struct gossip *g = arg;
-	uint64_t now = env_mono_us(g->env);
 	if (g->stopped)
 		return;
-	if (g->last_tick_us &&
-	    now - g->last_tick_us > g->interval_us + GOSSIP_MAX_LOCAL_PAUSE_US) {
-		/* Our own loop stalled: silence we saw was ours, not theirs. */
-		g->stats.local_pauses++;
-		g->pause_until_us = now + GOSSIP_MAX_LOCAL_PAUSE_US;
-		LOG_WARN("local pause of %llu ms: no peer is convicted for %u ms",
-			 (unsigned long long)(now - g->last_tick_us) / 1000,
-			 GOSSIP_MAX_LOCAL_PAUSE_US / 1000);
-	}
-	g->last_tick_us = now;
 	env_timer_arm(g->env, g->timer, g->interval_us);
 
 	if (g->shadow) {
@@ -558,7 +575,6 @@ static void on_tick(void *arg)
 	g->stats.rounds++;
 	g->me->heartbeat = ++g->version;
 	gossip_round(g);
-	status_check(g, now);
 }
 
 int gossip_start(struct gossip *g)
@@ -570,7 +586,8 @@ int gossip_start(struct gossip *g)
 	for (size_t i = 0; i < g->seed_count; i++)
 		if (!inet_addr_eq(&g->seeds[i], &g->self))
 			others++;
-	g->last_tick_us = env_mono_us(g->env);
+	g->last_check_us = env_mono_us(g->env);
+	env_timer_arm(g->env, g->fd_timer, g->interval_us / FD_CHECKS);
 	if (others) {
 		g->shadow = true;
 		if (build_syn(g, true) != 0)
@@ -599,6 +616,7 @@ void gossip_announce_shutdown(struct gossip *g)
 	}
 	g->stopped = true;
 	env_timer_cancel(g->env, g->timer);
+	env_timer_cancel(g->env, g->fd_timer);
 }
 
 int gossip_remove_endpoint(struct gossip *g, const struct inet_addr *a)
