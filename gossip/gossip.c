@@ -974,6 +974,7 @@ static void fill_info(struct gossip *g, const struct endpoint *ep,
 	out->heartbeat = ep->heartbeat;
 	out->phi = out->is_self ? 0
 				: gossip_fd_phi(&ep->fd, env_mono_us(g->env));
+	out->fd_mean_us = gossip_fd_mean_us(&ep->fd);
 	out->update_us = ep->update_us;
 	for (int k = 0; k < GOSSIP_STATE_COUNT; k++) {
 		out->states[k] = ep->apps[k].value;

@@ -117,6 +117,7 @@ struct gossip_endpoint_info {
 	int64_t generation;
 	int32_t heartbeat;
 	double phi;          /* current suspicion (scaled as Cassandra's) */
+	double fd_mean_us;   /* mean heartbeat inter-arrival time */
 	uint64_t update_us;  /* env_mono_us() of the last news from it */
 	const char *states[GOSSIP_STATE_COUNT]; /* NULL when absent */
 	int32_t versions[GOSSIP_STATE_COUNT];
