@@ -180,6 +180,39 @@ START_TEST(request_gets_its_response_or_times_out)
 }
 END_TEST
 
+static bool expired_one(void *arg)
+{
+	struct transport_stats st;
+	transport_get_stats(arg, &st);
+	return st.dropped_expired > 0;
+}
+
+START_TEST(request_past_its_deadline_is_dropped_and_counted)
+{
+	struct side a, b;
+	side_open(&a, "127.0.4.1", "T");
+	side_open(&b, "127.0.4.2", "T");
+	ck_assert_int_eq(transport_set_handler(b.t, 30, echo_handler, &b), 0);
+	/* Connect first, so the only delay is ours. */
+	ck_assert_int_eq(env_send(a.env, &b.addr, 7, "x", 1), 0);
+	ck_assert(run_until(got_one, &b));
+	struct call c = {0};
+	ck_assert_int_eq(transport_request(a.t, &b.addr, 30, "late", 4, 1,
+					   on_response, &c),
+			 0);
+	nanosleep(&(struct timespec){0, 20000000}, NULL); /* 20 ms > 1 ms */
+	ck_assert(run_until(call_done, &c));
+	ck_assert_int_eq(c.status, -1); /* nobody answered */
+	ck_assert(run_until(expired_one, b.t));
+	struct transport_stats st;
+	transport_get_stats(b.t, &st);
+	ck_assert_uint_eq(st.dropped_expired, 1);
+	ck_assert_uint_eq(st.expired_by_verb[30], 1);
+	side_close(&a);
+	side_close(&b);
+}
+END_TEST
+
 static bool rejected(void *arg)
 {
 	struct transport_stats st;
@@ -275,6 +308,7 @@ int main(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, one_way_message_reaches_the_env_receiver);
 	tcase_add_test(t, request_gets_its_response_or_times_out);
+	tcase_add_test(t, request_past_its_deadline_is_dropped_and_counted);
 	tcase_add_test(t, other_cluster_is_refused);
 	tcase_add_test(t, full_queue_pushes_back);
 	tcase_add_test(t, too_big_to_send_is_refused);
