@@ -369,6 +369,7 @@ def wait_until_up(cluster, timeout=WAIT_TIMEOUT):
             return
         if time.monotonic() >= deadline:
             lines = []
+            suspects = set()
             for name, rows in last.items():
                 if rows is None:
                     lines.append(f"  {name}: no answer from its admin port")
@@ -379,6 +380,11 @@ def wait_until_up(cluster, timeout=WAIT_TIMEOUT):
                     if bad or missing:
                         lines.append(f"  {name}: sees {bad or ''}"
                                      f"{' missing ' + ', '.join(missing) if missing else ''}")
+                        suspects.update(set(bad) | set(missing))
+            for n in live:
+                if n.address in suspects:
+                    lines.append(f"last lines of {n.name}'s log:\n"
+                                 f"{n.log_tail(10)}")
             raise ClusterError(f"cluster '{cluster.name}' not all UN after "
                                f"{timeout:.0f}s:\n" + "\n".join(lines))
         time.sleep(0.25)
