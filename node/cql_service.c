@@ -31,6 +31,8 @@ struct cql_service {
 	void *node_arg;
 	struct work sync_work;
 	bool sync_queued;
+	void (*on_change)(void *arg);
+	void *on_change_arg;
 };
 
 /* ---- executor hooks ----------------------------------------------------------- */
@@ -91,6 +93,8 @@ static void hook_schema_changed(void *arg, const struct cql_schema_event *e)
 			  c->target, c->keyspace, c->name, err_msg());
 	else if (!__atomic_exchange_n(&s->sync_queued, true, __ATOMIC_ACQ_REL))
 		workers_submit(s->syncer, &s->sync_work);
+	if (s->on_change)
+		s->on_change(s->on_change_arg);
 	if (strcmp(c->change, "CREATED") == 0 && strcmp(c->target, "TABLE") == 0) {
 		const struct cql_table *t =
 			cql_schema_table(s->schema, c->keyspace, c->name);
@@ -232,6 +236,13 @@ void cql_service_delete(struct cql_service *s)
 	cql_schema_log_close(s->log);
 	cql_schema_delete(s->schema);
 	free(s);
+}
+
+void cql_service_on_schema_change(struct cql_service *s, void (*fn)(void *),
+				  void *arg)
+{
+	s->on_change = fn;
+	s->on_change_arg = arg;
 }
 
 void cql_service_schema_version(const struct cql_service *s, uint8_t out[16])

@@ -36,6 +36,10 @@ int cql_service_drain(struct cql_service *s);
  * was not flushed). Blocks briefly while workers finish. */
 void cql_service_delete(struct cql_service *s);
 
+/* Called (on the loop) after each applied schema change. */
+void cql_service_on_schema_change(struct cql_service *s, void (*fn)(void *),
+				  void *arg);
+
 /* The schema version system.local reports (for gossip's SCHEMA state). */
 void cql_service_schema_version(const struct cql_service *s, uint8_t out[16]);
 

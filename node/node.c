@@ -15,7 +15,13 @@
 #include "common/env_real.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "gossip/gossip.h"
+#include "node/admin.h"
 #include "node/cql_service.h"
+#include "node/members.h"
+#include "node/node_internal.h"
+#include "node/transport.h"
+#include "ring/ring.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -32,18 +38,9 @@
 #define LOCK_FILE "cassinid.lock"
 #define CLUSTER_NAME_MAX 256
 
-struct node {
-	struct conf conf;
-	struct event_base *base;
-	struct env *env;
-	struct event *sig_term;
-	struct event *sig_int;
-	int lock_fd;
-	const char *stop_reason;
-	struct cql_service *cql;
-	uint8_t host_id[16];
-	int32_t generation;
-};
+#define JOIN_MIN_ROUNDS 2  /* learn the ring before choosing tokens */
+#define JOIN_MAX_ROUNDS 10 /* stop waiting for lower-addressed joiners */
+#define SHUTDOWN_FLUSH_MS 200
 
 static int open_log(struct node *n)
 {
@@ -160,8 +157,250 @@ static int setup_loop(struct node *n)
 	return 0;
 }
 
-/* What system.local reports about this node. Until membership gives the
- * node a persisted identity and tokens, the host id lives for one run. */
+/* ---- membership ---------------------------------------------------------- */
+
+static void dispatch(void *arg, const struct inet_addr *from, uint32_t verb,
+		     const uint8_t *msg, size_t len)
+{
+	struct node *n = arg;
+	if (verb <= GOSSIP_VERB_MAX && n->gossip) {
+		gossip_process(n->gossip, from, verb, msg, len);
+		return;
+	}
+	char a[INET_ADDR_STRLEN];
+	LOG_DEBUG("dropping a message of unknown verb %u from %s", verb,
+		  inet_addr_format(from, a, sizeof(a)));
+}
+
+static int announce_tokens(struct node *n)
+{
+	char *text = local_state_tokens_text(&n->local);
+	if (!text)
+		return -1;
+	char status[48];
+	snprintf(status, sizeof(status), "NORMAL,%lld",
+		 (long long)n->local.tokens[0]);
+	int rc = gossip_set_local_state(n->gossip, GOSSIP_STATE_TOKENS, text);
+	if (rc == 0)
+		rc = gossip_set_local_state(n->gossip,
+					    GOSSIP_STATE_STATUS_WITH_PORT,
+					    status);
+	free(text);
+	return rc;
+}
+
+/* Every known endpoint of our DC with a lower address has tokens: joining
+ * one at a time keeps two joiners from picking the same ranges. */
+static bool lower_joiners_done(struct node *n)
+{
+	const struct inet_addr *self = &n->conf.listen_address;
+	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
+		struct gossip_endpoint_info info;
+		if (gossip_endpoint_at(n->gossip, i, &info) != 0 ||
+		    info.is_self || info.status == GOSSIP_STATUS_SHUTDOWN ||
+		    info.status == GOSSIP_STATUS_LEFT ||
+		    inet_addr_cmp(&info.addr, self) > 0)
+			continue;
+		const char *dc = info.states[GOSSIP_STATE_DC];
+		if (dc && strcmp(dc, n->conf.dc) == 0 &&
+		    !info.states[GOSSIP_STATE_TOKENS])
+			return false;
+	}
+	return true;
+}
+
+static int choose_tokens(struct node *n)
+{
+	size_t count = (size_t)n->conf.num_tokens;
+	int64_t *tokens = malloc(count * sizeof(*tokens));
+	if (!tokens)
+		return err_set(ERR_NOMEM, "tokens");
+	struct ring *r = members_ring(n->members);
+	uint64_t seed = env_random(n->env);
+	int alloc_rf = (int)n->conf.allocate_tokens_for_local_replication_factor;
+	if (ring_tokens_choose(r, n->conf.initial_token, count, alloc_rf,
+			       n->conf.dc, n->conf.rack, seed, tokens) != 0) {
+		if (n->conf.initial_token && *n->conf.initial_token) {
+			free(tokens);
+			return err_prefix("initial_token");
+		}
+		LOG_WARN("token allocator failed (%s); using random tokens",
+			 err_msg());
+		if (ring_tokens_choose(r, NULL, count, 0, n->conf.dc,
+				       n->conf.rack, seed, tokens) != 0) {
+			free(tokens);
+			return -1;
+		}
+	}
+	if (!(n->conf.initial_token && *n->conf.initial_token)) {
+		/* Two nodes that joined unaware of each other may have run
+		 * the allocator on the same ring and picked the same split
+		 * points; a jitter far below any range width (2^20 of 2^64)
+		 * keeps their tokens apart. */
+		for (size_t i = 0; i < count; i++) {
+			int64_t j = (int64_t)(env_random(n->env) % (1u << 20)) -
+				    (1 << 19);
+			int64_t t = tokens[i];
+			if ((j > 0 && t <= INT64_MAX - j) ||
+			    (j < 0 && t >= INT64_MIN + 1 - j))
+				tokens[i] = t + j;
+		}
+	}
+	n->local.tokens = tokens;
+	n->local.token_count = count;
+	if (local_state_save(n->env, n->conf.saved_caches_directory,
+			     &n->local) != 0)
+		return -1;
+	LOG_INFO("chose %zu tokens (%s) after %u gossip rounds", count,
+		 n->conf.initial_token && *n->conf.initial_token ? "initial_token"
+		 : alloc_rf > 0 ? "allocator" : "random", n->join_rounds);
+	return announce_tokens(n);
+}
+
+static void join_tick(void *arg)
+{
+	struct node *n = arg;
+	n->join_rounds++;
+	if (n->join_rounds < JOIN_MIN_ROUNDS ||
+	    (n->join_rounds < JOIN_MAX_ROUNDS && !lower_joiners_done(n))) {
+		env_timer_arm(n->env, n->join_timer,
+			      n->conf.gossip_interval_ms * 1000u);
+		return;
+	}
+	if (choose_tokens(n) != 0) {
+		LOG_ERROR("cannot choose tokens: %s", err_msg());
+		node_stop(n, "no tokens");
+	}
+}
+
+static int setup_membership(struct node *n)
+{
+	const struct conf *c = &n->conf;
+	if (local_state_load(n->env, c->saved_caches_directory, &n->local) != 0)
+		return err_prefix("saved_caches_directory");
+	n->start_wall_us = env_wall_us(n->env);
+	struct transport_config tc = {
+		.cluster_name = c->cluster_name,
+		.partitioner = c->partitioner,
+		.host_id = n->local.host_id,
+		.dc = c->dc,
+		.rack = c->rack,
+		.listen = c->listen_address,
+		.max_message_size = c->internode_max_message_size,
+		.connect_timeout_ms = c->internode_tcp_connect_timeout_ms,
+	};
+	n->transport = transport_new(n->base, n->env, &tc);
+	if (!n->transport || transport_listen(n->transport) != 0)
+		return -1;
+	env_real_set_transport(n->env, transport_send, n->transport);
+	env_set_receiver(n->env, dispatch, n);
+
+	struct gossip_config gc = {
+		.cluster_name = c->cluster_name,
+		.partitioner = c->partitioner,
+		.self = c->listen_address,
+		.seeds = c->seeds,
+		.seed_count = c->seed_count,
+		.generation = n->local.generation,
+		.interval_us = c->gossip_interval_ms * 1000u,
+		.phi_convict_threshold = c->phi_convict_threshold,
+	};
+	n->gossip = gossip_new(n->env, &gc);
+	if (!n->gossip)
+		return -1;
+	n->members = members_new(n->gossip, &c->listen_address);
+	if (!n->members)
+		return -1;
+	n->join_timer = env_timer_new(n->env, join_tick, n);
+	if (!n->join_timer)
+		return -1;
+
+	char native[INET_ADDR_STRLEN];
+	inet_addr_format(&c->rpc_address, native, sizeof(native));
+	if (gossip_set_local_state(n->gossip, GOSSIP_STATE_DC, c->dc) ||
+	    gossip_set_local_state(n->gossip, GOSSIP_STATE_RACK, c->rack) ||
+	    gossip_set_local_state(n->gossip, GOSSIP_STATE_HOST_ID,
+				   n->local.host_id) ||
+	    gossip_set_local_state(n->gossip, GOSSIP_STATE_RELEASE_VERSION,
+				   CASSINI_VERSION) ||
+	    gossip_set_local_state(n->gossip,
+				   GOSSIP_STATE_NATIVE_ADDRESS_AND_PORT, native) ||
+	    gossip_set_local_state(n->gossip, GOSSIP_STATE_LOAD, "0") ||
+	    gossip_set_local_state(n->gossip, GOSSIP_STATE_RPC_READY, "false"))
+		return -1;
+
+	n->admin = admin_new(n->base, &c->admin_address);
+	if (!n->admin || node_admin_register(n) != 0 || admin_listen(n->admin) != 0)
+		return -1;
+	return 0;
+}
+
+/* ---- CQL ---------------------------------------------------------------------- */
+
+/* Peers as system.peers shows them: gossip endpoints with tokens, a dc, a
+ * rack and a host id, that have not left. The arrays live in the node until
+ * the next call. */
+static void collect_peers(struct node *n)
+{
+	size_t count = gossip_endpoint_count(n->gossip);
+	free(n->cql_peers);
+	free(n->cql_peer_tokens);
+	n->cql_peers = calloc(count ? count : 1, sizeof(*n->cql_peers));
+	n->cql_peer_tokens = NULL;
+	n->cql_peer_count = 0;
+	size_t total = 0;
+	int64_t **lists = calloc(count ? count : 1, sizeof(*lists));
+	size_t *lens = calloc(count ? count : 1, sizeof(*lens));
+	if (!n->cql_peers || !lists || !lens)
+		goto done;
+	for (size_t i = 0; i < count; i++) {
+		struct gossip_endpoint_info info;
+		if (gossip_endpoint_at(n->gossip, i, &info) != 0 || info.is_self ||
+		    info.status == GOSSIP_STATUS_LEFT)
+			continue;
+		const char *const *st = info.states;
+		struct cql_peer_info *p = &n->cql_peers[n->cql_peer_count];
+		if (!st[GOSSIP_STATE_TOKENS] || !st[GOSSIP_STATE_DC] ||
+		    !st[GOSSIP_STATE_RACK] || !st[GOSSIP_STATE_HOST_ID] ||
+		    members_parse_host_id(st[GOSSIP_STATE_HOST_ID], p->host_id) != 0 ||
+		    tokens_parse(st[GOSSIP_STATE_TOKENS], &lists[n->cql_peer_count],
+				 &lens[n->cql_peer_count]) < 0)
+			continue;
+		p->address = info.addr;
+		p->native_address = info.addr;
+		p->native_address.port = (uint16_t)n->conf.native_transport_port;
+		if (st[GOSSIP_STATE_NATIVE_ADDRESS_AND_PORT])
+			inet_addr_parse(st[GOSSIP_STATE_NATIVE_ADDRESS_AND_PORT],
+					(uint16_t)n->conf.native_transport_port,
+					&p->native_address);
+		p->dc = st[GOSSIP_STATE_DC];
+		p->rack = st[GOSSIP_STATE_RACK];
+		if (st[GOSSIP_STATE_SCHEMA])
+			members_parse_host_id(st[GOSSIP_STATE_SCHEMA],
+					      p->schema_version);
+		total += lens[n->cql_peer_count];
+		n->cql_peer_count++;
+	}
+	/* One array for every peer's tokens. */
+	n->cql_peer_tokens = malloc((total ? total : 1) * sizeof(int64_t));
+	size_t at = 0;
+	for (size_t i = 0; n->cql_peer_tokens && i < n->cql_peer_count; i++) {
+		memcpy(n->cql_peer_tokens + at, lists[i], lens[i] * sizeof(int64_t));
+		n->cql_peers[i].tokens = n->cql_peer_tokens + at;
+		n->cql_peers[i].token_count = lens[i];
+		at += lens[i];
+	}
+	if (!n->cql_peer_tokens)
+		n->cql_peer_count = 0;
+done:
+	for (size_t i = 0; lists && i < count; i++)
+		free(lists[i]);
+	free(lists);
+	free(lens);
+}
+
+/* What system.local and system.peers report. The strings in `out` point
+ * into gossip's state and stay valid until the loop runs again. */
 static void node_cql_info(void *arg, struct cql_node_info *out)
 {
 	struct node *n = arg;
@@ -169,10 +408,31 @@ static void node_cql_info(void *arg, struct cql_node_info *out)
 	out->cluster_name = n->conf.cluster_name;
 	out->dc = n->conf.dc;
 	out->rack = n->conf.rack;
-	memcpy(out->host_id, n->host_id, 16);
+	members_parse_host_id(n->local.host_id, out->host_id);
 	out->listen_address = n->conf.listen_address;
 	out->rpc_address = n->conf.rpc_address;
-	out->gossip_generation = n->generation;
+	out->gossip_generation = (int32_t)n->local.generation;
+	out->tokens = n->local.tokens;
+	out->token_count = n->local.token_count;
+	collect_peers(n);
+	out->peers = n->cql_peers;
+	out->peer_count = n->cql_peer_count;
+}
+
+/* Gossip carries our schema version so peers (and drivers) see agreement. */
+static void node_schema_changed(void *arg)
+{
+	struct node *n = arg;
+	uint8_t v[16];
+	char text[37];
+	cql_service_schema_version(n->cql, v);
+	snprintf(text, sizeof(text),
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		 "%02x%02x%02x%02x%02x%02x",
+		 v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
+		 v[11], v[12], v[13], v[14], v[15]);
+	if (gossip_set_local_state(n->gossip, GOSSIP_STATE_SCHEMA, text) != 0)
+		LOG_WARN("cannot gossip the schema version: %s", err_msg());
 }
 
 struct node *node_new(struct conf *conf)
@@ -194,16 +454,13 @@ struct node *node_new(struct conf *conf)
 		if (check_cluster_marker(n, n->conf.data_file_directories.items[i]) !=
 		    0)
 			goto fail;
-	if (take_lock(n) != 0)
+	if (take_lock(n) != 0 || setup_membership(n) != 0)
 		goto fail;
-	for (int i = 0; i < 16; i += 8)
-		be64_store(n->host_id + i, env_random(n->env));
-	n->host_id[6] = (uint8_t)((n->host_id[6] & 0x0f) | 0x40);
-	n->host_id[8] = (uint8_t)((n->host_id[8] & 0x3f) | 0x80);
-	n->generation = (int32_t)(env_wall_us(n->env) / 1000000);
 	n->cql = cql_service_new(&n->conf, n->base, n->env, node_cql_info, n);
 	if (!n->cql)
 		goto fail;
+	cql_service_on_schema_change(n->cql, node_schema_changed, n);
+	node_schema_changed(n);
 	return n;
 fail:
 	/* main() prints the one stderr line; the log file gets it too. */
@@ -221,6 +478,19 @@ int node_run(struct node *n)
 	LOG_INFO("cassinid %s starting: cluster '%s', %s/%s, listen %s, pid %ld",
 		 CASSINI_VERSION, n->conf.cluster_name, n->conf.dc,
 		 n->conf.rack, listen, (long)getpid());
+	if (n->local.token_count) {
+		if (announce_tokens(n) != 0)
+			return NODE_EXIT_FAILURE;
+	} else {
+		env_timer_arm(n->env, n->join_timer,
+			      n->conf.gossip_interval_ms * 1000u);
+	}
+	if (gossip_start(n->gossip) != 0) {
+		LOG_ERROR("cannot start gossip: %s", err_msg());
+		return NODE_EXIT_FAILURE;
+	}
+	LOG_INFO("generation %lld, host id %s", (long long)n->local.generation,
+		 n->local.host_id);
 	LOG_INFO("cassinid ready");
 	if (event_base_dispatch(n->base) < 0) {
 		LOG_ERROR("event loop failed");
@@ -237,8 +507,16 @@ void node_stop(struct node *n, const char *reason)
 		return;
 	n->stop_reason = reason;
 	LOG_INFO("shutting down (%s)", reason);
-	/* Modules are stopped here, in reverse start order, as they land. */
-	event_base_loopexit(n->base, NULL);
+	/* Modules are stopped here, in reverse start order, as they land.
+	 * Gossip tells live peers we are going; the loop runs a little longer
+	 * so the announcement leaves the socket buffers. */
+	struct timeval flush = {0, 0};
+	if (n->gossip && !n->drained) {
+		gossip_announce_shutdown(n->gossip);
+		flush.tv_usec = SHUTDOWN_FLUSH_MS * 1000;
+	}
+	n->drained = true;
+	event_base_loopexit(n->base, &flush);
 }
 
 void node_delete(struct node *n)
@@ -249,7 +527,16 @@ void node_delete(struct node *n)
 		event_free(n->sig_term);
 	if (n->sig_int)
 		event_free(n->sig_int);
-	cql_service_delete(n->cql);
+	cql_service_delete(n->cql); /* before gossip: callbacks read it */
+	free(n->cql_peers);
+	free(n->cql_peer_tokens);
+	admin_delete(n->admin);
+	members_delete(n->members);
+	gossip_delete(n->gossip);
+	transport_delete(n->transport);
+	if (n->env && n->join_timer)
+		env_timer_free(n->env, n->join_timer);
+	local_state_free(&n->local);
 	if (n->env)
 		env_real_delete(n->env);
 	if (n->base)

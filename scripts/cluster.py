@@ -7,11 +7,15 @@ same ports, as ccm does, and its own home with conf/, data/ and logs/ under
 Commands act on the current cluster (the last created or switched to) unless
 -C NAME names another.
 
-  cluster up                         create (first time) and start "default"
+  cluster up                         create (first time: 3 nodes in dc1 on
+                                     3 racks) and start "default"
   cluster create NAME -n 3:3 [--racks R] [--vnodes N] [--base-ip 127.0.0.]
                       [-c key=value]...
-  cluster start | stop | status | remove | list | switch NAME
+  cluster start [--no-wait] | stop | status | remove | list | switch NAME
+  cluster wait [--timeout S]         until every live node sees every live
+                                     node UN (cassini-tool status)
   cluster node NODE start|stop|kill|pause|resume|log|conf
+  cluster node NODE tool ARGS...     cassini-tool against that node
   cluster dc DC down|up [--mode kill|stop|pause]
 
 This file uses only the Python standard library: run it with /usr/bin/python3
@@ -34,6 +38,7 @@ BIN_DIR = pathlib.Path(os.environ.get("CASSINI_BIN_DIR",
 DEFAULT_CLUSTER = "default"
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
+WAIT_TIMEOUT = 60.0
 
 
 class ClusterError(Exception):
@@ -174,6 +179,36 @@ class Node:
             time.sleep(0.05)
         raise ClusterError(f"{self.name} not ready after {timeout:.0f}s; "
                            f"last lines:\n{self.log_tail()}")
+
+    @property
+    def admin_port(self):
+        return int(self.cluster.spec["overrides"].get("admin_port", 7199))
+
+    def tool(self, *args, timeout=15):
+        binary = BIN_DIR / "node" / "cassini-tool"
+        if not binary.exists():
+            raise ClusterError(f"{binary} not found: build first")
+        return subprocess.run([str(binary), "-h", self.address, "-p",
+                               str(self.admin_port), *args],
+                              capture_output=True, text=True,
+                              timeout=timeout)
+
+    def status_rows(self):
+        """{address: 'UN'|'DN'|...} as this node's `status` lists them,
+        or None when it does not answer."""
+        try:
+            r = self.tool("status", timeout=5)
+        except subprocess.TimeoutExpired:
+            return None
+        if r.returncode != 0:
+            return None
+        rows = {}
+        for line in r.stdout.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and len(parts[0]) == 2 and \
+                    parts[0][0] in "UD" and parts[0][1] in "NLJM":
+                rows[parts[1]] = parts[0]
+        return rows
 
     def signal(self, sig):
         pid = self.pid()
@@ -316,6 +351,45 @@ def start_nodes(nodes):
     return started
 
 
+def wait_until_up(cluster, timeout=WAIT_TIMEOUT):
+    """Until every running node lists every running node as UN."""
+    deadline = time.monotonic() + timeout
+    last = {}
+    while True:
+        live = [n for n in cluster.nodes if n.state() == "running"]
+        addrs = {n.address for n in live}
+        ok = bool(live)
+        last = {}
+        for n in live:
+            rows = n.status_rows()
+            last[n.name] = rows
+            if rows is None or any(rows.get(a) != "UN" for a in addrs):
+                ok = False
+        if ok:
+            return
+        if time.monotonic() >= deadline:
+            lines = []
+            suspects = set()
+            for name, rows in last.items():
+                if rows is None:
+                    lines.append(f"  {name}: no answer from its admin port")
+                else:
+                    bad = {a: s for a, s in rows.items()
+                           if a in addrs and s != "UN"}
+                    missing = sorted(addrs - set(rows))
+                    if bad or missing:
+                        lines.append(f"  {name}: sees {bad or ''}"
+                                     f"{' missing ' + ', '.join(missing) if missing else ''}")
+                        suspects.update(set(bad) | set(missing))
+            for n in live:
+                if n.address in suspects:
+                    lines.append(f"last lines of {n.name}'s log:\n"
+                                 f"{n.log_tail(10)}")
+            raise ClusterError(f"cluster '{cluster.name}' not all UN after "
+                               f"{timeout:.0f}s:\n" + "\n".join(lines))
+        time.sleep(0.25)
+
+
 def print_contact_points(cluster):
     running = [n for n in cluster.nodes if n.state() == "running"]
     print(f"Cluster '{cluster.name}' is up: {len(running)} of "
@@ -339,7 +413,7 @@ def cmd_status(cluster):
               f"{n.rack:<8} {n.state():<8} {pid if pid else '-'}")
 
 
-def cmd_node(cluster, node, action):
+def cmd_node(cluster, node, action, tool_args=()):
     if action == "start":
         if not start_nodes([node]):
             print(f"{node.name} is already running")
@@ -363,6 +437,12 @@ def cmd_node(cluster, node, action):
         print(node.log_tail(lines=100))
     elif action == "conf":
         print((node.conf_dir / "node.yaml").read_text(), end="")
+    elif action == "tool":
+        r = node.tool(*tool_args, timeout=60)
+        sys.stdout.write(r.stdout)
+        sys.stderr.write(r.stderr)
+        return r.returncode
+    return 0
 
 
 def cmd_dc(cluster, dc, action, mode):
@@ -411,8 +491,15 @@ def build_parser():
                    metavar="KEY=VALUE", help="node.yaml override (repeat)")
     c.add_argument("-s", "--start", action="store_true",
                    help="start it right away")
-    for name, help_text in [("start", "start every stopped node"),
-                            ("stop", "stop every node (SIGTERM)"),
+    st = sub.add_parser("start", help="start every stopped node and wait "
+                        "until all are UN")
+    st.add_argument("--no-wait", action="store_true",
+                    help="return once each node is ready, before gossip "
+                    "has converged")
+    w = sub.add_parser("wait", help="wait until every live node sees every "
+                       "live node UN")
+    w.add_argument("--timeout", type=float, default=WAIT_TIMEOUT)
+    for name, help_text in [("stop", "stop every node (SIGTERM)"),
                             ("status", "show nodes and their state"),
                             ("remove", "stop and delete the cluster"),
                             ("list", "list clusters")]:
@@ -422,7 +509,9 @@ def build_parser():
     n = sub.add_parser("node", help="act on one node")
     n.add_argument("node")
     n.add_argument("action", choices=["start", "stop", "kill", "pause",
-                                      "resume", "log", "conf"])
+                                      "resume", "log", "conf", "tool"])
+    n.add_argument("tool_args", nargs=argparse.REMAINDER,
+                   help="with `tool`: cassini-tool arguments")
     d = sub.add_parser("dc", help="take a datacenter down or bring it back")
     d.add_argument("dc")
     d.add_argument("action", choices=["down", "up"])
@@ -436,10 +525,11 @@ def main(argv):
     if args.command == "up":
         name = args.cluster or DEFAULT_CLUSTER
         if not (clusters_dir() / name / "cluster.json").exists():
-            create(name, [1], 1, 16, "127.0.0.", [])
+            create(name, [3], 3, 16, "127.0.0.", [])
         set_current(name)
         cluster = Cluster(name)
         start_nodes(cluster.nodes)
+        wait_until_up(cluster)
         print_contact_points(cluster)
     elif args.command == "create":
         cluster = create(args.name, parse_layout(args.nodes), args.racks,
@@ -448,6 +538,7 @@ def main(argv):
               f"{len(cluster.nodes)} nodes in {cluster.dir}")
         if args.start:
             start_nodes(cluster.nodes)
+            wait_until_up(cluster)
             print_contact_points(cluster)
     elif args.command == "list":
         cur = current_name()
@@ -463,7 +554,13 @@ def main(argv):
         cluster = resolve(args)
         if args.command == "start":
             start_nodes(cluster.nodes)
+            if not args.no_wait:
+                wait_until_up(cluster)
             print_contact_points(cluster)
+        elif args.command == "wait":
+            wait_until_up(cluster, args.timeout)
+            print(f"all {sum(n.state() == 'running' for n in cluster.nodes)}"
+                  f" running nodes are UN")
         elif args.command == "stop":
             stopped = [n.name for n in cluster.nodes if n.stop()]
             print("stopped: " + (", ".join(stopped) if stopped else "none"))
@@ -477,7 +574,11 @@ def main(argv):
                 (HOME / "CURRENT").unlink(missing_ok=True)
             print(f"Removed cluster '{cluster.name}'")
         elif args.command == "node":
-            cmd_node(cluster, cluster.node(args.node), args.action)
+            if args.tool_args and args.action != "tool":
+                raise ClusterError(f"unexpected arguments after "
+                                   f"{args.action}: {' '.join(args.tool_args)}")
+            return cmd_node(cluster, cluster.node(args.node), args.action,
+                            args.tool_args)
         elif args.command == "dc":
             cmd_dc(cluster, args.dc, args.action, args.mode)
     return 0

@@ -23,6 +23,7 @@ struct sim_node {
 	struct sim *sim;
 	struct inet_addr addr;
 	bool dead;
+	uint64_t paused_until; /* events for it wait until then */
 	struct sim_node *next;
 };
 
@@ -175,8 +176,13 @@ static uint64_t sim_rand(struct env *e)
 
 static void timer_fire(struct sim *s, struct sim_event *ev)
 {
-	(void)s;
 	struct env_timer *t = (struct env_timer *)ev;
+	if (t->node->paused_until > s->now_us) {
+		/* A frozen process: the timer fires late, when it thaws. */
+		t->ev.at = t->node->paused_until;
+		heap_push(s, &t->ev);
+		return;
+	}
 	if (!t->node->dead)
 		t->fn(t->arg);
 }
@@ -243,6 +249,12 @@ static void msg_fire(struct sim *s, struct sim_event *ev)
 {
 	struct sim_msg *m = (struct sim_msg *)ev;
 	struct sim_node *dst = node_at(s, &m->to);
+	if (dst && !dst->dead && dst->paused_until > s->now_us) {
+		/* Held in the kernel's buffers until the process thaws. */
+		m->ev.at = dst->paused_until;
+		heap_push(s, &m->ev);
+		return;
+	}
 	if (dst && !dst->dead)
 		env_deliver(&dst->env, &m->from, m->verb, m->data, m->len);
 	else
@@ -416,6 +428,21 @@ void sim_env_kill(struct sim *s, struct env *e)
 	for (struct env_timer *t = s->timers; t; t = t->next_all)
 		if (t->node == n)
 			heap_remove(s, &t->ev);
+}
+
+void sim_env_pause(struct sim *s, struct env *e, uint64_t us)
+{
+	node_of(e)->paused_until = s->now_us + us;
+}
+
+void sim_net_partition(struct sim *s, const struct inet_addr *a, size_t na,
+		       const struct inet_addr *b, size_t nb, bool cut)
+{
+	for (size_t i = 0; i < na; i++)
+		for (size_t j = 0; j < nb; j++) {
+			sim_net_cut(s, &a[i], &b[j], cut);
+			sim_net_cut(s, &b[j], &a[i], cut);
+		}
 }
 
 uint64_t sim_now_us(const struct sim *s)

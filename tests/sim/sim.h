@@ -19,6 +19,7 @@
 #include "common/env.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct sim;
@@ -34,6 +35,10 @@ struct env *sim_env_new(struct sim *s, const struct inet_addr *addr);
 /* Detaches a node: its timers stop and messages to it are dropped, as if
  * the process died. The env stays valid (calls on it do nothing). */
 void sim_env_kill(struct sim *s, struct env *e);
+
+/* Freezes a node for `us` (SIGSTOP): its timers and the messages sent to
+ * it wait, then fire in order when it thaws. */
+void sim_env_pause(struct sim *s, struct env *e, uint64_t us);
 
 uint64_t sim_now_us(const struct sim *s);
 uint64_t sim_random(struct sim *s);
@@ -55,6 +60,10 @@ void sim_net_set_drop(struct sim *s, const struct inet_addr *from,
 /* Cut (or heal) the one-way link from -> to. NULL matches any node. */
 void sim_net_cut(struct sim *s, const struct inet_addr *from,
 		 const struct inet_addr *to, bool cut);
+/* Cuts (or heals) both directions between every node of `a` and every
+ * node of `b`: a partition. */
+void sim_net_partition(struct sim *s, const struct inet_addr *a, size_t na,
+		       const struct inet_addr *b, size_t nb, bool cut);
 /* Heals every cut and drop rule. */
 void sim_net_heal(struct sim *s);
 

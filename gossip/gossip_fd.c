@@ -1,0 +1,91 @@
+/*
+ * Phi-accrual failure detector, as Cassandra's FailureDetector/ArrivalWindow:
+ * a bounded window of heartbeat inter-arrival times per endpoint (intervals
+ * above the cap are ignored so a long partition does not inflate the mean),
+ * phi = elapsed / mean, reported scaled by PHI_FACTOR = 1/ln(10).
+ *
+ * The window grows on demand up to its cap, so a thousand simulated nodes
+ * that each know a thousand peers do not each reserve a thousand samples.
+ */
+#include "gossip/gossip_internal.h"
+
+#include "common/err.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PHI_FACTOR 0.434294481903251828 /* 1 / ln(10) */
+
+void gossip_fd_init(struct gossip_fd_window *w, uint32_t cap)
+{
+	memset(w, 0, sizeof(*w));
+	w->cap = cap ? cap : GOSSIP_FD_WINDOW;
+}
+
+void gossip_fd_free(struct gossip_fd_window *w)
+{
+	free(w->samples);
+	w->samples = NULL;
+	w->alloc = w->len = w->head = 0;
+	w->sum = 0;
+	w->last_us = 0;
+}
+
+void gossip_fd_reset(struct gossip_fd_window *w)
+{
+	w->len = w->head = 0;
+	w->sum = 0;
+	w->last_us = 0;
+}
+
+static int add_sample(struct gossip_fd_window *w, uint32_t v)
+{
+	if (w->len < w->cap && w->len == w->alloc) {
+		/* Grow; the ring is linear while len == alloc and head == 0. */
+		uint32_t na = w->alloc ? w->alloc * 2 : 8;
+		if (na > w->cap)
+			na = w->cap;
+		uint32_t *s = realloc(w->samples, (size_t)na * sizeof(*s));
+		if (!s)
+			return err_set(ERR_NOMEM, "failure detector window");
+		w->samples = s;
+		w->alloc = na;
+	}
+	if (w->len < w->cap) {
+		w->samples[w->len++] = v;
+	} else {
+		w->sum -= w->samples[w->head];
+		w->samples[w->head] = v;
+		w->head = (w->head + 1) % w->cap;
+	}
+	w->sum += v;
+	return 0;
+}
+
+int gossip_fd_report(struct gossip_fd_window *w, uint64_t now_us,
+		     uint64_t initial_us, uint64_t max_interval_us)
+{
+	if (w->last_us == 0) {
+		if (add_sample(w, (uint32_t)initial_us) != 0)
+			return -1;
+	} else if (now_us > w->last_us) {
+		uint64_t gap = now_us - w->last_us;
+		if (gap <= max_interval_us && add_sample(w, (uint32_t)gap) != 0)
+			return -1;
+	}
+	w->last_us = now_us;
+	return 0;
+}
+
+double gossip_fd_mean_us(const struct gossip_fd_window *w)
+{
+	return w->len ? (double)w->sum / (double)w->len : 0.0;
+}
+
+double gossip_fd_phi(const struct gossip_fd_window *w, uint64_t now_us)
+{
+	double mean = gossip_fd_mean_us(w);
+	if (w->last_us == 0 || mean <= 0.0 || now_us <= w->last_us)
+		return 0.0;
+	return PHI_FACTOR * (double)(now_us - w->last_us) / mean;
+}

@@ -1,0 +1,41 @@
+/*
+ * The admin endpoint (admin_port, 7199; nodetool's JMX role): one request
+ * frame in, one response frame out (admin.proto), on the admin address only
+ * (the listen address by default, never a wildcard unless configured).
+ *
+ * Commands are registered by name, so later modules add theirs
+ * (admin_register(a, "tpstats", ...)). A command writes what the tool
+ * prints to `out` (stdout) and `err` (stderr) and returns the tool's exit
+ * status. Handlers run on the loop and must not block.
+ *
+ * Garbage (a bad length, bytes that are not a request) is logged and the
+ * connection closed; the endpoint keeps serving.
+ */
+#ifndef CASSINI_NODE_ADMIN_H
+#define CASSINI_NODE_ADMIN_H
+
+#include "common/buf.h"
+#include "common/inet.h"
+
+#include <stddef.h>
+
+struct event_base;
+struct admin;
+
+typedef int (*admin_command_fn)(void *arg, size_t argc,
+				const char *const *argv, struct buf *out,
+				struct buf *err);
+
+struct admin *admin_new(struct event_base *base, const struct inet_addr *addr);
+void admin_delete(struct admin *a);
+int admin_listen(struct admin *a);
+
+/* `name` and `usage` are borrowed (string literals). */
+int admin_register(struct admin *a, const char *name, const char *usage,
+		   admin_command_fn fn, void *arg);
+
+/* printf into a buf; returns 0 or -1 (ERR_NOMEM). */
+int buf_printf(struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

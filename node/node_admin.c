@@ -1,0 +1,622 @@
+/*
+ * The admin commands of the Membership issue, in nodetool's output shapes:
+ * status, ring, info, gossipinfo, describecluster, describering,
+ * getendpoints, version, drain, stopdaemon.
+ *
+ * Keyspaces (and their replication) arrive with the Client issue. Until then
+ * `status`, `describering` and `getendpoints` accept the built-in keyspaces
+ * (system and system_schema: LocalStrategy; system_auth: SimpleStrategy 1;
+ * system_distributed: SimpleStrategy 3; system_traces: SimpleStrategy 2, as
+ * Cassandra creates them) or an explicit replication in place of the
+ * keyspace name: "class=NetworkTopologyStrategy,dc1=3,dc2=3".
+ */
+#define LOG_MODULE "admin"
+#include "common/err.h"
+#include "common/log.h"
+#include "gossip/gossip.h"
+#include "node/admin.h"
+#include "node/members.h"
+#include "node/node_internal.h"
+#include "node/transport.h"
+#include "ring/murmur3.h"
+#include "ring/ring.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_DCS 64
+
+/* ---- helpers --------------------------------------------------------------- */
+
+void node_format_load(const char *load, char *out, size_t cap)
+{
+	double v = load ? strtod(load, NULL) : 0;
+	static const char *const units[] = {"bytes", "KiB", "MiB", "GiB",
+					    "TiB"};
+	int u = 0;
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(out, cap, "%.0f %s", v, units[u]);
+	else
+		snprintf(out, cap, "%.2f %s", v, units[u]);
+}
+
+/* Built-in keyspaces, or "class=...,k=v,..." as an explicit replication. */
+static struct ring_strategy *strategy_for(const char *ks, struct buf *err)
+{
+	static const struct {
+		const char *name, *cls, *key, *value;
+	} builtin[] = {
+		{"system", "LocalStrategy", NULL, NULL},
+		{"system_schema", "LocalStrategy", NULL, NULL},
+		{"system_auth", "SimpleStrategy", "replication_factor", "1"},
+		{"system_distributed", "SimpleStrategy", "replication_factor",
+		 "3"},
+		{"system_traces", "SimpleStrategy", "replication_factor", "2"},
+	};
+	const char *keys[33], *values[33];
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
+		if (strcmp(ks, builtin[i].name) != 0)
+			continue;
+		keys[n] = "class";
+		values[n++] = builtin[i].cls;
+		if (builtin[i].key) {
+			keys[n] = builtin[i].key;
+			values[n++] = builtin[i].value;
+		}
+		return ring_strategy_new(keys, values, n, true);
+	}
+	if (!strchr(ks, '=')) {
+		buf_printf(err,
+			   "Keyspace '%s' does not exist (user keyspaces arrive "
+			   "with the client protocol; use a built-in keyspace or "
+			   "an explicit replication such as "
+			   "class=NetworkTopologyStrategy,dc1=3)\n",
+			   ks);
+		return NULL;
+	}
+	char *copy = strdup(ks);
+	if (!copy)
+		return NULL;
+	char *save = NULL;
+	for (char *kv = strtok_r(copy, ",", &save); kv && n < 32;
+	     kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+		if (!eq) {
+			buf_printf(err, "bad replication option '%s'\n", kv);
+			free(copy);
+			return NULL;
+		}
+		*eq = '\0';
+		keys[n] = kv;
+		values[n++] = eq + 1;
+	}
+	struct ring_strategy *s = ring_strategy_new(keys, values, n, false);
+	if (!s)
+		buf_printf(err, "%s\n", err_msg());
+	free(copy);
+	return s;
+}
+
+/* Fraction of the ring each endpoint holds: primary ranges, or replicated
+ * ranges under `s` (effective ownership). own[] is indexed by ring
+ * endpoint. */
+static int ownership(struct ring *r, const struct ring_strategy *s,
+		     double *own)
+{
+	size_t n = ring_endpoint_count(r);
+	const struct ring_placement *p = s ? ring_placement_get(r, s) : NULL;
+	if (s && !p)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		struct token_range_list l = {0};
+		int rc = p ? ring_placement_ranges(p, i, false, false, &l)
+			   : ring_primary_ranges(r, i, &l);
+		if (rc != 0) {
+			token_range_list_free(&l);
+			return -1;
+		}
+		own[i] = 0;
+		for (size_t k = 0; k < l.n; k++)
+			own[i] += token_range_fraction(l.v[k]);
+		token_range_list_free(&l);
+	}
+	return 0;
+}
+
+/* Two letters as nodetool prints them: Up/Down, Normal/Leaving/Joining. */
+static void state_code(const struct gossip_endpoint_info *info, char out[3])
+{
+	out[0] = info->is_self || info->alive ? 'U' : 'D';
+	if (!info->states[GOSSIP_STATE_TOKENS] ||
+	    info->status == GOSSIP_STATUS_BOOT)
+		out[1] = 'J';
+	else if (info->status == GOSSIP_STATUS_LEAVING)
+		out[1] = 'L';
+	else
+		out[1] = 'N';
+	out[2] = '\0';
+}
+
+static size_t token_count_of(const char *tokens)
+{
+	if (!tokens || !*tokens)
+		return 0;
+	size_t n = 1;
+	for (const char *p = tokens; *p; p++)
+		n += *p == ',';
+	return n;
+}
+
+/* Sorted, distinct DC names known to gossip. */
+static size_t gossip_dcs(struct gossip *g, const char **dcs)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < gossip_endpoint_count(g); i++) {
+		struct gossip_endpoint_info info;
+		gossip_endpoint_at(g, i, &info);
+		const char *dc = info.states[GOSSIP_STATE_DC];
+		if (!dc || info.status == GOSSIP_STATUS_LEFT)
+			continue;
+		size_t k = 0;
+		while (k < n && strcmp(dcs[k], dc) < 0)
+			k++;
+		if (k < n && strcmp(dcs[k], dc) == 0)
+			continue;
+		if (n == MAX_DCS)
+			break;
+		memmove(&dcs[k + 1], &dcs[k], (n - k) * sizeof(*dcs));
+		dcs[k] = dc;
+		n++;
+	}
+	return n;
+}
+
+static void host_of(const struct inet_addr *a, char *out)
+{
+	inet_addr_format_host(a, out, INET_ADDR_STRLEN);
+}
+
+/* ---- status -------------------------------------------------------------------- */
+
+static int cmd_status(void *arg, size_t argc, const char *const *argv,
+		      struct buf *out, struct buf *err)
+{
+	struct node *n = arg;
+	struct ring_strategy *s = NULL;
+	if (argc > 1) {
+		buf_printf(err, "usage: status [keyspace]\n");
+		return 1;
+	}
+	if (argc == 1 && !(s = strategy_for(argv[0], err)))
+		return 1;
+	struct ring *r = members_ring(n->members);
+	size_t ne = ring_endpoint_count(r);
+	double *own = calloc(ne ? ne : 1, sizeof(*own));
+	if (!own || ownership(r, s, own) != 0) {
+		buf_printf(err, "cannot compute ownership: %s\n", err_msg());
+		free(own);
+		ring_strategy_delete(s);
+		return 2;
+	}
+	const char *dcs[MAX_DCS];
+	size_t ndc = gossip_dcs(n->gossip, dcs);
+	for (size_t d = 0; d < ndc; d++) {
+		buf_printf(out, "Datacenter: %s\n", dcs[d]);
+		size_t ul = strlen("Datacenter: ") + strlen(dcs[d]);
+		for (size_t k = 0; k < ul; k++)
+			buf_printf(out, "=");
+		buf_printf(out, "\nStatus=Up/Down\n"
+				"|/ State=Normal/Leaving/Joining/Moving\n");
+		buf_printf(out, "--  %-15s %-10s %-7s %-17s %-36s  %s\n",
+			   "Address", "Load", "Tokens",
+			   s ? "Owns (effective)" : "Owns", "Host ID", "Rack");
+		for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
+			struct gossip_endpoint_info info;
+			gossip_endpoint_at(n->gossip, i, &info);
+			const char *dc = info.states[GOSSIP_STATE_DC];
+			if (!dc || strcmp(dc, dcs[d]) != 0 ||
+			    info.status == GOSSIP_STATUS_LEFT)
+				continue;
+			char code[3], host[INET_ADDR_STRLEN], load[32],
+				owns[16] = "?";
+			state_code(&info, code);
+			host_of(&info.addr, host);
+			node_format_load(info.states[GOSSIP_STATE_LOAD], load,
+					 sizeof(load));
+			int idx = ring_endpoint_find(r, &info.addr);
+			if (idx >= 0)
+				snprintf(owns, sizeof(owns), "%.1f%%",
+					 own[idx] * 100.0);
+			const char *hid = info.states[GOSSIP_STATE_HOST_ID];
+			const char *rack = info.states[GOSSIP_STATE_RACK];
+			buf_printf(out, "%s  %-15s %-10s %-7zu %-17s %-36s  %s\n",
+				   code, host, load,
+				   token_count_of(
+					   info.states[GOSSIP_STATE_TOKENS]),
+				   owns, hid ? hid : "?", rack ? rack : "?");
+		}
+		buf_printf(out, "\n");
+	}
+	if (!s)
+		buf_printf(out,
+			   "Note: Non-system keyspaces don't have the same "
+			   "replication settings, effective ownership "
+			   "information is meaningless\n");
+	free(own);
+	ring_strategy_delete(s);
+	return 0;
+}
+
+/* ---- ring ------------------------------------------------------------------------ */
+
+static int cmd_ring(void *arg, size_t argc, const char *const *argv,
+		    struct buf *out, struct buf *err)
+{
+	(void)argv;
+	struct node *n = arg;
+	if (argc > 0) {
+		buf_printf(err, "usage: ring\n");
+		return 1;
+	}
+	struct ring *r = members_ring(n->members);
+	size_t ne = ring_endpoint_count(r);
+	double *own = calloc(ne ? ne : 1, sizeof(*own));
+	if (!own || ownership(r, NULL, own) != 0) {
+		free(own);
+		buf_printf(err, "cannot compute ownership\n");
+		return 2;
+	}
+	for (size_t d = 0; d < ring_dc_count(r); d++) {
+		const char *dc = ring_dc_name(r, d);
+		buf_printf(out, "\nDatacenter: %s\n==========\n", dc);
+		buf_printf(out, "%-16s%-12s%-7s%-8s%-16s%-20s%s\n", "Address",
+			   "Rack", "Status", "State", "Load", "Owns", "Token");
+		int64_t last = 0;
+		for (size_t i = 0; i < ring_token_count(r); i++) {
+			const struct ring_endpoint *ep =
+				ring_endpoint_get(r, ring_token_owner_at(r, i));
+			if (strcmp(ep->dc, dc) == 0)
+				last = ring_token_at(r, i);
+		}
+		buf_printf(out, "%79s%lld\n", "", (long long)last);
+		for (size_t i = 0; i < ring_token_count(r); i++) {
+			size_t e = ring_token_owner_at(r, i);
+			const struct ring_endpoint *ep = ring_endpoint_get(r, e);
+			if (strcmp(ep->dc, dc) != 0)
+				continue;
+			struct gossip_endpoint_info info;
+			char host[INET_ADDR_STRLEN], load[32], owns[16];
+			if (gossip_endpoint_find(n->gossip, &ep->addr, &info) != 0)
+				continue;
+			host_of(&ep->addr, host);
+			node_format_load(info.states[GOSSIP_STATE_LOAD], load,
+					 sizeof(load));
+			snprintf(owns, sizeof(owns), "%.2f%%", own[e] * 100.0);
+			bool up = info.is_self || info.alive;
+			const char *state = ep->status == RING_STATUS_LEAVING
+						    ? "Leaving"
+					    : ep->status == RING_STATUS_BOOT
+						    ? "Joining"
+						    : "Normal";
+			buf_printf(out, "%-16s%-12s%-7s%-8s%-16s%-20s%lld\n",
+				   host, ep->rack, up ? "Up" : "Down", state,
+				   load, owns, (long long)ring_token_at(r, i));
+		}
+	}
+	buf_printf(out, "\n");
+	free(own);
+	return 0;
+}
+
+/* ---- info, gossipinfo, describecluster, version ------------------------------ */
+
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = 0, rss = 0;
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+		rss = 0;
+	fclose(f);
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static int cmd_info(void *arg, size_t argc, const char *const *argv,
+		    struct buf *out, struct buf *err)
+{
+	struct node *n = arg;
+	bool all_tokens = argc == 1 && (strcmp(argv[0], "-T") == 0 ||
+					strcmp(argv[0], "--tokens") == 0);
+	if (argc > 1 || (argc == 1 && !all_tokens)) {
+		buf_printf(err, "usage: info [-T|--tokens]\n");
+		return 1;
+	}
+	struct gossip_endpoint_info self;
+	gossip_endpoint_find(n->gossip, &n->conf.listen_address, &self);
+	char load[32];
+	node_format_load(self.states[GOSSIP_STATE_LOAD], load, sizeof(load));
+	int64_t up_s = (env_wall_us(n->env) - n->start_wall_us) / 1000000;
+	buf_printf(out, "%-23s: %s\n", "ID", n->local.host_id);
+	buf_printf(out, "%-23s: %s\n", "Gossip active",
+		   n->drained ? "false" : "true");
+	buf_printf(out, "%-23s: %s\n", "Native Transport active", "false");
+	buf_printf(out, "%-23s: %s\n", "Load", load);
+	buf_printf(out, "%-23s: %lld\n", "Generation No",
+		   (long long)n->local.generation);
+	buf_printf(out, "%-23s: %lld\n", "Uptime (seconds)", (long long)up_s);
+	buf_printf(out, "%-23s: %.2f\n", "Memory RSS (MiB)",
+		   (double)rss_kib() / 1024.0);
+	buf_printf(out, "%-23s: %s\n", "Data Center", n->conf.dc);
+	buf_printf(out, "%-23s: %s\n", "Rack", n->conf.rack);
+	buf_printf(out, "%-23s: %s\n", "Exceptions", "0");
+	if (n->local.token_count == 0)
+		buf_printf(out, "%-23s: (none yet: joining)\n", "Token");
+	else if (all_tokens || n->local.token_count == 1)
+		for (size_t i = 0; i < n->local.token_count; i++)
+			buf_printf(out, "%-23s: %lld\n", "Token",
+				   (long long)n->local.tokens[i]);
+	else
+		buf_printf(out, "%-23s: (invoke with -T/--tokens to see all "
+				"%zu tokens)\n",
+			   "Token", n->local.token_count);
+	return 0;
+}
+
+static int cmd_gossipinfo(void *arg, size_t argc, const char *const *argv,
+			  struct buf *out, struct buf *err)
+{
+	(void)argv;
+	struct node *n = arg;
+	if (argc > 0) {
+		buf_printf(err, "usage: gossipinfo\n");
+		return 1;
+	}
+	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
+		struct gossip_endpoint_info info;
+		char a[INET_ADDR_STRLEN];
+		gossip_endpoint_at(n->gossip, i, &info);
+		buf_printf(out, "/%s\n", inet_addr_format(&info.addr, a,
+							   sizeof(a)));
+		buf_printf(out, "  generation:%lld\n",
+			   (long long)info.generation);
+		buf_printf(out, "  heartbeat:%d\n", info.heartbeat);
+		for (int k = 0; k < GOSSIP_STATE_COUNT; k++) {
+			if (!info.states[k])
+				continue;
+			buf_printf(out, "  %s:%d:%s\n", gossip_app_state_name(k),
+				   info.versions[k],
+				   k == GOSSIP_STATE_TOKENS ? "<hidden>"
+							    : info.states[k]);
+		}
+	}
+	return 0;
+}
+
+static int cmd_describecluster(void *arg, size_t argc,
+			       const char *const *argv, struct buf *out,
+			       struct buf *err)
+{
+	(void)argv;
+	struct node *n = arg;
+	if (argc > 0) {
+		buf_printf(err, "usage: describecluster\n");
+		return 1;
+	}
+	buf_printf(out, "Cluster Information:\n\tName: %s\n", n->conf.cluster_name);
+	buf_printf(out, "\tSnitch: org.apache.cassandra.locator.%s\n",
+		   n->conf.endpoint_snitch ? "GossipingPropertyFileSnitch"
+					   : "SimpleSnitch");
+	buf_printf(out, "\tDynamicEndPointSnitch: disabled\n");
+	buf_printf(out, "\tPartitioner: %s\n", n->conf.partitioner);
+	buf_printf(out, "\tSchema versions:\n\t\t(no schema yet: it arrives "
+			"with the client protocol): [");
+	size_t live = 0, unreachable = 0, joining = 0, leaving = 0;
+	bool first = true;
+	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
+		struct gossip_endpoint_info info;
+		char h[INET_ADDR_STRLEN];
+		gossip_endpoint_at(n->gossip, i, &info);
+		if (info.status == GOSSIP_STATUS_LEFT)
+			continue;
+		host_of(&info.addr, h);
+		buf_printf(out, "%s%s", first ? "" : ", ", h);
+		first = false;
+		if (info.is_self || info.alive)
+			live++;
+		else
+			unreachable++;
+		if (!info.states[GOSSIP_STATE_TOKENS] ||
+		    info.status == GOSSIP_STATUS_BOOT)
+			joining++;
+		if (info.status == GOSSIP_STATUS_LEAVING)
+			leaving++;
+	}
+	buf_printf(out, "]\n\nStats for all nodes:\n\tLive: %zu\n\tJoining: "
+			"%zu\n\tMoving: 0\n\tLeaving: %zu\n\tUnreachable: "
+			"%zu\n\nData Centers: \n",
+		   live, joining, leaving, unreachable);
+	const char *dcs[MAX_DCS];
+	size_t ndc = gossip_dcs(n->gossip, dcs);
+	for (size_t d = 0; d < ndc; d++) {
+		size_t total = 0, down = 0;
+		for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
+			struct gossip_endpoint_info info;
+			gossip_endpoint_at(n->gossip, i, &info);
+			const char *dc = info.states[GOSSIP_STATE_DC];
+			if (!dc || strcmp(dc, dcs[d]) != 0 ||
+			    info.status == GOSSIP_STATUS_LEFT)
+				continue;
+			total++;
+			if (!info.is_self && !info.alive)
+				down++;
+		}
+		buf_printf(out, "\t%s #Nodes: %zu #Down: %zu\n", dcs[d], total,
+			   down);
+	}
+	return 0;
+}
+
+static int cmd_version(void *arg, size_t argc, const char *const *argv,
+		       struct buf *out, struct buf *err)
+{
+	(void)arg;
+	(void)argv;
+	(void)err;
+	(void)argc;
+	buf_printf(out, "ReleaseVersion: %s\n", CASSINI_VERSION);
+	return 0;
+}
+
+/* ---- describering, getendpoints ------------------------------------------------ */
+
+static void endpoint_list(struct ring *r, const struct ring_replicas *rep,
+			  struct buf *out)
+{
+	for (size_t k = 0; k < rep->n_natural; k++) {
+		char h[INET_ADDR_STRLEN];
+		host_of(&ring_endpoint_get(r, rep->natural[k])->addr, h);
+		buf_printf(out, "%s%s", k ? ", " : "", h);
+	}
+}
+
+static int cmd_describering(void *arg, size_t argc, const char *const *argv,
+			    struct buf *out, struct buf *err)
+{
+	struct node *n = arg;
+	if (argc != 1) {
+		buf_printf(err, "usage: describering <keyspace>\n");
+		return 1;
+	}
+	struct ring_strategy *s = strategy_for(argv[0], err);
+	if (!s)
+		return 1;
+	struct ring *r = members_ring(n->members);
+	buf_printf(out, "Schema Version:(none yet)\nTokenRange: \n");
+	for (size_t i = 0; i < ring_token_count(r); i++) {
+		struct token_range range = ring_range_at(r, i);
+		struct ring_replicas rep;
+		if (ring_replicas_for_token(r, s, range.right, &rep) != 0)
+			break;
+		buf_printf(out, "\tTokenRange(start_token:%lld, end_token:%lld, "
+				"endpoints:[",
+			   (long long)range.left, (long long)range.right);
+		endpoint_list(r, &rep, out);
+		buf_printf(out, "], rpc_endpoints:[");
+		endpoint_list(r, &rep, out);
+		buf_printf(out, "], endpoint_details:[");
+		for (size_t k = 0; k < rep.n_natural; k++) {
+			const struct ring_endpoint *ep =
+				ring_endpoint_get(r, rep.natural[k]);
+			char h[INET_ADDR_STRLEN];
+			host_of(&ep->addr, h);
+			buf_printf(out, "%sEndpointDetails(host:%s, "
+					"datacenter:%s, rack:%s)",
+				   k ? ", " : "", h, ep->dc, ep->rack);
+		}
+		buf_printf(out, "])\n");
+	}
+	ring_strategy_delete(s);
+	return 0;
+}
+
+static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
+			    struct buf *out, struct buf *err)
+{
+	struct node *n = arg;
+	if (argc != 3) {
+		buf_printf(err, "usage: getendpoints <keyspace> <table> <key>\n");
+		return 1;
+	}
+	struct ring_strategy *s = strategy_for(argv[0], err);
+	if (!s)
+		return 1;
+	/* Without a schema the key is taken as the bytes of a single text
+	 * (or blob) partition key column, as nodetool would serialise it. */
+	int64_t token = murmur3_token(argv[2], strlen(argv[2]));
+	struct ring *r = members_ring(n->members);
+	struct ring_replicas rep;
+	int rc = ring_replicas_for_token(r, s, token, &rep);
+	if (rc == 0) {
+		for (size_t k = 0; k < rep.n_natural; k++) {
+			char h[INET_ADDR_STRLEN];
+			host_of(&ring_endpoint_get(r, rep.natural[k])->addr, h);
+			buf_printf(out, "%s\n", h);
+		}
+	} else {
+		buf_printf(err, "%s\n", err_msg());
+	}
+	ring_strategy_delete(s);
+	return rc == 0 ? 0 : 2;
+}
+
+/* ---- drain, stopdaemon ------------------------------------------------------------ */
+
+static int cmd_drain(void *arg, size_t argc, const char *const *argv,
+		     struct buf *out, struct buf *err)
+{
+	(void)argc;
+	(void)argv;
+	(void)out;
+	(void)err;
+	struct node *n = arg;
+	if (!n->drained) {
+		LOG_INFO("draining: announcing shutdown to peers, gossip off");
+		gossip_announce_shutdown(n->gossip);
+		n->drained = true;
+	}
+	return 0;
+}
+
+static int cmd_stopdaemon(void *arg, size_t argc, const char *const *argv,
+			  struct buf *out, struct buf *err)
+{
+	(void)argc;
+	(void)argv;
+	(void)out;
+	(void)err;
+	node_stop(arg, "stopdaemon");
+	return 0;
+}
+
+int node_admin_register(struct node *n)
+{
+	static const struct {
+		const char *name, *usage;
+		admin_command_fn fn;
+	} cmds[] = {
+		{"status", "status [keyspace]     nodetool-style cluster status "
+			   "(UN/DN/UJ/UL rows per datacenter)", cmd_status},
+		{"ring", "ring                  every token with its owner",
+		 cmd_ring},
+		{"info", "info [-T]             this node: id, load, generation, "
+			 "uptime, tokens", cmd_info},
+		{"gossipinfo", "gossipinfo            every endpoint's gossip "
+			       "state", cmd_gossipinfo},
+		{"describecluster", "describecluster       name, snitch, "
+				    "partitioner, live/unreachable per DC",
+		 cmd_describecluster},
+		{"describering", "describering <ks>     token ranges and their "
+				 "replicas (ks: a built-in keyspace or "
+				 "class=...,dc1=3)", cmd_describering},
+		{"getendpoints", "getendpoints <ks> <table> <key>  replicas of a "
+				 "text key, one address per line",
+		 cmd_getendpoints},
+		{"version", "version               release version", cmd_version},
+		{"drain", "drain                 announce shutdown and stop "
+			  "gossiping", cmd_drain},
+		{"stopdaemon", "stopdaemon            stop this node", cmd_stopdaemon},
+	};
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (admin_register(n->admin, cmds[i].name, cmds[i].usage,
+				   cmds[i].fn, n) != 0)
+			return -1;
+	return 0;
+}

@@ -1,0 +1,54 @@
+/* Private to node/: the node struct, shared by node.c and node_admin.c. */
+#ifndef CASSINI_NODE_INTERNAL_H
+#define CASSINI_NODE_INTERNAL_H
+
+#include "conf/conf.h"
+#include "node/local_state.h"
+#include "node/node.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct event;
+struct event_base;
+struct env;
+struct env_timer;
+struct transport;
+struct gossip;
+struct admin;
+struct members;
+struct cql_service;
+struct cql_peer_info;
+
+struct node {
+	struct conf conf;
+	struct event_base *base;
+	struct env *env;
+	struct event *sig_term;
+	struct event *sig_int;
+	int lock_fd;
+	const char *stop_reason;
+
+	struct local_state local; /* host id, tokens (none yet: joining) */
+	int64_t start_wall_us;
+	struct transport *transport;
+	struct gossip *gossip;
+	struct members *members;
+	struct admin *admin;
+	struct env_timer *join_timer; /* first start: choosing tokens */
+	unsigned join_rounds;
+	bool drained;
+
+	struct cql_service *cql;
+	struct cql_peer_info *cql_peers; /* system.peers rows, rebuilt per call */
+	size_t cql_peer_count;
+	int64_t *cql_peer_tokens;
+};
+
+/* Registers the admin commands of this issue (node_admin.c). */
+int node_admin_register(struct node *n);
+
+/* Owns%, load text, "UN"... helpers shared by the commands. */
+void node_format_load(const char *load, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,203 @@
+/*
+ * cassini-tool: the operator CLI in nodetool's role. Sends one command to a
+ * node's admin endpoint and prints the answer.
+ *
+ *   cassini-tool [-h HOST] [-p PORT] COMMAND [ARGS...]
+ *
+ * Exit status: the command's (0 on success), 1 when the node cannot be
+ * reached (`cannot connect to HOST:PORT`) or the arguments are wrong.
+ */
+#include "common/buf.h"
+#include "common/err.h"
+#include "common/inet.h"
+#include "node/messaging_msg.h"
+#include "node/node.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define TIMEOUT_MS 10000
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cassini-tool [-h HOST] [-p PORT] COMMAND [ARGS...]\n"
+		"\n"
+		"Talks to a node's admin endpoint (default 127.0.0.1:7199).\n"
+		"`cassini-tool help` lists the commands the node knows:\n"
+		"status [keyspace], ring, info [-T], gossipinfo, describecluster,\n"
+		"describering <keyspace>, getendpoints <keyspace> <table> <key>,\n"
+		"version, drain, stopdaemon.\n"
+		"\n"
+		"Until keyspaces arrive with the client protocol, <keyspace> is a\n"
+		"built-in one (system, system_schema, system_auth,\n"
+		"system_distributed, system_traces) or an explicit replication:\n"
+		"class=NetworkTopologyStrategy,dc1=3,dc2=3.\n");
+}
+
+static int wait_fd(int fd, short events)
+{
+	struct pollfd p = {.fd = fd, .events = events};
+	int r = poll(&p, 1, TIMEOUT_MS);
+	return r == 1 ? 0 : -1;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			if (wait_fd(fd, POLLOUT) != 0)
+				return -1;
+			continue;
+		}
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int read_all(int fd, uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		if (wait_fd(fd, POLLIN) != 0)
+			return -1;
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int connect_to(const struct inet_addr *a)
+{
+	struct sockaddr_storage ss;
+	size_t sl = inet_addr_to_sockaddr(a, &ss);
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&ss, (socklen_t)sl) != 0) {
+		int soerr = 0;
+		socklen_t len = sizeof(soerr);
+		if (errno != EINPROGRESS || wait_fd(fd, POLLOUT) != 0 ||
+		    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0 ||
+		    soerr != 0) {
+			close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	const char *host = "127.0.0.1";
+	long port = 7199;
+	int i = 1;
+	for (; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--host") == 0) {
+			if (++i == argc)
+				goto bad;
+			host = argv[i];
+		} else if (strcmp(argv[i], "-p") == 0 ||
+			   strcmp(argv[i], "--port") == 0) {
+			char *end;
+			if (++i == argc)
+				goto bad;
+			port = strtol(argv[i], &end, 10);
+			if (*end || port < 1 || port > 65535) {
+				fprintf(stderr, "cassini-tool: bad port '%s'\n",
+					argv[i]);
+				return 1;
+			}
+		} else if (strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			return 0;
+		} else if (strcmp(argv[i], "--version") == 0) {
+			printf("cassini-tool %s\n", CASSINI_VERSION);
+			return 0;
+		} else {
+			break;
+		}
+	}
+	if (i == argc)
+		goto bad;
+	if (argc - i - 1 > ADMIN_MAX_ARGS) {
+		fprintf(stderr, "cassini-tool: too many arguments\n");
+		return 1;
+	}
+	struct inet_addr addr;
+	if (inet_addr_parse_host(host, &addr) != 0) {
+		fprintf(stderr, "cassini-tool: %s (use a numeric address)\n",
+			err_msg());
+		return 1;
+	}
+	addr.port = (uint16_t)port;
+	char where[INET_ADDR_STRLEN];
+	inet_addr_format(&addr, where, sizeof(where));
+
+	struct buf req = {0};
+	if (buf_put_be32(&req, 0) != 0 ||
+	    admin_request_encode(argv[i], (size_t)(argc - i - 1),
+				 (const char *const *)&argv[i + 1], &req) != 0) {
+		fprintf(stderr, "cassini-tool: out of memory\n");
+		return 1;
+	}
+	be32_store(req.data, (uint32_t)(req.len - 4));
+
+	int fd = connect_to(&addr);
+	if (fd < 0) {
+		fprintf(stderr, "cannot connect to %s\n", where);
+		buf_free(&req);
+		return 1;
+	}
+	uint8_t hdr[4];
+	int rc = write_all(fd, req.data, req.len);
+	buf_free(&req);
+	if (rc != 0 || read_all(fd, hdr, 4) != 0) {
+		fprintf(stderr, "cassini-tool: %s closed the connection "
+				"without answering\n", where);
+		close(fd);
+		return 1;
+	}
+	uint32_t len = be32_load(hdr);
+	if (len > ADMIN_RESPONSE_MAX) {
+		fprintf(stderr, "cassini-tool: answer of %u bytes from %s\n",
+			len, where);
+		close(fd);
+		return 1;
+	}
+	uint8_t *body = malloc(len ? len : 1);
+	struct admin_response resp;
+	if (!body || read_all(fd, body, len) != 0 ||
+	    admin_response_decode(body, len, &resp) != 0) {
+		fprintf(stderr, "cassini-tool: bad answer from %s\n", where);
+		free(body);
+		close(fd);
+		return 1;
+	}
+	free(body);
+	close(fd);
+	fputs(resp.output, stdout);
+	fputs(resp.error, stderr);
+	int status = resp.status;
+	admin_response_free(&resp);
+	return status;
+bad:
+	usage(stderr);
+	return 1;
+}

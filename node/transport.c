@@ -1,0 +1,674 @@
+/*
+ * Internode transport (see transport.h for the protocol and its rules).
+ *
+ * Objects: a `peer` per address we send to, holding at most one outbound
+ * `conn`; inbound `conn`s in a list; `pending` requests awaiting a response,
+ * each with an env timer. A conn is freed only from its own callbacks or
+ * from transport_delete, and frame processing stops as soon as it is.
+ */
+#define LOG_MODULE "messaging"
+#include "node/transport.h"
+
+#include "common/buf.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "node/messaging_msg.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define BACKOFF_MIN_MS 100u
+#define BACKOFF_MAX_MS 2000u
+#define HANDSHAKE_TIMEOUT_S 10
+#define MAX_INBOUND 1024
+
+struct peer;
+
+struct conn {
+	struct transport *t;
+	struct bufferevent *bev;
+	bool inbound;
+	bool handshaken; /* inbound: peer's handshake accepted; outbound:
+			    reply received */
+	bool closing;    /* flushing a last frame, then freed */
+	struct inet_addr remote; /* advertised address once handshaken */
+	struct peer *peer;       /* outbound only */
+	struct conn *next;       /* inbound list */
+};
+
+struct peer {
+	struct inet_addr addr;
+	struct conn *out;
+	uint64_t backoff_ms;
+	uint64_t retry_at_us;
+	bool failure_logged;
+	struct peer *next;
+};
+
+struct pending {
+	struct transport *t;
+	uint64_t id;
+	transport_response_fn cb;
+	void *arg;
+	struct env_timer *timer;
+	struct pending *prev, *next;
+};
+
+struct handler {
+	transport_handler_fn fn;
+	void *arg;
+};
+
+struct transport {
+	struct event_base *base;
+	struct env *env;
+	struct transport_config cfg;
+	struct messaging_handshake hs; /* ours */
+	struct evconnlistener *listener;
+	struct peer *peers;
+	struct conn *inbound;
+	size_t inbound_count;
+	struct pending *pending;
+	uint64_t next_id;
+	struct handler handlers[TRANSPORT_MAX_VERB + 1];
+	struct transport_stats stats;
+	struct buf frame;
+};
+
+static const char *fmt(const struct inet_addr *a, char *buf)
+{
+	return inet_addr_format(a, buf, INET_ADDR_STRLEN);
+}
+
+static int64_t wall_ms(struct transport *t)
+{
+	return env_wall_us(t->env) / 1000;
+}
+
+/* ---- connections ---------------------------------------------------------- */
+
+static void peer_disconnected(struct transport *t, struct peer *p)
+{
+	p->out = NULL;
+	p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
+	if (p->backoff_ms > BACKOFF_MAX_MS)
+		p->backoff_ms = BACKOFF_MAX_MS;
+	p->retry_at_us = env_mono_us(t->env) + p->backoff_ms * 1000u;
+}
+
+static void conn_free(struct conn *c)
+{
+	struct transport *t = c->t;
+	if (c->inbound) {
+		for (struct conn **pp = &t->inbound; *pp; pp = &(*pp)->next)
+			if (*pp == c) {
+				*pp = c->next;
+				break;
+			}
+		t->inbound_count--;
+	} else if (c->peer && c->peer->out == c) {
+		peer_disconnected(t, c->peer);
+	}
+	bufferevent_free(c->bev);
+	free(c);
+}
+
+static void conn_closing_write(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	conn_free(arg);
+}
+
+/* Sends what is queued (a last handshake), then frees the conn. */
+static void conn_close_after_flush(struct conn *c)
+{
+	c->closing = true;
+	bufferevent_disable(c->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+		conn_free(c);
+		return;
+	}
+	bufferevent_setcb(c->bev, NULL, conn_closing_write, NULL, c);
+}
+
+static void conn_remote_text(const struct conn *c, char *buf)
+{
+	fmt(c->inbound ? &c->remote : &c->peer->addr, buf);
+}
+
+/* Logs why and closes. Returns -1 so callers can `return conn_fail(...)`. */
+static int conn_fail(struct conn *c, const char *why)
+{
+	char a[INET_ADDR_STRLEN];
+	conn_remote_text(c, a);
+	LOG_WARN("closing %s connection %s %s: %s",
+		 c->inbound ? "inbound" : "outbound", c->inbound ? "from" : "to",
+		 a, why);
+	if (c->inbound && !c->handshaken)
+		c->t->stats.rejected++;
+	conn_free(c);
+	return -1;
+}
+
+static int frame_handshake(struct transport *t, struct buf *out)
+{
+	size_t start = out->len;
+	if (buf_put_be32(out, 0) != 0 ||
+	    messaging_handshake_encode(&t->hs, out) != 0) {
+		out->len = start;
+		return err_set(ERR_NOMEM, "handshake");
+	}
+	be32_store(out->data + start, (uint32_t)(out->len - start - 4));
+	return 0;
+}
+
+/* A peer's handshake must match ours; `why` gets the reason it does not. */
+static bool handshake_matches(struct transport *t,
+			      const struct messaging_handshake *h, char *why,
+			      size_t cap)
+{
+	if (strcmp(h->cluster_name, t->hs.cluster_name) != 0)
+		snprintf(why, cap, "cluster name '%s' is not ours ('%s')",
+			 h->cluster_name, t->hs.cluster_name);
+	else if (strcmp(h->partitioner, t->hs.partitioner) != 0)
+		snprintf(why, cap, "partitioner '%s' is not ours ('%s')",
+			 h->partitioner, t->hs.partitioner);
+	else if (h->version != MESSAGING_VERSION)
+		snprintf(why, cap, "messaging version %u, we speak %u",
+			 h->version, MESSAGING_VERSION);
+	else
+		return true;
+	return false;
+}
+
+static struct peer *peer_find(struct transport *t, const struct inet_addr *a)
+{
+	for (struct peer *p = t->peers; p; p = p->next)
+		if (inet_addr_eq(&p->addr, a))
+			return p;
+	return NULL;
+}
+
+static int inbound_handshake(struct conn *c, const uint8_t *p, size_t len)
+{
+	struct transport *t = c->t;
+	struct messaging_handshake h;
+	char why[600];
+	if (messaging_handshake_decode(p, len, &h) != 0) {
+		snprintf(why, sizeof(why), "bad handshake: %s", err_msg());
+		return conn_fail(c, why);
+	}
+	/* Answer with ours either way, so the other side can log why. */
+	buf_clear(&t->frame);
+	if (frame_handshake(t, &t->frame) == 0)
+		bufferevent_write(c->bev, t->frame.data, t->frame.len);
+	if (!handshake_matches(t, &h, why, sizeof(why))) {
+		char a[INET_ADDR_STRLEN];
+		LOG_WARN("rejecting internode connection from %s: %s",
+			 fmt(&c->remote, a), why);
+		t->stats.rejected++;
+		conn_close_after_flush(c);
+		return -1;
+	}
+	c->handshaken = true;
+	c->remote = h.addr;
+	bufferevent_set_timeouts(c->bev, NULL, NULL);
+	/* It is back: let our next send connect at once. */
+	struct peer *peer = peer_find(t, &h.addr);
+	if (peer && !peer->out) {
+		peer->backoff_ms = 0;
+		peer->retry_at_us = 0;
+	}
+	return 0;
+}
+
+static void pending_free(struct pending *p)
+{
+	struct transport *t = p->t;
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		t->pending = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	env_timer_free(t->env, p->timer);
+	free(p);
+}
+
+static void deliver_envelope(struct conn *c, const struct messaging_envelope *e)
+{
+	struct transport *t = c->t;
+	t->stats.received++;
+	if (e->response) {
+		for (struct pending *p = t->pending; p; p = p->next) {
+			if (p->id != e->request_id)
+				continue;
+			transport_response_fn cb = p->cb;
+			void *arg = p->arg;
+			pending_free(p);
+			cb(arg, 0, e->payload, e->len);
+			return;
+		}
+		return; /* answered too late: the request already timed out */
+	}
+	if (e->deadline_ms && wall_ms(t) > e->deadline_ms) {
+		t->stats.dropped_expired++;
+		t->stats.expired_by_verb[e->verb <= TRANSPORT_MAX_VERB ? e->verb
+								: 0]++;
+		return;
+	}
+	struct handler *h =
+		e->verb <= TRANSPORT_MAX_VERB ? &t->handlers[e->verb] : NULL;
+	if (h && h->fn)
+		h->fn(h->arg, &c->remote, e->verb, e->request_id, e->payload,
+		      e->len);
+	else
+		env_deliver(t->env, &c->remote, e->verb, e->payload, e->len);
+}
+
+/* Processes one frame body. Returns -1 when the conn was freed. */
+static int conn_frame(struct conn *c, const uint8_t *p, size_t len)
+{
+	char why[600];
+	if (c->inbound && !c->handshaken)
+		return inbound_handshake(c, p, len);
+	if (!c->inbound) {
+		struct messaging_handshake h;
+		if (c->handshaken)
+			return conn_fail(c, "unexpected frame on an outbound "
+					    "connection");
+		if (messaging_handshake_decode(p, len, &h) != 0) {
+			snprintf(why, sizeof(why), "bad handshake reply: %s",
+				 err_msg());
+			return conn_fail(c, why);
+		}
+		if (!handshake_matches(c->t, &h, why, sizeof(why)))
+			return conn_fail(c, why);
+		c->handshaken = true;
+		c->peer->backoff_ms = 0;
+		c->peer->failure_logged = false;
+		bufferevent_set_timeouts(c->bev, NULL, NULL);
+		return 0;
+	}
+	struct messaging_envelope e;
+	if (messaging_envelope_decode(p, len, &e) != 0) {
+		snprintf(why, sizeof(why), "%s", err_msg());
+		return conn_fail(c, why);
+	}
+	deliver_envelope(c, &e);
+	messaging_envelope_free(&e);
+	return 0;
+}
+
+static void conn_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct transport *t = c->t;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	char why[160];
+	while (!c->closing) {
+		size_t avail = evbuffer_get_length(in);
+		uint8_t hdr[4];
+		if (avail < 4)
+			return;
+		evbuffer_copyout(in, hdr, 4);
+		uint32_t len = be32_load(hdr);
+		uint64_t max = c->handshaken ? t->cfg.max_message_size
+					     : MESSAGING_HANDSHAKE_MAX;
+		if (len == 0 || len > max) {
+			snprintf(why, sizeof(why),
+				 "frame of %u bytes (limit %llu%s)", len,
+				 (unsigned long long)max,
+				 c->handshaken ? ", internode_max_message_size"
+					       : " before the handshake");
+			conn_fail(c, why);
+			return;
+		}
+		if (avail < 4 + (size_t)len)
+			return;
+		const uint8_t *p = evbuffer_pullup(in, 4 + (ssize_t)len);
+		if (!p) {
+			conn_fail(c, "out of memory reading a frame");
+			return;
+		}
+		if (conn_frame(c, p + 4, len) != 0)
+			return;
+		if (c->closing)
+			return;
+		evbuffer_drain(in, 4 + (size_t)len);
+	}
+}
+
+static void conn_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	struct conn *c = arg;
+	struct transport *t = c->t;
+	char a[INET_ADDR_STRLEN];
+	if (what & BEV_EVENT_CONNECTED) {
+		t->stats.connects++;
+		int one = 1;
+		setsockopt(bufferevent_getfd(c->bev), IPPROTO_TCP, TCP_NODELAY,
+			   &one, sizeof(one));
+		return;
+	}
+	conn_remote_text(c, a);
+	if (c->inbound) {
+		if (what & BEV_EVENT_TIMEOUT)
+			conn_fail(c, "no handshake in time");
+		else
+			conn_free(c);
+		return;
+	}
+	struct peer *p = c->peer;
+	const char *why = (what & BEV_EVENT_TIMEOUT) ? "timed out"
+			  : (what & BEV_EVENT_EOF)   ? "closed by the peer"
+			  : strerror(EVUTIL_SOCKET_ERROR());
+	if (!c->handshaken)
+		t->stats.connect_failures++;
+	if (!p->failure_logged) {
+		LOG_INFO("connection to %s %s: %s (reconnecting with backoff)",
+			 a, c->handshaken ? "lost" : "failed", why);
+		p->failure_logged = true;
+	}
+	conn_free(c);
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+		      struct sockaddr *sa, int salen, void *arg)
+{
+	(void)l;
+	struct transport *t = arg;
+	if (t->inbound_count >= MAX_INBOUND) {
+		LOG_WARN("refusing an internode connection: %d open",
+			 MAX_INBOUND);
+		evutil_closesocket(fd);
+		return;
+	}
+	struct conn *c = calloc(1, sizeof(*c));
+	struct bufferevent *bev =
+		c ? bufferevent_socket_new(t->base, fd, BEV_OPT_CLOSE_ON_FREE)
+		  : NULL;
+	if (!bev) {
+		free(c);
+		evutil_closesocket(fd);
+		return;
+	}
+	c->t = t;
+	c->bev = bev;
+	c->inbound = true;
+	inet_addr_from_sockaddr(sa, (size_t)salen, &c->remote);
+	c->next = t->inbound;
+	t->inbound = c;
+	t->inbound_count++;
+	t->stats.accepted++;
+	struct timeval hs_timeout = {HANDSHAKE_TIMEOUT_S, 0};
+	bufferevent_set_timeouts(bev, &hs_timeout, NULL);
+	bufferevent_setcb(bev, conn_read, NULL, conn_event, c);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+static int peer_connect(struct transport *t, struct peer *p)
+{
+	char a[INET_ADDR_STRLEN];
+	struct sockaddr_storage ss, local;
+	size_t sl = inet_addr_to_sockaddr(&p->addr, &ss);
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			0);
+	if (fd < 0)
+		return err_set_errno(errno, "socket");
+	/* From our listen address, so peers see who we are. */
+	struct inet_addr src = t->cfg.listen;
+	src.port = 0;
+	size_t ll = inet_addr_to_sockaddr(&src, &local);
+	if (ll && src.family == p->addr.family)
+		(void)bind(fd, (struct sockaddr *)&local, (socklen_t)ll);
+	struct conn *c = calloc(1, sizeof(*c));
+	struct bufferevent *bev =
+		c ? bufferevent_socket_new(t->base, fd, BEV_OPT_CLOSE_ON_FREE)
+		  : NULL;
+	if (!bev) {
+		free(c);
+		close(fd);
+		return err_set(ERR_NOMEM, "connection to %s", fmt(&p->addr, a));
+	}
+	c->t = t;
+	c->bev = bev;
+	c->peer = p;
+	c->remote = p->addr;
+	struct timeval tv = {
+		.tv_sec = (time_t)(t->cfg.connect_timeout_ms / 1000),
+		.tv_usec = (suseconds_t)(t->cfg.connect_timeout_ms % 1000) * 1000};
+	bufferevent_set_timeouts(bev, &tv, &tv);
+	bufferevent_setcb(bev, conn_read, NULL, conn_event, c);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	/* Not t->frame: the caller's message is waiting in it. */
+	struct buf hs = {0};
+	int rc = frame_handshake(t, &hs);
+	if (rc == 0)
+		rc = bufferevent_write(bev, hs.data, hs.len);
+	buf_free(&hs);
+	if (rc != 0 ||
+	    bufferevent_socket_connect(bev, (struct sockaddr *)&ss, (int)sl) !=
+		    0) {
+		bufferevent_free(bev);
+		free(c);
+		peer_disconnected(t, p);
+		t->stats.connect_failures++;
+		return err_set(ERR_UNAVAILABLE, "cannot connect to %s",
+			       fmt(&p->addr, a));
+	}
+	p->out = c;
+	return 0;
+}
+
+/* Queues one framed message for `to`, connecting if needed. */
+static int peer_write(struct transport *t, const struct inet_addr *to,
+		      const struct buf *frame)
+{
+	char a[INET_ADDR_STRLEN];
+	struct peer *p = peer_find(t, to);
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return err_set(ERR_NOMEM, "peer");
+		p->addr = *to;
+		p->next = t->peers;
+		t->peers = p;
+	}
+	if (!p->out) {
+		if (env_mono_us(t->env) < p->retry_at_us) {
+			t->stats.dropped_unavailable++;
+			return err_set(ERR_UNAVAILABLE, "%s is unreachable "
+				       "(reconnecting)", fmt(to, a));
+		}
+		if (peer_connect(t, p) != 0)
+			return -1;
+	}
+	struct evbuffer *out = bufferevent_get_output(p->out->bev);
+	if (evbuffer_get_length(out) + frame->len > t->cfg.max_queue_bytes) {
+		t->stats.dropped_overload++;
+		return err_set(ERR_OVERLOADED, "queue to %s is full",
+			       fmt(to, a));
+	}
+	if (bufferevent_write(p->out->bev, frame->data, frame->len) != 0)
+		return err_set(ERR_NOMEM, "queueing to %s", fmt(to, a));
+	t->stats.sent++;
+	return 0;
+}
+
+static int send_envelope(struct transport *t, const struct inet_addr *to,
+			 uint32_t verb, uint64_t id, int64_t deadline_ms,
+			 bool response, const void *msg, size_t len)
+{
+	if (verb == 0 || len + 64 > t->cfg.max_message_size)
+		return err_set(ERR_INVALID, "message of %zu bytes for verb %u",
+			       len, verb);
+	buf_clear(&t->frame);
+	if (messaging_envelope_frame(verb, id, deadline_ms, response, msg, len,
+				     &t->frame) != 0)
+		return -1;
+	return peer_write(t, to, &t->frame);
+}
+
+/* ---- public --------------------------------------------------------------- */
+
+int transport_send(void *arg, const struct inet_addr *to, uint32_t verb,
+		   const void *msg, size_t len)
+{
+	return send_envelope(arg, to, verb, 0, 0, false, msg, len);
+}
+
+static void request_timeout(void *arg)
+{
+	struct pending *p = arg;
+	struct transport *t = p->t;
+	transport_response_fn cb = p->cb;
+	void *cb_arg = p->arg;
+	t->stats.timeouts++;
+	pending_free(p);
+	err_set(ERR_TIMEOUT, "no response in time");
+	cb(cb_arg, -1, NULL, 0);
+}
+
+int transport_request(struct transport *t, const struct inet_addr *to,
+		      uint32_t verb, const void *payload, size_t len,
+		      uint64_t timeout_ms, transport_response_fn cb, void *arg)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+	if (!p)
+		return err_set(ERR_NOMEM, "request");
+	p->timer = env_timer_new(t->env, request_timeout, p);
+	if (!p->timer) {
+		free(p);
+		return -1;
+	}
+	p->t = t;
+	p->id = ++t->next_id;
+	p->cb = cb;
+	p->arg = arg;
+	if (send_envelope(t, to, verb, p->id, wall_ms(t) + (int64_t)timeout_ms,
+			  false, payload, len) != 0) {
+		env_timer_free(t->env, p->timer);
+		free(p);
+		return -1;
+	}
+	p->next = t->pending;
+	if (p->next)
+		p->next->prev = p;
+	t->pending = p;
+	env_timer_arm(t->env, p->timer, timeout_ms * 1000u);
+	return 0;
+}
+
+int transport_respond(struct transport *t, const struct inet_addr *to,
+		      uint32_t verb, uint64_t request_id, const void *payload,
+		      size_t len)
+{
+	return send_envelope(t, to, verb, request_id, 0, true, payload, len);
+}
+
+int transport_set_handler(struct transport *t, uint32_t verb,
+			  transport_handler_fn fn, void *arg)
+{
+	if (verb == 0 || verb > TRANSPORT_MAX_VERB)
+		return err_set(ERR_INVALID, "verb %u out of range", verb);
+	t->handlers[verb].fn = fn;
+	t->handlers[verb].arg = arg;
+	return 0;
+}
+
+bool transport_connected(const struct transport *t, const struct inet_addr *to)
+{
+	for (struct peer *p = t->peers; p; p = p->next)
+		if (inet_addr_eq(&p->addr, to))
+			return p->out && p->out->handshaken;
+	return false;
+}
+
+void transport_get_stats(const struct transport *t,
+			 struct transport_stats *out)
+{
+	*out = t->stats;
+}
+
+static void copy_field(char *dst, size_t cap, const char *src)
+{
+	snprintf(dst, cap, "%s", src ? src : "");
+}
+
+struct transport *transport_new(struct event_base *base, struct env *env,
+				const struct transport_config *cfg)
+{
+	struct transport *t = calloc(1, sizeof(*t));
+	if (!t) {
+		err_set(ERR_NOMEM, "transport");
+		return NULL;
+	}
+	t->base = base;
+	t->env = env;
+	t->cfg = *cfg;
+	if (!t->cfg.max_queue_bytes)
+		t->cfg.max_queue_bytes = 2 * t->cfg.max_message_size;
+	if (!t->cfg.connect_timeout_ms)
+		t->cfg.connect_timeout_ms = 2000;
+	copy_field(t->hs.cluster_name, sizeof(t->hs.cluster_name),
+		   cfg->cluster_name);
+	copy_field(t->hs.partitioner, sizeof(t->hs.partitioner),
+		   cfg->partitioner);
+	copy_field(t->hs.host_id, sizeof(t->hs.host_id), cfg->host_id);
+	copy_field(t->hs.dc, sizeof(t->hs.dc), cfg->dc);
+	copy_field(t->hs.rack, sizeof(t->hs.rack), cfg->rack);
+	t->hs.version = MESSAGING_VERSION;
+	t->hs.addr = cfg->listen;
+	return t;
+}
+
+int transport_listen(struct transport *t)
+{
+	char a[INET_ADDR_STRLEN];
+	struct sockaddr_storage ss;
+	size_t sl = inet_addr_to_sockaddr(&t->cfg.listen, &ss);
+	fmt(&t->cfg.listen, a);
+	t->listener = evconnlistener_new_bind(
+		t->base, accept_cb, t,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+		128, (struct sockaddr *)&ss, (int)sl);
+	if (!t->listener)
+		return err_set_errno(errno, "cannot listen on %s (storage_port)",
+				     a);
+	LOG_INFO("internode messaging listening on %s", a);
+	return 0;
+}
+
+void transport_delete(struct transport *t)
+{
+	if (!t)
+		return;
+	if (t->listener)
+		evconnlistener_free(t->listener);
+	while (t->inbound)
+		conn_free(t->inbound);
+	while (t->peers) {
+		struct peer *p = t->peers;
+		t->peers = p->next;
+		if (p->out) {
+			bufferevent_free(p->out->bev);
+			free(p->out);
+		}
+		free(p);
+	}
+	while (t->pending)
+		pending_free(t->pending);
+	buf_free(&t->frame);
+	free(t);
+}

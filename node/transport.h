@@ -1,0 +1,105 @@
+/*
+ * Internode transport: TCP on storage_port with libevent bufferevents.
+ *
+ * Wire (messaging.proto): every frame is a 4-byte big-endian length then a
+ * protobuf message; the length is checked against internode_max_message_size
+ * before the body is buffered. The connecting side sends a Handshake
+ * (cluster name, partitioner, messaging version, host id, dc, rack, its
+ * address); the accepting side checks it, answers with its own, or logs the
+ * reason and closes. Then Envelopes (verb, request id, deadline, payload).
+ *
+ * Connections are one-way, as Cassandra's: we send on the outbound
+ * connection we opened to a peer and receive on connections peers opened to
+ * us; a response travels over the responder's own outbound connection.
+ * Outbound connections open on first send, reconnect with exponential
+ * backoff (100 ms doubling to 2 s; reset when the peer connects to us), and
+ * queue at most `max_queue_bytes` each: past that a send fails with
+ * ERR_OVERLOADED (back-pressure) and the drop is counted. Sends during a
+ * backoff fail with ERR_UNAVAILABLE.
+ *
+ * Received envelopes whose deadline has passed are dropped and counted per
+ * verb. Responses go to the request's callback; requests and one-way
+ * messages of a verb with a handler go to it; anything else goes to the
+ * env's receiver (env_deliver), which is how gossip is fed.
+ *
+ * Everything runs on the loop of the event_base; nothing blocks.
+ */
+#ifndef CASSINI_NODE_TRANSPORT_H
+#define CASSINI_NODE_TRANSPORT_H
+
+#include "common/env.h"
+#include "common/inet.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct transport;
+
+#define TRANSPORT_MAX_VERB 255
+
+struct transport_config {
+	const char *cluster_name; /* borrowed; must stay live */
+	const char *partitioner;
+	const char *host_id;
+	const char *dc;
+	const char *rack;
+	struct inet_addr listen;  /* bind address and port; also advertised */
+	uint64_t max_message_size;
+	uint64_t connect_timeout_ms;
+	size_t max_queue_bytes;   /* per peer; 0 = 2 * max_message_size */
+};
+
+/* Borrowed: base and env must stay live while the transport is. */
+struct transport *transport_new(struct event_base *base, struct env *env,
+				const struct transport_config *cfg);
+void transport_delete(struct transport *t);
+
+/* Binds and listens (ERR_IO naming the address when it is in use). */
+int transport_listen(struct transport *t);
+
+/* One-way message; the shape of env_send_fn so env_real_set_transport()
+ * can install it. `t` is the transport. */
+int transport_send(void *t, const struct inet_addr *to, uint32_t verb,
+		   const void *msg, size_t len);
+
+/* A response (status 0) or a failure (-1: ERR_TIMEOUT when no answer came
+ * in time). `payload` is borrowed for the call. Runs on the loop. */
+typedef void (*transport_response_fn)(void *arg, int status,
+				      const uint8_t *payload, size_t len);
+
+/* Sends a request with a deadline of now + timeout_ms; `cb` runs exactly
+ * once, unless the transport is deleted first (then never). */
+int transport_request(struct transport *t, const struct inet_addr *to,
+		      uint32_t verb, const void *payload, size_t len,
+		      uint64_t timeout_ms, transport_response_fn cb, void *arg);
+
+/* A request or one-way message of `verb` arrived; request_id is 0 for
+ * one-way messages. Answer with transport_respond (now or later). */
+typedef void (*transport_handler_fn)(void *arg, const struct inet_addr *from,
+				     uint32_t verb, uint64_t request_id,
+				     const uint8_t *payload, size_t len);
+int transport_set_handler(struct transport *t, uint32_t verb,
+			  transport_handler_fn fn, void *arg);
+int transport_respond(struct transport *t, const struct inet_addr *to,
+		      uint32_t verb, uint64_t request_id, const void *payload,
+		      size_t len);
+
+/* Whether our outbound connection to `to` has completed its handshake. */
+bool transport_connected(const struct transport *t, const struct inet_addr *to);
+
+struct transport_stats {
+	uint64_t accepted, rejected;     /* inbound connections; bad ones */
+	uint64_t connects, connect_failures;
+	uint64_t sent, received;
+	uint64_t dropped_overload;       /* queue full */
+	uint64_t dropped_unavailable;    /* peer in backoff */
+	uint64_t dropped_expired;        /* past their deadline */
+	uint64_t expired_by_verb[TRANSPORT_MAX_VERB + 1];
+	uint64_t timeouts;               /* requests with no answer */
+};
+void transport_get_stats(const struct transport *t,
+			 struct transport_stats *out);
+
+#endif

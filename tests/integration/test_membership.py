@@ -1,0 +1,176 @@
+"""Membership with real processes: gossip convergence, kill -9 detection,
+restart with the same identity and a higher generation, graceful shutdown,
+a paused datacenter, and cassini-tool's commands. Clusters live on
+127.0.2.x with a 250 ms gossip interval so detection takes seconds.
+
+No timing thresholds: every wait is "until it happens" with a generous
+ceiling that only guards against hanging."""
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD_DIR, SOURCE_DIR
+
+TOOL = BUILD_DIR / "node" / "cassini-tool"
+BASE = "127.0.2."
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    env = dict(os.environ, CASSINI_HOME=str(tmp_path / "home"),
+               CASSINI_BIN_DIR=str(BUILD_DIR))
+
+    def run(*args, check=True, timeout=120):
+        r = subprocess.run(["/usr/bin/python3",
+                            str(SOURCE_DIR / "scripts" / "cluster.py"), *args],
+                           capture_output=True, text=True, env=env,
+                           timeout=timeout)
+        if check:
+            assert r.returncode == 0, r.stdout + r.stderr
+        return r
+
+    run.home = tmp_path / "home" / "clusters"
+    yield run
+    run("-C", "m", "remove", check=False)
+
+
+def tool(host, *args, check=True):
+    r = subprocess.run([str(TOOL), "-h", host, *args], capture_output=True,
+                       text=True, timeout=30)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def status_rows(host):
+    rows = {}
+    r = tool(host, "status", check=False)
+    for line in r.stdout.splitlines():
+        m = re.match(r"^([UD][NLJM])\s+(\S+)\s", line)
+        if m:
+            rows[m.group(2)] = m.group(1)
+    return rows
+
+
+def until(pred, what, ceiling=90):
+    deadline = time.monotonic() + ceiling
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"never happened: {what}")
+
+
+def gossip_field(host, endpoint, field):
+    out = tool(host, "gossipinfo").stdout
+    block = out.split(f"/{endpoint}:7000\n", 1)[1].split("\n/", 1)[0]
+    return re.search(rf"^  {field}:(.*)$", block, re.M).group(1)
+
+
+def test_three_racks_converge_kill_restart_and_stop(cluster):
+    cluster("create", "m", "-n", "3", "--racks", "3", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms")
+    out = cluster("start").stdout
+    assert "3 of 3 nodes running" in out
+    addrs = [BASE + str(i) for i in (1, 2, 3)]
+    for a in addrs:
+        rows = status_rows(a)
+        assert rows == {x: "UN" for x in addrs}
+    out = tool(addrs[0], "status").stdout
+    assert out.startswith("Datacenter: dc1\n===============\n")
+    assert "--  Address" in out and "Host ID" in out and "Rack" in out
+    assert re.search(r"UN  127\.0\.2\.2 .* 16 .*%\s+[0-9a-f-]{36}  rack2", out)
+    # Ownership of all primary ranges adds up to the whole ring.
+    owns = [float(x) for x in re.findall(r"(\d+\.\d)%", out)]
+    assert abs(sum(owns) - 100.0) < 0.5
+
+    info_before = tool(addrs[2], "info", "-T").stdout
+    host_id = re.search(r"^ID\s+: (\S+)", info_before, re.M).group(1)
+    tokens_before = re.findall(r"^Token\s+: (-?\d+)", info_before, re.M)
+    assert len(tokens_before) == 16
+    gen_before = int(gossip_field(addrs[0], addrs[2], "generation"))
+
+    # kill -9: every live peer lists it DN.
+    cluster("node", "node3", "kill")
+    until(lambda: all(status_rows(a).get(addrs[2]) == "DN"
+                      for a in addrs[:2]), "node3 DN on node1 and node2")
+
+    # Restart: same host id and tokens, a higher generation, UN everywhere.
+    time.sleep(1.1)  # generations are seconds
+    cluster("node", "node3", "start")
+    cluster("wait")
+    info_after = tool(addrs[2], "info", "-T").stdout
+    assert re.search(r"^ID\s+: (\S+)", info_after, re.M).group(1) == host_id
+    assert re.findall(r"^Token\s+: (-?\d+)", info_after, re.M) == tokens_before
+    assert int(gossip_field(addrs[0], addrs[2], "generation")) > gen_before
+
+    # Graceful stop: peers hear the announcement.
+    cluster("node", "node2", "stop")
+    until(lambda: status_rows(addrs[0]).get(addrs[1]) == "DN", "node2 DN")
+    assert "shutdown" in gossip_field(addrs[0], addrs[1], "STATUS_WITH_PORT")
+    log = (cluster.home / "m" / "node1" / "logs" / "system.log").read_text()
+    assert f"{addrs[1]}:7000 is now DOWN (announced shutdown)" in log
+
+
+def test_tool_commands(cluster):
+    cluster("create", "m", "-n", "2:1", "--racks", "2", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms")
+    cluster("start")
+    a = BASE + "1"
+    assert tool(a, "version").stdout == "ReleaseVersion: 0.1.0\n"
+    ring = tool(a, "ring").stdout
+    assert "Datacenter: dc1" in ring and "Datacenter: dc2" in ring
+    assert len(re.findall(r"^127\.0\.2\.\d\s+rack\d\s+Up\s+Normal", ring,
+                          re.M)) == 48
+    dc = tool(a, "describecluster").stdout
+    assert "Name: m" in dc and "Live: 3" in dc and "Unreachable: 0" in dc
+    assert "dc1 #Nodes: 2 #Down: 0" in dc and "dc2 #Nodes: 1 #Down: 0" in dc
+    gi = tool(a, "gossipinfo").stdout
+    assert gi.count("  generation:") == 3 and "TOKENS:" in gi
+    assert "DC:" in gi and "RACK:" in gi and "HOST_ID:" in gi
+    # Replicas: NTS with one replica per DC gives one address of each DC.
+    nts = "class=NetworkTopologyStrategy,dc1=1,dc2=1"
+    eps = tool(a, "getendpoints", nts, "t", "some-key").stdout.split()
+    assert len(eps) == 2 and BASE + "3" in eps
+    # Same answer from every node: they share one ring.
+    for h in (BASE + "2", BASE + "3"):
+        assert tool(h, "getendpoints", nts, "t", "some-key").stdout.split() \
+            == eps
+    assert tool(a, "getendpoints", "system", "t", "k").stdout == a + "\n"
+    dr = tool(a, "describering", nts).stdout
+    assert dr.count("TokenRange(start_token:") == 48
+    eff = tool(a, "status", "system_distributed").stdout
+    assert "Owns (effective)" in eff
+    assert eff.count("100.0%") == 3  # RF 3 over 3 nodes: all own everything
+    r = tool(a, "status", "nokeyspace", check=False)
+    assert r.returncode == 1 and "does not exist" in r.stderr
+    r = tool(a, "frobnicate", check=False)
+    assert r.returncode == 1 and "unknown command 'frobnicate'" in r.stderr
+    r = cluster("node", "node2", "tool", "info")
+    assert "Rack                   : rack2" in r.stdout
+    # stopdaemon stops the node.
+    tool(BASE + "2", "stopdaemon")
+    until(lambda: "stopped" in cluster("status").stdout.split("node2")[1]
+          .splitlines()[0], "node2 stopped")
+
+
+def test_unreachable_node_is_a_clear_error():
+    r = subprocess.run([str(TOOL), "-h", BASE + "200", "-p", "7199",
+                        "status"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert r.stderr == f"cannot connect to {BASE}200:7199\n"
+
+
+def test_paused_datacenter_goes_down_and_comes_back(cluster):
+    cluster("create", "m", "-n", "2:2", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms")
+    cluster("start")
+    cluster("dc", "dc2", "down", "--mode", "pause")
+    until(lambda: status_rows(BASE + "1").get(BASE + "3") == "DN" and
+          status_rows(BASE + "2").get(BASE + "4") == "DN", "dc2 DN")
+    assert status_rows(BASE + "1").get(BASE + "2") == "UN"
+    cluster("dc", "dc2", "up")
+    cluster("wait")

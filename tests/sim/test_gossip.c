@@ -1,0 +1,379 @@
+/*
+ * Gossip and failure detection in the simulator: convergence, kills,
+ * partitions (symmetric and one-way), restarts, shutdown, local pauses,
+ * quarantine, no flapping on a lossy network, determinism.
+ *
+ * Time bounds here are simulated seconds derived from the protocol (phi 8
+ * convicts after ~18.4 mean intervals; the mean is capped at 2 intervals),
+ * not wall-clock speed goals.
+ */
+#include "tests/lib/testutil.h"
+#include "tests/sim/gossip_cluster.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define S 1000000ull
+
+static uint64_t seed;
+
+static const size_t three_dcs[] = {3, 3, 3};
+
+static struct gc *cluster_9(void)
+{
+	struct gc *c = gc_new(seed, three_dcs, 3, 3);
+	gc_start(c);
+	ck_assert_msg(gc_run_until_converged(c, 60 * S),
+		      "9 nodes did not converge");
+	return c;
+}
+
+static bool all_see_down(struct gc *c, size_t target)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->nodes[i].up && i != target && gc_sees_up(c, i, target))
+			return false;
+	return true;
+}
+
+struct down_arg {
+	struct gc *c;
+	size_t target;
+};
+
+static bool pred_all_see_down(void *arg)
+{
+	struct down_arg *d = arg;
+	return all_see_down(d->c, d->target);
+}
+
+START_TEST(nine_nodes_converge_with_every_state)
+{
+	struct gc *c = cluster_9();
+	for (size_t i = 0; i < c->n; i++) {
+		for (size_t j = 0; j < c->n; j++) {
+			struct gossip_endpoint_info info;
+			ck_assert_int_eq(gossip_endpoint_find(c->nodes[i].g,
+							      &c->nodes[j].addr,
+							      &info),
+					 0);
+			ck_assert_str_eq(info.states[GOSSIP_STATE_DC],
+					 c->nodes[j].dc);
+			ck_assert_str_eq(info.states[GOSSIP_STATE_RACK],
+					 c->nodes[j].rack);
+			ck_assert_ptr_nonnull(info.states[GOSSIP_STATE_TOKENS]);
+			ck_assert_int_eq(info.status, GOSSIP_STATUS_NORMAL);
+		}
+		ck_assert_uint_eq(gossip_live_count(c->nodes[i].g), 8);
+	}
+	ck_assert_uint_eq(gc_total_convictions(c), 0);
+	gc_delete(c);
+}
+END_TEST
+
+START_TEST(killed_node_is_marked_down_everywhere)
+{
+	struct gc *c = cluster_9();
+	sim_run_for(c->sim, 30 * S); /* let the windows fill */
+	double sum = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		struct gossip_endpoint_info info;
+		gossip_endpoint_find(c->nodes[i].g, &c->nodes[4].addr, &info);
+		sum += info.fd_mean_us;
+	}
+	printf("mean heartbeat interval of node 4 seen by the others: %.2f s\n",
+	       sum / (double)(c->n - 1) / 1e6);
+	gc_kill(c, 4);
+	uint64_t t0 = sim_now_us(c->sim);
+	struct down_arg d = {c, 4};
+	ck_assert(sim_run_until(c->sim, pred_all_see_down, &d, 40 * S));
+	uint64_t took = sim_now_us(c->sim) - t0;
+	printf("kill detected by every peer after %.1f s (simulated)\n",
+	       (double)took / 1e6);
+	/* Not before phi could pass 8 at a 1 s mean. */
+	ck_assert_uint_ge(took, 15 * S);
+	/* Nobody else was convicted. */
+	for (size_t i = 0; i < c->n; i++)
+		for (size_t j = 0; j < c->n; j++)
+			if (i != j && i != 4 && j != 4)
+				ck_assert(gc_sees_up(c, i, j));
+	gc_delete(c);
+}
+END_TEST
+
+START_TEST(restart_with_higher_generation_comes_back_up)
+{
+	struct gc *c = cluster_9();
+	gc_kill(c, 7);
+	struct down_arg d = {c, 7};
+	ck_assert(sim_run_until(c->sim, pred_all_see_down, &d, 60 * S));
+	int64_t old_gen = c->nodes[7].generation;
+	gc_restart(c, 7);
+	ck_assert_int_gt(c->nodes[7].generation, old_gen);
+	ck_assert(gc_run_until_converged(c, 10 * S));
+	for (size_t i = 0; i < c->n; i++) {
+		struct gossip_endpoint_info info;
+		ck_assert_int_eq(gossip_endpoint_find(c->nodes[i].g,
+						      &c->nodes[7].addr, &info),
+				 0);
+		ck_assert_int_eq(info.generation, c->nodes[7].generation);
+		ck_assert_int_eq(info.status, GOSSIP_STATUS_NORMAL);
+	}
+	gc_delete(c);
+}
+END_TEST
+
+static bool all_know_generation(void *arg)
+{
+	struct gc *c = arg;
+	for (size_t i = 0; i < c->n; i++) {
+		struct gossip_endpoint_info info;
+		if (gossip_endpoint_find(c->nodes[i].g, &c->nodes[2].addr,
+					 &info) != 0 ||
+		    info.generation != c->nodes[2].generation)
+			return false;
+	}
+	return true;
+}
+
+START_TEST(restart_before_conviction_is_seen_as_new_generation)
+{
+	struct gc *c = cluster_9();
+	gc_kill(c, 2);
+	sim_run_for(c->sim, 2 * S); /* quicker than the failure detector */
+	gc_restart(c, 2);
+	ck_assert(sim_run_until(c->sim, all_know_generation, c, 10 * S));
+	ck_assert(gc_run_until_converged(c, 10 * S));
+	gc_delete(c);
+}
+END_TEST
+
+START_TEST(shutdown_announcement_marks_down_at_once)
+{
+	struct gc *c = cluster_9();
+	gossip_announce_shutdown(c->nodes[5].g);
+	sim_run_for(c->sim, 100000); /* 100 ms: far less than any FD delay */
+	gc_kill(c, 5);
+	ck_assert(all_see_down(c, 5));
+	struct gossip_endpoint_info info;
+	ck_assert_int_eq(gossip_endpoint_find(c->nodes[0].g, &c->nodes[5].addr,
+					      &info),
+			 0);
+	ck_assert_int_eq(info.status, GOSSIP_STATUS_SHUTDOWN);
+	/* It stays down: no stale news revives it. */
+	sim_run_for(c->sim, 30 * S);
+	ck_assert(all_see_down(c, 5));
+	gc_restart(c, 5);
+	ck_assert(gc_run_until_converged(c, 10 * S));
+	gc_delete(c);
+}
+END_TEST
+
+static void partition_dc3(struct gc *c, bool cut)
+{
+	struct inet_addr a[6], b[3];
+	for (size_t i = 0; i < 6; i++)
+		a[i] = c->nodes[i].addr;
+	for (size_t i = 0; i < 3; i++)
+		b[i] = c->nodes[6 + i].addr;
+	sim_net_partition(c->sim, a, 6, b, 3, cut);
+}
+
+static bool dc3_split(void *arg)
+{
+	struct gc *c = arg;
+	for (size_t i = 0; i < c->n; i++)
+		for (size_t j = 0; j < c->n; j++) {
+			if (i == j)
+				continue;
+			bool same = (i >= 6) == (j >= 6);
+			if (gc_sees_up(c, i, j) != same)
+				return false;
+		}
+	return true;
+}
+
+START_TEST(partitioned_dc_is_down_on_both_sides_and_heals)
+{
+	struct gc *c = cluster_9();
+	sim_run_for(c->sim, 20 * S);
+	partition_dc3(c, true);
+	ck_assert(sim_run_until(c->sim, dc3_split, c, 60 * S));
+	sim_run_for(c->sim, 30 * S);
+	ck_assert(dc3_split(c)); /* stable while cut */
+	partition_dc3(c, false);
+	ck_assert(gc_run_until_converged(c, 30 * S));
+	gc_delete(c);
+}
+END_TEST
+
+START_TEST(one_way_cut_between_two_nodes_convicts_nobody)
+{
+	struct gc *c = cluster_9();
+	sim_run_for(c->sim, 20 * S);
+	/* 0 cannot reach 1 directly; news still flows through the others. */
+	sim_net_cut(c->sim, &c->nodes[0].addr, &c->nodes[1].addr, true);
+	sim_run_for(c->sim, 120 * S);
+	ck_assert(gc_converged(c));
+	ck_assert_uint_eq(gc_total_convictions(c), 0);
+	gc_delete(c);
+}
+END_TEST
+
+static bool deaf_split(void *arg)
+{
+	struct gc *c = arg;
+	for (size_t i = 0; i < c->n; i++)
+		for (size_t j = 0; j < c->n; j++) {
+			if (i == j)
+				continue;
+			bool expect = i != 3 && j != 3;
+			if (gc_sees_up(c, i, j) != expect)
+				return false;
+		}
+	return true;
+}
+
+START_TEST(deaf_node_convicts_all_and_is_convicted)
+{
+	struct gc *c = cluster_9();
+	sim_run_for(c->sim, 20 * S);
+	/* Node 3 still sends but hears nothing: an asymmetric partition. */
+	sim_net_cut(c->sim, NULL, &c->nodes[3].addr, true);
+	ck_assert(sim_run_until(c->sim, deaf_split, c, 60 * S));
+	sim_net_heal(c->sim);
+	ck_assert(gc_run_until_converged(c, 30 * S));
+	gc_delete(c);
+}
+END_TEST
+
+START_TEST(no_flapping_on_a_lossy_slow_network)
+{
+	struct gc *c = cluster_9();
+	sim_net_set_latency(c->sim, 1000, 50000); /* 1..50 ms */
+	sim_net_set_drop(c->sim, NULL, NULL, 0.10);
+	sim_run_for(c->sim, 600 * S);
+	ck_assert_uint_eq(gc_total_convictions(c), 0);
+	ck_assert(gc_converged(c));
+	gc_delete(c);
+}
+END_TEST
+
+START_TEST(paused_node_convicts_nobody_when_it_wakes)
+{
+	struct gc *c = cluster_9();
+	sim_run_for(c->sim, 20 * S);
+	/* 12 s: over the local-pause guard, under the peers' conviction. */
+	sim_env_pause(c->sim, c->nodes[0].env, 12 * S);
+	sim_run_for(c->sim, 30 * S);
+	struct gossip_stats st;
+	gossip_get_stats(c->nodes[0].g, &st);
+	ck_assert_uint_eq(st.local_pauses, 1);
+	ck_assert_uint_eq(st.convictions, 0);
+	ck_assert(gc_converged(c));
+	gc_delete(c);
+}
+END_TEST
+
+START_TEST(removed_endpoint_is_quarantined_then_relearned)
+{
+	struct gc *c = cluster_9();
+	ck_assert_int_eq(gossip_remove_endpoint(c->nodes[0].g,
+						&c->nodes[8].addr),
+			 0);
+	struct gossip_endpoint_info info;
+	sim_run_for(c->sim, 30 * S);
+	ck_assert_int_ne(gossip_endpoint_find(c->nodes[0].g, &c->nodes[8].addr,
+					      &info),
+			 0);
+	sim_run_for(c->sim, 60 * S); /* past the 60 s quarantine */
+	ck_assert_int_eq(gossip_endpoint_find(c->nodes[0].g, &c->nodes[8].addr,
+					      &info),
+			 0);
+	ck_assert(gc_run_until_converged(c, 10 * S));
+	gc_delete(c);
+}
+END_TEST
+
+START_TEST(node_of_another_cluster_is_ignored)
+{
+	static const size_t two[] = {2};
+	struct gc *c = gc_new(seed, two, 1, 1);
+	gc_start_node(c, 0);
+	c->cluster_name = "Other Cluster";
+	gc_start_node(c, 1);
+	sim_run_for(c->sim, 30 * S);
+	ck_assert(!gc_sees_up(c, 0, 1));
+	ck_assert(!gc_sees_up(c, 1, 0));
+	struct gossip_stats st;
+	gossip_get_stats(c->nodes[0].g, &st);
+	ck_assert_uint_gt(st.wrong_cluster, 0);
+	ck_assert_uint_eq(gossip_endpoint_count(c->nodes[0].g), 1);
+	gc_delete(c);
+}
+END_TEST
+
+START_TEST(seed_starting_late_is_found)
+{
+	struct gc *c = gc_new(seed, three_dcs, 3, 3);
+	for (size_t i = 1; i < c->n; i++)
+		gc_start_node(c, i);
+	sim_run_for(c->sim, 20 * S);
+	gc_start_node(c, 0);
+	ck_assert(gc_run_until_converged(c, 60 * S));
+	gc_delete(c);
+}
+END_TEST
+
+static uint64_t trace_hash(uint64_t s)
+{
+	struct gc *c = gc_new(s, three_dcs, 3, 3);
+	sim_net_set_drop(c->sim, NULL, NULL, 0.05);
+	gc_start(c);
+	sim_run_for(c->sim, 60 * S);
+	gc_kill(c, 1);
+	sim_run_for(c->sim, 30 * S);
+	uint64_t h = sim_net_sent(c->sim) * 1000003u + sim_net_dropped(c->sim);
+	for (size_t i = 0; i < c->n; i++) {
+		struct gossip_endpoint_info info;
+		gossip_endpoint_find(c->nodes[i].g, &c->nodes[i].addr, &info);
+		h = h * 31 + (uint64_t)info.heartbeat + c->nodes[i].downs;
+	}
+	gc_delete(c);
+	return h;
+}
+
+START_TEST(same_seed_same_run)
+{
+	ck_assert_uint_eq(trace_hash(seed), trace_hash(seed));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("gossip_sim");
+	TCase *t = tcase_create("gossip");
+	tcase_set_timeout(t, 300);
+	tcase_add_test(t, nine_nodes_converge_with_every_state);
+	tcase_add_test(t, killed_node_is_marked_down_everywhere);
+	tcase_add_test(t, restart_with_higher_generation_comes_back_up);
+	tcase_add_test(t, restart_before_conviction_is_seen_as_new_generation);
+	tcase_add_test(t, shutdown_announcement_marks_down_at_once);
+	tcase_add_test(t, partitioned_dc_is_down_on_both_sides_and_heals);
+	tcase_add_test(t, one_way_cut_between_two_nodes_convicts_nobody);
+	tcase_add_test(t, deaf_node_convicts_all_and_is_convicted);
+	tcase_add_test(t, no_flapping_on_a_lossy_slow_network);
+	tcase_add_test(t, paused_node_convicts_nobody_when_it_wakes);
+	tcase_add_test(t, removed_endpoint_is_quarantined_then_relearned);
+	tcase_add_test(t, node_of_another_cluster_is_ignored);
+	tcase_add_test(t, seed_starting_late_is_found);
+	tcase_add_test(t, same_seed_same_run);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	seed = test_seed(20261130);
+	return test_run(suite());
+}

@@ -1,0 +1,2 @@
+cassini_check_suite(test_node_transport LABEL unit TIMEOUT 120
+                    SOURCES test_node_transport.c LIBS cassini_node)
