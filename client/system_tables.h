@@ -51,6 +51,9 @@ struct cql_node_info {
 	size_t token_count;
 	const struct cql_peer_info *peers; /* never the local node */
 	size_t peer_count;
+	/* Other members known at all (joining ones too, which are not peers
+	 * rows until they have tokens). */
+	size_t other_members;
 };
 
 /* True for the keyspaces served here (system, system_schema, and the

@@ -67,9 +67,27 @@ static int hook_ddl_check(void *arg, const struct cql_stmt *stmt)
 	return 0;
 }
 
+/* The local data path is only right when this node holds every replica:
+ * with peers, a write would land on whichever node took it and a scan would
+ * see one node's share. Refuse rather than answer wrongly until the
+ * coordinator replicates. */
 static void data_hook(void *arg, const struct cql_data_request *dr)
 {
 	struct cql_service *s = arg;
+	struct cql_node_info info;
+	s->node_info(s->node_arg, &info);
+	if (info.other_members > 0) {
+		struct buf b;
+		buf_init(&b);
+		cql_encode_error(&b, dr->info->version, dr->info->stream,
+				 CQL_ERR_INVALID,
+				 "Reads and writes of user tables are served by "
+				 "one-node clusters only until the coordinator "
+				 "lands; this node has peers");
+		cql_request_reply(dr->req, b.data, b.len);
+		buf_free(&b);
+		return;
+	}
 	cql_local_data(s->local, dr);
 }
 

@@ -348,6 +348,7 @@ static void collect_peers(struct node *n)
 	n->cql_peers = calloc(count ? count : 1, sizeof(*n->cql_peers));
 	n->cql_peer_tokens = NULL;
 	n->cql_peer_count = 0;
+	n->cql_other_members = 0;
 	size_t total = 0;
 	int64_t **lists = calloc(count ? count : 1, sizeof(*lists));
 	size_t *lens = calloc(count ? count : 1, sizeof(*lens));
@@ -358,6 +359,7 @@ static void collect_peers(struct node *n)
 		if (gossip_endpoint_at(n->gossip, i, &info) != 0 || info.is_self ||
 		    info.status == GOSSIP_STATUS_LEFT)
 			continue;
+		n->cql_other_members++;
 		const char *const *st = info.states;
 		struct cql_peer_info *p = &n->cql_peers[n->cql_peer_count];
 		if (!st[GOSSIP_STATE_TOKENS] || !st[GOSSIP_STATE_DC] ||
@@ -417,6 +419,7 @@ static void node_cql_info(void *arg, struct cql_node_info *out)
 	collect_peers(n);
 	out->peers = n->cql_peers;
 	out->peer_count = n->cql_peer_count;
+	out->other_members = n->cql_other_members;
 }
 
 /* Gossip carries our schema version so peers (and drivers) see agreement. */

@@ -42,6 +42,7 @@ struct node {
 	struct cql_service *cql;
 	struct cql_peer_info *cql_peers; /* system.peers rows, rebuilt per call */
 	size_t cql_peer_count;
+	size_t cql_other_members;
 	int64_t *cql_peer_tokens;
 };
 

@@ -89,3 +89,29 @@ def test_acknowledged_writes_survive_kill_9(node):
     cluster, s = connect()
     check(s)
     cluster.shutdown()
+
+
+def test_user_data_is_refused_while_the_node_has_peers(make_node):
+    """Without the coordinator, a write would land only on the node that
+    took it: with peers the node refuses instead of answering wrongly."""
+    seeds = "127.0.3.11"
+    nodes = []
+    for i, ip in enumerate(["127.0.3.11", "127.0.3.12"]):
+        n = make_node(default_yaml(
+            listen_address=ip, gossip_interval="200ms",
+            seed_provider="\n  - class_name: SimpleSeedProvider\n"
+                          "    parameters:\n"
+                          f"      - seeds: \"{seeds}\""), name=f"n{i}")
+        n.start()
+        nodes.append(n)
+    for n in nodes:
+        assert n.wait_for_log("is now UP", timeout=30), n.log()
+    cluster = Cluster(["127.0.3.11"], protocol_version=4,
+                      max_schema_agreement_wait=0)
+    s = cluster.connect()
+    s.execute("CREATE KEYSPACE k WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TABLE k.t (id int PRIMARY KEY)")
+    with pytest.raises(InvalidRequest, match="one-node clusters only"):
+        s.execute("INSERT INTO k.t (id) VALUES (1)", host=None)
+    cluster.shutdown()
