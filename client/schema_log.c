@@ -49,25 +49,44 @@ void cql_schema_log_close(struct cql_schema_log *l)
 	free(l);
 }
 
-int cql_schema_log_append(struct cql_schema_log *l, const char *keyspace,
-			  const uint8_t id[16], const char *cql, size_t len)
+int cql_schema_record_encode(struct buf *out, const char *keyspace,
+			     const uint8_t id[16], const char *cql, size_t len)
 {
-	struct buf b;
 	size_t kl = keyspace ? strlen(keyspace) : 0;
 	if (len > RECORD_MAX || kl > UINT16_MAX)
 		return err_set(ERR_INVALID, "schema statement too large to log");
+	size_t mark = out->len;
+	int rc = buf_put_u8(out, LOG_VERSION) || buf_append(out, id, 16) ||
+		 buf_put_be16(out, (uint16_t)kl) || buf_append(out, keyspace, kl) ||
+		 buf_put_be32(out, (uint32_t)len) || buf_append(out, cql, len);
+	if (rc)
+		out->len = mark;
+	return rc ? -1 : 0;
+}
+
+int cql_schema_log_append_record(struct cql_schema_log *l, const uint8_t *body,
+				 size_t len)
+{
+	struct buf b;
 	buf_init(&b);
-	int rc = buf_put_be32(&b, 0) || buf_put_be32(&b, 0) ||
-		 buf_put_u8(&b, LOG_VERSION) || buf_append(&b, id, 16) ||
-		 buf_put_be16(&b, (uint16_t)kl) || buf_append(&b, keyspace, kl) ||
-		 buf_put_be32(&b, (uint32_t)len) || buf_append(&b, cql, len);
-	if (rc == 0) {
-		be32_store(b.data, (uint32_t)(b.len - 8));
-		be32_store(b.data + 4, crc32c(0, b.data + 8, b.len - 8));
+	int rc = buf_put_be32(&b, (uint32_t)len) ||
+		 buf_put_be32(&b, crc32c(0, body, len)) || buf_append(&b, body, len);
+	if (rc == 0)
 		rc = env_file_append(l->f, b.data, b.len);
-	}
 	buf_free(&b);
 	return rc ? -1 : 0;
+}
+
+int cql_schema_log_append(struct cql_schema_log *l, const char *keyspace,
+			  const uint8_t id[16], const char *cql, size_t len)
+{
+	struct buf body;
+	buf_init(&body);
+	int rc = cql_schema_record_encode(&body, keyspace, id, cql, len);
+	if (rc == 0)
+		rc = cql_schema_log_append_record(l, body.data, body.len);
+	buf_free(&body);
+	return rc;
 }
 
 int cql_schema_log_sync(struct cql_schema_log *l)
@@ -75,9 +94,9 @@ int cql_schema_log_sync(struct cql_schema_log *l)
 	return env_file_sync(l->f);
 }
 
-/* One record's body. */
-static int apply_record(struct cql_schema *s, const uint8_t *p, size_t n,
-			const char *path, uint64_t off)
+enum cql_schema_status cql_schema_record_apply(struct cql_schema *s,
+					       const uint8_t *p, size_t n,
+					       struct cql_schema_change *change)
 {
 	struct cursor c = cursor_make(p, n);
 	uint8_t version;
@@ -87,9 +106,10 @@ static int apply_record(struct cql_schema *s, const uint8_t *p, size_t n,
 	if (cursor_u8(&c, &version) != 0 || version != LOG_VERSION ||
 	    cursor_take(&c, 16, &id) != 0 || cursor_be16(&c, &kl) != 0 ||
 	    cursor_take(&c, kl, &ks) != 0 || cursor_be32(&c, &ql) != 0 ||
-	    cursor_take(&c, ql, &cql) != 0 || cursor_left(&c) != 0)
-		return err_set(ERR_CORRUPT, "%s: malformed record at offset %llu",
-			       path, (unsigned long long)off);
+	    cursor_take(&c, ql, &cql) != 0 || cursor_left(&c) != 0) {
+		err_set(ERR_CORRUPT, "malformed schema record");
+		return CQL_SCHEMA_INVALID;
+	}
 	char keyspace[256];
 	snprintf(keyspace, sizeof(keyspace), "%.*s", (int)ks.len,
 		 (const char *)ks.ptr);
@@ -98,22 +118,29 @@ static int apply_record(struct cql_schema *s, const uint8_t *p, size_t n,
 	arena_create(&a, 0);
 	struct cql_stmt *st = cql_parse(&a, (const char *)cql.ptr, cql.len, &binds,
 					NULL);
-	struct cql_schema_change change;
 	enum cql_schema_status r = st ? cql_schema_apply(s, st, kl ? keyspace : NULL,
-							 id.ptr, &change)
+							 id.ptr, change)
 				      : CQL_SCHEMA_INVALID;
 	arena_destroy(&a);
+	return r;
+}
+
+/* One record of the file. */
+static int apply_record(struct cql_schema *s, const uint8_t *p, size_t n,
+			const char *path, uint64_t off)
+{
+	struct cql_schema_change change;
+	enum cql_schema_status r = cql_schema_record_apply(s, p, n, &change);
 	if (r != CQL_SCHEMA_OK && r != CQL_SCHEMA_NOOP)
 		return err_set(ERR_CORRUPT,
 			       "%s: statement at offset %llu no longer applies "
-			       "(%s): %.*s",
-			       path, (unsigned long long)off, err_msg(),
-			       (int)(cql.len > 120 ? 120 : cql.len),
-			       (const char *)cql.ptr);
+			       "(%s)",
+			       path, (unsigned long long)off, err_msg());
 	return 0;
 }
 
-long cql_schema_log_replay(struct cql_schema_log *l, struct cql_schema *s)
+long cql_schema_log_replay(struct cql_schema_log *l, struct cql_schema *s,
+			   cql_schema_record_fn fn, void *arg)
 {
 	int64_t size = env_file_size(l->f);
 	uint64_t off = 0;
@@ -150,6 +177,8 @@ long cql_schema_log_replay(struct cql_schema_log *l, struct cql_schema *s)
 				       l->path, (unsigned long long)off);
 		}
 		int rc = apply_record(s, body, len, l->path, off);
+		if (rc == 0 && fn)
+			rc = fn(arg, body, len);
 		free(body);
 		if (rc != 0)
 			return -1;

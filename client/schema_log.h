@@ -23,6 +23,7 @@
 #define CASSINI_CLIENT_SCHEMA_LOG_H
 
 #include "client/schema.h"
+#include "common/buf.h"
 #include "common/env.h"
 
 #include <stddef.h>
@@ -34,14 +35,36 @@ struct cql_schema_log;
 struct cql_schema_log *cql_schema_log_open(struct env *env, const char *path);
 void cql_schema_log_close(struct cql_schema_log *l);
 
-/* Applies every record to `s` (which holds only the system keyspaces).
- * Returns the number of statements applied, or -1 (ERR_CORRUPT names file
- * and offset; a statement that no longer applies is ERR_CORRUPT too). */
-long cql_schema_log_replay(struct cql_schema_log *l, struct cql_schema *s);
+/* Called for each record body replayed (after it applied). */
+typedef int (*cql_schema_record_fn)(void *arg, const uint8_t *body,
+				    size_t len);
+
+/* Applies every record to `s` (which holds only the system keyspaces),
+ * calling `fn` (may be NULL) with each body. Returns the number of
+ * statements applied, or -1 (ERR_CORRUPT names file and offset; a statement
+ * that no longer applies is ERR_CORRUPT too). */
+long cql_schema_log_replay(struct cql_schema_log *l, struct cql_schema *s,
+			   cql_schema_record_fn fn, void *arg);
 
 /* Appends one applied statement (write(2), no fsync). */
 int cql_schema_log_append(struct cql_schema_log *l, const char *keyspace,
 			  const uint8_t id[16], const char *cql, size_t len);
+/* Appends a record body as built by cql_schema_record_encode. */
+int cql_schema_log_append_record(struct cql_schema_log *l,
+				 const uint8_t *body, size_t len);
+
+/*
+ * Records travel between nodes too (schema push and pull): the same body as
+ * in the file, without the length and checksum that frame it there.
+ */
+int cql_schema_record_encode(struct buf *out, const char *keyspace,
+			     const uint8_t id[16], const char *cql, size_t len);
+/* Parses and applies a body. Returns the status of the apply (or
+ * CQL_SCHEMA_INVALID for a malformed body, err set); `change` is filled on
+ * CQL_SCHEMA_OK. */
+enum cql_schema_status cql_schema_record_apply(struct cql_schema *s,
+					       const uint8_t *body, size_t len,
+					       struct cql_schema_change *change);
 /* fdatasync; blocks: call from a worker thread. */
 int cql_schema_log_sync(struct cql_schema_log *l);
 

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/loopq.h"
 #include "common/workers.h"
+#include "ring/murmur3.h"
 #include "storage/storage.h"
 
 #include <limits.h>
@@ -31,9 +32,51 @@ struct cql_service {
 	void *node_arg;
 	struct work sync_work;
 	bool sync_queued;
-	void (*on_change)(void *arg);
+	cql_service_change_fn on_change;
 	void *on_change_arg;
+	/* Every applied schema record, in order, and their hashes. */
+	struct buf records; /* u32 length + body, repeated */
+	uint64_t *hashes;
+	size_t hash_count, hash_cap;
 };
+
+static uint64_t record_hash(const uint8_t *body, size_t len)
+{
+	uint64_t h[2];
+	murmur3_hash128(body, len, 0x5c4e, h);
+	return h[0] ^ h[1];
+}
+
+static bool record_known(const struct cql_service *s, uint64_t h)
+{
+	for (size_t i = 0; i < s->hash_count; i++)
+		if (s->hashes[i] == h)
+			return true;
+	return false;
+}
+
+static int record_remember(struct cql_service *s, const uint8_t *body,
+			   size_t len)
+{
+	if (s->hash_count == s->hash_cap) {
+		size_t cap = s->hash_cap ? s->hash_cap * 2 : 64;
+		uint64_t *h = realloc(s->hashes, cap * sizeof(*h));
+		if (!h)
+			return err_set(ERR_NOMEM, "out of memory");
+		s->hashes = h;
+		s->hash_cap = cap;
+	}
+	if (buf_put_be32(&s->records, (uint32_t)len) != 0 ||
+	    buf_append(&s->records, body, len) != 0)
+		return -1;
+	s->hashes[s->hash_count++] = record_hash(body, len);
+	return 0;
+}
+
+static int replayed_record(void *arg, const uint8_t *body, size_t len)
+{
+	return record_remember(arg, body, len);
+}
 
 /* ---- executor hooks ----------------------------------------------------------- */
 
@@ -101,18 +144,25 @@ static void sync_run(struct work *w)
 	__atomic_store_n(&s->sync_queued, false, __ATOMIC_RELEASE);
 }
 
-static void hook_schema_changed(void *arg, const struct cql_schema_event *e)
+static int schema_event(struct buf *b, uint8_t version, void *arg)
 {
-	struct cql_service *s = arg;
-	const struct cql_schema_change *c = e->change;
-	if (cql_schema_log_append(s->log, e->keyspace, e->table_id, e->cql,
-				  e->cql_len) != 0)
+	const struct cql_schema_change *c = arg;
+	return cql_encode_event_schema(b, version, c->change, c->target,
+				       c->keyspace, c->name[0] ? c->name : NULL);
+}
+
+/* Logs an applied change, opens a created table, and tells the node. */
+static void schema_applied(struct cql_service *s,
+			   const struct cql_schema_change *c,
+			   const uint8_t *body, size_t len, bool local)
+{
+	if (cql_schema_log_append_record(s->log, body, len) != 0)
 		LOG_ERROR("cannot log schema change (%s %s %s.%s): %s", c->change,
 			  c->target, c->keyspace, c->name, err_msg());
 	else if (!__atomic_exchange_n(&s->sync_queued, true, __ATOMIC_ACQ_REL))
 		workers_submit(s->syncer, &s->sync_work);
-	if (s->on_change)
-		s->on_change(s->on_change_arg);
+	if (record_remember(s, body, len) != 0)
+		LOG_ERROR("cannot keep schema record: %s", err_msg());
 	if (strcmp(c->change, "CREATED") == 0 && strcmp(c->target, "TABLE") == 0) {
 		const struct cql_table *t =
 			cql_schema_table(s->schema, c->keyspace, c->name);
@@ -123,6 +173,52 @@ static void hook_schema_changed(void *arg, const struct cql_schema_event *e)
 			LOG_ERROR("cannot open table %s.%s: %s", c->keyspace,
 				  c->name, err_msg());
 	}
+	if (s->on_change)
+		s->on_change(s->on_change_arg, body, len, local);
+}
+
+static void hook_schema_changed(void *arg, const struct cql_schema_event *e)
+{
+	struct cql_service *s = arg;
+	struct buf body;
+	buf_init(&body);
+	if (cql_schema_record_encode(&body, e->keyspace, e->table_id, e->cql,
+				     e->cql_len) != 0) {
+		LOG_ERROR("cannot record schema change: %s", err_msg());
+		buf_free(&body);
+		return;
+	}
+	schema_applied(s, e->change, body.data, body.len, true);
+	buf_free(&body);
+}
+
+void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
+			      size_t len)
+{
+	if (record_known(s, record_hash(record, len)))
+		return;
+	struct cql_schema_change change;
+	enum cql_schema_status st =
+		cql_schema_record_apply(s->schema, record, len, &change);
+	if (st != CQL_SCHEMA_OK) {
+		/* Not applicable here (e.g. it raced a conflicting change):
+		 * remember it so it is not retried forever. */
+		LOG_WARN("schema record from a peer does not apply: %s", err_msg());
+		record_remember(s, record, len);
+		return;
+	}
+	LOG_INFO("schema: %s %s %s%s%s (from a peer)", change.change,
+		 change.target, change.keyspace, change.name[0] ? "." : "",
+		 change.name);
+	schema_applied(s, &change, record, len, false);
+	cql_server_broadcast(s->server, "SCHEMA_CHANGE", schema_event, &change);
+}
+
+int cql_service_records(const struct cql_service *s, struct buf *out)
+{
+	return buf_append(out, s->records.data ? s->records.data
+					       : (const uint8_t *)"",
+			  s->records.len);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------- */
@@ -159,7 +255,7 @@ static int open_storage(struct cql_service *s, const struct conf *c)
 	s->log = cql_schema_log_open(s->env, path);
 	if (!s->log)
 		return -1;
-	long n = cql_schema_log_replay(s->log, s->schema);
+	long n = cql_schema_log_replay(s->log, s->schema, replayed_record, s);
 	if (n < 0)
 		return -1;
 	if (n > 0)
@@ -253,11 +349,13 @@ void cql_service_delete(struct cql_service *s)
 	workers_delete(s->syncer);
 	cql_schema_log_close(s->log);
 	cql_schema_delete(s->schema);
+	buf_free(&s->records);
+	free(s->hashes);
 	free(s);
 }
 
-void cql_service_on_schema_change(struct cql_service *s, void (*fn)(void *),
-				  void *arg)
+void cql_service_on_schema_change(struct cql_service *s,
+				  cql_service_change_fn fn, void *arg)
 {
 	s->on_change = fn;
 	s->on_change_arg = arg;

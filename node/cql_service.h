@@ -13,6 +13,9 @@
 #include "client/system_tables.h"
 #include "conf/conf.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include <stdint.h>
 
 struct event_base;
@@ -36,9 +39,21 @@ int cql_service_drain(struct cql_service *s);
  * was not flushed). Blocks briefly while workers finish. */
 void cql_service_delete(struct cql_service *s);
 
-/* Called (on the loop) after each applied schema change. */
-void cql_service_on_schema_change(struct cql_service *s, void (*fn)(void *),
-				  void *arg);
+/* Called (on the loop) after each applied schema change, with the record
+ * as it travels between nodes; `local` when a client of this node made it
+ * (the node pushes those to its peers). */
+typedef void (*cql_service_change_fn)(void *arg, const uint8_t *record,
+				      size_t len, bool local);
+void cql_service_on_schema_change(struct cql_service *s,
+				  cql_service_change_fn fn, void *arg);
+
+/* Applies a schema record from a peer (push or pull). Records already
+ * applied are skipped; one that does not apply is logged and skipped. */
+void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
+			      size_t len);
+
+/* Appends every applied record in order, each as u32 length + record. */
+int cql_service_records(const struct cql_service *s, struct buf *out);
 
 /* The schema version system.local reports (for gossip's SCHEMA state). */
 void cql_service_schema_version(const struct cql_service *s, uint8_t out[16]);

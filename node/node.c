@@ -422,20 +422,118 @@ static void node_cql_info(void *arg, struct cql_node_info *out)
 	out->other_members = n->cql_other_members;
 }
 
-/* Gossip carries our schema version so peers (and drivers) see agreement. */
-static void node_schema_changed(void *arg)
+static void uuid_text(const uint8_t v[16], char text[37])
+{
+	snprintf(text, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		 "%02x%02x%02x%02x%02x%02x",
+		 v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
+		 v[11], v[12], v[13], v[14], v[15]);
+}
+
+/* Gossip carries our schema version so peers (and drivers) see agreement;
+ * our own changes are pushed to every live peer at once. */
+static void node_schema_changed(void *arg, const uint8_t *record, size_t len,
+				bool local)
 {
 	struct node *n = arg;
 	uint8_t v[16];
 	char text[37];
 	cql_service_schema_version(n->cql, v);
-	snprintf(text, sizeof(text),
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-		 "%02x%02x%02x%02x%02x%02x",
-		 v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
-		 v[11], v[12], v[13], v[14], v[15]);
+	uuid_text(v, text);
 	if (gossip_set_local_state(n->gossip, GOSSIP_STATE_SCHEMA, text) != 0)
 		LOG_WARN("cannot gossip the schema version: %s", err_msg());
+	if (!local || !record)
+		return;
+	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
+		struct gossip_endpoint_info info;
+		if (gossip_endpoint_at(n->gossip, i, &info) != 0 || info.is_self ||
+		    !info.alive)
+			continue;
+		/* A peer we miss now catches up by pulling. */
+		transport_send(n->transport, &info.addr, NODE_VERB_SCHEMA_PUSH,
+			       record, len);
+	}
+}
+
+static void on_schema_push(void *arg, const struct inet_addr *from,
+			   uint32_t verb, uint64_t request_id,
+			   const uint8_t *payload, size_t len)
+{
+	(void)from;
+	(void)verb;
+	(void)request_id;
+	struct node *n = arg;
+	cql_service_apply_record(n->cql, payload, len);
+}
+
+static void on_schema_pull(void *arg, const struct inet_addr *from,
+			   uint32_t verb, uint64_t request_id,
+			   const uint8_t *payload, size_t len)
+{
+	(void)payload;
+	(void)len;
+	struct node *n = arg;
+	struct buf b;
+	buf_init(&b);
+	if (cql_service_records(n->cql, &b) == 0)
+		transport_respond(n->transport, from, verb, request_id,
+				  b.data ? b.data : (const uint8_t *)"", b.len);
+	buf_free(&b);
+}
+
+static void on_pull_response(void *arg, int status, const uint8_t *payload,
+			     size_t len)
+{
+	struct node *n = arg;
+	n->schema_pull_in_flight = false;
+	if (status != 0)
+		return;
+	struct cursor c = cursor_make(payload, len);
+	uint32_t n_len;
+	struct slice rec;
+	while (cursor_be32(&c, &n_len) == 0 && cursor_take(&c, n_len, &rec) == 0)
+		cql_service_apply_record(n->cql, rec.ptr, rec.len);
+}
+
+/* Pull from a live peer whose schema version differs from ours. */
+static void schema_tick(void *arg)
+{
+	struct node *n = arg;
+	env_timer_arm(n->env, n->schema_timer, 2 * n->conf.gossip_interval_ms * 1000u);
+	if (n->schema_pull_in_flight)
+		return;
+	uint8_t v[16];
+	char ours[37];
+	cql_service_schema_version(n->cql, v);
+	uuid_text(v, ours);
+	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
+		struct gossip_endpoint_info info;
+		if (gossip_endpoint_at(n->gossip, i, &info) != 0 || info.is_self ||
+		    !info.alive || !info.states[GOSSIP_STATE_SCHEMA] ||
+		    strcmp(info.states[GOSSIP_STATE_SCHEMA], ours) == 0)
+			continue;
+		if (transport_request(n->transport, &info.addr,
+				      NODE_VERB_SCHEMA_PULL, "", 0, 2000,
+				      on_pull_response, n) == 0)
+			n->schema_pull_in_flight = true;
+		return;
+	}
+}
+
+static int setup_schema_sync(struct node *n)
+{
+	n->schema_timer = env_timer_new(n->env, schema_tick, n);
+	if (!n->schema_timer ||
+	    transport_set_handler(n->transport, NODE_VERB_SCHEMA_PUSH,
+				  on_schema_push, n) != 0 ||
+	    transport_set_handler(n->transport, NODE_VERB_SCHEMA_PULL,
+				  on_schema_pull, n) != 0)
+		return -1;
+	cql_service_on_schema_change(n->cql, node_schema_changed, n);
+	node_schema_changed(n, NULL, 0, false);
+	env_timer_arm(n->env, n->schema_timer, 2 * n->conf.gossip_interval_ms * 1000u);
+	return 0;
 }
 
 struct node *node_new(struct conf *conf)
@@ -462,8 +560,8 @@ struct node *node_new(struct conf *conf)
 	n->cql = cql_service_new(&n->conf, n->base, n->env, node_cql_info, n);
 	if (!n->cql)
 		goto fail;
-	cql_service_on_schema_change(n->cql, node_schema_changed, n);
-	node_schema_changed(n);
+	if (setup_schema_sync(n) != 0)
+		goto fail;
 	return n;
 fail:
 	/* main() prints the one stderr line; the log file gets it too. */
@@ -530,6 +628,8 @@ void node_delete(struct node *n)
 		event_free(n->sig_term);
 	if (n->sig_int)
 		event_free(n->sig_int);
+	if (n->env && n->schema_timer)
+		env_timer_free(n->env, n->schema_timer);
 	cql_service_delete(n->cql); /* before gossip: callbacks read it */
 	free(n->cql_peers);
 	free(n->cql_peer_tokens);

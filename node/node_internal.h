@@ -20,6 +20,12 @@ struct members;
 struct cql_service;
 struct cql_peer_info;
 
+/* Internode verbs of node/ (gossip's are below GOSSIP_VERB_MAX). */
+enum node_verb {
+	NODE_VERB_SCHEMA_PUSH = 20, /* one-way: a schema record */
+	NODE_VERB_SCHEMA_PULL = 21, /* request: every record, in order */
+};
+
 struct node {
 	struct conf conf;
 	struct event_base *base;
@@ -43,6 +49,8 @@ struct node {
 	struct cql_peer_info *cql_peers; /* system.peers rows, rebuilt per call */
 	size_t cql_peer_count;
 	size_t cql_other_members;
+	struct env_timer *schema_timer; /* compare schema versions with peers */
+	bool schema_pull_in_flight;
 	int64_t *cql_peer_tokens;
 };
 

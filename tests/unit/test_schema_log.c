@@ -67,7 +67,7 @@ START_TEST(replay_rebuilds_ids_versions_and_column_slots)
 	struct cql_schema *a = build_logged();
 	struct cql_schema *b = cql_schema_new();
 	struct cql_schema_log *l = cql_schema_log_open(env, path);
-	ck_assert_int_eq(cql_schema_log_replay(l, b), 6);
+	ck_assert_int_eq(cql_schema_log_replay(l, b, NULL, NULL), 6);
 	cql_schema_log_close(l);
 	uint8_t va[16], vb[16];
 	cql_schema_version(a, va);
@@ -92,7 +92,7 @@ START_TEST(a_torn_last_record_is_dropped)
 	fclose(f);
 	struct cql_schema *b = cql_schema_new();
 	struct cql_schema_log *l = cql_schema_log_open(env, path);
-	ck_assert_int_eq(cql_schema_log_replay(l, b), 6);
+	ck_assert_int_eq(cql_schema_log_replay(l, b, NULL, NULL), 6);
 	/* Cut back, so new records follow the good ones. */
 	ck_assert_int_eq(cql_schema_log_append(l, "ks", (uint8_t[16]){0},
 					       "ALTER TABLE t ADD d int", 23),
@@ -101,7 +101,7 @@ START_TEST(a_torn_last_record_is_dropped)
 	cql_schema_delete(b);
 	b = cql_schema_new();
 	l = cql_schema_log_open(env, path);
-	ck_assert_int_eq(cql_schema_log_replay(l, b), 7);
+	ck_assert_int_eq(cql_schema_log_replay(l, b, NULL, NULL), 7);
 	ck_assert_int_ge(cql_table_column(cql_schema_table(b, "ks", "t"), "d"), 0);
 	cql_schema_log_close(l);
 	cql_schema_delete(b);
@@ -117,7 +117,7 @@ START_TEST(corruption_before_the_end_refuses_with_the_offset)
 	fclose(f);
 	struct cql_schema *b = cql_schema_new();
 	struct cql_schema_log *l = cql_schema_log_open(env, path);
-	ck_assert_int_eq(cql_schema_log_replay(l, b), -1);
+	ck_assert_int_eq(cql_schema_log_replay(l, b, NULL, NULL), -1);
 	ck_assert_int_eq(err_code(), ERR_CORRUPT);
 	ck_assert_ptr_nonnull(strstr(err_msg(), "checksum mismatch at offset 0"));
 	cql_schema_log_close(l);
