@@ -14,11 +14,12 @@ START_TEST(identity_survives_restarts_and_generation_grows)
 	const char *dir = test_tmpdir("local_state");
 	struct env *env = env_real_new(NULL);
 	struct local_state s;
+	/* Read before loading: a second may tick in between. */
+	int64_t now_s = env_wall_us(env) / 1000000;
 	ck_assert_int_eq(local_state_load(env, dir, &s), 0);
 	ck_assert_uint_eq(strlen(s.host_id), 36);
 	ck_assert_uint_eq(s.host_id[14], '4'); /* UUID version 4 */
 	ck_assert_uint_eq(s.token_count, 0);
-	int64_t now_s = env_wall_us(env) / 1000000;
 	ck_assert_int_ge(s.generation, now_s);
 	char host_id[37];
 	memcpy(host_id, s.host_id, sizeof(host_id));
