@@ -172,6 +172,23 @@ static struct endpoint *ep_find(const struct gossip *g,
 	return NULL;
 }
 
+/* As ep_find, for lists that usually arrive in address order (digests are
+ * built that way): tries the slot after the previous hit first. */
+static struct endpoint *ep_find_hinted(const struct gossip *g,
+				       const struct inet_addr *a, size_t *hint)
+{
+	size_t i = *hint;
+	if (i >= g->ep_count || !inet_addr_eq(&g->eps[i]->addr, a)) {
+		i = ep_lower_bound(g, a);
+		if (i >= g->ep_count || !inet_addr_eq(&g->eps[i]->addr, a)) {
+			*hint = i;
+			return NULL;
+		}
+	}
+	*hint = i + 1;
+	return g->eps[i];
+}
+
 static void ep_free(struct endpoint *ep)
 {
 	if (!ep)
@@ -832,11 +849,12 @@ static void process_syn(struct gossip *g, const struct inet_addr *from,
 		for (size_t i = 0; i < g->ep_count && rc == 0; i++)
 			rc = state_list_add(out, g->eps[i], 0);
 	}
+	size_t hint = 0;
 	for (size_t i = 0; i < m->digest_count && rc == 0; i++) {
 		const struct gossip_digest *d = &m->digests[i];
 		if (quarantined(g, &d->addr))
 			continue;
-		struct endpoint *ep = ep_find(g, &d->addr);
+		struct endpoint *ep = ep_find_hinted(g, &d->addr, &hint);
 		if (!ep || d->generation > ep->generation) {
 			req[nreq++] = (struct gossip_digest){
 				.addr = d->addr, .generation = d->generation,
@@ -885,8 +903,10 @@ static void process_ack(struct gossip *g, const struct inet_addr *from,
 	struct state_list *out = &g->scratch;
 	state_list_clear(out);
 	int rc = 0;
+	size_t hint = 0;
 	for (size_t i = 0; i < m->digest_count && rc == 0; i++) {
-		struct endpoint *ep = ep_find(g, &m->digests[i].addr);
+		struct endpoint *ep =
+			ep_find_hinted(g, &m->digests[i].addr, &hint);
 		if (ep)
 			rc = state_list_add(out, ep, m->digests[i].max_version);
 	}

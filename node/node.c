@@ -611,12 +611,10 @@ void node_stop(struct node *n, const char *reason)
 	/* Modules are stopped here, in reverse start order, as they land.
 	 * Gossip tells live peers we are going; the loop runs a little longer
 	 * so the announcement leaves the socket buffers. */
-	struct timeval flush = {0, 0};
-	if (n->gossip && !n->drained) {
+	struct timeval flush = {0, SHUTDOWN_FLUSH_MS * 1000};
+	if (n->gossip && !n->drained)
 		gossip_announce_shutdown(n->gossip);
-		flush.tv_usec = SHUTDOWN_FLUSH_MS * 1000;
-	}
-	n->drained = true;
+	n->drained = true; /* also lets an admin answer (stopdaemon) leave */
 	event_base_loopexit(n->base, &flush);
 }
 

@@ -151,7 +151,8 @@ def test_tool_commands(cluster):
     assert r.returncode == 1 and "unknown command 'frobnicate'" in r.stderr
     r = cluster("node", "node2", "tool", "info")
     assert "Rack                   : rack2" in r.stdout
-    # stopdaemon stops the node.
+    # drain, then stopdaemon: both answer, and the node stops.
+    tool(BASE + "2", "drain")
     tool(BASE + "2", "stopdaemon")
     until(lambda: "stopped" in cluster("status").stdout.split("node2")[1]
           .splitlines()[0], "node2 stopped")

@@ -1,2 +1,4 @@
 cassini_check_suite(test_node_transport LABEL unit TIMEOUT 120
                     SOURCES test_node_transport.c LIBS cassini_node)
+cassini_check_suite(test_node_local_state LABEL unit
+                    SOURCES test_node_local_state.c LIBS cassini_node)
