@@ -152,28 +152,53 @@ static int64_t next_timestamp(struct cql_local *l)
 	return l->last_ts;
 }
 
+/* Builds the mutations of one write (or every write of a batch, with one
+ * timestamp) and applies them; the client hears back once storage has
+ * acknowledged every one. */
 static void run_write(struct cql_local *l, const struct cql_data_request *dr)
 {
 	int64_t now = env_wall_us(l->env);
 	struct cql_fn_ctx fn = {.now_us = now, .timeuuids = &l->timeuuids,
 				.random = env_rand, .random_arg = l->env};
-	struct cql_write_ctx ctx = {
-		.timestamp = dr->params->has_timestamp ? dr->params->timestamp
-						       : next_timestamp(l),
-		.now_sec = now / 1000000,
-		.fn = &fn,
-	};
-	struct cql_mutations muts;
-	if (cql_dml_build(dr->stmt, dr->table, dr->binds, dr->bind_count, &ctx,
-			  &muts) != 0) {
-		char msg[ERR_MSG_MAX];
-		snprintf(msg, sizeof(msg), "%s", err_msg());
-		reply_now(dr, CQL_ERR_INVALID, msg);
-		return;
+	int64_t ts = dr->params->has_timestamp ? dr->params->timestamp
+					       : next_timestamp(l);
+	if (!dr->stmt && dr->batch_timestamp != INT64_MIN)
+		ts = dr->batch_timestamp;
+	struct cql_write_ctx ctx = {.timestamp = ts, .now_sec = now / 1000000,
+				    .fn = &fn};
+	struct cql_batch_item one = {dr->stmt, dr->table, dr->binds,
+				     dr->bind_count, NULL};
+	const struct cql_batch_item *items = dr->stmt ? &one : dr->batch;
+	size_t n = dr->stmt ? 1 : dr->batch_count;
+	struct cql_mutations all = {NULL, 0};
+	for (size_t i = 0; i < n; i++) {
+		struct cql_mutations muts;
+		if (cql_dml_build(items[i].stmt, items[i].table, items[i].binds,
+				  items[i].bind_count, &ctx, &muts) != 0) {
+			char msg[ERR_MSG_MAX];
+			snprintf(msg, sizeof(msg), "%s", err_msg());
+			cql_mutations_free(&all);
+			reply_now(dr, CQL_ERR_INVALID, msg);
+			return;
+		}
+		struct storage_mutation **grown =
+			realloc(all.items, (all.count + muts.count + 1) *
+						   sizeof(*grown));
+		if (!grown) {
+			cql_mutations_free(&muts);
+			cql_mutations_free(&all);
+			reply_now(dr, CQL_ERR_SERVER, "out of memory");
+			return;
+		}
+		all.items = grown;
+		memcpy(all.items + all.count, muts.items,
+		       muts.count * sizeof(*grown));
+		all.count += muts.count;
+		free(muts.items);
 	}
 	struct write_op *w = calloc(1, sizeof(*w));
 	if (!w) {
-		cql_mutations_free(&muts);
+		cql_mutations_free(&all);
 		reply_now(dr, CQL_ERR_SERVER, "out of memory");
 		return;
 	}
@@ -181,14 +206,14 @@ static void run_write(struct cql_local *l, const struct cql_data_request *dr)
 			       .stream = dr->info->stream,
 			       .consistency = dr->params->consistency,
 			       .pending = 1};
-	for (size_t i = 0; i < muts.count; i++) {
+	for (size_t i = 0; i < all.count; i++) {
 		w->pending++;
-		if (storage_apply(l->db, muts.items[i], write_done, w) != 0) {
+		if (storage_apply(l->db, all.items[i], write_done, w) != 0) {
 			write_done(w, -1, err_code());
 			LOG_WARN("write refused: %s", err_msg());
 		}
 	}
-	cql_mutations_free(&muts);
+	cql_mutations_free(&all);
 	if (--w->pending == 0)
 		write_finish(w);
 }
@@ -332,6 +357,10 @@ static void run_read(struct cql_local *l, const struct cql_data_request *dr)
 void cql_local_data(void *arg, const struct cql_data_request *dr)
 {
 	struct cql_local *l = arg;
+	if (!dr->stmt) {
+		run_write(l, dr);
+		return;
+	}
 	switch (dr->stmt->kind) {
 	case CQL_STMT_INSERT:
 	case CQL_STMT_UPDATE:

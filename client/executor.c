@@ -35,6 +35,9 @@ struct cql_exec {
 	size_t prepared_count;
 };
 
+static struct prepared *prepared_find(struct cql_exec *e, const uint8_t *id,
+				      size_t len);
+
 /* A statement ready to run: its text, parameters, and where it came from. */
 struct job {
 	struct cql_exec *e;
@@ -430,6 +433,150 @@ static const struct cql_value *bind_values(struct job *j,
 	return v;
 }
 
+/* Checks every write of a batch and hands them to the data path together.
+ * `ts` is the batch's timestamp (INT64_MIN: none given). */
+static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
+		      int type, int64_t ts, const struct cql_query_params *params)
+{
+	if (type == CQL_BATCH_COUNTER) {
+		reply_error(j, CQL_ERR_INVALID,
+			    "Counter batches are not supported by Cassini yet");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *ks = NULL;
+		const struct cql_stmt *st = items[i].stmt;
+		if (st->kind != CQL_STMT_INSERT && st->kind != CQL_STMT_UPDATE &&
+		    st->kind != CQL_STMT_DELETE) {
+			reply_error(j, CQL_ERR_INVALID,
+				    "Invalid statement in batch: only UPDATE, "
+				    "INSERT and DELETE statements are allowed.");
+			return;
+		}
+		const char *session_ks = j->keyspace;
+		if (items[i].keyspace)
+			j->keyspace = items[i].keyspace;
+		items[i].table = resolve(j, st, &ks);
+		j->keyspace = session_ks;
+		if (!items[i].table && ks && strcmp(ks, "system_virtual_schema") == 0)
+			reply_error(j, CQL_ERR_UNAUTHORIZED,
+				    "system keyspaces are read-only");
+		if (!items[i].table)
+			return;
+		if (cql_system_keyspace_is_virtual(ks)) {
+			reply_error(j, CQL_ERR_UNAUTHORIZED,
+				    "system keyspaces are read-only");
+			return;
+		}
+	}
+	if (!j->e->hooks.data) {
+		reply_error(j, CQL_ERR_INVALID,
+			    "Reads and writes of user tables are not served by "
+			    "this node yet");
+		return;
+	}
+	struct cql_data_request dr = {
+		.req = j->req,
+		.info = j->info,
+		.params = params,
+		.batch = items,
+		.batch_count = n,
+		.batch_timestamp = ts,
+	};
+	j->req = NULL; /* the data path replies */
+	j->e->hooks.data(j->e->hooks.arg, &dr);
+}
+
+static int64_t batch_timestamp(const struct cql_term *t,
+			       const struct cql_value *binds, size_t nbinds,
+			       const struct cql_query_params *params)
+{
+	if (t && t->kind == CQL_TERM_INTEGER && t->len < 20) {
+		int64_t v = strtoll(t->text, NULL, 10);
+		return t->negative ? -v : v;
+	}
+	if (t && t->kind == CQL_TERM_BIND && (size_t)t->bind_index < nbinds &&
+	    binds[t->bind_index].len == 8)
+		return (int64_t)be64_load(binds[t->bind_index].ptr);
+	return params->has_timestamp ? params->timestamp : INT64_MIN;
+}
+
+/* BEGIN [UNLOGGED] BATCH ... APPLY BATCH: markers are numbered across the
+ * whole text, so every statement sees the same values. */
+static void run_text_batch(struct job *j, const struct cql_stmt *s,
+			   const struct cql_value *binds, size_t nbinds,
+			   const struct cql_query_params *params)
+{
+	const struct cql_batch_stmt *b = &s->u.batch;
+	struct cql_batch_item *items =
+		arena_alloc(j->a, (b->count + 1) * sizeof(*items));
+	if (!items) {
+		reply_error(j, CQL_ERR_SERVER, "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < b->count; i++)
+		items[i] = (struct cql_batch_item){b->statements[i], NULL, binds,
+						   nbinds, NULL};
+	run_batch(j, items, b->count, b->type,
+		  batch_timestamp(b->using.timestamp, binds, nbinds, params),
+		  params);
+}
+
+static void run_protocol_batch(struct job *j, const struct cql_batch *b)
+{
+	struct cql_batch_item *items =
+		arena_alloc(j->a, ((size_t)b->count + 1) * sizeof(*items));
+	struct cql_query_params params = {.consistency = b->consistency,
+					  .has_timestamp = b->has_timestamp,
+					  .timestamp = b->timestamp,
+					  .page_size = -1};
+	if (!items) {
+		reply_error(j, CQL_ERR_SERVER, "out of memory");
+		return;
+	}
+	for (uint16_t i = 0; i < b->count; i++) {
+		const struct cql_batch_statement *bs = &b->statements[i];
+		const char *text = (const char *)bs->query_or_id.ptr;
+		size_t len = bs->query_or_id.len;
+		const char *keyspace = NULL; /* the PREPARE-time keyspace */
+		if (bs->prepared) {
+			struct prepared *p = prepared_find(j->e, bs->query_or_id.ptr,
+							   bs->query_or_id.len);
+			if (!p) {
+				cql_encode_unprepared(&j->out, j->info->version,
+						      j->info->stream,
+						      "Prepared query with ID not "
+						      "found",
+						      bs->query_or_id.ptr,
+						      (uint16_t)bs->query_or_id.len);
+				return;
+			}
+			text = p->query;
+			len = p->len;
+			keyspace = p->keyspace;
+		}
+		int nbinds;
+		struct cql_stmt *st = cql_parse(j->a, text, len, &nbinds, NULL);
+		if (!st) {
+			reply_parse_error(j);
+			return;
+		}
+		if ((size_t)nbinds != bs->value_count) {
+			char msg[160];
+			snprintf(msg, sizeof(msg),
+				 "There were %d markers(?) in CQL but %u bound "
+				 "variables",
+				 nbinds, bs->value_count);
+			reply_error(j, CQL_ERR_INVALID, msg);
+			return;
+		}
+		items[i] = (struct cql_batch_item){st, NULL, bs->values,
+						   bs->value_count, keyspace};
+	}
+	run_batch(j, items, b->count, b->type,
+		  b->has_timestamp ? b->timestamp : INT64_MIN, &params);
+}
+
 static void run(struct job *j, const char *text, size_t len,
 		const struct cql_query_params *params)
 {
@@ -462,15 +609,13 @@ static void run(struct job *j, const char *text, size_t len,
 			    "DESCRIBE is not supported by Cassini yet");
 		return;
 	}
-	if (s->kind == CQL_STMT_BATCH) {
-		reply_error(j, CQL_ERR_INVALID,
-			    "BATCH statements need the data path, which this "
-			    "node does not serve yet");
-		return;
-	}
 	const struct cql_value *binds = bind_values(j, params, nbinds, names);
 	if (!binds && nbinds)
 		return;
+	if (s->kind == CQL_STMT_BATCH) {
+		run_text_batch(j, s, binds, (size_t)nbinds, params);
+		return;
+	}
 	const char *ks = NULL;
 	const struct cql_table *t = resolve(j, s, &ks);
 	if (!ks)
@@ -614,7 +759,26 @@ static void run_prepare(struct job *j, struct slice query)
 		return;
 	}
 	memset(b, 0, (size_t)(nbinds + 1) * sizeof(*b));
-	if (t) {
+	if (s->kind == CQL_STMT_BATCH) {
+		/* Each statement types its own markers; a batch has no single
+		 * routing key, so no partition-key indexes (as Cassandra). */
+		const struct cql_batch_stmt *bs = &s->u.batch;
+		for (size_t i = 0; i < bs->count; i++) {
+			const struct cql_stmt *in = bs->statements[i];
+			if (!stmt_table(in))
+				continue;
+			const struct cql_table *it = resolve(j, in, &ks);
+			if (!it) {
+				if (!(ks && strcmp(ks, "system_virtual_schema") == 0))
+					return;
+				continue;
+			}
+			bind_resolve(in, it, b, nbinds, pk);
+			if (!t)
+				t = it;
+		}
+		bind_using(b, nbinds, &bs->using);
+	} else if (t) {
 		bind_resolve(s, t, b, nbinds, pk);
 		const struct storage_table_meta *m = cql_table_meta(t);
 		npk = m->pk_count;
@@ -720,9 +884,7 @@ void cql_exec_execute(void *arg, struct cql_request *req,
 		if (cql_decode_batch(&c, info->version, &a, &b) != 0)
 			reply_error(&j, CQL_ERR_PROTOCOL, err_msg());
 		else
-			reply_error(&j, CQL_ERR_INVALID,
-				    "BATCH statements need the data path, which "
-				    "this node does not serve yet");
+			run_protocol_batch(&j, &b);
 	}
 	}
 	if (j.req)

@@ -24,6 +24,15 @@
 
 struct cql_exec;
 
+/* One write of a batch. */
+struct cql_batch_item {
+	const struct cql_stmt *stmt; /* INSERT, UPDATE or DELETE */
+	const struct cql_table *table;
+	const struct cql_value *binds;
+	size_t bind_count;
+	const char *keyspace; /* prepared statements: PREPARE-time keyspace */
+};
+
 /* A statement on a user table, handed to the data path with everything
  * resolved. The data path replies with cql_request_reply(), now or later;
  * everything this struct points to except `req` and `table` lives only
@@ -32,11 +41,15 @@ struct cql_exec;
 struct cql_data_request {
 	struct cql_request *req;
 	const struct cql_request_info *info;
-	const struct cql_stmt *stmt;
+	const struct cql_stmt *stmt;   /* NULL for a batch */
 	const struct cql_table *table; /* resolved target */
 	const struct cql_value *binds;
 	size_t bind_count;
 	const struct cql_query_params *params; /* consistency, paging, ... */
+	/* A batch (stmt NULL): its writes, applied together. */
+	const struct cql_batch_item *batch;
+	size_t batch_count;
+	int64_t batch_timestamp; /* USING TIMESTAMP / default; INT64_MIN: none */
 };
 
 /* An applied schema change, with what the schema log needs to replay it. */

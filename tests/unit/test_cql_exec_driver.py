@@ -256,3 +256,63 @@ def test_read_and_write_errors_name_the_problem(data_session):
         s.execute("INSERT INTO ks.t (k, c) VALUES ('one', 1)")
     with pytest.raises(InvalidRequest, match="ORDER BY is only supported"):
         s.execute("SELECT * FROM ks.t ORDER BY c DESC")
+
+
+def test_batches_from_the_driver_and_from_cql_text(data_session):
+    from cassandra.query import BatchStatement, BatchType
+    s = data_session
+    ins = s.prepare("INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?)")
+    b = BatchStatement()
+    for c in range(3):
+        b.add(ins, [7, c, f"p{c}"])
+    b.add(SimpleStatement("UPDATE ks.t SET v = %s WHERE k = %s AND c = %s"),
+          ["plain", 7, 9])
+    b.add("DELETE FROM ks.t WHERE k = 7 AND c = 1")
+    s.execute(b)
+    rows = list(s.execute("SELECT c, v, writetime(v) FROM ks.t WHERE k = 7"))
+    assert [(r.c, r.v) for r in rows] == [(0, "p0"), (2, "p2"), (9, "plain")]
+    # Every write of a batch carries the same timestamp.
+    assert len({r.writetime_v for r in rows}) == 1
+
+    # A text batch: markers number across the whole text; USING TIMESTAMP
+    # applies to every statement.
+    text = s.prepare("BEGIN UNLOGGED BATCH USING TIMESTAMP 1234 "
+                     "INSERT INTO ks.t (k, c, v) VALUES (?, 0, ?); "
+                     "UPDATE ks.t SET v = ? WHERE k = 8 AND c = 1; "
+                     "APPLY BATCH")
+    s.execute(text, [8, "a", "b"])
+    rows = list(s.execute("SELECT c, v, writetime(v) FROM ks.t WHERE k = 8"))
+    assert [(r.c, r.v, r.writetime_v) for r in rows] == [
+        (0, "a", 1234), (1, "b", 1234)]
+
+    # A prepared statement from another keyspace keeps its own keyspace.
+    s.execute("USE ks")
+    local = s.prepare("INSERT INTO t (k, c, v) VALUES (?, ?, ?)")
+    s.execute("CREATE KEYSPACE other WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("USE other")
+    b = BatchStatement(batch_type=BatchType.UNLOGGED)
+    b.add(local, [9, 1, "kept"])
+    s.execute(b)
+    assert s.execute("SELECT v FROM ks.t WHERE k = 9").one().v == "kept"
+
+    with pytest.raises(SyntaxException, match="expecting INSERT"):
+        s.execute("BEGIN BATCH SELECT * FROM ks.t; APPLY BATCH")
+    with pytest.raises(InvalidRequest, match="only UPDATE, INSERT and DELETE"):
+        b = BatchStatement()
+        b.add("SELECT * FROM ks.t")
+        s.execute(b)
+    with pytest.raises(InvalidRequest, match="Counter batches"):
+        b = BatchStatement(batch_type=BatchType.COUNTER)
+        b.add("UPDATE ks.t SET v = 'x' WHERE k = 1 AND c = 1")
+        s.execute(b)
+    with pytest.raises(InvalidRequest, match="unconfigured table nope"):
+        b = BatchStatement()
+        b.add(ins, [10, 0, "ok"])
+        b.add("INSERT INTO ks.nope (k) VALUES (1)")
+        s.execute(b)
+    # A rejected batch applies none of its writes.
+    assert list(s.execute("SELECT * FROM ks.t WHERE k = 10")) == []
+    with pytest.raises(Unauthorized):
+        s.execute("BEGIN BATCH INSERT INTO system_schema.tables "
+                  "(keyspace_name) VALUES ('x'); APPLY BATCH")
