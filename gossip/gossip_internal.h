@@ -78,8 +78,12 @@ struct gossip_fd_window {
 	uint32_t *samples; /* microseconds, ring buffer grown lazily */
 	uint32_t cap, len, head, alloc;
 	uint64_t sum;
-	uint64_t last_us; /* 0: no report yet */
+	uint64_t last_us;    /* 0: no report yet */
+	uint64_t initial_us; /* the starting guess, counted until warm */
 };
+
+/* Measured intervals after which the starting guess stops counting. */
+#define GOSSIP_FD_WARMUP 8u
 
 void gossip_fd_init(struct gossip_fd_window *w, uint32_t cap);
 void gossip_fd_free(struct gossip_fd_window *w);

@@ -127,6 +127,30 @@ START_TEST(phi_follows_cassandra)
 }
 END_TEST
 
+START_TEST(phi_starting_guess_counts_until_warm)
+{
+	struct gossip_fd_window w;
+	gossip_fd_init(&w, GOSSIP_FD_WINDOW);
+	ck_assert_int_eq(gossip_fd_report(&w, 1000000, 2000000, 2000000), 0);
+	/* A burst of close arrivals cannot shrink the mean to nothing: the
+	 * 2 s guess still counts. */
+	ck_assert_int_eq(gossip_fd_report(&w, 1010000, 2000000, 2000000), 0);
+	ck_assert_int_eq(gossip_fd_report(&w, 1020000, 2000000, 2000000), 0);
+	ck_assert(gossip_fd_mean_us(&w) > 600000.0);
+	uint64_t t = 1020000;
+	for (unsigned i = 2; i < GOSSIP_FD_WARMUP - 1; i++)
+		ck_assert_int_eq(gossip_fd_report(&w, t += 1000000, 2000000,
+						  2000000),
+				 0);
+	ck_assert(gossip_fd_mean_us(&w) > 850000.0); /* guess still in */
+	ck_assert_int_eq(gossip_fd_report(&w, t += 1000000, 2000000, 2000000),
+			 0);
+	/* Warm: only measured intervals count (2 x 10 ms + 6 x 1 s) / 8. */
+	ck_assert(gossip_fd_mean_us(&w) == (20000.0 + 6000000.0) / 8);
+	gossip_fd_free(&w);
+}
+END_TEST
+
 START_TEST(status_names_parse)
 {
 	ck_assert_int_eq(gossip_status_parse("NORMAL,123"), GOSSIP_STATUS_NORMAL);
@@ -146,6 +170,7 @@ int main(void)
 	tcase_add_test(t, garbage_is_refused);
 	tcase_add_test(t, digest_list_with_trailing_byte_is_refused);
 	tcase_add_test(t, phi_follows_cassandra);
+	tcase_add_test(t, phi_starting_guess_counts_until_warm);
 	tcase_add_test(t, status_names_parse);
 	suite_add_tcase(s, t);
 	return test_run(s);
