@@ -153,6 +153,8 @@ struct storage_scan *storage_scan_open(struct storage *db,
 					 engine_now_sec(db));
 	ctx_limits(db, &s->ctx);
 	bool incl = s->full_ring;
+	if (s->full_ring)
+		start_token = INT64_MIN;
 	for (size_t i = 0; !rc && i < nm; i++)
 		s->mt_pos[i] = memtable_seek_token(s->snap.mts[i], start_token,
 						   incl);
