@@ -10,6 +10,9 @@
 #include "conf/conf.h"
 
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,14 +259,13 @@ int storage_table_add(struct storage *db, const struct storage_table_meta *m,
 
 /* ---- flushing ------------------------------------------------------------ */
 
-static size_t memtables_bytes_locked(struct storage *db)
+/* Bytes of memtables not yet being flushed: what the cleanup threshold
+ * is measured against (as Cassandra's memtable_cleanup_threshold). */
+static size_t active_bytes_locked(struct storage *db)
 {
 	size_t n = 0;
-	for (struct table *t = db->tables; t; t = t->next) {
+	for (struct table *t = db->tables; t; t = t->next)
 		n += memtable_bytes(t->active);
-		for (size_t i = 0; i < t->flushing_count; i++)
-			n += memtable_bytes(t->flushing[i]);
-	}
 	return n;
 }
 
@@ -405,6 +407,11 @@ static int flush_one(struct storage *db, struct table *t)
 	if (!rc) {
 		memtable_unref(mt);
 		discard_log(db);
+#ifdef __GLIBC__
+		/* A flushed memtable frees hundreds of arena blocks; glibc
+		 * keeps them in the heap unless asked to give them back. */
+		malloc_trim(0);
+#endif
 	}
 	return rc;
 }
@@ -497,7 +504,7 @@ static void maybe_flush(struct storage *db)
 {
 	double limit = (double)db->o.memtable_heap_space *
 		       db->o.memtable_cleanup_threshold;
-	if ((double)memtables_bytes_locked(db) < limit)
+	if ((double)active_bytes_locked(db) < limit)
 		return;
 	struct table *big = NULL;
 	for (struct table *t = db->tables; t; t = t->next)

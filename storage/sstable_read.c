@@ -231,6 +231,9 @@ bool sstable_may_contain(const struct sstable *s, struct slice key)
 
 /* ---- index entries ---------------------------------------------------- */
 
+static int take(struct cursor *c, struct slice *s);
+static int entry_body_decode(struct cursor *c, struct sst_entry *e);
+
 void sst_entry_free(struct sst_entry *e)
 {
 	free(e->rts);
@@ -247,7 +250,40 @@ static int take(struct cursor *c, struct slice *s)
 	return cursor_take(c, n, s);
 }
 
+/* Reads one length-prefixed index entry's frame and peeks at its key. */
+static int entry_frame(struct cursor *c, struct cursor *body, int64_t *token,
+		       struct slice *key)
+{
+	uint64_t n, tok;
+	struct slice s;
+	if (cursor_uvarint(c, &n) || n > cursor_left(c) ||
+	    cursor_take(c, n, &s))
+		return err_set(ERR_CORRUPT, "bad index entry frame");
+	*body = cursor_make(s.ptr, s.len);
+	struct cursor peek = *body;
+	if (take(&peek, key) || cursor_be64(&peek, &tok))
+		return err_set(ERR_CORRUPT, "bad index entry");
+	*token = (int64_t)tok;
+	return 0;
+}
+
 int sst_entry_decode(struct cursor *c, struct sst_entry *e)
+{
+	struct cursor body;
+	int64_t tok;
+	struct slice key;
+	if (entry_frame(c, &body, &tok, &key))
+		return -1;
+	if (entry_body_decode(&body, e))
+		return -1;
+	if (cursor_left(&body)) {
+		sst_entry_free(e);
+		return err_set(ERR_CORRUPT, "trailing bytes in index entry");
+	}
+	return 0;
+}
+
+static int entry_body_decode(struct cursor *c, struct sst_entry *e)
 {
 	uint64_t tok, n;
 	uint32_t blen;
@@ -482,16 +518,25 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 	struct cursor cur = cursor_make(raw, len);
 	int rc = 0;
 	while (cursor_left(&cur)) {
-		struct sst_entry e;
-		if (sst_entry_decode(&cur, &e)) {
+		struct cursor body;
+		int64_t etok;
+		struct slice ekey;
+		if (entry_frame(&cur, &body, &etok, &ekey)) {
 			rc = err_prefix("%s: block at %llu", s->index_path,
 					(unsigned long long)s->sum_off[b]);
 			break;
 		}
-		int cmp = partition_cmp(e.token, e.key, token, key);
-		if (cmp == 0)
-			rc = sstable_read_entry(s, c, &e, false);
-		sst_entry_free(&e);
+		int cmp = partition_cmp(etok, ekey, token, key);
+		if (cmp == 0) {
+			struct sst_entry e;
+			rc = entry_body_decode(&body, &e);
+			if (rc)
+				err_prefix("%s: block at %llu", s->index_path,
+					   (unsigned long long)s->sum_off[b]);
+			else
+				rc = sstable_read_entry(s, c, &e, false);
+			sst_entry_free(&e);
+		}
 		if (cmp >= 0)
 			break;
 	}
