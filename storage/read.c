@@ -77,6 +77,7 @@ int read_ctx_init(struct read_ctx *c, const struct storage_table_meta *t,
 void read_ctx_reset(struct read_ctx *c)
 {
 	c->found = false;
+	c->have_hash = false;
 	c->pdel.ts = DELETION_NONE;
 	c->rt_count = 0;
 	c->atom_count = 0;

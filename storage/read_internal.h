@@ -29,6 +29,8 @@ struct read_ctx {
 	int64_t warn_threshold, fail_threshold;
 
 	bool found;
+	bool have_hash;       /* key_hash holds the bloom hash of the key */
+	uint64_t key_hash[2];
 	struct deletion pdel;
 	struct rtomb *rts;
 	size_t rt_count, rt_cap;

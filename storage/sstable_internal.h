@@ -108,6 +108,8 @@ void sstable_unref(struct sstable *s);
 void sstable_mark_obsolete(struct sstable *s);
 
 bool sstable_may_contain(const struct sstable *s, struct slice key);
+/* With the key's MurmurHash3_x64_128 (seed 0) already computed. */
+bool sstable_may_contain_hash(const struct sstable *s, const uint64_t h[2]);
 /* Adds the partition's part within the context's slices. Returns 0 (also
  * when absent) or -1 (ERR_CORRUPT on a damaged block). */
 int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,

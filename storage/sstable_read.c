@@ -29,9 +29,13 @@ static int read_component(struct sstable *s, const char *comp,
 	size_t n;
 	if (!p)
 		return -1;
+	*img = NULL;
 	int rc = env_read_file(s->env, p, 1u << 30, img, &n);
-	if (!rc && component_open(*img, n, magic, body, len))
+	if (!rc && component_open(*img, n, magic, body, len)) {
+		free(*img);
+		*img = NULL;
 		rc = -1;
+	}
 	if (rc)
 		err_prefix("%s", p);
 	else
@@ -221,6 +225,11 @@ bool sstable_may_contain(const struct sstable *s, struct slice key)
 {
 	uint64_t h[2];
 	storage_murmur3_128(key.ptr, key.len, 0, h);
+	return sstable_may_contain_hash(s, h);
+}
+
+bool sstable_may_contain_hash(const struct sstable *s, const uint64_t h[2])
+{
 	for (uint32_t i = 0; i < s->bloom_k; i++) {
 		uint64_t bit = (h[0] + i * h[1]) % s->bloom_bits;
 		if (!(s->bloom[bit / 8] & (1u << (bit % 8))))
@@ -505,8 +514,13 @@ static int read_index_block(struct sstable *s, size_t i, uint8_t **raw,
 int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 		 struct slice key)
 {
-	if (token < s->stats.min_token || token > s->stats.max_token ||
-	    !sstable_may_contain(s, key))
+	if (token < s->stats.min_token || token > s->stats.max_token)
+		return 0;
+	if (!c->have_hash) { /* once per read, not once per SSTable */
+		storage_murmur3_128(key.ptr, key.len, 0, c->key_hash);
+		c->have_hash = true;
+	}
+	if (!sstable_may_contain_hash(s, c->key_hash))
 		return 0;
 	long b = summary_find(s, token, key);
 	if (b < 0)

@@ -14,3 +14,6 @@ cassini_check_suite(test_storage_engine LABEL unit
 cassini_check_suite(test_storage_random LABEL unit
                     SOURCES test_storage_random.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
+cassini_check_suite(test_storage_corrupt LABEL unit
+                    SOURCES test_storage_corrupt.c
+                    LIBS cassini_storage cassini_conf)

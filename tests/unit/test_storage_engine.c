@@ -9,6 +9,7 @@
 #include "tests/lib/testutil.h"
 #include "tests/unit/storage_fault_env.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,6 +381,50 @@ START_TEST(tombstone_failure_threshold_fails_the_read)
 }
 END_TEST
 
+START_TEST(enospc_stops_writes_keeps_reads_and_loses_nothing)
+{
+	struct fx f;
+	fx_init(&f, "eng-enospc", CONF_COMMITLOG_SYNC_BATCH,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	char key[32];
+	for (int i = 0; i < 50; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(&f, key, i, "acked", 0);
+	}
+	fault_env_fail_writes(f.fe, "Data.db", ENOSPC);
+	ck_assert_int_eq(storage_flush(f.db, NULL), -1);
+	ck_assert_int_eq(err_code(), ERR_NOSPACE);
+	/* new writes fail with a clear error */
+	struct storage_mutation *m =
+		storage_mutation_new(f.t, (const uint8_t *)"late", 4);
+	storage_mutation_put(m, COL_V, NULL, 0, (const uint8_t *)"x", 1,
+			     f.ts, 0, now_sec(&f));
+	ck_assert_int_eq(storage_apply_sync(f.db, m), -1);
+	ck_assert_ptr_nonnull(strstr(err_msg(), "writes stopped"));
+	ck_assert_ptr_nonnull(strstr(err_msg(), "No space left"));
+	storage_mutation_delete(m);
+	/* reads keep working */
+	struct storage_result *r = get(&f, "k7", NULL);
+	ck_assert_uint_eq(r->row_count, 1);
+	storage_result_delete(r);
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	ck_assert(st.writes_stopped);
+	/* space comes back; after a restart nothing acknowledged is lost */
+	fault_env_fail_writes(f.fe, NULL, 0);
+	restart(&f);
+	for (int i = 0; i < 50; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		r = get(&f, key, NULL);
+		ck_assert_uint_eq(r->row_count, 1);
+		check_value(&r->rows[0], "acked");
+		storage_result_delete(r);
+	}
+	put(&f, "after", 1, "ok", 0);
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("storage_engine");
@@ -391,6 +436,7 @@ int main(void)
 	tcase_add_test(tc, compaction_purges_old_tombstones_and_expired_cells);
 	tcase_add_test(tc, ttl_expires_against_the_env_clock);
 	tcase_add_test(tc, tombstone_failure_threshold_fails_the_read);
+	tcase_add_test(tc, enospc_stops_writes_keeps_reads_and_loses_nothing);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
