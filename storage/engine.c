@@ -514,8 +514,11 @@ static void maybe_flush(struct storage *db)
 		switch_memtable(db, big);
 }
 
+/* Logs and applies. With `wait_pos` (synchronous callers) no completion
+ * is registered: *wait_pos gets the position to wait for instead. */
 static int apply(struct storage *db, const struct storage_mutation *m,
-		 storage_done_fn done, void *arg, bool direct, bool *ack_now)
+		 storage_done_fn done, void *arg, struct clpos *wait_pos,
+		 bool *ack_now)
 {
 	*ack_now = false;
 	pthread_mutex_lock(&db->mu);
@@ -537,9 +540,12 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 				CONF_COMMITLOG_SYNC_PERIODIC;
 		rc = storage_mutation_encode(m, &db->scratch);
 		if (!rc)
-			rc = (direct ? commitlog_append_direct : commitlog_append)(
-				db->cl, db->scratch.data, db->scratch.len, &pos,
-				periodic ? NULL : done, arg);
+			rc = commitlog_append(db->cl, db->scratch.data,
+					      db->scratch.len, &pos,
+					      periodic || wait_pos ? NULL : done,
+					      arg);
+		if (!rc && wait_pos && !periodic)
+			*wait_pos = pos;
 		if (rc && commitlog_failed(db->cl))
 			stop_writes(db, "commitlog failed");
 		logged = !rc && !periodic;
@@ -572,51 +578,27 @@ int storage_apply(struct storage *db, const struct storage_mutation *m,
 		  storage_done_fn done, void *arg)
 {
 	bool ack_now;
-	if (apply(db, m, done, arg, false, &ack_now))
+	if (apply(db, m, done, arg, NULL, &ack_now))
 		return -1;
 	if (ack_now && done)
 		done(arg, 0, ERR_NONE);
 	return 0;
 }
 
-struct sync_wait {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool done;
-	int status;
-	enum err_code code;
-};
-
-static void sync_done(void *arg, int status, enum err_code code)
-{
-	struct sync_wait *w = arg;
-	pthread_mutex_lock(&w->mu);
-	w->done = true;
-	w->status = status;
-	w->code = code;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-}
-
 int storage_apply_sync(struct storage *db, const struct storage_mutation *m)
 {
-	struct sync_wait w = {.done = false};
-	pthread_mutex_init(&w.mu, NULL);
-	pthread_cond_init(&w.cv, NULL);
+	struct clpos pos = {0, 0};
 	bool ack_now;
-	int rc = apply(db, m, sync_done, &w, true, &ack_now);
-	if (!rc && !ack_now) {
-		pthread_mutex_lock(&w.mu);
-		while (!w.done)
-			pthread_cond_wait(&w.cv, &w.mu);
-		pthread_mutex_unlock(&w.mu);
-		if (w.status)
-			rc = err_set(w.code, "write not acknowledged: %s",
-				     err_code_name(w.code));
+	if (apply(db, m, NULL, NULL, &pos, &ack_now))
+		return -1;
+	/* batch/group: this thread leads or joins the covering fdatasync */
+	if (pos.seg && commitlog_wait_durable(db->cl, pos)) {
+		pthread_mutex_lock(&db->mu);
+		stop_writes(db, "commitlog failed");
+		pthread_mutex_unlock(&db->mu);
+		return err_prefix("write not acknowledged");
 	}
-	pthread_mutex_destroy(&w.mu);
-	pthread_cond_destroy(&w.cv);
-	return rc;
+	return 0;
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
