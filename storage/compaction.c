@@ -480,7 +480,8 @@ static int run_job(struct job *j, struct sstable **out)
 	 * presence is what says "the inputs are gone" after a crash. */
 	if (sst_writer_finish(j->w))
 		return -1;
-	*out = sstable_open(j->db->o.env, j->t->dir, gen, j->t->meta);
+	*out = sstable_open(j->db->o.env, j->t->dir, gen, j->t->meta,
+			     j->db->cache);
 	return *out ? 0 : -1;
 }
 

@@ -32,6 +32,7 @@ void storage_options_default(struct storage_options *o)
 	o->tombstone_warn_threshold = 1000;
 	o->tombstone_failure_threshold = 100000;
 	o->auto_compaction = true;
+	o->block_cache_size = 32u << 20;
 }
 
 void storage_options_from_conf(struct storage_options *o,
@@ -84,6 +85,13 @@ struct storage *storage_new(const struct storage_options *o)
 	}
 	db->o.data_dir = db->data_dir;
 	db->o.commitlog_dir = db->commitlog_dir;
+	db->cache = block_cache_new(o->block_cache_size);
+	if (!db->cache) {
+		free(db->data_dir);
+		free(db->commitlog_dir);
+		free(db);
+		return NULL;
+	}
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->work, NULL);
 	pthread_cond_init(&db->done, NULL);
@@ -202,7 +210,7 @@ static int table_load(struct storage *db, struct table *t)
 	t->next_gen = 1;
 	for (size_t i = 0; i < n; i++) {
 		struct sstable *s = sstable_open(db->o.env, t->dir, gens[i],
-						 t->meta);
+						 t->meta, db->cache);
 		if (!s) {
 			free(gens);
 			return err_prefix("table %s.%s", t->meta->keyspace,
@@ -322,7 +330,7 @@ static int write_memtable(struct storage *db, struct table *t,
 	}
 	if (sst_writer_finish(w))
 		return -1;
-	*out = sstable_open(db->o.env, t->dir, gen, t->meta);
+	*out = sstable_open(db->o.env, t->dir, gen, t->meta, db->cache);
 	return *out ? 0 : -1;
 fail:
 	sst_writer_abort(w);
@@ -705,6 +713,7 @@ void storage_delete(struct storage *db)
 		table_free(t);
 	}
 	buf_free(&db->scratch);
+	block_cache_delete(db->cache);
 	pthread_mutex_destroy(&db->mu);
 	pthread_cond_destroy(&db->work);
 	pthread_cond_destroy(&db->done);

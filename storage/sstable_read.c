@@ -154,7 +154,8 @@ static void sstable_free(struct sstable *s)
 }
 
 struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
-			     const struct storage_table_meta *t)
+			     const struct storage_table_meta *t,
+			     struct block_cache *cache)
 {
 	struct sstable *s = calloc(1, sizeof(*s));
 	if (!s || !(s->dir = strdup(dir))) {
@@ -167,6 +168,9 @@ struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
 	s->env = env;
 	s->gen = gen;
 	s->t = t;
+	s->cache = cache;
+	s->data_id = block_cache_file_id();
+	s->index_id = block_cache_file_id();
 	s->data_path = sst_path(dir, gen, "Data.db", false);
 	s->index_path = sst_path(dir, gen, "Index.db", false);
 	if (!s->data_path || !s->index_path || load_stats(s) ||
@@ -236,6 +240,30 @@ bool sstable_may_contain_hash(const struct sstable *s, const uint64_t h[2])
 			return false;
 	}
 	return true;
+}
+
+/* ---- cached block reads ----------------------------------------------- */
+
+/* The decoded block at `off` of the data (or index) file, from the cache
+ * or read and verified (and cached when `fill`). A referenced handle, or
+ * NULL. */
+static struct cached_block *block_get(struct sstable *s, bool index,
+				      uint64_t off, uint64_t disk_len,
+				      bool fill)
+{
+	uint64_t id = index ? s->index_id : s->data_id;
+	struct cached_block *b = block_cache_get(s->cache, id, off);
+	if (b)
+		return b;
+	uint8_t *raw;
+	size_t len;
+	uint64_t next;
+	if (block_read(index ? s->index : s->data,
+		       index ? s->index_path : s->data_path, off, disk_len, &raw,
+		       &len, &next))
+		return NULL;
+	/* compaction streams do not evict what reads need */
+	return block_cache_put(fill ? s->cache : NULL, id, off, raw, len, next);
 }
 
 /* ---- index entries ---------------------------------------------------- */
@@ -387,17 +415,16 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 			  uint32_t in_block, bool at_start)
 {
 	for (;;) {
-		uint8_t *raw;
-		size_t len;
-		uint64_t next;
 		if (off >= w->s->stats.data_size)
 			return err_set(ERR_CORRUPT, "%s: partition runs past "
 				       "the end", w->s->data_path);
-		if (block_read(w->s->data, w->s->data_path, off, disk_len, &raw,
-			       &len, &next))
+		struct cached_block *blk = block_get(w->s, false, off, disk_len,
+						     !w->all);
+		if (!blk || read_ctx_keep_ref(w->c, blk, block_cache_release))
 			return -1;
-		if (read_ctx_keep(w->c, raw))
-			return -1;
+		const uint8_t *raw = blk->data;
+		size_t len = blk->len;
+		uint64_t next = blk->next_off;
 		if (in_block > len)
 			return err_set(ERR_CORRUPT, "%s: bad offset in block",
 				       w->s->data_path);
@@ -525,11 +552,11 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 	long b = summary_find(s, token, key);
 	if (b < 0)
 		return 0;
-	uint8_t *raw;
-	size_t len;
-	if (read_index_block(s, (size_t)b, &raw, &len))
+	struct cached_block *blk = block_get(s, true, s->sum_off[b],
+					     s->sum_len[b], true);
+	if (!blk)
 		return -1;
-	struct cursor cur = cursor_make(raw, len);
+	struct cursor cur = cursor_make(blk->data, blk->len);
 	int rc = 0;
 	while (cursor_left(&cur)) {
 		struct cursor body;
@@ -554,7 +581,7 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 		if (cmp >= 0)
 			break;
 	}
-	free(raw);
+	block_cache_release(blk);
 	return rc;
 }
 

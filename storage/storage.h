@@ -112,6 +112,7 @@ struct storage_options {
 	int64_t tombstone_warn_threshold;
 	int64_t tombstone_failure_threshold;
 	bool auto_compaction;      /* default true */
+	size_t block_cache_size;   /* decoded SSTable blocks; 32 MiB, 0 = off */
 	storage_post_fn post;      /* may be NULL */
 	void *post_arg;
 };

@@ -4,6 +4,7 @@
 #include "common/env_real.h"
 #include "common/err.h"
 #include "conf/conf.h"
+#include "storage/cache_internal.h"
 #include "storage/storage.h"
 #include "storage/token.h"
 #include "tests/lib/testutil.h"
@@ -425,6 +426,44 @@ START_TEST(enospc_stops_writes_keeps_reads_and_loses_nothing)
 }
 END_TEST
 
+START_TEST(block_cache_evicts_lru_and_keeps_held_blocks)
+{
+	struct block_cache *c = block_cache_new(400);
+	uint64_t f = block_cache_file_id();
+	struct cached_block *held = NULL;
+	for (uint64_t i = 0; i < 10; i++) {
+		uint8_t *d = malloc(100);
+		memset(d, (int)i, 100);
+		struct cached_block *b = block_cache_put(c, f, i * 100, d, 100,
+							 i * 100 + 100);
+		ck_assert_ptr_nonnull(b);
+		if (i == 0)
+			held = b; /* evicted later but still readable */
+		else
+			block_cache_release(b);
+		ck_assert_uint_le(block_cache_bytes(c), 400);
+	}
+	ck_assert_ptr_null(block_cache_get(c, f, 0));
+	ck_assert_uint_eq(held->data[99], 0);
+	block_cache_release(held);
+	struct cached_block *b = block_cache_get(c, f, 900);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(b->data[0], 9);
+	ck_assert_uint_eq(b->next_off, 1000);
+	block_cache_release(b);
+	/* a used block survives newer insertions */
+	b = block_cache_get(c, f, 600);
+	ck_assert_ptr_nonnull(b);
+	block_cache_release(b);
+	uint8_t *d = malloc(100);
+	block_cache_release(block_cache_put(c, f, 5000, d, 100, 0));
+	ck_assert_ptr_nonnull(b = block_cache_get(c, f, 600));
+	block_cache_release(b);
+	ck_assert_ptr_null(block_cache_get(c, f, 700));
+	block_cache_delete(c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("storage_engine");
@@ -437,6 +476,7 @@ int main(void)
 	tcase_add_test(tc, ttl_expires_against_the_env_clock);
 	tcase_add_test(tc, tombstone_failure_threshold_fails_the_read);
 	tcase_add_test(tc, enospc_stops_writes_keeps_reads_and_loses_nothing);
+	tcase_add_test(tc, block_cache_evicts_lru_and_keeps_held_blocks);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
