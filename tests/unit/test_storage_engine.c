@@ -11,6 +11,8 @@
 #include "tests/unit/storage_fault_env.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -464,6 +466,141 @@ START_TEST(block_cache_evicts_lru_and_keeps_held_blocks)
 }
 END_TEST
 
+struct posted {
+	pthread_mutex_t mu;
+	int posts, acks, errors;
+};
+
+static void on_ack(void *arg, int status, enum err_code code)
+{
+	struct posted *p = arg;
+	(void)code;
+	pthread_mutex_lock(&p->mu);
+	if (status == 0)
+		p->acks++;
+	else
+		p->errors++;
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* The caller's "loop": here it just runs the completion at once, counting
+ * that it went through the hook. */
+static void post_hook(void *post_arg, storage_done_fn fn, void *arg,
+		      int status, enum err_code code)
+{
+	struct posted *p = post_arg;
+	pthread_mutex_lock(&p->mu);
+	p->posts++;
+	pthread_mutex_unlock(&p->mu);
+	fn(arg, status, code);
+}
+
+START_TEST(batch_acks_go_through_the_post_hook)
+{
+	struct fx f;
+	struct posted p = {.posts = 0};
+	pthread_mutex_init(&p.mu, NULL);
+	fx_init(&f, "eng-post", CONF_COMMITLOG_SYNC_BATCH,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	f.o.post = post_hook;
+	f.o.post_arg = &p;
+	restart(&f);
+	for (int i = 0; i < 20; i++) {
+		struct storage_mutation *m =
+			storage_mutation_new(f.t, (const uint8_t *)"k", 1);
+		uint8_t cb[4];
+		be32_store(cb, (uint32_t)i);
+		struct slice ck = slice_make(cb, 4);
+		storage_mutation_set_row(m, &ck, 1);
+		storage_mutation_put(m, COL_V, NULL, 0, (const uint8_t *)"v", 1,
+				     f.ts++, 0, now_sec(&f));
+		ck_assert_int_eq(storage_apply(f.db, m, on_ack, &p), 0);
+		storage_mutation_delete(m);
+	}
+	ck_assert_int_eq(storage_drain(f.db), 0);
+	for (int spin = 0; spin < 5000; spin++) {
+		pthread_mutex_lock(&p.mu);
+		int acks = p.acks;
+		pthread_mutex_unlock(&p.mu);
+		if (acks == 20)
+			break;
+		usleep(1000);
+	}
+	ck_assert_int_eq(p.acks, 20);
+	ck_assert_int_eq(p.posts, 20);
+	ck_assert_int_eq(p.errors, 0);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(non_durable_keyspaces_skip_the_commitlog)
+{
+	struct fx f;
+	fx_init(&f, "eng-nondurable", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	storage_delete(f.db);
+	f.db = storage_new(&f.o);
+	ck_assert_int_eq(storage_table_add(f.db, f.t, false), 0);
+	ck_assert_int_eq(storage_start(f.db), 0);
+	put(&f, "flushed", 1, "a", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	put(&f, "unflushed", 1, "b", 0);
+	storage_delete(f.db);
+	f.db = storage_new(&f.o);
+	ck_assert_int_eq(storage_table_add(f.db, f.t, false), 0);
+	ck_assert_int_eq(storage_start(f.db), 0);
+	struct storage_result *r = get(&f, "flushed", NULL);
+	ck_assert_uint_eq(r->row_count, 1);
+	storage_result_delete(r);
+	r = get(&f, "unflushed", NULL); /* never logged: gone, as intended */
+	ck_assert_uint_eq(r->row_count, 0);
+	storage_result_delete(r);
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_eq(st.commitlog_replayed, 0);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(time_window_compaction_merges_old_windows)
+{
+	struct fx f;
+	fx_init(&f, "eng-twcs", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	f.t->options.compaction = STORAGE_COMPACTION_TIME_WINDOW;
+	f.t->options.compaction_window_seconds = 3600;
+	restart(&f);
+	/* two SSTables in an old hour, two in the current one */
+	int64_t hour = 3600LL * 1000000;
+	f.ts = 10 * hour;
+	put(&f, "a", 1, "x", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	f.ts = 10 * hour + 5;
+	put(&f, "b", 1, "x", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	f.ts = 12 * hour;
+	put(&f, "c", 1, "x", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	f.ts = 12 * hour + 5;
+	put(&f, "d", 1, "x", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, false), 0);
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	/* the old window became one; the current window (2 < min_threshold)
+	 * stays as it is */
+	ck_assert_uint_eq(st.sstable_count, 3);
+	ck_assert_uint_eq(st.compactions, 1);
+	const char *keys[] = {"a", "b", "c", "d"};
+	for (int i = 0; i < 4; i++) {
+		struct storage_result *r = get(&f, keys[i], NULL);
+		ck_assert_uint_eq(r->row_count, 1);
+		storage_result_delete(r);
+	}
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("storage_engine");
@@ -477,6 +614,9 @@ int main(void)
 	tcase_add_test(tc, tombstone_failure_threshold_fails_the_read);
 	tcase_add_test(tc, enospc_stops_writes_keeps_reads_and_loses_nothing);
 	tcase_add_test(tc, block_cache_evicts_lru_and_keeps_held_blocks);
+	tcase_add_test(tc, batch_acks_go_through_the_post_hook);
+	tcase_add_test(tc, non_durable_keyspaces_skip_the_commitlog);
+	tcase_add_test(tc, time_window_compaction_merges_old_windows);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
