@@ -629,7 +629,7 @@ static void *syncer_main(void *arg)
 	uint64_t last_sync = now_us();
 	pthread_mutex_lock(&cl->mu);
 	while (!cl->stop) {
-		uint64_t now = now_us(), wait_us;
+		uint64_t now = now_us(), wait_us = UINT64_MAX;
 		bool due = !cl->failed && sync_due(cl, now, &wait_us);
 		if (!cl->failed &&
 		    cl->o.sync_mode == CONF_COMMITLOG_SYNC_PERIODIC) {

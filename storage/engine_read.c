@@ -210,8 +210,8 @@ int storage_scan_next(struct storage_scan *s, struct storage_result **out)
 {
 	*out = NULL;
 	while (!s->done) {
-		int64_t token;
-		struct slice key;
+		int64_t token = 0;
+		struct slice key = {NULL, 0};
 		if (!scan_min(s, &token, &key) || !in_range(s, token)) {
 			s->done = true;
 			return 0;

@@ -128,8 +128,10 @@ static int verify(struct storage *db, const struct storage_table_meta *t)
 
 static void copy_tree(const char *from, const char *to)
 {
-	char cmd[1400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r '%s' '%s'", to, from, to);
+	char cmd[4096];
+	int n = snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r '%s' '%s'",
+			 to, from, to);
+	ck_assert(n > 0 && (size_t)n < sizeof(cmd));
 	ck_assert_int_eq(system(cmd), 0);
 }
 
