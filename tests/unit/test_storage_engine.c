@@ -601,6 +601,79 @@ START_TEST(time_window_compaction_merges_old_windows)
 }
 END_TEST
 
+/* Single-row tables stop reading SSTables once newer live values are
+ * found; the result must be what a full merge gives. */
+START_TEST(timestamp_ordered_reads_match_a_full_merge)
+{
+	struct fx f;
+	fx_init(&f, "eng-tsorder", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	uint8_t id[16] = {0x77};
+	struct storage_table_meta *kv = storage_table_meta_new("ks", "kv", id);
+	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
+	storage_table_meta_add_column(kv, "k", STORAGE_COLUMN_PARTITION_KEY, tb, false);
+	storage_table_meta_add_column(kv, "a", STORAGE_COLUMN_REGULAR, tb, false);
+	storage_table_meta_add_column(kv, "b", STORAGE_COLUMN_REGULAR, tb, false);
+	ck_assert_int_eq(storage_table_add(f.db, kv, true), 0);
+	struct {
+		int col; /* -1: row deletion */
+		int64_t ts;
+		const char *v; /* NULL: cell tombstone */
+	} steps[] = {
+		{1, 10, "a1"}, {2, 10, "b1"}, /* sstable 1 */
+		{1, 20, "a2"}, {-1, 15, NULL}, /* sstable 2: b1 deleted */
+		{2, 5, "old"},                 /* sstable 3: too old for b */
+		{1, 30, NULL},                 /* sstable 4: a deleted */
+		{1, 40, "a3"}, {2, 40, "b3"},  /* sstable 5: all new */
+	};
+	int flush_after[] = {1, 3, 4, 5, 7};
+	const char *want_a[] = {"a1", "a2", "a2", NULL, "a3"};
+	const char *want_b[] = {"b1", NULL, NULL, NULL, "b3"};
+	size_t k = 0;
+	for (size_t st = 0; st < 5; st++) {
+		for (; k <= (size_t)flush_after[st]; k++) {
+			struct storage_mutation *m =
+				storage_mutation_new(kv, (const uint8_t *)"key", 3);
+			if (steps[k].col < 0)
+				storage_mutation_delete_row(m, steps[k].ts, now_sec(&f));
+			else if (steps[k].v)
+				storage_mutation_put(m, steps[k].col, NULL, 0,
+						     (const uint8_t *)steps[k].v,
+						     strlen(steps[k].v),
+						     steps[k].ts, 0, now_sec(&f));
+			else
+				storage_mutation_delete_cell(m, steps[k].col,
+							     NULL, 0, steps[k].ts,
+							     now_sec(&f));
+			ck_assert_int_eq(storage_apply_sync(f.db, m), 0);
+			storage_mutation_delete(m);
+		}
+		ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+		struct storage_read_cmd cmd = {.key = (const uint8_t *)"key",
+					       .key_len = 3};
+		struct storage_result *r;
+		ck_assert_int_eq(storage_read(f.db, kv->id, &cmd, &r), 0);
+		const char *got[3] = {NULL, NULL, NULL};
+		for (size_t i = 0; r->row_count && i < r->rows[0].cell_count; i++) {
+			const struct storage_cell_view *c = &r->rows[0].cells[i];
+			static char bufs[3][16];
+			snprintf(bufs[c->column], 16, "%.*s", (int)c->value.len,
+				 (const char *)c->value.ptr);
+			got[c->column] = bufs[c->column];
+		}
+		ck_assert_msg((want_a[st] == NULL) == (got[1] == NULL) &&
+			      (!want_a[st] || strcmp(want_a[st], got[1]) == 0),
+			      "step %zu: a", st);
+		ck_assert_msg((want_b[st] == NULL) == (got[2] == NULL) &&
+			      (!want_b[st] || strcmp(want_b[st], got[2]) == 0),
+			      "step %zu: b", st);
+		storage_result_delete(r);
+	}
+	storage_table_meta_delete(kv);
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("storage_engine");
@@ -617,6 +690,7 @@ int main(void)
 	tcase_add_test(tc, batch_acks_go_through_the_post_hook);
 	tcase_add_test(tc, non_durable_keyspaces_skip_the_commitlog);
 	tcase_add_test(tc, time_window_compaction_merges_old_windows);
+	tcase_add_test(tc, timestamp_ordered_reads_match_a_full_merge);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
