@@ -6,7 +6,7 @@
  *       --num=1000000 --value_size=100 --key_size=16 --sync=false \
  *       --compression_type=lz4 [--db=DIR] [--commitlog_sync=group \
  *       --writers=50 --group_window_ms=2] [--seed=N] [--block_size=4096]
- *       [--cache_size=8388608]
+ *       [--cache_size=8388608] [--write_buffer_size=67108864]
  *
  * Each benchmark prints "name : X micros/op Y ops/sec; Z MB/s" as db_bench
  * does. --sync=true acknowledges every write after fdatasync (batch mode).
@@ -33,7 +33,7 @@
 struct opts {
 	char benchmarks[256];
 	long num, value_size, key_size, writers, window_ms, block_size;
-	long cache_size;
+	long cache_size, write_buffer_size;
 	bool sync;
 	int compression;
 	int sync_mode;
@@ -230,6 +230,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->window_ms = 2;
 	o->block_size = 4096; /* db_bench's default --block_size */
 	o->cache_size = 8 << 20; /* db_bench's default --cache_size */
+	o->write_buffer_size = 64 << 20; /* db_bench's default */
 	o->seed = 301;
 	snprintf(o->db, sizeof(o->db), "/tmp/storage_bench");
 	for (int i = 1; i < argc; i++) {
@@ -247,6 +248,8 @@ static void parse(int argc, char **argv, struct opts *o)
 		else if (flag(argv[i], "--writers", &v) ||
 			 flag(argv[i], "--threads", &v))
 			o->writers = atol(v);
+		else if (flag(argv[i], "--write_buffer_size", &v))
+			o->write_buffer_size = atol(v);
 		else if (flag(argv[i], "--cache_size", &v))
 			o->cache_size = atol(v);
 		else if (flag(argv[i], "--block_size", &v))
@@ -299,6 +302,10 @@ int main(int argc, char **argv)
 	so.commitlog_sync = o.sync_mode;
 	so.commitlog_sync_group_window_ms = (uint64_t)o.window_ms;
 	so.block_cache_size = o.cache_size > 0 ? (size_t)o.cache_size : 0;
+	/* db_bench's write_buffer_size is the memtable size that triggers a
+	 * flush: memtable_heap_space * memtable_cleanup_threshold here */
+	so.memtable_heap_space = (uint64_t)((double)o.write_buffer_size /
+					    so.memtable_cleanup_threshold);
 	uint8_t id[16] = {0xbe, 0x7c};
 	table = storage_table_meta_new("bench", "kv", id);
 	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
