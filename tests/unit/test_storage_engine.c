@@ -674,6 +674,82 @@ START_TEST(timestamp_ordered_reads_match_a_full_merge)
 }
 END_TEST
 
+static void table_dir_of(struct fx *f, char *out, size_t n)
+{
+	int k = snprintf(out, n, "%s/ks/t-", f->data);
+	for (int i = 0; i < 16; i++)
+		k += snprintf(out + k, n - (size_t)k, "%02x", f->t->id[i]);
+}
+
+static void shell(const char *cmd)
+{
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A crash between publishing a compaction's output and deleting its
+ * inputs: at start the log finishes the job (inputs go). A crash before
+ * the output was complete: the partial output goes, the inputs stay. */
+START_TEST(compaction_log_finishes_or_rolls_back_after_a_crash)
+{
+	struct fx f;
+	fx_init(&f, "eng-clog", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	f.t->options.gc_grace_seconds = 0;
+	restart(&f);
+	char dir[700], saved[800];
+	table_dir_of(&f, dir, sizeof(dir));
+	snprintf(saved, sizeof(saved), "%s-saved", f.dir);
+	for (int c = 0; c < 5; c++)
+		put(&f, "p", c, "v", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0); /* gen 1 */
+	del_row(&f, "p", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0); /* gen 2 */
+	fault_env_set_wall_us(f.fe, (1700000000LL + 10) * 1000000);
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s'/ca-* '%s'/", saved,
+		 dir, saved);
+	shell(cmd);
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0); /* gen 3 */
+	storage_delete(f.db);
+	f.db = NULL;
+	/* put the inputs back, as if the crash came before their deletion */
+	snprintf(cmd, sizeof(cmd), "cp '%s'/ca-* '%s'/ && "
+		 "printf '3 1 2' | tr ' ' '\\n' > '%s'/compaction-3.log",
+		 saved, dir, dir);
+	shell(cmd);
+	open_db(&f);
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_eq(st.sstable_count, 1);
+	struct storage_result *r = get(&f, "p", NULL);
+	ck_assert_uint_eq(r->row_count, 4); /* the purged tombstone stays
+					      * effective: no resurrection */
+	storage_result_delete(r);
+	storage_delete(f.db);
+	f.db = NULL;
+	/* now a crash before the output was complete: no TOC for gen 9 */
+	snprintf(cmd, sizeof(cmd), "rm -f '%s'/ca-* && cp '%s'/ca-* '%s'/ && "
+		 "cp '%s'/ca-1-Data.db '%s'/ca-9-Data.db && "
+		 "printf '9 1 2' | tr ' ' '\\n' > '%s'/compaction-9.log",
+		 dir, saved, dir, dir, dir, dir);
+	shell(cmd);
+	open_db(&f);
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_eq(st.sstable_count, 2);
+	r = get(&f, "p", NULL);
+	ck_assert_uint_eq(r->row_count, 4);
+	storage_result_delete(r);
+	char path[800];
+	snprintf(path, sizeof(path), "%s/compaction-9.log", dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/ca-9-Data.db", dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", saved);
+	shell(cmd);
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("storage_engine");
@@ -691,6 +767,7 @@ int main(void)
 	tcase_add_test(tc, non_durable_keyspaces_skip_the_commitlog);
 	tcase_add_test(tc, time_window_compaction_merges_old_windows);
 	tcase_add_test(tc, timestamp_ordered_reads_match_a_full_merge);
+	tcase_add_test(tc, compaction_log_finishes_or_rolls_back_after_a_crash);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
