@@ -59,10 +59,9 @@ int block_encode(struct buf *out, uint8_t compression, const uint8_t *raw,
 	return 0;
 }
 
-int block_decode(const uint8_t *p, size_t len, uint8_t **raw,
-		 size_t *raw_len)
+/* Verifies lengths and the checksum of a block image. */
+static int block_check(const uint8_t *p, size_t len)
 {
-	*raw = NULL;
 	if (len < BLOCK_HEADER + BLOCK_TRAILER)
 		return err_set(ERR_CORRUPT, "short block");
 	uint8_t comp = p[0];
@@ -75,6 +74,17 @@ int block_decode(const uint8_t *p, size_t len, uint8_t **raw,
 	if (rlen > BLOCK_MAX_RAW || comp > STORAGE_COMPRESSION_DEFLATE ||
 	    (comp == STORAGE_COMPRESSION_NONE && rlen != slen))
 		return err_set(ERR_CORRUPT, "bad block header");
+	return 0;
+}
+
+int block_decode(const uint8_t *p, size_t len, uint8_t **raw,
+		 size_t *raw_len)
+{
+	*raw = NULL;
+	if (block_check(p, len))
+		return -1;
+	uint8_t comp = p[0];
+	uint32_t rlen = be32_load(p + 1), slen = be32_load(p + 5);
 	uint8_t *out = malloc(rlen ? rlen : 1);
 	if (!out)
 		return err_set(ERR_NOMEM, "block");
@@ -123,13 +133,26 @@ int block_read(struct env_file *f, const char *path, uint64_t off,
 	if (!img)
 		return err_set(ERR_NOMEM, "block");
 	ssize_t n = env_file_pread(f, img, disk_len, off);
-	int rc;
-	if (n < 0)
+	int rc = 0;
+	if (n < 0) {
 		rc = err_prefix("%s", path);
-	else if ((uint64_t)n != disk_len)
+	} else if ((uint64_t)n != disk_len) {
 		rc = err_set(ERR_CORRUPT, "%s: truncated block at offset "
 			     "%llu", path, (unsigned long long)off);
-	else if ((rc = block_decode(img, disk_len, raw, raw_len)) != 0)
+	} else if (img[0] == STORAGE_COMPRESSION_NONE) {
+		/* stored raw: checked, then decoded in place */
+		rc = block_check(img, disk_len);
+		if (!rc) {
+			size_t len = be32_load(img + 1);
+			memmove(img, img + BLOCK_HEADER, len);
+			*raw = img;
+			*raw_len = len;
+			img = NULL;
+		}
+	} else {
+		rc = block_decode(img, disk_len, raw, raw_len);
+	}
+	if (rc && n >= 0 && (uint64_t)n == disk_len)
 		err_prefix("%s: offset %llu", path, (unsigned long long)off);
 	free(img);
 	if (!rc)

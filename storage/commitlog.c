@@ -39,7 +39,6 @@ struct waiter {
 	struct clpos pos;
 	storage_done_fn fn;
 	void *arg;
-	bool direct; /* bypass the post hook */
 	struct waiter *next;
 };
 
@@ -59,6 +58,9 @@ struct commitlog {
 
 	struct waiter *wait_head, *wait_tail;
 	uint64_t first_pending_us;
+	uint64_t first_unsynced_us; /* oldest write not yet synced (group) */
+	bool syncing;               /* a sync of the active segment runs */
+	struct clpos synced;        /* everything before it is durable */
 	uint64_t sync_requested, sync_done; /* generations for sync_now */
 	uint64_t last_marker;               /* offset the last marker covers */
 
@@ -388,7 +390,7 @@ static void deliver(struct commitlog *cl, struct waiter *w, int status,
 {
 	while (w) {
 		struct waiter *next = w->next;
-		if (cl->o.post && !w->direct)
+		if (cl->o.post)
 			cl->o.post(cl->o.post_arg, w->fn, w->arg, status, code);
 		else
 			w->fn(w->arg, status, code);
@@ -483,10 +485,16 @@ static bool sync_due(struct commitlog *cl, uint64_t now, uint64_t *wait_us)
 	return true;
 }
 
-/* One round: sync sealed segments, then the active one, then prepare a
- * spare. Called with the lock held; drops it around disk work. */
+/* One round: sync sealed segments, then the active one; acknowledge;
+ * then prepare a spare. Called with the lock held; drops it around disk
+ * work. A caller leading its own sync (commitlog_wait_durable) excludes
+ * the round through `syncing`. */
 static void sync_round(struct commitlog *cl)
 {
+	if (cl->syncing) {
+		pthread_cond_wait(&cl->progress, &cl->mu);
+		return;
+	}
 	uint64_t gen = cl->sync_requested;
 	struct segment *a = cl->active;
 	uint64_t upto = a->written;
@@ -495,8 +503,7 @@ static void sync_round(struct commitlog *cl)
 	for (struct segment *s = cl->segs; s && ns < 16; s = s->next)
 		if (s->sealed && s->f)
 			sealed[ns++] = s;
-	bool need_spare = !cl->spare;
-	uint64_t spare_id = need_spare ? cl->next_id++ : 0;
+	cl->syncing = true;
 	pthread_mutex_unlock(&cl->mu);
 
 	int rc = 0;
@@ -507,35 +514,113 @@ static void sync_round(struct commitlog *cl)
 		rc = env_file_sync(a->f);
 	if (rc)
 		code = err_code();
-	struct segment *spare = NULL;
-	if (!rc && need_spare && !(spare = segment_create(cl, spare_id)))
-		LOG_AT(LOG_LEVEL_WARN, "cannot prepare a commitlog segment: "
-		       "%s", err_msg());
 
 	pthread_mutex_lock(&cl->mu);
+	cl->syncing = false;
 	for (size_t i = 0; i < ns && !rc; i++) {
 		env_file_close(sealed[i]->f);
 		sealed[i]->f = NULL;
 	}
-	if (spare)
-		cl->spare = spare;
 	struct waiter *done;
 	if (rc) {
 		fail_log(cl);
 		done = take_waiters(cl, (struct clpos){UINT64_MAX, UINT64_MAX});
 	} else {
+		struct clpos p = {a->id, upto};
+		if (clpos_cmp(p, cl->synced) > 0)
+			cl->synced = p;
 		write_marker(cl, a, upto);
-		done = take_waiters(cl, (struct clpos){a->id, upto});
+		done = take_waiters(cl, p);
 		if (cl->wait_head)
 			cl->first_pending_us = now_us();
 	}
 	cl->sync_done = gen;
 	pthread_cond_broadcast(&cl->progress);
+	bool need_spare = !rc && !cl->spare;
+	uint64_t spare_id = need_spare ? cl->next_id++ : 0;
+	pthread_mutex_unlock(&cl->mu);
+	deliver(cl, done, rc ? -1 : 0, rc ? code : ERR_NONE);
+	/* after the acknowledgements: they must not wait for this */
+	struct segment *spare = need_spare ? segment_create(cl, spare_id) : NULL;
+	if (need_spare && !spare)
+		LOG_AT(LOG_LEVEL_WARN, "cannot prepare a commitlog segment: "
+		       "%s", err_msg());
+	pthread_mutex_lock(&cl->mu);
+	if (spare) {
+		if (cl->spare) { /* rollover made one meanwhile */
+			env_unlink(cl->o.env, spare->path);
+			segment_free(spare);
+		} else {
+			cl->spare = spare;
+		}
+	}
+}
+
+/* Under the lock: the calling thread syncs the active segment itself
+ * (leader of a group commit) and acknowledges every waiter it covers. */
+static void lead_sync(struct commitlog *cl)
+{
+	struct segment *a = cl->active;
+	uint64_t upto = a->written;
+	cl->syncing = true;
+	pthread_mutex_unlock(&cl->mu);
+	int rc = env_file_sync(a->f);
+	enum err_code code = rc ? err_code() : ERR_NONE;
+	pthread_mutex_lock(&cl->mu);
+	cl->syncing = false;
+	struct waiter *done;
+	if (rc) {
+		fail_log(cl);
+		done = take_waiters(cl, (struct clpos){UINT64_MAX, UINT64_MAX});
+	} else {
+		struct clpos p = {a->id, upto};
+		if (clpos_cmp(p, cl->synced) > 0)
+			cl->synced = p;
+		write_marker(cl, a, upto);
+		done = take_waiters(cl, p);
+	}
+	pthread_cond_broadcast(&cl->progress);
 	if (done) {
 		pthread_mutex_unlock(&cl->mu);
-		deliver(cl, done, rc ? -1 : 0, rc ? code : ERR_NONE);
+		deliver(cl, done, rc ? -1 : 0, code);
 		pthread_mutex_lock(&cl->mu);
 	}
+}
+
+int commitlog_wait_durable(struct commitlog *cl, struct clpos pos)
+{
+	pthread_mutex_lock(&cl->mu);
+	while (!cl->failed && clpos_cmp(cl->synced, pos) < 0) {
+		if (cl->syncing || pos.seg != cl->active->id) {
+			/* someone else syncs, or the write is in a sealed
+			 * segment the syncer will seal */
+			pthread_cond_signal(&cl->wake);
+			pthread_cond_wait(&cl->progress, &cl->mu);
+			continue;
+		}
+		if (cl->o.sync_mode == CONF_COMMITLOG_SYNC_GROUP) {
+			uint64_t due = cl->first_unsynced_us + cl->o.window_ms * 1000;
+			uint64_t now = now_us();
+			if (now < due) {
+				struct timespec ts;
+				clock_gettime(CLOCK_MONOTONIC, &ts);
+				uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000;
+				ts.tv_sec += (time_t)(ns / 1000000000u);
+				ts.tv_nsec = (long)(ns % 1000000000u);
+				pthread_cond_timedwait(&cl->progress, &cl->mu, &ts);
+				if (now_us() < due)
+					continue;
+				if (cl->syncing || clpos_cmp(cl->synced, pos) >= 0)
+					continue;
+			}
+		}
+		lead_sync(cl);
+	}
+	int rc = cl->failed ? err_set(cl->fail_code, "commitlog stopped: %s",
+				      cl->fail_msg)
+			    : 0;
+	pthread_mutex_unlock(&cl->mu);
+	return rc;
 }
 
 static void *syncer_main(void *arg)
@@ -544,7 +629,7 @@ static void *syncer_main(void *arg)
 	uint64_t last_sync = now_us();
 	pthread_mutex_lock(&cl->mu);
 	while (!cl->stop) {
-		uint64_t now = now_us(), wait_us;
+		uint64_t now = now_us(), wait_us = UINT64_MAX;
 		bool due = !cl->failed && sync_due(cl, now, &wait_us);
 		if (!cl->failed &&
 		    cl->o.sync_mode == CONF_COMMITLOG_SYNC_PERIODIC) {
@@ -592,6 +677,7 @@ int commitlog_start(struct commitlog *cl, uint64_t min_id)
 	*pp = s;
 	cl->active = s;
 	cl->last_marker = 0;
+	cl->synced = (struct clpos){s->id, s->written};
 	pthread_mutex_unlock(&cl->mu);
 	if (pthread_create(&cl->thread, NULL, syncer_main, cl) != 0)
 		return err_set(ERR_IO, "cannot start the commitlog syncer");
@@ -629,9 +715,8 @@ static int rollover(struct commitlog *cl)
 	return 0;
 }
 
-static int append(struct commitlog *cl, const uint8_t *body, size_t len,
-		  struct clpos *pos, storage_done_fn done, void *arg,
-		  bool direct)
+int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
+		     struct clpos *pos, storage_done_fn done, void *arg)
 {
 	size_t rec = CL_REC_OVERHEAD + 1 + len;
 	if (rec + CL_HEADER + CL_MARKER_LEN > cl->o.segment_size / 2)
@@ -661,10 +746,12 @@ static int append(struct commitlog *cl, const uint8_t *body, size_t len,
 		free(w);
 		return -1;
 	}
+	if (clpos_cmp(cl->synced, (struct clpos){a->id, a->written}) >= 0)
+		cl->first_unsynced_us = now_us();
 	a->written += rec;
 	*pos = (struct clpos){a->id, a->written};
 	if (w) {
-		*w = (struct waiter){*pos, done, arg, direct, NULL};
+		*w = (struct waiter){*pos, done, arg, NULL};
 		if (!cl->wait_head) {
 			cl->wait_head = w;
 			cl->first_pending_us = now_us();
@@ -680,18 +767,6 @@ static int append(struct commitlog *cl, const uint8_t *body, size_t len,
 	return 0;
 }
 
-int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
-		     struct clpos *pos, storage_done_fn done, void *arg)
-{
-	return append(cl, body, len, pos, done, arg, false);
-}
-
-int commitlog_append_direct(struct commitlog *cl, const uint8_t *body,
-			    size_t len, struct clpos *pos,
-			    storage_done_fn done, void *arg)
-{
-	return append(cl, body, len, pos, done, arg, true);
-}
 
 struct clpos commitlog_position(struct commitlog *cl)
 {

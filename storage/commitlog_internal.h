@@ -89,11 +89,12 @@ int commitlog_start(struct commitlog *cl, uint64_t min_id);
  * fdatasync; for periodic it fires before return. Thread-safe. */
 int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 		     struct clpos *pos, storage_done_fn done, void *arg);
-/* Same, but `done` runs on the syncer thread, bypassing the post hook
- * (for callers that block waiting for it). */
-int commitlog_append_direct(struct commitlog *cl, const uint8_t *body,
-			    size_t len, struct clpos *pos,
-			    storage_done_fn done, void *arg);
+
+/* Blocks until every record before `pos` is durable; the calling thread
+ * runs the fdatasync itself when no sync is in progress (group commit:
+ * one sync covers everything appended meanwhile). In group mode it first
+ * waits out the window. Not for event-loop threads. */
+int commitlog_wait_durable(struct commitlog *cl, struct clpos pos);
 /* The position the next record will start at. */
 struct clpos commitlog_position(struct commitlog *cl);
 /* Deletes every segment that ends before `pos` (all of its records were

@@ -6,8 +6,8 @@
  * reconciled, data shadowed by a deletion is dropped, expired TTL cells
  * become tombstones, and a tombstone is purged only when it is older than
  * gc_grace_seconds and nothing outside the compaction (other SSTables whose
- * bloom filter admits the key with older data, or any memtable holding the
- * partition) could hold data it still shadows.
+ * bloom filter admits the key with older data, or memtables whose oldest
+ * write is older than the tombstone) could hold data it still shadows.
  *
  * Atomicity: before the output's TOC is published, a compaction log
  * (compaction-<out>.log: the output generation then the inputs) is written
@@ -140,8 +140,10 @@ struct job {
 	struct table *t;
 	struct sstable **in;
 	size_t n;
-	struct memtable **mts; /* snapshot: what may hold older data */
-	size_t mt_count;
+	/* The oldest timestamp in any memtable when the job started: data
+	 * there may be shadowed by a tombstone the job sees. (No references
+	 * are held: a long compaction must not pin flushed memtables.) */
+	int64_t mt_min_ts;
 	struct version *v;
 	int64_t now, gc_before;
 	struct sst_writer *w;
@@ -160,10 +162,7 @@ static bool is_input(const struct job *j, const struct sstable *s)
 static int64_t purge_limit(const struct job *j, int64_t token,
 			   struct slice key)
 {
-	int64_t lim = INT64_MAX;
-	for (size_t i = 0; i < j->mt_count; i++)
-		if (memtable_find(j->mts[i], token, key))
-			return INT64_MIN;
+	int64_t lim = j->mt_min_ts;
 	for (size_t i = 0; i < j->v->count; i++) {
 		struct sstable *s = j->v->ssts[i];
 		if (is_input(j, s) || token < s->stats.min_token ||
@@ -481,7 +480,8 @@ static int run_job(struct job *j, struct sstable **out)
 	 * presence is what says "the inputs are gone" after a crash. */
 	if (sst_writer_finish(j->w))
 		return -1;
-	*out = sstable_open(j->db->o.env, j->t->dir, gen, j->t->meta);
+	*out = sstable_open(j->db->o.env, j->t->dir, gen, j->t->meta,
+			     j->db->cache);
 	return *out ? 0 : -1;
 }
 
@@ -495,24 +495,20 @@ static int compact_once(struct storage *db, struct table *t, bool major)
 		return 0;
 	}
 	struct sstable **in = calloc(t->version->count + 1, sizeof(*in));
-	j.mts = calloc(t->flushing_count + 1, sizeof(*j.mts));
-	j.n = in && j.mts ? pick_inputs(t, major, in) : 0;
+	j.n = in ? pick_inputs(t, major, in) : 0;
 	if (!j.n) {
 		pthread_mutex_unlock(&db->mu);
 		free(in);
-		free(j.mts);
 		return 0;
 	}
 	j.in = in;
 	t->compacting = true;
 	j.v = t->version;
 	version_ref(j.v);
-	memtable_ref(t->active);
-	j.mts[j.mt_count++] = t->active;
-	for (size_t i = 0; i < t->flushing_count; i++) {
-		memtable_ref(t->flushing[i]);
-		j.mts[j.mt_count++] = t->flushing[i];
-	}
+	j.mt_min_ts = t->active->min_ts;
+	for (size_t i = 0; i < t->flushing_count; i++)
+		if (t->flushing[i]->min_ts < j.mt_min_ts)
+			j.mt_min_ts = t->flushing[i]->min_ts;
 	pthread_mutex_unlock(&db->mu);
 
 	j.now = engine_now_sec(db);
@@ -540,9 +536,6 @@ static int compact_once(struct storage *db, struct table *t, bool major)
 		       t->meta->keyspace, t->meta->name, err_msg());
 	sstable_unref(out);
 	version_unref(j.v);
-	for (size_t i = 0; i < j.mt_count; i++)
-		memtable_unref(j.mts[i]);
-	free(j.mts);
 	free(in);
 	return rc ? -1 : 1;
 }

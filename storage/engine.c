@@ -10,6 +10,9 @@
 #include "conf/conf.h"
 
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,7 @@ void storage_options_default(struct storage_options *o)
 	o->tombstone_warn_threshold = 1000;
 	o->tombstone_failure_threshold = 100000;
 	o->auto_compaction = true;
+	o->block_cache_size = 32u << 20;
 }
 
 void storage_options_from_conf(struct storage_options *o,
@@ -81,6 +85,13 @@ struct storage *storage_new(const struct storage_options *o)
 	}
 	db->o.data_dir = db->data_dir;
 	db->o.commitlog_dir = db->commitlog_dir;
+	db->cache = block_cache_new(o->block_cache_size);
+	if (!db->cache) {
+		free(db->data_dir);
+		free(db->commitlog_dir);
+		free(db);
+		return NULL;
+	}
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->work, NULL);
 	pthread_cond_init(&db->done, NULL);
@@ -199,7 +210,7 @@ static int table_load(struct storage *db, struct table *t)
 	t->next_gen = 1;
 	for (size_t i = 0; i < n; i++) {
 		struct sstable *s = sstable_open(db->o.env, t->dir, gens[i],
-						 t->meta);
+						 t->meta, db->cache);
 		if (!s) {
 			free(gens);
 			return err_prefix("table %s.%s", t->meta->keyspace,
@@ -256,14 +267,13 @@ int storage_table_add(struct storage *db, const struct storage_table_meta *m,
 
 /* ---- flushing ------------------------------------------------------------ */
 
-static size_t memtables_bytes_locked(struct storage *db)
+/* Bytes of memtables not yet being flushed: what the cleanup threshold
+ * is measured against (as Cassandra's memtable_cleanup_threshold). */
+static size_t active_bytes_locked(struct storage *db)
 {
 	size_t n = 0;
-	for (struct table *t = db->tables; t; t = t->next) {
+	for (struct table *t = db->tables; t; t = t->next)
 		n += memtable_bytes(t->active);
-		for (size_t i = 0; i < t->flushing_count; i++)
-			n += memtable_bytes(t->flushing[i]);
-	}
 	return n;
 }
 
@@ -320,7 +330,7 @@ static int write_memtable(struct storage *db, struct table *t,
 	}
 	if (sst_writer_finish(w))
 		return -1;
-	*out = sstable_open(db->o.env, t->dir, gen, t->meta);
+	*out = sstable_open(db->o.env, t->dir, gen, t->meta, db->cache);
 	return *out ? 0 : -1;
 fail:
 	sst_writer_abort(w);
@@ -405,6 +415,11 @@ static int flush_one(struct storage *db, struct table *t)
 	if (!rc) {
 		memtable_unref(mt);
 		discard_log(db);
+#ifdef __GLIBC__
+		/* A flushed memtable frees hundreds of arena blocks; glibc
+		 * keeps them in the heap unless asked to give them back. */
+		malloc_trim(0);
+#endif
 	}
 	return rc;
 }
@@ -497,7 +512,7 @@ static void maybe_flush(struct storage *db)
 {
 	double limit = (double)db->o.memtable_heap_space *
 		       db->o.memtable_cleanup_threshold;
-	if ((double)memtables_bytes_locked(db) < limit)
+	if ((double)active_bytes_locked(db) < limit)
 		return;
 	struct table *big = NULL;
 	for (struct table *t = db->tables; t; t = t->next)
@@ -507,8 +522,11 @@ static void maybe_flush(struct storage *db)
 		switch_memtable(db, big);
 }
 
+/* Logs and applies. With `wait_pos` (synchronous callers) no completion
+ * is registered: *wait_pos gets the position to wait for instead. */
 static int apply(struct storage *db, const struct storage_mutation *m,
-		 storage_done_fn done, void *arg, bool direct, bool *ack_now)
+		 storage_done_fn done, void *arg, struct clpos *wait_pos,
+		 bool *ack_now)
 {
 	*ack_now = false;
 	pthread_mutex_lock(&db->mu);
@@ -530,9 +548,12 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 				CONF_COMMITLOG_SYNC_PERIODIC;
 		rc = storage_mutation_encode(m, &db->scratch);
 		if (!rc)
-			rc = (direct ? commitlog_append_direct : commitlog_append)(
-				db->cl, db->scratch.data, db->scratch.len, &pos,
-				periodic ? NULL : done, arg);
+			rc = commitlog_append(db->cl, db->scratch.data,
+					      db->scratch.len, &pos,
+					      periodic || wait_pos ? NULL : done,
+					      arg);
+		if (!rc && wait_pos && !periodic)
+			*wait_pos = pos;
 		if (rc && commitlog_failed(db->cl))
 			stop_writes(db, "commitlog failed");
 		logged = !rc && !periodic;
@@ -565,51 +586,27 @@ int storage_apply(struct storage *db, const struct storage_mutation *m,
 		  storage_done_fn done, void *arg)
 {
 	bool ack_now;
-	if (apply(db, m, done, arg, false, &ack_now))
+	if (apply(db, m, done, arg, NULL, &ack_now))
 		return -1;
 	if (ack_now && done)
 		done(arg, 0, ERR_NONE);
 	return 0;
 }
 
-struct sync_wait {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool done;
-	int status;
-	enum err_code code;
-};
-
-static void sync_done(void *arg, int status, enum err_code code)
-{
-	struct sync_wait *w = arg;
-	pthread_mutex_lock(&w->mu);
-	w->done = true;
-	w->status = status;
-	w->code = code;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-}
-
 int storage_apply_sync(struct storage *db, const struct storage_mutation *m)
 {
-	struct sync_wait w = {.done = false};
-	pthread_mutex_init(&w.mu, NULL);
-	pthread_cond_init(&w.cv, NULL);
+	struct clpos pos = {0, 0};
 	bool ack_now;
-	int rc = apply(db, m, sync_done, &w, true, &ack_now);
-	if (!rc && !ack_now) {
-		pthread_mutex_lock(&w.mu);
-		while (!w.done)
-			pthread_cond_wait(&w.cv, &w.mu);
-		pthread_mutex_unlock(&w.mu);
-		if (w.status)
-			rc = err_set(w.code, "write not acknowledged: %s",
-				     err_code_name(w.code));
+	if (apply(db, m, NULL, NULL, &pos, &ack_now))
+		return -1;
+	/* batch/group: this thread leads or joins the covering fdatasync */
+	if (pos.seg && commitlog_wait_durable(db->cl, pos)) {
+		pthread_mutex_lock(&db->mu);
+		stop_writes(db, "commitlog failed");
+		pthread_mutex_unlock(&db->mu);
+		return err_prefix("write not acknowledged");
 	}
-	pthread_mutex_destroy(&w.mu);
-	pthread_cond_destroy(&w.cv);
-	return rc;
+	return 0;
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -716,6 +713,7 @@ void storage_delete(struct storage *db)
 		table_free(t);
 	}
 	buf_free(&db->scratch);
+	block_cache_delete(db->cache);
 	pthread_mutex_destroy(&db->mu);
 	pthread_cond_destroy(&db->work);
 	pthread_cond_destroy(&db->done);

@@ -47,6 +47,7 @@ struct storage {
 	pthread_cond_t done;  /* a flush or compaction finished */
 	struct table *tables;
 	struct commitlog *cl;
+	struct block_cache *cache;
 	bool started, stopping;
 	pthread_t flusher, compactor;
 	bool compaction_wanted;

@@ -70,6 +70,47 @@ static bool sstable_shadowed(const struct read_ctx *c, const struct sstable *s)
 	return c->pdel.ts != DELETION_NONE && s->stats.max_ts <= c->pdel.ts;
 }
 
+/* For tables with one row per partition and only simple regular columns
+ * (a common shape, and db_bench's): once every regular column has a live
+ * winner newer than anything an older SSTable holds, the older SSTables
+ * cannot change the result (Cassandra's timestamp-ordered read): their
+ * cells lose the reconcile and their deletions are too old to shadow. */
+static bool older_cannot_matter(const struct read_ctx *c, int64_t older_max)
+{
+	const struct storage_table_meta *t = c->t;
+	if (t->ck_count || c->cmd->with_static || c->rt_count ||
+	    c->atom_count == 0)
+		return false;
+	for (size_t col = 0; col < t->column_count; col++) {
+		const struct storage_column *cd = &t->columns[col];
+		if (cd->kind == STORAGE_COLUMN_PARTITION_KEY)
+			continue;
+		if (cd->kind != STORAGE_COLUMN_REGULAR ||
+		    (storage_type_is_collection(cd->type.kind) &&
+		     !cd->type.frozen))
+			return false;
+		const struct atom *win = NULL;
+		for (size_t i = 0; i < c->atom_count; i++) {
+			const struct atom *a = &c->atoms[i];
+			if (a->slot != col + 1)
+				continue;
+			win = win ? atom_reconcile(win, a) : a;
+		}
+		if (!win || !atom_is_live(win, c->now_sec) || win->ts <= older_max ||
+		    deletion_covers(c->pdel, win->ts))
+			return false;
+	}
+	return true;
+}
+
+static int cmp_max_ts_desc(const void *a, const void *b)
+{
+	const struct sstable *x = *(struct sstable *const *)a;
+	const struct sstable *y = *(struct sstable *const *)b;
+	return (x->stats.max_ts < y->stats.max_ts) -
+	       (x->stats.max_ts > y->stats.max_ts);
+}
+
 int storage_read(struct storage *db, const uint8_t table_id[16],
 		 const struct storage_read_cmd *cmd,
 		 struct storage_result **out)
@@ -87,10 +128,18 @@ int storage_read(struct storage *db, const uint8_t table_id[16],
 	int64_t token = storage_token(cmd->key, cmd->key_len);
 	for (size_t i = 0; !rc && i < s.mt_count; i++)
 		rc = read_ctx_add_memtable(&c, s.mts[i], token, key);
+	/* newest data first, so the reads above can stop early */
+	struct sstable *order[64];
+	size_t n = s.v->count < 64 ? s.v->count : 0;
+	memcpy(order, s.v->ssts, n * sizeof(*order));
+	if (n > 1)
+		qsort(order, n, sizeof(*order), cmp_max_ts_desc);
 	for (size_t i = 0; !rc && i < s.v->count; i++) {
-		struct sstable *sst = s.v->ssts[i];
+		struct sstable *sst = n ? order[i] : s.v->ssts[i];
 		if (sstable_shadowed(&c, sst))
 			continue;
+		if (n && older_cannot_matter(&c, sst->stats.max_ts))
+			break;
 		rc = sstable_read(sst, &c, token, key);
 		if (rc && err_code() == ERR_CORRUPT)
 			engine_note_corruption(db, sst);
@@ -153,6 +202,8 @@ struct storage_scan *storage_scan_open(struct storage *db,
 					 engine_now_sec(db));
 	ctx_limits(db, &s->ctx);
 	bool incl = s->full_ring;
+	if (s->full_ring)
+		start_token = INT64_MIN;
 	for (size_t i = 0; !rc && i < nm; i++)
 		s->mt_pos[i] = memtable_seek_token(s->snap.mts[i], start_token,
 						   incl);
@@ -208,8 +259,8 @@ int storage_scan_next(struct storage_scan *s, struct storage_result **out)
 {
 	*out = NULL;
 	while (!s->done) {
-		int64_t token;
-		struct slice key;
+		int64_t token = 0;
+		struct slice key = {NULL, 0};
 		if (!scan_min(s, &token, &key) || !in_range(s, token)) {
 			s->done = true;
 			return 0;

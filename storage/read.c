@@ -77,11 +77,12 @@ int read_ctx_init(struct read_ctx *c, const struct storage_table_meta *t,
 void read_ctx_reset(struct read_ctx *c)
 {
 	c->found = false;
+	c->have_hash = false;
 	c->pdel.ts = DELETION_NONE;
 	c->rt_count = 0;
 	c->atom_count = 0;
 	for (size_t i = 0; i < c->keep_count; i++)
-		free(c->keep[i]);
+		c->keep[i].release(c->keep[i].p);
 	c->keep_count = 0;
 }
 
@@ -145,15 +146,20 @@ void read_ctx_add_pdel(struct read_ctx *c, struct deletion d)
 	c->found = true;
 }
 
-int read_ctx_keep(struct read_ctx *c, void *p)
+int read_ctx_keep_ref(struct read_ctx *c, void *p, void (*release)(void *))
 {
 	if (grow((void **)&c->keep, &c->keep_cap, c->keep_count + 1,
 		 sizeof(*c->keep))) {
-		free(p);
+		release(p);
 		return -1;
 	}
-	c->keep[c->keep_count++] = p;
+	c->keep[c->keep_count++] = (struct read_keep){p, release};
 	return 0;
+}
+
+int read_ctx_keep(struct read_ctx *c, void *p)
+{
+	return read_ctx_keep_ref(c, p, free);
 }
 
 int read_ctx_add_mt_partition(struct read_ctx *c, struct mt_partition *p)

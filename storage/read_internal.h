@@ -19,6 +19,11 @@ struct read_bound {
 	bool start_incl, end_incl;
 };
 
+struct read_keep {
+	void *p;
+	void (*release)(void *p);
+};
+
 struct read_ctx {
 	const struct storage_table_meta *t;
 	const struct storage_read_cmd *cmd;
@@ -29,12 +34,14 @@ struct read_ctx {
 	int64_t warn_threshold, fail_threshold;
 
 	bool found;
+	bool have_hash;       /* key_hash holds the bloom hash of the key */
+	uint64_t key_hash[2];
 	struct deletion pdel;
 	struct rtomb *rts;
 	size_t rt_count, rt_cap;
 	struct atom *atoms;
 	size_t atom_count, atom_cap;
-	void **keep;
+	struct read_keep *keep;
 	size_t keep_count, keep_cap;
 };
 
@@ -53,6 +60,8 @@ int read_ctx_add_rtomb(struct read_ctx *c, const struct rtomb *r);
 void read_ctx_add_pdel(struct read_ctx *c, struct deletion d);
 /* Takes ownership of a malloc'ed buffer the added atoms point into. */
 int read_ctx_keep(struct read_ctx *c, void *p);
+/* Holds `p` (released with `release`) until the context is reset. */
+int read_ctx_keep_ref(struct read_ctx *c, void *p, void (*release)(void *));
 
 /* Adds a memtable's part of the partition (the memtable must stay
  * referenced until the context is destroyed). */

@@ -13,6 +13,7 @@
 #ifndef CASSINI_STORAGE_SSTABLE_INTERNAL_H
 #define CASSINI_STORAGE_SSTABLE_INTERNAL_H
 
+#include "storage/cache_internal.h"
 #include "storage/commitlog_internal.h"
 #include "storage/read_internal.h"
 
@@ -85,6 +86,8 @@ struct sstable {
 	const struct storage_table_meta *t; /* borrowed; outlives readers */
 	char *data_path, *index_path;
 	struct env_file *data, *index;
+	struct block_cache *cache; /* borrowed; may be NULL */
+	uint64_t data_id, index_id; /* block cache file ids */
 	struct sst_stats stats;
 	uint64_t disk_bytes;
 	/* summary: first key of each index block */
@@ -101,13 +104,16 @@ struct sstable {
 
 /* Opens generation `gen` in `dir`; verifies Statistics, Summary, Filter. */
 struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
-			     const struct storage_table_meta *t);
+			     const struct storage_table_meta *t,
+			     struct block_cache *cache);
 void sstable_ref(struct sstable *s);
 void sstable_unref(struct sstable *s);
 /* Marks the files for deletion once the last reader lets go. */
 void sstable_mark_obsolete(struct sstable *s);
 
 bool sstable_may_contain(const struct sstable *s, struct slice key);
+/* With the key's MurmurHash3_x64_128 (seed 0) already computed. */
+bool sstable_may_contain_hash(const struct sstable *s, const uint64_t h[2]);
 /* Adds the partition's part within the context's slices. Returns 0 (also
  * when absent) or -1 (ERR_CORRUPT on a damaged block). */
 int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,

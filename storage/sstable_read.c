@@ -29,9 +29,13 @@ static int read_component(struct sstable *s, const char *comp,
 	size_t n;
 	if (!p)
 		return -1;
+	*img = NULL;
 	int rc = env_read_file(s->env, p, 1u << 30, img, &n);
-	if (!rc && component_open(*img, n, magic, body, len))
+	if (!rc && component_open(*img, n, magic, body, len)) {
+		free(*img);
+		*img = NULL;
 		rc = -1;
+	}
 	if (rc)
 		err_prefix("%s", p);
 	else
@@ -150,7 +154,8 @@ static void sstable_free(struct sstable *s)
 }
 
 struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
-			     const struct storage_table_meta *t)
+			     const struct storage_table_meta *t,
+			     struct block_cache *cache)
 {
 	struct sstable *s = calloc(1, sizeof(*s));
 	if (!s || !(s->dir = strdup(dir))) {
@@ -163,6 +168,9 @@ struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
 	s->env = env;
 	s->gen = gen;
 	s->t = t;
+	s->cache = cache;
+	s->data_id = block_cache_file_id();
+	s->index_id = block_cache_file_id();
 	s->data_path = sst_path(dir, gen, "Data.db", false);
 	s->index_path = sst_path(dir, gen, "Index.db", false);
 	if (!s->data_path || !s->index_path || load_stats(s) ||
@@ -221,6 +229,11 @@ bool sstable_may_contain(const struct sstable *s, struct slice key)
 {
 	uint64_t h[2];
 	storage_murmur3_128(key.ptr, key.len, 0, h);
+	return sstable_may_contain_hash(s, h);
+}
+
+bool sstable_may_contain_hash(const struct sstable *s, const uint64_t h[2])
+{
 	for (uint32_t i = 0; i < s->bloom_k; i++) {
 		uint64_t bit = (h[0] + i * h[1]) % s->bloom_bits;
 		if (!(s->bloom[bit / 8] & (1u << (bit % 8))))
@@ -229,7 +242,34 @@ bool sstable_may_contain(const struct sstable *s, struct slice key)
 	return true;
 }
 
+/* ---- cached block reads ----------------------------------------------- */
+
+/* The decoded block at `off` of the data (or index) file, from the cache
+ * or read and verified (and cached when `fill`). A referenced handle, or
+ * NULL. */
+static struct cached_block *block_get(struct sstable *s, bool index,
+				      uint64_t off, uint64_t disk_len,
+				      bool fill)
+{
+	uint64_t id = index ? s->index_id : s->data_id;
+	struct cached_block *b = block_cache_get(s->cache, id, off);
+	if (b)
+		return b;
+	uint8_t *raw;
+	size_t len;
+	uint64_t next;
+	if (block_read(index ? s->index : s->data,
+		       index ? s->index_path : s->data_path, off, disk_len, &raw,
+		       &len, &next))
+		return NULL;
+	/* compaction streams do not evict what reads need */
+	return block_cache_put(fill ? s->cache : NULL, id, off, raw, len, next);
+}
+
 /* ---- index entries ---------------------------------------------------- */
+
+static int take(struct cursor *c, struct slice *s);
+static int entry_body_decode(struct cursor *c, struct sst_entry *e);
 
 void sst_entry_free(struct sst_entry *e)
 {
@@ -247,7 +287,40 @@ static int take(struct cursor *c, struct slice *s)
 	return cursor_take(c, n, s);
 }
 
+/* Reads one length-prefixed index entry's frame and peeks at its key. */
+static int entry_frame(struct cursor *c, struct cursor *body, int64_t *token,
+		       struct slice *key)
+{
+	uint64_t n, tok;
+	struct slice s;
+	if (cursor_uvarint(c, &n) || n > cursor_left(c) ||
+	    cursor_take(c, n, &s))
+		return err_set(ERR_CORRUPT, "bad index entry frame");
+	*body = cursor_make(s.ptr, s.len);
+	struct cursor peek = *body;
+	if (take(&peek, key) || cursor_be64(&peek, &tok))
+		return err_set(ERR_CORRUPT, "bad index entry");
+	*token = (int64_t)tok;
+	return 0;
+}
+
 int sst_entry_decode(struct cursor *c, struct sst_entry *e)
+{
+	struct cursor body;
+	int64_t tok;
+	struct slice key;
+	if (entry_frame(c, &body, &tok, &key))
+		return -1;
+	if (entry_body_decode(&body, e))
+		return -1;
+	if (cursor_left(&body)) {
+		sst_entry_free(e);
+		return err_set(ERR_CORRUPT, "trailing bytes in index entry");
+	}
+	return 0;
+}
+
+static int entry_body_decode(struct cursor *c, struct sst_entry *e)
 {
 	uint64_t tok, n;
 	uint32_t blen;
@@ -342,17 +415,16 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 			  uint32_t in_block, bool at_start)
 {
 	for (;;) {
-		uint8_t *raw;
-		size_t len;
-		uint64_t next;
 		if (off >= w->s->stats.data_size)
 			return err_set(ERR_CORRUPT, "%s: partition runs past "
 				       "the end", w->s->data_path);
-		if (block_read(w->s->data, w->s->data_path, off, disk_len, &raw,
-			       &len, &next))
+		struct cached_block *blk = block_get(w->s, false, off, disk_len,
+						     !w->all);
+		if (!blk || read_ctx_keep_ref(w->c, blk, block_cache_release))
 			return -1;
-		if (read_ctx_keep(w->c, raw))
-			return -1;
+		const uint8_t *raw = blk->data;
+		size_t len = blk->len;
+		uint64_t next = blk->next_off;
 		if (in_block > len)
 			return err_set(ERR_CORRUPT, "%s: bad offset in block",
 				       w->s->data_path);
@@ -469,33 +541,47 @@ static int read_index_block(struct sstable *s, size_t i, uint8_t **raw,
 int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 		 struct slice key)
 {
-	if (token < s->stats.min_token || token > s->stats.max_token ||
-	    !sstable_may_contain(s, key))
+	if (token < s->stats.min_token || token > s->stats.max_token)
+		return 0;
+	if (!c->have_hash) { /* once per read, not once per SSTable */
+		storage_murmur3_128(key.ptr, key.len, 0, c->key_hash);
+		c->have_hash = true;
+	}
+	if (!sstable_may_contain_hash(s, c->key_hash))
 		return 0;
 	long b = summary_find(s, token, key);
 	if (b < 0)
 		return 0;
-	uint8_t *raw;
-	size_t len;
-	if (read_index_block(s, (size_t)b, &raw, &len))
+	struct cached_block *blk = block_get(s, true, s->sum_off[b],
+					     s->sum_len[b], true);
+	if (!blk)
 		return -1;
-	struct cursor cur = cursor_make(raw, len);
+	struct cursor cur = cursor_make(blk->data, blk->len);
 	int rc = 0;
 	while (cursor_left(&cur)) {
-		struct sst_entry e;
-		if (sst_entry_decode(&cur, &e)) {
+		struct cursor body;
+		int64_t etok;
+		struct slice ekey;
+		if (entry_frame(&cur, &body, &etok, &ekey)) {
 			rc = err_prefix("%s: block at %llu", s->index_path,
 					(unsigned long long)s->sum_off[b]);
 			break;
 		}
-		int cmp = partition_cmp(e.token, e.key, token, key);
-		if (cmp == 0)
-			rc = sstable_read_entry(s, c, &e, false);
-		sst_entry_free(&e);
+		int cmp = partition_cmp(etok, ekey, token, key);
+		if (cmp == 0) {
+			struct sst_entry e;
+			rc = entry_body_decode(&body, &e);
+			if (rc)
+				err_prefix("%s: block at %llu", s->index_path,
+					   (unsigned long long)s->sum_off[b]);
+			else
+				rc = sstable_read_entry(s, c, &e, false);
+			sst_entry_free(&e);
+		}
 		if (cmp >= 0)
 			break;
 	}
-	free(raw);
+	block_cache_release(blk);
 	return rc;
 }
 

@@ -18,6 +18,7 @@
 #define TAG_PSTART 1
 #define TAG_ATOM 2
 #define TAG_PEND 3
+#define INDEX_BLOCK 1024
 
 static const char *const components[] = {"Data.db", "Index.db",
 					  "Filter.db", "Statistics.db",
@@ -182,7 +183,7 @@ static int flush_data_block(struct sst_writer *w)
 	buf_clear(&w->raw);
 	if (w->in_part)
 		w->need_ri = true;
-	if (w->iraw.len >= w->o.block_size)
+	if (w->iraw.len >= INDEX_BLOCK)
 		return flush_index_block(w);
 	return 0;
 }
@@ -290,9 +291,39 @@ int sst_writer_atom(struct sst_writer *w, const struct atom *a)
 	return 0;
 }
 
+/* Index entries are length-prefixed so a lookup skips non-matching ones
+ * without decoding them; index blocks stay small (INDEX_BLOCK) so a
+ * lookup scans few. */
+static int index_entry_body(struct sst_writer *w, struct buf *b,
+			    size_t *patch_at);
+
 static int index_entry(struct sst_writer *w)
 {
-	struct buf *b = &w->iraw;
+	size_t patch_at = SIZE_MAX;
+	buf_clear(&w->scratch);
+	if (index_entry_body(w, &w->scratch, &patch_at) ||
+	    buf_put_uvarint(&w->iraw, w->scratch.len))
+		return -1;
+	size_t base = w->iraw.len;
+	if (buf_append(&w->iraw, w->scratch.data, w->scratch.len))
+		return -1;
+	if (patch_at != SIZE_MAX) {
+		if (w->patch_count == w->patch_cap) {
+			size_t cap = w->patch_cap ? w->patch_cap * 2 : 64;
+			size_t *p = realloc(w->patch, cap * sizeof(*p));
+			if (!p)
+				return -1;
+			w->patch = p;
+			w->patch_cap = cap;
+		}
+		w->patch[w->patch_count++] = base + patch_at;
+	}
+	return 0;
+}
+
+static int index_entry_body(struct sst_writer *w, struct buf *b,
+			    size_t *patch_at)
+{
 	if (w->index_first_pending) {
 		/* the summary records each index block's first key */
 		if (buf_put_uvarint(&w->summary, w->key.len) ||
@@ -307,17 +338,8 @@ static int index_entry(struct sst_writer *w)
 	    buf_put_be64(b, (uint64_t)w->token) ||
 	    buf_put_uvarint(b, w->start_off))
 		return -1;
-	if (w->start_in_current) {
-		if (w->patch_count == w->patch_cap) {
-			size_t cap = w->patch_cap ? w->patch_cap * 2 : 64;
-			size_t *p = realloc(w->patch, cap * sizeof(*p));
-			if (!p)
-				return -1;
-			w->patch = p;
-			w->patch_cap = cap;
-		}
-		w->patch[w->patch_count++] = b->len;
-	}
+	if (w->start_in_current)
+		*patch_at = b->len;
 	if (buf_put_be32(b, (uint32_t)w->start_len) ||
 	    buf_put_uvarint(b, w->start_in_block) ||
 	    buf_append(b, w->part_del.data, w->part_del.len) ||
@@ -348,7 +370,7 @@ int sst_writer_end(struct sst_writer *w)
 	w->need_ri = false;
 	if (w->raw.len >= w->o.block_size)
 		return flush_data_block(w);
-	if (w->patch_count == 0 && w->iraw.len >= w->o.block_size)
+	if (w->patch_count == 0 && w->iraw.len >= INDEX_BLOCK)
 		return flush_index_block(w);
 	return 0;
 }
@@ -489,6 +511,10 @@ void sst_writer_abort(struct sst_writer *w)
 {
 	if (!w)
 		return;
+	/* keep the caller's error: a missing temp file is not news */
+	enum err_code code = err_code();
+	char msg[ERR_MSG_MAX];
+	snprintf(msg, sizeof(msg), "%s", err_msg());
 	for (size_t i = 0; i < N_COMPONENTS; i++) {
 		char *p = sst_path(w->dir, w->gen, components[i], true);
 		if (p)
@@ -496,4 +522,6 @@ void sst_writer_abort(struct sst_writer *w)
 		free(p);
 	}
 	writer_free(w);
+	if (code != ERR_NONE)
+		err_set(code, "%s", msg);
 }

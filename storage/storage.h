@@ -112,6 +112,7 @@ struct storage_options {
 	int64_t tombstone_warn_threshold;
 	int64_t tombstone_failure_threshold;
 	bool auto_compaction;      /* default true */
+	size_t block_cache_size;   /* decoded SSTable blocks; 32 MiB, 0 = off */
 	storage_post_fn post;      /* may be NULL */
 	void *post_arg;
 };
@@ -147,7 +148,8 @@ void storage_delete(struct storage *db);
  * fires. */
 int storage_apply(struct storage *db, const struct storage_mutation *m,
 		  storage_done_fn done, void *arg);
-/* storage_apply and wait for the acknowledgement. Blocks. */
+/* storage_apply and wait for the acknowledgement. Blocks: under batch and
+ * group the calling thread runs (or joins) the covering fdatasync. */
 int storage_apply_sync(struct storage *db, const struct storage_mutation *m);
 
 /* ---- reads ----------------------------------------------------------------- */
@@ -204,9 +206,11 @@ struct storage_result {
 };
 void storage_result_delete(struct storage_result *r);
 
-/* Reads one partition; *out is NULL-free: an absent partition gives a
- * result with no rows. Blocks (SSTable reads). Fails with ERR_CORRUPT when
- * a block's checksum fails, ERR_OVERLOADED past tombstone_failure_threshold. */
+/* Reads one partition into *out (the caller frees it with
+ * storage_result_delete); an absent partition gives a result with no rows.
+ * Blocks (SSTable reads). Fails with ERR_CORRUPT when a block's checksum
+ * fails, ERR_OVERLOADED past tombstone_failure_threshold, ERR_NOT_FOUND for
+ * an unknown table. */
 int storage_read(struct storage *db, const uint8_t table_id[16],
 		 const struct storage_read_cmd *cmd,
 		 struct storage_result **out);

@@ -1,11 +1,12 @@
 # Storage decoders under libFuzzer: mutations (commitlog bodies, hints,
 # internode), commitlog segments, SSTable blocks and index entries.
-cassini_fuzz_target(fuzz_storage_mutation
-  SOURCES fuzz_storage_mutation.c LIBS cassini_storage
-  CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/fuzz_storage_mutation)
-cassini_fuzz_target(fuzz_storage_commitlog
-  SOURCES fuzz_storage_commitlog.c LIBS cassini_storage
-  CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/fuzz_storage_commitlog)
-cassini_fuzz_target(fuzz_storage_sstable
-  SOURCES fuzz_storage_sstable.c LIBS cassini_storage
-  CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/fuzz_storage_sstable)
+# libFuzzer adds the inputs it finds to its corpus directory, so each
+# target runs over a copy of its checked-in seeds in the build tree.
+foreach(_target fuzz_storage_mutation fuzz_storage_commitlog
+                fuzz_storage_sstable)
+  file(COPY ${CMAKE_CURRENT_SOURCE_DIR}/corpus/${_target}
+       DESTINATION ${CMAKE_CURRENT_BINARY_DIR}/corpus)
+  cassini_fuzz_target(${_target}
+    SOURCES ${_target}.c LIBS cassini_storage
+    CORPUS ${CMAKE_CURRENT_BINARY_DIR}/corpus/${_target})
+endforeach()

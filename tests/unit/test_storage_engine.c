@@ -4,11 +4,15 @@
 #include "common/env_real.h"
 #include "common/err.h"
 #include "conf/conf.h"
+#include "storage/cache_internal.h"
 #include "storage/storage.h"
 #include "storage/token.h"
 #include "tests/lib/testutil.h"
 #include "tests/unit/storage_fault_env.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,6 +384,372 @@ START_TEST(tombstone_failure_threshold_fails_the_read)
 }
 END_TEST
 
+START_TEST(enospc_stops_writes_keeps_reads_and_loses_nothing)
+{
+	struct fx f;
+	fx_init(&f, "eng-enospc", CONF_COMMITLOG_SYNC_BATCH,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	char key[32];
+	for (int i = 0; i < 50; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(&f, key, i, "acked", 0);
+	}
+	fault_env_fail_writes(f.fe, "Data.db", ENOSPC);
+	ck_assert_int_eq(storage_flush(f.db, NULL), -1);
+	ck_assert_int_eq(err_code(), ERR_NOSPACE);
+	/* new writes fail with a clear error */
+	struct storage_mutation *m =
+		storage_mutation_new(f.t, (const uint8_t *)"late", 4);
+	storage_mutation_put(m, COL_V, NULL, 0, (const uint8_t *)"x", 1,
+			     f.ts, 0, now_sec(&f));
+	ck_assert_int_eq(storage_apply_sync(f.db, m), -1);
+	ck_assert_ptr_nonnull(strstr(err_msg(), "writes stopped"));
+	ck_assert_ptr_nonnull(strstr(err_msg(), "No space left"));
+	storage_mutation_delete(m);
+	/* reads keep working */
+	struct storage_result *r = get(&f, "k7", NULL);
+	ck_assert_uint_eq(r->row_count, 1);
+	storage_result_delete(r);
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	ck_assert(st.writes_stopped);
+	/* space comes back; after a restart nothing acknowledged is lost */
+	fault_env_fail_writes(f.fe, NULL, 0);
+	restart(&f);
+	for (int i = 0; i < 50; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		r = get(&f, key, NULL);
+		ck_assert_uint_eq(r->row_count, 1);
+		check_value(&r->rows[0], "acked");
+		storage_result_delete(r);
+	}
+	put(&f, "after", 1, "ok", 0);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(block_cache_evicts_lru_and_keeps_held_blocks)
+{
+	struct block_cache *c = block_cache_new(400);
+	uint64_t f = block_cache_file_id();
+	struct cached_block *held = NULL;
+	for (uint64_t i = 0; i < 10; i++) {
+		uint8_t *d = malloc(100);
+		memset(d, (int)i, 100);
+		struct cached_block *b = block_cache_put(c, f, i * 100, d, 100,
+							 i * 100 + 100);
+		ck_assert_ptr_nonnull(b);
+		if (i == 0)
+			held = b; /* evicted later but still readable */
+		else
+			block_cache_release(b);
+		ck_assert_uint_le(block_cache_bytes(c), 400);
+	}
+	ck_assert_ptr_null(block_cache_get(c, f, 0));
+	ck_assert_uint_eq(held->data[99], 0);
+	block_cache_release(held);
+	struct cached_block *b = block_cache_get(c, f, 900);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(b->data[0], 9);
+	ck_assert_uint_eq(b->next_off, 1000);
+	block_cache_release(b);
+	/* a used block survives newer insertions */
+	b = block_cache_get(c, f, 600);
+	ck_assert_ptr_nonnull(b);
+	block_cache_release(b);
+	uint8_t *d = malloc(100);
+	block_cache_release(block_cache_put(c, f, 5000, d, 100, 0));
+	ck_assert_ptr_nonnull(b = block_cache_get(c, f, 600));
+	block_cache_release(b);
+	ck_assert_ptr_null(block_cache_get(c, f, 700));
+	block_cache_delete(c);
+}
+END_TEST
+
+struct posted {
+	pthread_mutex_t mu;
+	int posts, acks, errors;
+};
+
+static void on_ack(void *arg, int status, enum err_code code)
+{
+	struct posted *p = arg;
+	(void)code;
+	pthread_mutex_lock(&p->mu);
+	if (status == 0)
+		p->acks++;
+	else
+		p->errors++;
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* The caller's "loop": here it just runs the completion at once, counting
+ * that it went through the hook. */
+static void post_hook(void *post_arg, storage_done_fn fn, void *arg,
+		      int status, enum err_code code)
+{
+	struct posted *p = post_arg;
+	pthread_mutex_lock(&p->mu);
+	p->posts++;
+	pthread_mutex_unlock(&p->mu);
+	fn(arg, status, code);
+}
+
+START_TEST(batch_acks_go_through_the_post_hook)
+{
+	struct fx f;
+	struct posted p = {.posts = 0};
+	pthread_mutex_init(&p.mu, NULL);
+	fx_init(&f, "eng-post", CONF_COMMITLOG_SYNC_BATCH,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	f.o.post = post_hook;
+	f.o.post_arg = &p;
+	restart(&f);
+	for (int i = 0; i < 20; i++) {
+		struct storage_mutation *m =
+			storage_mutation_new(f.t, (const uint8_t *)"k", 1);
+		uint8_t cb[4];
+		be32_store(cb, (uint32_t)i);
+		struct slice ck = slice_make(cb, 4);
+		storage_mutation_set_row(m, &ck, 1);
+		storage_mutation_put(m, COL_V, NULL, 0, (const uint8_t *)"v", 1,
+				     f.ts++, 0, now_sec(&f));
+		ck_assert_int_eq(storage_apply(f.db, m, on_ack, &p), 0);
+		storage_mutation_delete(m);
+	}
+	ck_assert_int_eq(storage_drain(f.db), 0);
+	for (int spin = 0; spin < 5000; spin++) {
+		pthread_mutex_lock(&p.mu);
+		int acks = p.acks;
+		pthread_mutex_unlock(&p.mu);
+		if (acks == 20)
+			break;
+		usleep(1000);
+	}
+	ck_assert_int_eq(p.acks, 20);
+	ck_assert_int_eq(p.posts, 20);
+	ck_assert_int_eq(p.errors, 0);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(non_durable_keyspaces_skip_the_commitlog)
+{
+	struct fx f;
+	fx_init(&f, "eng-nondurable", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	storage_delete(f.db);
+	f.db = storage_new(&f.o);
+	ck_assert_int_eq(storage_table_add(f.db, f.t, false), 0);
+	ck_assert_int_eq(storage_start(f.db), 0);
+	put(&f, "flushed", 1, "a", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	put(&f, "unflushed", 1, "b", 0);
+	storage_delete(f.db);
+	f.db = storage_new(&f.o);
+	ck_assert_int_eq(storage_table_add(f.db, f.t, false), 0);
+	ck_assert_int_eq(storage_start(f.db), 0);
+	struct storage_result *r = get(&f, "flushed", NULL);
+	ck_assert_uint_eq(r->row_count, 1);
+	storage_result_delete(r);
+	r = get(&f, "unflushed", NULL); /* never logged: gone, as intended */
+	ck_assert_uint_eq(r->row_count, 0);
+	storage_result_delete(r);
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_eq(st.commitlog_replayed, 0);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(time_window_compaction_merges_old_windows)
+{
+	struct fx f;
+	fx_init(&f, "eng-twcs", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	f.t->options.compaction = STORAGE_COMPACTION_TIME_WINDOW;
+	f.t->options.compaction_window_seconds = 3600;
+	restart(&f);
+	/* two SSTables in an old hour, two in the current one */
+	int64_t hour = 3600LL * 1000000;
+	f.ts = 10 * hour;
+	put(&f, "a", 1, "x", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	f.ts = 10 * hour + 5;
+	put(&f, "b", 1, "x", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	f.ts = 12 * hour;
+	put(&f, "c", 1, "x", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	f.ts = 12 * hour + 5;
+	put(&f, "d", 1, "x", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, false), 0);
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	/* the old window became one; the current window (2 < min_threshold)
+	 * stays as it is */
+	ck_assert_uint_eq(st.sstable_count, 3);
+	ck_assert_uint_eq(st.compactions, 1);
+	const char *keys[] = {"a", "b", "c", "d"};
+	for (int i = 0; i < 4; i++) {
+		struct storage_result *r = get(&f, keys[i], NULL);
+		ck_assert_uint_eq(r->row_count, 1);
+		storage_result_delete(r);
+	}
+	fx_free(&f);
+}
+END_TEST
+
+/* Single-row tables stop reading SSTables once newer live values are
+ * found; the result must be what a full merge gives. */
+START_TEST(timestamp_ordered_reads_match_a_full_merge)
+{
+	struct fx f;
+	fx_init(&f, "eng-tsorder", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	uint8_t id[16] = {0x77};
+	struct storage_table_meta *kv = storage_table_meta_new("ks", "kv", id);
+	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
+	storage_table_meta_add_column(kv, "k", STORAGE_COLUMN_PARTITION_KEY, tb, false);
+	storage_table_meta_add_column(kv, "a", STORAGE_COLUMN_REGULAR, tb, false);
+	storage_table_meta_add_column(kv, "b", STORAGE_COLUMN_REGULAR, tb, false);
+	ck_assert_int_eq(storage_table_add(f.db, kv, true), 0);
+	struct {
+		int col; /* -1: row deletion */
+		int64_t ts;
+		const char *v; /* NULL: cell tombstone */
+	} steps[] = {
+		{1, 10, "a1"}, {2, 10, "b1"}, /* sstable 1 */
+		{1, 20, "a2"}, {-1, 15, NULL}, /* sstable 2: b1 deleted */
+		{2, 5, "old"},                 /* sstable 3: too old for b */
+		{1, 30, NULL},                 /* sstable 4: a deleted */
+		{1, 40, "a3"}, {2, 40, "b3"},  /* sstable 5: all new */
+	};
+	int flush_after[] = {1, 3, 4, 5, 7};
+	const char *want_a[] = {"a1", "a2", "a2", NULL, "a3"};
+	const char *want_b[] = {"b1", NULL, NULL, NULL, "b3"};
+	size_t k = 0;
+	for (size_t st = 0; st < 5; st++) {
+		for (; k <= (size_t)flush_after[st]; k++) {
+			struct storage_mutation *m =
+				storage_mutation_new(kv, (const uint8_t *)"key", 3);
+			if (steps[k].col < 0)
+				storage_mutation_delete_row(m, steps[k].ts, now_sec(&f));
+			else if (steps[k].v)
+				storage_mutation_put(m, steps[k].col, NULL, 0,
+						     (const uint8_t *)steps[k].v,
+						     strlen(steps[k].v),
+						     steps[k].ts, 0, now_sec(&f));
+			else
+				storage_mutation_delete_cell(m, steps[k].col,
+							     NULL, 0, steps[k].ts,
+							     now_sec(&f));
+			ck_assert_int_eq(storage_apply_sync(f.db, m), 0);
+			storage_mutation_delete(m);
+		}
+		ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+		struct storage_read_cmd cmd = {.key = (const uint8_t *)"key",
+					       .key_len = 3};
+		struct storage_result *r;
+		ck_assert_int_eq(storage_read(f.db, kv->id, &cmd, &r), 0);
+		const char *got[3] = {NULL, NULL, NULL};
+		for (size_t i = 0; r->row_count && i < r->rows[0].cell_count; i++) {
+			const struct storage_cell_view *c = &r->rows[0].cells[i];
+			static char bufs[3][16];
+			snprintf(bufs[c->column], 16, "%.*s", (int)c->value.len,
+				 (const char *)c->value.ptr);
+			got[c->column] = bufs[c->column];
+		}
+		ck_assert_msg((want_a[st] == NULL) == (got[1] == NULL) &&
+			      (!want_a[st] || strcmp(want_a[st], got[1]) == 0),
+			      "step %zu: a", st);
+		ck_assert_msg((want_b[st] == NULL) == (got[2] == NULL) &&
+			      (!want_b[st] || strcmp(want_b[st], got[2]) == 0),
+			      "step %zu: b", st);
+		storage_result_delete(r);
+	}
+	storage_table_meta_delete(kv);
+	fx_free(&f);
+}
+END_TEST
+
+static void table_dir_of(struct fx *f, char *out, size_t n)
+{
+	int k = snprintf(out, n, "%s/ks/t-", f->data);
+	for (int i = 0; i < 16; i++)
+		k += snprintf(out + k, n - (size_t)k, "%02x", f->t->id[i]);
+}
+
+static void shell(const char *cmd)
+{
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A crash between publishing a compaction's output and deleting its
+ * inputs: at start the log finishes the job (inputs go). A crash before
+ * the output was complete: the partial output goes, the inputs stay. */
+START_TEST(compaction_log_finishes_or_rolls_back_after_a_crash)
+{
+	struct fx f;
+	fx_init(&f, "eng-clog", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	f.t->options.gc_grace_seconds = 0;
+	restart(&f);
+	char dir[700], saved[800];
+	table_dir_of(&f, dir, sizeof(dir));
+	snprintf(saved, sizeof(saved), "%s-saved", f.dir);
+	for (int c = 0; c < 5; c++)
+		put(&f, "p", c, "v", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0); /* gen 1 */
+	del_row(&f, "p", 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0); /* gen 2 */
+	fault_env_set_wall_us(f.fe, (1700000000LL + 10) * 1000000);
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s'/ca-* '%s'/", saved,
+		 dir, saved);
+	shell(cmd);
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0); /* gen 3 */
+	storage_delete(f.db);
+	f.db = NULL;
+	/* put the inputs back, as if the crash came before their deletion */
+	snprintf(cmd, sizeof(cmd), "cp '%s'/ca-* '%s'/ && "
+		 "printf '3 1 2' | tr ' ' '\\n' > '%s'/compaction-3.log",
+		 saved, dir, dir);
+	shell(cmd);
+	open_db(&f);
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_eq(st.sstable_count, 1);
+	struct storage_result *r = get(&f, "p", NULL);
+	ck_assert_uint_eq(r->row_count, 4); /* the purged tombstone stays
+					      * effective: no resurrection */
+	storage_result_delete(r);
+	storage_delete(f.db);
+	f.db = NULL;
+	/* now a crash before the output was complete: no TOC for gen 9 */
+	snprintf(cmd, sizeof(cmd), "rm -f '%s'/ca-* && cp '%s'/ca-* '%s'/ && "
+		 "cp '%s'/ca-1-Data.db '%s'/ca-9-Data.db && "
+		 "printf '9 1 2' | tr ' ' '\\n' > '%s'/compaction-9.log",
+		 dir, saved, dir, dir, dir, dir);
+	shell(cmd);
+	open_db(&f);
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_eq(st.sstable_count, 2);
+	r = get(&f, "p", NULL);
+	ck_assert_uint_eq(r->row_count, 4);
+	storage_result_delete(r);
+	char path[800];
+	snprintf(path, sizeof(path), "%s/compaction-9.log", dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/ca-9-Data.db", dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", saved);
+	shell(cmd);
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("storage_engine");
@@ -391,6 +761,13 @@ int main(void)
 	tcase_add_test(tc, compaction_purges_old_tombstones_and_expired_cells);
 	tcase_add_test(tc, ttl_expires_against_the_env_clock);
 	tcase_add_test(tc, tombstone_failure_threshold_fails_the_read);
+	tcase_add_test(tc, enospc_stops_writes_keeps_reads_and_loses_nothing);
+	tcase_add_test(tc, block_cache_evicts_lru_and_keeps_held_blocks);
+	tcase_add_test(tc, batch_acks_go_through_the_post_hook);
+	tcase_add_test(tc, non_durable_keyspaces_skip_the_commitlog);
+	tcase_add_test(tc, time_window_compaction_merges_old_windows);
+	tcase_add_test(tc, timestamp_ordered_reads_match_a_full_merge);
+	tcase_add_test(tc, compaction_log_finishes_or_rolls_back_after_a_crash);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }

@@ -1,0 +1,187 @@
+/*
+ * LRU block cache; see cache_internal.h.
+ */
+#include "storage/cache_internal.h"
+
+#include "common/err.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#define CACHE_BUCKETS 65536
+
+struct block_cache {
+	pthread_mutex_t mu;
+	size_t capacity, bytes;
+	struct cached_block *head, *tail; /* most recent first */
+	struct cached_block **buckets;
+};
+
+static _Atomic uint64_t next_file_id = 1;
+
+uint64_t block_cache_file_id(void)
+{
+	return atomic_fetch_add(&next_file_id, 1);
+}
+
+struct block_cache *block_cache_new(size_t capacity)
+{
+	struct block_cache *c = calloc(1, sizeof(*c));
+	if (!c || !(c->buckets = calloc(CACHE_BUCKETS, sizeof(*c->buckets)))) {
+		free(c);
+		err_set(ERR_NOMEM, "block cache");
+		return NULL;
+	}
+	c->capacity = capacity;
+	pthread_mutex_init(&c->mu, NULL);
+	return c;
+}
+
+static size_t bucket_of(uint64_t file, uint64_t off)
+{
+	uint64_t h = (file * 0x9e3779b97f4a7c15ULL) ^ (off * 0xc2b2ae3d27d4eb4fULL);
+	return (size_t)((h ^ (h >> 29)) % CACHE_BUCKETS);
+}
+
+static void block_free(struct cached_block *b)
+{
+	free(b->owned);
+	free(b);
+}
+
+void block_cache_release(void *block)
+{
+	struct cached_block *b = block;
+	if (b && atomic_fetch_sub(&b->refs, 1) == 1)
+		block_free(b);
+}
+
+/* Under the lock: unlinks `b` from the list and its bucket. */
+static void unlink_block(struct block_cache *c, struct cached_block *b)
+{
+	if (b->prev)
+		b->prev->next = b->next;
+	else
+		c->head = b->next;
+	if (b->next)
+		b->next->prev = b->prev;
+	else
+		c->tail = b->prev;
+	struct cached_block **pp = &c->buckets[bucket_of(b->file, b->off)];
+	while (*pp != b)
+		pp = &(*pp)->hnext;
+	*pp = b->hnext;
+	c->bytes -= b->len;
+	b->resident = 0;
+}
+
+static void push_front(struct block_cache *c, struct cached_block *b)
+{
+	b->prev = NULL;
+	b->next = c->head;
+	if (c->head)
+		c->head->prev = b;
+	c->head = b;
+	if (!c->tail)
+		c->tail = b;
+}
+
+struct cached_block *block_cache_get(struct block_cache *c, uint64_t file,
+				     uint64_t off)
+{
+	if (!c || !c->capacity)
+		return NULL;
+	pthread_mutex_lock(&c->mu);
+	struct cached_block *b = c->buckets[bucket_of(file, off)];
+	while (b && (b->file != file || b->off != off))
+		b = b->hnext;
+	if (b) {
+		atomic_fetch_add(&b->refs, 1);
+		if (c->head != b) { /* move to front */
+			b->prev->next = b->next;
+			if (b->next)
+				b->next->prev = b->prev;
+			else
+				c->tail = b->prev;
+			push_front(c, b);
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	return b;
+}
+
+struct cached_block *block_cache_put(struct block_cache *c, uint64_t file,
+				     uint64_t off, uint8_t *data, size_t len,
+				     uint64_t next_off)
+{
+	struct cached_block *b = calloc(1, sizeof(*b));
+	if (!b) {
+		free(data);
+		err_set(ERR_NOMEM, "block cache");
+		return NULL;
+	}
+	b->data = b->owned = data;
+	b->len = len;
+	b->next_off = next_off;
+	b->file = file;
+	b->off = off;
+	atomic_init(&b->refs, 1); /* the caller's */
+	if (!c || !c->capacity || len > c->capacity / 4)
+		return b;
+	struct cached_block *evicted = NULL;
+	pthread_mutex_lock(&c->mu);
+	size_t k = bucket_of(file, off);
+	struct cached_block *x = c->buckets[k];
+	while (x && (x->file != file || x->off != off))
+		x = x->hnext;
+	if (x) { /* raced: use the resident copy */
+		atomic_fetch_add(&x->refs, 1);
+		pthread_mutex_unlock(&c->mu);
+		block_free(b);
+		return x;
+	}
+	atomic_fetch_add(&b->refs, 1); /* the cache's */
+	b->hnext = c->buckets[k];
+	c->buckets[k] = b;
+	push_front(c, b);
+	b->resident = 1;
+	c->bytes += len;
+	while (c->bytes > c->capacity && c->tail && c->tail != b) {
+		struct cached_block *t = c->tail;
+		unlink_block(c, t);
+		t->hnext = evicted;
+		evicted = t;
+	}
+	pthread_mutex_unlock(&c->mu);
+	while (evicted) {
+		struct cached_block *n = evicted->hnext;
+		block_cache_release(evicted);
+		evicted = n;
+	}
+	return b;
+}
+
+size_t block_cache_bytes(struct block_cache *c)
+{
+	if (!c)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	size_t n = c->bytes;
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
+void block_cache_delete(struct block_cache *c)
+{
+	if (!c)
+		return;
+	while (c->head) {
+		struct cached_block *b = c->head;
+		unlink_block(c, b);
+		block_cache_release(b);
+	}
+	free(c->buckets);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}

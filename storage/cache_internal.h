@@ -1,0 +1,49 @@
+/*
+ * Block cache: decoded SSTable blocks shared by all readers, bounded by
+ * bytes, least recently used evicted first. Blocks enter only after their
+ * checksum was verified, so a hit needs no read, no checksum and no copy.
+ *
+ * Handles are reference counted: a block stays valid while a reader holds
+ * it, even if evicted meanwhile. Thread-safe (one mutex; lookups are short).
+ */
+#ifndef CASSINI_STORAGE_CACHE_INTERNAL_H
+#define CASSINI_STORAGE_CACHE_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct block_cache;
+
+struct cached_block {
+	const uint8_t *data;
+	size_t len;
+	uint64_t next_off; /* where the following block starts */
+	/* private */
+	uint8_t *owned;
+	uint64_t file, off;
+	_Atomic int refs;
+	struct cached_block *prev, *next, *hnext;
+	struct block_cache *cache;
+	int resident;
+};
+
+/* capacity 0 disables caching (get always misses, put hands back an
+ * uncached handle). */
+struct block_cache *block_cache_new(size_t capacity);
+void block_cache_delete(struct block_cache *c);
+/* A unique id for a file whose blocks get cached. */
+uint64_t block_cache_file_id(void);
+/* A referenced handle, or NULL. */
+struct cached_block *block_cache_get(struct block_cache *c, uint64_t file,
+				     uint64_t off);
+/* Takes ownership of `data` (malloc'ed) and returns a referenced handle
+ * (to an existing entry if another thread inserted the block first). NULL
+ * only on ERR_NOMEM (then `data` is freed). */
+struct cached_block *block_cache_put(struct block_cache *c, uint64_t file,
+				     uint64_t off, uint8_t *data, size_t len,
+				     uint64_t next_off);
+void block_cache_release(void *block);
+size_t block_cache_bytes(struct block_cache *c);
+
+#endif
