@@ -706,16 +706,20 @@ START_TEST(compaction_log_finishes_or_rolls_back_after_a_crash)
 	ck_assert_int_eq(storage_flush(f.db, NULL), 0); /* gen 2 */
 	fault_env_set_wall_us(f.fe, (1700000000LL + 10) * 1000000);
 	char cmd[4096];
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s'/ca-* '%s'/", saved,
-		 dir, saved);
+	ck_assert(snprintf(cmd, sizeof(cmd),
+			   "mkdir -p '%s' && cp '%s'/ca-* '%s'/", saved, dir,
+			   saved) < (int)sizeof(cmd));
 	shell(cmd);
 	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0); /* gen 3 */
 	storage_delete(f.db);
 	f.db = NULL;
 	/* put the inputs back, as if the crash came before their deletion */
-	snprintf(cmd, sizeof(cmd), "cp '%s'/ca-* '%s'/ && "
-		 "printf '3 1 2' | tr ' ' '\\n' > '%s'/compaction-3.log",
-		 saved, dir, dir);
+	ck_assert(
+		snprintf(
+			cmd, sizeof(cmd),
+			"cp '%s'/ca-* '%s'/ && "
+			"printf '3 1 2' | tr ' ' '\\n' > '%s'/compaction-3.log",
+			saved, dir, dir) < (int)sizeof(cmd));
 	shell(cmd);
 	open_db(&f);
 	struct storage_stats st;
@@ -723,15 +727,18 @@ START_TEST(compaction_log_finishes_or_rolls_back_after_a_crash)
 	ck_assert_uint_eq(st.sstable_count, 1);
 	struct storage_result *r = get(&f, "p", NULL);
 	ck_assert_uint_eq(r->row_count, 4); /* the purged tombstone stays
-					      * effective: no resurrection */
+					     * effective: no resurrection */
 	storage_result_delete(r);
 	storage_delete(f.db);
 	f.db = NULL;
 	/* now a crash before the output was complete: no TOC for gen 9 */
-	snprintf(cmd, sizeof(cmd), "rm -f '%s'/ca-* && cp '%s'/ca-* '%s'/ && "
-		 "cp '%s'/ca-1-Data.db '%s'/ca-9-Data.db && "
-		 "printf '9 1 2' | tr ' ' '\\n' > '%s'/compaction-9.log",
-		 dir, saved, dir, dir, dir, dir);
+	ck_assert(
+		snprintf(
+			cmd, sizeof(cmd),
+			"rm -f '%s'/ca-* && cp '%s'/ca-* '%s'/ && "
+			"cp '%s'/ca-1-Data.db '%s'/ca-9-Data.db && "
+			"printf '9 1 2' | tr ' ' '\\n' > '%s'/compaction-9.log",
+			dir, saved, dir, dir, dir, dir) < (int)sizeof(cmd));
 	shell(cmd);
 	open_db(&f);
 	storage_stats(f.db, NULL, &st);
@@ -744,7 +751,8 @@ START_TEST(compaction_log_finishes_or_rolls_back_after_a_crash)
 	ck_assert_int_ne(access(path, F_OK), 0);
 	snprintf(path, sizeof(path), "%s/ca-9-Data.db", dir);
 	ck_assert_int_ne(access(path, F_OK), 0);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", saved);
+	ck_assert(snprintf(cmd, sizeof(cmd), "rm -rf '%s'", saved) <
+		  (int)sizeof(cmd));
 	shell(cmd);
 	fx_free(&f);
 }
