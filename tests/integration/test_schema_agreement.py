@@ -8,7 +8,9 @@ import subprocess
 import time
 
 import pytest
-from cassandra.cluster import Cluster
+from cassandra.cluster import (EXEC_PROFILE_DEFAULT, Cluster,
+                               ExecutionProfile)
+from cassandra.policies import WhiteListRoundRobinPolicy
 
 from conftest import BUILD_DIR, SOURCE_DIR
 
@@ -38,7 +40,12 @@ def cluster(tmp_path):
 
 
 def tables_on(ip):
-    c = Cluster([ip], protocol_version=4)
+    # Pinned to `ip`: by default the driver spreads queries over every node
+    # it discovers, and this must ask that one node.
+    pinned = ExecutionProfile(
+        load_balancing_policy=WhiteListRoundRobinPolicy([ip]))
+    c = Cluster([ip], protocol_version=4,
+                execution_profiles={EXEC_PROFILE_DEFAULT: pinned})
     try:
         s = c.connect()
         tables = sorted(r.table_name for r in s.execute(
