@@ -233,6 +233,7 @@ struct read_job {
 	struct storage_result **results;
 	size_t count, cap;
 	int status;
+	bool read_cut; /* the reads stopped at the budget */
 	enum err_code code;
 	char msg[ERR_MSG_MAX];
 };
@@ -272,15 +273,16 @@ static void read_run(struct work *wk)
 		struct storage_result *r;
 		while (s && rc == 0 && rows < budget &&
 		       (rc = storage_scan_next(s, &r)) == 1) {
-			rows += r->row_count ? r->row_count : 1;
+			rows += cql_select_plan_rows_new(j->plan, r, j->count);
 			rc = keep(j, r);
 		}
 		if (rc == 1)
 			rc = 0;
 		storage_scan_close(s);
 	} else {
-		for (size_t i = 0; rc == 0 && rows < budget &&
-				   i < cql_select_plan_key_count(j->plan);
+		for (size_t i = cql_select_plan_first_key(j->plan);
+		     rc == 0 && rows < budget &&
+		     i < cql_select_plan_key_count(j->plan);
 		     i++) {
 			struct slice key = cql_select_plan_key(j->plan, i);
 			struct storage_read_cmd cmd = *tmpl;
@@ -289,11 +291,13 @@ static void read_run(struct work *wk)
 			cmd.key_len = key.len;
 			rc = storage_read(j->l->db, id, &cmd, &r);
 			if (rc == 0) {
-				rows += r->row_count;
+				rows += cql_select_plan_rows_new(j->plan, r,
+								 j->count);
 				rc = keep(j, r);
 			}
 		}
 	}
+	j->read_cut = rows >= budget;
 	if (rc != 0) {
 		j->status = -1;
 		j->code = err_code();
@@ -312,11 +316,13 @@ static void read_done(struct loopq_item *it)
 	if (j->status != 0)
 		cql_encode_read_failure(&b, j->version, j->stream, j->msg,
 					j->consistency, 0, 1, 1, false);
-	else if (cql_select_encode(j->plan, j->results, j->count,
+	else if (cql_select_encode(j->plan, j->results, j->count, j->read_cut,
 				   env_wall_us(j->l->env) / 1000000, j->version,
 				   j->stream, &b) != 0)
-		cql_encode_error(&b, j->version, j->stream, CQL_ERR_SERVER,
-				 "out of memory encoding rows");
+		cql_encode_error(&b, j->version, j->stream,
+				 err_code() == ERR_INVALID ? CQL_ERR_INVALID
+							   : CQL_ERR_SERVER,
+				 err_msg());
 	cql_request_reply(j->req, b.data, b.len);
 	buf_free(&b);
 	for (size_t i = 0; i < j->count; i++)
@@ -336,12 +342,18 @@ static void run_read(struct cql_local *l, const struct cql_data_request *dr)
 	arena_create(&j->a, 0);
 	j->plan = cql_select_plan_new(&j->a, &dr->stmt->u.select, dr->table,
 				      dr->binds, dr->bind_count);
-	if (!j->plan) {
+	const struct cql_query_params *qp = dr->params;
+	if (!j->plan ||
+	    cql_select_plan_page(j->plan, qp->page_size,
+				 qp->has_paging_state ? &qp->paging_state
+						      : NULL) != 0) {
 		char msg[ERR_MSG_MAX];
 		snprintf(msg, sizeof(msg), "%s", err_msg());
+		uint32_t code = err_code() == ERR_NOMEM ? CQL_ERR_SERVER
+							: CQL_ERR_INVALID;
 		arena_destroy(&j->a);
 		free(j);
-		reply_now(dr, CQL_ERR_INVALID, msg);
+		reply_now(dr, code, msg);
 		return;
 	}
 	j->l = l;

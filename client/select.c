@@ -25,6 +25,21 @@ struct filter {
 	struct slice value;
 };
 
+/* Where a page stopped: the last row looked at (sent or filtered out). */
+#define PAGE_STATE_MAGIC 0xC1
+#define PAGE_WHOLE 0x01 /* that partition's output is complete */
+struct page_pos {
+	bool set;
+	bool whole;
+	uint32_t key_index; /* key lists: which key */
+	int64_t token;      /* scans: the partition's token */
+	struct slice key;
+	struct slice ck[32];
+	size_t ck_count;
+	uint64_t emitted;      /* rows sent on earlier pages */
+	uint64_t in_partition; /* of them, rows of the position's partition */
+};
+
 struct cql_select_plan {
 	const struct cql_table *t;
 	const struct storage_table_meta *m;
@@ -40,11 +55,16 @@ struct cql_select_plan {
 	size_t nouts;
 	struct filter *filters;
 	size_t nfilters;
-	size_t limit;
 	size_t per_partition_limit;
 	bool distinct;
 	bool count;
 	bool clustering_restricted;
+	/* Paging: the user's LIMIT (SIZE_MAX: none), rows per page, and where
+	 * the previous page stopped. */
+	size_t user_limit;
+	size_t page;
+	bool paged;
+	struct page_pos pos;
 };
 
 /* ---- values -------------------------------------------------------------------- */
@@ -604,7 +624,6 @@ struct cql_select_plan *cql_select_plan_new(struct arena *a,
 	p->outs = arena_alloc(a, (m->column_count + q->selector_count + 1) *
 					 sizeof(*p->outs));
 	p->filters = arena_alloc(a, (q->where_count + 1) * sizeof(*p->filters));
-	p->limit = CQL_SELECT_MAX_ROWS;
 	if (!p->outs || !p->filters)
 		return NULL;
 	if (q->json || q->has_group_by) {
@@ -648,13 +667,16 @@ struct cql_select_plan *cql_select_plan_new(struct arena *a,
 	    limit_of(q->per_partition_limit, binds, bind_count,
 		     "PER PARTITION LIMIT", &ppl) != 0)
 		goto fail;
-	if (limit && limit < p->limit)
-		p->limit = limit;
+	p->user_limit = limit ? limit : SIZE_MAX;
+	p->page = CQL_SELECT_MAX_ROWS;
 	p->per_partition_limit = ppl;
 	p->cmd.with_static = true;
 	/* Filters need every row; otherwise the engine can stop early. */
 	if (!p->nfilters && !p->count && !p->distinct && p->key_count == 1)
-		p->cmd.limit = (uint32_t)(ppl && ppl < p->limit ? ppl : p->limit);
+		p->cmd.limit = (uint32_t)(ppl && ppl < p->user_limit ? ppl
+				 : p->user_limit < CQL_SELECT_MAX_ROWS + 1
+					 ? p->user_limit
+					 : CQL_SELECT_MAX_ROWS + 1);
 	else if (!p->nfilters && !p->count && ppl)
 		p->cmd.limit = (uint32_t)ppl;
 	if (p->distinct)
@@ -695,6 +717,15 @@ void cql_select_plan_range(const struct cql_select_plan *p, int64_t *start,
 {
 	*start = p->start_token;
 	*end = p->end_token;
+	/* Resume at the position's partition (ranges are start-exclusive;
+	 * a token is never INT64_MIN). */
+	if (p->pos.set && p->pos.token - 1 > *start)
+		*start = p->pos.token - 1;
+}
+
+size_t cql_select_plan_first_key(const struct cql_select_plan *p)
+{
+	return p->pos.set ? p->pos.key_index : 0;
 }
 
 const struct storage_read_cmd *cql_select_plan_cmd(const struct cql_select_plan *p)
@@ -709,7 +740,154 @@ const uint8_t *cql_select_plan_table_id(const struct cql_select_plan *p)
 
 size_t cql_select_plan_row_budget(const struct cql_select_plan *p)
 {
-	return p->count ? SIZE_MAX : p->limit;
+	if (p->count)
+		return SIZE_MAX;
+	size_t left = p->user_limit - (size_t)p->pos.emitted;
+	/* One row past the page tells a full page from the last one. */
+	return (left < p->page ? left : p->page) + 1;
+}
+
+/* ---- paging ------------------------------------------------------------------------ */
+
+static int clustering_cmp(const struct cql_select_plan *p,
+			  const struct slice *a, size_t na,
+			  const struct slice *b, size_t nb)
+{
+	for (size_t i = 0; i < na && i < nb; i++) {
+		const struct storage_column *c = &p->m->columns[p->m->ck[i]];
+		int r = storage_value_cmp(c->type.kind, a[i].ptr, a[i].len,
+					  b[i].ptr, b[i].len);
+		if (r)
+			return c->desc ? -r : r;
+	}
+	return na < nb ? -1 : na > nb;
+}
+
+static bool is_position_partition(const struct cql_select_plan *p,
+				  const struct storage_result *r, size_t k)
+{
+	if (!p->pos.set)
+		return false;
+	if (!p->scan) /* key lists resume at the position's key */
+		return k == 0 && slice_eq(r->key, p->pos.key);
+	return r->token == p->pos.token && slice_eq(r->key, p->pos.key);
+}
+
+/* Whether `row` of the position's partition was looked at already. */
+static bool before_position(const struct cql_select_plan *p,
+			    const struct storage_row_view *row)
+{
+	if (p->pos.whole)
+		return true;
+	int c = clustering_cmp(p, row->clustering, row->clustering_count,
+			       p->pos.ck, p->pos.ck_count);
+	return (p->cmd.reverse ? -c : c) <= 0;
+}
+
+size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
+				const struct storage_result *r, size_t k)
+{
+	/* As the encoder sees it: a partition with only a live static row is
+	 * one row unless the clustering was restricted. */
+	bool static_live = r->static_row && r->static_row->cell_count > 0;
+	size_t n = r->row_count ? r->row_count
+				: (static_live && !p->clustering_restricted);
+	if (!is_position_partition(p, r, k))
+		return n;
+	if (p->pos.whole)
+		return 0;
+	size_t fresh = 0;
+	for (size_t i = 0; i < r->row_count; i++)
+		fresh += !before_position(p, &r->rows[i]);
+	return fresh;
+}
+
+static int page_decode(struct cql_select_plan *p, const struct slice *state);
+
+int cql_select_plan_page(struct cql_select_plan *p, int32_t page_size,
+			 const struct slice *state)
+{
+	if (p->count)
+		return 0; /* one row, whatever the page size */
+	if (page_size > 0) {
+		p->paged = true;
+		p->page = (size_t)page_size;
+	}
+	if (state && p->paged && page_decode(p, state) != 0)
+		return -1;
+	/* A single-partition read must reach one row past the page. */
+	if (p->paged && p->cmd.limit && !p->distinct) {
+		uint64_t need = p->pos.in_partition + p->page + 1;
+		if (need < p->cmd.limit)
+			p->cmd.limit = (uint32_t)need;
+	}
+	return 0;
+}
+
+static int page_decode(struct cql_select_plan *p, const struct slice *state)
+{
+	struct cursor c = cursor_make(state->ptr, state->len);
+	struct page_pos *pos = &p->pos;
+	uint8_t magic, flags, nck;
+	uint16_t klen;
+	uint64_t token;
+	if (cursor_u8(&c, &magic) || magic != PAGE_STATE_MAGIC ||
+	    cursor_u8(&c, &flags) || cursor_be32(&c, &pos->key_index) ||
+	    cursor_be64(&c, &token) || cursor_be64(&c, &pos->emitted) ||
+	    cursor_be64(&c, &pos->in_partition) || cursor_be16(&c, &klen) ||
+	    cursor_take(&c, klen, &pos->key) || cursor_u8(&c, &nck) ||
+	    nck > p->m->ck_count)
+		goto bad;
+	for (size_t i = 0; i < nck; i++) {
+		uint32_t len;
+		if (cursor_be32(&c, &len) || cursor_take(&c, len, &pos->ck[i]))
+			goto bad;
+	}
+	if (cursor_left(&c) || pos->emitted >= p->user_limit ||
+	    (!p->scan && (pos->key_index >= p->key_count ||
+			  !slice_eq(cql_select_plan_key(p, pos->key_index),
+				    pos->key))))
+		goto bad;
+	pos->token = (int64_t)token;
+	pos->whole = flags & PAGE_WHOLE;
+	pos->ck_count = nck;
+	pos->set = true;
+	/* The plan's arena outlives the state's frame: keep copies. */
+	for (size_t i = 0; i <= nck; i++) {
+		struct slice *v = i < nck ? &pos->ck[i] : &pos->key;
+		if (v->len && !(v->ptr = arena_memdup(p->a, v->ptr, v->len))) {
+			memset(pos, 0, sizeof(*pos));
+			return err_set(ERR_NOMEM, "out of memory");
+		}
+	}
+	return 0;
+bad:
+	memset(pos, 0, sizeof(*pos));
+	/* Cassandra answers a Protocol error, which makes drivers drop the
+	 * connection; Invalid keeps it. */
+	return err_set(ERR_INVALID, "Invalid value for the paging state");
+}
+
+static int encode_position(const struct cql_select_plan *p,
+			   const struct storage_result *r, size_t k,
+			   const struct storage_row_view *row, bool whole,
+			   uint64_t emitted, uint64_t in_partition,
+			   struct buf *out)
+{
+	size_t nck = whole || !row ? 0 : row->clustering_count;
+	int rc = buf_put_u8(out, PAGE_STATE_MAGIC) ||
+		 buf_put_u8(out, whole || !row ? PAGE_WHOLE : 0) ||
+		 buf_put_be32(out, (uint32_t)(cql_select_plan_first_key(p) + k)) ||
+		 buf_put_be64(out, (uint64_t)r->token) ||
+		 buf_put_be64(out, emitted) || buf_put_be64(out, in_partition) ||
+		 buf_put_be16(out, (uint16_t)r->key.len) ||
+		 buf_append(out, r->key.ptr, r->key.len) ||
+		 buf_put_u8(out, (uint8_t)nck);
+	for (size_t i = 0; rc == 0 && i < nck; i++)
+		rc = buf_put_be32(out, (uint32_t)row->clustering[i].len) ||
+		     buf_append(out, row->clustering[i].ptr,
+				row->clustering[i].len);
+	return rc ? -1 : 0;
 }
 
 /* ---- encoding ------------------------------------------------------------------------ */
@@ -864,71 +1042,125 @@ static struct cql_type_option *type_option(struct arena *a,
 
 int cql_select_encode(const struct cql_select_plan *p,
 		      struct storage_result *const *results, size_t n,
-		      int64_t now_sec, uint8_t version, int16_t stream,
-		      struct buf *out)
+		      bool read_cut, int64_t now_sec, uint8_t version,
+		      int16_t stream, struct buf *out)
 {
 	struct cql_column_spec *specs =
 		arena_alloc(p->a, (p->nouts + 1) * sizeof(*specs));
 	if (!specs)
-		return -1;
+		return err_set(ERR_NOMEM, "out of memory encoding rows");
 	for (size_t i = 0; i < p->nouts; i++) {
 		specs[i] = (struct cql_column_spec){p->m->keyspace, p->m->name,
 						    p->outs[i].name,
 						    type_option(p->a, &p->outs[i].type)};
 		if (!specs[i].type)
-			return -1;
+			return err_set(ERR_NOMEM, "out of memory encoding rows");
 	}
-	long start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
-	if (start < 0 || cql_write_int(out, CQL_RESULT_ROWS) ||
-	    cql_write_rows_metadata(out, specs, p->nouts, NULL, false))
-		return -1;
-	size_t count_at = out->len;
-	if (cql_write_int(out, 0) != 0)
-		return -1;
-	uint64_t rows = 0, counted = 0;
+	struct buf rowsb, state;
+	buf_init(&rowsb);
+	buf_init(&state);
+	uint64_t emitted = p->pos.emitted, counted = 0;
+	size_t page_rows = 0;
+	bool more = false, stop = false;
+	/* The last row looked at, sent or not: where the next page starts. */
+	struct {
+		const struct storage_result *r;
+		size_t k;
+		const struct storage_row_view *row;
+		bool whole;
+		uint64_t in_partition;
+	} last = {0};
 	int rc = 0;
-	for (size_t k = 0; rc == 0 && k < n && rows < p->limit; k++) {
+	for (size_t k = 0; rc == 0 && !stop && k < n; k++) {
 		const struct storage_result *r = results[k];
 		const struct storage_row_view *stat = r->static_row;
 		bool static_live = stat && stat->cell_count > 0;
-		size_t in_partition = 0;
+		bool at_pos = is_position_partition(p, r, k);
+		if (at_pos && p->pos.whole)
+			continue;
+		uint64_t in_partition = at_pos ? p->pos.in_partition : 0;
 		size_t nrows = r->row_count;
 		/* A partition with only static data still shows as one row,
 		 * unless the clustering was restricted. */
 		bool static_only = nrows == 0 && static_live && !p->clustering_restricted;
 		if (p->distinct && (nrows || static_live))
 			nrows = 1;
-		for (size_t i = 0; rc == 0 && (i < nrows || (static_only && i == 0)) &&
-				   rows < p->limit;
+		bool whole = static_only || p->distinct;
+		for (size_t i = 0; rc == 0 && (i < nrows || (static_only && i == 0));
 		     i++) {
 			const struct storage_row_view *row =
-				static_only || p->distinct ? (r->row_count ? &r->rows[0] : NULL)
-							   : &r->rows[i];
+				whole ? (r->row_count ? &r->rows[0] : NULL)
+				      : &r->rows[i];
+			if (at_pos && !whole && before_position(p, row))
+				continue;
+			if (emitted >= p->user_limit) {
+				stop = true;
+				break;
+			}
+			if (page_rows == p->page) {
+				stop = more = true;
+				break;
+			}
+			last.r = r;
+			last.k = k;
+			last.row = whole ? NULL : row;
+			last.whole = whole;
+			last.in_partition = in_partition;
 			if (!passes_filters(p, row, stat))
 				continue;
 			if (p->per_partition_limit &&
-			    in_partition >= p->per_partition_limit)
+			    in_partition >= p->per_partition_limit) {
+				last.whole = true; /* the rest is not wanted */
 				break;
-			in_partition++;
+			}
+			last.in_partition = ++in_partition;
 			if (p->count) {
 				counted++;
 				continue;
 			}
-			rc = write_row(p, out, r, static_only ? NULL : row, stat, now_sec);
-			rows++;
+			rc = write_row(p, &rowsb, r, static_only ? NULL : row, stat,
+				       now_sec);
+			page_rows++;
+			emitted++;
 		}
 	}
+	if (rc == 0 && !stop)
+		more = read_cut && emitted < p->user_limit;
 	if (rc == 0 && p->count) {
 		uint8_t b[8];
 		be64_store(b, counted);
-		rc = cql_write_bytes(out, b, 8);
-		rows = 1;
+		rc = cql_write_bytes(&rowsb, b, 8);
+		page_rows = 1;
+		more = false;
 	}
-	if (rc != 0) {
-		out->len = (size_t)start;
-		return -1;
+	if (rc == 0 && more && !p->paged) {
+		buf_free(&rowsb);
+		return err_set(ERR_INVALID,
+			       "This SELECT would return more than %d rows in "
+			       "one reply; page it (set a fetch size) or add "
+			       "a LIMIT",
+			       CQL_SELECT_MAX_ROWS);
 	}
-	be32_store(out->data + count_at, (uint32_t)rows);
+	if (rc == 0 && more && last.r)
+		rc = encode_position(p, last.r, last.k, last.row, last.whole,
+				     emitted, last.in_partition, &state);
+	struct slice ps = slice_make(state.data, state.len);
+	long start = -1;
+	if (rc == 0)
+		start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
+	if (rc != 0 || start < 0 || cql_write_int(out, CQL_RESULT_ROWS) ||
+	    cql_write_rows_metadata(out, specs, p->nouts,
+				    more && last.r ? &ps : NULL, false) ||
+	    cql_write_int(out, (int32_t)page_rows) ||
+	    buf_append(out, rowsb.data, rowsb.len)) {
+		if (start >= 0)
+			out->len = (size_t)start;
+		buf_free(&rowsb);
+		buf_free(&state);
+		return err_set(ERR_NOMEM, "out of memory encoding rows");
+	}
 	cql_frame_end(out, start);
+	buf_free(&rowsb);
+	buf_free(&state);
 	return 0;
 }

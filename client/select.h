@@ -10,9 +10,15 @@
  * clustering, collections from their cells, the static row, writetime(),
  * ttl(), token() and count(*).
  *
- * Not yet: paging past one page (every row up to LIMIT comes in one
- * reply, capped at CQL_SELECT_MAX_ROWS), IN on clustering columns,
- * multi-column relations, aggregates other than count.
+ * Paging: with a page size, a reply holds at most that many rows and, when
+ * more may follow, an opaque paging state naming the last row looked at
+ * (its partition key and token, clustering, and the rows sent so far), so
+ * any node can resume the query from it. Without a page size every row
+ * comes in one reply, at most CQL_SELECT_MAX_ROWS (more is an error, never
+ * a silently short answer).
+ *
+ * Not yet: IN on clustering columns, multi-column relations, aggregates
+ * other than count.
  */
 #ifndef CASSINI_CLIENT_SELECT_H
 #define CASSINI_CLIENT_SELECT_H
@@ -38,22 +44,36 @@ struct cql_select_plan *cql_select_plan_new(struct arena *a,
 					    const struct cql_value *binds,
 					    size_t bind_count);
 
-/* The storage reads: either keys (one read per key) or a token range. */
+/* Sets the page size (<= 0: no paging) and the paging state the client
+ * sent back (NULL: first page). Fails with ERR_INVALID for a state this
+ * query could not have produced. */
+int cql_select_plan_page(struct cql_select_plan *p, int32_t page_size,
+			 const struct slice *state);
+
+/* The storage reads: either keys (one read per key, from
+ * cql_select_plan_first_key) or a token range. */
 size_t cql_select_plan_key_count(const struct cql_select_plan *p);
+size_t cql_select_plan_first_key(const struct cql_select_plan *p);
 struct slice cql_select_plan_key(const struct cql_select_plan *p, size_t i);
 bool cql_select_plan_is_scan(const struct cql_select_plan *p);
 void cql_select_plan_range(const struct cql_select_plan *p, int64_t *start,
 			   int64_t *end);
 const struct storage_read_cmd *cql_select_plan_cmd(const struct cql_select_plan *p);
 const uint8_t *cql_select_plan_table_id(const struct cql_select_plan *p);
-/* Stop reading once this many rows are found (LIMIT, or the cap). */
+/* Stop reading once this many new rows are found (the page, the LIMIT
+ * left, or the cap, plus one). Result `k` of a read (k-th partition read)
+ * adds cql_select_plan_rows_new() rows: those past the resume point. */
 size_t cql_select_plan_row_budget(const struct cql_select_plan *p);
+size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
+				const struct storage_result *r, size_t k);
 
-/* Appends the RESULT Rows frame for `results` (in read order). `now_sec`
- * is the local time for ttl(). */
+/* Appends the RESULT Rows frame for `results` (in read order); `read_cut`
+ * says the reads stopped at the budget, so more rows may exist. `now_sec`
+ * is the local time for ttl(). Fails with ERR_INVALID when an unpaged
+ * query has more than CQL_SELECT_MAX_ROWS rows, or ERR_NOMEM. */
 int cql_select_encode(const struct cql_select_plan *p,
 		      struct storage_result *const *results, size_t n,
-		      int64_t now_sec, uint8_t version, int16_t stream,
-		      struct buf *out);
+		      bool read_cut, int64_t now_sec, uint8_t version,
+		      int16_t stream, struct buf *out);
 
 #endif
