@@ -433,6 +433,21 @@ static const struct cql_value *bind_values(struct job *j,
 	return v;
 }
 
+/* Hands a resolved request to the data path, which replies. */
+static void to_data_path(struct job *j, struct cql_data_request *dr)
+{
+	if (!j->e->hooks.data) {
+		reply_error(j, CQL_ERR_INVALID,
+			    "Reads and writes of user tables are not served by "
+			    "this node yet");
+		return;
+	}
+	dr->req = j->req;
+	dr->info = j->info;
+	j->req = NULL;
+	j->e->hooks.data(j->e->hooks.arg, dr);
+}
+
 /* Checks every write of a batch and hands them to the data path together.
  * `ts` is the batch's timestamp (INT64_MIN: none given). */
 static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
@@ -469,22 +484,13 @@ static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
 			return;
 		}
 	}
-	if (!j->e->hooks.data) {
-		reply_error(j, CQL_ERR_INVALID,
-			    "Reads and writes of user tables are not served by "
-			    "this node yet");
-		return;
-	}
 	struct cql_data_request dr = {
-		.req = j->req,
-		.info = j->info,
 		.params = params,
 		.batch = items,
 		.batch_count = n,
 		.batch_timestamp = ts,
 	};
-	j->req = NULL; /* the data path replies */
-	j->e->hooks.data(j->e->hooks.arg, &dr);
+	to_data_path(j, &dr);
 }
 
 static int64_t batch_timestamp(const struct cql_term *t,
@@ -635,23 +641,14 @@ static void run(struct job *j, const char *text, size_t len,
 			    "system keyspaces are read-only");
 		return;
 	}
-	if (!j->e->hooks.data) {
-		reply_error(j, CQL_ERR_INVALID,
-			    "Reads and writes of user tables are not served by "
-			    "this node yet");
-		return;
-	}
 	struct cql_data_request dr = {
-		.req = j->req,
-		.info = j->info,
 		.stmt = s,
 		.table = t,
 		.binds = binds,
 		.bind_count = params->value_count,
 		.params = params,
 	};
-	j->req = NULL; /* the data path replies */
-	j->e->hooks.data(j->e->hooks.arg, &dr);
+	to_data_path(j, &dr);
 }
 
 /* ---- PREPARE / EXECUTE ----------------------------------------------------------------------- */
@@ -712,25 +709,6 @@ static int prepared_add(struct cql_exec *e, const uint8_t id[16],
 		e->prepared_count--;
 	}
 	return 0;
-}
-
-static struct cql_type_option *type_option(struct arena *a,
-					   const struct storage_type *t)
-{
-	struct cql_type_option *o = arena_alloc(a, 3 * sizeof(*o));
-	if (!o)
-		return NULL;
-	memset(o, 0, 3 * sizeof(*o));
-	o[0].id = t->kind;
-	if (storage_type_is_collection(t->kind)) {
-		o[1].id = t->elem;
-		o[0].sub[0] = &o[1];
-		if (t->kind == STORAGE_TYPE_MAP) {
-			o[2].id = t->value;
-			o[0].sub[1] = &o[2];
-		}
-	}
-	return o;
 }
 
 static void run_prepare(struct job *j, struct slice query)
@@ -802,7 +780,7 @@ static void run_prepare(struct job *j, struct slice query)
 		specs[i] = (struct cql_column_spec){
 			t ? cql_table_meta(t)->keyspace : "",
 			t ? cql_table_meta(t)->name : "", b[i].name,
-			type_option(j->a, &b[i].type)};
+			cql_type_option_of(j->a, &b[i].type)};
 		if (!specs[i].type)
 			specs = NULL;
 	}

@@ -10,6 +10,8 @@
 #include "client/schema_internal.h"
 
 #include "client/cql_parse.h"
+#include "client/proto.h"
+#include "common/arena.h"
 #include "common/err.h"
 #include "ring/murmur3.h"
 #include "ring/ring.h"
@@ -542,4 +544,23 @@ void cql_schema_version(const struct cql_schema *s, uint8_t out[16])
 	be64_store(out + 8, h[1]);
 	out[6] = (uint8_t)((out[6] & 0x0f) | 0x30);
 	out[8] = (uint8_t)((out[8] & 0x3f) | 0x80);
+}
+
+struct cql_type_option *cql_type_option_of(struct arena *a,
+					   const struct storage_type *t)
+{
+	struct cql_type_option *o = arena_alloc(a, 3 * sizeof(*o));
+	if (!o)
+		return NULL;
+	memset(o, 0, 3 * sizeof(*o));
+	o[0].id = t->kind;
+	if (storage_type_is_collection(t->kind)) {
+		o[1].id = t->elem;
+		o[0].sub[0] = &o[1];
+		if (t->kind == STORAGE_TYPE_MAP) {
+			o[2].id = t->value;
+			o[0].sub[1] = &o[2];
+		}
+	}
+	return o;
 }

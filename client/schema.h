@@ -115,4 +115,11 @@ int cql_table_column(const struct cql_table *t, const char *name);
 /* CQL text of a column type: "int", "map<text, int>", "frozen<list<int>>". */
 int cql_type_text(const struct storage_type *t, char *dst, size_t cap);
 
+/* The protocol's [option] for a column type (collections with their
+ * element types), allocated in `a`; NULL when out of memory. */
+struct arena;
+struct cql_type_option;
+struct cql_type_option *cql_type_option_of(struct arena *a,
+					   const struct storage_type *t);
+
 #endif

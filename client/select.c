@@ -1021,25 +1021,6 @@ static int write_row(const struct cql_select_plan *p, struct buf *out,
 	return rc;
 }
 
-static struct cql_type_option *type_option(struct arena *a,
-					   const struct storage_type *t)
-{
-	struct cql_type_option *o = arena_alloc(a, 3 * sizeof(*o));
-	if (!o)
-		return NULL;
-	memset(o, 0, 3 * sizeof(*o));
-	o[0].id = t->kind;
-	if (storage_type_is_collection(t->kind)) {
-		o[1].id = t->elem;
-		o[0].sub[0] = &o[1];
-		if (t->kind == STORAGE_TYPE_MAP) {
-			o[2].id = t->value;
-			o[0].sub[1] = &o[2];
-		}
-	}
-	return o;
-}
-
 int cql_select_encode(const struct cql_select_plan *p,
 		      struct storage_result *const *results, size_t n,
 		      bool read_cut, int64_t now_sec, uint8_t version,
@@ -1052,7 +1033,7 @@ int cql_select_encode(const struct cql_select_plan *p,
 	for (size_t i = 0; i < p->nouts; i++) {
 		specs[i] = (struct cql_column_spec){p->m->keyspace, p->m->name,
 						    p->outs[i].name,
-						    type_option(p->a, &p->outs[i].type)};
+						    cql_type_option_of(p->a, &p->outs[i].type)};
 		if (!specs[i].type)
 			return err_set(ERR_NOMEM, "out of memory encoding rows");
 	}

@@ -414,25 +414,6 @@ struct sel_col {
 	const char *name;
 };
 
-static struct cql_type_option *type_option(struct arena *a,
-					   const struct storage_type *t)
-{
-	struct cql_type_option *o = arena_alloc(a, 3 * sizeof(*o));
-	if (!o)
-		return NULL;
-	memset(o, 0, 3 * sizeof(*o));
-	o[0].id = t->kind;
-	if (storage_type_is_collection(t->kind)) {
-		o[1].id = t->elem;
-		o[0].sub[0] = &o[1];
-		if (t->kind == STORAGE_TYPE_MAP) {
-			o[2].id = t->value;
-			o[0].sub[1] = &o[2];
-		}
-	}
-	return o;
-}
-
 static int select_error(struct buf *out, uint8_t version, int16_t stream,
 			uint32_t code, const char *msg)
 {
@@ -570,7 +551,7 @@ static int encode_rows(struct buf *out, struct rows *r, const struct sel_col *co
 		specs[i].keyspace = m->keyspace;
 		specs[i].table = m->name;
 		specs[i].name = cols[i].name;
-		if (!(specs[i].type = type_option(r->a, &m->columns[cols[i].column].type)))
+		if (!(specs[i].type = cql_type_option_of(r->a, &m->columns[cols[i].column].type)))
 			return -1;
 	}
 	size_t n = r->count < limit ? r->count : limit;
