@@ -10,6 +10,7 @@
 #include "client/schema_internal.h"
 
 #include "client/cql_parse.h"
+#include "client/cql_values.h"
 #include "client/proto.h"
 #include "common/arena.h"
 #include "common/err.h"
@@ -563,4 +564,89 @@ struct cql_type_option *cql_type_option_of(struct arena *a,
 		}
 	}
 	return o;
+}
+
+/* One key component as a literal of its column's type. */
+static struct cql_term key_term(uint16_t kind, const char *text, size_t len)
+{
+	struct cql_term t = {.kind = CQL_TERM_STRING, .text = text, .len = len};
+	switch (kind) {
+	case STORAGE_TYPE_BIGINT:
+	case STORAGE_TYPE_INT:
+	case STORAGE_TYPE_SMALLINT:
+	case STORAGE_TYPE_TINYINT:
+	case STORAGE_TYPE_VARINT:
+	case STORAGE_TYPE_DECIMAL:
+	case STORAGE_TYPE_DOUBLE:
+	case STORAGE_TYPE_FLOAT:
+		if (len && text[0] == '-') {
+			t.negative = true;
+			t.text++;
+			t.len--;
+		}
+		t.kind = CQL_TERM_INTEGER;
+		for (size_t i = 0; i < t.len; i++)
+			if (t.text[i] < '0' || t.text[i] > '9')
+				t.kind = CQL_TERM_FLOAT;
+		break;
+	case STORAGE_TYPE_BOOLEAN:
+		t.kind = CQL_TERM_BOOLEAN;
+		break;
+	case STORAGE_TYPE_UUID:
+	case STORAGE_TYPE_TIMEUUID:
+		t.kind = CQL_TERM_UUID;
+		break;
+	case STORAGE_TYPE_BLOB:
+		t.kind = CQL_TERM_BLOB;
+		if (len >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+			t.text += 2;
+			t.len -= 2;
+		}
+		break;
+	default: /* text, ascii, inet, date, time, timestamp */
+		break;
+	}
+	return t;
+}
+
+int cql_table_key_from_text(const struct cql_table *t, const char *text,
+			    struct buf *out)
+{
+	const struct storage_table_meta *m = t->meta;
+	struct slice parts[16] = {{0}};
+	struct buf vals[16];
+	const char *p = text;
+	int rc = 0;
+	size_t n = 0;
+	for (; n < m->pk_count && rc == 0; n++) {
+		const struct storage_column *c = &m->columns[m->pk[n]];
+		bool last = n + 1 == m->pk_count;
+		const char *end = last ? p + strlen(p) : strchr(p, ':');
+		buf_init(&vals[n]);
+		if (!end) {
+			rc = err_set(ERR_INVALID,
+				     "the key has %zu of the %zu parts of the "
+				     "partition key (separate them with ':')",
+				     n + 1, m->pk_count);
+			n++;
+			break;
+		}
+		struct cql_term term = key_term(c->type.kind, p, (size_t)(end - p));
+		struct cql_column_type ct = {c->type.kind, c->type.elem,
+					     c->type.value};
+		if (storage_type_is_collection(c->type.kind))
+			rc = err_set(ERR_UNSUPPORTED, "collection partition keys "
+						      "cannot be given as text");
+		else if (cql_term_serialize(&term, &ct, c->name, NULL, NULL,
+					    &vals[n]) != 0)
+			rc = -1;
+		parts[n] = slice_make(vals[n].data, vals[n].len);
+		p = end + (last ? 0 : 1);
+	}
+	if (rc == 0)
+		rc = m->pk_count == 1 ? buf_append(out, parts[0].ptr, parts[0].len)
+				      : murmur3_compound_key(out, parts, m->pk_count);
+	for (size_t i = 0; i < n; i++)
+		buf_free(&vals[i]);
+	return rc;
 }

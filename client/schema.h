@@ -115,6 +115,15 @@ int cql_table_column(const struct cql_table *t, const char *name);
 /* CQL text of a column type: "int", "map<text, int>", "frozen<list<int>>". */
 int cql_type_text(const struct storage_type *t, char *dst, size_t cap);
 
+/* The serialized partition key (what tokens hash) of `t` from nodetool's
+ * text form: one value per partition key column, separated by ':' for
+ * compound keys, each written as Cassandra's fromString reads it (text as
+ * is, numbers, uuids, 'true', blobs in hex with or without 0x, dates and
+ * timestamps as in CQL). ERR_INVALID with the reason. */
+struct buf;
+int cql_table_key_from_text(const struct cql_table *t, const char *text,
+			    struct buf *out);
+
 /* The protocol's [option] for a column type (collections with their
  * element types), allocated in `a`; NULL when out of memory. */
 struct arena;

@@ -323,6 +323,11 @@ struct cql_service *cql_service_new(const struct conf *c, struct event_base *bas
 	return s;
 }
 
+const struct cql_schema *cql_service_schema(const struct cql_service *s)
+{
+	return s->schema;
+}
+
 int cql_service_drain(struct cql_service *s)
 {
 	return storage_drain(s->db);

@@ -55,6 +55,10 @@ void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
 /* Appends every applied record in order, each as u32 length + record. */
 int cql_service_records(const struct cql_service *s, struct buf *out);
 
+/* The schema registry (keyspaces, tables, replication), for the admin
+ * commands; valid until cql_service_delete. */
+const struct cql_schema *cql_service_schema(const struct cql_service *s);
+
 /* The schema version system.local reports (for gossip's SCHEMA state). */
 void cql_service_schema_version(const struct cql_service *s, uint8_t out[16]);
 

@@ -3,18 +3,18 @@
  * status, ring, info, gossipinfo, describecluster, describering,
  * getendpoints, version, drain, stopdaemon.
  *
- * Keyspaces (and their replication) arrive with the Client issue. Until then
- * `status`, `describering` and `getendpoints` accept the built-in keyspaces
- * (system and system_schema: LocalStrategy; system_auth: SimpleStrategy 1;
- * system_distributed: SimpleStrategy 3; system_traces: SimpleStrategy 2, as
- * Cassandra creates them) or an explicit replication in place of the
+ * `status`, `describering` and `getendpoints` take a keyspace of the schema
+ * (system ones included) or an explicit replication in place of the
  * keyspace name: "class=NetworkTopologyStrategy,dc1=3,dc2=3".
+ * `getendpoints` reads the key as nodetool does: typed by the table's
+ * partition key columns, ':' between the parts of a compound key.
  */
 #define LOG_MODULE "admin"
 #include "common/err.h"
 #include "common/log.h"
 #include "gossip/gossip.h"
 #include "node/admin.h"
+#include "node/cql_service.h"
 #include "node/members.h"
 #include "node/node_internal.h"
 #include "node/transport.h"
@@ -46,38 +46,34 @@ void node_format_load(const char *load, char *out, size_t cap)
 		snprintf(out, cap, "%.2f %s", v, units[u]);
 }
 
-/* Built-in keyspaces, or "class=...,k=v,..." as an explicit replication. */
-static struct ring_strategy *strategy_for(const char *ks, struct buf *err)
+/* A keyspace of the schema, or "class=...,k=v,..." as an explicit
+ * replication (handy for "what if" questions before creating it). */
+static struct ring_strategy *strategy_for(struct node *n, const char *ks,
+					  struct buf *err)
 {
-	static const struct {
-		const char *name, *cls, *key, *value;
-	} builtin[] = {
-		{"system", "LocalStrategy", NULL, NULL},
-		{"system_schema", "LocalStrategy", NULL, NULL},
-		{"system_auth", "SimpleStrategy", "replication_factor", "1"},
-		{"system_distributed", "SimpleStrategy", "replication_factor",
-		 "3"},
-		{"system_traces", "SimpleStrategy", "replication_factor", "2"},
-	};
 	const char *keys[33], *values[33];
-	size_t n = 0;
-	for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
-		if (strcmp(ks, builtin[i].name) != 0)
-			continue;
-		keys[n] = "class";
-		values[n++] = builtin[i].cls;
-		if (builtin[i].key) {
-			keys[n] = builtin[i].key;
-			values[n++] = builtin[i].value;
+	size_t count = 0;
+	const struct cql_keyspace *k =
+		n->cql ? cql_schema_keyspace(cql_service_schema(n->cql), ks)
+		       : NULL;
+	if (k) {
+		const struct storage_keyspace_meta *m = cql_keyspace_meta(k);
+		keys[count] = "class";
+		values[count++] = m->replication_class;
+		for (size_t i = 0; i < m->replication_count && count < 33; i++) {
+			keys[count] = m->replication_keys[i];
+			values[count++] = m->replication_values[i];
 		}
-		return ring_strategy_new(keys, values, n, true);
+		struct ring_strategy *s = ring_strategy_new(
+			keys, values, count, cql_keyspace_is_system(k));
+		if (!s)
+			buf_printf(err, "%s\n", err_msg());
+		return s;
 	}
 	if (!strchr(ks, '=')) {
 		buf_printf(err,
-			   "Keyspace '%s' does not exist (user keyspaces arrive "
-			   "with the client protocol; use a built-in keyspace or "
-			   "an explicit replication such as "
-			   "class=NetworkTopologyStrategy,dc1=3)\n",
+			   "Keyspace '%s' does not exist (or give a replication "
+			   "such as class=NetworkTopologyStrategy,dc1=3)\n",
 			   ks);
 		return NULL;
 	}
@@ -85,7 +81,7 @@ static struct ring_strategy *strategy_for(const char *ks, struct buf *err)
 	if (!copy)
 		return NULL;
 	char *save = NULL;
-	for (char *kv = strtok_r(copy, ",", &save); kv && n < 32;
+	for (char *kv = strtok_r(copy, ",", &save); kv && count < 32;
 	     kv = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(kv, '=');
 		if (!eq) {
@@ -94,10 +90,10 @@ static struct ring_strategy *strategy_for(const char *ks, struct buf *err)
 			return NULL;
 		}
 		*eq = '\0';
-		keys[n] = kv;
-		values[n++] = eq + 1;
+		keys[count] = kv;
+		values[count++] = eq + 1;
 	}
-	struct ring_strategy *s = ring_strategy_new(keys, values, n, false);
+	struct ring_strategy *s = ring_strategy_new(keys, values, count, false);
 	if (!s)
 		buf_printf(err, "%s\n", err_msg());
 	free(copy);
@@ -194,7 +190,7 @@ static int cmd_status(void *arg, size_t argc, const char *const *argv,
 		buf_printf(err, "usage: status [keyspace]\n");
 		return 1;
 	}
-	if (argc == 1 && !(s = strategy_for(argv[0], err)))
+	if (argc == 1 && !(s = strategy_for(n, argv[0], err)))
 		return 1;
 	struct ring *r = members_ring(n->members);
 	size_t ne = ring_endpoint_count(r);
@@ -495,7 +491,7 @@ static int cmd_describering(void *arg, size_t argc, const char *const *argv,
 		buf_printf(err, "usage: describering <keyspace>\n");
 		return 1;
 	}
-	struct ring_strategy *s = strategy_for(argv[0], err);
+	struct ring_strategy *s = strategy_for(n, argv[0], err);
 	if (!s)
 		return 1;
 	struct ring *r = members_ring(n->members);
@@ -535,12 +531,37 @@ static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
 		buf_printf(err, "usage: getendpoints <keyspace> <table> <key>\n");
 		return 1;
 	}
-	struct ring_strategy *s = strategy_for(argv[0], err);
+	struct ring_strategy *s = strategy_for(n, argv[0], err);
 	if (!s)
 		return 1;
-	/* Without a schema the key is taken as the bytes of a single text
-	 * (or blob) partition key column, as nodetool would serialise it. */
-	int64_t token = murmur3_token(argv[2], strlen(argv[2]));
+	const struct cql_table *t =
+		n->cql ? cql_schema_table(cql_service_schema(n->cql), argv[0],
+					  argv[1])
+		       : NULL;
+	bool what_if = strchr(argv[0], '=') != NULL;
+	if (!t && !what_if) {
+		buf_printf(err, "Table '%s.%s' does not exist\n", argv[0],
+			   argv[1]);
+		ring_strategy_delete(s);
+		return 1;
+	}
+	/* With a replication in place of a keyspace there is no table: the
+	 * key is the bytes of a single text (or blob) column. */
+	struct buf key;
+	buf_init(&key);
+	if (!t) {
+		if (buf_append(&key, argv[2], strlen(argv[2])) != 0) {
+			ring_strategy_delete(s);
+			return 2;
+		}
+	} else if (cql_table_key_from_text(t, argv[2], &key) != 0) {
+		buf_printf(err, "bad key '%s': %s\n", argv[2], err_msg());
+		buf_free(&key);
+		ring_strategy_delete(s);
+		return 1;
+	}
+	int64_t token = murmur3_token(key.data, key.len);
+	buf_free(&key);
 	struct ring *r = members_ring(n->members);
 	struct ring_replicas rep;
 	int rc = ring_replicas_for_token(r, s, token, &rep);

@@ -139,7 +139,44 @@ def test_tool_commands(cluster):
     for h in (BASE + "2", BASE + "3"):
         assert tool(h, "getendpoints", nts, "t", "some-key").stdout.split() \
             == eps
-    assert tool(a, "getendpoints", "system", "t", "k").stdout == a + "\n"
+    assert tool(a, "getendpoints", "system", "local", "local").stdout == \
+        a + "\n"
+    r = tool(a, "getendpoints", "system", "nope", "k", check=False)
+    assert r.returncode == 1 and "does not exist" in r.stderr
+    # A keyspace of the schema: the key is typed by the table's partition
+    # key, and the replicas are the ones the driver computes.
+    from cassandra.cluster import Cluster
+    c = Cluster([a], protocol_version=4)
+    try:
+        s = c.connect()
+        s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
+                  "'NetworkTopologyStrategy', 'dc1': 1, 'dc2': 1}")
+        s.execute("CREATE TABLE ks.t (k int, b text, v int, "
+                  "PRIMARY KEY ((k, b)))")
+        s.execute("CREATE TABLE ks.u (id uuid PRIMARY KEY)")
+        c.control_connection.wait_for_schema_agreement()
+        c.refresh_schema_metadata()
+        import struct
+        import uuid
+        tm = c.metadata.token_map
+        for k in range(20):
+            key = (struct.pack(">H", 4) + struct.pack(">i", k) + b"\0" +
+                   struct.pack(">H", 1) + b"x\0")
+            want = sorted(h.address for h in tm.get_replicas("ks", tm.token_class.from_key(key)))
+            got = tool(a, "getendpoints", "ks", "t", f"{k}:x").stdout.split()
+            assert sorted(got) == want
+        u = uuid.UUID("0e9d5c6e-8d53-4b8b-9b0c-5e2f3f1b6d4a")
+        want = sorted(h.address for h in tm.get_replicas("ks", tm.token_class.from_key(u.bytes)))
+        got = tool(a, "getendpoints", "ks", "u", str(u)).stdout.split()
+        assert sorted(got) == want
+    finally:
+        c.shutdown()
+    r = tool(a, "getendpoints", "ks", "t", "1", check=False)
+    assert r.returncode == 1 and "separate them with ':'" in r.stderr
+    r = tool(a, "getendpoints", "ks", "t", "one:x", check=False)
+    assert r.returncode == 1 and "bad key" in r.stderr
+    eff = tool(a, "status", "ks").stdout
+    assert "Owns (effective)" in eff
     dr = tool(a, "describering", nts).stdout
     assert dr.count("TokenRange(start_token:") == 48
     eff = tool(a, "status", "system_distributed").stdout
