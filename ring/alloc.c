@@ -31,7 +31,7 @@
  * Ties go to the first candidate in ring order after a seeded start, so a
  * given ring and seed always give the same tokens. Cost: about
  * ATTEMPTS * passes * num_tokens * tokens_in_dc walks of the DC's ring:
- * 0.3-0.8 s of CPU for a 12-node DC with 16 tokens each, once per
+ * 0.6-1.0 s of CPU for a 12-node DC with 16 tokens each, once per
  * bootstrap.
  */
 #include "ring/ring_internal.h"
@@ -49,8 +49,8 @@
 #define ATTEMPTS       3
 /* Weights of the sum of squared range widths, one per attempt. */
 static const double WIDTH_WEIGHTS[ATTEMPTS] = {0.5, 1.0, 2.0};
-#define COARSE_STEPS   32
-#define FINE_STEPS     16
+#define COARSE_STEPS 32
+#define FINE_STEPS   16
 
 /* ---- random tokens and initial_token ---- */
 
@@ -152,8 +152,8 @@ struct model {
 	uint32_t epoch;
 	uint32_t *seen, *skip, *rseen, *skipped, *picks;
 	double *load, *l1, *l2, *tmp;
-	double sqw; /* sum of squared range widths, from model_loads */
-	size_t racks, want; /* racks in the DC, replicas per range */
+	double sqw;          /* sum of squared range widths, from model_loads */
+	size_t racks, want;  /* racks in the DC, replicas per range */
 	double width_weight; /* of sqw in the score */
 };
 
@@ -428,8 +428,9 @@ static double gap_scan(struct model *m, double lo, double hi, int steps,
 /* Best point for one more token of node `me` (not a token of the ring or of
  * out[0..nout)); false when no range has room. Inside a gap (a, b] a new
  * token at p changes only the widths of (a, p] and (p, b]: every replica set
- * stays the same, so every load is linear in p. Two evaluations of the model
- * give that line, which is then scanned coarsely and finely. */
+ * stays the same, so every load is linear in p. One walk of the model with
+ * the token at s1 gives the loads there and their slope (loads_with), and
+ * the line is then scanned coarsely and finely. */
 static bool best_candidate(struct model *m, uint32_t me, size_t start,
                            const struct ring *r, const int64_t *out,
                            size_t nout, int64_t *best_t, double *best_s)
@@ -448,8 +449,8 @@ static bool best_candidate(struct model *m, uint32_t me, size_t start,
 		uint64_t s1 = w / 4, s2 = w - w / 4;
 		loads_with(m, me, (int64_t)((uint64_t)a + s1), m->l1, m->l2);
 		for (size_t q = 0; q < m->nodes; q++)
-			m->l2[q] = m->l1[q] +
-			           (double)(s2 - s1) / TWO64 * m->l2[q];
+			m->l2[q] =
+			    m->l1[q] + (double)(s2 - s1) / TWO64 * m->l2[q];
 		double wd = (double)w, x = wd / 2;
 		double wn = wd / TWO64;
 		m->sqw = base - wn * wn;

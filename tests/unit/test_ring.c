@@ -1015,7 +1015,8 @@ static double grow_dc_racks(size_t max, size_t racks, size_t from,
 		if (n == max) { /* deterministic (once: ASan makes it slow) */
 			int64_t again[16];
 			ck_assert_int_eq(ring_tokens_allocate(r, "dc1", rack, 3,
-			                                      16, sd + n, again),
+			                                      16, sd + n,
+			                                      again),
 			                 0);
 			ck_assert_mem_eq(toks, again, sizeof(toks));
 		}
