@@ -31,7 +31,7 @@
  * Ties go to the first candidate in ring order after a seeded start, so a
  * given ring and seed always give the same tokens. Cost: about
  * ATTEMPTS * passes * num_tokens * tokens_in_dc walks of the DC's ring:
- * 0.6-1.0 s of CPU for a 12-node DC with 16 tokens each, once per
+ * 0.6-1.6 s of CPU for a 12-node DC with 16 tokens each, once per
  * bootstrap.
  */
 #include "ring/ring_internal.h"
