@@ -5,13 +5,20 @@
  * node (NTS, RF 3 in the DC) is measured with ring_dc_ownership.
  *
  *   ring_alloc_table [max_nodes=12] [seeds=10] [num_tokens=16] [rf=3]
- *                    [layouts=15 (bit mask of the four below)]
+ *                    [layouts=31 (bit mask of the five below)]
  *
  * Spread = max/min - 1 of the nodes' replicated ownership, worst over seeds.
- * Layouts: one rack; racks = nodes (every node its own rack); 3 racks filled
- * round robin (balanced only when the node count is a multiple of 3, since
- * each rack then holds exactly one replica of everything); 5 racks round
- * robin.
+ * Layouts: one rack; racks = nodes (every node its own rack); 3, 4 and 5
+ * racks filled round robin.
+ *
+ * Where no token choice can reach 10% the cell says so instead of reporting
+ * a failure: with racks == RF every rack holds exactly one replica of every
+ * range, so unequal racks are unbalanced by k_max/k_min; with racks > RF a
+ * rack holds at most one replica of a range, so a rack of k nodes whose fair
+ * share k*RF/N exceeds 1 is capped (floor() below; docs/ring.md has the
+ * proofs). The last column is the slowest single allocation over all
+ * layouts and seeds at that DC size, in CPU time (the process is single
+ * threaded).
  */
 #include "common/err.h"
 #include "ring/ring.h"
@@ -19,8 +26,60 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#define MAXN 64
+#define MAXN    64
+#define LAYOUTS 5
+
+static const int layout_racks[LAYOUTS] = {1, 0, 3, 4, 5}; /* 0: per node */
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Lowest max/min - 1 any token choice can give `nodes` nodes spread round
+ * robin over `racks` racks (0: one rack per node) at RF `rf`; sets *eq when
+ * racks == RF with unequal racks. */
+static double floor_of(int racks, size_t nodes, int rf, bool *eq)
+{
+	size_t k[MAXN] = {0};
+	size_t nr = racks == 0 || (size_t)racks > nodes ? nodes : (size_t)racks;
+	*eq = false;
+	for (size_t i = 0; i < nodes; i++)
+		k[i % nr]++;
+	if (nr == 1 || nodes <= (size_t)rf || nr < (size_t)rf)
+		return 0;
+	size_t kmax = k[0], kmin = k[nr - 1];
+	if (nr == (size_t)rf) {
+		*eq = kmax != kmin;
+		return (double)kmax / (double)kmin - 1;
+	}
+	/* racks > RF: each rack's load is at most 1; cap the racks whose
+	 * fair share would pass 1 and spread the rest over the others. */
+	bool capped[MAXN] = {false};
+	double level = (double)rf / (double)nodes;
+	size_t kcap = 0;
+	for (bool again = true; again;) {
+		again = false;
+		size_t ncap = 0, capn = 0;
+		for (size_t r = 0; r < nr; r++) {
+			if (!capped[r] && (double)k[r] * level > 1 + 1e-12) {
+				capped[r] = true;
+				again = true;
+			}
+			if (capped[r]) {
+				ncap++;
+				capn += k[r];
+				kcap = k[r] > kcap ? k[r] : kcap;
+			}
+		}
+		level = (double)(rf - (int)ncap) / (double)(nodes - capn);
+	}
+	return kcap ? level * (double)kcap - 1 : 0;
+}
 
 static double spread(const struct ring *r, int rf, size_t nodes)
 {
@@ -36,7 +95,7 @@ static double spread(const struct ring *r, int rf, size_t nodes)
 
 /* Grows one DC; worst[n] gets the spread after node n joined. */
 static int grow(int layout, size_t max_nodes, size_t ntok, int rf,
-                uint64_t seed, double *worst)
+                uint64_t seed, double *worst, double *slowest)
 {
 	struct ring_builder *b = ring_builder_new();
 	int64_t toks[256];
@@ -45,19 +104,18 @@ static int grow(int layout, size_t max_nodes, size_t ntok, int rf,
 		struct ring *r = ring_builder_build(b);
 		if (!r)
 			return -1;
-		if (layout == 0)
-			snprintf(rack, sizeof(rack), "r1");
-		else if (layout == 1)
-			snprintf(rack, sizeof(rack), "r%zu", n);
-		else if (layout == 2)
-			snprintf(rack, sizeof(rack), "r%zu", (n - 1) % 3 + 1);
-		else
-			snprintf(rack, sizeof(rack), "r%zu", (n - 1) % 5 + 1);
+		int nr = layout_racks[layout];
+		snprintf(rack, sizeof(rack), "r%zu",
+		         nr ? (n - 1) % (size_t)nr + 1 : n);
+		double t0 = now_ms();
 		if (ring_tokens_allocate(r, "dc1", rack, rf, ntok,
 		                         seed * 1000 + n, toks)) {
 			ring_unref(r);
 			return -1;
 		}
+		double ms = now_ms() - t0;
+		if (ms > slowest[n])
+			slowest[n] = ms;
 		ring_unref(r);
 		struct ring_endpoint e = {0};
 		e.addr.family = INET_V4;
@@ -85,30 +143,53 @@ int main(int argc, char **argv)
 	int seeds = argc > 2 ? atoi(argv[2]) : 10;
 	size_t ntok = argc > 3 ? (size_t)atoi(argv[3]) : 16;
 	int rf = argc > 4 ? atoi(argv[4]) : 3;
-	int mask = argc > 5 ? atoi(argv[5]) : 15;
+	int mask = argc > 5 ? atoi(argv[5]) : 31;
 	if (max_nodes < 1 || max_nodes >= MAXN || ntok < 1 || ntok > 256) {
 		fprintf(stderr, "bad arguments\n");
 		return 2;
 	}
-	static const char *names[] = {"1 rack", "rack per node",
-	                              "3 racks (rr)", "5 racks (rr)"};
-	double worst[4][MAXN];
+	static const char *names[LAYOUTS] = {"1 rack", "rack per node",
+	                                     "3 racks (rr)", "4 racks (rr)",
+	                                     "5 racks (rr)"};
+	double worst[LAYOUTS][MAXN], slowest[MAXN];
 	memset(worst, 0, sizeof(worst));
-	for (int layout = 0; layout < 4; layout++)
+	memset(slowest, 0, sizeof(slowest));
+	for (int layout = 0; layout < LAYOUTS; layout++)
 		for (int s = 1; s <= seeds && (mask >> layout & 1); s++)
 			if (grow(layout, max_nodes, ntok, rf, (uint64_t)s,
-			         worst[layout])) {
+			         worst[layout], slowest)) {
 				fprintf(stderr, "error: %s\n", err_msg());
 				return 1;
 			}
 	printf("num_tokens=%zu rf=%d seeds=%d: worst max/min-1 of replicated "
 	       "ownership\n",
 	       ntok, rf, seeds);
-	printf("| nodes/DC | %s | %s | %s | %s |\n|---|---|---|---|---|\n",
-	       names[0], names[1], names[2], names[3]);
-	for (size_t n = 3; n <= max_nodes; n++)
-		printf("| %zu | %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n", n,
-		       100 * worst[0][n], 100 * worst[1][n], 100 * worst[2][n],
-		       100 * worst[3][n]);
+	printf("| nodes/DC |");
+	for (int l = 0; l < LAYOUTS; l++)
+		if (mask >> l & 1)
+			printf(" %s |", names[l]);
+	printf(" slowest join (CPU) |\n|---|");
+	for (int l = 0; l < LAYOUTS; l++)
+		if (mask >> l & 1)
+			printf("---|");
+	printf("---|\n");
+	for (size_t n = 3; n <= max_nodes; n++) {
+		printf("| %zu |", n);
+		for (int l = 0; l < LAYOUTS; l++) {
+			if (!(mask >> l & 1))
+				continue;
+			bool eq;
+			double fl = floor_of(layout_racks[l], n, rf, &eq);
+			if (eq)
+				printf(" n/a: racks == RF, unequal (%.1f%%) |",
+				       100 * worst[l][n]);
+			else if (fl > 0.10)
+				printf(" n/a: floor %.1f%% (%.1f%%) |",
+				       100 * fl, 100 * worst[l][n]);
+			else
+				printf(" %.1f%% |", 100 * worst[l][n]);
+		}
+		printf(" %.0f ms |\n", slowest[n]);
+	}
 	return 0;
 }

@@ -14,16 +14,25 @@
  *  2. While the DC has fewer than `rf` nodes every node replicates everything,
  *     so load is measured at RF = (nodes already in the DC) instead; this
  *     interleaves the first nodes evenly and prepares the ring for later ones.
- *  3. Greedy: each new token goes to the candidate (1/4, 1/2, 3/4 of every
- *     current range) with the lowest score (model_score: squared deviations
- *     from the mean, the joining node's target scaled by its share of tokens
- *     placed so far, plus a term on max - min).
- *  4. Refinement passes lift each new token out and put it back at its best
- *     candidate; then fine-tuning slides each within its gap.
+ *  3. Score (score_of): squared deviations of the loads from the mean (the
+ *     joining node's target scaled by its share of tokens placed so far),
+ *     plus a small term on (max - min)^2, plus `width_weight` times the sum
+ *     of squared range widths. The last term keeps new tokens away from the
+ *     edges of their gaps: without it the search balances today's DC with
+ *     slivers that leave the next joins (above all the second node of a
+ *     rack, which must then replicate nearly every range) no good choice.
+ *  4. Exact line search per gap (best_candidate): inside a gap every
+ *     replica set stays fixed, so all loads are linear in the position of
+ *     the new token; one walk gives the line, which is scanned finely.
+ *  5. Greedy placement of the tokens one by one, then passes that lift each
+ *     new token out and put it back at its best point until none moves.
+ *  6. Steps 4-5 run for three width weights (0.5, 1, 2); the result with
+ *     the lowest max/min of the loads wins.
  * Ties go to the first candidate in ring order after a seeded start, so a
  * given ring and seed always give the same tokens. Cost: about
- * O(num_tokens * candidates * tokens_in_dc * rf): 40-90 ms for a 12-node DC
- * with 16 tokens each, once per bootstrap.
+ * ATTEMPTS * passes * num_tokens * tokens_in_dc walks of the DC's ring:
+ * 0.6-1.6 s of CPU for a 12-node DC with 16 tokens each, once per
+ * bootstrap.
  */
 #include "ring/ring_internal.h"
 
@@ -35,10 +44,13 @@
 #include <string.h>
 
 #define TWO64          18446744073709551616.0
-#define REFINE_PASSES  6
-#define FINE_PASSES    8
-#define EXTREME_WEIGHT 1.0
-#define FINE_STEPS     16
+#define REFINE_PASSES  16
+#define EXTREME_WEIGHT 0.1
+#define ATTEMPTS       3
+/* Weights of the sum of squared range widths, one per attempt. */
+static const double WIDTH_WEIGHTS[ATTEMPTS] = {0.5, 1.0, 2.0};
+#define COARSE_STEPS 32
+#define FINE_STEPS   16
 
 /* ---- random tokens and initial_token ---- */
 
@@ -139,7 +151,10 @@ struct model {
 	/* scratch */
 	uint32_t epoch;
 	uint32_t *seen, *skip, *rseen, *skipped, *picks;
-	double *load;
+	double *load, *l1, *l2, *tmp;
+	double sqw;          /* sum of squared range widths, from model_loads */
+	size_t racks, want;  /* racks in the DC, replicas per range */
+	double width_weight; /* of sqw in the score */
 };
 
 static void model_free(struct model *m)
@@ -153,6 +168,9 @@ static void model_free(struct model *m)
 	free(m->skipped);
 	free(m->picks);
 	free(m->load);
+	free(m->l1);
+	free(m->l2);
+	free(m->tmp);
 }
 
 static double width(int64_t a, int64_t b, size_t n)
@@ -162,7 +180,43 @@ static double width(int64_t a, int64_t b, size_t n)
 	return (double)((uint64_t)b - (uint64_t)a) / TWO64;
 }
 
-/* Loads of all nodes: NTS walk within the one DC. */
+/* Adds w to dst[] of every replica of the range ending at tok[i]: the NTS
+ * walk within the one DC (as placement.c), with m->racks and m->want from
+ * model_loads. */
+static void walk_range(struct model *m, size_t i, double w, double *dst)
+{
+	size_t got = 0, nskip = 0, used = 0;
+	m->epoch++;
+	for (size_t k = 0; k < m->n && got < m->want; k++) {
+		size_t at = i + k < m->n ? i + k : i + k - m->n;
+		uint32_t o = m->own[at], rk = m->rack[o];
+		if (m->seen[o] == m->epoch)
+			continue;
+		if (m->rseen[rk] == m->epoch && used < m->racks) {
+			if (m->skip[o] != m->epoch) {
+				m->skip[o] = m->epoch;
+				m->skipped[nskip++] = o;
+			}
+			continue;
+		}
+		m->seen[o] = m->epoch;
+		dst[o] += w;
+		got++;
+		if (m->rseen[rk] == m->epoch)
+			continue;
+		m->rseen[rk] = m->epoch;
+		if (++used < m->racks)
+			continue;
+		for (size_t q = 0; q < nskip && got < m->want; q++) {
+			m->seen[m->skipped[q]] = m->epoch;
+			dst[m->skipped[q]] += w;
+			got++;
+		}
+		nskip = 0;
+	}
+}
+
+/* Loads of all nodes, and m->sqw. */
 static void model_loads(struct model *m)
 {
 	size_t hosts = 0, racks = 0;
@@ -180,40 +234,13 @@ static void model_loads(struct model *m)
 			racks++;
 		}
 	}
-	size_t want = (size_t)m->rf < hosts ? (size_t)m->rf : hosts;
+	m->racks = racks;
+	m->want = (size_t)m->rf < hosts ? (size_t)m->rf : hosts;
+	m->sqw = 0;
 	for (size_t i = 0; i < m->n; i++) {
 		double w = width(m->tok[i ? i - 1 : m->n - 1], m->tok[i], m->n);
-		size_t got = 0, nskip = 0, used = 0;
-		m->epoch++;
-		for (size_t k = 0; k < m->n && got < want; k++) {
-			size_t at = i + k < m->n ? i + k : i + k - m->n;
-			uint32_t o = m->own[at], rk = m->rack[o];
-			if (m->seen[o] == m->epoch)
-				continue;
-			if (m->rseen[rk] == m->epoch && used < racks) {
-				if (m->skip[o] != m->epoch) {
-					m->skip[o] = m->epoch;
-					m->skipped[nskip++] = o;
-				}
-				continue;
-			}
-			m->seen[o] = m->epoch;
-			m->load[o] += w;
-			got++;
-			if (m->rseen[rk] != m->epoch) {
-				m->rseen[rk] = m->epoch;
-				if (++used == racks) {
-					for (size_t q = 0;
-					     q < nskip && got < want; q++) {
-						m->seen[m->skipped[q]] =
-						    m->epoch;
-						m->load[m->skipped[q]] += w;
-						got++;
-					}
-					nskip = 0;
-				}
-			}
-		}
+		m->sqw += w * w;
+		walk_range(m, i, w, m->load);
 	}
 }
 
@@ -221,27 +248,32 @@ static void model_loads(struct model *m)
  * node (the last one) is still placing tokens, its own target is scaled by
  * the share of its tokens placed so far, so that early tokens go where they
  * relieve the most loaded nodes rather than where they grab the most. */
-static double model_score(struct model *m)
+static double score_of(const struct model *m, const double *load, double sqw)
 {
-	model_loads(m);
 	double sum = 0, var = 0, hi = 0, lo = INFINITY;
 	size_t last = m->nodes - 1;
 	for (size_t i = 0; i < m->nodes; i++)
-		sum += m->load[i];
+		sum += load[i];
 	double mean = sum / (double)m->nodes;
 	for (size_t i = 0; i < last; i++) {
-		var += (m->load[i] - mean) * (m->load[i] - mean);
-		hi = m->load[i] > hi ? m->load[i] : hi;
-		lo = m->load[i] < lo ? m->load[i] : lo;
+		var += (load[i] - mean) * (load[i] - mean);
+		hi = load[i] > hi ? load[i] : hi;
+		lo = load[i] < lo ? load[i] : lo;
 	}
-	double d = m->load[last] - mean * m->share;
+	double d = load[last] - mean * m->share;
 	if (m->share >= 1.0) {
-		hi = m->load[last] > hi ? m->load[last] : hi;
-		lo = m->load[last] < lo ? m->load[last] : lo;
+		hi = load[last] > hi ? load[last] : hi;
+		lo = load[last] < lo ? load[last] : lo;
 	}
 	double spread = last > 0 ? hi - lo : 0;
-	return var + d * d +
+	return var + d * d + m->width_weight * sqw +
 	       EXTREME_WEIGHT * (double)m->nodes * spread * spread;
+}
+
+static double model_score(struct model *m)
+{
+	model_loads(m);
+	return score_of(m, m->load, m->sqw);
 }
 
 static void model_insert(struct model *m, size_t at, int64_t t, uint32_t o)
@@ -283,9 +315,12 @@ static int model_make(struct model *m, const struct ring *r, const char *dc,
 	m->skipped = malloc(ne * sizeof(uint32_t));
 	m->picks = malloc(ne * sizeof(uint32_t));
 	m->load = malloc(ne * sizeof(double));
+	m->l1 = malloc(ne * sizeof(double));
+	m->l2 = malloc(ne * sizeof(double));
+	m->tmp = malloc(ne * sizeof(double));
 	if (!node_of || !rack_names || !m->rack || !m->tok || !m->own ||
 	    !m->seen || !m->skip || !m->rseen || !m->skipped || !m->picks ||
-	    !m->load) {
+	    !m->load || !m->l1 || !m->l2 || !m->tmp) {
 		free(node_of);
 		free(rack_names);
 		model_free(m);
@@ -353,82 +388,154 @@ static size_t model_lower_bound(const struct model *m, int64_t t)
 	return lo;
 }
 
-/* Best candidate point for one more token of node `me`; returns false when
- * no range has room. */
-static bool best_candidate(struct model *m, uint32_t me, size_t start,
-                           int64_t *best_t)
+/* Loads of the model with one more token `t` of `me`, copied to `dst`,
+ * and in `slope` how they change per unit (of the ring) that t moves up:
+ * the range ending at t grows and the next one shrinks. */
+static void loads_with(struct model *m, uint32_t me, int64_t t, double *dst,
+                       double *slope)
 {
-	static const double fr[] = {0.25, 0.5, 0.75};
+	size_t at = model_lower_bound(m, t);
+	model_insert(m, at, t, me);
+	model_loads(m);
+	memcpy(dst, m->load, m->nodes * sizeof(*dst));
+	memset(slope, 0, m->nodes * sizeof(*slope));
+	walk_range(m, at, 1.0, slope);
+	walk_range(m, at + 1 < m->n ? at + 1 : 0, -1.0, slope);
+	model_erase(m, at);
+}
+
+/* Lowest score over the positions x/w of gap (a, a + w), x in [lo, hi],
+ * `steps` evenly spaced samples; the loads there are l1 + f (l2 - l1). */
+static double gap_scan(struct model *m, double lo, double hi, int steps,
+                       double x1, double x2, double wd, double *x_best)
+{
+	double best = INFINITY;
+	for (int s = 0; s <= steps; s++) {
+		double x = lo + (hi - lo) * s / steps;
+		double f = (x - x1) / (x2 - x1);
+		for (size_t q = 0; q < m->nodes; q++)
+			m->tmp[q] = m->l1[q] + f * (m->l2[q] - m->l1[q]);
+		double u = x / TWO64, v = (wd - x) / TWO64;
+		double sc = score_of(m, m->tmp, m->sqw + u * u + v * v);
+		if (sc < best) {
+			best = sc;
+			*x_best = x;
+		}
+	}
+	return best;
+}
+
+/* Best point for one more token of node `me` (not a token of the ring or of
+ * out[0..nout)); false when no range has room. Inside a gap (a, b] a new
+ * token at p changes only the widths of (a, p] and (p, b]: every replica set
+ * stays the same, so every load is linear in p. One walk of the model with
+ * the token at s1 gives the loads there and their slope (loads_with), and
+ * the line is then scanned coarsely and finely. */
+static bool best_candidate(struct model *m, uint32_t me, size_t start,
+                           const struct ring *r, const int64_t *out,
+                           size_t nout, int64_t *best_t, double *best_s)
+{
 	double best = INFINITY;
 	bool found = false;
 	size_t n = m->n;
+	model_loads(m);
+	double base = m->sqw;
 	for (size_t k = 0; k < n; k++) {
 		size_t i = (start + k) % n;
 		int64_t a = m->tok[i ? i - 1 : n - 1], b = m->tok[i];
 		uint64_t w = n == 1 ? UINT64_MAX : (uint64_t)b - (uint64_t)a;
-		for (size_t f = 0; f < sizeof(fr) / sizeof(fr[0]); f++) {
-			uint64_t step = (uint64_t)((double)w * fr[f]);
-			if (step == 0 || step >= w)
-				continue;
-			int64_t t = (int64_t)((uint64_t)a + step);
-			if (t == RING_TOKEN_MIN)
-				continue;
-			size_t at = model_lower_bound(m, t);
-			model_insert(m, at, t, me);
-			double s = model_score(m);
-			model_erase(m, at);
-			if (s < best - 1e-15) {
-				best = s;
-				*best_t = t;
-				found = true;
-			}
+		if (w < 8)
+			continue;
+		uint64_t s1 = w / 4, s2 = w - w / 4;
+		loads_with(m, me, (int64_t)((uint64_t)a + s1), m->l1, m->l2);
+		for (size_t q = 0; q < m->nodes; q++)
+			m->l2[q] =
+			    m->l1[q] + (double)(s2 - s1) / TWO64 * m->l2[q];
+		double wd = (double)w, x = wd / 2;
+		double wn = wd / TWO64;
+		m->sqw = base - wn * wn;
+		double cell = wd / (COARSE_STEPS + 1);
+		double sc = gap_scan(m, cell, wd - cell, COARSE_STEPS - 1,
+		                     (double)s1, (double)s2, wd, &x);
+		double lo = x - cell > 1 ? x - cell : 1;
+		double hi = x + cell < wd - 1 ? x + cell : wd - 1;
+		double xf = x;
+		double scf = gap_scan(m, lo, hi, FINE_STEPS, (double)s1,
+		                      (double)s2, wd, &xf);
+		if (scf < sc) {
+			sc = scf;
+			x = xf;
 		}
+		if (sc >= best - 1e-15)
+			continue;
+		uint64_t step = (uint64_t)x;
+		step = step < 1 ? 1 : step >= w ? w - 1 : step;
+		int64_t t = (int64_t)((uint64_t)a + step);
+		if (t == RING_TOKEN_MIN || token_taken(r, out, nout, t))
+			continue;
+		best = sc;
+		*best_t = t;
+		found = true;
 	}
+	*best_s = best;
 	return found;
 }
 
-/* Slides each new token within the gap between its neighbours (15 evenly
- * spaced positions) while that lowers the score. */
-static void fine_tune(struct model *m, uint32_t me, const struct ring *r,
-                      int64_t *out, size_t num_tokens)
+/* One allocation of the joining node's tokens with the model's current
+ * weights: greedy placement, then passes that lift each new token out and
+ * put it back at its best point. The model is left as it was; *spread gets
+ * max/min - 1 of the loads with the tokens in place. */
+static int alloc_attempt(struct model *m, uint32_t me, struct rng *rng,
+                         const struct ring *r, int64_t *out, size_t nt,
+                         double *spread)
 {
-	for (int pass = 0; pass < FINE_PASSES; pass++) {
+	size_t placed = 0;
+	for (size_t j = 0; j < nt; j++) {
+		int64_t t;
+		double sc;
+		m->share = (double)(j + 1) / (double)nt;
+		size_t start = (size_t)rng_below(rng, m->n);
+		if (!best_candidate(m, me, start, r, out, placed, &t, &sc))
+			break;
+		model_insert(m, model_lower_bound(m, t), t, me);
+		out[placed++] = t;
+	}
+	if (placed < nt) {
+		for (size_t j = 0; j < placed; j++)
+			model_erase(m, model_lower_bound(m, out[j]));
+		return err_set(ERR_INVALID,
+		               "allocator found room for only %zu tokens",
+		               placed);
+	}
+	m->share = 1.0;
+	for (int pass = 0; pass < REFINE_PASSES; pass++) {
 		bool moved = false;
-		for (size_t j = 0; j < num_tokens; j++) {
-			double best = model_score(m);
-			size_t at = model_lower_bound(m, out[j]);
-			model_erase(m, at);
-			size_t n = m->n;
-			size_t nx = model_lower_bound(m, out[j]) % n;
-			int64_t a = m->tok[nx ? nx - 1 : n - 1], b = m->tok[nx];
-			uint64_t w =
-			    n == 1 ? UINT64_MAX : (uint64_t)b - (uint64_t)a;
-			int64_t keep = out[j];
-			for (int k = 1; k < FINE_STEPS; k++) {
-				uint64_t step =
-				    (uint64_t)((double)w * k / FINE_STEPS);
-				int64_t t = (int64_t)((uint64_t)a + step);
-				if (step == 0 || step >= w || t == keep ||
-				    t == RING_TOKEN_MIN ||
-				    token_taken(r, out, num_tokens, t))
-					continue;
-				size_t pos = model_lower_bound(m, t);
-				model_insert(m, pos, t, me);
-				double s = model_score(m);
-				model_erase(m, pos);
-				if (s < best - 1e-15) {
-					best = s;
-					out[j] = t;
-				}
-			}
-			if (out[j] != keep)
+		for (size_t j = 0; j < nt; j++) {
+			double before = model_score(m), sc;
+			model_erase(m, model_lower_bound(m, out[j]));
+			int64_t t;
+			size_t start = (size_t)rng_below(rng, m->n);
+			if (best_candidate(m, me, start, r, out, nt, &t, &sc) &&
+			    sc < before - 1e-12) {
+				out[j] = t;
 				moved = true;
+			}
 			model_insert(m, model_lower_bound(m, out[j]), out[j],
 			             me);
 		}
 		if (!moved)
 			break;
 	}
+	model_loads(m);
+	double hi = 0, lo = INFINITY;
+	for (size_t i = 0; i < m->nodes; i++) {
+		hi = m->load[i] > hi ? m->load[i] : hi;
+		lo = m->load[i] < lo ? m->load[i] : lo;
+	}
+	*spread = lo > 0 ? hi / lo - 1 : INFINITY;
+	for (size_t j = 0; j < nt; j++)
+		model_erase(m, model_lower_bound(m, out[j]));
+	return 0;
 }
 
 int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
@@ -466,50 +573,28 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 	}
 	size_t existing = m.nodes - 1;
 	m.rf = rf < (int)existing ? rf : (int)existing;
-	size_t placed = 0;
-	for (size_t j = 0; j < num_tokens; j++) {
-		int64_t t;
-		m.share = (double)(j + 1) / (double)num_tokens;
-		size_t start = (size_t)rng_below(&rng, m.n);
-		if (!best_candidate(&m, me, start, &t) ||
-		    token_taken(r, out, placed, t))
-			break;
-		model_insert(&m, model_lower_bound(&m, t), t, me);
-		out[placed++] = t;
-	}
-	if (placed < num_tokens) {
+	int64_t *try_out = malloc(num_tokens * sizeof(*try_out));
+	if (!try_out) {
 		model_free(&m);
-		return err_set(ERR_INVALID,
-		               "allocator found room for only %zu tokens",
-		               placed);
+		return err_set(ERR_NOMEM, "token allocator");
 	}
-	m.share = 1.0;
-	for (int pass = 0; pass < REFINE_PASSES; pass++) {
-		bool moved = false;
-		for (size_t j = 0; j < num_tokens; j++) {
-			size_t at = model_lower_bound(&m, out[j]);
-			double before = model_score(&m);
-			model_erase(&m, at);
-			int64_t t = out[j];
-			size_t start = (size_t)rng_below(&rng, m.n);
-			if (best_candidate(&m, me, start, &t) &&
-			    !token_taken(r, out, num_tokens, t)) {
-				model_insert(&m, model_lower_bound(&m, t), t,
-				             me);
-				if (model_score(&m) < before - 1e-15) {
-					out[j] = t;
-					moved = true;
-					continue;
-				}
-				model_erase(&m, model_lower_bound(&m, t));
-			}
-			model_insert(&m, model_lower_bound(&m, out[j]), out[j],
-			             me);
+	double best = INFINITY;
+	for (size_t k = 0; k < ATTEMPTS; k++) {
+		m.width_weight = WIDTH_WEIGHTS[k];
+		rng_seed(&rng, seed + k);
+		double spread = INFINITY;
+		if (alloc_attempt(&m, me, &rng, r, try_out, num_tokens,
+		                  &spread)) {
+			free(try_out);
+			model_free(&m);
+			return -1;
 		}
-		if (!moved)
-			break;
+		if (spread < best - 1e-12) {
+			best = spread;
+			memcpy(out, try_out, num_tokens * sizeof(*out));
+		}
 	}
-	fine_tune(&m, me, r, out, num_tokens);
+	free(try_out);
 	model_free(&m);
 	return 0;
 }
