@@ -7,7 +7,7 @@
 #include "client/dml.h"
 
 #include "common/err.h"
-#include "ring/murmur3.h"
+#include "common/murmur3.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 #include "client/cql_parse.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "ring/murmur3.h"
+#include "common/murmur3.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
 #include "client/proto.h"
 #include "common/arena.h"
 #include "common/err.h"
-#include "ring/murmur3.h"
+#include "common/murmur3.h"
 #include "ring/ring.h"
 
 #include <stdio.h>

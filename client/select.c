@@ -5,7 +5,7 @@
 
 #include "client/cql_values.h"
 #include "common/err.h"
-#include "ring/murmur3.h"
+#include "common/murmur3.h"
 
 #include <stdio.h>
 #include <stdlib.h>

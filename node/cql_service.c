@@ -10,7 +10,7 @@
 #include "common/log.h"
 #include "common/loopq.h"
 #include "common/workers.h"
-#include "ring/murmur3.h"
+#include "common/murmur3.h"
 #include "storage/storage.h"
 
 #include <limits.h>

@@ -18,7 +18,7 @@
 #include "node/members.h"
 #include "node/node_internal.h"
 #include "node/transport.h"
-#include "ring/murmur3.h"
+#include "common/murmur3.h"
 #include "ring/ring.h"
 
 #include <stdio.h>

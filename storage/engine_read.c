@@ -5,7 +5,7 @@
  */
 #define LOG_MODULE "storage"
 #include "storage/engine_internal.h"
-#include "storage/token.h"
+#include "common/murmur3.h"
 
 #include "common/err.h"
 #include "common/log.h"
@@ -125,7 +125,7 @@ int storage_read(struct storage *db, const uint8_t table_id[16],
 	int rc = read_ctx_init(&c, s.t->meta, cmd, engine_now_sec(db));
 	ctx_limits(db, &c);
 	struct slice key = slice_make(cmd->key, cmd->key_len);
-	int64_t token = storage_token(cmd->key, cmd->key_len);
+	int64_t token = murmur3_token(cmd->key, cmd->key_len);
 	for (size_t i = 0; !rc && i < s.mt_count; i++)
 		rc = read_ctx_add_memtable(&c, s.mts[i], token, key);
 	/* newest data first, so the reads above can stop early */

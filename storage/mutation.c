@@ -22,7 +22,7 @@
 #include "common/crc.h"
 #include "common/err.h"
 #include "storage/storage.h"
-#include "storage/token.h"
+#include "common/murmur3.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +60,7 @@ struct storage_mutation *storage_mutation_new(const struct storage_table_meta *t
 		return NULL;
 	}
 	m->key = slice_make(k, len);
-	m->token = storage_token(key, len);
+	m->token = murmur3_token(key, len);
 	static const uint8_t row_ck[1] = {CK_ROW};
 	m->row = slice_make(row_ck, 1);
 	return m;
@@ -323,7 +323,7 @@ static int decode_body(struct storage_mutation *m, struct cursor *c)
 	if (!k)
 		return err_set(ERR_NOMEM, "mutation key");
 	m->key = slice_make(k, key.len);
-	m->token = storage_token(key.ptr, key.len);
+	m->token = murmur3_token(key.ptr, key.len);
 	if (flags & 1) {
 		uint64_t ts, ldt;
 		if (cursor_be64(c, &ts) || cursor_be64(c, &ldt) ||

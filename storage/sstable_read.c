@@ -7,7 +7,7 @@
 #define LOG_MODULE "storage"
 #include "storage/block_internal.h"
 #include "storage/sstable_internal.h"
-#include "storage/token.h"
+#include "common/murmur3.h"
 
 #include "common/err.h"
 #include "common/log.h"
@@ -228,7 +228,7 @@ void sstable_mark_obsolete(struct sstable *s)
 bool sstable_may_contain(const struct sstable *s, struct slice key)
 {
 	uint64_t h[2];
-	storage_murmur3_128(key.ptr, key.len, 0, h);
+	murmur3_hash128(key.ptr, key.len, 0, h);
 	return sstable_may_contain_hash(s, h);
 }
 
@@ -544,7 +544,7 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 	if (token < s->stats.min_token || token > s->stats.max_token)
 		return 0;
 	if (!c->have_hash) { /* once per read, not once per SSTable */
-		storage_murmur3_128(key.ptr, key.len, 0, c->key_hash);
+		murmur3_hash128(key.ptr, key.len, 0, c->key_hash);
 		c->have_hash = true;
 	}
 	if (!sstable_may_contain_hash(s, c->key_hash))

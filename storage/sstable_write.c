@@ -5,7 +5,7 @@
  */
 #include "storage/block_internal.h"
 #include "storage/sstable_internal.h"
-#include "storage/token.h"
+#include "common/murmur3.h"
 
 #include "common/err.h"
 
@@ -138,7 +138,7 @@ struct sst_writer *sst_writer_new(struct env *env, const char *dir,
 static void bloom_add(struct sst_writer *w, struct slice key)
 {
 	uint64_t h[2];
-	storage_murmur3_128(key.ptr, key.len, 0, h);
+	murmur3_hash128(key.ptr, key.len, 0, h);
 	for (uint32_t i = 0; i < w->bloom_k; i++) {
 		uint64_t bit = (h[0] + i * h[1]) % w->bloom_bits;
 		w->bloom[bit / 8] |= (uint8_t)(1u << (bit % 8));

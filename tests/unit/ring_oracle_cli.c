@@ -17,7 +17,7 @@
  */
 #include "common/buf.h"
 #include "common/err.h"
-#include "ring/murmur3.h"
+#include "common/murmur3.h"
 #include "ring/ring.h"
 
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #include "client/schema.h"
 #include "common/env_real.h"
 #include "common/err.h"
-#include "ring/murmur3.h"
+#include "common/murmur3.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
 

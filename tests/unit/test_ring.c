@@ -4,7 +4,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/rand.h"
-#include "ring/murmur3.h"
+#include "common/murmur3.h"
 #include "ring/ring.h"
 #include "ring/token.h"
 #include "tests/lib/testutil.h"

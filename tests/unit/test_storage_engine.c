@@ -6,7 +6,7 @@
 #include "conf/conf.h"
 #include "storage/cache_internal.h"
 #include "storage/storage.h"
-#include "storage/token.h"
+#include "common/murmur3.h"
 #include "tests/lib/testutil.h"
 #include "tests/unit/storage_fault_env.h"
 
@@ -263,7 +263,7 @@ START_TEST(range_scan_in_token_order)
 	int64_t toks[300];
 	for (int i = 0; i < 300; i++) {
 		snprintf(key, sizeof(key), "p%d", i);
-		toks[i] = storage_token((const uint8_t *)key, strlen(key));
+		toks[i] = murmur3_token((const uint8_t *)key, strlen(key));
 		put(&f, key, 1, "v", 0);
 		if (i % 100 == 99)
 			ck_assert_int_eq(storage_flush(f.db, NULL), 0);
@@ -296,7 +296,7 @@ START_TEST(range_scan_in_token_order)
 		storage_result_delete(r);
 	}
 	storage_scan_close(s);
-	int64_t t5 = storage_token((const uint8_t *)"p5", 2);
+	int64_t t5 = murmur3_token((const uint8_t *)"p5", 2);
 	ck_assert_uint_eq(n, 100 - (t5 > toks[99] && t5 <= toks[199]));
 	fx_free(&f);
 }

@@ -2,7 +2,7 @@
  * projection, every kind of tombstone, TTL expiry, memory accounting. */
 #include "common/err.h"
 #include "storage/read_internal.h"
-#include "storage/token.h"
+#include "common/murmur3.h"
 #include "tests/lib/testutil.h"
 
 #include <stdio.h>
@@ -83,7 +83,7 @@ static struct storage_result *rd(struct fx *f, const char *key,
 	cmd.key_len = strlen(key);
 	struct read_ctx c;
 	ck_assert_int_eq(read_ctx_init(&c, f->t, &cmd, now), 0);
-	int64_t tok = storage_token(cmd.key, cmd.key_len);
+	int64_t tok = murmur3_token(cmd.key, cmd.key_len);
 	ck_assert_int_eq(read_ctx_add_memtable(&c, f->mt, tok,
 					       slice_make(cmd.key, cmd.key_len)), 0);
 	struct storage_result *r;

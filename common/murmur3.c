@@ -5,7 +5,7 @@
  * machinery without building the routing key, so storage and the
  * coordinator can hash multi-column keys without allocating.
  */
-#include "ring/murmur3.h"
+#include "common/murmur3.h"
 
 #include "common/err.h"
 

@@ -14,8 +14,8 @@
  * Empty partition keys are not rejected here; the layers above refuse them
  * (Cassandra's rule). No allocation, no error slot: these are pure functions.
  */
-#ifndef CASSINI_RING_MURMUR3_H
-#define CASSINI_RING_MURMUR3_H
+#ifndef CASSINI_COMMON_MURMUR3_H
+#define CASSINI_COMMON_MURMUR3_H
 
 #include <stddef.h>
 #include <stdint.h>
