@@ -95,7 +95,7 @@ static double spread(const struct ring *r, int rf, size_t nodes)
 
 /* Grows one DC; worst[n] gets the spread after node n joined. */
 static int grow(int layout, size_t max_nodes, size_t ntok, int rf,
-                uint64_t seed, double *worst, double *slowest)
+		uint64_t seed, double *worst, double *slowest)
 {
 	struct ring_builder *b = ring_builder_new();
 	int64_t toks[256];
@@ -106,10 +106,10 @@ static int grow(int layout, size_t max_nodes, size_t ntok, int rf,
 			return -1;
 		int nr = layout_racks[layout];
 		snprintf(rack, sizeof(rack), "r%zu",
-		         nr ? (n - 1) % (size_t)nr + 1 : n);
+			 nr ? (n - 1) % (size_t)nr + 1 : n);
 		double t0 = now_ms();
 		if (ring_tokens_allocate(r, "dc1", rack, rf, ntok,
-		                         seed * 1000 + n, toks)) {
+					 seed * 1000 + n, toks)) {
 			ring_unref(r);
 			return -1;
 		}
@@ -149,15 +149,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	static const char *names[LAYOUTS] = {"1 rack", "rack per node",
-	                                     "3 racks (rr)", "4 racks (rr)",
-	                                     "5 racks (rr)"};
+					     "3 racks (rr)", "4 racks (rr)",
+					     "5 racks (rr)"};
 	double worst[LAYOUTS][MAXN], slowest[MAXN];
 	memset(worst, 0, sizeof(worst));
 	memset(slowest, 0, sizeof(slowest));
 	for (int layout = 0; layout < LAYOUTS; layout++)
 		for (int s = 1; s <= seeds && (mask >> layout & 1); s++)
 			if (grow(layout, max_nodes, ntok, rf, (uint64_t)s,
-			         worst[layout], slowest)) {
+				 worst[layout], slowest)) {
 				fprintf(stderr, "error: %s\n", err_msg());
 				return 1;
 			}

@@ -74,21 +74,21 @@ int main(int argc, char **argv)
 			double t3 = now_ms();
 			for (size_t q = 0; q < nl; q++) {
 				ring_placement_lookup(
-				    p, (int64_t)rng_next(&rng), &rep);
+					p, (int64_t)rng_next(&rng), &rep);
 				hits += rep.n_natural;
 			}
 			double t4 = now_ms();
-			printf(
-			    "lookups: %.0f ns each (%zu replicas per token)\n",
-			    (t4 - t3) * 1e6 / (double)nl, hits / nl);
+			printf("lookups: %.0f ns each (%zu replicas per "
+			       "token)\n",
+			       (t4 - t3) * 1e6 / (double)nl, hits / nl);
 		}
 		ring_placement_delete(p);
 		ring_unref(r);
 	}
-	printf(
-	    "%zu endpoints x %zu tokens, 3 DCs, NTS RF 3/3/3: ring build "
-	    "%.2f ms, replica map build %.2f ms best, %.2f ms mean over %d\n",
-	    neps, ntok, best_build, best_map, sum_map / rounds, rounds);
+	printf("%zu endpoints x %zu tokens, 3 DCs, NTS RF 3/3/3: ring build "
+	       "%.2f ms, replica map build %.2f ms best, %.2f ms mean over "
+	       "%d\n",
+	       neps, ntok, best_build, best_map, sum_map / rounds, rounds);
 	ring_strategy_delete(s);
 	ring_builder_delete(b);
 	free(toks);

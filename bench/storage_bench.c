@@ -73,19 +73,20 @@ static void make_key(const struct opts *o, uint64_t k, uint8_t *out)
 		out[i] = (uint8_t)(k >> (56 - 8 * i));
 }
 
-static int put(const struct opts *o, struct rng *r, uint8_t *key,
-	       uint8_t *val, bool wait)
+static int put(const struct opts *o, struct rng *r, uint8_t *key, uint8_t *val,
+	       bool wait)
 {
 	make_key(o, rng_below(r, (uint64_t)o->num), key);
 	for (long i = 0; i < o->value_size; i += 8) {
 		uint64_t x = rng_next(r);
-		memcpy(val + i, &x, (size_t)(o->value_size - i < 8 ? o->value_size - i : 8));
+		memcpy(val + i, &x,
+		       (size_t)(o->value_size - i < 8 ? o->value_size - i : 8));
 	}
 	struct storage_mutation *m =
 		storage_mutation_new(table, key, (size_t)o->key_size);
 	int64_t ts = atomic_fetch_add(&ts_counter, 1);
 	int rc = !m || storage_mutation_put(m, 1, NULL, 0, val,
-					     (size_t)o->value_size, ts, 0, 0);
+					    (size_t)o->value_size, ts, 0, 0);
 	if (!rc)
 		rc = wait ? storage_apply_sync(db, m)
 			  : storage_apply(db, m, NULL, NULL);
@@ -118,8 +119,11 @@ static void malloc_probe(void)
 {
 	if (getenv("BENCH_MALLOC")) {
 		struct mallinfo2 mi = mallinfo2();
-		fprintf(stderr, "malloc: arena %zu KiB, mmap %zu KiB, in use %zu KiB, free %zu KiB\n",
-			mi.arena / 1024, mi.hblkhd / 1024, mi.uordblks / 1024, mi.fordblks / 1024);
+		fprintf(stderr,
+			"malloc: arena %zu KiB, mmap %zu KiB, in use %zu KiB, "
+			"free %zu KiB\n",
+			mi.arena / 1024, mi.hblkhd / 1024, mi.uordblks / 1024,
+			mi.fordblks / 1024);
 		malloc_stats();
 	}
 }
@@ -131,9 +135,9 @@ static void print_rss(long rss0)
 	printf("rss: empty engine %ld MiB, after load and flush %ld MiB "
 	       "(+%ld MiB); memtables %" PRIu64 " KiB, %" PRIu64
 	       " sstables, %" PRIu64 " flushes, %" PRIu64 " compactions\n",
-	       rss0 / 1024, rss_kib() / 1024,
-	       (rss_kib() - rss0) / 1024, st.memtable_bytes / 1024,
-	       st.sstable_count, st.flushes, st.compactions);
+	       rss0 / 1024, rss_kib() / 1024, (rss_kib() - rss0) / 1024,
+	       st.memtable_bytes / 1024, st.sstable_count, st.flushes,
+	       st.compactions);
 	malloc_probe();
 }
 
@@ -141,9 +145,9 @@ static void report(const char *name, long ops, double secs, double bytes,
 		   const char *extra)
 {
 	printf("%-12s : %11.3f micros/op %ld ops/sec %.3f seconds %ld "
-	       "operations;%7.1f MB/s%s\n", name, secs * 1e6 / (double)ops,
-	       (long)((double)ops / secs), secs, ops,
-	       bytes / secs / 1048576.0, extra);
+	       "operations;%7.1f MB/s%s\n",
+	       name, secs * 1e6 / (double)ops, (long)((double)ops / secs), secs,
+	       ops, bytes / secs / 1048576.0, extra);
 	fflush(stdout);
 }
 
@@ -169,7 +173,8 @@ static void fill(const struct opts *o, const char *name, uint64_t seed)
 		uint8_t key[1024], *val = malloc((size_t)o->value_size + 8);
 		for (long i = 0; i < o->num; i++)
 			if (put(o, &r, key, val, false)) {
-				fprintf(stderr, "write failed: %s\n", err_msg());
+				fprintf(stderr, "write failed: %s\n",
+					err_msg());
 				exit(1);
 			}
 		free(val);
@@ -228,8 +233,8 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->compression = STORAGE_COMPRESSION_LZ4;
 	o->sync_mode = -1;
 	o->window_ms = 2;
-	o->block_size = 4096; /* db_bench's default --block_size */
-	o->cache_size = 8 << 20; /* db_bench's default --cache_size */
+	o->block_size = 4096;            /* db_bench's default --block_size */
+	o->cache_size = 8 << 20;         /* db_bench's default --cache_size */
 	o->write_buffer_size = 64 << 20; /* db_bench's default */
 	o->seed = 301;
 	snprintf(o->db, sizeof(o->db), "/tmp/storage_bench");
@@ -261,15 +266,20 @@ static void parse(int argc, char **argv, struct opts *o)
 		else if (flag(argv[i], "--db", &v))
 			snprintf(o->db, sizeof(o->db), "%s", v);
 		else if (flag(argv[i], "--commitlog_sync", &v))
-			o->sync_mode = strcmp(v, "group") == 0 ? CONF_COMMITLOG_SYNC_GROUP
-				       : strcmp(v, "batch") == 0 ? CONF_COMMITLOG_SYNC_BATCH
-				       : CONF_COMMITLOG_SYNC_PERIODIC;
+			o->sync_mode = strcmp(v, "group") == 0
+					       ? CONF_COMMITLOG_SYNC_GROUP
+				       : strcmp(v, "batch") == 0
+					       ? CONF_COMMITLOG_SYNC_BATCH
+					       : CONF_COMMITLOG_SYNC_PERIODIC;
 		else if (flag(argv[i], "--compression_type", &v))
-			o->compression = strcmp(v, "none") == 0 ? STORAGE_COMPRESSION_NONE
-					 : strcmp(v, "zlib") == 0 ? STORAGE_COMPRESSION_DEFLATE
-					 : STORAGE_COMPRESSION_LZ4;
+			o->compression = strcmp(v, "none") == 0
+						 ? STORAGE_COMPRESSION_NONE
+					 : strcmp(v, "zlib") == 0
+						 ? STORAGE_COMPRESSION_DEFLATE
+						 : STORAGE_COMPRESSION_LZ4;
 		else if (strncmp(argv[i], "--", 2) == 0)
-			fprintf(stderr, "storage_bench: ignoring %s\n", argv[i]);
+			fprintf(stderr, "storage_bench: ignoring %s\n",
+				argv[i]);
 	}
 	if (o->key_size < 8 || o->key_size > 1000 || o->value_size < 0 ||
 	    o->num <= 0) {
@@ -309,8 +319,10 @@ int main(int argc, char **argv)
 	uint8_t id[16] = {0xbe, 0x7c};
 	table = storage_table_meta_new("bench", "kv", id);
 	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
-	storage_table_meta_add_column(table, "k", STORAGE_COLUMN_PARTITION_KEY, tb, false);
-	storage_table_meta_add_column(table, "v", STORAGE_COLUMN_REGULAR, tb, false);
+	storage_table_meta_add_column(table, "k", STORAGE_COLUMN_PARTITION_KEY,
+				      tb, false);
+	storage_table_meta_add_column(table, "v", STORAGE_COLUMN_REGULAR, tb,
+				      false);
 	table->options.compression = (uint8_t)o.compression;
 	table->options.chunk_length = (uint32_t)o.block_size;
 	db = storage_new(&so);
@@ -320,14 +332,16 @@ int main(int argc, char **argv)
 	}
 	long rss0 = rss_kib();
 	printf("Keys:       %ld bytes each\nValues:     %ld bytes each\n"
-	       "Entries:    %ld\nSync:       %s (commitlog_sync %d, writers %ld)\n",
+	       "Entries:    %ld\nSync:       %s (commitlog_sync %d, writers "
+	       "%ld)\n",
 	       o.key_size, o.value_size, o.num, o.sync ? "true" : "false",
 	       o.sync_mode, o.writers ? o.writers : 1);
 	char *save = NULL;
 	bool filled = false;
 	for (char *b = strtok_r(o.benchmarks, ",", &save); b;
 	     b = strtok_r(NULL, ",", &save)) {
-		if (strcmp(b, "fillrandom") == 0 || strcmp(b, "overwrite") == 0) {
+		if (strcmp(b, "fillrandom") == 0 ||
+		    strcmp(b, "overwrite") == 0) {
 			fill(&o, b, o.seed + (b[0] == 'o' ? 1000 : 0));
 			filled = true;
 		} else if (strcmp(b, "readrandom") == 0) {
@@ -338,7 +352,8 @@ int main(int argc, char **argv)
 			}
 			readrandom(&o, o.seed + 2000);
 		} else {
-			fprintf(stderr, "storage_bench: unknown benchmark %s\n", b);
+			fprintf(stderr, "storage_bench: unknown benchmark %s\n",
+				b);
 		}
 	}
 	if (filled) {

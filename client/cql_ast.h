@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- terms ------------------------------------------------------------------ */
+/* ---- terms --------------------------------------------------------------- */
 
 enum cql_term_kind {
 	CQL_TERM_NULL,
@@ -38,13 +38,13 @@ struct cql_term {
 	enum cql_term_kind kind;
 	const char *text; /* literal text, function name, bind name or NULL */
 	size_t len;
-	bool negative;    /* INTEGER/FLOAT written with a leading '-' */
-	int bind_index;   /* CQL_TERM_BIND */
+	bool negative;           /* INTEGER/FLOAT written with a leading '-' */
+	int bind_index;          /* CQL_TERM_BIND */
 	struct cql_term **items; /* collection items, function arguments */
 	size_t count;
 };
 
-/* ---- names -------------------------------------------------------------------- */
+/* ---- names --------------------------------------------------------------- */
 
 struct cql_qname {
 	const char *keyspace; /* NULL when not given */
@@ -57,7 +57,7 @@ struct cql_column_ref {
 	struct cql_term *element; /* NULL when absent */
 };
 
-/* ---- WHERE -------------------------------------------------------------------- */
+/* ---- WHERE --------------------------------------------------------------- */
 
 enum cql_op {
 	CQL_OP_EQ,
@@ -82,10 +82,10 @@ struct cql_relation {
 	const char **columns; /* one for COLUMN, several for TOKEN/TUPLE */
 	size_t column_count;
 	enum cql_op op;
-	struct cql_term *value;   /* for IN: a TUPLE/LIST of terms or a bind */
+	struct cql_term *value; /* for IN: a TUPLE/LIST of terms or a bind */
 };
 
-/* ---- types -------------------------------------------------------------------- */
+/* ---- types --------------------------------------------------------------- */
 
 /* A CQL type as written: name plus parameters (list<int>, map<text, int>,
  * frozen<set<uuid>>). Names are lower-cased; frozen is a flag. */
@@ -96,14 +96,14 @@ struct cql_type_ast {
 	size_t param_count;
 };
 
-/* ---- options (WITH a = b AND c = {..}) ------------------------------------------ */
+/* ---- options (WITH a = b AND c = {..}) ----------------------------------- */
 
 struct cql_option {
-	const char *name;        /* lower-cased */
-	struct cql_term *value;  /* constant or map literal */
+	const char *name;       /* lower-cased */
+	struct cql_term *value; /* constant or map literal */
 };
 
-/* ---- statements ------------------------------------------------------------------ */
+/* ---- statements ---------------------------------------------------------- */
 
 enum cql_stmt_kind {
 	CQL_STMT_USE,
@@ -166,9 +166,9 @@ struct cql_alter_table {
 	enum cql_alter_table_kind kind;
 	struct cql_column_def *columns; /* ADD */
 	size_t column_count;
-	const char **names;              /* DROP; RENAME pairs from, to */
+	const char **names; /* DROP; RENAME pairs from, to */
 	size_t name_count;
-	struct cql_option *options;      /* WITH */
+	struct cql_option *options; /* WITH */
 	size_t option_count;
 };
 
@@ -209,7 +209,8 @@ struct cql_update {
 	size_t assignment_count;
 	struct cql_relation *where;
 	size_t where_count;
-	bool has_conditions; /* IF ...: not supported, refused by the executor */
+	bool has_conditions; /* IF ...: not supported, refused by the executor
+			      */
 };
 
 struct cql_delete {

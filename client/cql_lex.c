@@ -99,8 +99,9 @@ static int skip_space(struct lexer *lx)
 			lx->pos += 2;
 			for (;;) {
 				if (lx->pos + 1 >= lx->end)
-					return lex_error(lx, start,
-							 "unterminated comment");
+					return lex_error(
+						lx, start,
+						"unterminated comment");
 				if (lx->pos[0] == '*' && lx->pos[1] == '/') {
 					lx->pos += 2;
 					break;
@@ -170,12 +171,14 @@ static int lex_dollar_string(struct lexer *lx)
 	const char *body = start + 2;
 	for (const char *p = body; p + 1 < lx->end; p++) {
 		if (p[0] == '$' && p[1] == '$') {
-			char *text = arena_memdup(lx->a, body, (size_t)(p - body));
+			char *text =
+				arena_memdup(lx->a, body, (size_t)(p - body));
 			if (!text && p > body)
 				return -1;
 			lx->pos = p + 2;
-			return push(lx, CQL_TOK_STRING, text, (size_t)(p - body),
-				    start, (size_t)(lx->pos - start));
+			return push(lx, CQL_TOK_STRING, text,
+				    (size_t)(p - body), start,
+				    (size_t)(lx->pos - start));
 		}
 	}
 	return lex_error(lx, start, "unterminated $$ string");
@@ -257,7 +260,8 @@ static int lex_one(struct lexer *lx)
 	}
 	char what[64];
 	if (isprint((unsigned char)c))
-		snprintf(what, sizeof(what), "token recognition error at: '%c'", c);
+		snprintf(what, sizeof(what), "token recognition error at: '%c'",
+			 c);
 	else
 		snprintf(what, sizeof(what),
 			 "token recognition error at byte 0x%02x",

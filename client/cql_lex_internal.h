@@ -9,23 +9,23 @@
 
 enum cql_tok_kind {
 	CQL_TOK_EOF,
-	CQL_TOK_IDENT,   /* unquoted; text as written */
-	CQL_TOK_QIDENT,  /* "quoted"; text unescaped */
-	CQL_TOK_STRING,  /* 'x' or $$x$$; text unescaped */
+	CQL_TOK_IDENT,  /* unquoted; text as written */
+	CQL_TOK_QIDENT, /* "quoted"; text unescaped */
+	CQL_TOK_STRING, /* 'x' or $$x$$; text unescaped */
 	CQL_TOK_INTEGER,
 	CQL_TOK_FLOAT,
 	CQL_TOK_UUID,
-	CQL_TOK_HEX,     /* 0x...; text is the digits after 0x */
-	CQL_TOK_PUNCT,   /* text is one of ( ) , ; . * = < > <= >= != [ ] { }
-			    : ? + - */
+	CQL_TOK_HEX,   /* 0x...; text is the digits after 0x */
+	CQL_TOK_PUNCT, /* text is one of ( ) , ; . * = < > <= >= != [ ] { }
+			  : ? + - */
 };
 
 struct cql_token {
 	enum cql_tok_kind kind;
 	const char *text;
 	size_t len;
-	int line; /* 1-based */
-	int col;  /* 0-based, as Cassandra reports */
+	int line;        /* 1-based */
+	int col;         /* 0-based, as Cassandra reports */
 	const char *raw; /* where it starts in the source, for messages */
 	size_t raw_len;
 };

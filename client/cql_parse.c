@@ -29,19 +29,20 @@ struct parser {
 /* Words that may not be used as bare identifiers (Cassandra's reserved
  * keywords that matter for the statements we parse). */
 static const char *const reserved[] = {
-	"add",	    "allow",  "alter",	  "and",      "apply",	  "asc",
-	"authorize", "batch", "begin",	  "by",	      "columnfamily",
-	"create",   "delete", "desc",	  "describe", "drop",	  "entries",
-	"execute",  "from",   "full",	  "grant",    "if",	  "in",
-	"index",    "infinity", "insert", "into",     "keyspace", "limit",
-	"modify",   "nan",    "norecursive", "not",   "null",	  "of",
-	"on",	    "or",     "order",	  "primary",  "rename",	  "replace",
-	"revoke",   "schema", "select",	  "set",      "table",	  "to",
-	"token",    "truncate", "unlogged", "update", "use",	  "using",
-	"where",    "with",
+	"add",          "allow",       "alter",    "and",      "apply",
+	"asc",          "authorize",   "batch",    "begin",    "by",
+	"columnfamily", "create",      "delete",   "desc",     "describe",
+	"drop",         "entries",     "execute",  "from",     "full",
+	"grant",        "if",          "in",       "index",    "infinity",
+	"insert",       "into",        "keyspace", "limit",    "modify",
+	"nan",          "norecursive", "not",      "null",     "of",
+	"on",           "or",          "order",    "primary",  "rename",
+	"replace",      "revoke",      "schema",   "select",   "set",
+	"table",        "to",          "token",    "truncate", "unlogged",
+	"update",       "use",         "using",    "where",    "with",
 };
 
-/* ---- token helpers ------------------------------------------------------------ */
+/* ---- token helpers ------------------------------------------------------- */
 
 static struct cql_token *tok(struct parser *p)
 {
@@ -101,14 +102,18 @@ static bool accept_punct(struct parser *p, const char *s)
 static int syntax_error(struct parser *p, const char *expecting)
 {
 	struct cql_token *t = tok(p);
-	int n = t->kind == CQL_TOK_EOF ? 5 : (int)(t->raw_len > 40 ? 40 : t->raw_len);
+	int n = t->kind == CQL_TOK_EOF
+			? 5
+			: (int)(t->raw_len > 40 ? 40 : t->raw_len);
 	const char *text = t->kind == CQL_TOK_EOF ? "<EOF>" : t->raw;
 	if (expecting)
-		return err_set(ERR_INVALID,
-			       "line %d:%d mismatched input '%.*s' expecting %s",
-			       t->line, t->col, n, text, expecting);
-	return err_set(ERR_INVALID, "line %d:%d no viable alternative at input "
-				    "'%.*s'",
+		return err_set(
+			ERR_INVALID,
+			"line %d:%d mismatched input '%.*s' expecting %s",
+			t->line, t->col, n, text, expecting);
+	return err_set(ERR_INVALID,
+		       "line %d:%d no viable alternative at input "
+		       "'%.*s'",
 		       t->line, t->col, n, text);
 }
 
@@ -139,7 +144,7 @@ static int unsupported(const char *what)
 		       what);
 }
 
-/* ---- small arena vectors ------------------------------------------------------------ */
+/* ---- small arena vectors ------------------------------------------------- */
 
 struct vec {
 	void *items;
@@ -163,7 +168,10 @@ static void *vec_push(struct parser *p, struct vec *v)
 	return slot;
 }
 
-#define VEC(type) {NULL, 0, 0, sizeof(type)}
+#define VEC(type)                                                              \
+	{                                                                      \
+		NULL, 0, 0, sizeof(type)                                       \
+	}
 
 static void *node(struct parser *p, size_t size)
 {
@@ -173,7 +181,7 @@ static void *node(struct parser *p, size_t size)
 	return n;
 }
 
-/* ---- identifiers ---------------------------------------------------------------------- */
+/* ---- identifiers --------------------------------------------------------- */
 
 static bool is_reserved(const struct cql_token *t)
 {
@@ -235,7 +243,7 @@ static const char *lower_name(struct parser *p, const struct cql_token *t)
 	return s;
 }
 
-/* ---- terms -------------------------------------------------------------------------------- */
+/* ---- terms --------------------------------------------------------------- */
 
 static struct cql_term *term(struct parser *p);
 
@@ -264,7 +272,8 @@ static struct cql_term *bind_marker(struct parser *p, const char *name)
 		if (!names)
 			return NULL;
 		if (p->binds)
-			memcpy(names, p->bind_names, (size_t)p->binds * sizeof(*names));
+			memcpy(names, p->bind_names,
+			       (size_t)p->binds * sizeof(*names));
 		p->bind_names = names;
 		p->bind_cap = cap;
 	}
@@ -408,9 +417,11 @@ static struct cql_term *term(struct parser *p)
 			return term_new(p, CQL_TERM_NULL, NULL);
 		}
 		if (tok_is_kw(t, "true") || tok_is_kw(t, "false")) {
-			struct cql_term *x = term_new(p, CQL_TERM_BOOLEAN, NULL);
+			struct cql_term *x =
+				term_new(p, CQL_TERM_BOOLEAN, NULL);
 			if (x) {
-				x->text = tok_is_kw(t, "true") ? "true" : "false";
+				x->text =
+					tok_is_kw(t, "true") ? "true" : "false";
 				x->len = strlen(x->text);
 			}
 			advance(p);
@@ -438,7 +449,8 @@ static struct cql_term *term(struct parser *p)
 		if (tok_is_punct(t, "[")) {
 			advance(p);
 			struct cql_term *x = term_new(p, CQL_TERM_LIST, NULL);
-			return x && term_items(p, x, "]", false) == 0 ? x : NULL;
+			return x && term_items(p, x, "]", false) == 0 ? x
+								      : NULL;
 		}
 		if (tok_is_punct(t, "{")) {
 			advance(p);
@@ -447,7 +459,8 @@ static struct cql_term *term(struct parser *p)
 		if (tok_is_punct(t, "(")) {
 			advance(p);
 			struct cql_term *x = term_new(p, CQL_TERM_TUPLE, NULL);
-			return x && term_items(p, x, ")", false) == 0 ? x : NULL;
+			return x && term_items(p, x, ")", false) == 0 ? x
+								      : NULL;
 		}
 		break;
 	default:
@@ -457,7 +470,7 @@ static struct cql_term *term(struct parser *p)
 	return NULL;
 }
 
-/* ---- types and options ----------------------------------------------------------------- */
+/* ---- types and options --------------------------------------------------- */
 
 static struct cql_type_ast *type_ast(struct parser *p)
 {
@@ -561,7 +574,7 @@ static int table_options(struct parser *p, struct cql_create_table *ct,
 	return 0;
 }
 
-/* ---- DDL -------------------------------------------------------------------------------------- */
+/* ---- DDL ----------------------------------------------------------------- */
 
 static int if_not_exists(struct parser *p, bool *out)
 {
@@ -618,8 +631,8 @@ static int primary_key(struct parser *p, struct cql_create_table *ct)
 	if (expect_kw(p, "key") != 0 || expect_punct(p, "(") != 0)
 		return -1;
 	if (accept_punct(p, "(")) {
-		if (ident_list(p, &ct->partition_key, &ct->partition_key_count) !=
-			    0 ||
+		if (ident_list(p, &ct->partition_key,
+			       &ct->partition_key_count) != 0 ||
 		    expect_punct(p, ")") != 0)
 			return -1;
 	} else {
@@ -648,9 +661,10 @@ static int create_table(struct parser *p, struct cql_stmt *s)
 	do {
 		if (accept_kw(p, "primary")) {
 			if (pk_clause)
-				return err_set(ERR_INVALID,
-					       "Multiple PRIMARY KEYs specified "
-					       "(exactly one required)");
+				return err_set(
+					ERR_INVALID,
+					"Multiple PRIMARY KEYs specified "
+					"(exactly one required)");
 			pk_clause = true;
 			if (primary_key(p, ct) != 0)
 				return -1;
@@ -668,9 +682,10 @@ static int create_table(struct parser *p, struct cql_stmt *s)
 		if (!ct->columns[i].primary_key)
 			continue;
 		if (pk_clause || ct->partition_key_count)
-			return err_set(ERR_INVALID,
-				       "Multiple PRIMARY KEYs specified (exactly "
-				       "one required)");
+			return err_set(
+				ERR_INVALID,
+				"Multiple PRIMARY KEYs specified (exactly "
+				"one required)");
 		const char **one = arena_alloc(p->a, sizeof(*one));
 		if (!one)
 			return -1;
@@ -679,10 +694,11 @@ static int create_table(struct parser *p, struct cql_stmt *s)
 		ct->partition_key_count = 1;
 	}
 	if (!ct->partition_key_count)
-		return err_set(ERR_INVALID,
-			       "No PRIMARY KEY specified for table '%s' (exactly "
-			       "one required)",
-			       ct->table.name);
+		return err_set(
+			ERR_INVALID,
+			"No PRIMARY KEY specified for table '%s' (exactly "
+			"one required)",
+			ct->table.name);
 	if (accept_kw(p, "with") && table_options(p, ct, &opts) != 0)
 		return -1;
 	ct->options = opts.items;
@@ -755,8 +771,9 @@ static int alter_table(struct parser *p, struct cql_stmt *s)
 		return 0;
 	}
 	if (is_kw(p, "alter"))
-		return err_set(ERR_INVALID, "Altering column types is no longer "
-					    "supported");
+		return err_set(ERR_INVALID,
+			       "Altering column types is no longer "
+			       "supported");
 	return syntax_error(p, "ADD, DROP, RENAME or WITH");
 }
 
@@ -835,7 +852,7 @@ static int drop(struct parser *p, struct cql_stmt *s)
 	return syntax_error(p, "KEYSPACE or TABLE");
 }
 
-/* ---- DML -------------------------------------------------------------------------------------------- */
+/* ---- DML ----------------------------------------------------------------- */
 
 static int using_clause(struct parser *p, struct cql_using *u, bool ttl_ok)
 {
@@ -861,8 +878,8 @@ static int relation_op(struct parser *p, enum cql_op *op)
 	static const struct {
 		const char *text;
 		enum cql_op op;
-	} ops[] = {{"=", CQL_OP_EQ},	{"<", CQL_OP_LT},   {"<=", CQL_OP_LTE},
-		   {">", CQL_OP_GT},	{">=", CQL_OP_GTE}, {"!=", CQL_OP_NEQ}};
+	} ops[] = {{"=", CQL_OP_EQ}, {"<", CQL_OP_LT},   {"<=", CQL_OP_LTE},
+		   {">", CQL_OP_GT}, {">=", CQL_OP_GTE}, {"!=", CQL_OP_NEQ}};
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		if (accept_punct(p, ops[i].text)) {
 			*op = ops[i].op;
@@ -974,10 +991,11 @@ static int insert(struct parser *p, struct cql_stmt *s)
 		return -1;
 	in->values = values.items;
 	if (values.count != in->column_count)
-		return err_set(ERR_INVALID,
-			       "Unmatched column names/values: %zu names for %zu "
-			       "values",
-			       in->column_count, values.count);
+		return err_set(
+			ERR_INVALID,
+			"Unmatched column names/values: %zu names for %zu "
+			"values",
+			in->column_count, values.count);
 	if (refuse_conditions(p) != 0)
 		return -1;
 	return using_clause(p, &in->using, true);
@@ -992,7 +1010,8 @@ static int assignment(struct parser *p, struct cql_assignment *a)
 	struct cql_token *t = tok(p);
 	if ((t->kind == CQL_TOK_IDENT || t->kind == CQL_TOK_QIDENT) &&
 	    !a->target.element &&
-	    (tok_is_punct(tok_at(p, 1), "+") || tok_is_punct(tok_at(p, 1), "-"))) {
+	    (tok_is_punct(tok_at(p, 1), "+") ||
+	     tok_is_punct(tok_at(p, 1), "-"))) {
 		const char *name = ident(p);
 		if (!name)
 			return -1;
@@ -1001,7 +1020,8 @@ static int assignment(struct parser *p, struct cql_assignment *a)
 				       "Only expressions of the form X = X %s "
 				       "<value> are supported",
 				       is_punct(p, "+") ? "+" : "-");
-		a->kind = accept_punct(p, "+") ? CQL_ASSIGN_ADD : CQL_ASSIGN_REMOVE;
+		a->kind = accept_punct(p, "+") ? CQL_ASSIGN_ADD
+					       : CQL_ASSIGN_REMOVE;
 		if (a->kind == CQL_ASSIGN_REMOVE)
 			advance(p);
 		a->value = term(p);
@@ -1014,9 +1034,10 @@ static int assignment(struct parser *p, struct cql_assignment *a)
 		if (!name)
 			return -1;
 		if (strcmp(name, a->target.name) != 0)
-			return err_set(ERR_INVALID,
-				       "Only expressions of the form X = <value> "
-				       "+ X are supported");
+			return err_set(
+				ERR_INVALID,
+				"Only expressions of the form X = <value> "
+				"+ X are supported");
 		a->kind = CQL_ASSIGN_PREPEND;
 	}
 	return 0;
@@ -1027,8 +1048,8 @@ static int update(struct parser *p, struct cql_stmt *s)
 	struct cql_update *up = &s->u.update;
 	struct vec sets = VEC(struct cql_assignment);
 	s->kind = CQL_STMT_UPDATE;
-	if (qname(p, &up->table) != 0 || using_clause(p, &up->using, true) != 0 ||
-	    expect_kw(p, "set") != 0)
+	if (qname(p, &up->table) != 0 ||
+	    using_clause(p, &up->using, true) != 0 || expect_kw(p, "set") != 0)
 		return -1;
 	do {
 		struct cql_assignment *a = vec_push(p, &sets);
@@ -1058,13 +1079,14 @@ static int delete_stmt(struct parser *p, struct cql_stmt *s)
 		d->column_count = cols.count;
 	}
 	if (expect_kw(p, "from") != 0 || qname(p, &d->table) != 0 ||
-	    using_clause(p, &d->using, false) != 0 || expect_kw(p, "where") != 0 ||
+	    using_clause(p, &d->using, false) != 0 ||
+	    expect_kw(p, "where") != 0 ||
 	    where_clause(p, &d->where, &d->where_count) != 0)
 		return -1;
 	return refuse_conditions(p);
 }
 
-/* ---- SELECT ------------------------------------------------------------------------------------- */
+/* ---- SELECT -------------------------------------------------------------- */
 
 static int selector(struct parser *p, struct cql_selector *sel);
 
@@ -1149,7 +1171,8 @@ static int select_tail(struct parser *p, struct cql_select *q)
 	    (expect_kw(p, "by") != 0 || order_by(p, q) != 0))
 		return -1;
 	if (accept_kw(p, "per")) {
-		if (expect_kw(p, "partition") != 0 || expect_kw(p, "limit") != 0 ||
+		if (expect_kw(p, "partition") != 0 ||
+		    expect_kw(p, "limit") != 0 ||
 		    !(q->per_partition_limit = term(p)))
 			return -1;
 	}
@@ -1222,7 +1245,7 @@ static int describe(struct parser *p, struct cql_stmt *s)
 	return 0;
 }
 
-/* ---- BATCH, USE, TRUNCATE, DESCRIBE ---------------------------------------------------------------- */
+/* ---- BATCH, USE, TRUNCATE, DESCRIBE -------------------------------------- */
 
 static int batch_stmt(struct parser *p, struct cql_stmt *s);
 
@@ -1273,7 +1296,8 @@ static int batch_stmt(struct parser *p, struct cql_stmt *s)
 		b->type = 1;
 	else if (accept_kw(p, "counter"))
 		b->type = 2;
-	if (expect_kw(p, "batch") != 0 || using_clause(p, &b->using, false) != 0)
+	if (expect_kw(p, "batch") != 0 ||
+	    using_clause(p, &b->using, false) != 0)
 		return -1;
 	while (!is_kw(p, "apply")) {
 		struct cql_stmt **slot = vec_push(p, &stmts);
@@ -1296,8 +1320,9 @@ struct cql_stmt *cql_parse(struct arena *a, const char *text, size_t len,
 {
 	struct parser p = {.a = a};
 	if (len > CQL_MAX_STATEMENT) {
-		err_set(ERR_INVALID, "statement of %zu bytes exceeds the %d-byte "
-				     "limit",
+		err_set(ERR_INVALID,
+			"statement of %zu bytes exceeds the %d-byte "
+			"limit",
 			len, CQL_MAX_STATEMENT);
 		return NULL;
 	}

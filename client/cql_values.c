@@ -16,39 +16,62 @@
 
 /* 100 ns intervals between 1582-10-15 and 1970-01-01. */
 #define UUID_EPOCH_OFFSET 0x01B21DD213814000ull
-#define DATE_EPOCH_BIAS (1ll << 31)
-#define NANOS_PER_DAY 86400000000000ll
+#define DATE_EPOCH_BIAS   (1ll << 31)
+#define NANOS_PER_DAY     86400000000000ll
 
 const char *cql_type_name(uint16_t kind)
 {
 	switch (kind) {
-	case CQL_TYPE_ASCII: return "ascii";
-	case CQL_TYPE_BIGINT: return "bigint";
-	case CQL_TYPE_BLOB: return "blob";
-	case CQL_TYPE_BOOLEAN: return "boolean";
-	case CQL_TYPE_COUNTER: return "counter";
-	case CQL_TYPE_DECIMAL: return "decimal";
-	case CQL_TYPE_DOUBLE: return "double";
-	case CQL_TYPE_FLOAT: return "float";
-	case CQL_TYPE_INT: return "int";
-	case CQL_TYPE_TIMESTAMP: return "timestamp";
-	case CQL_TYPE_UUID: return "uuid";
-	case CQL_TYPE_VARCHAR: return "text";
-	case CQL_TYPE_VARINT: return "varint";
-	case CQL_TYPE_TIMEUUID: return "timeuuid";
-	case CQL_TYPE_INET: return "inet";
-	case CQL_TYPE_DATE: return "date";
-	case CQL_TYPE_TIME: return "time";
-	case CQL_TYPE_SMALLINT: return "smallint";
-	case CQL_TYPE_TINYINT: return "tinyint";
-	case CQL_TYPE_LIST: return "list";
-	case CQL_TYPE_MAP: return "map";
-	case CQL_TYPE_SET: return "set";
-	default: return NULL;
+	case CQL_TYPE_ASCII:
+		return "ascii";
+	case CQL_TYPE_BIGINT:
+		return "bigint";
+	case CQL_TYPE_BLOB:
+		return "blob";
+	case CQL_TYPE_BOOLEAN:
+		return "boolean";
+	case CQL_TYPE_COUNTER:
+		return "counter";
+	case CQL_TYPE_DECIMAL:
+		return "decimal";
+	case CQL_TYPE_DOUBLE:
+		return "double";
+	case CQL_TYPE_FLOAT:
+		return "float";
+	case CQL_TYPE_INT:
+		return "int";
+	case CQL_TYPE_TIMESTAMP:
+		return "timestamp";
+	case CQL_TYPE_UUID:
+		return "uuid";
+	case CQL_TYPE_VARCHAR:
+		return "text";
+	case CQL_TYPE_VARINT:
+		return "varint";
+	case CQL_TYPE_TIMEUUID:
+		return "timeuuid";
+	case CQL_TYPE_INET:
+		return "inet";
+	case CQL_TYPE_DATE:
+		return "date";
+	case CQL_TYPE_TIME:
+		return "time";
+	case CQL_TYPE_SMALLINT:
+		return "smallint";
+	case CQL_TYPE_TINYINT:
+		return "tinyint";
+	case CQL_TYPE_LIST:
+		return "list";
+	case CQL_TYPE_MAP:
+		return "map";
+	case CQL_TYPE_SET:
+		return "set";
+	default:
+		return NULL;
 	}
 }
 
-/* ---- timeuuids ------------------------------------------------------------------ */
+/* ---- timeuuids ----------------------------------------------------------- */
 
 void cql_timeuuid_gen_init(struct cql_timeuuid_gen *g, uint64_t random_bits)
 {
@@ -81,7 +104,7 @@ int64_t cql_timeuuid_unix_us(const uint8_t uuid[16])
 	return ((int64_t)ticks - (int64_t)UUID_EPOCH_OFFSET) / 10;
 }
 
-/* ---- dates and times ------------------------------------------------------------- */
+/* ---- dates and times ----------------------------------------------------- */
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
@@ -130,9 +153,9 @@ static bool parse_ymd(const char **p, const char *end, int64_t *days)
 	if (*p >= end || **p != '-' || (++*p, !digits(p, end, 2, &m)) ||
 	    *p >= end || **p != '-' || (++*p, !digits(p, end, 2, &d)))
 		return false;
-	static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-	if (m < 1 || m > 12 || d < 1 ||
-	    d > mdays[m - 1] + (m == 2 && leap(y)))
+	static const int mdays[] = {31, 28, 31, 30, 31, 30,
+				    31, 31, 30, 31, 30, 31};
+	if (m < 1 || m > 12 || d < 1 || d > mdays[m - 1] + (m == 2 && leap(y)))
 		return false;
 	*days = days_from_civil(y, (unsigned)m, (unsigned)d);
 	return true;
@@ -178,9 +201,10 @@ int cql_parse_date(const char *s, size_t len, int64_t *out_days)
 {
 	const char *p = s, *end = s + len;
 	if (!parse_ymd(&p, end, out_days) || p != end)
-		return err_set(ERR_INVALID,
-			       "Unable to coerce '%.*s' to a formatted date (long)",
-			       (int)len, s);
+		return err_set(
+			ERR_INVALID,
+			"Unable to coerce '%.*s' to a formatted date (long)",
+			(int)len, s);
 	return 0;
 }
 
@@ -199,8 +223,8 @@ int cql_parse_timestamp(const char *s, size_t len, int64_t *out_ms)
 	int64_t days, ns = 0, offset_min = 0;
 	if (!parse_ymd(&p, end, &days))
 		goto bad;
-	if (p < end && (*p == 'T' || *p == ' ') && p + 1 < end &&
-	    p[1] >= '0' && p[1] <= '9') {
+	if (p < end && (*p == 'T' || *p == ' ') && p + 1 < end && p[1] >= '0' &&
+	    p[1] <= '9') {
 		p++;
 		if (!parse_hms(&p, end, false, &ns))
 			goto bad;
@@ -230,7 +254,7 @@ bad:
 		       (int)(len > 64 ? 64 : len), s);
 }
 
-/* ---- numbers ---------------------------------------------------------------------- */
+/* ---- numbers ------------------------------------------------------------- */
 
 /* Decimal digits (with an optional sign) -> minimal big-endian two's
  * complement, as Java's BigInteger.toByteArray(). */
@@ -278,8 +302,8 @@ static int varint_from_decimal(const char *d, size_t n, bool negative,
 	return dst ? 0 : -1;
 }
 
-static int parse_fixed_int(const struct cql_term *t, int bits,
-			   const char *java, int64_t *out)
+static int parse_fixed_int(const struct cql_term *t, int bits, const char *java,
+			   int64_t *out)
 {
 	char text[32];
 	if (t->len > 20)
@@ -351,8 +375,7 @@ bad:
 		       (int)(t->len > 40 ? 40 : t->len), t->text);
 }
 
-static int serialize_float(const struct cql_term *t, bool dbl,
-			   struct buf *out)
+static int serialize_float(const struct cql_term *t, bool dbl, struct buf *out)
 {
 	char text[64];
 	snprintf(text, sizeof(text), "%.*s", (int)(t->len > 60 ? 60 : t->len),
@@ -375,18 +398,25 @@ static int serialize_float(const struct cql_term *t, bool dbl,
 	return buf_put_be32(out, bits);
 }
 
-/* ---- simple values ------------------------------------------------------------------- */
+/* ---- simple values ------------------------------------------------------- */
 
 static const char *constant_name(enum cql_term_kind k)
 {
 	switch (k) {
-	case CQL_TERM_STRING: return "STRING";
-	case CQL_TERM_INTEGER: return "INTEGER";
-	case CQL_TERM_FLOAT: return "FLOAT";
-	case CQL_TERM_BOOLEAN: return "BOOLEAN";
-	case CQL_TERM_UUID: return "UUID";
-	case CQL_TERM_BLOB: return "HEX";
-	default: return "value";
+	case CQL_TERM_STRING:
+		return "STRING";
+	case CQL_TERM_INTEGER:
+		return "INTEGER";
+	case CQL_TERM_FLOAT:
+		return "FLOAT";
+	case CQL_TERM_BOOLEAN:
+		return "BOOLEAN";
+	case CQL_TERM_UUID:
+		return "UUID";
+	case CQL_TERM_BLOB:
+		return "HEX";
+	default:
+		return "value";
 	}
 }
 
@@ -398,13 +428,14 @@ static int invalid_constant(const struct cql_term *t, const char *column,
 	    t->kind == CQL_TERM_MAP || t->kind == CQL_TERM_TUPLE)
 		return err_set(ERR_INVALID,
 			       "Invalid %s literal for %s of type %s",
-			       t->kind == CQL_TERM_LIST	  ? "list"
-			       : t->kind == CQL_TERM_SET  ? "set"
-			       : t->kind == CQL_TERM_MAP  ? "map"
-							  : "tuple",
+			       t->kind == CQL_TERM_LIST  ? "list"
+			       : t->kind == CQL_TERM_SET ? "set"
+			       : t->kind == CQL_TERM_MAP ? "map"
+							 : "tuple",
 			       column, tn ? tn : "?");
-	return err_set(ERR_INVALID, "Invalid %s constant (%s%.*s) for \"%s\" of "
-				    "type %s",
+	return err_set(ERR_INVALID,
+		       "Invalid %s constant (%s%.*s) for \"%s\" of "
+		       "type %s",
 		       constant_name(t->kind), t->negative ? "-" : "",
 		       (int)(t->len > 60 ? 60 : t->len), t->text ? t->text : "",
 		       column, tn ? tn : "?");
@@ -486,8 +517,9 @@ static int serialize_string(const struct cql_term *t, uint16_t kind,
 	case CQL_TYPE_ASCII:
 		for (size_t i = 0; i < t->len; i++)
 			if (p[i] & 0x80)
-				return err_set(ERR_INVALID, "Invalid ASCII character "
-							    "in string literal");
+				return err_set(ERR_INVALID,
+					       "Invalid ASCII character "
+					       "in string literal");
 		return buf_append(out, p, t->len);
 	case CQL_TYPE_VARCHAR:
 		if (!valid_utf8(p, t->len))
@@ -502,8 +534,9 @@ static int serialize_string(const struct cql_term *t, uint16_t kind,
 		if (cql_parse_date(t->text, t->len, &v) != 0)
 			return -1;
 		if (v + DATE_EPOCH_BIAS < 0 || v + DATE_EPOCH_BIAS > UINT32_MAX)
-			return err_set(ERR_INVALID, "Input date %.*s is out of "
-						    "range",
+			return err_set(ERR_INVALID,
+				       "Input date %.*s is out of "
+				       "range",
 				       (int)t->len, t->text);
 		return buf_put_be32(out, (uint32_t)(v + DATE_EPOCH_BIAS));
 	case CQL_TYPE_TIME:
@@ -519,8 +552,9 @@ static int serialize_string(const struct cql_term *t, uint16_t kind,
 			return buf_append(out, ip, 4);
 		if (inet_pton(AF_INET6, host, ip) == 1)
 			return buf_append(out, ip, 16);
-		return err_set(ERR_INVALID, "Unable to make inet address from "
-					    "'%s'",
+		return err_set(ERR_INVALID,
+			       "Unable to make inet address from "
+			       "'%s'",
 			       host);
 	}
 	default:
@@ -563,8 +597,9 @@ static int serialize_integer(const struct cql_term *t, uint16_t kind,
 		if (parse_fixed_int(t, 64, "long", &v) != 0)
 			return -1;
 		if (v < 0 || v > UINT32_MAX)
-			return err_set(ERR_INVALID, "Unable to make unsigned int "
-						    "(for date) from: '%lld'",
+			return err_set(ERR_INVALID,
+				       "Unable to make unsigned int "
+				       "(for date) from: '%lld'",
 				       (long long)v);
 		return buf_put_be32(out, (uint32_t)v);
 	case CQL_TYPE_VARINT:
@@ -592,7 +627,8 @@ static int serialize_function(const struct cql_term *t, uint16_t kind,
 		      strcmp(t->items[0]->text, "now") == 0 &&
 		      t->items[0]->count == 0;
 
-	if ((strcmp(name, "now") == 0 || strcmp(name, "currenttimeuuid") == 0) &&
+	if ((strcmp(name, "now") == 0 ||
+	     strcmp(name, "currenttimeuuid") == 0) &&
 	    t->count == 0) {
 		result = CQL_TYPE_TIMEUUID;
 	} else if (strcmp(name, "uuid") == 0 && t->count == 0) {
@@ -608,8 +644,9 @@ static int serialize_function(const struct cql_term *t, uint16_t kind,
 	} else if (strcmp(name, "tounixtimestamp") == 0 && of_now) {
 		result = CQL_TYPE_BIGINT;
 	} else {
-		return err_set(ERR_INVALID, "Unknown function %s called with %zu "
-					    "arguments",
+		return err_set(ERR_INVALID,
+			       "Unknown function %s called with %zu "
+			       "arguments",
 			       name, t->count);
 	}
 	bool ok = result == kind ||
@@ -634,8 +671,9 @@ static int serialize_function(const struct cql_term *t, uint16_t kind,
 	case CQL_TYPE_BIGINT:
 		return buf_put_be64(out, (uint64_t)(us / 1000));
 	case CQL_TYPE_DATE: {
-		int64_t days = us >= 0 ? us / 86400000000ll
-				       : -((-us + 86399999999ll) / 86400000000ll);
+		int64_t days =
+			us >= 0 ? us / 86400000000ll
+				: -((-us + 86399999999ll) / 86400000000ll);
 		return buf_put_be32(out, (uint32_t)(days + DATE_EPOCH_BIAS));
 	}
 	default: { /* time of day */
@@ -678,8 +716,9 @@ static int serialize_simple(const struct cql_term *t, uint16_t kind,
 			break;
 		}
 		if (parse_uuid(t, id) != 0)
-			return err_set(ERR_INVALID, "Unable to make UUID from "
-						    "'%.*s'",
+			return err_set(ERR_INVALID,
+				       "Unable to make UUID from "
+				       "'%.*s'",
 				       (int)t->len, t->text);
 		if (kind == CQL_TYPE_TIMEUUID && (id[6] >> 4) != 1)
 			return err_set(ERR_INVALID,
@@ -695,7 +734,8 @@ static int serialize_simple(const struct cql_term *t, uint16_t kind,
 		if (t->len % 2)
 			return err_set(ERR_INVALID,
 				       "cannot parse '0x%.*s' as hex bytes",
-				       (int)(t->len > 40 ? 40 : t->len), t->text);
+				       (int)(t->len > 40 ? 40 : t->len),
+				       t->text);
 		uint8_t *dst = buf_extend(out, t->len / 2);
 		if (!dst && t->len)
 			return -1;
@@ -719,7 +759,7 @@ static int serialize_simple(const struct cql_term *t, uint16_t kind,
 	return rc;
 }
 
-/* ---- collections -------------------------------------------------------------------- */
+/* ---- collections --------------------------------------------------------- */
 
 struct elem {
 	size_t key_off, key_len;
@@ -781,12 +821,15 @@ static int serialize_collection(const struct cql_term *t,
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		const struct cql_term *k = t->items[is_map ? 2 * i : i];
 		const struct cql_term *v = is_map ? t->items[2 * i + 1] : NULL;
-		if (k->kind == CQL_TERM_NULL || (v && v->kind == CQL_TERM_NULL)) {
-			rc = err_set(ERR_INVALID,
-				     "null is not supported inside collections");
+		if (k->kind == CQL_TERM_NULL ||
+		    (v && v->kind == CQL_TERM_NULL)) {
+			rc = err_set(
+				ERR_INVALID,
+				"null is not supported inside collections");
 			break;
 		}
-		if (k->kind == CQL_TERM_BIND || (v && v->kind == CQL_TERM_BIND)) {
+		if (k->kind == CQL_TERM_BIND ||
+		    (v && v->kind == CQL_TERM_BIND)) {
 			rc = err_set(ERR_UNSUPPORTED,
 				     "bind markers inside collection literals "
 				     "are not supported yet");
@@ -811,7 +854,8 @@ static int serialize_collection(const struct cql_term *t,
 		qsort_r(elems, n, sizeof(*elems), elem_cmp, &ctx);
 		kept = 0;
 		for (size_t i = 0; i < n; i++) {
-			if (kept && key_cmp(&elems[kept - 1], &elems[i], &ctx) == 0)
+			if (kept &&
+			    key_cmp(&elems[kept - 1], &elems[i], &ctx) == 0)
 				elems[kept - 1] = elems[i];
 			else
 				elems[kept++] = elems[i];

@@ -37,7 +37,7 @@ struct rng;
  * clock has not moved. */
 struct cql_timeuuid_gen {
 	uint64_t last_ticks;
-	uint8_t node[6];   /* random, multicast bit set (RFC 4122 §4.5) */
+	uint8_t node[6]; /* random, multicast bit set (RFC 4122 §4.5) */
 	uint16_t clock_seq;
 };
 

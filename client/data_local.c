@@ -24,7 +24,7 @@ struct cql_local {
 	int64_t last_ts;
 };
 
-/* ---- storage completions onto the loop --------------------------------------------- */
+/* ---- storage completions onto the loop ----------------------------------- */
 
 struct posted {
 	struct loopq_item item;
@@ -41,8 +41,8 @@ static void posted_run(struct loopq_item *it)
 	free(p);
 }
 
-void cql_storage_post(void *post_arg, storage_done_fn fn, void *arg,
-		      int status, enum err_code code)
+void cql_storage_post(void *post_arg, storage_done_fn fn, void *arg, int status,
+		      enum err_code code)
 {
 	struct posted *p = malloc(sizeof(*p));
 	if (!p) {
@@ -50,12 +50,15 @@ void cql_storage_post(void *post_arg, storage_done_fn fn, void *arg,
 		fn(arg, -1, ERR_NOMEM);
 		return;
 	}
-	*p = (struct posted){.item.fn = posted_run, .fn = fn, .arg = arg,
-			     .status = status, .code = code};
+	*p = (struct posted){.item.fn = posted_run,
+			     .fn = fn,
+			     .arg = arg,
+			     .status = status,
+			     .code = code};
 	loopq_post(post_arg, &p->item);
 }
 
-/* ---- lifecycle ------------------------------------------------------------------------ */
+/* ---- lifecycle ----------------------------------------------------------- */
 
 struct cql_local *cql_local_new(struct storage *db, struct env *env,
 				struct loopq *q, int read_threads)
@@ -97,7 +100,7 @@ static uint64_t env_rand(void *arg)
 	return env_random(arg);
 }
 
-/* ---- writes ------------------------------------------------------------------------------ */
+/* ---- writes -------------------------------------------------------------- */
 
 struct write_op {
 	struct cql_request *req;
@@ -128,8 +131,8 @@ static void write_done(void *arg, int status, enum err_code code)
 	struct write_op *w = arg;
 	if (status != 0 && !w->failed) {
 		w->failed = 1;
-		snprintf(w->msg, sizeof(w->msg), "write failed on this node: %s",
-			 err_code_name(code));
+		snprintf(w->msg, sizeof(w->msg),
+			 "write failed on this node: %s", err_code_name(code));
 	}
 	if (--w->pending == 0)
 		write_finish(w);
@@ -158,14 +161,16 @@ static int64_t next_timestamp(struct cql_local *l)
 static void run_write(struct cql_local *l, const struct cql_data_request *dr)
 {
 	int64_t now = env_wall_us(l->env);
-	struct cql_fn_ctx fn = {.now_us = now, .timeuuids = &l->timeuuids,
-				.random = env_rand, .random_arg = l->env};
+	struct cql_fn_ctx fn = {.now_us = now,
+				.timeuuids = &l->timeuuids,
+				.random = env_rand,
+				.random_arg = l->env};
 	int64_t ts = dr->params->has_timestamp ? dr->params->timestamp
 					       : next_timestamp(l);
 	if (!dr->stmt && dr->batch_timestamp != INT64_MIN)
 		ts = dr->batch_timestamp;
-	struct cql_write_ctx ctx = {.timestamp = ts, .now_sec = now / 1000000,
-				    .fn = &fn};
+	struct cql_write_ctx ctx = {
+		.timestamp = ts, .now_sec = now / 1000000, .fn = &fn};
 	struct cql_batch_item one = {dr->stmt, dr->table, dr->binds,
 				     dr->bind_count, NULL};
 	const struct cql_batch_item *items = dr->stmt ? &one : dr->batch;
@@ -182,8 +187,8 @@ static void run_write(struct cql_local *l, const struct cql_data_request *dr)
 			return;
 		}
 		struct storage_mutation **grown =
-			realloc(all.items, (all.count + muts.count + 1) *
-						   sizeof(*grown));
+			realloc(all.items,
+				(all.count + muts.count + 1) * sizeof(*grown));
 		if (!grown) {
 			cql_mutations_free(&muts);
 			cql_mutations_free(&all);
@@ -202,7 +207,8 @@ static void run_write(struct cql_local *l, const struct cql_data_request *dr)
 		reply_now(dr, CQL_ERR_SERVER, "out of memory");
 		return;
 	}
-	*w = (struct write_op){.req = dr->req, .version = dr->info->version,
+	*w = (struct write_op){.req = dr->req,
+			       .version = dr->info->version,
 			       .stream = dr->info->stream,
 			       .consistency = dr->params->consistency,
 			       .pending = 1};
@@ -218,7 +224,7 @@ static void run_write(struct cql_local *l, const struct cql_data_request *dr)
 		write_finish(w);
 }
 
-/* ---- reads -------------------------------------------------------------------------------- */
+/* ---- reads --------------------------------------------------------------- */
 
 struct read_job {
 	struct work work;
@@ -242,7 +248,8 @@ static int keep(struct read_job *j, struct storage_result *r)
 {
 	if (j->count == j->cap) {
 		size_t cap = j->cap ? j->cap * 2 : 16;
-		struct storage_result **p = realloc(j->results, cap * sizeof(*p));
+		struct storage_result **p =
+			realloc(j->results, cap * sizeof(*p));
 		if (!p) {
 			storage_result_delete(r);
 			return err_set(ERR_NOMEM, "out of memory");
@@ -265,10 +272,10 @@ static void read_run(struct work *wk)
 	if (cql_select_plan_is_scan(j->plan)) {
 		int64_t start, end;
 		cql_select_plan_range(j->plan, &start, &end);
-		struct storage_scan *s = start < end
-						 ? storage_scan_open(j->l->db, id, start,
-								     end, tmpl)
-						 : NULL;
+		struct storage_scan *s =
+			start < end ? storage_scan_open(j->l->db, id, start,
+							end, tmpl)
+				    : NULL;
 		rc = start < end && !s ? -1 : 0;
 		struct storage_result *r;
 		while (s && rc == 0 && rows < budget &&
@@ -309,8 +316,9 @@ static void read_run(struct work *wk)
 /* Loop thread: encode and answer. */
 static void read_done(struct loopq_item *it)
 {
-	struct read_job *j = (struct read_job *)((char *)it -
-						 offsetof(struct read_job, done));
+	struct read_job *j =
+		(struct read_job *)((char *)it -
+				    offsetof(struct read_job, done));
 	struct buf b;
 	buf_init(&b);
 	if (j->status != 0)

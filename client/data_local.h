@@ -36,7 +36,7 @@ void cql_local_data(void *arg, const struct cql_data_request *dr);
 
 /* storage_options.post for a loop served by `q` (post_arg = the loopq):
  * write acknowledgements from the commitlog syncer run on the loop. */
-void cql_storage_post(void *post_arg, storage_done_fn fn, void *arg,
-		      int status, enum err_code code);
+void cql_storage_post(void *post_arg, storage_done_fn fn, void *arg, int status,
+		      enum err_code code);
 
 #endif

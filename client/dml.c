@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TTL 630720000 /* 20 years, Cassandra's cap */
-#define MAX_KEYS 4096     /* partitions or rows one statement may expand to */
-#define UNSET (-2)
+#define MAX_TTL  630720000 /* 20 years, Cassandra's cap */
+#define MAX_KEYS 4096      /* partitions or rows one statement may expand to */
+#define UNSET    (-2)
 
 struct val {
 	const uint8_t *ptr;
@@ -24,7 +24,7 @@ struct val {
 
 /* A restriction on one key column. */
 struct restr {
-	bool eq;            /* = or IN: vals */
+	bool eq; /* = or IN: vals */
 	struct val *vals;
 	size_t n;
 	bool has_lo, lo_incl, has_hi, hi_incl; /* slices (DELETE only) */
@@ -43,7 +43,7 @@ struct build {
 	struct cql_mutations *out;
 };
 
-/* ---- values ----------------------------------------------------------------------- */
+/* ---- values -------------------------------------------------------------- */
 
 static int resolve(struct build *b, const struct cql_term *t,
 		   const struct storage_type *type, const char *column,
@@ -51,8 +51,9 @@ static int resolve(struct build *b, const struct cql_term *t,
 {
 	if (t->kind == CQL_TERM_BIND) {
 		if ((size_t)t->bind_index >= b->nbinds)
-			return err_set(ERR_INVALID, "No value given for bind "
-						    "marker %d",
+			return err_set(ERR_INVALID,
+				       "No value given for bind "
+				       "marker %d",
 				       t->bind_index);
 		const struct cql_value *v = &b->binds[t->bind_index];
 		out->ptr = v->ptr;
@@ -63,7 +64,8 @@ static int resolve(struct build *b, const struct cql_term *t,
 	struct buf tmp;
 	struct cql_column_type ct = {type->kind, type->elem, type->value};
 	buf_init(&tmp);
-	int rc = cql_term_serialize(t, &ct, column, b->ctx->fn, b->ctx->cmp, &tmp);
+	int rc = cql_term_serialize(t, &ct, column, b->ctx->fn, b->ctx->cmp,
+				    &tmp);
 	if (rc < 0) {
 		buf_free(&tmp);
 		return -1;
@@ -72,8 +74,9 @@ static int resolve(struct build *b, const struct cql_term *t,
 		out->ptr = NULL;
 		out->len = -1;
 	} else {
-		out->ptr = arena_memdup(&b->a, tmp.data ? tmp.data : (const uint8_t *)"",
-					tmp.len);
+		out->ptr = arena_memdup(
+			&b->a, tmp.data ? tmp.data : (const uint8_t *)"",
+			tmp.len);
 		out->len = (int32_t)tmp.len;
 	}
 	buf_free(&tmp);
@@ -112,12 +115,13 @@ static int each_element(struct build *b, struct val coll, bool is_map,
 	if (cursor_left(&c) == 0)
 		return 0;
 bad:
-	return err_set(ERR_INVALID, "Invalid collection value for %s: not a "
-				    "valid serialized collection",
+	return err_set(ERR_INVALID,
+		       "Invalid collection value for %s: not a "
+		       "valid serialized collection",
 		       column);
 }
 
-/* ---- WHERE --------------------------------------------------------------------------- */
+/* ---- WHERE --------------------------------------------------------------- */
 
 static int key_kind(const struct storage_table_meta *m, int c)
 {
@@ -125,15 +129,17 @@ static int key_kind(const struct storage_table_meta *m, int c)
 }
 
 static int restrict_column(struct build *b, struct restr *r,
-			   const struct cql_relation *rel, int c, bool allow_slice)
+			   const struct cql_relation *rel, int c,
+			   bool allow_slice)
 {
 	const struct storage_column *col = &b->m->columns[c];
 	if (rel->op == CQL_OP_EQ || rel->op == CQL_OP_IN) {
 		if (r->eq || r->has_lo || r->has_hi)
-			return err_set(ERR_INVALID,
-				       "%s cannot be restricted by more than one "
-				       "relation if it includes an Equal",
-				       col->name);
+			return err_set(
+				ERR_INVALID,
+				"%s cannot be restricted by more than one "
+				"relation if it includes an Equal",
+				col->name);
 		r->eq = true;
 		if (rel->op == CQL_OP_EQ) {
 			r->vals = arena_alloc(&b->a, sizeof(*r->vals));
@@ -145,23 +151,26 @@ static int restrict_column(struct build *b, struct restr *r,
 		const struct cql_term *v = rel->value;
 		if (v->kind == CQL_TERM_TUPLE) {
 			r->n = v->count;
-			r->vals = arena_alloc(&b->a, (v->count + 1) * sizeof(*r->vals));
+			r->vals = arena_alloc(&b->a, (v->count + 1) *
+							     sizeof(*r->vals));
 			if (!r->vals)
 				return -1;
 			for (size_t i = 0; i < v->count; i++)
-				if (resolve(b, v->items[i], &col->type, col->name,
-					    &r->vals[i]) != 0)
+				if (resolve(b, v->items[i], &col->type,
+					    col->name, &r->vals[i]) != 0)
 					return -1;
 			return 0;
 		}
 		/* IN ? : a bound list of values. */
-		struct storage_type lt = {STORAGE_TYPE_LIST, col->type.kind, 0, true};
+		struct storage_type lt = {STORAGE_TYPE_LIST, col->type.kind, 0,
+					  true};
 		struct val list;
 		if (resolve(b, v, &lt, col->name, &list) != 0)
 			return -1;
 		if (list.len < 0)
-			return err_set(ERR_INVALID, "Invalid null value for IN "
-						    "restriction on %s",
+			return err_set(ERR_INVALID,
+				       "Invalid null value for IN "
+				       "restriction on %s",
 				       col->name);
 		struct cursor cur = cursor_make(list.ptr, (size_t)list.len);
 		uint32_t n;
@@ -177,7 +186,8 @@ static int restrict_column(struct build *b, struct restr *r,
 			struct slice s;
 			if (cursor_be32(&cur, &len) != 0 || (int32_t)len < 0 ||
 			    cursor_take(&cur, len, &s) != 0)
-				return err_set(ERR_INVALID, "Invalid IN list for %s",
+				return err_set(ERR_INVALID,
+					       "Invalid IN list for %s",
 					       col->name);
 			r->vals[i] = (struct val){s.ptr, (int32_t)len};
 		}
@@ -199,8 +209,9 @@ static int restrict_column(struct build *b, struct restr *r,
 			       rel->op == CQL_OP_NEQ ? "!=" : "CONTAINS",
 			       col->name);
 	if (r->eq || (lo ? r->has_lo : r->has_hi))
-		return err_set(ERR_INVALID, "More than one restriction was found "
-					    "for the %s bound on %s",
+		return err_set(ERR_INVALID,
+			       "More than one restriction was found "
+			       "for the %s bound on %s",
 			       lo ? "start" : "end", col->name);
 	struct val v;
 	if (resolve(b, rel->value, &col->type, col->name, &v) != 0)
@@ -224,18 +235,21 @@ static int restrict_where(struct build *b, const struct cql_relation *rels,
 	for (size_t i = 0; i < n; i++) {
 		const struct cql_relation *rel = &rels[i];
 		if (rel->kind == CQL_REL_TOKEN)
-			return err_set(ERR_INVALID,
-				       "The token function cannot be used in WHERE "
-				       "clauses for UPDATE and DELETE statements");
+			return err_set(
+				ERR_INVALID,
+				"The token function cannot be used in WHERE "
+				"clauses for UPDATE and DELETE statements");
 		if (rel->kind == CQL_REL_TUPLE)
-			return err_set(ERR_UNSUPPORTED,
-				       "Multi-column relations in UPDATE and DELETE "
-				       "are not supported by Cassini yet");
+			return err_set(
+				ERR_UNSUPPORTED,
+				"Multi-column relations in UPDATE and DELETE "
+				"are not supported by Cassini yet");
 		int c = cql_table_column(b->t, rel->columns[0]);
 		if (c < 0)
-			return err_set(ERR_INVALID,
-				       "Undefined column name %s in table %s.%s",
-				       rel->columns[0], b->m->keyspace, b->m->name);
+			return err_set(
+				ERR_INVALID,
+				"Undefined column name %s in table %s.%s",
+				rel->columns[0], b->m->keyspace, b->m->name);
 		int kind = key_kind(b->m, c);
 		if (kind != STORAGE_COLUMN_PARTITION_KEY &&
 		    kind != STORAGE_COLUMN_CLUSTERING)
@@ -257,8 +271,9 @@ static int key_value_ok(const struct storage_column *col, struct val v,
 		return err_set(ERR_INVALID, "Invalid unset value for column %s",
 			       col->name);
 	if (v.len < 0)
-		return err_set(ERR_INVALID, "Invalid null value %sfor %s key "
-					    "part %s",
+		return err_set(ERR_INVALID,
+			       "Invalid null value %sfor %s key "
+			       "part %s",
 			       "", partition ? "partition" : "clustering",
 			       col->name);
 	if (partition && v.len == 0)
@@ -291,8 +306,9 @@ static int partition_keys(struct build *b, struct restr *rs, struct buf *keys,
 				       MAX_KEYS);
 	}
 	if (miss.names[0])
-		return err_set(ERR_INVALID, "Some partition key parts are missing: "
-					    "%s",
+		return err_set(ERR_INVALID,
+			       "Some partition key parts are missing: "
+			       "%s",
 			       miss.names);
 	size_t *offs = arena_alloc(&b->a, (total + 1) * sizeof(*offs));
 	if (!offs)
@@ -318,7 +334,8 @@ static int partition_keys(struct build *b, struct restr *rs, struct buf *keys,
 		if (m->pk_count == 1) {
 			if (buf_append(keys, parts[0].ptr, parts[0].len) != 0)
 				return -1;
-		} else if (murmur3_compound_key(keys, parts, m->pk_count) != 0) {
+		} else if (murmur3_compound_key(keys, parts, m->pk_count) !=
+			   0) {
 			return -1;
 		}
 	}
@@ -337,17 +354,19 @@ static int clusterings(struct build *b, struct restr *rs, struct slice **rows,
 	for (size_t i = 0; i < m->ck_count; i++) {
 		const struct restr *r = &rs[m->ck[i]];
 		if (!r->eq)
-			return err_set(ERR_INVALID, "Some clustering keys are "
-						    "missing: %s",
+			return err_set(ERR_INVALID,
+				       "Some clustering keys are "
+				       "missing: %s",
 				       m->columns[m->ck[i]].name);
 		total *= r->n;
 		if (total > MAX_KEYS)
-			return err_set(ERR_INVALID, "Too many rows in IN "
-						    "restrictions (more than %d)",
+			return err_set(ERR_INVALID,
+				       "Too many rows in IN "
+				       "restrictions (more than %d)",
 				       MAX_KEYS);
 	}
-	struct slice *out = arena_alloc(&b->a, (total * m->ck_count + 1) *
-						       sizeof(*out));
+	struct slice *out =
+		arena_alloc(&b->a, (total * m->ck_count + 1) * sizeof(*out));
 	if (!out)
 		return -1;
 	for (size_t k = 0; k < total; k++) {
@@ -358,7 +377,8 @@ static int clusterings(struct build *b, struct restr *rs, struct slice **rows,
 			idx /= r->n;
 			if (key_value_ok(&m->columns[m->ck[i]], v, false) != 0)
 				return -1;
-			out[k * m->ck_count + i] = slice_make(v.ptr, (size_t)v.len);
+			out[k * m->ck_count + i] =
+				slice_make(v.ptr, (size_t)v.len);
 		}
 	}
 	*rows = out;
@@ -366,7 +386,7 @@ static int clusterings(struct build *b, struct restr *rs, struct slice **rows,
 	return 0;
 }
 
-/* ---- cells ------------------------------------------------------------------------------ */
+/* ---- cells --------------------------------------------------------------- */
 
 struct put_ctx {
 	struct storage_mutation *mu;
@@ -387,16 +407,18 @@ static int put_element(struct build *b, void *arg, struct val key,
 		/* A list element's path is a fresh timeuuid; its value is the
 		 * element. */
 		uint8_t id[16];
-		cql_timeuuid_next(b->ctx->fn->timeuuids, b->ctx->fn->now_us, id);
+		cql_timeuuid_next(b->ctx->fn->timeuuids, b->ctx->fn->now_us,
+				  id);
 		return storage_mutation_put(p->mu, p->column, id, 16, key.ptr,
 					    (size_t)key.len, b->ts, b->ttl,
 					    b->ctx->now_sec);
 	}
-	/* Sets: the element is the path, the value is empty. Maps: key, value. */
+	/* Sets: the element is the path, the value is empty. Maps: key, value.
+	 */
 	return storage_mutation_put(p->mu, p->column, key.ptr, (size_t)key.len,
 				    value ? value->ptr : (const uint8_t *)"",
-				    value ? (size_t)value->len : 0, b->ts, b->ttl,
-				    b->ctx->now_sec);
+				    value ? (size_t)value->len : 0, b->ts,
+				    b->ttl, b->ctx->now_sec);
 }
 
 /* Prepended list elements get timeuuids that sort before every appended
@@ -434,16 +456,17 @@ static int write_value(struct build *b, struct storage_mutation *mu, int column,
 		       struct val v)
 {
 	const struct storage_column *col = &b->m->columns[column];
-	bool multicell = storage_type_is_collection(col->type.kind) &&
-			 !col->type.frozen;
+	bool multicell =
+		storage_type_is_collection(col->type.kind) && !col->type.frozen;
 	if (v.len == UNSET)
 		return 0;
 	if (v.len < 0)
-		return multicell ? storage_mutation_delete_collection(
-					   mu, column, b->ts, b->ctx->now_sec)
-				 : storage_mutation_delete_cell(mu, column, NULL, 0,
-								b->ts,
-								b->ctx->now_sec);
+		return multicell
+			       ? storage_mutation_delete_collection(
+					 mu, column, b->ts, b->ctx->now_sec)
+			       : storage_mutation_delete_cell(mu, column, NULL,
+							      0, b->ts,
+							      b->ctx->now_sec);
 	if (!multicell)
 		return storage_mutation_put(mu, column, NULL, 0, v.ptr,
 					    (size_t)v.len, b->ts, b->ttl,
@@ -457,7 +480,7 @@ static int write_value(struct build *b, struct storage_mutation *mu, int column,
 			    put_element, &p);
 }
 
-/* ---- USING --------------------------------------------------------------------------------- */
+/* ---- USING --------------------------------------------------------------- */
 
 static int using_clause(struct build *b, const struct cql_using *u)
 {
@@ -472,8 +495,9 @@ static int using_clause(struct build *b, const struct cql_using *u)
 		if (v.len == 8)
 			b->ts = (int64_t)be64_load(v.ptr);
 		else if (v.len != UNSET)
-			return err_set(ERR_INVALID, "Invalid %s value for "
-						    "timestamp",
+			return err_set(ERR_INVALID,
+				       "Invalid %s value for "
+				       "timestamp",
 				       v.len < 0 ? "null" : "bigint");
 	}
 	if (u->ttl) {
@@ -482,24 +506,27 @@ static int using_clause(struct build *b, const struct cql_using *u)
 		if (v.len == 4) {
 			int32_t ttl = (int32_t)be32_load(v.ptr);
 			if (ttl < 0)
-				return err_set(ERR_INVALID, "A TTL must be greater "
-							    "or equal to 0, but "
-							    "was %d",
+				return err_set(ERR_INVALID,
+					       "A TTL must be greater "
+					       "or equal to 0, but "
+					       "was %d",
 					       ttl);
 			if (ttl > MAX_TTL)
-				return err_set(ERR_INVALID,
-					       "ttl is too large. requested (%d) "
-					       "maximum (%d)",
-					       ttl, MAX_TTL);
+				return err_set(
+					ERR_INVALID,
+					"ttl is too large. requested (%d) "
+					"maximum (%d)",
+					ttl, MAX_TTL);
 			b->ttl = ttl;
 		} else if (v.len != UNSET) {
-			return err_set(ERR_INVALID, "Invalid null value of TTL");
+			return err_set(ERR_INVALID,
+				       "Invalid null value of TTL");
 		}
 	}
 	return 0;
 }
 
-/* ---- statements ----------------------------------------------------------------------------- */
+/* ---- statements ---------------------------------------------------------- */
 
 static struct storage_mutation *new_mutation(struct build *b,
 					     const struct buf *keys,
@@ -526,8 +553,8 @@ static int build_insert(struct build *b, const struct cql_insert *in)
 {
 	const struct storage_table_meta *m = b->m;
 	struct restr *rs = arena_alloc(&b->a, m->column_count * sizeof(*rs));
-	struct val *vals = arena_alloc(&b->a, (in->column_count + 1) *
-						      sizeof(*vals));
+	struct val *vals =
+		arena_alloc(&b->a, (in->column_count + 1) * sizeof(*vals));
 	int *cols = arena_alloc(&b->a, (in->column_count + 1) * sizeof(*cols));
 	if (!rs || !vals || !cols)
 		return -1;
@@ -536,8 +563,9 @@ static int build_insert(struct build *b, const struct cql_insert *in)
 	for (size_t i = 0; i < in->column_count; i++) {
 		int c = cql_table_column(b->t, in->columns[i]);
 		if (c < 0)
-			return err_set(ERR_INVALID, "Undefined column name %s in "
-						    "table %s.%s",
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in "
+				       "table %s.%s",
 				       in->columns[i], m->keyspace, m->name);
 		for (size_t j = 0; j < i; j++)
 			if (cols[j] == c)
@@ -547,7 +575,8 @@ static int build_insert(struct build *b, const struct cql_insert *in)
 					       in->columns[i]);
 		cols[i] = c;
 		const struct storage_column *col = &m->columns[c];
-		if (resolve(b, in->values[i], &col->type, col->name, &vals[i]) != 0)
+		if (resolve(b, in->values[i], &col->type, col->name,
+			    &vals[i]) != 0)
 			return -1;
 		if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
 		    col->kind == STORAGE_COLUMN_CLUSTERING) {
@@ -572,8 +601,9 @@ static int build_insert(struct build *b, const struct cql_insert *in)
 	bool need_rows = m->ck_count == 0 || any_regular || !any_static;
 	for (size_t i = 0; rc == 0 && need_rows && i < m->ck_count; i++)
 		if (!rs[m->ck[i]].eq)
-			rc = err_set(ERR_INVALID, "Some clustering keys are "
-						  "missing: %s",
+			rc = err_set(ERR_INVALID,
+				     "Some clustering keys are "
+				     "missing: %s",
 				     m->columns[m->ck[i]].name);
 	if (rc == 0 && need_rows)
 		rc = clusterings(b, rs, &rows, &nrows);
@@ -585,14 +615,18 @@ static int build_insert(struct build *b, const struct cql_insert *in)
 			     storage_mutation_put_marker(mu, b->ts, b->ttl,
 							 b->ctx->now_sec);
 			for (size_t i = 0; rc == 0 && i < in->column_count; i++)
-				if (m->columns[cols[i]].kind == STORAGE_COLUMN_REGULAR)
-					rc = write_value(b, mu, cols[i], vals[i]);
+				if (m->columns[cols[i]].kind ==
+				    STORAGE_COLUMN_REGULAR)
+					rc = write_value(b, mu, cols[i],
+							 vals[i]);
 		}
 		if (rc == 0 && any_static) {
 			rc = storage_mutation_set_static_row(mu);
 			for (size_t i = 0; rc == 0 && i < in->column_count; i++)
-				if (m->columns[cols[i]].kind == STORAGE_COLUMN_STATIC)
-					rc = write_value(b, mu, cols[i], vals[i]);
+				if (m->columns[cols[i]].kind ==
+				    STORAGE_COLUMN_STATIC)
+					rc = write_value(b, mu, cols[i],
+							 vals[i]);
 		}
 	}
 	buf_free(&keys);
@@ -613,10 +647,11 @@ static int apply_assignment(struct build *b, struct storage_mutation *mu,
 				       "non-collection or frozen column %s",
 				       col->name, col->name);
 		if (ty->kind != STORAGE_TYPE_MAP)
-			return err_set(ERR_UNSUPPORTED,
-				       "Setting a list element by index needs a "
-				       "read before the write, which Cassini "
-				       "does not do yet");
+			return err_set(
+				ERR_UNSUPPORTED,
+				"Setting a list element by index needs a "
+				"read before the write, which Cassini "
+				"does not do yet");
 		struct storage_type kt = {.kind = ty->elem},
 				    vt = {.kind = ty->value};
 		struct val k;
@@ -628,9 +663,9 @@ static int apply_assignment(struct build *b, struct storage_mutation *mu,
 		if (v.len == UNSET)
 			return 0;
 		if (v.len < 0)
-			return storage_mutation_delete_cell(mu, c, k.ptr,
-							    (size_t)k.len, b->ts,
-							    b->ctx->now_sec);
+			return storage_mutation_delete_cell(
+				mu, c, k.ptr, (size_t)k.len, b->ts,
+				b->ctx->now_sec);
 		return storage_mutation_put(mu, c, k.ptr, (size_t)k.len, v.ptr,
 					    (size_t)v.len, b->ts, b->ttl,
 					    b->ctx->now_sec);
@@ -654,20 +689,24 @@ static int apply_assignment(struct build *b, struct storage_mutation *mu,
 	if (v.len == UNSET)
 		return 0;
 	if (v.len < 0)
-		return err_set(ERR_INVALID, "Invalid null value for %s", col->name);
+		return err_set(ERR_INVALID, "Invalid null value for %s",
+			       col->name);
 	if (a->kind == CQL_ASSIGN_PREPEND) {
 		if (ty->kind != STORAGE_TYPE_LIST)
-			return err_set(ERR_INVALID, "Invalid operation (%s = ? + "
-						    "%s) for non list column %s",
+			return err_set(ERR_INVALID,
+				       "Invalid operation (%s = ? + "
+				       "%s) for non list column %s",
 				       col->name, col->name, col->name);
 		return prepend_elements(b, mu, c, v, col->name);
 	}
 	if (a->kind == CQL_ASSIGN_REMOVE && ty->kind == STORAGE_TYPE_LIST)
-		return err_set(ERR_UNSUPPORTED,
-			       "Removing list elements by value needs a read "
-			       "before the write, which Cassini does not do yet");
+		return err_set(
+			ERR_UNSUPPORTED,
+			"Removing list elements by value needs a read "
+			"before the write, which Cassini does not do yet");
 	struct put_ctx p = {mu, c, col, a->kind == CQL_ASSIGN_REMOVE};
-	bool map_pairs = ty->kind == STORAGE_TYPE_MAP && a->kind == CQL_ASSIGN_ADD;
+	bool map_pairs =
+		ty->kind == STORAGE_TYPE_MAP && a->kind == CQL_ASSIGN_ADD;
 	return each_element(b, v, map_pairs, col->name, put_element, &p);
 }
 
@@ -675,7 +714,8 @@ static int build_update(struct build *b, const struct cql_update *up)
 {
 	const struct storage_table_meta *m = b->m;
 	struct restr *rs = arena_alloc(&b->a, m->column_count * sizeof(*rs));
-	int *cols = arena_alloc(&b->a, (up->assignment_count + 1) * sizeof(*cols));
+	int *cols =
+		arena_alloc(&b->a, (up->assignment_count + 1) * sizeof(*cols));
 	if (!rs || !cols)
 		return -1;
 	memset(rs, 0, m->column_count * sizeof(*rs));
@@ -684,14 +724,16 @@ static int build_update(struct build *b, const struct cql_update *up)
 		const char *name = up->assignments[i].target.name;
 		int c = cql_table_column(b->t, name);
 		if (c < 0)
-			return err_set(ERR_INVALID, "Undefined column name %s in "
-						    "table %s.%s",
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in "
+				       "table %s.%s",
 				       name, m->keyspace, m->name);
 		int kind = m->columns[c].kind;
 		if (kind == STORAGE_COLUMN_PARTITION_KEY ||
 		    kind == STORAGE_COLUMN_CLUSTERING)
-			return err_set(ERR_INVALID, "PRIMARY KEY part %s found in "
-						    "SET part",
+			return err_set(ERR_INVALID,
+				       "PRIMARY KEY part %s found in "
+				       "SET part",
 				       name);
 		only_static &= kind == STORAGE_COLUMN_STATIC;
 		cols[i] = c;
@@ -704,10 +746,11 @@ static int build_update(struct build *b, const struct cql_update *up)
 		ck_given |= rs[m->ck[i]].eq || rs[m->ck[i]].has_lo ||
 			    rs[m->ck[i]].has_hi;
 	if (only_static && ck_given)
-		return err_set(ERR_INVALID,
-			       "Invalid restrictions on clustering columns since "
-			       "the UPDATE statement modifies only static "
-			       "columns");
+		return err_set(
+			ERR_INVALID,
+			"Invalid restrictions on clustering columns since "
+			"the UPDATE statement modifies only static "
+			"columns");
 	struct buf keys;
 	size_t *offs, nkeys;
 	struct slice *rows = NULL;
@@ -721,13 +764,15 @@ static int build_update(struct build *b, const struct cql_update *up)
 		rc = mu ? 0 : -1;
 		/* Regular columns on every row the keys name. */
 		for (size_t r = 0; rc == 0 && r < nrows; r++) {
-			rc = storage_mutation_set_row(mu, rows + r * m->ck_count,
-						      m->ck_count);
-			for (size_t i = 0; rc == 0 && i < up->assignment_count; i++)
-				if (m->columns[cols[i]].kind != STORAGE_COLUMN_STATIC)
-					rc = apply_assignment(b, mu,
-							      &up->assignments[i],
-							      cols[i]);
+			rc = storage_mutation_set_row(
+				mu, rows + r * m->ck_count, m->ck_count);
+			for (size_t i = 0; rc == 0 && i < up->assignment_count;
+			     i++)
+				if (m->columns[cols[i]].kind !=
+				    STORAGE_COLUMN_STATIC)
+					rc = apply_assignment(
+						b, mu, &up->assignments[i],
+						cols[i]);
 		}
 		/* Static columns once per partition. */
 		bool positioned = false;
@@ -739,8 +784,8 @@ static int build_update(struct build *b, const struct cql_update *up)
 				positioned = true;
 			}
 			if (rc == 0)
-				rc = apply_assignment(b, mu, &up->assignments[i],
-						      cols[i]);
+				rc = apply_assignment(
+					b, mu, &up->assignments[i], cols[i]);
 		}
 	}
 	buf_free(&keys);
@@ -759,9 +804,10 @@ static int delete_range(struct build *b, struct storage_mutation *mu,
 	for (; i < m->ck_count && rs[m->ck[i]].eq; i++) {
 		const struct restr *r = &rs[m->ck[i]];
 		if (r->n != 1)
-			return err_set(ERR_UNSUPPORTED,
-				       "IN on a clustering column of a range "
-				       "deletion is not supported by Cassini yet");
+			return err_set(
+				ERR_UNSUPPORTED,
+				"IN on a clustering column of a range "
+				"deletion is not supported by Cassini yet");
 		if (key_value_ok(&m->columns[m->ck[i]], r->vals[0], false) != 0)
 			return -1;
 		start[nstart++] = end[nend++] =
@@ -770,7 +816,8 @@ static int delete_range(struct build *b, struct storage_mutation *mu,
 	if (i < m->ck_count) {
 		const struct restr *r = &rs[m->ck[i]];
 		if (r->has_lo) {
-			start[nstart++] = slice_make(r->lo.ptr, (size_t)r->lo.len);
+			start[nstart++] =
+				slice_make(r->lo.ptr, (size_t)r->lo.len);
 			start_incl = r->lo_incl;
 		}
 		if (r->has_hi) {
@@ -780,12 +827,13 @@ static int delete_range(struct build *b, struct storage_mutation *mu,
 		for (size_t j = i + 1; j < m->ck_count; j++) {
 			const struct restr *later = &rs[m->ck[j]];
 			if (later->eq || later->has_lo || later->has_hi)
-				return err_set(ERR_INVALID,
-					       "PRIMARY KEY column \"%s\" cannot be "
-					       "restricted as preceding column "
-					       "\"%s\" is not restricted",
-					       m->columns[m->ck[j]].name,
-					       m->columns[m->ck[i]].name);
+				return err_set(
+					ERR_INVALID,
+					"PRIMARY KEY column \"%s\" cannot be "
+					"restricted as preceding column "
+					"\"%s\" is not restricted",
+					m->columns[m->ck[j]].name,
+					m->columns[m->ck[i]].name);
 		}
 	}
 	if (nstart == m->ck_count && nend == m->ck_count && i == m->ck_count)
@@ -813,46 +861,57 @@ static int delete_columns(struct build *b, struct storage_mutation *mu,
 			if ((col->kind == STORAGE_COLUMN_STATIC) != stat)
 				continue;
 			if (!stat && !row)
-				return err_set(ERR_INVALID,
-					       "Range deletions are not supported "
-					       "for specific columns");
+				return err_set(
+					ERR_INVALID,
+					"Range deletions are not supported "
+					"for specific columns");
 			if (!positioned) {
 				rc = stat ? storage_mutation_set_static_row(mu)
-					  : storage_mutation_set_row(mu, row,
-								     m->ck_count);
+					  : storage_mutation_set_row(
+						    mu, row, m->ck_count);
 				positioned = true;
 			}
 			if (rc)
 				break;
 			const struct cql_column_ref *ref = &d->columns[i];
-			bool multicell = storage_type_is_collection(col->type.kind) &&
-					 !col->type.frozen;
+			bool multicell =
+				storage_type_is_collection(col->type.kind) &&
+				!col->type.frozen;
 			if (ref->element) {
-				if (!multicell || col->type.kind == STORAGE_TYPE_LIST)
+				if (!multicell ||
+				    col->type.kind == STORAGE_TYPE_LIST)
 					return err_set(
 						ERR_UNSUPPORTED,
-						"Deleting %s needs a read before "
-						"the write, which Cassini does not "
+						"Deleting %s needs a read "
+						"before "
+						"the write, which Cassini does "
+						"not "
 						"do yet",
-						multicell ? "a list element by index"
-							  : "an element of a frozen or "
-							    "non-collection column");
-				struct storage_type kt = {.kind = col->type.elem};
+						multicell ? "a list element by "
+							    "index"
+							  : "an element of a "
+							    "frozen or "
+							    "non-collection "
+							    "column");
+				struct storage_type kt = {
+					.kind = col->type.elem};
 				struct val k;
-				if (resolve(b, ref->element, &kt, col->name, &k) != 0)
+				if (resolve(b, ref->element, &kt, col->name,
+					    &k) != 0)
 					return -1;
 				if (k.len < 0)
 					return err_set(ERR_INVALID,
 						       "Invalid null map key");
-				rc = storage_mutation_delete_cell(mu, cols[i], k.ptr,
-								  (size_t)k.len, b->ts,
-								  b->ctx->now_sec);
+				rc = storage_mutation_delete_cell(
+					mu, cols[i], k.ptr, (size_t)k.len,
+					b->ts, b->ctx->now_sec);
 			} else if (multicell) {
 				rc = storage_mutation_delete_collection(
 					mu, cols[i], b->ts, b->ctx->now_sec);
 			} else {
-				rc = storage_mutation_delete_cell(mu, cols[i], NULL, 0,
-								  b->ts, b->ctx->now_sec);
+				rc = storage_mutation_delete_cell(
+					mu, cols[i], NULL, 0, b->ts,
+					b->ctx->now_sec);
 			}
 		}
 	}
@@ -870,15 +929,18 @@ static int build_delete(struct build *b, const struct cql_delete *d)
 	for (size_t i = 0; i < d->column_count; i++) {
 		int c = cql_table_column(b->t, d->columns[i].name);
 		if (c < 0)
-			return err_set(ERR_INVALID, "Undefined column name %s in "
-						    "table %s.%s",
-				       d->columns[i].name, m->keyspace, m->name);
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in "
+				       "table %s.%s",
+				       d->columns[i].name, m->keyspace,
+				       m->name);
 		int kind = m->columns[c].kind;
 		if (kind == STORAGE_COLUMN_PARTITION_KEY ||
 		    kind == STORAGE_COLUMN_CLUSTERING)
-			return err_set(ERR_INVALID, "Invalid identifier %s for "
-						    "deletion (should not be a "
-						    "PRIMARY KEY part)",
+			return err_set(ERR_INVALID,
+				       "Invalid identifier %s for "
+				       "deletion (should not be a "
+				       "PRIMARY KEY part)",
 				       d->columns[i].name);
 		cols[i] = c;
 	}
@@ -905,7 +967,8 @@ static int build_delete(struct build *b, const struct cql_delete *d)
 		}
 		for (size_t r = 0; rc == 0 && r < nrows; r++)
 			rc = delete_columns(b, mu, d, cols,
-					    rows ? rows + r * m->ck_count : NULL);
+					    rows ? rows + r * m->ck_count
+						 : NULL);
 	}
 	buf_free(&keys);
 	return rc ? -1 : 0;
@@ -915,8 +978,12 @@ int cql_dml_build(const struct cql_stmt *s, const struct cql_table *t,
 		  const struct cql_value *binds, size_t bind_count,
 		  const struct cql_write_ctx *ctx, struct cql_mutations *out)
 {
-	struct build b = {.t = t, .m = cql_table_meta(t), .binds = binds,
-			  .nbinds = bind_count, .ctx = ctx, .out = out};
+	struct build b = {.t = t,
+			  .m = cql_table_meta(t),
+			  .binds = binds,
+			  .nbinds = bind_count,
+			  .ctx = ctx,
+			  .out = out};
 	int rc;
 	out->items = NULL;
 	out->count = 0;

@@ -27,8 +27,8 @@
 #include "storage/storage.h"
 
 struct cql_write_ctx {
-	int64_t timestamp;  /* microseconds, unless USING TIMESTAMP says */
-	int64_t now_sec;    /* local time of the write (TTL, tombstones) */
+	int64_t timestamp;     /* microseconds, unless USING TIMESTAMP says */
+	int64_t now_sec;       /* local time of the write (TTL, tombstones) */
 	struct cql_fn_ctx *fn; /* now(), uuid() and list paths */
 	cql_value_cmp_fn cmp;  /* set and map ordering */
 };

@@ -85,7 +85,7 @@ size_t cql_exec_prepared_count(const struct cql_exec *e)
 	return e->prepared_count;
 }
 
-/* ---- replies ------------------------------------------------------------------------ */
+/* ---- replies ------------------------------------------------------------- */
 
 static void finish(struct job *j)
 {
@@ -107,12 +107,13 @@ static void reply_parse_error(struct job *j)
 {
 	char msg[ERR_MSG_MAX];
 	snprintf(msg, sizeof(msg), "%s", err_msg());
-	reply_error(j, err_code() == ERR_UNSUPPORTED ? CQL_ERR_INVALID
-						     : CQL_ERR_SYNTAX,
+	reply_error(j,
+		    err_code() == ERR_UNSUPPORTED ? CQL_ERR_INVALID
+						  : CQL_ERR_SYNTAX,
 		    msg);
 }
 
-/* ---- bind markers: names and types ---------------------------------------------------- */
+/* ---- bind markers: names and types --------------------------------------- */
 
 struct bind_spec {
 	const char *name;
@@ -125,8 +126,8 @@ static void bind_set(struct bind_spec *b, int nb, const struct cql_term *t,
 {
 	if (!t || t->kind != CQL_TERM_BIND || t->bind_index >= nb)
 		return;
-	b[t->bind_index] = (struct bind_spec){t->text ? t->text : name, type,
-					      true};
+	b[t->bind_index] =
+		(struct bind_spec){t->text ? t->text : name, type, true};
 }
 
 static struct storage_type simple(uint16_t kind)
@@ -175,7 +176,8 @@ static void bind_relations(struct bind_spec *b, int nb,
 static void bind_using(struct bind_spec *b, int nb, const struct cql_using *u)
 {
 	bind_set(b, nb, u->ttl, "[ttl]", simple(STORAGE_TYPE_INT));
-	bind_set(b, nb, u->timestamp, "[timestamp]", simple(STORAGE_TYPE_BIGINT));
+	bind_set(b, nb, u->timestamp, "[timestamp]",
+		 simple(STORAGE_TYPE_BIGINT));
 }
 
 static void bind_column_ref(struct bind_spec *b, int nb,
@@ -217,20 +219,24 @@ static void bind_resolve(const struct cql_stmt *s, const struct cql_table *t,
 		break;
 	case CQL_STMT_INSERT:
 		for (size_t i = 0; i < s->u.insert.column_count; i++) {
-			struct cql_column_ref ref = {s->u.insert.columns[i], NULL};
+			struct cql_column_ref ref = {s->u.insert.columns[i],
+						     NULL};
 			bind_column_ref(b, nb, t, &ref, s->u.insert.values[i]);
 			for (size_t k = 0; k < m->pk_count; k++)
 				if (strcmp(m->columns[m->pk[k]].name,
 					   s->u.insert.columns[i]) == 0 &&
-				    s->u.insert.values[i]->kind == CQL_TERM_BIND)
-					pk[k] = s->u.insert.values[i]->bind_index;
+				    s->u.insert.values[i]->kind ==
+					    CQL_TERM_BIND)
+					pk[k] = s->u.insert.values[i]
+							->bind_index;
 		}
 		bind_using(b, nb, &s->u.insert.using);
 		return;
 	case CQL_STMT_UPDATE:
 		bind_using(b, nb, &s->u.update.using);
 		for (size_t i = 0; i < s->u.update.assignment_count; i++) {
-			const struct cql_assignment *a = &s->u.update.assignments[i];
+			const struct cql_assignment *a =
+				&s->u.update.assignments[i];
 			bind_column_ref(b, nb, t, &a->target, a->value);
 		}
 		where = s->u.update.where;
@@ -255,12 +261,13 @@ static void bind_resolve(const struct cql_stmt *s, const struct cql_table *t,
 		    r->value->kind != CQL_TERM_BIND)
 			continue;
 		for (size_t k = 0; k < m->pk_count; k++)
-			if (strcmp(m->columns[m->pk[k]].name, r->columns[0]) == 0)
+			if (strcmp(m->columns[m->pk[k]].name, r->columns[0]) ==
+			    0)
 				pk[k] = r->value->bind_index;
 	}
 }
 
-/* ---- statement resolution -------------------------------------------------------------- */
+/* ---- statement resolution ------------------------------------------------ */
 
 static const struct cql_qname *stmt_table(const struct cql_stmt *s)
 {
@@ -295,9 +302,10 @@ static const struct cql_table *resolve(struct job *j, const struct cql_stmt *s,
 	const char *ks = q->keyspace ? q->keyspace : j->keyspace;
 	char msg[256];
 	if (!ks) {
-		reply_error(j, CQL_ERR_INVALID,
-			    "No keyspace has been specified. USE a keyspace, or "
-			    "explicitly specify keyspace.tablename");
+		reply_error(
+			j, CQL_ERR_INVALID,
+			"No keyspace has been specified. USE a keyspace, or "
+			"explicitly specify keyspace.tablename");
 		return NULL;
 	}
 	*ks_out = ks;
@@ -316,13 +324,14 @@ static const struct cql_table *resolve(struct job *j, const struct cql_stmt *s,
 	return t;
 }
 
-/* ---- running ------------------------------------------------------------------------------ */
+/* ---- running ------------------------------------------------------------- */
 
 static int schema_event(struct buf *b, uint8_t version, void *arg)
 {
 	const struct cql_schema_change *c = arg;
 	return cql_encode_event_schema(b, version, c->change, c->target,
-				       c->keyspace, c->name[0] ? c->name : NULL);
+				       c->keyspace,
+				       c->name[0] ? c->name : NULL);
 }
 
 static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
@@ -345,12 +354,12 @@ static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 	switch (st) {
 	case CQL_SCHEMA_OK:
 		LOG_INFO("schema: %s %s %s%s%s", change.change, change.target,
-			 change.keyspace, change.name[0] ? "." : "", change.name);
-		cql_encode_result_schema_change(&j->out, j->info->version,
-						j->info->stream, change.change,
-						change.target, change.keyspace,
-						change.name[0] ? change.name
-							       : NULL);
+			 change.keyspace, change.name[0] ? "." : "",
+			 change.name);
+		cql_encode_result_schema_change(
+			&j->out, j->info->version, j->info->stream,
+			change.change, change.target, change.keyspace,
+			change.name[0] ? change.name : NULL);
 		if (j->e->server)
 			cql_server_broadcast(j->e->server, "SCHEMA_CHANGE",
 					     schema_event, &change);
@@ -361,7 +370,8 @@ static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 		}
 		return;
 	case CQL_SCHEMA_NOOP:
-		cql_encode_result_void(&j->out, j->info->version, j->info->stream);
+		cql_encode_result_void(&j->out, j->info->version,
+				       j->info->stream);
 		return;
 	case CQL_SCHEMA_ALREADY_EXISTS: {
 		const char *ks = "", *table = "";
@@ -403,7 +413,8 @@ static const struct cql_value *bind_values(struct job *j,
 	char msg[160];
 	if (p->value_count != (uint16_t)nbinds) {
 		snprintf(msg, sizeof(msg),
-			 "There were %d markers(?) in CQL but %u bound variables",
+			 "There were %d markers(?) in CQL but %u bound "
+			 "variables",
 			 nbinds, p->value_count);
 		reply_error(j, CQL_ERR_INVALID, msg);
 		return NULL;
@@ -423,8 +434,9 @@ static const struct cql_value *bind_values(struct job *j,
 			}
 		}
 		if (!found) {
-			snprintf(msg, sizeof(msg), "No value given for bind "
-						   "marker %s",
+			snprintf(msg, sizeof(msg),
+				 "No value given for bind "
+				 "marker %s",
 				 names[i] ? names[i] : "?");
 			reply_error(j, CQL_ERR_INVALID, msg);
 			return NULL;
@@ -451,7 +463,8 @@ static void to_data_path(struct job *j, struct cql_data_request *dr)
 /* Checks every write of a batch and hands them to the data path together.
  * `ts` is the batch's timestamp (INT64_MIN: none given). */
 static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
-		      int type, int64_t ts, const struct cql_query_params *params)
+		      int type, int64_t ts,
+		      const struct cql_query_params *params)
 {
 	if (type == CQL_BATCH_COUNTER) {
 		reply_error(j, CQL_ERR_INVALID,
@@ -461,11 +474,13 @@ static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		const char *ks = NULL;
 		const struct cql_stmt *st = items[i].stmt;
-		if (st->kind != CQL_STMT_INSERT && st->kind != CQL_STMT_UPDATE &&
+		if (st->kind != CQL_STMT_INSERT &&
+		    st->kind != CQL_STMT_UPDATE &&
 		    st->kind != CQL_STMT_DELETE) {
-			reply_error(j, CQL_ERR_INVALID,
-				    "Invalid statement in batch: only UPDATE, "
-				    "INSERT and DELETE statements are allowed.");
+			reply_error(
+				j, CQL_ERR_INVALID,
+				"Invalid statement in batch: only UPDATE, "
+				"INSERT and DELETE statements are allowed.");
 			return;
 		}
 		const char *session_ks = j->keyspace;
@@ -473,7 +488,8 @@ static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
 			j->keyspace = items[i].keyspace;
 		items[i].table = resolve(j, st, &ks);
 		j->keyspace = session_ks;
-		if (!items[i].table && ks && strcmp(ks, "system_virtual_schema") == 0)
+		if (!items[i].table && ks &&
+		    strcmp(ks, "system_virtual_schema") == 0)
 			reply_error(j, CQL_ERR_UNAUTHORIZED,
 				    "system keyspaces are read-only");
 		if (!items[i].table)
@@ -521,8 +537,8 @@ static void run_text_batch(struct job *j, const struct cql_stmt *s,
 		return;
 	}
 	for (size_t i = 0; i < b->count; i++)
-		items[i] = (struct cql_batch_item){b->statements[i], NULL, binds,
-						   nbinds, NULL};
+		items[i] = (struct cql_batch_item){b->statements[i], NULL,
+						   binds, nbinds, NULL};
 	run_batch(j, items, b->count, b->type,
 		  batch_timestamp(b->using.timestamp, binds, nbinds, params),
 		  params);
@@ -546,15 +562,16 @@ static void run_protocol_batch(struct job *j, const struct cql_batch *b)
 		size_t len = bs->query_or_id.len;
 		const char *keyspace = NULL; /* the PREPARE-time keyspace */
 		if (bs->prepared) {
-			struct prepared *p = prepared_find(j->e, bs->query_or_id.ptr,
-							   bs->query_or_id.len);
+			struct prepared *p = prepared_find(
+				j->e, bs->query_or_id.ptr, bs->query_or_id.len);
 			if (!p) {
-				cql_encode_unprepared(&j->out, j->info->version,
-						      j->info->stream,
-						      "Prepared query with ID not "
-						      "found",
-						      bs->query_or_id.ptr,
-						      (uint16_t)bs->query_or_id.len);
+				cql_encode_unprepared(
+					&j->out, j->info->version,
+					j->info->stream,
+					"Prepared query with ID not "
+					"found",
+					bs->query_or_id.ptr,
+					(uint16_t)bs->query_or_id.len);
 				return;
 			}
 			text = p->query;
@@ -596,14 +613,16 @@ static void run(struct job *j, const char *text, size_t len,
 	if (s->kind == CQL_STMT_USE) {
 		char msg[160];
 		if (!cql_schema_keyspace(j->e->schema, s->u.use_keyspace)) {
-			snprintf(msg, sizeof(msg), "Keyspace '%s' does not exist",
+			snprintf(msg, sizeof(msg),
+				 "Keyspace '%s' does not exist",
 				 s->u.use_keyspace);
 			reply_error(j, CQL_ERR_INVALID, msg);
 			return;
 		}
 		cql_request_set_keyspace(j->req, s->u.use_keyspace);
 		cql_encode_result_set_keyspace(&j->out, j->info->version,
-					       j->info->stream, s->u.use_keyspace);
+					       j->info->stream,
+					       s->u.use_keyspace);
 		return;
 	}
 	if (is_ddl(s->kind)) {
@@ -651,7 +670,7 @@ static void run(struct job *j, const char *text, size_t len,
 	to_data_path(j, &dr);
 }
 
-/* ---- PREPARE / EXECUTE ----------------------------------------------------------------------- */
+/* ---- PREPARE / EXECUTE --------------------------------------------------- */
 
 static void prepared_id(const char *ks, const char *q, size_t len,
 			uint8_t id[16])
@@ -728,7 +747,8 @@ static void run_prepare(struct job *j, struct slice query)
 		if (!t && !(ks && strcmp(ks, "system_virtual_schema") == 0))
 			return;
 	}
-	struct bind_spec *b = arena_alloc(j->a, (size_t)(nbinds + 1) * sizeof(*b));
+	struct bind_spec *b =
+		arena_alloc(j->a, (size_t)(nbinds + 1) * sizeof(*b));
 	int pk[16];
 	size_t npk = 0;
 	uint16_t pk_idx[16];
@@ -747,7 +767,8 @@ static void run_prepare(struct job *j, struct slice query)
 				continue;
 			const struct cql_table *it = resolve(j, in, &ks);
 			if (!it) {
-				if (!(ks && strcmp(ks, "system_virtual_schema") == 0))
+				if (!(ks &&
+				      strcmp(ks, "system_virtual_schema") == 0))
 					return;
 				continue;
 			}
@@ -786,9 +807,8 @@ static void run_prepare(struct job *j, struct slice query)
 	}
 	uint8_t id[16];
 	prepared_id(j->keyspace, (const char *)query.ptr, query.len, id);
-	if (!specs ||
-	    prepared_add(j->e, id, j->keyspace, (const char *)query.ptr,
-			 query.len) != 0) {
+	if (!specs || prepared_add(j->e, id, j->keyspace,
+				   (const char *)query.ptr, query.len) != 0) {
 		reply_error(j, CQL_ERR_SERVER, "out of memory");
 		return;
 	}
@@ -809,7 +829,8 @@ static void run_execute(struct job *j, const struct cql_execute *x)
 {
 	struct prepared *p = prepared_find(j->e, x->id.ptr, x->id.len);
 	if (!p) {
-		cql_encode_unprepared(&j->out, j->info->version, j->info->stream,
+		cql_encode_unprepared(&j->out, j->info->version,
+				      j->info->stream,
 				      "Prepared query with ID not found",
 				      x->id.ptr, (uint16_t)x->id.len);
 		return;
@@ -820,15 +841,18 @@ static void run_execute(struct job *j, const struct cql_execute *x)
 	run(j, p->query, p->len, &x->params);
 }
 
-/* ---- entry point ------------------------------------------------------------------------------- */
+/* ---- entry point --------------------------------------------------------- */
 
 void cql_exec_execute(void *arg, struct cql_request *req,
 		      const struct cql_request_info *info, const uint8_t *body,
 		      size_t len)
 {
 	struct arena a;
-	struct job j = {.e = arg, .req = req, .info = info,
-			.keyspace = info->keyspace, .a = &a};
+	struct job j = {.e = arg,
+			.req = req,
+			.info = info,
+			.keyspace = info->keyspace,
+			.a = &a};
 	struct cursor c = cursor_make(body, len);
 	arena_create(&a, 0);
 	buf_init(&j.out);
@@ -838,7 +862,8 @@ void cql_exec_execute(void *arg, struct cql_request *req,
 		if (cql_decode_query(&c, info->version, &a, &q) != 0)
 			reply_error(&j, CQL_ERR_PROTOCOL, err_msg());
 		else
-			run(&j, (const char *)q.query.ptr, q.query.len, &q.params);
+			run(&j, (const char *)q.query.ptr, q.query.len,
+			    &q.params);
 		break;
 	}
 	case CQL_OP_PREPARE: {

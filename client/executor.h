@@ -49,7 +49,8 @@ struct cql_data_request {
 	/* A batch (stmt NULL): its writes, applied together. */
 	const struct cql_batch_item *batch;
 	size_t batch_count;
-	int64_t batch_timestamp; /* USING TIMESTAMP / default; INT64_MIN: none */
+	int64_t batch_timestamp; /* USING TIMESTAMP / default; INT64_MIN: none
+				  */
 };
 
 /* An applied schema change, with what the schema log needs to replay it. */
@@ -57,7 +58,7 @@ struct cql_schema_event {
 	const struct cql_schema_change *change;
 	const char *cql; /* the statement as the client sent it */
 	size_t cql_len;
-	const char *keyspace; /* the USE keyspace it ran in, or NULL */
+	const char *keyspace;    /* the USE keyspace it ran in, or NULL */
 	const uint8_t *table_id; /* the id offered to CREATE TABLE */
 };
 

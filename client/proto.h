@@ -33,9 +33,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CQL_HEADER_LEN 9
-#define CQL_VERSION_MIN 3
-#define CQL_VERSION_MAX 4
+#define CQL_HEADER_LEN   9
+#define CQL_VERSION_MIN  3
+#define CQL_VERSION_MAX  4
 #define CQL_RESPONSE_BIT 0x80
 
 enum cql_opcode {
@@ -102,7 +102,7 @@ enum cql_consistency {
 /* Upper-case name ("QUORUM"), or NULL for an unknown code. */
 const char *cql_consistency_name(uint16_t cl);
 
-/* ---- frame header --------------------------------------------------------- */
+/* ---- frame header -------------------------------------------------------- */
 
 struct cql_header {
 	uint8_t version; /* 3 or 4, direction bit removed */
@@ -128,10 +128,10 @@ enum cql_header_status cql_header_decode(const uint8_t *p, uint32_t max_body,
 					 struct cql_header *h);
 void cql_header_encode(uint8_t *p, const struct cql_header *h);
 
-/* ---- body primitives (spec §3) ----------------------------------------------- */
+/* ---- body primitives (spec §3) ------------------------------------------- */
 
 /* [value] lengths with a meaning: */
-#define CQL_VALUE_NULL (-1)
+#define CQL_VALUE_NULL  (-1)
 #define CQL_VALUE_UNSET (-2) /* v4 only */
 
 struct cql_value {
@@ -147,9 +147,11 @@ struct cql_pair {
 int cql_read_short(struct cursor *c, uint16_t *out);
 int cql_read_int(struct cursor *c, int32_t *out);
 int cql_read_long(struct cursor *c, int64_t *out);
-int cql_read_string(struct cursor *c, struct slice *out);      /* [string] */
-int cql_read_long_string(struct cursor *c, struct slice *out); /* [long string] */
-int cql_read_short_bytes(struct cursor *c, struct slice *out); /* [short bytes] */
+int cql_read_string(struct cursor *c, struct slice *out); /* [string] */
+int cql_read_long_string(struct cursor *c,
+			 struct slice *out); /* [long string] */
+int cql_read_short_bytes(struct cursor *c,
+			 struct slice *out); /* [short bytes] */
 /* [bytes] / [value]: negative lengths become null (and unset when
  * allow_unset). */
 int cql_read_value(struct cursor *c, bool allow_unset, struct cql_value *out);
@@ -169,7 +171,7 @@ int cql_write_short_bytes(struct buf *b, const void *p, uint16_t len);
 int cql_write_string_list(struct buf *b, const char *const *items, size_t n);
 int cql_write_inet(struct buf *b, const struct inet_addr *a);
 
-/* ---- requests ---------------------------------------------------------------- */
+/* ---- requests ------------------------------------------------------------ */
 
 enum cql_query_flag {
 	CQL_QF_VALUES = 0x01,
@@ -213,7 +215,7 @@ enum cql_batch_type {
 };
 
 struct cql_batch_statement {
-	bool prepared;       /* id holds a prepared id, else query text */
+	bool prepared; /* id holds a prepared id, else query text */
 	struct slice query_or_id;
 	uint16_t value_count;
 	struct cql_value *values;
@@ -235,8 +237,8 @@ struct cql_batch {
  * return -1 with ERR_PROTOCOL and a message fit for a Protocol_error reply.
  * The body must outlive the result; arrays come from `a`.
  */
-int cql_decode_startup(struct cursor *c, struct arena *a, struct cql_pair **opts,
-		       uint16_t *count);
+int cql_decode_startup(struct cursor *c, struct arena *a,
+		       struct cql_pair **opts, uint16_t *count);
 int cql_decode_register(struct cursor *c, struct arena *a,
 			struct slice **events, uint16_t *count);
 int cql_decode_query(struct cursor *c, uint8_t version, struct arena *a,
@@ -251,7 +253,7 @@ int cql_decode_auth_response(struct cursor *c, struct cql_value *token);
 /* Skips a custom payload ([bytes map]) at the start of a request body. */
 int cql_skip_custom_payload(struct cursor *c);
 
-/* ---- compression (LZ4; v4 §5) --------------------------------------------------- */
+/* ---- compression (LZ4; v4 §5) -------------------------------------------- */
 
 /* Body := 4-byte big-endian uncompressed length + LZ4 block. Decompression
  * refuses an uncompressed length above max_len. */
@@ -259,7 +261,7 @@ int cql_lz4_compress(const uint8_t *src, size_t len, struct buf *out);
 int cql_lz4_decompress(const uint8_t *src, size_t len, size_t max_len,
 		       struct buf *out);
 
-/* ---- responses ---------------------------------------------------------------- */
+/* ---- responses ----------------------------------------------------------- */
 
 /* Starts a frame in `b` (header with a placeholder length); returns its
  * offset for cql_frame_end, or -1. */
@@ -403,9 +405,8 @@ int cql_write_rows_metadata(struct buf *b, const struct cql_column_spec *cols,
  * indexes so token-aware drivers route), result metadata.
  */
 int cql_write_prepared(struct buf *b, uint8_t version, const uint8_t *id,
-		       uint16_t id_len,
-		       const struct cql_column_spec *binds, size_t nbinds,
-		       const uint16_t *pk_indexes, size_t npk,
+		       uint16_t id_len, const struct cql_column_spec *binds,
+		       size_t nbinds, const uint16_t *pk_indexes, size_t npk,
 		       const struct cql_column_spec *results, size_t nresults);
 
 #endif

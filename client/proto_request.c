@@ -18,14 +18,14 @@ static int proto_err(const char *what)
 const char *cql_consistency_name(uint16_t cl)
 {
 	static const char *const names[] = {
-		"ANY",	  "ONE",	  "TWO",	 "THREE",
-		"QUORUM", "ALL",	  "LOCAL_QUORUM", "EACH_QUORUM",
+		"ANY",    "ONE",          "TWO",          "THREE",
+		"QUORUM", "ALL",          "LOCAL_QUORUM", "EACH_QUORUM",
 		"SERIAL", "LOCAL_SERIAL", "LOCAL_ONE",
 	};
 	return cl < sizeof(names) / sizeof(names[0]) ? names[cl] : NULL;
 }
 
-/* ---- header ------------------------------------------------------------------ */
+/* ---- header -------------------------------------------------------------- */
 
 enum cql_header_status cql_header_decode(const uint8_t *p, uint32_t max_body,
 					 struct cql_header *h)
@@ -55,7 +55,7 @@ void cql_header_encode(uint8_t *p, const struct cql_header *h)
 	be32_store(p + 5, h->length);
 }
 
-/* ---- primitives ---------------------------------------------------------------- */
+/* ---- primitives ---------------------------------------------------------- */
 
 int cql_read_short(struct cursor *c, uint16_t *out)
 {
@@ -154,8 +154,8 @@ int cql_read_string_list(struct cursor *c, struct arena *a, struct slice **out,
 	uint16_t n;
 	if (cql_read_short(c, &n) != 0)
 		return -1;
-	struct slice *items = alloc_items(c, a, n, 2, sizeof(*items),
-					  "[string list]");
+	struct slice *items =
+		alloc_items(c, a, n, 2, sizeof(*items), "[string list]");
 	if (n && !items)
 		return -1;
 	for (uint16_t i = 0; i < n; i++)
@@ -172,8 +172,8 @@ int cql_read_string_map(struct cursor *c, struct arena *a,
 	uint16_t n;
 	if (cql_read_short(c, &n) != 0)
 		return -1;
-	struct cql_pair *pairs = alloc_items(c, a, n, 4, sizeof(*pairs),
-					     "[string map]");
+	struct cql_pair *pairs =
+		alloc_items(c, a, n, 4, sizeof(*pairs), "[string map]");
 	if (n && !pairs)
 		return -1;
 	for (uint16_t i = 0; i < n; i++)
@@ -193,16 +193,17 @@ int cql_skip_custom_payload(struct cursor *c)
 	for (uint16_t i = 0; i < n; i++) {
 		struct slice key;
 		struct cql_value v;
-		if (cql_read_string(c, &key) != 0 || cql_read_value(c, false, &v) != 0)
+		if (cql_read_string(c, &key) != 0 ||
+		    cql_read_value(c, false, &v) != 0)
 			return proto_err("truncated custom payload");
 	}
 	return 0;
 }
 
-/* ---- requests ------------------------------------------------------------------- */
+/* ---- requests ------------------------------------------------------------ */
 
-int cql_decode_startup(struct cursor *c, struct arena *a, struct cql_pair **opts,
-		       uint16_t *count)
+int cql_decode_startup(struct cursor *c, struct arena *a,
+		       struct cql_pair **opts, uint16_t *count)
 {
 	return cql_read_string_map(c, a, opts, count);
 }
@@ -257,7 +258,8 @@ static int read_params(struct cursor *c, uint8_t version, struct arena *a,
 				&p->value_names) != 0)
 			return -1;
 	}
-	if ((p->flags & CQL_QF_PAGE_SIZE) && cql_read_int(c, &p->page_size) != 0)
+	if ((p->flags & CQL_QF_PAGE_SIZE) &&
+	    cql_read_int(c, &p->page_size) != 0)
 		return -1;
 	if (p->flags & CQL_QF_PAGING_STATE) {
 		struct cql_value v;
@@ -331,16 +333,19 @@ int cql_decode_batch(struct cursor *c, uint8_t version, struct arena *a,
 {
 	memset(out, 0, sizeof(*out));
 	out->serial_consistency = CQL_CL_SERIAL;
-	if (cursor_u8(c, &out->type) != 0 || cql_read_short(c, &out->count) != 0)
+	if (cursor_u8(c, &out->type) != 0 ||
+	    cql_read_short(c, &out->count) != 0)
 		return proto_err("truncated batch");
 	if (out->type > CQL_BATCH_COUNTER)
-		return err_set(ERR_PROTOCOL, "invalid batch type %u", out->type);
+		return err_set(ERR_PROTOCOL, "invalid batch type %u",
+			       out->type);
 	out->statements = alloc_items(c, a, out->count, 5,
 				      sizeof(*out->statements), "batch");
 	if (out->count && !out->statements)
 		return -1;
 	for (uint16_t i = 0; i < out->count; i++)
-		if (read_batch_statement(c, version, a, &out->statements[i]) != 0)
+		if (read_batch_statement(c, version, a, &out->statements[i]) !=
+		    0)
 			return -1;
 	if (cql_read_short(c, &out->consistency) != 0 ||
 	    cursor_u8(c, &out->flags) != 0)
@@ -363,7 +368,7 @@ int cql_decode_auth_response(struct cursor *c, struct cql_value *token)
 	return cql_read_value(c, false, token);
 }
 
-/* ---- compression ------------------------------------------------------------------ */
+/* ---- compression --------------------------------------------------------- */
 
 int cql_lz4_compress(const uint8_t *src, size_t len, struct buf *out)
 {
@@ -388,7 +393,8 @@ int cql_lz4_decompress(const uint8_t *src, size_t len, size_t max_len,
 		       struct buf *out)
 {
 	if (len < 4)
-		return proto_err("compressed body shorter than its length prefix");
+		return proto_err(
+			"compressed body shorter than its length prefix");
 	uint32_t raw = be32_load(src);
 	if (raw > max_len || raw > (uint32_t)LZ4_MAX_INPUT_SIZE)
 		return err_set(ERR_PROTOCOL,

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- primitives ---------------------------------------------------------------- */
+/* ---- primitives ---------------------------------------------------------- */
 
 int cql_write_short(struct buf *b, uint16_t v)
 {
@@ -96,7 +96,7 @@ int cql_write_inet(struct buf *b, const struct inet_addr *a)
 	return buf_put_be32(b, a->port);
 }
 
-/* ---- frames ----------------------------------------------------------------------- */
+/* ---- frames -------------------------------------------------------------- */
 
 long cql_frame_begin(struct buf *b, uint8_t version, uint8_t flags,
 		     int16_t stream, uint8_t opcode)
@@ -124,17 +124,17 @@ void cql_frame_end(struct buf *b, long start)
 }
 
 /* Runs `body` between begin and end; rolls back on failure. */
-#define FRAME(b, version, stream, opcode, body)                              \
-	do {                                                                 \
-		long start_ = cql_frame_begin(b, version, 0, stream, opcode); \
-		if (start_ < 0)                                              \
-			return -1;                                           \
-		if ((body) != 0) {                                           \
-			(b)->len = (size_t)start_;                           \
-			return -1;                                           \
-		}                                                            \
-		cql_frame_end(b, start_);                                    \
-		return 0;                                                    \
+#define FRAME(b, version, stream, opcode, body)                                \
+	do {                                                                   \
+		long start_ = cql_frame_begin(b, version, 0, stream, opcode);  \
+		if (start_ < 0)                                                \
+			return -1;                                             \
+		if ((body) != 0) {                                             \
+			(b)->len = (size_t)start_;                             \
+			return -1;                                             \
+		}                                                              \
+		cql_frame_end(b, start_);                                      \
+		return 0;                                                      \
 	} while (0)
 
 int cql_encode_ready(struct buf *b, uint8_t version, int16_t stream)
@@ -161,7 +161,7 @@ int cql_encode_supported(struct buf *b, uint8_t version, int16_t stream,
 	      supported_body(b, cql_version, lz4));
 }
 
-/* ---- errors ------------------------------------------------------------------------ */
+/* ---- errors -------------------------------------------------------------- */
 
 static int error_head(struct buf *b, uint32_t code, const char *msg)
 {
@@ -195,8 +195,9 @@ int cql_encode_unavailable(struct buf *b, uint8_t version, int16_t stream,
 			   int32_t alive)
 {
 	FRAME(b, version, stream, CQL_OP_ERROR,
-	      error_head(b, CQL_ERR_UNAVAILABLE, msg) || cql_write_short(b, cl) ||
-		      cql_write_int(b, required) || cql_write_int(b, alive));
+	      error_head(b, CQL_ERR_UNAVAILABLE, msg) ||
+		      cql_write_short(b, cl) || cql_write_int(b, required) ||
+		      cql_write_int(b, alive));
 }
 
 int cql_encode_write_timeout(struct buf *b, uint8_t version, int16_t stream,
@@ -245,7 +246,8 @@ int cql_encode_write_failure(struct buf *b, uint8_t version, int16_t stream,
 {
 	if (version < 4)
 		return cql_encode_write_timeout(b, version, stream, msg, cl,
-						received, block_for, write_type);
+						received, block_for,
+						write_type);
 	FRAME(b, version, stream, CQL_OP_ERROR,
 	      error_head(b, CQL_ERR_WRITE_FAILURE, msg) ||
 		      cql_write_short(b, cl) || cql_write_int(b, received) ||
@@ -272,7 +274,7 @@ int cql_encode_unprepared(struct buf *b, uint8_t version, int16_t stream,
 		      cql_write_short_bytes(b, id, id_len));
 }
 
-/* ---- results ------------------------------------------------------------------------- */
+/* ---- results ------------------------------------------------------------- */
 
 int cql_encode_result_void(struct buf *b, uint8_t version, int16_t stream)
 {
@@ -312,7 +314,7 @@ int cql_encode_result_schema_change(struct buf *b, uint8_t version,
 						    name));
 }
 
-/* ---- events ---------------------------------------------------------------------------- */
+/* ---- events -------------------------------------------------------------- */
 
 int cql_encode_event_topology(struct buf *b, uint8_t version,
 			      const char *change, const struct inet_addr *node)
@@ -340,7 +342,7 @@ int cql_encode_event_schema(struct buf *b, uint8_t version, const char *change,
 						    name));
 }
 
-/* ---- metadata ---------------------------------------------------------------------------- */
+/* ---- metadata ------------------------------------------------------------ */
 
 int cql_write_type_option(struct buf *b, const struct cql_type_option *t)
 {

@@ -48,18 +48,22 @@ static const char *const system_tables[] = {
 	"rpc_address inet, schema_version uuid, tokens set<text>)",
 
 	"CREATE TABLE system.peers_v2 (peer inet, peer_port int, "
-	"data_center text, host_id uuid, preferred_ip inet, preferred_port int, "
-	"rack text, release_version text, native_address inet, native_port int, "
+	"data_center text, host_id uuid, preferred_ip inet, preferred_port "
+	"int, "
+	"rack text, release_version text, native_address inet, native_port "
+	"int, "
 	"schema_version uuid, tokens set<text>, "
 	"PRIMARY KEY ((peer), peer_port))",
 
 	"CREATE TABLE system_schema.keyspaces (keyspace_name text PRIMARY KEY, "
 	"durable_writes boolean, replication frozen<map<text, text>>)",
 
-	"CREATE TABLE system_schema.tables (keyspace_name text, table_name text, "
+	"CREATE TABLE system_schema.tables (keyspace_name text, table_name "
+	"text, "
 	"additional_write_policy text, bloom_filter_fp_chance double, "
 	"caching frozen<map<text, text>>, cdc boolean, comment text, "
-	"compaction frozen<map<text, text>>, compression frozen<map<text, text>>, "
+	"compaction frozen<map<text, text>>, compression frozen<map<text, "
+	"text>>, "
 	"crc_check_chance double, dclocal_read_repair_chance double, "
 	"default_time_to_live int, extensions frozen<map<text, blob>>, "
 	"flags frozen<set<text>>, gc_grace_seconds int, id uuid, "
@@ -81,7 +85,8 @@ static const char *const system_tables[] = {
 	"PRIMARY KEY ((keyspace_name), table_name, trigger_name))",
 
 	"CREATE TABLE system_schema.views (keyspace_name text, view_name text, "
-	"base_table_id uuid, base_table_name text, include_all_columns boolean, "
+	"base_table_id uuid, base_table_name text, include_all_columns "
+	"boolean, "
 	"where_clause text, PRIMARY KEY ((keyspace_name), view_name))",
 
 	"CREATE TABLE system_schema.types (keyspace_name text, type_name text, "
@@ -106,7 +111,7 @@ static const char *const system_tables[] = {
 	"PRIMARY KEY ((keyspace_name), table_name, index_name))",
 };
 
-/* ---- small sorted arrays -------------------------------------------------------- */
+/* ---- small sorted arrays ------------------------------------------------- */
 
 static int grow(void **items, size_t *cap, size_t count, size_t size)
 {
@@ -270,7 +275,7 @@ void schema_table_options_default(struct cql_table_options *o)
 	o->max_index_interval = 2048;
 }
 
-/* ---- construction ---------------------------------------------------------------- */
+/* ---- construction -------------------------------------------------------- */
 
 static struct cql_keyspace *system_keyspace(const char *name, const char *klass,
 					    const char *rf)
@@ -286,7 +291,8 @@ static struct cql_keyspace *system_keyspace(const char *name, const char *klass,
 	k->meta = storage_keyspace_meta_new(name, true);
 	k->strategy = ring_strategy_new(keys, values, rf ? 2 : 1, true);
 	if (!k->meta || !k->strategy ||
-	    storage_keyspace_meta_set_replication(k->meta, "class", klass) != 0 ||
+	    storage_keyspace_meta_set_replication(k->meta, "class", klass) !=
+		    0 ||
 	    (rf && storage_keyspace_meta_set_replication(
 			   k->meta, "replication_factor", rf) != 0)) {
 		schema_keyspace_free(k);
@@ -316,9 +322,9 @@ static int create_system_tables(struct cql_schema *s)
 		int binds;
 		struct cql_schema_change change;
 		arena_create(&a, 0);
-		struct cql_stmt *st = cql_parse(&a, system_tables[i],
-						strlen(system_tables[i]), &binds,
-						NULL);
+		struct cql_stmt *st =
+			cql_parse(&a, system_tables[i],
+				  strlen(system_tables[i]), &binds, NULL);
 		enum cql_schema_status rc = CQL_SCHEMA_INVALID;
 		if (st) {
 			uint8_t id[16];
@@ -342,9 +348,9 @@ struct cql_schema *cql_schema_new(void)
 	}
 	for (size_t i = 0;
 	     i < sizeof(system_keyspaces) / sizeof(system_keyspaces[0]); i++) {
-		struct cql_keyspace *k = system_keyspace(system_keyspaces[i].name,
-							 system_keyspaces[i].klass,
-							 system_keyspaces[i].rf);
+		struct cql_keyspace *k = system_keyspace(
+			system_keyspaces[i].name, system_keyspaces[i].klass,
+			system_keyspaces[i].rf);
 		if (!k || schema_keyspace_insert(s, k) != 0) {
 			schema_keyspace_free(k);
 			cql_schema_delete(s);
@@ -387,7 +393,7 @@ enum cql_schema_status cql_schema_apply(struct cql_schema *s,
 	return schema_apply(s, stmt, current_keyspace, new_id, false, change);
 }
 
-/* ---- queries ------------------------------------------------------------------------ */
+/* ---- queries ------------------------------------------------------------- */
 
 const struct cql_keyspace *cql_schema_keyspace(const struct cql_schema *s,
 					       const char *name)
@@ -396,10 +402,11 @@ const struct cql_keyspace *cql_schema_keyspace(const struct cql_schema *s,
 }
 
 const struct cql_table *cql_schema_table(const struct cql_schema *s,
-					 const char *keyspace, const char *table)
+					 const char *keyspace,
+					 const char *table)
 {
-	struct cql_keyspace *k = schema_keyspace_mut((struct cql_schema *)s,
-						     keyspace);
+	struct cql_keyspace *k =
+		schema_keyspace_mut((struct cql_schema *)s, keyspace);
 	return k ? schema_table_mut(k, table) : NULL;
 }
 
@@ -414,7 +421,8 @@ const struct cql_keyspace *cql_schema_keyspace_at(const struct cql_schema *s,
 	return i < s->count ? s->keyspaces[i] : NULL;
 }
 
-const struct storage_keyspace_meta *cql_keyspace_meta(const struct cql_keyspace *k)
+const struct storage_keyspace_meta *
+cql_keyspace_meta(const struct cql_keyspace *k)
 {
 	return k->meta;
 }
@@ -458,7 +466,8 @@ bool cql_table_column_dropped(const struct cql_table *t, size_t column)
 int cql_table_column(const struct cql_table *t, const char *name)
 {
 	for (size_t i = 0; i < t->meta->column_count; i++)
-		if (!t->dropped[i] && strcmp(t->meta->columns[i].name, name) == 0)
+		if (!t->dropped[i] &&
+		    strcmp(t->meta->columns[i].name, name) == 0)
 			return (int)i;
 	return -1;
 }
@@ -492,23 +501,27 @@ int cql_type_text(const struct storage_type *t, char *dst, size_t cap)
 	return 0;
 }
 
-/* ---- version ------------------------------------------------------------------------ */
+/* ---- version ------------------------------------------------------------- */
 
 static int describe_table(struct buf *b, const struct cql_table *t)
 {
 	const struct storage_table_meta *m = t->meta;
 	const struct storage_table_options *o = &m->options;
 	char line[512];
-	int n = snprintf(line, sizeof(line),
-			 "table %s id=%02x%02x%02x%02x ttl=%d gc=%lld comp=%u/%u/%u"
-			 " cz=%u/%u bf=%g rr=%d sr=%s cm=%s\n",
-			 m->name, m->id[0], m->id[1], m->id[14], m->id[15],
-			 o->default_time_to_live, (long long)o->gc_grace_seconds,
-			 o->compaction, o->min_threshold, o->max_threshold,
-			 o->compression, o->chunk_length, o->bloom_filter_fp_chance,
-			 t->opts.read_repair_blocking, t->opts.speculative_retry,
-			 t->opts.comment);
-	if (buf_append(b, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) != 0)
+	int n = snprintf(
+		line, sizeof(line),
+		"table %s id=%02x%02x%02x%02x ttl=%d gc=%lld comp=%u/%u/%u"
+		" cz=%u/%u bf=%g rr=%d sr=%s cm=%s\n",
+		m->name, m->id[0], m->id[1], m->id[14], m->id[15],
+		o->default_time_to_live, (long long)o->gc_grace_seconds,
+		o->compaction, o->min_threshold, o->max_threshold,
+		o->compression, o->chunk_length, o->bloom_filter_fp_chance,
+		t->opts.read_repair_blocking, t->opts.speculative_retry,
+		t->opts.comment);
+	if (buf_append(b, line,
+		       (size_t)(n < (int)sizeof(line)
+					? n
+					: (int)sizeof(line) - 1)) != 0)
 		return -1;
 	for (size_t i = 0; i < m->column_count; i++) {
 		const struct storage_column *c = &m->columns[i];
@@ -518,7 +531,10 @@ static int describe_table(struct buf *b, const struct cql_table *t)
 		n = snprintf(line, sizeof(line), " col %s %u %u %d %s%s\n",
 			     c->name, c->kind, c->position, c->desc, type,
 			     t->dropped[i] ? " dropped" : "");
-		if (buf_append(b, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) != 0)
+		if (buf_append(b, line,
+			       (size_t)(n < (int)sizeof(line)
+						? n
+						: (int)sizeof(line) - 1)) != 0)
 			return -1;
 	}
 	return 0;
@@ -535,7 +551,10 @@ void cql_schema_version(const struct cql_schema *s, uint8_t out[16])
 		int n = snprintf(line, sizeof(line), "keyspace %s %d %s\n",
 				 k->meta->name, k->meta->durable_writes,
 				 ring_strategy_describe(k->strategy));
-		buf_append(&b, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1));
+		buf_append(&b, line,
+			   (size_t)(n < (int)sizeof(line)
+					    ? n
+					    : (int)sizeof(line) - 1));
 		for (size_t j = 0; j < k->table_count; j++)
 			describe_table(&b, k->tables[j]);
 	}
@@ -598,7 +617,8 @@ static struct cql_term key_term(uint16_t kind, const char *text, size_t len)
 		break;
 	case STORAGE_TYPE_BLOB:
 		t.kind = CQL_TERM_BLOB;
-		if (len >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+		if (len >= 2 && text[0] == '0' &&
+		    (text[1] == 'x' || text[1] == 'X')) {
 			t.text += 2;
 			t.len -= 2;
 		}
@@ -631,12 +651,14 @@ int cql_table_key_from_text(const struct cql_table *t, const char *text,
 			n++;
 			break;
 		}
-		struct cql_term term = key_term(c->type.kind, p, (size_t)(end - p));
+		struct cql_term term =
+			key_term(c->type.kind, p, (size_t)(end - p));
 		struct cql_column_type ct = {c->type.kind, c->type.elem,
 					     c->type.value};
 		if (storage_type_is_collection(c->type.kind))
-			rc = err_set(ERR_UNSUPPORTED, "collection partition keys "
-						      "cannot be given as text");
+			rc = err_set(ERR_UNSUPPORTED,
+				     "collection partition keys "
+				     "cannot be given as text");
 		else if (cql_term_serialize(&term, &ct, c->name, NULL, NULL,
 					    &vals[n]) != 0)
 			rc = -1;
@@ -644,8 +666,9 @@ int cql_table_key_from_text(const struct cql_table *t, const char *text,
 		p = end + (last ? 0 : 1);
 	}
 	if (rc == 0)
-		rc = m->pk_count == 1 ? buf_append(out, parts[0].ptr, parts[0].len)
-				      : murmur3_compound_key(out, parts, m->pk_count);
+		rc = m->pk_count == 1
+			     ? buf_append(out, parts[0].ptr, parts[0].len)
+			     : murmur3_compound_key(out, parts, m->pk_count);
 	for (size_t i = 0; i < n; i++)
 		buf_free(&vals[i]);
 	return rc;

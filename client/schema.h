@@ -50,14 +50,15 @@ struct cql_schema_change {
 	const char *change; /* CREATED, UPDATED, DROPPED */
 	const char *target; /* KEYSPACE, TABLE */
 	char keyspace[64];
-	char name[64];      /* empty for a keyspace */
+	char name[64]; /* empty for a keyspace */
 };
 
 /* Options kept next to storage's table metadata. */
 struct cql_table_options {
 	char comment[256];
 	bool read_repair_blocking;  /* read_repair = 'BLOCKING' (default) */
-	char speculative_retry[32]; /* '99p' (default), 'ALWAYS', 'NONE', '50ms' */
+	char speculative_retry[32]; /* '99p' (default), 'ALWAYS', 'NONE', '50ms'
+				     */
 	char caching_keys[16];      /* 'ALL' */
 	char caching_rows[16];      /* 'NONE' */
 	double crc_check_chance;
@@ -98,7 +99,8 @@ size_t cql_schema_keyspace_count(const struct cql_schema *s);
 const struct cql_keyspace *cql_schema_keyspace_at(const struct cql_schema *s,
 						  size_t i);
 
-const struct storage_keyspace_meta *cql_keyspace_meta(const struct cql_keyspace *k);
+const struct storage_keyspace_meta *
+cql_keyspace_meta(const struct cql_keyspace *k);
 const struct ring_strategy *cql_keyspace_strategy(const struct cql_keyspace *k);
 bool cql_keyspace_is_system(const struct cql_keyspace *k);
 size_t cql_keyspace_table_count(const struct cql_keyspace *k);

@@ -72,36 +72,45 @@ static int term_text(const struct cql_term *t, char *dst, size_t cap)
 	case CQL_TERM_UUID:
 		if (t->len + 2 > cap)
 			return -1;
-		snprintf(dst, cap, "%s%.*s", t->negative ? "-" : "", (int)t->len,
-			 t->text);
+		snprintf(dst, cap, "%s%.*s", t->negative ? "-" : "",
+			 (int)t->len, t->text);
 		return 0;
 	default:
 		return -1;
 	}
 }
 
-/* ---- types ----------------------------------------------------------------------- */
+/* ---- types --------------------------------------------------------------- */
 
 static const struct {
 	const char *name;
 	uint16_t kind;
 } simple_types[] = {
-	{"ascii", STORAGE_TYPE_ASCII},	   {"bigint", STORAGE_TYPE_BIGINT},
-	{"blob", STORAGE_TYPE_BLOB},	   {"boolean", STORAGE_TYPE_BOOLEAN},
-	{"date", STORAGE_TYPE_DATE},	   {"decimal", STORAGE_TYPE_DECIMAL},
-	{"double", STORAGE_TYPE_DOUBLE},   {"float", STORAGE_TYPE_FLOAT},
-	{"inet", STORAGE_TYPE_INET},	   {"int", STORAGE_TYPE_INT},
-	{"smallint", STORAGE_TYPE_SMALLINT}, {"text", STORAGE_TYPE_TEXT},
-	{"varchar", STORAGE_TYPE_TEXT},	   {"time", STORAGE_TYPE_TIME},
+	{"ascii", STORAGE_TYPE_ASCII},
+	{"bigint", STORAGE_TYPE_BIGINT},
+	{"blob", STORAGE_TYPE_BLOB},
+	{"boolean", STORAGE_TYPE_BOOLEAN},
+	{"date", STORAGE_TYPE_DATE},
+	{"decimal", STORAGE_TYPE_DECIMAL},
+	{"double", STORAGE_TYPE_DOUBLE},
+	{"float", STORAGE_TYPE_FLOAT},
+	{"inet", STORAGE_TYPE_INET},
+	{"int", STORAGE_TYPE_INT},
+	{"smallint", STORAGE_TYPE_SMALLINT},
+	{"text", STORAGE_TYPE_TEXT},
+	{"varchar", STORAGE_TYPE_TEXT},
+	{"time", STORAGE_TYPE_TIME},
 	{"timestamp", STORAGE_TYPE_TIMESTAMP},
 	{"timeuuid", STORAGE_TYPE_TIMEUUID},
-	{"tinyint", STORAGE_TYPE_TINYINT}, {"uuid", STORAGE_TYPE_UUID},
+	{"tinyint", STORAGE_TYPE_TINYINT},
+	{"uuid", STORAGE_TYPE_UUID},
 	{"varint", STORAGE_TYPE_VARINT},
 };
 
 static int simple_kind(const char *name)
 {
-	for (size_t i = 0; i < sizeof(simple_types) / sizeof(simple_types[0]); i++)
+	for (size_t i = 0; i < sizeof(simple_types) / sizeof(simple_types[0]);
+	     i++)
 		if (strcmp(simple_types[i].name, name) == 0)
 			return simple_types[i].kind;
 	return -1;
@@ -117,7 +126,8 @@ static enum cql_schema_status map_element(const struct cql_type_ast *t,
 			    "yet");
 	int k = simple_kind(t->name);
 	if (k < 0)
-		return fail(CQL_SCHEMA_INVALID, "Unknown type %s.%s", ks, t->name);
+		return fail(CQL_SCHEMA_INVALID, "Unknown type %s.%s", ks,
+			    t->name);
 	*out = (uint16_t)k;
 	return CQL_SCHEMA_OK;
 }
@@ -134,19 +144,21 @@ static enum cql_schema_status map_type(const struct cql_type_ast *t,
 		return fail(CQL_SCHEMA_UNSUPPORTED,
 			    "The %s type is not supported by Cassini yet",
 			    t->name);
-	bool list = strcmp(t->name, "list") == 0, set = strcmp(t->name, "set") == 0,
+	bool list = strcmp(t->name, "list") == 0,
+	     set = strcmp(t->name, "set") == 0,
 	     map = strcmp(t->name, "map") == 0;
 	if (list || set || map) {
 		size_t want = map ? 2 : 1;
 		if (t->param_count != want)
 			return fail(CQL_SCHEMA_INVALID,
-				    "%s takes %zu type parameter%s", t->name, want,
-				    want > 1 ? "s" : "");
-		out->kind = list ? STORAGE_TYPE_LIST
+				    "%s takes %zu type parameter%s", t->name,
+				    want, want > 1 ? "s" : "");
+		out->kind = list  ? STORAGE_TYPE_LIST
 			    : set ? STORAGE_TYPE_SET
 				  : STORAGE_TYPE_MAP;
 		out->frozen = t->frozen;
-		if ((st = map_element(t->params[0], ks, &out->elem)) != CQL_SCHEMA_OK)
+		if ((st = map_element(t->params[0], ks, &out->elem)) !=
+		    CQL_SCHEMA_OK)
 			return st;
 		if (map && (st = map_element(t->params[1], ks, &out->value)) !=
 				   CQL_SCHEMA_OK)
@@ -155,39 +167,44 @@ static enum cql_schema_status map_type(const struct cql_type_ast *t,
 	}
 	int k = simple_kind(t->name);
 	if (k < 0)
-		return fail(CQL_SCHEMA_INVALID, "Unknown type %s.%s", ks, t->name);
+		return fail(CQL_SCHEMA_INVALID, "Unknown type %s.%s", ks,
+			    t->name);
 	if (t->param_count)
 		return fail(CQL_SCHEMA_INVALID, "Type %s takes no parameters",
 			    t->name);
 	if (t->frozen)
-		return fail(CQL_SCHEMA_INVALID,
-			    "frozen<> is only allowed on collections, tuples, and "
-			    "user-defined types (got %s)",
-			    t->name);
+		return fail(
+			CQL_SCHEMA_INVALID,
+			"frozen<> is only allowed on collections, tuples, and "
+			"user-defined types (got %s)",
+			t->name);
 	out->kind = (uint16_t)k;
 	return CQL_SCHEMA_OK;
 }
 
-/* ---- table options ----------------------------------------------------------------- */
+/* ---- table options ------------------------------------------------------- */
 
-static enum cql_schema_status option_int(const struct cql_option *o,
-					 int64_t lo, int64_t hi, int64_t *out)
+static enum cql_schema_status option_int(const struct cql_option *o, int64_t lo,
+					 int64_t hi, int64_t *out)
 {
 	char text[32];
 	char *end;
 	if (o->value->kind != CQL_TERM_INTEGER ||
 	    term_text(o->value, text, sizeof(text)) != 0)
-		return fail(CQL_SCHEMA_SYNTAX, "Invalid value for %s: expected an "
-					       "integer",
+		return fail(CQL_SCHEMA_SYNTAX,
+			    "Invalid value for %s: expected an "
+			    "integer",
 			    o->name);
 	long long v = strtoll(text, &end, 10);
 	if (v < lo)
-		return fail(CQL_SCHEMA_CONFIG, "%s must be greater than or equal "
-					       "to %lld (got %lld)",
+		return fail(CQL_SCHEMA_CONFIG,
+			    "%s must be greater than or equal "
+			    "to %lld (got %lld)",
 			    o->name, (long long)lo, v);
 	if (v > hi)
-		return fail(CQL_SCHEMA_CONFIG, "%s must be less than or equal to "
-					       "%lld (got %lld)",
+		return fail(CQL_SCHEMA_CONFIG,
+			    "%s must be less than or equal to "
+			    "%lld (got %lld)",
 			    o->name, (long long)hi, v);
 	*out = v;
 	return CQL_SCHEMA_OK;
@@ -197,8 +214,9 @@ static enum cql_schema_status option_string(const struct cql_option *o,
 					    char *dst, size_t cap)
 {
 	if (o->value->kind != CQL_TERM_STRING || o->value->len >= cap)
-		return fail(CQL_SCHEMA_SYNTAX, "Invalid value for %s: expected a "
-					       "string",
+		return fail(CQL_SCHEMA_SYNTAX,
+			    "Invalid value for %s: expected a "
+			    "string",
 			    o->name);
 	snprintf(dst, cap, "%.*s", (int)o->value->len, o->value->text);
 	return CQL_SCHEMA_OK;
@@ -215,17 +233,20 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 						struct storage_table_options *o)
 {
 	static const char pkg[] = "org.apache.cassandra.db.compaction.";
-	static const char *const common[] = {
-		"enabled", "tombstone_threshold", "tombstone_compaction_interval",
-		"unchecked_tombstone_compaction", "only_purge_repaired_tombstones",
-		"log_all", "provide_overlapping_tombstones"};
+	static const char *const common[] = {"enabled",
+					     "tombstone_threshold",
+					     "tombstone_compaction_interval",
+					     "unchecked_tombstone_compaction",
+					     "only_purge_repaired_tombstones",
+					     "log_all",
+					     "provide_overlapping_tombstones"};
 	static const char *const stcs[] = {"bucket_high", "bucket_low",
 					   "min_sstable_size"};
-	static const char *const twcs[] = {"compaction_window_unit",
-					   "compaction_window_size",
-					   "timestamp_resolution",
-					   "expired_sstable_check_frequency_seconds",
-					   "unsafe_aggressive_sstable_expiration"};
+	static const char *const twcs[] = {
+		"compaction_window_unit", "compaction_window_size",
+		"timestamp_resolution",
+		"expired_sstable_check_frequency_seconds",
+		"unsafe_aggressive_sstable_expiration"};
 	char klass[128] = "", key[64], val[64];
 	int64_t window_size = 1, unit = 86400;
 	uint32_t min = 4, max = 32;
@@ -236,8 +257,9 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 		    strcmp(key, "class") == 0)
 			term_text(map->items[i + 1], klass, sizeof(klass));
 	if (!klass[0])
-		return fail(CQL_SCHEMA_CONFIG, "Missing sub-option 'class' for the "
-					       "'compaction' option.");
+		return fail(CQL_SCHEMA_CONFIG,
+			    "Missing sub-option 'class' for the "
+			    "'compaction' option.");
 	bool tw = class_is(klass, pkg, "TimeWindowCompactionStrategy");
 	if (class_is(klass, pkg, "LeveledCompactionStrategy") ||
 	    class_is(klass, pkg, "UnifiedCompactionStrategy") ||
@@ -249,19 +271,23 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 			    klass);
 	if (!tw && !class_is(klass, pkg, "SizeTieredCompactionStrategy"))
 		return fail(CQL_SCHEMA_CONFIG,
-			    "Unable to find compaction strategy class '%s'", klass);
+			    "Unable to find compaction strategy class '%s'",
+			    klass);
 	for (size_t i = 0; i + 1 < map->count; i += 2) {
 		if (term_text(map->items[i], key, sizeof(key)) != 0 ||
 		    term_text(map->items[i + 1], val, sizeof(val)) != 0)
-			return fail(CQL_SCHEMA_SYNTAX, "Invalid compaction option");
+			return fail(CQL_SCHEMA_SYNTAX,
+				    "Invalid compaction option");
 		if (strcmp(key, "class") == 0)
 			continue;
 		bool known = false;
 		for (size_t k = 0; k < sizeof(common) / sizeof(common[0]); k++)
 			known |= strcmp(key, common[k]) == 0;
-		for (size_t k = 0; !tw && k < sizeof(stcs) / sizeof(stcs[0]); k++)
+		for (size_t k = 0; !tw && k < sizeof(stcs) / sizeof(stcs[0]);
+		     k++)
 			known |= strcmp(key, stcs[k]) == 0;
-		for (size_t k = 0; tw && k < sizeof(twcs) / sizeof(twcs[0]); k++)
+		for (size_t k = 0; tw && k < sizeof(twcs) / sizeof(twcs[0]);
+		     k++)
 			known |= strcmp(key, twcs[k]) == 0;
 		if (strcmp(key, "min_threshold") == 0) {
 			min = (uint32_t)strtoul(val, NULL, 10);
@@ -272,35 +298,39 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 		} else if (strcmp(key, "compaction_window_size") == 0) {
 			window_size = strtoll(val, NULL, 10);
 			if (window_size < 1)
-				return fail(CQL_SCHEMA_CONFIG,
-					    "%s must be greater than 0, but was "
-					    "%s",
-					    key, val);
+				return fail(
+					CQL_SCHEMA_CONFIG,
+					"%s must be greater than 0, but was "
+					"%s",
+					key, val);
 		} else if (strcmp(key, "compaction_window_unit") == 0) {
-			unit = strcasecmp(val, "MINUTES") == 0	 ? 60
+			unit = strcasecmp(val, "MINUTES") == 0 ? 60
 			       : strcasecmp(val, "HOURS") == 0 ? 3600
 			       : strcasecmp(val, "DAYS") == 0  ? 86400
-								 : 0;
+							       : 0;
 			if (!unit)
 				return fail(CQL_SCHEMA_CONFIG,
 					    "%s is not valid for %s", val, key);
 		}
 		if (!known)
-			return fail(CQL_SCHEMA_CONFIG,
-				    "Properties specified [%s] are not understood "
-				    "by %s",
-				    key,
-				    tw ? "TimeWindowCompactionStrategy"
-				       : "SizeTieredCompactionStrategy");
+			return fail(
+				CQL_SCHEMA_CONFIG,
+				"Properties specified [%s] are not understood "
+				"by %s",
+				key,
+				tw ? "TimeWindowCompactionStrategy"
+				   : "SizeTieredCompactionStrategy");
 	}
 	if (min < 2 || max < 2)
-		return fail(CQL_SCHEMA_CONFIG,
-			    "Disabling compaction by setting compaction thresholds "
-			    "to 0 has been removed, set the compaction option "
-			    "'enabled' to false instead.");
+		return fail(
+			CQL_SCHEMA_CONFIG,
+			"Disabling compaction by setting compaction thresholds "
+			"to 0 has been removed, set the compaction option "
+			"'enabled' to false instead.");
 	if (min > max)
-		return fail(CQL_SCHEMA_CONFIG,
-			    "min_threshold cannot be greater than max_threshold");
+		return fail(
+			CQL_SCHEMA_CONFIG,
+			"min_threshold cannot be greater than max_threshold");
 	o->compaction = tw ? STORAGE_COMPACTION_TIME_WINDOW
 			   : STORAGE_COMPACTION_SIZE_TIERED;
 	o->min_threshold = min;
@@ -309,9 +339,9 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 	return CQL_SCHEMA_OK;
 }
 
-static enum cql_schema_status compression_option(const struct cql_term *map,
-						 struct storage_table_options *o,
-						 struct cql_table_options *co)
+static enum cql_schema_status
+compression_option(const struct cql_term *map, struct storage_table_options *o,
+		   struct cql_table_options *co)
 {
 	static const char pkg[] = "org.apache.cassandra.io.compress.";
 	char key[64], val[128];
@@ -322,7 +352,8 @@ static enum cql_schema_status compression_option(const struct cql_term *map,
 	for (size_t i = 0; i + 1 < map->count; i += 2) {
 		if (term_text(map->items[i], key, sizeof(key)) != 0 ||
 		    term_text(map->items[i + 1], val, sizeof(val)) != 0)
-			return fail(CQL_SCHEMA_SYNTAX, "Invalid compression option");
+			return fail(CQL_SCHEMA_SYNTAX,
+				    "Invalid compression option");
 		if (strcmp(key, "class") == 0 ||
 		    strcmp(key, "sstable_compression") == 0) {
 			if (class_is(val, pkg, "LZ4Compressor"))
@@ -333,16 +364,18 @@ static enum cql_schema_status compression_option(const struct cql_term *map,
 				algo = STORAGE_COMPRESSION_NONE;
 			else if (class_is(val, pkg, "SnappyCompressor") ||
 				 class_is(val, pkg, "ZstdCompressor"))
-				return fail(CQL_SCHEMA_UNSUPPORTED,
-					    "%s is not supported by Cassini yet; "
-					    "use LZ4Compressor or "
-					    "DeflateCompressor",
-					    val);
+				return fail(
+					CQL_SCHEMA_UNSUPPORTED,
+					"%s is not supported by Cassini yet; "
+					"use LZ4Compressor or "
+					"DeflateCompressor",
+					val);
 			else
-				return fail(CQL_SCHEMA_CONFIG,
-					    "Could not create Compression for type "
-					    "%s",
-					    val);
+				return fail(
+					CQL_SCHEMA_CONFIG,
+					"Could not create Compression for type "
+					"%s",
+					val);
 		} else if (strcmp(key, "enabled") == 0) {
 			if (strcasecmp(val, "false") == 0)
 				algo = STORAGE_COMPRESSION_NONE;
@@ -350,15 +383,17 @@ static enum cql_schema_status compression_option(const struct cql_term *map,
 			   strcmp(key, "chunk_length_kb") == 0) {
 			long kb = strtol(val, NULL, 10);
 			if (kb <= 0 || (kb & (kb - 1)) || kb > 65536)
-				return fail(CQL_SCHEMA_CONFIG,
-					    "chunk_length_in_kb must be a power of "
-					    "2");
+				return fail(
+					CQL_SCHEMA_CONFIG,
+					"chunk_length_in_kb must be a power of "
+					"2");
 			chunk = (uint32_t)kb * 1024;
 		} else if (strcmp(key, "crc_check_chance") == 0) {
 			co->crc_check_chance = strtod(val, NULL);
 		} else {
-			return fail(CQL_SCHEMA_CONFIG, "Unknown compression options "
-						       "%s",
+			return fail(CQL_SCHEMA_CONFIG,
+				    "Unknown compression options "
+				    "%s",
 				    key);
 		}
 	}
@@ -376,13 +411,14 @@ static enum cql_schema_status caching_option(const struct cql_term *map,
 	for (size_t i = 0; i + 1 < map->count; i += 2) {
 		if (term_text(map->items[i], key, sizeof(key)) != 0 ||
 		    term_text(map->items[i + 1], val, sizeof(val)) != 0)
-			return fail(CQL_SCHEMA_CONFIG, "Invalid caching option");
+			return fail(CQL_SCHEMA_CONFIG,
+				    "Invalid caching option");
 		if (strcmp(key, "keys") == 0)
-			snprintf(co->caching_keys, sizeof(co->caching_keys), "%s",
-				 val);
+			snprintf(co->caching_keys, sizeof(co->caching_keys),
+				 "%s", val);
 		else if (strcmp(key, "rows_per_partition") == 0)
-			snprintf(co->caching_rows, sizeof(co->caching_rows), "%s",
-				 val);
+			snprintf(co->caching_rows, sizeof(co->caching_rows),
+				 "%s", val);
 		else
 			return fail(CQL_SCHEMA_CONFIG,
 				    "Invalid caching sub-options [%s]: only "
@@ -401,8 +437,8 @@ static bool valid_speculative_retry(const char *v)
 	double d = strtod(v, &end);
 	if (end == v || d < 0)
 		return false;
-	return strcasecmp(end, "p") == 0 || strcasecmp(end, "percentile") == 0 ||
-	       strcasecmp(end, "ms") == 0;
+	return strcasecmp(end, "p") == 0 ||
+	       strcasecmp(end, "percentile") == 0 || strcasecmp(end, "ms") == 0;
 }
 
 /* One WITH option of CREATE/ALTER TABLE. */
@@ -428,13 +464,15 @@ static enum cql_schema_status table_option(const struct cql_option *opt,
 		if (term_text(opt->value, text, sizeof(text)) != 0 ||
 		    (opt->value->kind != CQL_TERM_FLOAT &&
 		     opt->value->kind != CQL_TERM_INTEGER))
-			return fail(CQL_SCHEMA_SYNTAX, "Invalid value for %s", n);
+			return fail(CQL_SCHEMA_SYNTAX, "Invalid value for %s",
+				    n);
 		d = strtod(text, NULL);
 		if (!(d > 0 && d <= 1.0))
-			return fail(CQL_SCHEMA_CONFIG,
-				    "bloom_filter_fp_chance must be larger than 0 "
-				    "and less than or equal to 1.0 (got %s)",
-				    text);
+			return fail(
+				CQL_SCHEMA_CONFIG,
+				"bloom_filter_fp_chance must be larger than 0 "
+				"and less than or equal to 1.0 (got %s)",
+				text);
 		o->bloom_filter_fp_chance = d;
 	} else if (strcmp(n, "compaction") == 0) {
 		return compaction_option(opt->value, o);
@@ -445,27 +483,33 @@ static enum cql_schema_status table_option(const struct cql_option *opt,
 	} else if (strcmp(n, "comment") == 0) {
 		return option_string(opt, co->comment, sizeof(co->comment));
 	} else if (strcmp(n, "read_repair") == 0) {
-		if ((st = option_string(opt, text, sizeof(text))) != CQL_SCHEMA_OK)
+		if ((st = option_string(opt, text, sizeof(text))) !=
+		    CQL_SCHEMA_OK)
 			return st;
-		if (strcasecmp(text, "BLOCKING") != 0 && strcasecmp(text, "NONE") != 0)
-			return fail(CQL_SCHEMA_CONFIG,
-				    "Invalid value '%s' for option 'read_repair' "
-				    "(BLOCKING or NONE)",
-				    text);
+		if (strcasecmp(text, "BLOCKING") != 0 &&
+		    strcasecmp(text, "NONE") != 0)
+			return fail(
+				CQL_SCHEMA_CONFIG,
+				"Invalid value '%s' for option 'read_repair' "
+				"(BLOCKING or NONE)",
+				text);
 		co->read_repair_blocking = strcasecmp(text, "BLOCKING") == 0;
 	} else if (strcmp(n, "speculative_retry") == 0 ||
 		   strcmp(n, "additional_write_policy") == 0) {
-		if ((st = option_string(opt, text, sizeof(text))) != CQL_SCHEMA_OK)
+		if ((st = option_string(opt, text, sizeof(text))) !=
+		    CQL_SCHEMA_OK)
 			return st;
 		if (!valid_speculative_retry(text) ||
 		    strlen(text) >= sizeof(co->speculative_retry))
 			return fail(CQL_SCHEMA_CONFIG,
-				    "Invalid value %s for option '%s'", text, n);
+				    "Invalid value %s for option '%s'", text,
+				    n);
 		if (strcmp(n, "speculative_retry") == 0)
 			memcpy(co->speculative_retry, text, strlen(text) + 1);
 	} else if (strcmp(n, "crc_check_chance") == 0) {
 		if (term_text(opt->value, text, sizeof(text)) != 0)
-			return fail(CQL_SCHEMA_SYNTAX, "Invalid value for %s", n);
+			return fail(CQL_SCHEMA_SYNTAX, "Invalid value for %s",
+				    n);
 		co->crc_check_chance = strtod(text, NULL);
 	} else if (strcmp(n, "min_index_interval") == 0) {
 		if ((st = option_int(opt, 1, INT32_MAX, &v)) != CQL_SCHEMA_OK)
@@ -489,7 +533,8 @@ static enum cql_schema_status table_option(const struct cql_option *opt,
 		/* Accepted and ignored, as drivers round-trip it. */
 	} else if (strcmp(n, "id") == 0) {
 		if (!creating)
-			return fail(CQL_SCHEMA_CONFIG, "Cannot alter table id.");
+			return fail(CQL_SCHEMA_CONFIG,
+				    "Cannot alter table id.");
 		if (opt->value->kind != CQL_TERM_UUID)
 			return fail(CQL_SCHEMA_SYNTAX, "Invalid value for id");
 		size_t j = 0;
@@ -497,8 +542,10 @@ static enum cql_schema_status table_option(const struct cql_option *opt,
 			char c = opt->value->text[i];
 			if (c == '-')
 				continue;
-			int d = isdigit((unsigned char)c) ? c - '0'
-							  : (tolower((unsigned char)c) - 'a' + 10);
+			int d = isdigit((unsigned char)c)
+					? c - '0'
+					: (tolower((unsigned char)c) - 'a' +
+					   10);
 			id[j / 2] = (uint8_t)(j % 2 ? id[j / 2] | d : d << 4);
 			j++;
 		}
@@ -529,13 +576,13 @@ static enum cql_schema_status table_options(const struct cql_option *opts,
 	return CQL_SCHEMA_OK;
 }
 
-/* ---- keyspaces ----------------------------------------------------------------------- */
+/* ---- keyspaces ----------------------------------------------------------- */
 
 /* Builds a keyspace object from CREATE/ALTER options. */
-static enum cql_schema_status keyspace_from(const struct cql_keyspace_stmt *ks,
-					    bool durable_default,
-					    const struct storage_keyspace_meta *old,
-					    struct cql_keyspace **out)
+static enum cql_schema_status
+keyspace_from(const struct cql_keyspace_stmt *ks, bool durable_default,
+	      const struct storage_keyspace_meta *old,
+	      struct cql_keyspace **out)
 {
 	const struct cql_term *repl = NULL;
 	bool durable = durable_default;
@@ -559,9 +606,11 @@ static enum cql_schema_status keyspace_from(const struct cql_keyspace_stmt *ks,
 	size_t n = 0;
 	if (repl) {
 		if (repl->kind != CQL_TERM_MAP || repl->count / 2 > 64)
-			return fail(CQL_SCHEMA_SYNTAX, "replication must be a map");
+			return fail(CQL_SCHEMA_SYNTAX,
+				    "replication must be a map");
 		for (size_t i = 0; i + 1 < repl->count; i += 2, n++) {
-			if (term_text(repl->items[i], kbuf[n], sizeof(kbuf[n])) != 0 ||
+			if (term_text(repl->items[i], kbuf[n],
+				      sizeof(kbuf[n])) != 0 ||
 			    term_text(repl->items[i + 1], vbuf[n],
 				      sizeof(vbuf[n])) != 0)
 				return fail(CQL_SCHEMA_CONFIG,
@@ -570,7 +619,8 @@ static enum cql_schema_status keyspace_from(const struct cql_keyspace_stmt *ks,
 			values[n] = vbuf[n];
 		}
 	} else if (old) {
-		for (size_t i = 0; i < old->replication_count && i < 64; i++, n++) {
+		for (size_t i = 0; i < old->replication_count && i < 64;
+		     i++, n++) {
 			keys[n] = old->replication_keys[i];
 			values[n] = old->replication_values[i];
 		}
@@ -582,11 +632,12 @@ static enum cql_schema_status keyspace_from(const struct cql_keyspace_stmt *ks,
 		return fail(CQL_SCHEMA_CONFIG,
 			    "Missing mandatory option 'replication'");
 	}
-	struct ring_strategy *strategy = ring_strategy_new(keys, values, n, false);
+	struct ring_strategy *strategy =
+		ring_strategy_new(keys, values, n, false);
 	if (!strategy)
-		return err_code() == ERR_NOMEM ? nomem()
-					       : fail(CQL_SCHEMA_CONFIG, "%s",
-						      err_msg());
+		return err_code() == ERR_NOMEM
+			       ? nomem()
+			       : fail(CQL_SCHEMA_CONFIG, "%s", err_msg());
 	struct cql_keyspace *k = calloc(1, sizeof(*k));
 	if (!k || !(k->meta = storage_keyspace_meta_new(ks->name, durable))) {
 		free(k);
@@ -598,12 +649,12 @@ static enum cql_schema_status keyspace_from(const struct cql_keyspace_stmt *ks,
 		const char *v = values[i];
 		char full[160];
 		if (strcmp(keys[i], "class") == 0 && !strchr(v, '.')) {
-			snprintf(full, sizeof(full), "org.apache.cassandra.locator.%s",
-				 v);
+			snprintf(full, sizeof(full),
+				 "org.apache.cassandra.locator.%s", v);
 			v = full;
 		}
-		if (storage_keyspace_meta_set_replication(k->meta, keys[i], v) !=
-		    0) {
+		if (storage_keyspace_meta_set_replication(k->meta, keys[i],
+							  v) != 0) {
 			schema_keyspace_free(k);
 			return nomem();
 		}
@@ -621,10 +672,9 @@ static void set_change(struct cql_schema_change *c, const char *change,
 	snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
 }
 
-static enum cql_schema_status create_keyspace(struct cql_schema *s,
-					      const struct cql_keyspace_stmt *ks,
-					      bool internal,
-					      struct cql_schema_change *change)
+static enum cql_schema_status
+create_keyspace(struct cql_schema *s, const struct cql_keyspace_stmt *ks,
+		bool internal, struct cql_schema_change *change)
 {
 	if (!valid_name(ks->name))
 		return fail(CQL_SCHEMA_INVALID,
@@ -661,8 +711,9 @@ static enum cql_schema_status alter_keyspace(struct cql_schema *s,
 {
 	struct cql_keyspace *old = schema_keyspace_mut(s, ks->name);
 	if (!old)
-		return fail(CQL_SCHEMA_CONFIG, "Cannot alter non existing "
-					       "keyspace '%s'.",
+		return fail(CQL_SCHEMA_CONFIG,
+			    "Cannot alter non existing "
+			    "keyspace '%s'.",
 			    ks->name);
 	if (!internal && old->system)
 		return fail(CQL_SCHEMA_UNAUTHORIZED,
@@ -698,7 +749,8 @@ static enum cql_schema_status drop_keyspace(struct cql_schema *s,
 		if (ks->if_exists)
 			return CQL_SCHEMA_NOOP;
 		return fail(CQL_SCHEMA_CONFIG,
-			    "Cannot drop non existing keyspace '%s'.", ks->name);
+			    "Cannot drop non existing keyspace '%s'.",
+			    ks->name);
 	}
 	if (!internal && k->system)
 		return fail(CQL_SCHEMA_UNAUTHORIZED,
@@ -710,7 +762,7 @@ static enum cql_schema_status drop_keyspace(struct cql_schema *s,
 	return CQL_SCHEMA_OK;
 }
 
-/* ---- tables ------------------------------------------------------------------------------ */
+/* ---- tables -------------------------------------------------------------- */
 
 static enum cql_schema_status resolve_table(struct cql_schema *s,
 					    const struct cql_qname *q,
@@ -719,12 +771,14 @@ static enum cql_schema_status resolve_table(struct cql_schema *s,
 {
 	const char *name = q->keyspace ? q->keyspace : current;
 	if (!name)
-		return fail(CQL_SCHEMA_INVALID,
-			    "No keyspace has been specified. USE a keyspace, or "
-			    "explicitly specify keyspace.tablename");
+		return fail(
+			CQL_SCHEMA_INVALID,
+			"No keyspace has been specified. USE a keyspace, or "
+			"explicitly specify keyspace.tablename");
 	*ks = schema_keyspace_mut(s, name);
 	if (!*ks)
-		return fail(CQL_SCHEMA_INVALID, "Keyspace '%s' doesn't exist", name);
+		return fail(CQL_SCHEMA_INVALID, "Keyspace '%s' doesn't exist",
+			    name);
 	if (!internal && (*ks)->system)
 		return fail(CQL_SCHEMA_UNAUTHORIZED,
 			    "%s keyspace is not user-modifiable.", name);
@@ -753,40 +807,48 @@ static enum cql_schema_status check_create(const struct cql_create_table *ct)
 {
 	for (size_t i = 0; i < ct->column_count; i++)
 		for (size_t j = 0; j < i; j++)
-			if (strcmp(ct->columns[i].name, ct->columns[j].name) == 0)
-				return fail(CQL_SCHEMA_INVALID,
-					    "Multiple definition of identifier %s",
-					    ct->columns[i].name);
+			if (strcmp(ct->columns[i].name, ct->columns[j].name) ==
+			    0)
+				return fail(
+					CQL_SCHEMA_INVALID,
+					"Multiple definition of identifier %s",
+					ct->columns[i].name);
 	size_t nkeys = ct->partition_key_count + ct->clustering_count;
 	for (size_t i = 0; i < nkeys; i++) {
-		const char *k = i < ct->partition_key_count
-					? ct->partition_key[i]
-					: ct->clustering[i - ct->partition_key_count];
+		const char *k =
+			i < ct->partition_key_count
+				? ct->partition_key[i]
+				: ct->clustering[i - ct->partition_key_count];
 		const struct cql_column_def *d = find_def(ct, k);
 		if (!d)
-			return fail(CQL_SCHEMA_INVALID,
-				    "Unknown definition %s referenced in PRIMARY "
-				    "KEY",
-				    k);
+			return fail(
+				CQL_SCHEMA_INVALID,
+				"Unknown definition %s referenced in PRIMARY "
+				"KEY",
+				k);
 		if (d->is_static)
 			return fail(CQL_SCHEMA_INVALID,
 				    "Static column %s cannot be part of the "
 				    "PRIMARY KEY",
 				    k);
 		for (size_t j = 0; j < i; j++) {
-			const char *o = j < ct->partition_key_count
-						? ct->partition_key[j]
-						: ct->clustering[j - ct->partition_key_count];
+			const char *o =
+				j < ct->partition_key_count
+					? ct->partition_key[j]
+					: ct->clustering
+						  [j - ct->partition_key_count];
 			if (strcmp(o, k) == 0)
-				return fail(CQL_SCHEMA_INVALID,
-					    "Multiple definition of identifier %s",
-					    k);
+				return fail(
+					CQL_SCHEMA_INVALID,
+					"Multiple definition of identifier %s",
+					k);
 		}
 	}
 	if (ct->partition_key_count > 16 || ct->clustering_count > 32)
-		return fail(CQL_SCHEMA_UNSUPPORTED,
-			    "Tables with more than 16 partition key or 32 "
-			    "clustering columns are not supported by Cassini yet");
+		return fail(
+			CQL_SCHEMA_UNSUPPORTED,
+			"Tables with more than 16 partition key or 32 "
+			"clustering columns are not supported by Cassini yet");
 	for (size_t i = 0; i < ct->column_count; i++)
 		if (ct->columns[i].is_static && ct->clustering_count == 0)
 			return fail(CQL_SCHEMA_INVALID,
@@ -800,24 +862,27 @@ static enum cql_schema_status check_create(const struct cql_create_table *ct)
 		       strcmp(ct->clustering[pos], c) != 0)
 			pos++;
 		if (pos == ct->clustering_count)
-			return fail(CQL_SCHEMA_INVALID,
-				    "Only clustering key columns can be defined "
-				    "in CLUSTERING ORDER directive");
+			return fail(
+				CQL_SCHEMA_INVALID,
+				"Only clustering key columns can be defined "
+				"in CLUSTERING ORDER directive");
 		if (pos != i)
-			return fail(CQL_SCHEMA_INVALID,
-				    "The order of columns in the CLUSTERING ORDER "
-				    "directive must be the one of the clustering "
-				    "key (%s must appear before %s)",
-				    ct->clustering[i < ct->clustering_count ? i : 0],
-				    c);
+			return fail(
+				CQL_SCHEMA_INVALID,
+				"The order of columns in the CLUSTERING ORDER "
+				"directive must be the one of the clustering "
+				"key (%s must appear before %s)",
+				ct->clustering[i < ct->clustering_count ? i
+									: 0],
+				c);
 	}
 	return CQL_SCHEMA_OK;
 }
 
 static enum cql_schema_status add_column(struct storage_table_meta *m,
 					 const struct cql_column_def *d,
-					 enum storage_column_kind kind, bool desc,
-					 const char *ks)
+					 enum storage_column_kind kind,
+					 bool desc, const char *ks)
 {
 	struct storage_type type;
 	enum cql_schema_status st = map_type(d->type, ks, &type);
@@ -826,10 +891,11 @@ static enum cql_schema_status add_column(struct storage_table_meta *m,
 	if ((kind == STORAGE_COLUMN_PARTITION_KEY ||
 	     kind == STORAGE_COLUMN_CLUSTERING) &&
 	    storage_type_is_collection(type.kind) && !type.frozen)
-		return fail(CQL_SCHEMA_INVALID,
-			    "Invalid non-frozen collection type for PRIMARY KEY "
-			    "component %s",
-			    d->name);
+		return fail(
+			CQL_SCHEMA_INVALID,
+			"Invalid non-frozen collection type for PRIMARY KEY "
+			"component %s",
+			d->name);
 	if (storage_table_meta_add_column(m, d->name, kind, type, desc) < 0)
 		return nomem();
 	return CQL_SCHEMA_OK;
@@ -850,12 +916,10 @@ static struct cql_table *table_new(struct storage_table_meta *m)
 	return t;
 }
 
-static enum cql_schema_status create_table(struct cql_schema *s,
-					   const struct cql_create_table *ct,
-					   const char *current,
-					   const uint8_t new_id[16],
-					   bool internal,
-					   struct cql_schema_change *change)
+static enum cql_schema_status
+create_table(struct cql_schema *s, const struct cql_create_table *ct,
+	     const char *current, const uint8_t new_id[16], bool internal,
+	     struct cql_schema_change *change)
 {
 	struct cql_keyspace *ks;
 	enum cql_schema_status st =
@@ -895,17 +959,20 @@ static enum cql_schema_status create_table(struct cql_schema *s,
 	if (!m)
 		return nomem();
 	const char *ksn = ks->meta->name;
-	for (size_t i = 0; st == CQL_SCHEMA_OK && i < ct->partition_key_count; i++)
+	for (size_t i = 0; st == CQL_SCHEMA_OK && i < ct->partition_key_count;
+	     i++)
 		st = add_column(m, find_def(ct, ct->partition_key[i]),
 				STORAGE_COLUMN_PARTITION_KEY, false, ksn);
-	for (size_t i = 0; st == CQL_SCHEMA_OK && i < ct->clustering_count; i++) {
+	for (size_t i = 0; st == CQL_SCHEMA_OK && i < ct->clustering_count;
+	     i++) {
 		bool desc = i < ct->order_count && ct->order[i].descending;
 		st = add_column(m, find_def(ct, ct->clustering[i]),
 				STORAGE_COLUMN_CLUSTERING, desc, ksn);
 	}
 	for (size_t i = 0; st == CQL_SCHEMA_OK && i < ct->column_count; i++) {
 		const struct cql_column_def *d = &ct->columns[i];
-		if (in_list(ct->partition_key, ct->partition_key_count, d->name) ||
+		if (in_list(ct->partition_key, ct->partition_key_count,
+			    d->name) ||
 		    in_list(ct->clustering, ct->clustering_count, d->name))
 			continue;
 		st = add_column(m, d,
@@ -965,9 +1032,10 @@ static enum cql_schema_status alter_columns(struct cql_table *t,
 		for (size_t i = 0; i < at->column_count; i++) {
 			const struct cql_column_def *d = &at->columns[i];
 			if (cql_table_column(t, d->name) >= 0)
-				return fail(CQL_SCHEMA_INVALID,
-					    "Column with name '%s' already exists",
-					    d->name);
+				return fail(
+					CQL_SCHEMA_INVALID,
+					"Column with name '%s' already exists",
+					d->name);
 			if (d->is_static && m->ck_count == 0)
 				return fail(CQL_SCHEMA_INVALID,
 					    "Static columns are not allowed in "
@@ -1069,19 +1137,20 @@ static enum cql_schema_status alter_table(struct cql_schema *s,
 	return CQL_SCHEMA_OK;
 }
 
-static enum cql_schema_status drop_table(struct cql_schema *s,
-					 const struct cql_qname *name,
-					 bool if_exists, const char *current,
-					 bool internal,
-					 struct cql_schema_change *change)
+static enum cql_schema_status
+drop_table(struct cql_schema *s, const struct cql_qname *name, bool if_exists,
+	   const char *current, bool internal, struct cql_schema_change *change)
 {
 	struct cql_keyspace *ks;
 	enum cql_schema_status st =
 		resolve_table(s, name, current, internal, &ks);
 	if (st != CQL_SCHEMA_OK)
 		return st == CQL_SCHEMA_INVALID && if_exists &&
-				       !schema_keyspace_mut(s, name->keyspace ? name->keyspace
-									  : current ? current : "")
+				       !schema_keyspace_mut(
+					       s, name->keyspace
+							  ? name->keyspace
+						  : current ? current
+							    : "")
 			       ? CQL_SCHEMA_NOOP
 			       : st;
 	struct cql_table *t = schema_table_mut(ks, name->name);
@@ -1119,8 +1188,8 @@ enum cql_schema_status schema_apply(struct cql_schema *s,
 				   internal, change);
 	case CQL_STMT_DROP_TABLE:
 		return drop_table(s, &stmt->u.drop_table.table,
-				  stmt->u.drop_table.if_exists, current_keyspace,
-				  internal, change);
+				  stmt->u.drop_table.if_exists,
+				  current_keyspace, internal, change);
 	default:
 		return fail(CQL_SCHEMA_INVALID, "not a schema statement");
 	}

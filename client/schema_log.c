@@ -13,7 +13,7 @@
 #include <string.h>
 
 #define LOG_VERSION 1
-#define RECORD_MAX (4u << 20)
+#define RECORD_MAX  (4u << 20)
 
 struct cql_schema_log {
 	struct env *env;
@@ -54,10 +54,12 @@ int cql_schema_record_encode(struct buf *out, const char *keyspace,
 {
 	size_t kl = keyspace ? strlen(keyspace) : 0;
 	if (len > RECORD_MAX || kl > UINT16_MAX)
-		return err_set(ERR_INVALID, "schema statement too large to log");
+		return err_set(ERR_INVALID,
+			       "schema statement too large to log");
 	size_t mark = out->len;
 	int rc = buf_put_u8(out, LOG_VERSION) || buf_append(out, id, 16) ||
-		 buf_put_be16(out, (uint16_t)kl) || buf_append(out, keyspace, kl) ||
+		 buf_put_be16(out, (uint16_t)kl) ||
+		 buf_append(out, keyspace, kl) ||
 		 buf_put_be32(out, (uint32_t)len) || buf_append(out, cql, len);
 	if (rc)
 		out->len = mark;
@@ -70,7 +72,8 @@ int cql_schema_log_append_record(struct cql_schema_log *l, const uint8_t *body,
 	struct buf b;
 	buf_init(&b);
 	int rc = buf_put_be32(&b, (uint32_t)len) ||
-		 buf_put_be32(&b, crc32c(0, body, len)) || buf_append(&b, body, len);
+		 buf_put_be32(&b, crc32c(0, body, len)) ||
+		 buf_append(&b, body, len);
 	if (rc == 0)
 		rc = env_file_append(l->f, b.data, b.len);
 	buf_free(&b);
@@ -116,11 +119,12 @@ enum cql_schema_status cql_schema_record_apply(struct cql_schema *s,
 	struct arena a;
 	int binds;
 	arena_create(&a, 0);
-	struct cql_stmt *st = cql_parse(&a, (const char *)cql.ptr, cql.len, &binds,
-					NULL);
-	enum cql_schema_status r = st ? cql_schema_apply(s, st, kl ? keyspace : NULL,
-							 id.ptr, change)
-				      : CQL_SCHEMA_INVALID;
+	struct cql_stmt *st =
+		cql_parse(&a, (const char *)cql.ptr, cql.len, &binds, NULL);
+	enum cql_schema_status r =
+		st ? cql_schema_apply(s, st, kl ? keyspace : NULL, id.ptr,
+				      change)
+		   : CQL_SCHEMA_INVALID;
 	arena_destroy(&a);
 	return r;
 }
@@ -155,8 +159,9 @@ long cql_schema_log_replay(struct cql_schema_log *l, struct cql_schema *s,
 			return -1;
 		uint32_t len = be32_load(head), crc = be32_load(head + 4);
 		if (len > RECORD_MAX + 512)
-			return err_set(ERR_CORRUPT, "%s: bad record length %u at "
-						    "offset %llu",
+			return err_set(ERR_CORRUPT,
+				       "%s: bad record length %u at "
+				       "offset %llu",
 				       l->path, len, (unsigned long long)off);
 		if ((uint64_t)size - off - 8 < len)
 			break; /* torn body */
@@ -172,8 +177,9 @@ long cql_schema_log_replay(struct cql_schema_log *l, struct cql_schema *s,
 			free(body);
 			if (last)
 				break; /* a torn final write */
-			return err_set(ERR_CORRUPT, "%s: checksum mismatch at offset "
-						    "%llu",
+			return err_set(ERR_CORRUPT,
+				       "%s: checksum mismatch at offset "
+				       "%llu",
 				       l->path, (unsigned long long)off);
 		}
 		int rc = apply_record(s, body, len, l->path, off);
@@ -186,10 +192,12 @@ long cql_schema_log_replay(struct cql_schema_log *l, struct cql_schema *s,
 		off += 8 + (uint64_t)len;
 	}
 	if (off < (uint64_t)size) {
-		LOG_WARN("%s: dropping a torn record at offset %llu (%lld bytes)",
+		LOG_WARN("%s: dropping a torn record at offset %llu (%lld "
+			 "bytes)",
 			 l->path, (unsigned long long)off,
 			 (long long)((uint64_t)size - off));
-		if (env_file_truncate(l->f, off) != 0 || env_file_sync(l->f) != 0)
+		if (env_file_truncate(l->f, off) != 0 ||
+		    env_file_sync(l->f) != 0)
 			return -1;
 	}
 	return applied;

@@ -36,8 +36,7 @@ struct cql_schema_log *cql_schema_log_open(struct env *env, const char *path);
 void cql_schema_log_close(struct cql_schema_log *l);
 
 /* Called for each record body replayed (after it applied). */
-typedef int (*cql_schema_record_fn)(void *arg, const uint8_t *body,
-				    size_t len);
+typedef int (*cql_schema_record_fn)(void *arg, const uint8_t *body, size_t len);
 
 /* Applies every record to `s` (which holds only the system keyspaces),
  * calling `fn` (may be NULL) with each body. Returns the number of
@@ -50,8 +49,8 @@ long cql_schema_log_replay(struct cql_schema_log *l, struct cql_schema *s,
 int cql_schema_log_append(struct cql_schema_log *l, const char *keyspace,
 			  const uint8_t id[16], const char *cql, size_t len);
 /* Appends a record body as built by cql_schema_record_encode. */
-int cql_schema_log_append_record(struct cql_schema_log *l,
-				 const uint8_t *body, size_t len);
+int cql_schema_log_append_record(struct cql_schema_log *l, const uint8_t *body,
+				 size_t len);
 
 /*
  * Records travel between nodes too (schema push and pull): the same body as
@@ -62,9 +61,9 @@ int cql_schema_record_encode(struct buf *out, const char *keyspace,
 /* Parses and applies a body. Returns the status of the apply (or
  * CQL_SCHEMA_INVALID for a malformed body, err set); `change` is filled on
  * CQL_SCHEMA_OK. */
-enum cql_schema_status cql_schema_record_apply(struct cql_schema *s,
-					       const uint8_t *body, size_t len,
-					       struct cql_schema_change *change);
+enum cql_schema_status
+cql_schema_record_apply(struct cql_schema *s, const uint8_t *body, size_t len,
+			struct cql_schema_change *change);
 /* fdatasync; blocks: call from a worker thread. */
 int cql_schema_log_sync(struct cql_schema_log *l);
 

@@ -27,7 +27,7 @@ struct filter {
 
 /* Where a page stopped: the last row looked at (sent or filtered out). */
 #define PAGE_STATE_MAGIC 0xC1
-#define PAGE_WHOLE 0x01 /* that partition's output is complete */
+#define PAGE_WHOLE       0x01 /* that partition's output is complete */
 struct page_pos {
 	bool set;
 	bool whole;
@@ -67,7 +67,7 @@ struct cql_select_plan {
 	struct page_pos pos;
 };
 
-/* ---- values -------------------------------------------------------------------- */
+/* ---- values -------------------------------------------------------------- */
 
 /* A relation's value for column type `type`, copied into the arena; a null
  * gives len -1. */
@@ -79,15 +79,17 @@ static int value_of(struct cql_select_plan *p, const struct cql_term *t,
 	*null = false;
 	if (t->kind == CQL_TERM_BIND) {
 		if ((size_t)t->bind_index >= nbinds)
-			return err_set(ERR_INVALID, "No value given for bind "
-						    "marker %d",
+			return err_set(ERR_INVALID,
+				       "No value given for bind "
+				       "marker %d",
 				       t->bind_index);
 		const struct cql_value *v = &binds[t->bind_index];
 		if (v->len < 0) {
 			*null = true;
 			return 0;
 		}
-		out->ptr = arena_memdup(p->a, v->len ? v->ptr : (const uint8_t *)"",
+		out->ptr = arena_memdup(p->a,
+					v->len ? v->ptr : (const uint8_t *)"",
 					(size_t)v->len);
 		out->len = (size_t)v->len;
 		return out->ptr ? 0 : -1;
@@ -104,7 +106,8 @@ static int value_of(struct cql_select_plan *p, const struct cql_term *t,
 		return -1;
 	}
 	*null = rc == 1;
-	out->ptr = arena_memdup(p->a, b.data ? b.data : (const uint8_t *)"", b.len);
+	out->ptr = arena_memdup(p->a, b.data ? b.data : (const uint8_t *)"",
+				b.len);
 	out->len = b.len;
 	buf_free(&b);
 	return out->ptr ? 0 : -1;
@@ -115,7 +118,7 @@ static int64_t token_value(const struct slice *v)
 	return (int64_t)be64_load(v->ptr);
 }
 
-/* ---- WHERE ----------------------------------------------------------------------- */
+/* ---- WHERE --------------------------------------------------------------- */
 
 struct key_restr {
 	struct slice *vals;
@@ -124,23 +127,25 @@ struct key_restr {
 
 static int restrict_partition(struct cql_select_plan *p,
 			      const struct cql_relation *r, int c,
-			      struct key_restr *kr, const struct cql_value *binds,
-			      size_t nbinds)
+			      struct key_restr *kr,
+			      const struct cql_value *binds, size_t nbinds)
 {
 	const struct storage_column *col = &p->m->columns[c];
 	bool null;
 	if (kr->vals)
-		return err_set(ERR_INVALID, "%s cannot be restricted by more than "
-					    "one relation if it includes an Equal",
+		return err_set(ERR_INVALID,
+			       "%s cannot be restricted by more than "
+			       "one relation if it includes an Equal",
 			       col->name);
 	if (r->op == CQL_OP_EQ) {
 		kr->vals = arena_alloc(p->a, sizeof(*kr->vals));
 		kr->n = 1;
-		if (!kr->vals || value_of(p, r->value, &col->type, col->name, binds,
-					  nbinds, kr->vals, &null) != 0)
+		if (!kr->vals || value_of(p, r->value, &col->type, col->name,
+					  binds, nbinds, kr->vals, &null) != 0)
 			return -1;
-		return null ? err_set(ERR_INVALID, "Invalid null value in condition "
-						   "for column %s",
+		return null ? err_set(ERR_INVALID,
+				      "Invalid null value in condition "
+				      "for column %s",
 				      col->name)
 			    : 0;
 	}
@@ -153,28 +158,33 @@ static int restrict_partition(struct cql_select_plan *p,
 		kr->n = r->value->count;
 		kr->vals = arena_alloc(p->a, (kr->n + 1) * sizeof(*kr->vals));
 		for (size_t i = 0; kr->vals && i < kr->n; i++) {
-			if (value_of(p, r->value->items[i], &col->type, col->name,
-				     binds, nbinds, &kr->vals[i], &null) != 0)
+			if (value_of(p, r->value->items[i], &col->type,
+				     col->name, binds, nbinds, &kr->vals[i],
+				     &null) != 0)
 				return -1;
 			if (null)
-				return err_set(ERR_INVALID, "Invalid null value in "
-							    "condition for column %s",
+				return err_set(ERR_INVALID,
+					       "Invalid null value in "
+					       "condition for column %s",
 					       col->name);
 		}
 		return kr->vals ? 0 : -1;
 	}
 	struct storage_type lt = {STORAGE_TYPE_LIST, col->type.kind, 0, true};
 	struct slice list;
-	if (value_of(p, r->value, &lt, col->name, binds, nbinds, &list, &null) != 0)
+	if (value_of(p, r->value, &lt, col->name, binds, nbinds, &list,
+		     &null) != 0)
 		return -1;
 	if (null)
-		return err_set(ERR_INVALID, "Invalid null value for IN restriction "
-					    "on %s",
+		return err_set(ERR_INVALID,
+			       "Invalid null value for IN restriction "
+			       "on %s",
 			       col->name);
 	struct cursor cur = cursor_make(list.ptr, list.len);
 	uint32_t n;
 	if (cursor_be32(&cur, &n) != 0 || n > 4096)
-		return err_set(ERR_INVALID, "Invalid IN list for %s", col->name);
+		return err_set(ERR_INVALID, "Invalid IN list for %s",
+			       col->name);
 	kr->n = n;
 	kr->vals = arena_alloc(p->a, (n + 1) * sizeof(*kr->vals));
 	for (uint32_t i = 0; kr->vals && i < n; i++) {
@@ -194,8 +204,9 @@ static int build_keys(struct cql_select_plan *p, struct key_restr *kr)
 	for (size_t i = 0; i < m->pk_count; i++) {
 		total *= kr[i].n;
 		if (total > 4096)
-			return err_set(ERR_INVALID, "Too many partitions in IN "
-						    "restrictions (more than 4096)");
+			return err_set(ERR_INVALID,
+				       "Too many partitions in IN "
+				       "restrictions (more than 4096)");
 	}
 	p->key_offs = arena_alloc(p->a, (total + 1) * sizeof(*p->key_offs));
 	if (!p->key_offs)
@@ -208,16 +219,18 @@ static int build_keys(struct cql_select_plan *p, struct key_restr *kr)
 			idx /= kr[i].n;
 		}
 		p->key_offs[p->key_count++] = p->keys.len;
-		if (m->pk_count == 1 ? buf_append(&p->keys, parts[0].ptr, parts[0].len)
-				     : murmur3_compound_key(&p->keys, parts,
-							    m->pk_count))
+		if (m->pk_count == 1
+			    ? buf_append(&p->keys, parts[0].ptr, parts[0].len)
+			    : murmur3_compound_key(&p->keys, parts,
+						   m->pk_count))
 			return -1;
 	}
 	p->key_offs[p->key_count] = p->keys.len;
 	return 0;
 }
 
-static int restrict_token(struct cql_select_plan *p, const struct cql_relation *r,
+static int restrict_token(struct cql_select_plan *p,
+			  const struct cql_relation *r,
 			  const struct cql_value *binds, size_t nbinds)
 {
 	const struct storage_table_meta *m = p->m;
@@ -225,8 +238,9 @@ static int restrict_token(struct cql_select_plan *p, const struct cql_relation *
 	for (size_t i = 0; ok && i < m->pk_count; i++)
 		ok = strcmp(r->columns[i], m->columns[m->pk[i]].name) == 0;
 	if (!ok)
-		return err_set(ERR_INVALID, "The token function arguments must be "
-					    "the partition key columns, in order");
+		return err_set(ERR_INVALID,
+			       "The token function arguments must be "
+			       "the partition key columns, in order");
 	struct storage_type bigint = {.kind = STORAGE_TYPE_BIGINT};
 	struct slice v;
 	bool null;
@@ -265,7 +279,8 @@ static int restrict_clustering(struct cql_select_plan *p,
 			       const struct cql_value *binds, size_t nbinds)
 {
 	const struct storage_table_meta *m = p->m;
-	struct slice *start = arena_alloc(p->a, (m->ck_count + 1) * sizeof(*start));
+	struct slice *start =
+		arena_alloc(p->a, (m->ck_count + 1) * sizeof(*start));
 	struct slice *end = arena_alloc(p->a, (m->ck_count + 1) * sizeof(*end));
 	size_t ns = 0, ne = 0;
 	bool si = true, ei = true, ranged = false;
@@ -275,40 +290,47 @@ static int restrict_clustering(struct cql_select_plan *p,
 		int c = m->ck[i];
 		const struct storage_column *col = &m->columns[c];
 		/* up to two relations per column (a range has two ends) */
-		const struct cql_relation *rels[2] = {by_col[2 * c], by_col[2 * c + 1]};
+		const struct cql_relation *rels[2] = {by_col[2 * c],
+						      by_col[2 * c + 1]};
 		if (!rels[0])
 			continue;
 		if (ranged)
-			return err_set(ERR_INVALID, "Clustering column \"%s\" cannot "
-						    "be restricted (preceding column "
-						    "is restricted by a non-EQ "
-						    "relation)",
+			return err_set(ERR_INVALID,
+				       "Clustering column \"%s\" cannot "
+				       "be restricted (preceding column "
+				       "is restricted by a non-EQ "
+				       "relation)",
 				       col->name);
 		if (ns != i || ne != i)
-			return err_set(ERR_INVALID, "PRIMARY KEY column \"%s\" cannot "
-						    "be restricted as preceding column "
-						    "\"%s\" is not restricted",
-				       col->name, m->columns[m->ck[i - 1]].name);
+			return err_set(ERR_INVALID,
+				       "PRIMARY KEY column \"%s\" cannot "
+				       "be restricted as preceding column "
+				       "\"%s\" is not restricted",
+				       col->name,
+				       m->columns[m->ck[i - 1]].name);
 		p->clustering_restricted = true;
 		for (int k = 0; k < 2 && rels[k]; k++) {
 			const struct cql_relation *r = rels[k];
 			struct slice v;
 			bool null;
 			if (r->op == CQL_OP_IN)
-				return err_set(ERR_UNSUPPORTED,
-					       "IN on clustering columns is not "
-					       "supported by Cassini yet");
+				return err_set(
+					ERR_UNSUPPORTED,
+					"IN on clustering columns is not "
+					"supported by Cassini yet");
 			if (r->op == CQL_OP_NEQ || r->op == CQL_OP_CONTAINS ||
 			    r->op == CQL_OP_CONTAINS_KEY)
-				return err_set(ERR_INVALID, "Unsupported relation on "
-							    "clustering column %s",
+				return err_set(ERR_INVALID,
+					       "Unsupported relation on "
+					       "clustering column %s",
 					       col->name);
 			if (value_of(p, r->value, &col->type, col->name, binds,
 				     nbinds, &v, &null) != 0)
 				return -1;
 			if (null)
-				return err_set(ERR_INVALID, "Invalid null value in "
-							    "condition for column %s",
+				return err_set(ERR_INVALID,
+					       "Invalid null value in "
+					       "condition for column %s",
 					       col->name);
 			/* A DESC column inverts < and > in clustering order. */
 			bool lo = r->op == CQL_OP_GT || r->op == CQL_OP_GTE;
@@ -358,68 +380,77 @@ static int plan_where(struct cql_select_plan *p, const struct cql_select *q,
 			continue;
 		}
 		if (r->kind == CQL_REL_TUPLE)
-			return err_set(ERR_UNSUPPORTED, "Multi-column relations are "
-							"not supported by Cassini yet");
+			return err_set(ERR_UNSUPPORTED,
+				       "Multi-column relations are "
+				       "not supported by Cassini yet");
 		int c = cql_table_column(p->t, r->columns[0]);
 		if (c < 0)
-			return err_set(ERR_INVALID, "Undefined column name %s in "
-						    "table %s.%s",
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in "
+				       "table %s.%s",
 				       r->columns[0], m->keyspace, m->name);
 		const struct storage_column *col = &m->columns[c];
 		if (col->kind == STORAGE_COLUMN_PARTITION_KEY) {
-			if (restrict_partition(p, r, c, &kr[col->position], binds,
-					       nbinds) != 0)
+			if (restrict_partition(p, r, c, &kr[col->position],
+					       binds, nbinds) != 0)
 				return -1;
 			npk++;
 		} else if (col->kind == STORAGE_COLUMN_CLUSTERING) {
-			size_t slot = by_col[2 * c] ? 2 * (size_t)c + 1 : 2 * (size_t)c;
+			size_t slot = by_col[2 * c] ? 2 * (size_t)c + 1
+						    : 2 * (size_t)c;
 			if (by_col[2 * c + 1] ||
 			    (by_col[2 * c] && (by_col[2 * c]->op == CQL_OP_EQ ||
 					       r->op == CQL_OP_EQ)))
-				return err_set(ERR_INVALID,
-					       "More than one restriction was found "
-					       "for %s",
-					       col->name);
+				return err_set(
+					ERR_INVALID,
+					"More than one restriction was found "
+					"for %s",
+					col->name);
 			by_col[slot] = r;
 		} else {
 			if (!q->allow_filtering)
-				return err_set(ERR_INVALID,
-					       "Cannot execute this query as it might "
-					       "involve data filtering and thus may "
-					       "have unpredictable performance. If "
-					       "you want to execute this query "
-					       "despite the performance "
-					       "unpredictability, use ALLOW "
-					       "FILTERING");
+				return err_set(
+					ERR_INVALID,
+					"Cannot execute this query as it might "
+					"involve data filtering and thus may "
+					"have unpredictable performance. If "
+					"you want to execute this query "
+					"despite the performance "
+					"unpredictability, use ALLOW "
+					"FILTERING");
 			if (r->op != CQL_OP_EQ ||
 			    (storage_type_is_collection(col->type.kind) &&
 			     !col->type.frozen))
-				return err_set(ERR_UNSUPPORTED,
-					       "Only = filtering on simple columns "
-					       "is supported by Cassini yet");
+				return err_set(
+					ERR_UNSUPPORTED,
+					"Only = filtering on simple columns "
+					"is supported by Cassini yet");
 			struct filter *f = &p->filters[p->nfilters++];
 			bool null;
 			f->column = c;
-			if (value_of(p, r->value, &col->type, col->name, binds, nbinds,
-				     &f->value, &null) != 0)
+			if (value_of(p, r->value, &col->type, col->name, binds,
+				     nbinds, &f->value, &null) != 0)
 				return -1;
 			if (null)
-				return err_set(ERR_INVALID, "Unsupported null value "
-							    "for column %s",
+				return err_set(ERR_INVALID,
+					       "Unsupported null value "
+					       "for column %s",
 					       col->name);
 		}
 	}
 	if (npk && p->scan)
-		return err_set(ERR_INVALID, "Partition key restrictions and token() "
-					    "restrictions cannot be mixed");
+		return err_set(ERR_INVALID,
+			       "Partition key restrictions and token() "
+			       "restrictions cannot be mixed");
 	for (size_t i = 0; npk && i < m->pk_count; i++)
 		if (!kr[i].vals)
-			return err_set(ERR_INVALID,
-				       "Cannot execute this query as it might "
-				       "involve data filtering and thus may have "
-				       "unpredictable performance. If you want to "
-				       "execute this query despite the performance "
-				       "unpredictability, use ALLOW FILTERING");
+			return err_set(
+				ERR_INVALID,
+				"Cannot execute this query as it might "
+				"involve data filtering and thus may have "
+				"unpredictable performance. If you want to "
+				"execute this query despite the performance "
+				"unpredictability, use ALLOW FILTERING");
 	if (npk) {
 		if (build_keys(p, kr) != 0)
 			return -1;
@@ -429,16 +460,17 @@ static int plan_where(struct cql_select_plan *p, const struct cql_select *q,
 	if (restrict_clustering(p, by_col, binds, nbinds) != 0)
 		return -1;
 	if (p->scan && p->clustering_restricted && !q->allow_filtering)
-		return err_set(ERR_INVALID,
-			       "Cannot execute this query as it might involve data "
-			       "filtering and thus may have unpredictable "
-			       "performance. If you want to execute this query "
-			       "despite the performance unpredictability, use "
-			       "ALLOW FILTERING");
+		return err_set(
+			ERR_INVALID,
+			"Cannot execute this query as it might involve data "
+			"filtering and thus may have unpredictable "
+			"performance. If you want to execute this query "
+			"despite the performance unpredictability, use "
+			"ALLOW FILTERING");
 	return 0;
 }
 
-/* ---- selectors ---------------------------------------------------------------------- */
+/* ---- selectors ----------------------------------------------------------- */
 
 /* Names are copied: the statement's text dies with its request, while the
  * plan lives until the rows are encoded, after the reads. */
@@ -472,17 +504,20 @@ static int plan_star(struct cql_select_plan *p)
 		    cql_table_column_dropped(p->t, c))
 			continue;
 		size_t at = p->nouts++;
-		while (at > first && strcmp(p->outs[at - 1].name, m->columns[c].name) > 0) {
+		while (at > first &&
+		       strcmp(p->outs[at - 1].name, m->columns[c].name) > 0) {
 			p->outs[at] = p->outs[at - 1];
 			at--;
 		}
-		p->outs[at] = (struct out_col){OUT_COLUMN, (int)c, m->columns[c].name,
-					       m->columns[c].type};
+		p->outs[at] =
+			(struct out_col){OUT_COLUMN, (int)c, m->columns[c].name,
+					 m->columns[c].type};
 	}
 	return 0;
 }
 
-static int plan_selector(struct cql_select_plan *p, const struct cql_selector *s)
+static int plan_selector(struct cql_select_plan *p,
+			 const struct cql_selector *s)
 {
 	const struct storage_table_meta *m = p->m;
 	struct storage_type bigint = {.kind = STORAGE_TYPE_BIGINT};
@@ -491,43 +526,51 @@ static int plan_selector(struct cql_select_plan *p, const struct cql_selector *s
 	    (s->kind == CQL_SEL_FUNCTION && strcmp(s->name, "count") == 0 &&
 	     s->arg_count == 1 && s->args[0].kind == CQL_SEL_TERM)) {
 		p->count = true;
-		return add_out(p, OUT_COUNT, -1, s->alias ? s->alias : "count", bigint);
+		return add_out(p, OUT_COUNT, -1, s->alias ? s->alias : "count",
+			       bigint);
 	}
 	if (s->kind == CQL_SEL_COLUMN) {
 		int c = cql_table_column(p->t, s->name);
 		if (c < 0)
-			return err_set(ERR_INVALID, "Undefined column name %s in "
-						    "selection clause",
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in "
+				       "selection clause",
 				       s->name);
 		return add_out(p, OUT_COLUMN, c, s->alias ? s->alias : s->name,
 			       m->columns[c].type);
 	}
 	if (s->kind != CQL_SEL_FUNCTION)
-		return err_set(ERR_UNSUPPORTED, "Constants in selections are not "
-						"supported by Cassini yet");
+		return err_set(ERR_UNSUPPORTED,
+			       "Constants in selections are not "
+			       "supported by Cassini yet");
 	if (strcmp(s->name, "token") == 0) {
 		bool ok = s->arg_count == m->pk_count;
 		for (size_t i = 0; ok && i < m->pk_count; i++)
 			ok = s->args[i].kind == CQL_SEL_COLUMN &&
-			     strcmp(s->args[i].name, m->columns[m->pk[i]].name) == 0;
+			     strcmp(s->args[i].name,
+				    m->columns[m->pk[i]].name) == 0;
 		if (!ok)
-			return err_set(ERR_INVALID, "The token function arguments "
-						    "must be the partition key "
-						    "columns, in order");
+			return err_set(ERR_INVALID,
+				       "The token function arguments "
+				       "must be the partition key "
+				       "columns, in order");
 		char *name = arena_alloc(p->a, 256);
 		if (!name)
 			return -1;
 		int n = snprintf(name, 256, "system.token(");
 		for (size_t i = 0; i < m->pk_count && n < 240; i++)
-			n += snprintf(name + n, 256 - (size_t)n, "%s%s", i ? ", " : "",
-				      m->columns[m->pk[i]].name);
+			n += snprintf(name + n, 256 - (size_t)n, "%s%s",
+				      i ? ", " : "", m->columns[m->pk[i]].name);
 		snprintf(name + n, 256 - (size_t)n, ")");
-		return add_out(p, OUT_TOKEN, -1, s->alias ? s->alias : name, bigint);
+		return add_out(p, OUT_TOKEN, -1, s->alias ? s->alias : name,
+			       bigint);
 	}
-	bool wt = strcmp(s->name, "writetime") == 0, ttl = strcmp(s->name, "ttl") == 0;
+	bool wt = strcmp(s->name, "writetime") == 0,
+	     ttl = strcmp(s->name, "ttl") == 0;
 	if (!wt && !ttl)
-		return err_set(ERR_UNSUPPORTED, "Function %s in selections is not "
-						"supported by Cassini yet",
+		return err_set(ERR_UNSUPPORTED,
+			       "Function %s in selections is not "
+			       "supported by Cassini yet",
 			       s->name);
 	if (s->arg_count != 1 || s->args[0].kind != CQL_SEL_COLUMN)
 		return err_set(ERR_INVALID, "%s takes one column", s->name);
@@ -539,12 +582,14 @@ static int plan_selector(struct cql_select_plan *p, const struct cql_selector *s
 	const char *fname = wt ? "writeTime" : "ttl";
 	if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
 	    col->kind == STORAGE_COLUMN_CLUSTERING)
-		return err_set(ERR_INVALID, "Cannot use selection function %s on "
-					    "PRIMARY KEY part %s",
+		return err_set(ERR_INVALID,
+			       "Cannot use selection function %s on "
+			       "PRIMARY KEY part %s",
 			       fname, col->name);
 	if (storage_type_is_collection(col->type.kind) && !col->type.frozen)
-		return err_set(ERR_INVALID, "Cannot use selection function %s on "
-					    "non-frozen collection %s",
+		return err_set(ERR_INVALID,
+			       "Cannot use selection function %s on "
+			       "non-frozen collection %s",
 			       fname, col->name);
 	char *name = arena_alloc(p->a, 160);
 	if (!name)
@@ -560,26 +605,30 @@ static int plan_order(struct cql_select_plan *p, const struct cql_select *q)
 	if (!q->order_count)
 		return 0;
 	if (p->scan)
-		return err_set(ERR_INVALID, "ORDER BY is only supported when the "
-					    "partition key is restricted by an EQ "
-					    "or an IN.");
-	if (p->key_count > 1)
 		return err_set(ERR_INVALID,
-			       "Cannot page queries with both ORDER BY and a IN "
-			       "restriction on the partition key; you must either "
-			       "remove the ORDER BY or the IN and sort client side, "
-			       "or disable paging for this query");
+			       "ORDER BY is only supported when the "
+			       "partition key is restricted by an EQ "
+			       "or an IN.");
+	if (p->key_count > 1)
+		return err_set(
+			ERR_INVALID,
+			"Cannot page queries with both ORDER BY and a IN "
+			"restriction on the partition key; you must either "
+			"remove the ORDER BY or the IN and sort client side, "
+			"or disable paging for this query");
 	int reverse = -1;
 	for (size_t i = 0; i < q->order_count; i++) {
 		if (i >= m->ck_count ||
 		    strcmp(q->order[i].column, m->columns[m->ck[i]].name) != 0)
-			return err_set(ERR_INVALID, "Order by currently only supports "
-						    "the ordering of columns following "
-						    "their declared order in the "
-						    "PRIMARY KEY");
+			return err_set(ERR_INVALID,
+				       "Order by currently only supports "
+				       "the ordering of columns following "
+				       "their declared order in the "
+				       "PRIMARY KEY");
 		int r = q->order[i].descending != m->columns[m->ck[i]].desc;
 		if (reverse >= 0 && r != reverse)
-			return err_set(ERR_INVALID, "Unsupported order by relation");
+			return err_set(ERR_INVALID,
+				       "Unsupported order by relation");
 		reverse = r;
 	}
 	p->cmd.reverse = reverse == 1;
@@ -601,7 +650,8 @@ static int limit_of(const struct cql_term *t, const struct cql_value *binds,
 		return err_set(ERR_INVALID, "Invalid %s value", what);
 	}
 	if (v <= 0)
-		return err_set(ERR_INVALID, "%s must be strictly positive", what);
+		return err_set(ERR_INVALID, "%s must be strictly positive",
+			       what);
 	*out = (size_t)v;
 	return 0;
 }
@@ -652,9 +702,10 @@ struct cql_select_plan *cql_select_plan_new(struct arena *a,
 			uint8_t kind = c >= 0 ? m->columns[c].kind : 0xff;
 			if (kind != STORAGE_COLUMN_PARTITION_KEY &&
 			    kind != STORAGE_COLUMN_STATIC) {
-				err_set(ERR_INVALID, "SELECT DISTINCT queries must only "
-						     "request partition key columns "
-						     "and/or static columns (not %s)",
+				err_set(ERR_INVALID,
+					"SELECT DISTINCT queries must only "
+					"request partition key columns "
+					"and/or static columns (not %s)",
 					p->outs[i].name);
 				goto fail;
 			}
@@ -673,10 +724,11 @@ struct cql_select_plan *cql_select_plan_new(struct arena *a,
 	p->cmd.with_static = true;
 	/* Filters need every row; otherwise the engine can stop early. */
 	if (!p->nfilters && !p->count && !p->distinct && p->key_count == 1)
-		p->cmd.limit = (uint32_t)(ppl && ppl < p->user_limit ? ppl
-				 : p->user_limit < CQL_SELECT_MAX_ROWS + 1
-					 ? p->user_limit
-					 : CQL_SELECT_MAX_ROWS + 1);
+		p->cmd.limit =
+			(uint32_t)(ppl && ppl < p->user_limit ? ppl
+				   : p->user_limit < CQL_SELECT_MAX_ROWS + 1
+					   ? p->user_limit
+					   : CQL_SELECT_MAX_ROWS + 1);
 	else if (!p->nfilters && !p->count && ppl)
 		p->cmd.limit = (uint32_t)ppl;
 	if (p->distinct)
@@ -728,7 +780,8 @@ size_t cql_select_plan_first_key(const struct cql_select_plan *p)
 	return p->pos.set ? p->pos.key_index : 0;
 }
 
-const struct storage_read_cmd *cql_select_plan_cmd(const struct cql_select_plan *p)
+const struct storage_read_cmd *
+cql_select_plan_cmd(const struct cql_select_plan *p)
 {
 	return &p->cmd;
 }
@@ -747,7 +800,7 @@ size_t cql_select_plan_row_budget(const struct cql_select_plan *p)
 	return (left < p->page ? left : p->page) + 1;
 }
 
-/* ---- paging ------------------------------------------------------------------------ */
+/* ---- paging -------------------------------------------------------------- */
 
 static int clustering_cmp(const struct cql_select_plan *p,
 			  const struct slice *a, size_t na,
@@ -844,9 +897,9 @@ static int page_decode(struct cql_select_plan *p, const struct slice *state)
 			goto bad;
 	}
 	if (cursor_left(&c) || pos->emitted >= p->user_limit ||
-	    (!p->scan && (pos->key_index >= p->key_count ||
-			  !slice_eq(cql_select_plan_key(p, pos->key_index),
-				    pos->key))))
+	    (!p->scan &&
+	     (pos->key_index >= p->key_count ||
+	      !slice_eq(cql_select_plan_key(p, pos->key_index), pos->key))))
 		goto bad;
 	pos->token = (int64_t)token;
 	pos->whole = flags & PAGE_WHOLE;
@@ -877,9 +930,11 @@ static int encode_position(const struct cql_select_plan *p,
 	size_t nck = whole || !row ? 0 : row->clustering_count;
 	int rc = buf_put_u8(out, PAGE_STATE_MAGIC) ||
 		 buf_put_u8(out, whole || !row ? PAGE_WHOLE : 0) ||
-		 buf_put_be32(out, (uint32_t)(cql_select_plan_first_key(p) + k)) ||
+		 buf_put_be32(out,
+			      (uint32_t)(cql_select_plan_first_key(p) + k)) ||
 		 buf_put_be64(out, (uint64_t)r->token) ||
-		 buf_put_be64(out, emitted) || buf_put_be64(out, in_partition) ||
+		 buf_put_be64(out, emitted) ||
+		 buf_put_be64(out, in_partition) ||
 		 buf_put_be16(out, (uint16_t)r->key.len) ||
 		 buf_append(out, r->key.ptr, r->key.len) ||
 		 buf_put_u8(out, (uint8_t)nck);
@@ -890,11 +945,11 @@ static int encode_position(const struct cql_select_plan *p,
 	return rc ? -1 : 0;
 }
 
-/* ---- encoding ------------------------------------------------------------------------ */
+/* ---- encoding ------------------------------------------------------------ */
 
 /* Partition key component i of a serialized key. */
-static struct slice key_part(const struct storage_table_meta *m, struct slice key,
-			     size_t i)
+static struct slice key_part(const struct storage_table_meta *m,
+			     struct slice key, size_t i)
 {
 	if (m->pk_count == 1)
 		return key;
@@ -911,8 +966,8 @@ static struct slice key_part(const struct storage_table_meta *m, struct slice ke
 	}
 }
 
-static const struct storage_cell_view *find_cell(const struct storage_row_view *row,
-						 int column)
+static const struct storage_cell_view *
+find_cell(const struct storage_row_view *row, int column)
 {
 	for (size_t i = 0; row && i < row->cell_count; i++)
 		if (row->cells[i].column == column)
@@ -935,7 +990,8 @@ static int write_collection(struct buf *out, const struct storage_row_view *row,
 		const struct storage_cell_view *c = &row->cells[i];
 		if (c->column != column)
 			continue;
-		struct slice first = kind == STORAGE_TYPE_LIST ? c->value : c->path;
+		struct slice first =
+			kind == STORAGE_TYPE_LIST ? c->value : c->path;
 		if (buf_put_be32(out, (uint32_t)first.len) ||
 		    buf_append(out, first.ptr, first.len))
 			return -1;
@@ -954,7 +1010,8 @@ static bool passes_filters(const struct cql_select_plan *p,
 {
 	for (size_t i = 0; i < p->nfilters; i++) {
 		const struct filter *f = &p->filters[i];
-		bool is_static = p->m->columns[f->column].kind == STORAGE_COLUMN_STATIC;
+		bool is_static =
+			p->m->columns[f->column].kind == STORAGE_COLUMN_STATIC;
 		const struct storage_cell_view *c =
 			find_cell(is_static ? stat : row, f->column);
 		if (!c || !slice_eq(c->value, f->value))
@@ -988,15 +1045,19 @@ static int write_row(const struct cql_select_plan *p, struct buf *out,
 			if (!row || col->position >= row->clustering_count)
 				rc = cql_write_bytes(out, NULL, -1);
 			else
-				rc = cql_write_bytes(out, row->clustering[col->position].ptr,
-						     (int32_t)row->clustering[col->position].len);
+				rc = cql_write_bytes(
+					out, row->clustering[col->position].ptr,
+					(int32_t)row->clustering[col->position]
+						.len);
 			continue;
 		}
 		const struct storage_row_view *src =
 			col->kind == STORAGE_COLUMN_STATIC ? stat : row;
-		if (o->kind == OUT_COLUMN && storage_type_is_collection(col->type.kind) &&
+		if (o->kind == OUT_COLUMN &&
+		    storage_type_is_collection(col->type.kind) &&
 		    !col->type.frozen) {
-			rc = write_collection(out, src, o->column, col->type.kind);
+			rc = write_collection(out, src, o->column,
+					      col->type.kind);
 			continue;
 		}
 		const struct storage_cell_view *c = find_cell(src, o->column);
@@ -1015,7 +1076,8 @@ static int write_row(const struct cql_select_plan *p, struct buf *out,
 				rc = cql_write_bytes(out, b, 4);
 			}
 		} else {
-			rc = cql_write_bytes(out, c->value.ptr, (int32_t)c->value.len);
+			rc = cql_write_bytes(out, c->value.ptr,
+					     (int32_t)c->value.len);
 		}
 	}
 	return rc;
@@ -1031,11 +1093,12 @@ int cql_select_encode(const struct cql_select_plan *p,
 	if (!specs)
 		return err_set(ERR_NOMEM, "out of memory encoding rows");
 	for (size_t i = 0; i < p->nouts; i++) {
-		specs[i] = (struct cql_column_spec){p->m->keyspace, p->m->name,
-						    p->outs[i].name,
-						    cql_type_option_of(p->a, &p->outs[i].type)};
+		specs[i] = (struct cql_column_spec){
+			p->m->keyspace, p->m->name, p->outs[i].name,
+			cql_type_option_of(p->a, &p->outs[i].type)};
 		if (!specs[i].type)
-			return err_set(ERR_NOMEM, "out of memory encoding rows");
+			return err_set(ERR_NOMEM,
+				       "out of memory encoding rows");
 	}
 	struct buf rowsb, state;
 	buf_init(&rowsb);
@@ -1063,12 +1126,13 @@ int cql_select_encode(const struct cql_select_plan *p,
 		size_t nrows = r->row_count;
 		/* A partition with only static data still shows as one row,
 		 * unless the clustering was restricted. */
-		bool static_only = nrows == 0 && static_live && !p->clustering_restricted;
+		bool static_only =
+			nrows == 0 && static_live && !p->clustering_restricted;
 		if (p->distinct && (nrows || static_live))
 			nrows = 1;
 		bool whole = static_only || p->distinct;
-		for (size_t i = 0; rc == 0 && (i < nrows || (static_only && i == 0));
-		     i++) {
+		for (size_t i = 0;
+		     rc == 0 && (i < nrows || (static_only && i == 0)); i++) {
 			const struct storage_row_view *row =
 				whole ? (r->row_count ? &r->rows[0] : NULL)
 				      : &r->rows[i];
@@ -1099,8 +1163,8 @@ int cql_select_encode(const struct cql_select_plan *p,
 				counted++;
 				continue;
 			}
-			rc = write_row(p, &rowsb, r, static_only ? NULL : row, stat,
-				       now_sec);
+			rc = write_row(p, &rowsb, r, static_only ? NULL : row,
+				       stat, now_sec);
 			page_rows++;
 			emitted++;
 		}

@@ -58,7 +58,8 @@ struct slice cql_select_plan_key(const struct cql_select_plan *p, size_t i);
 bool cql_select_plan_is_scan(const struct cql_select_plan *p);
 void cql_select_plan_range(const struct cql_select_plan *p, int64_t *start,
 			   int64_t *end);
-const struct storage_read_cmd *cql_select_plan_cmd(const struct cql_select_plan *p);
+const struct storage_read_cmd *
+cql_select_plan_cmd(const struct cql_select_plan *p);
 const uint8_t *cql_select_plan_table_id(const struct cql_select_plan *p);
 /* Stop reading once this many new rows are found (the page, the LIMIT
  * left, or the cap, plus one). Result `k` of a read (k-th partition read)

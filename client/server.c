@@ -45,18 +45,18 @@ struct cql_conn {
 	struct bufferevent *bev;
 	struct event *timer; /* handshake, then idle */
 	struct inet_addr peer;
-	uint8_t version;     /* fixed by STARTUP; 0 before */
+	uint8_t version; /* fixed by STARTUP; 0 before */
 	bool ready;
 	bool lz4;
-	bool closed;         /* socket gone; struct lives while refs > 0 */
-	bool closing;        /* flushing a last reply, then closing */
+	bool closed;  /* socket gone; struct lives while refs > 0 */
+	bool closing; /* flushing a last reply, then closing */
 	bool paused_requests;
 	bool paused_output;
 	unsigned events;
 	int inflight;
 	uint64_t inflight_bytes; /* this connection's share of the server's */
-	int refs;            /* 1 for the socket, 1 per request, 1 while read
-				callbacks run */
+	int refs; /* 1 for the socket, 1 per request, 1 while read
+		     callbacks run */
 	char *keyspace;
 	struct cql_conn *prev, *next;
 };
@@ -83,7 +83,7 @@ struct cql_server {
 static void conn_update_reading(struct cql_conn *c);
 static void conn_read(struct bufferevent *bev, void *arg);
 
-/* ---- connection lifetime ------------------------------------------------------ */
+/* ---- connection lifetime ------------------------------------------------- */
 
 static void conn_unref(struct cql_conn *c)
 {
@@ -197,7 +197,8 @@ static void conn_on_write(struct bufferevent *bev, void *arg)
 		conn_close(c, "protocol error");
 		return;
 	}
-	if (c->paused_output && evbuffer_get_length(out) < OUTPUT_HIGH_WATER / 2) {
+	if (c->paused_output &&
+	    evbuffer_get_length(out) < OUTPUT_HIGH_WATER / 2) {
 		c->paused_output = false;
 		conn_update_reading(c);
 		/* Frames may be waiting already; run the read callback from the
@@ -241,7 +242,7 @@ static void conn_arm_timer(struct cql_conn *c)
 	evtimer_add(c->timer, &tv);
 }
 
-/* ---- messages ------------------------------------------------------------------------ */
+/* ---- messages ------------------------------------------------------------ */
 
 static int handle_startup(struct cql_conn *c, const struct cql_header *h,
 			  struct cursor *body)
@@ -274,10 +275,11 @@ static int handle_startup(struct cql_conn *c, const struct cql_header *h,
 					 "Invalid or unsupported CQL version "
 					 "'%.*s'; supported: %s",
 					 (int)(v.len > 32 ? 32 : v.len),
-					 (const char *)v.ptr, c->srv->cql_version);
+					 (const char *)v.ptr,
+					 c->srv->cql_version);
 		} else if (slice_eq(k, slice_from_cstr("COMPRESSION"))) {
-			if (v.len == 3 && strncasecmp((const char *)v.ptr, "lz4",
-						       3) == 0)
+			if (v.len == 3 &&
+			    strncasecmp((const char *)v.ptr, "lz4", 3) == 0)
 				lz4 = true;
 			else
 				snprintf(msg, sizeof(msg),
@@ -332,7 +334,8 @@ static int handle_register(struct cql_conn *c, const struct cql_header *h,
 				bit = kinds[k].bit;
 		if (!bit) {
 			char msg[96];
-			snprintf(msg, sizeof(msg), "Invalid value '%.*s' for Type",
+			snprintf(msg, sizeof(msg),
+				 "Invalid value '%.*s' for Type",
 				 (int)(types[i].len > 40 ? 40 : types[i].len),
 				 (const char *)types[i].ptr);
 			arena_destroy(&a);
@@ -470,8 +473,8 @@ static void dispatch(struct cql_conn *c, const struct cql_header *h,
 	}
 	const char *name = opcode_name(h->opcode);
 	if (!name) {
-		snprintf(msg, sizeof(msg), "Unknown or unexpected opcode 0x%02x",
-			 h->opcode);
+		snprintf(msg, sizeof(msg),
+			 "Unknown or unexpected opcode 0x%02x", h->opcode);
 		free(body);
 		conn_fail(c, h->version, h->stream, msg);
 		return;
@@ -499,7 +502,7 @@ static void dispatch(struct cql_conn *c, const struct cql_header *h,
 	handle_statement(c, h, body, len, (size_t)(cur.pos - body));
 }
 
-/* ---- reading ---------------------------------------------------------------------------- */
+/* ---- reading ------------------------------------------------------------- */
 
 static void conn_read_frames(struct cql_conn *c, struct evbuffer *in);
 
@@ -526,7 +529,8 @@ static void conn_read_frames(struct cql_conn *c, struct evbuffer *in)
 			struct buf b;
 			buf_init(&b);
 			c->srv->stats.protocol_errors++;
-			if (cql_encode_version_error(&b, h.stream, h.version) == 0)
+			if (cql_encode_version_error(&b, h.stream, h.version) ==
+			    0)
 				conn_write(c, b.data, b.len);
 			buf_free(&b);
 			if (!c->closed) {
@@ -541,10 +545,11 @@ static void conn_read_frames(struct cql_conn *c, struct evbuffer *in)
 				  "was sent to the server");
 			return;
 		case CQL_HEADER_TOO_LARGE:
-			snprintf(msg, sizeof(msg),
-				 "Request is too big: length %u exceeds maximum "
-				 "allowed length %u.",
-				 h.length, c->srv->cfg.max_frame_size);
+			snprintf(
+				msg, sizeof(msg),
+				"Request is too big: length %u exceeds maximum "
+				"allowed length %u.",
+				h.length, c->srv->cfg.max_frame_size);
 			conn_fail(c, h.version, h.stream, msg);
 			return;
 		}
@@ -574,7 +579,7 @@ static void conn_read_frames(struct cql_conn *c, struct evbuffer *in)
 	}
 }
 
-/* ---- requests ----------------------------------------------------------------------------- */
+/* ---- requests ------------------------------------------------------------ */
 
 void cql_request_reply(struct cql_request *req, const uint8_t *frame,
 		       size_t len)
@@ -611,7 +616,7 @@ void cql_request_set_keyspace(struct cql_request *req, const char *keyspace)
 	c->keyspace = copy;
 }
 
-/* ---- server ------------------------------------------------------------------------------------ */
+/* ---- server -------------------------------------------------------------- */
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 		      struct sockaddr *sa, int salen, void *arg)
@@ -700,10 +705,12 @@ struct cql_server *cql_server_new(struct event_base *base,
 	inet_addr_format(&config->address, text, sizeof(text));
 	s->listener = evconnlistener_new_bind(
 		base, on_accept, s,
-		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+			LEV_OPT_CLOSE_ON_EXEC,
 		128, (struct sockaddr *)&ss, (int)sl);
 	if (!s->listener) {
-		err_set_errno(errno, "cannot listen for CQL clients on %s", text);
+		err_set_errno(errno, "cannot listen for CQL clients on %s",
+			      text);
 		free(s);
 		return NULL;
 	}
@@ -733,7 +740,8 @@ struct inet_addr cql_server_address(const struct cql_server *s)
 void cql_server_broadcast(struct cql_server *s, const char *event_type,
 			  cql_event_builder build, void *arg)
 {
-	unsigned bit = strcmp(event_type, "TOPOLOGY_CHANGE") == 0 ? EVENT_TOPOLOGY
+	unsigned bit = strcmp(event_type, "TOPOLOGY_CHANGE") == 0
+			       ? EVENT_TOPOLOGY
 		       : strcmp(event_type, "STATUS_CHANGE") == 0 ? EVENT_STATUS
 		       : strcmp(event_type, "SCHEMA_CHANGE") == 0 ? EVENT_SCHEMA
 								  : 0;

@@ -35,8 +35,8 @@ struct cql_request;
 struct cql_request_info {
 	uint8_t version;
 	int16_t stream;
-	uint8_t opcode;          /* QUERY, PREPARE, EXECUTE or BATCH */
-	const char *keyspace;    /* the connection's USE keyspace, or NULL */
+	uint8_t opcode;       /* QUERY, PREPARE, EXECUTE or BATCH */
+	const char *keyspace; /* the connection's USE keyspace, or NULL */
 	struct inet_addr client;
 };
 
@@ -53,9 +53,9 @@ struct cql_executor {
 };
 
 struct cql_server_config {
-	struct inet_addr address;      /* rpc_address:native_transport_port */
-	uint32_t max_frame_size;       /* body bytes accepted */
-	int max_connections;           /* -1: unlimited */
+	struct inet_addr address;        /* rpc_address:native_transport_port */
+	uint32_t max_frame_size;         /* body bytes accepted */
+	int max_connections;             /* -1: unlimited */
 	int max_requests_per_connection; /* in flight before reading stops */
 	uint64_t max_inflight_bytes;   /* across connections, then Overloaded */
 	uint64_t handshake_timeout_ms; /* until STARTUP */
@@ -100,7 +100,7 @@ void cql_server_broadcast(struct cql_server *s, const char *event_type,
 
 /* Counters for tools and tests. */
 struct cql_server_stats {
-	uint64_t connections;        /* open now */
+	uint64_t connections; /* open now */
 	uint64_t connections_total;
 	uint64_t connections_refused; /* over max_connections */
 	uint64_t requests;

@@ -29,7 +29,7 @@ struct rows {
 	size_t count, cap;
 };
 
-/* ---- building rows ------------------------------------------------------------- */
+/* ---- building rows ------------------------------------------------------- */
 
 static struct cell *row_new(struct rows *r)
 {
@@ -158,7 +158,7 @@ static int put_tokens(struct rows *r, struct cell *row, const int64_t *tokens,
 				   NULL, n);
 }
 
-/* ---- generators ----------------------------------------------------------------- */
+/* ---- generators ---------------------------------------------------------- */
 
 static int gen_keyspaces(struct rows *r, const struct cql_schema *s)
 {
@@ -169,7 +169,8 @@ static int gen_keyspaces(struct rows *r, const struct cql_schema *s)
 		size_t n = 0;
 		keys[n] = "class";
 		values[n++] = k->replication_class ? k->replication_class : "";
-		for (size_t j = 0; j < k->replication_count && n < 64; j++, n++) {
+		for (size_t j = 0; j < k->replication_count && n < 64;
+		     j++, n++) {
 			keys[n] = k->replication_keys[j];
 			values[n] = k->replication_values[j];
 		}
@@ -196,12 +197,11 @@ static int put_table_options(struct rows *r, struct cell *row,
 	const char *comp_keys[] = {"class", "max_threshold", "min_threshold",
 				   "compaction_window_size",
 				   "compaction_window_unit"};
-	const char *comp_values[5] = {
-		tw ? "org.apache.cassandra.db.compaction."
-		     "TimeWindowCompactionStrategy"
-		   : "org.apache.cassandra.db.compaction."
-		     "SizeTieredCompactionStrategy",
-		max, min, window, "MINUTES"};
+	const char *comp_values[5] = {tw ? "org.apache.cassandra.db.compaction."
+					   "TimeWindowCompactionStrategy"
+					 : "org.apache.cassandra.db.compaction."
+					   "SizeTieredCompactionStrategy",
+				      max, min, window, "MINUTES"};
 	snprintf(window, sizeof(window), "%lld",
 		 (long long)(o->compaction_window_seconds / 60));
 	const char *cz_keys[] = {"chunk_length_in_kb", "class", "enabled"};
@@ -222,16 +222,17 @@ static int put_table_options(struct rows *r, struct cell *row,
 	       put_text(r, row, "comment", co->comment) ||
 	       put_text_collection(r, row, "compaction", comp_keys, comp_values,
 				   tw ? 5 : 3) ||
-	       put_text_collection(r, row, "compression", cz_keys, cz_values,
-				   o->compression == STORAGE_COMPRESSION_NONE
-					   ? 3
-					   : 2) ||
+	       put_text_collection(
+		       r, row, "compression", cz_keys, cz_values,
+		       o->compression == STORAGE_COMPRESSION_NONE ? 3 : 2) ||
 	       put_double(r, row, "crc_check_chance", co->crc_check_chance) ||
 	       put_double(r, row, "dclocal_read_repair_chance", 0.0) ||
-	       put_int(r, row, "default_time_to_live", o->default_time_to_live) ||
+	       put_int(r, row, "default_time_to_live",
+		       o->default_time_to_live) ||
 	       put_text_collection(r, row, "extensions", NULL, NULL, 0) ||
 	       put_text_collection(r, row, "flags", flags, NULL, 1) ||
-	       put_int(r, row, "gc_grace_seconds", (int32_t)o->gc_grace_seconds) ||
+	       put_int(r, row, "gc_grace_seconds",
+		       (int32_t)o->gc_grace_seconds) ||
 	       put(r, row, "id", m->id, 16) ||
 	       put_int(r, row, "max_index_interval", co->max_index_interval) ||
 	       put_int(r, row, "memtable_flush_period_in_ms",
@@ -254,7 +255,8 @@ static int gen_tables(struct rows *r, const struct cql_schema *s)
 			if (!row ||
 			    put_text(r, row, "keyspace_name",
 				     cql_keyspace_meta(k)->name) ||
-			    put_text(r, row, "table_name", cql_table_meta(t)->name) ||
+			    put_text(r, row, "table_name",
+				     cql_table_meta(t)->name) ||
 			    put_table_options(r, row, t))
 				return -1;
 		}
@@ -284,7 +286,7 @@ static int column_row(struct rows *r, const char *ks, const char *table,
 		   c->kind == STORAGE_COLUMN_CLUSTERING;
 	return put_text(r, row, "clustering_order",
 			c->kind != STORAGE_COLUMN_CLUSTERING ? "none"
-			: c->desc			     ? "desc"
+			: c->desc                            ? "desc"
 							     : "asc") ||
 	       put(r, row, "column_name_bytes", c->name, strlen(c->name)) ||
 	       put_int(r, row, "position", key ? c->position : -1);
@@ -297,14 +299,17 @@ static int gen_columns(struct rows *r, const struct cql_schema *s, bool dropped)
 		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
 			const struct cql_table *t = cql_keyspace_table_at(k, j);
 			const struct storage_table_meta *m = cql_table_meta(t);
-			/* Rows sorted by column name, as the clustering says. */
+			/* Rows sorted by column name, as the clustering says.
+			 */
 			size_t order[512], n = 0;
-			for (size_t c = 0; c < m->column_count && n < 512; c++) {
+			for (size_t c = 0; c < m->column_count && n < 512;
+			     c++) {
 				if (cql_table_column_dropped(t, c) != dropped)
 					continue;
 				size_t p = n++;
-				while (p > 0 && strcmp(m->columns[order[p - 1]].name,
-						       m->columns[c].name) > 0) {
+				while (p > 0 &&
+				       strcmp(m->columns[order[p - 1]].name,
+					      m->columns[c].name) > 0) {
 					order[p] = order[p - 1];
 					p--;
 				}
@@ -312,7 +317,8 @@ static int gen_columns(struct rows *r, const struct cql_schema *s, bool dropped)
 			}
 			for (size_t c = 0; c < n; c++)
 				if (column_row(r, m->keyspace, m->name,
-					       &m->columns[order[c]], dropped) != 0)
+					       &m->columns[order[c]],
+					       dropped) != 0)
 					return -1;
 		}
 	}
@@ -326,25 +332,37 @@ static int gen_local(struct rows *r, const struct cql_schema *s,
 	cql_schema_version(s, version);
 	struct cell *row = row_new(r);
 	return !row || put_text(r, row, "key", "local") ||
-	       put_text(r, row, "bootstrapped", "COMPLETED") ||
-	       put_inet(r, row, "broadcast_address", &n->listen_address) ||
-	       put_int(r, row, "broadcast_port", n->listen_address.port) ||
-	       put_text(r, row, "cluster_name", n->cluster_name) ||
-	       put_text(r, row, "cql_version", CASSINI_CQL_VERSION) ||
-	       put_text(r, row, "data_center", n->dc) ||
-	       put_int(r, row, "gossip_generation", n->gossip_generation) ||
-	       put(r, row, "host_id", n->host_id, 16) ||
-	       put_inet(r, row, "listen_address", &n->listen_address) ||
-	       put_int(r, row, "listen_port", n->listen_address.port) ||
-	       put_text(r, row, "native_protocol_version", "4") ||
-	       put_text(r, row, "partitioner",
-			"org.apache.cassandra.dht.Murmur3Partitioner") ||
-	       put_text(r, row, "rack", n->rack) ||
-	       put_text(r, row, "release_version", CASSINI_RELEASE_VERSION) ||
-	       put_inet(r, row, "rpc_address", &n->rpc_address) ||
-	       put_int(r, row, "rpc_port", n->rpc_address.port) ||
-	       put(r, row, "schema_version", version, 16) ||
-	       put_tokens(r, row, n->tokens, n->token_count)
+			       put_text(r, row, "bootstrapped", "COMPLETED") ||
+			       put_inet(r, row, "broadcast_address",
+					&n->listen_address) ||
+			       put_int(r, row, "broadcast_port",
+				       n->listen_address.port) ||
+			       put_text(r, row, "cluster_name",
+					n->cluster_name) ||
+			       put_text(r, row, "cql_version",
+					CASSINI_CQL_VERSION) ||
+			       put_text(r, row, "data_center", n->dc) ||
+			       put_int(r, row, "gossip_generation",
+				       n->gossip_generation) ||
+			       put(r, row, "host_id", n->host_id, 16) ||
+			       put_inet(r, row, "listen_address",
+					&n->listen_address) ||
+			       put_int(r, row, "listen_port",
+				       n->listen_address.port) ||
+			       put_text(r, row, "native_protocol_version",
+					"4") ||
+			       put_text(r, row, "partitioner",
+					"org.apache.cassandra.dht."
+					"Murmur3Partitioner") ||
+			       put_text(r, row, "rack", n->rack) ||
+			       put_text(r, row, "release_version",
+					CASSINI_RELEASE_VERSION) ||
+			       put_inet(r, row, "rpc_address",
+					&n->rpc_address) ||
+			       put_int(r, row, "rpc_port",
+				       n->rpc_address.port) ||
+			       put(r, row, "schema_version", version, 16) ||
+			       put_tokens(r, row, n->tokens, n->token_count)
 		       ? -1
 		       : 0;
 }
@@ -359,8 +377,9 @@ static int gen_peers(struct rows *r, const struct cql_node_info *n, bool v2)
 			 put(r, row, "host_id", p->host_id, 16) ||
 			 put_text(r, row, "rack", p->rack) ||
 			 put_text(r, row, "release_version",
-				  p->release_version ? p->release_version
-						     : CASSINI_RELEASE_VERSION) ||
+				  p->release_version
+					  ? p->release_version
+					  : CASSINI_RELEASE_VERSION) ||
 			 put(r, row, "schema_version", p->schema_version, 16) ||
 			 put_tokens(r, row, p->tokens, p->token_count);
 		if (!rc && v2)
@@ -370,7 +389,8 @@ static int gen_peers(struct rows *r, const struct cql_node_info *n, bool v2)
 			     put_int(r, row, "native_port",
 				     p->native_address.port);
 		else if (!rc)
-			rc = put_inet(r, row, "rpc_address", &p->native_address);
+			rc = put_inet(r, row, "rpc_address",
+				      &p->native_address);
 		if (rc)
 			return -1;
 	}
@@ -401,7 +421,7 @@ static int generate(struct rows *r, const struct cql_schema *s,
 	return 0;
 }
 
-/* ---- SELECT --------------------------------------------------------------------- */
+/* ---- SELECT -------------------------------------------------------------- */
 
 bool cql_system_keyspace_is_virtual(const char *ks)
 {
@@ -428,8 +448,9 @@ static int relation_value(struct arena *a, const struct cql_term *t,
 {
 	if (t->kind == CQL_TERM_BIND) {
 		if ((size_t)t->bind_index >= nbinds)
-			return err_set(ERR_INVALID, "There were %zu markers(?) in "
-						    "CQL but %zu bound variables",
+			return err_set(ERR_INVALID,
+				       "There were %zu markers(?) in "
+				       "CQL but %zu bound variables",
 				       (size_t)t->bind_index + 1, nbinds);
 		const struct cql_value *v = &binds[t->bind_index];
 		*out = (struct cell){v->ptr, v->len < 0 ? -1 : v->len};
@@ -447,7 +468,8 @@ static int relation_value(struct arena *a, const struct cql_term *t,
 		return -1;
 	}
 	out->len = rc == 1 ? -1 : (int32_t)b.len;
-	out->ptr = arena_memdup(a, b.data ? b.data : (const uint8_t *)"", b.len);
+	out->ptr =
+		arena_memdup(a, b.data ? b.data : (const uint8_t *)"", b.len);
 	buf_free(&b);
 	return out->ptr || out->len <= 0 ? 0 : -1;
 }
@@ -473,21 +495,24 @@ static int apply_where(struct rows *r, const struct cql_select *q,
 				       "on system tables");
 		int c = cql_table_column(r->table, rel->columns[0]);
 		if (c < 0)
-			return err_set(ERR_INVALID,
-				       "Undefined column name %s in table %s.%s",
-				       rel->columns[0], m->keyspace, m->name);
-		const struct cql_term *const *vals = (const struct cql_term *const *)&rel->value;
+			return err_set(
+				ERR_INVALID,
+				"Undefined column name %s in table %s.%s",
+				rel->columns[0], m->keyspace, m->name);
+		const struct cql_term *const *vals =
+			(const struct cql_term *const *)&rel->value;
 		size_t nvals = 1;
 		if (rel->op == CQL_OP_IN) {
 			if (rel->value->kind != CQL_TERM_TUPLE)
 				return err_set(ERR_INVALID,
 					       "IN with a bound list is not "
 					       "supported on system tables");
-			vals = (const struct cql_term *const *)rel->value->items;
+			vals = (const struct cql_term *const *)
+				       rel->value->items;
 			nvals = rel->value->count;
 		}
-		struct cell *want = arena_alloc(r->a, (nvals ? nvals : 1) *
-							      sizeof(*want));
+		struct cell *want =
+			arena_alloc(r->a, (nvals ? nvals : 1) * sizeof(*want));
 		if (!want)
 			return -1;
 		for (size_t v = 0; v < nvals; v++)
@@ -512,15 +537,17 @@ static size_t star_columns(struct arena *a, const struct cql_table *t,
 			   struct sel_col **out)
 {
 	const struct storage_table_meta *m = cql_table_meta(t);
-	struct sel_col *cols = arena_alloc(a, (m->column_count + 1) *
-						      sizeof(*cols));
+	struct sel_col *cols =
+		arena_alloc(a, (m->column_count + 1) * sizeof(*cols));
 	size_t n = 0;
 	if (!cols)
 		return 0;
 	for (size_t i = 0; i < m->pk_count; i++)
-		cols[n++] = (struct sel_col){m->pk[i], m->columns[m->pk[i]].name};
+		cols[n++] =
+			(struct sel_col){m->pk[i], m->columns[m->pk[i]].name};
 	for (size_t i = 0; i < m->ck_count; i++)
-		cols[n++] = (struct sel_col){m->ck[i], m->columns[m->ck[i]].name};
+		cols[n++] =
+			(struct sel_col){m->ck[i], m->columns[m->ck[i]].name};
 	size_t first = n;
 	for (size_t c = 0; c < m->column_count; c++) {
 		uint8_t kind = m->columns[c].kind;
@@ -529,7 +556,8 @@ static size_t star_columns(struct arena *a, const struct cql_table *t,
 		    cql_table_column_dropped(t, c))
 			continue;
 		size_t p = n++;
-		while (p > first && strcmp(cols[p - 1].name, m->columns[c].name) > 0) {
+		while (p > first &&
+		       strcmp(cols[p - 1].name, m->columns[c].name) > 0) {
 			cols[p] = cols[p - 1];
 			p--;
 		}
@@ -539,19 +567,21 @@ static size_t star_columns(struct arena *a, const struct cql_table *t,
 	return n;
 }
 
-static int encode_rows(struct buf *out, struct rows *r, const struct sel_col *cols,
-		       size_t ncols, size_t limit, uint8_t version, int16_t stream)
+static int encode_rows(struct buf *out, struct rows *r,
+		       const struct sel_col *cols, size_t ncols, size_t limit,
+		       uint8_t version, int16_t stream)
 {
 	const struct storage_table_meta *m = cql_table_meta(r->table);
-	struct cql_column_spec *specs = arena_alloc(r->a, (ncols ? ncols : 1) *
-								sizeof(*specs));
+	struct cql_column_spec *specs =
+		arena_alloc(r->a, (ncols ? ncols : 1) * sizeof(*specs));
 	if (!specs)
 		return -1;
 	for (size_t i = 0; i < ncols; i++) {
 		specs[i].keyspace = m->keyspace;
 		specs[i].table = m->name;
 		specs[i].name = cols[i].name;
-		if (!(specs[i].type = cql_type_option_of(r->a, &m->columns[cols[i].column].type)))
+		if (!(specs[i].type = cql_type_option_of(
+			      r->a, &m->columns[cols[i].column].type)))
 			return -1;
 	}
 	size_t n = r->count < limit ? r->count : limit;
@@ -608,16 +638,17 @@ int cql_system_select(const struct cql_schema *schema,
 	const char *ks = q->table.keyspace ? q->table.keyspace : keyspace;
 	if (ks && strcmp(ks, "system_virtual_schema") == 0)
 		return virtual_schema_select(q, version, stream, out);
-	const struct cql_table *t = ks ? cql_schema_table(schema, ks, q->table.name)
-				       : NULL;
+	const struct cql_table *t =
+		ks ? cql_schema_table(schema, ks, q->table.name) : NULL;
 	if (!t) {
-		snprintf(msg, sizeof(msg), "unconfigured table %s", q->table.name);
+		snprintf(msg, sizeof(msg), "unconfigured table %s",
+			 q->table.name);
 		return select_error(out, version, stream, CQL_ERR_INVALID, msg);
 	}
 	struct arena a;
 	arena_create(&a, 0);
-	struct rows r = {.a = &a, .table = t,
-			 .ncols = cql_table_meta(t)->column_count};
+	struct rows r = {
+		.a = &a, .table = t, .ncols = cql_table_meta(t)->column_count};
 	struct sel_col *cols = NULL;
 	size_t ncols = 0;
 	size_t limit = SIZE_MAX;
@@ -640,10 +671,11 @@ int cql_system_select(const struct cql_schema *schema,
 			}
 			int c = cql_table_column(t, s->name);
 			if (c < 0) {
-				rc = err_set(ERR_INVALID,
-					     "Undefined column name %s in table "
-					     "%s.%s",
-					     s->name, ks, q->table.name);
+				rc = err_set(
+					ERR_INVALID,
+					"Undefined column name %s in table "
+					"%s.%s",
+					s->name, ks, q->table.name);
 				break;
 			}
 			cols[ncols++] = (struct sel_col){c, s->alias ? s->alias
@@ -658,7 +690,8 @@ int cql_system_select(const struct cql_schema *schema,
 			 binds[q->limit->bind_index].len == 4)
 			limit = be32_load(binds[q->limit->bind_index].ptr);
 		if (limit == 0)
-			rc = err_set(ERR_INVALID, "LIMIT must be strictly positive");
+			rc = err_set(ERR_INVALID,
+				     "LIMIT must be strictly positive");
 	}
 	if (rc == 0)
 		rc = encode_rows(out, &r, cols, ncols, limit, version, stream);

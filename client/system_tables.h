@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define CASSINI_RELEASE_VERSION "4.0.11"
-#define CASSINI_CQL_VERSION "3.4.5"
+#define CASSINI_CQL_VERSION     "3.4.5"
 
 struct cql_peer_info {
 	struct inet_addr address;        /* listen address and storage port */

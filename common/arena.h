@@ -18,8 +18,8 @@ struct arena {
 	char *pos;                /* next free byte in head */
 	char *end;                /* end of head */
 	size_t block_size;
-	size_t allocated;         /* bytes obtained from malloc, headers included */
-	size_t used;              /* bytes handed out, alignment padding included */
+	size_t allocated; /* bytes obtained from malloc, headers included */
+	size_t used;      /* bytes handed out, alignment padding included */
 };
 
 /* block_size 0 means the default. Allocates nothing yet. */

@@ -15,7 +15,8 @@ int slice_cmp(struct slice a, struct slice b)
 
 bool slice_eq(struct slice a, struct slice b)
 {
-	return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
+	return a.len == b.len &&
+	       (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
 }
 
 void buf_init(struct buf *b)
@@ -48,7 +49,8 @@ int buf_reserve(struct buf *b, size_t extra)
 		cap *= 2;
 	uint8_t *p = realloc(b->data, cap);
 	if (!p)
-		return err_set(ERR_NOMEM, "cannot grow buffer to %zu bytes", cap);
+		return err_set(ERR_NOMEM, "cannot grow buffer to %zu bytes",
+			       cap);
 	b->data = p;
 	b->cap = cap;
 	return 0;

@@ -49,14 +49,15 @@ int env_read_file(struct env *e, const char *path, size_t max_len,
 	}
 	if ((uint64_t)size > max_len) {
 		env_file_close(f);
-		return err_set(ERR_NOMEM, "%s: %lld bytes exceeds the %zu-byte limit",
+		return err_set(ERR_NOMEM,
+			       "%s: %lld bytes exceeds the %zu-byte limit",
 			       path, (long long)size, max_len);
 	}
 	uint8_t *data = malloc((size_t)size + 1);
 	if (!data) {
 		env_file_close(f);
-		return err_set(ERR_NOMEM, "%s: cannot allocate %lld bytes", path,
-			       (long long)size);
+		return err_set(ERR_NOMEM, "%s: cannot allocate %lld bytes",
+			       path, (long long)size);
 	}
 	ssize_t got = env_file_pread(f, data, (size_t)size, 0);
 	env_file_close(f);

@@ -50,7 +50,7 @@ enum env_file_flags {
 	ENV_FILE_READ = 1 << 0,
 	ENV_FILE_WRITE = 1 << 1,
 	ENV_FILE_CREATE = 1 << 2,
-	ENV_FILE_EXCL = 1 << 3,  /* with CREATE: fail if it exists */
+	ENV_FILE_EXCL = 1 << 3, /* with CREATE: fail if it exists */
 	ENV_FILE_TRUNC = 1 << 4,
 };
 
@@ -115,9 +115,18 @@ struct env_file {
 };
 
 /* Inline dispatch, so call sites read like plain functions. */
-static inline uint64_t env_mono_us(struct env *e) { return e->ops->mono_us(e); }
-static inline int64_t env_wall_us(struct env *e) { return e->ops->wall_us(e); }
-static inline uint64_t env_random(struct env *e) { return e->ops->random(e); }
+static inline uint64_t env_mono_us(struct env *e)
+{
+	return e->ops->mono_us(e);
+}
+static inline int64_t env_wall_us(struct env *e)
+{
+	return e->ops->wall_us(e);
+}
+static inline uint64_t env_random(struct env *e)
+{
+	return e->ops->random(e);
+}
 
 static inline struct env_timer *env_timer_new(struct env *e, env_timer_fn fn,
 					      void *arg)
@@ -166,17 +175,19 @@ static inline ssize_t env_file_pread(struct env_file *f, void *buf, size_t n,
 {
 	return f->ops->pread(f, buf, n, off);
 }
-static inline int env_file_append(struct env_file *f, const void *buf,
-				  size_t n)
+static inline int env_file_append(struct env_file *f, const void *buf, size_t n)
 {
 	return f->ops->append(f, buf, n);
 }
-static inline int env_file_pwrite(struct env_file *f, const void *buf,
-				  size_t n, uint64_t off)
+static inline int env_file_pwrite(struct env_file *f, const void *buf, size_t n,
+				  uint64_t off)
 {
 	return f->ops->pwrite(f, buf, n, off);
 }
-static inline int env_file_sync(struct env_file *f) { return f->ops->sync(f); }
+static inline int env_file_sync(struct env_file *f)
+{
+	return f->ops->sync(f);
+}
 static inline int env_file_truncate(struct env_file *f, uint64_t size)
 {
 	return f->ops->truncate(f, size);

@@ -39,7 +39,7 @@ static struct env_real *real(struct env *e)
 	return (struct env_real *)e;
 }
 
-/* ---- clocks and random ------------------------------------------------- */
+/* ---- clocks and random --------------------------------------------------- */
 
 static uint64_t real_mono_us(struct env *e)
 {
@@ -62,7 +62,7 @@ static uint64_t real_random(struct env *e)
 	return rng_next(&real(e)->rng);
 }
 
-/* ---- timers ------------------------------------------------------------ */
+/* ---- timers -------------------------------------------------------------- */
 
 static void timer_trampoline(evutil_socket_t fd, short what, void *arg)
 {
@@ -122,7 +122,7 @@ static void real_timer_free(struct env *e, struct env_timer *t)
 	free(t);
 }
 
-/* ---- messages ---------------------------------------------------------- */
+/* ---- messages ------------------------------------------------------------ */
 
 static int real_send(struct env *e, const struct inet_addr *to, uint32_t verb,
 		     const void *msg, size_t len)
@@ -139,15 +139,14 @@ void env_real_set_transport(struct env *e, env_send_fn fn, void *arg)
 	real(e)->send_arg = arg;
 }
 
-/* ---- files ------------------------------------------------------------- */
+/* ---- files --------------------------------------------------------------- */
 
 static struct real_file *rfile(struct env_file *f)
 {
 	return (struct real_file *)f;
 }
 
-static ssize_t file_pread(struct env_file *f, void *buf, size_t n,
-			  uint64_t off)
+static ssize_t file_pread(struct env_file *f, void *buf, size_t n, uint64_t off)
 {
 	struct real_file *rf = rfile(f);
 	size_t done = 0;
@@ -280,7 +279,8 @@ static int real_file_open(struct env *e, const char *path, int flags,
 	if (!rf || !copy) {
 		free(rf);
 		free(copy);
-		return err_set(ERR_NOMEM, "cannot open %s: out of memory", path);
+		return err_set(ERR_NOMEM, "cannot open %s: out of memory",
+			       path);
 	}
 	int fd = open(path, oflags, 0644);
 	if (fd < 0) {
@@ -291,7 +291,8 @@ static int real_file_open(struct env *e, const char *path, int flags,
 			return err_set(ERR_NOT_FOUND, "open %s: no such file",
 				       path);
 		if (saved == EEXIST)
-			return err_set(ERR_EXISTS, "open %s: file exists", path);
+			return err_set(ERR_EXISTS, "open %s: file exists",
+				       path);
 		return err_set_errno(saved, "open %s", path);
 	}
 	/* append() writes at the end: start there (pwrite ignores it). */
@@ -372,7 +373,8 @@ static int real_list_dir(struct env *e, const char *path, env_dir_fn fn,
 	int rc = 0;
 	errno = 0;
 	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
 			continue;
 		if (fn(arg, de->d_name) != 0)
 			break;

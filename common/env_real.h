@@ -18,8 +18,8 @@ void env_real_delete(struct env *e);
 
 /* The send half of a transport. Until one is installed, env_send() fails
  * with ERR_UNAVAILABLE. */
-typedef int (*env_send_fn)(void *arg, const struct inet_addr *to,
-			   uint32_t verb, const void *msg, size_t len);
+typedef int (*env_send_fn)(void *arg, const struct inet_addr *to, uint32_t verb,
+			   const void *msg, size_t len);
 void env_real_set_transport(struct env *e, env_send_fn fn, void *arg);
 
 #endif

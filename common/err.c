@@ -92,7 +92,7 @@ enum err_code err_code(void)
 const char *err_msg(void)
 {
 	return slot.code == ERR_NONE && slot.msg[0] == '\0' ? "no error"
-							      : slot.msg;
+							    : slot.msg;
 }
 
 void err_clear(void)

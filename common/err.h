@@ -14,13 +14,13 @@
 
 enum err_code {
 	ERR_NONE = 0,
-	ERR_INVALID,     /* bad argument or input that fails validation */
-	ERR_NOMEM,       /* allocation failed or a size cap was hit */
-	ERR_IO,          /* an OS call failed; message carries strerror */
-	ERR_NOSPACE,     /* ENOSPC / quota */
-	ERR_CORRUPT,     /* checksum or structure mismatch in stored bytes */
-	ERR_PROTOCOL,    /* peer or client violated a wire format */
-	ERR_CONFIG,      /* configuration rejected */
+	ERR_INVALID,  /* bad argument or input that fails validation */
+	ERR_NOMEM,    /* allocation failed or a size cap was hit */
+	ERR_IO,       /* an OS call failed; message carries strerror */
+	ERR_NOSPACE,  /* ENOSPC / quota */
+	ERR_CORRUPT,  /* checksum or structure mismatch in stored bytes */
+	ERR_PROTOCOL, /* peer or client violated a wire format */
+	ERR_CONFIG,   /* configuration rejected */
 	ERR_NOT_FOUND,
 	ERR_EXISTS,
 	ERR_TIMEOUT,
@@ -42,7 +42,8 @@ int err_set(enum err_code code, const char *fmt, ...)
 int err_set_errno(int errnum, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Prepends "<prefix>: " to the current message, keeping the code. Returns -1. */
+/* Prepends "<prefix>: " to the current message, keeping the code. Returns -1.
+ */
 int err_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 enum err_code err_code(void);

@@ -20,8 +20,8 @@ int inet_addr_parse_host(const char *text, struct inet_addr *out)
 		out->family = INET_V6;
 		return 0;
 	}
-	return err_set(ERR_INVALID, "'%s' is not a numeric IPv4 or IPv6 address",
-		       text);
+	return err_set(ERR_INVALID,
+		       "'%s' is not a numeric IPv4 or IPv6 address", text);
 }
 
 static int parse_port(const char *s, const char *whole, uint16_t *out)
@@ -46,7 +46,8 @@ int inet_addr_parse(const char *text, uint16_t default_port,
 	if (text[0] == '[') {
 		const char *close = strchr(text, ']');
 		if (!close)
-			return err_set(ERR_INVALID, "unclosed '[' in '%s'", text);
+			return err_set(ERR_INVALID, "unclosed '[' in '%s'",
+				       text);
 		n = (size_t)(close - text - 1);
 		if (n >= sizeof(host))
 			return err_set(ERR_INVALID, "bad address '%s'", text);

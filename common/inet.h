@@ -16,8 +16,8 @@ struct sockaddr_storage;
 enum inet_family { INET_NONE = 0, INET_V4 = 4, INET_V6 = 6 };
 
 struct inet_addr {
-	uint8_t family;  /* enum inet_family */
-	uint8_t ip[16];  /* v4 uses the first 4 bytes; the rest are zero */
+	uint8_t family; /* enum inet_family */
+	uint8_t ip[16]; /* v4 uses the first 4 bytes; the rest are zero */
 	uint16_t port;
 };
 

@@ -59,8 +59,8 @@ void log_set_level(enum log_level level)
 
 bool log_enabled(enum log_level level)
 {
-	return (int)level <= atomic_load_explicit(&sink_level,
-						  memory_order_relaxed);
+	return (int)level <=
+	       atomic_load_explicit(&sink_level, memory_order_relaxed);
 }
 
 int log_level_parse(const char *name, enum log_level *out)
@@ -69,9 +69,9 @@ int log_level_parse(const char *name, enum log_level *out)
 		const char *name;
 		enum log_level level;
 	} table[] = {
-		{"error", LOG_LEVEL_ERROR}, {"warn", LOG_LEVEL_WARN},
+		{"error", LOG_LEVEL_ERROR},  {"warn", LOG_LEVEL_WARN},
 		{"warning", LOG_LEVEL_WARN}, {"info", LOG_LEVEL_INFO},
-		{"debug", LOG_LEVEL_DEBUG}, {"trace", LOG_LEVEL_TRACE},
+		{"debug", LOG_LEVEL_DEBUG},  {"trace", LOG_LEVEL_TRACE},
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
 		if (strcasecmp(name, table[i].name) == 0) {
@@ -143,8 +143,8 @@ void log_write(enum log_level level, const char *module, const char *fmt, ...)
 			      (int)(us / 1000 % 1000), log_level_name(level),
 			      module);
 	if (thread_tag && n < sizeof(line))
-		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s: ",
-				      thread_tag);
+		n += (size_t)snprintf(line + n, sizeof(line) - n,
+				      "%s: ", thread_tag);
 	if (n < sizeof(line)) {
 		va_start(ap, fmt);
 		int m = vsnprintf(line + n, sizeof(line) - n, fmt, ap);

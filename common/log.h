@@ -53,14 +53,14 @@ void log_write(enum log_level level, const char *module, const char *fmt, ...)
 #define LOG_MODULE "-"
 #endif
 
-#define LOG_AT(lvl, ...)                                                   \
-	do {                                                               \
-		if (log_enabled(lvl))                                      \
-			log_write(lvl, LOG_MODULE, __VA_ARGS__);           \
+#define LOG_AT(lvl, ...)                                                       \
+	do {                                                                   \
+		if (log_enabled(lvl))                                          \
+			log_write(lvl, LOG_MODULE, __VA_ARGS__);               \
 	} while (0)
 #define LOG_ERROR(...) LOG_AT(LOG_LEVEL_ERROR, __VA_ARGS__)
-#define LOG_WARN(...) LOG_AT(LOG_LEVEL_WARN, __VA_ARGS__)
-#define LOG_INFO(...) LOG_AT(LOG_LEVEL_INFO, __VA_ARGS__)
+#define LOG_WARN(...)  LOG_AT(LOG_LEVEL_WARN, __VA_ARGS__)
+#define LOG_INFO(...)  LOG_AT(LOG_LEVEL_INFO, __VA_ARGS__)
 #define LOG_DEBUG(...) LOG_AT(LOG_LEVEL_DEBUG, __VA_ARGS__)
 #define LOG_TRACE(...) LOG_AT(LOG_LEVEL_TRACE, __VA_ARGS__)
 

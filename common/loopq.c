@@ -94,7 +94,8 @@ void loopq_post(struct loopq *q, struct loopq_item *item)
 	pthread_mutex_unlock(&q->lock);
 	if (was_empty) {
 		uint64_t one = 1;
-		/* A full counter still wakes the loop; nothing to do on EAGAIN. */
+		/* A full counter still wakes the loop; nothing to do on EAGAIN.
+		 */
 		(void)!write(q->efd, &one, sizeof(one));
 	}
 }

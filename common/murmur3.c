@@ -139,7 +139,7 @@ static void m3_final(struct m3 *s, uint64_t out[2])
 }
 
 void murmur3_hash128(const void *key, size_t len, uint64_t seed,
-                     uint64_t out[2])
+		     uint64_t out[2])
 {
 	struct m3 s;
 	m3_init(&s, seed);
@@ -167,17 +167,17 @@ int murmur3_compound_key(struct buf *dst, const struct slice *parts, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (parts[i].len > 0xffff)
 			return err_set(
-			    ERR_INVALID,
-			    "partition key component %zu is %zu bytes "
-			    "(max 65535)",
-			    i, parts[i].len);
+				ERR_INVALID,
+				"partition key component %zu is %zu bytes "
+				"(max 65535)",
+				i, parts[i].len);
 		need += 3 + parts[i].len;
 	}
 	if (buf_reserve(dst, need) != 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		uint8_t hdr[2] = {(uint8_t)(parts[i].len >> 8),
-		                  (uint8_t)parts[i].len};
+				  (uint8_t)parts[i].len};
 		uint8_t *p = buf_extend(dst, 3 + parts[i].len);
 		memcpy(p, hdr, 2);
 		if (parts[i].len)
@@ -195,12 +195,12 @@ int murmur3_compound_token(const struct slice *parts, size_t n, int64_t *token)
 	for (size_t i = 0; i < n; i++) {
 		if (parts[i].len > 0xffff)
 			return err_set(
-			    ERR_INVALID,
-			    "partition key component %zu is %zu bytes "
-			    "(max 65535)",
-			    i, parts[i].len);
+				ERR_INVALID,
+				"partition key component %zu is %zu bytes "
+				"(max 65535)",
+				i, parts[i].len);
 		uint8_t hdr[2] = {(uint8_t)(parts[i].len >> 8),
-		                  (uint8_t)parts[i].len};
+				  (uint8_t)parts[i].len};
 		uint8_t zero = 0;
 		m3_update(&s, hdr, 2);
 		if (parts[i].len)

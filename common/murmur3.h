@@ -28,7 +28,7 @@ int64_t murmur3_token(const void *key, size_t len);
 /* Raw MurmurHash3_x64_128 with Cassandra's signed-tail quirk and the given
  * seed; writes h1, h2 to out[0], out[1]. No MIN normalisation. */
 void murmur3_hash128(const void *key, size_t len, uint64_t seed,
-                     uint64_t out[2]);
+		     uint64_t out[2]);
 
 /* Appends the compound routing key of `n` components to `dst`:
  * per component u16 BE length, bytes, 0x00. Fails (-1, ERR_INVALID) when a

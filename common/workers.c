@@ -49,8 +49,8 @@ struct workers *workers_new(int threads, const char *name)
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	for (; w->count < threads; w->count++) {
-		if (pthread_create(&w->threads[w->count], NULL, worker_main, w) !=
-		    0) {
+		if (pthread_create(&w->threads[w->count], NULL, worker_main,
+				   w) != 0) {
 			err_set(ERR_NOMEM, "cannot start worker threads");
 			workers_delete(w);
 			return NULL;

@@ -53,8 +53,9 @@ static int parse_with_units(const char *text, const struct unit *units,
 		if (strcmp(end, u->suffix) != 0)
 			continue;
 		if (v > UINT64_MAX / u->mul)
-			return err_set(ERR_INVALID, "invalid %s '%s': too large",
-				       what, text);
+			return err_set(ERR_INVALID,
+				       "invalid %s '%s': too large", what,
+				       text);
 		*out = v * u->mul / u->div;
 		return 0;
 	}
@@ -65,9 +66,9 @@ static int parse_with_units(const char *text, const struct unit *units,
 int conf_parse_duration_ms(const char *text, uint64_t *out_ms)
 {
 	static const struct unit units[] = {
-		{"ms", 1, 1},        {"s", 1000, 1},       {"m", 60000, 1},
-		{"h", 3600000, 1},   {"d", 86400000, 1},   {"us", 1, 1000},
-		{"µs", 1, 1000},     {"ns", 1, 1000000},   {NULL, 0, 0},
+		{"ms", 1, 1},      {"s", 1000, 1},     {"m", 60000, 1},
+		{"h", 3600000, 1}, {"d", 86400000, 1}, {"us", 1, 1000},
+		{"µs", 1, 1000},   {"ns", 1, 1000000}, {NULL, 0, 0},
 	};
 	uint64_t ms;
 	if (parse_with_units(text, units, "duration", "d, h, m, s, ms, us, ns",
@@ -189,8 +190,8 @@ static int check_range(const struct conf_key *k, double v, const char *text)
 			       k->min, k->max);
 	if (k->type == CONF_T_SIZE || k->type == CONF_T_RATE)
 		return err_set(ERR_CONFIG,
-			       "%s is out of range (%.0f to %.0f bytes%s)", text,
-			       k->min, k->max,
+			       "%s is out of range (%.0f to %.0f bytes%s)",
+			       text, k->min, k->max,
 			       k->type == CONF_T_RATE ? " per second" : "");
 	return err_set(ERR_CONFIG, "%s is out of range (%g to %g)", text,
 		       k->min, k->max);
@@ -232,8 +233,7 @@ static int parse_double(const char *text, double *out)
 	return 0;
 }
 
-static int parse_enum(const struct conf_key *k, const char *text,
-		      int64_t *out)
+static int parse_enum(const struct conf_key *k, const char *text, int64_t *out)
 {
 	static const char prefix[] = "org.apache.cassandra.locator.";
 	const char *name = text;
@@ -248,8 +248,8 @@ static int parse_enum(const struct conf_key *k, const char *text,
 	char accepted[256] = "";
 	size_t n = 0;
 	for (const struct conf_enum_name *e = k->enum_names; e->name; e++)
-		n += (size_t)snprintf(accepted + n, sizeof(accepted) - n, "%s%s",
-				      n ? ", " : "", e->name);
+		n += (size_t)snprintf(accepted + n, sizeof(accepted) - n,
+				      "%s%s", n ? ", " : "", e->name);
 	return err_set(ERR_CONFIG, "'%s' is not one of: %s", text, accepted);
 }
 
@@ -407,7 +407,7 @@ static const struct conf_key *legacy_key(const char *name, const char *value,
 	return NULL;
 }
 
-/* ---- YAML walk ------------------------------------------------------------ */
+/* ---- YAML walk ----------------------------------------------------------- */
 
 struct walk {
 	struct conf *c;
@@ -440,8 +440,7 @@ static bool scalar_is_null(yaml_node_t *n)
 	return s[0] == '\0' || strcmp(s, "~") == 0 || strcmp(s, "null") == 0;
 }
 
-static int walk_list(struct walk *w, const struct conf_key *k,
-		     yaml_node_t *seq)
+static int walk_list(struct walk *w, const struct conf_key *k, yaml_node_t *seq)
 {
 	struct conf_string_list fresh = {0};
 	for (yaml_node_item_t *it = seq->data.sequence.items.start;
@@ -478,18 +477,22 @@ static int seeds_parameters(struct walk *w, yaml_node_t *params,
 	     it < params->data.sequence.items.top; it++) {
 		yaml_node_t *m = yaml_document_get_node(w->doc, *it);
 		if (!m || m->type != YAML_MAPPING_NODE) {
-			err_set(ERR_CONFIG, "parameters items must be mappings");
+			err_set(ERR_CONFIG,
+				"parameters items must be mappings");
 			return fail_at(w, m ? m : params, "seed_provider");
 		}
 		for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
 		     p < m->data.mapping.pairs.top; p++) {
-			yaml_node_t *kn = yaml_document_get_node(w->doc, p->key);
-			yaml_node_t *vn = yaml_document_get_node(w->doc, p->value);
+			yaml_node_t *kn =
+				yaml_document_get_node(w->doc, p->key);
+			yaml_node_t *vn =
+				yaml_document_get_node(w->doc, p->value);
 			if (!kn || !vn || kn->type != YAML_SCALAR_NODE ||
 			    vn->type != YAML_SCALAR_NODE ||
 			    strcmp(scalar(kn), "seeds") != 0) {
 				err_set(ERR_CONFIG,
-					"unknown parameter '%s' (expected seeds)",
+					"unknown parameter '%s' (expected "
+					"seeds)",
 					kn && kn->type == YAML_SCALAR_NODE
 						? scalar(kn)
 						: "?");
@@ -502,8 +505,7 @@ static int seeds_parameters(struct walk *w, yaml_node_t *params,
 	return 0;
 }
 
-static int walk_seeds(struct walk *w, const struct conf_key *k,
-		      yaml_node_t *v)
+static int walk_seeds(struct walk *w, const struct conf_key *k, yaml_node_t *v)
 {
 	const char *seeds = NULL;
 	yaml_node_t *at = v;
@@ -529,9 +531,8 @@ static int walk_seeds(struct walk *w, const struct conf_key *k,
 		}
 		const char *name = scalar(kn);
 		if (strcmp(name, "class_name") == 0) {
-			const char *cls = vn->type == YAML_SCALAR_NODE
-						  ? scalar(vn)
-						  : "";
+			const char *cls =
+				vn->type == YAML_SCALAR_NODE ? scalar(vn) : "";
 			if (strcmp(cls, "org.apache.cassandra.locator."
 					"SimpleSeedProvider") != 0 &&
 			    strcmp(cls, "SimpleSeedProvider") != 0) {
@@ -578,8 +579,9 @@ static int walk_pair(struct walk *w, yaml_node_t *kn, yaml_node_t *vn)
 	if (!k) {
 		const char *hint = key_suggest(name);
 		if (hint)
-			err_set(ERR_CONFIG, "unknown key '%s' (did you mean '%s'?)",
-				name, hint);
+			err_set(ERR_CONFIG,
+				"unknown key '%s' (did you mean '%s'?)", name,
+				hint);
 		else
 			err_set(ERR_CONFIG, "unknown key '%s'", name);
 		return fail_at(w, kn, NULL);
@@ -640,7 +642,8 @@ int conf_parse_yaml(struct conf *c, const char *name, const uint8_t *text,
 		for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
 		     rc == 0 && p < root->data.mapping.pairs.top; p++) {
 			yaml_node_t *kn = yaml_document_get_node(&doc, p->key);
-			yaml_node_t *vn = yaml_document_get_node(&doc, p->value);
+			yaml_node_t *vn =
+				yaml_document_get_node(&doc, p->value);
 			if (!kn || !vn || kn->type != YAML_SCALAR_NODE) {
 				err_set(ERR_CONFIG, "keys must be plain names");
 				rc = fail_at(&w, kn ? kn : root, NULL);
@@ -654,7 +657,7 @@ int conf_parse_yaml(struct conf *c, const char *name, const uint8_t *text,
 	return rc;
 }
 
-/* ---- rackdc.properties ------------------------------------------------------ */
+/* ---- rackdc.properties --------------------------------------------------- */
 
 int conf_parse_rackdc(struct conf *c, const char *name, const char *text,
 		      size_t len)
@@ -692,9 +695,11 @@ int conf_parse_rackdc(struct conf *c, const char *name, const char *text,
 		int rc;
 		if (strcmp(key, "dc") == 0 || strcmp(key, "rack") == 0) {
 			if (vn == 0)
-				return err_set(ERR_CONFIG, "%s:%u: %s: empty value",
-					       name, line, key);
-			rc = set_string(key[0] == 'd' ? &c->dc : &c->rack, value);
+				return err_set(ERR_CONFIG,
+					       "%s:%u: %s: empty value", name,
+					       line, key);
+			rc = set_string(key[0] == 'd' ? &c->dc : &c->rack,
+					value);
 		} else if (strcmp(key, "prefer_local") == 0) {
 			rc = parse_bool(value, &c->prefer_local);
 		} else if (strcmp(key, "dc_suffix") == 0) {
@@ -706,19 +711,20 @@ int conf_parse_rackdc(struct conf *c, const char *name, const char *text,
 				       name, line, key);
 		}
 		if (rc != 0)
-			return err_set(ERR_CONFIG, "%s:%u: %s: %s", name, line, key,
-				       err_msg());
+			return err_set(ERR_CONFIG, "%s:%u: %s: %s", name, line,
+				       key, err_msg());
 	}
 	return 0;
 }
 
-/* ---- defaults, cross-key checks, loading ------------------------------------- */
+/* ---- defaults, cross-key checks, loading --------------------------------- */
 
 int conf_init_defaults(struct conf *c)
 {
 	memset(c, 0, sizeof(*c));
 	for (size_t i = 0; i < conf_keys_count; i++) {
-		if (set_scalar(c, &conf_keys[i], conf_keys[i].default_text) != 0) {
+		if (set_scalar(c, &conf_keys[i], conf_keys[i].default_text) !=
+		    0) {
 			err_prefix("internal default of %s", conf_keys[i].name);
 			conf_free(c);
 			return -1;
@@ -824,10 +830,11 @@ static int check_tokens(struct conf *c, const char *file)
 				     file, l.items[i]);
 	}
 	if (rc == 0 && (int64_t)l.count != c->num_tokens)
-		rc = err_set(ERR_CONFIG,
-			     "%s: initial_token: %zu tokens given but num_tokens "
-			     "is %lld",
-			     file, l.count, (long long)c->num_tokens);
+		rc = err_set(
+			ERR_CONFIG,
+			"%s: initial_token: %zu tokens given but num_tokens "
+			"is %lld",
+			file, l.count, (long long)c->num_tokens);
 	list_free(&l);
 	return rc;
 }
@@ -843,16 +850,17 @@ static int conf_validate(struct conf *c, const char *file)
 			       "org.apache.cassandra.dht.Murmur3Partitioner)",
 			       file, part);
 	if (!c->cluster_name)
-		return err_set(ERR_CONFIG, "%s: cluster_name: must not be empty",
-			       file);
+		return err_set(ERR_CONFIG,
+			       "%s: cluster_name: must not be empty", file);
 	if (c->listen_address.family == INET_NONE)
 		return err_set(ERR_CONFIG, "%s: listen_address: must be set",
 			       file);
 	if (inet_addr_is_wildcard(&c->listen_address))
-		return err_set(ERR_CONFIG,
-			       "%s: listen_address: a wildcard address cannot be "
-			       "advertised to other nodes",
-			       file);
+		return err_set(
+			ERR_CONFIG,
+			"%s: listen_address: a wildcard address cannot be "
+			"advertised to other nodes",
+			file);
 	if (c->rpc_address.family == INET_NONE)
 		c->rpc_address = c->listen_address;
 	if (c->admin_address.family == INET_NONE)
@@ -866,10 +874,11 @@ static int conf_validate(struct conf *c, const char *file)
 			       "directory is needed",
 			       file);
 	if (c->batch_size_fail_threshold < c->batch_size_warn_threshold)
-		return err_set(ERR_CONFIG,
-			       "%s: batch_size_fail_threshold: must not be below "
-			       "batch_size_warn_threshold",
-			       file);
+		return err_set(
+			ERR_CONFIG,
+			"%s: batch_size_fail_threshold: must not be below "
+			"batch_size_warn_threshold",
+			file);
 	if (c->tombstone_failure_threshold < c->tombstone_warn_threshold)
 		return err_set(ERR_CONFIG,
 			       "%s: tombstone_failure_threshold: must not be "
@@ -935,8 +944,9 @@ int conf_load(struct conf *c, const char *conf_dir)
 	c->conf_dir = strdup(conf_dir);
 	c->home_dir = home_of(conf_dir);
 	if (!c->conf_dir || !c->home_dir) {
-		int rc = err_set(ERR_CONFIG, "%s: cannot open configuration "
-					     "directory",
+		int rc = err_set(ERR_CONFIG,
+				 "%s: cannot open configuration "
+				 "directory",
 				 conf_dir);
 		conf_free(c);
 		return rc;
@@ -960,7 +970,8 @@ int conf_load(struct conf *c, const char *conf_dir)
 		   c->endpoint_snitch == CONF_SNITCH_GOSSIPING_PROPERTY_FILE) {
 		if (missing)
 			err_set(ERR_CONFIG,
-				"%s: GossipingPropertyFileSnitch needs this file "
+				"%s: GossipingPropertyFileSnitch needs this "
+				"file "
 				"(dc=..., rack=...)",
 				path);
 		goto fail;
@@ -1001,7 +1012,7 @@ fail:
 	return -1;
 }
 
-/* ---- documentation table ------------------------------------------------------ */
+/* ---- documentation table ------------------------------------------------- */
 
 /* 1073741824 -> "1GiB", 5120 -> "5KiB", 1000 -> "1000B". */
 static void fmt_size(char *dst, size_t cap, double v)
@@ -1022,8 +1033,8 @@ static void fmt_duration(char *dst, size_t cap, double v)
 	static const struct {
 		const char *unit;
 		uint64_t ms;
-	} units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000},
-		     {"s", 1000}};
+	} units[] = {
+		{"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}};
 	uint64_t n = (uint64_t)v;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (n >= units[i].ms && n % units[i].ms == 0) {
@@ -1046,12 +1057,18 @@ const struct conf_key_doc *conf_key_doc_at(size_t index)
 	static _Thread_local struct conf_key_doc doc;
 	static _Thread_local char range[96];
 	static const char *const type_names[] = {
-		[CONF_T_STRING] = "string",     [CONF_T_PATH] = "path",
-		[CONF_T_BOOL] = "boolean",      [CONF_T_INT] = "integer",
-		[CONF_T_DOUBLE] = "number",     [CONF_T_DURATION] = "duration",
-		[CONF_T_SIZE] = "size",         [CONF_T_RATE] = "rate",
-		[CONF_T_ENUM] = "enum",         [CONF_T_LIST] = "list",
-		[CONF_T_PATH_LIST] = "path list", [CONF_T_HOST] = "address",
+		[CONF_T_STRING] = "string",
+		[CONF_T_PATH] = "path",
+		[CONF_T_BOOL] = "boolean",
+		[CONF_T_INT] = "integer",
+		[CONF_T_DOUBLE] = "number",
+		[CONF_T_DURATION] = "duration",
+		[CONF_T_SIZE] = "size",
+		[CONF_T_RATE] = "rate",
+		[CONF_T_ENUM] = "enum",
+		[CONF_T_LIST] = "list",
+		[CONF_T_PATH_LIST] = "path list",
+		[CONF_T_HOST] = "address",
 		[CONF_T_SEEDS] = "seed_provider",
 	};
 	if (index >= conf_keys_count)

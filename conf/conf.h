@@ -55,14 +55,14 @@ struct conf {
 	int64_t allocate_tokens_for_local_replication_factor;
 
 	/* addresses and ports */
-	struct inet_addr listen_address;   /* port = storage_port */
-	struct inet_addr rpc_address;      /* port = native_transport_port */
-	struct inet_addr admin_address;    /* port = admin_port */
+	struct inet_addr listen_address; /* port = storage_port */
+	struct inet_addr rpc_address;    /* port = native_transport_port */
+	struct inet_addr admin_address;  /* port = admin_port */
 	int64_t storage_port;
 	int64_t native_transport_port;
 	int64_t admin_port;
-	char *seed_list;                   /* seed_provider's seeds, as written */
-	struct inet_addr *seeds;           /* parsed seed_list */
+	char *seed_list;         /* seed_provider's seeds, as written */
+	struct inet_addr *seeds; /* parsed seed_list */
 	size_t seed_count;
 
 	/* directories (absolute after loading) */
@@ -118,7 +118,8 @@ struct conf {
 
 	/* client protocol */
 	uint64_t native_transport_max_frame_size;
-	int64_t native_transport_max_concurrent_connections; /* -1 = unlimited */
+	int64_t native_transport_max_concurrent_connections; /* -1 = unlimited
+							      */
 	uint64_t native_transport_idle_timeout_ms;           /* 0 = never */
 
 	/* repair */

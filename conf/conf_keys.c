@@ -10,11 +10,11 @@
 #include <stdint.h>
 
 #define OFF(field) offsetof(struct conf, field)
-#define KiB 1024.0
-#define MiB (1024.0 * 1024.0)
-#define GiB (1024.0 * 1024.0 * 1024.0)
-#define HOUR_MS (3600.0 * 1000.0)
-#define DAY_MS (24.0 * HOUR_MS)
+#define KiB        1024.0
+#define MiB        (1024.0 * 1024.0)
+#define GiB        (1024.0 * 1024.0 * 1024.0)
+#define HOUR_MS    (3600.0 * 1000.0)
+#define DAY_MS     (24.0 * HOUR_MS)
 
 static const struct conf_enum_name commitlog_sync_names[] = {
 	{"periodic", CONF_COMMITLOG_SYNC_PERIODIC},
@@ -39,14 +39,15 @@ static const struct conf_enum_name snitch_names[] = {
 	{NULL, 0}};
 /* Values match enum log_level in common/log.h. */
 static const struct conf_enum_name log_level_names[] = {
-	{"error", 0}, {"warn", 1}, {"info", 2}, {"debug", 3}, {"trace", 4},
-	{NULL, 0}};
+	{"error", 0}, {"warn", 1},  {"info", 2},
+	{"debug", 3}, {"trace", 4}, {NULL, 0}};
 
 const struct conf_key conf_keys[] = {
 	/* identity and ring */
 	{"cluster_name", CONF_T_STRING, OFF(cluster_name), "Test Cluster", 0, 0,
-	 NULL, "Name of the cluster; nodes with another name are refused, and "
-	       "a data directory created for another cluster is refused."},
+	 NULL,
+	 "Name of the cluster; nodes with another name are refused, and "
+	 "a data directory created for another cluster is refused."},
 	{"partitioner", CONF_T_STRING, OFF(partitioner),
 	 "org.apache.cassandra.dht.Murmur3Partitioner", 0, 0, NULL,
 	 "Only Murmur3Partitioner is supported."},
@@ -61,8 +62,9 @@ const struct conf_key conf_keys[] = {
 
 	/* addresses and ports */
 	{"listen_address", CONF_T_HOST, OFF(listen_address), "127.0.0.1", 0, 0,
-	 NULL, "Address for internode traffic and gossip. Numeric; not a "
-	       "wildcard."},
+	 NULL,
+	 "Address for internode traffic and gossip. Numeric; not a "
+	 "wildcard."},
 	{"rpc_address", CONF_T_HOST, OFF(rpc_address), "", 0, 0, NULL,
 	 "Address for CQL clients. Empty: listen_address."},
 	{"admin_address", CONF_T_HOST, OFF(admin_address), "", 0, 0, NULL,
@@ -75,20 +77,23 @@ const struct conf_key conf_keys[] = {
 	{"admin_port", CONF_T_INT, OFF(admin_port), "7199", 1, 65535, NULL,
 	 "Admin endpoint port (JMX's 7199 in Cassandra)."},
 	{"seed_provider", CONF_T_SEEDS, OFF(seed_list), "127.0.0.1:7000", 0, 0,
-	 NULL, "Cassandra's SimpleSeedProvider section: parameters: - seeds: "
-	       "\"ip[:port],...\" (port defaults to storage_port)."},
+	 NULL,
+	 "Cassandra's SimpleSeedProvider section: parameters: - seeds: "
+	 "\"ip[:port],...\" (port defaults to storage_port)."},
 
 	/* directories */
 	{"data_file_directories", CONF_T_PATH_LIST, OFF(data_file_directories),
-	 "data/data", 0, 0, NULL, "Where SSTables live. Relative paths are "
-				  "under the node home."},
+	 "data/data", 0, 0, NULL,
+	 "Where SSTables live. Relative paths are "
+	 "under the node home."},
 	{"commitlog_directory", CONF_T_PATH, OFF(commitlog_directory),
 	 "data/commitlog", 0, 0, NULL, "Commitlog segments."},
 	{"hints_directory", CONF_T_PATH, OFF(hints_directory), "data/hints", 0,
 	 0, NULL, "Hint files, one set per target host."},
 	{"saved_caches_directory", CONF_T_PATH, OFF(saved_caches_directory),
-	 "data/saved_caches", 0, 0, NULL, "Node-local state (host id, tokens, "
-					  "gossip generation)."},
+	 "data/saved_caches", 0, 0, NULL,
+	 "Node-local state (host id, tokens, "
+	 "gossip generation)."},
 	{"log_directory", CONF_T_PATH, OFF(log_directory), "logs", 0, 0, NULL,
 	 "Where system.log is written."},
 	{"log_level", CONF_T_ENUM, OFF(log_level), "info", 0, 0,
@@ -135,21 +140,24 @@ const struct conf_key conf_keys[] = {
 	 "64MiB/s", 0, 64 * GiB, NULL,
 	 "Shared by compaction and repair validation; 0 means unthrottled."},
 	{"tombstone_warn_threshold", CONF_T_INT, OFF(tombstone_warn_threshold),
-	 "1000", 1, INT32_MAX, NULL, "Tombstones one read may scan before a "
-				     "warning is logged."},
+	 "1000", 1, INT32_MAX, NULL,
+	 "Tombstones one read may scan before a "
+	 "warning is logged."},
 	{"tombstone_failure_threshold", CONF_T_INT,
 	 OFF(tombstone_failure_threshold), "100000", 1, INT32_MAX, NULL,
 	 "Tombstones one read may scan before it fails."},
 
 	/* gossip and failure detection */
 	{"phi_convict_threshold", CONF_T_DOUBLE, OFF(phi_convict_threshold),
-	 "8", 5, 16, NULL, "Failure-detector suspicion level that marks a peer "
-			   "down."},
+	 "8", 5, 16, NULL,
+	 "Failure-detector suspicion level that marks a peer "
+	 "down."},
 	{"gossip_interval", CONF_T_DURATION, OFF(gossip_interval_ms), "1000ms",
-	 10, 60000, NULL, "Gossip round interval (Cassandra fixes it at 1s; "
-			  "tests shorten it)."},
-	{"endpoint_snitch", CONF_T_ENUM, OFF(endpoint_snitch), "SimpleSnitch", 0,
-	 0, snitch_names,
+	 10, 60000, NULL,
+	 "Gossip round interval (Cassandra fixes it at 1s; "
+	 "tests shorten it)."},
+	{"endpoint_snitch", CONF_T_ENUM, OFF(endpoint_snitch), "SimpleSnitch",
+	 0, 0, snitch_names,
 	 "SimpleSnitch (datacenter1/rack1) or GossipingPropertyFileSnitch "
 	 "(dc and rack from rackdc.properties). The org.apache.cassandra."
 	 "locator. prefix is accepted."},
@@ -162,7 +170,8 @@ const struct conf_key conf_keys[] = {
 
 	/* coordinator */
 	{"read_request_timeout", CONF_T_DURATION, OFF(read_request_timeout_ms),
-	 "5000ms", 1, HOUR_MS, NULL, "How long the coordinator waits for reads."},
+	 "5000ms", 1, HOUR_MS, NULL,
+	 "How long the coordinator waits for reads."},
 	{"write_request_timeout", CONF_T_DURATION,
 	 OFF(write_request_timeout_ms), "2000ms", 1, HOUR_MS, NULL,
 	 "How long the coordinator waits for writes."},
@@ -172,10 +181,12 @@ const struct conf_key conf_keys[] = {
 	{"truncate_request_timeout", CONF_T_DURATION,
 	 OFF(truncate_request_timeout_ms), "60000ms", 1, HOUR_MS, NULL,
 	 "How long the coordinator waits for TRUNCATE."},
-	{"batch_size_warn_threshold", CONF_T_SIZE, OFF(batch_size_warn_threshold),
-	 "5KiB", 1, 1 * GiB, NULL, "Batches larger than this log a warning."},
-	{"batch_size_fail_threshold", CONF_T_SIZE, OFF(batch_size_fail_threshold),
-	 "50KiB", 1, 1 * GiB, NULL, "Batches larger than this are refused."},
+	{"batch_size_warn_threshold", CONF_T_SIZE,
+	 OFF(batch_size_warn_threshold), "5KiB", 1, 1 * GiB, NULL,
+	 "Batches larger than this log a warning."},
+	{"batch_size_fail_threshold", CONF_T_SIZE,
+	 OFF(batch_size_fail_threshold), "50KiB", 1, 1 * GiB, NULL,
+	 "Batches larger than this are refused."},
 	{"unlogged_batch_across_partitions_warn_threshold", CONF_T_INT,
 	 OFF(unlogged_batch_across_partitions_warn_threshold), "10", 1,
 	 INT32_MAX, NULL,
@@ -193,16 +204,17 @@ const struct conf_key conf_keys[] = {
 	 "1024KiB", 1 * KiB, 1 * GiB, NULL,
 	 "Hint delivery per second, divided among the nodes receiving hints."},
 	{"max_hints_size_per_host", CONF_T_SIZE, OFF(max_hints_size_per_host),
-	 "0MiB", 0, 1024 * GiB, NULL, "Hint bytes kept per target; 0 means "
-				      "unlimited."},
+	 "0MiB", 0, 1024 * GiB, NULL,
+	 "Hint bytes kept per target; 0 means "
+	 "unlimited."},
 	{"max_hints_delivery_threads", CONF_T_INT,
 	 OFF(max_hints_delivery_threads), "2", 1, 64, NULL,
 	 "Concurrent hint deliveries."},
 
 	/* client protocol */
 	{"native_transport_max_frame_size", CONF_T_SIZE,
-	 OFF(native_transport_max_frame_size), "16MiB", 1 * KiB, 256 * MiB, NULL,
-	 "Largest CQL frame accepted; checked before allocating."},
+	 OFF(native_transport_max_frame_size), "16MiB", 1 * KiB, 256 * MiB,
+	 NULL, "Largest CQL frame accepted; checked before allocating."},
 	{"native_transport_max_concurrent_connections", CONF_T_INT,
 	 OFF(native_transport_max_concurrent_connections), "-1", -1, INT32_MAX,
 	 NULL, "Client connections allowed at once; -1 means unlimited."},
@@ -213,7 +225,8 @@ const struct conf_key conf_keys[] = {
 	/* repair */
 	{"repair_session_space", CONF_T_SIZE, OFF(repair_session_space),
 	 "64MiB", 1 * MiB, 16 * GiB, NULL,
-	 "Memory for Merkle trees of one repair session, bounding their depth."},
+	 "Memory for Merkle trees of one repair session, bounding their "
+	 "depth."},
 };
 
 const size_t conf_keys_count = sizeof(conf_keys) / sizeof(conf_keys[0]);

@@ -24,9 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LISTENERS 8
+#define MAX_LISTENERS             8
 #define MAX_GENERATION_DIFFERENCE (86400LL * 365)
-#define SHADOW_ROUNDS 5 /* rounds to wait for a seed before going on alone */
+#define SHADOW_ROUNDS             5 /* rounds to wait for a seed before going on alone */
 /* Status checks per gossip round. Cassandra checks once a round; checking
  * more often convicts at the same phi, just closer to the moment it is
  * crossed (up to a round sooner). */
@@ -107,8 +107,16 @@ struct gossip {
 /* ---- names --------------------------------------------------------------- */
 
 static const char *const app_names[GOSSIP_STATE_COUNT] = {
-	"STATUS_WITH_PORT", "TOKENS", "DC", "RACK", "HOST_ID", "SCHEMA",
-	"LOAD", "RELEASE_VERSION", "NATIVE_ADDRESS_AND_PORT", "RPC_READY",
+	"STATUS_WITH_PORT",
+	"TOKENS",
+	"DC",
+	"RACK",
+	"HOST_ID",
+	"SCHEMA",
+	"LOAD",
+	"RELEASE_VERSION",
+	"NATIVE_ADDRESS_AND_PORT",
+	"RPC_READY",
 };
 
 const char *gossip_app_state_name(enum gossip_app_state key)
@@ -256,12 +264,12 @@ static bool quarantined(const struct gossip *g, const struct inet_addr *a)
 
 /* ---- notifications ------------------------------------------------------- */
 
-#define NOTIFY(g, cb, ...)                                                  \
-	do {                                                                \
-		for (size_t i_ = 0; i_ < (g)->listener_count; i_++)         \
-			if ((g)->listeners[i_].l.cb)                        \
-				(g)->listeners[i_].l.cb(                    \
-					(g)->listeners[i_].arg, __VA_ARGS__); \
+#define NOTIFY(g, cb, ...)                                                     \
+	do {                                                                   \
+		for (size_t i_ = 0; i_ < (g)->listener_count; i_++)            \
+			if ((g)->listeners[i_].l.cb)                           \
+				(g)->listeners[i_].l.cb(                       \
+					(g)->listeners[i_].arg, __VA_ARGS__);  \
 	} while (0)
 
 static void mark_dead(struct gossip *g, struct endpoint *ep, const char *why)
@@ -406,7 +414,7 @@ int gossip_set_local_state(struct gossip *g, enum gossip_app_state key,
 	return set_app(g, g->me, key, value, ++g->version);
 }
 
-/* ---- sending --------------------------------------------------------------- */
+/* ---- sending ------------------------------------------------------------- */
 
 static void send_buf(struct gossip *g, const struct inet_addr *to,
 		     uint32_t verb)
@@ -462,7 +470,8 @@ static void gossip_round(struct gossip *g)
 			continue;
 		if (ep->alive)
 			live++;
-		else if (!dead_state(ep) || ep->status == GOSSIP_STATUS_SHUTDOWN)
+		else if (!dead_state(ep) ||
+			 ep->status == GOSSIP_STATUS_SHUTDOWN)
 			unreachable++;
 	}
 	if (build_syn(g, false) != 0) {
@@ -524,7 +533,7 @@ static void gossip_round(struct gossip *g)
 	}
 }
 
-/* ---- failure detection ----------------------------------------------------- */
+/* ---- failure detection --------------------------------------------------- */
 
 static void status_check(struct gossip *g, uint64_t now)
 {
@@ -535,7 +544,8 @@ static void status_check(struct gossip *g, uint64_t now)
 		/* Our own loop stalled: the silence we saw was ours. */
 		g->stats.local_pauses++;
 		g->pause_until_us = now + GOSSIP_MAX_LOCAL_PAUSE_US;
-		LOG_WARN("local pause of %llu ms: no peer is convicted for %u ms",
+		LOG_WARN("local pause of %llu ms: no peer is convicted for %u "
+			 "ms",
 			 (unsigned long long)(now - g->last_check_us) / 1000,
 			 GOSSIP_MAX_LOCAL_PAUSE_US / 1000);
 	}
@@ -582,7 +592,8 @@ static void on_tick(void *arg)
 		if (++g->shadow_rounds < SHADOW_ROUNDS) {
 			if (build_syn(g, true) == 0)
 				for (size_t i = 0; i < g->seed_count; i++)
-					if (!inet_addr_eq(&g->seeds[i], &g->self))
+					if (!inet_addr_eq(&g->seeds[i],
+							  &g->self))
 						send_syn(g, &g->seeds[i]);
 			return;
 		}
@@ -654,7 +665,7 @@ int gossip_remove_endpoint(struct gossip *g, const struct inet_addr *a)
 	return 0;
 }
 
-/* ---- applying remote state ------------------------------------------------- */
+/* ---- applying remote state ----------------------------------------------- */
 
 static void fd_news(struct gossip *g, struct endpoint *ep)
 {
@@ -711,9 +722,9 @@ static void apply_state(struct gossip *g, const struct gossip_wire_state *ws)
 			}
 		}
 		ep->heartbeat = ws->heartbeat;
-		LOG_INFO("%s %s (generation %lld)", restarted ? "restarted:" :
-			 "new endpoint:", fmt(&ws->addr, a),
-			 (long long)ws->generation);
+		LOG_INFO("%s %s (generation %lld)",
+			 restarted ? "restarted:" : "new endpoint:",
+			 fmt(&ws->addr, a), (long long)ws->generation);
 		NOTIFY(g, on_join, &ep->addr);
 		apply_apps(g, ep, ws);
 		fd_news(g, ep);
@@ -782,7 +793,8 @@ static int state_list_add(struct state_list *l, const struct endpoint *ep,
 		return 0;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct gossip_wire_state *st = realloc(l->st, cap * sizeof(*st));
+		struct gossip_wire_state *st =
+			realloc(l->st, cap * sizeof(*st));
 		if (!st)
 			return err_set(ERR_NOMEM, "state list");
 		l->st = st;
@@ -816,7 +828,7 @@ static void state_list_finish(struct state_list *l)
 		l->st[i].apps = l->st[i].count ? &l->apps[l->app_off[i]] : NULL;
 }
 
-/* ---- message handlers ------------------------------------------------------ */
+/* ---- message handlers ---------------------------------------------------- */
 
 static void process_syn(struct gossip *g, const struct inet_addr *from,
 			const struct gossip_msg *m)
@@ -828,7 +840,8 @@ static void process_syn(struct gossip *g, const struct inet_addr *from,
 		 * flood. */
 		uint64_t nth = ++g->stats.wrong_cluster;
 		if ((nth & (nth - 1)) == 0)
-			LOG_WARN("ignoring SYN from %s: cluster '%s' partitioner "
+			LOG_WARN("ignoring SYN from %s: cluster '%s' "
+				 "partitioner "
 				 "'%s' (we are '%s', '%s')",
 				 fmt(from, a), m->cluster_name, m->partitioner,
 				 g->cluster_name, g->partitioner);
@@ -857,7 +870,8 @@ static void process_syn(struct gossip *g, const struct inet_addr *from,
 		struct endpoint *ep = ep_find_hinted(g, &d->addr, &hint);
 		if (!ep || d->generation > ep->generation) {
 			req[nreq++] = (struct gossip_digest){
-				.addr = d->addr, .generation = d->generation,
+				.addr = d->addr,
+				.generation = d->generation,
 				.max_version = 0};
 		} else if (d->generation < ep->generation) {
 			rc = state_list_add(out, ep, 0);
@@ -975,7 +989,7 @@ void gossip_process(struct gossip *g, const struct inet_addr *from,
 	gossip_msg_free(&m);
 }
 
-/* ---- queries --------------------------------------------------------------- */
+/* ---- queries ------------------------------------------------------------- */
 
 size_t gossip_endpoint_count(const struct gossip *g)
 {
@@ -992,8 +1006,8 @@ static void fill_info(struct gossip *g, const struct endpoint *ep,
 	out->status = ep->status;
 	out->generation = ep->generation;
 	out->heartbeat = ep->heartbeat;
-	out->phi = out->is_self ? 0
-				: gossip_fd_phi(&ep->fd, env_mono_us(g->env));
+	out->phi =
+		out->is_self ? 0 : gossip_fd_phi(&ep->fd, env_mono_us(g->env));
 	out->fd_mean_us = gossip_fd_mean_us(&ep->fd);
 	out->update_us = ep->update_us;
 	for (int k = 0; k < GOSSIP_STATE_COUNT; k++) {

@@ -48,16 +48,17 @@ enum gossip_verb {
 /* Application states (the subset of Cassandra's ApplicationState we use).
  * The number is the key on the wire; never renumber. */
 enum gossip_app_state {
-	GOSSIP_STATE_STATUS_WITH_PORT = 0, /* "NORMAL,<token>", "shutdown,true" */
-	GOSSIP_STATE_TOKENS,               /* comma-separated decimal tokens */
+	GOSSIP_STATE_STATUS_WITH_PORT =
+		0,           /* "NORMAL,<token>", "shutdown,true" */
+	GOSSIP_STATE_TOKENS, /* comma-separated decimal tokens */
 	GOSSIP_STATE_DC,
 	GOSSIP_STATE_RACK,
-	GOSSIP_STATE_HOST_ID,              /* UUID text */
-	GOSSIP_STATE_SCHEMA,               /* schema version UUID */
-	GOSSIP_STATE_LOAD,                 /* bytes on disk, decimal */
+	GOSSIP_STATE_HOST_ID, /* UUID text */
+	GOSSIP_STATE_SCHEMA,  /* schema version UUID */
+	GOSSIP_STATE_LOAD,    /* bytes on disk, decimal */
 	GOSSIP_STATE_RELEASE_VERSION,
 	GOSSIP_STATE_NATIVE_ADDRESS_AND_PORT,
-	GOSSIP_STATE_RPC_READY,            /* "true" / "false" */
+	GOSSIP_STATE_RPC_READY, /* "true" / "false" */
 	GOSSIP_STATE_COUNT,
 };
 
@@ -72,20 +73,21 @@ enum gossip_status {
 };
 
 /* Cassandra's defaults, in microseconds. */
-#define GOSSIP_MAX_LOCAL_PAUSE_US 5000000u /* cassandra.max_local_pause_in_ms */
+#define GOSSIP_MAX_LOCAL_PAUSE_US 5000000u /* cassandra.max_local_pause_in_ms  \
+					    */
 #define GOSSIP_QUARANTINE_US 60000000u     /* 2 * RING_DELAY */
-#define GOSSIP_FD_WINDOW 1000u             /* ArrivalWindow SAMPLE_SIZE */
+#define GOSSIP_FD_WINDOW     1000u         /* ArrivalWindow SAMPLE_SIZE */
 
 struct gossip_config {
-	const char *cluster_name;  /* borrowed; must stay live */
-	const char *partitioner;   /* borrowed; must stay live */
-	struct inet_addr self;     /* our internode address */
+	const char *cluster_name;      /* borrowed; must stay live */
+	const char *partitioner;       /* borrowed; must stay live */
+	struct inet_addr self;         /* our internode address */
 	const struct inet_addr *seeds; /* copied */
 	size_t seed_count;
-	int64_t generation;        /* seconds; the caller makes it only grow */
-	uint64_t interval_us;      /* 0 = 1 s */
+	int64_t generation;   /* seconds; the caller makes it only grow */
+	uint64_t interval_us; /* 0 = 1 s */
 	double phi_convict_threshold; /* 0 = 8 */
-	uint32_t fd_window;        /* samples per endpoint; 0 = 1000 */
+	uint32_t fd_window;           /* samples per endpoint; 0 = 1000 */
 	/* Intervals longer than this are not sampled and cap phi's mean
 	 * (Cassandra's MAX_INTERVAL); 0 = 2 * interval. */
 	uint64_t fd_max_interval_us;
@@ -116,9 +118,9 @@ struct gossip_endpoint_info {
 	enum gossip_status status;
 	int64_t generation;
 	int32_t heartbeat;
-	double phi;          /* current suspicion (scaled as Cassandra's) */
-	double fd_mean_us;   /* mean heartbeat inter-arrival time */
-	uint64_t update_us;  /* env_mono_us() of the last news from it */
+	double phi;         /* current suspicion (scaled as Cassandra's) */
+	double fd_mean_us;  /* mean heartbeat inter-arrival time */
+	uint64_t update_us; /* env_mono_us() of the last news from it */
 	const char *states[GOSSIP_STATE_COUNT]; /* NULL when absent */
 	int32_t versions[GOSSIP_STATE_COUNT];
 };
@@ -164,10 +166,10 @@ const struct inet_addr *gossip_self(const struct gossip *g);
 struct gossip_stats {
 	uint64_t rounds;
 	uint64_t syn_sent, ack_sent, ack2_sent;
-	uint64_t bad_messages;     /* failed to decode or validate */
-	uint64_t wrong_cluster;    /* SYN from another cluster/partitioner */
+	uint64_t bad_messages;  /* failed to decode or validate */
+	uint64_t wrong_cluster; /* SYN from another cluster/partitioner */
 	uint64_t convictions;
-	uint64_t local_pauses;     /* stalls of our own loop detected */
+	uint64_t local_pauses; /* stalls of our own loop detected */
 };
 void gossip_get_stats(const struct gossip *g, struct gossip_stats *out);
 

@@ -83,8 +83,8 @@ int gossip_fd_report(struct gossip_fd_window *w, uint64_t now_us,
 		uint64_t gap = now_us - w->last_us;
 		if (gap <= max_interval_us && add_sample(w, (uint32_t)gap) != 0)
 			return -1;
-		uint32_t warm = w->cap < GOSSIP_FD_WARMUP ? w->cap
-							  : GOSSIP_FD_WARMUP;
+		uint32_t warm =
+			w->cap < GOSSIP_FD_WARMUP ? w->cap : GOSSIP_FD_WARMUP;
 		if (w->len >= warm)
 			w->initial_us = 0;
 	}

@@ -15,7 +15,7 @@
 /* Caps on what a decoder accepts, checked before anything is allocated. */
 #define GOSSIP_MAX_ENDPOINTS 100000u
 #define GOSSIP_MAX_VALUE_LEN 65536u
-#define GOSSIP_MAX_NAME_LEN 256u
+#define GOSSIP_MAX_NAME_LEN  256u
 
 struct gossip_digest {
 	struct inet_addr addr;
@@ -45,9 +45,9 @@ struct gossip_msg {
 	const char *partitioner;  /* SYN */
 	size_t digest_count;      /* SYN digests, ACK requests */
 	struct gossip_digest *digests;
-	size_t state_count;       /* ACK, ACK2 */
+	size_t state_count; /* ACK, ACK2 */
 	struct gossip_wire_state *states;
-	void *pb;                 /* the unpacked protobuf, opaque */
+	void *pb; /* the unpacked protobuf, opaque */
 };
 
 /* Decodes `verb` (SYN, ACK or ACK2) from untrusted bytes. Unknown

@@ -37,8 +37,7 @@ static int addr_from_pb(const Cassini__Gossip__Endpoint *e,
 	return 0;
 }
 
-static int digests_unpack(const ProtobufCBinaryData *in,
-			  struct gossip_msg *m)
+static int digests_unpack(const ProtobufCBinaryData *in, struct gossip_msg *m)
 {
 	/* The smallest digest is 19 bytes: the count is capped before the
 	 * allocation. */
@@ -56,7 +55,8 @@ static int digests_unpack(const ProtobufCBinaryData *in,
 	struct cursor c = cursor_make(in->data, in->len);
 	while (cursor_left(&c) > 0) {
 		if (m->digest_count == most)
-			return err_set(ERR_PROTOCOL, "bytes after the last digest");
+			return err_set(ERR_PROTOCOL,
+				       "bytes after the last digest");
 		struct gossip_digest *d = &m->digests[m->digest_count];
 		uint8_t family;
 		uint16_t port;
@@ -65,7 +65,8 @@ static int digests_unpack(const ProtobufCBinaryData *in,
 		memset(&d->addr, 0, sizeof(d->addr));
 		if (cursor_u8(&c, &family) != 0 ||
 		    (family != INET_V4 && family != INET_V6) ||
-		    cursor_copy(&c, d->addr.ip, family == INET_V4 ? 4 : 16) != 0 ||
+		    cursor_copy(&c, d->addr.ip, family == INET_V4 ? 4 : 16) !=
+			    0 ||
 		    cursor_be16(&c, &port) != 0 || port == 0 ||
 		    cursor_be64(&c, &gen) != 0 || cursor_be32(&c, &ver) != 0)
 			return err_set(ERR_PROTOCOL, "bad digest %zu",
@@ -106,8 +107,10 @@ static int state_from_pb(const Cassini__Gossip__EndpointState *in,
 			return err_set(ERR_PROTOCOL, "state value too long");
 		if (a->key >= GOSSIP_STATE_COUNT)
 			continue; /* a newer peer's state: not ours to judge */
-		out->apps[out->count++] = (struct gossip_wire_app){
-			.key = a->key, .value = a->value, .version = a->version};
+		out->apps[out->count++] =
+			(struct gossip_wire_app){.key = a->key,
+						 .value = a->value,
+						 .version = a->version};
 	}
 	return 0;
 }
@@ -232,8 +235,7 @@ static void ep_to_pb(const struct inet_addr *a, Cassini__Gossip__Endpoint *e)
 	e->port = a->port;
 }
 
-static int digests_pack(const struct gossip_digest *d, size_t n,
-			struct buf *b)
+static int digests_pack(const struct gossip_digest *d, size_t n, struct buf *b)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct inet_addr *a = &d[i].addr;

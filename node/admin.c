@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#define MAX_COMMANDS 64
-#define MAX_CONNS 64
+#define MAX_COMMANDS   64
+#define MAX_CONNS      64
 #define IDLE_TIMEOUT_S 30
 
 struct command {
@@ -116,8 +116,10 @@ static void respond(struct admin_conn *c, const struct admin_request *req)
 	if (strcmp(req->command, "help") == 0) {
 		status = run_help(a, &out);
 	} else if (!cmd) {
-		buf_printf(&err, "unknown command '%s' (try `cassini-tool "
-				 "help`)\n", req->command);
+		buf_printf(&err,
+			   "unknown command '%s' (try `cassini-tool "
+			   "help`)\n",
+			   req->command);
 		status = 1;
 	} else {
 		status = cmd->fn(cmd->arg, req->argc,
@@ -233,7 +235,8 @@ int admin_listen(struct admin *a)
 	size_t sl = inet_addr_to_sockaddr(&a->addr, &ss);
 	a->listener = evconnlistener_new_bind(
 		a->base, accept_cb, a,
-		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+			LEV_OPT_CLOSE_ON_EXEC,
 		16, (struct sockaddr *)&ss, (int)sl);
 	inet_addr_format(&a->addr, s, sizeof(s));
 	if (!a->listener)

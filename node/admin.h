@@ -22,9 +22,8 @@
 struct event_base;
 struct admin;
 
-typedef int (*admin_command_fn)(void *arg, size_t argc,
-				const char *const *argv, struct buf *out,
-				struct buf *err);
+typedef int (*admin_command_fn)(void *arg, size_t argc, const char *const *argv,
+				struct buf *out, struct buf *err);
 
 struct admin *admin_new(struct event_base *base, const struct inet_addr *addr);
 void admin_delete(struct admin *a);

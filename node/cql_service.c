@@ -9,8 +9,8 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loopq.h"
-#include "common/workers.h"
 #include "common/murmur3.h"
+#include "common/workers.h"
 #include "storage/storage.h"
 
 #include <limits.h>
@@ -78,7 +78,7 @@ static int replayed_record(void *arg, const uint8_t *body, size_t len)
 	return record_remember(arg, body, len);
 }
 
-/* ---- executor hooks ----------------------------------------------------------- */
+/* ---- executor hooks ------------------------------------------------------ */
 
 static void hook_node_info(void *arg, struct cql_node_info *out)
 {
@@ -103,10 +103,11 @@ static int hook_ddl_check(void *arg, const struct cql_stmt *stmt)
 	(void)arg;
 	if (stmt->kind == CQL_STMT_ALTER_TABLE &&
 	    stmt->u.alter_table.kind == CQL_ALTER_ADD)
-		return err_set(ERR_UNSUPPORTED,
-			       "ALTER TABLE ... ADD is not supported by Cassini "
-			       "yet: the storage engine cannot take new columns "
-			       "on an existing table");
+		return err_set(
+			ERR_UNSUPPORTED,
+			"ALTER TABLE ... ADD is not supported by Cassini "
+			"yet: the storage engine cannot take new columns "
+			"on an existing table");
 	return 0;
 }
 
@@ -122,11 +123,12 @@ static void data_hook(void *arg, const struct cql_data_request *dr)
 	if (info.other_members > 0) {
 		struct buf b;
 		buf_init(&b);
-		cql_encode_error(&b, dr->info->version, dr->info->stream,
-				 CQL_ERR_INVALID,
-				 "Reads and writes of user tables are served by "
-				 "one-node clusters only until the coordinator "
-				 "lands; this node has peers");
+		cql_encode_error(
+			&b, dr->info->version, dr->info->stream,
+			CQL_ERR_INVALID,
+			"Reads and writes of user tables are served by "
+			"one-node clusters only until the coordinator "
+			"lands; this node has peers");
 		cql_request_reply(dr->req, b.data, b.len);
 		buf_free(&b);
 		return;
@@ -136,9 +138,9 @@ static void data_hook(void *arg, const struct cql_data_request *dr)
 
 static void sync_run(struct work *w)
 {
-	struct cql_service *s = (struct cql_service *)((char *)w -
-						       offsetof(struct cql_service,
-								sync_work));
+	struct cql_service *s =
+		(struct cql_service *)((char *)w -
+				       offsetof(struct cql_service, sync_work));
 	if (cql_schema_log_sync(s->log) != 0)
 		LOG_ERROR("schema log fsync failed: %s", err_msg());
 	__atomic_store_n(&s->sync_queued, false, __ATOMIC_RELEASE);
@@ -148,7 +150,8 @@ static int schema_event(struct buf *b, uint8_t version, void *arg)
 {
 	const struct cql_schema_change *c = arg;
 	return cql_encode_event_schema(b, version, c->change, c->target,
-				       c->keyspace, c->name[0] ? c->name : NULL);
+				       c->keyspace,
+				       c->name[0] ? c->name : NULL);
 }
 
 /* Logs an applied change, opens a created table, and tells the node. */
@@ -157,19 +160,22 @@ static void schema_applied(struct cql_service *s,
 			   const uint8_t *body, size_t len, bool local)
 {
 	if (cql_schema_log_append_record(s->log, body, len) != 0)
-		LOG_ERROR("cannot log schema change (%s %s %s.%s): %s", c->change,
-			  c->target, c->keyspace, c->name, err_msg());
+		LOG_ERROR("cannot log schema change (%s %s %s.%s): %s",
+			  c->change, c->target, c->keyspace, c->name,
+			  err_msg());
 	else if (!__atomic_exchange_n(&s->sync_queued, true, __ATOMIC_ACQ_REL))
 		workers_submit(s->syncer, &s->sync_work);
 	if (record_remember(s, body, len) != 0)
 		LOG_ERROR("cannot keep schema record: %s", err_msg());
-	if (strcmp(c->change, "CREATED") == 0 && strcmp(c->target, "TABLE") == 0) {
+	if (strcmp(c->change, "CREATED") == 0 &&
+	    strcmp(c->target, "TABLE") == 0) {
 		const struct cql_table *t =
 			cql_schema_table(s->schema, c->keyspace, c->name);
-		const struct cql_keyspace *k = cql_schema_keyspace(s->schema,
-								   c->keyspace);
+		const struct cql_keyspace *k =
+			cql_schema_keyspace(s->schema, c->keyspace);
 		if (storage_table_add(s->db, cql_table_meta(t),
-				      cql_keyspace_meta(k)->durable_writes) != 0)
+				      cql_keyspace_meta(k)->durable_writes) !=
+		    0)
 			LOG_ERROR("cannot open table %s.%s: %s", c->keyspace,
 				  c->name, err_msg());
 	}
@@ -203,7 +209,8 @@ void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
 	if (st != CQL_SCHEMA_OK) {
 		/* Not applicable here (e.g. it raced a conflicting change):
 		 * remember it so it is not retried forever. */
-		LOG_WARN("schema record from a peer does not apply: %s", err_msg());
+		LOG_WARN("schema record from a peer does not apply: %s",
+			 err_msg());
 		record_remember(s, record, len);
 		return;
 	}
@@ -216,26 +223,27 @@ void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
 
 int cql_service_records(const struct cql_service *s, struct buf *out)
 {
-	return buf_append(out, s->records.data ? s->records.data
-					       : (const uint8_t *)"",
-			  s->records.len);
+	return buf_append(
+		out, s->records.data ? s->records.data : (const uint8_t *)"",
+		s->records.len);
 }
 
-/* ---- lifecycle ------------------------------------------------------------------- */
+/* ---- lifecycle ----------------------------------------------------------- */
 
 /* Every user table the replayed schema knows goes into the engine before it
  * replays the commitlog. */
 static int register_tables(struct cql_service *s)
 {
 	for (size_t i = 0; i < cql_schema_keyspace_count(s->schema); i++) {
-		const struct cql_keyspace *k = cql_schema_keyspace_at(s->schema, i);
+		const struct cql_keyspace *k =
+			cql_schema_keyspace_at(s->schema, i);
 		if (cql_keyspace_is_system(k))
 			continue;
 		for (size_t j = 0; j < cql_keyspace_table_count(k); j++)
-			if (storage_table_add(s->db,
-					      cql_table_meta(cql_keyspace_table_at(k, j)),
-					      cql_keyspace_meta(k)->durable_writes) !=
-			    0)
+			if (storage_table_add(
+				    s->db,
+				    cql_table_meta(cql_keyspace_table_at(k, j)),
+				    cql_keyspace_meta(k)->durable_writes) != 0)
 				return -1;
 	}
 	return 0;
@@ -251,7 +259,8 @@ static int open_storage(struct cql_service *s, const struct conf *c)
 	if (!s->db)
 		return -1;
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/schema.log", c->saved_caches_directory);
+	snprintf(path, sizeof(path), "%s/schema.log",
+		 c->saved_caches_directory);
 	s->log = cql_schema_log_open(s->env, path);
 	if (!s->log)
 		return -1;
@@ -283,7 +292,8 @@ static int open_server(struct cql_service *s, const struct conf *c,
 	cql_server_config_defaults(&cfg);
 	cfg.address = c->rpc_address;
 	cfg.max_frame_size = (uint32_t)c->native_transport_max_frame_size;
-	cfg.max_connections = (int)c->native_transport_max_concurrent_connections;
+	cfg.max_connections =
+		(int)c->native_transport_max_concurrent_connections;
 	cfg.idle_timeout_ms = c->native_transport_idle_timeout_ms;
 	cfg.cql_version = CASSINI_CQL_VERSION;
 	struct cql_executor ex = {.execute = cql_exec_execute, .arg = s->exec};
@@ -294,9 +304,10 @@ static int open_server(struct cql_service *s, const struct conf *c,
 	return 0;
 }
 
-struct cql_service *cql_service_new(const struct conf *c, struct event_base *base,
-				    struct env *env,
-				    cql_service_node_info_fn node_info, void *arg)
+struct cql_service *cql_service_new(const struct conf *c,
+				    struct event_base *base, struct env *env,
+				    cql_service_node_info_fn node_info,
+				    void *arg)
 {
 	struct cql_service *s = calloc(1, sizeof(*s));
 	if (!s) {

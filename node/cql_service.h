@@ -28,9 +28,10 @@ typedef void (*cql_service_node_info_fn)(void *arg, struct cql_node_info *out);
 /* Opens storage under the configured directories, replays the schema log
  * and the commitlog, and listens on rpc_address:native_transport_port.
  * Blocks while replaying (call before the loop runs). NULL with err set. */
-struct cql_service *cql_service_new(const struct conf *c, struct event_base *base,
-				    struct env *env,
-				    cql_service_node_info_fn node_info, void *arg);
+struct cql_service *cql_service_new(const struct conf *c,
+				    struct event_base *base, struct env *env,
+				    cql_service_node_info_fn node_info,
+				    void *arg);
 
 /* Flushes memtables (nodetool drain); blocks. */
 int cql_service_drain(struct cql_service *s);

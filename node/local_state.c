@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define FILE_NAME "local_state"
-#define FILE_MAX (64u * 1024u)
+#define FILE_MAX  (64u * 1024u)
 
 void local_state_free(struct local_state *s)
 {
@@ -146,8 +146,7 @@ int local_state_save(struct env *env, const char *dir,
 	return rc;
 }
 
-int local_state_load(struct env *env, const char *dir,
-		     struct local_state *out)
+int local_state_load(struct env *env, const char *dir, struct local_state *out)
 {
 	char path[PATH_MAX];
 	memset(out, 0, sizeof(*out));
@@ -161,13 +160,15 @@ int local_state_load(struct env *env, const char *dir,
 			local_state_free(out);
 			return err_prefix("%s", path);
 		}
-		LOG_INFO("loaded host id %s, %zu tokens, generation %lld from %s",
+		LOG_INFO("loaded host id %s, %zu tokens, generation %lld from "
+			 "%s",
 			 out->host_id, out->token_count,
 			 (long long)out->generation, path);
 	} else if (err_code() == ERR_NOT_FOUND) {
 		new_host_id(env, out->host_id);
 		LOG_INFO("new identity: host id %s (tokens are chosen once the "
-			 "ring is known)", out->host_id);
+			 "ring is known)",
+			 out->host_id);
 	} else {
 		return -1;
 	}

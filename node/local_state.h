@@ -32,8 +32,7 @@ struct local_state {
  * max(now in seconds, saved + 1) and saves the file before returning, so a
  * crash never reuses a generation.
  */
-int local_state_load(struct env *env, const char *dir,
-		     struct local_state *out);
+int local_state_load(struct env *env, const char *dir, struct local_state *out);
 /* Writes DIR/local_state atomically. */
 int local_state_save(struct env *env, const char *dir,
 		     const struct local_state *s);

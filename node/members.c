@@ -86,8 +86,7 @@ static int cmp_claim(const void *a, const void *b)
 }
 
 /* Fills `c` when the gossip endpoint belongs in the ring. */
-static bool candidate(const struct gossip_endpoint_info *info,
-		      struct cand *c)
+static bool candidate(const struct gossip_endpoint_info *info, struct cand *c)
 {
 	const char *tok = info->states[GOSSIP_STATE_TOKENS];
 	const char *dc = info->states[GOSSIP_STATE_DC];
@@ -100,9 +99,10 @@ static bool candidate(const struct gossip_endpoint_info *info,
 	c->ep.addr = info->addr;
 	c->ep.dc = dc;
 	c->ep.rack = rack;
-	c->ep.status = info->status == GOSSIP_STATUS_LEAVING ? RING_STATUS_LEAVING
-		       : info->status == GOSSIP_STATUS_BOOT  ? RING_STATUS_BOOT
-							     : RING_STATUS_NORMAL;
+	c->ep.status =
+		info->status == GOSSIP_STATUS_LEAVING ? RING_STATUS_LEAVING
+		: info->status == GOSSIP_STATUS_BOOT  ? RING_STATUS_BOOT
+						      : RING_STATUS_NORMAL;
 	if (members_parse_host_id(hid, c->ep.host_id) != 0 ||
 	    tokens_parse(tok, &c->tokens, &c->ep.num_tokens) != 0) {
 		LOG_WARN("leaving an endpoint out of the ring: %s", err_msg());
@@ -130,7 +130,8 @@ static void drop_collisions(struct cand *c, size_t n)
 			cl[k++] = (struct claim){c[i].tokens[j], i};
 	qsort(cl, total, sizeof(*cl), cmp_claim);
 	for (size_t i = 1; i < total; i++) {
-		if (cl[i].token != cl[i - 1].token || cl[i].cand == cl[i - 1].cand)
+		if (cl[i].token != cl[i - 1].token ||
+		    cl[i].cand == cl[i - 1].cand)
 			continue;
 		struct cand *loser = &c[cl[i].cand];
 		char a[INET_ADDR_STRLEN];
@@ -190,7 +191,8 @@ struct members *members_new(struct gossip *g, const struct inet_addr *self)
 	m->g = g;
 	m->self = *self;
 	m->stale = true;
-	struct gossip_listener l = {.on_join = on_join, .on_change = on_change,
+	struct gossip_listener l = {.on_join = on_join,
+				    .on_change = on_change,
 				    .on_remove = on_join};
 	m->ring = build(m);
 	if (!m->ring || gossip_subscribe(g, &l, m) != 0) {

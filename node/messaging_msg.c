@@ -83,7 +83,7 @@ int messaging_handshake_decode(const uint8_t *data, size_t len,
 	return rc;
 }
 
-/* ---- envelopes ------------------------------------------------------------ */
+/* ---- envelopes ----------------------------------------------------------- */
 
 int messaging_envelope_frame(uint32_t verb, uint64_t request_id,
 			     int64_t deadline_ms, bool response,
@@ -138,7 +138,7 @@ void messaging_envelope_free(struct messaging_envelope *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* ---- admin -------------------------------------------------------------- */
+/* ---- admin --------------------------------------------------------------- */
 
 int admin_request_encode(const char *command, size_t argc,
 			 const char *const *argv, struct buf *out)

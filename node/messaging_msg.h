@@ -13,9 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MESSAGING_VERSION 1
+#define MESSAGING_VERSION       1
 #define MESSAGING_HANDSHAKE_MAX 4096u /* bytes of a handshake frame */
-#define MESSAGING_NAME_MAX 256u       /* cluster, partitioner, dc, rack */
+#define MESSAGING_NAME_MAX      256u  /* cluster, partitioner, dc, rack */
 
 struct messaging_handshake {
 	char cluster_name[MESSAGING_NAME_MAX + 1];
@@ -53,9 +53,9 @@ int messaging_envelope_decode(const uint8_t *data, size_t len,
 void messaging_envelope_free(struct messaging_envelope *e);
 
 /* Admin requests: at most ADMIN_MAX_ARGS arguments of ADMIN_ARG_MAX bytes. */
-#define ADMIN_MAX_ARGS 32
-#define ADMIN_ARG_MAX 1024
-#define ADMIN_REQUEST_MAX (64u * 1024u)
+#define ADMIN_MAX_ARGS     32
+#define ADMIN_ARG_MAX      1024
+#define ADMIN_REQUEST_MAX  (64u * 1024u)
 #define ADMIN_RESPONSE_MAX (64u * 1024u * 1024u)
 
 struct admin_request {

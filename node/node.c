@@ -34,12 +34,12 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#define CLUSTER_MARKER "cassini-cluster"
-#define LOCK_FILE "cassinid.lock"
+#define CLUSTER_MARKER   "cassini-cluster"
+#define LOCK_FILE        "cassinid.lock"
 #define CLUSTER_NAME_MAX 256
 
-#define JOIN_MIN_ROUNDS 2  /* learn the ring before choosing tokens */
-#define JOIN_MAX_ROUNDS 10 /* stop waiting for lower-addressed joiners */
+#define JOIN_MIN_ROUNDS   2  /* learn the ring before choosing tokens */
+#define JOIN_MAX_ROUNDS   10 /* stop waiting for lower-addressed joiners */
 #define SHUTDOWN_FLUSH_MS 200
 
 static int open_log(struct node *n)
@@ -76,12 +76,14 @@ static int check_cluster_marker(struct node *n, const char *dir)
 
 	snprintf(path, sizeof(path), "%s/%s", dir, CLUSTER_MARKER);
 	if (env_read_file(n->env, path, CLUSTER_NAME_MAX, &saved, &len) == 0) {
-		while (len && (saved[len - 1] == '\n' || saved[len - 1] == '\r'))
+		while (len &&
+		       (saved[len - 1] == '\n' || saved[len - 1] == '\r'))
 			saved[--len] = '\0';
 		int same = strcmp((char *)saved, n->conf.cluster_name) == 0;
 		if (!same)
 			err_set(ERR_CONFIG,
-				"data directory %s belongs to cluster '%s', not "
+				"data directory %s belongs to cluster '%s', "
+				"not "
 				"'%s' (cluster_name in node.yaml)",
 				dir, (char *)saved, n->conf.cluster_name);
 		free(saved);
@@ -114,10 +116,11 @@ static int take_lock(struct node *n)
 			pid[strcspn(pid, "\n")] = '\0';
 		}
 		close(fd);
-		return err_set(ERR_EXISTS,
-			       "data directory %s is in use by another cassinid "
-			       "(pid %s)",
-			       n->conf.data_file_directories.items[0], pid);
+		return err_set(
+			ERR_EXISTS,
+			"data directory %s is in use by another cassinid "
+			"(pid %s)",
+			n->conf.data_file_directories.items[0], pid);
 	}
 	char pid[32];
 	int pl = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
@@ -151,7 +154,8 @@ static int setup_loop(struct node *n)
 		return -1;
 	n->sig_term = evsignal_new(n->base, SIGTERM, on_signal, n);
 	n->sig_int = evsignal_new(n->base, SIGINT, on_signal, n);
-	if (!n->sig_term || !n->sig_int || evsignal_add(n->sig_term, NULL) != 0 ||
+	if (!n->sig_term || !n->sig_int ||
+	    evsignal_add(n->sig_term, NULL) != 0 ||
 	    evsignal_add(n->sig_int, NULL) != 0)
 		return err_set(ERR_IO, "cannot install signal handlers");
 	return 0;
@@ -182,9 +186,8 @@ static int announce_tokens(struct node *n)
 		 (long long)n->local.tokens[0]);
 	int rc = gossip_set_local_state(n->gossip, GOSSIP_STATE_TOKENS, text);
 	if (rc == 0)
-		rc = gossip_set_local_state(n->gossip,
-					    GOSSIP_STATE_STATUS_WITH_PORT,
-					    status);
+		rc = gossip_set_local_state(
+			n->gossip, GOSSIP_STATE_STATUS_WITH_PORT, status);
 	free(text);
 	return rc;
 }
@@ -217,7 +220,8 @@ static int choose_tokens(struct node *n)
 		return err_set(ERR_NOMEM, "tokens");
 	struct ring *r = members_ring(n->members);
 	uint64_t seed = env_random(n->env);
-	int alloc_rf = (int)n->conf.allocate_tokens_for_local_replication_factor;
+	int alloc_rf =
+		(int)n->conf.allocate_tokens_for_local_replication_factor;
 	if (ring_tokens_choose(r, n->conf.initial_token, count, alloc_rf,
 			       n->conf.dc, n->conf.rack, seed, tokens) != 0) {
 		if (n->conf.initial_token && *n->conf.initial_token) {
@@ -252,8 +256,11 @@ static int choose_tokens(struct node *n)
 			     &n->local) != 0)
 		return -1;
 	LOG_INFO("chose %zu tokens (%s) after %u gossip rounds", count,
-		 n->conf.initial_token && *n->conf.initial_token ? "initial_token"
-		 : alloc_rf > 0 ? "allocator" : "random", n->join_rounds);
+		 n->conf.initial_token && *n->conf.initial_token
+			 ? "initial_token"
+		 : alloc_rf > 0 ? "allocator"
+				: "random",
+		 n->join_rounds);
 	return announce_tokens(n);
 }
 
@@ -323,19 +330,20 @@ static int setup_membership(struct node *n)
 				   n->local.host_id) ||
 	    gossip_set_local_state(n->gossip, GOSSIP_STATE_RELEASE_VERSION,
 				   CASSINI_VERSION) ||
-	    gossip_set_local_state(n->gossip,
-				   GOSSIP_STATE_NATIVE_ADDRESS_AND_PORT, native) ||
+	    gossip_set_local_state(
+		    n->gossip, GOSSIP_STATE_NATIVE_ADDRESS_AND_PORT, native) ||
 	    gossip_set_local_state(n->gossip, GOSSIP_STATE_LOAD, "0") ||
 	    gossip_set_local_state(n->gossip, GOSSIP_STATE_RPC_READY, "false"))
 		return -1;
 
 	n->admin = admin_new(n->base, &c->admin_address);
-	if (!n->admin || node_admin_register(n) != 0 || admin_listen(n->admin) != 0)
+	if (!n->admin || node_admin_register(n) != 0 ||
+	    admin_listen(n->admin) != 0)
 		return -1;
 	return 0;
 }
 
-/* ---- CQL ---------------------------------------------------------------------- */
+/* ---- CQL ----------------------------------------------------------------- */
 
 /* Peers as system.peers shows them: gossip endpoints with tokens, a dc, a
  * rack and a host id, that have not left. The arrays live in the node until
@@ -356,25 +364,29 @@ static void collect_peers(struct node *n)
 		goto done;
 	for (size_t i = 0; i < count; i++) {
 		struct gossip_endpoint_info info;
-		if (gossip_endpoint_at(n->gossip, i, &info) != 0 || info.is_self ||
-		    info.status == GOSSIP_STATUS_LEFT)
+		if (gossip_endpoint_at(n->gossip, i, &info) != 0 ||
+		    info.is_self || info.status == GOSSIP_STATUS_LEFT)
 			continue;
 		n->cql_other_members++;
 		const char *const *st = info.states;
 		struct cql_peer_info *p = &n->cql_peers[n->cql_peer_count];
 		if (!st[GOSSIP_STATE_TOKENS] || !st[GOSSIP_STATE_DC] ||
 		    !st[GOSSIP_STATE_RACK] || !st[GOSSIP_STATE_HOST_ID] ||
-		    members_parse_host_id(st[GOSSIP_STATE_HOST_ID], p->host_id) != 0 ||
-		    tokens_parse(st[GOSSIP_STATE_TOKENS], &lists[n->cql_peer_count],
+		    members_parse_host_id(st[GOSSIP_STATE_HOST_ID],
+					  p->host_id) != 0 ||
+		    tokens_parse(st[GOSSIP_STATE_TOKENS],
+				 &lists[n->cql_peer_count],
 				 &lens[n->cql_peer_count]) < 0)
 			continue;
 		p->address = info.addr;
 		p->native_address = info.addr;
-		p->native_address.port = (uint16_t)n->conf.native_transport_port;
+		p->native_address.port =
+			(uint16_t)n->conf.native_transport_port;
 		if (st[GOSSIP_STATE_NATIVE_ADDRESS_AND_PORT])
-			inet_addr_parse(st[GOSSIP_STATE_NATIVE_ADDRESS_AND_PORT],
-					(uint16_t)n->conf.native_transport_port,
-					&p->native_address);
+			inet_addr_parse(
+				st[GOSSIP_STATE_NATIVE_ADDRESS_AND_PORT],
+				(uint16_t)n->conf.native_transport_port,
+				&p->native_address);
 		p->dc = st[GOSSIP_STATE_DC];
 		p->rack = st[GOSSIP_STATE_RACK];
 		if (st[GOSSIP_STATE_SCHEMA])
@@ -387,7 +399,8 @@ static void collect_peers(struct node *n)
 	n->cql_peer_tokens = malloc((total ? total : 1) * sizeof(int64_t));
 	size_t at = 0;
 	for (size_t i = 0; n->cql_peer_tokens && i < n->cql_peer_count; i++) {
-		memcpy(n->cql_peer_tokens + at, lists[i], lens[i] * sizeof(int64_t));
+		memcpy(n->cql_peer_tokens + at, lists[i],
+		       lens[i] * sizeof(int64_t));
 		n->cql_peers[i].tokens = n->cql_peer_tokens + at;
 		n->cql_peers[i].token_count = lens[i];
 		at += lens[i];
@@ -427,8 +440,8 @@ static void uuid_text(const uint8_t v[16], char text[37])
 	snprintf(text, 37,
 		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
 		 "%02x%02x%02x%02x%02x%02x",
-		 v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
-		 v[11], v[12], v[13], v[14], v[15]);
+		 v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
+		 v[10], v[11], v[12], v[13], v[14], v[15]);
 }
 
 /* Gossip carries our schema version so peers (and drivers) see agreement;
@@ -447,8 +460,8 @@ static void node_schema_changed(void *arg, const uint8_t *record, size_t len,
 		return;
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
 		struct gossip_endpoint_info info;
-		if (gossip_endpoint_at(n->gossip, i, &info) != 0 || info.is_self ||
-		    !info.alive)
+		if (gossip_endpoint_at(n->gossip, i, &info) != 0 ||
+		    info.is_self || !info.alive)
 			continue;
 		/* A peer we miss now catches up by pulling. */
 		transport_send(n->transport, &info.addr, NODE_VERB_SCHEMA_PUSH,
@@ -492,7 +505,8 @@ static void on_pull_response(void *arg, int status, const uint8_t *payload,
 	struct cursor c = cursor_make(payload, len);
 	uint32_t n_len;
 	struct slice rec;
-	while (cursor_be32(&c, &n_len) == 0 && cursor_take(&c, n_len, &rec) == 0)
+	while (cursor_be32(&c, &n_len) == 0 &&
+	       cursor_take(&c, n_len, &rec) == 0)
 		cql_service_apply_record(n->cql, rec.ptr, rec.len);
 }
 
@@ -500,7 +514,8 @@ static void on_pull_response(void *arg, int status, const uint8_t *payload,
 static void schema_tick(void *arg)
 {
 	struct node *n = arg;
-	env_timer_arm(n->env, n->schema_timer, 2 * n->conf.gossip_interval_ms * 1000u);
+	env_timer_arm(n->env, n->schema_timer,
+		      2 * n->conf.gossip_interval_ms * 1000u);
 	if (n->schema_pull_in_flight)
 		return;
 	uint8_t v[16];
@@ -509,8 +524,9 @@ static void schema_tick(void *arg)
 	uuid_text(v, ours);
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
 		struct gossip_endpoint_info info;
-		if (gossip_endpoint_at(n->gossip, i, &info) != 0 || info.is_self ||
-		    !info.alive || !info.states[GOSSIP_STATE_SCHEMA] ||
+		if (gossip_endpoint_at(n->gossip, i, &info) != 0 ||
+		    info.is_self || !info.alive ||
+		    !info.states[GOSSIP_STATE_SCHEMA] ||
 		    strcmp(info.states[GOSSIP_STATE_SCHEMA], ours) == 0)
 			continue;
 		if (transport_request(n->transport, &info.addr,
@@ -532,7 +548,8 @@ static int setup_schema_sync(struct node *n)
 		return -1;
 	cql_service_on_schema_change(n->cql, node_schema_changed, n);
 	node_schema_changed(n, NULL, 0, false);
-	env_timer_arm(n->env, n->schema_timer, 2 * n->conf.gossip_interval_ms * 1000u);
+	env_timer_arm(n->env, n->schema_timer,
+		      2 * n->conf.gossip_interval_ms * 1000u);
 	return 0;
 }
 
@@ -552,8 +569,8 @@ struct node *node_new(struct conf *conf)
 	if (setup_loop(n) != 0 || open_log(n) != 0 || make_dirs(n) != 0)
 		goto fail;
 	for (size_t i = 0; i < n->conf.data_file_directories.count; i++)
-		if (check_cluster_marker(n, n->conf.data_file_directories.items[i]) !=
-		    0)
+		if (check_cluster_marker(
+			    n, n->conf.data_file_directories.items[i]) != 0)
 			goto fail;
 	if (take_lock(n) != 0 || setup_membership(n) != 0)
 		goto fail;
@@ -576,9 +593,10 @@ int node_run(struct node *n)
 {
 	char listen[INET_ADDR_STRLEN];
 	inet_addr_format(&n->conf.listen_address, listen, sizeof(listen));
-	LOG_INFO("cassinid %s starting: cluster '%s', %s/%s, listen %s, pid %ld",
-		 CASSINI_VERSION, n->conf.cluster_name, n->conf.dc,
-		 n->conf.rack, listen, (long)getpid());
+	LOG_INFO(
+		"cassinid %s starting: cluster '%s', %s/%s, listen %s, pid %ld",
+		CASSINI_VERSION, n->conf.cluster_name, n->conf.dc, n->conf.rack,
+		listen, (long)getpid());
 	if (n->local.token_count) {
 		if (announce_tokens(n) != 0)
 			return NODE_EXIT_FAILURE;

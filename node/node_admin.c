@@ -12,13 +12,13 @@
 #define LOG_MODULE "admin"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/murmur3.h"
 #include "gossip/gossip.h"
 #include "node/admin.h"
 #include "node/cql_service.h"
 #include "node/members.h"
 #include "node/node_internal.h"
 #include "node/transport.h"
-#include "common/murmur3.h"
 #include "ring/ring.h"
 
 #include <stdio.h>
@@ -28,7 +28,7 @@
 
 #define MAX_DCS 64
 
-/* ---- helpers --------------------------------------------------------------- */
+/* ---- helpers ------------------------------------------------------------- */
 
 void node_format_load(const char *load, char *out, size_t cap)
 {
@@ -60,7 +60,8 @@ static struct ring_strategy *strategy_for(struct node *n, const char *ks,
 		const struct storage_keyspace_meta *m = cql_keyspace_meta(k);
 		keys[count] = "class";
 		values[count++] = m->replication_class;
-		for (size_t i = 0; i < m->replication_count && count < 33; i++) {
+		for (size_t i = 0; i < m->replication_count && count < 33;
+		     i++) {
 			keys[count] = m->replication_keys[i];
 			values[count++] = m->replication_values[i];
 		}
@@ -71,10 +72,11 @@ static struct ring_strategy *strategy_for(struct node *n, const char *ks,
 		return s;
 	}
 	if (!strchr(ks, '=')) {
-		buf_printf(err,
-			   "Keyspace '%s' does not exist (or give a replication "
-			   "such as class=NetworkTopologyStrategy,dc1=3)\n",
-			   ks);
+		buf_printf(
+			err,
+			"Keyspace '%s' does not exist (or give a replication "
+			"such as class=NetworkTopologyStrategy,dc1=3)\n",
+			ks);
 		return NULL;
 	}
 	char *copy = strdup(ks);
@@ -103,8 +105,7 @@ static struct ring_strategy *strategy_for(struct node *n, const char *ks,
 /* Fraction of the ring each endpoint holds: primary ranges, or replicated
  * ranges under `s` (effective ownership). own[] is indexed by ring
  * endpoint. */
-static int ownership(struct ring *r, const struct ring_strategy *s,
-		     double *own)
+static int ownership(struct ring *r, const struct ring_strategy *s, double *own)
 {
 	size_t n = ring_endpoint_count(r);
 	const struct ring_placement *p = s ? ring_placement_get(r, s) : NULL;
@@ -179,7 +180,7 @@ static void host_of(const struct inet_addr *a, char *out)
 	inet_addr_format_host(a, out, INET_ADDR_STRLEN);
 }
 
-/* ---- status -------------------------------------------------------------------- */
+/* ---- status -------------------------------------------------------------- */
 
 static int cmd_status(void *arg, size_t argc, const char *const *argv,
 		      struct buf *out, struct buf *err)
@@ -232,7 +233,8 @@ static int cmd_status(void *arg, size_t argc, const char *const *argv,
 					 own[idx] * 100.0);
 			const char *hid = info.states[GOSSIP_STATE_HOST_ID];
 			const char *rack = info.states[GOSSIP_STATE_RACK];
-			buf_printf(out, "%s  %-15s %-10s %-7zu %-17s %-36s  %s\n",
+			buf_printf(out,
+				   "%s  %-15s %-10s %-7zu %-17s %-36s  %s\n",
 				   code, host, load,
 				   token_count_of(
 					   info.states[GOSSIP_STATE_TOKENS]),
@@ -250,7 +252,7 @@ static int cmd_status(void *arg, size_t argc, const char *const *argv,
 	return 0;
 }
 
-/* ---- ring ------------------------------------------------------------------------ */
+/* ---- ring ---------------------------------------------------------------- */
 
 static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 		    struct buf *out, struct buf *err)
@@ -284,23 +286,24 @@ static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 		buf_printf(out, "%79s%lld\n", "", (long long)last);
 		for (size_t i = 0; i < ring_token_count(r); i++) {
 			size_t e = ring_token_owner_at(r, i);
-			const struct ring_endpoint *ep = ring_endpoint_get(r, e);
+			const struct ring_endpoint *ep =
+				ring_endpoint_get(r, e);
 			if (strcmp(ep->dc, dc) != 0)
 				continue;
 			struct gossip_endpoint_info info;
 			char host[INET_ADDR_STRLEN], load[32], owns[16];
-			if (gossip_endpoint_find(n->gossip, &ep->addr, &info) != 0)
+			if (gossip_endpoint_find(n->gossip, &ep->addr, &info) !=
+			    0)
 				continue;
 			host_of(&ep->addr, host);
 			node_format_load(info.states[GOSSIP_STATE_LOAD], load,
 					 sizeof(load));
 			snprintf(owns, sizeof(owns), "%.2f%%", own[e] * 100.0);
 			bool up = info.is_self || info.alive;
-			const char *state = ep->status == RING_STATUS_LEAVING
-						    ? "Leaving"
-					    : ep->status == RING_STATUS_BOOT
-						    ? "Joining"
-						    : "Normal";
+			const char *state =
+				ep->status == RING_STATUS_LEAVING ? "Leaving"
+				: ep->status == RING_STATUS_BOOT  ? "Joining"
+								  : "Normal";
 			buf_printf(out, "%-16s%-12s%-7s%-8s%-16s%-20s%lld\n",
 				   host, ep->rack, up ? "Up" : "Down", state,
 				   load, owns, (long long)ring_token_at(r, i));
@@ -311,7 +314,7 @@ static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 	return 0;
 }
 
-/* ---- info, gossipinfo, describecluster, version ------------------------------ */
+/* ---- info, gossipinfo, describecluster, version -------------------------- */
 
 static long rss_kib(void)
 {
@@ -360,8 +363,9 @@ static int cmd_info(void *arg, size_t argc, const char *const *argv,
 			buf_printf(out, "%-23s: %lld\n", "Token",
 				   (long long)n->local.tokens[i]);
 	else
-		buf_printf(out, "%-23s: (invoke with -T/--tokens to see all "
-				"%zu tokens)\n",
+		buf_printf(out,
+			   "%-23s: (invoke with -T/--tokens to see all "
+			   "%zu tokens)\n",
 			   "Token", n->local.token_count);
 	return 0;
 }
@@ -379,16 +383,16 @@ static int cmd_gossipinfo(void *arg, size_t argc, const char *const *argv,
 		struct gossip_endpoint_info info;
 		char a[INET_ADDR_STRLEN];
 		gossip_endpoint_at(n->gossip, i, &info);
-		buf_printf(out, "/%s\n", inet_addr_format(&info.addr, a,
-							   sizeof(a)));
+		buf_printf(out, "/%s\n",
+			   inet_addr_format(&info.addr, a, sizeof(a)));
 		buf_printf(out, "  generation:%lld\n",
 			   (long long)info.generation);
 		buf_printf(out, "  heartbeat:%d\n", info.heartbeat);
 		for (int k = 0; k < GOSSIP_STATE_COUNT; k++) {
 			if (!info.states[k])
 				continue;
-			buf_printf(out, "  %s:%d:%s\n", gossip_app_state_name(k),
-				   info.versions[k],
+			buf_printf(out, "  %s:%d:%s\n",
+				   gossip_app_state_name(k), info.versions[k],
 				   k == GOSSIP_STATE_TOKENS ? "<hidden>"
 							    : info.states[k]);
 		}
@@ -396,9 +400,8 @@ static int cmd_gossipinfo(void *arg, size_t argc, const char *const *argv,
 	return 0;
 }
 
-static int cmd_describecluster(void *arg, size_t argc,
-			       const char *const *argv, struct buf *out,
-			       struct buf *err)
+static int cmd_describecluster(void *arg, size_t argc, const char *const *argv,
+			       struct buf *out, struct buf *err)
 {
 	(void)argv;
 	struct node *n = arg;
@@ -406,7 +409,8 @@ static int cmd_describecluster(void *arg, size_t argc,
 		buf_printf(err, "usage: describecluster\n");
 		return 1;
 	}
-	buf_printf(out, "Cluster Information:\n\tName: %s\n", n->conf.cluster_name);
+	buf_printf(out, "Cluster Information:\n\tName: %s\n",
+		   n->conf.cluster_name);
 	buf_printf(out, "\tSnitch: org.apache.cassandra.locator.%s\n",
 		   n->conf.endpoint_snitch ? "GossipingPropertyFileSnitch"
 					   : "SimpleSnitch");
@@ -435,9 +439,10 @@ static int cmd_describecluster(void *arg, size_t argc,
 		if (info.status == GOSSIP_STATUS_LEAVING)
 			leaving++;
 	}
-	buf_printf(out, "]\n\nStats for all nodes:\n\tLive: %zu\n\tJoining: "
-			"%zu\n\tMoving: 0\n\tLeaving: %zu\n\tUnreachable: "
-			"%zu\n\nData Centers: \n",
+	buf_printf(out,
+		   "]\n\nStats for all nodes:\n\tLive: %zu\n\tJoining: "
+		   "%zu\n\tMoving: 0\n\tLeaving: %zu\n\tUnreachable: "
+		   "%zu\n\nData Centers: \n",
 		   live, joining, leaving, unreachable);
 	const char *dcs[MAX_DCS];
 	size_t ndc = gossip_dcs(n->gossip, dcs);
@@ -471,7 +476,7 @@ static int cmd_version(void *arg, size_t argc, const char *const *argv,
 	return 0;
 }
 
-/* ---- describering, getendpoints ------------------------------------------------ */
+/* ---- describering, getendpoints ------------------------------------------ */
 
 static void endpoint_list(struct ring *r, const struct ring_replicas *rep,
 			  struct buf *out)
@@ -501,8 +506,9 @@ static int cmd_describering(void *arg, size_t argc, const char *const *argv,
 		struct ring_replicas rep;
 		if (ring_replicas_for_token(r, s, range.right, &rep) != 0)
 			break;
-		buf_printf(out, "\tTokenRange(start_token:%lld, end_token:%lld, "
-				"endpoints:[",
+		buf_printf(out,
+			   "\tTokenRange(start_token:%lld, end_token:%lld, "
+			   "endpoints:[",
 			   (long long)range.left, (long long)range.right);
 		endpoint_list(r, &rep, out);
 		buf_printf(out, "], rpc_endpoints:[");
@@ -513,8 +519,9 @@ static int cmd_describering(void *arg, size_t argc, const char *const *argv,
 				ring_endpoint_get(r, rep.natural[k]);
 			char h[INET_ADDR_STRLEN];
 			host_of(&ep->addr, h);
-			buf_printf(out, "%sEndpointDetails(host:%s, "
-					"datacenter:%s, rack:%s)",
+			buf_printf(out,
+				   "%sEndpointDetails(host:%s, "
+				   "datacenter:%s, rack:%s)",
 				   k ? ", " : "", h, ep->dc, ep->rack);
 		}
 		buf_printf(out, "])\n");
@@ -528,7 +535,8 @@ static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
 {
 	struct node *n = arg;
 	if (argc != 3) {
-		buf_printf(err, "usage: getendpoints <keyspace> <table> <key>\n");
+		buf_printf(err,
+			   "usage: getendpoints <keyspace> <table> <key>\n");
 		return 1;
 	}
 	struct ring_strategy *s = strategy_for(n, argv[0], err);
@@ -578,7 +586,7 @@ static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
 	return rc == 0 ? 0 : 2;
 }
 
-/* ---- drain, stopdaemon ------------------------------------------------------------ */
+/* ---- drain, stopdaemon --------------------------------------------------- */
 
 static int cmd_drain(void *arg, size_t argc, const char *const *argv,
 		     struct buf *out, struct buf *err)
@@ -613,27 +621,41 @@ int node_admin_register(struct node *n)
 		const char *name, *usage;
 		admin_command_fn fn;
 	} cmds[] = {
-		{"status", "status [keyspace]     nodetool-style cluster status "
-			   "(UN/DN/UJ/UL rows per datacenter)", cmd_status},
+		{"status",
+		 "status [keyspace]     nodetool-style cluster status "
+		 "(UN/DN/UJ/UL rows per datacenter)",
+		 cmd_status},
 		{"ring", "ring                  every token with its owner",
 		 cmd_ring},
-		{"info", "info [-T]             this node: id, load, generation, "
-			 "uptime, tokens", cmd_info},
-		{"gossipinfo", "gossipinfo            every endpoint's gossip "
-			       "state", cmd_gossipinfo},
-		{"describecluster", "describecluster       name, snitch, "
-				    "partitioner, live/unreachable per DC",
+		{"info",
+		 "info [-T]             this node: id, load, generation, "
+		 "uptime, tokens",
+		 cmd_info},
+		{"gossipinfo",
+		 "gossipinfo            every endpoint's gossip "
+		 "state",
+		 cmd_gossipinfo},
+		{"describecluster",
+		 "describecluster       name, snitch, "
+		 "partitioner, live/unreachable per DC",
 		 cmd_describecluster},
-		{"describering", "describering <ks>     token ranges and their "
-				 "replicas (ks: a built-in keyspace or "
-				 "class=...,dc1=3)", cmd_describering},
-		{"getendpoints", "getendpoints <ks> <table> <key>  replicas of a "
-				 "text key, one address per line",
+		{"describering",
+		 "describering <ks>     token ranges and their "
+		 "replicas (ks: a built-in keyspace or "
+		 "class=...,dc1=3)",
+		 cmd_describering},
+		{"getendpoints",
+		 "getendpoints <ks> <table> <key>  replicas of a "
+		 "text key, one address per line",
 		 cmd_getendpoints},
-		{"version", "version               release version", cmd_version},
-		{"drain", "drain                 announce shutdown and stop "
-			  "gossiping", cmd_drain},
-		{"stopdaemon", "stopdaemon            stop this node", cmd_stopdaemon},
+		{"version", "version               release version",
+		 cmd_version},
+		{"drain",
+		 "drain                 announce shutdown and stop "
+		 "gossiping",
+		 cmd_drain},
+		{"stopdaemon", "stopdaemon            stop this node",
+		 cmd_stopdaemon},
 	};
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (admin_register(n->admin, cmds[i].name, cmds[i].usage,

@@ -46,7 +46,8 @@ struct node {
 	bool drained;
 
 	struct cql_service *cql;
-	struct cql_peer_info *cql_peers; /* system.peers rows, rebuilt per call */
+	struct cql_peer_info
+		*cql_peers; /* system.peers rows, rebuilt per call */
 	size_t cql_peer_count;
 	size_t cql_other_members;
 	struct env_timer *schema_timer; /* compare schema versions with peers */

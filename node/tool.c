@@ -30,13 +30,17 @@ static void usage(FILE *f)
 		"\n"
 		"Talks to a node's admin endpoint (default 127.0.0.1:7199).\n"
 		"`cassini-tool help` lists the commands the node knows:\n"
-		"status [keyspace], ring, info [-T], gossipinfo, describecluster,\n"
-		"describering <keyspace>, getendpoints <keyspace> <table> <key>,\n"
+		"status [keyspace], ring, info [-T], gossipinfo, "
+		"describecluster,\n"
+		"describering <keyspace>, getendpoints <keyspace> <table> "
+		"<key>,\n"
 		"version, drain, stopdaemon.\n"
 		"\n"
-		"Until keyspaces arrive with the client protocol, <keyspace> is a\n"
+		"Until keyspaces arrive with the client protocol, <keyspace> "
+		"is a\n"
 		"built-in one (system, system_schema, system_auth,\n"
-		"system_distributed, system_traces) or an explicit replication:\n"
+		"system_distributed, system_traces) or an explicit "
+		"replication:\n"
 		"class=NetworkTopologyStrategy,dc1=3,dc2=3.\n");
 }
 
@@ -86,8 +90,8 @@ static int connect_to(const struct inet_addr *a)
 {
 	struct sockaddr_storage ss;
 	size_t sl = inet_addr_to_sockaddr(a, &ss);
-	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			0);
+	int fd = socket(ss.ss_family,
+			SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&ss, (socklen_t)sl) != 0) {
@@ -109,7 +113,8 @@ int main(int argc, char **argv)
 	long port = 7199;
 	int i = 1;
 	for (; i < argc; i++) {
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--host") == 0) {
+		if (strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "--host") == 0) {
 			if (++i == argc)
 				goto bad;
 			host = argv[i];
@@ -153,7 +158,8 @@ int main(int argc, char **argv)
 	struct buf req = {0};
 	if (buf_put_be32(&req, 0) != 0 ||
 	    admin_request_encode(argv[i], (size_t)(argc - i - 1),
-				 (const char *const *)&argv[i + 1], &req) != 0) {
+				 (const char *const *)&argv[i + 1],
+				 &req) != 0) {
 		fprintf(stderr, "cassini-tool: out of memory\n");
 		return 1;
 	}
@@ -169,8 +175,10 @@ int main(int argc, char **argv)
 	int rc = write_all(fd, req.data, req.len);
 	buf_free(&req);
 	if (rc != 0 || read_all(fd, hdr, 4) != 0) {
-		fprintf(stderr, "cassini-tool: %s closed the connection "
-				"without answering\n", where);
+		fprintf(stderr,
+			"cassini-tool: %s closed the connection "
+			"without answering\n",
+			where);
 		close(fd);
 		return 1;
 	}

@@ -26,10 +26,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define BACKOFF_MIN_MS 100u
-#define BACKOFF_MAX_MS 2000u
+#define BACKOFF_MIN_MS      100u
+#define BACKOFF_MAX_MS      2000u
 #define HANDSHAKE_TIMEOUT_S 10
-#define MAX_INBOUND 1024
+#define MAX_INBOUND         1024
 
 struct peer;
 
@@ -94,7 +94,7 @@ static int64_t wall_ms(struct transport *t)
 	return env_wall_us(t->env) / 1000;
 }
 
-/* ---- connections ---------------------------------------------------------- */
+/* ---- connections --------------------------------------------------------- */
 
 static void peer_disconnected(struct transport *t, struct peer *p)
 {
@@ -151,8 +151,8 @@ static int conn_fail(struct conn *c, const char *why)
 	char a[INET_ADDR_STRLEN];
 	conn_remote_text(c, a);
 	LOG_WARN("closing %s connection %s %s: %s",
-		 c->inbound ? "inbound" : "outbound", c->inbound ? "from" : "to",
-		 a, why);
+		 c->inbound ? "inbound" : "outbound",
+		 c->inbound ? "from" : "to", a, why);
 	if (c->inbound && !c->handshaken)
 		c->t->stats.rejected++;
 	conn_free(c);
@@ -263,7 +263,7 @@ static void deliver_envelope(struct conn *c, const struct messaging_envelope *e)
 	if (e->deadline_ms && wall_ms(t) > e->deadline_ms) {
 		t->stats.dropped_expired++;
 		t->stats.expired_by_verb[e->verb <= TRANSPORT_MAX_VERB ? e->verb
-								: 0]++;
+								       : 0]++;
 		return;
 	}
 	struct handler *h =
@@ -371,8 +371,9 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 	}
 	struct peer *p = c->peer;
 	const char *why = (what & BEV_EVENT_TIMEOUT) ? "timed out"
-			  : (what & BEV_EVENT_EOF)   ? "closed by the peer"
-			  : strerror(EVUTIL_SOCKET_ERROR());
+			  : (what & BEV_EVENT_EOF)
+				  ? "closed by the peer"
+				  : strerror(EVUTIL_SOCKET_ERROR());
 	if (!c->handshaken)
 		t->stats.connect_failures++;
 	if (!p->failure_logged) {
@@ -422,8 +423,8 @@ static int peer_connect(struct transport *t, struct peer *p)
 	char a[INET_ADDR_STRLEN];
 	struct sockaddr_storage ss, local;
 	size_t sl = inet_addr_to_sockaddr(&p->addr, &ss);
-	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			0);
+	int fd = socket(ss.ss_family,
+			SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return err_set_errno(errno, "socket");
 	/* From our listen address, so peers see who we are. */
@@ -447,7 +448,8 @@ static int peer_connect(struct transport *t, struct peer *p)
 	c->remote = p->addr;
 	struct timeval tv = {
 		.tv_sec = (time_t)(t->cfg.connect_timeout_ms / 1000),
-		.tv_usec = (suseconds_t)(t->cfg.connect_timeout_ms % 1000) * 1000};
+		.tv_usec =
+			(suseconds_t)(t->cfg.connect_timeout_ms % 1000) * 1000};
 	bufferevent_set_timeouts(bev, &tv, &tv);
 	bufferevent_setcb(bev, conn_read, NULL, conn_event, c);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
@@ -457,9 +459,8 @@ static int peer_connect(struct transport *t, struct peer *p)
 	if (rc == 0)
 		rc = bufferevent_write(bev, hs.data, hs.len);
 	buf_free(&hs);
-	if (rc != 0 ||
-	    bufferevent_socket_connect(bev, (struct sockaddr *)&ss, (int)sl) !=
-		    0) {
+	if (rc != 0 || bufferevent_socket_connect(bev, (struct sockaddr *)&ss,
+						  (int)sl) != 0) {
 		bufferevent_free(bev);
 		free(c);
 		peer_disconnected(t, p);
@@ -488,8 +489,10 @@ static int peer_write(struct transport *t, const struct inet_addr *to,
 	if (!p->out) {
 		if (env_mono_us(t->env) < p->retry_at_us) {
 			t->stats.dropped_unavailable++;
-			return err_set(ERR_UNAVAILABLE, "%s is unreachable "
-				       "(reconnecting)", fmt(to, a));
+			return err_set(ERR_UNAVAILABLE,
+				       "%s is unreachable "
+				       "(reconnecting)",
+				       fmt(to, a));
 		}
 		if (peer_connect(t, p) != 0)
 			return -1;
@@ -520,7 +523,7 @@ static int send_envelope(struct transport *t, const struct inet_addr *to,
 	return peer_write(t, to, &t->frame);
 }
 
-/* ---- public --------------------------------------------------------------- */
+/* ---- public -------------------------------------------------------------- */
 
 int transport_send(void *arg, const struct inet_addr *to, uint32_t verb,
 		   const void *msg, size_t len)
@@ -595,8 +598,7 @@ bool transport_connected(const struct transport *t, const struct inet_addr *to)
 	return false;
 }
 
-void transport_get_stats(const struct transport *t,
-			 struct transport_stats *out)
+void transport_get_stats(const struct transport *t, struct transport_stats *out)
 {
 	*out = t->stats;
 }
@@ -641,11 +643,12 @@ int transport_listen(struct transport *t)
 	fmt(&t->cfg.listen, a);
 	t->listener = evconnlistener_new_bind(
 		t->base, accept_cb, t,
-		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+			LEV_OPT_CLOSE_ON_EXEC,
 		128, (struct sockaddr *)&ss, (int)sl);
 	if (!t->listener)
-		return err_set_errno(errno, "cannot listen on %s (storage_port)",
-				     a);
+		return err_set_errno(errno,
+				     "cannot listen on %s (storage_port)", a);
 	LOG_INFO("internode messaging listening on %s", a);
 	return 0;
 }

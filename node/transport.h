@@ -45,10 +45,10 @@ struct transport_config {
 	const char *host_id;
 	const char *dc;
 	const char *rack;
-	struct inet_addr listen;  /* bind address and port; also advertised */
+	struct inet_addr listen; /* bind address and port; also advertised */
 	uint64_t max_message_size;
 	uint64_t connect_timeout_ms;
-	size_t max_queue_bytes;   /* per peer; 0 = 2 * max_message_size */
+	size_t max_queue_bytes; /* per peer; 0 = 2 * max_message_size */
 };
 
 /* Borrowed: base and env must stay live while the transport is. */
@@ -90,14 +90,14 @@ int transport_respond(struct transport *t, const struct inet_addr *to,
 bool transport_connected(const struct transport *t, const struct inet_addr *to);
 
 struct transport_stats {
-	uint64_t accepted, rejected;     /* inbound connections; bad ones */
+	uint64_t accepted, rejected; /* inbound connections; bad ones */
 	uint64_t connects, connect_failures;
 	uint64_t sent, received;
-	uint64_t dropped_overload;       /* queue full */
-	uint64_t dropped_unavailable;    /* peer in backoff */
-	uint64_t dropped_expired;        /* past their deadline */
+	uint64_t dropped_overload;    /* queue full */
+	uint64_t dropped_unavailable; /* peer in backoff */
+	uint64_t dropped_expired;     /* past their deadline */
 	uint64_t expired_by_verb[TRANSPORT_MAX_VERB + 1];
-	uint64_t timeouts;               /* requests with no answer */
+	uint64_t timeouts; /* requests with no answer */
 };
 void transport_get_stats(const struct transport *t,
 			 struct transport_stats *out);

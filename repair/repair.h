@@ -1,5 +1,6 @@
 /*
- * repair/: Merkle-tree anti-entropy repair sessions and the in-node repair scheduler. Filled by the Repair issue.
+ * repair/: Merkle-tree anti-entropy repair sessions and the in-node repair
+ * scheduler. Filled by the Repair issue.
  *
  * Nothing is exported yet; see DESIGN.md for where this module sits.
  */

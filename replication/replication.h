@@ -1,5 +1,6 @@
 /*
- * replication/: The coordinator: consistency levels, read/write paths, read repair, hinted handoff, batchlog. Filled by the Coordinator issue.
+ * replication/: The coordinator: consistency levels, read/write paths, read
+ * repair, hinted handoff, batchlog. Filled by the Coordinator issue.
  *
  * Nothing is exported yet; see DESIGN.md for where this module sits.
  */

@@ -52,10 +52,10 @@ static const double WIDTH_WEIGHTS[ATTEMPTS] = {0.5, 1.0, 2.0};
 #define COARSE_STEPS 32
 #define FINE_STEPS   16
 
-/* ---- random tokens and initial_token ---- */
+/* ---- random tokens and initial_token ------------------------------------- */
 
 static bool token_taken(const struct ring *r, const int64_t *out, size_t n,
-                        int64_t t)
+			int64_t t)
 {
 	for (size_t i = 0; i < n; i++)
 		if (out[i] == t)
@@ -79,7 +79,7 @@ static bool token_taken(const struct ring *r, const int64_t *out, size_t n,
 }
 
 int ring_tokens_random(struct rng *rng, const struct ring *r, size_t n,
-                       int64_t *out)
+		       int64_t *out)
 {
 	for (size_t i = 0; i < n; i++) {
 		int64_t t;
@@ -92,7 +92,7 @@ int ring_tokens_random(struct rng *rng, const struct ring *r, size_t n,
 }
 
 int ring_tokens_parse_initial(const char *text, int64_t *out, size_t cap,
-                              size_t *n)
+			      size_t *n)
 {
 	const char *p = text;
 	size_t k = 0;
@@ -109,25 +109,25 @@ int ring_tokens_parse_initial(const char *text, int64_t *out, size_t cap,
 		size_t len = (size_t)(e - s);
 		if (len == 0)
 			return err_set(ERR_CONFIG,
-			               "initial_token: empty token in '%.64s'",
-			               text);
+				       "initial_token: empty token in '%.64s'",
+				       text);
 		if (token_parse(s, len, &t))
 			return err_set(
-			    ERR_CONFIG,
-			    "initial_token: invalid token '%.*s' for "
-			    "Murmur3Partitioner: expected a long "
-			    "value",
-			    (int)(len > 64 ? 64 : len), s);
+				ERR_CONFIG,
+				"initial_token: invalid token '%.*s' for "
+				"Murmur3Partitioner: expected a long "
+				"value",
+				(int)(len > 64 ? 64 : len), s);
 		for (size_t i = 0; i < k; i++)
 			if (out[i] == t)
 				return err_set(ERR_CONFIG,
-				               "initial_token: token %lld is "
-				               "listed twice",
-				               (long long)t);
+					       "initial_token: token %lld is "
+					       "listed twice",
+					       (long long)t);
 		if (k == cap)
 			return err_set(ERR_CONFIG,
-			               "initial_token: more than %zu tokens",
-			               cap);
+				       "initial_token: more than %zu tokens",
+				       cap);
 		out[k++] = t;
 		if (!*p)
 			break;
@@ -137,7 +137,7 @@ int ring_tokens_parse_initial(const char *text, int64_t *out, size_t cap,
 	return 0;
 }
 
-/* ---- the DC model ---- */
+/* ---- the DC model -------------------------------------------------------- */
 
 struct model {
 	size_t n, cap;
@@ -288,16 +288,16 @@ static void model_insert(struct model *m, size_t at, int64_t t, uint32_t o)
 static void model_erase(struct model *m, size_t at)
 {
 	memmove(m->tok + at, m->tok + at + 1,
-	        (m->n - at - 1) * sizeof(*m->tok));
+		(m->n - at - 1) * sizeof(*m->tok));
 	memmove(m->own + at, m->own + at + 1,
-	        (m->n - at - 1) * sizeof(*m->own));
+		(m->n - at - 1) * sizeof(*m->own));
 	m->n--;
 }
 
 /* Builds the model of `dc` from the ring plus a joining node (id nodes-1)
  * on `rack`. LEAVING endpoints are left out: they are going away. */
 static int model_make(struct model *m, const struct ring *r, const char *dc,
-                      const char *rack, size_t extra_tokens)
+		      const char *rack, size_t extra_tokens)
 {
 	memset(m, 0, sizeof(*m));
 	size_t ne = r->nep + 1;
@@ -392,7 +392,7 @@ static size_t model_lower_bound(const struct model *m, int64_t t)
  * and in `slope` how they change per unit (of the ring) that t moves up:
  * the range ending at t grows and the next one shrinks. */
 static void loads_with(struct model *m, uint32_t me, int64_t t, double *dst,
-                       double *slope)
+		       double *slope)
 {
 	size_t at = model_lower_bound(m, t);
 	model_insert(m, at, t, me);
@@ -407,7 +407,7 @@ static void loads_with(struct model *m, uint32_t me, int64_t t, double *dst,
 /* Lowest score over the positions x/w of gap (a, a + w), x in [lo, hi],
  * `steps` evenly spaced samples; the loads there are l1 + f (l2 - l1). */
 static double gap_scan(struct model *m, double lo, double hi, int steps,
-                       double x1, double x2, double wd, double *x_best)
+		       double x1, double x2, double wd, double *x_best)
 {
 	double best = INFINITY;
 	for (int s = 0; s <= steps; s++) {
@@ -432,8 +432,8 @@ static double gap_scan(struct model *m, double lo, double hi, int steps,
  * the token at s1 gives the loads there and their slope (loads_with), and
  * the line is then scanned coarsely and finely. */
 static bool best_candidate(struct model *m, uint32_t me, size_t start,
-                           const struct ring *r, const int64_t *out,
-                           size_t nout, int64_t *best_t, double *best_s)
+			   const struct ring *r, const int64_t *out,
+			   size_t nout, int64_t *best_t, double *best_s)
 {
 	double best = INFINITY;
 	bool found = false;
@@ -450,18 +450,18 @@ static bool best_candidate(struct model *m, uint32_t me, size_t start,
 		loads_with(m, me, (int64_t)((uint64_t)a + s1), m->l1, m->l2);
 		for (size_t q = 0; q < m->nodes; q++)
 			m->l2[q] =
-			    m->l1[q] + (double)(s2 - s1) / TWO64 * m->l2[q];
+				m->l1[q] + (double)(s2 - s1) / TWO64 * m->l2[q];
 		double wd = (double)w, x = wd / 2;
 		double wn = wd / TWO64;
 		m->sqw = base - wn * wn;
 		double cell = wd / (COARSE_STEPS + 1);
 		double sc = gap_scan(m, cell, wd - cell, COARSE_STEPS - 1,
-		                     (double)s1, (double)s2, wd, &x);
+				     (double)s1, (double)s2, wd, &x);
 		double lo = x - cell > 1 ? x - cell : 1;
 		double hi = x + cell < wd - 1 ? x + cell : wd - 1;
 		double xf = x;
 		double scf = gap_scan(m, lo, hi, FINE_STEPS, (double)s1,
-		                      (double)s2, wd, &xf);
+				      (double)s2, wd, &xf);
 		if (scf < sc) {
 			sc = scf;
 			x = xf;
@@ -486,8 +486,8 @@ static bool best_candidate(struct model *m, uint32_t me, size_t start,
  * put it back at its best point. The model is left as it was; *spread gets
  * max/min - 1 of the loads with the tokens in place. */
 static int alloc_attempt(struct model *m, uint32_t me, struct rng *rng,
-                         const struct ring *r, int64_t *out, size_t nt,
-                         double *spread)
+			 const struct ring *r, int64_t *out, size_t nt,
+			 double *spread)
 {
 	size_t placed = 0;
 	for (size_t j = 0; j < nt; j++) {
@@ -504,8 +504,8 @@ static int alloc_attempt(struct model *m, uint32_t me, struct rng *rng,
 		for (size_t j = 0; j < placed; j++)
 			model_erase(m, model_lower_bound(m, out[j]));
 		return err_set(ERR_INVALID,
-		               "allocator found room for only %zu tokens",
-		               placed);
+			       "allocator found room for only %zu tokens",
+			       placed);
 	}
 	m->share = 1.0;
 	for (int pass = 0; pass < REFINE_PASSES; pass++) {
@@ -521,7 +521,7 @@ static int alloc_attempt(struct model *m, uint32_t me, struct rng *rng,
 				moved = true;
 			}
 			model_insert(m, model_lower_bound(m, out[j]), out[j],
-			             me);
+				     me);
 		}
 		if (!moved)
 			break;
@@ -539,14 +539,14 @@ static int alloc_attempt(struct model *m, uint32_t me, struct rng *rng,
 }
 
 int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
-                         int rf, size_t num_tokens, uint64_t seed, int64_t *out)
+			 int rf, size_t num_tokens, uint64_t seed, int64_t *out)
 {
 	if (!dc || !*dc || !rack || !*rack)
 		return err_set(ERR_INVALID, "allocator needs a dc and a rack");
 	if (rf < 1 || num_tokens < 1 || num_tokens > RING_TOKENS_MAX)
 		return err_set(ERR_INVALID,
-		               "allocator needs rf >= 1 and 1..%d tokens",
-		               RING_TOKENS_MAX);
+			       "allocator needs rf >= 1 and 1..%d tokens",
+			       RING_TOKENS_MAX);
 	struct rng rng;
 	rng_seed(&rng, seed);
 	struct model m;
@@ -558,7 +558,7 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 		 * clear of tokens other DCs hold. */
 		for (;;) {
 			uint64_t off = rng_next(&rng),
-			         step = UINT64_MAX / num_tokens + 1;
+				 step = UINT64_MAX / num_tokens + 1;
 			bool ok = true;
 			for (size_t i = 0; i < num_tokens && ok; i++) {
 				out[i] = (int64_t)(off + step * i);
@@ -584,7 +584,7 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 		rng_seed(&rng, seed + k);
 		double spread = INFINITY;
 		if (alloc_attempt(&m, me, &rng, r, try_out, num_tokens,
-		                  &spread)) {
+				  &spread)) {
 			free(try_out);
 			model_free(&m);
 			return -1;
@@ -600,51 +600,51 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 }
 
 int ring_tokens_choose(const struct ring *r, const char *initial_token,
-                       size_t num_tokens, int alloc_rf, const char *dc,
-                       const char *rack, uint64_t seed, int64_t *out)
+		       size_t num_tokens, int alloc_rf, const char *dc,
+		       const char *rack, uint64_t seed, int64_t *out)
 {
 	if (num_tokens < 1 || num_tokens > RING_TOKENS_MAX)
 		return err_set(ERR_CONFIG, "num_tokens must be 1..%d",
-		               RING_TOKENS_MAX);
+			       RING_TOKENS_MAX);
 	if (initial_token && *initial_token) {
 		size_t n;
 		if (ring_tokens_parse_initial(initial_token, out, num_tokens,
-		                              &n))
+					      &n))
 			return -1;
 		if (n != num_tokens)
 			return err_set(ERR_CONFIG,
-			               "The number of initial tokens (by "
-			               "initial_token) specified (%zu) is "
-			               "different from num_tokens value (%zu)",
-			               n, num_tokens);
+				       "The number of initial tokens (by "
+				       "initial_token) specified (%zu) is "
+				       "different from num_tokens value (%zu)",
+				       n, num_tokens);
 		for (size_t i = 0; r && i < n; i++)
 			if (token_taken(r, NULL, 0, out[i]))
 				return err_set(
-				    ERR_CONFIG,
-				    "Bootstrapping to existing token "
-				    "%lld is not allowed (decommission/"
-				    "removenode the old node first).",
-				    (long long)out[i]);
+					ERR_CONFIG,
+					"Bootstrapping to existing token "
+					"%lld is not allowed (decommission/"
+					"removenode the old node first).",
+					(long long)out[i]);
 		return 0;
 	}
 	if (alloc_rf > 0)
 		return ring_tokens_allocate(r, dc, rack, alloc_rf, num_tokens,
-		                            seed, out);
+					    seed, out);
 	struct rng rng;
 	rng_seed(&rng, seed);
 	return ring_tokens_random(&rng, r, num_tokens, out);
 }
 
-/* ---- measuring ---- */
+/* ---- measuring ----------------------------------------------------------- */
 
 int ring_dc_ownership(const struct ring *r, const char *dc, int rf, double *own)
 {
 	char *dcs[1] = {(char *)dc};
 	int rfs[1] = {rf};
 	struct ring_strategy s = {.cls = RING_STRATEGY_NETWORK_TOPOLOGY,
-	                          .ndc = 1,
-	                          .dcs = dcs,
-	                          .dc_rf = rfs};
+				  .ndc = 1,
+				  .dcs = dcs,
+				  .dc_rf = rfs};
 	struct ring_view v = {r->ntok, r->tok, r->owner, r};
 	struct rmap m;
 	for (size_t i = 0; i < r->nep; i++)

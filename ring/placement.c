@@ -51,7 +51,7 @@ void rmap_free(struct rmap *m)
 }
 
 static int rmap_alloc(struct rmap *m, const int64_t *tok, size_t n,
-                      size_t max_per)
+		      size_t max_per)
 {
 	memset(m, 0, sizeof(*m));
 	m->ntok = n;
@@ -154,8 +154,8 @@ static void dcinfo_free(struct dcinfo *d, size_t n)
 }
 
 static struct dcinfo *dcinfo_make(const struct ring_view *v,
-                                  const struct ring_strategy *st,
-                                  size_t *max_per)
+				  const struct ring_strategy *st,
+				  size_t *max_per)
 {
 	const struct ring *r = v->ring;
 	struct dcinfo *d = calloc(r->ndc ? r->ndc : 1, sizeof(*d));
@@ -179,11 +179,11 @@ static struct dcinfo *dcinfo_make(const struct ring_view *v,
 	for (size_t i = 0; i < r->ndc; i++) {
 		d[i].rf = ring_strategy_rf(st, r->dc_names[i]);
 		d[i].pos =
-		    malloc((d[i].npos ? d[i].npos : 1) * sizeof(uint32_t));
+			malloc((d[i].npos ? d[i].npos : 1) * sizeof(uint32_t));
 		if (!d[i].pos)
 			goto nomem;
-		*max_per +=
-		    (size_t)d[i].rf < d[i].hosts ? (size_t)d[i].rf : d[i].hosts;
+		*max_per += (size_t)d[i].rf < d[i].hosts ? (size_t)d[i].rf
+							 : d[i].hosts;
 		d[i].npos = 0;
 	}
 	for (size_t i = 0; i < v->ntok; i++) {
@@ -204,7 +204,7 @@ nomem:
 /* Walks one DC from view position i; appends picks with their clockwise
  * distance from i. Returns the number of picks. */
 static size_t walk_dc(const struct ring_view *v, struct dcinfo *d, size_t i,
-                      struct scratch *s, struct pick *out)
+		      struct scratch *s, struct pick *out)
 {
 	const struct ring *r = v->ring;
 	while (d->cursor < d->npos && d->pos[d->cursor] < i)
@@ -237,8 +237,8 @@ static size_t walk_dc(const struct ring_view *v, struct dcinfo *d, size_t i,
 				for (size_t q = 0; q < nskip && got < want;
 				     q++) {
 					s->ep_seen[s->skipped[q]] = s->epoch;
-					out[got++] =
-					    (struct pick){s->skipped[q], dist};
+					out[got++] = (struct pick){
+						s->skipped[q], dist};
 				}
 				nskip = 0;
 			}
@@ -248,7 +248,7 @@ static size_t walk_dc(const struct ring_view *v, struct dcinfo *d, size_t i,
 }
 
 static int build_nts(const struct ring_view *v, const struct ring_strategy *st,
-                     struct rmap *m)
+		     struct rmap *m)
 {
 	const struct ring *r = v->ring;
 	size_t per;
@@ -294,7 +294,7 @@ static int build_nts(const struct ring_view *v, const struct ring_strategy *st,
 }
 
 int rmap_build(const struct ring_view *v, const struct ring_strategy *s,
-               struct rmap *out)
+	       struct rmap *out)
 {
 	switch (s->cls) {
 	case RING_STRATEGY_SIMPLE:
@@ -327,7 +327,7 @@ static bool has(const uint32_t *v, size_t n, uint32_t x)
 	return false;
 }
 
-/* ---- pending ---- */
+/* ---- pending ------------------------------------------------------------- */
 
 static int i64_cmp_ring(const void *a, const void *b)
 {
@@ -337,7 +337,7 @@ static int i64_cmp_ring(const void *a, const void *b)
 
 /* Tokens of endpoints passing `keep`, plus `extra`'s tokens, as a view. */
 static int view_make(const struct ring *r, int extra, struct ring_view *v,
-                     int64_t **tok, uint32_t **own)
+		     int64_t **tok, uint32_t **own)
 {
 	size_t n = r->ntok + (extra >= 0 ? r->eps[extra].pub.num_tokens : 0);
 	*tok = malloc((n ? n : 1) * sizeof(int64_t));
@@ -367,7 +367,7 @@ static int view_make(const struct ring *r, int extra, struct ring_view *v,
 }
 
 static int build_pending(const struct ring *r, const struct ring_strategy *s,
-                         const struct rmap *cur, struct rmap *out)
+			 const struct rmap *cur, struct rmap *out)
 {
 	size_t nboot = 0, nb = r->ntok;
 	bool leaving = false;
@@ -429,16 +429,16 @@ static int build_pending(const struct ring *r, const struct ring_strategy *s,
 			bool affected = false;
 			for (size_t q = 0; q < nc && !affected; q++)
 				affected = r->eps[c[q]].pub.status ==
-				           RING_STATUS_LEAVING;
+					   RING_STATUS_LEAVING;
 			const uint32_t *l =
-			    rmap_lookup(&maps[0], bounds[i], &nl);
+				rmap_lookup(&maps[0], bounds[i], &nl);
 			for (size_t q = 0; affected && q < nl; q++)
 				if (!has(c, nc, l[q]))
 					set[nset++] = l[q];
 		}
 		for (size_t bi = 0; bi < nboot; bi++) {
 			const uint32_t *l =
-			    rmap_lookup(&maps[bi + 1], bounds[i], &nl);
+				rmap_lookup(&maps[bi + 1], bounds[i], &nl);
 			if (has(l, nl, boot[bi]) && !has(set, nset, boot[bi]))
 				set[nset++] = boot[bi];
 		}
@@ -468,10 +468,10 @@ done:
 	return rc;
 }
 
-/* ---- placement objects ---- */
+/* ---- placement objects --------------------------------------------------- */
 
 static struct ring_placement *placement_build(const struct ring *r,
-                                              const struct ring_strategy *s)
+					      const struct ring_strategy *s)
 {
 	struct ring_placement *p = calloc(1, sizeof(*p));
 	if (!p) {
@@ -491,7 +491,7 @@ static struct ring_placement *placement_build(const struct ring *r,
 	if (rmap_build(&v, s, &p->nat))
 		goto fail;
 	if (r->transitions ? build_pending(r, s, &p->nat, &p->pend)
-	                   : rmap_alloc(&p->pend, NULL, 0, 0))
+			   : rmap_alloc(&p->pend, NULL, 0, 0))
 		goto fail;
 	return p;
 fail:
@@ -502,7 +502,7 @@ fail:
 }
 
 struct ring_placement *ring_placement_new(const struct ring *r,
-                                          const struct ring_strategy *s)
+					  const struct ring_strategy *s)
 {
 	struct ring_placement *p = placement_build(r, s);
 	if (p) {
@@ -524,7 +524,7 @@ void ring_placement_delete(struct ring_placement *p)
 }
 
 void ring_placement_lookup(const struct ring_placement *p, int64_t token,
-                           struct ring_replicas *out)
+			   struct ring_replicas *out)
 {
 	if (p->local_only) {
 		out->natural = &p->local;
@@ -538,15 +538,15 @@ void ring_placement_lookup(const struct ring_placement *p, int64_t token,
 }
 
 int ring_placement_ranges(const struct ring_placement *p, size_t ep,
-                          bool primary_only, bool pending,
-                          struct token_range_list *out)
+			  bool primary_only, bool pending,
+			  struct token_range_list *out)
 {
 	struct token_range_list l = {0};
 	const struct rmap *m = pending ? &p->pend : &p->nat;
 	if (p->local_only) {
 		if (p->local == ep &&
-		    token_range_list_push(
-		        &l, token_range_make(RING_TOKEN_MIN, RING_TOKEN_MIN)))
+		    token_range_list_push(&l, token_range_make(RING_TOKEN_MIN,
+							       RING_TOKEN_MIN)))
 			goto fail;
 		m = &p->pend; /* empty */
 	}
@@ -554,12 +554,12 @@ int ring_placement_ranges(const struct ring_placement *p, size_t ep,
 		const uint32_t *v = m->eps + m->off[i];
 		size_t n = m->off[i + 1] - m->off[i];
 		bool in = primary_only && !pending ? (n > 0 && v[0] == ep)
-		                                   : has(v, n, (uint32_t)ep);
+						   : has(v, n, (uint32_t)ep);
 		if (!in)
 			continue;
 		size_t prev = i == 0 ? m->ntok - 1 : i - 1;
 		if (token_range_list_push(
-		        &l, token_range_make(m->tok[prev], m->tok[i])))
+			    &l, token_range_make(m->tok[prev], m->tok[i])))
 			goto fail;
 	}
 	if (token_ranges_normalize(&l))
@@ -575,7 +575,7 @@ fail:
 }
 
 const struct ring_placement *ring_placement_get(const struct ring *r,
-                                                const struct ring_strategy *s)
+						const struct ring_strategy *s)
 {
 	struct ring *rw = (struct ring *)r; /* the cache is the only state */
 	const char *key = ring_strategy_describe(s);
@@ -607,7 +607,7 @@ const struct ring_placement *ring_placement_get(const struct ring *r,
 }
 
 int ring_replicas_for_token(const struct ring *r, const struct ring_strategy *s,
-                            int64_t token, struct ring_replicas *out)
+			    int64_t token, struct ring_replicas *out)
 {
 	const struct ring_placement *p = ring_placement_get(r, s);
 	if (!p)

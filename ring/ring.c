@@ -89,12 +89,12 @@ static int validate_name(const char *what, const char *s)
 		return err_set(ERR_INVALID, "endpoint %s is empty", what);
 	if (strlen(s) > RING_NAME_MAX)
 		return err_set(ERR_INVALID, "endpoint %s is longer than %d",
-		               what, RING_NAME_MAX);
+			       what, RING_NAME_MAX);
 	return 0;
 }
 
 int ring_builder_set_endpoint(struct ring_builder *b,
-                              const struct ring_endpoint *ep)
+			      const struct ring_endpoint *ep)
 {
 	char a[INET_ADDR_STRLEN];
 	if (validate_name("dc", ep->dc) || validate_name("rack", ep->rack))
@@ -102,10 +102,10 @@ int ring_builder_set_endpoint(struct ring_builder *b,
 	if (ep->status != RING_STATUS_NORMAL &&
 	    ep->status != RING_STATUS_BOOT && ep->status != RING_STATUS_LEAVING)
 		return err_set(ERR_INVALID, "bad endpoint status %d",
-		               (int)ep->status);
+			       (int)ep->status);
 	if (ep->num_tokens > RING_TOKENS_MAX)
 		return err_set(ERR_INVALID, "endpoint has %zu tokens (max %d)",
-		               ep->num_tokens, RING_TOKENS_MAX);
+			       ep->num_tokens, RING_TOKENS_MAX);
 	if (ep->num_tokens && !ep->tokens)
 		return err_set(ERR_INVALID, "endpoint tokens missing");
 	struct ring_endpoint copy;
@@ -116,9 +116,10 @@ int ring_builder_set_endpoint(struct ring_builder *b,
 			long long dup = (long long)copy.tokens[i];
 			ep_free(&copy);
 			return err_set(
-			    ERR_INVALID, "endpoint %s lists token %lld twice",
-			    inet_addr_format_host(&ep->addr, a, sizeof(a)),
-			    dup);
+				ERR_INVALID,
+				"endpoint %s lists token %lld twice",
+				inet_addr_format_host(&ep->addr, a, sizeof(a)),
+				dup);
 		}
 	int at = builder_find(b, &ep->addr);
 	if (at >= 0) {
@@ -141,20 +142,20 @@ int ring_builder_set_endpoint(struct ring_builder *b,
 }
 
 int ring_builder_remove_endpoint(struct ring_builder *b,
-                                 const struct inet_addr *addr)
+				 const struct inet_addr *addr)
 {
 	char a[INET_ADDR_STRLEN];
 	int at = builder_find(b, addr);
 	if (at < 0)
 		return err_set(ERR_NOT_FOUND, "endpoint %s is not in the ring",
-		               inet_addr_format_host(addr, a, sizeof(a)));
+			       inet_addr_format_host(addr, a, sizeof(a)));
 	ep_free(&b->eps[at]);
 	b->eps[at] = b->eps[--b->n];
 	return 0;
 }
 
 void ring_builder_set_local(struct ring_builder *b,
-                            const struct inet_addr *addr)
+			    const struct inet_addr *addr)
 {
 	b->has_local = true;
 	b->local = *addr;
@@ -175,7 +176,7 @@ struct ring_builder *ring_builder_from_ring(const struct ring *r)
 	return b;
 }
 
-/* ---- build ---- */
+/* ---- build --------------------------------------------------------------- */
 
 static void ring_free(struct ring *r)
 {
@@ -245,7 +246,7 @@ static int intern_locations(struct ring *r)
 	for (size_t i = 0; i < r->nep; i++) {
 		struct ring_ep *e = &r->eps[i];
 		char **hit = bsearch(&e->pub.dc, r->dc_names, r->ndc,
-		                     sizeof(char *), str_cmp);
+				     sizeof(char *), str_cmp);
 		e->dc = (uint32_t)(hit - r->dc_names);
 		e->rack = UINT32_MAX;
 		for (size_t j = 0; j < i; j++)
@@ -274,19 +275,19 @@ static int lay_out_tokens(struct ring *r)
 	for (size_t i = 0; i < r->nep; i++)
 		for (size_t j = 0; j < r->eps[i].pub.num_tokens; j++)
 			v[k++] = (struct tok_owner){r->eps[i].pub.tokens[j],
-			                            (uint32_t)i};
+						    (uint32_t)i};
 	qsort(v, all, sizeof(*v), tok_owner_cmp);
 	for (size_t i = 1; i < all; i++)
 		if (v[i].t == v[i - 1].t) {
 			char a[INET_ADDR_STRLEN], b[INET_ADDR_STRLEN];
-			err_set(
-			    ERR_INVALID,
-			    "token %lld is claimed by both %s and %s",
-			    (long long)v[i].t,
-			    inet_addr_format_host(&r->eps[v[i - 1].ep].pub.addr,
-			                          a, sizeof(a)),
-			    inet_addr_format_host(&r->eps[v[i].ep].pub.addr, b,
-			                          sizeof(b)));
+			err_set(ERR_INVALID,
+				"token %lld is claimed by both %s and %s",
+				(long long)v[i].t,
+				inet_addr_format_host(
+					&r->eps[v[i - 1].ep].pub.addr, a,
+					sizeof(a)),
+				inet_addr_format_host(&r->eps[v[i].ep].pub.addr,
+						      b, sizeof(b)));
 			free(v);
 			return -1;
 		}
@@ -355,7 +356,7 @@ void ring_unref(struct ring *r)
 		ring_free(r);
 }
 
-/* ---- queries ---- */
+/* ---- queries ------------------------------------------------------------- */
 
 size_t ring_endpoint_count(const struct ring *r)
 {
@@ -453,7 +454,7 @@ int ring_owner(const struct ring *r, int64_t t)
 }
 
 int ring_primary_ranges(const struct ring *r, size_t ep,
-                        struct token_range_list *out)
+			struct token_range_list *out)
 {
 	size_t before = out->n;
 	for (size_t i = 0; i < r->ntok; i++)

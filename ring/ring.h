@@ -61,7 +61,7 @@ struct ring_endpoint {
 struct ring;
 struct ring_builder;
 
-/* ---- building ---- */
+/* ---- building ------------------------------------------------------------ */
 
 struct ring_builder *ring_builder_new(void);
 /* A builder holding everything `r` holds (to derive the next ring). */
@@ -71,25 +71,25 @@ void ring_builder_delete(struct ring_builder *b);
  * is copied. 0 or -1 (ERR_INVALID: empty/too long dc or rack, too many
  * tokens, a token repeated within the endpoint, bad status; ERR_NOMEM). */
 int ring_builder_set_endpoint(struct ring_builder *b,
-                              const struct ring_endpoint *ep);
+			      const struct ring_endpoint *ep);
 /* 0, or -1 with ERR_NOT_FOUND. */
 int ring_builder_remove_endpoint(struct ring_builder *b,
-                                 const struct inet_addr *addr);
+				 const struct inet_addr *addr);
 /* Names this node (LocalStrategy, proximity). It need not be added yet. */
 void ring_builder_set_local(struct ring_builder *b,
-                            const struct inet_addr *addr);
+			    const struct inet_addr *addr);
 /* A new immutable ring with one reference. NULL with ERR_INVALID when two
  * endpoints claim the same token (the message names both), or ERR_NOMEM. */
 struct ring *ring_builder_build(const struct ring_builder *b);
 
-/* ---- references ---- */
+/* ---- references ---------------------------------------------------------- */
 
 struct ring *ring_ref(struct ring *r);
 /* Drops a reference; the last one frees the ring and its cached maps. NULL
  * is ignored. */
 void ring_unref(struct ring *r);
 
-/* ---- endpoints ---- */
+/* ---- endpoints ----------------------------------------------------------- */
 
 /* Endpoints are numbered 0..count-1 in address order; the numbers are stable
  * for one ring only. */
@@ -106,7 +106,7 @@ int ring_local_endpoint(const struct ring *r);
 size_t ring_dc_count(const struct ring *r);
 const char *ring_dc_name(const struct ring *r, size_t i);
 
-/* ---- tokens and ownership (NORMAL and LEAVING endpoints) ---- */
+/* ---- tokens and ownership (NORMAL and LEAVING endpoints) ----------------- */
 
 size_t ring_token_count(const struct ring *r);
 /* i-th token in ascending order, and the endpoint owning it. */
@@ -124,9 +124,9 @@ int ring_owner(const struct ring *r, int64_t t);
 /* Appends the ranges ending at the endpoint's tokens (its primary ranges
  * without replication), in ring order. 0 or -1 (ERR_NOMEM). */
 int ring_primary_ranges(const struct ring *r, size_t ep,
-                        struct token_range_list *out);
+			struct token_range_list *out);
 
-/* ---- replication strategies ---- */
+/* ---- replication strategies ---------------------------------------------- */
 
 enum ring_strategy_class {
 	RING_STRATEGY_SIMPLE,
@@ -146,8 +146,8 @@ struct ring_strategy;
  * without it LocalStrategy is refused as Cassandra refuses it from users.
  * Strings are copied. */
 struct ring_strategy *ring_strategy_new(const char *const *keys,
-                                        const char *const *values, size_t n,
-                                        bool allow_local);
+					const char *const *values, size_t n,
+					bool allow_local);
 void ring_strategy_delete(struct ring_strategy *s);
 enum ring_strategy_class ring_strategy_class(const struct ring_strategy *s);
 /* Replication factor in `dc` (NTS), the single RF (Simple; dc ignored), or 1
@@ -157,7 +157,7 @@ int ring_strategy_rf(const struct ring_strategy *s, const char *dc);
  * strategies with the same text place replicas identically. Borrowed. */
 const char *ring_strategy_describe(const struct ring_strategy *s);
 
-/* ---- replica placement ---- */
+/* ---- replica placement --------------------------------------------------- */
 
 /* Endpoint indexes (into the ring) that a token maps to. `natural` are the
  * replicas in Cassandra's order: the first is the primary replica; within a
@@ -175,28 +175,28 @@ struct ring_replicas {
  * strategy (built on first use: O(tokens * RF); then O(log n) per lookup).
  * 0 or -1 (ERR_NOMEM). An empty ring gives no replicas. */
 int ring_replicas_for_token(const struct ring *r, const struct ring_strategy *s,
-                            int64_t token, struct ring_replicas *out);
+			    int64_t token, struct ring_replicas *out);
 
 /* An uncached replica map, for callers that manage their own (and for the
  * benchmark). Holds a reference to the ring. */
 struct ring_placement;
 struct ring_placement *ring_placement_new(const struct ring *r,
-                                          const struct ring_strategy *s);
+					  const struct ring_strategy *s);
 void ring_placement_delete(struct ring_placement *p);
 void ring_placement_lookup(const struct ring_placement *p, int64_t token,
-                           struct ring_replicas *out);
+			   struct ring_replicas *out);
 /* Appends the normalized ranges for which `ep` is a natural replica
  * (`primary_only`: the first replica, as `repair -pr` uses), or a pending
  * endpoint when `pending` is set. 0 or -1 (ERR_NOMEM). */
 int ring_placement_ranges(const struct ring_placement *p, size_t ep,
-                          bool primary_only, bool pending,
-                          struct token_range_list *out);
+			  bool primary_only, bool pending,
+			  struct token_range_list *out);
 /* The cached placement `ring_replicas_for_token` uses; borrowed, live while
  * the ring is. NULL with ERR_NOMEM. */
 const struct ring_placement *ring_placement_get(const struct ring *r,
-                                                const struct ring_strategy *s);
+						const struct ring_strategy *s);
 
-/* ---- snitch (GossipingPropertyFileSnitch semantics) ---- */
+/* ---- snitch (GossipingPropertyFileSnitch semantics) ---------------------- */
 
 /* Each node's dc and rack come from its rackdc.properties (conf/) and reach
  * the others by gossip, which puts them in the ring's endpoints. */
@@ -207,27 +207,27 @@ int ring_snitch_proximity(const struct ring *r, size_t from, size_t ep);
 /* Stable-sorts endpoint indexes by proximity to `from` (read replica
  * choice): this node, same rack, same DC, other DCs. */
 void ring_snitch_sort(const struct ring *r, size_t from, uint32_t *eps,
-                      size_t n);
+		      size_t n);
 
-/* ---- token allocation ---- */
+/* ---- token allocation ---------------------------------------------------- */
 
 /* `n` random tokens from `rng`, distinct, never RING_TOKEN_MIN, none already
  * in `r` (r may be NULL). 0 or -1. */
 int ring_tokens_random(struct rng *rng, const struct ring *r, size_t n,
-                       int64_t *out);
+		       int64_t *out);
 /* Parses `initial_token` ("t1,t2,..." with optional spaces). Stores up to
  * `cap` tokens, sets *n. 0 or -1 (ERR_CONFIG naming the bad token, a repeat,
  * more than cap, or an empty list). */
 int ring_tokens_parse_initial(const char *text, int64_t *out, size_t cap,
-                              size_t *n);
+			      size_t *n);
 /* Replication-aware allocation (allocate_tokens_for_local_replication_factor)
  * for a node joining `dc`/`rack`: picks `num_tokens` tokens that minimise the
  * spread of replicated ownership (NTS walk with RF `rf`, racks respected)
  * among the DC's endpoints. Existing tokens never move. Deterministic for a
  * given ring and seed. 0 or -1 (ERR_INVALID, ERR_NOMEM). */
 int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
-                         int rf, size_t num_tokens, uint64_t seed,
-                         int64_t *out);
+			 int rf, size_t num_tokens, uint64_t seed,
+			 int64_t *out);
 /* The bootstrap choice Cassandra makes for a joining node: `initial_token`
  * when given (it must list exactly num_tokens tokens, none already in the
  * ring), else the replication-aware allocator when alloc_rf > 0
@@ -235,12 +235,12 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
  * tokens from `seed`. 0 or -1 (ERR_CONFIG for a bad initial_token, else as
  * the functions above). */
 int ring_tokens_choose(const struct ring *r, const char *initial_token,
-                       size_t num_tokens, int alloc_rf, const char *dc,
-                       const char *rack, uint64_t seed, int64_t *out);
+		       size_t num_tokens, int alloc_rf, const char *dc,
+		       const char *rack, uint64_t seed, int64_t *out);
 /* Replicated ownership of every endpoint in `dc` under NTS with RF `rf` in
  * that DC, as a fraction of the ring (sums to min(rf, nodes)). own[] is
  * indexed by endpoint; entries outside the DC are 0. 0 or -1. */
 int ring_dc_ownership(const struct ring *r, const char *dc, int rf,
-                      double *own);
+		      double *own);
 
 #endif

@@ -72,7 +72,7 @@ struct ring_strategy {
 
 /* Computes the replica map of a view. 0 or -1 (ERR_NOMEM). */
 int rmap_build(const struct ring_view *v, const struct ring_strategy *s,
-               struct rmap *out);
+	       struct rmap *out);
 void rmap_free(struct rmap *m);
 /* Index of the view token whose range holds t (first >= t, wrapping). */
 size_t tokens_lower_bound(const int64_t *tok, size_t n, int64_t t);

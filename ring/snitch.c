@@ -21,7 +21,7 @@ int ring_snitch_proximity(const struct ring *r, size_t from, size_t ep)
 }
 
 void ring_snitch_sort(const struct ring *r, size_t from, uint32_t *eps,
-                      size_t n)
+		      size_t n)
 {
 	/* Insertion sort: replica lists are short and it is stable. */
 	for (size_t i = 1; i < n; i++) {

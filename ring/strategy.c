@@ -70,29 +70,29 @@ static int parse_rf(const char *v, int *rf)
 		/* "<all>/<transient>": well-formed but transient replication
 		 * is off, as in a default Cassandra. */
 		return err_set(ERR_CONFIG,
-		               "Transient replication is not enabled on this "
-		               "node");
+			       "Transient replication is not enabled on this "
+			       "node");
 	}
 	if (parse_java_int(v, &x))
 		return err_set(ERR_CONFIG,
-		               "Replication factor must be numeric; found %s",
-		               v);
+			       "Replication factor must be numeric; found %s",
+			       v);
 	if (x < 0)
 		return err_set(ERR_CONFIG,
-		               "Replication factor must be non-negative; found "
-		               "%s",
-		               v);
+			       "Replication factor must be non-negative; found "
+			       "%s",
+			       v);
 	if (x > RF_MAX)
 		return err_set(ERR_CONFIG,
-		               "Replication factor %ld is above the supported "
-		               "maximum %d",
-		               x, RF_MAX);
+			       "Replication factor %ld is above the supported "
+			       "maximum %d",
+			       x, RF_MAX);
 	*rf = (int)x;
 	return 0;
 }
 
 static int resolve_class(const char *cls, bool allow_local,
-                         enum ring_strategy_class *out)
+			 enum ring_strategy_class *out)
 {
 	char full[512];
 	if (strchr(cls, '.'))
@@ -107,12 +107,12 @@ static int resolve_class(const char *cls, bool allow_local,
 		*out = RING_STRATEGY_LOCAL;
 	else
 		return err_set(ERR_CONFIG,
-		               "Unable to find replication strategy class '%s'",
-		               full);
+			       "Unable to find replication strategy class '%s'",
+			       full);
 	if (*out == RING_STRATEGY_LOCAL && !allow_local)
 		return err_set(ERR_CONFIG,
-		               "Unable to use given strategy class: "
-		               "LocalStrategy is reserved for internal use.");
+			       "Unable to use given strategy class: "
+			       "LocalStrategy is reserved for internal use.");
 	return 0;
 }
 
@@ -134,11 +134,11 @@ static int describe_nts(struct ring_strategy *s)
 		ord[i] = i;
 	qsort_r(ord, s->ndc, sizeof(*ord), dc_idx_cmp, s);
 	size_t at =
-	    (size_t)snprintf(s->describe, len, "NetworkTopologyStrategy{");
+		(size_t)snprintf(s->describe, len, "NetworkTopologyStrategy{");
 	for (size_t i = 0; i < s->ndc; i++)
 		at += (size_t)snprintf(s->describe + at, len - at, "%s%s:%d",
-		                       i ? "," : "", s->dcs[ord[i]],
-		                       s->dc_rf[ord[i]]);
+				       i ? "," : "", s->dcs[ord[i]],
+				       s->dc_rf[ord[i]]);
 	snprintf(s->describe + at, len - at, "}");
 	free(ord);
 	return 0;
@@ -155,15 +155,15 @@ static int add_dc(struct ring_strategy *s, const char *dc, const char *v)
 	int rf;
 	if (strcasecmp(dc, "replication_factor") == 0)
 		return err_set(ERR_CONFIG,
-		               "replication_factor is an option for "
-		               "SimpleStrategy, not NetworkTopologyStrategy");
+			       "replication_factor is an option for "
+			       "SimpleStrategy, not NetworkTopologyStrategy");
 	if (parse_rf(v, &rf))
 		return -1;
 	for (size_t i = 0; i < s->ndc; i++)
 		if (strcmp(s->dcs[i], dc) == 0)
 			return err_set(ERR_CONFIG,
-			               "Multiple definition for property %s",
-			               dc);
+				       "Multiple definition for property %s",
+				       dc);
 	if (!(s->dcs[s->ndc] = strdup(dc)))
 		return err_set(ERR_NOMEM, "strategy");
 	s->dc_rf[s->ndc++] = rf;
@@ -171,8 +171,8 @@ static int add_dc(struct ring_strategy *s, const char *dc, const char *v)
 }
 
 struct ring_strategy *ring_strategy_new(const char *const *keys,
-                                        const char *const *values, size_t n,
-                                        bool allow_local)
+					const char *const *values, size_t n,
+					bool allow_local)
 {
 	const char *cls = NULL;
 	for (size_t i = 0; i < n; i++)
@@ -180,7 +180,7 @@ struct ring_strategy *ring_strategy_new(const char *const *keys,
 			cls = values[i];
 	if (!cls) {
 		err_set(ERR_CONFIG,
-		        "Missing mandatory replication strategy class");
+			"Missing mandatory replication strategy class");
 		return NULL;
 	}
 	struct ring_strategy *s = calloc(1, sizeof(*s));
@@ -206,9 +206,9 @@ struct ring_strategy *ring_strategy_new(const char *const *keys,
 		} else if (s->cls == RING_STRATEGY_SIMPLE) {
 			if (strcmp(keys[i], "replication_factor") != 0) {
 				err_set(ERR_CONFIG,
-				        "Unrecognized strategy option {%s} "
-				        "passed to SimpleStrategy",
-				        keys[i]);
+					"Unrecognized strategy option {%s} "
+					"passed to SimpleStrategy",
+					keys[i]);
 				goto fail;
 			}
 			if (parse_rf(values[i], &s->rf))
@@ -219,7 +219,7 @@ struct ring_strategy *ring_strategy_new(const char *const *keys,
 	}
 	if (s->cls == RING_STRATEGY_SIMPLE && !have_rf) {
 		err_set(ERR_CONFIG, "SimpleStrategy requires a "
-		                    "replication_factor strategy option.");
+				    "replication_factor strategy option.");
 		goto fail;
 	}
 	if (s->cls == RING_STRATEGY_NETWORK_TOPOLOGY) {

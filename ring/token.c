@@ -88,11 +88,11 @@ double token_range_fraction(struct token_range r)
 }
 
 int token_range_split(struct token_range r, size_t n,
-                      struct token_range_list *out)
+		      struct token_range_list *out)
 {
 	if (n == 0)
 		return err_set(ERR_INVALID,
-		               "cannot split a range into 0 parts");
+			       "cannot split a range into 0 parts");
 	bool full;
 	uint64_t d = token_range_width(r, &full);
 	unsigned __int128 w = full ? ((unsigned __int128)1 << 64) : d;
@@ -107,7 +107,8 @@ int token_range_split(struct token_range r, size_t n,
 		if (i == n - 1)
 			next = (uint64_t)r.right;
 		if (token_range_list_push(
-		        out, token_range_make((int64_t)at, (int64_t)next))) {
+			    out,
+			    token_range_make((int64_t)at, (int64_t)next))) {
 			out->n = before;
 			return -1;
 		}
@@ -117,15 +118,15 @@ int token_range_split(struct token_range r, size_t n,
 }
 
 int token_range_split_by_partitions(struct token_range r,
-                                    uint64_t estimated_partitions,
-                                    uint64_t per_split, size_t max_splits,
-                                    struct token_range_list *out)
+				    uint64_t estimated_partitions,
+				    uint64_t per_split, size_t max_splits,
+				    struct token_range_list *out)
 {
 	if (per_split == 0 || max_splits == 0)
 		return err_set(ERR_INVALID,
-		               "per_split and max_splits must be positive");
+			       "per_split and max_splits must be positive");
 	uint64_t n = estimated_partitions / per_split +
-	             (estimated_partitions % per_split ? 1 : 0);
+		     (estimated_partitions % per_split ? 1 : 0);
 	if (n < 1)
 		n = 1;
 	if (n > max_splits)
@@ -133,7 +134,7 @@ int token_range_split_by_partitions(struct token_range r,
 	return token_range_split(r, (size_t)n, out);
 }
 
-/* ---- linear intervals ---- */
+/* ---- linear intervals ---------------------------------------------------- */
 
 struct ival {
 	uint64_t a, b; /* inclusive */
@@ -181,7 +182,7 @@ static int ivals_from(const struct token_range_list *l, struct ivals *s)
 			if (ivals_push(s, a, b))
 				return -1;
 		} else if (ivals_push(s, a, UINT64_MAX) ||
-		           ivals_push(s, 0, b)) {
+			   ivals_push(s, 0, b)) {
 			return -1;
 		}
 	}
@@ -190,7 +191,7 @@ static int ivals_from(const struct token_range_list *l, struct ivals *s)
 	size_t w = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		if (w > 0 && (s->v[w - 1].b == UINT64_MAX ||
-		              s->v[i].a <= s->v[w - 1].b + 1)) {
+			      s->v[i].a <= s->v[w - 1].b + 1)) {
 			if (s->v[i].b > s->v[w - 1].b)
 				s->v[w - 1].b = s->v[i].b;
 		} else {
@@ -206,8 +207,8 @@ static int ivals_to(const struct ivals *s, struct token_range_list *out)
 	token_range_list_clear(out);
 	for (size_t i = 0; i < s->n; i++)
 		if (token_range_list_push(out,
-		                          token_range_make(v_tok(s->v[i].a - 1),
-		                                           v_tok(s->v[i].b))))
+					  token_range_make(v_tok(s->v[i].a - 1),
+							   v_tok(s->v[i].b))))
 			return -1;
 	return 0;
 }
@@ -229,8 +230,8 @@ int token_ranges_normalize(struct token_range_list *l)
 }
 
 int token_ranges_intersect(const struct token_range_list *a,
-                           const struct token_range_list *b,
-                           struct token_range_list *out)
+			   const struct token_range_list *b,
+			   struct token_range_list *out)
 {
 	struct ivals x = {0}, y = {0}, z = {0};
 	int rc = -1;
@@ -256,8 +257,8 @@ done:
 }
 
 int token_ranges_subtract(const struct token_range_list *a,
-                          const struct token_range_list *b,
-                          struct token_range_list *out)
+			  const struct token_range_list *b,
+			  struct token_range_list *out)
 {
 	struct ivals x = {0}, y = {0}, z = {0};
 	int rc = -1;
@@ -311,8 +312,8 @@ int token_parse(const char *text, size_t len, int64_t *out)
 		char c = text[i];
 		if (c < '0' || c > '9')
 			return err_set(ERR_INVALID,
-			               "token '%.*s' is not a number",
-			               (int)(len > 64 ? 64 : len), text);
+				       "token '%.*s' is not a number",
+				       (int)(len > 64 ? 64 : len), text);
 		unsigned d = (unsigned)(c - '0');
 		if (v > (UINT64_MAX - d) / 10)
 			goto range;
@@ -324,5 +325,5 @@ int token_parse(const char *text, size_t len, int64_t *out)
 	return 0;
 range:
 	return err_set(ERR_INVALID, "token '%.*s' is out of range",
-	               (int)(len > 64 ? 64 : len), text);
+		       (int)(len > 64 ? 64 : len), text);
 }

@@ -67,7 +67,7 @@ double token_range_fraction(struct token_range r);
  * to `out`. Fewer than n when the range has fewer than n points. n >= 1.
  * Returns 0 or -1 (ERR_INVALID for n == 0, ERR_NOMEM). */
 int token_range_split(struct token_range r, size_t n,
-                      struct token_range_list *out);
+		      struct token_range_list *out);
 
 /* Splits `r` so that each piece holds about `per_split` of the range's
  * `estimated_partitions` (assumed uniform over the range, as Murmur3 makes
@@ -75,9 +75,9 @@ int token_range_split(struct token_range r, size_t n,
  * `max_splits`. Returns 0 or -1 (ERR_INVALID when per_split or max_splits is
  * 0, ERR_NOMEM). */
 int token_range_split_by_partitions(struct token_range r,
-                                    uint64_t estimated_partitions,
-                                    uint64_t per_split, size_t max_splits,
-                                    struct token_range_list *out);
+				    uint64_t estimated_partitions,
+				    uint64_t per_split, size_t max_splits,
+				    struct token_range_list *out);
 
 /* Replaces `l` with its normalized form (see above). 0 or -1 (ERR_NOMEM, l
  * unchanged). */
@@ -86,12 +86,12 @@ int token_ranges_normalize(struct token_range_list *l);
 /* out = a ∩ b, normalized (out is cleared first; it must not alias a or b).
  * a and b need not be normalized. 0 or -1 (ERR_NOMEM). */
 int token_ranges_intersect(const struct token_range_list *a,
-                           const struct token_range_list *b,
-                           struct token_range_list *out);
+			   const struct token_range_list *b,
+			   struct token_range_list *out);
 /* out = a \ b, normalized; same rules as token_ranges_intersect. */
 int token_ranges_subtract(const struct token_range_list *a,
-                          const struct token_range_list *b,
-                          struct token_range_list *out);
+			  const struct token_range_list *b,
+			  struct token_range_list *out);
 /* Total number of points of a normalized list, as a fraction of the ring. */
 double token_ranges_fraction(const struct token_range_list *l);
 

@@ -80,7 +80,8 @@ static int ck_walk(const struct storage_table_meta *t, struct slice a,
 		uint16_t kind = STORAGE_TYPE_BLOB;
 		bool desc = false;
 		if (t && i < t->ck_count) {
-			const struct storage_column *col = &t->columns[t->ck[i]];
+			const struct storage_column *col =
+				&t->columns[t->ck[i]];
 			kind = col->type.kind;
 			desc = col->desc;
 		}
@@ -287,8 +288,8 @@ int rtomb_decode(struct cursor *c, struct rtomb *r)
 	    cursor_u8(c, &flags) || flags > 3 || cursor_be64(c, &ts) ||
 	    cursor_be64(c, &ldt))
 		return -1;
-	if (r->start.len == 0 || r->end.len == 0 ||
-	    r->start.ptr[0] != CK_ROW || r->end.ptr[0] != CK_ROW)
+	if (r->start.len == 0 || r->end.len == 0 || r->start.ptr[0] != CK_ROW ||
+	    r->end.ptr[0] != CK_ROW)
 		return -1;
 	r->start_incl = flags & 1;
 	r->end_incl = (flags >> 1) & 1;

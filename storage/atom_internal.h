@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #define CK_STATIC 0
-#define CK_ROW 1
+#define CK_ROW    1
 
 enum atom_flags {
 	ATOM_TOMBSTONE = 1 << 0,
@@ -45,8 +45,8 @@ enum atom_flags {
 };
 
 #define ATOM_KIND_DELETION 0
-#define ATOM_KIND_LIVE 1
-#define ATOM_SLOT_ROW 0
+#define ATOM_KIND_LIVE     1
+#define ATOM_SLOT_ROW      0
 
 /* "No deletion". */
 #define DELETION_NONE INT64_MIN
@@ -58,8 +58,8 @@ struct atom {
 	uint8_t flags;
 	struct slice path;
 	int64_t ts;
-	int32_t ttl;   /* seconds, expiring cells only */
-	int64_t ldt;   /* seconds; expiry or deletion time */
+	int32_t ttl; /* seconds, expiring cells only */
+	int64_t ldt; /* seconds; expiry or deletion time */
 	struct slice value;
 };
 
@@ -83,8 +83,7 @@ int ck_encode(struct buf *out, int kind, const struct slice *vals, size_t n);
 int ck_decode(struct slice ck, int *kind, struct slice *vals, size_t max);
 /* Full order: static first, then components by type (DESC reversed), a
  * prefix before its extensions. */
-int ck_cmp(const struct storage_table_meta *t, struct slice a,
-	   struct slice b);
+int ck_cmp(const struct storage_table_meta *t, struct slice a, struct slice b);
 /* Compares only as many components as `prefix` has: 0 when `ck` starts
  * with `prefix`. */
 int ck_cmp_prefix(const struct storage_table_meta *t, struct slice ck,

@@ -77,8 +77,7 @@ static int block_check(const uint8_t *p, size_t len)
 	return 0;
 }
 
-int block_decode(const uint8_t *p, size_t len, uint8_t **raw,
-		 size_t *raw_len)
+int block_decode(const uint8_t *p, size_t len, uint8_t **raw, size_t *raw_len)
 {
 	*raw = NULL;
 	if (block_check(p, len))
@@ -120,15 +119,18 @@ int block_read(struct env_file *f, const char *path, uint64_t off,
 		if (n < 0)
 			return err_prefix("%s", path);
 		if (n != BLOCK_HEADER)
-			return err_set(ERR_CORRUPT, "%s: truncated block at "
-				       "offset %llu", path,
-				       (unsigned long long)off);
+			return err_set(ERR_CORRUPT,
+				       "%s: truncated block at "
+				       "offset %llu",
+				       path, (unsigned long long)off);
 		disk_len = (uint64_t)be32_load(h + 5) + BLOCK_HEADER +
 			   BLOCK_TRAILER;
 	}
 	if (disk_len > BLOCK_MAX_RAW + 1024)
-		return err_set(ERR_CORRUPT, "%s: block at offset %llu too "
-			       "large", path, (unsigned long long)off);
+		return err_set(ERR_CORRUPT,
+			       "%s: block at offset %llu too "
+			       "large",
+			       path, (unsigned long long)off);
 	uint8_t *img = malloc(disk_len);
 	if (!img)
 		return err_set(ERR_NOMEM, "block");
@@ -137,8 +139,10 @@ int block_read(struct env_file *f, const char *path, uint64_t off,
 	if (n < 0) {
 		rc = err_prefix("%s", path);
 	} else if ((uint64_t)n != disk_len) {
-		rc = err_set(ERR_CORRUPT, "%s: truncated block at offset "
-			     "%llu", path, (unsigned long long)off);
+		rc = err_set(ERR_CORRUPT,
+			     "%s: truncated block at offset "
+			     "%llu",
+			     path, (unsigned long long)off);
 	} else if (img[0] == STORAGE_COMPRESSION_NONE) {
 		/* stored raw: checked, then decoded in place */
 		rc = block_check(img, disk_len);

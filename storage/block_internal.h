@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#define BLOCK_HEADER 9
+#define BLOCK_HEADER  9
 #define BLOCK_TRAILER 4
 #define BLOCK_MAX_RAW (64u << 20)
 
@@ -30,8 +30,7 @@ int block_encode(struct buf *out, uint8_t compression, const uint8_t *raw,
 		 size_t len);
 /* Checks and decodes one block image of exactly `len` bytes. On success
  * *raw is malloc'ed (caller frees) and *raw_len set. */
-int block_decode(const uint8_t *p, size_t len, uint8_t **raw,
-		 size_t *raw_len);
+int block_decode(const uint8_t *p, size_t len, uint8_t **raw, size_t *raw_len);
 /* Reads the block at `off` (its size read from the header unless
  * `disk_len` is non-zero), verifies and decodes it. *next is the offset
  * just past it. `path` names the file in errors. */

@@ -40,7 +40,8 @@ struct block_cache *block_cache_new(size_t capacity)
 
 static size_t bucket_of(uint64_t file, uint64_t off)
 {
-	uint64_t h = (file * 0x9e3779b97f4a7c15ULL) ^ (off * 0xc2b2ae3d27d4eb4fULL);
+	uint64_t h =
+		(file * 0x9e3779b97f4a7c15ULL) ^ (off * 0xc2b2ae3d27d4eb4fULL);
 	return (size_t)((h ^ (h >> 29)) % CACHE_BUCKETS);
 }
 

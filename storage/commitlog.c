@@ -18,20 +18,20 @@
 #include <string.h>
 #include <time.h>
 
-#define CL_MAGIC "CSCL"
-#define CL_VERSION 1
-#define CL_HEADER 18
-#define CL_REC_OVERHEAD 12
+#define CL_MAGIC         "CSCL"
+#define CL_VERSION       1
+#define CL_HEADER        18
+#define CL_REC_OVERHEAD  12
 #define CL_TYPE_MUTATION 1
-#define CL_TYPE_SYNC 2
-#define CL_MARKER_LEN (CL_REC_OVERHEAD + 1 + 8)
+#define CL_TYPE_SYNC     2
+#define CL_MARKER_LEN    (CL_REC_OVERHEAD + 1 + 8)
 
 struct segment {
 	uint64_t id;
 	char *path;
 	struct env_file *f; /* NULL once closed */
 	uint64_t written;
-	bool sealed;        /* no more appends */
+	bool sealed; /* no more appends */
 	struct segment *next;
 };
 
@@ -115,7 +115,7 @@ struct commitlog *commitlog_new(const struct commitlog_options *o)
 	return cl;
 }
 
-/* ---- records ----------------------------------------------------------- */
+/* ---- records ------------------------------------------------------------- */
 
 static int record_build(struct buf *b, uint8_t type, const uint8_t *payload,
 			size_t len)
@@ -141,7 +141,8 @@ static bool marker_covers(const uint8_t *p, size_t len, uint64_t bad)
 	for (uint64_t off = bad + 1; off + mlen <= len; off++) {
 		if (be32_load(p + off) != 9 || p[off + 8] != CL_TYPE_SYNC)
 			continue;
-		if (crc32c_unmask(be32_load(p + off + 4)) != crc32c(0, p + off, 4) ||
+		if (crc32c_unmask(be32_load(p + off + 4)) !=
+			    crc32c(0, p + off, 4) ||
 		    crc32c_unmask(be32_load(p + off + 17)) !=
 			    crc32c(0, p + off + 8, 9))
 			continue;
@@ -176,16 +177,20 @@ int commitlog_scan_segment(const uint8_t *p, size_t len, bool last,
 		if (blen == 0) { /* preallocated zeros: end of data */
 			if (off < durable || marker_covers(p, len, off)) {
 				*bad_offset = off;
-				return err_set(ERR_CORRUPT, "zero length at "
-					       "offset %" PRIu64 " in synced data",
+				return err_set(ERR_CORRUPT,
+					       "zero length at "
+					       "offset %" PRIu64
+					       " in synced data",
 					       off);
 			}
 			break;
 		}
 		const char *why = NULL;
-		if (crc32c_unmask(be32_load(p + off + 4)) != crc32c(0, p + off, 4))
+		if (crc32c_unmask(be32_load(p + off + 4)) !=
+		    crc32c(0, p + off, 4))
 			why = "bad length checksum";
-		else if (blen == 0 || (uint64_t)blen + CL_REC_OVERHEAD > len - off)
+		else if (blen == 0 ||
+			 (uint64_t)blen + CL_REC_OVERHEAD > len - off)
 			why = "bad record length";
 		else if (crc32c_unmask(be32_load(p + off + 8 + blen)) !=
 			 crc32c(0, p + off + 8, blen))
@@ -193,7 +198,8 @@ int commitlog_scan_segment(const uint8_t *p, size_t len, bool last,
 		const uint8_t *body = p + off + 8;
 		uint64_t end = off + CL_REC_OVERHEAD + blen;
 		if (!why && body[0] == CL_TYPE_SYNC) {
-			uint64_t x = blen == 9 ? be64_load(body + 1) : UINT64_MAX;
+			uint64_t x =
+				blen == 9 ? be64_load(body + 1) : UINT64_MAX;
 			if (x > off)
 				why = "bad sync marker";
 			else if (x > durable)
@@ -216,15 +222,17 @@ int commitlog_scan_segment(const uint8_t *p, size_t len, bool last,
 				return 0;
 			}
 			*bad_offset = off;
-			return err_set(ERR_CORRUPT, "%s at offset %" PRIu64
-				       " in synced data", why, off);
+			return err_set(ERR_CORRUPT,
+				       "%s at offset %" PRIu64
+				       " in synced data",
+				       why, off);
 		}
 		off = end;
 	}
 	return 0;
 }
 
-/* ---- replay ---------------------------------------------------------- */
+/* ---- replay -------------------------------------------------------------- */
 
 struct id_list {
 	uint64_t *ids;
@@ -275,7 +283,8 @@ static int segment_track(struct commitlog *cl, uint64_t id, char *path)
 
 static bool policy_stops(int policy)
 {
-	return policy != CONF_POLICY_IGNORE && policy != CONF_POLICY_BEST_EFFORT;
+	return policy != CONF_POLICY_IGNORE &&
+	       policy != CONF_POLICY_BEST_EFFORT;
 }
 
 static int replay_one(struct commitlog *cl, uint64_t id, bool last,
@@ -303,8 +312,10 @@ static int replay_one(struct commitlog *cl, uint64_t id, bool last,
 			free(path);
 			return -1;
 		}
-		LOG_AT(LOG_LEVEL_ERROR, "%s (commit_failure_policy ignore: "
-		       "skipping the rest of the segment)", err_msg());
+		LOG_AT(LOG_LEVEL_ERROR,
+		       "%s (commit_failure_policy ignore: "
+		       "skipping the rest of the segment)",
+		       err_msg());
 		stats->skipped++;
 		rc = 0;
 	}
@@ -338,7 +349,7 @@ int commitlog_replay(struct commitlog *cl, commitlog_replay_fn fn, void *arg,
 	return rc;
 }
 
-/* ---- segments ---------------------------------------------------------- */
+/* ---- segments ------------------------------------------------------------ */
 
 /* Creates, preallocates and syncs a segment with its header. Called
  * without the lock (the id is reserved by the caller). */
@@ -360,8 +371,10 @@ static struct segment *segment_create(struct commitlog *cl, uint64_t id)
 	be64_store(h + 6, id);
 	be32_store(h + 14, crc32c_mask(crc32c(0, h, 14)));
 	struct env *e = cl->o.env;
-	if (env_file_open(e, path, ENV_FILE_READ | ENV_FILE_WRITE |
-			  ENV_FILE_CREATE | ENV_FILE_TRUNC, &s->f) ||
+	if (env_file_open(e, path,
+			  ENV_FILE_READ | ENV_FILE_WRITE | ENV_FILE_CREATE |
+				  ENV_FILE_TRUNC,
+			  &s->f) ||
 	    env_file_allocate(s->f, 0, cl->o.segment_size) ||
 	    env_file_pwrite(s->f, h, CL_HEADER, 0) || env_file_sync(s->f) ||
 	    env_sync_dir(e, cl->dir)) {
@@ -541,10 +554,13 @@ static void sync_round(struct commitlog *cl)
 	pthread_mutex_unlock(&cl->mu);
 	deliver(cl, done, rc ? -1 : 0, rc ? code : ERR_NONE);
 	/* after the acknowledgements: they must not wait for this */
-	struct segment *spare = need_spare ? segment_create(cl, spare_id) : NULL;
+	struct segment *spare =
+		need_spare ? segment_create(cl, spare_id) : NULL;
 	if (need_spare && !spare)
-		LOG_AT(LOG_LEVEL_WARN, "cannot prepare a commitlog segment: "
-		       "%s", err_msg());
+		LOG_AT(LOG_LEVEL_WARN,
+		       "cannot prepare a commitlog segment: "
+		       "%s",
+		       err_msg());
 	pthread_mutex_lock(&cl->mu);
 	if (spare) {
 		if (cl->spare) { /* rollover made one meanwhile */
@@ -599,18 +615,22 @@ int commitlog_wait_durable(struct commitlog *cl, struct clpos pos)
 			continue;
 		}
 		if (cl->o.sync_mode == CONF_COMMITLOG_SYNC_GROUP) {
-			uint64_t due = cl->first_unsynced_us + cl->o.window_ms * 1000;
+			uint64_t due =
+				cl->first_unsynced_us + cl->o.window_ms * 1000;
 			uint64_t now = now_us();
 			if (now < due) {
 				struct timespec ts;
 				clock_gettime(CLOCK_MONOTONIC, &ts);
-				uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000;
+				uint64_t ns = (uint64_t)ts.tv_nsec +
+					      (due - now) * 1000;
 				ts.tv_sec += (time_t)(ns / 1000000000u);
 				ts.tv_nsec = (long)(ns % 1000000000u);
-				pthread_cond_timedwait(&cl->progress, &cl->mu, &ts);
+				pthread_cond_timedwait(&cl->progress, &cl->mu,
+						       &ts);
 				if (now_us() < due)
 					continue;
-				if (cl->syncing || clpos_cmp(cl->synced, pos) >= 0)
+				if (cl->syncing ||
+				    clpos_cmp(cl->synced, pos) >= 0)
 					continue;
 			}
 		}
@@ -649,7 +669,8 @@ static void *syncer_main(void *arg)
 			} else {
 				struct timespec ts;
 				clock_gettime(CLOCK_MONOTONIC, &ts);
-				uint64_t ns = (uint64_t)ts.tv_nsec + wait_us * 1000;
+				uint64_t ns =
+					(uint64_t)ts.tv_nsec + wait_us * 1000;
 				ts.tv_sec += (time_t)(ns / 1000000000u);
 				ts.tv_nsec = (long)(ns % 1000000000u);
 				pthread_cond_timedwait(&cl->wake, &cl->mu, &ts);
@@ -720,8 +741,10 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 {
 	size_t rec = CL_REC_OVERHEAD + 1 + len;
 	if (rec + CL_HEADER + CL_MARKER_LEN > cl->o.segment_size / 2)
-		return err_set(ERR_INVALID, "mutation of %zu bytes is larger "
-			       "than half a commitlog segment", len);
+		return err_set(ERR_INVALID,
+			       "mutation of %zu bytes is larger "
+			       "than half a commitlog segment",
+			       len);
 	bool periodic = cl->o.sync_mode == CONF_COMMITLOG_SYNC_PERIODIC;
 	struct waiter *w = NULL;
 	if (!periodic && done && !(w = malloc(sizeof(*w))))
@@ -731,8 +754,8 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 	if (cl->failed)
 		rc = err_set(cl->fail_code, "commitlog stopped: %s",
 			     cl->fail_msg);
-	if (!rc && cl->active->written + rec + CL_MARKER_LEN >
-			   cl->o.segment_size)
+	if (!rc &&
+	    cl->active->written + rec + CL_MARKER_LEN > cl->o.segment_size)
 		rc = rollover(cl);
 	if (!rc)
 		rc = record_build(&cl->scratch, CL_TYPE_MUTATION, body, len);
@@ -767,13 +790,12 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 	return 0;
 }
 
-
 struct clpos commitlog_position(struct commitlog *cl)
 {
 	pthread_mutex_lock(&cl->mu);
-	struct clpos p = cl->active ? (struct clpos){cl->active->id,
-						     cl->active->written}
-				    : (struct clpos){cl->next_id, 0};
+	struct clpos p =
+		cl->active ? (struct clpos){cl->active->id, cl->active->written}
+			   : (struct clpos){cl->next_id, 0};
 	pthread_mutex_unlock(&cl->mu);
 	return p;
 }
@@ -848,7 +870,8 @@ void commitlog_delete(struct commitlog *cl)
 		pthread_mutex_unlock(&cl->mu);
 		pthread_join(cl->thread, NULL);
 	}
-	struct waiter *w = take_waiters(cl, (struct clpos){UINT64_MAX, UINT64_MAX});
+	struct waiter *w =
+		take_waiters(cl, (struct clpos){UINT64_MAX, UINT64_MAX});
 	deliver(cl, w, -1, ERR_CLOSED);
 	while (cl->segs) {
 		struct segment *s = cl->segs;

@@ -29,17 +29,18 @@
 #include <string.h>
 #include <time.h>
 
-#define STCS_BUCKET_LOW 0.5
+#define STCS_BUCKET_LOW  0.5
 #define STCS_BUCKET_HIGH 1.5
-#define STCS_MIN_SIZE (50ull << 20)
+#define STCS_MIN_SIZE    (50ull << 20)
 
-/* ---- choosing inputs ------------------------------------------------------ */
+/* ---- choosing inputs ----------------------------------------------------- */
 
 static int cmp_size(const void *a, const void *b)
 {
 	const struct sstable *x = *(struct sstable *const *)a;
 	const struct sstable *y = *(struct sstable *const *)b;
-	return (x->disk_bytes > y->disk_bytes) - (x->disk_bytes < y->disk_bytes);
+	return (x->disk_bytes > y->disk_bytes) -
+	       (x->disk_bytes < y->disk_bytes);
 }
 
 /* Size-tiered: the smallest bucket of similar sizes with at least
@@ -133,7 +134,7 @@ static size_t pick_inputs(struct table *t, bool major, struct sstable **out)
 	return k;
 }
 
-/* ---- the merge ---------------------------------------------------------- */
+/* ---- the merge ----------------------------------------------------------- */
 
 struct job {
 	struct storage *db;
@@ -159,8 +160,7 @@ static bool is_input(const struct job *j, const struct sstable *s)
 }
 
 /* Tombstones with a timestamp below this may be purged for the key. */
-static int64_t purge_limit(const struct job *j, int64_t token,
-			   struct slice key)
+static int64_t purge_limit(const struct job *j, int64_t token, struct slice key)
 {
 	int64_t lim = j->mt_min_ts;
 	for (size_t i = 0; i < j->v->count; i++) {
@@ -174,8 +174,7 @@ static int64_t purge_limit(const struct job *j, int64_t token,
 	return lim;
 }
 
-static bool purgeable(const struct job *j, int64_t lim, int64_t ts,
-		      int64_t ldt)
+static bool purgeable(const struct job *j, int64_t lim, int64_t ts, int64_t ldt)
 {
 	return ldt < j->gc_before && ts < lim;
 }
@@ -218,7 +217,8 @@ static int write_atoms(struct job *j, struct read_ctx *c, int64_t token,
 	uint16_t coll_slot = 0;
 	for (size_t i = 0; i < c->atom_count; i++) {
 		struct atom a = c->atoms[i];
-		if (i == 0 || ck_cmp(j->t->meta, a.ck, c->atoms[i - 1].ck) != 0) {
+		if (i == 0 ||
+		    ck_cmp(j->t->meta, a.ck, c->atoms[i - 1].ck) != 0) {
 			row_del.ts = coll_del.ts = DELETION_NONE;
 			coll_slot = 0;
 		}
@@ -242,9 +242,11 @@ static int write_atoms(struct job *j, struct read_ctx *c, int64_t token,
 			a.ttl = 0;
 			a.value = slice_make(NULL, 0);
 		}
-		if ((a.flags & ATOM_TOMBSTONE) && purgeable(j, lim, a.ts, a.ldt))
+		if ((a.flags & ATOM_TOMBSTONE) &&
+		    purgeable(j, lim, a.ts, a.ldt))
 			continue;
-		if (!begun && sst_writer_begin(j->w, token, key, pdel, kept, nrt))
+		if (!begun &&
+		    sst_writer_begin(j->w, token, key, pdel, kept, nrt))
 			return -1;
 		begun = true;
 		if (sst_writer_atom(j->w, &a))
@@ -288,9 +290,9 @@ static int merge_inputs(struct job *j)
 	bool *live = calloc(j->n, sizeof(*live));
 	static const struct storage_read_cmd all = {.with_static = true};
 	struct read_ctx c;
-	int rc = (!its || !heads || !live) ? err_set(ERR_NOMEM, "compaction")
-					   : read_ctx_init(&c, j->t->meta, &all,
-							   j->now);
+	int rc = (!its || !heads || !live)
+			 ? err_set(ERR_NOMEM, "compaction")
+			 : read_ctx_init(&c, j->t->meta, &all, j->now);
 	bool ctx_ok = !rc;
 	for (size_t i = 0; !rc && i < j->n; i++) {
 		its[i] = sst_iter_new(j->in[i]);
@@ -303,9 +305,10 @@ static int merge_inputs(struct job *j)
 		struct slice key = {0};
 		bool any = false;
 		for (size_t i = 0; i < j->n; i++)
-			if (live[i] && (!any || partition_cmp(heads[i]->token,
-							      heads[i]->key,
-							      token, key) < 0)) {
+			if (live[i] &&
+			    (!any ||
+			     partition_cmp(heads[i]->token, heads[i]->key,
+					   token, key) < 0)) {
 				token = heads[i]->token;
 				key = heads[i]->key;
 				any = true;
@@ -321,9 +324,9 @@ static int merge_inputs(struct job *j)
 		memcpy(k, key.ptr, key.len);
 		key.ptr = k;
 		for (size_t i = 0; !rc && i < j->n; i++) {
-			if (!live[i] || partition_cmp(heads[i]->token,
-						      heads[i]->key, token,
-						      key) != 0)
+			if (!live[i] ||
+			    partition_cmp(heads[i]->token, heads[i]->key, token,
+					  key) != 0)
 				continue;
 			rc = sstable_read_entry(j->in[i], &c, heads[i], true);
 			int r = rc ? 0 : sst_iter_next(its[i], &heads[i]);
@@ -348,7 +351,7 @@ static int merge_inputs(struct job *j)
 	return rc;
 }
 
-/* ---- jobs, logs, recovery ---------------------------------------------- */
+/* ---- jobs, logs, recovery ------------------------------------------------ */
 
 static char *log_path(const char *dir, uint64_t gen)
 {
@@ -362,8 +365,8 @@ static char *log_path(const char *dir, uint64_t gen)
 static int write_log(struct job *j, uint64_t out_gen)
 {
 	char text[64 * 40];
-	size_t k = (size_t)snprintf(text, sizeof(text), "%" PRIu64 "\n",
-				    out_gen);
+	size_t k =
+		(size_t)snprintf(text, sizeof(text), "%" PRIu64 "\n", out_gen);
 	for (size_t i = 0; i < j->n && k < sizeof(text) - 24; i++)
 		k += (size_t)snprintf(text + k, sizeof(text) - k,
 				      "%" PRIu64 "\n", j->in[i]->gen);
@@ -375,9 +378,9 @@ static int write_log(struct job *j, uint64_t out_gen)
 
 static void remove_generation(struct env *env, const char *dir, uint64_t gen)
 {
-	static const char *const comps[] = {"TOC.txt", "Data.db", "Index.db",
-					    "Filter.db", "Statistics.db",
-					    "Summary.db"};
+	static const char *const comps[] = {"TOC.txt",       "Data.db",
+					    "Index.db",      "Filter.db",
+					    "Statistics.db", "Summary.db"};
 	for (size_t i = 0; i < 6; i++) {
 		char *p = sst_path(dir, gen, comps[i], false);
 		if (p && env_exists(env, p) == 1)
@@ -481,7 +484,7 @@ static int run_job(struct job *j, struct sstable **out)
 	if (sst_writer_finish(j->w))
 		return -1;
 	*out = sstable_open(j->db->o.env, j->t->dir, gen, j->t->meta,
-			     j->db->cache);
+			    j->db->cache);
 	return *out ? 0 : -1;
 }
 
@@ -550,8 +553,7 @@ int engine_compact_table(struct storage *db, struct table *t, bool major)
 	return r < 0 ? -1 : 0;
 }
 
-int storage_compact(struct storage *db, const uint8_t table_id[16],
-		    bool major)
+int storage_compact(struct storage *db, const uint8_t table_id[16], bool major)
 {
 	pthread_mutex_lock(&db->mu);
 	struct table *t = engine_table_find(db, table_id);

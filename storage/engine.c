@@ -35,8 +35,8 @@ void storage_options_default(struct storage_options *o)
 	o->block_cache_size = 32u << 20;
 }
 
-void storage_options_from_conf(struct storage_options *o,
-			       const struct conf *c, struct env *env)
+void storage_options_from_conf(struct storage_options *o, const struct conf *c,
+			       struct env *env)
 {
 	storage_options_default(o);
 	o->env = env;
@@ -99,7 +99,7 @@ struct storage *storage_new(const struct storage_options *o)
 	return db;
 }
 
-/* ---- versions ---------------------------------------------------------- */
+/* ---- versions ------------------------------------------------------------ */
 
 void version_ref(struct version *v)
 {
@@ -143,7 +143,8 @@ struct version *version_edit(const struct version *old,
 	}
 	/* newest first: by generation */
 	for (size_t i = 1; i < v->count; i++)
-		for (size_t j = i; j > 0 && v->ssts[j]->gen > v->ssts[j - 1]->gen; j--) {
+		for (size_t j = i;
+		     j > 0 && v->ssts[j]->gen > v->ssts[j - 1]->gen; j--) {
 			struct sstable *t = v->ssts[j];
 			v->ssts[j] = v->ssts[j - 1];
 			v->ssts[j - 1] = t;
@@ -171,7 +172,8 @@ uint64_t engine_next_gen(struct storage *db, struct table *t)
 
 static char *table_dir(const char *data_dir, const struct storage_table_meta *m)
 {
-	size_t n = strlen(data_dir) + strlen(m->keyspace) + strlen(m->name) + 48;
+	size_t n =
+		strlen(data_dir) + strlen(m->keyspace) + strlen(m->name) + 48;
 	char *p = malloc(n);
 	if (!p)
 		return NULL;
@@ -283,8 +285,8 @@ static int switch_memtable(struct storage *db, struct table *t)
 	if (memtable_is_empty(t->active))
 		return 0;
 	struct memtable *fresh = memtable_new(t->meta);
-	struct memtable **q = realloc(t->flushing, (t->flushing_count + 1) *
-						      sizeof(*q));
+	struct memtable **q =
+		realloc(t->flushing, (t->flushing_count + 1) * sizeof(*q));
 	if (!fresh || !q) {
 		memtable_unref(fresh);
 		if (q)
@@ -309,8 +311,8 @@ static int write_memtable(struct storage *db, struct table *t,
 		.log_end = {mt->log_end_seg, mt->log_end_off},
 	};
 	uint64_t gen = engine_next_gen(db, t);
-	struct sst_writer *w = sst_writer_new(db->o.env, t->dir, gen, t->meta,
-					      &o);
+	struct sst_writer *w =
+		sst_writer_new(db->o.env, t->dir, gen, t->meta, &o);
 	if (!w)
 		return -1;
 	for (struct skiplist_node *n = skiplist_seek(&mt->parts, NULL); n;
@@ -319,10 +321,11 @@ static int write_memtable(struct storage *db, struct table *t,
 		struct mt_pmeta *pm = mt_partition_meta(p);
 		struct deletion none = {DELETION_NONE, 0};
 		if (sst_writer_begin(w, p->token, p->key, pm ? pm->pdel : none,
-				     pm ? pm->rts : NULL, pm ? pm->rt_count : 0))
+				     pm ? pm->rts : NULL,
+				     pm ? pm->rt_count : 0))
 			goto fail;
-		for (struct skiplist_node *a = skiplist_seek(&p->atoms, NULL); a;
-		     a = skiplist_next(a))
+		for (struct skiplist_node *a = skiplist_seek(&p->atoms, NULL);
+		     a; a = skiplist_next(a))
 			if (sst_writer_atom(w, skiplist_key(a)))
 				goto fail;
 		if (sst_writer_end(w))
@@ -490,16 +493,19 @@ static int validate(const struct table *t, const struct storage_mutation *m)
 	for (size_t i = 0; i < m->atom_count; i++) {
 		const struct atom *a = &m->atoms[i];
 		if (a->slot > t->meta->column_count)
-			return err_set(ERR_INVALID, "mutation for %s.%s names "
+			return err_set(ERR_INVALID,
+				       "mutation for %s.%s names "
 				       "column %u it does not have",
 				       t->meta->keyspace, t->meta->name,
 				       a->slot - 1);
 		int kind;
 		struct slice vals[33];
 		int n = ck_decode(a->ck, &kind, vals, 33);
-		if (n < 0 || (kind == CK_ROW && (size_t)n != t->meta->ck_count) ||
+		if (n < 0 ||
+		    (kind == CK_ROW && (size_t)n != t->meta->ck_count) ||
 		    (kind == CK_STATIC && n != 0))
-			return err_set(ERR_INVALID, "mutation for %s.%s has a "
+			return err_set(ERR_INVALID,
+				       "mutation for %s.%s has a "
 				       "malformed clustering",
 				       t->meta->keyspace, t->meta->name);
 	}
@@ -516,7 +522,8 @@ static void maybe_flush(struct storage *db)
 		return;
 	struct table *big = NULL;
 	for (struct table *t = db->tables; t; t = t->next)
-		if (!big || memtable_bytes(t->active) > memtable_bytes(big->active))
+		if (!big ||
+		    memtable_bytes(t->active) > memtable_bytes(big->active))
 			big = t;
 	if (big && (double)memtable_bytes(big->active) > limit / 8)
 		switch_memtable(db, big);
@@ -544,14 +551,13 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 	bool logged = false;
 	if (!rc && t->durable) {
 		buf_clear(&db->scratch);
-		bool periodic = db->o.commitlog_sync ==
-				CONF_COMMITLOG_SYNC_PERIODIC;
+		bool periodic =
+			db->o.commitlog_sync == CONF_COMMITLOG_SYNC_PERIODIC;
 		rc = storage_mutation_encode(m, &db->scratch);
 		if (!rc)
-			rc = commitlog_append(db->cl, db->scratch.data,
-					      db->scratch.len, &pos,
-					      periodic || wait_pos ? NULL : done,
-					      arg);
+			rc = commitlog_append(
+				db->cl, db->scratch.data, db->scratch.len, &pos,
+				periodic || wait_pos ? NULL : done, arg);
 		if (!rc && wait_pos && !periodic)
 			*wait_pos = pos;
 		if (rc && commitlog_failed(db->cl))
@@ -641,13 +647,15 @@ static int replay_record(void *arg, struct clpos pos, const uint8_t *body,
 int storage_start(struct storage *db)
 {
 	struct commitlog_options co = {
-		.env = db->o.env, .dir = db->commitlog_dir,
+		.env = db->o.env,
+		.dir = db->commitlog_dir,
 		.sync_mode = db->o.commitlog_sync,
 		.period_ms = db->o.commitlog_sync_period_ms,
 		.window_ms = db->o.commitlog_sync_group_window_ms,
 		.segment_size = db->o.commitlog_segment_size,
 		.failure_policy = db->o.commit_failure_policy,
-		.post = db->o.post, .post_arg = db->o.post_arg,
+		.post = db->o.post,
+		.post_arg = db->o.post_arg,
 	};
 	if (env_mkdir_p(db->o.env, db->data_dir) ||
 	    !(db->cl = commitlog_new(&co)))
@@ -662,9 +670,10 @@ int storage_start(struct storage *db)
 			min_id = t->flushed.seg + 1;
 	}
 	if (st.records)
-		LOG_AT(LOG_LEVEL_INFO, "commitlog replay: %" PRIu64 " records, "
-		       "%" PRIu64 " applied, %" PRIu64 " torn", st.records,
-		       db->replayed, st.torn);
+		LOG_AT(LOG_LEVEL_INFO,
+		       "commitlog replay: %" PRIu64 " records, "
+		       "%" PRIu64 " applied, %" PRIu64 " torn",
+		       st.records, db->replayed, st.torn);
 	if (commitlog_start(db->cl, min_id))
 		return -1;
 	/* Replayed data goes to SSTables now, so the old segments can go. */
@@ -726,10 +735,13 @@ void engine_note_corruption(struct storage *db, struct sstable *s)
 {
 	atomic_fetch_add(&db->corrupt_blocks, 1);
 	int p = db->o.disk_failure_policy;
-	LOG_AT(LOG_LEVEL_ERROR, "corrupt sstable %s: %s (disk_failure_policy "
-	       "%s)", s->data_path, err_msg(),
-	       p == CONF_POLICY_IGNORE ? "ignore"
-	       : p == CONF_POLICY_BEST_EFFORT ? "best_effort" : "stop");
+	LOG_AT(LOG_LEVEL_ERROR,
+	       "corrupt sstable %s: %s (disk_failure_policy "
+	       "%s)",
+	       s->data_path, err_msg(),
+	       p == CONF_POLICY_IGNORE        ? "ignore"
+	       : p == CONF_POLICY_BEST_EFFORT ? "best_effort"
+					      : "stop");
 	if (p == CONF_POLICY_IGNORE || p == CONF_POLICY_BEST_EFFORT)
 		return;
 	enum err_code code = err_code();

@@ -43,8 +43,8 @@ struct storage {
 	struct storage_options o;
 	char *data_dir, *commitlog_dir;
 	pthread_mutex_t mu;
-	pthread_cond_t work;  /* flusher/compactor wake-up */
-	pthread_cond_t done;  /* a flush or compaction finished */
+	pthread_cond_t work; /* flusher/compactor wake-up */
+	pthread_cond_t done; /* a flush or compaction finished */
 	struct table *tables;
 	struct commitlog *cl;
 	struct block_cache *cache;

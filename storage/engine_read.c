@@ -4,8 +4,8 @@
  * and compactions can run meanwhile.
  */
 #define LOG_MODULE "storage"
-#include "storage/engine_internal.h"
 #include "common/murmur3.h"
+#include "storage/engine_internal.h"
 
 #include "common/err.h"
 #include "common/log.h"
@@ -96,8 +96,8 @@ static bool older_cannot_matter(const struct read_ctx *c, int64_t older_max)
 				continue;
 			win = win ? atom_reconcile(win, a) : a;
 		}
-		if (!win || !atom_is_live(win, c->now_sec) || win->ts <= older_max ||
-		    deletion_covers(c->pdel, win->ts))
+		if (!win || !atom_is_live(win, c->now_sec) ||
+		    win->ts <= older_max || deletion_covers(c->pdel, win->ts))
 			return false;
 	}
 	return true;
@@ -205,8 +205,8 @@ struct storage_scan *storage_scan_open(struct storage *db,
 	if (s->full_ring)
 		start_token = INT64_MIN;
 	for (size_t i = 0; !rc && i < nm; i++)
-		s->mt_pos[i] = memtable_seek_token(s->snap.mts[i], start_token,
-						   incl);
+		s->mt_pos[i] =
+			memtable_seek_token(s->snap.mts[i], start_token, incl);
 	for (size_t i = 0; !rc && i < ns; i++) {
 		s->its[i] = sst_iter_new(s->snap.v->ssts[i]);
 		if (!s->its[i] || sst_iter_seek(s->its[i], start_token, incl)) {
@@ -276,19 +276,21 @@ int storage_scan_next(struct storage_scan *s, struct storage_result **out)
 		for (size_t i = 0; !rc && i < s->snap.mt_count; i++) {
 			if (!s->mt_pos[i])
 				continue;
-			struct mt_partition *p = mt_node_partition(s->mt_pos[i]);
+			struct mt_partition *p =
+				mt_node_partition(s->mt_pos[i]);
 			if (partition_cmp(p->token, p->key, token, key) != 0)
 				continue;
 			rc = read_ctx_add_mt_partition(&s->ctx, p);
 			s->mt_pos[i] = skiplist_next(s->mt_pos[i]);
 		}
 		for (size_t i = 0; !rc && i < s->snap.v->count; i++) {
-			if (!s->live[i] || partition_cmp(s->heads[i]->token,
-							 s->heads[i]->key, token,
-							 key) != 0)
+			if (!s->live[i] ||
+			    partition_cmp(s->heads[i]->token, s->heads[i]->key,
+					  token, key) != 0)
 				continue;
 			struct sstable *sst = s->snap.v->ssts[i];
-			rc = sstable_read_entry(sst, &s->ctx, s->heads[i], false);
+			rc = sstable_read_entry(sst, &s->ctx, s->heads[i],
+						false);
 			int r = rc ? 0 : sst_iter_next(s->its[i], &s->heads[i]);
 			if (r < 0)
 				rc = -1;

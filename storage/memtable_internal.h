@@ -34,7 +34,7 @@ struct mt_partition {
 struct memtable {
 	struct arena arena;
 	const struct storage_table_meta *meta; /* borrowed from the table */
-	struct skiplist parts; /* of struct mt_partition * */
+	struct skiplist parts;                 /* of struct mt_partition * */
 	_Atomic int refs;
 	/* Statistics for the SSTable it becomes (writer-owned). */
 	int64_t min_ts, max_ts;
@@ -61,7 +61,8 @@ struct mt_partition *memtable_find(const struct memtable *mt, int64_t token,
 /* The first partition with token > after (or >= when inclusive). */
 struct skiplist_node *memtable_seek_token(const struct memtable *mt,
 					  int64_t token, bool inclusive);
-static inline struct mt_partition *mt_node_partition(const struct skiplist_node *n)
+static inline struct mt_partition *
+mt_node_partition(const struct skiplist_node *n)
 {
 	return (struct mt_partition *)skiplist_key(n);
 }

@@ -21,13 +21,13 @@
 
 #include "common/crc.h"
 #include "common/err.h"
-#include "storage/storage.h"
 #include "common/murmur3.h"
+#include "storage/storage.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define MUTATION_MAGIC 0xC4
+#define MUTATION_MAGIC   0xC4
 #define MUTATION_VERSION 1
 
 static struct storage_mutation *mutation_alloc(void)
@@ -42,8 +42,9 @@ static struct storage_mutation *mutation_alloc(void)
 	return m;
 }
 
-struct storage_mutation *storage_mutation_new(const struct storage_table_meta *t,
-					      const uint8_t *key, size_t len)
+struct storage_mutation *
+storage_mutation_new(const struct storage_table_meta *t, const uint8_t *key,
+		     size_t len)
 {
 	if (len == 0 || len > 0xffff) {
 		err_set(ERR_INVALID, "partition key of %zu bytes", len);
@@ -115,8 +116,10 @@ int storage_mutation_set_row(struct storage_mutation *m,
 			     const struct slice *clustering, size_t n)
 {
 	if (m->meta && n != m->meta->ck_count)
-		return err_set(ERR_INVALID, "row needs %zu clustering values, "
-			       "got %zu", m->meta->ck_count, n);
+		return err_set(ERR_INVALID,
+			       "row needs %zu clustering values, "
+			       "got %zu",
+			       m->meta->ck_count, n);
 	struct slice ck = encode_ck(m, CK_ROW, clustering, n);
 	if (!ck.ptr)
 		return err_set(ERR_NOMEM, "clustering");
@@ -171,8 +174,7 @@ static int check_column(const struct storage_mutation *m, int column,
 	return 0;
 }
 
-static void fill_live(struct atom *a, int64_t ts, int32_t ttl,
-		      int64_t now_sec)
+static void fill_live(struct atom *a, int64_t ts, int32_t ttl, int64_t now_sec)
 {
 	a->ts = ts;
 	if (ttl > 0) {
@@ -191,7 +193,8 @@ int storage_mutation_put(struct storage_mutation *m, int column,
 		return -1;
 	if (ttl < 0)
 		return err_set(ERR_INVALID, "negative ttl");
-	struct atom a = {.ck = m->row, .slot = (uint16_t)(column + 1),
+	struct atom a = {.ck = m->row,
+			 .slot = (uint16_t)(column + 1),
 			 .kind = ATOM_KIND_LIVE,
 			 .path = slice_make(path, path ? path_len : 0),
 			 .value = slice_make(value, len)};
@@ -202,8 +205,8 @@ int storage_mutation_put(struct storage_mutation *m, int column,
 int storage_mutation_put_marker(struct storage_mutation *m, int64_t ts,
 				int32_t ttl, int64_t now_sec)
 {
-	struct atom a = {.ck = m->row, .slot = ATOM_SLOT_ROW,
-			 .kind = ATOM_KIND_LIVE};
+	struct atom a = {
+		.ck = m->row, .slot = ATOM_SLOT_ROW, .kind = ATOM_KIND_LIVE};
 	fill_live(&a, ts, ttl, now_sec);
 	return push_atom(m, &a);
 }
@@ -214,10 +217,13 @@ int storage_mutation_delete_cell(struct storage_mutation *m, int column,
 {
 	if (check_column(m, column, path != NULL))
 		return -1;
-	struct atom a = {.ck = m->row, .slot = (uint16_t)(column + 1),
-			 .kind = ATOM_KIND_LIVE, .flags = ATOM_TOMBSTONE,
+	struct atom a = {.ck = m->row,
+			 .slot = (uint16_t)(column + 1),
+			 .kind = ATOM_KIND_LIVE,
+			 .flags = ATOM_TOMBSTONE,
 			 .path = slice_make(path, path ? path_len : 0),
-			 .ts = ts, .ldt = now_sec};
+			 .ts = ts,
+			 .ldt = now_sec};
 	return push_atom(m, &a);
 }
 
@@ -226,18 +232,24 @@ int storage_mutation_delete_collection(struct storage_mutation *m, int column,
 {
 	if (check_column(m, column, true))
 		return -1;
-	struct atom a = {.ck = m->row, .slot = (uint16_t)(column + 1),
-			 .kind = ATOM_KIND_DELETION, .flags = ATOM_TOMBSTONE,
-			 .ts = ts, .ldt = now_sec};
+	struct atom a = {.ck = m->row,
+			 .slot = (uint16_t)(column + 1),
+			 .kind = ATOM_KIND_DELETION,
+			 .flags = ATOM_TOMBSTONE,
+			 .ts = ts,
+			 .ldt = now_sec};
 	return push_atom(m, &a);
 }
 
 int storage_mutation_delete_row(struct storage_mutation *m, int64_t ts,
 				int64_t now_sec)
 {
-	struct atom a = {.ck = m->row, .slot = ATOM_SLOT_ROW,
-			 .kind = ATOM_KIND_DELETION, .flags = ATOM_TOMBSTONE,
-			 .ts = ts, .ldt = now_sec};
+	struct atom a = {.ck = m->row,
+			 .slot = ATOM_SLOT_ROW,
+			 .kind = ATOM_KIND_DELETION,
+			 .flags = ATOM_TOMBSTONE,
+			 .ts = ts,
+			 .ldt = now_sec};
 	return push_atom(m, &a);
 }
 
@@ -256,7 +268,7 @@ int storage_mutation_delete_range(struct storage_mutation *m,
 {
 	if (m->meta && (nstart > m->meta->ck_count || nend > m->meta->ck_count))
 		return err_set(ERR_INVALID, "range bound longer than the "
-			       "clustering key");
+					    "clustering key");
 	if (m->rt_count == m->rt_cap) {
 		size_t cap = m->rt_cap ? m->rt_cap * 2 : 2;
 		struct rtomb *n = realloc(m->rts, cap * sizeof(*n));

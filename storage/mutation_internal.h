@@ -11,17 +11,17 @@
 #include "storage/atom_internal.h"
 
 struct storage_mutation {
-	struct arena arena;       /* all bytes the slices below point at */
+	struct arena arena; /* all bytes the slices below point at */
 	uint8_t table_id[16];
 	const struct storage_table_meta *meta; /* borrowed; NULL if decoded */
-	struct slice key;         /* serialized partition key */
+	struct slice key;                      /* serialized partition key */
 	int64_t token;
-	struct deletion pdel;     /* partition deletion, or DELETION_NONE */
+	struct deletion pdel; /* partition deletion, or DELETION_NONE */
 	struct rtomb *rts;
 	size_t rt_count, rt_cap;
 	struct atom *atoms;
 	size_t atom_count, atom_cap;
-	struct slice row;         /* builder: the current row's clustering */
+	struct slice row; /* builder: the current row's clustering */
 };
 
 /* Bytes the mutation's content takes, for memory and size limits. */

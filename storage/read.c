@@ -46,7 +46,8 @@ int read_ctx_init(struct read_ctx *c, const struct storage_table_meta *t,
 	if (!offs)
 		return err_set(ERR_NOMEM, "read bounds");
 	for (size_t i = 0; i < n; i++) {
-		const struct storage_slice *s = cmd->slices ? &cmd->slices[i] : NULL;
+		const struct storage_slice *s =
+			cmd->slices ? &cmd->slices[i] : NULL;
 		offs[2 * i] = c->bound_bytes.len;
 		if (ck_encode(&c->bound_bytes, CK_ROW, s ? s->start : NULL,
 			      s ? s->start_count : 0)) {
@@ -59,7 +60,8 @@ int read_ctx_init(struct read_ctx *c, const struct storage_table_meta *t,
 			free(offs);
 			return -1;
 		}
-		c->bounds[i].start_incl = !s || s->start_incl || !s->start_count;
+		c->bounds[i].start_incl =
+			!s || s->start_incl || !s->start_count;
 		c->bounds[i].end_incl = !s || s->end_incl || !s->end_count;
 	}
 	offs[2 * n] = c->bound_bytes.len;
@@ -67,8 +69,9 @@ int read_ctx_init(struct read_ctx *c, const struct storage_table_meta *t,
 		const uint8_t *base = c->bound_bytes.data;
 		c->bounds[i].start = slice_make(base + offs[2 * i],
 						offs[2 * i + 1] - offs[2 * i]);
-		c->bounds[i].end = slice_make(base + offs[2 * i + 1],
-					      offs[2 * i + 2] - offs[2 * i + 1]);
+		c->bounds[i].end =
+			slice_make(base + offs[2 * i + 1],
+				   offs[2 * i + 2] - offs[2 * i + 1]);
 	}
 	free(offs);
 	return 0;
@@ -219,8 +222,8 @@ void read_ctx_merge(struct read_ctx *c)
 	size_t w = 0;
 	for (size_t i = 1; i < c->atom_count; i++) {
 		if (atom_cmp(c->t, &c->atoms[w], &c->atoms[i]) == 0)
-			c->atoms[w] = *atom_reconcile(&c->atoms[w],
-						      &c->atoms[i]);
+			c->atoms[w] =
+				*atom_reconcile(&c->atoms[w], &c->atoms[i]);
 		else
 			c->atoms[++w] = c->atoms[i];
 	}
@@ -285,14 +288,15 @@ static int emit_row(struct builder *b, struct slice ck, int64_t marker_ts)
 	row.is_static = kind == CK_STATIC;
 	row.clustering_count = (size_t)n;
 	if (n) {
-		row.clustering = dup_aligned(b->ar, vals, (size_t)n * sizeof(*vals));
+		row.clustering =
+			dup_aligned(b->ar, vals, (size_t)n * sizeof(*vals));
 		if (!row.clustering)
 			return err_set(ERR_NOMEM, "row");
 	}
 	row.cell_count = b->cell_count;
 	if (b->cell_count) {
 		row.cells = dup_aligned(b->ar, b->cells,
-					 b->cell_count * sizeof(*b->cells));
+					b->cell_count * sizeof(*b->cells));
 		if (!row.cells)
 			return err_set(ERR_NOMEM, "row");
 	}
@@ -320,12 +324,12 @@ static int build_row(struct builder *b, size_t i, size_t j)
 	b->cell_count = 0;
 	for (size_t k = i; k < j; k++) {
 		const struct atom *a = &c->atoms[k];
-		bool shadowed = deletion_covers(c->pdel, a->ts) ||
-				deletion_covers(row_del, a->ts) ||
-				(a->slot == coll_slot &&
-				 deletion_covers(coll_del, a->ts)) ||
-				rtombs_cover(c->t, c->rts, c->rt_count, a->ck,
-					     a->ts);
+		bool shadowed =
+			deletion_covers(c->pdel, a->ts) ||
+			deletion_covers(row_del, a->ts) ||
+			(a->slot == coll_slot &&
+			 deletion_covers(coll_del, a->ts)) ||
+			rtombs_cover(c->t, c->rts, c->rt_count, a->ck, a->ts);
 		if (a->kind == ATOM_KIND_DELETION) {
 			b->tombstones++;
 			struct deletion d = {a->ts, a->ldt};
@@ -376,15 +380,18 @@ static void apply_order_and_limit(struct builder *b)
 static int check_tombstones(struct read_ctx *c, uint64_t n, struct slice key)
 {
 	if ((int64_t)n > c->fail_threshold)
-		return err_set(ERR_OVERLOADED, "read of %s.%s scanned %llu "
+		return err_set(ERR_OVERLOADED,
+			       "read of %s.%s scanned %llu "
 			       "tombstones (tombstone_failure_threshold %lld)",
 			       c->t->keyspace, c->t->name,
 			       (unsigned long long)n,
 			       (long long)c->fail_threshold);
 	if ((int64_t)n > c->warn_threshold)
-		LOG_AT(LOG_LEVEL_WARN, "read of %s.%s (key of %zu bytes) "
-		       "scanned %llu tombstones", c->t->keyspace, c->t->name,
-		       key.len, (unsigned long long)n);
+		LOG_AT(LOG_LEVEL_WARN,
+		       "read of %s.%s (key of %zu bytes) "
+		       "scanned %llu tombstones",
+		       c->t->keyspace, c->t->name, key.len,
+		       (unsigned long long)n);
 	return 0;
 }
 
@@ -454,8 +461,8 @@ int read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
 	r->row_count = b.row_count;
 	r->tombstones = b.tombstones;
 	if (b.has_static) {
-		r->static_row = dup_aligned(ar, &b.static_row,
-					     sizeof(b.static_row));
+		r->static_row =
+			dup_aligned(ar, &b.static_row, sizeof(b.static_row));
 		if (!r->static_row) {
 			result_free(r);
 			return err_set(ERR_NOMEM, "result");

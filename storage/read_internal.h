@@ -34,7 +34,7 @@ struct read_ctx {
 	int64_t warn_threshold, fail_threshold;
 
 	bool found;
-	bool have_hash;       /* key_hash holds the bloom hash of the key */
+	bool have_hash; /* key_hash holds the bloom hash of the key */
 	uint64_t key_hash[2];
 	struct deletion pdel;
 	struct rtomb *rts;

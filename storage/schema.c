@@ -77,8 +77,10 @@ int storage_table_meta_add_column(struct storage_table_meta *t,
 	if ((kind == STORAGE_COLUMN_PARTITION_KEY ||
 	     kind == STORAGE_COLUMN_CLUSTERING) &&
 	    storage_type_is_collection(type.kind) && !type.frozen)
-		return err_set(ERR_INVALID, "column %s: key collections "
-			       "must be frozen", name);
+		return err_set(ERR_INVALID,
+			       "column %s: key collections "
+			       "must be frozen",
+			       name);
 	struct storage_column *cols =
 		realloc(t->columns, (t->column_count + 1) * sizeof(*cols));
 	if (!cols)

@@ -46,14 +46,14 @@ enum storage_compaction {
 };
 
 struct storage_table_options {
-	uint8_t compression;       /* enum storage_compression; LZ4 default */
-	uint32_t chunk_length;     /* data block size in bytes; 16 KiB */
+	uint8_t compression;   /* enum storage_compression; LZ4 default */
+	uint32_t chunk_length; /* data block size in bytes; 16 KiB */
 	double bloom_filter_fp_chance; /* 0.01 */
-	int64_t gc_grace_seconds;  /* 864000 */
+	int64_t gc_grace_seconds;      /* 864000 */
 	int32_t default_time_to_live;
-	uint8_t compaction;        /* enum storage_compaction */
-	uint32_t min_threshold;    /* 4 */
-	uint32_t max_threshold;    /* 32 */
+	uint8_t compaction;                /* enum storage_compaction */
+	uint32_t min_threshold;            /* 4 */
+	uint32_t max_threshold;            /* 32 */
 	int64_t compaction_window_seconds; /* time-window size; 1 day */
 };
 
@@ -75,7 +75,8 @@ struct storage_table_meta {
 struct storage_keyspace_meta {
 	char *name;
 	bool durable_writes;
-	char *replication_class; /* "SimpleStrategy", "NetworkTopologyStrategy" */
+	char *replication_class; /* "SimpleStrategy", "NetworkTopologyStrategy"
+				  */
 	char **replication_keys; /* e.g. "replication_factor", "dc1" */
 	char **replication_values;
 	size_t replication_count;

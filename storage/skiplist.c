@@ -7,8 +7,7 @@
 
 #include <string.h>
 
-static struct skiplist_node *node_new(struct skiplist *s, void *key,
-				      int height)
+static struct skiplist_node *node_new(struct skiplist *s, void *key, int height)
 {
 	size_t size = sizeof(struct skiplist_node) +
 		      (size_t)height * sizeof(_Atomic(struct skiplist_node *));
@@ -55,13 +54,13 @@ static inline struct skiplist_node *next_at(struct skiplist_node *n, int l)
 }
 
 /* First node >= key; fills prev[] with the last node < key per level. */
-static struct skiplist_node *find_ge(const struct skiplist *s,
-				     const void *key,
+static struct skiplist_node *find_ge(const struct skiplist *s, const void *key,
 				     struct skiplist_node **prev)
 {
 	struct skiplist_node *x = s->head;
 	int level = atomic_load_explicit(&((struct skiplist *)s)->height,
-					 memory_order_relaxed) - 1;
+					 memory_order_relaxed) -
+		    1;
 	for (;;) {
 		struct skiplist_node *next = next_at(x, level);
 		if (next && s->cmp(s->ctx, skiplist_key(next), key) < 0) {
@@ -96,10 +95,12 @@ struct skiplist_node *skiplist_seek_before(const struct skiplist *s,
 {
 	struct skiplist_node *x = s->head;
 	int level = atomic_load_explicit(&((struct skiplist *)s)->height,
-					 memory_order_relaxed) - 1;
+					 memory_order_relaxed) -
+		    1;
 	for (;;) {
 		struct skiplist_node *next = next_at(x, level);
-		if (next && (!key || s->cmp(s->ctx, skiplist_key(next), key) < 0)) {
+		if (next &&
+		    (!key || s->cmp(s->ctx, skiplist_key(next), key) < 0)) {
 			x = next;
 			continue;
 		}

@@ -86,7 +86,7 @@ struct sstable {
 	const struct storage_table_meta *t; /* borrowed; outlives readers */
 	char *data_path, *index_path;
 	struct env_file *data, *index;
-	struct block_cache *cache; /* borrowed; may be NULL */
+	struct block_cache *cache;  /* borrowed; may be NULL */
 	uint64_t data_id, index_id; /* block cache file ids */
 	struct sst_stats stats;
 	uint64_t disk_bytes;
@@ -134,8 +134,7 @@ int sstable_read_entry(struct sstable *s, struct read_ctx *c,
 		       const struct sst_entry *e, bool all);
 
 /* Component paths. */
-char *sst_path(const char *dir, uint64_t gen, const char *component,
-	       bool tmp);
+char *sst_path(const char *dir, uint64_t gen, const char *component, bool tmp);
 /* Removes tmp- files and incomplete generations; lists complete ones. */
 int sst_dir_scan(struct env *env, const char *dir, uint64_t **gens,
 		 size_t *count);

@@ -5,9 +5,9 @@
  * that removes leftovers.
  */
 #define LOG_MODULE "storage"
+#include "common/murmur3.h"
 #include "storage/block_internal.h"
 #include "storage/sstable_internal.h"
-#include "common/murmur3.h"
 
 #include "common/err.h"
 #include "common/log.h"
@@ -18,8 +18,8 @@
 #include <string.h>
 
 #define TAG_PSTART 1
-#define TAG_ATOM 2
-#define TAG_PEND 3
+#define TAG_ATOM   2
+#define TAG_PEND   3
 
 static int read_component(struct sstable *s, const char *comp,
 			  const char *magic, uint8_t **img,
@@ -62,8 +62,9 @@ static int load_stats(struct sstable *s)
 		rc = cursor_be64(&c, &s->stats.size_hist[i]);
 	free(img);
 	if (rc || cursor_left(&c))
-		return err_set(ERR_CORRUPT, "sstable ca-%" PRIu64
-			       ": bad statistics", s->gen);
+		return err_set(ERR_CORRUPT,
+			       "sstable ca-%" PRIu64 ": bad statistics",
+			       s->gen);
 	struct sst_stats *st = &s->stats;
 	st->min_token = (int64_t)v[0];
 	st->max_token = (int64_t)v[1];
@@ -102,7 +103,8 @@ static int load_summary(struct sstable *s)
 		uint64_t kl, tok;
 		if (cursor_uvarint(&c, &kl) || kl > cursor_left(&c) ||
 		    cursor_take(&c, kl, &s->sum_key[i]) ||
-		    cursor_be64(&c, &tok) || cursor_uvarint(&c, &s->sum_off[i]) ||
+		    cursor_be64(&c, &tok) ||
+		    cursor_uvarint(&c, &s->sum_off[i]) ||
 		    cursor_uvarint(&c, &s->sum_len[i]))
 			return err_set(ERR_CORRUPT, "bad summary entry");
 		s->sum_token[i] = (int64_t)tok;
@@ -183,8 +185,10 @@ struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
 	int64_t d = env_file_size(s->data), i = env_file_size(s->index);
 	if (d < 0 || i < 0 || (uint64_t)d != s->stats.data_size) {
 		if (d >= 0)
-			err_set(ERR_CORRUPT, "%s: %lld bytes, statistics say "
-				"%llu", s->data_path, (long long)d,
+			err_set(ERR_CORRUPT,
+				"%s: %lld bytes, statistics say "
+				"%llu",
+				s->data_path, (long long)d,
 				(unsigned long long)s->stats.data_size);
 		sstable_free(s);
 		return NULL;
@@ -198,9 +202,9 @@ void sstable_ref(struct sstable *s)
 	atomic_fetch_add(&s->refs, 1);
 }
 
-static const char *const all_components[] = {
-	"TOC.txt", "Data.db", "Index.db", "Filter.db", "Statistics.db",
-	"Summary.db"};
+static const char *const all_components[] = {"TOC.txt",       "Data.db",
+					     "Index.db",      "Filter.db",
+					     "Statistics.db", "Summary.db"};
 
 void sstable_unref(struct sstable *s)
 {
@@ -242,7 +246,7 @@ bool sstable_may_contain_hash(const struct sstable *s, const uint64_t h[2])
 	return true;
 }
 
-/* ---- cached block reads ----------------------------------------------- */
+/* ---- cached block reads -------------------------------------------------- */
 
 /* The decoded block at `off` of the data (or index) file, from the cache
  * or read and verified (and cached when `fill`). A referenced handle, or
@@ -259,14 +263,14 @@ static struct cached_block *block_get(struct sstable *s, bool index,
 	size_t len;
 	uint64_t next;
 	if (block_read(index ? s->index : s->data,
-		       index ? s->index_path : s->data_path, off, disk_len, &raw,
-		       &len, &next))
+		       index ? s->index_path : s->data_path, off, disk_len,
+		       &raw, &len, &next))
 		return NULL;
 	/* compaction streams do not evict what reads need */
 	return block_cache_put(fill ? s->cache : NULL, id, off, raw, len, next);
 }
 
-/* ---- index entries ---------------------------------------------------- */
+/* ---- index entries ------------------------------------------------------- */
 
 static int take(struct cursor *c, struct slice *s);
 static int entry_body_decode(struct cursor *c, struct sst_entry *e);
@@ -374,7 +378,7 @@ static int entry_body_decode(struct cursor *c, struct sst_entry *e)
 	return 0;
 }
 
-/* ---- data blocks ------------------------------------------------------ */
+/* ---- data blocks --------------------------------------------------------- */
 
 int sst_block_walk(const uint8_t *p, size_t len,
 		   int (*fn)(void *arg, const struct atom *a), void *arg)
@@ -416,10 +420,12 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 {
 	for (;;) {
 		if (off >= w->s->stats.data_size)
-			return err_set(ERR_CORRUPT, "%s: partition runs past "
-				       "the end", w->s->data_path);
-		struct cached_block *blk = block_get(w->s, false, off, disk_len,
-						     !w->all);
+			return err_set(ERR_CORRUPT,
+				       "%s: partition runs past "
+				       "the end",
+				       w->s->data_path);
+		struct cached_block *blk =
+			block_get(w->s, false, off, disk_len, !w->all);
 		if (!blk || read_ctx_keep_ref(w->c, blk, block_cache_release))
 			return -1;
 		const uint8_t *raw = blk->data;
@@ -436,14 +442,16 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 			cursor_u8(&c, &tag);
 			if (tag == TAG_PSTART && at_start) {
 				if (take(&c, &key) || !slice_eq(key, w->key))
-					return err_set(ERR_CORRUPT, "%s: index "
+					return err_set(ERR_CORRUPT,
+						       "%s: index "
 						       "points at another "
 						       "partition",
 						       w->s->data_path);
 				at_start = false;
 			} else if (tag == TAG_ATOM && !at_start) {
 				if (atom_decode(&c, &a))
-					return err_set(ERR_CORRUPT, "%s: bad "
+					return err_set(ERR_CORRUPT,
+						       "%s: bad "
 						       "atom in block at %llu",
 						       w->s->data_path,
 						       (unsigned long long)off);
@@ -458,7 +466,8 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 			} else if (tag == TAG_PEND && !at_start) {
 				return 0;
 			} else {
-				return err_set(ERR_CORRUPT, "%s: bad entry in "
+				return err_set(ERR_CORRUPT,
+					       "%s: bad entry in "
 					       "block at %llu",
 					       w->s->data_path,
 					       (unsigned long long)off);
@@ -510,7 +519,7 @@ int sstable_read_entry(struct sstable *s, struct read_ctx *c,
 	return walk_partition(&w, e->ri_off[j - 1], 0, 0, false);
 }
 
-/* ---- lookups and iteration --------------------------------------------- */
+/* ---- lookups and iteration ----------------------------------------------- */
 
 /* The last summary block whose first partition is <= (token, key), or -1. */
 static long summary_find(const struct sstable *s, int64_t token,
@@ -534,8 +543,8 @@ static int read_index_block(struct sstable *s, size_t i, uint8_t **raw,
 			    size_t *len)
 {
 	uint64_t next;
-	return block_read(s->index, s->index_path, s->sum_off[i],
-			  s->sum_len[i], raw, len, &next);
+	return block_read(s->index, s->index_path, s->sum_off[i], s->sum_len[i],
+			  raw, len, &next);
 }
 
 int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
@@ -552,8 +561,8 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 	long b = summary_find(s, token, key);
 	if (b < 0)
 		return 0;
-	struct cached_block *blk = block_get(s, true, s->sum_off[b],
-					     s->sum_len[b], true);
+	struct cached_block *blk =
+		block_get(s, true, s->sum_off[b], s->sum_len[b], true);
 	if (!blk)
 		return -1;
 	struct cursor cur = cursor_make(blk->data, blk->len);
@@ -587,7 +596,7 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 
 struct sst_iter {
 	struct sstable *s;
-	size_t block;   /* next summary block to load */
+	size_t block; /* next summary block to load */
 	uint8_t *raw;
 	struct cursor cur;
 	struct sst_entry e;
@@ -659,7 +668,7 @@ void sst_iter_delete(struct sst_iter *it)
 	free(it);
 }
 
-/* ---- directory -------------------------------------------------------- */
+/* ---- directory ----------------------------------------------------------- */
 
 struct scan {
 	struct env *env;
@@ -732,7 +741,8 @@ int sst_dir_scan(struct env *env, const char *dir, uint64_t **gens,
 			char *p = malloc(n);
 			if (p) {
 				snprintf(p, n, "%s/%s", dir, s.tmp[i]);
-				LOG_AT(LOG_LEVEL_INFO, "removing leftover %s", p);
+				LOG_AT(LOG_LEVEL_INFO, "removing leftover %s",
+				       p);
 				env_unlink(env, p);
 			}
 			free(p);
@@ -746,8 +756,9 @@ int sst_dir_scan(struct env *env, const char *dir, uint64_t **gens,
 			s.gens[w++] = s.gens[i];
 			continue;
 		}
-		LOG_AT(LOG_LEVEL_INFO, "removing incomplete sstable %s/ca-%"
-		       PRIu64, dir, s.gens[i]);
+		LOG_AT(LOG_LEVEL_INFO,
+		       "removing incomplete sstable %s/ca-%" PRIu64, dir,
+		       s.gens[i]);
 		for (size_t k = 1; k < 6; k++) {
 			char *p = sst_path(dir, s.gens[i], all_components[k],
 					   false);

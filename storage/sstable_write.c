@@ -3,9 +3,9 @@
  * entries, builds the bloom filter, summary and statistics, and publishes
  * the generation durably. Format: docs/sstable-format.md.
  */
+#include "common/murmur3.h"
 #include "storage/block_internal.h"
 #include "storage/sstable_internal.h"
-#include "common/murmur3.h"
 
 #include "common/err.h"
 
@@ -15,14 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TAG_PSTART 1
-#define TAG_ATOM 2
-#define TAG_PEND 3
+#define TAG_PSTART  1
+#define TAG_ATOM    2
+#define TAG_PEND    3
 #define INDEX_BLOCK 1024
 
-static const char *const components[] = {"Data.db", "Index.db",
-					  "Filter.db", "Statistics.db",
-					  "Summary.db"};
+static const char *const components[] = {"Data.db", "Index.db", "Filter.db",
+					 "Statistics.db", "Summary.db"};
 #define N_COMPONENTS 5
 
 struct sst_writer {
@@ -61,8 +60,7 @@ struct sst_writer {
 	bool failed;
 };
 
-char *sst_path(const char *dir, uint64_t gen, const char *component,
-	       bool tmp)
+char *sst_path(const char *dir, uint64_t gen, const char *component, bool tmp)
 {
 	size_t n = strlen(dir) + strlen(component) + 48;
 	char *p = malloc(n);
@@ -74,22 +72,24 @@ char *sst_path(const char *dir, uint64_t gen, const char *component,
 	return p;
 }
 
-static int open_tmp(struct sst_writer *w, const char *comp,
-		    struct env_file **f)
+static int open_tmp(struct sst_writer *w, const char *comp, struct env_file **f)
 {
 	char *p = sst_path(w->dir, w->gen, comp, true);
 	if (!p)
 		return -1;
-	int rc = env_file_open(w->env, p, ENV_FILE_WRITE | ENV_FILE_CREATE |
-			       ENV_FILE_TRUNC, f);
+	int rc = env_file_open(
+		w->env, p, ENV_FILE_WRITE | ENV_FILE_CREATE | ENV_FILE_TRUNC,
+		f);
 	free(p);
 	return rc;
 }
 
 static void bloom_init(struct sst_writer *w)
 {
-	double n = (double)(w->o.expected_partitions ? w->o.expected_partitions : 1);
-	double p = w->o.bloom_fp > 0 && w->o.bloom_fp < 1 ? w->o.bloom_fp : 0.01;
+	double n = (double)(w->o.expected_partitions ? w->o.expected_partitions
+						     : 1);
+	double p =
+		w->o.bloom_fp > 0 && w->o.bloom_fp < 1 ? w->o.bloom_fp : 0.01;
 	double m = ceil(-n * log(p) / (M_LN2 * M_LN2));
 	if (m < 64)
 		m = 64;
@@ -360,8 +360,8 @@ int sst_writer_end(struct sst_writer *w)
 {
 	if (buf_put_u8(&w->raw, TAG_PEND) || index_entry(w))
 		return err_set(ERR_NOMEM, "sstable index");
-	uint64_t size = w->data_off + w->raw.len - w->start_off -
-			w->start_in_block;
+	uint64_t size =
+		w->data_off + w->raw.len - w->start_off - w->start_in_block;
 	unsigned bucket = 0;
 	while (bucket + 1 < SST_HIST_BUCKETS && (1ull << (bucket + 1)) <= size)
 		bucket++;
@@ -388,16 +388,16 @@ uint64_t sst_writer_partitions(const struct sst_writer *w)
 static int stats_encode(struct buf *b, const struct sst_stats *s)
 {
 	int rc = buf_append(b, "CSST", 4) || buf_put_u8(b, SST_VERSION);
-	const int64_t v[] = {s->min_token, s->max_token, s->min_ts, s->max_ts,
-			     s->min_ldt, s->max_ldt, s->repaired_at};
+	const int64_t v[] = {s->min_token,  s->max_token, s->min_ts,
+			     s->max_ts,     s->min_ldt,   s->max_ldt,
+			     s->repaired_at};
 	for (size_t i = 0; i < 7; i++)
 		rc = rc || buf_put_be64(b, (uint64_t)v[i]);
 	rc = rc || buf_put_be64(b, s->cell_count) ||
 	     buf_put_be64(b, s->tombstone_count) ||
 	     buf_put_be64(b, s->partition_count) ||
 	     buf_put_be64(b, s->log_end.seg) ||
-	     buf_put_be64(b, s->log_end.off) ||
-	     buf_put_be64(b, s->data_size) ||
+	     buf_put_be64(b, s->log_end.off) || buf_put_be64(b, s->data_size) ||
 	     buf_put_u8(b, s->has_live_no_ttl);
 	for (size_t i = 0; i < SST_HIST_BUCKETS; i++)
 		rc = rc || buf_put_be64(b, s->size_hist[i]);
@@ -434,7 +434,8 @@ static int rename_all(struct sst_writer *w)
 		buf_put_u8(&toc, '\n');
 	}
 	char *path = sst_path(w->dir, w->gen, "TOC.txt", false);
-	int rc = !path || env_write_file_atomic(w->env, path, toc.data, toc.len);
+	int rc =
+		!path || env_write_file_atomic(w->env, path, toc.data, toc.len);
 	free(path);
 	buf_free(&toc);
 	return rc ? -1 : env_sync_dir(w->env, w->dir);

@@ -35,13 +35,14 @@ struct conf;
 struct storage;
 struct storage_mutation;
 
-/* ---- mutations ------------------------------------------------------------ */
+/* ---- mutations ----------------------------------------------------------- */
 
 /* A mutation of one partition of table `t` (borrowed; must stay live while
  * the mutation is built). `key` is the serialized partition key (for a
  * composite key: each component as be16 length, bytes, 0x00), copied. */
-struct storage_mutation *storage_mutation_new(const struct storage_table_meta *t,
-					      const uint8_t *key, size_t len);
+struct storage_mutation *
+storage_mutation_new(const struct storage_table_meta *t, const uint8_t *key,
+		     size_t len);
 void storage_mutation_delete(struct storage_mutation *m);
 int64_t storage_mutation_token(const struct storage_mutation *m);
 const uint8_t *storage_mutation_table_id(const struct storage_mutation *m);
@@ -88,7 +89,7 @@ int storage_mutation_encode(const struct storage_mutation *m, struct buf *out);
 /* Decodes untrusted bytes; the result owns copies. NULL with ERR_CORRUPT. */
 struct storage_mutation *storage_mutation_decode(const uint8_t *p, size_t len);
 
-/* ---- the engine ------------------------------------------------------------ */
+/* ---- the engine ---------------------------------------------------------- */
 
 /* Runs `fn(arg, status, code)` on the caller's loop; the hook copies the
  * four values and returns at once. */
@@ -97,10 +98,10 @@ typedef void (*storage_post_fn)(void *post_arg, storage_done_fn fn, void *arg,
 				int status, enum err_code code);
 
 struct storage_options {
-	struct env *env;           /* files and the clock; must outlive db */
-	const char *data_dir;      /* SSTables: data_dir/<ks>/<table>-<id>/ */
+	struct env *env;      /* files and the clock; must outlive db */
+	const char *data_dir; /* SSTables: data_dir/<ks>/<table>-<id>/ */
 	const char *commitlog_dir;
-	int commitlog_sync;        /* enum conf_commitlog_sync */
+	int commitlog_sync; /* enum conf_commitlog_sync */
 	uint64_t commitlog_sync_period_ms;
 	uint64_t commitlog_sync_group_window_ms;
 	uint64_t commitlog_segment_size;
@@ -111,9 +112,9 @@ struct storage_options {
 	uint64_t compaction_throughput; /* bytes/s, 0 = unthrottled */
 	int64_t tombstone_warn_threshold;
 	int64_t tombstone_failure_threshold;
-	bool auto_compaction;      /* default true */
-	size_t block_cache_size;   /* decoded SSTable blocks; 32 MiB, 0 = off */
-	storage_post_fn post;      /* may be NULL */
+	bool auto_compaction;    /* default true */
+	size_t block_cache_size; /* decoded SSTable blocks; 32 MiB, 0 = off */
+	storage_post_fn post;    /* may be NULL */
 	void *post_arg;
 };
 
@@ -121,8 +122,8 @@ struct storage_options {
 void storage_options_default(struct storage_options *o);
 /* From a loaded configuration (the first data directory is used). The
  * strings are borrowed from `c`. */
-void storage_options_from_conf(struct storage_options *o,
-			       const struct conf *c, struct env *env);
+void storage_options_from_conf(struct storage_options *o, const struct conf *c,
+			       struct env *env);
 
 /* Creates the engine; nothing is read yet. */
 struct storage *storage_new(const struct storage_options *o);
@@ -152,7 +153,7 @@ int storage_apply(struct storage *db, const struct storage_mutation *m,
  * group the calling thread runs (or joins) the covering fdatasync. */
 int storage_apply_sync(struct storage *db, const struct storage_mutation *m);
 
-/* ---- reads ----------------------------------------------------------------- */
+/* ---- reads --------------------------------------------------------------- */
 
 /* A clustering slice: [start, end] as prefixes (empty = unbounded). */
 struct storage_slice {
@@ -170,26 +171,26 @@ struct storage_read_cmd {
 	const struct storage_slice *slices; /* NULL: the whole partition */
 	size_t slice_count;                 /* slices ascending, disjoint */
 	bool reverse;
-	uint32_t limit;        /* rows, 0 = unlimited */
+	uint32_t limit;          /* rows, 0 = unlimited */
 	const uint16_t *columns; /* projection; NULL = every column */
 	size_t column_count;
-	bool with_static;      /* include the static row */
+	bool with_static; /* include the static row */
 };
 
 struct storage_cell_view {
 	uint16_t column;
-	struct slice path;  /* empty for simple columns */
+	struct slice path; /* empty for simple columns */
 	struct slice value;
 	int64_t ts;
-	int32_t ttl;        /* 0 when not expiring */
-	int64_t expiry;     /* seconds; 0 when not expiring */
+	int32_t ttl;    /* 0 when not expiring */
+	int64_t expiry; /* seconds; 0 when not expiring */
 };
 
 struct storage_row_view {
 	bool is_static;
 	struct slice *clustering; /* ck_count values */
 	size_t clustering_count;
-	int64_t marker_ts;        /* INT64_MIN without a live row marker */
+	int64_t marker_ts; /* INT64_MIN without a live row marker */
 	struct storage_cell_view *cells;
 	size_t cell_count;
 };
@@ -234,20 +235,19 @@ void storage_scan_close(struct storage_scan *s);
 int storage_flush(struct storage *db, const uint8_t *table_id);
 /* Runs compaction rounds for the table until none applies; `major` merges
  * every SSTable into one. Blocks. */
-int storage_compact(struct storage *db, const uint8_t table_id[16],
-		    bool major);
+int storage_compact(struct storage *db, const uint8_t table_id[16], bool major);
 
 struct storage_stats {
-	uint64_t memtable_bytes;     /* exact arena bytes of live memtables */
+	uint64_t memtable_bytes; /* exact arena bytes of live memtables */
 	uint64_t sstable_count;
 	uint64_t sstable_bytes;
 	uint64_t flushes;
 	uint64_t compactions;
-	uint64_t corrupt_blocks;     /* reads that failed a checksum */
+	uint64_t corrupt_blocks;       /* reads that failed a checksum */
 	uint64_t commitlog_torn_tails; /* records discarded at replay */
-	uint64_t commitlog_replayed; /* mutations replayed at start */
-	uint64_t commitlog_segments; /* live segments */
-	bool writes_stopped;         /* a disk or commit failure stopped writes */
+	uint64_t commitlog_replayed;   /* mutations replayed at start */
+	uint64_t commitlog_segments;   /* live segments */
+	bool writes_stopped; /* a disk or commit failure stopped writes */
 };
 int storage_stats(struct storage *db, const uint8_t *table_id,
 		  struct storage_stats *out);

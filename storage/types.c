@@ -17,28 +17,50 @@ bool storage_type_is_collection(uint16_t kind)
 const char *storage_type_kind_name(uint16_t kind)
 {
 	switch (kind) {
-	case STORAGE_TYPE_ASCII: return "ascii";
-	case STORAGE_TYPE_BIGINT: return "bigint";
-	case STORAGE_TYPE_BLOB: return "blob";
-	case STORAGE_TYPE_BOOLEAN: return "boolean";
-	case STORAGE_TYPE_DECIMAL: return "decimal";
-	case STORAGE_TYPE_DOUBLE: return "double";
-	case STORAGE_TYPE_FLOAT: return "float";
-	case STORAGE_TYPE_INT: return "int";
-	case STORAGE_TYPE_TIMESTAMP: return "timestamp";
-	case STORAGE_TYPE_UUID: return "uuid";
-	case STORAGE_TYPE_TEXT: return "text";
-	case STORAGE_TYPE_VARINT: return "varint";
-	case STORAGE_TYPE_TIMEUUID: return "timeuuid";
-	case STORAGE_TYPE_INET: return "inet";
-	case STORAGE_TYPE_DATE: return "date";
-	case STORAGE_TYPE_TIME: return "time";
-	case STORAGE_TYPE_SMALLINT: return "smallint";
-	case STORAGE_TYPE_TINYINT: return "tinyint";
-	case STORAGE_TYPE_LIST: return "list";
-	case STORAGE_TYPE_MAP: return "map";
-	case STORAGE_TYPE_SET: return "set";
-	default: return NULL;
+	case STORAGE_TYPE_ASCII:
+		return "ascii";
+	case STORAGE_TYPE_BIGINT:
+		return "bigint";
+	case STORAGE_TYPE_BLOB:
+		return "blob";
+	case STORAGE_TYPE_BOOLEAN:
+		return "boolean";
+	case STORAGE_TYPE_DECIMAL:
+		return "decimal";
+	case STORAGE_TYPE_DOUBLE:
+		return "double";
+	case STORAGE_TYPE_FLOAT:
+		return "float";
+	case STORAGE_TYPE_INT:
+		return "int";
+	case STORAGE_TYPE_TIMESTAMP:
+		return "timestamp";
+	case STORAGE_TYPE_UUID:
+		return "uuid";
+	case STORAGE_TYPE_TEXT:
+		return "text";
+	case STORAGE_TYPE_VARINT:
+		return "varint";
+	case STORAGE_TYPE_TIMEUUID:
+		return "timeuuid";
+	case STORAGE_TYPE_INET:
+		return "inet";
+	case STORAGE_TYPE_DATE:
+		return "date";
+	case STORAGE_TYPE_TIME:
+		return "time";
+	case STORAGE_TYPE_SMALLINT:
+		return "smallint";
+	case STORAGE_TYPE_TINYINT:
+		return "tinyint";
+	case STORAGE_TYPE_LIST:
+		return "list";
+	case STORAGE_TYPE_MAP:
+		return "map";
+	case STORAGE_TYPE_SET:
+		return "set";
+	default:
+		return NULL;
 	}
 }
 
@@ -156,7 +178,10 @@ static int bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
 	return alen < blen ? -1 : alen > blen;
 }
 
-static int sign_of(int64_t v) { return (v > 0) - (v < 0); }
+static int sign_of(int64_t v)
+{
+	return (v > 0) - (v < 0);
+}
 
 static int64_t load_signed(const uint8_t *p, size_t n)
 {
@@ -225,8 +250,7 @@ static size_t mul10(uint32_t *limbs, size_t count, size_t max_limbs)
 	return count;
 }
 
-static int limbs_cmp(const uint32_t *a, size_t an, const uint32_t *b,
-		     size_t bn)
+static int limbs_cmp(const uint32_t *a, size_t an, const uint32_t *b, size_t bn)
 {
 	while (an && a[an - 1] == 0)
 		an--;
@@ -264,7 +288,8 @@ static int decimal_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
 {
 	if (alen < 5 || blen < 5)
 		return bytes_cmp(a, alen, b, blen);
-	int32_t sa = (int32_t)load_signed(a, 4), sb = (int32_t)load_signed(b, 4);
+	int32_t sa = (int32_t)load_signed(a, 4),
+		sb = (int32_t)load_signed(b, 4);
 	const uint8_t *ua = a + 4, *ub = b + 4;
 	size_t na = alen - 4, nb = blen - 4;
 	int siga = varint_is_zero(ua, na) ? 0 : (ua[0] & 0x80) ? -1 : 1;
@@ -348,7 +373,9 @@ static int uuid_cmp(uint16_t kind, const uint8_t *a, const uint8_t *b)
 			return ta < tb ? -1 : 1;
 		if (kind == STORAGE_TYPE_TIMEUUID)
 			return signed_bytes_cmp(a + 8, b + 8, 8);
-		return memcmp(a + 8, b + 8, 8) < 0 ? -1 : memcmp(a + 8, b + 8, 8) > 0;
+		return memcmp(a + 8, b + 8, 8) < 0
+			       ? -1
+			       : memcmp(a + 8, b + 8, 8) > 0;
 	}
 	int c = memcmp(a, b, 16);
 	return (c > 0) - (c < 0);

@@ -13,7 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (conf_init_defaults(&c) != 0)
 		return 0;
 	(void)conf_parse_yaml(&c, "fuzz.yaml", data, size);
-	(void)conf_parse_rackdc(&c, "fuzz.properties", (const char *)data, size);
+	(void)conf_parse_rackdc(&c, "fuzz.properties", (const char *)data,
+				size);
 	conf_free(&c);
 	return 0;
 }

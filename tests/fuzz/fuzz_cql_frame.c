@@ -8,8 +8,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void decode_body(const struct cql_header *h, const uint8_t *p,
-			size_t n, struct arena *a)
+static void decode_body(const struct cql_header *h, const uint8_t *p, size_t n,
+			struct arena *a)
 {
 	struct cursor c = cursor_make(p, n);
 	struct cql_pair *pairs;

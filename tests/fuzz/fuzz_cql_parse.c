@@ -13,8 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int binds;
 	const char **names;
 	arena_create(&a, 0);
-	struct cql_stmt *s = cql_parse(&a, (const char *)data, size, &binds,
-				       &names);
+	struct cql_stmt *s =
+		cql_parse(&a, (const char *)data, size, &binds, &names);
 	if (!s && err_code() != ERR_INVALID && err_code() != ERR_UNSUPPORTED &&
 	    err_code() != ERR_NOMEM)
 		abort(); /* a parser failure must say why */

@@ -19,7 +19,8 @@ static void check(const uint8_t *data, size_t size)
 	buf_init(&b);
 	buf_init(&b2);
 	if (storage_mutation_encode(m, &b) == 0) {
-		struct storage_mutation *m2 = storage_mutation_decode(b.data, b.len);
+		struct storage_mutation *m2 =
+			storage_mutation_decode(b.data, b.len);
 		if (!m2 || storage_mutation_encode(m2, &b2) ||
 		    b2.len != b.len || memcmp(b.data, b2.data, b.len) != 0)
 			abort();

@@ -36,7 +36,7 @@ static void fuzz_strategy(char *text)
 	struct ring_builder *b = ring_builder_new();
 	int64_t t1[] = {-100, 100}, t2[] = {0};
 	struct ring_endpoint e = {
-	    .dc = "dc1", .rack = "r1", .tokens = t1, .num_tokens = 2};
+		.dc = "dc1", .rack = "r1", .tokens = t1, .num_tokens = 2};
 	e.addr.family = INET_V4;
 	e.addr.ip[3] = 1;
 	ring_builder_set_endpoint(b, &e);
@@ -69,7 +69,7 @@ static void fuzz_ranges(const uint8_t *p, size_t n)
 	struct token_range_list a = {0}, b = {0}, o = {0};
 	for (size_t i = 0; i + 16 <= n && i < 16 * 64; i += 16) {
 		struct token_range r =
-		    token_range_make(load64(p + i), load64(p + i + 8));
+			token_range_make(load64(p + i), load64(p + i + 8));
 		token_range_list_push((i / 16) % 2 ? &b : &a, r);
 	}
 	token_ranges_intersect(&a, &b, &o);

@@ -32,8 +32,7 @@ static void on_dead(void *arg, const struct inet_addr *ep)
 	((struct gc_node *)arg)->downs++;
 }
 
-struct gc *gc_new(uint64_t seed, const size_t *layout, size_t dcs,
-		  size_t racks)
+struct gc *gc_new(uint64_t seed, const size_t *layout, size_t dcs, size_t racks)
 {
 	struct gc *c = calloc(1, sizeof(*c));
 	ck_assert_ptr_nonnull(c);
@@ -106,13 +105,14 @@ void gc_start_node(struct gc *c, size_t i)
 	ck_assert_ptr_nonnull(n->env);
 	n->g = gossip_new(n->env, &cfg);
 	ck_assert_ptr_nonnull(n->g);
-	struct gossip_listener l = {
-		.on_change = on_change, .on_alive = on_alive, .on_dead = on_dead};
+	struct gossip_listener l = {.on_change = on_change,
+				    .on_alive = on_alive,
+				    .on_dead = on_dead};
 	ck_assert_int_eq(gossip_subscribe(n->g, &l, n), 0);
 	env_set_receiver(n->env, deliver, n->g);
 	char host_id[40], tokens[64];
-	snprintf(host_id, sizeof(host_id),
-		 "00000000-0000-4000-8000-%012zx", i + 1);
+	snprintf(host_id, sizeof(host_id), "00000000-0000-4000-8000-%012zx",
+		 i + 1);
 	snprintf(tokens, sizeof(tokens), "%lld",
 		 (long long)(i * 1000003) - 4000000000LL);
 	gossip_set_local_state(n->g, GOSSIP_STATE_HOST_ID, host_id);

@@ -69,7 +69,7 @@ struct sim {
 	char log_tag[64];
 };
 
-/* ---- event heap ------------------------------------------------------------ */
+/* ---- event heap ---------------------------------------------------------- */
 
 static bool ev_before(const struct sim_event *a, const struct sim_event *b)
 {
@@ -151,7 +151,7 @@ static struct sim_event *heap_pop(struct sim *s)
 	return ev;
 }
 
-/* ---- env ops ------------------------------------------------------------------ */
+/* ---- env ops ------------------------------------------------------------- */
 
 static struct sim_node *node_of(struct env *e)
 {
@@ -208,8 +208,7 @@ static struct env_timer *sim_timer_new(struct env *e, env_timer_fn fn,
 	return t;
 }
 
-static void sim_timer_arm(struct env *e, struct env_timer *t,
-			  uint64_t delay_us)
+static void sim_timer_arm(struct env *e, struct env_timer *t, uint64_t delay_us)
 {
 	struct sim *s = node_of(e)->sim;
 	heap_remove(s, &t->ev);
@@ -356,7 +355,7 @@ static const struct env_ops sim_ops = {
 	.exists = sim_exists,
 };
 
-/* ---- world ------------------------------------------------------------------------ */
+/* ---- world --------------------------------------------------------------- */
 
 static int64_t sim_log_clock(void *arg)
 {

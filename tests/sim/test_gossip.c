@@ -156,9 +156,9 @@ START_TEST(shutdown_announcement_marks_down_at_once)
 	gc_kill(c, 5);
 	ck_assert(all_see_down(c, 5));
 	struct gossip_endpoint_info info;
-	ck_assert_int_eq(gossip_endpoint_find(c->nodes[0].g, &c->nodes[5].addr,
-					      &info),
-			 0);
+	ck_assert_int_eq(
+		gossip_endpoint_find(c->nodes[0].g, &c->nodes[5].addr, &info),
+		0);
 	ck_assert_int_eq(info.status, GOSSIP_STATUS_SHUTDOWN);
 	/* It stays down: no stale news revives it. */
 	sim_run_for(c->sim, 30 * S);
@@ -278,18 +278,17 @@ END_TEST
 START_TEST(removed_endpoint_is_quarantined_then_relearned)
 {
 	struct gc *c = cluster_9();
-	ck_assert_int_eq(gossip_remove_endpoint(c->nodes[0].g,
-						&c->nodes[8].addr),
-			 0);
+	ck_assert_int_eq(
+		gossip_remove_endpoint(c->nodes[0].g, &c->nodes[8].addr), 0);
 	struct gossip_endpoint_info info;
 	sim_run_for(c->sim, 30 * S);
-	ck_assert_int_ne(gossip_endpoint_find(c->nodes[0].g, &c->nodes[8].addr,
-					      &info),
-			 0);
+	ck_assert_int_ne(
+		gossip_endpoint_find(c->nodes[0].g, &c->nodes[8].addr, &info),
+		0);
 	sim_run_for(c->sim, 60 * S); /* past the 60 s quarantine */
-	ck_assert_int_eq(gossip_endpoint_find(c->nodes[0].g, &c->nodes[8].addr,
-					      &info),
-			 0);
+	ck_assert_int_eq(
+		gossip_endpoint_find(c->nodes[0].g, &c->nodes[8].addr, &info),
+		0);
 	ck_assert(gc_run_until_converged(c, 10 * S));
 	gc_delete(c);
 }

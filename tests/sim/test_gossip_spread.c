@@ -40,17 +40,20 @@ START_TEST(state_reaches_1000_nodes_within_15_rounds)
 				full++;
 	}
 	printf("membership converged after %u s: %zu of %d nodes see all "
-	       "%d peers UP\n", secs, full, NODES, NODES - 1);
+	       "%d peers UP\n",
+	       secs, full, NODES, NODES - 1);
 	ck_assert_uint_eq(full, NODES);
 
-	gc_watch(c, NODES / 2, GOSSIP_STATE_SCHEMA, "1f2e3d4c-0000-4000-8000-000000000001");
+	gc_watch(c, NODES / 2, GOSSIP_STATE_SCHEMA,
+		 "1f2e3d4c-0000-4000-8000-000000000001");
 	ck_assert(sim_run_until(c->sim, gc_watch_done, c, 60 * S));
 
 	unsigned hist[64] = {0};
 	unsigned worst = 0;
 	for (size_t i = 0; i < c->n; i++) {
 		uint64_t dt = c->nodes[i].watch_seen_us - c->watch_start_us;
-		unsigned r = (unsigned)((dt + c->interval_us - 1) / c->interval_us);
+		unsigned r =
+			(unsigned)((dt + c->interval_us - 1) / c->interval_us);
 		if (r > 63)
 			r = 63;
 		hist[r]++;

@@ -57,7 +57,8 @@ static void schema_changed(void *arg, const struct cql_schema_event *e)
 	if (!db || strcmp(c->change, "CREATED") != 0 ||
 	    strcmp(c->target, "TABLE") != 0)
 		return;
-	const struct cql_table *t = cql_schema_table(schema, c->keyspace, c->name);
+	const struct cql_table *t =
+		cql_schema_table(schema, c->keyspace, c->name);
 	const struct cql_keyspace *k = cql_schema_keyspace(schema, c->keyspace);
 	if (storage_table_add(db, cql_table_meta(t),
 			      cql_keyspace_meta(k)->durable_writes) != 0)

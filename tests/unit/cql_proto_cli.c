@@ -23,24 +23,24 @@ static void print_hex(const char *name, const struct buf *b)
 	printf("\n");
 }
 
-#define EMIT(name, call)                                                    \
-	do {                                                                \
-		buf_clear(&b);                                              \
-		if ((call) != 0) {                                          \
-			fprintf(stderr, "%s: %s\n", name, err_msg());        \
-			return 1;                                           \
-		}                                                           \
-		print_hex(name, &b);                                        \
+#define EMIT(name, call)                                                       \
+	do {                                                                   \
+		buf_clear(&b);                                                 \
+		if ((call) != 0) {                                             \
+			fprintf(stderr, "%s: %s\n", name, err_msg());          \
+			return 1;                                              \
+		}                                                              \
+		print_hex(name, &b);                                           \
 	} while (0)
 
 static int encode_all(void)
 {
 	static const struct cql_type_option t_int = {.id = CQL_TYPE_INT};
 	static const struct cql_type_option t_text = {.id = CQL_TYPE_VARCHAR};
-	static const struct cql_type_option t_set = {
-		.id = CQL_TYPE_SET, .sub = {&t_text, NULL}};
-	static const struct cql_type_option t_map = {
-		.id = CQL_TYPE_MAP, .sub = {&t_text, &t_int}};
+	static const struct cql_type_option t_set = {.id = CQL_TYPE_SET,
+						     .sub = {&t_text, NULL}};
+	static const struct cql_type_option t_map = {.id = CQL_TYPE_MAP,
+						     .sub = {&t_text, &t_int}};
 	static const struct cql_column_spec cols[] = {
 		{"ks", "kv", "k", &t_int},
 		{"ks", "kv", "tags", &t_set},
@@ -61,16 +61,18 @@ static int encode_all(void)
 	EMIT("supported", cql_encode_supported(&b, 4, 2, "3.4.5", true));
 	EMIT("supported_nolz4", cql_encode_supported(&b, 4, 2, "3.4.5", false));
 	EMIT("version_error", cql_encode_version_error(&b, 7, 5));
-	EMIT("server_error", cql_encode_error(&b, 4, 1, CQL_ERR_SERVER, "boom"));
-	EMIT("syntax_error", cql_encode_error(&b, 4, 1, CQL_ERR_SYNTAX,
-					      "line 1:0 no viable alternative"));
+	EMIT("server_error",
+	     cql_encode_error(&b, 4, 1, CQL_ERR_SERVER, "boom"));
+	EMIT("syntax_error",
+	     cql_encode_error(&b, 4, 1, CQL_ERR_SYNTAX,
+			      "line 1:0 no viable alternative"));
 	EMIT("invalid", cql_encode_error(&b, 4, 1, CQL_ERR_INVALID,
 					 "unconfigured table nosuch"));
 	EMIT("unavailable", cql_encode_unavailable(&b, 4, 1, "Cannot achieve",
 						   CQL_CL_QUORUM, 2, 1));
 	EMIT("write_timeout",
-	     cql_encode_write_timeout(&b, 4, 1, "timed out", CQL_CL_QUORUM, 1, 2,
-				      "BATCH_LOG"));
+	     cql_encode_write_timeout(&b, 4, 1, "timed out", CQL_CL_QUORUM, 1,
+				      2, "BATCH_LOG"));
 	EMIT("read_timeout", cql_encode_read_timeout(&b, 4, 1, "timed out",
 						     CQL_CL_ALL, 1, 3, true));
 	EMIT("read_failure",
@@ -97,8 +99,8 @@ static int encode_all(void)
 	EMIT("event_topology",
 	     cql_encode_event_topology(&b, 4, "NEW_NODE", &node));
 	EMIT("event_status", cql_encode_event_status(&b, 4, "DOWN", &node));
-	EMIT("event_schema", cql_encode_event_schema(&b, 4, "UPDATED", "TABLE",
-						     "ks", "kv"));
+	EMIT("event_schema",
+	     cql_encode_event_schema(&b, 4, "UPDATED", "TABLE", "ks", "kv"));
 
 	/* RESULT Rows: metadata for 3 columns, one row, a paging state. */
 	buf_clear(&b);
@@ -108,7 +110,10 @@ static int encode_all(void)
 	    cql_write_rows_metadata(&b, cols, 3, &paging, false) ||
 	    cql_write_int(&b, 1) || cql_write_bytes(&b, "\0\0\0\x2a", 4) ||
 	    /* set<text> {'a'}: n=1, len=1, 'a' */
-	    cql_write_bytes(&b, "\0\0\0\x01\0\0\0\x01" "a", 9) ||
+	    cql_write_bytes(&b,
+			    "\0\0\0\x01\0\0\0\x01"
+			    "a",
+			    9) ||
 	    cql_write_bytes(&b, NULL, -1))
 		return 1;
 	cql_frame_end(&b, start);
@@ -175,7 +180,8 @@ static void print_values(const struct cql_value *v, uint16_t n,
 		else if (v[i].len == CQL_VALUE_UNSET)
 			printf(" unset\n");
 		else {
-			print_slice(" hex", slice_make(v[i].ptr, (size_t)v[i].len));
+			print_slice(" hex",
+				    slice_make(v[i].ptr, (size_t)v[i].len));
 			printf("\n");
 		}
 	}
@@ -208,7 +214,8 @@ static int decode(const char *hex)
 	size_t n = strlen(hex) / 2;
 	uint8_t *frame = malloc(n ? n : 1);
 	for (size_t i = 0; i < n; i++)
-		frame[i] = (uint8_t)(hexval(hex[2 * i]) << 4 | hexval(hex[2 * i + 1]));
+		frame[i] = (uint8_t)(hexval(hex[2 * i]) << 4 |
+				     hexval(hex[2 * i + 1]));
 	struct cql_header h;
 	if (n < CQL_HEADER_LEN)
 		return 1;
@@ -261,7 +268,8 @@ static int decode(const char *hex)
 		struct slice q;
 		rc = cql_decode_prepare(&c, &q);
 		if (!rc)
-			printf("prepare %.*s\n", (int)q.len, (const char *)q.ptr);
+			printf("prepare %.*s\n", (int)q.len,
+			       (const char *)q.ptr);
 		break;
 	}
 	case CQL_OP_EXECUTE: {

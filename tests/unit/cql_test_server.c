@@ -57,7 +57,8 @@ static void on_slow(evutil_socket_t fd, short what, void *arg)
 static int schema_event(struct buf *b, uint8_t version, void *arg)
 {
 	(void)arg;
-	return cql_encode_event_schema(b, version, "CREATED", "TABLE", "ks", "t");
+	return cql_encode_event_schema(b, version, "CREATED", "TABLE", "ks",
+				       "t");
 }
 
 static void rows_reply(struct buf *b, const struct cql_request_info *info,
@@ -105,7 +106,8 @@ static void run_query(struct cql_request *req,
 		const char *ks = info->keyspace ? info->keyspace : "";
 		rows_reply(&b, info, ks, strlen(ks));
 	} else if (strcmp(q, "EVENT") == 0) {
-		cql_server_broadcast(server, "SCHEMA_CHANGE", schema_event, NULL);
+		cql_server_broadcast(server, "SCHEMA_CHANGE", schema_event,
+				     NULL);
 		cql_encode_result_void(&b, info->version, info->stream);
 	} else {
 		char msg[300];
@@ -203,8 +205,9 @@ int main(int argc, char **argv)
 	event_base_dispatch(base);
 	struct cql_server_stats st;
 	cql_server_stats(server, &st);
-	fprintf(stderr, "connections_total=%llu refused=%llu requests=%llu "
-			"protocol_errors=%llu overloaded=%llu inflight_bytes=%llu\n",
+	fprintf(stderr,
+		"connections_total=%llu refused=%llu requests=%llu "
+		"protocol_errors=%llu overloaded=%llu inflight_bytes=%llu\n",
 		(unsigned long long)st.connections_total,
 		(unsigned long long)st.connections_refused,
 		(unsigned long long)st.requests,

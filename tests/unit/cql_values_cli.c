@@ -15,12 +15,12 @@
 static uint16_t type_id(const char *name)
 {
 	static const uint16_t ids[] = {
-		CQL_TYPE_ASCII,	   CQL_TYPE_BIGINT,  CQL_TYPE_BLOB,
-		CQL_TYPE_BOOLEAN,  CQL_TYPE_DECIMAL, CQL_TYPE_DOUBLE,
-		CQL_TYPE_FLOAT,	   CQL_TYPE_INT,     CQL_TYPE_TIMESTAMP,
-		CQL_TYPE_UUID,	   CQL_TYPE_VARCHAR, CQL_TYPE_VARINT,
-		CQL_TYPE_TIMEUUID, CQL_TYPE_INET,    CQL_TYPE_DATE,
-		CQL_TYPE_TIME,	   CQL_TYPE_SMALLINT, CQL_TYPE_TINYINT};
+		CQL_TYPE_ASCII,    CQL_TYPE_BIGINT,   CQL_TYPE_BLOB,
+		CQL_TYPE_BOOLEAN,  CQL_TYPE_DECIMAL,  CQL_TYPE_DOUBLE,
+		CQL_TYPE_FLOAT,    CQL_TYPE_INT,      CQL_TYPE_TIMESTAMP,
+		CQL_TYPE_UUID,     CQL_TYPE_VARCHAR,  CQL_TYPE_VARINT,
+		CQL_TYPE_TIMEUUID, CQL_TYPE_INET,     CQL_TYPE_DATE,
+		CQL_TYPE_TIME,     CQL_TYPE_SMALLINT, CQL_TYPE_TINYINT};
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
 		if (strcmp(cql_type_name(ids[i]), name) == 0)
 			return ids[i];
@@ -51,7 +51,7 @@ int main(void)
 		char *p = line;
 		if (strncmp(p, "list:", 5) == 0 || strncmp(p, "set:", 4) == 0 ||
 		    strncmp(p, "map:", 4) == 0) {
-			t.kind = p[0] == 'l' ? CQL_TYPE_LIST
+			t.kind = p[0] == 'l'   ? CQL_TYPE_LIST
 				 : p[0] == 's' ? CQL_TYPE_SET
 					       : CQL_TYPE_MAP;
 			p = strchr(p, ':') + 1;
@@ -70,8 +70,8 @@ int main(void)
 		struct arena a;
 		int binds;
 		arena_create(&a, 0);
-		struct cql_stmt *s = cql_parse(&a, stmt, strlen(stmt), &binds,
-					       NULL);
+		struct cql_stmt *s =
+			cql_parse(&a, stmt, strlen(stmt), &binds, NULL);
 		struct buf out;
 		buf_init(&out);
 		int rc = s ? cql_term_serialize(s->u.insert.values[0], &t, "v",

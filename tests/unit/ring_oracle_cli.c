@@ -62,7 +62,7 @@ static void print_eps(const uint32_t *v, size_t n)
 	for (size_t i = 0; i < n; i++)
 		printf(" %s",
 		       inet_addr_format_host(&ring_endpoint_get(r, v[i])->addr,
-		                             a, sizeof(a)));
+					     a, sizeof(a)));
 }
 
 static void cmd_ep(char *rest)
@@ -79,10 +79,10 @@ static void cmd_ep(char *rest)
 	e.dc = dc;
 	e.rack = rack;
 	e.status = strcmp(st, "BOOT") == 0      ? RING_STATUS_BOOT
-	           : strcmp(st, "LEAVING") == 0 ? RING_STATUS_LEAVING
-	                                        : RING_STATUS_NORMAL;
+		   : strcmp(st, "LEAVING") == 0 ? RING_STATUS_LEAVING
+						: RING_STATUS_NORMAL;
 	if (ring_tokens_parse_initial(list, toks, RING_TOKENS_MAX,
-	                              &e.num_tokens))
+				      &e.num_tokens))
 		die("tokens");
 	e.tokens = toks;
 	memcpy(e.host_id, e.addr.ip, 16);
@@ -160,10 +160,10 @@ int main(void)
 			size_t np = 0, used = 0;
 			for (char *p = strtok(rest, ","); p && np < MAXF;
 			     p = strtok(NULL, ",")) {
-				size_t n =
-				    strcmp(p, "-") == 0
-				        ? 0
-				        : unhex(p, k + used, sizeof(k) - used);
+				size_t n = strcmp(p, "-") == 0
+						   ? 0
+						   : unhex(p, k + used,
+							   sizeof(k) - used);
 				parts[np++] = slice_make(k + used, n);
 				used += n;
 			}
@@ -184,10 +184,10 @@ int main(void)
 				die("addr");
 			int ep = ring_endpoint_find(cur(), &a);
 			const struct ring_placement *p =
-			    ring_placement_get(cur(), s);
+				ring_placement_get(cur(), s);
 			if (ep < 0 || !p ||
 			    ring_placement_ranges(p, (size_t)ep, false, false,
-			                          &l))
+						  &l))
 				die("ranges");
 			for (size_t i = 0; i < l.n; i++)
 				printf("%s%lld:%lld", i ? " " : "",

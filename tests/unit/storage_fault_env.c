@@ -44,7 +44,10 @@ struct fault_file {
 	struct track *t;
 };
 
-static struct fault_env *fenv(struct env *e) { return (struct fault_env *)e; }
+static struct fault_env *fenv(struct env *e)
+{
+	return (struct fault_env *)e;
+}
 static struct fault_file *ffile(struct env_file *f)
 {
 	return (struct fault_file *)f;
@@ -76,8 +79,7 @@ static int check_power(struct fault_env *fe, const char *path, bool write)
 {
 	if (fe->frozen)
 		return err_set_errno(EIO, "simulated power loss");
-	if (write && fe->fail_substr && path &&
-	    strstr(path, fe->fail_substr))
+	if (write && fe->fail_substr && path && strstr(path, fe->fail_substr))
 		return err_set_errno(fe->fail_errno, "injected fault on %s",
 				     path);
 	return 0;
@@ -107,8 +109,8 @@ static int remember(struct fault_file *ff, uint64_t off, size_t n)
 		uint64_t have = (uint64_t)size - off;
 		u->old_len = have < n ? have : n;
 		u->old = malloc(u->old_len);
-		if (!u->old || env_file_pread(ff->base, u->old, u->old_len, off) !=
-				       (ssize_t)u->old_len) {
+		if (!u->old || env_file_pread(ff->base, u->old, u->old_len,
+					      off) != (ssize_t)u->old_len) {
 			free(u->old);
 			free(u);
 			return -1;
@@ -119,8 +121,7 @@ static int remember(struct fault_file *ff, uint64_t off, size_t n)
 	return 0;
 }
 
-static int do_write(struct env_file *f, const void *buf, size_t n,
-		    int64_t off)
+static int do_write(struct env_file *f, const void *buf, size_t n, int64_t off)
 {
 	struct fault_file *ff = ffile(f);
 	struct fault_env *fe = ff->fe;
@@ -144,8 +145,7 @@ static int f_append(struct env_file *f, const void *buf, size_t n)
 	return do_write(f, buf, n, -1);
 }
 
-static int f_pwrite(struct env_file *f, const void *buf, size_t n,
-		    uint64_t off)
+static int f_pwrite(struct env_file *f, const void *buf, size_t n, uint64_t off)
 {
 	return do_write(f, buf, n, (int64_t)off);
 }
@@ -194,9 +194,14 @@ static int f_close(struct env_file *f)
 }
 
 static const struct env_file_ops fault_file_ops = {
-	.pread = f_pread, .append = f_append, .pwrite = f_pwrite,
-	.sync = f_sync, .truncate = f_truncate, .allocate = f_allocate,
-	.size = f_size, .close = f_close,
+	.pread = f_pread,
+	.append = f_append,
+	.pwrite = f_pwrite,
+	.sync = f_sync,
+	.truncate = f_truncate,
+	.allocate = f_allocate,
+	.size = f_size,
+	.close = f_close,
 };
 
 static int e_file_open(struct env *e, const char *path, int flags,
@@ -223,13 +228,19 @@ static int e_file_open(struct env *e, const char *path, int flags,
 	return 0;
 }
 
-static uint64_t e_mono(struct env *e) { return env_mono_us(fenv(e)->base); }
+static uint64_t e_mono(struct env *e)
+{
+	return env_mono_us(fenv(e)->base);
+}
 static int64_t e_wall(struct env *e)
 {
 	struct fault_env *fe = fenv(e);
 	return fe->wall_us ? fe->wall_us : env_wall_us(fe->base);
 }
-static uint64_t e_random(struct env *e) { return env_random(fenv(e)->base); }
+static uint64_t e_random(struct env *e)
+{
+	return env_random(fenv(e)->base);
+}
 
 static int e_rename(struct env *e, const char *a, const char *b)
 {
@@ -311,12 +322,22 @@ static int e_send(struct env *e, const struct inet_addr *to, uint32_t verb,
 }
 
 static const struct env_ops fault_ops = {
-	.mono_us = e_mono, .wall_us = e_wall, .random = e_random,
-	.timer_new = e_timer_new, .timer_arm = e_timer_arm,
-	.timer_cancel = e_timer_cancel, .timer_free = e_timer_free,
-	.send = e_send, .file_open = e_file_open, .rename = e_rename,
-	.unlink = e_unlink, .mkdir = e_mkdir, .rmdir = e_rmdir,
-	.sync_dir = e_sync_dir, .list_dir = e_list_dir, .exists = e_exists,
+	.mono_us = e_mono,
+	.wall_us = e_wall,
+	.random = e_random,
+	.timer_new = e_timer_new,
+	.timer_arm = e_timer_arm,
+	.timer_cancel = e_timer_cancel,
+	.timer_free = e_timer_free,
+	.send = e_send,
+	.file_open = e_file_open,
+	.rename = e_rename,
+	.unlink = e_unlink,
+	.mkdir = e_mkdir,
+	.rmdir = e_rmdir,
+	.sync_dir = e_sync_dir,
+	.list_dir = e_list_dir,
+	.exists = e_exists,
 };
 
 struct fault_env *fault_env_new(struct env *base)
@@ -330,7 +351,10 @@ struct fault_env *fault_env_new(struct env *base)
 	return fe;
 }
 
-struct env *fault_env_env(struct fault_env *fe) { return &fe->env; }
+struct env *fault_env_env(struct fault_env *fe)
+{
+	return &fe->env;
+}
 
 void fault_env_set_wall_us(struct fault_env *fe, int64_t us)
 {
@@ -389,8 +413,7 @@ void fault_env_crash(struct fault_env *fe, uint64_t seed)
 	pthread_mutex_unlock(&fe->mu);
 }
 
-void fault_env_fail_writes(struct fault_env *fe, const char *substr,
-			   int errnum)
+void fault_env_fail_writes(struct fault_env *fe, const char *substr, int errnum)
 {
 	pthread_mutex_lock(&fe->mu);
 	free(fe->fail_substr);

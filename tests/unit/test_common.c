@@ -22,7 +22,7 @@
 
 static uint64_t seed;
 
-/* ---- err ------------------------------------------------------------------- */
+/* ---- err ----------------------------------------------------------------- */
 
 START_TEST(err_slot_keeps_code_message_and_prefix)
 {
@@ -52,7 +52,7 @@ START_TEST(err_prefix_truncates_instead_of_overflowing)
 }
 END_TEST
 
-/* ---- buf / cursor ------------------------------------------------------------- */
+/* ---- buf / cursor -------------------------------------------------------- */
 
 START_TEST(buf_round_trips_big_endian_and_varints)
 {
@@ -147,15 +147,17 @@ END_TEST
 
 START_TEST(slices_compare_like_memcmp_then_length)
 {
-	ck_assert_int_lt(slice_cmp(slice_from_cstr("ab"), slice_from_cstr("abc")), 0);
-	ck_assert_int_gt(slice_cmp(slice_from_cstr("b"), slice_from_cstr("abc")), 0);
+	ck_assert_int_lt(
+		slice_cmp(slice_from_cstr("ab"), slice_from_cstr("abc")), 0);
+	ck_assert_int_gt(
+		slice_cmp(slice_from_cstr("b"), slice_from_cstr("abc")), 0);
 	ck_assert_int_eq(slice_cmp(slice_make(NULL, 0), slice_make("", 0)), 0);
 	uint8_t hi[] = {0xff}, lo[] = {0x01};
 	ck_assert_int_gt(slice_cmp(slice_make(hi, 1), slice_make(lo, 1)), 0);
 }
 END_TEST
 
-/* ---- arena ---------------------------------------------------------------------- */
+/* ---- arena --------------------------------------------------------------- */
 
 START_TEST(arena_aligns_counts_and_resets)
 {
@@ -183,7 +185,7 @@ START_TEST(arena_aligns_counts_and_resets)
 }
 END_TEST
 
-/* ---- crc ----------------------------------------------------------------------- */
+/* ---- crc ----------------------------------------------------------------- */
 
 START_TEST(crc32c_matches_known_vectors_and_both_paths)
 {
@@ -202,7 +204,8 @@ START_TEST(crc32c_matches_known_vectors_and_both_paths)
 	for (size_t off = 0; off < 9; off++) {
 		for (size_t len = 0; len < 200; len += 7) {
 			uint32_t whole = crc32c(0, buf + off, len);
-			ck_assert_uint_eq(whole, crc32c_portable(0, buf + off, len));
+			ck_assert_uint_eq(whole,
+					  crc32c_portable(0, buf + off, len));
 			/* Incremental equals one shot. */
 			uint32_t part = crc32c(0, buf + off, len / 3);
 			part = crc32c(part, buf + off + len / 3, len - len / 3);
@@ -214,14 +217,15 @@ START_TEST(crc32c_matches_known_vectors_and_both_paths)
 }
 END_TEST
 
-/* ---- inet ---------------------------------------------------------------------- */
+/* ---- inet ---------------------------------------------------------------- */
 
 START_TEST(inet_parses_and_formats_v4_and_v6)
 {
 	struct inet_addr a, b;
 	char buf[INET_ADDR_STRLEN];
 	ck_assert_int_eq(inet_addr_parse("127.0.0.2", 7000, &a), 0);
-	ck_assert_str_eq(inet_addr_format(&a, buf, sizeof(buf)), "127.0.0.2:7000");
+	ck_assert_str_eq(inet_addr_format(&a, buf, sizeof(buf)),
+			 "127.0.0.2:7000");
 	ck_assert_int_eq(inet_addr_parse("127.0.0.2:7001", 7000, &b), 0);
 	ck_assert_int_lt(inet_addr_cmp(&a, &b), 0);
 	ck_assert_int_eq(inet_addr_parse("[::1]:9042", 1, &a), 0);
@@ -232,16 +236,22 @@ START_TEST(inet_parses_and_formats_v4_and_v6)
 	ck_assert_int_eq(inet_addr_parse("0.0.0.0", 1, &a), 0);
 	ck_assert(inet_addr_is_wildcard(&a));
 
-	const char *bad[] = {"localhost", "127.0.0.1:0", "127.0.0.1:70000",
-			     "127.0.0.1:", "[::1", "1.2.3", ""};
+	const char *bad[] = {"localhost",
+			     "127.0.0.1:0",
+			     "127.0.0.1:70000",
+			     "127.0.0.1:",
+			     "[::1",
+			     "1.2.3",
+			     ""};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ck_assert_msg(inet_addr_parse(bad[i], 1, &a) == -1, "%s", bad[i]);
+		ck_assert_msg(inet_addr_parse(bad[i], 1, &a) == -1, "%s",
+			      bad[i]);
 		ck_assert_int_eq(err_code(), ERR_INVALID);
 	}
 }
 END_TEST
 
-/* ---- rand ---------------------------------------------------------------------- */
+/* ---- rand ---------------------------------------------------------------- */
 
 START_TEST(rng_is_deterministic_and_bounded)
 {
@@ -263,7 +273,7 @@ START_TEST(rng_is_deterministic_and_bounded)
 }
 END_TEST
 
-/* ---- env_real ------------------------------------------------------------------- */
+/* ---- env_real ------------------------------------------------------------ */
 
 static int count_entry(void *arg, const char *name)
 {
@@ -317,9 +327,11 @@ START_TEST(env_real_files_are_durable_and_atomic)
 	ck_assert_int_eq(env_file_append(f, "Z", 1), 0);
 	ck_assert_int_eq(env_file_size(f), 3);
 	ck_assert_int_eq(env_file_close(f), 0);
-	ck_assert_int_eq(env_file_open(e, path, ENV_FILE_WRITE | ENV_FILE_CREATE |
-							ENV_FILE_EXCL, &f),
-			 -1);
+	ck_assert_int_eq(
+		env_file_open(e, path,
+			      ENV_FILE_WRITE | ENV_FILE_CREATE | ENV_FILE_EXCL,
+			      &f),
+		-1);
 	ck_assert_int_eq(err_code(), ERR_EXISTS);
 
 	int n = 0;
@@ -377,7 +389,7 @@ START_TEST(env_real_timers_fire_on_the_loop)
 }
 END_TEST
 
-/* ---- workers and loopq ----------------------------------------------------------- */
+/* ---- workers and loopq --------------------------------------------------- */
 
 struct job {
 	struct work work;       /* runs on a worker */
@@ -419,8 +431,11 @@ START_TEST(worker_jobs_complete_back_on_the_loop)
 	static struct job jobs[N];
 	int completed = 0;
 	for (int i = 0; i < N; i++) {
-		jobs[i] = (struct job){.work.run = job_run, .q = q, .base = base,
-				       .input = i, .completed = &completed,
+		jobs[i] = (struct job){.work.run = job_run,
+				       .q = q,
+				       .base = base,
+				       .input = i,
+				       .completed = &completed,
 				       .total = N};
 		workers_submit(w, &jobs[i].work);
 	}
@@ -434,7 +449,7 @@ START_TEST(worker_jobs_complete_back_on_the_loop)
 }
 END_TEST
 
-/* ---- log ------------------------------------------------------------------------ */
+/* ---- log ----------------------------------------------------------------- */
 
 START_TEST(log_writes_levels_module_and_context_to_file)
 {
@@ -481,7 +496,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, buf_round_trips_big_endian_and_varints);
 	tcase_add_test(tc, cursor_refuses_to_read_past_the_end);
 	tcase_add_test(tc, cursor_over_an_empty_null_buffer_is_empty);
-	tcase_add_test(tc, extending_an_empty_buffer_by_zero_gives_a_real_pointer);
+	tcase_add_test(tc,
+		       extending_an_empty_buffer_by_zero_gives_a_real_pointer);
 	tcase_add_test(tc, slices_compare_like_memcmp_then_length);
 	tcase_add_test(tc, arena_aligns_counts_and_resets);
 	tcase_add_test(tc, crc32c_matches_known_vectors_and_both_paths);

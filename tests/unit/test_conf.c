@@ -46,8 +46,8 @@ static const char *load_fails(const char *yaml, const char *rackdc)
 	return msg;
 }
 
-#define ck_assert_contains(hay, needle)                                    \
-	ck_assert_msg(strstr(hay, needle) != NULL, "'%s' lacks '%s'", hay, \
+#define ck_assert_contains(hay, needle)                                        \
+	ck_assert_msg(strstr(hay, needle) != NULL, "'%s' lacks '%s'", hay,     \
 		      needle)
 
 START_TEST(defaults_match_cassandra)
@@ -146,7 +146,8 @@ START_TEST(full_config_loads_with_units_lists_and_seeds)
 	ck_assert_uint_eq(c.compaction_throughput, 16u << 20);
 	ck_assert_uint_eq(c.commitlog_segment_size, 8u << 20);
 	ck_assert_double_eq(c.phi_convict_threshold, 12.0);
-	ck_assert_int_eq(c.endpoint_snitch, CONF_SNITCH_GOSSIPING_PROPERTY_FILE);
+	ck_assert_int_eq(c.endpoint_snitch,
+			 CONF_SNITCH_GOSSIPING_PROPERTY_FILE);
 	ck_assert_uint_eq(c.read_request_timeout_ms, 7000); /* legacy name */
 	ck_assert(!c.hinted_handoff_enabled);
 	ck_assert_str_eq(c.dc, "dc1");
@@ -169,7 +170,8 @@ END_TEST
 START_TEST(out_of_range_and_bad_types_are_refused)
 {
 	const char *m = load_fails("num_tokens: 0\n", NULL);
-	ck_assert_contains(m, "node.yaml:1: num_tokens: 0 is out of range (1 to 1536)");
+	ck_assert_contains(
+		m, "node.yaml:1: num_tokens: 0 is out of range (1 to 1536)");
 	m = load_fails("storage_port: 70000\n", NULL);
 	ck_assert_contains(m, "storage_port: 70000 is out of range");
 	m = load_fails("num_tokens: many\n", NULL);
@@ -179,7 +181,8 @@ START_TEST(out_of_range_and_bad_types_are_refused)
 	m = load_fails("hinted_handoff_enabled: maybe\n", NULL);
 	ck_assert_contains(m, "'maybe' is not a boolean");
 	m = load_fails("commitlog_sync: sometimes\n", NULL);
-	ck_assert_contains(m, "'sometimes' is not one of: periodic, batch, group");
+	ck_assert_contains(m,
+			   "'sometimes' is not one of: periodic, batch, group");
 	m = load_fails("listen_address: localhost\n", NULL);
 	ck_assert_contains(m, "listen_address: 'localhost' is not a numeric");
 	m = load_fails("num_tokens:\n  - 1\n", NULL);
@@ -206,7 +209,12 @@ START_TEST(durations_and_sizes_take_cassandra_units)
 	ck_assert_uint_eq(v, 5120);
 	ck_assert_int_eq(conf_parse_rate("64MiB/s", &v), 0);
 	ck_assert_uint_eq(v, 64u << 20);
-	const char *bad[] = {"10", "10 s", "-1s", "s", "1.5s", "10sec",
+	const char *bad[] = {"10",
+			     "10 s",
+			     "-1s",
+			     "s",
+			     "1.5s",
+			     "10sec",
 			     "99999999999999999999999ms"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(conf_parse_duration_ms(bad[i], &v) == -1, "%s",
@@ -224,8 +232,10 @@ END_TEST
 
 START_TEST(cross_key_rules_are_checked)
 {
-	const char *m = load_fails("num_tokens: 2\ninitial_token: 1,2,3\n", NULL);
-	ck_assert_contains(m, "initial_token: 3 tokens given but num_tokens is 2");
+	const char *m =
+		load_fails("num_tokens: 2\ninitial_token: 1,2,3\n", NULL);
+	ck_assert_contains(m,
+			   "initial_token: 3 tokens given but num_tokens is 2");
 	m = load_fails("num_tokens: 1\ninitial_token: abc\n", NULL);
 	ck_assert_contains(m, "'abc' is not a Murmur3 token");
 	m = load_fails("batch_size_warn_threshold: 10KiB\n"
@@ -234,12 +244,14 @@ START_TEST(cross_key_rules_are_checked)
 	ck_assert_contains(m, "batch_size_fail_threshold: must not be below");
 	m = load_fails("listen_address: 0.0.0.0\n", NULL);
 	ck_assert_contains(m, "listen_address: a wildcard address");
-	m = load_fails("partitioner: org.apache.cassandra.dht.RandomPartitioner\n",
-		       NULL);
+	m = load_fails(
+		"partitioner: org.apache.cassandra.dht.RandomPartitioner\n",
+		NULL);
 	ck_assert_contains(m, "partitioner: 'org.apache.cassandra.dht."
 			      "RandomPartitioner' is not supported");
 	m = load_fails("cluster_name: a\ncluster_name: b\n", NULL);
-	ck_assert_contains(m, "node.yaml:2: cluster_name: given more than once");
+	ck_assert_contains(m,
+			   "node.yaml:2: cluster_name: given more than once");
 	m = load_fails("seed_provider:\n  - class_name: Foo\n", NULL);
 	ck_assert_contains(m, "unsupported class_name 'Foo'");
 	m = load_fails("seed_provider:\n"
@@ -275,7 +287,8 @@ START_TEST(rackdc_properties_are_strict)
 
 	struct conf c;
 	ck_assert_int_eq(conf_init_defaults(&c), 0);
-	const char *props = "dc=east\nrack=r9\nprefer_local=true\ndc_suffix=_x\n";
+	const char *props =
+		"dc=east\nrack=r9\nprefer_local=true\ndc_suffix=_x\n";
 	ck_assert_int_eq(conf_parse_rackdc(&c, "p", props, strlen(props)), 0);
 	ck_assert_str_eq(c.dc, "east");
 	ck_assert(c.prefer_local);

@@ -25,7 +25,8 @@ static void teardown(void)
 
 static struct cql_stmt *parse(const char *q)
 {
-	struct cql_stmt *s = cql_parse(&arena, q, strlen(q), &binds, &bind_names);
+	struct cql_stmt *s =
+		cql_parse(&arena, q, strlen(q), &binds, &bind_names);
 	ck_assert_msg(s != NULL, "%s\n-> %s", q, err_msg());
 	return s;
 }
@@ -42,7 +43,8 @@ static bool term_is(const struct cql_term *t, enum cql_term_kind k,
 		    const char *text)
 {
 	return t && t->kind == k &&
-	       (!text || (t->len == strlen(text) && memcmp(t->text, text, t->len) == 0));
+	       (!text ||
+		(t->len == strlen(text) && memcmp(t->text, text, t->len) == 0));
 }
 
 START_TEST(driver_control_queries_parse)
@@ -58,20 +60,23 @@ START_TEST(driver_control_queries_parse)
 		"schema_version FROM system.peers_v2",
 		"SELECT * FROM system_schema.tables WHERE keyspace_name = 'ks' "
 		"AND table_name = 't'",
-		"SELECT * FROM system_schema.keyspaces where keyspace_name = 'nks'",
+		"SELECT * FROM system_schema.keyspaces where keyspace_name = "
+		"'nks'",
 		"SELECT schema_version FROM system.local WHERE key='local';",
 		"USE \"ks\"",
 	};
 	for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++)
 		parse(queries[i]);
-	struct cql_stmt *s = parse("SELECT * FROM system.local WHERE key='local'");
+	struct cql_stmt *s =
+		parse("SELECT * FROM system.local WHERE key='local'");
 	ck_assert_int_eq(s->kind, CQL_STMT_SELECT);
 	ck_assert(s->u.select.star);
 	ck_assert_str_eq(s->u.select.table.keyspace, "system");
 	ck_assert_str_eq(s->u.select.table.name, "local");
 	ck_assert_uint_eq(s->u.select.where_count, 1);
 	ck_assert_str_eq(s->u.select.where[0].columns[0], "key");
-	ck_assert(term_is(s->u.select.where[0].value, CQL_TERM_STRING, "local"));
+	ck_assert(
+		term_is(s->u.select.where[0].value, CQL_TERM_STRING, "local"));
 	s = parse("USE \"MyKs\"");
 	ck_assert_str_eq(s->u.use_keyspace, "MyKs");
 	s = parse("use MyKs");
@@ -96,15 +101,16 @@ START_TEST(create_keyspace_and_table)
 	ck_assert(term_is(s->u.keyspace.options[1].value, CQL_TERM_BOOLEAN,
 			  "false"));
 
-	s = parse("CREATE TABLE ks.events (\n"
-		  "  day date, \"Sensor\" text, ts timeuuid, v double,\n"
-		  "  tags set<text>, attrs frozen<map<text, list<int>>>,\n"
-		  "  owner text static,\n"
-		  "  PRIMARY KEY ((day, \"Sensor\"), ts)\n"
-		  ") WITH CLUSTERING ORDER BY (ts DESC)\n"
-		  "  AND default_time_to_live = 86400\n"
-		  "  AND compaction = {'class': 'TimeWindowCompactionStrategy'}\n"
-		  "  AND comment = 'it''s events';");
+	s = parse(
+		"CREATE TABLE ks.events (\n"
+		"  day date, \"Sensor\" text, ts timeuuid, v double,\n"
+		"  tags set<text>, attrs frozen<map<text, list<int>>>,\n"
+		"  owner text static,\n"
+		"  PRIMARY KEY ((day, \"Sensor\"), ts)\n"
+		") WITH CLUSTERING ORDER BY (ts DESC)\n"
+		"  AND default_time_to_live = 86400\n"
+		"  AND compaction = {'class': 'TimeWindowCompactionStrategy'}\n"
+		"  AND comment = 'it''s events';");
 	const struct cql_create_table *ct = &s->u.create_table;
 	ck_assert_int_eq(s->kind, CQL_STMT_CREATE_TABLE);
 	ck_assert_uint_eq(ct->column_count, 7);
@@ -121,7 +127,8 @@ START_TEST(create_keyspace_and_table)
 	ck_assert_uint_eq(ct->order_count, 1);
 	ck_assert(ct->order[0].descending);
 	ck_assert_uint_eq(ct->option_count, 3);
-	ck_assert(term_is(ct->options[2].value, CQL_TERM_STRING, "it's events"));
+	ck_assert(
+		term_is(ct->options[2].value, CQL_TERM_STRING, "it's events"));
 
 	s = parse("create table t (k int primary key, v text)");
 	ck_assert_uint_eq(s->u.create_table.partition_key_count, 1);
@@ -132,7 +139,8 @@ END_TEST
 
 START_TEST(alter_drop_truncate_describe)
 {
-	struct cql_stmt *s = parse("ALTER TABLE ks.t ADD (a int, b list<text>)");
+	struct cql_stmt *s =
+		parse("ALTER TABLE ks.t ADD (a int, b list<text>)");
 	ck_assert_int_eq(s->u.alter_table.kind, CQL_ALTER_ADD);
 	ck_assert_uint_eq(s->u.alter_table.column_count, 2);
 	s = parse("ALTER TABLE t DROP v");
@@ -192,8 +200,9 @@ START_TEST(insert_update_delete)
 	ck_assert_ptr_null(bind_names[0]);
 	ck_assert_str_eq(bind_names[1], "ts");
 
-	s = parse("UPDATE t USING TTL 10 SET v = 'a', l = l + [3], l = [0] + l, "
-		  "s = s - {1}, m['k'] = 7, n = n + 1 WHERE k = 1 AND c = ?");
+	s = parse(
+		"UPDATE t USING TTL 10 SET v = 'a', l = l + [3], l = [0] + l, "
+		"s = s - {1}, m['k'] = 7, n = n + 1 WHERE k = 1 AND c = ?");
 	const struct cql_update *up = &s->u.update;
 	ck_assert_uint_eq(up->assignment_count, 6);
 	ck_assert_int_eq(up->assignments[0].kind, CQL_ASSIGN_SET);
@@ -226,7 +235,8 @@ START_TEST(select_forms)
 	struct cql_stmt *s = parse(
 		"SELECT k, v AS value, writetime(v), ttl(v), token(k), "
 		"toTimestamp(now()), count(*) FROM t WHERE token(k) > ? AND "
-		"token(k) <= 100 ORDER BY c DESC PER PARTITION LIMIT 2 LIMIT 10 "
+		"token(k) <= 100 ORDER BY c DESC PER PARTITION LIMIT 2 LIMIT "
+		"10 "
 		"ALLOW FILTERING");
 	const struct cql_select *q = &s->u.select;
 	ck_assert_uint_eq(q->selector_count, 7);
@@ -262,17 +272,18 @@ END_TEST
 
 START_TEST(batches_comments_and_strings)
 {
-	struct cql_stmt *s = parse(
-		"-- a comment\nBEGIN UNLOGGED BATCH USING TIMESTAMP 1\n"
-		"  INSERT INTO t (k) VALUES (1); /* inline */\n"
-		"  UPDATE t SET v = $$it's raw$$ WHERE k = 2;\n"
-		"  DELETE FROM t WHERE k = 3 // trailing\n"
-		"APPLY BATCH;");
+	struct cql_stmt *s =
+		parse("-- a comment\nBEGIN UNLOGGED BATCH USING TIMESTAMP 1\n"
+		      "  INSERT INTO t (k) VALUES (1); /* inline */\n"
+		      "  UPDATE t SET v = $$it's raw$$ WHERE k = 2;\n"
+		      "  DELETE FROM t WHERE k = 3 // trailing\n"
+		      "APPLY BATCH;");
 	ck_assert_int_eq(s->kind, CQL_STMT_BATCH);
 	ck_assert_int_eq(s->u.batch.type, 1);
 	ck_assert_uint_eq(s->u.batch.count, 3);
-	ck_assert(term_is(s->u.batch.statements[1]->u.update.assignments[0].value,
-			  CQL_TERM_STRING, "it's raw"));
+	ck_assert(
+		term_is(s->u.batch.statements[1]->u.update.assignments[0].value,
+			CQL_TERM_STRING, "it's raw"));
 	s = parse("begin batch insert into t (k) values (?) apply batch");
 	ck_assert_int_eq(s->u.batch.type, 0);
 	ck_assert_int_eq(binds, 1);
@@ -300,15 +311,18 @@ START_TEST(syntax_errors_read_like_cassandras)
 	m = parse_fails("SELECT * FROM t WHERE k = 'open", ERR_INVALID);
 	ck_assert_str_eq(m, "line 1:26 unterminated string");
 	m = parse_fails("SELECT * FROM t extra", ERR_INVALID);
-	ck_assert_str_eq(m, "line 1:16 mismatched input 'extra' expecting <EOF>");
+	ck_assert_str_eq(m,
+			 "line 1:16 mismatched input 'extra' expecting <EOF>");
 	m = parse_fails("SELECT * FROM table", ERR_INVALID);
 	ck_assert_str_eq(m, "line 1:14 mismatched input 'table' expecting an "
 			    "identifier");
 	m = parse_fails("INSERT INTO t (a, b) VALUES (1)", ERR_INVALID);
-	ck_assert_str_eq(m, "Unmatched column names/values: 2 names for 1 values");
+	ck_assert_str_eq(m,
+			 "Unmatched column names/values: 2 names for 1 values");
 	m = parse_fails("CREATE TABLE t (a int, b int)", ERR_INVALID);
-	ck_assert_str_eq(m, "No PRIMARY KEY specified for table 't' (exactly one "
-			    "required)");
+	ck_assert_str_eq(m,
+			 "No PRIMARY KEY specified for table 't' (exactly one "
+			 "required)");
 	m = parse_fails("SELECT * FROM t WHERE k = 1 # x", ERR_INVALID);
 	ck_assert_str_eq(m, "line 1:28 token recognition error at: '#'");
 	parse_fails("SELECT * FROM t /* never closed", ERR_INVALID);
@@ -322,7 +336,8 @@ END_TEST
 START_TEST(unsupported_features_get_a_clear_refusal)
 {
 	const char *m = parse_fails("CREATE INDEX ON t (v)", ERR_UNSUPPORTED);
-	ck_assert_str_eq(m, "Secondary indexes are not supported by Cassini yet");
+	ck_assert_str_eq(m,
+			 "Secondary indexes are not supported by Cassini yet");
 	m = parse_fails("INSERT INTO t (k) VALUES (1) IF NOT EXISTS",
 			ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "Lightweight transactions (IF conditions) are not "
@@ -346,10 +361,12 @@ START_TEST(random_bytes_never_crash_the_parser)
 	struct rng r;
 	rng_seed(&r, seed);
 	static const char *const pieces[] = {
-		"SELECT", "*", "FROM", "t", "WHERE", "k", "=", "?", "(", ")",
-		"'", "\"", "[", "{", "}", "]", ",", ":", "AND", "IN", "-",
-		"1", "0x", "token", "BEGIN", "BATCH", "APPLY", ";", "/*", "--",
-		"$$", "INSERT", "INTO", "VALUES", "UPDATE", "SET", "+",
+		"SELECT", "*",  "FROM",  "t",      "WHERE", "k",      "=",
+		"?",      "(",  ")",     "'",      "\"",    "[",      "{",
+		"}",      "]",  ",",     ":",      "AND",   "IN",     "-",
+		"1",      "0x", "token", "BEGIN",  "BATCH", "APPLY",  ";",
+		"/*",     "--", "$$",    "INSERT", "INTO",  "VALUES", "UPDATE",
+		"SET",    "+",
 	};
 	size_t npieces = sizeof(pieces) / sizeof(pieces[0]);
 	char q[512];

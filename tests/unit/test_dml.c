@@ -37,7 +37,8 @@ static void ddl(const char *q)
 	arena_create(&a, 0);
 	struct cql_stmt *s = cql_parse(&a, q, strlen(q), &binds, NULL);
 	ck_assert_msg(s != NULL, "%s", err_msg());
-	ck_assert_int_eq(cql_schema_apply(schema, s, "ks", id, &ch), CQL_SCHEMA_OK);
+	ck_assert_int_eq(cql_schema_apply(schema, s, "ks", id, &ch),
+			 CQL_SCHEMA_OK);
 	arena_destroy(&a);
 }
 
@@ -54,7 +55,8 @@ static void setup(void)
 	    "'replication_factor': 1}");
 	ddl("CREATE TABLE ks.kv (k int PRIMARY KEY, v text, n bigint, "
 	    "l list<int>, s set<text>, m map<text, int>, f frozen<list<int>>)");
-	ddl("CREATE TABLE ks.wide (p text, c1 int, c2 int, v text, st int static, "
+	ddl("CREATE TABLE ks.wide (p text, c1 int, c2 int, v text, st int "
+	    "static, "
 	    "PRIMARY KEY ((p), c1, c2))");
 	ddl("CREATE TABLE ks.ttl (k int PRIMARY KEY, v int) WITH "
 	    "default_time_to_live = 100");
@@ -70,9 +72,10 @@ static void setup(void)
 	db = storage_new(&o);
 	const char *tables[] = {"kv", "wide", "ttl"};
 	for (size_t i = 0; i < 3; i++)
-		ck_assert_int_eq(storage_table_add(db, cql_table_meta(table(tables[i])),
-						   true),
-				 0);
+		ck_assert_int_eq(
+			storage_table_add(db, cql_table_meta(table(tables[i])),
+					  true),
+			0);
 	ck_assert_msg(storage_start(db) == 0, "%s", err_msg());
 	cql_timeuuid_gen_init(&gen, 7);
 	/* The engine judges TTL expiry by its env clock: write in its time. */
@@ -95,14 +98,16 @@ static int dml_binds(const char *q, const struct cql_value *binds, size_t n)
 	arena_create(&a, 0);
 	struct cql_stmt *s = cql_parse(&a, q, strlen(q), &nb, NULL);
 	ck_assert_msg(s != NULL, "%s: %s", q, err_msg());
-	const struct cql_qname *t = s->kind == CQL_STMT_INSERT ? &s->u.insert.table
-				    : s->kind == CQL_STMT_UPDATE ? &s->u.update.table
-								 : &s->u.del.table;
+	const struct cql_qname *t =
+		s->kind == CQL_STMT_INSERT   ? &s->u.insert.table
+		: s->kind == CQL_STMT_UPDATE ? &s->u.update.table
+					     : &s->u.del.table;
 	clock_us += 1000;
-	struct cql_fn_ctx fn = {.now_us = clock_us, .timeuuids = &gen,
-				.random = rnd};
+	struct cql_fn_ctx fn = {
+		.now_us = clock_us, .timeuuids = &gen, .random = rnd};
 	struct cql_write_ctx ctx = {.timestamp = clock_us,
-				    .now_sec = clock_us / 1000000, .fn = &fn};
+				    .now_sec = clock_us / 1000000,
+				    .fn = &fn};
 	struct cql_mutations muts;
 	int rc = cql_dml_build(s, table(t->name), binds, n, &ctx, &muts);
 	for (size_t i = 0; rc == 0 && i < muts.count; i++)
@@ -130,8 +135,8 @@ static void dml_fails(const char *q, enum err_code code, const char *msg)
 static struct storage_result *read_key(const char *tname, const void *key,
 				       size_t len)
 {
-	struct storage_read_cmd cmd = {.key = key, .key_len = len,
-				       .with_static = true};
+	struct storage_read_cmd cmd = {
+		.key = key, .key_len = len, .with_static = true};
 	struct storage_result *r;
 	ck_assert_msg(storage_read(db, cql_table_meta(table(tname))->id, &cmd,
 				   &r) == 0,
@@ -174,14 +179,17 @@ START_TEST(insert_writes_marker_cells_and_replaces_collections)
 	ck_assert_uint_eq(r->row_count, 1);
 	const struct storage_row_view *row = &r->rows[0];
 	ck_assert_int_ne(row->marker_ts, INT64_MIN); /* INSERT sets liveness */
-	ck_assert(slice_eq(cell(row, "kv", "v", 0)->value, slice_from_cstr("a")));
+	ck_assert(
+		slice_eq(cell(row, "kv", "v", 0)->value, slice_from_cstr("a")));
 	ck_assert_uint_eq(cell_count(row, "kv", "l"), 2);
 	/* list order is the append order: 3 then 1 */
 	ck_assert_uint_eq(be32_load(cell(row, "kv", "l", 0)->value.ptr), 3);
 	ck_assert_uint_eq(be32_load(cell(row, "kv", "l", 1)->value.ptr), 1);
 	/* set elements are paths, sorted */
-	ck_assert(slice_eq(cell(row, "kv", "s", 0)->path, slice_from_cstr("x")));
-	ck_assert(slice_eq(cell(row, "kv", "m", 1)->path, slice_from_cstr("b")));
+	ck_assert(
+		slice_eq(cell(row, "kv", "s", 0)->path, slice_from_cstr("x")));
+	ck_assert(
+		slice_eq(cell(row, "kv", "m", 1)->path, slice_from_cstr("b")));
 	ck_assert_uint_eq(cell_count(row, "kv", "f"), 1); /* frozen: one cell */
 	storage_result_delete(r);
 
@@ -191,16 +199,16 @@ START_TEST(insert_writes_marker_cells_and_replaces_collections)
 	row = &r->rows[0];
 	ck_assert_ptr_null(cell(row, "kv", "v", 0));
 	ck_assert_uint_eq(cell_count(row, "kv", "s"), 1);
-	ck_assert(slice_eq(cell(row, "kv", "s", 0)->path, slice_from_cstr("z")));
+	ck_assert(
+		slice_eq(cell(row, "kv", "s", 0)->path, slice_from_cstr("z")));
 	ck_assert_uint_eq(cell_count(row, "kv", "l"), 2); /* untouched */
 	storage_result_delete(r);
 
 	/* Unset values write nothing; null values write tombstones. */
 	struct cql_value binds[2] = {{4, (const uint8_t *)"\0\0\0\2"},
 				     {CQL_VALUE_UNSET, NULL}};
-	ck_assert_int_eq(dml_binds("INSERT INTO kv (k, v) VALUES (?, ?)", binds,
-				   2),
-			 0);
+	ck_assert_int_eq(
+		dml_binds("INSERT INTO kv (k, v) VALUES (?, ?)", binds, 2), 0);
 	r = read_int("kv", 2);
 	ck_assert_uint_eq(r->rows[0].cell_count, 0);
 	ck_assert_int_ne(r->rows[0].marker_ts, INT64_MIN);
@@ -219,12 +227,15 @@ START_TEST(update_adds_prepends_removes_and_sets_entries)
 	int want[] = {4, 5, 6, 7};
 	ck_assert_uint_eq(cell_count(row, "kv", "l"), 4);
 	for (int i = 0; i < 4; i++)
-		ck_assert_uint_eq(be32_load(cell(row, "kv", "l", (size_t)i)->value.ptr),
-				  (uint32_t)want[i]);
+		ck_assert_uint_eq(
+			be32_load(cell(row, "kv", "l", (size_t)i)->value.ptr),
+			(uint32_t)want[i]);
 	ck_assert_uint_eq(cell_count(row, "kv", "s"), 2);
-	ck_assert(slice_eq(cell(row, "kv", "s", 0)->path, slice_from_cstr("b")));
+	ck_assert(
+		slice_eq(cell(row, "kv", "s", 0)->path, slice_from_cstr("b")));
 	ck_assert_uint_eq(cell_count(row, "kv", "m"), 1);
-	ck_assert(slice_eq(cell(row, "kv", "m", 0)->path, slice_from_cstr("j")));
+	ck_assert(
+		slice_eq(cell(row, "kv", "m", 0)->path, slice_from_cstr("j")));
 	storage_result_delete(r);
 
 	dml_fails("UPDATE kv SET l[0] = 1 WHERE k = 3", ERR_UNSUPPORTED,
@@ -250,30 +261,31 @@ START_TEST(keys_in_expands_and_missing_parts_are_refused)
 	struct storage_result *r = read_key("wide", "a", 1);
 	ck_assert_uint_eq(r->row_count, 2);
 	ck_assert_ptr_nonnull(r->static_row);
-	ck_assert_uint_eq(be32_load(cell(r->static_row, "wide", "st", 0)->value.ptr),
-			  7);
+	ck_assert_uint_eq(
+		be32_load(cell(r->static_row, "wide", "st", 0)->value.ptr), 7);
 	storage_result_delete(r);
 	r = read_key("wide", "b", 1);
 	ck_assert_uint_eq(r->row_count, 2);
 	storage_result_delete(r);
 
-	dml("UPDATE wide SET st = 9 WHERE p = 'c'"); /* statics need no clustering */
+	dml("UPDATE wide SET st = 9 WHERE p = 'c'"); /* statics need no
+							clustering */
 	r = read_key("wide", "c", 1);
 	ck_assert_uint_eq(r->row_count, 0);
-	ck_assert_uint_eq(be32_load(cell(r->static_row, "wide", "st", 0)->value.ptr),
-			  9);
+	ck_assert_uint_eq(
+		be32_load(cell(r->static_row, "wide", "st", 0)->value.ptr), 9);
 	storage_result_delete(r);
 
-	dml_fails("INSERT INTO wide (p, c1, v) VALUES ('a', 1, 'x')", ERR_INVALID,
-		  "Some clustering keys are missing: c2");
-	dml_fails("UPDATE wide SET v = 'x' WHERE c1 = 1 AND c2 = 1", ERR_INVALID,
-		  "Some partition key parts are missing: p");
-	dml_fails("UPDATE wide SET st = 1 WHERE p = 'a' AND c1 = 1", ERR_INVALID,
-		  "modifies only static columns");
+	dml_fails("INSERT INTO wide (p, c1, v) VALUES ('a', 1, 'x')",
+		  ERR_INVALID, "Some clustering keys are missing: c2");
+	dml_fails("UPDATE wide SET v = 'x' WHERE c1 = 1 AND c2 = 1",
+		  ERR_INVALID, "Some partition key parts are missing: p");
+	dml_fails("UPDATE wide SET st = 1 WHERE p = 'a' AND c1 = 1",
+		  ERR_INVALID, "modifies only static columns");
 	dml_fails("INSERT INTO wide (p, c1, c2) VALUES ('', 1, 1)", ERR_INVALID,
 		  "Key may not be empty");
-	dml_fails("INSERT INTO wide (p, c1, c2) VALUES (null, 1, 1)", ERR_INVALID,
-		  "Invalid null value");
+	dml_fails("INSERT INTO wide (p, c1, c2) VALUES (null, 1, 1)",
+		  ERR_INVALID, "Invalid null value");
 	dml_fails("INSERT INTO kv (k, nope) VALUES (1, 2)", ERR_INVALID,
 		  "Undefined column name nope in table ks.kv");
 }
@@ -335,7 +347,8 @@ END_TEST
 START_TEST(ttl_and_timestamps)
 {
 	dml("INSERT INTO ttl (k, v) VALUES (1, 1)"); /* table default 100 s */
-	dml("INSERT INTO ttl (k, v) VALUES (2, 2) USING TTL 7 AND TIMESTAMP 42");
+	dml("INSERT INTO ttl (k, v) VALUES (2, 2) USING TTL 7 AND TIMESTAMP "
+	    "42");
 	dml("INSERT INTO ttl (k, v) VALUES (3, 3) USING TTL 0");
 	struct storage_result *r = read_int("ttl", 1);
 	ck_assert_int_eq(cell(&r->rows[0], "ttl", "v", 0)->ttl, 100);
@@ -350,12 +363,15 @@ START_TEST(ttl_and_timestamps)
 	/* An older timestamp loses. */
 	dml("UPDATE ttl USING TIMESTAMP 41 SET v = 99 WHERE k = 2");
 	r = read_int("ttl", 2);
-	ck_assert_uint_eq(be32_load(cell(&r->rows[0], "ttl", "v", 0)->value.ptr), 2);
+	ck_assert_uint_eq(
+		be32_load(cell(&r->rows[0], "ttl", "v", 0)->value.ptr), 2);
 	storage_result_delete(r);
 	dml_fails("INSERT INTO ttl (k, v) VALUES (4, 4) USING TTL 700000000",
-		  ERR_INVALID, "ttl is too large. requested (700000000) maximum "
-			       "(630720000)");
-	dml_fails("INSERT INTO ttl (k, v) VALUES (4, 4) USING TTL -1", ERR_INVALID,
+		  ERR_INVALID,
+		  "ttl is too large. requested (700000000) maximum "
+		  "(630720000)");
+	dml_fails("INSERT INTO ttl (k, v) VALUES (4, 4) USING TTL -1",
+		  ERR_INVALID,
 		  "A TTL must be greater or equal to 0, but was -1");
 }
 END_TEST

@@ -23,7 +23,8 @@ START_TEST(syn_round_trip)
 	struct buf b = {0};
 	ck_assert_int_eq(gossip_msg_encode_syn("C", "P", d, 2, &b), 0);
 	struct gossip_msg m;
-	ck_assert_int_eq(gossip_msg_decode(GOSSIP_VERB_SYN, b.data, b.len, &m), 0);
+	ck_assert_int_eq(gossip_msg_decode(GOSSIP_VERB_SYN, b.data, b.len, &m),
+			 0);
 	ck_assert_str_eq(m.cluster_name, "C");
 	ck_assert_str_eq(m.partitioner, "P");
 	ck_assert_uint_eq(m.digest_count, 2);
@@ -41,12 +42,14 @@ START_TEST(ack_round_trip_skips_unknown_keys)
 		{GOSSIP_STATE_DC, "dc1", 3},
 		{GOSSIP_STATE_TOKENS, "1,2,3", 4},
 	};
-	struct gossip_wire_state st = {addr("127.0.0.2"), 1760000000, 9, 2, apps};
+	struct gossip_wire_state st = {addr("127.0.0.2"), 1760000000, 9, 2,
+				       apps};
 	struct gossip_digest req = {addr("127.0.0.3"), 5, 0};
 	struct buf b = {0};
 	ck_assert_int_eq(gossip_msg_encode_ack(&req, 1, &st, 1, &b), 0);
 	struct gossip_msg m;
-	ck_assert_int_eq(gossip_msg_decode(GOSSIP_VERB_ACK, b.data, b.len, &m), 0);
+	ck_assert_int_eq(gossip_msg_decode(GOSSIP_VERB_ACK, b.data, b.len, &m),
+			 0);
 	ck_assert_uint_eq(m.digest_count, 1);
 	ck_assert_uint_eq(m.state_count, 1);
 	ck_assert_int_eq(m.states[0].heartbeat, 9);
@@ -58,7 +61,8 @@ START_TEST(ack_round_trip_skips_unknown_keys)
 	/* A state key from a newer version is dropped, not an error. */
 	apps[0].key = 200;
 	ck_assert_int_eq(gossip_msg_encode_ack2(&st, 1, &b), 0);
-	ck_assert_int_eq(gossip_msg_decode(GOSSIP_VERB_ACK2, b.data, b.len, &m), 0);
+	ck_assert_int_eq(gossip_msg_decode(GOSSIP_VERB_ACK2, b.data, b.len, &m),
+			 0);
 	ck_assert_uint_eq(m.states[0].count, 1);
 	gossip_msg_free(&m);
 	buf_free(&b);
@@ -71,15 +75,20 @@ START_TEST(garbage_is_refused)
 	for (size_t i = 0; i < sizeof(junk); i++)
 		junk[i] = (uint8_t)(i * 37 + 11);
 	struct gossip_msg m;
-	ck_assert_int_eq(gossip_msg_decode(GOSSIP_VERB_SYN, junk, sizeof(junk), &m), -1);
+	ck_assert_int_eq(
+		gossip_msg_decode(GOSSIP_VERB_SYN, junk, sizeof(junk), &m), -1);
 	ck_assert_int_eq(gossip_msg_decode(99, junk, 0, &m), -1);
 	/* A truncated digest: field 3 (bytes) holding 5 bytes. */
 	uint8_t trunc[] = {0x1a, 0x05, 0x04, 127, 0, 0, 1};
-	ck_assert_int_eq(gossip_msg_decode(GOSSIP_VERB_SYN, trunc, sizeof(trunc), &m), -1);
+	ck_assert_int_eq(
+		gossip_msg_decode(GOSSIP_VERB_SYN, trunc, sizeof(trunc), &m),
+		-1);
 	ck_assert_int_eq(err_code(), ERR_PROTOCOL);
 	/* A bad family byte. */
-	uint8_t fam[] = {0x1a, 0x13, 0x05, 127, 0, 0, 1, 0x1b, 0x58, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1};
-	ck_assert_int_eq(gossip_msg_decode(GOSSIP_VERB_SYN, fam, sizeof(fam), &m), -1);
+	uint8_t fam[] = {0x1a, 0x13, 0x05, 127, 0, 0, 1, 0x1b, 0x58, 0, 0,
+			 0,    0,    0,    0,   0, 1, 0, 0,    0,    1};
+	ck_assert_int_eq(
+		gossip_msg_decode(GOSSIP_VERB_SYN, fam, sizeof(fam), &m), -1);
 }
 END_TEST
 
@@ -98,7 +107,8 @@ START_TEST(digest_list_with_trailing_byte_is_refused)
 	p[n - 20] = 20;
 	ck_assert_int_eq(buf_put_u8(&b, 4), 0);
 	struct gossip_msg m;
-	ck_assert_int_eq(gossip_msg_decode(GOSSIP_VERB_SYN, b.data, b.len, &m), -1);
+	ck_assert_int_eq(gossip_msg_decode(GOSSIP_VERB_SYN, b.data, b.len, &m),
+			 -1);
 	ck_assert_int_eq(err_code(), ERR_PROTOCOL);
 	buf_free(&b);
 }
@@ -139,9 +149,9 @@ START_TEST(phi_starting_guess_counts_until_warm)
 	ck_assert(gossip_fd_mean_us(&w) > 600000.0);
 	uint64_t t = 1020000;
 	for (unsigned i = 2; i < GOSSIP_FD_WARMUP - 1; i++)
-		ck_assert_int_eq(gossip_fd_report(&w, t += 1000000, 2000000,
-						  2000000),
-				 0);
+		ck_assert_int_eq(
+			gossip_fd_report(&w, t += 1000000, 2000000, 2000000),
+			0);
 	ck_assert(gossip_fd_mean_us(&w) > 850000.0); /* guess still in */
 	ck_assert_int_eq(gossip_fd_report(&w, t += 1000000, 2000000, 2000000),
 			 0);
@@ -153,8 +163,10 @@ END_TEST
 
 START_TEST(status_names_parse)
 {
-	ck_assert_int_eq(gossip_status_parse("NORMAL,123"), GOSSIP_STATUS_NORMAL);
-	ck_assert_int_eq(gossip_status_parse("shutdown,true"), GOSSIP_STATUS_SHUTDOWN);
+	ck_assert_int_eq(gossip_status_parse("NORMAL,123"),
+			 GOSSIP_STATUS_NORMAL);
+	ck_assert_int_eq(gossip_status_parse("shutdown,true"),
+			 GOSSIP_STATUS_SHUTDOWN);
 	ck_assert_int_eq(gossip_status_parse("NORMALX"), GOSSIP_STATUS_UNKNOWN);
 	ck_assert_int_eq(gossip_status_parse(NULL), GOSSIP_STATUS_UNKNOWN);
 	ck_assert_str_eq(gossip_app_state_name(GOSSIP_STATE_TOKENS), "TOKENS");

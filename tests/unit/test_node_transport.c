@@ -136,17 +136,15 @@ static bool call_done(void *arg)
 	return ((struct call *)arg)->done > 0;
 }
 
-static void echo_handler(void *arg, const struct inet_addr *from,
-			 uint32_t verb, uint64_t id, const uint8_t *p,
-			 size_t len)
+static void echo_handler(void *arg, const struct inet_addr *from, uint32_t verb,
+			 uint64_t id, const uint8_t *p, size_t len)
 {
 	struct side *s = arg;
 	char reply[80];
 	int n = snprintf(reply, sizeof(reply), "re:%.*s", (int)len,
 			 (const char *)p);
-	ck_assert_int_eq(transport_respond(s->t, from, verb, id, reply,
-					   (size_t)n),
-			 0);
+	ck_assert_int_eq(
+		transport_respond(s->t, from, verb, id, reply, (size_t)n), 0);
 }
 
 START_TEST(request_gets_its_response_or_times_out)
@@ -253,7 +251,8 @@ START_TEST(full_queue_pushes_back)
 			sent++;
 	}
 	ck_assert_int_eq(rc, -1);
-	ck_assert(err_code() == ERR_OVERLOADED || err_code() == ERR_UNAVAILABLE);
+	ck_assert(err_code() == ERR_OVERLOADED ||
+		  err_code() == ERR_UNAVAILABLE);
 	struct transport_stats st;
 	transport_get_stats(a.t, &st);
 	ck_assert_uint_eq(st.dropped_overload + st.dropped_unavailable, 1);

@@ -36,8 +36,11 @@ START_TEST(header_refuses_versions_directions_and_sizes)
 	h[0] = 0x03;
 	ck_assert_int_eq(cql_header_decode(h, 1 << 20, &hd), CQL_HEADER_OK);
 
-	struct cql_header out = {.version = 4, .response = true, .flags = 8,
-				 .stream = -1, .opcode = CQL_OP_EVENT,
+	struct cql_header out = {.version = 4,
+				 .response = true,
+				 .flags = 8,
+				 .stream = -1,
+				 .opcode = CQL_OP_EVENT,
 				 .length = 77};
 	uint8_t enc[9];
 	cql_header_encode(enc, &out);
@@ -104,12 +107,14 @@ START_TEST(every_truncation_fails_cleanly)
 	build_query(&b, 4);
 	arena_create(&a, 0);
 	for (size_t n = 0; n < b.len; n++) {
-		/* A fresh copy of exactly n bytes, so ASan sees any overread. */
+		/* A fresh copy of exactly n bytes, so ASan sees any overread.
+		 */
 		uint8_t *copy = malloc(n ? n : 1);
 		memcpy(copy, b.data, n);
 		struct cursor c = cursor_make(copy, n);
 		struct cql_query q;
-		ck_assert_msg(cql_decode_query(&c, 4, &a, &q) == -1, "len %zu", n);
+		ck_assert_msg(cql_decode_query(&c, 4, &a, &q) == -1, "len %zu",
+			      n);
 		ck_assert_int_eq(err_code(), ERR_PROTOCOL);
 		free(copy);
 	}
@@ -124,9 +129,16 @@ START_TEST(counts_are_capped_by_the_bytes_present)
 	arena_create(&a, 0);
 	/* 65535 values announced in a 10-byte body: refused before
 	 * allocating 65535 entries. */
-	uint8_t body[] = {0, 0, 0, 0, /* empty query */
-			  0, 1,       /* ONE */
-			  CQL_QF_VALUES, 0xff, 0xff, 0};
+	uint8_t body[] = {0,
+			  0,
+			  0,
+			  0, /* empty query */
+			  0,
+			  1, /* ONE */
+			  CQL_QF_VALUES,
+			  0xff,
+			  0xff,
+			  0};
 	struct cursor c = cursor_make(body, sizeof(body));
 	struct cql_query q;
 	size_t before = arena_memory_usage(&a);
@@ -200,7 +212,8 @@ START_TEST(lz4_round_trips_and_refuses_bad_bodies)
 	be32_store(z.data, 6000);
 	ck_assert_int_eq(cql_lz4_decompress(z.data, z.len, 1 << 20, &out), -1);
 	be32_store(z.data, sizeof(raw));
-	ck_assert_int_eq(cql_lz4_decompress(z.data, z.len / 2, 1 << 20, &out), -1);
+	ck_assert_int_eq(cql_lz4_decompress(z.data, z.len / 2, 1 << 20, &out),
+			 -1);
 	ck_assert_int_eq(cql_lz4_decompress(z.data, 3, 1 << 20, &out), -1);
 	for (int i = 0; i < 200; i++) {
 		struct buf mut;

@@ -3,8 +3,8 @@
  * checked bit for bit against the DataStax driver by ring_oracle_test.py. */
 #include "common/buf.h"
 #include "common/err.h"
-#include "common/rand.h"
 #include "common/murmur3.h"
+#include "common/rand.h"
 #include "ring/ring.h"
 #include "ring/token.h"
 #include "tests/lib/testutil.h"
@@ -18,7 +18,7 @@ static uint64_t seed;
 
 #define ck_assert_contains(hay, needle)                                        \
 	ck_assert_msg(strstr(hay, needle) != NULL, "'%s' lacks '%s'", hay,     \
-	              needle)
+		      needle)
 
 static size_t unhex(const char *h, uint8_t *out)
 {
@@ -31,7 +31,7 @@ static size_t unhex(const char *h, uint8_t *out)
 	return n;
 }
 
-/* ---- Murmur3 ---- */
+/* ---- Murmur3 ------------------------------------------------------------- */
 
 START_TEST(murmur3_matches_driver_vectors)
 {
@@ -41,27 +41,27 @@ START_TEST(murmur3_matches_driver_vectors)
 		const char *hex;
 		int64_t token;
 	} v[] = {
-	    {"", 0},
-	    {"00", 5048724184180415669LL},
-	    {"61", -8839064797231613815LL},
-	    {"68656c6c6f", -3758069500696749310LL},
-	    {"000102030405060708090a0b0c0d0e", 5125964547706398185LL},
-	    {"000102030405060708090a0b0c0d0e0f", 4920504430128807728LL},
-	    {"000102030405060708090a0b0c0d0e0f10", 6662781046685680142LL},
-	    {"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d"
-	     "1e1f20",
-	     9025539228862924306LL},
-	    {"00000001", -4069959284402364209LL},
-	    {"000000000000002a", 8623491988607824794LL},
-	    {"ff", -4442228696663692417LL},
-	    {"80818283848586878889", -7623170703309721106LL},
-	    {"f0e1d2c3b4a5968778695a4b3c2d1e0fffee", 2419168628011270746LL},
+		{"", 0},
+		{"00", 5048724184180415669LL},
+		{"61", -8839064797231613815LL},
+		{"68656c6c6f", -3758069500696749310LL},
+		{"000102030405060708090a0b0c0d0e", 5125964547706398185LL},
+		{"000102030405060708090a0b0c0d0e0f", 4920504430128807728LL},
+		{"000102030405060708090a0b0c0d0e0f10", 6662781046685680142LL},
+		{"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d"
+		 "1e1f20",
+		 9025539228862924306LL},
+		{"00000001", -4069959284402364209LL},
+		{"000000000000002a", 8623491988607824794LL},
+		{"ff", -4442228696663692417LL},
+		{"80818283848586878889", -7623170703309721106LL},
+		{"f0e1d2c3b4a5968778695a4b3c2d1e0fffee", 2419168628011270746LL},
 	};
 	uint8_t k[64];
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		size_t n = unhex(v[i].hex, k);
 		ck_assert_msg(murmur3_token(k, n) == v[i].token, "key %s",
-		              v[i].hex);
+			      v[i].hex);
 	}
 }
 END_TEST
@@ -113,7 +113,7 @@ START_TEST(murmur3_streaming_equals_flat)
 }
 END_TEST
 
-/* ---- ranges ---- */
+/* ---- ranges -------------------------------------------------------------- */
 
 static struct token_range R(int64_t l, int64_t r) {
 	return token_range_make(l, r);
@@ -163,7 +163,7 @@ START_TEST(range_split_equal)
 	token_range_list_clear(&l);
 	/* a wrapping range splits across INT64_MAX */
 	ck_assert_int_eq(
-	    token_range_split(R(INT64_MAX - 1, INT64_MIN + 1), 2, &l), 0);
+		token_range_split(R(INT64_MAX - 1, INT64_MIN + 1), 2, &l), 0);
 	ck_assert(l.v[0].right == INT64_MIN);
 	token_range_list_clear(&l);
 	/* fewer points than parts */
@@ -172,18 +172,19 @@ START_TEST(range_split_equal)
 	token_range_list_clear(&l);
 	ck_assert_int_eq(token_range_split(R(0, 2), 0, &l), -1);
 	/* by partitions: 1000 partitions, 300 each -> 4 pieces */
-	ck_assert_int_eq(
-	    token_range_split_by_partitions(R(0, 1000000), 1000, 300, 64, &l),
-	    0);
+	ck_assert_int_eq(token_range_split_by_partitions(R(0, 1000000), 1000,
+							 300, 64, &l),
+			 0);
 	ck_assert_uint_eq(l.n, 4);
 	token_range_list_clear(&l);
 	ck_assert_int_eq(
-	    token_range_split_by_partitions(R(0, 1000000), 0, 300, 64, &l), 0);
+		token_range_split_by_partitions(R(0, 1000000), 0, 300, 64, &l),
+		0);
 	ck_assert_uint_eq(l.n, 1);
 	token_range_list_clear(&l);
-	ck_assert_int_eq(
-	    token_range_split_by_partitions(R(0, 1000000), 1 << 20, 1, 16, &l),
-	    0);
+	ck_assert_int_eq(token_range_split_by_partitions(R(0, 1000000), 1 << 20,
+							 1, 16, &l),
+			 0);
 	ck_assert_uint_eq(l.n, 16);
 	token_range_list_free(&l);
 }
@@ -218,8 +219,8 @@ END_TEST
 static int64_t interesting(struct rng *r)
 {
 	static const int64_t v[] = {
-	    INT64_MIN, INT64_MIN + 1, -1000,         -1,       0, 1,
-	    999,       1000,          INT64_MAX - 1, INT64_MAX};
+		INT64_MIN, INT64_MIN + 1, -1000,         -1,       0, 1,
+		999,       1000,          INT64_MAX - 1, INT64_MAX};
 	return v[rng_below(r, sizeof(v) / sizeof(v[0]))];
 }
 
@@ -237,14 +238,14 @@ START_TEST(range_set_algebra_pointwise)
 	rng_seed(&r, seed);
 	for (int it = 0; it < 3000; it++) {
 		struct token_range_list a = {0}, b = {0}, i = {0}, d = {0},
-		                        n = {0};
+					n = {0};
 		size_t na = rng_below(&r, 4), nb = rng_below(&r, 4);
 		for (size_t k = 0; k < na; k++)
 			token_range_list_push(
-			    &a, R(interesting(&r), interesting(&r)));
+				&a, R(interesting(&r), interesting(&r)));
 		for (size_t k = 0; k < nb; k++)
 			token_range_list_push(
-			    &b, R(interesting(&r), interesting(&r)));
+				&b, R(interesting(&r), interesting(&r)));
 		ck_assert_int_eq(token_ranges_intersect(&a, &b, &i), 0);
 		ck_assert_int_eq(token_ranges_subtract(&a, &b, &d), 0);
 		for (size_t k = 0; k < a.n; k++)
@@ -258,7 +259,7 @@ START_TEST(range_set_algebra_pointwise)
 		}
 		for (int p = 0; p < 40; p++) {
 			int64_t t = (int64_t)((uint64_t)interesting(&r) +
-			                      rng_below(&r, 3) - 1);
+					      rng_below(&r, 3) - 1);
 			if (p == 0)
 				t = INT64_MIN;
 			bool in_a = list_contains(&a, t),
@@ -291,7 +292,7 @@ START_TEST(token_parse_limits)
 }
 END_TEST
 
-/* ---- rings ---- */
+/* ---- rings --------------------------------------------------------------- */
 
 struct topo {
 	size_t n;
@@ -334,7 +335,7 @@ static struct ring *topo_build(const struct topo *t)
 }
 
 static void topo_random(struct rng *r, struct topo *t, size_t ndc, size_t racks,
-                        size_t per_dc, size_t ntok)
+			size_t per_dc, size_t ntok)
 {
 	memset(t, 0, sizeof(*t));
 	for (size_t d = 0; d < ndc; d++)
@@ -342,7 +343,7 @@ static void topo_random(struct rng *r, struct topo *t, size_t ndc, size_t racks,
 			size_t k = t->n++;
 			snprintf(t->dc[k], 16, "dc%zu", d + 1);
 			snprintf(t->rack[k], 16, "r%zu",
-			         1 + rng_below(r, racks));
+				 1 + rng_below(r, racks));
 			t->ntok[k] = ntok;
 			ring_tokens_random(r, NULL, ntok, t->tok[k]);
 		}
@@ -423,8 +424,8 @@ START_TEST(ring_every_token_owned_once)
 	for (int it = 0; it < 30; it++) {
 		struct topo t;
 		topo_random(&rg, &t, 1 + rng_below(&rg, 3),
-		            1 + rng_below(&rg, 4), 1 + rng_below(&rg, 10),
-		            1 + rng_below(&rg, 16));
+			    1 + rng_below(&rg, 4), 1 + rng_below(&rg, 10),
+			    1 + rng_below(&rg, 16));
 		struct ring *r = topo_build(&t);
 		struct token_range_list all = {0}, one = {0};
 		double sum = 0;
@@ -432,13 +433,13 @@ START_TEST(ring_every_token_owned_once)
 			token_range_list_clear(&one);
 			ck_assert_int_eq(ring_primary_ranges(r, e, &one), 0);
 			ck_assert_uint_eq(one.n,
-			                  ring_endpoint_get(r, e)->num_tokens);
+					  ring_endpoint_get(r, e)->num_tokens);
 			for (size_t k = 0; k < one.n; k++) {
 				sum += token_range_fraction(one.v[k]);
 				token_range_list_push(&all, one.v[k]);
 				/* the owner of a range's end is the endpoint */
 				ck_assert_int_eq(ring_owner(r, one.v[k].right),
-				                 (int)e);
+						 (int)e);
 			}
 		}
 		ck_assert_double_eq_tol(sum, 1.0, 1e-9);
@@ -452,10 +453,10 @@ START_TEST(ring_every_token_owned_once)
 }
 END_TEST
 
-/* ---- strategies ---- */
+/* ---- strategies ---------------------------------------------------------- */
 
 static const char *strategy_error(const char *k1, const char *v1,
-                                  const char *k2, const char *v2)
+				  const char *k2, const char *v2)
 {
 	const char *k[2] = {k1, k2}, *v[2] = {v1, v2};
 	struct ring_strategy *s = ring_strategy_new(k, v, k2 ? 2 : 1, false);
@@ -467,39 +468,39 @@ static const char *strategy_error(const char *k1, const char *v1,
 START_TEST(strategy_errors_use_cassandra_wording)
 {
 	ck_assert_str_eq(strategy_error("class", "FooStrategy", NULL, NULL),
-	                 "Unable to find replication strategy class "
-	                 "'org.apache.cassandra.locator.FooStrategy'");
+			 "Unable to find replication strategy class "
+			 "'org.apache.cassandra.locator.FooStrategy'");
 	ck_assert_str_eq(strategy_error("class", "com.x.Bar", NULL, NULL),
-	                 "Unable to find replication strategy class "
-	                 "'com.x.Bar'");
+			 "Unable to find replication strategy class "
+			 "'com.x.Bar'");
 	ck_assert_str_eq(strategy_error("class", "NetworkTopologyStrategy",
-	                                "replication_factor", "3"),
-	                 "replication_factor is an option for SimpleStrategy, "
-	                 "not NetworkTopologyStrategy");
-	ck_assert_str_eq(
-	    strategy_error("class", "NetworkTopologyStrategy", "dc1", "three"),
-	    "Replication factor must be numeric; found three");
+					"replication_factor", "3"),
+			 "replication_factor is an option for SimpleStrategy, "
+			 "not NetworkTopologyStrategy");
+	ck_assert_str_eq(strategy_error("class", "NetworkTopologyStrategy",
+					"dc1", "three"),
+			 "Replication factor must be numeric; found three");
 	ck_assert_str_eq(strategy_error("class", "SimpleStrategy",
-	                                "replication_factor", "-1"),
-	                 "Replication factor must be non-negative; found -1");
-	ck_assert_str_eq(
-	    strategy_error("class", "SimpleStrategy", "replication_factor", ""),
-	    "Replication factor must be numeric; found ");
+					"replication_factor", "-1"),
+			 "Replication factor must be non-negative; found -1");
+	ck_assert_str_eq(strategy_error("class", "SimpleStrategy",
+					"replication_factor", ""),
+			 "Replication factor must be numeric; found ");
 	ck_assert_str_eq(strategy_error("class", "SimpleStrategy", NULL, NULL),
-	                 "SimpleStrategy requires a replication_factor "
-	                 "strategy option.");
+			 "SimpleStrategy requires a replication_factor "
+			 "strategy option.");
 	ck_assert_str_eq(strategy_error("class", "SimpleStrategy", "dc1", "3"),
-	                 "Unrecognized strategy option {dc1} passed to "
-	                 "SimpleStrategy");
+			 "Unrecognized strategy option {dc1} passed to "
+			 "SimpleStrategy");
 	ck_assert_str_eq(strategy_error("dc1", "3", NULL, NULL),
-	                 "Missing mandatory replication strategy class");
+			 "Missing mandatory replication strategy class");
 	ck_assert_str_eq(strategy_error("class", "LocalStrategy", NULL, NULL),
-	                 "Unable to use given strategy class: LocalStrategy is "
-	                 "reserved for internal use.");
+			 "Unable to use given strategy class: LocalStrategy is "
+			 "reserved for internal use.");
 	ck_assert_str_eq(strategy_error("class", "SimpleStrategy",
-	                                "replication_factor", "99999999999"),
-	                 "Replication factor must be numeric; found "
-	                 "99999999999");
+					"replication_factor", "99999999999"),
+			 "Replication factor must be numeric; found "
+			 "99999999999");
 }
 END_TEST
 
@@ -507,15 +508,16 @@ START_TEST(strategy_parses_names_and_describes)
 {
 	const char *k[] = {"class", "dc2", "dc1"};
 	const char *v[] = {
-	    "org.apache.cassandra.locator.NetworkTopologyStrategy", "2", "+3"};
+		"org.apache.cassandra.locator.NetworkTopologyStrategy", "2",
+		"+3"};
 	struct ring_strategy *s = ring_strategy_new(k, v, 3, false);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_int_eq(ring_strategy_class(s),
-	                 RING_STRATEGY_NETWORK_TOPOLOGY);
+			 RING_STRATEGY_NETWORK_TOPOLOGY);
 	ck_assert_int_eq(ring_strategy_rf(s, "dc1"), 3);
 	ck_assert_int_eq(ring_strategy_rf(s, "dc9"), 0);
 	ck_assert_str_eq(ring_strategy_describe(s),
-	                 "NetworkTopologyStrategy{dc1:3,dc2:2}");
+			 "NetworkTopologyStrategy{dc1:3,dc2:2}");
 	ring_strategy_delete(s);
 	const char *k2[] = {"class", "replication_factor"};
 	const char *v2[] = {"SimpleStrategy", "2"};
@@ -531,7 +533,7 @@ START_TEST(strategy_parses_names_and_describes)
 }
 END_TEST
 
-/* ---- placement properties ---- */
+/* ---- placement properties ------------------------------------------------ */
 
 static size_t count_in_dc(const struct ring *r, const char *dc)
 {
@@ -559,7 +561,7 @@ static size_t racks_in_dc(const struct ring *r, const char *dc)
 }
 
 static void check_placement(const struct ring *r, const struct ring_strategy *s,
-                            int64_t t)
+			    int64_t t)
 {
 	struct ring_replicas rep;
 	ck_assert_int_eq(ring_replicas_for_token(r, s, t, &rep), 0);
@@ -580,7 +582,7 @@ static void check_placement(const struct ring *r, const struct ring_strategy *s,
 		size_t nrk = 0;
 		for (size_t i = 0; i < rep.n_natural; i++) {
 			const struct ring_endpoint *e =
-			    ring_endpoint_get(r, rep.natural[i]);
+				ring_endpoint_get(r, rep.natural[i]);
 			if (strcmp(e->dc, dc) != 0)
 				continue;
 			got++;
@@ -606,12 +608,12 @@ START_TEST(placement_properties_random_rings)
 		struct topo t;
 		size_t ndc = 1 + rng_below(&rg, 3);
 		topo_random(&rg, &t, ndc, 1 + rng_below(&rg, 5),
-		            1 + rng_below(&rg, 12), 1 + rng_below(&rg, 8));
+			    1 + rng_below(&rg, 12), 1 + rng_below(&rg, 8));
 		struct ring *r = topo_build(&t);
 		char spec[128];
 		snprintf(spec, sizeof(spec), "dc1=%d,dc2=%d,dc3=%d,nodc=2",
-		         (int)(1 + rng_below(&rg, 5)), (int)rng_below(&rg, 6),
-		         (int)(1 + rng_below(&rg, 5)));
+			 (int)(1 + rng_below(&rg, 5)), (int)rng_below(&rg, 6),
+			 (int)(1 + rng_below(&rg, 5)));
 		struct ring_strategy *s = nts(spec);
 		for (size_t i = 0; i < ring_token_count(r); i++) {
 			int64_t tk = ring_token_at(r, i);
@@ -696,11 +698,11 @@ START_TEST(placement_ranges_cover_rf_times)
 	for (size_t e = 0; e < ring_endpoint_count(r); e++) {
 		token_range_list_clear(&l);
 		ck_assert_int_eq(ring_placement_ranges(p, e, false, false, &l),
-		                 0);
+				 0);
 		sum += token_ranges_fraction(&l);
 		token_range_list_clear(&l);
 		ck_assert_int_eq(ring_placement_ranges(p, e, true, false, &l),
-		                 0);
+				 0);
 		prim += token_ranges_fraction(&l);
 	}
 	ck_assert_double_eq_tol(sum, 5.0, 1e-9);
@@ -717,7 +719,7 @@ START_TEST(placement_ranges_cover_rf_times)
 }
 END_TEST
 
-/* ---- pending ---- */
+/* ---- pending ------------------------------------------------------------- */
 
 static bool has_ep(const uint32_t *v, size_t n, uint32_t x)
 {
@@ -754,34 +756,35 @@ START_TEST(pending_for_boot_and_leaving)
 			int64_t tk = (int64_t)rng_next(&rg);
 			struct ring_replicas now, fut, old;
 			ck_assert_int_eq(
-			    ring_replicas_for_token(r, s, tk, &now), 0);
+				ring_replicas_for_token(r, s, tk, &now), 0);
 			ck_assert_int_eq(
-			    ring_replicas_for_token(ra, s, tk, &fut), 0);
+				ring_replicas_for_token(ra, s, tk, &fut), 0);
 			ck_assert_int_eq(
-			    ring_replicas_for_token(rb, s, tk, &old), 0);
+				ring_replicas_for_token(rb, s, tk, &old), 0);
 			/* natural replicas ignore BOOT */
 			ck_assert_uint_eq(now.n_natural, old.n_natural);
 			for (size_t i = 0; i < now.n_natural; i++)
 				ck_assert_uint_eq(now.natural[i],
-				                  old.natural[i]);
+						  old.natural[i]);
 			/* boot is pending exactly where it will replicate */
-			ck_assert(
-			    has_ep(now.pending, now.n_pending,
-			           (uint32_t)boot) ==
-			    has_ep(fut.natural, fut.n_natural, (uint32_t)boot));
+			ck_assert(has_ep(now.pending, now.n_pending,
+					 (uint32_t)boot) ==
+				  has_ep(fut.natural, fut.n_natural,
+					 (uint32_t)boot));
 			/* every future replica is reached by writes now when
 			 * the leaving node is a current replica */
 			if (has_ep(now.natural, now.n_natural, (uint32_t)leave))
 				for (size_t i = 0; i < fut.n_natural; i++)
-					ck_assert(
-					    has_ep(now.natural, now.n_natural,
-					           fut.natural[i]) ||
-					    has_ep(now.pending, now.n_pending,
-					           fut.natural[i]));
+					ck_assert(has_ep(now.natural,
+							 now.n_natural,
+							 fut.natural[i]) ||
+						  has_ep(now.pending,
+							 now.n_pending,
+							 fut.natural[i]));
 			/* pending never repeats a natural replica */
 			for (size_t i = 0; i < now.n_pending; i++)
 				ck_assert(!has_ep(now.natural, now.n_natural,
-				                  now.pending[i]));
+						  now.pending[i]));
 		}
 		ring_unref(r);
 		ring_unref(ra);
@@ -804,7 +807,7 @@ static void *reader(void *p)
 	struct ring_replicas rep;
 	for (int64_t t = 0; t < 2000; t++) {
 		if (ring_replicas_for_token(a->r, a->s, t * 7919 * 104729,
-		                            &rep))
+					    &rep))
 			return NULL;
 		a->sum += rep.n_natural ? rep.natural[0] + rep.n_natural : 0;
 	}
@@ -824,7 +827,7 @@ START_TEST(placement_cache_shared_by_threads)
 	for (int i = 0; i < 4; i++) {
 		a[i] = (struct reader_arg){r, i % 2 ? s1 : s2, 0};
 		ck_assert_int_eq(pthread_create(&th[i], NULL, reader, &a[i]),
-		                 0);
+				 0);
 	}
 	for (int i = 0; i < 4; i++) {
 		void *res;
@@ -877,7 +880,7 @@ START_TEST(pending_ranges_of_boot_node)
 }
 END_TEST
 
-/* ---- snitch ---- */
+/* ---- snitch -------------------------------------------------------------- */
 
 START_TEST(snitch_orders_by_proximity)
 {
@@ -907,7 +910,7 @@ START_TEST(snitch_orders_by_proximity)
 }
 END_TEST
 
-/* ---- allocation ---- */
+/* ---- allocation ---------------------------------------------------------- */
 
 START_TEST(initial_token_parsing)
 {
@@ -931,34 +934,34 @@ START_TEST(tokens_choose_follows_cassandra)
 	struct ring_builder *b = ring_builder_new();
 	int64_t t0[] = {42};
 	struct ring_endpoint e = {
-	    .dc = "dc1", .rack = "r1", .tokens = t0, .num_tokens = 1};
+		.dc = "dc1", .rack = "r1", .tokens = t0, .num_tokens = 1};
 	e.addr = addr_of(1);
 	ck_assert_int_eq(ring_builder_set_endpoint(b, &e), 0);
 	struct ring *r = ring_builder_build(b);
 	int64_t out[4];
 	ck_assert_int_eq(
-	    ring_tokens_choose(r, "1,2,3", 3, 3, "dc1", "r1", 1, out), 0);
+		ring_tokens_choose(r, "1,2,3", 3, 3, "dc1", "r1", 1, out), 0);
 	ck_assert(out[0] == 1 && out[2] == 3);
 	ck_assert_int_eq(
-	    ring_tokens_choose(r, "1,2", 3, 3, "dc1", "r1", 1, out), -1);
+		ring_tokens_choose(r, "1,2", 3, 3, "dc1", "r1", 1, out), -1);
 	ck_assert_contains(err_msg(), "different from num_tokens value (3)");
 	ck_assert_int_eq(ring_tokens_choose(r, "42", 1, 0, "dc1", "r1", 1, out),
-	                 -1);
+			 -1);
 	ck_assert_contains(err_msg(), "existing token 42");
 	/* allocator and random are both seeded */
 	int64_t again[4];
 	ck_assert_int_eq(ring_tokens_choose(r, NULL, 4, 3, "dc1", "r1", 7, out),
-	                 0);
+			 0);
 	ck_assert_int_eq(ring_tokens_choose(r, "", 4, 3, "dc1", "r1", 7, again),
-	                 0);
+			 0);
 	ck_assert_mem_eq(out, again, sizeof(out));
 	ck_assert_int_eq(ring_tokens_choose(r, NULL, 4, 0, "dc1", "r1", 7, out),
-	                 0);
+			 0);
 	ck_assert_int_eq(
-	    ring_tokens_choose(r, NULL, 4, 0, "dc1", "r1", 7, again), 0);
+		ring_tokens_choose(r, NULL, 4, 0, "dc1", "r1", 7, again), 0);
 	ck_assert_mem_eq(out, again, sizeof(out));
 	ck_assert_int_eq(ring_tokens_choose(r, NULL, 0, 0, "dc1", "r1", 7, out),
-	                 -1);
+			 -1);
 	ring_unref(r);
 	ring_builder_delete(b);
 }
@@ -985,7 +988,7 @@ END_TEST
  * rack when racks is 0 or 1); returns the worst max/min - 1 of replicated
  * ownership (RF 3) for from..max nodes. */
 static double grow_dc_racks(size_t max, size_t racks, size_t from,
-                            const char *other_dc_rack, uint64_t sd)
+			    const char *other_dc_rack, uint64_t sd)
 {
 	struct ring_builder *b = ring_builder_new();
 	int64_t toks[16];
@@ -997,9 +1000,9 @@ static double grow_dc_racks(size_t max, size_t racks, size_t from,
 		for (size_t i = 0; i < 3; i++) {
 			ring_tokens_random(&rg, NULL, 16, toks);
 			struct ring_endpoint e = {.dc = "dc2",
-			                          .rack = other_dc_rack,
-			                          .tokens = toks,
-			                          .num_tokens = 16};
+						  .rack = other_dc_rack,
+						  .tokens = toks,
+						  .num_tokens = 16};
 			e.addr = addr_of(100 + i);
 			ck_assert_int_eq(ring_builder_set_endpoint(b, &e), 0);
 		}
@@ -1007,24 +1010,24 @@ static double grow_dc_racks(size_t max, size_t racks, size_t from,
 	for (size_t n = 1; n <= max; n++) {
 		char rack[16];
 		snprintf(rack, sizeof(rack), "r%zu",
-		         racks > 1 ? (n - 1) % racks + 1 : 1);
+			 racks > 1 ? (n - 1) % racks + 1 : 1);
 		struct ring *r = ring_builder_build(b);
-		ck_assert_int_eq(
-		    ring_tokens_allocate(r, "dc1", rack, 3, 16, sd + n, toks),
-		    0);
+		ck_assert_int_eq(ring_tokens_allocate(r, "dc1", rack, 3, 16,
+						      sd + n, toks),
+				 0);
 		if (n == max) { /* deterministic (once: ASan makes it slow) */
 			int64_t again[16];
 			ck_assert_int_eq(ring_tokens_allocate(r, "dc1", rack, 3,
-			                                      16, sd + n,
-			                                      again),
-			                 0);
+							      16, sd + n,
+							      again),
+					 0);
 			ck_assert_mem_eq(toks, again, sizeof(toks));
 		}
 		ring_unref(r);
 		struct ring_endpoint e = {.dc = "dc1",
-		                          .rack = rack,
-		                          .tokens = toks,
-		                          .num_tokens = 16};
+					  .rack = rack,
+					  .tokens = toks,
+					  .num_tokens = 16};
 		e.addr = addr_of(n);
 		ck_assert_int_eq(ring_builder_set_endpoint(b, &e), 0);
 		r = ring_builder_build(b);
@@ -1086,9 +1089,9 @@ START_TEST(allocator_rejects_bad_input)
 	int64_t toks[4];
 	ck_assert_int_eq(ring_tokens_allocate(r, "", "r1", 3, 4, 1, toks), -1);
 	ck_assert_int_eq(ring_tokens_allocate(r, "dc1", "r1", 0, 4, 1, toks),
-	                 -1);
+			 -1);
 	ck_assert_int_eq(ring_tokens_allocate(r, "dc1", "r1", 3, 0, 1, toks),
-	                 -1);
+			 -1);
 	ring_unref(r);
 	ring_builder_delete(b);
 }

@@ -50,14 +50,13 @@ static void ok(const char *q)
 	ck_assert_msg(rc == CQL_SCHEMA_OK, "%s -> %d %s", q, rc, err_msg());
 }
 
-static void refused(const char *q, enum cql_schema_status want,
-		    const char *msg)
+static void refused(const char *q, enum cql_schema_status want, const char *msg)
 {
 	enum cql_schema_status rc = run(q);
 	ck_assert_msg(rc == want, "%s -> %d (%s), wanted %d", q, rc, err_msg(),
 		      want);
-	ck_assert_msg(strstr(err_msg(), msg) != NULL, "%s -> '%s' lacks '%s'", q,
-		      err_msg(), msg);
+	ck_assert_msg(strstr(err_msg(), msg) != NULL, "%s -> '%s' lacks '%s'",
+		      q, err_msg(), msg);
 }
 
 static const struct storage_column *col(const struct cql_table *t,
@@ -74,14 +73,16 @@ START_TEST(system_keyspaces_hold_the_tables_drivers_read)
 			    "system_schema", "system_traces"};
 	ck_assert_uint_eq(cql_schema_keyspace_count(schema), 5);
 	for (size_t i = 0; i < 5; i++) {
-		const struct cql_keyspace *k = cql_schema_keyspace_at(schema, i);
+		const struct cql_keyspace *k =
+			cql_schema_keyspace_at(schema, i);
 		ck_assert_str_eq(cql_keyspace_meta(k)->name, ks[i]);
 		ck_assert(cql_keyspace_is_system(k));
 	}
 	ck_assert_int_eq(ring_strategy_class(cql_keyspace_strategy(
 				 cql_schema_keyspace(schema, "system"))),
 			 RING_STRATEGY_LOCAL);
-	const struct cql_table *local = cql_schema_table(schema, "system", "local");
+	const struct cql_table *local =
+		cql_schema_table(schema, "system", "local");
 	ck_assert_ptr_nonnull(local);
 	char type[64];
 	cql_type_text(&col(local, "tokens")->type, type, sizeof(type));
@@ -89,19 +90,22 @@ START_TEST(system_keyspaces_hold_the_tables_drivers_read)
 	cql_type_text(&col(local, "truncated_at")->type, type, sizeof(type));
 	ck_assert_str_eq(type, "map<uuid, blob>");
 	ck_assert_int_eq(col(local, "key")->kind, STORAGE_COLUMN_PARTITION_KEY);
-	const struct cql_table *peers = cql_schema_table(schema, "system",
-							 "peers_v2");
-	ck_assert_int_eq(col(peers, "peer_port")->kind, STORAGE_COLUMN_CLUSTERING);
+	const struct cql_table *peers =
+		cql_schema_table(schema, "system", "peers_v2");
+	ck_assert_int_eq(col(peers, "peer_port")->kind,
+			 STORAGE_COLUMN_CLUSTERING);
 	const struct cql_table *tables =
 		cql_schema_table(schema, "system_schema", "tables");
 	cql_type_text(&col(tables, "flags")->type, type, sizeof(type));
 	ck_assert_str_eq(type, "frozen<set<text>>");
-	const char *names[] = {"keyspaces", "tables", "columns", "types",
-			       "functions", "aggregates", "triggers", "indexes",
-			       "views", "dropped_columns"};
+	const char *names[] = {"keyspaces",      "tables",    "columns",
+			       "types",          "functions", "aggregates",
+			       "triggers",       "indexes",   "views",
+			       "dropped_columns"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		ck_assert_msg(cql_schema_table(schema, "system_schema", names[i]),
-			      "%s", names[i]);
+		ck_assert_msg(
+			cql_schema_table(schema, "system_schema", names[i]),
+			"%s", names[i]);
 	/* Users cannot change them. */
 	refused("DROP KEYSPACE system", CQL_SCHEMA_UNAUTHORIZED,
 		"system keyspace is not user-modifiable.");
@@ -124,21 +128,25 @@ START_TEST(keyspaces_validate_replication)
 	ck_assert_str_eq(change.target, "KEYSPACE");
 	const struct cql_keyspace *k = cql_schema_keyspace(schema, "ks");
 	ck_assert(!cql_keyspace_meta(k)->durable_writes);
-	ck_assert_str_eq(cql_keyspace_meta(k)->replication_class,
-			 "org.apache.cassandra.locator.NetworkTopologyStrategy");
+	ck_assert_str_eq(
+		cql_keyspace_meta(k)->replication_class,
+		"org.apache.cassandra.locator.NetworkTopologyStrategy");
 	ck_assert_int_eq(ring_strategy_rf(cql_keyspace_strategy(k), "dc1"), 3);
 
 	refused("CREATE KEYSPACE ks WITH replication = {'class': "
 		"'SimpleStrategy', 'replication_factor': 1}",
-		CQL_SCHEMA_ALREADY_EXISTS, "Cannot add existing keyspace \"ks\"");
-	ck_assert_int_eq(run("CREATE KEYSPACE IF NOT EXISTS ks WITH replication "
-			     "= {'class': 'SimpleStrategy', "
-			     "'replication_factor': 1}"),
-			 CQL_SCHEMA_NOOP);
+		CQL_SCHEMA_ALREADY_EXISTS,
+		"Cannot add existing keyspace \"ks\"");
+	ck_assert_int_eq(
+		run("CREATE KEYSPACE IF NOT EXISTS ks WITH replication "
+		    "= {'class': 'SimpleStrategy', "
+		    "'replication_factor': 1}"),
+		CQL_SCHEMA_NOOP);
 	refused("CREATE KEYSPACE k2 WITH replication = {'class': "
 		"'NetworkTopologyStrategy', 'replication_factor': 3}",
-		CQL_SCHEMA_CONFIG, "replication_factor is an option for "
-				   "SimpleStrategy, not NetworkTopologyStrategy");
+		CQL_SCHEMA_CONFIG,
+		"replication_factor is an option for "
+		"SimpleStrategy, not NetworkTopologyStrategy");
 	refused("CREATE KEYSPACE k2 WITH replication = {'class': 'Foo'}",
 		CQL_SCHEMA_CONFIG, "Unable to find replication strategy class");
 	refused("CREATE KEYSPACE k2 WITH replication = {'class': "
@@ -211,13 +219,14 @@ START_TEST(tables_get_keys_order_types_and_options)
 
 	refused("CREATE TABLE events (k int PRIMARY KEY)",
 		CQL_SCHEMA_ALREADY_EXISTS,
-		"Cannot add already existing table \"events\" to keyspace \"ks\"");
+		"Cannot add already existing table \"events\" to keyspace "
+		"\"ks\"");
 	ck_assert_int_eq(run("CREATE TABLE IF NOT EXISTS events (k int PRIMARY "
 			     "KEY)"),
 			 CQL_SCHEMA_NOOP);
-	ck_assert_int_eq(run_in(schema, "CREATE TABLE t (k int PRIMARY KEY)",
-				NULL),
-			 CQL_SCHEMA_INVALID);
+	ck_assert_int_eq(
+		run_in(schema, "CREATE TABLE t (k int PRIMARY KEY)", NULL),
+		CQL_SCHEMA_INVALID);
 	ck_assert_str_eq(err_msg(), "No keyspace has been specified. USE a "
 				    "keyspace, or explicitly specify "
 				    "keyspace.tablename");
@@ -230,14 +239,16 @@ START_TEST(table_definitions_are_checked_like_cassandra)
 	   "'replication_factor': 1}");
 	refused("CREATE TABLE nosuch.t (k int PRIMARY KEY)", CQL_SCHEMA_INVALID,
 		"Keyspace 'nosuch' doesn't exist");
-	refused("CREATE TABLE t (k int PRIMARY KEY, k text)", CQL_SCHEMA_INVALID,
-		"Multiple definition of identifier k");
+	refused("CREATE TABLE t (k int PRIMARY KEY, k text)",
+		CQL_SCHEMA_INVALID, "Multiple definition of identifier k");
 	refused("CREATE TABLE t (k int, v int, PRIMARY KEY (k, x))",
-		CQL_SCHEMA_INVALID, "Unknown definition x referenced in PRIMARY KEY");
-	refused("CREATE TABLE t (k int PRIMARY KEY, v addr)", CQL_SCHEMA_INVALID,
-		"Unknown type ks.addr");
+		CQL_SCHEMA_INVALID,
+		"Unknown definition x referenced in PRIMARY KEY");
+	refused("CREATE TABLE t (k int PRIMARY KEY, v addr)",
+		CQL_SCHEMA_INVALID, "Unknown type ks.addr");
 	refused("CREATE TABLE t (k list<int> PRIMARY KEY)", CQL_SCHEMA_INVALID,
-		"Invalid non-frozen collection type for PRIMARY KEY component k");
+		"Invalid non-frozen collection type for PRIMARY KEY component "
+		"k");
 	ok("CREATE TABLE fk (k frozen<list<int>> PRIMARY KEY)");
 	refused("CREATE TABLE t (k int PRIMARY KEY, s int static)",
 		CQL_SCHEMA_INVALID, "Static columns are only useful");
@@ -253,31 +264,44 @@ START_TEST(table_definitions_are_checked_like_cassandra)
 		CQL_SCHEMA_UNSUPPORTED, "Nested collections");
 	refused("CREATE TABLE t (k int PRIMARY KEY, v frozen<int>)",
 		CQL_SCHEMA_INVALID, "frozen<> is only allowed on collections");
-	refused("CREATE TABLE t (k int PRIMARY KEY) WITH read_repair_chance = 0.1",
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH read_repair_chance = "
+		"0.1",
 		CQL_SCHEMA_SYNTAX, "Unknown property 'read_repair_chance'");
 	refused("CREATE TABLE t (k int PRIMARY KEY) WITH gc_grace_seconds = -1",
-		CQL_SCHEMA_CONFIG, "gc_grace_seconds must be greater than or "
-				   "equal to 0 (got -1)");
-	refused("CREATE TABLE t (k int PRIMARY KEY) WITH bloom_filter_fp_chance "
+		CQL_SCHEMA_CONFIG,
+		"gc_grace_seconds must be greater than or "
+		"equal to 0 (got -1)");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH "
+		"bloom_filter_fp_chance "
 		"= 2",
-		CQL_SCHEMA_CONFIG, "bloom_filter_fp_chance must be larger than 0");
-	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = {'class': "
+		CQL_SCHEMA_CONFIG,
+		"bloom_filter_fp_chance must be larger than 0");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
+		"{'class': "
 		"'LeveledCompactionStrategy'}",
-		CQL_SCHEMA_UNSUPPORTED, "LeveledCompactionStrategy is not "
-					"supported");
-	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = {'class': "
+		CQL_SCHEMA_UNSUPPORTED,
+		"LeveledCompactionStrategy is not "
+		"supported");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
+		"{'class': "
 		"'SizeTieredCompactionStrategy', 'colour': 'red'}",
-		CQL_SCHEMA_CONFIG, "Properties specified [colour] are not "
-				   "understood by SizeTieredCompactionStrategy");
-	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = {'class': "
+		CQL_SCHEMA_CONFIG,
+		"Properties specified [colour] are not "
+		"understood by SizeTieredCompactionStrategy");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
+		"{'class': "
 		"'SizeTieredCompactionStrategy', 'min_threshold': 8, "
 		"'max_threshold': 4}",
-		CQL_SCHEMA_CONFIG, "min_threshold cannot be greater than "
-				   "max_threshold");
-	refused("CREATE TABLE t (k int PRIMARY KEY) WITH read_repair = 'SOMETIMES'",
-		CQL_SCHEMA_CONFIG, "Invalid value 'SOMETIMES' for option "
-				   "'read_repair'");
-	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compression = {'class': "
+		CQL_SCHEMA_CONFIG,
+		"min_threshold cannot be greater than "
+		"max_threshold");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH read_repair = "
+		"'SOMETIMES'",
+		CQL_SCHEMA_CONFIG,
+		"Invalid value 'SOMETIMES' for option "
+		"'read_repair'");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compression = "
+		"{'class': "
 		"'LZ4Compressor', 'chunk_length_in_kb': 3}",
 		CQL_SCHEMA_CONFIG, "chunk_length_in_kb must be a power of 2");
 	/* A refused CREATE leaves nothing behind. */
@@ -316,14 +340,12 @@ START_TEST(alter_and_drop_table_keep_old_metadata_valid)
 	refused("ALTER TABLE t ADD n text", CQL_SCHEMA_INVALID,
 		"Column with name 'n' already exists");
 	ok("ALTER TABLE t ADD v blob"); /* a new slot, not the dropped one */
-	ck_assert_int_eq(cql_table_column(cql_schema_table(schema, "ks", "t"),
-					  "v"),
-			 5);
+	ck_assert_int_eq(
+		cql_table_column(cql_schema_table(schema, "ks", "t"), "v"), 5);
 
 	ok("ALTER TABLE t RENAME c TO c2");
-	ck_assert_int_ge(cql_table_column(cql_schema_table(schema, "ks", "t"),
-					  "c2"),
-			 0);
+	ck_assert_int_ge(
+		cql_table_column(cql_schema_table(schema, "ks", "t"), "c2"), 0);
 	refused("ALTER TABLE t RENAME n TO m", CQL_SCHEMA_INVALID,
 		"Cannot rename non PRIMARY KEY column n");
 	ok("ALTER TABLE t WITH comment = 'hi' AND gc_grace_seconds = 5");
@@ -338,7 +360,8 @@ START_TEST(alter_and_drop_table_keep_old_metadata_valid)
 	ck_assert_ptr_null(cql_schema_table(schema, "ks", "t"));
 	ck_assert_str_eq(old_meta->name, "t"); /* retired, not freed */
 	ck_assert_int_eq(run("DROP TABLE IF EXISTS t"), CQL_SCHEMA_NOOP);
-	refused("DROP TABLE t", CQL_SCHEMA_INVALID, "Table 'ks.t' doesn't exist");
+	refused("DROP TABLE t", CQL_SCHEMA_INVALID,
+		"Table 'ks.t' doesn't exist");
 }
 END_TEST
 
@@ -350,10 +373,9 @@ START_TEST(same_ddl_gives_the_same_version_on_every_node)
 	cql_schema_version(other, b);
 	ck_assert_int_eq(memcmp(a, b, 16), 0);
 	ck_assert_uint_eq(a[6] >> 4, 3); /* a valid v3 uuid */
-	const char *ddl[] = {
-		"CREATE KEYSPACE ks WITH replication = {'class': "
-		"'SimpleStrategy', 'replication_factor': 2}",
-		"CREATE TABLE ks.kv (k text PRIMARY KEY, v blob)"};
+	const char *ddl[] = {"CREATE KEYSPACE ks WITH replication = {'class': "
+			     "'SimpleStrategy', 'replication_factor': 2}",
+			     "CREATE TABLE ks.kv (k text PRIMARY KEY, v blob)"};
 	for (size_t i = 0; i < 2; i++) {
 		next_id = 10;
 		ck_assert_int_eq(run_in(schema, ddl[i], NULL), CQL_SCHEMA_OK);
@@ -363,9 +385,9 @@ START_TEST(same_ddl_gives_the_same_version_on_every_node)
 	cql_schema_version(schema, a);
 	cql_schema_version(other, b);
 	ck_assert_int_eq(memcmp(a, b, 16), 0);
-	ck_assert_int_eq(run_in(other, "ALTER TABLE ks.kv WITH comment = 'x'",
-				NULL),
-			 CQL_SCHEMA_OK);
+	ck_assert_int_eq(
+		run_in(other, "ALTER TABLE ks.kv WITH comment = 'x'", NULL),
+		CQL_SCHEMA_OK);
 	cql_schema_version(other, b);
 	ck_assert_int_ne(memcmp(a, b, 16), 0);
 	cql_schema_delete(other);

@@ -38,8 +38,8 @@ static void apply_logged(struct cql_schema *s, struct cql_schema_log *l,
 	arena_create(&a, 0);
 	struct cql_stmt *st = cql_parse(&a, q, strlen(q), &binds, NULL);
 	ck_assert_ptr_nonnull(st);
-	ck_assert_msg(cql_schema_apply(s, st, ks, id, &ch) == CQL_SCHEMA_OK, "%s",
-		      err_msg());
+	ck_assert_msg(cql_schema_apply(s, st, ks, id, &ch) == CQL_SCHEMA_OK,
+		      "%s", err_msg());
 	ck_assert_int_eq(cql_schema_log_append(l, ks, id, q, strlen(q)), 0);
 	arena_destroy(&a);
 }
@@ -49,10 +49,14 @@ static struct cql_schema *build_logged(void)
 	struct cql_schema *s = cql_schema_new();
 	struct cql_schema_log *l = cql_schema_log_open(env, path);
 	ck_assert_ptr_nonnull(l);
-	apply_logged(s, l, NULL, "CREATE KEYSPACE ks WITH replication = {'class': "
-				 "'SimpleStrategy', 'replication_factor': 1}", 0);
-	apply_logged(s, l, NULL, "CREATE TABLE ks.t (k int PRIMARY KEY, a int, "
-				 "b int)", 7);
+	apply_logged(s, l, NULL,
+		     "CREATE KEYSPACE ks WITH replication = {'class': "
+		     "'SimpleStrategy', 'replication_factor': 1}",
+		     0);
+	apply_logged(s, l, NULL,
+		     "CREATE TABLE ks.t (k int PRIMARY KEY, a int, "
+		     "b int)",
+		     7);
 	apply_logged(s, l, "ks", "ALTER TABLE t DROP a", 0);
 	apply_logged(s, l, "ks", "ALTER TABLE t ADD c text", 0);
 	apply_logged(s, l, "ks", "CREATE TABLE t2 (k int PRIMARY KEY)", 8);
@@ -102,7 +106,8 @@ START_TEST(a_torn_last_record_is_dropped)
 	b = cql_schema_new();
 	l = cql_schema_log_open(env, path);
 	ck_assert_int_eq(cql_schema_log_replay(l, b, NULL, NULL), 7);
-	ck_assert_int_ge(cql_table_column(cql_schema_table(b, "ks", "t"), "d"), 0);
+	ck_assert_int_ge(cql_table_column(cql_schema_table(b, "ks", "t"), "d"),
+			 0);
 	cql_schema_log_close(l);
 	cql_schema_delete(b);
 }
@@ -119,7 +124,8 @@ START_TEST(corruption_before_the_end_refuses_with_the_offset)
 	struct cql_schema_log *l = cql_schema_log_open(env, path);
 	ck_assert_int_eq(cql_schema_log_replay(l, b, NULL, NULL), -1);
 	ck_assert_int_eq(err_code(), ERR_CORRUPT);
-	ck_assert_ptr_nonnull(strstr(err_msg(), "checksum mismatch at offset 0"));
+	ck_assert_ptr_nonnull(
+		strstr(err_msg(), "checksum mismatch at offset 0"));
 	cql_schema_log_close(l);
 	cql_schema_delete(b);
 }

@@ -43,9 +43,13 @@ static void fx_free(struct fx *f)
 static struct commitlog *open_log(struct fx *f, int mode, int policy)
 {
 	struct commitlog_options o = {
-		.env = f->env, .dir = f->dir, .sync_mode = mode,
-		.period_ms = 10000, .window_ms = 2,
-		.segment_size = 64 * 1024, .failure_policy = policy,
+		.env = f->env,
+		.dir = f->dir,
+		.sync_mode = mode,
+		.period_ms = 10000,
+		.window_ms = 2,
+		.segment_size = 64 * 1024,
+		.failure_policy = policy,
 	};
 	struct commitlog *cl = commitlog_new(&o);
 	ck_assert_ptr_nonnull(cl);
@@ -82,7 +86,8 @@ static int replay(struct fx *f, int policy, struct seen *s,
 		  struct commitlog_replay_stats *st)
 {
 	memset(s, 0, sizeof(*s));
-	struct commitlog *cl = open_log(f, CONF_COMMITLOG_SYNC_PERIODIC, policy);
+	struct commitlog *cl =
+		open_log(f, CONF_COMMITLOG_SYNC_PERIODIC, policy);
 	int rc = commitlog_replay(cl, on_record, s, st);
 	commitlog_delete(cl);
 	return rc;
@@ -98,7 +103,8 @@ static void on_done(void *arg, int status, enum err_code code)
 		int v = (int)(intptr_t)arg;
 		atomic_fetch_add(&acked, 1);
 		int cur = atomic_load(&max_acked);
-		while (v > cur && !atomic_compare_exchange_weak(&max_acked, &cur, v))
+		while (v > cur &&
+		       !atomic_compare_exchange_weak(&max_acked, &cur, v))
 			;
 	}
 }
@@ -113,7 +119,8 @@ static void append_n(struct commitlog *cl, int from, int n, bool with_cb)
 		ck_assert_int_eq(commitlog_append(cl, (uint8_t *)body,
 						  (size_t)len, &pos,
 						  with_cb ? on_done : NULL,
-						  (void *)(intptr_t)i), 0);
+						  (void *)(intptr_t)i),
+				 0);
 	}
 }
 
@@ -121,8 +128,8 @@ START_TEST(round_trip_across_segments)
 {
 	struct fx f;
 	fx_init(&f, "cl-rt");
-	struct commitlog *cl = open_log(&f, CONF_COMMITLOG_SYNC_PERIODIC,
-					CONF_POLICY_STOP);
+	struct commitlog *cl =
+		open_log(&f, CONF_COMMITLOG_SYNC_PERIODIC, CONF_POLICY_STOP);
 	struct commitlog_replay_stats st;
 	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
 	ck_assert_int_eq(commitlog_start(cl, 1), 0);
@@ -188,14 +195,16 @@ END_TEST
 START_TEST(acknowledged_writes_survive_a_crash_group)
 {
 	for (int r = 0; r < 4; r++)
-		crash_round(CONF_COMMITLOG_SYNC_GROUP, seed + 100 + (uint64_t)r);
+		crash_round(CONF_COMMITLOG_SYNC_GROUP,
+			    seed + 100 + (uint64_t)r);
 }
 END_TEST
 
 START_TEST(synced_writes_survive_a_crash_periodic)
 {
 	for (int r = 0; r < 4; r++)
-		crash_round(CONF_COMMITLOG_SYNC_PERIODIC, seed + 200 + (uint64_t)r);
+		crash_round(CONF_COMMITLOG_SYNC_PERIODIC,
+			    seed + 200 + (uint64_t)r);
 }
 END_TEST
 
@@ -214,8 +223,8 @@ START_TEST(corruption_below_a_sync_marker_stops_start)
 {
 	struct fx f;
 	fx_init(&f, "cl-corrupt");
-	struct commitlog *cl = open_log(&f, CONF_COMMITLOG_SYNC_BATCH,
-					CONF_POLICY_STOP);
+	struct commitlog *cl =
+		open_log(&f, CONF_COMMITLOG_SYNC_BATCH, CONF_POLICY_STOP);
 	struct commitlog_replay_stats st;
 	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
 	ck_assert_int_eq(commitlog_start(cl, 7), 0);
@@ -251,8 +260,8 @@ START_TEST(failed_fdatasync_stops_the_log)
 {
 	struct fx f;
 	fx_init(&f, "cl-eio");
-	struct commitlog *cl = open_log(&f, CONF_COMMITLOG_SYNC_BATCH,
-					CONF_POLICY_STOP);
+	struct commitlog *cl =
+		open_log(&f, CONF_COMMITLOG_SYNC_BATCH, CONF_POLICY_STOP);
 	struct commitlog_replay_stats st;
 	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
 	ck_assert_int_eq(commitlog_start(cl, 1), 0);
@@ -261,14 +270,15 @@ START_TEST(failed_fdatasync_stops_the_log)
 	fault_env_fail_writes(f.fe, "CommitLog", EIO);
 	struct clpos pos;
 	/* the write itself fails, or its sync does: either way it stops */
-	int rc = commitlog_append(cl, (const uint8_t *)"rec-10", 6, &pos,
-				  NULL, NULL);
+	int rc = commitlog_append(cl, (const uint8_t *)"rec-10", 6, &pos, NULL,
+				  NULL);
 	if (rc == 0)
 		ck_assert_int_eq(commitlog_sync_now(cl), -1);
 	ck_assert(commitlog_failed(cl));
 	fault_env_fail_writes(f.fe, NULL, 0);
 	ck_assert_int_eq(commitlog_append(cl, (const uint8_t *)"rec-11", 6,
-					  &pos, NULL, NULL), -1);
+					  &pos, NULL, NULL),
+			 -1);
 	ck_assert_ptr_nonnull(strstr(err_msg(), "commitlog stopped"));
 	commitlog_delete(cl);
 	fx_free(&f);

@@ -18,7 +18,7 @@
 static uint64_t seed;
 
 #define NPART 16
-#define NROW 25
+#define NROW  25
 
 static struct storage_table_meta *make_table(void)
 {
@@ -26,9 +26,12 @@ static struct storage_table_meta *make_table(void)
 	struct storage_table_meta *t = storage_table_meta_new("ks", "c", id);
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx, false);
-	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, ti, false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, tx, false);
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx,
+				      false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, ti,
+				      false);
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, tx,
+				      false);
 	t->options.chunk_length = 512;
 	return t;
 }
@@ -103,12 +106,14 @@ static int verify(struct storage *db, const struct storage_table_meta *t)
 		ck_assert_uint_eq(r->row_count, NROW);
 		for (int c = 0; c < NROW; c++) {
 			const struct storage_row_view *row = &r->rows[c];
-			ck_assert_int_eq((int)be32_load(row->clustering[0].ptr), c);
+			ck_assert_int_eq((int)be32_load(row->clustering[0].ptr),
+					 c);
 			value_of(p, c, v, sizeof(v));
 			ck_assert_uint_eq(row->cell_count, 1);
 			ck_assert_uint_eq(row->cells[0].value.len, strlen(v));
-			ck_assert_int_eq(memcmp(row->cells[0].value.ptr, v,
-						strlen(v)), 0);
+			ck_assert_int_eq(
+				memcmp(row->cells[0].value.ptr, v, strlen(v)),
+				0);
 		}
 		storage_result_delete(r);
 	}
@@ -129,8 +134,8 @@ static int verify(struct storage *db, const struct storage_table_meta *t)
 static void copy_tree(const char *from, const char *to)
 {
 	char cmd[4096];
-	int n = snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r '%s' '%s'",
-			 to, from, to);
+	int n = snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r '%s' '%s'", to,
+			 from, to);
 	ck_assert(n > 0 && (size_t)n < sizeof(cmd));
 	ck_assert_int_eq(system(cmd), 0);
 }
@@ -172,7 +177,10 @@ static void damage(const char *path, struct rng *r, bool truncate_it)
 	if (st.st_size == 0)
 		return;
 	if (truncate_it) {
-		ck_assert_int_eq(truncate(path, (off_t)rng_below(r, (uint64_t)st.st_size)), 0);
+		ck_assert_int_eq(
+			truncate(path,
+				 (off_t)rng_below(r, (uint64_t)st.st_size)),
+			0);
 		return;
 	}
 	FILE *f = fopen(path, "r+b");
@@ -186,8 +194,9 @@ static void damage(const char *path, struct rng *r, bool truncate_it)
 
 START_TEST(damaged_components_never_return_wrong_rows)
 {
-	static const char *comps[] = {"Data.db", "Index.db", "Summary.db",
-				      "Filter.db", "Statistics.db", "TOC.txt"};
+	static const char *comps[] = {"Data.db",       "Index.db",
+				      "Summary.db",    "Filter.db",
+				      "Statistics.db", "TOC.txt"};
 	struct env *env = env_real_new(NULL);
 	struct storage_table_meta *t = make_table();
 	char pristine[512], work[600];
@@ -206,7 +215,8 @@ START_TEST(damaged_components_never_return_wrong_rows)
 		for (int trial = 0; trial < 8; trial++) {
 			copy_tree(pristine, work);
 			char path[1400];
-			ck_assert(find_component(work, comps[ci], path, sizeof(path)));
+			ck_assert(find_component(work, comps[ci], path,
+						 sizeof(path)));
 			damage(path, &r, trial >= 6);
 			db = open_db(env, work, t);
 			if (!db) {

@@ -3,19 +3,19 @@
  * TTL against the env clock, corruption handling. */
 #include "common/env_real.h"
 #include "common/err.h"
+#include "common/murmur3.h"
 #include "conf/conf.h"
 #include "storage/cache_internal.h"
 #include "storage/storage.h"
-#include "common/murmur3.h"
 #include "tests/lib/testutil.h"
 #include "tests/unit/storage_fault_env.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Table: pk text, c int ASC, s int static, v blob. */
 enum { COL_PK, COL_C, COL_S, COL_V };
@@ -39,10 +39,13 @@ static struct storage_table_meta *make_table(uint8_t compression,
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
 	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx, false);
-	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, ti, false);
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx,
+				      false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, ti,
+				      false);
 	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, ti, false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, tb, false);
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, tb,
+				      false);
 	t->options.compression = compression;
 	t->options.chunk_length = chunk;
 	return t;
@@ -110,10 +113,12 @@ static void put(struct fx *f, const char *key, int c, const char *v,
 	be32_store(cb, (uint32_t)c);
 	struct slice ck = slice_make(cb, 4);
 	ck_assert_int_eq(storage_mutation_set_row(m, &ck, 1), 0);
-	ck_assert_int_eq(storage_mutation_put_marker(m, f->ts, ttl, now_sec(f)), 0);
+	ck_assert_int_eq(storage_mutation_put_marker(m, f->ts, ttl, now_sec(f)),
+			 0);
 	ck_assert_int_eq(storage_mutation_put(m, COL_V, NULL, 0,
 					      (const uint8_t *)v, strlen(v),
-					      f->ts, ttl, now_sec(f)), 0);
+					      f->ts, ttl, now_sec(f)),
+			 0);
 	f->ts++;
 	if (storage_apply_sync(f->db, m))
 		ck_abort_msg("apply: %s", err_msg());
@@ -190,8 +195,8 @@ START_TEST(reads_merge_memtable_and_sstables)
 	be32_store(b, 260);
 	struct slice sa = slice_make(a, 4), sb = slice_make(b, 4);
 	struct storage_slice sl = {&sa, 1, true, &sb, 1, false};
-	struct storage_read_cmd cmd = {.slices = &sl, .slice_count = 1,
-				       .reverse = true, .limit = 4};
+	struct storage_read_cmd cmd = {
+		.slices = &sl, .slice_count = 1, .reverse = true, .limit = 4};
 	r = get(&f, "wide", &cmd);
 	ck_assert_uint_eq(r->row_count, 4);
 	ck_assert_int_eq(row_c(&r->rows[0]), 259);
@@ -271,8 +276,8 @@ START_TEST(range_scan_in_token_order)
 	del_row(&f, "p5", 1); /* deleted: not returned */
 	qsort(toks, 300, sizeof(*toks), cmp_tok);
 	struct storage_read_cmd cmd = {0};
-	struct storage_scan *s = storage_scan_open(f.db, f.t->id, INT64_MIN,
-						   INT64_MIN, &cmd);
+	struct storage_scan *s =
+		storage_scan_open(f.db, f.t->id, INT64_MIN, INT64_MIN, &cmd);
 	ck_assert_ptr_nonnull(s);
 	struct storage_result *r;
 	size_t n = 0;
@@ -375,7 +380,8 @@ START_TEST(tombstone_failure_threshold_fails_the_read)
 	restart(&f);
 	for (int c = 0; c < 60; c++)
 		del_row(&f, "p", c);
-	struct storage_read_cmd cmd = {.key = (const uint8_t *)"p", .key_len = 1};
+	struct storage_read_cmd cmd = {.key = (const uint8_t *)"p",
+				       .key_len = 1};
 	struct storage_result *r;
 	ck_assert_int_eq(storage_read(f.db, f.t->id, &cmd, &r), -1);
 	ck_assert_int_eq(err_code(), ERR_OVERLOADED);
@@ -400,8 +406,8 @@ START_TEST(enospc_stops_writes_keeps_reads_and_loses_nothing)
 	/* new writes fail with a clear error */
 	struct storage_mutation *m =
 		storage_mutation_new(f.t, (const uint8_t *)"late", 4);
-	storage_mutation_put(m, COL_V, NULL, 0, (const uint8_t *)"x", 1,
-			     f.ts, 0, now_sec(&f));
+	storage_mutation_put(m, COL_V, NULL, 0, (const uint8_t *)"x", 1, f.ts,
+			     0, now_sec(&f));
 	ck_assert_int_eq(storage_apply_sync(f.db, m), -1);
 	ck_assert_ptr_nonnull(strstr(err_msg(), "writes stopped"));
 	ck_assert_ptr_nonnull(strstr(err_msg(), "No space left"));
@@ -436,8 +442,8 @@ START_TEST(block_cache_evicts_lru_and_keeps_held_blocks)
 	for (uint64_t i = 0; i < 10; i++) {
 		uint8_t *d = malloc(100);
 		memset(d, (int)i, 100);
-		struct cached_block *b = block_cache_put(c, f, i * 100, d, 100,
-							 i * 100 + 100);
+		struct cached_block *b =
+			block_cache_put(c, f, i * 100, d, 100, i * 100 + 100);
 		ck_assert_ptr_nonnull(b);
 		if (i == 0)
 			held = b; /* evicted later but still readable */
@@ -485,8 +491,8 @@ static void on_ack(void *arg, int status, enum err_code code)
 
 /* The caller's "loop": here it just runs the completion at once, counting
  * that it went through the hook. */
-static void post_hook(void *post_arg, storage_done_fn fn, void *arg,
-		      int status, enum err_code code)
+static void post_hook(void *post_arg, storage_done_fn fn, void *arg, int status,
+		      enum err_code code)
 {
 	struct posted *p = post_arg;
 	pthread_mutex_lock(&p->mu);
@@ -611,16 +617,19 @@ START_TEST(timestamp_ordered_reads_match_a_full_merge)
 	uint8_t id[16] = {0x77};
 	struct storage_table_meta *kv = storage_table_meta_new("ks", "kv", id);
 	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
-	storage_table_meta_add_column(kv, "k", STORAGE_COLUMN_PARTITION_KEY, tb, false);
-	storage_table_meta_add_column(kv, "a", STORAGE_COLUMN_REGULAR, tb, false);
-	storage_table_meta_add_column(kv, "b", STORAGE_COLUMN_REGULAR, tb, false);
+	storage_table_meta_add_column(kv, "k", STORAGE_COLUMN_PARTITION_KEY, tb,
+				      false);
+	storage_table_meta_add_column(kv, "a", STORAGE_COLUMN_REGULAR, tb,
+				      false);
+	storage_table_meta_add_column(kv, "b", STORAGE_COLUMN_REGULAR, tb,
+				      false);
 	ck_assert_int_eq(storage_table_add(f.db, kv, true), 0);
 	struct {
 		int col; /* -1: row deletion */
 		int64_t ts;
 		const char *v; /* NULL: cell tombstone */
 	} steps[] = {
-		{1, 10, "a1"}, {2, 10, "b1"}, /* sstable 1 */
+		{1, 10, "a1"}, {2, 10, "b1"},  /* sstable 1 */
 		{1, 20, "a2"}, {-1, 15, NULL}, /* sstable 2: b1 deleted */
 		{2, 5, "old"},                 /* sstable 3: too old for b */
 		{1, 30, NULL},                 /* sstable 4: a deleted */
@@ -632,19 +641,21 @@ START_TEST(timestamp_ordered_reads_match_a_full_merge)
 	size_t k = 0;
 	for (size_t st = 0; st < 5; st++) {
 		for (; k <= (size_t)flush_after[st]; k++) {
-			struct storage_mutation *m =
-				storage_mutation_new(kv, (const uint8_t *)"key", 3);
+			struct storage_mutation *m = storage_mutation_new(
+				kv, (const uint8_t *)"key", 3);
 			if (steps[k].col < 0)
-				storage_mutation_delete_row(m, steps[k].ts, now_sec(&f));
+				storage_mutation_delete_row(m, steps[k].ts,
+							    now_sec(&f));
 			else if (steps[k].v)
-				storage_mutation_put(m, steps[k].col, NULL, 0,
-						     (const uint8_t *)steps[k].v,
-						     strlen(steps[k].v),
-						     steps[k].ts, 0, now_sec(&f));
+				storage_mutation_put(
+					m, steps[k].col, NULL, 0,
+					(const uint8_t *)steps[k].v,
+					strlen(steps[k].v), steps[k].ts, 0,
+					now_sec(&f));
 			else
-				storage_mutation_delete_cell(m, steps[k].col,
-							     NULL, 0, steps[k].ts,
-							     now_sec(&f));
+				storage_mutation_delete_cell(
+					m, steps[k].col, NULL, 0, steps[k].ts,
+					now_sec(&f));
 			ck_assert_int_eq(storage_apply_sync(f.db, m), 0);
 			storage_mutation_delete(m);
 		}
@@ -654,18 +665,22 @@ START_TEST(timestamp_ordered_reads_match_a_full_merge)
 		struct storage_result *r;
 		ck_assert_int_eq(storage_read(f.db, kv->id, &cmd, &r), 0);
 		const char *got[3] = {NULL, NULL, NULL};
-		for (size_t i = 0; r->row_count && i < r->rows[0].cell_count; i++) {
-			const struct storage_cell_view *c = &r->rows[0].cells[i];
+		for (size_t i = 0; r->row_count && i < r->rows[0].cell_count;
+		     i++) {
+			const struct storage_cell_view *c =
+				&r->rows[0].cells[i];
 			static char bufs[3][16];
 			snprintf(bufs[c->column], 16, "%.*s", (int)c->value.len,
 				 (const char *)c->value.ptr);
 			got[c->column] = bufs[c->column];
 		}
 		ck_assert_msg((want_a[st] == NULL) == (got[1] == NULL) &&
-			      (!want_a[st] || strcmp(want_a[st], got[1]) == 0),
+				      (!want_a[st] ||
+				       strcmp(want_a[st], got[1]) == 0),
 			      "step %zu: a", st);
 		ck_assert_msg((want_b[st] == NULL) == (got[2] == NULL) &&
-			      (!want_b[st] || strcmp(want_b[st], got[2]) == 0),
+				      (!want_b[st] ||
+				       strcmp(want_b[st], got[2]) == 0),
 			      "step %zu: b", st);
 		storage_result_delete(r);
 	}

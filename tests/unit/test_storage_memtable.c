@@ -1,8 +1,8 @@
 /* storage memtable and read merge: slices, reverse, limits, static rows,
  * projection, every kind of tombstone, TTL expiry, memory accounting. */
 #include "common/err.h"
-#include "storage/read_internal.h"
 #include "common/murmur3.h"
+#include "storage/read_internal.h"
 #include "tests/lib/testutil.h"
 
 #include <stdio.h>
@@ -21,24 +21,28 @@ static struct storage_table_meta *table(void)
 	struct storage_type tm = {.kind = STORAGE_TYPE_MAP,
 				  .elem = STORAGE_TYPE_INT,
 				  .value = STORAGE_TYPE_INT};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx, false);
-	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, ti, false);
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx,
+				      false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, ti,
+				      false);
 	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, ti, false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, ti, false);
-	storage_table_meta_add_column(t, "m", STORAGE_COLUMN_REGULAR, tm, false);
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, ti,
+				      false);
+	storage_table_meta_add_column(t, "m", STORAGE_COLUMN_REGULAR, tm,
+				      false);
 	return t;
 }
 
 static uint8_t ibuf[64][4];
-static struct slice I(int v)
-{
+static struct slice I(int v) {
 	static int next;
 	uint8_t *p = ibuf[next++ % 64];
 	be32_store(p, (uint32_t)v);
 	return slice_make(p, 4);
 }
 
-static int geti(struct slice s)
+static int
+geti(struct slice s)
 {
 	return (int)be32_load(s.ptr);
 }
@@ -68,7 +72,8 @@ static void put_row(struct fx *f, const char *key, int c, int v, int64_t ts,
 	ck_assert_int_eq(storage_mutation_put_marker(m, ts, ttl, 1000), 0);
 	struct slice v1 = I(v);
 	ck_assert_int_eq(storage_mutation_put(m, COL_V, NULL, 0, v1.ptr, 4, ts,
-					      ttl, 1000), 0);
+					      ttl, 1000),
+			 0);
 	apply(f, m);
 }
 
@@ -84,8 +89,10 @@ static struct storage_result *rd(struct fx *f, const char *key,
 	struct read_ctx c;
 	ck_assert_int_eq(read_ctx_init(&c, f->t, &cmd, now), 0);
 	int64_t tok = murmur3_token(cmd.key, cmd.key_len);
-	ck_assert_int_eq(read_ctx_add_memtable(&c, f->mt, tok,
-					       slice_make(cmd.key, cmd.key_len)), 0);
+	ck_assert_int_eq(
+		read_ctx_add_memtable(&c, f->mt, tok,
+				      slice_make(cmd.key, cmd.key_len)),
+		0);
 	struct storage_result *r;
 	int rc = read_ctx_finish(&c, tok, slice_make(cmd.key, cmd.key_len), &r);
 	read_ctx_destroy(&c);
@@ -105,7 +112,6 @@ static void teardown(struct fx *f)
 	memtable_unref(f->mt);
 	storage_table_meta_delete(f->t);
 }
-
 
 START_TEST(slices_reverse_and_limit)
 {
@@ -127,8 +133,8 @@ START_TEST(slices_reverse_and_limit)
 	struct slice a = I(2), b = I(4), c = I(6), d = I(8);
 	struct storage_slice sl[2] = {{&a, 1, true, &b, 1, false},
 				      {&c, 1, false, &d, 1, true}};
-	struct storage_read_cmd cmd = {.slices = sl, .slice_count = 2,
-				       .reverse = true, .limit = 3};
+	struct storage_read_cmd cmd = {
+		.slices = sl, .slice_count = 2, .reverse = true, .limit = 3};
 	r = rd(&f, "p", &cmd, 1000);
 	ck_assert_uint_eq(r->row_count, 3);
 	ck_assert_int_eq(geti(r->rows[0].clustering[0]), 8);
@@ -199,17 +205,20 @@ START_TEST(collections_static_and_projection)
 	struct storage_mutation *m = mut(&f, "p");
 	storage_mutation_set_static_row(m);
 	struct slice sv = I(7);
-	ck_assert_int_eq(storage_mutation_put(m, COL_S, NULL, 0, sv.ptr, 4, 5,
-					      0, 1000), 0);
+	ck_assert_int_eq(
+		storage_mutation_put(m, COL_S, NULL, 0, sv.ptr, 4, 5, 0, 1000),
+		0);
 	/* a regular column is refused in the static row */
-	ck_assert_int_eq(storage_mutation_put(m, COL_V, NULL, 0, sv.ptr, 4, 5,
-					      0, 1000), -1);
+	ck_assert_int_eq(
+		storage_mutation_put(m, COL_V, NULL, 0, sv.ptr, 4, 5, 0, 1000),
+		-1);
 	struct slice ck = I(1);
 	storage_mutation_set_row(m, &ck, 1);
 	for (int k = 0; k < 4; k++) {
 		struct slice kk = I(k), vv = I(k * 100);
 		ck_assert_int_eq(storage_mutation_put(m, COL_M, kk.ptr, 4,
-						      vv.ptr, 4, 5, 0, 1000), 0);
+						      vv.ptr, 4, 5, 0, 1000),
+				 0);
 	}
 	struct slice v = I(3);
 	storage_mutation_put(m, COL_V, NULL, 0, v.ptr, 4, 5, 0, 1000);
@@ -223,7 +232,7 @@ START_TEST(collections_static_and_projection)
 	struct storage_result *r = rd(&f, "p", NULL, 1000);
 	ck_assert_uint_eq(r->row_count, 1);
 	ck_assert_uint_eq(r->rows[0].cell_count, 4); /* 3 elements + v */
-	ck_assert_ptr_null(r->static_row);            /* not requested */
+	ck_assert_ptr_null(r->static_row);           /* not requested */
 	storage_result_delete(r);
 
 	m = mut(&f, "p");
@@ -233,8 +242,8 @@ START_TEST(collections_static_and_projection)
 	storage_mutation_put(m, COL_M, k9.ptr, 4, k9.ptr, 4, 7, 0, 1000);
 	apply(&f, m);
 	uint16_t cols[] = {COL_M, COL_S};
-	struct storage_read_cmd cmd = {.columns = cols, .column_count = 2,
-				       .with_static = true};
+	struct storage_read_cmd cmd = {
+		.columns = cols, .column_count = 2, .with_static = true};
 	r = rd(&f, "p", &cmd, 1000);
 	ck_assert_uint_eq(r->row_count, 1);
 	ck_assert_uint_eq(r->rows[0].cell_count, 1);
@@ -290,7 +299,8 @@ START_TEST(memory_is_accounted_and_overwrites_reconcile)
 	/* partitions iterate in token order */
 	int64_t prev = INT64_MIN;
 	size_t n = 0;
-	for (struct skiplist_node *x = memtable_seek_token(f.mt, INT64_MIN, true);
+	for (struct skiplist_node *x =
+		     memtable_seek_token(f.mt, INT64_MIN, true);
 	     x; x = skiplist_next(x), n++) {
 		ck_assert_int_ge(mt_node_partition(x)->token, prev);
 		prev = mt_node_partition(x)->token;

@@ -1,10 +1,10 @@
 /* storage data model: tokens, per-type orders, clustering, reconcile
  * (property-tested), and the mutation encoding. */
 #include "common/err.h"
+#include "common/murmur3.h"
 #include "common/rand.h"
 #include "storage/atom_internal.h"
 #include "storage/storage.h"
-#include "common/murmur3.h"
 #include "tests/lib/testutil.h"
 
 #include <math.h>
@@ -24,7 +24,9 @@ START_TEST(token_matches_cassandra)
 		{"hello", 5, -3758069500696749310LL},
 		{"", 0, 0},
 		{"a", 1, -8839064797231613815LL},
-		{"\xff\xfe\x80" "abcdefghijklmnopq", 20, 8049054078245769369LL},
+		{"\xff\xfe\x80"
+		 "abcdefghijklmnopq",
+		 20, 8049054078245769369LL},
 		{"0123456789abcdef", 16, 5467490433528156583LL},
 		{"key-000000000001", 16, -5276510888002631797LL},
 	};
@@ -72,8 +74,8 @@ START_TEST(numbers_compare_signed)
 			enc[i][j] = (uint8_t)(bits >> (56 - 8 * j));
 	}
 	for (int i = 0; i < 4; i++)
-		ck_assert_int_lt(cmp(STORAGE_TYPE_DOUBLE, enc[i], 8,
-				     enc[i + 1], 8), 0);
+		ck_assert_int_lt(
+			cmp(STORAGE_TYPE_DOUBLE, enc[i], 8, enc[i + 1], 8), 0);
 	/* empty sorts first */
 	ck_assert_int_lt(cmp(STORAGE_TYPE_INT, "", 0, m1, 4), 0);
 }
@@ -117,8 +119,8 @@ static struct storage_table_meta *ck_table(void)
 	struct storage_table_meta *t = storage_table_meta_new("ks", "t", id);
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
-				      tx, false);
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx,
+				      false);
 	storage_table_meta_add_column(t, "a", STORAGE_COLUMN_CLUSTERING, ti,
 				      false);
 	storage_table_meta_add_column(t, "b", STORAGE_COLUMN_CLUSTERING, ti,
@@ -153,8 +155,8 @@ START_TEST(clustering_composite_asc_desc_and_prefix)
 	ck_assert_int_eq(ck_cmp(t, enc_ck(&x, 3, 9, 2), enc_ck(&y, 3, 9, 2)),
 			 0);
 	/* prefix (a=3) contains (3, x) */
-	ck_assert_int_eq(ck_cmp_prefix(t, enc_ck(&x, 3, 7, 2),
-				       enc_ck(&y, 3, 0, 1)), 0);
+	ck_assert_int_eq(
+		ck_cmp_prefix(t, enc_ck(&x, 3, 7, 2), enc_ck(&y, 3, 0, 1)), 0);
 	ck_assert(ck_after_start(t, enc_ck(&x, 3, 7, 2), enc_ck(&y, 3, 0, 1),
 				 true));
 	ck_assert(!ck_after_start(t, enc_ck(&x, 3, 7, 2), enc_ck(&y, 3, 0, 1),
@@ -189,8 +191,7 @@ static struct atom random_atom(struct rng *r)
 		a.ldt = (int64_t)rng_below(r, 3);
 		/* fall through */
 	default:
-		a.value = slice_make(vals[rng_below(r, 4)],
-				     rng_below(r, 3));
+		a.value = slice_make(vals[rng_below(r, 4)], rng_below(r, 3));
 		break;
 	}
 	return a;
@@ -226,10 +227,16 @@ START_TEST(reconcile_follows_cassandra_tie_breaks)
 	struct atom live = {.ts = 5, .value = slice_make("z", 1)};
 	struct atom older = {.ts = 4, .flags = ATOM_TOMBSTONE, .ldt = 9};
 	struct atom tomb = {.ts = 5, .flags = ATOM_TOMBSTONE, .ldt = 1};
-	struct atom exp1 = {.ts = 5, .flags = ATOM_EXPIRING, .ttl = 1,
-			    .ldt = 10, .value = slice_make("a", 1)};
-	struct atom exp2 = {.ts = 5, .flags = ATOM_EXPIRING, .ttl = 1,
-			    .ldt = 11, .value = slice_make("a", 1)};
+	struct atom exp1 = {.ts = 5,
+			    .flags = ATOM_EXPIRING,
+			    .ttl = 1,
+			    .ldt = 10,
+			    .value = slice_make("a", 1)};
+	struct atom exp2 = {.ts = 5,
+			    .flags = ATOM_EXPIRING,
+			    .ttl = 1,
+			    .ldt = 11,
+			    .value = slice_make("a", 1)};
 	struct atom big = {.ts = 5, .value = slice_make("zz", 2)};
 	ck_assert_ptr_eq(atom_reconcile(&live, &older), &live);
 	ck_assert_ptr_eq(atom_reconcile(&live, &tomb), &tomb);
@@ -241,17 +248,20 @@ END_TEST
 
 static struct storage_mutation *sample_mutation(struct storage_table_meta *t)
 {
-	struct storage_mutation *m = storage_mutation_new(t, (const uint8_t *)"k1", 2);
+	struct storage_mutation *m =
+		storage_mutation_new(t, (const uint8_t *)"k1", 2);
 	uint8_t a[4] = {0, 0, 0, 1}, b[4] = {0, 0, 0, 2};
 	struct slice ck[2] = {slice_make(a, 4), slice_make(b, 4)};
 	ck_assert_int_eq(storage_mutation_set_row(m, ck, 2), 0);
 	ck_assert_int_eq(storage_mutation_put_marker(m, 10, 0, 100), 0);
 	ck_assert_int_eq(storage_mutation_put(m, 3, NULL, 0,
-					      (const uint8_t *)"hi", 2, 10,
-					      60, 100), 0);
+					      (const uint8_t *)"hi", 2, 10, 60,
+					      100),
+			 0);
 	ck_assert_int_eq(storage_mutation_delete_row(m, 9, 100), 0);
 	ck_assert_int_eq(storage_mutation_delete_range(m, ck, 1, true, ck, 2,
-						       false, 8, 100), 0);
+						       false, 8, 100),
+			 0);
 	ck_assert_int_eq(storage_mutation_delete_partition(m, 7, 100), 0);
 	/* key columns cannot take cells */
 	ck_assert_int_eq(storage_mutation_put(m, 1, NULL, 0, a, 4, 1, 0, 0),

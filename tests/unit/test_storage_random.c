@@ -18,13 +18,13 @@
 static uint64_t seed;
 
 enum { COL_PK, COL_C, COL_S, COL_V, COL_TAGS };
-#define NKEYS 5
-#define NCK 10
+#define NKEYS     5
+#define NCK       10
 #define STATIC_CK (-1)
 
 /* ---- the model ----------------------------------------------------------- */
 
-struct mcell { /* one reconciled cell/marker/deletion */
+struct mcell {                        /* one reconciled cell/marker/deletion */
 	int key, ck, col, kind, path; /* col -1 = row level; path -1 = none */
 	bool tomb, exp;
 	int64_t ts, ldt;
@@ -114,7 +114,8 @@ static bool visible(const struct model *m, const struct mcell *c, int64_t now)
 	if (rd && c->ts <= rd->ts)
 		return false;
 	if (c->col >= 0) {
-		const struct mcell *cd = model_get(m, c->key, c->ck, c->col, 0, -1);
+		const struct mcell *cd =
+			model_get(m, c->key, c->ck, c->col, 0, -1);
 		if (cd && c->ts <= cd->ts)
 			return false;
 	}
@@ -196,8 +197,8 @@ static void random_write(struct fx *f)
 	last_ck = ck;
 	int64_t ts = f->ts;
 	uint8_t b[4], pb[4];
-	struct mcell c = {.key = key, .ck = ck, .path = -1, .ts = ts,
-			  .ldt = f->now};
+	struct mcell c = {
+		.key = key, .ck = ck, .path = -1, .ts = ts, .ldt = f->now};
 	struct storage_mutation *mu;
 	unsigned op = (unsigned)rng_below(r, 100);
 	int32_t ttl = rng_below(r, 5) == 0 ? (int32_t)rng_below(r, 30) + 1 : 0;
@@ -205,7 +206,8 @@ static void random_write(struct fx *f)
 	if (op < 30) { /* regular cell (+ marker half the time) */
 		mu = new_mut(f, key, ck);
 		struct slice v = ival(b, val);
-		storage_mutation_put(mu, COL_V, NULL, 0, v.ptr, 4, ts, ttl, f->now);
+		storage_mutation_put(mu, COL_V, NULL, 0, v.ptr, 4, ts, ttl,
+				     f->now);
 		c.col = COL_V, c.kind = 1, c.value = val;
 		c.exp = ttl > 0, c.ldt = f->now + ttl;
 		model_put(f->m, c);
@@ -220,8 +222,8 @@ static void random_write(struct fx *f)
 		struct slice p = ival(pb, e);
 		c.col = COL_TAGS, c.kind = 1, c.path = e;
 		if (op < 40) {
-			storage_mutation_put(mu, COL_TAGS, p.ptr, 4, NULL, 0, ts,
-					     ttl, f->now);
+			storage_mutation_put(mu, COL_TAGS, p.ptr, 4, NULL, 0,
+					     ts, ttl, f->now);
 			c.exp = ttl > 0, c.ldt = f->now + ttl;
 		} else {
 			storage_mutation_delete_cell(mu, COL_TAGS, p.ptr, 4, ts,
@@ -253,8 +255,8 @@ static void random_write(struct fx *f)
 		storage_mutation_delete_range(mu, &sl, open_lo ? 0 : 1, li, &sh,
 					      1, hi_i, ts, f->now);
 		ck_assert_uint_lt(f->m->nrt, 4096);
-		f->m->rts[f->m->nrt++] = (struct mrt){key, open_lo ? -1000 : lo,
-						      hi, li || open_lo, hi_i, ts};
+		f->m->rts[f->m->nrt++] = (struct mrt){
+			key, open_lo ? -1000 : lo, hi, li || open_lo, hi_i, ts};
 	} else if (op < 80) { /* partition delete */
 		mu = new_mut(f, key, 0);
 		storage_mutation_delete_partition(mu, ts, f->now);
@@ -263,7 +265,8 @@ static void random_write(struct fx *f)
 	} else { /* static cell */
 		mu = new_mut(f, key, STATIC_CK);
 		struct slice v = ival(b, val);
-		storage_mutation_put(mu, COL_S, NULL, 0, v.ptr, 4, ts, ttl, f->now);
+		storage_mutation_put(mu, COL_S, NULL, 0, v.ptr, 4, ts, ttl,
+				     f->now);
 		c.ck = STATIC_CK, c.col = COL_S, c.kind = 1, c.value = val;
 		c.exp = ttl > 0, c.ldt = f->now + ttl;
 		model_put(f->m, c);
@@ -281,7 +284,8 @@ static size_t expected_cells(const struct fx *f, int key, int ck,
 	const struct model *m = f->m;
 	size_t n = 0;
 	*live = false;
-	if (ck != STATIC_CK && visible(m, model_get(m, key, ck, -1, 1, -1), f->now))
+	if (ck != STATIC_CK &&
+	    visible(m, model_get(m, key, ck, -1, 1, -1), f->now))
 		*live = true;
 	int col = ck == STATIC_CK ? COL_S : COL_V;
 	const struct mcell *v = model_get(m, key, ck, col, 1, -1);
@@ -309,7 +313,8 @@ static void check_row(const struct storage_row_view *row,
 		ck_assert_int_eq(c->column, want[i].col);
 		if (want[i].path >= 0 || want[i].col == COL_TAGS) {
 			ck_assert_uint_eq(c->path.len, 4);
-			ck_assert_int_eq((int)be32_load(c->path.ptr), want[i].path);
+			ck_assert_int_eq((int)be32_load(c->path.ptr),
+					 want[i].path);
 		} else {
 			ck_assert_uint_eq(c->value.len, 4);
 			ck_assert_int_eq((int)be32_load(c->value.ptr),
@@ -325,7 +330,8 @@ static void check_partition(struct fx *f, int key,
 	bool live;
 	char what[96];
 	size_t n = expected_cells(f, key, STATIC_CK, want, &live);
-	snprintf(what, sizeof(what), "step %d key %s static", step, keyname(key));
+	snprintf(what, sizeof(what), "step %d key %s static", step,
+		 keyname(key));
 	ck_assert_msg((r->static_row != NULL) == live, "%s: presence", what);
 	if (live)
 		check_row(r->static_row, want, n, what);
@@ -350,9 +356,10 @@ static void check_partition(struct fx *f, int key,
 static void check_all(struct fx *f, int step)
 {
 	for (int k = 0; k < NKEYS; k++) {
-		struct storage_read_cmd cmd = {.key = (const uint8_t *)keyname(k),
-					       .key_len = strlen(keyname(k)),
-					       .with_static = true};
+		struct storage_read_cmd cmd = {
+			.key = (const uint8_t *)keyname(k),
+			.key_len = strlen(keyname(k)),
+			.with_static = true};
 		struct storage_result *r;
 		if (storage_read(f->db, f->t->id, &cmd, &r))
 			ck_abort_msg("step %d read: %s", step, err_msg());
@@ -429,11 +436,16 @@ static void run(uint64_t s, int steps)
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
 	struct storage_type ts = {.kind = STORAGE_TYPE_SET,
 				  .elem = STORAGE_TYPE_INT};
-	storage_table_meta_add_column(f.t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx, false);
-	storage_table_meta_add_column(f.t, "c", STORAGE_COLUMN_CLUSTERING, ti, false);
-	storage_table_meta_add_column(f.t, "s", STORAGE_COLUMN_STATIC, ti, false);
-	storage_table_meta_add_column(f.t, "v", STORAGE_COLUMN_REGULAR, ti, false);
-	storage_table_meta_add_column(f.t, "tags", STORAGE_COLUMN_REGULAR, ts, false);
+	storage_table_meta_add_column(f.t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      tx, false);
+	storage_table_meta_add_column(f.t, "c", STORAGE_COLUMN_CLUSTERING, ti,
+				      false);
+	storage_table_meta_add_column(f.t, "s", STORAGE_COLUMN_STATIC, ti,
+				      false);
+	storage_table_meta_add_column(f.t, "v", STORAGE_COLUMN_REGULAR, ti,
+				      false);
+	storage_table_meta_add_column(f.t, "tags", STORAGE_COLUMN_REGULAR, ts,
+				      false);
 	f.t->options.gc_grace_seconds = 60;
 	f.t->options.chunk_length = 256 + (uint32_t)rng_below(&f.r, 2048);
 	f.t->options.compression = (uint8_t)rng_below(&f.r, 3);
@@ -447,7 +459,8 @@ static void run(uint64_t s, int steps)
 			ck_assert_int_eq(storage_flush(f.db, NULL), 0);
 		} else if (op < 45) {
 			ck_assert_int_eq(storage_compact(f.db, f.t->id,
-							 rng_below(&f.r, 2)), 0);
+							 rng_below(&f.r, 2)),
+					 0);
 		} else if (op < 52) {
 			storage_delete(f.db);
 			db_open(&f);
