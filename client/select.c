@@ -273,7 +273,50 @@ static int restrict_token(struct cql_select_plan *p,
 	return 0;
 }
 
-/* Clustering restrictions: equalities on a prefix, then one range. */
+/* One point slice per IN value after the equality prefix, in clustering
+ * order and without repeats (the storage read wants them ascending and
+ * disjoint). */
+static int in_slices(struct cql_select_plan *p, const struct slice *prefix,
+		     size_t np, const struct storage_column *col,
+		     struct slice *vals, size_t n)
+{
+	/* Insertion sort with the column's order: IN lists are short. */
+	for (size_t i = 1; i < n; i++) {
+		struct slice v = vals[i];
+		size_t j = i;
+		while (j > 0) {
+			int c = storage_value_cmp(
+				col->type.kind, vals[j - 1].ptr,
+				vals[j - 1].len, v.ptr, v.len);
+			if ((col->desc ? -c : c) <= 0)
+				break;
+			vals[j] = vals[j - 1];
+			j--;
+		}
+		vals[j] = v;
+	}
+	struct storage_slice *sl = arena_alloc(p->a, (n + 1) * sizeof(*sl));
+	if (!sl)
+		return -1;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (k && slice_eq(sl[k - 1].start[np], vals[i]))
+			continue; /* a repeated value */
+		struct slice *key = arena_alloc(p->a, (np + 1) * sizeof(*key));
+		if (!key)
+			return -1;
+		memcpy(key, prefix, np * sizeof(*key));
+		key[np] = vals[i];
+		sl[k++] = (struct storage_slice){key, np + 1, true,
+						 key, np + 1, true};
+	}
+	p->cmd.slices = sl;
+	p->cmd.slice_count = k;
+	return 0;
+}
+
+/* Clustering restrictions: equalities on a prefix, then one range or an
+ * IN on the last restricted column. */
 static int restrict_clustering(struct cql_select_plan *p,
 			       const struct cql_relation **by_col,
 			       const struct cql_value *binds, size_t nbinds)
@@ -284,6 +327,8 @@ static int restrict_clustering(struct cql_select_plan *p,
 	struct slice *end = arena_alloc(p->a, (m->ck_count + 1) * sizeof(*end));
 	size_t ns = 0, ne = 0;
 	bool si = true, ei = true, ranged = false;
+	struct key_restr in = {NULL, 0};
+	const struct storage_column *in_col = NULL;
 	if (!start || !end)
 		return -1;
 	for (size_t i = 0; i < m->ck_count; i++) {
@@ -294,6 +339,12 @@ static int restrict_clustering(struct cql_select_plan *p,
 						      by_col[2 * c + 1]};
 		if (!rels[0])
 			continue;
+		if (in_col)
+			return err_set(ERR_UNSUPPORTED,
+				       "Restrictions after an IN on clustering "
+				       "column %s are not supported by "
+				       "Cassini yet",
+				       in_col->name);
 		if (ranged)
 			return err_set(ERR_INVALID,
 				       "Clustering column \"%s\" cannot "
@@ -313,11 +364,19 @@ static int restrict_clustering(struct cql_select_plan *p,
 			const struct cql_relation *r = rels[k];
 			struct slice v;
 			bool null;
-			if (r->op == CQL_OP_IN)
-				return err_set(
-					ERR_UNSUPPORTED,
-					"IN on clustering columns is not "
-					"supported by Cassini yet");
+			if (r->op == CQL_OP_IN) {
+				if (rels[1])
+					return err_set(
+						ERR_INVALID,
+						"More than one restriction "
+						"was found for %s",
+						col->name);
+				if (restrict_partition(p, r, c, &in, binds,
+						       nbinds) != 0)
+					return -1;
+				in_col = col;
+				break;
+			}
 			if (r->op == CQL_OP_NEQ || r->op == CQL_OP_CONTAINS ||
 			    r->op == CQL_OP_CONTAINS_KEY)
 				return err_set(ERR_INVALID,
@@ -353,6 +412,8 @@ static int restrict_clustering(struct cql_select_plan *p,
 	}
 	if (!p->clustering_restricted)
 		return 0;
+	if (in_col)
+		return in_slices(p, start, ns, in_col, in.vals, in.n);
 	p->slice = (struct storage_slice){start, ns, si, end, ne, ei};
 	p->cmd.slices = &p->slice;
 	p->cmd.slice_count = 1;

@@ -17,7 +17,8 @@
  * comes in one reply, at most CQL_SELECT_MAX_ROWS (more is an error, never
  * a silently short answer).
  *
- * Not yet: IN on clustering columns, multi-column relations, aggregates
+ * Not yet: restrictions after an IN on a clustering column, multi-column
+ * relations, aggregates
  * other than count.
  */
 #ifndef CASSINI_CLIENT_SELECT_H

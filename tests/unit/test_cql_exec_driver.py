@@ -396,3 +396,33 @@ def test_paging_resumes_where_the_page_stopped(data_session):
     # count(*) is one row whatever the fetch size.
     assert s.execute(SimpleStatement("SELECT count(*) FROM ks.t",
                                      fetch_size=10)).one().count == 498
+
+
+def test_in_on_a_clustering_column(data_session):
+    s = data_session
+    s.execute("CREATE TABLE ks.w (k int, a int, b text, v int, "
+              "PRIMARY KEY (k, a, b)) WITH CLUSTERING ORDER BY (a ASC, b DESC)")
+    ins = s.prepare("INSERT INTO ks.w (k, a, b, v) VALUES (?, ?, ?, ?)")
+    for a in range(4):
+        for b in "xyz":
+            s.execute(ins, [1, a, b, a * 10])
+    rows = s.execute("SELECT a, b FROM ks.w WHERE k = 1 AND a IN (3, 1, 3)")
+    # Clustering order, each value once.
+    assert [(r.a, r.b) for r in rows] == [(1, "z"), (1, "y"), (1, "x"),
+                                          (3, "z"), (3, "y"), (3, "x")]
+    rows = s.execute("SELECT b FROM ks.w WHERE k = 1 AND a = 2 AND "
+                     "b IN ('x', 'z', 'q')")
+    assert [r.b for r in rows] == ["z", "x"]  # b is DESC
+    rows = s.execute("SELECT a, b FROM ks.w WHERE k = 1 AND a IN (0, 2) "
+                     "ORDER BY a DESC")
+    assert [(r.a, r.b) for r in rows] == [(2, "x"), (2, "y"), (2, "z"),
+                                          (0, "x"), (0, "y"), (0, "z")]
+    sel = s.prepare("SELECT a FROM ks.w WHERE k = ? AND a IN ?")
+    assert [r.a for r in s.execute(sel, [1, [2, 0]])] == [0, 0, 0, 2, 2, 2]
+    assert list(s.execute(sel, [1, []])) == []
+    st = SimpleStatement("SELECT a, b FROM ks.w WHERE k = 1 AND a IN (1, 2)",
+                         fetch_size=4)
+    assert [(r.a, r.b) for r in s.execute(st)] == [
+        (1, "z"), (1, "y"), (1, "x"), (2, "z"), (2, "y"), (2, "x")]
+    with pytest.raises(InvalidRequest, match="not supported"):
+        s.execute("SELECT * FROM ks.w WHERE k = 1 AND a IN (1, 2) AND b = 'x'")
