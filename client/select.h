@@ -18,8 +18,7 @@
  * a silently short answer).
  *
  * Not yet: restrictions after an IN on a clustering column, multi-column
- * relations, aggregates
- * other than count.
+ * relations, aggregates other than count.
  */
 #ifndef CASSINI_CLIENT_SELECT_H
 #define CASSINI_CLIENT_SELECT_H
