@@ -334,6 +334,12 @@ struct cql_service *cql_service_new(const struct conf *c,
 	return s;
 }
 
+uint64_t cql_service_load_bytes(const struct cql_service *s)
+{
+	struct storage_stats st;
+	return storage_stats(s->db, NULL, &st) == 0 ? st.sstable_bytes : 0;
+}
+
 const struct cql_schema *cql_service_schema(const struct cql_service *s)
 {
 	return s->schema;

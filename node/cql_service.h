@@ -33,6 +33,9 @@ struct cql_service *cql_service_new(const struct conf *c,
 				    cql_service_node_info_fn node_info,
 				    void *arg);
 
+/* Bytes of live SSTables: the node's load, as nodetool status shows it. */
+uint64_t cql_service_load_bytes(const struct cql_service *s);
+
 /* Flushes memtables (nodetool drain); blocks. */
 int cql_service_drain(struct cql_service *s);
 

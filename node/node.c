@@ -537,6 +537,20 @@ static void schema_tick(void *arg)
 	}
 }
 
+/* LOAD as Cassandra's LoadBroadcaster spreads it: live SSTable bytes as a
+ * double, once a minute. */
+#define LOAD_INTERVAL_US (60u * 1000000u)
+
+static void load_tick(void *arg)
+{
+	struct node *n = arg;
+	char v[32];
+	snprintf(v, sizeof(v), "%.1f", (double)cql_service_load_bytes(n->cql));
+	if (gossip_set_local_state(n->gossip, GOSSIP_STATE_LOAD, v) != 0)
+		LOG_WARN("cannot gossip LOAD: %s", err_msg());
+	env_timer_arm(n->env, n->load_timer, LOAD_INTERVAL_US);
+}
+
 static int setup_schema_sync(struct node *n)
 {
 	n->schema_timer = env_timer_new(n->env, schema_tick, n);
@@ -579,6 +593,10 @@ struct node *node_new(struct conf *conf)
 		goto fail;
 	if (setup_schema_sync(n) != 0)
 		goto fail;
+	n->load_timer = env_timer_new(n->env, load_tick, n);
+	if (!n->load_timer)
+		goto fail;
+	load_tick(n);
 	return n;
 fail:
 	/* main() prints the one stderr line; the log file gets it too. */
@@ -646,6 +664,8 @@ void node_delete(struct node *n)
 		event_free(n->sig_int);
 	if (n->env && n->schema_timer)
 		env_timer_free(n->env, n->schema_timer);
+	if (n->env && n->load_timer)
+		env_timer_free(n->env, n->load_timer);
 	cql_service_delete(n->cql); /* before gossip: callbacks read it */
 	free(n->cql_peers);
 	free(n->cql_peer_tokens);

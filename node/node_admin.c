@@ -46,6 +46,21 @@ void node_format_load(const char *load, char *out, size_t cap)
 		snprintf(out, cap, "%.2f %s", v, units[u]);
 }
 
+/* A node's load: this node's from storage now, a peer's as gossiped. */
+static void load_text(const struct node *n,
+		      const struct gossip_endpoint_info *info, char *out,
+		      size_t cap)
+{
+	char v[32];
+	const char *state = info->states[GOSSIP_STATE_LOAD];
+	if (info->is_self && n->cql) {
+		snprintf(v, sizeof(v), "%.1f",
+			 (double)cql_service_load_bytes(n->cql));
+		state = v;
+	}
+	node_format_load(state, out, cap);
+}
+
 /* A keyspace of the schema, or "class=...,k=v,..." as an explicit
  * replication (handy for "what if" questions before creating it). */
 static struct ring_strategy *strategy_for(struct node *n, const char *ks,
@@ -225,8 +240,7 @@ static int cmd_status(void *arg, size_t argc, const char *const *argv,
 				owns[16] = "?";
 			state_code(&info, code);
 			host_of(&info.addr, host);
-			node_format_load(info.states[GOSSIP_STATE_LOAD], load,
-					 sizeof(load));
+			load_text(n, &info, load, sizeof(load));
 			int idx = ring_endpoint_find(r, &info.addr);
 			if (idx >= 0)
 				snprintf(owns, sizeof(owns), "%.1f%%",
@@ -296,8 +310,7 @@ static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 			    0)
 				continue;
 			host_of(&ep->addr, host);
-			node_format_load(info.states[GOSSIP_STATE_LOAD], load,
-					 sizeof(load));
+			load_text(n, &info, load, sizeof(load));
 			snprintf(owns, sizeof(owns), "%.2f%%", own[e] * 100.0);
 			bool up = info.is_self || info.alive;
 			const char *state =
@@ -341,7 +354,7 @@ static int cmd_info(void *arg, size_t argc, const char *const *argv,
 	struct gossip_endpoint_info self;
 	gossip_endpoint_find(n->gossip, &n->conf.listen_address, &self);
 	char load[32];
-	node_format_load(self.states[GOSSIP_STATE_LOAD], load, sizeof(load));
+	load_text(n, &self, load, sizeof(load));
 	int64_t up_s = (env_wall_us(n->env) - n->start_wall_us) / 1000000;
 	buf_printf(out, "%-23s: %s\n", "ID", n->local.host_id);
 	buf_printf(out, "%-23s: %s\n", "Gossip active",

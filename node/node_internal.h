@@ -51,6 +51,7 @@ struct node {
 	size_t cql_peer_count;
 	size_t cql_other_members;
 	struct env_timer *schema_timer; /* compare schema versions with peers */
+	struct env_timer *load_timer;   /* gossip LOAD every minute */
 	bool schema_pull_in_flight;
 	int64_t *cql_peer_tokens;
 };

@@ -1,12 +1,15 @@
 """A real cassinid serving CQL to the stock DataStax driver: DDL, writes,
 reads, and what survives a clean restart and a kill -9."""
+import re
 import signal
+import subprocess
+import time
 
 import pytest
 from cassandra import InvalidRequest
 from cassandra.cluster import Cluster
 
-from conftest import default_yaml
+from conftest import BUILD_DIR, default_yaml
 
 ADDRESS = "127.0.3.1"  # a block of its own: suites run in parallel
 
@@ -115,3 +118,33 @@ def test_user_data_is_refused_while_the_node_has_peers(make_node):
     with pytest.raises(InvalidRequest, match="one-node clusters only"):
         s.execute("INSERT INTO k.t (id) VALUES (1)", host=None)
     cluster.shutdown()
+
+
+def test_status_shows_the_load_of_flushed_sstables(make_node):
+    n = make_node(yaml(memtable_heap_space="1MiB"))
+    n.start()
+    assert n.wait_for_log("cassinid ready"), n.log()
+
+    def load():
+        out = subprocess.run([str(BUILD_DIR / "node" / "cassini-tool"), "-h",
+                              ADDRESS, "status"], capture_output=True,
+                             text=True, check=True).stdout
+        m = re.search(r"^[UD][NJLM]\s+\S+\s+([\d.]+) (\w+)", out, re.M)
+        return float(m.group(1)) * {"bytes": 1, "KiB": 1024,
+                                    "MiB": 1 << 20}[m.group(2)]
+
+    assert load() == 0
+    cluster, s = connect()
+    s.execute("CREATE KEYSPACE app WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TABLE app.blobs (k int PRIMARY KEY, v text)")
+    ins = s.prepare("INSERT INTO app.blobs (k, v) VALUES (?, ?)")
+    for k in range(3000):
+        s.execute(ins, [k, "x" * 1000])
+    cluster.shutdown()
+    # Memtables past a third of 1 MiB flush; their SSTables are the load.
+    deadline = time.monotonic() + 30
+    while load() == 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert load() > 100 * 1024
+    n.kill()
