@@ -19,6 +19,8 @@
 #include <string.h>
 
 struct cql_service {
+	const struct conf *conf;
+	struct event_base *base;
 	struct env *env;
 	struct loopq *q;
 	struct workers *syncer; /* fsyncs of the schema log */
@@ -321,17 +323,27 @@ struct cql_service *cql_service_new(const struct conf *c,
 	if (!(s->q = loopq_new(base)) ||
 	    !(s->syncer = workers_new(1, "schemasync")) ||
 	    !(s->schema = cql_schema_new()) || open_storage(s, c) != 0 ||
-	    !(s->local = cql_local_new(s->db, env, s->q, 2)) ||
-	    open_server(s, c, base) != 0) {
+	    !(s->local = cql_local_new(s->db, env, s->q, 2))) {
 		err_prefix("cannot start the CQL service");
 		cql_service_delete(s);
 		return NULL;
 	}
+	s->conf = c;
+	s->base = base;
+	return s;
+}
+
+int cql_service_serve(struct cql_service *s)
+{
+	if (s->server)
+		return 0;
+	if (open_server(s, s->conf, s->base) != 0)
+		return err_prefix("cannot listen for CQL clients");
 	char addr[INET_ADDR_STRLEN];
 	LOG_INFO("CQL clients on %s (protocol v3/v4, CQL %s)",
-		 inet_addr_format(&c->rpc_address, addr, sizeof(addr)),
+		 inet_addr_format(&s->conf->rpc_address, addr, sizeof(addr)),
 		 CASSINI_CQL_VERSION);
-	return s;
+	return 0;
 }
 
 uint64_t cql_service_load_bytes(const struct cql_service *s)

@@ -5,7 +5,9 @@
  *
  * Start-up order matters: the schema log is replayed first so the engine
  * knows every table before it replays its commitlog; the client port opens
- * last, when everything behind it works.
+ * last, once the node has its tokens (as Cassandra's native transport
+ * starts after joining the ring): a driver that connected to a node without
+ * tokens would build a token map with nothing in it.
  */
 #ifndef CASSINI_NODE_CQL_SERVICE_H
 #define CASSINI_NODE_CQL_SERVICE_H
@@ -25,13 +27,17 @@ struct cql_service;
 /* The node's current view for system.local / system.peers. */
 typedef void (*cql_service_node_info_fn)(void *arg, struct cql_node_info *out);
 
-/* Opens storage under the configured directories, replays the schema log
- * and the commitlog, and listens on rpc_address:native_transport_port.
- * Blocks while replaying (call before the loop runs). NULL with err set. */
+/* Opens storage under the configured directories and replays the schema
+ * log and the commitlog. Blocks while replaying (call before the loop
+ * runs). `c` must outlive the service. NULL with err set. */
 struct cql_service *cql_service_new(const struct conf *c,
 				    struct event_base *base, struct env *env,
 				    cql_service_node_info_fn node_info,
 				    void *arg);
+
+/* Listens on rpc_address:native_transport_port (once; later calls do
+ * nothing). -1 with err set when the port cannot be bound. */
+int cql_service_serve(struct cql_service *s);
 
 /* Bytes of live SSTables: the node's load, as nodetool status shows it. */
 uint64_t cql_service_load_bytes(const struct cql_service *s);

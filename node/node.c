@@ -176,6 +176,8 @@ static void dispatch(void *arg, const struct inet_addr *from, uint32_t verb,
 		  inet_addr_format(from, a, sizeof(a)));
 }
 
+/* Gossips our tokens and NORMAL status, then opens the CQL port: clients
+ * are served once the node is part of the ring. */
 static int announce_tokens(struct node *n)
 {
 	char *text = local_state_tokens_text(&n->local);
@@ -189,6 +191,9 @@ static int announce_tokens(struct node *n)
 		rc = gossip_set_local_state(
 			n->gossip, GOSSIP_STATE_STATUS_WITH_PORT, status);
 	free(text);
+	if (rc == 0 && n->cql && (rc = cql_service_serve(n->cql)) == 0)
+		rc = gossip_set_local_state(n->gossip, GOSSIP_STATE_RPC_READY,
+					    "true");
 	return rc;
 }
 
@@ -616,8 +621,10 @@ int node_run(struct node *n)
 		CASSINI_VERSION, n->conf.cluster_name, n->conf.dc, n->conf.rack,
 		listen, (long)getpid());
 	if (n->local.token_count) {
-		if (announce_tokens(n) != 0)
+		if (announce_tokens(n) != 0) {
+			LOG_ERROR("cannot start: %s", err_msg());
 			return NODE_EXIT_FAILURE;
+		}
 	} else {
 		env_timer_arm(n->env, n->join_timer,
 			      n->conf.gossip_interval_ms * 1000u);

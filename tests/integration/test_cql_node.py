@@ -27,7 +27,7 @@ def connect():
 def node(make_node):
     n = make_node(yaml())
     n.start()
-    assert n.wait_for_log("cassinid ready"), n.log()
+    assert n.wait_for_log("CQL clients on"), n.log()
     yield n
     n.kill()
 
@@ -38,7 +38,7 @@ def restart(node, sig):
     node.stderr_file.close()
     mark = node.log_size()
     node.start()
-    assert node.wait_for_log("cassinid ready", since=mark), node.log()
+    assert node.wait_for_log("CQL clients on", since=mark), node.log()
     return node.log()[mark:]
 
 
@@ -109,6 +109,7 @@ def test_user_data_is_refused_while_the_node_has_peers(make_node):
         nodes.append(n)
     for n in nodes:
         assert n.wait_for_log("is now UP", timeout=30), n.log()
+        assert n.wait_for_log("CQL clients on", timeout=30), n.log()
     cluster = Cluster(["127.0.3.11"], protocol_version=4,
                       max_schema_agreement_wait=0)
     s = cluster.connect()
@@ -123,7 +124,7 @@ def test_user_data_is_refused_while_the_node_has_peers(make_node):
 def test_status_shows_the_load_of_flushed_sstables(make_node):
     n = make_node(yaml(memtable_heap_space="1MiB"))
     n.start()
-    assert n.wait_for_log("cassinid ready"), n.log()
+    assert n.wait_for_log("CQL clients on"), n.log()
 
     def load():
         out = subprocess.run([str(BUILD_DIR / "node" / "cassini-tool"), "-h",
