@@ -1,0 +1,32 @@
+"""The Node.js cassandra-driver from npm (scripts/setup installs it under
+.cache/node) against a real cassinid."""
+import json
+import os
+import subprocess
+
+from conftest import SOURCE_DIR, default_yaml
+
+ADDRESS = "127.0.3.21"  # a block of its own: suites run in parallel
+MODULES = SOURCE_DIR / ".cache" / "node" / "node_modules"
+
+
+def test_node_driver_works_without_special_options(make_node):
+    n = make_node(default_yaml(listen_address=ADDRESS))
+    n.start()
+    assert n.wait_for_log("CQL clients on"), n.log()
+    env = dict(os.environ, NODE_PATH=str(MODULES))
+    r = subprocess.run(["node", str(SOURCE_DIR / "tests" / "integration" /
+                                    "node_driver.js"), ADDRESS, "9042"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr + n.log()[-3000:]
+    out = json.loads(r.stdout)
+    assert out["protocol"] == 4  # negotiated down from the driver's v5
+    assert out["rows"] == 30 and out["row3"] == ["v3", ["a", "b"]]
+    assert out["paged"] == {"pages": 5, "rows": list(range(30))}
+    assert out["streamed"] == 30
+    assert out["batch"] == ["1=x", "2=y"]
+    assert out["table"] == {"pk": ["k"], "ck": ["c"], "columns": 4}
+    assert out["replicas"] == [ADDRESS + ":9042"]
+    assert out["syntax"]["code"] == 0x2000
+    assert out["invalid"] == {"code": 0x2200,
+                              "message": "unconfigured table nope"}
