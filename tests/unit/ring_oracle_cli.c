@@ -1,7 +1,7 @@
 /*
  * Test driver for ring/: reads a topology and queries on stdin, prints what
  * the ring computes, one line per query. ring_oracle_test.py feeds the same
- * input to the DataStax driver (shared/tools/oracle_placement.py) and
+ * input to the DataStax driver (tests/unit/oracle_placement.py) and
  * compares.
  *
  * Input lines (fields separated by single spaces):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Ring vs the DataStax Python driver (shared/tools/oracle_placement.py).
+"""Ring vs the DataStax Python driver (tests/unit/oracle_placement.py).
 
 Run by CTest as `ring_oracle_test.py <ring_oracle_cli> <oracle_placement.py>`.
 Fails loudly (exit 2) when the oracle or the driver is missing: it never
@@ -33,8 +33,7 @@ MAX = (1 << 63) - 1
 
 def load_oracle(path):
     if not os.path.exists(path):
-        print("FAIL: oracle %s is missing (shared/ must sit beside the "
-              "checkout)" % path)
+        print("FAIL: oracle %s is missing" % path)
         sys.exit(2)
     spec = importlib.util.spec_from_file_location("oracle_placement", path)
     mod = importlib.util.module_from_spec(spec)
