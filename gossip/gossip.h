@@ -72,11 +72,11 @@ enum gossip_status {
 	GOSSIP_STATUS_SHUTDOWN,
 };
 
-/* Cassandra's defaults, in microseconds. */
-#define GOSSIP_MAX_LOCAL_PAUSE_US 5000000u /* cassandra.max_local_pause_in_ms  \
-					    */
-#define GOSSIP_QUARANTINE_US 60000000u     /* 2 * RING_DELAY */
-#define GOSSIP_FD_WINDOW     1000u         /* ArrivalWindow SAMPLE_SIZE */
+/* Cassandra's defaults, in microseconds (the pause guard is its
+ * cassandra.max_local_pause_in_ms). */
+#define GOSSIP_MAX_LOCAL_PAUSE_US 5000000u
+#define GOSSIP_QUARANTINE_US      60000000u /* 2 * RING_DELAY */
+#define GOSSIP_FD_WINDOW          1000u     /* ArrivalWindow SAMPLE_SIZE */
 
 struct gossip_config {
 	const char *cluster_name;      /* borrowed; must stay live */
