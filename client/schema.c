@@ -126,12 +126,17 @@ static int grow(void **items, size_t *cap, size_t count, size_t size)
 	return 0;
 }
 
-static size_t ks_pos(const struct cql_schema *s, const char *name, bool *found)
+/* Arrays of pointers kept sorted by a name that name_of reads from a slot;
+ * bytes are moved with memmove, so one helper serves every element type. */
+typedef const char *(*name_of_fn)(const void *slot);
+
+static size_t sorted_pos(const void *items, size_t count, size_t size,
+			 name_of_fn name_of, const char *name, bool *found)
 {
-	size_t lo = 0, hi = s->count;
+	size_t lo = 0, hi = count;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		int c = strcmp(s->keyspaces[mid]->meta->name, name);
+		int c = strcmp(name_of((const char *)items + mid * size), name);
 		if (c == 0) {
 			*found = true;
 			return mid;
@@ -145,24 +150,46 @@ static size_t ks_pos(const struct cql_schema *s, const char *name, bool *found)
 	return lo;
 }
 
+static int sorted_insert(void **items, size_t *cap, size_t *count, size_t size,
+			 size_t at, const void *elem)
+{
+	if (grow(items, cap, *count, size) != 0)
+		return -1;
+	char *b = *items;
+	memmove(b + (at + 1) * size, b + at * size, (*count - at) * size);
+	memcpy(b + at * size, elem, size);
+	(*count)++;
+	return 0;
+}
+
+static void sorted_remove(void *items, size_t *count, size_t size, size_t at)
+{
+	char *b = items;
+	memmove(b + at * size, b + (at + 1) * size, (*count - at - 1) * size);
+	(*count)--;
+}
+
+static const char *ks_name(const void *slot)
+{
+	return (*(struct cql_keyspace *const *)slot)->meta->name;
+}
+
+static const char *table_name(const void *slot)
+{
+	return (*(struct cql_table *const *)slot)->meta->name;
+}
+
+static size_t ks_pos(const struct cql_schema *s, const char *name, bool *found)
+{
+	return sorted_pos(s->keyspaces, s->count, sizeof(*s->keyspaces),
+			  ks_name, name, found);
+}
+
 static size_t table_pos(const struct cql_keyspace *k, const char *name,
 			bool *found)
 {
-	size_t lo = 0, hi = k->table_count;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(k->tables[mid]->meta->name, name);
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = false;
-	return lo;
+	return sorted_pos(k->tables, k->table_count, sizeof(*k->tables),
+			  table_name, name, found);
 }
 
 struct cql_keyspace *schema_keyspace_mut(struct cql_schema *s, const char *name)
@@ -178,25 +205,17 @@ int schema_keyspace_insert(struct cql_schema *s, struct cql_keyspace *k)
 	size_t i = ks_pos(s, k->meta->name, &found);
 	if (found)
 		return err_set(ERR_EXISTS, "keyspace exists");
-	if (grow((void **)&s->keyspaces, &s->cap, s->count,
-		 sizeof(*s->keyspaces)) != 0)
-		return -1;
-	memmove(s->keyspaces + i + 1, s->keyspaces + i,
-		(s->count - i) * sizeof(*s->keyspaces));
-	s->keyspaces[i] = k;
-	s->count++;
-	return 0;
+	return sorted_insert((void **)&s->keyspaces, &s->cap, &s->count,
+			     sizeof(*s->keyspaces), i, &k);
 }
 
 void schema_keyspace_remove(struct cql_schema *s, struct cql_keyspace *k)
 {
 	bool found;
 	size_t i = ks_pos(s, k->meta->name, &found);
-	if (!found)
-		return;
-	memmove(s->keyspaces + i, s->keyspaces + i + 1,
-		(s->count - i - 1) * sizeof(*s->keyspaces));
-	s->count--;
+	if (found)
+		sorted_remove(s->keyspaces, &s->count, sizeof(*s->keyspaces),
+			      i);
 }
 
 struct cql_table *schema_table_mut(struct cql_keyspace *k, const char *name)
@@ -212,25 +231,17 @@ int schema_table_insert(struct cql_keyspace *k, struct cql_table *t)
 	size_t i = table_pos(k, t->meta->name, &found);
 	if (found)
 		return err_set(ERR_EXISTS, "table exists");
-	if (grow((void **)&k->tables, &k->table_cap, k->table_count,
-		 sizeof(*k->tables)) != 0)
-		return -1;
-	memmove(k->tables + i + 1, k->tables + i,
-		(k->table_count - i) * sizeof(*k->tables));
-	k->tables[i] = t;
-	k->table_count++;
-	return 0;
+	return sorted_insert((void **)&k->tables, &k->table_cap,
+			     &k->table_count, sizeof(*k->tables), i, &t);
 }
 
 void schema_table_remove(struct cql_keyspace *k, struct cql_table *t)
 {
 	bool found;
 	size_t i = table_pos(k, t->meta->name, &found);
-	if (!found)
-		return;
-	memmove(k->tables + i, k->tables + i + 1,
-		(k->table_count - i - 1) * sizeof(*k->tables));
-	k->table_count--;
+	if (found)
+		sorted_remove(k->tables, &k->table_count, sizeof(*k->tables),
+			      i);
 }
 
 int schema_retire(struct cql_schema *s, enum retired_kind kind, void *ptr)
