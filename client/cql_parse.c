@@ -778,6 +778,29 @@ static int alter_table(struct parser *p, struct cql_stmt *s)
 }
 
 /* CREATE ... : the object kind decides. */
+/* CREATE, ALTER or DROP of anything but a keyspace or a table: a clear
+ * "not supported" for the schema objects Cassini lacks, else a syntax
+ * error. */
+static int other_schema_object(struct parser *p)
+{
+	static const struct {
+		const char *kw, *what;
+	} objects[] = {
+		{"index", "Secondary indexes"},
+		{"materialized", "Materialized views"},
+		{"type", "User-defined types"},
+		{"function", "User-defined functions and aggregates"},
+		{"aggregate", "User-defined functions and aggregates"},
+		{"trigger", "Triggers"},
+		{"role", "Roles and users"},
+		{"user", "Roles and users"},
+	};
+	for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)
+		if (is_kw(p, objects[i].kw))
+			return unsupported(objects[i].what);
+	return syntax_error(p, "KEYSPACE or TABLE");
+}
+
 static int create(struct parser *p, struct cql_stmt *s)
 {
 	if (accept_kw(p, "keyspace") || accept_kw(p, "schema")) {
@@ -789,19 +812,11 @@ static int create(struct parser *p, struct cql_stmt *s)
 	}
 	if (accept_kw(p, "table") || accept_kw(p, "columnfamily"))
 		return create_table(p, s);
-	if (is_kw(p, "index") || is_kw(p, "custom"))
+	if (is_kw(p, "custom")) /* CREATE CUSTOM INDEX */
 		return unsupported("Secondary indexes");
-	if (is_kw(p, "materialized"))
-		return unsupported("Materialized views");
-	if (is_kw(p, "type"))
-		return unsupported("User-defined types");
-	if (is_kw(p, "function") || is_kw(p, "aggregate") || is_kw(p, "or"))
+	if (is_kw(p, "or")) /* CREATE OR REPLACE FUNCTION */
 		return unsupported("User-defined functions and aggregates");
-	if (is_kw(p, "trigger"))
-		return unsupported("Triggers");
-	if (is_kw(p, "role") || is_kw(p, "user"))
-		return unsupported("Roles and users");
-	return syntax_error(p, "KEYSPACE or TABLE");
+	return other_schema_object(p);
 }
 
 static int alter(struct parser *p, struct cql_stmt *s)
@@ -814,13 +829,7 @@ static int alter(struct parser *p, struct cql_stmt *s)
 	}
 	if (accept_kw(p, "table") || accept_kw(p, "columnfamily"))
 		return alter_table(p, s);
-	if (is_kw(p, "materialized"))
-		return unsupported("Materialized views");
-	if (is_kw(p, "type"))
-		return unsupported("User-defined types");
-	if (is_kw(p, "role") || is_kw(p, "user"))
-		return unsupported("Roles and users");
-	return syntax_error(p, "KEYSPACE or TABLE");
+	return other_schema_object(p);
 }
 
 static int drop(struct parser *p, struct cql_stmt *s)
@@ -837,19 +846,7 @@ static int drop(struct parser *p, struct cql_stmt *s)
 		return if_exists(p, &s->u.drop_table.if_exists) ||
 		       qname(p, &s->u.drop_table.table);
 	}
-	if (is_kw(p, "index"))
-		return unsupported("Secondary indexes");
-	if (is_kw(p, "materialized"))
-		return unsupported("Materialized views");
-	if (is_kw(p, "type"))
-		return unsupported("User-defined types");
-	if (is_kw(p, "function") || is_kw(p, "aggregate"))
-		return unsupported("User-defined functions and aggregates");
-	if (is_kw(p, "trigger"))
-		return unsupported("Triggers");
-	if (is_kw(p, "role") || is_kw(p, "user"))
-		return unsupported("Roles and users");
-	return syntax_error(p, "KEYSPACE or TABLE");
+	return other_schema_object(p);
 }
 
 /* ---- DML ----------------------------------------------------------------- */

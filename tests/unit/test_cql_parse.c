@@ -349,6 +349,19 @@ START_TEST(unsupported_features_get_a_clear_refusal)
 	parse_fails("CREATE TYPE addr (street text)", ERR_UNSUPPORTED);
 	parse_fails("CREATE FUNCTION f () RETURNS int", ERR_UNSUPPORTED);
 	parse_fails("CREATE ROLE bob", ERR_UNSUPPORTED);
+	parse_fails("CREATE CUSTOM INDEX ON t (v) USING 'x'", ERR_UNSUPPORTED);
+	m = parse_fails("CREATE OR REPLACE FUNCTION f () RETURNS int",
+			ERR_UNSUPPORTED);
+	ck_assert_str_eq(m, "User-defined functions and aggregates are not "
+			    "supported by Cassini yet");
+	m = parse_fails("ALTER TYPE addr ADD zip int", ERR_UNSUPPORTED);
+	ck_assert_str_eq(m, "User-defined types are not supported by Cassini "
+			    "yet");
+	m = parse_fails("DROP TRIGGER tr ON t", ERR_UNSUPPORTED);
+	ck_assert_str_eq(m, "Triggers are not supported by Cassini yet");
+	parse_fails("DROP INDEX i", ERR_UNSUPPORTED);
+	parse_fails("ALTER ROLE bob WITH PASSWORD 'x'", ERR_UNSUPPORTED);
+	parse_fails("DROP NONSENSE x", ERR_INVALID);
 	parse_fails("GRANT SELECT ON t TO bob", ERR_UNSUPPORTED);
 	parse_fails("SELECT JSON * FROM t", ERR_UNSUPPORTED);
 	parse_fails("CREATE TABLE t (k int PRIMARY KEY) WITH COMPACT STORAGE",
