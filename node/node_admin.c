@@ -46,6 +46,13 @@ void node_format_load(const char *load, char *out, size_t cap)
 		snprintf(out, cap, "%.2f %s", v, units[u]);
 }
 
+/* A command's wrong arguments: its synopsis on stderr, exit status 1. */
+static int usage(struct buf *err, const char *synopsis)
+{
+	buf_printf(err, "usage: %s\n", synopsis);
+	return 1;
+}
+
 /* A node's load: this node's from storage now, a peer's as gossiped. */
 static void load_text(const struct node *n,
 		      const struct gossip_endpoint_info *info, char *out,
@@ -202,10 +209,8 @@ static int cmd_status(void *arg, size_t argc, const char *const *argv,
 {
 	struct node *n = arg;
 	struct ring_strategy *s = NULL;
-	if (argc > 1) {
-		buf_printf(err, "usage: status [keyspace]\n");
-		return 1;
-	}
+	if (argc > 1)
+		return usage(err, "status [keyspace]");
 	if (argc == 1 && !(s = strategy_for(n, argv[0], err)))
 		return 1;
 	struct ring *r = members_ring(n->members);
@@ -273,10 +278,8 @@ static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 {
 	(void)argv;
 	struct node *n = arg;
-	if (argc > 0) {
-		buf_printf(err, "usage: ring\n");
-		return 1;
-	}
+	if (argc > 0)
+		return usage(err, "ring");
 	struct ring *r = members_ring(n->members);
 	size_t ne = ring_endpoint_count(r);
 	double *own = calloc(ne ? ne : 1, sizeof(*own));
@@ -347,10 +350,8 @@ static int cmd_info(void *arg, size_t argc, const char *const *argv,
 	struct node *n = arg;
 	bool all_tokens = argc == 1 && (strcmp(argv[0], "-T") == 0 ||
 					strcmp(argv[0], "--tokens") == 0);
-	if (argc > 1 || (argc == 1 && !all_tokens)) {
-		buf_printf(err, "usage: info [-T|--tokens]\n");
-		return 1;
-	}
+	if (argc > 1 || (argc == 1 && !all_tokens))
+		return usage(err, "info [-T|--tokens]");
 	struct gossip_endpoint_info self;
 	gossip_endpoint_find(n->gossip, &n->conf.listen_address, &self);
 	char load[32];
@@ -388,10 +389,8 @@ static int cmd_gossipinfo(void *arg, size_t argc, const char *const *argv,
 {
 	(void)argv;
 	struct node *n = arg;
-	if (argc > 0) {
-		buf_printf(err, "usage: gossipinfo\n");
-		return 1;
-	}
+	if (argc > 0)
+		return usage(err, "gossipinfo");
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
 		struct gossip_endpoint_info info;
 		char a[INET_ADDR_STRLEN];
@@ -418,10 +417,8 @@ static int cmd_describecluster(void *arg, size_t argc, const char *const *argv,
 {
 	(void)argv;
 	struct node *n = arg;
-	if (argc > 0) {
-		buf_printf(err, "usage: describecluster\n");
-		return 1;
-	}
+	if (argc > 0)
+		return usage(err, "describecluster");
 	buf_printf(out, "Cluster Information:\n\tName: %s\n",
 		   n->conf.cluster_name);
 	buf_printf(out, "\tSnitch: org.apache.cassandra.locator.%s\n",
@@ -505,10 +502,8 @@ static int cmd_describering(void *arg, size_t argc, const char *const *argv,
 			    struct buf *out, struct buf *err)
 {
 	struct node *n = arg;
-	if (argc != 1) {
-		buf_printf(err, "usage: describering <keyspace>\n");
-		return 1;
-	}
+	if (argc != 1)
+		return usage(err, "describering <keyspace>");
 	struct ring_strategy *s = strategy_for(n, argv[0], err);
 	if (!s)
 		return 1;
@@ -547,11 +542,8 @@ static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
 			    struct buf *out, struct buf *err)
 {
 	struct node *n = arg;
-	if (argc != 3) {
-		buf_printf(err,
-			   "usage: getendpoints <keyspace> <table> <key>\n");
-		return 1;
-	}
+	if (argc != 3)
+		return usage(err, "getendpoints <keyspace> <table> <key>");
 	struct ring_strategy *s = strategy_for(n, argv[0], err);
 	if (!s)
 		return 1;

@@ -184,6 +184,9 @@ def test_tool_commands(cluster):
     assert eff.count("100.0%") == 3  # RF 3 over 3 nodes: all own everything
     r = tool(a, "status", "nokeyspace", check=False)
     assert r.returncode == 1 and "does not exist" in r.stderr
+    r = tool(a, "getendpoints", "ks", check=False)
+    assert r.returncode == 1 and r.stderr == \
+        "usage: getendpoints <keyspace> <table> <key>\n"
     r = tool(a, "frobnicate", check=False)
     assert r.returncode == 1 and "unknown command 'frobnicate'" in r.stderr
     r = cluster("node", "node2", "tool", "info")
