@@ -30,9 +30,9 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-void node_format_load(const char *load, char *out, size_t cap)
+/* Bytes as nodetool prints them: "812 bytes", "3.42 MiB". */
+static void format_bytes(double v, char *out, size_t cap)
 {
-	double v = load ? strtod(load, NULL) : 0;
 	static const char *const units[] = {"bytes", "KiB", "MiB", "GiB",
 					    "TiB"};
 	int u = 0;
@@ -58,14 +58,11 @@ static void load_text(const struct node *n,
 		      const struct gossip_endpoint_info *info, char *out,
 		      size_t cap)
 {
-	char v[32];
 	const char *state = info->states[GOSSIP_STATE_LOAD];
-	if (info->is_self && n->cql) {
-		snprintf(v, sizeof(v), "%.1f",
-			 (double)cql_service_load_bytes(n->cql));
-		state = v;
-	}
-	node_format_load(state, out, cap);
+	double v = info->is_self && n->cql
+			   ? (double)cql_service_load_bytes(n->cql)
+			   : (state ? strtod(state, NULL) : 0);
+	format_bytes(v, out, cap);
 }
 
 /* A keyspace of the schema, or "class=...,k=v,..." as an explicit

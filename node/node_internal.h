@@ -59,7 +59,4 @@ struct node {
 /* Registers the admin commands of this issue (node_admin.c). */
 int node_admin_register(struct node *n);
 
-/* Owns%, load text, "UN"... helpers shared by the commands. */
-void node_format_load(const char *load, char *out, size_t cap);
-
 #endif
