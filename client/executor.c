@@ -294,12 +294,14 @@ static bool is_ddl(enum cql_stmt_kind k)
 	       k == CQL_STMT_ALTER_TABLE || k == CQL_STMT_DROP_TABLE;
 }
 
-/* Finds the table a DML/SELECT statement targets, or answers the error. */
+/* Finds the table a DML/SELECT statement targets (unqualified names are in
+ * session_ks), or answers the error. */
 static const struct cql_table *resolve(struct job *j, const struct cql_stmt *s,
+				       const char *session_ks,
 				       const char **ks_out)
 {
 	const struct cql_qname *q = stmt_table(s);
-	const char *ks = q->keyspace ? q->keyspace : j->keyspace;
+	const char *ks = q->keyspace ? q->keyspace : session_ks;
 	char msg[256];
 	if (!ks) {
 		reply_error(
@@ -483,11 +485,10 @@ static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
 				"INSERT and DELETE statements are allowed.");
 			return;
 		}
-		const char *session_ks = j->keyspace;
-		if (items[i].keyspace)
-			j->keyspace = items[i].keyspace;
-		items[i].table = resolve(j, st, &ks);
-		j->keyspace = session_ks;
+		items[i].table = resolve(j, st,
+					 items[i].keyspace ? items[i].keyspace
+							   : j->keyspace,
+					 &ks);
 		if (!items[i].table && ks &&
 		    strcmp(ks, "system_virtual_schema") == 0)
 			reply_error(j, CQL_ERR_UNAUTHORIZED,
@@ -642,7 +643,7 @@ static void run(struct job *j, const char *text, size_t len,
 		return;
 	}
 	const char *ks = NULL;
-	const struct cql_table *t = resolve(j, s, &ks);
+	const struct cql_table *t = resolve(j, s, j->keyspace, &ks);
 	if (!ks)
 		return;
 	if (s->kind == CQL_STMT_SELECT && cql_system_keyspace_is_virtual(ks)) {
@@ -743,7 +744,7 @@ static void run_prepare(struct job *j, struct slice query)
 	const char *ks = NULL;
 	const struct cql_table *t = NULL;
 	if (stmt_table(s)) {
-		t = resolve(j, s, &ks);
+		t = resolve(j, s, j->keyspace, &ks);
 		if (!t && !(ks && strcmp(ks, "system_virtual_schema") == 0))
 			return;
 	}
@@ -765,7 +766,8 @@ static void run_prepare(struct job *j, struct slice query)
 			const struct cql_stmt *in = bs->statements[i];
 			if (!stmt_table(in))
 				continue;
-			const struct cql_table *it = resolve(j, in, &ks);
+			const struct cql_table *it =
+				resolve(j, in, j->keyspace, &ks);
 			if (!it) {
 				if (!(ks &&
 				      strcmp(ks, "system_virtual_schema") == 0))
