@@ -153,6 +153,12 @@ enum ring_strategy_class ring_strategy_class(const struct ring_strategy *s);
 /* Replication factor in `dc` (NTS), the single RF (Simple; dc ignored), or 1
  * (Local). */
 int ring_strategy_rf(const struct ring_strategy *s, const char *dc);
+/* NetworkTopologyStrategy's datacenters as configured (also those with no
+ * node yet), in the order given; 0 for the other classes. `i` <
+ * ring_strategy_dc_count; the name is borrowed. */
+size_t ring_strategy_dc_count(const struct ring_strategy *s);
+const char *ring_strategy_dc_at(const struct ring_strategy *s, size_t i,
+				int *rf);
 /* Canonical text, e.g. "NetworkTopologyStrategy{dc1:3,dc2:2}"; two
  * strategies with the same text place replicas identically. Borrowed. */
 const char *ring_strategy_describe(const struct ring_strategy *s);

@@ -259,6 +259,18 @@ int ring_strategy_rf(const struct ring_strategy *s, const char *dc)
 	return 0;
 }
 
+size_t ring_strategy_dc_count(const struct ring_strategy *s)
+{
+	return s->cls == RING_STRATEGY_NETWORK_TOPOLOGY ? s->ndc : 0;
+}
+
+const char *ring_strategy_dc_at(const struct ring_strategy *s, size_t i,
+				int *rf)
+{
+	*rf = s->dc_rf[i];
+	return s->dcs[i];
+}
+
 const char *ring_strategy_describe(const struct ring_strategy *s)
 {
 	return s->describe;

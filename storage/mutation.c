@@ -87,6 +87,11 @@ const uint8_t *storage_mutation_table_id(const struct storage_mutation *m)
 	return m->table_id;
 }
 
+struct slice storage_mutation_key(const struct storage_mutation *m)
+{
+	return m->key;
+}
+
 size_t mutation_data_size(const struct storage_mutation *m)
 {
 	size_t n = m->key.len + 32;

@@ -46,6 +46,8 @@ storage_mutation_new(const struct storage_table_meta *t, const uint8_t *key,
 void storage_mutation_delete(struct storage_mutation *m);
 int64_t storage_mutation_token(const struct storage_mutation *m);
 const uint8_t *storage_mutation_table_id(const struct storage_mutation *m);
+/* The serialized partition key; borrowed, live while the mutation is. */
+struct slice storage_mutation_key(const struct storage_mutation *m);
 
 /* Selects the row the next cell calls go to: a full clustering (values
  * copied), or the static row. The default is the empty clustering (tables
