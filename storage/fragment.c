@@ -15,7 +15,9 @@
  *   - atoms sorted by atom_cmp, one reconciled version per key
  *     (atom_reconcile), none that a partition, range, row or collection
  *     deletion covers (Cassandra drops those while merging too). Cell
- *     tombstones and expired cells stay.
+ *     tombstones stay; an expired cell stays as the tombstone compaction
+ *     would make of it (same timestamp, its expiry as deletion time), so
+ *     fragments do not depend on which SSTables were compacted.
  *
  * Dropping shadowed atoms never changes what a resolve returns: whatever
  * covers an atom stays in the fragment (a deletion is only dropped when a
@@ -190,6 +192,18 @@ fail:
 	return NULL;
 }
 
+/* An expired cell is a tombstone from its expiry on: compaction rewrites
+ * it so (compaction.c), and a fragment does the same, so it does not
+ * depend on which SSTables were compacted. */
+static void expire(struct atom *a, int64_t now_sec)
+{
+	if ((a->flags & ATOM_EXPIRING) && a->ldt <= now_sec) {
+		a->flags = ATOM_TOMBSTONE;
+		a->ttl = 0;
+		a->value = slice_make(NULL, 0);
+	}
+}
+
 int read_ctx_fragment(struct read_ctx *c, struct slice key,
 		      struct storage_mutation **out)
 {
@@ -214,8 +228,10 @@ int read_ctx_fragment(struct read_ctx *c, struct slice key,
 			}
 		}
 	}
-	if (c->atom_count)
-		memcpy(atoms, c->atoms, c->atom_count * sizeof(*atoms));
+	for (size_t i = 0; i < c->atom_count; i++) {
+		atoms[i] = c->atoms[i];
+		expire(&atoms[i], c->now_sec);
+	}
 	struct storage_mutation *m = fragment_build(c->t, key, c->pdel, rts,
 						    nrt, atoms, c->atom_count);
 	free(rts);
