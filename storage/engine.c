@@ -509,6 +509,19 @@ static int validate(const struct table *t, const struct storage_mutation *m)
 				       "malformed clustering",
 				       t->meta->keyspace, t->meta->name);
 	}
+	/* decoded mutations (read repair, hints) carry bounds unchecked */
+	for (size_t i = 0; i < m->rt_count; i++) {
+		int kind;
+		struct slice vals[33];
+		int ns = ck_decode(m->rts[i].start, &kind, vals, 33);
+		int ne = ck_decode(m->rts[i].end, &kind, vals, 33);
+		if (ns < 0 || ne < 0 || (size_t)ns > t->meta->ck_count ||
+		    (size_t)ne > t->meta->ck_count)
+			return err_set(ERR_INVALID,
+				       "mutation for %s.%s has a "
+				       "malformed range tombstone",
+				       t->meta->keyspace, t->meta->name);
+	}
 	return 0;
 }
 

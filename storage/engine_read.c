@@ -64,17 +64,18 @@ static void ctx_limits(struct storage *db, struct read_ctx *c)
 }
 
 /* An SSTable whose newest write is older than a partition deletion the
- * read already holds cannot contribute anything. */
-static bool sstable_shadowed(const struct read_ctx *c, const struct sstable *s)
+ * read already holds cannot contribute anything. A fragment also wants
+ * the SSTable's own deletion of the same timestamp (its ldt may be
+ * later), so it skips only strictly older ones. */
+static bool sstable_shadowed(const struct read_ctx *c, const struct sstable *s,
+			     bool raw)
 {
-	return c->pdel.ts != DELETION_NONE && s->stats.max_ts <= c->pdel.ts;
+	if (c->pdel.ts == DELETION_NONE)
+		return false;
+	return raw ? s->stats.max_ts < c->pdel.ts
+		   : s->stats.max_ts <= c->pdel.ts;
 }
 
-/* For tables with one row per partition and only simple regular columns
- * (a common shape, and db_bench's): once every regular column has a live
- * winner newer than anything an older SSTable holds, the older SSTables
- * cannot change the result (Cassandra's timestamp-ordered read): their
- * cells lose the reconcile and their deletions are too old to shadow. */
 static bool older_cannot_matter(const struct read_ctx *c, int64_t older_max)
 {
 	const struct storage_table_meta *t = c->t;
@@ -111,13 +112,44 @@ static int cmp_max_ts_desc(const void *a, const void *b)
 	       (x->stats.max_ts > y->stats.max_ts);
 }
 
-int storage_read(struct storage *db, const uint8_t table_id[16],
-		 const struct storage_read_cmd *cmd,
-		 struct storage_result **out)
+/* Adds what the snapshot holds of the partition to `c`. `raw` (fragments)
+ * reads every source that may hold an unshadowed atom; otherwise the read
+ * stops once older SSTables cannot change the rows. */
+static int gather(struct storage *db, struct snapshot *s, struct read_ctx *c,
+		  int64_t token, struct slice key, bool raw)
 {
-	*out = NULL;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < s->mt_count; i++)
+		rc = read_ctx_add_memtable(c, s->mts[i], token, key);
+	/* newest data first, so the reads above can stop early */
+	struct sstable *order[64];
+	size_t n = s->v->count < 64 ? s->v->count : 0;
+	memcpy(order, s->v->ssts, n * sizeof(*order));
+	if (n > 1)
+		qsort(order, n, sizeof(*order), cmp_max_ts_desc);
+	for (size_t i = 0; !rc && i < s->v->count; i++) {
+		struct sstable *sst = n ? order[i] : s->v->ssts[i];
+		if (sstable_shadowed(c, sst, raw))
+			continue;
+		if (n && !raw && older_cannot_matter(c, sst->stats.max_ts))
+			break;
+		rc = sstable_read(sst, c, token, key);
+		if (rc && err_code() == ERR_CORRUPT)
+			engine_note_corruption(db, sst);
+	}
+	return rc;
+}
+
+/* A point read: the rows (`frag` NULL) or the fragment. */
+static int read_partition(struct storage *db, const uint8_t table_id[16],
+			  const struct storage_read_cmd *cmd,
+			  struct storage_result **out,
+			  struct storage_mutation **frag)
+{
 	if (!cmd->key || cmd->key_len == 0)
 		return err_set(ERR_INVALID, "read without a partition key");
+	if (cmd->slices && cmd->slice_count == 0)
+		return err_set(ERR_INVALID, "read of zero slices");
 	struct snapshot s;
 	if (snapshot_take(db, table_id, &s))
 		return -1;
@@ -126,29 +158,39 @@ int storage_read(struct storage *db, const uint8_t table_id[16],
 	ctx_limits(db, &c);
 	struct slice key = slice_make(cmd->key, cmd->key_len);
 	int64_t token = murmur3_token(cmd->key, cmd->key_len);
-	for (size_t i = 0; !rc && i < s.mt_count; i++)
-		rc = read_ctx_add_memtable(&c, s.mts[i], token, key);
-	/* newest data first, so the reads above can stop early */
-	struct sstable *order[64];
-	size_t n = s.v->count < 64 ? s.v->count : 0;
-	memcpy(order, s.v->ssts, n * sizeof(*order));
-	if (n > 1)
-		qsort(order, n, sizeof(*order), cmp_max_ts_desc);
-	for (size_t i = 0; !rc && i < s.v->count; i++) {
-		struct sstable *sst = n ? order[i] : s.v->ssts[i];
-		if (sstable_shadowed(&c, sst))
-			continue;
-		if (n && older_cannot_matter(&c, sst->stats.max_ts))
-			break;
-		rc = sstable_read(sst, &c, token, key);
-		if (rc && err_code() == ERR_CORRUPT)
-			engine_note_corruption(db, sst);
-	}
 	if (!rc)
-		rc = read_ctx_finish(&c, token, key, out);
+		rc = gather(db, &s, &c, token, key, frag != NULL);
+	if (!rc)
+		rc = frag ? read_ctx_fragment(&c, key, frag)
+			  : read_ctx_finish(&c, token, key, out);
 	read_ctx_destroy(&c);
 	snapshot_release(&s);
 	return rc;
+}
+
+int storage_read(struct storage *db, const uint8_t table_id[16],
+		 const struct storage_read_cmd *cmd,
+		 struct storage_result **out)
+{
+	*out = NULL;
+	return read_partition(db, table_id, cmd, out, NULL);
+}
+
+int storage_read_fragment(struct storage *db, const uint8_t table_id[16],
+			  const struct storage_read_cmd *cmd,
+			  struct storage_mutation **out)
+{
+	*out = NULL;
+	return read_partition(db, table_id, cmd, NULL, out);
+}
+
+const struct storage_table_meta *storage_table_meta_get(struct storage *db,
+							const uint8_t id[16])
+{
+	pthread_mutex_lock(&db->mu);
+	struct table *t = engine_table_find(db, id);
+	pthread_mutex_unlock(&db->mu);
+	return t ? t->meta : NULL;
 }
 
 /* ---- range scans --------------------------------------------------------- */
@@ -177,6 +219,10 @@ struct storage_scan *storage_scan_open(struct storage *db,
 				       int64_t start_token, int64_t end_token,
 				       const struct storage_read_cmd *cmd)
 {
+	if (cmd->slices && cmd->slice_count == 0) {
+		err_set(ERR_INVALID, "scan of zero slices");
+		return NULL;
+	}
 	struct storage_scan *s = calloc(1, sizeof(*s));
 	if (!s) {
 		err_set(ERR_NOMEM, "scan");
@@ -255,51 +301,64 @@ static bool scan_min(struct storage_scan *s, int64_t *token, struct slice *key)
 	return any;
 }
 
+/* Gathers the next partition of the range into the context: 1 with its
+ * token and key (live until the next call), 0 at the end, -1. */
+static int scan_gather(struct storage_scan *s, int64_t *token_out,
+		       struct slice *key_out)
+{
+	if (s->done)
+		return 0;
+	int64_t token = 0;
+	struct slice key = {NULL, 0};
+	if (!scan_min(s, &token, &key) || !in_range(s, token)) {
+		s->done = true;
+		return 0;
+	}
+	/* The key may point into a source we advance: copy it. */
+	uint8_t *kcopy = malloc(key.len ? key.len : 1);
+	if (!kcopy)
+		return err_set(ERR_NOMEM, "scan");
+	memcpy(kcopy, key.ptr, key.len);
+	key.ptr = kcopy;
+	read_ctx_reset(&s->ctx);
+	int rc = read_ctx_keep(&s->ctx, kcopy);
+	for (size_t i = 0; !rc && i < s->snap.mt_count; i++) {
+		if (!s->mt_pos[i])
+			continue;
+		struct mt_partition *p = mt_node_partition(s->mt_pos[i]);
+		if (partition_cmp(p->token, p->key, token, key) != 0)
+			continue;
+		rc = read_ctx_add_mt_partition(&s->ctx, p);
+		s->mt_pos[i] = skiplist_next(s->mt_pos[i]);
+	}
+	for (size_t i = 0; !rc && i < s->snap.v->count; i++) {
+		if (!s->live[i] ||
+		    partition_cmp(s->heads[i]->token, s->heads[i]->key, token,
+				  key) != 0)
+			continue;
+		struct sstable *sst = s->snap.v->ssts[i];
+		rc = sstable_read_entry(sst, &s->ctx, s->heads[i], false);
+		int r = rc ? 0 : sst_iter_next(s->its[i], &s->heads[i]);
+		if (r < 0)
+			rc = -1;
+		s->live[i] = r > 0;
+		if (rc && err_code() == ERR_CORRUPT)
+			engine_note_corruption(s->db, sst);
+	}
+	if (rc)
+		return -1;
+	*token_out = token;
+	*key_out = key;
+	return 1;
+}
+
 int storage_scan_next(struct storage_scan *s, struct storage_result **out)
 {
 	*out = NULL;
-	while (!s->done) {
-		int64_t token = 0;
-		struct slice key = {NULL, 0};
-		if (!scan_min(s, &token, &key) || !in_range(s, token)) {
-			s->done = true;
-			return 0;
-		}
-		/* The key may point into a source we advance: copy it. */
-		uint8_t *kcopy = malloc(key.len ? key.len : 1);
-		if (!kcopy)
-			return err_set(ERR_NOMEM, "scan");
-		memcpy(kcopy, key.ptr, key.len);
-		key.ptr = kcopy;
-		read_ctx_reset(&s->ctx);
-		int rc = read_ctx_keep(&s->ctx, kcopy);
-		for (size_t i = 0; !rc && i < s->snap.mt_count; i++) {
-			if (!s->mt_pos[i])
-				continue;
-			struct mt_partition *p =
-				mt_node_partition(s->mt_pos[i]);
-			if (partition_cmp(p->token, p->key, token, key) != 0)
-				continue;
-			rc = read_ctx_add_mt_partition(&s->ctx, p);
-			s->mt_pos[i] = skiplist_next(s->mt_pos[i]);
-		}
-		for (size_t i = 0; !rc && i < s->snap.v->count; i++) {
-			if (!s->live[i] ||
-			    partition_cmp(s->heads[i]->token, s->heads[i]->key,
-					  token, key) != 0)
-				continue;
-			struct sstable *sst = s->snap.v->ssts[i];
-			rc = sstable_read_entry(sst, &s->ctx, s->heads[i],
-						false);
-			int r = rc ? 0 : sst_iter_next(s->its[i], &s->heads[i]);
-			if (r < 0)
-				rc = -1;
-			s->live[i] = r > 0;
-			if (rc && err_code() == ERR_CORRUPT)
-				engine_note_corruption(s->db, sst);
-		}
-		if (rc)
-			return -1;
+	int64_t token;
+	struct slice key;
+	int rc;
+	while ((rc = scan_gather(s, &token, &key)) == 1) {
 		struct storage_result *r;
 		if (read_ctx_finish(&s->ctx, token, key, &r))
 			return -1;
@@ -309,7 +368,27 @@ int storage_scan_next(struct storage_scan *s, struct storage_result **out)
 		}
 		storage_result_delete(r);
 	}
-	return 0;
+	return rc;
+}
+
+int storage_scan_next_fragment(struct storage_scan *s,
+			       struct storage_mutation **out)
+{
+	*out = NULL;
+	int64_t token;
+	struct slice key;
+	int rc;
+	while ((rc = scan_gather(s, &token, &key)) == 1) {
+		struct storage_mutation *m;
+		if (read_ctx_fragment(&s->ctx, key, &m))
+			return -1;
+		if (!storage_mutation_is_empty(m)) {
+			*out = m;
+			return 1;
+		}
+		storage_mutation_delete(m);
+	}
+	return rc;
 }
 
 void storage_scan_close(struct storage_scan *s)

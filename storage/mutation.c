@@ -117,6 +117,22 @@ static struct slice encode_ck(struct storage_mutation *m, int kind,
 	return out;
 }
 
+int mutation_push_rtomb(struct storage_mutation *m, const struct rtomb *r)
+{
+	if (m->rt_count == m->rt_cap) {
+		size_t cap = m->rt_cap ? m->rt_cap * 2 : 2;
+		struct rtomb *n = realloc(m->rts, cap * sizeof(*n));
+		if (!n)
+			return err_set(ERR_NOMEM, "range tombstones");
+		m->rts = n;
+		m->rt_cap = cap;
+	}
+	if (rtomb_copy(&m->arena, r, &m->rts[m->rt_count]))
+		return err_set(ERR_NOMEM, "range tombstone");
+	m->rt_count++;
+	return 0;
+}
+
 int storage_mutation_set_row(struct storage_mutation *m,
 			     const struct slice *clustering, size_t n)
 {
@@ -139,7 +155,7 @@ int storage_mutation_set_static_row(struct storage_mutation *m)
 	return 0;
 }
 
-static int push_atom(struct storage_mutation *m, const struct atom *a)
+int mutation_push_atom(struct storage_mutation *m, const struct atom *a)
 {
 	if (m->atom_count == m->atom_cap) {
 		size_t cap = m->atom_cap ? m->atom_cap * 2 : 4;
@@ -204,7 +220,7 @@ int storage_mutation_put(struct storage_mutation *m, int column,
 			 .path = slice_make(path, path ? path_len : 0),
 			 .value = slice_make(value, len)};
 	fill_live(&a, ts, ttl, now_sec);
-	return push_atom(m, &a);
+	return mutation_push_atom(m, &a);
 }
 
 int storage_mutation_put_marker(struct storage_mutation *m, int64_t ts,
@@ -213,7 +229,7 @@ int storage_mutation_put_marker(struct storage_mutation *m, int64_t ts,
 	struct atom a = {
 		.ck = m->row, .slot = ATOM_SLOT_ROW, .kind = ATOM_KIND_LIVE};
 	fill_live(&a, ts, ttl, now_sec);
-	return push_atom(m, &a);
+	return mutation_push_atom(m, &a);
 }
 
 int storage_mutation_delete_cell(struct storage_mutation *m, int column,
@@ -229,7 +245,7 @@ int storage_mutation_delete_cell(struct storage_mutation *m, int column,
 			 .path = slice_make(path, path ? path_len : 0),
 			 .ts = ts,
 			 .ldt = now_sec};
-	return push_atom(m, &a);
+	return mutation_push_atom(m, &a);
 }
 
 int storage_mutation_delete_collection(struct storage_mutation *m, int column,
@@ -243,7 +259,7 @@ int storage_mutation_delete_collection(struct storage_mutation *m, int column,
 			 .flags = ATOM_TOMBSTONE,
 			 .ts = ts,
 			 .ldt = now_sec};
-	return push_atom(m, &a);
+	return mutation_push_atom(m, &a);
 }
 
 int storage_mutation_delete_row(struct storage_mutation *m, int64_t ts,
@@ -255,7 +271,7 @@ int storage_mutation_delete_row(struct storage_mutation *m, int64_t ts,
 			 .flags = ATOM_TOMBSTONE,
 			 .ts = ts,
 			 .ldt = now_sec};
-	return push_atom(m, &a);
+	return mutation_push_atom(m, &a);
 }
 
 int storage_mutation_delete_partition(struct storage_mutation *m, int64_t ts,
@@ -354,17 +370,8 @@ static int decode_body(struct storage_mutation *m, struct cursor *c)
 		struct rtomb r;
 		if (rtomb_decode(c, &r))
 			return err_set(ERR_CORRUPT, "mutation: bad range");
-		if (m->rt_count == m->rt_cap) {
-			size_t cap = m->rt_cap ? m->rt_cap * 2 : 2;
-			struct rtomb *nr = realloc(m->rts, cap * sizeof(*nr));
-			if (!nr)
-				return err_set(ERR_NOMEM, "ranges");
-			m->rts = nr;
-			m->rt_cap = cap;
-		}
-		if (rtomb_copy(&m->arena, &r, &m->rts[m->rt_count]))
-			return err_set(ERR_NOMEM, "ranges");
-		m->rt_count++;
+		if (mutation_push_rtomb(m, &r))
+			return -1;
 	}
 	if (cursor_uvarint(c, &n) || n > cursor_left(c) / 14)
 		return err_set(ERR_CORRUPT, "mutation: bad atom count");
@@ -373,7 +380,7 @@ static int decode_body(struct storage_mutation *m, struct cursor *c)
 		if (atom_decode(c, &a))
 			return err_set(ERR_CORRUPT, "mutation: bad atom %llu",
 				       (unsigned long long)i);
-		if (push_atom(m, &a))
+		if (mutation_push_atom(m, &a))
 			return -1;
 	}
 	if (cursor_left(c) != 0)

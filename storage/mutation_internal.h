@@ -24,6 +24,10 @@ struct storage_mutation {
 	struct slice row; /* builder: the current row's clustering */
 };
 
+/* Append a copy (bytes into the mutation's arena), unchecked. */
+int mutation_push_atom(struct storage_mutation *m, const struct atom *a);
+int mutation_push_rtomb(struct storage_mutation *m, const struct rtomb *r);
+
 /* Bytes the mutation's content takes, for memory and size limits. */
 size_t mutation_data_size(const struct storage_mutation *m);
 

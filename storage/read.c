@@ -377,7 +377,7 @@ static void apply_order_and_limit(struct builder *b)
 		b->row_count = cmd->limit;
 }
 
-static int check_tombstones(struct read_ctx *c, uint64_t n, struct slice key)
+int read_ctx_check_tombstones(struct read_ctx *c, uint64_t n, struct slice key)
 {
 	if ((int64_t)n > c->fail_threshold)
 		return err_set(ERR_OVERLOADED,
@@ -448,7 +448,7 @@ int read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
 	if (!rc && !k)
 		rc = err_set(ERR_NOMEM, "result");
 	if (!rc)
-		rc = check_tombstones(c, b.tombstones, key);
+		rc = read_ctx_check_tombstones(c, b.tombstones, key);
 	free(b.cells);
 	if (rc) {
 		free(b.rows);

@@ -75,5 +75,13 @@ void read_ctx_merge(struct read_ctx *c);
 /* Builds the result. */
 int read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
 		    struct storage_result **out);
+/* ERR_OVERLOADED past the failure threshold; logs past the warning one. */
+int read_ctx_check_tombstones(struct read_ctx *c, uint64_t n, struct slice key);
+
+/* fragment.c: the context's raw contents (range tombstones that overlap
+ * its slices, every atom reconciled once, shadowed ones dropped) as a
+ * mutation of partition `key` of c->t, which it borrows. */
+int read_ctx_fragment(struct read_ctx *c, struct slice key,
+		      struct storage_mutation **out);
 
 #endif

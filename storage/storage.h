@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct arena;
 struct conf;
 struct storage;
 struct storage_mutation;
@@ -90,6 +91,15 @@ int storage_mutation_delete_partition(struct storage_mutation *m, int64_t ts,
 int storage_mutation_encode(const struct storage_mutation *m, struct buf *out);
 /* Decodes untrusted bytes; the result owns copies. NULL with ERR_CORRUPT. */
 struct storage_mutation *storage_mutation_decode(const uint8_t *p, size_t len);
+
+/* Whether the mutation holds nothing (no atom, range tombstone or
+ * partition deletion). */
+bool storage_mutation_is_empty(const struct storage_mutation *m);
+/* A 16-byte digest of the mutation's content (table id, key, deletions,
+ * atoms; not its meta pointer): MurmurHash3_x64_128 of its encoding, so
+ * equal content in the same order gives equal digests on every node.
+ * Fragments (below) are canonical, so equal fragments have equal digests. */
+void storage_mutation_digest(const struct storage_mutation *m, uint8_t out[16]);
 
 /* ---- the engine ---------------------------------------------------------- */
 
@@ -218,6 +228,68 @@ int storage_read(struct storage *db, const uint8_t table_id[16],
 		 const struct storage_read_cmd *cmd,
 		 struct storage_result **out);
 
+/* ---- fragments: replicated reads ------------------------------------------
+ *
+ * A fragment is a mutation holding what one replica has of one partition
+ * within a read's slices, tombstones included, in a canonical form (see
+ * docs/storage.md): a coordinator compares replicas' digests, merges their
+ * fragments, resolves the merge into rows, and writes it back with
+ * storage_mutation_encode / storage_mutation_decode / storage_apply (read
+ * repair; skip empty ones). */
+
+/* What this replica holds of partition cmd->key within cmd's slices (and
+ * the static row when cmd->with_static), tombstones included (partition
+ * deletion, range tombstones overlapping the slices, whole; row, cell and
+ * collection tombstones; expired cells), one reconciled version per atom,
+ * atoms a deletion shadows left out. cmd->limit, cmd->reverse and
+ * cmd->columns are ignored: the whole slice is returned, so merging
+ * replicas never gives a short read. An absent partition gives an empty
+ * mutation. The caller owns *out (storage_mutation_delete); it borrows
+ * the table's meta. Fails like storage_read (ERR_OVERLOADED counts the
+ * fragment's tombstones). Blocks. */
+int storage_read_fragment(struct storage *db, const uint8_t table_id[16],
+			  const struct storage_read_cmd *cmd,
+			  struct storage_mutation **out);
+
+/* Pure: reconciles fragments of the same partition (same table id, that of
+ * `t`, and key; else ERR_INVALID) into one new canonical mutation (owned
+ * by the caller, borrowing `t`), by Cassandra's rules (atom_reconcile,
+ * deletion_max, range tombstones kept). Inputs are borrowed and may be
+ * decoded mutations (meta NULL). Commutative, associative and idempotent:
+ * the result's encoding is the same byte for byte whatever the order or
+ * grouping of the inputs. NULL on error (n == 0 is ERR_INVALID). */
+struct storage_mutation *
+storage_fragment_merge(const struct storage_table_meta *t,
+		       struct storage_mutation *const *frags, size_t n);
+
+/* Pure: into *out (caller frees with storage_result_delete) what
+ * storage_read with `cmd` (slices, static row, projection, reverse, limit,
+ * TTL expiry at now_sec, deletions shadowing) would return if table `t`
+ * held exactly fragment `f` (borrowed; cmd->key is ignored, f's is used).
+ * Only `tombstones` may differ from a storage_read of the same data, as
+ * fragments leave shadowed atoms out. */
+int storage_fragment_resolve(const struct storage_table_meta *t,
+			     const struct storage_mutation *f,
+			     const struct storage_read_cmd *cmd,
+			     int64_t now_sec, struct storage_result **out);
+
+/* The internode form of a read command (versioned, bounds-checked; see
+ * storage/read_cmd.c). Appends to `out`; ERR_INVALID for a command that
+ * storage_read would refuse to read (slices given but none, a bound of
+ * more than 32 values). */
+int storage_read_cmd_encode(const struct storage_read_cmd *cmd,
+			    struct buf *out);
+/* Decodes untrusted bytes into *out: ERR_CORRUPT on anything malformed,
+ * never a crash. The key, slices and columns are copied into `a` (live
+ * while `a` is); `p` may be freed afterwards. */
+int storage_read_cmd_decode(const uint8_t *p, size_t len, struct arena *a,
+			    struct storage_read_cmd *out);
+
+/* The registered table's meta (borrowed; live while the engine is, as
+ * tables are never removed), or NULL. */
+const struct storage_table_meta *storage_table_meta_get(struct storage *db,
+							const uint8_t id[16]);
+
 /* Range scan over (start_token, end_token] in token order, over the set of
  * memtables and SSTables of the moment it opens (flushes and compactions
  * may run meanwhile). `cmd` gives projection, slices and the per-partition
@@ -229,6 +301,11 @@ struct storage_scan *storage_scan_open(struct storage *db,
 				       const struct storage_read_cmd *cmd);
 /* 1 with a partition in *out, 0 at the end, -1 on error. Blocks. */
 int storage_scan_next(struct storage_scan *s, struct storage_result **out);
+/* The same as a fragment per partition (storage_read_fragment), in token
+ * order; partitions whose fragment would be empty are skipped. The caller
+ * owns *out. 1 with a fragment, 0 at the end, -1 on error. Blocks. */
+int storage_scan_next_fragment(struct storage_scan *s,
+			       struct storage_mutation **out);
 void storage_scan_close(struct storage_scan *s);
 
 /* ---- maintenance and statistics ------------------------------------------ */

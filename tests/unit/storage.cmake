@@ -17,3 +17,6 @@ cassini_check_suite(test_storage_random LABEL unit
 cassini_check_suite(test_storage_corrupt LABEL unit
                     SOURCES test_storage_corrupt.c
                     LIBS cassini_storage cassini_conf)
+cassini_check_suite(test_storage_fragment LABEL unit
+                    SOURCES test_storage_fragment.c
+                    LIBS cassini_storage cassini_storage_testenv cassini_conf)
