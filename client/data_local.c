@@ -148,11 +148,64 @@ static void reply_now(const struct cql_data_request *dr, uint32_t code,
 	buf_free(&b);
 }
 
-static int64_t next_timestamp(struct cql_local *l)
+int cql_data_build_writes(const struct cql_data_request *dr,
+			  const struct cql_write_ctx *ctx,
+			  struct cql_mutations *all,
+			  const struct cql_table ***tables)
 {
-	int64_t now = env_wall_us(l->env);
-	l->last_ts = now > l->last_ts ? now : l->last_ts + 1;
-	return l->last_ts;
+	struct cql_batch_item one = {dr->stmt, dr->table, dr->binds,
+				     dr->bind_count, NULL};
+	const struct cql_batch_item *items = dr->stmt ? &one : dr->batch;
+	size_t n = dr->stmt ? 1 : dr->batch_count;
+	*all = (struct cql_mutations){NULL, 0};
+	const struct cql_table **tabs = NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct cql_mutations muts;
+		if (cql_dml_build(items[i].stmt, items[i].table, items[i].binds,
+				  items[i].bind_count, ctx, &muts) != 0)
+			goto fail;
+		struct storage_mutation **grown =
+			realloc(all->items,
+				(all->count + muts.count + 1) * sizeof(*grown));
+		if (grown)
+			all->items = grown;
+		const struct cql_table **tgrown =
+			grown && tables
+				? realloc(tabs, (all->count + muts.count + 1) *
+							sizeof(*tgrown))
+				: NULL;
+		if (tgrown)
+			tabs = tgrown;
+		if (!grown || (tables && !tgrown)) {
+			cql_mutations_free(&muts);
+			err_set(ERR_NOMEM, "out of memory");
+			goto fail;
+		}
+		memcpy(all->items + all->count, muts.items,
+		       muts.count * sizeof(*grown));
+		for (size_t k = 0; tables && k < muts.count; k++)
+			tabs[all->count + k] = items[i].table;
+		all->count += muts.count;
+		free(muts.items);
+	}
+	if (tables)
+		*tables = tabs;
+	return 0;
+fail:
+	cql_mutations_free(all);
+	free(tabs);
+	return -1;
+}
+
+int64_t cql_data_timestamp(const struct cql_data_request *dr, int64_t *last,
+			   int64_t now_us)
+{
+	if (!dr->stmt && dr->batch_timestamp != INT64_MIN)
+		return dr->batch_timestamp;
+	if (dr->params->has_timestamp)
+		return dr->params->timestamp;
+	*last = now_us > *last ? now_us : *last + 1;
+	return *last;
 }
 
 /* Builds the mutations of one write (or every write of a batch, with one
@@ -165,41 +218,19 @@ static void run_write(struct cql_local *l, const struct cql_data_request *dr)
 				.timeuuids = &l->timeuuids,
 				.random = env_rand,
 				.random_arg = l->env};
-	int64_t ts = dr->params->has_timestamp ? dr->params->timestamp
-					       : next_timestamp(l);
-	if (!dr->stmt && dr->batch_timestamp != INT64_MIN)
-		ts = dr->batch_timestamp;
 	struct cql_write_ctx ctx = {
-		.timestamp = ts, .now_sec = now / 1000000, .fn = &fn};
-	struct cql_batch_item one = {dr->stmt, dr->table, dr->binds,
-				     dr->bind_count, NULL};
-	const struct cql_batch_item *items = dr->stmt ? &one : dr->batch;
-	size_t n = dr->stmt ? 1 : dr->batch_count;
-	struct cql_mutations all = {NULL, 0};
-	for (size_t i = 0; i < n; i++) {
-		struct cql_mutations muts;
-		if (cql_dml_build(items[i].stmt, items[i].table, items[i].binds,
-				  items[i].bind_count, &ctx, &muts) != 0) {
-			char msg[ERR_MSG_MAX];
-			snprintf(msg, sizeof(msg), "%s", err_msg());
-			cql_mutations_free(&all);
-			reply_now(dr, CQL_ERR_INVALID, msg);
-			return;
-		}
-		struct storage_mutation **grown =
-			realloc(all.items,
-				(all.count + muts.count + 1) * sizeof(*grown));
-		if (!grown) {
-			cql_mutations_free(&muts);
-			cql_mutations_free(&all);
-			reply_now(dr, CQL_ERR_SERVER, "out of memory");
-			return;
-		}
-		all.items = grown;
-		memcpy(all.items + all.count, muts.items,
-		       muts.count * sizeof(*grown));
-		all.count += muts.count;
-		free(muts.items);
+		.timestamp = cql_data_timestamp(dr, &l->last_ts, now),
+		.now_sec = now / 1000000,
+		.fn = &fn};
+	struct cql_mutations all;
+	if (cql_data_build_writes(dr, &ctx, &all, NULL) != 0) {
+		char msg[ERR_MSG_MAX];
+		snprintf(msg, sizeof(msg), "%s", err_msg());
+		reply_now(dr,
+			  err_code() == ERR_NOMEM ? CQL_ERR_SERVER
+						  : CQL_ERR_INVALID,
+			  msg);
+		return;
 	}
 	struct write_op *w = calloc(1, sizeof(*w));
 	if (!w) {

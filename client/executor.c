@@ -505,6 +505,7 @@ static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
 		.params = params,
 		.batch = items,
 		.batch_count = n,
+		.batch_type = type,
 		.batch_timestamp = ts,
 	};
 	to_data_path(j, &dr);

@@ -51,6 +51,7 @@ struct cql_data_request {
 	size_t batch_count;
 	int64_t batch_timestamp; /* USING TIMESTAMP / default; INT64_MIN: none
 				  */
+	int batch_type;          /* enum cql_batch_type */
 };
 
 /* An applied schema change, with what the schema log needs to replay it. */

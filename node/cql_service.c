@@ -11,6 +11,7 @@
 #include "common/loopq.h"
 #include "common/murmur3.h"
 #include "common/workers.h"
+#include "node/cql_data.h"
 #include "storage/storage.h"
 
 #include <limits.h>
@@ -27,10 +28,13 @@ struct cql_service {
 	struct storage *db;
 	struct cql_schema *schema;
 	struct cql_schema_log *log;
-	struct cql_local *local;
+	struct cql_data *data;
+	struct cql_data_hooks data_hooks;
 	struct cql_exec *exec;
 	struct cql_server *server;
 	cql_service_node_info_fn node_info;
+	struct ring *(*ring_fn)(void *arg);
+	bool (*alive_fn)(void *arg, const struct inet_addr *ep);
 	void *node_arg;
 	struct work sync_work;
 	bool sync_queued;
@@ -113,29 +117,10 @@ static int hook_ddl_check(void *arg, const struct cql_stmt *stmt)
 	return 0;
 }
 
-/* The local data path is only right when this node holds every replica:
- * with peers, a write would land on whichever node took it and a scan would
- * see one node's share. Refuse rather than answer wrongly until the
- * coordinator replicates. */
 static void data_hook(void *arg, const struct cql_data_request *dr)
 {
 	struct cql_service *s = arg;
-	struct cql_node_info info;
-	s->node_info(s->node_arg, &info);
-	if (info.other_members > 0) {
-		struct buf b;
-		buf_init(&b);
-		cql_encode_error(
-			&b, dr->info->version, dr->info->stream,
-			CQL_ERR_INVALID,
-			"Reads and writes of user tables are served by "
-			"one-node clusters only until the coordinator "
-			"lands; this node has peers");
-		cql_request_reply(dr->req, b.data, b.len);
-		buf_free(&b);
-		return;
-	}
-	cql_local_data(s->local, dr);
+	cql_data_request(s->data, dr);
 }
 
 static void sync_run(struct work *w)
@@ -306,9 +291,21 @@ static int open_server(struct cql_service *s, const struct conf *c,
 	return 0;
 }
 
+static struct ring *data_ring(void *arg)
+{
+	struct cql_service *s = arg;
+	return s->ring_fn(s->node_arg);
+}
+
+static bool data_alive(void *arg, const struct inet_addr *ep)
+{
+	struct cql_service *s = arg;
+	return s->alive_fn(s->node_arg, ep);
+}
+
 struct cql_service *cql_service_new(const struct conf *c,
 				    struct event_base *base, struct env *env,
-				    cql_service_node_info_fn node_info,
+				    const struct cql_service_hooks *h,
 				    void *arg)
 {
 	struct cql_service *s = calloc(1, sizeof(*s));
@@ -317,13 +314,22 @@ struct cql_service *cql_service_new(const struct conf *c,
 		return NULL;
 	}
 	s->env = env;
-	s->node_info = node_info;
+	s->node_info = h->node_info;
+	s->ring_fn = h->ring;
+	s->alive_fn = h->is_alive;
 	s->node_arg = arg;
+	struct repl_options ro;
+	repl_options_default(&ro);
+	ro.self = c->listen_address;
+	ro.read_timeout_ms = c->read_request_timeout_ms;
+	ro.write_timeout_ms = c->write_request_timeout_ms;
+	ro.range_timeout_ms = c->range_request_timeout_ms;
+	struct cql_data_hooks dh = {data_ring, data_alive, s};
 	s->sync_work.run = sync_run;
 	if (!(s->q = loopq_new(base)) ||
 	    !(s->syncer = workers_new(1, "schemasync")) ||
 	    !(s->schema = cql_schema_new()) || open_storage(s, c) != 0 ||
-	    !(s->local = cql_local_new(s->db, env, s->q, 2))) {
+	    !(s->data = cql_data_new(s->db, env, s->q, s->schema, &ro, &dh))) {
 		err_prefix("cannot start the CQL service");
 		cql_service_delete(s);
 		return NULL;
@@ -371,15 +377,15 @@ void cql_service_delete(struct cql_service *s)
 	 * stops (its last write acks are queued); those run; then free. */
 	cql_server_delete(s->server);
 	cql_exec_delete(s->exec);
-	if (s->local)
-		cql_local_stop(s->local);
+	if (s->data)
+		cql_data_stop(s->data);
 	if (s->q)
 		loopq_run_pending(s->q);
 	if (s->db)
 		storage_delete(s->db);
 	if (s->q)
 		loopq_delete(s->q);
-	cql_local_delete(s->local);
+	cql_data_delete(s->data);
 	workers_delete(s->syncer);
 	cql_schema_log_close(s->log);
 	cql_schema_delete(s->schema);
@@ -398,4 +404,15 @@ void cql_service_on_schema_change(struct cql_service *s,
 void cql_service_schema_version(const struct cql_service *s, uint8_t out[16])
 {
 	cql_schema_version(s->schema, out);
+}
+
+void cql_service_receive(struct cql_service *s, const struct inet_addr *from,
+			 uint32_t verb, const uint8_t *msg, size_t len)
+{
+	cql_data_receive(s->data, from, verb, msg, len);
+}
+
+void cql_service_data_stats(const struct cql_service *s, struct repl_stats *out)
+{
+	cql_data_stats(s->data, out);
 }

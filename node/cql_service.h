@@ -27,13 +27,34 @@ struct cql_service;
 /* The node's current view for system.local / system.peers. */
 typedef void (*cql_service_node_info_fn)(void *arg, struct cql_node_info *out);
 
+struct ring;
+struct inet_addr;
+struct repl_stats;
+
+/* What the service asks the node (all with the `arg` of
+ * cql_service_new). */
+struct cql_service_hooks {
+	cql_service_node_info_fn node_info;
+	/* The ring as gossip describes it (borrowed until the next call). */
+	struct ring *(*ring)(void *arg);
+	/* The failure detector's verdict on a peer. */
+	bool (*is_alive)(void *arg, const struct inet_addr *ep);
+};
+
 /* Opens storage under the configured directories and replays the schema
  * log and the commitlog. Blocks while replaying (call before the loop
  * runs). `c` must outlive the service. NULL with err set. */
 struct cql_service *cql_service_new(const struct conf *c,
 				    struct event_base *base, struct env *env,
-				    cql_service_node_info_fn node_info,
+				    const struct cql_service_hooks *h,
 				    void *arg);
+
+/* A coordinator message (REPL_VERB_*) from a peer. */
+void cql_service_receive(struct cql_service *s, const struct inet_addr *from,
+			 uint32_t verb, const uint8_t *msg, size_t len);
+/* The coordinator's counters and latencies. */
+void cql_service_data_stats(const struct cql_service *s,
+			    struct repl_stats *out);
 
 /* Listens on rpc_address:native_transport_port (once; later calls do
  * nothing). -1 with err set when the port cannot be bound. */

@@ -21,6 +21,7 @@
 #include "node/members.h"
 #include "node/node_internal.h"
 #include "node/transport.h"
+#include "replication/replication.h"
 #include "ring/ring.h"
 
 #include <errno.h>
@@ -169,6 +170,10 @@ static void dispatch(void *arg, const struct inet_addr *from, uint32_t verb,
 	struct node *n = arg;
 	if (verb <= GOSSIP_VERB_MAX && n->gossip) {
 		gossip_process(n->gossip, from, verb, msg, len);
+		return;
+	}
+	if (verb >= REPL_VERB_FIRST && verb <= REPL_VERB_LAST && n->cql) {
+		cql_service_receive(n->cql, from, verb, msg, len);
 		return;
 	}
 	char a[INET_ADDR_STRLEN];
@@ -421,6 +426,18 @@ done:
 
 /* What system.local and system.peers report. The strings in `out` point
  * into gossip's state and stay valid until the loop runs again. */
+static struct ring *node_ring(void *arg)
+{
+	struct node *n = arg;
+	return members_ring(n->members);
+}
+
+static bool node_peer_alive(void *arg, const struct inet_addr *ep)
+{
+	struct node *n = arg;
+	return n->gossip && gossip_is_alive(n->gossip, ep);
+}
+
 static void node_cql_info(void *arg, struct cql_node_info *out)
 {
 	struct node *n = arg;
@@ -593,7 +610,10 @@ struct node *node_new(struct conf *conf)
 			goto fail;
 	if (take_lock(n) != 0 || setup_membership(n) != 0)
 		goto fail;
-	n->cql = cql_service_new(&n->conf, n->base, n->env, node_cql_info, n);
+	struct cql_service_hooks ch = {.node_info = node_cql_info,
+				       .ring = node_ring,
+				       .is_alive = node_peer_alive};
+	n->cql = cql_service_new(&n->conf, n->base, n->env, &ch, n);
 	if (!n->cql)
 		goto fail;
 	if (setup_schema_sync(n) != 0)

@@ -1,10 +1,293 @@
 /*
- * replication/: The coordinator: consistency levels, read/write paths, read
- * repair, hinted handoff, batchlog. Filled by the Coordinator issue.
+ * replication/: the coordinator. Any node coordinates any request: it finds
+ * the replicas of a partition (ring/), decides from the failure detector
+ * whether enough of them are alive for the consistency level, sends the
+ * mutation or read to them, counts answers per datacenter and answers the
+ * client with success, Unavailable, or a timeout. The same module serves
+ * the replica side of those messages (apply a mutation, read a partition).
  *
- * Nothing is exported yet; see DESIGN.md for where this module sits.
+ * Consistency arithmetic follows Cassandra's ConsistencyLevel: block-for is
+ * computed from the keyspace's replication factors (not from how many nodes
+ * exist), per datacenter for EACH_QUORUM and the LOCAL_ levels; pending
+ * endpoints (BOOT, LEAVING) add to a write's block-for.
+ *
+ * Reads: the closest live replica (snitch proximity) sends its data, the
+ * others up to block-for send a digest. All equal: done. Otherwise every
+ * contacted replica sends its data, the versions are merged last-write-wins
+ * (storage_fragment_merge) and, unless the table says read_repair = 'NONE',
+ * the merged partition is written back to every contacted replica whose
+ * version differed before the client gets its answer (blocking read repair:
+ * a value a QUORUM read returned is never "un-read" by a later one).
+ *
+ * Range reads walk the ring one vnode range at a time in token order
+ * (repl_range_step); each step reads the range from block-for replicas and
+ * merges their partitions.
+ *
+ * A state machine over the env seam: messages go out with env_send and come
+ * back through repl_receive; timeouts are env timers; the local replica is
+ * reached through `struct repl_store_ops` (the node's storage engine, or an
+ * in-memory store in tests/sim). Everything runs on the env's loop thread.
+ *
+ * Wire (replication.proto): every request carries a request id and an
+ * absolute wall-clock deadline; replicas drop requests past it and count
+ * them per verb; answers travel as one-way messages of the matching
+ * response verb.
  */
 #ifndef CASSINI_REPLICATION_REPLICATION_H
 #define CASSINI_REPLICATION_REPLICATION_H
+
+#include "common/env.h"
+#include "common/inet.h"
+#include "ring/ring.h"
+#include "storage/storage.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Internode verbs of the coordinator (requests even, responses odd). */
+enum repl_verb {
+	REPL_VERB_MUTATION = 30,
+	REPL_VERB_MUTATION_RSP = 31,
+	REPL_VERB_READ = 32,
+	REPL_VERB_READ_RSP = 33,
+	REPL_VERB_RANGE = 34,
+	REPL_VERB_RANGE_RSP = 35,
+	REPL_VERB_FIRST = REPL_VERB_MUTATION,
+	REPL_VERB_LAST = REPL_VERB_RANGE_RSP,
+};
+
+/* Consistency levels, numbered as in the native protocol. */
+enum repl_cl {
+	REPL_CL_ANY = 0x0000,
+	REPL_CL_ONE = 0x0001,
+	REPL_CL_TWO = 0x0002,
+	REPL_CL_THREE = 0x0003,
+	REPL_CL_QUORUM = 0x0004,
+	REPL_CL_ALL = 0x0005,
+	REPL_CL_LOCAL_QUORUM = 0x0006,
+	REPL_CL_EACH_QUORUM = 0x0007,
+	REPL_CL_SERIAL = 0x0008,
+	REPL_CL_LOCAL_SERIAL = 0x0009,
+	REPL_CL_LOCAL_ONE = 0x000A,
+};
+/* "QUORUM", ...; "UNKNOWN" for other values. */
+const char *repl_cl_name(int cl);
+
+enum repl_write_type {
+	REPL_WRITE_SIMPLE,
+	REPL_WRITE_BATCH,
+	REPL_WRITE_UNLOGGED_BATCH,
+	REPL_WRITE_BATCH_LOG,
+};
+/* As the protocol spells it: "SIMPLE", "BATCH", ... */
+const char *repl_write_type_name(enum repl_write_type t);
+
+/* How a request ended. Unavailable carries (cl, required, alive); the
+ * timeouts carry (cl, received, block_for) and data_present or write_type;
+ * the others a message. */
+enum repl_outcome {
+	REPL_OK = 0,
+	REPL_UNAVAILABLE,
+	REPL_WRITE_TIMEOUT,
+	REPL_READ_TIMEOUT,
+	REPL_WRITE_FAILURE,
+	REPL_READ_FAILURE,
+	REPL_OVERLOADED,
+	REPL_INVALID,
+};
+
+struct repl_result {
+	enum repl_outcome outcome;
+	int cl;
+	int required; /* Unavailable: required; timeouts: block_for */
+	int alive;    /* Unavailable: alive; timeouts: received */
+	bool data_present;
+	enum repl_write_type write_type;
+	char msg[256];
+};
+
+/* ---- consistency arithmetic (pure) --------------------------------------- */
+
+/* Replicas that must answer at `cl` for a keyspace placed by `s`, seen from
+ * a coordinator in `local_dc` (Cassandra's blockFor): ONE/LOCAL_ONE/ANY 1,
+ * TWO 2, THREE 3, QUORUM sum(rf)/2+1, ALL sum(rf), LOCAL_QUORUM
+ * rf(local_dc)/2+1 (quorum of the rf for SimpleStrategy), EACH_QUORUM the
+ * sum of every datacenter's quorum. -1 (ERR_INVALID) for SERIAL,
+ * LOCAL_SERIAL and unknown levels. */
+int repl_block_for(int cl, const struct ring_strategy *s, const char *local_dc);
+/* A datacenter's own quorum under `s`: rf(dc)/2+1 (0 for rf 0). */
+int repl_dc_quorum(const struct ring_strategy *s, const char *dc);
+
+/* One replica as the Unavailable check sees it. */
+struct repl_live {
+	const char *dc;
+	bool alive;
+};
+/* Whether enough replicas are alive for `cl` (Cassandra's
+ * assureSufficientLiveReplicas): 0, or -1 with `res` filled as
+ * Unavailable (cl, required, alive). `pending` (replicas that are pending
+ * endpoints; they add to the block-for of a write) are the last
+ * `n_pending` entries of `reps`. ANY never fails. */
+int repl_check_live(int cl, const struct ring_strategy *s, const char *local_dc,
+		    const struct repl_live *reps, size_t n, size_t n_pending,
+		    struct repl_result *res);
+
+/* ---- the local replica --------------------------------------------------- */
+
+/* Completion of a local read: `frags` (n of them, in token order) owned by
+ * the callee from then on (free each with storage_mutation_delete and the
+ * array with free()); status -1 with `code` on failure. `cut`: a range read
+ * stopped at its partition limit. */
+typedef void (*repl_store_read_fn)(void *arg, int status, enum err_code code,
+				   struct storage_mutation **frags, size_t n,
+				   bool cut);
+
+/* What the coordinator needs from this node's storage. Completions run on
+ * the loop thread (later, or inline). */
+struct repl_store_ops {
+	/* storage_apply's contract. */
+	int (*apply)(void *s, const struct storage_mutation *m,
+		     storage_done_fn done, void *arg);
+	/* One partition (cmd->key) as a fragment (storage_read_fragment). */
+	void (*read)(void *s, const uint8_t table_id[16],
+		     const struct storage_read_cmd *cmd,
+		     repl_store_read_fn done, void *arg);
+	/* Partitions of (start, end] in token order, at most `max` (cut when
+	 * the limit stopped it). */
+	void (*scan)(void *s, const uint8_t table_id[16], int64_t start,
+		     int64_t end, const struct storage_read_cmd *cmd,
+		     uint32_t max, repl_store_read_fn done, void *arg);
+	/* The table's meta for decoding and merging; NULL when unknown. */
+	const struct storage_table_meta *(*meta)(void *s,
+						 const uint8_t table_id[16]);
+};
+
+/* ---- the coordinator ----------------------------------------------------- */
+
+struct repl;
+
+struct repl_hooks {
+	/* The current ring, borrowed until the next call (the coordinator
+	 * takes a reference for what it keeps). */
+	struct ring *(*ring)(void *arg);
+	/* Failure detector verdict; the local node is always alive. */
+	bool (*is_alive)(void *arg, const struct inet_addr *ep);
+	/* Optional: store a hint for a replica that is down or timed out
+	 * (`mutation` is the encoded mutation). 0 when stored. */
+	int (*hint)(void *arg, const uint8_t host_id[16], const char *dc,
+		    const uint8_t *mutation, size_t len);
+	void *arg;
+};
+
+struct repl_options {
+	struct inet_addr self;     /* this node's internode address */
+	uint64_t write_timeout_ms; /* write_request_timeout: 2000 */
+	uint64_t read_timeout_ms;  /* read_request_timeout: 5000 */
+	uint64_t range_timeout_ms; /* range_request_timeout: 10000 */
+	/* Requests in flight on this coordinator past which new ones are
+	 * answered Overloaded (0 = 4096). */
+	size_t max_inflight;
+};
+void repl_options_default(struct repl_options *o);
+
+/* `env`, `store` (with `store_arg`) and the hooks' targets must outlive the
+ * coordinator. NULL with err set. */
+struct repl *repl_new(struct env *env, const struct repl_options *o,
+		      const struct repl_store_ops *store, void *store_arg,
+		      const struct repl_hooks *hooks);
+/* Pending requests are dropped without their callbacks. */
+void repl_delete(struct repl *r);
+
+/* A message of a REPL_VERB_* verb from `from`. */
+void repl_receive(struct repl *r, const struct inet_addr *from, uint32_t verb,
+		  const uint8_t *msg, size_t len);
+
+/* Runs exactly once per request, on the loop (possibly before the call that
+ * started it returns). */
+typedef void (*repl_write_done_fn)(void *arg, const struct repl_result *res);
+
+/* One partition's mutation and the strategy of its keyspace (both borrowed
+ * for the call). */
+struct repl_mutation {
+	const struct storage_mutation *m;
+	const struct ring_strategy *strategy;
+};
+
+/* Writes every mutation to its replicas at `cl`; done once each has been
+ * acknowledged by block-for replicas (counted per datacenter as the level
+ * says). Unavailable is decided for all of them before anything is sent.
+ * SERIAL and LOCAL_SERIAL are Invalid. */
+void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
+		int cl, enum repl_write_type wt, repl_write_done_fn done,
+		void *arg);
+
+struct repl_read {
+	const uint8_t *table_id; /* 16 bytes */
+	const struct storage_table_meta *meta;
+	const struct ring_strategy *strategy;
+	int cl;
+	const struct storage_read_cmd *cmd; /* cmd->key: the partition */
+	int64_t token;                      /* of cmd->key */
+	bool read_repair;                   /* false: read_repair = 'NONE' */
+	/* The table's speculative_retry: "99p" (NULL), "NONE", "ALWAYS",
+	 * "50ms", "95PERCENTILE". */
+	const char *speculative_retry;
+};
+
+/* `frag`: the partition as block-for replicas agree on it (owned by the
+ * callee; NULL unless res->outcome is REPL_OK). */
+typedef void (*repl_read_done_fn)(void *arg, const struct repl_result *res,
+				  struct storage_mutation *frag);
+/* Everything `q` points at is copied; it may go after the call. */
+void repl_read(struct repl *r, const struct repl_read *q,
+	       repl_read_done_fn done, void *arg);
+
+struct repl_range {
+	const uint8_t *table_id;
+	const struct storage_table_meta *meta;
+	const struct ring_strategy *strategy;
+	int cl;
+	const struct storage_read_cmd *cmd; /* slices, projection; key unused */
+	int64_t start, end;                 /* (start, end], start < end */
+	uint32_t max_partitions;
+};
+
+/* One step of a range read: the partitions of the first vnode range that
+ * (start, end] crosses (at most max_partitions), merged from block-for
+ * replicas, in token order. `resume`: where the next step starts (pass it
+ * as `start`); `finished`: (start, end] is exhausted. `frags` and each
+ * fragment are owned by the callee. */
+typedef void (*repl_range_done_fn)(void *arg, const struct repl_result *res,
+				   struct storage_mutation **frags, size_t n,
+				   int64_t resume, bool finished);
+void repl_range_step(struct repl *r, const struct repl_range *q,
+		     repl_range_done_fn done, void *arg);
+
+/* ---- statistics (tpstats, proxyhistograms) ------------------------------- */
+
+#define REPL_LAT_BUCKETS 64
+
+/* Latencies in a fixed log-linear histogram (microseconds). */
+struct repl_latency {
+	uint64_t count;
+	uint64_t buckets[REPL_LAT_BUCKETS];
+};
+/* The value at percentile p (0..100), in microseconds (bucket's upper
+ * bound); 0 when empty. */
+uint64_t repl_latency_percentile(const struct repl_latency *l, double p);
+
+struct repl_stats {
+	uint64_t writes, reads, ranges; /* coordinated */
+	uint64_t unavailables, write_timeouts, read_timeouts, overloaded;
+	uint64_t digest_mismatches, read_repairs; /* repair writes sent */
+	uint64_t speculative_retries;
+	uint64_t hints_written;
+	uint64_t replica_mutations, replica_reads, replica_ranges; /* served */
+	uint64_t dropped[REPL_VERB_LAST + 1]; /* past their deadline */
+	uint64_t inflight;
+	struct repl_latency write_lat, read_lat, range_lat;
+};
+void repl_get_stats(const struct repl *r, struct repl_stats *out);
 
 #endif

@@ -6,8 +6,10 @@ import subprocess
 import time
 
 import pytest
-from cassandra import InvalidRequest
+from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.cluster import Cluster
+from cassandra.policies import WhiteListRoundRobinPolicy
+from cassandra.query import SimpleStatement
 
 from conftest import BUILD_DIR, default_yaml
 
@@ -94,9 +96,9 @@ def test_acknowledged_writes_survive_kill_9(node):
     cluster.shutdown()
 
 
-def test_user_data_is_refused_while_the_node_has_peers(make_node):
-    """Without the coordinator, a write would land only on the node that
-    took it: with peers the node refuses instead of answering wrongly."""
+def test_two_nodes_replicate_writes(make_node):
+    """A write at ALL through one node is read back at ONE from the other,
+    which answers from its own replica."""
     seeds = "127.0.3.11"
     nodes = []
     for i, ip in enumerate(["127.0.3.11", "127.0.3.12"]):
@@ -111,13 +113,23 @@ def test_user_data_is_refused_while_the_node_has_peers(make_node):
         assert n.wait_for_log("is now UP", timeout=30), n.log()
         assert n.wait_for_log("CQL clients on", timeout=30), n.log()
     cluster = Cluster(["127.0.3.11"], protocol_version=4,
-                      max_schema_agreement_wait=0)
+                      load_balancing_policy=WhiteListRoundRobinPolicy(
+                          ["127.0.3.11"]))
     s = cluster.connect()
     s.execute("CREATE KEYSPACE k WITH replication = {'class': "
-              "'SimpleStrategy', 'replication_factor': 1}")
-    s.execute("CREATE TABLE k.t (id int PRIMARY KEY)")
-    with pytest.raises(InvalidRequest, match="one-node clusters only"):
-        s.execute("INSERT INTO k.t (id) VALUES (1)", host=None)
+              "'SimpleStrategy', 'replication_factor': 2}")
+    s.execute("CREATE TABLE k.t (id int PRIMARY KEY, v text)")
+    s.execute(SimpleStatement("INSERT INTO k.t (id, v) VALUES (1, 'one')",
+                              consistency_level=ConsistencyLevel.ALL))
+    cluster.shutdown()
+    cluster = Cluster(["127.0.3.12"], protocol_version=4,
+                      load_balancing_policy=WhiteListRoundRobinPolicy(
+                          ["127.0.3.12"]))
+    s = cluster.connect()
+    row = s.execute(SimpleStatement(
+        "SELECT v FROM k.t WHERE id = 1",
+        consistency_level=ConsistencyLevel.ONE)).one()
+    assert row.v == "one"
     cluster.shutdown()
 
 

@@ -1,0 +1,699 @@
+/* The replicated data path (see cql_data.h). */
+#define LOG_MODULE "node"
+#include "node/cql_data.h"
+
+#include "client/data_local.h"
+#include "client/dml.h"
+#include "client/select.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/murmur3.h"
+#include "common/workers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cql_data {
+	struct storage *db;
+	struct env *env;
+	struct loopq *q;
+	const struct cql_schema *schema;
+	struct workers *workers;
+	struct repl *repl;
+	struct cql_data_hooks hooks;
+	struct cql_timeuuid_gen timeuuids;
+	int64_t last_ts;
+};
+
+/* ---- the local replica: storage, reads on workers ------------------------ */
+
+struct store_job {
+	struct work work;
+	struct loopq_item done_item;
+	struct cql_data *d;
+	uint8_t table_id[16];
+	struct arena a;
+	struct storage_read_cmd cmd;
+	bool scan;
+	int64_t start, end;
+	uint32_t max;
+	repl_store_read_fn done;
+	void *arg;
+	int status;
+	enum err_code code;
+	struct storage_mutation **frags;
+	size_t n;
+	bool cut;
+};
+
+static int store_keep(struct store_job *j, struct storage_mutation *m,
+		      size_t *cap)
+{
+	if (j->n == *cap) {
+		size_t c = *cap ? *cap * 2 : 16;
+		struct storage_mutation **p = realloc(j->frags, c * sizeof(*p));
+		if (!p) {
+			storage_mutation_delete(m);
+			return err_set(ERR_NOMEM, "out of memory");
+		}
+		j->frags = p;
+		*cap = c;
+	}
+	j->frags[j->n++] = m;
+	return 0;
+}
+
+static void store_job_run(struct work *w)
+{
+	struct store_job *j = (struct store_job *)w;
+	size_t cap = 0;
+	int rc = 0;
+	if (!j->scan) {
+		struct storage_mutation *m = NULL;
+		rc = storage_read_fragment(j->d->db, j->table_id, &j->cmd, &m);
+		if (rc == 0)
+			rc = store_keep(j, m, &cap);
+	} else {
+		struct storage_scan *s = storage_scan_open(
+			j->d->db, j->table_id, j->start, j->end, &j->cmd);
+		if (!s)
+			rc = -1;
+		struct storage_mutation *m;
+		while (s && rc == 0 &&
+		       (rc = storage_scan_next_fragment(s, &m)) == 1) {
+			if (j->n == j->max) {
+				storage_mutation_delete(m);
+				j->cut = true;
+				rc = 0;
+				break;
+			}
+			rc = store_keep(j, m, &cap);
+		}
+		if (rc == 1)
+			rc = 0;
+		storage_scan_close(s);
+	}
+	if (rc != 0) {
+		j->status = -1;
+		j->code = err_code();
+		for (size_t i = 0; i < j->n; i++)
+			storage_mutation_delete(j->frags[i]);
+		free(j->frags);
+		j->frags = NULL;
+		j->n = 0;
+	}
+	loopq_post(j->d->q, &j->done_item);
+}
+
+static void store_job_done(struct loopq_item *it)
+{
+	struct store_job *j =
+		(struct store_job *)((char *)it -
+				     offsetof(struct store_job, done_item));
+	j->done(j->arg, j->status, j->code, j->frags, j->n, j->cut);
+	arena_destroy(&j->a);
+	free(j);
+}
+
+static void store_submit(struct cql_data *d, const uint8_t table_id[16],
+			 const struct storage_read_cmd *cmd, bool scan,
+			 int64_t start, int64_t end, uint32_t max,
+			 repl_store_read_fn done, void *arg)
+{
+	struct store_job *j = calloc(1, sizeof(*j));
+	struct buf enc;
+	buf_init(&enc);
+	if (j)
+		arena_create(&j->a, 0);
+	/* The command is copied: the coordinator may give up (timeout)
+	 * while the worker still reads. */
+	if (!j || storage_read_cmd_encode(cmd, &enc) != 0 ||
+	    storage_read_cmd_decode(enc.data, enc.len, &j->a, &j->cmd) != 0) {
+		enum err_code code = err_code();
+		buf_free(&enc);
+		if (j)
+			arena_destroy(&j->a);
+		free(j);
+		done(arg, -1, code, NULL, 0, false);
+		return;
+	}
+	buf_free(&enc);
+	j->d = d;
+	memcpy(j->table_id, table_id, 16);
+	j->scan = scan;
+	j->start = start;
+	j->end = end;
+	j->max = max;
+	j->done = done;
+	j->arg = arg;
+	j->work.run = store_job_run;
+	j->done_item.fn = store_job_done;
+	workers_submit(d->workers, &j->work);
+}
+
+static int store_apply(void *s, const struct storage_mutation *m,
+		       storage_done_fn done, void *arg)
+{
+	struct cql_data *d = s;
+	return storage_apply(d->db, m, done, arg);
+}
+
+static void store_read(void *s, const uint8_t table_id[16],
+		       const struct storage_read_cmd *cmd,
+		       repl_store_read_fn done, void *arg)
+{
+	store_submit(s, table_id, cmd, false, 0, 0, 1, done, arg);
+}
+
+static void store_scan(void *s, const uint8_t table_id[16], int64_t start,
+		       int64_t end, const struct storage_read_cmd *cmd,
+		       uint32_t max, repl_store_read_fn done, void *arg)
+{
+	store_submit(s, table_id, cmd, true, start, end, max, done, arg);
+}
+
+static const struct storage_table_meta *store_meta(void *s,
+						   const uint8_t table_id[16])
+{
+	struct cql_data *d = s;
+	return storage_table_meta_get(d->db, table_id);
+}
+
+static const struct repl_store_ops store_ops = {
+	.apply = store_apply,
+	.read = store_read,
+	.scan = store_scan,
+	.meta = store_meta,
+};
+
+/* ---- replies ------------------------------------------------------------- */
+
+static void reply_error(struct cql_request *req, uint8_t version,
+			int16_t stream, uint32_t code, const char *msg)
+{
+	struct buf b;
+	buf_init(&b);
+	cql_encode_error(&b, version, stream, code, msg);
+	cql_request_reply(req, b.data, b.len);
+	buf_free(&b);
+}
+
+/* A coordinator outcome other than success, as the protocol's error. */
+static void reply_result(struct cql_request *req, uint8_t version,
+			 int16_t stream, const struct repl_result *res)
+{
+	struct buf b;
+	buf_init(&b);
+	uint16_t cl = (uint16_t)res->cl;
+	switch (res->outcome) {
+	case REPL_OK:
+		cql_encode_result_void(&b, version, stream);
+		break;
+	case REPL_UNAVAILABLE:
+		cql_encode_unavailable(&b, version, stream, res->msg, cl,
+				       res->required, res->alive);
+		break;
+	case REPL_WRITE_TIMEOUT:
+		cql_encode_write_timeout(&b, version, stream, res->msg, cl,
+					 res->alive, res->required,
+					 repl_write_type_name(res->write_type));
+		break;
+	case REPL_READ_TIMEOUT:
+		cql_encode_read_timeout(&b, version, stream, res->msg, cl,
+					res->alive, res->required,
+					res->data_present);
+		break;
+	case REPL_WRITE_FAILURE:
+		cql_encode_write_failure(&b, version, stream, res->msg, cl,
+					 res->alive, res->required, 1,
+					 repl_write_type_name(res->write_type));
+		break;
+	case REPL_READ_FAILURE:
+		cql_encode_read_failure(&b, version, stream, res->msg, cl,
+					res->alive, res->required, 1,
+					res->data_present);
+		break;
+	case REPL_OVERLOADED:
+		cql_encode_error(&b, version, stream, CQL_ERR_OVERLOADED,
+				 res->msg);
+		break;
+	case REPL_INVALID:
+		cql_encode_error(&b, version, stream, CQL_ERR_INVALID,
+				 res->msg);
+		break;
+	}
+	cql_request_reply(req, b.data, b.len);
+	buf_free(&b);
+}
+
+/* ---- writes -------------------------------------------------------------- */
+
+struct write_ctx {
+	struct cql_request *req;
+	uint8_t version;
+	int16_t stream;
+};
+
+static void write_done(void *arg, const struct repl_result *res)
+{
+	struct write_ctx *w = arg;
+	reply_result(w->req, w->version, w->stream, res);
+	free(w);
+}
+
+static uint64_t env_rand(void *arg)
+{
+	return env_random(arg);
+}
+
+static const struct ring_strategy *strategy_of(const struct cql_data *d,
+					       const struct cql_table *t)
+{
+	const struct cql_keyspace *k =
+		cql_schema_keyspace(d->schema, cql_table_meta(t)->keyspace);
+	return k ? cql_keyspace_strategy(k) : NULL;
+}
+
+static void run_write(struct cql_data *d, const struct cql_data_request *dr)
+{
+	uint8_t version = dr->info->version;
+	int16_t stream = dr->info->stream;
+	int64_t now = env_wall_us(d->env);
+	struct cql_fn_ctx fn = {.now_us = now,
+				.timeuuids = &d->timeuuids,
+				.random = env_rand,
+				.random_arg = d->env};
+	struct cql_write_ctx ctx = {
+		.timestamp = cql_data_timestamp(dr, &d->last_ts, now),
+		.now_sec = now / 1000000,
+		.fn = &fn};
+	struct cql_mutations all;
+	const struct cql_table **tables = NULL;
+	if (cql_data_build_writes(dr, &ctx, &all, &tables) != 0) {
+		char msg[ERR_MSG_MAX];
+		snprintf(msg, sizeof(msg), "%s", err_msg());
+		reply_error(dr->req, version, stream,
+			    err_code() == ERR_NOMEM ? CQL_ERR_SERVER
+						    : CQL_ERR_INVALID,
+			    msg);
+		return;
+	}
+	struct repl_mutation *rm =
+		calloc(all.count ? all.count : 1, sizeof(*rm));
+	struct write_ctx *w = malloc(sizeof(*w));
+	if (!rm || !w) {
+		free(rm);
+		free(w);
+		free(tables);
+		cql_mutations_free(&all);
+		reply_error(dr->req, version, stream, CQL_ERR_SERVER,
+			    "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < all.count; i++) {
+		rm[i].m = all.items[i];
+		rm[i].strategy = strategy_of(d, tables[i]);
+		if (!rm[i].strategy) {
+			free(rm);
+			free(w);
+			free(tables);
+			cql_mutations_free(&all);
+			reply_error(dr->req, version, stream, CQL_ERR_INVALID,
+				    "the keyspace was dropped");
+			return;
+		}
+	}
+	*w = (struct write_ctx){dr->req, version, stream};
+	enum repl_write_type wt =
+		dr->stmt ? REPL_WRITE_SIMPLE
+			 : (dr->batch_type == CQL_BATCH_UNLOGGED
+				    ? REPL_WRITE_UNLOGGED_BATCH
+				    : REPL_WRITE_BATCH);
+	if (!dr->stmt && dr->batch_type == CQL_BATCH_UNLOGGED && all.count > 10)
+		LOG_WARN("unlogged batch covering %zu partitions", all.count);
+	repl_write(d->repl, rm, all.count, dr->params->consistency, wt,
+		   write_done, w);
+	free(rm);
+	free(tables);
+	cql_mutations_free(&all);
+}
+
+/* ---- reads --------------------------------------------------------------- */
+
+struct read_job {
+	struct cql_data *d;
+	struct cql_request *req;
+	uint8_t version;
+	int16_t stream;
+	int cl;
+	char keyspace[64], table[64];
+	uint8_t table_id[16];
+	bool read_repair;
+	char speculative_retry[32];
+	struct arena a;
+	struct cql_select_plan *plan;
+	struct storage_result **results;
+	size_t count, cap;
+	size_t budget, rows;
+	size_t next_key;  /* key reads */
+	int64_t pos, end; /* scans: (pos, end] left */
+	bool read_cut;
+};
+
+static void read_job_free(struct read_job *j)
+{
+	for (size_t i = 0; i < j->count; i++)
+		storage_result_delete(j->results[i]);
+	free(j->results);
+	arena_destroy(&j->a);
+	free(j);
+}
+
+static void read_finish(struct read_job *j)
+{
+	struct buf b;
+	buf_init(&b);
+	if (cql_select_encode(j->plan, j->results, j->count, j->read_cut,
+			      env_wall_us(j->d->env) / 1000000, j->version,
+			      j->stream, &b) != 0)
+		cql_encode_error(&b, j->version, j->stream,
+				 err_code() == ERR_INVALID ? CQL_ERR_INVALID
+							   : CQL_ERR_SERVER,
+				 err_msg());
+	cql_request_reply(j->req, b.data, b.len);
+	buf_free(&b);
+	read_job_free(j);
+}
+
+static void read_fail(struct read_job *j, const struct repl_result *res)
+{
+	reply_result(j->req, j->version, j->stream, res);
+	read_job_free(j);
+}
+
+static void read_fail_msg(struct read_job *j, uint32_t code, const char *msg)
+{
+	reply_error(j->req, j->version, j->stream, code, msg);
+	read_job_free(j);
+}
+
+/* The table and its keyspace's strategy as the schema has them now (a
+ * DROP may have run since the read began). */
+static const struct cql_table *job_table(struct read_job *j,
+					 const struct ring_strategy **s)
+{
+	const struct cql_table *t =
+		cql_schema_table(j->d->schema, j->keyspace, j->table);
+	if (!t || memcmp(cql_table_meta(t)->id, j->table_id, 16) != 0)
+		return NULL;
+	*s = strategy_of(j->d, t);
+	return *s ? t : NULL;
+}
+
+/* Resolves a merged fragment with the plan's command and keeps it. */
+static int job_keep(struct read_job *j, const struct cql_table *t,
+		    const struct storage_mutation *f)
+{
+	struct storage_result *r;
+	if (storage_fragment_resolve(cql_table_meta(t), f,
+				     cql_select_plan_cmd(j->plan),
+				     env_wall_us(j->d->env) / 1000000, &r) != 0)
+		return -1;
+	if (j->count == j->cap) {
+		size_t cap = j->cap ? j->cap * 2 : 16;
+		struct storage_result **p =
+			realloc(j->results, cap * sizeof(*p));
+		if (!p) {
+			storage_result_delete(r);
+			return err_set(ERR_NOMEM, "out of memory");
+		}
+		j->results = p;
+		j->cap = cap;
+	}
+	j->rows += cql_select_plan_rows_new(j->plan, r, j->count);
+	j->results[j->count++] = r;
+	return 0;
+}
+
+static void read_next_key(struct read_job *j);
+static void read_next_range(struct read_job *j);
+
+static void on_key(void *arg, const struct repl_result *res,
+		   struct storage_mutation *frag)
+{
+	struct read_job *j = arg;
+	if (res->outcome != REPL_OK) {
+		read_fail(j, res);
+		return;
+	}
+	const struct ring_strategy *s;
+	const struct cql_table *t = job_table(j, &s);
+	int rc = t ? job_keep(j, t, frag) : -1;
+	storage_mutation_delete(frag);
+	if (!t) {
+		read_fail_msg(j, CQL_ERR_INVALID,
+			      "the table was dropped during the read");
+		return;
+	}
+	if (rc != 0) {
+		read_fail_msg(j, CQL_ERR_SERVER, err_msg());
+		return;
+	}
+	j->next_key++;
+	read_next_key(j);
+}
+
+static void read_next_key(struct read_job *j)
+{
+	if (j->rows >= j->budget ||
+	    j->next_key >= cql_select_plan_key_count(j->plan)) {
+		j->read_cut = j->rows >= j->budget;
+		read_finish(j);
+		return;
+	}
+	const struct ring_strategy *s;
+	const struct cql_table *t = job_table(j, &s);
+	if (!t) {
+		read_fail_msg(j, CQL_ERR_INVALID,
+			      "the table was dropped during the read");
+		return;
+	}
+	struct slice key = cql_select_plan_key(j->plan, j->next_key);
+	struct storage_read_cmd cmd = *cql_select_plan_cmd(j->plan);
+	cmd.key = key.ptr;
+	cmd.key_len = key.len;
+	struct repl_read q = {.table_id = j->table_id,
+			      .meta = cql_table_meta(t),
+			      .strategy = s,
+			      .cl = j->cl,
+			      .cmd = &cmd,
+			      .token = murmur3_token(key.ptr, key.len),
+			      .read_repair = j->read_repair,
+			      .speculative_retry = j->speculative_retry};
+	repl_read(j->d->repl, &q, on_key, j);
+}
+
+static void on_range(void *arg, const struct repl_result *res,
+		     struct storage_mutation **frags, size_t n, int64_t resume,
+		     bool finished)
+{
+	struct read_job *j = arg;
+	if (res->outcome != REPL_OK) {
+		read_fail(j, res);
+		return;
+	}
+	const struct ring_strategy *s;
+	const struct cql_table *t = job_table(j, &s);
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (t && rc == 0)
+			rc = job_keep(j, t, frags[i]);
+		storage_mutation_delete(frags[i]);
+	}
+	free(frags);
+	if (!t) {
+		read_fail_msg(j, CQL_ERR_INVALID,
+			      "the table was dropped during the read");
+		return;
+	}
+	if (rc != 0) {
+		read_fail_msg(j, CQL_ERR_SERVER, err_msg());
+		return;
+	}
+	if (finished || resume >= j->end) {
+		j->read_cut = j->rows >= j->budget;
+		read_finish(j);
+		return;
+	}
+	j->pos = resume;
+	read_next_range(j);
+}
+
+static void read_next_range(struct read_job *j)
+{
+	if (j->rows >= j->budget) {
+		j->read_cut = true;
+		read_finish(j);
+		return;
+	}
+	const struct ring_strategy *s;
+	const struct cql_table *t = job_table(j, &s);
+	if (!t) {
+		read_fail_msg(j, CQL_ERR_INVALID,
+			      "the table was dropped during the read");
+		return;
+	}
+	size_t want = j->budget - j->rows;
+	struct repl_range q = {.table_id = j->table_id,
+			       .meta = cql_table_meta(t),
+			       .strategy = s,
+			       .cl = j->cl,
+			       .cmd = cql_select_plan_cmd(j->plan),
+			       .start = j->pos,
+			       .end = j->end,
+			       .max_partitions =
+				       want < 1000 ? (uint32_t)want : 1000};
+	repl_range_step(j->d->repl, &q, on_range, j);
+}
+
+static void run_read(struct cql_data *d, const struct cql_data_request *dr)
+{
+	struct read_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		reply_error(dr->req, dr->info->version, dr->info->stream,
+			    CQL_ERR_SERVER, "out of memory");
+		return;
+	}
+	arena_create(&j->a, 0);
+	j->d = d;
+	j->req = dr->req;
+	j->version = dr->info->version;
+	j->stream = dr->info->stream;
+	j->cl = dr->params->consistency;
+	const struct storage_table_meta *meta = cql_table_meta(dr->table);
+	snprintf(j->keyspace, sizeof(j->keyspace), "%s", meta->keyspace);
+	snprintf(j->table, sizeof(j->table), "%s", meta->name);
+	memcpy(j->table_id, meta->id, 16);
+	const struct cql_table_options *to = cql_table_options(dr->table);
+	j->read_repair = to->read_repair_blocking;
+	snprintf(j->speculative_retry, sizeof(j->speculative_retry), "%s",
+		 to->speculative_retry);
+	j->plan = cql_select_plan_new(&j->a, &dr->stmt->u.select, dr->table,
+				      dr->binds, dr->bind_count);
+	const struct cql_query_params *qp = dr->params;
+	if (!j->plan ||
+	    cql_select_plan_page(j->plan, qp->page_size,
+				 qp->has_paging_state ? &qp->paging_state
+						      : NULL) != 0) {
+		read_fail_msg(j,
+			      err_code() == ERR_NOMEM ? CQL_ERR_SERVER
+						      : CQL_ERR_INVALID,
+			      err_msg());
+		return;
+	}
+	j->budget = cql_select_plan_row_budget(j->plan);
+	if (cql_select_plan_is_scan(j->plan)) {
+		cql_select_plan_range(j->plan, &j->pos, &j->end);
+		if (j->pos >= j->end) {
+			read_finish(j);
+			return;
+		}
+		read_next_range(j);
+	} else {
+		j->next_key = cql_select_plan_first_key(j->plan);
+		read_next_key(j);
+	}
+}
+
+void cql_data_request(void *arg, const struct cql_data_request *dr)
+{
+	struct cql_data *d = arg;
+	if (!dr->stmt) {
+		run_write(d, dr);
+		return;
+	}
+	switch (dr->stmt->kind) {
+	case CQL_STMT_INSERT:
+	case CQL_STMT_UPDATE:
+	case CQL_STMT_DELETE:
+		run_write(d, dr);
+		break;
+	case CQL_STMT_SELECT:
+		run_read(d, dr);
+		break;
+	default:
+		reply_error(dr->req, dr->info->version, dr->info->stream,
+			    CQL_ERR_INVALID,
+			    "TRUNCATE is not supported by Cassini yet");
+	}
+}
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+static struct ring *hook_ring(void *arg)
+{
+	struct cql_data *d = arg;
+	return d->hooks.ring(d->hooks.arg);
+}
+
+static bool hook_alive(void *arg, const struct inet_addr *ep)
+{
+	struct cql_data *d = arg;
+	return d->hooks.is_alive(d->hooks.arg, ep);
+}
+
+struct cql_data *cql_data_new(struct storage *db, struct env *env,
+			      struct loopq *q, const struct cql_schema *schema,
+			      const struct repl_options *o,
+			      const struct cql_data_hooks *hooks)
+{
+	struct cql_data *d = calloc(1, sizeof(*d));
+	if (!d) {
+		err_set(ERR_NOMEM, "cannot allocate the data path");
+		return NULL;
+	}
+	d->db = db;
+	d->env = env;
+	d->q = q;
+	d->schema = schema;
+	d->hooks = *hooks;
+	cql_timeuuid_gen_init(&d->timeuuids, env_random(env));
+	struct repl_hooks rh = {.ring = hook_ring,
+				.is_alive = hook_alive,
+				.hint = NULL,
+				.arg = d};
+	if (!(d->workers = workers_new(2, "read")) ||
+	    !(d->repl = repl_new(env, o, &store_ops, d, &rh))) {
+		cql_data_delete(d);
+		return NULL;
+	}
+	return d;
+}
+
+void cql_data_stop(struct cql_data *d)
+{
+	workers_delete(d->workers);
+	d->workers = NULL;
+}
+
+void cql_data_delete(struct cql_data *d)
+{
+	if (!d)
+		return;
+	if (d->workers)
+		cql_data_stop(d);
+	repl_delete(d->repl);
+	free(d);
+}
+
+void cql_data_receive(struct cql_data *d, const struct inet_addr *from,
+		      uint32_t verb, const uint8_t *msg, size_t len)
+{
+	repl_receive(d->repl, from, verb, msg, len);
+}
+
+void cql_data_stats(const struct cql_data *d, struct repl_stats *out)
+{
+	repl_get_stats(d->repl, out);
+}

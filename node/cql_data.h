@@ -1,0 +1,51 @@
+/*
+ * The replicated data path: CQL statements on user tables, turned into
+ * mutations and read plans (client/), coordinated at the request's
+ * consistency level (replication/), over this node's storage engine as the
+ * local replica.
+ *
+ * Writes: the mutations of a statement or batch go to repl_write with the
+ * strategy of each table's keyspace. Reads by key: one repl_read per
+ * partition in plan order; the merged fragment is resolved with the plan's
+ * read command. Scans: repl_range_step in token order until the page (or
+ * LIMIT) is full. Replies are encoded here, errors as the protocol's
+ * Unavailable / timeout / failure bodies.
+ *
+ * The store side runs storage reads on worker threads and hands their
+ * completions back to the loop.
+ */
+#ifndef CASSINI_NODE_CQL_DATA_H
+#define CASSINI_NODE_CQL_DATA_H
+
+#include "client/executor.h"
+#include "common/env.h"
+#include "common/loopq.h"
+#include "replication/replication.h"
+#include "storage/storage.h"
+
+struct cql_data;
+
+struct cql_data_hooks {
+	struct ring *(*ring)(void *arg);
+	bool (*is_alive)(void *arg, const struct inet_addr *ep);
+	void *arg;
+};
+
+/* Borrowed: db, env, q (the loop's queue), schema; they must outlive it. */
+struct cql_data *cql_data_new(struct storage *db, struct env *env,
+			      struct loopq *q, const struct cql_schema *schema,
+			      const struct repl_options *o,
+			      const struct cql_data_hooks *hooks);
+/* Waits for storage reads on the workers; their completions are queued on
+ * `q` (run them before cql_data_delete). */
+void cql_data_stop(struct cql_data *d);
+void cql_data_delete(struct cql_data *d);
+
+/* The executor's data hook (arg = the cql_data). */
+void cql_data_request(void *arg, const struct cql_data_request *dr);
+/* A replication message (REPL_VERB_*) from a peer. */
+void cql_data_receive(struct cql_data *d, const struct inet_addr *from,
+		      uint32_t verb, const uint8_t *msg, size_t len);
+void cql_data_stats(const struct cql_data *d, struct repl_stats *out);
+
+#endif

@@ -1,0 +1,4 @@
+# The coordinator in the deterministic simulator.
+cassini_check_suite(test_coordinator_sim LABEL sim TIMEOUT 600
+                    SOURCES test_coordinator.c
+                    LIBS cassini_sim cassini_replication)

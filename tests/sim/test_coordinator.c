@@ -1,0 +1,945 @@
+/*
+ * The coordinator in the deterministic simulator: consistency arithmetic
+ * against an independent oracle for every level, replication factor and
+ * per-DC liveness; acknowledgements under loss and delay; no QUORUM-acked
+ * write missing from a later QUORUM read across partitions and pauses;
+ * read repair; timeouts and hints.
+ *
+ * Each simulated node has its own env, a ring with every node, an
+ * in-memory replica store (partition -> fragment, merged on apply) and a
+ * coordinator. The failure detector's verdict is a per-observer table the
+ * test sets, so "down" can be tested apart from "unreachable".
+ */
+#include "replication/replication.h"
+
+#include "common/err.h"
+#include "common/murmur3.h"
+#include "tests/lib/testutil.h"
+#include "tests/sim/sim.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NODES 12
+
+static uint64_t g_seed;
+#define MAX_PARTS 4096
+
+struct part {
+	struct storage_mutation *frag;
+};
+
+struct mnode {
+	struct simc *c;
+	int idx;
+	struct inet_addr addr;
+	struct env *env;
+	struct ring *ring;
+	struct repl *repl;
+	struct part parts[MAX_PARTS];
+	size_t nparts;
+	int hints;
+	bool killed;
+};
+
+struct simc {
+	struct sim *sim;
+	int n;
+	struct mnode nodes[MAX_NODES];
+	bool down[MAX_NODES]; /* the failure detector's verdict (everyone's) */
+	struct storage_table_meta *meta;
+};
+
+/* ---- in-memory replica store --------------------------------------------- */
+
+static struct part *find_part(struct mnode *n, const struct storage_mutation *m)
+{
+	for (size_t i = 0; i < n->nparts; i++)
+		if (storage_mutation_token(n->parts[i].frag) ==
+			    storage_mutation_token(m) &&
+		    slice_eq(storage_mutation_key(n->parts[i].frag),
+			     storage_mutation_key(m)))
+			return &n->parts[i];
+	return NULL;
+}
+
+static int mem_apply(void *s, const struct storage_mutation *m,
+		     storage_done_fn done, void *arg)
+{
+	struct mnode *n = s;
+	struct part *p = find_part(n, m);
+	struct storage_mutation *in[2] = {NULL, (struct storage_mutation *)m};
+	if (p)
+		in[0] = p->frag;
+	struct storage_mutation *merged =
+		storage_fragment_merge(n->c->meta, p ? in : in + 1, p ? 2 : 1);
+	ck_assert_ptr_nonnull(merged);
+	if (p) {
+		storage_mutation_delete(p->frag);
+		p->frag = merged;
+	} else {
+		ck_assert_uint_lt(n->nparts, MAX_PARTS);
+		n->parts[n->nparts++].frag = merged;
+	}
+	done(arg, 0, ERR_NONE);
+	return 0;
+}
+
+static struct storage_mutation *copy_frag(struct mnode *n,
+					  const struct storage_mutation *f)
+{
+	struct storage_mutation *in[1] = {(struct storage_mutation *)f};
+	struct storage_mutation *c = storage_fragment_merge(n->c->meta, in, 1);
+	ck_assert_ptr_nonnull(c);
+	return c;
+}
+
+static void mem_read(void *s, const uint8_t table_id[16],
+		     const struct storage_read_cmd *cmd,
+		     repl_store_read_fn done, void *arg)
+{
+	struct mnode *n = s;
+	(void)table_id;
+	struct storage_mutation **out = malloc(sizeof(*out));
+	ck_assert_ptr_nonnull(out);
+	struct storage_mutation *probe =
+		storage_mutation_new(n->c->meta, cmd->key, cmd->key_len);
+	struct part *p = find_part(n, probe);
+	out[0] = p ? copy_frag(n, p->frag) : probe;
+	if (p)
+		storage_mutation_delete(probe);
+	done(arg, 0, ERR_NONE, out, 1, false);
+}
+
+static int part_cmp(const void *a, const void *b)
+{
+	const struct storage_mutation *x = *(struct storage_mutation *const *)a;
+	const struct storage_mutation *y = *(struct storage_mutation *const *)b;
+	int64_t tx = storage_mutation_token(x), ty = storage_mutation_token(y);
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	return slice_cmp(storage_mutation_key(x), storage_mutation_key(y));
+}
+
+static void mem_scan(void *s, const uint8_t table_id[16], int64_t start,
+		     int64_t end, const struct storage_read_cmd *cmd,
+		     uint32_t max, repl_store_read_fn done, void *arg)
+{
+	struct mnode *n = s;
+	(void)table_id;
+	(void)cmd;
+	struct storage_mutation **all = malloc((n->nparts + 1) * sizeof(*all));
+	ck_assert_ptr_nonnull(all);
+	size_t k = 0;
+	for (size_t i = 0; i < n->nparts; i++) {
+		int64_t t = storage_mutation_token(n->parts[i].frag);
+		if (t > start && t <= end)
+			all[k++] = n->parts[i].frag;
+	}
+	qsort(all, k, sizeof(*all), part_cmp);
+	bool cut = k > max;
+	if (cut)
+		k = max;
+	for (size_t i = 0; i < k; i++)
+		all[i] = copy_frag(n, all[i]);
+	done(arg, 0, ERR_NONE, all, k, cut);
+}
+
+static const struct storage_table_meta *mem_meta(void *s,
+						 const uint8_t table_id[16])
+{
+	(void)table_id;
+	return ((struct mnode *)s)->c->meta;
+}
+
+static const struct repl_store_ops mem_ops = {
+	.apply = mem_apply,
+	.read = mem_read,
+	.scan = mem_scan,
+	.meta = mem_meta,
+};
+
+/* ---- the simulated cluster ----------------------------------------------- */
+
+static struct ring *hook_ring(void *arg)
+{
+	return ((struct mnode *)arg)->ring;
+}
+
+static bool hook_alive(void *arg, const struct inet_addr *ep)
+{
+	struct mnode *n = arg;
+	for (int i = 0; i < n->c->n; i++)
+		if (inet_addr_eq(&n->c->nodes[i].addr, ep))
+			return !n->c->down[i];
+	return false;
+}
+
+static int hook_hint(void *arg, const uint8_t host_id[16], const char *dc,
+		     const uint8_t *m, size_t len)
+{
+	(void)host_id;
+	(void)dc;
+	(void)m;
+	(void)len;
+	((struct mnode *)arg)->hints++;
+	return 0;
+}
+
+static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
+		    const uint8_t *msg, size_t len)
+{
+	struct mnode *n = arg;
+	repl_receive(n->repl, from, verb, msg, len);
+}
+
+/* `dcs[i]` names node i's datacenter; each node gets 8 tokens. */
+static struct simc *simc_new(uint64_t seed, int n, const char *const *dcs)
+{
+	struct simc *c = calloc(1, sizeof(*c));
+	ck_assert_ptr_nonnull(c);
+	c->sim = sim_new(seed, 1700000000000000LL);
+	c->n = n;
+	uint8_t id[16] = {0x42};
+	c->meta = storage_table_meta_new("ks", "t", id);
+	struct storage_type text = {.kind = STORAGE_TYPE_TEXT};
+	ck_assert_int_ge(storage_table_meta_add_column(
+				 c->meta, "k", STORAGE_COLUMN_PARTITION_KEY,
+				 text, false),
+			 0);
+	ck_assert_int_ge(storage_table_meta_add_column(c->meta, "v",
+						       STORAGE_COLUMN_REGULAR,
+						       text, false),
+			 0);
+	static int64_t tokens[MAX_NODES][8];
+	struct ring_builder *b = ring_builder_new();
+	for (int i = 0; i < n; i++) {
+		struct mnode *m = &c->nodes[i];
+		m->c = c;
+		m->idx = i;
+		m->addr =
+			(struct inet_addr){.family = INET_V4,
+					   .ip = {127, 0, 9, (uint8_t)(i + 1)},
+					   .port = 7000};
+		for (int k = 0; k < 8; k++)
+			tokens[i][k] = (int64_t)(sim_random(c->sim) >> 1) *
+				       ((k & 1) ? 1 : -1);
+		struct ring_endpoint ep = {.addr = m->addr,
+					   .dc = dcs[i],
+					   .rack = "r1",
+					   .status = RING_STATUS_NORMAL,
+					   .tokens = tokens[i],
+					   .num_tokens = 8};
+		ep.host_id[0] = (uint8_t)(i + 1);
+		ck_assert_int_eq(ring_builder_set_endpoint(b, &ep), 0);
+	}
+	for (int i = 0; i < n; i++) {
+		struct mnode *m = &c->nodes[i];
+		ring_builder_set_local(b, &m->addr);
+		m->ring = ring_builder_build(b);
+		ck_assert_ptr_nonnull(m->ring);
+		m->env = sim_env_new(c->sim, &m->addr);
+		env_set_receiver(m->env, deliver, m);
+		struct repl_options o;
+		repl_options_default(&o);
+		o.self = m->addr;
+		struct repl_hooks h = {hook_ring, hook_alive, hook_hint, m};
+		m->repl = repl_new(m->env, &o, &mem_ops, m, &h);
+		ck_assert_ptr_nonnull(m->repl);
+	}
+	ring_builder_delete(b);
+	return c;
+}
+
+static void simc_delete(struct simc *c)
+{
+	for (int i = 0; i < c->n; i++) {
+		struct mnode *m = &c->nodes[i];
+		repl_delete(m->repl);
+		ring_unref(m->ring);
+		for (size_t k = 0; k < m->nparts; k++)
+			storage_mutation_delete(m->parts[k].frag);
+	}
+	sim_delete(c->sim);
+	storage_table_meta_delete(c->meta);
+	free(c);
+}
+
+/* Marks node i down (failure detector) and stops it (messages lost). */
+static void simc_kill(struct simc *c, int i)
+{
+	c->down[i] = true;
+	c->nodes[i].killed = true;
+	sim_env_kill(c->sim, c->nodes[i].env);
+}
+
+static struct storage_mutation *make_write(struct simc *c, const char *key,
+					   const char *val, int64_t ts)
+{
+	uint8_t k[64];
+	size_t kl = strlen(key);
+	memcpy(k, key, kl);
+	struct storage_mutation *m = storage_mutation_new(c->meta, k, kl);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(storage_mutation_put_marker(m, ts, 0, ts / 1000000),
+			 0);
+	ck_assert_int_eq(storage_mutation_put(m, 1, NULL, 0,
+					      (const uint8_t *)val, strlen(val),
+					      ts, 0, ts / 1000000),
+			 0);
+	return m;
+}
+
+struct outcome {
+	bool done;
+	struct repl_result res;
+	struct storage_mutation *frag;
+};
+
+static void on_write(void *arg, const struct repl_result *res)
+{
+	struct outcome *o = arg;
+	ck_assert(!o->done);
+	o->done = true;
+	o->res = *res;
+}
+
+static void on_read(void *arg, const struct repl_result *res,
+		    struct storage_mutation *frag)
+{
+	struct outcome *o = arg;
+	ck_assert(!o->done);
+	o->done = true;
+	o->res = *res;
+	o->frag = frag;
+}
+
+static bool outcome_done(void *arg)
+{
+	return ((struct outcome *)arg)->done;
+}
+
+static struct outcome do_write(struct simc *c, int coord,
+			       const struct ring_strategy *s, int cl,
+			       const char *key, const char *val, int64_t ts)
+{
+	struct outcome o = {0};
+	struct storage_mutation *m = make_write(c, key, val, ts);
+	struct repl_mutation rm = {m, s};
+	repl_write(c->nodes[coord].repl, &rm, 1, cl, REPL_WRITE_SIMPLE,
+		   on_write, &o);
+	storage_mutation_delete(m);
+	ck_assert(sim_run_until(c->sim, outcome_done, &o, 30000000));
+	return o;
+}
+
+/* The value of `key` a read at `cl` returns ("" if none), or NULL when the
+ * read failed (res tells). */
+static struct outcome do_read(struct simc *c, int coord,
+			      const struct ring_strategy *s, int cl,
+			      const char *key)
+{
+	struct outcome o = {0};
+	struct storage_read_cmd cmd = {.key = (const uint8_t *)key,
+				       .key_len = strlen(key),
+				       .with_static = true};
+	struct repl_read q = {
+		.table_id = c->meta->id,
+		.meta = c->meta,
+		.strategy = s,
+		.cl = cl,
+		.cmd = &cmd,
+		.token = murmur3_token((const uint8_t *)key, strlen(key)),
+		.read_repair = true};
+	repl_read(c->nodes[coord].repl, &q, on_read, &o);
+	ck_assert(sim_run_until(c->sim, outcome_done, &o, 30000000));
+	return o;
+}
+
+/* The value cell of a fragment read back through resolve, or "". */
+static void frag_value(struct simc *c, const struct storage_mutation *f,
+		       char *out, size_t cap, int64_t *ts)
+{
+	struct storage_read_cmd cmd = {.key = NULL, .with_static = true};
+	struct storage_result *r = NULL;
+	out[0] = 0;
+	*ts = INT64_MIN;
+	ck_assert_int_eq(
+		storage_fragment_resolve(c->meta, f, &cmd, 1700000000, &r), 0);
+	if (r->row_count > 0)
+		for (size_t i = 0; i < r->rows[0].cell_count; i++) {
+			struct storage_cell_view *cv = &r->rows[0].cells[i];
+			size_t n = cv->value.len < cap - 1 ? cv->value.len
+							   : cap - 1;
+			memcpy(out, cv->value.ptr, n);
+			out[n] = 0;
+			*ts = cv->ts;
+		}
+	storage_result_delete(r);
+}
+
+static struct ring_strategy *simple(int rf)
+{
+	char v[8];
+	snprintf(v, sizeof(v), "%d", rf);
+	const char *k[] = {"class", "replication_factor"};
+	const char *val[] = {"SimpleStrategy", v};
+	struct ring_strategy *s = ring_strategy_new(k, val, 2, false);
+	ck_assert_ptr_nonnull(s);
+	return s;
+}
+
+static struct ring_strategy *nts(int rf1, int rf2)
+{
+	char a[8], b[8];
+	snprintf(a, sizeof(a), "%d", rf1);
+	snprintf(b, sizeof(b), "%d", rf2);
+	const char *k[] = {"class", "dc1", "dc2"};
+	const char *val[] = {"NetworkTopologyStrategy", a, b};
+	struct ring_strategy *s = ring_strategy_new(k, val, 3, false);
+	ck_assert_ptr_nonnull(s);
+	return s;
+}
+
+/* ---- the oracle ---------------------------------------------------------- */
+
+static const int all_cls[] = {
+	REPL_CL_ANY,          REPL_CL_ONE,         REPL_CL_TWO,
+	REPL_CL_THREE,        REPL_CL_QUORUM,      REPL_CL_ALL,
+	REPL_CL_LOCAL_QUORUM, REPL_CL_EACH_QUORUM, REPL_CL_LOCAL_ONE,
+};
+
+/* Written from Cassandra's documentation, independently of consistency.c:
+ * required replicas and the live ones that count, for two DCs where the
+ * coordinator is in dc1. Returns whether the request may proceed. */
+static bool oracle(int cl, bool is_nts, int rf1, int rf2, int live1, int live2,
+		   bool write, int *required, int *alive)
+{
+	int rf = rf1 + rf2;
+	int q = rf / 2 + 1;
+	int lq = is_nts ? rf1 / 2 + 1 : q;
+	*alive = live1 + live2;
+	switch (cl) {
+	case REPL_CL_ANY:
+		*required = 1;
+		return write;
+	case REPL_CL_ONE:
+		*required = 1;
+		break;
+	case REPL_CL_TWO:
+		*required = 2;
+		break;
+	case REPL_CL_THREE:
+		*required = 3;
+		break;
+	case REPL_CL_QUORUM:
+		*required = q;
+		break;
+	case REPL_CL_ALL:
+		*required = rf;
+		break;
+	case REPL_CL_LOCAL_ONE:
+		*required = 1;
+		*alive = live1;
+		break;
+	case REPL_CL_LOCAL_QUORUM:
+		*required = lq;
+		*alive = live1;
+		break;
+	case REPL_CL_EACH_QUORUM:
+		if (!is_nts) {
+			*required = q;
+			break;
+		}
+		if (rf1 > 0 && live1 < rf1 / 2 + 1) {
+			*required = rf1 / 2 + 1;
+			*alive = live1;
+			return false;
+		}
+		if (rf2 > 0 && live2 < rf2 / 2 + 1) {
+			*required = rf2 / 2 + 1;
+			*alive = live2;
+			return false;
+		}
+		return true;
+	}
+	return *alive >= *required;
+}
+
+/* The replicas of `key` in each DC. */
+static void replicas_of(struct simc *c, const struct ring_strategy *s,
+			const char *key, int *eps, int *n)
+{
+	struct ring_replicas reps;
+	int64_t tok = murmur3_token((const uint8_t *)key, strlen(key));
+	ck_assert_int_eq(
+		ring_replicas_for_token(c->nodes[0].ring, s, tok, &reps), 0);
+	*n = (int)reps.n_natural;
+	for (size_t i = 0; i < reps.n_natural; i++)
+		eps[i] = (int)reps.natural[i];
+}
+
+/* Endpoint index in the ring -> node index (same order: by address). */
+static int node_of(struct simc *c, int ep)
+{
+	const struct ring_endpoint *e =
+		ring_endpoint_get(c->nodes[0].ring, (size_t)ep);
+	for (int i = 0; i < c->n; i++)
+		if (inet_addr_eq(&c->nodes[i].addr, &e->addr))
+			return i;
+	ck_abort();
+	return -1;
+}
+
+/* One case: replication (rf1, rf2) on dc1/dc2 of 5 nodes each; `down1`
+ * and `down2` replicas of the key marked down in each DC; every level,
+ * read and write, from a live dc1 coordinator. */
+static void availability_case(uint64_t seed, bool is_nts, int rf1, int rf2,
+			      int down1, int down2)
+{
+	const char *dcs[10] = {"dc1", "dc1", "dc1", "dc1", "dc1",
+			       "dc2", "dc2", "dc2", "dc2", "dc2"};
+	int n = is_nts ? 10 : 5;
+	struct simc *c = simc_new(seed, n, dcs);
+	struct ring_strategy *s = is_nts ? nts(rf1, rf2) : simple(rf1);
+	const char *key = "k1";
+	int eps[16], ne;
+	replicas_of(c, s, key, eps, &ne);
+	int marked1 = 0, marked2 = 0, coord = -1;
+	/* Down replicas from the end of the list; the coordinator is a live
+	 * dc1 node. */
+	for (int i = ne - 1; i >= 0; i--) {
+		int nd = node_of(c, eps[i]);
+		bool in1 = nd < 5;
+		if (in1 && marked1 < down1) {
+			simc_kill(c, nd);
+			marked1++;
+		} else if (!in1 && marked2 < down2) {
+			simc_kill(c, nd);
+			marked2++;
+		}
+	}
+	if (marked1 < down1 || marked2 < down2)
+		goto out; /* not that many replicas */
+	for (int i = 0; i < 5; i++)
+		if (!c->down[i]) {
+			coord = i;
+			break;
+		}
+	if (coord < 0)
+		goto out;
+	int live1 = 0, live2 = 0;
+	for (int i = 0; i < ne; i++) {
+		int nd = node_of(c, eps[i]);
+		if (!c->down[nd])
+			*(nd < 5 ? &live1 : &live2) += 1;
+	}
+	for (size_t k = 0; k < sizeof(all_cls) / sizeof(all_cls[0]); k++) {
+		int cl = all_cls[k];
+		for (int w = 0; w < 2; w++) {
+			int required = 0, alive = 0;
+			bool ok = oracle(cl, is_nts, rf1, is_nts ? rf2 : 0,
+					 live1, live2, w, &required, &alive);
+			struct outcome o =
+				w ? do_write(c, coord, s, cl, key, "v", 1000)
+				  : do_read(c, coord, s, cl, key);
+			storage_mutation_delete(o.frag);
+			if (!w && cl == REPL_CL_ANY) {
+				ck_assert_int_eq(o.res.outcome, REPL_INVALID);
+				continue;
+			}
+			if (ok) {
+				ck_assert_msg(o.res.outcome == REPL_OK,
+					      "seed %llu %s rf %d/%d down "
+					      "%d/%d %s %s: outcome %d (%s)",
+					      (unsigned long long)seed,
+					      is_nts ? "NTS" : "Simple", rf1,
+					      rf2, down1, down2,
+					      w ? "write" : "read",
+					      repl_cl_name(cl), o.res.outcome,
+					      o.res.msg);
+			} else {
+				ck_assert_msg(
+					o.res.outcome == REPL_UNAVAILABLE &&
+						o.res.required == required &&
+						o.res.alive == alive,
+					"seed %llu %s rf %d/%d down "
+					"%d/%d %s %s: outcome %d "
+					"required %d/%d alive %d/%d",
+					(unsigned long long)seed,
+					is_nts ? "NTS" : "Simple", rf1, rf2,
+					down1, down2, w ? "write" : "read",
+					repl_cl_name(cl), o.res.outcome,
+					o.res.required, required, o.res.alive,
+					alive);
+			}
+		}
+	}
+out:
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+
+START_TEST(availability_simple_rf1_to_5)
+{
+	for (int rf = 1; rf <= 5; rf++)
+		for (int down = 0; down < rf && down <= 4; down++)
+			availability_case(100 + (uint64_t)rf, false, rf, 0,
+					  down, 0);
+}
+END_TEST
+
+START_TEST(availability_nts_two_dcs)
+{
+	for (int rf1 = 1; rf1 <= 3; rf1++)
+		for (int rf2 = 0; rf2 <= 3; rf2++)
+			for (int d1 = 0; d1 < rf1; d1++)
+				for (int d2 = 0; d2 <= rf2; d2++)
+					availability_case(
+						200 + (uint64_t)(rf1 * 16 +
+								 rf2),
+						true, rf1, rf2, d1, d2);
+}
+END_TEST
+
+/* Replication factor above the number of nodes: block-for counts the
+ * factor, so ALL cannot succeed (Cassandra's rule). */
+START_TEST(rf_above_node_count)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(7, 3, dcs);
+	struct ring_strategy *s = simple(5);
+	struct outcome o = do_write(c, 0, s, REPL_CL_ALL, "k", "v", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_UNAVAILABLE);
+	ck_assert_int_eq(o.res.required, 5);
+	ck_assert_int_eq(o.res.alive, 3);
+	o = do_write(c, 0, s, REPL_CL_QUORUM, "k", "v", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* A replica the detector still calls alive but that is unreachable: the
+ * write times out with (received, block_for, SIMPLE) and a hint is
+ * written for it. */
+START_TEST(write_timeout_and_hint)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(8, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	sim_net_cut(c->sim, NULL, &c->nodes[2].addr, true);
+	struct outcome o = do_write(c, 0, s, REPL_CL_ALL, "k", "v", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_WRITE_TIMEOUT);
+	ck_assert_int_eq(o.res.required, 3);
+	ck_assert_int_eq(o.res.alive, 2);
+	ck_assert_int_eq(o.res.write_type, REPL_WRITE_SIMPLE);
+	ck_assert_int_eq(c->nodes[0].hints, 1);
+	/* QUORUM succeeds at once; the slow replica is hinted at the
+	 * timeout. */
+	o = do_write(c, 0, s, REPL_CL_QUORUM, "k2", "v", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	sim_run_for(c->sim, 3000000);
+	ck_assert_int_eq(c->nodes[0].hints, 2);
+	/* A replica marked down is hinted without being tried. */
+	c->down[2] = true;
+	o = do_write(c, 0, s, REPL_CL_ONE, "k3", "v", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ck_assert_int_eq(c->nodes[0].hints, 3);
+	/* ANY with every replica down: the hint is the acknowledgement. */
+	c->down[1] = true;
+	c->down[0] = true; /* as others see it; the local node is alive */
+	sim_net_cut(c->sim, NULL, &c->nodes[1].addr, true);
+	o = do_write(c, 2, s, REPL_CL_ANY, "k4", "v", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* A stale replica is brought up to date by a QUORUM read (blocking read
+ * repair) and the read returns the newest value. */
+START_TEST(read_repair)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(9, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	struct outcome o = do_write(c, 0, s, REPL_CL_ALL, "rk", "old", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	/* Node 1 misses the new value. */
+	sim_net_cut(c->sim, NULL, &c->nodes[1].addr, true);
+	o = do_write(c, 0, s, REPL_CL_TWO, "rk", "new", 20);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	sim_run_for(c->sim, 3000000);
+	sim_net_heal(c->sim);
+	char v[32];
+	int64_t ts;
+	frag_value(c, c->nodes[1].parts[0].frag, v, sizeof(v), &ts);
+	ck_assert_str_eq(v, "old");
+	struct repl_stats st;
+	/* ALL from node 1: its own data first, digests disagree. */
+	o = do_read(c, 1, s, REPL_CL_ALL, "rk");
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	frag_value(c, o.frag, v, sizeof(v), &ts);
+	ck_assert_str_eq(v, "new");
+	storage_mutation_delete(o.frag);
+	repl_get_stats(c->nodes[1].repl, &st);
+	ck_assert_uint_eq(st.digest_mismatches, 1);
+	ck_assert_uint_ge(st.read_repairs, 1);
+	frag_value(c, c->nodes[1].parts[0].frag, v, sizeof(v), &ts);
+	ck_assert_str_eq(v, "new");
+	/* Now in agreement: no mismatch. */
+	o = do_read(c, 1, s, REPL_CL_ALL, "rk");
+	storage_mutation_delete(o.frag);
+	repl_get_stats(c->nodes[1].repl, &st);
+	ck_assert_uint_eq(st.digest_mismatches, 1);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* Reads time out with data_present when a contacted replica never
+ * answers. */
+START_TEST(read_timeout)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(10, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	struct outcome o = do_write(c, 0, s, REPL_CL_ALL, "x", "v", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	sim_net_cut(c->sim, &c->nodes[2].addr, NULL, true);
+	o = do_read(c, 0, s, REPL_CL_ALL, "x");
+	ck_assert_int_eq(o.res.outcome, REPL_READ_TIMEOUT);
+	ck_assert_int_eq(o.res.required, 3);
+	ck_assert_int_eq(o.res.alive, 2);
+	ck_assert(o.res.data_present);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* Random QUORUM writes and reads from random coordinators over lossy,
+ * delayed links, partitions and paused nodes: every write the coordinator
+ * acknowledged is seen (or superseded) by every later QUORUM read once the
+ * network heals. */
+START_TEST(quorum_reads_see_acked_writes)
+{
+	uint64_t seed = g_seed;
+	const char *dcs[5] = {"dc1", "dc1", "dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(seed, 5, dcs);
+	struct ring_strategy *s = simple(3);
+	sim_net_set_latency(c->sim, 100, 3000);
+	enum { KEYS = 40 };
+	int64_t acked[KEYS];
+	for (int k = 0; k < KEYS; k++)
+		acked[k] = INT64_MIN;
+	int64_t ts = 100;
+	int oks = 0, fails = 0;
+	for (int round = 0; round < 400; round++) {
+		uint64_t r = sim_random(c->sim);
+		if (round % 50 == 0) {
+			sim_net_heal(c->sim);
+			int a = (int)(r % 5), b = (int)((r >> 8) % 5);
+			if (a != b && (r >> 16) % 2)
+				sim_net_partition(c->sim, &c->nodes[a].addr, 1,
+						  &c->nodes[b].addr, 1, true);
+			sim_net_set_drop(c->sim, NULL, NULL,
+					 (double)((r >> 24) % 20) / 100.0);
+			if ((r >> 32) % 3 == 0)
+				sim_env_pause(c->sim,
+					      c->nodes[(r >> 40) % 5].env,
+					      1500000);
+		}
+		int k = (int)((r >> 4) % KEYS), coord = (int)((r >> 12) % 5);
+		char key[16], val[32];
+		snprintf(key, sizeof(key), "key%d", k);
+		if ((r >> 20) % 3) {
+			ts++;
+			snprintf(val, sizeof(val), "%lld", (long long)ts);
+			struct outcome o = do_write(c, coord, s, REPL_CL_QUORUM,
+						    key, val, ts);
+			if (o.res.outcome == REPL_OK) {
+				oks++;
+				acked[k] = ts > acked[k] ? ts : acked[k];
+			} else {
+				fails++;
+			}
+		} else {
+			struct outcome o =
+				do_read(c, coord, s, REPL_CL_QUORUM, key);
+			if (o.res.outcome == REPL_OK) {
+				int64_t got;
+				frag_value(c, o.frag, val, sizeof(val), &got);
+				ck_assert_msg(acked[k] == INT64_MIN ||
+						      got >= acked[k],
+					      "seed %llu: %s read ts %lld "
+					      "< acked %lld",
+					      (unsigned long long)seed, key,
+					      (long long)got,
+					      (long long)acked[k]);
+			}
+			storage_mutation_delete(o.frag);
+		}
+	}
+	sim_net_heal(c->sim);
+	sim_run_for(c->sim, 5000000);
+	for (int k = 0; k < KEYS; k++) {
+		char key[16], val[32];
+		snprintf(key, sizeof(key), "key%d", k);
+		for (int coord = 0; coord < 5; coord++) {
+			struct outcome o =
+				do_read(c, coord, s, REPL_CL_QUORUM, key);
+			ck_assert_int_eq(o.res.outcome, REPL_OK);
+			int64_t got;
+			frag_value(c, o.frag, val, sizeof(val), &got);
+			ck_assert_msg(acked[k] == INT64_MIN || got >= acked[k],
+				      "seed %llu: %s final read ts %lld < "
+				      "acked %lld",
+				      (unsigned long long)seed, key,
+				      (long long)got, (long long)acked[k]);
+			storage_mutation_delete(o.frag);
+		}
+	}
+	ck_assert_int_gt(oks, 50);
+	printf("quorum property: seed %llu, %d writes acked, %d not\n",
+	       (unsigned long long)seed, oks, fails);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* A range read walks every vnode range in token order and returns each
+ * partition once, merged across replicas. */
+struct range_out {
+	bool done;
+	struct repl_result res;
+	struct storage_mutation **f;
+	size_t n;
+	int64_t resume;
+	bool finished;
+};
+
+static void on_range(void *arg, const struct repl_result *res,
+		     struct storage_mutation **frags, size_t n, int64_t resume,
+		     bool finished)
+{
+	struct range_out *o = arg;
+	o->done = true;
+	o->res = *res;
+	o->f = frags;
+	o->n = n;
+	o->resume = resume;
+	o->finished = finished;
+}
+
+static bool range_done(void *arg)
+{
+	return ((struct range_out *)arg)->done;
+}
+
+START_TEST(range_walk)
+{
+	const char *dcs[4] = {"dc1", "dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(11, 4, dcs);
+	struct ring_strategy *s = simple(2);
+	enum { N = 120 };
+	for (int i = 0; i < N; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "p%d", i);
+		/* Only one replica gets each write: the walk must merge. */
+		struct outcome o =
+			do_write(c, i % 4, s, REPL_CL_ONE, key, "v", 10 + i);
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+	}
+	sim_run_for(c->sim, 1000000);
+	int64_t start = INT64_MIN, last = INT64_MIN;
+	int seen = 0, steps = 0;
+	for (;;) {
+		struct range_out o = {0};
+		struct storage_read_cmd cmd = {.with_static = true};
+		struct repl_range q = {.table_id = c->meta->id,
+				       .meta = c->meta,
+				       .strategy = s,
+				       .cl = REPL_CL_QUORUM,
+				       .cmd = &cmd,
+				       .start = start,
+				       .end = INT64_MAX,
+				       .max_partitions = 7};
+		repl_range_step(c->nodes[steps % 4].repl, &q, on_range, &o);
+		ck_assert(sim_run_until(c->sim, range_done, &o, 30000000));
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+		for (size_t i = 0; i < o.n; i++) {
+			int64_t t = storage_mutation_token(o.f[i]);
+			ck_assert(t > last);
+			last = t;
+			seen++;
+			storage_mutation_delete(o.f[i]);
+		}
+		free(o.f);
+		steps++;
+		ck_assert_int_lt(steps, 10000);
+		if (o.finished)
+			break;
+		ck_assert(o.resume > start);
+		start = o.resume;
+	}
+	ck_assert_int_eq(seen, N);
+	ck_assert_int_ge(steps, 4 * 8); /* at least one step per vnode */
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* A contacted replica that is unreachable but not yet convicted: the
+ * speculative retry asks a spare and the QUORUM read succeeds; with
+ * speculative_retry = 'NONE' it times out. */
+START_TEST(speculative_retry)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(12, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	struct outcome o = do_write(c, 0, s, REPL_CL_ALL, "x", "v", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	int got_ok = 0;
+	for (int cut = 1; cut <= 2; cut++) {
+		sim_net_heal(c->sim);
+		sim_net_cut(c->sim, &c->nodes[cut].addr, NULL, true);
+		o = do_read(c, 0, s, REPL_CL_QUORUM, "x");
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+		storage_mutation_delete(o.frag);
+		got_ok++;
+	}
+	struct repl_stats st;
+	repl_get_stats(c->nodes[0].repl, &st);
+	ck_assert_uint_ge(st.speculative_retries, 1);
+	ck_assert_int_eq(got_ok, 2);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("coordinator_sim");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, availability_simple_rf1_to_5);
+	tcase_add_test(tc, availability_nts_two_dcs);
+	tcase_add_test(tc, rf_above_node_count);
+	tcase_add_test(tc, write_timeout_and_hint);
+	tcase_add_test(tc, read_repair);
+	tcase_add_test(tc, read_timeout);
+	tcase_add_test(tc, speculative_retry);
+	tcase_add_test(tc, quorum_reads_see_acked_writes);
+	tcase_add_test(tc, range_walk);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	g_seed = test_seed(20261130);
+	return test_run(suite());
+}
