@@ -148,8 +148,6 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 {
 	if (!cmd->key || cmd->key_len == 0)
 		return err_set(ERR_INVALID, "read without a partition key");
-	if (cmd->slices && cmd->slice_count == 0)
-		return err_set(ERR_INVALID, "read of zero slices");
 	struct snapshot s;
 	if (snapshot_take(db, table_id, &s))
 		return -1;
@@ -219,10 +217,6 @@ struct storage_scan *storage_scan_open(struct storage *db,
 				       int64_t start_token, int64_t end_token,
 				       const struct storage_read_cmd *cmd)
 {
-	if (cmd->slices && cmd->slice_count == 0) {
-		err_set(ERR_INVALID, "scan of zero slices");
-		return NULL;
-	}
 	struct storage_scan *s = calloc(1, sizeof(*s));
 	if (!s) {
 		err_set(ERR_NOMEM, "scan");

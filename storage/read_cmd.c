@@ -10,7 +10,7 @@
  *   u8       flags: bit 0 reverse, bit 1 with_static,
  *                   bit 2 slices follow, bit 3 columns follow
  *   uvarint  limit (<= 2^32-1)
- *   [uvarint slice count (>= 1), each:
+ *   [uvarint slice count (0: nothing is read, as for `IN ()`), each:
  *      u8       bit 0 start inclusive, bit 1 end inclusive
  *      uvarint  start value count (<= 32), each uvarint length + bytes
  *      uvarint  end value count (<= 32), each uvarint length + bytes]
@@ -52,8 +52,6 @@ int storage_read_cmd_encode(const struct storage_read_cmd *cmd, struct buf *out)
 	if (cmd->key_len > 0xffff || (cmd->key_len && !cmd->key))
 		return err_set(ERR_INVALID, "read key of %zu bytes",
 			       cmd->key_len);
-	if (cmd->slices && cmd->slice_count == 0)
-		return err_set(ERR_INVALID, "read of zero slices");
 	for (size_t i = 0; cmd->slices && i < cmd->slice_count; i++)
 		if (cmd->slices[i].start_count > READ_CMD_MAX_CK ||
 		    cmd->slices[i].end_count > READ_CMD_MAX_CK)
@@ -139,12 +137,15 @@ static int decode_slices(struct cursor *c, struct arena *a,
 {
 	uint64_t n;
 	/* a slice takes at least three bytes */
-	if (cursor_uvarint(c, &n) || n == 0 || n > cursor_left(c) / 3)
+	if (cursor_uvarint(c, &n) || n > cursor_left(c) / 3)
 		return err_set(ERR_CORRUPT, "read command: bad slice count");
-	struct storage_slice *s = arena_alloc(a, (size_t)n * sizeof(*s));
+	/* Zero slices stay distinct from "no slices" (the whole
+	 * partition): the array is non-NULL either way. */
+	struct storage_slice *s =
+		arena_alloc(a, (size_t)(n ? n : 1) * sizeof(*s));
 	if (!s)
 		return err_set(ERR_NOMEM, "read command");
-	memset(s, 0, (size_t)n * sizeof(*s));
+	memset(s, 0, (size_t)(n ? n : 1) * sizeof(*s));
 	for (uint64_t i = 0; i < n; i++) {
 		uint8_t incl;
 		if (cursor_u8(c, &incl) || incl > 3)
