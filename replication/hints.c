@@ -709,7 +709,8 @@ static int scan_dir(struct hints *h)
 		free(d.v);
 		return err_set(ERR_NOMEM, "hints: too many files");
 	}
-	qsort(d.v, d.n, sizeof(*d.v), entry_cmp);
+	if (d.n > 1)
+		qsort(d.v, d.n, sizeof(*d.v), entry_cmp);
 	for (size_t i = 0; i < d.n; i++) {
 		struct hint_host *x = host_get(h, d.v[i].id);
 		char path[PATH_MAX];
@@ -1337,11 +1338,11 @@ int hints_store(struct hints *h, const uint8_t host_id[16],
 			       "hints for %s exceed max_hints_size_per_host",
 			       x->idtext);
 	}
-	buf_clear(&h->scratch);
-	if (hints_record_encode(&h->scratch, created_us, mutation, len) != 0)
-		return -1;
 	struct hint_file *f = host_writer(h, x, rec);
 	if (!f)
+		return -1;
+	buf_clear(&h->scratch);
+	if (hints_record_encode(&h->scratch, created_us, mutation, len) != 0)
 		return -1;
 	if (env_file_append(f->wf, h->scratch.data, h->scratch.len) != 0) {
 		/* Take back a partial write, or stop appending to a file
