@@ -108,11 +108,17 @@ static void fake_fire(void *arg)
 {
 	struct fake *f = arg;
 	f->armed = false;
-	/* Newest first: acknowledgements arrive out of order. */
-	while (f->qn > 0) {
-		struct pending p = f->q[--f->qn];
+	/* The sends queued so far (new ones wait for the next round), newest
+	 * first: acknowledgements arrive out of order. */
+	size_t n = f->qn;
+	struct pending *batch = malloc((n ? n : 1) * sizeof(*batch));
+	memcpy(batch, f->q, n * sizeof(*batch));
+	f->qn = 0;
+	while (n > 0) {
+		struct pending p = batch[--n];
 		fake_ack(f, p, p.idx & 0x80000000u ? -1 : 0);
 	}
+	free(batch);
 }
 
 static int fake_send(void *arg, const uint8_t host_id[16],
@@ -771,6 +777,39 @@ START_TEST(operator_controls)
 }
 END_TEST
 
+START_TEST(hints_stored_during_delivery_and_down_mid_delivery)
+{
+	const uint32_t n = 3000;
+	struct fx x;
+	fx_init(&x, "hints-during", ACK_LATER, n);
+	x.o.read_chunk = 8192;
+	fx_open(&x);
+	store_n(&x, HOST_A, 0, 1000);
+	hints_host_up(x.h, HOST_A);
+	/* New hints while the first file is being replayed go to a new
+	 * file, delivered after it. */
+	sim_run_for(x.sim, 1000);
+	ck_assert_uint_gt(x.fake.acks, 0);
+	ck_assert_uint_lt(x.fake.acks, 1000);
+	store_n(&x, HOST_A, 1000, 1000);
+	ck_assert_uint_eq(count_files(x.dir, NULL), 2);
+	/* Convicted mid-delivery: sending stops after the window drains. */
+	hints_host_down(x.h, HOST_A, env_wall_us(x.env));
+	sim_run_for(x.sim, 5000);
+	uint64_t sends = x.fake.sends;
+	ck_assert_uint_lt(sends, 2000);
+	sim_run_for(x.sim, 60ull * 1000000);
+	ck_assert_uint_eq(x.fake.sends, sends);
+	store_n(&x, HOST_A, 2000, 1000);
+	hints_host_up(x.h, HOST_A);
+	run_until_delivered(&x, n, 60ull * 1000000);
+	ck_assert_int_eq(first_out_of_order(&x.fake, n), -1);
+	ck_assert_uint_eq(x.fake.sends, n);
+	ck_assert_uint_eq(count_files(x.dir, NULL), 0);
+	fx_free(&x);
+}
+END_TEST
+
 static bool alive_answer;
 static bool fake_alive(void *arg, const uint8_t host_id[16])
 {
@@ -895,6 +934,7 @@ static Suite *hints_suite(void)
 	tcase_add_test(tc, removed_host_files_are_deleted);
 	tcase_add_test(tc, throttle_is_respected_in_simulated_time);
 	tcase_add_test(tc, operator_controls);
+	tcase_add_test(tc, hints_stored_during_delivery_and_down_mid_delivery);
 	tcase_add_test(tc, periodic_check_delivers_to_alive_hosts);
 	tcase_add_test(tc, offloaded_reads_and_syncs);
 	suite_add_tcase(s, tc);
