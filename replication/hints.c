@@ -38,11 +38,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define STATE_NAME "hints.state"
 #define STATE_MAX  (4u << 20)
-#define SCAN_CHUNK (1u << 20)
 
 struct hint_file {
 	uint64_t seq;
@@ -133,81 +131,12 @@ struct hints {
 static void host_pump(struct hint_host *x);
 static void host_after(struct hint_host *x);
 
-/* ---- uuids and names ----------------------------------------------------- */
-
-void hints_uuid_format(const uint8_t id[16], char out[37])
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t o = 0;
-	for (int i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[o++] = '-';
-		out[o++] = hex[id[i] >> 4];
-		out[o++] = hex[id[i] & 15];
-	}
-	out[o] = '\0';
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Parses the 36 characters at `t` (no terminator needed). */
-static int uuid_parse_n(const char *t, uint8_t out[16])
-{
-	size_t o = 0;
-	for (size_t i = 0; i < 36;) {
-		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (t[i] != '-')
-				return -1;
-			i++;
-			continue;
-		}
-		int a = hexval(t[i]);
-		int b = a < 0 ? -1 : hexval(t[i + 1]);
-		if (b < 0)
-			return -1;
-		out[o++] = (uint8_t)(a << 4 | b);
-		i += 2;
-	}
-	return 0;
-}
-
-int hints_uuid_parse(const char *text, uint8_t out[16])
-{
-	if (strlen(text) != 36 || uuid_parse_n(text, out) != 0)
-		return err_set(ERR_INVALID, "bad uuid '%s'", text);
-	return 0;
-}
+/* ---- names --------------------------------------------------------------- */
 
 static void file_path(const struct hints *h, const struct hint_host *x,
 		      uint64_t seq, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s/%s-%" PRIu64 ".hints", h->dir, x->idtext, seq);
-}
-
-/* "<uuid>-<seq>.hints" */
-static bool parse_file_name(const char *name, uint8_t id[16], uint64_t *seq)
-{
-	size_t n = strlen(name);
-	if (n < 36 + 1 + 1 + 6 || strcmp(name + n - 6, ".hints") != 0 ||
-	    name[36] != '-' || uuid_parse_n(name, id) != 0)
-		return false;
-	uint64_t v = 0;
-	for (size_t i = 37; i < n - 6; i++) {
-		if (name[i] < '0' || name[i] > '9' || v > UINT64_MAX / 10 - 1)
-			return false;
-		v = v * 10 + (uint64_t)(name[i] - '0');
-	}
-	*seq = v;
-	return true;
 }
 
 /* ---- hosts --------------------------------------------------------------- */
@@ -494,7 +423,7 @@ static int state_load(struct hints *h)
 		if (line[0] == '#' || line[0] == '\0') {
 			/* comment */
 		} else if (strlen(line) < 38 || line[36] != ' ' ||
-			   uuid_parse_n(line, id) != 0) {
+			   hints_uuid_parse_n(line, id) != 0) {
 			LOG_WARN("%s:%d: bad line ignored", path, lineno);
 		} else {
 			long long v = strtoll(line + 37, &end, 10);
@@ -567,7 +496,6 @@ static struct hint_file *scan_file(struct hints *h, const char *path,
 		return NULL;
 	}
 	int64_t size = env_file_size(fp);
-	uint8_t *buf = NULL;
 	struct hint_file *f = calloc(1, sizeof(*f));
 	if (size < 0 || !f) {
 		if (!f)
@@ -575,47 +503,14 @@ static struct hint_file *scan_file(struct hints *h, const char *path,
 		goto fail;
 	}
 	f->seq = seq;
-	struct hints_cursor c = {0};
 	struct scan_ctx sc = {.h = h, .path = path};
-	uint64_t boff = 0;
-	size_t blen = 0, bcap = 0;
-	for (;;) {
-		struct hints_record rec;
-		size_t need = 0;
-		enum hints_parse_result r =
-			hints_parse_next(&c, buf, boff, blen, (uint64_t)size,
-					 &rec, &need, scan_damage, &sc);
-		if (r == HINTS_PARSE_END)
-			break;
-		if (r == HINTS_PARSE_RECORD) {
-			if (f->records == 0 || rec.created_us < f->oldest_us)
-				f->oldest_us = rec.created_us;
-			if (f->records == 0 || rec.created_us > f->newest_us)
-				f->newest_us = rec.created_us;
-			f->records++;
-			continue;
-		}
-		size_t want = need > SCAN_CHUNK ? need : SCAN_CHUNK;
-		if (want > bcap) {
-			uint8_t *n = realloc(buf, want);
-			if (!n) {
-				err_set(ERR_NOMEM, "hints: out of memory");
-				goto fail;
-			}
-			buf = n;
-			bcap = want;
-		}
-		ssize_t got = env_file_pread(fp, buf, want, c.off);
-		if (got < 0)
-			goto fail;
-		if ((size_t)got < need)
-			break; /* shorter than its size said: stop here */
-		boff = c.off;
-		blen = (size_t)got;
-	}
-	free(buf);
-	buf = NULL;
-	f->size = c.good_end;
+	struct hints_scan scan;
+	if (hints_file_scan(fp, (uint64_t)size, scan_damage, &sc, &scan) != 0)
+		goto fail;
+	f->records = scan.records;
+	f->oldest_us = scan.oldest_us;
+	f->newest_us = scan.newest_us;
+	f->size = scan.good_end;
 	f->damage_hwm = (uint64_t)size;
 	if (f->records == 0) {
 		LOG_INFO("%s: no hints in it; deleted", path);
@@ -625,8 +520,8 @@ static struct hint_file *scan_file(struct hints *h, const char *path,
 		return NULL;
 	}
 	if (f->size < (uint64_t)size) {
-		LOG_INFO("%s: %" PRIu64 " bytes of unfinished tail at offset "
-			 "%" PRIu64 " discarded",
+		LOG_INFO("%s: %" PRIu64 " bytes after the last sound hint "
+			 "(offset %" PRIu64 ") cut off",
 			 path, (uint64_t)size - f->size, f->size);
 		if (env_file_truncate(fp, f->size) != 0)
 			LOG_WARN("%s", err_msg());
@@ -635,7 +530,6 @@ static struct hint_file *scan_file(struct hints *h, const char *path,
 	return f;
 fail:
 	*failed = true;
-	free(buf);
 	free(f);
 	env_file_close(fp);
 	return NULL;
@@ -658,7 +552,7 @@ static int dir_collect(void *arg, const char *name)
 {
 	struct dir_list *d = arg;
 	struct dir_entry e;
-	if (!parse_file_name(name, e.id, &e.seq)) {
+	if (!hints_file_name_parse(name, e.id, &e.seq)) {
 		size_t n = strlen(name);
 		if (n > 4 && strcmp(name + n - 4, ".tmp") == 0) {
 			char path[PATH_MAX];
@@ -720,14 +614,14 @@ static int scan_dir(struct hints *h)
 			return -1;
 		}
 		file_path(h, x, d.v[i].seq, path, sizeof(path));
+		if (d.v[i].seq >= h->next_seq)
+			h->next_seq = d.v[i].seq + 1;
 		struct hint_file *f = scan_file(h, path, d.v[i].seq, &failed);
 		if (failed) {
 			/* One unreadable file must not stop the node. */
 			LOG_ERROR("%s: skipped: %s", path, err_msg());
 			continue;
 		}
-		if (d.v[i].seq >= h->next_seq)
-			h->next_seq = d.v[i].seq + 1;
 		if (f)
 			host_add_file(x, f);
 	}

@@ -1,5 +1,6 @@
 /*
- * Hint records: encoding, and a parser that never trusts the bytes.
+ * Hint files: record encoding, a parser that never trusts the bytes, the
+ * whole-file scan done at open, and the uuid and file-name text forms.
  *
  * The parser is a pure function over a caller's buffer, so the same code
  * scans files at open (synchronous reads) and feeds delivery (chunks read
@@ -8,6 +9,13 @@
 #include "replication/hints_internal.h"
 
 #include "common/crc.h"
+#include "common/env.h"
+#include "common/err.h"
+#include "replication/hints.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static uint32_t masked_crc(const uint8_t *p, size_t n)
 {
@@ -187,4 +195,130 @@ enum hints_parse_result hints_parse_next(struct hints_cursor *c,
 		c->good_end = rec->end;
 		return HINTS_PARSE_RECORD;
 	}
+}
+
+/* ---- uuids and file names ------------------------------------------------ */
+
+void hints_uuid_format(const uint8_t id[16], char out[37])
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = hex[id[i] >> 4];
+		out[o++] = hex[id[i] & 15];
+	}
+	out[o] = '\0';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Parses the 36 characters at `t` (no terminator needed). */
+int hints_uuid_parse_n(const char *t, uint8_t out[16])
+{
+	size_t o = 0;
+	for (size_t i = 0; i < 36;) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (t[i] != '-')
+				return -1;
+			i++;
+			continue;
+		}
+		int a = hexval(t[i]);
+		int b = a < 0 ? -1 : hexval(t[i + 1]);
+		if (b < 0)
+			return -1;
+		out[o++] = (uint8_t)(a << 4 | b);
+		i += 2;
+	}
+	return 0;
+}
+
+int hints_uuid_parse(const char *text, uint8_t out[16])
+{
+	if (strlen(text) != 36 || hints_uuid_parse_n(text, out) != 0)
+		return err_set(ERR_INVALID, "bad uuid '%s'", text);
+	return 0;
+}
+
+/* "<uuid>-<seq>.hints" */
+bool hints_file_name_parse(const char *name, uint8_t id[16], uint64_t *seq)
+{
+	size_t n = strlen(name);
+	if (n < 36 + 1 + 1 + 6 || strcmp(name + n - 6, ".hints") != 0 ||
+	    name[36] != '-' || hints_uuid_parse_n(name, id) != 0)
+		return false;
+	uint64_t v = 0;
+	for (size_t i = 37; i < n - 6; i++) {
+		if (name[i] < '0' || name[i] > '9' || v > UINT64_MAX / 10 - 1)
+			return false;
+		v = v * 10 + (uint64_t)(name[i] - '0');
+	}
+	*seq = v;
+	return true;
+}
+
+/* ---- scanning a whole file ----------------------------------------------- */
+
+#define SCAN_CHUNK (1u << 20)
+
+int hints_file_scan(struct env_file *fp, uint64_t size, hints_damage_fn damage,
+		    void *arg, struct hints_scan *out)
+{
+	struct hints_cursor c = {0};
+	uint8_t *buf = NULL;
+	uint64_t boff = 0;
+	size_t blen = 0, bcap = 0;
+	memset(out, 0, sizeof(*out));
+	for (;;) {
+		struct hints_record rec;
+		size_t need = 0;
+		enum hints_parse_result r = hints_parse_next(
+			&c, buf, boff, blen, size, &rec, &need, damage, arg);
+		if (r == HINTS_PARSE_END)
+			break;
+		if (r == HINTS_PARSE_RECORD) {
+			if (out->records == 0 ||
+			    rec.created_us < out->oldest_us)
+				out->oldest_us = rec.created_us;
+			if (out->records == 0 ||
+			    rec.created_us > out->newest_us)
+				out->newest_us = rec.created_us;
+			out->records++;
+			continue;
+		}
+		size_t want = need > SCAN_CHUNK ? need : SCAN_CHUNK;
+		if (want > bcap) {
+			uint8_t *n = realloc(buf, want);
+			if (!n) {
+				free(buf);
+				return err_set(ERR_NOMEM,
+					       "hints: out of memory");
+			}
+			buf = n;
+			bcap = want;
+		}
+		ssize_t got = env_file_pread(fp, buf, want, c.off);
+		if (got < 0) {
+			free(buf);
+			return -1;
+		}
+		if ((size_t)got < need)
+			break; /* shorter than its size said: stop here */
+		boff = c.off;
+		blen = (size_t)got;
+	}
+	free(buf);
+	out->good_end = c.good_end;
+	return 0;
 }

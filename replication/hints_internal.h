@@ -80,4 +80,24 @@ enum hints_parse_result hints_parse_next(struct hints_cursor *c,
 					 struct hints_record *rec, size_t *need,
 					 hints_damage_fn damage, void *arg);
 
+/* Parses the 36 characters of a uuid at `t` (no terminator needed). 0 or
+ * -1 (err untouched). */
+int hints_uuid_parse_n(const char *t, uint8_t out[16]);
+/* "<uuid>-<seq>.hints" */
+bool hints_file_name_parse(const char *name, uint8_t id[16], uint64_t *seq);
+
+struct env_file;
+
+struct hints_scan {
+	uint64_t records;
+	int64_t oldest_us;
+	int64_t newest_us;
+	uint64_t good_end; /* end of the last sound record */
+};
+
+/* Reads a whole file of `size` bytes in 1 MiB steps, reporting damage.
+ * Blocks. 0, or -1 with err set (read error, no memory). */
+int hints_file_scan(struct env_file *fp, uint64_t size, hints_damage_fn damage,
+		    void *arg, struct hints_scan *out);
+
 #endif
