@@ -184,8 +184,7 @@ struct hints_host_stats {
 
 struct hints_stats {
 	uint64_t stored;
-	uint64_t
-		delivered; /* acknowledged sends (a resent hint counts again) */
+	uint64_t delivered;        /* acks; a resent hint counts again */
 	uint64_t dropped_window;   /* refused: host down past the window */
 	uint64_t dropped_size;     /* refused: max_size_per_host */
 	uint64_t dropped_disabled; /* refused: handoff disabled */
