@@ -24,7 +24,7 @@
 
 #define ID_BUCKETS 4096
 
-enum op_kind { OP_WRITE, OP_READ, OP_RANGE };
+enum op_kind { OP_WRITE, OP_READ, OP_RANGE, OP_DELIVER };
 
 struct op;
 
@@ -164,6 +164,9 @@ struct op {
 	int64_t start, sub_end, end;
 	uint32_t max_partitions;
 	repl_range_done_fn gdone;
+	/* hint deliveries */
+	struct inet_addr to;
+	repl_deliver_fn ddone;
 	void *arg;
 };
 
@@ -340,12 +343,14 @@ static int send_packed(struct repl *r, const struct inet_addr *to,
 
 static const struct inet_addr *ep_addr(const struct op *op, uint32_t ep)
 {
+	if (op->kind == OP_DELIVER)
+		return &op->to;
 	return &ring_endpoint_get(op->ring, ep)->addr;
 }
 
 static bool is_self(const struct op *op, uint32_t ep)
 {
-	return ring_local_endpoint(op->ring) == (int)ep;
+	return op->ring && ring_local_endpoint(op->ring) == (int)ep;
 }
 
 /* Local replica completions carry the request id through this. */
@@ -1451,6 +1456,55 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 	op_unhold(op);
 }
 
+/* ---- hint delivery ------------------------------------------------------- */
+
+int repl_deliver(struct repl *r, const struct inet_addr *to,
+		 const uint8_t *mutation, size_t len, repl_deliver_fn done,
+		 void *arg)
+{
+	struct op *op = op_new(r, OP_DELIVER, REPL_CL_ONE,
+			       r->o.write_timeout_ms, arg);
+	if (!op || !(op->t = calloc(1, sizeof(*op->t)))) {
+		if (op) {
+			op->replied = true;
+			op_free(op);
+		}
+		return err_set(ERR_NOMEM, "out of memory");
+	}
+	op->nt = 1;
+	op->to = *to;
+	op->ddone = done;
+	if (slot_add(r, op, 0) != 0) {
+		op->replied = true;
+		op_free(op);
+		return -1;
+	}
+	Cassini__Replication__MutationReq msg =
+		CASSINI__REPLICATION__MUTATION_REQ__INIT;
+	msg.id = op->t[0].id;
+	msg.deadline_us = deadline_us(r, r->o.write_timeout_ms);
+	msg.mutation.data = (uint8_t *)mutation;
+	msg.mutation.len = len;
+	if (send_packed(r, to, REPL_VERB_MUTATION, &msg.base) != 0) {
+		free(slot_take(r, op->t[0].id));
+		op->replied = true;
+		op_free(op);
+		return -1;
+	}
+	op->t[0].sent = true;
+	op->outstanding = 1;
+	return 0;
+}
+
+static void deliver_end(struct op *op, int status)
+{
+	if (!op->replied) {
+		op->replied = true;
+		op->ddone(op->arg, status);
+	}
+	op_free(op);
+}
+
 /* ---- answers and timeouts ------------------------------------------------ */
 
 static void op_timeout(void *arg)
@@ -1462,6 +1516,9 @@ static void op_timeout(void *arg)
 		return;
 	case OP_READ:
 		read_timeout(op);
+		return;
+	case OP_DELIVER:
+		deliver_end(op, -1);
 		return;
 	case OP_RANGE: {
 		struct repl_result res;
@@ -1521,6 +1578,12 @@ static void on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
 		break;
 	case OP_RANGE:
 		range_answer(op, t, ok, error, frags, n, cut);
+		break;
+	case OP_DELIVER:
+		for (size_t i = 0; i < n; i++)
+			storage_mutation_delete(frags[i]);
+		free(frags);
+		deliver_end(op, ok ? 0 : -1);
 		break;
 	}
 	op_unhold(op);

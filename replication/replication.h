@@ -264,6 +264,17 @@ typedef void (*repl_range_done_fn)(void *arg, const struct repl_result *res,
 void repl_range_step(struct repl *r, const struct repl_range *q,
 		     repl_range_done_fn done, void *arg);
 
+/* ---- hint delivery ------------------------------------------------------- */
+
+/* 0: the target acknowledged; -1: it failed or timed out. */
+typedef void (*repl_deliver_fn)(void *arg, int status);
+/* Sends one encoded mutation (a hint, original timestamps inside) to `to`
+ * as a mutation request under write_request_timeout. 0 and `done` runs
+ * exactly once later; -1 (nothing sent) and it never runs. */
+int repl_deliver(struct repl *r, const struct inet_addr *to,
+		 const uint8_t *mutation, size_t len, repl_deliver_fn done,
+		 void *arg);
+
 /* ---- statistics (tpstats, proxyhistograms) ------------------------------- */
 
 #define REPL_LAT_BUCKETS 64
