@@ -76,6 +76,11 @@ static bool sstable_shadowed(const struct read_ctx *c, const struct sstable *s,
 		   : s->stats.max_ts <= c->pdel.ts;
 }
 
+/* For tables with one row per partition and only simple regular columns
+ * (a common shape, and db_bench's): once every regular column has a live
+ * winner newer than anything an older SSTable holds, the older SSTables
+ * cannot change the result (Cassandra's timestamp-ordered read): their
+ * cells lose the reconcile and their deletions are too old to shadow. */
 static bool older_cannot_matter(const struct read_ctx *c, int64_t older_max)
 {
 	const struct storage_table_meta *t = c->t;

@@ -125,6 +125,21 @@ static int atom_sort_cmp(const void *x, const void *y, void *t)
 
 /* ---- the canonical form -------------------------------------------------- */
 
+/* atom_reconcile, with versions that tie (the same cell, equal in all but
+ * bytes that compare equal by type) ordered by their bytes, so the winner
+ * does not depend on the input order. */
+static const struct atom *reconcile_total(const struct atom *a,
+					  const struct atom *b)
+{
+	const struct atom *w = atom_reconcile(a, b);
+	if (w == atom_reconcile(b, a))
+		return w;
+	int c = slice_cmp(a->ck, b->ck);
+	if (!c)
+		c = slice_cmp(a->path, b->path);
+	return c >= 0 ? a : b;
+}
+
 /* Builds the canonical fragment of partition `key` from unsorted parts;
  * sorts `rts` and `atoms` in place (they are scratch copies). */
 static struct storage_mutation *
@@ -153,7 +168,7 @@ fragment_build(const struct storage_table_meta *t, struct slice key,
 	size_t w = 0;
 	for (size_t i = 1; i < na; i++) {
 		if (atom_cmp(t, &atoms[w], &atoms[i]) == 0)
-			atoms[w] = *atom_reconcile(&atoms[w], &atoms[i]);
+			atoms[w] = *reconcile_total(&atoms[w], &atoms[i]);
 		else
 			atoms[++w] = atoms[i];
 	}

@@ -240,8 +240,9 @@ int storage_read(struct storage *db, const uint8_t table_id[16],
 /* What this replica holds of partition cmd->key within cmd's slices (and
  * the static row when cmd->with_static), tombstones included (partition
  * deletion, range tombstones overlapping the slices, whole; row, cell and
- * collection tombstones; expired cells), one reconciled version per atom,
- * atoms a deletion shadows left out. cmd->limit, cmd->reverse and
+ * collection tombstones; expired cells, as the tombstones compaction
+ * makes of them), one reconciled version per atom, atoms a deletion
+ * shadows left out. cmd->limit, cmd->reverse and
  * cmd->columns are ignored: the whole slice is returned, so merging
  * replicas never gives a short read. An absent partition gives an empty
  * mutation. The caller owns *out (storage_mutation_delete); it borrows
@@ -251,9 +252,9 @@ int storage_read_fragment(struct storage *db, const uint8_t table_id[16],
 			  const struct storage_read_cmd *cmd,
 			  struct storage_mutation **out);
 
-/* Pure: reconciles fragments of the same partition (same table id, that of
- * `t`, and key; else ERR_INVALID) into one new canonical mutation (owned
- * by the caller, borrowing `t`), by Cassandra's rules (atom_reconcile,
+/* Pure (any thread): reconciles fragments of the same partition (same table id,
+ * that of `t`, and key; else ERR_INVALID) into one new canonical mutation
+ * (owned by the caller, borrowing `t`), by Cassandra's rules (atom_reconcile,
  * deletion_max, range tombstones kept). Inputs are borrowed and may be
  * decoded mutations (meta NULL). Commutative, associative and idempotent:
  * the result's encoding is the same byte for byte whatever the order or
@@ -262,7 +263,7 @@ struct storage_mutation *
 storage_fragment_merge(const struct storage_table_meta *t,
 		       struct storage_mutation *const *frags, size_t n);
 
-/* Pure: into *out (caller frees with storage_result_delete) what
+/* Pure (any thread): into *out (caller frees with storage_result_delete) what
  * storage_read with `cmd` (slices, static row, projection, reverse, limit,
  * TTL expiry at now_sec, deletions shadowing) would return if table `t`
  * held exactly fragment `f` (borrowed; cmd->key is ignored, f's is used).
