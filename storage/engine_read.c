@@ -161,7 +161,8 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 	ctx_limits(db, &c);
 	struct slice key = slice_make(cmd->key, cmd->key_len);
 	int64_t token = murmur3_token(cmd->key, cmd->key_len);
-	if (!rc)
+	/* Zero slices (`IN ()`) read nothing: an empty answer. */
+	if (!rc && !(cmd->slices && cmd->slice_count == 0))
 		rc = gather(db, &s, &c, token, key, frag != NULL);
 	if (!rc)
 		rc = frag ? read_ctx_fragment(&c, key, frag)
@@ -270,6 +271,8 @@ struct storage_scan *storage_scan_open(struct storage *db,
 		storage_scan_close(s);
 		return NULL;
 	}
+	if (cmd->slices && cmd->slice_count == 0)
+		s->done = true; /* zero slices: nothing to find */
 	return s;
 }
 
