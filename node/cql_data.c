@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/murmur3.h"
 #include "common/workers.h"
+#include "replication/hints.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ struct cql_data {
 	const struct cql_schema *schema;
 	struct workers *workers;
 	struct repl *repl;
+	struct hints *hints; /* NULL when hinted handoff is off */
 	struct cql_data_hooks hooks;
 	struct cql_timeuuid_gen timeuuids;
 	int64_t last_ts;
@@ -629,6 +631,132 @@ void cql_data_request(void *arg, const struct cql_data_request *dr)
 	}
 }
 
+/* ---- hinted handoff ------------------------------------------------------ */
+
+static int hook_hint(void *arg, const uint8_t host_id[16], const char *dc,
+		     const uint8_t *mutation, size_t len)
+{
+	struct cql_data *d = arg;
+	int64_t now = env_wall_us(d->env);
+	if (!d->hints || !hints_should_hint(d->hints, host_id, dc, now))
+		return -1;
+	return hints_store(d->hints, host_id, mutation, len, now);
+}
+
+/* The address of a host id in the current ring, or NULL. */
+static const struct inet_addr *host_addr(struct cql_data *d,
+					 const uint8_t host_id[16])
+{
+	struct ring *r = d->hooks.ring(d->hooks.arg);
+	int ep = ring_endpoint_find_host_id(r, host_id);
+	return ep < 0 ? NULL : &ring_endpoint_get(r, (size_t)ep)->addr;
+}
+
+struct hint_send {
+	hints_done_fn done;
+	void *done_arg;
+};
+
+static void hint_sent(void *arg, int status)
+{
+	struct hint_send *hs = arg;
+	hs->done(hs->done_arg, status);
+	free(hs);
+}
+
+static int hints_send(void *arg, const uint8_t host_id[16],
+		      const uint8_t *mutation, size_t len, int64_t created_us,
+		      hints_done_fn done, void *done_arg)
+{
+	(void)created_us;
+	struct cql_data *d = arg;
+	const struct inet_addr *to = host_addr(d, host_id);
+	struct hint_send *hs = to ? malloc(sizeof(*hs)) : NULL;
+	if (!hs)
+		return -1;
+	*hs = (struct hint_send){done, done_arg};
+	if (repl_deliver(d->repl, to, mutation, len, hint_sent, hs) != 0) {
+		free(hs);
+		return -1;
+	}
+	return 0;
+}
+
+static bool hints_alive(void *arg, const uint8_t host_id[16])
+{
+	struct cql_data *d = arg;
+	const struct inet_addr *to = host_addr(d, host_id);
+	return to && d->hooks.is_alive(d->hooks.arg, to);
+}
+
+/* Blocking hint-file work on the read workers, completions on the loop. */
+struct offload_job {
+	struct work work;
+	struct loopq_item item;
+	struct loopq *q;
+	void (*run)(void *job);
+	void (*done)(void *job);
+	void *job;
+};
+
+static void offload_run(struct work *w)
+{
+	struct offload_job *o = (struct offload_job *)w;
+	o->run(o->job);
+	loopq_post(o->q, &o->item);
+}
+
+static void offload_done(struct loopq_item *it)
+{
+	struct offload_job *o =
+		(struct offload_job *)((char *)it -
+				       offsetof(struct offload_job, item));
+	o->done(o->job);
+	free(o);
+}
+
+static void hints_offload(void *arg, void (*run)(void *job),
+			  void (*done)(void *job), void *job)
+{
+	struct cql_data *d = arg;
+	struct offload_job *o = d->workers ? malloc(sizeof(*o)) : NULL;
+	if (!o) {
+		run(job);
+		done(job);
+		return;
+	}
+	*o = (struct offload_job){.work.run = offload_run,
+				  .item.fn = offload_done,
+				  .q = d->q,
+				  .run = run,
+				  .done = done,
+				  .job = job};
+	workers_submit(d->workers, &o->work);
+}
+
+void cql_data_peer_event(struct cql_data *d, const uint8_t host_id[16],
+			 enum cql_data_peer_event ev)
+{
+	if (!d->hints)
+		return;
+	switch (ev) {
+	case CQL_DATA_PEER_UP:
+		hints_host_up(d->hints, host_id);
+		break;
+	case CQL_DATA_PEER_DOWN:
+		hints_host_down(d->hints, host_id, env_wall_us(d->env));
+		break;
+	case CQL_DATA_PEER_REMOVED:
+		hints_host_removed(d->hints, host_id);
+		break;
+	}
+}
+
+struct hints *cql_data_hints(struct cql_data *d)
+{
+	return d->hints;
+}
+
 /* ---- life cycle ---------------------------------------------------------- */
 
 static struct ring *hook_ring(void *arg)
@@ -646,6 +774,7 @@ static bool hook_alive(void *arg, const struct inet_addr *ep)
 struct cql_data *cql_data_new(struct storage *db, struct env *env,
 			      struct loopq *q, const struct cql_schema *schema,
 			      const struct repl_options *o,
+			      const struct hints_options *ho,
 			      const struct cql_data_hooks *hooks)
 {
 	struct cql_data *d = calloc(1, sizeof(*d));
@@ -661,14 +790,26 @@ struct cql_data *cql_data_new(struct storage *db, struct env *env,
 	cql_timeuuid_gen_init(&d->timeuuids, env_random(env));
 	struct repl_hooks rh = {.ring = hook_ring,
 				.is_alive = hook_alive,
-				.hint = NULL,
+				.hint = hook_hint,
 				.arg = d};
 	if (!(d->workers = workers_new(2, "read")) ||
-	    !(d->repl = repl_new(env, o, &store_ops, d, &rh))) {
-		cql_data_delete(d);
-		return NULL;
+	    !(d->repl = repl_new(env, o, &store_ops, d, &rh)))
+		goto fail;
+	if (ho) {
+		struct hints_options h = *ho;
+		h.send = hints_send;
+		h.alive = hints_alive;
+		h.hook_arg = d;
+		h.offload = hints_offload;
+		h.offload_arg = d;
+		if (!(d->hints = hints_open(&h)))
+			goto fail;
 	}
 	return d;
+fail:
+	err_prefix("cannot start the data path");
+	cql_data_delete(d);
+	return NULL;
 }
 
 void cql_data_stop(struct cql_data *d)
@@ -683,6 +824,9 @@ void cql_data_delete(struct cql_data *d)
 		return;
 	if (d->workers)
 		cql_data_stop(d);
+	/* The store closes first; deliveries still in flight then end (with
+	 * a failure) as the coordinator goes, which frees it. */
+	hints_close(d->hints);
 	repl_delete(d->repl);
 	free(d);
 }

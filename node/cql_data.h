@@ -31,10 +31,16 @@ struct cql_data_hooks {
 	void *arg;
 };
 
-/* Borrowed: db, env, q (the loop's queue), schema; they must outlive it. */
+struct hints;
+struct hints_options;
+
+/* Borrowed: db, env, q (the loop's queue), schema; they must outlive it.
+ * `ho`: hinted handoff's options (its hooks are set here), or NULL for
+ * none. Opening the hint store blocks (a scan of its files). */
 struct cql_data *cql_data_new(struct storage *db, struct env *env,
 			      struct loopq *q, const struct cql_schema *schema,
 			      const struct repl_options *o,
+			      const struct hints_options *ho,
 			      const struct cql_data_hooks *hooks);
 /* Waits for storage reads on the workers; their completions are queued on
  * `q` (run them before cql_data_delete). */
@@ -47,5 +53,18 @@ void cql_data_request(void *arg, const struct cql_data_request *dr);
 void cql_data_receive(struct cql_data *d, const struct inet_addr *from,
 		      uint32_t verb, const uint8_t *msg, size_t len);
 void cql_data_stats(const struct cql_data *d, struct repl_stats *out);
+
+/* What the failure detector and the ring say about a peer, for hinted
+ * handoff (down: the hint window starts; up: delivery starts; removed:
+ * its hints are dropped). */
+enum cql_data_peer_event {
+	CQL_DATA_PEER_UP,
+	CQL_DATA_PEER_DOWN,
+	CQL_DATA_PEER_REMOVED,
+};
+void cql_data_peer_event(struct cql_data *d, const uint8_t host_id[16],
+			 enum cql_data_peer_event ev);
+/* The hint store (admin commands), or NULL. */
+struct hints *cql_data_hints(struct cql_data *d);
 
 #endif

@@ -12,6 +12,7 @@
 #include "common/murmur3.h"
 #include "common/workers.h"
 #include "node/cql_data.h"
+#include "replication/hints.h"
 #include "storage/storage.h"
 
 #include <limits.h>
@@ -325,11 +326,14 @@ struct cql_service *cql_service_new(const struct conf *c,
 	ro.write_timeout_ms = c->write_request_timeout_ms;
 	ro.range_timeout_ms = c->range_request_timeout_ms;
 	struct cql_data_hooks dh = {data_ring, data_alive, s};
+	struct hints_options ho;
+	hints_options_from_conf(&ho, c, env);
 	s->sync_work.run = sync_run;
 	if (!(s->q = loopq_new(base)) ||
 	    !(s->syncer = workers_new(1, "schemasync")) ||
 	    !(s->schema = cql_schema_new()) || open_storage(s, c) != 0 ||
-	    !(s->data = cql_data_new(s->db, env, s->q, s->schema, &ro, &dh))) {
+	    !(s->data = cql_data_new(s->db, env, s->q, s->schema, &ro, &ho,
+				     &dh))) {
 		err_prefix("cannot start the CQL service");
 		cql_service_delete(s);
 		return NULL;
@@ -415,4 +419,15 @@ void cql_service_receive(struct cql_service *s, const struct inet_addr *from,
 void cql_service_data_stats(const struct cql_service *s, struct repl_stats *out)
 {
 	cql_data_stats(s->data, out);
+}
+
+void cql_service_peer_event(struct cql_service *s, const uint8_t host_id[16],
+			    int ev)
+{
+	cql_data_peer_event(s->data, host_id, (enum cql_data_peer_event)ev);
+}
+
+struct hints *cql_service_hints(struct cql_service *s)
+{
+	return cql_data_hints(s->data);
 }

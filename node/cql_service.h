@@ -52,6 +52,12 @@ struct cql_service *cql_service_new(const struct conf *c,
 /* A coordinator message (REPL_VERB_*) from a peer. */
 void cql_service_receive(struct cql_service *s, const struct inet_addr *from,
 			 uint32_t verb, const uint8_t *msg, size_t len);
+/* A peer came up (0), went down (1) or left the ring (2): hinted
+ * handoff's cues (enum cql_data_peer_event). */
+void cql_service_peer_event(struct cql_service *s, const uint8_t host_id[16],
+			    int ev);
+/* The hint store, for the admin commands (NULL without one). */
+struct hints *cql_service_hints(struct cql_service *s);
 /* The coordinator's counters and latencies. */
 void cql_service_data_stats(const struct cql_service *s,
 			    struct repl_stats *out);

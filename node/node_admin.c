@@ -663,5 +663,5 @@ int node_admin_register(struct node *n)
 		if (admin_register(n->admin, cmds[i].name, cmds[i].usage,
 				   cmds[i].fn, n) != 0)
 			return -1;
-	return 0;
+	return node_admin_register_data(n);
 }

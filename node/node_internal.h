@@ -58,5 +58,7 @@ struct node {
 
 /* Registers the admin commands of this issue (node_admin.c). */
 int node_admin_register(struct node *n);
+/* The coordinator and hinted handoff commands (admin_data.c). */
+int node_admin_register_data(struct node *n);
 
 #endif

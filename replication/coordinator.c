@@ -1462,8 +1462,8 @@ int repl_deliver(struct repl *r, const struct inet_addr *to,
 		 const uint8_t *mutation, size_t len, repl_deliver_fn done,
 		 void *arg)
 {
-	struct op *op = op_new(r, OP_DELIVER, REPL_CL_ONE,
-			       r->o.write_timeout_ms, arg);
+	struct op *op =
+		op_new(r, OP_DELIVER, REPL_CL_ONE, r->o.write_timeout_ms, arg);
 	if (!op || !(op->t = calloc(1, sizeof(*op->t)))) {
 		if (op) {
 			op->replied = true;
@@ -1946,8 +1946,17 @@ void repl_delete(struct repl *r)
 {
 	if (!r)
 		return;
-	while (r->ops)
-		op_free(r->ops);
+	while (r->ops) {
+		struct op *op = r->ops;
+		/* Hint deliveries report a failure so their store can let
+		 * go of them; other callers were told the requests die. */
+		if (op->kind == OP_DELIVER && !op->replied) {
+			op->replied = true;
+			op->ddone(op->arg, -1);
+		}
+		op->hold = 0;
+		op_free(op);
+	}
 	for (size_t b = 0; b < ID_BUCKETS; b++)
 		while (r->ids[b]) {
 			struct slot *s = r->ids[b];

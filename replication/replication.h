@@ -196,7 +196,8 @@ void repl_options_default(struct repl_options *o);
 struct repl *repl_new(struct env *env, const struct repl_options *o,
 		      const struct repl_store_ops *store, void *store_arg,
 		      const struct repl_hooks *hooks);
-/* Pending requests are dropped without their callbacks. */
+/* Pending requests are dropped without their callbacks, except hint
+ * deliveries, which are told they failed. */
 void repl_delete(struct repl *r);
 
 /* A message of a REPL_VERB_* verb from `from`. */

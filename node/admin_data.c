@@ -1,0 +1,315 @@
+/*
+ * The admin commands of the coordinator and hinted handoff, in nodetool's
+ * output shapes: tpstats, proxyhistograms, listpendinghints,
+ * enablehandoff, disablehandoff, pausehandoff, resumehandoff,
+ * setmaxhintwindow, statushandoff.
+ */
+#define LOG_MODULE "admin"
+#include "common/err.h"
+#include "common/log.h"
+#include "gossip/gossip.h"
+#include "node/admin.h"
+#include "node/cql_service.h"
+#include "node/members.h"
+#include "node/node_internal.h"
+#include "node/transport.h"
+#include "replication/hints.h"
+#include "replication/replication.h"
+#include "ring/ring.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int usage(struct buf *err, const char *synopsis)
+{
+	buf_printf(err, "usage: %s\n", synopsis);
+	return 1;
+}
+
+/* ---- tpstats ------------------------------------------------------------- */
+
+static int cmd_tpstats(void *arg, size_t argc, const char *const *argv,
+		       struct buf *out, struct buf *err)
+{
+	(void)argv;
+	struct node *n = arg;
+	if (argc != 0)
+		return usage(err, "tpstats");
+	struct repl_stats st;
+	cql_service_data_stats(n->cql, &st);
+	struct hints_stats hs = {0};
+	struct hints *h = cql_service_hints(n->cql);
+	if (h)
+		hints_get_stats(h, &hs);
+	struct transport_stats ts;
+	transport_get_stats(n->transport, &ts);
+	buf_printf(out, "%-28s %6s %7s %12s %7s %16s\n", "Pool Name", "Active",
+		   "Pending", "Completed", "Blocked", "All time blocked");
+	struct {
+		const char *name;
+		uint64_t active, completed;
+	} pools[] = {
+		{"CoordinatorStage", st.inflight,
+		 st.writes + st.reads + st.ranges},
+		{"MutationStage", 0, st.replica_mutations},
+		{"ReadStage", 0, st.replica_reads},
+		{"RangeStage", 0, st.replica_ranges},
+		{"ReadRepairStage", 0, st.read_repairs},
+		{"HintsDispatcher", hs.in_flight, hs.delivered},
+	};
+	for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++)
+		buf_printf(out,
+			   "%-28s %6" PRIu64 " %7d %12" PRIu64 " %7d %16d\n",
+			   pools[i].name, pools[i].active, 0,
+			   pools[i].completed, 0, 0);
+	buf_printf(out, "\n%-28s %8s\n", "Message type", "Dropped");
+	struct {
+		const char *name;
+		uint32_t verb;
+	} verbs[] = {
+		{"MUTATION", REPL_VERB_MUTATION},
+		{"READ", REPL_VERB_READ},
+		{"RANGE_SLICE", REPL_VERB_RANGE},
+	};
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		buf_printf(out, "%-28s %8" PRIu64 "\n", verbs[i].name,
+			   st.dropped[verbs[i].verb] +
+				   ts.expired_by_verb[verbs[i].verb]);
+	buf_printf(out, "%-28s %8" PRIu64 "\n", "HINT",
+		   hs.dropped_window + hs.dropped_size);
+	return 0;
+}
+
+/* ---- proxyhistograms ----------------------------------------------------- */
+
+static int cmd_proxyhistograms(void *arg, size_t argc, const char *const *argv,
+			       struct buf *out, struct buf *err)
+{
+	(void)argv;
+	struct node *n = arg;
+	if (argc != 0)
+		return usage(err, "proxyhistograms");
+	struct repl_stats st;
+	cql_service_data_stats(n->cql, &st);
+	buf_printf(out, "proxy histograms\n");
+	buf_printf(out, "%-10s %18s %18s %18s\n", "Percentile", "Read Latency",
+		   "Write Latency", "Range Latency");
+	buf_printf(out, "%-10s %18s %18s %18s\n", "", "(micros)", "(micros)",
+		   "(micros)");
+	static const struct {
+		const char *label;
+		double p;
+	} rows[] = {{"50%", 50}, {"75%", 75}, {"95%", 95}, {"98%", 98},
+		    {"99%", 99}, {"Min", 0},  {"Max", 100}};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		buf_printf(out, "%-10s %18.2f %18.2f %18.2f\n", rows[i].label,
+			   (double)repl_latency_percentile(&st.read_lat,
+							   rows[i].p),
+			   (double)repl_latency_percentile(&st.write_lat,
+							   rows[i].p),
+			   (double)repl_latency_percentile(&st.range_lat,
+							   rows[i].p));
+	buf_printf(out,
+		   "\nUnavailables: %" PRIu64 ", write timeouts: %" PRIu64
+		   ", read timeouts: %" PRIu64 ", overloaded: %" PRIu64
+		   ", digest mismatches: %" PRIu64
+		   ", speculative retries: %" PRIu64 "\n",
+		   st.unavailables, st.write_timeouts, st.read_timeouts,
+		   st.overloaded, st.digest_mismatches, st.speculative_retries);
+	return 0;
+}
+
+/* ---- hinted handoff ------------------------------------------------------ */
+
+static struct hints *hints_or_err(struct node *n, struct buf *err)
+{
+	struct hints *h = cql_service_hints(n->cql);
+	if (!h)
+		buf_printf(err, "hinted handoff is not running on this node\n");
+	return h;
+}
+
+static void format_time(int64_t us, char *out, size_t cap)
+{
+	time_t t = (time_t)(us / 1000000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int cmd_listpendinghints(void *arg, size_t argc, const char *const *argv,
+				struct buf *out, struct buf *err)
+{
+	(void)argv;
+	struct node *n = arg;
+	if (argc != 0)
+		return usage(err, "listpendinghints");
+	struct hints *h = hints_or_err(n, err);
+	if (!h)
+		return 1;
+	struct hints_host_stats hosts[256];
+	size_t total = hints_list_pending(h, hosts, 256);
+	size_t shown = total < 256 ? total : 256;
+	if (shown == 0) {
+		buf_printf(out, "This node does not have any pending hints\n");
+		return 0;
+	}
+	struct ring *r = members_ring(n->members);
+	buf_printf(out, "%-36s  %-15s %-8s %-8s %-6s %11s %11s  %-20s  %-20s\n",
+		   "Host ID", "Address", "Rack", "DC", "Status", "Total hints",
+		   "Total files", "Newest", "Oldest");
+	for (size_t i = 0; i < shown; i++) {
+		char id[37], addr[INET_ADDR_STRLEN] = "?", newest[32],
+			     oldest[32];
+		const char *rack = "?", *dc = "?", *status = "?";
+		hints_uuid_format(hosts[i].host_id, id);
+		int ep = ring_endpoint_find_host_id(r, hosts[i].host_id);
+		if (ep >= 0) {
+			const struct ring_endpoint *e =
+				ring_endpoint_get(r, (size_t)ep);
+			inet_addr_format_host(&e->addr, addr, sizeof(addr));
+			rack = e->rack;
+			dc = e->dc;
+			status = gossip_is_alive(n->gossip, &e->addr) ? "UP"
+								      : "DOWN";
+		}
+		format_time(hosts[i].newest_us, newest, sizeof(newest));
+		format_time(hosts[i].oldest_us, oldest, sizeof(oldest));
+		buf_printf(out,
+			   "%-36s  %-15s %-8s %-8s %-6s %11" PRIu64
+			   " %11" PRIu64 "  %-20s  %-20s\n",
+			   id, addr, rack, dc, status, hosts[i].records,
+			   hosts[i].files, newest, oldest);
+	}
+	return 0;
+}
+
+static int set_flag(void *arg, size_t argc, struct buf *err, const char *name,
+		    void (*fn)(struct hints *, bool), bool v)
+{
+	struct node *n = arg;
+	if (argc != 0)
+		return usage(err, name);
+	struct hints *h = hints_or_err(n, err);
+	if (!h)
+		return 1;
+	fn(h, v);
+	LOG_INFO("%s", name);
+	return 0;
+}
+
+static int cmd_enablehandoff(void *arg, size_t argc, const char *const *argv,
+			     struct buf *out, struct buf *err)
+{
+	(void)argv;
+	(void)out;
+	return set_flag(arg, argc, err, "enablehandoff", hints_set_enabled,
+			true);
+}
+
+static int cmd_disablehandoff(void *arg, size_t argc, const char *const *argv,
+			      struct buf *out, struct buf *err)
+{
+	(void)argv;
+	(void)out;
+	return set_flag(arg, argc, err, "disablehandoff", hints_set_enabled,
+			false);
+}
+
+static int cmd_pausehandoff(void *arg, size_t argc, const char *const *argv,
+			    struct buf *out, struct buf *err)
+{
+	(void)argv;
+	(void)out;
+	return set_flag(arg, argc, err, "pausehandoff", hints_set_paused, true);
+}
+
+static int cmd_resumehandoff(void *arg, size_t argc, const char *const *argv,
+			     struct buf *out, struct buf *err)
+{
+	(void)argv;
+	(void)out;
+	return set_flag(arg, argc, err, "resumehandoff", hints_set_paused,
+			false);
+}
+
+static int cmd_setmaxhintwindow(void *arg, size_t argc, const char *const *argv,
+				struct buf *out, struct buf *err)
+{
+	(void)out;
+	struct node *n = arg;
+	char *end = NULL;
+	long long ms = argc == 1 ? strtoll(argv[0], &end, 10) : -1;
+	if (argc != 1 || !end || *end || ms < 0)
+		return usage(err, "setmaxhintwindow <milliseconds>");
+	struct hints *h = hints_or_err(n, err);
+	if (!h)
+		return 1;
+	hints_set_max_window(h, (uint64_t)ms);
+	LOG_INFO("max hint window set to %lld ms", ms);
+	return 0;
+}
+
+static int cmd_statushandoff(void *arg, size_t argc, const char *const *argv,
+			     struct buf *out, struct buf *err)
+{
+	(void)argv;
+	struct node *n = arg;
+	if (argc != 0)
+		return usage(err, "statushandoff");
+	struct hints *h = cql_service_hints(n->cql);
+	struct hints_stats hs = {0};
+	if (h)
+		hints_get_stats(h, &hs);
+	buf_printf(out,
+		   "Hinted handoff is %s\nstored %" PRIu64
+		   ", delivered %" PRIu64 ", dropped (window) %" PRIu64
+		   ", dropped (size) %" PRIu64 ", dropped (disabled) %" PRIu64
+		   ", corrupt %" PRIu64 "\n",
+		   h ? "running" : "not running", hs.stored, hs.delivered,
+		   hs.dropped_window, hs.dropped_size, hs.dropped_disabled,
+		   hs.corrupt);
+	return 0;
+}
+
+int node_admin_register_data(struct node *n)
+{
+	static const struct {
+		const char *name, *usage;
+		admin_command_fn fn;
+	} cmds[] = {
+		{"tpstats",
+		 "tpstats               coordinator and replica stages, "
+		 "dropped messages per verb",
+		 cmd_tpstats},
+		{"proxyhistograms",
+		 "proxyhistograms       read/write/range latency "
+		 "percentiles seen by this coordinator",
+		 cmd_proxyhistograms},
+		{"listpendinghints",
+		 "listpendinghints      hints this node holds, per target",
+		 cmd_listpendinghints},
+		{"enablehandoff", "enablehandoff         store hints again",
+		 cmd_enablehandoff},
+		{"disablehandoff", "disablehandoff        stop storing hints",
+		 cmd_disablehandoff},
+		{"pausehandoff", "pausehandoff          stop delivering hints",
+		 cmd_pausehandoff},
+		{"resumehandoff", "resumehandoff         deliver hints again",
+		 cmd_resumehandoff},
+		{"setmaxhintwindow",
+		 "setmaxhintwindow <ms> how long a down node collects hints",
+		 cmd_setmaxhintwindow},
+		{"statushandoff",
+		 "statushandoff         hinted handoff state and counters",
+		 cmd_statushandoff},
+	};
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (admin_register(n->admin, cmds[i].name, cmds[i].usage,
+				   cmds[i].fn, n) != 0)
+			return -1;
+	return 0;
+}
