@@ -638,7 +638,12 @@ static int hook_hint(void *arg, const uint8_t host_id[16], const char *dc,
 {
 	struct cql_data *d = arg;
 	int64_t now = env_wall_us(d->env);
-	if (!d->hints || !hints_should_hint(d->hints, host_id, dc, now))
+	if (!d->hints)
+		return -1;
+	/* Handoff disabled or the target down past the window: the store
+	 * refuses and counts it. A datacenter without hints: not stored. */
+	if (hints_should_hint(d->hints, host_id, NULL, now) &&
+	    !hints_should_hint(d->hints, host_id, dc, now))
 		return -1;
 	return hints_store(d->hints, host_id, mutation, len, now);
 }

@@ -1051,7 +1051,7 @@ static int64_t spec_delay(const struct repl *r, const char *opt)
 	if (strcasecmp(end, "p") != 0 && strcasecmp(end, "percentile") != 0)
 		return -1;
 	if (r->st.read_lat.count < 100)
-		return (int64_t)r->o.read_timeout_ms * 1000 / 10;
+		return 50000; /* too few samples yet: 50 ms */
 	uint64_t us = repl_latency_percentile(&r->st.read_lat, v);
 	return us < 1000 ? 1000 : (int64_t)us;
 }

@@ -1,3 +1,5 @@
 # Membership with real processes (127.0.2.x and 127.0.3.x).
 cassini_pytest(integration_membership test_membership.py TIMEOUT 300)
 cassini_pytest(integration_garbage test_garbage.py TIMEOUT 120)
+# The coordinator with real clusters (127.0.11.x).
+cassini_pytest(integration_coordinator test_coordinator.py TIMEOUT 600)

@@ -1,0 +1,258 @@
+"""The coordinator with real processes, as a user runs them: clusters from
+scripts/cluster, the stock DataStax driver with FallthroughRetryPolicy (so
+every server answer reaches the test unchanged).
+
+- the availability matrix of Cassandra's dtest TestAvailability on a 3:3
+  cluster with NTS {dc1: 3, dc2: 3}, stopping nodes one by one;
+- QUORUM writes readable after kill -9 of a replica;
+- hints: delivered after a restart, none when disabled, none past the
+  window;
+- read repair brings a stale replica up to date.
+
+Nodes live on 127.0.11.x."""
+import os
+import subprocess
+import time
+
+import pytest
+from cassandra import ConsistencyLevel as CL
+from cassandra import Unavailable
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+from cassandra.policies import (FallthroughRetryPolicy,
+                                WhiteListRoundRobinPolicy)
+from cassandra.query import SimpleStatement
+
+from conftest import BUILD_DIR, SOURCE_DIR
+
+BASE = "127.0.11."
+TOOL = str(BUILD_DIR / "node" / "cassini-tool")
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    env = dict(os.environ, CASSINI_HOME=str(tmp_path / "home"),
+               CASSINI_BIN_DIR=str(BUILD_DIR))
+
+    def run(*args, check=True, timeout=120):
+        r = subprocess.run(["/usr/bin/python3",
+                            str(SOURCE_DIR / "scripts" / "cluster.py"), *args],
+                           capture_output=True, text=True, env=env,
+                           timeout=timeout)
+        if check:
+            assert r.returncode == 0, r.stdout + r.stderr
+        return r
+
+    yield run
+    run("-C", "co", "remove", check=False)
+
+
+def session(ip):
+    prof = ExecutionProfile(
+        retry_policy=FallthroughRetryPolicy(), request_timeout=30,
+        load_balancing_policy=WhiteListRoundRobinPolicy([ip]))
+    c = Cluster([ip], protocol_version=4,
+                execution_profiles={EXEC_PROFILE_DEFAULT: prof})
+    return c, c.connect()
+
+
+def tool(ip, *args):
+    return subprocess.run([TOOL, "-h", ip, *args], capture_output=True,
+                          text=True, check=True, timeout=30).stdout
+
+
+def run_at(s, cql, cl, params=None):
+    return s.execute(SimpleStatement(cql, consistency_level=cl), params)
+
+
+def state(ip, of):
+    """`of`'s two-letter state (UN, DN, ...) in `ip`'s status output."""
+    for line in tool(ip, "status").splitlines():
+        parts = line.split()
+        if len(parts) > 1 and parts[1] == of:
+            return parts[0]
+    return None
+
+
+def wait_for(pred, timeout=60, step=0.25):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return False
+
+
+def expected(cl, live1, live2):
+    """(required, alive) when `cl` must be refused as Unavailable, else
+    None: Cassandra's arithmetic for NTS {dc1: 3, dc2: 3}, coordinator in
+    dc1."""
+    need = {CL.ONE: 1, CL.TWO: 2, CL.THREE: 3, CL.QUORUM: 4, CL.ALL: 6}
+    if cl in need:
+        return None if live1 + live2 >= need[cl] else (need[cl],
+                                                       live1 + live2)
+    if cl == CL.LOCAL_ONE:
+        return None if live1 >= 1 else (1, live1)
+    if cl == CL.LOCAL_QUORUM:
+        return None if live1 >= 2 else (2, live1)
+    if cl == CL.EACH_QUORUM:
+        if live1 < 2:
+            return (2, live1)
+        return None if live2 >= 2 else (2, live2)
+    raise AssertionError(cl)
+
+
+def test_availability_matrix_3_3(cluster):
+    """dtest TestAvailability.test_network_topology_strategy: stop nodes
+    one by one; every level succeeds or is Unavailable exactly as the
+    arithmetic says, for writes and for reads."""
+    cluster("create", "co", "-n", "3:3", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms", "-s", timeout=180)
+    c, s = session(BASE + "1")
+    s.execute("CREATE KEYSPACE av WITH replication = {'class': "
+              "'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 3}")
+    s.execute("CREATE TABLE av.t (k int PRIMARY KEY, v int)")
+    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    levels = [CL.ONE, CL.TWO, CL.THREE, CL.QUORUM, CL.ALL, CL.LOCAL_ONE,
+              CL.LOCAL_QUORUM, CL.EACH_QUORUM]
+    # node1 coordinates; the others stop from the last one down.
+    order = ["node6", "node5", "node4", "node3", "node2"]
+    live = {"dc1": 3, "dc2": 3}
+    for step in range(len(order) + 1):
+        for cl in levels:
+            want = expected(cl, live["dc1"], live["dc2"])
+            for op in ("write", "read"):
+                try:
+                    if op == "write":
+                        run_at(s, "INSERT INTO av.t (k, v) VALUES (1, %s)",
+                               cl, (step,))
+                    else:
+                        run_at(s, "SELECT v FROM av.t WHERE k = 1", cl)
+                    got = None
+                except Unavailable as e:
+                    got = (e.required_replicas, e.alive_replicas)
+                assert got == want, (step, op, CL.value_to_name[cl], got,
+                                     want)
+        if step == len(order):
+            break
+        node = order[step]
+        cluster("node", node, "stop")
+        live["dc2" if node in ("node4", "node5", "node6") else "dc1"] -= 1
+        ip = BASE + node[-1]
+        assert wait_for(lambda: state(BASE + "1", ip) == "DN",
+                        timeout=30)
+    c.shutdown()
+
+
+def test_quorum_writes_survive_kill_9_and_hints_and_read_repair(cluster):
+    """On 3 nodes with RF 3: QUORUM writes stay readable after kill -9 of a
+    replica; hints written while a replica is down reach it after its
+    restart (all 100 readable from it alone); with handoff disabled none
+    are kept, and read repair brings the stale replica up to date."""
+    cluster("create", "co", "-n", "3", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms", "-s", timeout=180)
+    n1, n2, n3 = (BASE + str(i) for i in (1, 2, 3))
+    c, s = session(n1)
+    s.execute("CREATE KEYSPACE h WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 3}")
+    s.execute("CREATE TABLE h.t (k int PRIMARY KEY, v text)")
+    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+
+    # QUORUM writes, then kill -9 of one replica: still readable.
+    for k in range(50):
+        run_at(s, "INSERT INTO h.t (k, v) VALUES (%s, 'q')", CL.QUORUM, (k,))
+    cluster("node", "node3", "kill")
+    # At once (the dead replica is not convicted yet: speculative retry
+    # goes around it), then as a range read once it is.
+    for k in range(50):
+        assert run_at(s, "SELECT v FROM h.t WHERE k = %s", CL.QUORUM,
+                      (k,)).one().v == "q"
+    assert wait_for(lambda: state(n1, n3) == "DN", timeout=40)
+    rows = list(run_at(s, "SELECT k FROM h.t", CL.QUORUM))
+    assert sorted(r.k for r in rows) == list(range(50))
+    cluster("node", "node3", "start", timeout=180)
+    assert wait_for(lambda: state(n1, n3) == "UN")
+
+    # Hints: node2 down, 100 writes at ONE, node2 back, then node1 and
+    # node3 stop: node2 alone has all 100.
+    cluster("node", "node2", "stop")
+    assert wait_for(lambda: state(n1, n2) == "DN")
+    for k in range(100, 200):
+        run_at(s, "INSERT INTO h.t (k, v) VALUES (%s, 'h')", CL.ONE, (k,))
+    pending = tool(n1, "listpendinghints")
+    assert "127.0.11.2" in pending, pending
+    c.shutdown()
+    cluster("node", "node2", "start", timeout=180)
+    assert wait_for(lambda: "does not have any pending hints" in
+                    tool(n1, "listpendinghints"), timeout=60)
+    cluster("node", "node1", "stop")
+    cluster("node", "node3", "stop")
+    c, s = session(n2)
+    rows = list(run_at(s, "SELECT k, v FROM h.t", CL.ONE))
+    assert sorted(r.k for r in rows if r.v == "h") == list(range(100, 200))
+    c.shutdown()
+    cluster("node", "node1", "start", timeout=180)
+    cluster("node", "node3", "start", timeout=180)
+    assert wait_for(lambda: all(state(n1, ip) == "UN" for ip in (n1, n2, n3)))
+
+    # Handoff disabled on node1: node3 misses writes and no hint is kept.
+    tool(n1, "disablehandoff")
+    cluster("node", "node3", "stop")
+    assert wait_for(lambda: state(n1, n3) == "DN")
+    c, s = session(n1)
+    for k in range(300, 320):
+        run_at(s, "INSERT INTO h.t (k, v) VALUES (%s, 'd')", CL.ONE, (k,))
+    assert "does not have any pending hints" in tool(n1, "listpendinghints")
+    assert "stored 0," in tool(n1, "statushandoff")
+    assert "dropped (disabled) 20," in tool(n1, "statushandoff")
+    c.shutdown()
+    cluster("node", "node3", "start", timeout=180)
+    assert wait_for(lambda: all(state(n1, ip) == "UN" for ip in (n1, n2, n3)))
+    time.sleep(1)
+    # node3 alone: the writes are missing (no hints were delivered).
+    cluster("node", "node1", "stop")
+    cluster("node", "node2", "stop")
+    c, s = session(n3)
+    assert run_at(s, "SELECT v FROM h.t WHERE k = 300", CL.ONE).one() is None
+    c.shutdown()
+    cluster("node", "node1", "start", timeout=180)
+    cluster("node", "node2", "start", timeout=180)
+    assert wait_for(lambda: all(state(n1, ip) == "UN" for ip in (n1, n2, n3)))
+
+    # Read repair: an ALL read through node1 of each missed key writes it
+    # back to node3, which then has them on its own.
+    c, s = session(n1)
+    for k in range(300, 320):
+        assert run_at(s, "SELECT v FROM h.t WHERE k = %s", CL.ALL,
+                      (k,)).one().v == "d"
+    assert "Read" in tool(n1, "proxyhistograms")
+    c.shutdown()
+    cluster("node", "node1", "stop")
+    cluster("node", "node2", "stop")
+    c, s = session(n3)
+    for k in range(300, 320):
+        assert run_at(s, "SELECT v FROM h.t WHERE k = %s", CL.ONE,
+                      (k,)).one().v == "d"
+    c.shutdown()
+
+
+def test_no_hints_past_the_window(cluster):
+    """max_hint_window counts from when the target went down: once it has
+    passed, writes for that target are not hinted."""
+    cluster("create", "co", "-n", "2", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms", "-c", "max_hint_window=2s",
+            "-s", timeout=180)
+    n1, n2 = BASE + "1", BASE + "2"
+    c, s = session(n1)
+    s.execute("CREATE KEYSPACE w WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 2}")
+    s.execute("CREATE TABLE w.t (k int PRIMARY KEY)")
+    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    cluster("node", "node2", "stop")
+    assert wait_for(lambda: state(n1, n2) == "DN")
+    run_at(s, "INSERT INTO w.t (k) VALUES (1)", CL.ONE)
+    assert n2 in tool(n1, "listpendinghints")
+    time.sleep(2.5)
+    run_at(s, "INSERT INTO w.t (k) VALUES (2)", CL.ONE)
+    status = tool(n1, "statushandoff")
+    assert "stored 1," in status and "dropped (window) 1" in status, status
+    c.shutdown()
