@@ -316,6 +316,10 @@ enum cql_result_kind {
 };
 
 int cql_encode_result_void(struct buf *b, uint8_t version, int16_t stream);
+/* Adds one warning to a complete, uncompressed response frame (v4 and
+ * later; v3 frames are left alone): the WARNING flag and a [string list]
+ * before the body. */
+int cql_frame_add_warning(struct buf *frame, const char *warning);
 int cql_encode_result_set_keyspace(struct buf *b, uint8_t version,
 				   int16_t stream, const char *keyspace);
 

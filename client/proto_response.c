@@ -438,3 +438,24 @@ int cql_write_prepared(struct buf *b, uint8_t version, const uint8_t *id,
 		b->len = mark;
 	return rc ? -1 : 0;
 }
+
+int cql_frame_add_warning(struct buf *frame, const char *warning)
+{
+	if (frame->len < CQL_HEADER_LEN || (frame->data[0] & 0x7f) < 4)
+		return 0; /* warnings exist from v4 on */
+	struct buf w;
+	buf_init(&w);
+	if (cql_write_string_list(&w, &warning, 1) != 0 ||
+	    buf_reserve(frame, w.len) != 0) {
+		buf_free(&w);
+		return -1;
+	}
+	uint8_t *body = frame->data + CQL_HEADER_LEN;
+	memmove(body + w.len, body, frame->len - CQL_HEADER_LEN);
+	memcpy(body, w.data, w.len);
+	frame->len += w.len;
+	frame->data[1] |= CQL_FLAG_WARNING;
+	be32_store(frame->data + 5, (uint32_t)(frame->len - CQL_HEADER_LEN));
+	buf_free(&w);
+	return 0;
+}

@@ -11,6 +11,7 @@
 #include "common/workers.h"
 #include "replication/hints.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ struct cql_data {
 	struct cql_data_hooks hooks;
 	struct cql_timeuuid_gen timeuuids;
 	int64_t last_ts;
+	uint64_t batch_warn, batch_fail; /* bytes; 0 = no check */
+	int64_t unlogged_warn;           /* partitions */
 };
 
 /* ---- the local replica: storage, reads on workers ------------------------ */
@@ -203,7 +206,8 @@ static void reply_error(struct cql_request *req, uint8_t version,
 
 /* A coordinator outcome other than success, as the protocol's error. */
 static void reply_result(struct cql_request *req, uint8_t version,
-			 int16_t stream, const struct repl_result *res)
+			 int16_t stream, const struct repl_result *res,
+			 const char *warning)
 {
 	struct buf b;
 	buf_init(&b);
@@ -245,6 +249,8 @@ static void reply_result(struct cql_request *req, uint8_t version,
 				 res->msg);
 		break;
 	}
+	if (warning && *warning && res->outcome == REPL_OK)
+		cql_frame_add_warning(&b, warning);
 	cql_request_reply(req, b.data, b.len);
 	buf_free(&b);
 }
@@ -255,12 +261,13 @@ struct write_ctx {
 	struct cql_request *req;
 	uint8_t version;
 	int16_t stream;
+	char warning[512]; /* sent with a successful answer */
 };
 
 static void write_done(void *arg, const struct repl_result *res)
 {
 	struct write_ctx *w = arg;
-	reply_result(w->req, w->version, w->stream, res);
+	reply_result(w->req, w->version, w->stream, res, w->warning);
 	free(w);
 }
 
@@ -275,6 +282,59 @@ static const struct ring_strategy *strategy_of(const struct cql_data *d,
 	const struct cql_keyspace *k =
 		cql_schema_keyspace(d->schema, cql_table_meta(t)->keyspace);
 	return k ? cql_keyspace_strategy(k) : NULL;
+}
+
+/* Cassandra's batch guards: past batch_size_fail_threshold a batch is
+ * refused; past batch_size_warn_threshold, or an unlogged batch over more
+ * partitions than unlogged_batch_across_partitions_warn_threshold, it runs
+ * with a warning (logged, and sent to the client). Sizes are the
+ * mutations' serialized bytes. */
+static int check_batch(struct cql_data *d, const struct cql_data_request *dr,
+		       const struct cql_mutations *all,
+		       const struct cql_table **tables, char *warning,
+		       size_t cap)
+{
+	size_t size = 0;
+	struct buf b;
+	buf_init(&b);
+	for (size_t i = 0; i < all->count; i++) {
+		buf_clear(&b);
+		if (storage_mutation_encode(all->items[i], &b) == 0)
+			size += b.len;
+	}
+	buf_free(&b);
+	const struct storage_table_meta *t =
+		all->count ? cql_table_meta(tables[0]) : NULL;
+	char names[160] = "";
+	if (t)
+		snprintf(names, sizeof(names), "%s.%s%s", t->keyspace, t->name,
+			 all->count > 1 && tables[all->count - 1] != tables[0]
+				 ? " and others"
+				 : "");
+	if (d->batch_fail && size > d->batch_fail)
+		return err_set(ERR_INVALID,
+			       "Batch too large: %zu bytes for [%s], above "
+			       "batch_size_fail_threshold (%" PRIu64 ")",
+			       size, names, d->batch_fail);
+	if (d->batch_warn && size > d->batch_warn) {
+		snprintf(warning, cap,
+			 "Batch for [%s] is of size %zu, exceeding specified "
+			 "threshold of %" PRIu64 " by %" PRIu64 ".",
+			 names, size, d->batch_warn,
+			 (uint64_t)size - d->batch_warn);
+		LOG_WARN("%s", warning);
+	} else if (dr->batch_type == CQL_BATCH_UNLOGGED &&
+		   d->unlogged_warn > 0 &&
+		   all->count > (size_t)d->unlogged_warn) {
+		snprintf(warning, cap,
+			 "Unlogged batch covering %zu partitions detected "
+			 "against table [%s]. You should use a logged batch "
+			 "for atomicity, or asynchronous writes for "
+			 "performance.",
+			 all->count, names);
+		LOG_WARN("%s", warning);
+	}
+	return 0;
 }
 
 static void run_write(struct cql_data *d, const struct cql_data_request *dr)
@@ -326,14 +386,24 @@ static void run_write(struct cql_data *d, const struct cql_data_request *dr)
 			return;
 		}
 	}
-	*w = (struct write_ctx){dr->req, version, stream};
+	*w = (struct write_ctx){
+		.req = dr->req, .version = version, .stream = stream};
+	if (!dr->stmt && check_batch(d, dr, &all, tables, w->warning,
+				     sizeof(w->warning)) != 0) {
+		char msg[ERR_MSG_MAX];
+		snprintf(msg, sizeof(msg), "%s", err_msg());
+		free(rm);
+		free(w);
+		free(tables);
+		cql_mutations_free(&all);
+		reply_error(dr->req, version, stream, CQL_ERR_INVALID, msg);
+		return;
+	}
 	enum repl_write_type wt =
 		dr->stmt ? REPL_WRITE_SIMPLE
 			 : (dr->batch_type == CQL_BATCH_UNLOGGED
 				    ? REPL_WRITE_UNLOGGED_BATCH
 				    : REPL_WRITE_BATCH);
-	if (!dr->stmt && dr->batch_type == CQL_BATCH_UNLOGGED && all.count > 10)
-		LOG_WARN("unlogged batch covering %zu partitions", all.count);
 	repl_write(d->repl, rm, all.count, dr->params->consistency, wt,
 		   write_done, w);
 	free(rm);
@@ -390,7 +460,7 @@ static void read_finish(struct read_job *j)
 
 static void read_fail(struct read_job *j, const struct repl_result *res)
 {
-	reply_result(j->req, j->version, j->stream, res);
+	reply_result(j->req, j->version, j->stream, res, NULL);
 	read_job_free(j);
 }
 
@@ -755,6 +825,14 @@ void cql_data_peer_event(struct cql_data *d, const uint8_t host_id[16],
 		hints_host_removed(d->hints, host_id);
 		break;
 	}
+}
+
+void cql_data_set_batch_limits(struct cql_data *d, uint64_t warn_bytes,
+			       uint64_t fail_bytes, int64_t unlogged_partitions)
+{
+	d->batch_warn = warn_bytes;
+	d->batch_fail = fail_bytes;
+	d->unlogged_warn = unlogged_partitions;
 }
 
 struct hints *cql_data_hints(struct cql_data *d)

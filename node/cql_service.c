@@ -338,6 +338,10 @@ struct cql_service *cql_service_new(const struct conf *c,
 		cql_service_delete(s);
 		return NULL;
 	}
+	cql_data_set_batch_limits(
+		s->data, c->batch_size_warn_threshold,
+		c->batch_size_fail_threshold,
+		c->unlogged_batch_across_partitions_warn_threshold);
 	s->conf = c;
 	s->base = base;
 	return s;

@@ -161,3 +161,32 @@ def test_status_shows_the_load_of_flushed_sstables(make_node):
         time.sleep(0.2)
     assert load() > 100 * 1024
     n.kill()
+
+
+def test_batch_size_guards(node):
+    """batch_size_warn_threshold (5KiB) answers with a warning,
+    batch_size_fail_threshold (50KiB) refuses; an unlogged batch over more
+    than 10 partitions warns."""
+    cluster, s = connect()
+    s.execute("CREATE KEYSPACE b WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TABLE b.t (k int PRIMARY KEY, v text)")
+
+    def batch(kind, n, size):
+        body = "".join(f"INSERT INTO b.t (k, v) VALUES ({i}, '{'x' * size}');"
+                       for i in range(n))
+        f = s.execute_async(f"BEGIN {kind}BATCH {body} APPLY BATCH")
+        f.result()
+        return f.warnings or []
+
+    assert batch("", 3, 100) == []
+    warned = batch("", 8, 1000)
+    assert len(warned) == 1 and "exceeding specified threshold of 5120" \
+        in warned[0], warned
+    warned = batch("UNLOGGED ", 11, 10)
+    assert len(warned) == 1 and "Unlogged batch covering 11 partitions" \
+        in warned[0], warned
+    with pytest.raises(InvalidRequest, match="Batch too large"):
+        batch("", 60, 1000)
+    assert s.execute("SELECT count(*) FROM b.t").one()[0] == 11
+    cluster.shutdown()
