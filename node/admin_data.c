@@ -59,6 +59,7 @@ static int cmd_tpstats(void *arg, size_t argc, const char *const *argv,
 		{"RangeStage", 0, st.replica_ranges},
 		{"ReadRepairStage", 0, st.read_repairs},
 		{"HintsDispatcher", hs.in_flight, hs.delivered},
+		{"BatchlogTasks", st.batchlog_pending, st.batches_replayed},
 	};
 	for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++)
 		buf_printf(out,

@@ -854,6 +854,17 @@ static bool hook_alive(void *arg, const struct inet_addr *ep)
 	return d->hooks.is_alive(d->hooks.arg, ep);
 }
 
+static const struct ring_strategy *hook_strategy(void *arg,
+						 const uint8_t table_id[16])
+{
+	struct cql_data *d = arg;
+	const struct storage_table_meta *t =
+		storage_table_meta_get(d->db, table_id);
+	const struct cql_keyspace *k =
+		t ? cql_schema_keyspace(d->schema, t->keyspace) : NULL;
+	return k ? cql_keyspace_strategy(k) : NULL;
+}
+
 struct cql_data *cql_data_new(struct storage *db, struct env *env,
 			      struct loopq *q, const struct cql_schema *schema,
 			      const struct repl_options *o,
@@ -874,6 +885,7 @@ struct cql_data *cql_data_new(struct storage *db, struct env *env,
 	struct repl_hooks rh = {.ring = hook_ring,
 				.is_alive = hook_alive,
 				.hint = hook_hint,
+				.strategy = hook_strategy,
 				.arg = d};
 	if (!(d->workers = workers_new(2, "read")) ||
 	    !(d->repl = repl_new(env, o, &store_ops, d, &rh)))

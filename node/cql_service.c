@@ -325,6 +325,10 @@ struct cql_service *cql_service_new(const struct conf *c,
 	ro.read_timeout_ms = c->read_request_timeout_ms;
 	ro.write_timeout_ms = c->write_request_timeout_ms;
 	ro.range_timeout_ms = c->range_request_timeout_ms;
+	char batchlog[PATH_MAX];
+	snprintf(batchlog, sizeof(batchlog), "%s/batchlog",
+		 c->data_file_directories.items[0]);
+	ro.batchlog_dir = batchlog;
 	struct cql_data_hooks dh = {data_ring, data_alive, s};
 	struct hints_options ho;
 	hints_options_from_conf(&ho, c, env);

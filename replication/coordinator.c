@@ -15,6 +15,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "replication/repl_internal.h"
 #include "replication/replication.pb-c.h"
 
 #include <stdio.h>
@@ -23,6 +24,9 @@
 #include <strings.h>
 
 #define ID_BUCKETS 4096
+/* Slot targets at and above this are a batchlog store of a write. */
+#define BL_TARGET 0x80000000u
+#define BL_MAX    2
 
 enum op_kind { OP_WRITE, OP_READ, OP_RANGE, OP_DELIVER };
 
@@ -44,7 +48,10 @@ struct repl {
 	struct repl_hooks hooks;
 	uint64_t next_id;
 	struct slot *ids[ID_BUCKETS];
-	struct op *ops; /* every live operation, for repl_delete */
+	struct op *ops;      /* every live operation, for repl_delete */
+	struct batchlog *bl; /* batches kept for others; NULL: none */
+	struct env_timer *bl_timer;
+	bool bl_replaying;
 	struct repl_stats st;
 };
 
@@ -144,6 +151,14 @@ struct op {
 	int phase;
 	/* writes */
 	enum repl_write_type wt;
+	bool logged;      /* a logged batch going through the batchlog */
+	bool in_batchlog; /* still storing it */
+	uint8_t batch_id[16];
+	uint32_t bl_ep[BL_MAX];
+	size_t nbl;
+	int bl_acks;
+	uint64_t bl_id[BL_MAX];
+	bool bl_sent[BL_MAX], bl_answered[BL_MAX];
 	struct wmut *muts;
 	size_t nmut, unsatisfied;
 	repl_write_done_fn wdone;
@@ -241,6 +256,9 @@ static void op_free(struct op *op)
 			free(slot_take(r, op->t[i].id));
 		target_free(&op->t[i]);
 	}
+	for (size_t k = 0; k < op->nbl; k++)
+		if (op->bl_sent[k] && !op->bl_answered[k])
+			free(slot_take(r, op->bl_id[k]));
 	if (op->prev)
 		op->prev->next = op->next;
 	else
@@ -392,6 +410,9 @@ static struct local_ctx *local_ctx_new(struct repl *r, uint64_t id)
 
 /* ---- writes -------------------------------------------------------------- */
 
+static void batchlog_release(struct op *op);
+static void batchlog_answer(struct op *op, size_t k, bool ok, const char *why);
+
 static void write_reply(struct op *op, const struct repl_result *res)
 {
 	if (op->replied)
@@ -402,6 +423,8 @@ static void write_reply(struct op *op, const struct repl_result *res)
 		lat_add(&r->st.write_lat, now_us(r) - op->start_us);
 	else if (res->outcome == REPL_WRITE_TIMEOUT)
 		r->st.write_timeouts++;
+	if (res->outcome == REPL_OK && op->logged)
+		batchlog_release(op);
 	op->wdone(op->arg, res);
 }
 
@@ -494,6 +517,17 @@ static void write_timeout(struct op *op)
 	for (size_t i = 0; i < op->nt; i++)
 		if (op->t[i].sent && !op->t[i].answered)
 			hint_target(op, &op->t[i]);
+	if (!op->replied && op->in_batchlog) {
+		struct repl_result res;
+		result_init(&res, REPL_WRITE_TIMEOUT, REPL_CL_ONE);
+		res.write_type = REPL_WRITE_BATCH_LOG;
+		res.required = (int)op->nbl;
+		res.alive = op->bl_acks;
+		snprintf(res.msg, sizeof(res.msg),
+			 "Operation timed out - received only %d responses.",
+			 res.alive);
+		write_reply(op, &res);
+	}
 	if (!op->replied) {
 		struct repl_result res;
 		result_init(&res, REPL_WRITE_TIMEOUT, op->cl);
@@ -635,14 +669,23 @@ static void write_send(struct op *op, size_t i)
 	t->sent = true;
 	op->outstanding++;
 	if (is_self(op, t->ep)) {
+		/* The caller's mutation while repl_write runs; after a
+		 * batchlog round, the encoded copy. */
+		const struct storage_mutation *m = op->muts[t->mut].m;
+		struct storage_mutation *decoded =
+			m ? NULL : storage_mutation_decode(enc->data, enc->len);
 		struct local_ctx *c = local_ctx_new(r, t->id);
-		if (!c || r->store->apply(r->store_arg, op->muts[t->mut].m,
-					  local_apply_done, c) != 0) {
+		if (!(m = m ? m : decoded) || !c ||
+		    r->store->apply(r->store_arg, m, local_apply_done, c) !=
+			    0) {
 			char why[ERR_MSG_MAX];
 			snprintf(why, sizeof(why), "%s", err_msg());
 			free(c);
+			storage_mutation_delete(decoded);
 			on_answer(r, t->id, false, why, NULL, NULL, 0, false);
+			return;
 		}
+		storage_mutation_delete(decoded);
 		return;
 	}
 	Cassini__Replication__MutationReq msg =
@@ -658,6 +701,203 @@ static void write_send(struct op *op, size_t i)
 		t->sent = false;
 		op->outstanding--;
 		hint_target(op, t);
+	}
+}
+
+/* Sends the mutations to their live replicas. Down replicas get hints
+ * now; ANY counts a stored hint as an ack when no replica at all could
+ * take the write. */
+static void write_start(struct op *op)
+{
+	op->hold++;
+	for (size_t i = 0; i < op->nt; i++) {
+		struct target *t = &op->t[i];
+		if (!t->ok) {
+			hint_target(op, t);
+			continue;
+		}
+		write_send(op, i);
+	}
+	if (op->cl == REPL_CL_ANY)
+		for (size_t k = 0; k < op->nmut; k++)
+			if (!op->muts[k].satisfied) {
+				bool any_sent = false;
+				for (size_t i = 0; i < op->nt; i++)
+					any_sent |= op->t[i].mut == k &&
+						    op->t[i].sent;
+				if (!any_sent) {
+					op->muts[k].satisfied = true;
+					op->unsatisfied--;
+				}
+			}
+	write_ok_if_done(op);
+	if (op->outstanding == 0 && op->replied)
+		op_free(op);
+	op_unhold(op);
+}
+
+/* ---- the batchlog (logged batches) --------------------------------------- */
+
+/* Up to two live nodes of this datacenter other than this one, on
+ * different racks when possible; this node when it is alone in its
+ * datacenter. Unavailable (ONE, 1, 0) when it is not and none is alive. */
+static int batchlog_endpoints(struct op *op, struct repl_result *res)
+{
+	struct repl *r = op->r;
+	int self = ring_local_endpoint(op->ring);
+	const char *ldc = local_dc(op->ring);
+	uint32_t live[64];
+	size_t nlive = 0, others = 0;
+	for (size_t i = 0; i < ring_endpoint_count(op->ring); i++) {
+		const struct ring_endpoint *e = ring_endpoint_get(op->ring, i);
+		if ((int)i == self || !ldc || strcmp(e->dc, ldc) != 0)
+			continue;
+		others++;
+		if (nlive < 64 && r->hooks.is_alive(r->hooks.arg, &e->addr))
+			live[nlive++] = (uint32_t)i;
+	}
+	if (others == 0 && self >= 0) {
+		op->bl_ep[op->nbl++] = (uint32_t)self;
+		return 0;
+	}
+	if (nlive == 0) {
+		result_init(res, REPL_UNAVAILABLE, REPL_CL_ONE);
+		res->required = 1;
+		snprintf(res->msg, sizeof(res->msg),
+			 "Cannot achieve consistency level ONE: no live node "
+			 "of this datacenter can take the batchlog");
+		return -1;
+	}
+	size_t first = env_random(r->env) % nlive;
+	op->bl_ep[op->nbl++] = live[first];
+	const char *rack = ring_endpoint_get(op->ring, live[first])->rack;
+	size_t pick = nlive;
+	for (size_t k = 0; k < nlive && pick == nlive; k++) {
+		size_t i = (first + 1 + k) % nlive;
+		if (i != first &&
+		    strcmp(ring_endpoint_get(op->ring, live[i])->rack, rack) !=
+			    0)
+			pick = i;
+	}
+	if (pick == nlive && nlive > 1)
+		pick = (first + 1) % nlive;
+	if (pick != nlive)
+		op->bl_ep[op->nbl++] = live[pick];
+	return 0;
+}
+
+static void batchlog_acked(struct op *op)
+{
+	if (op->replied || op->bl_acks < (int)op->nbl)
+		return;
+	op->in_batchlog = false;
+	env_timer_arm(op->r->env, op->timer, op->r->o.write_timeout_ms * 1000);
+	write_start(op);
+}
+
+static void batchlog_answer(struct op *op, size_t k, bool ok, const char *why)
+{
+	op->bl_answered[k] = true;
+	if (ok) {
+		op->bl_acks++;
+		batchlog_acked(op);
+	} else if (!op->replied) {
+		struct repl_result res;
+		result_init(&res, REPL_WRITE_FAILURE, REPL_CL_ONE);
+		res.required = (int)op->nbl;
+		res.alive = op->bl_acks;
+		res.write_type = REPL_WRITE_BATCH_LOG;
+		snprintf(res.msg, sizeof(res.msg),
+			 "the batchlog could not be stored: %s",
+			 why ? why : "error");
+		write_reply(op, &res);
+	}
+	if (op->replied && op->outstanding == 0)
+		op_free(op);
+}
+
+/* Stores the batch on the batchlog endpoints; the writes start once they
+ * have all acknowledged. */
+static int batchlog_begin(struct op *op, struct repl_result *res)
+{
+	struct repl *r = op->r;
+	if (batchlog_endpoints(op, res) != 0)
+		return -1;
+	op->logged = true;
+	op->in_batchlog = true;
+	r->st.batches_logged++;
+	for (int i = 0; i < 16; i += 8)
+		be64_store(op->batch_id + i, env_random(r->env));
+	ProtobufCBinaryData *bins = calloc(op->nmut, sizeof(*bins));
+	struct slice *sl = calloc(op->nmut, sizeof(*sl));
+	if (!bins || !sl) {
+		free(bins);
+		free(sl);
+		result_init(res, REPL_WRITE_FAILURE, op->cl);
+		snprintf(res->msg, sizeof(res->msg), "out of memory");
+		return -1;
+	}
+	for (size_t k = 0; k < op->nmut; k++) {
+		bins[k].data = op->muts[k].enc.data;
+		bins[k].len = op->muts[k].enc.len;
+		sl[k] = slice_make(op->muts[k].enc.data, op->muts[k].enc.len);
+	}
+	int64_t created = env_wall_us(r->env);
+	for (size_t k = 0; k < op->nbl && !op->replied; k++) {
+		if (is_self(op, op->bl_ep[k])) {
+			bool ok = r->bl &&
+				  batchlog_store(r->bl, op->batch_id, created,
+						 sl, op->nmut) == 0;
+			op->bl_sent[k] = true;
+			batchlog_answer(op, k, ok, ok ? NULL : err_msg());
+			continue;
+		}
+		struct slot *s = malloc(sizeof(*s));
+		if (!s)
+			continue; /* never answered: the timeout reports it */
+		s->id = ++r->next_id;
+		s->op = op;
+		s->target = BL_TARGET + (uint32_t)k;
+		struct slot **b = bucket_of(r, s->id);
+		s->next = *b;
+		*b = s;
+		op->bl_id[k] = s->id;
+		Cassini__Replication__BatchStoreReq msg =
+			CASSINI__REPLICATION__BATCH_STORE_REQ__INIT;
+		msg.id = s->id;
+		msg.deadline_us = deadline_us(r, r->o.write_timeout_ms);
+		msg.batch_id.data = op->batch_id;
+		msg.batch_id.len = 16;
+		msg.created_us = created;
+		msg.n_mutations = op->nmut;
+		msg.mutations = bins;
+		if (send_packed(r, ep_addr(op, op->bl_ep[k]),
+				REPL_VERB_BATCH_STORE, &msg.base) == 0)
+			op->bl_sent[k] = true;
+		else
+			free(slot_take(r, s->id));
+	}
+	free(bins);
+	free(sl);
+	return 0;
+}
+
+/* The batch is applied: its batchlog copies can go. */
+static void batchlog_release(struct op *op)
+{
+	struct repl *r = op->r;
+	for (size_t k = 0; k < op->nbl; k++) {
+		if (is_self(op, op->bl_ep[k])) {
+			if (r->bl)
+				batchlog_remove(r->bl, op->batch_id);
+			continue;
+		}
+		Cassini__Replication__BatchRemove msg =
+			CASSINI__REPLICATION__BATCH_REMOVE__INIT;
+		msg.batch_id.data = op->batch_id;
+		msg.batch_id.len = 16;
+		send_packed(r, ep_addr(op, op->bl_ep[k]),
+			    REPL_VERB_BATCH_REMOVE, &msg.base);
 	}
 }
 
@@ -705,34 +945,20 @@ void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
 			done(arg, &res);
 			return;
 		}
-	/* Down replicas get hints now; ANY counts a stored hint as an ack
-	 * when no replica at all could take the write. */
 	op->hold++;
-	for (size_t i = 0; i < op->nt; i++) {
-		struct target *t = &op->t[i];
-		if (!t->ok) {
-			hint_target(op, t);
-			continue;
+	if (wt == REPL_WRITE_BATCH && n > 1 && r->bl) {
+		if (batchlog_begin(op, &res) != 0) {
+			if (res.outcome == REPL_UNAVAILABLE)
+				r->st.unavailables++;
+			res.write_type = REPL_WRITE_BATCH_LOG;
+			write_reply(op, &res);
+			op_free(op);
 		}
-		write_send(op, i);
+	} else {
+		write_start(op);
 	}
-	if (cl == REPL_CL_ANY)
-		for (size_t k = 0; k < n; k++)
-			if (!op->muts[k].satisfied) {
-				bool any_sent = false;
-				for (size_t i = 0; i < op->nt; i++)
-					any_sent |= op->t[i].mut == k &&
-						    op->t[i].sent;
-				if (!any_sent) {
-					op->muts[k].satisfied = true;
-					op->unsatisfied--;
-				}
-			}
-	for (size_t k = 0; k < n; k++)
+	for (size_t k = 0; !op->free_pending && k < n; k++)
 		op->muts[k].m = NULL;
-	write_ok_if_done(op);
-	if (op->outstanding == 0 && op->replied)
-		op_free(op);
 	op_unhold(op);
 }
 
@@ -1553,6 +1779,17 @@ static void on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
 		return;
 	}
 	struct op *op = s->op;
+	if (s->target >= BL_TARGET) {
+		size_t k = s->target - BL_TARGET;
+		free(s);
+		for (size_t i = 0; i < n; i++)
+			storage_mutation_delete(frags[i]);
+		free(frags);
+		op->hold++;
+		batchlog_answer(op, k, ok, error);
+		op_unhold(op);
+		return;
+	}
 	struct target *t = &op->t[s->target];
 	free(s);
 	t->answered = true;
@@ -1821,6 +2058,140 @@ static void serve_range(struct repl *r, const struct inet_addr *from,
 	cassini__replication__range_req__free_unpacked(req, NULL);
 }
 
+static void serve_batch_store(struct repl *r, const struct inet_addr *from,
+			      const uint8_t *msg, size_t len)
+{
+	Cassini__Replication__BatchStoreReq *req =
+		cassini__replication__batch_store_req__unpack(NULL, len, msg);
+	if (!req) {
+		LOG_WARN("dropping a malformed batchlog request");
+		return;
+	}
+	if (expired(r, req->deadline_us, REPL_VERB_BATCH_STORE)) {
+		cassini__replication__batch_store_req__free_unpacked(req, NULL);
+		return;
+	}
+	struct slice *sl =
+		calloc(req->n_mutations ? req->n_mutations : 1, sizeof(*sl));
+	bool ok = false;
+	const char *why = "this node keeps no batchlog";
+	if (sl && r->bl && req->batch_id.len == 16) {
+		for (size_t i = 0; i < req->n_mutations; i++)
+			sl[i] = slice_make(req->mutations[i].data,
+					   req->mutations[i].len);
+		ok = batchlog_store(r->bl, req->batch_id.data, req->created_us,
+				    sl, req->n_mutations) == 0;
+		why = ok ? NULL : err_msg();
+		r->st.batches_stored += ok;
+	}
+	free(sl);
+	Cassini__Replication__MutationRsp rsp =
+		CASSINI__REPLICATION__MUTATION_RSP__INIT;
+	rsp.id = req->id;
+	rsp.ok = ok;
+	rsp.error = (char *)(why ? why : "");
+	send_packed(r, from, REPL_VERB_BATCH_STORE_RSP, &rsp.base);
+	cassini__replication__batch_store_req__free_unpacked(req, NULL);
+}
+
+static void serve_batch_remove(struct repl *r, const uint8_t *msg, size_t len)
+{
+	Cassini__Replication__BatchRemove *req =
+		cassini__replication__batch_remove__unpack(NULL, len, msg);
+	if (!req)
+		return;
+	if (r->bl && req->batch_id.len == 16)
+		batchlog_remove(r->bl, req->batch_id.data);
+	cassini__replication__batch_remove__free_unpacked(req, NULL);
+}
+
+/* ---- batchlog replay ----------------------------------------------------- */
+
+struct replay {
+	struct repl *r;
+	uint8_t id[16];
+};
+
+static void replay_done(void *arg, const struct repl_result *res)
+{
+	struct replay *p = arg;
+	struct repl *r = p->r;
+	r->bl_replaying = false;
+	if (res->outcome == REPL_OK) {
+		batchlog_remove(r->bl, p->id);
+		r->st.batches_replayed++;
+		LOG_INFO("batchlog: replayed a batch its coordinator did not "
+			 "finish");
+	} else {
+		LOG_DEBUG("batchlog: replay failed (%s); will retry", res->msg);
+	}
+	free(p);
+}
+
+/* Replays one due batch (its coordinator never said it was applied): its
+ * mutations are written at ONE, hints covering replicas that miss it. */
+static void replay_tick(void *arg)
+{
+	struct repl *r = arg;
+	uint64_t interval = r->o.batchlog_replay_interval_ms
+				    ? r->o.batchlog_replay_interval_ms
+				    : 1000;
+	env_timer_arm(r->env, r->bl_timer, interval * 1000);
+	uint64_t now = env_mono_us(r->env);
+	uint64_t age = 2 * r->o.write_timeout_ms * 1000;
+	uint8_t id[1][16];
+	if (r->bl_replaying || now < age ||
+	    batchlog_due(r->bl, now - age, id, 1) == 0)
+		return;
+	struct buf bytes;
+	buf_init(&bytes);
+	struct slice *sl = NULL;
+	size_t n = 0;
+	if (batchlog_read(r->bl, id[0], &bytes, &sl, &n) != 0) {
+		if (err_code() == ERR_CORRUPT)
+			batchlog_remove(r->bl, id[0]);
+		buf_free(&bytes);
+		return;
+	}
+	struct repl_mutation *rm = calloc(n ? n : 1, sizeof(*rm));
+	struct storage_mutation **ms = calloc(n ? n : 1, sizeof(*ms));
+	size_t k = 0;
+	for (size_t i = 0; rm && ms && i < n; i++) {
+		struct storage_mutation *m =
+			storage_mutation_decode(sl[i].ptr, sl[i].len);
+		const struct ring_strategy *st =
+			m && r->hooks.strategy
+				? r->hooks.strategy(
+					  r->hooks.arg,
+					  storage_mutation_table_id(m))
+				: NULL;
+		if (!st) { /* damaged, or its table is gone */
+			storage_mutation_delete(m);
+			continue;
+		}
+		ms[k] = m;
+		rm[k] = (struct repl_mutation){m, st};
+		k++;
+	}
+	struct replay *p = rm && ms ? malloc(sizeof(*p)) : NULL;
+	if (k == 0 && rm && ms) {
+		batchlog_remove(r->bl, id[0]); /* nothing left to apply */
+		free(p);
+	} else if (p) {
+		*p = (struct replay){.r = r};
+		memcpy(p->id, id[0], 16);
+		r->bl_replaying = true;
+		repl_write(r, rm, k, REPL_CL_ONE, REPL_WRITE_UNLOGGED_BATCH,
+			   replay_done, p);
+	}
+	for (size_t i = 0; ms && i < k; i++)
+		storage_mutation_delete(ms[i]);
+	free(ms);
+	free(rm);
+	free(sl);
+	buf_free(&bytes);
+}
+
 /* Decodes the fragments of an answer; NULL (and *ok false) on garbage. */
 static struct storage_mutation **decode_frags(const ProtobufCBinaryData *bins,
 					      size_t n, bool *ok)
@@ -1856,7 +2227,14 @@ void repl_receive(struct repl *r, const struct inet_addr *from, uint32_t verb,
 	case REPL_VERB_RANGE:
 		serve_range(r, from, msg, len);
 		return;
-	case REPL_VERB_MUTATION_RSP: {
+	case REPL_VERB_BATCH_STORE:
+		serve_batch_store(r, from, msg, len);
+		return;
+	case REPL_VERB_BATCH_REMOVE:
+		serve_batch_remove(r, msg, len);
+		return;
+	case REPL_VERB_MUTATION_RSP:
+	case REPL_VERB_BATCH_STORE_RSP: {
 		Cassini__Replication__MutationRsp *rsp =
 			cassini__replication__mutation_rsp__unpack(NULL, len,
 								   msg);
@@ -1939,6 +2317,15 @@ struct repl *repl_new(struct env *env, const struct repl_options *o,
 	r->store = store;
 	r->store_arg = store_arg;
 	r->hooks = *hooks;
+	if (o->batchlog_dir) {
+		if (!(r->bl = batchlog_open(env, o->batchlog_dir)) ||
+		    !(r->bl_timer = env_timer_new(env, replay_tick, r))) {
+			repl_delete(r);
+			return NULL;
+		}
+		env_timer_arm(env, r->bl_timer, 1000000);
+	}
+	r->o.batchlog_dir = NULL; /* the caller's string; not kept */
 	return r;
 }
 
@@ -1963,10 +2350,13 @@ void repl_delete(struct repl *r)
 			r->ids[b] = s->next;
 			free(s);
 		}
+	env_timer_free(r->env, r->bl_timer);
+	batchlog_close(r->bl);
 	free(r);
 }
 
 void repl_get_stats(const struct repl *r, struct repl_stats *out)
 {
 	*out = r->st;
+	out->batchlog_pending = r->bl ? batchlog_count(r->bl) : 0;
 }

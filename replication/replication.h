@@ -53,8 +53,11 @@ enum repl_verb {
 	REPL_VERB_READ_RSP = 33,
 	REPL_VERB_RANGE = 34,
 	REPL_VERB_RANGE_RSP = 35,
+	REPL_VERB_BATCH_STORE = 36,
+	REPL_VERB_BATCH_STORE_RSP = 37,
+	REPL_VERB_BATCH_REMOVE = 38, /* one-way */
 	REPL_VERB_FIRST = REPL_VERB_MUTATION,
-	REPL_VERB_LAST = REPL_VERB_RANGE_RSP,
+	REPL_VERB_LAST = REPL_VERB_BATCH_REMOVE,
 };
 
 /* Consistency levels, numbered as in the native protocol. */
@@ -177,6 +180,11 @@ struct repl_hooks {
 	 * (`mutation` is the encoded mutation). 0 when stored. */
 	int (*hint)(void *arg, const uint8_t host_id[16], const char *dc,
 		    const uint8_t *mutation, size_t len);
+	/* The replication strategy of a table's keyspace, for batchlog
+	 * replay; NULL when the table is unknown (dropped). Required with a
+	 * batchlog_dir. */
+	const struct ring_strategy *(*strategy)(void *arg,
+						const uint8_t table_id[16]);
 	void *arg;
 };
 
@@ -188,6 +196,13 @@ struct repl_options {
 	/* Requests in flight on this coordinator past which new ones are
 	 * answered Overloaded (0 = 4096). */
 	size_t max_inflight;
+	/* Where batches of other coordinators are kept until applied; NULL:
+	 * no batchlog (logged batches are then written like unlogged ones
+	 * and this node keeps no one's batches). */
+	const char *batchlog_dir;
+	/* How often due batches are looked for (0 = 1000 ms); a batch is due
+	 * 2 * write_timeout_ms after it was stored. */
+	uint64_t batchlog_replay_interval_ms;
 };
 void repl_options_default(struct repl_options *o);
 
@@ -218,7 +233,14 @@ struct repl_mutation {
 /* Writes every mutation to its replicas at `cl`; done once each has been
  * acknowledged by block-for replicas (counted per datacenter as the level
  * says). Unavailable is decided for all of them before anything is sent.
- * SERIAL and LOCAL_SERIAL are Invalid. */
+ * SERIAL and LOCAL_SERIAL are Invalid.
+ *
+ * A logged batch (REPL_WRITE_BATCH) of more than one mutation, with a
+ * batchlog, is first stored on up to two other live nodes of this
+ * datacenter (this node when it is alone in it; Unavailable at ONE when
+ * none is alive); a timeout there is a WriteTimeout of type BATCH_LOG.
+ * Once the mutations are acknowledged the copies are removed; if they are
+ * not (the coordinator died), those nodes replay the batch. */
 void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
 		int cl, enum repl_write_type wt, repl_write_done_fn done,
 		void *arg);
@@ -295,6 +317,8 @@ struct repl_stats {
 	uint64_t digest_mismatches, read_repairs; /* repair writes sent */
 	uint64_t speculative_retries;
 	uint64_t hints_written;
+	uint64_t batches_logged, batches_stored, batches_replayed;
+	uint64_t batchlog_pending; /* batches this node keeps for others */
 	uint64_t replica_mutations, replica_reads, replica_ranges; /* served */
 	uint64_t dropped[REPL_VERB_LAST + 1]; /* past their deadline */
 	uint64_t inflight;

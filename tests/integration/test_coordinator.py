@@ -157,6 +157,14 @@ def test_quorum_writes_survive_kill_9_and_hints_and_read_repair(cluster):
     s.execute("CREATE TABLE h.t (k int PRIMARY KEY, v text)")
     assert c.control_connection.wait_for_schema_agreement(wait_time=30)
 
+    # A logged batch over several partitions (through the batchlog).
+    s.execute("BEGIN BATCH INSERT INTO h.t (k, v) VALUES (1000, 'b'); "
+              "INSERT INTO h.t (k, v) VALUES (1001, 'b'); APPLY BATCH")
+    assert run_at(s, "SELECT v FROM h.t WHERE k = 1001", CL.ALL).one().v \
+        == "b"
+    assert "BatchlogTasks" in tool(n1, "tpstats")
+    run_at(s, "DELETE FROM h.t WHERE k IN (1000, 1001)", CL.ALL)
+
     # QUORUM writes, then kill -9 of one replica: still readable.
     for k in range(50):
         run_at(s, "INSERT INTO h.t (k, v) VALUES (%s, 'q')", CL.QUORUM, (k,))

@@ -50,6 +50,8 @@ struct simc {
 	struct mnode nodes[MAX_NODES];
 	bool down[MAX_NODES]; /* the failure detector's verdict (everyone's) */
 	struct storage_table_meta *meta;
+	const struct ring_strategy *strategy; /* for batchlog replay */
+	char dir[256];                        /* batchlogs */
 };
 
 /* ---- in-memory replica store --------------------------------------------- */
@@ -188,6 +190,13 @@ static int hook_hint(void *arg, const uint8_t host_id[16], const char *dc,
 	return 0;
 }
 
+static const struct ring_strategy *hook_strategy(void *arg,
+						 const uint8_t table_id[16])
+{
+	(void)table_id;
+	return ((struct mnode *)arg)->c->strategy;
+}
+
 static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
 		    const uint8_t *msg, size_t len)
 {
@@ -202,6 +211,7 @@ static struct simc *simc_new(uint64_t seed, int n, const char *const *dcs)
 	ck_assert_ptr_nonnull(c);
 	c->sim = sim_new(seed, 1700000000000000LL);
 	c->n = n;
+	snprintf(c->dir, sizeof(c->dir), "%s", test_tmpdir("coordinator"));
 	uint8_t id[16] = {0x42};
 	c->meta = storage_table_meta_new("ks", "t", id);
 	struct storage_type text = {.kind = STORAGE_TYPE_TEXT};
@@ -245,7 +255,14 @@ static struct simc *simc_new(uint64_t seed, int n, const char *const *dcs)
 		struct repl_options o;
 		repl_options_default(&o);
 		o.self = m->addr;
-		struct repl_hooks h = {hook_ring, hook_alive, hook_hint, m};
+		char bl[300];
+		snprintf(bl, sizeof(bl), "%s/batchlog%d", c->dir, i);
+		o.batchlog_dir = bl;
+		struct repl_hooks h = {.ring = hook_ring,
+				       .is_alive = hook_alive,
+				       .hint = hook_hint,
+				       .strategy = hook_strategy,
+				       .arg = m};
 		m->repl = repl_new(m->env, &o, &mem_ops, m, &h);
 		ck_assert_ptr_nonnull(m->repl);
 	}
@@ -264,6 +281,7 @@ static void simc_delete(struct simc *c)
 	}
 	sim_delete(c->sim);
 	storage_table_meta_delete(c->meta);
+	test_tmpdir_remove(c->dir);
 	free(c);
 }
 
@@ -920,6 +938,114 @@ START_TEST(speculative_retry)
 }
 END_TEST
 
+static bool has_key(struct mnode *n, const char *key)
+{
+	for (size_t i = 0; i < n->nparts; i++) {
+		struct slice k = storage_mutation_key(n->parts[i].frag);
+		if (k.len == strlen(key) && memcmp(k.ptr, key, k.len) == 0)
+			return true;
+	}
+	return false;
+}
+
+static uint64_t stored_elsewhere(void *arg)
+{
+	struct simc *c = arg;
+	uint64_t sum = 0;
+	for (int i = 1; i < c->n; i++) {
+		struct repl_stats st;
+		repl_get_stats(c->nodes[i].repl, &st);
+		sum += st.batches_stored;
+	}
+	return sum;
+}
+
+static bool two_stored(void *arg)
+{
+	return stored_elsewhere(arg) >= 2;
+}
+
+/* Logged batches: a finished batch leaves nothing in the batchlog; when
+ * the coordinator dies right after storing the batchlog (its mutations
+ * never sent), a batchlog node replays the batch and every partition
+ * reaches its replicas. */
+START_TEST(batchlog_replays_a_dead_coordinators_batch)
+{
+	const char *dcs[4] = {"dc1", "dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(13, 4, dcs);
+	struct ring_strategy *s = simple(1);
+	c->strategy = s;
+	/* Keys whose replica is not node 0. */
+	const char *keys[2];
+	char names[64][8];
+	int found = 0;
+	for (int i = 0; i < 64 && found < 2; i++) {
+		snprintf(names[i], sizeof(names[i]), "b%d", i);
+		int eps[4], ne;
+		replicas_of(c, s, names[i], eps, &ne);
+		if (node_of(c, eps[0]) != 0)
+			keys[found++] = names[i];
+	}
+	ck_assert_int_eq(found, 2);
+
+	/* A batch that completes: applied, and its batchlog copies gone. */
+	struct outcome o = {0};
+	struct storage_mutation *m1 = make_write(c, "x1", "v", 10);
+	struct storage_mutation *m2 = make_write(c, "x2", "v", 10);
+	struct repl_mutation rm[2] = {{m1, s}, {m2, s}};
+	repl_write(c->nodes[0].repl, rm, 2, REPL_CL_ONE, REPL_WRITE_BATCH,
+		   on_write, &o);
+	storage_mutation_delete(m1);
+	storage_mutation_delete(m2);
+	ck_assert(sim_run_until(c->sim, outcome_done, &o, 30000000));
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	sim_run_for(c->sim, 100000);
+	uint64_t pending = 0;
+	for (int i = 0; i < 4; i++) {
+		struct repl_stats st;
+		repl_get_stats(c->nodes[i].repl, &st);
+		pending += st.batchlog_pending;
+	}
+	ck_assert_uint_eq(pending, 0);
+	ck_assert_uint_eq(stored_elsewhere(c), 2);
+
+	/* The coordinator dies once both copies are stored. */
+	memset(&o, 0, sizeof(o));
+	m1 = make_write(c, keys[0], "v", 20);
+	m2 = make_write(c, keys[1], "v", 20);
+	struct repl_mutation rm2[2] = {{m1, s}, {m2, s}};
+	repl_write(c->nodes[0].repl, rm2, 2, REPL_CL_ONE, REPL_WRITE_BATCH,
+		   on_write, &o);
+	storage_mutation_delete(m1);
+	storage_mutation_delete(m2);
+	ck_assert(sim_run_until(c->sim, two_stored, c, 30000000));
+	simc_kill(c, 0);
+	ck_assert(!o.done);
+	for (int i = 1; i < 4; i++)
+		for (int k = 0; k < 2; k++)
+			ck_assert(!has_key(&c->nodes[i], keys[k]));
+	sim_run_for(c->sim, 10000000);
+	for (int k = 0; k < 2; k++) {
+		int eps[4], ne;
+		replicas_of(c, s, keys[k], eps, &ne);
+		ck_assert_msg(has_key(&c->nodes[node_of(c, eps[0])], keys[k]),
+			      "%s not replayed", keys[k]);
+	}
+	uint64_t replayed = 0;
+	pending = 0;
+	for (int i = 1; i < 4; i++) {
+		struct repl_stats st;
+		repl_get_stats(c->nodes[i].repl, &st);
+		replayed += st.batches_replayed;
+		pending += st.batchlog_pending;
+	}
+	ck_assert_uint_ge(replayed, 1);
+	ck_assert_uint_eq(pending, 0);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("coordinator_sim");
@@ -934,6 +1060,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, speculative_retry);
 	tcase_add_test(tc, quorum_reads_see_acked_writes);
 	tcase_add_test(tc, range_walk);
+	tcase_add_test(tc, batchlog_replays_a_dead_coordinators_batch);
 	suite_add_tcase(s, tc);
 	return s;
 }
