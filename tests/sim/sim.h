@@ -30,7 +30,9 @@ struct sim *sim_new(uint64_t seed, int64_t start_wall_us);
 /* Frees the world, every env it made, and pending events. */
 void sim_delete(struct sim *s);
 
-/* A node's env, reachable at `addr`. Owned by the sim. */
+/* A node's env, reachable at `addr`. Owned by the sim. A killed node's
+ * address may get a new env (a restarted process): messages go to the
+ * newest env of an address. */
 struct env *sim_env_new(struct sim *s, const struct inet_addr *addr);
 /* Detaches a node: its timers stop and messages to it are dropped, as if
  * the process died. The env stays valid (calls on it do nothing). */

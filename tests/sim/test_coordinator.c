@@ -204,6 +204,29 @@ static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
 	repl_receive(n->repl, from, verb, msg, len);
 }
 
+/* A process for node m: a fresh env at its address and a coordinator.
+ * Its store (the memory map) outlives restarts, as storage does. */
+static void mnode_start(struct mnode *m)
+{
+	struct simc *c = m->c;
+	m->env = sim_env_new(c->sim, &m->addr);
+	env_set_receiver(m->env, deliver, m);
+	struct repl_options o;
+	repl_options_default(&o);
+	o.self = m->addr;
+	char bl[300];
+	snprintf(bl, sizeof(bl), "%s/batchlog%d", c->dir, m->idx);
+	o.batchlog_dir = bl;
+	struct repl_hooks h = {.ring = hook_ring,
+			       .is_alive = hook_alive,
+			       .hint = hook_hint,
+			       .strategy = hook_strategy,
+			       .arg = m};
+	m->repl = repl_new(m->env, &o, &mem_ops, m, &h);
+	ck_assert_ptr_nonnull(m->repl);
+	m->killed = false;
+}
+
 /* `dcs[i]` names node i's datacenter; each node gets 8 tokens. */
 static struct simc *simc_new(uint64_t seed, int n, const char *const *dcs)
 {
@@ -250,21 +273,7 @@ static struct simc *simc_new(uint64_t seed, int n, const char *const *dcs)
 		ring_builder_set_local(b, &m->addr);
 		m->ring = ring_builder_build(b);
 		ck_assert_ptr_nonnull(m->ring);
-		m->env = sim_env_new(c->sim, &m->addr);
-		env_set_receiver(m->env, deliver, m);
-		struct repl_options o;
-		repl_options_default(&o);
-		o.self = m->addr;
-		char bl[300];
-		snprintf(bl, sizeof(bl), "%s/batchlog%d", c->dir, i);
-		o.batchlog_dir = bl;
-		struct repl_hooks h = {.ring = hook_ring,
-				       .is_alive = hook_alive,
-				       .hint = hook_hint,
-				       .strategy = hook_strategy,
-				       .arg = m};
-		m->repl = repl_new(m->env, &o, &mem_ops, m, &h);
-		ck_assert_ptr_nonnull(m->repl);
+		mnode_start(m);
 	}
 	ring_builder_delete(b);
 	return c;
@@ -291,6 +300,14 @@ static void simc_kill(struct simc *c, int i)
 	c->down[i] = true;
 	c->nodes[i].killed = true;
 	sim_env_kill(c->sim, c->nodes[i].env);
+}
+
+/* kill -9 then start again: a new process, the same data. */
+static void simc_restart(struct simc *c, int i)
+{
+	repl_delete(c->nodes[i].repl);
+	mnode_start(&c->nodes[i]);
+	c->down[i] = false;
 }
 
 static struct storage_mutation *make_write(struct simc *c, const char *key,
@@ -754,9 +771,17 @@ START_TEST(quorum_reads_see_acked_writes)
 	for (int k = 0; k < KEYS; k++)
 		acked[k] = INT64_MIN;
 	int64_t ts = 100;
-	int oks = 0, fails = 0;
+	int oks = 0, fails = 0, dead = -1, restarts = 0;
 	for (int round = 0; round < 400; round++) {
 		uint64_t r = sim_random(c->sim);
+		if (round % 50 == 20 && dead < 0) {
+			dead = (int)(r % 5);
+			simc_kill(c, dead);
+		} else if (round % 50 == 40 && dead >= 0) {
+			simc_restart(c, dead);
+			dead = -1;
+			restarts++;
+		}
 		if (round % 50 == 0) {
 			sim_net_heal(c->sim);
 			int a = (int)(r % 5), b = (int)((r >> 8) % 5);
@@ -771,6 +796,8 @@ START_TEST(quorum_reads_see_acked_writes)
 					      1500000);
 		}
 		int k = (int)((r >> 4) % KEYS), coord = (int)((r >> 12) % 5);
+		if (coord == dead)
+			coord = (coord + 1) % 5;
 		char key[16], val[32];
 		snprintf(key, sizeof(key), "key%d", k);
 		if ((r >> 20) % 3) {
@@ -821,8 +848,10 @@ START_TEST(quorum_reads_see_acked_writes)
 		}
 	}
 	ck_assert_int_gt(oks, 50);
-	printf("quorum property: seed %llu, %d writes acked, %d not\n",
-	       (unsigned long long)seed, oks, fails);
+	ck_assert_int_ge(restarts, 3);
+	printf("quorum property: seed %llu, %d writes acked, %d not, %d "
+	       "kill/restarts\n",
+	       (unsigned long long)seed, oks, fails, restarts);
 	ring_strategy_delete(s);
 	simc_delete(c);
 }
