@@ -22,10 +22,10 @@
 #include "common/murmur3.h"
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TICK_MS    100
 #define RETRY_MS   1000
@@ -78,7 +79,14 @@ struct host;
 struct conn {
 	struct cql_client *client;
 	struct host *host;
-	struct bufferevent *bev;
+	int fd; /* -1 when down */
+	struct event *rev, *wev;
+	struct buf in; /* received bytes; frames parsed from in_pos */
+	size_t in_pos;
+	struct buf out; /* frames not yet sent, from out_pos */
+	size_t out_pos;
+	bool dirty; /* on the client's flush list */
+	struct conn *next_dirty;
 	enum conn_state state;
 	bool settled; /* has been ready or failed once (connect progress) */
 	struct slot *slots;
@@ -128,6 +136,12 @@ struct cql_client {
 	struct event *defer_ev;
 	struct deferred *deferred, *deferred_tail;
 	struct buf scratch;
+	/* Connections with unsent frames, flushed once per read pass (so the
+	 * requests issued by one batch of responses leave in one send) or from
+	 * flush_ev for requests submitted outside a callback. */
+	struct conn *dirty;
+	int depth; /* > 0 while dispatching */
+	struct event *flush_ev;
 	/* The frame being dispatched (for the blocking helpers). */
 	uint8_t cur_opcode, cur_flags;
 	struct slice cur_body;
@@ -149,6 +163,38 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	conn_start(arg);
+}
+
+static void conn_flush(struct conn *k);
+
+static void conn_mark_dirty(struct conn *k)
+{
+	struct cql_client *c = k->client;
+	if (k->dirty)
+		return;
+	k->dirty = true;
+	k->next_dirty = c->dirty;
+	c->dirty = k;
+	if (c->depth == 0)
+		event_active(c->flush_ev, EV_TIMEOUT, 0);
+}
+
+static void flush_dirty(struct cql_client *c)
+{
+	while (c->dirty) {
+		struct conn *k = c->dirty;
+		c->dirty = k->next_dirty;
+		k->dirty = false;
+		k->next_dirty = NULL;
+		conn_flush(k);
+	}
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush_dirty(arg);
 }
 
 static uint64_t now_ms(void)
@@ -218,12 +264,15 @@ static void on_defer(evutil_socket_t fd, short what, void *arg)
 	/* Take the list: callbacks may queue more, delivered next round. */
 	struct deferred *d = c->deferred;
 	c->deferred = c->deferred_tail = NULL;
+	c->depth++;
 	while (d) {
 		struct deferred *next = d->next;
 		d->cb(d->arg, d->status, NULL, d->message);
 		free(d);
 		d = next;
 	}
+	if (--c->depth == 0)
+		flush_dirty(c);
 }
 
 /* ---- streams and sending ------------------------------------------------- */
@@ -234,6 +283,7 @@ static int conn_init(struct conn *k, struct cql_client *c, struct host *h)
 	memset(k, 0, sizeof(*k));
 	k->client = c;
 	k->host = h;
+	k->fd = -1;
 	k->slots = calloc((size_t)n, sizeof(*k->slots));
 	k->free_ids = calloc((size_t)n, sizeof(*k->free_ids));
 	k->retry = evtimer_new(c->base, on_retry, k);
@@ -261,7 +311,12 @@ static void write_frame(struct conn *k, int16_t stream, const uint8_t *frame,
 		k->hiwater = stream + 1;
 	/* The frame is ours to patch: scratch or a pending copy. */
 	be16_store((uint8_t *)frame + 2, (uint16_t)stream);
-	bufferevent_write(k->bev, frame, len);
+	if (buf_append(&k->out, frame, len) != 0) {
+		/* The stream is taken: its callback runs when k fails. */
+		conn_fail(k, "out of memory buffering a request");
+		return;
+	}
+	conn_mark_dirty(k);
 }
 
 static int16_t take_stream(struct conn *k)
@@ -376,61 +431,133 @@ static void conn_dispatch(struct conn *k, const struct cql_header *h,
 	}
 }
 
-static void on_read(struct bufferevent *bev, void *arg)
+/* Sends what is buffered; waits for EV_WRITE when the socket is full. */
+static void conn_flush(struct conn *k)
 {
-	struct conn *k = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	for (;;) {
-		uint8_t hdr[CQL_HEADER_LEN];
-		struct cql_header h;
-		size_t have = evbuffer_get_length(in);
-		if (have < CQL_HEADER_LEN)
+	while (k->fd >= 0 && k->out_pos < k->out.len) {
+		ssize_t n = send(k->fd, k->out.data + k->out_pos,
+				 k->out.len - k->out_pos, MSG_NOSIGNAL);
+		if (n > 0) {
+			k->out_pos += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			event_add(k->wev, NULL);
 			return;
-		evbuffer_copyout(in, hdr, CQL_HEADER_LEN);
-		if (cql_client_header_decode(hdr, k->client->cfg.max_frame_size,
+		}
+		char msg[MSG_MAX];
+		snprintf(msg, sizeof(msg), "send: %s", strerror(errno));
+		conn_fail(k, msg);
+		return;
+	}
+	if (k->fd >= 0) {
+		k->out.len = k->out_pos = 0;
+		event_del(k->wev);
+	}
+}
+
+/* Parses and dispatches every whole frame received. */
+static void conn_parse(struct conn *k)
+{
+	while (k->in.len - k->in_pos >= CQL_HEADER_LEN) {
+		struct cql_header h;
+		const uint8_t *p = k->in.data + k->in_pos;
+		if (cql_client_header_decode(p, k->client->cfg.max_frame_size,
 					     &h) != 0) {
 			conn_fail(k, err_msg());
 			return;
 		}
-		if (have < CQL_HEADER_LEN + (size_t)h.length)
-			return;
-		evbuffer_drain(in, CQL_HEADER_LEN);
-		const uint8_t *body =
-			h.length ? evbuffer_pullup(in, h.length) : hdr;
-		conn_dispatch(k, &h, body);
+		if (k->in.len - k->in_pos < CQL_HEADER_LEN + (size_t)h.length)
+			break;
+		k->in_pos += CQL_HEADER_LEN + (size_t)h.length;
+		conn_dispatch(k, &h, p + CQL_HEADER_LEN);
 		/* A callback may have failed this connection. */
 		if (k->state == CONN_DOWN)
 			return;
-		evbuffer_drain(in, h.length);
 		conn_drain_backlog(k);
+	}
+	/* Keep the partial frame at the start of the buffer. */
+	size_t left = k->in.len - k->in_pos;
+	if (left && k->in_pos)
+		memmove(k->in.data, k->in.data + k->in_pos, left);
+	k->in.len = left;
+	k->in_pos = 0;
+}
+
+static void conn_read(struct conn *k)
+{
+	for (;;) {
+		if (buf_reserve(&k->in, 65536) != 0) {
+			conn_fail(k, "out of memory reading");
+			return;
+		}
+		size_t room = k->in.cap - k->in.len;
+		ssize_t n = recv(k->fd, k->in.data + k->in.len, room, 0);
+		if (n > 0) {
+			k->in.len += (size_t)n;
+			conn_parse(k);
+			if (k->state == CONN_DOWN || (size_t)n < room)
+				return;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		char msg[MSG_MAX];
+		if (n == 0)
+			snprintf(msg, sizeof(msg),
+				 "connection closed by the server");
+		else
+			snprintf(msg, sizeof(msg), "recv: %s", strerror(errno));
+		conn_fail(k, msg);
+		return;
 	}
 }
 
-static void on_event(struct bufferevent *bev, short what, void *arg)
+/* The socket connected (or failed to): send STARTUP. */
+static void conn_connected(struct conn *k)
 {
-	struct conn *k = arg;
-	if (what & BEV_EVENT_CONNECTED) {
-		int one = 1;
-		evutil_socket_t fd = bufferevent_getfd(bev);
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		k->state = CONN_STARTUP;
-		struct buf *b = &k->client->scratch;
-		buf_clear(b);
-		if (cql_client_encode_startup(b, 0) != 0) {
-			conn_fail(k, err_msg());
-			return;
-		}
-		conn_submit(k, b->data, b->len, on_startup, k, true);
+	int err = 0, one = 1;
+	socklen_t len = sizeof(err);
+	if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+		err = errno;
+	if (err) {
+		char msg[MSG_MAX];
+		snprintf(msg, sizeof(msg), "connect: %s", strerror(err));
+		conn_fail(k, msg);
 		return;
 	}
-	char msg[MSG_MAX];
-	int e = EVUTIL_SOCKET_ERROR();
-	if (what & BEV_EVENT_EOF)
-		snprintf(msg, sizeof(msg), "connection closed by the server");
-	else
-		snprintf(msg, sizeof(msg), "connection error: %s",
-			 e ? strerror(e) : "unknown");
-	conn_fail(k, msg);
+	setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	event_del(k->wev);
+	event_add(k->rev, NULL);
+	k->state = CONN_STARTUP;
+	struct buf *b = &k->client->scratch;
+	buf_clear(b);
+	if (cql_client_encode_startup(b, 0) != 0) {
+		conn_fail(k, err_msg());
+		return;
+	}
+	conn_submit(k, b->data, b->len, on_startup, k, true);
+}
+
+static void on_io(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *k = arg;
+	struct cql_client *c = k->client;
+	(void)fd;
+	c->depth++;
+	if (k->state == CONN_CONNECTING) {
+		conn_connected(k);
+	} else if (what & EV_READ) {
+		conn_read(k);
+	} else if (what & EV_WRITE) {
+		conn_flush(k);
+	}
+	if (--c->depth == 0)
+		flush_dirty(c);
 }
 
 static void conn_start(struct conn *k)
@@ -438,21 +565,29 @@ static void conn_start(struct conn *k)
 	struct cql_client *c = k->client;
 	struct sockaddr_storage ss;
 	size_t sl = inet_addr_to_sockaddr(&k->host->addr, &ss);
-	k->bev = bufferevent_socket_new(c->base, -1, BEV_OPT_CLOSE_ON_FREE);
-	if (!k->bev) {
-		conn_fail(k, "cannot create a socket");
-		return;
-	}
-	bufferevent_setcb(k->bev, on_read, NULL, on_event, k);
-	bufferevent_enable(k->bev, EV_READ | EV_WRITE);
+	char msg[MSG_MAX];
 	k->state = CONN_CONNECTING;
 	k->connect_deadline_ms = now_ms() + c->cfg.connect_timeout_ms;
-	if (bufferevent_socket_connect(k->bev, (struct sockaddr *)&ss,
-				       (int)sl) != 0) {
-		char msg[MSG_MAX];
+	k->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		       0);
+	if (k->fd < 0) {
+		snprintf(msg, sizeof(msg), "socket: %s", strerror(errno));
+		conn_fail(k, msg);
+		return;
+	}
+	k->rev = event_new(c->base, k->fd, EV_READ | EV_PERSIST, on_io, k);
+	k->wev = event_new(c->base, k->fd, EV_WRITE | EV_PERSIST, on_io, k);
+	if (!k->rev || !k->wev) {
+		conn_fail(k, "out of memory");
+		return;
+	}
+	if (connect(k->fd, (struct sockaddr *)&ss, (socklen_t)sl) != 0 &&
+	    errno != EINPROGRESS) {
 		snprintf(msg, sizeof(msg), "connect: %s", strerror(errno));
 		conn_fail(k, msg);
+		return;
 	}
+	event_add(k->wev, NULL);
 }
 
 /* Closes `k`, fails what it carries, and schedules a reconnect. */
@@ -463,9 +598,16 @@ static void conn_fail(struct conn *k, const char *why)
 	inet_addr_format(&k->host->addr, host, sizeof(host));
 	snprintf(msg, sizeof(msg), "%s: %s", host, why);
 	snprintf(c->last_error, sizeof(c->last_error), "%s", msg);
-	if (k->bev)
-		bufferevent_free(k->bev);
-	k->bev = NULL;
+	if (k->rev)
+		event_free(k->rev);
+	if (k->wev)
+		event_free(k->wev);
+	k->rev = k->wev = NULL;
+	if (k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;
+	k->in.len = k->in_pos = 0;
+	k->out.len = k->out_pos = 0;
 	k->state = CONN_DOWN;
 	bool was_settled = k->settled;
 	k->settled = true;
@@ -546,9 +688,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	uint64_t now = now_ms();
 	(void)fd;
 	(void)what;
+	c->depth++;
 	for (size_t h = 0; h < c->nhosts; h++)
 		for (int i = 0; i < c->hosts[h]->nconns; i++)
 			conn_expire(&c->hosts[h]->conns[i], now);
+	if (--c->depth == 0)
+		flush_dirty(c);
 }
 
 /* ---- hosts and routing --------------------------------------------------- */
@@ -1101,7 +1246,8 @@ struct cql_client *cql_client_new(struct event_base *base,
 	c->cfg.contact_points = NULL;
 	c->tick = event_new(base, -1, EV_PERSIST, on_tick, c);
 	c->defer_ev = event_new(base, -1, 0, on_defer, c);
-	if (!c->tick || !c->defer_ev) {
+	c->flush_ev = event_new(base, -1, 0, on_flush, c);
+	if (!c->tick || !c->defer_ev || !c->flush_ev) {
 		cql_client_delete(c);
 		return err_set(ERR_NOMEM, "client events"), NULL;
 	}
@@ -1137,6 +1283,8 @@ void cql_client_delete(struct cql_client *c)
 				event_free(k->retry);
 			free(k->slots);
 			free(k->free_ids);
+			buf_free(&k->in);
+			buf_free(&k->out);
 			arena_destroy(&k->arena);
 		}
 		free(h->conns);
@@ -1155,6 +1303,8 @@ void cql_client_delete(struct cql_client *c)
 		event_free(c->tick);
 	if (c->defer_ev)
 		event_free(c->defer_ev);
+	if (c->flush_ev)
+		event_free(c->flush_ev);
 	buf_free(&c->scratch);
 	free(c);
 }
