@@ -331,6 +331,13 @@ static int parse_args(int argc, char **argv, struct stress_opts *o)
 			}
 			continue;
 		}
+		/* n=, cl= and ratio(...) may come after the options too. */
+		if (strncmp(a, "n=", 2) == 0 || strncasecmp(a, "cl=", 3) == 0 ||
+		    strncmp(a, "ratio(", 6) == 0) {
+			if (parse_option("", a, o) != 0)
+				return -1;
+			continue;
+		}
 		if (strcmp(group, "schema") == 0) {
 			/* May arrive unquoted, split at spaces. */
 			size_t used = strlen(schema);
