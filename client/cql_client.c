@@ -48,9 +48,18 @@ enum conn_state {
 	CONN_READY,
 };
 
-struct slot {
-	cql_client_cb cb; /* NULL: free, or timed out (orphan) */
+/* Who waits for a request. An EXECUTE names its statement so that an
+ * Unprepared answer can be healed: PREPARE on that connection, then the same
+ * frame again, once. */
+struct req {
+	cql_client_cb cb; /* NULL: timed out (orphan) */
 	void *arg;
+	const struct cql_client_prepared *stmt;
+	bool retried;
+};
+
+struct slot {
+	struct req req;
 	uint64_t deadline_ms;
 	bool used;
 };
@@ -58,8 +67,7 @@ struct slot {
 /* A frame waiting for a stream id (or a ready connection). */
 struct pending {
 	struct pending *next;
-	cql_client_cb cb;
-	void *arg;
+	struct req req;
 	uint64_t deadline_ms;
 	size_t len;
 	uint8_t frame[]; /* stream bytes patched when sent */
@@ -90,7 +98,8 @@ struct conn {
 	enum conn_state state;
 	bool settled; /* has been ready or failed once (connect progress) */
 	struct slot *slots;
-	int16_t *free_ids; /* stack */
+	struct buf *frames; /* per stream: the EXECUTE sent, for a retry */
+	int16_t *free_ids;  /* stack */
 	int nfree;
 	int hiwater; /* streams [0, hiwater) have been used */
 	int inflight;
@@ -115,6 +124,7 @@ struct token_entry {
 
 struct cql_client_prepared {
 	struct cql_client_prepared *next;
+	char *query;
 	uint8_t *id;
 	uint16_t id_len;
 	int32_t bind_count;
@@ -132,6 +142,7 @@ struct cql_client {
 	struct token_entry *tokens;
 	size_t ntokens;
 	struct cql_client_prepared *prepared;
+	uint64_t stats_reprepared;
 	struct event *tick;
 	struct event *defer_ev;
 	struct deferred *deferred, *deferred_tail;
@@ -285,10 +296,11 @@ static int conn_init(struct conn *k, struct cql_client *c, struct host *h)
 	k->host = h;
 	k->fd = -1;
 	k->slots = calloc((size_t)n, sizeof(*k->slots));
+	k->frames = calloc((size_t)n, sizeof(*k->frames));
 	k->free_ids = calloc((size_t)n, sizeof(*k->free_ids));
 	k->retry = evtimer_new(c->base, on_retry, k);
 	arena_create(&k->arena, 0);
-	if (!k->slots || !k->free_ids || !k->retry)
+	if (!k->slots || !k->frames || !k->free_ids || !k->retry)
 		return err_set(ERR_NOMEM, "connection state");
 	/* Low ids on top, so a lightly loaded connection uses few slots. */
 	for (int i = 0; i < n; i++)
@@ -298,12 +310,10 @@ static int conn_init(struct conn *k, struct cql_client *c, struct host *h)
 }
 
 static void write_frame(struct conn *k, int16_t stream, const uint8_t *frame,
-			size_t len, cql_client_cb cb, void *arg,
-			uint64_t deadline)
+			size_t len, const struct req *req, uint64_t deadline)
 {
 	struct slot *s = &k->slots[stream];
-	s->cb = cb;
-	s->arg = arg;
+	s->req = *req;
 	s->deadline_ms = deadline;
 	s->used = true;
 	k->inflight++;
@@ -311,6 +321,11 @@ static void write_frame(struct conn *k, int16_t stream, const uint8_t *frame,
 		k->hiwater = stream + 1;
 	/* The frame is ours to patch: scratch or a pending copy. */
 	be16_store((uint8_t *)frame + 2, (uint16_t)stream);
+	if (req->stmt && !req->retried) {
+		buf_clear(&k->frames[stream]);
+		if (buf_append(&k->frames[stream], frame, len) != 0)
+			s->req.stmt = NULL; /* no retry then */
+	}
 	if (buf_append(&k->out, frame, len) != 0) {
 		/* The stream is taken: its callback runs when k fails. */
 		conn_fail(k, "out of memory buffering a request");
@@ -327,24 +342,23 @@ static int16_t take_stream(struct conn *k)
 /* Submits an encoded frame (stream placeholder) on `k`. Starting
  * connections and full ones keep a copy in the backlog. */
 static void conn_submit(struct conn *k, uint8_t *frame, size_t len,
-			cql_client_cb cb, void *arg, bool internal)
+			const struct req *req, bool internal)
 {
 	uint64_t deadline = now_ms() + k->client->cfg.request_timeout_ms;
 	bool open = k->state == CONN_READY ||
 		    (internal && k->state == CONN_STARTUP);
 	if (open && k->nfree > 0 && !k->backlog) {
-		write_frame(k, take_stream(k), frame, len, cb, arg, deadline);
+		write_frame(k, take_stream(k), frame, len, req, deadline);
 		return;
 	}
 	struct pending *p = malloc(sizeof(*p) + len);
 	if (!p) {
-		defer_fail(k->client, cb, arg, CQL_CLIENT_CONNECTION,
+		defer_fail(k->client, req->cb, req->arg, CQL_CLIENT_CONNECTION,
 			   "out of memory queueing a request");
 		return;
 	}
 	p->next = NULL;
-	p->cb = cb;
-	p->arg = arg;
+	p->req = *req;
 	p->deadline_ms = deadline;
 	p->len = len;
 	memcpy(p->frame, frame, len);
@@ -362,7 +376,7 @@ static void conn_drain_backlog(struct conn *k)
 		k->backlog = p->next;
 		if (!k->backlog)
 			k->backlog_tail = NULL;
-		write_frame(k, take_stream(k), p->frame, p->len, p->cb, p->arg,
+		write_frame(k, take_stream(k), p->frame, p->len, &p->req,
 			    p->deadline_ms);
 		free(p);
 	}
@@ -399,6 +413,54 @@ static void on_startup(void *arg, enum cql_client_status status,
 	connect_progress(k->client);
 }
 
+struct reprepare {
+	struct conn *conn;
+	struct req req;
+	struct buf frame; /* the EXECUTE to send again */
+};
+
+static void on_reprepared(void *arg, enum cql_client_status status,
+			  const struct cql_client_response *resp,
+			  const char *message)
+{
+	struct reprepare *r = arg;
+	if (status == CQL_CLIENT_OK && resp->opcode == CQL_OP_RESULT &&
+	    resp->kind == CQL_RESULT_PREPARED) {
+		r->req.retried = true;
+		conn_submit(r->conn, r->frame.data, r->frame.len, &r->req,
+			    false);
+	} else if (status == CQL_CLIENT_OK && resp->opcode != CQL_OP_ERROR) {
+		r->req.cb(r->req.arg, CQL_CLIENT_BAD_RESPONSE, NULL,
+			  "PREPARE did not answer PREPARED");
+	} else {
+		r->req.cb(r->req.arg, status, resp, message);
+	}
+	buf_free(&r->frame);
+	free(r);
+}
+
+/* After an Unprepared answer: PREPARE again on `k`, then resend the frame
+ * kept for the stream. 0, or -1 when that cannot start. */
+static int reprepare(struct conn *k, const struct req *req, struct buf *frame)
+{
+	struct cql_client *c = k->client;
+	struct reprepare *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -1;
+	buf_clear(&c->scratch);
+	if (cql_client_encode_prepare(&c->scratch, 0, req->stmt->query) != 0) {
+		free(r);
+		return -1;
+	}
+	r->conn = k;
+	r->req = *req;
+	r->frame = *frame; /* taken: the slot gets a fresh buffer */
+	memset(frame, 0, sizeof(*frame));
+	struct req prep = {on_reprepared, r, NULL, false};
+	conn_submit(k, c->scratch.data, c->scratch.len, &prep, false);
+	return 0;
+}
+
 /* Frees one frame's stream and calls its callback. */
 static void conn_dispatch(struct conn *k, const struct cql_header *h,
 			  const uint8_t *body)
@@ -410,25 +472,27 @@ static void conn_dispatch(struct conn *k, const struct cql_header *h,
 	    !k->slots[h->stream].used)
 		return; /* unknown stream: ignore, as drivers do */
 	struct slot *s = &k->slots[h->stream];
-	cql_client_cb cb = s->cb;
-	void *arg = s->arg;
+	struct req req = s->req;
 	memset(s, 0, sizeof(*s));
 	k->free_ids[k->nfree++] = h->stream;
 	k->inflight--;
-	if (cb) {
-		struct cql_client_response resp;
-		c->cur_opcode = h->opcode;
-		c->cur_flags = h->flags;
-		c->cur_body = slice_make(body, h->length);
-		if (cql_client_response_decode(h->opcode, h->flags, body,
-					       h->length, &k->arena,
-					       &resp) != 0)
-			cb(arg, CQL_CLIENT_BAD_RESPONSE, NULL, err_msg());
-		else
-			cb(arg, CQL_CLIENT_OK, &resp, NULL);
-		c->cur_body = slice_make(NULL, 0);
-		arena_reset(&k->arena);
-	}
+	if (!req.cb)
+		return;
+	struct cql_client_response resp;
+	c->cur_opcode = h->opcode;
+	c->cur_flags = h->flags;
+	c->cur_body = slice_make(body, h->length);
+	if (cql_client_response_decode(h->opcode, h->flags, body, h->length,
+				       &k->arena, &resp) != 0)
+		req.cb(req.arg, CQL_CLIENT_BAD_RESPONSE, NULL, err_msg());
+	else if (resp.opcode == CQL_OP_ERROR &&
+		 resp.error_code == CQL_ERR_UNPREPARED && req.stmt &&
+		 !req.retried && reprepare(k, &req, &k->frames[h->stream]) == 0)
+		c->stats_reprepared++;
+	else
+		req.cb(req.arg, CQL_CLIENT_OK, &resp, NULL);
+	c->cur_body = slice_make(NULL, 0);
+	arena_reset(&k->arena);
 }
 
 /* Sends what is buffered; waits for EV_WRITE when the socket is full. */
@@ -540,7 +604,8 @@ static void conn_connected(struct conn *k)
 		conn_fail(k, err_msg());
 		return;
 	}
-	conn_submit(k, b->data, b->len, on_startup, k, true);
+	struct req req = {on_startup, k, NULL, false};
+	conn_submit(k, b->data, b->len, &req, true);
 }
 
 static void on_io(evutil_socket_t fd, short what, void *arg)
@@ -628,12 +693,13 @@ static void conn_fail(struct conn *k, const char *why)
 	struct timeval tv = {RETRY_MS / 1000, (RETRY_MS % 1000) * 1000};
 	evtimer_add(k->retry, &tv);
 	for (int i = 0; old && i < n; i++)
-		if (old[i].used && old[i].cb)
-			old[i].cb(old[i].arg, CQL_CLIENT_CONNECTION, NULL, msg);
+		if (old[i].used && old[i].req.cb)
+			old[i].req.cb(old[i].req.arg, CQL_CLIENT_CONNECTION,
+				      NULL, msg);
 	free(old);
 	while (p) {
 		struct pending *next = p->next;
-		p->cb(p->arg, CQL_CLIENT_CONNECTION, NULL, msg);
+		p->req.cb(p->req.arg, CQL_CLIENT_CONNECTION, NULL, msg);
 		free(p);
 		p = next;
 	}
@@ -651,10 +717,10 @@ static void conn_expire(struct conn *k, uint64_t now)
 	}
 	for (int i = 0; i < k->hiwater; i++) {
 		struct slot *s = &k->slots[i];
-		if (s->used && s->cb && now >= s->deadline_ms) {
-			cql_client_cb cb = s->cb;
-			s->cb = NULL; /* the stream stays taken: orphan */
-			cb(s->arg, CQL_CLIENT_TIMEOUT, NULL,
+		if (s->used && s->req.cb && now >= s->deadline_ms) {
+			cql_client_cb cb = s->req.cb;
+			s->req.cb = NULL; /* the stream stays taken: orphan */
+			cb(s->req.arg, CQL_CLIENT_TIMEOUT, NULL,
 			   "no response within request_timeout_ms");
 		}
 	}
@@ -676,8 +742,8 @@ static void conn_expire(struct conn *k, uint64_t now)
 	while (expired) {
 		struct pending *p = expired;
 		expired = p->next;
-		p->cb(p->arg, CQL_CLIENT_TIMEOUT, NULL,
-		      "no stream or connection within request_timeout_ms");
+		p->req.cb(p->req.arg, CQL_CLIENT_TIMEOUT, NULL,
+			  "no stream or connection within request_timeout_ms");
 		free(p);
 	}
 }
@@ -845,7 +911,8 @@ size_t cql_client_ready_connections(const struct cql_client *c)
 
 /* ---- requests ------------------------------------------------------------ */
 
-static void submit(struct cql_client *c, int host, cql_client_cb cb, void *arg)
+static void submit(struct cql_client *c, int host, cql_client_cb cb, void *arg,
+		   const struct cql_client_prepared *stmt)
 {
 	struct conn *k = pick_conn(c, host);
 	if (!k) {
@@ -854,7 +921,8 @@ static void submit(struct cql_client *c, int host, cql_client_cb cb, void *arg)
 					    : "no host has a ready connection");
 		return;
 	}
-	conn_submit(k, c->scratch.data, c->scratch.len, cb, arg, false);
+	struct req req = {cb, arg, stmt, false};
+	conn_submit(k, c->scratch.data, c->scratch.len, &req, false);
 }
 
 static void submit_query(struct cql_client *c, int host, const char *query,
@@ -867,7 +935,7 @@ static void submit_query(struct cql_client *c, int host, const char *query,
 		defer_fail(c, cb, arg, CQL_CLIENT_BAD_RESPONSE, err_msg());
 		return;
 	}
-	submit(c, host, cb, arg);
+	submit(c, host, cb, arg, NULL);
 }
 
 void cql_client_query(struct cql_client *c, const char *query,
@@ -918,7 +986,7 @@ void cql_client_execute(struct cql_client *c,
 		defer_fail(c, cb, arg, CQL_CLIENT_BAD_RESPONSE, err_msg());
 		return;
 	}
-	submit(c, host, cb, arg);
+	submit(c, host, cb, arg, p);
 }
 
 /* ---- prepare on every host ----------------------------------------------- */
@@ -930,17 +998,20 @@ struct prepare_op {
 	int waiting;
 	struct cql_client_prepared *stmt;
 	bool failed;
+	char query[]; /* kept for re-preparing */
 };
 
 static struct cql_client_prepared *
-prepared_new(const struct cql_client_prepared_meta *m)
+prepared_new(const struct cql_client_prepared_meta *m, const char *query)
 {
 	struct cql_client_prepared *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->id = malloc(m->id.len);
+	p->query = strdup(query);
 	p->pk_indexes = calloc((size_t)m->pk_count + 1, sizeof(uint16_t));
-	if (!p->id || !p->pk_indexes) {
+	if (!p->id || !p->pk_indexes || !p->query) {
+		free(p->query);
 		free(p->id);
 		free(p->pk_indexes);
 		free(p);
@@ -965,7 +1036,7 @@ static void on_prepared(void *arg, enum cql_client_status status,
 	bool ok = status == CQL_CLIENT_OK && resp->opcode == CQL_OP_RESULT &&
 		  resp->kind == CQL_RESULT_PREPARED;
 	if (ok && !op->stmt) {
-		op->stmt = prepared_new(&resp->prepared);
+		op->stmt = prepared_new(&resp->prepared, op->query);
 		if (op->stmt) {
 			op->stmt->next = c->prepared;
 			c->prepared = op->stmt;
@@ -995,11 +1066,13 @@ static void on_prepared(void *arg, enum cql_client_status status,
 void cql_client_prepare(struct cql_client *c, const char *query,
 			cql_client_prepared_cb done, void *arg)
 {
-	struct prepare_op *op = calloc(1, sizeof(*op));
+	size_t qlen = strlen(query);
+	struct prepare_op *op = calloc(1, sizeof(*op) + qlen + 1);
 	if (!op) {
 		done(arg, NULL, CQL_CLIENT_NO_HOST, NULL, "out of memory");
 		return;
 	}
+	memcpy(op->query, query, qlen + 1);
 	op->client = c;
 	op->done = done;
 	op->arg = arg;
@@ -1015,14 +1088,14 @@ void cql_client_prepare(struct cql_client *c, const char *query,
 			break;
 		op->waiting++;
 		sent++;
-		conn_submit(k, c->scratch.data, c->scratch.len, on_prepared, op,
-			    false);
+		struct req req = {on_prepared, op, NULL, false};
+		conn_submit(k, c->scratch.data, c->scratch.len, &req, false);
 	}
 	if (!sent) {
 		buf_clear(&c->scratch);
 		if (cql_client_encode_prepare(&c->scratch, 0, query) == 0) {
 			op->waiting++;
-			submit(c, -1, on_prepared, op);
+			submit(c, -1, on_prepared, op, NULL);
 		}
 	}
 	/* Drop the hold; nothing has completed synchronously. */
@@ -1281,6 +1354,11 @@ void cql_client_delete(struct cql_client *c)
 			struct conn *k = &h->conns[j];
 			if (k->retry)
 				event_free(k->retry);
+			for (int f = 0;
+			     k->frames && f < c->cfg.max_streams_per_connection;
+			     f++)
+				buf_free(&k->frames[f]);
+			free(k->frames);
 			free(k->slots);
 			free(k->free_ids);
 			buf_free(&k->in);
@@ -1296,6 +1374,7 @@ void cql_client_delete(struct cql_client *c)
 		c->prepared = p->next;
 		free(p->id);
 		free(p->pk_indexes);
+		free(p->query);
 		free(p);
 	}
 	free(c->tokens);

@@ -12,7 +12,12 @@
 #include "node/stress_hist.h"
 #include "tests/lib/testutil.h"
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -508,6 +513,267 @@ START_TEST(connect_to_nothing_fails_cleanly)
 }
 END_TEST
 
+/* ---- against a scripted server ------------------------------------------ */
+
+/*
+ * A tiny native-protocol server on the test's own event loop: READY to
+ * STARTUP, a PREPARED (partition key = bind 0) to PREPARE, VOID to EXECUTE
+ * unless told to forget its statements (then Unprepared once), system.local
+ * with tokens {-100, 100}, no peers; "SLOW" is never answered and "CLOSE"
+ * closes the connection.
+ */
+struct fake {
+	int fd;
+	struct event *accept_ev;
+	struct event_base *base;
+	struct inet_addr addr;
+	int connections, prepares, executes, unprepared;
+	bool forget;
+};
+
+struct fake_conn {
+	struct fake *f;
+	struct bufferevent *bev;
+};
+
+static const struct cql_type_option t_inet = {.id = CQL_TYPE_INET};
+static const struct cql_type_option t_set = {.id = CQL_TYPE_SET,
+					     .sub = {&t_text}};
+
+static void fake_reply(struct fake_conn *fc, const struct cql_header *h,
+		       const uint8_t *body)
+{
+	struct fake *f = fc->f;
+	struct buf b = {0};
+	struct cursor c = cursor_make(body, h->length);
+	long start;
+	switch (h->opcode) {
+	case CQL_OP_STARTUP:
+		cql_encode_ready(&b, 4, h->stream);
+		break;
+	case CQL_OP_PREPARE: {
+		struct cql_column_spec binds[2] = {{"ks", "t", "k", &t_blob},
+						   {"ks", "t", "v", &t_blob}};
+		uint16_t pk = 0;
+		f->prepares++;
+		f->forget = false;
+		start = cql_frame_begin(&b, 4, 0, h->stream, CQL_OP_RESULT);
+		cql_write_int(&b, CQL_RESULT_PREPARED);
+		cql_write_prepared(&b, 4, (const uint8_t *)"ABCD", 4, binds, 2,
+				   &pk, 1, NULL, 0);
+		cql_frame_end(&b, start);
+		break;
+	}
+	case CQL_OP_EXECUTE:
+		f->executes++;
+		if (f->forget) {
+			f->unprepared++;
+			cql_encode_unprepared(&b, 4, h->stream, "unknown id",
+					      (const uint8_t *)"ABCD", 4);
+		} else {
+			cql_encode_result_void(&b, 4, h->stream);
+		}
+		break;
+	case CQL_OP_QUERY: {
+		struct slice q;
+		ck_assert_int_eq(cql_read_long_string(&c, &q), 0);
+		if (q.len == 4 && memcmp(q.ptr, "SLOW", 4) == 0)
+			return;
+		if (q.len == 5 && memcmp(q.ptr, "CLOSE", 5) == 0) {
+			bufferevent_free(fc->bev);
+			free(fc);
+			return;
+		}
+		bool local = memmem(q.ptr, q.len, "system.local", 12) != NULL;
+		bool peers = memmem(q.ptr, q.len, "system.peers", 12) != NULL;
+		if (!local && !peers) {
+			cql_encode_result_void(&b, 4, h->stream);
+			break;
+		}
+		struct cql_column_spec cols[2] = {
+			{"system", "local", "rpc_address", &t_inet},
+			{"system", "local", "tokens", &t_set}};
+		start = cql_frame_begin(&b, 4, 0, h->stream, CQL_OP_RESULT);
+		cql_write_int(&b, CQL_RESULT_ROWS);
+		cql_write_rows_metadata(&b, cols, 2, NULL, false);
+		cql_write_int(&b, local ? 1 : 0);
+		if (local) {
+			cql_write_bytes(&b, f->addr.ip, 4);
+			struct buf set = {0};
+			cql_write_int(&set, 2);
+			cql_write_bytes(&set, "-100", 4);
+			cql_write_bytes(&set, "100", 3);
+			cql_write_bytes(&b, set.data, (int32_t)set.len);
+			buf_free(&set);
+		}
+		cql_frame_end(&b, start);
+		break;
+	}
+	default:
+		cql_encode_error(&b, 4, h->stream, CQL_ERR_PROTOCOL, "no");
+	}
+	bufferevent_write(fc->bev, b.data, b.len);
+	buf_free(&b);
+}
+
+static void fake_read(struct bufferevent *bev, void *arg)
+{
+	struct fake_conn *fc = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	while (evbuffer_get_length(in) >= CQL_HEADER_LEN) {
+		uint8_t *p = evbuffer_pullup(in, CQL_HEADER_LEN);
+		struct cql_header h;
+		ck_assert_int_eq(cql_header_decode(p, 1 << 20, &h),
+				 CQL_HEADER_OK);
+		size_t total = CQL_HEADER_LEN + h.length;
+		if (evbuffer_get_length(in) < total)
+			return;
+		p = evbuffer_pullup(in, (ssize_t)total);
+		if (h.opcode == CQL_OP_QUERY && h.length >= 9 &&
+		    memcmp(p + CQL_HEADER_LEN + 4, "CLOSE", 5) == 0) {
+			fake_reply(fc, &h, p + CQL_HEADER_LEN);
+			return; /* fc is gone */
+		}
+		fake_reply(fc, &h, p + CQL_HEADER_LEN);
+		evbuffer_drain(in, total);
+	}
+}
+
+static void fake_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)what;
+	bufferevent_free(bev);
+	free(arg);
+}
+
+static void fake_accept(evutil_socket_t fd, short what, void *arg)
+{
+	struct fake *f = arg;
+	(void)what;
+	int s = accept(fd, NULL, NULL);
+	if (s < 0)
+		return;
+	evutil_make_socket_nonblocking(s);
+	struct fake_conn *fc = calloc(1, sizeof(*fc));
+	fc->f = f;
+	fc->bev = bufferevent_socket_new(f->base, s, BEV_OPT_CLOSE_ON_FREE);
+	bufferevent_setcb(fc->bev, fake_read, NULL, fake_event, fc);
+	bufferevent_enable(fc->bev, EV_READ | EV_WRITE);
+	f->connections++;
+}
+
+static void fake_start(struct fake *f, struct event_base *base)
+{
+	memset(f, 0, sizeof(*f));
+	f->base = base;
+	ck_assert_int_eq(inet_addr_parse_host("127.0.8.251", &f->addr), 0);
+	f->addr.port = 0;
+	struct sockaddr_storage ss;
+	size_t sl = inet_addr_to_sockaddr(&f->addr, &ss);
+	f->fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(f->fd, 0);
+	ck_assert_int_eq(bind(f->fd, (struct sockaddr *)&ss, (socklen_t)sl), 0);
+	ck_assert_int_eq(listen(f->fd, 16), 0);
+	socklen_t len = sizeof(ss);
+	getsockname(f->fd, (struct sockaddr *)&ss, &len);
+	inet_addr_from_sockaddr(&ss, len, &f->addr);
+	f->accept_ev =
+		event_new(base, f->fd, EV_READ | EV_PERSIST, fake_accept, f);
+	event_add(f->accept_ev, NULL);
+}
+
+struct counter {
+	int done, ok;
+	int order[64];
+};
+
+static void on_counted(void *arg, enum cql_client_status status,
+		       const struct cql_client_response *resp,
+		       const char *message)
+{
+	struct counter *c = arg;
+	(void)message;
+	c->done++;
+	if (status == CQL_CLIENT_OK && resp->opcode == CQL_OP_RESULT &&
+	    resp->kind == CQL_RESULT_VOID)
+		c->ok++;
+}
+
+START_TEST(streams_reprepare_timeouts_and_reconnects)
+{
+	struct event_base *base = event_base_new();
+	struct fake f;
+	fake_start(&f, base);
+	struct cql_client_config cfg;
+	cql_client_config_defaults(&cfg);
+	cfg.contact_points = &f.addr;
+	cfg.contact_count = 1;
+	cfg.connections_per_host = 2;
+	cfg.max_streams_per_connection = 8; /* 100 requests: backlog too */
+	cfg.request_timeout_ms = 300;
+	struct cql_client *c = cql_client_new(base, &cfg);
+	ck_assert_int_eq(cql_client_connect_sync(c), 0);
+	ck_assert_uint_eq(cql_client_ready_connections(c), 2);
+	ck_assert_uint_eq(cql_client_host_count(c), 1);
+	ck_assert_int_eq(f.connections, 2);
+	/* Tokens {-100, 100} both belong to the one host. */
+	ck_assert_int_eq(cql_client_host_for_token(c, 5), 0);
+	ck_assert_int_eq(cql_client_host_for_token(c, INT64_MAX), 0);
+
+	struct cql_client_prepared *p =
+		cql_client_prepare_sync(c, "INSERT INTO ks.t (k, v) VALUES "
+					   "(?, ?)");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(f.prepares, 1);
+	ck_assert_int_eq(cql_client_prepared_bind_count(p), 2);
+	struct cql_value v[2] = {{3, (const uint8_t *)"key"},
+				 {1, (const uint8_t *)"x"}};
+	int64_t token;
+	ck_assert(cql_client_routing_token(p, v, 2, &token));
+	ck_assert(token == murmur3_token("key", 3));
+
+	/* 100 in flight over 2 x 8 streams: the rest wait in backlogs. */
+	struct counter cnt = {0};
+	for (int i = 0; i < 100; i++)
+		cql_client_execute(c, p, v, 2, CQL_CL_ONE, on_counted, &cnt);
+	while (cnt.done < 100)
+		event_base_loop(base, EVLOOP_ONCE);
+	ck_assert_int_eq(cnt.ok, 100);
+	ck_assert_int_eq(f.executes, 100);
+
+	/* The server forgets: one Unprepared, a PREPARE, the EXECUTE again. */
+	f.forget = true;
+	struct cql_client_result r = {0};
+	ck_assert_int_eq(cql_client_execute_sync(c, p, v, 2, CQL_CL_ONE, &r),
+			 0);
+	ck_assert_int_eq(r.resp.kind, CQL_RESULT_VOID);
+	ck_assert_int_eq(f.unprepared, 1);
+	ck_assert_int_eq(f.prepares, 2);
+	cql_client_result_free(&r);
+
+	/* No answer: a client timeout; the connection stays usable. */
+	ck_assert_int_eq(cql_client_query_sync(c, "SLOW", CQL_CL_ONE, &r), -1);
+	ck_assert_int_eq(err_code(), ERR_TIMEOUT);
+	ck_assert_int_eq(r.status, CQL_CLIENT_TIMEOUT);
+	ck_assert_int_eq(cql_client_query_sync(c, "USE ks", CQL_CL_ONE, &r), 0);
+	ck_assert_int_eq(r.resp.kind, CQL_RESULT_VOID);
+
+	/* The server closes: in-flight requests fail, the client reconnects. */
+	ck_assert_int_eq(cql_client_query_sync(c, "CLOSE", CQL_CL_ONE, &r), -1);
+	ck_assert_int_eq(r.status, CQL_CLIENT_CONNECTION);
+	while (cql_client_ready_connections(c) < 2)
+		event_base_loop(base, EVLOOP_ONCE);
+	ck_assert_int_eq(f.connections, 3);
+	ck_assert_int_eq(cql_client_query_sync(c, "USE ks", CQL_CL_ONE, &r), 0);
+	cql_client_result_free(&r);
+
+	cql_client_delete(c);
+	event_free(f.accept_ev);
+	close(f.fd);
+	event_base_free(base);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cql_client");
@@ -521,6 +787,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, routing_token_hashes_the_partition_key_binds);
 	tcase_add_test(tc, histogram_quantiles_are_within_a_bucket);
 	tcase_add_test(tc, connect_to_nothing_fails_cleanly);
+	tcase_add_test(tc, streams_reprepare_timeouts_and_reconnects);
 	suite_add_tcase(s, tc);
 	return s;
 }
