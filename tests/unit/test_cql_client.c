@@ -527,7 +527,7 @@ struct fake {
 	struct event *accept_ev;
 	struct event_base *base;
 	struct inet_addr addr;
-	int connections, prepares, executes, unprepared;
+	int connections, open, prepares, executes, unprepared;
 	bool forget;
 };
 
@@ -580,6 +580,7 @@ static void fake_reply(struct fake_conn *fc, const struct cql_header *h,
 		if (q.len == 4 && memcmp(q.ptr, "SLOW", 4) == 0)
 			return;
 		if (q.len == 5 && memcmp(q.ptr, "CLOSE", 5) == 0) {
+			f->open--;
 			bufferevent_free(fc->bev);
 			free(fc);
 			return;
@@ -641,9 +642,11 @@ static void fake_read(struct bufferevent *bev, void *arg)
 
 static void fake_event(struct bufferevent *bev, short what, void *arg)
 {
+	struct fake_conn *fc = arg;
 	(void)what;
+	fc->f->open--;
 	bufferevent_free(bev);
-	free(arg);
+	free(fc);
 }
 
 static void fake_accept(evutil_socket_t fd, short what, void *arg)
@@ -660,6 +663,7 @@ static void fake_accept(evutil_socket_t fd, short what, void *arg)
 	bufferevent_setcb(fc->bev, fake_read, NULL, fake_event, fc);
 	bufferevent_enable(fc->bev, EV_READ | EV_WRITE);
 	f->connections++;
+	f->open++;
 }
 
 static void fake_start(struct fake *f, struct event_base *base)
@@ -768,6 +772,8 @@ START_TEST(streams_reprepare_timeouts_and_reconnects)
 	cql_client_result_free(&r);
 
 	cql_client_delete(c);
+	while (f.open > 0)
+		event_base_loop(base, EVLOOP_ONCE);
 	event_free(f.accept_ev);
 	close(f.fd);
 	event_base_free(base);
