@@ -561,6 +561,18 @@ static void print_summary(struct stress_run *r, uint64_t end_ns)
 
 /* ---- setup --------------------------------------------------------------- */
 
+/* Drivers wait for agreement after each schema change: the next statement
+ * may reach a node that has not heard of the last one yet. */
+static int agree(struct stress_run *r)
+{
+	if (cql_client_host_count(r->client) > 1 &&
+	    cql_client_wait_schema_agreement(r->client, 30000) != 0) {
+		fprintf(stderr, "cassini-stress: %s\n", err_msg());
+		return -1;
+	}
+	return 0;
+}
+
 static int setup_schema(struct stress_run *r)
 {
 	char ddl[1024];
@@ -568,8 +580,13 @@ static int setup_schema(struct stress_run *r)
 		 "CREATE KEYSPACE IF NOT EXISTS cassini_stress WITH "
 		 "replication = %s",
 		 r->o->replication);
-	if (cql_client_query_sync(r->client, ddl, CQL_CL_ONE, NULL) != 0 ||
-	    cql_client_query_sync(r->client,
+	if (cql_client_query_sync(r->client, ddl, CQL_CL_ONE, NULL) != 0) {
+		fprintf(stderr, "cassini-stress: schema: %s\n", err_msg());
+		return -1;
+	}
+	if (agree(r) != 0)
+		return -1;
+	if (cql_client_query_sync(r->client,
 				  "CREATE TABLE IF NOT EXISTS "
 				  "cassini_stress.standard1 (key blob PRIMARY "
 				  "KEY, c0 blob)",
@@ -577,11 +594,8 @@ static int setup_schema(struct stress_run *r)
 		fprintf(stderr, "cassini-stress: schema: %s\n", err_msg());
 		return -1;
 	}
-	if (cql_client_host_count(r->client) > 1 &&
-	    cql_client_wait_schema_agreement(r->client, 30000) != 0) {
-		fprintf(stderr, "cassini-stress: %s\n", err_msg());
+	if (agree(r) != 0)
 		return -1;
-	}
 	r->insert = cql_client_prepare_sync(
 		r->client, "INSERT INTO cassini_stress.standard1 (key, c0) "
 			   "VALUES (?, ?)");

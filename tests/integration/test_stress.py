@@ -100,6 +100,21 @@ def test_mixed_quorum_with_a_dead_contact_point(node):
     assert summary(out, "Total errors") == "0"
 
 
+def test_schema_option_sets_the_replication(node):
+    rc, out, err = stress("write", "n=50", "-node", ADDRESS, "-schema",
+                          "replication(strategy=NetworkTopologyStrategy,",
+                          "dc1=1)")
+    assert rc == 0, out + err
+    cluster = Cluster([ADDRESS])
+    try:
+        cluster.connect()
+        ks = cluster.metadata.keyspaces["cassini_stress"]
+        assert ks.replication_strategy.name == "NetworkTopologyStrategy"
+        assert ks.replication_strategy.dc_replication_factors == {"dc1": 1}
+    finally:
+        cluster.shutdown()
+
+
 def test_bad_arguments_exit_2():
     for args in (["write"], ["scan", "n=1"], ["write", "n=1", "cl=MOST"],
                  ["write", "n=1", "-rate", "threads=0"],
