@@ -4,7 +4,10 @@
 # everysec), same machine, same run: 50 connections, one request in flight
 # each, 100-byte values.
 #
-#   bench/stress_vs_redis.sh [build dir (build/gcc)] [n (200000)]
+#   bench/stress_vs_redis.sh [build dir (build/gcc)] [n (200000)] [depth (1)]
+#
+# depth P > 1 keeps P requests in flight per connection: redis-benchmark -P P
+# against cassini-stress -rate threads=50*P -mode connectionsPerHost=50.
 #
 # Prints both tools' own output, then a table of cassini/redis ratios for
 # ops/s and p99. Starts cassinid on 127.0.8.1 (ports 9042/7000/7199) and
@@ -13,6 +16,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$(cd "${1:-$root/build/gcc}" && pwd)"
 n="${2:-200000}"
+depth="${3:-1}"
 addr=127.0.8.1
 redis_port=16379
 clients=50
@@ -78,13 +82,15 @@ for _ in $(seq 100); do
 done
 
 # ---- runs --------------------------------------------------------------------
-echo "== redis-benchmark -h 127.0.0.1 -p $redis_port -c $clients -n $n -d $size -r 1000000 -P 1 -t set,get --csv"
+echo "== redis-benchmark -h 127.0.0.1 -p $redis_port -c $clients -n $n -d $size -r 1000000 -P $depth -t set,get --csv"
 redis-benchmark -h 127.0.0.1 -p "$redis_port" -c "$clients" -n "$n" -d "$size" \
-	-r 1000000 -P 1 -t set,get --csv | tee "$tmp/redis.csv"
+	-r 1000000 -P "$depth" -t set,get --csv | tee "$tmp/redis.csv"
 
+threads=$((clients * depth))
 run_stress() {
-	echo "== cassini-stress $1 n=$n -rate threads=$clients -col size=$size -node $addr"
-	"$stress" "$1" "n=$n" -rate "threads=$clients" -col "size=$size" \
+	echo "== cassini-stress $1 n=$n -rate threads=$threads -mode connectionsPerHost=$clients -col size=$size -node $addr"
+	"$stress" "$1" "n=$n" -rate "threads=$threads" \
+		-mode "connectionsPerHost=$clients" -col "size=$size" \
 		-node "$addr" | tee "$tmp/$1.txt"
 }
 run_stress write
@@ -108,7 +114,7 @@ cw_ops=$(stress_field write "Op rate"); cw_p99=$(stress_field write "Latency 99t
 cr_ops=$(stress_field read "Op rate"); cr_p99=$(stress_field read "Latency 99th")
 
 echo
-echo "== B3: $clients connections, 1 in flight each, $size-byte values, n=$n"
+echo "== B3: $clients connections, $depth in flight each, $size-byte values, n=$n"
 printf '%-22s %12s %12s %8s %10s %10s %8s\n' "operation" "redis op/s" \
 	"cassini op/s" "ratio" "redis p99" "cass. p99" "ratio"
 printf '%-22s %12.0f %12.0f %8s %10.3f %10.3f %8s\n' "SET vs INSERT" \
