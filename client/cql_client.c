@@ -1119,12 +1119,6 @@ static int column_index(const struct cql_client_rows *r, const char *name)
 	return -1;
 }
 
-static const struct cql_value *cell(const struct cql_client_rows *r,
-				    int32_t row, int col)
-{
-	return &r->values[(size_t)row * (size_t)r->column_count + (size_t)col];
-}
-
 /* Appends the tokens of a set<text> to the token map for `host`. */
 static int add_tokens(struct cql_client *c, const struct cql_value *v,
 		      uint32_t host)
@@ -1202,12 +1196,15 @@ static void on_topology(void *arg, enum cql_client_status status,
 				struct inet_addr a;
 				uint16_t port = c->hosts[t->host]->addr.port;
 				const struct cql_value *v =
-					rpc >= 0 ? cell(r, i, rpc) : NULL;
+					rpc >= 0 ? cql_client_rows_cell(r, i,
+									rpc)
+						 : NULL;
 				if (!v || read_inet(v, port, &a) != 0 ||
 				    inet_addr_is_wildcard(&a)) {
 					if (peer < 0 ||
-					    read_inet(cell(r, i, peer), port,
-						      &a) != 0)
+					    read_inet(cql_client_rows_cell(
+							      r, i, peer),
+						      port, &a) != 0)
 						continue;
 				}
 				if (!c->cfg.discover_peers &&
@@ -1218,7 +1215,8 @@ static void on_topology(void *arg, enum cql_client_status status,
 					continue;
 				host_start(c->hosts[h]);
 			}
-			add_tokens(c, cell(r, i, tok), (uint32_t)h);
+			add_tokens(c, cql_client_rows_cell(r, i, tok),
+				   (uint32_t)h);
 		}
 	}
 	free(t);

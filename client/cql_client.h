@@ -95,6 +95,16 @@ struct cql_client_response {
 	struct cql_client_schema_change schema_change;
 };
 
+/* The value at (row, col) of a rows result, or NULL out of range. */
+const struct cql_value *cql_client_rows_cell(const struct cql_client_rows *r,
+					     int32_t row, int32_t col);
+/* A signed big-endian integer of 1, 2, 4 or 8 bytes (tinyint, smallint, int,
+ * bigint, counter, timestamp). 0, or -1 (ERR_INVALID) for null or another
+ * length. */
+int cql_client_value_int(const struct cql_value *v, int64_t *out);
+/* Text and blob values are their bytes: a borrowed slice (empty for null). */
+struct slice cql_client_value_bytes(const struct cql_value *v);
+
 /* Frame header of a response: version 4 with the response bit. Returns 0
  * and fills `h`, or -1 (ERR_PROTOCOL) for a wrong version or direction, or
  * a body longer than max_body. `p` holds CQL_HEADER_LEN bytes. */

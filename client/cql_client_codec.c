@@ -415,6 +415,44 @@ int cql_client_response_decode(uint8_t opcode, uint8_t flags,
 	return rc ? -1 : 0;
 }
 
+/* ---- values -------------------------------------------------------------- */
+
+const struct cql_value *cql_client_rows_cell(const struct cql_client_rows *r,
+					     int32_t row, int32_t col)
+{
+	if (row < 0 || col < 0 || row >= r->row_count ||
+	    col >= r->column_count || !r->values)
+		return NULL;
+	return &r->values[(size_t)row * (size_t)r->column_count + (size_t)col];
+}
+
+int cql_client_value_int(const struct cql_value *v, int64_t *out)
+{
+	switch (v->len) {
+	case 1:
+		*out = (int8_t)v->ptr[0];
+		return 0;
+	case 2:
+		*out = (int16_t)be16_load(v->ptr);
+		return 0;
+	case 4:
+		*out = (int32_t)be32_load(v->ptr);
+		return 0;
+	case 8:
+		*out = (int64_t)be64_load(v->ptr);
+		return 0;
+	default:
+		return err_set(ERR_INVALID, "not an integer value (%d bytes)",
+			       v->len);
+	}
+}
+
+struct slice cql_client_value_bytes(const struct cql_value *v)
+{
+	return v->len > 0 ? slice_make(v->ptr, (size_t)v->len)
+			  : slice_make(NULL, 0);
+}
+
 /* ---- names --------------------------------------------------------------- */
 
 const char *cql_client_error_name(int32_t code)

@@ -423,7 +423,7 @@ static void check_read(struct stress_run *r, struct stress_slot *s,
 		count_error(r, "BadResult");
 		return;
 	}
-	const struct cql_value *v = &rows->values[1];
+	const struct cql_value *v = cql_client_rows_cell(rows, 0, 1);
 	if (v->len != (int32_t)r->o->col_size) {
 		r->bad_values++;
 		count_error(r, "BadValue");

@@ -219,6 +219,24 @@ START_TEST(responses_decode_from_the_server_encoders)
 	ck_assert_int_eq(memcmp(r.rows.values[1].ptr, "value", 5), 0);
 	ck_assert_int_eq(r.rows.values[2].len, CQL_VALUE_NULL);
 	ck_assert_int_eq(r.rows.values[4].len, 0);
+	const struct cql_value *cell = cql_client_rows_cell(&r.rows, 0, 1);
+	ck_assert_ptr_eq(cell, &r.rows.values[1]);
+	ck_assert_uint_eq(cql_client_value_bytes(cell).len, 5);
+	ck_assert_ptr_null(cql_client_rows_cell(&r.rows, 2, 0));
+	ck_assert_ptr_null(cql_client_rows_cell(&r.rows, 0, 3));
+	ck_assert_ptr_null(cql_client_rows_cell(&r.rows, -1, 0));
+	int64_t iv;
+	uint8_t be[8] = {0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 7};
+	struct cql_value ints[4] = {
+		{4, be}, {8, be}, {1, be + 7}, {CQL_VALUE_NULL, NULL}};
+	ck_assert_int_eq(cql_client_value_int(&ints[0], &iv), 0);
+	ck_assert_int_eq(iv, -2);
+	ck_assert_int_eq(cql_client_value_int(&ints[1], &iv), 0);
+	ck_assert_int_eq(iv, (int64_t)0xfffffffe00000007ull);
+	ck_assert_int_eq(cql_client_value_int(&ints[2], &iv), 0);
+	ck_assert_int_eq(iv, 7);
+	ck_assert_int_eq(cql_client_value_int(&ints[3], &iv), -1);
+	ck_assert_int_eq(cql_client_value_int(cell, &iv), -1);
 
 	buf_clear(&b);
 	build_prepared(&b);
