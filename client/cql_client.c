@@ -163,6 +163,7 @@ struct cql_client {
 	bool topology_done;
 	int topology_waiting;
 	char last_error[MSG_MAX];
+	bool closing; /* in cql_client_delete: new requests fail */
 };
 
 static void conn_start(struct conn *k);
@@ -914,7 +915,11 @@ size_t cql_client_ready_connections(const struct cql_client *c)
 static void submit(struct cql_client *c, int host, cql_client_cb cb, void *arg,
 		   const struct cql_client_prepared *stmt)
 {
-	struct conn *k = pick_conn(c, host);
+	struct conn *k = c->closing ? NULL : pick_conn(c, host);
+	if (c->closing) {
+		defer_fail(c, cb, arg, CQL_CLIENT_CONNECTION, "client closed");
+		return;
+	}
 	if (!k) {
 		defer_fail(c, cb, arg, CQL_CLIENT_NO_HOST,
 			   c->last_error[0] ? c->last_error
@@ -1337,15 +1342,26 @@ void cql_client_delete(struct cql_client *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->nhosts; i++) {
-		struct host *h = c->hosts[i];
-		for (int j = 0; j < h->nconns; j++) {
-			struct conn *k = &h->conns[j];
-			if (k->state != CONN_DOWN)
-				conn_fail(k, "client closed");
+	c->closing = true;
+	/* Callbacks may submit again; those fail too, until nothing is left. */
+	for (bool any = true; any;) {
+		any = false;
+		for (size_t i = 0; i < c->nhosts; i++) {
+			struct host *h = c->hosts[i];
+			for (int j = 0; j < h->nconns; j++) {
+				struct conn *k = &h->conns[j];
+				if (k->state != CONN_DOWN || k->backlog ||
+				    k->inflight) {
+					conn_fail(k, "client closed");
+					any = true;
+				}
+			}
+		}
+		if (c->deferred) {
+			on_defer(-1, 0, c);
+			any = true;
 		}
 	}
-	on_defer(-1, 0, c);
 	for (size_t i = 0; i < c->nhosts; i++) {
 		struct host *h = c->hosts[i];
 		for (int j = 0; j < h->nconns; j++) {

@@ -186,7 +186,8 @@ typedef void (*cql_client_cb)(void *arg, enum cql_client_status status,
 struct cql_client *cql_client_new(struct event_base *base,
 				  const struct cql_client_config *config);
 /* Closes every connection; requests in flight complete with
- * CQL_CLIENT_CONNECTION. Prepared statements are freed. NULL is ignored. */
+ * CQL_CLIENT_CONNECTION, and so do requests their callbacks submit. Prepared
+ * statements are freed. Not from a callback. NULL is ignored. */
 void cql_client_delete(struct cql_client *c);
 
 /*

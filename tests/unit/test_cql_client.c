@@ -721,6 +721,27 @@ static void on_counted(void *arg, enum cql_client_status status,
 		c->ok++;
 }
 
+struct resubmitter {
+	struct cql_client *client;
+	int calls;
+	enum cql_client_status last;
+};
+
+/* Submits again from its own callback, as a closed-loop generator does. */
+static void on_resubmit(void *arg, enum cql_client_status status,
+			const struct cql_client_response *resp,
+			const char *message)
+{
+	struct resubmitter *r = arg;
+	(void)resp;
+	(void)message;
+	r->calls++;
+	r->last = status;
+	if (r->calls < 5)
+		cql_client_query(r->client, "SLOW", CQL_CL_ONE, NULL, 0,
+				 on_resubmit, r);
+}
+
 START_TEST(streams_reprepare_timeouts_and_reconnects)
 {
 	struct event_base *base = event_base_new();
@@ -789,7 +810,15 @@ START_TEST(streams_reprepare_timeouts_and_reconnects)
 	ck_assert_int_eq(cql_client_query_sync(c, "USE ks", CQL_CL_ONE, &r), 0);
 	cql_client_result_free(&r);
 
+	/* Deleting with requests in flight whose callbacks submit again:
+	 * every one completes with ConnectionClosed. */
+	struct resubmitter rs = {.client = c};
+	cql_client_query(c, "SLOW", CQL_CL_ONE, NULL, 0, on_resubmit, &rs);
+	cql_client_query(c, "SLOW", CQL_CL_ONE, NULL, 0, on_resubmit, &rs);
+	event_base_loop(base, EVLOOP_NONBLOCK);
 	cql_client_delete(c);
+	ck_assert_int_eq(rs.calls, 6); /* 2 chains: 2 + 4 resubmissions */
+	ck_assert_int_eq(rs.last, CQL_CLIENT_CONNECTION);
 	while (f.open > 0)
 		event_base_loop(base, EVLOOP_ONCE);
 	event_free(f.accept_ev);
