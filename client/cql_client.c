@@ -1180,7 +1180,46 @@ struct topo_arg {
 	struct cql_client *client;
 	int host; /* the host asked */
 	bool peers;
+	bool v2; /* system.peers_v2 (native ports); else system.peers */
 };
+
+static void on_topology(void *arg, enum cql_client_status status,
+			const struct cql_client_response *resp,
+			const char *message);
+
+static void ask(struct cql_client *c, struct topo_arg *t)
+{
+	const char *q = !t->peers ? "SELECT * FROM system.local"
+			: t->v2   ? "SELECT * FROM system.peers_v2"
+				  : "SELECT * FROM system.peers";
+	submit_query(c, t->host, q, CQL_CL_ONE, NULL, 0, on_topology, t);
+}
+
+/* The native address of row i of system.peers(_v2): native_address (v2)
+ * or rpc_address, with peer when that is a wildcard; the port from
+ * native_port (v2), else the asked host's. 0 or -1. */
+static int peer_address(const struct cql_client *c, const struct topo_arg *t,
+			const struct cql_client_rows *r, int32_t i,
+			struct inet_addr *a)
+{
+	uint16_t port = c->hosts[t->host]->addr.port;
+	int col = column_index(r, t->v2 ? "native_address" : "rpc_address");
+	int pcol = t->v2 ? column_index(r, "native_port") : -1;
+	int peer = column_index(r, "peer");
+	int64_t p;
+	if (pcol >= 0 &&
+	    cql_client_value_int(cql_client_rows_cell(r, i, pcol), &p) == 0 &&
+	    p > 0 && p <= UINT16_MAX)
+		port = (uint16_t)p;
+	if (col >= 0 &&
+	    read_inet(cql_client_rows_cell(r, i, col), port, a) == 0 &&
+	    !inet_addr_is_wildcard(a))
+		return 0;
+	if (peer >= 0 &&
+	    read_inet(cql_client_rows_cell(r, i, peer), port, a) == 0)
+		return 0;
+	return -1;
+}
 
 static void on_topology(void *arg, enum cql_client_status status,
 			const struct cql_client_response *resp,
@@ -1189,29 +1228,22 @@ static void on_topology(void *arg, enum cql_client_status status,
 	struct topo_arg *t = arg;
 	struct cql_client *c = t->client;
 	(void)message;
+	if (t->v2 && status == CQL_CLIENT_OK && resp->opcode == CQL_OP_ERROR) {
+		/* A server without peers_v2 (Cassandra 3): ask system.peers. */
+		t->v2 = false;
+		ask(c, t);
+		return;
+	}
 	if (status == CQL_CLIENT_OK && resp->opcode == CQL_OP_RESULT &&
 	    resp->kind == CQL_RESULT_ROWS) {
 		const struct cql_client_rows *r = &resp->rows;
 		int tok = column_index(r, "tokens");
-		int rpc = column_index(r, "rpc_address");
-		int peer = column_index(r, "peer");
 		for (int32_t i = 0; tok >= 0 && i < r->row_count; i++) {
 			int h = t->host;
 			if (t->peers) {
 				struct inet_addr a;
-				uint16_t port = c->hosts[t->host]->addr.port;
-				const struct cql_value *v =
-					rpc >= 0 ? cql_client_rows_cell(r, i,
-									rpc)
-						 : NULL;
-				if (!v || read_inet(v, port, &a) != 0 ||
-				    inet_addr_is_wildcard(&a)) {
-					if (peer < 0 ||
-					    read_inet(cql_client_rows_cell(
-							      r, i, peer),
-						      port, &a) != 0)
-						continue;
-				}
+				if (peer_address(c, t, r, i, &a) != 0)
+					continue;
 				if (!c->cfg.discover_peers &&
 				    find_host(c, &a) < 0)
 					continue;
@@ -1234,10 +1266,6 @@ static void on_topology(void *arg, enum cql_client_status status,
 
 static void ask_topology(struct cql_client *c, int host)
 {
-	static const char *const queries[2] = {
-		"SELECT * FROM system.local",
-		"SELECT * FROM system.peers",
-	};
 	c->topology_asked = true;
 	c->topology_waiting = 2;
 	for (int i = 0; i < 2; i++) {
@@ -1249,8 +1277,8 @@ static void ask_topology(struct cql_client *c, int host)
 		t->client = c;
 		t->host = host;
 		t->peers = i == 1;
-		submit_query(c, host, queries[i], CQL_CL_ONE, NULL, 0,
-			     on_topology, t);
+		t->v2 = t->peers;
+		ask(c, t);
 	}
 	if (c->topology_waiting == 0) {
 		c->topology_done = true;

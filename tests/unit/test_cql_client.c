@@ -545,7 +545,7 @@ struct fake {
 	struct event *accept_ev;
 	struct event_base *base;
 	struct inet_addr addr;
-	int connections, open, prepares, executes, unprepared;
+	int connections, open, prepares, executes, unprepared, peers_v1;
 	bool forget;
 };
 
@@ -603,8 +603,15 @@ static void fake_reply(struct fake_conn *fc, const struct cql_header *h,
 			free(fc);
 			return;
 		}
+		if (memmem(q.ptr, q.len, "system.peers_v2", 15)) {
+			/* As Cassandra 3 answers: the client falls back. */
+			cql_encode_error(&b, 4, h->stream, CQL_ERR_INVALID,
+					 "unconfigured table peers_v2");
+			break;
+		}
 		bool local = memmem(q.ptr, q.len, "system.local", 12) != NULL;
 		bool peers = memmem(q.ptr, q.len, "system.peers", 12) != NULL;
+		f->peers_v1 += peers;
 		if (!local && !peers) {
 			cql_encode_result_void(&b, 4, h->stream);
 			break;
@@ -759,6 +766,7 @@ START_TEST(streams_reprepare_timeouts_and_reconnects)
 	ck_assert_uint_eq(cql_client_ready_connections(c), 2);
 	ck_assert_uint_eq(cql_client_host_count(c), 1);
 	ck_assert_int_eq(f.connections, 2);
+	ck_assert_int_eq(f.peers_v1, 1);
 	/* Tokens {-100, 100} both belong to the one host. */
 	ck_assert_int_eq(cql_client_host_for_token(c, 5), 0);
 	ck_assert_int_eq(cql_client_host_for_token(c, INT64_MAX), 0);
