@@ -15,9 +15,10 @@
  *    in flight per connection (stream ids), prepared statements, per-request
  *    consistency, and token-aware routing. After the first connection is up
  *    the client reads system.local and system.peers_v2 (or system.peers),
- * connects to the peers it did not know, and sends an EXECUTE whose statement
- * has partition-key bind indexes to the primary replica of the Murmur3 token of
- * the bound key (any ready host when that one has no ready connection).
+ *    connects to the peers it did not know, and sends an EXECUTE whose
+ *    statement has partition-key bind indexes to the primary replica of the
+ *    Murmur3 token of the bound key (any ready host when that one has no
+ *    ready connection).
  *
  * Threads: a client lives on one event_base and is used from its thread
  * only. Every callback runs on that loop. The *_sync helpers run the loop
