@@ -706,6 +706,7 @@ void cql_client_delete(struct cql_client *c)
 			free(k->slots);
 			free(k->free_ids);
 			buf_free(&k->in);
+			buf_free(&k->plain);
 			buf_free(&k->out);
 			arena_destroy(&k->arena);
 		}

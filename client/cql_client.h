@@ -25,7 +25,8 @@
  * themselves until their answer arrives; they are for simple tools and must
  * not be called from a callback.
  *
- * Not supported: authentication, compression, paging beyond the first page,
+ * Not supported: authentication, compressing requests (LZ4 responses are
+ * negotiated on request and decompressed), paging beyond the first page,
  * events, BATCH, protocol versions other than 4.
  */
 #ifndef CASSINI_CLIENT_CQL_CLIENT_H
@@ -123,7 +124,8 @@ int cql_client_response_decode(uint8_t opcode, uint8_t flags,
 			       struct cql_client_response *out);
 
 /* Request frames, appended whole to `b` (or `b` unchanged on failure). */
-int cql_client_encode_startup(struct buf *b, int16_t stream);
+/* `lz4`: asks for LZ4 frame compression (COMPRESSION: lz4). */
+int cql_client_encode_startup(struct buf *b, int16_t stream, bool lz4);
 int cql_client_encode_options(struct buf *b, int16_t stream);
 int cql_client_encode_query(struct buf *b, int16_t stream, const char *query,
 			    uint16_t consistency,
@@ -155,6 +157,7 @@ struct cql_client_config {
 	uint32_t max_frame_size;
 	bool token_aware;    /* route EXECUTEs to the primary replica */
 	bool discover_peers; /* connect to hosts found in system.peers */
+	bool lz4;            /* negotiate LZ4: responses come compressed */
 };
 
 /* 1 connection per host, 1024 streams, 5 s connect, 12 s request timeout,

@@ -55,13 +55,17 @@ static int request_end(struct buf *b, long start, int rc)
 	return 0;
 }
 
-int cql_client_encode_startup(struct buf *b, int16_t stream)
+int cql_client_encode_startup(struct buf *b, int16_t stream, bool lz4)
 {
 	long start = request_begin(b, stream, CQL_OP_STARTUP);
 	if (start < 0)
 		return -1;
-	int rc = cql_write_short(b, 1) || cql_write_cstring(b, "CQL_VERSION") ||
+	int rc = cql_write_short(b, lz4 ? 2 : 1) ||
+		 cql_write_cstring(b, "CQL_VERSION") ||
 		 cql_write_cstring(b, "3.0.0");
+	if (!rc && lz4)
+		rc = cql_write_cstring(b, "COMPRESSION") ||
+		     cql_write_cstring(b, "lz4");
 	return request_end(b, start, rc);
 }
 

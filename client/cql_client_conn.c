@@ -311,11 +311,27 @@ static void conn_dispatch(struct cql_conn *k, const struct cql_header *h,
 	if (!req.cb)
 		return;
 	struct cql_client_response resp;
+	uint8_t flags = h->flags;
+	size_t len = h->length;
+	if (flags & CQL_FLAG_COMPRESSION) {
+		/* Negotiated LZ4 (a server may also compress unasked: we
+		 * decompress whatever says so). */
+		buf_clear(&k->plain);
+		if (cql_lz4_decompress(body, len, c->cfg.max_frame_size,
+				       &k->plain) != 0) {
+			req.cb(req.arg, CQL_CLIENT_BAD_RESPONSE, NULL,
+			       err_msg());
+			return;
+		}
+		body = k->plain.data ? k->plain.data : body;
+		len = k->plain.len;
+		flags &= (uint8_t)~CQL_FLAG_COMPRESSION;
+	}
 	c->cur_opcode = h->opcode;
-	c->cur_flags = h->flags;
-	c->cur_body = slice_make(body, h->length);
-	if (cql_client_response_decode(h->opcode, h->flags, body, h->length,
-				       &k->arena, &resp) != 0)
+	c->cur_flags = flags;
+	c->cur_body = slice_make(body, len);
+	if (cql_client_response_decode(h->opcode, flags, body, len, &k->arena,
+				       &resp) != 0)
 		req.cb(req.arg, CQL_CLIENT_BAD_RESPONSE, NULL, err_msg());
 	else if (resp.opcode == CQL_OP_ERROR &&
 		 resp.error_code == CQL_ERR_UNPREPARED && req.stmt &&
@@ -432,7 +448,7 @@ static void conn_connected(struct cql_conn *k)
 	k->state = CQL_CONN_STARTUP;
 	struct buf *b = &k->client->scratch;
 	buf_clear(b);
-	if (cql_client_encode_startup(b, 0) != 0) {
+	if (cql_client_encode_startup(b, 0, k->client->cfg.lz4) != 0) {
 		cql_conn_fail(k, err_msg());
 		return;
 	}

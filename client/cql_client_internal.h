@@ -83,6 +83,7 @@ struct cql_conn {
 	uint64_t connect_deadline_ms;
 	struct event *retry;
 	struct arena arena; /* decoded responses; reset after each */
+	struct buf plain;   /* a decompressed response body */
 };
 
 struct cql_host {

@@ -2,7 +2,8 @@
  * cassini-stress: a load generator in cassandra-stress's role.
  *
  *   cassini-stress write|read|mixed n=N [cl=ONE] [ratio(write=1,read=3)]
- *       [-rate threads=T] [-mode connectionsPerHost=C timeout=MS]
+ *       [-rate threads=T]
+ *       [-mode connectionsPerHost=C timeout=MS compression=lz4|none]
  *       [-node host[:port],...] [-port P]
  *       [-schema "replication(factor=N)" |
  *                "replication(strategy=NetworkTopologyStrategy, dc1=3)"]
@@ -50,6 +51,7 @@ struct stress_opts {
 	int threads;
 	int connections; /* per host; 0: min(threads, 128) */
 	uint64_t timeout_ms;
+	bool lz4;
 	const char *nodes[NODES_MAX];
 	size_t nnodes;
 	uint16_t port;
@@ -102,7 +104,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: cassini-stress write|read|mixed n=N [cl=ONE] "
 		   "[ratio(write=1,read=1)]\n"
 		   "         [-rate threads=T] [-mode connectionsPerHost=C "
-		   "timeout=MS]\n"
+		   "timeout=MS compression=lz4|none]\n"
 		   "         [-node host[:port],...] [-port P]\n"
 		   "         [-schema \"replication(factor=N)\" | "
 		   "\"replication(strategy=NetworkTopologyStrategy, dc1=3)\"]\n"
@@ -248,6 +250,11 @@ static int parse_option(const char *group, const char *arg,
 		if (KEY("timeout") &&
 		    parse_u64(val, 1, 3600 * 1000, &o->timeout_ms) == 0)
 			return 0;
+		if (KEY("compression") && (strcasecmp(val, "lz4") == 0 ||
+					   strcasecmp(val, "none") == 0)) {
+			o->lz4 = strcasecmp(val, "lz4") == 0;
+			return 0;
+		}
 	} else if (strcmp(group, "node") == 0) {
 		char *copy = strdup(arg), *save = NULL;
 		for (char *t = strtok_r(copy, ",", &save); t;
@@ -628,6 +635,7 @@ static struct cql_client *connect_client(const struct stress_opts *o,
 	cfg.contact_count = o->nnodes;
 	cfg.connections_per_host = o->connections;
 	cfg.request_timeout_ms = o->timeout_ms;
+	cfg.lz4 = o->lz4;
 	struct cql_client *c = cql_client_new(base, &cfg);
 	if (!c || cql_client_connect_sync(c) != 0) {
 		fprintf(stderr, "cassini-stress: connect: %s\n", err_msg());

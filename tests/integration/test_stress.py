@@ -51,7 +51,8 @@ def test_write_then_read_back_every_key(node):
     assert summary(out, "Total errors") == "0"
     assert re.search(r"^\s+\d+\.\d+s\s+\d+", out, re.M), out  # progress
 
-    rc, out, err = stress("read", "n=2000", "-node", ADDRESS, "cl=ONE")
+    rc, out, err = stress("read", "n=2000", "-node", ADDRESS, "cl=ONE",
+                          "-mode", "compression=lz4")
     assert rc == 0, out + err
     assert summary(out, "Total operations") == "2000"
     assert summary(out, "Total errors") == "0"

@@ -88,13 +88,20 @@ START_TEST(requests_decode_with_the_server_decoders)
 	ck_assert_uint_eq(s.len, 10);
 
 	buf_clear(&b);
-	ck_assert_int_eq(cql_client_encode_startup(&b, 0), 0);
+	ck_assert_int_eq(cql_client_encode_startup(&b, 0, false), 0);
 	c = cursor_make(b.data + 9, b.len - 9);
 	struct cql_pair *opts;
 	uint16_t n;
 	ck_assert_int_eq(cql_decode_startup(&c, &a, &opts, &n), 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(opts[0].key.len, 11);
+	buf_clear(&b);
+	ck_assert_int_eq(cql_client_encode_startup(&b, 0, true), 0);
+	c = cursor_make(b.data + 9, b.len - 9);
+	ck_assert_int_eq(cql_decode_startup(&c, &a, &opts, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(opts[1].value.len, 3);
+	ck_assert_int_eq(memcmp(opts[1].value.ptr, "lz4", 3), 0);
 	buf_free(&b);
 	arena_destroy(&a);
 }
