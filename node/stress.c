@@ -1,0 +1,724 @@
+/*
+ * cassini-stress: a load generator in cassandra-stress's role.
+ *
+ *   cassini-stress write|read|mixed n=N [cl=ONE] [ratio(write=1,read=3)]
+ *       [-rate threads=T]
+ *       [-mode connectionsPerHost=C timeout=MS compression=lz4|none]
+ *       [-node host[:port],...] [-port P]
+ *       [-schema "replication(factor=N)" |
+ *                "replication(strategy=NetworkTopologyStrategy, dc1=3)"]
+ *       [-col size=BYTES]
+ *
+ * It creates keyspace cassini_stress and table standard1 (key blob PRIMARY
+ * KEY, c0 blob) if they do not exist, waits for schema agreement, then runs
+ * exactly n operations with T requests in flight (closed loop: each
+ * completion issues the next), over min(T, 128) connections per host unless
+ * told otherwise. Keys are the decimal key index, zero-padded to 10 bytes:
+ * write i writes key i, so `read` after `write` with the same n reads back
+ * every key, and checks each value (a value is a function of its key).
+ * Mixed reads pick keys uniformly in [0, n).
+ *
+ * One event loop, one thread: the client costs little CPU, and a single
+ * thread keeps it off the server's core as much as the machine allows.
+ * Exit status: 0 when every operation succeeded (and, for `read`, found its
+ * row with the right value), 1 otherwise, 2 for bad arguments or setup.
+ */
+#include "client/cql_client.h"
+#include "common/err.h"
+#include "node/stress_hist.h"
+
+#include <event2/event.h>
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define NODES_MAX       64
+#define ERROR_KINDS_MAX 32
+#define KEY_LEN         10
+#define COL_SIZE_MAX    (1u << 20)
+
+enum stress_op { STRESS_WRITE, STRESS_READ, STRESS_MIXED };
+
+struct stress_opts {
+	enum stress_op op;
+	uint64_t n;
+	uint16_t cl;
+	int threads;
+	int connections; /* per host; 0: min(threads, 128) */
+	uint64_t timeout_ms;
+	bool lz4;
+	const char *nodes[NODES_MAX];
+	size_t nnodes;
+	uint16_t port;
+	char replication[512]; /* CQL map literal */
+	size_t col_size;
+	unsigned ratio_write, ratio_read;
+};
+
+struct stress_error_kind {
+	const char *name; /* static string */
+	uint64_t count;
+};
+
+struct stress_run;
+
+/* One of the T requests in flight. */
+struct stress_slot {
+	struct stress_run *run;
+	uint64_t start_ns;
+	uint64_t key;
+	bool read;
+};
+
+struct stress_run {
+	const struct stress_opts *o;
+	struct event_base *base;
+	struct cql_client *client;
+	struct cql_client_prepared *insert, *select;
+	struct stress_slot *slots;
+	uint8_t *value; /* scratch of col_size bytes */
+	uint64_t issued, completed, write_seq;
+	uint64_t errors, not_found, bad_values, interval_errors;
+	uint64_t rng;
+	struct stress_error_kind kinds[ERROR_KINDS_MAX];
+	size_t nkinds;
+	struct stress_hist total, interval;
+	uint64_t start_ns, last_ns, last_completed;
+	struct event *progress;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: cassini-stress write|read|mixed n=N [cl=ONE] "
+		   "[ratio(write=1,read=1)]\n"
+		   "         [-rate threads=T] [-mode connectionsPerHost=C "
+		   "timeout=MS compression=lz4|none]\n"
+		   "         [-node host[:port],...] [-port P]\n"
+		   "         [-schema \"replication(factor=N)\" | "
+		   "\"replication(strategy=NetworkTopologyStrategy, dc1=3)\"]\n"
+		   "         [-col size=BYTES]\n");
+}
+
+/* ---- arguments ----------------------------------------------------------- */
+
+static int parse_u64(const char *text, uint64_t min, uint64_t max,
+		     uint64_t *out)
+{
+	char *end;
+	if (!isdigit((unsigned char)*text))
+		return -1;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (*end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static bool safe_word(const char *s, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' &&
+		    s[i] != '-' && s[i] != '.')
+			return false;
+	return true;
+}
+
+/* "replication(factor=3)" or "replication(strategy=X, dc1=3, ...)" into a
+ * CQL replication map. */
+static int parse_schema(const char *text, struct stress_opts *o)
+{
+	const char *open = strchr(text, '(');
+	const char *close = strrchr(text, ')');
+	if (strncmp(text, "replication", 11) != 0 || !open || !close ||
+	    close < open) {
+		fprintf(stderr,
+			"-schema: expected replication(...), got '%s'\n", text);
+		return -1;
+	}
+	char strategy[128] = "SimpleStrategy";
+	char factor[32] = "1";
+	char dcs[384] = "";
+	const char *p = open + 1;
+	while (p < close) {
+		while (p < close && (*p == ' ' || *p == ','))
+			p++;
+		if (p >= close)
+			break;
+		const char *eq = memchr(p, '=', (size_t)(close - p));
+		const char *end =
+			eq ? memchr(eq, ',', (size_t)(close - eq)) : NULL;
+		if (!end)
+			end = close;
+		if (!eq) {
+			fprintf(stderr, "-schema: expected key=value\n");
+			return -1;
+		}
+		size_t kl = (size_t)(eq - p), vl = (size_t)(end - eq - 1);
+		while (kl && p[kl - 1] == ' ')
+			kl--;
+		const char *v = eq + 1;
+		while (vl && *v == ' ')
+			v++, vl--;
+		while (vl && v[vl - 1] == ' ')
+			vl--;
+		if (!safe_word(p, kl) || !safe_word(v, vl) || vl > 100) {
+			fprintf(stderr, "-schema: bad option '%.*s'\n",
+				(int)(end - p), p);
+			return -1;
+		}
+		if (kl == 8 && strncmp(p, "strategy", 8) == 0) {
+			snprintf(strategy, sizeof(strategy), "%.*s", (int)vl,
+				 v);
+		} else if (kl == 6 && strncmp(p, "factor", 6) == 0) {
+			snprintf(factor, sizeof(factor), "%.*s", (int)vl, v);
+		} else {
+			size_t used = strlen(dcs);
+			snprintf(dcs + used, sizeof(dcs) - used,
+				 ", '%.*s': '%.*s'", (int)kl, p, (int)vl, v);
+		}
+		p = end;
+	}
+	if (strstr(strategy, "NetworkTopologyStrategy")) {
+		if (!dcs[0]) {
+			fprintf(stderr, "-schema: NetworkTopologyStrategy "
+					"needs dc=factor options\n");
+			return -1;
+		}
+		snprintf(o->replication, sizeof(o->replication),
+			 "{'class': 'NetworkTopologyStrategy'%s}", dcs);
+	} else {
+		snprintf(o->replication, sizeof(o->replication),
+			 "{'class': '%s', 'replication_factor': '%s'}",
+			 strategy, factor);
+	}
+	return 0;
+}
+
+static int parse_ratio(const char *text, struct stress_opts *o)
+{
+	unsigned w = 0, r = 0;
+	if (sscanf(text, "ratio(write=%u,read=%u)", &w, &r) != 2 &&
+	    sscanf(text, "ratio(read=%u,write=%u)", &r, &w) != 2)
+		return -1;
+	if (w + r == 0 || w > 1000 || r > 1000)
+		return -1;
+	o->ratio_write = w;
+	o->ratio_read = r;
+	return 0;
+}
+
+static int parse_option(const char *group, const char *arg,
+			struct stress_opts *o)
+{
+	const char *eq = strchr(arg, '=');
+	const char *val = eq ? eq + 1 : "";
+	size_t kl = eq ? (size_t)(eq - arg) : strlen(arg);
+	uint64_t v;
+#define KEY(k) (kl == strlen(k) && strncasecmp(arg, k, kl) == 0)
+	if (strcmp(group, "") == 0) {
+		if (KEY("n") && parse_u64(val, 1, UINT64_MAX / 2, &o->n) == 0)
+			return 0;
+		if (KEY("cl") && cql_client_consistency_parse(val, &o->cl) == 0)
+			return 0;
+		if (strncmp(arg, "ratio(", 6) == 0 && parse_ratio(arg, o) == 0)
+			return 0;
+	} else if (strcmp(group, "rate") == 0) {
+		if (KEY("threads") && parse_u64(val, 1, 4096, &v) == 0) {
+			o->threads = (int)v;
+			return 0;
+		}
+	} else if (strcmp(group, "mode") == 0) {
+		if (KEY("connectionsPerHost") &&
+		    parse_u64(val, 1, 1024, &v) == 0) {
+			o->connections = (int)v;
+			return 0;
+		}
+		if (KEY("timeout") &&
+		    parse_u64(val, 1, 3600 * 1000, &o->timeout_ms) == 0)
+			return 0;
+		if (KEY("compression") && (strcasecmp(val, "lz4") == 0 ||
+					   strcasecmp(val, "none") == 0)) {
+			o->lz4 = strcasecmp(val, "lz4") == 0;
+			return 0;
+		}
+	} else if (strcmp(group, "node") == 0) {
+		char *copy = strdup(arg), *save = NULL;
+		for (char *t = strtok_r(copy, ",", &save); t;
+		     t = strtok_r(NULL, ",", &save)) {
+			if (o->nnodes == NODES_MAX) {
+				free(copy);
+				return -1;
+			}
+			o->nodes[o->nnodes++] = strdup(t);
+		}
+		free(copy);
+		return 0;
+	} else if (strcmp(group, "port") == 0) {
+		if (KEY("native"))
+			arg = val;
+		if (parse_u64(arg, 1, 65535, &v) == 0) {
+			o->port = (uint16_t)v;
+			return 0;
+		}
+	} else if (strcmp(group, "schema") == 0) {
+		return parse_schema(arg, o);
+	} else if (strcmp(group, "col") == 0) {
+		if (KEY("size")) {
+			if (strncasecmp(val, "FIXED(", 6) == 0) {
+				char num[32];
+				snprintf(num, sizeof(num), "%s", val + 6);
+				char *rp = strchr(num, ')');
+				if (rp && rp[1] == 0)
+					*rp = 0;
+				val = num;
+				if (parse_u64(num, 0, COL_SIZE_MAX, &v) == 0) {
+					o->col_size = (size_t)v;
+					return 0;
+				}
+			} else if (parse_u64(val, 0, COL_SIZE_MAX, &v) == 0) {
+				o->col_size = (size_t)v;
+				return 0;
+			}
+		}
+	}
+#undef KEY
+	fprintf(stderr, "cassini-stress: bad %s%s option '%s'\n",
+		group[0] ? "-" : "", group, arg);
+	return -1;
+}
+
+static int parse_args(int argc, char **argv, struct stress_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->cl = CQL_CL_ONE;
+	o->threads = 50;
+	o->port = 9042;
+	o->col_size = 34; /* cassandra-stress's default column size */
+	o->ratio_write = o->ratio_read = 1;
+	o->timeout_ms = 12000;
+	snprintf(o->replication, sizeof(o->replication),
+		 "{'class': 'SimpleStrategy', 'replication_factor': '1'}");
+	if (argc < 2)
+		return -1;
+	if (strcmp(argv[1], "write") == 0)
+		o->op = STRESS_WRITE;
+	else if (strcmp(argv[1], "read") == 0)
+		o->op = STRESS_READ;
+	else if (strcmp(argv[1], "mixed") == 0)
+		o->op = STRESS_MIXED;
+	else
+		return -1;
+	const char *group = "";
+	char schema[1024] = "";
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		if (a[0] == '-' && a[1] && !isdigit((unsigned char)a[1])) {
+			group = a + 1;
+			if (strcmp(group, "rate") && strcmp(group, "mode") &&
+			    strcmp(group, "node") && strcmp(group, "port") &&
+			    strcmp(group, "schema") && strcmp(group, "col")) {
+				fprintf(stderr,
+					"cassini-stress: unknown option %s\n",
+					a);
+				return -1;
+			}
+			continue;
+		}
+		/* n=, cl= and ratio(...) may come after the options too. */
+		if (strncmp(a, "n=", 2) == 0 || strncasecmp(a, "cl=", 3) == 0 ||
+		    strncmp(a, "ratio(", 6) == 0) {
+			if (parse_option("", a, o) != 0)
+				return -1;
+			continue;
+		}
+		if (strcmp(group, "schema") == 0) {
+			/* May arrive unquoted, split at spaces. */
+			size_t used = strlen(schema);
+			snprintf(schema + used, sizeof(schema) - used, "%s%s",
+				 used ? " " : "", a);
+			continue;
+		}
+		if (parse_option(group, a, o) != 0)
+			return -1;
+	}
+	if (schema[0] && parse_option("schema", schema, o) != 0)
+		return -1;
+	if (o->n == 0) {
+		fprintf(stderr, "cassini-stress: n=N is required\n");
+		return -1;
+	}
+	if (o->nnodes == 0)
+		o->nodes[o->nnodes++] = strdup("127.0.0.1");
+	if ((uint64_t)o->threads > o->n)
+		o->threads = (int)o->n;
+	if (o->connections == 0)
+		o->connections = o->threads < 128 ? o->threads : 128;
+	return 0;
+}
+
+/* ---- keys, values, errors ------------------------------------------------ */
+
+static void make_key(uint64_t i, char out[KEY_LEN + 1])
+{
+	snprintf(out, KEY_LEN + 1, "%010" PRIu64, (uint64_t)(i % 10000000000u));
+}
+
+static void make_value(uint64_t key, uint8_t *v, size_t n)
+{
+	uint64_t x = key * 0x9E3779B97F4A7C15ull + 1;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x >> 29;
+		x *= 0xBF58476D1CE4E5B9ull;
+		v[i] = (uint8_t)(x >> 56);
+	}
+}
+
+static uint64_t next_rand(struct stress_run *r)
+{
+	r->rng ^= r->rng << 13;
+	r->rng ^= r->rng >> 7;
+	r->rng ^= r->rng << 17;
+	return r->rng;
+}
+
+static void count_error(struct stress_run *r, const char *name)
+{
+	r->errors++;
+	r->interval_errors++;
+	for (size_t i = 0; i < r->nkinds; i++)
+		if (strcmp(r->kinds[i].name, name) == 0) {
+			r->kinds[i].count++;
+			return;
+		}
+	if (r->nkinds < ERROR_KINDS_MAX)
+		r->kinds[r->nkinds++] = (struct stress_error_kind){name, 1};
+}
+
+/* ---- the load ------------------------------------------------------------ */
+
+static void issue(struct stress_slot *s);
+
+static void check_read(struct stress_run *r, struct stress_slot *s,
+		       const struct cql_client_response *resp)
+{
+	const struct cql_client_rows *rows = &resp->rows;
+	if (resp->kind != CQL_RESULT_ROWS) {
+		count_error(r, "BadResult");
+		return;
+	}
+	if (rows->row_count == 0) {
+		r->not_found++;
+		if (r->o->op == STRESS_READ)
+			count_error(r, "NotFound");
+		return;
+	}
+	if (rows->column_count < 2) {
+		count_error(r, "BadResult");
+		return;
+	}
+	const struct cql_value *v = cql_client_rows_cell(rows, 0, 1);
+	if (v->len != (int32_t)r->o->col_size) {
+		r->bad_values++;
+		count_error(r, "BadValue");
+		return;
+	}
+	make_value(s->key, r->value, r->o->col_size);
+	if (memcmp(v->ptr, r->value, r->o->col_size) != 0) {
+		r->bad_values++;
+		count_error(r, "BadValue");
+	}
+}
+
+static void on_done(void *arg, enum cql_client_status status,
+		    const struct cql_client_response *resp, const char *message)
+{
+	struct stress_slot *s = arg;
+	struct stress_run *r = s->run;
+	uint64_t lat = now_ns() - s->start_ns;
+	(void)message;
+	stress_hist_record(&r->interval, lat);
+	r->completed++;
+	if (status != CQL_CLIENT_OK)
+		count_error(r, cql_client_status_name(status));
+	else if (resp->opcode == CQL_OP_ERROR)
+		count_error(r, cql_client_error_name(resp->error_code));
+	else if (resp->opcode != CQL_OP_RESULT)
+		count_error(r, "BadResult");
+	else if (s->read)
+		check_read(r, s, resp);
+	if (r->errors == 1 && status == CQL_CLIENT_OK &&
+	    resp->opcode == CQL_OP_ERROR)
+		fprintf(stderr, "first error: %s: %.*s\n",
+			cql_client_error_name(resp->error_code),
+			(int)resp->error_message.len,
+			(const char *)resp->error_message.ptr);
+	else if (r->errors == 1 && status != CQL_CLIENT_OK)
+		fprintf(stderr, "first error: %s: %s\n",
+			cql_client_status_name(status), message);
+	if (r->issued < r->o->n)
+		issue(s);
+	else if (r->completed == r->o->n)
+		event_base_loopbreak(r->base);
+}
+
+static void issue(struct stress_slot *s)
+{
+	struct stress_run *r = s->run;
+	const struct stress_opts *o = r->o;
+	uint64_t i = r->issued++;
+	char key[KEY_LEN + 1];
+	switch (o->op) {
+	case STRESS_WRITE:
+		s->read = false;
+		break;
+	case STRESS_READ:
+		s->read = true;
+		break;
+	case STRESS_MIXED:
+		s->read =
+			i % (o->ratio_write + o->ratio_read) >= o->ratio_write;
+		break;
+	}
+	if (s->read)
+		s->key = o->op == STRESS_READ ? i : next_rand(r) % o->n;
+	else
+		s->key = r->write_seq++;
+	make_key(s->key, key);
+	struct cql_value v[2] = {{KEY_LEN, (const uint8_t *)key}, {0, NULL}};
+	s->start_ns = now_ns();
+	if (s->read) {
+		cql_client_execute(r->client, r->select, v, 1, o->cl, on_done,
+				   s);
+	} else {
+		make_value(s->key, r->value, o->col_size);
+		v[1] = (struct cql_value){(int32_t)o->col_size, r->value};
+		cql_client_execute(r->client, r->insert, v, 2, o->cl, on_done,
+				   s);
+	}
+}
+
+static void print_progress(struct stress_run *r)
+{
+	uint64_t now = now_ns();
+	double dt = (double)(now - r->last_ns) / 1e9;
+	uint64_t ops = r->completed - r->last_completed;
+	printf("%7.1fs %12" PRIu64 " %10.0f %10.3f %10.3f %8" PRIu64 "\n",
+	       (double)(now - r->start_ns) / 1e9, r->completed,
+	       dt > 0 ? (double)ops / dt : 0.0,
+	       (double)stress_hist_quantile(&r->interval, 0.5) / 1e6,
+	       (double)stress_hist_quantile(&r->interval, 0.99) / 1e6,
+	       r->interval_errors);
+	fflush(stdout);
+	stress_hist_merge(&r->total, &r->interval);
+	stress_hist_reset(&r->interval);
+	r->last_ns = now;
+	r->last_completed = r->completed;
+	r->interval_errors = 0;
+}
+
+static void on_progress(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	print_progress(arg);
+}
+
+static void print_summary(struct stress_run *r, uint64_t end_ns)
+{
+	double secs = (double)(end_ns - r->start_ns) / 1e9;
+	const struct stress_hist *h = &r->total;
+	printf("\nResults:\n");
+	printf("Op rate                   : %.0f op/s\n",
+	       secs > 0 ? (double)r->completed / secs : 0.0);
+	printf("Total operations          : %" PRIu64 "\n", r->completed);
+	printf("Latency mean              : %.3f ms\n",
+	       stress_hist_mean(h) / 1e6);
+	printf("Latency median            : %.3f ms\n",
+	       (double)stress_hist_quantile(h, 0.5) / 1e6);
+	printf("Latency 95th percentile   : %.3f ms\n",
+	       (double)stress_hist_quantile(h, 0.95) / 1e6);
+	printf("Latency 99th percentile   : %.3f ms\n",
+	       (double)stress_hist_quantile(h, 0.99) / 1e6);
+	printf("Latency 99.9th percentile : %.3f ms\n",
+	       (double)stress_hist_quantile(h, 0.999) / 1e6);
+	printf("Latency max               : %.3f ms\n", (double)h->max / 1e6);
+	if (r->o->op != STRESS_WRITE)
+		printf("Rows not found            : %" PRIu64 "\n",
+		       r->not_found);
+	printf("Total errors              : %" PRIu64 "\n", r->errors);
+	for (size_t i = 0; i < r->nkinds; i++)
+		printf("  %-24s: %" PRIu64 "\n", r->kinds[i].name,
+		       r->kinds[i].count);
+	printf("Total operation time      : %.3f s\n", secs);
+}
+
+/* ---- setup --------------------------------------------------------------- */
+
+/* Drivers wait for agreement after each schema change: the next statement
+ * may reach a node that has not heard of the last one yet. */
+static int agree(struct stress_run *r)
+{
+	if (cql_client_host_count(r->client) > 1 &&
+	    cql_client_wait_schema_agreement(r->client, 30000) != 0) {
+		fprintf(stderr, "cassini-stress: %s\n", err_msg());
+		return -1;
+	}
+	return 0;
+}
+
+static int setup_schema(struct stress_run *r)
+{
+	char ddl[1024];
+	snprintf(ddl, sizeof(ddl),
+		 "CREATE KEYSPACE IF NOT EXISTS cassini_stress WITH "
+		 "replication = %s",
+		 r->o->replication);
+	if (cql_client_query_sync(r->client, ddl, CQL_CL_ONE, NULL) != 0) {
+		fprintf(stderr, "cassini-stress: schema: %s\n", err_msg());
+		return -1;
+	}
+	if (agree(r) != 0)
+		return -1;
+	if (cql_client_query_sync(r->client,
+				  "CREATE TABLE IF NOT EXISTS "
+				  "cassini_stress.standard1 (key blob PRIMARY "
+				  "KEY, c0 blob)",
+				  CQL_CL_ONE, NULL) != 0) {
+		fprintf(stderr, "cassini-stress: schema: %s\n", err_msg());
+		return -1;
+	}
+	if (agree(r) != 0)
+		return -1;
+	r->insert = cql_client_prepare_sync(
+		r->client, "INSERT INTO cassini_stress.standard1 (key, c0) "
+			   "VALUES (?, ?)");
+	if (r->insert)
+		r->select = cql_client_prepare_sync(
+			r->client,
+			"SELECT key, c0 FROM cassini_stress.standard1 "
+			"WHERE key = ?");
+	if (!r->insert || !r->select) {
+		fprintf(stderr, "cassini-stress: prepare: %s\n", err_msg());
+		return -1;
+	}
+	return 0;
+}
+
+static struct cql_client *connect_client(const struct stress_opts *o,
+					 struct event_base *base)
+{
+	struct inet_addr addrs[NODES_MAX];
+	for (size_t i = 0; i < o->nnodes; i++) {
+		if (inet_addr_parse(o->nodes[i], o->port, &addrs[i]) != 0) {
+			fprintf(stderr, "cassini-stress: -node %s: %s\n",
+				o->nodes[i], err_msg());
+			return NULL;
+		}
+	}
+	struct cql_client_config cfg;
+	cql_client_config_defaults(&cfg);
+	cfg.contact_points = addrs;
+	cfg.contact_count = o->nnodes;
+	cfg.connections_per_host = o->connections;
+	cfg.request_timeout_ms = o->timeout_ms;
+	cfg.lz4 = o->lz4;
+	struct cql_client *c = cql_client_new(base, &cfg);
+	if (!c || cql_client_connect_sync(c) != 0) {
+		fprintf(stderr, "cassini-stress: connect: %s\n", err_msg());
+		cql_client_delete(c);
+		return NULL;
+	}
+	return c;
+}
+
+static const char *op_name(enum stress_op op)
+{
+	return op == STRESS_WRITE  ? "write"
+	       : op == STRESS_READ ? "read"
+				   : "mixed";
+}
+
+static int run(const struct stress_opts *o)
+{
+	struct stress_run *r = calloc(1, sizeof(*r));
+	struct event_base *base = event_base_new();
+	int rc = 2;
+	if (!r || !base)
+		goto out;
+	r->o = o;
+	r->base = base;
+	r->rng = 0x2545F4914F6CDD1Dull;
+	r->value = malloc(o->col_size + 1);
+	r->slots = calloc((size_t)o->threads, sizeof(*r->slots));
+	if (!r->value || !r->slots)
+		goto out;
+	r->client = connect_client(o, base);
+	if (!r->client || setup_schema(r) != 0)
+		goto out;
+	printf("cassini-stress %s n=%" PRIu64 " cl=%s threads=%d "
+	       "connections/host=%d hosts=%zu col size=%zu\n",
+	       op_name(o->op), o->n, cql_consistency_name(o->cl), o->threads,
+	       o->connections, cql_client_host_count(r->client), o->col_size);
+	printf("%8s %12s %10s %10s %10s %8s\n", "time", "total ops", "op/s",
+	       "p50(ms)", "p99(ms)", "errors");
+	r->progress = event_new(base, -1, EV_PERSIST, on_progress, r);
+	struct timeval second = {1, 0};
+	if (!r->progress || event_add(r->progress, &second) != 0)
+		goto out;
+	r->start_ns = r->last_ns = now_ns();
+	for (int i = 0; i < o->threads; i++) {
+		r->slots[i].run = r;
+		issue(&r->slots[i]);
+	}
+	event_base_dispatch(base);
+	uint64_t end = now_ns();
+	print_progress(r);
+	print_summary(r, end);
+	rc = r->errors ? 1 : 0;
+out:
+	if (r) {
+		if (r->progress)
+			event_free(r->progress);
+		cql_client_delete(r->client);
+		free(r->slots);
+		free(r->value);
+	}
+	free(r);
+	if (base)
+		event_base_free(base);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct stress_opts o;
+	if (argc >= 2 &&
+	    (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	     strcmp(argv[1], "help") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	if (parse_args(argc, argv, &o) != 0) {
+		usage(stderr);
+		return 2;
+	}
+	int rc = run(&o);
+	for (size_t i = 0; i < o.nnodes; i++)
+		free((void *)o.nodes[i]);
+	fflush(stdout);
+	return rc;
+}
