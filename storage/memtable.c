@@ -92,10 +92,13 @@ struct skiplist_node *memtable_seek_token(const struct memtable *mt,
 static struct mt_partition *get_partition(struct memtable *mt,
 					  const struct storage_mutation *m)
 {
-	struct mt_partition *p = memtable_find(mt, m->token, m->key);
-	if (p)
-		return p;
-	p = arena_alloc(&mt->arena, sizeof(*p));
+	/* One skiplist search whether the partition is new or not. */
+	struct skiplist_node *prev[SKIPLIST_MAX_HEIGHT];
+	struct mt_partition probe = {.token = m->token, .key = m->key};
+	struct skiplist_node *n = skiplist_find_prev(&mt->parts, &probe, prev);
+	if (n)
+		return mt_node_partition(n);
+	struct mt_partition *p = arena_alloc(&mt->arena, sizeof(*p));
 	void *k = p ? arena_memdup(&mt->arena, m->key.ptr, m->key.len) : NULL;
 	if (!k) {
 		err_set(ERR_NOMEM, "memtable partition");
@@ -105,7 +108,7 @@ static struct mt_partition *get_partition(struct memtable *mt,
 	p->key = slice_make(k, m->key.len);
 	atomic_init(&p->meta, NULL);
 	if (skiplist_init(&p->atoms, &mt->arena, atom_node_cmp, mt->meta) ||
-	    !skiplist_insert(&mt->parts, p))
+	    !skiplist_insert_at(&mt->parts, p, prev))
 		return NULL;
 	return p;
 }
@@ -155,7 +158,8 @@ static int apply_deletions(struct memtable *mt, struct mt_partition *p,
 static int apply_atom(struct memtable *mt, struct mt_partition *p,
 		      const struct atom *a)
 {
-	struct skiplist_node *n = skiplist_find(&p->atoms, a);
+	struct skiplist_node *prev[SKIPLIST_MAX_HEIGHT];
+	struct skiplist_node *n = skiplist_find_prev(&p->atoms, a, prev);
 	if (n) {
 		const struct atom *cur = skiplist_key(n);
 		if (atom_reconcile(cur, a) == cur)
@@ -166,7 +170,7 @@ static int apply_atom(struct memtable *mt, struct mt_partition *p,
 		return err_set(ERR_NOMEM, "memtable atom");
 	if (n)
 		skiplist_set_key(n, copy);
-	else if (!skiplist_insert(&p->atoms, copy))
+	else if (!skiplist_insert_at(&p->atoms, copy, prev))
 		return -1;
 	else
 		mt->atom_count++;

@@ -110,10 +110,26 @@ struct skiplist_node *skiplist_seek_before(const struct skiplist *s,
 	}
 }
 
+struct skiplist_node *skiplist_find_prev(const struct skiplist *s,
+					 const void *key,
+					 struct skiplist_node **prev)
+{
+	struct skiplist_node *n = find_ge(s, key, prev);
+	if (n && s->cmp(s->ctx, skiplist_key(n), key) == 0)
+		return n;
+	return NULL;
+}
+
 struct skiplist_node *skiplist_insert(struct skiplist *s, void *key)
 {
 	struct skiplist_node *prev[SKIPLIST_MAX_HEIGHT];
 	find_ge(s, key, prev);
+	return skiplist_insert_at(s, key, prev);
+}
+
+struct skiplist_node *skiplist_insert_at(struct skiplist *s, void *key,
+					 struct skiplist_node **prev)
+{
 	int h = random_height(s);
 	int cur = atomic_load_explicit(&s->height, memory_order_relaxed);
 	if (h > cur) {

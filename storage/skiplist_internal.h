@@ -46,6 +46,14 @@ struct skiplist_node *skiplist_seek_before(const struct skiplist *s,
 					   const void *key);
 /* Inserts `key`, which must not be present. Returns the node or NULL. */
 struct skiplist_node *skiplist_insert(struct skiplist *s, void *key);
+/* One search for find-or-insert: the node equal to `key`, or NULL with
+ * `prev` (SKIPLIST_MAX_HEIGHT entries) filled for skiplist_insert_at,
+ * which must follow before any other insert. */
+struct skiplist_node *skiplist_find_prev(const struct skiplist *s,
+					 const void *key,
+					 struct skiplist_node **prev);
+struct skiplist_node *skiplist_insert_at(struct skiplist *s, void *key,
+					 struct skiplist_node **prev);
 
 static inline struct skiplist_node *skiplist_next(const struct skiplist_node *n)
 {
