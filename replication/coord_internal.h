@@ -1,0 +1,232 @@
+/*
+ * Internal to the coordinator (coordinator.c, coord_write.c, coord_read.c,
+ * replica.c): the coordinator's state, its operations and the helpers those
+ * files share. Helpers used by one file only stay static there.
+ *
+ * The batchlog store (batchlog.c) keeps its own header, repl_internal.h,
+ * which this one includes: batchlog.c needs none of what is here.
+ *
+ * Every message the coordinator sends for an operation gets a request id
+ * that maps (one hash table of struct slot) to the operation and the
+ * target it went to; slot targets at and above BL_TARGET are the batchlog
+ * stores of a logged batch.
+ */
+#ifndef CASSINI_REPLICATION_COORD_INTERNAL_H
+#define CASSINI_REPLICATION_COORD_INTERNAL_H
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/env.h"
+#include "common/err.h"
+#include "common/inet.h"
+#include "replication/repl_internal.h"
+#include "replication/replication.h"
+#include "ring/ring.h"
+#include "storage/storage.h"
+
+#include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ID_BUCKETS 4096
+/* Slot targets at and above this are a batchlog store of a write. */
+#define BL_TARGET 0x80000000u
+#define BL_MAX    2
+
+enum op_kind { OP_WRITE, OP_READ, OP_RANGE, OP_DELIVER };
+
+struct op;
+
+/* One message in flight: request id -> (operation, target slot). */
+struct slot {
+	struct slot *next; /* hash chain */
+	uint64_t id;
+	struct op *op;
+	uint32_t target;
+};
+
+struct repl {
+	struct env *env;
+	struct repl_options o;
+	const struct repl_store_ops *store;
+	void *store_arg;
+	struct repl_hooks hooks;
+	uint64_t next_id;
+	struct slot *ids[ID_BUCKETS];
+	struct op *ops;      /* every live operation, for repl_delete */
+	struct batchlog *bl; /* batches kept for others; NULL: none */
+	struct env_timer *bl_timer;
+	bool bl_replaying;
+	struct repl_stats st;
+};
+
+/* ---- operations ---------------------------------------------------------- */
+
+struct target {
+	uint32_t ep;  /* ring endpoint index */
+	uint32_t mut; /* writes: which mutation */
+	int16_t dc;   /* index into the strategy's dcs, -1 if none */
+	bool local_dc;
+	bool pending; /* a pending endpoint (writes) */
+	bool sent, answered, ok;
+	uint64_t id;
+	/* reads */
+	uint8_t round; /* the phase its last request belongs to */
+	bool digest_only;
+	uint8_t digest[16];
+	struct storage_mutation *frag;
+	struct storage_mutation **frags; /* ranges */
+	size_t nfrags;
+	bool cut;
+};
+
+struct wmut {
+	struct buf enc;
+	const struct ring_strategy *strategy; /* borrowed: checked up front */
+	int block_for;
+	int acks, failures, targets;
+	int *dc_need, *dc_acks; /* EACH_QUORUM, per strategy dc */
+	size_t ndc;
+	bool satisfied;
+	/* The caller's mutation, valid only inside repl_write (the local
+	 * replica applies it straight away). */
+	const struct storage_mutation *m;
+};
+
+struct op {
+	enum op_kind kind;
+	struct op *prev, *next;
+	struct repl *r;
+	struct ring *ring;
+	int cl;
+	uint64_t start_us;
+	struct env_timer *timer;
+	bool replied;
+	/* Frees requested while `hold` > 0 wait for the holder: an answer can
+	 * arrive inline (a local apply) while a send loop still runs. */
+	int hold;
+	bool free_pending;
+	bool sending; /* a send loop runs: answers wait for its end */
+	struct target *t;
+	size_t nt;
+	size_t outstanding; /* messages without an answer */
+	int phase;
+	/* writes */
+	enum repl_write_type wt;
+	bool logged;      /* a logged batch going through the batchlog */
+	bool in_batchlog; /* still storing it */
+	uint8_t batch_id[16];
+	uint32_t bl_ep[BL_MAX];
+	size_t nbl;
+	int bl_acks;
+	uint64_t bl_id[BL_MAX];
+	bool bl_sent[BL_MAX], bl_answered[BL_MAX];
+	struct wmut *muts;
+	size_t nmut, unsatisfied;
+	repl_write_done_fn wdone;
+	/* reads */
+	uint8_t table_id[16];
+	const struct storage_table_meta *meta;
+	struct buf cmd_enc;
+	struct arena a; /* decoded cmd for the local store */
+	struct storage_read_cmd cmd;
+	bool read_repair;
+	int block_for;
+	size_t ncontact; /* reads: targets asked first; the rest are spares */
+	struct env_timer *spec_timer;
+	int64_t spec_delay_us; /* -1: no speculative retry */
+	struct storage_mutation *merged;
+	repl_read_done_fn rdone;
+	/* ranges */
+	int64_t start, sub_end, end;
+	uint32_t max_partitions;
+	repl_range_done_fn gdone;
+	/* hint deliveries */
+	struct inet_addr to;
+	repl_deliver_fn ddone;
+	void *arg;
+};
+
+/* Local replica completions carry the request id through this. */
+struct local_ctx {
+	struct repl *r;
+	uint64_t id;
+};
+
+/* ---- coordinator.c: ids, operations, sending, answers -------------------- */
+
+void lat_add(struct repl_latency *l, uint64_t us);
+uint64_t now_us(struct repl *r);
+
+/* The hash chain of request id `id`. */
+struct slot **bucket_of(struct repl *r, uint64_t id);
+/* Registers a new request id for `op->t[target]` (stored in its `id`).
+ * 0 or -1 (ERR_NOMEM). */
+int slot_add(struct repl *r, struct op *op, uint32_t target);
+/* Removes the slot of `id` and returns it (the caller frees), or NULL. */
+struct slot *slot_take(struct repl *r, uint64_t id);
+
+/* A new operation, linked and with its timeout armed; NULL with err set. */
+struct op *op_new(struct repl *r, enum op_kind kind, int cl,
+		  uint64_t timeout_ms, void *arg);
+/* Unregisters every id of the operation and frees it (once nobody holds
+ * it). */
+void op_free(struct op *op);
+/* Drops a hold taken with `op->hold++`; frees a free requested meanwhile. */
+void op_unhold(struct op *op);
+
+void result_init(struct repl_result *res, enum repl_outcome o, int cl);
+/* True (and `res` filled with Overloaded) when max_inflight is reached. */
+bool overloaded(struct repl *r, struct repl_result *res, int cl);
+
+/* Wall-clock deadline for a request sent now. */
+int64_t deadline_us(struct repl *r, uint64_t timeout_ms);
+int send_packed(struct repl *r, const struct inet_addr *to, uint32_t verb,
+		const ProtobufCMessage *msg);
+const struct inet_addr *ep_addr(const struct op *op, uint32_t ep);
+bool is_self(const struct op *op, uint32_t ep);
+/* Index of `dc` in the strategy's datacenters, -1 if none. */
+int strategy_dc_index(const struct ring_strategy *s, const char *dc);
+/* This node's datacenter, NULL when it is not in the ring. */
+const char *local_dc(const struct ring *ring);
+
+/* Local replica completions (repl_store_ops.apply) for request `id`. */
+struct local_ctx *local_ctx_new(struct repl *r, uint64_t id);
+void local_apply_done(void *arg, int status, enum err_code code);
+
+/* An answer for request `id` (remote or local). Takes ownership of
+ * `frags`. */
+void on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
+	       const uint8_t *digest, struct storage_mutation **frags, size_t n,
+	       bool cut);
+
+/* ---- coord_write.c: writes and the coordinator side of the batchlog ------ */
+
+void write_answer(struct op *op, struct target *t, bool ok, const char *error);
+void write_timeout(struct op *op);
+/* The answer of batchlog endpoint `k` (op->bl_ep[k]). */
+void batchlog_answer(struct op *op, size_t k, bool ok, const char *why);
+
+/* ---- coord_read.c: single-partition and range reads ---------------------- */
+
+/* Takes ownership of `frags`. */
+void read_answer(struct op *op, struct target *t, bool ok, const char *error,
+		 const uint8_t *digest, struct storage_mutation **frags,
+		 size_t n);
+void read_timeout(struct op *op);
+/* Takes ownership of `frags`. */
+void range_answer(struct op *op, struct target *t, bool ok, const char *error,
+		  struct storage_mutation **frags, size_t n, bool cut);
+void range_timeout(struct op *op);
+
+/* ---- replica.c: the replica side and batchlog replay --------------------- */
+
+/* Serves a request verb (mutation, read, range, batchlog store/remove)
+ * from another node's coordinator; false when `verb` is not one. */
+bool repl_serve(struct repl *r, const struct inet_addr *from, uint32_t verb,
+		const uint8_t *msg, size_t len);
+/* The batchlog replay timer (armed by repl_new when a batchlog is kept). */
+void replay_tick(void *arg);
+
+#endif

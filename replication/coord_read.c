@@ -1,0 +1,771 @@
+/*
+ * The coordinator's reads. Single-partition reads (repl_read): the closest
+ * live replica sends its data, the others up to block-for a digest; a
+ * digest mismatch asks them all for data, merges it and (unless the table
+ * says otherwise) repairs the replicas that differed before answering;
+ * slow contacts trigger a speculative retry on a spare replica. Range reads
+ * (repl_range_step): one ring sub-range per step, merged in token order up
+ * to where the first truncated replica stopped.
+ */
+#define LOG_MODULE "replication"
+#include "replication/replication.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "replication/coord_internal.h"
+#include "replication/replication.pb-c.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- single-partition reads ---------------------------------------------- */
+
+/* Local replica completions of reads and scans for request id `c->id`. */
+static void local_read_done(void *arg, int status, enum err_code code,
+			    struct storage_mutation **frags, size_t n, bool cut)
+{
+	struct local_ctx *c = arg;
+	on_answer(c->r, c->id, status == 0,
+		  status == 0 ? NULL : err_code_name(code), NULL, frags, n,
+		  cut);
+	free(c);
+}
+
+static void read_reply(struct op *op, const struct repl_result *res,
+		       struct storage_mutation *frag)
+{
+	if (op->replied) {
+		storage_mutation_delete(frag);
+		return;
+	}
+	op->replied = true;
+	struct repl *r = op->r;
+	if (res->outcome == REPL_OK)
+		lat_add(&r->st.read_lat, now_us(r) - op->start_us);
+	else if (res->outcome == REPL_READ_TIMEOUT)
+		r->st.read_timeouts++;
+	op->rdone(op->arg, res, frag);
+}
+
+static void read_send(struct op *op, size_t i, bool digest)
+{
+	struct repl *r = op->r;
+	struct target *t = &op->t[i];
+	t->digest_only = digest;
+	t->answered = false;
+	t->round = (uint8_t)op->phase;
+	if (slot_add(r, op, (uint32_t)i) != 0)
+		return;
+	t->sent = true;
+	op->outstanding++;
+	if (is_self(op, t->ep)) {
+		struct local_ctx *c = local_ctx_new(r, t->id);
+		if (!c) {
+			on_answer(r, t->id, false, "out of memory", NULL, NULL,
+				  0, false);
+			return;
+		}
+		r->store->read(r->store_arg, op->table_id, &op->cmd,
+			       local_read_done, c);
+		return;
+	}
+	Cassini__Replication__ReadReq msg =
+		CASSINI__REPLICATION__READ_REQ__INIT;
+	msg.id = t->id;
+	msg.deadline_us = deadline_us(r, r->o.read_timeout_ms);
+	msg.table_id.data = op->table_id;
+	msg.table_id.len = 16;
+	msg.cmd.data = op->cmd_enc.data;
+	msg.cmd.len = op->cmd_enc.len;
+	msg.digest = digest;
+	if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_READ, &msg.base) !=
+	    0) {
+		free(slot_take(r, t->id));
+		t->sent = false;
+		op->outstanding--;
+	}
+}
+
+void read_timeout(struct op *op)
+{
+	struct repl_result res;
+	result_init(&res, REPL_READ_TIMEOUT, op->cl);
+	res.required = op->block_for;
+	for (size_t i = 0; i < op->nt; i++)
+		if (op->t[i].answered && op->t[i].ok) {
+			res.alive++;
+			res.data_present |= op->t[i].frag != NULL;
+		}
+	if (res.alive > op->block_for)
+		res.alive = op->block_for;
+	snprintf(res.msg, sizeof(res.msg),
+		 "Operation timed out - received only %d responses.",
+		 res.alive);
+	read_reply(op, &res, NULL);
+	op_free(op);
+}
+
+static void read_fail(struct op *op, const char *why)
+{
+	struct repl_result res;
+	result_init(&res, REPL_READ_FAILURE, op->cl);
+	res.required = op->block_for;
+	snprintf(res.msg, sizeof(res.msg), "read failed on a replica: %s",
+		 why ? why : "error");
+	read_reply(op, &res, NULL);
+}
+
+/* Every contacted replica has sent its data: merge, repair, answer. */
+static void read_resolve(struct op *op)
+{
+	struct repl *r = op->r;
+	struct storage_mutation *frags[64];
+	size_t n = 0;
+	for (size_t i = 0; i < op->nt && n < 64; i++)
+		if (op->t[i].frag)
+			frags[n++] = op->t[i].frag;
+	op->merged = storage_fragment_merge(op->meta, frags, n);
+	if (!op->merged) {
+		read_fail(op, err_msg());
+		return;
+	}
+	uint8_t want[16];
+	storage_mutation_digest(op->merged, want);
+	struct buf enc;
+	buf_init(&enc);
+	if (op->read_repair && storage_mutation_encode(op->merged, &enc) != 0) {
+		buf_free(&enc);
+		read_fail(op, err_msg());
+		return;
+	}
+	op->phase = 3;
+	for (size_t i = 0; op->read_repair && i < op->nt; i++) {
+		struct target *t = &op->t[i];
+		if (!t->frag)
+			continue;
+		uint8_t have[16];
+		storage_mutation_digest(t->frag, have);
+		if (memcmp(have, want, 16) == 0)
+			continue;
+		r->st.read_repairs++;
+		if (slot_add(r, op, (uint32_t)i) != 0)
+			continue;
+		t->answered = false;
+		t->round = 3;
+		op->outstanding++;
+		if (is_self(op, t->ep)) {
+			struct local_ctx *c = local_ctx_new(r, t->id);
+			if (!c || r->store->apply(r->store_arg, op->merged,
+						  local_apply_done, c) != 0) {
+				free(c);
+				on_answer(r, t->id, false, err_msg(), NULL,
+					  NULL, 0, false);
+			}
+			continue;
+		}
+		Cassini__Replication__MutationReq msg =
+			CASSINI__REPLICATION__MUTATION_REQ__INIT;
+		msg.id = t->id;
+		msg.deadline_us = deadline_us(r, r->o.read_timeout_ms);
+		msg.mutation.data = enc.data;
+		msg.mutation.len = enc.len;
+		if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_MUTATION,
+				&msg.base) != 0) {
+			free(slot_take(r, t->id));
+			op->outstanding--;
+		}
+	}
+	buf_free(&enc);
+}
+
+static void read_progress(struct op *op);
+
+static void read_finish_ok(struct op *op, struct storage_mutation *frag)
+{
+	struct repl_result res;
+	result_init(&res, REPL_OK, op->cl);
+	read_reply(op, &res, frag);
+}
+
+void read_answer(struct op *op, struct target *t, bool ok, const char *error,
+		 const uint8_t *digest, struct storage_mutation **frags,
+		 size_t n)
+{
+	if (t->round != op->phase) {
+		/* A straggler of an earlier round (a speculated-around
+		 * replica): the read went on without it. */
+		for (size_t i = 0; i < n; i++)
+			storage_mutation_delete(frags[i]);
+		free(frags);
+		return;
+	}
+	if (!ok) {
+		for (size_t i = 0; i < n; i++)
+			storage_mutation_delete(frags[i]);
+		free(frags);
+		t->ok = false;
+		if (op->phase != 3) {
+			read_fail(op, error);
+			op_free(op);
+			return;
+		}
+		/* A failed repair write: the read still stands. */
+	} else if (op->phase != 3) {
+		t->ok = true;
+		if (digest)
+			memcpy(t->digest, digest, 16);
+		if (n > 0) {
+			storage_mutation_delete(t->frag);
+			t->frag = frags[0];
+			for (size_t i = 1; i < n; i++)
+				storage_mutation_delete(frags[i]);
+			if (!digest)
+				storage_mutation_digest(t->frag, t->digest);
+		}
+		free(frags);
+	} else {
+		free(frags);
+	}
+	read_progress(op);
+}
+
+/* Whether every request of the current round has its answer. */
+static bool round_answered(const struct op *op)
+{
+	for (size_t i = 0; i < op->nt; i++)
+		if (op->t[i].sent && op->t[i].round == op->phase &&
+		    !op->t[i].answered)
+			return false;
+	return true;
+}
+
+/* Moves a read on: the digest round ends once block-for replicas (the
+ * data one among them) have answered; the data and repair rounds once
+ * every request of theirs has. A target whose send failed never answers:
+ * speculation or the timeout ends the read then. */
+static void read_progress(struct op *op)
+{
+	if (op->sending || op->replied)
+		return;
+	if (op->phase == 1) {
+		struct target *data = NULL;
+		int answered = 0;
+		for (size_t i = 0; i < op->nt; i++) {
+			struct target *t = &op->t[i];
+			if (!t->sent || !t->answered || !t->ok)
+				continue;
+			answered++;
+			if (t->frag && !data)
+				data = t;
+		}
+		if (answered < op->block_for || !data)
+			return;
+		bool equal = true;
+		for (size_t i = 0; i < op->nt; i++) {
+			struct target *t = &op->t[i];
+			if (t->sent && t->answered && t->ok &&
+			    memcmp(t->digest, data->digest, 16) != 0)
+				equal = false;
+		}
+		if (equal) {
+			struct storage_mutation *f = data->frag;
+			data->frag = NULL;
+			read_finish_ok(op, f);
+			op_free(op);
+			return;
+		}
+		/* Ask every replica that answered with a digest for its
+		 * data; stragglers of the digest round are left out. */
+		op->r->st.digest_mismatches++;
+		op->phase = 2;
+		op->sending = true;
+		for (size_t i = 0; i < op->nt; i++) {
+			struct target *t = &op->t[i];
+			if (t->sent && t->answered && t->ok && !t->frag)
+				read_send(op, i, false);
+		}
+		op->sending = false;
+	}
+	if (op->phase == 2) {
+		if (!round_answered(op))
+			return;
+		op->phase = 3;
+		op->sending = true;
+		read_resolve(op);
+		op->sending = false;
+		if (op->replied) {
+			op_free(op);
+			return;
+		}
+	}
+	if (!round_answered(op))
+		return;
+	/* Repairs acknowledged (or none needed). */
+	struct storage_mutation *f = op->merged;
+	op->merged = NULL;
+	read_finish_ok(op, f);
+	op_free(op);
+}
+
+/* Speculative retry: the contacts are slow; ask one more replica. */
+static void read_speculate(void *arg)
+{
+	struct op *op = arg;
+	if (op->replied || op->phase != 1)
+		return;
+	for (size_t i = op->ncontact; i < op->nt; i++)
+		if (!op->t[i].sent) {
+			op->r->st.speculative_retries++;
+			op->hold++;
+			read_send(op, i, false);
+			read_progress(op);
+			op_unhold(op);
+			return;
+		}
+}
+
+/* The delay before a speculative retry for the table's speculative_retry
+ * option: NONE, ALWAYS, '<n>ms', '<p>p' / '<p>PERCENTILE' (of this
+ * coordinator's read latencies; 99p until there are samples). -1: none. */
+static int64_t spec_delay(const struct repl *r, const char *opt)
+{
+	if (!opt || !*opt)
+		opt = "99p";
+	if (strcasecmp(opt, "NONE") == 0)
+		return -1;
+	if (strcasecmp(opt, "ALWAYS") == 0)
+		return 0;
+	char *end;
+	double v = strtod(opt, &end);
+	if (end == opt || v < 0)
+		return -1;
+	if (strcasecmp(end, "ms") == 0)
+		return (int64_t)(v * 1000);
+	if (strcasecmp(end, "p") != 0 && strcasecmp(end, "percentile") != 0)
+		return -1;
+	if (r->st.read_lat.count < 100)
+		return 50000; /* too few samples yet: 50 ms */
+	uint64_t us = repl_latency_percentile(&r->st.read_lat, v);
+	return us < 1000 ? 1000 : (int64_t)us;
+}
+
+/* Live replicas of `token` sorted by proximity; the first `want` are the
+ * ones to contact. Fills `res` with Unavailable when too few are alive. */
+static int read_plan(struct op *op, const struct ring_strategy *s,
+		     int64_t token, bool spares, struct repl_result *res)
+{
+	struct repl *r = op->r;
+	struct ring_replicas reps;
+	if (ring_replicas_for_token(op->ring, s, token, &reps) != 0) {
+		result_init(res, REPL_READ_FAILURE, op->cl);
+		snprintf(res->msg, sizeof(res->msg), "%s", err_msg());
+		return -1;
+	}
+	const char *ldc = local_dc(op->ring);
+	struct repl_live live[64];
+	uint32_t alive_eps[64];
+	size_t n = reps.n_natural < 64 ? reps.n_natural : 64, na = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t ep = reps.natural[i];
+		const struct ring_endpoint *e = ring_endpoint_get(op->ring, ep);
+		bool alive = is_self(op, ep) ||
+			     r->hooks.is_alive(r->hooks.arg, &e->addr);
+		live[i] = (struct repl_live){e->dc, alive};
+		if (alive)
+			alive_eps[na++] = ep;
+	}
+	if (repl_check_live(op->cl, s, ldc, live, n, 0, res) != 0)
+		return -1;
+	op->block_for = repl_block_for(op->cl, s, ldc);
+	int self = ring_local_endpoint(op->ring);
+	if (self >= 0)
+		ring_snitch_sort(op->ring, (size_t)self, alive_eps, na);
+	op->t = calloc(na ? na : 1, sizeof(*op->t));
+	if (!op->t) {
+		result_init(res, REPL_READ_FAILURE, op->cl);
+		snprintf(res->msg, sizeof(res->msg), "out of memory");
+		return -1;
+	}
+	/* Choose the contacts: the closest block-for live replicas (local
+	 * ones only for LOCAL_*; each DC's quorum for EACH_QUORUM). */
+	int *taken_dc = NULL;
+	size_t ndc = ring_strategy_dc_count(s);
+	if (op->cl == REPL_CL_EACH_QUORUM && ndc)
+		taken_dc = calloc(ndc, sizeof(int));
+	for (size_t i = 0; i < na && (int)op->nt < op->block_for; i++) {
+		const struct ring_endpoint *e =
+			ring_endpoint_get(op->ring, alive_eps[i]);
+		bool local = ldc && strcmp(e->dc, ldc) == 0;
+		if ((op->cl == REPL_CL_LOCAL_ONE ||
+		     op->cl == REPL_CL_LOCAL_QUORUM) &&
+		    !local)
+			continue;
+		if (taken_dc) {
+			int d = strategy_dc_index(s, e->dc);
+			if (d < 0 || taken_dc[d] >= repl_dc_quorum(s, e->dc))
+				continue;
+			taken_dc[d]++;
+		}
+		struct target *t = &op->t[op->nt++];
+		t->ep = alive_eps[i];
+		t->local_dc = local;
+	}
+	free(taken_dc);
+	op->ncontact = op->nt;
+	/* Spares for speculative retry: the other eligible live replicas
+	 * (none for EACH_QUORUM, whose contacts are counted per DC). */
+	for (size_t i = 0;
+	     spares && !taken_dc && op->cl != REPL_CL_EACH_QUORUM && i < na;
+	     i++) {
+		const struct ring_endpoint *e =
+			ring_endpoint_get(op->ring, alive_eps[i]);
+		bool local = ldc && strcmp(e->dc, ldc) == 0;
+		if ((op->cl == REPL_CL_LOCAL_ONE ||
+		     op->cl == REPL_CL_LOCAL_QUORUM) &&
+		    !local)
+			continue;
+		bool used = false;
+		for (size_t k = 0; k < op->ncontact; k++)
+			used |= op->t[k].ep == alive_eps[i];
+		if (used)
+			continue;
+		struct target *t = &op->t[op->nt++];
+		t->ep = alive_eps[i];
+		t->local_dc = local;
+	}
+	return 0;
+}
+
+void repl_read(struct repl *r, const struct repl_read *q,
+	       repl_read_done_fn done, void *arg)
+{
+	struct repl_result res;
+	r->st.reads++;
+	if (q->cl == REPL_CL_ANY) {
+		result_init(&res, REPL_INVALID, q->cl);
+		snprintf(res.msg, sizeof(res.msg),
+			 "ANY ConsistencyLevel is only supported for writes");
+		done(arg, &res, NULL);
+		return;
+	}
+	if (q->cl == REPL_CL_SERIAL || q->cl == REPL_CL_LOCAL_SERIAL) {
+		result_init(&res, REPL_INVALID, q->cl);
+		snprintf(res.msg, sizeof(res.msg),
+			 "%s reads need lightweight transactions, which "
+			 "Cassini does not support",
+			 repl_cl_name(q->cl));
+		done(arg, &res, NULL);
+		return;
+	}
+	if (overloaded(r, &res, q->cl)) {
+		done(arg, &res, NULL);
+		return;
+	}
+	struct op *op = op_new(r, OP_READ, q->cl, r->o.read_timeout_ms, arg);
+	if (!op) {
+		result_init(&res, REPL_READ_FAILURE, q->cl);
+		snprintf(res.msg, sizeof(res.msg), "out of memory");
+		done(arg, &res, NULL);
+		return;
+	}
+	op->rdone = done;
+	op->phase = 1;
+	op->meta = q->meta;
+	op->read_repair = q->read_repair;
+	memcpy(op->table_id, q->table_id, 16);
+	op->ring = ring_ref(r->hooks.ring(r->hooks.arg));
+	if (storage_read_cmd_encode(q->cmd, &op->cmd_enc) != 0 ||
+	    storage_read_cmd_decode(op->cmd_enc.data, op->cmd_enc.len, &op->a,
+				    &op->cmd) != 0) {
+		result_init(&res, REPL_READ_FAILURE, q->cl);
+		snprintf(res.msg, sizeof(res.msg), "%s", err_msg());
+		op->replied = true;
+		op_free(op);
+		done(arg, &res, NULL);
+		return;
+	}
+	if (read_plan(op, q->strategy, q->token, true, &res) != 0) {
+		if (res.outcome == REPL_UNAVAILABLE)
+			r->st.unavailables++;
+		op->replied = true;
+		op_free(op);
+		done(arg, &res, NULL);
+		return;
+	}
+	op->spec_delay_us = spec_delay(r, q->speculative_retry);
+	if (op->spec_delay_us >= 0 && op->nt > op->ncontact) {
+		op->spec_timer = env_timer_new(r->env, read_speculate, op);
+		if (op->spec_timer)
+			env_timer_arm(r->env, op->spec_timer,
+				      (uint64_t)op->spec_delay_us);
+	}
+	op->hold++;
+	op->sending = true;
+	for (size_t i = 0; i < op->ncontact && !op->replied; i++)
+		read_send(op, i, i > 0);
+	op->sending = false;
+	read_progress(op);
+	op_unhold(op);
+}
+
+/* ---- range reads --------------------------------------------------------- */
+
+static int frag_cmp(const struct storage_mutation *a,
+		    const struct storage_mutation *b)
+{
+	int64_t ta = storage_mutation_token(a), tb = storage_mutation_token(b);
+	if (ta != tb)
+		return ta < tb ? -1 : 1;
+	return slice_cmp(storage_mutation_key(a), storage_mutation_key(b));
+}
+
+static void range_reply(struct op *op, const struct repl_result *res,
+			struct storage_mutation **frags, size_t n,
+			int64_t resume, bool finished)
+{
+	if (op->replied)
+		return;
+	op->replied = true;
+	struct repl *r = op->r;
+	if (res->outcome == REPL_OK)
+		lat_add(&r->st.range_lat, now_us(r) - op->start_us);
+	else if (res->outcome == REPL_READ_TIMEOUT)
+		r->st.read_timeouts++;
+	op->gdone(op->arg, res, frags, n, resume, finished);
+}
+
+/* Every contact answered: merge their partitions in token order, up to the
+ * earliest point where a cut replica stopped. */
+static void range_resolve(struct op *op)
+{
+	struct repl_result res;
+	const struct storage_mutation *bound = NULL;
+	for (size_t i = 0; i < op->nt; i++) {
+		struct target *t = &op->t[i];
+		if (t->cut && t->nfrags > 0) {
+			const struct storage_mutation *last =
+				t->frags[t->nfrags - 1];
+			if (!bound || frag_cmp(last, bound) < 0)
+				bound = last;
+		}
+	}
+	size_t cap = 0;
+	for (size_t i = 0; i < op->nt; i++)
+		cap += op->t[i].nfrags;
+	struct storage_mutation **out = calloc(cap ? cap : 1, sizeof(*out));
+	size_t *pos = calloc(op->nt ? op->nt : 1, sizeof(*pos));
+	size_t n = 0;
+	if (!out || !pos)
+		goto nomem;
+	for (;;) {
+		/* The smallest head among the replicas' lists. */
+		const struct storage_mutation *head = NULL;
+		for (size_t i = 0; i < op->nt; i++)
+			if (pos[i] < op->t[i].nfrags) {
+				const struct storage_mutation *m =
+					op->t[i].frags[pos[i]];
+				if (!head || frag_cmp(m, head) < 0)
+					head = m;
+			}
+		if (!head || (bound && frag_cmp(head, bound) > 0))
+			break;
+		struct storage_mutation *same[64];
+		size_t ns = 0;
+		for (size_t i = 0; i < op->nt; i++)
+			if (pos[i] < op->t[i].nfrags &&
+			    frag_cmp(op->t[i].frags[pos[i]], head) == 0) {
+				if (ns < 64)
+					same[ns++] = op->t[i].frags[pos[i]];
+				pos[i]++;
+			}
+		struct storage_mutation *m =
+			storage_fragment_merge(op->meta, same, ns);
+		if (!m)
+			goto nomem;
+		out[n++] = m;
+	}
+	free(pos);
+	bool cut = bound != NULL;
+	int64_t resume = cut ? storage_mutation_token(bound) : op->sub_end;
+	bool finished = !cut && op->sub_end == op->end;
+	result_init(&res, REPL_OK, op->cl);
+	range_reply(op, &res, out, n, resume, finished);
+	return;
+nomem:
+	for (size_t i = 0; i < n; i++)
+		storage_mutation_delete(out[i]);
+	free(out);
+	free(pos);
+	result_init(&res, REPL_READ_FAILURE, op->cl);
+	snprintf(res.msg, sizeof(res.msg), "%s", err_msg());
+	range_reply(op, &res, NULL, 0, op->start, false);
+}
+
+static void range_progress(struct op *op);
+
+void range_answer(struct op *op, struct target *t, bool ok, const char *error,
+		  struct storage_mutation **frags, size_t n, bool cut)
+{
+	if (!ok) {
+		for (size_t i = 0; i < n; i++)
+			storage_mutation_delete(frags[i]);
+		free(frags);
+		struct repl_result res;
+		result_init(&res, REPL_READ_FAILURE, op->cl);
+		res.required = op->block_for;
+		snprintf(res.msg, sizeof(res.msg),
+			 "range read failed on a replica: %s",
+			 error ? error : "error");
+		range_reply(op, &res, NULL, 0, op->start, false);
+		op_free(op);
+		return;
+	}
+	t->ok = true;
+	t->frags = frags;
+	t->nfrags = n;
+	t->cut = cut;
+	range_progress(op);
+}
+
+static void range_progress(struct op *op)
+{
+	if (op->sending || op->outstanding > 0 || op->replied)
+		return;
+	for (size_t i = 0; i < op->nt; i++)
+		if (!op->t[i].answered)
+			return; /* never sent: the timeout answers */
+	range_resolve(op);
+	op_free(op);
+}
+
+static void range_send(struct op *op, size_t i)
+{
+	struct repl *r = op->r;
+	struct target *t = &op->t[i];
+	if (slot_add(r, op, (uint32_t)i) != 0)
+		return;
+	t->sent = true;
+	op->outstanding++;
+	if (is_self(op, t->ep)) {
+		struct local_ctx *c = local_ctx_new(r, t->id);
+		if (!c) {
+			on_answer(r, t->id, false, "out of memory", NULL, NULL,
+				  0, false);
+			return;
+		}
+		r->store->scan(r->store_arg, op->table_id, op->start,
+			       op->sub_end, &op->cmd, op->max_partitions,
+			       local_read_done, c);
+		return;
+	}
+	Cassini__Replication__RangeReq msg =
+		CASSINI__REPLICATION__RANGE_REQ__INIT;
+	msg.id = t->id;
+	msg.deadline_us = deadline_us(r, r->o.range_timeout_ms);
+	msg.table_id.data = op->table_id;
+	msg.table_id.len = 16;
+	msg.cmd.data = op->cmd_enc.data;
+	msg.cmd.len = op->cmd_enc.len;
+	msg.start = op->start;
+	msg.end = op->sub_end;
+	msg.max_partitions = op->max_partitions;
+	if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_RANGE, &msg.base) !=
+	    0) {
+		free(slot_take(r, t->id));
+		t->sent = false;
+		op->outstanding--;
+	}
+}
+
+void repl_range_step(struct repl *r, const struct repl_range *q,
+		     repl_range_done_fn done, void *arg)
+{
+	struct repl_result res;
+	r->st.ranges++;
+	if (q->cl == REPL_CL_ANY || q->cl == REPL_CL_SERIAL ||
+	    q->cl == REPL_CL_LOCAL_SERIAL) {
+		result_init(&res, REPL_INVALID, q->cl);
+		snprintf(res.msg, sizeof(res.msg),
+			 "%s ConsistencyLevel is not supported for reads",
+			 repl_cl_name(q->cl));
+		done(arg, &res, NULL, 0, q->start, false);
+		return;
+	}
+	if (overloaded(r, &res, q->cl)) {
+		done(arg, &res, NULL, 0, q->start, false);
+		return;
+	}
+	struct op *op = op_new(r, OP_RANGE, q->cl, r->o.range_timeout_ms, arg);
+	if (!op) {
+		result_init(&res, REPL_READ_FAILURE, q->cl);
+		snprintf(res.msg, sizeof(res.msg), "out of memory");
+		done(arg, &res, NULL, 0, q->start, false);
+		return;
+	}
+	op->gdone = done;
+	op->meta = q->meta;
+	memcpy(op->table_id, q->table_id, 16);
+	op->ring = ring_ref(r->hooks.ring(r->hooks.arg));
+	op->start = q->start;
+	op->end = q->end;
+	op->max_partitions = q->max_partitions ? q->max_partitions : 1000;
+	/* The sub-range: up to the first ring token past start (the whole
+	 * remaining wrap-around range when start is past the last token). */
+	op->sub_end = q->end;
+	size_t ntok = ring_token_count(op->ring);
+	int64_t probe = q->start;
+	if (ntok > 0 && q->start < INT64_MAX) {
+		int64_t tok = ring_token_at(
+			op->ring, ring_token_index(op->ring, q->start + 1));
+		if (tok > q->start && tok < q->end)
+			op->sub_end = tok;
+		probe = op->sub_end;
+	}
+	if (storage_read_cmd_encode(q->cmd, &op->cmd_enc) != 0 ||
+	    storage_read_cmd_decode(op->cmd_enc.data, op->cmd_enc.len, &op->a,
+				    &op->cmd) != 0) {
+		result_init(&res, REPL_READ_FAILURE, q->cl);
+		snprintf(res.msg, sizeof(res.msg), "%s", err_msg());
+		op->replied = true;
+		op_free(op);
+		done(arg, &res, NULL, 0, q->start, false);
+		return;
+	}
+	if (read_plan(op, q->strategy, probe, false, &res) != 0) {
+		if (res.outcome == REPL_UNAVAILABLE)
+			r->st.unavailables++;
+		op->replied = true;
+		op_free(op);
+		done(arg, &res, NULL, 0, q->start, false);
+		return;
+	}
+	op->hold++;
+	op->sending = true;
+	for (size_t i = 0; i < op->nt && !op->replied; i++)
+		range_send(op, i);
+	op->sending = false;
+	range_progress(op);
+	op_unhold(op);
+}
+
+/* The range read's deadline passed. */
+void range_timeout(struct op *op)
+{
+	struct repl_result res;
+	result_init(&res, REPL_READ_TIMEOUT, op->cl);
+	res.required = op->block_for;
+	for (size_t i = 0; i < op->nt; i++)
+		if (op->t[i].answered && op->t[i].ok) {
+			res.alive++;
+			res.data_present = true;
+		}
+	snprintf(res.msg, sizeof(res.msg),
+		 "Operation timed out - received only %d responses.",
+		 res.alive);
+	range_reply(op, &res, NULL, 0, op->start, false);
+	op_free(op);
+}

@@ -1,0 +1,411 @@
+/*
+ * The replica side of the coordinator's messages: apply a mutation, read a
+ * partition (data or digest), scan a token range, store or drop a batch in
+ * this node's batchlog (repl_serve); and batchlog replay: a batch whose
+ * coordinator never reported it applied is written again from here.
+ *
+ * Requests past their deadline are dropped unanswered (and counted): the
+ * coordinator has given up on them already.
+ */
+#define LOG_MODULE "replication"
+#include "replication/replication.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "replication/coord_internal.h"
+#include "replication/replication.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the replica side ---------------------------------------------------- */
+
+struct serve {
+	struct repl *r;
+	struct inet_addr from;
+	uint64_t id;
+	bool digest;
+	struct arena a;
+	struct storage_read_cmd cmd;
+};
+
+static bool expired(struct repl *r, int64_t deadline, uint32_t verb)
+{
+	if (deadline && env_wall_us(r->env) > deadline) {
+		r->st.dropped[verb]++;
+		return true;
+	}
+	return false;
+}
+
+static void send_mutation_rsp(struct repl *r, const struct inet_addr *to,
+			      uint64_t id, bool ok, const char *error)
+{
+	Cassini__Replication__MutationRsp rsp =
+		CASSINI__REPLICATION__MUTATION_RSP__INIT;
+	rsp.id = id;
+	rsp.ok = ok;
+	rsp.error = (char *)(error ? error : "");
+	send_packed(r, to, REPL_VERB_MUTATION_RSP, &rsp.base);
+}
+
+static void serve_apply_done(void *arg, int status, enum err_code code)
+{
+	struct serve *s = arg;
+	send_mutation_rsp(s->r, &s->from, s->id, status == 0,
+			  status == 0 ? NULL : err_code_name(code));
+	arena_destroy(&s->a);
+	free(s);
+}
+
+static struct serve *serve_new(struct repl *r, const struct inet_addr *from,
+			       uint64_t id)
+{
+	struct serve *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->r = r;
+	s->from = *from;
+	s->id = id;
+	arena_create(&s->a, 0);
+	return s;
+}
+
+static void serve_mutation(struct repl *r, const struct inet_addr *from,
+			   const uint8_t *msg, size_t len)
+{
+	Cassini__Replication__MutationReq *req =
+		cassini__replication__mutation_req__unpack(NULL, len, msg);
+	if (!req) {
+		LOG_WARN("dropping a malformed mutation request");
+		return;
+	}
+	if (expired(r, req->deadline_us, REPL_VERB_MUTATION)) {
+		cassini__replication__mutation_req__free_unpacked(req, NULL);
+		return;
+	}
+	r->st.replica_mutations++;
+	struct storage_mutation *m =
+		storage_mutation_decode(req->mutation.data, req->mutation.len);
+	struct serve *s = m ? serve_new(r, from, req->id) : NULL;
+	if (!m || !s ||
+	    r->store->apply(r->store_arg, m, serve_apply_done, s) != 0) {
+		send_mutation_rsp(r, from, req->id, false, err_msg());
+		if (s) {
+			arena_destroy(&s->a);
+			free(s);
+		}
+	}
+	storage_mutation_delete(m);
+	cassini__replication__mutation_req__free_unpacked(req, NULL);
+}
+
+static void serve_read_done(void *arg, int status, enum err_code code,
+			    struct storage_mutation **frags, size_t n, bool cut)
+{
+	(void)cut;
+	struct serve *s = arg;
+	Cassini__Replication__ReadRsp rsp =
+		CASSINI__REPLICATION__READ_RSP__INIT;
+	rsp.id = s->id;
+	rsp.ok = status == 0 && n == 1;
+	rsp.error = (char *)(status == 0 ? "" : err_code_name(code));
+	uint8_t digest[16];
+	struct buf enc;
+	buf_init(&enc);
+	if (rsp.ok) {
+		storage_mutation_digest(frags[0], digest);
+		rsp.digest.data = digest;
+		rsp.digest.len = 16;
+		if (!s->digest) {
+			if (storage_mutation_encode(frags[0], &enc) != 0) {
+				rsp.ok = false;
+				rsp.error = (char *)err_msg();
+			}
+			rsp.fragment.data = enc.data;
+			rsp.fragment.len = enc.len;
+		}
+	}
+	send_packed(s->r, &s->from, REPL_VERB_READ_RSP, &rsp.base);
+	buf_free(&enc);
+	for (size_t i = 0; i < n; i++)
+		storage_mutation_delete(frags[i]);
+	free(frags);
+	arena_destroy(&s->a);
+	free(s);
+}
+
+static void serve_range_done(void *arg, int status, enum err_code code,
+			     struct storage_mutation **frags, size_t n,
+			     bool cut)
+{
+	struct serve *s = arg;
+	Cassini__Replication__RangeRsp rsp =
+		CASSINI__REPLICATION__RANGE_RSP__INIT;
+	rsp.id = s->id;
+	rsp.ok = status == 0;
+	rsp.error = (char *)(status == 0 ? "" : err_code_name(code));
+	rsp.cut = cut;
+	struct buf *encs = calloc(n ? n : 1, sizeof(*encs));
+	ProtobufCBinaryData *bins = calloc(n ? n : 1, sizeof(*bins));
+	if (!encs || !bins) {
+		rsp.ok = false;
+		rsp.error = (char *)"out of memory";
+		n = 0;
+	}
+	for (size_t i = 0; rsp.ok && i < n; i++) {
+		buf_init(&encs[i]);
+		if (storage_mutation_encode(frags[i], &encs[i]) != 0) {
+			rsp.ok = false;
+			rsp.error = (char *)err_msg();
+		}
+		bins[i].data = encs[i].data;
+		bins[i].len = encs[i].len;
+	}
+	if (rsp.ok) {
+		rsp.n_fragments = n;
+		rsp.fragments = bins;
+	}
+	send_packed(s->r, &s->from, REPL_VERB_RANGE_RSP, &rsp.base);
+	for (size_t i = 0; i < n; i++) {
+		if (encs)
+			buf_free(&encs[i]);
+		storage_mutation_delete(frags[i]);
+	}
+	free(encs);
+	free(bins);
+	free(frags);
+	arena_destroy(&s->a);
+	free(s);
+}
+
+static void serve_read(struct repl *r, const struct inet_addr *from,
+		       const uint8_t *msg, size_t len)
+{
+	Cassini__Replication__ReadReq *req =
+		cassini__replication__read_req__unpack(NULL, len, msg);
+	if (!req) {
+		LOG_WARN("dropping a malformed read request");
+		return;
+	}
+	if (expired(r, req->deadline_us, REPL_VERB_READ)) {
+		cassini__replication__read_req__free_unpacked(req, NULL);
+		return;
+	}
+	r->st.replica_reads++;
+	struct serve *s = serve_new(r, from, req->id);
+	if (!s || req->table_id.len != 16 ||
+	    storage_read_cmd_decode(req->cmd.data, req->cmd.len, &s->a,
+				    &s->cmd) != 0) {
+		Cassini__Replication__ReadRsp rsp =
+			CASSINI__REPLICATION__READ_RSP__INIT;
+		rsp.id = req->id;
+		rsp.error = (char *)"malformed read request";
+		send_packed(r, from, REPL_VERB_READ_RSP, &rsp.base);
+		if (s) {
+			arena_destroy(&s->a);
+			free(s);
+		}
+	} else {
+		s->digest = req->digest;
+		r->store->read(r->store_arg, req->table_id.data, &s->cmd,
+			       serve_read_done, s);
+	}
+	cassini__replication__read_req__free_unpacked(req, NULL);
+}
+
+static void serve_range(struct repl *r, const struct inet_addr *from,
+			const uint8_t *msg, size_t len)
+{
+	Cassini__Replication__RangeReq *req =
+		cassini__replication__range_req__unpack(NULL, len, msg);
+	if (!req) {
+		LOG_WARN("dropping a malformed range request");
+		return;
+	}
+	if (expired(r, req->deadline_us, REPL_VERB_RANGE)) {
+		cassini__replication__range_req__free_unpacked(req, NULL);
+		return;
+	}
+	r->st.replica_ranges++;
+	struct serve *s = serve_new(r, from, req->id);
+	if (!s || req->table_id.len != 16 || req->start >= req->end ||
+	    storage_read_cmd_decode(req->cmd.data, req->cmd.len, &s->a,
+				    &s->cmd) != 0) {
+		Cassini__Replication__RangeRsp rsp =
+			CASSINI__REPLICATION__RANGE_RSP__INIT;
+		rsp.id = req->id;
+		rsp.error = (char *)"malformed range request";
+		send_packed(r, from, REPL_VERB_RANGE_RSP, &rsp.base);
+		if (s) {
+			arena_destroy(&s->a);
+			free(s);
+		}
+	} else {
+		uint32_t max = req->max_partitions ? req->max_partitions : 1000;
+		r->store->scan(r->store_arg, req->table_id.data, req->start,
+			       req->end, &s->cmd, max > 10000 ? 10000 : max,
+			       serve_range_done, s);
+	}
+	cassini__replication__range_req__free_unpacked(req, NULL);
+}
+
+static void serve_batch_store(struct repl *r, const struct inet_addr *from,
+			      const uint8_t *msg, size_t len)
+{
+	Cassini__Replication__BatchStoreReq *req =
+		cassini__replication__batch_store_req__unpack(NULL, len, msg);
+	if (!req) {
+		LOG_WARN("dropping a malformed batchlog request");
+		return;
+	}
+	if (expired(r, req->deadline_us, REPL_VERB_BATCH_STORE)) {
+		cassini__replication__batch_store_req__free_unpacked(req, NULL);
+		return;
+	}
+	struct slice *sl =
+		calloc(req->n_mutations ? req->n_mutations : 1, sizeof(*sl));
+	bool ok = false;
+	const char *why = "this node keeps no batchlog";
+	if (sl && r->bl && req->batch_id.len == 16) {
+		for (size_t i = 0; i < req->n_mutations; i++)
+			sl[i] = slice_make(req->mutations[i].data,
+					   req->mutations[i].len);
+		ok = batchlog_store(r->bl, req->batch_id.data, req->created_us,
+				    sl, req->n_mutations) == 0;
+		why = ok ? NULL : err_msg();
+		r->st.batches_stored += ok;
+	}
+	free(sl);
+	Cassini__Replication__MutationRsp rsp =
+		CASSINI__REPLICATION__MUTATION_RSP__INIT;
+	rsp.id = req->id;
+	rsp.ok = ok;
+	rsp.error = (char *)(why ? why : "");
+	send_packed(r, from, REPL_VERB_BATCH_STORE_RSP, &rsp.base);
+	cassini__replication__batch_store_req__free_unpacked(req, NULL);
+}
+
+static void serve_batch_remove(struct repl *r, const uint8_t *msg, size_t len)
+{
+	Cassini__Replication__BatchRemove *req =
+		cassini__replication__batch_remove__unpack(NULL, len, msg);
+	if (!req)
+		return;
+	if (r->bl && req->batch_id.len == 16)
+		batchlog_remove(r->bl, req->batch_id.data);
+	cassini__replication__batch_remove__free_unpacked(req, NULL);
+}
+
+bool repl_serve(struct repl *r, const struct inet_addr *from, uint32_t verb,
+		const uint8_t *msg, size_t len)
+{
+	switch (verb) {
+	case REPL_VERB_MUTATION:
+		serve_mutation(r, from, msg, len);
+		return true;
+	case REPL_VERB_READ:
+		serve_read(r, from, msg, len);
+		return true;
+	case REPL_VERB_RANGE:
+		serve_range(r, from, msg, len);
+		return true;
+	case REPL_VERB_BATCH_STORE:
+		serve_batch_store(r, from, msg, len);
+		return true;
+	case REPL_VERB_BATCH_REMOVE:
+		serve_batch_remove(r, msg, len);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ---- batchlog replay ----------------------------------------------------- */
+
+struct replay {
+	struct repl *r;
+	uint8_t id[16];
+};
+
+static void replay_done(void *arg, const struct repl_result *res)
+{
+	struct replay *p = arg;
+	struct repl *r = p->r;
+	r->bl_replaying = false;
+	if (res->outcome == REPL_OK) {
+		batchlog_remove(r->bl, p->id);
+		r->st.batches_replayed++;
+		LOG_INFO("batchlog: replayed a batch its coordinator did not "
+			 "finish");
+	} else {
+		LOG_DEBUG("batchlog: replay failed (%s); will retry", res->msg);
+	}
+	free(p);
+}
+
+/* Replays one due batch (its coordinator never said it was applied): its
+ * mutations are written at ONE, hints covering replicas that miss it. */
+void replay_tick(void *arg)
+{
+	struct repl *r = arg;
+	uint64_t interval = r->o.batchlog_replay_interval_ms
+				    ? r->o.batchlog_replay_interval_ms
+				    : 1000;
+	env_timer_arm(r->env, r->bl_timer, interval * 1000);
+	uint64_t now = env_mono_us(r->env);
+	uint64_t age = 2 * r->o.write_timeout_ms * 1000;
+	uint8_t id[1][16];
+	if (r->bl_replaying || now < age ||
+	    batchlog_due(r->bl, now - age, id, 1) == 0)
+		return;
+	struct buf bytes;
+	buf_init(&bytes);
+	struct slice *sl = NULL;
+	size_t n = 0;
+	if (batchlog_read(r->bl, id[0], &bytes, &sl, &n) != 0) {
+		if (err_code() == ERR_CORRUPT)
+			batchlog_remove(r->bl, id[0]);
+		buf_free(&bytes);
+		return;
+	}
+	struct repl_mutation *rm = calloc(n ? n : 1, sizeof(*rm));
+	struct storage_mutation **ms = calloc(n ? n : 1, sizeof(*ms));
+	size_t k = 0;
+	for (size_t i = 0; rm && ms && i < n; i++) {
+		struct storage_mutation *m =
+			storage_mutation_decode(sl[i].ptr, sl[i].len);
+		const struct ring_strategy *st =
+			m && r->hooks.strategy
+				? r->hooks.strategy(
+					  r->hooks.arg,
+					  storage_mutation_table_id(m))
+				: NULL;
+		if (!st) { /* damaged, or its table is gone */
+			storage_mutation_delete(m);
+			continue;
+		}
+		ms[k] = m;
+		rm[k] = (struct repl_mutation){m, st};
+		k++;
+	}
+	struct replay *p = rm && ms ? malloc(sizeof(*p)) : NULL;
+	if (k == 0 && rm && ms) {
+		batchlog_remove(r->bl, id[0]); /* nothing left to apply */
+		free(p);
+	} else if (p) {
+		*p = (struct replay){.r = r};
+		memcpy(p->id, id[0], 16);
+		r->bl_replaying = true;
+		repl_write(r, rm, k, REPL_CL_ONE, REPL_WRITE_UNLOGGED_BATCH,
+			   replay_done, p);
+	}
+	for (size_t i = 0; ms && i < k; i++)
+		storage_mutation_delete(ms[i]);
+	free(ms);
+	free(rm);
+	free(sl);
+	buf_free(&bytes);
+}
