@@ -195,11 +195,79 @@ static void table_free(struct table *t)
 	free(t);
 }
 
+/* ---- truncation records ---------------------------------------------------
+ *
+ * <table dir>/truncated.txt, one line, written atomically (temp file, fsync,
+ * rename, fsync of the directory) before anything is dropped:
+ *
+ *   1 <commitlog segment> <offset> <max truncated generation>
+ *
+ * Replay skips the table's records ending at or before the position, and
+ * a restart deletes SSTables of the table up to the generation (left behind
+ * by a crash between the record and the unlinks) and numbers new ones above
+ * it. A truncate replaces the record; dropping the table drops its
+ * directory, and the record with it. */
+
+static char *truncation_path(const struct table *t)
+{
+	size_t n = strlen(t->dir) + sizeof("/truncated.txt");
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/truncated.txt", t->dir);
+	return p;
+}
+
+static int truncation_load(struct storage *db, struct table *t)
+{
+	char *p = truncation_path(t);
+	if (!p)
+		return err_set(ERR_NOMEM, "truncation record");
+	int ex = env_exists(db->o.env, p);
+	uint8_t *data = NULL;
+	size_t len = 0;
+	if (ex != 1 || env_read_file(db->o.env, p, 256, &data, &len)) {
+		free(p);
+		return ex < 0 || ex == 1 ? -1 : 0;
+	}
+	char text[257];
+	memcpy(text, data, len);
+	text[len] = 0;
+	free(data);
+	unsigned long long seg, off, gen;
+	int version, used = 0;
+	int rc = 0;
+	if (sscanf(text, "%d %llu %llu %llu\n%n", &version, &seg, &off, &gen,
+		   &used) != 4 ||
+	    version != 1 || (size_t)used != len) {
+		rc = err_set(ERR_CORRUPT, "%s: malformed truncation record", p);
+	} else {
+		t->truncated_at = (struct clpos){seg, off};
+		t->truncated_gen = gen;
+	}
+	free(p);
+	return rc;
+}
+
+static int truncation_save(struct storage *db, const struct table *t,
+			   struct clpos at, uint64_t gen)
+{
+	char text[96];
+	int n = snprintf(text, sizeof(text),
+			 "1 %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", at.seg,
+			 at.off, gen);
+	char *p = truncation_path(t);
+	if (!p)
+		return err_set(ERR_NOMEM, "truncation record");
+	int rc = env_write_file_atomic(db->o.env, p, text, (size_t)n);
+	free(p);
+	return rc;
+}
+
 static int table_load(struct storage *db, struct table *t)
 {
 	uint64_t *gens = NULL;
 	size_t n = 0;
-	if (env_mkdir_p(db->o.env, t->dir) ||
+	if (env_mkdir_p(db->o.env, t->dir) || truncation_load(db, t) ||
 	    engine_compaction_recover(db, t) ||
 	    sst_dir_scan(db->o.env, t->dir, &gens, &n))
 		return -1;
@@ -211,6 +279,11 @@ static int table_load(struct storage *db, struct table *t)
 	t->version = v;
 	t->next_gen = 1;
 	for (size_t i = 0; i < n; i++) {
+		if (gens[i] <= t->truncated_gen) {
+			/* a crash came between the record and the unlinks */
+			engine_remove_generation(db->o.env, t->dir, gens[i]);
+			continue;
+		}
 		struct sstable *s = sstable_open(db->o.env, t->dir, gens[i],
 						 t->meta, db->cache);
 		if (!s) {
@@ -232,6 +305,10 @@ static int table_load(struct storage *db, struct table *t)
 			t->next_gen = gens[i] + 1;
 	}
 	free(gens);
+	if (t->truncated_gen >= t->next_gen)
+		t->next_gen = t->truncated_gen + 1;
+	if (clpos_cmp(t->truncated_at, t->flushed) > 0)
+		t->flushed = t->truncated_at;
 	return 0;
 }
 
@@ -484,6 +561,78 @@ int storage_flush(struct storage *db, const uint8_t *table_id)
 	}
 	pthread_mutex_unlock(&db->mu);
 	return rc;
+}
+
+/* ---- truncate ------------------------------------------------------------ */
+
+int storage_truncate(struct storage *db, const uint8_t table_id[16])
+{
+	struct version *empty = version_edit(NULL, NULL, 0, NULL);
+	if (!empty)
+		return -1;
+	pthread_mutex_lock(&db->mu);
+	struct table *t = engine_table_find(db, table_id);
+	struct memtable *fresh = t ? memtable_new(t->meta) : NULL;
+	int rc = 0;
+	if (!db->started)
+		rc = err_set(ERR_CLOSED, "storage is not started");
+	else if (!t)
+		rc = err_set(ERR_NOT_FOUND, "unknown table");
+	else if (!fresh)
+		rc = err_set(ERR_NOMEM, "memtable");
+	/* A running compaction or flush of the table would publish an
+	 * SSTable of the truncated past: let it finish first. (A failed
+	 * flush is not running; its memtables are dropped below.) */
+	while (!rc && !db->stopping &&
+	       (t->compacting || (t->flushing_count && !t->flush_failed)))
+		pthread_cond_wait(&db->done, &db->mu);
+	if (!rc && db->stopping)
+		rc = err_set(ERR_CLOSED, "storage is stopping");
+	/* Writes log and apply under db->mu, so every record logged before
+	 * this point ends at or before it, and every later one after it. The
+	 * record is durable before anything is dropped; the lock is held
+	 * across its fsync so no write falls between the two. */
+	struct clpos at =
+		rc ? (struct clpos){0, 0} : commitlog_position(db->cl);
+	uint64_t gen = rc ? 0 : t->next_gen - 1;
+	if (!rc && truncation_save(db, t, at, gen))
+		rc = err_prefix("truncate of %s.%s", t->meta->keyspace,
+				t->meta->name);
+	if (rc) {
+		pthread_mutex_unlock(&db->mu);
+		memtable_unref(fresh);
+		version_unref(empty);
+		return -1;
+	}
+	t->truncated_at = at;
+	t->truncated_gen = gen;
+	if (clpos_cmp(at, t->flushed) > 0)
+		t->flushed = at;
+	struct memtable *old_active = t->active;
+	struct memtable **old_flushing = t->flushing;
+	size_t old_count = t->flushing_count;
+	struct version *old = t->version;
+	t->active = fresh;
+	t->flushing = NULL;
+	t->flushing_count = 0;
+	t->flush_failed = false;
+	t->version = empty;
+	/* the last reader's unref deletes the files */
+	for (size_t i = 0; i < old->count; i++)
+		sstable_mark_obsolete(old->ssts[i]);
+	pthread_cond_broadcast(&db->done);
+	pthread_mutex_unlock(&db->mu);
+	LOG_AT(LOG_LEVEL_INFO,
+	       "truncated %s.%s (%zu sstables) at commitlog %" PRIu64
+	       ":%" PRIu64,
+	       t->meta->keyspace, t->meta->name, old->count, at.seg, at.off);
+	memtable_unref(old_active);
+	for (size_t i = 0; i < old_count; i++)
+		memtable_unref(old_flushing[i]);
+	free(old_flushing);
+	version_unref(old);
+	discard_log(db);
+	return 0;
 }
 
 /* ---- the write path ------------------------------------------------------ */
