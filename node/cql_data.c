@@ -248,6 +248,10 @@ static void reply_result(struct cql_request *req, uint8_t version,
 		cql_encode_error(&b, version, stream, CQL_ERR_INVALID,
 				 res->msg);
 		break;
+	case REPL_TRUNCATE_ERROR:
+		cql_encode_error(&b, version, stream, CQL_ERR_TRUNCATE,
+				 res->msg);
+		break;
 	}
 	if (warning && *warning && res->outcome == REPL_OK)
 		cql_frame_add_warning(&b, warning);
