@@ -273,6 +273,65 @@ START_TEST(sstable_files_stay_while_a_scan_holds_them)
 }
 END_TEST
 
+static void table_file(struct fx *f, const struct storage_table_meta *t,
+		       const char *name, char *out, size_t n)
+{
+	int k = snprintf(out, n, "%s/ks/%s-", f->data, t->name);
+	for (int i = 0; i < 16; i++)
+		k += snprintf(out + k, n - (size_t)k, "%02x", t->id[i]);
+	snprintf(out + k, n - (size_t)k, "/%s", name);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+	ck_assert_ptr_nonnull(fp);
+	fputs(text, fp);
+	fclose(fp);
+}
+
+/* A crash after the truncation record was written but before the SSTables
+ * were unlinked: the next start deletes them and skips the log. A damaged
+ * record refuses to load the table rather than resurrect it. */
+START_TEST(a_crash_between_record_and_unlinks_finishes_the_truncate)
+{
+	struct fx f;
+	fx_init(&f, "trunc-crash");
+	put_range(&f, f.t, "old", 0, 100);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0); /* generation 1 */
+	put_range(&f, f.t, "old", 100, 200);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0); /* generation 2 */
+	put_range(&f, f.t, "old", 200, 300);            /* the log only */
+	put_range(&f, f.u, "u", 0, 10);
+	storage_delete(f.db);
+	ck_assert_uint_eq(data_files(&f, f.t), 2);
+	char path[900];
+	table_file(&f, f.t, "truncated.txt", path, sizeof(path));
+	write_text(path, "1 1000000 0 2\n");
+	open_db(&f);
+	ck_assert_uint_eq(count(&f, f.t), 0);
+	ck_assert_uint_eq(data_files(&f, f.t), 0);
+	ck_assert_uint_eq(count(&f, f.u), 10);
+	/* new SSTables are numbered above the truncated ones */
+	put_range(&f, f.t, "new", 0, 5);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	restart(&f);
+	ck_assert_uint_eq(count(&f, f.t), 5);
+
+	storage_delete(f.db);
+	write_text(path, "1 7 x\n");
+	f.db = storage_new(&f.o);
+	ck_assert_int_eq(storage_table_add(f.db, f.t, true), -1);
+	ck_assert_int_eq(err_code(), ERR_CORRUPT);
+	write_text(path, "1 1000000 0 2\n");
+	ck_assert_int_eq(storage_table_add(f.db, f.t, true), 0);
+	ck_assert_int_eq(storage_table_add(f.db, f.u, true), 0);
+	ck_assert_int_eq(storage_start(f.db), 0);
+	ck_assert_uint_eq(count(&f, f.t), 5);
+	fx_free(&f);
+}
+END_TEST
+
 struct compactor {
 	struct fx *f;
 	_Atomic bool stop;
@@ -336,6 +395,8 @@ int main(void)
 		truncate_empties_memtable_and_sstables_and_keeps_later_writes);
 	tcase_add_test(tc, restart_does_not_replay_truncated_commitlog_records);
 	tcase_add_test(tc, sstable_files_stay_while_a_scan_holds_them);
+	tcase_add_test(
+		tc, a_crash_between_record_and_unlinks_finishes_the_truncate);
 	tcase_add_test(
 		tc,
 		truncate_during_compactions_and_flushes_leaves_nothing_behind);
