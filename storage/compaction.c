@@ -493,7 +493,7 @@ static int compact_once(struct storage *db, struct table *t, bool major)
 {
 	struct job j = {.db = db, .t = t};
 	pthread_mutex_lock(&db->mu);
-	if (t->compacting) {
+	if (t->compacting || t->truncating) {
 		pthread_mutex_unlock(&db->mu);
 		return 0;
 	}

@@ -38,6 +38,13 @@ struct table {
 	 * to the truncated past. Persisted in <dir>/truncated.txt. */
 	struct clpos truncated_at;
 	uint64_t truncated_gen;
+	int64_t truncated_wall_us; /* when, on the env's wall clock; 0: never */
+	/* While a truncate makes its record durable (`truncating`): the
+	 * memtables it set aside (readers no longer see them; the commitlog
+	 * keeps their segments), brought back if the record fails. */
+	struct memtable **trunc_mts;
+	size_t trunc_count;
+	bool truncating;
 	bool compacting;
 	bool flush_failed;
 	uint64_t flushes, compactions;

@@ -22,4 +22,4 @@ cassini_check_suite(test_storage_fragment LABEL unit
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
 cassini_check_suite(test_storage_truncate LABEL unit
                     SOURCES test_storage_truncate.c
-                    LIBS cassini_storage cassini_conf)
+                    LIBS cassini_storage cassini_storage_testenv cassini_conf)

@@ -8,8 +8,10 @@
 #include "conf/conf.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
+#include "tests/unit/storage_fault_env.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,6 +20,8 @@
 
 /* Tables ks.t and ks.u: pk text, v blob. */
 struct fx {
+	struct env *real;
+	struct fault_env *fe;
 	struct env *env;
 	char dir[512], data[600], log[600];
 	struct storage_table_meta *t, *u;
@@ -52,7 +56,9 @@ static void open_db(struct fx *f)
 static void fx_init(struct fx *f, const char *tag)
 {
 	memset(f, 0, sizeof(*f));
-	f->env = env_real_new(NULL);
+	f->real = env_real_new(NULL);
+	f->fe = fault_env_new(f->real);
+	f->env = fault_env_env(f->fe);
 	snprintf(f->dir, sizeof(f->dir), "%s", test_tmpdir(tag));
 	snprintf(f->data, sizeof(f->data), "%s/data", f->dir);
 	snprintf(f->log, sizeof(f->log), "%s/commitlog", f->dir);
@@ -74,7 +80,8 @@ static void fx_free(struct fx *f)
 	storage_table_meta_delete(f->t);
 	storage_table_meta_delete(f->u);
 	test_tmpdir_remove(f->dir);
-	env_real_delete(f->env);
+	fault_env_delete(f->fe);
+	env_real_delete(f->real);
 }
 
 /* no drain: what is not flushed comes back from the commitlog */
@@ -177,7 +184,13 @@ START_TEST(truncate_empties_memtable_and_sstables_and_keeps_later_writes)
 	ck_assert_uint_eq(sstables(&f, f.t), 1);
 	ck_assert_uint_eq(count(&f, f.t), 300);
 
+	ck_assert_int_eq(storage_truncated_at(f.db, f.t->id), 0);
+	int64_t before = env_wall_us(f.env);
 	ck_assert_int_eq(storage_truncate(f.db, f.t->id), 0);
+	int64_t when = storage_truncated_at(f.db, f.t->id);
+	ck_assert_int_ge(when, before);
+	ck_assert_int_le(when, env_wall_us(f.env));
+	ck_assert_int_eq(storage_truncated_at(f.db, f.u->id), 0);
 	ck_assert_uint_eq(count(&f, f.t), 0);
 	ck_assert(!has(&f, f.t, "old5"));
 	ck_assert(!has(&f, f.t, "old250"));
@@ -191,6 +204,7 @@ START_TEST(truncate_empties_memtable_and_sstables_and_keeps_later_writes)
 	ck_assert_uint_eq(count(&f, f.t), 20);
 
 	restart(&f);
+	ck_assert_int_eq(storage_truncated_at(f.db, f.t->id), when);
 	ck_assert_uint_eq(count(&f, f.t), 20);
 	ck_assert(has(&f, f.t, "new7"));
 	ck_assert(!has(&f, f.t, "old250"));
@@ -307,7 +321,7 @@ START_TEST(a_crash_between_record_and_unlinks_finishes_the_truncate)
 	ck_assert_uint_eq(data_files(&f, f.t), 2);
 	char path[900];
 	table_file(&f, f.t, "truncated.txt", path, sizeof(path));
-	write_text(path, "1 1000000 0 2\n");
+	write_text(path, "1 1000000 0 2 0\n");
 	open_db(&f);
 	ck_assert_uint_eq(count(&f, f.t), 0);
 	ck_assert_uint_eq(data_files(&f, f.t), 0);
@@ -323,11 +337,40 @@ START_TEST(a_crash_between_record_and_unlinks_finishes_the_truncate)
 	f.db = storage_new(&f.o);
 	ck_assert_int_eq(storage_table_add(f.db, f.t, true), -1);
 	ck_assert_int_eq(err_code(), ERR_CORRUPT);
-	write_text(path, "1 1000000 0 2\n");
+	write_text(path, "1 1000000 0 2 0\n");
 	ck_assert_int_eq(storage_table_add(f.db, f.t, true), 0);
 	ck_assert_int_eq(storage_table_add(f.db, f.u, true), 0);
 	ck_assert_int_eq(storage_start(f.db), 0);
 	ck_assert_uint_eq(count(&f, f.t), 5);
+	fx_free(&f);
+}
+END_TEST
+
+/* The truncation record cannot be written: nothing is dropped (memtable,
+ * SSTables, the commitlog behind them, writes made meanwhile), and a later
+ * truncate works. */
+START_TEST(a_failed_truncation_record_drops_nothing)
+{
+	struct fx f;
+	fx_init(&f, "trunc-fail");
+	put_range(&f, f.t, "old", 0, 100);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	put_range(&f, f.t, "old", 100, 150);
+	fault_env_fail_writes(f.fe, "truncated.txt", EIO);
+	ck_assert_int_eq(storage_truncate(f.db, f.t->id), -1);
+	ck_assert_int_eq(err_code(), ERR_IO);
+	ck_assert_int_eq(storage_truncated_at(f.db, f.t->id), 0);
+	ck_assert_uint_eq(count(&f, f.t), 150);
+	ck_assert_uint_eq(sstables(&f, f.t), 1);
+	put_range(&f, f.t, "more", 0, 10);
+	ck_assert_uint_eq(count(&f, f.t), 160);
+	restart(&f); /* the memtable comes back from the commitlog */
+	ck_assert_uint_eq(count(&f, f.t), 160);
+	fault_env_fail_writes(f.fe, NULL, 0);
+	ck_assert_int_eq(storage_truncate(f.db, f.t->id), 0);
+	ck_assert_uint_eq(count(&f, f.t), 0);
+	restart(&f);
+	ck_assert_uint_eq(count(&f, f.t), 0);
 	fx_free(&f);
 }
 END_TEST
@@ -397,6 +440,7 @@ int main(void)
 	tcase_add_test(tc, sstable_files_stay_while_a_scan_holds_them);
 	tcase_add_test(
 		tc, a_crash_between_record_and_unlinks_finishes_the_truncate);
+	tcase_add_test(tc, a_failed_truncation_record_drops_nothing);
 	tcase_add_test(
 		tc,
 		truncate_during_compactions_and_flushes_leaves_nothing_behind);
