@@ -818,12 +818,30 @@ static void hint_sent(void *arg, int status)
 	free(hs);
 }
 
+/* Whether a hint was written before its table was last truncated here.
+ * A truncate reaches every node, so delivering it would bring truncated
+ * data back to its target: such hints are dropped, as Cassandra's
+ * Hint.apply drops those older than the table's truncation. */
+static bool hint_truncated(struct cql_data *d, const uint8_t *mutation,
+			   size_t len, int64_t created_us)
+{
+	struct storage_mutation *m = storage_mutation_decode(mutation, len);
+	if (!m)
+		return false; /* the target refuses it */
+	int64_t at = storage_truncated_at(d->db, storage_mutation_table_id(m));
+	storage_mutation_delete(m);
+	return at != 0 && created_us <= at;
+}
+
 static int hints_send(void *arg, const uint8_t host_id[16],
 		      const uint8_t *mutation, size_t len, int64_t created_us,
 		      hints_done_fn done, void *done_arg)
 {
-	(void)created_us;
 	struct cql_data *d = arg;
+	if (hint_truncated(d, mutation, len, created_us)) {
+		done(done_arg, 0); /* delivered: nothing left to do */
+		return 0;
+	}
 	const struct inet_addr *to = host_addr(d, host_id);
 	struct hint_send *hs = to ? malloc(sizeof(*hs)) : NULL;
 	if (!hs)

@@ -9,7 +9,8 @@ every server answer reaches the test unchanged).
   window;
 - read repair brings a stale replica up to date;
 - TRUNCATE empties every replica, survives restarts (kill -9 included)
-  while later rows are kept, and is Unavailable with a node down.
+  while later rows are kept, and is Unavailable with a node down; hints
+  written before a truncate are not delivered after it.
 
 Nodes live on 127.0.11.x."""
 import os
@@ -352,4 +353,38 @@ def test_truncate_every_replica_and_restarts(cluster):
         assert "timed out" in str(e.value), e.value
     finally:
         cluster("node", "node3", "resume")
+    c.shutdown()
+
+
+def test_hints_from_before_a_truncate_are_not_delivered(cluster):
+    """Hints node1 keeps for node3 from before a TRUNCATE (delivery paused
+    meanwhile) are dropped, not delivered: node3 alone reads the table
+    empty afterwards, as Cassandra's Hint.apply skips truncated tables."""
+    cluster("create", "co", "-n", "3", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms", "-s", timeout=180)
+    n1, n2, n3 = (BASE + str(i) for i in (1, 2, 3))
+    c, s = session(n1)
+    s.execute("CREATE KEYSPACE th WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 3}")
+    s.execute("CREATE TABLE th.t (k int PRIMARY KEY, v text)")
+    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    cluster("node", "node3", "stop")
+    assert wait_for(lambda: state(n1, n3) == "DN")
+    for k in range(20):
+        run_at(s, "INSERT INTO th.t (k, v) VALUES (%s, 'h')", CL.ONE, (k,))
+    assert n3 in tool(n1, "listpendinghints")
+    tool(n1, "pausehandoff")
+    cluster("node", "node3", "start", timeout=180)
+    assert wait_for(lambda: all(state(n1, ip) == "UN" for ip in (n1, n2, n3)))
+    s.execute("TRUNCATE th.t")
+    run_at(s, "INSERT INTO th.t (k, v) VALUES (100, 'after')", CL.ALL)
+    tool(n1, "resumehandoff")
+    assert wait_for(lambda: "does not have any pending hints" in
+                    tool(n1, "listpendinghints"), timeout=60)
+    c.shutdown()
+    cluster("node", "node1", "stop")
+    cluster("node", "node2", "stop")
+    c, s = session(n3)
+    rows = list(run_at(s, "SELECT k FROM th.t", CL.ONE))
+    assert [r.k for r in rows] == [100]
     c.shutdown()
