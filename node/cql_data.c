@@ -236,12 +236,19 @@ static void store_truncate(void *s, const uint8_t table_id[16],
 	workers_submit(d->workers, &j->work);
 }
 
+static int64_t store_truncated_at(void *s, const uint8_t table_id[16])
+{
+	struct cql_data *d = s;
+	return storage_truncated_at(d->db, table_id);
+}
+
 static const struct repl_store_ops store_ops = {
 	.apply = store_apply,
 	.read = store_read,
 	.scan = store_scan,
 	.meta = store_meta,
 	.truncate = store_truncate,
+	.truncated_at = store_truncated_at,
 };
 
 /* ---- replies ------------------------------------------------------------- */

@@ -3,7 +3,8 @@
  * partition (data or digest), scan a token range, truncate a table, store
  * or drop a batch in
  * this node's batchlog (repl_serve); and batchlog replay: a batch whose
- * coordinator never reported it applied is written again from here.
+ * coordinator never reported it applied is written again from here, but
+ * for mutations of tables truncated since it was written.
  *
  * Requests past their deadline are dropped unanswered (and counted): the
  * coordinator has given up on them already.
@@ -402,7 +403,8 @@ void replay_tick(void *arg)
 	buf_init(&bytes);
 	struct slice *sl = NULL;
 	size_t n = 0;
-	if (batchlog_read(r->bl, id[0], &bytes, &sl, &n) != 0) {
+	int64_t created = 0;
+	if (batchlog_read(r->bl, id[0], &bytes, &sl, &n, &created) != 0) {
 		if (err_code() == ERR_CORRUPT)
 			batchlog_remove(r->bl, id[0]);
 		buf_free(&bytes);
@@ -420,7 +422,16 @@ void replay_tick(void *arg)
 					  r->hooks.arg,
 					  storage_mutation_table_id(m))
 				: NULL;
-		if (!st) { /* damaged, or its table is gone */
+		/* A truncate after the batch was written removed what
+		 * it wrote: replaying it would bring that back (Cassandra's
+		 * BatchlogManager skips such tables too). */
+		int64_t trunc = st && r->store->truncated_at
+					? r->store->truncated_at(
+						  r->store_arg,
+						  storage_mutation_table_id(m))
+					: 0;
+		if (!st || (trunc && created <= trunc)) {
+			/* damaged, its table is gone or was truncated */
 			storage_mutation_delete(m);
 			continue;
 		}

@@ -171,6 +171,10 @@ struct repl_store_ops {
 	 * on the loop, later or inline. May be NULL: truncates then fail. */
 	void (*truncate)(void *s, const uint8_t table_id[16],
 			 storage_done_fn done, void *arg);
+	/* Wall-clock microseconds of the table's last truncate here, 0 if
+	 * never (storage_truncated_at): batchlog replay skips mutations of
+	 * tables truncated after the batch was written. May be NULL. */
+	int64_t (*truncated_at)(void *s, const uint8_t table_id[16]);
 };
 
 /* ---- the coordinator ----------------------------------------------------- */

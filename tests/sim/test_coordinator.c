@@ -43,8 +43,9 @@ struct mnode {
 	size_t nparts;
 	int hints;
 	bool killed;
-	int truncates;      /* truncates the store ran */
-	bool fail_truncate; /* the store's truncate fails */
+	int truncates;        /* truncates the store ran */
+	int64_t truncated_us; /* wall clock of the last one */
+	bool fail_truncate;   /* the store's truncate fails */
 };
 
 struct simc {
@@ -172,7 +173,14 @@ static void mem_truncate(void *s, const uint8_t table_id[16],
 		storage_mutation_delete(n->parts[i].frag);
 	n->nparts = 0;
 	n->truncates++;
+	n->truncated_us = env_wall_us(n->env);
 	done(arg, 0, ERR_NONE);
+}
+
+static int64_t mem_truncated_at(void *s, const uint8_t table_id[16])
+{
+	(void)table_id;
+	return ((struct mnode *)s)->truncated_us;
 }
 
 static const struct repl_store_ops mem_ops = {
@@ -181,6 +189,7 @@ static const struct repl_store_ops mem_ops = {
 	.scan = mem_scan,
 	.meta = mem_meta,
 	.truncate = mem_truncate,
+	.truncated_at = mem_truncated_at,
 };
 
 /* ---- the simulated cluster ----------------------------------------------- */
@@ -1225,6 +1234,65 @@ START_TEST(truncate_error_on_timeout_or_failure)
 }
 END_TEST
 
+/* A logged batch whose coordinator died is not replayed into a table
+ * truncated after the batch was written (it would bring truncated rows
+ * back); a batch written after the truncate still is. */
+START_TEST(batchlog_replay_skips_tables_truncated_since)
+{
+	const char *dcs[4] = {"dc1", "dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(13, 4, dcs);
+	struct ring_strategy *s = simple(1);
+	c->strategy = s;
+	const char *keys[4];
+	char names[64][8];
+	int found = 0;
+	for (int i = 0; i < 64 && found < 4; i++) {
+		snprintf(names[i], sizeof(names[i]), "b%d", i);
+		int eps[4], ne;
+		replicas_of(c, s, names[i], eps, &ne);
+		if (node_of(c, eps[0]) != 0)
+			keys[found++] = names[i];
+	}
+	ck_assert_int_eq(found, 4);
+	for (int round = 0; round < 2; round++) {
+		/* the coordinator dies once both copies are stored */
+		struct outcome o = {0};
+		struct storage_mutation *m1 =
+			make_write(c, keys[2 * round], "v", 20);
+		struct storage_mutation *m2 =
+			make_write(c, keys[2 * round + 1], "v", 20);
+		struct repl_mutation rm[2] = {{m1, s}, {m2, s}};
+		repl_write(c->nodes[0].repl, rm, 2, REPL_CL_ONE,
+			   REPL_WRITE_BATCH, on_write, &o);
+		storage_mutation_delete(m1);
+		storage_mutation_delete(m2);
+		ck_assert(sim_run_until(c->sim, two_stored, c, 30000000));
+		simc_kill(c, 0);
+		simc_restart(c, 0);
+		if (round == 0) /* before the replay is due */
+			ck_assert_int_eq(do_truncate(c, 1).res.outcome,
+					 REPL_OK);
+		sim_run_for(c->sim, 10000000);
+		uint64_t pending = 0;
+		for (int i = 1; i < 4; i++) {
+			struct repl_stats st;
+			repl_get_stats(c->nodes[i].repl, &st);
+			pending += st.batchlog_pending;
+		}
+		ck_assert_uint_eq(pending, 0);
+		for (int k = 2 * round; k < 2 * round + 2; k++) {
+			int eps[4], ne;
+			replicas_of(c, s, keys[k], eps, &ne);
+			ck_assert_msg(has_key(&c->nodes[node_of(c, eps[0])],
+					      keys[k]) == (round == 1),
+				      "round %d: %s", round, keys[k]);
+		}
+	}
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("coordinator_sim");
@@ -1243,6 +1311,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, truncate_empties_every_node);
 	tcase_add_test(tc, truncate_with_a_node_down_is_unavailable);
 	tcase_add_test(tc, truncate_error_on_timeout_or_failure);
+	tcase_add_test(tc, batchlog_replay_skips_tables_truncated_since);
 	suite_add_tcase(s, tc);
 	return s;
 }
