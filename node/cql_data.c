@@ -185,11 +185,70 @@ static const struct storage_table_meta *store_meta(void *s,
 	return storage_table_meta_get(d->db, table_id);
 }
 
+/* A truncate waits for a running flush or compaction of the table and
+ * fsyncs its truncation point: a worker's job. */
+struct truncate_job {
+	struct work work;
+	struct loopq_item done_item;
+	struct cql_data *d;
+	uint8_t table_id[16];
+	storage_done_fn done;
+	void *arg;
+	int status;
+	enum err_code code;
+};
+
+static void truncate_job_run(struct work *w)
+{
+	struct truncate_job *j = (struct truncate_job *)w;
+	j->status = storage_truncate(j->d->db, j->table_id);
+	j->code = j->status ? err_code() : ERR_NONE;
+	if (j->status)
+		LOG_WARN("truncate failed: %s", err_msg());
+	loopq_post(j->d->q, &j->done_item);
+}
+
+static void truncate_job_done(struct loopq_item *it)
+{
+	struct truncate_job *j =
+		(struct truncate_job *)((char *)it -
+					offsetof(struct truncate_job,
+						 done_item));
+	j->done(j->arg, j->status, j->code);
+	free(j);
+}
+
+static void store_truncate(void *s, const uint8_t table_id[16],
+			   storage_done_fn done, void *arg)
+{
+	struct cql_data *d = s;
+	struct truncate_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		done(arg, -1, ERR_NOMEM);
+		return;
+	}
+	j->d = d;
+	memcpy(j->table_id, table_id, 16);
+	j->done = done;
+	j->arg = arg;
+	j->work.run = truncate_job_run;
+	j->done_item.fn = truncate_job_done;
+	workers_submit(d->workers, &j->work);
+}
+
+static int64_t store_truncated_at(void *s, const uint8_t table_id[16])
+{
+	struct cql_data *d = s;
+	return storage_truncated_at(d->db, table_id);
+}
+
 static const struct repl_store_ops store_ops = {
 	.apply = store_apply,
 	.read = store_read,
 	.scan = store_scan,
 	.meta = store_meta,
+	.truncate = store_truncate,
+	.truncated_at = store_truncated_at,
 };
 
 /* ---- replies ------------------------------------------------------------- */
@@ -246,6 +305,10 @@ static void reply_result(struct cql_request *req, uint8_t version,
 		break;
 	case REPL_INVALID:
 		cql_encode_error(&b, version, stream, CQL_ERR_INVALID,
+				 res->msg);
+		break;
+	case REPL_TRUNCATE_ERROR:
+		cql_encode_error(&b, version, stream, CQL_ERR_TRUNCATE,
 				 res->msg);
 		break;
 	}
@@ -678,6 +741,26 @@ static void run_read(struct cql_data *d, const struct cql_data_request *dr)
 	}
 }
 
+/* ---- truncate ------------------------------------------------------------ */
+
+/* Every node empties the table (repl_truncate): a Void result, Unavailable
+ * when a node is down, a truncate error (0x1003) on a failure or timeout. */
+static void run_truncate(struct cql_data *d, const struct cql_data_request *dr)
+{
+	struct write_ctx *w = malloc(sizeof(*w));
+	if (!w) {
+		reply_error(dr->req, dr->info->version, dr->info->stream,
+			    CQL_ERR_SERVER, "out of memory");
+		return;
+	}
+	*w = (struct write_ctx){.req = dr->req,
+				.version = dr->info->version,
+				.stream = dr->info->stream};
+	const struct storage_table_meta *t = cql_table_meta(dr->table);
+	LOG_INFO("TRUNCATE %s.%s", t->keyspace, t->name);
+	repl_truncate(d->repl, t->id, write_done, w);
+}
+
 void cql_data_request(void *arg, const struct cql_data_request *dr)
 {
 	struct cql_data *d = arg;
@@ -694,10 +777,13 @@ void cql_data_request(void *arg, const struct cql_data_request *dr)
 	case CQL_STMT_SELECT:
 		run_read(d, dr);
 		break;
+	case CQL_STMT_TRUNCATE:
+		run_truncate(d, dr);
+		break;
 	default:
 		reply_error(dr->req, dr->info->version, dr->info->stream,
 			    CQL_ERR_INVALID,
-			    "TRUNCATE is not supported by Cassini yet");
+			    "this statement does not go through the data path");
 	}
 }
 
@@ -739,12 +825,30 @@ static void hint_sent(void *arg, int status)
 	free(hs);
 }
 
+/* Whether a hint was written before its table was last truncated here.
+ * A truncate reaches every node, so delivering it would bring truncated
+ * data back to its target: such hints are dropped, as Cassandra's
+ * Hint.apply drops those older than the table's truncation. */
+static bool hint_truncated(struct cql_data *d, const uint8_t *mutation,
+			   size_t len, int64_t created_us)
+{
+	struct storage_mutation *m = storage_mutation_decode(mutation, len);
+	if (!m)
+		return false; /* the target refuses it */
+	int64_t at = storage_truncated_at(d->db, storage_mutation_table_id(m));
+	storage_mutation_delete(m);
+	return at != 0 && created_us <= at;
+}
+
 static int hints_send(void *arg, const uint8_t host_id[16],
 		      const uint8_t *mutation, size_t len, int64_t created_us,
 		      hints_done_fn done, void *done_arg)
 {
-	(void)created_us;
 	struct cql_data *d = arg;
+	if (hint_truncated(d, mutation, len, created_us)) {
+		done(done_arg, 0); /* delivered: nothing left to do */
+		return 0;
+	}
 	const struct inet_addr *to = host_addr(d, host_id);
 	struct hint_send *hs = to ? malloc(sizeof(*hs)) : NULL;
 	if (!hs)

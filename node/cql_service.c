@@ -325,6 +325,7 @@ struct cql_service *cql_service_new(const struct conf *c,
 	ro.read_timeout_ms = c->read_request_timeout_ms;
 	ro.write_timeout_ms = c->write_request_timeout_ms;
 	ro.range_timeout_ms = c->range_request_timeout_ms;
+	ro.truncate_timeout_ms = c->truncate_request_timeout_ms;
 	char batchlog[PATH_MAX];
 	snprintf(batchlog, sizeof(batchlog), "%s/batchlog",
 		 c->data_file_directories.items[0]);

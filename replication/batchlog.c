@@ -188,7 +188,7 @@ uint64_t batchlog_corrupt(const struct batchlog *b)
 }
 
 int batchlog_read(struct batchlog *b, const uint8_t id[16], struct buf *out,
-		  struct slice **muts, size_t *n)
+		  struct slice **muts, size_t *n, int64_t *created_us)
 {
 	char path[PATH_MAX];
 	path_of(b, id, path, sizeof(path));
@@ -228,6 +228,7 @@ int batchlog_read(struct batchlog *b, const uint8_t id[16], struct buf *out,
 	}
 	*muts = v;
 	*n = count;
+	*created_us = (int64_t)created;
 	return 0;
 corrupt:
 	b->corrupt++;

@@ -34,7 +34,7 @@
 #define BL_TARGET 0x80000000u
 #define BL_MAX    2
 
-enum op_kind { OP_WRITE, OP_READ, OP_RANGE, OP_DELIVER };
+enum op_kind { OP_WRITE, OP_READ, OP_RANGE, OP_DELIVER, OP_TRUNCATE };
 
 struct op;
 
@@ -219,6 +219,12 @@ void read_timeout(struct op *op);
 void range_answer(struct op *op, struct target *t, bool ok, const char *error,
 		  struct storage_mutation **frags, size_t n, bool cut);
 void range_timeout(struct op *op);
+
+/* ---- coord_truncate.c: truncates ----------------------------------------- */
+
+void truncate_answer(struct op *op, struct target *t, bool ok,
+		     const char *error);
+void truncate_timeout(struct op *op);
 
 /* ---- replica.c: the replica side and batchlog replay --------------------- */
 

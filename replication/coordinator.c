@@ -2,7 +2,8 @@
  * The coordinator's core (replication.h): operations and their request ids,
  * the latency histogram, sending, answer dispatch (on_answer), timeouts,
  * hint delivery (repl_deliver), life cycle and stats. The write path is in
- * coord_write.c, reads in coord_read.c, the replica side in replica.c;
+ * coord_write.c, reads in coord_read.c, truncates in coord_truncate.c, the
+ * replica side in replica.c;
  * what they share is in coord_internal.h.
  *
  * Every message this node sends for an operation gets a request id that
@@ -364,6 +365,9 @@ static void op_timeout(void *arg)
 	case OP_RANGE:
 		range_timeout(op);
 		return;
+	case OP_TRUNCATE:
+		truncate_timeout(op);
+		return;
 	}
 }
 
@@ -423,6 +427,12 @@ void on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
 			storage_mutation_delete(frags[i]);
 		free(frags);
 		deliver_end(op, ok ? 0 : -1);
+		break;
+	case OP_TRUNCATE:
+		for (size_t i = 0; i < n; i++)
+			storage_mutation_delete(frags[i]);
+		free(frags);
+		truncate_answer(op, t, ok, error);
 		break;
 	}
 	op_unhold(op);
@@ -522,6 +532,7 @@ void repl_options_default(struct repl_options *o)
 	o->write_timeout_ms = 2000;
 	o->read_timeout_ms = 5000;
 	o->range_timeout_ms = 10000;
+	o->truncate_timeout_ms = 60000;
 	o->max_inflight = 4096;
 }
 
@@ -538,6 +549,8 @@ struct repl *repl_new(struct env *env, const struct repl_options *o,
 	r->o = *o;
 	if (!r->o.max_inflight)
 		r->o.max_inflight = 4096;
+	if (!r->o.truncate_timeout_ms)
+		r->o.truncate_timeout_ms = 60000;
 	r->store = store;
 	r->store_arg = store_arg;
 	r->hooks = *hooks;

@@ -34,9 +34,9 @@ size_t batchlog_due(struct batchlog *b, uint64_t stored_before,
 size_t batchlog_count(const struct batchlog *b);
 uint64_t batchlog_corrupt(const struct batchlog *b);
 /* Reads a batch: its bytes go to `out` and *muts (malloc'ed; free it)
- * points into them. -1 with ERR_CORRUPT for a damaged file (the caller
- * removes it). */
+ * points into them; *created_us is when its coordinator wrote it (wall
+ * clock). -1 with ERR_CORRUPT for a damaged file (the caller removes it). */
 int batchlog_read(struct batchlog *b, const uint8_t id[16], struct buf *out,
-		  struct slice **muts, size_t *n);
+		  struct slice **muts, size_t *n, int64_t *created_us);
 
 #endif

@@ -1,8 +1,10 @@
 /*
  * The replica side of the coordinator's messages: apply a mutation, read a
- * partition (data or digest), scan a token range, store or drop a batch in
+ * partition (data or digest), scan a token range, truncate a table, store
+ * or drop a batch in
  * this node's batchlog (repl_serve); and batchlog replay: a batch whose
- * coordinator never reported it applied is written again from here.
+ * coordinator never reported it applied is written again from here, but
+ * for mutations of tables truncated since it was written.
  *
  * Requests past their deadline are dropped unanswered (and counted): the
  * coordinator has given up on them already.
@@ -252,6 +254,39 @@ static void serve_range(struct repl *r, const struct inet_addr *from,
 	cassini__replication__range_req__free_unpacked(req, NULL);
 }
 
+static void serve_truncate(struct repl *r, const struct inet_addr *from,
+			   const uint8_t *msg, size_t len)
+{
+	Cassini__Replication__TruncateReq *req =
+		cassini__replication__truncate_req__unpack(NULL, len, msg);
+	if (!req) {
+		LOG_WARN("dropping a malformed truncate request");
+		return;
+	}
+	if (expired(r, req->deadline_us, REPL_VERB_TRUNCATE)) {
+		cassini__replication__truncate_req__free_unpacked(req, NULL);
+		return;
+	}
+	r->st.replica_truncates++;
+	struct serve *s = serve_new(r, from, req->id);
+	if (!s || req->table_id.len != 16 || !r->store->truncate) {
+		send_mutation_rsp(r, from, req->id, false,
+				  !s ? "out of memory"
+				  : req->table_id.len != 16
+					  ? "malformed truncate request"
+					  : "this node cannot truncate");
+		if (s) {
+			arena_destroy(&s->a);
+			free(s);
+		}
+	} else {
+		LOG_INFO("truncating a table for a coordinator");
+		r->store->truncate(r->store_arg, req->table_id.data,
+				   serve_apply_done, s);
+	}
+	cassini__replication__truncate_req__free_unpacked(req, NULL);
+}
+
 static void serve_batch_store(struct repl *r, const struct inet_addr *from,
 			      const uint8_t *msg, size_t len)
 {
@@ -318,6 +353,9 @@ bool repl_serve(struct repl *r, const struct inet_addr *from, uint32_t verb,
 	case REPL_VERB_BATCH_REMOVE:
 		serve_batch_remove(r, msg, len);
 		return true;
+	case REPL_VERB_TRUNCATE:
+		serve_truncate(r, from, msg, len);
+		return true;
 	default:
 		return false;
 	}
@@ -365,7 +403,8 @@ void replay_tick(void *arg)
 	buf_init(&bytes);
 	struct slice *sl = NULL;
 	size_t n = 0;
-	if (batchlog_read(r->bl, id[0], &bytes, &sl, &n) != 0) {
+	int64_t created = 0;
+	if (batchlog_read(r->bl, id[0], &bytes, &sl, &n, &created) != 0) {
 		if (err_code() == ERR_CORRUPT)
 			batchlog_remove(r->bl, id[0]);
 		buf_free(&bytes);
@@ -383,7 +422,16 @@ void replay_tick(void *arg)
 					  r->hooks.arg,
 					  storage_mutation_table_id(m))
 				: NULL;
-		if (!st) { /* damaged, or its table is gone */
+		/* A truncate after the batch was written removed what
+		 * it wrote: replaying it would bring that back (Cassandra's
+		 * BatchlogManager skips such tables too). */
+		int64_t trunc = st && r->store->truncated_at
+					? r->store->truncated_at(
+						  r->store_arg,
+						  storage_mutation_table_id(m))
+					: 0;
+		if (!st || (trunc && created <= trunc)) {
+			/* damaged, its table is gone or was truncated */
 			storage_mutation_delete(m);
 			continue;
 		}

@@ -56,8 +56,9 @@ enum repl_verb {
 	REPL_VERB_BATCH_STORE = 36,
 	REPL_VERB_BATCH_STORE_RSP = 37,
 	REPL_VERB_BATCH_REMOVE = 38, /* one-way */
+	REPL_VERB_TRUNCATE = 39,     /* answered on REPL_VERB_MUTATION_RSP */
 	REPL_VERB_FIRST = REPL_VERB_MUTATION,
-	REPL_VERB_LAST = REPL_VERB_BATCH_REMOVE,
+	REPL_VERB_LAST = REPL_VERB_TRUNCATE,
 };
 
 /* Consistency levels, numbered as in the native protocol. */
@@ -88,7 +89,8 @@ const char *repl_write_type_name(enum repl_write_type t);
 
 /* How a request ended. Unavailable carries (cl, required, alive); the
  * timeouts carry (cl, received, block_for) and data_present or write_type;
- * the others a message. */
+ * the others a message (REPL_TRUNCATE_ERROR: a replica failed or did not
+ * answer a truncate in time). */
 enum repl_outcome {
 	REPL_OK = 0,
 	REPL_UNAVAILABLE,
@@ -98,6 +100,7 @@ enum repl_outcome {
 	REPL_READ_FAILURE,
 	REPL_OVERLOADED,
 	REPL_INVALID,
+	REPL_TRUNCATE_ERROR,
 };
 
 struct repl_result {
@@ -164,6 +167,14 @@ struct repl_store_ops {
 	/* The table's meta for decoding and merging; NULL when unknown. */
 	const struct storage_table_meta *(*meta)(void *s,
 						 const uint8_t table_id[16]);
+	/* Empties the table (storage_truncate, on a worker); `done` runs
+	 * on the loop, later or inline. May be NULL: truncates then fail. */
+	void (*truncate)(void *s, const uint8_t table_id[16],
+			 storage_done_fn done, void *arg);
+	/* Wall-clock microseconds of the table's last truncate here, 0 if
+	 * never (storage_truncated_at): batchlog replay skips mutations of
+	 * tables truncated after the batch was written. May be NULL. */
+	int64_t (*truncated_at)(void *s, const uint8_t table_id[16]);
 };
 
 /* ---- the coordinator ----------------------------------------------------- */
@@ -189,10 +200,11 @@ struct repl_hooks {
 };
 
 struct repl_options {
-	struct inet_addr self;     /* this node's internode address */
-	uint64_t write_timeout_ms; /* write_request_timeout: 2000 */
-	uint64_t read_timeout_ms;  /* read_request_timeout: 5000 */
-	uint64_t range_timeout_ms; /* range_request_timeout: 10000 */
+	struct inet_addr self;        /* this node's internode address */
+	uint64_t write_timeout_ms;    /* write_request_timeout: 2000 */
+	uint64_t read_timeout_ms;     /* read_request_timeout: 5000 */
+	uint64_t range_timeout_ms;    /* range_request_timeout: 10000 */
+	uint64_t truncate_timeout_ms; /* truncate_request_timeout: 60000 */
 	/* Requests in flight on this coordinator past which new ones are
 	 * answered Overloaded (0 = 4096). */
 	size_t max_inflight;
@@ -287,6 +299,16 @@ typedef void (*repl_range_done_fn)(void *arg, const struct repl_result *res,
 void repl_range_step(struct repl *r, const struct repl_range *q,
 		     repl_range_done_fn done, void *arg);
 
+/* Truncates a table on every node of the ring, as Cassandra's TRUNCATE:
+ * every endpoint must be alive (else Unavailable at ALL, required = the
+ * number of endpoints, alive = the live ones; nothing is sent), each one,
+ * this node included, is sent a truncate and `done` runs once all have
+ * acknowledged (REPL_OK, cl ALL), or with REPL_TRUNCATE_ERROR and a message
+ * at the first failure or after truncate_timeout_ms. A replica that
+ * truncated before the error stays truncated (there is no undo). */
+void repl_truncate(struct repl *r, const uint8_t table_id[16],
+		   repl_write_done_fn done, void *arg);
+
 /* ---- hint delivery ------------------------------------------------------- */
 
 /* 0: the target acknowledged; -1: it failed or timed out. */
@@ -312,14 +334,15 @@ struct repl_latency {
 uint64_t repl_latency_percentile(const struct repl_latency *l, double p);
 
 struct repl_stats {
-	uint64_t writes, reads, ranges; /* coordinated */
+	uint64_t writes, reads, ranges, truncates; /* coordinated */
 	uint64_t unavailables, write_timeouts, read_timeouts, overloaded;
 	uint64_t digest_mismatches, read_repairs; /* repair writes sent */
 	uint64_t speculative_retries;
 	uint64_t hints_written;
 	uint64_t batches_logged, batches_stored, batches_replayed;
 	uint64_t batchlog_pending; /* batches this node keeps for others */
-	uint64_t replica_mutations, replica_reads, replica_ranges; /* served */
+	uint64_t replica_mutations, replica_reads, replica_ranges,
+		replica_truncates;            /* served */
 	uint64_t dropped[REPL_VERB_LAST + 1]; /* past their deadline */
 	uint64_t inflight;
 	struct repl_latency write_lat, read_lat, range_lat;

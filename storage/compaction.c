@@ -376,7 +376,7 @@ static int write_log(struct job *j, uint64_t out_gen)
 	return rc;
 }
 
-static void remove_generation(struct env *env, const char *dir, uint64_t gen)
+void engine_remove_generation(struct env *env, const char *dir, uint64_t gen)
 {
 	static const char *const comps[] = {"TOC.txt",       "Data.db",
 					    "Index.db",      "Filter.db",
@@ -436,10 +436,10 @@ static int process_logs(struct storage *db, struct table *t, bool only_done)
 				inputs_left = true;
 			free(ip);
 			if (!only_done && out_done)
-				remove_generation(db->o.env, t->dir, g);
+				engine_remove_generation(db->o.env, t->dir, g);
 		}
 		if (!only_done && !out_done)
-			remove_generation(db->o.env, t->dir, l.gens[i]);
+			engine_remove_generation(db->o.env, t->dir, l.gens[i]);
 		if (!only_done || !inputs_left)
 			env_unlink(db->o.env, p);
 		free(text);
@@ -493,7 +493,7 @@ static int compact_once(struct storage *db, struct table *t, bool major)
 {
 	struct job j = {.db = db, .t = t};
 	pthread_mutex_lock(&db->mu);
-	if (t->compacting) {
+	if (t->compacting || t->truncating) {
 		pthread_mutex_unlock(&db->mu);
 		return 0;
 	}

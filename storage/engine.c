@@ -189,17 +189,92 @@ static void table_free(struct table *t)
 	for (size_t i = 0; i < t->flushing_count; i++)
 		memtable_unref(t->flushing[i]);
 	free(t->flushing);
+	for (size_t i = 0; i < t->trunc_count; i++)
+		memtable_unref(t->trunc_mts[i]);
+	free(t->trunc_mts);
 	version_unref(t->version);
 	storage_table_meta_delete(t->meta);
 	free(t->dir);
 	free(t);
 }
 
+/* ---- truncation records ---------------------------------------------------
+ *
+ * <table dir>/truncated.txt, one line, written atomically (temp file, fsync,
+ * rename, fsync of the directory) before anything is dropped:
+ *
+ *   1 <commitlog segment> <offset> <max truncated generation> <wall us>
+ *
+ * Replay skips the table's records ending at or before the position, and
+ * a restart deletes SSTables of the table up to the generation (left behind
+ * by a crash between the record and the unlinks) and numbers new ones above
+ * it. The wall-clock time (microseconds) lets hint delivery drop hints
+ * older than the truncate (storage_truncated_at). A truncate replaces the
+ * record; dropping the table drops its
+ * directory, and the record with it. */
+
+static char *truncation_path(const struct table *t)
+{
+	size_t n = strlen(t->dir) + sizeof("/truncated.txt");
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/truncated.txt", t->dir);
+	return p;
+}
+
+static int truncation_load(struct storage *db, struct table *t)
+{
+	char *p = truncation_path(t);
+	if (!p)
+		return err_set(ERR_NOMEM, "truncation record");
+	int ex = env_exists(db->o.env, p);
+	uint8_t *data = NULL;
+	size_t len = 0;
+	if (ex != 1 || env_read_file(db->o.env, p, 256, &data, &len)) {
+		free(p);
+		return ex < 0 || ex == 1 ? -1 : 0;
+	}
+	char text[257];
+	memcpy(text, data, len);
+	text[len] = 0;
+	free(data);
+	unsigned long long seg, off, gen;
+	long long wall;
+	int version, used = 0;
+	int rc = 0;
+	if (sscanf(text, "%d %llu %llu %llu %lld\n%n", &version, &seg, &off,
+		   &gen, &wall, &used) != 5 ||
+	    version != 1 || (size_t)used != len) {
+		rc = err_set(ERR_CORRUPT, "%s: malformed truncation record", p);
+	} else {
+		t->truncated_at = (struct clpos){seg, off};
+		t->truncated_gen = gen;
+		t->truncated_wall_us = wall;
+	}
+	free(p);
+	return rc;
+}
+
+static int truncation_save(struct storage *db, const struct table *t,
+			   struct clpos at, uint64_t gen, int64_t wall_us)
+{
+	char text[128];
+	int n = snprintf(text, sizeof(text),
+			 "1 %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 "\n",
+			 at.seg, at.off, gen, wall_us);
+	char *p = truncation_path(t);
+	if (!p)
+		return err_set(ERR_NOMEM, "truncation record");
+	int rc = env_write_file_atomic(db->o.env, p, text, (size_t)n);
+	free(p);
+	return rc;
+}
+
 static int table_load(struct storage *db, struct table *t)
 {
 	uint64_t *gens = NULL;
 	size_t n = 0;
-	if (env_mkdir_p(db->o.env, t->dir) ||
+	if (env_mkdir_p(db->o.env, t->dir) || truncation_load(db, t) ||
 	    engine_compaction_recover(db, t) ||
 	    sst_dir_scan(db->o.env, t->dir, &gens, &n))
 		return -1;
@@ -211,6 +286,11 @@ static int table_load(struct storage *db, struct table *t)
 	t->version = v;
 	t->next_gen = 1;
 	for (size_t i = 0; i < n; i++) {
+		if (gens[i] <= t->truncated_gen) {
+			/* a crash came between the record and the unlinks */
+			engine_remove_generation(db->o.env, t->dir, gens[i]);
+			continue;
+		}
 		struct sstable *s = sstable_open(db->o.env, t->dir, gens[i],
 						 t->meta, db->cache);
 		if (!s) {
@@ -232,6 +312,10 @@ static int table_load(struct storage *db, struct table *t)
 			t->next_gen = gens[i] + 1;
 	}
 	free(gens);
+	if (t->truncated_gen >= t->next_gen)
+		t->next_gen = t->truncated_gen + 1;
+	if (clpos_cmp(t->truncated_at, t->flushed) > 0)
+		t->flushed = t->truncated_at;
 	return 0;
 }
 
@@ -350,6 +434,13 @@ static struct clpos needed_position(struct storage *db)
 			struct memtable *m = i < t->flushing_count
 						     ? t->flushing[i]
 						     : t->active;
+			struct clpos p = {m->log_first_seg, m->log_first_off};
+			if (m->has_log_pos && clpos_cmp(p, min) < 0)
+				min = p;
+		}
+		/* set aside by a truncate whose record is not durable yet */
+		for (size_t i = 0; i < t->trunc_count; i++) {
+			struct memtable *m = t->trunc_mts[i];
 			struct clpos p = {m->log_first_seg, m->log_first_off};
 			if (m->has_log_pos && clpos_cmp(p, min) < 0)
 				min = p;
@@ -484,6 +575,153 @@ int storage_flush(struct storage *db, const uint8_t *table_id)
 	}
 	pthread_mutex_unlock(&db->mu);
 	return rc;
+}
+
+/* ---- truncate ------------------------------------------------------------ */
+
+/* Under the lock, after a failed truncation record: the memtables and
+ * SSTables set aside come back, ahead of what arrived meanwhile. */
+static void truncate_restore(struct storage *db, struct table *t,
+			     struct version *old)
+{
+	size_t n = t->trunc_count + t->flushing_count;
+	struct memtable **q = malloc((n ? n : 1) * sizeof(*q));
+	struct version *v = old;
+	version_ref(v);
+	for (size_t i = 0; v && i < t->version->count; i++) {
+		struct version *nv =
+			version_edit(v, NULL, 0, t->version->ssts[i]);
+		version_unref(v);
+		v = nv;
+	}
+	if (!q || !v) {
+		/* the commitlog still holds it all: a restart restores it */
+		free(q);
+		version_unref(v);
+		stop_writes(db, "truncate rollback failed");
+		return;
+	}
+	memcpy(q, t->trunc_mts, t->trunc_count * sizeof(*q));
+	if (t->flushing_count)
+		memcpy(q + t->trunc_count, t->flushing,
+		       t->flushing_count * sizeof(*q));
+	free(t->flushing);
+	t->flushing = q;
+	t->flushing_count = n;
+	free(t->trunc_mts);
+	t->trunc_mts = NULL;
+	t->trunc_count = 0;
+	version_unref(t->version);
+	t->version = v;
+	pthread_cond_broadcast(&db->work);
+}
+
+int storage_truncate(struct storage *db, const uint8_t table_id[16])
+{
+	struct version *empty = version_edit(NULL, NULL, 0, NULL);
+	if (!empty)
+		return -1;
+	pthread_mutex_lock(&db->mu);
+	struct table *t = engine_table_find(db, table_id);
+	struct memtable *fresh = t ? memtable_new(t->meta) : NULL;
+	int rc = 0;
+	if (!db->started)
+		rc = err_set(ERR_CLOSED, "storage is not started");
+	else if (!t)
+		rc = err_set(ERR_NOT_FOUND, "unknown table");
+	else if (!fresh)
+		rc = err_set(ERR_NOMEM, "memtable");
+	/* A running compaction or flush of the table would publish an
+	 * SSTable of the truncated past: let it finish first. (A failed
+	 * flush is not running; its memtables are set aside below.) */
+	while (!rc && !db->stopping &&
+	       (t->compacting || t->truncating ||
+		(t->flushing_count && !t->flush_failed)))
+		pthread_cond_wait(&db->done, &db->mu);
+	if (!rc && db->stopping)
+		rc = err_set(ERR_CLOSED, "storage is stopping");
+	struct memtable **mts =
+		rc ? NULL
+		   : malloc((t->flushing_count + 1) * sizeof(*t->trunc_mts));
+	if (!rc && !mts)
+		rc = err_set(ERR_NOMEM, "truncate");
+	if (rc) {
+		pthread_mutex_unlock(&db->mu);
+		memtable_unref(fresh);
+		version_unref(empty);
+		return -1;
+	}
+	/* Writes log and apply under db->mu, so every record logged before
+	 * this point ends at or before it and went to the memtables set
+	 * aside here; every later one ends after it and goes to `fresh`.
+	 * Reads see the truncated table from now on; the lock is not held
+	 * across the record's fsync. */
+	struct clpos at = commitlog_position(db->cl);
+	uint64_t gen = t->next_gen - 1;
+	int64_t wall = env_wall_us(db->o.env);
+	if (t->flushing_count)
+		memcpy(mts, t->flushing, t->flushing_count * sizeof(*mts));
+	mts[t->flushing_count] = t->active;
+	t->trunc_mts = mts;
+	t->trunc_count = t->flushing_count + 1;
+	free(t->flushing);
+	t->flushing = NULL;
+	t->flushing_count = 0;
+	t->flush_failed = false;
+	t->active = fresh;
+	struct version *old = t->version;
+	t->version = empty;
+	t->truncating = true; /* no compaction, no other truncate */
+	pthread_mutex_unlock(&db->mu);
+
+	rc = truncation_save(db, t, at, gen, wall);
+	if (rc)
+		err_prefix("truncate of %s.%s", t->meta->keyspace,
+			   t->meta->name);
+
+	pthread_mutex_lock(&db->mu);
+	mts = t->trunc_mts;
+	size_t nmts = t->trunc_count;
+	if (rc) {
+		truncate_restore(db, t, old);
+		mts = NULL;
+		nmts = 0;
+	} else {
+		t->truncated_at = at;
+		t->truncated_gen = gen;
+		t->truncated_wall_us = wall;
+		if (clpos_cmp(at, t->flushed) > 0)
+			t->flushed = at;
+		/* the last reader's unref deletes the files */
+		for (size_t i = 0; i < old->count; i++)
+			sstable_mark_obsolete(old->ssts[i]);
+		t->trunc_mts = NULL;
+		t->trunc_count = 0;
+	}
+	t->truncating = false;
+	pthread_cond_broadcast(&db->done);
+	pthread_mutex_unlock(&db->mu);
+	if (!rc)
+		LOG_AT(LOG_LEVEL_INFO,
+		       "truncated %s.%s (%zu sstables) at commitlog %" PRIu64
+		       ":%" PRIu64,
+		       t->meta->keyspace, t->meta->name, old->count, at.seg,
+		       at.off);
+	for (size_t i = 0; i < nmts; i++)
+		memtable_unref(mts[i]);
+	free(mts);
+	version_unref(old);
+	discard_log(db);
+	return rc ? -1 : 0;
+}
+
+int64_t storage_truncated_at(struct storage *db, const uint8_t table_id[16])
+{
+	pthread_mutex_lock(&db->mu);
+	struct table *t = engine_table_find(db, table_id);
+	int64_t wall = t ? t->truncated_wall_us : 0;
+	pthread_mutex_unlock(&db->mu);
+	return wall;
 }
 
 /* ---- the write path ------------------------------------------------------ */

@@ -33,6 +33,18 @@ struct table {
 	struct version *version;
 	uint64_t next_gen;
 	struct clpos flushed; /* commitlog position the SSTables cover */
+	/* The last truncate (storage_truncate): records logged at or before
+	 * `truncated_at` and SSTable generations up to `truncated_gen` belong
+	 * to the truncated past. Persisted in <dir>/truncated.txt. */
+	struct clpos truncated_at;
+	uint64_t truncated_gen;
+	int64_t truncated_wall_us; /* when, on the env's wall clock; 0: never */
+	/* While a truncate makes its record durable (`truncating`): the
+	 * memtables it set aside (readers no longer see them; the commitlog
+	 * keeps their segments), brought back if the record fails. */
+	struct memtable **trunc_mts;
+	size_t trunc_count;
+	bool truncating;
 	bool compacting;
 	bool flush_failed;
 	uint64_t flushes, compactions;
@@ -79,5 +91,7 @@ uint64_t engine_next_gen(struct storage *db, struct table *t);
 void *engine_compactor_main(void *arg);
 int engine_compact_table(struct storage *db, struct table *t, bool major);
 int engine_compaction_recover(struct storage *db, struct table *t);
+/* Unlinks every component of SSTable generation `gen` in `dir`. */
+void engine_remove_generation(struct env *env, const char *dir, uint64_t gen);
 
 #endif

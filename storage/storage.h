@@ -317,6 +317,22 @@ int storage_flush(struct storage *db, const uint8_t *table_id);
  * every SSTable into one. Blocks. */
 int storage_compact(struct storage *db, const uint8_t table_id[16], bool major);
 
+/* Empties the table, as CQL TRUNCATE: afterwards it reads empty, its
+ * memtables are dropped and every SSTable is unlinked (once no read or scan
+ * holds it); writes applied after the call began are kept. Waits for a
+ * running flush or compaction of the table first, so neither can bring old
+ * data back. Durable before anything is dropped: the table's truncation
+ * point (the commitlog position of the moment) is written to
+ * <table dir>/truncated.txt (temp file, fsync, rename), and a restart skips
+ * the table's older commitlog records. The engine lock is not held across
+ * that fsync (writes go on); if it fails nothing is dropped and -1 is
+ * returned. ERR_NOT_FOUND for an unknown table, ERR_CLOSED before
+ * storage_start. Blocks (an fsync, waits). */
+int storage_truncate(struct storage *db, const uint8_t table_id[16]);
+/* The wall-clock time (env, microseconds) of the table's last truncate,
+ * kept across restarts; 0 when never truncated or unknown. */
+int64_t storage_truncated_at(struct storage *db, const uint8_t table_id[16]);
+
 struct storage_stats {
 	uint64_t memtable_bytes; /* exact arena bytes of live memtables */
 	uint64_t sstable_count;

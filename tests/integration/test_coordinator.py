@@ -7,7 +7,10 @@ every server answer reaches the test unchanged).
 - QUORUM writes readable after kill -9 of a replica;
 - hints: delivered after a restart, none when disabled, none past the
   window;
-- read repair brings a stale replica up to date.
+- read repair brings a stale replica up to date;
+- TRUNCATE empties every replica, survives restarts (kill -9 included)
+  while later rows are kept, and is Unavailable with a node down; hints
+  written before a truncate are not delivered after it.
 
 Nodes live on 127.0.11.x."""
 import os
@@ -18,6 +21,7 @@ import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra import Unavailable
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+from cassandra.protocol import TruncateError
 from cassandra.policies import (FallthroughRetryPolicy,
                                 WhiteListRoundRobinPolicy)
 from cassandra.query import SimpleStatement
@@ -263,4 +267,124 @@ def test_no_hints_past_the_window(cluster):
     run_at(s, "INSERT INTO w.t (k) VALUES (2)", CL.ONE)
     status = tool(n1, "statushandoff")
     assert "stored 1," in status and "dropped (window) 1" in status, status
+    c.shutdown()
+
+
+def restart_all(cluster, ips, kill):
+    for i in (1, 2, 3):
+        cluster("node", "node%d" % i, "kill" if kill else "stop")
+    cluster("start", timeout=240)
+    assert wait_for(lambda: all(state(ips[0], ip) == "UN" for ip in ips))
+
+
+def keys_at_all(s):
+    return sorted(r.k for r in run_at(s, "SELECT k FROM tr.t", CL.ALL))
+
+
+def test_truncate_every_replica_and_restarts(cluster):
+    """3 nodes, RF 3 (truncate_request_timeout 3s): TRUNCATE through the
+    driver empties the table on
+    every replica (SSTables and memtable: count(*) at ALL is 0); after
+    kill -9 and restart of all three nodes (commitlog replay) and after a
+    clean restart it is still empty but for the rows written after the
+    truncate; with one node stopped TRUNCATE raises Unavailable (ALL, 3
+    required, 2 alive) and truncates nothing; with one node paused (alive
+    to the failure detector, silent) it raises TruncateError after the
+    timeout."""
+    cluster("create", "co", "-n", "3", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms",
+            "-c", "truncate_request_timeout=3s", "-s", timeout=180)
+    ips = [BASE + str(i) for i in (1, 2, 3)]
+    c, s = session(ips[0])
+    s.execute("CREATE KEYSPACE tr WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 3}")
+    s.execute("CREATE TABLE tr.t (k int PRIMARY KEY, v text)")
+    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    for k in range(50):
+        run_at(s, "INSERT INTO tr.t (k, v) VALUES (%s, 'old')", CL.ALL, (k,))
+    c.shutdown()
+    # A restart replays the log and flushes it: these 50 are SSTables.
+    restart_all(cluster, ips, kill=True)
+    c, s = session(ips[0])
+    for k in range(50, 100):
+        run_at(s, "INSERT INTO tr.t (k, v) VALUES (%s, 'old')", CL.ALL, (k,))
+    assert run_at(s, "SELECT count(*) FROM tr.t", CL.ALL).one()[0] == 100
+
+    assert list(s.execute("TRUNCATE tr.t")) == []
+    assert run_at(s, "SELECT count(*) FROM tr.t", CL.ALL).one()[0] == 0
+    for k in range(1000, 1010):
+        run_at(s, "INSERT INTO tr.t (k, v) VALUES (%s, 'new')", CL.ALL, (k,))
+    c.shutdown()
+
+    # kill -9: the truncated rows are in the commitlog, and stay dead.
+    restart_all(cluster, ips, kill=True)
+    c, s = session(ips[1])
+    assert keys_at_all(s) == list(range(1000, 1010))
+    assert run_at(s, "SELECT v FROM tr.t WHERE k = 60", CL.ALL).one() is None
+    c.shutdown()
+    restart_all(cluster, ips, kill=False)
+    c, s = session(ips[2])
+    assert keys_at_all(s) == list(range(1000, 1010))
+    assert run_at(s, "SELECT count(*) FROM tr.t", CL.ALL).one()[0] == 10
+
+    # One node down: Unavailable at ALL, nothing truncated.
+    cluster("node", "node2", "stop")
+    assert wait_for(lambda: state(ips[2], ips[1]) == "DN", timeout=30)
+    with pytest.raises(Unavailable) as e:
+        s.execute("TRUNCATE TABLE tr.t")
+    assert e.value.consistency == CL.ALL
+    assert (e.value.required_replicas, e.value.alive_replicas) == (3, 2)
+    assert run_at(s, "SELECT count(*) FROM tr.t", CL.QUORUM).one()[0] == 10
+    c.shutdown()
+    cluster("node", "node2", "start", timeout=180)
+    assert wait_for(lambda: all(state(ips[0], ip) == "UN" for ip in ips))
+    c, s = session(ips[0])
+    s.execute("USE tr")
+    s.execute("TRUNCATE TABLE t")
+    assert keys_at_all(s) == []
+
+    # Alive to the failure detector but silent (SIGSTOP): a truncate
+    # error once truncate_request_timeout passes.
+    run_at(s, "INSERT INTO tr.t (k, v) VALUES (1, 'x')", CL.ALL)
+    cluster("node", "node3", "pause")
+    try:
+        with pytest.raises(TruncateError) as e:
+            s.execute("TRUNCATE tr.t")
+        assert "timed out" in str(e.value), e.value
+    finally:
+        cluster("node", "node3", "resume")
+    c.shutdown()
+
+
+def test_hints_from_before_a_truncate_are_not_delivered(cluster):
+    """Hints node1 keeps for node3 from before a TRUNCATE (delivery paused
+    meanwhile) are dropped, not delivered: node3 alone reads the table
+    empty afterwards, as Cassandra's Hint.apply skips truncated tables."""
+    cluster("create", "co", "-n", "3", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms", "-s", timeout=180)
+    n1, n2, n3 = (BASE + str(i) for i in (1, 2, 3))
+    c, s = session(n1)
+    s.execute("CREATE KEYSPACE th WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 3}")
+    s.execute("CREATE TABLE th.t (k int PRIMARY KEY, v text)")
+    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    cluster("node", "node3", "stop")
+    assert wait_for(lambda: state(n1, n3) == "DN")
+    for k in range(20):
+        run_at(s, "INSERT INTO th.t (k, v) VALUES (%s, 'h')", CL.ONE, (k,))
+    assert n3 in tool(n1, "listpendinghints")
+    tool(n1, "pausehandoff")
+    cluster("node", "node3", "start", timeout=180)
+    assert wait_for(lambda: all(state(n1, ip) == "UN" for ip in (n1, n2, n3)))
+    s.execute("TRUNCATE th.t")
+    run_at(s, "INSERT INTO th.t (k, v) VALUES (100, 'after')", CL.ALL)
+    tool(n1, "resumehandoff")
+    assert wait_for(lambda: "does not have any pending hints" in
+                    tool(n1, "listpendinghints"), timeout=60)
+    c.shutdown()
+    cluster("node", "node1", "stop")
+    cluster("node", "node2", "stop")
+    c, s = session(n3)
+    rows = list(run_at(s, "SELECT k FROM th.t", CL.ONE))
+    assert [r.k for r in rows] == [100]
     c.shutdown()

@@ -3,7 +3,8 @@
  * against an independent oracle for every level, replication factor and
  * per-DC liveness; acknowledgements under loss and delay; no QUORUM-acked
  * write missing from a later QUORUM read across partitions and pauses;
- * read repair; timeouts and hints.
+ * read repair; timeouts and hints; truncates (every node, Unavailable with
+ * a node down, a truncate error on timeout or a replica's failure).
  *
  * Each simulated node has its own env, a ring with every node, an
  * in-memory replica store (partition -> fragment, merged on apply) and a
@@ -42,6 +43,9 @@ struct mnode {
 	size_t nparts;
 	int hints;
 	bool killed;
+	int truncates;        /* truncates the store ran */
+	int64_t truncated_us; /* wall clock of the last one */
+	bool fail_truncate;   /* the store's truncate fails */
 };
 
 struct simc {
@@ -156,11 +160,36 @@ static const struct storage_table_meta *mem_meta(void *s,
 	return ((struct mnode *)s)->c->meta;
 }
 
+static void mem_truncate(void *s, const uint8_t table_id[16],
+			 storage_done_fn done, void *arg)
+{
+	struct mnode *n = s;
+	ck_assert_int_eq(memcmp(table_id, n->c->meta->id, 16), 0);
+	if (n->fail_truncate) {
+		done(arg, -1, ERR_IO);
+		return;
+	}
+	for (size_t i = 0; i < n->nparts; i++)
+		storage_mutation_delete(n->parts[i].frag);
+	n->nparts = 0;
+	n->truncates++;
+	n->truncated_us = env_wall_us(n->env);
+	done(arg, 0, ERR_NONE);
+}
+
+static int64_t mem_truncated_at(void *s, const uint8_t table_id[16])
+{
+	(void)table_id;
+	return ((struct mnode *)s)->truncated_us;
+}
+
 static const struct repl_store_ops mem_ops = {
 	.apply = mem_apply,
 	.read = mem_read,
 	.scan = mem_scan,
 	.meta = mem_meta,
+	.truncate = mem_truncate,
+	.truncated_at = mem_truncated_at,
 };
 
 /* ---- the simulated cluster ----------------------------------------------- */
@@ -413,6 +442,14 @@ static void frag_value(struct simc *c, const struct storage_mutation *f,
 			*ts = cv->ts;
 		}
 	storage_result_delete(r);
+}
+
+static struct outcome do_truncate(struct simc *c, int coord)
+{
+	struct outcome o = {0};
+	repl_truncate(c->nodes[coord].repl, c->meta->id, on_write, &o);
+	ck_assert(sim_run_until(c->sim, outcome_done, &o, 120000000));
+	return o;
 }
 
 static struct ring_strategy *simple(int rf)
@@ -1075,6 +1112,187 @@ START_TEST(batchlog_replays_a_dead_coordinators_batch)
 }
 END_TEST
 
+/* TRUNCATE reaches every node, the coordinator included, and answers once
+ * all acknowledged; later writes are kept. */
+START_TEST(truncate_empties_every_node)
+{
+	const char *dcs[4] = {"dc1", "dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(g_seed, 4, dcs);
+	struct ring_strategy *s = simple(2);
+	char key[16];
+	for (int i = 0; i < 40; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		struct outcome o =
+			do_write(c, i % 4, s, REPL_CL_ALL, key, "v", 10);
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_gt(c->nodes[i].nparts, 0);
+	struct outcome o = do_truncate(c, 1);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_uint_eq(c->nodes[i].nparts, 0);
+		ck_assert_int_eq(c->nodes[i].truncates, 1);
+	}
+	o = do_read(c, 0, s, REPL_CL_ALL, "k3");
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	char v[16];
+	int64_t ts;
+	frag_value(c, o.frag, v, sizeof(v), &ts);
+	ck_assert_str_eq(v, "");
+	storage_mutation_delete(o.frag);
+	o = do_write(c, 2, s, REPL_CL_ALL, "k3", "after", 20);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	o = do_read(c, 0, s, REPL_CL_ALL, "k3");
+	frag_value(c, o.frag, v, sizeof(v), &ts);
+	ck_assert_str_eq(v, "after");
+	storage_mutation_delete(o.frag);
+	struct repl_stats st;
+	repl_get_stats(c->nodes[1].repl, &st);
+	ck_assert_uint_eq(st.truncates, 1);
+	repl_get_stats(c->nodes[0].repl, &st);
+	ck_assert_uint_eq(st.replica_truncates, 1);
+	/* a single-node ring answers inline through the local store */
+	struct simc *one = simc_new(g_seed, 1, dcs);
+	o = do_truncate(one, 0);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ck_assert_int_eq(one->nodes[0].truncates, 1);
+	simc_delete(one);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* A node the failure detector calls down: Unavailable at ALL (required =
+ * every endpoint, alive = the live ones) and nothing is truncated. */
+START_TEST(truncate_with_a_node_down_is_unavailable)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(g_seed, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	ck_assert_int_eq(
+		do_write(c, 0, s, REPL_CL_ALL, "k", "v", 10).res.outcome,
+		REPL_OK);
+	c->down[2] = true;
+	struct outcome o = do_truncate(c, 0);
+	ck_assert_int_eq(o.res.outcome, REPL_UNAVAILABLE);
+	ck_assert_int_eq(o.res.cl, REPL_CL_ALL);
+	ck_assert_int_eq(o.res.required, 3);
+	ck_assert_int_eq(o.res.alive, 2);
+	sim_run_for(c->sim, 1000000);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(c->nodes[i].truncates, 0);
+		ck_assert_uint_eq(c->nodes[i].nparts, 1);
+	}
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* A node alive to the detector but unreachable: a truncate error once
+ * truncate_timeout_ms (60 s) passes; a replica whose store fails: a
+ * truncate error naming it at once. */
+START_TEST(truncate_error_on_timeout_or_failure)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(g_seed, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	ck_assert_int_eq(
+		do_write(c, 0, s, REPL_CL_ALL, "k", "v", 10).res.outcome,
+		REPL_OK);
+	sim_net_cut(c->sim, NULL, &c->nodes[2].addr, true);
+	uint64_t t0 = sim_now_us(c->sim);
+	struct outcome o = do_truncate(c, 0);
+	uint64_t took = sim_now_us(c->sim) - t0;
+	ck_assert_int_eq(o.res.outcome, REPL_TRUNCATE_ERROR);
+	ck_assert_msg(strstr(o.res.msg, "timed out"), "%s", o.res.msg);
+	ck_assert_int_eq(o.res.required, 3);
+	ck_assert_int_eq(o.res.alive, 2);
+	ck_assert_uint_ge(took, 60000000);
+	ck_assert_uint_lt(took, 61000000);
+	/* the reachable ones did truncate (there is no undo) */
+	ck_assert_int_eq(c->nodes[0].truncates, 1);
+	ck_assert_int_eq(c->nodes[1].truncates, 1);
+	ck_assert_int_eq(c->nodes[2].truncates, 0);
+	ck_assert_uint_eq(c->nodes[2].nparts, 1);
+
+	sim_net_heal(c->sim);
+	c->nodes[1].fail_truncate = true;
+	t0 = sim_now_us(c->sim);
+	o = do_truncate(c, 0);
+	ck_assert_int_eq(o.res.outcome, REPL_TRUNCATE_ERROR);
+	ck_assert_msg(strstr(o.res.msg, "127.0.9.2"), "%s", o.res.msg);
+	ck_assert_uint_lt(sim_now_us(c->sim) - t0, 1000000);
+	/* the late answers of an ended truncate are ignored */
+	sim_run_for(c->sim, 70000000);
+	ck_assert_int_eq(c->nodes[2].truncates, 1);
+	c->nodes[1].fail_truncate = false;
+	o = do_truncate(c, 2);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* A logged batch whose coordinator died is not replayed into a table
+ * truncated after the batch was written (it would bring truncated rows
+ * back); a batch written after the truncate still is. */
+START_TEST(batchlog_replay_skips_tables_truncated_since)
+{
+	const char *dcs[4] = {"dc1", "dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(13, 4, dcs);
+	struct ring_strategy *s = simple(1);
+	c->strategy = s;
+	const char *keys[4];
+	char names[64][8];
+	int found = 0;
+	for (int i = 0; i < 64 && found < 4; i++) {
+		snprintf(names[i], sizeof(names[i]), "b%d", i);
+		int eps[4], ne;
+		replicas_of(c, s, names[i], eps, &ne);
+		if (node_of(c, eps[0]) != 0)
+			keys[found++] = names[i];
+	}
+	ck_assert_int_eq(found, 4);
+	for (int round = 0; round < 2; round++) {
+		/* the coordinator dies once both copies are stored */
+		struct outcome o = {0};
+		struct storage_mutation *m1 =
+			make_write(c, keys[2 * round], "v", 20);
+		struct storage_mutation *m2 =
+			make_write(c, keys[2 * round + 1], "v", 20);
+		struct repl_mutation rm[2] = {{m1, s}, {m2, s}};
+		repl_write(c->nodes[0].repl, rm, 2, REPL_CL_ONE,
+			   REPL_WRITE_BATCH, on_write, &o);
+		storage_mutation_delete(m1);
+		storage_mutation_delete(m2);
+		ck_assert(sim_run_until(c->sim, two_stored, c, 30000000));
+		simc_kill(c, 0);
+		simc_restart(c, 0);
+		if (round == 0) /* before the replay is due */
+			ck_assert_int_eq(do_truncate(c, 1).res.outcome,
+					 REPL_OK);
+		sim_run_for(c->sim, 10000000);
+		uint64_t pending = 0;
+		for (int i = 1; i < 4; i++) {
+			struct repl_stats st;
+			repl_get_stats(c->nodes[i].repl, &st);
+			pending += st.batchlog_pending;
+		}
+		ck_assert_uint_eq(pending, 0);
+		for (int k = 2 * round; k < 2 * round + 2; k++) {
+			int eps[4], ne;
+			replicas_of(c, s, keys[k], eps, &ne);
+			ck_assert_msg(has_key(&c->nodes[node_of(c, eps[0])],
+					      keys[k]) == (round == 1),
+				      "round %d: %s", round, keys[k]);
+		}
+	}
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("coordinator_sim");
@@ -1090,6 +1308,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, quorum_reads_see_acked_writes);
 	tcase_add_test(tc, range_walk);
 	tcase_add_test(tc, batchlog_replays_a_dead_coordinators_batch);
+	tcase_add_test(tc, truncate_empties_every_node);
+	tcase_add_test(tc, truncate_with_a_node_down_is_unavailable);
+	tcase_add_test(tc, truncate_error_on_timeout_or_failure);
+	tcase_add_test(tc, batchlog_replay_skips_tables_truncated_since);
 	suite_add_tcase(s, tc);
 	return s;
 }
