@@ -75,6 +75,7 @@ struct target {
 	uint8_t round; /* the phase its last request belongs to */
 	bool digest_only;
 	uint8_t digest[16];
+	bool has_digest; /* digest[] is set */
 	struct storage_mutation *frag;
 	struct storage_mutation **frags; /* ranges */
 	size_t nfrags;

@@ -216,15 +216,19 @@ void read_answer(struct op *op, struct target *t, bool ok, const char *error,
 		/* A failed repair write: the read still stands. */
 	} else if (op->phase != 3) {
 		t->ok = true;
-		if (digest)
+		if (digest) {
 			memcpy(t->digest, digest, 16);
+			t->has_digest = true;
+		}
 		if (n > 0) {
 			storage_mutation_delete(t->frag);
 			t->frag = frags[0];
 			for (size_t i = 1; i < n; i++)
 				storage_mutation_delete(frags[i]);
+			/* A local fragment's digest is computed when
+			 * there is something to compare it with. */
 			if (!digest)
-				storage_mutation_digest(t->frag, t->digest);
+				t->has_digest = false;
 		}
 		free(frags);
 	} else {
@@ -265,10 +269,20 @@ static void read_progress(struct op *op)
 		if (answered < op->block_for || !data)
 			return;
 		bool equal = true;
-		for (size_t i = 0; i < op->nt; i++) {
+		for (size_t i = 0; answered > 1 && i < op->nt; i++) {
 			struct target *t = &op->t[i];
-			if (t->sent && t->answered && t->ok &&
-			    memcmp(t->digest, data->digest, 16) != 0)
+			if (!t->sent || !t->answered || !t->ok)
+				continue;
+			if (t->frag && !t->has_digest) {
+				storage_mutation_digest(t->frag, t->digest);
+				t->has_digest = true;
+			}
+			if (data->frag && !data->has_digest) {
+				storage_mutation_digest(data->frag,
+							data->digest);
+				data->has_digest = true;
+			}
+			if (memcmp(t->digest, data->digest, 16) != 0)
 				equal = false;
 		}
 		if (equal) {

@@ -89,8 +89,10 @@ static void hint_target(struct op *op, const struct target *t)
 	struct repl *r = op->r;
 	if (!r->hooks.hint)
 		return;
-	const struct ring_endpoint *e = ring_endpoint_get(op->ring, t->ep);
 	const struct buf *enc = &op->muts[t->mut].enc;
+	if (is_self(op, t->ep) || enc->len == 0)
+		return; /* this node's own write is in its commitlog */
+	const struct ring_endpoint *e = ring_endpoint_get(op->ring, t->ep);
 	if (r->hooks.hint(r->hooks.arg, e->host_id, e->dc, enc->data,
 			  enc->len) == 0)
 		r->st.hints_written++;
@@ -245,8 +247,14 @@ static int write_plan(struct op *op, size_t k, const struct repl_mutation *rm,
 			if (op->t[i].pending && op->t[i].dc >= 0)
 				w->dc_need[op->t[i].dc]++;
 	}
+	/* The encoded form travels to other replicas, into hints and into
+	 * the batchlog; a write whose only replica is this node needs none
+	 * (the caller's mutation is applied directly). */
+	bool remote = op->wt == REPL_WRITE_BATCH && op->nmut > 1;
+	for (size_t i = op->nt - n; i < op->nt && !remote; i++)
+		remote = !is_self(op, op->t[i].ep);
 	buf_init(&w->enc);
-	if (storage_mutation_encode(rm->m, &w->enc) != 0) {
+	if (remote && storage_mutation_encode(rm->m, &w->enc) != 0) {
 		result_init(res, REPL_WRITE_FAILURE, op->cl);
 		snprintf(res->msg, sizeof(res->msg), "%s", err_msg());
 		return -1;
