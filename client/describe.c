@@ -3,6 +3,7 @@
 #include "client/proto.h"
 #include "common/arena.h"
 #include "common/err.h"
+#include "ring/ring.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -692,8 +693,8 @@ static int describe_rows(const struct cql_schema *s,
 	return err_set(ERR_INVALID, "unknown DESCRIBE");
 }
 
-static int encode(struct buf *out, const struct rows *r, bool cluster,
-		  uint8_t version, int16_t stream)
+static int encode(struct buf *out, const struct rows *r, uint8_t version,
+		  int16_t stream)
 {
 	static const struct cql_type_option text = {.id = CQL_TYPE_VARCHAR};
 	static const struct cql_column_spec element_cols[] = {
@@ -702,18 +703,12 @@ static int encode(struct buf *out, const struct rows *r, bool cluster,
 		{"system", "describe", "name", &text},
 		{"system", "describe", "create_statement", &text},
 	};
-	static const struct cql_column_spec cluster_cols[] = {
-		{"system", "describe", "cluster", &text},
-		{"system", "describe", "partitioner", &text},
-		{"system", "describe", "snitch", &text},
-	};
 	long start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
 	if (start < 0)
 		return -1;
 	int rc = cql_write_int(out, CQL_RESULT_ROWS) ||
-		 cql_write_rows_metadata(out,
-					 cluster ? cluster_cols : element_cols,
-					 r->ncols, NULL, false) ||
+		 cql_write_rows_metadata(out, element_cols, r->ncols, NULL,
+					 false) ||
 		 cql_write_int(out, (int32_t)r->count);
 	for (size_t i = 0; rc == 0 && i < r->count; i++)
 		for (size_t c = 0; rc == 0 && c < r->ncols; c++) {
@@ -721,6 +716,165 @@ static int encode(struct buf *out, const struct rows *r, bool cluster,
 			rc = cql_write_bytes(out, v,
 					     v ? (int32_t)strlen(v) : -1);
 		}
+	if (rc) {
+		out->len = (size_t)start;
+		return -1;
+	}
+	cql_frame_end(out, start);
+	return 0;
+}
+
+/* ---- DESCRIBE CLUSTER ---------------------------------------------------- */
+
+/* The ring as the node info describes it: this node and its peers. */
+static struct ring *node_ring(const struct cql_node_info *n)
+{
+	struct ring_builder *b = ring_builder_new();
+	if (!b)
+		return NULL;
+	struct ring_endpoint ep = {
+		.addr = n->listen_address,
+		.dc = n->dc && *n->dc ? n->dc : "datacenter1",
+		.rack = n->rack && *n->rack ? n->rack : "rack1",
+		.status = RING_STATUS_NORMAL,
+		.tokens = n->tokens,
+		.num_tokens = n->token_count,
+	};
+	memcpy(ep.host_id, n->host_id, 16);
+	int rc = ring_builder_set_endpoint(b, &ep);
+	for (size_t i = 0; rc == 0 && i < n->peer_count; i++) {
+		const struct cql_peer_info *p = &n->peers[i];
+		struct ring_endpoint pe = {
+			.addr = p->address,
+			.dc = p->dc && *p->dc ? p->dc : ep.dc,
+			.rack = p->rack && *p->rack ? p->rack : ep.rack,
+			.status = RING_STATUS_NORMAL,
+			.tokens = p->tokens,
+			.num_tokens = p->token_count,
+		};
+		memcpy(pe.host_id, p->host_id, 16);
+		rc = ring_builder_set_endpoint(b, &pe);
+	}
+	ring_builder_set_local(b, &n->listen_address);
+	struct ring *r = rc == 0 ? ring_builder_build(b) : NULL;
+	ring_builder_delete(b);
+	return r;
+}
+
+struct ownership {
+	char token[24];
+	size_t start, len; /* the serialized list<text>, in `lists` */
+};
+
+static int ownership_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct ownership *)a)->token,
+		      ((const struct ownership *)b)->token);
+}
+
+/*
+ * Cassandra's range_ownership for the USE keyspace: map<text, list<text>>
+ * from each range's end token to the replicas of the range
+ * ("127.0.0.1:7000", replica order), keys in text order as a map
+ * serializes. 1 when the ring cannot be built (the column is left out).
+ */
+static int range_ownership(const struct cql_node_info *n,
+			   const struct ring_strategy *s, struct arena *a,
+			   struct buf *cell)
+{
+	struct ring *r = node_ring(n);
+	if (!r)
+		return err_code() == ERR_NOMEM ? -1 : 1;
+	size_t count = ring_token_count(r);
+	struct ownership *own =
+		arena_alloc(a, (count ? count : 1) * sizeof(*own));
+	struct buf lists;
+	buf_init(&lists);
+	int rc = own ? 0 : err_set(ERR_NOMEM, "out of memory");
+	for (size_t i = 0; rc == 0 && i < count; i++) {
+		int64_t t = ring_token_at(r, i);
+		struct ring_replicas rep;
+		if ((rc = ring_replicas_for_token(r, s, t, &rep)) != 0)
+			break;
+		snprintf(own[i].token, sizeof(own[i].token), "%lld",
+			 (long long)t);
+		own[i].start = lists.len;
+		rc = cql_write_int(&lists, (int32_t)rep.n_natural);
+		for (size_t j = 0; rc == 0 && j < rep.n_natural; j++) {
+			char addr[INET_ADDR_STRLEN];
+			inet_addr_format(
+				&ring_endpoint_get(r, rep.natural[j])->addr,
+				addr, sizeof(addr));
+			rc = cql_write_bytes(&lists, addr,
+					     (int32_t)strlen(addr));
+		}
+		own[i].len = lists.len - own[i].start;
+	}
+	if (rc == 0 && count)
+		qsort(own, count, sizeof(*own), ownership_cmp);
+	if (rc == 0)
+		rc = cql_write_int(cell, (int32_t)count);
+	for (size_t i = 0; rc == 0 && i < count; i++)
+		rc = cql_write_bytes(cell, own[i].token,
+				     (int32_t)strlen(own[i].token)) ||
+		     cql_write_bytes(cell, lists.data + own[i].start,
+				     (int32_t)own[i].len);
+	buf_free(&lists);
+	ring_unref(r);
+	return rc ? -1 : 0;
+}
+
+static int describe_cluster(const struct cql_schema *schema,
+			    const struct cql_node_info *n, const char *keyspace,
+			    struct arena *a, uint8_t version, int16_t stream,
+			    struct buf *out)
+{
+	static const struct cql_type_option text = {.id = CQL_TYPE_VARCHAR};
+	static const struct cql_type_option list = {.id = CQL_TYPE_LIST,
+						    .sub = {&text}};
+	static const struct cql_type_option map = {.id = CQL_TYPE_MAP,
+						   .sub = {&text, &list}};
+	static const struct cql_column_spec cols[] = {
+		{"system", "describe", "cluster", &text},
+		{"system", "describe", "partitioner", &text},
+		{"system", "describe", "snitch", &text},
+		{"system", "describe", "range_ownership", &map},
+	};
+	/* Cassandra trims the org.apache.cassandra.{dht,locator} packages;
+	 * Cassini always uses Murmur3. */
+	const char *cells[] = {n->cluster_name ? n->cluster_name : "",
+			       "Murmur3Partitioner",
+			       n->snitch ? n->snitch : "SimpleSnitch"};
+	/* The ranges only under USE of a non-system keyspace. */
+	const struct cql_keyspace *k =
+		keyspace ? cql_schema_keyspace(schema, keyspace) : NULL;
+	struct buf owned;
+	buf_init(&owned);
+	int rc = 0;
+	if (k && !cql_keyspace_is_system(k)) {
+		rc = range_ownership(n, cql_keyspace_strategy(k), a, &owned);
+		if (rc == 1) {
+			k = NULL;
+			rc = 0;
+		}
+	} else {
+		k = NULL;
+	}
+	long start = rc == 0 ? cql_frame_begin(out, version, 0, stream,
+					       CQL_OP_RESULT)
+			     : -1;
+	if (start < 0) {
+		buf_free(&owned);
+		return -1;
+	}
+	rc = cql_write_int(out, CQL_RESULT_ROWS) ||
+	     cql_write_rows_metadata(out, cols, k ? 4 : 3, NULL, false) ||
+	     cql_write_int(out, 1);
+	for (size_t i = 0; rc == 0 && i < 3; i++)
+		rc = cql_write_bytes(out, cells[i], (int32_t)strlen(cells[i]));
+	if (rc == 0 && k)
+		rc = cql_write_bytes(out, owned.data, (int32_t)owned.len);
+	buf_free(&owned);
 	if (rc) {
 		out->len = (size_t)start;
 		return -1;
@@ -737,23 +891,15 @@ int cql_describe(const struct cql_schema *schema,
 	struct arena a;
 	arena_create(&a, 0);
 	struct rows r = {.a = &a, .ncols = 4};
-	bool cluster = d->kind == CQL_DESCRIBE_CLUSTER;
-	int rc;
-	if (cluster) {
-		/* Cassandra trims the org.apache.cassandra.{dht,locator}.
-		 * packages; Cassini always uses Murmur3. */
-		const char *cells[ROW_MAX_COLS] = {
-			node && node->cluster_name ? node->cluster_name : "",
-			"Murmur3Partitioner",
-			node && node->snitch ? node->snitch : "SimpleSnitch",
-			NULL};
-		r.ncols = 3;
-		rc = row_add(&r, cells, false);
-	} else {
-		rc = describe_rows(schema, d, keyspace, &r);
+	if (d->kind == CQL_DESCRIBE_CLUSTER) {
+		int rc = describe_cluster(schema, node, keyspace, &a, version,
+					  stream, out);
+		arena_destroy(&a);
+		return rc;
 	}
+	int rc = describe_rows(schema, d, keyspace, &r);
 	if (rc == 0) {
-		rc = encode(out, &r, cluster, version, stream);
+		rc = encode(out, &r, version, stream);
 	} else if (err_code() != ERR_NOMEM) {
 		char msg[ERR_MSG_MAX];
 		snprintf(msg, sizeof(msg), "%s", err_msg());

@@ -6,7 +6,9 @@
  * and DESCRIBE x / x.y, which names a keyspace or a table) answer Rows of
  * keyspace_name, type, name, create_statement; listings (KEYSPACES, TABLES,
  * TYPES, FUNCTIONS, AGGREGATES) the first three of those; CLUSTER answers
- * cluster, partitioner, snitch. Cassini has no user types, functions,
+ * cluster, partitioner, snitch and, under USE of a non-system keyspace,
+ * range_ownership (each range's end token -> its replicas, from the ring
+ * the node info describes). Cassini has no user types, functions,
  * aggregates, indexes or views: their listings are empty and naming one
  * answers Cassandra's "not found" Invalid. The result is never paged.
  *

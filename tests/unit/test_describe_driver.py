@@ -311,11 +311,30 @@ def test_with_internals(session):
 
 
 def test_cluster(server):
-    _, s = server()
+    cluster, s = server()
     names, got = rows(s, "DESCRIBE CLUSTER")
     assert names == ["cluster", "partitioner", "snitch"]
     assert [tuple(r) for r in got] == \
         [("Driver Test", "Murmur3Partitioner", "SimpleSnitch")]
+    # Under USE of a non-system keyspace Cassandra adds the ranges: each
+    # range's end token -> its replicas as "address:storage_port", keys in
+    # text order (a map serializes sorted). The driver's token map agrees.
+    s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("USE ks")
+    names, got = rows(s, "DESCRIBE CLUSTER")
+    assert names == ["cluster", "partitioner", "snitch", "range_ownership"]
+    owned = got[0].range_ownership
+    assert list(owned) == ["-6148914691236517206", "0",
+                           "6148914691236517205"]
+    cluster.refresh_schema_metadata()
+    tm = cluster.metadata.token_map
+    for token, replicas in owned.items():
+        want = tm.get_replicas("ks", tm.token_class(int(token)))
+        assert replicas == ["%s:7000" % h.address for h in want]
+    s.execute("USE system")
+    assert rows(s, "DESCRIBE CLUSTER")[0] == \
+        ["cluster", "partitioner", "snitch"]
 
 
 def test_statements_recreate_the_schema(session):
