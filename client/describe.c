@@ -693,7 +693,31 @@ static int describe_rows(const struct cql_schema *s,
 	return err_set(ERR_INVALID, "unknown DESCRIBE");
 }
 
-static int encode(struct buf *out, const struct rows *r, uint8_t version,
+/* The paging state: version, row offset, schema version. */
+enum { PAGING_VERSION = 1, PAGING_LEN = 2 + 8 + 16 };
+
+static const char schema_changed[] =
+	"The schema has changed since the previous page of the DESCRIBE "
+	"statement result. Please retry the DESCRIBE statement.";
+
+/* The first row to send: 0 without a paging state. -1 with err set. */
+static int64_t page_offset(const struct cql_query_params *params,
+			   const uint8_t schema_version[16])
+{
+	if (!params || !params->has_paging_state)
+		return 0;
+	const uint8_t *p = params->paging_state.ptr;
+	if (params->paging_state.len != PAGING_LEN ||
+	    be16_load(p) != PAGING_VERSION)
+		return invalid("Incompatible paging state");
+	if (memcmp(p + 10, schema_version, 16) != 0)
+		return invalid("%s", schema_changed);
+	return (int64_t)(be64_load(p + 2) & INT64_MAX);
+}
+
+static int encode(struct buf *out, const struct rows *r, size_t offset,
+		  const struct cql_query_params *params,
+		  const uint8_t schema_version[16], uint8_t version,
 		  int16_t stream)
 {
 	static const struct cql_type_option text = {.id = CQL_TYPE_VARCHAR};
@@ -703,14 +727,27 @@ static int encode(struct buf *out, const struct rows *r, uint8_t version,
 		{"system", "describe", "name", &text},
 		{"system", "describe", "create_statement", &text},
 	};
+	size_t first = offset < r->count ? offset : r->count;
+	size_t n = r->count - first;
+	bool more = false;
+	uint8_t state[PAGING_LEN];
+	struct slice paging = {state, sizeof(state)};
+	if (params && params->page_size > 0 && n >= (size_t)params->page_size) {
+		/* As Cassandra: a full page always says more may follow. */
+		n = (size_t)params->page_size;
+		more = true;
+		be16_store(state, PAGING_VERSION);
+		be64_store(state + 2, (uint64_t)(first + n));
+		memcpy(state + 10, schema_version, 16);
+	}
 	long start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
 	if (start < 0)
 		return -1;
 	int rc = cql_write_int(out, CQL_RESULT_ROWS) ||
-		 cql_write_rows_metadata(out, element_cols, r->ncols, NULL,
-					 false) ||
-		 cql_write_int(out, (int32_t)r->count);
-	for (size_t i = 0; rc == 0 && i < r->count; i++)
+		 cql_write_rows_metadata(out, element_cols, r->ncols,
+					 more ? &paging : NULL, false) ||
+		 cql_write_int(out, (int32_t)n);
+	for (size_t i = first; rc == 0 && i < first + n; i++)
 		for (size_t c = 0; rc == 0 && c < r->ncols; c++) {
 			const char *v = r->cells[i][c];
 			rc = cql_write_bytes(out, v,
@@ -885,8 +922,8 @@ static int describe_cluster(const struct cql_schema *schema,
 
 int cql_describe(const struct cql_schema *schema,
 		 const struct cql_node_info *node, const struct cql_describe *d,
-		 const char *keyspace, uint8_t version, int16_t stream,
-		 struct buf *out)
+		 const char *keyspace, const struct cql_query_params *params,
+		 uint8_t version, int16_t stream, struct buf *out)
 {
 	struct arena a;
 	arena_create(&a, 0);
@@ -897,9 +934,13 @@ int cql_describe(const struct cql_schema *schema,
 		arena_destroy(&a);
 		return rc;
 	}
-	int rc = describe_rows(schema, d, keyspace, &r);
+	uint8_t schema_version[16];
+	cql_schema_version(schema, schema_version);
+	int64_t offset = page_offset(params, schema_version);
+	int rc = offset < 0 ? -1 : describe_rows(schema, d, keyspace, &r);
 	if (rc == 0) {
-		rc = encode(out, &r, version, stream);
+		rc = encode(out, &r, (size_t)offset, params, schema_version,
+			    version, stream);
 	} else if (err_code() != ERR_NOMEM) {
 		char msg[ERR_MSG_MAX];
 		snprintf(msg, sizeof(msg), "%s", err_msg());

@@ -10,7 +10,9 @@
  * range_ownership (each range's end token -> its replicas, from the ring
  * the node info describes). Cassini has no user types, functions,
  * aggregates, indexes or views: their listings are empty and naming one
- * answers Cassandra's "not found" Invalid. The result is never paged.
+ * answers Cassandra's "not found" Invalid. Rows are paged as Cassandra
+ * pages them: by row offset, with the schema version in the paging state
+ * (a page asked for after a schema change is Invalid).
  *
  * The CREATE text follows Cassandra's KeyspaceMetadata / TableMetadata
  * toCqlString: names quoted only when needed, columns in Cassandra's create
@@ -22,6 +24,7 @@
 #define CASSINI_CLIENT_DESCRIBE_H
 
 #include "client/cql_ast.h"
+#include "client/proto.h"
 #include "client/schema.h"
 #include "client/system_tables.h"
 #include "common/buf.h"
@@ -45,11 +48,12 @@ int cql_describe_table_text(const struct cql_table *t, bool internals,
 /*
  * Answers a DESCRIBE statement: appends a whole RESULT Rows frame, or an
  * ERROR frame, to `out`. `keyspace` is the connection's USE keyspace (may
- * be NULL). Returns 0, or -1 when nothing could be appended (ERR_NOMEM).
+ * be NULL); `params` give the page size and paging state (may be NULL: one
+ * page). Returns 0, or -1 when nothing could be appended (ERR_NOMEM).
  */
 int cql_describe(const struct cql_schema *schema,
 		 const struct cql_node_info *node, const struct cql_describe *d,
-		 const char *keyspace, uint8_t version, int16_t stream,
-		 struct buf *out);
+		 const char *keyspace, const struct cql_query_params *params,
+		 uint8_t version, int16_t stream, struct buf *out);
 
 #endif

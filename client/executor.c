@@ -636,7 +636,8 @@ static void run(struct job *j, const char *text, size_t len,
 		struct cql_node_info node;
 		j->e->hooks.node_info(j->e->hooks.arg, &node);
 		cql_describe(j->e->schema, &node, &s->u.describe, j->keyspace,
-			     j->info->version, j->info->stream, &j->out);
+			     params, j->info->version, j->info->stream,
+			     &j->out);
 		return;
 	}
 	const struct cql_value *binds = bind_values(j, params, nbinds, names);

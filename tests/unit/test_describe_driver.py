@@ -22,6 +22,7 @@ import subprocess
 import pytest
 from cassandra import InvalidRequest
 from cassandra.cluster import Cluster
+from cassandra.query import SimpleStatement
 
 BUILD = pathlib.Path(os.environ["CASSINI_BUILD_DIR"])
 SERVER = BUILD / "tests" / "unit" / "cql_exec_server"
@@ -335,6 +336,29 @@ def test_cluster(server):
     s.execute("USE system")
     assert rows(s, "DESCRIBE CLUSTER")[0] == \
         ["cluster", "partitioner", "snitch"]
+
+
+def test_paging(session):
+    """Rows page by offset as Cassandra's DESCRIBE pages them; a full page
+    always announces more, and a schema change between pages is refused."""
+    _, s = session
+    create(s)
+    whole = rows(s, "DESCRIBE FULL SCHEMA")[1]
+    assert len(whole) > 7
+    paged = s.execute(SimpleStatement("DESCRIBE FULL SCHEMA", fetch_size=3))
+    assert paged.has_more_pages and len(paged.current_rows) == 3
+    assert list(paged) == whole
+    exact = s.execute(SimpleStatement("DESCRIBE KEYSPACE ks", fetch_size=3))
+    assert len(exact.current_rows) == 3 and exact.has_more_pages
+    exact.fetch_next_page()
+    assert len(exact.current_rows) == 3 and exact.has_more_pages
+    exact.fetch_next_page()
+    assert exact.current_rows == [] and not exact.has_more_pages
+    first = s.execute(SimpleStatement("DESCRIBE SCHEMA", fetch_size=2))
+    s.execute("CREATE TABLE ks.later (k int PRIMARY KEY)")
+    with pytest.raises(InvalidRequest, match="The schema has changed since "
+                       "the previous page of the DESCRIBE statement"):
+        first.fetch_next_page()
 
 
 def test_statements_recreate_the_schema(session):
