@@ -279,11 +279,23 @@ enum cql_describe_kind {
 	CQL_DESCRIBE_TABLE,
 	CQL_DESCRIBE_SCHEMA,
 	CQL_DESCRIBE_NAME, /* DESCRIBE x or x.y: a keyspace, else a table */
+	/* Kinds Cassini has no elements of (answered empty or not found). */
+	CQL_DESCRIBE_TYPES,
+	CQL_DESCRIBE_FUNCTIONS,
+	CQL_DESCRIBE_AGGREGATES,
+	CQL_DESCRIBE_TYPE,
+	CQL_DESCRIBE_FUNCTION,
+	CQL_DESCRIBE_AGGREGATE,
+	CQL_DESCRIBE_INDEX,
+	CQL_DESCRIBE_VIEW,
 };
 
 struct cql_describe {
 	enum cql_describe_kind kind;
 	struct cql_qname name;
+	bool full;      /* DESCRIBE FULL SCHEMA: system keyspaces too */
+	bool only;      /* DESCRIBE ONLY KEYSPACE: without its tables */
+	bool internals; /* ... WITH INTERNALS */
 };
 
 struct cql_stmt {

@@ -1214,30 +1214,78 @@ static int select_stmt(struct parser *p, struct cql_stmt *s)
 }
 
 /* DESCRIBE / DESC, served by the node for cqlsh 4.x. */
+static int describe_what(struct parser *p, struct cql_describe *d)
+{
+	static const struct {
+		const char *kw;
+		enum cql_describe_kind kind;
+	} lists[] = {
+		{"cluster", CQL_DESCRIBE_CLUSTER},
+		{"keyspaces", CQL_DESCRIBE_KEYSPACES},
+		{"tables", CQL_DESCRIBE_TABLES},
+		{"types", CQL_DESCRIBE_TYPES},
+		{"functions", CQL_DESCRIBE_FUNCTIONS},
+		{"aggregates", CQL_DESCRIBE_AGGREGATES},
+	};
+	static const struct {
+		const char *kw;
+		enum cql_describe_kind kind;
+	} named[] = {
+		{"table", CQL_DESCRIBE_TABLE},
+		{"columnfamily", CQL_DESCRIBE_TABLE},
+		{"index", CQL_DESCRIBE_INDEX},
+		{"type", CQL_DESCRIBE_TYPE},
+		{"function", CQL_DESCRIBE_FUNCTION},
+		{"aggregate", CQL_DESCRIBE_AGGREGATE},
+	};
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+		if (accept_kw(p, lists[i].kw)) {
+			d->kind = lists[i].kind;
+			return 0;
+		}
+	/* FULL and ONLY are not reserved: "DESCRIBE only" names a keyspace
+	 * or table. */
+	if (is_kw(p, "full") && tok_is_kw(tok_at(p, 1), "schema"))
+		d->full = accept_kw(p, "full");
+	if (is_kw(p, "only") && tok_is_kw(tok_at(p, 1), "keyspace"))
+		d->only = accept_kw(p, "only");
+	if (is_kw(p, "schema")) {
+		d->kind = CQL_DESCRIBE_SCHEMA;
+		return expect_kw(p, "schema");
+	}
+	if (is_kw(p, "keyspace")) {
+		d->kind = CQL_DESCRIBE_KEYSPACE;
+		if (expect_kw(p, "keyspace") != 0)
+			return -1;
+		if (tok(p)->kind != CQL_TOK_EOF && !is_punct(p, ";") &&
+		    !is_kw(p, "with") && !(d->name.name = ident(p)))
+			return -1;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		if (accept_kw(p, named[i].kw)) {
+			d->kind = named[i].kind;
+			return qname(p, &d->name);
+		}
+	if (accept_kw(p, "materialized")) {
+		d->kind = CQL_DESCRIBE_VIEW;
+		if (expect_kw(p, "view") != 0)
+			return -1;
+		return qname(p, &d->name);
+	}
+	d->kind = CQL_DESCRIBE_NAME;
+	return qname(p, &d->name);
+}
+
 static int describe(struct parser *p, struct cql_stmt *s)
 {
 	struct cql_describe *d = &s->u.describe;
 	s->kind = CQL_STMT_DESCRIBE;
-	if (accept_kw(p, "cluster")) {
-		d->kind = CQL_DESCRIBE_CLUSTER;
-	} else if (accept_kw(p, "keyspaces")) {
-		d->kind = CQL_DESCRIBE_KEYSPACES;
-	} else if (accept_kw(p, "tables")) {
-		d->kind = CQL_DESCRIBE_TABLES;
-	} else if (accept_kw(p, "full") || is_kw(p, "schema")) {
-		d->kind = CQL_DESCRIBE_SCHEMA;
-		return expect_kw(p, "schema");
-	} else if (accept_kw(p, "keyspace")) {
-		d->kind = CQL_DESCRIBE_KEYSPACE;
-		if (tok(p)->kind != CQL_TOK_EOF && !is_punct(p, ";") &&
-		    !(d->name.name = ident(p)))
-			return -1;
-	} else if (accept_kw(p, "table") || accept_kw(p, "columnfamily")) {
-		d->kind = CQL_DESCRIBE_TABLE;
-		return qname(p, &d->name);
-	} else {
-		d->kind = CQL_DESCRIBE_NAME;
-		return qname(p, &d->name);
+	if (describe_what(p, d) != 0)
+		return -1;
+	if (accept_kw(p, "with")) {
+		d->internals = true;
+		return expect_kw(p, "internals");
 	}
 	return 0;
 }

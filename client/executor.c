@@ -9,6 +9,7 @@
 #include "client/executor.h"
 
 #include "client/cql_parse.h"
+#include "client/describe.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/murmur3.h"
@@ -632,8 +633,11 @@ static void run(struct job *j, const char *text, size_t len,
 		return;
 	}
 	if (s->kind == CQL_STMT_DESCRIBE) {
-		reply_error(j, CQL_ERR_INVALID,
-			    "DESCRIBE is not supported by Cassini yet");
+		struct cql_node_info node;
+		j->e->hooks.node_info(j->e->hooks.arg, &node);
+		cql_describe(j->e->schema, &node, &s->u.describe, j->keyspace,
+			     params, j->info->version, j->info->stream,
+			     &j->out);
 		return;
 	}
 	const struct cql_value *binds = bind_values(j, params, nbinds, names);

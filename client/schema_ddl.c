@@ -247,7 +247,7 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 		"timestamp_resolution",
 		"expired_sstable_check_frequency_seconds",
 		"unsafe_aggressive_sstable_expiration"};
-	char klass[128] = "", key[64], val[64];
+	char klass[128] = "", key[64], val[128];
 	int64_t window_size = 1, unit = 86400;
 	uint32_t min = 4, max = 32;
 	if (map->kind != CQL_TERM_MAP)

@@ -204,13 +204,16 @@ static int put_table_options(struct rows *r, struct cell *row,
 				      max, min, window, "MINUTES"};
 	snprintf(window, sizeof(window), "%lld",
 		 (long long)(o->compaction_window_seconds / 60));
-	const char *cz_keys[] = {"chunk_length_in_kb", "class", "enabled"};
+	/* Disabled compression is {'enabled': 'false'}, as Cassandra's
+	 * CompressionParams.asMap() has it. */
+	bool cz = o->compression != STORAGE_COMPRESSION_NONE;
+	const char *cz_keys[] = {cz ? "chunk_length_in_kb" : "enabled",
+				 "class"};
 	const char *cz_values[] = {
-		chunk,
+		cz ? chunk : "false",
 		o->compression == STORAGE_COMPRESSION_DEFLATE
 			? "org.apache.cassandra.io.compress.DeflateCompressor"
-			: "org.apache.cassandra.io.compress.LZ4Compressor",
-		o->compression == STORAGE_COMPRESSION_NONE ? "false" : "true"};
+			: "org.apache.cassandra.io.compress.LZ4Compressor"};
 	const char *cache_keys[] = {"keys", "rows_per_partition"};
 	const char *cache_values[] = {co->caching_keys, co->caching_rows};
 	const char *flags[] = {"compound"};
@@ -222,9 +225,8 @@ static int put_table_options(struct rows *r, struct cell *row,
 	       put_text(r, row, "comment", co->comment) ||
 	       put_text_collection(r, row, "compaction", comp_keys, comp_values,
 				   tw ? 5 : 3) ||
-	       put_text_collection(
-		       r, row, "compression", cz_keys, cz_values,
-		       o->compression == STORAGE_COMPRESSION_NONE ? 3 : 2) ||
+	       put_text_collection(r, row, "compression", cz_keys, cz_values,
+				   cz ? 2 : 1) ||
 	       put_double(r, row, "crc_check_chance", co->crc_check_chance) ||
 	       put_double(r, row, "dclocal_read_repair_chance", 0.0) ||
 	       put_int(r, row, "default_time_to_live",

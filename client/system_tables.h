@@ -41,6 +41,7 @@ struct cql_peer_info {
 /* What the node knows about itself and its peers, borrowed for one call. */
 struct cql_node_info {
 	const char *cluster_name;
+	const char *snitch; /* e.g. "SimpleSnitch"; NULL: SimpleSnitch */
 	const char *dc;
 	const char *rack;
 	uint8_t host_id[16];

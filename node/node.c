@@ -443,6 +443,8 @@ static void node_cql_info(void *arg, struct cql_node_info *out)
 	struct node *n = arg;
 	memset(out, 0, sizeof(*out));
 	out->cluster_name = n->conf.cluster_name;
+	out->snitch = n->conf.endpoint_snitch ? "GossipingPropertyFileSnitch"
+					      : "SimpleSnitch";
 	out->dc = n->conf.dc;
 	out->rack = n->conf.rack;
 	members_parse_host_id(n->local.host_id, out->host_id);

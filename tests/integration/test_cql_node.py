@@ -96,6 +96,42 @@ def test_acknowledged_writes_survive_kill_9(node):
     cluster.shutdown()
 
 
+def test_describe_matches_the_driver_and_survives_restart(node):
+    """Server-side DESCRIBE (what cqlsh 4.x sends) on a real node: the
+    CREATE text reads as the driver's export of the same schema (save the
+    "extensions = {}" line Cassandra prints and the driver leaves out), the
+    dropped column is not shown, DESCRIBE CLUSTER reports the configured
+    cluster and snitch and the ring's ranges as the driver's token map
+    places them, and all of it is the same after a restart."""
+    cluster, s = connect()
+    load(s)
+    cluster.refresh_schema_metadata()
+    ks = cluster.metadata.keyspaces["app"]
+    got = list(s.execute("DESCRIBE KEYSPACE app"))
+    assert [(r.type, r.name) for r in got] == \
+        [("keyspace", "app"), ("table", "events")]
+    assert got[0].create_statement == ks.as_cql_query() + ";"
+    events = got[1].create_statement
+    assert "dropped" not in events
+    assert events.replace("\n    AND extensions = {}", "") == \
+        ks.tables["events"].export_as_string()
+    s.execute("USE app")
+    desc = s.execute("DESCRIBE CLUSTER").one()
+    assert (desc.cluster, desc.partitioner, desc.snitch) == \
+        ("Integration", "Murmur3Partitioner", "GossipingPropertyFileSnitch")
+    tm = cluster.metadata.token_map
+    assert len(desc.range_ownership) == len(tm.ring)
+    for token, replicas in desc.range_ownership.items():
+        want = tm.get_replicas("app", tm.token_class(int(token)))
+        assert [r.rsplit(":", 1)[0] for r in replicas] == \
+            [h.address for h in want]
+    cluster.shutdown()
+    restart(node, signal.SIGTERM)
+    cluster, s = connect()
+    assert list(s.execute("DESCRIBE KEYSPACE app")) == got
+    cluster.shutdown()
+
+
 def test_two_nodes_replicate_writes(make_node):
     """A write at ALL through one node is read back at ONE from the other,
     which answers from its own replica."""

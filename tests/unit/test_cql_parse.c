@@ -171,6 +171,28 @@ START_TEST(alter_drop_truncate_describe)
 	ck_assert_int_eq(s->u.describe.kind, CQL_DESCRIBE_CLUSTER);
 	s = parse("DESCRIBE ks");
 	ck_assert_int_eq(s->u.describe.kind, CQL_DESCRIBE_NAME);
+	s = parse("DESCRIBE FULL SCHEMA");
+	ck_assert_int_eq(s->u.describe.kind, CQL_DESCRIBE_SCHEMA);
+	ck_assert(s->u.describe.full);
+	s = parse("DESC SCHEMA");
+	ck_assert(!s->u.describe.full);
+	s = parse("DESCRIBE ONLY KEYSPACE ks WITH INTERNALS");
+	ck_assert_int_eq(s->u.describe.kind, CQL_DESCRIBE_KEYSPACE);
+	ck_assert(s->u.describe.only && s->u.describe.internals);
+	ck_assert_str_eq(s->u.describe.name.name, "ks");
+	s = parse("DESCRIBE KEYSPACE WITH INTERNALS");
+	ck_assert_ptr_null(s->u.describe.name.name);
+	ck_assert(s->u.describe.internals);
+	s = parse("DESCRIBE only");
+	ck_assert_int_eq(s->u.describe.kind, CQL_DESCRIBE_NAME);
+	ck_assert_str_eq(s->u.describe.name.name, "only");
+	s = parse("DESCRIBE TYPES");
+	ck_assert_int_eq(s->u.describe.kind, CQL_DESCRIBE_TYPES);
+	s = parse("DESCRIBE MATERIALIZED VIEW ks.v");
+	ck_assert_int_eq(s->u.describe.kind, CQL_DESCRIBE_VIEW);
+	s = parse("DESCRIBE FUNCTION ks.f");
+	ck_assert_int_eq(s->u.describe.kind, CQL_DESCRIBE_FUNCTION);
+	ck_assert_str_eq(s->u.describe.name.keyspace, "ks");
 }
 END_TEST
 

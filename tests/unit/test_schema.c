@@ -1,6 +1,7 @@
 /* client/schema: DDL applied with Cassandra's rules, system keyspaces,
  * versioning, and old metadata staying valid across ALTERs. */
 #include "client/cql_parse.h"
+#include "client/describe.h"
 #include "client/schema.h"
 #include "common/err.h"
 #include "ring/ring.h"
@@ -394,6 +395,94 @@ START_TEST(same_ddl_gives_the_same_version_on_every_node)
 }
 END_TEST
 
+/* The CREATE text DESCRIBE returns (client/describe.c). */
+static void describes_as(const char *ks, const char *table, const char *want)
+{
+	struct buf b;
+	buf_init(&b);
+	int rc = table ? cql_describe_table_text(
+				 cql_schema_table(schema, ks, table), false, &b)
+		       : cql_describe_keyspace_text(
+				 cql_schema_keyspace(schema, ks), &b);
+	ck_assert_msg(rc == 0, "%s", err_msg());
+	ck_assert_int_eq(buf_put_u8(&b, '\0'), 0);
+	ck_assert_str_eq((const char *)b.data, want);
+	buf_free(&b);
+}
+
+START_TEST(describe_prints_cassandras_create_statements)
+{
+	ok("CREATE KEYSPACE ks WITH replication = {'class': "
+	   "'NetworkTopologyStrategy', 'dc2': 1, 'dc1': '3'} AND "
+	   "durable_writes = false");
+	describes_as("ks", NULL,
+		     "CREATE KEYSPACE ks WITH replication = {'class': "
+		     "'NetworkTopologyStrategy', 'dc1': '3', 'dc2': '1'}  AND "
+		     "durable_writes = false;");
+	ok("CREATE TABLE \"Tab\" (\"Key\" int PRIMARY KEY, l list<int>, "
+	   "b boolean, \"from\" frozen<set<text>>) WITH comment = 'x''y' AND "
+	   "compression = {'enabled': false} AND bloom_filter_fp_chance = "
+	   "0.0001 AND gc_grace_seconds = 0");
+	describes_as("ks", "Tab",
+		     "CREATE TABLE ks.\"Tab\" (\n"
+		     "    \"Key\" int PRIMARY KEY,\n"
+		     "    b boolean,\n"
+		     "    \"from\" frozen<set<text>>,\n"
+		     "    l list<int>\n"
+		     ") WITH additional_write_policy = '99p'\n"
+		     "    AND bloom_filter_fp_chance = 1.0E-4\n"
+		     "    AND caching = {'keys': 'ALL', 'rows_per_partition': "
+		     "'NONE'}\n"
+		     "    AND cdc = false\n"
+		     "    AND comment = 'x''y'\n"
+		     "    AND compaction = {'class': "
+		     "'org.apache.cassandra.db.compaction."
+		     "SizeTieredCompactionStrategy', 'max_threshold': '32', "
+		     "'min_threshold': '4'}\n"
+		     "    AND compression = {'enabled': 'false'}\n"
+		     "    AND crc_check_chance = 1.0\n"
+		     "    AND default_time_to_live = 0\n"
+		     "    AND extensions = {}\n"
+		     "    AND gc_grace_seconds = 0\n"
+		     "    AND max_index_interval = 2048\n"
+		     "    AND memtable_flush_period_in_ms = 0\n"
+		     "    AND min_index_interval = 128\n"
+		     "    AND read_repair = 'BLOCKING'\n"
+		     "    AND speculative_retry = '99p';");
+	ok("CREATE TABLE t (p1 int, p2 text, c1 int, c2 int, s int static, "
+	   "v int, PRIMARY KEY ((p1, p2), c1, c2)) WITH CLUSTERING ORDER BY "
+	   "(c1 DESC, c2 ASC) AND compaction = {'class': "
+	   "'TimeWindowCompactionStrategy', 'compaction_window_unit': 'DAYS', "
+	   "'compaction_window_size': 1}");
+	struct buf b;
+	buf_init(&b);
+	ck_assert_int_eq(cql_describe_table_text(
+				 cql_schema_table(schema, "ks", "t"), true, &b),
+			 0);
+	ck_assert_int_eq(buf_put_u8(&b, '\0'), 0);
+	const char *text = (const char *)b.data;
+	static const char head[] =
+		"CREATE TABLE ks.t (\n"
+		"    p1 int,\n"
+		"    p2 text,\n"
+		"    c1 int,\n"
+		"    c2 int,\n"
+		"    s int static,\n"
+		"    v int,\n"
+		"    PRIMARY KEY ((p1, p2), c1, c2)\n"
+		") WITH ID = 00000000-0000-0000-0000-0000000000";
+	ck_assert_msg(strncmp(text, head, strlen(head)) == 0, "%s", text);
+	ck_assert_ptr_nonnull(
+		strstr(text, "\n    AND CLUSTERING ORDER BY (c1 DESC, c2 ASC)\n"
+			     "    AND additional_write_policy = '99p'\n"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "'compaction_window_size': '1440', "
+			     "'compaction_window_unit': 'MINUTES', "
+			     "'max_threshold': '32', 'min_threshold': '4'}"));
+	buf_free(&b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("schema");
@@ -405,6 +494,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, table_definitions_are_checked_like_cassandra);
 	tcase_add_test(tc, alter_and_drop_table_keep_old_metadata_valid);
 	tcase_add_test(tc, same_ddl_gives_the_same_version_on_every_node);
+	tcase_add_test(tc, describe_prints_cassandras_create_statements);
 	suite_add_tcase(s, tc);
 	return s;
 }
