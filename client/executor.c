@@ -10,6 +10,7 @@
 
 #include "client/cql_parse.h"
 #include "client/describe.h"
+#include "client/select.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/murmur3.h"
@@ -819,13 +820,31 @@ static void run_prepare(struct job *j, struct slice query)
 		reply_error(j, CQL_ERR_SERVER, "out of memory");
 		return;
 	}
-	/* Result metadata is sent with each Rows reply (drivers do not rely
-	 * on skip_metadata), so none here. */
+	/* A SELECT's result columns: drivers that ask for skip_metadata
+	 * (gocql, the Java driver) read rows with these. Each Rows reply
+	 * still carries its own. */
+	struct cql_column_spec *results = NULL;
+	size_t nresults = 0;
+	if (s->kind == CQL_STMT_SELECT) {
+		int rc = -1;
+		if (ks && cql_system_keyspace_is_virtual(ks))
+			rc = cql_system_select_specs(j->a, j->e->schema,
+						     &s->u.select, j->keyspace,
+						     &results, &nresults);
+		else if (t)
+			rc = cql_select_result_specs(j->a, &s->u.select, t,
+						     &results, &nresults);
+		if (rc != 0) {
+			results = NULL;
+			nresults = 0;
+		}
+	}
 	long start = cql_frame_begin(&j->out, j->info->version, 0,
 				     j->info->stream, CQL_OP_RESULT);
 	if (start < 0 || cql_write_int(&j->out, CQL_RESULT_PREPARED) ||
 	    cql_write_prepared(&j->out, j->info->version, id, 16, specs,
-			       (size_t)nbinds, pk_idx, npk, NULL, 0)) {
+			       (size_t)nbinds, pk_idx, npk, results,
+			       nresults)) {
 		buf_clear(&j->out);
 		return;
 	}

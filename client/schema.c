@@ -84,9 +84,18 @@ static const char *const system_tables[] = {
 	"table_name text, trigger_name text, options frozen<map<text, text>>, "
 	"PRIMARY KEY ((keyspace_name), table_name, trigger_name))",
 
+	/* Cassandra 4's columns: drivers (gocql) select the options too. */
 	"CREATE TABLE system_schema.views (keyspace_name text, view_name text, "
-	"base_table_id uuid, base_table_name text, include_all_columns "
-	"boolean, "
+	"additional_write_policy text, base_table_id uuid, "
+	"base_table_name text, bloom_filter_fp_chance double, "
+	"caching frozen<map<text, text>>, cdc boolean, comment text, "
+	"compaction frozen<map<text, text>>, "
+	"compression frozen<map<text, text>>, crc_check_chance double, "
+	"dclocal_read_repair_chance double, default_time_to_live int, "
+	"extensions frozen<map<text, blob>>, gc_grace_seconds int, id uuid, "
+	"include_all_columns boolean, max_index_interval int, "
+	"memtable_flush_period_in_ms int, min_index_interval int, "
+	"read_repair text, read_repair_chance double, speculative_retry text, "
 	"where_clause text, PRIMARY KEY ((keyspace_name), view_name))",
 
 	"CREATE TABLE system_schema.types (keyspace_name text, type_name text, "

@@ -1144,6 +1144,48 @@ static int write_row(const struct cql_select_plan *p, struct buf *out,
 	return rc;
 }
 
+int cql_select_result_specs(struct arena *a, const struct cql_select *q,
+			    const struct cql_table *t,
+			    struct cql_column_spec **specs, size_t *n)
+{
+	/* Only the selection is planned: the result columns do not depend on
+	 * WHERE or on bound values. */
+	const struct storage_table_meta *m = cql_table_meta(t);
+	struct cql_select_plan *p = arena_alloc(a, sizeof(*p));
+	if (!p)
+		return err_set(ERR_NOMEM, "out of memory");
+	memset(p, 0, sizeof(*p));
+	p->t = t;
+	p->m = m;
+	p->a = a;
+	buf_init(&p->keys);
+	p->outs = arena_alloc(a, (m->column_count + q->selector_count + 1) *
+					 sizeof(*p->outs));
+	if (!p->outs)
+		return err_set(ERR_NOMEM, "out of memory");
+	if (q->star)
+		plan_star(p);
+	else
+		for (size_t i = 0; i < q->selector_count; i++)
+			if (plan_selector(p, &q->selectors[i]) != 0)
+				return -1;
+	buf_free(&p->keys);
+	struct cql_column_spec *sp =
+		arena_alloc(a, (p->nouts + 1) * sizeof(*sp));
+	for (size_t i = 0; sp && i < p->nouts; i++) {
+		sp[i] = (struct cql_column_spec){
+			m->keyspace, m->name, p->outs[i].name,
+			cql_type_option_of(a, &p->outs[i].type)};
+		if (!sp[i].type)
+			sp = NULL;
+	}
+	if (!sp)
+		return err_set(ERR_NOMEM, "out of memory");
+	*specs = sp;
+	*n = p->nouts;
+	return 0;
+}
+
 int cql_select_encode(const struct cql_select_plan *p,
 		      struct storage_result *const *results, size_t n,
 		      bool read_cut, int64_t now_sec, uint8_t version,

@@ -68,6 +68,12 @@ size_t cql_select_plan_row_budget(const struct cql_select_plan *p);
 size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
 				const struct storage_result *r, size_t k);
 
+/* The result columns of `q` on `t` (what each Rows reply describes), for
+ * the PREPARED result's metadata; allocated in `a`. 0 or -1 with err set. */
+int cql_select_result_specs(struct arena *a, const struct cql_select *q,
+			    const struct cql_table *t,
+			    struct cql_column_spec **specs, size_t *n);
+
 /* Appends the RESULT Rows frame for `results` (in read order); `read_cut`
  * says the reads stopped at the budget, so more rows may exist. `now_sec`
  * is the local time for ttl(). Fails with ERR_INVALID when an unpaged

@@ -569,23 +569,89 @@ static size_t star_columns(struct arena *a, const struct cql_table *t,
 	return n;
 }
 
-static int encode_rows(struct buf *out, struct rows *r,
-		       const struct sel_col *cols, size_t ncols, size_t limit,
-		       uint8_t version, int16_t stream)
+/* The columns a SELECT on system table `t` returns, in order. */
+static int select_columns(struct arena *a, const struct cql_table *t,
+			  const struct cql_select *q, const char *ks,
+			  struct sel_col **out, size_t *nout)
 {
-	const struct storage_table_meta *m = cql_table_meta(r->table);
+	size_t ncols = 0;
+	struct sel_col *cols = NULL;
+	if (q->star) {
+		ncols = star_columns(a, t, &cols);
+		if (!cols)
+			return err_set(ERR_NOMEM, "out of memory");
+		*out = cols;
+		*nout = ncols;
+		return 0;
+	}
+	cols = arena_alloc(a, (q->selector_count + 1) * sizeof(*cols));
+	if (!cols)
+		return err_set(ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < q->selector_count; i++) {
+		const struct cql_selector *s = &q->selectors[i];
+		if (s->kind != CQL_SEL_COLUMN)
+			return err_set(ERR_INVALID,
+				       "Only column selections are "
+				       "supported on system tables");
+		int c = cql_table_column(t, s->name);
+		if (c < 0)
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in table "
+				       "%s.%s",
+				       s->name, ks, q->table.name);
+		cols[ncols++] =
+			(struct sel_col){c, s->alias ? s->alias : s->name};
+	}
+	*out = cols;
+	*nout = ncols;
+	return 0;
+}
+
+static struct cql_column_spec *specs_of(struct arena *a,
+					const struct cql_table *t,
+					const struct sel_col *cols,
+					size_t ncols)
+{
+	const struct storage_table_meta *m = cql_table_meta(t);
 	struct cql_column_spec *specs =
-		arena_alloc(r->a, (ncols ? ncols : 1) * sizeof(*specs));
-	if (!specs)
-		return -1;
-	for (size_t i = 0; i < ncols; i++) {
+		arena_alloc(a, (ncols ? ncols : 1) * sizeof(*specs));
+	for (size_t i = 0; specs && i < ncols; i++) {
 		specs[i].keyspace = m->keyspace;
 		specs[i].table = m->name;
 		specs[i].name = cols[i].name;
 		if (!(specs[i].type = cql_type_option_of(
-			      r->a, &m->columns[cols[i].column].type)))
-			return -1;
+			      a, &m->columns[cols[i].column].type)))
+			return NULL;
 	}
+	return specs;
+}
+
+int cql_system_select_specs(struct arena *a, const struct cql_schema *schema,
+			    const struct cql_select *q, const char *keyspace,
+			    struct cql_column_spec **specs, size_t *n)
+{
+	const char *ks = q->table.keyspace ? q->table.keyspace : keyspace;
+	const struct cql_table *t =
+		ks ? cql_schema_table(schema, ks, q->table.name) : NULL;
+	struct sel_col *cols = NULL;
+	size_t ncols = 0;
+	if (!t)
+		return err_set(ERR_INVALID, "unconfigured table %s",
+			       q->table.name);
+	if (select_columns(a, t, q, ks, &cols, &ncols) != 0)
+		return -1;
+	*specs = specs_of(a, t, cols, ncols);
+	*n = ncols;
+	return *specs ? 0 : err_set(ERR_NOMEM, "out of memory");
+}
+
+static int encode_rows(struct buf *out, struct rows *r,
+		       const struct sel_col *cols, size_t ncols, size_t limit,
+		       uint8_t version, int16_t stream)
+{
+	struct cql_column_spec *specs = specs_of(r->a, r->table, cols, ncols);
+	if (!specs)
+		return -1;
 	size_t n = r->count < limit ? r->count : limit;
 	long start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
 	if (start < 0)
@@ -657,33 +723,8 @@ int cql_system_select(const struct cql_schema *schema,
 	int rc = generate(&r, schema, node, ks, q->table.name);
 	if (rc == 0)
 		rc = apply_where(&r, q, binds, bind_count);
-	if (rc == 0 && q->star) {
-		ncols = star_columns(&a, t, &cols);
-		rc = cols ? 0 : -1;
-	} else if (rc == 0) {
-		cols = arena_alloc(&a, (q->selector_count + 1) * sizeof(*cols));
-		rc = cols ? 0 : -1;
-		for (size_t i = 0; rc == 0 && i < q->selector_count; i++) {
-			const struct cql_selector *s = &q->selectors[i];
-			if (s->kind != CQL_SEL_COLUMN) {
-				rc = err_set(ERR_INVALID,
-					     "Only column selections are "
-					     "supported on system tables");
-				break;
-			}
-			int c = cql_table_column(t, s->name);
-			if (c < 0) {
-				rc = err_set(
-					ERR_INVALID,
-					"Undefined column name %s in table "
-					"%s.%s",
-					s->name, ks, q->table.name);
-				break;
-			}
-			cols[ncols++] = (struct sel_col){c, s->alias ? s->alias
-								     : s->name};
-		}
-	}
+	if (rc == 0)
+		rc = select_columns(&a, t, q, ks, &cols, &ncols);
 	if (rc == 0 && q->limit) {
 		if (q->limit->kind == CQL_TERM_INTEGER && !q->limit->negative)
 			limit = strtoull(q->limit->text, NULL, 10);

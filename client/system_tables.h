@@ -73,4 +73,13 @@ int cql_system_select(const struct cql_schema *schema,
 		      const struct cql_value *binds, size_t bind_count,
 		      uint8_t version, int16_t stream, struct buf *out);
 
+/* The result columns of a SELECT on a system table (for the PREPARED
+ * result's metadata, which drivers such as gocql use in place of each
+ * reply's), allocated in `a`. 0, or -1 with ERR_INVALID / ERR_NOMEM. */
+struct arena;
+struct cql_column_spec;
+int cql_system_select_specs(struct arena *a, const struct cql_schema *schema,
+			    const struct cql_select *q, const char *keyspace,
+			    struct cql_column_spec **specs, size_t *n);
+
 #endif
