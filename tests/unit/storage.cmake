@@ -20,3 +20,5 @@ cassini_check_suite(test_storage_corrupt LABEL unit
 cassini_check_suite(test_storage_fragment LABEL unit
                     SOURCES test_storage_fragment.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
+cassini_check_suite(test_storage_fragment_rows LABEL unit
+                    SOURCES test_storage_fragment_rows.c LIBS cassini_storage)
