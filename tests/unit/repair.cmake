@@ -1,0 +1,3 @@
+# Repair unit suites.
+cassini_check_suite(test_repair_merkle LABEL unit
+                    SOURCES test_repair_merkle.c LIBS cassini_repair)
