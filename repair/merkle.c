@@ -151,6 +151,27 @@ const uint8_t *merkle_root(const struct merkle_tree *t)
 	return t->nodes[1];
 }
 
+struct merkle_tree *merkle_fold(const struct merkle_tree *t, int depth)
+{
+	if (depth < 0 || depth > t->depth) {
+		err_set(ERR_INVALID, "cannot fold a tree of depth %d to %d",
+			t->depth, depth);
+		return NULL;
+	}
+	struct merkle_tree *f = merkle_new(t->r, depth);
+	if (!f)
+		return NULL;
+	size_t from = (size_t)1 << t->depth, to = (size_t)1 << depth;
+	int shift = t->depth - depth;
+	for (size_t i = 0; i < from; i++) {
+		uint8_t *dst = f->nodes[to + (i >> shift)];
+		for (int k = 0; k < 16; k++)
+			dst[k] ^= t->nodes[from + i][k];
+	}
+	merkle_finish(f);
+	return f;
+}
+
 struct diff_out {
 	struct merkle_range *v;
 	size_t n, cap;

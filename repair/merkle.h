@@ -64,6 +64,14 @@ void merkle_finish(struct merkle_tree *t);
 /* The root hash (after merkle_finish). */
 const uint8_t *merkle_root(const struct merkle_tree *t);
 
+/* A new finished tree of the same range at `depth` (<= t's), each leaf
+ * the XOR of the leaves of `t` it covers: exactly the tree the same rows
+ * would have built at that depth. A replica builds at the deepest depth
+ * the budget allows and folds to what its partition count asks for; trees
+ * of different depths compare once folded to the shallower. NULL with
+ * ERR_INVALID for a deeper depth, ERR_NOMEM. */
+struct merkle_tree *merkle_fold(const struct merkle_tree *t, int depth);
+
 /* The token ranges of the leaves where `a` and `b` (both finished)
  * differ, adjacent ones coalesced, in leaf order, into *out (malloc'd,
  * caller frees; NULL when *n is 0). ERR_INVALID when the trees differ in

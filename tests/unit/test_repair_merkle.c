@@ -202,6 +202,25 @@ START_TEST(trees_differ_exactly_where_rows_differ)
 		for (size_t k = 0; k + 1 < nd; k++)
 			ck_assert_int_ne(d[k].end, d[k + 1].start);
 		free(d);
+		/* folded: the tree built at the shallower depth */
+		if (depth > 2) {
+			struct merkle_tree *fa = merkle_fold(ta, depth - 2);
+			struct merkle_tree *sa =
+				build(r, depth - 2, a, n, false);
+			ck_assert_ptr_nonnull(fa);
+			ck_assert_int_eq(merkle_depth(fa), depth - 2);
+			ck_assert_mem_eq(merkle_root(fa), merkle_root(sa), 16);
+			struct merkle_tree *fb = merkle_fold(tb, depth - 2);
+			ck_assert_int_eq(merkle_diff(fa, fb, &d, &nd), 0);
+			ck_assert_uint_ge(nd, 1);
+			free(d);
+			ck_assert_int_eq(merkle_diff(fa, sa, &d, &nd), 0);
+			ck_assert_uint_eq(nd, 0);
+			ck_assert_ptr_null(merkle_fold(fa, depth - 1));
+			merkle_delete(fa);
+			merkle_delete(fb);
+			merkle_delete(sa);
+		}
 		/* the same rows in another order: the same tree */
 		struct merkle_tree *ta2 = build(r, depth, a, n, true);
 		ck_assert_mem_eq(merkle_root(ta), merkle_root(ta2), 16);
