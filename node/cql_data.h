@@ -67,7 +67,8 @@ void cql_data_peer_event(struct cql_data *d, const uint8_t host_id[16],
 /* batch_size_warn_threshold, batch_size_fail_threshold (bytes; 0 = no
  * check) and unlogged_batch_across_partitions_warn_threshold. */
 void cql_data_set_batch_limits(struct cql_data *d, uint64_t warn_bytes,
-			       uint64_t fail_bytes, int64_t unlogged_partitions);
+			       uint64_t fail_bytes,
+			       int64_t unlogged_partitions);
 /* The hint store (admin commands), or NULL. */
 struct hints *cql_data_hints(struct cql_data *d);
 
