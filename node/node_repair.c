@@ -553,6 +553,12 @@ bad:
 
 /* ---- life cycle ---------------------------------------------------------- */
 
+static bool peer_alive(void *arg, const struct inet_addr *ep)
+{
+	struct node_repair *nr = arg;
+	return nr->n->gossip && gossip_is_alive(nr->n->gossip, ep);
+}
+
 struct node_repair *node_repair_new(struct node *n)
 {
 	struct node_repair *nr = calloc(1, sizeof(*nr));
@@ -566,6 +572,8 @@ struct node_repair *node_repair_new(struct node *n)
 	struct repair_options o;
 	repair_options_default(&o);
 	o.self = n->conf.listen_address;
+	o.is_alive = peer_alive;
+	o.alive_arg = nr;
 	if (!(nr->workers = workers_new(1, "repair")) ||
 	    !(nr->repair = repair_new(n->env, &o, &store_ops, nr)) ||
 	    admin_register(n->admin, "repair", usage_text, cmd_repair, nr)) {

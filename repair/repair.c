@@ -87,6 +87,7 @@ struct repair_session {
 	uint64_t start_us;
 	struct repair_summary sum;
 	struct env_timer *timer;
+	struct env_timer *alive_timer; /* failure detector checks */
 	repair_progress_fn progress;
 	repair_done_fn done;
 	void *arg;
@@ -99,6 +100,7 @@ void repair_options_default(struct repair_options *o)
 	o->request_timeout_ms = 120000;
 	o->session_space = (size_t)16 << 20;
 	o->message_bytes = (size_t)4 << 20;
+	o->alive_check_ms = 1000;
 }
 
 size_t repair_pieces(struct merkle_range r, struct merkle_range out[2])
@@ -167,7 +169,8 @@ struct repair *repair_new(struct env *env, const struct repair_options *o,
 	r->env = env;
 	r->o = *o;
 	if (!r->o.validate_timeout_ms || !r->o.request_timeout_ms ||
-	    !r->o.session_space || !r->o.message_bytes) {
+	    !r->o.session_space || !r->o.message_bytes ||
+	    !r->o.alive_check_ms) {
 		struct repair_options d;
 		repair_options_default(&d);
 		if (!r->o.validate_timeout_ms)
@@ -178,6 +181,8 @@ struct repair *repair_new(struct env *env, const struct repair_options *o,
 			r->o.session_space = d.session_space;
 		if (!r->o.message_bytes)
 			r->o.message_bytes = d.message_bytes;
+		if (!r->o.alive_check_ms)
+			r->o.alive_check_ms = d.alive_check_ms;
 	}
 	r->store = store;
 	r->store_arg = store_arg;
@@ -275,6 +280,7 @@ static void session_free(struct repair_session *s)
 {
 	task_reset(s);
 	env_timer_free(s->r->env, s->timer);
+	env_timer_free(s->r->env, s->alive_timer);
 	arena_destroy(&s->rows_arena);
 	arena_destroy(&s->arena);
 	free(s->peers);
@@ -307,6 +313,8 @@ static void session_end(struct repair_session *s, bool ok, const char *error)
 	s->sum.npeers = s->npeers;
 	r->session = NULL;
 	env_timer_cancel(r->env, s->timer);
+	if (s->alive_timer)
+		env_timer_cancel(r->env, s->alive_timer);
 	repair_done_fn done = s->done;
 	void *arg = s->arg;
 	struct repair_summary sum = s->sum;
@@ -976,6 +984,24 @@ static void session_timeout(void *arg)
 		     phase_name(s->phase), who);
 }
 
+static void alive_check(void *arg)
+{
+	struct repair_session *s = arg;
+	struct repair *r = s->r;
+	for (size_t i = 0; i < s->nrep; i++) {
+		const struct inet_addr *a = &s->rep[i].addr;
+		if (s->rep[i].waiting && !inet_addr_eq(a, &r->o.self) &&
+		    !r->o.is_alive(r->o.alive_arg, a)) {
+			char b[64];
+			session_fail(s, "%s: %s went down during %s",
+				     cur_table(s), addr_str(a, b, sizeof(b)),
+				     phase_name(s->phase));
+			return;
+		}
+	}
+	env_timer_arm(r->env, s->alive_timer, r->o.alive_check_ms * 1000);
+}
+
 static int add_peer(struct repair_session *s, const struct inet_addr *a)
 {
 	for (size_t k = 0; k < s->npeers; k++)
@@ -1044,8 +1070,11 @@ int repair_start(struct repair *r, const struct repair_request *q,
 	arena_create(&s->arena, 0);
 	arena_create(&s->rows_arena, 0);
 	s->timer = env_timer_new(r->env, session_timeout, s);
-	if (!s->timer || session_copy(s, q)) {
-		if (!s->timer)
+	if (r->o.is_alive)
+		s->alive_timer = env_timer_new(r->env, alive_check, s);
+	if (!s->timer || (r->o.is_alive && !s->alive_timer) ||
+	    session_copy(s, q)) {
+		if (!s->timer || (r->o.is_alive && !s->alive_timer))
 			err_set(ERR_NOMEM, "repair timer");
 		session_free(s);
 		return -1;
@@ -1059,6 +1088,9 @@ int repair_start(struct repair *r, const struct repair_request *q,
 	r->session = s;
 	if (session)
 		*session = s->id;
+	if (s->alive_timer)
+		env_timer_arm(r->env, s->alive_timer,
+			      r->o.alive_check_ms * 1000);
 	task_start(s);
 	return 0;
 }

@@ -92,6 +92,12 @@ struct repair_options {
 	uint64_t request_timeout_ms;  /* rows, fetch, apply: 120000 */
 	size_t session_space;         /* a tree's bytes: 16 MiB */
 	size_t message_bytes;         /* an APPLY message: 4 MiB */
+	/* Optional: the failure detector's verdict. While a session waits,
+	 * a replica it waits for that is convicted fails the session at the
+	 * next check (every alive_check_ms, 1000), not at the timeout. */
+	bool (*is_alive)(void *arg, const struct inet_addr *ep);
+	void *alive_arg;
+	uint64_t alive_check_ms;
 };
 void repair_options_default(struct repair_options *o);
 

@@ -46,6 +46,7 @@ struct cluster {
 	struct repair_summary sum;
 	struct repair_peer_stats peers[NNODES];
 	int progress_lines;
+	bool down[NNODES]; /* the failure detector's verdict */
 };
 
 /* ---- in-memory store ----------------------------------------------------- */
@@ -132,6 +133,15 @@ static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
 	repair_receive(n->repair, from, verb, msg, len);
 }
 
+static bool hook_alive(void *arg, const struct inet_addr *ep)
+{
+	struct mnode *n = arg;
+	for (int i = 0; i < NNODES; i++)
+		if (inet_addr_eq(&n->c->nodes[i].addr, ep))
+			return !n->c->down[i];
+	return false;
+}
+
 /* pk text, ck int, v text */
 static struct cluster *cluster_new(void)
 {
@@ -163,6 +173,8 @@ static struct cluster *cluster_new(void)
 		o.validate_timeout_ms = 5000;
 		o.request_timeout_ms = 5000;
 		o.message_bytes = 4096; /* several APPLY messages */
+		o.is_alive = hook_alive;
+		o.alive_arg = m;
 		m->repair = repair_new(m->env, &o, &mem_ops, m);
 		ck_assert_ptr_nonnull(m->repair);
 	}
@@ -541,6 +553,28 @@ START_TEST(killed_participant_fails_the_session)
 }
 END_TEST
 
+START_TEST(participant_convicted_mid_session_fails_it_at_once)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	sim_run_for(c->sim, 2000);
+	ck_assert(!c->done);
+	sim_env_kill(c->sim, c->nodes[2].env);
+	c->down[2] = true;
+	uint64_t t0 = sim_now_us(c->sim);
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	/* at the next check, well before the 5 s timeouts */
+	ck_assert_uint_le(sim_now_us(c->sim) - t0, 1100000);
+	ck_assert(!c->sum.ok);
+	ck_assert_msg(strstr(c->sum.error, "127.0.9.3") &&
+			      strstr(c->sum.error, "went down"),
+		      "%s", c->sum.error);
+	cluster_delete(c);
+}
+END_TEST
+
 START_TEST(participant_killed_mid_session_fails_it)
 {
 	struct cluster *c = cluster_new();
@@ -576,6 +610,7 @@ int main(void)
 	tcase_add_test(tc, subrange_repair_touches_only_its_range);
 	tcase_add_test(tc, killed_participant_fails_the_session);
 	tcase_add_test(tc, participant_killed_mid_session_fails_it);
+	tcase_add_test(tc, participant_convicted_mid_session_fails_it_at_once);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
