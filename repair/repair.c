@@ -1033,10 +1033,12 @@ static int session_copy(struct repair_session *s,
 	}
 	for (size_t i = 0; i < q->nranges; i++) {
 		const struct repair_range *g = &q->ranges[i];
-		struct inet_addr *reps = arena_memdup(
-			&s->arena, g->replicas, g->nreplicas * sizeof(*reps));
+		struct inet_addr *reps = arena_alloc_aligned(
+			&s->arena, g->nreplicas * sizeof(*reps),
+			_Alignof(struct inet_addr));
 		if (!reps)
 			return err_set(ERR_NOMEM, "repair request");
+		memcpy(reps, g->replicas, g->nreplicas * sizeof(*reps));
 		s->ranges[i] = *g;
 		s->ranges[i].replicas = reps;
 		for (size_t k = 0; k < g->nreplicas; k++)

@@ -138,6 +138,8 @@ static bool id_wanted(const struct slice *sorted, size_t n,
 		      const struct buf *id)
 {
 	struct slice key = buf_slice(id);
+	if (n == 0)
+		return false;
 	return bsearch(&key, sorted, n, sizeof(*sorted), id_sort_cmp) != NULL;
 }
 

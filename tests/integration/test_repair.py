@@ -222,3 +222,38 @@ def test_subrange_repair_touches_only_its_range(cluster):
         assert len([r for r in rows if r.k < 100]) == 100
 
     alone(cluster, "node3", N3, only_inside)
+
+
+def test_dc_option_repairs_only_that_datacenter(cluster):
+    """2:2 nodes, NTS {dc1: 2, dc2: 2}; node4 (dc2) misses ten rows.
+    `repair -dc dc1` compares only dc1's replicas and sends node4 nothing;
+    `repair -dc dc2` (coordinated from dc1) brings node4 up to date."""
+    n4 = BASE + "4"
+    cluster("create", "rp", "-n", "2:2", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms",
+            "-c", "hinted_handoff_enabled=false", "-s", timeout=180)
+    c, s = session(N1)
+    s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
+              "'NetworkTopologyStrategy', 'dc1': 2, 'dc2': 2}")
+    s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    c.shutdown()
+    cluster("node", "node4", "stop")
+    assert wait_for(lambda: state(N1, n4) == "DN", timeout=40)
+    c, s = session(N1)
+    for k in range(10):
+        run_at(s, "INSERT INTO ks.t (k, v) VALUES (%s, 'x')", CL.ONE, (k,))
+    c.shutdown()
+    cluster("node", "node4", "start", timeout=180)
+    assert wait_for(lambda: state(N1, n4) == "UN", timeout=60)
+
+    r = tool(N1, "repair", "-dc", "dc1", "ks")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert n4 not in r.stdout and N3 not in r.stdout, r.stdout
+    assert streamed_to(r.stdout, N1) == 0, r.stdout
+
+    r = tool(N1, "repair", "-dc", "dc2", "ks")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert N2 not in r.stdout, r.stdout
+    assert streamed_to(r.stdout, n4) == 10, r.stdout
+    assert streamed_to(r.stdout, N3) == 0, r.stdout
