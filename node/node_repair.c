@@ -3,16 +3,16 @@
  * scans on a dedicated worker so validation never blocks the loop or the
  * read workers), the internode verbs, and the `repair` admin command.
  *
- *   repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [--preview]
- *          [keyspace [tables...]]
+ *   repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local]
+ *          [-hosts A,B,...] [--preview] [keyspace [tables...]]
  *
  * The ranges are this node's vnode ranges for each keyspace (those whose
  * primary replica it is with -pr), cut to (st, et] for a subrange, each
- * repaired among its natural replicas (only those of the -dc datacenters
- * when given). Every replica must be alive. Keyspaces run one after
- * another, one repair session each; the command answers with progress
- * frames as ranges finish and a summary at the end (exit status 2 on
- * failure).
+ * repaired among its natural replicas (only those of the -dc datacenters,
+ * of this node's with -local, and among the -hosts when given). Every replica
+ * must be alive. Keyspaces run one after another, one repair session each; the
+ * command answers with progress frames as ranges finish and a summary at the
+ * end (exit status 2 on failure).
  */
 #define LOG_MODULE "repair"
 #include "client/schema.h"
@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@ struct node_repair {
 	struct storage *db;
 	struct loopq *q;
 	struct workers *workers;
+	atomic_bool stopping; /* scans in flight give up (shutdown) */
 	struct repair *repair;
 	struct repair_cmd *cmd; /* the running admin command, or NULL */
 };
@@ -52,6 +54,7 @@ struct scan_job {
 	struct work work;
 	struct loopq_item item;
 	struct loopq *q;
+	atomic_bool *stopping;
 	struct storage *db;
 	uint8_t table_id[16];
 	int64_t start, end;
@@ -71,6 +74,12 @@ static void scan_run(struct work *w)
 	int rc = s ? 0 : -1;
 	struct storage_mutation *m;
 	while (s && (rc = storage_scan_next_fragment(s, &m)) == 1) {
+		if (atomic_load(j->stopping)) {
+			storage_mutation_delete(m);
+			err_set(ERR_CLOSED, "the node is shutting down");
+			rc = -1;
+			break;
+		}
 		rc = j->each(j->arg, m);
 		storage_mutation_delete(m);
 		if (rc) {
@@ -104,6 +113,7 @@ static void store_scan(void *s, const uint8_t table_id[16], int64_t start,
 		return;
 	}
 	j->q = nr->q;
+	j->stopping = &nr->stopping;
 	j->db = nr->db;
 	memcpy(j->table_id, table_id, 16);
 	j->start = start;
@@ -138,7 +148,8 @@ static const struct repair_store_ops store_ops = {
 
 /* ---- the command --------------------------------------------------------- */
 
-#define MAX_DCS 16
+#define MAX_DCS             16
+#define ADMIN_ARG_MAX_HOSTS 1024
 
 struct repair_cmd {
 	struct node_repair *nr;
@@ -147,6 +158,9 @@ struct repair_cmd {
 	int64_t st, et;
 	const char *dcs[MAX_DCS];
 	size_t ndc;
+	bool local; /* -local: this node's datacenter only */
+	struct inet_addr hosts[REPAIR_MAX_REPLICAS * 4]; /* -hosts */
+	size_t nhosts;
 	char **keyspaces;
 	size_t nks, ki;
 	char **tables; /* a filter for the one keyspace given; NULL: all */
@@ -212,8 +226,23 @@ static int ranges_push(struct ranges *rs, int64_t l, int64_t r,
 	return 0;
 }
 
+static bool host_wanted(const struct repair_cmd *c, const struct inet_addr *a)
+{
+	if (!c->nhosts)
+		return true;
+	for (size_t i = 0; i < c->nhosts; i++)
+		if (inet_addr_cmp(&c->hosts[i], a) == 0 ||
+		    (c->hosts[i].port == 0 &&
+		     memcmp(c->hosts[i].ip, a->ip, sizeof(a->ip)) == 0 &&
+		     c->hosts[i].family == a->family))
+			return true;
+	return false;
+}
+
 static bool dc_wanted(const struct repair_cmd *c, const char *dc)
 {
+	if (c->local && strcmp(dc, c->nr->n->conf.dc) != 0)
+		return false;
 	if (!c->ndc)
 		return true;
 	for (size_t i = 0; i < c->ndc; i++)
@@ -252,6 +281,7 @@ static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
 			const struct ring_endpoint *ep =
 				ring_endpoint_get(r, rep.natural[k]);
 			if (!dc_wanted(c, ep->dc) ||
+			    !host_wanted(c, &ep->addr) ||
 			    nrep == REPAIR_MAX_REPLICAS)
 				continue;
 			if ((int)rep.natural[k] != self &&
@@ -436,8 +466,8 @@ static void run_next(struct repair_cmd *c)
 }
 
 static const char usage_text[] =
-	"repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... "
-	"[--preview] [keyspace [tables...]]";
+	"repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local] "
+	"[-hosts A,B,...] [--preview] [keyspace [tables...]]";
 
 static int parse_token(const char *s, int64_t *out)
 {
@@ -447,6 +477,24 @@ static int parse_token(const char *s, int64_t *out)
 	if (errno || end == s || *end)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/* "a,b,c" (addresses, with or without a port) into c->hosts. */
+static int parse_hosts(struct repair_cmd *c, const char *list)
+{
+	char buf[ADMIN_ARG_MAX_HOSTS];
+	snprintf(buf, sizeof(buf), "%s", list);
+	char *save = NULL;
+	for (char *h = strtok_r(buf, ",", &save); h;
+	     h = strtok_r(NULL, ",", &save)) {
+		if (c->nhosts == sizeof(c->hosts) / sizeof(c->hosts[0]))
+			return -1;
+		struct inet_addr a;
+		if (inet_addr_parse(h, 0, &a))
+			return -1;
+		c->hosts[c->nhosts++] = a;
+	}
 	return 0;
 }
 
@@ -505,6 +553,14 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 			   more && c->ndc < MAX_DCS) {
 			c->dcs[c->ndc++] = strcpy(p, argv[++i]);
 			p += strlen(p) + 1;
+		} else if (strcmp(a, "-local") == 0 ||
+			   strcmp(a, "--in-local-dc") == 0) {
+			c->local = true;
+		} else if ((strcmp(a, "-hosts") == 0 ||
+			    strcmp(a, "--in-hosts") == 0) &&
+			   more) {
+			if (parse_hosts(c, argv[++i]))
+				goto bad;
 		} else if (a[0] == '-') {
 			goto bad;
 		} else if (!c->nks) {
@@ -593,7 +649,8 @@ void node_repair_delete(struct node_repair *nr)
 {
 	if (!nr)
 		return;
-	/* Scans finish; their completions run while repair is alive. */
+	/* Scans stop early; their completions run while repair is alive. */
+	atomic_store(&nr->stopping, true);
 	workers_delete(nr->workers);
 	if (nr->q)
 		loopq_run_pending(nr->q);

@@ -6,8 +6,10 @@ replica that was down misses writes for good until repair.
   that to node3; afterwards each node alone (the others stopped) returns
   every row at ONE and the deleted rows stay deleted; a second repair
   streams nothing;
+- -pr repairs only the node's primary ranges;
 - a subrange repair (-st/-et) repairs only the rows whose tokens are in
   (st, et];
+- -dc, -local and -hosts restrict the replicas compared and streamed to;
 - with a replica down, repair refuses to run (non-zero exit, a message).
 
 Nodes live on 127.0.14.x."""
@@ -179,6 +181,11 @@ def test_repair_converges_replicas(cluster):
     for ip in (N1, N2, N3):
         assert streamed_to(r.stdout, ip) == 0, r.stdout
     assert "mismatched ranges: 0" in r.stdout, r.stdout
+    # -pr: only the 16 ranges node1 is primary for (num_tokens 16), of 48
+    assert "ranges: 48," in r.stdout, r.stdout
+    r = tool(N1, "repair", "-pr", "ks")
+    assert r.returncode == 0 and "ranges: 16," in r.stdout, \
+        r.stdout + r.stderr
 
 
 def test_subrange_repair_touches_only_its_range(cluster):
@@ -226,8 +233,9 @@ def test_subrange_repair_touches_only_its_range(cluster):
 
 def test_dc_option_repairs_only_that_datacenter(cluster):
     """2:2 nodes, NTS {dc1: 2, dc2: 2}; node4 (dc2) misses ten rows.
-    `repair -dc dc1` compares only dc1's replicas and sends node4 nothing;
-    `repair -dc dc2` (coordinated from dc1) brings node4 up to date."""
+    `repair -dc dc1` (and -local, and -hosts node1,node3) compare only
+    those replicas and send node4 nothing; `repair -dc dc2` (coordinated
+    from dc1) brings node4 up to date."""
     n4 = BASE + "4"
     cluster("create", "rp", "-n", "2:2", "--base-ip", BASE,
             "-c", "gossip_interval=250ms",
@@ -251,6 +259,14 @@ def test_dc_option_repairs_only_that_datacenter(cluster):
     assert r.returncode == 0, r.stdout + r.stderr
     assert n4 not in r.stdout and N3 not in r.stdout, r.stdout
     assert streamed_to(r.stdout, N1) == 0, r.stdout
+
+    r = tool(N1, "repair", "-local", "ks")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert n4 not in r.stdout and N3 not in r.stdout, r.stdout
+    r = tool(N1, "repair", "-hosts", N1 + "," + N3, "ks")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert n4 not in r.stdout and N2 not in r.stdout, r.stdout
+    assert streamed_to(r.stdout, N3) == 0, r.stdout
 
     r = tool(N1, "repair", "-dc", "dc2", "ks")
     assert r.returncode == 0, r.stdout + r.stderr
