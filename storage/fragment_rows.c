@@ -200,3 +200,38 @@ nomem:
 		storage_mutation_delete(m);
 	return NULL;
 }
+
+struct storage_mutation *
+storage_fragment_purge(const struct storage_table_meta *t,
+		       const struct storage_mutation *f, int64_t gc_before)
+{
+	if (memcmp(t->id, f->table_id, 16) != 0) {
+		err_set(ERR_INVALID, "fragment of another table");
+		return NULL;
+	}
+	struct storage_mutation *m =
+		storage_mutation_new(t, f->key.ptr, f->key.len);
+	if (!m)
+		return NULL;
+	/* shadowed atoms are already out of a canonical fragment, so
+	 * dropping a deletion brings nothing back */
+	if (f->pdel.ts != DELETION_NONE && f->pdel.ldt >= gc_before)
+		m->pdel = f->pdel;
+	for (size_t i = 0; i < f->rt_count; i++)
+		if (f->rts[i].del.ldt >= gc_before &&
+		    mutation_push_rtomb(m, &f->rts[i]))
+			goto fail;
+	for (size_t i = 0; i < f->atom_count; i++) {
+		const struct atom *a = &f->atoms[i];
+		bool tomb = a->kind == ATOM_KIND_DELETION ||
+			    (a->flags & ATOM_TOMBSTONE);
+		if (tomb && a->ldt < gc_before)
+			continue;
+		if (mutation_push_atom(m, a))
+			goto fail;
+	}
+	return m;
+fail:
+	storage_mutation_delete(m);
+	return NULL;
+}

@@ -303,6 +303,16 @@ storage_fragment_select_rows(const struct storage_table_meta *t,
 			     const struct storage_mutation *f,
 			     const struct slice *ids, size_t n);
 
+/* A new fragment (owned by the caller, borrowing `t`) holding `f` without
+ * the tombstones a compaction may purge: partition, range, row, collection
+ * and cell deletions (expired cells included) whose deletion time is
+ * before `gc_before` (now - gc_grace_seconds). Repair validates and
+ * streams this view, so a replica that compacted a tombstone away and one
+ * that did not yet agree. NULL on error. */
+struct storage_mutation *
+storage_fragment_purge(const struct storage_table_meta *t,
+		       const struct storage_mutation *f, int64_t gc_before);
+
 /* The internode form of a read command (versioned, bounds-checked; see
  * storage/read_cmd.c). Appends to `out`; ERR_INVALID for a command that
  * storage_read would refuse to read (slices given but none, a bound of

@@ -364,6 +364,47 @@ START_TEST(syncing_differing_rows_gives_the_merge)
 }
 END_TEST
 
+START_TEST(purge_drops_tombstones_past_gc_grace_only)
+{
+	struct storage_table_meta *t = make_table();
+	struct storage_mutation *m = storage_mutation_new(t, (uint8_t *)"k", 1);
+	/* old: deletion times 100; new: 5000; gc_before 1000 */
+	ck_assert_int_eq(storage_mutation_delete_partition(m, 5, 100), 0);
+	uint8_t b1[4], b2[4];
+	struct slice lo = ival(b1, 10), hi = ival(b2, 20);
+	ck_assert_int_eq(storage_mutation_delete_range(m, &lo, 1, true, &hi, 1,
+						       false, 8, 100),
+			 0);
+	set_ck(m, 1);
+	ck_assert_int_eq(storage_mutation_delete_row(m, 9, 100), 0);
+	set_ck(m, 2);
+	ck_assert_int_eq(
+		storage_mutation_delete_cell(m, COL_V, NULL, 0, 9, 5000), 0);
+	put_v(m, 3, 7, 9);
+	set_ck(m, 4);
+	ck_assert_int_eq(
+		storage_mutation_delete_cell(m, COL_V, NULL, 0, 9, 100), 0);
+	struct storage_mutation *f = canon(t, m);
+	struct rows before, after;
+	rows_of(f, &before);
+	ck_assert_uint_eq(before.n, 6); /* pdel, range, ck 1, 2, 3, 4 */
+	struct storage_mutation *p = storage_fragment_purge(t, f, 1000);
+	ck_assert_ptr_nonnull(p);
+	rows_of(p, &after);
+	ck_assert_uint_eq(after.n, 2); /* ck 2's new tombstone, ck 3 */
+	ck_assert_int_eq(find(&after, row_id(&before, 3)), 0);
+	ck_assert_mem_eq(after.dg[0], before.dg[3], 16);
+	ck_assert_int_eq(find(&after, row_id(&before, 4)), 1);
+	/* nothing is old enough: the same fragment */
+	struct storage_mutation *same = storage_fragment_purge(t, f, 50);
+	same_digest(same, f);
+	storage_mutation_delete(same);
+	storage_mutation_delete(p);
+	storage_mutation_delete(f);
+	storage_table_meta_delete(t);
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(0x5e70);
@@ -372,6 +413,7 @@ int main(void)
 	tcase_add_test(tc, rows_include_pseudo_rows_in_order);
 	tcase_add_test(tc, row_digest_follows_row_content_and_key);
 	tcase_add_loop_test(tc, syncing_differing_rows_gives_the_merge, 0, 4);
+	tcase_add_test(tc, purge_drops_tombstones_past_gc_grace_only);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
