@@ -29,6 +29,7 @@ struct job {
 	size_t npieces, next;
 	bool failed;
 	char error[256];
+	int64_t gc_before; /* tombstones older than this are left out */
 	/* VALIDATE */
 	struct merkle_tree *tree;
 	uint64_t partitions;
@@ -208,17 +209,31 @@ static int fetch_each(void *arg, const struct storage_mutation *f)
 
 static void finish(struct job *j);
 
-static int each(void *arg, const struct storage_mutation *f)
+/* Every step sees the fragment without purgeable tombstones, so replicas
+ * that did and did not compact one away agree. */
+static int each(void *arg, const struct storage_mutation *raw)
 {
 	struct job *j = arg;
-	switch (j->verb) {
-	case REPAIR_VERB_VALIDATE:
-		return validate_each(j, f);
-	case REPAIR_VERB_ROWS:
-		return rows_each(j, f);
-	default:
-		return fetch_each(j, f);
+	struct storage_mutation *f =
+		storage_fragment_purge(j->meta, raw, j->gc_before);
+	if (!f)
+		return -1;
+	int rc = 0;
+	if (!storage_mutation_is_empty(f)) {
+		switch (j->verb) {
+		case REPAIR_VERB_VALIDATE:
+			rc = validate_each(j, f);
+			break;
+		case REPAIR_VERB_ROWS:
+			rc = rows_each(j, f);
+			break;
+		default:
+			rc = fetch_each(j, f);
+			break;
+		}
 	}
+	storage_mutation_delete(f);
+	return rc;
 }
 
 static void scan_next(struct job *j);
@@ -396,6 +411,8 @@ void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 		repair_msg_free(&q);
 		return;
 	}
+	j->gc_before = env_wall_us(r->env) / 1000000 -
+		       j->meta->options.gc_grace_seconds;
 	if (verb == REPAIR_VERB_APPLY) {
 		start_apply(j, &q);
 		repair_msg_free(&q);

@@ -483,6 +483,39 @@ START_TEST(divergent_replicas_converge_streaming_only_divergent_rows)
 }
 END_TEST
 
+START_TEST(tombstones_past_gc_grace_are_not_repaired)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	/* key 5 was deleted 20 days ago (past the 10 days of gc_grace):
+	 * nodes 1 and 2 compacted the deletion away with what it shadowed,
+	 * node 0 still holds it; key 6 has a fresh row deletion on node 1 */
+	char key[32];
+	key_of(5, key, sizeof(key));
+	for (int i = 1; i < NNODES; i++) {
+		struct storage_mutation **p =
+			find_part(&c->nodes[i], slice_make(key, strlen(key)));
+		storage_mutation_delete(*p);
+		*p = storage_mutation_new(c->meta, (uint8_t *)key, strlen(key));
+	}
+	struct storage_mutation *m = mut(c, 5);
+	ck_assert_int_eq(storage_mutation_delete_partition(
+				 m, 2000, 1700000000 - 20 * 86400),
+			 0);
+	apply_on(c, 1, m);
+	delete_row(c, 2, 6, 1, 3000);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->sum.rows_mismatched, 1);
+	ck_assert_uint_eq(streamed(c, 0), 1);
+	ck_assert_uint_eq(streamed(c, 1), 0);
+	ck_assert_uint_eq(streamed(c, 2), 1);
+	ck_assert(part_equal(c, 6));
+	ck_assert(!part_equal(c, 5)); /* left for compaction to purge */
+	cluster_delete(c);
+}
+END_TEST
+
 START_TEST(preview_reports_and_changes_nothing)
 {
 	struct cluster *c = cluster_new();
@@ -607,6 +640,7 @@ int main(void)
 	tcase_add_test(
 		tc, divergent_replicas_converge_streaming_only_divergent_rows);
 	tcase_add_test(tc, preview_reports_and_changes_nothing);
+	tcase_add_test(tc, tombstones_past_gc_grace_are_not_repaired);
 	tcase_add_test(tc, subrange_repair_touches_only_its_range);
 	tcase_add_test(tc, killed_participant_fails_the_session);
 	tcase_add_test(tc, participant_killed_mid_session_fails_it);
