@@ -118,6 +118,22 @@ size_t repair_pieces(struct merkle_range r, struct merkle_range out[2])
 	return n;
 }
 
+bool repair_ranges_overlap(struct merkle_range a, struct merkle_range b)
+{
+	struct merkle_range pa[2], pb[2];
+	size_t na = repair_pieces(a, pa), nb = repair_pieces(b, pb);
+	for (size_t i = 0; i < na; i++)
+		for (size_t k = 0; k < nb; k++) {
+			int64_t lo = pa[i].start > pb[k].start ? pa[i].start
+							       : pb[k].start;
+			int64_t hi =
+				pa[i].end < pb[k].end ? pa[i].end : pb[k].end;
+			if (lo < hi)
+				return true;
+		}
+	return false;
+}
+
 /* ---- messages ------------------------------------------------------------ */
 
 static void local_deliver(void *arg)
@@ -302,6 +318,8 @@ static void progress(struct repair_session *s, const char *fmt, ...)
 	s->progress(s->arg, line);
 }
 
+static void task_release(struct repair_session *s);
+
 static void session_end(struct repair_session *s, bool ok, const char *error)
 {
 	struct repair *r = s->r;
@@ -311,6 +329,8 @@ static void session_end(struct repair_session *s, bool ok, const char *error)
 	s->sum.duration_us = env_mono_us(r->env) - s->start_us;
 	s->sum.peers = s->peers;
 	s->sum.npeers = s->npeers;
+	if (!ok)
+		task_release(s);
 	r->session = NULL;
 	env_timer_cancel(r->env, s->timer);
 	if (s->alive_timer)
@@ -378,8 +398,31 @@ static int send_request(struct repair_session *s, size_t i, uint32_t verb,
 
 static void task_start(struct repair_session *s);
 
+/* Tells the task's replicas its claim is over (best effort). */
+static void task_release(struct repair_session *s)
+{
+	if (s->ti >= s->ntables || !s->nrep)
+		return;
+	struct merkle_range mr = {cur_range(s)->start, cur_range(s)->end};
+	for (size_t i = 0; i < s->nrep; i++) {
+		struct repair_msg q = {0};
+		q.ranges = &mr;
+		q.nranges = 1;
+		q.session = s->id;
+		q.task = s->task;
+		memcpy(q.table_id, s->tables[s->ti].id, 16);
+		struct buf b;
+		buf_init(&b);
+		if (repair_msg_pack_request(&q, &b) == 0)
+			repair_send(s->r, &s->rep[i].addr, REPAIR_VERB_RELEASE,
+				    &b);
+		buf_free(&b);
+	}
+}
+
 static void task_next(struct repair_session *s)
 {
+	task_release(s);
 	task_reset(s);
 	if (++s->ri == s->nranges) {
 		s->ri = 0;

@@ -27,9 +27,13 @@
  * replicas in sync stream nothing. `preview` stops before APPLY and
  * reports what would stream.
  *
- * Participants keep no state between requests: a session that fails (a
- * timeout, an error answer; a dead participant times out) leaves nothing
- * behind and can be rerun. One session runs at a time per node.
+ * Participants keep no data between requests, only a claim per (table,
+ * range) under repair: a VALIDATE that overlaps another coordinator's
+ * claim is refused ("overlapping repair"), so concurrent sessions on the
+ * same data do not run. A claim ends with the task (RELEASE) or expires
+ * (validate + request timeouts), so a session that fails (a timeout, an
+ * error answer, a dead participant or coordinator) leaves nothing behind
+ * and can be rerun. One session runs at a time per coordinating node.
  *
  * A state machine over the env seam: messages go out with env_send (to
  * this node itself through a zero-delay timer) and come in through
@@ -58,8 +62,9 @@ enum repair_verb {
 	REPAIR_VERB_FETCH_RSP = 45,
 	REPAIR_VERB_APPLY = 46,
 	REPAIR_VERB_APPLY_RSP = 47,
+	REPAIR_VERB_RELEASE = 48, /* one-way: a task's claim ends */
 	REPAIR_VERB_FIRST = REPAIR_VERB_VALIDATE,
-	REPAIR_VERB_LAST = REPAIR_VERB_APPLY_RSP,
+	REPAIR_VERB_LAST = REPAIR_VERB_RELEASE,
 };
 
 /* Called for each fragment of a scan, possibly on another thread (a

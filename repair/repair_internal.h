@@ -67,6 +67,17 @@ struct repair_local_msg {
 
 struct repair_session;
 
+/* A participant's note that a coordinator's session repairs a range. */
+struct repair_claim {
+	struct inet_addr coordinator;
+	uint64_t session;
+	uint8_t table_id[16];
+	struct merkle_range range;
+	uint64_t expires_us; /* env_mono_us; 0: free slot */
+};
+
+#define REPAIR_MAX_CLAIMS 64
+
 struct repair {
 	struct env *env;
 	struct repair_options o;
@@ -76,6 +87,7 @@ struct repair {
 	uint64_t next_session;
 	struct repair_local_msg *local_head, *local_tail;
 	struct env_timer *local_timer;
+	struct repair_claim claims[REPAIR_MAX_CLAIMS];
 	size_t jobs;   /* participant scans and applies in flight */
 	bool deleting; /* repair_delete ran; the last job frees */
 };
@@ -91,6 +103,9 @@ void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 			    uint32_t verb, const uint8_t *msg, size_t len);
 /* A job finished: frees `r` when it was deleted meanwhile. */
 void repair_job_release(struct repair *r);
+
+/* Whether (a) and (b), wrap-around aware, share a token. */
+bool repair_ranges_overlap(struct merkle_range a, struct merkle_range b);
 
 /* The coordinator side (repair.c): a response. */
 void repair_session_receive(struct repair *r, const struct inet_addr *from,

@@ -381,6 +381,84 @@ static void start_apply(struct job *j, const struct repair_msg *q)
 		answer_error(j);
 }
 
+/* ---- claims -------------------------------------------------------------- */
+
+static bool claim_of(const struct repair_claim *c, const struct inet_addr *co,
+		     uint64_t session)
+{
+	return c->session == session && inet_addr_eq(&c->coordinator, co);
+}
+
+static uint64_t claim_ttl_us(const struct repair *r)
+{
+	return (r->o.validate_timeout_ms + r->o.request_timeout_ms) * 1000;
+}
+
+/* VALIDATE: refuses (ERR_EXISTS) a range another coordinator's session
+ * holds, else claims it for (from, session). */
+static int claim(struct repair *r, const struct inet_addr *from,
+		 const struct repair_msg *q)
+{
+	uint64_t now = env_mono_us(r->env);
+	struct repair_claim *slot = NULL;
+	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++) {
+		struct repair_claim *c = &r->claims[i];
+		if (c->expires_us <= now) {
+			c->expires_us = 0;
+			if (!slot)
+				slot = c;
+			continue;
+		}
+		if (memcmp(c->table_id, q->table_id, 16) ||
+		    !repair_ranges_overlap(c->range, q->ranges[0]))
+			continue;
+		/* a coordinator runs one session at a time: its newer
+		 * session supersedes its older one's claims */
+		if (inet_addr_eq(&c->coordinator, from)) {
+			c->expires_us = 0;
+			if (!slot)
+				slot = c;
+		} else {
+			char a[64];
+			return err_set(
+				ERR_EXISTS,
+				"overlapping repair session %llu of %s "
+				"holds (%lld,%lld]",
+				(unsigned long long)c->session,
+				inet_addr_format(&c->coordinator, a, sizeof(a)),
+				(long long)c->range.start,
+				(long long)c->range.end);
+		}
+	}
+	if (!slot)
+		return err_set(ERR_OVERLOADED, "too many repairs in progress");
+	slot->coordinator = *from;
+	slot->session = q->session;
+	memcpy(slot->table_id, q->table_id, 16);
+	slot->range = q->ranges[0];
+	slot->expires_us = now + claim_ttl_us(r);
+	return 0;
+}
+
+/* Any other request of a session keeps its claims alive; RELEASE ends
+ * the one of its range. */
+static void claims_touch(struct repair *r, const struct inet_addr *from,
+			 const struct repair_msg *q, bool release)
+{
+	uint64_t now = env_mono_us(r->env);
+	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++) {
+		struct repair_claim *c = &r->claims[i];
+		if (c->expires_us <= now || !claim_of(c, from, q->session))
+			continue;
+		if (!release)
+			c->expires_us = now + claim_ttl_us(r);
+		else if (q->nranges && !memcmp(c->table_id, q->table_id, 16) &&
+			 c->range.start == q->ranges[0].start &&
+			 c->range.end == q->ranges[0].end)
+			c->expires_us = 0;
+	}
+}
+
 void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 			    uint32_t verb, const uint8_t *msg, size_t len)
 {
@@ -388,6 +466,12 @@ void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 	if (repair_msg_unpack_request(msg, len, &q)) {
 		repair_msg_free(&q);
 		return; /* nobody to answer: the coordinator times out */
+	}
+	if (verb == REPAIR_VERB_RELEASE || verb != REPAIR_VERB_VALIDATE)
+		claims_touch(r, from, &q, verb == REPAIR_VERB_RELEASE);
+	if (verb == REPAIR_VERB_RELEASE) {
+		repair_msg_free(&q);
+		return;
 	}
 	struct job *j = calloc(1, sizeof(*j));
 	if (!j) {
@@ -419,6 +503,8 @@ void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 		return;
 	}
 	int rc = job_pieces(j, &q);
+	if (!rc && verb == REPAIR_VERB_VALIDATE)
+		rc = claim(r, from, &q);
 	if (!rc && verb == REPAIR_VERB_VALIDATE) {
 		int depth = merkle_depth_for(UINT64_MAX, r->o.session_space);
 		if ((int)q.max_depth < depth)

@@ -516,6 +516,75 @@ START_TEST(tombstones_past_gc_grace_are_not_repaired)
 }
 END_TEST
 
+struct other {
+	bool done, ok;
+	char error[256];
+};
+
+static void other_done(void *arg, const struct repair_summary *s)
+{
+	struct other *o = arg;
+	o->done = true;
+	o->ok = s->ok;
+	snprintf(o->error, sizeof(o->error), "%s", s->error);
+}
+
+static bool other_is_done(void *arg)
+{
+	return ((struct other *)arg)->done;
+}
+
+/* Node `from` starts a session over (st, et] among all three. */
+static void start_other(struct cluster *c, int from, int64_t st, int64_t et,
+			struct other *o)
+{
+	struct inet_addr reps[NNODES];
+	for (int i = 0; i < NNODES; i++)
+		reps[i] = c->nodes[i].addr;
+	struct repair_table t = {.name = "ks.t"};
+	memcpy(t.id, c->meta->id, 16);
+	struct repair_range r = {st, et, reps, NNODES};
+	struct repair_request q = {&t, 1, &r, 1, false};
+	memset(o, 0, sizeof(*o));
+	ck_assert_int_eq(repair_start(c->nodes[from].repair, &q, NULL,
+				      other_done, o, NULL),
+			 0);
+}
+
+START_TEST(overlapping_sessions_of_two_coordinators_are_refused)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	/* node 0 repairs the ring; node 1, a moment later, a part of it */
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	sim_run_for(c->sim, 1000);
+	struct other o;
+	start_other(c, 1, INT64_MIN / 2, 0, &o);
+	ck_assert(sim_run_until(c->sim, other_is_done, &o, 60ull * 1000000));
+	ck_assert(!o.ok);
+	ck_assert_msg(strstr(o.error, "overlapping repair session 1 of "
+				      "127.0.9.1"),
+		      "%s", o.error);
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_int_eq(unequal_parts(c), 0);
+	/* once node 0's session is over (its RELEASE messages arrived),
+	 * node 1's runs; so do two at once on disjoint ranges */
+	sim_run_for(c->sim, 10000);
+	start_other(c, 1, INT64_MIN / 2, 0, &o);
+	ck_assert(sim_run_until(c->sim, other_is_done, &o, 60ull * 1000000));
+	ck_assert_msg(o.ok, "%s", o.error);
+	ck_assert_int_eq(start(c, 0, INT64_MAX / 2, false), 0);
+	start_other(c, 1, INT64_MIN / 2, -1, &o);
+	ck_assert(sim_run_until(c->sim, other_is_done, &o, 60ull * 1000000));
+	ck_assert_msg(o.ok, "%s", o.error);
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	cluster_delete(c);
+}
+END_TEST
+
 START_TEST(preview_reports_and_changes_nothing)
 {
 	struct cluster *c = cluster_new();
@@ -641,6 +710,8 @@ int main(void)
 		tc, divergent_replicas_converge_streaming_only_divergent_rows);
 	tcase_add_test(tc, preview_reports_and_changes_nothing);
 	tcase_add_test(tc, tombstones_past_gc_grace_are_not_repaired);
+	tcase_add_test(tc,
+		       overlapping_sessions_of_two_coordinators_are_refused);
 	tcase_add_test(tc, subrange_repair_touches_only_its_range);
 	tcase_add_test(tc, killed_participant_fails_the_session);
 	tcase_add_test(tc, participant_killed_mid_session_fails_it);
