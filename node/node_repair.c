@@ -6,6 +6,9 @@
  *   repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local]
  *          [-hosts A,B,...] [--preview] [keyspace [tables...]]
  *
+ *   repair_admin list     the sessions this node coordinated (the last 64)
+ *   repair_admin cancel   fails the running session
+ *
  * The ranges are this node's vnode ranges for each keyspace (those whose
  * primary replica it is with -pr), cut to (st, et] for a subrange, each
  * repaired among its natural replicas (only those of the -dc datacenters,
@@ -35,11 +38,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct repair_cmd;
 
+/* A finished session, for `repair_admin list`. */
+struct repair_record {
+	uint64_t session;
+	char keyspace[64];
+	int64_t started_s; /* wall clock */
+	uint64_t duration_us;
+	bool ok, preview;
+	char error[256];
+	uint64_t ranges, mismatched, rows_streamed, bytes_streamed;
+};
+
+#define HISTORY 64
+
 struct node_repair {
 	struct node *n;
+	struct repair_record history[HISTORY]; /* a ring, oldest overwritten */
+	size_t nhistory;                       /* ever recorded */
 	struct storage *db;
 	struct loopq *q;
 	struct workers *workers;
@@ -363,9 +382,31 @@ static void summary(struct repair_cmd *c, const char *ks,
 	}
 }
 
+static void record(struct node_repair *nr, const char *ks, bool preview,
+		   const struct repair_summary *s)
+{
+	struct repair_record *h = &nr->history[nr->nhistory++ % HISTORY];
+	memset(h, 0, sizeof(*h));
+	h->session = s->session;
+	snprintf(h->keyspace, sizeof(h->keyspace), "%s", ks);
+	h->duration_us = s->duration_us;
+	h->started_s = env_wall_us(nr->n->env) / 1000000 -
+		       (int64_t)(s->duration_us / 1000000);
+	h->ok = s->ok;
+	h->preview = preview;
+	snprintf(h->error, sizeof(h->error), "%s", s->error);
+	h->ranges = s->ranges;
+	h->mismatched = s->mismatched_ranges;
+	for (size_t i = 0; i < s->npeers; i++) {
+		h->rows_streamed += s->peers[i].rows_streamed;
+		h->bytes_streamed += s->peers[i].bytes_streamed;
+	}
+}
+
 static void on_done(void *arg, const struct repair_summary *s)
 {
 	struct repair_cmd *c = arg;
+	record(c->nr, c->keyspaces[c->ki], c->preview, s);
 	summary(c, c->keyspaces[c->ki], s);
 	if (!s->ok) {
 		LOG_WARN("repair session %" PRIu64 " failed: %s", s->session,
@@ -607,6 +648,49 @@ bad:
 	return 1;
 }
 
+/* ---- repair_admin -------------------------------------------------------- */
+
+static int cmd_repair_admin(void *arg, size_t argc, const char *const *argv,
+			    struct buf *out, struct buf *err)
+{
+	struct node_repair *nr = arg;
+	if (argc == 1 && strcmp(argv[0], "cancel") == 0) {
+		if (repair_cancel(nr->repair, "by repair_admin cancel")) {
+			buf_printf(err, "%s\n", err_msg());
+			return 2;
+		}
+		buf_printf(out, "cancelled the running repair session\n");
+		return 0;
+	}
+	if (argc != 1 || strcmp(argv[0], "list") != 0) {
+		buf_printf(err, "usage: repair_admin list|cancel\n");
+		return 1;
+	}
+	buf_printf(out, "%-8s %-20s %-20s %9s %-8s %7s %10s %9s %12s  %s\n",
+		   "session", "keyspace", "started (UTC)", "seconds", "outcome",
+		   "ranges", "mismatched", "rows", "bytes", "error");
+	size_t first = nr->nhistory > HISTORY ? nr->nhistory - HISTORY : 0;
+	for (size_t i = first; i < nr->nhistory; i++) {
+		const struct repair_record *h = &nr->history[i % HISTORY];
+		char when[32];
+		time_t t = (time_t)h->started_s;
+		struct tm tm;
+		gmtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+		buf_printf(out,
+			   "%-8" PRIu64 " %-20s %-20s %9.3f %-8s %7" PRIu64
+			   " %10" PRIu64 " %9" PRIu64 " %12" PRIu64 "  %s\n",
+			   h->session, h->keyspace, when,
+			   (double)h->duration_us / 1e6,
+			   h->ok ? (h->preview ? "preview" : "ok") : "failed",
+			   h->ranges, h->mismatched, h->rows_streamed,
+			   h->bytes_streamed, h->error);
+	}
+	if (repair_running(nr->repair))
+		buf_printf(out, "(a session is running)\n");
+	return 0;
+}
+
 /* ---- life cycle ---------------------------------------------------------- */
 
 static bool peer_alive(void *arg, const struct inet_addr *ep)
@@ -632,7 +716,9 @@ struct node_repair *node_repair_new(struct node *n)
 	o.alive_arg = nr;
 	if (!(nr->workers = workers_new(1, "repair")) ||
 	    !(nr->repair = repair_new(n->env, &o, &store_ops, nr)) ||
-	    admin_register(n->admin, "repair", usage_text, cmd_repair, nr)) {
+	    admin_register(n->admin, "repair", usage_text, cmd_repair, nr) ||
+	    admin_register(n->admin, "repair_admin", "repair_admin list|cancel",
+			   cmd_repair_admin, nr)) {
 		node_repair_delete(nr);
 		return NULL;
 	}

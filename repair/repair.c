@@ -1045,6 +1045,14 @@ static void alive_check(void *arg)
 	env_timer_arm(r->env, s->alive_timer, r->o.alive_check_ms * 1000);
 }
 
+int repair_cancel(struct repair *r, const char *why)
+{
+	if (!r->session)
+		return err_set(ERR_NOT_FOUND, "no repair session is running");
+	session_fail(r->session, "cancelled: %s", why ? why : "by request");
+	return 0;
+}
+
 static int add_peer(struct repair_session *s, const struct inet_addr *a)
 {
 	for (size_t k = 0; k < s->npeers; k++)

@@ -181,5 +181,10 @@ int repair_start(struct repair *r, const struct repair_request *q,
 
 /* Whether a session runs. */
 bool repair_running(const struct repair *r);
+/* Fails the running session ("cancelled: <why>"): its `done` runs now and
+ * its replicas' claims are released; scans already running on
+ * participants finish and their answers are dropped. -1 (ERR_NOT_FOUND)
+ * when none runs. */
+int repair_cancel(struct repair *r, const char *why);
 
 #endif

@@ -139,7 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	default:
 		repair_receive(r, data[1] & 1 ? &peer : &self,
-			       REPAIR_VERB_FIRST + data[1] % 8, data + 2,
+			       REPAIR_VERB_FIRST + data[1] % 9, data + 2,
 			       size - 2);
 		break;
 	}

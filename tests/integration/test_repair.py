@@ -6,7 +6,8 @@ replica that was down misses writes for good until repair.
   that to node3; afterwards each node alone (the others stopped) returns
   every row at ONE and the deleted rows stay deleted; a second repair
   streams nothing;
-- -pr repairs only the node's primary ranges;
+- -pr repairs only the node's primary ranges; `repair_admin list` shows
+  the sessions, `repair_admin cancel` fails the running one;
 - a subrange repair (-st/-et) repairs only the rows whose tokens are in
   (st, et];
 - -dc, -local and -hosts restrict the replicas compared and streamed to;
@@ -186,6 +187,25 @@ def test_repair_converges_replicas(cluster):
     r = tool(N1, "repair", "-pr", "ks")
     assert r.returncode == 0 and "ranges: 16," in r.stdout, \
         r.stdout + r.stderr
+
+    # History (since node1's restart: the in-sync and the -pr session),
+    # and cancel: the running repair fails with the reason.
+    r = tool(N1, "repair_admin", "list")
+    lines = [l for l in r.stdout.splitlines() if " ks " in l]
+    assert r.returncode == 0 and len(lines) == 2, r.stdout
+    assert all(" ok " in l for l in lines), r.stdout
+    r = tool(N1, "repair_admin", "cancel")
+    assert r.returncode != 0 and "no repair session" in r.stderr, r.stderr
+    p = subprocess.Popen([TOOL, "-h", N1, "repair", "ks"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    time.sleep(0.5)
+    r = tool(N1, "repair_admin", "cancel")
+    out, err = p.communicate(timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert p.returncode == 2 and "cancelled" in err, out + err
+    r = tool(N1, "repair_admin", "list")
+    assert "failed" in r.stdout and "cancelled" in r.stdout, r.stdout
 
 
 def test_subrange_repair_touches_only_its_range(cluster):

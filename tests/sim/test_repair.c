@@ -585,6 +585,31 @@ START_TEST(overlapping_sessions_of_two_coordinators_are_refused)
 }
 END_TEST
 
+START_TEST(cancel_fails_the_session_and_frees_its_ranges)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	ck_assert_int_eq(repair_cancel(c->nodes[0].repair, "x"), -1);
+	ck_assert_int_eq(err_code(), ERR_NOT_FOUND);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	sim_run_for(c->sim, 1000);
+	ck_assert_int_eq(repair_cancel(c->nodes[0].repair, "operator"), 0);
+	ck_assert(c->done);
+	ck_assert(!c->sum.ok);
+	ck_assert_str_eq(c->sum.error, "cancelled: operator");
+	ck_assert(!repair_running(c->nodes[0].repair));
+	/* the claims went with it: another coordinator may repair now */
+	sim_run_for(c->sim, 100000);
+	struct other o;
+	start_other(c, 1, INT64_MIN, INT64_MIN, &o);
+	ck_assert(sim_run_until(c->sim, other_is_done, &o, 60ull * 1000000));
+	ck_assert_msg(o.ok, "%s", o.error);
+	ck_assert_int_eq(unequal_parts(c), 0);
+	cluster_delete(c);
+}
+END_TEST
+
 START_TEST(preview_reports_and_changes_nothing)
 {
 	struct cluster *c = cluster_new();
@@ -712,6 +737,7 @@ int main(void)
 	tcase_add_test(tc, tombstones_past_gc_grace_are_not_repaired);
 	tcase_add_test(tc,
 		       overlapping_sessions_of_two_coordinators_are_refused);
+	tcase_add_test(tc, cancel_fails_the_session_and_frees_its_ranges);
 	tcase_add_test(tc, subrange_repair_touches_only_its_range);
 	tcase_add_test(tc, killed_participant_fails_the_session);
 	tcase_add_test(tc, participant_killed_mid_session_fails_it);
