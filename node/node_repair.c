@@ -8,6 +8,7 @@
  *
  *   repair_admin list     the sessions this node coordinated (the last 64)
  *   repair_admin cancel   fails the running session
+ *   netstats              the running session's range, step and counts
  *
  * The ranges are this node's vnode ranges for each keyspace (those whose
  * primary replica it is with -pr), cut to (st, et] for a subrange, each
@@ -691,6 +692,40 @@ static int cmd_repair_admin(void *arg, size_t argc, const char *const *argv,
 	return 0;
 }
 
+/* ---- netstats ------------------------------------------------------------ */
+
+static int cmd_netstats(void *arg, size_t argc, const char *const *argv,
+			struct buf *out, struct buf *err)
+{
+	(void)argv;
+	struct node_repair *nr = arg;
+	if (argc) {
+		buf_printf(err, "usage: netstats\n");
+		return 1;
+	}
+	struct repair_status st;
+	buf_printf(out, "Mode: NORMAL\n");
+	if (!repair_get_status(nr->repair, &st)) {
+		buf_printf(out, "Not sending any streams.\n");
+		return 0;
+	}
+	buf_printf(out,
+		   "Repair session %" PRIu64 ": %s, range %zu of %zu, %s\n",
+		   st.session, st.table, st.task + 1, st.tasks, st.phase);
+	for (size_t i = 0; i < st.npeers; i++) {
+		const struct repair_peer_stats *p = &st.peers[i];
+		char a[INET_ADDR_STRLEN];
+		buf_printf(out,
+			   "    %s: sent %" PRIu64 " rows (%" PRIu64
+			   " bytes), received %" PRIu64 " rows (%" PRIu64
+			   " bytes)\n",
+			   inet_addr_format(&p->addr, a, sizeof(a)),
+			   p->rows_streamed, p->bytes_streamed, p->rows_fetched,
+			   p->bytes_fetched);
+	}
+	return 0;
+}
+
 /* ---- life cycle ---------------------------------------------------------- */
 
 static bool peer_alive(void *arg, const struct inet_addr *ep)
@@ -718,7 +753,9 @@ struct node_repair *node_repair_new(struct node *n)
 	    !(nr->repair = repair_new(n->env, &o, &store_ops, nr)) ||
 	    admin_register(n->admin, "repair", usage_text, cmd_repair, nr) ||
 	    admin_register(n->admin, "repair_admin", "repair_admin list|cancel",
-			   cmd_repair_admin, nr)) {
+			   cmd_repair_admin, nr) ||
+	    admin_register(n->admin, "netstats", "netstats", cmd_netstats,
+			   nr)) {
 		node_repair_delete(nr);
 		return NULL;
 	}

@@ -1045,6 +1045,22 @@ static void alive_check(void *arg)
 	env_timer_arm(r->env, s->alive_timer, r->o.alive_check_ms * 1000);
 }
 
+int repair_get_status(const struct repair *r, struct repair_status *out)
+{
+	const struct repair_session *s = r->session;
+	memset(out, 0, sizeof(*out));
+	if (!s)
+		return 0;
+	out->session = s->id;
+	out->tasks = s->ntables * s->nranges;
+	out->task = s->ti * s->nranges + s->ri;
+	out->table = s->ti < s->ntables ? s->tables[s->ti].name : "";
+	out->phase = phase_name(s->phase);
+	out->peers = s->peers;
+	out->npeers = s->npeers;
+	return 1;
+}
+
 int repair_cancel(struct repair *r, const char *why)
 {
 	if (!r->session)

@@ -181,6 +181,19 @@ int repair_start(struct repair *r, const struct repair_request *q,
 
 /* Whether a session runs. */
 bool repair_running(const struct repair *r);
+/* Where the running session is, for netstats. */
+struct repair_status {
+	uint64_t session;
+	size_t task, tasks; /* (table, range) pairs: done so far, in all */
+	const char *table;  /* borrowed until the loop runs again */
+	const char
+		*phase; /* "validation", "row hashes", "row fetch", "apply" */
+	const struct repair_peer_stats *peers; /* counts so far; borrowed */
+	size_t npeers;
+};
+/* 1 with *out filled while a session runs, else 0. */
+int repair_get_status(const struct repair *r, struct repair_status *out);
+
 /* Fails the running session ("cancelled: <why>"): its `done` runs now and
  * its replicas' claims are released; scans already running on
  * participants finish and their answers are dropped. -1 (ERR_NOT_FOUND)

@@ -7,7 +7,7 @@ replica that was down misses writes for good until repair.
   every row at ONE and the deleted rows stay deleted; a second repair
   streams nothing;
 - -pr repairs only the node's primary ranges; `repair_admin list` shows
-  the sessions, `repair_admin cancel` fails the running one;
+  the sessions, `repair_admin cancel` fails the running one, `netstats` shows it;
 - a subrange repair (-st/-et) repairs only the rows whose tokens are in
   (st, et];
 - -dc, -local and -hosts restrict the replicas compared and streamed to;
@@ -200,12 +200,16 @@ def test_repair_converges_replicas(cluster):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     time.sleep(0.5)
+    r = tool(N1, "netstats")
+    assert r.returncode == 0 and "Repair session" in r.stdout \
+        and "ks.t, range" in r.stdout, r.stdout
     r = tool(N1, "repair_admin", "cancel")
     out, err = p.communicate(timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert p.returncode == 2 and "cancelled" in err, out + err
     r = tool(N1, "repair_admin", "list")
     assert "failed" in r.stdout and "cancelled" in r.stdout, r.stdout
+    assert "Not sending any streams" in tool(N1, "netstats").stdout
 
 
 def test_subrange_repair_touches_only_its_range(cluster):

@@ -592,8 +592,16 @@ START_TEST(cancel_fails_the_session_and_frees_its_ranges)
 	diverge(c);
 	ck_assert_int_eq(repair_cancel(c->nodes[0].repair, "x"), -1);
 	ck_assert_int_eq(err_code(), ERR_NOT_FOUND);
+	struct repair_status st;
+	ck_assert_int_eq(repair_get_status(c->nodes[0].repair, &st), 0);
 	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
 	sim_run_for(c->sim, 1000);
+	ck_assert_int_eq(repair_get_status(c->nodes[0].repair, &st), 1);
+	ck_assert_uint_eq(st.session, 1);
+	ck_assert_uint_eq(st.tasks, 1);
+	ck_assert_uint_eq(st.task, 0);
+	ck_assert_str_eq(st.table, "ks.t");
+	ck_assert_uint_eq(st.npeers, NNODES);
 	ck_assert_int_eq(repair_cancel(c->nodes[0].repair, "operator"), 0);
 	ck_assert(c->done);
 	ck_assert(!c->sum.ok);
