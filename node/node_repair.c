@@ -540,31 +540,10 @@ static int parse_hosts(struct repair_cmd *c, const char *list)
 	return 0;
 }
 
-static int cmd_repair(void *arg, size_t argc, const char *const *argv,
-		      struct buf *out, struct buf *err)
+/* The options and names of `repair` into c (strings copied). */
+static int parse_args(struct repair_cmd *c, size_t argc,
+		      const char *const *argv)
 {
-	(void)out;
-	struct node_repair *nr = arg;
-	struct node *n = nr->n;
-	if (nr->cmd || repair_running(nr->repair)) {
-		buf_printf(err, "a repair is already running on this node\n");
-		return 2;
-	}
-	struct repair_cmd *c = calloc(1, sizeof(*c));
-	size_t total = 0;
-	for (size_t i = 0; i < argc; i++)
-		total += strlen(argv[i]) + 1;
-	if (!c || !(c->args = malloc(total + 1)) ||
-	    !(c->keyspaces = calloc(argc + 64, sizeof(char *))) ||
-	    !(c->tables = calloc(argc + 1, sizeof(char *)))) {
-		if (c) {
-			c->nr = nr;
-			cmd_free(c);
-		}
-		buf_printf(err, "out of memory\n");
-		return 2;
-	}
-	c->nr = nr;
 	char *p = c->args;
 	bool has_st = false, has_et = false;
 	for (size_t i = 0; i < argc; i++) {
@@ -582,13 +561,13 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 			    strcmp(a, "--start-token") == 0) &&
 			   more) {
 			if (parse_token(argv[++i], &c->st))
-				goto bad;
+				return -1;
 			has_st = true;
 		} else if ((strcmp(a, "-et") == 0 ||
 			    strcmp(a, "--end-token") == 0) &&
 			   more) {
 			if (parse_token(argv[++i], &c->et))
-				goto bad;
+				return -1;
 			has_et = true;
 		} else if ((strcmp(a, "-dc") == 0 ||
 			    strcmp(a, "--in-dc") == 0) &&
@@ -602,12 +581,12 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 			    strcmp(a, "--in-hosts") == 0) &&
 			   more) {
 			if (parse_hosts(c, argv[++i]))
-				goto bad;
+				return -1;
 		} else if (a[0] == '-') {
-			goto bad;
+			return -1;
 		} else if (!c->nks) {
 			if (!(c->keyspaces[c->nks] = strdup(a)))
-				goto bad;
+				return -1;
 			c->nks++;
 		} else {
 			c->tables[c->ntables++] = strcpy(p, a);
@@ -615,8 +594,38 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 		}
 	}
 	if (has_st != has_et)
-		goto bad;
+		return -1;
 	c->subrange = has_st;
+	return 0;
+}
+
+static int cmd_repair(void *arg, size_t argc, const char *const *argv,
+		      struct buf *out, struct buf *err)
+{
+	(void)out;
+	struct node_repair *nr = arg;
+	struct node *n = nr->n;
+	if (nr->cmd || repair_running(nr->repair)) {
+		buf_printf(err, "a repair is already running on this node\n");
+		return 2;
+	}
+	struct repair_cmd *c = calloc(1, sizeof(*c));
+	size_t total = 0;
+	for (size_t i = 0; i < argc; i++)
+		total += strlen(argv[i]) + 1;
+	if (!c || !(c->args = malloc(total + 1)) ||
+	    !(c->keyspaces = calloc(argc + 1, sizeof(char *))) ||
+	    !(c->tables = calloc(argc + 1, sizeof(char *)))) {
+		if (c) {
+			c->nr = nr;
+			cmd_free(c);
+		}
+		buf_printf(err, "out of memory\n");
+		return 2;
+	}
+	c->nr = nr;
+	if (parse_args(c, argc, argv))
+		goto bad;
 	if (!n->cql) {
 		buf_printf(err, "no data path on this node\n");
 		cmd_free(c);
@@ -624,9 +633,15 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 	}
 	if (!c->nks) { /* every keyspace that is not a system one */
 		const struct cql_schema *s = cql_service_schema(n->cql);
-		for (size_t i = 0;
-		     i < cql_schema_keyspace_count(s) && c->nks < argc + 64;
-		     i++) {
+		size_t nk = cql_schema_keyspace_count(s);
+		char **v = realloc(c->keyspaces, (nk + 1) * sizeof(*v));
+		if (!v) {
+			buf_printf(err, "out of memory\n");
+			cmd_free(c);
+			return 2;
+		}
+		c->keyspaces = v;
+		for (size_t i = 0; i < nk; i++) {
 			const struct cql_keyspace *k =
 				cql_schema_keyspace_at(s, i);
 			if (!cql_keyspace_is_system(k) &&

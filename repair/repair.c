@@ -799,6 +799,38 @@ static int merge_partition(struct repair_session *s,
 
 static void apply_done_all(struct repair_session *s);
 
+/* Sends each replica its selections, in APPLY messages of at most
+ * message_bytes (one selection may exceed it alone). */
+static int send_applies(struct repair_session *s)
+{
+	for (size_t i = 0; i < s->nrep; i++) {
+		struct replica *p = &s->rep[i];
+		for (size_t first = 0, last; first < p->nends; first = last) {
+			size_t from = first ? p->ends[first - 1] : 0;
+			last = first + 1;
+			while (last < p->nends &&
+			       p->ends[last] - from <= s->r->o.message_bytes)
+				last++;
+			struct slice *fr = malloc((last - first) * sizeof(*fr));
+			if (!fr)
+				return err_set(ERR_NOMEM, "apply message");
+			for (size_t k = first; k < last; k++) {
+				size_t b = k ? p->ends[k - 1] : 0;
+				fr[k - first] = slice_make(p->apply.data + b,
+							   p->ends[k] - b);
+			}
+			struct repair_msg q = {0};
+			q.frags = fr;
+			q.nfrags = last - first;
+			int rc = send_request(s, i, REPAIR_VERB_APPLY, &q);
+			free(fr);
+			if (rc)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static void fetch_done(struct repair_session *s)
 {
 	if (s->nfrags > 1)
@@ -828,43 +860,10 @@ static void fetch_done(struct repair_session *s)
 		 (unsigned long long)rows, (unsigned long long)bytes,
 		 s->preview ? "would stream" : "streaming");
 	s->phase = PHASE_APPLY;
-	if (!s->preview) {
-		for (size_t i = 0; i < s->nrep; i++) {
-			struct replica *p = &s->rep[i];
-			size_t first = 0;
-			while (first < p->nends) {
-				size_t from = first ? p->ends[first - 1] : 0;
-				size_t last = first + 1;
-				while (last < p->nends &&
-				       p->ends[last] - from <=
-					       s->r->o.message_bytes)
-					last++;
-				struct slice *fr =
-					malloc((last - first) * sizeof(*fr));
-				if (!fr) {
-					session_fail(s, "out of memory");
-					return;
-				}
-				for (size_t k = first; k < last; k++) {
-					size_t b = k ? p->ends[k - 1] : 0;
-					fr[k - first] =
-						slice_make(p->apply.data + b,
-							   p->ends[k] - b);
-				}
-				struct repair_msg q = {0};
-				q.frags = fr;
-				q.nfrags = last - first;
-				int rc = send_request(s, i, REPAIR_VERB_APPLY,
-						      &q);
-				free(fr);
-				if (rc) {
-					session_fail(s, "%s: sending rows: %s",
-						     cur_table(s), err_msg());
-					return;
-				}
-				first = last;
-			}
-		}
+	if (!s->preview && send_applies(s)) {
+		session_fail(s, "%s: sending rows: %s", cur_table(s),
+			     err_msg());
+		return;
 	}
 	if (!waiting(s)) {
 		apply_done_all(s);
