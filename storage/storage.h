@@ -92,6 +92,9 @@ int storage_mutation_encode(const struct storage_mutation *m, struct buf *out);
 /* Decodes untrusted bytes; the result owns copies. NULL with ERR_CORRUPT. */
 struct storage_mutation *storage_mutation_decode(const uint8_t *p, size_t len);
 
+/* About the bytes the mutation's content takes (its encoding's size,
+ * without computing it), for throttles and limits. */
+size_t storage_mutation_size(const struct storage_mutation *m);
 /* Whether the mutation holds nothing (no atom, range tombstone or
  * partition deletion). */
 bool storage_mutation_is_empty(const struct storage_mutation *m);
