@@ -213,8 +213,11 @@ def test_repair_converges_replicas(cluster):
 
 
 def test_subrange_repair_touches_only_its_range(cluster):
+    """Also: validation reads at most compaction_throughput (1 KiB/s
+    here), so a full repair of ~10 KB per replica takes seconds."""
     cluster("create", "rp", "-n", "3", "--base-ip", BASE,
             "-c", "gossip_interval=250ms",
+            "-c", "compaction_throughput=1KiB/s",
             "-c", "hinted_handoff_enabled=false", "-s", timeout=180)
     c, s = session(N1)
     s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
@@ -253,6 +256,13 @@ def test_subrange_repair_touches_only_its_range(cluster):
         assert len([r for r in rows if r.k < 100]) == 100
 
     alone(cluster, "node3", N3, only_inside)
+    all_up(cluster)
+
+    r = tool(N1, "repair", "ks")
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = re.search(r"finished in ([0-9.]+) s", r.stdout)
+    print("throttled repair:", m and m.group(1))
+    assert m and float(m.group(1)) >= 10, r.stdout
 
 
 def test_dc_option_repairs_only_that_datacenter(cluster):
