@@ -28,8 +28,13 @@ struct command {
 	void *arg;
 };
 
+struct admin_reply {
+	struct admin_conn *c; /* NULL once the connection is gone */
+};
+
 struct admin_conn {
 	struct admin *a;
+	struct admin_reply *reply; /* a deferred answer, or NULL */
 	struct bufferevent *bev;
 	struct inet_addr peer;
 	bool done;
@@ -43,6 +48,7 @@ struct admin {
 	struct command commands[MAX_COMMANDS];
 	size_t command_count;
 	struct admin_conn *conns;
+	struct admin_conn *current; /* whose command runs now */
 	size_t conn_count;
 };
 
@@ -72,6 +78,8 @@ static void conn_free(struct admin_conn *c)
 			break;
 		}
 	a->conn_count--;
+	if (c->reply)
+		c->reply->c = NULL;
 	bufferevent_free(c->bev);
 	free(c);
 }
@@ -107,10 +115,38 @@ static int run_help(struct admin *a, struct buf *out)
 	return 0;
 }
 
+/* Writes one framed response (final or progress). */
+static void write_frame(struct admin_conn *c, int status, const char *out,
+			const char *err, bool more)
+{
+	struct buf frame = {0};
+	int rc = buf_put_be32(&frame, 0);
+	if (!rc)
+		rc = more ? admin_progress_encode(out, &frame)
+			  : admin_response_encode(status, out, err, &frame);
+	if (!rc) {
+		be32_store(frame.data, (uint32_t)(frame.len - 4));
+		bufferevent_write(c->bev, frame.data, frame.len);
+	}
+	buf_free(&frame);
+}
+
+/* The final answer; the connection closes once it is flushed. */
+static void conn_answer(struct admin_conn *c, int status, const char *out,
+			const char *err)
+{
+	write_frame(c, status, out, err, false);
+	c->done = true;
+	bufferevent_disable(c->bev, EV_READ);
+	bufferevent_setcb(c->bev, NULL, conn_flushed, NULL, c);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		conn_free(c);
+}
+
 static void respond(struct admin_conn *c, const struct admin_request *req)
 {
 	struct admin *a = c->a;
-	struct buf out = {0}, err = {0}, frame = {0};
+	struct buf out = {0}, err = {0};
 	int status;
 	const struct command *cmd = find_command(a, req->command);
 	if (strcmp(req->command, "help") == 0) {
@@ -122,25 +158,66 @@ static void respond(struct admin_conn *c, const struct admin_request *req)
 			   req->command);
 		status = 1;
 	} else {
+		a->current = c;
 		status = cmd->fn(cmd->arg, req->argc,
 				 (const char *const *)req->argv, &out, &err);
+		a->current = NULL;
 	}
 	buf_put_u8(&out, 0);
 	buf_put_u8(&err, 0);
-	if (out.data && err.data && buf_put_be32(&frame, 0) == 0 &&
-	    admin_response_encode(status, (char *)out.data, (char *)err.data,
-				  &frame) == 0) {
-		be32_store(frame.data, (uint32_t)(frame.len - 4));
-		bufferevent_write(c->bev, frame.data, frame.len);
+	const char *o = out.data ? (const char *)out.data : "";
+	const char *e = err.data ? (const char *)err.data : "";
+	if (status == ADMIN_PENDING && c->reply) {
+		/* answered later; what was printed so far goes out now */
+		c->done = true;
+		bufferevent_set_timeouts(c->bev, NULL, NULL);
+		if (o[0] || e[0])
+			write_frame(c, 0, o, "", true);
+	} else {
+		if (status == ADMIN_PENDING) /* deferred without a handle */
+			status = 1;
+		if (c->reply) { /* a handle taken but an answer given */
+			c->reply->c = NULL;
+			c->reply = NULL;
+		}
+		conn_answer(c, status, o, e);
 	}
 	buf_free(&out);
 	buf_free(&err);
-	buf_free(&frame);
-	c->done = true;
-	bufferevent_disable(c->bev, EV_READ);
-	bufferevent_setcb(c->bev, NULL, conn_flushed, NULL, c);
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
-		conn_free(c);
+}
+
+struct admin_reply *admin_defer(struct admin *a)
+{
+	struct admin_conn *c = a->current;
+	if (!c || c->reply) {
+		err_set(ERR_INVALID, "admin_defer outside a command");
+		return NULL;
+	}
+	struct admin_reply *r = calloc(1, sizeof(*r));
+	if (!r) {
+		err_set(ERR_NOMEM, "admin reply");
+		return NULL;
+	}
+	r->c = c;
+	c->reply = r;
+	return r;
+}
+
+void admin_reply_progress(struct admin_reply *r, const char *text)
+{
+	if (r->c)
+		write_frame(r->c, 0, text, "", true);
+}
+
+void admin_reply_finish(struct admin_reply *r, int status, const char *out,
+			const char *err)
+{
+	struct admin_conn *c = r->c;
+	free(r);
+	if (!c)
+		return;
+	c->reply = NULL;
+	conn_answer(c, status, out ? out : "", err ? err : "");
 }
 
 static void conn_read(struct bufferevent *bev, void *arg)

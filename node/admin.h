@@ -8,6 +8,11 @@
  * prints to `out` (stdout) and `err` (stderr) and returns the tool's exit
  * status. Handlers run on the loop and must not block.
  *
+ * A command that takes long (repair) answers later: it takes a handle with
+ * admin_defer() during its call, returns ADMIN_PENDING, may send progress
+ * frames (the tool prints them as they arrive), and ends with
+ * admin_reply_finish(). The connection's idle timeout is off meanwhile.
+ *
  * Garbage (a bad length, bytes that are not a request) is logged and the
  * connection closed; the endpoint keeps serving.
  */
@@ -17,6 +22,7 @@
 #include "common/buf.h"
 #include "common/inet.h"
 
+#include <limits.h>
 #include <stddef.h>
 
 struct event_base;
@@ -32,6 +38,24 @@ int admin_listen(struct admin *a);
 /* `name` and `usage` are borrowed (string literals). */
 int admin_register(struct admin *a, const char *name, const char *usage,
 		   admin_command_fn fn, void *arg);
+
+/* A command's status: the answer comes later, through admin_defer's
+ * handle. */
+#define ADMIN_PENDING INT_MIN
+
+struct admin_reply;
+
+/* Only during a command's call: a handle to answer it later (the command
+ * then returns ADMIN_PENDING). The handle lives until admin_reply_finish,
+ * also when the client goes away or the endpoint is deleted (then nothing
+ * is sent). NULL with ERR_NOMEM, or ERR_INVALID outside a command. */
+struct admin_reply *admin_defer(struct admin *a);
+/* A progress frame with `text` (copied); nothing if the client left. */
+void admin_reply_progress(struct admin_reply *r, const char *text);
+/* The answer (the tool's stdout, stderr and exit status; copied); frees
+ * the handle. */
+void admin_reply_finish(struct admin_reply *r, int status, const char *out,
+			const char *err);
 
 /* printf into a buf; returns 0 or -1 (ERR_NOMEM). */
 int buf_printf(struct buf *b, const char *fmt, ...)

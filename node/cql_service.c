@@ -440,3 +440,13 @@ struct hints *cql_service_hints(struct cql_service *s)
 {
 	return cql_data_hints(s->data);
 }
+
+struct storage *cql_service_storage(const struct cql_service *s)
+{
+	return s->db;
+}
+
+struct loopq *cql_service_loopq(const struct cql_service *s)
+{
+	return s->q;
+}

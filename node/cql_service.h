@@ -96,6 +96,13 @@ int cql_service_records(const struct cql_service *s, struct buf *out);
  * commands; valid until cql_service_delete. */
 const struct cql_schema *cql_service_schema(const struct cql_service *s);
 
+struct storage;
+struct loopq;
+/* The storage engine and the loop's completion queue (repair's store);
+ * valid until cql_service_delete. */
+struct storage *cql_service_storage(const struct cql_service *s);
+struct loopq *cql_service_loopq(const struct cql_service *s);
+
 /* The schema version system.local reports (for gossip's SCHEMA state). */
 void cql_service_schema_version(const struct cql_service *s, uint8_t out[16]);
 

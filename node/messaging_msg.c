@@ -199,6 +199,15 @@ int admin_response_encode(int status, const char *output, const char *error,
 	return pack(&m.base, out);
 }
 
+int admin_progress_encode(const char *output, struct buf *out)
+{
+	Cassini__Admin__Response m = CASSINI__ADMIN__RESPONSE__INIT;
+	m.output = (char *)(output ? output : "");
+	m.error = (char *)"";
+	m.more = true;
+	return pack(&m.base, out);
+}
+
 int admin_response_decode(const uint8_t *data, size_t len,
 			  struct admin_response *out)
 {
@@ -210,6 +219,7 @@ int admin_response_decode(const uint8_t *data, size_t len,
 	if (!m)
 		return err_set(ERR_PROTOCOL, "undecodable admin response");
 	out->status = m->status;
+	out->more = m->more;
 	out->output = strdup(m->output);
 	out->error = strdup(m->error);
 	cassini__admin__response__free_unpacked(m, NULL);

@@ -75,9 +75,12 @@ struct admin_response {
 	int status;
 	char *output;
 	char *error;
+	bool more; /* a progress frame; the final answer follows */
 };
 int admin_response_encode(int status, const char *output, const char *error,
 			  struct buf *out);
+/* A progress frame (more = true) carrying `output`. */
+int admin_progress_encode(const char *output, struct buf *out);
 int admin_response_decode(const uint8_t *data, size_t len,
 			  struct admin_response *out);
 void admin_response_free(struct admin_response *r);

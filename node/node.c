@@ -21,6 +21,7 @@
 #include "node/members.h"
 #include "node/node_internal.h"
 #include "node/transport.h"
+#include "repair/repair.h"
 #include "replication/replication.h"
 #include "ring/ring.h"
 
@@ -174,6 +175,11 @@ static void dispatch(void *arg, const struct inet_addr *from, uint32_t verb,
 	}
 	if (verb >= REPL_VERB_FIRST && verb <= REPL_VERB_LAST && n->cql) {
 		cql_service_receive(n->cql, from, verb, msg, len);
+		return;
+	}
+	if (verb >= REPAIR_VERB_FIRST && verb <= REPAIR_VERB_LAST &&
+	    n->repair) {
+		node_repair_receive(n->repair, from, verb, msg, len);
 		return;
 	}
 	char a[INET_ADDR_STRLEN];
@@ -653,7 +659,8 @@ struct node *node_new(struct conf *conf)
 	n->cql = cql_service_new(&n->conf, n->base, n->env, &ch, n);
 	if (!n->cql)
 		goto fail;
-	if (setup_schema_sync(n) != 0 || setup_hint_cues(n) != 0)
+	if (setup_schema_sync(n) != 0 || setup_hint_cues(n) != 0 ||
+	    !(n->repair = node_repair_new(n)))
 		goto fail;
 	n->load_timer = env_timer_new(n->env, load_tick, n);
 	if (!n->load_timer)
@@ -730,7 +737,8 @@ void node_delete(struct node *n)
 		env_timer_free(n->env, n->schema_timer);
 	if (n->env && n->load_timer)
 		env_timer_free(n->env, n->load_timer);
-	cql_service_delete(n->cql); /* before gossip: callbacks read it */
+	node_repair_delete(n->repair); /* before the storage it scans */
+	cql_service_delete(n->cql);    /* before gossip: callbacks read it */
 	free(n->cql_peers);
 	free(n->cql_peer_tokens);
 	admin_delete(n->admin);

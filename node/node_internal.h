@@ -19,6 +19,8 @@ struct admin;
 struct members;
 struct cql_service;
 struct cql_peer_info;
+struct node_repair;
+struct inet_addr;
 
 /* Internode verbs of node/ (gossip's are below GOSSIP_VERB_MAX). */
 enum node_verb {
@@ -54,11 +56,20 @@ struct node {
 	struct env_timer *load_timer;   /* gossip LOAD every minute */
 	bool schema_pull_in_flight;
 	int64_t *cql_peer_tokens;
+	struct node_repair *repair;
 };
 
 /* Registers the admin commands of this issue (node_admin.c). */
 int node_admin_register(struct node *n);
 /* The coordinator and hinted handoff commands (admin_data.c). */
 int node_admin_register_data(struct node *n);
+
+/* Repair (node_repair.c): sessions over this node's storage, scans on a
+ * worker; registers the `repair` admin command. After the CQL service;
+ * deleted before it. */
+struct node_repair *node_repair_new(struct node *n);
+void node_repair_receive(struct node_repair *r, const struct inet_addr *from,
+			 uint32_t verb, const uint8_t *msg, size_t len);
+void node_repair_delete(struct node_repair *r);
 
 #endif

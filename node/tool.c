@@ -6,6 +6,7 @@
  *
  * Exit status: the command's (0 on success), 1 when the node cannot be
  * reached (`cannot connect to HOST:PORT`) or the arguments are wrong.
+ * Long commands (repair) print progress frames as they arrive.
  */
 #include "common/buf.h"
 #include "common/err.h"
@@ -44,10 +45,13 @@ static void usage(FILE *f)
 		"class=NetworkTopologyStrategy,dc1=3,dc2=3.\n");
 }
 
-static int wait_fd(int fd, short events)
+static int wait_fd(int fd, short events, int timeout_ms)
 {
 	struct pollfd p = {.fd = fd, .events = events};
-	int r = poll(&p, 1, TIMEOUT_MS);
+	int r;
+	do
+		r = poll(&p, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
 	return r == 1 ? 0 : -1;
 }
 
@@ -58,7 +62,7 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN) {
-			if (wait_fd(fd, POLLOUT) != 0)
+			if (wait_fd(fd, POLLOUT, TIMEOUT_MS) != 0)
 				return -1;
 			continue;
 		}
@@ -70,10 +74,10 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static int read_all(int fd, uint8_t *p, size_t n)
+static int read_all(int fd, uint8_t *p, size_t n, int timeout_ms)
 {
 	while (n > 0) {
-		if (wait_fd(fd, POLLIN) != 0)
+		if (wait_fd(fd, POLLIN, timeout_ms) != 0)
 			return -1;
 		ssize_t r = read(fd, p, n);
 		if (r < 0 && (errno == EINTR || errno == EAGAIN))
@@ -97,7 +101,8 @@ static int connect_to(const struct inet_addr *a)
 	if (connect(fd, (struct sockaddr *)&ss, (socklen_t)sl) != 0) {
 		int soerr = 0;
 		socklen_t len = sizeof(soerr);
-		if (errno != EINPROGRESS || wait_fd(fd, POLLOUT) != 0 ||
+		if (errno != EINPROGRESS ||
+		    wait_fd(fd, POLLOUT, TIMEOUT_MS) != 0 ||
 		    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0 ||
 		    soerr != 0) {
 			close(fd);
@@ -171,40 +176,58 @@ int main(int argc, char **argv)
 		buf_free(&req);
 		return 1;
 	}
-	uint8_t hdr[4];
 	int rc = write_all(fd, req.data, req.len);
 	buf_free(&req);
-	if (rc != 0 || read_all(fd, hdr, 4) != 0) {
-		fprintf(stderr,
-			"cassini-tool: %s closed the connection "
-			"without answering\n",
-			where);
+	if (rc != 0) {
+		fprintf(stderr, "cassini-tool: cannot send to %s\n", where);
 		close(fd);
 		return 1;
 	}
-	uint32_t len = be32_load(hdr);
-	if (len > ADMIN_RESPONSE_MAX) {
-		fprintf(stderr, "cassini-tool: answer of %u bytes from %s\n",
-			len, where);
-		close(fd);
-		return 1;
-	}
-	uint8_t *body = malloc(len ? len : 1);
-	struct admin_response resp;
-	if (!body || read_all(fd, body, len) != 0 ||
-	    admin_response_decode(body, len, &resp) != 0) {
-		fprintf(stderr, "cassini-tool: bad answer from %s\n", where);
+	/* Progress frames (more) until the final answer; once a command
+	 * reports progress it may run long, so reads then wait for good. */
+	int timeout = TIMEOUT_MS;
+	for (;;) {
+		uint8_t hdr[4];
+		if (read_all(fd, hdr, 4, timeout) != 0) {
+			fprintf(stderr,
+				"cassini-tool: %s closed the connection "
+				"without answering\n",
+				where);
+			close(fd);
+			return 1;
+		}
+		uint32_t len = be32_load(hdr);
+		if (len > ADMIN_RESPONSE_MAX) {
+			fprintf(stderr,
+				"cassini-tool: answer of %u bytes from %s\n",
+				len, where);
+			close(fd);
+			return 1;
+		}
+		uint8_t *body = malloc(len ? len : 1);
+		struct admin_response resp;
+		if (!body || read_all(fd, body, len, timeout) != 0 ||
+		    admin_response_decode(body, len, &resp) != 0) {
+			fprintf(stderr, "cassini-tool: bad answer from %s\n",
+				where);
+			free(body);
+			close(fd);
+			return 1;
+		}
 		free(body);
+		fputs(resp.output, stdout);
+		fputs(resp.error, stderr);
+		if (resp.more) {
+			fflush(stdout);
+			admin_response_free(&resp);
+			timeout = -1;
+			continue;
+		}
 		close(fd);
-		return 1;
+		int status = resp.status;
+		admin_response_free(&resp);
+		return status;
 	}
-	free(body);
-	close(fd);
-	fputs(resp.output, stdout);
-	fputs(resp.error, stderr);
-	int status = resp.status;
-	admin_response_free(&resp);
-	return status;
 bad:
 	usage(stderr);
 	return 1;

@@ -1,10 +1,203 @@
 /*
- * repair/: Merkle-tree anti-entropy repair sessions and the in-node repair
- * scheduler. Filled by the Repair issue.
+ * repair/: Merkle-tree anti-entropy with row-level sync.
  *
- * Nothing is exported yet; see DESIGN.md for where this module sits.
+ * A repair session runs on one node (the coordinator; usually a replica
+ * itself) over a list of tables and token ranges, each range with its
+ * replicas. For each (table, range), in order:
+ *
+ *   VALIDATE  every replica scans the range (a consistent view of its
+ *             memtables and SSTables, on a worker in the node) and answers
+ *             a Merkle tree (merkle.h): row digests XORed into leaves;
+ *             built at the deepest depth the session space allows, folded
+ *             to about one partition per leaf.
+ *   compare   trees folded to the shallowest; leaves where any two differ
+ *             are the mismatching ranges.
+ *   ROWS      every replica answers (key, row id, row digest) for every row
+ *             in those ranges (storage_fragment_rows).
+ *   FETCH     for each row whose digests differ (or that some replica
+ *             lacks), one copy of each distinct version is fetched from a
+ *             replica holding it (storage_fragment_select_rows).
+ *   merge     versions of a partition's rows are merged last-write-wins
+ *             (storage_fragment_merge); the merged rows each replica's
+ *             digest disagrees with are selected for it.
+ *   APPLY     each replica writes what it was sent through the normal
+ *             write path (original timestamps and tombstones).
+ *
+ * So only rows that differ travel, and only to replicas that need them;
+ * replicas in sync stream nothing. `preview` stops before APPLY and
+ * reports what would stream.
+ *
+ * Participants keep no data between requests, only a claim per (table,
+ * range) under repair: a VALIDATE that overlaps another coordinator's
+ * claim is refused ("overlapping repair"), so concurrent sessions on the
+ * same data do not run. A claim ends with the task (RELEASE) or expires
+ * (validate + request timeouts), so a session that fails (a timeout, an
+ * error answer, a dead participant or coordinator) leaves nothing behind
+ * and can be rerun. One session runs at a time per coordinating node.
+ *
+ * A state machine over the env seam: messages go out with env_send (to
+ * this node itself through a zero-delay timer) and come in through
+ * repair_receive; timeouts are env timers; storage is reached through
+ * `struct repair_store_ops`. Everything runs on the env's loop thread,
+ * except the store's per-fragment callbacks (see below).
  */
 #ifndef CASSINI_REPAIR_REPAIR_H
 #define CASSINI_REPAIR_REPAIR_H
+
+#include "common/env.h"
+#include "common/inet.h"
+#include "storage/storage.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Internode verbs (requests even, responses odd). */
+enum repair_verb {
+	REPAIR_VERB_VALIDATE = 40,
+	REPAIR_VERB_VALIDATE_RSP = 41,
+	REPAIR_VERB_ROWS = 42,
+	REPAIR_VERB_ROWS_RSP = 43,
+	REPAIR_VERB_FETCH = 44,
+	REPAIR_VERB_FETCH_RSP = 45,
+	REPAIR_VERB_APPLY = 46,
+	REPAIR_VERB_APPLY_RSP = 47,
+	REPAIR_VERB_RELEASE = 48, /* one-way: a task's claim ends */
+	REPAIR_VERB_FIRST = REPAIR_VERB_VALIDATE,
+	REPAIR_VERB_LAST = REPAIR_VERB_RELEASE,
+};
+
+/* Called for each fragment of a scan, possibly on another thread (a
+ * worker in the node); it touches only the state of the job `arg`.
+ * `frag` is borrowed for the call. Non-zero stops the scan, which then
+ * fails. */
+typedef int (*repair_scan_each_fn)(void *arg,
+				   const struct storage_mutation *frag);
+
+/* What repair needs from this node's storage. */
+struct repair_store_ops {
+	/* storage_apply's contract; `m` may be a decoded mutation. */
+	int (*apply)(void *s, const struct storage_mutation *m,
+		     storage_done_fn done, void *arg);
+	/* Calls each(arg, frag) for every non-empty fragment
+	 * (storage_scan_next_fragment) of the partitions of (start, end],
+	 * start < end, in token order; then done(arg, status, code) on the
+	 * loop thread (later, or inline). */
+	void (*scan)(void *s, const uint8_t table_id[16], int64_t start,
+		     int64_t end, repair_scan_each_fn each,
+		     storage_done_fn done, void *arg);
+	/* The table's meta; NULL when unknown. */
+	const struct storage_table_meta *(*meta)(void *s,
+						 const uint8_t table_id[16]);
+};
+
+struct repair_options {
+	struct inet_addr self;        /* this node's internode address */
+	uint64_t validate_timeout_ms; /* a tree per replica: 600000 */
+	uint64_t request_timeout_ms;  /* rows, fetch, apply: 120000 */
+	size_t session_space;         /* a tree's bytes: 16 MiB */
+	size_t message_bytes;         /* an APPLY message: 4 MiB */
+	/* Optional: the failure detector's verdict. While a session waits,
+	 * a replica it waits for that is convicted fails the session at the
+	 * next check (every alive_check_ms, 1000), not at the timeout. */
+	bool (*is_alive)(void *arg, const struct inet_addr *ep);
+	void *alive_arg;
+	uint64_t alive_check_ms;
+};
+void repair_options_default(struct repair_options *o);
+
+/* ---- sessions ------------------------------------------------------------ */
+
+#define REPAIR_MAX_REPLICAS 16
+
+struct repair_range {
+	int64_t start, end;               /* (start, end], wrap-around aware */
+	const struct inet_addr *replicas; /* borrowed for the call */
+	size_t nreplicas;                 /* 1..REPAIR_MAX_REPLICAS */
+};
+
+struct repair_table {
+	uint8_t id[16];
+	const char *name; /* "ks.table", for progress lines */
+};
+
+struct repair_request {
+	const struct repair_table *tables;
+	size_t ntables;
+	const struct repair_range *ranges;
+	size_t nranges;
+	bool preview; /* report what would stream, stream nothing */
+};
+
+struct repair_peer_stats {
+	struct inet_addr addr;
+	uint64_t rows_streamed, bytes_streamed; /* sent to it */
+	uint64_t rows_fetched, bytes_fetched;   /* read from it */
+};
+
+struct repair_summary {
+	uint64_t session;
+	bool ok;
+	char error[256];
+	uint64_t ranges;            /* (table, range) pairs validated */
+	uint64_t mismatched_ranges; /* coalesced leaf ranges that differed */
+	uint64_t rows_hashed;       /* row digests received for them */
+	uint64_t rows_mismatched;   /* rows whose versions differed */
+	uint64_t tree_bytes;        /* trees and row digests received */
+	uint64_t duration_us;
+	const struct repair_peer_stats *peers; /* every replica met */
+	size_t npeers;
+};
+
+/* A line of progress ("ks.t (a,b]: 2 mismatched ranges, ..."), borrowed
+ * for the call. */
+typedef void (*repair_progress_fn)(void *arg, const char *line);
+/* Runs exactly once per started session, on the loop; `s` is borrowed
+ * for the call. */
+typedef void (*repair_done_fn)(void *arg, const struct repair_summary *s);
+
+struct repair;
+
+/* `env` and `store` (with `store_arg`) must outlive the repair object. */
+struct repair *repair_new(struct env *env, const struct repair_options *o,
+			  const struct repair_store_ops *store,
+			  void *store_arg);
+/* A running session is dropped without its callbacks. Scans in flight
+ * keep the object until they complete. */
+void repair_delete(struct repair *r);
+
+/* A message of a REPAIR_VERB_* verb from `from`. */
+void repair_receive(struct repair *r, const struct inet_addr *from,
+		    uint32_t verb, const uint8_t *msg, size_t len);
+
+/* Starts a session (everything `q` points at is copied). 0 with its id
+ * in *session (may be NULL); `done` then runs exactly once, possibly
+ * before this returns (a table the store does not know). -1 (and no
+ * callback) with ERR_EXISTS while another session runs, ERR_INVALID for
+ * an empty request or a range without replicas. `progress` may be NULL. */
+int repair_start(struct repair *r, const struct repair_request *q,
+		 repair_progress_fn progress, repair_done_fn done, void *arg,
+		 uint64_t *session);
+
+/* Whether a session runs. */
+bool repair_running(const struct repair *r);
+/* Where the running session is, for netstats. */
+struct repair_status {
+	uint64_t session;
+	size_t task, tasks; /* (table, range) pairs: done so far, in all */
+	const char *table;  /* borrowed until the loop runs again */
+	const char
+		*phase; /* "validation", "row hashes", "row fetch", "apply" */
+	const struct repair_peer_stats *peers; /* counts so far; borrowed */
+	size_t npeers;
+};
+/* 1 with *out filled while a session runs, else 0. */
+int repair_get_status(const struct repair *r, struct repair_status *out);
+
+/* Fails the running session ("cancelled: <why>"): its `done` runs now and
+ * its replicas' claims are released; scans already running on
+ * participants finish and their answers are dropped. -1 (ERR_NOT_FOUND)
+ * when none runs. */
+int repair_cancel(struct repair *r, const char *why);
 
 #endif

@@ -102,6 +102,11 @@ size_t mutation_data_size(const struct storage_mutation *m)
 	return n;
 }
 
+size_t storage_mutation_size(const struct storage_mutation *m)
+{
+	return mutation_data_size(m);
+}
+
 static struct slice encode_ck(struct storage_mutation *m, int kind,
 			      const struct slice *vals, size_t n)
 {

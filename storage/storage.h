@@ -92,6 +92,9 @@ int storage_mutation_encode(const struct storage_mutation *m, struct buf *out);
 /* Decodes untrusted bytes; the result owns copies. NULL with ERR_CORRUPT. */
 struct storage_mutation *storage_mutation_decode(const uint8_t *p, size_t len);
 
+/* About the bytes the mutation's content takes (its encoding's size,
+ * without computing it), for throttles and limits. */
+size_t storage_mutation_size(const struct storage_mutation *m);
 /* Whether the mutation holds nothing (no atom, range tombstone or
  * partition deletion). */
 bool storage_mutation_is_empty(const struct storage_mutation *m);
@@ -273,6 +276,45 @@ int storage_fragment_resolve(const struct storage_table_meta *t,
 			     const struct storage_mutation *f,
 			     const struct storage_read_cmd *cmd,
 			     int64_t now_sec, struct storage_result **out);
+
+/* ---- fragment rows: row-level repair --------------------------------------
+ *
+ * A fragment seen as rows, for repair's Merkle trees and row-level sync:
+ * the partition deletion and each range tombstone are pseudo-rows, then
+ * each clustering (the static row first) with all its atoms. A row's id
+ * is opaque bytes, equal on every replica for the same row (kind byte,
+ * then the encoded clustering or range bounds); its digest is a 16-byte
+ * MurmurHash3_x64_128 of the partition key, the id and the row's atoms
+ * (values, timestamps, TTLs, tombstones), so canonical fragments holding
+ * the same row give it the same digest. */
+
+/* Calls fn(arg, id, digest) for each row of `f` (borrowed) in canonical
+ * order; `id` is borrowed for the call. Stops at the first non-zero
+ * return and returns it; 0 when every call returned 0, -1 with
+ * ERR_NOMEM. */
+typedef int (*storage_fragment_row_fn)(void *arg, struct slice id,
+				       const uint8_t digest[16]);
+int storage_fragment_rows(const struct storage_mutation *f,
+			  storage_fragment_row_fn fn, void *arg);
+
+/* A new fragment (owned by the caller, borrowing `t`, whose id must be
+ * f's) with only the rows of `f` whose ids are among ids[0..n) (borrowed;
+ * ids that `f` lacks are ignored), so merging the selections of every
+ * row of `f` gives `f` back. NULL on error. */
+struct storage_mutation *
+storage_fragment_select_rows(const struct storage_table_meta *t,
+			     const struct storage_mutation *f,
+			     const struct slice *ids, size_t n);
+
+/* A new fragment (owned by the caller, borrowing `t`) holding `f` without
+ * the tombstones a compaction may purge: partition, range, row, collection
+ * and cell deletions (expired cells included) whose deletion time is
+ * before `gc_before` (now - gc_grace_seconds). Repair validates and
+ * streams this view, so a replica that compacted a tombstone away and one
+ * that did not yet agree. NULL on error. */
+struct storage_mutation *
+storage_fragment_purge(const struct storage_table_meta *t,
+		       const struct storage_mutation *f, int64_t gc_before);
 
 /* The internode form of a read command (versioned, bounds-checked; see
  * storage/read_cmd.c). Appends to `out`; ERR_INVALID for a command that

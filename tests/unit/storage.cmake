@@ -23,3 +23,5 @@ cassini_check_suite(test_storage_fragment LABEL unit
 cassini_check_suite(test_storage_truncate LABEL unit
                     SOURCES test_storage_truncate.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
+cassini_check_suite(test_storage_fragment_rows LABEL unit
+                    SOURCES test_storage_fragment_rows.c LIBS cassini_storage)

@@ -1,0 +1,836 @@
+/*
+ * Repair in the node: the store repair/ sees (this node's storage engine,
+ * scans on a dedicated worker so validation never blocks the loop or the
+ * read workers, reading at most compaction_throughput bytes a second),
+ * the internode verbs, and the `repair` admin command.
+ *
+ *   repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local]
+ *          [-hosts A,B,...] [--preview] [keyspace [tables...]]
+ *
+ *   repair_admin list     the sessions this node coordinated (the last 64)
+ *   repair_admin cancel   fails the running session
+ *   netstats              the running session's range, step and counts
+ *
+ * The ranges are this node's vnode ranges for each keyspace (those whose
+ * primary replica it is with -pr), cut to (st, et] for a subrange, each
+ * repaired among its natural replicas (only those of the -dc datacenters,
+ * of this node's with -local, and among the -hosts when given). Every replica
+ * must be alive. Keyspaces run one after another, one repair session each; the
+ * command answers with progress frames as ranges finish and a summary at the
+ * end (exit status 2 on failure).
+ */
+#define LOG_MODULE "repair"
+#include "client/schema.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/loopq.h"
+#include "common/workers.h"
+#include "gossip/gossip.h"
+#include "node/admin.h"
+#include "node/cql_service.h"
+#include "node/members.h"
+#include "node/node_internal.h"
+#include "repair/repair.h"
+#include "ring/ring.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct repair_cmd;
+
+/* A finished session, for `repair_admin list`. */
+struct repair_record {
+	uint64_t session;
+	char keyspace[64];
+	int64_t started_s; /* wall clock */
+	uint64_t duration_us;
+	bool ok, preview;
+	char error[256];
+	uint64_t ranges, mismatched, rows_streamed, bytes_streamed;
+};
+
+#define HISTORY 64
+
+struct node_repair {
+	struct node *n;
+	struct repair_record history[HISTORY]; /* a ring, oldest overwritten */
+	size_t nhistory;                       /* ever recorded */
+	struct storage *db;
+	struct loopq *q;
+	struct workers *workers;
+	atomic_bool stopping;      /* scans in flight give up (shutdown) */
+	uint64_t throttle_next_us; /* the repair worker's only */
+	struct repair *repair;
+	struct repair_cmd *cmd; /* the running admin command, or NULL */
+};
+
+/* ---- the store ----------------------------------------------------------- */
+
+struct scan_job {
+	struct work work;
+	struct loopq_item item;
+	struct loopq *q;
+	atomic_bool *stopping;
+	uint64_t rate; /* bytes/s (compaction_throughput), 0 = unthrottled */
+	uint64_t *next_us; /* the worker's throttle */
+	struct storage *db;
+	uint8_t table_id[16];
+	int64_t start, end;
+	repair_scan_each_fn each;
+	storage_done_fn done;
+	void *arg;
+	int status;
+	enum err_code code;
+};
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Validation reads at most compaction_throughput bytes a second over all
+ * its scans: the one repair worker thread owns *next_us, the time by
+ * which the bytes read so far are paid for. */
+static void throttle(const struct scan_job *j, uint64_t bytes)
+{
+	if (!j->rate)
+		return;
+	uint64_t now = mono_us();
+	if (*j->next_us < now)
+		*j->next_us = now;
+	*j->next_us += bytes * 1000000u / j->rate;
+	if (*j->next_us > now + 1000) {
+		uint64_t us = *j->next_us - now;
+		struct timespec ts = {(time_t)(us / 1000000u),
+				      (long)(us % 1000000u) * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void scan_run(struct work *w)
+{
+	struct scan_job *j = (struct scan_job *)w;
+	struct storage_read_cmd cmd = {.with_static = true};
+	struct storage_scan *s =
+		storage_scan_open(j->db, j->table_id, j->start, j->end, &cmd);
+	int rc = s ? 0 : -1;
+	struct storage_mutation *m;
+	while (s && (rc = storage_scan_next_fragment(s, &m)) == 1) {
+		if (atomic_load(j->stopping)) {
+			storage_mutation_delete(m);
+			err_set(ERR_CLOSED, "the node is shutting down");
+			rc = -1;
+			break;
+		}
+		rc = j->each(j->arg, m);
+		size_t bytes = storage_mutation_size(m);
+		storage_mutation_delete(m);
+		throttle(j, bytes);
+		if (rc) {
+			rc = -1;
+			break;
+		}
+	}
+	storage_scan_close(s);
+	j->status = rc < 0 ? -1 : 0;
+	j->code = rc < 0 ? err_code() : ERR_NONE;
+	loopq_post(j->q, &j->item);
+}
+
+static void scan_done(struct loopq_item *it)
+{
+	struct scan_job *j =
+		(struct scan_job *)((char *)it -
+				    offsetof(struct scan_job, item));
+	j->done(j->arg, j->status, j->code);
+	free(j);
+}
+
+static void store_scan(void *s, const uint8_t table_id[16], int64_t start,
+		       int64_t end, repair_scan_each_fn each,
+		       storage_done_fn done, void *arg)
+{
+	struct node_repair *nr = s;
+	struct scan_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		done(arg, -1, ERR_NOMEM);
+		return;
+	}
+	j->q = nr->q;
+	j->stopping = &nr->stopping;
+	j->rate = nr->n->conf.compaction_throughput;
+	j->next_us = &nr->throttle_next_us;
+	j->db = nr->db;
+	memcpy(j->table_id, table_id, 16);
+	j->start = start;
+	j->end = end;
+	j->each = each;
+	j->done = done;
+	j->arg = arg;
+	j->work.run = scan_run;
+	j->item.fn = scan_done;
+	workers_submit(nr->workers, &j->work);
+}
+
+static int store_apply(void *s, const struct storage_mutation *m,
+		       storage_done_fn done, void *arg)
+{
+	struct node_repair *nr = s;
+	return storage_apply(nr->db, m, done, arg);
+}
+
+static const struct storage_table_meta *store_meta(void *s,
+						   const uint8_t table_id[16])
+{
+	struct node_repair *nr = s;
+	return storage_table_meta_get(nr->db, table_id);
+}
+
+static const struct repair_store_ops store_ops = {
+	.apply = store_apply,
+	.scan = store_scan,
+	.meta = store_meta,
+};
+
+/* ---- the command --------------------------------------------------------- */
+
+#define MAX_DCS             16
+#define ADMIN_ARG_MAX_HOSTS 1024
+
+struct repair_cmd {
+	struct node_repair *nr;
+	struct admin_reply *reply;
+	bool pr, preview, subrange;
+	int64_t st, et;
+	const char *dcs[MAX_DCS];
+	size_t ndc;
+	bool local; /* -local: this node's datacenter only */
+	struct inet_addr hosts[REPAIR_MAX_REPLICAS * 4]; /* -hosts */
+	size_t nhosts;
+	char **keyspaces;
+	size_t nks, ki;
+	char **tables; /* a filter for the one keyspace given; NULL: all */
+	size_t ntables;
+	char *args;     /* the strings above point into it */
+	struct buf out; /* the summary so far */
+	uint64_t sessions;
+};
+
+static void cmd_free(struct repair_cmd *c)
+{
+	if (c->nr->cmd == c)
+		c->nr->cmd = NULL;
+	for (size_t i = 0; c->keyspaces && i < c->nks; i++)
+		free(c->keyspaces[i]);
+	free(c->keyspaces);
+	free(c->tables);
+	free(c->args);
+	buf_free(&c->out);
+	free(c);
+}
+
+/* The non-wrapping pieces of (l, r]: 0 to 2. */
+static size_t pieces(int64_t l, int64_t r, struct token_range out[2])
+{
+	size_t n = 0;
+	if (l < r) {
+		out[n++] = token_range_make(l, r);
+		return n;
+	}
+	if (l != INT64_MAX)
+		out[n++] = token_range_make(l, INT64_MAX);
+	if (r != INT64_MIN)
+		out[n++] = token_range_make(INT64_MIN, r);
+	return n;
+}
+
+struct ranges {
+	struct repair_range *v;
+	size_t n, cap;
+	struct inet_addr *addrs; /* REPAIR_MAX_REPLICAS per range */
+};
+
+static int ranges_push(struct ranges *rs, int64_t l, int64_t r,
+		       const struct inet_addr *reps, size_t nrep)
+{
+	if (rs->n == rs->cap) {
+		size_t cap = rs->cap ? rs->cap * 2 : 64;
+		struct repair_range *v = realloc(rs->v, cap * sizeof(*v));
+		if (!v)
+			return err_set(ERR_NOMEM, "ranges");
+		rs->v = v;
+		struct inet_addr *a = realloc(
+			rs->addrs, cap * REPAIR_MAX_REPLICAS * sizeof(*a));
+		if (!a)
+			return err_set(ERR_NOMEM, "ranges");
+		rs->addrs = a;
+		rs->cap = cap;
+	}
+	memcpy(&rs->addrs[rs->n * REPAIR_MAX_REPLICAS], reps,
+	       nrep * sizeof(*reps));
+	rs->v[rs->n++] = (struct repair_range){l, r, NULL, nrep};
+	return 0;
+}
+
+static bool host_wanted(const struct repair_cmd *c, const struct inet_addr *a)
+{
+	if (!c->nhosts)
+		return true;
+	for (size_t i = 0; i < c->nhosts; i++)
+		if (inet_addr_cmp(&c->hosts[i], a) == 0 ||
+		    (c->hosts[i].port == 0 &&
+		     memcmp(c->hosts[i].ip, a->ip, sizeof(a->ip)) == 0 &&
+		     c->hosts[i].family == a->family))
+			return true;
+	return false;
+}
+
+static bool dc_wanted(const struct repair_cmd *c, const char *dc)
+{
+	if (c->local && strcmp(dc, c->nr->n->conf.dc) != 0)
+		return false;
+	if (!c->ndc)
+		return true;
+	for (size_t i = 0; i < c->ndc; i++)
+		if (strcmp(c->dcs[i], dc) == 0)
+			return true;
+	return false;
+}
+
+/* This node's ranges of the keyspace with their replicas, as the options
+ * say. -1 with a message in `err`. */
+static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
+			struct ranges *rs, struct buf *err)
+{
+	struct node *n = c->nr->n;
+	struct ring *r = members_ring(n->members);
+	int self = ring_endpoint_find(r, &n->conf.listen_address);
+	if (self < 0) {
+		buf_printf(err, "this node has no tokens yet\n");
+		return -1;
+	}
+	for (size_t i = 0; i < ring_token_count(r); i++) {
+		struct token_range tr = ring_range_at(r, i);
+		struct ring_replicas rep;
+		if (ring_replicas_for_token(r, s, tr.right, &rep)) {
+			buf_printf(err, "%s\n", err_msg());
+			return -1;
+		}
+		bool mine = false;
+		for (size_t k = 0; k < rep.n_natural; k++)
+			mine = mine || (int)rep.natural[k] == self;
+		if (!mine || (c->pr && (int)rep.natural[0] != self))
+			continue;
+		struct inet_addr reps[REPAIR_MAX_REPLICAS];
+		size_t nrep = 0;
+		for (size_t k = 0; k < rep.n_natural; k++) {
+			const struct ring_endpoint *ep =
+				ring_endpoint_get(r, rep.natural[k]);
+			if (!dc_wanted(c, ep->dc) ||
+			    !host_wanted(c, &ep->addr) ||
+			    nrep == REPAIR_MAX_REPLICAS)
+				continue;
+			if ((int)rep.natural[k] != self &&
+			    !gossip_is_alive(n->gossip, &ep->addr)) {
+				char a[INET_ADDR_STRLEN];
+				buf_printf(err, "Endpoint not alive: %s\n",
+					   inet_addr_format(&ep->addr, a,
+							    sizeof(a)));
+				return -1;
+			}
+			reps[nrep++] = ep->addr;
+		}
+		if (nrep < 2)
+			continue; /* nothing to compare */
+		if (!c->subrange) {
+			if (ranges_push(rs, tr.left, tr.right, reps, nrep)) {
+				buf_printf(err, "%s\n", err_msg());
+				return -1;
+			}
+			continue;
+		}
+		/* (st, et] within the vnode range: non-wrapping pieces */
+		struct token_range a[2], b[2];
+		size_t na = pieces(tr.left, tr.right, a);
+		size_t nb = pieces(c->st, c->et, b);
+		for (size_t x = 0; x < na; x++)
+			for (size_t y = 0; y < nb; y++) {
+				int64_t lo = a[x].left > b[y].left ? a[x].left
+								   : b[y].left;
+				int64_t hi = a[x].right < b[y].right
+						     ? a[x].right
+						     : b[y].right;
+				if (lo < hi &&
+				    ranges_push(rs, lo, hi, reps, nrep)) {
+					buf_printf(err, "%s\n", err_msg());
+					return -1;
+				}
+			}
+	}
+	for (size_t i = 0; i < rs->n; i++)
+		rs->v[i].replicas = &rs->addrs[i * REPAIR_MAX_REPLICAS];
+	return 0;
+}
+
+static void on_progress(void *arg, const char *line)
+{
+	struct repair_cmd *c = arg;
+	char text[600];
+	snprintf(text, sizeof(text), "[repair] %s\n", line);
+	LOG_INFO("%s", line);
+	admin_reply_progress(c->reply, text);
+}
+
+static void run_next(struct repair_cmd *c);
+
+static void summary(struct repair_cmd *c, const char *ks,
+		    const struct repair_summary *s)
+{
+	buf_printf(&c->out,
+		   "Repair session %" PRIu64 " of %s %s in %.3f s%s\n"
+		   "  ranges: %" PRIu64 ", mismatched ranges: %" PRIu64
+		   ", rows hashed: %" PRIu64 ", rows mismatched: %" PRIu64
+		   ", tree and hash bytes: %" PRIu64 "\n",
+		   s->session, ks, s->ok ? "finished" : "FAILED",
+		   (double)s->duration_us / 1e6, c->preview ? " (preview)" : "",
+		   s->ranges, s->mismatched_ranges, s->rows_hashed,
+		   s->rows_mismatched, s->tree_bytes);
+	for (size_t i = 0; i < s->npeers; i++) {
+		const struct repair_peer_stats *p = &s->peers[i];
+		char a[INET_ADDR_STRLEN];
+		buf_printf(&c->out,
+			   "  %-22s %s %" PRIu64 " rows (%" PRIu64
+			   " bytes), fetched %" PRIu64 " rows (%" PRIu64
+			   " bytes)\n",
+			   inet_addr_format(&p->addr, a, sizeof(a)),
+			   c->preview ? "would stream" : "streamed",
+			   p->rows_streamed, p->bytes_streamed, p->rows_fetched,
+			   p->bytes_fetched);
+	}
+}
+
+static void record(struct node_repair *nr, const char *ks, bool preview,
+		   const struct repair_summary *s)
+{
+	struct repair_record *h = &nr->history[nr->nhistory++ % HISTORY];
+	memset(h, 0, sizeof(*h));
+	h->session = s->session;
+	snprintf(h->keyspace, sizeof(h->keyspace), "%s", ks);
+	h->duration_us = s->duration_us;
+	h->started_s = env_wall_us(nr->n->env) / 1000000 -
+		       (int64_t)(s->duration_us / 1000000);
+	h->ok = s->ok;
+	h->preview = preview;
+	snprintf(h->error, sizeof(h->error), "%s", s->error);
+	h->ranges = s->ranges;
+	h->mismatched = s->mismatched_ranges;
+	for (size_t i = 0; i < s->npeers; i++) {
+		h->rows_streamed += s->peers[i].rows_streamed;
+		h->bytes_streamed += s->peers[i].bytes_streamed;
+	}
+}
+
+static void on_done(void *arg, const struct repair_summary *s)
+{
+	struct repair_cmd *c = arg;
+	record(c->nr, c->keyspaces[c->ki], c->preview, s);
+	summary(c, c->keyspaces[c->ki], s);
+	if (!s->ok) {
+		LOG_WARN("repair session %" PRIu64 " failed: %s", s->session,
+			 s->error);
+		char e[400];
+		snprintf(e, sizeof(e), "error: repair failed: %s\n", s->error);
+		buf_put_u8(&c->out, 0);
+		admin_reply_finish(c->reply, 2, (const char *)c->out.data, e);
+		cmd_free(c);
+		return;
+	}
+	c->ki++;
+	run_next(c);
+}
+
+static bool table_wanted(const struct repair_cmd *c, const char *name)
+{
+	if (!c->ntables)
+		return true;
+	for (size_t i = 0; i < c->ntables; i++)
+		if (strcmp(c->tables[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Starts the session of the next keyspace that has something to repair;
+ * answers when none is left or one cannot start. */
+static void run_next(struct repair_cmd *c)
+{
+	struct node *n = c->nr->n;
+	const struct cql_schema *schema = cql_service_schema(n->cql);
+	struct buf err = {0};
+	for (; c->ki < c->nks; c->ki++) {
+		const char *ks = c->keyspaces[c->ki];
+		const struct cql_keyspace *k = cql_schema_keyspace(schema, ks);
+		if (!k) {
+			buf_printf(&err, "Keyspace '%s' does not exist\n", ks);
+			break;
+		}
+		size_t nt = cql_keyspace_table_count(k);
+		struct repair_table *tables =
+			nt ? calloc(nt, sizeof(*tables)) : NULL;
+		char(*names)[300] = nt ? calloc(nt, sizeof(*names)) : NULL;
+		size_t ntab = 0;
+		for (size_t i = 0; nt && tables && names && i < nt; i++) {
+			const struct storage_table_meta *m =
+				cql_table_meta(cql_keyspace_table_at(k, i));
+			if (!table_wanted(c, m->name))
+				continue;
+			memcpy(tables[ntab].id, m->id, 16);
+			snprintf(names[ntab], sizeof(names[ntab]), "%s.%s", ks,
+				 m->name);
+			tables[ntab].name = names[ntab];
+			ntab++;
+		}
+		struct ranges rs = {0};
+		int rc = 0;
+		if (ntab)
+			rc = build_ranges(c, cql_keyspace_strategy(k), &rs,
+					  &err);
+		if (!rc && ntab && rs.n) {
+			char line[300];
+			snprintf(line, sizeof(line),
+				 "%s: %zu tables, %zu ranges", ks, ntab, rs.n);
+			on_progress(c, line);
+			struct repair_request q = {tables, ntab, rs.v, rs.n,
+						   c->preview};
+			rc = repair_start(c->nr->repair, &q, on_progress,
+					  on_done, c, NULL);
+			if (rc)
+				buf_printf(&err, "cannot start repair: %s\n",
+					   err_msg());
+		} else if (!rc) {
+			buf_printf(&c->out,
+				   "Nothing to repair for keyspace "
+				   "%s\n",
+				   ks);
+		}
+		bool started = !rc && ntab && rs.n;
+		free(tables);
+		free(names);
+		free(rs.v);
+		free(rs.addrs);
+		if (rc)
+			break;
+		if (started) {
+			buf_free(&err);
+			return; /* on_done continues */
+		}
+	}
+	buf_put_u8(&c->out, 0);
+	buf_put_u8(&err, 0);
+	int status = err.len > 1 ? 2 : 0;
+	admin_reply_finish(c->reply, status, (const char *)c->out.data,
+			   (const char *)err.data);
+	buf_free(&err);
+	cmd_free(c);
+}
+
+static const char usage_text[] =
+	"repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local] "
+	"[-hosts A,B,...] [--preview] [keyspace [tables...]]";
+
+static int parse_token(const char *s, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* "a,b,c" (addresses, with or without a port) into c->hosts. */
+static int parse_hosts(struct repair_cmd *c, const char *list)
+{
+	char buf[ADMIN_ARG_MAX_HOSTS];
+	snprintf(buf, sizeof(buf), "%s", list);
+	char *save = NULL;
+	for (char *h = strtok_r(buf, ",", &save); h;
+	     h = strtok_r(NULL, ",", &save)) {
+		if (c->nhosts == sizeof(c->hosts) / sizeof(c->hosts[0]))
+			return -1;
+		struct inet_addr a;
+		if (inet_addr_parse(h, 0, &a))
+			return -1;
+		c->hosts[c->nhosts++] = a;
+	}
+	return 0;
+}
+
+/* The options and names of `repair` into c (strings copied). */
+static int parse_args(struct repair_cmd *c, size_t argc,
+		      const char *const *argv)
+{
+	char *p = c->args;
+	bool has_st = false, has_et = false;
+	for (size_t i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		bool more = i + 1 < argc;
+		if (strcmp(a, "--full") == 0 || strcmp(a, "-full") == 0) {
+			/* the only kind there is */
+		} else if (strcmp(a, "-pr") == 0 ||
+			   strcmp(a, "--partitioner-range") == 0) {
+			c->pr = true;
+		} else if (strcmp(a, "--preview") == 0 ||
+			   strcmp(a, "-prv") == 0) {
+			c->preview = true;
+		} else if ((strcmp(a, "-st") == 0 ||
+			    strcmp(a, "--start-token") == 0) &&
+			   more) {
+			if (parse_token(argv[++i], &c->st))
+				return -1;
+			has_st = true;
+		} else if ((strcmp(a, "-et") == 0 ||
+			    strcmp(a, "--end-token") == 0) &&
+			   more) {
+			if (parse_token(argv[++i], &c->et))
+				return -1;
+			has_et = true;
+		} else if ((strcmp(a, "-dc") == 0 ||
+			    strcmp(a, "--in-dc") == 0) &&
+			   more && c->ndc < MAX_DCS) {
+			c->dcs[c->ndc++] = strcpy(p, argv[++i]);
+			p += strlen(p) + 1;
+		} else if (strcmp(a, "-local") == 0 ||
+			   strcmp(a, "--in-local-dc") == 0) {
+			c->local = true;
+		} else if ((strcmp(a, "-hosts") == 0 ||
+			    strcmp(a, "--in-hosts") == 0) &&
+			   more) {
+			if (parse_hosts(c, argv[++i]))
+				return -1;
+		} else if (a[0] == '-') {
+			return -1;
+		} else if (!c->nks) {
+			if (!(c->keyspaces[c->nks] = strdup(a)))
+				return -1;
+			c->nks++;
+		} else {
+			c->tables[c->ntables++] = strcpy(p, a);
+			p += strlen(p) + 1;
+		}
+	}
+	if (has_st != has_et)
+		return -1;
+	c->subrange = has_st;
+	return 0;
+}
+
+static int cmd_repair(void *arg, size_t argc, const char *const *argv,
+		      struct buf *out, struct buf *err)
+{
+	(void)out;
+	struct node_repair *nr = arg;
+	struct node *n = nr->n;
+	if (nr->cmd || repair_running(nr->repair)) {
+		buf_printf(err, "a repair is already running on this node\n");
+		return 2;
+	}
+	struct repair_cmd *c = calloc(1, sizeof(*c));
+	size_t total = 0;
+	for (size_t i = 0; i < argc; i++)
+		total += strlen(argv[i]) + 1;
+	if (!c || !(c->args = malloc(total + 1)) ||
+	    !(c->keyspaces = calloc(argc + 1, sizeof(char *))) ||
+	    !(c->tables = calloc(argc + 1, sizeof(char *)))) {
+		if (c) {
+			c->nr = nr;
+			cmd_free(c);
+		}
+		buf_printf(err, "out of memory\n");
+		return 2;
+	}
+	c->nr = nr;
+	if (parse_args(c, argc, argv))
+		goto bad;
+	if (!n->cql) {
+		buf_printf(err, "no data path on this node\n");
+		cmd_free(c);
+		return 2;
+	}
+	if (!c->nks) { /* every keyspace that is not a system one */
+		const struct cql_schema *s = cql_service_schema(n->cql);
+		size_t nk = cql_schema_keyspace_count(s);
+		char **v = realloc(c->keyspaces, (nk + 1) * sizeof(*v));
+		if (!v) {
+			buf_printf(err, "out of memory\n");
+			cmd_free(c);
+			return 2;
+		}
+		c->keyspaces = v;
+		for (size_t i = 0; i < nk; i++) {
+			const struct cql_keyspace *k =
+				cql_schema_keyspace_at(s, i);
+			if (!cql_keyspace_is_system(k) &&
+			    (c->keyspaces[c->nks] =
+				     strdup(cql_keyspace_meta(k)->name)))
+				c->nks++;
+		}
+	}
+	if (!(c->reply = admin_defer(n->admin))) {
+		buf_printf(err, "%s\n", err_msg());
+		cmd_free(c);
+		return 2;
+	}
+	nr->cmd = c;
+	run_next(c);
+	return ADMIN_PENDING;
+bad:
+	buf_printf(err, "usage: %s\n", usage_text);
+	cmd_free(c);
+	return 1;
+}
+
+/* ---- repair_admin -------------------------------------------------------- */
+
+static int cmd_repair_admin(void *arg, size_t argc, const char *const *argv,
+			    struct buf *out, struct buf *err)
+{
+	struct node_repair *nr = arg;
+	if (argc == 1 && strcmp(argv[0], "cancel") == 0) {
+		if (repair_cancel(nr->repair, "by repair_admin cancel")) {
+			buf_printf(err, "%s\n", err_msg());
+			return 2;
+		}
+		buf_printf(out, "cancelled the running repair session\n");
+		return 0;
+	}
+	if (argc != 1 || strcmp(argv[0], "list") != 0) {
+		buf_printf(err, "usage: repair_admin list|cancel\n");
+		return 1;
+	}
+	buf_printf(out, "%-8s %-20s %-20s %9s %-8s %7s %10s %9s %12s  %s\n",
+		   "session", "keyspace", "started (UTC)", "seconds", "outcome",
+		   "ranges", "mismatched", "rows", "bytes", "error");
+	size_t first = nr->nhistory > HISTORY ? nr->nhistory - HISTORY : 0;
+	for (size_t i = first; i < nr->nhistory; i++) {
+		const struct repair_record *h = &nr->history[i % HISTORY];
+		char when[32];
+		time_t t = (time_t)h->started_s;
+		struct tm tm;
+		gmtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+		buf_printf(out,
+			   "%-8" PRIu64 " %-20s %-20s %9.3f %-8s %7" PRIu64
+			   " %10" PRIu64 " %9" PRIu64 " %12" PRIu64 "  %s\n",
+			   h->session, h->keyspace, when,
+			   (double)h->duration_us / 1e6,
+			   h->ok ? (h->preview ? "preview" : "ok") : "failed",
+			   h->ranges, h->mismatched, h->rows_streamed,
+			   h->bytes_streamed, h->error);
+	}
+	if (repair_running(nr->repair))
+		buf_printf(out, "(a session is running)\n");
+	return 0;
+}
+
+/* ---- netstats ------------------------------------------------------------ */
+
+static int cmd_netstats(void *arg, size_t argc, const char *const *argv,
+			struct buf *out, struct buf *err)
+{
+	(void)argv;
+	struct node_repair *nr = arg;
+	if (argc) {
+		buf_printf(err, "usage: netstats\n");
+		return 1;
+	}
+	struct repair_status st;
+	buf_printf(out, "Mode: NORMAL\n");
+	if (!repair_get_status(nr->repair, &st)) {
+		buf_printf(out, "Not sending any streams.\n");
+		return 0;
+	}
+	buf_printf(out,
+		   "Repair session %" PRIu64 ": %s, range %zu of %zu, %s\n",
+		   st.session, st.table, st.task + 1, st.tasks, st.phase);
+	for (size_t i = 0; i < st.npeers; i++) {
+		const struct repair_peer_stats *p = &st.peers[i];
+		char a[INET_ADDR_STRLEN];
+		buf_printf(out,
+			   "    %s: sent %" PRIu64 " rows (%" PRIu64
+			   " bytes), received %" PRIu64 " rows (%" PRIu64
+			   " bytes)\n",
+			   inet_addr_format(&p->addr, a, sizeof(a)),
+			   p->rows_streamed, p->bytes_streamed, p->rows_fetched,
+			   p->bytes_fetched);
+	}
+	return 0;
+}
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+static bool peer_alive(void *arg, const struct inet_addr *ep)
+{
+	struct node_repair *nr = arg;
+	return nr->n->gossip && gossip_is_alive(nr->n->gossip, ep);
+}
+
+struct node_repair *node_repair_new(struct node *n)
+{
+	struct node_repair *nr = calloc(1, sizeof(*nr));
+	if (!nr) {
+		err_set(ERR_NOMEM, "repair");
+		return NULL;
+	}
+	nr->n = n;
+	nr->db = cql_service_storage(n->cql);
+	nr->q = cql_service_loopq(n->cql);
+	struct repair_options o;
+	repair_options_default(&o);
+	o.self = n->conf.listen_address;
+	o.is_alive = peer_alive;
+	o.alive_arg = nr;
+	if (!(nr->workers = workers_new(1, "repair")) ||
+	    !(nr->repair = repair_new(n->env, &o, &store_ops, nr)) ||
+	    admin_register(n->admin, "repair", usage_text, cmd_repair, nr) ||
+	    admin_register(n->admin, "repair_admin", "repair_admin list|cancel",
+			   cmd_repair_admin, nr) ||
+	    admin_register(n->admin, "netstats", "netstats", cmd_netstats,
+			   nr)) {
+		node_repair_delete(nr);
+		return NULL;
+	}
+	return nr;
+}
+
+void node_repair_receive(struct node_repair *nr, const struct inet_addr *from,
+			 uint32_t verb, const uint8_t *msg, size_t len)
+{
+	repair_receive(nr->repair, from, verb, msg, len);
+}
+
+void node_repair_delete(struct node_repair *nr)
+{
+	if (!nr)
+		return;
+	/* Scans stop early; their completions run while repair is alive. */
+	atomic_store(&nr->stopping, true);
+	workers_delete(nr->workers);
+	if (nr->q)
+		loopq_run_pending(nr->q);
+	repair_delete(nr->repair);
+	if (nr->cmd) {
+		admin_reply_finish(nr->cmd->reply, 2, "",
+				   "error: the node is shutting down\n");
+		cmd_free(nr->cmd);
+	}
+	free(nr);
+}

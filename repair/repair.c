@@ -1,0 +1,1164 @@
+/*
+ * Repair sessions (repair.h): the coordinator's state machine, the local
+ * message queue and the object's lifecycle. The participant side is in
+ * repair_replica.c, the wire form in repair_msg.c.
+ *
+ * A session walks its (table, range) tasks in order; each task goes
+ * VALIDATE -> (compare) -> ROWS -> FETCH -> (merge) -> APPLY, waiting for
+ * every replica at each step under one timer. A task number travels in
+ * every request and answer, so late answers of an earlier task or
+ * session are dropped. Nothing is kept on participants, so failing a
+ * session is forgetting it.
+ */
+#include "repair/repair_internal.h"
+
+#include "common/arena.h"
+#include "common/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum phase {
+	PHASE_VALIDATE,
+	PHASE_ROWS,
+	PHASE_FETCH,
+	PHASE_APPLY,
+};
+
+static const char *phase_name(enum phase p)
+{
+	switch (p) {
+	case PHASE_VALIDATE:
+		return "validation";
+	case PHASE_ROWS:
+		return "row hashes";
+	case PHASE_FETCH:
+		return "row fetch";
+	default:
+		return "apply";
+	}
+}
+
+/* A row digest a replica answered (ROWS). */
+struct entry {
+	struct slice key, id;
+	uint8_t digest[16];
+	uint8_t replica;
+};
+
+struct replica {
+	struct inet_addr addr;
+	size_t peer; /* index in the session's peers */
+	int waiting; /* answers still due in this phase */
+	struct merkle_tree *tree;
+	struct buf apply; /* encoded selections to send, back to back */
+	size_t *ends;     /* their ends in `apply` */
+	size_t nends, ends_cap;
+	struct repair_row *wanted; /* FETCH: rows to read from it */
+	size_t nwanted, wanted_cap;
+};
+
+struct repair_session {
+	struct repair *r;
+	uint64_t id;
+	uint32_t task;
+	struct arena arena; /* the request's copies */
+	struct repair_table *tables;
+	size_t ntables;
+	struct repair_range *ranges;
+	size_t nranges;
+	bool preview;
+	size_t ti, ri; /* the current task */
+	const struct storage_table_meta *meta;
+	enum phase phase;
+	struct replica rep[REPAIR_MAX_REPLICAS];
+	size_t nrep;
+	struct merkle_range *mism;
+	size_t nmism;
+	struct arena rows_arena; /* a task's row keys and ids */
+	struct entry *entries;
+	size_t nentries, entries_cap;
+	struct storage_mutation **frags; /* fetched, decoded */
+	size_t nfrags, frags_cap;
+	struct repair_peer_stats *peers;
+	size_t npeers;
+	uint64_t start_us;
+	struct repair_summary sum;
+	struct env_timer *timer;
+	struct env_timer *alive_timer; /* failure detector checks */
+	repair_progress_fn progress;
+	repair_done_fn done;
+	void *arg;
+};
+
+void repair_options_default(struct repair_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->validate_timeout_ms = 600000;
+	o->request_timeout_ms = 120000;
+	o->session_space = (size_t)16 << 20;
+	o->message_bytes = (size_t)4 << 20;
+	o->alive_check_ms = 1000;
+}
+
+size_t repair_pieces(struct merkle_range r, struct merkle_range out[2])
+{
+	size_t n = 0;
+	if (r.start < r.end) {
+		out[n++] = r;
+		return n;
+	}
+	/* wraps (or the whole ring when start == end) */
+	if (r.start != INT64_MAX)
+		out[n++] = (struct merkle_range){r.start, INT64_MAX};
+	if (r.end != INT64_MIN)
+		out[n++] = (struct merkle_range){INT64_MIN, r.end};
+	return n;
+}
+
+bool repair_ranges_overlap(struct merkle_range a, struct merkle_range b)
+{
+	struct merkle_range pa[2], pb[2];
+	size_t na = repair_pieces(a, pa), nb = repair_pieces(b, pb);
+	for (size_t i = 0; i < na; i++)
+		for (size_t k = 0; k < nb; k++) {
+			int64_t lo = pa[i].start > pb[k].start ? pa[i].start
+							       : pb[k].start;
+			int64_t hi =
+				pa[i].end < pb[k].end ? pa[i].end : pb[k].end;
+			if (lo < hi)
+				return true;
+		}
+	return false;
+}
+
+/* ---- messages ------------------------------------------------------------ */
+
+static void local_deliver(void *arg)
+{
+	struct repair *r = arg;
+	/* what is queued now; answers sent meanwhile go to the next round */
+	struct repair_local_msg *m = r->local_head;
+	r->local_head = r->local_tail = NULL;
+	while (m) {
+		struct repair_local_msg *next = m->next;
+		repair_receive(r, &r->o.self, m->verb, m->data, m->len);
+		free(m);
+		m = next;
+	}
+}
+
+int repair_send(struct repair *r, const struct inet_addr *to, uint32_t verb,
+		const struct buf *b)
+{
+	if (!inet_addr_eq(to, &r->o.self))
+		return env_send(r->env, to, verb, b->data, b->len);
+	struct repair_local_msg *m = malloc(sizeof(*m) + b->len);
+	if (!m)
+		return err_set(ERR_NOMEM, "local repair message");
+	m->next = NULL;
+	m->verb = verb;
+	m->len = b->len;
+	if (b->len)
+		memcpy(m->data, b->data, b->len);
+	if (r->local_tail)
+		r->local_tail->next = m;
+	else
+		r->local_head = m;
+	r->local_tail = m;
+	env_timer_arm(r->env, r->local_timer, 0);
+	return 0;
+}
+
+/* ---- the object ---------------------------------------------------------- */
+
+struct repair *repair_new(struct env *env, const struct repair_options *o,
+			  const struct repair_store_ops *store, void *store_arg)
+{
+	struct repair *r = calloc(1, sizeof(*r));
+	if (!r) {
+		err_set(ERR_NOMEM, "repair");
+		return NULL;
+	}
+	r->env = env;
+	r->o = *o;
+	if (!r->o.validate_timeout_ms || !r->o.request_timeout_ms ||
+	    !r->o.session_space || !r->o.message_bytes ||
+	    !r->o.alive_check_ms) {
+		struct repair_options d;
+		repair_options_default(&d);
+		if (!r->o.validate_timeout_ms)
+			r->o.validate_timeout_ms = d.validate_timeout_ms;
+		if (!r->o.request_timeout_ms)
+			r->o.request_timeout_ms = d.request_timeout_ms;
+		if (!r->o.session_space)
+			r->o.session_space = d.session_space;
+		if (!r->o.message_bytes)
+			r->o.message_bytes = d.message_bytes;
+		if (!r->o.alive_check_ms)
+			r->o.alive_check_ms = d.alive_check_ms;
+	}
+	r->store = store;
+	r->store_arg = store_arg;
+	r->next_session = 1;
+	r->local_timer = env_timer_new(env, local_deliver, r);
+	if (!r->local_timer) {
+		free(r);
+		err_set(ERR_NOMEM, "repair timer");
+		return NULL;
+	}
+	return r;
+}
+
+static void session_free(struct repair_session *s);
+
+static void repair_free(struct repair *r)
+{
+	struct repair_local_msg *m = r->local_head;
+	while (m) {
+		struct repair_local_msg *next = m->next;
+		free(m);
+		m = next;
+	}
+	env_timer_free(r->env, r->local_timer);
+	free(r);
+}
+
+void repair_delete(struct repair *r)
+{
+	if (!r)
+		return;
+	if (r->session)
+		session_free(r->session);
+	r->session = NULL;
+	env_timer_cancel(r->env, r->local_timer);
+	if (r->jobs)
+		r->deleting = true;
+	else
+		repair_free(r);
+}
+
+void repair_job_release(struct repair *r)
+{
+	if (--r->jobs == 0 && r->deleting)
+		repair_free(r);
+}
+
+bool repair_running(const struct repair *r)
+{
+	return r->session != NULL;
+}
+
+void repair_receive(struct repair *r, const struct inet_addr *from,
+		    uint32_t verb, const uint8_t *msg, size_t len)
+{
+	if (r->deleting || verb < REPAIR_VERB_FIRST || verb > REPAIR_VERB_LAST)
+		return;
+	if (verb % 2 == 0)
+		repair_replica_receive(r, from, verb, msg, len);
+	else
+		repair_session_receive(r, from, verb, msg, len);
+}
+
+/* ---- the session --------------------------------------------------------- */
+
+static void task_reset(struct repair_session *s)
+{
+	for (size_t i = 0; i < s->nrep; i++) {
+		struct replica *p = &s->rep[i];
+		merkle_delete(p->tree);
+		p->tree = NULL;
+		buf_free(&p->apply);
+		free(p->ends);
+		free(p->wanted);
+		p->ends = NULL;
+		p->wanted = NULL;
+		p->nends = p->ends_cap = p->nwanted = p->wanted_cap = 0;
+		p->waiting = 0;
+	}
+	free(s->mism);
+	s->mism = NULL;
+	s->nmism = 0;
+	free(s->entries);
+	s->entries = NULL;
+	s->nentries = s->entries_cap = 0;
+	arena_reset(&s->rows_arena);
+	for (size_t i = 0; i < s->nfrags; i++)
+		storage_mutation_delete(s->frags[i]);
+	free(s->frags);
+	s->frags = NULL;
+	s->nfrags = s->frags_cap = 0;
+}
+
+static void session_free(struct repair_session *s)
+{
+	task_reset(s);
+	env_timer_free(s->r->env, s->timer);
+	env_timer_free(s->r->env, s->alive_timer);
+	arena_destroy(&s->rows_arena);
+	arena_destroy(&s->arena);
+	free(s->peers);
+	free(s);
+}
+
+static void progress(struct repair_session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void progress(struct repair_session *s, const char *fmt, ...)
+{
+	if (!s->progress)
+		return;
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	s->progress(s->arg, line);
+}
+
+static void task_release(struct repair_session *s);
+
+static void session_end(struct repair_session *s, bool ok, const char *error)
+{
+	struct repair *r = s->r;
+	s->sum.session = s->id;
+	s->sum.ok = ok;
+	snprintf(s->sum.error, sizeof(s->sum.error), "%s", ok ? "" : error);
+	s->sum.duration_us = env_mono_us(r->env) - s->start_us;
+	s->sum.peers = s->peers;
+	s->sum.npeers = s->npeers;
+	if (!ok)
+		task_release(s);
+	r->session = NULL;
+	env_timer_cancel(r->env, s->timer);
+	if (s->alive_timer)
+		env_timer_cancel(r->env, s->alive_timer);
+	repair_done_fn done = s->done;
+	void *arg = s->arg;
+	struct repair_summary sum = s->sum;
+	/* the summary borrows the peers until the callback returns */
+	s->peers = NULL;
+	session_free(s);
+	done(arg, &sum);
+	free((void *)sum.peers);
+}
+
+static void session_fail(struct repair_session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void session_fail(struct repair_session *s, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	session_end(s, false, msg);
+}
+
+static const char *addr_str(const struct inet_addr *a, char *buf, size_t cap)
+{
+	return inet_addr_format(a, buf, cap);
+}
+
+static struct repair_range *cur_range(struct repair_session *s)
+{
+	return &s->ranges[s->ri];
+}
+
+static const char *cur_table(struct repair_session *s)
+{
+	return s->tables[s->ti].name;
+}
+
+static void arm(struct repair_session *s, uint64_t ms)
+{
+	env_timer_arm(s->r->env, s->timer, ms * 1000);
+}
+
+/* Sends `q` (session and task filled here) to replica i. */
+static int send_request(struct repair_session *s, size_t i, uint32_t verb,
+			struct repair_msg *q)
+{
+	q->session = s->id;
+	q->task = s->task;
+	memcpy(q->table_id, s->tables[s->ti].id, 16);
+	struct buf b;
+	buf_init(&b);
+	int rc = repair_msg_pack_request(q, &b);
+	if (!rc)
+		rc = repair_send(s->r, &s->rep[i].addr, verb, &b);
+	buf_free(&b);
+	if (!rc)
+		s->rep[i].waiting++;
+	return rc;
+}
+
+static void task_start(struct repair_session *s);
+
+/* Tells the task's replicas its claim is over (best effort). */
+static void task_release(struct repair_session *s)
+{
+	if (s->ti >= s->ntables || !s->nrep)
+		return;
+	struct merkle_range mr = {cur_range(s)->start, cur_range(s)->end};
+	for (size_t i = 0; i < s->nrep; i++) {
+		struct repair_msg q = {0};
+		q.ranges = &mr;
+		q.nranges = 1;
+		q.session = s->id;
+		q.task = s->task;
+		memcpy(q.table_id, s->tables[s->ti].id, 16);
+		struct buf b;
+		buf_init(&b);
+		if (repair_msg_pack_request(&q, &b) == 0)
+			repair_send(s->r, &s->rep[i].addr, REPAIR_VERB_RELEASE,
+				    &b);
+		buf_free(&b);
+	}
+}
+
+static void task_next(struct repair_session *s)
+{
+	task_release(s);
+	task_reset(s);
+	if (++s->ri == s->nranges) {
+		s->ri = 0;
+		s->ti++;
+	}
+	task_start(s);
+}
+
+static size_t waiting(const struct repair_session *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->nrep; i++)
+		n += (size_t)s->rep[i].waiting;
+	return n;
+}
+
+static void task_start(struct repair_session *s)
+{
+	if (s->ti == s->ntables) {
+		session_end(s, true, NULL);
+		return;
+	}
+	struct repair_range *rg = cur_range(s);
+	s->meta = s->r->store->meta(s->r->store_arg, s->tables[s->ti].id);
+	if (!s->meta) {
+		session_fail(s, "%s: unknown table", cur_table(s));
+		return;
+	}
+	s->task++;
+	s->phase = PHASE_VALIDATE;
+	s->nrep = rg->nreplicas;
+	for (size_t i = 0; i < s->nrep; i++) {
+		s->rep[i].addr = rg->replicas[i];
+		for (size_t k = 0; k < s->npeers; k++)
+			if (inet_addr_eq(&s->peers[k].addr, &rg->replicas[i]))
+				s->rep[i].peer = k;
+	}
+	struct merkle_range mr = {rg->start, rg->end};
+	for (size_t i = 0; i < s->nrep; i++) {
+		struct repair_msg q = {0};
+		q.ranges = &mr;
+		q.nranges = 1;
+		q.max_depth = MERKLE_MAX_DEPTH;
+		if (send_request(s, i, REPAIR_VERB_VALIDATE, &q)) {
+			char a[64];
+			session_fail(s, "%s: cannot send to %s: %s",
+				     cur_table(s),
+				     addr_str(&s->rep[i].addr, a, sizeof(a)),
+				     err_msg());
+			return;
+		}
+	}
+	arm(s, s->r->o.validate_timeout_ms);
+}
+
+/* Leaves where any tree differs from the first, as coalesced ranges. */
+static int compare_trees(struct repair_session *s)
+{
+	int depth = MERKLE_MAX_DEPTH;
+	for (size_t i = 0; i < s->nrep; i++)
+		if (merkle_depth(s->rep[i].tree) < depth)
+			depth = merkle_depth(s->rep[i].tree);
+	struct merkle_tree *f[REPAIR_MAX_REPLICAS] = {0};
+	int rc = 0;
+	for (size_t i = 0; i < s->nrep && !rc; i++)
+		if (!(f[i] = merkle_fold(s->rep[i].tree, depth)))
+			rc = -1;
+	size_t nleaves = rc ? 0 : merkle_leaf_count(f[0]);
+	bool *bad = rc ? NULL : calloc(nleaves, 1);
+	if (!rc && !bad)
+		rc = err_set(ERR_NOMEM, "leaves");
+	for (size_t i = 1; i < s->nrep && !rc; i++) {
+		struct merkle_range *d;
+		size_t nd;
+		if (merkle_diff(f[0], f[i], &d, &nd)) {
+			rc = -1;
+			break;
+		}
+		for (size_t k = 0; k < nd; k++) {
+			size_t a = merkle_leaf_of(
+				f[0], (int64_t)((uint64_t)d[k].start + 1));
+			size_t b = merkle_leaf_of(f[0], d[k].end);
+			for (size_t l = a;; l = (l + 1) % nleaves) {
+				bad[l] = true;
+				if (l == b)
+					break;
+			}
+		}
+		free(d);
+	}
+	for (size_t l = 0; l < nleaves && !rc; l++) {
+		if (!bad[l])
+			continue;
+		struct merkle_range lr = merkle_leaf_range(f[0], l);
+		if (s->nmism && s->mism[s->nmism - 1].end == lr.start) {
+			s->mism[s->nmism - 1].end = lr.end;
+			continue;
+		}
+		struct merkle_range *v =
+			realloc(s->mism, (s->nmism + 1) * sizeof(*v));
+		if (!v) {
+			rc = err_set(ERR_NOMEM, "mismatching ranges");
+			break;
+		}
+		s->mism = v;
+		s->mism[s->nmism++] = lr;
+	}
+	free(bad);
+	for (size_t i = 0; i < s->nrep; i++)
+		merkle_delete(f[i]);
+	return rc;
+}
+
+static void trees_done(struct repair_session *s)
+{
+	struct repair_range *rg = cur_range(s);
+	s->sum.ranges++;
+	if (compare_trees(s)) {
+		session_fail(s, "%s: comparing trees: %s", cur_table(s),
+			     err_msg());
+		return;
+	}
+	s->sum.mismatched_ranges += s->nmism;
+	if (!s->nmism) {
+		progress(s, "%s (%lld,%lld]: %zu replicas in sync",
+			 cur_table(s), (long long)rg->start, (long long)rg->end,
+			 s->nrep);
+		task_next(s);
+		return;
+	}
+	s->phase = PHASE_ROWS;
+	for (size_t i = 0; i < s->nrep; i++) {
+		struct repair_msg q = {0};
+		q.ranges = s->mism;
+		q.nranges = s->nmism;
+		if (send_request(s, i, REPAIR_VERB_ROWS, &q)) {
+			session_fail(s, "%s: sending row requests: %s",
+				     cur_table(s), err_msg());
+			return;
+		}
+	}
+	arm(s, s->r->o.validate_timeout_ms);
+}
+
+static int entry_cmp(const void *x, const void *y)
+{
+	const struct entry *a = x, *b = y;
+	int c = slice_cmp(a->key, b->key);
+	if (!c)
+		c = slice_cmp(a->id, b->id);
+	if (!c)
+		c = (a->replica > b->replica) - (a->replica < b->replica);
+	return c;
+}
+
+static int add_entries(struct repair_session *s, size_t i,
+		       const struct repair_msg *m)
+{
+	if (s->nentries + m->nrows > s->entries_cap) {
+		size_t cap = s->entries_cap ? s->entries_cap : 256;
+		while (cap < s->nentries + m->nrows)
+			cap *= 2;
+		struct entry *v = realloc(s->entries, cap * sizeof(*v));
+		if (!v)
+			return err_set(ERR_NOMEM, "row digests");
+		s->entries = v;
+		s->entries_cap = cap;
+	}
+	for (size_t k = 0; k < m->nrows; k++) {
+		const struct repair_row *w = &m->rows[k];
+		void *key =
+			arena_memdup(&s->rows_arena, w->key.ptr, w->key.len);
+		void *id = arena_memdup(&s->rows_arena, w->id.ptr, w->id.len);
+		if (!key || !id)
+			return err_set(ERR_NOMEM, "row digests");
+		struct entry *e = &s->entries[s->nentries++];
+		e->key = slice_make(key, w->key.len);
+		e->id = slice_make(id, w->id.len);
+		memcpy(e->digest, w->digest, 16);
+		e->replica = (uint8_t)i;
+	}
+	s->sum.tree_bytes += m->nrows * 16;
+	s->sum.rows_hashed += m->nrows;
+	return 0;
+}
+
+static int want(struct replica *p, const struct entry *e)
+{
+	if (p->nwanted == p->wanted_cap) {
+		size_t cap = p->wanted_cap ? p->wanted_cap * 2 : 64;
+		struct repair_row *v = realloc(p->wanted, cap * sizeof(*v));
+		if (!v)
+			return err_set(ERR_NOMEM, "wanted rows");
+		p->wanted = v;
+		p->wanted_cap = cap;
+	}
+	p->wanted[p->nwanted].key = e->key;
+	p->wanted[p->nwanted].id = e->id;
+	p->nwanted++;
+	return 0;
+}
+
+/* Rows whose versions differ: one copy of each distinct version is
+ * fetched from the first replica holding it. */
+static void rows_done(struct repair_session *s)
+{
+	if (s->nentries > 1)
+		qsort(s->entries, s->nentries, sizeof(*s->entries), entry_cmp);
+	for (size_t i = 0; i < s->nentries;) {
+		size_t j = i + 1;
+		bool same = true;
+		while (j < s->nentries &&
+		       slice_eq(s->entries[j].key, s->entries[i].key) &&
+		       slice_eq(s->entries[j].id, s->entries[i].id)) {
+			if (memcmp(s->entries[j].digest, s->entries[i].digest,
+				   16))
+				same = false;
+			j++;
+		}
+		if (same && j - i == s->nrep) {
+			i = j;
+			continue;
+		}
+		s->sum.rows_mismatched++;
+		for (size_t k = i; k < j; k++) {
+			bool seen = false;
+			for (size_t l = i; l < k && !seen; l++)
+				seen = !memcmp(s->entries[l].digest,
+					       s->entries[k].digest, 16);
+			if (!seen && want(&s->rep[s->entries[k].replica],
+					  &s->entries[k])) {
+				session_fail(s, "%s: %s", cur_table(s),
+					     err_msg());
+				return;
+			}
+		}
+		i = j;
+	}
+	s->phase = PHASE_FETCH;
+	for (size_t i = 0; i < s->nrep; i++) {
+		if (!s->rep[i].nwanted)
+			continue;
+		struct repair_msg q = {0};
+		q.ranges = s->mism;
+		q.nranges = s->nmism;
+		q.rows = s->rep[i].wanted;
+		q.nrows = s->rep[i].nwanted;
+		if (send_request(s, i, REPAIR_VERB_FETCH, &q)) {
+			session_fail(s, "%s: sending fetch requests: %s",
+				     cur_table(s), err_msg());
+			return;
+		}
+	}
+	if (!waiting(s)) { /* the trees differed, the rows did not */
+		progress(s,
+			 "%s (%lld,%lld]: %zu mismatched ranges, no row "
+			 "differs",
+			 cur_table(s), (long long)cur_range(s)->start,
+			 (long long)cur_range(s)->end, s->nmism);
+		task_next(s);
+		return;
+	}
+	arm(s, s->r->o.request_timeout_ms);
+}
+
+static int frag_cmp(const void *x, const void *y)
+{
+	const struct storage_mutation *a = *(struct storage_mutation *const *)x;
+	const struct storage_mutation *b = *(struct storage_mutation *const *)y;
+	return slice_cmp(storage_mutation_key(a), storage_mutation_key(b));
+}
+
+struct merged_rows {
+	struct slice *ids;
+	uint8_t (*digests)[16];
+	size_t n, cap;
+	struct arena *arena;
+};
+
+static int collect_row(void *arg, struct slice id, const uint8_t dg[16])
+{
+	struct merged_rows *m = arg;
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 16;
+		struct slice *ids = realloc(m->ids, cap * sizeof(*ids));
+		if (!ids)
+			return err_set(ERR_NOMEM, "merged rows");
+		m->ids = ids;
+		uint8_t(*d)[16] = realloc(m->digests, cap * sizeof(*d));
+		if (!d)
+			return err_set(ERR_NOMEM, "merged rows");
+		m->digests = d;
+		m->cap = cap;
+	}
+	void *c = arena_memdup(m->arena, id.ptr, id.len);
+	if (!c)
+		return err_set(ERR_NOMEM, "merged rows");
+	m->ids[m->n] = slice_make(c, id.len);
+	memcpy(m->digests[m->n], dg, 16);
+	m->n++;
+	return 0;
+}
+
+/* Whether replica i answered the digest `dg` for (key, id). */
+static bool replica_has(struct repair_session *s, size_t i, struct slice key,
+			struct slice id, const uint8_t dg[16])
+{
+	struct entry probe = {.key = key, .id = id, .replica = (uint8_t)i};
+	const struct entry *e = bsearch(&probe, s->entries, s->nentries,
+					sizeof(*s->entries), entry_cmp);
+	return e && memcmp(e->digest, dg, 16) == 0;
+}
+
+static int push_apply(struct replica *p, const struct storage_mutation *m,
+		      struct repair_peer_stats *st, size_t rows)
+{
+	if (p->nends == p->ends_cap) {
+		size_t cap = p->ends_cap ? p->ends_cap * 2 : 64;
+		size_t *v = realloc(p->ends, cap * sizeof(*v));
+		if (!v)
+			return err_set(ERR_NOMEM, "apply list");
+		p->ends = v;
+		p->ends_cap = cap;
+	}
+	size_t before = p->apply.len;
+	if (storage_mutation_encode(m, &p->apply))
+		return -1;
+	p->ends[p->nends++] = p->apply.len;
+	st->rows_streamed += rows;
+	st->bytes_streamed += p->apply.len - before;
+	return 0;
+}
+
+/* Merges one partition's fetched versions and queues, for each replica,
+ * the merged rows it does not hold. */
+static int merge_partition(struct repair_session *s,
+			   struct storage_mutation **group, size_t n)
+{
+	struct storage_mutation *m = storage_fragment_merge(s->meta, group, n);
+	if (!m)
+		return -1;
+	struct arena a;
+	arena_create(&a, 0);
+	struct merged_rows rows = {.arena = &a};
+	struct slice *ids = NULL;
+	int rc = storage_fragment_rows(m, collect_row, &rows);
+	if (!rc && rows.n && !(ids = malloc(rows.n * sizeof(*ids))))
+		rc = err_set(ERR_NOMEM, "row ids");
+	struct slice key = storage_mutation_key(m);
+	for (size_t i = 0; i < s->nrep && !rc; i++) {
+		size_t k = 0;
+		for (size_t r = 0; r < rows.n; r++)
+			if (!replica_has(s, i, key, rows.ids[r],
+					 rows.digests[r]))
+				ids[k++] = rows.ids[r];
+		if (!k)
+			continue;
+		struct storage_mutation *sel =
+			storage_fragment_select_rows(s->meta, m, ids, k);
+		if (!sel) {
+			rc = -1;
+			break;
+		}
+		rc = push_apply(&s->rep[i], sel, &s->peers[s->rep[i].peer], k);
+		storage_mutation_delete(sel);
+	}
+	free(ids);
+	free(rows.ids);
+	free(rows.digests);
+	arena_destroy(&a);
+	storage_mutation_delete(m);
+	return rc;
+}
+
+static void apply_done_all(struct repair_session *s);
+
+/* Sends each replica its selections, in APPLY messages of at most
+ * message_bytes (one selection may exceed it alone). */
+static int send_applies(struct repair_session *s)
+{
+	for (size_t i = 0; i < s->nrep; i++) {
+		struct replica *p = &s->rep[i];
+		for (size_t first = 0, last; first < p->nends; first = last) {
+			size_t from = first ? p->ends[first - 1] : 0;
+			last = first + 1;
+			while (last < p->nends &&
+			       p->ends[last] - from <= s->r->o.message_bytes)
+				last++;
+			struct slice *fr = malloc((last - first) * sizeof(*fr));
+			if (!fr)
+				return err_set(ERR_NOMEM, "apply message");
+			for (size_t k = first; k < last; k++) {
+				size_t b = k ? p->ends[k - 1] : 0;
+				fr[k - first] = slice_make(p->apply.data + b,
+							   p->ends[k] - b);
+			}
+			struct repair_msg q = {0};
+			q.frags = fr;
+			q.nfrags = last - first;
+			int rc = send_request(s, i, REPAIR_VERB_APPLY, &q);
+			free(fr);
+			if (rc)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static void fetch_done(struct repair_session *s)
+{
+	if (s->nfrags > 1)
+		qsort(s->frags, s->nfrags, sizeof(*s->frags), frag_cmp);
+	for (size_t i = 0; i < s->nfrags;) {
+		size_t j = i + 1;
+		while (j < s->nfrags &&
+		       frag_cmp(&s->frags[i], &s->frags[j]) == 0)
+			j++;
+		if (merge_partition(s, s->frags + i, j - i)) {
+			session_fail(s, "%s: merging rows: %s", cur_table(s),
+				     err_msg());
+			return;
+		}
+		i = j;
+	}
+	uint64_t rows = 0, bytes = 0;
+	for (size_t i = 0; i < s->nrep; i++) {
+		rows += s->rep[i].nends;
+		bytes += s->rep[i].apply.len;
+	}
+	progress(s,
+		 "%s (%lld,%lld]: %zu mismatched ranges, %llu partition "
+		 "updates (%llu bytes) %s",
+		 cur_table(s), (long long)cur_range(s)->start,
+		 (long long)cur_range(s)->end, s->nmism,
+		 (unsigned long long)rows, (unsigned long long)bytes,
+		 s->preview ? "would stream" : "streaming");
+	s->phase = PHASE_APPLY;
+	if (!s->preview && send_applies(s)) {
+		session_fail(s, "%s: sending rows: %s", cur_table(s),
+			     err_msg());
+		return;
+	}
+	if (!waiting(s)) {
+		apply_done_all(s);
+		return;
+	}
+	arm(s, s->r->o.request_timeout_ms);
+}
+
+static void apply_done_all(struct repair_session *s)
+{
+	task_next(s);
+}
+
+static uint32_t phase_verb(enum phase p)
+{
+	switch (p) {
+	case PHASE_VALIDATE:
+		return REPAIR_VERB_VALIDATE_RSP;
+	case PHASE_ROWS:
+		return REPAIR_VERB_ROWS_RSP;
+	case PHASE_FETCH:
+		return REPAIR_VERB_FETCH_RSP;
+	default:
+		return REPAIR_VERB_APPLY_RSP;
+	}
+}
+
+/* Takes an answer's content; -1 fails the session (message in err). */
+static int take_answer(struct repair_session *s, size_t i,
+		       const struct repair_msg *m)
+{
+	struct replica *p = &s->rep[i];
+	struct repair_peer_stats *st = &s->peers[p->peer];
+	switch (s->phase) {
+	case PHASE_VALIDATE: {
+		struct merkle_tree *t = merkle_decode(m->tree.ptr, m->tree.len);
+		if (!t)
+			return -1;
+		struct merkle_range tr = merkle_range(t);
+		if (tr.start != cur_range(s)->start ||
+		    tr.end != cur_range(s)->end) {
+			merkle_delete(t);
+			return err_set(ERR_PROTOCOL, "a tree of another range");
+		}
+		merkle_delete(p->tree);
+		p->tree = t;
+		s->sum.tree_bytes += m->tree.len;
+		return 0;
+	}
+	case PHASE_ROWS:
+		return add_entries(s, i, m);
+	case PHASE_FETCH:
+		for (size_t k = 0; k < m->nfrags; k++) {
+			struct storage_mutation *f = storage_mutation_decode(
+				m->frags[k].ptr, m->frags[k].len);
+			if (!f)
+				return -1;
+			if (memcmp(storage_mutation_table_id(f),
+				   s->tables[s->ti].id, 16)) {
+				storage_mutation_delete(f);
+				return err_set(ERR_PROTOCOL,
+					       "a fragment of another table");
+			}
+			if (s->nfrags == s->frags_cap) {
+				size_t cap =
+					s->frags_cap ? s->frags_cap * 2 : 64;
+				struct storage_mutation **v =
+					realloc(s->frags, cap * sizeof(*v));
+				if (!v) {
+					storage_mutation_delete(f);
+					return err_set(ERR_NOMEM, "fragments");
+				}
+				s->frags = v;
+				s->frags_cap = cap;
+			}
+			s->frags[s->nfrags++] = f;
+			st->bytes_fetched += m->frags[k].len;
+		}
+		st->rows_fetched += p->nwanted;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static void phase_done(struct repair_session *s)
+{
+	switch (s->phase) {
+	case PHASE_VALIDATE:
+		trees_done(s);
+		break;
+	case PHASE_ROWS:
+		rows_done(s);
+		break;
+	case PHASE_FETCH:
+		fetch_done(s);
+		break;
+	default:
+		apply_done_all(s);
+		break;
+	}
+}
+
+void repair_session_receive(struct repair *r, const struct inet_addr *from,
+			    uint32_t verb, const uint8_t *msg, size_t len)
+{
+	struct repair_session *s = r->session;
+	if (!s)
+		return;
+	struct repair_msg m;
+	if (repair_msg_unpack_response(msg, len, &m) || m.session != s->id ||
+	    m.task != s->task || verb != phase_verb(s->phase)) {
+		repair_msg_free(&m);
+		return;
+	}
+	size_t i = 0;
+	while (i < s->nrep &&
+	       !(s->rep[i].waiting > 0 && inet_addr_eq(&s->rep[i].addr, from)))
+		i++;
+	if (i == s->nrep) {
+		repair_msg_free(&m);
+		return;
+	}
+	s->rep[i].waiting--;
+	char a[64];
+	addr_str(from, a, sizeof(a));
+	if (!m.ok) {
+		session_fail(s, "%s: %s failed on %s: %s", cur_table(s),
+			     phase_name(s->phase), a, m.error);
+		repair_msg_free(&m);
+		return;
+	}
+	int rc = take_answer(s, i, &m);
+	repair_msg_free(&m);
+	if (rc) {
+		session_fail(s, "%s: bad %s answer from %s: %s", cur_table(s),
+			     phase_name(s->phase), a, err_msg());
+		return;
+	}
+	if (!waiting(s))
+		phase_done(s);
+}
+
+static void session_timeout(void *arg)
+{
+	struct repair_session *s = arg;
+	char who[256] = "";
+	size_t at = 0;
+	for (size_t i = 0; i < s->nrep; i++) {
+		if (!s->rep[i].waiting)
+			continue;
+		char a[64];
+		addr_str(&s->rep[i].addr, a, sizeof(a));
+		int n = snprintf(who + at, sizeof(who) - at, "%s%s",
+				 at ? ", " : "", a);
+		if (n > 0 && (size_t)n < sizeof(who) - at)
+			at += (size_t)n;
+	}
+	session_fail(s, "%s: timed out waiting for %s from %s", cur_table(s),
+		     phase_name(s->phase), who);
+}
+
+static void alive_check(void *arg)
+{
+	struct repair_session *s = arg;
+	struct repair *r = s->r;
+	for (size_t i = 0; i < s->nrep; i++) {
+		const struct inet_addr *a = &s->rep[i].addr;
+		if (s->rep[i].waiting && !inet_addr_eq(a, &r->o.self) &&
+		    !r->o.is_alive(r->o.alive_arg, a)) {
+			char b[64];
+			session_fail(s, "%s: %s went down during %s",
+				     cur_table(s), addr_str(a, b, sizeof(b)),
+				     phase_name(s->phase));
+			return;
+		}
+	}
+	env_timer_arm(r->env, s->alive_timer, r->o.alive_check_ms * 1000);
+}
+
+int repair_get_status(const struct repair *r, struct repair_status *out)
+{
+	const struct repair_session *s = r->session;
+	memset(out, 0, sizeof(*out));
+	if (!s)
+		return 0;
+	out->session = s->id;
+	out->tasks = s->ntables * s->nranges;
+	out->task = s->ti * s->nranges + s->ri;
+	out->table = s->ti < s->ntables ? s->tables[s->ti].name : "";
+	out->phase = phase_name(s->phase);
+	out->peers = s->peers;
+	out->npeers = s->npeers;
+	return 1;
+}
+
+int repair_cancel(struct repair *r, const char *why)
+{
+	if (!r->session)
+		return err_set(ERR_NOT_FOUND, "no repair session is running");
+	session_fail(r->session, "cancelled: %s", why ? why : "by request");
+	return 0;
+}
+
+static int add_peer(struct repair_session *s, const struct inet_addr *a)
+{
+	for (size_t k = 0; k < s->npeers; k++)
+		if (inet_addr_eq(&s->peers[k].addr, a))
+			return 0;
+	struct repair_peer_stats *v =
+		realloc(s->peers, (s->npeers + 1) * sizeof(*v));
+	if (!v)
+		return err_set(ERR_NOMEM, "peers");
+	s->peers = v;
+	memset(&s->peers[s->npeers], 0, sizeof(*v));
+	s->peers[s->npeers++].addr = *a;
+	return 0;
+}
+
+static int session_copy(struct repair_session *s,
+			const struct repair_request *q)
+{
+	s->tables = arena_alloc(&s->arena, q->ntables * sizeof(*s->tables));
+	s->ranges = arena_alloc(&s->arena, q->nranges * sizeof(*s->ranges));
+	if (!s->tables || !s->ranges)
+		return err_set(ERR_NOMEM, "repair request");
+	for (size_t i = 0; i < q->ntables; i++) {
+		memcpy(s->tables[i].id, q->tables[i].id, 16);
+		s->tables[i].name = arena_strdup(
+			&s->arena, q->tables[i].name ? q->tables[i].name : "?");
+		if (!s->tables[i].name)
+			return err_set(ERR_NOMEM, "repair request");
+	}
+	for (size_t i = 0; i < q->nranges; i++) {
+		const struct repair_range *g = &q->ranges[i];
+		struct inet_addr *reps = arena_alloc_aligned(
+			&s->arena, g->nreplicas * sizeof(*reps),
+			_Alignof(struct inet_addr));
+		if (!reps)
+			return err_set(ERR_NOMEM, "repair request");
+		memcpy(reps, g->replicas, g->nreplicas * sizeof(*reps));
+		s->ranges[i] = *g;
+		s->ranges[i].replicas = reps;
+		for (size_t k = 0; k < g->nreplicas; k++)
+			if (add_peer(s, &reps[k]))
+				return -1;
+	}
+	s->ntables = q->ntables;
+	s->nranges = q->nranges;
+	return 0;
+}
+
+int repair_start(struct repair *r, const struct repair_request *q,
+		 repair_progress_fn progress_fn, repair_done_fn done, void *arg,
+		 uint64_t *session)
+{
+	if (r->session)
+		return err_set(ERR_EXISTS, "repair session %llu is running",
+			       (unsigned long long)r->session->id);
+	if (!q->ntables || !q->nranges)
+		return err_set(ERR_INVALID, "nothing to repair");
+	for (size_t i = 0; i < q->nranges; i++)
+		if (q->ranges[i].nreplicas < 1 ||
+		    q->ranges[i].nreplicas > REPAIR_MAX_REPLICAS)
+			return err_set(ERR_INVALID,
+				       "range %zu has %zu replicas", i,
+				       q->ranges[i].nreplicas);
+	struct repair_session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return err_set(ERR_NOMEM, "repair session");
+	s->r = r;
+	arena_create(&s->arena, 0);
+	arena_create(&s->rows_arena, 0);
+	s->timer = env_timer_new(r->env, session_timeout, s);
+	if (r->o.is_alive)
+		s->alive_timer = env_timer_new(r->env, alive_check, s);
+	if (!s->timer || (r->o.is_alive && !s->alive_timer) ||
+	    session_copy(s, q)) {
+		if (!s->timer || (r->o.is_alive && !s->alive_timer))
+			err_set(ERR_NOMEM, "repair timer");
+		session_free(s);
+		return -1;
+	}
+	s->id = r->next_session++;
+	s->preview = q->preview;
+	s->progress = progress_fn;
+	s->done = done;
+	s->arg = arg;
+	s->start_us = env_mono_us(r->env);
+	r->session = s;
+	if (session)
+		*session = s->id;
+	if (s->alive_timer)
+		env_timer_arm(r->env, s->alive_timer,
+			      r->o.alive_check_ms * 1000);
+	task_start(s);
+	return 0;
+}

@@ -1,0 +1,114 @@
+/*
+ * repair/ internals: the decoded form of repair.proto's messages, shared by
+ * the state machine (repair.c) and the only file that sees protobuf-c
+ * (repair_msg.c).
+ */
+#ifndef CASSINI_REPAIR_REPAIR_INTERNAL_H
+#define CASSINI_REPAIR_REPAIR_INTERNAL_H
+
+#include "common/buf.h"
+#include "repair/merkle.h"
+#include "repair/repair.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Caps on what a decoded message may hold. */
+#define REPAIR_MAX_RANGES 65536
+#define REPAIR_MAX_ROWS   (1u << 24)
+#define REPAIR_ID_MAX     65536
+
+struct repair_row {
+	struct slice key, id;
+	uint8_t digest[16];
+};
+
+/* A request or a response; slices borrow `pb` (decoded) or the caller's
+ * memory (to encode). */
+struct repair_msg {
+	uint64_t session;
+	uint32_t task;
+	uint8_t table_id[16];
+	struct merkle_range *ranges;
+	size_t nranges;
+	uint32_t max_depth;
+	struct repair_row *rows;
+	size_t nrows;
+	struct slice *frags;
+	size_t nfrags;
+	bool ok;
+	char error[256];
+	struct slice tree;
+	uint64_t partitions;
+	void *pb; /* the unpacked protobuf, freed by repair_msg_free */
+};
+
+/* Appends the encoding to `out`. */
+int repair_msg_pack_request(const struct repair_msg *m, struct buf *out);
+int repair_msg_pack_response(const struct repair_msg *m, struct buf *out);
+/* Decodes untrusted bytes into *out (zeroed first): ERR_PROTOCOL for
+ * malformed input (a table id not of 16 bytes, a digest not of 16 bytes,
+ * a row id past REPAIR_ID_MAX, counts past the caps). Free with
+ * repair_msg_free even on failure. */
+int repair_msg_unpack_request(const uint8_t *p, size_t len,
+			      struct repair_msg *out);
+int repair_msg_unpack_response(const uint8_t *p, size_t len,
+			       struct repair_msg *out);
+void repair_msg_free(struct repair_msg *m);
+
+/* A message to this node itself, delivered from a zero-delay timer. */
+struct repair_local_msg {
+	struct repair_local_msg *next;
+	uint32_t verb;
+	size_t len;
+	uint8_t data[];
+};
+
+struct repair_session;
+
+/* A participant's note that a coordinator's session repairs a range. */
+struct repair_claim {
+	struct inet_addr coordinator;
+	uint64_t session;
+	uint8_t table_id[16];
+	struct merkle_range range;
+	uint64_t expires_us; /* env_mono_us; 0: free slot */
+};
+
+#define REPAIR_MAX_CLAIMS 64
+
+struct repair {
+	struct env *env;
+	struct repair_options o;
+	const struct repair_store_ops *store;
+	void *store_arg;
+	struct repair_session *session; /* the running one, or NULL */
+	uint64_t next_session;
+	struct repair_local_msg *local_head, *local_tail;
+	struct env_timer *local_timer;
+	struct repair_claim claims[REPAIR_MAX_CLAIMS];
+	size_t jobs;   /* participant scans and applies in flight */
+	bool deleting; /* repair_delete ran; the last job frees */
+};
+
+/* Sends `b` to `to` (to this node itself through the local queue). */
+int repair_send(struct repair *r, const struct inet_addr *to, uint32_t verb,
+		const struct buf *b);
+/* The non-wrapping pieces of (start, end], in token order: 0 to 2. */
+size_t repair_pieces(struct merkle_range r, struct merkle_range out[2]);
+
+/* The participant side (repair_replica.c): a request. */
+void repair_replica_receive(struct repair *r, const struct inet_addr *from,
+			    uint32_t verb, const uint8_t *msg, size_t len);
+/* A job finished: frees `r` when it was deleted meanwhile. */
+void repair_job_release(struct repair *r);
+
+/* Whether (a) and (b), wrap-around aware, share a token. */
+bool repair_ranges_overlap(struct merkle_range a, struct merkle_range b);
+
+/* The coordinator side (repair.c): a response. */
+void repair_session_receive(struct repair *r, const struct inet_addr *from,
+			    uint32_t verb, const uint8_t *msg, size_t len);
+
+#endif

@@ -1,0 +1,3 @@
+# Repair sessions in the deterministic simulator.
+cassini_check_suite(test_repair_sim LABEL sim TIMEOUT 300
+                    SOURCES test_repair.c LIBS cassini_sim cassini_repair)

@@ -1,0 +1,755 @@
+/*
+ * Repair sessions in the deterministic simulator: three replicas with
+ * in-memory stores (partition -> canonical fragment, merged on apply).
+ *
+ * Replicas in sync stream nothing. Divergence of every kind — a replica
+ * missing rows, one holding stale versions, row and partition deletions
+ * only one replica saw — converges: afterwards every store holds the same
+ * fragments (digests), exactly the divergent rows stream to exactly the
+ * replicas that lack them, and a second repair finds nothing. Preview
+ * reports the same and changes nothing. A subrange (wrapping) repair
+ * touches only its range. A participant killed mid-session fails the
+ * session with a message naming it; a second concurrent session is
+ * refused.
+ */
+#include "repair/repair.h"
+
+#include "common/err.h"
+#include "tests/lib/testutil.h"
+#include "tests/sim/sim.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NNODES    3
+#define MAX_PARTS 2048
+
+static uint64_t g_seed;
+
+struct mnode {
+	struct cluster *c;
+	struct inet_addr addr;
+	struct env *env;
+	struct repair *repair;
+	struct storage_mutation *parts[MAX_PARTS];
+	size_t nparts;
+};
+
+struct cluster {
+	struct sim *sim;
+	struct mnode nodes[NNODES];
+	struct storage_table_meta *meta;
+	/* the last finished session, as node 0 saw it */
+	bool done;
+	struct repair_summary sum;
+	struct repair_peer_stats peers[NNODES];
+	int progress_lines;
+	bool down[NNODES]; /* the failure detector's verdict */
+};
+
+/* ---- in-memory store ----------------------------------------------------- */
+
+static int part_cmp(const void *x, const void *y)
+{
+	const struct storage_mutation *a = *(struct storage_mutation *const *)x;
+	const struct storage_mutation *b = *(struct storage_mutation *const *)y;
+	int64_t ta = storage_mutation_token(a), tb = storage_mutation_token(b);
+	if (ta != tb)
+		return ta < tb ? -1 : 1;
+	return slice_cmp(storage_mutation_key(a), storage_mutation_key(b));
+}
+
+static struct storage_mutation **find_part(struct mnode *n, struct slice key)
+{
+	for (size_t i = 0; i < n->nparts; i++)
+		if (slice_eq(storage_mutation_key(n->parts[i]), key))
+			return &n->parts[i];
+	return NULL;
+}
+
+static int mem_apply(void *s, const struct storage_mutation *m,
+		     storage_done_fn done, void *arg)
+{
+	struct mnode *n = s;
+	struct storage_mutation **p = find_part(n, storage_mutation_key(m));
+	struct storage_mutation *in[2] = {p ? *p : NULL,
+					  (struct storage_mutation *)m};
+	struct storage_mutation *merged =
+		storage_fragment_merge(n->c->meta, p ? in : in + 1, p ? 2 : 1);
+	ck_assert_ptr_nonnull(merged);
+	if (p) {
+		storage_mutation_delete(*p);
+		*p = merged;
+	} else {
+		ck_assert_uint_lt(n->nparts, MAX_PARTS);
+		n->parts[n->nparts++] = merged;
+		qsort(n->parts, n->nparts, sizeof(*n->parts), part_cmp);
+	}
+	done(arg, 0, ERR_NONE);
+	return 0;
+}
+
+static void mem_scan(void *s, const uint8_t table_id[16], int64_t start,
+		     int64_t end, repair_scan_each_fn each,
+		     storage_done_fn done, void *arg)
+{
+	struct mnode *n = s;
+	(void)table_id;
+	ck_assert_int_lt(start, end);
+	for (size_t i = 0; i < n->nparts; i++) {
+		int64_t t = storage_mutation_token(n->parts[i]);
+		if (t <= start || t > end ||
+		    storage_mutation_is_empty(n->parts[i]))
+			continue;
+		if (each(arg, n->parts[i])) {
+			done(arg, -1, err_code());
+			return;
+		}
+	}
+	done(arg, 0, ERR_NONE);
+}
+
+static const struct storage_table_meta *mem_meta(void *s,
+						 const uint8_t table_id[16])
+{
+	struct mnode *n = s;
+	return memcmp(table_id, n->c->meta->id, 16) ? NULL : n->c->meta;
+}
+
+static const struct repair_store_ops mem_ops = {
+	.apply = mem_apply,
+	.scan = mem_scan,
+	.meta = mem_meta,
+};
+
+/* ---- the cluster --------------------------------------------------------- */
+
+static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
+		    const uint8_t *msg, size_t len)
+{
+	struct mnode *n = arg;
+	repair_receive(n->repair, from, verb, msg, len);
+}
+
+static bool hook_alive(void *arg, const struct inet_addr *ep)
+{
+	struct mnode *n = arg;
+	for (int i = 0; i < NNODES; i++)
+		if (inet_addr_eq(&n->c->nodes[i].addr, ep))
+			return !n->c->down[i];
+	return false;
+}
+
+/* pk text, ck int, v text */
+static struct cluster *cluster_new(void)
+{
+	struct cluster *c = calloc(1, sizeof(*c));
+	ck_assert_ptr_nonnull(c);
+	c->sim = sim_new(g_seed, 1700000000000000LL);
+	uint8_t id[16] = {0x4e, 0x9a};
+	c->meta = storage_table_meta_new("ks", "t", id);
+	struct storage_type text = {.kind = STORAGE_TYPE_TEXT};
+	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
+	storage_table_meta_add_column(
+		c->meta, "pk", STORAGE_COLUMN_PARTITION_KEY, text, false);
+	storage_table_meta_add_column(c->meta, "ck", STORAGE_COLUMN_CLUSTERING,
+				      ti, false);
+	storage_table_meta_add_column(c->meta, "v", STORAGE_COLUMN_REGULAR,
+				      text, false);
+	for (int i = 0; i < NNODES; i++) {
+		struct mnode *m = &c->nodes[i];
+		m->c = c;
+		m->addr =
+			(struct inet_addr){.family = INET_V4,
+					   .ip = {127, 0, 9, (uint8_t)(i + 1)},
+					   .port = 7000};
+		m->env = sim_env_new(c->sim, &m->addr);
+		env_set_receiver(m->env, deliver, m);
+		struct repair_options o;
+		repair_options_default(&o);
+		o.self = m->addr;
+		o.validate_timeout_ms = 5000;
+		o.request_timeout_ms = 5000;
+		o.message_bytes = 4096; /* several APPLY messages */
+		o.is_alive = hook_alive;
+		o.alive_arg = m;
+		m->repair = repair_new(m->env, &o, &mem_ops, m);
+		ck_assert_ptr_nonnull(m->repair);
+	}
+	return c;
+}
+
+static void cluster_delete(struct cluster *c)
+{
+	for (int i = 0; i < NNODES; i++) {
+		repair_delete(c->nodes[i].repair);
+		for (size_t k = 0; k < c->nodes[i].nparts; k++)
+			storage_mutation_delete(c->nodes[i].parts[k]);
+	}
+	sim_delete(c->sim);
+	storage_table_meta_delete(c->meta);
+	free(c);
+}
+
+/* ---- writes -------------------------------------------------------------- */
+
+#define ON_ALL 7
+
+static void key_of(int k, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "key%05d", k);
+}
+
+static struct storage_mutation *mut(struct cluster *c, int k)
+{
+	char key[32];
+	key_of(k, key, sizeof(key));
+	struct storage_mutation *m =
+		storage_mutation_new(c->meta, (uint8_t *)key, strlen(key));
+	ck_assert_ptr_nonnull(m);
+	return m;
+}
+
+static void set_ck(struct storage_mutation *m, int ck)
+{
+	uint8_t b[4];
+	be32_store(b, (uint32_t)ck);
+	struct slice s = slice_make(b, 4);
+	ck_assert_int_eq(storage_mutation_set_row(m, &s, 1), 0);
+}
+
+static void noop_done(void *arg, int status, enum err_code code)
+{
+	(void)arg;
+	ck_assert_int_eq(status, 0);
+	(void)code;
+}
+
+/* Applies m on the nodes of `mask`; returns its encoded size. */
+static size_t apply_on(struct cluster *c, int mask, struct storage_mutation *m)
+{
+	struct buf e;
+	buf_init(&e);
+	ck_assert_int_eq(storage_mutation_encode(m, &e), 0);
+	size_t len = e.len;
+	buf_free(&e);
+	for (int i = 0; i < NNODES; i++)
+		if (mask & (1 << i))
+			ck_assert_int_eq(
+				mem_apply(&c->nodes[i], m, noop_done, NULL), 0);
+	storage_mutation_delete(m);
+	return len;
+}
+
+/* Row (k, ck) = a ~100-byte value at ts on the nodes of `mask`. */
+static size_t put_row(struct cluster *c, int mask, int k, int ck, int64_t ts)
+{
+	struct storage_mutation *m = mut(c, k);
+	set_ck(m, ck);
+	char v[100];
+	memset(v, 'a' + (int)(ts % 26), sizeof(v));
+	ck_assert_int_eq(storage_mutation_put_marker(m, ts, 0, 1700000000), 0);
+	ck_assert_int_eq(storage_mutation_put(m, 2, NULL, 0, (uint8_t *)v,
+					      sizeof(v), ts, 0, 1700000000),
+			 0);
+	return apply_on(c, mask, m);
+}
+
+static size_t delete_row(struct cluster *c, int mask, int k, int ck, int64_t ts)
+{
+	struct storage_mutation *m = mut(c, k);
+	set_ck(m, ck);
+	ck_assert_int_eq(storage_mutation_delete_row(m, ts, 1700000000), 0);
+	return apply_on(c, mask, m);
+}
+
+static size_t delete_partition(struct cluster *c, int mask, int k, int64_t ts)
+{
+	struct storage_mutation *m = mut(c, k);
+	ck_assert_int_eq(storage_mutation_delete_partition(m, ts, 1700000000),
+			 0);
+	return apply_on(c, mask, m);
+}
+
+#define NKEYS 300
+#define NROWS 4
+
+static void load(struct cluster *c)
+{
+	for (int k = 0; k < NKEYS; k++)
+		for (int ck = 0; ck < NROWS; ck++)
+			put_row(c, ON_ALL, k, ck, 1000);
+}
+
+/* ---- checks -------------------------------------------------------------- */
+
+static bool part_equal(struct cluster *c, int k)
+{
+	char key[32];
+	key_of(k, key, sizeof(key));
+	struct slice ks = slice_make(key, strlen(key));
+	uint8_t d0[16] = {0};
+	for (int i = 0; i < NNODES; i++) {
+		struct storage_mutation **p = find_part(&c->nodes[i], ks);
+		uint8_t d[16] = {0};
+		if (p)
+			storage_mutation_digest(*p, d);
+		if (i == 0)
+			memcpy(d0, d, 16);
+		else if (memcmp(d, d0, 16))
+			return false;
+	}
+	return true;
+}
+
+static int unequal_parts(struct cluster *c)
+{
+	int n = 0;
+	for (int k = 0; k < NKEYS; k++)
+		n += !part_equal(c, k);
+	return n;
+}
+
+static uint64_t data_bytes(struct mnode *n)
+{
+	uint64_t b = 0;
+	for (size_t i = 0; i < n->nparts; i++) {
+		struct buf e;
+		buf_init(&e);
+		ck_assert_int_eq(storage_mutation_encode(n->parts[i], &e), 0);
+		b += e.len;
+		buf_free(&e);
+	}
+	return b;
+}
+
+/* ---- running a session --------------------------------------------------- */
+
+static void on_progress(void *arg, const char *line)
+{
+	struct cluster *c = arg;
+	c->progress_lines++;
+	(void)line;
+}
+
+static void on_done(void *arg, const struct repair_summary *s)
+{
+	struct cluster *c = arg;
+	ck_assert(!c->done);
+	c->done = true;
+	c->sum = *s;
+	ck_assert_uint_eq(s->npeers, NNODES);
+	memcpy(c->peers, s->peers, NNODES * sizeof(*c->peers));
+	c->sum.peers = c->peers;
+}
+
+static bool is_done(void *arg)
+{
+	return ((struct cluster *)arg)->done;
+}
+
+static int start(struct cluster *c, int64_t st, int64_t et, bool preview)
+{
+	struct inet_addr reps[NNODES];
+	for (int i = 0; i < NNODES; i++)
+		reps[i] = c->nodes[i].addr;
+	struct repair_table t = {.name = "ks.t"};
+	memcpy(t.id, c->meta->id, 16);
+	struct repair_range r = {st, et, reps, NNODES};
+	struct repair_request q = {&t, 1, &r, 1, preview};
+	c->done = false;
+	return repair_start(c->nodes[0].repair, &q, on_progress, on_done, c,
+			    NULL);
+}
+
+static void run(struct cluster *c, int64_t st, int64_t et, bool preview)
+{
+	ck_assert_int_eq(start(c, st, et, preview), 0);
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+}
+
+/* Rows streamed to node i. */
+static uint64_t streamed(struct cluster *c, int i)
+{
+	for (size_t k = 0; k < c->sum.npeers; k++)
+		if (inet_addr_eq(&c->peers[k].addr, &c->nodes[i].addr))
+			return c->peers[k].rows_streamed;
+	ck_abort_msg("no stats for node %d", i);
+	return 0;
+}
+
+static uint64_t streamed_bytes(struct cluster *c)
+{
+	uint64_t b = 0;
+	for (size_t k = 0; k < c->sum.npeers; k++)
+		b += c->peers[k].bytes_streamed;
+	return b;
+}
+
+/* The divergence of the header comment, on distinct partitions:
+ *   keys 10..19  row ck 1 written to nodes 0, 1 only: node 2 lacks 10 rows
+ *   keys 30..34  row ck 2 rewritten newer on nodes 0, 2: node 1 stale, 5
+ *   keys 50..53  row ck 3 deleted on node 0 only: nodes 1, 2 lack 4 each
+ *   key 70       partition deleted on node 1 only: nodes 0, 2 lack 1 each
+ * Returns the divergent bytes: each divergent mutation's encoded size
+ * times the replicas lacking it. */
+static uint64_t diverge(struct cluster *c)
+{
+	uint64_t b = 0;
+	for (int k = 10; k < 20; k++)
+		b += put_row(c, 1 | 2, k, NROWS + 1, 2000);
+	for (int k = 30; k < 35; k++)
+		b += put_row(c, 1 | 4, k, 2, 2000);
+	for (int k = 50; k < 54; k++)
+		b += 2 * delete_row(c, 1, k, 3, 2000);
+	b += 2 * delete_partition(c, 2, 70, 2000);
+	return b;
+}
+
+START_TEST(in_sync_replicas_stream_nothing)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->sum.ranges, 1);
+	ck_assert_uint_eq(c->sum.mismatched_ranges, 0);
+	ck_assert_uint_eq(c->sum.rows_hashed, 0);
+	for (int i = 0; i < NNODES; i++)
+		ck_assert_uint_eq(streamed(c, i), 0);
+	ck_assert_uint_eq(streamed_bytes(c), 0);
+	/* a tree of about one leaf per partition, three of them */
+	ck_assert_uint_gt(c->sum.tree_bytes, 3 * 256 * 16);
+	ck_assert_uint_lt(c->sum.tree_bytes, 3 * 1024 * 16 + 1024);
+	ck_assert_int_eq(c->progress_lines, 1);
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(divergent_replicas_converge_streaming_only_divergent_rows)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	uint64_t divergent = diverge(c);
+	ck_assert_int_eq(unequal_parts(c), 10 + 5 + 4 + 1);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_int_eq(unequal_parts(c), 0);
+	ck_assert_uint_ge(c->sum.mismatched_ranges, 1);
+	ck_assert_uint_le(c->sum.mismatched_ranges, 20);
+	/* node 0: the partition deletion; node 1: 5 newer rows and 4 row
+	 * tombstones; node 2: 10 rows, 4 row tombstones, the deletion */
+	ck_assert_uint_eq(streamed(c, 0), 1);
+	ck_assert_uint_eq(streamed(c, 1), 9);
+	ck_assert_uint_eq(streamed(c, 2), 15);
+	/* the partition deleted on node 1 lost its rows (shadowed) */
+	char key[32];
+	key_of(70, key, sizeof(key));
+	struct storage_mutation **p =
+		find_part(&c->nodes[0], slice_make(key, strlen(key)));
+	struct storage_mutation *probe = mut(c, 70);
+	ck_assert_int_eq(
+		storage_mutation_delete_partition(probe, 2000, 1700000000), 0);
+	uint8_t d1[16], d2[16];
+	storage_mutation_digest(*p, d1);
+	struct storage_mutation *canon =
+		storage_fragment_merge(c->meta, &probe, 1);
+	storage_mutation_digest(canon, d2);
+	ck_assert_mem_eq(d1, d2, 16);
+	storage_mutation_delete(canon);
+	storage_mutation_delete(probe);
+	/* bytes: the divergent rows' (each its partition's own fragment,
+	 * against the single-row mutations written), within 2x */
+	uint64_t bytes = streamed_bytes(c), all = data_bytes(&c->nodes[0]);
+	fprintf(stderr,
+		"repair sim: %llu rows streamed, %llu bytes for %llu "
+		"divergent (%.2fx), data %llu bytes, trees and hashes %llu "
+		"bytes\n",
+		(unsigned long long)(streamed(c, 0) + streamed(c, 1) +
+				     streamed(c, 2)),
+		(unsigned long long)bytes, (unsigned long long)divergent,
+		(double)bytes / (double)divergent, (unsigned long long)all,
+		(unsigned long long)c->sum.tree_bytes);
+	ck_assert_uint_le(bytes, 2 * divergent);
+	ck_assert_uint_lt(bytes * 20, all);
+	/* and now in sync */
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->sum.mismatched_ranges, 0);
+	ck_assert_uint_eq(streamed_bytes(c), 0);
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(tombstones_past_gc_grace_are_not_repaired)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	/* key 5 was deleted 20 days ago (past the 10 days of gc_grace):
+	 * nodes 1 and 2 compacted the deletion away with what it shadowed,
+	 * node 0 still holds it; key 6 has a fresh row deletion on node 1 */
+	char key[32];
+	key_of(5, key, sizeof(key));
+	for (int i = 1; i < NNODES; i++) {
+		struct storage_mutation **p =
+			find_part(&c->nodes[i], slice_make(key, strlen(key)));
+		storage_mutation_delete(*p);
+		*p = storage_mutation_new(c->meta, (uint8_t *)key, strlen(key));
+	}
+	struct storage_mutation *m = mut(c, 5);
+	ck_assert_int_eq(storage_mutation_delete_partition(
+				 m, 2000, 1700000000 - 20 * 86400),
+			 0);
+	apply_on(c, 1, m);
+	delete_row(c, 2, 6, 1, 3000);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->sum.rows_mismatched, 1);
+	ck_assert_uint_eq(streamed(c, 0), 1);
+	ck_assert_uint_eq(streamed(c, 1), 0);
+	ck_assert_uint_eq(streamed(c, 2), 1);
+	ck_assert(part_equal(c, 6));
+	ck_assert(!part_equal(c, 5)); /* left for compaction to purge */
+	cluster_delete(c);
+}
+END_TEST
+
+struct other {
+	bool done, ok;
+	char error[256];
+};
+
+static void other_done(void *arg, const struct repair_summary *s)
+{
+	struct other *o = arg;
+	o->done = true;
+	o->ok = s->ok;
+	snprintf(o->error, sizeof(o->error), "%s", s->error);
+}
+
+static bool other_is_done(void *arg)
+{
+	return ((struct other *)arg)->done;
+}
+
+/* Node `from` starts a session over (st, et] among all three. */
+static void start_other(struct cluster *c, int from, int64_t st, int64_t et,
+			struct other *o)
+{
+	struct inet_addr reps[NNODES];
+	for (int i = 0; i < NNODES; i++)
+		reps[i] = c->nodes[i].addr;
+	struct repair_table t = {.name = "ks.t"};
+	memcpy(t.id, c->meta->id, 16);
+	struct repair_range r = {st, et, reps, NNODES};
+	struct repair_request q = {&t, 1, &r, 1, false};
+	memset(o, 0, sizeof(*o));
+	ck_assert_int_eq(repair_start(c->nodes[from].repair, &q, NULL,
+				      other_done, o, NULL),
+			 0);
+}
+
+START_TEST(overlapping_sessions_of_two_coordinators_are_refused)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	/* node 0 repairs the ring; node 1, a moment later, a part of it */
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	sim_run_for(c->sim, 1000);
+	struct other o;
+	start_other(c, 1, INT64_MIN / 2, 0, &o);
+	ck_assert(sim_run_until(c->sim, other_is_done, &o, 60ull * 1000000));
+	ck_assert(!o.ok);
+	ck_assert_msg(strstr(o.error, "overlapping repair session 1 of "
+				      "127.0.9.1"),
+		      "%s", o.error);
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_int_eq(unequal_parts(c), 0);
+	/* once node 0's session is over (its RELEASE messages arrived),
+	 * node 1's runs; so do two at once on disjoint ranges */
+	sim_run_for(c->sim, 10000);
+	start_other(c, 1, INT64_MIN / 2, 0, &o);
+	ck_assert(sim_run_until(c->sim, other_is_done, &o, 60ull * 1000000));
+	ck_assert_msg(o.ok, "%s", o.error);
+	ck_assert_int_eq(start(c, 0, INT64_MAX / 2, false), 0);
+	start_other(c, 1, INT64_MIN / 2, -1, &o);
+	ck_assert(sim_run_until(c->sim, other_is_done, &o, 60ull * 1000000));
+	ck_assert_msg(o.ok, "%s", o.error);
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(cancel_fails_the_session_and_frees_its_ranges)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	ck_assert_int_eq(repair_cancel(c->nodes[0].repair, "x"), -1);
+	ck_assert_int_eq(err_code(), ERR_NOT_FOUND);
+	struct repair_status st;
+	ck_assert_int_eq(repair_get_status(c->nodes[0].repair, &st), 0);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	sim_run_for(c->sim, 1000);
+	ck_assert_int_eq(repair_get_status(c->nodes[0].repair, &st), 1);
+	ck_assert_uint_eq(st.session, 1);
+	ck_assert_uint_eq(st.tasks, 1);
+	ck_assert_uint_eq(st.task, 0);
+	ck_assert_str_eq(st.table, "ks.t");
+	ck_assert_uint_eq(st.npeers, NNODES);
+	ck_assert_int_eq(repair_cancel(c->nodes[0].repair, "operator"), 0);
+	ck_assert(c->done);
+	ck_assert(!c->sum.ok);
+	ck_assert_str_eq(c->sum.error, "cancelled: operator");
+	ck_assert(!repair_running(c->nodes[0].repair));
+	/* the claims went with it: another coordinator may repair now */
+	sim_run_for(c->sim, 100000);
+	struct other o;
+	start_other(c, 1, INT64_MIN, INT64_MIN, &o);
+	ck_assert(sim_run_until(c->sim, other_is_done, &o, 60ull * 1000000));
+	ck_assert_msg(o.ok, "%s", o.error);
+	ck_assert_int_eq(unequal_parts(c), 0);
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(preview_reports_and_changes_nothing)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	run(c, INT64_MIN, INT64_MIN, true);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(streamed(c, 0), 1);
+	ck_assert_uint_eq(streamed(c, 1), 9);
+	ck_assert_uint_eq(streamed(c, 2), 15);
+	ck_assert_int_eq(unequal_parts(c), 20);
+	cluster_delete(c);
+}
+END_TEST
+
+static int64_t token_of(struct cluster *c, int k)
+{
+	struct storage_mutation *m = mut(c, k);
+	int64_t t = storage_mutation_token(m);
+	storage_mutation_delete(m);
+	return t;
+}
+
+START_TEST(subrange_repair_touches_only_its_range)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	/* node 2 misses a row in every partition */
+	for (int k = 0; k < NKEYS; k++)
+		put_row(c, 1 | 2, k, NROWS + 2, 3000);
+	/* a wrapping range: (2^62, -2^62] */
+	int64_t st = INT64_MAX / 2, et = INT64_MIN / 2;
+	int inside = 0;
+	for (int k = 0; k < NKEYS; k++) {
+		int64_t t = token_of(c, k);
+		inside += t > st || t <= et;
+	}
+	ck_assert_int_gt(inside, 10);
+	ck_assert_int_lt(inside, NKEYS - 10);
+	run(c, st, et, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(streamed(c, 2), (uint64_t)inside);
+	for (int k = 0; k < NKEYS; k++) {
+		int64_t t = token_of(c, k);
+		bool in = t > st || t <= et;
+		ck_assert_msg(part_equal(c, k) == in, "key %d token %lld", k,
+			      (long long)t);
+	}
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(killed_participant_fails_the_session)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	sim_env_kill(c->sim, c->nodes[2].env);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert(!c->sum.ok);
+	ck_assert_msg(strstr(c->sum.error, "timed out") &&
+			      strstr(c->sum.error, "127.0.9.3"),
+		      "%s", c->sum.error);
+	/* nothing half done: node 0 and 1 still differ */
+	ck_assert_int_eq(unequal_parts(c), 20);
+	ck_assert(!repair_running(c->nodes[0].repair));
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(participant_convicted_mid_session_fails_it_at_once)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	sim_run_for(c->sim, 2000);
+	ck_assert(!c->done);
+	sim_env_kill(c->sim, c->nodes[2].env);
+	c->down[2] = true;
+	uint64_t t0 = sim_now_us(c->sim);
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	/* at the next check, well before the 5 s timeouts */
+	ck_assert_uint_le(sim_now_us(c->sim) - t0, 1100000);
+	ck_assert(!c->sum.ok);
+	ck_assert_msg(strstr(c->sum.error, "127.0.9.3") &&
+			      strstr(c->sum.error, "went down"),
+		      "%s", c->sum.error);
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(participant_killed_mid_session_fails_it)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	/* a second session while one runs is refused */
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), -1);
+	ck_assert_int_eq(err_code(), ERR_EXISTS);
+	/* let the trees come back, then kill node 1 */
+	sim_run_for(c->sim, 2000);
+	sim_env_kill(c->sim, c->nodes[1].env);
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	ck_assert(!c->sum.ok);
+	ck_assert_msg(strstr(c->sum.error, "127.0.9.2"), "%s", c->sum.error);
+	/* a rerun with node 1 dead fails the same way, cleanly */
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert(!c->sum.ok);
+	cluster_delete(c);
+}
+END_TEST
+
+int main(void)
+{
+	g_seed = test_seed(0x4e9a);
+	Suite *s = suite_create("repair_sim");
+	TCase *tc = tcase_create("sessions");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, in_sync_replicas_stream_nothing);
+	tcase_add_test(
+		tc, divergent_replicas_converge_streaming_only_divergent_rows);
+	tcase_add_test(tc, preview_reports_and_changes_nothing);
+	tcase_add_test(tc, tombstones_past_gc_grace_are_not_repaired);
+	tcase_add_test(tc,
+		       overlapping_sessions_of_two_coordinators_are_refused);
+	tcase_add_test(tc, cancel_fails_the_session_and_frees_its_ranges);
+	tcase_add_test(tc, subrange_repair_touches_only_its_range);
+	tcase_add_test(tc, killed_participant_fails_the_session);
+	tcase_add_test(tc, participant_killed_mid_session_fails_it);
+	tcase_add_test(tc, participant_convicted_mid_session_fails_it_at_once);
+	suite_add_tcase(s, tc);
+	return test_run(s);
+}
