@@ -67,6 +67,21 @@ static int find_host(const struct cql_client *c, const struct inet_addr *a)
 	return -1;
 }
 
+bool cql_client_peer_up(const struct cql_client *c, const uint8_t *ip,
+			size_t len)
+{
+	for (size_t i = 0; i < c->nhosts; i++) {
+		const struct cql_host *h = c->hosts[i];
+		size_t n = h->addr.family == INET_V4 ? 4 : 16;
+		if (n != len || memcmp(h->addr.ip, ip, n) != 0)
+			continue;
+		for (int k = 0; k < h->nconns; k++)
+			if (h->conns[k].state == CQL_CONN_READY)
+				return true;
+	}
+	return false;
+}
+
 /* Adds (not yet started) a host, or returns the known one's index. */
 static int add_host(struct cql_client *c, const struct inet_addr *a)
 {

@@ -180,4 +180,10 @@ void cql_client_on_tick(evutil_socket_t fd, short what, void *arg);
 /* In cql_client.c: a connection settled (ready or failed once). */
 void cql_client_connect_progress(struct cql_client *c);
 
+/* Whether the client has a ready connection to the node whose native
+ * address is `ip` (4 or 16 bytes): schema agreement, as drivers do, only
+ * waits for nodes that are up. */
+bool cql_client_peer_up(const struct cql_client *c, const uint8_t *ip,
+			size_t len);
+
 #endif

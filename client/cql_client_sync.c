@@ -163,23 +163,36 @@ int cql_client_execute_sync(struct cql_client *c,
 	return w.rc;
 }
 
-/* schema_version of every row of a rows result, compared with `first`. */
-static int versions_agree(const struct cql_client_response *r,
+static int column_of(const struct cql_client_rows *rows, const char *name)
+{
+	size_t n = strlen(name);
+	for (int32_t i = 0; rows->columns && i < rows->column_count; i++)
+		if (rows->columns[i].name.len == n &&
+		    memcmp(rows->columns[i].name.ptr, name, n) == 0)
+			return i;
+	return -1;
+}
+
+/* schema_version of every row of a rows result, compared with `first`;
+ * peers (rows with an rpc_address) the client cannot reach are skipped, as
+ * drivers skip nodes that are down. */
+static int versions_agree(const struct cql_client *c,
+			  const struct cql_client_response *r,
 			  struct buf *first)
 {
 	const struct cql_client_rows *rows = &r->rows;
-	int col = -1;
-	for (int32_t i = 0; rows->columns && i < rows->column_count; i++)
-		if (rows->columns[i].name.len == 14 &&
-		    memcmp(rows->columns[i].name.ptr, "schema_version", 14) ==
-			    0)
-			col = i;
+	int col = column_of(rows, "schema_version");
+	int addr = column_of(rows, "rpc_address");
 	if (r->kind != CQL_RESULT_ROWS || col < 0)
 		return 0;
 	for (int32_t i = 0; i < rows->row_count; i++) {
-		const struct cql_value *v =
-			&rows->values[(size_t)i * (size_t)rows->column_count +
-				      (size_t)col];
+		const struct cql_value *row =
+			&rows->values[(size_t)i * (size_t)rows->column_count];
+		const struct cql_value *v = &row[col];
+		if (addr >= 0 && row[addr].len > 0 &&
+		    !cql_client_peer_up(c, row[addr].ptr,
+					(size_t)row[addr].len))
+			continue;
 		if (v->len < 0)
 			return 0;
 		if (first->len == 0 && first->data == NULL) {
@@ -209,11 +222,12 @@ int cql_client_wait_schema_agreement(struct cql_client *c, uint64_t timeout_ms)
 						  "system.local",
 						  CQL_CL_ONE, &local) == 0 &&
 			    cql_client_query_sync(c,
-						  "SELECT schema_version FROM "
+						  "SELECT rpc_address, "
+						  "schema_version FROM "
 						  "system.peers",
 						  CQL_CL_ONE, &peers) == 0 &&
-			    versions_agree(&local.resp, &first) &&
-			    versions_agree(&peers.resp, &first);
+			    versions_agree(c, &local.resp, &first) &&
+			    versions_agree(c, &peers.resp, &first);
 		buf_free(&first);
 		cql_client_result_free(&local);
 		cql_client_result_free(&peers);
