@@ -729,6 +729,17 @@ static void host_after(struct hint_host *x)
 		if (x->want_start) {
 			x->want_start = false;
 			host_start(x);
+		} else {
+			/* Retry soon rather than at the next periodic check:
+			 * a target that just restarted drops the first sends
+			 * while its data path starts. */
+			struct hints *h = x->h;
+			uint64_t ms = h->o.check_interval_ms < 1000
+					      ? h->o.check_interval_ms
+					      : 1000;
+			if (h->check_timer) /* NULL once closed */
+				env_timer_arm(h->env, h->check_timer,
+					      ms * 1000);
 		}
 	}
 	host_maybe_free(x);
