@@ -2,7 +2,7 @@
 #define LOG_MODULE "node"
 #include "node/cql_data.h"
 
-#include "client/data_local.h"
+#include "client/data_path.h"
 #include "client/dml.h"
 #include "client/select.h"
 #include "common/err.h"

@@ -2,7 +2,7 @@
 #define LOG_MODULE "node"
 #include "node/cql_service.h"
 
-#include "client/data_local.h"
+#include "client/data_path.h"
 #include "client/executor.h"
 #include "client/schema_log.h"
 #include "client/server.h"

@@ -18,7 +18,7 @@ cassini_pytest(unit_cql_values_driver test_cql_values_driver.py LABEL unit
 cassini_check_suite(test_schema LABEL unit SOURCES test_schema.c
                     LIBS cassini_client)
 add_executable(cql_exec_server cql_exec_server.c)
-target_link_libraries(cql_exec_server PRIVATE cassini_client
+target_link_libraries(cql_exec_server PRIVATE cassini_node
                       PkgConfig::LIBEVENT)
 cassini_pytest(unit_cql_exec_driver test_cql_exec_driver.py LABEL unit
                TIMEOUT 180)

@@ -2,14 +2,17 @@
  * The CQL server with the real executor and schema registry, and a fixed
  * one-node view of the cluster, for driver tests (test_cql_exec_driver.py):
  * Cluster.connect(), system tables, DDL, prepared statements, errors.
- * With `--data DIR` user tables are served by the local data path over a
- * storage engine in DIR. Prints "PORT <n>" and runs until SIGTERM.
+ * With `--data DIR` user tables are served by the node's data path
+ * (node/cql_data.c: the coordinator over a one-node ring) over a storage
+ * engine in DIR. Prints "PORT <n>" and runs until SIGTERM.
  */
-#include "client/data_local.h"
+#include "client/data_path.h"
 #include "client/executor.h"
 #include "common/env_real.h"
 #include "common/err.h"
 #include "common/loopq.h"
+#include "node/cql_data.h"
+#include "ring/ring.h"
 
 #include <event2/event.h>
 #include <signal.h>
@@ -20,11 +23,13 @@ static struct event_base *base;
 static int ids;
 static struct storage *db;
 static struct cql_schema *schema;
+static struct ring *ring; /* this node alone, with node_info's tokens */
+
+static const int64_t tokens[] = {-6148914691236517206LL, 0,
+				 6148914691236517205LL};
 
 static void node_info(void *arg, struct cql_node_info *out)
 {
-	static const int64_t tokens[] = {-6148914691236517206LL, 0,
-					 6148914691236517205LL};
 	(void)arg;
 	memset(out, 0, sizeof(*out));
 	out->cluster_name = "Driver Test";
@@ -65,6 +70,40 @@ static void schema_changed(void *arg, const struct cql_schema_event *e)
 		fprintf(stderr, "storage_table_add: %s\n", err_msg());
 }
 
+static struct ring *the_ring(void *arg)
+{
+	(void)arg;
+	return ring;
+}
+
+static bool alive(void *arg, const struct inet_addr *ep)
+{
+	(void)arg;
+	(void)ep;
+	return true;
+}
+
+static struct ring *one_node_ring(void)
+{
+	struct cql_node_info n;
+	node_info(NULL, &n);
+	struct ring_endpoint ep = {.addr = n.listen_address,
+				   .dc = n.dc,
+				   .rack = n.rack,
+				   .status = RING_STATUS_NORMAL,
+				   .tokens = tokens,
+				   .num_tokens = 3};
+	memcpy(ep.host_id, n.host_id, 16);
+	struct ring_builder *b = ring_builder_new();
+	struct ring *r = NULL;
+	if (b && ring_builder_set_endpoint(b, &ep) == 0) {
+		ring_builder_set_local(b, &n.listen_address);
+		r = ring_builder_build(b);
+	}
+	ring_builder_delete(b);
+	return r;
+}
+
 static void on_term(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
@@ -80,21 +119,26 @@ int main(int argc, char **argv)
 	schema = cql_schema_new();
 	struct env *env = env_real_new(base);
 	struct loopq *q = loopq_new(base);
-	struct cql_local *local = NULL;
-	char data[1024], log[1024];
+	struct cql_data *data = NULL;
+	char dir_data[1024], log[1024];
 	if (argc == 3 && strcmp(argv[1], "--data") == 0) {
 		struct storage_options o;
-		snprintf(data, sizeof(data), "%s/data", argv[2]);
+		snprintf(dir_data, sizeof(dir_data), "%s/data", argv[2]);
 		snprintf(log, sizeof(log), "%s/commitlog", argv[2]);
 		storage_options_default(&o);
 		o.env = env;
-		o.data_dir = data;
+		o.data_dir = dir_data;
 		o.commitlog_dir = log;
 		o.post = cql_storage_post;
 		o.post_arg = q;
 		db = storage_new(&o);
+		struct repl_options ro;
+		repl_options_default(&ro);
+		struct cql_data_hooks dh = {the_ring, alive, NULL};
 		if (!db || storage_start(db) != 0 ||
-		    !(local = cql_local_new(db, env, q, 2))) {
+		    !(ring = one_node_ring()) ||
+		    !(data = cql_data_new(db, env, q, schema, &ro, NULL,
+					  &dh))) {
 			fprintf(stderr, "storage: %s\n", err_msg());
 			return 1;
 		}
@@ -102,8 +146,8 @@ int main(int argc, char **argv)
 	struct cql_exec_hooks hooks = {.node_info = node_info,
 				       .new_table_id = new_table_id,
 				       .schema_changed = schema_changed,
-				       .data = local ? cql_local_data : NULL,
-				       .arg = local};
+				       .data = data ? cql_data_request : NULL,
+				       .arg = data};
 	struct cql_exec *exec = cql_exec_new(schema, &hooks);
 	struct cql_server_config cfg;
 	cql_server_config_defaults(&cfg);
@@ -123,13 +167,15 @@ int main(int argc, char **argv)
 	event_free(term);
 	cql_server_delete(server);
 	cql_exec_delete(exec);
-	if (local)
-		cql_local_stop(local);
+	if (data)
+		cql_data_stop(data);
 	loopq_run_pending(q);
 	if (db)
 		storage_delete(db);
 	loopq_delete(q);
-	cql_local_delete(local);
+	cql_data_delete(data);
+	if (ring)
+		ring_unref(ring);
 	env_real_delete(env);
 	cql_schema_delete(schema);
 	event_base_free(base);
