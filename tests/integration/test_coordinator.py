@@ -13,77 +13,24 @@ every server answer reaches the test unchanged).
   written before a truncate are not delivered after it.
 
 Nodes live on 127.0.11.x."""
-import os
-import subprocess
 import time
 
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra import Unavailable
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.protocol import TruncateError
-from cassandra.policies import (FallthroughRetryPolicy,
-                                WhiteListRoundRobinPolicy)
-from cassandra.query import SimpleStatement
 
-from conftest import BUILD_DIR, SOURCE_DIR
+from clusters import (cluster_script, run_at, session, state, tool,
+                      wait_for)
 
 BASE = "127.0.11."
-TOOL = str(BUILD_DIR / "node" / "cassini-tool")
 
 
 @pytest.fixture
 def cluster(tmp_path):
-    env = dict(os.environ, CASSINI_HOME=str(tmp_path / "home"),
-               CASSINI_BIN_DIR=str(BUILD_DIR))
-
-    def run(*args, check=True, timeout=120):
-        r = subprocess.run(["/usr/bin/python3",
-                            str(SOURCE_DIR / "scripts" / "cluster.py"), *args],
-                           capture_output=True, text=True, env=env,
-                           timeout=timeout)
-        if check:
-            assert r.returncode == 0, r.stdout + r.stderr
-        return r
-
+    run = cluster_script(tmp_path)
     yield run
     run("-C", "co", "remove", check=False)
-
-
-def session(ip):
-    prof = ExecutionProfile(
-        retry_policy=FallthroughRetryPolicy(), request_timeout=30,
-        load_balancing_policy=WhiteListRoundRobinPolicy([ip]))
-    c = Cluster([ip], protocol_version=4,
-                execution_profiles={EXEC_PROFILE_DEFAULT: prof})
-    return c, c.connect()
-
-
-def tool(ip, *args):
-    return subprocess.run([TOOL, "-h", ip, *args], capture_output=True,
-                          text=True, check=True, timeout=30).stdout
-
-
-def run_at(s, cql, cl, params=None):
-    return s.execute(SimpleStatement(cql, consistency_level=cl), params)
-
-
-def state(ip, of):
-    """`of`'s two-letter state (UN, DN, ...) in `ip`'s status output."""
-    for line in tool(ip, "status").splitlines():
-        parts = line.split()
-        if len(parts) > 1 and parts[1] == of:
-            return parts[0]
-    return None
-
-
-def wait_for(pred, timeout=60, step=0.25):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(step)
-    return False
 
 
 def expected(cl, live1, live2):

@@ -5,14 +5,14 @@ a paused datacenter, and cassini-tool's commands. Clusters live on
 
 No timing thresholds: every wait is "until it happens" with a generous
 ceiling that only guards against hanging."""
-import os
 import re
 import subprocess
 import time
 
 import pytest
 
-from conftest import BUILD_DIR, SOURCE_DIR
+from clusters import cluster_script
+from conftest import BUILD_DIR
 
 TOOL = BUILD_DIR / "node" / "cassini-tool"
 BASE = "127.0.2."
@@ -20,19 +20,7 @@ BASE = "127.0.2."
 
 @pytest.fixture
 def cluster(tmp_path):
-    env = dict(os.environ, CASSINI_HOME=str(tmp_path / "home"),
-               CASSINI_BIN_DIR=str(BUILD_DIR))
-
-    def run(*args, check=True, timeout=120):
-        r = subprocess.run(["/usr/bin/python3",
-                            str(SOURCE_DIR / "scripts" / "cluster.py"), *args],
-                           capture_output=True, text=True, env=env,
-                           timeout=timeout)
-        if check:
-            assert r.returncode == 0, r.stdout + r.stderr
-        return r
-
-    run.home = tmp_path / "home" / "clusters"
+    run = cluster_script(tmp_path)
     yield run
     run("-C", "m", "remove", check=False)
 

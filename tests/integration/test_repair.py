@@ -14,77 +14,26 @@ replica that was down misses writes for good until repair.
 - with a replica down, repair refuses to run (non-zero exit, a message).
 
 Nodes live on 127.0.14.x."""
-import os
 import re
 import subprocess
 import time
 
 import pytest
 from cassandra import ConsistencyLevel as CL
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-from cassandra.policies import (FallthroughRetryPolicy,
-                                WhiteListRoundRobinPolicy)
-from cassandra.query import SimpleStatement
 
-from conftest import BUILD_DIR, SOURCE_DIR
+from clusters import TOOL, cluster_script, run_at, session, state
+from clusters import tool_run as tool
+from clusters import wait_for
 
 BASE = "127.0.14."
-TOOL = str(BUILD_DIR / "node" / "cassini-tool")
 N1, N2, N3 = (BASE + str(i) for i in (1, 2, 3))
 
 
 @pytest.fixture
 def cluster(tmp_path):
-    env = dict(os.environ, CASSINI_HOME=str(tmp_path / "home"),
-               CASSINI_BIN_DIR=str(BUILD_DIR))
-
-    def run(*args, check=True, timeout=120):
-        r = subprocess.run(["/usr/bin/python3",
-                            str(SOURCE_DIR / "scripts" / "cluster.py"), *args],
-                           capture_output=True, text=True, env=env,
-                           timeout=timeout)
-        if check:
-            assert r.returncode == 0, r.stdout + r.stderr
-        return r
-
+    run = cluster_script(tmp_path)
     yield run
     run("-C", "rp", "remove", check=False)
-
-
-def session(ip):
-    prof = ExecutionProfile(
-        retry_policy=FallthroughRetryPolicy(), request_timeout=30,
-        load_balancing_policy=WhiteListRoundRobinPolicy([ip]))
-    c = Cluster([ip], protocol_version=4,
-                execution_profiles={EXEC_PROFILE_DEFAULT: prof})
-    return c, c.connect()
-
-
-def tool(ip, *args, timeout=300):
-    return subprocess.run([TOOL, "-h", ip, *args], capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def run_at(s, cql, cl, params=None):
-    return s.execute(SimpleStatement(cql, consistency_level=cl), params)
-
-
-def state(ip, of):
-    r = tool(ip, "status", timeout=30)
-    for line in r.stdout.splitlines():
-        parts = line.split()
-        if len(parts) > 1 and parts[1] == of:
-            return parts[0]
-    return None
-
-
-def wait_for(pred, timeout=60, step=0.25):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(step)
-    return False
 
 
 def all_up(cluster):
