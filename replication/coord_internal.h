@@ -167,6 +167,11 @@ struct slot **bucket_of(struct repl *r, uint64_t id);
 int slot_add(struct repl *r, struct op *op, uint32_t target);
 /* Removes the slot of `id` and returns it (the caller frees), or NULL. */
 struct slot *slot_take(struct repl *r, uint64_t id);
+/* A request to op->t[i] begins: a new id, marked sent, one more answer
+ * awaited. 0 or -1 (ERR_NOMEM, nothing changed). */
+int target_begin(struct op *op, size_t i);
+/* Its send failed: the id is forgotten and no answer is awaited. */
+void target_unsent(struct op *op, size_t i);
 
 /* A new operation, linked and with its timeout armed; NULL with err set. */
 struct op *op_new(struct repl *r, enum op_kind kind, int cl,

@@ -58,10 +58,8 @@ static void read_send(struct op *op, size_t i, bool digest)
 	t->digest_only = digest;
 	t->answered = false;
 	t->round = (uint8_t)op->phase;
-	if (slot_add(r, op, (uint32_t)i) != 0)
+	if (target_begin(op, i) != 0)
 		return;
-	t->sent = true;
-	op->outstanding++;
 	if (is_self(op, t->ep)) {
 		struct local_ctx *c = local_ctx_new(r, t->id);
 		if (!c) {
@@ -82,12 +80,8 @@ static void read_send(struct op *op, size_t i, bool digest)
 	msg.cmd.data = op->cmd_enc.data;
 	msg.cmd.len = op->cmd_enc.len;
 	msg.digest = digest;
-	if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_READ, &msg.base) !=
-	    0) {
-		free(slot_take(r, t->id));
-		t->sent = false;
-		op->outstanding--;
-	}
+	if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_READ, &msg.base) != 0)
+		target_unsent(op, i);
 }
 
 void read_timeout(struct op *op)
@@ -152,11 +146,10 @@ static void read_resolve(struct op *op)
 		if (memcmp(have, want, 16) == 0)
 			continue;
 		r->st.read_repairs++;
-		if (slot_add(r, op, (uint32_t)i) != 0)
+		if (target_begin(op, i) != 0)
 			continue;
 		t->answered = false;
 		t->round = 3;
-		op->outstanding++;
 		if (is_self(op, t->ep)) {
 			struct local_ctx *c = local_ctx_new(r, t->id);
 			if (!c || r->store->apply(r->store_arg, op->merged,
@@ -174,10 +167,8 @@ static void read_resolve(struct op *op)
 		msg.mutation.data = enc.data;
 		msg.mutation.len = enc.len;
 		if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_MUTATION,
-				&msg.base) != 0) {
-			free(slot_take(r, t->id));
-			op->outstanding--;
-		}
+				&msg.base) != 0)
+			target_unsent(op, i); /* not waited for */
 	}
 	buf_free(&enc);
 }
@@ -660,10 +651,8 @@ static void range_send(struct op *op, size_t i)
 {
 	struct repl *r = op->r;
 	struct target *t = &op->t[i];
-	if (slot_add(r, op, (uint32_t)i) != 0)
+	if (target_begin(op, i) != 0)
 		return;
-	t->sent = true;
-	op->outstanding++;
 	if (is_self(op, t->ep)) {
 		struct local_ctx *c = local_ctx_new(r, t->id);
 		if (!c) {
@@ -687,12 +676,8 @@ static void range_send(struct op *op, size_t i)
 	msg.start = op->start;
 	msg.end = op->sub_end;
 	msg.max_partitions = op->max_partitions;
-	if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_RANGE, &msg.base) !=
-	    0) {
-		free(slot_take(r, t->id));
-		t->sent = false;
-		op->outstanding--;
-	}
+	if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_RANGE, &msg.base) != 0)
+		target_unsent(op, i);
 }
 
 void repl_range_step(struct repl *r, const struct repl_range *q,

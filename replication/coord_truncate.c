@@ -87,12 +87,10 @@ static void truncate_send(struct op *op, size_t i)
 {
 	struct repl *r = op->r;
 	struct target *t = &op->t[i];
-	if (slot_add(r, op, (uint32_t)i) != 0) {
+	if (target_begin(op, i) != 0) {
 		truncate_fail(op, t, "out of memory");
 		return;
 	}
-	t->sent = true;
-	op->outstanding++;
 	if (is_self(op, t->ep)) {
 		struct local_ctx *c = local_ctx_new(r, t->id);
 		if (!c || !r->store->truncate) {

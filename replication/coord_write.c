@@ -267,10 +267,8 @@ static void write_send(struct op *op, size_t i)
 	struct repl *r = op->r;
 	struct target *t = &op->t[i];
 	const struct buf *enc = &op->muts[t->mut].enc;
-	if (slot_add(r, op, (uint32_t)i) != 0)
+	if (target_begin(op, i) != 0)
 		return;
-	t->sent = true;
-	op->outstanding++;
 	if (is_self(op, t->ep)) {
 		/* The caller's mutation while repl_write runs; after a
 		 * batchlog round, the encoded copy. */
@@ -300,9 +298,7 @@ static void write_send(struct op *op, size_t i)
 	if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_MUTATION, &msg.base) !=
 	    0) {
 		/* Queue full or peer in backoff: as good as down. */
-		free(slot_take(r, t->id));
-		t->sent = false;
-		op->outstanding--;
+		target_unsent(op, i);
 		hint_target(op, t);
 	}
 }

@@ -98,6 +98,22 @@ int slot_add(struct repl *r, struct op *op, uint32_t target)
 }
 
 /* Removes the slot of `id` and returns it (the caller frees), or NULL. */
+int target_begin(struct op *op, size_t i)
+{
+	if (slot_add(op->r, op, (uint32_t)i) != 0)
+		return -1;
+	op->t[i].sent = true;
+	op->outstanding++;
+	return 0;
+}
+
+void target_unsent(struct op *op, size_t i)
+{
+	free(slot_take(op->r, op->t[i].id));
+	op->t[i].sent = false;
+	op->outstanding--;
+}
+
 struct slot *slot_take(struct repl *r, uint64_t id)
 {
 	for (struct slot **p = bucket_of(r, id); *p; p = &(*p)->next)
