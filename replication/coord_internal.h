@@ -73,7 +73,6 @@ struct target {
 	uint64_t id;
 	/* reads */
 	uint8_t round; /* the phase its last request belongs to */
-	bool digest_only;
 	uint8_t digest[16];
 	bool has_digest; /* digest[] is set */
 	struct storage_mutation *frag;
@@ -84,7 +83,6 @@ struct target {
 
 struct wmut {
 	struct buf enc;
-	const struct ring_strategy *strategy; /* borrowed: checked up front */
 	int block_for;
 	int acks, failures, targets;
 	int *dc_need, *dc_acks; /* EACH_QUORUM, per strategy dc */

@@ -55,7 +55,6 @@ static void read_send(struct op *op, size_t i, bool digest)
 {
 	struct repl *r = op->r;
 	struct target *t = &op->t[i];
-	t->digest_only = digest;
 	t->answered = false;
 	t->round = (uint8_t)op->phase;
 	if (target_begin(op, i) != 0)

@@ -215,7 +215,6 @@ static int write_plan(struct op *op, size_t k, const struct repl_mutation *rm,
 	if (repl_check_live(op->cl, rm->strategy, ldc, live, n, reps.n_pending,
 			    res) != 0)
 		return -1;
-	w->strategy = rm->strategy;
 	w->m = rm->m;
 	w->block_for = repl_block_for(op->cl, rm->strategy, ldc);
 	w->targets = (int)n;
