@@ -41,6 +41,8 @@ struct endpoint {
 	struct inet_addr addr;
 	int64_t generation;
 	int32_t heartbeat;
+	uint32_t beats;   /* heartbeats of this generation (0: not known) */
+	uint64_t born_us; /* when `heartbeat` was born, on our clock */
 	struct app_value apps[GOSSIP_STATE_COUNT];
 	enum gossip_status status;
 	bool alive;
@@ -58,6 +60,7 @@ struct state_list {
 	size_t n, cap;
 	struct gossip_wire_app *apps;
 	size_t napps, apps_cap;
+	uint64_t now_us; /* when the message is built */
 };
 
 struct quarantine {
@@ -292,8 +295,7 @@ static void mark_alive(struct gossip *g, struct endpoint *ep)
 	ep->alive = true;
 	/* The answer is news too: without it a stale last arrival would
 	 * convict the node again on the next check. */
-	gossip_fd_report(&ep->fd, env_mono_us(g->env), 2 * g->interval_us,
-			 g->fd_max_interval_us);
+	gossip_fd_touch(&ep->fd, env_mono_us(g->env));
 	LOG_INFO("%s is now UP", fmt(&ep->addr, a));
 	NOTIFY(g, on_alive, &ep->addr);
 }
@@ -602,6 +604,8 @@ static void on_tick(void *arg)
 	}
 	g->stats.rounds++;
 	g->me->heartbeat = ++g->version;
+	g->me->beats++;
+	g->me->born_us = env_mono_us(g->env);
 	gossip_round(g);
 }
 
@@ -667,11 +671,16 @@ int gossip_remove_endpoint(struct gossip *g, const struct inet_addr *a)
 
 /* ---- applying remote state ----------------------------------------------- */
 
-static void fd_news(struct gossip *g, struct endpoint *ep)
+/* A newer heartbeat: when it was born is our clock less its age (0 from a
+ * peer that does not send one: born now, as Cassandra counts it). */
+static void fd_news(struct gossip *g, struct endpoint *ep,
+		    const struct gossip_wire_state *ws)
 {
 	uint64_t now = env_mono_us(g->env);
 	ep->update_us = now;
-	gossip_fd_report(&ep->fd, now, 2 * g->interval_us,
+	ep->beats = ws->beats;
+	ep->born_us = now > ws->age_us ? now - ws->age_us : 1;
+	gossip_fd_report(&ep->fd, ep->born_us, ws->beats, 2 * g->interval_us,
 			 g->fd_max_interval_us);
 }
 
@@ -713,6 +722,7 @@ static void apply_state(struct gossip *g, const struct gossip_wire_state *ws)
 			}
 			ep->status = GOSSIP_STATUS_UNKNOWN;
 			ep->generation = ws->generation;
+			gossip_fd_restart(&ep->fd);
 		} else {
 			ep = ep_add(g, &ws->addr, ws->generation);
 			if (!ep) {
@@ -727,7 +737,7 @@ static void apply_state(struct gossip *g, const struct gossip_wire_state *ws)
 			 fmt(&ws->addr, a), (long long)ws->generation);
 		NOTIFY(g, on_join, &ep->addr);
 		apply_apps(g, ep, ws);
-		fd_news(g, ep);
+		fd_news(g, ep, ws);
 		if (!dead_state(ep))
 			send_echo(g, ep);
 		return;
@@ -739,9 +749,10 @@ static void apply_state(struct gossip *g, const struct gossip_wire_state *ws)
 		if (ws->apps[j].version > remote_max)
 			remote_max = ws->apps[j].version;
 	if (remote_max > ep_max_version(ep)) {
-		fd_news(g, ep);
-		if (ws->heartbeat > ep->heartbeat)
+		if (ws->heartbeat > ep->heartbeat) {
+			fd_news(g, ep, ws);
 			ep->heartbeat = ws->heartbeat;
+		}
 		apply_apps(g, ep, ws);
 	}
 	if (!ep->alive && !dead_state(ep))
@@ -751,12 +762,18 @@ static void apply_state(struct gossip *g, const struct gossip_wire_state *ws)
 /* Copies the part of `ep` newer than `version` into ws (borrowing
  * strings). Returns false when there is nothing newer. */
 static bool state_newer_than(const struct endpoint *ep, int32_t version,
-			     struct gossip_wire_state *ws,
+			     uint64_t now_us, struct gossip_wire_state *ws,
 			     struct gossip_wire_app *apps)
 {
 	ws->addr = ep->addr;
 	ws->generation = ep->generation;
 	ws->heartbeat = ep->heartbeat;
+	ws->beats = ep->beats;
+	ws->age_us = 0;
+	if (ep->born_us && now_us > ep->born_us)
+		ws->age_us = now_us - ep->born_us < GOSSIP_MAX_HEARTBEAT_AGE_US
+				     ? (uint32_t)(now_us - ep->born_us)
+				     : GOSSIP_MAX_HEARTBEAT_AGE_US;
 	ws->apps = apps;
 	ws->count = 0;
 	for (int k = 0; k < GOSSIP_STATE_COUNT; k++) {
@@ -770,8 +787,11 @@ static bool state_newer_than(const struct endpoint *ep, int32_t version,
 	return ws->count > 0 || ep->heartbeat > version;
 }
 
-static void state_list_clear(struct state_list *l)
+/* Empties the list for a message sent at `now_us` (heartbeat ages are
+ * taken then). */
+static void state_list_clear(struct state_list *l, uint64_t now_us)
 {
+	l->now_us = now_us;
 	l->n = 0;
 	l->napps = 0;
 }
@@ -789,7 +809,7 @@ static int state_list_add(struct state_list *l, const struct endpoint *ep,
 {
 	struct gossip_wire_app apps[GOSSIP_STATE_COUNT];
 	struct gossip_wire_state ws;
-	if (!state_newer_than(ep, version, &ws, apps))
+	if (!state_newer_than(ep, version, l->now_us, &ws, apps))
 		return 0;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 16;
@@ -848,7 +868,7 @@ static void process_syn(struct gossip *g, const struct inet_addr *from,
 		return;
 	}
 	struct state_list *out = &g->scratch;
-	state_list_clear(out);
+	state_list_clear(out, env_mono_us(g->env));
 	struct gossip_digest *req =
 		malloc((m->digest_count ? m->digest_count : 1) * sizeof(*req));
 	if (!req) {
@@ -915,7 +935,7 @@ static void process_ack(struct gossip *g, const struct inet_addr *from,
 	if (m->digest_count == 0)
 		return;
 	struct state_list *out = &g->scratch;
-	state_list_clear(out);
+	state_list_clear(out, env_mono_us(g->env));
 	int rc = 0;
 	size_t hint = 0;
 	for (size_t i = 0; i < m->digest_count && rc == 0; i++) {

@@ -16,6 +16,9 @@
 #define GOSSIP_MAX_ENDPOINTS 100000u
 #define GOSSIP_MAX_VALUE_LEN 65536u
 #define GOSSIP_MAX_NAME_LEN  256u
+/* Older heartbeat ages are sent and taken as this (the failure detector
+ * has convicted long before). */
+#define GOSSIP_MAX_HEARTBEAT_AGE_US 60000000u
 
 struct gossip_digest {
 	struct inet_addr addr;
@@ -33,6 +36,8 @@ struct gossip_wire_state {
 	struct inet_addr addr;
 	int64_t generation;
 	int32_t heartbeat;
+	uint32_t beats;  /* heartbeats of this generation; 0: not sent */
+	uint32_t age_us; /* how long ago the heartbeat was born */
 	size_t count;
 	struct gossip_wire_app *apps;
 };
@@ -69,17 +74,26 @@ int gossip_msg_encode_ack2(const struct gossip_wire_state *st, size_t nst,
 
 /* ---- phi-accrual failure detector (gossip_fd.c) ------------------------
  *
- * Cassandra's ArrivalWindow: the intervals between heartbeat news from one
- * endpoint, at most `cap` samples (the oldest drop out), intervals above
+ * Cassandra's ArrivalWindow over heartbeat intervals from one endpoint, at
+ * most `cap` samples (the oldest drop out), intervals above
  * `max_interval_us` ignored. The first report seeds the window with
  * `initial_us`. phi = (now - last) / mean, scaled by 1/ln(10).
+ *
+ * Unlike Cassandra, a report says when the heartbeat was *born* (our clock,
+ * estimated from the age gossip carries with it) and its number, so the
+ * samples measure the peer's heartbeat interval rather than the jitter of
+ * gossip's spread, and phi counts from the peer's last heartbeat rather
+ * than from when its news happened to reach us.
  */
 struct gossip_fd_window {
 	uint32_t *samples; /* microseconds, ring buffer grown lazily */
 	uint32_t cap, len, head, alloc;
 	uint64_t sum;
-	uint64_t last_us;    /* 0: no report yet */
+	uint64_t last_us;    /* latest evidence of life; 0: no report yet */
 	uint64_t initial_us; /* the starting guess, counted until warm */
+	uint64_t base_us;    /* birth of the last heartbeat sampled */
+	uint32_t base_beats; /* its number (0: unnumbered) */
+	bool based;          /* base_* hold a heartbeat */
 };
 
 /* Measured intervals after which the starting guess stops counting. */
@@ -87,10 +101,17 @@ struct gossip_fd_window {
 
 void gossip_fd_init(struct gossip_fd_window *w, uint32_t cap);
 void gossip_fd_free(struct gossip_fd_window *w);
-void gossip_fd_reset(struct gossip_fd_window *w);
-/* Records news at `now`. Returns 0 or -1 (ERR_NOMEM, window unchanged). */
-int gossip_fd_report(struct gossip_fd_window *w, uint64_t now_us,
-		     uint64_t initial_us, uint64_t max_interval_us);
+/* A new incarnation: its heartbeats are numbered afresh. Samples stay. */
+void gossip_fd_restart(struct gossip_fd_window *w);
+/* Records heartbeat number `beats` (0: unnumbered, counts as the next one),
+ * born at `born_us`. Older or repeated heartbeats change nothing. Returns 0
+ * or -1 (ERR_NOMEM, window unchanged). */
+int gossip_fd_report(struct gossip_fd_window *w, uint64_t born_us,
+		     uint32_t beats, uint64_t initial_us,
+		     uint64_t max_interval_us);
+/* Evidence of life that is not a heartbeat (an ECHO answer): phi counts
+ * from `now_us`; no sample. */
+void gossip_fd_touch(struct gossip_fd_window *w, uint64_t now_us);
 /* Cassandra-scaled phi; 0 before the first report. */
 double gossip_fd_phi(const struct gossip_fd_window *w, uint64_t now_us);
 double gossip_fd_mean_us(const struct gossip_fd_window *w);

@@ -94,6 +94,10 @@ static int state_from_pb(const Cassini__Gossip__EndpointState *in,
 			       in->n_states);
 	out->generation = in->generation;
 	out->heartbeat = in->heartbeat;
+	out->beats = in->beats;
+	out->age_us = in->heartbeat_age_us < GOSSIP_MAX_HEARTBEAT_AGE_US
+			      ? in->heartbeat_age_us
+			      : GOSSIP_MAX_HEARTBEAT_AGE_US;
 	if (in->n_states) {
 		out->apps = calloc(in->n_states, sizeof(*out->apps));
 		if (!out->apps)
@@ -272,6 +276,8 @@ static int enc_states(struct enc *e, const struct gossip_wire_state *st,
 		s->endpoint = &e->eps[i];
 		s->generation = st[i].generation;
 		s->heartbeat = st[i].heartbeat;
+		s->beats = st[i].beats;
+		s->heartbeat_age_us = st[i].age_us;
 		s->states = &e->app_ptrs[k];
 		s->n_states = st[i].count;
 		for (size_t j = 0; j < st[i].count; j++, k++) {
