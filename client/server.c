@@ -722,13 +722,25 @@ struct cql_server *cql_server_new(struct event_base *base,
 	return s;
 }
 
+void cql_server_stop(struct cql_server *s)
+{
+	while (s->conns)
+		conn_close(s->conns, "server shutting down");
+	if (s->listener)
+		evconnlistener_free(s->listener);
+	s->listener = NULL;
+}
+
+bool cql_server_listening(const struct cql_server *s)
+{
+	return s->listener != NULL;
+}
+
 void cql_server_delete(struct cql_server *s)
 {
 	if (!s)
 		return;
-	while (s->conns)
-		conn_close(s->conns, "server shutting down");
-	evconnlistener_free(s->listener);
+	cql_server_stop(s);
 	free(s);
 }
 

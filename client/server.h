@@ -76,6 +76,12 @@ struct cql_server *cql_server_new(struct event_base *base,
  * to into the void. */
 void cql_server_delete(struct cql_server *s);
 
+/* Stops the native transport (nodetool drain, disablebinary): closes the
+ * listener and every connection; the server object stays (broadcasts then
+ * reach no one) until cql_server_delete. */
+void cql_server_stop(struct cql_server *s);
+bool cql_server_listening(const struct cql_server *s);
+
 /* The bound address (useful with port 0 in tests). */
 struct inet_addr cql_server_address(const struct cql_server *s);
 

@@ -16,6 +16,7 @@
 #include "storage/storage.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,8 @@ struct cql_service {
 	struct event_base *base;
 	struct env *env;
 	struct loopq *q;
-	struct workers *syncer; /* fsyncs of the schema log */
+	struct workers *syncer;      /* fsyncs of the schema log */
+	struct workers *maintenance; /* flushes asked by the admin (lazily) */
 	struct storage *db;
 	struct cql_schema *schema;
 	struct cql_schema_log *log;
@@ -376,9 +378,79 @@ const struct cql_schema *cql_service_schema(const struct cql_service *s)
 	return s->schema;
 }
 
-int cql_service_drain(struct cql_service *s)
+bool cql_service_serving(const struct cql_service *s)
 {
-	return storage_drain(s->db);
+	return s->server && cql_server_listening(s->server);
+}
+
+void cql_service_stop_serving(struct cql_service *s)
+{
+	if (s->server)
+		cql_server_stop(s->server);
+}
+
+struct cql_flush {
+	struct work work;
+	struct workers *workers;
+	struct loopq_item done_item;
+	struct storage *db;
+	struct loopq *q;
+	size_t n;
+	int status;
+	char msg[256];
+	cql_service_done_fn done;
+	void *arg;
+	uint8_t ids[][16];
+};
+
+static void flush_job_run(struct work *w)
+{
+	struct cql_flush *j = (struct cql_flush *)w;
+	for (size_t i = 0; i < (j->n ? j->n : 1) && j->status == 0; i++)
+		j->status = storage_flush(j->db, j->n ? j->ids[i] : NULL);
+	if (j->status)
+		snprintf(j->msg, sizeof(j->msg), "%s", err_msg());
+	loopq_post(j->q, &j->done_item);
+}
+
+static void flush_job_done(struct loopq_item *it)
+{
+	struct cql_flush *j =
+		(struct cql_flush *)((char *)it -
+				     offsetof(struct cql_flush, done_item));
+	j->done(j->arg, j->status, j->msg);
+	free(j);
+}
+
+struct cql_flush *cql_service_flush_prepare(struct cql_service *s,
+					    const uint8_t (*table_ids)[16],
+					    size_t n)
+{
+	if (!s->maintenance &&
+	    !(s->maintenance = workers_new(1, "maintenance")))
+		return NULL;
+	struct cql_flush *j = calloc(1, sizeof(*j) + n * sizeof(j->ids[0]));
+	if (!j) {
+		err_set(ERR_NOMEM, "flush");
+		return NULL;
+	}
+	j->workers = s->maintenance;
+	j->db = s->db;
+	j->q = s->q;
+	j->n = n;
+	if (n)
+		memcpy(j->ids, table_ids, n * sizeof(j->ids[0]));
+	j->work.run = flush_job_run;
+	j->done_item.fn = flush_job_done;
+	return j;
+}
+
+void cql_service_flush_start(struct cql_flush *j, cql_service_done_fn done,
+			     void *arg)
+{
+	j->done = done;
+	j->arg = arg;
+	workers_submit(j->workers, &j->work);
 }
 
 void cql_service_delete(struct cql_service *s)
@@ -392,6 +464,7 @@ void cql_service_delete(struct cql_service *s)
 	cql_exec_delete(s->exec);
 	if (s->data)
 		cql_data_stop(s->data);
+	workers_delete(s->maintenance); /* finishes a flush under way */
 	if (s->q)
 		loopq_run_pending(s->q);
 	if (s->db)

@@ -69,8 +69,24 @@ int cql_service_serve(struct cql_service *s);
 /* Bytes of live SSTables: the node's load, as nodetool status shows it. */
 uint64_t cql_service_load_bytes(const struct cql_service *s);
 
-/* Flushes memtables (nodetool drain); blocks. */
-int cql_service_drain(struct cql_service *s);
+/* Whether CQL clients are served (false before serve and after
+ * stop_serving). */
+bool cql_service_serving(const struct cql_service *s);
+/* Closes the native transport listener and every client connection (drain). */
+void cql_service_stop_serving(struct cql_service *s);
+
+/* A flush of the memtables of `n` tables (n == 0: every table), in two
+ * steps so a caller can take its own resources in between: prepare (NULL
+ * with err set), then start, which cannot fail: the flush runs on a worker
+ * thread and `done` runs on the loop with 0 or -1 and a message. A
+ * prepared flush that is not started is released with free(). */
+typedef void (*cql_service_done_fn)(void *arg, int status, const char *msg);
+struct cql_flush;
+struct cql_flush *cql_service_flush_prepare(struct cql_service *s,
+					    const uint8_t (*table_ids)[16],
+					    size_t n);
+void cql_service_flush_start(struct cql_flush *f, cql_service_done_fn done,
+			     void *arg);
 
 /* Closes client connections and stops storage (the commitlog covers what
  * was not flushed). Blocks briefly while workers finish. */

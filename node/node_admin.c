@@ -357,7 +357,8 @@ static int cmd_info(void *arg, size_t argc, const char *const *argv,
 	buf_printf(out, "%-23s: %s\n", "ID", n->local.host_id);
 	buf_printf(out, "%-23s: %s\n", "Gossip active",
 		   n->drained ? "false" : "true");
-	buf_printf(out, "%-23s: %s\n", "Native Transport active", "false");
+	buf_printf(out, "%-23s: %s\n", "Native Transport active",
+		   n->cql && cql_service_serving(n->cql) ? "true" : "false");
 	buf_printf(out, "%-23s: %s\n", "Load", load);
 	buf_printf(out, "%-23s: %lld\n", "Generation No",
 		   (long long)n->local.generation);
@@ -588,22 +589,107 @@ static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
 	return rc == 0 ? 0 : 2;
 }
 
-/* ---- drain, stopdaemon --------------------------------------------------- */
+/* ---- flush, drain, stopdaemon -------------------------------------------- */
 
+/* Answers a deferred flush or drain once the worker is done. */
+static void flush_done(void *arg, int status, const char *msg)
+{
+	struct admin_reply *r = arg;
+	if (status != 0) {
+		char text[320];
+		snprintf(text, sizeof(text), "error: flush failed: %s\n", msg);
+		LOG_WARN("flush failed: %s", msg);
+		admin_reply_finish(r, 2, "", text);
+		return;
+	}
+	admin_reply_finish(r, 0, "", "");
+}
+
+/* Queues a flush of `n` tables (0: all) and answers when it is done. */
+static int flush_deferred(struct node *n, const uint8_t (*ids)[16], size_t nt,
+			  struct buf *err)
+{
+	struct cql_flush *f = cql_service_flush_prepare(n->cql, ids, nt);
+	struct admin_reply *r = f ? admin_defer(n->admin) : NULL;
+	if (!r) {
+		buf_printf(err, "error: %s\n", err_msg());
+		free(f);
+		return 2;
+	}
+	cql_service_flush_start(f, flush_done, r);
+	return ADMIN_PENDING;
+}
+
+/* nodetool flush [keyspace [tables...]]: memtables to SSTables. */
+static int cmd_flush(void *arg, size_t argc, const char *const *argv,
+		     struct buf *out, struct buf *err)
+{
+	(void)out;
+	struct node *n = arg;
+	if (!n->cql) {
+		buf_printf(err, "error: this node serves no data\n");
+		return 2;
+	}
+	if (argc == 0)
+		return flush_deferred(n, NULL, 0, err);
+	const struct cql_keyspace *k =
+		cql_schema_keyspace(cql_service_schema(n->cql), argv[0]);
+	if (!k) {
+		buf_printf(err, "error: Keyspace [%s] does not exist.\n",
+			   argv[0]);
+		return 2;
+	}
+	size_t nt = cql_keyspace_table_count(k);
+	if (nt == 0)
+		return 0;
+	uint8_t(*ids)[16] = calloc(nt, sizeof(*ids));
+	if (!ids) {
+		buf_printf(err, "error: out of memory\n");
+		return 2;
+	}
+	size_t m = 0;
+	for (size_t i = 0; i < nt; i++) {
+		const struct storage_table_meta *t =
+			cql_table_meta(cql_keyspace_table_at(k, i));
+		bool wanted = argc == 1;
+		for (size_t a = 1; a < argc && !wanted; a++)
+			wanted = strcmp(argv[a], t->name) == 0;
+		if (wanted)
+			memcpy(ids[m++], t->id, 16);
+	}
+	for (size_t a = 1; a < argc; a++)
+		if (!cql_schema_table(cql_service_schema(n->cql), argv[0],
+				      argv[a])) {
+			buf_printf(err,
+				   "error: Unknown table %s in keyspace %s\n",
+				   argv[a], argv[0]);
+			free(ids);
+			return 2;
+		}
+	int rc = m ? flush_deferred(n, (const uint8_t(*)[16])ids, m, err) : 0;
+	free(ids);
+	return rc;
+}
+
+/* nodetool drain: stop serving clients, leave gossip (peers mark us DN at
+ * once), flush every memtable; answers when the data is in SSTables, so a
+ * restart replays nothing. The process keeps running until stopped. */
 static int cmd_drain(void *arg, size_t argc, const char *const *argv,
 		     struct buf *out, struct buf *err)
 {
 	(void)argc;
 	(void)argv;
 	(void)out;
-	(void)err;
 	struct node *n = arg;
+	if (n->cql)
+		cql_service_stop_serving(n->cql);
 	if (!n->drained) {
-		LOG_INFO("draining: announcing shutdown to peers, gossip off");
+		LOG_INFO("draining: native transport closed, shutdown "
+			 "announced to peers, gossip off; flushing");
 		gossip_announce_shutdown(n->gossip);
 		n->drained = true;
 	}
-	return 0;
+	return n->cql ? flush_deferred(n, NULL, 0, err) : 0;
 }
 
 static int cmd_stopdaemon(void *arg, size_t argc, const char *const *argv,
@@ -652,9 +738,11 @@ int node_admin_register(struct node *n)
 		 cmd_getendpoints},
 		{"version", "version               release version",
 		 cmd_version},
+		{"flush", "flush [ks [tables]]   write memtables to SSTables",
+		 cmd_flush},
 		{"drain",
-		 "drain                 announce shutdown and stop "
-		 "gossiping",
+		 "drain                 stop serving clients, announce "
+		 "shutdown, stop gossiping, flush every memtable",
 		 cmd_drain},
 		{"stopdaemon", "stopdaemon            stop this node",
 		 cmd_stopdaemon},

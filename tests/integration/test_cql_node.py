@@ -226,3 +226,54 @@ def test_batch_size_guards(node):
         batch("", 60, 1000)
     assert s.execute("SELECT count(*) FROM b.t").one()[0] == 11
     cluster.shutdown()
+
+
+def cli(*args):
+    return subprocess.run([str(BUILD_DIR / "node" / "cassini-tool"), "-h",
+                           ADDRESS, *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_flush_and_drain_leave_nothing_to_replay(node):
+    """nodetool flush and drain: flush answers once the memtables are
+    SSTables; drain closes the native transport and leaves gossip too, so
+    after a kill -9 the commitlog has nothing left to apply."""
+    cluster, s = connect()
+    s.execute("CREATE KEYSPACE fl WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    for t in ("a", "b"):
+        s.execute(f"CREATE TABLE fl.{t} (k int PRIMARY KEY, v text)")
+        ins = s.prepare(f"INSERT INTO fl.{t} (k, v) VALUES (?, ?)")
+        for k in range(100):
+            s.execute(ins, [k, "v" * 100])
+    assert "Load                   : 0 bytes" in cli("info").stdout
+
+    r = cli("flush", "fl", "a")
+    assert r.returncode == 0, r.stderr
+    assert "Load                   : 0 bytes" not in cli("info").stdout
+    r = cli("flush", "nokeyspace")
+    assert (r.returncode, r.stderr) == \
+        (2, "error: Keyspace [nokeyspace] does not exist.\n")
+    r = cli("flush", "fl", "nope")
+    assert (r.returncode, r.stderr) == \
+        (2, "error: Unknown table nope in keyspace fl\n")
+
+    info = cli("info").stdout
+    assert "Native Transport active: true" in info
+    assert "Gossip active          : true" in info
+    r = cli("drain")
+    assert r.returncode == 0, r.stderr
+    info = cli("info").stdout
+    assert "Native Transport active: false" in info
+    assert "Gossip active          : false" in info
+    cluster.shutdown()
+    with pytest.raises(Exception):
+        Cluster([ADDRESS], connect_timeout=2).connect()
+
+    log = restart(node, signal.SIGKILL)
+    m = re.search(r"commitlog replay: (\d+) records, (\d+) applied", log)
+    assert m is None or m.group(2) == "0", log
+    cluster, s = connect()
+    for t in ("a", "b"):
+        assert s.execute(f"SELECT count(*) FROM fl.{t}").one().count == 100
+    cluster.shutdown()
