@@ -868,7 +868,8 @@ static bool hints_alive(void *arg, const uint8_t host_id[16])
 	return to && d->hooks.is_alive(d->hooks.arg, to);
 }
 
-/* Blocking hint-file work on the read workers, completions on the loop. */
+/* Blocking hint and batchlog file work on the read workers, completions on
+ * the loop. */
 struct offload_job {
 	struct work work;
 	struct loopq_item item;
@@ -894,8 +895,8 @@ static void offload_done(struct loopq_item *it)
 	free(o);
 }
 
-static void hints_offload(void *arg, void (*run)(void *job),
-			  void (*done)(void *job), void *job)
+static void data_offload(void *arg, void (*run)(void *job),
+			 void (*done)(void *job), void *job)
 {
 	struct cql_data *d = arg;
 	struct offload_job *o = d->workers ? malloc(sizeof(*o)) : NULL;
@@ -990,6 +991,7 @@ struct cql_data *cql_data_new(struct storage *db, struct env *env,
 				.is_alive = hook_alive,
 				.hint = hook_hint,
 				.strategy = hook_strategy,
+				.offload = data_offload,
 				.arg = d};
 	if (!(d->workers = workers_new(2, "read")) ||
 	    !(d->repl = repl_new(env, o, &store_ops, d, &rh)))
@@ -999,7 +1001,7 @@ struct cql_data *cql_data_new(struct storage *db, struct env *env,
 		h.send = hints_send;
 		h.alive = hints_alive;
 		h.hook_arg = d;
-		h.offload = hints_offload;
+		h.offload = data_offload;
 		h.offload_arg = d;
 		if (!(d->hints = hints_open(&h)))
 			goto fail;

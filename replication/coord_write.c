@@ -414,6 +414,19 @@ void batchlog_answer(struct op *op, size_t k, bool ok, const char *why)
 		op_free(op);
 }
 
+/* This node's own copy of a batch, answered through its slot. */
+struct local_store {
+	struct repl *r;
+	uint64_t id;
+};
+
+static void local_stored(void *arg, int status, const char *why)
+{
+	struct local_store *ls = arg;
+	on_answer(ls->r, ls->id, status == 0, why, NULL, NULL, 0, false);
+	free(ls);
+}
+
 /* Stores the batch on the batchlog endpoints; the writes start once they
  * have all acknowledged. */
 static int batchlog_begin(struct op *op, struct repl_result *res)
@@ -442,14 +455,6 @@ static int batchlog_begin(struct op *op, struct repl_result *res)
 	}
 	int64_t created = env_wall_us(r->env);
 	for (size_t k = 0; k < op->nbl && !op->replied; k++) {
-		if (is_self(op, op->bl_ep[k])) {
-			bool ok = r->bl &&
-				  batchlog_store(r->bl, op->batch_id, created,
-						 sl, op->nmut) == 0;
-			op->bl_sent[k] = true;
-			batchlog_answer(op, k, ok, ok ? NULL : err_msg());
-			continue;
-		}
 		struct slot *s = malloc(sizeof(*s));
 		if (!s)
 			continue; /* never answered: the timeout reports it */
@@ -460,6 +465,24 @@ static int batchlog_begin(struct op *op, struct repl_result *res)
 		s->next = *b;
 		*b = s;
 		op->bl_id[k] = s->id;
+		if (is_self(op, op->bl_ep[k])) {
+			/* Answered like a peer's store, through the slot: the
+			 * operation may be gone when the file is written. */
+			struct local_store *ls =
+				r->bl ? malloc(sizeof(*ls)) : NULL;
+			op->bl_sent[k] = true;
+			if (!ls) {
+				on_answer(r, s->id, false,
+					  r->bl ? "out of memory"
+						: "this node keeps no batchlog",
+					  NULL, NULL, 0, false);
+				continue;
+			}
+			*ls = (struct local_store){.r = r, .id = s->id};
+			batchlog_store(r->bl, op->batch_id, created, sl,
+				       op->nmut, local_stored, ls);
+			continue;
+		}
 		Cassini__Replication__BatchStoreReq msg =
 			CASSINI__REPLICATION__BATCH_STORE_REQ__INIT;
 		msg.id = s->id;

@@ -571,7 +571,8 @@ struct repl *repl_new(struct env *env, const struct repl_options *o,
 	r->store_arg = store_arg;
 	r->hooks = *hooks;
 	if (o->batchlog_dir) {
-		if (!(r->bl = batchlog_open(env, o->batchlog_dir)) ||
+		if (!(r->bl = batchlog_open(env, o->batchlog_dir,
+					    hooks->offload, hooks->arg)) ||
 		    !(r->bl_timer = env_timer_new(env, replay_tick, r))) {
 			repl_delete(r);
 			return NULL;

@@ -287,6 +287,26 @@ static void serve_truncate(struct repl *r, const struct inet_addr *from,
 	cassini__replication__truncate_req__free_unpacked(req, NULL);
 }
 
+/* A batch kept for a coordinator: answered once its file is in place. */
+struct bl_store {
+	struct repl *r;
+	struct inet_addr from;
+	uint64_t id;
+};
+
+static void batch_stored(void *arg, int status, const char *why)
+{
+	struct bl_store *s = arg;
+	s->r->st.batches_stored += status == 0;
+	Cassini__Replication__MutationRsp rsp =
+		CASSINI__REPLICATION__MUTATION_RSP__INIT;
+	rsp.id = s->id;
+	rsp.ok = status == 0;
+	rsp.error = (char *)(why ? why : "");
+	send_packed(s->r, &s->from, REPL_VERB_BATCH_STORE_RSP, &rsp.base);
+	free(s);
+}
+
 static void serve_batch_store(struct repl *r, const struct inet_addr *from,
 			      const uint8_t *msg, size_t len)
 {
@@ -302,24 +322,22 @@ static void serve_batch_store(struct repl *r, const struct inet_addr *from,
 	}
 	struct slice *sl =
 		calloc(req->n_mutations ? req->n_mutations : 1, sizeof(*sl));
-	bool ok = false;
-	const char *why = "this node keeps no batchlog";
-	if (sl && r->bl && req->batch_id.len == 16) {
+	struct bl_store *s = sl ? malloc(sizeof(*s)) : NULL;
+	if (!s) {
+		/* never answered: the coordinator's timeout reports it */
+		LOG_WARN("dropping a batchlog request: out of memory");
+	} else if (!r->bl || req->batch_id.len != 16) {
+		*s = (struct bl_store){.r = r, .from = *from, .id = req->id};
+		batch_stored(s, -1, "this node keeps no batchlog");
+	} else {
+		*s = (struct bl_store){.r = r, .from = *from, .id = req->id};
 		for (size_t i = 0; i < req->n_mutations; i++)
 			sl[i] = slice_make(req->mutations[i].data,
 					   req->mutations[i].len);
-		ok = batchlog_store(r->bl, req->batch_id.data, req->created_us,
-				    sl, req->n_mutations) == 0;
-		why = ok ? NULL : err_msg();
-		r->st.batches_stored += ok;
+		batchlog_store(r->bl, req->batch_id.data, req->created_us, sl,
+			       req->n_mutations, batch_stored, s);
 	}
 	free(sl);
-	Cassini__Replication__MutationRsp rsp =
-		CASSINI__REPLICATION__MUTATION_RSP__INIT;
-	rsp.id = req->id;
-	rsp.ok = ok;
-	rsp.error = (char *)(why ? why : "");
-	send_packed(r, from, REPL_VERB_BATCH_STORE_RSP, &rsp.base);
 	cassini__replication__batch_store_req__free_unpacked(req, NULL);
 }
 
@@ -384,8 +402,12 @@ static void replay_done(void *arg, const struct repl_result *res)
 	free(p);
 }
 
+static void replay_read(void *arg, int status, bool corrupt,
+			const struct slice *sl, size_t n, int64_t created);
+
 /* Replays one due batch (its coordinator never said it was applied): its
- * mutations are written at ONE, hints covering replicas that miss it. */
+ * mutations are written at ONE, hints covering replicas that miss it. The
+ * file is read off the loop first. */
 void replay_tick(void *arg)
 {
 	struct repl *r = arg;
@@ -399,15 +421,25 @@ void replay_tick(void *arg)
 	if (r->bl_replaying || now < age ||
 	    batchlog_due(r->bl, now - age, id, 1) == 0)
 		return;
-	struct buf bytes;
-	buf_init(&bytes);
-	struct slice *sl = NULL;
-	size_t n = 0;
-	int64_t created = 0;
-	if (batchlog_read(r->bl, id[0], &bytes, &sl, &n, &created) != 0) {
-		if (err_code() == ERR_CORRUPT)
-			batchlog_remove(r->bl, id[0]);
-		buf_free(&bytes);
+	struct replay *p = malloc(sizeof(*p));
+	if (!p)
+		return;
+	*p = (struct replay){.r = r};
+	memcpy(p->id, id[0], 16);
+	r->bl_replaying = true;
+	batchlog_read(r->bl, id[0], replay_read, p);
+}
+
+static void replay_read(void *arg, int status, bool corrupt,
+			const struct slice *sl, size_t n, int64_t created)
+{
+	struct replay *p = arg;
+	struct repl *r = p->r;
+	if (status != 0) {
+		if (corrupt)
+			batchlog_remove(r->bl, p->id);
+		r->bl_replaying = false;
+		free(p);
 		return;
 	}
 	struct repl_mutation *rm = calloc(n ? n : 1, sizeof(*rm));
@@ -439,14 +471,14 @@ void replay_tick(void *arg)
 		rm[k] = (struct repl_mutation){m, st};
 		k++;
 	}
-	struct replay *p = rm && ms ? malloc(sizeof(*p)) : NULL;
-	if (k == 0 && rm && ms) {
-		batchlog_remove(r->bl, id[0]); /* nothing left to apply */
+	if (!rm || !ms) {
+		r->bl_replaying = false;
 		free(p);
-	} else if (p) {
-		*p = (struct replay){.r = r};
-		memcpy(p->id, id[0], 16);
-		r->bl_replaying = true;
+	} else if (k == 0) {
+		batchlog_remove(r->bl, p->id); /* nothing left to apply */
+		r->bl_replaying = false;
+		free(p);
+	} else {
 		repl_write(r, rm, k, REPL_CL_ONE, REPL_WRITE_UNLOGGED_BATCH,
 			   replay_done, p);
 	}
@@ -454,6 +486,4 @@ void replay_tick(void *arg)
 		storage_mutation_delete(ms[i]);
 	free(ms);
 	free(rm);
-	free(sl);
-	buf_free(&bytes);
 }

@@ -196,6 +196,11 @@ struct repl_hooks {
 	 * batchlog_dir. */
 	const struct ring_strategy *(*strategy)(void *arg,
 						const uint8_t table_id[16]);
+	/* Optional: runs run(job) off the loop (a worker thread), then
+	 * done(job) on the loop; the batchlog's file work goes through it.
+	 * NULL: both run inline (the simulator). */
+	void (*offload)(void *arg, void (*run)(void *job),
+			void (*done)(void *job), void *job);
 	void *arg;
 };
 
