@@ -119,6 +119,7 @@ const char *err_code_name(enum err_code code)
 		[ERR_OVERLOADED] = "overloaded",
 		[ERR_UNSUPPORTED] = "unsupported",
 		[ERR_CLOSED] = "closed",
+		[ERR_AGAIN] = "would block",
 	};
 	if ((unsigned)code >= ERR_CODE_COUNT)
 		return "unknown";

@@ -28,6 +28,7 @@ enum err_code {
 	ERR_OVERLOADED,
 	ERR_UNSUPPORTED, /* valid request for a feature we do not have */
 	ERR_CLOSED,      /* object shut down */
+	ERR_AGAIN, /* would block on disk: redo where blocking is allowed */
 	ERR_CODE_COUNT
 };
 

@@ -164,11 +164,58 @@ static int store_apply(void *s, const struct storage_mutation *m,
 	return storage_apply(d->db, m, done, arg);
 }
 
+/* A read answered from memory, completed on the next loop turn (the
+ * coordinator expects its callback after the call returns). */
+struct cached_read {
+	struct loopq_item item;
+	repl_store_read_fn done;
+	void *arg;
+	int status;
+	enum err_code code;
+	struct storage_mutation *frag;
+};
+
+static void cached_read_done(struct loopq_item *it)
+{
+	struct cached_read *c = (struct cached_read *)it;
+	/* The array goes with the fragment (the callee frees both). */
+	struct storage_mutation **frags =
+		c->status ? NULL : malloc(sizeof(*frags));
+	if (!c->status && !frags) {
+		storage_mutation_delete(c->frag);
+		c->status = -1;
+		c->code = ERR_NOMEM;
+	}
+	if (frags)
+		frags[0] = c->frag;
+	c->done(c->arg, c->status, c->code, frags, frags ? 1 : 0, false);
+	free(c);
+}
+
+/* A point read tries memory first (memtables, cached blocks): most reads
+ * of a hot working set then cost no thread hand-off. One that needs the
+ * disk goes to a worker. */
 static void store_read(void *s, const uint8_t table_id[16],
 		       const struct storage_read_cmd *cmd,
 		       repl_store_read_fn done, void *arg)
 {
-	store_submit(s, table_id, cmd, false, 0, 0, 1, done, arg);
+	struct cql_data *d = s;
+	struct cached_read *c = malloc(sizeof(*c));
+	if (!c) {
+		store_submit(s, table_id, cmd, false, 0, 0, 1, done, arg);
+		return;
+	}
+	*c = (struct cached_read){
+		.item.fn = cached_read_done, .done = done, .arg = arg};
+	c->status =
+		storage_read_fragment_cached(d->db, table_id, cmd, &c->frag);
+	if (c->status != 0 && err_code() == ERR_AGAIN) {
+		free(c);
+		store_submit(s, table_id, cmd, false, 0, 0, 1, done, arg);
+		return;
+	}
+	c->code = c->status ? err_code() : ERR_NONE;
+	loopq_post(d->q, &c->item);
 }
 
 static void store_scan(void *s, const uint8_t table_id[16], int64_t start,

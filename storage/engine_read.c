@@ -149,7 +149,7 @@ static int gather(struct storage *db, struct snapshot *s, struct read_ctx *c,
 static int read_partition(struct storage *db, const uint8_t table_id[16],
 			  const struct storage_read_cmd *cmd,
 			  struct storage_result **out,
-			  struct storage_mutation **frag)
+			  struct storage_mutation **frag, bool cached_only)
 {
 	if (!cmd->key || cmd->key_len == 0)
 		return err_set(ERR_INVALID, "read without a partition key");
@@ -159,6 +159,7 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 	struct read_ctx c;
 	int rc = read_ctx_init(&c, s.t->meta, cmd, engine_now_sec(db));
 	ctx_limits(db, &c);
+	c.cached_only = cached_only;
 	struct slice key = slice_make(cmd->key, cmd->key_len);
 	int64_t token = murmur3_token(cmd->key, cmd->key_len);
 	/* Zero slices (`IN ()`) read nothing: an empty answer. */
@@ -177,7 +178,7 @@ int storage_read(struct storage *db, const uint8_t table_id[16],
 		 struct storage_result **out)
 {
 	*out = NULL;
-	return read_partition(db, table_id, cmd, out, NULL);
+	return read_partition(db, table_id, cmd, out, NULL, false);
 }
 
 int storage_read_fragment(struct storage *db, const uint8_t table_id[16],
@@ -185,7 +186,15 @@ int storage_read_fragment(struct storage *db, const uint8_t table_id[16],
 			  struct storage_mutation **out)
 {
 	*out = NULL;
-	return read_partition(db, table_id, cmd, NULL, out);
+	return read_partition(db, table_id, cmd, NULL, out, false);
+}
+
+int storage_read_fragment_cached(struct storage *db, const uint8_t table_id[16],
+				 const struct storage_read_cmd *cmd,
+				 struct storage_mutation **out)
+{
+	*out = NULL;
+	return read_partition(db, table_id, cmd, NULL, out, true);
 }
 
 const struct storage_table_meta *storage_table_meta_get(struct storage *db,

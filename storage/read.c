@@ -123,6 +123,11 @@ bool read_ctx_past_end(const struct read_ctx *c, struct slice ck)
 
 int read_ctx_add_atom(struct read_ctx *c, const struct atom *a)
 {
+	/* A memory-only read runs on an event loop: a big partition is a
+	 * worker's job however it is stored. */
+	if (c->cached_only && c->atom_count >= READ_CACHED_MAX_ATOMS)
+		return err_set(ERR_AGAIN, "a partition of more than %u cells",
+			       READ_CACHED_MAX_ATOMS);
 	if (grow((void **)&c->atoms, &c->atom_cap, c->atom_count + 1,
 		 sizeof(*c->atoms)))
 		return -1;

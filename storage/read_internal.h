@@ -24,6 +24,9 @@ struct read_keep {
 	void (*release)(void *p);
 };
 
+/* Cells past which a memory-only read gives up (ERR_AGAIN). */
+#define READ_CACHED_MAX_ATOMS 1024u
+
 struct read_ctx {
 	const struct storage_table_meta *t;
 	const struct storage_read_cmd *cmd;
@@ -34,7 +37,8 @@ struct read_ctx {
 	int64_t warn_threshold, fail_threshold;
 
 	bool found;
-	bool have_hash; /* key_hash holds the bloom hash of the key */
+	bool cached_only; /* fail with ERR_AGAIN rather than read the disk */
+	bool have_hash;   /* key_hash holds the bloom hash of the key */
 	uint64_t key_hash[2];
 	struct deletion pdel;
 	struct rtomb *rts;

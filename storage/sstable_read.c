@@ -253,12 +253,18 @@ bool sstable_may_contain_hash(const struct sstable *s, const uint64_t h[2])
  * NULL. */
 static struct cached_block *block_get(struct sstable *s, bool index,
 				      uint64_t off, uint64_t disk_len,
-				      bool fill)
+				      bool fill, bool cached_only)
 {
 	uint64_t id = index ? s->index_id : s->data_id;
 	struct cached_block *b = block_cache_get(s->cache, id, off);
 	if (b)
 		return b;
+	if (cached_only) {
+		err_set(ERR_AGAIN, "%s: block at %llu is not cached",
+			index ? s->index_path : s->data_path,
+			(unsigned long long)off);
+		return NULL;
+	}
 	uint8_t *raw;
 	size_t len;
 	uint64_t next;
@@ -424,8 +430,8 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 				       "%s: partition runs past "
 				       "the end",
 				       w->s->data_path);
-		struct cached_block *blk =
-			block_get(w->s, false, off, disk_len, !w->all);
+		struct cached_block *blk = block_get(
+			w->s, false, off, disk_len, !w->all, w->c->cached_only);
 		if (!blk || read_ctx_keep_ref(w->c, blk, block_cache_release))
 			return -1;
 		const uint8_t *raw = blk->data;
@@ -561,8 +567,8 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 	long b = summary_find(s, token, key);
 	if (b < 0)
 		return 0;
-	struct cached_block *blk =
-		block_get(s, true, s->sum_off[b], s->sum_len[b], true);
+	struct cached_block *blk = block_get(
+		s, true, s->sum_off[b], s->sum_len[b], true, c->cached_only);
 	if (!blk)
 		return -1;
 	struct cursor cur = cursor_make(blk->data, blk->len);

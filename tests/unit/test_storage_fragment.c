@@ -396,12 +396,28 @@ static struct storage_mutation *reencode(const struct storage_mutation *m)
 	return d;
 }
 
+/* Reads from memory only that succeeded, and that needed the disk. */
+static uint64_t cached_hits, cached_misses;
+
+/* The fragment; a memory-only read first must either give the same bytes
+ * or say it needs the disk (ERR_AGAIN). */
 static struct storage_mutation *read_frag(struct fx *f, struct storage *db,
 					  const struct storage_read_cmd *cmd)
 {
+	struct storage_mutation *c = NULL;
+	int crc = storage_read_fragment_cached(db, f->t->id, cmd, &c);
+	if (crc != 0 && err_code() != ERR_AGAIN)
+		ck_abort_msg("cached fragment: %s", err_msg());
 	struct storage_mutation *m;
 	if (storage_read_fragment(db, f->t->id, cmd, &m))
 		ck_abort_msg("fragment: %s", err_msg());
+	if (crc == 0) {
+		cached_hits++;
+		same_bytes(c, m, "memory-only read");
+		storage_mutation_delete(c);
+	} else {
+		cached_misses++;
+	}
 	return m;
 }
 
@@ -648,6 +664,7 @@ static void check_repair(struct fx *f)
 
 static void run(uint64_t s, int steps)
 {
+	cached_hits = cached_misses = 0;
 	struct fx f;
 	fx_open(&f, s, 2 + (int)(s % 2));
 	for (int step = 0; step < steps; step++) {
@@ -674,6 +691,10 @@ static void run(uint64_t s, int steps)
 			check_scan(&f, step);
 	}
 	check_repair(&f);
+	/* Both ways were taken: from memory, and "needs the disk" after a
+	 * flush or compaction made SSTables nothing had read yet. */
+	ck_assert_uint_gt(cached_hits, 0);
+	ck_assert_uint_gt(cached_misses, 0);
 	fx_close(&f);
 }
 
@@ -684,6 +705,38 @@ START_TEST(merged_fragments_resolve_like_one_engine)
 END_TEST
 
 /* ---- fixed cases --------------------------------------------------------- */
+
+/* A memory-only read of a big partition gives up (it would hold an event
+ * loop); the blocking read still returns it all. */
+START_TEST(memory_only_read_gives_up_on_big_partitions)
+{
+	struct fx f;
+	fx_open(&f, seed, 2);
+	struct storage_mutation *mu =
+		storage_mutation_new(f.t, (const uint8_t *)"wide", 4);
+	for (int i = 0; i < 1100; i++) {
+		uint8_t b[8];
+		struct slice ck[2] = {ival(b, i / 4), ival(b + 4, i % 4)};
+		ck_assert_int_eq(storage_mutation_set_row(mu, ck, 2), 0);
+		ck_assert_int_eq(storage_mutation_put(mu, COL_V, NULL, 0, b, 4,
+						      ++f.ts, 0, f.now),
+				 0);
+	}
+	apply_to(f.all, mu);
+	storage_mutation_delete(mu);
+	struct storage_read_cmd cmd = {.key = (const uint8_t *)"wide",
+				       .key_len = 4};
+	struct storage_mutation *m = NULL;
+	ck_assert_int_eq(storage_read_fragment_cached(f.all, f.t->id, &cmd, &m),
+			 -1);
+	ck_assert_int_eq(err_code(), ERR_AGAIN);
+	ck_assert_ptr_null(m);
+	m = read_frag(&f, f.all, &cmd);
+	ck_assert(!storage_mutation_is_empty(m));
+	storage_mutation_delete(m);
+	fx_close(&f);
+}
+END_TEST
 
 START_TEST(absent_partition_and_bad_merges)
 {
@@ -979,6 +1032,7 @@ int main(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_loop_test(tc, merged_fragments_resolve_like_one_engine, 0, 6);
 	tcase_add_test(tc, absent_partition_and_bad_merges);
+	tcase_add_test(tc, memory_only_read_gives_up_on_big_partitions);
 	tcase_add_test(tc, tombstone_fragment_repairs_a_stale_replica);
 	tcase_add_test(tc,
 		       merge_order_independent_for_equal_values_in_other_bytes);
