@@ -123,6 +123,11 @@ bool read_ctx_past_end(const struct read_ctx *c, struct slice ck)
 
 int read_ctx_add_atom(struct read_ctx *c, const struct atom *a)
 {
+	/* A dropped column's cells are gone for every reader (reads,
+	 * fragments, scans, compaction, which thereby purges them). */
+	if (a->slot != ATOM_SLOT_ROW &&
+	    storage_column_hides(c->t, (size_t)a->slot - 1, a->ts))
+		return 0;
 	if (grow((void **)&c->atoms, &c->atom_cap, c->atom_count + 1,
 		 sizeof(*c->atoms)))
 		return -1;
