@@ -1062,18 +1062,20 @@ static enum cql_schema_status alter_columns(struct cql_table *t,
 					CQL_SCHEMA_INVALID,
 					"Column with name '%s' already exists",
 					d->name);
-			if (strcmp(d->type->name, "counter") == 0)
-				return fail(CQL_SCHEMA_CONFIG,
-					    "%s.%s: Cannot have a counter "
-					    "column (\"%s\") in a non counter "
-					    "table",
-					    ks, m->name, d->name);
 			if (d->is_static && m->ck_count == 0)
 				return fail(CQL_SCHEMA_INVALID,
 					    "Static columns are only useful "
 					    "(and thus allowed) if the table "
 					    "has at least one clustering "
 					    "column");
+			/* Cassandra's table validation, after the checks
+			 * above (every Cassini table is a non-counter one) */
+			if (strcmp(d->type->name, "counter") == 0)
+				return fail(CQL_SCHEMA_CONFIG,
+					    "%s.%s: Cannot have a counter "
+					    "column (\"%s\") in a non counter "
+					    "table",
+					    ks, m->name, d->name);
 			int64_t dropped_at;
 			if ((st = readd_check(m, d, ks, &dropped_at)) !=
 			    CQL_SCHEMA_OK)
