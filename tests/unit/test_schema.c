@@ -348,6 +348,10 @@ START_TEST(alter_and_drop_table_keep_old_metadata_valid)
 	refused("ALTER TABLE t ADD c2 counter", CQL_SCHEMA_CONFIG,
 		"ks.t: Cannot have a counter column (\"c2\") in a non counter "
 		"table");
+	refused("ALTER TABLE t ADD d duration", CQL_SCHEMA_UNSUPPORTED,
+		"The duration type is not supported");
+	refused("ALTER TABLE t ADD a addr", CQL_SCHEMA_INVALID,
+		"Unknown type ks.addr");
 	refused("ALTER TABLE t ADD v blob", CQL_SCHEMA_INVALID,
 		"Cannot re-add previously dropped column 'v' of type blob, "
 		"incompatible with previous type text");
