@@ -1093,6 +1093,9 @@ static enum cql_schema_status alter_columns(struct cql_table *t,
 	}
 	if (at->kind == CQL_ALTER_DROP) {
 		for (size_t i = 0; i < at->name_count; i++) {
+			/* a set of names, as Cassandra's: repeats are one */
+			if (in_list(at->names, i, at->names[i]))
+				continue;
 			int c = cql_table_column(t, at->names[i]);
 			if (c < 0)
 				return fail(CQL_SCHEMA_INVALID,

@@ -362,7 +362,7 @@ START_TEST(alter_and_drop_table_keep_old_metadata_valid)
 	t = cql_schema_table(schema, "ks", "t");
 	ck_assert_int_eq(cql_table_column(t, "v"), 5);
 	ck_assert(!cql_table_meta(t)->columns[5].dropped);
-	ok("ALTER TABLE t DROP (v, n) USING TIMESTAMP 1234567");
+	ok("ALTER TABLE t DROP (v, n, v) USING TIMESTAMP 1234567");
 	t = cql_schema_table(schema, "ks", "t");
 	ck_assert(cql_table_meta(t)->columns[5].dropped);
 	ck_assert_int_eq(cql_table_meta(t)->columns[5].dropped_at, 1234567);
