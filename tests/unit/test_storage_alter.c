@@ -355,6 +355,11 @@ START_TEST(compaction_purges_dropped_cells)
 }
 END_TEST
 
+static void set_gc_grace(struct storage_table_meta *t, int64_t arg)
+{
+	t->options.gc_grace_seconds = arg;
+}
+
 static void unlink_column(struct storage_table_meta *t, int64_t arg)
 {
 	(void)arg;
@@ -379,6 +384,11 @@ START_TEST(only_successors_replace_a_table)
 	ck_assert_int_eq(storage_table_update(f.db, n), -1);
 	storage_table_meta_delete(n);
 
+	/* ALTER TABLE ... WITH: the engine compacts by the new options. */
+	evolve(&f, set_gc_grace, 3600);
+	ck_assert_int_eq(
+		storage_table_meta_get(f.db, f.t->id)->options.gc_grace_seconds,
+		3600);
 	evolve(&f, drop_v, 5);
 	n = storage_table_meta_clone(f.t);
 	n->columns[COL_V].dropped = false; /* no un-dropping */
