@@ -170,6 +170,11 @@ struct cql_alter_table {
 	size_t name_count;
 	struct cql_option *options; /* WITH */
 	size_t option_count;
+	/* DROP ... USING TIMESTAMP t (microseconds), or the time the node
+	 * that ran the DROP stamped it with (the schema record carries it):
+	 * cells written at or before it are never read again. */
+	bool has_timestamp;
+	int64_t timestamp;
 };
 
 struct cql_keyspace_stmt {

@@ -706,6 +706,28 @@ static int create_table(struct parser *p, struct cql_stmt *s)
 	return 0;
 }
 
+/* ALTER TABLE ... DROP c [USING TIMESTAMP <integer>] */
+static int drop_timestamp(struct parser *p, struct cql_alter_table *at)
+{
+	if (!accept_kw(p, "using"))
+		return 0;
+	if (expect_kw(p, "timestamp") != 0)
+		return -1;
+	struct cql_term *t = term(p);
+	if (!t)
+		return -1;
+	if (t->kind != CQL_TERM_INTEGER || t->len > 18)
+		return err_set(ERR_INVALID,
+			       "ALTER TABLE ... DROP USING TIMESTAMP takes an "
+			       "integer literal");
+	int64_t v = 0;
+	for (size_t i = 0; i < t->len; i++)
+		v = v * 10 + (t->text[i] - '0');
+	at->has_timestamp = true;
+	at->timestamp = t->negative ? -v : v;
+	return 0;
+}
+
 static int alter_table(struct parser *p, struct cql_stmt *s)
 {
 	struct cql_alter_table *at = &s->u.alter_table;
@@ -730,15 +752,17 @@ static int alter_table(struct parser *p, struct cql_stmt *s)
 	if (accept_kw(p, "drop")) {
 		at->kind = CQL_ALTER_DROP;
 		if (accept_punct(p, "(")) {
-			return ident_list(p, &at->names, &at->name_count) ||
-			       expect_punct(p, ")");
+			if (ident_list(p, &at->names, &at->name_count) ||
+			    expect_punct(p, ")"))
+				return -1;
+		} else {
+			const char **one = arena_alloc(p->a, sizeof(*one));
+			if (!one || !(one[0] = ident(p)))
+				return -1;
+			at->names = one;
+			at->name_count = 1;
 		}
-		const char **one = arena_alloc(p->a, sizeof(*one));
-		if (!one || !(one[0] = ident(p)))
-			return -1;
-		at->names = one;
-		at->name_count = 1;
-		return 0;
+		return drop_timestamp(p, at);
 	}
 	if (accept_kw(p, "rename")) {
 		struct vec names = VEC(const char *);

@@ -312,25 +312,77 @@ static int put_table_options(struct buf *b, const struct cql_table *t)
 	       put_quoted(b, co->speculative_retry) || put(b, ";");
 }
 
+/* The latest drop of a name: the one WITH INTERNALS renders. */
+static bool latest_drop(const struct storage_table_meta *m, size_t c)
+{
+	if (!m->columns[c].dropped)
+		return false;
+	for (size_t i = c + 1; i < m->column_count; i++)
+		if (m->columns[i].dropped &&
+		    strcmp(m->columns[i].name, m->columns[c].name) == 0)
+			return false;
+	return true;
+}
+
+static bool name_dropped(const struct storage_table_meta *m,
+			 const size_t *drops, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(m->columns[drops[i]].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* WITH INTERNALS, after the CREATE: each dropped column's DROP with its
+ * time and, for a name added again, that ADD (Cassandra's rendering). */
+static int put_drops(struct buf *out, const struct cql_table *t,
+		     const size_t *drops, size_t n)
+{
+	const struct storage_table_meta *m = cql_table_meta(t);
+	for (size_t i = 0; i < n; i++) {
+		const struct storage_column *d = &m->columns[drops[i]];
+		if (put(out, "\nALTER TABLE ") ||
+		    cql_describe_name(m->keyspace, out) || put(out, ".") ||
+		    cql_describe_name(m->name, out) || put(out, " DROP ") ||
+		    cql_describe_name(d->name, out) ||
+		    putf(out, " USING TIMESTAMP %lld;",
+			 (long long)d->dropped_at))
+			return -1;
+		int live = cql_table_column(t, d->name);
+		if (live >= 0 &&
+		    (put(out, "\nALTER TABLE ") ||
+		     cql_describe_name(m->keyspace, out) || put(out, ".") ||
+		     cql_describe_name(m->name, out) || put(out, " ADD ") ||
+		     put_column(out, &m->columns[live]) || put(out, ";")))
+			return -1;
+	}
+	return 0;
+}
+
 int cql_describe_table_text(const struct cql_table *t, bool internals,
 			    struct buf *out)
 {
 	const struct storage_table_meta *m = cql_table_meta(t);
-	size_t rest[512], nrest = 0;
+	size_t rest[512], nrest = 0, drops[256], ndrops = 0;
+	for (size_t i = 0; internals && i < m->column_count; i++) {
+		if (!latest_drop(m, i))
+			continue;
+		if (ndrops == sizeof(drops) / sizeof(drops[0]))
+			return err_set(ERR_NOMEM, "too many dropped columns");
+		size_t p = ndrops++;
+		while (p > 0 && strcmp(m->columns[drops[p - 1]].name,
+				       m->columns[i].name) > 0) {
+			drops[p] = drops[p - 1];
+			p--;
+		}
+		drops[p] = i;
+	}
 	for (size_t i = 0; i < m->column_count; i++) {
 		const struct storage_column *c = &m->columns[i];
 		if (c->kind == STORAGE_COLUMN_PARTITION_KEY ||
-		    c->kind == STORAGE_COLUMN_CLUSTERING)
+		    c->kind == STORAGE_COLUMN_CLUSTERING ||
+		    cql_table_column_dropped(t, i))
 			continue;
-		if (cql_table_column_dropped(t, i)) {
-			if (internals)
-				return err_set(ERR_UNSUPPORTED,
-					       "DESCRIBE ... WITH INTERNALS "
-					       "is not supported by Cassini "
-					       "for a table with dropped "
-					       "columns");
-			continue;
-		}
 		if (nrest == sizeof(rest) / sizeof(rest[0]))
 			return err_set(ERR_NOMEM, "too many columns");
 		size_t p = nrest++;
@@ -352,12 +404,21 @@ int cql_describe_table_text(const struct cql_table *t, bool internals,
 				     ? m->ck[i - m->pk_count]
 				     : rest[i - m->pk_count - m->ck_count];
 		const struct storage_column *c = &m->columns[col];
+		/* A name added again after a drop shows as DROP then ADD. */
+		if (i >= m->pk_count + m->ck_count &&
+		    name_dropped(m, drops, ndrops, c->name))
+			continue;
 		if (put(out, "    ") || put_column(out, c) ||
 		    (single && i == 0 && put(out, " PRIMARY KEY")) ||
-		    ((!single || i + 1 < total) && put(out, ",")) ||
+		    ((!single || ndrops || i + 1 < total) && put(out, ",")) ||
 		    put(out, "\n"))
 			return -1;
 	}
+	for (size_t i = 0; i < ndrops; i++)
+		if (put(out, "    ") ||
+		    put_column(out, &m->columns[drops[i]]) ||
+		    (!single && put(out, ",")) || put(out, "\n"))
+			return -1;
 	if (!single) {
 		if (put(out, "    PRIMARY KEY (") ||
 		    (m->pk_count > 1 && put(out, "(")))
@@ -393,7 +454,7 @@ int cql_describe_table_text(const struct cql_table *t, bool internals,
 		if (put(out, ")\n    AND "))
 			return -1;
 	}
-	return put_table_options(out, t);
+	return put_table_options(out, t) || put_drops(out, t, drops, ndrops);
 }
 
 /* ---- the statement ------------------------------------------------------- */

@@ -40,8 +40,10 @@ int cql_describe_name(const char *name, struct buf *out);
 int cql_describe_keyspace_text(const struct cql_keyspace *k, struct buf *out);
 
 /* "CREATE TABLE ks.t (...) WITH ...;" Without `internals` dropped columns
- * are left out; with it the table's ID comes first (dropped columns, whose
- * drop time Cassini does not keep, make it ERR_UNSUPPORTED). */
+ * are left out; with it the table's ID comes first and, as Cassandra
+ * renders them, each dropped name is a column of the CREATE followed by
+ * "ALTER TABLE ks.t DROP c USING TIMESTAMP <drop time>;" (and "ALTER TABLE
+ * ks.t ADD c <type>;" when the name was added again). */
 int cql_describe_table_text(const struct cql_table *t, bool internals,
 			    struct buf *out);
 

@@ -26,6 +26,10 @@ struct prepared {
 	char *query;
 	size_t len;
 	char *keyspace; /* USE keyspace at PREPARE time, or NULL */
+	/* "keyspace.table" of each table the statement names: an ALTER or
+	 * DROP of one evicts it (cql_exec_schema_changed). */
+	char **tables;
+	size_t table_count;
 	struct prepared *next;
 };
 
@@ -63,6 +67,16 @@ struct cql_exec *cql_exec_new(struct cql_schema *schema,
 	return e;
 }
 
+static void prepared_free(struct prepared *p)
+{
+	for (size_t i = 0; i < p->table_count; i++)
+		free(p->tables[i]);
+	free(p->tables);
+	free(p->query);
+	free(p->keyspace);
+	free(p);
+}
+
 void cql_exec_delete(struct cql_exec *e)
 {
 	if (!e)
@@ -70,11 +84,47 @@ void cql_exec_delete(struct cql_exec *e)
 	while (e->prepared) {
 		struct prepared *p = e->prepared;
 		e->prepared = p->next;
-		free(p->query);
-		free(p->keyspace);
-		free(p);
+		prepared_free(p);
 	}
 	free(e);
+}
+
+static bool prepared_uses(const struct prepared *p, const char *ks,
+			  const char *table)
+{
+	size_t kl = strlen(ks);
+	for (size_t i = 0; i < p->table_count; i++) {
+		const char *n = p->tables[i];
+		if (strncmp(n, ks, kl) == 0 && n[kl] == '.' &&
+		    (!table || strcmp(n + kl + 1, table) == 0))
+			return true;
+	}
+	return false;
+}
+
+void cql_exec_schema_changed(struct cql_exec *e,
+			     const struct cql_schema_change *c)
+{
+	bool table = strcmp(c->target, "TABLE") == 0;
+	if (strcmp(c->change, "CREATED") == 0 ||
+	    (!table && strcmp(c->change, "DROPPED") != 0))
+		return;
+	size_t evicted = 0;
+	for (struct prepared **pp = &e->prepared; *pp;) {
+		struct prepared *p = *pp;
+		if (!prepared_uses(p, c->keyspace, table ? c->name : NULL)) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		prepared_free(p);
+		e->prepared_count--;
+		evicted++;
+	}
+	if (evicted)
+		LOG_INFO("schema: %zu prepared statement%s on %s%s%s evicted",
+			 evicted, evicted == 1 ? "" : "s", c->keyspace,
+			 table ? "." : "", table ? c->name : "");
 }
 
 void cql_exec_set_server(struct cql_exec *e, struct cql_server *server)
@@ -351,6 +401,19 @@ static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 		return;
 	}
 	j->e->hooks.new_table_id(j->e->hooks.arg, id);
+	/* A DROP of columns gets its time here, once: the record carries
+	 * it to every node and every replay. */
+	struct cql_stmt stamped;
+	int64_t time_us = 0;
+	if (s->kind == CQL_STMT_ALTER_TABLE &&
+	    s->u.alter_table.kind == CQL_ALTER_DROP &&
+	    !s->u.alter_table.has_timestamp && j->e->hooks.now_us) {
+		stamped = *s;
+		time_us = j->e->hooks.now_us(j->e->hooks.arg);
+		stamped.u.alter_table.has_timestamp = true;
+		stamped.u.alter_table.timestamp = time_us;
+		s = &stamped;
+	}
 	enum cql_schema_status st =
 		cql_schema_apply(j->e->schema, s, j->keyspace, id, &change);
 	char msg[ERR_MSG_MAX];
@@ -364,12 +427,13 @@ static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 			&j->out, j->info->version, j->info->stream,
 			change.change, change.target, change.keyspace,
 			change.name[0] ? change.name : NULL);
+		cql_exec_schema_changed(j->e, &change);
 		if (j->e->server)
 			cql_server_broadcast(j->e->server, "SCHEMA_CHANGE",
 					     schema_event, &change);
 		if (j->e->hooks.schema_changed) {
-			struct cql_schema_event ev = {&change, text, len,
-						      j->keyspace, id};
+			struct cql_schema_event ev = {
+				&change, text, len, j->keyspace, id, time_us};
 			j->e->hooks.schema_changed(j->e->hooks.arg, &ev);
 		}
 		return;
@@ -702,19 +766,35 @@ static struct prepared *prepared_find(struct cql_exec *e, const uint8_t *id,
 }
 
 static int prepared_add(struct cql_exec *e, const uint8_t id[16],
-			const char *ks, const char *q, size_t len)
+			const char *ks, const char *q, size_t len,
+			const struct cql_table *const *tables, size_t ntables)
 {
 	if (prepared_find(e, id, 16))
 		return 0;
 	struct prepared *p = calloc(1, sizeof(*p));
 	char *copy = malloc(len + 1);
 	char *kcopy = ks ? strdup(ks) : NULL;
-	if (!p || !copy || (ks && !kcopy)) {
+	char **names = calloc(ntables ? ntables : 1, sizeof(*names));
+	bool ok = p && copy && (!ks || kcopy) && names;
+	for (size_t i = 0; ok && i < ntables; i++) {
+		const struct storage_table_meta *m = cql_table_meta(tables[i]);
+		size_t n = strlen(m->keyspace) + strlen(m->name) + 2;
+		if (!(names[i] = malloc(n)))
+			ok = false;
+		else
+			snprintf(names[i], n, "%s.%s", m->keyspace, m->name);
+	}
+	if (!ok) {
+		for (size_t i = 0; names && i < ntables; i++)
+			free(names[i]);
+		free(names);
 		free(p);
 		free(copy);
 		free(kcopy);
 		return err_set(ERR_NOMEM, "out of memory");
 	}
+	p->tables = names;
+	p->table_count = ntables;
 	memcpy(copy, q, len);
 	copy[len] = '\0';
 	memcpy(p->id, id, 16);
@@ -728,9 +808,7 @@ static int prepared_add(struct cql_exec *e, const uint8_t id[16],
 		struct prepared **pp = &e->prepared;
 		while ((*pp)->next)
 			pp = &(*pp)->next;
-		free((*pp)->query);
-		free((*pp)->keyspace);
-		free(*pp);
+		prepared_free(*pp);
 		*pp = NULL;
 		e->prepared_count--;
 	}
@@ -764,10 +842,17 @@ static void run_prepare(struct job *j, struct slice query)
 		return;
 	}
 	memset(b, 0, (size_t)(nbinds + 1) * sizeof(*b));
+	const struct cql_table **used = NULL;
+	size_t nused = 0;
 	if (s->kind == CQL_STMT_BATCH) {
 		/* Each statement types its own markers; a batch has no single
 		 * routing key, so no partition-key indexes (as Cassandra). */
 		const struct cql_batch_stmt *bs = &s->u.batch;
+		used = arena_alloc(j->a, (bs->count + 1) * sizeof(*used));
+		if (!used) {
+			reply_error(j, CQL_ERR_SERVER, "out of memory");
+			return;
+		}
 		for (size_t i = 0; i < bs->count; i++) {
 			const struct cql_stmt *in = bs->statements[i];
 			if (!stmt_table(in))
@@ -781,11 +866,14 @@ static void run_prepare(struct job *j, struct slice query)
 				continue;
 			}
 			bind_resolve(in, it, b, nbinds, pk);
+			used[nused++] = it;
 			if (!t)
 				t = it;
 		}
 		bind_using(b, nbinds, &bs->using);
 	} else if (t) {
+		used = &t;
+		nused = 1;
 		bind_resolve(s, t, b, nbinds, pk);
 		const struct storage_table_meta *m = cql_table_meta(t);
 		npk = m->pk_count;
@@ -815,8 +903,9 @@ static void run_prepare(struct job *j, struct slice query)
 	}
 	uint8_t id[16];
 	prepared_id(j->keyspace, (const char *)query.ptr, query.len, id);
-	if (!specs || prepared_add(j->e, id, j->keyspace,
-				   (const char *)query.ptr, query.len) != 0) {
+	if (!specs ||
+	    prepared_add(j->e, id, j->keyspace, (const char *)query.ptr,
+			 query.len, used, nused) != 0) {
 		reply_error(j, CQL_ERR_SERVER, "out of memory");
 		return;
 	}

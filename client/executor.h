@@ -61,6 +61,9 @@ struct cql_schema_event {
 	size_t cql_len;
 	const char *keyspace;    /* the USE keyspace it ran in, or NULL */
 	const uint8_t *table_id; /* the id offered to CREATE TABLE */
+	/* The time (µs) an ALTER TABLE DROP was stamped with, for the schema
+	 * record (cql_schema_record_encode); 0 for other statements. */
+	int64_t time_us;
 };
 
 struct cql_exec_hooks {
@@ -78,6 +81,9 @@ struct cql_exec_hooks {
 	int (*ddl_check)(void *arg, const struct cql_stmt *stmt);
 	/* Ids for new tables (random uuids in the node). Required. */
 	void (*new_table_id)(void *arg, uint8_t id[16]);
+	/* The wall clock in microseconds: the drop time of ALTER TABLE DROP.
+	 * Optional (without it a DROP records time 0). */
+	int64_t (*now_us)(void *arg);
 	void *arg;
 };
 
@@ -95,5 +101,14 @@ void cql_exec_execute(void *arg, struct cql_request *req,
 
 /* Prepared statements held (for tests and tools). */
 size_t cql_exec_prepared_count(const struct cql_exec *e);
+
+/* Evicts the prepared statements an applied schema change invalidates, as
+ * Cassandra does: those on an altered or dropped table, or in a dropped
+ * keyspace (clients re-prepare on Unprepared and get the new metadata).
+ * Called for the executor's own DDL; call it for changes applied from
+ * elsewhere (schema records from peers). */
+struct cql_schema_change;
+void cql_exec_schema_changed(struct cql_exec *e,
+			     const struct cql_schema_change *c);
 
 #endif

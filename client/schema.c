@@ -267,7 +267,6 @@ void schema_table_free(struct cql_table *t)
 	if (!t)
 		return;
 	storage_table_meta_delete(t->meta);
-	free(t->dropped);
 	free(t);
 }
 
@@ -480,13 +479,14 @@ const struct cql_table_options *cql_table_options(const struct cql_table *t)
 
 bool cql_table_column_dropped(const struct cql_table *t, size_t column)
 {
-	return column < t->meta->column_count && t->dropped[column];
+	return column < t->meta->column_count &&
+	       t->meta->columns[column].dropped;
 }
 
 int cql_table_column(const struct cql_table *t, const char *name)
 {
 	for (size_t i = 0; i < t->meta->column_count; i++)
-		if (!t->dropped[i] &&
+		if (!t->meta->columns[i].dropped &&
 		    strcmp(t->meta->columns[i].name, name) == 0)
 			return (int)i;
 	return -1;
@@ -548,9 +548,10 @@ static int describe_table(struct buf *b, const struct cql_table *t)
 		char type[96];
 		if (cql_type_text(&c->type, type, sizeof(type)) != 0)
 			snprintf(type, sizeof(type), "?");
-		n = snprintf(line, sizeof(line), " col %s %u %u %d %s%s\n",
+		n = snprintf(line, sizeof(line), " col %s %u %u %d %s%s %lld\n",
 			     c->name, c->kind, c->position, c->desc, type,
-			     t->dropped[i] ? " dropped" : "");
+			     c->dropped ? " dropped" : "",
+			     (long long)c->dropped_at);
 		if (buf_append(b, line,
 			       (size_t)(n < (int)sizeof(line)
 						? n

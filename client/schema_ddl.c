@@ -907,11 +907,6 @@ static struct cql_table *table_new(struct storage_table_meta *m)
 	if (!t)
 		return NULL;
 	t->meta = m;
-	t->dropped = calloc(m->column_count ? m->column_count : 1, 1);
-	if (!t->dropped) {
-		free(t);
-		return NULL;
-	}
 	schema_table_options_default(&t->opts);
 	return t;
 }
@@ -1008,18 +1003,49 @@ static struct cql_table *table_copy(const struct cql_table *old)
 		storage_table_meta_delete(m);
 		return NULL;
 	}
-	memcpy(t->dropped, old->dropped, old->meta->column_count);
 	t->opts = old->opts;
 	return t;
 }
 
-static int grow_dropped(struct cql_table *t)
+/* ADD of a name dropped before: Cassandra's checks, and the latest drop
+ * time of that name, before which the new column's cells are ignored. */
+static enum cql_schema_status readd_check(const struct storage_table_meta *m,
+					  const struct cql_column_def *d,
+					  const char *ks, int64_t *dropped_at)
 {
-	bool *d = realloc(t->dropped, t->meta->column_count);
-	if (!d)
-		return -1;
-	t->dropped = d;
-	return 0;
+	struct storage_type type;
+	enum cql_schema_status st = map_type(d->type, ks, &type);
+	if (st != CQL_SCHEMA_OK)
+		return st;
+	*dropped_at = INT64_MIN;
+	const struct storage_column *last = NULL;
+	for (size_t i = 0; i < m->column_count; i++) {
+		const struct storage_column *c = &m->columns[i];
+		if (!c->dropped || strcmp(c->name, d->name) != 0)
+			continue;
+		last = c;
+		if (c->dropped_at > *dropped_at)
+			*dropped_at = c->dropped_at;
+	}
+	if (!last)
+		return CQL_SCHEMA_OK;
+	char now[96], before[96];
+	if (cql_type_text(&type, now, sizeof(now)) != 0 ||
+	    cql_type_text(&last->type, before, sizeof(before)) != 0)
+		return nomem();
+	if (strcmp(now, before) != 0)
+		return fail(CQL_SCHEMA_INVALID,
+			    "Cannot re-add previously dropped column '%s' of "
+			    "type %s, incompatible with previous type %s",
+			    d->name, now, before);
+	bool was_static = last->kind == STORAGE_COLUMN_STATIC;
+	if (was_static != d->is_static)
+		return fail(CQL_SCHEMA_INVALID,
+			    "Cannot re-add previously dropped column '%s' of "
+			    "kind %s, incompatible with previous kind %s",
+			    d->name, d->is_static ? "STATIC" : "REGULAR",
+			    was_static ? "STATIC" : "REGULAR");
+	return CQL_SCHEMA_OK;
 }
 
 static enum cql_schema_status alter_columns(struct cql_table *t,
@@ -1038,29 +1064,43 @@ static enum cql_schema_status alter_columns(struct cql_table *t,
 					d->name);
 			if (d->is_static && m->ck_count == 0)
 				return fail(CQL_SCHEMA_INVALID,
-					    "Static columns are not allowed in "
-					    "COMPACT STORAGE tables or tables "
-					    "without clustering columns");
-			size_t before = m->column_count;
+					    "Static columns are only useful "
+					    "(and thus allowed) if the table "
+					    "has at least one clustering "
+					    "column");
+			/* Cassandra's table validation, after the checks
+			 * above (every Cassini table is a non-counter one) */
+			if (strcmp(d->type->name, "counter") == 0)
+				return fail(CQL_SCHEMA_CONFIG,
+					    "%s.%s: Cannot have a counter "
+					    "column (\"%s\") in a non counter "
+					    "table",
+					    ks, m->name, d->name);
+			int64_t dropped_at;
+			if ((st = readd_check(m, d, ks, &dropped_at)) !=
+			    CQL_SCHEMA_OK)
+				return st;
+			size_t slot = m->column_count;
 			st = add_column(m, d,
 					d->is_static ? STORAGE_COLUMN_STATIC
 						     : STORAGE_COLUMN_REGULAR,
 					false, ks);
 			if (st != CQL_SCHEMA_OK)
 				return st;
-			if (grow_dropped(t) != 0)
-				return nomem();
-			t->dropped[before] = false;
+			m->columns[slot].dropped_at = dropped_at;
 		}
 		return CQL_SCHEMA_OK;
 	}
 	if (at->kind == CQL_ALTER_DROP) {
 		for (size_t i = 0; i < at->name_count; i++) {
+			/* a set of names, as Cassandra's: repeats are one */
+			if (in_list(at->names, i, at->names[i]))
+				continue;
 			int c = cql_table_column(t, at->names[i]);
 			if (c < 0)
 				return fail(CQL_SCHEMA_INVALID,
 					    "Column %s was not found in table "
-					    "%s.%s",
+					    "'%s.%s'",
 					    at->names[i], ks, m->name);
 			uint8_t kind = m->columns[c].kind;
 			if (kind == STORAGE_COLUMN_PARTITION_KEY ||
@@ -1068,7 +1108,12 @@ static enum cql_schema_status alter_columns(struct cql_table *t,
 				return fail(CQL_SCHEMA_INVALID,
 					    "Cannot drop PRIMARY KEY column %s",
 					    at->names[i]);
-			t->dropped[c] = true;
+			m->columns[c].dropped = true;
+			/* 0 when the statement came without a time (a
+			 * schema record of the first version): the slot is
+			 * hidden all the same. */
+			m->columns[c].dropped_at =
+				at->has_timestamp ? at->timestamp : 0;
 		}
 		return CQL_SCHEMA_OK;
 	}

@@ -5,8 +5,8 @@
 #include "client/schema.h"
 
 struct cql_table {
+	/* Dropped columns keep their slot, marked in meta->columns. */
 	struct storage_table_meta *meta;
-	bool *dropped; /* one per column slot of meta */
 	struct cql_table_options opts;
 };
 

@@ -12,8 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LOG_VERSION 1
-#define RECORD_MAX  (4u << 20)
+/* Version 1 records carry no time; version 2 ones end with the time
+ * (be64 microseconds) an ALTER TABLE DROP was stamped with. Records
+ * without a time are still written as version 1, which older nodes read. */
+#define LOG_VERSION    1
+#define LOG_VERSION_TS 2
+#define RECORD_MAX     (4u << 20)
 
 struct cql_schema_log {
 	struct env *env;
@@ -50,17 +54,20 @@ void cql_schema_log_close(struct cql_schema_log *l)
 }
 
 int cql_schema_record_encode(struct buf *out, const char *keyspace,
-			     const uint8_t id[16], const char *cql, size_t len)
+			     const uint8_t id[16], const char *cql, size_t len,
+			     int64_t time_us)
 {
 	size_t kl = keyspace ? strlen(keyspace) : 0;
 	if (len > RECORD_MAX || kl > UINT16_MAX)
 		return err_set(ERR_INVALID,
 			       "schema statement too large to log");
 	size_t mark = out->len;
-	int rc = buf_put_u8(out, LOG_VERSION) || buf_append(out, id, 16) ||
-		 buf_put_be16(out, (uint16_t)kl) ||
+	int rc = buf_put_u8(out, time_us ? LOG_VERSION_TS : LOG_VERSION) ||
+		 buf_append(out, id, 16) || buf_put_be16(out, (uint16_t)kl) ||
 		 buf_append(out, keyspace, kl) ||
-		 buf_put_be32(out, (uint32_t)len) || buf_append(out, cql, len);
+		 buf_put_be32(out, (uint32_t)len) ||
+		 buf_append(out, cql, len) ||
+		 (time_us && buf_put_be64(out, (uint64_t)time_us));
 	if (rc)
 		out->len = mark;
 	return rc ? -1 : 0;
@@ -85,7 +92,7 @@ int cql_schema_log_append(struct cql_schema_log *l, const char *keyspace,
 {
 	struct buf body;
 	buf_init(&body);
-	int rc = cql_schema_record_encode(&body, keyspace, id, cql, len);
+	int rc = cql_schema_record_encode(&body, keyspace, id, cql, len, 0);
 	if (rc == 0)
 		rc = cql_schema_log_append_record(l, body.data, body.len);
 	buf_free(&body);
@@ -106,10 +113,14 @@ enum cql_schema_status cql_schema_record_apply(struct cql_schema *s,
 	struct slice id, ks, cql;
 	uint16_t kl;
 	uint32_t ql;
-	if (cursor_u8(&c, &version) != 0 || version != LOG_VERSION ||
+	uint64_t time_us = 0;
+	if (cursor_u8(&c, &version) != 0 ||
+	    (version != LOG_VERSION && version != LOG_VERSION_TS) ||
 	    cursor_take(&c, 16, &id) != 0 || cursor_be16(&c, &kl) != 0 ||
 	    cursor_take(&c, kl, &ks) != 0 || cursor_be32(&c, &ql) != 0 ||
-	    cursor_take(&c, ql, &cql) != 0 || cursor_left(&c) != 0) {
+	    cursor_take(&c, ql, &cql) != 0 ||
+	    (version == LOG_VERSION_TS && cursor_be64(&c, &time_us) != 0) ||
+	    cursor_left(&c) != 0) {
 		err_set(ERR_CORRUPT, "malformed schema record");
 		return CQL_SCHEMA_INVALID;
 	}
@@ -121,6 +132,12 @@ enum cql_schema_status cql_schema_record_apply(struct cql_schema *s,
 	arena_create(&a, 0);
 	struct cql_stmt *st =
 		cql_parse(&a, (const char *)cql.ptr, cql.len, &binds, NULL);
+	if (st && st->kind == CQL_STMT_ALTER_TABLE &&
+	    st->u.alter_table.kind == CQL_ALTER_DROP &&
+	    !st->u.alter_table.has_timestamp && time_us) {
+		st->u.alter_table.has_timestamp = true;
+		st->u.alter_table.timestamp = (int64_t)time_us;
+	}
 	enum cql_schema_status r =
 		st ? cql_schema_apply(s, st, kl ? keyspace : NULL, id.ptr,
 				      change)

@@ -10,8 +10,15 @@
  * File format (little-endian nothing: all integers big-endian):
  *
  *   record := u32 body_length | u32 crc32c(body) | body
- *   body   := u8 version (1) | 16-byte table id | u16 keyspace length |
- *             keyspace | u32 statement length | statement (CQL text)
+ *   body   := u8 version (1 or 2) | 16-byte table id | u16 keyspace length |
+ *             keyspace | u32 statement length | statement (CQL text) |
+ *             [version 2: i64 time_us]
+ *
+ * Version 2 (written only for a record with a time: ALTER TABLE ... DROP
+ * without USING TIMESTAMP) carries the microsecond time the node that ran
+ * the statement stamped it with, so every node and every replay records
+ * the same drop time. A version-1 DROP has drop time 0 (its column is
+ * hidden all the same).
  *
  * Appends are written with write(2) before the DDL is answered and
  * fsynced soon after (cql_schema_log_sync, on a worker), like Cassandra's
@@ -55,9 +62,11 @@ int cql_schema_log_append_record(struct cql_schema_log *l, const uint8_t *body,
 /*
  * Records travel between nodes too (schema push and pull): the same body as
  * in the file, without the length and checksum that frame it there.
+ * `time_us` is an ALTER TABLE DROP's time (0: none, a version-1 record).
  */
 int cql_schema_record_encode(struct buf *out, const char *keyspace,
-			     const uint8_t id[16], const char *cql, size_t len);
+			     const uint8_t id[16], const char *cql, size_t len,
+			     int64_t time_us);
 /* Parses and applies a body. Returns the status of the apply (or
  * CQL_SCHEMA_INVALID for a malformed body, err set); `change` is filled on
  * CQL_SCHEMA_OK. */

@@ -282,8 +282,13 @@ static int column_row(struct rows *r, const char *ks, const char *table,
 	    put_text(r, row, "kind", kind_names[c->kind & 3]) ||
 	    put_text(r, row, "type", type))
 		return -1;
-	if (dropped)
-		return 0;
+	if (dropped) {
+		/* timestamp: milliseconds; the drop time is in micros */
+		uint8_t b[8];
+		int64_t ms = c->dropped_at > 0 ? c->dropped_at / 1000 : 0;
+		be64_store(b, (uint64_t)ms);
+		return put(r, row, "dropped_time", b, 8);
+	}
 	bool key = c->kind == STORAGE_COLUMN_PARTITION_KEY ||
 		   c->kind == STORAGE_COLUMN_CLUSTERING;
 	return put_text(r, row, "clustering_order",
@@ -292,6 +297,17 @@ static int column_row(struct rows *r, const char *ks, const char *table,
 							     : "asc") ||
 	       put(r, row, "column_name_bytes", c->name, strlen(c->name)) ||
 	       put_int(r, row, "position", key ? c->position : -1);
+}
+
+/* A dropped column with a later drop of the same name: dropped_columns
+ * has one row per name, the latest (as Cassandra's). */
+static bool superseded_drop(const struct storage_table_meta *m, size_t c)
+{
+	for (size_t i = c + 1; i < m->column_count; i++)
+		if (m->columns[i].dropped &&
+		    strcmp(m->columns[i].name, m->columns[c].name) == 0)
+			return true;
+	return false;
 }
 
 static int gen_columns(struct rows *r, const struct cql_schema *s, bool dropped)
@@ -307,6 +323,8 @@ static int gen_columns(struct rows *r, const struct cql_schema *s, bool dropped)
 			for (size_t c = 0; c < m->column_count && n < 512;
 			     c++) {
 				if (cql_table_column_dropped(t, c) != dropped)
+					continue;
+				if (dropped && superseded_drop(m, c))
 					continue;
 				size_t p = n++;
 				while (p > 0 &&

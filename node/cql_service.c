@@ -104,20 +104,10 @@ static void hook_new_table_id(void *arg, uint8_t id[16])
 	id[8] = (uint8_t)((id[8] & 0x3f) | 0x80);
 }
 
-/* The engine keeps each table's column list from its creation: columns
- * cannot be added to a live table yet (dropping, renaming and options are
- * schema-side only and fine). */
-static int hook_ddl_check(void *arg, const struct cql_stmt *stmt)
+static int64_t hook_now_us(void *arg)
 {
-	(void)arg;
-	if (stmt->kind == CQL_STMT_ALTER_TABLE &&
-	    stmt->u.alter_table.kind == CQL_ALTER_ADD)
-		return err_set(
-			ERR_UNSUPPORTED,
-			"ALTER TABLE ... ADD is not supported by Cassini "
-			"yet: the storage engine cannot take new columns "
-			"on an existing table");
-	return 0;
+	struct cql_service *s = arg;
+	return env_wall_us(s->env);
 }
 
 static void data_hook(void *arg, const struct cql_data_request *dr)
@@ -169,6 +159,17 @@ static void schema_applied(struct cql_service *s,
 			LOG_ERROR("cannot open table %s.%s: %s", c->keyspace,
 				  c->name, err_msg());
 	}
+	/* ALTER TABLE: the engine takes the new version (columns added or
+	 * dropped, options); data written before stays readable. */
+	if (strcmp(c->change, "UPDATED") == 0 &&
+	    strcmp(c->target, "TABLE") == 0) {
+		const struct cql_table *t =
+			cql_schema_table(s->schema, c->keyspace, c->name);
+		if (!t || storage_table_update(s->db, cql_table_meta(t)) != 0)
+			LOG_ERROR("cannot update table %s.%s in the engine: %s",
+				  c->keyspace, c->name,
+				  t ? err_msg() : "not in the schema");
+	}
 	if (s->on_change)
 		s->on_change(s->on_change_arg, body, len, local);
 }
@@ -179,7 +180,7 @@ static void hook_schema_changed(void *arg, const struct cql_schema_event *e)
 	struct buf body;
 	buf_init(&body);
 	if (cql_schema_record_encode(&body, e->keyspace, e->table_id, e->cql,
-				     e->cql_len) != 0) {
+				     e->cql_len, e->time_us) != 0) {
 		LOG_ERROR("cannot record schema change: %s", err_msg());
 		buf_free(&body);
 		return;
@@ -208,6 +209,8 @@ void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
 		 change.target, change.keyspace, change.name[0] ? "." : "",
 		 change.name);
 	schema_applied(s, &change, record, len, false);
+	if (s->exec)
+		cql_exec_schema_changed(s->exec, &change);
 	cql_server_broadcast(s->server, "SCHEMA_CHANGE", schema_event, &change);
 }
 
@@ -272,7 +275,7 @@ static int open_server(struct cql_service *s, const struct conf *c,
 		.data = data_hook,
 		.schema_changed = hook_schema_changed,
 		.new_table_id = hook_new_table_id,
-		.ddl_check = hook_ddl_check,
+		.now_us = hook_now_us,
 		.arg = s,
 	};
 	s->exec = cql_exec_new(s->schema, &hooks);

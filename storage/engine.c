@@ -194,6 +194,9 @@ static void table_free(struct table *t)
 	free(t->trunc_mts);
 	version_unref(t->version);
 	storage_table_meta_delete(t->meta);
+	for (size_t i = 0; i < t->old_meta_count; i++)
+		storage_table_meta_delete(t->old_metas[i]);
+	free(t->old_metas);
 	free(t->dir);
 	free(t);
 }
@@ -347,6 +350,60 @@ int storage_table_add(struct storage *db, const struct storage_table_meta *m,
 	pthread_mutex_lock(&db->mu);
 	t->next = db->tables;
 	db->tables = t;
+	pthread_mutex_unlock(&db->mu);
+	return 0;
+}
+
+int storage_table_update(struct storage *db, const struct storage_table_meta *m)
+{
+	struct storage_table_meta *next = storage_table_meta_clone(m);
+	struct memtable *fresh = next ? memtable_new(next) : NULL;
+	if (!fresh) {
+		storage_table_meta_delete(next);
+		return err_set(ERR_NOMEM, "table update");
+	}
+	pthread_mutex_lock(&db->mu);
+	struct table *t = engine_table_find(db, m->id);
+	int rc = 0;
+	if (!t)
+		rc = err_set(ERR_NOT_FOUND, "table %s.%s is not registered",
+			     m->keyspace, m->name);
+	else
+		rc = storage_table_meta_check_successor(t->meta, next);
+	struct storage_table_meta **old = NULL;
+	if (!rc) {
+		old = realloc(t->old_metas,
+			      (t->old_meta_count + 1) * sizeof(*old));
+		if (!old)
+			rc = err_set(ERR_NOMEM, "table update");
+		else
+			t->old_metas = old;
+	}
+	/* The active memtable orders collection elements by its meta's
+	 * types: new columns go to a memtable made with the new version. */
+	if (!rc && !memtable_is_empty(t->active)) {
+		struct memtable **q = realloc(
+			t->flushing, (t->flushing_count + 1) * sizeof(*q));
+		if (!q)
+			rc = err_set(ERR_NOMEM, "table update");
+		else
+			t->flushing = q;
+	}
+	if (rc) {
+		pthread_mutex_unlock(&db->mu);
+		memtable_unref(fresh);
+		storage_table_meta_delete(next);
+		return -1;
+	}
+	t->old_metas[t->old_meta_count++] = t->meta;
+	t->meta = next;
+	if (memtable_is_empty(t->active)) {
+		memtable_unref(t->active);
+	} else {
+		t->flushing[t->flushing_count++] = t->active;
+		pthread_cond_broadcast(&db->work);
+	}
+	t->active = fresh;
 	pthread_mutex_unlock(&db->mu);
 	return 0;
 }

@@ -24,7 +24,13 @@ struct version {
 };
 
 struct table {
-	struct storage_table_meta *meta; /* owned */
+	/* The newest version (owned; replaced under the lock by
+	 * storage_table_update). Memtables, SSTables and readers may still
+	 * borrow earlier versions, which are kept in `old_metas` until the
+	 * table is freed: every version describes the same column numbers. */
+	struct storage_table_meta *meta;
+	struct storage_table_meta **old_metas;
+	size_t old_meta_count;
 	bool durable;
 	char *dir;
 	struct memtable *active;

@@ -123,6 +123,11 @@ bool read_ctx_past_end(const struct read_ctx *c, struct slice ck)
 
 int read_ctx_add_atom(struct read_ctx *c, const struct atom *a)
 {
+	/* A dropped column's cells are gone for every reader (reads,
+	 * fragments, scans, compaction, which thereby purges them). */
+	if (a->slot != ATOM_SLOT_ROW &&
+	    storage_column_hides(c->t, (size_t)a->slot - 1, a->ts))
+		return 0;
 	/* A memory-only read runs on an event loop: a big partition is a
 	 * worker's job however it is stored. */
 	if (c->cached_only && c->atom_count >= READ_CACHED_MAX_ATOMS)

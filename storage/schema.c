@@ -96,6 +96,7 @@ int storage_table_meta_add_column(struct storage_table_meta *t,
 	c->kind = (uint8_t)kind;
 	c->type = type;
 	c->desc = desc;
+	c->dropped_at = INT64_MIN;
 	if (kind == STORAGE_COLUMN_PARTITION_KEY) {
 		c->position = (uint16_t)t->pk_count;
 		t->pk[t->pk_count++] = num;
@@ -121,9 +122,53 @@ storage_table_meta_clone(const struct storage_table_meta *t)
 			storage_table_meta_delete(c);
 			return NULL;
 		}
+		c->columns[i].dropped = col->dropped;
+		c->columns[i].dropped_at = col->dropped_at;
 	}
 	c->options = t->options;
 	return c;
+}
+
+static bool type_equal(const struct storage_type *a,
+		       const struct storage_type *b)
+{
+	return a->kind == b->kind && a->elem == b->elem &&
+	       a->value == b->value && a->frozen == b->frozen;
+}
+
+int storage_table_meta_check_successor(const struct storage_table_meta *prev,
+				       const struct storage_table_meta *next)
+{
+	if (memcmp(prev->id, next->id, 16) != 0 ||
+	    strcmp(prev->keyspace, next->keyspace) != 0 ||
+	    strcmp(prev->name, next->name) != 0)
+		return err_set(ERR_INVALID, "table %s.%s: not the same table",
+			       prev->keyspace, prev->name);
+	if (next->column_count < prev->column_count ||
+	    next->pk_count != prev->pk_count ||
+	    next->ck_count != prev->ck_count)
+		return err_set(ERR_INVALID,
+			       "table %s.%s: columns removed or key changed",
+			       prev->keyspace, prev->name);
+	for (size_t i = 0; i < prev->column_count; i++) {
+		const struct storage_column *a = &prev->columns[i];
+		const struct storage_column *b = &next->columns[i];
+		if (a->kind != b->kind || a->desc != b->desc ||
+		    a->position != b->position ||
+		    !type_equal(&a->type, &b->type) ||
+		    (a->dropped && !b->dropped))
+			return err_set(ERR_INVALID,
+				       "table %s.%s: column %zu (%s) changed",
+				       prev->keyspace, prev->name, i, a->name);
+	}
+	for (size_t i = prev->column_count; i < next->column_count; i++) {
+		uint8_t k = next->columns[i].kind;
+		if (k != STORAGE_COLUMN_REGULAR && k != STORAGE_COLUMN_STATIC)
+			return err_set(ERR_INVALID,
+				       "table %s.%s: key column added",
+				       prev->keyspace, prev->name);
+	}
+	return 0;
 }
 
 struct storage_keyspace_meta *storage_keyspace_meta_new(const char *name,

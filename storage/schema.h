@@ -7,6 +7,15 @@
  * columns are numbered by their index in `columns`; that number is what
  * mutations and read results carry, so a column list is append-only for
  * the life of a table (a dropped column keeps its slot).
+ *
+ * Schema evolution (ALTER TABLE): a table's meta is replaced by a newer
+ * version with storage_table_update. A newer version may only append
+ * columns and mark columns dropped; a column number never changes meaning,
+ * so commitlog records, SSTables and memtables written under any earlier
+ * version stay readable without rewriting. A dropped column's cells are
+ * never read again and compaction purges them; a column re-added under the
+ * same name gets a new slot, and ignores cells written at or before the
+ * earlier drop (Cassandra's rule for re-added columns).
  */
 #ifndef CASSINI_STORAGE_SCHEMA_H
 #define CASSINI_STORAGE_SCHEMA_H
@@ -32,6 +41,13 @@ struct storage_column {
 	/* Position among the columns of the same kind (key components and
 	 * clustering columns are ordered by it). */
 	uint16_t position;
+	/* ALTER TABLE DROP: the slot stays, its cells are never read again. */
+	bool dropped;
+	/* Cells of this slot with a timestamp at or before this (microseconds)
+	 * are ignored: for a dropped column its drop time; for a column
+	 * re-added after a drop of the same name, that drop's time. INT64_MIN
+	 * when neither. */
+	int64_t dropped_at;
 };
 
 enum storage_compression {
@@ -98,6 +114,23 @@ int storage_table_meta_add_column(struct storage_table_meta *t,
 /* A deep copy, or NULL. */
 struct storage_table_meta *
 storage_table_meta_clone(const struct storage_table_meta *t);
+/* Whether `next` may replace `prev` (storage_table_update): the same id,
+ * keyspace and key columns; every column of `prev` still there with the
+ * same kind and type (key columns may be renamed); a dropped column stays
+ * dropped; columns only appended. 0, or -1 with ERR_INVALID naming what
+ * differs. */
+int storage_table_meta_check_successor(const struct storage_table_meta *prev,
+				       const struct storage_table_meta *next);
+/* Whether a cell of column number `column` written at `ts` is hidden by
+ * a drop (the column's, or an earlier one of a column of its name). */
+static inline bool storage_column_hides(const struct storage_table_meta *t,
+					size_t column, int64_t ts)
+{
+	if (!t || column >= t->column_count)
+		return false;
+	const struct storage_column *c = &t->columns[column];
+	return c->dropped || ts <= c->dropped_at;
+}
 
 struct storage_keyspace_meta *storage_keyspace_meta_new(const char *name,
 							bool durable_writes);

@@ -146,6 +146,17 @@ struct storage *storage_new(const struct storage_options *o);
  * storage_start for existing tables, so replay finds them. */
 int storage_table_add(struct storage *db, const struct storage_table_meta *t,
 		      bool durable_writes);
+/* Replaces a registered table's meta by a newer version of it (ALTER
+ * TABLE: columns added or dropped, options changed; the meta is copied).
+ * `t` must be a successor of the current version
+ * (storage_table_meta_check_successor; else ERR_INVALID), ERR_NOT_FOUND
+ * for an unregistered table. Data written under earlier versions stays
+ * readable; cells of dropped columns are no longer read and are purged by
+ * compaction. A non-empty memtable is queued for flushing. Pointers to
+ * earlier versions (storage_table_meta_get) stay valid while the engine
+ * lives. Any time after storage_new. */
+int storage_table_update(struct storage *db,
+			 const struct storage_table_meta *t);
 /* Removes leftovers, replays the commitlog, starts the worker threads.
  * Fails (commit_failure_policy stop) naming file and offset when the log
  * is corrupt anywhere but its torn tail. Blocks. */

@@ -2,3 +2,6 @@ cassini_fuzz_target(fuzz_cql_frame SOURCES fuzz_cql_frame.c LIBS cassini_client
                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/cql_frame)
 cassini_fuzz_target(fuzz_cql_parse SOURCES fuzz_cql_parse.c LIBS cassini_client
                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/cql_parse)
+cassini_fuzz_target(fuzz_schema_record SOURCES fuzz_schema_record.c
+                    LIBS cassini_client RUNS 5000
+                    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/schema_record)

@@ -24,6 +24,7 @@ static int ids;
 static struct storage *db;
 static struct cql_schema *schema;
 static struct ring *ring; /* this node alone, with node_info's tokens */
+static struct env *the_env;
 
 static const int64_t tokens[] = {-6148914691236517206LL, 0,
 				 6148914691236517205LL};
@@ -54,20 +55,29 @@ static void new_table_id(void *arg, uint8_t id[16])
 	id[8] = 0x80;
 }
 
-/* New tables get a home in the engine. */
+/* New tables get a home in the engine; altered ones a new version. */
 static void schema_changed(void *arg, const struct cql_schema_event *e)
 {
 	const struct cql_schema_change *c = e->change;
 	(void)arg;
-	if (!db || strcmp(c->change, "CREATED") != 0 ||
-	    strcmp(c->target, "TABLE") != 0)
+	if (!db || strcmp(c->target, "TABLE") != 0)
 		return;
 	const struct cql_table *t =
 		cql_schema_table(schema, c->keyspace, c->name);
 	const struct cql_keyspace *k = cql_schema_keyspace(schema, c->keyspace);
-	if (storage_table_add(db, cql_table_meta(t),
+	if (strcmp(c->change, "CREATED") == 0 &&
+	    storage_table_add(db, cql_table_meta(t),
 			      cql_keyspace_meta(k)->durable_writes) != 0)
 		fprintf(stderr, "storage_table_add: %s\n", err_msg());
+	if (strcmp(c->change, "UPDATED") == 0 &&
+	    storage_table_update(db, cql_table_meta(t)) != 0)
+		fprintf(stderr, "storage_table_update: %s\n", err_msg());
+}
+
+static int64_t now_us(void *arg)
+{
+	(void)arg;
+	return env_wall_us(the_env);
 }
 
 static struct ring *the_ring(void *arg)
@@ -118,6 +128,7 @@ int main(int argc, char **argv)
 	base = event_base_new();
 	schema = cql_schema_new();
 	struct env *env = env_real_new(base);
+	the_env = env;
 	struct loopq *q = loopq_new(base);
 	struct cql_data *data = NULL;
 	char dir_data[1024], log[1024];
@@ -146,6 +157,7 @@ int main(int argc, char **argv)
 	struct cql_exec_hooks hooks = {.node_info = node_info,
 				       .new_table_id = new_table_id,
 				       .schema_changed = schema_changed,
+				       .now_us = now_us,
 				       .data = data ? cql_data_request : NULL,
 				       .arg = data};
 	struct cql_exec *exec = cql_exec_new(schema, &hooks);

@@ -25,3 +25,6 @@ cassini_check_suite(test_storage_truncate LABEL unit
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
 cassini_check_suite(test_storage_fragment_rows LABEL unit
                     SOURCES test_storage_fragment_rows.c LIBS cassini_storage)
+cassini_check_suite(test_storage_alter LABEL unit
+                    SOURCES test_storage_alter.c
+                    LIBS cassini_storage cassini_conf)

@@ -426,3 +426,103 @@ def test_in_on_a_clustering_column(data_session):
         (1, "z"), (1, "y"), (1, "x"), (2, "z"), (2, "y"), (2, "x")]
     with pytest.raises(InvalidRequest, match="not supported"):
         s.execute("SELECT * FROM ks.w WHERE k = 1 AND a IN (1, 2) AND b = 'x'")
+
+
+def test_alter_table_add_and_drop_on_a_table_with_data(data_session,
+                                                       tmp_path):
+    """ALTER TABLE ADD / DROP on a table that already holds rows: old rows
+    read the new column as null, it can be written at once, a dropped
+    column never comes back (not even re-added under its name), errors
+    carry Cassandra's text and exception classes, the driver's metadata
+    follows, and a SELECT * prepared before the ALTER returns rows that
+    match their metadata (the server evicts it; the driver re-prepares)."""
+    s = data_session
+    cluster = s.cluster
+    ins = s.prepare("INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?)")
+    for c in range(3):
+        s.execute(ins, [1, c, f"old{c}"])
+    star = s.prepare("SELECT * FROM ks.t WHERE k = ?")
+    before = s.execute(star, [1])
+    assert "extra" not in before.column_names
+
+    s.execute("ALTER TABLE ks.t ADD (extra text, n int)")
+    s.execute("ALTER TABLE ks.t ADD st2 int static")
+    cols = cluster.metadata.keyspaces["ks"].tables["t"].columns
+    assert cols["extra"].cql_type == "text" and cols["n"].cql_type == "int"
+    assert cols["st2"].is_static
+    rows = list(s.execute("SELECT c, v, extra, n FROM ks.t WHERE k = 1"))
+    assert [(r.c, r.v, r.extra, r.n) for r in rows] == [
+        (0, "old0", None, None), (1, "old1", None, None),
+        (2, "old2", None, None)]
+    s.execute("UPDATE ks.t SET extra = 'new', n = 7 WHERE k = 1 AND c = 1")
+    s.execute("UPDATE ks.t SET st2 = 5 WHERE k = 1")
+    put = s.prepare("INSERT INTO ks.t (k, c, v, extra) VALUES (?, ?, ?, ?)")
+    s.execute(put, [2, 0, "fresh", "e"])
+    assert s.execute("SELECT extra, n, st2 FROM ks.t WHERE k = 1 AND c = 1"
+                     ).one() == ("new", 7, 5)
+    assert s.execute("SELECT extra FROM ks.t WHERE k = 2").one().extra == "e"
+    # The statement prepared before the ALTER: rows and metadata agree.
+    after = s.execute(star, [1])
+    assert "extra" in after.column_names
+    assert "prepared statements on ks.t evicted" in \
+        (tmp_path / "server.log").read_text()
+    got = {r.c: (r.v, r.extra, r.n) for r in after}
+    assert got == {0: ("old0", None, None), 1: ("old1", "new", 7),
+                   2: ("old2", None, None)}
+
+    s.execute("ALTER TABLE ks.t DROP v")
+    s.execute("ALTER TABLE ks.t DROP (n, st2)")
+    cols = cluster.metadata.keyspaces["ks"].tables["t"].columns
+    assert "v" not in cols and "n" not in cols and "extra" in cols
+    dropped = {r.column_name: r for r in s.execute(
+        "SELECT * FROM system_schema.dropped_columns WHERE "
+        "keyspace_name = 'ks' AND table_name = 't'")}
+    assert set(dropped) == {"v", "n", "st2"}
+    assert dropped["v"].type == "text" and dropped["st2"].kind == "static"
+    assert dropped["v"].dropped_time is not None
+    rows = list(s.execute(star, [1]))
+    assert "v" not in rows[0]._fields
+    assert [(r.c, r.extra) for r in rows] == [(0, None), (1, "new"),
+                                             (2, None)]
+    with pytest.raises(InvalidRequest, match="Undefined column name v"):
+        s.execute("SELECT v FROM ks.t WHERE k = 1")
+    # Re-added under the same name: the old cells stay gone.
+    s.execute("ALTER TABLE ks.t ADD v text")
+    rows = list(s.execute("SELECT c, v FROM ks.t WHERE k = 1"))
+    assert [(r.c, r.v) for r in rows] == [(0, None), (1, None), (2, None)]
+    s.execute("INSERT INTO ks.t (k, c, v) VALUES (1, 0, 'again')")
+    assert s.execute("SELECT v FROM ks.t WHERE k = 1 AND c = 0").one().v \
+        == "again"
+    assert "v" in cluster.metadata.keyspaces["ks"].tables["t"].columns
+    desc = s.execute("DESCRIBE TABLE ks.t").one().create_statement
+    assert "extra text" in desc and "v text" in desc and " n int" not in desc
+
+    # Errors, with Cassandra's wording and the driver's classes.
+    with pytest.raises(InvalidRequest,
+                       match="Column with name 'extra' already exists"):
+        s.execute("ALTER TABLE ks.t ADD extra int")
+    with pytest.raises(InvalidRequest,
+                       match="Cannot drop PRIMARY KEY column c"):
+        s.execute("ALTER TABLE ks.t DROP c")
+    with pytest.raises(InvalidRequest, match="Column nope was not found in "
+                                             "table 'ks.t'"):
+        s.execute("ALTER TABLE ks.t DROP nope")
+    with pytest.raises(InvalidRequest, match="Table 'ks.nope' doesn't exist"):
+        s.execute("ALTER TABLE ks.nope ADD x int")
+    with pytest.raises(ConfigurationException, match="Cannot have a counter "
+                                                     "column"):
+        s.execute("ALTER TABLE ks.t ADD hits counter")
+    with pytest.raises(InvalidRequest, match="Cannot re-add previously "
+                                             "dropped column 'n'"):
+        s.execute("ALTER TABLE ks.t ADD n text")
+    s.execute("CREATE TABLE ks.flat (k int PRIMARY KEY)")
+    with pytest.raises(InvalidRequest, match="Static columns are only "
+                                             "useful"):
+        s.execute("ALTER TABLE ks.flat ADD s int static")
+    # ALTER ... WITH keeps working next to the column changes.
+    s.execute("ALTER TABLE ks.t WITH comment = 'altered' AND "
+              "gc_grace_seconds = 3600")
+    t = cluster.metadata.keyspaces["ks"].tables["t"]
+    assert t.options["comment"] == "altered"
+    assert t.options["gc_grace_seconds"] == 3600
+    assert cluster.control_connection.wait_for_schema_agreement()

@@ -145,6 +145,15 @@ START_TEST(alter_drop_truncate_describe)
 	ck_assert_uint_eq(s->u.alter_table.column_count, 2);
 	s = parse("ALTER TABLE t DROP v");
 	ck_assert_int_eq(s->u.alter_table.kind, CQL_ALTER_DROP);
+	ck_assert(!s->u.alter_table.has_timestamp);
+	s = parse("alter table ks.t drop (a, \"B\") using timestamp 42;");
+	ck_assert_int_eq(s->u.alter_table.kind, CQL_ALTER_DROP);
+	ck_assert_uint_eq(s->u.alter_table.name_count, 2);
+	ck_assert_str_eq(s->u.alter_table.names[1], "B");
+	ck_assert(s->u.alter_table.has_timestamp);
+	ck_assert_int_eq(s->u.alter_table.timestamp, 42);
+	s = parse("ALTER TABLE t ADD s int static");
+	ck_assert(s->u.alter_table.columns[0].is_static);
 	s = parse("ALTER TABLE t WITH gc_grace_seconds = 3600 AND "
 		  "read_repair = 'NONE'");
 	ck_assert_uint_eq(s->u.alter_table.option_count, 2);
@@ -376,6 +385,8 @@ START_TEST(unsupported_features_get_a_clear_refusal)
 			ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "User-defined functions and aggregates are not "
 			    "supported by Cassini yet");
+	parse_fails("ALTER TABLE t DROP v USING TIMESTAMP ?", ERR_INVALID);
+	parse_fails("ALTER TABLE t DROP v USING TTL 5", ERR_INVALID);
 	m = parse_fails("ALTER TYPE addr ADD zip int", ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "User-defined types are not supported by Cassini "
 			    "yet");

@@ -303,12 +303,27 @@ def test_with_internals(session):
         "    AND additional_write_policy = '99p'\n" % tid in text
     plain = rows(s, "DESCRIBE TABLE ks.events")[1][0].create_statement
     assert text.replace("ID = %s\n    AND " % tid, "") == plain
-    # Dropped columns need their drop time, which Cassini does not keep.
-    s.execute("ALTER TABLE ks.simple DROP v")
+    # Dropped columns: in the CREATE, then dropped at their time (and
+    # added again when they were), as Cassandra renders them.
+    s.execute("ALTER TABLE ks.simple DROP v USING TIMESTAMP 1700000000000001")
     assert "v text" not in \
         rows(s, "DESCRIBE TABLE ks.simple")[1][0].create_statement
-    with pytest.raises(InvalidRequest, match="WITH INTERNALS"):
-        s.execute("DESCRIBE TABLE ks.simple WITH INTERNALS")
+    sid = s.execute("SELECT id FROM system_schema.tables WHERE "
+                    "keyspace_name = 'ks' AND table_name = 'simple'").one().id
+    text = rows(s, "DESCRIBE TABLE ks.simple WITH INTERNALS")[1][0] \
+        .create_statement
+    head = text.split(") WITH ")[0]
+    assert head.endswith("    v text\n"), text
+    assert text.endswith(
+        ";\nALTER TABLE ks.simple DROP v USING TIMESTAMP 1700000000000001;")
+    assert "ID = %s" % sid in text
+    s.execute("ALTER TABLE ks.simple ADD v text")
+    text = rows(s, "DESCRIBE TABLE ks.simple WITH INTERNALS")[1][0] \
+        .create_statement
+    assert text.count("    v text") == 1
+    assert text.endswith(
+        ";\nALTER TABLE ks.simple DROP v USING TIMESTAMP 1700000000000001;"
+        "\nALTER TABLE ks.simple ADD v text;")
 
 
 def test_cluster(server):

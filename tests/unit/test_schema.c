@@ -334,15 +334,45 @@ START_TEST(alter_and_drop_table_keep_old_metadata_valid)
 	t = cql_schema_table(schema, "ks", "t");
 	ck_assert_int_eq(cql_table_column(t, "v"), -1);
 	ck_assert(cql_table_column_dropped(t, 2));
+	ck_assert_int_eq(cql_table_meta(t)->columns[2].dropped_at, 0);
 	refused("ALTER TABLE t DROP v", CQL_SCHEMA_INVALID,
-		"Column v was not found in table ks.t");
+		"Column v was not found in table 'ks.t'");
+	refused("ALTER TABLE t DROP (n, nosuch)", CQL_SCHEMA_INVALID,
+		"Column nosuch was not found in table 'ks.t'");
+	ck_assert_int_ge(
+		cql_table_column(cql_schema_table(schema, "ks", "t"), "n"), 0);
 	refused("ALTER TABLE t DROP k", CQL_SCHEMA_INVALID,
 		"Cannot drop PRIMARY KEY column k");
 	refused("ALTER TABLE t ADD n text", CQL_SCHEMA_INVALID,
 		"Column with name 'n' already exists");
-	ok("ALTER TABLE t ADD v blob"); /* a new slot, not the dropped one */
+	refused("ALTER TABLE t ADD c2 counter", CQL_SCHEMA_CONFIG,
+		"ks.t: Cannot have a counter column (\"c2\") in a non counter "
+		"table");
+	refused("ALTER TABLE t ADD d duration", CQL_SCHEMA_UNSUPPORTED,
+		"The duration type is not supported");
+	refused("ALTER TABLE t ADD a addr", CQL_SCHEMA_INVALID,
+		"Unknown type ks.addr");
+	refused("ALTER TABLE t ADD v blob", CQL_SCHEMA_INVALID,
+		"Cannot re-add previously dropped column 'v' of type blob, "
+		"incompatible with previous type text");
+	refused("ALTER TABLE t ADD v text static", CQL_SCHEMA_INVALID,
+		"Cannot re-add previously dropped column 'v' of kind STATIC, "
+		"incompatible with previous kind REGULAR");
+	ok("ALTER TABLE t ADD v text"); /* a new slot, not the dropped one */
+	t = cql_schema_table(schema, "ks", "t");
+	ck_assert_int_eq(cql_table_column(t, "v"), 5);
+	ck_assert(!cql_table_meta(t)->columns[5].dropped);
+	ok("ALTER TABLE t DROP (v, n, v) USING TIMESTAMP 1234567");
+	t = cql_schema_table(schema, "ks", "t");
+	ck_assert(cql_table_meta(t)->columns[5].dropped);
+	ck_assert_int_eq(cql_table_meta(t)->columns[5].dropped_at, 1234567);
+	ck_assert_int_eq(cql_table_meta(t)->columns[3].dropped_at, 1234567);
+	ok("ALTER TABLE t ADD (v text, n int)");
+	t = cql_schema_table(schema, "ks", "t");
+	/* cells up to the latest drop of the name stay hidden */
 	ck_assert_int_eq(
-		cql_table_column(cql_schema_table(schema, "ks", "t"), "v"), 5);
+		cql_table_meta(t)->columns[cql_table_column(t, "v")].dropped_at,
+		1234567);
 
 	ok("ALTER TABLE t RENAME c TO c2");
 	ck_assert_int_ge(
@@ -355,6 +385,13 @@ START_TEST(alter_and_drop_table_keep_old_metadata_valid)
 	ck_assert_int_eq(cql_table_meta(t)->options.gc_grace_seconds, 5);
 	refused("ALTER TABLE nosuch ADD x int", CQL_SCHEMA_INVALID,
 		"Table 'ks.nosuch' doesn't exist");
+	refused("ALTER TABLE nosuch DROP x", CQL_SCHEMA_INVALID,
+		"Table 'ks.nosuch' doesn't exist");
+	ok("CREATE TABLE u (k int PRIMARY KEY, v int)");
+	refused("ALTER TABLE u ADD s int static", CQL_SCHEMA_INVALID,
+		"Static columns are only useful (and thus allowed) if the "
+		"table has at least one clustering column");
+	ok("DROP TABLE u");
 
 	ok("DROP TABLE t");
 	ck_assert_str_eq(change.change, "DROPPED");

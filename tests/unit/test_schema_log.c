@@ -88,6 +88,47 @@ START_TEST(replay_rebuilds_ids_versions_and_column_slots)
 }
 END_TEST
 
+START_TEST(a_drop_records_its_time_for_every_replay_and_peer)
+{
+	struct cql_schema *s = build_logged();
+	struct cql_schema_log *l = cql_schema_log_open(env, path);
+	ck_assert_ptr_nonnull(l);
+	const char *q = "ALTER TABLE t DROP b";
+	struct buf body;
+	buf_init(&body);
+	ck_assert_int_eq(cql_schema_record_encode(&body, "ks", (uint8_t[16]){0},
+						  q, strlen(q),
+						  1700000000123456),
+			 0);
+	ck_assert_uint_eq(body.data[0], 2); /* a version-2 record */
+	struct cql_schema_change ch;
+	ck_assert_int_eq(cql_schema_record_apply(s, body.data, body.len, &ch),
+			 CQL_SCHEMA_OK);
+	ck_assert_int_eq(cql_schema_log_append_record(l, body.data, body.len),
+			 0);
+	buf_free(&body);
+	cql_schema_log_close(l);
+	const struct storage_table_meta *m =
+		cql_table_meta(cql_schema_table(s, "ks", "t"));
+	ck_assert(m->columns[2].dropped);
+	ck_assert_int_eq(m->columns[2].dropped_at, 1700000000123456);
+	ck_assert_int_eq(m->columns[1].dropped_at, 0); /* a version-1 DROP */
+
+	struct cql_schema *b = cql_schema_new();
+	l = cql_schema_log_open(env, path);
+	ck_assert_int_eq(cql_schema_log_replay(l, b, NULL, NULL), 7);
+	cql_schema_log_close(l);
+	m = cql_table_meta(cql_schema_table(b, "ks", "t"));
+	ck_assert_int_eq(m->columns[2].dropped_at, 1700000000123456);
+	uint8_t va[16], vb[16];
+	cql_schema_version(s, va);
+	cql_schema_version(b, vb);
+	ck_assert_int_eq(memcmp(va, vb, 16), 0);
+	cql_schema_delete(s);
+	cql_schema_delete(b);
+}
+END_TEST
+
 START_TEST(a_torn_last_record_is_dropped)
 {
 	cql_schema_delete(build_logged());
@@ -138,6 +179,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, replay_rebuilds_ids_versions_and_column_slots);
 	tcase_add_test(tc, a_torn_last_record_is_dropped);
+	tcase_add_test(tc, a_drop_records_its_time_for_every_replay_and_peer);
 	tcase_add_test(tc, corruption_before_the_end_refuses_with_the_offset);
 	suite_add_tcase(s, tc);
 	return s;
