@@ -112,23 +112,31 @@ static size_t pick_twcs(struct sstable **cand, size_t n,
 	return k;
 }
 
+/* SSTables a compaction may take: not those best_effort excluded. */
+static size_t usable(const struct version *v, struct sstable **out)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < v->count; i++)
+		if (!atomic_load(&v->ssts[i]->excluded))
+			out[n++] = v->ssts[i];
+	return n;
+}
+
 static size_t pick_inputs(struct table *t, bool major, struct sstable **out)
 {
 	const struct version *v = t->version;
 	if (major) {
-		if (v->count < 2)
-			return 0;
-		memcpy(out, v->ssts, v->count * sizeof(*out));
-		return v->count;
+		size_t n = usable(v, out);
+		return n < 2 ? 0 : n;
 	}
 	struct sstable **cand = calloc(v->count + 1, sizeof(*cand));
 	if (!cand)
 		return 0;
-	memcpy(cand, v->ssts, v->count * sizeof(*cand));
+	size_t nc = usable(v, cand);
 	const struct storage_table_options *o = &t->meta->options;
 	size_t k = o->compaction == STORAGE_COMPACTION_TIME_WINDOW
-			   ? pick_twcs(cand, v->count, o, out)
-			   : pick_stcs(cand, v->count, o->min_threshold,
+			   ? pick_twcs(cand, nc, o, out)
+			   : pick_stcs(cand, nc, o->min_threshold,
 				       o->max_threshold, out);
 	free(cand);
 	return k;

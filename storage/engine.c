@@ -1049,9 +1049,22 @@ void engine_note_corruption(struct storage *db, struct sstable *s)
 	       s->data_path, err_msg(),
 	       p == CONF_POLICY_IGNORE        ? "ignore"
 	       : p == CONF_POLICY_BEST_EFFORT ? "best_effort"
+	       : p == CONF_POLICY_DIE         ? "die"
 					      : "stop");
-	if (p == CONF_POLICY_IGNORE || p == CONF_POLICY_BEST_EFFORT)
+	if (p == CONF_POLICY_IGNORE)
 		return;
+	if (p == CONF_POLICY_BEST_EFFORT) {
+		/* Cassandra's best_effort: go on with what is left. Reads
+		 * may miss what only this SSTable held until repair brings
+		 * it back; its files stay for the operator. */
+		if (!atomic_exchange(&s->excluded, true))
+			LOG_AT(LOG_LEVEL_ERROR,
+			       "%s is excluded from reads and compaction "
+			       "(disk_failure_policy best_effort); repair the "
+			       "table to restore what it held",
+			       s->data_path);
+		return;
+	}
 	enum err_code code = err_code();
 	char msg[ERR_MSG_MAX];
 	snprintf(msg, sizeof(msg), "%s", err_msg());
@@ -1073,6 +1086,9 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 		for (size_t i = 0; i < t->flushing_count; i++)
 			out->memtable_bytes += memtable_bytes(t->flushing[i]);
 		out->sstable_count += t->version->count;
+		for (size_t i = 0; i < t->version->count; i++)
+			out->sstables_excluded +=
+				atomic_load(&t->version->ssts[i]->excluded);
 		for (size_t i = 0; i < t->version->count; i++)
 			out->sstable_bytes += t->version->ssts[i]->disk_bytes;
 		out->flushes += t->flushes;

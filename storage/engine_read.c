@@ -134,7 +134,8 @@ static int gather(struct storage *db, struct snapshot *s, struct read_ctx *c,
 		qsort(order, n, sizeof(*order), cmp_max_ts_desc);
 	for (size_t i = 0; !rc && i < s->v->count; i++) {
 		struct sstable *sst = n ? order[i] : s->v->ssts[i];
-		if (sstable_shadowed(c, sst, raw))
+		if (sstable_shadowed(c, sst, raw) ||
+		    atomic_load(&sst->excluded))
 			continue;
 		if (n && !raw && older_cannot_matter(c, sst->stats.max_ts))
 			break;
@@ -263,6 +264,8 @@ struct storage_scan *storage_scan_open(struct storage *db,
 		s->mt_pos[i] =
 			memtable_seek_token(s->snap.mts[i], start_token, incl);
 	for (size_t i = 0; !rc && i < ns; i++) {
+		if (atomic_load(&s->snap.v->ssts[i]->excluded))
+			continue; /* never live */
 		s->its[i] = sst_iter_new(s->snap.v->ssts[i]);
 		if (!s->its[i] || sst_iter_seek(s->its[i], start_token, incl)) {
 			rc = -1;

@@ -80,6 +80,9 @@ struct sst_entry {
 struct sstable {
 	_Atomic int refs;
 	_Atomic bool obsolete; /* delete the files with the last reference */
+	/* disk_failure_policy best_effort: corrupt, so no read or compaction
+	 * uses it any more (the files stay for the operator). */
+	_Atomic bool excluded;
 	struct env *env;
 	char *dir;
 	uint64_t gen;

@@ -167,6 +167,7 @@ struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
 	}
 	atomic_init(&s->refs, 1);
 	atomic_init(&s->obsolete, false);
+	atomic_init(&s->excluded, false);
 	s->env = env;
 	s->gen = gen;
 	s->t = t;

@@ -406,6 +406,7 @@ struct storage_stats {
 	uint64_t commitlog_replayed;   /* mutations replayed at start */
 	uint64_t commitlog_segments;   /* live segments */
 	bool writes_stopped; /* a disk or commit failure stopped writes */
+	uint64_t sstables_excluded; /* corrupt, left out (best_effort) */
 };
 int storage_stats(struct storage *db, const uint8_t *table_id,
 		  struct storage_stats *out);

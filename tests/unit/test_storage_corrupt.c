@@ -36,8 +36,9 @@ static struct storage_table_meta *make_table(void)
 	return t;
 }
 
-static struct storage *open_db(struct env *env, const char *dir,
-			       const struct storage_table_meta *t)
+static struct storage *open_db_policy(struct env *env, const char *dir,
+				      const struct storage_table_meta *t,
+				      int policy)
 {
 	char data[600], log[600];
 	snprintf(data, sizeof(data), "%s/data", dir);
@@ -49,6 +50,7 @@ static struct storage *open_db(struct env *env, const char *dir,
 	o.commitlog_dir = log;
 	o.auto_compaction = false;
 	o.commitlog_segment_size = 256 * 1024; /* cheap to preallocate */
+	o.disk_failure_policy = policy;
 	struct storage *db = storage_new(&o);
 	ck_assert_ptr_nonnull(db);
 	if (storage_table_add(db, t, true) || storage_start(db)) {
@@ -56,6 +58,12 @@ static struct storage *open_db(struct env *env, const char *dir,
 		return NULL;
 	}
 	return db;
+}
+
+static struct storage *open_db(struct env *env, const char *dir,
+			       const struct storage_table_meta *t)
+{
+	return open_db_policy(env, dir, t, CONF_POLICY_STOP);
 }
 
 static void value_of(int p, int c, char *out, size_t n)
@@ -246,6 +254,89 @@ START_TEST(damaged_components_never_return_wrong_rows)
 }
 END_TEST
 
+/* disk_failure_policy best_effort: the read that meets the damage fails,
+ * the SSTable is left out from then on (reads answer from what is left,
+ * never wrong rows), writes go on, and compaction does not touch it. */
+START_TEST(best_effort_leaves_a_corrupt_sstable_out)
+{
+	struct env *env = env_real_new(NULL);
+	struct storage_table_meta *t = make_table();
+	char dir[512];
+	snprintf(dir, sizeof(dir), "%s", test_tmpdir("best-effort"));
+	struct storage *db =
+		open_db_policy(env, dir, t, CONF_POLICY_BEST_EFFORT);
+	ck_assert_ptr_nonnull(db);
+	load(db, t);
+	storage_delete(db);
+	char path[1400];
+	ck_assert(find_component(dir, "Data.db", path, sizeof(path)));
+	struct stat st;
+	ck_assert_int_eq(stat(path, &st), 0);
+	FILE *f = fopen(path, "r+b");
+	ck_assert_ptr_nonnull(f);
+	fseek(f, (long)st.st_size / 2, SEEK_SET);
+	int c = fgetc(f);
+	fseek(f, (long)st.st_size / 2, SEEK_SET);
+	fputc(c ^ 0x5a, f);
+	fclose(f);
+
+	db = open_db_policy(env, dir, t, CONF_POLICY_BEST_EFFORT);
+	ck_assert_ptr_nonnull(db);
+	int failed = 0, empty = 0;
+	char key[16];
+	for (int round = 0; round < 2; round++) {
+		for (int p = 0; p < NPART; p++) {
+			snprintf(key, sizeof(key), "part%d", p);
+			struct storage_read_cmd cmd = {
+				.key = (const uint8_t *)key,
+				.key_len = strlen(key)};
+			struct storage_result *r;
+			if (storage_read(db, t->id, &cmd, &r)) {
+				ck_assert_int_eq(err_code(), ERR_CORRUPT);
+				ck_assert_int_eq(round, 0);
+				failed++;
+				continue;
+			}
+			/* all of the partition or, once left out, none */
+			ck_assert(r->row_count == NROW || r->row_count == 0);
+			empty += round == 1 && r->row_count == 0;
+			storage_result_delete(r);
+		}
+	}
+	ck_assert_int_eq(failed, 1);
+	ck_assert_int_eq(empty, NPART);
+	struct storage_stats s;
+	storage_stats(db, NULL, &s);
+	ck_assert_uint_eq(s.sstables_excluded, 1);
+	ck_assert(!s.writes_stopped);
+	/* Writes go on; a major compaction leaves the excluded one alone. */
+	struct storage_mutation *m =
+		storage_mutation_new(t, (const uint8_t *)"part0", 5);
+	uint8_t cb[4];
+	be32_store(cb, 0);
+	struct slice ck = slice_make(cb, 4);
+	storage_mutation_set_row(m, &ck, 1);
+	storage_mutation_put(m, 2, NULL, 0, (const uint8_t *)"new", 3, 200, 0,
+			     0);
+	ck_assert_int_eq(storage_apply_sync(db, m), 0);
+	storage_mutation_delete(m);
+	ck_assert_int_eq(storage_flush(db, NULL), 0);
+	ck_assert_int_eq(storage_compact(db, t->id, true), 0);
+	storage_stats(db, NULL, &s);
+	ck_assert_uint_eq(s.sstable_count, 2);
+	struct storage_read_cmd cmd = {.key = (const uint8_t *)"part0",
+				       .key_len = 5};
+	struct storage_result *r;
+	ck_assert_int_eq(storage_read(db, t->id, &cmd, &r), 0);
+	ck_assert_uint_eq(r->row_count, 1);
+	storage_result_delete(r);
+	storage_delete(db);
+	test_tmpdir_remove(dir);
+	storage_table_meta_delete(t);
+	env_real_delete(env);
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(99);
@@ -253,6 +344,7 @@ int main(void)
 	TCase *tc = tcase_create("corrupt");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, damaged_components_never_return_wrong_rows);
+	tcase_add_test(tc, best_effort_leaves_a_corrupt_sstable_out);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
