@@ -7,6 +7,28 @@
 
 #include <string.h>
 
+static uint64_t order_of(const struct skiplist *s, const void *key)
+{
+	return s->order && key ? s->order(key) : 0;
+}
+
+/* Whether node n sorts before `key` (whose order is `ko`). */
+static inline bool before(const struct skiplist *s,
+			  const struct skiplist_node *n, const void *key,
+			  uint64_t ko)
+{
+	if (n->order != ko)
+		return n->order < ko;
+	return s->cmp(s->ctx, skiplist_key(n), key) < 0;
+}
+
+static inline bool same(const struct skiplist *s,
+			const struct skiplist_node *n, const void *key,
+			uint64_t ko)
+{
+	return n->order == ko && s->cmp(s->ctx, skiplist_key(n), key) == 0;
+}
+
 static struct skiplist_node *node_new(struct skiplist *s, void *key, int height)
 {
 	size_t size = sizeof(struct skiplist_node) +
@@ -15,6 +37,7 @@ static struct skiplist_node *node_new(struct skiplist *s, void *key, int height)
 	if (!n)
 		return NULL;
 	atomic_init(&n->key, key);
+	n->order = order_of(s, key);
 	for (int i = 0; i < height; i++)
 		atomic_init(&n->next[i], NULL);
 	return n;
@@ -23,9 +46,17 @@ static struct skiplist_node *node_new(struct skiplist *s, void *key, int height)
 int skiplist_init(struct skiplist *s, struct arena *a, skiplist_cmp_fn cmp,
 		  const void *ctx)
 {
+	return skiplist_init_ordered(s, a, cmp, NULL, ctx);
+}
+
+int skiplist_init_ordered(struct skiplist *s, struct arena *a,
+			  skiplist_cmp_fn cmp, skiplist_order_fn order,
+			  const void *ctx)
+{
 	memset(s, 0, sizeof(*s));
 	s->arena = a;
 	s->cmp = cmp;
+	s->order = order;
 	s->ctx = ctx;
 	s->rnd = 0x9e3779b97f4a7c15ULL ^ (uintptr_t)s;
 	atomic_init(&s->height, 1);
@@ -57,13 +88,14 @@ static inline struct skiplist_node *next_at(struct skiplist_node *n, int l)
 static struct skiplist_node *find_ge(const struct skiplist *s, const void *key,
 				     struct skiplist_node **prev)
 {
+	uint64_t ko = order_of(s, key);
 	struct skiplist_node *x = s->head;
 	int level = atomic_load_explicit(&((struct skiplist *)s)->height,
 					 memory_order_relaxed) -
 		    1;
 	for (;;) {
 		struct skiplist_node *next = next_at(x, level);
-		if (next && s->cmp(s->ctx, skiplist_key(next), key) < 0) {
+		if (next && before(s, next, key, ko)) {
 			x = next;
 			continue;
 		}
@@ -78,7 +110,7 @@ static struct skiplist_node *find_ge(const struct skiplist *s, const void *key,
 struct skiplist_node *skiplist_find(const struct skiplist *s, const void *key)
 {
 	struct skiplist_node *n = find_ge(s, key, NULL);
-	if (n && s->cmp(s->ctx, skiplist_key(n), key) == 0)
+	if (n && same(s, n, key, order_of(s, key)))
 		return n;
 	return NULL;
 }
@@ -93,14 +125,14 @@ struct skiplist_node *skiplist_seek(const struct skiplist *s, const void *key)
 struct skiplist_node *skiplist_seek_before(const struct skiplist *s,
 					   const void *key)
 {
+	uint64_t ko = order_of(s, key);
 	struct skiplist_node *x = s->head;
 	int level = atomic_load_explicit(&((struct skiplist *)s)->height,
 					 memory_order_relaxed) -
 		    1;
 	for (;;) {
 		struct skiplist_node *next = next_at(x, level);
-		if (next &&
-		    (!key || s->cmp(s->ctx, skiplist_key(next), key) < 0)) {
+		if (next && (!key || before(s, next, key, ko))) {
 			x = next;
 			continue;
 		}
@@ -115,7 +147,7 @@ struct skiplist_node *skiplist_find_prev(const struct skiplist *s,
 					 struct skiplist_node **prev)
 {
 	struct skiplist_node *n = find_ge(s, key, prev);
-	if (n && s->cmp(s->ctx, skiplist_key(n), key) == 0)
+	if (n && same(s, n, key, order_of(s, key)))
 		return n;
 	return NULL;
 }

@@ -6,6 +6,11 @@
  * loads. A node's key pointer may be replaced by the writer with one that
  * compares equal (a newer version of the same entry); readers see the old
  * or the new one.
+ *
+ * An optional `order` function maps a key to 64 bits that sort like the
+ * keys do (a prefix: a < b whenever order(a) < order(b)). Each node keeps
+ * its key's order, so a search compares most nodes without touching
+ * their keys: half the cache misses of a memtable lookup.
  */
 #ifndef CASSINI_STORAGE_SKIPLIST_INTERNAL_H
 #define CASSINI_STORAGE_SKIPLIST_INTERNAL_H
@@ -19,15 +24,18 @@
 #define SKIPLIST_MAX_HEIGHT 12
 
 typedef int (*skiplist_cmp_fn)(const void *ctx, const void *a, const void *b);
+typedef uint64_t (*skiplist_order_fn)(const void *key);
 
 struct skiplist_node {
 	_Atomic(void *) key;
+	uint64_t order; /* order(key), fixed before the node is published */
 	_Atomic(struct skiplist_node *) next[]; /* height entries */
 };
 
 struct skiplist {
 	struct arena *arena;
 	skiplist_cmp_fn cmp;
+	skiplist_order_fn order; /* NULL: every key's order is 0 */
 	const void *ctx;
 	struct skiplist_node *head;
 	_Atomic int height;
@@ -37,6 +45,10 @@ struct skiplist {
 
 int skiplist_init(struct skiplist *s, struct arena *a, skiplist_cmp_fn cmp,
 		  const void *ctx);
+/* skiplist_init with an order function (see above). */
+int skiplist_init_ordered(struct skiplist *s, struct arena *a,
+			  skiplist_cmp_fn cmp, skiplist_order_fn order,
+			  const void *ctx);
 /* The node whose key equals `key`, or NULL. */
 struct skiplist_node *skiplist_find(const struct skiplist *s, const void *key);
 /* The first node >= key (NULL key: the first node), or NULL. */
