@@ -426,3 +426,20 @@ def test_in_on_a_clustering_column(data_session):
         (1, "z"), (1, "y"), (1, "x"), (2, "z"), (2, "y"), (2, "x")]
     with pytest.raises(InvalidRequest, match="not supported"):
         s.execute("SELECT * FROM ks.w WHERE k = 1 AND a IN (1, 2) AND b = 'x'")
+
+
+def test_tracing_is_refused_with_a_clear_error_not_dropped(data_session):
+    # cqlsh's TRACING ON sets the tracing flag on every statement; Cassini
+    # keeps no trace sessions, so the statement is refused (not run) with
+    # an Invalid error saying so, instead of running untraced in silence.
+    s = data_session
+    for stmt in ["SELECT * FROM ks.t WHERE k = 1",
+                 "INSERT INTO ks.t (k, c, v) VALUES (7, 1, 'traced')",
+                 s.prepare("SELECT v FROM ks.t WHERE k = ?").bind([1])]:
+        with pytest.raises(InvalidRequest,
+                           match="Request tracing is not supported"):
+            s.execute(stmt, trace=True)
+    assert list(s.execute("SELECT v FROM ks.t WHERE k = 7")) == []
+    # The connection stays usable, untraced statements run.
+    s.execute("INSERT INTO ks.t (k, c, v) VALUES (7, 1, 'plain')")
+    assert s.execute("SELECT v FROM ks.t WHERE k = 7").one().v == "plain"
