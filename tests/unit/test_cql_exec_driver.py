@@ -443,3 +443,22 @@ def test_tracing_is_refused_with_a_clear_error_not_dropped(data_session):
     # The connection stays usable, untraced statements run.
     s.execute("INSERT INTO ks.t (k, c, v) VALUES (7, 1, 'plain')")
     assert s.execute("SELECT v FROM ks.t WHERE k = 7").one().v == "plain"
+
+
+def test_count_without_partition_key_warns_as_cassandra_does(data_session):
+    # cqlsh prints a server's client warnings under the result; Cassandra
+    # warns on an aggregate over a range read, not on one partition.
+    s = data_session
+    for k in range(3):
+        s.execute("INSERT INTO ks.t (k, c, v) VALUES (%s, 1, 'x')", [k])
+    rs = s.execute("SELECT count(*) FROM ks.t")
+    assert rs.one().count == 3
+    assert rs.response_future.warnings == [
+        "Aggregation query used without partition key"]
+    rs = s.execute("SELECT count(*) FROM ks.t WHERE token(k) > 0")
+    assert rs.response_future.warnings == [
+        "Aggregation query used without partition key"]
+    rs = s.execute("SELECT count(*) FROM ks.t WHERE k = 1")
+    assert rs.one().count == 1 and not rs.response_future.warnings
+    rs = s.execute("SELECT * FROM ks.t")
+    assert len(list(rs)) == 3 and not rs.response_future.warnings
