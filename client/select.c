@@ -825,6 +825,11 @@ bool cql_select_plan_is_scan(const struct cql_select_plan *p)
 	return p->scan;
 }
 
+bool cql_select_plan_is_aggregate(const struct cql_select_plan *p)
+{
+	return p->count;
+}
+
 void cql_select_plan_range(const struct cql_select_plan *p, int64_t *start,
 			   int64_t *end)
 {

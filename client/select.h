@@ -56,6 +56,8 @@ size_t cql_select_plan_key_count(const struct cql_select_plan *p);
 size_t cql_select_plan_first_key(const struct cql_select_plan *p);
 struct slice cql_select_plan_key(const struct cql_select_plan *p, size_t i);
 bool cql_select_plan_is_scan(const struct cql_select_plan *p);
+/* True for count(*) / count(1): the answer is one aggregated row. */
+bool cql_select_plan_is_aggregate(const struct cql_select_plan *p);
 void cql_select_plan_range(const struct cql_select_plan *p, int64_t *start,
 			   int64_t *end);
 const struct storage_read_cmd *

@@ -404,6 +404,23 @@ static void handle_statement(struct cql_conn *c, const struct cql_header *h,
 			len - offset);
 }
 
+/* Cassini records no trace sessions (system_traces has no tables), so a
+ * statement that asks for one is refused before it runs, with an Invalid
+ * error that names the way out. Running it untraced instead would drop the
+ * trace without a word (cqlsh's TRACING ON printed results and nothing
+ * else). */
+static void refuse_tracing(struct cql_conn *c, const struct cql_header *h)
+{
+	struct buf b;
+	buf_init(&b);
+	if (cql_encode_error(&b, h->version, h->stream, CQL_ERR_INVALID,
+			     "Request tracing is not supported by Cassini; "
+			     "the statement was not executed (turn tracing "
+			     "off: TRACING OFF in cqlsh)") == 0)
+		conn_send_frame(c, b.data, b.len);
+	buf_free(&b);
+}
+
 static const char *opcode_name(uint8_t op)
 {
 	switch (op) {
@@ -497,6 +514,11 @@ static void dispatch(struct cql_conn *c, const struct cql_header *h,
 		conn_fail(c, h->version, h->stream,
 			  "Unexpected message AUTH_RESPONSE: authentication "
 			  "is not enabled");
+		return;
+	}
+	if (h->flags & CQL_FLAG_TRACING) {
+		refuse_tracing(c, h);
+		free(body);
 		return;
 	}
 	handle_statement(c, h, body, len, (size_t)(cur.pos - body));

@@ -563,6 +563,12 @@ static void read_finish(struct read_job *j)
 				 err_code() == ERR_INVALID ? CQL_ERR_INVALID
 							   : CQL_ERR_SERVER,
 				 err_msg());
+	else if (cql_select_plan_is_scan(j->plan) &&
+		 cql_select_plan_is_aggregate(j->plan))
+		/* Cassandra's client warning for an aggregate over a range
+		 * read (cqlsh prints it under the result). */
+		cql_frame_add_warning(&b, "Aggregation query used without "
+					  "partition key");
 	cql_request_reply(j->req, b.data, b.len);
 	buf_free(&b);
 	read_job_free(j);

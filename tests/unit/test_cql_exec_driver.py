@@ -526,3 +526,39 @@ def test_alter_table_add_and_drop_on_a_table_with_data(data_session,
     assert t.options["comment"] == "altered"
     assert t.options["gc_grace_seconds"] == 3600
     assert cluster.control_connection.wait_for_schema_agreement()
+
+
+def test_tracing_is_refused_with_a_clear_error_not_dropped(data_session):
+    # cqlsh's TRACING ON sets the tracing flag on every statement; Cassini
+    # keeps no trace sessions, so the statement is refused (not run) with
+    # an Invalid error saying so, instead of running untraced in silence.
+    s = data_session
+    for stmt in ["SELECT * FROM ks.t WHERE k = 1",
+                 "INSERT INTO ks.t (k, c, v) VALUES (7, 1, 'traced')",
+                 s.prepare("SELECT v FROM ks.t WHERE k = ?").bind([1])]:
+        with pytest.raises(InvalidRequest,
+                           match="Request tracing is not supported"):
+            s.execute(stmt, trace=True)
+    assert list(s.execute("SELECT v FROM ks.t WHERE k = 7")) == []
+    # The connection stays usable, untraced statements run.
+    s.execute("INSERT INTO ks.t (k, c, v) VALUES (7, 1, 'plain')")
+    assert s.execute("SELECT v FROM ks.t WHERE k = 7").one().v == "plain"
+
+
+def test_count_without_partition_key_warns_as_cassandra_does(data_session):
+    # cqlsh prints a server's client warnings under the result; Cassandra
+    # warns on an aggregate over a range read, not on one partition.
+    s = data_session
+    for k in range(3):
+        s.execute("INSERT INTO ks.t (k, c, v) VALUES (%s, 1, 'x')", [k])
+    rs = s.execute("SELECT count(*) FROM ks.t")
+    assert rs.one().count == 3
+    assert rs.response_future.warnings == [
+        "Aggregation query used without partition key"]
+    rs = s.execute("SELECT count(*) FROM ks.t WHERE token(k) > 0")
+    assert rs.response_future.warnings == [
+        "Aggregation query used without partition key"]
+    rs = s.execute("SELECT count(*) FROM ks.t WHERE k = 1")
+    assert rs.one().count == 1 and not rs.response_future.warnings
+    rs = s.execute("SELECT * FROM ks.t")
+    assert len(list(rs)) == 3 and not rs.response_future.warnings
