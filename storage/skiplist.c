@@ -22,9 +22,8 @@ static inline bool before(const struct skiplist *s,
 	return s->cmp(s->ctx, skiplist_key(n), key) < 0;
 }
 
-static inline bool same(const struct skiplist *s,
-			const struct skiplist_node *n, const void *key,
-			uint64_t ko)
+static inline bool same(const struct skiplist *s, const struct skiplist_node *n,
+			const void *key, uint64_t ko)
 {
 	return n->order == ko && s->cmp(s->ctx, skiplist_key(n), key) == 0;
 }
