@@ -733,7 +733,8 @@ static void read_next_range(struct read_job *j)
 		return;
 	}
 	size_t want = j->budget - j->rows;
-	struct repl_range q = {.table_id = j->table_id,
+	struct repl_range q = {.read_repair = j->read_repair,
+			       .table_id = j->table_id,
 			       .meta = cql_table_meta(t),
 			       .strategy = s,
 			       .cl = j->cl,

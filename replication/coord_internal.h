@@ -141,6 +141,11 @@ struct op {
 	int64_t start, sub_end, end;
 	uint32_t max_partitions;
 	repl_range_done_fn gdone;
+	size_t ncontact_range; /* targets read; repair targets follow */
+	struct storage_mutation **rr_out; /* the answer, held while repairs */
+	size_t rr_n;                      /* are acknowledged */
+	int64_t rr_resume;
+	bool rr_finished;
 	/* hint deliveries */
 	struct inet_addr to;
 	repl_deliver_fn ddone;

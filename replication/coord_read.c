@@ -542,6 +542,73 @@ static void range_reply(struct op *op, const struct repl_result *res,
 	op->gdone(op->arg, res, frags, n, resume, finished);
 }
 
+/* A repair of partition `m` for contact `i`: a new target after the
+ * contacts, sent now (the local replica applies it). 0, or -1 when it
+ * could not be added (the read then goes on without it). */
+static int range_repair(struct op *op, size_t i, const struct buf *enc,
+			const struct storage_mutation *m)
+{
+	struct repl *r = op->r;
+	struct target *nt = realloc(op->t, (op->nt + 1) * sizeof(*nt));
+	if (!nt)
+		return -1;
+	op->t = nt;
+	size_t j = op->nt++;
+	op->t[j] = (struct target){
+		.ep = op->t[i].ep, .local_dc = op->t[i].local_dc, .round = 3};
+	r->st.read_repairs++;
+	if (target_begin(op, j) != 0)
+		return -1;
+	if (is_self(op, op->t[j].ep)) {
+		struct local_ctx *c = local_ctx_new(r, op->t[j].id);
+		if (!c || r->store->apply(r->store_arg, m, local_apply_done,
+					  c) != 0) {
+			free(c);
+			on_answer(r, op->t[j].id, false, err_msg(), NULL, NULL,
+				  0, false);
+		}
+		return 0;
+	}
+	Cassini__Replication__MutationReq msg =
+		CASSINI__REPLICATION__MUTATION_REQ__INIT;
+	msg.id = op->t[j].id;
+	msg.deadline_us = deadline_us(r, r->o.range_timeout_ms);
+	msg.mutation.data = enc->data;
+	msg.mutation.len = enc->len;
+	if (send_packed(r, ep_addr(op, op->t[j].ep), REPL_VERB_MUTATION,
+			&msg.base) != 0)
+		target_unsent(op, j); /* not waited for */
+	return 0;
+}
+
+/* Writes merged partition `m` back to the contacts whose own version
+ * (have[i], NULL when they lacked it) differs from it. */
+static void range_repairs(struct op *op, const struct storage_mutation *m,
+			  struct storage_mutation *const *have)
+{
+	uint8_t want[16];
+	storage_mutation_digest(m, want);
+	struct buf enc;
+	buf_init(&enc);
+	bool encoded = false;
+	for (size_t i = 0; i < op->ncontact_range; i++) {
+		if (!op->t[i].ok)
+			continue;
+		if (have[i]) {
+			uint8_t got[16];
+			storage_mutation_digest(have[i], got);
+			if (memcmp(got, want, 16) == 0)
+				continue;
+		}
+		if (!encoded && storage_mutation_encode(m, &enc) != 0)
+			break; /* out of memory: no repair, the read stands */
+		encoded = true;
+		if (range_repair(op, i, &enc, m) != 0)
+			break;
+	}
+	buf_free(&enc);
+}
+
 /* Every contact answered: merge their partitions in token order, up to the
  * earliest point where a cut replica stopped. */
 static void range_resolve(struct op *op)
@@ -558,17 +625,23 @@ static void range_resolve(struct op *op)
 		}
 	}
 	size_t cap = 0;
-	for (size_t i = 0; i < op->nt; i++)
+	op->ncontact_range = op->nt;
+	for (size_t i = 0; i < op->ncontact_range; i++)
 		cap += op->t[i].nfrags;
 	struct storage_mutation **out = calloc(cap ? cap : 1, sizeof(*out));
-	size_t *pos = calloc(op->nt ? op->nt : 1, sizeof(*pos));
+	size_t *pos = calloc(op->ncontact_range + 1, sizeof(*pos));
+	struct storage_mutation **have =
+		calloc(op->ncontact_range + 1, sizeof(*have));
 	size_t n = 0;
-	if (!out || !pos)
+	bool repair = op->read_repair && op->nt > 1;
+	op->phase = 3; /* answers from here on are repair acknowledgements */
+	op->sending = true;
+	if (!out || !pos || !have)
 		goto nomem;
 	for (;;) {
 		/* The smallest head among the replicas' lists. */
 		const struct storage_mutation *head = NULL;
-		for (size_t i = 0; i < op->nt; i++)
+		for (size_t i = 0; i < op->ncontact_range; i++)
 			if (pos[i] < op->t[i].nfrags) {
 				const struct storage_mutation *m =
 					op->t[i].frags[pos[i]];
@@ -579,31 +652,40 @@ static void range_resolve(struct op *op)
 			break;
 		struct storage_mutation *same[64];
 		size_t ns = 0;
-		for (size_t i = 0; i < op->nt; i++)
+		for (size_t i = 0; i < op->ncontact_range; i++) {
+			have[i] = NULL;
 			if (pos[i] < op->t[i].nfrags &&
 			    frag_cmp(op->t[i].frags[pos[i]], head) == 0) {
+				have[i] = op->t[i].frags[pos[i]];
 				if (ns < 64)
 					same[ns++] = op->t[i].frags[pos[i]];
 				pos[i]++;
 			}
+		}
 		struct storage_mutation *m =
 			storage_fragment_merge(op->meta, same, ns);
 		if (!m)
 			goto nomem;
 		out[n++] = m;
+		if (repair)
+			range_repairs(op, m, have);
 	}
 	free(pos);
+	free(have);
+	op->sending = false;
 	bool cut = bound != NULL;
-	int64_t resume = cut ? storage_mutation_token(bound) : op->sub_end;
-	bool finished = !cut && op->sub_end == op->end;
-	result_init(&res, REPL_OK, op->cl);
-	range_reply(op, &res, out, n, resume, finished);
-	return;
+	op->rr_resume = cut ? storage_mutation_token(bound) : op->sub_end;
+	op->rr_finished = !cut && op->sub_end == op->end;
+	op->rr_out = out;
+	op->rr_n = n;
+	return; /* range_progress answers once the repairs are acknowledged */
 nomem:
+	op->sending = false;
 	for (size_t i = 0; i < n; i++)
 		storage_mutation_delete(out[i]);
 	free(out);
 	free(pos);
+	free(have);
 	result_init(&res, REPL_READ_FAILURE, op->cl);
 	snprintf(res.msg, sizeof(res.msg), "%s", err_msg());
 	range_reply(op, &res, NULL, 0, op->start, false);
@@ -614,6 +696,15 @@ static void range_progress(struct op *op);
 void range_answer(struct op *op, struct target *t, bool ok, const char *error,
 		  struct storage_mutation **frags, size_t n, bool cut)
 {
+	if (op->phase == 3) {
+		/* A repair write acknowledged (a failed one: the read still
+		 * stands). */
+		for (size_t i = 0; i < n; i++)
+			storage_mutation_delete(frags[i]);
+		free(frags);
+		range_progress(op);
+		return;
+	}
 	if (!ok) {
 		for (size_t i = 0; i < n; i++)
 			storage_mutation_delete(frags[i]);
@@ -639,10 +730,24 @@ static void range_progress(struct op *op)
 {
 	if (op->sending || op->outstanding > 0 || op->replied)
 		return;
-	for (size_t i = 0; i < op->nt; i++)
-		if (!op->t[i].answered)
-			return; /* never sent: the timeout answers */
-	range_resolve(op);
+	if (op->phase != 3) {
+		for (size_t i = 0; i < op->nt; i++)
+			if (!op->t[i].answered)
+				return; /* never sent: the timeout answers */
+		range_resolve(op);
+		if (op->replied) {
+			op_free(op);
+			return;
+		}
+		if (op->outstanding > 0)
+			return; /* repairs under way */
+	}
+	/* Merged, and every repair acknowledged (or none needed). */
+	struct repl_result res;
+	result_init(&res, REPL_OK, op->cl);
+	struct storage_mutation **out = op->rr_out;
+	op->rr_out = NULL;
+	range_reply(op, &res, out, op->rr_n, op->rr_resume, op->rr_finished);
 	op_free(op);
 }
 
@@ -706,6 +811,7 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 	}
 	op->gdone = done;
 	op->meta = q->meta;
+	op->read_repair = q->read_repair;
 	memcpy(op->table_id, q->table_id, 16);
 	op->ring = ring_ref(r->hooks.ring(r->hooks.arg));
 	op->start = q->start;
@@ -756,7 +862,9 @@ void range_timeout(struct op *op)
 	struct repl_result res;
 	result_init(&res, REPL_READ_TIMEOUT, op->cl);
 	res.required = op->block_for;
-	for (size_t i = 0; i < op->nt; i++)
+	/* contacts only: repair writes (after them) are not responses */
+	size_t nc = op->phase == 3 ? op->ncontact_range : op->nt;
+	for (size_t i = 0; i < nc; i++)
 		if (op->t[i].answered && op->t[i].ok) {
 			res.alive++;
 			res.data_present = true;

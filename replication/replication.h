@@ -291,11 +291,15 @@ struct repl_range {
 	const struct storage_read_cmd *cmd; /* slices, projection; key unused */
 	int64_t start, end;                 /* (start, end], start < end */
 	uint32_t max_partitions;
+	bool read_repair; /* false: read_repair = 'NONE' */
 };
 
 /* One step of a range read: the partitions of the first vnode range that
  * (start, end] crosses (at most max_partitions), merged from block-for
- * replicas, in token order. `resume`: where the next step starts (pass it
+ * replicas, in token order. Unless `read_repair` is off, a contacted
+ * replica that lacked a partition or held an older version gets the
+ * merged one written back before the answer (blocking read repair, as
+ * for single partitions). `resume`: where the next step starts (pass it
  * as `start`); `finished`: (start, end] is exhausted. `frags` and each
  * fragment are owned by the callee. */
 typedef void (*repl_range_done_fn)(void *arg, const struct repl_result *res,

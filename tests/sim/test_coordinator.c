@@ -976,6 +976,104 @@ START_TEST(range_walk)
 }
 END_TEST
 
+/* One walk over the whole ring; returns the partitions seen. */
+static int walk_all(struct simc *c, int coord, const struct ring_strategy *s,
+		    int cl, bool repair)
+{
+	int64_t start = INT64_MIN;
+	int seen = 0;
+	for (int steps = 0;; steps++) {
+		struct range_out o = {0};
+		struct storage_read_cmd cmd = {.with_static = true};
+		struct repl_range q = {.table_id = c->meta->id,
+				       .meta = c->meta,
+				       .strategy = s,
+				       .cl = cl,
+				       .cmd = &cmd,
+				       .start = start,
+				       .end = INT64_MAX,
+				       .max_partitions = 5,
+				       .read_repair = repair};
+		repl_range_step(c->nodes[coord].repl, &q, on_range, &o);
+		ck_assert(sim_run_until(c->sim, range_done, &o, 30000000));
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+		for (size_t i = 0; i < o.n; i++)
+			storage_mutation_delete(o.f[i]);
+		free(o.f);
+		seen += (int)o.n;
+		ck_assert_int_lt(steps, 10000);
+		if (o.finished)
+			return seen;
+		start = o.resume;
+	}
+}
+
+/* A range read repairs the contacts that lacked a partition or held an
+ * older version, before it answers (read_repair off: it does not). */
+START_TEST(range_read_repair)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(12, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	enum { N = 30 };
+	for (int i = 0; i < N; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "k%d", i);
+		struct outcome o =
+			do_write(c, 0, s, REPL_CL_ALL, key, "old", 10);
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+	}
+	/* Node 2 misses ten new partitions and ten updates. */
+	sim_net_cut(c->sim, NULL, &c->nodes[2].addr, true);
+	for (int i = 0; i < 2 * N / 3; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), i < N / 3 ? "new%d" : "k%d", i);
+		struct outcome o =
+			do_write(c, 0, s, REPL_CL_TWO, key, "new", 20);
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+	}
+	sim_run_for(c->sim, 3000000);
+	sim_net_heal(c->sim);
+	ck_assert_uint_eq(c->nodes[2].nparts, N);
+	/* Without read repair nothing changes on node 2. */
+	ck_assert_int_eq(walk_all(c, 2, s, REPL_CL_ALL, false), N + N / 3);
+	ck_assert_uint_eq(c->nodes[2].nparts, N);
+	/* With it, node 2 holds every partition and value once the walk
+	 * has answered. */
+	ck_assert_int_eq(walk_all(c, 2, s, REPL_CL_ALL, true), N + N / 3);
+	ck_assert_uint_eq(c->nodes[2].nparts, N + N / 3);
+	uint64_t repairs = 0;
+	for (int i = 0; i < 3; i++) {
+		struct repl_stats st;
+		repl_get_stats(c->nodes[i].repl, &st);
+		repairs += st.read_repairs;
+	}
+	ck_assert_uint_eq(repairs, 2 * N / 3);
+	for (int i = N / 3; i < 2 * N / 3; i++) {
+		char key[16], v[32];
+		int64_t ts;
+		snprintf(key, sizeof(key), "k%d", i);
+		struct storage_mutation *probe = make_write(c, key, "x", 1);
+		struct part *p = find_part(&c->nodes[2], probe);
+		storage_mutation_delete(probe);
+		ck_assert_ptr_nonnull(p);
+		frag_value(c, p->frag, v, sizeof(v), &ts);
+		ck_assert_str_eq(v, "new");
+	}
+	/* In agreement now: a second walk repairs nothing. */
+	walk_all(c, 0, s, REPL_CL_ALL, true);
+	uint64_t again = 0;
+	for (int i = 0; i < 3; i++) {
+		struct repl_stats st;
+		repl_get_stats(c->nodes[i].repl, &st);
+		again += st.read_repairs;
+	}
+	ck_assert_uint_eq(again, repairs);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
 /* A contacted replica that is unreachable but not yet convicted: the
  * speculative retry asks a spare and the QUORUM read succeeds; with
  * speculative_retry = 'NONE' it times out. */
@@ -1307,6 +1405,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, speculative_retry);
 	tcase_add_test(tc, quorum_reads_see_acked_writes);
 	tcase_add_test(tc, range_walk);
+	tcase_add_test(tc, range_read_repair);
 	tcase_add_test(tc, batchlog_replays_a_dead_coordinators_batch);
 	tcase_add_test(tc, truncate_empties_every_node);
 	tcase_add_test(tc, truncate_with_a_node_down_is_unavailable);
