@@ -923,6 +923,50 @@ static bool range_done(void *arg)
 	return ((struct range_out *)arg)->done;
 }
 
+/* One walk over the whole ring at `cl`, `max` partitions a step, from
+ * node `coord` (-1: each step from the next node): partitions come in
+ * strictly increasing token order and each step resumes past the last.
+ * Returns the partitions seen; *steps_out (if set) the steps taken. */
+static int walk_all(struct simc *c, int coord, const struct ring_strategy *s,
+		    int cl, uint32_t max, bool repair, int *steps_out)
+{
+	int64_t start = INT64_MIN, last = INT64_MIN;
+	int seen = 0, steps = 0;
+	for (;; steps++) {
+		struct range_out o = {0};
+		struct storage_read_cmd cmd = {.with_static = true};
+		struct repl_range q = {.table_id = c->meta->id,
+				       .meta = c->meta,
+				       .strategy = s,
+				       .cl = cl,
+				       .cmd = &cmd,
+				       .start = start,
+				       .end = INT64_MAX,
+				       .max_partitions = max,
+				       .read_repair = repair};
+		int node = coord >= 0 ? coord : steps % c->n;
+		repl_range_step(c->nodes[node].repl, &q, on_range, &o);
+		ck_assert(sim_run_until(c->sim, range_done, &o, 30000000));
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+		for (size_t i = 0; i < o.n; i++) {
+			int64_t t = storage_mutation_token(o.f[i]);
+			ck_assert(t > last);
+			last = t;
+			storage_mutation_delete(o.f[i]);
+		}
+		free(o.f);
+		seen += (int)o.n;
+		ck_assert_int_lt(steps, 10000);
+		if (o.finished)
+			break;
+		ck_assert(o.resume > start);
+		start = o.resume;
+	}
+	if (steps_out)
+		*steps_out = steps + 1;
+	return seen;
+}
+
 START_TEST(range_walk)
 {
 	const char *dcs[4] = {"dc1", "dc1", "dc1", "dc1"};
@@ -938,75 +982,14 @@ START_TEST(range_walk)
 		ck_assert_int_eq(o.res.outcome, REPL_OK);
 	}
 	sim_run_for(c->sim, 1000000);
-	int64_t start = INT64_MIN, last = INT64_MIN;
-	int seen = 0, steps = 0;
-	for (;;) {
-		struct range_out o = {0};
-		struct storage_read_cmd cmd = {.with_static = true};
-		struct repl_range q = {.table_id = c->meta->id,
-				       .meta = c->meta,
-				       .strategy = s,
-				       .cl = REPL_CL_QUORUM,
-				       .cmd = &cmd,
-				       .start = start,
-				       .end = INT64_MAX,
-				       .max_partitions = 7};
-		repl_range_step(c->nodes[steps % 4].repl, &q, on_range, &o);
-		ck_assert(sim_run_until(c->sim, range_done, &o, 30000000));
-		ck_assert_int_eq(o.res.outcome, REPL_OK);
-		for (size_t i = 0; i < o.n; i++) {
-			int64_t t = storage_mutation_token(o.f[i]);
-			ck_assert(t > last);
-			last = t;
-			seen++;
-			storage_mutation_delete(o.f[i]);
-		}
-		free(o.f);
-		steps++;
-		ck_assert_int_lt(steps, 10000);
-		if (o.finished)
-			break;
-		ck_assert(o.resume > start);
-		start = o.resume;
-	}
+	int steps = 0;
+	int seen = walk_all(c, -1, s, REPL_CL_QUORUM, 7, true, &steps);
 	ck_assert_int_eq(seen, N);
 	ck_assert_int_ge(steps, 4 * 8); /* at least one step per vnode */
 	ring_strategy_delete(s);
 	simc_delete(c);
 }
 END_TEST
-
-/* One walk over the whole ring; returns the partitions seen. */
-static int walk_all(struct simc *c, int coord, const struct ring_strategy *s,
-		    int cl, bool repair)
-{
-	int64_t start = INT64_MIN;
-	int seen = 0;
-	for (int steps = 0;; steps++) {
-		struct range_out o = {0};
-		struct storage_read_cmd cmd = {.with_static = true};
-		struct repl_range q = {.table_id = c->meta->id,
-				       .meta = c->meta,
-				       .strategy = s,
-				       .cl = cl,
-				       .cmd = &cmd,
-				       .start = start,
-				       .end = INT64_MAX,
-				       .max_partitions = 5,
-				       .read_repair = repair};
-		repl_range_step(c->nodes[coord].repl, &q, on_range, &o);
-		ck_assert(sim_run_until(c->sim, range_done, &o, 30000000));
-		ck_assert_int_eq(o.res.outcome, REPL_OK);
-		for (size_t i = 0; i < o.n; i++)
-			storage_mutation_delete(o.f[i]);
-		free(o.f);
-		seen += (int)o.n;
-		ck_assert_int_lt(steps, 10000);
-		if (o.finished)
-			return seen;
-		start = o.resume;
-	}
-}
 
 /* A range read repairs the contacts that lacked a partition or held an
  * older version, before it answers (read_repair off: it does not). */
@@ -1036,11 +1019,13 @@ START_TEST(range_read_repair)
 	sim_net_heal(c->sim);
 	ck_assert_uint_eq(c->nodes[2].nparts, N);
 	/* Without read repair nothing changes on node 2. */
-	ck_assert_int_eq(walk_all(c, 2, s, REPL_CL_ALL, false), N + N / 3);
+	ck_assert_int_eq(walk_all(c, 2, s, REPL_CL_ALL, 5, false, NULL),
+			 N + N / 3);
 	ck_assert_uint_eq(c->nodes[2].nparts, N);
 	/* With it, node 2 holds every partition and value once the walk
 	 * has answered. */
-	ck_assert_int_eq(walk_all(c, 2, s, REPL_CL_ALL, true), N + N / 3);
+	ck_assert_int_eq(walk_all(c, 2, s, REPL_CL_ALL, 5, true, NULL),
+			 N + N / 3);
 	ck_assert_uint_eq(c->nodes[2].nparts, N + N / 3);
 	uint64_t repairs = 0;
 	for (int i = 0; i < 3; i++) {
@@ -1061,7 +1046,7 @@ START_TEST(range_read_repair)
 		ck_assert_str_eq(v, "new");
 	}
 	/* In agreement now: a second walk repairs nothing. */
-	walk_all(c, 0, s, REPL_CL_ALL, true);
+	walk_all(c, 0, s, REPL_CL_ALL, 5, true, NULL);
 	uint64_t again = 0;
 	for (int i = 0; i < 3; i++) {
 		struct repl_stats st;
