@@ -507,8 +507,8 @@ static void run_next(struct repair_cmd *c)
 			snprintf(line, sizeof(line),
 				 "%s: %zu tables, %zu ranges", ks, ntab, rs.n);
 			on_progress(c, line);
-			struct repair_request q = {tables, ntab, rs.v, rs.n,
-						   c->preview};
+			struct repair_request q = {tables, ntab,       rs.v,
+						   rs.n,   c->preview, false};
 			rc = repair_start(c->nr->repair, &q, on_progress,
 					  on_done, c, NULL);
 			if (rc)

@@ -127,6 +127,10 @@ struct repair_request {
 	const struct repair_range *ranges;
 	size_t nranges;
 	bool preview; /* report what would stream, stream nothing */
+	/* A scheduled segment: each replica refuses the VALIDATE while it
+	 * takes part in another coordinator's task ("replica busy: ..."),
+	 * so a replica is in at most one such segment at a time. */
+	bool exclusive;
 };
 
 struct repair_peer_stats {
