@@ -295,6 +295,7 @@ static void tables_refresh(struct repair_sched *s)
 		LOG_WARN("repair schedule: cannot list tables: %s", err_msg());
 		return;
 	}
+	s->refreshed = true;
 	for (size_t i = 0; i < s->ntables; i++)
 		s->tables[i]->known = false;
 	for (size_t i = 0; i < n; i++) {

@@ -55,6 +55,7 @@ struct repair_sched {
 	size_t ntables;
 	bool paused;
 	bool started;
+	bool refreshed; /* the node's table list was read at least once */
 	struct env_timer *timer;   /* the next look for work */
 	struct env_timer *timeout; /* the running segment's */
 	uint64_t sleep_until_us;   /* mono: intensity */

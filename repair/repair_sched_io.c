@@ -309,12 +309,13 @@ int repair_sched_format_status(const struct repair_sched *s, const char *filter,
 		fmt_time(st.cycle_start_us, cs, sizeof(cs));
 		fmt_time(st.last_end_us, lc, sizeof(lc));
 		fmt_time(st.deadline_us, dl, sizeof(dl));
-		const char *state = !s->tables[i]->known ? "unknown"
-				    : !st.enabled        ? "disabled"
-				    : st.paused          ? "paused"
-				    : st.running         ? "running"
-				    : st.segments        ? "active"
-							 : "waiting";
+		const char *state = !s->refreshed          ? "starting"
+				    : !s->tables[i]->known ? "dropped"
+				    : !st.enabled          ? "disabled"
+				    : st.paused            ? "paused"
+				    : st.running           ? "running"
+				    : st.segments          ? "active"
+							   : "waiting";
 		rc = put_text(out,
 			      "%-28s %-9s %-16s %-19s %-19s %-19s %-7s "
 			      "%-7" PRIu64 " %" PRIu64 "/%" PRIu64 "\n",
