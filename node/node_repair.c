@@ -510,8 +510,11 @@ static void run_next(struct repair_cmd *c)
 			snprintf(line, sizeof(line),
 				 "%s: %zu tables, %zu ranges", ks, ntab, rs.n);
 			on_progress(c, line);
-			struct repair_request q = {tables, ntab,       rs.v,
-						   rs.n,   c->preview, false};
+			struct repair_request q = {.tables = tables,
+						   .ntables = ntab,
+						   .ranges = rs.v,
+						   .nranges = rs.n,
+						   .preview = c->preview};
 			rc = repair_start(c->nr->repair, &q, on_progress,
 					  on_done, c, NULL);
 			if (rc)

@@ -71,6 +71,7 @@ struct repair_session {
 	size_t nranges;
 	bool preview;
 	bool exclusive;
+	uint32_t max_depth;
 	size_t ti, ri; /* the current task */
 	const struct storage_table_meta *meta;
 	enum phase phase;
@@ -466,7 +467,7 @@ static void task_start(struct repair_session *s)
 		struct repair_msg q = {0};
 		q.ranges = &mr;
 		q.nranges = 1;
-		q.max_depth = MERKLE_MAX_DEPTH;
+		q.max_depth = s->max_depth;
 		q.exclusive = s->exclusive;
 		if (send_request(s, i, REPAIR_VERB_VALIDATE, &q)) {
 			char a[64];
@@ -1152,6 +1153,9 @@ int repair_start(struct repair *r, const struct repair_request *q,
 	s->id = r->next_session++;
 	s->preview = q->preview;
 	s->exclusive = q->exclusive;
+	s->max_depth = q->max_depth && q->max_depth < MERKLE_MAX_DEPTH
+			       ? q->max_depth
+			       : MERKLE_MAX_DEPTH;
 	s->progress = progress_fn;
 	s->done = done;
 	s->arg = arg;

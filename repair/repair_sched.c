@@ -312,6 +312,10 @@ static void tables_refresh(struct repair_sched *s)
 			continue;
 		t->known = true;
 		t->gc_grace_seconds = v[i].gc_grace_seconds;
+		double frac = 0;
+		for (size_t k = 0; k < v[i].ranges.n; k++)
+			frac += token_range_fraction(v[i].ranges.v[k]);
+		t->density = frac > 0 ? (double)v[i].partitions / frac : 0;
 		if (t->cycle_start_us || !t->tuning.enabled || !v[i].ranges.n)
 			continue;
 		int64_t now = env_wall_us(s->env);
@@ -449,6 +453,16 @@ static void on_segment_done(void *arg, const struct repair_summary *sum)
 	uint64_t took = now - s->run_start_us;
 	s->run_table = NULL;
 	env_timer_cancel(s->env, s->timeout);
+	if (s->ops->segment_done) {
+		bool later = s->run_preempted ||
+			     (!s->run_timed_out && busy_error(sum->error));
+		s->ops->segment_done(s->arg, t->name, t->segs[i].start,
+				     t->segs[i].end, s->run_start_us,
+				     sum->ok            ? NULL
+				     : s->run_timed_out ? "segment timeout"
+							: sum->error,
+				     !sum->ok && later);
+	}
 	uint64_t delay = 0;
 	if (sum->ok) {
 		t->segs[i].done = true;
@@ -497,6 +511,20 @@ static int seg_replicas(struct repair_sched *s, const struct sched_table *t,
 	return 1;
 }
 
+/* Tree depth for a segment: room for 4x its estimated partitions (one
+ * per leaf once folded), at least 2^6 leaves; the estimate only bounds
+ * the resolution, row-level sync stays exact. */
+static uint32_t seg_depth(const struct sched_table *t,
+			  const struct sched_seg *g)
+{
+	double est = t->density *
+		     token_range_fraction(token_range_make(g->start, g->end));
+	uint32_t d = 6;
+	while (d < 20 && (double)(1u << d) < 4 * est)
+		d++;
+	return d;
+}
+
 /* The runnable table with the earliest deadline and its first runnable
  * segment; NULL when none. *wake: the soonest a postponed one may run. */
 static struct sched_table *pick(struct repair_sched *s, size_t *seg,
@@ -534,9 +562,11 @@ static struct sched_table *pick(struct repair_sched *s, size_t *seg,
 static void tick(void *arg)
 {
 	struct repair_sched *s = arg;
-	if (s->run_table || s->paused)
+	if (s->run_table)
 		return arm(s, later_us(s));
-	tables_refresh(s);
+	tables_refresh(s); /* also when paused: status shows the tables */
+	if (s->paused)
+		return arm(s, later_us(s));
 	uint64_t now = env_mono_us(s->env);
 	bool forced = false;
 	for (size_t i = 0; i < s->ntables; i++)
@@ -570,7 +600,12 @@ static void tick(void *arg)
 		struct repair_table rt = {.name = t->name};
 		memcpy(rt.id, t->id, 16);
 		struct repair_range rr = {g->start, g->end, reps, nrep};
-		struct repair_request q = {&rt, 1, &rr, 1, false, true};
+		struct repair_request q = {.tables = &rt,
+					   .ntables = 1,
+					   .ranges = &rr,
+					   .nranges = 1,
+					   .exclusive = true,
+					   .max_depth = seg_depth(t, g)};
 		s->run_table = t;
 		s->run_seg = i;
 		s->run_start_us = now;

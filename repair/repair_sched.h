@@ -140,6 +140,12 @@ struct repair_sched_ops {
 	/* Persist the encoded state; takes ownership of `data` (malloc'ed).
 	 * Must not block: the node writes it on a worker. */
 	void (*save)(void *arg, uint8_t *data, size_t len);
+	/* Optional: a segment ended (`error` NULL when it succeeded;
+	 * `postponed` when it will simply run later: a busy replica, a
+	 * pause); `started_us` is when it started (env_mono_us). */
+	void (*segment_done)(void *arg, const char *table, int64_t start,
+			     int64_t end, uint64_t started_us,
+			     const char *error, bool postponed);
 };
 
 struct repair_sched;
