@@ -159,7 +159,8 @@ static const struct repair_store_ops mem_ops = {
 static int64_t token_of(int node, int v)
 {
 	int k = v * NNODES + node; /* 0..11 in ring order */
-	return INT64_MIN / 12 * 11 + (int64_t)k * (INT64_MAX / 6);
+	uint64_t base = (uint64_t)(INT64_MIN / 12 * 11);
+	return (int64_t)(base + (uint64_t)k * (uint64_t)(INT64_MAX / 6));
 }
 
 static int ops_tables(void *arg, struct repair_sched_table_info **out,
