@@ -7,7 +7,9 @@ primary ranges in 32+ segments; node1 is restarted in the middle of its
 cycle and resumes it at the next unfinished segment (its state file);
 every node completes a cycle, `repair schedule status` shows it, and
 afterwards each replica alone holds every row and no deleted one.
-pause/resume act on the node addressed; run-now starts another cycle.
+pause/resume act on the node addressed; run-now starts another cycle,
+and a manual repair on that node runs at once (the scheduler's segment
+is retried later).
 
 Nodes live on 127.0.15.x."""
 import re
@@ -23,7 +25,7 @@ BASE = "127.0.15."
 N1, N2, N3 = (BASE + str(i) for i in (1, 2, 3))
 NODES = (("node1", N1), ("node2", N2), ("node3", N3))
 
-SCHED = ("repair_scheduler={enabled: true, intensity: 0.5, "
+SCHED = ("repair_scheduler={enabled: true, intensity: 0.2, "
          "segments_per_node: 32, initial_delay: 1s, check_interval: 200ms, "
          "retry_delay: 1s, segment_timeout: 60s}")
 
@@ -129,11 +131,17 @@ def test_scheduler_completes_a_cycle_and_resumes_after_restart(cluster):
     assert re.search(r"ks\.t\s+\S+\s+idle\s+-\s+\d{4}-", out), out
     assert "At risk" in out and " YES " not in out, out
 
-    # run-now starts another cycle at once
+    # run-now starts another cycle at once; a manual repair on that node
+    # goes first (the running segment is retried, not failed)
     r = tool(N2, "repair", "schedule", "run-now", "ks.t")
     assert r.returncode == 0 and "for 1 table" in r.stdout, r.stdout
     row, out = status_row(N2)
     assert row[2] >= 32 or row[3] >= 2, out
+    r = tool(N2, "repair", "ks")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert wait_for(lambda: status_row(N2)[0][3] >= 2, timeout=60)
+    row, out = status_row(N2)
+    assert re.search(r"ks\.t .* 2\s+0/0\n", out), out
 
     want = sorted(list(range(10, 300)) + list(range(5000, 5050)))
 
