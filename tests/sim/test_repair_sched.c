@@ -15,6 +15,8 @@
  * - Pause stops a node's segments (others go on); resume continues.
  * - Work is ordered by deadline (shorter gc_grace first) and a table whose
  *   remaining work cannot finish in time is reported at risk.
+ * - Segments start only inside the time windows (run-now excepted); one
+ *   running past segment_timeout is cancelled and counts as a failure.
  */
 #include "repair/repair_sched.h"
 
@@ -39,6 +41,7 @@ struct seg_event {
 	char table[32];
 	int64_t start, end;
 	uint64_t started_us, done_us;
+	int64_t done_wall_us;
 	bool ok, postponed;
 };
 
@@ -237,6 +240,7 @@ static void ops_segment_done(void *arg, const char *table, int64_t start,
 	e->end = end;
 	e->started_us = started_us;
 	e->done_us = env_mono_us(m->env);
+	e->done_wall_us = env_wall_us(m->env);
 	e->ok = !error;
 	e->postponed = postponed;
 }
@@ -636,6 +640,73 @@ START_TEST(the_earliest_deadline_goes_first_and_late_tables_are_at_risk)
 }
 END_TEST
 
+/* 1700000000 s is 2023-11-14 22:13:20 UTC */
+#define WALL(h, m) ((1700006400LL - 86400 + ((h)*60 + (m)) * 60) * 1000000)
+
+START_TEST(segments_start_only_inside_windows_unless_run_now)
+{
+	struct repair_sched_options o;
+	sched_options(&o);
+	struct repair_sched_window w;
+	ck_assert_int_eq(repair_sched_window_parse("23:00-23:30", &w), 0);
+	o.windows = &w;
+	o.nwindows = 1;
+	struct cluster *c = cluster_new(&o);
+	diverge(c);
+	sim_run_for(c->sim, 40 * 60 * 1000000ULL); /* to 22:53 */
+	ck_assert_uint_eq(c->nev, 0);
+	ck_assert_uint_gt(status(c, 0, 0).segments, 0); /* planned, waiting */
+	ck_assert(sim_run_until(c->sim, all_cycled, c, 600000000ULL));
+	ck_assert(converged(c));
+	for (size_t i = 0; i < c->nev; i++)
+		ck_assert_int_ge(c->ev[i].done_wall_us, WALL(23, 0));
+	/* after 23:30: the window is closed, run-now goes anyway */
+	sim_run_for(c->sim, 36 * 60 * 1000000ULL);
+	int64_t now = env_wall_us(c->nodes[0].env);
+	ck_assert_int_ge(now, WALL(23, 30));
+	ck_assert_int_eq(repair_sched_run_now(c->nodes[0].sched, NULL), 1);
+	sim_run_for(c->sim, 60 * 1000000ULL);
+	ck_assert_uint_eq(status(c, 0, 0).cycles, 2);
+	ck_assert_uint_eq(status(c, 1, 0).cycles, 1);
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(a_segment_past_its_timeout_is_cancelled_and_retried)
+{
+	struct repair_sched_options o;
+	sched_options(&o);
+	o.segment_timeout_ms = 1000; /* before the session's own 5 s */
+	o.segment_retries = 2;
+	struct cluster *c = cluster_new(&o);
+	diverge(c);
+	/* node 2 hears everything and answers nothing */
+	sim_net_cut(c->sim, &c->nodes[2].addr, NULL, true);
+	sim_run_for(c->sim, 30 * 1000000ULL);
+	int timeouts = 0;
+	for (size_t i = 0; i < c->nev; i++) {
+		ck_assert(!c->ev[i].ok);
+		if (!c->ev[i].postponed) {
+			timeouts++;
+			ck_assert_uint_ge(c->ev[i].done_us -
+						  c->ev[i].started_us,
+					  1000000);
+		}
+	}
+	ck_assert_int_gt(timeouts, 4);
+	uint64_t splits = 0;
+	for (int i = 0; i < NNODES; i++) {
+		splits += status(c, i, 0).splits;
+		ck_assert_uint_eq(status(c, i, 0).done, 0);
+	}
+	ck_assert_uint_gt(splits, 0); /* it kept failing: split */
+	sim_net_heal(c->sim);
+	ck_assert(sim_run_until(c->sim, all_cycled, c, 600000000ULL));
+	ck_assert(converged(c));
+	cluster_delete(c);
+}
+END_TEST
+
 int main(void)
 {
 	g_seed = test_seed(0x5c4ed);
@@ -651,6 +722,8 @@ int main(void)
 	tcase_add_test(
 		tc,
 		the_earliest_deadline_goes_first_and_late_tables_are_at_risk);
+	tcase_add_test(tc, segments_start_only_inside_windows_unless_run_now);
+	tcase_add_test(tc, a_segment_past_its_timeout_is_cancelled_and_retried);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
