@@ -337,6 +337,19 @@ static int options_from_conf(const struct conf_repair_scheduler *c,
 	return 0;
 }
 
+int node_check_conf(const struct conf *conf)
+{
+	struct repair_sched_options o;
+	struct repair_sched_window *w = NULL;
+	struct repair_sched_tuning *t = NULL;
+	char(*names)[REPAIR_SCHED_NAME_MAX] = NULL;
+	int rc = options_from_conf(&conf->repair_scheduler, &o, &w, &t, &names);
+	free(w);
+	free(t);
+	free(names);
+	return rc;
+}
+
 struct node_repair_sched *node_repair_sched_new(struct node *n,
 						struct repair *repair)
 {

@@ -13,6 +13,7 @@ is retried later).
 
 Nodes live on 127.0.15.x."""
 import re
+import subprocess
 
 import pytest
 from cassandra import ConsistencyLevel as CL
@@ -20,6 +21,7 @@ from cassandra import ConsistencyLevel as CL
 from clusters import cluster_script, run_at, session, state
 from clusters import tool_run as tool
 from clusters import wait_for
+from conftest import CASSINID
 
 BASE = "127.0.15."
 N1, N2, N3 = (BASE + str(i) for i in (1, 2, 3))
@@ -163,3 +165,21 @@ def test_scheduler_completes_a_cycle_and_resumes_after_restart(cluster):
             c.shutdown()
         for o in others:
             cluster("node", o, "start", timeout=180)
+
+
+@pytest.mark.parametrize("section,message", [
+    ('  windows: ["1:00-5:00"]',
+     "repair_scheduler.windows: '1:00-5:00' is not a time window"),
+    ('  tables: ["ks.t speed=9"]',
+     "repair_scheduler.tables: unknown table setting 'speed'"),
+    ('  tables: ["ks.t intensity=2"]', "intensity=2: not in (0, 1]"),
+    ("  intensity: 0", "repair_scheduler.intensity: 0 is out of range"),
+])
+def test_bad_scheduler_settings_are_refused_by_check(tmp_path, section,
+                                                     message):
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "node.yaml").write_text("repair_scheduler:\n" + section + "\n")
+    r = subprocess.run([str(CASSINID), "-c", str(conf), "--check"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
