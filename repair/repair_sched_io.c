@@ -13,6 +13,7 @@
  *   ...
  *   crc32c XXXXXXXX                            (of every byte before it)
  *
+ * NAME is "ks.table" with bytes <= ' ', '%' and DEL written as %XX.
  * Times are wall-clock microseconds; tokens are (START, END]. A file
  * whose checksum, header or any line does not parse is refused whole
  * (ERR_CORRUPT): a scheduler never runs on half a state.
@@ -53,22 +54,56 @@ static void hex16(const uint8_t id[16], char out[33])
 		snprintf(out + 2 * i, 3, "%02x", id[i]);
 }
 
+/* A table name as one word: bytes <= ' ', '%' and DEL as %XX (quoted CQL
+ * identifiers may hold spaces). */
+static void name_escape(const char *in, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (; *in && n + 4 < cap; in++) {
+		unsigned char ch = (unsigned char)*in;
+		if (ch <= ' ' || ch == '%' || ch == 0x7f)
+			n += (size_t)snprintf(out + n, cap - n, "%%%02x", ch);
+		else
+			out[n++] = (char)ch;
+	}
+	out[n] = '\0';
+}
+
+static int name_unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		unsigned v;
+		if (*r != '%') {
+			*w++ = *r;
+		} else if (sscanf(r + 1, "%2x", &v) == 1 && r[1] && r[2]) {
+			*w++ = (char)v;
+			r += 2;
+		} else {
+			return -1;
+		}
+	}
+	*w = '\0';
+	return 0;
+}
+
 int repair_sched_encode(const struct repair_sched *s, struct buf *out)
 {
 	size_t at = out->len;
 	int rc = put_text(out, HEADER "paused %d\n", s->paused);
 	for (size_t i = 0; !rc && i < s->ntables; i++) {
 		const struct sched_table *t = s->tables[i];
-		char id[33];
+		char id[33], name[3 * REPAIR_SCHED_NAME_MAX];
 		hex16(t->id, id);
+		name_escape(t->name, name, sizeof(name));
 		rc = put_text(out,
 			      "table %s %s %" PRId64 " %" PRId64 " %" PRId64
 			      " %d %d %" PRIu64 " %" PRIu64 " %" PRIu64
 			      " %.0f %" PRIu64 "\n",
-			      t->name, id, t->gc_grace_seconds,
-			      t->first_seen_us, t->cycle_start_us, t->paused,
-			      t->forced, t->cycles, t->failures, t->splits,
-			      t->seg_us, t->observed);
+			      name, id, t->gc_grace_seconds, t->first_seen_us,
+			      t->cycle_start_us, t->paused, t->forced,
+			      t->cycles, t->failures, t->splits, t->seg_us,
+			      t->observed);
 		for (size_t k = 0; !rc && t->cycle_start_us && k < t->nsegs;
 		     k++) {
 			const struct sched_seg *g = &t->segs[k];
@@ -121,14 +156,14 @@ static int parse_line(struct repair_sched *s, char *l, size_t no,
 		*paused = l[7] == '1';
 		return 0;
 	}
-	char name[REPAIR_SCHED_NAME_MAX], id[40];
+	char name[3 * REPAIR_SCHED_NAME_MAX], id[40];
 	int64_t gc, first, start;
 	int p, f;
 	uint64_t cycles, fails, splits, observed;
 	double seg_us;
 	if (strncmp(l, "table ", 6) == 0) {
 		if (sscanf(l,
-			   "table %159s %39s %" SCNd64 " %" SCNd64 " %" SCNd64
+			   "table %479s %39s %" SCNd64 " %" SCNd64 " %" SCNd64
 			   " %d %d %" SCNu64 " %" SCNu64 " %" SCNu64
 			   " %lf %" SCNu64 "%n",
 			   name, id, &gc, &first, &start, &p, &f, &cycles,
@@ -136,7 +171,9 @@ static int parse_line(struct repair_sched *s, char *l, size_t no,
 		    l[n])
 			return corrupt(no, "bad table line");
 		uint8_t bin[16];
-		if (parse_id(id, bin) || sched_table_find(s, name))
+		if (name_unescape(name) ||
+		    strlen(name) >= REPAIR_SCHED_NAME_MAX ||
+		    parse_id(id, bin) || sched_table_find(s, name))
 			return corrupt(no, "bad or repeated table");
 		struct sched_table *t = sched_table_add(s, name, bin);
 		if (!t)

@@ -172,7 +172,7 @@ static int fake_tables(void *arg, struct repair_sched_table_info **out,
 	token_range_list_push(&v[0].ranges, token_range_make(-100, 100));
 	token_range_list_push(&v[0].ranges,
 			      token_range_make(INT64_MAX - 5, INT64_MIN + 5));
-	snprintf(v[1].name, sizeof(v[1].name), "ks.b");
+	snprintf(v[1].name, sizeof(v[1].name), "ks.b 100%% \"odd\"");
 	v[1].id[0] = 0xb;
 	v[1].gc_grace_seconds = 864000;
 	token_range_list_push(&v[1].ranges, token_range_make(0, 1000));
@@ -217,7 +217,7 @@ START_TEST(state_round_trips_and_a_corrupt_file_is_refused)
 	struct repair_sched *s = repair_sched_new(env, NULL, &o, &fake_ops, &f);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_int_eq(repair_sched_run_now(s, "ks.a"), 1);
-	ck_assert_int_eq(repair_sched_pause(s, "ks.b", true), 0);
+	ck_assert_int_eq(repair_sched_pause(s, "ks.b 100% \"odd\"", true), 0);
 	ck_assert_int_eq(repair_sched_pause(s, "nope", true), -1);
 	ck_assert_int_eq(err_code(), ERR_NOT_FOUND);
 	ck_assert_int_ge(f.saves, 1);
@@ -239,7 +239,7 @@ START_TEST(state_round_trips_and_a_corrupt_file_is_refused)
 	ck_assert_uint_eq(one.len, two.len);
 	ck_assert_int_eq(memcmp(one.data, two.data, one.len), 0);
 	repair_sched_table_get(s2, 1, &st);
-	ck_assert_str_eq(st.name, "ks.b");
+	ck_assert_str_eq(st.name, "ks.b 100% \"odd\"");
 	ck_assert(st.paused);
 
 	/* one flipped byte: checksum mismatch, the old state stays */
