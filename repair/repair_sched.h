@@ -200,7 +200,7 @@ size_t repair_sched_table_count(const struct repair_sched *s);
 void repair_sched_table_get(const struct repair_sched *s, size_t i,
 			    struct repair_sched_table_status *out);
 /* A nodetool-style table of the above, for `repair schedule status`;
- * `filter` as for pause. */
+ * `filter` as for pause; a "ks.table" filter adds its completed cycles. */
 int repair_sched_format_status(const struct repair_sched *s, const char *filter,
 			       struct buf *out);
 

@@ -371,5 +371,26 @@ int repair_sched_format_status(const struct repair_sched *s, const char *filter,
 			s->run_table->name, g->start, g->end,
 			(double)(env_mono_us(s->env) - s->run_start_us) / 1e6);
 	}
+	/* one table named: its completed cycles too */
+	const struct sched_table *t = filter && strchr(filter, '.')
+					      ? sched_table_find(s, filter)
+					      : NULL;
+	if (!rc && t)
+		rc = put_text(out,
+			      "\nCompleted cycles of %s (newest last):\n"
+			      "%-19s %-19s %10s %9s %7s %7s\n",
+			      t->name, "Started", "Ended", "Seconds",
+			      "Segments", "Failed", "Splits");
+	for (size_t i = 0; !rc && t && i < t->nhistory; i++) {
+		const struct sched_cycle *c = &t->history[i];
+		char a[24], b[24];
+		fmt_time(c->start_us, a, sizeof(a));
+		fmt_time(c->end_us, b, sizeof(b));
+		rc = put_text(out,
+			      "%-19s %-19s %10.1f %9" PRIu64 " %7" PRIu64
+			      " %7" PRIu64 "\n",
+			      a, b, (double)(c->end_us - c->start_us) / 1e6,
+			      c->segments, c->failures, c->splits);
+	}
 	return rc;
 }

@@ -9,7 +9,8 @@ every node completes a cycle, `repair schedule status` shows it, and
 afterwards each replica alone holds every row and no deleted one.
 pause/resume act on the node addressed; run-now starts another cycle,
 and a manual repair on that node runs at once (the scheduler's segment
-is retried later).
+is retried later). A state file that fails its checksum is refused
+with a clear error and moved aside.
 
 Nodes live on 127.0.15.x."""
 import re
@@ -144,6 +145,10 @@ def test_scheduler_completes_a_cycle_and_resumes_after_restart(cluster):
     assert wait_for(lambda: status_row(N2)[0][3] >= 2, timeout=60)
     row, out = status_row(N2)
     assert re.search(r"ks\.t .* 2\s+0/0\n", out), out
+    out = tool(N2, "repair", "schedule", "status", "ks.t").stdout
+    hist = out.split("Completed cycles of ks.t")[1].splitlines()[2:]
+    assert len(hist) == 2, out
+    assert all(int(line.split()[5]) >= 32 for line in hist), out
 
     want = sorted(list(range(10, 300)) + list(range(5000, 5050)))
 
@@ -165,6 +170,21 @@ def test_scheduler_completes_a_cycle_and_resumes_after_restart(cluster):
             c.shutdown()
         for o in others:
             cluster("node", o, "start", timeout=180)
+
+    # A corrupt state file is refused whole, with a clear error: moved
+    # aside, and a new schedule starts.
+    cluster("node", "node3", "stop")
+    state_file = (cluster.home / "rs" / "node3" / "data" / "saved_caches" /
+                  "repair_schedule")
+    data = bytearray(state_file.read_bytes())
+    data[30] ^= 1
+    state_file.write_bytes(bytes(data))
+    cluster("node", "node3", "start", timeout=180)
+    log = (cluster.home / "rs" / "node3" / "logs" / "system.log").read_text()
+    assert "repair schedule state: checksum mismatch" in log, log[-2000:]
+    assert state_file.with_name("repair_schedule.corrupt").exists()
+    row, out = status_row(N3)
+    assert row is None or row[3] == 0, out
 
 
 @pytest.mark.parametrize("section,message", [

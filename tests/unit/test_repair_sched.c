@@ -275,6 +275,11 @@ START_TEST(state_round_trips_and_a_corrupt_file_is_refused)
 	buf_put_u8(&txt, 0);
 	ck_assert_contains((char *)txt.data, "ks.a");
 	ck_assert_contains((char *)txt.data, "0/9 (0%)");
+	buf_clear(&txt);
+	ck_assert_int_eq(repair_sched_format_status(s2, "ks.a", &txt), 0);
+	buf_put_u8(&txt, 0);
+	ck_assert_contains((char *)txt.data, "Completed cycles of ks.a");
+	ck_assert_ptr_null(strstr((char *)txt.data, "odd"));
 
 	buf_free(&txt);
 	buf_free(&b);
