@@ -335,11 +335,16 @@ static void tables_refresh(struct repair_sched *s)
 			continue;
 		}
 		t->nsegs = 0;
-		for (size_t k = 0; k < segs.n; k++)
-			sched_seg_push(
+		int rc = 0;
+		for (size_t k = 0; !rc && k < segs.n; k++)
+			rc = sched_seg_push(
 				t, (struct sched_seg){.start = segs.v[k].left,
 						      .end = segs.v[k].right});
 		token_range_list_free(&segs);
+		if (rc) {
+			t->nsegs = 0; /* out of memory: try at the next tick */
+			continue;
+		}
 		t->cycle_start_us = now;
 		t->failures = t->splits = 0;
 		t->forced = t->run_now;
