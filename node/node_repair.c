@@ -648,10 +648,8 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 	if (argc >= 1 && strcmp(argv[0], "schedule") == 0)
 		return node_repair_sched_cmd(nr->sched, argc - 1, argv + 1, out,
 					     err);
-	/* a manual repair goes first: a scheduled segment is retried later */
-	if (!nr->cmd && node_repair_sched_running(nr->sched))
-		node_repair_sched_preempt(nr->sched);
-	if (nr->cmd || repair_running(nr->repair)) {
+	if (nr->cmd || (repair_running(nr->repair) &&
+			!node_repair_sched_running(nr->sched))) {
 		buf_printf(err, "a repair is already running on this node\n");
 		return 2;
 	}
@@ -672,6 +670,8 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 	c->nr = nr;
 	if (parse_args(c, argc, argv))
 		goto bad;
+	/* a manual repair goes first: a scheduled segment is retried later */
+	node_repair_sched_preempt(nr->sched);
 	if (!n->cql) {
 		buf_printf(err, "no data path on this node\n");
 		cmd_free(c);
