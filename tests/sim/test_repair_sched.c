@@ -17,6 +17,8 @@
  *   remaining work cannot finish in time is reported at risk.
  * - Segments start only inside the time windows (run-now excepted); one
  *   running past segment_timeout is cancelled and counts as a failure.
+ * - Per-table settings override the section's (a table disabled, another
+ *   cut into fewer segments).
  */
 #include "repair/repair_sched.h"
 
@@ -707,6 +709,47 @@ START_TEST(a_segment_past_its_timeout_is_cancelled_and_retried)
 }
 END_TEST
 
+START_TEST(per_table_settings_override_the_section)
+{
+	struct repair_sched_options o;
+	sched_options(&o);
+	char names[2][REPAIR_SCHED_NAME_MAX];
+	struct repair_sched_tuning tu[2];
+	ck_assert_int_eq(repair_sched_tuning_parse("ks.off enabled=false",
+						   names[0], sizeof(names[0]),
+						   &tu[0]),
+			 0);
+	ck_assert_int_eq(repair_sched_tuning_parse("ks.t segments_per_node=5",
+						   names[1], sizeof(names[1]),
+						   &tu[1]),
+			 0);
+	o.tuning_names = (const char(*)[REPAIR_SCHED_NAME_MAX])names;
+	o.tunings = tu;
+	o.ntunings = 2;
+	struct cluster *c = cluster_new(NULL);
+	c->tables[0] = "ks.t";
+	c->tables[1] = "ks.off";
+	c->gc_grace[1] = 864000;
+	c->ntables = 2;
+	for (int i = 0; i < NNODES; i++)
+		node_start(c, i, &o);
+	diverge(c);
+	ck_assert(sim_run_until(c->sim, all_cycled, c, 600000000ULL));
+	ck_assert(converged(c));
+	for (int i = 0; i < NNODES; i++) {
+		/* 5 over 4 equal ranges: 2 each (rounded up) */
+		ck_assert_int_eq(count(c, i, true, false), 8);
+		struct repair_sched_table_status off = status(c, i, 1);
+		ck_assert_str_eq(off.name, "ks.off");
+		ck_assert(!off.enabled);
+		ck_assert_uint_eq(off.segments, 0);
+	}
+	for (size_t i = 0; i < c->nev; i++)
+		ck_assert_str_eq(c->ev[i].table, "ks.t");
+	cluster_delete(c);
+}
+END_TEST
+
 int main(void)
 {
 	g_seed = test_seed(0x5c4ed);
@@ -724,6 +767,7 @@ int main(void)
 		the_earliest_deadline_goes_first_and_late_tables_are_at_risk);
 	tcase_add_test(tc, segments_start_only_inside_windows_unless_run_now);
 	tcase_add_test(tc, a_segment_past_its_timeout_is_cancelled_and_retried);
+	tcase_add_test(tc, per_table_settings_override_the_section);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
