@@ -414,7 +414,7 @@ struct walk {
 	yaml_document_t *doc;
 	const char *file;
 	/* keys seen so far, to refuse duplicates */
-	const struct conf_key *seen[128];
+	const struct conf_key *seen[256];
 	size_t seen_count;
 };
 
@@ -563,12 +563,59 @@ static int walk_seeds(struct walk *w, const struct conf_key *k, yaml_node_t *v)
 	return 0;
 }
 
-static int walk_pair(struct walk *w, yaml_node_t *kn, yaml_node_t *vn)
+static int walk_pair(struct walk *w, const char *prefix, yaml_node_t *kn,
+		     yaml_node_t *vn);
+
+/* Whether some key is `name.something`: `name` is a section. */
+static bool is_section(const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < conf_keys_count; i++)
+		if (strncmp(conf_keys[i].name, name, n) == 0 &&
+		    conf_keys[i].name[n] == '.')
+			return true;
+	return false;
+}
+
+/* A section's mapping: each of its keys is `section.key` in the table. */
+static int walk_section(struct walk *w, const char *section, yaml_node_t *vn)
+{
+	char prefix[200];
+	snprintf(prefix, sizeof(prefix), "%.64s.", section);
+	if (vn->type == YAML_SCALAR_NODE && scalar_is_null(vn))
+		return 0; /* an empty section: every key keeps its default */
+	if (vn->type != YAML_MAPPING_NODE) {
+		err_set(ERR_CONFIG, "expected a mapping of keys");
+		return fail_at(w, vn, section);
+	}
+	for (yaml_node_pair_t *p = vn->data.mapping.pairs.start;
+	     p < vn->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(w->doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(w->doc, p->value);
+		if (!k || !v || k->type != YAML_SCALAR_NODE) {
+			err_set(ERR_CONFIG, "keys must be plain names");
+			return fail_at(w, k ? k : vn, section);
+		}
+		if (walk_pair(w, prefix, k, v) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int walk_pair(struct walk *w, const char *prefix, yaml_node_t *kn,
+		     yaml_node_t *vn)
 {
 	char legacy_value[256];
-	const char *name = scalar(kn);
-	const struct conf_key *k = key_find(name);
+	char full[300];
+	snprintf(full, sizeof(full), "%s%s", prefix, scalar(kn));
+	const char *name = full;
+	/* dotted names exist only inside their section */
+	const struct conf_key *k =
+		prefix[0] || !strchr(name, '.') ? key_find(name) : NULL;
 	const char *text = NULL;
+
+	if (!k && !prefix[0] && is_section(name))
+		return walk_section(w, name, vn);
 
 	if (!k && vn->type == YAML_SCALAR_NODE && !scalar_is_null(vn)) {
 		k = legacy_key(name, scalar(vn), legacy_value,
@@ -649,7 +696,7 @@ int conf_parse_yaml(struct conf *c, const char *name, const uint8_t *text,
 				rc = fail_at(&w, kn ? kn : root, NULL);
 				break;
 			}
-			rc = walk_pair(&w, kn, vn);
+			rc = walk_pair(&w, "", kn, vn);
 		}
 	}
 	yaml_document_delete(&doc);

@@ -10,6 +10,9 @@
  * the pre-4.1 names with a unit suffix (`max_hint_window_in_ms: 10800000`)
  * are accepted too, as Cassandra accepts them.
  *
+ * A section (`repair_scheduler:`) is a mapping whose keys are in the table
+ * as `section.key`.
+ *
  * Relative paths are resolved against the node's home: the parent of the
  * configuration directory, as $CASSANDRA_HOME is for conf/.
  */
@@ -124,6 +127,21 @@ struct conf {
 
 	/* repair */
 	uint64_t repair_session_space;
+	struct conf_repair_scheduler {
+		bool enabled;
+		double intensity;
+		int64_t partitions_per_segment;
+		int64_t segments_per_node;
+		uint64_t segment_timeout_ms;
+		int64_t segment_retries;
+		uint64_t retry_delay_ms;
+		struct conf_string_list windows; /* "HH:MM-HH:MM", UTC */
+		double gc_grace_fraction;
+		uint64_t min_cycle_interval_ms;
+		uint64_t check_interval_ms;
+		uint64_t initial_delay_ms;
+		struct conf_string_list tables; /* "ks.table key=value ..." */
+	} repair_scheduler;
 
 	/* rackdc.properties */
 	char *dc;

@@ -227,6 +227,57 @@ const struct conf_key conf_keys[] = {
 	 "64MiB", 1 * MiB, 16 * GiB, NULL,
 	 "Memory for Merkle trees of one repair session, bounding their "
 	 "depth."},
+
+	/* scheduled repair: the repair_scheduler: section (docs/repair.md) */
+	{"repair_scheduler.enabled", CONF_T_BOOL, OFF(repair_scheduler.enabled),
+	 "false", 0, 0, NULL,
+	 "Repair this node's primary ranges of every replicated table in "
+	 "cycles, segment by segment."},
+	{"repair_scheduler.intensity", CONF_T_DOUBLE,
+	 OFF(repair_scheduler.intensity), "0.9", 0.001, 1, NULL,
+	 "After a segment that took d, sleep d*(1-intensity)/intensity "
+	 "(Reaper's intensity; 1 never sleeps)."},
+	{"repair_scheduler.partitions_per_segment", CONF_T_INT,
+	 OFF(repair_scheduler.partitions_per_segment), "1048576", 1,
+	 1099511627776.0, NULL,
+	 "Most estimated partitions in one segment (2^20: one Merkle leaf per "
+	 "partition)."},
+	{"repair_scheduler.segments_per_node", CONF_T_INT,
+	 OFF(repair_scheduler.segments_per_node), "0", 0, 1000000, NULL,
+	 "Segments this node's primary ranges are cut into at least, per "
+	 "table (Reaper's segmentCountPerNode); 0: by partitions only."},
+	{"repair_scheduler.segment_timeout", CONF_T_DURATION,
+	 OFF(repair_scheduler.segment_timeout_ms), "30m", 1000, DAY_MS, NULL,
+	 "A segment running longer is cancelled and counts as a failure."},
+	{"repair_scheduler.segment_retries", CONF_T_INT,
+	 OFF(repair_scheduler.segment_retries), "3", 1, 1000, NULL,
+	 "Failed attempts of a segment before it is split in two."},
+	{"repair_scheduler.retry_delay", CONF_T_DURATION,
+	 OFF(repair_scheduler.retry_delay_ms), "30s", 0, DAY_MS, NULL,
+	 "Wait before a failed segment is tried again."},
+	{"repair_scheduler.windows", CONF_T_LIST, OFF(repair_scheduler.windows),
+	 "", 0, 0, NULL,
+	 "UTC time windows when segments may start, as \"HH:MM-HH:MM\" "
+	 "(may cross midnight); empty: always."},
+	{"repair_scheduler.gc_grace_fraction", CONF_T_DOUBLE,
+	 OFF(repair_scheduler.gc_grace_fraction), "0.7", 0.01, 1, NULL,
+	 "A table's cycle must finish within this fraction of its "
+	 "gc_grace_seconds after the previous cycle started."},
+	{"repair_scheduler.min_cycle_interval", CONF_T_DURATION,
+	 OFF(repair_scheduler.min_cycle_interval_ms), "1d", 0, 365 * DAY_MS,
+	 NULL,
+	 "A table's next cycle starts no sooner than this after its last one "
+	 "started."},
+	{"repair_scheduler.check_interval", CONF_T_DURATION,
+	 OFF(repair_scheduler.check_interval_ms), "30s", 10, HOUR_MS, NULL,
+	 "How often the scheduler looks for work when idle or blocked."},
+	{"repair_scheduler.initial_delay", CONF_T_DURATION,
+	 OFF(repair_scheduler.initial_delay_ms), "5m", 0, DAY_MS, NULL,
+	 "Wait after the node starts before the first segment."},
+	{"repair_scheduler.tables", CONF_T_LIST, OFF(repair_scheduler.tables),
+	 "", 0, 0, NULL,
+	 "Per-table overrides, \"ks.table key=value ...\" with keys enabled, "
+	 "intensity, segments_per_node, partitions_per_segment."},
 };
 
 const size_t conf_keys_count = sizeof(conf_keys) / sizeof(conf_keys[0]);

@@ -112,6 +112,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cassinid: %s\n", err_msg());
 		return NODE_EXIT_CONFIG;
 	}
+	if (node_check_conf(&conf) != 0) {
+		fprintf(stderr, "cassinid: %s\n", err_msg());
+		conf_free(&conf);
+		return NODE_EXIT_CONFIG;
+	}
 	if (check_only) {
 		printf("%s: configuration is valid\n", conf_dir);
 		conf_free(&conf);

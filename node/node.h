@@ -29,6 +29,10 @@ enum node_exit {
  * error code is ERR_CONFIG when the configuration is at fault.
  */
 struct node *node_new(struct conf *conf);
+/* Checks what conf/ leaves to the modules that read it (the
+ * repair_scheduler windows and per-table settings); node_new makes the
+ * same checks. 0 or -1 with a message naming the key. */
+int node_check_conf(const struct conf *conf);
 
 /* Runs the event loop until a stop signal; returns a node_exit code. */
 int node_run(struct node *n);

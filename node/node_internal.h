@@ -72,4 +72,22 @@ void node_repair_receive(struct node_repair *r, const struct inet_addr *from,
 			 uint32_t verb, const uint8_t *msg, size_t len);
 void node_repair_delete(struct node_repair *r);
 
+/* Scheduled repair (node_repair_sched.c) over `repair`'s sessions; its
+ * state file is read here, before the loop runs. NULL with err set (a bad
+ * repair_scheduler key). */
+struct repair;
+struct buf;
+struct node_repair_sched;
+struct node_repair_sched *node_repair_sched_new(struct node *n,
+						struct repair *repair);
+void node_repair_sched_delete(struct node_repair_sched *ns);
+/* Whether the local session is a scheduled segment; preempting cancels
+ * it (to be retried) so a manual repair can run. */
+bool node_repair_sched_running(struct node_repair_sched *ns);
+void node_repair_sched_preempt(struct node_repair_sched *ns);
+/* `repair schedule ...`: the admin command's contract (admin.h). */
+int node_repair_sched_cmd(struct node_repair_sched *ns, size_t argc,
+			  const char *const *argv, struct buf *out,
+			  struct buf *err);
+
 #endif

@@ -10,6 +10,8 @@
  *   repair_admin list     the sessions this node coordinated (the last 64)
  *   repair_admin cancel   fails the running session
  *   netstats              the running session's range, step and counts
+ *   repair schedule status|pause|resume|run-now [ks[.table]]
+ *                         scheduled repair (node_repair_sched.c)
  *
  * The ranges are this node's vnode ranges for each keyspace (those whose
  * primary replica it is with -pr), cut to (st, et] for a subrange, each
@@ -68,6 +70,7 @@ struct node_repair {
 	uint64_t throttle_next_us; /* the repair worker's only */
 	struct repair *repair;
 	struct repair_cmd *cmd; /* the running admin command, or NULL */
+	struct node_repair_sched *sched;
 };
 
 /* ---- the store ----------------------------------------------------------- */
@@ -507,8 +510,11 @@ static void run_next(struct repair_cmd *c)
 			snprintf(line, sizeof(line),
 				 "%s: %zu tables, %zu ranges", ks, ntab, rs.n);
 			on_progress(c, line);
-			struct repair_request q = {tables, ntab, rs.v, rs.n,
-						   c->preview};
+			struct repair_request q = {.tables = tables,
+						   .ntables = ntab,
+						   .ranges = rs.v,
+						   .nranges = rs.n,
+						   .preview = c->preview};
 			rc = repair_start(c->nr->repair, &q, on_progress,
 					  on_done, c, NULL);
 			if (rc)
@@ -543,7 +549,8 @@ static void run_next(struct repair_cmd *c)
 
 static const char usage_text[] =
 	"repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local] "
-	"[-hosts A,B,...] [--preview] [keyspace [tables...]]";
+	"[-hosts A,B,...] [--preview] [keyspace [tables...]] | repair schedule "
+	"status|pause|resume|run-now [keyspace[.table]]";
 
 static int parse_token(const char *s, int64_t *out)
 {
@@ -636,10 +643,13 @@ static int parse_args(struct repair_cmd *c, size_t argc,
 static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 		      struct buf *out, struct buf *err)
 {
-	(void)out;
 	struct node_repair *nr = arg;
 	struct node *n = nr->n;
-	if (nr->cmd || repair_running(nr->repair)) {
+	if (argc >= 1 && strcmp(argv[0], "schedule") == 0)
+		return node_repair_sched_cmd(nr->sched, argc - 1, argv + 1, out,
+					     err);
+	if (nr->cmd || (repair_running(nr->repair) &&
+			!node_repair_sched_running(nr->sched))) {
 		buf_printf(err, "a repair is already running on this node\n");
 		return 2;
 	}
@@ -660,6 +670,8 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 	c->nr = nr;
 	if (parse_args(c, argc, argv))
 		goto bad;
+	/* a manual repair goes first: a scheduled segment is retried later */
+	node_repair_sched_preempt(nr->sched);
 	if (!n->cql) {
 		buf_printf(err, "no data path on this node\n");
 		cmd_free(c);
@@ -800,6 +812,7 @@ struct node_repair *node_repair_new(struct node *n)
 	o.alive_arg = nr;
 	if (!(nr->workers = workers_new(1, "repair")) ||
 	    !(nr->repair = repair_new(n->env, &o, &store_ops, nr)) ||
+	    !(nr->sched = node_repair_sched_new(n, nr->repair)) ||
 	    admin_register(n->admin, "repair", usage_text, cmd_repair, nr) ||
 	    admin_register(n->admin, "repair_admin", "repair_admin list|cancel",
 			   cmd_repair_admin, nr) ||
@@ -821,6 +834,8 @@ void node_repair_delete(struct node_repair *nr)
 {
 	if (!nr)
 		return;
+	/* A running segment is cancelled while its session exists. */
+	node_repair_sched_delete(nr->sched);
 	/* Scans stop early; their completions run while repair is alive. */
 	atomic_store(&nr->stopping, true);
 	workers_delete(nr->workers);

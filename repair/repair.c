@@ -70,6 +70,8 @@ struct repair_session {
 	struct repair_range *ranges;
 	size_t nranges;
 	bool preview;
+	bool exclusive;
+	uint32_t max_depth;
 	size_t ti, ri; /* the current task */
 	const struct storage_table_meta *meta;
 	enum phase phase;
@@ -465,7 +467,8 @@ static void task_start(struct repair_session *s)
 		struct repair_msg q = {0};
 		q.ranges = &mr;
 		q.nranges = 1;
-		q.max_depth = MERKLE_MAX_DEPTH;
+		q.max_depth = s->max_depth;
+		q.exclusive = s->exclusive;
 		if (send_request(s, i, REPAIR_VERB_VALIDATE, &q)) {
 			char a[64];
 			session_fail(s, "%s: cannot send to %s: %s",
@@ -1149,6 +1152,10 @@ int repair_start(struct repair *r, const struct repair_request *q,
 	}
 	s->id = r->next_session++;
 	s->preview = q->preview;
+	s->exclusive = q->exclusive;
+	s->max_depth = q->max_depth && q->max_depth < MERKLE_MAX_DEPTH
+			       ? q->max_depth
+			       : MERKLE_MAX_DEPTH;
 	s->progress = progress_fn;
 	s->done = done;
 	s->arg = arg;

@@ -127,6 +127,14 @@ struct repair_request {
 	const struct repair_range *ranges;
 	size_t nranges;
 	bool preview; /* report what would stream, stream nothing */
+	/* A scheduled segment: each replica refuses the VALIDATE while it
+	 * takes part in another coordinator's task ("replica busy: ..."),
+	 * so a replica is in at most one such segment at a time. */
+	bool exclusive;
+	/* The deepest tree replicas build (1..20; 0: 20). A caller that
+	 * knows a range holds few partitions spares every replica a tree of
+	 * 2^20 leaves built, folded and freed per range. */
+	uint32_t max_depth;
 };
 
 struct repair_peer_stats {

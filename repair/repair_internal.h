@@ -33,6 +33,7 @@ struct repair_msg {
 	struct merkle_range *ranges;
 	size_t nranges;
 	uint32_t max_depth;
+	bool exclusive; /* VALIDATE: refuse if busy with another coordinator */
 	struct repair_row *rows;
 	size_t nrows;
 	struct slice *frags;

@@ -109,6 +109,7 @@ int repair_msg_pack_request(const struct repair_msg *m, struct buf *out)
 	q.n_ranges = m->nranges;
 	q.ranges = k.range_ptrs;
 	q.max_depth = m->max_depth;
+	q.exclusive = m->exclusive;
 	q.n_rows = m->nrows;
 	q.rows = k.row_ptrs;
 	q.n_fragments = m->nfrags;
@@ -218,6 +219,7 @@ int repair_msg_unpack_request(const uint8_t *p, size_t len,
 	out->session = q->session;
 	out->task = q->task;
 	out->max_depth = q->max_depth;
+	out->exclusive = q->exclusive;
 	if (unpack_ranges(q->ranges, q->n_ranges, out) ||
 	    unpack_rows(q->rows, q->n_rows, false, out) ||
 	    unpack_frags(q->fragments, q->n_fragments, out))

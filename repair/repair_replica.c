@@ -395,7 +395,8 @@ static uint64_t claim_ttl_us(const struct repair *r)
 }
 
 /* VALIDATE: refuses (ERR_EXISTS) a range another coordinator's session
- * holds, else claims it for (from, session). */
+ * holds (an exclusive one: any range of any table), else claims it for
+ * (from, session). */
 static int claim(struct repair *r, const struct inet_addr *from,
 		 const struct repair_msg *q)
 {
@@ -408,6 +409,17 @@ static int claim(struct repair *r, const struct inet_addr *from,
 			if (!slot)
 				slot = c;
 			continue;
+		}
+		if (q->exclusive && !inet_addr_eq(&c->coordinator, from)) {
+			char a[64];
+			return err_set(
+				ERR_EXISTS,
+				"replica busy: repair session %llu of %s "
+				"holds (%lld,%lld]",
+				(unsigned long long)c->session,
+				inet_addr_format(&c->coordinator, a, sizeof(a)),
+				(long long)c->range.start,
+				(long long)c->range.end);
 		}
 		if (memcmp(c->table_id, q->table_id, 16) ||
 		    !repair_ranges_overlap(c->range, q->ranges[0]))

@@ -1083,14 +1083,21 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 		if (table_id && memcmp(t->meta->id, table_id, 16) != 0)
 			continue;
 		out->memtable_bytes += memtable_bytes(t->active);
-		for (size_t i = 0; i < t->flushing_count; i++)
+		out->estimated_partitions +=
+			atomic_load(&t->active->parts.count);
+		for (size_t i = 0; i < t->flushing_count; i++) {
 			out->memtable_bytes += memtable_bytes(t->flushing[i]);
+			out->estimated_partitions +=
+				atomic_load(&t->flushing[i]->parts.count);
+		}
 		out->sstable_count += t->version->count;
-		for (size_t i = 0; i < t->version->count; i++)
+		for (size_t i = 0; i < t->version->count; i++) {
 			out->sstables_excluded +=
 				atomic_load(&t->version->ssts[i]->excluded);
-		for (size_t i = 0; i < t->version->count; i++)
 			out->sstable_bytes += t->version->ssts[i]->disk_bytes;
+			out->estimated_partitions +=
+				t->version->ssts[i]->stats.partition_count;
+		}
 		out->flushes += t->flushes;
 		out->compactions += t->compactions;
 	}

@@ -399,6 +399,9 @@ struct storage_stats {
 	uint64_t memtable_bytes; /* exact arena bytes of live memtables */
 	uint64_t sstable_count;
 	uint64_t sstable_bytes;
+	/* partitions in memtables and SSTables, summed: a partition in
+	 * several counts several times (an upper bound, for planning) */
+	uint64_t estimated_partitions;
 	uint64_t flushes;
 	uint64_t compactions;
 	uint64_t corrupt_blocks;       /* reads that failed a checksum */

@@ -76,7 +76,8 @@ static void start_session(void)
 	struct repair_table t = {.name = "ks.t"};
 	memcpy(t.id, meta->id, 16);
 	struct repair_range rg = {INT64_MIN, INT64_MIN, reps, 2};
-	struct repair_request q = {&t, 1, &rg, 1, false};
+	struct repair_request q = {
+		.tables = &t, .ntables = 1, .ranges = &rg, .nranges = 1};
 	running = repair_start(r, &q, NULL, on_done, NULL, NULL) == 0;
 }
 

@@ -358,7 +358,11 @@ static int start(struct cluster *c, int64_t st, int64_t et, bool preview)
 	struct repair_table t = {.name = "ks.t"};
 	memcpy(t.id, c->meta->id, 16);
 	struct repair_range r = {st, et, reps, NNODES};
-	struct repair_request q = {&t, 1, &r, 1, preview};
+	struct repair_request q = {.tables = &t,
+				   .ntables = 1,
+				   .ranges = &r,
+				   .nranges = 1,
+				   .preview = preview};
 	c->done = false;
 	return repair_start(c->nodes[0].repair, &q, on_progress, on_done, c,
 			    NULL);
@@ -544,7 +548,8 @@ static void start_other(struct cluster *c, int from, int64_t st, int64_t et,
 	struct repair_table t = {.name = "ks.t"};
 	memcpy(t.id, c->meta->id, 16);
 	struct repair_range r = {st, et, reps, NNODES};
-	struct repair_request q = {&t, 1, &r, 1, false};
+	struct repair_request q = {
+		.tables = &t, .ntables = 1, .ranges = &r, .nranges = 1};
 	memset(o, 0, sizeof(*o));
 	ck_assert_int_eq(repair_start(c->nodes[from].repair, &q, NULL,
 				      other_done, o, NULL),

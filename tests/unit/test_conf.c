@@ -332,6 +332,50 @@ START_TEST(key_docs_cover_every_key)
 }
 END_TEST
 
+START_TEST(repair_scheduler_section_is_a_mapping_of_its_keys)
+{
+	struct home h;
+	struct conf c;
+	ck_assert_int_eq(conf_init_defaults(&c), 0);
+	ck_assert(!c.repair_scheduler.enabled);
+	ck_assert_double_eq(c.repair_scheduler.gc_grace_fraction, 0.7);
+	ck_assert_int_eq(c.repair_scheduler.partitions_per_segment, 1 << 20);
+	conf_free(&c);
+	home_make(&h,
+		  "repair_scheduler:\n"
+		  "  enabled: true\n"
+		  "  intensity: 0.5\n"
+		  "  segments_per_node: 32\n"
+		  "  segment_timeout: 10m\n"
+		  "  windows: [\"01:00-05:00\", \"22:00-23:30\"]\n"
+		  "  tables: [\"ks.t enabled=false\"]\n"
+		  "num_tokens: 4\n",
+		  NULL);
+	ck_assert_msg(conf_load(&c, h.conf) == 0, "%s", err_msg());
+	ck_assert(c.repair_scheduler.enabled);
+	ck_assert_double_eq(c.repair_scheduler.intensity, 0.5);
+	ck_assert_int_eq(c.repair_scheduler.segments_per_node, 32);
+	ck_assert_uint_eq(c.repair_scheduler.segment_timeout_ms, 600000);
+	ck_assert_uint_eq(c.repair_scheduler.windows.count, 2);
+	ck_assert_str_eq(c.repair_scheduler.windows.items[1], "22:00-23:30");
+	ck_assert_uint_eq(c.repair_scheduler.tables.count, 1);
+	ck_assert_int_eq(c.num_tokens, 4);
+	conf_free(&c);
+	test_tmpdir_remove(h.dir);
+
+	const char *m = load_fails("repair_scheduler:\n  enable: true\n", NULL);
+	ck_assert_contains(m, "node.yaml:2: unknown key "
+			      "'repair_scheduler.enable' (did you mean "
+			      "'repair_scheduler.enabled'?)");
+	m = load_fails("repair_scheduler:\n  intensity: 0\n", NULL);
+	ck_assert_contains(m, "repair_scheduler.intensity: 0 is out of range");
+	m = load_fails("repair_scheduler: true\n", NULL);
+	ck_assert_contains(m, "repair_scheduler: expected a mapping");
+	m = load_fails("repair_scheduler.enabled: true\n", NULL);
+	ck_assert_contains(m, "unknown key 'repair_scheduler.enabled'");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -346,6 +390,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, rackdc_properties_are_strict);
 	tcase_add_test(tc, empty_file_means_every_default);
 	tcase_add_test(tc, key_docs_cover_every_key);
+	tcase_add_test(tc, repair_scheduler_section_is_a_mapping_of_its_keys);
 	suite_add_tcase(s, tc);
 	return s;
 }
