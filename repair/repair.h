@@ -89,6 +89,11 @@ struct repair_store_ops {
 	/* The table's meta; NULL when unknown. */
 	const struct storage_table_meta *(*meta)(void *s,
 						 const uint8_t table_id[16]);
+	/* Optional: runs run(job) off the loop (a worker thread), then
+	 * done(job) on the loop: folding and encoding a validation's tree.
+	 * NULL: both run inline (the simulator). */
+	void (*offload)(void *s, void (*run)(void *job),
+			void (*done)(void *job), void *job);
 };
 
 struct repair_options {

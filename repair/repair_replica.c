@@ -34,6 +34,8 @@ struct job {
 	struct merkle_tree *tree;
 	uint64_t partitions;
 	int64_t token;
+	int fold_depth;       /* the depth the answer's tree is folded to */
+	struct buf tree_enc; /* ... and its encoding (built off the loop) */
 	/* ROWS: rows found; FETCH: rows wanted, sorted by (key, id) */
 	struct arena arena;
 	struct repair_row *rows;
@@ -51,6 +53,7 @@ static void job_free(struct job *j)
 {
 	struct repair *r = j->r;
 	merkle_delete(j->tree);
+	buf_free(&j->tree_enc);
 	arena_destroy(&j->arena);
 	free(j->rows);
 	free(j->pieces);
@@ -261,11 +264,31 @@ static void scan_next(struct job *j)
 			  scan_done, j);
 }
 
+/* A validation's tree folded to the answer's depth and encoded: O(leaves),
+ * so on a worker (touches only the job). */
+static void fold_run(void *arg)
+{
+	struct job *j = arg;
+	struct merkle_tree *f = merkle_fold(j->tree, j->fold_depth);
+	if (!f || merkle_encode(f, &j->tree_enc))
+		job_fail(j, "tree");
+	merkle_delete(f);
+}
+
+static void fold_done(void *arg)
+{
+	struct job *j = arg;
+	struct repair_msg m = {0};
+	if (!j->failed) {
+		m.tree = buf_slice(&j->tree_enc);
+		m.partitions = j->partitions;
+	}
+	job_answer(j, &m);
+}
+
 static void finish(struct job *j)
 {
 	struct repair_msg m = {0};
-	struct buf tree;
-	buf_init(&tree);
 	struct slice *frags = NULL;
 	if (j->failed)
 		goto answer;
@@ -274,14 +297,16 @@ static void finish(struct job *j)
 			merkle_depth_for(j->partitions, j->r->o.session_space);
 		if (depth > merkle_depth(j->tree))
 			depth = merkle_depth(j->tree);
-		struct merkle_tree *f = merkle_fold(j->tree, depth);
-		if (!f || merkle_encode(f, &tree)) {
-			job_fail(j, "tree");
+		j->fold_depth = depth;
+		buf_init(&j->tree_enc);
+		const struct repair_store_ops *st = j->r->store;
+		if (st->offload) {
+			st->offload(j->r->store_arg, fold_run, fold_done, j);
 		} else {
-			m.tree = buf_slice(&tree);
-			m.partitions = j->partitions;
+			fold_run(j);
+			fold_done(j);
 		}
-		merkle_delete(f);
+		return;
 	} else if (j->verb == REPAIR_VERB_ROWS) {
 		m.rows = j->rows;
 		m.nrows = j->nrows;
@@ -302,7 +327,6 @@ static void finish(struct job *j)
 answer:
 	job_answer(j, &m);
 	free(frags);
-	buf_free(&tree);
 }
 
 /* ---- requests ------------------------------------------------------------ */
