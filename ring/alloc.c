@@ -150,8 +150,15 @@ struct model {
 	double share; /* of the joining node's tokens placed, in (0, 1] */
 	/* scratch */
 	uint32_t epoch;
-	uint32_t *seen, *skip, *rseen, *skipped, *picks;
+	uint32_t *seen, *skip, *rseen, *skipped;
 	double *load, *l1, *l2, *tmp;
+	/* The walk of every range (model_base): its replicas (stride want,
+	 * UINT32_MAX past the last), how many tokens it looked at, its width.
+	 */
+	uint32_t *rep, *len;
+	double *wid;
+	bool base_ok;        /* rep/len/wid describe the model as it is */
+	size_t maxlen;       /* the longest len[] */
 	double sqw;          /* sum of squared range widths, from model_loads */
 	size_t racks, want;  /* racks in the DC, replicas per range */
 	double width_weight; /* of sqw in the score */
@@ -166,7 +173,9 @@ static void model_free(struct model *m)
 	free(m->skip);
 	free(m->rseen);
 	free(m->skipped);
-	free(m->picks);
+	free(m->rep);
+	free(m->len);
+	free(m->wid);
 	free(m->load);
 	free(m->l1);
 	free(m->l2);
@@ -182,12 +191,14 @@ static double width(int64_t a, int64_t b, size_t n)
 
 /* Adds w to dst[] of every replica of the range ending at tok[i]: the NTS
  * walk within the one DC (as placement.c), with m->racks and m->want from
- * model_loads. */
-static void walk_range(struct model *m, size_t i, double w, double *dst)
+ * model_loads. When `reps` is set, the replicas go there too, and *len gets
+ * how many tokens the walk looked at (tok[i] .. tok[i + *len - 1]). */
+static void walk_range_rec(struct model *m, size_t i, double w, double *dst,
+			   uint32_t *reps, uint32_t *len)
 {
-	size_t got = 0, nskip = 0, used = 0;
+	size_t got = 0, nskip = 0, used = 0, k;
 	m->epoch++;
-	for (size_t k = 0; k < m->n && got < m->want; k++) {
+	for (k = 0; k < m->n && got < m->want; k++) {
 		size_t at = i + k < m->n ? i + k : i + k - m->n;
 		uint32_t o = m->own[at], rk = m->rack[o];
 		if (m->seen[o] == m->epoch)
@@ -201,6 +212,8 @@ static void walk_range(struct model *m, size_t i, double w, double *dst)
 		}
 		m->seen[o] = m->epoch;
 		dst[o] += w;
+		if (reps)
+			reps[got] = o;
 		got++;
 		if (m->rseen[rk] == m->epoch)
 			continue;
@@ -210,10 +223,22 @@ static void walk_range(struct model *m, size_t i, double w, double *dst)
 		for (size_t q = 0; q < nskip && got < m->want; q++) {
 			m->seen[m->skipped[q]] = m->epoch;
 			dst[m->skipped[q]] += w;
+			if (reps)
+				reps[got] = m->skipped[q];
 			got++;
 		}
 		nskip = 0;
 	}
+	if (reps) {
+		*len = (uint32_t)k;
+		for (; got < m->want; got++)
+			reps[got] = UINT32_MAX;
+	}
+}
+
+static void walk_range(struct model *m, size_t i, double w, double *dst)
+{
+	walk_range_rec(m, i, w, dst, NULL, NULL);
 }
 
 /* Loads of all nodes, and m->sqw. */
@@ -237,11 +262,16 @@ static void model_loads(struct model *m)
 	m->racks = racks;
 	m->want = (size_t)m->rf < hosts ? (size_t)m->rf : hosts;
 	m->sqw = 0;
+	m->maxlen = 0;
 	for (size_t i = 0; i < m->n; i++) {
 		double w = width(m->tok[i ? i - 1 : m->n - 1], m->tok[i], m->n);
 		m->sqw += w * w;
-		walk_range(m, i, w, m->load);
+		m->wid[i] = w;
+		walk_range_rec(m, i, w, m->load, m->rep + i * m->want,
+			       m->len + i);
+		m->maxlen = m->len[i] > m->maxlen ? m->len[i] : m->maxlen;
 	}
+	m->base_ok = true;
 }
 
 /* Sum of squared distances of the loads from the mean. While the joining
@@ -283,6 +313,7 @@ static void model_insert(struct model *m, size_t at, int64_t t, uint32_t o)
 	m->tok[at] = t;
 	m->own[at] = o;
 	m->n++;
+	m->base_ok = false;
 }
 
 static void model_erase(struct model *m, size_t at)
@@ -292,6 +323,7 @@ static void model_erase(struct model *m, size_t at)
 	memmove(m->own + at, m->own + at + 1,
 		(m->n - at - 1) * sizeof(*m->own));
 	m->n--;
+	m->base_ok = false;
 }
 
 /* Builds the model of `dc` from the ring plus a joining node (id nodes-1)
@@ -313,14 +345,16 @@ static int model_make(struct model *m, const struct ring *r, const char *dc,
 	m->skip = calloc(ne, sizeof(uint32_t));
 	m->rseen = calloc(ne, sizeof(uint32_t));
 	m->skipped = malloc(ne * sizeof(uint32_t));
-	m->picks = malloc(ne * sizeof(uint32_t));
+	m->len = malloc(m->cap * sizeof(uint32_t));
+	m->wid = malloc(m->cap * sizeof(double));
+	m->rep = malloc(m->cap * ne * sizeof(uint32_t));
 	m->load = malloc(ne * sizeof(double));
 	m->l1 = malloc(ne * sizeof(double));
 	m->l2 = malloc(ne * sizeof(double));
 	m->tmp = malloc(ne * sizeof(double));
 	if (!node_of || !rack_names || !m->rack || !m->tok || !m->own ||
-	    !m->seen || !m->skip || !m->rseen || !m->skipped || !m->picks ||
-	    !m->load || !m->l1 || !m->l2 || !m->tmp) {
+	    !m->seen || !m->skip || !m->rseen || !m->skipped || !m->len ||
+	    !m->wid || !m->rep || !m->load || !m->l1 || !m->l2 || !m->tmp) {
 		free(node_of);
 		free(rack_names);
 		model_free(m);
@@ -390,18 +424,62 @@ static size_t model_lower_bound(const struct model *m, int64_t t)
 
 /* Loads of the model with one more token `t` of `me`, copied to `dst`,
  * and in `slope` how they change per unit (of the ring) that t moves up:
- * the range ending at t grows and the next one shrinks. */
+ * the range ending at t grows and the next one shrinks.
+ *
+ * Incremental: from the walks model_base recorded, only the ranges whose
+ * walk passes t change replicas; t's own range and the one it splits change
+ * width. A whole new walk is needed only when t is the first token of its
+ * rack or node (the rack count or the replica count can change). */
 static void loads_with(struct model *m, uint32_t me, int64_t t, double *dst,
 		       double *slope)
 {
-	size_t at = model_lower_bound(m, t);
-	model_insert(m, at, t, me);
-	model_loads(m);
+	size_t n = m->n, at = model_lower_bound(m, t), want = m->want;
+	size_t racks = m->racks;
+	bool fresh = !m->base_ok;
+	if (!fresh) {
+		m->epoch++;
+		for (size_t i = 0; i < n; i++)
+			m->seen[m->own[i]] = m->epoch;
+		fresh = m->seen[me] != m->epoch;
+	}
+	if (fresh) {
+		model_insert(m, at, t, me);
+		model_loads(m);
+		memcpy(dst, m->load, m->nodes * sizeof(*dst));
+		memset(slope, 0, m->nodes * sizeof(*slope));
+		walk_range(m, at, 1.0, slope);
+		walk_range(m, at + 1 < m->n ? at + 1 : 0, -1.0, slope);
+		model_erase(m, at);
+		model_loads(m);
+		return;
+	}
 	memcpy(dst, m->load, m->nodes * sizeof(*dst));
 	memset(slope, 0, m->nodes * sizeof(*slope));
+	size_t split = at < n ? at : 0; /* the old range t falls in */
+	int64_t prev = m->tok[split ? split - 1 : n - 1];
+	double u = width(prev, t, 2);
+	model_insert(m, at, t, me);
+	m->racks = racks;
+	/* walks that pass t: the ranges before it, nearest first */
+	for (size_t d = 1; d < n && d < m->maxlen; d++) {
+		size_t j = split >= d ? split - d : split + n - d;
+		if (m->len[j] <= d)
+			continue;
+		const uint32_t *rp = m->rep + j * want;
+		for (size_t q = 0; q < want && rp[q] != UINT32_MAX; q++)
+			dst[rp[q]] -= m->wid[j];
+		size_t nj = j < at ? j : j + 1;
+		walk_range(m, nj, m->wid[j], dst);
+	}
+	const uint32_t *rs = m->rep + split * want;
+	for (size_t q = 0; q < want && rs[q] != UINT32_MAX; q++) {
+		dst[rs[q]] -= u;
+		slope[rs[q]] -= 1.0;
+	}
+	walk_range(m, at, u, dst);
 	walk_range(m, at, 1.0, slope);
-	walk_range(m, at + 1 < m->n ? at + 1 : 0, -1.0, slope);
 	model_erase(m, at);
+	m->base_ok = true;
 }
 
 /* Lowest score over the positions x/w of gap (a, a + w), x in [lo, hi],
