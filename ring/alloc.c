@@ -26,13 +26,21 @@
  *     the new token; one walk gives the line, which is scanned finely.
  *  5. Greedy placement of the tokens one by one, then passes that lift each
  *     new token out and put it back at its best point until none moves.
- *  6. Steps 4-5 run for three width weights (0.5, 1, 2); the result with
- *     the lowest max/min of the loads wins.
+ *  6. With more racks than RF, look-ahead (lookahead_penalty): a later
+ *     join can only lower a node of another rack by entering ranges that
+ *     lack the joiner's rack before that node, its last replica. Passes
+ *     move each new token to the quarter point of any gap that lowers
+ *     score + 4 x the squared shortfalls of those "knockable" widths
+ *     against what each node must shed when a node joins one of the
+ *     smallest racks (or a new rack), for the joins that can be balanced.
+ *  7. Steps 4-6 run for three width weights (0.5, 1, 2); the result with
+ *     the lowest max/min - 1 of the loads plus the worst relative
+ *     look-ahead shortfall wins.
  * Ties go to the first candidate in ring order after a seeded start, so a
- * given ring and seed always give the same tokens. Cost: about
- * ATTEMPTS * passes * num_tokens * tokens_in_dc walks of the DC's ring:
- * 0.6-1.6 s of CPU for a 12-node DC with 16 tokens each, once per
- * bootstrap.
+ * given ring and seed always give the same tokens. Candidate tokens are
+ * scored incrementally: only the ranges whose rack walk passes the
+ * candidate are walked again (loads_with, eval_with). Cost: 0.1-0.7 s of
+ * CPU for a 12-node DC with 16 tokens each, once per bootstrap.
  */
 #include "ring/ring_internal.h"
 
@@ -49,8 +57,11 @@
 #define ATTEMPTS       3
 /* Weights of the sum of squared range widths, one per attempt. */
 static const double WIDTH_WEIGHTS[ATTEMPTS] = {0.5, 1.0, 2.0};
-#define COARSE_STEPS 32
-#define FINE_STEPS   16
+#define COARSE_STEPS     32
+#define LOOKAHEAD_WEIGHT 4.0
+#define LOOKAHEAD_PASSES 20
+#define SKIP_FLOOR       0.10
+#define FINE_STEPS       16
 
 /* ---- random tokens and initial_token ------------------------------------- */
 
@@ -150,8 +161,23 @@ struct model {
 	double share; /* of the joining node's tokens placed, in (0, 1] */
 	/* scratch */
 	uint32_t epoch;
-	uint32_t *seen, *skip, *rseen, *skipped, *picks;
+	uint32_t *seen, *skip, *rseen, *skipped;
 	double *load, *l1, *l2, *tmp;
+	/* The walk of every range (model_base): its replicas (stride want,
+	 * UINT32_MAX past the last), how many tokens it looked at, its width.
+	 */
+	uint32_t *rep, *len;
+	double *wid;
+	bool base_ok;  /* rep/len/wid describe the model as it is */
+	size_t maxlen; /* the longest len[] */
+	/* Look-ahead (see lookahead_penalty): knock[x * nodes + i] is the
+	 * width of the ranges without rack x whose last replica is node i;
+	 * x == nracks stands for a rack not in the DC yet. */
+	double *knock, *knock_try, *load_try, *target;
+	uint32_t *wrep;      /* one walk's replicas */
+	uint32_t *kr;        /* nodes per rack, the joining node included */
+	bool *next_rack;     /* racks a next node is looked ahead for */
+	double lookahead;    /* weight of the penalty; 0: off */
 	double sqw;          /* sum of squared range widths, from model_loads */
 	size_t racks, want;  /* racks in the DC, replicas per range */
 	double width_weight; /* of sqw in the score */
@@ -166,7 +192,16 @@ static void model_free(struct model *m)
 	free(m->skip);
 	free(m->rseen);
 	free(m->skipped);
-	free(m->picks);
+	free(m->rep);
+	free(m->knock);
+	free(m->knock_try);
+	free(m->load_try);
+	free(m->target);
+	free(m->wrep);
+	free(m->kr);
+	free(m->next_rack);
+	free(m->len);
+	free(m->wid);
 	free(m->load);
 	free(m->l1);
 	free(m->l2);
@@ -182,12 +217,14 @@ static double width(int64_t a, int64_t b, size_t n)
 
 /* Adds w to dst[] of every replica of the range ending at tok[i]: the NTS
  * walk within the one DC (as placement.c), with m->racks and m->want from
- * model_loads. */
-static void walk_range(struct model *m, size_t i, double w, double *dst)
+ * model_loads. When `reps` is set, the replicas go there too, and *len gets
+ * how many tokens the walk looked at (tok[i] .. tok[i + *len - 1]). */
+static void walk_range_rec(struct model *m, size_t i, double w, double *dst,
+			   uint32_t *reps, uint32_t *len)
 {
-	size_t got = 0, nskip = 0, used = 0;
+	size_t got = 0, nskip = 0, used = 0, k;
 	m->epoch++;
-	for (size_t k = 0; k < m->n && got < m->want; k++) {
+	for (k = 0; k < m->n && got < m->want; k++) {
 		size_t at = i + k < m->n ? i + k : i + k - m->n;
 		uint32_t o = m->own[at], rk = m->rack[o];
 		if (m->seen[o] == m->epoch)
@@ -201,6 +238,8 @@ static void walk_range(struct model *m, size_t i, double w, double *dst)
 		}
 		m->seen[o] = m->epoch;
 		dst[o] += w;
+		if (reps)
+			reps[got] = o;
 		got++;
 		if (m->rseen[rk] == m->epoch)
 			continue;
@@ -210,10 +249,22 @@ static void walk_range(struct model *m, size_t i, double w, double *dst)
 		for (size_t q = 0; q < nskip && got < m->want; q++) {
 			m->seen[m->skipped[q]] = m->epoch;
 			dst[m->skipped[q]] += w;
+			if (reps)
+				reps[got] = m->skipped[q];
 			got++;
 		}
 		nskip = 0;
 	}
+	if (reps) {
+		*len = (uint32_t)k;
+		for (; got < m->want; got++)
+			reps[got] = UINT32_MAX;
+	}
+}
+
+static void walk_range(struct model *m, size_t i, double w, double *dst)
+{
+	walk_range_rec(m, i, w, dst, NULL, NULL);
 }
 
 /* Loads of all nodes, and m->sqw. */
@@ -237,11 +288,16 @@ static void model_loads(struct model *m)
 	m->racks = racks;
 	m->want = (size_t)m->rf < hosts ? (size_t)m->rf : hosts;
 	m->sqw = 0;
+	m->maxlen = 0;
 	for (size_t i = 0; i < m->n; i++) {
 		double w = width(m->tok[i ? i - 1 : m->n - 1], m->tok[i], m->n);
 		m->sqw += w * w;
-		walk_range(m, i, w, m->load);
+		m->wid[i] = w;
+		walk_range_rec(m, i, w, m->load, m->rep + i * m->want,
+			       m->len + i);
+		m->maxlen = m->len[i] > m->maxlen ? m->len[i] : m->maxlen;
 	}
+	m->base_ok = true;
 }
 
 /* Sum of squared distances of the loads from the mean. While the joining
@@ -283,6 +339,7 @@ static void model_insert(struct model *m, size_t at, int64_t t, uint32_t o)
 	m->tok[at] = t;
 	m->own[at] = o;
 	m->n++;
+	m->base_ok = false;
 }
 
 static void model_erase(struct model *m, size_t at)
@@ -292,6 +349,7 @@ static void model_erase(struct model *m, size_t at)
 	memmove(m->own + at, m->own + at + 1,
 		(m->n - at - 1) * sizeof(*m->own));
 	m->n--;
+	m->base_ok = false;
 }
 
 /* Builds the model of `dc` from the ring plus a joining node (id nodes-1)
@@ -313,14 +371,22 @@ static int model_make(struct model *m, const struct ring *r, const char *dc,
 	m->skip = calloc(ne, sizeof(uint32_t));
 	m->rseen = calloc(ne, sizeof(uint32_t));
 	m->skipped = malloc(ne * sizeof(uint32_t));
-	m->picks = malloc(ne * sizeof(uint32_t));
+	m->len = malloc(m->cap * sizeof(uint32_t));
+	m->wid = malloc(m->cap * sizeof(double));
+	m->rep = malloc(m->cap * ne * sizeof(uint32_t));
+	m->knock = malloc((ne + 1) * ne * sizeof(double));
+	m->knock_try = malloc((ne + 1) * ne * sizeof(double));
+	m->load_try = malloc(ne * sizeof(double));
+	m->wrep = malloc(ne * sizeof(uint32_t));
+	m->kr = calloc(ne + 1, sizeof(uint32_t));
+	m->next_rack = calloc(ne + 1, sizeof(bool));
 	m->load = malloc(ne * sizeof(double));
 	m->l1 = malloc(ne * sizeof(double));
 	m->l2 = malloc(ne * sizeof(double));
 	m->tmp = malloc(ne * sizeof(double));
 	if (!node_of || !rack_names || !m->rack || !m->tok || !m->own ||
-	    !m->seen || !m->skip || !m->rseen || !m->skipped || !m->picks ||
-	    !m->load || !m->l1 || !m->l2 || !m->tmp) {
+	    !m->seen || !m->skip || !m->rseen || !m->skipped || !m->len ||
+	    !m->wid || !m->rep || !m->load || !m->l1 || !m->l2 || !m->tmp) {
 		free(node_of);
 		free(rack_names);
 		model_free(m);
@@ -390,18 +456,62 @@ static size_t model_lower_bound(const struct model *m, int64_t t)
 
 /* Loads of the model with one more token `t` of `me`, copied to `dst`,
  * and in `slope` how they change per unit (of the ring) that t moves up:
- * the range ending at t grows and the next one shrinks. */
+ * the range ending at t grows and the next one shrinks.
+ *
+ * Incremental: from the walks model_base recorded, only the ranges whose
+ * walk passes t change replicas; t's own range and the one it splits change
+ * width. A whole new walk is needed only when t is the first token of its
+ * rack or node (the rack count or the replica count can change). */
 static void loads_with(struct model *m, uint32_t me, int64_t t, double *dst,
 		       double *slope)
 {
-	size_t at = model_lower_bound(m, t);
-	model_insert(m, at, t, me);
-	model_loads(m);
+	size_t n = m->n, at = model_lower_bound(m, t), want = m->want;
+	size_t racks = m->racks;
+	bool fresh = !m->base_ok;
+	if (!fresh) {
+		m->epoch++;
+		for (size_t i = 0; i < n; i++)
+			m->seen[m->own[i]] = m->epoch;
+		fresh = m->seen[me] != m->epoch;
+	}
+	if (fresh) {
+		model_insert(m, at, t, me);
+		model_loads(m);
+		memcpy(dst, m->load, m->nodes * sizeof(*dst));
+		memset(slope, 0, m->nodes * sizeof(*slope));
+		walk_range(m, at, 1.0, slope);
+		walk_range(m, at + 1 < m->n ? at + 1 : 0, -1.0, slope);
+		model_erase(m, at);
+		model_loads(m);
+		return;
+	}
 	memcpy(dst, m->load, m->nodes * sizeof(*dst));
 	memset(slope, 0, m->nodes * sizeof(*slope));
+	size_t split = at < n ? at : 0; /* the old range t falls in */
+	int64_t prev = m->tok[split ? split - 1 : n - 1];
+	double u = width(prev, t, 2);
+	model_insert(m, at, t, me);
+	m->racks = racks;
+	/* walks that pass t: the ranges before it, nearest first */
+	for (size_t d = 1; d < n && d < m->maxlen; d++) {
+		size_t j = split >= d ? split - d : split + n - d;
+		if (m->len[j] <= d)
+			continue;
+		const uint32_t *rp = m->rep + j * want;
+		for (size_t q = 0; q < want && rp[q] != UINT32_MAX; q++)
+			dst[rp[q]] -= m->wid[j];
+		size_t nj = j < at ? j : j + 1;
+		walk_range(m, nj, m->wid[j], dst);
+	}
+	const uint32_t *rs = m->rep + split * want;
+	for (size_t q = 0; q < want && rs[q] != UINT32_MAX; q++) {
+		dst[rs[q]] -= u;
+		slope[rs[q]] -= 1.0;
+	}
+	walk_range(m, at, u, dst);
 	walk_range(m, at, 1.0, slope);
-	walk_range(m, at + 1 < m->n ? at + 1 : 0, -1.0, slope);
 	model_erase(m, at);
+	m->base_ok = true;
 }
 
 /* Lowest score over the positions x/w of gap (a, a + w), x in [lo, hi],
@@ -481,13 +591,252 @@ static bool best_candidate(struct model *m, uint32_t me, size_t start,
 	return found;
 }
 
+/* ---- look-ahead ---------------------------------------------------------- */
+
+/* With more racks than RF, a node's load depends on where the other racks'
+ * tokens sit, and a later join can only take load from a node of another
+ * rack x by entering an x-less range before its last replica (which then
+ * drops out). So the next join can lower node i at most by knock[x][i],
+ * the width of the x-less ranges whose last replica is i. If i is above
+ * its share after that join by more than that, no token choice of the next
+ * node balances the DC: greedy joins that ignore this are what leave
+ * 15-25% with 4 racks. The penalty sums the squared shortfalls over the
+ * racks a next node is likely to join (the smallest ones, or a new rack). */
+
+static void knock_add(const struct model *m, const uint32_t *reps, double w,
+		      double *knock)
+{
+	size_t want = m->want;
+	uint32_t last = reps[want - 1];
+	if (last == UINT32_MAX)
+		return;
+	for (size_t x = 0; x <= m->nracks; x++) {
+		if (!m->next_rack[x])
+			continue;
+		bool has = false;
+		for (size_t q = 0; q < want && !has; q++)
+			has = m->rack[reps[q]] == x;
+		if (!has)
+			knock[x * m->nodes + last] += w;
+	}
+}
+
+/* knock[] of the model as it is. REQUIRES: model_loads. */
+static void knocks_base(struct model *m)
+{
+	memset(m->knock, 0, (m->nracks + 1) * m->nodes * sizeof(*m->knock));
+	for (size_t i = 0; i < m->n; i++)
+		knock_add(m, m->rep + i * m->want, m->wid[i], m->knock);
+}
+
+/* Fair load per node of each rack once a node joins rack x: rf / nodes,
+ * except that a rack holds at most one replica of a range, so a rack of k
+ * nodes whose share would pass 1 gets 1 / k (docs/ring.md). target[x *
+ * (nracks + 1) + rack]. */
+static void lookahead_targets(struct model *m)
+{
+	size_t R = m->nracks + 1;
+	for (size_t x = 0; x < R; x++) {
+		double *tg = m->target + x * R;
+		double nodes = (double)m->nodes + 1, level = m->rf / nodes;
+		size_t ncap = 0, capn = 0;
+		for (size_t k = 0; k < R; k++)
+			tg[k] = 0; /* 0: not capped */
+		for (bool again = true; again;) {
+			again = false;
+			for (size_t k = 0; k < R; k++) {
+				double c = m->kr[k] + (k == x);
+				if (tg[k] == 0 && c * level > 1 + 1e-12) {
+					tg[k] = 1 / c;
+					ncap++;
+					capn += (size_t)c;
+					again = true;
+				}
+			}
+			level = (m->rf - (double)ncap) / (nodes - (double)capn);
+		}
+		for (size_t k = 0; k < R; k++)
+			tg[k] = tg[k] > 0 ? tg[k] : level;
+	}
+}
+
+static double lookahead_penalty(const struct model *m, const double *load,
+				const double *knock, double *worst)
+{
+	size_t R = m->nracks + 1;
+	double pen = 0;
+	*worst = 0;
+	for (size_t x = 0; x < R; x++) {
+		if (!m->next_rack[x])
+			continue;
+		const double *tg = m->target + x * R;
+		for (size_t i = 0; i < m->nodes; i++) {
+			if (m->rack[i] == x)
+				continue;
+			double t = tg[m->rack[i]];
+			double sh = load[i] - t - knock[x * m->nodes + i];
+			if (sh <= 0)
+				continue;
+			pen += sh * sh;
+			*worst = sh / t > *worst ? sh / t : *worst;
+		}
+	}
+	return pen;
+}
+
+/* Sets up the look-ahead for a DC with more racks than RF (else leaves it
+ * off). 0 or -1 (ERR_NOMEM). */
+static int lookahead_setup(struct model *m, int rf)
+{
+	m->lookahead = 0;
+	if (m->rf != rf || m->nracks <= (size_t)rf)
+		return 0;
+	size_t R = m->nracks + 1;
+	m->target = malloc(R * R * sizeof(*m->target));
+	if (!m->target)
+		return err_set(ERR_NOMEM, "token allocator");
+	for (size_t i = 0; i < m->nodes; i++)
+		m->kr[m->rack[i]]++;
+	uint32_t least = UINT32_MAX;
+	for (size_t k = 0; k < m->nracks; k++)
+		least = m->kr[k] < least ? m->kr[k] : least;
+	for (size_t k = 0; k < m->nracks; k++)
+		m->next_rack[k] = m->kr[k] == least;
+	m->next_rack[m->nracks] = true;
+	lookahead_targets(m);
+	/* A next join that cannot be balanced anyway (a rack capped below
+	 * the others' share by more than 10%) is not prepared for. */
+	for (size_t x = 0; x < R; x++) {
+		const double *tg = m->target + x * R;
+		double hi = 0, lo = INFINITY;
+		for (size_t k = 0; k < R; k++) {
+			if (m->kr[k] + (k == x) == 0)
+				continue;
+			hi = tg[k] > hi ? tg[k] : hi;
+			lo = tg[k] < lo ? tg[k] : lo;
+		}
+		if (hi > lo * (1 + SKIP_FLOOR))
+			m->next_rack[x] = false;
+	}
+	m->lookahead = LOOKAHEAD_WEIGHT;
+	return 0;
+}
+
+/* Loads and knock[] of the model with one more token `t` of `me`, in
+ * load_try and knock_try. REQUIRES: model_loads and knocks_base on the
+ * model as it is, and a token of `me` in it. */
+static void eval_with(struct model *m, uint32_t me, int64_t t)
+{
+	size_t n = m->n, at = model_lower_bound(m, t), want = m->want;
+	size_t nodes = m->nodes;
+	uint32_t len;
+	memcpy(m->load_try, m->load, nodes * sizeof(*m->load));
+	memcpy(m->knock_try, m->knock,
+	       (m->nracks + 1) * nodes * sizeof(*m->knock));
+	size_t split = at < n ? at : 0;
+	double u = width(m->tok[split ? split - 1 : n - 1], t, 2);
+	model_insert(m, at, t, me);
+	for (size_t d = 1; d < n && d < m->maxlen; d++) {
+		size_t j = split >= d ? split - d : split + n - d;
+		if (m->len[j] <= d)
+			continue;
+		const uint32_t *rp = m->rep + j * want;
+		for (size_t q = 0; q < want && rp[q] != UINT32_MAX; q++)
+			m->load_try[rp[q]] -= m->wid[j];
+		knock_add(m, rp, -m->wid[j], m->knock_try);
+		walk_range_rec(m, j < at ? j : j + 1, m->wid[j], m->load_try,
+			       m->wrep, &len);
+		knock_add(m, m->wrep, m->wid[j], m->knock_try);
+	}
+	const uint32_t *rs = m->rep + split * want;
+	for (size_t q = 0; q < want && rs[q] != UINT32_MAX; q++)
+		m->load_try[rs[q]] -= u;
+	knock_add(m, rs, -u, m->knock_try);
+	walk_range_rec(m, at, u, m->load_try, m->wrep, &len);
+	knock_add(m, m->wrep, u, m->knock_try);
+	model_erase(m, at);
+	m->base_ok = true;
+}
+
+/* Score plus look-ahead penalty of the model with `t` added. */
+static double lookahead_score(struct model *m, uint32_t me, int64_t t)
+{
+	size_t n = m->n, at = model_lower_bound(m, t);
+	size_t split = at < n ? at : 0;
+	int64_t a = m->tok[split ? split - 1 : n - 1], b = m->tok[split];
+	double w = width(a, b, n), u = width(a, t, 2), v = width(t, b, 2);
+	eval_with(m, me, t);
+	double worst;
+	return score_of(m, m->load_try, m->sqw - w * w + u * u + v * v) +
+	       m->lookahead *
+		       lookahead_penalty(m, m->load_try, m->knock_try, &worst);
+}
+
+/* Passes that move each new token to the point (a quarter, half or three
+ * quarters into some gap) that lowers score + look-ahead penalty most. */
+static void lookahead_refine(struct model *m, uint32_t me, const struct ring *r,
+			     int64_t *out, size_t nt)
+{
+	for (int pass = 0; pass < LOOKAHEAD_PASSES; pass++) {
+		bool moved = false;
+		for (size_t j = 0; j < nt; j++) {
+			model_erase(m, model_lower_bound(m, out[j]));
+			model_loads(m);
+			knocks_base(m);
+			double best = lookahead_score(m, me, out[j]);
+			size_t n = m->n;
+			for (size_t i = 0; i < n; i++) {
+				int64_t a = m->tok[i ? i - 1 : n - 1];
+				uint64_t w = (uint64_t)m->tok[i] - (uint64_t)a;
+				if (w < 8)
+					continue;
+				for (uint64_t f = 1; f <= 3; f++) {
+					int64_t t = (int64_t)((uint64_t)a +
+							      w / 4 * f);
+					if (t == RING_TOKEN_MIN ||
+					    token_taken(r, out, nt, t))
+						continue;
+					double sc = lookahead_score(m, me, t);
+					if (sc < best - 1e-12) {
+						best = sc;
+						out[j] = t;
+						moved = true;
+					}
+				}
+			}
+			model_insert(m, model_lower_bound(m, out[j]), out[j],
+				     me);
+		}
+		if (!moved)
+			break;
+	}
+}
+
+/* max/min - 1 of the loads with the joining node's tokens in place, and in
+ * *ahead the worst look-ahead shortfall (0 when off). */
+static double measure(struct model *m, double *ahead)
+{
+	model_loads(m);
+	*ahead = 0;
+	if (m->lookahead > 0) {
+		knocks_base(m);
+		lookahead_penalty(m, m->load, m->knock, ahead);
+	}
+	double hi = 0, lo = INFINITY;
+	for (size_t i = 0; i < m->nodes; i++) {
+		hi = m->load[i] > hi ? m->load[i] : hi;
+		lo = m->load[i] < lo ? m->load[i] : lo;
+	}
+	return lo > 0 ? hi / lo - 1 : INFINITY;
+}
+
 /* One allocation of the joining node's tokens with the model's current
  * weights: greedy placement, then passes that lift each new token out and
  * put it back at its best point. The model is left as it was; *spread gets
  * max/min - 1 of the loads with the tokens in place. */
 static int alloc_attempt(struct model *m, uint32_t me, struct rng *rng,
 			 const struct ring *r, int64_t *out, size_t nt,
-			 double *spread)
+			 double *spread, double *ahead)
 {
 	size_t placed = 0;
 	for (size_t j = 0; j < nt; j++) {
@@ -526,13 +875,9 @@ static int alloc_attempt(struct model *m, uint32_t me, struct rng *rng,
 		if (!moved)
 			break;
 	}
-	model_loads(m);
-	double hi = 0, lo = INFINITY;
-	for (size_t i = 0; i < m->nodes; i++) {
-		hi = m->load[i] > hi ? m->load[i] : hi;
-		lo = m->load[i] < lo ? m->load[i] : lo;
-	}
-	*spread = lo > 0 ? hi / lo - 1 : INFINITY;
+	if (m->lookahead > 0 && nt > 1)
+		lookahead_refine(m, me, r, out, nt);
+	*spread = measure(m, ahead);
 	for (size_t j = 0; j < nt; j++)
 		model_erase(m, model_lower_bound(m, out[j]));
 	return 0;
@@ -573,24 +918,29 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 	}
 	size_t existing = m.nodes - 1;
 	m.rf = rf < (int)existing ? rf : (int)existing;
+	if (lookahead_setup(&m, rf)) {
+		model_free(&m);
+		return -1;
+	}
 	int64_t *try_out = malloc(num_tokens * sizeof(*try_out));
 	if (!try_out) {
 		model_free(&m);
 		return err_set(ERR_NOMEM, "token allocator");
 	}
+	/* The lowest spread now plus look-ahead shortfall wins. */
 	double best = INFINITY;
 	for (size_t k = 0; k < ATTEMPTS; k++) {
 		m.width_weight = WIDTH_WEIGHTS[k];
 		rng_seed(&rng, seed + k);
-		double spread = INFINITY;
-		if (alloc_attempt(&m, me, &rng, r, try_out, num_tokens,
-				  &spread)) {
+		double spread = INFINITY, ahead = 0;
+		if (alloc_attempt(&m, me, &rng, r, try_out, num_tokens, &spread,
+				  &ahead)) {
 			free(try_out);
 			model_free(&m);
 			return -1;
 		}
-		if (spread < best - 1e-12) {
-			best = spread;
+		if (spread + ahead < best - 1e-12) {
+			best = spread + ahead;
 			memcpy(out, try_out, num_tokens * sizeof(*out));
 		}
 	}
