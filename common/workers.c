@@ -1,9 +1,11 @@
 #include "common/workers.h"
 
 #include "common/err.h"
+#include "common/loopq.h"
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,4 +91,46 @@ void workers_submit(struct workers *w, struct work *job)
 	w->tail = job;
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
+}
+
+struct offload {
+	struct work work;
+	struct loopq_item item;
+	struct loopq *q;
+	void (*run)(void *job);
+	void (*done)(void *job);
+	void *job;
+};
+
+static void offload_run(struct work *w)
+{
+	struct offload *o = (struct offload *)w;
+	o->run(o->job);
+	loopq_post(o->q, &o->item);
+}
+
+static void offload_done(struct loopq_item *it)
+{
+	struct offload *o =
+		(struct offload *)((char *)it - offsetof(struct offload, item));
+	o->done(o->job);
+	free(o);
+}
+
+void workers_offload(struct workers *w, struct loopq *q, void (*run)(void *job),
+		     void (*done)(void *job), void *job)
+{
+	struct offload *o = w ? malloc(sizeof(*o)) : NULL;
+	if (!o) {
+		run(job);
+		done(job);
+		return;
+	}
+	*o = (struct offload){.work.run = offload_run,
+			      .item.fn = offload_done,
+			      .q = q,
+			      .run = run,
+			      .done = done,
+			      .job = job};
+	workers_submit(w, &o->work);
 }

@@ -22,4 +22,11 @@ void workers_delete(struct workers *w);
 /* Thread-safe; never fails. The job must stay live until run returns. */
 void workers_submit(struct workers *w, struct work *job);
 
+/* The offload hook the modules take (hints, batchlog, repair): run(job) on
+ * a worker of `w`, then done(job) on the loop thread behind `q`. Both run
+ * inline when `w` is NULL (stopped) or memory is short. */
+struct loopq;
+void workers_offload(struct workers *w, struct loopq *q, void (*run)(void *job),
+		     void (*done)(void *job), void *job);
+
 #endif

@@ -924,48 +924,11 @@ static bool hints_alive(void *arg, const uint8_t host_id[16])
 
 /* Blocking hint and batchlog file work on the read workers, completions on
  * the loop. */
-struct offload_job {
-	struct work work;
-	struct loopq_item item;
-	struct loopq *q;
-	void (*run)(void *job);
-	void (*done)(void *job);
-	void *job;
-};
-
-static void offload_run(struct work *w)
-{
-	struct offload_job *o = (struct offload_job *)w;
-	o->run(o->job);
-	loopq_post(o->q, &o->item);
-}
-
-static void offload_done(struct loopq_item *it)
-{
-	struct offload_job *o =
-		(struct offload_job *)((char *)it -
-				       offsetof(struct offload_job, item));
-	o->done(o->job);
-	free(o);
-}
-
 static void data_offload(void *arg, void (*run)(void *job),
 			 void (*done)(void *job), void *job)
 {
 	struct cql_data *d = arg;
-	struct offload_job *o = d->workers ? malloc(sizeof(*o)) : NULL;
-	if (!o) {
-		run(job);
-		done(job);
-		return;
-	}
-	*o = (struct offload_job){.work.run = offload_run,
-				  .item.fn = offload_done,
-				  .q = d->q,
-				  .run = run,
-				  .done = done,
-				  .job = job};
-	workers_submit(d->workers, &o->work);
+	workers_offload(d->workers, d->q, run, done, job);
 }
 
 void cql_data_peer_event(struct cql_data *d, const uint8_t host_id[16],

@@ -198,48 +198,11 @@ static const struct storage_table_meta *store_meta(void *s,
 }
 
 /* Tree folding and encoding on the repair worker, completion on the loop. */
-struct offload_job {
-	struct work work;
-	struct loopq_item item;
-	struct loopq *q;
-	void (*run)(void *job);
-	void (*done)(void *job);
-	void *job;
-};
-
-static void offload_run(struct work *w)
-{
-	struct offload_job *o = (struct offload_job *)w;
-	o->run(o->job);
-	loopq_post(o->q, &o->item);
-}
-
-static void offload_done(struct loopq_item *it)
-{
-	struct offload_job *o =
-		(struct offload_job *)((char *)it -
-				       offsetof(struct offload_job, item));
-	o->done(o->job);
-	free(o);
-}
-
 static void store_offload(void *s, void (*run)(void *job),
 			  void (*done)(void *job), void *job)
 {
 	struct node_repair *nr = s;
-	struct offload_job *o = malloc(sizeof(*o));
-	if (!o) {
-		run(job);
-		done(job);
-		return;
-	}
-	*o = (struct offload_job){.work.run = offload_run,
-				  .item.fn = offload_done,
-				  .q = nr->q,
-				  .run = run,
-				  .done = done,
-				  .job = job};
-	workers_submit(nr->workers, &o->work);
+	workers_offload(nr->workers, nr->q, run, done, job);
 }
 
 static const struct repair_store_ops store_ops = {

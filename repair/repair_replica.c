@@ -34,7 +34,7 @@ struct job {
 	struct merkle_tree *tree;
 	uint64_t partitions;
 	int64_t token;
-	int fold_depth;       /* the depth the answer's tree is folded to */
+	int fold_depth;      /* the depth the answer's tree is folded to */
 	struct buf tree_enc; /* ... and its encoding (built off the loop) */
 	/* ROWS: rows found; FETCH: rows wanted, sorted by (key, id) */
 	struct arena arena;
