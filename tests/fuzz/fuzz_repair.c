@@ -61,7 +61,8 @@ static const struct storage_table_meta *mem_meta(void *s, const uint8_t id[16])
 	return memcmp(id, meta->id, 16) ? NULL : meta;
 }
 
-static const struct repair_store_ops ops = {mem_apply, mem_scan, mem_meta};
+static const struct repair_store_ops ops = {
+	.apply = mem_apply, .scan = mem_scan, .meta = mem_meta};
 
 static void on_done(void *arg, const struct repair_summary *s)
 {
