@@ -44,6 +44,7 @@ struct memtable *memtable_new(const struct storage_table_meta *t)
 	arena_create(&mt->arena, 256 * 1024);
 	mt->meta = t;
 	atomic_init(&mt->refs, 1);
+	atomic_init(&mt->index, NULL);
 	mt->min_ts = INT64_MAX;
 	mt->max_ts = INT64_MIN;
 	if (skiplist_init_ordered(&mt->parts, &mt->arena, part_cmp, part_order,
@@ -78,12 +79,74 @@ bool memtable_is_empty(const struct memtable *mt)
 	return atomic_load(&((struct memtable *)mt)->parts.count) == 0;
 }
 
+static size_t slot_of(int64_t token, size_t cap)
+{
+	return (size_t)((uint64_t)token * 0x9e3779b97f4a7c15ull >> 7) &
+	       (cap - 1);
+}
+
 struct mt_partition *memtable_find(const struct memtable *mt, int64_t token,
 				   struct slice key)
 {
-	struct mt_partition probe = {.token = token, .key = key};
-	struct skiplist_node *n = skiplist_find(&mt->parts, &probe);
-	return n ? mt_node_partition(n) : NULL;
+	struct mt_index *ix = atomic_load_explicit(
+		&((struct memtable *)mt)->index, memory_order_acquire);
+	if (!ix) {
+		struct mt_partition probe = {.token = token, .key = key};
+		struct skiplist_node *n = skiplist_find(&mt->parts, &probe);
+		return n ? mt_node_partition(n) : NULL;
+	}
+	for (size_t i = slot_of(token, ix->cap);; i = (i + 1) & (ix->cap - 1)) {
+		struct mt_partition *p = atomic_load_explicit(
+			&ix->slots[i], memory_order_acquire);
+		if (!p)
+			return NULL;
+		if (p->token == token && slice_eq(p->key, key))
+			return p;
+	}
+}
+
+static void index_put(struct mt_index *ix, struct mt_partition *p)
+{
+	size_t i = slot_of(p->token, ix->cap);
+	while (atomic_load_explicit(&ix->slots[i], memory_order_relaxed))
+		i = (i + 1) & (ix->cap - 1);
+	atomic_store_explicit(&ix->slots[i], p, memory_order_release);
+}
+
+/* Adds a new partition to the index, growing it (kept at most half full)
+ * by publishing a copy twice as large. Without memory the index is
+ * dropped and lookups fall back to the skiplist. */
+static void index_add(struct memtable *mt, struct mt_partition *p)
+{
+	struct mt_index *ix =
+		atomic_load_explicit(&mt->index, memory_order_relaxed);
+	if (!ix && mt->indexed)
+		return; /* given up on */
+	if (!ix || 2 * (mt->indexed + 1) > ix->cap) {
+		size_t cap = ix ? 2 * ix->cap : 64;
+		struct mt_index *nx = arena_alloc_aligned(
+			&mt->arena, sizeof(*nx) + cap * sizeof(nx->slots[0]),
+			8);
+		if (!nx) {
+			atomic_store_explicit(&mt->index, NULL,
+					      memory_order_release);
+			mt->indexed++;
+			return;
+		}
+		nx->cap = cap;
+		for (size_t i = 0; i < cap; i++)
+			atomic_init(&nx->slots[i], NULL);
+		for (size_t i = 0; ix && i < ix->cap; i++) {
+			struct mt_partition *q = atomic_load_explicit(
+				&ix->slots[i], memory_order_relaxed);
+			if (q)
+				index_put(nx, q);
+		}
+		atomic_store_explicit(&mt->index, nx, memory_order_release);
+		ix = nx;
+	}
+	index_put(ix, p);
+	mt->indexed++;
 }
 
 struct skiplist_node *memtable_seek_token(const struct memtable *mt,
@@ -102,6 +165,12 @@ static struct mt_partition *get_partition(struct memtable *mt,
 {
 	/* One skiplist search whether the partition is new or not. */
 	struct skiplist_node *prev[SKIPLIST_MAX_HEIGHT];
+	if (atomic_load_explicit(&mt->index, memory_order_relaxed)) {
+		struct mt_partition *known =
+			memtable_find(mt, m->token, m->key);
+		if (known)
+			return known;
+	}
 	struct mt_partition probe = {.token = m->token, .key = m->key};
 	struct skiplist_node *n = skiplist_find_prev(&mt->parts, &probe, prev);
 	if (n)
@@ -118,6 +187,7 @@ static struct mt_partition *get_partition(struct memtable *mt,
 	if (skiplist_init(&p->atoms, &mt->arena, atom_node_cmp, mt->meta) ||
 	    !skiplist_insert_at(&mt->parts, p, prev))
 		return NULL;
+	index_add(mt, p);
 	return p;
 }
 

@@ -8,6 +8,14 @@
  * which is what memtable_heap_space limits. A newer version of an atom
  * replaces the node's pointer; the old version stays in the arena until
  * the memtable is freed.
+ *
+ * Point lookups go through a hash index of the partitions (open
+ * addressing on the token, itself a hash): a skiplist search of a large
+ * memtable is a cache miss per node visited. The index is insert-only; it
+ * grows by building a twice larger copy and publishing it, and the old
+ * copies stay in the arena, so a reader holding one is never left with
+ * freed memory (at most it misses a partition inserted after it looked,
+ * as a read that came earlier would).
  */
 #ifndef CASSINI_STORAGE_MEMTABLE_INTERNAL_H
 #define CASSINI_STORAGE_MEMTABLE_INTERNAL_H
@@ -31,10 +39,17 @@ struct mt_partition {
 	struct skiplist atoms; /* of struct atom * */
 };
 
+struct mt_index {
+	size_t cap; /* a power of two */
+	_Atomic(struct mt_partition *) slots[];
+};
+
 struct memtable {
 	struct arena arena;
 	const struct storage_table_meta *meta; /* borrowed from the table */
 	struct skiplist parts;                 /* of struct mt_partition * */
+	_Atomic(struct mt_index *) index;      /* the same partitions, hashed */
+	size_t indexed;                        /* writer-owned count */
 	_Atomic int refs;
 	/* Statistics for the SSTable it becomes (writer-owned). */
 	int64_t min_ts, max_ts;

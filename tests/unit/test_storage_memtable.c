@@ -5,6 +5,8 @@
 #include "storage/read_internal.h"
 #include "tests/lib/testutil.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +312,82 @@ START_TEST(memory_is_accounted_and_overwrites_reconcile)
 }
 END_TEST
 
+/* A reader that looks up the partitions already written while the writer
+ * adds more (and the index grows under it): every one it looks for is
+ * found, with its key. */
+struct lookups {
+	struct memtable *mt;
+	_Atomic int written; /* partitions k0..k(written-1) are in */
+	_Atomic bool stop;
+	uint64_t found;
+};
+
+static void *reader(void *arg)
+{
+	struct lookups *l = arg;
+	char key[16];
+	unsigned x = 1;
+	while (!atomic_load(&l->stop)) {
+		int w = atomic_load(&l->written);
+		if (w == 0)
+			continue;
+		x = x * 1103515245u + 12345u;
+		int i = (int)(x % (unsigned)w);
+		snprintf(key, sizeof(key), "k%d", i);
+		struct slice k = slice_make(key, strlen(key));
+		struct mt_partition *p =
+			memtable_find(l->mt, murmur3_token(k.ptr, k.len), k);
+		if (!p || !slice_eq(p->key, k))
+			return (void *)1;
+		l->found++;
+	}
+	return NULL;
+}
+
+START_TEST(hash_index_finds_every_partition_while_it_grows)
+{
+	struct fx f;
+	setup(&f);
+	struct lookups l = {.mt = f.mt};
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, reader, &l), 0);
+	char key[16];
+	enum { N = 20000 };
+	for (int i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put_row(&f, key, 0, i, 1, 0);
+		atomic_store(&l.written, i + 1);
+	}
+	atomic_store(&l.stop, true);
+	void *bad;
+	pthread_join(th, &bad);
+	ck_assert_ptr_null(bad);
+	ck_assert_uint_gt(l.found, 0);
+	/* grown well past its first size, still at most half full */
+	struct mt_index *ix = atomic_load(&f.mt->index);
+	ck_assert_ptr_nonnull(ix);
+	ck_assert_uint_ge(ix->cap, 2 * N);
+	for (int i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		struct slice k = slice_make(key, strlen(key));
+		struct mt_partition *p =
+			memtable_find(f.mt, murmur3_token(k.ptr, k.len), k);
+		ck_assert_ptr_nonnull(p);
+		ck_assert(slice_eq(p->key, k));
+		snprintf(key, sizeof(key), "absent%d", i);
+		k = slice_make(key, strlen(key));
+		ck_assert_ptr_null(
+			memtable_find(f.mt, murmur3_token(k.ptr, k.len), k));
+	}
+	/* overwrites find their partition through the index */
+	put_row(&f, "k7", 0, 70, 2, 0);
+	struct storage_result *r = rd(&f, "k7", NULL, 1000);
+	ck_assert_int_eq(geti(r->rows[0].cells[0].value), 70);
+	storage_result_delete(r);
+	teardown(&f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("storage_memtable");
@@ -319,6 +397,7 @@ int main(void)
 	tcase_add_test(tc, collections_static_and_projection);
 	tcase_add_test(tc, ttl_expires_against_the_clock);
 	tcase_add_test(tc, memory_is_accounted_and_overwrites_reconcile);
+	tcase_add_test(tc, hash_index_finds_every_partition_while_it_grows);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
