@@ -562,3 +562,49 @@ def test_count_without_partition_key_warns_as_cassandra_does(data_session):
     assert rs.one().count == 1 and not rs.response_future.warnings
     rs = s.execute("SELECT * FROM ks.t")
     assert len(list(rs)) == 3 and not rs.response_future.warnings
+
+
+def test_prepared_statements_run_many_times_with_their_own_binds(
+        data_session):
+    """A prepared statement keeps its parsed form across EXECUTEs (DML and
+    SELECT): every execution must still use its own bound values, a
+    prepared batch too; prepared DDL is parsed each time (it may evict
+    itself), and a dropped table's prepared statements stop working."""
+    s = data_session
+    ins = s.prepare("INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?)")
+    sel = s.prepare("SELECT c, v FROM ks.t WHERE k = ? AND c = ?")
+    upd = s.prepare("UPDATE ks.t SET v = ? WHERE k = ? AND c = ?")
+    dele = s.prepare("DELETE FROM ks.t WHERE k = ? AND c = ?")
+    for i in range(60):
+        s.execute(ins, [100, i, f"v{i}"])
+    for i in range(0, 60, 2):
+        s.execute(upd, [f"u{i}", 100, i])
+    for i in range(0, 60, 3):
+        s.execute(dele, [100, i])
+    for i in range(60):
+        rows = s.execute(sel, [100, i]).all()
+        if i % 3 == 0:
+            assert rows == []
+        else:
+            assert [(r.c, r.v) for r in rows] == \
+                [(i, f"u{i}" if i % 2 == 0 else f"v{i}")]
+    batch = s.prepare("BEGIN BATCH INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?); "
+                      "INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?); "
+                      "APPLY BATCH")
+    for i in range(5):
+        s.execute(batch, [200 + i, 1, "a", 300 + i, 2, "b"])
+    for i in range(5):
+        assert s.execute(sel, [200 + i, 1]).one().v == "a"
+        assert s.execute(sel, [300 + i, 2]).one().v == "b"
+    ddl = s.prepare("CREATE TABLE IF NOT EXISTS ks.pp (k int PRIMARY KEY, "
+                    "v int)")
+    s.execute(ddl)
+    s.execute(ddl)
+    ins_pp = s.prepare("INSERT INTO ks.pp (k, v) VALUES (?, ?)")
+    s.execute(ins_pp, [1, 1])
+    s.execute("DROP TABLE ks.pp")
+    with pytest.raises(InvalidRequest):
+        s.execute(ins_pp, [2, 2])
+    s.execute(ddl)
+    s.execute(ins_pp, [3, 3])
+    assert [tuple(r) for r in s.execute("SELECT k, v FROM ks.pp")] == [(3, 3)]
