@@ -1,6 +1,6 @@
 # Repair sessions in the deterministic simulator.
 cassini_check_suite(test_repair_sim LABEL sim TIMEOUT 300
-                    SOURCES test_repair.c LIBS cassini_sim cassini_repair)
+                    SOURCES test_repair.c mem_store.c LIBS cassini_sim cassini_repair)
 # The repair scheduler over three simulated nodes.
 cassini_check_suite(test_repair_sched_sim LABEL sim TIMEOUT 300
-                    SOURCES test_repair_sched.c LIBS cassini_sim cassini_repair)
+                    SOURCES test_repair_sched.c mem_store.c LIBS cassini_sim cassini_repair)

@@ -16,6 +16,7 @@
 
 #include "common/err.h"
 #include "tests/lib/testutil.h"
+#include "tests/sim/mem_store.h"
 #include "tests/sim/sim.h"
 
 #include <check.h>
@@ -23,8 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NNODES    3
-#define MAX_PARTS 2048
+#define NNODES 3
 
 static uint64_t g_seed;
 
@@ -33,8 +33,7 @@ struct mnode {
 	struct inet_addr addr;
 	struct env *env;
 	struct repair *repair;
-	struct storage_mutation *parts[MAX_PARTS];
-	size_t nparts;
+	struct mem_store store; /* its data */
 };
 
 struct cluster {
@@ -51,42 +50,11 @@ struct cluster {
 
 /* ---- in-memory store ----------------------------------------------------- */
 
-static int part_cmp(const void *x, const void *y)
-{
-	const struct storage_mutation *a = *(struct storage_mutation *const *)x;
-	const struct storage_mutation *b = *(struct storage_mutation *const *)y;
-	int64_t ta = storage_mutation_token(a), tb = storage_mutation_token(b);
-	if (ta != tb)
-		return ta < tb ? -1 : 1;
-	return slice_cmp(storage_mutation_key(a), storage_mutation_key(b));
-}
-
-static struct storage_mutation **find_part(struct mnode *n, struct slice key)
-{
-	for (size_t i = 0; i < n->nparts; i++)
-		if (slice_eq(storage_mutation_key(n->parts[i]), key))
-			return &n->parts[i];
-	return NULL;
-}
-
 static int mem_apply(void *s, const struct storage_mutation *m,
 		     storage_done_fn done, void *arg)
 {
 	struct mnode *n = s;
-	struct storage_mutation **p = find_part(n, storage_mutation_key(m));
-	struct storage_mutation *in[2] = {p ? *p : NULL,
-					  (struct storage_mutation *)m};
-	struct storage_mutation *merged =
-		storage_fragment_merge(n->c->meta, p ? in : in + 1, p ? 2 : 1);
-	ck_assert_ptr_nonnull(merged);
-	if (p) {
-		storage_mutation_delete(*p);
-		*p = merged;
-	} else {
-		ck_assert_uint_lt(n->nparts, MAX_PARTS);
-		n->parts[n->nparts++] = merged;
-		qsort(n->parts, n->nparts, sizeof(*n->parts), part_cmp);
-	}
+	mem_store_apply(&n->store, m);
 	done(arg, 0, ERR_NONE);
 	return 0;
 }
@@ -98,15 +66,9 @@ static void mem_scan(void *s, const uint8_t table_id[16], int64_t start,
 	struct mnode *n = s;
 	(void)table_id;
 	ck_assert_int_lt(start, end);
-	for (size_t i = 0; i < n->nparts; i++) {
-		int64_t t = storage_mutation_token(n->parts[i]);
-		if (t <= start || t > end ||
-		    storage_mutation_is_empty(n->parts[i]))
-			continue;
-		if (each(arg, n->parts[i])) {
-			done(arg, -1, err_code());
-			return;
-		}
+	if (mem_store_scan(&n->store, start, end, each, arg) != 0) {
+		done(arg, -1, err_code());
+		return;
 	}
 	done(arg, 0, ERR_NONE);
 }
@@ -161,6 +123,7 @@ static struct cluster *cluster_new(void)
 	for (int i = 0; i < NNODES; i++) {
 		struct mnode *m = &c->nodes[i];
 		m->c = c;
+		m->store.meta = c->meta;
 		m->addr =
 			(struct inet_addr){.family = INET_V4,
 					   .ip = {127, 0, 9, (uint8_t)(i + 1)},
@@ -185,8 +148,7 @@ static void cluster_delete(struct cluster *c)
 {
 	for (int i = 0; i < NNODES; i++) {
 		repair_delete(c->nodes[i].repair);
-		for (size_t k = 0; k < c->nodes[i].nparts; k++)
-			storage_mutation_delete(c->nodes[i].parts[k]);
+		mem_store_clear(&c->nodes[i].store);
 	}
 	sim_delete(c->sim);
 	storage_table_meta_delete(c->meta);
@@ -292,7 +254,8 @@ static bool part_equal(struct cluster *c, int k)
 	struct slice ks = slice_make(key, strlen(key));
 	uint8_t d0[16] = {0};
 	for (int i = 0; i < NNODES; i++) {
-		struct storage_mutation **p = find_part(&c->nodes[i], ks);
+		struct storage_mutation **p =
+			mem_store_find(&c->nodes[i].store, ks);
 		uint8_t d[16] = {0};
 		if (p)
 			storage_mutation_digest(*p, d);
@@ -315,10 +278,11 @@ static int unequal_parts(struct cluster *c)
 static uint64_t data_bytes(struct mnode *n)
 {
 	uint64_t b = 0;
-	for (size_t i = 0; i < n->nparts; i++) {
+	for (size_t i = 0; i < n->store.nparts; i++) {
 		struct buf e;
 		buf_init(&e);
-		ck_assert_int_eq(storage_mutation_encode(n->parts[i], &e), 0);
+		ck_assert_int_eq(storage_mutation_encode(n->store.parts[i], &e),
+				 0);
 		b += e.len;
 		buf_free(&e);
 	}
@@ -451,8 +415,8 @@ START_TEST(divergent_replicas_converge_streaming_only_divergent_rows)
 	/* the partition deleted on node 1 lost its rows (shadowed) */
 	char key[32];
 	key_of(70, key, sizeof(key));
-	struct storage_mutation **p =
-		find_part(&c->nodes[0], slice_make(key, strlen(key)));
+	struct storage_mutation **p = mem_store_find(
+		&c->nodes[0].store, slice_make(key, strlen(key)));
 	struct storage_mutation *probe = mut(c, 70);
 	ck_assert_int_eq(
 		storage_mutation_delete_partition(probe, 2000, 1700000000), 0);
@@ -497,8 +461,8 @@ START_TEST(tombstones_past_gc_grace_are_not_repaired)
 	char key[32];
 	key_of(5, key, sizeof(key));
 	for (int i = 1; i < NNODES; i++) {
-		struct storage_mutation **p =
-			find_part(&c->nodes[i], slice_make(key, strlen(key)));
+		struct storage_mutation **p = mem_store_find(
+			&c->nodes[i].store, slice_make(key, strlen(key)));
 		storage_mutation_delete(*p);
 		*p = storage_mutation_new(c->meta, (uint8_t *)key, strlen(key));
 	}

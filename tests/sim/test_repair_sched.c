@@ -24,6 +24,7 @@
 
 #include "common/err.h"
 #include "tests/lib/testutil.h"
+#include "tests/sim/mem_store.h"
 #include "tests/sim/sim.h"
 
 #include <check.h>
@@ -31,10 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NNODES    3
-#define NVNODES   4
-#define MAX_PARTS 512
-#define MAX_DONE  4096
+#define NNODES   3
+#define NVNODES  4
+#define MAX_DONE 4096
 
 static uint64_t g_seed;
 
@@ -54,9 +54,8 @@ struct mnode {
 	struct env *env;
 	struct repair *repair;
 	struct repair_sched *sched;
-	struct storage_mutation *parts[MAX_PARTS];
-	size_t nparts;
-	struct buf saved; /* the "disk": the last state handed to save */
+	struct mem_store store; /* its data */
+	struct buf saved;       /* the "disk": the last state handed to save */
 	int64_t tokens[NVNODES];
 };
 
@@ -77,42 +76,11 @@ struct cluster {
 
 /* ---- in-memory store (as in test_repair.c) ------------------------------- */
 
-static int part_cmp(const void *x, const void *y)
-{
-	const struct storage_mutation *a = *(struct storage_mutation *const *)x;
-	const struct storage_mutation *b = *(struct storage_mutation *const *)y;
-	int64_t ta = storage_mutation_token(a), tb = storage_mutation_token(b);
-	if (ta != tb)
-		return ta < tb ? -1 : 1;
-	return slice_cmp(storage_mutation_key(a), storage_mutation_key(b));
-}
-
-static struct storage_mutation **find_part(struct mnode *n, struct slice key)
-{
-	for (size_t i = 0; i < n->nparts; i++)
-		if (slice_eq(storage_mutation_key(n->parts[i]), key))
-			return &n->parts[i];
-	return NULL;
-}
-
 static int mem_apply(void *s, const struct storage_mutation *m,
 		     storage_done_fn done, void *arg)
 {
 	struct mnode *n = s;
-	struct storage_mutation **p = find_part(n, storage_mutation_key(m));
-	struct storage_mutation *in[2] = {p ? *p : NULL,
-					  (struct storage_mutation *)m};
-	struct storage_mutation *merged =
-		storage_fragment_merge(n->c->meta, p ? in : in + 1, p ? 2 : 1);
-	ck_assert_ptr_nonnull(merged);
-	if (p) {
-		storage_mutation_delete(*p);
-		*p = merged;
-	} else {
-		ck_assert_uint_lt(n->nparts, MAX_PARTS);
-		n->parts[n->nparts++] = merged;
-		qsort(n->parts, n->nparts, sizeof(*n->parts), part_cmp);
-	}
+	mem_store_apply(&n->store, m);
 	done(arg, 0, ERR_NONE);
 	return 0;
 }
@@ -132,15 +100,9 @@ static void mem_scan(void *s, const uint8_t table_id[16], int64_t start,
 		done(arg, -1, ERR_IO);
 		return;
 	}
-	for (size_t i = 0; i < n->nparts; i++) {
-		int64_t t = storage_mutation_token(n->parts[i]);
-		if (t <= start || t > end ||
-		    storage_mutation_is_empty(n->parts[i]))
-			continue;
-		if (each(arg, n->parts[i])) {
-			done(arg, -1, err_code());
-			return;
-		}
+	if (mem_store_scan(&n->store, start, end, each, arg) != 0) {
+		done(arg, -1, err_code());
+		return;
 	}
 	done(arg, 0, ERR_NONE);
 }
@@ -179,7 +141,7 @@ static int ops_tables(void *arg, struct repair_sched_table_info **out,
 		snprintf(v[t].name, sizeof(v[t].name), "%s", c->tables[t]);
 		v[t].id[0] = (uint8_t)(t + 1);
 		v[t].gc_grace_seconds = c->gc_grace[t];
-		v[t].partitions = m->nparts / NNODES;
+		v[t].partitions = m->store.nparts / NNODES;
 		for (int k = 0; k < NVNODES; k++) {
 			/* the range ending at this node's token */
 			int idx = k * NNODES + m->idx;
@@ -342,6 +304,7 @@ static struct cluster *cluster_new(const struct repair_sched_options *o)
 	for (int i = 0; i < NNODES; i++) {
 		struct mnode *m = &c->nodes[i];
 		m->c = c;
+		m->store.meta = c->meta;
 		m->idx = i;
 		m->addr =
 			(struct inet_addr){.family = INET_V4,
@@ -360,8 +323,7 @@ static void cluster_delete(struct cluster *c)
 		repair_sched_delete(m->sched);
 		repair_delete(m->repair);
 		buf_free(&m->saved);
-		for (size_t k = 0; k < m->nparts; k++)
-			storage_mutation_delete(m->parts[k]);
+		mem_store_clear(&m->store);
 	}
 	sim_delete(c->sim);
 	storage_table_meta_delete(c->meta);
@@ -407,12 +369,12 @@ static void diverge(struct cluster *c)
 static bool converged(struct cluster *c)
 {
 	for (int i = 1; i < NNODES; i++) {
-		if (c->nodes[i].nparts != c->nodes[0].nparts)
+		if (c->nodes[i].store.nparts != c->nodes[0].store.nparts)
 			return false;
-		for (size_t k = 0; k < c->nodes[0].nparts; k++) {
+		for (size_t k = 0; k < c->nodes[0].store.nparts; k++) {
 			uint8_t a[16], b[16];
-			storage_mutation_digest(c->nodes[0].parts[k], a);
-			storage_mutation_digest(c->nodes[i].parts[k], b);
+			storage_mutation_digest(c->nodes[0].store.parts[k], a);
+			storage_mutation_digest(c->nodes[i].store.parts[k], b);
 			if (memcmp(a, b, 16))
 				return false;
 		}
