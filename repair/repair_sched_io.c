@@ -11,7 +11,7 @@
  *   seg START END DONE FAILURES DEPTH          (the table's current cycle)
  *   cycle START END SEGMENTS FAILURES SPLITS   (its completed cycles)
  *   ...
- *   crc32c XXXXXXXX                            (of every byte before it)
+ *   crc32c HEX8                                (of every byte before it, 8 hex digits)
  *
  * NAME is "ks.table" with bytes <= ' ', '%' and DEL written as %XX.
  * Times are wall-clock microseconds; tokens are (START, END]. A file

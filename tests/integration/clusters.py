@@ -77,3 +77,18 @@ def wait_for(pred, timeout=60, step=0.25):
             return True
         time.sleep(step)
     return False
+
+
+def alone(cluster, node, ip, check, nodes=("node1", "node2", "node3")):
+    """Stops the other nodes, runs check(session) against `ip` (the node
+    `node`) alone, then starts them again: what one replica holds."""
+    others = [n for n in nodes if n != node]
+    for o in others:
+        cluster("node", o, "stop")
+    c, s = session(ip)
+    try:
+        check(s)
+    finally:
+        c.shutdown()
+    for o in others:
+        cluster("node", o, "start", timeout=180)

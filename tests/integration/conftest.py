@@ -68,10 +68,46 @@ class Node:
         finally:
             self.stderr_file.close()
 
+    def restart(self, sig=signal.SIGTERM):
+        """Stops the node with `sig` (SIGTERM: clean, SIGKILL: a crash),
+        starts it again, waits for CQL; returns the log of the new run."""
+        self.proc.send_signal(sig)
+        self.proc.wait(timeout=10)
+        self.stderr_file.close()
+        mark = self.log_size()
+        self.start()
+        assert self.wait_for_log("CQL clients on", since=mark), self.log()
+        return self.log()[mark:]
+
     def kill(self):
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def seeds_yaml(*ips):
+    """A seed_provider value for default_yaml naming `ips`."""
+    return ("\n  - class_name: SimpleSeedProvider\n"
+            "    parameters:\n"
+            f"      - seeds: \"{','.join(ips)}\"")
+
+
+def wait_all_normal(ips, timeout=30.0):
+    """Until every node of `ips` lists all of them UN in cassini-tool
+    status (UP and holding tokens: "is now UP" in a log comes before a
+    new node has chosen its tokens)."""
+    tool = BUILD_DIR / "node" / "cassini-tool"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        outs = [subprocess.run([str(tool), "-h", ip, "status"],
+                               capture_output=True, text=True,
+                               timeout=10).stdout for ip in ips]
+        if all(sum(line.startswith("UN ") for line in o.splitlines()) ==
+               len(ips) for o in outs):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"not every node of {ips} lists them all UN: "
+                         f"{outs}")
 
 
 def default_yaml(**overrides):

@@ -15,7 +15,7 @@ from cassandra.policies import WhiteListRoundRobinPolicy
 from cassandra.query import SimpleStatement
 from cassandra import ConsistencyLevel
 
-from conftest import default_yaml
+from conftest import default_yaml, seeds_yaml, wait_all_normal
 
 ADDRESS = "127.0.16.1"
 
@@ -26,16 +26,6 @@ def connect(ip=ADDRESS):
     cluster = Cluster([ip], protocol_version=4,
                       execution_profiles={EXEC_PROFILE_DEFAULT: pinned})
     return cluster, cluster.connect()
-
-
-def restart(node, sig):
-    node.proc.send_signal(sig)
-    node.proc.wait(timeout=10)
-    node.stderr_file.close()
-    mark = node.log_size()
-    node.start()
-    assert node.wait_for_log("CQL clients on", since=mark), node.log()
-    return node.log()[mark:]
 
 
 def rows_of(s, key):
@@ -56,7 +46,7 @@ def test_add_and_drop_survive_flushes_and_restarts(make_node):
                   [c, f"old{c}"])
     cluster.shutdown()
     # A clean stop flushes: the old rows now live in an SSTable.
-    restart(node, signal.SIGTERM)
+    node.restart(signal.SIGTERM)
 
     cluster, s = connect()
     s.execute("ALTER TABLE app.t ADD (extra text, tags set<int>)")
@@ -67,7 +57,7 @@ def test_add_and_drop_survive_flushes_and_restarts(make_node):
     s.execute("INSERT INTO app.t (k, c, v, extra) VALUES (2, 0, 'n', 'y')")
     cluster.shutdown()
     # kill -9: the new column's cells come back from the commitlog.
-    log = restart(node, signal.SIGKILL)
+    log = node.restart(signal.SIGKILL)
     assert "commitlog replay" in log, log
 
     cluster, s = connect()
@@ -79,7 +69,7 @@ def test_add_and_drop_survive_flushes_and_restarts(make_node):
     s.execute("ALTER TABLE app.t DROP v")
     assert "v" not in rows_of(s, 1)[0]._fields
     cluster.shutdown()
-    log = restart(node, signal.SIGKILL)
+    log = node.restart(signal.SIGKILL)
     assert "replayed 4 statements" in log, log
 
     cluster, s = connect()
@@ -92,7 +82,7 @@ def test_add_and_drop_survive_flushes_and_restarts(make_node):
     assert [r.v for r in rows_of(s, 1).values()] == [None] * 5
     s.execute("UPDATE app.t SET v = 'again' WHERE k = 1 AND c = 4")
     cluster.shutdown()
-    restart(node, signal.SIGTERM)
+    node.restart(signal.SIGTERM)
     cluster, s = connect()
     r = rows_of(s, 1)
     assert [r[c].v for c in range(5)] == [None, None, None, None, "again"]
@@ -111,14 +101,12 @@ def test_a_second_node_takes_the_new_column(make_node):
     for i, ip in enumerate(["127.0.16.11", "127.0.16.12"]):
         n = make_node(default_yaml(
             listen_address=ip, gossip_interval="200ms",
-            seed_provider="\n  - class_name: SimpleSeedProvider\n"
-                          "    parameters:\n"
-                          f"      - seeds: \"{seeds}\""), name=f"n{i}")
+            seed_provider=seeds_yaml(seeds)), name=f"n{i}")
         n.start()
         nodes.append(n)
     for n in nodes:
-        assert n.wait_for_log("is now UP", timeout=30), n.log()
         assert n.wait_for_log("CQL clients on", timeout=30), n.log()
+    wait_all_normal(["127.0.16.11", "127.0.16.12"])
     c1, s1 = connect("127.0.16.11")
     s1.execute("CREATE KEYSPACE k WITH replication = {'class': "
                "'SimpleStrategy', 'replication_factor': 2}")

@@ -11,7 +11,7 @@ from cassandra.cluster import Cluster
 from cassandra.policies import WhiteListRoundRobinPolicy
 from cassandra.query import SimpleStatement
 
-from conftest import BUILD_DIR, default_yaml
+from conftest import BUILD_DIR, default_yaml, seeds_yaml, wait_all_normal
 
 ADDRESS = "127.0.3.1"  # a block of its own: suites run in parallel
 
@@ -32,16 +32,6 @@ def node(make_node):
     assert n.wait_for_log("CQL clients on"), n.log()
     yield n
     n.kill()
-
-
-def restart(node, sig):
-    node.proc.send_signal(sig)
-    node.proc.wait(timeout=10)
-    node.stderr_file.close()
-    mark = node.log_size()
-    node.start()
-    assert node.wait_for_log("CQL clients on", since=mark), node.log()
-    return node.log()[mark:]
 
 
 def load(session):
@@ -73,7 +63,7 @@ def test_driver_writes_and_reads_and_data_survives_restart(node):
     load(s)
     check(s)
     cluster.shutdown()
-    assert "replayed 4 statements" in restart(node, signal.SIGTERM)
+    assert "replayed 4 statements" in node.restart(signal.SIGTERM)
     cluster, s = connect()
     columns = cluster.metadata.keyspaces["app"].tables["events"].columns
     assert "extra" in columns and "dropped" not in columns
@@ -85,7 +75,7 @@ def test_acknowledged_writes_survive_kill_9(node):
     cluster, s = connect()
     load(s)
     cluster.shutdown()
-    log = restart(node, signal.SIGKILL)
+    log = node.restart(signal.SIGKILL)
     assert "replayed 4 statements" in log
     assert "commitlog replay" in log
     cluster, s = connect()
@@ -123,7 +113,7 @@ def test_describe_matches_the_driver_and_survives_restart(node):
         assert [r.rsplit(":", 1)[0] for r in replicas] == \
             [h.address for h in want]
     cluster.shutdown()
-    restart(node, signal.SIGTERM)
+    node.restart(signal.SIGTERM)
     cluster, s = connect()
     assert list(s.execute("DESCRIBE KEYSPACE app")) == got
     cluster.shutdown()
@@ -137,14 +127,12 @@ def test_two_nodes_replicate_writes(make_node):
     for i, ip in enumerate(["127.0.3.11", "127.0.3.12"]):
         n = make_node(default_yaml(
             listen_address=ip, gossip_interval="200ms",
-            seed_provider="\n  - class_name: SimpleSeedProvider\n"
-                          "    parameters:\n"
-                          f"      - seeds: \"{seeds}\""), name=f"n{i}")
+            seed_provider=seeds_yaml(seeds)), name=f"n{i}")
         n.start()
         nodes.append(n)
     for n in nodes:
-        assert n.wait_for_log("is now UP", timeout=30), n.log()
         assert n.wait_for_log("CQL clients on", timeout=30), n.log()
+    wait_all_normal(["127.0.3.11", "127.0.3.12"])
     cluster = Cluster(["127.0.3.11"], protocol_version=4,
                       load_balancing_policy=WhiteListRoundRobinPolicy(
                           ["127.0.3.11"]))
@@ -267,7 +255,7 @@ def test_flush_and_drain_leave_nothing_to_replay(node):
     with pytest.raises(Exception):
         Cluster([ADDRESS], connect_timeout=2).connect()
 
-    log = restart(node, signal.SIGKILL)
+    log = node.restart(signal.SIGKILL)
     m = re.search(r"commitlog replay: (\d+) records, (\d+) applied", log)
     assert m is None or m.group(2) == "0", log
     cluster, s = connect()

@@ -1,5 +1,4 @@
 """cassinid as an operator runs it: start, run, SIGTERM, bad configs."""
-import os
 import signal
 import subprocess
 

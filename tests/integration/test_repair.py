@@ -21,7 +21,7 @@ import time
 import pytest
 from cassandra import ConsistencyLevel as CL
 
-from clusters import TOOL, cluster_script, run_at, session, state
+from clusters import TOOL, alone, cluster_script, run_at, session, state
 from clusters import tool_run as tool
 from clusters import wait_for
 
@@ -47,21 +47,6 @@ def streamed_to(out, ip):
                   r"(\d+) rows", out)
     assert m, out
     return int(m.group(1))
-
-
-def alone(cluster, node, ip, check):
-    """Stops the other two nodes, runs check(session) against `ip` at ONE,
-    then starts them again."""
-    others = [n for n in ("node1", "node2", "node3") if n != node]
-    for o in others:
-        cluster("node", o, "stop")
-    c, s = session(ip)
-    try:
-        check(s)
-    finally:
-        c.shutdown()
-    for o in others:
-        cluster("node", o, "start", timeout=180)
 
 
 def test_repair_converges_replicas(cluster):

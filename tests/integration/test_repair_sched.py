@@ -19,7 +19,7 @@ import subprocess
 import pytest
 from cassandra import ConsistencyLevel as CL
 
-from clusters import cluster_script, run_at, session, state
+from clusters import alone, cluster_script, run_at, session, state
 from clusters import tool_run as tool
 from clusters import wait_for
 from conftest import CASSINID
@@ -160,16 +160,7 @@ def test_scheduler_completes_a_cycle_and_resumes_after_restart(cluster):
                           (k,)).one() is None
 
     for node, ip in NODES:
-        others = [n for n, _ in NODES if n != node]
-        for o in others:
-            cluster("node", o, "stop")
-        c, s = session(ip)
-        try:
-            every_row(s)
-        finally:
-            c.shutdown()
-        for o in others:
-            cluster("node", o, "start", timeout=180)
+        alone(cluster, node, ip, every_row)
 
     # A corrupt state file is refused whole, with a clear error: moved
     # aside, and a new schedule starts.

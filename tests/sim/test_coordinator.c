@@ -1114,6 +1114,22 @@ static bool two_stored(void *arg)
 	return stored_elsewhere(arg) >= 2;
 }
 
+/* Up to `want` keys (names b0, b1, ... in `names`) whose first replica
+ * is not node 0, so that node can coordinate without being one. */
+static int keys_off_node0(struct simc *c, const struct ring_strategy *s,
+			  char names[64][8], const char **keys, int want)
+{
+	int found = 0;
+	for (int i = 0; i < 64 && found < want; i++) {
+		snprintf(names[i], sizeof(names[i]), "b%d", i);
+		int eps[4], ne;
+		replicas_of(c, s, names[i], eps, &ne);
+		if (node_of(c, eps[0]) != 0)
+			keys[found++] = names[i];
+	}
+	return found;
+}
+
 /* Logged batches: a finished batch leaves nothing in the batchlog; when
  * the coordinator dies right after storing the batchlog (its mutations
  * never sent), a batchlog node replays the batch and every partition
@@ -1124,18 +1140,9 @@ START_TEST(batchlog_replays_a_dead_coordinators_batch)
 	struct simc *c = simc_new(13, 4, dcs);
 	struct ring_strategy *s = simple(1);
 	c->strategy = s;
-	/* Keys whose replica is not node 0. */
 	const char *keys[2];
 	char names[64][8];
-	int found = 0;
-	for (int i = 0; i < 64 && found < 2; i++) {
-		snprintf(names[i], sizeof(names[i]), "b%d", i);
-		int eps[4], ne;
-		replicas_of(c, s, names[i], eps, &ne);
-		if (node_of(c, eps[0]) != 0)
-			keys[found++] = names[i];
-	}
-	ck_assert_int_eq(found, 2);
+	ck_assert_int_eq(keys_off_node0(c, s, names, keys, 2), 2);
 
 	/* A batch that completes: applied, and its batchlog copies gone. */
 	struct outcome o = {0};
@@ -1328,15 +1335,7 @@ START_TEST(batchlog_replay_skips_tables_truncated_since)
 	c->strategy = s;
 	const char *keys[4];
 	char names[64][8];
-	int found = 0;
-	for (int i = 0; i < 64 && found < 4; i++) {
-		snprintf(names[i], sizeof(names[i]), "b%d", i);
-		int eps[4], ne;
-		replicas_of(c, s, names[i], eps, &ne);
-		if (node_of(c, eps[0]) != 0)
-			keys[found++] = names[i];
-	}
-	ck_assert_int_eq(found, 4);
+	ck_assert_int_eq(keys_off_node0(c, s, names, keys, 4), 4);
 	for (int round = 0; round < 2; round++) {
 		/* the coordinator dies once both copies are stored */
 		struct outcome o = {0};
