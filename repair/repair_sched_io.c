@@ -11,7 +11,7 @@
  *   seg START END DONE FAILURES DEPTH          (the table's current cycle)
  *   cycle START END SEGMENTS FAILURES SPLITS   (its completed cycles)
  *   ...
- *   crc32c HEX8                                (of every byte before it, 8 hex digits)
+ *   crc32c HEX8                     (8 hex digits, of every byte before it)
  *
  * NAME is "ks.table" with bytes <= ' ', '%' and DEL written as %XX.
  * Times are wall-clock microseconds; tokens are (START, END]. A file
