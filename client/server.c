@@ -52,13 +52,16 @@ struct cql_conn {
 	bool closing; /* flushing a last reply, then closing */
 	bool paused_requests;
 	bool paused_output;
+	bool dirty;       /* on the server's list of replies to flush */
+	bool write_armed; /* EV_WRITE on: the kernel took only part */
 	unsigned events;
 	int inflight;
 	uint64_t inflight_bytes; /* this connection's share of the server's */
 	int refs; /* 1 for the socket, 1 per request, 1 while read
-		     callbacks run */
+		     callbacks run, 1 while dirty */
 	char *keyspace;
 	struct cql_conn *prev, *next;
+	struct cql_conn *dirty_next;
 };
 
 struct cql_request {
@@ -76,6 +79,11 @@ struct cql_server {
 	char cql_version[16];
 	struct cql_executor exec;
 	struct cql_conn *conns;
+	/* Connections with replies queued in this loop turn, written by
+	 * one flush event once the turn's ready callbacks have run (one
+	 * writev per connection per turn, no EV_WRITE round trip). */
+	struct cql_conn *dirty;
+	struct event *flush_ev;
 	struct inet_addr bound;
 	struct cql_server_stats stats;
 };
@@ -127,6 +135,15 @@ static void conn_write(struct cql_conn *c, const uint8_t *p, size_t n)
 	if (bufferevent_write(c->bev, p, n) != 0) {
 		conn_close(c, "write failed");
 		return;
+	}
+	if (!c->dirty && !c->write_armed) {
+		struct cql_server *s = c->srv;
+		c->dirty = true;
+		c->refs++;
+		if (!s->dirty)
+			event_active(s->flush_ev, EV_WRITE, 1);
+		c->dirty_next = s->dirty;
+		s->dirty = c;
 	}
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) >
 	    OUTPUT_HIGH_WATER) {
@@ -189,10 +206,10 @@ static void conn_update_reading(struct cql_conn *c)
 		bufferevent_enable(c->bev, EV_READ);
 }
 
-static void conn_on_write(struct bufferevent *bev, void *arg)
+/* After the output drained (fully or to below the high water mark). */
+static void conn_drained(struct cql_conn *c)
 {
-	struct cql_conn *c = arg;
-	struct evbuffer *out = bufferevent_get_output(bev);
+	struct evbuffer *out = bufferevent_get_output(c->bev);
 	if (c->closing && evbuffer_get_length(out) == 0) {
 		conn_close(c, "protocol error");
 		return;
@@ -204,6 +221,52 @@ static void conn_on_write(struct bufferevent *bev, void *arg)
 		/* Frames may be waiting already; run the read callback from the
 		 * loop, not from here. */
 		bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
+	}
+}
+
+/* libevent finished writing what the kernel did not take at once. */
+static void conn_on_write(struct bufferevent *bev, void *arg)
+{
+	struct cql_conn *c = arg;
+	bufferevent_disable(bev, EV_WRITE);
+	c->write_armed = false;
+	conn_drained(c);
+}
+
+/* Writes what is queued; leaves the rest to libevent's EV_WRITE. */
+static void conn_flush(struct cql_conn *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	/* A socket bufferevent keeps its output's start frozen so that
+	 * only it drains it; with EV_WRITE off, this is the one writer. */
+	evbuffer_unfreeze(out, 1);
+	int n = evbuffer_write(out, bufferevent_getfd(c->bev));
+	int e = errno;
+	evbuffer_freeze(out, 1);
+	if (n < 0 && e != EAGAIN && e != EWOULDBLOCK && e != EINTR) {
+		conn_close(c, "socket error");
+		return;
+	}
+	if (evbuffer_get_length(out) > 0) {
+		c->write_armed = true;
+		bufferevent_enable(c->bev, EV_WRITE);
+		return;
+	}
+	conn_drained(c);
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct cql_server *s = arg;
+	while (s->dirty) {
+		struct cql_conn *c = s->dirty;
+		s->dirty = c->dirty_next;
+		c->dirty = false;
+		if (!c->closed && !c->write_armed)
+			conn_flush(c);
+		conn_unref(c);
 	}
 }
 
@@ -682,7 +745,10 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 		return;
 	}
 	bufferevent_setcb(c->bev, conn_read, conn_on_write, conn_on_event, c);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	/* EV_WRITE (on by default) stays off until a flush leaves bytes
+	 * behind. */
+	bufferevent_disable(c->bev, EV_WRITE);
+	bufferevent_enable(c->bev, EV_READ);
 	c->next = s->conns;
 	if (c->next)
 		c->next->prev = c;
@@ -721,6 +787,12 @@ struct cql_server *cql_server_new(struct event_base *base,
 	if (s->cfg.max_requests_per_connection < 1)
 		s->cfg.max_requests_per_connection = 1;
 	s->exec = *executor;
+	s->flush_ev = event_new(base, -1, 0, on_flush, s);
+	if (!s->flush_ev) {
+		err_set(ERR_NOMEM, "cannot allocate the CQL server");
+		free(s);
+		return NULL;
+	}
 	struct sockaddr_storage ss;
 	size_t sl = inet_addr_to_sockaddr(&config->address, &ss);
 	char text[INET_ADDR_STRLEN];
@@ -733,6 +805,7 @@ struct cql_server *cql_server_new(struct event_base *base,
 	if (!s->listener) {
 		err_set_errno(errno, "cannot listen for CQL clients on %s",
 			      text);
+		event_free(s->flush_ev);
 		free(s);
 		return NULL;
 	}
@@ -748,6 +821,7 @@ void cql_server_stop(struct cql_server *s)
 {
 	while (s->conns)
 		conn_close(s->conns, "server shutting down");
+	on_flush(-1, 0, s); /* only releases: every connection is closed */
 	if (s->listener)
 		evconnlistener_free(s->listener);
 	s->listener = NULL;
@@ -763,6 +837,7 @@ void cql_server_delete(struct cql_server *s)
 	if (!s)
 		return;
 	cql_server_stop(s);
+	event_free(s->flush_ev);
 	free(s);
 }
 

@@ -148,10 +148,13 @@ def read_frame(sock):
             return None
         head += chunk
     version, flags, stream, opcode, length = struct.unpack(">BBhBi", head)
-    body = b""
+    body = bytearray()
     while len(body) < length:
-        body += sock.recv(length - len(body))
-    return version, stream, opcode, body
+        chunk = sock.recv(length - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return version, stream, opcode, bytes(body)
 
 
 def error_text(body):
@@ -285,5 +288,31 @@ def test_client_closing_with_requests_in_flight(server):
     time.sleep(0.5)  # replies arrive for a closed connection: dropped
     c = s.connect()
     assert isinstance(query(c, "VOID"), ResultMessage)
+    stats = s.stop()
+    assert stats["inflight_bytes"] == "0"
+
+
+def test_a_reader_slower_than_the_replies_gets_every_byte(server):
+    # Replies are written once per loop turn; what the kernel does not take
+    # waits for the socket to drain, and past the output high-water mark
+    # (4 MiB) the server stops reading requests until it does.
+    s = server()
+    sock = s.raw()
+    sock.sendall(STARTUP)
+    read_frame(sock)
+    n, size = 12, 1 << 20
+    q = b"ROWS %d" % size
+    body = struct.pack(">i", len(q)) + q + struct.pack(">HB", 1, 0)
+    sock.sendall(b"".join(frame(0x07, body, stream=i) for i in range(n)))
+    time.sleep(0.3)  # the server fills the socket while nobody reads
+    value = bytes(ord("a") + i % 26 for i in range(size))
+    for i in range(n):
+        _, stream, opcode, reply = read_frame(sock)
+        assert (stream, opcode) == (i, 0x08)
+        assert reply.endswith(struct.pack(">i", size) + value)
+    # The connection still answers after draining.
+    q = struct.pack(">i", 4) + b"VOID" + struct.pack(">HB", 1, 0)
+    sock.sendall(frame(0x07, q, stream=99))
+    assert read_frame(sock)[1:3] == (99, 0x08)
     stats = s.stop()
     assert stats["inflight_bytes"] == "0"
