@@ -109,3 +109,11 @@ int env_write_file_atomic(struct env *e, const char *path, const void *data,
 	dir_of(path, dir, sizeof(dir));
 	return env_sync_dir(e, dir);
 }
+
+ssize_t env_file_pread_nowait(struct env_file *f, void *buf, size_t n,
+			      uint64_t off)
+{
+	if (!f->ops->pread_nowait)
+		return err_set(ERR_AGAIN, "no non-blocking reads here");
+	return f->ops->pread_nowait(f, buf, n, off);
+}

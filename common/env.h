@@ -94,6 +94,12 @@ struct env_file_ops {
 	/* Reads up to n bytes at off; returns bytes read (short only at end of
 	 * file) or -1. */
 	ssize_t (*pread)(struct env_file *f, void *buf, size_t n, uint64_t off);
+	/* pread's contract, but only from memory the OS already holds (the
+	 * page cache): all n bytes, or -1 with ERR_AGAIN where reading would
+	 * wait for the disk. Never blocks, so an event loop may call it.
+	 * Optional: NULL means always ERR_AGAIN. */
+	ssize_t (*pread_nowait)(struct env_file *f, void *buf, size_t n,
+				uint64_t off);
 	/* Writes all n bytes at the end of the file (the end as truncate
 	 * left it), or fails. */
 	int (*append)(struct env_file *f, const void *buf, size_t n);
@@ -175,6 +181,8 @@ static inline ssize_t env_file_pread(struct env_file *f, void *buf, size_t n,
 {
 	return f->ops->pread(f, buf, n, off);
 }
+ssize_t env_file_pread_nowait(struct env_file *f, void *buf, size_t n,
+			      uint64_t off);
 static inline int env_file_append(struct env_file *f, const void *buf, size_t n)
 {
 	return f->ops->append(f, buf, n);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -165,6 +166,20 @@ static ssize_t file_pread(struct env_file *f, void *buf, size_t n, uint64_t off)
 	return (ssize_t)done;
 }
 
+static ssize_t file_pread_nowait(struct env_file *f, void *buf, size_t n,
+				 uint64_t off)
+{
+	struct real_file *rf = rfile(f);
+	struct iovec iov = {.iov_base = buf, .iov_len = n};
+	/* RWF_NOWAIT: EAGAIN rather than wait for the disk; a short count
+	 * means part of the range is not cached (or the file ends there,
+	 * which the blocking path then reports). */
+	ssize_t got = preadv2(rf->fd, &iov, 1, (off_t)off, RWF_NOWAIT);
+	if (got == (ssize_t)n)
+		return got;
+	return err_set(ERR_AGAIN, "%s: not in the page cache", rf->path);
+}
+
 static int write_all(struct real_file *rf, const void *buf, size_t n,
 		     int64_t off)
 {
@@ -247,6 +262,7 @@ static int file_close(struct env_file *f)
 
 static const struct env_file_ops real_file_ops = {
 	.pread = file_pread,
+	.pread_nowait = file_pread_nowait,
 	.append = file_append,
 	.pwrite = file_pwrite,
 	.sync = file_sync,

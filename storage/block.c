@@ -108,16 +108,23 @@ int block_decode(const uint8_t *p, size_t len, uint8_t **raw, size_t *raw_len)
 	return 0;
 }
 
-int block_read(struct env_file *f, const char *path, uint64_t off,
-	       uint64_t disk_len, uint8_t **raw, size_t *raw_len,
-	       uint64_t *next)
+static ssize_t pread_maybe(struct env_file *f, void *buf, size_t n,
+			   uint64_t off, bool nowait)
+{
+	return nowait ? env_file_pread_nowait(f, buf, n, off)
+		      : env_file_pread(f, buf, n, off);
+}
+
+static int read_block(struct env_file *f, const char *path, uint64_t off,
+		      uint64_t disk_len, uint8_t **raw, size_t *raw_len,
+		      uint64_t *next, bool nowait)
 {
 	uint8_t h[BLOCK_HEADER];
 	*raw = NULL;
 	if (!disk_len) {
-		ssize_t n = env_file_pread(f, h, BLOCK_HEADER, off);
+		ssize_t n = pread_maybe(f, h, BLOCK_HEADER, off, nowait);
 		if (n < 0)
-			return err_prefix("%s", path);
+			return nowait ? -1 : err_prefix("%s", path);
 		if (n != BLOCK_HEADER)
 			return err_set(ERR_CORRUPT,
 				       "%s: truncated block at "
@@ -134,10 +141,10 @@ int block_read(struct env_file *f, const char *path, uint64_t off,
 	uint8_t *img = malloc(disk_len);
 	if (!img)
 		return err_set(ERR_NOMEM, "block");
-	ssize_t n = env_file_pread(f, img, disk_len, off);
+	ssize_t n = pread_maybe(f, img, disk_len, off, nowait);
 	int rc = 0;
 	if (n < 0) {
-		rc = err_prefix("%s", path);
+		rc = nowait ? -1 : err_prefix("%s", path);
 	} else if ((uint64_t)n != disk_len) {
 		rc = err_set(ERR_CORRUPT,
 			     "%s: truncated block at offset "
@@ -162,6 +169,20 @@ int block_read(struct env_file *f, const char *path, uint64_t off,
 	if (!rc)
 		*next = off + disk_len;
 	return rc;
+}
+
+int block_read(struct env_file *f, const char *path, uint64_t off,
+	       uint64_t disk_len, uint8_t **raw, size_t *raw_len,
+	       uint64_t *next)
+{
+	return read_block(f, path, off, disk_len, raw, raw_len, next, false);
+}
+
+int block_read_nowait(struct env_file *f, const char *path, uint64_t off,
+		      uint64_t disk_len, uint8_t **raw, size_t *raw_len,
+		      uint64_t *next)
+{
+	return read_block(f, path, off, disk_len, raw, raw_len, next, true);
 }
 
 int component_seal(struct buf *b)

@@ -260,19 +260,26 @@ static struct cached_block *block_get(struct sstable *s, bool index,
 	struct cached_block *b = block_cache_get(s->cache, id, off);
 	if (b)
 		return b;
-	if (cached_only) {
-		err_set(ERR_AGAIN, "%s: block at %llu is not cached",
-			index ? s->index_path : s->data_path,
-			(unsigned long long)off);
-		return NULL;
-	}
 	uint8_t *raw;
 	size_t len;
 	uint64_t next;
-	if (block_read(index ? s->index : s->data,
-		       index ? s->index_path : s->data_path, off, disk_len,
-		       &raw, &len, &next))
+	if (cached_only) {
+		/* From the page cache, or not at all: any failure (not
+		 * cached, or damaged) is left to the blocking path, which
+		 * reports it and applies disk_failure_policy. */
+		if (block_read_nowait(index ? s->index : s->data,
+				      index ? s->index_path : s->data_path, off,
+				      disk_len, &raw, &len, &next)) {
+			err_set(ERR_AGAIN, "%s: block at %llu is not in memory",
+				index ? s->index_path : s->data_path,
+				(unsigned long long)off);
+			return NULL;
+		}
+	} else if (block_read(index ? s->index : s->data,
+			      index ? s->index_path : s->data_path, off,
+			      disk_len, &raw, &len, &next)) {
 		return NULL;
+	}
 	/* compaction streams do not evict what reads need */
 	return block_cache_put(fill ? s->cache : NULL, id, off, raw, len, next);
 }

@@ -265,9 +265,11 @@ int storage_read(struct storage *db, const uint8_t table_id[16],
 int storage_read_fragment(struct storage *db, const uint8_t table_id[16],
 			  const struct storage_read_cmd *cmd,
 			  struct storage_mutation **out);
-/* storage_read_fragment from memory only: memtables and cached blocks
- * (bloom filters and summaries always are). -1 with ERR_AGAIN, having
- * changed nothing, when a block it needs is not cached or the partition
+/* storage_read_fragment from memory only: memtables, cached blocks, and
+ * blocks the OS page cache holds (read with RWF_NOWAIT, never waiting for
+ * the disk; bloom filters and summaries always are in memory). -1 with
+ * ERR_AGAIN, having changed nothing, when a block it needs is in neither
+ * cache, fails its checks (the blocking read reports that), or the partition
  * holds more than about a thousand cells: redo the read with
  * storage_read_fragment where blocking is allowed. Takes the engine mutex
  * only briefly, like a write: fit for an event loop. */

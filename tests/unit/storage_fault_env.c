@@ -35,6 +35,7 @@ struct fault_env {
 	int64_t wall_us;
 	char *fail_substr;
 	int fail_errno;
+	uint64_t nowait_reads; /* every other one finds its page "cached" */
 };
 
 struct fault_file {
@@ -91,6 +92,24 @@ static ssize_t f_pread(struct env_file *f, void *buf, size_t n, uint64_t off)
 	if (ff->fe->frozen)
 		return err_set_errno(EIO, "simulated power loss");
 	return env_file_pread(ff->base, buf, n, off);
+}
+
+/* A page cache that holds about half of what is asked for: every other
+ * non-blocking read succeeds (from the base file), the rest need the
+ * disk. */
+static ssize_t f_pread_nowait(struct env_file *f, void *buf, size_t n,
+			      uint64_t off)
+{
+	struct fault_file *ff = ffile(f);
+	pthread_mutex_lock(&ff->fe->mu);
+	bool cached = !ff->fe->frozen && ff->fe->nowait_reads++ % 2 == 0;
+	pthread_mutex_unlock(&ff->fe->mu);
+	if (!cached)
+		return err_set(ERR_AGAIN, "not in the simulated page cache");
+	ssize_t got = env_file_pread(ff->base, buf, n, off);
+	if (got >= 0 && (size_t)got != n)
+		return err_set(ERR_AGAIN, "short non-blocking read");
+	return got;
 }
 
 /* Records what a write at [off, off+n) will overwrite. */
@@ -195,6 +214,7 @@ static int f_close(struct env_file *f)
 
 static const struct env_file_ops fault_file_ops = {
 	.pread = f_pread,
+	.pread_nowait = f_pread_nowait,
 	.append = f_append,
 	.pwrite = f_pwrite,
 	.sync = f_sync,

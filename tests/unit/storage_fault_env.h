@@ -10,6 +10,10 @@
  * fault_env_freeze() cuts the power: from then on every file operation
  * fails with EIO, so the engine being "killed" cannot write anything more;
  * fault_env_crash() then drops the unsynced data and turns the power back.
+ *
+ * Non-blocking reads (env_file_pread_nowait) find every other request in
+ * a simulated page cache, so both the memory path and the disk path of a
+ * reader get exercised.
  */
 #ifndef CASSINI_TESTS_STORAGE_FAULT_ENV_H
 #define CASSINI_TESTS_STORAGE_FAULT_ENV_H

@@ -319,6 +319,14 @@ START_TEST(env_real_files_are_durable_and_atomic)
 	char rd[16] = {0};
 	ck_assert_int_eq(env_file_pread(f, rd, 16, 0), 6);
 	ck_assert_str_eq(rd, "aXcdef");
+	/* Just written, so in the page cache: a non-blocking read finds it;
+	 * one reaching past the end is not answered (the blocking read
+	 * says what is there). */
+	memset(rd, 0, sizeof(rd));
+	ck_assert_int_eq(env_file_pread_nowait(f, rd, 5, 1), 5);
+	ck_assert_str_eq(rd, "Xcdef");
+	ck_assert_int_eq(env_file_pread_nowait(f, rd, 16, 0), -1);
+	ck_assert_int_eq(err_code(), ERR_AGAIN);
 	ck_assert_int_eq(env_file_allocate(f, 0, 4096), 0);
 	ck_assert_int_eq(env_file_size(f), 4096);
 	ck_assert_int_eq(env_file_truncate(f, 2), 0);
