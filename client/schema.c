@@ -306,11 +306,15 @@ static struct cql_keyspace *system_keyspace(const char *name, const char *klass,
 	}
 	const char *keys[] = {"class", "replication_factor"};
 	const char *values[] = {klass, rf};
+	/* system_schema.keyspaces shows the full class name, as for user
+	 * keyspaces and as Cassandra does */
+	char full[96];
+	snprintf(full, sizeof(full), "org.apache.cassandra.locator.%s", klass);
 	k->system = true;
 	k->meta = storage_keyspace_meta_new(name, true);
 	k->strategy = ring_strategy_new(keys, values, rf ? 2 : 1, true);
 	if (!k->meta || !k->strategy ||
-	    storage_keyspace_meta_set_replication(k->meta, "class", klass) !=
+	    storage_keyspace_meta_set_replication(k->meta, "class", full) !=
 		    0 ||
 	    (rf && storage_keyspace_meta_set_replication(
 			   k->meta, "replication_factor", rf) != 0)) {

@@ -146,6 +146,13 @@ def test_prepared_statements_and_bound_values(session):
     stmt = SimpleStatement("SELECT * FROM system_schema.keyspaces "
                            "WHERE keyspace_name = %s")
     assert s.execute(stmt, ["ks"]).one().keyspace_name == "ks"
+    # Every keyspace names its strategy's full class, system ones too.
+    classes = {r.keyspace_name: r.replication["class"] for r in
+               s.execute("SELECT * FROM system_schema.keyspaces")}
+    assert classes["system"] == "org.apache.cassandra.locator.LocalStrategy"
+    assert classes["system_auth"] == \
+        "org.apache.cassandra.locator.SimpleStrategy"
+    assert classes["ks"] == "org.apache.cassandra.locator.SimpleStrategy"
 
 
 @pytest.fixture
