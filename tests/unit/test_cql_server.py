@@ -12,8 +12,7 @@ from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.cluster import DefaultConnection
 from cassandra.connection import (DefaultEndPoint, ProtocolError,
                                   ProtocolVersionUnsupported)
-from cassandra.protocol import (OptionsMessage, QueryMessage, RegisterMessage,
-                                ResultMessage)
+from cassandra.protocol import QueryMessage, RegisterMessage, ResultMessage
 
 BUILD = pathlib.Path(os.environ["CASSINI_BUILD_DIR"])
 DefaultConnection.initialize_reactor()  # Cluster() normally does this

@@ -2,7 +2,6 @@
 driver's own serializers for the same values."""
 import datetime
 import decimal
-import ipaddress
 import os
 import pathlib
 import random

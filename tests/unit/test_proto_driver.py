@@ -1,7 +1,6 @@
 """The native-protocol codec against the DataStax Python driver itself:
 our responses decoded by the driver's ProtocolHandler, and requests encoded
 by the driver's message classes decoded by our codec (cql_proto_cli)."""
-import io
 import os
 import pathlib
 import struct
@@ -183,7 +182,6 @@ def test_query_with_paging_and_timestamp_as_the_driver_sends_it():
 
 
 def test_execute_with_values_null_and_unset():
-    from cassandra.encoder import Encoder  # noqa: F401 (driver present)
     params = [struct.pack(">i", 1), None, b"abc"]
     msg = ExecuteMessage(b"\xca\xfe", params, ConsistencyLevel.QUORUM,
                          serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL,
