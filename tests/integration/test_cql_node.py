@@ -176,9 +176,10 @@ def test_status_shows_the_load_of_flushed_sstables(make_node):
     for k in range(3000):
         s.execute(ins, [k, "x" * 1000])
     cluster.shutdown()
-    # Memtables past a third of 1 MiB flush; their SSTables are the load.
+    # Memtables past a third of 1 MiB flush; their SSTables are the load
+    # (several flushes: wait for more than the first one to land).
     deadline = time.monotonic() + 30
-    while load() == 0 and time.monotonic() < deadline:
+    while load() <= 100 * 1024 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert load() > 100 * 1024
     n.kill()
