@@ -1,5 +1,5 @@
 /*
- * CQL server connections on libevent bufferevents.
+ * CQL server connections on plain libevent events and evbuffers.
  *
  * Per connection: frames are cut from the input buffer only once the
  * header has been validated (version, direction, size against
@@ -13,6 +13,13 @@
  * in flight, or its output buffer is over OUTPUT_HIGH_WATER, the server
  * stops reading from it until replies drain. Across connections, bytes held
  * by requests in flight are capped; past the cap requests get Overloaded.
+ *
+ * I/O costs two system calls per request in the steady state: one readv
+ * when the socket is readable, and one writev per connection per loop
+ * turn for every reply queued in that turn (a flush event that runs once
+ * the turn's ready callbacks have). EV_WRITE is only watched while the
+ * kernel is behind. (A bufferevent adds an ioctl(FIONREAD) per read and
+ * two epoll_ctl per reply, for its write event.)
  */
 #define LOG_MODULE "client"
 #include "client/server.h"
@@ -22,7 +29,6 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <netinet/in.h>
@@ -31,8 +37,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #define OUTPUT_HIGH_WATER (4u << 20)
+#define READ_CHUNK        (16u << 10) /* bytes asked of one readv */
 
 enum {
 	EVENT_TOPOLOGY = 1 << 0,
@@ -42,7 +50,11 @@ enum {
 
 struct cql_conn {
 	struct cql_server *srv;
-	struct bufferevent *bev;
+	evutil_socket_t fd;
+	struct event *rev;  /* readable; added while reading */
+	struct event *wev;  /* writable; added while write_armed */
+	struct event *kick; /* reruns the frame loop after a pause */
+	struct evbuffer *in, *out;
 	struct event *timer; /* handshake, then idle */
 	struct inet_addr peer;
 	uint8_t version; /* fixed by STARTUP; 0 before */
@@ -52,8 +64,9 @@ struct cql_conn {
 	bool closing; /* flushing a last reply, then closing */
 	bool paused_requests;
 	bool paused_output;
+	bool reading;     /* rev added */
 	bool dirty;       /* on the server's list of replies to flush */
-	bool write_armed; /* EV_WRITE on: the kernel took only part */
+	bool write_armed; /* wev added: the kernel took only part */
 	unsigned events;
 	int inflight;
 	uint64_t inflight_bytes; /* this connection's share of the server's */
@@ -89,7 +102,6 @@ struct cql_server {
 };
 
 static void conn_update_reading(struct cql_conn *c);
-static void conn_read(struct bufferevent *bev, void *arg);
 
 /* ---- connection lifetime ------------------------------------------------- */
 
@@ -109,10 +121,18 @@ static void conn_close(struct cql_conn *c, const char *why)
 	LOG_DEBUG("closing client %s: %s",
 		  inet_addr_format(&c->peer, peer, sizeof(peer)), why);
 	c->closed = true;
-	bufferevent_free(c->bev);
-	c->bev = NULL;
+	/* Safe from these events' own callbacks: libevent does not touch an
+	 * event once its callback has been called. */
+	event_free(c->rev);
+	event_free(c->wev);
+	event_free(c->kick);
 	event_free(c->timer);
-	c->timer = NULL;
+	c->rev = c->wev = c->kick = c->timer = NULL;
+	evbuffer_free(c->in);
+	evbuffer_free(c->out);
+	c->in = c->out = NULL;
+	evutil_closesocket(c->fd);
+	c->fd = -1;
 	struct cql_server *s = c->srv;
 	if (c->prev)
 		c->prev->next = c->next;
@@ -132,8 +152,8 @@ static void conn_write(struct cql_conn *c, const uint8_t *p, size_t n)
 {
 	if (c->closed)
 		return;
-	if (bufferevent_write(c->bev, p, n) != 0) {
-		conn_close(c, "write failed");
+	if (evbuffer_add(c->out, p, n) != 0) {
+		conn_close(c, "out of memory queueing a reply");
 		return;
 	}
 	if (!c->dirty && !c->write_armed) {
@@ -145,8 +165,7 @@ static void conn_write(struct cql_conn *c, const uint8_t *p, size_t n)
 		c->dirty_next = s->dirty;
 		s->dirty = c;
 	}
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) >
-	    OUTPUT_HIGH_WATER) {
+	if (evbuffer_get_length(c->out) > OUTPUT_HIGH_WATER) {
 		c->paused_output = true;
 		conn_update_reading(c);
 	}
@@ -175,6 +194,17 @@ static void conn_send_frame(struct cql_conn *c, const uint8_t *frame,
 	buf_free(&out);
 }
 
+static void conn_set_reading(struct cql_conn *c, bool on)
+{
+	if (c->closed || c->reading == on)
+		return;
+	c->reading = on;
+	if (on)
+		event_add(c->rev, NULL);
+	else
+		event_del(c->rev);
+}
+
 /* Answers with a Protocol_error and closes once it is flushed. */
 static void conn_fail(struct cql_conn *c, uint8_t version, int16_t stream,
 		      const char *msg)
@@ -191,8 +221,8 @@ static void conn_fail(struct cql_conn *c, uint8_t version, int16_t stream,
 	if (c->closed)
 		return;
 	c->closing = true;
-	bufferevent_disable(c->bev, EV_READ);
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+	conn_set_reading(c, false);
+	if (evbuffer_get_length(c->out) == 0)
 		conn_close(c, "protocol error");
 }
 
@@ -200,59 +230,56 @@ static void conn_update_reading(struct cql_conn *c)
 {
 	if (c->closed || c->closing)
 		return;
-	if (c->paused_requests || c->paused_output)
-		bufferevent_disable(c->bev, EV_READ);
-	else
-		bufferevent_enable(c->bev, EV_READ);
+	conn_set_reading(c, !c->paused_requests && !c->paused_output);
 }
 
 /* After the output drained (fully or to below the high water mark). */
 static void conn_drained(struct cql_conn *c)
 {
-	struct evbuffer *out = bufferevent_get_output(c->bev);
-	if (c->closing && evbuffer_get_length(out) == 0) {
+	if (c->closing && evbuffer_get_length(c->out) == 0) {
 		conn_close(c, "protocol error");
 		return;
 	}
 	if (c->paused_output &&
-	    evbuffer_get_length(out) < OUTPUT_HIGH_WATER / 2) {
+	    evbuffer_get_length(c->out) < OUTPUT_HIGH_WATER / 2) {
 		c->paused_output = false;
 		conn_update_reading(c);
-		/* Frames may be waiting already; run the read callback from the
+		/* Frames may be waiting already; run the frame loop from the
 		 * loop, not from here. */
-		bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
+		event_active(c->kick, EV_READ, 1);
 	}
 }
 
-/* libevent finished writing what the kernel did not take at once. */
-static void conn_on_write(struct bufferevent *bev, void *arg)
-{
-	struct cql_conn *c = arg;
-	bufferevent_disable(bev, EV_WRITE);
-	c->write_armed = false;
-	conn_drained(c);
-}
-
-/* Writes what is queued; leaves the rest to libevent's EV_WRITE. */
+/* Writes what is queued; what the kernel does not take waits for
+ * EV_WRITE. */
 static void conn_flush(struct cql_conn *c)
 {
-	struct evbuffer *out = bufferevent_get_output(c->bev);
-	/* A socket bufferevent keeps its output's start frozen so that
-	 * only it drains it; with EV_WRITE off, this is the one writer. */
-	evbuffer_unfreeze(out, 1);
-	int n = evbuffer_write(out, bufferevent_getfd(c->bev));
-	int e = errno;
-	evbuffer_freeze(out, 1);
-	if (n < 0 && e != EAGAIN && e != EWOULDBLOCK && e != EINTR) {
+	int n = evbuffer_write(c->out, c->fd);
+	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+	    errno != EINTR) {
 		conn_close(c, "socket error");
 		return;
 	}
-	if (evbuffer_get_length(out) > 0) {
-		c->write_armed = true;
-		bufferevent_enable(c->bev, EV_WRITE);
-		return;
+	bool left = evbuffer_get_length(c->out) > 0;
+	if (left != c->write_armed) {
+		c->write_armed = left;
+		if (left)
+			event_add(c->wev, NULL);
+		else
+			event_del(c->wev);
 	}
-	conn_drained(c);
+	if (!left)
+		conn_drained(c);
+}
+
+static void conn_on_writable(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct cql_conn *c = arg;
+	c->refs++;
+	conn_flush(c);
+	conn_unref(c);
 }
 
 static void on_flush(evutil_socket_t fd, short what, void *arg)
@@ -268,15 +295,6 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 			conn_flush(c);
 		conn_unref(c);
 	}
-}
-
-static void conn_on_event(struct bufferevent *bev, short what, void *arg)
-{
-	(void)bev;
-	struct cql_conn *c = arg;
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		conn_close(c, what & BEV_EVENT_EOF ? "closed by client"
-						   : "socket error");
 }
 
 static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
@@ -591,11 +609,50 @@ static void dispatch(struct cql_conn *c, const struct cql_header *h,
 
 static void conn_read_frames(struct cql_conn *c, struct evbuffer *in);
 
-static void conn_read(struct bufferevent *bev, void *arg)
+/* One readv per readable event, straight into the input buffer. */
+static void conn_on_readable(evutil_socket_t fd, short what, void *arg)
 {
+	(void)what;
 	struct cql_conn *c = arg;
+	struct evbuffer_iovec v[2];
+	struct iovec iov[2];
+	int nv = evbuffer_reserve_space(c->in, READ_CHUNK, v, 2);
+	if (nv <= 0) {
+		conn_close(c, "out of memory reading");
+		return;
+	}
+	for (int i = 0; i < nv; i++)
+		iov[i] = (struct iovec){v[i].iov_base, v[i].iov_len};
+	ssize_t n = readv(fd, iov, nv);
+	if (n <= 0) {
+		evbuffer_commit_space(c->in, v, 0);
+		if (n == 0)
+			conn_close(c, "closed by client");
+		else if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			 errno != EINTR)
+			conn_close(c, "socket error");
+		return;
+	}
+	size_t left = (size_t)n;
+	int used = 0;
+	for (; used < nv && left; used++) {
+		if (v[used].iov_len > left)
+			v[used].iov_len = left;
+		left -= v[used].iov_len;
+	}
+	evbuffer_commit_space(c->in, v, used);
 	c->refs++; /* dispatch may close the connection under us */
-	conn_read_frames(c, bufferevent_get_input(bev));
+	conn_read_frames(c, c->in);
+	conn_unref(c);
+}
+
+static void conn_on_kick(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct cql_conn *c = arg;
+	c->refs++;
+	conn_read_frames(c, c->in);
 	conn_unref(c);
 }
 
@@ -620,7 +677,7 @@ static void conn_read_frames(struct cql_conn *c, struct evbuffer *in)
 			buf_free(&b);
 			if (!c->closed) {
 				c->closing = true;
-				bufferevent_disable(c->bev, EV_READ);
+				conn_set_reading(c, false);
 			}
 			return;
 		}
@@ -682,8 +739,7 @@ void cql_request_reply(struct cql_request *req, const uint8_t *frame,
 			conn_update_reading(c);
 			/* Deferred: a synchronous executor must not recurse
 			 * once per pipelined frame. */
-			bufferevent_trigger(c->bev, EV_READ,
-					    BEV_TRIG_DEFER_CALLBACKS);
+			event_active(c->kick, EV_READ, 1);
 		}
 	}
 	free(req->body);
@@ -732,23 +788,34 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	c->srv = s;
 	c->peer = peer;
 	c->refs = 1;
-	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->fd = fd;
+	c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, conn_on_readable,
+			   c);
+	c->wev = event_new(s->base, fd, EV_WRITE | EV_PERSIST, conn_on_writable,
+			   c);
+	c->kick = event_new(s->base, -1, 0, conn_on_kick, c);
 	c->timer = evtimer_new(s->base, conn_on_timer, c);
-	if (!c->bev || !c->timer) {
-		if (c->bev)
-			bufferevent_free(c->bev);
-		else
-			evutil_closesocket(fd);
+	c->in = evbuffer_new();
+	c->out = evbuffer_new();
+	if (evutil_make_socket_nonblocking(fd) != 0 || !c->rev || !c->wev ||
+	    !c->kick || !c->timer || !c->in || !c->out) {
+		if (c->rev)
+			event_free(c->rev);
+		if (c->wev)
+			event_free(c->wev);
+		if (c->kick)
+			event_free(c->kick);
 		if (c->timer)
 			event_free(c->timer);
+		if (c->in)
+			evbuffer_free(c->in);
+		if (c->out)
+			evbuffer_free(c->out);
+		evutil_closesocket(fd);
 		free(c);
 		return;
 	}
-	bufferevent_setcb(c->bev, conn_read, conn_on_write, conn_on_event, c);
-	/* EV_WRITE (on by default) stays off until a flush leaves bytes
-	 * behind. */
-	bufferevent_disable(c->bev, EV_WRITE);
-	bufferevent_enable(c->bev, EV_READ);
+	conn_set_reading(c, true);
 	c->next = s->conns;
 	if (c->next)
 		c->next->prev = c;
