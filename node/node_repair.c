@@ -288,7 +288,8 @@ static int ranges_push(struct ranges *rs, int64_t l, int64_t r,
 	}
 	memcpy(&rs->addrs[rs->n * REPAIR_MAX_REPLICAS], reps,
 	       nrep * sizeof(*reps));
-	rs->v[rs->n++] = (struct repair_range){l, r, NULL, nrep};
+	rs->v[rs->n++] =
+		(struct repair_range){.start = l, .end = r, .nreplicas = nrep};
 	return 0;
 }
 

@@ -604,7 +604,10 @@ static void tick(void *arg)
 		}
 		struct repair_table rt = {.name = t->name};
 		memcpy(rt.id, t->id, 16);
-		struct repair_range rr = {g->start, g->end, reps, nrep};
+		struct repair_range rr = {.start = g->start,
+					  .end = g->end,
+					  .replicas = reps,
+					  .nreplicas = nrep};
 		struct repair_request q = {.tables = &rt,
 					   .ntables = 1,
 					   .ranges = &rr,
