@@ -11,6 +11,7 @@
  */
 #define LOG_MODULE "repair"
 #include "repair/repair_sched_internal.h"
+#include "repair/repair_text.h"
 
 #include "common/err.h"
 #include "common/log.h"
@@ -175,16 +176,6 @@ int64_t repair_sched_deadline(int64_t last_start_us, int64_t first_seen_us,
 }
 
 /* ---- tables -------------------------------------------------------------- */
-
-bool sched_filter_match(const char *filter, const char *name)
-{
-	if (!filter)
-		return true;
-	size_t n = strlen(filter);
-	return strcmp(filter, name) == 0 ||
-	       (strncmp(filter, name, n) == 0 && name[n] == '.' &&
-		!strchr(filter, '.'));
-}
 
 struct sched_table *sched_table_find(const struct repair_sched *s,
 				     const char *name)
@@ -735,7 +726,8 @@ int repair_sched_pause(struct repair_sched *s, const char *filter, bool pause)
 		matched = 1;
 	} else {
 		for (size_t i = 0; i < s->ntables; i++)
-			if (sched_filter_match(filter, s->tables[i]->name)) {
+			if (repair_text_name_match(filter,
+						   s->tables[i]->name)) {
 				s->tables[i]->paused = pause;
 				matched++;
 			}
@@ -759,7 +751,7 @@ int repair_sched_run_now(struct repair_sched *s, const char *filter)
 	int matched = 0;
 	for (size_t i = 0; i < s->ntables; i++) {
 		struct sched_table *t = s->tables[i];
-		if (!t->known || !sched_filter_match(filter, t->name))
+		if (!t->known || !repair_text_name_match(filter, t->name))
 			continue;
 		matched++;
 		if (t->cycle_start_us)
