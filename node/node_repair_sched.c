@@ -24,6 +24,7 @@
 #include "repair/repair_sched.h"
 #include "ring/ring.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -324,6 +325,19 @@ void node_repair_sched_delete(struct node_repair_sched *ns)
 bool node_repair_sched_running(struct node_repair_sched *ns)
 {
 	return ns && repair_sched_running(ns->sched);
+}
+
+bool node_repair_sched_describe_running(struct node_repair_sched *ns,
+					struct buf *out)
+{
+	struct repair_sched_segment g;
+	if (!ns || !repair_sched_get_running(ns->sched, &g))
+		return false;
+	buf_printf(out,
+		   "Running: scheduled segment of %s (%" PRId64 ",%" PRId64
+		   "], for %.1f s\n",
+		   g.name, g.start, g.end, (double)g.running_us / 1e6);
+	return true;
 }
 
 void node_repair_sched_preempt(struct node_repair_sched *ns)

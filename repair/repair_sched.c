@@ -710,6 +710,20 @@ bool repair_sched_running(const struct repair_sched *s)
 	return s->run_table != NULL;
 }
 
+int repair_sched_get_running(const struct repair_sched *s,
+			     struct repair_sched_segment *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!s->run_table)
+		return 0;
+	const struct sched_seg *g = &s->run_table->segs[s->run_seg];
+	snprintf(out->name, sizeof(out->name), "%s", s->run_table->name);
+	out->start = g->start;
+	out->end = g->end;
+	out->running_us = env_mono_us(s->env) - s->run_start_us;
+	return 1;
+}
+
 void repair_sched_preempt(struct repair_sched *s)
 {
 	if (!s->run_table)
