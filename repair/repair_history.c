@@ -221,12 +221,13 @@ int repair_history_format(const struct repair_history *h, const char *filter,
 		rc = repair_text_put(
 			out, WHAT,
 			"%-24s %-43s %7" PRIu64 " %-19s %8.3f %-7s %10" PRIu64
-			" %8" PRIu64 " %10" PRIu64 "  %-14s %s\n",
+			" %8" PRIu64 " %10" PRIu64 "  %-*s%s%s\n",
 			e->table, range, e->session, when,
 			(double)(e->finished_us - e->started_us) / 1e6,
 			outcome_name(e->outcome), e->mismatched_ranges,
 			e->rows_streamed, e->bytes_streamed,
-			e->options[0] ? e->options : "-", e->error);
+			e->error[0] ? 14 : 0, e->options[0] ? e->options : "-",
+			e->error[0] ? " " : "", e->error);
 	}
 	if (!rc && !shown)
 		rc = repair_text_put(out, WHAT, "(no repair history%s%s)\n",

@@ -142,6 +142,7 @@ def test_repair_options_and_history(cluster):
 
     # History: every (table, range) task of the three sessions.
     hist = history(N1, "ks.t")
+    print("\n".join(hist[:3] + hist[-2:]))
     assert len(hist) == 3 * 48, "\n".join(hist)
     seq = [l for l in hist if "-seq --trace" in l]
     assert len(seq) == 48 and all(" ok " in l for l in seq), seq
