@@ -11,7 +11,7 @@ handoff off, node3 down while 20 rows are written at ONE.
   coordinating node, and a corrupt history file is refused (moved aside,
   an error in the log), never a crash.
 
-Nodes live on 127.0.18.x."""
+Nodes live on 127.0.18.x, 4 tokens each (12 ranges), to keep it quick."""
 import re
 
 import pytest
@@ -22,6 +22,7 @@ from clusters import tool_run as tool
 from clusters import wait_for
 
 BASE = "127.0.18."
+RANGES = 12  # 3 nodes x num_tokens 4, each replicated on all three
 N1, N2, N3 = (BASE + str(i) for i in (1, 2, 3))
 TRACE = re.compile(r"^\[trace\] \+[\d.]+s (\S+ \(-?\d+,-?\d+\]): (.*)$")
 
@@ -86,7 +87,7 @@ def history(ip, *args):
 
 def test_repair_options_and_history(cluster):
     cluster("create", "ro", "-n", "3", "--base-ip", BASE,
-            "-c", "gossip_interval=250ms",
+            "--vnodes", "4", "-c", "gossip_interval=250ms",
             "-c", "hinted_handoff_enabled=false", "-s", timeout=180)
     c, s = session(N1)
     s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
@@ -138,21 +139,21 @@ def test_repair_options_and_history(cluster):
     assert most_tasks(ev) == 2, out
     assert "mismatched ranges: 0" in out, out
     out = repair("-dcpar", "-j", "4", "ks")
-    assert "ranges: 48," in out and "mismatched ranges: 0" in out, out
+    assert f"ranges: {RANGES}," in out and "mismatched ranges: 0" in out, out
 
     # History: every (table, range) task of the three sessions.
     hist = history(N1, "ks.t")
     print("\n".join(hist[:3] + hist[-2:]))
-    assert len(hist) == 3 * 48, "\n".join(hist)
+    assert len(hist) == 3 * RANGES, "\n".join(hist)
     seq = [l for l in hist if "-seq --trace" in l]
-    assert len(seq) == 48 and all(" ok " in l for l in seq), seq
+    assert len(seq) == RANGES and all(" ok " in l for l in seq), seq
     rows = 0
     for l in seq:
         m = re.search(r" ok +(\d+) +(\d+) +(\d+) ", l)
         assert m, l
         rows += int(m.group(2))
     assert rows == 20, seq
-    assert len([l for l in hist if "-dcpar -j 4" in l]) == 48, hist
+    assert len([l for l in hist if "-dcpar -j 4" in l]) == RANGES, hist
     assert history(N1, "other") == []
 
     # It survives a restart of node1.
