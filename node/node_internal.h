@@ -85,6 +85,10 @@ void node_repair_sched_delete(struct node_repair_sched *ns);
  * it (to be retried) so a manual repair can run. */
 bool node_repair_sched_running(struct node_repair_sched *ns);
 void node_repair_sched_preempt(struct node_repair_sched *ns);
+/* A line on the running scheduled segment, appended to `out`; false
+ * when none runs. */
+bool node_repair_sched_describe_running(struct node_repair_sched *ns,
+					struct buf *out);
 /* `repair schedule ...`: the admin command's contract (admin.h). */
 int node_repair_sched_cmd(struct node_repair_sched *ns, size_t argc,
 			  const char *const *argv, struct buf *out,

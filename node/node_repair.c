@@ -5,9 +5,14 @@
  * the internode verbs, and the `repair` admin command.
  *
  *   repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local]
- *          [-hosts A,B,...] [--preview] [keyspace [tables...]]
+ *          [-hosts A,B,...] [--preview] [-seq | -dcpar] [-j N] [--trace]
+ *          [keyspace [tables...]]
  *
  *   repair_admin list     the sessions this node coordinated (the last 64)
+ *                         and what runs now (manual or scheduled)
+ *   repair_admin history [ks[.table]]
+ *                         every (table, range) task of them, persisted in
+ *                         <saved_caches_directory>/repair_history
  *   repair_admin cancel   fails the running session
  *   netstats              the running session's range, step and counts
  *   repair schedule status|pause|resume|run-now [ks[.table]]
@@ -32,11 +37,14 @@
 #include "node/cql_service.h"
 #include "node/members.h"
 #include "node/node_internal.h"
+#include "node/state_file.h"
 #include "repair/repair.h"
+#include "repair/repair_history.h"
 #include "ring/ring.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -59,6 +67,9 @@ struct repair_record {
 
 #define HISTORY 64
 
+#define HISTORY_FILE "repair_history"
+#define HISTORY_MAX  (16u << 20) /* a file past this is refused */
+
 struct node_repair {
 	struct node *n;
 	struct repair_record history[HISTORY]; /* a ring, oldest overwritten */
@@ -71,6 +82,9 @@ struct node_repair {
 	struct repair *repair;
 	struct repair_cmd *cmd; /* the running admin command, or NULL */
 	struct node_repair_sched *sched;
+	struct repair_history *tasks; /* every manual task, persisted */
+	struct node_state_file *tasks_file;
+	bool tasks_dirty; /* entries not yet handed to tasks_file */
 };
 
 /* ---- the store ----------------------------------------------------------- */
@@ -225,6 +239,9 @@ struct repair_cmd {
 	const char *dcs[MAX_DCS];
 	size_t ndc;
 	bool local; /* -local: this node's datacenter only */
+	bool seq, dcpar, trace;
+	uint32_t jobs;
+	char options[REPAIR_HISTORY_OPTIONS_MAX]; /* as given, for history */
 	struct inet_addr hosts[REPAIR_MAX_REPLICAS * 4]; /* -hosts */
 	size_t nhosts;
 	char **keyspaces;
@@ -268,10 +285,12 @@ struct ranges {
 	struct repair_range *v;
 	size_t n, cap;
 	struct inet_addr *addrs; /* REPAIR_MAX_REPLICAS per range */
+	const char **dcs;        /* theirs; the ring's strings */
 };
 
 static int ranges_push(struct ranges *rs, int64_t l, int64_t r,
-		       const struct inet_addr *reps, size_t nrep)
+		       const struct inet_addr *reps, const char *const *dcs,
+		       size_t nrep)
 {
 	if (rs->n == rs->cap) {
 		size_t cap = rs->cap ? rs->cap * 2 : 64;
@@ -284,11 +303,18 @@ static int ranges_push(struct ranges *rs, int64_t l, int64_t r,
 		if (!a)
 			return err_set(ERR_NOMEM, "ranges");
 		rs->addrs = a;
+		const char **d = realloc(rs->dcs, cap * REPAIR_MAX_REPLICAS *
+							  sizeof(*d));
+		if (!d)
+			return err_set(ERR_NOMEM, "ranges");
+		rs->dcs = d;
 		rs->cap = cap;
 	}
 	memcpy(&rs->addrs[rs->n * REPAIR_MAX_REPLICAS], reps,
 	       nrep * sizeof(*reps));
-	rs->v[rs->n++] = (struct repair_range){l, r, NULL, nrep};
+	memcpy(&rs->dcs[rs->n * REPAIR_MAX_REPLICAS], dcs, nrep * sizeof(*dcs));
+	rs->v[rs->n++] =
+		(struct repair_range){.start = l, .end = r, .nreplicas = nrep};
 	return 0;
 }
 
@@ -342,6 +368,7 @@ static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
 		if (!mine || (c->pr && (int)rep.natural[0] != self))
 			continue;
 		struct inet_addr reps[REPAIR_MAX_REPLICAS];
+		const char *dcs[REPAIR_MAX_REPLICAS];
 		size_t nrep = 0;
 		for (size_t k = 0; k < rep.n_natural; k++) {
 			const struct ring_endpoint *ep =
@@ -358,12 +385,14 @@ static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
 							    sizeof(a)));
 				return -1;
 			}
+			dcs[nrep] = ep->dc;
 			reps[nrep++] = ep->addr;
 		}
 		if (nrep < 2)
 			continue; /* nothing to compare */
 		if (!c->subrange) {
-			if (ranges_push(rs, tr.left, tr.right, reps, nrep)) {
+			if (ranges_push(rs, tr.left, tr.right, reps, dcs,
+					nrep)) {
 				buf_printf(err, "%s\n", err_msg());
 				return -1;
 			}
@@ -381,14 +410,16 @@ static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
 						     ? a[x].right
 						     : b[y].right;
 				if (lo < hi &&
-				    ranges_push(rs, lo, hi, reps, nrep)) {
+				    ranges_push(rs, lo, hi, reps, dcs, nrep)) {
 					buf_printf(err, "%s\n", err_msg());
 					return -1;
 				}
 			}
 	}
-	for (size_t i = 0; i < rs->n; i++)
+	for (size_t i = 0; i < rs->n; i++) {
 		rs->v[i].replicas = &rs->addrs[i * REPAIR_MAX_REPLICAS];
+		rs->v[i].dcs = &rs->dcs[i * REPAIR_MAX_REPLICAS];
+	}
 	return 0;
 }
 
@@ -396,8 +427,13 @@ static void on_progress(void *arg, const char *line)
 {
 	struct repair_cmd *c = arg;
 	char text[600];
-	snprintf(text, sizeof(text), "[repair] %s\n", line);
-	LOG_INFO("%s", line);
+	if (strncmp(line, "trace: ", 7) == 0) {
+		snprintf(text, sizeof(text), "[trace] %s\n", line + 7);
+		LOG_DEBUG("%s", line);
+	} else {
+		snprintf(text, sizeof(text), "[repair] %s\n", line);
+		LOG_INFO("%s", line);
+	}
 	admin_reply_progress(c->reply, text);
 }
 
@@ -450,10 +486,74 @@ static void record(struct node_repair *nr, const char *ks, bool preview,
 	}
 }
 
+/* A task's end into the persisted history. */
+static void on_task(void *arg, const struct repair_task_result *t)
+{
+	struct repair_cmd *c = arg;
+	int64_t now = env_wall_us(c->nr->n->env);
+	struct repair_history_entry e = {
+		.session = t->session,
+		.start = t->start,
+		.end = t->end,
+		.started_us = now - (int64_t)t->duration_us,
+		.finished_us = now,
+		.outcome = !t->ok       ? REPAIR_HISTORY_FAILED
+			   : c->preview ? REPAIR_HISTORY_PREVIEW
+					: REPAIR_HISTORY_OK,
+		.mismatched_ranges = t->mismatched_ranges,
+		.rows_streamed = t->rows_streamed,
+		.bytes_streamed = t->bytes_streamed,
+	};
+	snprintf(e.table, sizeof(e.table), "%s", t->table);
+	snprintf(e.options, sizeof(e.options), "%s", c->options);
+	snprintf(e.error, sizeof(e.error), "%s", t->error);
+	repair_history_add(c->nr->tasks, &e);
+	c->nr->tasks_dirty = true;
+}
+
+static void history_save(struct node_repair *nr)
+{
+	struct buf b;
+	buf_init(&b);
+	if (repair_history_encode(nr->tasks, &b)) {
+		LOG_WARN("cannot encode the repair history: %s", err_msg());
+		buf_free(&b);
+		return;
+	}
+	node_state_file_save(nr->tasks_file, b.data, b.len); /* takes it */
+	nr->tasks_dirty = false;
+}
+
+/* Reads the history (at start, before the loop runs). A corrupt file is
+ * moved aside to repair_history.corrupt, with an error in the log; the
+ * history starts empty. */
+static void history_load(struct node_repair *nr)
+{
+	uint8_t *data;
+	size_t len;
+	const char *path = node_state_file_path(nr->tasks_file);
+	if (node_state_file_read(nr->tasks_file, HISTORY_MAX, &data, &len)) {
+		if (err_code() != ERR_NOT_FOUND)
+			LOG_ERROR("cannot read %s: %s", path, err_msg());
+		return;
+	}
+	if (repair_history_load(nr->tasks, data, len)) {
+		LOG_ERROR("%s: %s; moved to %s.corrupt, starting an empty "
+			  "repair history",
+			  path, err_msg(), path);
+		node_state_file_set_aside(nr->tasks_file);
+	} else {
+		LOG_INFO("repair history: %zu tasks from %s",
+			 repair_history_count(nr->tasks), path);
+	}
+	free(data);
+}
+
 static void on_done(void *arg, const struct repair_summary *s)
 {
 	struct repair_cmd *c = arg;
 	record(c->nr, c->keyspaces[c->ki], c->preview, s);
+	history_save(c->nr);
 	summary(c, c->keyspaces[c->ki], s);
 	if (!s->ok) {
 		LOG_WARN("repair session %" PRIu64 " failed: %s", s->session,
@@ -519,11 +619,18 @@ static void run_next(struct repair_cmd *c)
 			snprintf(line, sizeof(line),
 				 "%s: %zu tables, %zu ranges", ks, ntab, rs.n);
 			on_progress(c, line);
-			struct repair_request q = {.tables = tables,
-						   .ntables = ntab,
-						   .ranges = rs.v,
-						   .nranges = rs.n,
-						   .preview = c->preview};
+			struct repair_request q = {
+				.tables = tables,
+				.ntables = ntab,
+				.ranges = rs.v,
+				.nranges = rs.n,
+				.preview = c->preview,
+				.parallelism = c->seq     ? REPAIR_SEQUENTIAL
+					       : c->dcpar ? REPAIR_DC_PARALLEL
+							  : REPAIR_PARALLEL,
+				.jobs = c->jobs,
+				.trace = c->trace,
+				.task_done = on_task};
 			rc = repair_start(c->nr->repair, &q, on_progress,
 					  on_done, c, NULL);
 			if (rc)
@@ -540,6 +647,7 @@ static void run_next(struct repair_cmd *c)
 		free(names);
 		free(rs.v);
 		free(rs.addrs);
+		free(rs.dcs);
 		if (rc)
 			break;
 		if (started) {
@@ -558,7 +666,8 @@ static void run_next(struct repair_cmd *c)
 
 static const char usage_text[] =
 	"repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local] "
-	"[-hosts A,B,...] [--preview] [keyspace [tables...]] | repair schedule "
+	"[-hosts A,B,...] [--preview] [-seq | -dcpar] [-j N] [--trace] "
+	"[keyspace [tables...]] | repair schedule "
 	"status|pause|resume|run-now [keyspace[.table]]";
 
 static int parse_token(const char *s, int64_t *out)
@@ -590,15 +699,40 @@ static int parse_hosts(struct repair_cmd *c, const char *list)
 	return 0;
 }
 
-/* The options and names of `repair` into c (strings copied). */
+/* Appends an option word (and its value) to c->options, for history. */
+static void note_option(struct repair_cmd *c, const char *a, const char *v)
+{
+	size_t n = strlen(c->options);
+	snprintf(c->options + n, sizeof(c->options) - n, "%s%s%s%s",
+		 n ? " " : "", a, v ? " " : "", v ? v : "");
+}
+
+static bool takes_value(const char *a)
+{
+	static const char *const with[] = {
+		"-st", "--start-token", "-et",    "--end-token",
+		"-dc", "--in-dc",       "-hosts", "--in-hosts",
+		"-j",  "--job-threads"};
+	for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++)
+		if (strcmp(a, with[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The options and names of `repair` into c (strings copied). -1: bad
+ * usage, with a message in `err` when there is more to say. */
 static int parse_args(struct repair_cmd *c, size_t argc,
-		      const char *const *argv)
+		      const char *const *argv, struct buf *err)
 {
 	char *p = c->args;
 	bool has_st = false, has_et = false;
 	for (size_t i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
+		if (a[0] == '-')
+			note_option(c, a,
+				    more && takes_value(a) ? argv[i + 1]
+							   : NULL);
 		if (strcmp(a, "--full") == 0 || strcmp(a, "-full") == 0) {
 			/* the only kind there is */
 		} else if (strcmp(a, "-pr") == 0 ||
@@ -627,6 +761,32 @@ static int parse_args(struct repair_cmd *c, size_t argc,
 		} else if (strcmp(a, "-local") == 0 ||
 			   strcmp(a, "--in-local-dc") == 0) {
 			c->local = true;
+		} else if (strcmp(a, "-seq") == 0 ||
+			   strcmp(a, "--sequential") == 0) {
+			c->seq = true;
+		} else if (strcmp(a, "-dcpar") == 0 ||
+			   strcmp(a, "--dc-parallel") == 0) {
+			c->dcpar = true;
+		} else if (strcmp(a, "-tr") == 0 || strcmp(a, "--trace") == 0) {
+			c->trace = true;
+		} else if ((strcmp(a, "-j") == 0 ||
+			    strcmp(a, "--job-threads") == 0) &&
+			   more) {
+			int64_t j;
+			if (parse_token(argv[++i], &j))
+				return -1;
+			if (j > REPAIR_MAX_JOBS) {
+				buf_printf(err,
+					   "Too many job threads. Max is %d\n",
+					   REPAIR_MAX_JOBS);
+				return -1;
+			}
+			if (j < 1) {
+				buf_printf(err,
+					   "Job threads must be at least 1\n");
+				return -1;
+			}
+			c->jobs = (uint32_t)j;
 		} else if ((strcmp(a, "-hosts") == 0 ||
 			    strcmp(a, "--in-hosts") == 0) &&
 			   more) {
@@ -645,6 +805,14 @@ static int parse_args(struct repair_cmd *c, size_t argc,
 	}
 	if (has_st != has_et)
 		return -1;
+	if (c->seq && c->dcpar) {
+		buf_printf(err, "Cannot combine -seq and -dcpar options.\n");
+		return -1;
+	}
+	if (c->ndc && c->nhosts) {
+		buf_printf(err, "Cannot combine -dc and -hosts options.\n");
+		return -1;
+	}
 	c->subrange = has_st;
 	return 0;
 }
@@ -677,8 +845,13 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 		return 2;
 	}
 	c->nr = nr;
-	if (parse_args(c, argc, argv))
+	if (parse_args(c, argc, argv, err)) {
+		if (err->len) {
+			cmd_free(c);
+			return 1;
+		}
 		goto bad;
+	}
 	/* a manual repair goes first: a scheduled segment is retried later */
 	node_repair_sched_preempt(nr->sched);
 	if (!n->cql) {
@@ -721,6 +894,9 @@ bad:
 
 /* ---- repair_admin -------------------------------------------------------- */
 
+static const char admin_usage[] =
+	"repair_admin list|cancel|history [keyspace[.table]]";
+
 static int cmd_repair_admin(void *arg, size_t argc, const char *const *argv,
 			    struct buf *out, struct buf *err)
 {
@@ -733,8 +909,16 @@ static int cmd_repair_admin(void *arg, size_t argc, const char *const *argv,
 		buf_printf(out, "cancelled the running repair session\n");
 		return 0;
 	}
+	if (argc >= 1 && argc <= 2 && strcmp(argv[0], "history") == 0) {
+		if (repair_history_format(nr->tasks, argc == 2 ? argv[1] : NULL,
+					  out)) {
+			buf_printf(err, "%s\n", err_msg());
+			return 2;
+		}
+		return 0;
+	}
 	if (argc != 1 || strcmp(argv[0], "list") != 0) {
-		buf_printf(err, "usage: repair_admin list|cancel\n");
+		buf_printf(err, "usage: %s\n", admin_usage);
 		return 1;
 	}
 	buf_printf(out, "%-8s %-20s %-20s %9s %-8s %7s %10s %9s %12s  %s\n",
@@ -757,8 +941,14 @@ static int cmd_repair_admin(void *arg, size_t argc, const char *const *argv,
 			   h->ranges, h->mismatched, h->rows_streamed,
 			   h->bytes_streamed, h->error);
 	}
-	if (repair_running(nr->repair))
-		buf_printf(out, "(a session is running)\n");
+	bool scheduled = node_repair_sched_describe_running(nr->sched, out);
+	struct repair_status st;
+	if (!scheduled && repair_get_status(nr->repair, &st))
+		buf_printf(out,
+			   "Running: repair session %" PRIu64
+			   ": %zu of %zu tasks done, %zu running; %s, %s\n",
+			   st.session, st.task, st.tasks, st.running, st.table,
+			   st.phase);
 	return 0;
 }
 
@@ -780,8 +970,10 @@ static int cmd_netstats(void *arg, size_t argc, const char *const *argv,
 		return 0;
 	}
 	buf_printf(out,
-		   "Repair session %" PRIu64 ": %s, range %zu of %zu, %s\n",
-		   st.session, st.table, st.task + 1, st.tasks, st.phase);
+		   "Repair session %" PRIu64
+		   ": %s, range %zu of %zu, %s (%zu tasks running)\n",
+		   st.session, st.table, st.task + 1, st.tasks, st.phase,
+		   st.running);
 	for (size_t i = 0; i < st.npeers; i++) {
 		const struct repair_peer_stats *p = &st.peers[i];
 		char a[INET_ADDR_STRLEN];
@@ -819,17 +1011,24 @@ struct node_repair *node_repair_new(struct node *n)
 	o.self = n->conf.listen_address;
 	o.is_alive = peer_alive;
 	o.alive_arg = nr;
-	if (!(nr->workers = workers_new(1, "repair")) ||
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/" HISTORY_FILE,
+		 n->conf.saved_caches_directory);
+	if (!(nr->tasks = repair_history_new(REPAIR_HISTORY_DEFAULT_MAX)) ||
+	    !(nr->tasks_file = node_state_file_new(n->env, nr->q, path,
+						   "repair-history")) ||
+	    !(nr->workers = workers_new(1, "repair")) ||
 	    !(nr->repair = repair_new(n->env, &o, &store_ops, nr)) ||
 	    !(nr->sched = node_repair_sched_new(n, nr->repair)) ||
 	    admin_register(n->admin, "repair", usage_text, cmd_repair, nr) ||
-	    admin_register(n->admin, "repair_admin", "repair_admin list|cancel",
+	    admin_register(n->admin, "repair_admin", admin_usage,
 			   cmd_repair_admin, nr) ||
 	    admin_register(n->admin, "netstats", "netstats", cmd_netstats,
 			   nr)) {
 		node_repair_delete(nr);
 		return NULL;
 	}
+	history_load(nr);
 	return nr;
 }
 
@@ -856,5 +1055,9 @@ void node_repair_delete(struct node_repair *nr)
 				   "error: the node is shutting down\n");
 		cmd_free(nr->cmd);
 	}
+	if (nr->tasks_dirty)
+		history_save(nr);
+	node_state_file_delete(nr->tasks_file); /* writes the last state */
+	repair_history_delete(nr->tasks);
 	free(nr);
 }

@@ -2,8 +2,7 @@
  * Scheduled repair in the node (repair/repair_sched.h does the work):
  * the tables and primary ranges it repairs, read from the schema and the
  * ring; its state file, <saved_caches_directory>/repair_schedule, read
- * once at start and written on a worker thread (one write at a time, the
- * latest state coalesced, synchronously only at shutdown); and
+ * once at start and written on a worker thread (node/state_file.h); and
  *
  *   repair schedule status|pause|resume|run-now [ks[.table]]
  *
@@ -16,15 +15,16 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loopq.h"
-#include "common/workers.h"
 #include "gossip/gossip.h"
 #include "node/admin.h"
 #include "node/cql_service.h"
 #include "node/members.h"
 #include "node/node_internal.h"
+#include "node/state_file.h"
 #include "repair/repair_sched.h"
 #include "ring/ring.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -37,13 +37,7 @@
 struct node_repair_sched {
 	struct node *n;
 	struct repair_sched *sched;
-	struct workers *workers; /* state writes */
-	struct loopq *q;
-	char path[PATH_MAX];
-	bool busy;        /* a write runs */
-	bool closing;     /* shutdown: the last write is synchronous */
-	uint8_t *pending; /* the newest state not yet written */
-	size_t pending_len;
+	struct node_state_file *state;
 };
 
 /* ---- what to repair ------------------------------------------------------ */
@@ -192,77 +186,10 @@ static bool ops_alive(void *arg, const struct inet_addr *ep)
 
 /* ---- the state file ------------------------------------------------------ */
 
-struct save_job {
-	struct work work;
-	struct loopq_item item;
-	struct node_repair_sched *ns;
-	struct env *env;
-	const char *path;
-	uint8_t *data;
-	size_t len;
-	int status;
-	char msg[ERR_MSG_MAX];
-};
-
-static void save_run(struct work *w)
-{
-	struct save_job *j = (struct save_job *)w;
-	j->status = env_write_file_atomic(j->env, j->path, j->data, j->len);
-	if (j->status)
-		snprintf(j->msg, sizeof(j->msg), "%s", err_msg());
-	loopq_post(j->ns->q, &j->item);
-}
-
-static void save_submit(struct node_repair_sched *ns, uint8_t *data,
-			size_t len);
-
-static void save_done(struct loopq_item *it)
-{
-	struct save_job *j =
-		(struct save_job *)((char *)it -
-				    offsetof(struct save_job, item));
-	struct node_repair_sched *ns = j->ns;
-	if (j->status)
-		LOG_WARN("cannot write %s: %s", ns->path, j->msg);
-	free(j->data);
-	free(j);
-	ns->busy = false;
-	if (ns->pending && !ns->closing) {
-		uint8_t *d = ns->pending;
-		ns->pending = NULL;
-		save_submit(ns, d, ns->pending_len);
-	}
-}
-
-static void save_submit(struct node_repair_sched *ns, uint8_t *data, size_t len)
-{
-	struct save_job *j = calloc(1, sizeof(*j));
-	if (!j) {
-		LOG_WARN("cannot write %s: out of memory", ns->path);
-		free(data);
-		return;
-	}
-	j->ns = ns;
-	j->env = ns->n->env;
-	j->path = ns->path;
-	j->data = data;
-	j->len = len;
-	j->work.run = save_run;
-	j->item.fn = save_done;
-	ns->busy = true;
-	workers_submit(ns->workers, &j->work);
-}
-
 static void ops_save(void *arg, uint8_t *data, size_t len)
 {
 	struct node_repair_sched *ns = arg;
-	if (ns->closing || ns->busy) {
-		free(ns->pending); /* superseded */
-		ns->pending = data;
-		ns->pending_len = len;
-		return;
-	}
-	save_submit(ns, data, len);
+	node_state_file_save(ns->state, data, len);
 }
 
 static const struct repair_sched_ops sched_ops = {
@@ -278,21 +205,20 @@ static void state_load(struct node_repair_sched *ns)
 {
 	uint8_t *data;
 	size_t len;
-	if (env_read_file(ns->n->env, ns->path, STATE_MAX, &data, &len)) {
+	const char *path = node_state_file_path(ns->state);
+	if (node_state_file_read(ns->state, STATE_MAX, &data, &len)) {
 		if (err_code() != ERR_NOT_FOUND)
-			LOG_ERROR("cannot read %s: %s", ns->path, err_msg());
+			LOG_ERROR("cannot read %s: %s", path, err_msg());
 		return;
 	}
 	if (repair_sched_load(ns->sched, data, len)) {
-		char aside[PATH_MAX + 16];
 		LOG_ERROR("%s: %s; moved to %s.corrupt, starting a new "
 			  "schedule",
-			  ns->path, err_msg(), ns->path);
-		snprintf(aside, sizeof(aside), "%s.corrupt", ns->path);
-		env_rename(ns->n->env, ns->path, aside);
+			  path, err_msg(), path);
+		node_state_file_set_aside(ns->state);
 	} else {
-		LOG_INFO("repair schedule: resumed from %s (%zu tables)",
-			 ns->path, repair_sched_table_count(ns->sched));
+		LOG_INFO("repair schedule: resumed from %s (%zu tables)", path,
+			 repair_sched_table_count(ns->sched));
 	}
 	free(data);
 }
@@ -359,8 +285,8 @@ struct node_repair_sched *node_repair_sched_new(struct node *n,
 		return NULL;
 	}
 	ns->n = n;
-	ns->q = cql_service_loopq(n->cql);
-	snprintf(ns->path, sizeof(ns->path), "%s/" STATE_FILE,
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/" STATE_FILE,
 		 n->conf.saved_caches_directory);
 	struct repair_sched_options o;
 	struct repair_sched_window *w = NULL;
@@ -368,7 +294,9 @@ struct node_repair_sched *node_repair_sched_new(struct node *n,
 	char(*names)[REPAIR_SCHED_NAME_MAX] = NULL;
 	int rc = options_from_conf(&n->conf.repair_scheduler, &o, &w, &t,
 				   &names);
-	if (!rc && (!(ns->workers = workers_new(1, "repair-state")) ||
+	if (!rc && (!(ns->state = node_state_file_new(n->env,
+						      cql_service_loopq(n->cql),
+						      path, "repair-state")) ||
 		    !(ns->sched = repair_sched_new(n->env, repair, &o,
 						   &sched_ops, ns))))
 		rc = -1;
@@ -389,21 +317,27 @@ void node_repair_sched_delete(struct node_repair_sched *ns)
 {
 	if (!ns)
 		return;
-	ns->closing = true;
 	repair_sched_delete(ns->sched); /* may hand over a last state */
-	workers_delete(ns->workers);    /* the write in flight finishes */
-	if (ns->q)
-		loopq_run_pending(ns->q);
-	if (ns->pending && env_write_file_atomic(ns->n->env, ns->path,
-						 ns->pending, ns->pending_len))
-		LOG_WARN("cannot write %s: %s", ns->path, err_msg());
-	free(ns->pending);
+	node_state_file_delete(ns->state);
 	free(ns);
 }
 
 bool node_repair_sched_running(struct node_repair_sched *ns)
 {
 	return ns && repair_sched_running(ns->sched);
+}
+
+bool node_repair_sched_describe_running(struct node_repair_sched *ns,
+					struct buf *out)
+{
+	struct repair_sched_segment g;
+	if (!ns || !repair_sched_get_running(ns->sched, &g))
+		return false;
+	buf_printf(out,
+		   "Running: scheduled segment of %s (%" PRId64 ",%" PRId64
+		   "], for %.1f s\n",
+		   g.name, g.start, g.end, (double)g.running_us / 1e6);
+	return true;
 }
 
 void node_repair_sched_preempt(struct node_repair_sched *ns)

@@ -3,12 +3,18 @@
  * message queue and the object's lifecycle. The participant side is in
  * repair_replica.c, the wire form in repair_msg.c.
  *
- * A session walks its (table, range) tasks in order; each task goes
+ * A session walks its (table, range) tasks in order, up to `jobs` of
+ * them at once (never two of one table whose ranges overlap, so a
+ * participant's claims of one session never collide); each task goes
  * VALIDATE -> (compare) -> ROWS -> FETCH -> (merge) -> APPLY, waiting for
- * every replica at each step under one timer. A task number travels in
- * every request and answer, so late answers of an earlier task or
- * session are dropped. Nothing is kept on participants, so failing a
- * session is forgetting it.
+ * every replica at each step under the task's timer. VALIDATEs go out
+ * from validations_send(), which holds a replica back while the
+ * parallelism says another replica of an overlapping range (sequential)
+ * or of its datacenter (dc_parallel) is validating. A task number,
+ * unique in the session, travels in every request and answer, so late
+ * answers of an ended task or session are dropped. Nothing is kept on
+ * participants, so failing a session is forgetting it: every running
+ * task's claims are released.
  */
 #include "repair/repair_internal.h"
 
@@ -50,8 +56,11 @@ struct entry {
 
 struct replica {
 	struct inet_addr addr;
-	size_t peer; /* index in the session's peers */
-	int waiting; /* answers still due in this phase */
+	const char *dc;   /* dc_parallel's group; NULL: one */
+	size_t peer;      /* index in the session's peers */
+	int waiting;      /* answers still due in this phase */
+	bool asked;       /* VALIDATE sent (validations go out one by one) */
+	uint64_t sent_us; /* its latest request, for trace */
 	struct merkle_tree *tree;
 	struct buf apply; /* encoded selections to send, back to back */
 	size_t *ends;     /* their ends in `apply` */
@@ -60,19 +69,18 @@ struct replica {
 	size_t nwanted, wanted_cap;
 };
 
-struct repair_session {
+struct repair_session;
+
+/* A (table, range) task in flight: one of the session's `jobs` lanes.
+ * The step functions name it `s` (they were the session's before -j). */
+struct task {
+	struct repair_session *sess;
 	struct repair *r;
-	uint64_t id;
-	uint32_t task;
-	struct arena arena; /* the request's copies */
-	struct repair_table *tables;
-	size_t ntables;
-	struct repair_range *ranges;
-	size_t nranges;
-	bool preview;
-	bool exclusive;
-	uint32_t max_depth;
-	size_t ti, ri; /* the current task */
+	bool busy;     /* the lane runs a task */
+	uint32_t task; /* its number in the session, in every message */
+	size_t ti, ri; /* its table and range */
+	uint64_t start_us;
+	uint64_t rows_streamed, bytes_streamed; /* for its result */
 	const struct storage_table_meta *meta;
 	enum phase phase;
 	struct replica rep[REPAIR_MAX_REPLICAS];
@@ -84,14 +92,34 @@ struct repair_session {
 	size_t nentries, entries_cap;
 	struct storage_mutation **frags; /* fetched, decoded */
 	size_t nfrags, frags_cap;
+	struct env_timer *timer; /* the step's deadline */
+};
+
+struct repair_session {
+	struct repair *r;
+	uint64_t id;
+	struct arena arena; /* the request's copies */
+	struct repair_table *tables;
+	size_t ntables;
+	struct repair_range *ranges;
+	size_t nranges;
+	bool preview;
+	bool exclusive;
+	bool trace;
+	uint32_t max_depth;
+	enum repair_parallelism parallelism;
+	size_t jobs;
+	size_t next;    /* tasks started: table next / nranges, ... */
+	uint32_t ntask; /* the latest task number */
+	struct task lanes[REPAIR_MAX_JOBS];
 	struct repair_peer_stats *peers;
 	size_t npeers;
 	uint64_t start_us;
 	struct repair_summary sum;
-	struct env_timer *timer;
 	struct env_timer *alive_timer; /* failure detector checks */
 	repair_progress_fn progress;
 	repair_done_fn done;
+	repair_task_fn task_done;
 	void *arg;
 };
 
@@ -266,7 +294,7 @@ void repair_receive(struct repair *r, const struct inet_addr *from,
 
 /* ---- the session --------------------------------------------------------- */
 
-static void task_reset(struct repair_session *s)
+static void task_reset(struct task *s)
 {
 	for (size_t i = 0; i < s->nrep; i++) {
 		struct replica *p = &s->rep[i];
@@ -279,6 +307,7 @@ static void task_reset(struct repair_session *s)
 		p->wanted = NULL;
 		p->nends = p->ends_cap = p->nwanted = p->wanted_cap = 0;
 		p->waiting = 0;
+		p->asked = false;
 	}
 	free(s->mism);
 	s->mism = NULL;
@@ -294,70 +323,163 @@ static void task_reset(struct repair_session *s)
 	s->nfrags = s->frags_cap = 0;
 }
 
-static void session_free(struct repair_session *s)
+static void session_free(struct repair_session *ss)
 {
-	task_reset(s);
-	env_timer_free(s->r->env, s->timer);
-	env_timer_free(s->r->env, s->alive_timer);
-	arena_destroy(&s->rows_arena);
-	arena_destroy(&s->arena);
-	free(s->peers);
-	free(s);
+	for (size_t l = 0; l < REPAIR_MAX_JOBS; l++) {
+		struct task *t = &ss->lanes[l];
+		task_reset(t);
+		env_timer_free(ss->r->env, t->timer);
+		arena_destroy(&t->rows_arena);
+	}
+	env_timer_free(ss->r->env, ss->alive_timer);
+	arena_destroy(&ss->arena);
+	free(ss->peers);
+	free(ss);
 }
 
-static void progress(struct repair_session *s, const char *fmt, ...)
+static struct repair_range *cur_range(struct task *s)
+{
+	return &s->sess->ranges[s->ri];
+}
+
+static const char *cur_table(struct task *s)
+{
+	return s->sess->tables[s->ti].name;
+}
+
+static struct merkle_range task_range(struct task *s)
+{
+	return (struct merkle_range){cur_range(s)->start, cur_range(s)->end};
+}
+
+static void progress(struct task *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static void progress(struct repair_session *s, const char *fmt, ...)
+static void progress(struct task *s, const char *fmt, ...)
 {
-	if (!s->progress)
+	if (!s->sess->progress)
 		return;
 	char line[512];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	s->progress(s->arg, line);
+	s->sess->progress(s->sess->arg, line);
 }
 
-static void task_release(struct repair_session *s);
-
-static void session_end(struct repair_session *s, bool ok, const char *error)
+static double secs_since(struct repair *r, uint64_t us)
 {
-	struct repair *r = s->r;
-	s->sum.session = s->id;
-	s->sum.ok = ok;
-	snprintf(s->sum.error, sizeof(s->sum.error), "%s", ok ? "" : error);
-	s->sum.duration_us = env_mono_us(r->env) - s->start_us;
-	s->sum.peers = s->peers;
-	s->sum.npeers = s->npeers;
-	if (!ok)
-		task_release(s);
+	return (double)(env_mono_us(r->env) - us) / 1e6;
+}
+
+/* A --trace line: "trace: +ELAPSED TABLE (START,END]: ...". */
+static void trace(struct task *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void trace(struct task *s, const char *fmt, ...)
+{
+	struct repair_session *ss = s->sess;
+	if (!ss->trace || !ss->progress)
+		return;
+	char line[512];
+	int n = snprintf(line, sizeof(line), "trace: +%.3fs %s (%lld,%lld]: ",
+			 secs_since(ss->r, ss->start_us), cur_table(s),
+			 (long long)cur_range(s)->start,
+			 (long long)cur_range(s)->end);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		n = 0;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	ss->progress(ss->arg, line);
+}
+
+static void task_release(struct task *s);
+
+/* The task's end, for the caller's history. */
+static void task_result(struct task *s, bool ok, const char *error)
+{
+	struct repair_session *ss = s->sess;
+	if (!ss->task_done)
+		return;
+	struct repair_task_result res = {
+		.session = ss->id,
+		.table = cur_table(s),
+		.start = cur_range(s)->start,
+		.end = cur_range(s)->end,
+		.ok = ok,
+		.error = ok ? "" : error,
+		.duration_us = env_mono_us(ss->r->env) - s->start_us,
+		.mismatched_ranges = s->nmism,
+		.rows_streamed = s->rows_streamed,
+		.bytes_streamed = s->bytes_streamed,
+	};
+	ss->task_done(ss->arg, &res);
+}
+
+static void session_end(struct repair_session *ss, bool ok, const char *error)
+{
+	struct repair *r = ss->r;
+	ss->sum.session = ss->id;
+	ss->sum.ok = ok;
+	snprintf(ss->sum.error, sizeof(ss->sum.error), "%s", ok ? "" : error);
+	ss->sum.duration_us = env_mono_us(r->env) - ss->start_us;
+	ss->sum.peers = ss->peers;
+	ss->sum.npeers = ss->npeers;
+	for (size_t l = 0; l < REPAIR_MAX_JOBS; l++) {
+		struct task *t = &ss->lanes[l];
+		env_timer_cancel(r->env, t->timer);
+		if (!t->busy)
+			continue;
+		task_release(t);
+		task_result(t, false, ss->sum.error);
+		t->busy = false;
+	}
 	r->session = NULL;
-	env_timer_cancel(r->env, s->timer);
-	if (s->alive_timer)
-		env_timer_cancel(r->env, s->alive_timer);
-	repair_done_fn done = s->done;
-	void *arg = s->arg;
-	struct repair_summary sum = s->sum;
+	if (ss->alive_timer)
+		env_timer_cancel(r->env, ss->alive_timer);
+	repair_done_fn done = ss->done;
+	void *arg = ss->arg;
+	struct repair_summary sum = ss->sum;
 	/* the summary borrows the peers until the callback returns */
-	s->peers = NULL;
-	session_free(s);
+	ss->peers = NULL;
+	session_free(ss);
 	done(arg, &sum);
 	free((void *)sum.peers);
 }
 
-static void session_fail(struct repair_session *s, const char *fmt, ...)
+static void session_abort(struct repair_session *ss, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static void session_fail(struct repair_session *s, const char *fmt, ...)
+static void session_abort(struct repair_session *ss, const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	session_end(s, false, msg);
+	session_end(ss, false, msg);
+}
+
+/* Fails the task's session (every running task with it). */
+static void session_fail(struct task *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void session_fail(struct task *s, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	session_end(s->sess, false, msg);
+}
+
+/* Whether the session `id` still runs (a callback may have ended it). */
+static bool session_live(const struct repair *r, uint64_t id)
+{
+	return r->session && r->session->id == id;
 }
 
 static const char *addr_str(const struct inet_addr *a, char *buf, size_t cap)
@@ -365,54 +487,73 @@ static const char *addr_str(const struct inet_addr *a, char *buf, size_t cap)
 	return inet_addr_format(a, buf, cap);
 }
 
-static struct repair_range *cur_range(struct repair_session *s)
-{
-	return &s->ranges[s->ri];
-}
-
-static const char *cur_table(struct repair_session *s)
-{
-	return s->tables[s->ti].name;
-}
-
-static void arm(struct repair_session *s, uint64_t ms)
+static void arm(struct task *s, uint64_t ms)
 {
 	env_timer_arm(s->r->env, s->timer, ms * 1000);
 }
 
+static void trace_request(struct task *s, size_t i, uint32_t verb,
+			  const struct repair_msg *q)
+{
+	char a[64];
+	addr_str(&s->rep[i].addr, a, sizeof(a));
+	size_t bytes = 0;
+	switch (verb) {
+	case REPAIR_VERB_VALIDATE:
+		trace(s, "validation requested from %s", a);
+		break;
+	case REPAIR_VERB_ROWS:
+		trace(s, "row hashes of %zu ranges requested from %s",
+		      q->nranges, a);
+		break;
+	case REPAIR_VERB_FETCH:
+		trace(s, "fetching %zu rows from %s", q->nrows, a);
+		break;
+	default:
+		for (size_t k = 0; k < q->nfrags; k++)
+			bytes += q->frags[k].len;
+		trace(s, "sending %zu partition updates (%zu bytes) to %s",
+		      q->nfrags, bytes, a);
+		break;
+	}
+}
+
 /* Sends `q` (session and task filled here) to replica i. */
-static int send_request(struct repair_session *s, size_t i, uint32_t verb,
+static int send_request(struct task *s, size_t i, uint32_t verb,
 			struct repair_msg *q)
 {
-	q->session = s->id;
+	q->session = s->sess->id;
 	q->task = s->task;
-	memcpy(q->table_id, s->tables[s->ti].id, 16);
+	memcpy(q->table_id, s->sess->tables[s->ti].id, 16);
 	struct buf b;
 	buf_init(&b);
 	int rc = repair_msg_pack_request(q, &b);
 	if (!rc)
 		rc = repair_send(s->r, &s->rep[i].addr, verb, &b);
 	buf_free(&b);
-	if (!rc)
+	if (!rc) {
 		s->rep[i].waiting++;
+		s->rep[i].sent_us = env_mono_us(s->r->env);
+		trace_request(s, i, verb, q);
+	}
 	return rc;
 }
 
-static void task_start(struct repair_session *s);
+static int session_pump(struct repair_session *ss);
 
 /* Tells the task's replicas its claim is over (best effort). */
-static void task_release(struct repair_session *s)
+static void task_release(struct task *s)
 {
-	if (s->ti >= s->ntables || !s->nrep)
+	if (!s->busy || !s->nrep)
 		return;
-	struct merkle_range mr = {cur_range(s)->start, cur_range(s)->end};
+	struct merkle_range mr = task_range(s);
 	for (size_t i = 0; i < s->nrep; i++) {
 		struct repair_msg q = {0};
 		q.ranges = &mr;
 		q.nranges = 1;
-		q.session = s->id;
+		q.session = s->sess->id;
 		q.task = s->task;
-		memcpy(q.table_id, s->tables[s->ti].id, 16);
+		memcpy(q.table_id, s->sess->tables[s->ti].id, 16);
 		struct buf b;
 		buf_init(&b);
 		if (repair_msg_pack_request(&q, &b) == 0)
@@ -422,18 +563,19 @@ static void task_release(struct repair_session *s)
 	}
 }
 
-static void task_next(struct repair_session *s)
+/* The task is done: its lane takes the next one. */
+static void task_next(struct task *s)
 {
+	trace(s, "task done in %.3fs", secs_since(s->r, s->start_us));
 	task_release(s);
+	task_result(s, true, NULL);
 	task_reset(s);
-	if (++s->ri == s->nranges) {
-		s->ri = 0;
-		s->ti++;
-	}
-	task_start(s);
+	s->busy = false;
+	env_timer_cancel(s->r->env, s->timer);
+	session_pump(s->sess);
 }
 
-static size_t waiting(const struct repair_session *s)
+static size_t waiting(const struct task *s)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < s->nrep; i++)
@@ -441,48 +583,162 @@ static size_t waiting(const struct repair_session *s)
 	return n;
 }
 
-static void task_start(struct repair_session *s)
+/* Replicas not yet asked to validate. */
+static size_t unasked(const struct task *s)
 {
-	if (s->ti == s->ntables) {
-		session_end(s, true, NULL);
-		return;
-	}
-	struct repair_range *rg = cur_range(s);
-	s->meta = s->r->store->meta(s->r->store_arg, s->tables[s->ti].id);
+	size_t n = 0;
+	for (size_t i = 0; i < s->nrep; i++)
+		n += !s->rep[i].asked;
+	return n;
+}
+
+/* Takes task (ti, ri) into lane `s`; -1 when that failed the session. */
+static int task_start(struct task *s, size_t ti, size_t ri)
+{
+	struct repair_session *ss = s->sess;
+	s->busy = true;
+	s->ti = ti;
+	s->ri = ri;
+	s->nrep = 0;
+	s->task = ++ss->ntask;
+	s->start_us = env_mono_us(s->r->env);
+	s->rows_streamed = s->bytes_streamed = 0;
+	s->meta = s->r->store->meta(s->r->store_arg, ss->tables[ti].id);
 	if (!s->meta) {
 		session_fail(s, "%s: unknown table", cur_table(s));
-		return;
+		return -1;
 	}
-	s->task++;
+	struct repair_range *rg = cur_range(s);
 	s->phase = PHASE_VALIDATE;
 	s->nrep = rg->nreplicas;
 	for (size_t i = 0; i < s->nrep; i++) {
 		s->rep[i].addr = rg->replicas[i];
-		for (size_t k = 0; k < s->npeers; k++)
-			if (inet_addr_eq(&s->peers[k].addr, &rg->replicas[i]))
+		s->rep[i].dc = rg->dcs ? rg->dcs[i] : NULL;
+		s->rep[i].asked = false;
+		for (size_t k = 0; k < ss->npeers; k++)
+			if (inet_addr_eq(&ss->peers[k].addr, &rg->replicas[i]))
 				s->rep[i].peer = k;
 	}
-	struct merkle_range mr = {rg->start, rg->end};
-	for (size_t i = 0; i < s->nrep; i++) {
-		struct repair_msg q = {0};
-		q.ranges = &mr;
-		q.nranges = 1;
-		q.max_depth = s->max_depth;
-		q.exclusive = s->exclusive;
-		if (send_request(s, i, REPAIR_VERB_VALIDATE, &q)) {
-			char a[64];
-			session_fail(s, "%s: cannot send to %s: %s",
-				     cur_table(s),
-				     addr_str(&s->rep[i].addr, a, sizeof(a)),
-				     err_msg());
-			return;
+	return 0;
+}
+
+static bool same_dc(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* Whether replica i of task `t` may be asked to validate now: under
+ * sequential no replica of an overlapping range of a running task is
+ * validating; under dc_parallel none of its datacenter. */
+static bool may_validate(struct repair_session *ss, struct task *t, size_t i)
+{
+	if (ss->parallelism == REPAIR_PARALLEL)
+		return true;
+	for (size_t l = 0; l < ss->jobs; l++) {
+		struct task *o = &ss->lanes[l];
+		if (!o->busy || o->phase != PHASE_VALIDATE)
+			continue;
+		if (o != t &&
+		    !repair_ranges_overlap(task_range(o), task_range(t)))
+			continue;
+		for (size_t k = 0; k < o->nrep; k++) {
+			const struct replica *p = &o->rep[k];
+			if (p->asked && p->waiting &&
+			    (ss->parallelism == REPAIR_SEQUENTIAL ||
+			     same_dc(p->dc, t->rep[i].dc)))
+				return false;
 		}
 	}
-	arm(s, s->r->o.validate_timeout_ms);
+	return true;
+}
+
+/* Sends the VALIDATEs the parallelism allows now, oldest task first;
+ * -1 when that failed the session. */
+static int validations_send(struct repair_session *ss)
+{
+	/* lanes in task order: at most REPAIR_MAX_JOBS, a selection sort */
+	struct task *order[REPAIR_MAX_JOBS];
+	size_t n = 0;
+	for (size_t l = 0; l < ss->jobs; l++)
+		if (ss->lanes[l].busy && ss->lanes[l].phase == PHASE_VALIDATE)
+			order[n++] = &ss->lanes[l];
+	for (size_t a = 0; a < n; a++)
+		for (size_t b = a + 1; b < n; b++)
+			if (order[b]->task < order[a]->task) {
+				struct task *x = order[a];
+				order[a] = order[b];
+				order[b] = x;
+			}
+	for (size_t k = 0; k < n; k++) {
+		struct task *s = order[k];
+		bool sent = false;
+		for (size_t i = 0; i < s->nrep; i++) {
+			if (s->rep[i].asked || !may_validate(ss, s, i))
+				continue;
+			struct merkle_range mr = task_range(s);
+			struct repair_msg q = {0};
+			q.ranges = &mr;
+			q.nranges = 1;
+			q.max_depth = ss->max_depth;
+			q.exclusive = ss->exclusive;
+			s->rep[i].asked = true;
+			if (send_request(s, i, REPAIR_VERB_VALIDATE, &q)) {
+				char a[64];
+				session_fail(
+					s, "%s: cannot send to %s: %s",
+					cur_table(s),
+					addr_str(&s->rep[i].addr, a, sizeof(a)),
+					err_msg());
+				return -1;
+			}
+			sent = true;
+		}
+		if (sent)
+			arm(s, s->r->o.validate_timeout_ms);
+		else if (!waiting(s)) /* held back by another task */
+			env_timer_cancel(s->r->env, s->timer);
+	}
+	return 0;
+}
+
+/* Starts tasks while lanes are free (in order; a task waits while one of
+ * its table with an overlapping range runs), ends the session when all
+ * are done, sends the validations allowed. -1 when the session ended. */
+static int session_pump(struct repair_session *ss)
+{
+	size_t total = ss->ntables * ss->nranges;
+	while (ss->next < total) {
+		size_t ti = ss->next / ss->nranges, ri = ss->next % ss->nranges;
+		struct merkle_range mr = {ss->ranges[ri].start,
+					  ss->ranges[ri].end};
+		struct task *lane = NULL;
+		bool clash = false;
+		for (size_t l = 0; l < ss->jobs; l++) {
+			struct task *o = &ss->lanes[l];
+			if (!o->busy)
+				lane = lane ? lane : o;
+			else if (o->ti == ti &&
+				 repair_ranges_overlap(task_range(o), mr))
+				clash = true;
+		}
+		if (!lane || clash)
+			break;
+		ss->next++;
+		if (task_start(lane, ti, ri))
+			return -1;
+	}
+	bool running = false;
+	for (size_t l = 0; l < ss->jobs; l++)
+		running = running || ss->lanes[l].busy;
+	if (!running) {
+		session_end(ss, true, NULL);
+		return -1;
+	}
+	return validations_send(ss);
 }
 
 /* Leaves where any tree differs from the first, as coalesced ranges. */
-static int compare_trees(struct repair_session *s)
+static int compare_trees(struct task *s)
 {
 	int depth = MERKLE_MAX_DEPTH;
 	for (size_t i = 0; i < s->nrep; i++)
@@ -539,16 +795,33 @@ static int compare_trees(struct repair_session *s)
 	return rc;
 }
 
-static void trees_done(struct repair_session *s)
+static void trace_mismatches(struct task *s)
+{
+	char list[200] = "";
+	size_t at = 0;
+	for (size_t k = 0; k < s->nmism && k < 4; k++) {
+		int n = snprintf(list + at, sizeof(list) - at, " (%lld,%lld]",
+				 (long long)s->mism[k].start,
+				 (long long)s->mism[k].end);
+		if (n < 0 || (size_t)n >= sizeof(list) - at)
+			break;
+		at += (size_t)n;
+	}
+	trace(s, "trees compared: %zu mismatched ranges%s%s%s", s->nmism,
+	      s->nmism ? ":" : "", list, s->nmism > 4 ? " ..." : "");
+}
+
+static void trees_done(struct task *s)
 {
 	struct repair_range *rg = cur_range(s);
-	s->sum.ranges++;
+	s->sess->sum.ranges++;
 	if (compare_trees(s)) {
 		session_fail(s, "%s: comparing trees: %s", cur_table(s),
 			     err_msg());
 		return;
 	}
-	s->sum.mismatched_ranges += s->nmism;
+	s->sess->sum.mismatched_ranges += s->nmism;
+	trace_mismatches(s);
 	if (!s->nmism) {
 		progress(s, "%s (%lld,%lld]: %zu replicas in sync",
 			 cur_table(s), (long long)rg->start, (long long)rg->end,
@@ -581,8 +854,7 @@ static int entry_cmp(const void *x, const void *y)
 	return c;
 }
 
-static int add_entries(struct repair_session *s, size_t i,
-		       const struct repair_msg *m)
+static int add_entries(struct task *s, size_t i, const struct repair_msg *m)
 {
 	if (s->nentries + m->nrows > s->entries_cap) {
 		size_t cap = s->entries_cap ? s->entries_cap : 256;
@@ -607,8 +879,8 @@ static int add_entries(struct repair_session *s, size_t i,
 		memcpy(e->digest, w->digest, 16);
 		e->replica = (uint8_t)i;
 	}
-	s->sum.tree_bytes += m->nrows * 16;
-	s->sum.rows_hashed += m->nrows;
+	s->sess->sum.tree_bytes += m->nrows * 16;
+	s->sess->sum.rows_hashed += m->nrows;
 	return 0;
 }
 
@@ -630,7 +902,7 @@ static int want(struct replica *p, const struct entry *e)
 
 /* Rows whose versions differ: one copy of each distinct version is
  * fetched from the first replica holding it. */
-static void rows_done(struct repair_session *s)
+static void rows_done(struct task *s)
 {
 	if (s->nentries > 1)
 		qsort(s->entries, s->nentries, sizeof(*s->entries), entry_cmp);
@@ -649,7 +921,7 @@ static void rows_done(struct repair_session *s)
 			i = j;
 			continue;
 		}
-		s->sum.rows_mismatched++;
+		s->sess->sum.rows_mismatched++;
 		for (size_t k = i; k < j; k++) {
 			bool seen = false;
 			for (size_t l = i; l < k && !seen; l++)
@@ -730,7 +1002,7 @@ static int collect_row(void *arg, struct slice id, const uint8_t dg[16])
 }
 
 /* Whether replica i answered the digest `dg` for (key, id). */
-static bool replica_has(struct repair_session *s, size_t i, struct slice key,
+static bool replica_has(struct task *s, size_t i, struct slice key,
 			struct slice id, const uint8_t dg[16])
 {
 	struct entry probe = {.key = key, .id = id, .replica = (uint8_t)i};
@@ -761,8 +1033,8 @@ static int push_apply(struct replica *p, const struct storage_mutation *m,
 
 /* Merges one partition's fetched versions and queues, for each replica,
  * the merged rows it does not hold. */
-static int merge_partition(struct repair_session *s,
-			   struct storage_mutation **group, size_t n)
+static int merge_partition(struct task *s, struct storage_mutation **group,
+			   size_t n)
 {
 	struct storage_mutation *m = storage_fragment_merge(s->meta, group, n);
 	if (!m)
@@ -789,7 +1061,8 @@ static int merge_partition(struct repair_session *s,
 			rc = -1;
 			break;
 		}
-		rc = push_apply(&s->rep[i], sel, &s->peers[s->rep[i].peer], k);
+		rc = push_apply(&s->rep[i], sel,
+				&s->sess->peers[s->rep[i].peer], k);
 		storage_mutation_delete(sel);
 	}
 	free(ids);
@@ -800,11 +1073,11 @@ static int merge_partition(struct repair_session *s,
 	return rc;
 }
 
-static void apply_done_all(struct repair_session *s);
+static void apply_done_all(struct task *s);
 
 /* Sends each replica its selections, in APPLY messages of at most
  * message_bytes (one selection may exceed it alone). */
-static int send_applies(struct repair_session *s)
+static int send_applies(struct task *s)
 {
 	for (size_t i = 0; i < s->nrep; i++) {
 		struct replica *p = &s->rep[i];
@@ -834,8 +1107,18 @@ static int send_applies(struct repair_session *s)
 	return 0;
 }
 
-static void fetch_done(struct repair_session *s)
+/* Rows queued to the task's replicas' peers so far. */
+static uint64_t rows_queued(struct task *s)
 {
+	uint64_t n = 0;
+	for (size_t i = 0; i < s->nrep; i++)
+		n += s->sess->peers[s->rep[i].peer].rows_streamed;
+	return n;
+}
+
+static void fetch_done(struct task *s)
+{
+	uint64_t queued = rows_queued(s);
 	if (s->nfrags > 1)
 		qsort(s->frags, s->nfrags, sizeof(*s->frags), frag_cmp);
 	for (size_t i = 0; i < s->nfrags;) {
@@ -855,15 +1138,17 @@ static void fetch_done(struct repair_session *s)
 		rows += s->rep[i].nends;
 		bytes += s->rep[i].apply.len;
 	}
+	s->rows_streamed = rows_queued(s) - queued;
+	s->bytes_streamed = bytes;
 	progress(s,
 		 "%s (%lld,%lld]: %zu mismatched ranges, %llu partition "
 		 "updates (%llu bytes) %s",
 		 cur_table(s), (long long)cur_range(s)->start,
 		 (long long)cur_range(s)->end, s->nmism,
 		 (unsigned long long)rows, (unsigned long long)bytes,
-		 s->preview ? "would stream" : "streaming");
+		 s->sess->preview ? "would stream" : "streaming");
 	s->phase = PHASE_APPLY;
-	if (!s->preview && send_applies(s)) {
+	if (!s->sess->preview && send_applies(s)) {
 		session_fail(s, "%s: sending rows: %s", cur_table(s),
 			     err_msg());
 		return;
@@ -875,7 +1160,7 @@ static void fetch_done(struct repair_session *s)
 	arm(s, s->r->o.request_timeout_ms);
 }
 
-static void apply_done_all(struct repair_session *s)
+static void apply_done_all(struct task *s)
 {
 	task_next(s);
 }
@@ -895,11 +1180,10 @@ static uint32_t phase_verb(enum phase p)
 }
 
 /* Takes an answer's content; -1 fails the session (message in err). */
-static int take_answer(struct repair_session *s, size_t i,
-		       const struct repair_msg *m)
+static int take_answer(struct task *s, size_t i, const struct repair_msg *m)
 {
 	struct replica *p = &s->rep[i];
-	struct repair_peer_stats *st = &s->peers[p->peer];
+	struct repair_peer_stats *st = &s->sess->peers[p->peer];
 	switch (s->phase) {
 	case PHASE_VALIDATE: {
 		struct merkle_tree *t = merkle_decode(m->tree.ptr, m->tree.len);
@@ -913,7 +1197,7 @@ static int take_answer(struct repair_session *s, size_t i,
 		}
 		merkle_delete(p->tree);
 		p->tree = t;
-		s->sum.tree_bytes += m->tree.len;
+		s->sess->sum.tree_bytes += m->tree.len;
 		return 0;
 	}
 	case PHASE_ROWS:
@@ -925,7 +1209,7 @@ static int take_answer(struct repair_session *s, size_t i,
 			if (!f)
 				return -1;
 			if (memcmp(storage_mutation_table_id(f),
-				   s->tables[s->ti].id, 16)) {
+				   s->sess->tables[s->ti].id, 16)) {
 				storage_mutation_delete(f);
 				return err_set(ERR_PROTOCOL,
 					       "a fragment of another table");
@@ -952,7 +1236,7 @@ static int take_answer(struct repair_session *s, size_t i,
 	}
 }
 
-static void phase_done(struct repair_session *s)
+static void phase_done(struct task *s)
 {
 	switch (s->phase) {
 	case PHASE_VALIDATE:
@@ -970,15 +1254,51 @@ static void phase_done(struct repair_session *s)
 	}
 }
 
+static void trace_answer(struct task *s, size_t i, const struct repair_msg *m)
+{
+	if (!s->sess->trace)
+		return;
+	char a[64];
+	addr_str(&s->rep[i].addr, a, sizeof(a));
+	double after = secs_since(s->r, s->rep[i].sent_us);
+	size_t bytes = 0;
+	switch (s->phase) {
+	case PHASE_VALIDATE:
+		trace(s,
+		      "tree from %s: %llu partitions, %zu bytes, after %.3fs",
+		      a, (unsigned long long)m->partitions, m->tree.len, after);
+		break;
+	case PHASE_ROWS:
+		trace(s, "%zu row hashes from %s after %.3fs", m->nrows, a,
+		      after);
+		break;
+	case PHASE_FETCH:
+		for (size_t k = 0; k < m->nfrags; k++)
+			bytes += m->frags[k].len;
+		trace(s,
+		      "fetched %zu fragments (%zu bytes) from %s after %.3fs",
+		      m->nfrags, bytes, a, after);
+		break;
+	default:
+		trace(s, "applied on %s after %.3fs", a, after);
+		break;
+	}
+}
+
 void repair_session_receive(struct repair *r, const struct inet_addr *from,
 			    uint32_t verb, const uint8_t *msg, size_t len)
 {
-	struct repair_session *s = r->session;
-	if (!s)
+	struct repair_session *ss = r->session;
+	if (!ss)
 		return;
 	struct repair_msg m;
-	if (repair_msg_unpack_response(msg, len, &m) || m.session != s->id ||
-	    m.task != s->task || verb != phase_verb(s->phase)) {
+	struct task *s = NULL;
+	if (repair_msg_unpack_response(msg, len, &m) == 0 &&
+	    m.session == ss->id)
+		for (size_t l = 0; l < ss->jobs; l++)
+			if (ss->lanes[l].busy && ss->lanes[l].task == m.task)
+				s = &ss->lanes[l];
+	if (!s || verb != phase_verb(s->phase)) {
 		repair_msg_free(&m);
 		return;
 	}
@@ -1000,19 +1320,25 @@ void repair_session_receive(struct repair *r, const struct inet_addr *from,
 		return;
 	}
 	int rc = take_answer(s, i, &m);
+	if (!rc)
+		trace_answer(s, i, &m);
 	repair_msg_free(&m);
 	if (rc) {
 		session_fail(s, "%s: bad %s answer from %s: %s", cur_table(s),
 			     phase_name(s->phase), a, err_msg());
 		return;
 	}
-	if (!waiting(s))
+	uint64_t id = ss->id;
+	if (!waiting(s) && (s->phase != PHASE_VALIDATE || !unasked(s)))
 		phase_done(s);
+	/* a validation ended: others may go now */
+	if (verb == REPAIR_VERB_VALIDATE_RSP && session_live(r, id))
+		validations_send(ss);
 }
 
 static void session_timeout(void *arg)
 {
-	struct repair_session *s = arg;
+	struct task *s = arg;
 	char who[256] = "";
 	size_t at = 0;
 	for (size_t i = 0; i < s->nrep; i++) {
@@ -1031,35 +1357,48 @@ static void session_timeout(void *arg)
 
 static void alive_check(void *arg)
 {
-	struct repair_session *s = arg;
-	struct repair *r = s->r;
-	for (size_t i = 0; i < s->nrep; i++) {
-		const struct inet_addr *a = &s->rep[i].addr;
-		if (s->rep[i].waiting && !inet_addr_eq(a, &r->o.self) &&
-		    !r->o.is_alive(r->o.alive_arg, a)) {
-			char b[64];
-			session_fail(s, "%s: %s went down during %s",
-				     cur_table(s), addr_str(a, b, sizeof(b)),
-				     phase_name(s->phase));
-			return;
+	struct repair_session *ss = arg;
+	struct repair *r = ss->r;
+	for (size_t l = 0; l < ss->jobs; l++) {
+		struct task *s = &ss->lanes[l];
+		for (size_t i = 0; s->busy && i < s->nrep; i++) {
+			const struct inet_addr *a = &s->rep[i].addr;
+			if (s->rep[i].waiting && !inet_addr_eq(a, &r->o.self) &&
+			    !r->o.is_alive(r->o.alive_arg, a)) {
+				char b[64];
+				session_fail(s, "%s: %s went down during %s",
+					     cur_table(s),
+					     addr_str(a, b, sizeof(b)),
+					     phase_name(s->phase));
+				return;
+			}
 		}
 	}
-	env_timer_arm(r->env, s->alive_timer, r->o.alive_check_ms * 1000);
+	env_timer_arm(r->env, ss->alive_timer, r->o.alive_check_ms * 1000);
 }
 
 int repair_get_status(const struct repair *r, struct repair_status *out)
 {
-	const struct repair_session *s = r->session;
+	const struct repair_session *ss = r->session;
 	memset(out, 0, sizeof(*out));
-	if (!s)
+	if (!ss)
 		return 0;
-	out->session = s->id;
-	out->tasks = s->ntables * s->nranges;
-	out->task = s->ti * s->nranges + s->ri;
-	out->table = s->ti < s->ntables ? s->tables[s->ti].name : "";
-	out->phase = phase_name(s->phase);
-	out->peers = s->peers;
-	out->npeers = s->npeers;
+	const struct task *oldest = NULL;
+	for (size_t l = 0; l < ss->jobs; l++) {
+		const struct task *t = &ss->lanes[l];
+		if (t->busy) {
+			out->running++;
+			if (!oldest || t->task < oldest->task)
+				oldest = t;
+		}
+	}
+	out->session = ss->id;
+	out->tasks = ss->ntables * ss->nranges;
+	out->task = ss->next - out->running;
+	out->table = oldest ? ss->tables[oldest->ti].name : "";
+	out->phase = oldest ? phase_name(oldest->phase) : "";
+	out->peers = ss->peers;
+	out->npeers = ss->npeers;
 	return 1;
 }
 
@@ -1067,7 +1406,7 @@ int repair_cancel(struct repair *r, const char *why)
 {
 	if (!r->session)
 		return err_set(ERR_NOT_FOUND, "no repair session is running");
-	session_fail(r->session, "cancelled: %s", why ? why : "by request");
+	session_abort(r->session, "cancelled: %s", why ? why : "by request");
 	return 0;
 }
 
@@ -1110,6 +1449,21 @@ static int session_copy(struct repair_session *s,
 		memcpy(reps, g->replicas, g->nreplicas * sizeof(*reps));
 		s->ranges[i] = *g;
 		s->ranges[i].replicas = reps;
+		s->ranges[i].dcs = NULL;
+		if (g->dcs) {
+			const char **dcs = arena_alloc_aligned(
+				&s->arena, g->nreplicas * sizeof(*dcs),
+				_Alignof(const char *));
+			if (!dcs)
+				return err_set(ERR_NOMEM, "repair request");
+			for (size_t k = 0; k < g->nreplicas; k++)
+				if (!(dcs[k] = arena_strdup(
+					      &s->arena,
+					      g->dcs[k] ? g->dcs[k] : "")))
+					return err_set(ERR_NOMEM,
+						       "repair request");
+			s->ranges[i].dcs = dcs;
+		}
 		for (size_t k = 0; k < g->nreplicas; k++)
 			if (add_peer(s, &reps[k]))
 				return -1;
@@ -1128,6 +1482,13 @@ int repair_start(struct repair *r, const struct repair_request *q,
 			       (unsigned long long)r->session->id);
 	if (!q->ntables || !q->nranges)
 		return err_set(ERR_INVALID, "nothing to repair");
+	if (q->jobs > REPAIR_MAX_JOBS)
+		return err_set(ERR_INVALID, "job threads: %u (1..%d)", q->jobs,
+			       REPAIR_MAX_JOBS);
+	if (q->parallelism != REPAIR_PARALLEL &&
+	    q->parallelism != REPAIR_SEQUENTIAL &&
+	    q->parallelism != REPAIR_DC_PARALLEL)
+		return err_set(ERR_INVALID, "parallelism %d", q->parallelism);
 	for (size_t i = 0; i < q->nranges; i++)
 		if (q->ranges[i].nreplicas < 1 ||
 		    q->ranges[i].nreplicas > REPAIR_MAX_REPLICAS)
@@ -1139,13 +1500,20 @@ int repair_start(struct repair *r, const struct repair_request *q,
 		return err_set(ERR_NOMEM, "repair session");
 	s->r = r;
 	arena_create(&s->arena, 0);
-	arena_create(&s->rows_arena, 0);
-	s->timer = env_timer_new(r->env, session_timeout, s);
+	bool timers = true;
+	for (size_t l = 0; l < REPAIR_MAX_JOBS; l++) {
+		struct task *t = &s->lanes[l];
+		t->sess = s;
+		t->r = r;
+		arena_create(&t->rows_arena, 0);
+		t->timer = env_timer_new(r->env, session_timeout, t);
+		timers = timers && t->timer;
+	}
 	if (r->o.is_alive)
 		s->alive_timer = env_timer_new(r->env, alive_check, s);
-	if (!s->timer || (r->o.is_alive && !s->alive_timer) ||
+	if (!timers || (r->o.is_alive && !s->alive_timer) ||
 	    session_copy(s, q)) {
-		if (!s->timer || (r->o.is_alive && !s->alive_timer))
+		if (!timers || (r->o.is_alive && !s->alive_timer))
 			err_set(ERR_NOMEM, "repair timer");
 		session_free(s);
 		return -1;
@@ -1153,11 +1521,15 @@ int repair_start(struct repair *r, const struct repair_request *q,
 	s->id = r->next_session++;
 	s->preview = q->preview;
 	s->exclusive = q->exclusive;
+	s->trace = q->trace;
+	s->parallelism = q->parallelism;
+	s->jobs = q->jobs ? q->jobs : 1;
 	s->max_depth = q->max_depth && q->max_depth < MERKLE_MAX_DEPTH
 			       ? q->max_depth
 			       : MERKLE_MAX_DEPTH;
 	s->progress = progress_fn;
 	s->done = done;
+	s->task_done = q->task_done;
 	s->arg = arg;
 	s->start_us = env_mono_us(r->env);
 	r->session = s;
@@ -1166,6 +1538,6 @@ int repair_start(struct repair *r, const struct repair_request *q,
 	if (s->alive_timer)
 		env_timer_arm(r->env, s->alive_timer,
 			      r->o.alive_check_ms * 1000);
-	task_start(s);
+	session_pump(s);
 	return 0;
 }

@@ -27,6 +27,13 @@
  * replicas in sync stream nothing. `preview` stops before APPLY and
  * reports what would stream.
  *
+ * A session runs up to `jobs` tasks at once (nodetool's -j), never two of
+ * the same table whose ranges overlap. When VALIDATEs go out is the
+ * request's parallelism: all replicas of a task at once (parallel), one
+ * replica at a time (sequential), or one per datacenter at a time
+ * (dc_parallel); across the session's running tasks, so under sequential
+ * no two replicas of overlapping ranges ever validate at the same time.
+ *
  * Participants keep no data between requests, only a claim per (table,
  * range) under repair: a VALIDATE that overlaps another coordinator's
  * claim is refused ("overlapping repair"), so concurrent sessions on the
@@ -119,7 +126,35 @@ struct repair_range {
 	int64_t start, end;               /* (start, end], wrap-around aware */
 	const struct inet_addr *replicas; /* borrowed for the call */
 	size_t nreplicas;                 /* 1..REPAIR_MAX_REPLICAS */
+	/* Optional, for REPAIR_DC_PARALLEL: dcs[i] is replicas[i]'s
+	 * datacenter (borrowed for the call). NULL: all in one. */
+	const char *const *dcs;
 };
+
+/* When a task's replicas are asked to validate (nodetool's -seq, default,
+ * -dcpar). */
+enum repair_parallelism {
+	REPAIR_PARALLEL = 0, /* every replica at once */
+	REPAIR_SEQUENTIAL,   /* one replica of a range at a time */
+	REPAIR_DC_PARALLEL,  /* one per datacenter of a range at a time */
+};
+
+#define REPAIR_MAX_JOBS 4 /* tasks of a session at once (nodetool's -j) */
+
+/* A (table, range) task that ended, for a caller's history. */
+struct repair_task_result {
+	uint64_t session;
+	const char *table; /* "ks.table"; borrowed for the call */
+	int64_t start, end;
+	bool ok;
+	const char *error;    /* "" when ok; borrowed for the call */
+	uint64_t duration_us; /* from its first VALIDATE to its end */
+	uint64_t mismatched_ranges;
+	uint64_t rows_streamed, bytes_streamed; /* would stream: preview */
+};
+/* Runs on the loop when a started task ends: done, or failed with its
+ * session (every task then running reports). Borrowed for the call. */
+typedef void (*repair_task_fn)(void *arg, const struct repair_task_result *t);
 
 struct repair_table {
 	uint8_t id[16];
@@ -140,6 +175,12 @@ struct repair_request {
 	 * knows a range holds few partitions spares every replica a tree of
 	 * 2^20 leaves built, folded and freed per range. */
 	uint32_t max_depth;
+	enum repair_parallelism parallelism;
+	uint32_t jobs; /* 1..REPAIR_MAX_JOBS; 0: 1 */
+	/* Per-step lines through `progress`, each starting "trace: "
+	 * (requests, answers, mismatches, what streams where, elapsed). */
+	bool trace;
+	repair_task_fn task_done; /* optional; gets repair_start's `arg` */
 };
 
 struct repair_peer_stats {
@@ -187,7 +228,8 @@ void repair_receive(struct repair *r, const struct inet_addr *from,
  * in *session (may be NULL); `done` then runs exactly once, possibly
  * before this returns (a table the store does not know). -1 (and no
  * callback) with ERR_EXISTS while another session runs, ERR_INVALID for
- * an empty request or a range without replicas. `progress` may be NULL. */
+ * an empty request, a range without replicas or jobs past
+ * REPAIR_MAX_JOBS. `progress` may be NULL. */
 int repair_start(struct repair *r, const struct repair_request *q,
 		 repair_progress_fn progress, repair_done_fn done, void *arg,
 		 uint64_t *session);
@@ -198,6 +240,7 @@ bool repair_running(const struct repair *r);
 struct repair_status {
 	uint64_t session;
 	size_t task, tasks; /* (table, range) pairs: done so far, in all */
+	size_t running;     /* tasks in flight; the fields below: the oldest */
 	const char *table;  /* borrowed until the loop runs again */
 	const char
 		*phase; /* "validation", "row hashes", "row fetch", "apply" */

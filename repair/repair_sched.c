@@ -11,6 +11,7 @@
  */
 #define LOG_MODULE "repair"
 #include "repair/repair_sched_internal.h"
+#include "repair/repair_text.h"
 
 #include "common/err.h"
 #include "common/log.h"
@@ -175,16 +176,6 @@ int64_t repair_sched_deadline(int64_t last_start_us, int64_t first_seen_us,
 }
 
 /* ---- tables -------------------------------------------------------------- */
-
-bool sched_filter_match(const char *filter, const char *name)
-{
-	if (!filter)
-		return true;
-	size_t n = strlen(filter);
-	return strcmp(filter, name) == 0 ||
-	       (strncmp(filter, name, n) == 0 && name[n] == '.' &&
-		!strchr(filter, '.'));
-}
 
 struct sched_table *sched_table_find(const struct repair_sched *s,
 				     const char *name)
@@ -604,7 +595,10 @@ static void tick(void *arg)
 		}
 		struct repair_table rt = {.name = t->name};
 		memcpy(rt.id, t->id, 16);
-		struct repair_range rr = {g->start, g->end, reps, nrep};
+		struct repair_range rr = {.start = g->start,
+					  .end = g->end,
+					  .replicas = reps,
+					  .nreplicas = nrep};
 		struct repair_request q = {.tables = &rt,
 					   .ntables = 1,
 					   .ranges = &rr,
@@ -716,6 +710,20 @@ bool repair_sched_running(const struct repair_sched *s)
 	return s->run_table != NULL;
 }
 
+int repair_sched_get_running(const struct repair_sched *s,
+			     struct repair_sched_segment *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!s->run_table)
+		return 0;
+	const struct sched_seg *g = &s->run_table->segs[s->run_seg];
+	snprintf(out->name, sizeof(out->name), "%s", s->run_table->name);
+	out->start = g->start;
+	out->end = g->end;
+	out->running_us = env_mono_us(s->env) - s->run_start_us;
+	return 1;
+}
+
 void repair_sched_preempt(struct repair_sched *s)
 {
 	if (!s->run_table)
@@ -732,7 +740,8 @@ int repair_sched_pause(struct repair_sched *s, const char *filter, bool pause)
 		matched = 1;
 	} else {
 		for (size_t i = 0; i < s->ntables; i++)
-			if (sched_filter_match(filter, s->tables[i]->name)) {
+			if (repair_text_name_match(filter,
+						   s->tables[i]->name)) {
 				s->tables[i]->paused = pause;
 				matched++;
 			}
@@ -756,7 +765,7 @@ int repair_sched_run_now(struct repair_sched *s, const char *filter)
 	int matched = 0;
 	for (size_t i = 0; i < s->ntables; i++) {
 		struct sched_table *t = s->tables[i];
-		if (!t->known || !sched_filter_match(filter, t->name))
+		if (!t->known || !repair_text_name_match(filter, t->name))
 			continue;
 		matched++;
 		if (t->cycle_start_us)

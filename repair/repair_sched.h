@@ -181,6 +181,15 @@ int repair_sched_run_now(struct repair_sched *s, const char *filter);
 
 /* Whether the local repair session is a scheduled segment. */
 bool repair_sched_running(const struct repair_sched *s);
+/* The running segment: 1 with its table ("ks.table"), range and how
+ * long it has run, else 0. */
+struct repair_sched_segment {
+	char name[REPAIR_SCHED_NAME_MAX];
+	int64_t start, end; /* (start, end] */
+	uint64_t running_us;
+};
+int repair_sched_get_running(const struct repair_sched *s,
+			     struct repair_sched_segment *out);
 /* Cancels the running segment so a manual session can start; it is
  * retried later (not a failure). */
 void repair_sched_preempt(struct repair_sched *s);

@@ -79,7 +79,5 @@ int64_t sched_table_deadline(const struct repair_sched *s,
 			     const struct sched_table *t);
 bool sched_table_at_risk(const struct repair_sched *s,
 			 const struct sched_table *t, int64_t now_wall);
-/* Whether the table's name is `filter` or in keyspace `filter`. */
-bool sched_filter_match(const char *filter, const char *name);
 
 #endif

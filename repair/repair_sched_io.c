@@ -19,34 +19,18 @@
  * (ERR_CORRUPT): a scheduler never runs on half a state.
  */
 #include "repair/repair_sched_internal.h"
+#include "repair/repair_text.h"
 
-#include "common/crc.h"
 #include "common/err.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define HEADER "cassini repair schedule 1\n"
 
-__attribute__((format(printf, 2, 3))) static int put_text(struct buf *b,
-							  const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || buf_reserve(b, (size_t)n + 1))
-		return err_set(ERR_NOMEM, "repair schedule");
-	va_start(ap, fmt);
-	vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-	return 0;
-}
+#define WHAT "repair schedule"
 
 static void hex16(const uint8_t id[16], char out[33])
 {
@@ -54,77 +38,44 @@ static void hex16(const uint8_t id[16], char out[33])
 		snprintf(out + 2 * i, 3, "%02x", id[i]);
 }
 
-/* A table name as one word: bytes <= ' ', '%' and DEL as %XX (quoted CQL
- * identifiers may hold spaces). */
-static void name_escape(const char *in, char *out, size_t cap)
-{
-	size_t n = 0;
-	for (; *in && n + 4 < cap; in++) {
-		unsigned char ch = (unsigned char)*in;
-		if (ch <= ' ' || ch == '%' || ch == 0x7f)
-			n += (size_t)snprintf(out + n, cap - n, "%%%02x", ch);
-		else
-			out[n++] = (char)ch;
-	}
-	out[n] = '\0';
-}
-
-static int name_unescape(char *s)
-{
-	char *w = s;
-	for (char *r = s; *r; r++) {
-		unsigned v;
-		if (*r != '%') {
-			*w++ = *r;
-		} else if (sscanf(r + 1, "%2x", &v) == 1 && r[1] && r[2]) {
-			*w++ = (char)v;
-			r += 2;
-		} else {
-			return -1;
-		}
-	}
-	*w = '\0';
-	return 0;
-}
-
 int repair_sched_encode(const struct repair_sched *s, struct buf *out)
 {
 	size_t at = out->len;
-	int rc = put_text(out, HEADER "paused %d\n", s->paused);
+	int rc = repair_text_put(out, WHAT, HEADER "paused %d\n", s->paused);
 	for (size_t i = 0; !rc && i < s->ntables; i++) {
 		const struct sched_table *t = s->tables[i];
 		char id[33], name[3 * REPAIR_SCHED_NAME_MAX];
 		hex16(t->id, id);
-		name_escape(t->name, name, sizeof(name));
-		rc = put_text(out,
-			      "table %s %s %" PRId64 " %" PRId64 " %" PRId64
-			      " %d %d %" PRIu64 " %" PRIu64 " %" PRIu64
-			      " %.0f %" PRIu64 "\n",
-			      name, id, t->gc_grace_seconds, t->first_seen_us,
-			      t->cycle_start_us, t->paused, t->forced,
-			      t->cycles, t->failures, t->splits, t->seg_us,
-			      t->observed);
+		repair_text_escape(t->name, name, sizeof(name));
+		rc = repair_text_put(
+			out, WHAT,
+			"table %s %s %" PRId64 " %" PRId64 " %" PRId64
+			" %d %d %" PRIu64 " %" PRIu64 " %" PRIu64
+			" %.0f %" PRIu64 "\n",
+			name, id, t->gc_grace_seconds, t->first_seen_us,
+			t->cycle_start_us, t->paused, t->forced, t->cycles,
+			t->failures, t->splits, t->seg_us, t->observed);
 		for (size_t k = 0; !rc && t->cycle_start_us && k < t->nsegs;
 		     k++) {
 			const struct sched_seg *g = &t->segs[k];
-			rc = put_text(out,
-				      "seg %" PRId64 " %" PRId64 " %d %u %u\n",
-				      g->start, g->end, g->done, g->failures,
-				      g->depth);
+			rc = repair_text_put(out, WHAT,
+					     "seg %" PRId64 " %" PRId64
+					     " %d %u %u\n",
+					     g->start, g->end, g->done,
+					     g->failures, g->depth);
 		}
 		for (size_t k = 0; !rc && k < t->nhistory; k++) {
 			const struct sched_cycle *c = &t->history[k];
-			rc = put_text(out,
-				      "cycle %" PRId64 " %" PRId64 " %" PRIu64
-				      " %" PRIu64 " %" PRIu64 "\n",
-				      c->start_us, c->end_us, c->segments,
-				      c->failures, c->splits);
+			rc = repair_text_put(
+				out, WHAT,
+				"cycle %" PRId64 " %" PRId64 " %" PRIu64
+				" %" PRIu64 " %" PRIu64 "\n",
+				c->start_us, c->end_us, c->segments,
+				c->failures, c->splits);
 		}
 	}
-	if (!rc) {
-		uint32_t crc = crc32c(0, out->data + at, out->len - at);
-		rc = put_text(out, "crc32c %08" PRIx32 "\n", crc);
-	}
+	if (!rc)
+		rc = repair_text_seal(out, at, WHAT);
 	return rc;
 }
 
@@ -171,7 +122,7 @@ static int parse_line(struct repair_sched *s, char *l, size_t no,
 		    l[n])
 			return corrupt(no, "bad table line");
 		uint8_t bin[16];
-		if (name_unescape(name) ||
+		if (repair_text_unescape(name) ||
 		    strlen(name) >= REPAIR_SCHED_NAME_MAX ||
 		    parse_id(id, bin) || sched_table_find(s, name))
 			return corrupt(no, "bad or repeated table");
@@ -233,28 +184,11 @@ static void tables_clear(struct repair_sched *s)
 
 int repair_sched_load(struct repair_sched *s, const uint8_t *data, size_t len)
 {
-	/* the checksum line: the last one */
 	const char *text = (const char *)data;
-	if (len < sizeof(HEADER) || text[len - 1] != '\n')
-		return err_set(ERR_CORRUPT, "repair schedule state: truncated");
-	size_t last = len - 1;
-	while (last > 0 && text[last - 1] != '\n')
-		last--;
-	unsigned crc;
-	int n = 0;
-	char tail[40];
-	snprintf(tail, sizeof(tail), "%.*s", (int)(len - last), text + last);
-	if (sscanf(tail, "crc32c %8x\n%n", &crc, &n) != 1 ||
-	    (size_t)n != len - last)
-		return err_set(ERR_CORRUPT,
-			       "repair schedule state: no checksum line "
-			       "(truncated?)");
-	if (crc32c(0, data, last) != crc)
-		return err_set(ERR_CORRUPT,
-			       "repair schedule state: checksum mismatch");
-	if (memcmp(text, HEADER, sizeof(HEADER) - 1) != 0)
-		return err_set(ERR_CORRUPT,
-			       "repair schedule state: not a version 1 file");
+	size_t last;
+	if (repair_text_check(data, len, HEADER, "repair schedule state",
+			      &last))
+		return -1;
 	/* parse into a fresh table list; swap in only when all of it is good
 	 */
 	struct sched_table **old = s->tables;
@@ -297,43 +231,34 @@ int repair_sched_load(struct repair_sched *s, const uint8_t *data, size_t len)
 
 /* ---- status -------------------------------------------------------------- */
 
-static void fmt_time(int64_t us, char *out, size_t cap)
-{
-	if (!us) {
-		snprintf(out, cap, "-");
-		return;
-	}
-	time_t t = (time_t)(us / 1000000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(out, cap, "%Y-%m-%d %H:%M:%S", &tm);
-}
-
 int repair_sched_format_status(const struct repair_sched *s, const char *filter,
 			       struct buf *out)
 {
-	int rc = put_text(out,
-			  "Scheduled repair: %s; intensity %g; windows (UTC): ",
-			  s->paused ? "PAUSED" : "active", s->o.intensity);
+	int rc = repair_text_put(
+		out, WHAT,
+		"Scheduled repair: %s; intensity %g; windows (UTC): ",
+		s->paused ? "PAUSED" : "active", s->o.intensity);
 	for (size_t i = 0; !rc && i < s->o.nwindows; i++)
-		rc = put_text(out, "%s%02u:%02u-%02u:%02u", i ? ", " : "",
-			      s->windows[i].start / 60,
-			      s->windows[i].start % 60, s->windows[i].end / 60,
-			      s->windows[i].end % 60);
+		rc = repair_text_put(
+			out, WHAT, "%s%02u:%02u-%02u:%02u", i ? ", " : "",
+			s->windows[i].start / 60, s->windows[i].start % 60,
+			s->windows[i].end / 60, s->windows[i].end % 60);
 	if (!rc)
-		rc = put_text(out, "%s\n\n", s->o.nwindows ? "" : "always");
+		rc = repair_text_put(out, WHAT, "%s\n\n",
+				     s->o.nwindows ? "" : "always");
 	if (!rc)
-		rc = put_text(out,
-			      "%-28s %-9s %-16s %-19s %-19s %-19s %-7s "
-			      "%-7s %s\n",
-			      "Table", "State", "Segments", "Cycle started",
-			      "Last completed", "Next deadline", "At risk",
-			      "Cycles", "Failed/splits");
+		rc = repair_text_put(out, WHAT,
+				     "%-28s %-9s %-16s %-19s %-19s %-19s %-7s "
+				     "%-7s %s\n",
+				     "Table", "State", "Segments",
+				     "Cycle started", "Last completed",
+				     "Next deadline", "At risk", "Cycles",
+				     "Failed/splits");
 	size_t shown = 0;
 	for (size_t i = 0; !rc && i < s->ntables; i++) {
 		struct repair_sched_table_status st;
 		repair_sched_table_get(s, i, &st);
-		if (!sched_filter_match(filter, st.name))
+		if (!repair_text_name_match(filter, st.name))
 			continue;
 		shown++;
 		char seg[32], cs[24], lc[24], dl[24];
@@ -343,9 +268,9 @@ int repair_sched_format_status(const struct repair_sched *s, const char *filter,
 				 100.0 * (double)st.done / (double)st.segments);
 		else
 			snprintf(seg, sizeof(seg), "idle");
-		fmt_time(st.cycle_start_us, cs, sizeof(cs));
-		fmt_time(st.last_end_us, lc, sizeof(lc));
-		fmt_time(st.deadline_us, dl, sizeof(dl));
+		repair_text_time(st.cycle_start_us, cs, sizeof(cs));
+		repair_text_time(st.last_end_us, lc, sizeof(lc));
+		repair_text_time(st.deadline_us, dl, sizeof(dl));
 		const char *state = !s->refreshed          ? "starting"
 				    : !s->tables[i]->known ? "dropped"
 				    : !st.enabled          ? "disabled"
@@ -353,20 +278,21 @@ int repair_sched_format_status(const struct repair_sched *s, const char *filter,
 				    : st.running           ? "running"
 				    : st.segments          ? "active"
 							   : "waiting";
-		rc = put_text(out,
-			      "%-28s %-9s %-16s %-19s %-19s %-19s %-7s "
-			      "%-7" PRIu64 " %" PRIu64 "/%" PRIu64 "\n",
-			      st.name, state, seg, cs, lc, dl,
-			      st.at_risk ? "YES" : "no", st.cycles, st.failures,
-			      st.splits);
+		rc = repair_text_put(out, WHAT,
+				     "%-28s %-9s %-16s %-19s %-19s %-19s %-7s "
+				     "%-7" PRIu64 " %" PRIu64 "/%" PRIu64 "\n",
+				     st.name, state, seg, cs, lc, dl,
+				     st.at_risk ? "YES" : "no", st.cycles,
+				     st.failures, st.splits);
 	}
 	if (!rc && !shown)
-		rc = put_text(out, "(no table to repair%s%s)\n",
-			      filter ? " matches " : "", filter ? filter : "");
+		rc = repair_text_put(out, WHAT, "(no table to repair%s%s)\n",
+				     filter ? " matches " : "",
+				     filter ? filter : "");
 	if (!rc && s->run_table) {
 		const struct sched_seg *g = &s->run_table->segs[s->run_seg];
-		rc = put_text(
-			out,
+		rc = repair_text_put(
+			out, WHAT,
 			"\nRunning: %s (%" PRId64 ",%" PRId64 "], for %.1f s\n",
 			s->run_table->name, g->start, g->end,
 			(double)(env_mono_us(s->env) - s->run_start_us) / 1e6);
@@ -376,21 +302,22 @@ int repair_sched_format_status(const struct repair_sched *s, const char *filter,
 					      ? sched_table_find(s, filter)
 					      : NULL;
 	if (!rc && t)
-		rc = put_text(out,
-			      "\nCompleted cycles of %s (newest last):\n"
-			      "%-19s %-19s %10s %9s %7s %7s\n",
-			      t->name, "Started", "Ended", "Seconds",
-			      "Segments", "Failed", "Splits");
+		rc = repair_text_put(out, WHAT,
+				     "\nCompleted cycles of %s (newest last):\n"
+				     "%-19s %-19s %10s %9s %7s %7s\n",
+				     t->name, "Started", "Ended", "Seconds",
+				     "Segments", "Failed", "Splits");
 	for (size_t i = 0; !rc && t && i < t->nhistory; i++) {
 		const struct sched_cycle *c = &t->history[i];
 		char a[24], b[24];
-		fmt_time(c->start_us, a, sizeof(a));
-		fmt_time(c->end_us, b, sizeof(b));
-		rc = put_text(out,
-			      "%-19s %-19s %10.1f %9" PRIu64 " %7" PRIu64
-			      " %7" PRIu64 "\n",
-			      a, b, (double)(c->end_us - c->start_us) / 1e6,
-			      c->segments, c->failures, c->splits);
+		repair_text_time(c->start_us, a, sizeof(a));
+		repair_text_time(c->end_us, b, sizeof(b));
+		rc = repair_text_put(out, WHAT,
+				     "%-19s %-19s %10.1f %9" PRIu64 " %7" PRIu64
+				     " %7" PRIu64 "\n",
+				     a, b,
+				     (double)(c->end_us - c->start_us) / 1e6,
+				     c->segments, c->failures, c->splits);
 	}
 	return rc;
 }

@@ -76,7 +76,10 @@ static void start_session(void)
 	struct inet_addr reps[2] = {self, peer};
 	struct repair_table t = {.name = "ks.t"};
 	memcpy(t.id, meta->id, 16);
-	struct repair_range rg = {INT64_MIN, INT64_MIN, reps, 2};
+	struct repair_range rg = {.start = INT64_MIN,
+				  .end = INT64_MIN,
+				  .replicas = reps,
+				  .nreplicas = 2};
 	struct repair_request q = {
 		.tables = &t, .ntables = 1, .ranges = &rg, .nranges = 1};
 	running = repair_start(r, &q, NULL, on_done, NULL, NULL) == 0;

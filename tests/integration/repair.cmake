@@ -2,3 +2,6 @@
 cassini_pytest(integration_repair test_repair.py TIMEOUT 600)
 # Scheduled repair with a real cluster (127.0.15.x).
 cassini_pytest(integration_repair_sched test_repair_sched.py TIMEOUT 300)
+# Repair session options (-seq, -dcpar, -j, --trace) and the persisted
+# repair history with a real cluster (127.0.18.x).
+cassini_pytest(integration_repair_options test_repair_options.py TIMEOUT 300)

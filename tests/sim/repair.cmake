@@ -4,3 +4,7 @@ cassini_check_suite(test_repair_sim LABEL sim TIMEOUT 300
 # The repair scheduler over three simulated nodes.
 cassini_check_suite(test_repair_sched_sim LABEL sim TIMEOUT 300
                     SOURCES test_repair_sched.c mem_store.c LIBS cassini_sim cassini_repair)
+# Session options (-seq/-dcpar parallelism, -j job threads) over five
+# simulated nodes.
+cassini_check_suite(test_repair_jobs_sim LABEL sim TIMEOUT 300
+                    SOURCES test_repair_jobs.c mem_store.c LIBS cassini_sim cassini_repair)

@@ -321,7 +321,8 @@ static int start(struct cluster *c, int64_t st, int64_t et, bool preview)
 		reps[i] = c->nodes[i].addr;
 	struct repair_table t = {.name = "ks.t"};
 	memcpy(t.id, c->meta->id, 16);
-	struct repair_range r = {st, et, reps, NNODES};
+	struct repair_range r = {
+		.start = st, .end = et, .replicas = reps, .nreplicas = NNODES};
 	struct repair_request q = {.tables = &t,
 				   .ntables = 1,
 				   .ranges = &r,
@@ -511,7 +512,8 @@ static void start_other(struct cluster *c, int from, int64_t st, int64_t et,
 		reps[i] = c->nodes[i].addr;
 	struct repair_table t = {.name = "ks.t"};
 	memcpy(t.id, c->meta->id, 16);
-	struct repair_range r = {st, et, reps, NNODES};
+	struct repair_range r = {
+		.start = st, .end = et, .replicas = reps, .nreplicas = NNODES};
 	struct repair_request q = {
 		.tables = &t, .ntables = 1, .ranges = &r, .nranges = 1};
 	memset(o, 0, sizeof(*o));

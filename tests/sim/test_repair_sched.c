@@ -636,6 +636,12 @@ START_TEST(segments_start_only_inside_windows_unless_run_now)
 }
 END_TEST
 
+static bool node0_running(void *arg)
+{
+	struct cluster *c = arg;
+	return repair_sched_running(c->nodes[0].sched);
+}
+
 START_TEST(a_segment_past_its_timeout_is_cancelled_and_retried)
 {
 	struct repair_sched_options o;
@@ -658,6 +664,13 @@ START_TEST(a_segment_past_its_timeout_is_cancelled_and_retried)
 		}
 	}
 	ck_assert_int_gt(timeouts, 4);
+	/* what repair_admin list shows: the running segment */
+	ck_assert(sim_run_until(c->sim, node0_running, c, 600000000ULL));
+	struct repair_sched_segment g;
+	ck_assert_int_eq(repair_sched_get_running(c->nodes[0].sched, &g), 1);
+	ck_assert_str_eq(g.name, status(c, 0, 0).name);
+	ck_assert_int_ne(g.start, g.end);
+	ck_assert_uint_lt(g.running_us, 1000000);
 	uint64_t splits = 0;
 	for (int i = 0; i < NNODES; i++) {
 		splits += status(c, i, 0).splits;
@@ -667,6 +680,9 @@ START_TEST(a_segment_past_its_timeout_is_cancelled_and_retried)
 	sim_net_heal(c->sim);
 	ck_assert(sim_run_until(c->sim, all_cycled, c, 600000000ULL));
 	ck_assert(converged(c));
+	if (!repair_sched_running(c->nodes[0].sched))
+		ck_assert_int_eq(
+			repair_sched_get_running(c->nodes[0].sched, &g), 0);
 	cluster_delete(c);
 }
 END_TEST

@@ -1,0 +1,516 @@
+/*
+ * Repair session options in the deterministic simulator: parallelism
+ * (nodetool's -seq, default, -dcpar) and job threads (-j).
+ *
+ * Node 0 coordinates; nodes 1..4 are the replicas (1, 2 in dc1; 3, 4 in
+ * dc2), so every VALIDATE and its answer cross the simulated network and
+ * the test sees them. Scans take simulated time, so a replica is
+ * "validating" from a VALIDATE's arrival until its answer reaches the
+ * coordinator (a superset of the real scan). Checked:
+ *
+ * - sequential: never two replicas of overlapping ranges validating at
+ *   once, across tables and concurrent tasks (parallel breaks the same
+ *   check, so it can fail);
+ * - dc_parallel: never two of one datacenter, and the datacenters do run
+ *   side by side;
+ * - jobs N: exactly N tasks in flight at the peak, never more; divergent
+ *   replicas still converge;
+ * - a task failing with jobs 2 fails the session, reports every running
+ *   task as failed and releases the claims of all of them: another
+ *   coordinator can repair the same ranges at once.
+ */
+#include "repair/repair.h"
+#include "repair/repair_internal.h"
+
+#include "common/err.h"
+#include "tests/lib/testutil.h"
+#include "tests/sim/mem_store.h"
+#include "tests/sim/sim.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NNODES   5 /* node 0 coordinates; 1..4 are replicas */
+#define NREPS    4
+#define NRANGES  8
+#define NKEYS    200
+#define SCAN_US  20000 /* a scan's simulated duration */
+#define MAX_VALS 64
+
+static uint64_t g_seed;
+
+struct cluster;
+
+struct mnode {
+	struct cluster *c;
+	int index;
+	struct inet_addr addr;
+	struct env *env;
+	struct repair *repair;
+	struct mem_store store;
+};
+
+/* A validation in flight as the test sees it. */
+struct val {
+	int node;
+	uint32_t task;
+	struct merkle_range range;
+};
+
+struct cluster {
+	struct sim *sim;
+	struct mnode nodes[NNODES];
+	struct storage_table_meta *meta;
+	uint8_t ids[2][16]; /* two tables over the same data */
+	struct val vals[MAX_VALS];
+	size_t nvals;
+	size_t max_overlapping;    /* validations of overlapping ranges */
+	size_t max_overlapping_dc; /* ... of one datacenter */
+	/* a scan of this range on this node fails (0: none) */
+	int fail_node;
+	int64_t fail_start;
+	bool done;
+	struct repair_summary sum;
+	size_t tasks_ok, tasks_failed;
+	uint64_t task_rows;
+};
+
+static const char *dc_of(int node)
+{
+	return node <= 2 ? "dc1" : "dc2";
+}
+
+/* ---- store: scans take SCAN_US ------------------------------------------- */
+
+struct scan {
+	struct mnode *n;
+	struct env_timer *timer;
+	int64_t start, end;
+	repair_scan_each_fn each;
+	storage_done_fn done;
+	void *arg;
+};
+
+static void scan_fire(void *arg)
+{
+	struct scan *sc = arg;
+	struct mnode *n = sc->n;
+	env_timer_free(n->env, sc->timer);
+	int rc = 0;
+	if (n->index == n->c->fail_node && n->c->fail_start == sc->start)
+		rc = err_set(ERR_IO, "injected scan failure");
+	else
+		rc = mem_store_scan(&n->store, sc->start, sc->end, sc->each,
+				    sc->arg);
+	sc->done(sc->arg, rc ? -1 : 0, rc ? err_code() : ERR_NONE);
+	free(sc);
+}
+
+static void mem_scan(void *s, const uint8_t table_id[16], int64_t start,
+		     int64_t end, repair_scan_each_fn each,
+		     storage_done_fn done, void *arg)
+{
+	(void)table_id;
+	struct mnode *n = s;
+	struct scan *sc = calloc(1, sizeof(*sc));
+	ck_assert_ptr_nonnull(sc);
+	*sc = (struct scan){.n = n,
+			    .start = start,
+			    .end = end,
+			    .each = each,
+			    .done = done,
+			    .arg = arg};
+	sc->timer = env_timer_new(n->env, scan_fire, sc);
+	ck_assert_ptr_nonnull(sc->timer);
+	env_timer_arm(n->env, sc->timer, SCAN_US);
+}
+
+static int mem_apply(void *s, const struct storage_mutation *m,
+		     storage_done_fn done, void *arg)
+{
+	struct mnode *n = s;
+	mem_store_apply(&n->store, m);
+	done(arg, 0, ERR_NONE);
+	return 0;
+}
+
+static const struct storage_table_meta *mem_meta(void *s,
+						 const uint8_t table_id[16])
+{
+	struct mnode *n = s;
+	for (int t = 0; t < 2; t++)
+		if (!memcmp(table_id, n->c->ids[t], 16))
+			return n->c->meta;
+	return NULL;
+}
+
+static const struct repair_store_ops mem_ops = {
+	.apply = mem_apply,
+	.scan = mem_scan,
+	.meta = mem_meta,
+};
+
+/* ---- watching validations ------------------------------------------------ */
+
+static void val_begin(struct cluster *c, int node, const struct repair_msg *q)
+{
+	ck_assert_uint_lt(c->nvals, MAX_VALS);
+	struct val v = {node, q->task, q->ranges[0]};
+	size_t overlapping = 1, same_dc = 1;
+	for (size_t i = 0; i < c->nvals; i++) {
+		if (!repair_ranges_overlap(c->vals[i].range, v.range))
+			continue;
+		overlapping++;
+		same_dc += strcmp(dc_of(c->vals[i].node), dc_of(node)) == 0;
+	}
+	if (overlapping > c->max_overlapping)
+		c->max_overlapping = overlapping;
+	if (same_dc > c->max_overlapping_dc)
+		c->max_overlapping_dc = same_dc;
+	c->vals[c->nvals++] = v;
+}
+
+static void val_end(struct cluster *c, int node, uint32_t task)
+{
+	for (size_t i = 0; i < c->nvals; i++)
+		if (c->vals[i].node == node && c->vals[i].task == task) {
+			c->vals[i] = c->vals[--c->nvals];
+			return;
+		}
+}
+
+static int node_of(struct cluster *c, const struct inet_addr *a)
+{
+	for (int i = 0; i < NNODES; i++)
+		if (inet_addr_eq(&c->nodes[i].addr, a))
+			return i;
+	return -1;
+}
+
+static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
+		    const uint8_t *msg, size_t len)
+{
+	struct mnode *n = arg;
+	struct cluster *c = n->c;
+	struct repair_msg m;
+	if (verb == REPAIR_VERB_VALIDATE &&
+	    repair_msg_unpack_request(msg, len, &m) == 0 && m.nranges == 1)
+		val_begin(c, n->index, &m);
+	else if (verb == REPAIR_VERB_VALIDATE_RSP &&
+		 repair_msg_unpack_response(msg, len, &m) == 0)
+		val_end(c, node_of(c, from), m.task);
+	else
+		memset(&m, 0, sizeof(m));
+	repair_msg_free(&m);
+	repair_receive(n->repair, from, verb, msg, len);
+}
+
+/* ---- the cluster --------------------------------------------------------- */
+
+static struct cluster *cluster_new(void)
+{
+	struct cluster *c = calloc(1, sizeof(*c));
+	ck_assert_ptr_nonnull(c);
+	c->sim = sim_new(g_seed, 1700000000000000LL);
+	uint8_t id[16] = {0x4e, 0x9a};
+	memcpy(c->ids[0], id, 16);
+	id[1] = 0x9b;
+	memcpy(c->ids[1], id, 16);
+	c->meta = storage_table_meta_new("ks", "t", c->ids[0]);
+	struct storage_type text = {.kind = STORAGE_TYPE_TEXT};
+	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
+	storage_table_meta_add_column(
+		c->meta, "pk", STORAGE_COLUMN_PARTITION_KEY, text, false);
+	storage_table_meta_add_column(c->meta, "ck", STORAGE_COLUMN_CLUSTERING,
+				      ti, false);
+	storage_table_meta_add_column(c->meta, "v", STORAGE_COLUMN_REGULAR,
+				      text, false);
+	for (int i = 0; i < NNODES; i++) {
+		struct mnode *m = &c->nodes[i];
+		m->c = c;
+		m->index = i;
+		m->store.meta = c->meta;
+		m->addr =
+			(struct inet_addr){.family = INET_V4,
+					   .ip = {127, 0, 9, (uint8_t)(i + 1)},
+					   .port = 7000};
+		m->env = sim_env_new(c->sim, &m->addr);
+		env_set_receiver(m->env, deliver, m);
+		struct repair_options o;
+		repair_options_default(&o);
+		o.self = m->addr;
+		o.validate_timeout_ms = 5000;
+		o.request_timeout_ms = 5000;
+		m->repair = repair_new(m->env, &o, &mem_ops, m);
+		ck_assert_ptr_nonnull(m->repair);
+	}
+	return c;
+}
+
+static void cluster_delete(struct cluster *c)
+{
+	for (int i = 0; i < NNODES; i++) {
+		repair_delete(c->nodes[i].repair);
+		mem_store_clear(&c->nodes[i].store);
+	}
+	sim_delete(c->sim);
+	storage_table_meta_delete(c->meta);
+	free(c);
+}
+
+/* Row (k, ck) at ts on the replicas of `mask` (bit i: node i). */
+static void put_row(struct cluster *c, int mask, int k, int ck, int64_t ts)
+{
+	char key[32];
+	snprintf(key, sizeof(key), "key%05d", k);
+	struct storage_mutation *m =
+		storage_mutation_new(c->meta, (uint8_t *)key, strlen(key));
+	ck_assert_ptr_nonnull(m);
+	uint8_t b[4];
+	be32_store(b, (uint32_t)ck);
+	struct slice s = slice_make(b, 4);
+	ck_assert_int_eq(storage_mutation_set_row(m, &s, 1), 0);
+	char v[40];
+	memset(v, 'a' + (int)(ts % 26), sizeof(v));
+	ck_assert_int_eq(storage_mutation_put_marker(m, ts, 0, 1700000000), 0);
+	ck_assert_int_eq(storage_mutation_put(m, 2, NULL, 0, (uint8_t *)v,
+					      sizeof(v), ts, 0, 1700000000),
+			 0);
+	for (int i = 1; i < NNODES; i++)
+		if (mask & (1 << i))
+			mem_store_apply(&c->nodes[i].store, m);
+	storage_mutation_delete(m);
+}
+
+static void load(struct cluster *c)
+{
+	for (int k = 0; k < NKEYS; k++)
+		put_row(c, 0x1e, k, 0, 1000);
+}
+
+/* Whether the replicas hold the same partitions. */
+static bool converged(struct cluster *c)
+{
+	for (int i = 2; i < NNODES; i++) {
+		if (c->nodes[i].store.nparts != c->nodes[1].store.nparts)
+			return false;
+		for (size_t p = 0; p < c->nodes[1].store.nparts; p++) {
+			uint8_t a[16], b[16];
+			storage_mutation_digest(c->nodes[1].store.parts[p], a);
+			storage_mutation_digest(c->nodes[i].store.parts[p], b);
+			if (memcmp(a, b, 16))
+				return false;
+		}
+	}
+	return true;
+}
+
+/* ---- a session ----------------------------------------------------------- */
+
+static void on_done(void *arg, const struct repair_summary *s)
+{
+	struct cluster *c = arg;
+	ck_assert(!c->done);
+	c->done = true;
+	c->sum = *s;
+	c->sum.peers = NULL;
+	c->sum.npeers = 0;
+}
+
+static void on_task(void *arg, const struct repair_task_result *t)
+{
+	struct cluster *c = arg;
+	ck_assert_ptr_nonnull(t->table);
+	if (t->ok)
+		c->tasks_ok++;
+	else
+		c->tasks_failed++;
+	c->task_rows += t->rows_streamed;
+}
+
+static bool is_done(void *arg)
+{
+	return ((struct cluster *)arg)->done;
+}
+
+/* Range k of NRANGES equal ones (the last wraps to the ring's start). */
+static struct repair_range range_at(int k, const struct inet_addr *reps,
+				    const char *const *dcs)
+{
+	const uint64_t step = UINT64_MAX / NRANGES + 1;
+	int64_t a = (int64_t)((uint64_t)INT64_MIN + (uint64_t)k * step);
+	int64_t b =
+		k + 1 == NRANGES ? INT64_MIN : (int64_t)((uint64_t)a + step);
+	return (struct repair_range){.start = a,
+				     .end = b,
+				     .replicas = reps,
+				     .nreplicas = NREPS,
+				     .dcs = dcs};
+}
+
+struct run_opts {
+	size_t ntables, nranges;
+	enum repair_parallelism par;
+	uint32_t jobs;
+};
+
+static size_t g_max_running;
+
+static int start(struct cluster *c, int coordinator, struct run_opts o)
+{
+	struct inet_addr reps[NREPS];
+	const char *dcs[NREPS];
+	for (int i = 0; i < NREPS; i++) {
+		reps[i] = c->nodes[i + 1].addr;
+		dcs[i] = dc_of(i + 1);
+	}
+	struct repair_table t[2] = {{.name = "ks.t"}, {.name = "ks.u"}};
+	memcpy(t[0].id, c->ids[0], 16);
+	memcpy(t[1].id, c->ids[1], 16);
+	struct repair_range r[NRANGES];
+	for (size_t k = 0; k < o.nranges; k++)
+		r[k] = range_at((int)k, reps, dcs);
+	struct repair_request q = {.tables = t,
+				   .ntables = o.ntables,
+				   .ranges = r,
+				   .nranges = o.nranges,
+				   .parallelism = o.par,
+				   .jobs = o.jobs,
+				   .max_depth = 10,
+				   .task_done = on_task};
+	c->done = false;
+	c->tasks_ok = c->tasks_failed = 0;
+	c->task_rows = 0;
+	return repair_start(c->nodes[coordinator].repair, &q, NULL, on_done, c,
+			    NULL);
+}
+
+/* Runs a session from node 0, watching how many tasks run at once. */
+static void run(struct cluster *c, struct run_opts o)
+{
+	c->max_overlapping = c->max_overlapping_dc = 0;
+	g_max_running = 0;
+	ck_assert_int_eq(start(c, 0, o), 0);
+	uint64_t until = sim_now_us(c->sim) + 600ull * 1000000;
+	while (!c->done && sim_now_us(c->sim) < until && sim_step(c->sim)) {
+		struct repair_status st;
+		if (repair_get_status(c->nodes[0].repair, &st) &&
+		    st.running > g_max_running)
+			g_max_running = st.running;
+	}
+	ck_assert(c->done);
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+START_TEST(sequential_validates_one_replica_of_a_range_at_a_time)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	/* two tables over two ranges, all four tasks at once */
+	run(c, (struct run_opts){2, 2, REPAIR_SEQUENTIAL, 4});
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->sum.ranges, 4);
+	ck_assert_uint_eq(g_max_running, 4);
+	ck_assert_uint_eq(c->max_overlapping, 1);
+	/* the same check catches parallel validations */
+	run(c, (struct run_opts){2, 2, REPAIR_PARALLEL, 4});
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_ge(c->max_overlapping, NREPS);
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(dc_parallel_validates_one_replica_per_datacenter)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	run(c, (struct run_opts){2, 2, REPAIR_DC_PARALLEL, 4});
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->max_overlapping_dc, 1);
+	ck_assert_uint_eq(c->max_overlapping, 2); /* both DCs at once */
+	/* one job, one table: the same */
+	run(c, (struct run_opts){1, NRANGES, REPAIR_DC_PARALLEL, 1});
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->max_overlapping_dc, 1);
+	ck_assert_uint_eq(c->max_overlapping, 2);
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(jobs_run_that_many_tasks_at_once_and_never_more)
+{
+	for (uint32_t jobs = 1; jobs <= REPAIR_MAX_JOBS; jobs++) {
+		struct cluster *c = cluster_new();
+		load(c);
+		/* rows only some replicas hold, in every range */
+		for (int k = 0; k < 40; k++)
+			put_row(c, 1 << (1 + k % NREPS), k, 1 + k, 2000);
+		ck_assert(!converged(c));
+		run(c, (struct run_opts){1, NRANGES, REPAIR_PARALLEL, jobs});
+		ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+		ck_assert_uint_eq(c->sum.ranges, NRANGES);
+		ck_assert_uint_eq(g_max_running, jobs);
+		ck_assert_uint_eq(c->tasks_ok, NRANGES);
+		ck_assert_uint_eq(c->tasks_failed, 0);
+		/* each row to the three replicas lacking it */
+		ck_assert_uint_eq(c->task_rows, 40 * (NREPS - 1));
+		ck_assert(converged(c));
+		cluster_delete(c);
+	}
+	struct cluster *c = cluster_new();
+	ck_assert_int_eq(start(c, 0,
+			       (struct run_opts){1, 1, REPAIR_PARALLEL,
+						 REPAIR_MAX_JOBS + 1}),
+			 -1);
+	ck_assert_int_eq(err_code(), ERR_INVALID);
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(a_failing_task_fails_the_session_and_releases_every_task)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	/* node 3 cannot scan range 1: tasks 0 and 1 run together */
+	struct inet_addr reps[NREPS];
+	c->fail_node = 3;
+	c->fail_start = range_at(1, reps, NULL).start;
+	run(c, (struct run_opts){1, NRANGES, REPAIR_PARALLEL, 2});
+	ck_assert(!c->sum.ok);
+	ck_assert_msg(strstr(c->sum.error, "validation failed on 127.0.9.4"),
+		      "%s", c->sum.error);
+	/* both running tasks failed with it; none started after */
+	ck_assert_uint_eq(c->tasks_failed, 2);
+	ck_assert_uint_le(c->tasks_ok, 1);
+	ck_assert(!repair_running(c->nodes[0].repair));
+	/* within the claims' lifetime, another coordinator takes the same
+	 * ranges: nothing was left claimed */
+	c->fail_node = 0;
+	sim_run_for(c->sim, 10000);
+	ck_assert_int_eq(
+		start(c, 1, (struct run_opts){1, NRANGES, REPAIR_PARALLEL, 2}),
+		0);
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	cluster_delete(c);
+}
+END_TEST
+
+int main(void)
+{
+	g_seed = test_seed(0x70b5);
+	Suite *s = suite_create("repair_jobs_sim");
+	TCase *tc = tcase_create("options");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc,
+		       sequential_validates_one_replica_of_a_range_at_a_time);
+	tcase_add_test(tc, dc_parallel_validates_one_replica_per_datacenter);
+	tcase_add_test(tc, jobs_run_that_many_tasks_at_once_and_never_more);
+	tcase_add_test(
+		tc, a_failing_task_fails_the_session_and_releases_every_task);
+	suite_add_tcase(s, tc);
+	return test_run(s);
+}
