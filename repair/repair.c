@@ -924,7 +924,8 @@ static int want(struct replica *p, const struct entry *e)
 }
 
 /* Rows whose versions differ: one copy of each distinct version is
- * fetched from the first replica holding it. */
+ * fetched from a replica holding it, this node when it does (its copy
+ * does not cross the network). */
 static void rows_done(struct repair_session *s)
 {
 	if (s->nentries > 1)
@@ -950,8 +951,14 @@ static void rows_done(struct repair_session *s)
 			for (size_t l = i; l < k && !seen; l++)
 				seen = !memcmp(s->entries[l].digest,
 					       s->entries[k].digest, 16);
-			if (!seen && want(&s->rep[s->entries[k].replica],
-					  &s->entries[k])) {
+			size_t from = k;
+			for (size_t l = k + 1; l < j && !seen; l++)
+				if (s->rep[s->entries[l].replica].self &&
+				    !memcmp(s->entries[l].digest,
+					    s->entries[k].digest, 16))
+					from = l;
+			if (!seen && want(&s->rep[s->entries[from].replica],
+					  &s->entries[from])) {
 				session_fail(s, "%s: %s", cur_table(s),
 					     err_msg());
 				return;

@@ -501,6 +501,7 @@ END_TEST
 struct other {
 	bool done, ok;
 	char error[256];
+	uint64_t fetched[NNODES]; /* rows read from node i */
 };
 
 static void other_done(void *arg, const struct repair_summary *s)
@@ -508,6 +509,10 @@ static void other_done(void *arg, const struct repair_summary *s)
 	struct other *o = arg;
 	o->done = true;
 	o->ok = s->ok;
+	for (size_t k = 0; k < s->npeers; k++)
+		for (int i = 0; i < NNODES; i++)
+			if (s->peers[k].addr.ip[3] == i + 1)
+				o->fetched[i] = s->peers[k].rows_fetched;
 	snprintf(o->error, sizeof(o->error), "%s", s->error);
 }
 
@@ -840,6 +845,26 @@ START_TEST(tree_traffic_is_bounded_by_differing_leaves)
 }
 END_TEST
 
+START_TEST(versions_are_fetched_from_the_coordinator_when_it_holds_them)
+{
+	/* node 1 coordinates; nodes 0 and 1 hold 10 newer rows node 2
+	 * lacks: they are read from node 1 itself, not from node 0 (listed
+	 * first) */
+	struct cluster *c = cluster_new();
+	load(c);
+	for (int k = 10; k < 20; k++)
+		put_row(c, 1 | 2, k, NROWS + 1, 2000);
+	struct other o;
+	start_other(c, 1, INT64_MIN, INT64_MIN, &o);
+	ck_assert(sim_run_until(c->sim, other_is_done, &o, 60ull * 1000000));
+	ck_assert_msg(o.ok, "%s", o.error);
+	ck_assert_int_eq(unequal_parts(c), 0);
+	ck_assert_uint_eq(o.fetched[0], 0);
+	ck_assert_uint_eq(o.fetched[1], 10);
+	cluster_delete(c);
+}
+END_TEST
+
 static size_t kept(struct cluster *c, int i)
 {
 	return repair_kept_trees(c->nodes[i].repair, NULL);
@@ -936,6 +961,9 @@ int main(void)
 	tcase_add_test(tc, participant_convicted_mid_session_fails_it_at_once);
 	tcase_add_test(tc, exchange_finds_exactly_the_differing_leaves);
 	tcase_add_test(tc, tree_traffic_is_bounded_by_differing_leaves);
+	tcase_add_test(
+		tc,
+		versions_are_fetched_from_the_coordinator_when_it_holds_them);
 	tcase_add_test(tc, kept_trees_are_freed_on_release_and_failure);
 	tcase_add_test(tc, kept_trees_of_a_dead_coordinator_expire);
 	suite_add_tcase(s, tc);
