@@ -77,8 +77,10 @@ int repair_msg_pack_request(const struct repair_msg *m, struct buf *out);
 int repair_msg_pack_response(const struct repair_msg *m, struct buf *out);
 /* Decodes untrusted bytes into *out (zeroed first): ERR_PROTOCOL for
  * malformed input (a table id not of 16 bytes, a digest not of 16 bytes,
- * a row id past REPAIR_ID_MAX, counts past the caps). Free with
- * repair_msg_free even on failure. */
+ * a row id past REPAIR_ID_MAX, counts past the caps, a level past
+ * MERKLE_MAX_DEPTH, a bad node list, a tree answer whose levels exceed
+ * its depth or whose values are not whole). Free with repair_msg_free
+ * even on failure. */
 int repair_msg_unpack_request(const uint8_t *p, size_t len,
 			      struct repair_msg *out);
 int repair_msg_unpack_response(const uint8_t *p, size_t len,

@@ -307,8 +307,9 @@ int repair_msg_unpack_request(const uint8_t *p, size_t len,
 	out->levels = q->levels;
 	out->level = q->level;
 	out->tree_version = q->tree_version;
-	if (q->levels > REPAIR_MAX_TREE_LEVELS + REPAIR_MAX_TOP_LEVELS)
-		return err_set(ERR_PROTOCOL, "%u levels", q->levels);
+	if (q->levels > MERKLE_MAX_DEPTH || q->level > MERKLE_MAX_DEPTH)
+		return err_set(ERR_PROTOCOL, "level %u, %u levels", q->level,
+			       q->levels);
 	if (repair_nodes_decode(q->nodes.data, q->nodes.len, q->level,
 				&out->nodes, &out->nnodes) ||
 	    unpack_ranges(q->ranges, q->n_ranges, out) ||
