@@ -446,11 +446,13 @@ static void summary(struct repair_cmd *c, const char *ks,
 		   "Repair session %" PRIu64 " of %s %s in %.3f s%s\n"
 		   "  ranges: %" PRIu64 ", mismatched ranges: %" PRIu64
 		   ", rows hashed: %" PRIu64 ", rows mismatched: %" PRIu64
-		   ", tree and hash bytes: %" PRIu64 "\n",
+		   ", tree and hash bytes: %" PRIu64 " (node values %" PRIu64
+		   ", mismatched leaves %" PRIu64 ")\n",
 		   s->session, ks, s->ok ? "finished" : "FAILED",
 		   (double)s->duration_us / 1e6, c->preview ? " (preview)" : "",
 		   s->ranges, s->mismatched_ranges, s->rows_hashed,
-		   s->rows_mismatched, s->tree_bytes);
+		   s->rows_mismatched, s->tree_bytes, s->hash_bytes,
+		   s->leaves_mismatched);
 	for (size_t i = 0; i < s->npeers; i++) {
 		const struct repair_peer_stats *p = &s->peers[i];
 		char a[INET_ADDR_STRLEN];

@@ -9,13 +9,14 @@
  * [b(i), b(i+1)) with b(i) = ceil(i * W / 2^depth), that is tokens
  * (start + b(i), start + b(i+1)].
  *
+ * Inner nodes are XORs of their children (merkle.h says why).
+ *
  * Wire form (version 1):
  *   u8 version | be64 start | be64 end | u8 depth | 16 * 2^depth leaves
  */
 #include "repair/merkle.h"
 
 #include "common/err.h"
-#include "common/murmur3.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -103,25 +104,43 @@ bool merkle_contains(const struct merkle_range r, int64_t token)
 	return (unsigned __int128)offset_of(r, token) < range_width(r);
 }
 
-size_t merkle_leaf_of(const struct merkle_tree *t, int64_t token)
+bool merkle_level_fits(struct merkle_range r, int level)
 {
-	unsigned __int128 o = offset_of(t->r, token);
-	return (size_t)((o << t->depth) / t->width);
+	return level >= 0 && level < 64 &&
+	       ((unsigned __int128)1 << level) <= range_width(r);
 }
 
-static uint64_t boundary(const struct merkle_tree *t, size_t i)
+size_t merkle_node_of(struct merkle_range r, int level, int64_t token)
 {
-	unsigned __int128 n = (unsigned __int128)i * t->width;
-	unsigned __int128 l = (unsigned __int128)1 << t->depth;
-	return (uint64_t)((n + l - 1) >> t->depth);
+	unsigned __int128 o = offset_of(r, token);
+	return (size_t)((o << level) / range_width(r));
+}
+
+size_t merkle_leaf_of(const struct merkle_tree *t, int64_t token)
+{
+	return merkle_node_of(t->r, t->depth, token);
+}
+
+static uint64_t boundary(unsigned __int128 width, int level, size_t i)
+{
+	unsigned __int128 n = (unsigned __int128)i * width;
+	unsigned __int128 l = (unsigned __int128)1 << level;
+	return (uint64_t)((n + l - 1) >> level);
+}
+
+struct merkle_range merkle_node_range(struct merkle_range r, int level,
+				      size_t index)
+{
+	uint64_t s = (uint64_t)r.start;
+	unsigned __int128 w = range_width(r);
+	struct merkle_range lr = {(int64_t)(s + boundary(w, level, index)),
+				  (int64_t)(s + boundary(w, level, index + 1))};
+	return lr;
 }
 
 struct merkle_range merkle_leaf_range(const struct merkle_tree *t, size_t i)
 {
-	uint64_t s = (uint64_t)t->r.start;
-	struct merkle_range lr = {(int64_t)(s + boundary(t, i)),
-				  (int64_t)(s + boundary(t, i + 1))};
-	return lr;
+	return merkle_node_range(t->r, t->depth, i);
 }
 
 int merkle_add(struct merkle_tree *t, int64_t token, const uint8_t hash[16])
@@ -138,17 +157,25 @@ int merkle_add(struct merkle_tree *t, int64_t token, const uint8_t hash[16])
 
 void merkle_finish(struct merkle_tree *t)
 {
-	for (size_t k = ((size_t)1 << t->depth) - 1; k >= 1; k--) {
-		uint64_t h[2];
-		murmur3_hash128(t->nodes[2 * k], 32, 0, h);
-		be64_store(t->nodes[k], h[0]);
-		be64_store(t->nodes[k] + 8, h[1]);
-	}
+	for (size_t k = ((size_t)1 << t->depth) - 1; k >= 1; k--)
+		for (int b = 0; b < 16; b++)
+			t->nodes[k][b] =
+				t->nodes[2 * k][b] ^ t->nodes[2 * k + 1][b];
 }
 
 const uint8_t *merkle_root(const struct merkle_tree *t)
 {
 	return t->nodes[1];
+}
+
+const uint8_t *merkle_node(const struct merkle_tree *t, int level, size_t index)
+{
+	return t->nodes[((size_t)1 << level) + index];
+}
+
+uint64_t merkle_node64(const struct merkle_tree *t, int level, size_t index)
+{
+	return be64_load(merkle_node(t, level, index));
 }
 
 struct merkle_tree *merkle_fold(const struct merkle_tree *t, int depth)

@@ -6,10 +6,16 @@
  * The range is split evenly by token into 2^depth leaves. A leaf is the
  * XOR of the 16-byte row digests whose partition token falls in it
  * (storage_fragment_rows), so the order rows are added in does not
- * matter; an inner node is MurmurHash3_x64_128 of its two children, so
- * two trees compare by descending only where hashes differ. Depth comes
- * from the estimated partition count (about one partition per leaf),
- * capped at MERKLE_MAX_DEPTH and by a byte budget.
+ * matter; an inner node is the XOR of its two children, that is the XOR
+ * of every row digest in its token range. A node's value so depends only
+ * on its range, not on the tree's depth: node (level, index) of two trees
+ * of the same range compares whatever their depths, and a node's right
+ * child is its value XOR its left child (repair's exchange sends only
+ * left children). Row digests hash the partition key and the row id, so
+ * distinct rows never cancel out but with the digests' collision
+ * probability. Two trees compare by descending only where nodes differ.
+ * Depth comes from the estimated partition count (about one partition
+ * per leaf), capped at MERKLE_MAX_DEPTH and by a byte budget.
  *
  * Pure: no threads, no I/O. Two trees compare only with the same range
  * and depth.
@@ -59,10 +65,27 @@ struct merkle_range merkle_leaf_range(const struct merkle_tree *t, size_t i);
 /* XORs a row digest into its token's leaf; ERR_INVALID for a token out
  * of range. Invalidates inner hashes until merkle_finish. */
 int merkle_add(struct merkle_tree *t, int64_t token, const uint8_t hash[16]);
-/* Computes the inner hashes from the leaves. */
+/* Computes the inner nodes from the leaves. */
 void merkle_finish(struct merkle_tree *t);
-/* The root hash (after merkle_finish). */
+/* The root (after merkle_finish). */
 const uint8_t *merkle_root(const struct merkle_tree *t);
+/* Node `index` (0 .. 2^level - 1) of `level` (0 .. depth; the leaves are
+ * at depth), after merkle_finish: 16 bytes, borrowed from the tree. */
+const uint8_t *merkle_node(const struct merkle_tree *t, int level,
+			   size_t index);
+/* The first 8 bytes of a node as a number: the value repair's exchange
+ * sends (XOR commutes with truncation, so children still derive). */
+uint64_t merkle_node64(const struct merkle_tree *t, int level, size_t index);
+
+/* Pure shape functions of a range cut in 2^level nodes: the node holding
+ * `token` (which must be in `r`) and the token range node `index`
+ * covers, the same in every tree of `r` at least `level` deep. REQUIRES:
+ * 2^level <= the range's width (merkle_new's depth for `r` >= level). */
+size_t merkle_node_of(struct merkle_range r, int level, int64_t token);
+/* Whether `r` holds at least 2^level tokens (no node of `level` empty). */
+bool merkle_level_fits(struct merkle_range r, int level);
+struct merkle_range merkle_node_range(struct merkle_range r, int level,
+				      size_t index);
 
 /* A new finished tree of the same range at `depth` (<= t's), each leaf
  * the XOR of the leaves of `t` it covers: exactly the tree the same rows
@@ -79,8 +102,9 @@ struct merkle_tree *merkle_fold(const struct merkle_tree *t, int depth);
 int merkle_diff(const struct merkle_tree *a, const struct merkle_tree *b,
 		struct merkle_range **out, size_t *n);
 
-/* The wire form: version, range, depth, leaves (inner hashes are
- * recomputed on decode). Appends to `out`. */
+/* A whole tree's serial form: version, range, depth, leaves (inner
+ * nodes are recomputed on decode). Appends to `out`. Repair's exchange
+ * does not send whole trees (repair.h); this is for tests and tools. */
 int merkle_encode(const struct merkle_tree *t, struct buf *out);
 /* Decodes untrusted bytes: ERR_CORRUPT on anything malformed. The result
  * is finished. */

@@ -6,20 +6,23 @@
  * A session walks its (table, range) tasks in order, up to `jobs` of
  * them at once (never two of one table whose ranges overlap, so a
  * participant's claims of one session never collide); each task goes
- * VALIDATE -> (compare) -> ROWS -> FETCH -> (merge) -> APPLY, waiting for
- * every replica at each step under the task's timer. VALIDATEs go out
- * from validations_send(), which holds a replica back while the
- * parallelism says another replica of an overlapping range (sequential)
- * or of its datacenter (dc_parallel) is validating. A task number,
- * unique in the session, travels in every request and answer, so late
- * answers of an ended task or session are dropped. Nothing is kept on
- * participants, so failing a session is forgetting it: every running
- * task's claims are released.
+ * VALIDATE -> TREE rounds (compare) -> ROWS -> FETCH -> (merge) -> APPLY,
+ * waiting for every replica asked at each step under the task's timer.
+ * VALIDATEs go out from validations_send(), which holds a replica back
+ * while the parallelism says another replica of an overlapping range
+ * (sequential) or of its datacenter (dc_parallel) is validating; the
+ * TREE rounds only read the trees the replicas kept, so they are not
+ * held back. A task number, unique in the session, travels in every
+ * request and answer, so late answers of an ended task or session are
+ * dropped. Participants keep only a task's claim and tree, which its
+ * RELEASE (or their expiry) ends, so failing a session is forgetting it:
+ * every running task's claims are released.
  */
 #include "repair/repair_internal.h"
 
 #include "common/arena.h"
 #include "common/err.h"
+#include "common/murmur3.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,6 +31,7 @@
 
 enum phase {
 	PHASE_VALIDATE,
+	PHASE_TREE,
 	PHASE_ROWS,
 	PHASE_FETCH,
 	PHASE_APPLY,
@@ -38,6 +42,8 @@ static const char *phase_name(enum phase p)
 	switch (p) {
 	case PHASE_VALIDATE:
 		return "validation";
+	case PHASE_TREE:
+		return "tree exchange";
 	case PHASE_ROWS:
 		return "row hashes";
 	case PHASE_FETCH:
@@ -56,12 +62,17 @@ struct entry {
 
 struct replica {
 	struct inet_addr addr;
-	const char *dc;   /* dc_parallel's group; NULL: one */
-	size_t peer;      /* index in the session's peers */
-	int waiting;      /* answers still due in this phase */
-	bool asked;       /* VALIDATE sent (validations go out one by one) */
-	uint64_t sent_us; /* its latest request, for trace */
-	struct merkle_tree *tree;
+	const char *dc;         /* dc_parallel's group; NULL: one */
+	size_t peer;            /* index in the session's peers */
+	int waiting;            /* answers still due in this phase */
+	bool asked;             /* VALIDATE sent (they go out one by one) */
+	bool self;              /* this node: its messages stay local */
+	uint64_t sent_us;       /* its latest request, for trace */
+	uint32_t depth, levels; /* its VALIDATE answer: the kept tree's */
+	uint64_t *top;          /* ... levels 0..levels, heap-style */
+	uint32_t *req;          /* TREE, ROWS: nodes asked of it */
+	size_t nreq;
+	uint64_t *got;    /* its TREE answer: their left children */
 	struct buf apply; /* encoded selections to send, back to back */
 	size_t *ends;     /* their ends in `apply` */
 	size_t nends, ends_cap;
@@ -87,6 +98,17 @@ struct task {
 	size_t nrep;
 	struct merkle_range *mism;
 	size_t nmism;
+	/* The tree exchange: the frontier, nodes of `level` that differ (or
+	 * are not compared yet), each with every replica's value at
+	 * fval[i * nrep + replica] and, once compared, the replica whose
+	 * answers stand for each (frep: the first of those holding the same
+	 * value, this node first). At `depth` the frontier is the
+	 * mismatching leaves. */
+	int depth, level;
+	uint32_t *fidx;
+	uint64_t *fval;
+	uint8_t *frep;
+	size_t nf;
 	struct arena rows_arena; /* a task's row keys and ids */
 	struct entry *entries;
 	size_t nentries, entries_cap;
@@ -234,7 +256,10 @@ struct repair *repair_new(struct env *env, const struct repair_options *o,
 	r->store_arg = store_arg;
 	r->next_session = 1;
 	r->local_timer = env_timer_new(env, local_deliver, r);
-	if (!r->local_timer) {
+	r->claim_timer = env_timer_new(env, repair_claims_sweep, r);
+	if (!r->local_timer || !r->claim_timer) {
+		if (r->local_timer)
+			env_timer_free(env, r->local_timer);
 		free(r);
 		err_set(ERR_NOMEM, "repair timer");
 		return NULL;
@@ -252,7 +277,10 @@ static void repair_free(struct repair *r)
 		free(m);
 		m = next;
 	}
+	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++)
+		repair_claim_end(r, &r->claims[i]);
 	env_timer_free(r->env, r->local_timer);
+	env_timer_free(r->env, r->claim_timer);
 	free(r);
 }
 
@@ -264,6 +292,7 @@ void repair_delete(struct repair *r)
 		session_free(r->session);
 	r->session = NULL;
 	env_timer_cancel(r->env, r->local_timer);
+	env_timer_cancel(r->env, r->claim_timer);
 	if (r->jobs)
 		r->deleting = true;
 	else
@@ -298,8 +327,13 @@ static void task_reset(struct task *s)
 {
 	for (size_t i = 0; i < s->nrep; i++) {
 		struct replica *p = &s->rep[i];
-		merkle_delete(p->tree);
-		p->tree = NULL;
+		free(p->top);
+		free(p->req);
+		free(p->got);
+		p->top = NULL;
+		p->req = NULL;
+		p->got = NULL;
+		p->nreq = 0;
 		buf_free(&p->apply);
 		free(p->ends);
 		free(p->wanted);
@@ -312,6 +346,13 @@ static void task_reset(struct task *s)
 	free(s->mism);
 	s->mism = NULL;
 	s->nmism = 0;
+	free(s->fidx);
+	free(s->fval);
+	free(s->frep);
+	s->fidx = NULL;
+	s->fval = NULL;
+	s->frep = NULL;
+	s->nf = 0;
 	free(s->entries);
 	s->entries = NULL;
 	s->nentries = s->entries_cap = 0;
@@ -502,9 +543,13 @@ static void trace_request(struct task *s, size_t i, uint32_t verb,
 	case REPAIR_VERB_VALIDATE:
 		trace(s, "validation requested from %s", a);
 		break;
+	case REPAIR_VERB_TREE:
+		trace(s, "tree level %u under %zu nodes requested from %s",
+		      q->level + 1, q->nnodes, a);
+		break;
 	case REPAIR_VERB_ROWS:
-		trace(s, "row hashes of %zu ranges requested from %s",
-		      q->nranges, a);
+		trace(s, "row hashes of %zu leaves requested from %s",
+		      q->nnodes, a);
 		break;
 	case REPAIR_VERB_FETCH:
 		trace(s, "fetching %zu rows from %s", q->nrows, a);
@@ -530,6 +575,10 @@ static int send_request(struct task *s, size_t i, uint32_t verb,
 	int rc = repair_msg_pack_request(q, &b);
 	if (!rc)
 		rc = repair_send(s->r, &s->rep[i].addr, verb, &b);
+	if (!rc && !s->rep[i].self &&
+	    (verb == REPAIR_VERB_VALIDATE || verb == REPAIR_VERB_TREE ||
+	     verb == REPAIR_VERB_ROWS))
+		s->sess->sum.tree_bytes += b.len;
 	buf_free(&b);
 	if (!rc) {
 		s->rep[i].waiting++;
@@ -615,6 +664,7 @@ static int task_start(struct task *s, size_t ti, size_t ri)
 		s->rep[i].addr = rg->replicas[i];
 		s->rep[i].dc = rg->dcs ? rg->dcs[i] : NULL;
 		s->rep[i].asked = false;
+		s->rep[i].self = inet_addr_eq(&rg->replicas[i], &s->r->o.self);
 		for (size_t k = 0; k < ss->npeers; k++)
 			if (inet_addr_eq(&ss->peers[k].addr, &rg->replicas[i]))
 				s->rep[i].peer = k;
@@ -681,6 +731,8 @@ static int validations_send(struct repair_session *ss)
 			q.nranges = 1;
 			q.max_depth = ss->max_depth;
 			q.exclusive = ss->exclusive;
+			q.tree_version = REPAIR_TREE_VERSION;
+			q.levels = REPAIR_TOP_LEVELS;
 			s->rep[i].asked = true;
 			if (send_request(s, i, REPAIR_VERB_VALIDATE, &q)) {
 				char a[64];
@@ -737,64 +789,268 @@ static int session_pump(struct repair_session *ss)
 	return validations_send(ss);
 }
 
-/* Leaves where any tree differs from the first, as coalesced ranges. */
-static int compare_trees(struct task *s)
+/* ---- the tree exchange ----------------------------------------------------
+ *
+ * Every replica answers VALIDATE with the top REPAIR_TOP_LEVELS levels of
+ * the tree it keeps; the coordinator compares them at the shallowest level
+ * all answered, then asks, one level per round trip, for the children of
+ * the nodes that differ, down to the shallowest depth any replica kept.
+ * Replicas holding the same value at a node hold the same subtree (but
+ * for a 2^-64 chance), so only one of them (this node when it is one) is
+ * asked below it; the others' values are copied from it. */
+
+static bool node_differs(const struct task *s, const uint64_t *v)
 {
-	int depth = MERKLE_MAX_DEPTH;
-	for (size_t i = 0; i < s->nrep; i++)
-		if (merkle_depth(s->rep[i].tree) < depth)
-			depth = merkle_depth(s->rep[i].tree);
-	struct merkle_tree *f[REPAIR_MAX_REPLICAS] = {0};
-	int rc = 0;
-	for (size_t i = 0; i < s->nrep && !rc; i++)
-		if (!(f[i] = merkle_fold(s->rep[i].tree, depth)))
-			rc = -1;
-	size_t nleaves = rc ? 0 : merkle_leaf_count(f[0]);
-	bool *bad = rc ? NULL : calloc(nleaves, 1);
-	if (!rc && !bad)
-		rc = err_set(ERR_NOMEM, "leaves");
-	for (size_t i = 1; i < s->nrep && !rc; i++) {
-		struct merkle_range *d;
-		size_t nd;
-		if (merkle_diff(f[0], f[i], &d, &nd)) {
-			rc = -1;
-			break;
-		}
-		for (size_t k = 0; k < nd; k++) {
-			size_t a = merkle_leaf_of(
-				f[0], (int64_t)((uint64_t)d[k].start + 1));
-			size_t b = merkle_leaf_of(f[0], d[k].end);
-			for (size_t l = a;; l = (l + 1) % nleaves) {
-				bad[l] = true;
-				if (l == b)
-					break;
-			}
-		}
-		free(d);
-	}
-	for (size_t l = 0; l < nleaves && !rc; l++) {
-		if (!bad[l])
-			continue;
-		struct merkle_range lr = merkle_leaf_range(f[0], l);
-		if (s->nmism && s->mism[s->nmism - 1].end == lr.start) {
-			s->mism[s->nmism - 1].end = lr.end;
-			continue;
-		}
-		struct merkle_range *v =
-			realloc(s->mism, (s->nmism + 1) * sizeof(*v));
-		if (!v) {
-			rc = err_set(ERR_NOMEM, "mismatching ranges");
-			break;
-		}
-		s->mism = v;
-		s->mism[s->nmism++] = lr;
-	}
-	free(bad);
-	for (size_t i = 0; i < s->nrep; i++)
-		merkle_delete(f[i]);
-	return rc;
+	for (size_t r = 1; r < s->nrep; r++)
+		if (v[r] != v[0])
+			return true;
+	return false;
 }
 
+/* frep for frontier node i: per replica, the first replica (this node
+ * first) holding its value. */
+static void pick_reps(struct task *s, size_t i)
+{
+	const uint64_t *v = s->fval + i * s->nrep;
+	uint8_t *rep = s->frep + i * s->nrep;
+	size_t self = s->nrep;
+	for (size_t r = 0; r < s->nrep; r++)
+		if (s->rep[r].self)
+			self = r;
+	for (size_t r = 0; r < s->nrep; r++) {
+		rep[r] = (uint8_t)r;
+		if (self < s->nrep && v[self] == v[r]) {
+			rep[r] = (uint8_t)self;
+			continue;
+		}
+		for (size_t q = 0; q < r; q++)
+			if (q != self && v[q] == v[r]) {
+				rep[r] = (uint8_t)q;
+				break;
+			}
+	}
+}
+
+/* Keeps the frontier's differing nodes, with their representatives. */
+static int frontier_filter(struct task *s)
+{
+	size_t n = 0, nrep = s->nrep;
+	for (size_t i = 0; i < s->nf; i++) {
+		if (!node_differs(s, s->fval + i * nrep))
+			continue;
+		s->fidx[n] = s->fidx[i];
+		memmove(s->fval + n * nrep, s->fval + i * nrep,
+			nrep * sizeof(*s->fval));
+		n++;
+	}
+	s->nf = n;
+	free(s->frep);
+	s->frep = n ? malloc(n * nrep) : NULL;
+	if (n && !s->frep)
+		return err_set(ERR_NOMEM, "tree frontier");
+	for (size_t i = 0; i < n; i++)
+		pick_reps(s, i);
+	return 0;
+}
+
+static void rows_start(struct task *s);
+
+/* One step down from the filtered frontier: TREE requests, or ROWS at
+ * the leaves, or the task's end when nothing differs. */
+static void descend(struct task *s)
+{
+	struct repair_range *rg = cur_range(s);
+	if (frontier_filter(s)) {
+		session_fail(s, "%s: comparing trees: %s", cur_table(s),
+			     err_msg());
+		return;
+	}
+	if (!s->nf) {
+		trace(s,
+		      "trees compared: 0 mismatched ranges (equal at level "
+		      "%d)",
+		      s->level);
+		progress(s, "%s (%lld,%lld]: %zu replicas in sync",
+			 cur_table(s), (long long)rg->start, (long long)rg->end,
+			 s->nrep);
+		task_next(s);
+		return;
+	}
+	if (s->level == s->depth) {
+		rows_start(s);
+		return;
+	}
+	trace(s, "trees differ at %zu nodes of level %d (depth %d)", s->nf,
+	      s->level, s->depth);
+	for (size_t r = 0; r < s->nrep; r++) {
+		struct replica *p = &s->rep[r];
+		free(p->req);
+		free(p->got);
+		p->got = NULL;
+		p->nreq = 0;
+		p->req = malloc(s->nf * sizeof(*p->req));
+		if (!p->req) {
+			session_fail(s, "%s: tree requests: out of memory",
+				     cur_table(s));
+			return;
+		}
+		for (size_t i = 0; i < s->nf; i++)
+			if (s->frep[i * s->nrep + r] == r)
+				p->req[p->nreq++] = s->fidx[i];
+	}
+	s->phase = PHASE_TREE;
+	struct merkle_range mr = {rg->start, rg->end};
+	for (size_t r = 0; r < s->nrep; r++) {
+		if (!s->rep[r].nreq)
+			continue;
+		struct repair_msg q = {0};
+		q.ranges = &mr;
+		q.nranges = 1;
+		q.level = (uint32_t)s->level;
+		q.levels = 1;
+		q.nodes = s->rep[r].req;
+		q.nnodes = s->rep[r].nreq;
+		if (send_request(s, r, REPAIR_VERB_TREE, &q)) {
+			session_fail(s, "%s: sending tree requests: %s",
+				     cur_table(s), err_msg());
+			return;
+		}
+	}
+	arm(s, s->r->o.request_timeout_ms);
+}
+
+/* The TREE answers are in: the next level's frontier, two children per
+ * differing node, each replica's values its representative's. */
+static void tree_round_done(struct task *s)
+{
+	size_t nrep = s->nrep, n = 2 * s->nf;
+	uint32_t *idx = malloc(n * sizeof(*idx));
+	uint64_t *val = malloc(n * nrep * sizeof(*val));
+	if (!idx || !val) {
+		free(idx);
+		free(val);
+		session_fail(s, "%s: tree frontier: out of memory",
+			     cur_table(s));
+		return;
+	}
+	size_t pos[REPAIR_MAX_REPLICAS] = {0};
+	for (size_t i = 0; i < s->nf; i++) {
+		const uint8_t *rep = s->frep + i * nrep;
+		const uint64_t *pv = s->fval + i * nrep;
+		uint64_t left[REPAIR_MAX_REPLICAS];
+		for (size_t r = 0; r < nrep; r++)
+			if (rep[r] == r)
+				left[r] = s->rep[r].got[pos[r]++];
+		idx[2 * i] = 2 * s->fidx[i];
+		idx[2 * i + 1] = 2 * s->fidx[i] + 1;
+		for (size_t r = 0; r < nrep; r++) {
+			uint64_t l = left[rep[r]];
+			val[2 * i * nrep + r] = l;
+			val[(2 * i + 1) * nrep + r] = l ^ pv[rep[r]];
+		}
+	}
+	free(s->fidx);
+	free(s->fval);
+	s->fidx = idx;
+	s->fval = val;
+	s->nf = n;
+	s->level++;
+	descend(s);
+}
+
+/* VALIDATE answers are in: the frontier is the deepest level all sent. */
+static void trees_done(struct task *s)
+{
+	s->sess->sum.ranges++;
+	uint32_t depth = MERKLE_MAX_DEPTH, levels = REPAIR_TOP_LEVELS;
+	for (size_t r = 0; r < s->nrep; r++) {
+		if (s->rep[r].depth < depth)
+			depth = s->rep[r].depth;
+		if (s->rep[r].levels < levels)
+			levels = s->rep[r].levels;
+	}
+	size_t n = (size_t)1 << levels, nrep = s->nrep;
+	free(s->fidx);
+	free(s->fval);
+	s->fidx = malloc(n * sizeof(*s->fidx));
+	s->fval = malloc(n * nrep * sizeof(*s->fval));
+	if (!s->fidx || !s->fval) {
+		session_fail(s, "%s: tree frontier: out of memory",
+			     cur_table(s));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		s->fidx[i] = (uint32_t)i;
+		for (size_t r = 0; r < nrep; r++)
+			s->fval[i * nrep + r] = s->rep[r].top[n + i];
+	}
+	for (size_t r = 0; r < nrep; r++) {
+		free(s->rep[r].top);
+		s->rep[r].top = NULL;
+	}
+	s->nf = n;
+	s->depth = (int)depth;
+	s->level = (int)levels;
+	descend(s);
+}
+
+/* A VALIDATE answer's values: levels 0..levels, heap-style. */
+static int take_top(struct task *s, struct replica *p,
+		    const struct repair_msg *m)
+{
+	if (m->tree_version != REPAIR_TREE_VERSION)
+		return err_set(ERR_PROTOCOL,
+			       "tree exchange version %u (this node "
+			       "speaks %u)",
+			       m->tree_version, REPAIR_TREE_VERSION);
+	/* the decoder bounds depth and levels <= depth */
+	struct merkle_range mr = {cur_range(s)->start, cur_range(s)->end};
+	if (m->levels > REPAIR_TOP_LEVELS ||
+	    !merkle_level_fits(mr, (int)m->depth))
+		return err_set(ERR_PROTOCOL, "a tree of depth %u, %u levels",
+			       m->depth, m->levels);
+	size_t n = (size_t)1 << m->levels;
+	if (m->hashes.len != 8 * n)
+		return err_set(ERR_PROTOCOL,
+			       "%zu bytes of hashes for %u "
+			       "levels",
+			       m->hashes.len, m->levels);
+	free(p->top);
+	p->top = malloc(2 * n * sizeof(*p->top));
+	if (!p->top)
+		return err_set(ERR_NOMEM, "tree");
+	const uint8_t *h = m->hashes.ptr;
+	p->top[1] = be64_load(h);
+	h += 8;
+	for (size_t l = 1; l <= m->levels; l++)
+		for (size_t i = 0; i < (size_t)1 << l; i += 2) {
+			size_t k = ((size_t)1 << l) + i;
+			p->top[k] = be64_load(h);
+			p->top[k + 1] = p->top[k] ^ p->top[k / 2];
+			h += 8;
+		}
+	p->depth = m->depth;
+	p->levels = m->levels;
+	return 0;
+}
+
+static int take_tree(struct replica *p, const struct repair_msg *m)
+{
+	if (m->hashes.len != 8 * p->nreq)
+		return err_set(ERR_PROTOCOL,
+			       "%zu bytes of hashes for %zu nodes",
+			       m->hashes.len, p->nreq);
+	free(p->got);
+	p->got = malloc((p->nreq ? p->nreq : 1) * sizeof(*p->got));
+	if (!p->got)
+		return err_set(ERR_NOMEM, "tree");
+	for (size_t k = 0; k < p->nreq; k++)
+		p->got[k] = be64_load(m->hashes.ptr + 8 * k);
+	return 0;
+}
+
+/* The trace of the comparison's outcome: the mismatching leaves as
+ * coalesced ranges (the first few). */
 static void trace_mismatches(struct task *s)
 {
 	char list[200] = "";
@@ -807,34 +1063,62 @@ static void trace_mismatches(struct task *s)
 			break;
 		at += (size_t)n;
 	}
-	trace(s, "trees compared: %zu mismatched ranges%s%s%s", s->nmism,
-	      s->nmism ? ":" : "", list, s->nmism > 4 ? " ..." : "");
+	trace(s,
+	      "trees compared: %zu mismatched ranges (%zu leaves of depth "
+	      "%d)%s%s%s",
+	      s->nmism, s->nf, s->depth, s->nmism ? ":" : "", list,
+	      s->nmism > 4 ? " ..." : "");
 }
 
-static void trees_done(struct task *s)
+/* The mismatching leaves: coalesced ranges for the summary, ROWS asked
+ * of each leaf's representatives. */
+static void rows_start(struct task *s)
 {
 	struct repair_range *rg = cur_range(s);
-	s->sess->sum.ranges++;
-	if (compare_trees(s)) {
-		session_fail(s, "%s: comparing trees: %s", cur_table(s),
-			     err_msg());
-		return;
+	struct merkle_range mr = {rg->start, rg->end};
+	s->sess->sum.leaves_mismatched += s->nf;
+	for (size_t i = 0; i < s->nf; i++) {
+		struct merkle_range lr =
+			merkle_node_range(mr, s->depth, s->fidx[i]);
+		if (s->nmism && s->mism[s->nmism - 1].end == lr.start) {
+			s->mism[s->nmism - 1].end = lr.end;
+			continue;
+		}
+		struct merkle_range *v =
+			realloc(s->mism, (s->nmism + 1) * sizeof(*v));
+		if (!v) {
+			session_fail(s, "%s: mismatching ranges: out of memory",
+				     cur_table(s));
+			return;
+		}
+		s->mism = v;
+		s->mism[s->nmism++] = lr;
 	}
 	s->sess->sum.mismatched_ranges += s->nmism;
 	trace_mismatches(s);
-	if (!s->nmism) {
-		progress(s, "%s (%lld,%lld]: %zu replicas in sync",
-			 cur_table(s), (long long)rg->start, (long long)rg->end,
-			 s->nrep);
-		task_next(s);
-		return;
-	}
 	s->phase = PHASE_ROWS;
-	for (size_t i = 0; i < s->nrep; i++) {
+	for (size_t r = 0; r < s->nrep; r++) {
+		struct replica *p = &s->rep[r];
+		free(p->req);
+		p->nreq = 0;
+		p->req = malloc(s->nf * sizeof(*p->req));
+		if (!p->req) {
+			session_fail(s, "%s: row requests: out of memory",
+				     cur_table(s));
+			return;
+		}
+		for (size_t i = 0; i < s->nf; i++)
+			if (s->frep[i * s->nrep + r] == r)
+				p->req[p->nreq++] = s->fidx[i];
+		if (!p->nreq)
+			continue;
 		struct repair_msg q = {0};
-		q.ranges = s->mism;
-		q.nranges = s->nmism;
-		if (send_request(s, i, REPAIR_VERB_ROWS, &q)) {
+		q.ranges = &mr;
+		q.nranges = 1;
+		q.level = (uint32_t)s->depth;
+		q.nodes = p->req;
+		q.nnodes = p->nreq;
+		if (send_request(s, r, REPAIR_VERB_ROWS, &q)) {
 			session_fail(s, "%s: sending row requests: %s",
 				     cur_table(s), err_msg());
 			return;
@@ -854,11 +1138,20 @@ static int entry_cmp(const void *x, const void *y)
 	return c;
 }
 
+static int u32_cmp(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return (a > b) - (a < b);
+}
+
+/* A ROWS answer of replica i: its rows, and the same rows for every
+ * replica it stands for at their leaf (frep). */
 static int add_entries(struct task *s, size_t i, const struct repair_msg *m)
 {
-	if (s->nentries + m->nrows > s->entries_cap) {
+	size_t most = m->nrows * s->nrep;
+	if (s->nentries + most > s->entries_cap) {
 		size_t cap = s->entries_cap ? s->entries_cap : 256;
-		while (cap < s->nentries + m->nrows)
+		while (cap < s->nentries + most)
 			cap *= 2;
 		struct entry *v = realloc(s->entries, cap * sizeof(*v));
 		if (!v)
@@ -866,20 +1159,38 @@ static int add_entries(struct task *s, size_t i, const struct repair_msg *m)
 		s->entries = v;
 		s->entries_cap = cap;
 	}
+	struct merkle_range mr = {cur_range(s)->start, cur_range(s)->end};
 	for (size_t k = 0; k < m->nrows; k++) {
 		const struct repair_row *w = &m->rows[k];
+		int64_t token = murmur3_token(w->key.ptr, w->key.len);
+		uint32_t leaf = 0;
+		if (merkle_contains(mr, token))
+			leaf = (uint32_t)merkle_node_of(mr, s->depth, token);
+		const uint32_t *at =
+			merkle_contains(mr, token)
+				? bsearch(&leaf, s->fidx, s->nf,
+					  sizeof(*s->fidx), u32_cmp)
+				: NULL;
+		const uint8_t *rep =
+			at ? s->frep + (size_t)(at - s->fidx) * s->nrep : NULL;
+		if (!rep || rep[i] != i)
+			return err_set(ERR_PROTOCOL,
+				       "a row outside the leaves asked");
 		void *key =
 			arena_memdup(&s->rows_arena, w->key.ptr, w->key.len);
 		void *id = arena_memdup(&s->rows_arena, w->id.ptr, w->id.len);
 		if (!key || !id)
 			return err_set(ERR_NOMEM, "row digests");
-		struct entry *e = &s->entries[s->nentries++];
-		e->key = slice_make(key, w->key.len);
-		e->id = slice_make(id, w->id.len);
-		memcpy(e->digest, w->digest, 16);
-		e->replica = (uint8_t)i;
+		for (size_t r = 0; r < s->nrep; r++) {
+			if (rep[r] != i)
+				continue;
+			struct entry *e = &s->entries[s->nentries++];
+			e->key = slice_make(key, w->key.len);
+			e->id = slice_make(id, w->id.len);
+			memcpy(e->digest, w->digest, 16);
+			e->replica = (uint8_t)r;
+		}
 	}
-	s->sess->sum.tree_bytes += m->nrows * 16;
 	s->sess->sum.rows_hashed += m->nrows;
 	return 0;
 }
@@ -901,7 +1212,8 @@ static int want(struct replica *p, const struct entry *e)
 }
 
 /* Rows whose versions differ: one copy of each distinct version is
- * fetched from the first replica holding it. */
+ * fetched from a replica holding it, this node when it does (its copy
+ * does not cross the network). */
 static void rows_done(struct task *s)
 {
 	if (s->nentries > 1)
@@ -927,8 +1239,14 @@ static void rows_done(struct task *s)
 			for (size_t l = i; l < k && !seen; l++)
 				seen = !memcmp(s->entries[l].digest,
 					       s->entries[k].digest, 16);
-			if (!seen && want(&s->rep[s->entries[k].replica],
-					  &s->entries[k])) {
+			size_t from = k;
+			for (size_t l = k + 1; l < j && !seen; l++)
+				if (s->rep[s->entries[l].replica].self &&
+				    !memcmp(s->entries[l].digest,
+					    s->entries[k].digest, 16))
+					from = l;
+			if (!seen && want(&s->rep[s->entries[from].replica],
+					  &s->entries[from])) {
 				session_fail(s, "%s: %s", cur_table(s),
 					     err_msg());
 				return;
@@ -940,9 +1258,14 @@ static void rows_done(struct task *s)
 	for (size_t i = 0; i < s->nrep; i++) {
 		if (!s->rep[i].nwanted)
 			continue;
+		struct merkle_range mr = {cur_range(s)->start,
+					  cur_range(s)->end};
 		struct repair_msg q = {0};
-		q.ranges = s->mism;
-		q.nranges = s->nmism;
+		q.ranges = &mr;
+		q.nranges = 1;
+		q.level = (uint32_t)s->depth;
+		q.nodes = s->fidx;
+		q.nnodes = s->nf;
 		q.rows = s->rep[i].wanted;
 		q.nrows = s->rep[i].nwanted;
 		if (send_request(s, i, REPAIR_VERB_FETCH, &q)) {
@@ -1170,6 +1493,8 @@ static uint32_t phase_verb(enum phase p)
 	switch (p) {
 	case PHASE_VALIDATE:
 		return REPAIR_VERB_VALIDATE_RSP;
+	case PHASE_TREE:
+		return REPAIR_VERB_TREE_RSP;
 	case PHASE_ROWS:
 		return REPAIR_VERB_ROWS_RSP;
 	case PHASE_FETCH:
@@ -1185,21 +1510,14 @@ static int take_answer(struct task *s, size_t i, const struct repair_msg *m)
 	struct replica *p = &s->rep[i];
 	struct repair_peer_stats *st = &s->sess->peers[p->peer];
 	switch (s->phase) {
-	case PHASE_VALIDATE: {
-		struct merkle_tree *t = merkle_decode(m->tree.ptr, m->tree.len);
-		if (!t)
-			return -1;
-		struct merkle_range tr = merkle_range(t);
-		if (tr.start != cur_range(s)->start ||
-		    tr.end != cur_range(s)->end) {
-			merkle_delete(t);
-			return err_set(ERR_PROTOCOL, "a tree of another range");
-		}
-		merkle_delete(p->tree);
-		p->tree = t;
-		s->sess->sum.tree_bytes += m->tree.len;
-		return 0;
-	}
+	case PHASE_VALIDATE:
+		if (!p->self)
+			s->sess->sum.hash_bytes += m->hashes.len;
+		return take_top(s, p, m);
+	case PHASE_TREE:
+		if (!p->self)
+			s->sess->sum.hash_bytes += m->hashes.len;
+		return take_tree(p, m);
 	case PHASE_ROWS:
 		return add_entries(s, i, m);
 	case PHASE_FETCH:
@@ -1242,6 +1560,9 @@ static void phase_done(struct task *s)
 	case PHASE_VALIDATE:
 		trees_done(s);
 		break;
+	case PHASE_TREE:
+		tree_round_done(s);
+		break;
 	case PHASE_ROWS:
 		rows_done(s);
 		break;
@@ -1265,8 +1586,16 @@ static void trace_answer(struct task *s, size_t i, const struct repair_msg *m)
 	switch (s->phase) {
 	case PHASE_VALIDATE:
 		trace(s,
-		      "tree from %s: %llu partitions, %zu bytes, after %.3fs",
-		      a, (unsigned long long)m->partitions, m->tree.len, after);
+		      "tree from %s: %llu partitions, depth %u, top %u "
+		      "levels (%zu bytes), after %.3fs",
+		      a, (unsigned long long)m->partitions, m->depth, m->levels,
+		      m->hashes.len, after);
+		break;
+	case PHASE_TREE:
+		trace(s,
+		      "tree level %d from %s: %zu values (%zu bytes), after "
+		      "%.3fs",
+		      s->level + 1, a, s->rep[i].nreq, m->hashes.len, after);
 		break;
 	case PHASE_ROWS:
 		trace(s, "%zu row hashes from %s after %.3fs", m->nrows, a,
@@ -1311,6 +1640,10 @@ void repair_session_receive(struct repair *r, const struct inet_addr *from,
 		return;
 	}
 	s->rep[i].waiting--;
+	if (!s->rep[i].self &&
+	    (s->phase == PHASE_VALIDATE || s->phase == PHASE_TREE ||
+	     s->phase == PHASE_ROWS))
+		s->sess->sum.tree_bytes += len;
 	char a[64];
 	addr_str(from, a, sizeof(a));
 	if (!m.ok) {

@@ -6,14 +6,26 @@
  * replicas. For each (table, range), in order:
  *
  *   VALIDATE  every replica scans the range (a consistent view of its
- *             memtables and SSTables, on a worker in the node) and answers
- *             a Merkle tree (merkle.h): row digests XORed into leaves;
- *             built at the deepest depth the session space allows, folded
- *             to about one partition per leaf.
- *   compare   trees folded to the shallowest; leaves where any two differ
- *             are the mismatching ranges.
- *   ROWS      every replica answers (key, row id, row digest) for every row
- *             in those ranges (storage_fragment_rows).
+ *             memtables and SSTables, on a worker in the node) into a
+ *             Merkle tree (merkle.h: a node is the XOR of the 16-byte
+ *             row digests of its token range), built at the deepest
+ *             depth the session space allows and folded to about two
+ *             leaves per partition. It KEEPS that tree for the task and
+ *             answers its depth and its top REPAIR_TOP_LEVELS (6) levels.
+ *   TREE      compare, level by level: the coordinator compares the
+ *             replicas' nodes of one level and asks, per round trip, for
+ *             the children of the nodes that differ only, down to the
+ *             shallowest depth any replica kept. Values are 64 bits (the
+ *             first 8 bytes of a node: a differing subtree looks equal
+ *             with probability 2^-64 per comparison); only left children
+ *             travel (right = parent XOR left). Replicas equal at a node
+ *             are equal below it, so one of them (this node first) is
+ *             asked for its subtree. The differing nodes at that depth
+ *             are the mismatching leaves.
+ *   ROWS      every replica (again one per group of equal replicas at a
+ *             leaf) answers (key, row id, row digest) for every row in
+ *             the mismatching leaves, named by index
+ *             (storage_fragment_rows).
  *   FETCH     for each row whose digests differ (or that some replica
  *             lacks), one copy of each distinct version is fetched from a
  *             replica holding it (storage_fragment_select_rows).
@@ -23,9 +35,11 @@
  *   APPLY     each replica writes what it was sent through the normal
  *             write path (original timestamps and tombstones).
  *
- * So only rows that differ travel, and only to replicas that need them;
- * replicas in sync stream nothing. `preview` stops before APPLY and
- * reports what would stream.
+ * So the trees cost about (differing leaves x depth) node values plus the
+ * top levels, not a whole tree; only rows that differ travel, and only to
+ * replicas that need them; replicas in sync stream nothing. `preview`
+ * stops before APPLY and reports what would stream. The coordinator's own
+ * messages (as a replica) go through a local queue, never the network.
  *
  * A session runs up to `jobs` tasks at once (nodetool's -j), never two of
  * the same table whose ranges overlap. When VALIDATEs go out is the
@@ -33,14 +47,25 @@
  * replica at a time (sequential), or one per datacenter at a time
  * (dc_parallel); across the session's running tasks, so under sequential
  * no two replicas of overlapping ranges ever validate at the same time.
+ * A replica's validation (its scan) ends with its VALIDATE answer: the
+ * TREE rounds that follow read the tree it kept and scan nothing, so
+ * they run whatever the parallelism (under sequential a replica answers
+ * TREE requests while another validates).
  *
- * Participants keep no data between requests, only a claim per (table,
- * range) under repair: a VALIDATE that overlaps another coordinator's
+ * Participants keep, per (table, range) under repair, a claim and the
+ * tree VALIDATE built (up to one per running task of a session, so up to
+ * `jobs` per coordinator): a VALIDATE that overlaps another coordinator's
  * claim is refused ("overlapping repair"), so concurrent sessions on the
- * same data do not run. A claim ends with the task (RELEASE) or expires
- * (validate + request timeouts), so a session that fails (a timeout, an
- * error answer, a dead participant or coordinator) leaves nothing behind
- * and can be rerun. One session runs at a time per coordinating node.
+ * same data do not run. A claim and its tree end with the task (RELEASE),
+ * with a newer session of the same coordinator claiming an overlapping
+ * range (a session's own running tasks never overlap), or expire
+ * (validate + request timeouts after the session's last request to the
+ * node, on a timer), so a
+ * session that fails (a timeout, an error answer, a dead participant or
+ * coordinator) leaves nothing behind and can be rerun. Kept trees are
+ * bounded: a task's by the session space, all of a node's by 4 session
+ * spaces (past it a tree is kept coarser). One session runs at a time
+ * per coordinating node.
  *
  * A state machine over the env seam: messages go out with env_send (to
  * this node itself through a zero-delay timer) and come in through
@@ -70,8 +95,10 @@ enum repair_verb {
 	REPAIR_VERB_APPLY = 46,
 	REPAIR_VERB_APPLY_RSP = 47,
 	REPAIR_VERB_RELEASE = 48, /* one-way: a task's claim ends */
+	REPAIR_VERB_TREE = 50,
+	REPAIR_VERB_TREE_RSP = 51,
 	REPAIR_VERB_FIRST = REPAIR_VERB_VALIDATE,
-	REPAIR_VERB_LAST = REPAIR_VERB_RELEASE,
+	REPAIR_VERB_LAST = REPAIR_VERB_TREE_RSP,
 };
 
 /* Called for each fragment of a scan, possibly on another thread (a
@@ -197,7 +224,11 @@ struct repair_summary {
 	uint64_t mismatched_ranges; /* coalesced leaf ranges that differed */
 	uint64_t rows_hashed;       /* row digests received for them */
 	uint64_t rows_mismatched;   /* rows whose versions differed */
-	uint64_t tree_bytes;        /* trees and row digests received */
+	uint64_t leaves_mismatched; /* Merkle leaves that differed */
+	/* Bytes of VALIDATE, TREE and ROWS messages (both ways) exchanged
+	 * with replicas other than this node, and of node values in them. */
+	uint64_t tree_bytes;
+	uint64_t hash_bytes;
 	uint64_t duration_us;
 	const struct repair_peer_stats *peers; /* every replica met */
 	size_t npeers;
@@ -249,6 +280,11 @@ struct repair_status {
 };
 /* 1 with *out filled while a session runs, else 0. */
 int repair_get_status(const struct repair *r, struct repair_status *out);
+
+/* The trees this node keeps for other coordinators' tasks (as a
+ * participant: from VALIDATE until the task's RELEASE or its claim's
+ * expiry), and their bytes in *bytes (may be NULL). */
+size_t repair_kept_trees(const struct repair *r, size_t *bytes);
 
 /* Fails the running session ("cancelled: <why>"): its `done` runs now and
  * its replicas' claims are released; scans already running on

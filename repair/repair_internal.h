@@ -19,6 +19,19 @@
 #define REPAIR_MAX_ROWS   (1u << 24)
 #define REPAIR_ID_MAX     65536
 
+/* The tree exchange (repair.proto): its version, the levels a VALIDATE
+ * answer carries at most, the levels a TREE request may ask below each
+ * node, and the node values a TREE answer may hold. */
+#define REPAIR_TREE_VERSION 1
+/* The levels a coordinator asks in VALIDATE: 2^6 values per replica, so
+ * a range in sync costs 512 bytes per replica and a diverging one saves
+ * six round trips. */
+#define REPAIR_TOP_LEVELS      6
+#define REPAIR_MAX_TOP_LEVELS  10
+#define REPAIR_MAX_TREE_LEVELS 8
+#define REPAIR_MAX_TREE_VALUES ((size_t)1 << 21)
+#define REPAIR_MAX_NODES       ((size_t)1 << MERKLE_MAX_DEPTH)
+
 struct repair_row {
 	struct slice key, id;
 	uint8_t digest[16];
@@ -38,20 +51,36 @@ struct repair_msg {
 	size_t nrows;
 	struct slice *frags;
 	size_t nfrags;
+	uint32_t levels; /* VALIDATE, TREE: levels wanted / answered */
+	uint32_t level;  /* TREE, ROWS, FETCH: the level of `nodes` */
+	uint32_t *nodes; /* ascending indices < 2^level (owned if decoded) */
+	size_t nnodes;
+	uint32_t tree_version; /* VALIDATE and its answer */
 	bool ok;
 	char error[256];
-	struct slice tree;
 	uint64_t partitions;
+	uint32_t depth;      /* VALIDATE answer: the kept tree's depth */
+	struct slice hashes; /* VALIDATE, TREE answers: 8-byte values */
 	void *pb; /* the unpacked protobuf, freed by repair_msg_free */
 };
+
+/* The `nodes` form of repair.proto: appends the runs of v[0..n)
+ * (ascending) to `out`; decodes untrusted bytes into *out (malloc'd,
+ * caller frees; NULL when *n is 0): ERR_PROTOCOL for anything malformed,
+ * an index of 2^level or more, more than REPAIR_MAX_NODES. */
+int repair_nodes_encode(const uint32_t *v, size_t n, struct buf *out);
+int repair_nodes_decode(const uint8_t *p, size_t len, uint32_t level,
+			uint32_t **out, size_t *n);
 
 /* Appends the encoding to `out`. */
 int repair_msg_pack_request(const struct repair_msg *m, struct buf *out);
 int repair_msg_pack_response(const struct repair_msg *m, struct buf *out);
 /* Decodes untrusted bytes into *out (zeroed first): ERR_PROTOCOL for
  * malformed input (a table id not of 16 bytes, a digest not of 16 bytes,
- * a row id past REPAIR_ID_MAX, counts past the caps). Free with
- * repair_msg_free even on failure. */
+ * a row id past REPAIR_ID_MAX, counts past the caps, a level past
+ * MERKLE_MAX_DEPTH, a bad node list, a tree answer whose levels exceed
+ * its depth or whose values are not whole). Free with repair_msg_free
+ * even on failure. */
 int repair_msg_unpack_request(const uint8_t *p, size_t len,
 			      struct repair_msg *out);
 int repair_msg_unpack_response(const uint8_t *p, size_t len,
@@ -75,6 +104,12 @@ struct repair_claim {
 	uint8_t table_id[16];
 	struct merkle_range range;
 	uint64_t expires_us; /* env_mono_us; 0: free slot */
+	/* The tree VALIDATE built, kept for TREE requests until the claim
+	 * ends (RELEASE, expiry, a newer session of the coordinator); owned.
+	 * `tree_bytes` is reserved in kept_bytes from the end of the scan
+	 * (the tree is folded off the loop meanwhile). */
+	struct merkle_tree *tree;
+	size_t tree_bytes;
 };
 
 #define REPAIR_MAX_CLAIMS 64
@@ -89,6 +124,8 @@ struct repair {
 	struct repair_local_msg *local_head, *local_tail;
 	struct env_timer *local_timer;
 	struct repair_claim claims[REPAIR_MAX_CLAIMS];
+	size_t kept_bytes;             /* the claims' trees */
+	struct env_timer *claim_timer; /* frees trees of expired claims */
 	size_t jobs;   /* participant scans and applies in flight */
 	bool deleting; /* repair_delete ran; the last job frees */
 };
@@ -104,6 +141,11 @@ void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 			    uint32_t verb, const uint8_t *msg, size_t len);
 /* A job finished: frees `r` when it was deleted meanwhile. */
 void repair_job_release(struct repair *r);
+
+/* Ends claim c (frees its tree). */
+void repair_claim_end(struct repair *r, struct repair_claim *c);
+/* Ends the expired claims and arms the timer for the next expiry. */
+void repair_claims_sweep(void *arg);
 
 /* Whether (a) and (b), wrap-around aware, share a token. */
 bool repair_ranges_overlap(struct merkle_range a, struct merkle_range b);

@@ -26,6 +26,78 @@ static ProtobufCBinaryData bin(const void *p, size_t len)
 	return b;
 }
 
+/* ---- node lists ---------------------------------------------------------- */
+
+int repair_nodes_encode(const uint32_t *v, size_t n, struct buf *out)
+{
+	uint64_t prev_end = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		while (j < n && v[j] == v[j - 1] + 1)
+			j++;
+		uint64_t gap = v[i] - prev_end, count = j - i;
+		if (buf_put_uvarint(out, gap << 1 | (count > 1)) ||
+		    (count > 1 && buf_put_uvarint(out, count - 2)))
+			return err_set(ERR_NOMEM, "node list");
+		prev_end = (uint64_t)v[j - 1] + 1;
+		i = j;
+	}
+	return 0;
+}
+
+int repair_nodes_decode(const uint8_t *p, size_t len, uint32_t level,
+			uint32_t **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!len)
+		return 0;
+	if (level > MERKLE_MAX_DEPTH)
+		return err_set(ERR_PROTOCOL, "nodes of level %u", level);
+	uint64_t limit = (uint64_t)1 << level;
+	/* every run takes a byte at least: len bounds the runs, not the
+	 * nodes; count first, then fill */
+	uint32_t *v = NULL;
+	size_t cap = 0, k = 0;
+	struct cursor c = cursor_make(p, len);
+	uint64_t end = 0;
+	while (cursor_left(&c)) {
+		uint64_t head, count = 1;
+		if (cursor_uvarint(&c, &head))
+			goto bad;
+		if (head & 1) {
+			if (cursor_uvarint(&c, &count) || count > limit)
+				goto bad;
+			count += 2;
+		}
+		uint64_t gap = head >> 1;
+		if (gap > limit || end + gap + count > limit ||
+		    k + count > REPAIR_MAX_NODES)
+			goto bad;
+		if (k + count > cap) {
+			size_t nc = cap ? cap : 64;
+			while (nc < k + count)
+				nc *= 2;
+			uint32_t *nv = realloc(v, nc * sizeof(*nv));
+			if (!nv) {
+				free(v);
+				return err_set(ERR_NOMEM, "node list");
+			}
+			v = nv;
+			cap = nc;
+		}
+		for (uint64_t i = 0; i < count; i++)
+			v[k++] = (uint32_t)(end + gap + i);
+		end += gap + count;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+bad:
+	free(v);
+	return err_set(ERR_PROTOCOL, "malformed node list");
+}
+
 /* The pb arrays of a message being packed. */
 struct pack {
 	PbRange *ranges;
@@ -33,10 +105,12 @@ struct pack {
 	PbRow *rows;
 	PbRow **row_ptrs;
 	ProtobufCBinaryData *frags;
+	struct buf nodes;
 };
 
 static void pack_free(struct pack *k)
 {
+	buf_free(&k->nodes);
 	free(k->ranges);
 	free(k->range_ptrs);
 	free(k->rows);
@@ -47,6 +121,9 @@ static void pack_free(struct pack *k)
 static int pack_lists(const struct repair_msg *m, struct pack *k)
 {
 	memset(k, 0, sizeof(*k));
+	buf_init(&k->nodes);
+	if (m->nnodes && repair_nodes_encode(m->nodes, m->nnodes, &k->nodes))
+		goto nomem;
 	if (m->nranges) {
 		k->ranges = calloc(m->nranges, sizeof(*k->ranges));
 		k->range_ptrs = calloc(m->nranges, sizeof(*k->range_ptrs));
@@ -114,6 +191,10 @@ int repair_msg_pack_request(const struct repair_msg *m, struct buf *out)
 	q.rows = k.row_ptrs;
 	q.n_fragments = m->nfrags;
 	q.fragments = k.frags;
+	q.levels = m->levels;
+	q.level = m->level;
+	q.nodes = bin(k.nodes.data, k.nodes.len);
+	q.tree_version = m->tree_version;
 	int rc = pack_out(&q.base, out);
 	pack_free(&k);
 	return rc;
@@ -130,8 +211,11 @@ int repair_msg_pack_response(const struct repair_msg *m, struct buf *out)
 	r.task = m->task;
 	r.ok = m->ok;
 	r.error = (char *)(m->ok ? "" : m->error);
-	r.tree = bin(m->tree.ptr, m->tree.len);
 	r.partitions = m->partitions;
+	r.tree_version = m->tree_version;
+	r.depth = m->depth;
+	r.levels = m->levels;
+	r.hashes = bin(m->hashes.ptr, m->hashes.len);
 	r.n_rows = m->nrows;
 	r.rows = k.row_ptrs;
 	r.n_fragments = m->nfrags;
@@ -220,7 +304,15 @@ int repair_msg_unpack_request(const uint8_t *p, size_t len,
 	out->task = q->task;
 	out->max_depth = q->max_depth;
 	out->exclusive = q->exclusive;
-	if (unpack_ranges(q->ranges, q->n_ranges, out) ||
+	out->levels = q->levels;
+	out->level = q->level;
+	out->tree_version = q->tree_version;
+	if (q->levels > MERKLE_MAX_DEPTH || q->level > MERKLE_MAX_DEPTH)
+		return err_set(ERR_PROTOCOL, "level %u, %u levels", q->level,
+			       q->levels);
+	if (repair_nodes_decode(q->nodes.data, q->nodes.len, q->level,
+				&out->nodes, &out->nnodes) ||
+	    unpack_ranges(q->ranges, q->n_ranges, out) ||
 	    unpack_rows(q->rows, q->n_rows, false, out) ||
 	    unpack_frags(q->fragments, q->n_fragments, out))
 		return -1;
@@ -240,8 +332,17 @@ int repair_msg_unpack_response(const uint8_t *p, size_t len,
 	out->ok = r->ok;
 	snprintf(out->error, sizeof(out->error), "%s",
 		 r->error ? r->error : "");
-	out->tree = slice_make(r->tree.data, r->tree.len);
 	out->partitions = r->partitions;
+	out->tree_version = r->tree_version;
+	out->depth = r->depth;
+	out->levels = r->levels;
+	if (r->depth > MERKLE_MAX_DEPTH || r->levels > r->depth ||
+	    r->hashes.len % 8)
+		return err_set(ERR_PROTOCOL,
+			       "tree of depth %u, %u levels, "
+			       "%zu bytes of hashes",
+			       r->depth, r->levels, r->hashes.len);
+	out->hashes = slice_make(r->hashes.data, r->hashes.len);
 	if (unpack_rows(r->rows, r->n_rows, true, out) ||
 	    unpack_frags(r->fragments, r->n_fragments, out))
 		return -1;
@@ -250,6 +351,7 @@ int repair_msg_unpack_response(const uint8_t *p, size_t len,
 
 void repair_msg_free(struct repair_msg *m)
 {
+	free(m->nodes);
 	free(m->ranges);
 	free(m->rows);
 	free(m->frags);

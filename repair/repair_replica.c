@@ -1,6 +1,12 @@
 /*
- * The participant side of repair: VALIDATE, ROWS, FETCH and APPLY
- * requests, each answered from one job and forgotten.
+ * The participant side of repair: VALIDATE, TREE, ROWS, FETCH and APPLY
+ * requests. Each but TREE is answered from one job and forgotten; a
+ * VALIDATE's tree, folded to about two leaves per partition, stays with
+ * the task's claim so that TREE requests (answered at once, on the loop:
+ * the work is the answer's size) descend it. A claim's tree goes when the
+ * claim ends: RELEASE, a newer session of the same coordinator, or expiry
+ * (a timer, so a dead coordinator's trees go too). Kept trees of all
+ * claims stay within 4 session_space: past it a tree is folded coarser.
  *
  * A job scans the pieces of its ranges one after another through the
  * store. The per-fragment callbacks may run on a worker thread: they touch
@@ -34,8 +40,11 @@ struct job {
 	struct merkle_tree *tree;
 	uint64_t partitions;
 	int64_t token;
-	int fold_depth;      /* the depth the answer's tree is folded to */
-	struct buf tree_enc; /* ... and its encoding (built off the loop) */
+	struct merkle_range range; /* the task's range (its claim's) */
+	int fold_depth;            /* the depth the kept tree is folded to */
+	uint32_t top_levels;       /* levels the answer carries */
+	struct merkle_tree *kept; /* ... the folded tree (built off the loop) */
+	struct buf hashes;        /* ... and the answer's top levels */
 	/* ROWS: rows found; FETCH: rows wanted, sorted by (key, id) */
 	struct arena arena;
 	struct repair_row *rows;
@@ -53,7 +62,8 @@ static void job_free(struct job *j)
 {
 	struct repair *r = j->r;
 	merkle_delete(j->tree);
-	buf_free(&j->tree_enc);
+	merkle_delete(j->kept);
+	buf_free(&j->hashes);
 	arena_destroy(&j->arena);
 	free(j->rows);
 	free(j->pieces);
@@ -264,26 +274,86 @@ static void scan_next(struct job *j)
 			  scan_done, j);
 }
 
-/* A validation's tree folded to the answer's depth and encoded: O(leaves),
- * so on a worker (touches only the job). */
+/* Appends node values: the root, then each level's left children. */
+static int put_top(const struct merkle_tree *t, uint32_t levels,
+		   struct buf *out)
+{
+	if (buf_put_be64(out, merkle_node64(t, 0, 0)))
+		return -1;
+	for (uint32_t l = 1; l <= levels; l++)
+		for (size_t i = 0; i < (size_t)1 << l; i += 2)
+			if (buf_put_be64(out, merkle_node64(t, (int)l, i)))
+				return -1;
+	return 0;
+}
+
+/* A validation's tree folded to the depth kept and its top levels
+ * encoded: O(leaves), so on a worker (touches only the job). */
 static void fold_run(void *arg)
 {
 	struct job *j = arg;
-	struct merkle_tree *f = merkle_fold(j->tree, j->fold_depth);
-	if (!f || merkle_encode(f, &j->tree_enc))
+	j->kept = merkle_fold(j->tree, j->fold_depth);
+	if (!j->kept || put_top(j->kept, j->top_levels, &j->hashes)) {
+		if (j->kept)
+			err_set(ERR_NOMEM, "tree answer");
 		job_fail(j, "tree");
-	merkle_delete(f);
+	}
+	merkle_delete(j->tree);
+	j->tree = NULL;
 }
+
+static struct repair_claim *claim_find(struct repair *r,
+				       const struct inet_addr *co,
+				       uint64_t session, const uint8_t id[16],
+				       struct merkle_range range);
+static void claims_arm(struct repair *r);
 
 static void fold_done(void *arg)
 {
 	struct job *j = arg;
+	struct repair *r = j->r;
 	struct repair_msg m = {0};
+	struct repair_claim *c =
+		claim_find(r, &j->from, j->session, j->table_id, j->range);
+	if (!j->failed && (!c || c->tree || !c->tree_bytes)) {
+		err_set(ERR_NOT_FOUND, "the task's claim ended");
+		job_fail(j, "tree");
+	}
 	if (!j->failed) {
-		m.tree = buf_slice(&j->tree_enc);
+		c->tree = j->kept; /* the claim owns it now */
+		j->kept = NULL;
+		m.tree_version = REPAIR_TREE_VERSION;
+		m.depth = (uint32_t)j->fold_depth;
+		m.levels = j->top_levels;
+		m.hashes = buf_slice(&j->hashes);
 		m.partitions = j->partitions;
+	} else if (c && !c->tree) {
+		repair_claim_end(r, c);
 	}
 	job_answer(j, &m);
+}
+
+/* Bytes of a tree of `depth` (merkle_new's nodes). */
+static size_t tree_size(int depth)
+{
+	return ((size_t)2 << depth) * 16;
+}
+
+/* The depth to keep for `partitions`: about two leaves per partition
+ * (the exchange's cost per differing leaf is one node per level; a
+ * shallower tree's is the other rows of the leaf in ROWS), within what
+ * the kept trees' budget has left. */
+static int keep_depth(const struct repair *r, const struct merkle_tree *t,
+		      uint64_t partitions)
+{
+	int d = merkle_depth_for(partitions, r->o.session_space) + 1;
+	if (d > merkle_depth(t))
+		d = merkle_depth(t);
+	size_t budget = 4 * r->o.session_space;
+	size_t left = r->kept_bytes < budget ? budget - r->kept_bytes : 0;
+	while (d > 0 && tree_size(d) > left)
+		d--;
+	return d;
 }
 
 static void finish(struct job *j)
@@ -293,12 +363,19 @@ static void finish(struct job *j)
 	if (j->failed)
 		goto answer;
 	if (j->verb == REPAIR_VERB_VALIDATE) {
-		int depth =
-			merkle_depth_for(j->partitions, j->r->o.session_space);
-		if (depth > merkle_depth(j->tree))
-			depth = merkle_depth(j->tree);
-		j->fold_depth = depth;
-		buf_init(&j->tree_enc);
+		struct repair_claim *c = claim_find(j->r, &j->from, j->session,
+						    j->table_id, j->range);
+		if (!c || c->tree || c->tree_bytes) {
+			err_set(ERR_NOT_FOUND, "the task's claim ended");
+			job_fail(j, "tree");
+			goto answer;
+		}
+		j->fold_depth = keep_depth(j->r, j->tree, j->partitions);
+		if ((int)j->top_levels > j->fold_depth)
+			j->top_levels = (uint32_t)j->fold_depth;
+		c->tree_bytes = tree_size(j->fold_depth);
+		j->r->kept_bytes += c->tree_bytes;
+		claims_arm(j->r);
 		const struct repair_store_ops *st = j->r->store;
 		if (st->offload) {
 			st->offload(j->r->store_arg, fold_run, fold_done, j);
@@ -331,10 +408,46 @@ answer:
 
 /* ---- requests ------------------------------------------------------------ */
 
+/* ROWS, FETCH with `nodes`: the nodes' ranges of ranges[0], adjacent
+ * ones coalesced. */
+static int job_node_pieces(struct job *j, const struct repair_msg *q)
+{
+	struct merkle_range r = q->ranges[0];
+	if (!merkle_level_fits(r, (int)q->level))
+		return err_set(ERR_PROTOCOL,
+			       "nodes of level %u in a range "
+			       "too narrow",
+			       q->level);
+	j->pieces = calloc(2 * q->nnodes, sizeof(*j->pieces));
+	if (!j->pieces)
+		return err_set(ERR_NOMEM, "pieces");
+	struct merkle_range cur = {0, 0};
+	for (size_t i = 0; i <= q->nnodes; i++) {
+		if (i < q->nnodes) {
+			struct merkle_range nr = merkle_node_range(
+				r, (int)q->level, q->nodes[i]);
+			if (i && cur.end == nr.start) {
+				cur.end = nr.end;
+				continue;
+			}
+			if (i)
+				j->npieces += repair_pieces(
+					cur, j->pieces + j->npieces);
+			cur = nr;
+		} else {
+			j->npieces +=
+				repair_pieces(cur, j->pieces + j->npieces);
+		}
+	}
+	return 0;
+}
+
 static int job_pieces(struct job *j, const struct repair_msg *q)
 {
 	if (q->nranges == 0)
 		return err_set(ERR_PROTOCOL, "no range");
+	if (q->nnodes && j->verb != REPAIR_VERB_VALIDATE)
+		return job_node_pieces(j, q);
 	j->pieces = calloc(2 * q->nranges, sizeof(*j->pieces));
 	if (!j->pieces)
 		return err_set(ERR_NOMEM, "pieces");
@@ -418,6 +531,66 @@ static uint64_t claim_ttl_us(const struct repair *r)
 	return (r->o.validate_timeout_ms + r->o.request_timeout_ms) * 1000;
 }
 
+void repair_claim_end(struct repair *r, struct repair_claim *c)
+{
+	merkle_delete(c->tree);
+	r->kept_bytes -= c->tree_bytes;
+	memset(c, 0, sizeof(*c));
+}
+
+/* Arms the sweep for the earliest expiry of a claim holding memory. */
+static void claims_arm(struct repair *r)
+{
+	uint64_t now = env_mono_us(r->env), next = 0;
+	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++) {
+		const struct repair_claim *c = &r->claims[i];
+		if (c->expires_us && c->tree_bytes &&
+		    (!next || c->expires_us < next))
+			next = c->expires_us;
+	}
+	if (next)
+		env_timer_arm(r->env, r->claim_timer,
+			      next > now ? next - now : 0);
+	else
+		env_timer_cancel(r->env, r->claim_timer);
+}
+
+void repair_claims_sweep(void *arg)
+{
+	struct repair *r = arg;
+	uint64_t now = env_mono_us(r->env);
+	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++)
+		if (r->claims[i].expires_us && r->claims[i].expires_us <= now)
+			repair_claim_end(r, &r->claims[i]);
+	claims_arm(r);
+}
+
+size_t repair_kept_trees(const struct repair *r, size_t *bytes)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++)
+		n += r->claims[i].tree != NULL;
+	if (bytes)
+		*bytes = r->kept_bytes;
+	return n;
+}
+
+static struct repair_claim *claim_find(struct repair *r,
+				       const struct inet_addr *co,
+				       uint64_t session, const uint8_t id[16],
+				       struct merkle_range range)
+{
+	uint64_t now = env_mono_us(r->env);
+	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++) {
+		struct repair_claim *c = &r->claims[i];
+		if (c->expires_us > now && claim_of(c, co, session) &&
+		    !memcmp(c->table_id, id, 16) &&
+		    c->range.start == range.start && c->range.end == range.end)
+			return c;
+	}
+	return NULL;
+}
+
 /* VALIDATE: refuses (ERR_EXISTS) a range another coordinator's session
  * holds (an exclusive one: any range of any table), else claims it for
  * (from, session). */
@@ -429,7 +602,7 @@ static int claim(struct repair *r, const struct inet_addr *from,
 	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++) {
 		struct repair_claim *c = &r->claims[i];
 		if (c->expires_us <= now) {
-			c->expires_us = 0;
+			repair_claim_end(r, c);
 			if (!slot)
 				slot = c;
 			continue;
@@ -451,7 +624,7 @@ static int claim(struct repair *r, const struct inet_addr *from,
 		/* a coordinator runs one session at a time: its newer
 		 * session supersedes its older one's claims */
 		if (inet_addr_eq(&c->coordinator, from)) {
-			c->expires_us = 0;
+			repair_claim_end(r, c);
 			if (!slot)
 				slot = c;
 		} else {
@@ -473,6 +646,7 @@ static int claim(struct repair *r, const struct inet_addr *from,
 	memcpy(slot->table_id, q->table_id, 16);
 	slot->range = q->ranges[0];
 	slot->expires_us = now + claim_ttl_us(r);
+	claims_arm(r);
 	return 0;
 }
 
@@ -491,8 +665,77 @@ static void claims_touch(struct repair *r, const struct inet_addr *from,
 		else if (q->nranges && !memcmp(c->table_id, q->table_id, 16) &&
 			 c->range.start == q->ranges[0].start &&
 			 c->range.end == q->ranges[0].end)
-			c->expires_us = 0;
+			repair_claim_end(r, c);
 	}
+	claims_arm(r);
+}
+
+/* Sends a response built on the spot (no job). */
+static void answer_now(struct repair *r, const struct inet_addr *to,
+		       uint32_t verb, const struct repair_msg *q,
+		       struct repair_msg *m)
+{
+	m->session = q->session;
+	m->task = q->task;
+	struct buf b;
+	buf_init(&b);
+	if (repair_msg_pack_response(m, &b) == 0)
+		repair_send(r, to, response_verb(verb), &b);
+	buf_free(&b);
+}
+
+/* TREE: the `levels` levels below each node of `nodes`, from the tree
+ * kept for the task; 0 with the values in `out`. */
+static int tree_values(struct repair *r, const struct inet_addr *from,
+		       const struct repair_msg *q, struct buf *out)
+{
+	if (!q->nranges)
+		return err_set(ERR_PROTOCOL, "no range");
+	struct repair_claim *c =
+		claim_find(r, from, q->session, q->table_id, q->ranges[0]);
+	if (!c || !c->tree)
+		return err_set(ERR_NOT_FOUND, "no tree kept for the task "
+					      "(released or expired)");
+	int depth = merkle_depth(c->tree);
+	if (q->levels < 1 || q->levels > REPAIR_MAX_TREE_LEVELS ||
+	    q->level > (uint32_t)depth ||
+	    q->level + q->levels > (uint32_t)depth)
+		return err_set(ERR_PROTOCOL,
+			       "levels %u..%u of a tree of "
+			       "depth %d",
+			       q->level + 1, q->level + q->levels, depth);
+	size_t per = ((size_t)1 << q->levels) - 1;
+	if (q->nnodes > REPAIR_MAX_TREE_VALUES / per)
+		return err_set(ERR_PROTOCOL, "%zu nodes of %u levels",
+			       q->nnodes, q->levels);
+	if (buf_reserve(out, q->nnodes * per * 8))
+		return err_set(ERR_NOMEM, "tree answer");
+	for (size_t k = 0; k < q->nnodes; k++) {
+		size_t n = q->nodes[k];
+		for (uint32_t l = 1; l <= q->levels; l++) {
+			int at = (int)(q->level + l);
+			for (size_t i = n << l; i < (n + 1) << l; i += 2)
+				buf_put_be64(out,
+					     merkle_node64(c->tree, at, i));
+		}
+	}
+	return 0;
+}
+
+static void tree_answer(struct repair *r, const struct inet_addr *from,
+			const struct repair_msg *q)
+{
+	struct repair_msg m = {0};
+	struct buf b;
+	buf_init(&b);
+	if (tree_values(r, from, q, &b) == 0) {
+		m.ok = true;
+		m.hashes = buf_slice(&b);
+	} else {
+		snprintf(m.error, sizeof(m.error), "tree: %s", err_msg());
+	}
+	answer_now(r, from, REPAIR_VERB_TREE, q, &m);
+	buf_free(&b);
 }
 
 void repair_replica_receive(struct repair *r, const struct inet_addr *from,
@@ -506,6 +749,11 @@ void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 	if (verb == REPAIR_VERB_RELEASE || verb != REPAIR_VERB_VALIDATE)
 		claims_touch(r, from, &q, verb == REPAIR_VERB_RELEASE);
 	if (verb == REPAIR_VERB_RELEASE) {
+		repair_msg_free(&q);
+		return;
+	}
+	if (verb == REPAIR_VERB_TREE) {
+		tree_answer(r, from, &q);
 		repair_msg_free(&q);
 		return;
 	}
@@ -539,9 +787,21 @@ void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 		return;
 	}
 	int rc = job_pieces(j, &q);
+	if (!rc && verb == REPAIR_VERB_VALIDATE &&
+	    q.tree_version != REPAIR_TREE_VERSION)
+		rc = err_set(ERR_PROTOCOL,
+			     "tree exchange version %u (this "
+			     "node speaks %u)",
+			     q.tree_version, REPAIR_TREE_VERSION);
+	if (!rc && verb == REPAIR_VERB_VALIDATE &&
+	    q.levels > REPAIR_MAX_TOP_LEVELS)
+		rc = err_set(ERR_PROTOCOL, "%u top levels", q.levels);
 	if (!rc && verb == REPAIR_VERB_VALIDATE)
 		rc = claim(r, from, &q);
 	if (!rc && verb == REPAIR_VERB_VALIDATE) {
+		j->range = q.ranges[0];
+		j->top_levels = q.levels;
+		buf_init(&j->hashes);
 		int depth = merkle_depth_for(UINT64_MAX, r->o.session_space);
 		if ((int)q.max_depth < depth)
 			depth = (int)q.max_depth;

@@ -1,5 +1,6 @@
 /* libFuzzer: repair's wire form and its handlers. The first byte picks a
- * decoder (Merkle tree, request, response) or a verb fed to a live repair
+ * decoder (Merkle tree, request, response, node list) or a verb (VALIDATE
+ * .. TREE_RSP) fed to a live repair
  * object over a simulated env: a participant with a small in-memory store
  * (so scans find rows), and the coordinator of a session waiting for a
  * peer that never answers, so fuzzed answers from that peer reach every
@@ -12,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -128,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 2)
 		return 0;
 	struct repair_msg m;
-	switch (data[0] % 4) {
+	switch (data[0] % 5) {
 	case 0: {
 		struct merkle_tree *t = merkle_decode(data + 1, size - 1);
 		merkle_delete(t);
@@ -142,11 +144,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		repair_msg_unpack_response(data + 1, size - 1, &m);
 		repair_msg_free(&m);
 		break;
-	default:
+	case 3:
 		repair_receive(r, data[1] & 1 ? &peer : &self,
-			       REPAIR_VERB_FIRST + data[1] % 9, data + 2,
-			       size - 2);
+			       REPAIR_VERB_FIRST +
+				       data[1] % (REPAIR_VERB_LAST -
+						  REPAIR_VERB_FIRST + 1),
+			       data + 2, size - 2);
 		break;
+	default: {
+		uint32_t *v;
+		size_t n;
+		if (repair_nodes_decode(data + 2, size - 2, data[1] % 24, &v,
+					&n) == 0) {
+			for (size_t i = 1; i < n; i++)
+				if (v[i] <= v[i - 1])
+					__builtin_trap();
+			free(v);
+		}
+		break;
+	}
 	}
 	sim_run_for(sim, 20000);
 	return 0;

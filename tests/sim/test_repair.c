@@ -11,7 +11,14 @@
  * touches only its range. A participant killed mid-session fails the
  * session with a message naming it; a second concurrent session is
  * refused.
+ *
+ * The tree exchange finds exactly the leaves holding divergent
+ * partitions, with node values bounded by the differing leaves times the
+ * depth (not the whole tree), and participants free the trees they keep
+ * for a task on RELEASE (success, failure, cancel) and on expiry (a dead
+ * coordinator).
  */
+#include "repair/merkle.h"
 #include "repair/repair.h"
 
 #include "common/err.h"
@@ -389,10 +396,17 @@ START_TEST(in_sync_replicas_stream_nothing)
 	for (int i = 0; i < NNODES; i++)
 		ck_assert_uint_eq(streamed(c, i), 0);
 	ck_assert_uint_eq(streamed_bytes(c), 0);
-	/* a tree of about one leaf per partition, three of them */
-	ck_assert_uint_gt(c->sum.tree_bytes, 3 * 256 * 16);
-	ck_assert_uint_lt(c->sum.tree_bytes, 3 * 1024 * 16 + 1024);
+	/* the top six levels of two remote trees (node 0's stays local),
+	 * not whole trees */
+	ck_assert_uint_eq(c->sum.hash_bytes, 2 * 64 * 8);
+	ck_assert_uint_lt(c->sum.tree_bytes, 2 * (64 * 8 + 128));
+	ck_assert_uint_eq(c->sum.leaves_mismatched, 0);
 	ck_assert_int_eq(c->progress_lines, 1);
+	/* and the replicas keep no tree once the task is over */
+	sim_run_for(c->sim, 10000);
+	for (int i = 0; i < NNODES; i++)
+		ck_assert_uint_eq(repair_kept_trees(c->nodes[i].repair, NULL),
+				  0);
 	cluster_delete(c);
 }
 END_TEST
@@ -488,6 +502,7 @@ END_TEST
 struct other {
 	bool done, ok;
 	char error[256];
+	uint64_t fetched[NNODES]; /* rows read from node i */
 };
 
 static void other_done(void *arg, const struct repair_summary *s)
@@ -495,6 +510,10 @@ static void other_done(void *arg, const struct repair_summary *s)
 	struct other *o = arg;
 	o->done = true;
 	o->ok = s->ok;
+	for (size_t k = 0; k < s->npeers; k++)
+		for (int i = 0; i < NNODES; i++)
+			if (s->peers[k].addr.ip[3] == i + 1)
+				o->fetched[i] = s->peers[k].rows_fetched;
 	snprintf(o->error, sizeof(o->error), "%s", s->error);
 }
 
@@ -703,6 +722,227 @@ START_TEST(participant_killed_mid_session_fails_it)
 }
 END_TEST
 
+/* The depth replicas keep a tree of `partitions` at: about two leaves
+ * per partition (repair_replica.c). */
+static int kept_depth(uint64_t partitions)
+{
+	return merkle_depth_for(partitions, 0) + 1;
+}
+
+static int u32_cmp(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return (a > b) - (a < b);
+}
+
+/* The distinct leaves at `depth` of the ring holding keys[0..n), sorted;
+ * returns their count, and in *runs the coalesced runs. */
+static size_t leaves_of(struct cluster *c, const int *keys, size_t n, int depth,
+			uint32_t *out, size_t *runs)
+{
+	struct merkle_range ring = {INT64_MIN, INT64_MIN};
+	for (size_t i = 0; i < n; i++)
+		out[i] = (uint32_t)merkle_node_of(ring, depth,
+						  token_of(c, keys[i]));
+	qsort(out, n, sizeof(*out), u32_cmp);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!m || out[m - 1] != out[i])
+			out[m++] = out[i];
+	*runs = 0;
+	for (size_t i = 0; i < m; i++)
+		*runs += !i || out[i] != out[i - 1] + 1;
+	return m;
+}
+
+START_TEST(exchange_finds_exactly_the_differing_leaves)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	int keys[20], n = 0;
+	for (int k = 10; k < 20; k++)
+		keys[n++] = k;
+	for (int k = 30; k < 35; k++)
+		keys[n++] = k;
+	for (int k = 50; k < 54; k++)
+		keys[n++] = k;
+	keys[n++] = 70;
+	uint32_t leaves[20];
+	size_t runs;
+	int depth = kept_depth(NKEYS);
+	size_t nl = leaves_of(c, keys, (size_t)n, depth, leaves, &runs);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->sum.leaves_mismatched, nl);
+	ck_assert_uint_eq(c->sum.mismatched_ranges, runs);
+	/* node values: the top levels of the two remote trees, then at most
+	 * one value per differing node per level from each, below them */
+	uint64_t bound = 8 * 2 * (64 + nl * (uint64_t)(depth - 6));
+	ck_assert_uint_le(c->sum.hash_bytes, bound);
+	/* whole trees folded to one partition per leaf would be 16 KB */
+	ck_assert_uint_lt(bound, 2 * 512 * 16);
+	ck_assert_int_eq(unequal_parts(c), 0);
+	cluster_delete(c);
+}
+END_TEST
+
+/* n single-row partitions of ~100 bytes on every node, keys from 1000 */
+static void load_many(struct cluster *c, int n)
+{
+	for (int k = 1000; k < 1000 + n; k++) {
+		struct storage_mutation *m = mut(c, k);
+		set_ck(m, 0);
+		char v[100];
+		memset(v, 'v', sizeof(v));
+		ck_assert_int_eq(storage_mutation_put(m, 2, NULL, 0,
+						      (uint8_t *)v, sizeof(v),
+						      1000, 0, 1700000000),
+				 0);
+		apply_on(c, ON_ALL, m);
+	}
+}
+
+START_TEST(tree_traffic_is_bounded_by_differing_leaves)
+{
+	/* 2,000 partitions, 20 (1%) rewritten on nodes 0 and 1 only */
+	enum { N = 2000, D = 20 };
+	struct cluster *c = cluster_new();
+	load_many(c, N);
+	int keys[D];
+	for (int i = 0; i < D; i++) {
+		keys[i] = 1000 + i * (N / D);
+		put_row(c, 1 | 2, keys[i], 0, 2000);
+	}
+	uint32_t leaves[D];
+	size_t runs;
+	int depth = kept_depth(N);
+	size_t nl = leaves_of(c, keys, D, depth, leaves, &runs);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->sum.leaves_mismatched, nl);
+	ck_assert_uint_eq(streamed(c, 2), D);
+	ck_assert_uint_eq(streamed(c, 0) + streamed(c, 1), 0);
+	/* nodes 0 and 1 agree everywhere: below the top levels only node 2
+	 * is asked (node 0 stands for node 1), one value per differing node
+	 * per level */
+	uint64_t bound = 8 * (2 * 64 + nl * (uint64_t)(depth - 6));
+	uint64_t all = 3 * data_bytes(&c->nodes[0]);
+	fprintf(stderr,
+		"repair sim: %d partitions, %d divergent, depth %d: %llu "
+		"bytes of node values (bound %llu), %llu of tree and row "
+		"digest messages = %.2f%% of %llu bytes of data\n",
+		N, D, depth, (unsigned long long)c->sum.hash_bytes,
+		(unsigned long long)bound,
+		(unsigned long long)c->sum.tree_bytes,
+		100.0 * (double)c->sum.tree_bytes / (double)all,
+		(unsigned long long)all);
+	ck_assert_uint_le(c->sum.hash_bytes, bound);
+	ck_assert_uint_lt(c->sum.tree_bytes * 100, all);
+	/* only rows of the differing leaves were hashed, node 0's locally:
+	 * node 2's rows there */
+	ck_assert_uint_lt(c->sum.rows_hashed, 2 * 2 * D);
+	ck_assert_int_eq(unequal_parts(c), 0);
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(versions_are_fetched_from_the_coordinator_when_it_holds_them)
+{
+	/* node 1 coordinates; nodes 0 and 1 hold 10 newer rows node 2
+	 * lacks: they are read from node 1 itself, not from node 0 (listed
+	 * first) */
+	struct cluster *c = cluster_new();
+	load(c);
+	for (int k = 10; k < 20; k++)
+		put_row(c, 1 | 2, k, NROWS + 1, 2000);
+	struct other o;
+	start_other(c, 1, INT64_MIN, INT64_MIN, &o);
+	ck_assert(sim_run_until(c->sim, other_is_done, &o, 60ull * 1000000));
+	ck_assert_msg(o.ok, "%s", o.error);
+	ck_assert_int_eq(unequal_parts(c), 0);
+	ck_assert_uint_eq(o.fetched[0], 0);
+	ck_assert_uint_eq(o.fetched[1], 10);
+	cluster_delete(c);
+}
+END_TEST
+
+static size_t kept(struct cluster *c, int i)
+{
+	return repair_kept_trees(c->nodes[i].repair, NULL);
+}
+
+static bool trees_kept(void *arg)
+{
+	struct cluster *c = arg;
+	return kept(c, 1) == 1 && kept(c, 2) == 1;
+}
+
+START_TEST(kept_trees_are_freed_on_release_and_failure)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	/* while the task runs, each participant keeps its tree ... */
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	ck_assert(sim_run_until(c->sim, trees_kept, c, 60ull * 1000000));
+	size_t bytes;
+	ck_assert_uint_eq(repair_kept_trees(c->nodes[1].repair, &bytes), 1);
+	ck_assert_uint_eq(bytes, ((size_t)2 << kept_depth(NKEYS)) * 16);
+	/* ... until its RELEASE */
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	sim_run_for(c->sim, 10000);
+	for (int i = 0; i < NNODES; i++) {
+		ck_assert_uint_eq(repair_kept_trees(c->nodes[i].repair, &bytes),
+				  0);
+		ck_assert_uint_eq(bytes, 0);
+	}
+	/* a cancelled session releases them */
+	for (int k = 100; k < 110; k++)
+		put_row(c, 1 | 2, k, 0, 3000);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	ck_assert(sim_run_until(c->sim, trees_kept, c, 60ull * 1000000));
+	ck_assert_int_eq(repair_cancel(c->nodes[0].repair, "test"), 0);
+	sim_run_for(c->sim, 10000);
+	ck_assert_uint_eq(kept(c, 1) + kept(c, 2), 0);
+	/* so does one failing on a participant's death (the others') */
+	for (int k = 100; k < 110; k++)
+		put_row(c, 1 | 2, k, 0, 4000);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	ck_assert(sim_run_until(c->sim, trees_kept, c, 60ull * 1000000));
+	sim_env_kill(c->sim, c->nodes[2].env);
+	c->down[2] = true;
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	ck_assert(!c->sum.ok);
+	sim_run_for(c->sim, 10000);
+	ck_assert_uint_eq(kept(c, 0) + kept(c, 1), 0);
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(kept_trees_of_a_dead_coordinator_expire)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	ck_assert(sim_run_until(c->sim, trees_kept, c, 60ull * 1000000));
+	sim_env_kill(c->sim, c->nodes[0].env);
+	/* the claims' time to live: validate + request timeouts (5 s each
+	 * here); nothing else touches the participants meanwhile */
+	sim_run_for(c->sim, 9000000);
+	ck_assert_uint_eq(kept(c, 1), 1);
+	ck_assert_uint_eq(kept(c, 2), 1);
+	sim_run_for(c->sim, 1100000);
+	size_t bytes;
+	ck_assert_uint_eq(repair_kept_trees(c->nodes[1].repair, &bytes), 0);
+	ck_assert_uint_eq(bytes, 0);
+	ck_assert_uint_eq(kept(c, 2), 0);
+	cluster_delete(c);
+}
+END_TEST
+
 int main(void)
 {
 	g_seed = test_seed(0x4e9a);
@@ -721,6 +961,13 @@ int main(void)
 	tcase_add_test(tc, killed_participant_fails_the_session);
 	tcase_add_test(tc, participant_killed_mid_session_fails_it);
 	tcase_add_test(tc, participant_convicted_mid_session_fails_it_at_once);
+	tcase_add_test(tc, exchange_finds_exactly_the_differing_leaves);
+	tcase_add_test(tc, tree_traffic_is_bounded_by_differing_leaves);
+	tcase_add_test(
+		tc,
+		versions_are_fetched_from_the_coordinator_when_it_holds_them);
+	tcase_add_test(tc, kept_trees_are_freed_on_release_and_failure);
+	tcase_add_test(tc, kept_trees_of_a_dead_coordinator_expire);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }

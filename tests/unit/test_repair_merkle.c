@@ -3,7 +3,11 @@
  * and each token lands in the leaf whose range holds it; leaves are
  * order-independent XORs; the wire form round trips and refuses damage.
  * The property: trees of two replicas differ exactly in the leaves that
- * hold differing rows, reported as coalesced token ranges. */
+ * hold differing rows, reported as coalesced token ranges. An inner node
+ * is the XOR of its children, so a node's value depends only on its
+ * range (the same in trees of any depth) and a right child derives from
+ * its parent and left sibling, also on the 8-byte values the exchange
+ * sends; node shape functions agree with the leaves'. */
 #include "common/err.h"
 #include "common/rand.h"
 #include "repair/merkle.h"
@@ -282,6 +286,67 @@ START_TEST(wire_form_round_trips_and_refuses_damage)
 }
 END_TEST
 
+START_TEST(nodes_are_xors_of_their_ranges)
+{
+	struct rng g;
+	rng_seed(&g, seed + (uint64_t)_i);
+	struct merkle_range r = rand_range(&g, _i);
+	struct merkle_tree *deep = merkle_new(r, 12);
+	ck_assert_ptr_nonnull(deep);
+	int depth = merkle_depth(deep);
+	uint8_t sum[16] = {0};
+	for (int k = 0; k < 3000; k++) {
+		uint8_t h[16];
+		for (int b = 0; b < 16; b++)
+			h[b] = (uint8_t)rng_next(&g);
+		int64_t t = token_in(&g, r);
+		ck_assert_int_eq(merkle_add(deep, t, h), 0);
+		for (int b = 0; b < 16; b++)
+			sum[b] ^= h[b];
+	}
+	merkle_finish(deep);
+	ck_assert_mem_eq(merkle_root(deep), sum, 16);
+	int shallow_depth = depth > 3 ? depth - 3 : 0;
+	struct merkle_tree *shallow = merkle_fold(deep, shallow_depth);
+	ck_assert_ptr_nonnull(shallow);
+	for (int l = 0; l <= shallow_depth; l++)
+		for (size_t i = 0; i < (size_t)1 << l; i++)
+			ck_assert_mem_eq(merkle_node(deep, l, i),
+					 merkle_node(shallow, l, i), 16);
+	for (int l = 1; l <= depth; l++)
+		for (size_t i = 0; i < (size_t)1 << l; i += 2)
+			ck_assert_uint_eq(
+				merkle_node64(deep, l, i + 1),
+				merkle_node64(deep, l, i) ^
+					merkle_node64(deep, l - 1, i / 2));
+	/* node shapes: at the leaves, the tree's own; a node's range is
+	 * its children's together; a token's node holds it */
+	for (size_t i = 0; i < merkle_leaf_count(deep); i++) {
+		struct merkle_range a = merkle_leaf_range(deep, i);
+		struct merkle_range b = merkle_node_range(r, depth, i);
+		ck_assert(a.start == b.start && a.end == b.end);
+	}
+	for (int l = 0; l < depth; l++)
+		for (size_t i = 0; i < (size_t)1 << l; i++) {
+			struct merkle_range p = merkle_node_range(r, l, i);
+			struct merkle_range a =
+				merkle_node_range(r, l + 1, 2 * i);
+			struct merkle_range b =
+				merkle_node_range(r, l + 1, 2 * i + 1);
+			ck_assert(p.start == a.start && a.end == b.start &&
+				  b.end == p.end);
+		}
+	for (int k = 0; k < 200; k++) {
+		int64_t t = token_in(&g, r);
+		int l = (int)rng_below(&g, (uint64_t)depth + 1);
+		size_t i = merkle_node_of(r, l, t);
+		ck_assert(merkle_contains(merkle_node_range(r, l, i), t));
+	}
+	merkle_delete(shallow);
+	merkle_delete(deep);
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(0x3e41);
@@ -291,6 +356,7 @@ int main(void)
 	tcase_add_loop_test(tc, leaves_tile_the_range, 0, 3);
 	tcase_add_loop_test(tc, trees_differ_exactly_where_rows_differ, 0, 4);
 	tcase_add_test(tc, wire_form_round_trips_and_refuses_damage);
+	tcase_add_loop_test(tc, nodes_are_xors_of_their_ranges, 0, 3);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }

@@ -6,6 +6,7 @@
 #include "tests/lib/testutil.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void fill(struct repair_msg *m, struct merkle_range *ranges,
@@ -77,7 +78,11 @@ START_TEST(response_round_trips)
 	fill(&m, ranges, rows, frags);
 	m.ok = false;
 	snprintf(m.error, sizeof(m.error), "scan: disk on fire");
-	m.tree = slice_from_cstr("tree-bytes");
+	uint8_t h[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+	m.hashes = slice_make(h, 16);
+	m.tree_version = 1;
+	m.depth = 17;
+	m.levels = 6;
 	m.partitions = 123456789;
 	struct buf b;
 	buf_init(&b);
@@ -86,7 +91,10 @@ START_TEST(response_round_trips)
 	ck_assert_uint_eq(d.session, 77);
 	ck_assert(!d.ok);
 	ck_assert_str_eq(d.error, "scan: disk on fire");
-	ck_assert(slice_eq(d.tree, m.tree));
+	ck_assert(slice_eq(d.hashes, m.hashes));
+	ck_assert_uint_eq(d.tree_version, 1);
+	ck_assert_uint_eq(d.depth, 17);
+	ck_assert_uint_eq(d.levels, 6);
 	ck_assert_uint_eq(d.partitions, 123456789);
 	ck_assert_uint_eq(d.nrows, 2);
 	ck_assert_mem_eq(d.rows[1].digest, rows[1].digest, 16);
@@ -160,6 +168,83 @@ START_TEST(malformed_messages_are_refused)
 }
 END_TEST
 
+START_TEST(node_lists_round_trip_as_runs)
+{
+	/* sparse nodes cost a byte or two each, runs a couple in all */
+	uint32_t v[] = {0, 1, 2, 3, 9, 300, 301, 70000, (1u << 20) - 1};
+	size_t n = sizeof(v) / sizeof(v[0]);
+	struct buf b;
+	buf_init(&b);
+	ck_assert_int_eq(repair_nodes_encode(v, n, &b), 0);
+	ck_assert_uint_le(b.len, 12);
+	uint32_t *d;
+	size_t nd;
+	ck_assert_int_eq(repair_nodes_decode(b.data, b.len, 20, &d, &nd), 0);
+	ck_assert_uint_eq(nd, n);
+	ck_assert_mem_eq(d, v, sizeof(v));
+	free(d);
+	/* a node of level 19 cannot be 2^20 - 1 */
+	ck_assert_int_eq(repair_nodes_decode(b.data, b.len, 19, &d, &nd), -1);
+	ck_assert_int_eq(err_code(), ERR_PROTOCOL);
+	/* a truncated varint, a run past the level */
+	uint8_t cut[] = {0x80};
+	ck_assert_int_eq(repair_nodes_decode(cut, 1, 10, &d, &nd), -1);
+	uint8_t run[] = {0x01, 0xff, 0x07};
+	ck_assert_int_eq(repair_nodes_decode(run, 3, 10, &d, &nd), -1);
+	ck_assert_int_eq(repair_nodes_decode(run, 3, 21, &d, &nd), -1);
+	ck_assert_int_eq(repair_nodes_decode(run, 3, 11, &d, &nd), 0);
+	ck_assert_uint_eq(nd, 1023 + 2);
+	free(d);
+	/* in a request */
+	struct merkle_range ranges[2];
+	struct repair_row rows[2];
+	struct slice frags[2];
+	struct repair_msg m, q;
+	fill(&m, ranges, rows, frags);
+	m.level = 20;
+	m.levels = 1;
+	m.nodes = v;
+	m.nnodes = n;
+	buf_clear(&b);
+	ck_assert_int_eq(repair_msg_pack_request(&m, &b), 0);
+	ck_assert_int_eq(repair_msg_unpack_request(b.data, b.len, &q), 0);
+	ck_assert_uint_eq(q.level, 20);
+	ck_assert_uint_eq(q.levels, 1);
+	ck_assert_uint_eq(q.nnodes, n);
+	ck_assert_mem_eq(q.nodes, v, sizeof(v));
+	repair_msg_free(&q);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(tree_answers_out_of_shape_are_refused)
+{
+	struct repair_msg m = {0}, d;
+	struct buf b;
+	buf_init(&b);
+	uint8_t h[12] = {0};
+	m.ok = true;
+	m.depth = 21; /* past MERKLE_MAX_DEPTH */
+	ck_assert_int_eq(repair_msg_pack_response(&m, &b), 0);
+	ck_assert_int_eq(repair_msg_unpack_response(b.data, b.len, &d), -1);
+	repair_msg_free(&d);
+	m.depth = 4;
+	m.levels = 5; /* more levels than the tree has */
+	buf_clear(&b);
+	ck_assert_int_eq(repair_msg_pack_response(&m, &b), 0);
+	ck_assert_int_eq(repair_msg_unpack_response(b.data, b.len, &d), -1);
+	repair_msg_free(&d);
+	m.levels = 4;
+	m.hashes = slice_make(h, 12); /* not whole values */
+	buf_clear(&b);
+	ck_assert_int_eq(repair_msg_pack_response(&m, &b), 0);
+	ck_assert_int_eq(repair_msg_unpack_response(b.data, b.len, &d), -1);
+	ck_assert_int_eq(err_code(), ERR_PROTOCOL);
+	repair_msg_free(&d);
+	buf_free(&b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("repair_msg");
@@ -167,6 +252,8 @@ int main(void)
 	tcase_add_test(tc, request_round_trips);
 	tcase_add_test(tc, response_round_trips);
 	tcase_add_test(tc, malformed_messages_are_refused);
+	tcase_add_test(tc, node_lists_round_trip_as_runs);
+	tcase_add_test(tc, tree_answers_out_of_shape_are_refused);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
