@@ -17,7 +17,12 @@
  *   replicas still converge;
  * - a task failing with jobs 2 fails the session, reports every running
  *   task as failed and releases the claims of all of them: another
- *   coordinator can repair the same ranges at once.
+ *   coordinator can repair the same ranges at once;
+ * - the level-by-level tree exchange under jobs 4 and sequential: trees
+ *   deeper than VALIDATE's top levels are descended with TREE rounds
+ *   while other replicas validate, the replicas converge, and every tree
+ *   a replica kept (several tasks of one session each) is freed at the
+ *   end.
  */
 #include "repair/repair.h"
 #include "repair/repair_internal.h"
@@ -71,6 +76,8 @@ struct cluster {
 	/* a scan of this range on this node fails (0: none) */
 	int fail_node;
 	int64_t fail_start;
+	size_t tree_rounds; /* TREE requests */
+	size_t most_trees;  /* trees kept on one replica at once, at most */
 	bool done;
 	struct repair_summary sum;
 	size_t tasks_ok, tasks_failed;
@@ -201,10 +208,29 @@ static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
 	else if (verb == REPAIR_VERB_VALIDATE_RSP &&
 		 repair_msg_unpack_response(msg, len, &m) == 0)
 		val_end(c, node_of(c, from), m.task);
+	else if (verb == REPAIR_VERB_TREE &&
+		 repair_msg_unpack_request(msg, len, &m) == 0)
+		c->tree_rounds++;
 	else
 		memset(&m, 0, sizeof(m));
 	repair_msg_free(&m);
 	repair_receive(n->repair, from, verb, msg, len);
+	size_t kept = repair_kept_trees(n->repair, NULL);
+	if (kept > c->most_trees)
+		c->most_trees = kept;
+}
+
+/* Trees kept on all replicas (their bytes go with them). */
+static size_t kept_trees(struct cluster *c)
+{
+	size_t n = 0;
+	for (int i = 0; i < NNODES; i++) {
+		size_t bytes;
+		size_t k = repair_kept_trees(c->nodes[i].repair, &bytes);
+		ck_assert_uint_eq(k == 0, bytes == 0);
+		n += k;
+	}
+	return n;
 }
 
 /* ---- the cluster --------------------------------------------------------- */
@@ -284,10 +310,15 @@ static void put_row(struct cluster *c, int mask, int k, int ck, int64_t ts)
 	storage_mutation_delete(m);
 }
 
+static void load_n(struct cluster *c, int nkeys)
+{
+	for (int k = 0; k < nkeys; k++)
+		put_row(c, 0x1e, k, 0, 1000);
+}
+
 static void load(struct cluster *c)
 {
-	for (int k = 0; k < NKEYS; k++)
-		put_row(c, 0x1e, k, 0, 1000);
+	load_n(c, NKEYS);
 }
 
 /* Whether the replicas hold the same partitions. */
@@ -391,6 +422,7 @@ static int start(struct cluster *c, int coordinator, struct run_opts o)
 static void run(struct cluster *c, struct run_opts o)
 {
 	c->max_overlapping = c->max_overlapping_dc = 0;
+	c->tree_rounds = c->most_trees = 0;
 	g_max_running = 0;
 	ck_assert_int_eq(start(c, 0, o), 0);
 	uint64_t until = sim_now_us(c->sim) + 600ull * 1000000;
@@ -499,6 +531,43 @@ START_TEST(a_failing_task_fails_the_session_and_releases_every_task)
 }
 END_TEST
 
+START_TEST(tree_exchange_with_jobs_converges_and_frees_every_kept_tree)
+{
+	struct cluster *c = cluster_new();
+	/* ~100 partitions per range: trees kept at depth 8, two levels
+	 * below VALIDATE's top six */
+	load_n(c, 8 * 100);
+	for (int k = 0; k < 40; k++)
+		put_row(c, 1 << (1 + k % NREPS), k, 1 + k, 2000);
+	ck_assert(!converged(c));
+	/* four tasks at once, one replica of a range validating at a time
+	 * (the ranges do not overlap: replicas of different tasks do) */
+	run(c, (struct run_opts){1, NRANGES, REPAIR_SEQUENTIAL, 4});
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->sum.ranges, NRANGES);
+	ck_assert_uint_eq(c->tasks_ok, NRANGES);
+	ck_assert_uint_eq(g_max_running, 4);
+	ck_assert_uint_eq(c->max_overlapping, 1);
+	ck_assert_uint_gt(c->tree_rounds, 0);
+	ck_assert_uint_gt(c->sum.leaves_mismatched, 0);
+	/* a replica kept the trees of several tasks of the session at once:
+	 * a sibling task's VALIDATE did not end them */
+	ck_assert_uint_ge(c->most_trees, 2);
+	ck_assert(converged(c));
+	/* RELEASEs delivered: no tree is left on any replica */
+	sim_run_for(c->sim, 10000);
+	ck_assert_uint_eq(kept_trees(c), 0);
+	/* converged: a second run finds nothing, still freeing all */
+	run(c, (struct run_opts){1, NRANGES, REPAIR_PARALLEL, 4});
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->sum.leaves_mismatched, 0);
+	ck_assert_uint_eq(c->sum.rows_mismatched, 0);
+	sim_run_for(c->sim, 10000);
+	ck_assert_uint_eq(kept_trees(c), 0);
+	cluster_delete(c);
+}
+END_TEST
+
 int main(void)
 {
 	g_seed = test_seed(0x70b5);
@@ -511,6 +580,9 @@ int main(void)
 	tcase_add_test(tc, jobs_run_that_many_tasks_at_once_and_never_more);
 	tcase_add_test(
 		tc, a_failing_task_fails_the_session_and_releases_every_task);
+	tcase_add_test(
+		tc,
+		tree_exchange_with_jobs_converges_and_frees_every_kept_tree);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
