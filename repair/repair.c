@@ -590,25 +590,61 @@ static int send_request(struct task *s, size_t i, uint32_t verb,
 
 static int session_pump(struct repair_session *ss);
 
+/* Sends replica i a one-way request of the task (best effort): RELEASE,
+ * or TREE naming no node (claims_keep). */
+static void send_oneway(struct task *s, size_t i, uint32_t verb)
+{
+	struct merkle_range mr = task_range(s);
+	struct repair_msg q = {0};
+	q.ranges = &mr;
+	q.nranges = 1;
+	q.session = s->sess->id;
+	q.task = s->task;
+	memcpy(q.table_id, s->sess->tables[s->ti].id, 16);
+	struct buf b;
+	buf_init(&b);
+	if (repair_msg_pack_request(&q, &b) == 0)
+		repair_send(s->r, &s->rep[i].addr, verb, &b);
+	buf_free(&b);
+}
+
 /* Tells the task's replicas its claim is over (best effort). */
 static void task_release(struct task *s)
 {
 	if (!s->busy || !s->nrep)
 		return;
-	struct merkle_range mr = task_range(s);
-	for (size_t i = 0; i < s->nrep; i++) {
-		struct repair_msg q = {0};
-		q.ranges = &mr;
-		q.nranges = 1;
-		q.session = s->sess->id;
-		q.task = s->task;
-		memcpy(q.table_id, s->sess->tables[s->ti].id, 16);
-		struct buf b;
-		buf_init(&b);
-		if (repair_msg_pack_request(&q, &b) == 0)
-			repair_send(s->r, &s->rep[i].addr, REPAIR_VERB_RELEASE,
-				    &b);
-		buf_free(&b);
+	for (size_t i = 0; i < s->nrep; i++)
+		send_oneway(s, i, REPAIR_VERB_RELEASE);
+}
+
+/* Under sequential and dc_parallel a replica that answered VALIDATE
+ * keeps its tree while the task's other replicas validate one after
+ * another, which may outlast its claim (validate + request timeouts from
+ * its VALIDATE): at each validation's end, every such replica is sent a
+ * TREE naming no node, which keeps all the session's claims on it alive
+ * and is not answered. One per node: the touch covers all its claims. */
+static void claims_keep(struct repair_session *ss)
+{
+	if (ss->parallelism == REPAIR_PARALLEL)
+		return;
+	struct inet_addr done[REPAIR_MAX_JOBS * REPAIR_MAX_REPLICAS];
+	size_t ndone = 0;
+	for (size_t l = 0; l < ss->jobs; l++) {
+		struct task *s = &ss->lanes[l];
+		if (!s->busy || s->phase != PHASE_VALIDATE)
+			continue;
+		for (size_t i = 0; i < s->nrep; i++) {
+			const struct replica *p = &s->rep[i];
+			if (!p->asked || p->waiting)
+				continue;
+			bool sent = false;
+			for (size_t k = 0; k < ndone && !sent; k++)
+				sent = inet_addr_eq(&done[k], &p->addr);
+			if (sent)
+				continue;
+			done[ndone++] = p->addr;
+			send_oneway(s, i, REPAIR_VERB_TREE);
+		}
 	}
 }
 
@@ -1664,9 +1700,11 @@ void repair_session_receive(struct repair *r, const struct inet_addr *from,
 	uint64_t id = ss->id;
 	if (!waiting(s) && (s->phase != PHASE_VALIDATE || !unasked(s)))
 		phase_done(s);
-	/* a validation ended: others may go now */
-	if (verb == REPAIR_VERB_VALIDATE_RSP && session_live(r, id))
+	/* a validation ended: others may go now; those that ended wait */
+	if (verb == REPAIR_VERB_VALIDATE_RSP && session_live(r, id)) {
+		claims_keep(ss);
 		validations_send(ss);
+	}
 }
 
 static void session_timeout(void *arg)

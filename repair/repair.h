@@ -60,7 +60,9 @@
  * with a newer session of the same coordinator claiming an overlapping
  * range (a session's own running tasks never overlap), or expire
  * (validate + request timeouts after the session's last request to the
- * node, on a timer), so a
+ * node, on a timer; under sequential and dc_parallel the end of each
+ * validation sends the replicas that answered and wait for the others a
+ * TREE naming no node, which keeps their claims alive), so a
  * session that fails (a timeout, an error answer, a dead participant or
  * coordinator) leaves nothing behind and can be rerun. Kept trees are
  * bounded: a task's by the session space, all of a node's by 4 session

@@ -4,9 +4,11 @@
  * VALIDATE's tree, folded to about two leaves per partition, stays with
  * the task's claim so that TREE requests (answered at once, on the loop:
  * the work is the answer's size) descend it. A claim's tree goes when the
- * claim ends: RELEASE, a newer session of the same coordinator, or expiry
- * (a timer, so a dead coordinator's trees go too). Kept trees of all
- * claims stay within 4 session_space: past it a tree is folded coarser.
+ * claim ends: RELEASE, a newer session of the same coordinator over an
+ * overlapping range, or expiry (a timer, so a dead coordinator's trees go
+ * too); any request of the session to this node, a TREE naming no node
+ * among them, keeps its claims alive. Kept trees of all claims stay
+ * within 4 session_space: past it a tree is folded coarser.
  *
  * A job scans the pieces of its ranges one after another through the
  * store. The per-fragment callbacks may run on a worker thread: they touch
@@ -753,7 +755,9 @@ void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 		return;
 	}
 	if (verb == REPAIR_VERB_TREE) {
-		tree_answer(r, from, &q);
+		/* naming no node, it only kept the claims alive (one-way) */
+		if (q.nnodes)
+			tree_answer(r, from, &q);
 		repair_msg_free(&q);
 		return;
 	}

@@ -22,12 +22,15 @@
  *   deeper than VALIDATE's top levels are descended with TREE rounds
  *   while other replicas validate, the replicas converge, and every tree
  *   a replica kept (several tasks of one session each) is freed at the
- *   end.
+ *   end;
+ * - under sequential, a replica that answered VALIDATE first keeps its
+ *   tree (claim) while the others validate for longer than a claim lives.
  */
 #include "repair/repair.h"
 #include "repair/repair_internal.h"
 
 #include "common/err.h"
+#include "common/murmur3.h"
 #include "tests/lib/testutil.h"
 #include "tests/sim/mem_store.h"
 #include "tests/sim/sim.h"
@@ -76,7 +79,8 @@ struct cluster {
 	/* a scan of this range on this node fails (0: none) */
 	int fail_node;
 	int64_t fail_start;
-	size_t tree_rounds; /* TREE requests */
+	size_t tree_rounds; /* TREE requests naming nodes */
+	size_t keepalives;  /* ... naming none */
 	size_t most_trees;  /* trees kept on one replica at once, at most */
 	bool done;
 	struct repair_summary sum;
@@ -209,9 +213,12 @@ static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
 		 repair_msg_unpack_response(msg, len, &m) == 0)
 		val_end(c, node_of(c, from), m.task);
 	else if (verb == REPAIR_VERB_TREE &&
-		 repair_msg_unpack_request(msg, len, &m) == 0)
-		c->tree_rounds++;
-	else
+		 repair_msg_unpack_request(msg, len, &m) == 0) {
+		if (m.nnodes)
+			c->tree_rounds++;
+		else
+			c->keepalives++;
+	} else
 		memset(&m, 0, sizeof(m));
 	repair_msg_free(&m);
 	repair_receive(n->repair, from, verb, msg, len);
@@ -235,7 +242,8 @@ static size_t kept_trees(struct cluster *c)
 
 /* ---- the cluster --------------------------------------------------------- */
 
-static struct cluster *cluster_new(void)
+static struct cluster *cluster_new_timeouts(uint64_t validate_ms,
+					    uint64_t request_ms)
 {
 	struct cluster *c = calloc(1, sizeof(*c));
 	ck_assert_ptr_nonnull(c);
@@ -267,12 +275,17 @@ static struct cluster *cluster_new(void)
 		struct repair_options o;
 		repair_options_default(&o);
 		o.self = m->addr;
-		o.validate_timeout_ms = 5000;
-		o.request_timeout_ms = 5000;
+		o.validate_timeout_ms = validate_ms;
+		o.request_timeout_ms = request_ms;
 		m->repair = repair_new(m->env, &o, &mem_ops, m);
 		ck_assert_ptr_nonnull(m->repair);
 	}
 	return c;
+}
+
+static struct cluster *cluster_new(void)
+{
+	return cluster_new_timeouts(5000, 5000);
 }
 
 static void cluster_delete(struct cluster *c)
@@ -422,7 +435,7 @@ static int start(struct cluster *c, int coordinator, struct run_opts o)
 static void run(struct cluster *c, struct run_opts o)
 {
 	c->max_overlapping = c->max_overlapping_dc = 0;
-	c->tree_rounds = c->most_trees = 0;
+	c->tree_rounds = c->keepalives = c->most_trees = 0;
 	g_max_running = 0;
 	ck_assert_int_eq(start(c, 0, o), 0);
 	uint64_t until = sim_now_us(c->sim) + 600ull * 1000000;
@@ -568,6 +581,41 @@ START_TEST(tree_exchange_with_jobs_converges_and_frees_every_kept_tree)
 }
 END_TEST
 
+START_TEST(sequential_keeps_answered_trees_while_others_validate)
+{
+	/* a claim lives 30 + 25 ms from its VALIDATE; four scans of 20 ms
+	 * one after another take 80 */
+	struct cluster *c = cluster_new_timeouts(30, 25);
+	load_n(c, 8 * 100);
+	/* one row only node 1 holds, in range 0 */
+	struct inet_addr reps[NREPS];
+	struct merkle_range r0 = {range_at(0, reps, NULL).start,
+				  range_at(0, reps, NULL).end};
+	int k = 0;
+	for (;; k++) {
+		char key[32];
+		snprintf(key, sizeof(key), "key%05d", k);
+		if (merkle_contains(r0, murmur3_token(key, strlen(key))))
+			break;
+	}
+	put_row(c, 1 << 1, k, 1, 2000);
+	ck_assert(!converged(c));
+	run(c, (struct run_opts){1, 1, REPAIR_SEQUENTIAL, 1});
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->max_overlapping, 1);
+	ck_assert_uint_gt(c->tree_rounds, 0);
+	ck_assert_uint_gt(c->keepalives, 0);
+	ck_assert(converged(c));
+	sim_run_for(c->sim, 10000);
+	ck_assert_uint_eq(kept_trees(c), 0);
+	/* parallel needs none */
+	run(c, (struct run_opts){1, 1, REPAIR_PARALLEL, 1});
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->keepalives, 0);
+	cluster_delete(c);
+}
+END_TEST
+
 int main(void)
 {
 	g_seed = test_seed(0x70b5);
@@ -583,6 +631,8 @@ int main(void)
 	tcase_add_test(
 		tc,
 		tree_exchange_with_jobs_converges_and_frees_every_kept_tree);
+	tcase_add_test(tc,
+		       sequential_keeps_answered_trees_while_others_validate);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
