@@ -131,6 +131,7 @@ struct conf {
 		bool enabled;
 		double intensity;
 		int64_t partitions_per_segment;
+		uint64_t bytes_per_segment;
 		int64_t segments_per_node;
 		uint64_t segment_timeout_ms;
 		int64_t segment_retries;

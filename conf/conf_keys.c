@@ -242,6 +242,10 @@ const struct conf_key conf_keys[] = {
 	 1099511627776.0, NULL,
 	 "Most estimated partitions in one segment (2^20: one Merkle leaf per "
 	 "partition)."},
+	{"repair_scheduler.bytes_per_segment", CONF_T_SIZE,
+	 OFF(repair_scheduler.bytes_per_segment), "1GiB", 0, 1024 * GiB, NULL,
+	 "Most estimated data bytes (SSTables and memtables, this node's "
+	 "share) in one segment; 0: no byte budget."},
 	{"repair_scheduler.segments_per_node", CONF_T_INT,
 	 OFF(repair_scheduler.segments_per_node), "0", 0, 1000000, NULL,
 	 "Segments this node's primary ranges are cut into at least, per "
@@ -277,7 +281,8 @@ const struct conf_key conf_keys[] = {
 	{"repair_scheduler.tables", CONF_T_LIST, OFF(repair_scheduler.tables),
 	 "", 0, 0, NULL,
 	 "Per-table overrides, \"ks.table key=value ...\" with keys enabled, "
-	 "intensity, segments_per_node, partitions_per_segment."},
+	 "intensity, segments_per_node, partitions_per_segment, "
+	 "bytes_per_segment."},
 };
 
 const size_t conf_keys_count = sizeof(conf_keys) / sizeof(conf_keys[0]);

@@ -133,11 +133,16 @@ static int ops_tables(void *arg, struct repair_sched_table_info **out,
 			memcpy(t->id, m->id, 16);
 			t->gc_grace_seconds = m->options.gc_grace_seconds;
 			struct storage_stats ss;
-			if (!storage_stats(db, m->id, &ss) && repl > 0)
+			if (!storage_stats(db, m->id, &ss) && repl > 0) {
 				t->partitions =
 					(uint64_t)((double)ss
 							   .estimated_partitions *
 						   prim / repl);
+				t->bytes =
+					(uint64_t)((double)(ss.sstable_bytes +
+							    ss.memtable_bytes) *
+						   prim / repl);
+			}
 			count++;
 			for (size_t r = 0; r < ranges.n; r++)
 				if (token_range_list_push(&t->ranges,
@@ -234,6 +239,7 @@ static int options_from_conf(const struct conf_repair_scheduler *c,
 	repair_sched_options_default(o);
 	o->intensity = c->intensity;
 	o->partitions_per_segment = (uint64_t)c->partitions_per_segment;
+	o->bytes_per_segment = c->bytes_per_segment;
 	o->segments_per_node = (uint64_t)c->segments_per_node;
 	o->segment_timeout_ms = c->segment_timeout_ms;
 	o->segment_retries = (uint32_t)c->segment_retries;

@@ -27,6 +27,7 @@ void repair_sched_options_default(struct repair_sched_options *o)
 	memset(o, 0, sizeof(*o));
 	o->intensity = 0.9;
 	o->partitions_per_segment = 1u << 20;
+	o->bytes_per_segment = 1ull << 30;
 	o->segment_timeout_ms = 30 * 60 * 1000;
 	o->segment_retries = 3;
 	o->retry_delay_ms = 30 * 1000;
@@ -86,7 +87,8 @@ bool repair_sched_windows_open(const struct repair_sched_window *w, size_t n,
 int repair_sched_tuning_parse(const char *text, char *name, size_t cap,
 			      struct repair_sched_tuning *out)
 {
-	*out = (struct repair_sched_tuning){-1, 0, -1, 0};
+	*out = (struct repair_sched_tuning){.enabled = -1,
+					    .segments_per_node = -1};
 	char buf[512];
 	snprintf(buf, sizeof(buf), "%s", text);
 	char *save = NULL;
@@ -117,6 +119,21 @@ int repair_sched_tuning_parse(const char *text, char *name, size_t cap,
 					       "intensity=%s: not in (0, 1]",
 					       v);
 			out->intensity = d;
+		} else if (strcmp(tok, "bytes_per_segment") == 0) {
+			unsigned long long n = strtoull(v, &end, 10);
+			unsigned long long unit =
+				!*end                     ? 1
+				: strcmp(end, "KiB") == 0 ? 1ull << 10
+				: strcmp(end, "MiB") == 0 ? 1ull << 20
+				: strcmp(end, "GiB") == 0 ? 1ull << 30
+							  : 0;
+			if (end == v || v[0] == '-' || !unit || n < 1 ||
+			    n > (1ull << 50) / unit)
+				return err_set(ERR_CONFIG,
+					       "bytes_per_segment=%s: a size "
+					       "such as 512MiB",
+					       v);
+			out->bytes_per_segment = (int64_t)(n * unit);
 		} else if (strcmp(tok, "segments_per_node") == 0 ||
 			   strcmp(tok, "partitions_per_segment") == 0) {
 			long long n = strtoll(v, &end, 10);
@@ -133,7 +150,8 @@ int repair_sched_tuning_parse(const char *text, char *name, size_t cap,
 			return err_set(ERR_CONFIG,
 				       "unknown table setting '%s' (enabled, "
 				       "intensity, segments_per_node, "
-				       "partitions_per_segment)",
+				       "partitions_per_segment, "
+				       "bytes_per_segment)",
 				       tok);
 		}
 	}
@@ -141,23 +159,29 @@ int repair_sched_tuning_parse(const char *text, char *name, size_t cap,
 }
 
 int repair_sched_plan(const struct token_range_list *ranges,
-		      uint64_t partitions, uint64_t per_segment,
-		      uint64_t segments_per_node, struct token_range_list *out)
+		      const struct repair_sched_plan_in *in,
+		      struct token_range_list *out)
 {
 	double total = 0;
 	for (size_t i = 0; i < ranges->n; i++)
 		total += token_range_fraction(ranges->v[i]);
-	if (per_segment == 0)
-		per_segment = 1;
+	uint64_t per_segment = in->per_segment ? in->per_segment : 1;
 	for (size_t i = 0; i < ranges->n; i++) {
 		struct token_range r = ranges->v[i];
 		double share = total > 0 ? token_range_fraction(r) / total : 1;
-		uint64_t n = (uint64_t)ceil((double)partitions * share /
+		uint64_t n = (uint64_t)ceil((double)in->partitions * share /
 					    (double)per_segment);
-		uint64_t m = (uint64_t)ceil((double)segments_per_node * share -
-					    1e-9);
+		uint64_t m = (uint64_t)ceil(
+			(double)in->segments_per_node * share - 1e-9);
 		if (m > n)
 			n = m;
+		if (in->bytes_per_segment) {
+			uint64_t b =
+				(uint64_t)ceil((double)in->bytes * share /
+					       (double)in->bytes_per_segment);
+			if (b > n)
+				n = b;
+		}
 		if (n < 1)
 			n = 1;
 		if (n > 1u << 20)
@@ -188,9 +212,12 @@ struct sched_table *sched_table_find(const struct repair_sched *s,
 
 static void table_tune(struct repair_sched *s, struct sched_table *t)
 {
-	struct repair_sched_tuning u = {1, s->o.intensity,
-					(int64_t)s->o.segments_per_node,
-					(int64_t)s->o.partitions_per_segment};
+	struct repair_sched_tuning u = {
+		.enabled = 1,
+		.intensity = s->o.intensity,
+		.segments_per_node = (int64_t)s->o.segments_per_node,
+		.partitions_per_segment = (int64_t)s->o.partitions_per_segment,
+		.bytes_per_segment = (int64_t)s->o.bytes_per_segment};
 	for (size_t i = 0; i < s->o.ntunings; i++) {
 		const struct repair_sched_tuning *x = &s->tunings[i];
 		if (strcmp(s->tuning_names[i], t->name) != 0)
@@ -203,6 +230,8 @@ static void table_tune(struct repair_sched *s, struct sched_table *t)
 			u.segments_per_node = x->segments_per_node;
 		if (x->partitions_per_segment > 0)
 			u.partitions_per_segment = x->partitions_per_segment;
+		if (x->bytes_per_segment > 0)
+			u.bytes_per_segment = x->bytes_per_segment;
 	}
 	t->tuning = u;
 }
@@ -318,10 +347,16 @@ static void tables_refresh(struct repair_sched *s)
 		if (!due && !t->run_now)
 			continue;
 		struct token_range_list segs = {0};
-		if (repair_sched_plan(
-			    &v[i].ranges, v[i].partitions,
-			    (uint64_t)t->tuning.partitions_per_segment,
-			    (uint64_t)t->tuning.segments_per_node, &segs)) {
+		struct repair_sched_plan_in in = {
+			.partitions = v[i].partitions,
+			.bytes = v[i].bytes,
+			.per_segment =
+				(uint64_t)t->tuning.partitions_per_segment,
+			.bytes_per_segment =
+				(uint64_t)t->tuning.bytes_per_segment,
+			.segments_per_node =
+				(uint64_t)t->tuning.segments_per_node};
+		if (repair_sched_plan(&v[i].ranges, &in, &segs)) {
 			token_range_list_free(&segs);
 			continue;
 		}

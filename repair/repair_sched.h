@@ -72,21 +72,33 @@ struct repair_sched_tuning {
 	double intensity;               /* 0 unset, else (0, 1] */
 	int64_t segments_per_node;      /* -1 unset */
 	int64_t partitions_per_segment; /* 0 unset */
+	int64_t bytes_per_segment;      /* 0 unset */
 };
 
 /* "ks.table key=value ..." (keys enabled, intensity, segments_per_node,
- * partitions_per_segment). The name goes to `name` (cap bytes). 0 or -1
- * (ERR_CONFIG, a message naming the bad part). */
+ * partitions_per_segment, bytes_per_segment; bytes as a number with an
+ * optional KiB, MiB or GiB). The name goes to `name` (cap bytes). 0 or
+ * -1 (ERR_CONFIG, a message naming the bad part). */
 int repair_sched_tuning_parse(const char *text, char *name, size_t cap,
 			      struct repair_sched_tuning *out);
 
-/* Cuts `ranges` (holding about `partitions` estimated partitions, spread
- * by token width) into segments appended to `out`: each range into
- * max(ceil(its partitions / per_segment), its share of
- * segments_per_node rounded up, 1) equal pieces. 0 or -1 (ERR_NOMEM). */
+/* What a table holds in the ranges to cut, and the segment limits. */
+struct repair_sched_plan_in {
+	uint64_t partitions;        /* estimated */
+	uint64_t bytes;             /* estimated data bytes */
+	uint64_t per_segment;       /* most partitions in a segment */
+	uint64_t bytes_per_segment; /* most bytes in a segment; 0: any */
+	uint64_t segments_per_node; /* at least this many in all */
+};
+
+/* Cuts `ranges` (holding `in`'s partitions and bytes, spread by token
+ * width) into segments appended to `out`: each range into
+ * max(ceil(its partitions / per_segment), ceil(its bytes /
+ * bytes_per_segment), its share of segments_per_node rounded up, 1)
+ * equal pieces. 0 or -1 (ERR_NOMEM). */
 int repair_sched_plan(const struct token_range_list *ranges,
-		      uint64_t partitions, uint64_t per_segment,
-		      uint64_t segments_per_node, struct token_range_list *out);
+		      const struct repair_sched_plan_in *in,
+		      struct token_range_list *out);
 
 /* last_start_us (0: never) or else first_seen_us, plus fraction *
  * gc_grace_seconds; wall clock microseconds. */
@@ -96,6 +108,7 @@ int64_t repair_sched_deadline(int64_t last_start_us, int64_t first_seen_us,
 struct repair_sched_options {
 	double intensity;                /* (0, 1]: 0.9 */
 	uint64_t partitions_per_segment; /* 2^20 */
+	uint64_t bytes_per_segment;      /* 1 GiB; 0: no byte budget */
 	uint64_t segments_per_node;      /* 0: by partitions only */
 	uint64_t segment_timeout_ms;     /* 30 min */
 	uint32_t segment_retries;        /* failures before a split: 3 */
@@ -119,6 +132,7 @@ struct repair_sched_table_info {
 	uint8_t id[16];
 	int64_t gc_grace_seconds;
 	uint64_t partitions; /* estimated, in `ranges` */
+	uint64_t bytes;      /* estimated data bytes, in `ranges` */
 	/* this node's primary ranges with at least two replicas */
 	struct token_range_list ranges;
 };

@@ -34,7 +34,13 @@ START_TEST(plan_cuts_by_partitions_and_by_segment_count)
 	token_range_list_push(&ranges, token_range_make(5000, 6000));
 	/* 3000 partitions, 1000 per segment: 2000 in the first (2 pieces),
 	 * 1000 in the second (1 piece) */
-	ck_assert_int_eq(repair_sched_plan(&ranges, 3000, 1000, 0, &out), 0);
+	ck_assert_int_eq(repair_sched_plan(&ranges,
+					   &(struct repair_sched_plan_in){
+						   .partitions = 3000,
+						   .per_segment = 1000,
+						   .segments_per_node = 0},
+					   &out),
+			 0);
 	ck_assert_uint_eq(out.n, 3);
 	ck_assert_int_eq(out.v[0].left, -1000);
 	ck_assert_int_eq(out.v[1].right, 1000);
@@ -47,16 +53,34 @@ START_TEST(plan_cuts_by_partitions_and_by_segment_count)
 
 	/* 30 segments per node by width: 20 and 10; a partition cap that
 	 * asks for more wins */
-	ck_assert_int_eq(repair_sched_plan(&ranges, 10, 1 << 20, 30, &out), 0);
+	ck_assert_int_eq(repair_sched_plan(&ranges,
+					   &(struct repair_sched_plan_in){
+						   .partitions = 10,
+						   .per_segment = 1 << 20,
+						   .segments_per_node = 30},
+					   &out),
+			 0);
 	ck_assert_uint_eq(out.n, 30);
 	ck_assert_uint_eq(total_width(&out), 3000);
 	token_range_list_clear(&out);
-	ck_assert_int_eq(repair_sched_plan(&ranges, 6000, 100, 30, &out), 0);
+	ck_assert_int_eq(repair_sched_plan(&ranges,
+					   &(struct repair_sched_plan_in){
+						   .partitions = 6000,
+						   .per_segment = 100,
+						   .segments_per_node = 30},
+					   &out),
+			 0);
 	ck_assert_uint_eq(out.n, 60);
 	token_range_list_clear(&out);
 
 	/* an empty table still gets one segment per range */
-	ck_assert_int_eq(repair_sched_plan(&ranges, 0, 1 << 20, 0, &out), 0);
+	ck_assert_int_eq(repair_sched_plan(&ranges,
+					   &(struct repair_sched_plan_in){
+						   .partitions = 0,
+						   .per_segment = 1 << 20,
+						   .segments_per_node = 0},
+					   &out),
+			 0);
 	ck_assert_uint_eq(out.n, 2);
 	token_range_list_clear(&out);
 
@@ -64,12 +88,34 @@ START_TEST(plan_cuts_by_partitions_and_by_segment_count)
 	struct token_range_list wrap = {0};
 	token_range_list_push(&wrap,
 			      token_range_make(INT64_MAX - 9, INT64_MIN + 10));
-	ck_assert_int_eq(repair_sched_plan(&wrap, 0, 1, 4, &out), 0);
+	ck_assert_int_eq(repair_sched_plan(&wrap,
+					   &(struct repair_sched_plan_in){
+						   .partitions = 0,
+						   .per_segment = 1,
+						   .segments_per_node = 4},
+					   &out),
+			 0);
 	ck_assert_uint_eq(out.n, 4);
 	ck_assert_uint_eq(total_width(&out), 20);
 	ck_assert_int_eq(out.v[0].left, INT64_MAX - 9);
 	ck_assert_int_eq(out.v[3].right, INT64_MIN + 10);
 	token_range_list_free(&wrap);
+	token_range_list_clear(&out);
+
+	/* a byte budget: 3 GiB over the two ranges (2 and 1 GiB by width) at
+	 * 512 MiB a segment gives 4 + 2 pieces, where partitions alone
+	 * would give 2; a budget of 0 means none */
+	struct repair_sched_plan_in in = {.partitions = 3000,
+					  .bytes = 3ull << 30,
+					  .per_segment = 1000,
+					  .bytes_per_segment = 512u << 20};
+	ck_assert_int_eq(repair_sched_plan(&ranges, &in, &out), 0);
+	ck_assert_uint_eq(out.n, 6);
+	ck_assert_uint_eq(total_width(&out), 3000);
+	token_range_list_clear(&out);
+	in.bytes_per_segment = 0;
+	ck_assert_int_eq(repair_sched_plan(&ranges, &in, &out), 0);
+	ck_assert_uint_eq(out.n, 3);
 	token_range_list_free(&out);
 	token_range_list_free(&ranges);
 }
@@ -124,6 +170,21 @@ START_TEST(tuning_parses_per_table_overrides)
 						   sizeof(name), &t),
 			 0);
 	ck_assert_int_eq(t.enabled, 0);
+	ck_assert_int_eq(t.bytes_per_segment, 0);
+	ck_assert_int_eq(
+		repair_sched_tuning_parse("ks.t bytes_per_segment=512MiB", name,
+					  sizeof(name), &t),
+		0);
+	ck_assert_int_eq(t.bytes_per_segment, 512 << 20);
+	ck_assert_int_eq(
+		repair_sched_tuning_parse("ks.t bytes_per_segment=4096", name,
+					  sizeof(name), &t),
+		0);
+	ck_assert_int_eq(t.bytes_per_segment, 4096);
+	ck_assert_int_eq(repair_sched_tuning_parse("ks.t bytes_per_segment=1TB",
+						   name, sizeof(name), &t),
+			 -1);
+	ck_assert_contains(err_msg(), "bytes_per_segment=1TB: a size");
 	ck_assert_int_eq(repair_sched_tuning_parse("ks.t intensity=0", name,
 						   sizeof(name), &t),
 			 -1);
