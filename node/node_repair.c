@@ -1,7 +1,8 @@
 /*
  * Repair in the node: the store repair/ sees (this node's storage engine,
  * scans on a dedicated worker so validation never blocks the loop or the
- * read workers, reading at most compaction_throughput bytes a second),
+ * read workers, drawing on compaction_throughput's budget together with
+ * compaction),
  * the internode verbs, and the `repair` admin command.
  *
  *   repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local]
@@ -31,6 +32,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loopq.h"
+#include "common/ratelimit.h"
 #include "common/workers.h"
 #include "gossip/gossip.h"
 #include "node/admin.h"
@@ -77,8 +79,7 @@ struct node_repair {
 	struct storage *db;
 	struct loopq *q;
 	struct workers *workers;
-	atomic_bool stopping;      /* scans in flight give up (shutdown) */
-	uint64_t throttle_next_us; /* the repair worker's only */
+	atomic_bool stopping; /* scans in flight give up (shutdown) */
 	struct repair *repair;
 	struct repair_cmd *cmd; /* the running admin command, or NULL */
 	struct node_repair_sched *sched;
@@ -94,8 +95,7 @@ struct scan_job {
 	struct loopq_item item;
 	struct loopq *q;
 	atomic_bool *stopping;
-	uint64_t rate; /* bytes/s (compaction_throughput), 0 = unthrottled */
-	uint64_t *next_us; /* the worker's throttle */
+	struct ratelimit *budget; /* compaction_throughput, with compaction */
 	struct storage *db;
 	uint8_t table_id[16];
 	int64_t start, end;
@@ -105,32 +105,6 @@ struct scan_job {
 	int status;
 	enum err_code code;
 };
-
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* Validation reads at most compaction_throughput bytes a second over all
- * its scans: the one repair worker thread owns *next_us, the time by
- * which the bytes read so far are paid for. */
-static void throttle(const struct scan_job *j, uint64_t bytes)
-{
-	if (!j->rate)
-		return;
-	uint64_t now = mono_us();
-	if (*j->next_us < now)
-		*j->next_us = now;
-	*j->next_us += bytes * 1000000u / j->rate;
-	if (*j->next_us > now + 1000) {
-		uint64_t us = *j->next_us - now;
-		struct timespec ts = {(time_t)(us / 1000000u),
-				      (long)(us % 1000000u) * 1000};
-		nanosleep(&ts, NULL);
-	}
-}
 
 static void scan_run(struct work *w)
 {
@@ -150,7 +124,7 @@ static void scan_run(struct work *w)
 		rc = j->each(j->arg, m);
 		size_t bytes = storage_mutation_size(m);
 		storage_mutation_delete(m);
-		throttle(j, bytes);
+		ratelimit_pay(j->budget, bytes);
 		if (rc) {
 			rc = -1;
 			break;
@@ -183,8 +157,7 @@ static void store_scan(void *s, const uint8_t table_id[16], int64_t start,
 	}
 	j->q = nr->q;
 	j->stopping = &nr->stopping;
-	j->rate = nr->n->conf.compaction_throughput;
-	j->next_us = &nr->throttle_next_us;
+	j->budget = storage_throughput_budget(nr->db);
 	j->db = nr->db;
 	memcpy(j->table_id, table_id, 16);
 	j->start = start;

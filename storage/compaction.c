@@ -22,6 +22,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/ratelimit.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -156,7 +157,7 @@ struct job {
 	struct version *v;
 	int64_t now, gc_before;
 	struct sst_writer *w;
-	uint64_t started_us, throttle_bytes;
+	uint64_t throttle_bytes; /* written bytes already paid for */
 };
 
 static bool is_input(const struct job *j, const struct sstable *s)
@@ -268,27 +269,13 @@ static int write_atoms(struct job *j, struct read_ctx *c, int64_t token,
 	return begun ? sst_writer_end(j->w) : 0;
 }
 
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
+/* Pays the bytes written since the last call into compaction_throughput's
+ * budget (shared with repair validation). */
 static void throttle(struct job *j)
 {
-	uint64_t rate = j->db->o.compaction_throughput;
-	if (!rate)
-		return;
 	uint64_t bytes = sst_writer_bytes(j->w);
-	uint64_t due_us = bytes * 1000000u / rate;
-	uint64_t spent = mono_us() - j->started_us;
-	if (due_us > spent + 1000) {
-		uint64_t us = due_us - spent;
-		struct timespec ts = {(time_t)(us / 1000000u),
-				      (long)(us % 1000000u) * 1000};
-		nanosleep(&ts, NULL);
-	}
+	ratelimit_pay(j->db->budget, bytes - j->throttle_bytes);
+	j->throttle_bytes = bytes;
 }
 
 static int merge_inputs(struct job *j)
@@ -482,7 +469,6 @@ static int run_job(struct job *j, struct sstable **out)
 	j->w = sst_writer_new(j->db->o.env, j->t->dir, gen, j->t->meta, &o);
 	if (!j->w)
 		return -1;
-	j->started_us = mono_us();
 	if (merge_inputs(j) || write_log(j, gen)) {
 		sst_writer_abort(j->w);
 		return -1;

@@ -7,6 +7,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/ratelimit.h"
 #include "conf/conf.h"
 
 #include <inttypes.h>
@@ -86,7 +87,10 @@ struct storage *storage_new(const struct storage_options *o)
 	db->o.data_dir = db->data_dir;
 	db->o.commitlog_dir = db->commitlog_dir;
 	db->cache = block_cache_new(o->block_cache_size);
-	if (!db->cache) {
+	db->budget = ratelimit_new(o->compaction_throughput);
+	if (!db->cache || !db->budget) {
+		block_cache_delete(db->cache);
+		ratelimit_delete(db->budget);
 		free(db->data_dir);
 		free(db->commitlog_dir);
 		free(db);
@@ -1031,6 +1035,7 @@ void storage_delete(struct storage *db)
 	}
 	buf_free(&db->scratch);
 	block_cache_delete(db->cache);
+	ratelimit_delete(db->budget);
 	pthread_mutex_destroy(&db->mu);
 	pthread_cond_destroy(&db->work);
 	pthread_cond_destroy(&db->done);
@@ -1108,4 +1113,9 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 	pthread_mutex_unlock(&db->mu);
 	out->commitlog_segments = db->cl ? commitlog_segment_count(db->cl) : 0;
 	return 0;
+}
+
+struct ratelimit *storage_throughput_budget(struct storage *db)
+{
+	return db->budget;
 }

@@ -66,6 +66,9 @@ struct storage {
 	struct table *tables;
 	struct commitlog *cl;
 	struct block_cache *cache;
+	/* compaction_throughput: compaction's, shared with repair
+	 * validation through storage_throughput_budget */
+	struct ratelimit *budget;
 	bool started, stopping;
 	pthread_t flusher, compactor;
 	bool compaction_wanted;

@@ -416,4 +416,9 @@ struct storage_stats {
 int storage_stats(struct storage *db, const uint8_t *table_id,
 		  struct storage_stats *out);
 
+struct ratelimit;
+/* compaction_throughput's budget (common/ratelimit.h), for other disk
+ * work that shares it (repair validation): any thread, while db lives. */
+struct ratelimit *storage_throughput_budget(struct storage *db);
+
 #endif

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/loopq.h"
 #include "common/rand.h"
+#include "common/ratelimit.h"
 #include "common/workers.h"
 #include "tests/lib/testutil.h"
 
@@ -459,6 +460,32 @@ END_TEST
 
 /* ---- log ----------------------------------------------------------------- */
 
+/* Compaction and repair validation book into one limiter: whoever books
+ * next waits for everything booked before, so together they keep to the
+ * rate; time left unused is not banked. (An injected clock: no timing.) */
+START_TEST(one_rate_limit_paces_every_caller_together)
+{
+	struct ratelimit *r = ratelimit_new(1u << 20); /* 1 MiB/s */
+	ck_assert_ptr_nonnull(r);
+	/* two callers at t=0, 1 MiB each: the second waits for both */
+	ck_assert_uint_eq(ratelimit_book(r, 1u << 20, 0), 1000000);
+	ck_assert_uint_eq(ratelimit_book(r, 1u << 20, 0), 2000000);
+	/* half a second later, 512 KiB more: due at 2.5 s */
+	ck_assert_uint_eq(ratelimit_book(r, 512u << 10, 500000), 2000000);
+	/* long idle: no credit for the idle time */
+	ck_assert_uint_eq(ratelimit_book(r, 1024, 100000000), 976);
+	/* large counts do not overflow */
+	ck_assert_uint_eq(ratelimit_book(r, 1ull << 50, 200000000),
+			  (1ull << 30) * 1000000u);
+	ratelimit_delete(r);
+	/* 0 is unlimited */
+	r = ratelimit_new(0);
+	ck_assert_uint_eq(ratelimit_book(r, 1u << 30, 0), 0);
+	ratelimit_pay(r, 1u << 30); /* returns at once */
+	ratelimit_delete(r);
+}
+END_TEST
+
 START_TEST(log_writes_levels_module_and_context_to_file)
 {
 	char dir[512], path[600];
@@ -515,6 +542,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, env_real_timers_fire_on_the_loop);
 	tcase_add_test(tc, worker_jobs_complete_back_on_the_loop);
 	tcase_add_test(tc, log_writes_levels_module_and_context_to_file);
+	tcase_add_test(tc, one_rate_limit_paces_every_caller_together);
 	suite_add_tcase(s, tc);
 	return s;
 }
