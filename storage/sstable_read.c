@@ -266,15 +266,21 @@ static struct cached_block *block_get(struct sstable *s, bool index,
 			(unsigned long long)off);
 		return NULL;
 	}
-	uint8_t *raw;
+	/* compaction streams do not evict what reads need */
+	struct block_cache *c = fill ? s->cache : NULL;
+	struct cached_block *nb = block_cache_alloc(c);
+	const uint8_t *raw;
 	size_t len;
 	uint64_t next;
-	if (block_read(index ? s->index : s->data,
-		       index ? s->index_path : s->data_path, off, disk_len,
-		       &raw, &len, &next))
+	if (!nb)
 		return NULL;
-	/* compaction streams do not evict what reads need */
-	return block_cache_put(fill ? s->cache : NULL, id, off, raw, len, next);
+	if (block_read_into(index ? s->index : s->data,
+			    index ? s->index_path : s->data_path, off, disk_len,
+			    &nb->owned, &nb->cap, &raw, &len, &next)) {
+		block_cache_release(nb);
+		return NULL;
+	}
+	return block_cache_insert(c, nb, id, off, raw, len, next);
 }
 
 /* ---- index entries ------------------------------------------------------- */
