@@ -305,19 +305,31 @@ static int take(struct cursor *c, struct slice *s)
 }
 
 /* Reads one length-prefixed index entry's frame and peeks at its key. */
+/* cursor_uvarint with the one-byte case inline: a point read decodes the
+ * frame and key lengths of about half an index block's entries. */
+static inline int uvarint_fast(struct cursor *c, uint64_t *out)
+{
+	if (c->pos < c->end && *c->pos < 0x80) {
+		*out = *c->pos++;
+		return 0;
+	}
+	return cursor_uvarint(c, out);
+}
+
 static int entry_frame(struct cursor *c, struct cursor *body, int64_t *token,
 		       struct slice *key)
 {
-	uint64_t n, tok;
-	struct slice s;
-	if (cursor_uvarint(c, &n) || n > cursor_left(c) ||
-	    cursor_take(c, n, &s))
+	uint64_t n, kn;
+	if (uvarint_fast(c, &n) || n > cursor_left(c))
 		return err_set(ERR_CORRUPT, "bad index entry frame");
-	*body = cursor_make(s.ptr, s.len);
+	*body = cursor_make(c->pos, (size_t)n);
+	c->pos += n;
 	struct cursor peek = *body;
-	if (take(&peek, key) || cursor_be64(&peek, &tok))
+	if (uvarint_fast(&peek, &kn) || kn > cursor_left(&peek) ||
+	    cursor_left(&peek) - kn < 8)
 		return err_set(ERR_CORRUPT, "bad index entry");
-	*token = (int64_t)tok;
+	*key = slice_make(peek.pos, (size_t)kn);
+	*token = (int64_t)be64_load(peek.pos + kn);
 	return 0;
 }
 
