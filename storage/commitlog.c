@@ -409,8 +409,10 @@ static int segment_fill(struct commitlog *cl, struct env_file *f,
 
 /* Creates, preallocates and syncs a segment with its header. Called
  * without the lock (the id is reserved by the caller). `fill` writes
- * zeros over the segment (the preparer thread); without it the space is
- * only allocated (a rollover that found no spare: it must be quick). */
+ * zeros over the segment (batch and group, whose every write waits for a
+ * sync); without it the space is only allocated (periodic, which syncs
+ * rarely and would only double its writes; a rollover that found no
+ * spare, which must be quick). */
 static struct segment *segment_create(struct commitlog *cl, uint64_t id,
 				      bool fill)
 {
@@ -859,9 +861,9 @@ static bool spare_wanted(struct commitlog *cl)
 	       cl->active->written >= cl->o.segment_size / 2;
 }
 
-/* Writes the next segment, zero-filled, once the active one is half full:
- * the spare is ready before it is needed, off every writer's and the
- * syncer's path. */
+/* Creates the next segment (zero-filled under batch and group) once the
+ * active one is half full: the spare is ready before it is needed, off
+ * every writer's and the syncer's path. */
 static void *preparer_main(void *arg)
 {
 	struct commitlog *cl = arg;
@@ -874,7 +876,7 @@ static void *preparer_main(void *arg)
 		uint64_t id = cl->next_id++;
 		cl->preparing = true;
 		pthread_mutex_unlock(&cl->mu);
-		struct segment *s = segment_create(cl, id, true);
+		struct segment *s = segment_create(cl, id, cl->buffered);
 		if (!s)
 			LOG_AT(LOG_LEVEL_WARN,
 			       "cannot prepare a commitlog segment: %s",
@@ -895,7 +897,7 @@ int commitlog_start(struct commitlog *cl, uint64_t min_id)
 {
 	if (min_id > cl->next_id)
 		cl->next_id = min_id;
-	struct segment *s = segment_create(cl, cl->next_id++, true);
+	struct segment *s = segment_create(cl, cl->next_id++, cl->buffered);
 	if (!s)
 		return -1;
 	pthread_mutex_lock(&cl->mu);

@@ -7,8 +7,9 @@
  *   header  "CSCL" | be16 version (1) | be64 segment id | be32 masked crc32c
  *   records be32 length | be32 masked crc32c(length) | body |
  *           be32 masked crc32c(body)
- *   zeros   (written when the segment is created, so syncs overwrite
- *            written blocks; a zero length ends the segment's data)
+ *   zeros   (preallocated; under batch and group written when the
+ *            segment is created, so syncs overwrite written blocks; a
+ *            zero length ends the segment's data)
  *
  * A body is a type byte and its payload: 1 = mutation (the mutation
  * encoding), 2 = sync marker (be64 offset: every byte of this segment below
