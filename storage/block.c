@@ -77,16 +77,11 @@ static int block_check(const uint8_t *p, size_t len)
 	return 0;
 }
 
-int block_decode(const uint8_t *p, size_t len, uint8_t **raw, size_t *raw_len)
+/* Decompresses the checked image `p` into `out` (its raw length). */
+static int block_inflate(const uint8_t *p, uint8_t *out)
 {
-	*raw = NULL;
-	if (block_check(p, len))
-		return -1;
 	uint8_t comp = p[0];
 	uint32_t rlen = be32_load(p + 1), slen = be32_load(p + 5);
-	uint8_t *out = malloc(rlen ? rlen : 1);
-	if (!out)
-		return err_set(ERR_NOMEM, "block");
 	const uint8_t *src = p + BLOCK_HEADER;
 	int ok = 1;
 	if (comp == STORAGE_COMPRESSION_LZ4) {
@@ -99,13 +94,43 @@ int block_decode(const uint8_t *p, size_t len, uint8_t **raw, size_t *raw_len)
 	} else {
 		memcpy(out, src, rlen);
 	}
-	if (!ok) {
-		free(out);
+	if (!ok)
 		return err_set(ERR_CORRUPT, "block does not decompress");
+	return 0;
+}
+
+int block_decode(const uint8_t *p, size_t len, uint8_t **raw, size_t *raw_len)
+{
+	*raw = NULL;
+	if (block_check(p, len))
+		return -1;
+	uint32_t rlen = be32_load(p + 1);
+	uint8_t *out = malloc(rlen ? rlen : 1);
+	if (!out)
+		return err_set(ERR_NOMEM, "block");
+	if (block_inflate(p, out)) {
+		free(out);
+		return -1;
 	}
 	*raw = out;
 	*raw_len = rlen;
 	return 0;
+}
+
+/* Makes *mem (malloc'ed, *cap bytes) hold at least n bytes; its contents
+ * need not survive. */
+static uint8_t *mem_reserve(uint8_t **mem, size_t *cap, size_t n)
+{
+	if (*cap < n || !*mem) {
+		free(*mem);
+		*cap = 0;
+		if (!(*mem = malloc(n ? n : 1))) {
+			err_set(ERR_NOMEM, "block");
+			return NULL;
+		}
+		*cap = n;
+	}
+	return *mem;
 }
 
 static ssize_t pread_maybe(struct env_file *f, void *buf, size_t n,
@@ -115,9 +140,10 @@ static ssize_t pread_maybe(struct env_file *f, void *buf, size_t n,
 		      : env_file_pread(f, buf, n, off);
 }
 
-static int read_block(struct env_file *f, const char *path, uint64_t off,
-		      uint64_t disk_len, uint8_t **raw, size_t *raw_len,
-		      uint64_t *next, bool nowait)
+static int read_into(struct env_file *f, const char *path, uint64_t off,
+		     uint64_t disk_len, uint8_t **mem, size_t *cap,
+		     const uint8_t **raw, size_t *raw_len, uint64_t *next,
+		     bool nowait)
 {
 	uint8_t h[BLOCK_HEADER];
 	*raw = NULL;
@@ -138,10 +164,13 @@ static int read_block(struct env_file *f, const char *path, uint64_t off,
 			       "%s: block at offset %llu too "
 			       "large",
 			       path, (unsigned long long)off);
-	uint8_t *img = malloc(disk_len);
+	/* Read into *mem: a block stored raw is then used in place. A
+	 * compressed image goes to a temporary buffer instead, decoded into
+	 * *mem. */
+	uint8_t *img = mem_reserve(mem, cap, (size_t)disk_len);
 	if (!img)
-		return err_set(ERR_NOMEM, "block");
-	ssize_t n = pread_maybe(f, img, disk_len, off, nowait);
+		return -1;
+	ssize_t n = pread_maybe(f, img, (size_t)disk_len, off, nowait);
 	int rc = 0;
 	if (n < 0) {
 		rc = nowait ? -1 : err_prefix("%s", path);
@@ -150,39 +179,62 @@ static int read_block(struct env_file *f, const char *path, uint64_t off,
 			     "%s: truncated block at offset "
 			     "%llu",
 			     path, (unsigned long long)off);
-	} else if (img[0] == STORAGE_COMPRESSION_NONE) {
-		/* stored raw: checked, then decoded in place */
-		rc = block_check(img, disk_len);
-		if (!rc) {
-			size_t len = be32_load(img + 1);
-			memmove(img, img + BLOCK_HEADER, len);
-			*raw = img;
-			*raw_len = len;
-			img = NULL;
+	} else if (!(rc = block_check(img, disk_len))) {
+		size_t len = be32_load(img + 1);
+		if (img[0] == STORAGE_COMPRESSION_NONE) {
+			*raw = img + BLOCK_HEADER;
+		} else {
+			/* the image moves out of *mem, the output into it */
+			uint8_t *tmp = img;
+			*mem = NULL;
+			*cap = 0;
+			uint8_t *out = mem_reserve(mem, cap, len);
+			rc = out ? block_inflate(tmp, out) : -1;
+			free(tmp);
+			if (!rc)
+				*raw = out;
 		}
-	} else {
-		rc = block_decode(img, disk_len, raw, raw_len);
+		*raw_len = len;
 	}
 	if (rc && n >= 0 && (uint64_t)n == disk_len)
 		err_prefix("%s: offset %llu", path, (unsigned long long)off);
-	free(img);
 	if (!rc)
 		*next = off + disk_len;
 	return rc;
+}
+
+int block_read_into(struct env_file *f, const char *path, uint64_t off,
+		    uint64_t disk_len, uint8_t **mem, size_t *cap,
+		    const uint8_t **raw, size_t *raw_len, uint64_t *next)
+{
+	return read_into(f, path, off, disk_len, mem, cap, raw, raw_len, next,
+			 false);
+}
+
+int block_read_into_nowait(struct env_file *f, const char *path, uint64_t off,
+			   uint64_t disk_len, uint8_t **mem, size_t *cap,
+			   const uint8_t **raw, size_t *raw_len, uint64_t *next)
+{
+	return read_into(f, path, off, disk_len, mem, cap, raw, raw_len, next,
+			 true);
 }
 
 int block_read(struct env_file *f, const char *path, uint64_t off,
 	       uint64_t disk_len, uint8_t **raw, size_t *raw_len,
 	       uint64_t *next)
 {
-	return read_block(f, path, off, disk_len, raw, raw_len, next, false);
-}
-
-int block_read_nowait(struct env_file *f, const char *path, uint64_t off,
-		      uint64_t disk_len, uint8_t **raw, size_t *raw_len,
-		      uint64_t *next)
-{
-	return read_block(f, path, off, disk_len, raw, raw_len, next, true);
+	uint8_t *mem = NULL;
+	size_t cap = 0;
+	const uint8_t *r;
+	*raw = NULL;
+	if (block_read_into(f, path, off, disk_len, &mem, &cap, &r, raw_len,
+			    next)) {
+		free(mem);
+		return -1;
+	}
+	memmove(mem, r, *raw_len);
+	*raw = mem;
+	return 0;
 }
 
 int component_seal(struct buf *b)

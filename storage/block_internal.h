@@ -37,11 +37,20 @@ int block_decode(const uint8_t *p, size_t len, uint8_t **raw, size_t *raw_len);
 int block_read(struct env_file *f, const char *path, uint64_t off,
 	       uint64_t disk_len, uint8_t **raw, size_t *raw_len,
 	       uint64_t *next);
-/* block_read from the OS page cache only: never waits for the disk, so
- * an event loop may call it; ERR_AGAIN when the bytes are not there. */
-int block_read_nowait(struct env_file *f, const char *path, uint64_t off,
-		      uint64_t disk_len, uint8_t **raw, size_t *raw_len,
-		      uint64_t *next);
+/* block_read into memory the caller keeps: *mem (malloc'ed, *cap bytes,
+ * may be NULL) is replaced when too small, and *raw points into it (past
+ * the header of a block stored raw: no copy). *mem stays the caller's on
+ * failure too. */
+int block_read_into(struct env_file *f, const char *path, uint64_t off,
+		    uint64_t disk_len, uint8_t **mem, size_t *cap,
+		    const uint8_t **raw, size_t *raw_len, uint64_t *next);
+/* block_read_into from the OS page cache only: never waits for the disk,
+ * so an event loop may call it; -1 when the bytes are not there (or
+ * fail their checks), err left unspecified. */
+int block_read_into_nowait(struct env_file *f, const char *path, uint64_t off,
+			   uint64_t disk_len, uint8_t **mem, size_t *cap,
+			   const uint8_t **raw, size_t *raw_len,
+			   uint64_t *next);
 
 /* A component written to memory then to a file: magic(4) + version(1)
  * + body + be32 masked crc32c of all before. */

@@ -8,14 +8,19 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CACHE_BUCKETS 65536
+/* evicted blocks kept, with their buffers, for the next misses */
+#define CACHE_SPARES 16
 
 struct block_cache {
 	pthread_mutex_t mu;
 	size_t capacity, bytes;
 	struct cached_block *head, *tail; /* most recent first */
 	struct cached_block **buckets;
+	struct cached_block *spares; /* by hnext; nobody else holds them */
+	size_t nspares;
 };
 
 static _Atomic uint64_t next_file_id = 1;
@@ -49,6 +54,31 @@ static void block_free(struct cached_block *b)
 {
 	free(b->owned);
 	free(b);
+}
+
+struct cached_block *block_cache_alloc(struct block_cache *c)
+{
+	struct cached_block *b = NULL;
+	if (c && c->capacity) {
+		pthread_mutex_lock(&c->mu);
+		if ((b = c->spares)) {
+			c->spares = b->hnext;
+			c->nspares--;
+		}
+		pthread_mutex_unlock(&c->mu);
+	}
+	if (b) {
+		uint8_t *owned = b->owned;
+		size_t cap = b->cap;
+		memset(b, 0, sizeof(*b));
+		b->owned = owned;
+		b->cap = cap;
+	} else if (!(b = calloc(1, sizeof(*b)))) {
+		err_set(ERR_NOMEM, "block cache");
+		return NULL;
+	}
+	atomic_init(&b->refs, 1);
+	return b;
 }
 
 void block_cache_release(void *block)
@@ -112,22 +142,16 @@ struct cached_block *block_cache_get(struct block_cache *c, uint64_t file,
 	return b;
 }
 
-struct cached_block *block_cache_put(struct block_cache *c, uint64_t file,
-				     uint64_t off, uint8_t *data, size_t len,
-				     uint64_t next_off)
+struct cached_block *block_cache_insert(struct block_cache *c,
+					struct cached_block *b, uint64_t file,
+					uint64_t off, const uint8_t *data,
+					size_t len, uint64_t next_off)
 {
-	struct cached_block *b = calloc(1, sizeof(*b));
-	if (!b) {
-		free(data);
-		err_set(ERR_NOMEM, "block cache");
-		return NULL;
-	}
-	b->data = b->owned = data;
+	b->data = data;
 	b->len = len;
 	b->next_off = next_off;
 	b->file = file;
 	b->off = off;
-	atomic_init(&b->refs, 1); /* the caller's */
 	if (!c || !c->capacity || len > c->capacity / 4)
 		return b;
 	struct cached_block *evicted = NULL;
@@ -151,16 +175,41 @@ struct cached_block *block_cache_put(struct block_cache *c, uint64_t file,
 	while (c->bytes > c->capacity && c->tail && c->tail != b) {
 		struct cached_block *t = c->tail;
 		unlink_block(c, t);
-		t->hnext = evicted;
-		evicted = t;
+		/* unlinked, nobody can take a new reference: if the cache's
+		 * was the last, the block is ours to keep or free */
+		if (atomic_fetch_sub(&t->refs, 1) != 1)
+			continue;
+		if (c->nspares < CACHE_SPARES) {
+			t->hnext = c->spares;
+			c->spares = t;
+			c->nspares++;
+		} else {
+			t->hnext = evicted;
+			evicted = t;
+		}
 	}
 	pthread_mutex_unlock(&c->mu);
 	while (evicted) {
 		struct cached_block *n = evicted->hnext;
-		block_cache_release(evicted);
+		block_free(evicted);
 		evicted = n;
 	}
 	return b;
+}
+
+struct cached_block *block_cache_put(struct block_cache *c, uint64_t file,
+				     uint64_t off, uint8_t *data, size_t len,
+				     uint64_t next_off)
+{
+	struct cached_block *b = block_cache_alloc(c);
+	if (!b) {
+		free(data);
+		return NULL;
+	}
+	free(b->owned);
+	b->owned = data;
+	b->cap = len;
+	return block_cache_insert(c, b, file, off, data, len, next_off);
 }
 
 size_t block_cache_bytes(struct block_cache *c)
@@ -181,6 +230,11 @@ void block_cache_delete(struct block_cache *c)
 		struct cached_block *b = c->head;
 		unlink_block(c, b);
 		block_cache_release(b);
+	}
+	while (c->spares) {
+		struct cached_block *b = c->spares;
+		c->spares = b->hnext;
+		block_free(b);
 	}
 	free(c->buckets);
 	pthread_mutex_destroy(&c->mu);

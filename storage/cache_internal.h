@@ -20,7 +20,8 @@ struct cached_block {
 	size_t len;
 	uint64_t next_off; /* where the following block starts */
 	/* private */
-	uint8_t *owned;
+	uint8_t *owned; /* malloc'ed, `cap` bytes; `data` points into it */
+	size_t cap;
 	uint64_t file, off;
 	_Atomic int refs;
 	struct cached_block *prev, *next, *hnext;
@@ -44,6 +45,17 @@ struct cached_block *block_cache_put(struct block_cache *c, uint64_t file,
 				     uint64_t off, uint8_t *data, size_t len,
 				     uint64_t next_off);
 void block_cache_release(void *block);
+/* The miss path without an allocation per block: an unfilled handle
+ * (referenced once; a recycled evicted block when one is spare, its buffer
+ * `owned`/`cap` kept for the caller to fill), then inserted with `data`
+ * pointing into `owned`, as block_cache_put does. Either call may be
+ * given c == NULL (an uncached handle); block_cache_release() drops a
+ * handle never inserted. */
+struct cached_block *block_cache_alloc(struct block_cache *c);
+struct cached_block *block_cache_insert(struct block_cache *c,
+					struct cached_block *b, uint64_t file,
+					uint64_t off, const uint8_t *data,
+					size_t len, uint64_t next_off);
 size_t block_cache_bytes(struct block_cache *c);
 
 #endif

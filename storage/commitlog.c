@@ -13,6 +13,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +26,23 @@
 #define CL_TYPE_MUTATION 1
 #define CL_TYPE_SYNC     2
 #define CL_MARKER_LEN    (CL_REC_OVERHEAD + 1 + 8)
+#define CL_FILL_CHUNK    (1u << 20)
+/* batch/group: buffered bytes past which the syncer writes them out even
+ * when nobody waits for a sync */
+#define CL_PEND_MAX (1u << 20)
 
+/* batch and group buffer appended records in memory (`pend`); the thread
+ * that syncs writes them with one pwrite before its fdatasync, so a
+ * write costs a memcpy under the lock, not a syscall. periodic writes
+ * each record at once (its acknowledgement follows the write(2)). */
 struct segment {
 	uint64_t id;
 	char *path;
 	struct env_file *f; /* NULL once closed */
-	uint64_t written;
-	bool sealed; /* no more appends */
+	uint64_t written;   /* end of the appended data, `pend` included */
+	uint64_t on_file;   /* end of the data handed to pwrite */
+	struct buf pend;    /* the bytes [on_file, written) */
+	bool sealed;        /* no more appends */
 	struct segment *next;
 };
 
@@ -42,21 +53,39 @@ struct waiter {
 	struct waiter *next;
 };
 
+/* A thread blocked in commitlog_wait_durable, on its own stack. The
+ * thread ending a sync posts exactly the waiters it covered, and at most
+ * one more to lead the next sync, so a group costs one wakeup per writer
+ * and a woken writer does not take the lock again. */
+enum { SW_WAITING, SW_DONE, SW_FAILED, SW_LEAD };
+struct sync_waiter {
+	struct clpos pos;
+	sem_t sem;
+	int state; /* written under the lock before the post */
+	struct sync_waiter *next;
+};
+
 struct commitlog {
 	struct commitlog_options o;
 	char *dir;
 	pthread_mutex_t mu;
-	pthread_cond_t wake;     /* the syncer has work */
-	pthread_cond_t progress; /* a sync or a spare segment completed */
-	pthread_t thread;
+	pthread_cond_t wake;       /* the syncer has work */
+	pthread_cond_t progress;   /* a sync or a spare segment completed */
+	pthread_cond_t need_spare; /* the preparer has work */
+	pthread_t thread, preparer;
 	bool running, stop;
 
 	struct segment *segs; /* by id; the active one is last */
 	struct segment *active;
 	struct segment *spare;
+	bool preparing;   /* the preparer is creating the next spare */
+	bool prep_failed; /* it failed: rollover creates one itself */
+	bool buffered;    /* batch/group: appends go to `pend` */
 	uint64_t next_id;
 
 	struct waiter *wait_head, *wait_tail;
+	struct sync_waiter *sw_head; /* blocked synchronous writers */
+	struct buf io; /* the active segment's bytes being written */
 	uint64_t first_pending_us;
 	uint64_t first_unsynced_us; /* oldest write not yet synced (group) */
 	bool syncing;               /* a sync of the active segment runs */
@@ -105,8 +134,11 @@ struct commitlog *commitlog_new(const struct commitlog_options *o)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&cl->wake, &ca);
 	pthread_cond_init(&cl->progress, &ca);
+	pthread_cond_init(&cl->need_spare, &ca);
 	pthread_condattr_destroy(&ca);
 	buf_init(&cl->scratch);
+	buf_init(&cl->io);
+	cl->buffered = o->sync_mode != CONF_COMMITLOG_SYNC_PERIODIC;
 	cl->next_id = 1;
 	if (env_mkdir_p(o->env, o->dir)) {
 		commitlog_delete(cl);
@@ -117,10 +149,10 @@ struct commitlog *commitlog_new(const struct commitlog_options *o)
 
 /* ---- records ------------------------------------------------------------- */
 
-static int record_build(struct buf *b, uint8_t type, const uint8_t *payload,
-			size_t len)
+/* Appends one record to `b`. */
+static int record_put(struct buf *b, uint8_t type, const uint8_t *payload,
+		      size_t len)
 {
-	buf_clear(b);
 	uint8_t *p = buf_extend(b, CL_REC_OVERHEAD + 1 + len);
 	if (!p)
 		return -1;
@@ -351,9 +383,38 @@ int commitlog_replay(struct commitlog *cl, commitlog_replay_fn fn, void *arg,
 
 /* ---- segments ------------------------------------------------------------ */
 
+/* Writes a segment's whole extent: the header, then zeros, so that later
+ * fdatasyncs overwrite written blocks and commit no extent metadata (on
+ * ext4 a sync into fallocate'd, unwritten space costs about 2.7x one into
+ * written space). */
+static int segment_fill(struct commitlog *cl, struct env_file *f,
+			const uint8_t *h)
+{
+	uint64_t size = cl->o.segment_size;
+	size_t chunk = size < CL_FILL_CHUNK ? (size_t)size : CL_FILL_CHUNK;
+	uint8_t *z = calloc(1, chunk);
+	if (!z)
+		return err_set(ERR_NOMEM, "segment fill");
+	memcpy(z, h, CL_HEADER);
+	int rc = 0;
+	for (uint64_t off = 0; off < size && !rc; off += chunk) {
+		size_t n = size - off < chunk ? (size_t)(size - off) : chunk;
+		rc = env_file_pwrite(f, z, n, off);
+		if (off == 0)
+			memset(z, 0, CL_HEADER);
+	}
+	free(z);
+	return rc;
+}
+
 /* Creates, preallocates and syncs a segment with its header. Called
- * without the lock (the id is reserved by the caller). */
-static struct segment *segment_create(struct commitlog *cl, uint64_t id)
+ * without the lock (the id is reserved by the caller). `fill` writes
+ * zeros over the segment (batch and group, whose every write waits for a
+ * sync); without it the space is only allocated (periodic, which syncs
+ * rarely and would only double its writes; a rollover that found no
+ * spare, which must be quick). */
+static struct segment *segment_create(struct commitlog *cl, uint64_t id,
+				      bool fill)
 {
 	struct segment *s = calloc(1, sizeof(*s));
 	char *path = segment_path(cl->dir, id);
@@ -365,6 +426,7 @@ static struct segment *segment_create(struct commitlog *cl, uint64_t id)
 	}
 	s->id = id;
 	s->path = path;
+	buf_init(&s->pend);
 	uint8_t h[CL_HEADER];
 	memcpy(h, CL_MAGIC, 4);
 	be16_store(h + 4, CL_VERSION);
@@ -376,8 +438,9 @@ static struct segment *segment_create(struct commitlog *cl, uint64_t id)
 				  ENV_FILE_TRUNC,
 			  &s->f) ||
 	    env_file_allocate(s->f, 0, cl->o.segment_size) ||
-	    env_file_pwrite(s->f, h, CL_HEADER, 0) || env_file_sync(s->f) ||
-	    env_sync_dir(e, cl->dir)) {
+	    (fill ? segment_fill(cl, s->f, h)
+		  : env_file_pwrite(s->f, h, CL_HEADER, 0)) ||
+	    env_file_sync(s->f) || env_sync_dir(e, cl->dir)) {
 		err_prefix("commitlog segment");
 		if (s->f)
 			env_file_close(s->f);
@@ -387,6 +450,7 @@ static struct segment *segment_create(struct commitlog *cl, uint64_t id)
 		return NULL;
 	}
 	s->written = CL_HEADER;
+	s->on_file = CL_HEADER;
 	return s;
 }
 
@@ -394,6 +458,7 @@ static void segment_free(struct segment *s)
 {
 	if (s->f)
 		env_file_close(s->f);
+	buf_free(&s->pend);
 	free(s->path);
 	free(s);
 }
@@ -429,6 +494,45 @@ static struct waiter *take_waiters(struct commitlog *cl, struct clpos upto)
 	return head;
 }
 
+/* Under the lock, when no sync runs: detaches the synchronous waiters
+ * that are durable (all of them once the log failed) and, when others
+ * still wait on the active segment, one of those to lead the next sync.
+ * post_sync_waiters() wakes them after the lock is dropped. */
+static struct sync_waiter *release_sync_waiters(struct commitlog *cl)
+{
+	struct sync_waiter *out = NULL, **pp = &cl->sw_head, **lead = NULL;
+	while (*pp) {
+		struct sync_waiter *w = *pp;
+		if (cl->failed || clpos_cmp(w->pos, cl->synced) <= 0) {
+			*pp = w->next;
+			w->state = cl->failed ? SW_FAILED : SW_DONE;
+			w->next = out;
+			out = w;
+			continue;
+		}
+		if (!lead && w->pos.seg == cl->active->id)
+			lead = pp;
+		pp = &w->next;
+	}
+	if (lead && !cl->syncing) {
+		struct sync_waiter *w = *lead;
+		*lead = w->next;
+		w->state = SW_LEAD;
+		w->next = out;
+		out = w;
+	}
+	return out;
+}
+
+static void post_sync_waiters(struct sync_waiter *w)
+{
+	while (w) {
+		struct sync_waiter *next = w->next; /* w dies with the post */
+		sem_post(&w->sem);
+		w = next;
+	}
+}
+
 static void fail_log(struct commitlog *cl)
 {
 	if (!cl->failed) {
@@ -439,7 +543,30 @@ static void fail_log(struct commitlog *cl)
 	}
 }
 
-/* Under the lock: appends a sync marker to `a` if it is still active. */
+/* Under the lock, by the thread that holds `syncing`: moves the active
+ * segment's buffered bytes to cl->io and returns their file offset. */
+static uint64_t take_pending(struct commitlog *cl, struct segment *a)
+{
+	struct buf t = cl->io;
+	buf_clear(&t);
+	cl->io = a->pend;
+	a->pend = t;
+	uint64_t off = a->on_file;
+	a->on_file = a->written;
+	return off;
+}
+
+/* Without the lock, by the holder of `syncing`: writes what
+ * take_pending() detached, then syncs. */
+static int write_and_sync(struct commitlog *cl, struct segment *a, uint64_t off)
+{
+	if (cl->io.len && env_file_pwrite(a->f, cl->io.data, cl->io.len, off))
+		return -1;
+	return env_file_sync(a->f);
+}
+
+/* Under the lock: appends a sync marker to `a` if it is still active
+ * (buffered: it reaches the file with the next sync's write). */
 static void write_marker(struct commitlog *cl, struct segment *a,
 			 uint64_t covered)
 {
@@ -448,28 +575,48 @@ static void write_marker(struct commitlog *cl, struct segment *a,
 	    a->written + CL_MARKER_LEN > cl->o.segment_size)
 		return;
 	be64_store(payload, covered);
-	if (record_build(&cl->scratch, CL_TYPE_SYNC, payload, 8) ||
-	    env_file_pwrite(a->f, cl->scratch.data, cl->scratch.len,
-			    a->written)) {
-		fail_log(cl);
-		return;
+	if (cl->buffered) {
+		if (record_put(&a->pend, CL_TYPE_SYNC, payload, 8)) {
+			fail_log(cl);
+			return;
+		}
+	} else {
+		buf_clear(&cl->scratch);
+		if (record_put(&cl->scratch, CL_TYPE_SYNC, payload, 8) ||
+		    env_file_pwrite(a->f, cl->scratch.data, cl->scratch.len,
+				    a->written)) {
+			fail_log(cl);
+			return;
+		}
+		a->on_file += CL_MARKER_LEN;
 	}
-	a->written += cl->scratch.len;
+	a->written += CL_MARKER_LEN;
 	cl->last_marker = covered;
 }
 
-/* Syncs a segment that takes no more appends, then closes its data with
- * a sync marker covering all of it (synced too), so that replay treats
- * any damage in it as corruption rather than a torn tail. */
+/* Writes what a segment that takes no more appends still buffers, syncs
+ * it, then closes its data with a sync marker covering all of it (synced
+ * too), so that replay treats any damage in it as corruption rather than
+ * a torn tail. Without the lock, by the holder of `syncing` (nobody else
+ * touches a sealed segment). */
 static int seal_segment(struct commitlog *cl, struct segment *s)
 {
 	uint8_t payload[8];
 	struct buf rec;
 	buf_init(&rec);
+	int rc = 0;
+	if (s->pend.len) {
+		rc = env_file_pwrite(s->f, s->pend.data, s->pend.len,
+				     s->on_file);
+		s->on_file = s->written;
+		buf_free(&s->pend);
+		buf_init(&s->pend);
+	}
 	be64_store(payload, s->written);
-	int rc = env_file_sync(s->f);
+	if (!rc)
+		rc = env_file_sync(s->f);
 	if (!rc && s->written + CL_MARKER_LEN <= cl->o.segment_size) {
-		rc = record_build(&rec, CL_TYPE_SYNC, payload, 8) ||
+		rc = record_put(&rec, CL_TYPE_SYNC, payload, 8) ||
 		     env_file_pwrite(s->f, rec.data, rec.len, s->written) ||
 		     env_file_sync(s->f);
 	}
@@ -480,7 +627,8 @@ static int seal_segment(struct commitlog *cl, struct segment *s)
 static bool sync_due(struct commitlog *cl, uint64_t now, uint64_t *wait_us)
 {
 	*wait_us = UINT64_MAX;
-	if (cl->sync_requested != cl->sync_done || !cl->spare)
+	if (cl->sync_requested != cl->sync_done ||
+	    cl->active->pend.len >= CL_PEND_MAX)
 		return true;
 	for (struct segment *s = cl->segs; s; s = s->next)
 		if (s->sealed && s->f)
@@ -498,10 +646,10 @@ static bool sync_due(struct commitlog *cl, uint64_t now, uint64_t *wait_us)
 	return true;
 }
 
-/* One round: sync sealed segments, then the active one; acknowledge;
- * then prepare a spare. Called with the lock held; drops it around disk
- * work. A caller leading its own sync (commitlog_wait_durable) excludes
- * the round through `syncing`. */
+/* One round: sync sealed segments, then the active one; acknowledge.
+ * Called with the lock held; drops it around disk work. A caller leading
+ * its own sync (commitlog_wait_durable) excludes the round through
+ * `syncing`. */
 static void sync_round(struct commitlog *cl)
 {
 	if (cl->syncing) {
@@ -510,6 +658,7 @@ static void sync_round(struct commitlog *cl)
 	}
 	uint64_t gen = cl->sync_requested;
 	struct segment *a = cl->active;
+	uint64_t off = take_pending(cl, a);
 	uint64_t upto = a->written;
 	struct segment *sealed[16];
 	size_t ns = 0;
@@ -524,7 +673,7 @@ static void sync_round(struct commitlog *cl)
 	for (size_t i = 0; i < ns && !rc; i++)
 		rc = seal_segment(cl, sealed[i]);
 	if (!rc)
-		rc = env_file_sync(a->f);
+		rc = write_and_sync(cl, a, off);
 	if (rc)
 		code = err_code();
 
@@ -547,29 +696,13 @@ static void sync_round(struct commitlog *cl)
 		if (cl->wait_head)
 			cl->first_pending_us = now_us();
 	}
+	struct sync_waiter *sw = release_sync_waiters(cl);
 	cl->sync_done = gen;
 	pthread_cond_broadcast(&cl->progress);
-	bool need_spare = !rc && !cl->spare;
-	uint64_t spare_id = need_spare ? cl->next_id++ : 0;
 	pthread_mutex_unlock(&cl->mu);
+	post_sync_waiters(sw);
 	deliver(cl, done, rc ? -1 : 0, rc ? code : ERR_NONE);
-	/* after the acknowledgements: they must not wait for this */
-	struct segment *spare =
-		need_spare ? segment_create(cl, spare_id) : NULL;
-	if (need_spare && !spare)
-		LOG_AT(LOG_LEVEL_WARN,
-		       "cannot prepare a commitlog segment: "
-		       "%s",
-		       err_msg());
 	pthread_mutex_lock(&cl->mu);
-	if (spare) {
-		if (cl->spare) { /* rollover made one meanwhile */
-			env_unlink(cl->o.env, spare->path);
-			segment_free(spare);
-		} else {
-			cl->spare = spare;
-		}
-	}
 }
 
 /* Under the lock: the calling thread syncs the active segment itself
@@ -577,10 +710,11 @@ static void sync_round(struct commitlog *cl)
 static void lead_sync(struct commitlog *cl)
 {
 	struct segment *a = cl->active;
+	uint64_t off = take_pending(cl, a);
 	uint64_t upto = a->written;
 	cl->syncing = true;
 	pthread_mutex_unlock(&cl->mu);
-	int rc = env_file_sync(a->f);
+	int rc = write_and_sync(cl, a, off);
 	enum err_code code = rc ? err_code() : ERR_NONE;
 	pthread_mutex_lock(&cl->mu);
 	cl->syncing = false;
@@ -595,23 +729,53 @@ static void lead_sync(struct commitlog *cl)
 		write_marker(cl, a, upto);
 		done = take_waiters(cl, p);
 	}
+	struct sync_waiter *sw = release_sync_waiters(cl);
 	pthread_cond_broadcast(&cl->progress);
-	if (done) {
+	if (done || sw) {
 		pthread_mutex_unlock(&cl->mu);
+		post_sync_waiters(sw);
 		deliver(cl, done, rc ? -1 : 0, code);
 		pthread_mutex_lock(&cl->mu);
 	}
 }
 
+static int fail_status(struct commitlog *cl)
+{
+	return err_set(cl->fail_code, "commitlog stopped: %s", cl->fail_msg);
+}
+
 int commitlog_wait_durable(struct commitlog *cl, struct clpos pos)
 {
+	struct sync_waiter me = {.pos = pos};
+	bool have_sem = false;
 	pthread_mutex_lock(&cl->mu);
 	while (!cl->failed && clpos_cmp(cl->synced, pos) < 0) {
 		if (cl->syncing || pos.seg != cl->active->id) {
 			/* someone else syncs, or the write is in a sealed
-			 * segment the syncer will seal */
-			pthread_cond_signal(&cl->wake);
-			pthread_cond_wait(&cl->progress, &cl->mu);
+			 * segment the syncer will seal: sleep until a sync
+			 * covers it or hands this thread the lead */
+			if (!have_sem && sem_init(&me.sem, 0, 0) == 0)
+				have_sem = true;
+			if (!have_sem) {
+				pthread_cond_wait(&cl->progress, &cl->mu);
+				continue;
+			}
+			me.state = SW_WAITING;
+			me.next = cl->sw_head;
+			cl->sw_head = &me;
+			if (pos.seg != cl->active->id)
+				pthread_cond_signal(&cl->wake);
+			pthread_mutex_unlock(&cl->mu);
+			while (sem_wait(&me.sem) != 0)
+				;
+			if (me.state != SW_LEAD) {
+				/* fail_code and fail_msg never change once
+				 * set; the post orders them before us */
+				sem_destroy(&me.sem);
+				return me.state == SW_FAILED ? fail_status(cl)
+							     : 0;
+			}
+			pthread_mutex_lock(&cl->mu);
 			continue;
 		}
 		if (cl->o.sync_mode == CONF_COMMITLOG_SYNC_GROUP) {
@@ -636,10 +800,14 @@ int commitlog_wait_durable(struct commitlog *cl, struct clpos pos)
 		}
 		lead_sync(cl);
 	}
-	int rc = cl->failed ? err_set(cl->fail_code, "commitlog stopped: %s",
-				      cl->fail_msg)
-			    : 0;
+	/* a thread handed the lead whose write another sync covered meanwhile
+	 * passes the lead on */
+	struct sync_waiter *sw = cl->syncing ? NULL : release_sync_waiters(cl);
+	int rc = cl->failed ? fail_status(cl) : 0;
 	pthread_mutex_unlock(&cl->mu);
+	post_sync_waiters(sw);
+	if (have_sem)
+		sem_destroy(&me.sem);
 	return rc;
 }
 
@@ -684,11 +852,52 @@ static void *syncer_main(void *arg)
 	return NULL;
 }
 
+/* Under the lock: the active segment is half full and has no successor
+ * yet. (An idle log thus writes no spare.) */
+static bool spare_wanted(struct commitlog *cl)
+{
+	return !cl->spare && !cl->preparing && !cl->failed &&
+	       !cl->prep_failed &&
+	       cl->active->written >= cl->o.segment_size / 2;
+}
+
+/* Creates the next segment (zero-filled under batch and group) once the
+ * active one is half full: the spare is ready before it is needed, off
+ * every writer's and the syncer's path. */
+static void *preparer_main(void *arg)
+{
+	struct commitlog *cl = arg;
+	pthread_mutex_lock(&cl->mu);
+	while (!cl->stop) {
+		if (!spare_wanted(cl)) {
+			pthread_cond_wait(&cl->need_spare, &cl->mu);
+			continue;
+		}
+		uint64_t id = cl->next_id++;
+		cl->preparing = true;
+		pthread_mutex_unlock(&cl->mu);
+		struct segment *s = segment_create(cl, id, cl->buffered);
+		if (!s)
+			LOG_AT(LOG_LEVEL_WARN,
+			       "cannot prepare a commitlog segment: %s",
+			       err_msg());
+		pthread_mutex_lock(&cl->mu);
+		cl->preparing = false;
+		if (s)
+			cl->spare = s;
+		else
+			cl->prep_failed = true;
+		pthread_cond_broadcast(&cl->progress);
+	}
+	pthread_mutex_unlock(&cl->mu);
+	return NULL;
+}
+
 int commitlog_start(struct commitlog *cl, uint64_t min_id)
 {
 	if (min_id > cl->next_id)
 		cl->next_id = min_id;
-	struct segment *s = segment_create(cl, cl->next_id++);
+	struct segment *s = segment_create(cl, cl->next_id++, cl->buffered);
 	if (!s)
 		return -1;
 	pthread_mutex_lock(&cl->mu);
@@ -703,21 +912,34 @@ int commitlog_start(struct commitlog *cl, uint64_t min_id)
 	if (pthread_create(&cl->thread, NULL, syncer_main, cl) != 0)
 		return err_set(ERR_IO, "cannot start the commitlog syncer");
 	cl->running = true;
+	if (pthread_create(&cl->preparer, NULL, preparer_main, cl) != 0) {
+		commitlog_sync_now(cl);
+		pthread_mutex_lock(&cl->mu);
+		cl->stop = true;
+		pthread_cond_signal(&cl->wake);
+		pthread_mutex_unlock(&cl->mu);
+		pthread_join(cl->thread, NULL);
+		cl->running = false;
+		return err_set(ERR_IO, "cannot start the commitlog preparer");
+	}
 	return 0;
 }
 
 /* Under the lock: makes the spare the active segment. */
 static int rollover(struct commitlog *cl)
 {
+	while (!cl->spare && cl->preparing)
+		pthread_cond_wait(&cl->progress, &cl->mu);
 	if (!cl->spare) {
-		/* The syncer had no time to prepare one: create it here. */
+		/* The preparer failed (or is not running): allocate one
+		 * here, quickly, without zero-filling it. */
 		uint64_t id = cl->next_id++;
 		pthread_mutex_unlock(&cl->mu);
-		struct segment *s = segment_create(cl, id);
+		struct segment *s = segment_create(cl, id, false);
 		pthread_mutex_lock(&cl->mu);
 		if (!s)
 			return -1;
-		if (cl->spare) { /* raced with the syncer: keep order by id */
+		if (cl->spare) { /* raced with the preparer: keep order */
 			env_unlink(cl->o.env, cl->spare->path);
 			segment_free(cl->spare);
 		}
@@ -731,6 +953,7 @@ static int rollover(struct commitlog *cl)
 	*pp = cl->spare;
 	cl->active = cl->spare;
 	cl->spare = NULL;
+	cl->prep_failed = false;
 	cl->last_marker = 0;
 	pthread_cond_signal(&cl->wake);
 	return 0;
@@ -757,12 +980,19 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 	if (!rc &&
 	    cl->active->written + rec + CL_MARKER_LEN > cl->o.segment_size)
 		rc = rollover(cl);
-	if (!rc)
-		rc = record_build(&cl->scratch, CL_TYPE_MUTATION, body, len);
 	struct segment *a = cl->active;
-	if (!rc && env_file_pwrite(a->f, cl->scratch.data, rec, a->written)) {
-		fail_log(cl);
-		rc = -1;
+	if (!rc && cl->buffered) {
+		rc = record_put(&a->pend, CL_TYPE_MUTATION, body, len);
+	} else if (!rc) {
+		buf_clear(&cl->scratch);
+		rc = record_put(&cl->scratch, CL_TYPE_MUTATION, body, len);
+		if (!rc &&
+		    env_file_pwrite(a->f, cl->scratch.data, rec, a->written)) {
+			fail_log(cl);
+			rc = -1;
+		}
+		if (!rc)
+			a->on_file += rec;
 	}
 	if (rc) {
 		pthread_mutex_unlock(&cl->mu);
@@ -783,7 +1013,12 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 			cl->wait_tail->next = w;
 		}
 		cl->wait_tail = w;
+	} else if (a->pend.len >= CL_PEND_MAX &&
+		   a->pend.len - rec < CL_PEND_MAX) {
+		pthread_cond_signal(&cl->wake);
 	}
+	if (spare_wanted(cl))
+		pthread_cond_signal(&cl->need_spare);
 	pthread_mutex_unlock(&cl->mu);
 	if (periodic && done)
 		done(arg, 0, ERR_NONE);
@@ -867,8 +1102,10 @@ void commitlog_delete(struct commitlog *cl)
 		pthread_mutex_lock(&cl->mu);
 		cl->stop = true;
 		pthread_cond_signal(&cl->wake);
+		pthread_cond_signal(&cl->need_spare);
 		pthread_mutex_unlock(&cl->mu);
 		pthread_join(cl->thread, NULL);
+		pthread_join(cl->preparer, NULL);
 	}
 	struct waiter *w =
 		take_waiters(cl, (struct clpos){UINT64_MAX, UINT64_MAX});
@@ -876,6 +1113,11 @@ void commitlog_delete(struct commitlog *cl)
 	while (cl->segs) {
 		struct segment *s = cl->segs;
 		cl->segs = s->next;
+		/* the last sync's marker, written as an unbuffered log
+		 * writes it: not synced */
+		if (s->f && s->pend.len && !cl->failed)
+			env_file_pwrite(s->f, s->pend.data, s->pend.len,
+					s->on_file);
 		segment_free(s);
 	}
 	if (cl->spare) {
@@ -883,9 +1125,11 @@ void commitlog_delete(struct commitlog *cl)
 		segment_free(cl->spare);
 	}
 	buf_free(&cl->scratch);
+	buf_free(&cl->io);
 	pthread_mutex_destroy(&cl->mu);
 	pthread_cond_destroy(&cl->wake);
 	pthread_cond_destroy(&cl->progress);
+	pthread_cond_destroy(&cl->need_spare);
 	free(cl->dir);
 	free(cl);
 }

@@ -7,7 +7,9 @@
  *   header  "CSCL" | be16 version (1) | be64 segment id | be32 masked crc32c
  *   records be32 length | be32 masked crc32c(length) | body |
  *           be32 masked crc32c(body)
- *   zeros   (preallocated; a zero length ends the segment's data)
+ *   zeros   (preallocated; under batch and group written when the
+ *            segment is created, so syncs overwrite written blocks; a
+ *            zero length ends the segment's data)
  *
  * A body is a type byte and its payload: 1 = mutation (the mutation
  * encoding), 2 = sync marker (be64 offset: every byte of this segment below
@@ -26,9 +28,12 @@
  * `batch` acknowledges after the fdatasync that covers the write (writes
  * arriving during one sync share the next); `group` waits up to the window
  * after the first pending write, then one fdatasync covers all of them.
- * fdatasync runs only on the log's syncer thread, which also prepares the
- * next segment in advance. A failed fdatasync stops the log: every later
- * write fails (the kernel may have dropped the pages).
+ * batch and group buffer records in memory; the thread that syncs writes
+ * them with one pwrite before its fdatasync. fdatasync runs on the log's
+ * syncer thread or on a caller of commitlog_wait_durable (never an event
+ * loop); a preparer thread writes the next segment once the active one is
+ * half full. A failed fdatasync stops the log: every later write fails
+ * (the kernel may have dropped the pages).
  */
 #ifndef CASSINI_STORAGE_COMMITLOG_INTERNAL_H
 #define CASSINI_STORAGE_COMMITLOG_INTERNAL_H

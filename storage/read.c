@@ -14,7 +14,11 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
 		return 0;
-	size_t n = *cap ? *cap * 2 : 16;
+	/* a first array of at most 1 KiB stays in malloc's per-thread cache
+	 * (one read's arrays are short-lived and usually small) */
+	size_t n = *cap ? *cap * 2 : elem <= 64 ? 16 : 1024 / elem;
+	if (!n)
+		n = 1;
 	while (n < need)
 		n *= 2;
 	void *p = realloc(*arr, n * elem);
@@ -405,16 +409,40 @@ int read_ctx_check_tombstones(struct read_ctx *c, uint64_t n, struct slice key)
 	return 0;
 }
 
+/* A result and the arena holding its bytes, in one allocation. */
+struct result_mem {
+	struct storage_result r; /* first: freeing it frees both */
+	struct arena ar;
+};
+
 static void result_free(struct storage_result *r)
 {
 	if (!r)
 		return;
-	if (r->priv) {
+	if (r->priv)
 		arena_destroy(r->priv);
-		free(r->priv);
-	}
 	free(r->rows);
 	free(r);
+}
+
+/* The arena's block size for a result: what its copies need (plus
+ * headroom for the rows), at least four times its largest copy (the
+ * arena gives a larger one a block of its own), at most 4 KiB. A small
+ * result thus takes one small block from malloc's per-thread cache. */
+static size_t result_block_size(const struct read_ctx *c, struct slice key)
+{
+	size_t n = key.len + 128, big = key.len;
+	for (size_t i = 0; i < c->atom_count && n < 4096; i++) {
+		const struct atom *a = &c->atoms[i];
+		n += a->ck.len + a->path.len + a->value.len + 3 * 16;
+		if (a->value.len > big)
+			big = a->value.len;
+		if (a->ck.len > big)
+			big = a->ck.len;
+	}
+	if (n < 4 * big + 64)
+		n = 4 * big + 64;
+	return n < 4096 ? n : 4096;
 }
 
 void storage_result_delete(struct storage_result *r)
@@ -427,14 +455,12 @@ int read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
 {
 	*out = NULL;
 	read_ctx_merge(c);
-	struct storage_result *r = calloc(1, sizeof(*r));
-	struct arena *ar = calloc(1, sizeof(*ar));
-	if (!r || !ar) {
-		free(r);
-		free(ar);
+	struct result_mem *m = calloc(1, sizeof(*m));
+	if (!m)
 		return err_set(ERR_NOMEM, "result");
-	}
-	arena_create(ar, 4096);
+	struct storage_result *r = &m->r;
+	struct arena *ar = &m->ar;
+	arena_create(ar, result_block_size(c, key));
 	r->priv = ar;
 	r->token = token;
 	struct builder b = {.c = c, .ar = ar};

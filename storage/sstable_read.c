@@ -260,28 +260,33 @@ static struct cached_block *block_get(struct sstable *s, bool index,
 	struct cached_block *b = block_cache_get(s->cache, id, off);
 	if (b)
 		return b;
-	uint8_t *raw;
+	/* compaction streams do not evict what reads need */
+	struct block_cache *c = fill ? s->cache : NULL;
+	struct cached_block *nb = block_cache_alloc(c);
+	const uint8_t *raw;
 	size_t len;
 	uint64_t next;
+	if (!nb)
+		return NULL;
+	struct env_file *f = index ? s->index : s->data;
+	const char *path = index ? s->index_path : s->data_path;
 	if (cached_only) {
 		/* From the page cache, or not at all: any failure (not
 		 * cached, or damaged) is left to the blocking path, which
 		 * reports it and applies disk_failure_policy. */
-		if (block_read_nowait(index ? s->index : s->data,
-				      index ? s->index_path : s->data_path, off,
-				      disk_len, &raw, &len, &next)) {
+		if (block_read_into_nowait(f, path, off, disk_len, &nb->owned,
+					   &nb->cap, &raw, &len, &next)) {
+			block_cache_release(nb);
 			err_set(ERR_AGAIN, "%s: block at %llu is not in memory",
-				index ? s->index_path : s->data_path,
-				(unsigned long long)off);
+				path, (unsigned long long)off);
 			return NULL;
 		}
-	} else if (block_read(index ? s->index : s->data,
-			      index ? s->index_path : s->data_path, off,
-			      disk_len, &raw, &len, &next)) {
+	} else if (block_read_into(f, path, off, disk_len, &nb->owned, &nb->cap,
+				   &raw, &len, &next)) {
+		block_cache_release(nb);
 		return NULL;
 	}
-	/* compaction streams do not evict what reads need */
-	return block_cache_put(fill ? s->cache : NULL, id, off, raw, len, next);
+	return block_cache_insert(c, nb, id, off, raw, len, next);
 }
 
 /* ---- index entries ------------------------------------------------------- */
@@ -306,19 +311,31 @@ static int take(struct cursor *c, struct slice *s)
 }
 
 /* Reads one length-prefixed index entry's frame and peeks at its key. */
+/* cursor_uvarint with the one-byte case inline: a point read decodes the
+ * frame and key lengths of about half an index block's entries. */
+static inline int uvarint_fast(struct cursor *c, uint64_t *out)
+{
+	if (c->pos < c->end && *c->pos < 0x80) {
+		*out = *c->pos++;
+		return 0;
+	}
+	return cursor_uvarint(c, out);
+}
+
 static int entry_frame(struct cursor *c, struct cursor *body, int64_t *token,
 		       struct slice *key)
 {
-	uint64_t n, tok;
-	struct slice s;
-	if (cursor_uvarint(c, &n) || n > cursor_left(c) ||
-	    cursor_take(c, n, &s))
+	uint64_t n, kn;
+	if (uvarint_fast(c, &n) || n > cursor_left(c))
 		return err_set(ERR_CORRUPT, "bad index entry frame");
-	*body = cursor_make(s.ptr, s.len);
+	*body = cursor_make(c->pos, (size_t)n);
+	c->pos += n;
 	struct cursor peek = *body;
-	if (take(&peek, key) || cursor_be64(&peek, &tok))
+	if (uvarint_fast(&peek, &kn) || kn > cursor_left(&peek) ||
+	    cursor_left(&peek) - kn < 8)
 		return err_set(ERR_CORRUPT, "bad index entry");
-	*token = (int64_t)tok;
+	*key = slice_make(peek.pos, (size_t)kn);
+	*token = (int64_t)be64_load(peek.pos + kn);
 	return 0;
 }
 

@@ -59,13 +59,14 @@ static struct commitlog *open_log(struct fx *f, int mode, int policy)
 struct seen {
 	int *seq;
 	size_t n, cap;
+	struct clpos last; /* where the last record replayed ends */
 };
 
 static int on_record(void *arg, struct clpos pos, const uint8_t *body,
 		     size_t len)
 {
-	(void)pos;
 	struct seen *s = arg;
+	s->last = pos;
 	int v;
 	char tmp[64];
 	if (len >= sizeof(tmp))
@@ -285,6 +286,206 @@ START_TEST(failed_fdatasync_stops_the_log)
 }
 END_TEST
 
+/* Segments are zero-filled when created (so that a sync overwrites
+ * written blocks): replay must end exactly where the data ends, with no
+ * torn tail, and a tail torn inside the zeros is one torn record. */
+START_TEST(zero_filled_segment_replay_stops_at_the_end_of_the_data)
+{
+	struct fx f;
+	fx_init(&f, "cl-zero");
+	struct commitlog *cl =
+		open_log(&f, CONF_COMMITLOG_SYNC_BATCH, CONF_POLICY_STOP);
+	struct commitlog_replay_stats st;
+	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
+	ck_assert_int_eq(commitlog_start(cl, 3), 0);
+	struct clpos last = {0, 0};
+	char body[64];
+	for (int i = 0; i < 100; i++) {
+		int len = snprintf(body, sizeof(body), "rec-%d", i);
+		ck_assert_int_eq(commitlog_append(cl, (uint8_t *)body,
+						  (size_t)len, &last, NULL,
+						  NULL),
+				 0);
+	}
+	ck_assert_int_eq(commitlog_wait_durable(cl, last), 0);
+	commitlog_delete(cl);
+
+	char path[600];
+	snprintf(path, sizeof(path), "%s/CommitLog-1-3.log", f.dir);
+	uint8_t *img;
+	size_t len;
+	ck_assert_int_eq(env_read_file(f.real, path, 1 << 20, &img, &len), 0);
+	/* the whole segment was written when it was created */
+	ck_assert_uint_eq(len, 64 * 1024);
+	/* after the data: sync markers, then zeros to the end */
+	size_t marker = 12 + 1 + 8, end = (size_t)last.off;
+	while (end + marker <= len && img[end + 3] == 9 && img[end + 8] == 2)
+		end += marker;
+	ck_assert_uint_gt(end, last.off);
+	for (size_t i = end; i < len; i++)
+		ck_assert_uint_eq(img[i], 0);
+
+	struct seen s = {0};
+	ck_assert_int_eq(replay(&f, CONF_POLICY_STOP, &s, &st), 0);
+	ck_assert_uint_eq(s.n, 100);
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(s.seq[i], i);
+	ck_assert_uint_eq(s.last.seg, 3);
+	ck_assert_uint_eq(s.last.off, last.off);
+	ck_assert_uint_eq(st.torn, 0);
+	free(s.seq);
+
+	/* a record torn in the zeros after the data (its first 10 bytes:
+	 * the length word, its checksum and 2 body bytes) */
+	memcpy(img + end, img + 18, 10);
+	memset(&s, 0, sizeof(s));
+	memset(&st, 0, sizeof(st));
+	uint64_t bad;
+	ck_assert_int_eq(commitlog_scan_segment(img, len, false, on_record, &s,
+						&st, &bad),
+			 0);
+	ck_assert_uint_eq(s.n, 100);
+	ck_assert_uint_eq(s.last.off, last.off);
+	ck_assert_uint_eq(st.torn, 1);
+	free(s.seq);
+	free(img);
+	fx_free(&f);
+}
+END_TEST
+
+struct sync_writer {
+	struct commitlog *cl;
+	int id, n;
+	int acked; /* writes commitlog_wait_durable returned 0 for */
+	bool until_failure;
+	atomic_int *total;
+};
+
+static void *sync_writer_main(void *arg)
+{
+	struct sync_writer *w = arg;
+	char body[64];
+	for (int i = 0; i < w->n || w->until_failure; i++) {
+		int len = snprintf(body, sizeof(body), "rec-%d",
+				   w->id * 100000 + i);
+		struct clpos pos;
+		if (commitlog_append(w->cl, (uint8_t *)body, (size_t)len, &pos,
+				     NULL, NULL) ||
+		    commitlog_wait_durable(w->cl, pos))
+			break;
+		w->acked = i + 1;
+		atomic_fetch_add(w->total, 1);
+	}
+	return NULL;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Many threads each waiting for their own writes (the leader-based group
+ * commit of storage_apply_sync): every wait returns, across many segment
+ * rollovers, and every write a wait acknowledged survives a power cut. */
+static void concurrent_sync_writers(int mode, uint64_t round_seed)
+{
+	enum { NW = 12, PER = 600 };
+	struct fx f;
+	fx_init(&f, "cl-writers");
+	struct commitlog *cl = open_log(&f, mode, CONF_POLICY_STOP);
+	struct commitlog_replay_stats st;
+	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
+	ck_assert_int_eq(commitlog_start(cl, 1), 0);
+	atomic_int total = 0;
+	pthread_t th[NW];
+	struct sync_writer w[NW];
+	for (int i = 0; i < NW; i++) {
+		w[i] = (struct sync_writer){
+			.cl = cl, .id = i, .n = PER, .total = &total};
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, sync_writer_main, &w[i]),
+			0);
+	}
+	for (int i = 0; i < NW; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(w[i].acked, PER);
+	}
+	ck_assert_uint_gt(commitlog_segment_count(cl), 2);
+	fault_env_freeze(f.fe);
+	commitlog_delete(cl);
+	fault_env_crash(f.fe, round_seed);
+	struct seen s;
+	ck_assert_int_eq(replay(&f, CONF_POLICY_STOP, &s, &st), 0);
+	ck_assert_uint_eq(s.n, NW * PER);
+	qsort(s.seq, s.n, sizeof(int), cmp_int);
+	for (int i = 0; i < NW; i++)
+		for (int j = 0; j < PER; j++)
+			ck_assert_int_eq(s.seq[i * PER + j], i * 100000 + j);
+	free(s.seq);
+	fx_free(&f);
+}
+
+START_TEST(concurrent_sync_writers_group)
+{
+	concurrent_sync_writers(CONF_COMMITLOG_SYNC_GROUP, seed + 300);
+}
+END_TEST
+
+START_TEST(concurrent_sync_writers_batch)
+{
+	concurrent_sync_writers(CONF_COMMITLOG_SYNC_BATCH, seed + 400);
+}
+END_TEST
+
+/* A failing fdatasync while many threads wait for syncs: every one of
+ * them returns (none waits for a leader that never comes), the log is
+ * stopped, and what was acknowledged before survives. */
+START_TEST(failed_fdatasync_releases_every_sync_waiter)
+{
+	enum { NW = 10 };
+	struct fx f;
+	fx_init(&f, "cl-writers-eio");
+	struct commitlog *cl =
+		open_log(&f, CONF_COMMITLOG_SYNC_GROUP, CONF_POLICY_STOP);
+	struct commitlog_replay_stats st;
+	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
+	ck_assert_int_eq(commitlog_start(cl, 1), 0);
+	atomic_int total = 0;
+	pthread_t th[NW];
+	struct sync_writer w[NW];
+	for (int i = 0; i < NW; i++) {
+		w[i] = (struct sync_writer){.cl = cl,
+					    .id = i,
+					    .until_failure = true,
+					    .total = &total};
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, sync_writer_main, &w[i]),
+			0);
+	}
+	while (atomic_load(&total) < 200)
+		usleep(100);
+	fault_env_fail_writes(f.fe, "CommitLog", EIO);
+	for (int i = 0; i < NW; i++)
+		pthread_join(th[i], NULL);
+	ck_assert(commitlog_failed(cl));
+	fault_env_fail_writes(f.fe, NULL, 0);
+	fault_env_freeze(f.fe);
+	commitlog_delete(cl);
+	fault_env_crash(f.fe, seed + 500);
+	struct seen s;
+	ck_assert_int_eq(replay(&f, CONF_POLICY_STOP, &s, &st), 0);
+	qsort(s.seq, s.n, sizeof(int), cmp_int);
+	for (int i = 0; i < NW; i++)
+		for (int j = 0; j < w[i].acked; j++)
+			ck_assert_ptr_nonnull(bsearch(&(int){i * 100000 + j},
+						      s.seq, s.n, sizeof(int),
+						      cmp_int));
+	free(s.seq);
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(7);
@@ -297,6 +498,11 @@ int main(void)
 	tcase_add_test(tc, synced_writes_survive_a_crash_periodic);
 	tcase_add_test(tc, corruption_below_a_sync_marker_stops_start);
 	tcase_add_test(tc, failed_fdatasync_stops_the_log);
+	tcase_add_test(tc,
+		       zero_filled_segment_replay_stops_at_the_end_of_the_data);
+	tcase_add_test(tc, concurrent_sync_writers_group);
+	tcase_add_test(tc, concurrent_sync_writers_batch);
+	tcase_add_test(tc, failed_fdatasync_releases_every_sync_waiter);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }

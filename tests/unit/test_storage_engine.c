@@ -472,6 +472,45 @@ START_TEST(block_cache_evicts_lru_and_keeps_held_blocks)
 }
 END_TEST
 
+/* The miss path reuses evicted blocks' buffers: a block a reader still
+ * holds when it is evicted must never be handed out again. */
+static struct cached_block *fill_block(struct block_cache *c, uint64_t f,
+				       uint64_t off, uint8_t v)
+{
+	struct cached_block *b = block_cache_alloc(c);
+	ck_assert_ptr_nonnull(b);
+	if (b->cap < 100) {
+		free(b->owned);
+		b->owned = malloc(100);
+		b->cap = 100;
+	}
+	memset(b->owned, v, 100);
+	return block_cache_insert(c, b, f, off, b->owned, 100, off + 100);
+}
+
+START_TEST(block_cache_recycles_only_unheld_blocks)
+{
+	struct block_cache *c = block_cache_new(400);
+	uint64_t f = block_cache_file_id();
+	struct cached_block *held = fill_block(c, f, 0, 0xaa);
+	for (uint64_t i = 1; i < 200; i++) {
+		struct cached_block *b = fill_block(c, f, i * 100, (uint8_t)i);
+		ck_assert_uint_eq(b->data[0], (uint8_t)i);
+		block_cache_release(b);
+		ck_assert_uint_le(block_cache_bytes(c), 400);
+	}
+	for (int i = 0; i < 100; i++)
+		ck_assert_uint_eq(held->data[i], 0xaa);
+	ck_assert_ptr_null(block_cache_get(c, f, 0));
+	block_cache_release(held);
+	struct cached_block *b = block_cache_get(c, f, 199 * 100);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(b->data[99], 199);
+	block_cache_release(b);
+	block_cache_delete(c);
+}
+END_TEST
+
 struct posted {
 	pthread_mutex_t mu;
 	int posts, acks, errors;
@@ -786,6 +825,7 @@ int main(void)
 	tcase_add_test(tc, tombstone_failure_threshold_fails_the_read);
 	tcase_add_test(tc, enospc_stops_writes_keeps_reads_and_loses_nothing);
 	tcase_add_test(tc, block_cache_evicts_lru_and_keeps_held_blocks);
+	tcase_add_test(tc, block_cache_recycles_only_unheld_blocks);
 	tcase_add_test(tc, batch_acks_go_through_the_post_hook);
 	tcase_add_test(tc, non_durable_keyspaces_skip_the_commitlog);
 	tcase_add_test(tc, time_window_compaction_merges_old_windows);
