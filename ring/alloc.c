@@ -408,7 +408,9 @@ static int model_make(struct model *m, const struct ring *r, const char *dc,
 	m->tmp = malloc(ne * sizeof(double));
 	if (!node_of || !rack_names || !m->rack || !m->tok || !m->own ||
 	    !m->seen || !m->skip || !m->rseen || !m->skipped || !m->len ||
-	    !m->wid || !m->rep || !m->load || !m->l1 || !m->l2 || !m->tmp) {
+	    !m->wid || !m->rep || !m->load || !m->l1 || !m->l2 || !m->tmp ||
+	    !m->knock || !m->knock_try || !m->load_try || !m->wrep || !m->kr ||
+	    !m->next_rack) {
 		free(node_of);
 		free(rack_names);
 		model_free(m);
