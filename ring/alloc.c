@@ -36,11 +36,21 @@
  *  7. Steps 4-6 run for three width weights (0.5, 1, 2); the result with
  *     the lowest max/min - 1 of the loads plus the worst relative
  *     look-ahead shortfall wins.
+ *  8. In a tight DC (more racks than RF and a rack that must replicate
+ *     every range to be even: 2+2+1+1, 3+2+2+2, 2+1+1+1+1) the search
+ *     above stops short of covering every range with that rack. There the
+ *     winner is annealed (anneal): seeded random moves of single tokens,
+ *     kept when they do not raise max/min - 1 of the loads (over each
+ *     rack's fair share) plus the look-ahead shortfall plus the growth of
+ *     the squared widths by more than a falling threshold. Only tight
+ *     joins: elsewhere the same polish balances today's DC at the next
+ *     join's expense.
  * Ties go to the first candidate in ring order after a seeded start, so a
  * given ring and seed always give the same tokens. Candidate tokens are
  * scored incrementally: only the ranges whose rack walk passes the
  * candidate are walked again (loads_with, eval_with). Cost: 0.1-0.7 s of
- * CPU for a 12-node DC with 16 tokens each, once per bootstrap.
+ * CPU for a 12-node DC with 16 tokens each, once per bootstrap (a tight
+ * join adds about 0.25 s).
  */
 #include "ring/ring_internal.h"
 
@@ -62,6 +72,14 @@ static const double WIDTH_WEIGHTS[ATTEMPTS] = {0.5, 1.0, 2.0};
 #define LOOKAHEAD_PASSES 20
 #define SKIP_FLOOR       0.10
 #define FINE_STEPS       16
+/* Step 8: iterations, starting acceptance threshold (it falls as the cube
+ * of the iterations left), the span of a near move (a share of the ring),
+ * the weight of the variance, and a constant mixed into the seed. */
+#define ANNEAL_ITERS     30000
+#define ANNEAL_THRESHOLD 0.005
+#define ANNEAL_NEAR      0.01
+#define ANNEAL_VAR       0.5
+#define ANNEAL_SEED      0x5a5a
 
 /* ---- random tokens and initial_token ------------------------------------- */
 
@@ -181,6 +199,9 @@ struct model {
 	double sqw;          /* sum of squared range widths, from model_loads */
 	size_t racks, want;  /* racks in the DC, replicas per range */
 	double width_weight; /* of sqw in the score */
+	double *fair;        /* per rack: fair load per node now (fair_setup) */
+	double sqw0;         /* sqw when the annealing started */
+	bool next_stuck; /* a rack a next node may join is above the floor */
 };
 
 static void model_free(struct model *m)
@@ -197,6 +218,7 @@ static void model_free(struct model *m)
 	free(m->knock_try);
 	free(m->load_try);
 	free(m->target);
+	free(m->fair);
 	free(m->wrep);
 	free(m->kr);
 	free(m->next_rack);
@@ -386,7 +408,9 @@ static int model_make(struct model *m, const struct ring *r, const char *dc,
 	m->tmp = malloc(ne * sizeof(double));
 	if (!node_of || !rack_names || !m->rack || !m->tok || !m->own ||
 	    !m->seen || !m->skip || !m->rseen || !m->skipped || !m->len ||
-	    !m->wid || !m->rep || !m->load || !m->l1 || !m->l2 || !m->tmp) {
+	    !m->wid || !m->rep || !m->load || !m->l1 || !m->l2 || !m->tmp ||
+	    !m->knock || !m->knock_try || !m->load_try || !m->wrep || !m->kr ||
+	    !m->next_rack) {
 		free(node_of);
 		free(rack_names);
 		model_free(m);
@@ -629,35 +653,54 @@ static void knocks_base(struct model *m)
 		knock_add(m, m->rep + i * m->want, m->wid[i], m->knock);
 }
 
-/* Fair load per node of each rack once a node joins rack x: rf / nodes,
- * except that a rack holds at most one replica of a range, so a rack of k
- * nodes whose share would pass 1 gets 1 / k (docs/ring.md). target[x *
- * (nracks + 1) + rack]. */
+/* Fair load per node of each rack, in tg[rack], for `nodes` nodes with one
+ * more node on rack x (x > nracks: none): rf / nodes, except that a rack
+ * holds at most one replica of a range, so a rack of k nodes whose share
+ * would pass 1 gets 1 / k (docs/ring.md). */
+static void fair_shares(const struct model *m, size_t x, double nodes,
+			double *tg)
+{
+	size_t R = m->nracks + 1, ncap = 0, capn = 0;
+	double level = m->rf / nodes;
+	for (size_t k = 0; k < R; k++)
+		tg[k] = 0; /* 0: not capped */
+	for (bool again = true; again;) {
+		again = false;
+		for (size_t k = 0; k < R; k++) {
+			double c = m->kr[k] + (k == x);
+			if (tg[k] == 0 && c * level > 1 + 1e-12) {
+				tg[k] = 1 / c;
+				ncap++;
+				capn += (size_t)c;
+				again = true;
+			}
+		}
+		level = (m->rf - (double)ncap) / (nodes - (double)capn);
+	}
+	for (size_t k = 0; k < R; k++)
+		tg[k] = tg[k] > 0 ? tg[k] : level;
+}
+
+/* Lowest max/min - 1 of the fair shares tg[] over the racks with nodes,
+ * with one more node on rack x (x > nracks: none). */
+static double shares_floor(const struct model *m, size_t x, const double *tg)
+{
+	double hi = 0, lo = INFINITY;
+	for (size_t k = 0; k <= m->nracks; k++) {
+		if (m->kr[k] + (k == x) == 0)
+			continue;
+		hi = tg[k] > hi ? tg[k] : hi;
+		lo = tg[k] < lo ? tg[k] : lo;
+	}
+	return hi / lo - 1;
+}
+
+/* target[x * (nracks + 1) + rack]: fair_shares once a node joins rack x. */
 static void lookahead_targets(struct model *m)
 {
 	size_t R = m->nracks + 1;
-	for (size_t x = 0; x < R; x++) {
-		double *tg = m->target + x * R;
-		double nodes = (double)m->nodes + 1, level = m->rf / nodes;
-		size_t ncap = 0, capn = 0;
-		for (size_t k = 0; k < R; k++)
-			tg[k] = 0; /* 0: not capped */
-		for (bool again = true; again;) {
-			again = false;
-			for (size_t k = 0; k < R; k++) {
-				double c = m->kr[k] + (k == x);
-				if (tg[k] == 0 && c * level > 1 + 1e-12) {
-					tg[k] = 1 / c;
-					ncap++;
-					capn += (size_t)c;
-					again = true;
-				}
-			}
-			level = (m->rf - (double)ncap) / (nodes - (double)capn);
-		}
-		for (size_t k = 0; k < R; k++)
-			tg[k] = tg[k] > 0 ? tg[k] : level;
-	}
+	for (size_t x = 0; x < R; x++)
+		fair_shares(m, x, (double)m->nodes + 1, m->target + x * R);
 }
 
 static double lookahead_penalty(const struct model *m, const double *load,
@@ -684,8 +727,29 @@ static double lookahead_penalty(const struct model *m, const double *load,
 	return pen;
 }
 
+/* Counts the nodes per rack and sets m->fair, the fair load per node of
+ * each rack as the DC will be with the joining node. The rack cap holds
+ * only with at least rf racks (below that NTS fills a range from the racks
+ * it has already used). 0 or -1 (ERR_NOMEM). */
+static int fair_setup(struct model *m)
+{
+	size_t R = m->nracks + 1;
+	m->fair = malloc(R * sizeof(*m->fair));
+	if (!m->fair)
+		return err_set(ERR_NOMEM, "token allocator");
+	for (size_t i = 0; i < m->nodes; i++)
+		m->kr[m->rack[i]]++;
+	if (m->nracks >= (size_t)m->rf) {
+		fair_shares(m, R, (double)m->nodes, m->fair);
+	} else {
+		for (size_t k = 0; k < R; k++)
+			m->fair[k] = m->rf / (double)m->nodes;
+	}
+	return 0;
+}
+
 /* Sets up the look-ahead for a DC with more racks than RF (else leaves it
- * off). 0 or -1 (ERR_NOMEM). */
+ * off). REQUIRES: fair_setup. 0 or -1 (ERR_NOMEM). */
 static int lookahead_setup(struct model *m, int rf)
 {
 	m->lookahead = 0;
@@ -695,8 +759,6 @@ static int lookahead_setup(struct model *m, int rf)
 	m->target = malloc(R * R * sizeof(*m->target));
 	if (!m->target)
 		return err_set(ERR_NOMEM, "token allocator");
-	for (size_t i = 0; i < m->nodes; i++)
-		m->kr[m->rack[i]]++;
 	uint32_t least = UINT32_MAX;
 	for (size_t k = 0; k < m->nracks; k++)
 		least = m->kr[k] < least ? m->kr[k] : least;
@@ -706,18 +768,12 @@ static int lookahead_setup(struct model *m, int rf)
 	lookahead_targets(m);
 	/* A next join that cannot be balanced anyway (a rack capped below
 	 * the others' share by more than 10%) is not prepared for. */
-	for (size_t x = 0; x < R; x++) {
-		const double *tg = m->target + x * R;
-		double hi = 0, lo = INFINITY;
-		for (size_t k = 0; k < R; k++) {
-			if (m->kr[k] + (k == x) == 0)
-				continue;
-			hi = tg[k] > hi ? tg[k] : hi;
-			lo = tg[k] < lo ? tg[k] : lo;
-		}
-		if (hi > lo * (1 + SKIP_FLOOR))
+	for (size_t x = 0; x < R; x++)
+		if (m->next_rack[x] &&
+		    shares_floor(m, x, m->target + x * R) > SKIP_FLOOR) {
 			m->next_rack[x] = false;
-	}
+			m->next_stuck = true;
+		}
 	m->lookahead = LOOKAHEAD_WEIGHT;
 	return 0;
 }
@@ -883,6 +939,115 @@ static int alloc_attempt(struct model *m, uint32_t me, struct rng *rng,
 	return 0;
 }
 
+/* What the annealing lowers: max/min - 1 of the loads, each divided by
+ * the fair share of its node's rack, plus a little of their relative
+ * variance (so that moves off the extremes still count), plus the worst
+ * relative look-ahead shortfall, plus the relative growth of the sum of
+ * squared range widths (the slivers step 3 keeps out). REQUIRES:
+ * model_loads. */
+static double anneal_objective(struct model *m)
+{
+	double hi = 0, lo = INFINITY, sum = 0, var = 0, *q = m->tmp;
+	for (size_t i = 0; i < m->nodes; i++) {
+		q[i] = m->load[i] / m->fair[m->rack[i]];
+		hi = q[i] > hi ? q[i] : hi;
+		lo = q[i] < lo ? q[i] : lo;
+		sum += q[i];
+	}
+	if (lo <= 0)
+		return INFINITY;
+	double mean = sum / (double)m->nodes, ahead = 0;
+	for (size_t i = 0; i < m->nodes; i++)
+		var += (q[i] / mean - 1) * (q[i] / mean - 1);
+	if (m->lookahead > 0) {
+		knocks_base(m);
+		lookahead_penalty(m, m->load, m->knock, &ahead);
+	}
+	double grow = m->sqw / m->sqw0 - 1;
+	return hi / lo - 1 + ANNEAL_VAR * var / (double)m->nodes + ahead +
+	       (grow > 0 ? grow : 0);
+}
+
+/* A new token for the annealing: anywhere in a random gap, or near `old`
+ * (within 0.5% of the ring). */
+static int64_t anneal_move(const struct model *m, struct rng *g, int64_t old)
+{
+	if (rng_below(g, 2)) {
+		size_t i = (size_t)rng_below(g, m->n);
+		int64_t a = m->tok[i ? i - 1 : m->n - 1];
+		uint64_t w = (uint64_t)m->tok[i] - (uint64_t)a;
+		return (int64_t)((uint64_t)a +
+				 (uint64_t)(rng_double(g) * (double)w));
+	}
+	double d = (rng_double(g) - 0.5) * ANNEAL_NEAR * TWO64;
+	return (int64_t)((uint64_t)old + (uint64_t)(int64_t)d);
+}
+
+/* Step 8 (tight DCs): threshold-accepting annealing of the joining node's
+ * tokens out[0..nt), starting from them, on anneal_objective; out gets the
+ * best tokens seen. The model is left as it was. 0 or -1 (ERR_NOMEM). */
+static int anneal(struct model *m, uint32_t me, const struct ring *r,
+		  int64_t *out, size_t nt, uint64_t seed)
+{
+	int64_t *best_out = malloc(nt * sizeof(*best_out));
+	if (!best_out)
+		return err_set(ERR_NOMEM, "token allocator");
+	struct rng g;
+	rng_seed(&g, seed ^ ANNEAL_SEED);
+	for (size_t j = 0; j < nt; j++)
+		model_insert(m, model_lower_bound(m, out[j]), out[j], me);
+	model_loads(m);
+	m->sqw0 = m->sqw;
+	double cur = anneal_objective(m), best = cur;
+	memcpy(best_out, out, nt * sizeof(*best_out));
+	for (long it = 0; it < ANNEAL_ITERS; it++) {
+		double f = 1 - (double)it / ANNEAL_ITERS;
+		size_t j = (size_t)rng_below(&g, nt);
+		int64_t old = out[j];
+		model_erase(m, model_lower_bound(m, old));
+		int64_t t = anneal_move(m, &g, old);
+		size_t at = model_lower_bound(m, t);
+		if (t == RING_TOKEN_MIN || (at < m->n && m->tok[at] == t) ||
+		    token_taken(r, out, nt, t))
+			t = old;
+		out[j] = t;
+		model_insert(m, model_lower_bound(m, t), t, me);
+		model_loads(m);
+		double sc = anneal_objective(m);
+		if (sc <= cur + ANNEAL_THRESHOLD * f * f * f) {
+			cur = sc;
+			if (sc < best) {
+				best = sc;
+				memcpy(best_out, out, nt * sizeof(*best_out));
+			}
+		} else {
+			model_erase(m, model_lower_bound(m, t));
+			out[j] = old;
+			model_insert(m, model_lower_bound(m, old), old, me);
+		}
+	}
+	for (size_t j = 0; j < nt; j++)
+		model_erase(m, model_lower_bound(m, out[j]));
+	memcpy(out, best_out, nt * sizeof(*out));
+	free(best_out);
+	return 0;
+}
+
+/* A DC with more racks than RF in which some rack must replicate every
+ * range to be even (k rf == nodes: 2+2+1+1, 3+2+2+2, 2+1+1+1+1), and whose
+ * next join can be prepared for (no rack a next node may join is stuck
+ * above the 10% floor). */
+static bool model_tight(const struct model *m)
+{
+	if (m->nracks <= (size_t)m->rf || m->next_stuck ||
+	    shares_floor(m, m->nracks + 1, m->fair) > SKIP_FLOOR)
+		return false;
+	for (size_t k = 0; k < m->nracks; k++)
+		if (m->kr[k] * (size_t)m->rf == m->nodes)
+			return true;
+	return false;
+}
+
 int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 			 int rf, size_t num_tokens, uint64_t seed, int64_t *out)
 {
@@ -918,7 +1083,7 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 	}
 	size_t existing = m.nodes - 1;
 	m.rf = rf < (int)existing ? rf : (int)existing;
-	if (lookahead_setup(&m, rf)) {
+	if (fair_setup(&m) || lookahead_setup(&m, rf)) {
 		model_free(&m);
 		return -1;
 	}
@@ -945,6 +1110,12 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 		}
 	}
 	free(try_out);
+	if (model_tight(&m)) {
+		if (anneal(&m, me, r, out, num_tokens, seed)) {
+			model_free(&m);
+			return -1;
+		}
+	}
 	model_free(&m);
 	return 0;
 }

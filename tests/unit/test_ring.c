@@ -1086,6 +1086,18 @@ START_TEST(allocator_balances_four_racks)
 }
 END_TEST
 
+/* 4 racks, RF 3, round robin, 9 nodes (3+2+2+2): rack 1 must replicate
+ * every range, which the greedy search with its width term misses; the
+ * annealing of tight DCs (alloc.c step 8) reaches it. Before it the
+ * allocator left 12.6% with this seed (the bench's seed 4). Seed fixed
+ * (deterministic). */
+START_TEST(allocator_balances_four_racks_nine_nodes)
+{
+	double w = grow_dc_racks(9, 4, 9, NULL, 4000);
+	ck_assert_msg(w <= 0.10, "spread %.3f with 4 racks", w);
+}
+END_TEST
+
 /* racks == RF: each rack holds one replica of every range, so with racks
  * of 2, 1 and 1 nodes the lone nodes own the whole ring and the pair half
  * each, whatever the tokens (docs/ring.md). */
@@ -1153,6 +1165,7 @@ int main(void)
 	tcase_add_test(tc, allocator_balances_growing_dc);
 	tcase_add_test(tc, allocator_balances_more_racks_than_rf);
 	tcase_add_test(tc, allocator_balances_four_racks);
+	tcase_add_test(tc, allocator_balances_four_racks_nine_nodes);
 	tcase_add_test(tc, allocator_racks_equal_rf_unequal_is_bounded);
 	tcase_add_test(tc, allocator_rejects_bad_input);
 	suite_add_tcase(s, tc);
