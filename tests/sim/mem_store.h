@@ -30,4 +30,8 @@ int mem_store_scan(const struct mem_store *s, int64_t start, int64_t end,
 		   repair_scan_each_fn each, void *arg);
 void mem_store_clear(struct mem_store *s);
 
+/* The repair simulations' table: ks.t (pk text, ck int, v text), PRIMARY
+ * KEY (pk, ck), with this id. The caller deletes it. */
+struct storage_table_meta *mem_store_table_new(const uint8_t id[16]);
+
 #endif

@@ -111,22 +111,14 @@ static bool hook_alive(void *arg, const struct inet_addr *ep)
 	return false;
 }
 
-/* pk text, ck int, v text */
+/* ks.t (mem_store_table_new) on every node */
 static struct cluster *cluster_new(void)
 {
 	struct cluster *c = calloc(1, sizeof(*c));
 	ck_assert_ptr_nonnull(c);
 	c->sim = sim_new(g_seed, 1700000000000000LL);
 	uint8_t id[16] = {0x4e, 0x9a};
-	c->meta = storage_table_meta_new("ks", "t", id);
-	struct storage_type text = {.kind = STORAGE_TYPE_TEXT};
-	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
-	storage_table_meta_add_column(
-		c->meta, "pk", STORAGE_COLUMN_PARTITION_KEY, text, false);
-	storage_table_meta_add_column(c->meta, "ck", STORAGE_COLUMN_CLUSTERING,
-				      ti, false);
-	storage_table_meta_add_column(c->meta, "v", STORAGE_COLUMN_REGULAR,
-				      text, false);
+	c->meta = mem_store_table_new(id);
 	for (int i = 0; i < NNODES; i++) {
 		struct mnode *m = &c->nodes[i];
 		m->c = c;

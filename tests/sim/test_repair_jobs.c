@@ -252,15 +252,7 @@ static struct cluster *cluster_new_timeouts(uint64_t validate_ms,
 	memcpy(c->ids[0], id, 16);
 	id[1] = 0x9b;
 	memcpy(c->ids[1], id, 16);
-	c->meta = storage_table_meta_new("ks", "t", c->ids[0]);
-	struct storage_type text = {.kind = STORAGE_TYPE_TEXT};
-	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
-	storage_table_meta_add_column(
-		c->meta, "pk", STORAGE_COLUMN_PARTITION_KEY, text, false);
-	storage_table_meta_add_column(c->meta, "ck", STORAGE_COLUMN_CLUSTERING,
-				      ti, false);
-	storage_table_meta_add_column(c->meta, "v", STORAGE_COLUMN_REGULAR,
-				      text, false);
+	c->meta = mem_store_table_new(c->ids[0]);
 	for (int i = 0; i < NNODES; i++) {
 		struct mnode *m = &c->nodes[i];
 		m->c = c;
