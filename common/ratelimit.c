@@ -51,7 +51,7 @@ uint64_t ratelimit_book(struct ratelimit *r, uint64_t bytes, uint64_t now_us)
 
 void ratelimit_pay(struct ratelimit *r, uint64_t bytes)
 {
-	if (!r || !r->rate)
+	if (!r || !r->rate || !bytes)
 		return;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);

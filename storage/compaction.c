@@ -273,10 +273,7 @@ static int write_atoms(struct job *j, struct read_ctx *c, int64_t token,
  * budget (shared with repair validation). */
 static void throttle(struct job *j)
 {
-	/* (the writer's count can step back when a block compresses) */
 	uint64_t bytes = sst_writer_bytes(j->w);
-	if (bytes <= j->throttle_bytes)
-		return;
 	ratelimit_pay(j->db->budget, bytes - j->throttle_bytes);
 	j->throttle_bytes = bytes;
 }

@@ -54,7 +54,7 @@ int sst_writer_begin(struct sst_writer *w, int64_t token, struct slice key,
 		     size_t rt_count);
 int sst_writer_atom(struct sst_writer *w, const struct atom *a);
 int sst_writer_end(struct sst_writer *w);
-/* Bytes written to Data.db so far (for throttling). */
+/* Bytes appended to Data.db so far (whole blocks; for throttling). */
 uint64_t sst_writer_bytes(const struct sst_writer *w);
 uint64_t sst_writer_partitions(const struct sst_writer *w);
 /* Completes the set durably (fsync, rename, TOC, dir fsync). */

@@ -377,7 +377,7 @@ int sst_writer_end(struct sst_writer *w)
 
 uint64_t sst_writer_bytes(const struct sst_writer *w)
 {
-	return w->data_off + w->raw.len;
+	return w->data_off; /* only grows: whole blocks, as appended */
 }
 
 uint64_t sst_writer_partitions(const struct sst_writer *w)
