@@ -79,6 +79,12 @@ def wait_for(pred, timeout=60, step=0.25):
     return False
 
 
+def all_up(ips, timeout=60):
+    """Waits until every node in `ips` lists every one of them UN."""
+    assert wait_for(lambda: all(state(ip, o) == "UN" for ip in ips
+                                for o in ips), timeout=timeout)
+
+
 def alone(cluster, node, ip, check, nodes=("node1", "node2", "node3")):
     """Stops the other nodes, runs check(session) against `ip` (the node
     `node`) alone, then starts them again: what one replica holds."""

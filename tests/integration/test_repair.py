@@ -21,7 +21,8 @@ import time
 import pytest
 from cassandra import ConsistencyLevel as CL
 
-from clusters import TOOL, alone, cluster_script, run_at, session, state
+from clusters import (TOOL, all_up, alone, cluster_script, run_at, session,
+                      state)
 from clusters import tool_run as tool
 from clusters import wait_for
 
@@ -35,10 +36,6 @@ def cluster(tmp_path):
     yield run
     run("-C", "rp", "remove", check=False)
 
-
-def all_up(cluster):
-    assert wait_for(lambda: all(state(ip, o) == "UN" for ip in (N1, N2, N3)
-                                for o in (N1, N2, N3)), timeout=60)
 
 
 def streamed_to(out, ip):
@@ -74,7 +71,7 @@ def test_repair_converges_replicas(cluster):
         r.stdout + r.stderr
     c.shutdown()
     cluster("node", "node3", "start", timeout=180)
-    all_up(cluster)
+    all_up((N1, N2, N3))
     c, s = session(N1)
     ins = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
     ins.consistency_level = CL.ONE
@@ -108,7 +105,7 @@ def test_repair_converges_replicas(cluster):
 
     for node, ip in (("node3", N3), ("node1", N1), ("node2", N2)):
         alone(cluster, node, ip, every_row)
-    all_up(cluster)
+    all_up((N1, N2, N3))
 
     # In sync now: nothing streams.
     r = tool(N1, "repair", "ks")
@@ -177,7 +174,7 @@ def test_subrange_repair_touches_only_its_range(cluster):
     inside = sorted(k for t, k in tokens if st < t <= et)
     assert len(inside) == 10
     cluster("node", "node3", "start", timeout=180)
-    all_up(cluster)
+    all_up((N1, N2, N3))
 
     r = tool(N1, "repair", "-st", str(st), "-et", str(et), "ks")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -190,7 +187,7 @@ def test_subrange_repair_touches_only_its_range(cluster):
         assert len([r for r in rows if r.k < 100]) == 100
 
     alone(cluster, "node3", N3, only_inside)
-    all_up(cluster)
+    all_up((N1, N2, N3))
 
     r = tool(N1, "repair", "ks")
     assert r.returncode == 0, r.stdout + r.stderr

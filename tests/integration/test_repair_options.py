@@ -17,7 +17,7 @@ import re
 import pytest
 from cassandra import ConsistencyLevel as CL
 
-from clusters import cluster_script, session, state
+from clusters import all_up, cluster_script, session, state
 from clusters import tool_run as tool
 from clusters import wait_for
 
@@ -33,10 +33,6 @@ def cluster(tmp_path):
     yield run
     run("-C", "ro", "remove", check=False)
 
-
-def all_up():
-    assert wait_for(lambda: all(state(ip, o) == "UN" for ip in (N1, N2, N3)
-                                for o in (N1, N2, N3)), timeout=60)
 
 
 def repair(*args):
@@ -105,7 +101,7 @@ def test_repair_options_and_history(cluster):
         s.execute(ins, (k, "while down"))
     c.shutdown()
     cluster("node", "node3", "start", timeout=180)
-    all_up()
+    all_up((N1, N2, N3))
 
     # Refused combinations, nodetool's words where it has them.
     r = tool(N1, "repair", "-seq", "-dcpar", "ks")
@@ -159,7 +155,7 @@ def test_repair_options_and_history(cluster):
     # It survives a restart of node1.
     cluster("node", "node1", "stop")
     cluster("node", "node1", "start", timeout=180)
-    all_up()
+    all_up((N1, N2, N3))
     assert history(N1, "ks") == hist
 
     # A corrupt file: refused with a clear error, moved aside, empty.

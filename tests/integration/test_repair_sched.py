@@ -19,7 +19,7 @@ import subprocess
 import pytest
 from cassandra import ConsistencyLevel as CL
 
-from clusters import alone, cluster_script, run_at, session, state
+from clusters import all_up, alone, cluster_script, run_at, session, state
 from clusters import tool_run as tool
 from clusters import wait_for
 from conftest import CASSINID
@@ -39,10 +39,6 @@ def cluster(tmp_path):
     yield run
     run("-C", "rs", "remove", check=False)
 
-
-def all_up():
-    assert wait_for(lambda: all(state(ip, o) == "UN" for ip in (N1, N2, N3)
-                                for o in (N1, N2, N3)), timeout=60)
 
 
 def status_row(ip, table="ks.t"):
@@ -92,7 +88,7 @@ def test_scheduler_completes_a_cycle_and_resumes_after_restart(cluster):
         run_at(s, "DELETE FROM ks.t WHERE k = %s", CL.ONE, (k,))
     c.shutdown()
     cluster("node", "node3", "start", timeout=180)
-    all_up()
+    all_up((N1, N2, N3))
     for _, ip in NODES:
         row, out = status_row(ip)
         assert "Scheduled repair: PAUSED" in out, out
