@@ -56,6 +56,17 @@ static struct commitlog *open_log(struct fx *f, int mode, int policy)
 	return cl;
 }
 
+/* A new log with nothing to replay, started at segment id `min_id` or
+ * above (commitlog_start). */
+static struct commitlog *start_empty(struct fx *f, int mode, uint64_t min_id)
+{
+	struct commitlog *cl = open_log(f, mode, CONF_POLICY_STOP);
+	struct commitlog_replay_stats st;
+	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
+	ck_assert_int_eq(commitlog_start(cl, min_id), 0);
+	return cl;
+}
+
 struct seen {
 	int *seq;
 	size_t n, cap;
@@ -129,11 +140,8 @@ START_TEST(round_trip_across_segments)
 {
 	struct fx f;
 	fx_init(&f, "cl-rt");
-	struct commitlog *cl =
-		open_log(&f, CONF_COMMITLOG_SYNC_PERIODIC, CONF_POLICY_STOP);
+	struct commitlog *cl = start_empty(&f, CONF_COMMITLOG_SYNC_PERIODIC, 1);
 	struct commitlog_replay_stats st;
-	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
-	ck_assert_int_eq(commitlog_start(cl, 1), 0);
 	append_n(cl, 0, 5000, false);
 	ck_assert_uint_gt(commitlog_segment_count(cl), 2);
 	commitlog_delete(cl);
@@ -154,10 +162,8 @@ static void crash_round(int mode, uint64_t round_seed)
 {
 	struct fx f;
 	fx_init(&f, "cl-crash");
-	struct commitlog *cl = open_log(&f, mode, CONF_POLICY_STOP);
+	struct commitlog *cl = start_empty(&f, mode, 1);
 	struct commitlog_replay_stats st;
-	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
-	ck_assert_int_eq(commitlog_start(cl, 1), 0);
 	atomic_store(&acked, 0);
 	atomic_store(&max_acked, -1);
 	int n = 1500 + (int)(round_seed % 1000);
@@ -224,11 +230,8 @@ START_TEST(corruption_below_a_sync_marker_stops_start)
 {
 	struct fx f;
 	fx_init(&f, "cl-corrupt");
-	struct commitlog *cl =
-		open_log(&f, CONF_COMMITLOG_SYNC_BATCH, CONF_POLICY_STOP);
+	struct commitlog *cl = start_empty(&f, CONF_COMMITLOG_SYNC_BATCH, 7);
 	struct commitlog_replay_stats st;
-	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
-	ck_assert_int_eq(commitlog_start(cl, 7), 0);
 	append_n(cl, 0, 3000, false);
 	commitlog_sync_now(cl);
 	commitlog_delete(cl);
@@ -261,11 +264,7 @@ START_TEST(failed_fdatasync_stops_the_log)
 {
 	struct fx f;
 	fx_init(&f, "cl-eio");
-	struct commitlog *cl =
-		open_log(&f, CONF_COMMITLOG_SYNC_BATCH, CONF_POLICY_STOP);
-	struct commitlog_replay_stats st;
-	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
-	ck_assert_int_eq(commitlog_start(cl, 1), 0);
+	struct commitlog *cl = start_empty(&f, CONF_COMMITLOG_SYNC_BATCH, 1);
 	append_n(cl, 0, 10, false);
 	ck_assert_int_eq(commitlog_sync_now(cl), 0);
 	fault_env_fail_writes(f.fe, "CommitLog", EIO);
@@ -293,11 +292,8 @@ START_TEST(zero_filled_segment_replay_stops_at_the_end_of_the_data)
 {
 	struct fx f;
 	fx_init(&f, "cl-zero");
-	struct commitlog *cl =
-		open_log(&f, CONF_COMMITLOG_SYNC_BATCH, CONF_POLICY_STOP);
+	struct commitlog *cl = start_empty(&f, CONF_COMMITLOG_SYNC_BATCH, 3);
 	struct commitlog_replay_stats st;
-	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
-	ck_assert_int_eq(commitlog_start(cl, 3), 0);
 	struct clpos last = {0, 0};
 	char body[64];
 	for (int i = 0; i < 100; i++) {
@@ -393,10 +389,8 @@ static void concurrent_sync_writers(int mode, uint64_t round_seed)
 	enum { NW = 12, PER = 600 };
 	struct fx f;
 	fx_init(&f, "cl-writers");
-	struct commitlog *cl = open_log(&f, mode, CONF_POLICY_STOP);
+	struct commitlog *cl = start_empty(&f, mode, 1);
 	struct commitlog_replay_stats st;
-	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
-	ck_assert_int_eq(commitlog_start(cl, 1), 0);
 	atomic_int total = 0;
 	pthread_t th[NW];
 	struct sync_writer w[NW];
@@ -446,11 +440,8 @@ START_TEST(failed_fdatasync_releases_every_sync_waiter)
 	enum { NW = 10 };
 	struct fx f;
 	fx_init(&f, "cl-writers-eio");
-	struct commitlog *cl =
-		open_log(&f, CONF_COMMITLOG_SYNC_GROUP, CONF_POLICY_STOP);
+	struct commitlog *cl = start_empty(&f, CONF_COMMITLOG_SYNC_GROUP, 1);
 	struct commitlog_replay_stats st;
-	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &st), 0);
-	ck_assert_int_eq(commitlog_start(cl, 1), 0);
 	atomic_int total = 0;
 	pthread_t th[NW];
 	struct sync_writer w[NW];
