@@ -15,7 +15,19 @@ struct loopq {
 	struct loopq_item *head, *tail;
 	int efd;
 	struct event *ev;
+	/* loopq_defer's FIFO: the loop thread's own, no lock, no fd */
+	struct loopq_item *local_head, *local_tail;
+	struct event *local_ev;
 };
+
+static void run_items(struct loopq_item *it)
+{
+	while (it) {
+		struct loopq_item *next = it->next;
+		it->fn(it); /* may free the item */
+		it = next;
+	}
+}
 
 static void drain(struct loopq *q)
 {
@@ -23,11 +35,23 @@ static void drain(struct loopq *q)
 	struct loopq_item *it = q->head;
 	q->head = q->tail = NULL;
 	pthread_mutex_unlock(&q->lock);
-	while (it) {
-		struct loopq_item *next = it->next;
-		it->fn(it); /* may free the item */
-		it = next;
-	}
+	run_items(it);
+}
+
+/* Takes the list first: items deferred by these run in a later round of
+ * the same turn (loopq_defer activates the event again). */
+static void drain_local(struct loopq *q)
+{
+	struct loopq_item *it = q->local_head;
+	q->local_head = q->local_tail = NULL;
+	run_items(it);
+}
+
+static void on_local(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	drain_local(arg);
 }
 
 static void on_ring(evutil_socket_t fd, short what, void *arg)
@@ -54,9 +78,12 @@ struct loopq *loopq_new(struct event_base *base)
 		return NULL;
 	}
 	q->ev = event_new(base, q->efd, EV_READ | EV_PERSIST, on_ring, q);
-	if (!q->ev || event_add(q->ev, NULL) != 0) {
+	q->local_ev = event_new(base, -1, 0, on_local, q);
+	if (!q->ev || !q->local_ev || event_add(q->ev, NULL) != 0) {
 		if (q->ev)
 			event_free(q->ev);
+		if (q->local_ev)
+			event_free(q->local_ev);
 		close(q->efd);
 		free(q);
 		err_set(ERR_NOMEM, "cannot watch the loop queue");
@@ -67,6 +94,7 @@ struct loopq *loopq_new(struct event_base *base)
 
 void loopq_run_pending(struct loopq *q)
 {
+	drain_local(q);
 	drain(q);
 }
 
@@ -74,7 +102,9 @@ void loopq_delete(struct loopq *q)
 {
 	if (!q)
 		return;
+	drain_local(q);
 	drain(q);
+	event_free(q->local_ev);
 	event_free(q->ev);
 	close(q->efd);
 	pthread_mutex_destroy(&q->lock);
@@ -98,4 +128,17 @@ void loopq_post(struct loopq *q, struct loopq_item *item)
 		 */
 		(void)!write(q->efd, &one, sizeof(one));
 	}
+}
+
+void loopq_defer(struct loopq *q, struct loopq_item *item)
+{
+	item->next = NULL;
+	if (q->local_tail)
+		q->local_tail->next = item;
+	else {
+		q->local_head = item;
+		/* Queued behind the callbacks already ready in this turn. */
+		event_active(q->local_ev, EV_TIMEOUT, 1);
+	}
+	q->local_tail = item;
 }

@@ -6,6 +6,11 @@
  * embedded in the caller's structs, so posting never allocates and never
  * fails. Used for completions of disk work (commitlog syncs, reads on
  * worker threads) that must finish on the loop.
+ *
+ * loopq_defer() is the loop thread's own shortcut: an item it queues runs
+ * later in the same loop turn, after the callbacks already ready (no
+ * eventfd, no system call), for work done at once whose callee expects its
+ * callback after the call returns.
  */
 #ifndef CASSINI_COMMON_LOOPQ_H
 #define CASSINI_COMMON_LOOPQ_H
@@ -26,5 +31,8 @@ void loopq_delete(struct loopq *q);
 void loopq_run_pending(struct loopq *q);
 /* Thread-safe. The item must stay live until its fn runs. */
 void loopq_post(struct loopq *q, struct loopq_item *item);
+/* Loop thread only. Runs the item in this loop turn, after the callbacks
+ * already ready; items run in the order deferred. */
+void loopq_defer(struct loopq *q, struct loopq_item *item);
 
 #endif

@@ -164,8 +164,9 @@ static int store_apply(void *s, const struct storage_mutation *m,
 	return storage_apply(d->db, m, done, arg);
 }
 
-/* A read answered from memory, completed on the next loop turn (the
- * coordinator expects its callback after the call returns). */
+/* A read answered from memory, completed later in the same loop turn (the
+ * coordinator expects its callback after the call returns); its reply
+ * then leaves with the turn's other replies. */
 struct cached_read {
 	struct loopq_item item;
 	repl_store_read_fn done;
@@ -215,7 +216,7 @@ static void store_read(void *s, const uint8_t table_id[16],
 		return;
 	}
 	c->code = c->status ? err_code() : ERR_NONE;
-	loopq_post(d->q, &c->item);
+	loopq_defer(d->q, &c->item);
 }
 
 static void store_scan(void *s, const uint8_t table_id[16], int64_t start,

@@ -472,6 +472,71 @@ START_TEST(worker_jobs_complete_back_on_the_loop)
 }
 END_TEST
 
+/* A deferred item runs after its caller returns, within the same loop
+ * turn (one EVLOOP_NONBLOCK round), in order; one deferred while the list
+ * runs still makes that turn. loopq_post would need another turn. */
+struct deferred {
+	struct loopq_item item;
+	struct loopq *q;
+	char name;
+	char *log;
+	struct deferred *then; /* deferred by this one when it runs */
+};
+
+static void deferred_run(struct loopq_item *it)
+{
+	struct deferred *d = (struct deferred *)it;
+	size_t n = strlen(d->log);
+	d->log[n] = d->name;
+	d->log[n + 1] = 0;
+	if (d->then)
+		loopq_defer(d->q, &d->then->item);
+}
+
+struct defer_case {
+	struct loopq *q;
+	struct deferred *a, *b;
+	char *log;
+};
+
+static void defer_from_callback(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct defer_case *c = arg;
+	loopq_defer(c->q, &c->a->item);
+	loopq_defer(c->q, &c->b->item);
+	ck_assert_str_eq(c->log, ""); /* not run inside loopq_defer */
+	strcat(c->log, "-");
+}
+
+START_TEST(deferred_items_run_later_in_the_same_turn)
+{
+	struct event_base *base = event_base_new();
+	struct loopq *q = loopq_new(base);
+	ck_assert_ptr_nonnull(q);
+	char log[16] = "";
+	struct deferred c = {{deferred_run, NULL}, q, 'c', log, NULL};
+	struct deferred a = {{deferred_run, NULL}, q, 'a', log, &c};
+	struct deferred b = {{deferred_run, NULL}, q, 'b', log, NULL};
+	struct defer_case dc = {q, &a, &b, log};
+	struct event *ev = event_new(base, -1, 0, defer_from_callback, &dc);
+	event_active(ev, EV_TIMEOUT, 1);
+	event_base_loop(base, EVLOOP_NONBLOCK | EVLOOP_ONCE);
+	ck_assert_str_eq(log, "-abc");
+	/* Nothing left for a second turn. */
+	event_base_loop(base, EVLOOP_NONBLOCK | EVLOOP_ONCE);
+	ck_assert_str_eq(log, "-abc");
+	/* Deleting the queue runs what was deferred and never reached. */
+	a.then = NULL;
+	loopq_defer(q, &a.item);
+	loopq_delete(q);
+	ck_assert_str_eq(log, "-abca");
+	event_free(ev);
+	event_base_free(base);
+}
+END_TEST
+
 /* ---- log ----------------------------------------------------------------- */
 
 /* Compaction and repair validation book into one limiter: whoever books
@@ -555,6 +620,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, env_real_files_are_durable_and_atomic);
 	tcase_add_test(tc, env_real_timers_fire_on_the_loop);
 	tcase_add_test(tc, worker_jobs_complete_back_on_the_loop);
+	tcase_add_test(tc, deferred_items_run_later_in_the_same_turn);
 	tcase_add_test(tc, log_writes_levels_module_and_context_to_file);
 	tcase_add_test(tc, one_rate_limit_paces_every_caller_together);
 	suite_add_tcase(s, tc);
