@@ -53,7 +53,14 @@ static size_t bucket_of(uint64_t file, uint64_t off)
 static void block_free(struct cached_block *b)
 {
 	free(b->owned);
+	free(b->entry_off);
 	free(b);
+}
+
+/* What a resident block counts for against the capacity. */
+static size_t block_bytes(const struct cached_block *b)
+{
+	return b->len + b->entries * sizeof(*b->entry_off);
 }
 
 struct cached_block *block_cache_alloc(struct block_cache *c)
@@ -70,6 +77,7 @@ struct cached_block *block_cache_alloc(struct block_cache *c)
 	if (b) {
 		uint8_t *owned = b->owned;
 		size_t cap = b->cap;
+		free(b->entry_off);
 		memset(b, 0, sizeof(*b));
 		b->owned = owned;
 		b->cap = cap;
@@ -103,7 +111,7 @@ static void unlink_block(struct block_cache *c, struct cached_block *b)
 	while (*pp != b)
 		pp = &(*pp)->hnext;
 	*pp = b->hnext;
-	c->bytes -= b->len;
+	c->bytes -= block_bytes(b);
 	b->resident = 0;
 }
 
@@ -171,7 +179,7 @@ struct cached_block *block_cache_insert(struct block_cache *c,
 	c->buckets[k] = b;
 	push_front(c, b);
 	b->resident = 1;
-	c->bytes += len;
+	c->bytes += block_bytes(b);
 	while (c->bytes > c->capacity && c->tail && c->tail != b) {
 		struct cached_block *t = c->tail;
 		unlink_block(c, t);

@@ -19,6 +19,11 @@ struct cached_block {
 	const uint8_t *data;
 	size_t len;
 	uint64_t next_off; /* where the following block starts */
+	/* Where each entry of an index block starts (NULL for data blocks,
+	 * or if the block is too big or damaged): set before the block is
+	 * inserted, counted in the cache's bytes, freed with the block. */
+	uint16_t *entry_off;
+	uint32_t entries;
 	/* private */
 	uint8_t *owned; /* malloc'ed, `cap` bytes; `data` points into it */
 	size_t cap;

@@ -252,6 +252,45 @@ bool sstable_may_contain_hash(const struct sstable *s, const uint64_t h[2])
 /* The decoded block at `off` of the data (or index) file, from the cache
  * or read and verified (and cached when `fill`). A referenced handle, or
  * NULL. */
+static int entry_frame(struct cursor *c, struct cursor *body, int64_t *token,
+		       struct slice *key);
+
+/* Notes where each entry of an index block starts, so point reads of a
+ * cached block search it in O(log n) instead of scanning half of it. A
+ * block that does not parse (it is left to the scan, which reports it) or
+ * is too big for 16-bit offsets gets none; so does one out of memory. */
+static void index_block_offsets(struct cached_block *b, const uint8_t *data,
+				size_t len)
+{
+	if (len > UINT16_MAX)
+		return;
+	struct cursor cur = cursor_make(data, len);
+	size_t n = 0;
+	while (cursor_left(&cur)) {
+		struct cursor body;
+		int64_t tok;
+		struct slice key;
+		if (entry_frame(&cur, &body, &tok, &key)) {
+			err_clear();
+			return;
+		}
+		n++;
+	}
+	uint16_t *offs = n ? malloc(n * sizeof(*offs)) : NULL;
+	if (!offs)
+		return;
+	cur = cursor_make(data, len);
+	for (size_t i = 0; i < n; i++) {
+		struct cursor body;
+		int64_t tok;
+		struct slice key;
+		offs[i] = (uint16_t)(cur.pos - data);
+		(void)entry_frame(&cur, &body, &tok, &key);
+	}
+	b->entry_off = offs;
+	b->entries = (uint32_t)n;
+}
+
 static struct cached_block *block_get(struct sstable *s, bool index,
 				      uint64_t off, uint64_t disk_len,
 				      bool fill, bool cached_only)
@@ -286,6 +325,8 @@ static struct cached_block *block_get(struct sstable *s, bool index,
 		block_cache_release(nb);
 		return NULL;
 	}
+	if (index && c)
+		index_block_offsets(nb, raw, len);
 	return block_cache_insert(c, nb, id, off, raw, len, next);
 }
 
@@ -597,6 +638,31 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 	if (!blk)
 		return -1;
 	struct cursor cur = cursor_make(blk->data, blk->len);
+	if (blk->entry_off) {
+		/* Start at the first entry >= (token, key): the scan below
+		 * then stops at its first step. */
+		size_t lo = 0, hi = blk->entries;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			struct cursor at =
+				cursor_make(blk->data + blk->entry_off[mid],
+					    blk->len - blk->entry_off[mid]);
+			struct cursor body;
+			int64_t etok;
+			struct slice ekey;
+			if (entry_frame(&at, &body, &etok, &ekey))
+				break; /* cannot happen: checked when built */
+			if (partition_cmp(etok, ekey, token, key) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == blk->entries) {
+			block_cache_release(blk);
+			return 0;
+		}
+		cur.pos = blk->data + blk->entry_off[lo];
+	}
 	int rc = 0;
 	while (cursor_left(&cur)) {
 		struct cursor body;
