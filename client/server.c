@@ -26,6 +26,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/zalloc.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -454,7 +455,7 @@ static void handle_statement(struct cql_conn *c, const struct cql_header *h,
 		free(frame_body);
 		return;
 	}
-	struct cql_request *req = calloc(1, sizeof(*req));
+	struct cql_request *req = zcalloc(1, sizeof(*req));
 	if (!req) {
 		free(frame_body);
 		conn_close(c, "out of memory");

@@ -2,7 +2,9 @@
 
 #include "common/err.h"
 
+#include <pthread.h>
 #include <stdalign.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,99 @@ struct arena_block {
 	alignas(max_align_t) char data[];
 };
 
+/* Blocks that arenas on this thread gave back, taken before malloc. A
+ * request's arenas then cost no trip through malloc's large chunks: with
+ * glibc every malloc of 1 KiB or more and every free of 64 KiB or more
+ * first consolidates the fast bins, which a loop serving a turn's requests
+ * with a few arenas each paid several times per request. Allocator state,
+ * like malloc's own per-thread caches: blocks of 1..64 KiB in one list per
+ * power of two, at most SPARE_BYTES per thread, freed when it exits. */
+#define SPARE_MIN_LOG 10 /* 1 KiB */
+#define SPARE_CLASSES 7  /* 1 KiB .. 64 KiB */
+#define SPARE_BYTES   (1024 * 1024)
+
+struct spare_list {
+	struct arena_block *head[SPARE_CLASSES];
+	size_t bytes;
+	bool keyed; /* spare_key holds this thread's lists */
+};
+
+static _Thread_local struct spare_list spare;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static bool spare_key_ok; /* set once by spare_key_create */
+
+static void spare_free(void *arg)
+{
+	struct spare_list *l = arg;
+	for (int k = 0; k < SPARE_CLASSES; k++)
+		while (l->head[k]) {
+			struct arena_block *b = l->head[k];
+			l->head[k] = b->prev;
+			free(b);
+		}
+	l->bytes = 0;
+}
+
+static void spare_key_create(void)
+{
+	spare_key_ok = pthread_key_create(&spare_key, spare_free) == 0;
+}
+
+/* floor(log2(n)) for n > 0 */
+static int log2_floor(size_t n)
+{
+	int k = 0;
+	while (n >>= 1)
+		k++;
+	return k;
+}
+
+/* Keeps a block for reuse, or frees it. */
+static void block_release(struct arena_block *b)
+{
+	if (b->size < ((size_t)1 << SPARE_MIN_LOG) ||
+	    b->size > ARENA_DEFAULT_BLOCK ||
+	    spare.bytes + b->size > SPARE_BYTES) {
+		free(b);
+		return;
+	}
+	if (!spare.keyed) {
+		/* First block on this thread: have it freed at thread exit. */
+		pthread_once(&spare_once, spare_key_create);
+		if (!spare_key_ok || pthread_setspecific(spare_key, &spare)) {
+			free(b);
+			return;
+		}
+		spare.keyed = true;
+	}
+	int k = log2_floor(b->size) - SPARE_MIN_LOG;
+	b->prev = spare.head[k];
+	spare.head[k] = b;
+	spare.bytes += b->size;
+}
+
+/* A spare block of at least `payload` bytes (under four times that), or
+ * NULL: class k holds sizes in [2^k, 2^(k+1)) KiB, so the class of the
+ * next power of two at or above `payload` serves it. Smaller payloads are
+ * left to malloc's per-thread cache. */
+static struct arena_block *spare_take(size_t payload)
+{
+	if (payload < ((size_t)1 << SPARE_MIN_LOG) ||
+	    payload > ARENA_DEFAULT_BLOCK)
+		return NULL;
+	int k = log2_floor(payload);
+	if (((size_t)1 << k) < payload)
+		k++;
+	k -= SPARE_MIN_LOG;
+	struct arena_block *b = k < SPARE_CLASSES ? spare.head[k] : NULL;
+	if (b) {
+		spare.head[k] = b->prev;
+		spare.bytes -= b->size;
+	}
+	return b;
+}
+
 void arena_create(struct arena *a, size_t block_size)
 {
 	memset(a, 0, sizeof(*a));
@@ -26,7 +121,7 @@ void arena_destroy(struct arena *a)
 	struct arena_block *b = a->head;
 	while (b) {
 		struct arena_block *prev = b->prev;
-		free(b);
+		block_release(b);
 		b = prev;
 	}
 	size_t bs = a->block_size;
@@ -44,7 +139,7 @@ void arena_reset(struct arena *a)
 			keep = b;
 		} else {
 			a->allocated -= sizeof(*b) + b->size;
-			free(b);
+			block_release(b);
 		}
 		b = prev;
 	}
@@ -65,13 +160,17 @@ static struct arena_block *block_new(struct arena *a, size_t payload)
 		err_set(ERR_NOMEM, "arena allocation too large");
 		return NULL;
 	}
-	struct arena_block *b = malloc(sizeof(*b) + payload);
+	struct arena_block *b = spare_take(payload);
 	if (!b) {
-		err_set(ERR_NOMEM, "arena: cannot allocate %zu bytes", payload);
-		return NULL;
+		b = malloc(sizeof(*b) + payload);
+		if (!b) {
+			err_set(ERR_NOMEM, "arena: cannot allocate %zu bytes",
+				payload);
+			return NULL;
+		}
+		b->size = payload;
 	}
-	b->size = payload;
-	a->allocated += sizeof(*b) + payload;
+	a->allocated += sizeof(*b) + b->size;
 	return b;
 }
 

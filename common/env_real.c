@@ -2,6 +2,7 @@
 
 #include "common/err.h"
 #include "common/rand.h"
+#include "common/zalloc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -81,7 +82,7 @@ static struct env_timer *real_timer_new(struct env *e, env_timer_fn fn,
 		err_set(ERR_INVALID, "this env has no event loop for timers");
 		return NULL;
 	}
-	struct env_timer *t = calloc(1, sizeof(*t));
+	struct env_timer *t = zcalloc(1, sizeof(*t));
 	if (!t) {
 		err_set(ERR_NOMEM, "cannot allocate a timer");
 		return NULL;

@@ -14,6 +14,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/zalloc.h"
 #include "replication/coord_internal.h"
 #include "replication/replication.pb-c.h"
 
@@ -388,7 +389,7 @@ static int read_plan(struct op *op, const struct ring_strategy *s,
 	int self = ring_local_endpoint(op->ring);
 	if (self >= 0)
 		ring_snitch_sort(op->ring, (size_t)self, alive_eps, na);
-	op->t = calloc(na ? na : 1, sizeof(*op->t));
+	op->t = zcalloc(na ? na : 1, sizeof(*op->t));
 	if (!op->t) {
 		result_init(res, REPL_READ_FAILURE, op->cl);
 		snprintf(res->msg, sizeof(res->msg), "out of memory");

@@ -20,6 +20,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/zalloc.h"
 #include "replication/coord_internal.h"
 #include "replication/replication.pb-c.h"
 
@@ -200,7 +201,7 @@ void op_unhold(struct op *op)
 struct op *op_new(struct repl *r, enum op_kind kind, int cl,
 		  uint64_t timeout_ms, void *arg)
 {
-	struct op *op = calloc(1, sizeof(*op));
+	struct op *op = zcalloc(1, sizeof(*op));
 	if (!op) {
 		err_set(ERR_NOMEM, "out of memory");
 		return NULL;
@@ -211,7 +212,7 @@ struct op *op_new(struct repl *r, enum op_kind kind, int cl,
 	op->arg = arg;
 	op->start_us = now_us(r);
 	buf_init(&op->cmd_enc);
-	arena_create(&op->a, 0);
+	arena_create(&op->a, 4096); /* most operations need less */
 	op->timer = env_timer_new(r->env, op_timeout, op);
 	if (!op->timer) {
 		arena_destroy(&op->a);
@@ -325,7 +326,7 @@ int repl_deliver(struct repl *r, const struct inet_addr *to,
 {
 	struct op *op =
 		op_new(r, OP_DELIVER, REPL_CL_ONE, r->o.write_timeout_ms, arg);
-	if (!op || !(op->t = calloc(1, sizeof(*op->t)))) {
+	if (!op || !(op->t = zcalloc(1, sizeof(*op->t)))) {
 		if (op) {
 			op->replied = true;
 			op_free(op);

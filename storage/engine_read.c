@@ -9,6 +9,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/zalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ static int snapshot_take(struct storage *db, const uint8_t id[16],
 		pthread_mutex_unlock(&db->mu);
 		return err_set(ERR_NOT_FOUND, "unknown table");
 	}
-	s->mts = calloc(t->flushing_count + 1, sizeof(*s->mts));
+	s->mts = zcalloc(t->flushing_count + 1, sizeof(*s->mts));
 	if (!s->mts) {
 		pthread_mutex_unlock(&db->mu);
 		return err_set(ERR_NOMEM, "snapshot");

@@ -22,6 +22,7 @@
 #include "common/crc.h"
 #include "common/err.h"
 #include "common/murmur3.h"
+#include "common/zalloc.h"
 #include "storage/storage.h"
 
 #include <stdlib.h>
@@ -32,7 +33,7 @@
 
 static struct storage_mutation *mutation_alloc(void)
 {
-	struct storage_mutation *m = calloc(1, sizeof(*m));
+	struct storage_mutation *m = zcalloc(1, sizeof(*m));
 	if (!m) {
 		err_set(ERR_NOMEM, "mutation");
 		return NULL;

@@ -6,6 +6,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/zalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,13 +41,13 @@ int read_ctx_init(struct read_ctx *c, const struct storage_table_meta *t,
 	c->warn_threshold = INT64_MAX;
 	c->fail_threshold = INT64_MAX;
 	size_t n = cmd->slices ? cmd->slice_count : 1;
-	c->bounds = calloc(n ? n : 1, sizeof(*c->bounds));
+	c->bounds = zcalloc(n ? n : 1, sizeof(*c->bounds));
 	if (!c->bounds)
 		return err_set(ERR_NOMEM, "read bounds");
 	c->bound_count = n;
 	buf_init(&c->bound_bytes);
 	/* Encode first, then point into the final buffer. */
-	size_t *offs = calloc(2 * (n ? n : 1) + 1, sizeof(size_t));
+	size_t *offs = zcalloc(2 * (n ? n : 1) + 1, sizeof(size_t));
 	if (!offs)
 		return err_set(ERR_NOMEM, "read bounds");
 	for (size_t i = 0; i < n; i++) {
@@ -455,7 +456,7 @@ int read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
 {
 	*out = NULL;
 	read_ctx_merge(c);
-	struct result_mem *m = calloc(1, sizeof(*m));
+	struct result_mem *m = zcalloc(1, sizeof(*m));
 	if (!m)
 		return err_set(ERR_NOMEM, "result");
 	struct storage_result *r = &m->r;
