@@ -9,12 +9,16 @@
 #include "common/log.h"
 #include "common/murmur3.h"
 #include "common/workers.h"
+#include "common/zalloc.h"
 #include "replication/hints.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A read reply buffer grown beyond this is freed, not kept for the next. */
+#define READ_REPLY_KEEP (256 * 1024)
 
 struct cql_data {
 	struct storage *db;
@@ -29,6 +33,7 @@ struct cql_data {
 	int64_t last_ts;
 	uint64_t batch_warn, batch_fail; /* bytes; 0 = no check */
 	int64_t unlogged_warn;           /* partitions */
+	struct buf reply; /* a read's reply is encoded here, then copied out */
 };
 
 /* ---- the local replica: storage, reads on workers ------------------------ */
@@ -555,8 +560,11 @@ static void read_job_free(struct read_job *j)
 
 static void read_finish(struct read_job *j)
 {
-	struct buf b;
-	buf_init(&b);
+	/* The data path's buffer, kept across replies: a reply is copied to
+	 * its connection at once, and this one grows no more once warm. */
+	struct buf b = j->d->reply;
+	buf_init(&j->d->reply); /* taken while in use */
+	buf_clear(&b);
 	if (cql_select_encode(j->plan, j->results, j->count, j->read_cut,
 			      env_wall_us(j->d->env) / 1000000, j->version,
 			      j->stream, &b) != 0)
@@ -571,7 +579,10 @@ static void read_finish(struct read_job *j)
 		cql_frame_add_warning(&b, "Aggregation query used without "
 					  "partition key");
 	cql_request_reply(j->req, b.data, b.len);
-	buf_free(&b);
+	if (b.cap > READ_REPLY_KEEP || j->d->reply.data)
+		buf_free(&b); /* a huge page of rows is not kept */
+	else
+		j->d->reply = b;
 	read_job_free(j);
 }
 
@@ -747,28 +758,38 @@ static void read_next_range(struct read_job *j)
 	repl_range_step(j->d->repl, &q, on_range, j);
 }
 
+/* snprintf(dst, cap, "%s", src) without a format parser on every read. */
+static void copy_name(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
 static void run_read(struct cql_data *d, const struct cql_data_request *dr)
 {
-	struct read_job *j = calloc(1, sizeof(*j));
+	struct read_job *j = zcalloc(1, sizeof(*j));
 	if (!j) {
 		reply_error(dr->req, dr->info->version, dr->info->stream,
 			    CQL_ERR_SERVER, "out of memory");
 		return;
 	}
-	arena_create(&j->a, 0);
+	/* A point read's plan fits a small block (kept per thread, see
+	 * arena.c); a bigger one takes more blocks. */
+	arena_create(&j->a, 4096);
 	j->d = d;
 	j->req = dr->req;
 	j->version = dr->info->version;
 	j->stream = dr->info->stream;
 	j->cl = dr->params->consistency;
 	const struct storage_table_meta *meta = cql_table_meta(dr->table);
-	snprintf(j->keyspace, sizeof(j->keyspace), "%s", meta->keyspace);
-	snprintf(j->table, sizeof(j->table), "%s", meta->name);
+	copy_name(j->keyspace, sizeof(j->keyspace), meta->keyspace);
+	copy_name(j->table, sizeof(j->table), meta->name);
 	memcpy(j->table_id, meta->id, 16);
 	const struct cql_table_options *to = cql_table_options(dr->table);
 	j->read_repair = to->read_repair_blocking;
-	snprintf(j->speculative_retry, sizeof(j->speculative_retry), "%s",
-		 to->speculative_retry);
+	copy_name(j->speculative_retry, sizeof(j->speculative_retry),
+		  to->speculative_retry);
 	j->plan = cql_select_plan_new(&j->a, &dr->stmt->u.select, dr->table,
 				      dr->binds, dr->bind_count);
 	const struct cql_query_params *qp = dr->params;
@@ -1047,6 +1068,7 @@ void cql_data_delete(struct cql_data *d)
 	 * a failure) as the coordinator goes, which frees it. */
 	hints_close(d->hints);
 	repl_delete(d->repl);
+	buf_free(&d->reply);
 	free(d);
 }
 
