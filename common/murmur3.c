@@ -161,6 +161,11 @@ int64_t murmur3_token(const void *key, size_t len)
 	return normalize(h[0]);
 }
 
+int64_t murmur3_token_of_hash(const uint64_t hash[2])
+{
+	return normalize(hash[0]);
+}
+
 int murmur3_compound_key(struct buf *dst, const struct slice *parts, size_t n)
 {
 	size_t need = 0;

@@ -25,6 +25,10 @@
 /* Token of a partition key. `key` may be NULL when len is 0. */
 int64_t murmur3_token(const void *key, size_t len);
 
+/* The token of a key whose murmur3_hash128 (seed 0) is `hash`: a reader
+ * that needs both (bloom filters take the whole hash) hashes once. */
+int64_t murmur3_token_of_hash(const uint64_t hash[2]);
+
 /* Raw MurmurHash3_x64_128 with Cassandra's signed-tail quirk and the given
  * seed; writes h1, h2 to out[0], out[1]. No MIN normalisation. */
 void murmur3_hash128(const void *key, size_t len, uint64_t seed,

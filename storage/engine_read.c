@@ -163,12 +163,15 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 	ctx_limits(db, &c);
 	c.cached_only = cached_only;
 	struct slice key = slice_make(cmd->key, cmd->key_len);
-	int64_t token = murmur3_token(cmd->key, cmd->key_len);
+	/* One hash: the token, and the bloom filters' probes. */
+	murmur3_hash128(cmd->key, cmd->key_len, 0, c.key_hash);
+	c.have_hash = true;
+	int64_t token = murmur3_token_of_hash(c.key_hash);
 	/* Zero slices (`IN ()`) read nothing: an empty answer. */
 	if (!rc && !(cmd->slices && cmd->slice_count == 0))
 		rc = gather(db, &s, &c, token, key, frag != NULL);
 	if (!rc)
-		rc = frag ? read_ctx_fragment(&c, key, frag)
+		rc = frag ? read_ctx_fragment(&c, token, key, frag)
 			  : read_ctx_finish(&c, token, key, out);
 	read_ctx_destroy(&c);
 	snapshot_release(&s);
@@ -395,7 +398,7 @@ int storage_scan_next_fragment(struct storage_scan *s,
 	int rc;
 	while ((rc = scan_gather(s, &token, &key)) == 1) {
 		struct storage_mutation *m;
-		if (read_ctx_fragment(&s->ctx, key, &m))
+		if (read_ctx_fragment(&s->ctx, token, key, &m))
 			return -1;
 		if (!storage_mutation_is_empty(m)) {
 			*out = m;

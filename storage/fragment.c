@@ -143,11 +143,16 @@ static const struct atom *reconcile_total(const struct atom *a,
 /* Builds the canonical fragment of partition `key` from unsorted parts;
  * sorts `rts` and `atoms` in place (they are scratch copies). */
 static struct storage_mutation *
-fragment_build(const struct storage_table_meta *t, struct slice key,
-	       struct deletion pdel, struct rtomb *rts, size_t nrt,
-	       struct atom *atoms, size_t na)
+fragment_build(const struct storage_table_meta *t, int64_t token,
+	       struct slice key, struct deletion pdel, struct rtomb *rts,
+	       size_t nrt, struct atom *atoms, size_t na)
 {
-	struct storage_mutation *m = storage_mutation_new(t, key.ptr, key.len);
+	if (key.len == 0 || key.len > 0xffff) {
+		err_set(ERR_INVALID, "partition key of %zu bytes", key.len);
+		return NULL;
+	}
+	struct storage_mutation *m =
+		mutation_new_token(t, key.ptr, key.len, token);
 	if (!m)
 		return NULL;
 	m->pdel = pdel;
@@ -219,7 +224,7 @@ static void expire(struct atom *a, int64_t now_sec)
 	}
 }
 
-int read_ctx_fragment(struct read_ctx *c, struct slice key,
+int read_ctx_fragment(struct read_ctx *c, int64_t token, struct slice key,
 		      struct storage_mutation **out)
 {
 	*out = NULL;
@@ -247,8 +252,8 @@ int read_ctx_fragment(struct read_ctx *c, struct slice key,
 		atoms[i] = c->atoms[i];
 		expire(&atoms[i], c->now_sec);
 	}
-	struct storage_mutation *m = fragment_build(c->t, key, c->pdel, rts,
-						    nrt, atoms, c->atom_count);
+	struct storage_mutation *m = fragment_build(
+		c->t, token, key, c->pdel, rts, nrt, atoms, c->atom_count);
 	free(rts);
 	free(atoms);
 	if (!m)
@@ -313,8 +318,8 @@ storage_fragment_merge(const struct storage_table_meta *t,
 		nrt += f->rt_count;
 		na += f->atom_count;
 	}
-	struct storage_mutation *m =
-		fragment_build(t, frags[0]->key, pdel, rts, nrt, atoms, na);
+	struct storage_mutation *m = fragment_build(
+		t, frags[0]->token, frags[0]->key, pdel, rts, nrt, atoms, na);
 	free(rts);
 	free(atoms);
 	return m;

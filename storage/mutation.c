@@ -47,6 +47,13 @@ struct storage_mutation *
 storage_mutation_new(const struct storage_table_meta *t, const uint8_t *key,
 		     size_t len)
 {
+	return mutation_new_token(t, key, len, murmur3_token(key, len));
+}
+
+struct storage_mutation *mutation_new_token(const struct storage_table_meta *t,
+					    const uint8_t *key, size_t len,
+					    int64_t token)
+{
 	if (len == 0 || len > 0xffff) {
 		err_set(ERR_INVALID, "partition key of %zu bytes", len);
 		return NULL;
@@ -62,7 +69,7 @@ storage_mutation_new(const struct storage_table_meta *t, const uint8_t *key,
 		return NULL;
 	}
 	m->key = slice_make(k, len);
-	m->token = murmur3_token(key, len);
+	m->token = token;
 	static const uint8_t row_ck[1] = {CK_ROW};
 	m->row = slice_make(row_ck, 1);
 	return m;

@@ -24,6 +24,11 @@ struct storage_mutation {
 	struct slice row; /* builder: the current row's clustering */
 };
 
+/* storage_mutation_new for a key whose token the caller has already. */
+struct storage_mutation *mutation_new_token(const struct storage_table_meta *t,
+					    const uint8_t *key, size_t len,
+					    int64_t token);
+
 /* Append a copy (bytes into the mutation's arena), unchecked. */
 int mutation_push_atom(struct storage_mutation *m, const struct atom *a);
 int mutation_push_rtomb(struct storage_mutation *m, const struct rtomb *r);

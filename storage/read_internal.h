@@ -85,7 +85,7 @@ int read_ctx_check_tombstones(struct read_ctx *c, uint64_t n, struct slice key);
 /* fragment.c: the context's raw contents (range tombstones that overlap
  * its slices, every atom reconciled once, shadowed ones dropped) as a
  * mutation of partition `key` of c->t, which it borrows. */
-int read_ctx_fragment(struct read_ctx *c, struct slice key,
+int read_ctx_fragment(struct read_ctx *c, int64_t token, struct slice key,
 		      struct storage_mutation **out);
 
 #endif

@@ -62,7 +62,13 @@ START_TEST(murmur3_matches_driver_vectors)
 		size_t n = unhex(v[i].hex, k);
 		ck_assert_msg(murmur3_token(k, n) == v[i].token, "key %s",
 			      v[i].hex);
+		uint64_t h[2];
+		murmur3_hash128(k, n, 0, h);
+		ck_assert(murmur3_token_of_hash(h) == v[i].token);
 	}
+	/* The reserved minimum maps to the maximum either way. */
+	uint64_t min[2] = {(uint64_t)INT64_MIN, 0};
+	ck_assert(murmur3_token_of_hash(min) == INT64_MAX);
 }
 END_TEST
 
