@@ -501,7 +501,10 @@ void repl_read(struct repl *r, const struct repl_read *q,
 		done(arg, &res, NULL);
 		return;
 	}
-	op->spec_delay_us = spec_delay(r, q->speculative_retry);
+	/* Only a read with a spare replica can speculate. */
+	op->spec_delay_us = op->nt > op->ncontact
+				    ? spec_delay(r, q->speculative_retry)
+				    : -1;
 	if (op->spec_delay_us >= 0 && op->nt > op->ncontact) {
 		op->spec_timer = env_timer_new(r->env, read_speculate, op);
 		if (op->spec_timer)
