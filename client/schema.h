@@ -86,6 +86,10 @@ enum cql_schema_status cql_schema_apply(struct cql_schema *s,
 /* A UUID that changes whenever the schema does and is equal on two nodes
  * with the same schema (drivers wait until every node reports the same). */
 void cql_schema_version(const struct cql_schema *s, uint8_t out[16]);
+/* A number that changes whenever a keyspace or table is created, altered
+ * or dropped: a reader that looked an object up may keep using it while
+ * the number stays the same. */
+uint64_t cql_schema_generation(const struct cql_schema *s);
 
 /* Lookups; NULL when absent. Names are exact (already normalised). */
 const struct cql_keyspace *cql_schema_keyspace(const struct cql_schema *s,

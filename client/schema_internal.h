@@ -39,6 +39,7 @@ struct cql_schema {
 	struct retired *retired;
 	size_t retired_count;
 	size_t retired_cap;
+	uint64_t generation; /* cql_schema_generation */
 };
 
 /* Lookups returning mutable objects (for the DDL code). */

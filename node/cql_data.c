@@ -547,6 +547,10 @@ struct read_job {
 	size_t next_key;  /* key reads */
 	int64_t pos, end; /* scans: (pos, end] left */
 	bool read_cut;
+	/* job_table's answer while the schema generation stays `gen` */
+	const struct cql_table *t;
+	const struct ring_strategy *strategy;
+	uint64_t gen;
 };
 
 static void read_job_free(struct read_job *j)
@@ -603,12 +607,22 @@ static void read_fail_msg(struct read_job *j, uint32_t code, const char *msg)
 static const struct cql_table *job_table(struct read_job *j,
 					 const struct ring_strategy **s)
 {
+	uint64_t gen = cql_schema_generation(j->d->schema);
+	if (j->t && j->gen == gen) {
+		*s = j->strategy;
+		return j->t;
+	}
 	const struct cql_table *t =
 		cql_schema_table(j->d->schema, j->keyspace, j->table);
 	if (!t || memcmp(cql_table_meta(t)->id, j->table_id, 16) != 0)
 		return NULL;
 	*s = strategy_of(j->d, t);
-	return *s ? t : NULL;
+	if (!*s)
+		return NULL;
+	j->t = t;
+	j->strategy = *s;
+	j->gen = gen;
+	return t;
 }
 
 /* Resolves a merged fragment with the plan's command and keeps it. */
