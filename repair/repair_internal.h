@@ -114,6 +114,17 @@ struct repair_claim {
 
 #define REPAIR_MAX_CLAIMS 64
 
+/* A task a coordinator released here, remembered for a claim's lifetime:
+ * its RELEASE may overtake its VALIDATE (a reconnect between the two, or a
+ * simulated link that reorders), which must then not claim the range. */
+struct repair_released {
+	struct inet_addr coordinator;
+	uint64_t session;
+	uint8_t table_id[16];
+	struct merkle_range range;
+	uint64_t until_us; /* env_mono_us; 0: free slot */
+};
+
 struct repair {
 	struct env *env;
 	struct repair_options o;
@@ -124,6 +135,8 @@ struct repair {
 	struct repair_local_msg *local_head, *local_tail;
 	struct env_timer *local_timer;
 	struct repair_claim claims[REPAIR_MAX_CLAIMS];
+	struct repair_released released[REPAIR_MAX_CLAIMS]; /* a ring */
+	size_t released_next;
 	size_t kept_bytes;             /* the claims' trees */
 	struct env_timer *claim_timer; /* frees trees of expired claims */
 	size_t jobs;   /* participant scans and applies in flight */

@@ -593,6 +593,43 @@ static struct repair_claim *claim_find(struct repair *r,
 	return NULL;
 }
 
+/* Notes a RELEASE that found no claim to end (the oldest note gives way):
+ * its VALIDATE may still be on the way. Only those are noted because
+ * session numbers restart with the coordinator: a later session reusing
+ * the number is refused a range only if the earlier one's RELEASE of that
+ * very range found no claim, less than a claim's lifetime ago. */
+static void released_note(struct repair *r, const struct inet_addr *from,
+			  const struct repair_msg *q)
+{
+	if (!q->nranges)
+		return;
+	struct repair_released *n =
+		&r->released[r->released_next++ % REPAIR_MAX_CLAIMS];
+	n->coordinator = *from;
+	n->session = q->session;
+	memcpy(n->table_id, q->table_id, 16);
+	n->range = q->ranges[0];
+	n->until_us = env_mono_us(r->env) + claim_ttl_us(r);
+}
+
+/* Whether the task of this VALIDATE was released already. */
+static bool released_already(const struct repair *r,
+			     const struct inet_addr *from,
+			     const struct repair_msg *q)
+{
+	uint64_t now = env_mono_us(r->env);
+	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++) {
+		const struct repair_released *n = &r->released[i];
+		if (n->until_us > now && n->session == q->session &&
+		    inet_addr_eq(&n->coordinator, from) &&
+		    !memcmp(n->table_id, q->table_id, 16) &&
+		    n->range.start == q->ranges[0].start &&
+		    n->range.end == q->ranges[0].end)
+			return true;
+	}
+	return false;
+}
+
 /* VALIDATE: refuses (ERR_EXISTS) a range another coordinator's session
  * holds (an exclusive one: any range of any table), else claims it for
  * (from, session). */
@@ -600,6 +637,9 @@ static int claim(struct repair *r, const struct inet_addr *from,
 		 const struct repair_msg *q)
 {
 	uint64_t now = env_mono_us(r->env);
+	if (released_already(r, from, q))
+		return err_set(ERR_CLOSED, "the task was released before "
+					   "its validation arrived");
 	struct repair_claim *slot = NULL;
 	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++) {
 		struct repair_claim *c = &r->claims[i];
@@ -653,11 +693,12 @@ static int claim(struct repair *r, const struct inet_addr *from,
 }
 
 /* Any other request of a session keeps its claims alive; RELEASE ends
- * the one of its range. */
-static void claims_touch(struct repair *r, const struct inet_addr *from,
+ * the one of its range (true if there was one). */
+static bool claims_touch(struct repair *r, const struct inet_addr *from,
 			 const struct repair_msg *q, bool release)
 {
 	uint64_t now = env_mono_us(r->env);
+	bool ended = false;
 	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++) {
 		struct repair_claim *c = &r->claims[i];
 		if (c->expires_us <= now || !claim_of(c, from, q->session))
@@ -666,10 +707,13 @@ static void claims_touch(struct repair *r, const struct inet_addr *from,
 			c->expires_us = now + claim_ttl_us(r);
 		else if (q->nranges && !memcmp(c->table_id, q->table_id, 16) &&
 			 c->range.start == q->ranges[0].start &&
-			 c->range.end == q->ranges[0].end)
+			 c->range.end == q->ranges[0].end) {
 			repair_claim_end(r, c);
+			ended = true;
+		}
 	}
 	claims_arm(r);
+	return ended;
 }
 
 /* Sends a response built on the spot (no job). */
@@ -748,12 +792,15 @@ void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 		repair_msg_free(&q);
 		return; /* nobody to answer: the coordinator times out */
 	}
-	if (verb == REPAIR_VERB_RELEASE || verb != REPAIR_VERB_VALIDATE)
-		claims_touch(r, from, &q, verb == REPAIR_VERB_RELEASE);
 	if (verb == REPAIR_VERB_RELEASE) {
+		/* No claim to end: the VALIDATE may still be on its way. */
+		if (!claims_touch(r, from, &q, true))
+			released_note(r, from, &q);
 		repair_msg_free(&q);
 		return;
 	}
+	if (verb != REPAIR_VERB_VALIDATE)
+		claims_touch(r, from, &q, false);
 	if (verb == REPAIR_VERB_TREE) {
 		/* naming no node, it only kept the claims alive (one-way) */
 		if (q.nnodes)
