@@ -92,6 +92,7 @@ struct commitlog {
 	struct clpos synced;        /* everything before it is durable */
 	uint64_t sync_requested, sync_done; /* generations for sync_now */
 	uint64_t last_marker;               /* offset the last marker covers */
+	uint64_t n_syncs, n_writes;         /* commitlog_sync_stats */
 
 	bool failed;
 	enum err_code fail_code;
@@ -679,6 +680,7 @@ static void sync_round(struct commitlog *cl)
 
 	pthread_mutex_lock(&cl->mu);
 	cl->syncing = false;
+	cl->n_syncs += 1 + 2 * ns;
 	for (size_t i = 0; i < ns && !rc; i++) {
 		env_file_close(sealed[i]->f);
 		sealed[i]->f = NULL;
@@ -718,6 +720,7 @@ static void lead_sync(struct commitlog *cl)
 	enum err_code code = rc ? err_code() : ERR_NONE;
 	pthread_mutex_lock(&cl->mu);
 	cl->syncing = false;
+	cl->n_syncs++;
 	struct waiter *done;
 	if (rc) {
 		fail_log(cl);
@@ -983,6 +986,7 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 	struct segment *a = cl->active;
 	if (!rc && cl->buffered) {
 		rc = record_put(&a->pend, CL_TYPE_MUTATION, body, len);
+		cl->n_writes += !rc;
 	} else if (!rc) {
 		buf_clear(&cl->scratch);
 		rc = record_put(&cl->scratch, CL_TYPE_MUTATION, body, len);
@@ -1083,6 +1087,14 @@ uint64_t commitlog_segment_count(struct commitlog *cl)
 		n++;
 	pthread_mutex_unlock(&cl->mu);
 	return n;
+}
+
+void commitlog_sync_stats(struct commitlog *cl,
+			  struct commitlog_sync_stats *out)
+{
+	pthread_mutex_lock(&cl->mu);
+	*out = (struct commitlog_sync_stats){cl->n_syncs, cl->n_writes};
+	pthread_mutex_unlock(&cl->mu);
 }
 
 bool commitlog_failed(struct commitlog *cl)

@@ -108,6 +108,16 @@ void commitlog_discard_before(struct commitlog *cl, struct clpos pos);
 /* Forces a sync now and waits for it. */
 int commitlog_sync_now(struct commitlog *cl);
 uint64_t commitlog_segment_count(struct commitlog *cl);
+
+/* batch and group: fdatasyncs that made writes durable (a sealed
+ * segment's two count two) and the records appended; their ratio is the
+ * writes one fdatasync covers. */
+struct commitlog_sync_stats {
+	uint64_t syncs;
+	uint64_t writes;
+};
+void commitlog_sync_stats(struct commitlog *cl,
+			  struct commitlog_sync_stats *out);
 bool commitlog_failed(struct commitlog *cl);
 /* Stops the syncer (syncing what was written unless the log failed) and
  * frees the log. */
