@@ -1117,6 +1117,9 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 		commitlog_sync_stats(db->cl, &cs);
 		out->commitlog_syncs = cs.syncs;
 		out->commitlog_sync_writes = cs.writes;
+		out->commitlog_sync_us = cs.sync_us;
+		out->commitlog_gathers = cs.gathers;
+		out->commitlog_gather_us = cs.gather_us;
 	}
 	return 0;
 }
