@@ -153,6 +153,8 @@ static void report(const char *name, long ops, double secs, double bytes,
 
 static void fill(const struct opts *o, const char *name, uint64_t seed)
 {
+	struct storage_stats st0;
+	storage_stats(db, NULL, &st0);
 	double t0 = now_s();
 	long writers = o->writers > 0 ? o->writers : 1;
 	if (o->writers > 1 || o->sync) {
@@ -181,8 +183,29 @@ static void fill(const struct opts *o, const char *name, uint64_t seed)
 	}
 	double secs = now_s() - t0;
 	long ops = o->num / writers * writers;
+	struct storage_stats st1;
+	storage_stats(db, NULL, &st1);
+	char extra[160] = "";
+	uint64_t syncs = st1.commitlog_syncs - st0.commitlog_syncs;
+	uint64_t gathers = st1.commitlog_gathers - st0.commitlog_gathers;
+	if (syncs)
+		snprintf(extra, sizeof(extra),
+			 " %" PRIu64 " fdatasyncs (%.0f us), %.1f writes/sync, "
+			 "%" PRIu64 " gathers (%.0f us)",
+			 syncs,
+			 (double)(st1.commitlog_sync_us -
+				  st0.commitlog_sync_us) /
+				 (double)syncs,
+			 (double)(st1.commitlog_sync_writes -
+				  st0.commitlog_sync_writes) /
+				 (double)syncs,
+			 gathers,
+			 gathers ? (double)(st1.commitlog_gather_us -
+					    st0.commitlog_gather_us) /
+					   (double)gathers
+				 : 0.0);
 	report(name, ops, secs,
-	       (double)ops * (double)(o->key_size + o->value_size), "");
+	       (double)ops * (double)(o->key_size + o->value_size), extra);
 }
 
 static void readrandom(const struct opts *o, uint64_t seed)

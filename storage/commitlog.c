@@ -87,11 +87,18 @@ struct commitlog {
 	struct sync_waiter *sw_head; /* blocked synchronous writers */
 	struct buf io; /* the active segment's bytes being written */
 	uint64_t first_pending_us;
-	uint64_t first_unsynced_us; /* oldest write not yet synced (group) */
-	bool syncing;               /* a sync of the active segment runs */
-	struct clpos synced;        /* everything before it is durable */
+	bool syncing; /* a sync of the active segment runs */
+	/* group commit of synchronous writers (commitlog_gather_until) */
+	bool gathering;         /* a leader waits for the rest of its group */
+	uint64_t pend_writes;   /* records in the active `pend` */
+	uint64_t first_pend_us; /* when the first of them was appended */
+	uint64_t group_seen;    /* writers around the last sync */
+	uint64_t sync_end_us;   /* when the last sync ended */
+	uint64_t sync_avg_us;   /* smoothed pwrite + fdatasync time */
+	struct clpos synced;    /* everything before it is durable */
 	uint64_t sync_requested, sync_done; /* generations for sync_now */
 	uint64_t last_marker;               /* offset the last marker covers */
+	struct commitlog_sync_stats st;
 
 	bool failed;
 	enum err_code fail_code;
@@ -104,6 +111,15 @@ static uint64_t now_us(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Waits on `c` (CLOCK_MONOTONIC, as now_us) until `until_us` at most. */
+static void cond_wait_until(pthread_cond_t *c, pthread_mutex_t *mu,
+			    uint64_t until_us)
+{
+	struct timespec ts = {(time_t)(until_us / 1000000u),
+			      (long)(until_us % 1000000u) * 1000};
+	pthread_cond_timedwait(c, mu, &ts);
 }
 
 static char *segment_path(const char *dir, uint64_t id)
@@ -514,7 +530,7 @@ static struct sync_waiter *release_sync_waiters(struct commitlog *cl)
 			lead = pp;
 		pp = &w->next;
 	}
-	if (lead && !cl->syncing) {
+	if (lead && !cl->syncing && !cl->gathering) {
 		struct sync_waiter *w = *lead;
 		*lead = w->next;
 		w->state = SW_LEAD;
@@ -544,8 +560,10 @@ static void fail_log(struct commitlog *cl)
 }
 
 /* Under the lock, by the thread that holds `syncing`: moves the active
- * segment's buffered bytes to cl->io and returns their file offset. */
-static uint64_t take_pending(struct commitlog *cl, struct segment *a)
+ * segment's buffered bytes to cl->io and returns their file offset;
+ * *writes is the number of records among them. */
+static uint64_t take_pending(struct commitlog *cl, struct segment *a,
+			     uint64_t *writes)
 {
 	struct buf t = cl->io;
 	buf_clear(&t);
@@ -553,7 +571,32 @@ static uint64_t take_pending(struct commitlog *cl, struct segment *a)
 	a->pend = t;
 	uint64_t off = a->on_file;
 	a->on_file = a->written;
+	*writes = cl->pend_writes;
+	cl->pend_writes = 0;
 	return off;
+}
+
+/* Under the lock, after a sync of the active segment that took `writes`
+ * records and ran from `t0` to `t1`: what the next group's leader needs. */
+static void note_sync(struct commitlog *cl, uint64_t writes, uint64_t t0,
+		      uint64_t t1)
+{
+	uint64_t d = t1 - t0;
+	cl->sync_avg_us = cl->sync_avg_us ? (3 * cl->sync_avg_us + d) / 4 : d;
+	cl->sync_end_us = t1;
+	cl->st.sync_us += d;
+	cl->group_seen = writes + cl->pend_writes;
+}
+
+uint64_t commitlog_gather_until(const struct commitlog_gather *g)
+{
+	if (!g->pending || g->pending >= g->seen || !g->window_us)
+		return 0;
+	uint64_t start =
+		g->oldest_us > g->last_end_us ? g->oldest_us : g->last_end_us;
+	uint64_t until = start + g->sync_us;
+	uint64_t cap = g->oldest_us + g->window_us;
+	return until < cap ? until : cap;
 }
 
 /* Without the lock, by the holder of `syncing`: writes what
@@ -658,7 +701,8 @@ static void sync_round(struct commitlog *cl)
 	}
 	uint64_t gen = cl->sync_requested;
 	struct segment *a = cl->active;
-	uint64_t off = take_pending(cl, a);
+	uint64_t writes;
+	uint64_t off = take_pending(cl, a, &writes);
 	uint64_t upto = a->written;
 	struct segment *sealed[16];
 	size_t ns = 0;
@@ -672,13 +716,18 @@ static void sync_round(struct commitlog *cl)
 	enum err_code code = ERR_NONE;
 	for (size_t i = 0; i < ns && !rc; i++)
 		rc = seal_segment(cl, sealed[i]);
+	uint64_t t0 = now_us();
 	if (!rc)
 		rc = write_and_sync(cl, a, off);
+	uint64_t t1 = now_us();
 	if (rc)
 		code = err_code();
 
 	pthread_mutex_lock(&cl->mu);
 	cl->syncing = false;
+	cl->st.syncs += 1 + 2 * ns;
+	if (!rc)
+		note_sync(cl, writes, t0, t1);
 	for (size_t i = 0; i < ns && !rc; i++) {
 		env_file_close(sealed[i]->f);
 		sealed[i]->f = NULL;
@@ -710,14 +759,20 @@ static void sync_round(struct commitlog *cl)
 static void lead_sync(struct commitlog *cl)
 {
 	struct segment *a = cl->active;
-	uint64_t off = take_pending(cl, a);
+	uint64_t writes;
+	uint64_t off = take_pending(cl, a, &writes);
 	uint64_t upto = a->written;
 	cl->syncing = true;
 	pthread_mutex_unlock(&cl->mu);
+	uint64_t t0 = now_us();
 	int rc = write_and_sync(cl, a, off);
+	uint64_t t1 = now_us();
 	enum err_code code = rc ? err_code() : ERR_NONE;
 	pthread_mutex_lock(&cl->mu);
 	cl->syncing = false;
+	cl->st.syncs++;
+	if (!rc)
+		note_sync(cl, writes, t0, t1);
 	struct waiter *done;
 	if (rc) {
 		fail_log(cl);
@@ -747,13 +802,14 @@ static int fail_status(struct commitlog *cl)
 int commitlog_wait_durable(struct commitlog *cl, struct clpos pos)
 {
 	struct sync_waiter me = {.pos = pos};
-	bool have_sem = false;
+	bool have_sem = false, waited = false;
 	pthread_mutex_lock(&cl->mu);
 	while (!cl->failed && clpos_cmp(cl->synced, pos) < 0) {
-		if (cl->syncing || pos.seg != cl->active->id) {
-			/* someone else syncs, or the write is in a sealed
-			 * segment the syncer will seal: sleep until a sync
-			 * covers it or hands this thread the lead */
+		if (cl->syncing || cl->gathering || pos.seg != cl->active->id) {
+			/* someone else syncs or is about to, or the write is
+			 * in a sealed segment the syncer will seal: sleep
+			 * until a sync covers it or hands this thread the
+			 * lead */
 			if (!have_sem && sem_init(&me.sem, 0, 0) == 0)
 				have_sem = true;
 			if (!have_sem) {
@@ -779,23 +835,28 @@ int commitlog_wait_durable(struct commitlog *cl, struct clpos pos)
 			continue;
 		}
 		if (cl->o.sync_mode == CONF_COMMITLOG_SYNC_GROUP) {
-			uint64_t due =
-				cl->first_unsynced_us + cl->o.window_ms * 1000;
-			uint64_t now = now_us();
-			if (now < due) {
-				struct timespec ts;
-				clock_gettime(CLOCK_MONOTONIC, &ts);
-				uint64_t ns = (uint64_t)ts.tv_nsec +
-					      (due - now) * 1000;
-				ts.tv_sec += (time_t)(ns / 1000000000u);
-				ts.tv_nsec = (long)(ns % 1000000000u);
-				pthread_cond_timedwait(&cl->progress, &cl->mu,
-						       &ts);
-				if (now_us() < due)
-					continue;
-				if (cl->syncing ||
-				    clpos_cmp(cl->synced, pos) >= 0)
-					continue;
+			/* the deadline depends only on state that holds
+			 * until this thread syncs: each pass waits for the
+			 * same one */
+			uint64_t until = commitlog_gather_until(
+				&(struct commitlog_gather){
+					.pending = cl->pend_writes,
+					.seen = cl->group_seen,
+					.oldest_us = cl->first_pend_us,
+					.last_end_us = cl->sync_end_us,
+					.sync_us = cl->sync_avg_us,
+					.window_us = cl->o.window_ms * 1000,
+				});
+			uint64_t t0 = now_us();
+			if (until > t0) {
+				/* appends wake us once the group is in */
+				cl->st.gathers += !waited;
+				waited = true;
+				cl->gathering = true;
+				cond_wait_until(&cl->progress, &cl->mu, until);
+				cl->gathering = false;
+				cl->st.gather_us += now_us() - t0;
+				continue;
 			}
 		}
 		lead_sync(cl);
@@ -947,6 +1008,7 @@ static int rollover(struct commitlog *cl)
 	}
 	struct segment *old = cl->active;
 	old->sealed = true;
+	cl->pend_writes = 0; /* the seal covers them */
 	struct segment **pp = &cl->segs;
 	while (*pp)
 		pp = &(*pp)->next;
@@ -983,6 +1045,7 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 	struct segment *a = cl->active;
 	if (!rc && cl->buffered) {
 		rc = record_put(&a->pend, CL_TYPE_MUTATION, body, len);
+		cl->st.writes += !rc;
 	} else if (!rc) {
 		buf_clear(&cl->scratch);
 		rc = record_put(&cl->scratch, CL_TYPE_MUTATION, body, len);
@@ -999,8 +1062,12 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 		free(w);
 		return -1;
 	}
-	if (clpos_cmp(cl->synced, (struct clpos){a->id, a->written}) >= 0)
-		cl->first_unsynced_us = now_us();
+	if (cl->buffered) {
+		if (cl->pend_writes++ == 0)
+			cl->first_pend_us = now_us();
+		if (cl->gathering && cl->pend_writes == cl->group_seen)
+			pthread_cond_broadcast(&cl->progress);
+	}
 	a->written += rec;
 	*pos = (struct clpos){a->id, a->written};
 	if (w) {
@@ -1083,6 +1150,14 @@ uint64_t commitlog_segment_count(struct commitlog *cl)
 		n++;
 	pthread_mutex_unlock(&cl->mu);
 	return n;
+}
+
+void commitlog_sync_stats(struct commitlog *cl,
+			  struct commitlog_sync_stats *out)
+{
+	pthread_mutex_lock(&cl->mu);
+	*out = cl->st;
+	pthread_mutex_unlock(&cl->mu);
 }
 
 bool commitlog_failed(struct commitlog *cl)

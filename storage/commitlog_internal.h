@@ -26,8 +26,12 @@
  *
  * Sync: `periodic` acknowledges after write(2) and syncs every period;
  * `batch` acknowledges after the fdatasync that covers the write (writes
- * arriving during one sync share the next); `group` waits up to the window
- * after the first pending write, then one fdatasync covers all of them.
+ * arriving during one sync share the next); `group` gathers the writes
+ * for at most the window, then one fdatasync covers all of them (the
+ * syncer thread, for asynchronous writes: the window after the first
+ * pending write; a synchronous writer leading the sync: until the writers
+ * of the last sync are back, bounded by a sync's duration and the
+ * window).
  * batch and group buffer records in memory; the thread that syncs writes
  * them with one pwrite before its fdatasync. fdatasync runs on the log's
  * syncer thread or on a caller of commitlog_wait_durable (never an event
@@ -98,8 +102,30 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 /* Blocks until every record before `pos` is durable; the calling thread
  * runs the fdatasync itself when no sync is in progress (group commit:
  * one sync covers everything appended meanwhile). In group mode it first
- * waits out the window. Not for event-loop threads. */
+ * waits for the rest of the group (commitlog_gather_until). Not for
+ * event-loop threads. */
 int commitlog_wait_durable(struct commitlog *cl, struct clpos pos);
+
+/* Group mode, synchronous writers: a writer about to lead a sync first
+ * waits for the writers still coming, so that one fdatasync covers them
+ * all rather than whoever happened to arrive during the previous sync.
+ * The estimate of how many are coming is `seen`: the writes the last
+ * sync covered plus those appended while it ran (each synchronous writer
+ * has one write in flight). The wait ends as soon as `seen` writes are
+ * pending, and at the latest one smoothed sync duration after the later
+ * of the last sync's end and the oldest pending write (a longer wait
+ * would cost more than it gathers), never past the window after the
+ * oldest pending write. A lone writer (seen 1) never waits. */
+struct commitlog_gather {
+	uint64_t pending;     /* writes appended, not yet taken by a sync */
+	uint64_t seen;        /* writers around the last sync */
+	uint64_t oldest_us;   /* when the oldest pending write was appended */
+	uint64_t last_end_us; /* when the last sync ended */
+	uint64_t sync_us;     /* smoothed duration of pwrite + fdatasync */
+	uint64_t window_us;   /* commitlog_sync_group_window */
+};
+/* The monotonic time (µs) until which the leader waits; 0: sync now. */
+uint64_t commitlog_gather_until(const struct commitlog_gather *g);
 /* The position the next record will start at. */
 struct clpos commitlog_position(struct commitlog *cl);
 /* Deletes every segment that ends before `pos` (all of its records were
@@ -108,6 +134,19 @@ void commitlog_discard_before(struct commitlog *cl, struct clpos pos);
 /* Forces a sync now and waits for it. */
 int commitlog_sync_now(struct commitlog *cl);
 uint64_t commitlog_segment_count(struct commitlog *cl);
+
+/* batch and group: fdatasyncs that made writes durable (a sealed
+ * segment's two count two) and the records appended; their ratio is the
+ * writes one fdatasync covers. */
+struct commitlog_sync_stats {
+	uint64_t syncs;
+	uint64_t writes;
+	uint64_t sync_us; /* time in pwrite + fdatasync of the active segment */
+	uint64_t gathers; /* leaders that waited for more writers */
+	uint64_t gather_us; /* time they waited */
+};
+void commitlog_sync_stats(struct commitlog *cl,
+			  struct commitlog_sync_stats *out);
 bool commitlog_failed(struct commitlog *cl);
 /* Stops the syncer (syncing what was written unless the log failed) and
  * frees the log. */

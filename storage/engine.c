@@ -1112,6 +1112,15 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 	out->writes_stopped = db->writes_stopped;
 	pthread_mutex_unlock(&db->mu);
 	out->commitlog_segments = db->cl ? commitlog_segment_count(db->cl) : 0;
+	if (db->cl) {
+		struct commitlog_sync_stats cs;
+		commitlog_sync_stats(db->cl, &cs);
+		out->commitlog_syncs = cs.syncs;
+		out->commitlog_sync_writes = cs.writes;
+		out->commitlog_sync_us = cs.sync_us;
+		out->commitlog_gathers = cs.gathers;
+		out->commitlog_gather_us = cs.gather_us;
+	}
 	return 0;
 }
 

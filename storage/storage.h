@@ -410,6 +410,15 @@ struct storage_stats {
 	uint64_t commitlog_torn_tails; /* records discarded at replay */
 	uint64_t commitlog_replayed;   /* mutations replayed at start */
 	uint64_t commitlog_segments;   /* live segments */
+	/* batch and group since start: fdatasyncs that made writes durable
+	 * and the records they covered (their ratio: writes per sync) */
+	uint64_t commitlog_syncs;
+	uint64_t commitlog_sync_writes;
+	uint64_t commitlog_sync_us; /* time those syncs took */
+	/* group: sync leaders that waited for the rest of their group, and
+	 * the time they waited */
+	uint64_t commitlog_gathers;
+	uint64_t commitlog_gather_us;
 	bool writes_stopped; /* a disk or commit failure stopped writes */
 	uint64_t sstables_excluded; /* corrupt, left out (best_effort) */
 };

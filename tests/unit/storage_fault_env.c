@@ -8,9 +8,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct undo {
 	uint64_t off, len;
@@ -36,6 +38,7 @@ struct fault_env {
 	char *fail_substr;
 	int fail_errno;
 	uint64_t nowait_reads; /* every other one finds its page "cached" */
+	_Atomic uint64_t sync_delay_us;
 };
 
 struct fault_file {
@@ -173,6 +176,13 @@ static int f_sync(struct env_file *f)
 {
 	struct fault_file *ff = ffile(f);
 	struct fault_env *fe = ff->fe;
+	uint64_t delay = atomic_load(&fe->sync_delay_us);
+	if (delay) {
+		struct timespec ts = {(time_t)(delay / 1000000),
+				      (long)(delay % 1000000) * 1000};
+		while (nanosleep(&ts, &ts) != 0)
+			;
+	}
 	pthread_mutex_lock(&fe->mu);
 	int rc = check_power(fe, ff->t->path, true);
 	if (!rc)
@@ -440,6 +450,11 @@ void fault_env_fail_writes(struct fault_env *fe, const char *substr, int errnum)
 	fe->fail_substr = substr ? strdup(substr) : NULL;
 	fe->fail_errno = errnum;
 	pthread_mutex_unlock(&fe->mu);
+}
+
+void fault_env_set_sync_delay_us(struct fault_env *fe, uint64_t us)
+{
+	atomic_store(&fe->sync_delay_us, us);
 }
 
 void fault_env_delete(struct fault_env *fe)

@@ -41,4 +41,8 @@ void fault_env_crash(struct fault_env *fe, uint64_t seed);
 void fault_env_fail_writes(struct fault_env *fe, const char *substr,
 			   int errnum);
 
+/* Makes every file sync take `us` microseconds longer (a slow disk); 0
+ * clears. The sleep holds no lock of the env. */
+void fault_env_set_sync_delay_us(struct fault_env *fe, uint64_t us);
+
 #endif

@@ -1,6 +1,6 @@
 /* storage commitlog: round trip across segments, crash under each sync
  * mode with the fault-injecting env, torn tails vs corruption, a failing
- * fdatasync stopping the log. */
+ * fdatasync stopping the log, the group commit leader's wait. */
 #include "common/env_real.h"
 #include "common/err.h"
 #include "conf/conf.h"
@@ -9,6 +9,7 @@
 #include "tests/unit/storage_fault_env.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -477,6 +478,184 @@ START_TEST(failed_fdatasync_releases_every_sync_waiter)
 }
 END_TEST
 
+/* ---- group commit: the leader waits for the rest of its group ---------- */
+
+START_TEST(group_gather_deadline_is_bounded_by_a_sync_and_the_window)
+{
+	struct commitlog_gather g = {.pending = 10,
+				     .seen = 50,
+				     .oldest_us = 10000,
+				     .last_end_us = 10200,
+				     .sync_us = 500,
+				     .window_us = 2000};
+	/* waits one sync time after the last sync ended */
+	ck_assert_uint_eq(commitlog_gather_until(&g), 10700);
+	/* ... or after the oldest pending write, when it came later */
+	g.oldest_us = 10400;
+	ck_assert_uint_eq(commitlog_gather_until(&g), 10900);
+	/* never past the window after the oldest pending write */
+	g.sync_us = 50000;
+	ck_assert_uint_eq(commitlog_gather_until(&g), 12400);
+	/* the group is in: sync now */
+	g.pending = 50;
+	ck_assert_uint_eq(commitlog_gather_until(&g), 0);
+	/* a lone writer never waits */
+	g.pending = 1;
+	g.seen = 1;
+	ck_assert_uint_eq(commitlog_gather_until(&g), 0);
+	g.seen = 0; /* no sync yet */
+	ck_assert_uint_eq(commitlog_gather_until(&g), 0);
+	/* a zero window turns the wait off */
+	g.seen = 50;
+	g.window_us = 0;
+	ck_assert_uint_eq(commitlog_gather_until(&g), 0);
+}
+END_TEST
+
+static struct clpos append_one(struct commitlog *cl, int v)
+{
+	char body[32];
+	int len = snprintf(body, sizeof(body), "rec-%d", v);
+	struct clpos pos;
+	ck_assert_int_eq(commitlog_append(cl, (uint8_t *)body, (size_t)len,
+					  &pos, NULL, NULL),
+			 0);
+	return pos;
+}
+
+/* A new empty log, started, with the group window `window_ms`. */
+static struct commitlog *start_with_window(struct fx *f, int mode,
+					   uint64_t window_ms)
+{
+	struct commitlog_options o = {
+		.env = f->env,
+		.dir = f->dir,
+		.sync_mode = mode,
+		.period_ms = 10000,
+		.window_ms = window_ms,
+		.segment_size = 64 * 1024,
+		.failure_policy = CONF_POLICY_STOP,
+	};
+	struct commitlog *cl = commitlog_new(&o);
+	ck_assert_ptr_nonnull(cl);
+	struct commitlog_replay_stats rs;
+	ck_assert_int_eq(commitlog_replay(cl, NULL, NULL, &rs), 0);
+	ck_assert_int_eq(commitlog_start(cl, 1), 0);
+	return cl;
+}
+
+/* One thread plays a group of two, then a lone writer, on a disk whose
+ * fdatasync takes `delay_us`: after a sync that covered two writes, the
+ * next leader waits for a second writer (bounded), and once a sync has
+ * met only one writer nobody waits. Returns the time the one wait took. */
+static uint64_t group_of_two_then_alone(int mode, uint64_t window_ms,
+					uint64_t delay_us)
+{
+	struct fx f;
+	fx_init(&f, "cl-gather");
+	struct commitlog *cl = start_with_window(&f, mode, window_ms);
+	fault_env_set_sync_delay_us(f.fe, delay_us);
+	struct commitlog_sync_stats st;
+
+	append_one(cl, 0);
+	ck_assert_int_eq(commitlog_wait_durable(cl, append_one(cl, 1)), 0);
+	commitlog_sync_stats(cl, &st);
+	ck_assert_uint_eq(st.gathers, 0); /* nothing seen yet: no wait */
+	ck_assert_uint_eq(st.syncs, 1);
+
+	/* the last sync met two writers: wait for the second */
+	ck_assert_int_eq(commitlog_wait_durable(cl, append_one(cl, 2)), 0);
+	commitlog_sync_stats(cl, &st);
+	uint64_t waited = st.gather_us;
+	ck_assert_uint_eq(st.syncs, 2);
+	if (mode == CONF_COMMITLOG_SYNC_BATCH) {
+		ck_assert_uint_eq(st.gathers, 0);
+	} else {
+		ck_assert_uint_eq(st.gathers, 1);
+	}
+
+	/* that sync met one writer: a lone writer does not wait */
+	for (int i = 3; i < 13; i++)
+		ck_assert_int_eq(commitlog_wait_durable(cl, append_one(cl, i)),
+				 0);
+	commitlog_sync_stats(cl, &st);
+	ck_assert_uint_eq(st.gather_us, waited);
+	ck_assert_uint_eq(st.syncs, 12);
+	ck_assert_uint_eq(st.writes, 13);
+	fault_env_set_sync_delay_us(f.fe, 0);
+	commitlog_delete(cl);
+	fx_free(&f);
+	return waited;
+}
+
+START_TEST(group_leader_waits_at_most_the_window)
+{
+	/* a sync takes 100 ms, the window is 10 ms */
+	uint64_t us =
+		group_of_two_then_alone(CONF_COMMITLOG_SYNC_GROUP, 10, 100000);
+	ck_assert_uint_ge(us, 9000);
+	ck_assert_uint_lt(us, 60000);
+}
+END_TEST
+
+START_TEST(group_leader_waits_at_most_one_sync)
+{
+	/* a sync takes 20 ms, the window is a second */
+	uint64_t us =
+		group_of_two_then_alone(CONF_COMMITLOG_SYNC_GROUP, 1000, 20000);
+	ck_assert_uint_ge(us, 15000);
+	ck_assert_uint_lt(us, 200000);
+}
+END_TEST
+
+START_TEST(batch_leader_never_waits)
+{
+	ck_assert_uint_eq(
+		group_of_two_then_alone(CONF_COMMITLOG_SYNC_BATCH, 1000, 20000),
+		0);
+}
+END_TEST
+
+/* Eight synchronous writers on a disk whose fdatasync takes 5 ms: one
+ * sync covers (nearly) all of them, not only those that came during the
+ * previous sync (about half). */
+START_TEST(group_one_sync_covers_every_writer)
+{
+	enum { NW = 8, PER = 40 };
+	struct fx f;
+	fx_init(&f, "cl-gather-n");
+	/* the window (the default) leaves the bound to the sync time */
+	struct commitlog *cl =
+		start_with_window(&f, CONF_COMMITLOG_SYNC_GROUP, 1000);
+	fault_env_set_sync_delay_us(f.fe, 5000);
+	atomic_int total = 0;
+	pthread_t th[NW];
+	struct sync_writer w[NW];
+	for (int i = 0; i < NW; i++) {
+		w[i] = (struct sync_writer){
+			.cl = cl, .id = i, .n = PER, .total = &total};
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, sync_writer_main, &w[i]),
+			0);
+	}
+	for (int i = 0; i < NW; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(w[i].acked, PER);
+	}
+	struct commitlog_sync_stats st;
+	commitlog_sync_stats(cl, &st);
+	ck_assert_uint_eq(st.writes, NW * PER);
+	double per_sync = (double)st.writes / (double)st.syncs;
+	if (per_sync < 6.5)
+		ck_abort_msg("%.1f writes per sync (%" PRIu64 " syncs, %" PRIu64
+			     " gathers); want at least 6.5 of %d",
+			     per_sync, st.syncs, st.gathers, NW);
+	fault_env_set_sync_delay_us(f.fe, 0);
+	commitlog_delete(cl);
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(7);
@@ -494,6 +673,12 @@ int main(void)
 	tcase_add_test(tc, concurrent_sync_writers_group);
 	tcase_add_test(tc, concurrent_sync_writers_batch);
 	tcase_add_test(tc, failed_fdatasync_releases_every_sync_waiter);
+	tcase_add_test(
+		tc, group_gather_deadline_is_bounded_by_a_sync_and_the_window);
+	tcase_add_test(tc, group_leader_waits_at_most_the_window);
+	tcase_add_test(tc, group_leader_waits_at_most_one_sync);
+	tcase_add_test(tc, batch_leader_never_waits);
+	tcase_add_test(tc, group_one_sync_covers_every_writer);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
