@@ -1,6 +1,7 @@
 """Garbage on the storage and admin ports: random bytes, an oversized
 length, a handshake from another cluster. Each is logged and the connection
-closed; the node keeps serving. One node on 127.0.3.1."""
+closed; the node keeps serving. One node on 127.0.19.1, a block of its own:
+suites run in parallel (it shared 127.0.3.1 with test_cql_node)."""
 import os
 import socket
 import struct
@@ -11,7 +12,7 @@ import pytest
 from conftest import BUILD_DIR, Node, default_yaml
 
 TOOL = BUILD_DIR / "node" / "cassini-tool"
-ADDR = "127.0.3.1"
+ADDR = "127.0.19.1"
 
 
 @pytest.fixture
@@ -19,7 +20,7 @@ def node(tmp_path):
     n = Node(tmp_path / "node1", default_yaml(
         listen_address=ADDR,
         seed_provider="[{class_name: SimpleSeedProvider, parameters: "
-                      "[{seeds: '127.0.3.1'}]}]",
+                      "[{seeds: '127.0.19.1'}]}]",
         cluster_name="'Garbage'"))
     n.start()
     assert n.wait_for_log("cassinid ready")
@@ -48,7 +49,7 @@ def handshake(cluster):
             pb_string(2, "org.apache.cassandra.dht.Murmur3Partitioner") +
             pb_varint(3, 1) + pb_string(4, "0" * 36) + pb_string(5, "dc1") +
             pb_string(6, "rack1") + bytes([7 << 3 | 2, 4]) +
-            socket.inet_aton("127.0.3.9") + pb_varint(8, 7000))
+            socket.inet_aton("127.0.19.9") + pb_varint(8, 7000))
     return struct.pack(">I", len(body)) + body
 
 
