@@ -4,6 +4,7 @@
 #include "node/node.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,10 +66,17 @@ static void tune_malloc(char **argv)
 	char v[1024];
 	int n = snprintf(v, sizeof(v), "%s%s" TCACHE_TUNABLE "=128",
 			 old ? old : "", old && *old ? ":" : "");
-	if (n < 0 || (size_t)n >= sizeof(v) ||
-	    setenv("GLIBC_TUNABLES", v, 1) != 0)
+	/* The binary by its own name (exec'ing /proc/self/exe would name
+	 * the process "exe" for ps, top and pgrep). */
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0 || (size_t)n >= sizeof(v) || len <= 0 ||
+	    (size_t)len >= sizeof(self) - 1)
 		return;
-	execv("/proc/self/exe", argv);
+	self[len] = 0;
+	if (setenv("GLIBC_TUNABLES", v, 1) != 0)
+		return;
+	execv(self, argv);
 #else
 	(void)argv;
 #endif
