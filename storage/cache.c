@@ -53,14 +53,37 @@ static size_t bucket_of(uint64_t file, uint64_t off)
 static void block_free(struct cached_block *b)
 {
 	free(b->owned);
-	free(b->entry_off);
+	free(atomic_load_explicit(&b->entry_off, memory_order_relaxed));
 	free(b);
 }
 
-/* What a resident block counts for against the capacity. */
+/* What a resident block counts for against the capacity (under the lock:
+ * offsets are attached under it). */
 static size_t block_bytes(const struct cached_block *b)
 {
-	return b->len + b->entries * sizeof(*b->entry_off);
+	return b->len +
+	       (atomic_load_explicit(&b->entry_off, memory_order_relaxed)
+			? b->entries * sizeof(uint16_t)
+			: 0);
+}
+
+bool block_cache_attach_offsets(struct block_cache *c, struct cached_block *b,
+				uint16_t *offs, uint32_t n)
+{
+	if (!c || !c->capacity)
+		return false;
+	bool ok = false;
+	pthread_mutex_lock(&c->mu);
+	if (b->resident &&
+	    !atomic_load_explicit(&b->entry_off, memory_order_relaxed)) {
+		b->entries = n;
+		atomic_store_explicit(&b->entry_off, offs,
+				      memory_order_release);
+		c->bytes += n * sizeof(*offs);
+		ok = true;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return ok;
 }
 
 struct cached_block *block_cache_alloc(struct block_cache *c)
@@ -77,7 +100,7 @@ struct cached_block *block_cache_alloc(struct block_cache *c)
 	if (b) {
 		uint8_t *owned = b->owned;
 		size_t cap = b->cap;
-		free(b->entry_off);
+		free(atomic_load_explicit(&b->entry_off, memory_order_relaxed));
 		memset(b, 0, sizeof(*b));
 		b->owned = owned;
 		b->cap = cap;

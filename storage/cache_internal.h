@@ -10,6 +10,7 @@
 #define CASSINI_STORAGE_CACHE_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,10 +20,11 @@ struct cached_block {
 	const uint8_t *data;
 	size_t len;
 	uint64_t next_off; /* where the following block starts */
-	/* Where each entry of an index block starts (NULL for data blocks,
-	 * or if the block is too big or damaged): set before the block is
-	 * inserted, counted in the cache's bytes, freed with the block. */
-	uint16_t *entry_off;
+	/* Where each of the `entries` entries of an index block starts:
+	 * NULL until block_cache_attach_offsets publishes it (then counted
+	 * in the cache's bytes, freed with the block). Read it with an
+	 * acquire load; `entries` is set before. */
+	uint16_t *_Atomic entry_off;
 	uint32_t entries;
 	/* private */
 	uint8_t *owned; /* malloc'ed, `cap` bytes; `data` points into it */
@@ -62,5 +64,9 @@ struct cached_block *block_cache_insert(struct block_cache *c,
 					uint64_t off, const uint8_t *data,
 					size_t len, uint64_t next_off);
 size_t block_cache_bytes(struct block_cache *c);
+/* Gives a resident block its entry offsets (ownership of `offs` passes);
+ * false (nothing taken) if it has some already or is no longer cached. */
+bool block_cache_attach_offsets(struct block_cache *c, struct cached_block *b,
+				uint16_t *offs, uint32_t n);
 
 #endif

@@ -255,15 +255,17 @@ bool sstable_may_contain_hash(const struct sstable *s, const uint64_t h[2])
 static int entry_frame(struct cursor *c, struct cursor *body, int64_t *token,
 		       struct slice *key);
 
-/* Notes where each entry of an index block starts, so point reads of a
- * cached block search it in O(log n) instead of scanning half of it. A
- * block that does not parse (it is left to the scan, which reports it) or
- * is too big for 16-bit offsets gets none; so does one out of memory. */
-static void index_block_offsets(struct cached_block *b, const uint8_t *data,
-				size_t len)
+/* Where each entry of an index block starts, so point reads of a block
+ * the cache serves again search it in O(log n) instead of scanning half of
+ * it; NULL for a block that does not parse (left to the scan, which
+ * reports it), is too big for 16-bit offsets, or out of memory. Built on a
+ * block's second use, not its first: a read that missed the cache would
+ * pay a whole scan for offsets that a cold block may never use. */
+static uint16_t *index_block_offsets(const uint8_t *data, size_t len,
+				     uint32_t *count)
 {
 	if (len > UINT16_MAX)
-		return;
+		return NULL;
 	struct cursor cur = cursor_make(data, len);
 	size_t n = 0;
 	while (cursor_left(&cur)) {
@@ -272,13 +274,13 @@ static void index_block_offsets(struct cached_block *b, const uint8_t *data,
 		struct slice key;
 		if (entry_frame(&cur, &body, &tok, &key)) {
 			err_clear();
-			return;
+			return NULL;
 		}
 		n++;
 	}
 	uint16_t *offs = n ? malloc(n * sizeof(*offs)) : NULL;
 	if (!offs)
-		return;
+		return NULL;
 	cur = cursor_make(data, len);
 	for (size_t i = 0; i < n; i++) {
 		struct cursor body;
@@ -287,16 +289,18 @@ static void index_block_offsets(struct cached_block *b, const uint8_t *data,
 		offs[i] = (uint16_t)(cur.pos - data);
 		(void)entry_frame(&cur, &body, &tok, &key);
 	}
-	b->entry_off = offs;
-	b->entries = (uint32_t)n;
+	*count = (uint32_t)n;
+	return offs;
 }
 
-static struct cached_block *block_get(struct sstable *s, bool index,
-				      uint64_t off, uint64_t disk_len,
-				      bool fill, bool cached_only)
+static struct cached_block *block_get_hit(struct sstable *s, bool index,
+					  uint64_t off, uint64_t disk_len,
+					  bool fill, bool cached_only,
+					  bool *hit)
 {
 	uint64_t id = index ? s->index_id : s->data_id;
 	struct cached_block *b = block_cache_get(s->cache, id, off);
+	*hit = b != NULL;
 	if (b)
 		return b;
 	/* compaction streams do not evict what reads need */
@@ -325,9 +329,15 @@ static struct cached_block *block_get(struct sstable *s, bool index,
 		block_cache_release(nb);
 		return NULL;
 	}
-	if (index && c)
-		index_block_offsets(nb, raw, len);
 	return block_cache_insert(c, nb, id, off, raw, len, next);
+}
+
+static struct cached_block *block_get(struct sstable *s, bool index,
+				      uint64_t off, uint64_t disk_len,
+				      bool fill, bool cached_only)
+{
+	bool hit;
+	return block_get_hit(s, index, off, disk_len, fill, cached_only, &hit);
 }
 
 /* ---- index entries ------------------------------------------------------- */
@@ -633,20 +643,32 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 	long b = summary_find(s, token, key);
 	if (b < 0)
 		return 0;
-	struct cached_block *blk = block_get(
-		s, true, s->sum_off[b], s->sum_len[b], true, c->cached_only);
+	bool hit;
+	struct cached_block *blk =
+		block_get_hit(s, true, s->sum_off[b], s->sum_len[b], true,
+			      c->cached_only, &hit);
 	if (!blk)
 		return -1;
 	struct cursor cur = cursor_make(blk->data, blk->len);
-	if (blk->entry_off) {
+	const uint16_t *offs =
+		atomic_load_explicit(&blk->entry_off, memory_order_acquire);
+	if (!offs && hit) {
+		uint32_t n;
+		uint16_t *built = index_block_offsets(blk->data, blk->len, &n);
+		if (built &&
+		    !block_cache_attach_offsets(s->cache, blk, built, n))
+			free(built);
+		offs = atomic_load_explicit(&blk->entry_off,
+					    memory_order_acquire);
+	}
+	if (offs) {
 		/* Start at the first entry >= (token, key): the scan below
 		 * then stops at its first step. */
 		size_t lo = 0, hi = blk->entries;
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
-			struct cursor at =
-				cursor_make(blk->data + blk->entry_off[mid],
-					    blk->len - blk->entry_off[mid]);
+			struct cursor at = cursor_make(blk->data + offs[mid],
+						       blk->len - offs[mid]);
 			struct cursor body;
 			int64_t etok;
 			struct slice ekey;
@@ -661,7 +683,7 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 			block_cache_release(blk);
 			return 0;
 		}
-		cur.pos = blk->data + blk->entry_off[lo];
+		cur.pos = blk->data + offs[lo];
 	}
 	int rc = 0;
 	while (cursor_left(&cur)) {
