@@ -382,6 +382,29 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Runs `nw` (at most SYNC_WRITERS_MAX) threads of `per` synchronous
+ * writes each on `cl` and checks that every one of their waits returned. */
+#define SYNC_WRITERS_MAX 16
+
+static void run_sync_writers(struct commitlog *cl, int nw, int per)
+{
+	atomic_int total = 0;
+	pthread_t th[SYNC_WRITERS_MAX];
+	struct sync_writer w[SYNC_WRITERS_MAX];
+	ck_assert_int_le(nw, SYNC_WRITERS_MAX);
+	for (int i = 0; i < nw; i++) {
+		w[i] = (struct sync_writer){
+			.cl = cl, .id = i, .n = per, .total = &total};
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, sync_writer_main, &w[i]),
+			0);
+	}
+	for (int i = 0; i < nw; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(w[i].acked, per);
+	}
+}
+
 /* Many threads each waiting for their own writes (the leader-based group
  * commit of storage_apply_sync): every wait returns, across many segment
  * rollovers, and every write a wait acknowledged survives a power cut. */
@@ -392,20 +415,7 @@ static void concurrent_sync_writers(int mode, uint64_t round_seed)
 	fx_init(&f, "cl-writers");
 	struct commitlog *cl = start_empty(&f, mode, 1);
 	struct commitlog_replay_stats st;
-	atomic_int total = 0;
-	pthread_t th[NW];
-	struct sync_writer w[NW];
-	for (int i = 0; i < NW; i++) {
-		w[i] = (struct sync_writer){
-			.cl = cl, .id = i, .n = PER, .total = &total};
-		ck_assert_int_eq(
-			pthread_create(&th[i], NULL, sync_writer_main, &w[i]),
-			0);
-	}
-	for (int i = 0; i < NW; i++) {
-		pthread_join(th[i], NULL);
-		ck_assert_int_eq(w[i].acked, PER);
-	}
+	run_sync_writers(cl, NW, PER);
 	ck_assert_uint_gt(commitlog_segment_count(cl), 2);
 	fault_env_freeze(f.fe);
 	commitlog_delete(cl);
@@ -632,20 +642,7 @@ START_TEST(group_one_sync_covers_every_writer)
 	struct commitlog *cl =
 		start_with_window(&f, CONF_COMMITLOG_SYNC_GROUP, 1000);
 	fault_env_set_sync_delay_us(f.fe, 20000);
-	atomic_int total = 0;
-	pthread_t th[NW];
-	struct sync_writer w[NW];
-	for (int i = 0; i < NW; i++) {
-		w[i] = (struct sync_writer){
-			.cl = cl, .id = i, .n = PER, .total = &total};
-		ck_assert_int_eq(
-			pthread_create(&th[i], NULL, sync_writer_main, &w[i]),
-			0);
-	}
-	for (int i = 0; i < NW; i++) {
-		pthread_join(th[i], NULL);
-		ck_assert_int_eq(w[i].acked, PER);
-	}
+	run_sync_writers(cl, NW, PER);
 	struct commitlog_sync_stats st;
 	commitlog_sync_stats(cl, &st);
 	ck_assert_uint_eq(st.writes, NW * PER);
