@@ -34,7 +34,11 @@
 /* batch and group buffer appended records in memory (`pend`); the thread
  * that syncs writes them with one pwrite before its fdatasync, so a
  * write costs a memcpy under the lock, not a syscall. periodic writes
- * each record at once (its acknowledgement follows the write(2)). */
+ * each record at once (its acknowledgement follows the write(2)), except
+ * records appended with commitlog_append_deferred: those wait in `pend`
+ * for commitlog_write_pending (one pwrite for a loop turn's writes, whose
+ * acknowledgements follow it), and anything else that writes the active
+ * segment writes them first, so the file never has a hole. */
 struct segment {
 	uint64_t id;
 	char *path;
@@ -608,6 +612,20 @@ static int write_and_sync(struct commitlog *cl, struct segment *a, uint64_t off)
 	return env_file_sync(a->f);
 }
 
+/* periodic, under the lock: writes the deferred records `a` buffers. */
+static int flush_pend(struct commitlog *cl, struct segment *a)
+{
+	if (cl->buffered || !a->pend.len)
+		return 0;
+	if (env_file_pwrite(a->f, a->pend.data, a->pend.len, a->on_file)) {
+		fail_log(cl);
+		return -1;
+	}
+	a->on_file += a->pend.len;
+	buf_clear(&a->pend);
+	return 0;
+}
+
 /* Under the lock: appends a sync marker to `a` if it is still active
  * (buffered: it reaches the file with the next sync's write). */
 static void write_marker(struct commitlog *cl, struct segment *a,
@@ -624,6 +642,8 @@ static void write_marker(struct commitlog *cl, struct segment *a,
 			return;
 		}
 	} else {
+		if (flush_pend(cl, a))
+			return;
 		buf_clear(&cl->scratch);
 		if (record_put(&cl->scratch, CL_TYPE_SYNC, payload, 8) ||
 		    env_file_pwrite(a->f, cl->scratch.data, cl->scratch.len,
@@ -701,6 +721,9 @@ static void sync_round(struct commitlog *cl)
 	}
 	uint64_t gen = cl->sync_requested;
 	struct segment *a = cl->active;
+	/* periodic: deferred records reach the file under the lock, so that
+	 * whoever acknowledges them knows they were written */
+	(void)flush_pend(cl, a);
 	uint64_t writes;
 	uint64_t off = take_pending(cl, a, &writes);
 	uint64_t upto = a->written;
@@ -989,6 +1012,9 @@ int commitlog_start(struct commitlog *cl, uint64_t min_id)
 /* Under the lock: makes the spare the active segment. */
 static int rollover(struct commitlog *cl)
 {
+	/* periodic: the sealed segment's deferred records, before sealing */
+	if (flush_pend(cl, cl->active))
+		return -1;
 	while (!cl->spare && cl->preparing)
 		pthread_cond_wait(&cl->progress, &cl->mu);
 	if (!cl->spare) {
@@ -1046,7 +1072,7 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 	if (!rc && cl->buffered) {
 		rc = record_put(&a->pend, CL_TYPE_MUTATION, body, len);
 		cl->st.writes += !rc;
-	} else if (!rc) {
+	} else if (!rc && !(rc = flush_pend(cl, a))) {
 		buf_clear(&cl->scratch);
 		rc = record_put(&cl->scratch, CL_TYPE_MUTATION, body, len);
 		if (!rc &&
@@ -1090,6 +1116,53 @@ int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 	if (periodic && done)
 		done(arg, 0, ERR_NONE);
 	return 0;
+}
+
+int commitlog_append_deferred(struct commitlog *cl, const uint8_t *body,
+			      size_t len, struct clpos *pos)
+{
+	if (cl->buffered)
+		return err_set(ERR_INVALID, "deferred appends are for periodic "
+					    "commitlogs");
+	size_t rec = CL_REC_OVERHEAD + 1 + len;
+	if (rec + CL_HEADER + CL_MARKER_LEN > cl->o.segment_size / 2)
+		return err_set(ERR_INVALID,
+			       "mutation of %zu bytes is larger "
+			       "than half a commitlog segment",
+			       len);
+	pthread_mutex_lock(&cl->mu);
+	int rc = 0;
+	if (cl->failed)
+		rc = err_set(cl->fail_code, "commitlog stopped: %s",
+			     cl->fail_msg);
+	if (!rc &&
+	    cl->active->written + rec + CL_MARKER_LEN > cl->o.segment_size)
+		rc = rollover(cl);
+	struct segment *a = cl->active;
+	if (!rc)
+		rc = record_put(&a->pend, CL_TYPE_MUTATION, body, len);
+	if (!rc) {
+		a->written += rec;
+		*pos = (struct clpos){a->id, a->written};
+	}
+	if (!rc && spare_wanted(cl))
+		pthread_cond_signal(&cl->need_spare);
+	pthread_mutex_unlock(&cl->mu);
+	return rc ? -1 : 0;
+}
+
+int commitlog_write_pending(struct commitlog *cl)
+{
+	pthread_mutex_lock(&cl->mu);
+	int rc = 0;
+	if (cl->failed)
+		rc = err_set(cl->fail_code, "commitlog stopped: %s",
+			     cl->fail_msg);
+	else if (flush_pend(cl, cl->active))
+		rc = err_set(cl->fail_code, "commitlog stopped: %s",
+			     cl->fail_msg);
+	pthread_mutex_unlock(&cl->mu);
+	return rc;
 }
 
 struct clpos commitlog_position(struct commitlog *cl)

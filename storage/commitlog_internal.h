@@ -99,6 +99,15 @@ int commitlog_start(struct commitlog *cl, uint64_t min_id);
 int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
 		     struct clpos *pos, storage_done_fn done, void *arg);
 
+/* periodic only: appends a record without writing it yet (no system
+ * call); commitlog_write_pending writes every record so appended, in one
+ * pwrite, and whatever else writes the log writes them first. Acknowledge
+ * such a record only after commitlog_write_pending returned 0 (the write(2)
+ * that periodic promises). Thread-safe. */
+int commitlog_append_deferred(struct commitlog *cl, const uint8_t *body,
+			      size_t len, struct clpos *pos);
+int commitlog_write_pending(struct commitlog *cl);
+
 /* Blocks until every record before `pos` is durable; the calling thread
  * runs the fdatasync itself when no sync is in progress (group commit:
  * one sync covers everything appended meanwhile). In group mode it first

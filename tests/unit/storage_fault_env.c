@@ -443,6 +443,13 @@ void fault_env_crash(struct fault_env *fe, uint64_t seed)
 	pthread_mutex_unlock(&fe->mu);
 }
 
+void fault_env_thaw(struct fault_env *fe)
+{
+	pthread_mutex_lock(&fe->mu);
+	fe->frozen = false;
+	pthread_mutex_unlock(&fe->mu);
+}
+
 void fault_env_fail_writes(struct fault_env *fe, const char *substr, int errnum)
 {
 	pthread_mutex_lock(&fe->mu);

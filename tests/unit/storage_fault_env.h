@@ -35,6 +35,9 @@ void fault_env_freeze(struct fault_env *fe);
 /* Drops unsynced writes (tearing the newest one per file at a point drawn
  * from `seed`) and unfreezes. */
 void fault_env_crash(struct fault_env *fe, uint64_t seed);
+/* After a freeze, a killed process rather than a power cut: unfreezes and
+ * keeps every write (the page cache survives; they stay unsynced). */
+void fault_env_thaw(struct fault_env *fe);
 
 /* Makes writes (and syncs) to paths containing `substr` fail with errnum
  * (ENOSPC, EIO); NULL clears. */
