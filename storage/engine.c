@@ -843,9 +843,11 @@ static void maybe_flush(struct storage *db)
 
 /* Logs and applies. With `wait_pos` (synchronous callers) no completion
  * is registered: *wait_pos gets the position to wait for instead. */
+/* `deferred` (periodic only): the record is appended without being
+ * written; *ack_now then means "after storage_write_deferred". */
 static int apply(struct storage *db, const struct storage_mutation *m,
 		 storage_done_fn done, void *arg, struct clpos *wait_pos,
-		 bool *ack_now)
+		 bool deferred, bool *ack_now)
 {
 	*ack_now = false;
 	pthread_mutex_lock(&db->mu);
@@ -866,7 +868,10 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 		bool periodic =
 			db->o.commitlog_sync == CONF_COMMITLOG_SYNC_PERIODIC;
 		rc = storage_mutation_encode(m, &db->scratch);
-		if (!rc)
+		if (!rc && deferred && periodic)
+			rc = commitlog_append_deferred(db->cl, db->scratch.data,
+						       db->scratch.len, &pos);
+		else if (!rc)
 			rc = commitlog_append(
 				db->cl, db->scratch.data, db->scratch.len, &pos,
 				periodic || wait_pos ? NULL : done, arg);
@@ -904,18 +909,61 @@ int storage_apply(struct storage *db, const struct storage_mutation *m,
 		  storage_done_fn done, void *arg)
 {
 	bool ack_now;
-	if (apply(db, m, done, arg, NULL, &ack_now))
+	if (apply(db, m, done, arg, NULL, false, &ack_now))
 		return -1;
 	if (ack_now && done)
 		done(arg, 0, ERR_NONE);
 	return 0;
 }
 
+int storage_apply_deferred(struct storage *db, const struct storage_mutation *m,
+			   storage_done_fn done, void *arg)
+{
+	if (done && db->nacks == db->acks_cap) {
+		size_t cap = db->acks_cap ? 2 * db->acks_cap : 64;
+		struct deferred_ack *a = realloc(db->acks, cap * sizeof(*a));
+		if (!a)
+			return err_set(ERR_NOMEM, "deferred acknowledgement");
+		db->acks = a;
+		db->acks_cap = cap;
+	}
+	bool ack_now;
+	if (apply(db, m, done, arg, NULL, true, &ack_now))
+		return -1;
+	if (ack_now && done)
+		db->acks[db->nacks++] = (struct deferred_ack){done, arg};
+	return 0;
+}
+
+void storage_write_deferred(struct storage *db)
+{
+	int rc = commitlog_write_pending(db->cl);
+	enum err_code code = rc ? err_code() : ERR_NONE;
+	if (rc) {
+		pthread_mutex_lock(&db->mu);
+		stop_writes(db, "commitlog failed");
+		pthread_mutex_unlock(&db->mu);
+	}
+	/* Callbacks may apply more: those wait for the next call. */
+	size_t n = db->nacks, cap = db->acks_cap;
+	struct deferred_ack *acks = db->acks;
+	db->acks = NULL;
+	db->nacks = db->acks_cap = 0;
+	for (size_t i = 0; i < n; i++)
+		acks[i].done(acks[i].arg, rc ? -1 : 0, code);
+	if (!db->acks) { /* keep the array for the next turn */
+		db->acks = acks;
+		db->acks_cap = cap;
+	} else {
+		free(acks);
+	}
+}
+
 int storage_apply_sync(struct storage *db, const struct storage_mutation *m)
 {
 	struct clpos pos = {0, 0};
 	bool ack_now;
-	if (apply(db, m, NULL, NULL, &pos, &ack_now))
+	if (apply(db, m, NULL, NULL, &pos, false, &ack_now))
 		return -1;
 	/* batch/group: this thread leads or joins the covering fdatasync */
 	if (pos.seg && commitlog_wait_durable(db->cl, pos)) {
@@ -1034,6 +1082,7 @@ void storage_delete(struct storage *db)
 		table_free(t);
 	}
 	buf_free(&db->scratch);
+	free(db->acks); /* never written: their callers are gone */
 	block_cache_delete(db->cache);
 	ratelimit_delete(db->budget);
 	pthread_mutex_destroy(&db->mu);

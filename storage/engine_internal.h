@@ -76,9 +76,18 @@ struct storage {
 	char stop_msg[256];
 	enum err_code stop_code;
 	struct buf scratch;
+	/* storage_apply_deferred's acknowledgements waiting for
+	 * storage_write_deferred (its caller's thread only) */
+	struct deferred_ack *acks;
+	size_t nacks, acks_cap;
 	/* counters */
 	_Atomic uint64_t corrupt_blocks;
 	uint64_t torn, replayed;
+};
+
+struct deferred_ack {
+	storage_done_fn done;
+	void *arg;
 };
 
 struct table *engine_table_find(struct storage *db, const uint8_t id[16]);

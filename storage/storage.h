@@ -175,6 +175,17 @@ void storage_delete(struct storage *db);
  * fires. */
 int storage_apply(struct storage *db, const struct storage_mutation *m,
 		  storage_done_fn done, void *arg);
+/* storage_apply for an event loop serving many writes a turn. Under
+ * `periodic`, a write to a durable keyspace is appended to the commitlog
+ * without a system call, and `done` fires from the next
+ * storage_write_deferred, after one write(2) of every such record (so the
+ * periodic promise holds: acknowledged after write(2)); otherwise as
+ * storage_apply. Call both from one thread, and storage_write_deferred
+ * before that thread answers anything that depends on the writes (an
+ * event loop: later in the same turn). */
+int storage_apply_deferred(struct storage *db, const struct storage_mutation *m,
+			   storage_done_fn done, void *arg);
+void storage_write_deferred(struct storage *db);
 /* storage_apply and wait for the acknowledgement. Blocks: under batch and
  * group the calling thread runs (or joins) the covering fdatasync. */
 int storage_apply_sync(struct storage *db, const struct storage_mutation *m);

@@ -578,6 +578,63 @@ START_TEST(batch_acks_go_through_the_post_hook)
 }
 END_TEST
 
+/* periodic, storage_apply_deferred: the write is readable at once, its
+ * acknowledgement waits for storage_write_deferred (one write(2) for all),
+ * and what was acknowledged is there after a restart. A failing write
+ * fails every acknowledgement it covered and stops writes. */
+static struct storage_mutation *row(struct fx *f, int i)
+{
+	struct storage_mutation *m =
+		storage_mutation_new(f->t, (const uint8_t *)"k", 1);
+	uint8_t cb[4];
+	be32_store(cb, (uint32_t)i);
+	struct slice ck = slice_make(cb, 4);
+	storage_mutation_set_row(m, &ck, 1);
+	storage_mutation_put(m, COL_V, NULL, 0, (const uint8_t *)"v", 1,
+			     f->ts++, 0, now_sec(f));
+	return m;
+}
+
+START_TEST(deferred_applies_ack_after_the_turns_write)
+{
+	struct fx f;
+	struct posted p = {.posts = 0};
+	pthread_mutex_init(&p.mu, NULL);
+	fx_init(&f, "eng-deferred", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	for (int i = 0; i < 30; i++) {
+		struct storage_mutation *m = row(&f, i);
+		ck_assert_int_eq(storage_apply_deferred(f.db, m, on_ack, &p),
+				 0);
+		storage_mutation_delete(m);
+	}
+	ck_assert_int_eq(p.acks, 0);
+	struct storage_result *r = get(&f, "k", NULL);
+	ck_assert_uint_eq(r->row_count, 30); /* in the memtable already */
+	storage_result_delete(r);
+	storage_write_deferred(f.db);
+	ck_assert_int_eq(p.acks, 30);
+	storage_write_deferred(f.db); /* nothing pending: no callback */
+	ck_assert_int_eq(p.acks, 30);
+	restart(&f); /* the commitlog replays all 30 */
+	r = get(&f, "k", NULL);
+	ck_assert_uint_eq(r->row_count, 30);
+	storage_result_delete(r);
+
+	fault_env_fail_writes(f.fe, "CommitLog", EIO);
+	struct storage_mutation *m = row(&f, 99);
+	ck_assert_int_eq(storage_apply_deferred(f.db, m, on_ack, &p), 0);
+	storage_mutation_delete(m);
+	storage_write_deferred(f.db);
+	ck_assert_int_eq(p.errors, 1);
+	m = row(&f, 100);
+	ck_assert_int_eq(storage_apply_deferred(f.db, m, on_ack, &p), -1);
+	storage_mutation_delete(m);
+	fault_env_fail_writes(f.fe, NULL, 0);
+	fx_free(&f);
+}
+END_TEST
+
 START_TEST(non_durable_keyspaces_skip_the_commitlog)
 {
 	struct fx f;
@@ -827,6 +884,7 @@ int main(void)
 	tcase_add_test(tc, block_cache_evicts_lru_and_keeps_held_blocks);
 	tcase_add_test(tc, block_cache_recycles_only_unheld_blocks);
 	tcase_add_test(tc, batch_acks_go_through_the_post_hook);
+	tcase_add_test(tc, deferred_applies_ack_after_the_turns_write);
 	tcase_add_test(tc, non_durable_keyspaces_skip_the_commitlog);
 	tcase_add_test(tc, time_window_compaction_merges_old_windows);
 	tcase_add_test(tc, timestamp_ordered_reads_match_a_full_merge);
