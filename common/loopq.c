@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
@@ -94,8 +95,16 @@ struct loopq *loopq_new(struct event_base *base)
 
 void loopq_run_pending(struct loopq *q)
 {
-	drain_local(q);
-	drain(q);
+	/* until nothing is left: a run item may queue another */
+	for (;;) {
+		pthread_mutex_lock(&q->lock);
+		bool posted = q->head != NULL;
+		pthread_mutex_unlock(&q->lock);
+		if (!posted && !q->local_head)
+			return;
+		drain_local(q);
+		drain(q);
+	}
 }
 
 void loopq_delete(struct loopq *q)

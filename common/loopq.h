@@ -27,7 +27,8 @@ struct loopq_item {
 struct loopq *loopq_new(struct event_base *base);
 /* Items still queued are run first, on the calling (loop) thread. */
 void loopq_delete(struct loopq *q);
-/* Runs everything queued so far, on the calling (loop) thread. */
+/* Runs what is queued, on the calling (loop) thread, until nothing is
+ * (items queued by the items run too). */
 void loopq_run_pending(struct loopq *q);
 /* Thread-safe. The item must stay live until its fn runs. */
 void loopq_post(struct loopq *q, struct loopq_item *item);

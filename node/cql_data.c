@@ -13,6 +13,7 @@
 #include "replication/hints.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,9 @@ struct cql_data {
 	uint64_t batch_warn, batch_fail; /* bytes; 0 = no check */
 	int64_t unlogged_warn;           /* partitions */
 	struct buf reply; /* a read's reply is encoded here, then copied out */
+	/* runs storage_write_deferred once a turn with writes */
+	struct loopq_item write_item;
+	bool write_queued;
 };
 
 /* ---- the local replica: storage, reads on workers ------------------------ */
@@ -162,11 +166,32 @@ static void store_submit(struct cql_data *d, const uint8_t table_id[16],
 	workers_submit(d->workers, &j->work);
 }
 
+/* The turn's deferred commitlog records go out in one write(2), then
+ * their writes are acknowledged (before the turn's replies leave). */
+static void write_deferred(struct loopq_item *it)
+{
+	struct cql_data *d =
+		(struct cql_data *)((char *)it -
+				    offsetof(struct cql_data, write_item));
+	d->write_queued = false; /* writes acknowledged now queue anew */
+	storage_write_deferred(d->db);
+}
+
+/* The coordinator applies on the loop: under `periodic` the commitlog
+ * record is written once per turn with the turn's others (redis writes
+ * its AOF once per turn the same way), not with a write(2) each. */
 static int store_apply(void *s, const struct storage_mutation *m,
 		       storage_done_fn done, void *arg)
 {
 	struct cql_data *d = s;
-	return storage_apply(d->db, m, done, arg);
+	if (storage_apply_deferred(d->db, m, done, arg))
+		return -1;
+	if (!d->write_queued) {
+		d->write_queued = true;
+		d->write_item.fn = write_deferred;
+		loopq_defer(d->q, &d->write_item);
+	}
+	return 0;
 }
 
 /* A read answered from memory, completed later in the same loop turn (the
