@@ -1047,27 +1047,42 @@ static int rollover(struct commitlog *cl)
 	return 0;
 }
 
-int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
-		     struct clpos *pos, storage_done_fn done, void *arg)
+/* The bytes a mutation record of `len` takes; refused past half a segment. */
+static int record_size(const struct commitlog *cl, size_t len, size_t *rec)
 {
-	size_t rec = CL_REC_OVERHEAD + 1 + len;
-	if (rec + CL_HEADER + CL_MARKER_LEN > cl->o.segment_size / 2)
+	*rec = CL_REC_OVERHEAD + 1 + len;
+	if (*rec + CL_HEADER + CL_MARKER_LEN > cl->o.segment_size / 2)
 		return err_set(ERR_INVALID,
 			       "mutation of %zu bytes is larger "
 			       "than half a commitlog segment",
 			       len);
+	return 0;
+}
+
+/* Under the lock, before an append of `rec` bytes: fails a stopped log,
+ * rolls over a full segment. */
+static int make_room(struct commitlog *cl, size_t rec)
+{
+	if (cl->failed)
+		return err_set(cl->fail_code, "commitlog stopped: %s",
+			       cl->fail_msg);
+	if (cl->active->written + rec + CL_MARKER_LEN > cl->o.segment_size)
+		return rollover(cl);
+	return 0;
+}
+
+int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
+		     struct clpos *pos, storage_done_fn done, void *arg)
+{
+	size_t rec;
+	if (record_size(cl, len, &rec))
+		return -1;
 	bool periodic = cl->o.sync_mode == CONF_COMMITLOG_SYNC_PERIODIC;
 	struct waiter *w = NULL;
 	if (!periodic && done && !(w = malloc(sizeof(*w))))
 		return err_set(ERR_NOMEM, "commitlog waiter");
 	pthread_mutex_lock(&cl->mu);
-	int rc = 0;
-	if (cl->failed)
-		rc = err_set(cl->fail_code, "commitlog stopped: %s",
-			     cl->fail_msg);
-	if (!rc &&
-	    cl->active->written + rec + CL_MARKER_LEN > cl->o.segment_size)
-		rc = rollover(cl);
+	int rc = make_room(cl, rec);
 	struct segment *a = cl->active;
 	if (!rc && cl->buffered) {
 		rc = record_put(&a->pend, CL_TYPE_MUTATION, body, len);
@@ -1124,20 +1139,11 @@ int commitlog_append_deferred(struct commitlog *cl, const uint8_t *body,
 	if (cl->buffered)
 		return err_set(ERR_INVALID, "deferred appends are for periodic "
 					    "commitlogs");
-	size_t rec = CL_REC_OVERHEAD + 1 + len;
-	if (rec + CL_HEADER + CL_MARKER_LEN > cl->o.segment_size / 2)
-		return err_set(ERR_INVALID,
-			       "mutation of %zu bytes is larger "
-			       "than half a commitlog segment",
-			       len);
+	size_t rec;
+	if (record_size(cl, len, &rec))
+		return -1;
 	pthread_mutex_lock(&cl->mu);
-	int rc = 0;
-	if (cl->failed)
-		rc = err_set(cl->fail_code, "commitlog stopped: %s",
-			     cl->fail_msg);
-	if (!rc &&
-	    cl->active->written + rec + CL_MARKER_LEN > cl->o.segment_size)
-		rc = rollover(cl);
+	int rc = make_room(cl, rec);
 	struct segment *a = cl->active;
 	if (!rc)
 		rc = record_put(&a->pend, CL_TYPE_MUTATION, body, len);

@@ -540,6 +540,20 @@ static void post_hook(void *post_arg, storage_done_fn fn, void *arg, int status,
 	fn(arg, status, code);
 }
 
+/* Row `i` of partition "k", value "v". */
+static struct storage_mutation *row(struct fx *f, int i)
+{
+	struct storage_mutation *m =
+		storage_mutation_new(f->t, (const uint8_t *)"k", 1);
+	uint8_t cb[4];
+	be32_store(cb, (uint32_t)i);
+	struct slice ck = slice_make(cb, 4);
+	storage_mutation_set_row(m, &ck, 1);
+	storage_mutation_put(m, COL_V, NULL, 0, (const uint8_t *)"v", 1,
+			     f->ts++, 0, now_sec(f));
+	return m;
+}
+
 START_TEST(batch_acks_go_through_the_post_hook)
 {
 	struct fx f;
@@ -551,14 +565,7 @@ START_TEST(batch_acks_go_through_the_post_hook)
 	f.o.post_arg = &p;
 	restart(&f);
 	for (int i = 0; i < 20; i++) {
-		struct storage_mutation *m =
-			storage_mutation_new(f.t, (const uint8_t *)"k", 1);
-		uint8_t cb[4];
-		be32_store(cb, (uint32_t)i);
-		struct slice ck = slice_make(cb, 4);
-		storage_mutation_set_row(m, &ck, 1);
-		storage_mutation_put(m, COL_V, NULL, 0, (const uint8_t *)"v", 1,
-				     f.ts++, 0, now_sec(&f));
+		struct storage_mutation *m = row(&f, i);
 		ck_assert_int_eq(storage_apply(f.db, m, on_ack, &p), 0);
 		storage_mutation_delete(m);
 	}
@@ -582,19 +589,6 @@ END_TEST
  * acknowledgement waits for storage_write_deferred (one write(2) for all),
  * and what was acknowledged is there after a restart. A failing write
  * fails every acknowledgement it covered and stops writes. */
-static struct storage_mutation *row(struct fx *f, int i)
-{
-	struct storage_mutation *m =
-		storage_mutation_new(f->t, (const uint8_t *)"k", 1);
-	uint8_t cb[4];
-	be32_store(cb, (uint32_t)i);
-	struct slice ck = slice_make(cb, 4);
-	storage_mutation_set_row(m, &ck, 1);
-	storage_mutation_put(m, COL_V, NULL, 0, (const uint8_t *)"v", 1,
-			     f->ts++, 0, now_sec(f));
-	return m;
-}
-
 START_TEST(deferred_applies_ack_after_the_turns_write)
 {
 	struct fx f;
