@@ -505,7 +505,7 @@ void repl_read(struct repl *r, const struct repl_read *q,
 	op->spec_delay_us = op->nt > op->ncontact
 				    ? spec_delay(r, q->speculative_retry)
 				    : -1;
-	if (op->spec_delay_us >= 0 && op->nt > op->ncontact) {
+	if (op->spec_delay_us >= 0) {
 		op->spec_timer = env_timer_new(r->env, read_speculate, op);
 		if (op->spec_timer)
 			env_timer_arm(r->env, op->spec_timer,

@@ -147,10 +147,6 @@ fragment_build(const struct storage_table_meta *t, int64_t token,
 	       struct slice key, struct deletion pdel, struct rtomb *rts,
 	       size_t nrt, struct atom *atoms, size_t na)
 {
-	if (key.len == 0 || key.len > 0xffff) {
-		err_set(ERR_INVALID, "partition key of %zu bytes", key.len);
-		return NULL;
-	}
 	struct storage_mutation *m =
 		mutation_new_token(t, key.ptr, key.len, token);
 	if (!m)
