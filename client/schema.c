@@ -215,7 +215,6 @@ uint64_t cql_schema_generation(const struct cql_schema *s)
 
 int schema_keyspace_insert(struct cql_schema *s, struct cql_keyspace *k)
 {
-	s->generation++;
 	bool found;
 	size_t i = ks_pos(s, k->meta->name, &found);
 	if (found)
@@ -226,7 +225,6 @@ int schema_keyspace_insert(struct cql_schema *s, struct cql_keyspace *k)
 
 void schema_keyspace_remove(struct cql_schema *s, struct cql_keyspace *k)
 {
-	s->generation++;
 	bool found;
 	size_t i = ks_pos(s, k->meta->name, &found);
 	if (found)
@@ -262,7 +260,6 @@ void schema_table_remove(struct cql_keyspace *k, struct cql_table *t)
 
 int schema_retire(struct cql_schema *s, enum retired_kind kind, void *ptr)
 {
-	s->generation++;
 	if (grow((void **)&s->retired, &s->retired_cap, s->retired_count,
 		 sizeof(*s->retired)) != 0)
 		return -1;

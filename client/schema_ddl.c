@@ -1218,7 +1218,9 @@ enum cql_schema_status schema_apply(struct cql_schema *s,
 				    const uint8_t new_id[16], bool internal,
 				    struct cql_schema_change *change)
 {
-	s->generation++; /* whatever the statement changes */
+	/* Every change to the registry after its system keyspaces comes
+	 * through here. */
+	s->generation++;
 	switch (stmt->kind) {
 	case CQL_STMT_CREATE_KEYSPACE:
 		return create_keyspace(s, &stmt->u.keyspace, internal, change);

@@ -403,6 +403,33 @@ START_TEST(alter_and_drop_table_keep_old_metadata_valid)
 }
 END_TEST
 
+/* Every schema change moves the generation a reader caches lookups by;
+ * a lookup alone does not. */
+START_TEST(every_change_moves_the_generation)
+{
+	const char *ddl[] = {
+		"CREATE KEYSPACE g WITH replication = {'class': "
+		"'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE TABLE g.t (k int PRIMARY KEY, v text)",
+		"ALTER TABLE g.t ADD w int",
+		"ALTER TABLE g.t WITH comment = 'x'",
+		"ALTER KEYSPACE g WITH replication = {'class': "
+		"'SimpleStrategy', 'replication_factor': 2}",
+		"DROP TABLE g.t",
+		"DROP KEYSPACE g",
+	};
+	for (size_t i = 0; i < sizeof(ddl) / sizeof(ddl[0]); i++) {
+		uint64_t before = cql_schema_generation(schema);
+		ok(ddl[i]);
+		ck_assert_msg(cql_schema_generation(schema) != before, "%s",
+			      ddl[i]);
+	}
+	uint64_t now = cql_schema_generation(schema);
+	ck_assert_ptr_null(cql_schema_table(schema, "g", "t"));
+	ck_assert_uint_eq(cql_schema_generation(schema), now);
+}
+END_TEST
+
 START_TEST(same_ddl_gives_the_same_version_on_every_node)
 {
 	struct cql_schema *other = cql_schema_new();
@@ -527,6 +554,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, system_keyspaces_hold_the_tables_drivers_read);
 	tcase_add_test(tc, keyspaces_validate_replication);
+	tcase_add_test(tc, every_change_moves_the_generation);
 	tcase_add_test(tc, tables_get_keys_order_types_and_options);
 	tcase_add_test(tc, table_definitions_are_checked_like_cassandra);
 	tcase_add_test(tc, alter_and_drop_table_keep_old_metadata_valid);
