@@ -85,6 +85,16 @@ def all_up(ips, timeout=60):
                                 for o in ips), timeout=timeout)
 
 
+def rf3_table(c, s, ks="ks"):
+    """Creates keyspace `ks` (SimpleStrategy, RF 3) and its table
+    t (k int PRIMARY KEY, v text), then waits for schema agreement; `c`
+    is the session's cluster."""
+    s.execute("CREATE KEYSPACE %s WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 3}" % ks)
+    s.execute("CREATE TABLE %s.t (k int PRIMARY KEY, v text)" % ks)
+    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+
+
 def alone(cluster, node, ip, check, nodes=("node1", "node2", "node3")):
     """Stops the other nodes, runs check(session) against `ip` (the node
     `node`) alone, then starts them again: what one replica holds."""

@@ -20,8 +20,8 @@ from cassandra import ConsistencyLevel as CL
 from cassandra import Unavailable
 from cassandra.protocol import TruncateError
 
-from clusters import (cluster_script, run_at, session, state, tool,
-                      wait_for)
+from clusters import (cluster_script, rf3_table, run_at, session, state,
+                      tool, wait_for)
 
 BASE = "127.0.11."
 
@@ -103,10 +103,7 @@ def test_quorum_writes_survive_kill_9_and_hints_and_read_repair(cluster):
             "-c", "gossip_interval=250ms", "-s", timeout=180)
     n1, n2, n3 = (BASE + str(i) for i in (1, 2, 3))
     c, s = session(n1)
-    s.execute("CREATE KEYSPACE h WITH replication = {'class': "
-              "'SimpleStrategy', 'replication_factor': 3}")
-    s.execute("CREATE TABLE h.t (k int PRIMARY KEY, v text)")
-    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    rf3_table(c, s, "h")
 
     # A logged batch over several partitions (through the batchlog).
     s.execute("BEGIN BATCH INSERT INTO h.t (k, v) VALUES (1000, 'b'); "
@@ -243,10 +240,7 @@ def test_truncate_every_replica_and_restarts(cluster):
             "-c", "truncate_request_timeout=3s", "-s", timeout=180)
     ips = [BASE + str(i) for i in (1, 2, 3)]
     c, s = session(ips[0])
-    s.execute("CREATE KEYSPACE tr WITH replication = {'class': "
-              "'SimpleStrategy', 'replication_factor': 3}")
-    s.execute("CREATE TABLE tr.t (k int PRIMARY KEY, v text)")
-    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    rf3_table(c, s, "tr")
     for k in range(50):
         run_at(s, "INSERT INTO tr.t (k, v) VALUES (%s, 'old')", CL.ALL, (k,))
     c.shutdown()
@@ -311,10 +305,7 @@ def test_hints_from_before_a_truncate_are_not_delivered(cluster):
             "-c", "gossip_interval=250ms", "-s", timeout=180)
     n1, n2, n3 = (BASE + str(i) for i in (1, 2, 3))
     c, s = session(n1)
-    s.execute("CREATE KEYSPACE th WITH replication = {'class': "
-              "'SimpleStrategy', 'replication_factor': 3}")
-    s.execute("CREATE TABLE th.t (k int PRIMARY KEY, v text)")
-    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    rf3_table(c, s, "th")
     cluster("node", "node3", "stop")
     assert wait_for(lambda: state(n1, n3) == "DN")
     for k in range(20):

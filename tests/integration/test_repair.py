@@ -24,7 +24,7 @@ from cassandra import ConsistencyLevel as CL
 from clusters import (TOOL, all_up, alone, cluster_script, run_at, session,
                       state)
 from clusters import tool_run as tool
-from clusters import wait_for
+from clusters import rf3_table, wait_for
 
 BASE = "127.0.14."
 N1, N2, N3 = (BASE + str(i) for i in (1, 2, 3))
@@ -51,10 +51,7 @@ def test_repair_converges_replicas(cluster):
             "-c", "gossip_interval=250ms",
             "-c", "hinted_handoff_enabled=false", "-s", timeout=180)
     c, s = session(N1)
-    s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
-              "'SimpleStrategy', 'replication_factor': 3}")
-    s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
-    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    rf3_table(c, s)
     ins = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
     ins.consistency_level = CL.ONE
     for k in range(1000):
@@ -151,10 +148,7 @@ def test_subrange_repair_touches_only_its_range(cluster):
             "-c", "compaction_throughput=1KiB/s",
             "-c", "hinted_handoff_enabled=false", "-s", timeout=180)
     c, s = session(N1)
-    s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
-              "'SimpleStrategy', 'replication_factor': 3}")
-    s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
-    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    rf3_table(c, s)
     for k in range(100):
         run_at(s, "INSERT INTO ks.t (k, v) VALUES (%s, 'base')", CL.ALL,
                (k,))

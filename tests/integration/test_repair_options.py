@@ -19,7 +19,7 @@ from cassandra import ConsistencyLevel as CL
 
 from clusters import all_up, cluster_script, session, state
 from clusters import tool_run as tool
-from clusters import wait_for
+from clusters import rf3_table, wait_for
 
 BASE = "127.0.18."
 RANGES = 12  # 3 nodes x num_tokens 4, each replicated on all three
@@ -86,10 +86,7 @@ def test_repair_options_and_history(cluster):
             "--vnodes", "4", "-c", "gossip_interval=250ms",
             "-c", "hinted_handoff_enabled=false", "-s", timeout=180)
     c, s = session(N1)
-    s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
-              "'SimpleStrategy', 'replication_factor': 3}")
-    s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
-    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    rf3_table(c, s)
     ins = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
     ins.consistency_level = CL.ALL
     for k in range(100):

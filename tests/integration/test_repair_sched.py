@@ -21,7 +21,7 @@ from cassandra import ConsistencyLevel as CL
 
 from clusters import all_up, alone, cluster_script, run_at, session, state
 from clusters import tool_run as tool
-from clusters import wait_for
+from clusters import rf3_table, wait_for
 from conftest import CASSINID
 
 BASE = "127.0.15."
@@ -66,10 +66,7 @@ def test_scheduler_completes_a_cycle_and_resumes_after_restart(cluster):
         assert r.returncode == 0, r.stdout + r.stderr
         assert "Paused the repair scheduler" in r.stdout, r.stdout
     c, s = session(N1)
-    s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
-              "'SimpleStrategy', 'replication_factor': 3}")
-    s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
-    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    rf3_table(c, s)
     ins = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
     ins.consistency_level = CL.ALL
     for k in range(300):
