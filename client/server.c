@@ -1,5 +1,5 @@
 /*
- * CQL server connections on plain libevent events and evbuffers.
+ * CQL server connections on plain libevent events and flat buffers.
  *
  * Per connection: frames are cut from the input buffer only once the
  * header has been validated (version, direction, size against
@@ -20,6 +20,13 @@
  * the turn's ready callbacks have). EV_WRITE is only watched while the
  * kernel is behind. (A bufferevent adds an ioctl(FIONREAD) per read and
  * two epoll_ctl per reply, for its write event.)
+ *
+ * Memory: a read goes into one server-wide buffer when the connection has
+ * nothing left over, and its whole frames are cut from there; only a
+ * partial frame (or frames held back by flow control) is copied into the
+ * connection's own input buffer. Replies are appended to the connection's
+ * output buffer, which keeps its memory between turns (up to
+ * BUF_KEEP). A steady stream of small requests allocates nothing for I/O.
  */
 #define LOG_MODULE "client"
 #include "client/server.h"
@@ -41,7 +48,8 @@
 #include <sys/uio.h>
 
 #define OUTPUT_HIGH_WATER (4u << 20)
-#define READ_CHUNK        (16u << 10) /* bytes asked of one readv */
+#define READ_CHUNK        (16u << 10) /* bytes asked of one read */
+#define BUF_KEEP          (64u << 10) /* larger emptied buffers are freed */
 
 enum {
 	EVENT_TOPOLOGY = 1 << 0,
@@ -55,7 +63,8 @@ struct cql_conn {
 	struct event *rev;  /* readable; added while reading */
 	struct event *wev;  /* writable; added while write_armed */
 	struct event *kick; /* reruns the frame loop after a pause */
-	struct evbuffer *in, *out;
+	struct buf in, out; /* in: bytes from in_pos on; out: from out_pos */
+	size_t in_pos, out_pos;
 	struct event *timer; /* handshake, then idle */
 	struct inet_addr peer;
 	uint8_t version; /* fixed by STARTUP; 0 before */
@@ -73,6 +82,7 @@ struct cql_conn {
 	uint64_t inflight_bytes; /* this connection's share of the server's */
 	int refs; /* 1 for the socket, 1 per request, 1 while read
 		     callbacks run, 1 while dirty */
+	uint64_t last_request_ms; /* loop time of the last frame, once ready */
 	char *keyspace;
 	struct cql_conn *prev, *next;
 	struct cql_conn *dirty_next;
@@ -98,6 +108,8 @@ struct cql_server {
 	 * writev per connection per turn, no EV_WRITE round trip). */
 	struct cql_conn *dirty;
 	struct event *flush_ev;
+	struct buf scratch; /* READ_CHUNK bytes: where reads land */
+	bool scratch_busy;
 	struct inet_addr bound;
 	struct cql_server_stats stats;
 };
@@ -129,9 +141,9 @@ static void conn_close(struct cql_conn *c, const char *why)
 	event_free(c->kick);
 	event_free(c->timer);
 	c->rev = c->wev = c->kick = c->timer = NULL;
-	evbuffer_free(c->in);
-	evbuffer_free(c->out);
-	c->in = c->out = NULL;
+	buf_free(&c->in);
+	buf_free(&c->out);
+	c->in_pos = c->out_pos = 0;
 	evutil_closesocket(c->fd);
 	c->fd = -1;
 	struct cql_server *s = c->srv;
@@ -149,11 +161,33 @@ static void conn_close(struct cql_conn *c, const char *why)
 	conn_unref(c);
 }
 
+static size_t out_queued(const struct cql_conn *c)
+{
+	return c->out.len - c->out_pos;
+}
+
+/* Empties `b`, freeing its memory when it grew past BUF_KEEP. */
+static void buf_reset_keep(struct buf *b, size_t *pos)
+{
+	*pos = 0;
+	if (b->cap > BUF_KEEP)
+		buf_free(b);
+	else
+		b->len = 0;
+}
+
 static void conn_write(struct cql_conn *c, const uint8_t *p, size_t n)
 {
 	if (c->closed)
 		return;
-	if (evbuffer_add(c->out, p, n) != 0) {
+	/* Reclaim what was written before growing. */
+	if (c->out_pos && c->out.len + n > c->out.cap) {
+		memmove(c->out.data, c->out.data + c->out_pos,
+			c->out.len - c->out_pos);
+		c->out.len -= c->out_pos;
+		c->out_pos = 0;
+	}
+	if (buf_append(&c->out, p, n) != 0) {
 		conn_close(c, "out of memory queueing a reply");
 		return;
 	}
@@ -166,7 +200,7 @@ static void conn_write(struct cql_conn *c, const uint8_t *p, size_t n)
 		c->dirty_next = s->dirty;
 		s->dirty = c;
 	}
-	if (evbuffer_get_length(c->out) > OUTPUT_HIGH_WATER) {
+	if (out_queued(c) > OUTPUT_HIGH_WATER) {
 		c->paused_output = true;
 		conn_update_reading(c);
 	}
@@ -223,7 +257,7 @@ static void conn_fail(struct cql_conn *c, uint8_t version, int16_t stream,
 		return;
 	c->closing = true;
 	conn_set_reading(c, false);
-	if (evbuffer_get_length(c->out) == 0)
+	if (out_queued(c) == 0)
 		conn_close(c, "protocol error");
 }
 
@@ -237,12 +271,11 @@ static void conn_update_reading(struct cql_conn *c)
 /* After the output drained (fully or to below the high water mark). */
 static void conn_drained(struct cql_conn *c)
 {
-	if (c->closing && evbuffer_get_length(c->out) == 0) {
+	if (c->closing && out_queued(c) == 0) {
 		conn_close(c, "protocol error");
 		return;
 	}
-	if (c->paused_output &&
-	    evbuffer_get_length(c->out) < OUTPUT_HIGH_WATER / 2) {
+	if (c->paused_output && out_queued(c) < OUTPUT_HIGH_WATER / 2) {
 		c->paused_output = false;
 		conn_update_reading(c);
 		/* Frames may be waiting already; run the frame loop from the
@@ -255,13 +288,23 @@ static void conn_drained(struct cql_conn *c)
  * EV_WRITE. */
 static void conn_flush(struct cql_conn *c)
 {
-	int n = evbuffer_write(c->out, c->fd);
-	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
-	    errno != EINTR) {
+	while (out_queued(c)) {
+		ssize_t n = send(c->fd, c->out.data + c->out_pos, out_queued(c),
+				 MSG_NOSIGNAL);
+		if (n > 0) {
+			c->out_pos += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
 		conn_close(c, "socket error");
 		return;
 	}
-	bool left = evbuffer_get_length(c->out) > 0;
+	bool left = out_queued(c) > 0;
+	if (!left)
+		buf_reset_keep(&c->out, &c->out_pos);
 	if (left != c->write_armed) {
 		c->write_armed = left;
 		if (left)
@@ -298,6 +341,24 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* The loop's time of this turn, in ms (no system call). */
+static uint64_t turn_ms(struct cql_server *s)
+{
+	struct timeval tv;
+	event_base_gettimeofday_cached(s->base, &tv);
+	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+static void conn_timer_in(struct cql_conn *c, uint64_t ms)
+{
+	struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+			     .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+	evtimer_add(c->timer, &tv);
+}
+
+/* The handshake timer, then the idle timer. Requests do not touch the
+ * timer (that would be an event_add per request): they note the time, and
+ * the timer, when it fires early, waits for the rest of the idle period. */
 static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
@@ -307,21 +368,23 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
 		conn_close(c, "no STARTUP within the handshake timeout");
 		return;
 	}
-	if (c->inflight == 0)
+	uint64_t idle = turn_ms(c->srv) - c->last_request_ms;
+	uint64_t limit = c->srv->cfg.idle_timeout_ms;
+	if (idle >= limit && c->inflight == 0)
 		conn_close(c, "idle timeout");
+	else
+		conn_timer_in(c, idle >= limit ? limit : limit - idle);
 }
 
 static void conn_arm_timer(struct cql_conn *c)
 {
 	uint64_t ms = c->ready ? c->srv->cfg.idle_timeout_ms
 			       : c->srv->cfg.handshake_timeout_ms;
-	if (ms == 0) {
+	c->last_request_ms = turn_ms(c->srv);
+	if (ms == 0)
 		evtimer_del(c->timer);
-		return;
-	}
-	struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
-			     .tv_usec = (suseconds_t)(ms % 1000) * 1000};
-	evtimer_add(c->timer, &tv);
+	else
+		conn_timer_in(c, ms);
 }
 
 /* ---- messages ------------------------------------------------------------ */
@@ -608,25 +671,42 @@ static void dispatch(struct cql_conn *c, const struct cql_header *h,
 
 /* ---- reading ------------------------------------------------------------- */
 
-static void conn_read_frames(struct cql_conn *c, struct evbuffer *in);
+static size_t conn_read_frames(struct cql_conn *c, const uint8_t *p, size_t n);
 
-/* One readv per readable event, straight into the input buffer. */
+/* Frames from the connection's own buffer (left over from earlier reads). */
+static void conn_read_own(struct cql_conn *c)
+{
+	size_t used = conn_read_frames(c, c->in.data + c->in_pos,
+				       c->in.len - c->in_pos);
+	if (c->closed)
+		return;
+	c->in_pos += used;
+	if (c->in_pos == c->in.len)
+		buf_reset_keep(&c->in, &c->in_pos);
+}
+
+/* One read per readable event: into the server's buffer when this
+ * connection has nothing left over (the common case), else after what it
+ * has. Whole frames are dispatched straight from where they landed. */
 static void conn_on_readable(evutil_socket_t fd, short what, void *arg)
 {
 	(void)what;
 	struct cql_conn *c = arg;
-	struct evbuffer_iovec v[2];
-	struct iovec iov[2];
-	int nv = evbuffer_reserve_space(c->in, READ_CHUNK, v, 2);
-	if (nv <= 0) {
+	struct cql_server *s = c->srv;
+	bool own = c->in.len > c->in_pos || s->scratch_busy;
+	struct buf *b = own ? &c->in : &s->scratch;
+	if (own && c->in_pos) {
+		memmove(c->in.data, c->in.data + c->in_pos,
+			c->in.len - c->in_pos);
+		c->in.len -= c->in_pos;
+		c->in_pos = 0;
+	}
+	if (buf_reserve(b, READ_CHUNK) != 0) {
 		conn_close(c, "out of memory reading");
 		return;
 	}
-	for (int i = 0; i < nv; i++)
-		iov[i] = (struct iovec){v[i].iov_base, v[i].iov_len};
-	ssize_t n = readv(fd, iov, nv);
+	ssize_t n = recv(fd, b->data + b->len, READ_CHUNK, 0);
 	if (n <= 0) {
-		evbuffer_commit_space(c->in, v, 0);
 		if (n == 0)
 			conn_close(c, "closed by client");
 		else if (errno != EAGAIN && errno != EWOULDBLOCK &&
@@ -634,16 +714,19 @@ static void conn_on_readable(evutil_socket_t fd, short what, void *arg)
 			conn_close(c, "socket error");
 		return;
 	}
-	size_t left = (size_t)n;
-	int used = 0;
-	for (; used < nv && left; used++) {
-		if (v[used].iov_len > left)
-			v[used].iov_len = left;
-		left -= v[used].iov_len;
-	}
-	evbuffer_commit_space(c->in, v, used);
 	c->refs++; /* dispatch may close the connection under us */
-	conn_read_frames(c, c->in);
+	if (own) {
+		c->in.len += (size_t)n;
+		conn_read_own(c);
+	} else {
+		s->scratch_busy = true;
+		size_t used = conn_read_frames(c, s->scratch.data, (size_t)n);
+		s->scratch_busy = false;
+		if (!c->closed && used < (size_t)n &&
+		    buf_append(&c->in, s->scratch.data + used,
+			       (size_t)n - used) != 0)
+			conn_close(c, "out of memory reading");
+	}
 	conn_unref(c);
 }
 
@@ -653,18 +736,20 @@ static void conn_on_kick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	struct cql_conn *c = arg;
 	c->refs++;
-	conn_read_frames(c, c->in);
+	conn_read_own(c);
 	conn_unref(c);
 }
 
-static void conn_read_frames(struct cql_conn *c, struct evbuffer *in)
+/* Cuts and dispatches the whole frames at the start of p[0, n) until flow
+ * control or a closing connection says stop. Returns the bytes used. */
+static size_t conn_read_frames(struct cql_conn *c, const uint8_t *p, size_t n)
 {
+	size_t pos = 0;
 	while (!c->closed && !c->closing && !c->paused_requests &&
-	       !c->paused_output && evbuffer_get_length(in) >= CQL_HEADER_LEN) {
-		uint8_t hb[CQL_HEADER_LEN];
+	       !c->paused_output && n - pos >= CQL_HEADER_LEN) {
+		const uint8_t *hb = p + pos;
 		struct cql_header h;
 		char msg[160];
-		evbuffer_copyout(in, hb, sizeof(hb));
 		switch (cql_header_decode(hb, c->srv->cfg.max_frame_size, &h)) {
 		case CQL_HEADER_OK:
 			break;
@@ -680,13 +765,13 @@ static void conn_read_frames(struct cql_conn *c, struct evbuffer *in)
 				c->closing = true;
 				conn_set_reading(c, false);
 			}
-			return;
+			return n; /* the rest is dropped */
 		}
 		case CQL_HEADER_BAD_DIRECTION:
 			conn_fail(c, h.version, h.stream,
 				  "Invalid message direction: a response frame "
 				  "was sent to the server");
-			return;
+			return n; /* the rest is dropped */
 		case CQL_HEADER_TOO_LARGE:
 			snprintf(
 				msg, sizeof(msg),
@@ -694,7 +779,7 @@ static void conn_read_frames(struct cql_conn *c, struct evbuffer *in)
 				"allowed length %u.",
 				h.length, c->srv->cfg.max_frame_size);
 			conn_fail(c, h.version, h.stream, msg);
-			return;
+			return n; /* the rest is dropped */
 		}
 		if (c->ready && h.version != c->version) {
 			snprintf(msg, sizeof(msg),
@@ -702,24 +787,25 @@ static void conn_read_frames(struct cql_conn *c, struct evbuffer *in)
 				 "messages on this connection had version %u",
 				 h.version, c->version);
 			conn_fail(c, c->version, h.stream, msg);
-			return;
+			return n; /* the rest is dropped */
 		}
-		if (evbuffer_get_length(in) < CQL_HEADER_LEN + (size_t)h.length)
-			return; /* wait for the rest of the body */
-		evbuffer_drain(in, CQL_HEADER_LEN);
+		if (n - pos < CQL_HEADER_LEN + (size_t)h.length)
+			break; /* wait for the rest of the body */
 		uint8_t *body = NULL;
 		if (h.length) {
 			body = malloc(h.length);
 			if (!body) {
 				conn_close(c, "out of memory");
-				return;
+				break;
 			}
-			evbuffer_remove(in, body, h.length);
+			memcpy(body, hb + CQL_HEADER_LEN, h.length);
 		}
+		pos += CQL_HEADER_LEN + (size_t)h.length;
 		if (c->ready)
-			conn_arm_timer(c);
+			c->last_request_ms = turn_ms(c->srv);
 		dispatch(c, &h, body, h.length);
 	}
+	return pos;
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -796,10 +882,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 			   c);
 	c->kick = event_new(s->base, -1, 0, conn_on_kick, c);
 	c->timer = evtimer_new(s->base, conn_on_timer, c);
-	c->in = evbuffer_new();
-	c->out = evbuffer_new();
 	if (evutil_make_socket_nonblocking(fd) != 0 || !c->rev || !c->wev ||
-	    !c->kick || !c->timer || !c->in || !c->out) {
+	    !c->kick || !c->timer) {
 		if (c->rev)
 			event_free(c->rev);
 		if (c->wev)
@@ -808,10 +892,6 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 			event_free(c->kick);
 		if (c->timer)
 			event_free(c->timer);
-		if (c->in)
-			evbuffer_free(c->in);
-		if (c->out)
-			evbuffer_free(c->out);
 		evutil_closesocket(fd);
 		free(c);
 		return;

@@ -315,3 +315,52 @@ def test_a_reader_slower_than_the_replies_gets_every_byte(server):
     assert read_frame(sock)[1:3] == (99, 0x08)
     stats = s.stop()
     assert stats["inflight_bytes"] == "0"
+
+
+def test_frames_cut_anywhere_are_put_back_together(server):
+    # Reads land in one buffer shared by every connection; a frame that
+    # arrives in pieces (or behind one held back by flow control) must be
+    # kept by its own connection. Two connections interleave their pieces.
+    s = server("--max-requests", "2")
+    socks, pieces = [s.raw(), s.raw()], []
+    for q in (b"VOID", b"SLOW 5"):
+        body = struct.pack(">i", len(q)) + q + struct.pack(">HB", 1, 0)
+        data = STARTUP + b"".join(frame(0x07, body, stream=i)
+                                  for i in range(20))
+        # Pieces of 1, 2, ... 13 bytes: headers and bodies both split.
+        cut, i, w = [], 0, 1
+        while i < len(data):
+            cut.append(data[i:i + w])
+            i += w
+            w = w % 13 + 1
+        pieces.append(cut)
+    while any(pieces):
+        for sock, cut in zip(socks, pieces):
+            if cut:
+                sock.sendall(cut.pop(0))
+        time.sleep(0.001)
+    for sock in socks:
+        assert read_frame(sock)[2] == 0x02  # READY
+        streams = [read_frame(sock)[1:3] for _ in range(20)]
+        assert sorted(streams) == [(i, 0x08) for i in range(20)]
+    stats = s.stop()
+    assert stats["inflight_bytes"] == "0"
+
+
+def test_idle_connections_are_closed_and_busy_ones_kept(server):
+    # native_transport_idle_timeout: requests push the deadline back.
+    s = server("--idle-ms", "400")
+    busy, idle = s.raw(), s.raw()
+    for sock in (busy, idle):
+        sock.sendall(STARTUP)
+        assert read_frame(sock)[2] == 0x02
+    q = struct.pack(">i", 4) + b"VOID" + struct.pack(">HB", 1, 0)
+    start = time.monotonic()
+    for i in range(12):  # 1.2 s of a request every 100 ms
+        busy.sendall(frame(0x07, q, stream=i))
+        assert read_frame(busy)[1:3] == (i, 0x08)
+        time.sleep(0.1)
+    assert read_frame(idle) is None  # closed by the server meanwhile
+    assert time.monotonic() - start < 5
+    busy.settimeout(10)
+    assert read_frame(busy) is None  # and the busy one once it idles
