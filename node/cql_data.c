@@ -503,7 +503,7 @@ static void run_write(struct cql_data *d, const struct cql_data_request *dr)
 		return;
 	}
 	struct repl_mutation *rm =
-		calloc(all.count ? all.count : 1, sizeof(*rm));
+		zcalloc(all.count ? all.count : 1, sizeof(*rm));
 	struct write_ctx *w = malloc(sizeof(*w));
 	if (!rm || !w) {
 		free(rm);

@@ -14,6 +14,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/zalloc.h"
 #include "replication/coord_internal.h"
 #include "replication/replication.pb-c.h"
 
@@ -541,7 +542,7 @@ void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
 		return;
 	}
 	struct op *op = op_new(r, OP_WRITE, cl, r->o.write_timeout_ms, arg);
-	if (!op || !(op->muts = calloc(n ? n : 1, sizeof(*op->muts)))) {
+	if (!op || !(op->muts = zcalloc(n ? n : 1, sizeof(*op->muts)))) {
 		result_init(&res, REPL_WRITE_FAILURE, cl);
 		snprintf(res.msg, sizeof(res.msg), "out of memory");
 		if (op)
