@@ -54,7 +54,14 @@ struct repl {
 	struct repl_hooks hooks;
 	uint64_t next_id;
 	struct slot *ids[ID_BUCKETS];
-	struct op *ops;      /* every live operation, for repl_delete */
+	struct op *ops; /* every live operation, for repl_delete */
+	/* Operations by deadline, soonest first, and the one timer that
+	 * fires for the soonest (armed_us: its deadline; 0: not armed).
+	 * A finished operation only leaves the list; the timer is not
+	 * touched per operation. */
+	struct op *dl_head, *dl_tail;
+	struct env_timer *dl_timer;
+	uint64_t dl_armed_us;
 	struct batchlog *bl; /* batches kept for others; NULL: none */
 	struct env_timer *bl_timer;
 	bool bl_replaying;
@@ -100,7 +107,9 @@ struct op {
 	struct ring *ring;
 	int cl;
 	uint64_t start_us;
-	struct env_timer *timer;
+	uint64_t deadline_us; /* on the repl's deadline list while linked */
+	struct op *dl_prev, *dl_next;
+	bool dl_linked;
 	bool replied;
 	/* Frees requested while `hold` > 0 wait for the holder: an answer can
 	 * arrive inline (a local apply) while a send loop still runs. */
@@ -175,6 +184,10 @@ struct slot *slot_take(struct repl *r, uint64_t id);
 int target_begin(struct op *op, size_t i);
 /* Its send failed: the id is forgotten and no answer is awaited. */
 void target_unsent(struct op *op, size_t i);
+
+/* (Re)sets the operation's deadline to `timeout_ms` from now; when it
+ * passes, the operation's timeout handler runs. */
+void op_set_deadline(struct op *op, uint64_t timeout_ms);
 
 /* A new operation, linked and with its timeout armed; NULL with err set. */
 struct op *op_new(struct repl *r, enum op_kind kind, int cl,

@@ -390,7 +390,7 @@ static void batchlog_acked(struct op *op)
 	if (op->replied || op->bl_acks < (int)op->nbl)
 		return;
 	op->in_batchlog = false;
-	env_timer_arm(op->r->env, op->timer, op->r->o.write_timeout_ms * 1000);
+	op_set_deadline(op, op->r->o.write_timeout_ms);
 	write_start(op);
 }
 

@@ -135,6 +135,22 @@ static void op_link(struct repl *r, struct op *op)
 	r->st.inflight++;
 }
 
+static void dl_unlink(struct repl *r, struct op *op)
+{
+	if (!op->dl_linked)
+		return;
+	if (op->dl_prev)
+		op->dl_prev->dl_next = op->dl_next;
+	else
+		r->dl_head = op->dl_next;
+	if (op->dl_next)
+		op->dl_next->dl_prev = op->dl_prev;
+	else
+		r->dl_tail = op->dl_prev;
+	op->dl_prev = op->dl_next = NULL;
+	op->dl_linked = false;
+}
+
 static void target_free(struct target *t)
 {
 	storage_mutation_delete(t->frag);
@@ -170,7 +186,7 @@ void op_free(struct op *op)
 	if (op->next)
 		op->next->prev = op->prev;
 	r->st.inflight--;
-	env_timer_free(r->env, op->timer);
+	dl_unlink(r, op);
 	env_timer_free(r->env, op->spec_timer);
 	for (size_t i = 0; i < op->nmut; i++) {
 		buf_free(&op->muts[i].enc);
@@ -191,6 +207,57 @@ void op_free(struct op *op)
 }
 
 static void op_timeout(void *arg);
+
+/* Arms the timer for the soonest deadline unless it fires by then. */
+static void dl_arm(struct repl *r, uint64_t now)
+{
+	if (!r->dl_head ||
+	    (r->dl_armed_us && r->dl_armed_us <= r->dl_head->deadline_us))
+		return;
+	uint64_t at = r->dl_head->deadline_us;
+	r->dl_armed_us = at;
+	env_timer_arm(r->env, r->dl_timer, at > now ? at - now : 1);
+}
+
+void op_set_deadline(struct op *op, uint64_t timeout_ms)
+{
+	struct repl *r = op->r;
+	uint64_t now = now_us(r);
+	dl_unlink(r, op);
+	op->deadline_us = now + timeout_ms * 1000;
+	/* Deadlines mostly arrive in order: insert from the tail. */
+	struct op *after = r->dl_tail;
+	while (after && after->deadline_us > op->deadline_us)
+		after = after->dl_prev;
+	op->dl_prev = after;
+	op->dl_next = after ? after->dl_next : r->dl_head;
+	if (op->dl_next)
+		op->dl_next->dl_prev = op;
+	else
+		r->dl_tail = op;
+	if (after)
+		after->dl_next = op;
+	else
+		r->dl_head = op;
+	op->dl_linked = true;
+	dl_arm(r, now);
+}
+
+/* The deadline timer: times out every operation whose deadline passed. */
+static void dl_fire(void *arg)
+{
+	struct repl *r = arg;
+	uint64_t now = now_us(r);
+	r->dl_armed_us = 0;
+	/* A handler may finish or re-arm any operation: take the head
+	 * afresh each time. */
+	while (r->dl_head && r->dl_head->deadline_us <= now) {
+		struct op *op = r->dl_head;
+		dl_unlink(r, op);
+		op_timeout(op);
+	}
+	dl_arm(r, now);
+}
 
 void op_unhold(struct op *op)
 {
@@ -213,15 +280,8 @@ struct op *op_new(struct repl *r, enum op_kind kind, int cl,
 	op->start_us = now_us(r);
 	buf_init(&op->cmd_enc);
 	arena_create(&op->a, 4096); /* most operations need less */
-	op->timer = env_timer_new(r->env, op_timeout, op);
-	if (!op->timer) {
-		arena_destroy(&op->a);
-		free(op);
-		err_set(ERR_NOMEM, "out of memory");
-		return NULL;
-	}
-	env_timer_arm(r->env, op->timer, timeout_ms * 1000);
 	op_link(r, op);
+	op_set_deadline(op, timeout_ms);
 	return op;
 }
 
@@ -574,6 +634,10 @@ struct repl *repl_new(struct env *env, const struct repl_options *o,
 	r->store = store;
 	r->store_arg = store_arg;
 	r->hooks = *hooks;
+	if (!(r->dl_timer = env_timer_new(env, dl_fire, r))) {
+		repl_delete(r);
+		return NULL;
+	}
 	if (o->batchlog_dir) {
 		if (!(r->bl = batchlog_open(env, o->batchlog_dir,
 					    hooks->offload, hooks->arg)) ||
@@ -609,6 +673,7 @@ void repl_delete(struct repl *r)
 			free(s);
 		}
 	env_timer_free(r->env, r->bl_timer);
+	env_timer_free(r->env, r->dl_timer);
 	batchlog_close(r->bl);
 	free(r);
 }

@@ -731,6 +731,54 @@ START_TEST(write_timeout_and_hint)
 }
 END_TEST
 
+/* One timer serves every operation's deadline: a write (2 s) issued after
+ * a read (5 s) still times out first, an operation that completes leaves
+ * no timeout behind, and each fires at its own time. */
+START_TEST(timeouts_fire_at_each_operations_own_deadline)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(12, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	struct outcome o = do_write(c, 0, s, REPL_CL_ALL, "x", "v", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	sim_net_cut(c->sim, &c->nodes[2].addr, NULL, true);
+	struct outcome rd = {0}, wr = {0}, quick = {0};
+	struct storage_read_cmd cmd = {
+		.key = (const uint8_t *)"x", .key_len = 1, .with_static = true};
+	struct repl_read q = {.table_id = c->meta->id,
+			      .meta = c->meta,
+			      .strategy = s,
+			      .cl = REPL_CL_ALL,
+			      .cmd = &cmd,
+			      .token = murmur3_token((const uint8_t *)"x", 1)};
+	uint64_t t0 = sim_now_us(c->sim);
+	repl_read(c->nodes[0].repl, &q, on_read, &rd);
+	sim_run_for(c->sim, 500000);
+	struct storage_mutation *m = make_write(c, "y", "v", 20);
+	struct repl_mutation rm = {m, s};
+	repl_write(c->nodes[0].repl, &rm, 1, REPL_CL_ALL, REPL_WRITE_SIMPLE,
+		   on_write, &wr);
+	repl_write(c->nodes[0].repl, &rm, 1, REPL_CL_ONE, REPL_WRITE_SIMPLE,
+		   on_write, &quick);
+	storage_mutation_delete(m);
+	ck_assert(sim_run_until(c->sim, outcome_done, &wr, 30000000));
+	uint64_t t_write = sim_now_us(c->sim) - t0;
+	ck_assert(quick.done && quick.res.outcome == REPL_OK);
+	ck_assert(!rd.done);
+	ck_assert_int_eq(wr.res.outcome, REPL_WRITE_TIMEOUT);
+	ck_assert_uint_ge(t_write, 2500000);
+	ck_assert_uint_lt(t_write, 2600000);
+	ck_assert(sim_run_until(c->sim, outcome_done, &rd, 30000000));
+	uint64_t t_read = sim_now_us(c->sim) - t0;
+	ck_assert_int_eq(rd.res.outcome, REPL_READ_TIMEOUT);
+	ck_assert_uint_ge(t_read, 5000000);
+	ck_assert_uint_lt(t_read, 5100000);
+	storage_mutation_delete(rd.frag);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
 /* A stale replica is brought up to date by a QUORUM read (blocking read
  * repair) and the read returns the newest value. */
 START_TEST(read_repair)
@@ -1386,6 +1434,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, write_timeout_and_hint);
 	tcase_add_test(tc, read_repair);
 	tcase_add_test(tc, read_timeout);
+	tcase_add_test(tc, timeouts_fire_at_each_operations_own_deadline);
 	tcase_add_test(tc, speculative_retry);
 	tcase_add_test(tc, quorum_reads_see_acked_writes);
 	tcase_add_test(tc, range_walk);
