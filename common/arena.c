@@ -174,16 +174,10 @@ static struct arena_block *block_new(struct arena *a, size_t payload)
 	return b;
 }
 
-void *arena_alloc_aligned(struct arena *a, size_t size, size_t align)
+/* What the inline fast path in arena.h cannot serve from the current
+ * block. */
+void *arena_alloc_slow(struct arena *a, size_t size, size_t align)
 {
-	uintptr_t p = (uintptr_t)a->pos;
-	uintptr_t aligned = (p + align - 1) & ~(uintptr_t)(align - 1);
-	if (a->head && aligned <= (uintptr_t)a->end &&
-	    size <= (size_t)((uintptr_t)a->end - aligned)) {
-		a->used += size + (aligned - p);
-		a->pos = (char *)(aligned + size);
-		return (void *)aligned;
-	}
 	if (size + align > a->block_size / 4) {
 		/* Big: a dedicated block, linked behind the current one so the
 		 * current block keeps serving small requests. */
@@ -211,19 +205,6 @@ void *arena_alloc_aligned(struct arena *a, size_t size, size_t align)
 	a->pos = b->data;
 	a->end = b->data + b->size;
 	return arena_alloc_aligned(a, size, align);
-}
-
-void *arena_alloc(struct arena *a, size_t size)
-{
-	return arena_alloc_aligned(a, size, alignof(max_align_t));
-}
-
-void *arena_memdup(struct arena *a, const void *p, size_t len)
-{
-	void *d = arena_alloc_aligned(a, len ? len : 1, 1);
-	if (d && len)
-		memcpy(d, p, len);
-	return d;
 }
 
 char *arena_strdup(struct arena *a, const char *s)

@@ -9,7 +9,10 @@
 #ifndef CASSINI_COMMON_ARENA_H
 #define CASSINI_COMMON_ARENA_H
 
+#include <stdalign.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 struct arena_block;
 
@@ -28,12 +31,39 @@ void arena_destroy(struct arena *a);
 /* Frees every block but the first and rewinds. */
 void arena_reset(struct arena *a);
 
-/* Returns `size` bytes aligned to max_align_t, or NULL (ERR_NOMEM). */
-void *arena_alloc(struct arena *a, size_t size);
-/* `align` must be a power of two. */
-void *arena_alloc_aligned(struct arena *a, size_t size, size_t align);
+/* `size` bytes aligned to `align` (a power of two), or NULL (ERR_NOMEM).
+ * Inline: requests are many and small; arena_alloc_slow takes a new
+ * block. */
+void *arena_alloc_slow(struct arena *a, size_t size, size_t align);
+static inline void *arena_alloc_aligned(struct arena *a, size_t size,
+					size_t align)
+{
+	uintptr_t p = (uintptr_t)a->pos;
+	uintptr_t aligned = (p + align - 1) & ~(uintptr_t)(align - 1);
+	if (a->head && aligned <= (uintptr_t)a->end &&
+	    size <= (size_t)((uintptr_t)a->end - aligned)) {
+		a->used += size + (aligned - p);
+		a->pos = (char *)(aligned + size);
+		return (void *)aligned;
+	}
+	return arena_alloc_slow(a, size, align);
+}
+
+/* Aligned to max_align_t. */
+static inline void *arena_alloc(struct arena *a, size_t size)
+{
+	return arena_alloc_aligned(a, size, alignof(max_align_t));
+}
+
 /* Copies `len` bytes into the arena. */
-void *arena_memdup(struct arena *a, const void *p, size_t len);
+static inline void *arena_memdup(struct arena *a, const void *p, size_t len)
+{
+	void *d = arena_alloc_aligned(a, len ? len : 1, 1);
+	if (d && len)
+		memcpy(d, p, len);
+	return d;
+}
+
 char *arena_strdup(struct arena *a, const char *s);
 
 /* Bytes of memory the arena holds from the system. */
