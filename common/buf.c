@@ -37,7 +37,7 @@ void buf_clear(struct buf *b)
 	b->len = 0;
 }
 
-int buf_reserve(struct buf *b, size_t extra)
+int buf_grow(struct buf *b, size_t extra)
 {
 	if (extra <= b->cap - b->len)
 		return 0;
@@ -54,32 +54,6 @@ int buf_reserve(struct buf *b, size_t extra)
 	b->data = p;
 	b->cap = cap;
 	return 0;
-}
-
-uint8_t *buf_extend(struct buf *b, size_t n)
-{
-	/* Even for n == 0 the result must be a real pointer, not NULL + 0. */
-	if (buf_reserve(b, n ? n : 1) != 0)
-		return NULL;
-	uint8_t *p = b->data + b->len;
-	b->len += n;
-	return p;
-}
-
-int buf_append(struct buf *b, const void *p, size_t n)
-{
-	if (n == 0)
-		return 0;
-	uint8_t *dst = buf_extend(b, n);
-	if (!dst)
-		return -1;
-	memcpy(dst, p, n);
-	return 0;
-}
-
-int buf_put_u8(struct buf *b, uint8_t v)
-{
-	return buf_append(b, &v, 1);
 }
 
 int buf_put_be16(struct buf *b, uint16_t v)
@@ -107,18 +81,6 @@ int buf_put_be64(struct buf *b, uint64_t v)
 		return -1;
 	be64_store(p, v);
 	return 0;
-}
-
-int buf_put_uvarint(struct buf *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-	while (v >= 0x80) {
-		tmp[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	tmp[n++] = (uint8_t)v;
-	return buf_append(b, tmp, n);
 }
 
 uint8_t *buf_steal(struct buf *b, size_t *len)

@@ -47,17 +47,57 @@ struct buf {
 void buf_init(struct buf *b);
 void buf_free(struct buf *b);
 void buf_clear(struct buf *b);
-/* Ensures room for `extra` more bytes. Returns 0 or -1 (ERR_NOMEM). */
-int buf_reserve(struct buf *b, size_t extra);
+/* Ensures room for `extra` more bytes. Returns 0 or -1 (ERR_NOMEM).
+ * The appends below are inline; only growing calls out (buf_grow). */
+int buf_grow(struct buf *b, size_t extra);
+static inline int buf_reserve(struct buf *b, size_t extra)
+{
+	return extra <= b->cap - b->len ? 0 : buf_grow(b, extra);
+}
 /* Appends `n` uninitialised bytes and returns a pointer to them, or NULL. */
-uint8_t *buf_extend(struct buf *b, size_t n);
-int buf_append(struct buf *b, const void *p, size_t n);
-int buf_put_u8(struct buf *b, uint8_t v);
+static inline uint8_t *buf_extend(struct buf *b, size_t n)
+{
+	/* Even for n == 0 the result must be a real pointer, not NULL + 0. */
+	if (buf_reserve(b, n ? n : 1) != 0)
+		return NULL;
+	uint8_t *p = b->data + b->len;
+	b->len += n;
+	return p;
+}
+static inline int buf_append(struct buf *b, const void *p, size_t n)
+{
+	if (n == 0)
+		return 0;
+	uint8_t *dst = buf_extend(b, n);
+	if (!dst)
+		return -1;
+	memcpy(dst, p, n);
+	return 0;
+}
+static inline int buf_put_u8(struct buf *b, uint8_t v)
+{
+	if (buf_reserve(b, 1) != 0)
+		return -1;
+	b->data[b->len++] = v;
+	return 0;
+}
 int buf_put_be16(struct buf *b, uint16_t v);
 int buf_put_be32(struct buf *b, uint32_t v);
 int buf_put_be64(struct buf *b, uint64_t v);
 /* Unsigned LEB128 (1..10 bytes). */
-int buf_put_uvarint(struct buf *b, uint64_t v);
+static inline int buf_put_uvarint(struct buf *b, uint64_t v)
+{
+	if (buf_reserve(b, 10) != 0)
+		return -1;
+	uint8_t *p = b->data + b->len;
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	b->len = (size_t)(p - b->data);
+	return 0;
+}
 /* Takes ownership of the bytes: the caller frees them, the buffer is reset. */
 uint8_t *buf_steal(struct buf *b, size_t *len);
 static inline struct slice buf_slice(const struct buf *b)
