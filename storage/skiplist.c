@@ -94,6 +94,10 @@ static struct skiplist_node *find_ge(const struct skiplist *s, const void *key,
 		    1;
 	for (;;) {
 		struct skiplist_node *next = next_at(x, level);
+		/* The search is a chain of cache misses: while `next` is
+		 * fetched, fetch where it goes if it stops here too. */
+		if (level > 0)
+			__builtin_prefetch(next_at(x, level - 1));
 		if (next && before(s, next, key, ko)) {
 			x = next;
 			continue;
