@@ -105,48 +105,100 @@ struct mt_partition *memtable_find(const struct memtable *mt, int64_t token,
 	}
 }
 
-static void index_put(struct mt_index *ix, struct mt_partition *p)
+/* Returns the slot `p` went into. */
+static size_t index_put(struct mt_index *ix, struct mt_partition *p)
 {
 	size_t i = slot_of(p->token, ix->cap);
 	while (atomic_load_explicit(&ix->slots[i], memory_order_relaxed))
 		i = (i + 1) & (ix->cap - 1);
 	atomic_store_explicit(&ix->slots[i], p, memory_order_release);
+	return i;
 }
 
-/* Adds a new partition to the index, growing it (kept at most half full)
- * by publishing a copy twice as large. Without memory the index is
- * dropped and lookups fall back to the skiplist. */
+/* Per insert while the index grows from C to 2C slots: the 2C new slots
+ * are zeroed GROW_ZERO at a time, then the C old ones copied GROW_COPY at
+ * a time. Growth starts at C/2 entries and ends C/8 inserts later. */
+#define GROW_ZERO 32
+#define GROW_COPY 16
+
+static struct mt_index *index_new(struct memtable *mt, size_t cap)
+{
+	struct mt_index *ix = arena_alloc_aligned(
+		&mt->arena, sizeof(*ix) + cap * sizeof(ix->slots[0]), 8);
+	if (ix)
+		ix->cap = cap;
+	return ix;
+}
+
+/* Gives up on the index (out of memory): lookups use the skiplist. */
+static void index_drop(struct memtable *mt)
+{
+	atomic_store_explicit(&mt->index, NULL, memory_order_release);
+	mt->growing = NULL;
+	mt->indexed++;
+}
+
+static void grow_step(struct memtable *mt, struct mt_index *ix)
+{
+	struct mt_index *nx = mt->growing;
+	if (!mt->grow_copying) {
+		size_t end = mt->grow_pos + GROW_ZERO;
+		for (size_t i = mt->grow_pos; i < end && i < nx->cap; i++)
+			atomic_init(&nx->slots[i], NULL);
+		mt->grow_pos = end;
+		if (end >= nx->cap) {
+			mt->grow_copying = true;
+			mt->grow_pos = 0;
+		}
+		return;
+	}
+	size_t end = mt->grow_pos + GROW_COPY;
+	for (size_t i = mt->grow_pos; i < end && i < ix->cap; i++) {
+		struct mt_partition *q = atomic_load_explicit(
+			&ix->slots[i], memory_order_relaxed);
+		if (q)
+			index_put(nx, q);
+	}
+	mt->grow_pos = end;
+	if (end >= ix->cap) {
+		atomic_store_explicit(&mt->index, nx, memory_order_release);
+		mt->growing = NULL;
+	}
+}
+
+/* Adds a new partition to the index (see memtable_internal.h for how it
+ * grows). Without memory the index is dropped and lookups fall back to
+ * the skiplist. */
 static void index_add(struct memtable *mt, struct mt_partition *p)
 {
 	struct mt_index *ix =
 		atomic_load_explicit(&mt->index, memory_order_relaxed);
 	if (!ix && mt->indexed)
 		return; /* given up on */
-	if (!ix || 2 * (mt->indexed + 1) > ix->cap) {
-		size_t cap = ix ? 2 * ix->cap : 64;
-		struct mt_index *nx = arena_alloc_aligned(
-			&mt->arena, sizeof(*nx) + cap * sizeof(nx->slots[0]),
-			8);
-		if (!nx) {
-			atomic_store_explicit(&mt->index, NULL,
-					      memory_order_release);
-			mt->indexed++;
+	if (!ix) {
+		if (!(ix = index_new(mt, 64))) {
+			index_drop(mt);
 			return;
 		}
-		nx->cap = cap;
-		for (size_t i = 0; i < cap; i++)
-			atomic_init(&nx->slots[i], NULL);
-		for (size_t i = 0; ix && i < ix->cap; i++) {
-			struct mt_partition *q = atomic_load_explicit(
-				&ix->slots[i], memory_order_relaxed);
-			if (q)
-				index_put(nx, q);
-		}
-		atomic_store_explicit(&mt->index, nx, memory_order_release);
-		ix = nx;
+		for (size_t i = 0; i < ix->cap; i++)
+			atomic_init(&ix->slots[i], NULL);
+		atomic_store_explicit(&mt->index, ix, memory_order_release);
 	}
-	index_put(ix, p);
+	if (!mt->growing && 2 * (mt->indexed + 1) > ix->cap) {
+		if (!(mt->growing = index_new(mt, 2 * ix->cap))) {
+			index_drop(mt);
+			return;
+		}
+		mt->grow_pos = 0;
+		mt->grow_copying = false;
+	}
+	size_t slot = index_put(ix, p);
+	/* Slots already copied are not looked at again. */
+	if (mt->growing && mt->grow_copying && slot < mt->grow_pos)
+		index_put(mt->growing, p);
 	mt->indexed++;
+	if (mt->growing)
+		grow_step(mt, ix);
 }
 
 struct skiplist_node *memtable_seek_token(const struct memtable *mt,

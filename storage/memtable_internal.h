@@ -15,7 +15,10 @@
  * grows by building a twice larger copy and publishing it, and the old
  * copies stay in the arena, so a reader holding one is never left with
  * freed memory (at most it misses a partition inserted after it looked,
- * as a read that came earlier would).
+ * as a read that came earlier would). The copy is built a few slots per
+ * insert (zeroed, then filled from the published index), so no insert
+ * pays for the whole copy: at 262,144 slots that was a 7.5 ms stall of
+ * the writer. The published index is at most 5/8 full meanwhile.
  */
 #ifndef CASSINI_STORAGE_MEMTABLE_INTERNAL_H
 #define CASSINI_STORAGE_MEMTABLE_INTERNAL_H
@@ -50,6 +53,11 @@ struct memtable {
 	struct skiplist parts;                 /* of struct mt_partition * */
 	_Atomic(struct mt_index *) index;      /* the same partitions, hashed */
 	size_t indexed;                        /* writer-owned count */
+	/* Writer-owned: the twice larger index being built, and how far:
+	 * slots zeroed, then (copying) slots of `index` copied into it. */
+	struct mt_index *growing;
+	size_t grow_pos;
+	bool grow_copying;
 	_Atomic int refs;
 	/* Statistics for the SSTable it becomes (writer-owned). */
 	int64_t min_ts, max_ts;
