@@ -2,6 +2,7 @@
 
 #include "common/err.h"
 #include "common/loopq.h"
+#include "common/thread.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -16,12 +17,15 @@ struct workers {
 	struct work *head, *tail;
 	bool stopping;
 	int count;
+	bool background;
 	pthread_t *threads;
 };
 
 static void *worker_main(void *arg)
 {
 	struct workers *w = arg;
+	if (w->background)
+		thread_background();
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
 		while (!w->head && !w->stopping)
@@ -39,7 +43,7 @@ static void *worker_main(void *arg)
 	}
 }
 
-struct workers *workers_new(int threads, const char *name)
+static struct workers *start(int threads, const char *name, bool background)
 {
 	struct workers *w = calloc(1, sizeof(*w));
 	if (!w || threads < 1 ||
@@ -50,6 +54,7 @@ struct workers *workers_new(int threads, const char *name)
 	}
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
+	w->background = background;
 	for (; w->count < threads; w->count++) {
 		if (pthread_create(&w->threads[w->count], NULL, worker_main,
 				   w) != 0) {
@@ -62,6 +67,16 @@ struct workers *workers_new(int threads, const char *name)
 		pthread_setname_np(w->threads[w->count], tname);
 	}
 	return w;
+}
+
+struct workers *workers_new(int threads, const char *name)
+{
+	return start(threads, name, false);
+}
+
+struct workers *workers_new_background(int threads, const char *name)
+{
+	return start(threads, name, true);
 }
 
 void workers_delete(struct workers *w)

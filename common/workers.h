@@ -18,6 +18,9 @@ struct work {
 
 /* `threads` >= 1. NULL with err set. */
 struct workers *workers_new(int threads, const char *name);
+/* For background work (repair, maintenance): the threads run at a lower
+ * CPU priority than the event loop (common/thread.h). */
+struct workers *workers_new_background(int threads, const char *name);
 void workers_delete(struct workers *w);
 /* Thread-safe; never fails. The job must stay live until run returns. */
 void workers_submit(struct workers *w, struct work *job);

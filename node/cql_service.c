@@ -430,7 +430,7 @@ struct cql_flush *cql_service_flush_prepare(struct cql_service *s,
 					    size_t n)
 {
 	if (!s->maintenance &&
-	    !(s->maintenance = workers_new(1, "maintenance")))
+	    !(s->maintenance = workers_new_background(1, "maintenance")))
 		return NULL;
 	struct cql_flush *j = calloc(1, sizeof(*j) + n * sizeof(j->ids[0]));
 	if (!j) {

@@ -992,7 +992,7 @@ struct node_repair *node_repair_new(struct node *n)
 	if (!(nr->tasks = repair_history_new(REPAIR_HISTORY_DEFAULT_MAX)) ||
 	    !(nr->tasks_file = node_state_file_new(n->env, nr->q, path,
 						   "repair-history")) ||
-	    !(nr->workers = workers_new(1, "repair")) ||
+	    !(nr->workers = workers_new_background(1, "repair")) ||
 	    !(nr->repair = repair_new(n->env, &o, &store_ops, nr)) ||
 	    !(nr->sched = node_repair_sched_new(n, nr->repair)) ||
 	    admin_register(n->admin, "repair", usage_text, cmd_repair, nr) ||

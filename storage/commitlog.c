@@ -9,6 +9,7 @@
 #include "common/crc.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/thread.h"
 #include "conf/conf.h"
 
 #include <inttypes.h>
@@ -899,6 +900,7 @@ static void *syncer_main(void *arg)
 {
 	struct commitlog *cl = arg;
 	uint64_t last_sync = now_us();
+	thread_name_self("commitlog-sync");
 	pthread_mutex_lock(&cl->mu);
 	while (!cl->stop) {
 		uint64_t now = now_us(), wait_us = UINT64_MAX;
@@ -951,6 +953,7 @@ static bool spare_wanted(struct commitlog *cl)
 static void *preparer_main(void *arg)
 {
 	struct commitlog *cl = arg;
+	thread_name_self("commitlog-prep");
 	pthread_mutex_lock(&cl->mu);
 	while (!cl->stop) {
 		if (!spare_wanted(cl)) {

@@ -23,6 +23,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/ratelimit.h"
+#include "common/thread.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -565,6 +566,8 @@ int storage_compact(struct storage *db, const uint8_t table_id[16], bool major)
 void *engine_compactor_main(void *arg)
 {
 	struct storage *db = arg;
+	thread_name_self("compaction");
+	thread_background();
 	pthread_mutex_lock(&db->mu);
 	while (!db->stopping) {
 		if (!db->compaction_wanted || !db->o.auto_compaction) {

@@ -8,6 +8,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/ratelimit.h"
+#include "common/thread.h"
 #include "conf/conf.h"
 
 #include <inttypes.h>
@@ -582,6 +583,8 @@ static int flush_one(struct storage *db, struct table *t)
 static void *flusher_main(void *arg)
 {
 	struct storage *db = arg;
+	thread_name_self("flush");
+	thread_background();
 	pthread_mutex_lock(&db->mu);
 	while (!db->stopping) {
 		struct table *t = db->tables;

@@ -10,6 +10,7 @@
 #include "common/loopq.h"
 #include "common/rand.h"
 #include "common/ratelimit.h"
+#include "common/thread.h"
 #include "common/workers.h"
 #include "tests/lib/testutil.h"
 
@@ -19,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static uint64_t seed;
@@ -225,6 +228,40 @@ START_TEST(arena_aligns_counts_and_resets)
 	ck_assert_ptr_nonnull(arena_alloc(&a, 10));
 	arena_destroy(&a);
 	ck_assert_uint_eq(arena_memory_usage(&a), 0);
+}
+END_TEST
+
+/* ---- thread -------------------------------------------------------------- */
+
+struct bg_seen {
+	int nice;
+	char name[16];
+};
+
+static void *background_thread(void *arg)
+{
+	struct bg_seen *seen = arg;
+	thread_name_self("background-test-thread");
+	thread_background();
+	seen->nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	pthread_getname_np(pthread_self(), seen->name, sizeof(seen->name));
+	return NULL;
+}
+
+/* A background thread is niced by itself: the rest of the process keeps
+ * its priority. */
+START_TEST(background_threads_are_niced_alone)
+{
+	int before = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	struct bg_seen seen;
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, background_thread, &seen), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	int want = before + THREAD_BACKGROUND_NICE;
+	ck_assert_int_eq(seen.nice, want > 19 ? 19 : want);
+	ck_assert_str_eq(seen.name, "background-test");
+	ck_assert_int_eq(getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)),
+			 before);
 }
 END_TEST
 
@@ -656,6 +693,7 @@ static Suite *suite(void)
 		       extending_an_empty_buffer_by_zero_gives_a_real_pointer);
 	tcase_add_test(tc, slices_compare_like_memcmp_then_length);
 	tcase_add_test(tc, arena_aligns_counts_and_resets);
+	tcase_add_test(tc, background_threads_are_niced_alone);
 	tcase_add_test(tc, arena_reuses_blocks_on_its_thread);
 	tcase_add_test(tc, crc32c_matches_known_vectors_and_both_paths);
 	tcase_add_test(tc, inet_parses_and_formats_v4_and_v6);
