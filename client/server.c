@@ -14,8 +14,8 @@
  * stops reading from it until replies drain. Across connections, bytes held
  * by requests in flight are capped; past the cap requests get Overloaded.
  *
- * I/O costs two system calls per request in the steady state: one readv
- * when the socket is readable, and one writev per connection per loop
+ * I/O costs two system calls per request in the steady state: one recv
+ * when the socket is readable, and one send per connection per loop
  * turn for every reply queued in that turn (a flush event that runs once
  * the turn's ready callbacks have). EV_WRITE is only watched while the
  * kernel is behind. (A bufferevent adds an ioctl(FIONREAD) per read and
@@ -986,6 +986,7 @@ void cql_server_delete(struct cql_server *s)
 		return;
 	cql_server_stop(s);
 	event_free(s->flush_ev);
+	buf_free(&s->scratch);
 	free(s);
 }
 
