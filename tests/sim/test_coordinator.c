@@ -401,11 +401,12 @@ static struct outcome do_write(struct simc *c, int coord,
 
 /* The value of `key` a read at `cl` returns ("" if none), or NULL when the
  * read failed (res tells). */
-static struct outcome do_read(struct simc *c, int coord,
-			      const struct ring_strategy *s, int cl,
-			      const char *key)
+/* Starts a read of `key` at `cl` from `coord`; `o` is filled when it
+ * completes. */
+static void start_read(struct simc *c, int coord, const struct ring_strategy *s,
+		       int cl, const char *key, bool read_repair,
+		       struct outcome *o)
 {
-	struct outcome o = {0};
 	struct storage_read_cmd cmd = {.key = (const uint8_t *)key,
 				       .key_len = strlen(key),
 				       .with_static = true};
@@ -416,8 +417,16 @@ static struct outcome do_read(struct simc *c, int coord,
 		.cl = cl,
 		.cmd = &cmd,
 		.token = murmur3_token((const uint8_t *)key, strlen(key)),
-		.read_repair = true};
-	repl_read(c->nodes[coord].repl, &q, on_read, &o);
+		.read_repair = read_repair};
+	repl_read(c->nodes[coord].repl, &q, on_read, o);
+}
+
+static struct outcome do_read(struct simc *c, int coord,
+			      const struct ring_strategy *s, int cl,
+			      const char *key)
+{
+	struct outcome o = {0};
+	start_read(c, coord, s, cl, key, true, &o);
 	ck_assert(sim_run_until(c->sim, outcome_done, &o, 30000000));
 	return o;
 }
@@ -743,16 +752,8 @@ START_TEST(timeouts_fire_at_each_operations_own_deadline)
 	ck_assert_int_eq(o.res.outcome, REPL_OK);
 	sim_net_cut(c->sim, &c->nodes[2].addr, NULL, true);
 	struct outcome rd = {0}, wr = {0}, quick = {0};
-	struct storage_read_cmd cmd = {
-		.key = (const uint8_t *)"x", .key_len = 1, .with_static = true};
-	struct repl_read q = {.table_id = c->meta->id,
-			      .meta = c->meta,
-			      .strategy = s,
-			      .cl = REPL_CL_ALL,
-			      .cmd = &cmd,
-			      .token = murmur3_token((const uint8_t *)"x", 1)};
 	uint64_t t0 = sim_now_us(c->sim);
-	repl_read(c->nodes[0].repl, &q, on_read, &rd);
+	start_read(c, 0, s, REPL_CL_ALL, "x", false, &rd);
 	sim_run_for(c->sim, 500000);
 	struct storage_mutation *m = make_write(c, "y", "v", 20);
 	struct repl_mutation rm = {m, s};
