@@ -368,7 +368,9 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
 		conn_close(c, "no STARTUP within the handshake timeout");
 		return;
 	}
-	uint64_t idle = turn_ms(c->srv) - c->last_request_ms;
+	uint64_t now = turn_ms(c->srv);
+	/* The cached time follows the wall clock: a step back is no idling. */
+	uint64_t idle = now > c->last_request_ms ? now - c->last_request_ms : 0;
 	uint64_t limit = c->srv->cfg.idle_timeout_ms;
 	if (idle >= limit && c->inflight == 0)
 		conn_close(c, "idle timeout");
