@@ -125,7 +125,6 @@ struct repair *repair_new(struct env *env, const struct repair_options *o,
 	}
 	r->store = store;
 	r->store_arg = store_arg;
-	r->next_session = 1;
 	r->local_timer = env_timer_new(env, local_deliver, r);
 	r->claim_timer = env_timer_new(env, repair_claims_sweep, r);
 	if (!r->local_timer || !r->claim_timer) {
@@ -287,6 +286,19 @@ static int session_copy(struct repair_session *s,
 	return 0;
 }
 
+/* The wall clock's ms at the start, or one past the last id if that is
+ * later: ids never repeat across restarts of the node (the wall clock has
+ * moved on), so a replica cannot take a restarted coordinator's session
+ * for its previous incarnation's (claims, release notes). */
+static uint64_t session_id(struct repair *r)
+{
+	int64_t wall = env_wall_us(r->env);
+	uint64_t ms = wall > 0 ? (uint64_t)wall / 1000 : 0;
+	uint64_t id = r->next_session > ms ? r->next_session : ms;
+	r->next_session = id + 1;
+	return id;
+}
+
 int repair_start(struct repair *r, const struct repair_request *q,
 		 repair_progress_fn progress_fn, repair_done_fn done, void *arg,
 		 uint64_t *session)
@@ -333,7 +345,7 @@ int repair_start(struct repair *r, const struct repair_request *q,
 		repair_session_free(s);
 		return -1;
 	}
-	s->id = r->next_session++;
+	s->id = session_id(r);
 	s->preview = q->preview;
 	s->exclusive = q->exclusive;
 	s->trace = q->trace;

@@ -47,6 +47,7 @@ struct cluster {
 	struct sim *sim;
 	struct mnode nodes[NNODES];
 	struct storage_table_meta *meta;
+	uint64_t session; /* the id of the last session node 0 started */
 	/* the last finished session, as node 0 saw it */
 	bool done;
 	struct repair_summary sum;
@@ -111,6 +112,22 @@ static bool hook_alive(void *arg, const struct inet_addr *ep)
 	return false;
 }
 
+/* (Re)starts node i's repair service, as a restart of the node would. */
+static void start_repair(struct cluster *c, int i)
+{
+	struct mnode *m = &c->nodes[i];
+	struct repair_options o;
+	repair_options_default(&o);
+	o.self = m->addr;
+	o.validate_timeout_ms = 5000;
+	o.request_timeout_ms = 5000;
+	o.message_bytes = 4096; /* several APPLY messages */
+	o.is_alive = hook_alive;
+	o.alive_arg = m;
+	m->repair = repair_new(m->env, &o, &mem_ops, m);
+	ck_assert_ptr_nonnull(m->repair);
+}
+
 /* ks.t (mem_store_table_new) on every node */
 static struct cluster *cluster_new(void)
 {
@@ -129,16 +146,7 @@ static struct cluster *cluster_new(void)
 					   .port = 7000};
 		m->env = sim_env_new(c->sim, &m->addr);
 		env_set_receiver(m->env, deliver, m);
-		struct repair_options o;
-		repair_options_default(&o);
-		o.self = m->addr;
-		o.validate_timeout_ms = 5000;
-		o.request_timeout_ms = 5000;
-		o.message_bytes = 4096; /* several APPLY messages */
-		o.is_alive = hook_alive;
-		o.alive_arg = m;
-		m->repair = repair_new(m->env, &o, &mem_ops, m);
-		ck_assert_ptr_nonnull(m->repair);
+		start_repair(c, i);
 	}
 	return c;
 }
@@ -329,7 +337,7 @@ static int start(struct cluster *c, int64_t st, int64_t et, bool preview)
 				   .preview = preview};
 	c->done = false;
 	return repair_start(c->nodes[0].repair, &q, on_progress, on_done, c,
-			    NULL);
+			    &c->session);
 }
 
 static void run(struct cluster *c, int64_t st, int64_t et, bool preview)
@@ -545,9 +553,11 @@ START_TEST(overlapping_sessions_of_two_coordinators_are_refused)
 	start_other(c, 1, INT64_MIN / 2, 0, &o);
 	ck_assert(sim_run_until(c->sim, other_is_done, &o, 60ull * 1000000));
 	ck_assert(!o.ok);
-	ck_assert_msg(strstr(o.error, "overlapping repair session 1 of "
-				      "127.0.9.1"),
-		      "%s", o.error);
+	char want[80];
+	snprintf(want, sizeof(want),
+		 "overlapping repair session %llu of 127.0.9.1",
+		 (unsigned long long)c->session);
+	ck_assert_msg(strstr(o.error, want), "%s", o.error);
 	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
 	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
 	ck_assert_int_eq(unequal_parts(c), 0);
@@ -567,6 +577,30 @@ START_TEST(overlapping_sessions_of_two_coordinators_are_refused)
 }
 END_TEST
 
+/* Session ids follow the wall clock, so a restarted coordinator never
+ * reuses one of its previous incarnation's (a replica keys claims and
+ * release notes by coordinator and session). */
+START_TEST(a_restarted_coordinator_never_reuses_a_session_id)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	uint64_t first = c->session;
+	ck_assert_uint_ge(first, 1700000000000ull); /* the sim's epoch, ms */
+	run(c, INT64_MIN, INT64_MIN, false);
+	uint64_t second = c->session;
+	ck_assert_uint_gt(second, first);
+	repair_delete(c->nodes[0].repair);
+	start_repair(c, 0);
+	sim_run_for(c->sim, 1000);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_gt(c->session, second);
+	cluster_delete(c);
+}
+END_TEST
+
 START_TEST(cancel_fails_the_session_and_frees_its_ranges)
 {
 	struct cluster *c = cluster_new();
@@ -579,7 +613,7 @@ START_TEST(cancel_fails_the_session_and_frees_its_ranges)
 	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
 	sim_run_for(c->sim, 1000);
 	ck_assert_int_eq(repair_get_status(c->nodes[0].repair, &st), 1);
-	ck_assert_uint_eq(st.session, 1);
+	ck_assert_uint_eq(st.session, c->session);
 	ck_assert_uint_eq(st.tasks, 1);
 	ck_assert_uint_eq(st.task, 0);
 	ck_assert_str_eq(st.table, "ks.t");
@@ -949,6 +983,7 @@ int main(void)
 	tcase_add_test(tc,
 		       overlapping_sessions_of_two_coordinators_are_refused);
 	tcase_add_test(tc, cancel_fails_the_session_and_frees_its_ranges);
+	tcase_add_test(tc, a_restarted_coordinator_never_reuses_a_session_id);
 	tcase_add_test(tc, subrange_repair_touches_only_its_range);
 	tcase_add_test(tc, killed_participant_fails_the_session);
 	tcase_add_test(tc, participant_killed_mid_session_fails_it);
