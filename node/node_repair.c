@@ -896,7 +896,7 @@ static int cmd_repair_admin(void *arg, size_t argc, const char *const *argv,
 		buf_printf(err, "usage: %s\n", admin_usage);
 		return 1;
 	}
-	buf_printf(out, "%-8s %-20s %-20s %9s %-8s %7s %10s %9s %12s  %s\n",
+	buf_printf(out, "%-13s %-20s %-20s %9s %-8s %7s %10s %9s %12s  %s\n",
 		   "session", "keyspace", "started (UTC)", "seconds", "outcome",
 		   "ranges", "mismatched", "rows", "bytes", "error");
 	size_t first = nr->nhistory > HISTORY ? nr->nhistory - HISTORY : 0;
@@ -908,7 +908,7 @@ static int cmd_repair_admin(void *arg, size_t argc, const char *const *argv,
 		gmtime_r(&t, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 		buf_printf(out,
-			   "%-8" PRIu64 " %-20s %-20s %9.3f %-8s %7" PRIu64
+			   "%-13" PRIu64 " %-20s %-20s %9.3f %-8s %7" PRIu64
 			   " %10" PRIu64 " %9" PRIu64 " %12" PRIu64 "  %s\n",
 			   h->session, h->keyspace, when,
 			   (double)h->duration_us / 1e6,

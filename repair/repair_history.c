@@ -203,7 +203,7 @@ int repair_history_format(const struct repair_history *h, const char *filter,
 			  struct buf *out)
 {
 	int rc = repair_text_put(out, WHAT,
-				 "%-24s %-43s %7s %-19s %8s %-7s %10s %8s "
+				 "%-24s %-43s %13s %-19s %8s %-7s %10s %8s "
 				 "%10s  %-14s %s\n",
 				 "Table", "Range", "Session", "Started (UTC)",
 				 "Seconds", "Outcome", "Mismatched", "Rows",
@@ -220,7 +220,7 @@ int repair_history_format(const struct repair_history *h, const char *filter,
 		repair_text_time(e->started_us, when, sizeof(when));
 		rc = repair_text_put(
 			out, WHAT,
-			"%-24s %-43s %7" PRIu64 " %-19s %8.3f %-7s %10" PRIu64
+			"%-24s %-43s %13" PRIu64 " %-19s %8.3f %-7s %10" PRIu64
 			" %8" PRIu64 " %10" PRIu64 "  %-*s%s%s\n",
 			e->table, range, e->session, when,
 			(double)(e->finished_us - e->started_us) / 1e6,
