@@ -680,6 +680,8 @@ static size_t conn_read_frames(struct cql_conn *c, const uint8_t *p, size_t n);
 /* Frames from the connection's own buffer (left over from earlier reads). */
 static void conn_read_own(struct cql_conn *c)
 {
+	if (c->in_pos == c->in.len)
+		return; /* nothing left over (the buffer may be freed) */
 	size_t used = conn_read_frames(c, c->in.data + c->in_pos,
 				       c->in.len - c->in_pos);
 	if (c->closed)
