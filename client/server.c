@@ -111,7 +111,6 @@ struct cql_server {
 	struct cql_conn *dirty;
 	struct event *flush_ev;
 	struct buf scratch; /* READ_CHUNK bytes: where reads land */
-	bool scratch_busy;
 	struct inet_addr bound;
 	struct cql_server_stats stats;
 };
@@ -168,6 +167,14 @@ static size_t out_queued(const struct cql_conn *c)
 	return c->out.len - c->out_pos;
 }
 
+/* Drops the *pos bytes already used from the front of `b`. */
+static void buf_drop_used(struct buf *b, size_t *pos)
+{
+	memmove(b->data, b->data + *pos, b->len - *pos);
+	b->len -= *pos;
+	*pos = 0;
+}
+
 /* Empties `b`, freeing its memory when it grew past BUF_KEEP. */
 static void buf_reset_keep(struct buf *b, size_t *pos)
 {
@@ -183,12 +190,8 @@ static void conn_write(struct cql_conn *c, const uint8_t *p, size_t n)
 	if (c->closed)
 		return;
 	/* Reclaim what was written before growing. */
-	if (c->out_pos && c->out.len + n > c->out.cap) {
-		memmove(c->out.data, c->out.data + c->out_pos,
-			c->out.len - c->out_pos);
-		c->out.len -= c->out_pos;
-		c->out_pos = 0;
-	}
+	if (c->out_pos && c->out.len + n > c->out.cap)
+		buf_drop_used(&c->out, &c->out_pos);
 	if (buf_append(&c->out, p, n) != 0) {
 		conn_close(c, "out of memory queueing a reply");
 		return;
@@ -699,14 +702,12 @@ static void conn_on_readable(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	struct cql_conn *c = arg;
 	struct cql_server *s = c->srv;
-	bool own = c->in.len > c->in_pos || s->scratch_busy;
+	/* Callbacks never nest (nothing on the loop runs the loop), so the
+	 * server's buffer is free whenever a read starts. */
+	bool own = c->in.len > c->in_pos;
 	struct buf *b = own ? &c->in : &s->scratch;
-	if (own && c->in_pos) {
-		memmove(c->in.data, c->in.data + c->in_pos,
-			c->in.len - c->in_pos);
-		c->in.len -= c->in_pos;
-		c->in_pos = 0;
-	}
+	if (own && c->in_pos)
+		buf_drop_used(&c->in, &c->in_pos);
 	if (buf_reserve(b, READ_CHUNK) != 0) {
 		conn_close(c, "out of memory reading");
 		return;
@@ -725,9 +726,7 @@ static void conn_on_readable(evutil_socket_t fd, short what, void *arg)
 		c->in.len += (size_t)n;
 		conn_read_own(c);
 	} else {
-		s->scratch_busy = true;
 		size_t used = conn_read_frames(c, s->scratch.data, (size_t)n);
-		s->scratch_busy = false;
 		if (!c->closed && used < (size_t)n &&
 		    buf_append(&c->in, s->scratch.data + used,
 			       (size_t)n - used) != 0)
