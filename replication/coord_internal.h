@@ -109,7 +109,6 @@ struct op {
 	uint64_t start_us;
 	uint64_t deadline_us; /* on the repl's deadline list while linked */
 	struct op *dl_prev, *dl_next;
-	bool dl_linked;
 	bool replied;
 	/* Frees requested while `hold` > 0 wait for the holder: an answer can
 	 * arrive inline (a local apply) while a send loop still runs. */

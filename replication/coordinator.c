@@ -137,8 +137,8 @@ static void op_link(struct repl *r, struct op *op)
 
 static void dl_unlink(struct repl *r, struct op *op)
 {
-	if (!op->dl_linked)
-		return;
+	if (!op->dl_prev && r->dl_head != op)
+		return; /* not on the list */
 	if (op->dl_prev)
 		op->dl_prev->dl_next = op->dl_next;
 	else
@@ -148,7 +148,6 @@ static void dl_unlink(struct repl *r, struct op *op)
 	else
 		r->dl_tail = op->dl_prev;
 	op->dl_prev = op->dl_next = NULL;
-	op->dl_linked = false;
 }
 
 static void target_free(struct target *t)
@@ -219,10 +218,9 @@ static void dl_arm(struct repl *r, uint64_t now)
 	env_timer_arm(r->env, r->dl_timer, at > now ? at - now : 1);
 }
 
-void op_set_deadline(struct op *op, uint64_t timeout_ms)
+static void dl_insert(struct repl *r, struct op *op, uint64_t now,
+		      uint64_t timeout_ms)
 {
-	struct repl *r = op->r;
-	uint64_t now = now_us(r);
 	dl_unlink(r, op);
 	op->deadline_us = now + timeout_ms * 1000;
 	/* Deadlines mostly arrive in order: insert from the tail. */
@@ -239,8 +237,12 @@ void op_set_deadline(struct op *op, uint64_t timeout_ms)
 		after->dl_next = op;
 	else
 		r->dl_head = op;
-	op->dl_linked = true;
 	dl_arm(r, now);
+}
+
+void op_set_deadline(struct op *op, uint64_t timeout_ms)
+{
+	dl_insert(op->r, op, now_us(op->r), timeout_ms);
 }
 
 /* The deadline timer: times out every operation whose deadline passed. */
@@ -281,7 +283,7 @@ struct op *op_new(struct repl *r, enum op_kind kind, int cl,
 	buf_init(&op->cmd_enc);
 	arena_create(&op->a, 4096); /* most operations need less */
 	op_link(r, op);
-	op_set_deadline(op, timeout_ms);
+	dl_insert(r, op, op->start_us, timeout_ms);
 	return op;
 }
 
