@@ -5,9 +5,11 @@
  * node (NTS, RF 3 in the DC) is measured with ring_dc_ownership.
  *
  *   ring_alloc_table [max_nodes=12] [seeds=10] [num_tokens=16] [rf=3]
- *                    [layouts=31 (bit mask of the five below)]
+ *                    [layouts=31 (bit mask of the five below)] [per_seed=0]
  *
  * Spread = max/min - 1 of the nodes' replicated ownership, worst over seeds.
+ * With per_seed = 1 it also prints every seed's spreads (from 3 nodes on)
+ * and, per DC size, how many seeds are above 10%.
  * Layouts: one rack; racks = nodes (every node its own rack); 3, 4 and 5
  * racks filled round robin.
  *
@@ -93,9 +95,10 @@ static double spread(const struct ring *r, int rf, size_t nodes)
 	return mx / mn - 1;
 }
 
-/* Grows one DC; worst[n] gets the spread after node n joined. */
+/* Grows one DC; worst[n] gets the spread after node n joined if it is
+ * worse, last[n] the spread itself. */
 static int grow(int layout, size_t max_nodes, size_t ntok, int rf,
-		uint64_t seed, double *worst, double *slowest)
+		uint64_t seed, double *worst, double *last, double *slowest)
 {
 	struct ring_builder *b = ring_builder_new();
 	int64_t toks[256];
@@ -130,6 +133,7 @@ static int grow(int layout, size_t max_nodes, size_t ntok, int rf,
 		r = ring_builder_build(b);
 		double s = spread(r, rf, n);
 		ring_unref(r);
+		last[n] = s;
 		if (s > worst[n])
 			worst[n] = s;
 	}
@@ -144,6 +148,7 @@ int main(int argc, char **argv)
 	size_t ntok = argc > 3 ? (size_t)atoi(argv[3]) : 16;
 	int rf = argc > 4 ? atoi(argv[4]) : 3;
 	int mask = argc > 5 ? atoi(argv[5]) : 31;
+	bool per_seed = argc > 6 && atoi(argv[6]) != 0;
 	if (max_nodes < 1 || max_nodes >= MAXN || ntok < 1 || ntok > 256) {
 		fprintf(stderr, "bad arguments\n");
 		return 2;
@@ -151,16 +156,36 @@ int main(int argc, char **argv)
 	static const char *names[LAYOUTS] = {"1 rack", "rack per node",
 					     "3 racks (rr)", "4 racks (rr)",
 					     "5 racks (rr)"};
-	double worst[LAYOUTS][MAXN], slowest[MAXN];
+	double worst[LAYOUTS][MAXN], slowest[MAXN], last[MAXN];
+	int above[MAXN];
 	memset(worst, 0, sizeof(worst));
 	memset(slowest, 0, sizeof(slowest));
-	for (int layout = 0; layout < LAYOUTS; layout++)
-		for (int s = 1; s <= seeds && (mask >> layout & 1); s++)
+	for (int layout = 0; layout < LAYOUTS; layout++) {
+		if (!(mask >> layout & 1))
+			continue;
+		memset(above, 0, sizeof(above));
+		for (int s = 1; s <= seeds; s++) {
 			if (grow(layout, max_nodes, ntok, rf, (uint64_t)s,
-				 worst[layout], slowest)) {
+				 worst[layout], last, slowest)) {
 				fprintf(stderr, "error: %s\n", err_msg());
 				return 1;
 			}
+			if (per_seed)
+				printf("%s, seed %2d:", names[layout], s);
+			for (size_t n = 3; per_seed && n <= max_nodes; n++) {
+				printf(" %5.1f", 100 * last[n]);
+				above[n] += last[n] > 0.10;
+			}
+			if (per_seed)
+				printf("\n");
+		}
+		if (!per_seed)
+			continue;
+		printf("%s, seeds above 10%%:", names[layout]);
+		for (size_t n = 3; n <= max_nodes; n++)
+			printf(" %5d", above[n]);
+		printf("\n");
+	}
 	printf("num_tokens=%zu rf=%d seeds=%d: worst max/min-1 of replicated "
 	       "ownership\n",
 	       ntok, rf, seeds);
