@@ -45,12 +45,17 @@
  *     the squared widths by more than a falling threshold. Only tight
  *     joins: elsewhere the same polish balances today's DC at the next
  *     join's expense.
+ *  9. The first node of each rack in a DC of up to rf + 1 racks (every rack
+ *     has one node) fixes which of two racks a walk meets first, and a
+ *     later 2+2+1+1 layout cannot be even unless every pair takes turns
+ *     evenly (rack_turns). Such a join is annealed too, on the larger of
+ *     its spread and its rack turns.
  * Ties go to the first candidate in ring order after a seeded start, so a
  * given ring and seed always give the same tokens. Candidate tokens are
  * scored incrementally: only the ranges whose rack walk passes the
  * candidate are walked again (loads_with, eval_with). Cost: 0.1-0.7 s of
- * CPU for a 12-node DC with 16 tokens each, once per bootstrap (a tight
- * join adds about 0.25 s).
+ * CPU for a 12-node DC with 16 tokens each, once per bootstrap (the three
+ * annealings of a tight join add about 0.75 s).
  */
 #include "ring/ring_internal.h"
 
@@ -80,6 +85,9 @@ static const double WIDTH_WEIGHTS[ATTEMPTS] = {0.5, 1.0, 2.0};
 #define ANNEAL_NEAR      0.01
 #define ANNEAL_VAR       0.5
 #define ANNEAL_SEED      0x5a5a
+/* A first-round join's annealing lowers the larger of its spread and its
+ * rack turns, plus this weight times their sum. */
+#define TURNS_SUM 0.1
 
 /* ---- random tokens and initial_token ------------------------------------- */
 
@@ -202,6 +210,7 @@ struct model {
 	double *fair;        /* per rack: fair load per node now (fair_setup) */
 	double sqw0;         /* sqw when the annealing started */
 	bool next_stuck; /* a rack a next node may join is above the floor */
+	bool turns_on;   /* a first-round join: rack_turns counts */
 };
 
 static void model_free(struct model *m)
@@ -886,6 +895,20 @@ static double measure(struct model *m, double *ahead)
 	return lo > 0 ? hi / lo - 1 : INFINITY;
 }
 
+/* measure() with the joining node's tokens t[0..nt) in place: max/min - 1
+ * of the loads plus the worst look-ahead shortfall. The model is left as
+ * it was. */
+static double measure_with(struct model *m, uint32_t me, const int64_t *t,
+			   size_t nt)
+{
+	for (size_t j = 0; j < nt; j++)
+		model_insert(m, model_lower_bound(m, t[j]), t[j], me);
+	double ahead, spread = measure(m, &ahead);
+	for (size_t j = 0; j < nt; j++)
+		model_erase(m, model_lower_bound(m, t[j]));
+	return spread + ahead;
+}
+
 /* One allocation of the joining node's tokens with the model's current
  * weights: greedy placement, then passes that lift each new token out and
  * put it back at its best point. The model is left as it was; *spread gets
@@ -939,6 +962,46 @@ static int alloc_attempt(struct model *m, uint32_t me, struct rng *rng,
 	return 0;
 }
 
+/* Rack turns (docs/ring.md, "Rack turns"). Later, when a DC of rf + 1
+ * racks holds 2+2+1+1 nodes (RF 3), the two racks of two must replicate
+ * (nearly) every range to be even, so the two lone racks z and w split
+ * the third replica by which of them a range's walk meets first: one node
+ * owns mu(z first) and the other 1 - mu, and max/min - 1 >= 2 mu - 1 for
+ * the larger, whatever the fifth and sixth nodes do. The first node of
+ * each rack fixes mu against the racks already there, and any two racks
+ * may end up the lone ones. Returns the largest |2 mu - 1| over the other
+ * racks w, mu the width of the points whose walk meets a token of `me`
+ * before one of w (each rack has one node here). */
+static double rack_turns(const struct model *m, uint32_t me)
+{
+	uint32_t rme = m->rack[me];
+	double worst = 0;
+	for (uint32_t w = 0; w < m->nracks; w++) {
+		if (w == rme)
+			continue;
+		/* start after the last token of the pair, to wrap round */
+		size_t last = m->n;
+		while (last > 0 && m->own[last - 1] != me &&
+		       m->rack[m->own[last - 1]] != w)
+			last--;
+		if (last == 0)
+			continue;
+		int64_t prev = m->tok[last - 1];
+		double mu = 0;
+		for (size_t i = 0; i < m->n; i++) {
+			uint32_t o = m->own[i];
+			if (o != me && m->rack[o] != w)
+				continue;
+			if (o == me)
+				mu += width(prev, m->tok[i], 2);
+			prev = m->tok[i];
+		}
+		double d = fabs(2 * mu - 1);
+		worst = d > worst ? d : worst;
+	}
+	return worst;
+}
+
 /* What the annealing lowers: max/min - 1 of the loads, each divided by
  * the fair share of its node's rack, plus a little of their relative
  * variance (so that moves off the extremes still count), plus the worst
@@ -964,7 +1027,13 @@ static double anneal_objective(struct model *m)
 		lookahead_penalty(m, m->load, m->knock, &ahead);
 	}
 	double grow = m->sqw / m->sqw0 - 1;
-	return hi / lo - 1 + ANNEAL_VAR * var / (double)m->nodes + ahead +
+	double spread = hi / lo - 1;
+	if (m->turns_on) {
+		double turns = rack_turns(m, m->nodes - 1);
+		spread = (spread > turns ? spread : turns) +
+			 TURNS_SUM * (spread + turns);
+	}
+	return spread + ANNEAL_VAR * var / (double)m->nodes + ahead +
 	       (grow > 0 ? grow : 0);
 }
 
@@ -1033,6 +1102,26 @@ static int anneal(struct model *m, uint32_t me, const struct ring *r,
 	return 0;
 }
 
+/* Step 8: anneals each attempt's tokens (tries, nt per attempt) and puts
+ * the best by measure() in out; in tight DCs the search is the limit, and
+ * three starts do better than the one that looked best before. 0 or -1. */
+static int anneal_best(struct model *m, uint32_t me, const struct ring *r,
+		       int64_t *tries, size_t nt, uint64_t seed, int64_t *out)
+{
+	double best = INFINITY;
+	for (size_t k = 0; k < ATTEMPTS; k++) {
+		int64_t *t = tries + k * nt;
+		if (anneal(m, me, r, t, nt, seed + k))
+			return -1;
+		double spread = measure_with(m, me, t, nt);
+		if (spread < best) {
+			best = spread;
+			memcpy(out, t, nt * sizeof(*out));
+		}
+	}
+	return 0;
+}
+
 /* A DC with more racks than RF in which some rack must replicate every
  * range to be even (k rf == nodes: 2+2+1+1, 3+2+2+2, 2+1+1+1+1), and whose
  * next join can be prepared for (no rack a next node may join is stuck
@@ -1046,6 +1135,19 @@ static bool model_tight(const struct model *m)
 		if (m->kr[k] * (size_t)m->rf == m->nodes)
 			return true;
 	return false;
+}
+
+/* The first round of a DC that may grow round robin into rf + 1 racks:
+ * the joining node opens a rack, every rack has one node, and there are 2
+ * to rf + 1 racks. Such a join fixes its rack's turns (rack_turns). */
+static bool model_first_round(const struct model *m, int rf)
+{
+	if (m->nracks < 2 || m->nracks > (size_t)rf + 1)
+		return false;
+	for (size_t k = 0; k < m->nracks; k++)
+		if (m->kr[k] != 1)
+			return false;
+	return true;
 }
 
 int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
@@ -1087,37 +1189,35 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 		model_free(&m);
 		return -1;
 	}
-	int64_t *try_out = malloc(num_tokens * sizeof(*try_out));
-	if (!try_out) {
+	/* every attempt's tokens, num_tokens each */
+	int64_t *tries = malloc(ATTEMPTS * num_tokens * sizeof(*tries));
+	if (!tries) {
 		model_free(&m);
 		return err_set(ERR_NOMEM, "token allocator");
 	}
+	int rc = 0;
 	/* The lowest spread now plus look-ahead shortfall wins. */
 	double best = INFINITY;
-	for (size_t k = 0; k < ATTEMPTS; k++) {
+	for (size_t k = 0; k < ATTEMPTS && !rc; k++) {
+		int64_t *t = tries + k * num_tokens;
 		m.width_weight = WIDTH_WEIGHTS[k];
 		rng_seed(&rng, seed + k);
 		double spread = INFINITY, ahead = 0;
-		if (alloc_attempt(&m, me, &rng, r, try_out, num_tokens, &spread,
-				  &ahead)) {
-			free(try_out);
-			model_free(&m);
-			return -1;
-		}
-		if (spread + ahead < best - 1e-12) {
+		rc = alloc_attempt(&m, me, &rng, r, t, num_tokens, &spread,
+				   &ahead);
+		if (!rc && spread + ahead < best - 1e-12) {
 			best = spread + ahead;
-			memcpy(out, try_out, num_tokens * sizeof(*out));
+			memcpy(out, t, num_tokens * sizeof(*out));
 		}
 	}
-	free(try_out);
-	if (model_tight(&m)) {
-		if (anneal(&m, me, r, out, num_tokens, seed)) {
-			model_free(&m);
-			return -1;
-		}
-	}
+	m.turns_on = model_first_round(&m, rf);
+	if (!rc && model_tight(&m))
+		rc = anneal_best(&m, me, r, tries, num_tokens, seed, out);
+	else if (!rc && m.turns_on)
+		rc = anneal(&m, me, r, out, num_tokens, seed);
+	free(tries);
 	model_free(&m);
-	return 0;
+	return rc;
 }
 
 int ring_tokens_choose(const struct ring *r, const char *initial_token,

@@ -992,9 +992,11 @@ END_TEST
 
 /* Grows a DC with the allocator, racks r1..r<racks> filled round robin (one
  * rack when racks is 0 or 1); returns the worst max/min - 1 of replicated
- * ownership (RF 3) for from..max nodes. */
-static double grow_dc_racks(size_t max, size_t racks, size_t from,
-			    const char *other_dc_rack, uint64_t sd)
+ * ownership (RF 3) for from..max nodes, and the last ring in *last if set
+ * (the caller unrefs it). */
+static double grow_dc_racks_ring(size_t max, size_t racks, size_t from,
+				 const char *other_dc_rack, uint64_t sd,
+				 struct ring **last)
 {
 	struct ring_builder *b = ring_builder_new();
 	int64_t toks[16];
@@ -1048,10 +1050,19 @@ static double grow_dc_racks(size_t max, size_t racks, size_t from,
 		}
 		if (n >= from && mx / mn - 1 > worst)
 			worst = mx / mn - 1;
-		ring_unref(r);
+		if (n == max && last)
+			*last = r;
+		else
+			ring_unref(r);
 	}
 	ring_builder_delete(b);
 	return worst;
+}
+
+static double grow_dc_racks(size_t max, size_t racks, size_t from,
+			    const char *other_dc_rack, uint64_t sd)
+{
+	return grow_dc_racks_ring(max, racks, from, other_dc_rack, sd, NULL);
 }
 
 static double grow_dc(size_t max, const char *other_dc_rack, uint64_t sd)
@@ -1079,15 +1090,15 @@ START_TEST(allocator_balances_more_racks_than_rf)
 }
 END_TEST
 
-/* 4 racks, RF 3, round robin: at 7 and 8 nodes (2+2+2+1, 2+2+2+2) the
- * allocator without look-ahead left 11.0% and 10.1% with these seeds: the
- * joins before had left some nodes too few ranges they could be pushed out
- * of. Seeds fixed (deterministic). */
+/* 4 racks, RF 3, round robin: at 7 and 8 nodes (2+2+2+1, 2+2+2+2). With
+ * these seeds the allocator without its look-ahead leaves 12.8% and 12.3%
+ * at 7 nodes: the joins before had left some nodes too few ranges they
+ * could be pushed out of. Seeds fixed (deterministic). */
 START_TEST(allocator_balances_four_racks)
 {
-	double w = grow_dc_racks(8, 4, 7, NULL, 4000);
+	double w = grow_dc_racks(8, 4, 7, NULL, 1000);
 	ck_assert_msg(w <= 0.10, "spread %.3f with 4 racks", w);
-	w = grow_dc_racks(8, 4, 7, NULL, 5000);
+	w = grow_dc_racks(8, 4, 7, NULL, 10000);
 	ck_assert_msg(w <= 0.10, "spread %.3f with 4 racks", w);
 }
 END_TEST
@@ -1101,6 +1112,66 @@ START_TEST(allocator_balances_four_racks_nine_nodes)
 {
 	double w = grow_dc_racks(9, 4, 9, NULL, 4000);
 	ck_assert_msg(w <= 0.10, "spread %.3f with 4 racks", w);
+}
+END_TEST
+
+/* Width of the points whose clockwise walk meets a token of rack `a`
+ * before one of rack `b` (dc1). */
+static double rack_first(const struct ring *r, const char *a, const char *b)
+{
+	int64_t t[256];
+	bool is_a[256];
+	size_t n = 0;
+	for (size_t i = 0; i < ring_endpoint_count(r); i++) {
+		const struct ring_endpoint *e = ring_endpoint_get(r, i);
+		bool ea = strcmp(e->rack, a) == 0, eb = strcmp(e->rack, b) == 0;
+		if (strcmp(e->dc, "dc1") != 0 || (!ea && !eb))
+			continue;
+		for (size_t j = 0; j < e->num_tokens; j++) {
+			size_t k = n++;
+			while (k > 0 && t[k - 1] > e->tokens[j]) {
+				t[k] = t[k - 1];
+				is_a[k] = is_a[k - 1];
+				k--;
+			}
+			t[k] = e->tokens[j];
+			is_a[k] = ea;
+		}
+	}
+	double mu = 0;
+	for (size_t i = 0; i < n; i++)
+		if (is_a[i])
+			mu += (double)((uint64_t)t[i] -
+				       (uint64_t)t[i ? i - 1 : n - 1]) /
+			      18446744073709551616.0;
+	return mu;
+}
+
+/* 4 racks, RF 3, round robin, 6 nodes (2+2+1+1): the racks of two must
+ * replicate (nearly) every range, so the lone racks split the third
+ * replica by which of them a walk meets first, and max/min - 1 >= 2 mu - 1
+ * for the larger share mu, whatever the fifth and sixth nodes do
+ * (docs/ring.md). Any two racks may end up alone, so the first round must
+ * leave every pair taking turns evenly. Without that (before rack_order)
+ * pairs split up to 0.585 / 0.415, and this seed (the bench's seed 20)
+ * ended at 20.7% at 6 nodes. Seed fixed (deterministic). */
+START_TEST(allocator_racks_take_turns_evenly)
+{
+	double w = grow_dc_racks(6, 4, 6, NULL, 20000);
+	ck_assert_msg(w <= 0.10, "spread %.3f at 6 nodes on 4 racks", w);
+	static const char *racks[4] = {"r1", "r2", "r3", "r4"};
+	for (uint64_t sd = 5000; sd <= 6000; sd += 1000) {
+		struct ring *r = NULL;
+		grow_dc_racks_ring(4, 4, 4, NULL, sd, &r);
+		for (int a = 0; a < 4; a++)
+			for (int b = a + 1; b < 4; b++) {
+				double mu = rack_first(r, racks[a], racks[b]);
+				ck_assert_msg(mu > 0.475 && mu < 0.525,
+					      "seed %d: %s before %s on %.3f",
+					      (int)sd, racks[a], racks[b], mu);
+			}
+		ring_unref(r);
+	}
 }
 END_TEST
 
@@ -1172,6 +1243,7 @@ int main(void)
 	tcase_add_test(tc, allocator_balances_more_racks_than_rf);
 	tcase_add_test(tc, allocator_balances_four_racks);
 	tcase_add_test(tc, allocator_balances_four_racks_nine_nodes);
+	tcase_add_test(tc, allocator_racks_take_turns_evenly);
 	tcase_add_test(tc, allocator_racks_equal_rf_unequal_is_bounded);
 	tcase_add_test(tc, allocator_rejects_bad_input);
 	suite_add_tcase(s, tc);
