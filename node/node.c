@@ -15,6 +15,8 @@
 #include "common/env_real.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/loopq.h"
+#include "common/workers.h"
 #include "gossip/gossip.h"
 #include "node/admin.h"
 #include "node/cql_service.h"
@@ -228,42 +230,66 @@ static bool lower_joiners_done(struct node *n)
 	return true;
 }
 
-static int choose_tokens(struct node *n)
+/* Choosing tokens runs on a worker: the allocator takes up to a second of
+ * CPU with 16 tokens (more with more), and the loop keeps gossiping. */
+struct token_job {
+	struct node *n;
+	struct ring *ring; /* a reference, for the worker */
+	size_t count;
+	int alloc_rf;
+	uint64_t seed;
+	int64_t *tokens;
+	int rc;
+	bool fell_back;   /* the allocator failed; random tokens */
+	char why[256];    /* the allocator's error, or the final one */
+	enum err_code ec; /* with rc != 0 */
+};
+
+static void token_job_run(void *arg)
 {
-	size_t count = (size_t)n->conf.num_tokens;
-	int64_t *tokens = malloc(count * sizeof(*tokens));
-	if (!tokens)
-		return err_set(ERR_NOMEM, "tokens");
-	struct ring *r = members_ring(n->members);
-	uint64_t seed = env_random(n->env);
-	int alloc_rf =
-		(int)n->conf.allocate_tokens_for_local_replication_factor;
-	if (ring_tokens_choose(r, n->conf.initial_token, count, alloc_rf,
-			       n->conf.dc, n->conf.rack, seed, tokens) != 0) {
-		if (n->conf.initial_token && *n->conf.initial_token) {
-			free(tokens);
-			return err_prefix("initial_token");
-		}
-		LOG_WARN("token allocator failed (%s); using random tokens",
-			 err_msg());
-		if (ring_tokens_choose(r, NULL, count, 0, n->conf.dc,
-				       n->conf.rack, seed, tokens) != 0) {
-			free(tokens);
-			return -1;
-		}
+	struct token_job *j = arg;
+	const struct conf *c = &j->n->conf;
+	j->rc = ring_tokens_choose(j->ring, c->initial_token, j->count,
+				   j->alloc_rf, c->dc, c->rack, j->seed,
+				   j->tokens);
+	if (j->rc != 0 && !(c->initial_token && *c->initial_token)) {
+		snprintf(j->why, sizeof(j->why), "%s", err_msg());
+		j->fell_back = true;
+		j->rc = ring_tokens_choose(j->ring, NULL, j->count, 0, c->dc,
+					   c->rack, j->seed, j->tokens);
 	}
-	if (!(n->conf.initial_token && *n->conf.initial_token)) {
+	if (j->rc != 0) {
+		snprintf(j->why, sizeof(j->why), "%s", err_msg());
+		j->ec = err_code();
+	}
+}
+
+/* Jitter, save and announce the chosen tokens (loop thread). */
+static int tokens_chosen(struct node *n, struct token_job *j)
+{
+	bool initial = n->conf.initial_token && *n->conf.initial_token;
+	if (j->fell_back)
+		LOG_WARN("token allocator failed (%s); using random tokens",
+			 j->why);
+	if (j->rc != 0) {
+		err_set(j->ec, "%s", j->why);
+		return initial ? err_prefix("initial_token") : -1;
+	}
+	int64_t *tokens = j->tokens;
+	size_t count = j->count;
+	j->tokens = NULL;
+	if (!initial) {
 		/* Two nodes that joined unaware of each other may have run
 		 * the allocator on the same ring and picked the same split
 		 * points; a jitter far below any range width (2^20 of 2^64)
 		 * keeps their tokens apart. */
 		for (size_t i = 0; i < count; i++) {
-			int64_t j = (int64_t)(env_random(n->env) % (1u << 20)) -
+			int64_t d = (int64_t)(env_random(n->env) % (1u << 20)) -
 				    (1 << 19);
 			int64_t t = tokens[i];
-			if ((j > 0 && t <= INT64_MAX - j) ||
-			    (j < 0 && t >= INT64_MIN + 1 - j))
-				tokens[i] = t + j;
+			if ((d > 0 && t <= INT64_MAX - d) ||
+			    (d < 0 && t >= INT64_MIN + 1 - d))
+				tokens[i] = t + d;
 		}
 	}
 	n->local.tokens = tokens;
@@ -272,12 +298,53 @@ static int choose_tokens(struct node *n)
 			     &n->local) != 0)
 		return -1;
 	LOG_INFO("chose %zu tokens (%s) after %u gossip rounds", count,
-		 n->conf.initial_token && *n->conf.initial_token
-			 ? "initial_token"
-		 : alloc_rf > 0 ? "allocator"
-				: "random",
+		 initial           ? "initial_token"
+		 : j->alloc_rf > 0 ? "allocator"
+				   : "random",
 		 n->join_rounds);
 	return announce_tokens(n);
+}
+
+static void token_job_done(void *arg)
+{
+	struct token_job *j = arg;
+	struct node *n = j->n;
+	/* one choice per life: the worker's thread goes (it is idle now) */
+	workers_delete(n->join_worker);
+	n->join_worker = NULL;
+	if (!n->stop_reason && tokens_chosen(n, j) != 0) {
+		LOG_ERROR("cannot choose tokens: %s", err_msg());
+		node_stop(n, "no tokens");
+	}
+	ring_unref(j->ring);
+	free(j->tokens);
+	free(j);
+}
+
+static int choose_tokens(struct node *n)
+{
+	struct token_job *j = calloc(1, sizeof(*j));
+	if (!j || !(j->tokens = malloc((size_t)n->conf.num_tokens *
+				       sizeof(*j->tokens)))) {
+		free(j);
+		return err_set(ERR_NOMEM, "tokens");
+	}
+	if (!n->join_q && !(n->join_q = loopq_new(n->base))) {
+		free(j->tokens);
+		free(j);
+		return -1;
+	}
+	/* no worker (threads short): the job runs inline */
+	if (!n->join_worker)
+		n->join_worker = workers_new_background(1, "tokens");
+	j->n = n;
+	j->ring = ring_ref(members_ring(n->members));
+	j->count = (size_t)n->conf.num_tokens;
+	j->alloc_rf = (int)n->conf.allocate_tokens_for_local_replication_factor;
+	j->seed = env_random(n->env);
+	workers_offload(n->join_worker, n->join_q, token_job_run,
+			token_job_done, j);
+	return 0;
 }
 
 static void join_tick(void *arg)
@@ -733,6 +800,14 @@ void node_delete(struct node *n)
 		event_free(n->sig_term);
 	if (n->sig_int)
 		event_free(n->sig_int);
+	/* A token choice in flight finishes; its completion sees stop_reason
+	 * (or no loop) and only frees. */
+	if (!n->stop_reason)
+		n->stop_reason = "deleted";
+	workers_delete(n->join_worker);
+	n->join_worker = NULL;
+	if (n->join_q)
+		loopq_delete(n->join_q);
 	if (n->env && n->schema_timer)
 		env_timer_free(n->env, n->schema_timer);
 	if (n->env && n->load_timer)

@@ -44,6 +44,8 @@ struct node {
 	struct members *members;
 	struct admin *admin;
 	struct env_timer *join_timer; /* first start: choosing tokens */
+	struct workers *join_worker;  /* runs the token choice (lazily) */
+	struct loopq *join_q;         /* its completion, on the loop */
 	unsigned join_rounds;
 	bool drained;
 
