@@ -1152,7 +1152,7 @@ static double rack_first(const struct ring *r, const char *a, const char *b)
  * replica by which of them a walk meets first, and max/min - 1 >= 2 mu - 1
  * for the larger share mu, whatever the fifth and sixth nodes do
  * (docs/ring.md). Any two racks may end up alone, so the first round must
- * leave every pair taking turns evenly. Without that (before rack_order)
+ * leave every pair taking turns evenly. Without that (before rack_turns)
  * pairs split up to 0.585 / 0.415, and this seed (the bench's seed 20)
  * ended at 20.7% at 6 nodes. Seed fixed (deterministic). */
 START_TEST(allocator_racks_take_turns_evenly)
