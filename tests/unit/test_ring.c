@@ -1119,31 +1119,21 @@ END_TEST
  * before one of rack `b` (dc1). */
 static double rack_first(const struct ring *r, const char *a, const char *b)
 {
-	int64_t t[256];
-	bool is_a[256];
-	size_t n = 0;
-	for (size_t i = 0; i < ring_endpoint_count(r); i++) {
-		const struct ring_endpoint *e = ring_endpoint_get(r, i);
-		bool ea = strcmp(e->rack, a) == 0, eb = strcmp(e->rack, b) == 0;
-		if (strcmp(e->dc, "dc1") != 0 || (!ea && !eb))
-			continue;
-		for (size_t j = 0; j < e->num_tokens; j++) {
-			size_t k = n++;
-			while (k > 0 && t[k - 1] > e->tokens[j]) {
-				t[k] = t[k - 1];
-				is_a[k] = is_a[k - 1];
-				k--;
-			}
-			t[k] = e->tokens[j];
-			is_a[k] = ea;
+	size_t n = ring_token_count(r);
+	double mu = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* the points of range i meet token i first, then i + 1 ... */
+		for (size_t k = 0; k < n; k++) {
+			const struct ring_endpoint *e = ring_endpoint_get(
+				r, ring_token_owner_at(r, (i + k) % n));
+			if (strcmp(e->dc, "dc1") != 0)
+				continue;
+			if (strcmp(e->rack, a) == 0)
+				mu += token_range_fraction(ring_range_at(r, i));
+			if (strcmp(e->rack, a) == 0 || strcmp(e->rack, b) == 0)
+				break;
 		}
 	}
-	double mu = 0;
-	for (size_t i = 0; i < n; i++)
-		if (is_a[i])
-			mu += (double)((uint64_t)t[i] -
-				       (uint64_t)t[i ? i - 1 : n - 1]) /
-			      18446744073709551616.0;
 	return mu;
 }
 
