@@ -88,6 +88,7 @@ struct gossip {
 
 	struct env_timer *timer;
 	bool started, stopped, shadow;
+	bool follow_seeds; /* gossip_set_follow_seeds */
 	unsigned shadow_rounds;
 	struct env_timer *fd_timer; /* status checks, FD_CHECKS per round */
 	uint64_t last_check_us;
@@ -583,6 +584,26 @@ static void on_fd_check(void *arg)
 	status_check(g, env_mono_us(g->env));
 }
 
+/* An empty SYN to a random seed other than us: its ACK carries every
+ * state the seed knows. */
+static void ask_a_seed(struct gossip *g)
+{
+	size_t seeds = 0;
+	for (size_t i = 0; i < g->seed_count; i++)
+		seeds += !inet_addr_eq(&g->seeds[i], &g->self);
+	if (!seeds || build_syn(g, true) != 0)
+		return;
+	uint64_t pick = env_random(g->env) % seeds;
+	for (size_t i = 0; i < g->seed_count; i++) {
+		if (inet_addr_eq(&g->seeds[i], &g->self))
+			continue;
+		if (pick-- == 0) {
+			send_syn(g, &g->seeds[i]);
+			return;
+		}
+	}
+}
+
 static void on_tick(void *arg)
 {
 	struct gossip *g = arg;
@@ -607,6 +628,8 @@ static void on_tick(void *arg)
 	g->me->beats++;
 	g->me->born_us = env_mono_us(g->env);
 	gossip_round(g);
+	if (g->follow_seeds)
+		ask_a_seed(g);
 }
 
 int gossip_start(struct gossip *g)
@@ -632,6 +655,11 @@ int gossip_start(struct gossip *g)
 	env_timer_arm(g->env, g->timer,
 		      g->interval_us / 2 + env_random(g->env) % g->interval_us);
 	return 0;
+}
+
+void gossip_set_follow_seeds(struct gossip *g, bool on)
+{
+	g->follow_seeds = on;
 }
 
 void gossip_announce_shutdown(struct gossip *g)

@@ -142,6 +142,12 @@ int gossip_start(struct gossip *g);
 void gossip_process(struct gossip *g, const struct inet_addr *from,
 		    uint32_t verb, const uint8_t *msg, size_t len);
 
+/* While on, every round also asks a seed for everything it knows (the
+ * shadow round's empty SYN): a joining node then knows every node the
+ * seeds know before it chooses tokens, not only those gossip happened to
+ * bring. Off by default. */
+void gossip_set_follow_seeds(struct gossip *g, bool on);
+
 /* Graceful stop: STATUS becomes shutdown, every live peer is told, rounds
  * stop. */
 void gossip_announce_shutdown(struct gossip *g);

@@ -1,7 +1,8 @@
 /*
  * Gossip and failure detection in the simulator: convergence, kills,
  * partitions (symmetric and one-way), restarts, shutdown, local pauses,
- * quarantine, no flapping on a lossy network, determinism.
+ * quarantine, no flapping on a lossy network, a joiner following the
+ * seeds, determinism.
  *
  * Time bounds here are simulated seconds derived from the protocol (phi 8
  * convicts after ~18.4 mean intervals; the mean is capped at 2 intervals),
@@ -324,6 +325,34 @@ START_TEST(seed_starting_late_is_found)
 }
 END_TEST
 
+/* Nodes started together, none of which knows the others yet: how many
+ * know every node after `rounds` rounds (a join waits two), each asking
+ * the seed for its whole view every round when `follow`. */
+static size_t knowing_all_after(size_t rounds, bool follow)
+{
+	static const size_t one_dc[] = {12};
+	struct gc *c = gc_new(seed, one_dc, 1, 4);
+	gc_start(c);
+	for (size_t i = 1; follow && i < c->n; i++)
+		gossip_set_follow_seeds(c->nodes[i].g, true);
+	/* the first round comes within 1.5 intervals of the start */
+	sim_run_for(c->sim, c->interval_us * (rounds + 1) + c->interval_us / 2);
+	size_t all = 0;
+	for (size_t i = 0; i < c->n; i++)
+		all += gossip_endpoint_count(c->nodes[i].g) == c->n;
+	gc_delete(c);
+	return all;
+}
+
+START_TEST(joiner_following_the_seed_knows_every_node)
+{
+	/* Without it a joiner may know only the seed after two rounds and
+	 * choose tokens alongside nodes it has not heard of. */
+	ck_assert_uint_eq(knowing_all_after(2, true), 12);
+	ck_assert_uint_lt(knowing_all_after(2, false), 12);
+}
+END_TEST
+
 static uint64_t trace_hash(uint64_t s)
 {
 	struct gc *c = gc_new(s, three_dcs, 3, 3);
@@ -366,6 +395,7 @@ static Suite *suite(void)
 	tcase_add_test(t, removed_endpoint_is_quarantined_then_relearned);
 	tcase_add_test(t, node_of_another_cluster_is_ignored);
 	tcase_add_test(t, seed_starting_late_is_found);
+	tcase_add_test(t, joiner_following_the_seed_knows_every_node);
 	tcase_add_test(t, same_seed_same_run);
 	suite_add_tcase(s, t);
 	return s;
