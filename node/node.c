@@ -42,9 +42,10 @@
 #define LOCK_FILE        "cassinid.lock"
 #define CLUSTER_NAME_MAX 256
 
-#define JOIN_MIN_ROUNDS   2  /* learn the ring before choosing tokens */
-#define JOIN_MAX_ROUNDS   10 /* stop waiting for lower-addressed joiners */
-#define SHUTDOWN_FLUSH_MS 200
+#define JOIN_MIN_ROUNDS    2  /* learn the ring before choosing tokens */
+#define JOIN_MAX_ROUNDS    60 /* stop waiting for lower-addressed joiners */
+#define JOIN_SILENT_ROUNDS 5  /* a joiner not heard of for longer failed */
+#define SHUTDOWN_FLUSH_MS  200
 
 static int open_log(struct node *n)
 {
@@ -210,24 +211,31 @@ static int announce_tokens(struct node *n)
 	return rc;
 }
 
-/* Every known endpoint of our DC with a lower address has tokens: joining
- * one at a time keeps two joiners from picking the same ranges. */
-static bool lower_joiners_done(struct node *n)
+/* A lower-addressed joiner of our DC that has no tokens yet, or NULL:
+ * joining one at a time lets each allocation see the nodes before it
+ * (concurrent choices split the same ranges). One whose DC is not known
+ * yet counts; one not heard of for JOIN_SILENT_ROUNDS does not (it failed
+ * or stopped before choosing). */
+static const struct inet_addr *lower_joiner(struct node *n,
+					    struct gossip_endpoint_info *info)
 {
 	const struct inet_addr *self = &n->conf.listen_address;
+	uint64_t now = env_mono_us(n->env),
+		 silent = (uint64_t)JOIN_SILENT_ROUNDS *
+			  n->conf.gossip_interval_ms * 1000u;
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
-		struct gossip_endpoint_info info;
-		if (gossip_endpoint_at(n->gossip, i, &info) != 0 ||
-		    info.is_self || info.status == GOSSIP_STATUS_SHUTDOWN ||
-		    info.status == GOSSIP_STATUS_LEFT ||
-		    inet_addr_cmp(&info.addr, self) > 0)
+		if (gossip_endpoint_at(n->gossip, i, info) != 0 ||
+		    info->is_self || info->status == GOSSIP_STATUS_SHUTDOWN ||
+		    info->status == GOSSIP_STATUS_LEFT ||
+		    inet_addr_cmp(&info->addr, self) > 0 ||
+		    info->states[GOSSIP_STATE_TOKENS] ||
+		    now - info->update_us > silent)
 			continue;
-		const char *dc = info.states[GOSSIP_STATE_DC];
-		if (dc && strcmp(dc, n->conf.dc) == 0 &&
-		    !info.states[GOSSIP_STATE_TOKENS])
-			return false;
+		const char *dc = info->states[GOSSIP_STATE_DC];
+		if (!dc || strcmp(dc, n->conf.dc) == 0)
+			return &info->addr;
 	}
-	return true;
+	return NULL;
 }
 
 /* Choosing tokens runs on a worker: the allocator takes up to a second of
@@ -297,11 +305,18 @@ static int tokens_chosen(struct node *n, struct token_job *j)
 	if (local_state_save(n->env, n->conf.saved_caches_directory,
 			     &n->local) != 0)
 		return -1;
-	LOG_INFO("chose %zu tokens (%s) after %u gossip rounds", count,
+	size_t peers = 0; /* of our DC, in the ring the choice saw */
+	for (size_t i = 0; i < ring_endpoint_count(j->ring); i++) {
+		const struct ring_endpoint *e = ring_endpoint_get(j->ring, i);
+		peers += e->num_tokens && strcmp(e->dc, n->conf.dc) == 0;
+	}
+	LOG_INFO("chose %zu tokens (%s) after %u gossip rounds, with %zu "
+		 "other nodes of %s in the ring",
+		 count,
 		 initial           ? "initial_token"
 		 : j->alloc_rf > 0 ? "allocator"
 				   : "random",
-		 n->join_rounds);
+		 n->join_rounds, peers, n->conf.dc);
 	return announce_tokens(n);
 }
 
@@ -351,12 +366,22 @@ static void join_tick(void *arg)
 {
 	struct node *n = arg;
 	n->join_rounds++;
+	struct gossip_endpoint_info info;
+	const struct inet_addr *wait = lower_joiner(n, &info);
 	if (n->join_rounds < JOIN_MIN_ROUNDS ||
-	    (n->join_rounds < JOIN_MAX_ROUNDS && !lower_joiners_done(n))) {
+	    (wait && n->join_rounds < JOIN_MAX_ROUNDS)) {
 		env_timer_arm(n->env, n->join_timer,
 			      n->conf.gossip_interval_ms * 1000u);
 		return;
 	}
+	if (wait) {
+		char a[INET_ADDR_STRLEN];
+		inet_addr_format(wait, a, sizeof(a));
+		LOG_WARN("choosing tokens while %s is still joining (waited "
+			 "%u gossip rounds)",
+			 a, n->join_rounds);
+	}
+	gossip_set_follow_seeds(n->gossip, false);
 	if (choose_tokens(n) != 0) {
 		LOG_ERROR("cannot choose tokens: %s", err_msg());
 		node_stop(n, "no tokens");
@@ -757,6 +782,7 @@ int node_run(struct node *n)
 			return NODE_EXIT_FAILURE;
 		}
 	} else {
+		gossip_set_follow_seeds(n->gossip, true);
 		env_timer_arm(n->env, n->join_timer,
 			      n->conf.gossip_interval_ms * 1000u);
 	}

@@ -2,6 +2,7 @@
 kill, DC down/up, remove. Uses the test build's binaries and a private
 CASSINI_HOME."""
 import os
+import re
 import subprocess
 
 from conftest import BUILD_DIR, SOURCE_DIR
@@ -67,6 +68,24 @@ def test_create_start_status_and_remove(cluster, tmp_path):
     assert "* it" in cluster("list").stdout
     cluster("remove")
     assert not home.exists()
+
+
+def test_nodes_started_together_choose_tokens_one_at_a_time(cluster,
+                                                             tmp_path):
+    """Every node of a new cluster starts at once; each must still choose
+    its tokens seeing all lower-addressed nodes' tokens, or two allocations
+    split the same ranges."""
+    cluster("create", "it", "-n", "5", "--racks", "4", "--base-ip",
+            "127.0.1.", "-c", "gossip_interval=250ms", "-s")
+    home = tmp_path / "home" / "clusters" / "it"
+    seen = {}
+    for i in range(1, 6):
+        log = (home / f"node{i}" / "logs" / "system.log").read_text()
+        m = re.search(r"chose 16 tokens \(allocator\) after \d+ gossip "
+                      r"rounds, with (\d+) other nodes of dc1", log)
+        assert m, log[-2000:]
+        seen[i] = int(m.group(1))
+    assert seen == {i: i - 1 for i in range(1, 6)}
 
 
 def test_errors_are_one_clear_line(cluster):
