@@ -487,27 +487,30 @@ static size_t model_lower_bound(const struct model *m, int64_t t)
 	return lo;
 }
 
+/* Does `me` hold a token of the model? */
+static bool model_holds(const struct model *m, uint32_t me)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->own[i] == me)
+			return true;
+	return false;
+}
+
 /* Loads of the model with one more token `t` of `me`, copied to `dst`,
  * and in `slope` how they change per unit (of the ring) that t moves up:
- * the range ending at t grows and the next one shrinks.
+ * the range ending at t grows and the next one shrinks. `held`:
+ * model_holds(m, me).
  *
  * Incremental: from the walks model_base recorded, only the ranges whose
  * walk passes t change replicas; t's own range and the one it splits change
  * width. A whole new walk is needed only when t is the first token of its
  * rack or node (the rack count or the replica count can change). */
-static void loads_with(struct model *m, uint32_t me, int64_t t, double *dst,
-		       double *slope)
+static void loads_with(struct model *m, uint32_t me, bool held, int64_t t,
+		       double *dst, double *slope)
 {
 	size_t n = m->n, at = model_lower_bound(m, t), want = m->want;
 	size_t racks = m->racks;
-	bool fresh = !m->base_ok;
-	if (!fresh) {
-		m->epoch++;
-		for (size_t i = 0; i < n; i++)
-			m->seen[m->own[i]] = m->epoch;
-		fresh = m->seen[me] != m->epoch;
-	}
-	if (fresh) {
+	if (!m->base_ok || !held) {
 		model_insert(m, at, t, me);
 		model_loads(m);
 		memcpy(dst, m->load, m->nodes * sizeof(*dst));
@@ -583,6 +586,7 @@ static bool best_candidate(struct model *m, uint32_t me, size_t start,
 	size_t n = m->n;
 	model_loads(m);
 	double base = m->sqw;
+	bool held = model_holds(m, me);
 	for (size_t k = 0; k < n; k++) {
 		size_t i = (start + k) % n;
 		int64_t a = m->tok[i ? i - 1 : n - 1], b = m->tok[i];
@@ -590,7 +594,8 @@ static bool best_candidate(struct model *m, uint32_t me, size_t start,
 		if (w < 8)
 			continue;
 		uint64_t s1 = w / 4, s2 = w - w / 4;
-		loads_with(m, me, (int64_t)((uint64_t)a + s1), m->l1, m->l2);
+		loads_with(m, me, held, (int64_t)((uint64_t)a + s1), m->l1,
+			   m->l2);
 		for (size_t q = 0; q < m->nodes; q++)
 			m->l2[q] =
 				m->l1[q] + (double)(s2 - s1) / TWO64 * m->l2[q];
@@ -858,11 +863,11 @@ static void lookahead_refine(struct model *m, uint32_t me, const struct ring *r,
 				for (uint64_t f = 1; f <= 3; f++) {
 					int64_t t = (int64_t)((uint64_t)a +
 							      w / 4 * f);
-					if (t == RING_TOKEN_MIN ||
-					    token_taken(r, out, nt, t))
+					if (t == RING_TOKEN_MIN)
 						continue;
 					double sc = lookahead_score(m, me, t);
-					if (sc < best - 1e-12) {
+					if (sc < best - 1e-12 &&
+					    !token_taken(r, out, nt, t)) {
 						best = sc;
 						out[j] = t;
 						moved = true;
