@@ -55,7 +55,8 @@
  * scored incrementally: only the ranges whose rack walk passes the
  * candidate are walked again (loads_with, eval_with). Cost: 0.1-0.7 s of
  * CPU for a 12-node DC with 16 tokens each, once per bootstrap (the three
- * annealings of a tight join add about 0.75 s).
+ * annealings of a tight join add about 0.75 s). With more tokens the
+ * passes and annealing steps shrink in proportion (model_effort).
  */
 #include "ring/ring_internal.h"
 
@@ -211,6 +212,10 @@ struct model {
 	double sqw0;         /* sqw when the annealing started */
 	bool next_stuck; /* a rack a next node may join is above the floor */
 	bool turns_on;   /* a first-round join: rack_turns counts */
+	/* Search effort (model_effort) */
+	int refine_passes, lookahead_passes;
+	long anneal_iters;
+	size_t attempts;
 };
 
 static void model_free(struct model *m)
@@ -847,7 +852,7 @@ static double lookahead_score(struct model *m, uint32_t me, int64_t t)
 static void lookahead_refine(struct model *m, uint32_t me, const struct ring *r,
 			     int64_t *out, size_t nt)
 {
-	for (int pass = 0; pass < LOOKAHEAD_PASSES; pass++) {
+	for (int pass = 0; pass < m->lookahead_passes; pass++) {
 		bool moved = false;
 		for (size_t j = 0; j < nt; j++) {
 			model_erase(m, model_lower_bound(m, out[j]));
@@ -941,7 +946,7 @@ static int alloc_attempt(struct model *m, uint32_t me, struct rng *rng,
 			       placed);
 	}
 	m->share = 1.0;
-	for (int pass = 0; pass < REFINE_PASSES; pass++) {
+	for (int pass = 0; pass < m->refine_passes; pass++) {
 		bool moved = false;
 		for (size_t j = 0; j < nt; j++) {
 			double before = model_score(m), sc;
@@ -1074,8 +1079,8 @@ static int anneal(struct model *m, uint32_t me, const struct ring *r,
 	m->sqw0 = m->sqw;
 	double cur = anneal_objective(m), best = cur;
 	memcpy(best_out, out, nt * sizeof(*best_out));
-	for (long it = 0; it < ANNEAL_ITERS; it++) {
-		double f = 1 - (double)it / ANNEAL_ITERS;
+	for (long it = 0; it < m->anneal_iters; it++) {
+		double f = 1 - (double)it / (double)m->anneal_iters;
 		size_t j = (size_t)rng_below(&g, nt);
 		int64_t old = out[j];
 		model_erase(m, model_lower_bound(m, old));
@@ -1114,7 +1119,7 @@ static int anneal_best(struct model *m, uint32_t me, const struct ring *r,
 		       int64_t *tries, size_t nt, uint64_t seed, int64_t *out)
 {
 	double best = INFINITY;
-	for (size_t k = 0; k < ATTEMPTS; k++) {
+	for (size_t k = 0; k < m->attempts; k++) {
 		int64_t *t = tries + k * nt;
 		if (anneal(m, me, r, t, nt, seed + k))
 			return -1;
@@ -1155,6 +1160,19 @@ static bool model_first_round(const struct model *m, int rf)
 	return true;
 }
 
+/* Search effort: what suits 16 tokens, scaled down with more. Every pass
+ * re-places each token against the whole ring, O(tokens^2), while a token
+ * matters less the more there are: 256 tokens took 25-60 s a join with
+ * the full effort and reach the same balance with a pass or two. */
+static void model_effort(struct model *m, size_t num_tokens)
+{
+	double scale = num_tokens > 16 ? 16.0 / (double)num_tokens : 1.0;
+	m->refine_passes = 1 + (int)(REFINE_PASSES * scale - 1e-9);
+	m->lookahead_passes = 1 + (int)(LOOKAHEAD_PASSES * scale - 1e-9);
+	m->anneal_iters = 1 + (long)(ANNEAL_ITERS * scale - 1e-9);
+	m->attempts = scale >= 0.5 ? ATTEMPTS : 1;
+}
+
 int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 			 int rf, size_t num_tokens, uint64_t seed, int64_t *out)
 {
@@ -1190,6 +1208,7 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 	}
 	size_t existing = m.nodes - 1;
 	m.rf = rf < (int)existing ? rf : (int)existing;
+	model_effort(&m, num_tokens);
 	if (fair_setup(&m) || lookahead_setup(&m, rf)) {
 		model_free(&m);
 		return -1;
@@ -1203,7 +1222,7 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 	int rc = 0;
 	/* The lowest spread now plus look-ahead shortfall wins. */
 	double best = INFINITY;
-	for (size_t k = 0; k < ATTEMPTS && !rc; k++) {
+	for (size_t k = 0; k < m.attempts && !rc; k++) {
 		int64_t *t = tries + k * num_tokens;
 		m.width_weight = WIDTH_WEIGHTS[k];
 		rng_seed(&rng, seed + k);
