@@ -461,6 +461,37 @@ static void send_syn(struct gossip *g, const struct inet_addr *to)
 	send_buf(g, to, GOSSIP_VERB_SYN);
 }
 
+static size_t other_seeds(const struct gossip *g)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < g->seed_count; i++)
+		n += !inet_addr_eq(&g->seeds[i], &g->self);
+	return n;
+}
+
+/* Sends the SYN in g->out to every seed other than us. */
+static void send_syn_to_seeds(struct gossip *g)
+{
+	for (size_t i = 0; i < g->seed_count; i++)
+		if (!inet_addr_eq(&g->seeds[i], &g->self))
+			send_syn(g, &g->seeds[i]);
+}
+
+/* Sends the SYN in g->out to a random seed other than us. REQUIRES:
+ * other_seeds(g) > 0. */
+static void send_syn_to_a_seed(struct gossip *g)
+{
+	uint64_t pick = env_random(g->env) % other_seeds(g);
+	for (size_t i = 0; i < g->seed_count; i++) {
+		if (inet_addr_eq(&g->seeds[i], &g->self))
+			continue;
+		if (pick-- == 0) {
+			send_syn(g, &g->seeds[i]);
+			return;
+		}
+	}
+}
+
 /* Cassandra's peer choice: one random live peer, an unreachable one with
  * probability unreachable/(live+1), a seed when the live peer was not one
  * (or fewer live than seeds) with probability seeds/(live+unreachable). */
@@ -513,26 +544,13 @@ static void gossip_round(struct gossip *g)
 			}
 		}
 	}
-	size_t seeds = 0;
-	for (size_t i = 0; i < g->seed_count; i++)
-		if (!inet_addr_eq(&g->seeds[i], &g->self))
-			seeds++;
-	if (seeds && (!to_seed || live < g->seed_count)) {
+	if (other_seeds(g) && (!to_seed || live < g->seed_count)) {
 		double p = live == 0 ? 1.0
 				     : (double)g->seed_count /
 					       (double)(live + unreachable);
 		double r = (double)(env_random(g->env) >> 11) * 0x1.0p-53;
-		if (r <= p) {
-			uint64_t pick = env_random(g->env) % seeds;
-			for (size_t i = 0; i < g->seed_count; i++) {
-				if (inet_addr_eq(&g->seeds[i], &g->self))
-					continue;
-				if (pick-- == 0) {
-					send_syn(g, &g->seeds[i]);
-					break;
-				}
-			}
-		}
+		if (r <= p)
+			send_syn_to_a_seed(g);
 	}
 }
 
@@ -588,20 +606,8 @@ static void on_fd_check(void *arg)
  * state the seed knows. */
 static void ask_a_seed(struct gossip *g)
 {
-	size_t seeds = 0;
-	for (size_t i = 0; i < g->seed_count; i++)
-		seeds += !inet_addr_eq(&g->seeds[i], &g->self);
-	if (!seeds || build_syn(g, true) != 0)
-		return;
-	uint64_t pick = env_random(g->env) % seeds;
-	for (size_t i = 0; i < g->seed_count; i++) {
-		if (inet_addr_eq(&g->seeds[i], &g->self))
-			continue;
-		if (pick-- == 0) {
-			send_syn(g, &g->seeds[i]);
-			return;
-		}
-	}
+	if (other_seeds(g) && build_syn(g, true) == 0)
+		send_syn_to_a_seed(g);
 }
 
 static void on_tick(void *arg)
@@ -614,10 +620,7 @@ static void on_tick(void *arg)
 	if (g->shadow) {
 		if (++g->shadow_rounds < SHADOW_ROUNDS) {
 			if (build_syn(g, true) == 0)
-				for (size_t i = 0; i < g->seed_count; i++)
-					if (!inet_addr_eq(&g->seeds[i],
-							  &g->self))
-						send_syn(g, &g->seeds[i]);
+				send_syn_to_seeds(g);
 			return;
 		}
 		LOG_WARN("no seed answered the shadow round; gossiping anyway");
@@ -637,19 +640,13 @@ int gossip_start(struct gossip *g)
 	if (g->started)
 		return 0;
 	g->started = true;
-	size_t others = 0;
-	for (size_t i = 0; i < g->seed_count; i++)
-		if (!inet_addr_eq(&g->seeds[i], &g->self))
-			others++;
 	g->last_check_us = env_mono_us(g->env);
 	env_timer_arm(g->env, g->fd_timer, g->interval_us / FD_CHECKS);
-	if (others) {
+	if (other_seeds(g)) {
 		g->shadow = true;
 		if (build_syn(g, true) != 0)
 			return -1;
-		for (size_t i = 0; i < g->seed_count; i++)
-			if (!inet_addr_eq(&g->seeds[i], &g->self))
-				send_syn(g, &g->seeds[i]);
+		send_syn_to_seeds(g);
 	}
 	/* A random phase, so nodes started together do not gossip in step. */
 	env_timer_arm(g->env, g->timer,
