@@ -42,7 +42,7 @@
 #define LOCK_FILE        "cassinid.lock"
 #define CLUSTER_NAME_MAX 256
 
-#define JOIN_MIN_ROUNDS    2  /* learn the ring before choosing tokens */
+#define JOIN_MIN_ROUNDS    4  /* learn the ring before choosing tokens */
 #define JOIN_MAX_ROUNDS    60 /* stop waiting for lower-addressed joiners */
 #define JOIN_SILENT_ROUNDS 5  /* a joiner not heard of for longer failed */
 #define SHUTDOWN_FLUSH_MS  200
