@@ -43,7 +43,7 @@
 #define CLUSTER_NAME_MAX 256
 
 #define JOIN_MIN_ROUNDS    4  /* learn the ring before choosing tokens */
-#define JOIN_MAX_ROUNDS    60 /* stop waiting for lower-addressed joiners */
+#define JOIN_STUCK_ROUNDS  60 /* then a joiner ahead of us is not waited for */
 #define JOIN_SILENT_ROUNDS 5  /* a joiner not heard of for longer failed */
 #define SHUTDOWN_FLUSH_MS  200
 
@@ -368,8 +368,19 @@ static void join_tick(void *arg)
 	n->join_rounds++;
 	struct gossip_endpoint_info info;
 	const struct inet_addr *wait = lower_joiner(n, &info);
+	/* Joiners ahead of us finish one by one, each resetting the count:
+	 * a large cluster started at once may take minutes, but one joiner
+	 * that stays ahead of us for JOIN_STUCK_ROUNDS is not waited for. */
+	if (!wait)
+		n->join_wait_rounds = 0;
+	else if (n->join_wait_rounds && inet_addr_eq(wait, &n->join_waiting))
+		n->join_wait_rounds++;
+	else {
+		n->join_waiting = *wait;
+		n->join_wait_rounds = 1;
+	}
 	if (n->join_rounds < JOIN_MIN_ROUNDS ||
-	    (wait && n->join_rounds < JOIN_MAX_ROUNDS)) {
+	    (wait && n->join_wait_rounds < JOIN_STUCK_ROUNDS)) {
 		env_timer_arm(n->env, n->join_timer,
 			      n->conf.gossip_interval_ms * 1000u);
 		return;
@@ -377,9 +388,9 @@ static void join_tick(void *arg)
 	if (wait) {
 		char a[INET_ADDR_STRLEN];
 		inet_addr_format(wait, a, sizeof(a));
-		LOG_WARN("choosing tokens while %s is still joining (waited "
-			 "%u gossip rounds)",
-			 a, n->join_rounds);
+		LOG_WARN("choosing tokens while %s is still joining (it made "
+			 "no progress for %u gossip rounds)",
+			 a, n->join_wait_rounds);
 	}
 	gossip_set_follow_seeds(n->gossip, false);
 	if (choose_tokens(n) != 0) {

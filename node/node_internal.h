@@ -47,6 +47,8 @@ struct node {
 	struct workers *join_worker;  /* runs the token choice (lazily) */
 	struct loopq *join_q;         /* its completion, on the loop */
 	unsigned join_rounds;
+	struct inet_addr join_waiting; /* the lower joiner waited for */
+	unsigned join_wait_rounds;     /* rounds it has kept us waiting */
 	bool drained;
 
 	struct cql_service *cql;
