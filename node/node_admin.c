@@ -201,6 +201,31 @@ static void host_of(const struct inet_addr *a, char *out)
 
 /* ---- status -------------------------------------------------------------- */
 
+/* The keyspace `status` without one measures, as nodetool does: the first
+ * user keyspace when they all replicate alike, system_traces when there is
+ * none, or NULL when they differ (ownership is then meaningless). */
+static const char *status_keyspace(struct node *n)
+{
+	const struct cql_schema *sc =
+		n->cql ? cql_service_schema(n->cql) : NULL;
+	const struct cql_keyspace *first = NULL;
+	for (size_t i = 0; sc && i < cql_schema_keyspace_count(sc); i++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(sc, i);
+		if (cql_keyspace_is_system(k))
+			continue;
+		if (!first)
+			first = k;
+		else if (strcmp(ring_strategy_describe(
+					cql_keyspace_strategy(k)),
+				ring_strategy_describe(
+					cql_keyspace_strategy(first))) != 0)
+			return NULL;
+	}
+	if (!sc)
+		return NULL;
+	return first ? cql_keyspace_meta(first)->name : "system_traces";
+}
+
 static int cmd_status(void *arg, size_t argc, const char *const *argv,
 		      struct buf *out, struct buf *err)
 {
@@ -208,12 +233,13 @@ static int cmd_status(void *arg, size_t argc, const char *const *argv,
 	struct ring_strategy *s = NULL;
 	if (argc > 1)
 		return usage(err, "status [keyspace]");
-	if (argc == 1 && !(s = strategy_for(n, argv[0], err)))
+	const char *ks = argc == 1 ? argv[0] : status_keyspace(n);
+	if (ks && !(s = strategy_for(n, ks, err)))
 		return 1;
 	struct ring *r = members_ring(n->members);
 	size_t ne = ring_endpoint_count(r);
 	double *own = calloc(ne ? ne : 1, sizeof(*own));
-	if (!own || ownership(r, s, own) != 0) {
+	if (!own || (s && ownership(r, s, own) != 0)) {
 		buf_printf(err, "cannot compute ownership: %s\n", err_msg());
 		free(own);
 		ring_strategy_delete(s);
@@ -244,7 +270,7 @@ static int cmd_status(void *arg, size_t argc, const char *const *argv,
 			host_of(&info.addr, host);
 			load_text(n, &info, load, sizeof(load));
 			int idx = ring_endpoint_find(r, &info.addr);
-			if (idx >= 0)
+			if (idx >= 0 && s)
 				snprintf(owns, sizeof(owns), "%.1f%%",
 					 own[idx] * 100.0);
 			const char *hid = info.states[GOSSIP_STATE_HOST_ID];

@@ -37,10 +37,7 @@ static void usage(FILE *f)
 		"<key>,\n"
 		"version, drain, stopdaemon.\n"
 		"\n"
-		"Until keyspaces arrive with the client protocol, <keyspace> "
-		"is a\n"
-		"built-in one (system, system_schema, system_auth,\n"
-		"system_distributed, system_traces) or an explicit "
+		"<keyspace> is a keyspace of the schema or an explicit "
 		"replication:\n"
 		"class=NetworkTopologyStrategy,dc1=3,dc2=3.\n");
 }
