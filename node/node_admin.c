@@ -206,10 +206,11 @@ static void host_of(const struct inet_addr *a, char *out)
  * none, or NULL when they differ (ownership is then meaningless). */
 static const char *status_keyspace(struct node *n)
 {
-	const struct cql_schema *sc =
-		n->cql ? cql_service_schema(n->cql) : NULL;
+	if (!n->cql)
+		return NULL;
+	const struct cql_schema *sc = cql_service_schema(n->cql);
 	const struct cql_keyspace *first = NULL;
-	for (size_t i = 0; sc && i < cql_schema_keyspace_count(sc); i++) {
+	for (size_t i = 0; i < cql_schema_keyspace_count(sc); i++) {
 		const struct cql_keyspace *k = cql_schema_keyspace_at(sc, i);
 		if (cql_keyspace_is_system(k))
 			continue;
@@ -221,8 +222,6 @@ static const char *status_keyspace(struct node *n)
 					cql_keyspace_strategy(first))) != 0)
 			return NULL;
 	}
-	if (!sc)
-		return NULL;
 	return first ? cql_keyspace_meta(first)->name : "system_traces";
 }
 
