@@ -201,6 +201,10 @@ static void host_of(const struct inet_addr *a, char *out)
 
 /* ---- status -------------------------------------------------------------- */
 
+#define NO_EFFECTIVE_OWNERSHIP                                                 \
+	"Note: Non-system keyspaces don't have the same replication "          \
+	"settings, effective ownership information is meaningless"
+
 /* The keyspace `status` without one measures, as nodetool does: the first
  * user keyspace when they all replicate alike, system_traces when there is
  * none, or NULL when they differ (ownership is then meaningless). */
@@ -284,10 +288,7 @@ static int cmd_status(void *arg, size_t argc, const char *const *argv,
 		buf_printf(out, "\n");
 	}
 	if (!s)
-		buf_printf(out,
-			   "Note: Non-system keyspaces don't have the same "
-			   "replication settings, effective ownership "
-			   "information is meaningless\n");
+		buf_printf(out, "%s\n", NO_EFFECTIVE_OWNERSHIP);
 	free(own);
 	ring_strategy_delete(s);
 	return 0;
@@ -298,18 +299,23 @@ static int cmd_status(void *arg, size_t argc, const char *const *argv,
 static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 		    struct buf *out, struct buf *err)
 {
-	(void)argv;
 	struct node *n = arg;
-	if (argc > 0)
-		return usage(err, "ring");
+	struct ring_strategy *s = NULL;
+	if (argc > 1)
+		return usage(err, "ring [keyspace]");
+	const char *ks = argc == 1 ? argv[0] : status_keyspace(n);
+	if (ks && !(s = strategy_for(n, ks, err)))
+		return 1;
 	struct ring *r = members_ring(n->members);
 	size_t ne = ring_endpoint_count(r);
 	double *own = calloc(ne ? ne : 1, sizeof(*own));
-	if (!own || ownership(r, NULL, own) != 0) {
+	if (!own || (s && ownership(r, s, own) != 0)) {
 		free(own);
+		ring_strategy_delete(s);
 		buf_printf(err, "cannot compute ownership\n");
 		return 2;
 	}
+	bool vnodes = false;
 	for (size_t d = 0; d < ring_dc_count(r); d++) {
 		const char *dc = ring_dc_name(r, d);
 		buf_printf(out, "\nDatacenter: %s\n==========\n", dc);
@@ -336,7 +342,12 @@ static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 				continue;
 			host_of(&ep->addr, host);
 			load_text(n, &info, load, sizeof(load));
-			snprintf(owns, sizeof(owns), "%.2f%%", own[e] * 100.0);
+			if (s)
+				snprintf(owns, sizeof(owns), "%.2f%%",
+					 own[e] * 100.0);
+			else
+				snprintf(owns, sizeof(owns), "?");
+			vnodes = vnodes || ep->num_tokens > 1;
 			bool up = info.is_self || info.alive;
 			const char *state =
 				ep->status == RING_STATUS_LEAVING ? "Leaving"
@@ -348,7 +359,16 @@ static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 		}
 	}
 	buf_printf(out, "\n");
+	if (vnodes)
+		buf_printf(out,
+			   "  Warning: \"nodetool ring\" is used to output "
+			   "all the tokens of a node.\n  To view status "
+			   "related info of a node use \"nodetool status\" "
+			   "instead.\n\n");
+	if (!s)
+		buf_printf(out, "\n  %s\n", NO_EFFECTIVE_OWNERSHIP);
 	free(own);
+	ring_strategy_delete(s);
 	return 0;
 }
 
@@ -738,7 +758,9 @@ int node_admin_register(struct node *n)
 		 "status [keyspace]     nodetool-style cluster status "
 		 "(UN/DN/UJ/UL rows per datacenter)",
 		 cmd_status},
-		{"ring", "ring                  every token with its owner",
+		{"ring",
+		 "ring [keyspace]       every token with its owner and the "
+		 "owner's share",
 		 cmd_ring},
 		{"info",
 		 "info [-T]             this node: id, load, generation, "

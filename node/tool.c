@@ -31,7 +31,7 @@ static void usage(FILE *f)
 		"\n"
 		"Talks to a node's admin endpoint (default 127.0.0.1:7199).\n"
 		"`cassini-tool help` lists the commands the node knows:\n"
-		"status [keyspace], ring, info [-T], gossipinfo, "
+		"status [keyspace], ring [keyspace], info [-T], gossipinfo, "
 		"describecluster,\n"
 		"describering <keyspace>, getendpoints <keyspace> <table> "
 		"<key>,\n"

@@ -177,11 +177,21 @@ def test_tool_commands(cluster):
                             "'replication_factor': 1}")
     finally:
         c.shutdown()
+    note = "Note: Non-system keyspaces don't have the same replication " \
+        "settings, effective ownership information is meaningless"
     st = tool(a, "status").stdout
-    assert "Note: Non-system keyspaces don't have the same replication " \
-        "settings, effective ownership information is meaningless" in st
+    assert note in st
     assert len(re.findall(r"^UN\s+\S+\s+\S+ \S*\s+\d+\s+\?\s", st, re.M)) \
         == 3, st
+    ring = tool(a, "ring").stdout
+    assert note in ring and "Warning: \"nodetool ring\"" in ring
+    assert len(re.findall(r"\s+Up\s+Normal\s+.*\s\?\s+-?\d+$", ring,
+                          re.M)) == 48, ring
+    ring = tool(a, "ring", "ks").stdout
+    assert note not in ring
+    # NTS dc1:1, dc2:1 on 2 + 1 nodes: dc2's node owns everything
+    assert len(re.findall(r"^127\.0\.2\.3\s.*\s100\.00%\s", ring, re.M)) \
+        == 16, ring
     dr = tool(a, "describering", nts).stdout
     assert dr.count("TokenRange(start_token:") == 48
     eff = tool(a, "status", "system_distributed").stdout
