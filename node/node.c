@@ -366,8 +366,13 @@ static void join_tick(void *arg)
 {
 	struct node *n = arg;
 	n->join_rounds++;
+	/* Only the allocator's choice depends on the nodes before it. */
+	bool allocating =
+		!(n->conf.initial_token && *n->conf.initial_token) &&
+		n->conf.allocate_tokens_for_local_replication_factor > 0;
 	struct gossip_endpoint_info info;
-	const struct inet_addr *wait = lower_joiner(n, &info);
+	const struct inet_addr *wait =
+		allocating ? lower_joiner(n, &info) : NULL;
 	/* Joiners ahead of us finish one by one, each resetting the count:
 	 * a large cluster started at once may take minutes, but one joiner
 	 * that stays ahead of us for JOIN_STUCK_ROUNDS is not waited for. */
