@@ -211,15 +211,17 @@ static int announce_tokens(struct node *n)
 	return rc;
 }
 
-/* A lower-addressed joiner of our DC that has no tokens yet, or NULL:
- * joining one at a time lets each allocation see the nodes before it
- * (concurrent choices split the same ranges). One whose DC is not known
- * yet counts; one not heard of for JOIN_SILENT_ROUNDS does not (it failed
- * or stopped before choosing). */
-static const struct inet_addr *lower_joiner(struct node *n,
+/* A joiner of our DC ahead of us that has no tokens yet, or NULL. Joiners
+ * go in the order they started (gossip generation), then by address, so
+ * each allocation sees the nodes before it (concurrent choices split the
+ * same ranges), and one started late waits for those already waiting. A
+ * joiner whose DC is not known yet counts; one not heard of for
+ * JOIN_SILENT_ROUNDS does not (it failed or stopped before choosing). */
+static const struct inet_addr *joiner_ahead(struct node *n,
 					    struct gossip_endpoint_info *info)
 {
 	const struct inet_addr *self = &n->conf.listen_address;
+	int64_t gen = n->local.generation;
 	uint64_t now = env_mono_us(n->env),
 		 silent = (uint64_t)JOIN_SILENT_ROUNDS *
 			  n->conf.gossip_interval_ms * 1000u;
@@ -227,12 +229,14 @@ static const struct inet_addr *lower_joiner(struct node *n,
 		if (gossip_endpoint_at(n->gossip, i, info) != 0 ||
 		    info->is_self || info->status == GOSSIP_STATUS_SHUTDOWN ||
 		    info->status == GOSSIP_STATUS_LEFT ||
-		    inet_addr_cmp(&info->addr, self) > 0 ||
 		    info->states[GOSSIP_STATE_TOKENS] ||
 		    now - info->update_us > silent)
 			continue;
+		bool ahead = info->generation < gen ||
+			     (info->generation == gen &&
+			      inet_addr_cmp(&info->addr, self) < 0);
 		const char *dc = info->states[GOSSIP_STATE_DC];
-		if (!dc || strcmp(dc, n->conf.dc) == 0)
+		if (ahead && (!dc || strcmp(dc, n->conf.dc) == 0))
 			return &info->addr;
 	}
 	return NULL;
@@ -372,7 +376,7 @@ static void join_tick(void *arg)
 		n->conf.allocate_tokens_for_local_replication_factor > 0;
 	struct gossip_endpoint_info info;
 	const struct inet_addr *wait =
-		allocating ? lower_joiner(n, &info) : NULL;
+		allocating ? joiner_ahead(n, &info) : NULL;
 	/* Joiners ahead of us finish one by one, each resetting the count:
 	 * a large cluster started at once may take minutes, but one joiner
 	 * that stays ahead of us for JOIN_STUCK_ROUNDS is not waited for. */

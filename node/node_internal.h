@@ -47,7 +47,7 @@ struct node {
 	struct workers *join_worker;  /* runs the token choice (lazily) */
 	struct loopq *join_q;         /* its completion, on the loop */
 	unsigned join_rounds;
-	struct inet_addr join_waiting; /* the lower joiner waited for */
+	struct inet_addr join_waiting; /* the joiner ahead waited for */
 	unsigned join_wait_rounds;     /* rounds it has kept us waiting */
 	bool drained;
 

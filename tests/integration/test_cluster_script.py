@@ -4,6 +4,7 @@ CASSINI_HOME."""
 import os
 import re
 import subprocess
+import time
 
 from conftest import BUILD_DIR, SOURCE_DIR
 
@@ -89,6 +90,28 @@ def test_nodes_started_together_choose_tokens_one_at_a_time(cluster,
         assert m, log[-2000:]
         seen[i] = int(m.group(1))
     assert seen == {i: i - 1 for i in range(1, 6)}
+
+
+def test_node_started_late_waits_for_joiners_started_before_it(cluster,
+                                                              tmp_path):
+    """node3 starts with node1; node2, lower-addressed but started a second
+    later, must still choose after node3 (joiners go in the order they
+    started), not alongside it."""
+    cluster("create", "it", "-n", "3", "--base-ip", "127.0.1.")
+    home = tmp_path / "home" / "clusters" / "it"
+    cluster("node", "node1", "start")
+    cluster("node", "node3", "start")
+    time.sleep(1.2)  # a later gossip generation (whole seconds)
+    cluster("node", "node2", "start")
+    cluster("wait")
+    seen = {}
+    for i in (1, 2, 3):
+        log = (home / f"node{i}" / "logs" / "system.log").read_text()
+        m = re.search(r"chose 16 tokens \(allocator\) after \d+ gossip "
+                      r"rounds, with (\d+) other nodes of dc1", log)
+        assert m, log[-2000:]
+        seen[i] = int(m.group(1))
+    assert seen == {1: 0, 3: 1, 2: 2}
 
 
 def test_errors_are_one_clear_line(cluster):
