@@ -229,25 +229,42 @@ static const char *status_keyspace(struct node *n)
 	return first ? cql_keyspace_meta(first)->name : "system_traces";
 }
 
+/* What status and ring [keyspace] measure: the strategy of `ks` (of
+ * status_keyspace when NULL; *s stays NULL when ownership is meaningless)
+ * and every endpoint's ownership under it in *own. The caller frees both.
+ * 0, or the command's exit status with `err` written. */
+static int ownership_for(struct node *n, const char *ks, struct ring *r,
+			 struct buf *err, struct ring_strategy **s,
+			 double **own)
+{
+	*s = NULL;
+	*own = NULL;
+	ks = ks ? ks : status_keyspace(n);
+	if (ks && !(*s = strategy_for(n, ks, err)))
+		return 1;
+	size_t ne = ring_endpoint_count(r);
+	*own = calloc(ne ? ne : 1, sizeof(**own));
+	if (!*own || (*s && ownership(r, *s, *own) != 0)) {
+		buf_printf(err, "cannot compute ownership: %s\n", err_msg());
+		free(*own);
+		ring_strategy_delete(*s);
+		return 2;
+	}
+	return 0;
+}
+
 static int cmd_status(void *arg, size_t argc, const char *const *argv,
 		      struct buf *out, struct buf *err)
 {
 	struct node *n = arg;
-	struct ring_strategy *s = NULL;
 	if (argc > 1)
 		return usage(err, "status [keyspace]");
-	const char *ks = argc == 1 ? argv[0] : status_keyspace(n);
-	if (ks && !(s = strategy_for(n, ks, err)))
-		return 1;
 	struct ring *r = members_ring(n->members);
-	size_t ne = ring_endpoint_count(r);
-	double *own = calloc(ne ? ne : 1, sizeof(*own));
-	if (!own || (s && ownership(r, s, own) != 0)) {
-		buf_printf(err, "cannot compute ownership: %s\n", err_msg());
-		free(own);
-		ring_strategy_delete(s);
-		return 2;
-	}
+	struct ring_strategy *s;
+	double *own;
+	int rc = ownership_for(n, argc ? argv[0] : NULL, r, err, &s, &own);
+	if (rc)
+		return rc;
 	const char *dcs[MAX_DCS];
 	size_t ndc = gossip_dcs(n->gossip, dcs);
 	for (size_t d = 0; d < ndc; d++) {
@@ -300,21 +317,14 @@ static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 		    struct buf *out, struct buf *err)
 {
 	struct node *n = arg;
-	struct ring_strategy *s = NULL;
 	if (argc > 1)
 		return usage(err, "ring [keyspace]");
-	const char *ks = argc == 1 ? argv[0] : status_keyspace(n);
-	if (ks && !(s = strategy_for(n, ks, err)))
-		return 1;
 	struct ring *r = members_ring(n->members);
-	size_t ne = ring_endpoint_count(r);
-	double *own = calloc(ne ? ne : 1, sizeof(*own));
-	if (!own || (s && ownership(r, s, own) != 0)) {
-		free(own);
-		ring_strategy_delete(s);
-		buf_printf(err, "cannot compute ownership\n");
-		return 2;
-	}
+	struct ring_strategy *s;
+	double *own;
+	int rc = ownership_for(n, argc ? argv[0] : NULL, r, err, &s, &own);
+	if (rc)
+		return rc;
 	bool vnodes = false;
 	for (size_t d = 0; d < ring_dc_count(r); d++) {
 		const char *dc = ring_dc_name(r, d);
