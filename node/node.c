@@ -242,6 +242,11 @@ static const struct inet_addr *joiner_ahead(struct node *n,
 	return NULL;
 }
 
+static bool has_initial_token(const struct conf *c)
+{
+	return c->initial_token && *c->initial_token;
+}
+
 /* Choosing tokens runs on a worker: the allocator takes up to a second of
  * CPU with 16 tokens (more with more), and the loop keeps gossiping. */
 struct token_job {
@@ -264,7 +269,7 @@ static void token_job_run(void *arg)
 	j->rc = ring_tokens_choose(j->ring, c->initial_token, j->count,
 				   j->alloc_rf, c->dc, c->rack, j->seed,
 				   j->tokens);
-	if (j->rc != 0 && !(c->initial_token && *c->initial_token)) {
+	if (j->rc != 0 && !has_initial_token(c)) {
 		snprintf(j->why, sizeof(j->why), "%s", err_msg());
 		j->fell_back = true;
 		j->rc = ring_tokens_choose(j->ring, NULL, j->count, 0, c->dc,
@@ -279,7 +284,7 @@ static void token_job_run(void *arg)
 /* Jitter, save and announce the chosen tokens (loop thread). */
 static int tokens_chosen(struct node *n, struct token_job *j)
 {
-	bool initial = n->conf.initial_token && *n->conf.initial_token;
+	bool initial = has_initial_token(&n->conf);
 	if (j->fell_back)
 		LOG_WARN("token allocator failed (%s); using random tokens",
 			 j->why);
@@ -372,7 +377,7 @@ static void join_tick(void *arg)
 	n->join_rounds++;
 	/* Only the allocator's choice depends on the nodes before it. */
 	bool allocating =
-		!(n->conf.initial_token && *n->conf.initial_token) &&
+		!has_initial_token(&n->conf) &&
 		n->conf.allocate_tokens_for_local_replication_factor > 0;
 	struct gossip_endpoint_info info;
 	const struct inet_addr *wait =
