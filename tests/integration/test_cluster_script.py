@@ -71,25 +71,31 @@ def test_create_start_status_and_remove(cluster, tmp_path):
     assert not home.exists()
 
 
-def test_nodes_started_together_choose_tokens_one_at_a_time(cluster,
-                                                             tmp_path):
-    """Every node of a new cluster starts at once; each must still choose
-    its tokens seeing all lower-addressed nodes' tokens, or two allocations
-    split the same ranges."""
-    # The default gossip interval: a node waits four rounds before it
-    # chooses, so nodes whose start the machine's load delays by up to
-    # about two rounds are still seen.
-    cluster("create", "it", "-n", "5", "--racks", "4", "--base-ip",
-            "127.0.1.", "-s")
+def nodes_seen(tmp_path, n):
+    """{i: how many nodes of dc1 node i's token choice saw}, from the log
+    line each node writes when it chooses."""
     home = tmp_path / "home" / "clusters" / "it"
     seen = {}
-    for i in range(1, 6):
+    for i in range(1, n + 1):
         log = (home / f"node{i}" / "logs" / "system.log").read_text()
         m = re.search(r"chose 16 tokens \(allocator\) after \d+ gossip "
                       r"rounds, with (\d+) other nodes of dc1", log)
         assert m, log[-2000:]
         seen[i] = int(m.group(1))
-    assert seen == {i: i - 1 for i in range(1, 6)}
+    return seen
+
+
+def test_nodes_started_together_choose_tokens_one_at_a_time(cluster,
+                                                             tmp_path):
+    """Every node of a new cluster starts at once; each must still choose
+    its tokens seeing the tokens of the nodes ahead of it (same start
+    second: lower addresses), or two allocations split the same ranges."""
+    # The default gossip interval: a node waits four rounds before it
+    # chooses, so nodes whose start the machine's load delays by up to
+    # about two rounds are still seen.
+    cluster("create", "it", "-n", "5", "--racks", "4", "--base-ip",
+            "127.0.1.", "-s")
+    assert nodes_seen(tmp_path, 5) == {i: i - 1 for i in range(1, 6)}
 
 
 def test_node_started_late_waits_for_joiners_started_before_it(cluster,
@@ -98,20 +104,12 @@ def test_node_started_late_waits_for_joiners_started_before_it(cluster,
     later, must still choose after node3 (joiners go in the order they
     started), not alongside it."""
     cluster("create", "it", "-n", "3", "--base-ip", "127.0.1.")
-    home = tmp_path / "home" / "clusters" / "it"
     cluster("node", "node1", "start")
     cluster("node", "node3", "start")
     time.sleep(1.2)  # a later gossip generation (whole seconds)
     cluster("node", "node2", "start")
     cluster("wait")
-    seen = {}
-    for i in (1, 2, 3):
-        log = (home / f"node{i}" / "logs" / "system.log").read_text()
-        m = re.search(r"chose 16 tokens \(allocator\) after \d+ gossip "
-                      r"rounds, with (\d+) other nodes of dc1", log)
-        assert m, log[-2000:]
-        seen[i] = int(m.group(1))
-    assert seen == {1: 0, 3: 1, 2: 2}
+    assert nodes_seen(tmp_path, 3) == {1: 0, 3: 1, 2: 2}
 
 
 def test_errors_are_one_clear_line(cluster):

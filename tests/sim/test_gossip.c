@@ -326,8 +326,9 @@ START_TEST(seed_starting_late_is_found)
 END_TEST
 
 /* Nodes started together, none of which knows the others yet: how many
- * know every node after `rounds` rounds (a join waits two), each asking
- * the seed for its whole view every round when `follow`. */
+ * know every node after `rounds` rounds (a join waits four; the test asks
+ * for two), each asking the seed for its whole view every round when
+ * `follow`. */
 static size_t knowing_all_after(size_t rounds, bool follow)
 {
 	static const size_t one_dc[] = {12};
