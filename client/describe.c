@@ -3,6 +3,7 @@
 #include "client/proto.h"
 #include "common/arena.h"
 #include "common/err.h"
+#include "common/uuid.h"
 #include "ring/ring.h"
 
 #include <stdarg.h>
@@ -242,11 +243,9 @@ static int put_column(struct buf *b, const struct storage_column *c)
 
 static int put_uuid(struct buf *b, const uint8_t v[16])
 {
-	return putf(b,
-		    "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-		    "%02x%02x%02x%02x%02x%02x",
-		    v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
-		    v[10], v[11], v[12], v[13], v[14], v[15]);
+	char text[UUID_TEXT_LEN + 1];
+	uuid_format(v, text);
+	return put(b, text);
 }
 
 static int put_table_options(struct buf *b, const struct cql_table *t)

@@ -7,6 +7,7 @@
 #define LOG_MODULE "admin"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/uuid.h"
 #include "gossip/gossip.h"
 #include "node/admin.h"
 #include "node/cql_service.h"
@@ -166,7 +167,7 @@ static int cmd_listpendinghints(void *arg, size_t argc, const char *const *argv,
 		char id[37], addr[INET_ADDR_STRLEN] = "?", newest[32],
 			     oldest[32];
 		const char *rack = "?", *dc = "?", *status = "?";
-		hints_uuid_format(hosts[i].host_id, id);
+		uuid_format(hosts[i].host_id, id);
 		int ep = ring_endpoint_find_host_id(r, hosts[i].host_id);
 		if (ep >= 0) {
 			const struct ring_endpoint *e =

@@ -4,6 +4,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/uuid.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -89,11 +90,7 @@ static void new_host_id(struct env *env, char out[37])
 	memcpy(b + 8, &r2, 8);
 	b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
 	b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* variant */
-	snprintf(out, 37,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-		 "%02x%02x%02x%02x%02x%02x",
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
-		 b[10], b[11], b[12], b[13], b[14], b[15]);
+	uuid_format(b, out);
 }
 
 static int parse_file(char *text, struct local_state *s)

@@ -16,6 +16,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loopq.h"
+#include "common/uuid.h"
 #include "common/workers.h"
 #include "gossip/gossip.h"
 #include "node/admin.h"
@@ -582,15 +583,6 @@ static void node_cql_info(void *arg, struct cql_node_info *out)
 	out->other_members = n->cql_other_members;
 }
 
-static void uuid_text(const uint8_t v[16], char text[37])
-{
-	snprintf(text, 37,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-		 "%02x%02x%02x%02x%02x%02x",
-		 v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
-		 v[10], v[11], v[12], v[13], v[14], v[15]);
-}
-
 /* Gossip carries our schema version so peers (and drivers) see agreement;
  * our own changes are pushed to every live peer at once. */
 static void node_schema_changed(void *arg, const uint8_t *record, size_t len,
@@ -600,7 +592,7 @@ static void node_schema_changed(void *arg, const uint8_t *record, size_t len,
 	uint8_t v[16];
 	char text[37];
 	cql_service_schema_version(n->cql, v);
-	uuid_text(v, text);
+	uuid_format(v, text);
 	if (gossip_set_local_state(n->gossip, GOSSIP_STATE_SCHEMA, text) != 0)
 		LOG_WARN("cannot gossip the schema version: %s", err_msg());
 	if (!local || !record)
@@ -668,7 +660,7 @@ static void schema_tick(void *arg)
 	uint8_t v[16];
 	char ours[37];
 	cql_service_schema_version(n->cql, v);
-	uuid_text(v, ours);
+	uuid_format(v, ours);
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
 		struct gossip_endpoint_info info;
 		if (gossip_endpoint_at(n->gossip, i, &info) != 0 ||

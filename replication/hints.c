@@ -27,6 +27,7 @@
 #include "common/buf.h"
 #include "common/env.h"
 #include "common/err.h"
+#include "common/uuid.h"
 #include "conf/conf.h"
 #include "replication/hints_internal.h"
 
@@ -173,7 +174,7 @@ static struct hint_host *host_get(struct hints *h, const uint8_t id[16])
 	}
 	x->h = h;
 	memcpy(x->id, id, 16);
-	hints_uuid_format(id, x->idtext);
+	uuid_format(id, x->idtext);
 	h->hosts[h->host_count++] = x;
 	return x;
 }
@@ -423,7 +424,7 @@ static int state_load(struct hints *h)
 		if (line[0] == '#' || line[0] == '\0') {
 			/* comment */
 		} else if (strlen(line) < 38 || line[36] != ' ' ||
-			   hints_uuid_parse_n(line, id) != 0) {
+			   uuid_parse_n(line, id) != 0) {
 			LOG_WARN("%s:%d: bad line ignored", path, lineno);
 		} else {
 			long long v = strtoll(line + 37, &end, 10);

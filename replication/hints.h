@@ -200,9 +200,4 @@ void hints_get_stats(struct hints *h, struct hints_stats *out);
 size_t hints_list_pending(struct hints *h, struct hints_host_stats *out,
 			  size_t cap);
 
-/* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" plus NUL. */
-void hints_uuid_format(const uint8_t id[16], char out[37]);
-/* 0, or -1 (ERR_INVALID) unless exactly that form (any hex case). */
-int hints_uuid_parse(const char *text, uint8_t out[16]);
-
 #endif

@@ -11,6 +11,7 @@
 #include "common/crc.h"
 #include "common/env.h"
 #include "common/err.h"
+#include "common/uuid.h"
 #include "replication/hints.h"
 
 #include <stdio.h>
@@ -197,66 +198,14 @@ enum hints_parse_result hints_parse_next(struct hints_cursor *c,
 	}
 }
 
-/* ---- uuids and file names ------------------------------------------------ */
-
-void hints_uuid_format(const uint8_t id[16], char out[37])
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t o = 0;
-	for (int i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[o++] = '-';
-		out[o++] = hex[id[i] >> 4];
-		out[o++] = hex[id[i] & 15];
-	}
-	out[o] = '\0';
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Parses the 36 characters at `t` (no terminator needed). */
-int hints_uuid_parse_n(const char *t, uint8_t out[16])
-{
-	size_t o = 0;
-	for (size_t i = 0; i < 36;) {
-		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (t[i] != '-')
-				return -1;
-			i++;
-			continue;
-		}
-		int a = hexval(t[i]);
-		int b = a < 0 ? -1 : hexval(t[i + 1]);
-		if (b < 0)
-			return -1;
-		out[o++] = (uint8_t)(a << 4 | b);
-		i += 2;
-	}
-	return 0;
-}
-
-int hints_uuid_parse(const char *text, uint8_t out[16])
-{
-	if (strlen(text) != 36 || hints_uuid_parse_n(text, out) != 0)
-		return err_set(ERR_INVALID, "bad uuid '%s'", text);
-	return 0;
-}
+/* ---- file names ---------------------------------------------------------- */
 
 /* "<uuid>-<seq>.hints" */
 bool hints_file_name_parse(const char *name, uint8_t id[16], uint64_t *seq)
 {
 	size_t n = strlen(name);
 	if (n < 36 + 1 + 1 + 6 || strcmp(name + n - 6, ".hints") != 0 ||
-	    name[36] != '-' || hints_uuid_parse_n(name, id) != 0)
+	    name[36] != '-' || uuid_parse_n(name, id) != 0)
 		return false;
 	uint64_t v = 0;
 	for (size_t i = 37; i < n - 6; i++) {

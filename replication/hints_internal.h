@@ -80,9 +80,6 @@ enum hints_parse_result hints_parse_next(struct hints_cursor *c,
 					 struct hints_record *rec, size_t *need,
 					 hints_damage_fn damage, void *arg);
 
-/* Parses the 36 characters of a uuid at `t` (no terminator needed). 0 or
- * -1 (err untouched). */
-int hints_uuid_parse_n(const char *t, uint8_t out[16]);
 /* "<uuid>-<seq>.hints" */
 bool hints_file_name_parse(const char *name, uint8_t id[16], uint64_t *seq);
 

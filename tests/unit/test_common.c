@@ -11,6 +11,7 @@
 #include "common/rand.h"
 #include "common/ratelimit.h"
 #include "common/thread.h"
+#include "common/uuid.h"
 #include "common/workers.h"
 #include "tests/lib/testutil.h"
 
@@ -679,12 +680,32 @@ START_TEST(log_writes_levels_module_and_context_to_file)
 }
 END_TEST
 
+START_TEST(uuid_text_round_trip)
+{
+	static const uint8_t id[16] = {0xaa, 1, 2,  3,  4,  5,  6,  7,
+				       8,    9, 10, 11, 12, 13, 14, 15};
+	char t[UUID_TEXT_LEN + 1];
+	uint8_t back[16];
+	uuid_format(id, t);
+	ck_assert_str_eq(t, "aa010203-0405-0607-0809-0a0b0c0d0e0f");
+	ck_assert_int_eq(uuid_parse(t, back), 0);
+	ck_assert_mem_eq(back, id, 16);
+	ck_assert_int_eq(
+		uuid_parse("AA010203-0405-0607-0809-0A0B0C0D0E0F", back), 0);
+	ck_assert_int_eq(
+		uuid_parse("aa010203-0405-0607-0809-0a0b0c0d0e0", back), -1);
+	ck_assert_int_eq(
+		uuid_parse("aa010203x0405-0607-0809-0a0b0c0d0e0f", back), -1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("common");
 	TCase *tc = tcase_create("core");
 	seed = test_seed(12345);
 	tcase_add_test(tc, err_slot_keeps_code_message_and_prefix);
+	tcase_add_test(tc, uuid_text_round_trip);
 	tcase_add_test(tc, err_prefix_truncates_instead_of_overflowing);
 	tcase_add_test(tc, buf_round_trips_big_endian_and_varints);
 	tcase_add_test(tc, cursor_refuses_to_read_past_the_end);

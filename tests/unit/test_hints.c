@@ -327,26 +327,6 @@ static double now_s(void)
 /* ---- tests ---------------------------------------------------------------
  */
 
-START_TEST(uuid_text_round_trip)
-{
-	char t[37];
-	uint8_t back[16];
-	hints_uuid_format(HOST_A, t);
-	ck_assert_str_eq(t, "aa010203-0405-0607-0809-0a0b0c0d0e0f");
-	ck_assert_int_eq(hints_uuid_parse(t, back), 0);
-	ck_assert_mem_eq(back, HOST_A, 16);
-	ck_assert_int_eq(
-		hints_uuid_parse("AA010203-0405-0607-0809-0A0B0C0D0E0F", back),
-		0);
-	ck_assert_int_eq(
-		hints_uuid_parse("aa010203-0405-0607-0809-0a0b0c0d0e0", back),
-		-1);
-	ck_assert_int_eq(
-		hints_uuid_parse("aa010203x0405-0607-0809-0a0b0c0d0e0f", back),
-		-1);
-}
-END_TEST
-
 START_TEST(store_reopen_deliver_round_trip)
 {
 	struct fx x;
@@ -922,7 +902,6 @@ static Suite *hints_suite(void)
 	Suite *s = suite_create("hints");
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, uuid_text_round_trip);
 	tcase_add_test(tc, store_reopen_deliver_round_trip);
 	tcase_add_test(tc, hundred_thousand_hints_async_acks);
 	tcase_add_test(tc, failed_send_resumes_without_loss);
