@@ -358,7 +358,8 @@ static int create_system_tables(struct cql_schema *s)
 			uint8_t id[16];
 			name_id(st->u.create_table.table.keyspace,
 				st->u.create_table.table.name, id);
-			rc = schema_apply(s, st, NULL, id, true, &change);
+			rc = schema_apply(s, st, NULL, id, SCHEMA_INTERNAL,
+					  &change);
 		}
 		arena_destroy(&a);
 		if (rc != CQL_SCHEMA_OK)
@@ -418,7 +419,18 @@ enum cql_schema_status cql_schema_apply(struct cql_schema *s,
 					const uint8_t new_id[16],
 					struct cql_schema_change *change)
 {
-	return schema_apply(s, stmt, current_keyspace, new_id, false, change);
+	return schema_apply(s, stmt, current_keyspace, new_id, SCHEMA_CLIENT,
+			    change);
+}
+
+enum cql_schema_status
+cql_schema_apply_replicated(struct cql_schema *s, const struct cql_stmt *stmt,
+			    const char *current_keyspace,
+			    const uint8_t new_id[16],
+			    struct cql_schema_change *change)
+{
+	return schema_apply(s, stmt, current_keyspace, new_id,
+			    SCHEMA_REPLICATED, change);
 }
 
 /* ---- queries ------------------------------------------------------------- */

@@ -51,6 +51,11 @@ struct cql_schema_change {
 	const char *target; /* KEYSPACE, TABLE */
 	char keyspace[64];
 	char name[64]; /* empty for a keyspace */
+	/* UPDATED TABLE that replaced the table with another of the same
+	 * name and a new id (cql_schema_apply_replicated); old_id is the
+	 * replaced table's. */
+	bool replaced;
+	uint8_t old_id[16];
 };
 
 /* Options kept next to storage's table metadata. */
@@ -82,6 +87,21 @@ enum cql_schema_status cql_schema_apply(struct cql_schema *s,
 					const char *current_keyspace,
 					const uint8_t new_id[16],
 					struct cql_schema_change *change);
+
+/*
+ * cql_schema_apply for a statement another node, or this node's schema
+ * log, has already applied (`new_id` is the id it gave a created table).
+ * A CREATE TABLE whose table exists with another id is a creation that
+ * raced on two nodes: every node keeps the id that sorts first (memcmp),
+ * so all of them end with the same table whatever order the statements
+ * arrive in. When the statement's id wins, the table is replaced (change:
+ * UPDATED TABLE, `replaced`); when it loses, CQL_SCHEMA_NOOP.
+ */
+enum cql_schema_status
+cql_schema_apply_replicated(struct cql_schema *s, const struct cql_stmt *stmt,
+			    const char *current_keyspace,
+			    const uint8_t new_id[16],
+			    struct cql_schema_change *change);
 
 /* A UUID that changes whenever the schema does and is equal on two nodes
  * with the same schema (drivers wait until every node reports the same). */

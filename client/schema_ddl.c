@@ -668,6 +668,7 @@ static void set_change(struct cql_schema_change *c, const char *change,
 {
 	c->change = change;
 	c->target = target;
+	c->replaced = false;
 	snprintf(c->keyspace, sizeof(c->keyspace), "%s", ks);
 	snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
 }
@@ -911,14 +912,40 @@ static struct cql_table *table_new(struct storage_table_meta *m)
 	return t;
 }
 
+/* A CREATE TABLE for a table that exists, applied elsewhere first (t is
+ * the statement's table): the creation raced on two nodes, and every node
+ * keeps the id that sorts first, so they all end with the same table
+ * whatever order the two statements reach them in. */
+static enum cql_schema_status settle_race(struct cql_schema *s,
+					  struct cql_keyspace *ks,
+					  struct cql_table *old,
+					  struct cql_table *t,
+					  struct cql_schema_change *change)
+{
+	if (memcmp(old->meta->id, t->meta->id, 16) <= 0) {
+		schema_table_free(t); /* ours wins, or it is the same table */
+		return CQL_SCHEMA_NOOP;
+	}
+	if (schema_retire(s, RETIRED_TABLE, old) != 0) {
+		schema_table_free(t);
+		return nomem();
+	}
+	set_change(change, "UPDATED", "TABLE", ks->meta->name, t->meta->name);
+	change->replaced = true;
+	memcpy(change->old_id, old->meta->id, 16);
+	schema_table_remove(ks, old);
+	schema_table_insert(ks, t); /* cannot fail: the slot was freed */
+	return CQL_SCHEMA_OK;
+}
+
 static enum cql_schema_status
 create_table(struct cql_schema *s, const struct cql_create_table *ct,
-	     const char *current, const uint8_t new_id[16], bool internal,
-	     struct cql_schema_change *change)
+	     const char *current, const uint8_t new_id[16],
+	     enum schema_origin origin, struct cql_schema_change *change)
 {
 	struct cql_keyspace *ks;
-	enum cql_schema_status st =
-		resolve_table(s, &ct->table, current, internal, &ks);
+	enum cql_schema_status st = resolve_table(
+		s, &ct->table, current, origin == SCHEMA_INTERNAL, &ks);
 	if (st != CQL_SCHEMA_OK)
 		return st;
 	if (!valid_name(ct->table.name))
@@ -927,7 +954,8 @@ create_table(struct cql_schema *s, const struct cql_create_table *ct,
 			    "characters long, or contain non-alphanumeric-"
 			    "underscore characters (got \"%s\")",
 			    NAME_MAX_LEN, ct->table.name);
-	if (schema_table_mut(ks, ct->table.name)) {
+	struct cql_table *old = schema_table_mut(ks, ct->table.name);
+	if (old && origin != SCHEMA_REPLICATED) {
 		if (ct->if_not_exists)
 			return CQL_SCHEMA_NOOP;
 		err_set(ERR_EXISTS,
@@ -984,6 +1012,8 @@ create_table(struct cql_schema *s, const struct cql_create_table *ct,
 	}
 	m->options = topts;
 	t->opts = copts;
+	if (old)
+		return settle_race(s, ks, old, t, change);
 	if (schema_table_insert(ks, t) != 0) {
 		schema_table_free(t);
 		return nomem();
@@ -1212,14 +1242,14 @@ drop_table(struct cql_schema *s, const struct cql_qname *name, bool if_exists,
 	return CQL_SCHEMA_OK;
 }
 
-enum cql_schema_status schema_apply(struct cql_schema *s,
-				    const struct cql_stmt *stmt,
-				    const char *current_keyspace,
-				    const uint8_t new_id[16], bool internal,
-				    struct cql_schema_change *change)
+enum cql_schema_status
+schema_apply(struct cql_schema *s, const struct cql_stmt *stmt,
+	     const char *current_keyspace, const uint8_t new_id[16],
+	     enum schema_origin origin, struct cql_schema_change *change)
 {
 	/* Every change to the registry after its system keyspaces comes
 	 * through here. */
+	bool internal = origin == SCHEMA_INTERNAL;
 	s->generation++;
 	switch (stmt->kind) {
 	case CQL_STMT_CREATE_KEYSPACE:
@@ -1230,7 +1260,7 @@ enum cql_schema_status schema_apply(struct cql_schema *s,
 		return drop_keyspace(s, &stmt->u.keyspace, internal, change);
 	case CQL_STMT_CREATE_TABLE:
 		return create_table(s, &stmt->u.create_table, current_keyspace,
-				    new_id, internal, change);
+				    new_id, origin, change);
 	case CQL_STMT_ALTER_TABLE:
 		return alter_table(s, &stmt->u.alter_table, current_keyspace,
 				   internal, change);

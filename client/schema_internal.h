@@ -56,12 +56,18 @@ void schema_table_free(struct cql_table *t);
 void schema_keyspace_free(struct cql_keyspace *k);
 void schema_table_options_default(struct cql_table_options *o);
 
-/* Applies DDL; `internal` allows the system keyspaces (used to create the
- * system tables from their CQL definitions). */
-enum cql_schema_status schema_apply(struct cql_schema *s,
-				    const struct cql_stmt *stmt,
-				    const char *current_keyspace,
-				    const uint8_t new_id[16], bool internal,
-				    struct cql_schema_change *change);
+/* How a statement reaches schema_apply. */
+enum schema_origin {
+	SCHEMA_CLIENT,     /* a client's statement */
+	SCHEMA_INTERNAL,   /* the system tables' definitions: may touch the
+			    * system keyspaces */
+	SCHEMA_REPLICATED, /* applied elsewhere first: settles a CREATE TABLE
+			    * that raced (cql_schema_apply_replicated) */
+};
+
+enum cql_schema_status
+schema_apply(struct cql_schema *s, const struct cql_stmt *stmt,
+	     const char *current_keyspace, const uint8_t new_id[16],
+	     enum schema_origin origin, struct cql_schema_change *change);
 
 #endif

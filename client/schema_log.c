@@ -139,8 +139,8 @@ enum cql_schema_status cql_schema_record_apply(struct cql_schema *s,
 		st->u.alter_table.timestamp = (int64_t)time_us;
 	}
 	enum cql_schema_status r =
-		st ? cql_schema_apply(s, st, kl ? keyspace : NULL, id.ptr,
-				      change)
+		st ? cql_schema_apply_replicated(s, st, kl ? keyspace : NULL,
+						 id.ptr, change)
 		   : CQL_SCHEMA_INVALID;
 	arena_destroy(&a);
 	return r;

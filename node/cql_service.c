@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/loopq.h"
 #include "common/murmur3.h"
+#include "common/uuid.h"
 #include "common/workers.h"
 #include "node/cql_data.h"
 #include "replication/hints.h"
@@ -147,8 +148,8 @@ static void schema_applied(struct cql_service *s,
 		workers_submit(s->syncer, &s->sync_work);
 	if (record_remember(s, body, len) != 0)
 		LOG_ERROR("cannot keep schema record: %s", err_msg());
-	if (strcmp(c->change, "CREATED") == 0 &&
-	    strcmp(c->target, "TABLE") == 0) {
+	bool table = strcmp(c->target, "TABLE") == 0;
+	if (table && (strcmp(c->change, "CREATED") == 0 || c->replaced)) {
 		const struct cql_table *t =
 			cql_schema_table(s->schema, c->keyspace, c->name);
 		const struct cql_keyspace *k =
@@ -161,8 +162,7 @@ static void schema_applied(struct cql_service *s,
 	}
 	/* ALTER TABLE: the engine takes the new version (columns added or
 	 * dropped, options); data written before stays readable. */
-	if (strcmp(c->change, "UPDATED") == 0 &&
-	    strcmp(c->target, "TABLE") == 0) {
+	else if (table && strcmp(c->change, "UPDATED") == 0) {
 		const struct cql_table *t =
 			cql_schema_table(s->schema, c->keyspace, c->name);
 		if (!t || storage_table_update(s->db, cql_table_meta(t)) != 0)
@@ -198,16 +198,34 @@ void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
 	enum cql_schema_status st =
 		cql_schema_record_apply(s->schema, record, len, &change);
 	if (st != CQL_SCHEMA_OK) {
-		/* Not applicable here (e.g. it raced a conflicting change):
-		 * remember it so it is not retried forever. */
-		LOG_WARN("schema record from a peer does not apply: %s",
-			 err_msg());
+		/* Nothing to do here (IF NOT EXISTS, or a CREATE TABLE that
+		 * lost a race), or not applicable (it raced a conflicting
+		 * change): remember it so it is not retried forever. */
+		if (st == CQL_SCHEMA_NOOP)
+			LOG_INFO("schema: a change from a peer changes nothing "
+				 "here");
+		else
+			LOG_WARN("schema record from a peer does not apply: "
+				 "%s",
+				 err_msg());
 		record_remember(s, record, len);
 		return;
 	}
-	LOG_INFO("schema: %s %s %s%s%s (from a peer)", change.change,
-		 change.target, change.keyspace, change.name[0] ? "." : "",
-		 change.name);
+	if (change.replaced) {
+		char old[37], now[37];
+		const struct cql_table *t = cql_schema_table(
+			s->schema, change.keyspace, change.name);
+		uuid_format(change.old_id, old);
+		uuid_format(cql_table_meta(t)->id, now);
+		LOG_WARN("schema: table %s.%s was created on two nodes at "
+			 "once; every node keeps id %s (it sorts first) in "
+			 "place of %s, whose writes here are no longer read",
+			 change.keyspace, change.name, now, old);
+	} else {
+		LOG_INFO("schema: %s %s %s%s%s (from a peer)", change.change,
+			 change.target, change.keyspace,
+			 change.name[0] ? "." : "", change.name);
+	}
 	schema_applied(s, &change, record, len, false);
 	if (s->exec)
 		cql_exec_schema_changed(s->exec, &change);

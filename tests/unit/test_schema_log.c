@@ -129,6 +129,98 @@ START_TEST(a_drop_records_its_time_for_every_replay_and_peer)
 }
 END_TEST
 
+/* A record of one node's CREATE TABLE, applied on another: the
+ * cql_service_apply_record path. */
+static enum cql_schema_status apply_record_of(struct cql_schema *s,
+					      const char *q, uint8_t idbyte,
+					      struct cql_schema_change *ch)
+{
+	uint8_t id[16] = {0};
+	id[15] = idbyte;
+	struct buf body;
+	buf_init(&body);
+	ck_assert_int_eq(
+		cql_schema_record_encode(&body, "ks", id, q, strlen(q), 0), 0);
+	enum cql_schema_status st =
+		cql_schema_record_apply(s, body.data, body.len, ch);
+	buf_free(&body);
+	return st;
+}
+
+/* Two nodes create the same table at once (apps run CREATE TABLE IF NOT
+ * EXISTS at startup against different coordinators): each applies its own
+ * id, then the other's record. Both must end with one table, the id that
+ * sorts first, whatever the order, and so must a replay of the log of the
+ * node whose table was replaced. Before, each kept its own id and every
+ * write to the table failed on the other replicas ("unknown table"). */
+START_TEST(a_create_table_race_settles_on_one_id_everywhere)
+{
+	const char *ks = "CREATE KEYSPACE ks WITH replication = {'class': "
+			 "'SimpleStrategy', 'replication_factor': 1}";
+	const char *qa = "CREATE TABLE IF NOT EXISTS ks.r (k int PRIMARY KEY)";
+	const char *qb = "CREATE TABLE IF NOT EXISTS ks.r (k int PRIMARY KEY, "
+			 "v text)";
+	struct cql_schema *a = cql_schema_new(), *b = cql_schema_new();
+	struct cql_schema_log *l = cql_schema_log_open(env, path);
+	ck_assert_ptr_nonnull(l);
+	apply_logged(a, l, NULL, ks, 0);
+	apply_logged(a, l, NULL, qa, 9);
+	char path_b[640];
+	snprintf(path_b, sizeof(path_b), "%s.b", path);
+	struct cql_schema_log *lb = cql_schema_log_open(env, path_b);
+	ck_assert_ptr_nonnull(lb);
+	apply_logged(b, lb, NULL, ks, 0);
+	apply_logged(b, lb, NULL, qb, 5);
+	cql_schema_log_close(lb);
+
+	struct cql_schema_change ch;
+	/* b's id sorts first: a takes b's table */
+	ck_assert_int_eq(apply_record_of(a, qb, 5, &ch), CQL_SCHEMA_OK);
+	ck_assert_str_eq(ch.change, "UPDATED");
+	ck_assert(ch.replaced);
+	ck_assert_uint_eq(ch.old_id[15], 9);
+	/* a's loses on b */
+	ck_assert_int_eq(apply_record_of(b, qa, 9, &ch), CQL_SCHEMA_NOOP);
+	/* the same record twice, or the winner again: nothing to do */
+	ck_assert_int_eq(apply_record_of(a, qb, 5, &ch), CQL_SCHEMA_NOOP);
+
+	const struct storage_table_meta *m =
+		cql_table_meta(cql_schema_table(a, "ks", "r"));
+	ck_assert_uint_eq(m->id[15], 5);
+	ck_assert_uint_eq(m->column_count, 2); /* b's definition */
+	uint8_t va[16], vb[16], vr[16];
+	cql_schema_version(a, va);
+	cql_schema_version(b, vb);
+	ck_assert_int_eq(memcmp(va, vb, 16), 0);
+
+	/* a logs the record it took after its own: a replay ends the same */
+	uint8_t id[16] = {0};
+	id[15] = 5;
+	ck_assert_int_eq(cql_schema_log_append(l, "ks", id, qb, strlen(qb)), 0);
+	cql_schema_log_close(l);
+	struct cql_schema *r = cql_schema_new();
+	l = cql_schema_log_open(env, path);
+	ck_assert_int_eq(cql_schema_log_replay(l, r, NULL, NULL), 3);
+	cql_schema_log_close(l);
+	cql_schema_version(r, vr);
+	ck_assert_int_eq(memcmp(va, vr, 16), 0);
+
+	/* a client's CREATE of an existing table still gets Already_exists */
+	struct arena ar;
+	int binds;
+	arena_create(&ar, 0);
+	const char *q = "CREATE TABLE ks.r (k int PRIMARY KEY)";
+	struct cql_stmt *st = cql_parse(&ar, q, strlen(q), &binds, NULL);
+	id[15] = 1;
+	ck_assert_int_eq(cql_schema_apply(a, st, NULL, id, &ch),
+			 CQL_SCHEMA_ALREADY_EXISTS);
+	arena_destroy(&ar);
+	cql_schema_delete(a);
+	cql_schema_delete(b);
+	cql_schema_delete(r);
+}
+END_TEST
+
 START_TEST(a_torn_last_record_is_dropped)
 {
 	cql_schema_delete(build_logged());
@@ -180,6 +272,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, replay_rebuilds_ids_versions_and_column_slots);
 	tcase_add_test(tc, a_torn_last_record_is_dropped);
 	tcase_add_test(tc, a_drop_records_its_time_for_every_replay_and_peer);
+	tcase_add_test(tc, a_create_table_race_settles_on_one_id_everywhere);
 	tcase_add_test(tc, corruption_before_the_end_refuses_with_the_offset);
 	suite_add_tcase(s, tc);
 	return s;
