@@ -364,7 +364,7 @@ static const struct cql_table *resolve(struct job *j, const struct cql_stmt *s,
 {
 	const struct cql_qname *q = stmt_table(s);
 	const char *ks = q->keyspace ? q->keyspace : session_ks;
-	char msg[256];
+	char msg[512];
 	if (!ks) {
 		reply_error(
 			j, CQL_ERR_INVALID,
@@ -384,6 +384,15 @@ static const struct cql_table *resolve(struct job *j, const struct cql_stmt *s,
 	if (!t) {
 		snprintf(msg, sizeof(msg), "unconfigured table %s", q->name);
 		reply_error(j, CQL_ERR_INVALID, msg);
+	} else if (cql_table_columns_diverged(t)) {
+		snprintf(msg, sizeof(msg),
+			 "Columns were added to %s.%s on two nodes at the same "
+			 "time and are numbered differently on them; its reads "
+			 "and writes are refused so that no value is read as "
+			 "another column's. Drop the table and create it again",
+			 ks, q->name);
+		reply_error(j, CQL_ERR_INVALID, msg);
+		return NULL;
 	}
 	return t;
 }
@@ -415,6 +424,19 @@ static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 	 * it to every node and every replay. */
 	struct cql_stmt stamped;
 	int64_t time_us = 0;
+	int columns_before = -1;
+	if (s->kind == CQL_STMT_ALTER_TABLE &&
+	    s->u.alter_table.kind == CQL_ALTER_ADD) {
+		const struct cql_qname *q = &s->u.alter_table.table;
+		const struct cql_table *t =
+			cql_schema_table(j->e->schema,
+					 q->keyspace   ? q->keyspace
+					 : j->keyspace ? j->keyspace
+						       : "",
+					 q->name);
+		if (t)
+			columns_before = (int)cql_table_meta(t)->column_count;
+	}
 	if (s->kind == CQL_STMT_ALTER_TABLE &&
 	    s->u.alter_table.kind == CQL_ALTER_DROP &&
 	    !s->u.alter_table.has_timestamp && j->e->hooks.now_us) {
@@ -443,7 +465,8 @@ static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 					     schema_event, &change);
 		if (j->e->hooks.schema_changed) {
 			struct cql_schema_event ev = {
-				&change, text, len, j->keyspace, id, time_us};
+				&change, text,    len,           j->keyspace,
+				id,      time_us, columns_before};
 			j->e->hooks.schema_changed(j->e->hooks.arg, &ev);
 		}
 		return;

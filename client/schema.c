@@ -358,7 +358,7 @@ static int create_system_tables(struct cql_schema *s)
 			uint8_t id[16];
 			name_id(st->u.create_table.table.keyspace,
 				st->u.create_table.table.name, id);
-			rc = schema_apply(s, st, NULL, id, SCHEMA_INTERNAL,
+			rc = schema_apply(s, st, NULL, id, SCHEMA_INTERNAL, -1,
 					  &change);
 		}
 		arena_destroy(&a);
@@ -420,17 +420,17 @@ enum cql_schema_status cql_schema_apply(struct cql_schema *s,
 					struct cql_schema_change *change)
 {
 	return schema_apply(s, stmt, current_keyspace, new_id, SCHEMA_CLIENT,
-			    change);
+			    -1, change);
 }
 
 enum cql_schema_status
 cql_schema_apply_replicated(struct cql_schema *s, const struct cql_stmt *stmt,
 			    const char *current_keyspace,
-			    const uint8_t new_id[16],
+			    const uint8_t new_id[16], int columns_before,
 			    struct cql_schema_change *change)
 {
 	return schema_apply(s, stmt, current_keyspace, new_id,
-			    SCHEMA_REPLICATED, change);
+			    SCHEMA_REPLICATED, columns_before, change);
 }
 
 /* ---- queries ------------------------------------------------------------- */
@@ -491,6 +491,11 @@ const struct cql_table *cql_keyspace_table_at(const struct cql_keyspace *k,
 const struct storage_table_meta *cql_table_meta(const struct cql_table *t)
 {
 	return t->meta;
+}
+
+bool cql_table_columns_diverged(const struct cql_table *t)
+{
+	return t->columns_diverged;
 }
 
 const struct cql_table_options *cql_table_options(const struct cql_table *t)

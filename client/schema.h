@@ -56,6 +56,9 @@ struct cql_schema_change {
 	 * replaced table's. */
 	bool replaced;
 	uint8_t old_id[16];
+	/* ALTER TABLE ADD from another node that numbered the table's
+	 * columns differently (cql_table_columns_diverged became true). */
+	bool diverged;
 };
 
 /* Options kept next to storage's table metadata. */
@@ -96,11 +99,15 @@ enum cql_schema_status cql_schema_apply(struct cql_schema *s,
  * so all of them end with the same table whatever order the statements
  * arrive in. When the statement's id wins, the table is replaced (change:
  * UPDATED TABLE, `replaced`); when it loses, CQL_SCHEMA_NOOP.
+ * `columns_before` is, for an ALTER TABLE ADD, how many columns the table
+ * had where it ran (-1: not known). A different count here means two
+ * nodes added columns at once and numbered them differently: the table is
+ * marked (cql_table_columns_diverged, change->diverged).
  */
 enum cql_schema_status
 cql_schema_apply_replicated(struct cql_schema *s, const struct cql_stmt *stmt,
 			    const char *current_keyspace,
-			    const uint8_t new_id[16],
+			    const uint8_t new_id[16], int columns_before,
 			    struct cql_schema_change *change);
 
 /* A UUID that changes whenever the schema does and is equal on two nodes
@@ -132,6 +139,11 @@ const struct cql_table *cql_keyspace_table_at(const struct cql_keyspace *k,
 					      size_t i);
 
 const struct storage_table_meta *cql_table_meta(const struct cql_table *t);
+/* True once ALTER TABLE ADDs that raced on two nodes numbered the table's
+ * columns differently there: cells travel between nodes by column number,
+ * so reads and writes of the table must be refused (they would read one
+ * column's value as another's). Dropping the table ends it. */
+bool cql_table_columns_diverged(const struct cql_table *t);
 const struct cql_table_options *cql_table_options(const struct cql_table *t);
 /* True for a column removed with ALTER TABLE DROP (its slot stays). */
 bool cql_table_column_dropped(const struct cql_table *t, size_t column);

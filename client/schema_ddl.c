@@ -669,6 +669,7 @@ static void set_change(struct cql_schema_change *c, const char *change,
 	c->change = change;
 	c->target = target;
 	c->replaced = false;
+	c->diverged = false;
 	snprintf(c->keyspace, sizeof(c->keyspace), "%s", ks);
 	snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
 }
@@ -1034,6 +1035,7 @@ static struct cql_table *table_copy(const struct cql_table *old)
 		return NULL;
 	}
 	t->opts = old->opts;
+	t->columns_diverged = old->columns_diverged;
 	return t;
 }
 
@@ -1178,6 +1180,7 @@ static enum cql_schema_status alter_columns(struct cql_table *t,
 static enum cql_schema_status alter_table(struct cql_schema *s,
 					  const struct cql_alter_table *at,
 					  const char *current, bool internal,
+					  int columns_before,
 					  struct cql_schema_change *change)
 {
 	struct cql_keyspace *ks;
@@ -1209,6 +1212,15 @@ static enum cql_schema_status alter_table(struct cql_schema *s,
 	schema_table_remove(ks, old);
 	schema_table_insert(ks, t); /* cannot fail: the slot was freed */
 	set_change(change, "UPDATED", "TABLE", ks->meta->name, at->table.name);
+	/* The node that ran this ADD had another number of columns: an ADD
+	 * of another column ran there at the same time, and the two nodes
+	 * gave the new columns each other's numbers. */
+	if (columns_before >= 0 &&
+	    (size_t)columns_before != old->meta->column_count &&
+	    !t->columns_diverged) {
+		t->columns_diverged = true;
+		change->diverged = true;
+	}
 	return CQL_SCHEMA_OK;
 }
 
@@ -1245,7 +1257,8 @@ drop_table(struct cql_schema *s, const struct cql_qname *name, bool if_exists,
 enum cql_schema_status
 schema_apply(struct cql_schema *s, const struct cql_stmt *stmt,
 	     const char *current_keyspace, const uint8_t new_id[16],
-	     enum schema_origin origin, struct cql_schema_change *change)
+	     enum schema_origin origin, int columns_before,
+	     struct cql_schema_change *change)
 {
 	/* Every change to the registry after its system keyspaces comes
 	 * through here. */
@@ -1263,7 +1276,7 @@ schema_apply(struct cql_schema *s, const struct cql_stmt *stmt,
 				    new_id, origin, change);
 	case CQL_STMT_ALTER_TABLE:
 		return alter_table(s, &stmt->u.alter_table, current_keyspace,
-				   internal, change);
+				   internal, columns_before, change);
 	case CQL_STMT_DROP_TABLE:
 		return drop_table(s, &stmt->u.drop_table.table,
 				  stmt->u.drop_table.if_exists,

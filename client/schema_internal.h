@@ -8,6 +8,7 @@ struct cql_table {
 	/* Dropped columns keep their slot, marked in meta->columns. */
 	struct storage_table_meta *meta;
 	struct cql_table_options opts;
+	bool columns_diverged; /* cql_table_columns_diverged */
 };
 
 struct cql_keyspace {
@@ -65,9 +66,11 @@ enum schema_origin {
 			    * that raced (cql_schema_apply_replicated) */
 };
 
+/* `columns_before`: see cql_schema_apply_replicated (-1 otherwise). */
 enum cql_schema_status
 schema_apply(struct cql_schema *s, const struct cql_stmt *stmt,
 	     const char *current_keyspace, const uint8_t new_id[16],
-	     enum schema_origin origin, struct cql_schema_change *change);
+	     enum schema_origin origin, int columns_before,
+	     struct cql_schema_change *change);
 
 #endif

@@ -13,11 +13,14 @@
 #include <string.h>
 
 /* Version 1 records carry no time; version 2 ones end with the time
- * (be64 microseconds) an ALTER TABLE DROP was stamped with. Records
- * without a time are still written as version 1, which older nodes read. */
-#define LOG_VERSION    1
-#define LOG_VERSION_TS 2
-#define RECORD_MAX     (4u << 20)
+ * (be64 microseconds) an ALTER TABLE DROP was stamped with; version 3
+ * ones (ALTER TABLE ADD) with a time (0) and the be16 number of columns
+ * the table had where the statement ran. Records without either are
+ * still written as version 1, which older nodes read. */
+#define LOG_VERSION      1
+#define LOG_VERSION_TS   2
+#define LOG_VERSION_COLS 3
+#define RECORD_MAX       (4u << 20)
 
 struct cql_schema_log {
 	struct env *env;
@@ -55,19 +58,25 @@ void cql_schema_log_close(struct cql_schema_log *l)
 
 int cql_schema_record_encode(struct buf *out, const char *keyspace,
 			     const uint8_t id[16], const char *cql, size_t len,
-			     int64_t time_us)
+			     int64_t time_us, int columns_before)
 {
 	size_t kl = keyspace ? strlen(keyspace) : 0;
-	if (len > RECORD_MAX || kl > UINT16_MAX)
+	if (len > RECORD_MAX || kl > UINT16_MAX || columns_before > UINT16_MAX)
 		return err_set(ERR_INVALID,
 			       "schema statement too large to log");
+	uint8_t version = columns_before >= 0 ? LOG_VERSION_COLS
+			  : time_us           ? LOG_VERSION_TS
+					      : LOG_VERSION;
 	size_t mark = out->len;
-	int rc = buf_put_u8(out, time_us ? LOG_VERSION_TS : LOG_VERSION) ||
-		 buf_append(out, id, 16) || buf_put_be16(out, (uint16_t)kl) ||
+	int rc = buf_put_u8(out, version) || buf_append(out, id, 16) ||
+		 buf_put_be16(out, (uint16_t)kl) ||
 		 buf_append(out, keyspace, kl) ||
 		 buf_put_be32(out, (uint32_t)len) ||
 		 buf_append(out, cql, len) ||
-		 (time_us && buf_put_be64(out, (uint64_t)time_us));
+		 (version >= LOG_VERSION_TS &&
+		  buf_put_be64(out, (uint64_t)time_us)) ||
+		 (version == LOG_VERSION_COLS &&
+		  buf_put_be16(out, (uint16_t)columns_before));
 	if (rc)
 		out->len = mark;
 	return rc ? -1 : 0;
@@ -92,7 +101,7 @@ int cql_schema_log_append(struct cql_schema_log *l, const char *keyspace,
 {
 	struct buf body;
 	buf_init(&body);
-	int rc = cql_schema_record_encode(&body, keyspace, id, cql, len, 0);
+	int rc = cql_schema_record_encode(&body, keyspace, id, cql, len, 0, -1);
 	if (rc == 0)
 		rc = cql_schema_log_append_record(l, body.data, body.len);
 	buf_free(&body);
@@ -114,12 +123,13 @@ enum cql_schema_status cql_schema_record_apply(struct cql_schema *s,
 	uint16_t kl;
 	uint32_t ql;
 	uint64_t time_us = 0;
-	if (cursor_u8(&c, &version) != 0 ||
-	    (version != LOG_VERSION && version != LOG_VERSION_TS) ||
-	    cursor_take(&c, 16, &id) != 0 || cursor_be16(&c, &kl) != 0 ||
-	    cursor_take(&c, kl, &ks) != 0 || cursor_be32(&c, &ql) != 0 ||
-	    cursor_take(&c, ql, &cql) != 0 ||
-	    (version == LOG_VERSION_TS && cursor_be64(&c, &time_us) != 0) ||
+	uint16_t cols = 0;
+	if (cursor_u8(&c, &version) != 0 || version < LOG_VERSION ||
+	    version > LOG_VERSION_COLS || cursor_take(&c, 16, &id) != 0 ||
+	    cursor_be16(&c, &kl) != 0 || cursor_take(&c, kl, &ks) != 0 ||
+	    cursor_be32(&c, &ql) != 0 || cursor_take(&c, ql, &cql) != 0 ||
+	    (version >= LOG_VERSION_TS && cursor_be64(&c, &time_us) != 0) ||
+	    (version == LOG_VERSION_COLS && cursor_be16(&c, &cols) != 0) ||
 	    cursor_left(&c) != 0) {
 		err_set(ERR_CORRUPT, "malformed schema record");
 		return CQL_SCHEMA_INVALID;
@@ -139,8 +149,9 @@ enum cql_schema_status cql_schema_record_apply(struct cql_schema *s,
 		st->u.alter_table.timestamp = (int64_t)time_us;
 	}
 	enum cql_schema_status r =
-		st ? cql_schema_apply_replicated(s, st, kl ? keyspace : NULL,
-						 id.ptr, change)
+		st ? cql_schema_apply_replicated(
+			     s, st, kl ? keyspace : NULL, id.ptr,
+			     version == LOG_VERSION_COLS ? cols : -1, change)
 		   : CQL_SCHEMA_INVALID;
 	arena_destroy(&a);
 	return r;

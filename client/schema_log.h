@@ -10,15 +10,23 @@
  * File format (little-endian nothing: all integers big-endian):
  *
  *   record := u32 body_length | u32 crc32c(body) | body
- *   body   := u8 version (1 or 2) | 16-byte table id | u16 keyspace length |
- *             keyspace | u32 statement length | statement (CQL text) |
- *             [version 2: i64 time_us]
+ *   body   := u8 version (1, 2 or 3) | 16-byte table id |
+ *             u16 keyspace length | keyspace | u32 statement length |
+ *             statement (CQL text) | [version 2, 3: i64 time_us] |
+ *             [version 3: u16 columns_before]
  *
  * Version 2 (written only for a record with a time: ALTER TABLE ... DROP
  * without USING TIMESTAMP) carries the microsecond time the node that ran
  * the statement stamped it with, so every node and every replay records
  * the same drop time. A version-1 DROP has drop time 0 (its column is
  * hidden all the same).
+ *
+ * Version 3 (ALTER TABLE ... ADD) also carries how many columns the table
+ * had on the node that ran it. Columns are numbered in the order they are
+ * added and cells travel between nodes by number, so two ADDs run on two
+ * nodes at once number the new columns differently there; the count tells
+ * every node (and every replay) that this happened to the table, and
+ * cql_table_columns_diverged then refuses its reads and writes.
  *
  * Appends are written with write(2) before the DDL is answered and
  * fsynced soon after (cql_schema_log_sync, on a worker), like Cassandra's
@@ -62,11 +70,13 @@ int cql_schema_log_append_record(struct cql_schema_log *l, const uint8_t *body,
 /*
  * Records travel between nodes too (schema push and pull): the same body as
  * in the file, without the length and checksum that frame it there.
- * `time_us` is an ALTER TABLE DROP's time (0: none, a version-1 record).
+ * `time_us` is an ALTER TABLE DROP's time (0: none), `columns_before` an
+ * ALTER TABLE ADD's count of the table's columns before it (-1: none; see
+ * cql_schema_apply_replicated). With neither it is a version-1 record.
  */
 int cql_schema_record_encode(struct buf *out, const char *keyspace,
 			     const uint8_t id[16], const char *cql, size_t len,
-			     int64_t time_us);
+			     int64_t time_us, int columns_before);
 /* Parses and applies a body. Returns the status of the apply (or
  * CQL_SCHEMA_INVALID for a malformed body, err set); `change` is filled on
  * CQL_SCHEMA_OK. */

@@ -180,7 +180,8 @@ static void hook_schema_changed(void *arg, const struct cql_schema_event *e)
 	struct buf body;
 	buf_init(&body);
 	if (cql_schema_record_encode(&body, e->keyspace, e->table_id, e->cql,
-				     e->cql_len, e->time_us) != 0) {
+				     e->cql_len, e->time_us,
+				     e->columns_before) != 0) {
 		LOG_ERROR("cannot record schema change: %s", err_msg());
 		buf_free(&body);
 		return;
@@ -211,6 +212,12 @@ void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
 		record_remember(s, record, len);
 		return;
 	}
+	if (change.diverged)
+		LOG_ERROR("schema: columns were added to %s.%s on two nodes at "
+			  "once and are numbered differently on them; reads "
+			  "and writes of the table are refused until it is "
+			  "dropped and created again",
+			  change.keyspace, change.name);
 	if (change.replaced) {
 		char old[37], now[37];
 		const struct cql_table *t = cql_schema_table(

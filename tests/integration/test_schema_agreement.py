@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from cassandra import ConsistencyLevel
+from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.cluster import (EXEC_PROFILE_DEFAULT, Cluster,
                                ExecutionProfile)
 from cassandra.policies import WhiteListRoundRobinPolicy
@@ -177,3 +177,59 @@ def test_concurrent_create_table_settles_on_one_table(cluster, tmp_path):
     cluster("start")
     until(lambda: all(table_ids_on(ip) == before for ip in ips),
           "the same schema on every node after a restart")
+
+
+def test_columns_added_on_two_nodes_at_once_refuse_reads_and_writes(
+        cluster, tmp_path):
+    """Cells travel between nodes by column number, and two ALTER TABLE
+    ADDs run on two nodes at once number the new columns differently
+    there: a text written as one column was then read on the other node as
+    the other column, a bigint (garbage). Such a table must answer an error
+    on every node instead, until it is dropped."""
+    ips = [BASE + str(i) for i in (1, 2, 3)]
+    drivers = [pinned_to(ip, consistency_level=ConsistencyLevel.ALL)
+               for ip in ips]
+    for d in drivers:
+        d.max_schema_agreement_wait = 2
+    sessions = [d.connect() for d in drivers]
+    sessions[0].execute("CREATE KEYSPACE ks WITH replication = {'class': "
+                        "'SimpleStrategy', 'replication_factor': 3}")
+    sessions[0].execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+    assert drivers[0].control_connection.wait_for_schema_agreement()
+    logs = [tmp_path / "home" / "clusters" / "s" / f"node{i}" / "logs" /
+            "system.log" for i in (1, 2, 3)]
+
+    def marked():
+        return sum("numbered differently" in log.read_text()
+                   for log in logs)
+    for i in range(20):
+        start = threading.Barrier(2)
+
+        def add(s, column):
+            start.wait()
+            s.execute(f"ALTER TABLE ks.t ADD {column}")
+        threads = [threading.Thread(target=add, args=(sessions[0],
+                                                      f"x{i} text")),
+                   threading.Thread(target=add, args=(sessions[1],
+                                                      f"y{i} bigint"))]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        if marked():
+            break
+    assert marked(), "no ADD raced in 20 rounds"
+    until(lambda: marked() == 3, "every node marks the table")
+    for s in sessions:
+        for q in ("INSERT INTO ks.t (k, v) VALUES (1, 'a')",
+                  "SELECT * FROM ks.t"):
+            with pytest.raises(InvalidRequest,
+                               match="numbered differently"):
+                s.execute(q)
+    sessions[2].execute("DROP TABLE ks.t")
+    sessions[2].execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+    assert drivers[2].control_connection.wait_for_schema_agreement()
+    sessions[0].execute("INSERT INTO ks.t (k, v) VALUES (1, 'a')")
+    for s in sessions:
+        assert [tuple(r) for r in s.execute("SELECT * FROM ks.t")] == [
+            (1, "a")]
+    for d in drivers:
+        d.shutdown()

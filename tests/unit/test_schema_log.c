@@ -98,7 +98,7 @@ START_TEST(a_drop_records_its_time_for_every_replay_and_peer)
 	buf_init(&body);
 	ck_assert_int_eq(cql_schema_record_encode(&body, "ks", (uint8_t[16]){0},
 						  q, strlen(q),
-						  1700000000123456),
+						  1700000000123456, -1),
 			 0);
 	ck_assert_uint_eq(body.data[0], 2); /* a version-2 record */
 	struct cql_schema_change ch;
@@ -140,7 +140,8 @@ static enum cql_schema_status apply_record_of(struct cql_schema *s,
 	struct buf body;
 	buf_init(&body);
 	ck_assert_int_eq(
-		cql_schema_record_encode(&body, "ks", id, q, strlen(q), 0), 0);
+		cql_schema_record_encode(&body, "ks", id, q, strlen(q), 0, -1),
+		0);
 	enum cql_schema_status st =
 		cql_schema_record_apply(s, body.data, body.len, ch);
 	buf_free(&body);
@@ -221,6 +222,101 @@ START_TEST(a_create_table_race_settles_on_one_id_everywhere)
 }
 END_TEST
 
+/* A peer's ALTER TABLE ADD record, run where the table had `before`
+ * columns. */
+static enum cql_schema_status add_record_of(struct cql_schema *s, const char *q,
+					    int before,
+					    struct cql_schema_change *ch)
+{
+	struct buf body;
+	buf_init(&body);
+	ck_assert_int_eq(cql_schema_record_encode(&body, "ks", (uint8_t[16]){0},
+						  q, strlen(q), 0, before),
+			 0);
+	enum cql_schema_status st =
+		cql_schema_record_apply(s, body.data, body.len, ch);
+	buf_free(&body);
+	return st;
+}
+
+static bool diverged(const struct cql_schema *s)
+{
+	return cql_table_columns_diverged(cql_schema_table(s, "ks", "t"));
+}
+
+/* Two nodes add a column each to one table at the same moment: each
+ * numbers its own column 3 and the other's 4, and cells travel by number,
+ * so a value written as one column was read as the other (a text read as
+ * a bigint, checked with the driver). Every node must see that it
+ * happened, in any order, and replays too; ADDs one after the other must
+ * not be taken for it. */
+START_TEST(adds_that_raced_mark_the_table_on_every_node)
+{
+	const char *qa = "ALTER TABLE ks.t ADD x text";
+	const char *qb = "ALTER TABLE ks.t ADD y bigint";
+	struct cql_schema *a = build_logged(); /* ks.t: k, a, b, c: 4 */
+	struct cql_schema_log *l = cql_schema_log_open(env, path);
+	ck_assert_ptr_nonnull(l);
+	struct cql_schema *b = cql_schema_new(), *c = cql_schema_new();
+	ck_assert_int_eq(cql_schema_log_replay(l, b, NULL, NULL), 6);
+	ck_assert_int_eq(cql_schema_log_replay(l, c, NULL, NULL), 6);
+	struct cql_schema_change ch;
+	/* each node runs its own ADD, then gets the other's record */
+	ck_assert_int_eq(add_record_of(a, qa, -1, &ch), CQL_SCHEMA_OK);
+	ck_assert_int_eq(add_record_of(b, qb, -1, &ch), CQL_SCHEMA_OK);
+	ck_assert(!diverged(a) && !diverged(b));
+	ck_assert_int_eq(add_record_of(a, qb, 4, &ch), CQL_SCHEMA_OK);
+	ck_assert(ch.diverged && diverged(a));
+	ck_assert_int_eq(add_record_of(b, qa, 4, &ch), CQL_SCHEMA_OK);
+	ck_assert(ch.diverged && diverged(b));
+	/* a third node gets both: the first applies, the second tells */
+	ck_assert_int_eq(add_record_of(c, qa, 4, &ch), CQL_SCHEMA_OK);
+	ck_assert(!ch.diverged && !diverged(c));
+	ck_assert_int_eq(add_record_of(c, qb, 4, &ch), CQL_SCHEMA_OK);
+	ck_assert(ch.diverged && diverged(c));
+	/* a later ADD keeps the mark, and says nothing new */
+	ck_assert_int_eq(add_record_of(c, "ALTER TABLE ks.t ADD z int", 6, &ch),
+			 CQL_SCHEMA_OK);
+	ck_assert(!ch.diverged && diverged(c));
+
+	/* one after the other: no mark, and a replay of the records */
+	struct buf body;
+	buf_init(&body);
+	ck_assert_int_eq(cql_schema_record_encode(&body, "ks", (uint8_t[16]){0},
+						  qa, strlen(qa), 0, 4),
+			 0);
+	ck_assert_int_eq(cql_schema_log_append_record(l, body.data, body.len),
+			 0);
+	buf_clear(&body);
+	ck_assert_int_eq(cql_schema_record_encode(&body, "ks", (uint8_t[16]){0},
+						  qb, strlen(qb), 0, 5),
+			 0);
+	ck_assert_int_eq(cql_schema_log_append_record(l, body.data, body.len),
+			 0);
+	struct cql_schema *r = cql_schema_new();
+	ck_assert_int_eq(cql_schema_log_replay(l, r, NULL, NULL), 8);
+	ck_assert(!diverged(r));
+	/* the raced pair in a log marks the table again on replay */
+	buf_clear(&body);
+	ck_assert_int_eq(cql_schema_record_encode(&body, "ks", (uint8_t[16]){0},
+						  "ALTER TABLE ks.t ADD w int",
+						  26, 0, 5),
+			 0);
+	ck_assert_int_eq(cql_schema_log_append_record(l, body.data, body.len),
+			 0);
+	buf_free(&body);
+	struct cql_schema *r2 = cql_schema_new();
+	ck_assert_int_eq(cql_schema_log_replay(l, r2, NULL, NULL), 9);
+	ck_assert(diverged(r2));
+	cql_schema_log_close(l);
+	cql_schema_delete(a);
+	cql_schema_delete(b);
+	cql_schema_delete(c);
+	cql_schema_delete(r);
+	cql_schema_delete(r2);
+}
+END_TEST
+
 START_TEST(a_torn_last_record_is_dropped)
 {
 	cql_schema_delete(build_logged());
@@ -273,6 +369,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_torn_last_record_is_dropped);
 	tcase_add_test(tc, a_drop_records_its_time_for_every_replay_and_peer);
 	tcase_add_test(tc, a_create_table_race_settles_on_one_id_everywhere);
+	tcase_add_test(tc, adds_that_raced_mark_the_table_on_every_node);
 	tcase_add_test(tc, corruption_before_the_end_refuses_with_the_offset);
 	suite_add_tcase(s, tc);
 	return s;
