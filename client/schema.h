@@ -51,9 +51,10 @@ struct cql_schema_change {
 	const char *target; /* KEYSPACE, TABLE */
 	char keyspace[64];
 	char name[64]; /* empty for a keyspace */
-	/* UPDATED TABLE that replaced the table with another of the same
-	 * name and a new id (cql_schema_apply_replicated); old_id is the
-	 * replaced table's. */
+	/* UPDATED TABLE or KEYSPACE that settled a CREATE that raced on two
+	 * nodes (cql_schema_apply_replicated): the table was replaced by
+	 * another of the same name and a new id (old_id is the replaced
+	 * table's), or the keyspace took the other creation's options. */
 	bool replaced;
 	uint8_t old_id[16];
 	/* ALTER TABLE ADD from another node that numbered the table's
@@ -98,7 +99,10 @@ enum cql_schema_status cql_schema_apply(struct cql_schema *s,
  * raced on two nodes: every node keeps the id that sorts first (memcmp),
  * so all of them end with the same table whatever order the statements
  * arrive in. When the statement's id wins, the table is replaced (change:
- * UPDATED TABLE, `replaced`); when it loses, CQL_SCHEMA_NOOP.
+ * UPDATED TABLE, `replaced`); when it loses, CQL_SCHEMA_NOOP. A CREATE
+ * KEYSPACE whose keyspace exists with other options is settled the same
+ * way on its options (replication as the schema version describes it,
+ * then durable_writes): UPDATED KEYSPACE, `replaced`, or CQL_SCHEMA_NOOP.
  * `columns_before` is, for an ALTER TABLE ADD, how many columns the table
  * had where it ran (-1: not known). A different count here means two
  * nodes added columns at once and numbered them differently: the table is

@@ -674,9 +674,52 @@ static void set_change(struct cql_schema_change *c, const char *change,
 	snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
 }
 
+/* Puts k in old's place, with old's tables. Cannot fail. */
+static void replace_keyspace(struct cql_schema *s, struct cql_keyspace *old,
+			     struct cql_keyspace *k)
+{
+	k->tables = old->tables;
+	k->table_count = old->table_count;
+	k->table_cap = old->table_cap;
+	old->tables = NULL;
+	old->table_count = old->table_cap = 0;
+	schema_keyspace_remove(s, old);
+	schema_keyspace_insert(s, k); /* cannot fail: the slot was freed */
+}
+
+/* A CREATE KEYSPACE for a keyspace that exists, applied elsewhere first
+ * (k is the statement's): the same keyspace, or a creation that raced on
+ * two nodes with other options. Every node keeps the options that sort
+ * first (replication as the schema version describes it, then
+ * durable_writes), so all end with the same keyspace whatever order the
+ * statements reach them in. */
+static enum cql_schema_status settle_keyspace_race(struct cql_schema *s,
+						   struct cql_keyspace *old,
+						   struct cql_keyspace *k,
+						   struct cql_schema_change *ch)
+{
+	int c = strcmp(ring_strategy_describe(k->strategy),
+		       ring_strategy_describe(old->strategy));
+	if (c == 0)
+		c = (int)k->meta->durable_writes -
+		    (int)old->meta->durable_writes;
+	if (c >= 0) {
+		schema_keyspace_free(k);
+		return CQL_SCHEMA_NOOP;
+	}
+	if (schema_retire(s, RETIRED_KEYSPACE, old) != 0) {
+		schema_keyspace_free(k);
+		return nomem();
+	}
+	set_change(ch, "UPDATED", "KEYSPACE", k->meta->name, NULL);
+	ch->replaced = true;
+	replace_keyspace(s, old, k);
+	return CQL_SCHEMA_OK;
+}
+
 static enum cql_schema_status
 create_keyspace(struct cql_schema *s, const struct cql_keyspace_stmt *ks,
-		bool internal, struct cql_schema_change *change)
+		enum schema_origin origin, struct cql_schema_change *change)
 {
 	if (!valid_name(ks->name))
 		return fail(CQL_SCHEMA_INVALID,
@@ -684,20 +727,23 @@ create_keyspace(struct cql_schema *s, const struct cql_keyspace_stmt *ks,
 			    "characters long, or contain non-alphanumeric-"
 			    "underscore characters (got \"%s\")",
 			    NAME_MAX_LEN, ks->name);
-	if (schema_keyspace_mut(s, ks->name)) {
+	struct cql_keyspace *old = schema_keyspace_mut(s, ks->name);
+	if (old && (origin != SCHEMA_REPLICATED || old->system)) {
 		if (ks->if_not_exists)
 			return CQL_SCHEMA_NOOP;
 		err_set(ERR_EXISTS, "Cannot add existing keyspace \"%s\"",
 			ks->name);
 		return CQL_SCHEMA_ALREADY_EXISTS;
 	}
-	if (!internal && system_name(ks->name))
+	if (origin != SCHEMA_INTERNAL && system_name(ks->name))
 		return fail(CQL_SCHEMA_UNAUTHORIZED,
 			    "%s keyspace is not user-modifiable.", ks->name);
 	struct cql_keyspace *k;
 	enum cql_schema_status st = keyspace_from(ks, true, NULL, &k);
 	if (st != CQL_SCHEMA_OK)
 		return st;
+	if (old)
+		return settle_keyspace_race(s, old, k, change);
 	if (schema_keyspace_insert(s, k) != 0) {
 		schema_keyspace_free(k);
 		return nomem();
@@ -730,13 +776,7 @@ static enum cql_schema_status alter_keyspace(struct cql_schema *s,
 		return nomem();
 	}
 	/* The tables move to the new keyspace object. */
-	k->tables = old->tables;
-	k->table_count = old->table_count;
-	k->table_cap = old->table_cap;
-	old->tables = NULL;
-	old->table_count = old->table_cap = 0;
-	schema_keyspace_remove(s, old);
-	schema_keyspace_insert(s, k); /* cannot fail: the slot was freed */
+	replace_keyspace(s, old, k);
 	set_change(change, "UPDATED", "KEYSPACE", ks->name, NULL);
 	return CQL_SCHEMA_OK;
 }
@@ -1266,7 +1306,7 @@ schema_apply(struct cql_schema *s, const struct cql_stmt *stmt,
 	s->generation++;
 	switch (stmt->kind) {
 	case CQL_STMT_CREATE_KEYSPACE:
-		return create_keyspace(s, &stmt->u.keyspace, internal, change);
+		return create_keyspace(s, &stmt->u.keyspace, origin, change);
 	case CQL_STMT_ALTER_KEYSPACE:
 		return alter_keyspace(s, &stmt->u.keyspace, internal, change);
 	case CQL_STMT_DROP_KEYSPACE:

@@ -14,6 +14,7 @@
 #include "common/workers.h"
 #include "node/cql_data.h"
 #include "replication/hints.h"
+#include "ring/ring.h"
 #include "storage/storage.h"
 
 #include <limits.h>
@@ -190,6 +191,41 @@ static void hook_schema_changed(void *arg, const struct cql_schema_event *e)
 	buf_free(&body);
 }
 
+/* What a peer's schema change did here, with what settled a race. */
+static void log_peer_change(const struct cql_service *s,
+			    const struct cql_schema_change *c)
+{
+	if (c->diverged)
+		LOG_ERROR("schema: columns were added to %s.%s on two nodes at "
+			  "once and are numbered differently on them; reads "
+			  "and writes of the table are refused until it is "
+			  "dropped and created again",
+			  c->keyspace, c->name);
+	if (c->replaced && c->name[0]) {
+		char old[UUID_TEXT_LEN + 1], now[UUID_TEXT_LEN + 1];
+		const struct cql_table *t =
+			cql_schema_table(s->schema, c->keyspace, c->name);
+		uuid_format(c->old_id, old);
+		uuid_format(cql_table_meta(t)->id, now);
+		LOG_WARN("schema: table %s.%s was created on two nodes at "
+			 "once; every node keeps id %s (it sorts first) in "
+			 "place of %s, whose writes here are no longer read",
+			 c->keyspace, c->name, now, old);
+	} else if (c->replaced) {
+		const struct cql_keyspace *k =
+			cql_schema_keyspace(s->schema, c->keyspace);
+		LOG_WARN("schema: keyspace %s was created on two nodes at once "
+			 "with other options; every node keeps the ones that "
+			 "sort first: %s",
+			 c->keyspace,
+			 ring_strategy_describe(cql_keyspace_strategy(k)));
+	} else {
+		LOG_INFO("schema: %s %s %s%s%s (from a peer)", c->change,
+			 c->target, c->keyspace, c->name[0] ? "." : "",
+			 c->name);
+	}
+}
+
 void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
 			      size_t len)
 {
@@ -212,27 +248,7 @@ void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
 		record_remember(s, record, len);
 		return;
 	}
-	if (change.diverged)
-		LOG_ERROR("schema: columns were added to %s.%s on two nodes at "
-			  "once and are numbered differently on them; reads "
-			  "and writes of the table are refused until it is "
-			  "dropped and created again",
-			  change.keyspace, change.name);
-	if (change.replaced) {
-		char old[37], now[37];
-		const struct cql_table *t = cql_schema_table(
-			s->schema, change.keyspace, change.name);
-		uuid_format(change.old_id, old);
-		uuid_format(cql_table_meta(t)->id, now);
-		LOG_WARN("schema: table %s.%s was created on two nodes at "
-			 "once; every node keeps id %s (it sorts first) in "
-			 "place of %s, whose writes here are no longer read",
-			 change.keyspace, change.name, now, old);
-	} else {
-		LOG_INFO("schema: %s %s %s%s%s (from a peer)", change.change,
-			 change.target, change.keyspace,
-			 change.name[0] ? "." : "", change.name);
-	}
+	log_peer_change(s, &change);
 	schema_applied(s, &change, record, len, false);
 	if (s->exec)
 		cql_exec_schema_changed(s->exec, &change);

@@ -179,6 +179,57 @@ def test_concurrent_create_table_settles_on_one_table(cluster, tmp_path):
           "the same schema on every node after a restart")
 
 
+
+def test_concurrent_create_keyspace_settles_on_one_replication(
+        cluster, tmp_path):
+    """Three nodes create one keyspace at once with replication factors
+    1, 2 and 3: every node ends with the same one."""
+    ips = [BASE + str(i) for i in (1, 2, 3)]
+    drivers = [pinned_to(ip) for ip in ips]
+    for d in drivers:
+        d.max_schema_agreement_wait = 2
+    sessions = [d.connect() for d in drivers]
+    logs = [tmp_path / "home" / "clusters" / "s" / f"node{i}" / "logs" /
+            "system.log" for i in (1, 2, 3)]
+
+    def settled():
+        return sum(log.read_text().count("with other options")
+                   for log in logs)
+    names = []
+    for i in range(20):
+        start = threading.Barrier(3)
+
+        def create(s, rf, name=f"k{i}"):
+            start.wait()
+            s.execute(f"CREATE KEYSPACE IF NOT EXISTS {name} WITH "
+                      "replication = {'class': 'SimpleStrategy', "
+                      f"'replication_factor': {rf}}}")
+        threads = [threading.Thread(target=create, args=(s, rf))
+                   for rf, s in enumerate(sessions, 1)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        names.append(f"k{i}")
+        if settled():
+            break
+    assert settled(), "no creation raced in 20 rounds"
+    for d in drivers:
+        d.shutdown()
+
+    def replication_on(ip):
+        c = pinned_to(ip)
+        try:
+            s = c.connect()
+            return sorted((r.keyspace_name, sorted(r.replication.items()))
+                          for r in s.execute(
+                              "SELECT keyspace_name, replication FROM "
+                              "system_schema.keyspaces")
+                          if r.keyspace_name in names), s.execute(
+                "SELECT schema_version FROM system.local").one()
+        finally:
+            c.shutdown()
+    until(lambda: len({str(replication_on(ip)) for ip in ips}) == 1,
+          "every node has the same keyspaces and schema version")
+
 def test_columns_added_on_two_nodes_at_once_refuse_reads_and_writes(
         cluster, tmp_path):
     """Cells travel between nodes by column number, and two ALTER TABLE

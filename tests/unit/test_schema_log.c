@@ -4,6 +4,7 @@
 #include "client/schema_log.h"
 #include "common/env_real.h"
 #include "common/err.h"
+#include "ring/ring.h"
 #include "tests/lib/testutil.h"
 
 #include <stdio.h>
@@ -317,6 +318,54 @@ START_TEST(adds_that_raced_mark_the_table_on_every_node)
 }
 END_TEST
 
+/* The same for a keyspace created on two nodes at once with other options:
+ * both end with the options that sort first (RF 1 before RF 3 here), and
+ * the tables created in the other one stay. Identical creations are the
+ * same keyspace. */
+START_TEST(a_create_keyspace_race_settles_on_one_replication)
+{
+	const char *k1 = "CREATE KEYSPACE IF NOT EXISTS ks WITH replication = "
+			 "{'class': 'SimpleStrategy', 'replication_factor': 1}";
+	const char *k3 = "CREATE KEYSPACE IF NOT EXISTS ks WITH replication = "
+			 "{'class': 'SimpleStrategy', 'replication_factor': 3}";
+	struct cql_schema *a = cql_schema_new(), *b = cql_schema_new();
+	struct cql_schema_log *l = cql_schema_log_open(env, path);
+	ck_assert_ptr_nonnull(l);
+	apply_logged(a, l, NULL, k1, 0);
+	cql_schema_log_close(l);
+	char path_b[640];
+	snprintf(path_b, sizeof(path_b), "%s.b", path);
+	l = cql_schema_log_open(env, path_b);
+	ck_assert_ptr_nonnull(l);
+	apply_logged(b, l, NULL, k3, 0);
+	apply_logged(b, l, NULL, "CREATE TABLE ks.t (k int PRIMARY KEY)", 4);
+	cql_schema_log_close(l);
+
+	struct cql_schema_change ch;
+	ck_assert_int_eq(apply_record_of(a, k3, 0, &ch), CQL_SCHEMA_NOOP);
+	ck_assert_int_eq(apply_record_of(b, k1, 0, &ch), CQL_SCHEMA_OK);
+	ck_assert_str_eq(ch.change, "UPDATED");
+	ck_assert_str_eq(ch.target, "KEYSPACE");
+	ck_assert(ch.replaced);
+	ck_assert_int_eq(apply_record_of(b, k1, 0, &ch), CQL_SCHEMA_NOOP);
+	ck_assert_int_eq(ring_strategy_rf(cql_keyspace_strategy(
+						  cql_schema_keyspace(b, "ks")),
+					  "dc1"),
+			 1);
+	ck_assert_ptr_nonnull(cql_schema_table(b, "ks", "t"));
+	ck_assert_int_eq(
+		apply_record_of(a, "CREATE TABLE ks.t (k int PRIMARY KEY)", 4,
+				&ch),
+		CQL_SCHEMA_OK);
+	uint8_t va[16], vb[16];
+	cql_schema_version(a, va);
+	cql_schema_version(b, vb);
+	ck_assert_int_eq(memcmp(va, vb, 16), 0);
+	cql_schema_delete(a);
+	cql_schema_delete(b);
+}
+END_TEST
+
 START_TEST(a_torn_last_record_is_dropped)
 {
 	cql_schema_delete(build_logged());
@@ -370,6 +419,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_drop_records_its_time_for_every_replay_and_peer);
 	tcase_add_test(tc, a_create_table_race_settles_on_one_id_everywhere);
 	tcase_add_test(tc, adds_that_raced_mark_the_table_on_every_node);
+	tcase_add_test(tc, a_create_keyspace_race_settles_on_one_replication);
 	tcase_add_test(tc, corruption_before_the_end_refuses_with_the_offset);
 	suite_add_tcase(s, tc);
 	return s;
