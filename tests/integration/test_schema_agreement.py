@@ -97,25 +97,71 @@ def test_ddl_reaches_every_node_and_a_late_node_catches_up(cluster):
     assert tables_on(BASE + "3")[0] == ["later"]
 
 
-def table_ids_on(ip):
+IPS = [BASE + str(i) for i in (1, 2, 3)]
+
+
+def drivers_on_every_node(**profile):
+    """One pinned driver and session per node. Where a race leaves the
+    nodes apart, agreement never comes and each DDL would wait the
+    driver's 10 s for it: 2 s here."""
+    drivers = [pinned_to(ip, **profile) for ip in IPS]
+    for d in drivers:
+        d.max_schema_agreement_wait = 2
+    return drivers, [d.connect() for d in drivers]
+
+
+def logged(tmp_path, text):
+    """How many times the nodes' logs say `text`."""
+    return sum((tmp_path / "home" / "clusters" / "s" / f"node{i}" / "logs" /
+                "system.log").read_text().count(text) for i in (1, 2, 3))
+
+
+def race(statements_of_round, raced):
+    """Rounds of simultaneous statements, one thread per (session,
+    statement) that statements_of_round(i) returns, until raced() (a
+    round races about half the time on this machine; 20 at most). Returns
+    how many rounds ran; a statement's error fails the test."""
+    errors = []
+
+    def run(start, s, q):
+        start.wait()
+        try:
+            s.execute(q)
+        except Exception as e:  # reported below, with the statement
+            errors.append(f"{q}: {e!r}")
+    for i in range(20):
+        pairs = statements_of_round(i)
+        start = threading.Barrier(len(pairs))
+        threads = [threading.Thread(target=run, args=(start, s, q))
+                   for s, q in pairs]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert not errors, errors
+        if raced():
+            return i + 1
+    pytest.fail("no round raced in 20")
+
+
+def schema_on(ip, query):
+    """Rows of `query` on one node, sorted, and its schema version."""
     c = pinned_to(ip)
     try:
         s = c.connect()
-        ids = sorted((r.table_name, r.id) for r in s.execute(
-            "SELECT table_name, id FROM system_schema.tables "
-            "WHERE keyspace_name = 'ks'"))
-        return ids, s.execute(
+        rows = sorted(tuple(str(v) for v in r) for r in s.execute(query))
+        return rows, s.execute(
             "SELECT schema_version FROM system.local").one().schema_version
     finally:
         c.shutdown()
 
 
-def races_settled(home):
-    n = 0
-    for i in (1, 2, 3):
-        log = home / "clusters" / "s" / f"node{i}" / "logs" / "system.log"
-        n += log.read_text().count("was created on two nodes at once")
-    return n
+def agree(query, what):
+    """Waits until every node gives the same rows and schema version."""
+    until(lambda: len({str(schema_on(ip, query)) for ip in IPS}) == 1,
+          f"every node has the same {what} and schema version")
+
+
+TABLE_IDS = ("SELECT table_name, id FROM system_schema.tables "
+             "WHERE keyspace_name = 'ks'")
 
 
 def test_concurrent_create_table_settles_on_one_table(cluster, tmp_path):
@@ -124,43 +170,19 @@ def test_concurrent_create_table_settles_on_one_table(cluster, tmp_path):
     moment, every node must end with the same table (the id that sorts
     first); before, each kept its own id, versions never agreed and every
     write at ALL failed with "unknown table" on the other replicas."""
-    ips = [BASE + str(i) for i in (1, 2, 3)]
-    # Without the settling, agreement never comes and each DDL would wait
-    # the driver's 10 s for it.
-    drivers = [pinned_to(ip, consistency_level=ConsistencyLevel.ALL)
-               for ip in ips]
-    for d in drivers:
-        d.max_schema_agreement_wait = 2
-    sessions = [d.connect() for d in drivers]
+    drivers, sessions = drivers_on_every_node(
+        consistency_level=ConsistencyLevel.ALL)
     sessions[0].execute("CREATE KEYSPACE ks WITH replication = {'class': "
                         "'SimpleStrategy', 'replication_factor': 3}")
     assert drivers[0].control_connection.wait_for_schema_agreement()
-    # Rounds of three simultaneous creations until some node settled a
-    # race (a round races about half the time on this machine).
-    home = tmp_path / "home"
-    created, errors = [], []
-    for i in range(20):
-        start = threading.Barrier(3)
-
-        def create(s, name=f"t{i}"):
-            start.wait()
-            try:
-                s.execute(f"CREATE TABLE IF NOT EXISTS ks.{name} "
-                          "(k int PRIMARY KEY, v text)")
-            except Exception as e:  # reported below, with the table
-                errors.append(f"{name}: {e!r}")
-        threads = [threading.Thread(target=create, args=(s,))
-                   for s in sessions]
-        [t.start() for t in threads]
-        [t.join() for t in threads]
-        created.append(f"t{i}")
-        if races_settled(home) >= 2:
-            break
-    assert not errors, errors
-    assert races_settled(home) >= 1, "no creation raced in 20 rounds"
-    until(lambda: len({str(table_ids_on(ip)) for ip in ips}) == 1,
-          "every node has the same tables, ids and schema version")
-    assert [t for t, _ in table_ids_on(ips[0])[0]] == sorted(created)
+    rounds = race(lambda i: [(s, f"CREATE TABLE IF NOT EXISTS ks.t{i} "
+                              "(k int PRIMARY KEY, v text)")
+                             for s in sessions],
+                  lambda: logged(tmp_path, "was created on two nodes"))
+    created = [f"t{i}" for i in range(rounds)]
+    agree(TABLE_IDS, "tables and ids")
+    tables = [t for t, _ in schema_on(IPS[0], TABLE_IDS)[0]]
+    assert tables == sorted(created)
     for i, s in enumerate(sessions):
         for t in created:
             s.execute(f"INSERT INTO ks.{t} (k, v) VALUES (%s, 'x')", (i,))
@@ -172,63 +194,28 @@ def test_concurrent_create_table_settles_on_one_table(cluster, tmp_path):
         d.shutdown()
     # Replaying the logs (a replaced table's node holds both records)
     # gives the same schema.
-    before = table_ids_on(ips[0])
+    before = schema_on(IPS[0], TABLE_IDS)
     cluster("stop")
     cluster("start")
-    until(lambda: all(table_ids_on(ip) == before for ip in ips),
+    until(lambda: all(schema_on(ip, TABLE_IDS) == before for ip in IPS),
           "the same schema on every node after a restart")
-
 
 
 def test_concurrent_create_keyspace_settles_on_one_replication(
         cluster, tmp_path):
     """Three nodes create one keyspace at once with replication factors
     1, 2 and 3: every node ends with the same one."""
-    ips = [BASE + str(i) for i in (1, 2, 3)]
-    drivers = [pinned_to(ip) for ip in ips]
-    for d in drivers:
-        d.max_schema_agreement_wait = 2
-    sessions = [d.connect() for d in drivers]
-    logs = [tmp_path / "home" / "clusters" / "s" / f"node{i}" / "logs" /
-            "system.log" for i in (1, 2, 3)]
-
-    def settled():
-        return sum(log.read_text().count("with other options")
-                   for log in logs)
-    names = []
-    for i in range(20):
-        start = threading.Barrier(3)
-
-        def create(s, rf, name=f"k{i}"):
-            start.wait()
-            s.execute(f"CREATE KEYSPACE IF NOT EXISTS {name} WITH "
-                      "replication = {'class': 'SimpleStrategy', "
-                      f"'replication_factor': {rf}}}")
-        threads = [threading.Thread(target=create, args=(s, rf))
-                   for rf, s in enumerate(sessions, 1)]
-        [t.start() for t in threads]
-        [t.join() for t in threads]
-        names.append(f"k{i}")
-        if settled():
-            break
-    assert settled(), "no creation raced in 20 rounds"
+    drivers, sessions = drivers_on_every_node()
+    race(lambda i: [(s, f"CREATE KEYSPACE IF NOT EXISTS k{i} WITH "
+                     "replication = {'class': 'SimpleStrategy', "
+                     f"'replication_factor': {rf}}}")
+                    for rf, s in enumerate(sessions, 1)],
+         lambda: logged(tmp_path, "with other options"))
     for d in drivers:
         d.shutdown()
+    agree("SELECT keyspace_name, replication FROM system_schema.keyspaces",
+          "keyspaces")
 
-    def replication_on(ip):
-        c = pinned_to(ip)
-        try:
-            s = c.connect()
-            return sorted((r.keyspace_name, sorted(r.replication.items()))
-                          for r in s.execute(
-                              "SELECT keyspace_name, replication FROM "
-                              "system_schema.keyspaces")
-                          if r.keyspace_name in names), s.execute(
-                "SELECT schema_version FROM system.local").one()
-        finally:
-            c.shutdown()
-    until(lambda: len({str(replication_on(ip)) for ip in ips}) == 1,
-          "every node has the same keyspaces and schema version")
 
 def test_columns_added_on_two_nodes_at_once_refuse_reads_and_writes(
         cluster, tmp_path):
@@ -237,38 +224,17 @@ def test_columns_added_on_two_nodes_at_once_refuse_reads_and_writes(
     there: a text written as one column was then read on the other node as
     the other column, a bigint (garbage). Such a table must answer an error
     on every node instead, until it is dropped."""
-    ips = [BASE + str(i) for i in (1, 2, 3)]
-    drivers = [pinned_to(ip, consistency_level=ConsistencyLevel.ALL)
-               for ip in ips]
-    for d in drivers:
-        d.max_schema_agreement_wait = 2
-    sessions = [d.connect() for d in drivers]
+    drivers, sessions = drivers_on_every_node(
+        consistency_level=ConsistencyLevel.ALL)
     sessions[0].execute("CREATE KEYSPACE ks WITH replication = {'class': "
                         "'SimpleStrategy', 'replication_factor': 3}")
     sessions[0].execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
     assert drivers[0].control_connection.wait_for_schema_agreement()
-    logs = [tmp_path / "home" / "clusters" / "s" / f"node{i}" / "logs" /
-            "system.log" for i in (1, 2, 3)]
-
-    def marked():
-        return sum("numbered differently" in log.read_text()
-                   for log in logs)
-    for i in range(20):
-        start = threading.Barrier(2)
-
-        def add(s, column):
-            start.wait()
-            s.execute(f"ALTER TABLE ks.t ADD {column}")
-        threads = [threading.Thread(target=add, args=(sessions[0],
-                                                      f"x{i} text")),
-                   threading.Thread(target=add, args=(sessions[1],
-                                                      f"y{i} bigint"))]
-        [t.start() for t in threads]
-        [t.join() for t in threads]
-        if marked():
-            break
-    assert marked(), "no ADD raced in 20 rounds"
-    until(lambda: marked() == 3, "every node marks the table")
+    race(lambda i: [(sessions[0], f"ALTER TABLE ks.t ADD x{i} text"),
+                    (sessions[1], f"ALTER TABLE ks.t ADD y{i} bigint")],
+         lambda: logged(tmp_path, "numbered differently"))
+    until(lambda: logged(tmp_path, "numbered differently") == 3,
+          "every node marks the table")
     for s in sessions:
         for q in ("INSERT INTO ks.t (k, v) VALUES (1, 'a')",
                   "SELECT * FROM ks.t"):

@@ -12,13 +12,21 @@
 #include <unistd.h>
 
 static struct env *env;
-static char dir[512], path[600];
+static char dir[512], path[600], path_b[600]; /* path_b: another node's */
 
 static void setup(void)
 {
 	env = env_real_new(NULL);
 	snprintf(dir, sizeof(dir), "%s", test_tmpdir("schemalog"));
 	snprintf(path, sizeof(path), "%s/schema.log", dir);
+	snprintf(path_b, sizeof(path_b), "%s/schema-b.log", dir);
+}
+
+static struct cql_schema_log *open_log(const char *at)
+{
+	struct cql_schema_log *l = cql_schema_log_open(env, at);
+	ck_assert_ptr_nonnull(l);
+	return l;
 }
 
 static void teardown(void)
@@ -45,11 +53,19 @@ static void apply_logged(struct cql_schema *s, struct cql_schema_log *l,
 	arena_destroy(&a);
 }
 
+static void assert_same_version(const struct cql_schema *a,
+				const struct cql_schema *b)
+{
+	uint8_t va[16], vb[16];
+	cql_schema_version(a, va);
+	cql_schema_version(b, vb);
+	ck_assert_int_eq(memcmp(va, vb, 16), 0);
+}
+
 static struct cql_schema *build_logged(void)
 {
 	struct cql_schema *s = cql_schema_new();
-	struct cql_schema_log *l = cql_schema_log_open(env, path);
-	ck_assert_ptr_nonnull(l);
+	struct cql_schema_log *l = open_log(path);
 	apply_logged(s, l, NULL,
 		     "CREATE KEYSPACE ks WITH replication = {'class': "
 		     "'SimpleStrategy', 'replication_factor': 1}",
@@ -74,10 +90,7 @@ START_TEST(replay_rebuilds_ids_versions_and_column_slots)
 	struct cql_schema_log *l = cql_schema_log_open(env, path);
 	ck_assert_int_eq(cql_schema_log_replay(l, b, NULL, NULL), 6);
 	cql_schema_log_close(l);
-	uint8_t va[16], vb[16];
-	cql_schema_version(a, va);
-	cql_schema_version(b, vb);
-	ck_assert_int_eq(memcmp(va, vb, 16), 0);
+	assert_same_version(a, b);
 	const struct cql_table *t = cql_schema_table(b, "ks", "t");
 	ck_assert_ptr_nonnull(t);
 	ck_assert_uint_eq(cql_table_meta(t)->id[15], 7);
@@ -92,8 +105,7 @@ END_TEST
 START_TEST(a_drop_records_its_time_for_every_replay_and_peer)
 {
 	struct cql_schema *s = build_logged();
-	struct cql_schema_log *l = cql_schema_log_open(env, path);
-	ck_assert_ptr_nonnull(l);
+	struct cql_schema_log *l = open_log(path);
 	const char *q = "ALTER TABLE t DROP b";
 	struct buf body;
 	buf_init(&body);
@@ -121,10 +133,7 @@ START_TEST(a_drop_records_its_time_for_every_replay_and_peer)
 	cql_schema_log_close(l);
 	m = cql_table_meta(cql_schema_table(b, "ks", "t"));
 	ck_assert_int_eq(m->columns[2].dropped_at, 1700000000123456);
-	uint8_t va[16], vb[16];
-	cql_schema_version(s, va);
-	cql_schema_version(b, vb);
-	ck_assert_int_eq(memcmp(va, vb, 16), 0);
+	assert_same_version(s, b);
 	cql_schema_delete(s);
 	cql_schema_delete(b);
 }
@@ -163,14 +172,10 @@ START_TEST(a_create_table_race_settles_on_one_id_everywhere)
 	const char *qb = "CREATE TABLE IF NOT EXISTS ks.r (k int PRIMARY KEY, "
 			 "v text)";
 	struct cql_schema *a = cql_schema_new(), *b = cql_schema_new();
-	struct cql_schema_log *l = cql_schema_log_open(env, path);
-	ck_assert_ptr_nonnull(l);
+	struct cql_schema_log *l = open_log(path);
 	apply_logged(a, l, NULL, ks, 0);
 	apply_logged(a, l, NULL, qa, 9);
-	char path_b[640];
-	snprintf(path_b, sizeof(path_b), "%s.b", path);
-	struct cql_schema_log *lb = cql_schema_log_open(env, path_b);
-	ck_assert_ptr_nonnull(lb);
+	struct cql_schema_log *lb = open_log(path_b);
 	apply_logged(b, lb, NULL, ks, 0);
 	apply_logged(b, lb, NULL, qb, 5);
 	cql_schema_log_close(lb);
@@ -190,10 +195,7 @@ START_TEST(a_create_table_race_settles_on_one_id_everywhere)
 		cql_table_meta(cql_schema_table(a, "ks", "r"));
 	ck_assert_uint_eq(m->id[15], 5);
 	ck_assert_uint_eq(m->column_count, 2); /* b's definition */
-	uint8_t va[16], vb[16], vr[16];
-	cql_schema_version(a, va);
-	cql_schema_version(b, vb);
-	ck_assert_int_eq(memcmp(va, vb, 16), 0);
+	assert_same_version(a, b);
 
 	/* a logs the record it took after its own: a replay ends the same */
 	uint8_t id[16] = {0};
@@ -204,8 +206,7 @@ START_TEST(a_create_table_race_settles_on_one_id_everywhere)
 	l = cql_schema_log_open(env, path);
 	ck_assert_int_eq(cql_schema_log_replay(l, r, NULL, NULL), 3);
 	cql_schema_log_close(l);
-	cql_schema_version(r, vr);
-	ck_assert_int_eq(memcmp(va, vr, 16), 0);
+	assert_same_version(a, r);
 
 	/* a client's CREATE of an existing table still gets Already_exists */
 	struct arena ar;
@@ -240,6 +241,20 @@ static enum cql_schema_status add_record_of(struct cql_schema *s, const char *q,
 	return st;
 }
 
+/* Logs an ALTER TABLE ADD record, run where the table had `before`
+ * columns. */
+static void log_add(struct cql_schema_log *l, const char *q, int before)
+{
+	struct buf body;
+	buf_init(&body);
+	ck_assert_int_eq(cql_schema_record_encode(&body, "ks", (uint8_t[16]){0},
+						  q, strlen(q), 0, before),
+			 0);
+	ck_assert_int_eq(cql_schema_log_append_record(l, body.data, body.len),
+			 0);
+	buf_free(&body);
+}
+
 static bool diverged(const struct cql_schema *s)
 {
 	return cql_table_columns_diverged(cql_schema_table(s, "ks", "t"));
@@ -256,8 +271,7 @@ START_TEST(adds_that_raced_mark_the_table_on_every_node)
 	const char *qa = "ALTER TABLE ks.t ADD x text";
 	const char *qb = "ALTER TABLE ks.t ADD y bigint";
 	struct cql_schema *a = build_logged(); /* ks.t: k, a, b, c: 4 */
-	struct cql_schema_log *l = cql_schema_log_open(env, path);
-	ck_assert_ptr_nonnull(l);
+	struct cql_schema_log *l = open_log(path);
 	struct cql_schema *b = cql_schema_new(), *c = cql_schema_new();
 	ck_assert_int_eq(cql_schema_log_replay(l, b, NULL, NULL), 6);
 	ck_assert_int_eq(cql_schema_log_replay(l, c, NULL, NULL), 6);
@@ -281,31 +295,13 @@ START_TEST(adds_that_raced_mark_the_table_on_every_node)
 	ck_assert(!ch.diverged && diverged(c));
 
 	/* one after the other: no mark, and a replay of the records */
-	struct buf body;
-	buf_init(&body);
-	ck_assert_int_eq(cql_schema_record_encode(&body, "ks", (uint8_t[16]){0},
-						  qa, strlen(qa), 0, 4),
-			 0);
-	ck_assert_int_eq(cql_schema_log_append_record(l, body.data, body.len),
-			 0);
-	buf_clear(&body);
-	ck_assert_int_eq(cql_schema_record_encode(&body, "ks", (uint8_t[16]){0},
-						  qb, strlen(qb), 0, 5),
-			 0);
-	ck_assert_int_eq(cql_schema_log_append_record(l, body.data, body.len),
-			 0);
+	log_add(l, qa, 4);
+	log_add(l, qb, 5);
 	struct cql_schema *r = cql_schema_new();
 	ck_assert_int_eq(cql_schema_log_replay(l, r, NULL, NULL), 8);
 	ck_assert(!diverged(r));
 	/* the raced pair in a log marks the table again on replay */
-	buf_clear(&body);
-	ck_assert_int_eq(cql_schema_record_encode(&body, "ks", (uint8_t[16]){0},
-						  "ALTER TABLE ks.t ADD w int",
-						  26, 0, 5),
-			 0);
-	ck_assert_int_eq(cql_schema_log_append_record(l, body.data, body.len),
-			 0);
-	buf_free(&body);
+	log_add(l, "ALTER TABLE ks.t ADD w int", 5);
 	struct cql_schema *r2 = cql_schema_new();
 	ck_assert_int_eq(cql_schema_log_replay(l, r2, NULL, NULL), 9);
 	ck_assert(diverged(r2));
@@ -329,14 +325,10 @@ START_TEST(a_create_keyspace_race_settles_on_one_replication)
 	const char *k3 = "CREATE KEYSPACE IF NOT EXISTS ks WITH replication = "
 			 "{'class': 'SimpleStrategy', 'replication_factor': 3}";
 	struct cql_schema *a = cql_schema_new(), *b = cql_schema_new();
-	struct cql_schema_log *l = cql_schema_log_open(env, path);
-	ck_assert_ptr_nonnull(l);
+	struct cql_schema_log *l = open_log(path);
 	apply_logged(a, l, NULL, k1, 0);
 	cql_schema_log_close(l);
-	char path_b[640];
-	snprintf(path_b, sizeof(path_b), "%s.b", path);
-	l = cql_schema_log_open(env, path_b);
-	ck_assert_ptr_nonnull(l);
+	l = open_log(path_b);
 	apply_logged(b, l, NULL, k3, 0);
 	apply_logged(b, l, NULL, "CREATE TABLE ks.t (k int PRIMARY KEY)", 4);
 	cql_schema_log_close(l);
@@ -357,10 +349,7 @@ START_TEST(a_create_keyspace_race_settles_on_one_replication)
 		apply_record_of(a, "CREATE TABLE ks.t (k int PRIMARY KEY)", 4,
 				&ch),
 		CQL_SCHEMA_OK);
-	uint8_t va[16], vb[16];
-	cql_schema_version(a, va);
-	cql_schema_version(b, vb);
-	ck_assert_int_eq(memcmp(va, vb, 16), 0);
+	assert_same_version(a, b);
 	cql_schema_delete(a);
 	cql_schema_delete(b);
 }
