@@ -127,7 +127,9 @@ const struct conf_key conf_keys[] = {
 
 	/* memtables, compaction, reads */
 	{"memtable_heap_space", CONF_T_SIZE, OFF(memtable_heap_space), "128MiB",
-	 1 * MiB, 64 * GiB, NULL, "Memory all memtables may use."},
+	 1 * MiB, 64 * GiB, NULL,
+	 "Memory all memtables may use, those waiting for a "
+	 "flush too; writes are refused past it."},
 	{"memtable_cleanup_threshold", CONF_T_DOUBLE,
 	 OFF(memtable_cleanup_threshold), "0.33", 0.01, 1.0, NULL,
 	 "Flush the largest memtable when memtables use this fraction of "

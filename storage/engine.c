@@ -425,6 +425,32 @@ static size_t active_bytes_locked(struct storage *db)
 	return n;
 }
 
+/* Under the lock: whether the memtables, the ones waiting for or in a
+ * flush too, fill memtable_heap_space. Flushes start at the cleanup
+ * threshold, so this happens only when they cannot keep up (a slow or
+ * stalled disk): writes are then refused (ERR_OVERLOADED) rather than
+ * taken until the process runs out of memory. */
+static bool memtables_full_locked(struct storage *db)
+{
+	size_t n = 0;
+	for (struct table *t = db->tables; t; t = t->next) {
+		n += memtable_bytes(t->active);
+		for (size_t i = 0; i < t->flushing_count; i++)
+			n += memtable_bytes(t->flushing[i]);
+	}
+	bool full = n >= db->o.memtable_heap_space;
+	if (full && !db->memtables_full)
+		LOG_WARN("memtables hold %zu MiB, all of memtable_heap_space: "
+			 "writes are refused until flushes catch up",
+			 n >> 20);
+	else if (!full && db->memtables_full)
+		LOG_INFO("memtables have room again (%zu MiB): writes are "
+			 "accepted",
+			 n >> 20);
+	db->memtables_full = full;
+	return full;
+}
+
 /* Under the lock: queues the active memtable for flushing. */
 static int switch_memtable(struct storage *db, struct table *t)
 {
@@ -862,6 +888,12 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 		rc = err_set(db->stop_code, "writes stopped: %s", db->stop_msg);
 	else if (!t)
 		rc = err_set(ERR_NOT_FOUND, "unknown table");
+	else if (memtables_full_locked(db))
+		rc = err_set(
+			ERR_OVERLOADED,
+			"memtables are full (memtable_heap_space %llu "
+			"MiB): flushes are behind the writes",
+			(unsigned long long)(db->o.memtable_heap_space >> 20));
 	else
 		rc = validate(t, m);
 	struct clpos pos = {0, 0};

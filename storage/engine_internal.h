@@ -75,6 +75,9 @@ struct storage {
 	bool writes_stopped;
 	char stop_msg[256];
 	enum err_code stop_code;
+	/* Writes are being refused because memtables (flushing ones too)
+	 * fill memtable_heap_space (logged once a spell). */
+	bool memtables_full;
 	struct buf scratch;
 	/* storage_apply_deferred's acknowledgements waiting for
 	 * storage_write_deferred (its caller's thread only) */

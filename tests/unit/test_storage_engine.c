@@ -434,6 +434,62 @@ START_TEST(enospc_stops_writes_keeps_reads_and_loses_nothing)
 }
 END_TEST
 
+/* A disk too slow for the writes (every sync takes 300 ms here): once the
+ * memtables, the queued ones too, fill memtable_heap_space, writes are
+ * refused with ERR_OVERLOADED instead of piling up in memory until the
+ * process dies. When the flushes catch up they are taken again, and every
+ * acknowledged write is there. */
+START_TEST(writes_are_refused_while_memtables_fill_the_heap_space)
+{
+	struct fx f;
+	fx_init(&f, "eng-full", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	storage_delete(f.db);
+	f.o.memtable_heap_space = 1 << 20;
+	f.o.memtable_cleanup_threshold = 0.25;
+	open_db(&f);
+	fault_env_set_sync_delay_us(f.fe, 300000);
+	char key[32], v[1024];
+	memset(v, 'x', sizeof(v) - 1);
+	v[sizeof(v) - 1] = '\0';
+	int taken = 0;
+	for (; taken < 100000; taken++) {
+		snprintf(key, sizeof(key), "k%d", taken);
+		struct storage_mutation *m = storage_mutation_new(
+			f.t, (const uint8_t *)key, strlen(key));
+		uint8_t cb[4];
+		be32_store(cb, 1);
+		struct slice ck = slice_make(cb, 4);
+		ck_assert_int_eq(storage_mutation_set_row(m, &ck, 1), 0);
+		ck_assert_int_eq(storage_mutation_put(
+					 m, COL_V, NULL, 0, (const uint8_t *)v,
+					 sizeof(v) - 1, f.ts++, 0, now_sec(&f)),
+				 0);
+		int rc = storage_apply_sync(f.db, m);
+		storage_mutation_delete(m);
+		if (rc) {
+			ck_assert_int_eq(err_code(), ERR_OVERLOADED);
+			ck_assert_ptr_nonnull(strstr(err_msg(), "memtables"));
+			break;
+		}
+	}
+	ck_assert_int_lt(taken, 100000);
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_ge(st.memtable_bytes, 1 << 20);
+	fault_env_set_sync_delay_us(f.fe, 0);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	put(&f, "after", 1, "ok", 0);
+	for (int i = 0; i < taken; i += taken / 50 + 1) {
+		snprintf(key, sizeof(key), "k%d", i);
+		struct storage_result *r = get(&f, key, NULL);
+		ck_assert_msg(r->row_count == 1, "%s lost", key);
+		storage_result_delete(r);
+	}
+	fx_free(&f);
+}
+END_TEST
+
 START_TEST(block_cache_evicts_lru_and_keeps_held_blocks)
 {
 	struct block_cache *c = block_cache_new(400);
@@ -875,6 +931,8 @@ int main(void)
 	tcase_add_test(tc, ttl_expires_against_the_env_clock);
 	tcase_add_test(tc, tombstone_failure_threshold_fails_the_read);
 	tcase_add_test(tc, enospc_stops_writes_keeps_reads_and_loses_nothing);
+	tcase_add_test(tc,
+		       writes_are_refused_while_memtables_fill_the_heap_space);
 	tcase_add_test(tc, block_cache_evicts_lru_and_keeps_held_blocks);
 	tcase_add_test(tc, block_cache_recycles_only_unheld_blocks);
 	tcase_add_test(tc, batch_acks_go_through_the_post_hook);
