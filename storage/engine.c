@@ -425,32 +425,6 @@ static size_t active_bytes_locked(struct storage *db)
 	return n;
 }
 
-/* Under the lock: whether the memtables, the ones waiting for or in a
- * flush too, fill memtable_heap_space. Flushes start at the cleanup
- * threshold, so this happens only when they cannot keep up (a slow or
- * stalled disk): writes are then refused (ERR_OVERLOADED) rather than
- * taken until the process runs out of memory. */
-static bool memtables_full_locked(struct storage *db)
-{
-	size_t n = 0;
-	for (struct table *t = db->tables; t; t = t->next) {
-		n += memtable_bytes(t->active);
-		for (size_t i = 0; i < t->flushing_count; i++)
-			n += memtable_bytes(t->flushing[i]);
-	}
-	bool full = n >= db->o.memtable_heap_space;
-	if (full && !db->memtables_full)
-		LOG_WARN("memtables hold %zu MiB, all of memtable_heap_space: "
-			 "writes are refused until flushes catch up",
-			 n >> 20);
-	else if (!full && db->memtables_full)
-		LOG_INFO("memtables have room again (%zu MiB): writes are "
-			 "accepted",
-			 n >> 20);
-	db->memtables_full = full;
-	return full;
-}
-
 /* Under the lock: queues the active memtable for flushing. */
 static int switch_memtable(struct storage *db, struct table *t)
 {
@@ -851,6 +825,72 @@ static int validate(const struct table *t, const struct storage_mutation *m)
 				       t->meta->keyspace, t->meta->name);
 	}
 	return 0;
+}
+
+#define FULL_LOG_EVERY_US (10u * 1000000u)
+
+/* Logs a change of the memtables_full state: a spell of refusals is
+ * announced unless one was in the last 10 s (then the next announcement
+ * counts them), and its end only if it was announced. */
+static void note_full(struct storage *db, bool full, size_t bytes,
+		      size_t queued)
+{
+	if (full && !db->memtables_full) {
+		uint64_t now = env_mono_us(db->o.env);
+		db->full_spells++;
+		db->full_announced =
+			db->full_logged_us == 0 ||
+			now - db->full_logged_us >= FULL_LOG_EVERY_US;
+		if (db->full_announced) {
+			char since[64] = "";
+			if (db->full_spells > 1)
+				snprintf(since, sizeof(since),
+					 " (%u times since the last such line)",
+					 db->full_spells);
+			LOG_WARN("memtables hold %zu KiB (%zu of them waiting "
+				 "for a flush), all of memtable_heap_space: "
+				 "writes are refused until flushes catch up%s",
+				 bytes >> 10, queued, since);
+			db->full_logged_us = now;
+			db->full_spells = 0;
+		}
+	} else if (!full && db->memtables_full && db->full_announced) {
+		LOG_INFO("memtables have room again (%zu KiB): writes are "
+			 "accepted",
+			 bytes >> 10);
+	}
+	db->memtables_full = full;
+}
+
+/* Under the lock: whether the memtables, the ones waiting for or in a
+ * flush too, fill memtable_heap_space. Flushes start at the cleanup
+ * threshold, so this happens only when they cannot keep up (a slow or
+ * stalled disk) or when many tables each hold a little: writes are then
+ * refused (ERR_OVERLOADED) rather than taken until the process runs out of
+ * memory. With no flush under way the largest memtable is queued, however
+ * small (maybe_flush leaves those), so that room always comes back.
+ * What counts is the bytes the writes hold (memtable_data_bytes): every
+ * memtable's first arena block is allocated when the table is opened, a
+ * fixed cost per table that no flush frees. */
+static bool memtables_full_locked(struct storage *db)
+{
+	size_t n = 0, queued = 0;
+	struct table *big = NULL;
+	for (struct table *t = db->tables; t; t = t->next) {
+		for (size_t i = 0; i < t->flushing_count; i++)
+			n += memtable_data_bytes(t->flushing[i]);
+		queued += t->flushing_count;
+		n += memtable_data_bytes(t->active);
+		if (!memtable_is_empty(t->active) &&
+		    (!big || memtable_data_bytes(t->active) >
+				     memtable_data_bytes(big->active)))
+			big = t;
+	}
+	bool full = n >= db->o.memtable_heap_space;
+	if (full && !queued && big)
+		switch_memtable(db, big);
+	note_full(db, full, n, queued);
+	return full;
 }
 
 /* Under the lock: flushes the largest memtable when memtables use more

@@ -76,8 +76,12 @@ struct storage {
 	char stop_msg[256];
 	enum err_code stop_code;
 	/* Writes are being refused because memtables (flushing ones too)
-	 * fill memtable_heap_space (logged once a spell). */
-	bool memtables_full;
+	 * fill memtable_heap_space; such spells are logged at most every
+	 * FULL_LOG_EVERY_US (the last at full_logged_us, with how many came
+	 * since). */
+	bool memtables_full, full_announced;
+	uint64_t full_logged_us;
+	unsigned full_spells;
 	struct buf scratch;
 	/* storage_apply_deferred's acknowledgements waiting for
 	 * storage_write_deferred (its caller's thread only) */

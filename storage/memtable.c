@@ -74,6 +74,11 @@ size_t memtable_bytes(const struct memtable *mt)
 	return mt->arena.allocated + sizeof(*mt);
 }
 
+size_t memtable_data_bytes(const struct memtable *mt)
+{
+	return mt->arena.used;
+}
+
 bool memtable_is_empty(const struct memtable *mt)
 {
 	return atomic_load(&((struct memtable *)mt)->parts.count) == 0;

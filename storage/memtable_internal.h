@@ -77,6 +77,10 @@ void memtable_unref(struct memtable *m);
 /* Caller holds the write lock. */
 int memtable_apply(struct memtable *mt, const struct storage_mutation *m);
 size_t memtable_bytes(const struct memtable *mt);
+/* The bytes the writes hold (the arena's used bytes): memtable_bytes less
+ * the unused rest of its blocks, at most a block (256 KiB) less. An empty
+ * memtable holds next to nothing, while its first block is allocated. */
+size_t memtable_data_bytes(const struct memtable *mt);
 bool memtable_is_empty(const struct memtable *mt);
 
 struct mt_partition *memtable_find(const struct memtable *mt, int64_t token,

@@ -155,7 +155,10 @@ def test_two_nodes_replicate_writes(make_node):
 
 
 def test_status_shows_the_load_of_flushed_sstables(make_node):
-    n = make_node(yaml(memtable_heap_space="1MiB"))
+    # Flushes from about 330 KiB, well below memtable_heap_space, so that
+    # no write is refused while a flush runs (memtables full).
+    n = make_node(yaml(memtable_heap_space="4MiB",
+                       memtable_cleanup_threshold="0.08"))
     n.start()
     assert n.wait_for_log("CQL clients on"), n.log()
 
@@ -176,7 +179,7 @@ def test_status_shows_the_load_of_flushed_sstables(make_node):
     for k in range(3000):
         s.execute(ins, [k, "x" * 1000])
     cluster.shutdown()
-    # Memtables past a third of 1 MiB flush; their SSTables are the load
+    # Memtables past 330 KiB flush; their SSTables are the load
     # (several flushes: wait for more than the first one to land).
     deadline = time.monotonic() + 30
     while load() <= 100 * 1024 and time.monotonic() < deadline:
