@@ -415,13 +415,17 @@ int storage_table_update(struct storage *db, const struct storage_table_meta *m)
 
 /* ---- flushing ------------------------------------------------------------ */
 
-/* Bytes of memtables not yet being flushed: what the cleanup threshold
- * is measured against (as Cassandra's memtable_cleanup_threshold). */
+/* Bytes the writes hold in memtables not yet being flushed: what the
+ * cleanup threshold is measured against (as Cassandra's
+ * memtable_cleanup_threshold). Data bytes, not allocated ones: every
+ * memtable's first arena block (256 KiB) is allocated when it is made, and
+ * counting it made a small memtable_heap_space flush a memtable after
+ * every write (520 one-row flushes queued at 1 MiB). */
 static size_t active_bytes_locked(struct storage *db)
 {
 	size_t n = 0;
 	for (struct table *t = db->tables; t; t = t->next)
-		n += memtable_bytes(t->active);
+		n += memtable_data_bytes(t->active);
 	return n;
 }
 
@@ -903,10 +907,10 @@ static void maybe_flush(struct storage *db)
 		return;
 	struct table *big = NULL;
 	for (struct table *t = db->tables; t; t = t->next)
-		if (!big ||
-		    memtable_bytes(t->active) > memtable_bytes(big->active))
+		if (!big || memtable_data_bytes(t->active) >
+				    memtable_data_bytes(big->active))
 			big = t;
-	if (big && (double)memtable_bytes(big->active) > limit / 8)
+	if (big && (double)memtable_data_bytes(big->active) > limit / 8)
 		switch_memtable(db, big);
 }
 

@@ -4,8 +4,9 @@
  *
  * One writer at a time (the engine's write lock) and lock-free readers, so
  * reads and flushes never wait on writes. Everything lives in one arena;
- * memtable_bytes() is the exact number of bytes obtained from malloc,
- * which is what memtable_heap_space limits. A newer version of an atom
+ * memtable_bytes() is the exact number of bytes obtained from malloc, and
+ * memtable_data_bytes() what the writes hold of them, which is what
+ * memtable_heap_space limits. A newer version of an atom
  * replaces the node's pointer; the old version stays in the arena until
  * the memtable is freed.
  *

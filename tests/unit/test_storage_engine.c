@@ -439,6 +439,26 @@ END_TEST
  * refused with ERR_OVERLOADED instead of piling up in memory until the
  * process dies. When the flushes catch up they are taken again, and every
  * acknowledged write is there. */
+/* One row (c = 1) of `v` under `key` in table `t`; the rc of
+ * storage_apply_sync. */
+static int blob_write(struct fx *f, const struct storage_table_meta *t,
+		      const char *key, const char *v)
+{
+	struct storage_mutation *m =
+		storage_mutation_new(t, (const uint8_t *)key, strlen(key));
+	uint8_t cb[4];
+	be32_store(cb, 1);
+	struct slice ck = slice_make(cb, 4);
+	ck_assert_int_eq(storage_mutation_set_row(m, &ck, 1), 0);
+	ck_assert_int_eq(storage_mutation_put(m, COL_V, NULL, 0,
+					      (const uint8_t *)v, strlen(v),
+					      f->ts++, 0, now_sec(f)),
+			 0);
+	int rc = storage_apply_sync(f->db, m);
+	storage_mutation_delete(m);
+	return rc;
+}
+
 START_TEST(writes_are_refused_while_memtables_fill_the_heap_space)
 {
 	struct fx f;
@@ -455,18 +475,7 @@ START_TEST(writes_are_refused_while_memtables_fill_the_heap_space)
 	int taken = 0;
 	for (; taken < 100000; taken++) {
 		snprintf(key, sizeof(key), "k%d", taken);
-		struct storage_mutation *m = storage_mutation_new(
-			f.t, (const uint8_t *)key, strlen(key));
-		uint8_t cb[4];
-		be32_store(cb, 1);
-		struct slice ck = slice_make(cb, 4);
-		ck_assert_int_eq(storage_mutation_set_row(m, &ck, 1), 0);
-		ck_assert_int_eq(storage_mutation_put(
-					 m, COL_V, NULL, 0, (const uint8_t *)v,
-					 sizeof(v) - 1, f.ts++, 0, now_sec(&f)),
-				 0);
-		int rc = storage_apply_sync(f.db, m);
-		storage_mutation_delete(m);
+		int rc = blob_write(&f, f.t, key, v);
 		if (rc) {
 			ck_assert_int_eq(err_code(), ERR_OVERLOADED);
 			ck_assert_ptr_nonnull(strstr(err_msg(), "memtables"));
@@ -487,6 +496,53 @@ START_TEST(writes_are_refused_while_memtables_fill_the_heap_space)
 		storage_result_delete(r);
 	}
 	fx_free(&f);
+}
+END_TEST
+
+/* Many tables, none large: maybe_flush flushes only a memtable above an
+ * eighth of the cleanup level (2 MiB here), so twelve memtables of 1.7 MiB
+ * fill memtable_heap_space and nothing would flush them: writes would be
+ * refused for good. A refused write queues the largest memtable when no
+ * flush is under way, and writes are taken again. */
+START_TEST(memtables_of_many_small_tables_are_flushed_when_full)
+{
+	enum { TABLES = 12, ROWS = 1500 };
+	struct fx f;
+	fx_init(&f, "eng-many", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 16384);
+	storage_delete(f.db);
+	f.o.memtable_heap_space = 16 << 20;
+	f.o.memtable_cleanup_threshold = 1.0;
+	open_db(&f);
+	struct storage_table_meta *t[TABLES] = {f.t};
+	for (int i = 1; i < TABLES; i++) {
+		t[i] = make_table(STORAGE_COMPRESSION_LZ4, 16384);
+		t[i]->id[2] = (uint8_t)i;
+		ck_assert_int_eq(storage_table_add(f.db, t[i], true), 0);
+	}
+	char key[32], v[1024];
+	memset(v, 'x', sizeof(v) - 1);
+	v[sizeof(v) - 1] = '\0';
+	int refused = 0;
+	for (int i = 0; i < TABLES * ROWS; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		if (blob_write(&f, t[i % TABLES], key, v) == 0)
+			continue;
+		ck_assert_int_eq(err_code(), ERR_OVERLOADED);
+		refused++;
+		/* the refusal queued a flush: the write goes in once it is
+		 * done (the ceiling only guards against a hang) */
+		int tries = 0;
+		while (blob_write(&f, t[i % TABLES], key, v) != 0) {
+			ck_assert_int_eq(err_code(), ERR_OVERLOADED);
+			ck_assert_int_lt(++tries, 30000);
+			usleep(1000);
+		}
+	}
+	ck_assert_int_gt(refused, 0);
+	fx_free(&f);
+	for (int i = 1; i < TABLES; i++)
+		storage_table_meta_delete(t[i]);
 }
 END_TEST
 
@@ -933,6 +989,8 @@ int main(void)
 	tcase_add_test(tc, enospc_stops_writes_keeps_reads_and_loses_nothing);
 	tcase_add_test(tc,
 		       writes_are_refused_while_memtables_fill_the_heap_space);
+	tcase_add_test(tc,
+		       memtables_of_many_small_tables_are_flushed_when_full);
 	tcase_add_test(tc, block_cache_evicts_lru_and_keeps_held_blocks);
 	tcase_add_test(tc, block_cache_recycles_only_unheld_blocks);
 	tcase_add_test(tc, batch_acks_go_through_the_post_hook);
