@@ -160,10 +160,10 @@ static void schema_applied(struct cql_service *s,
 		    0)
 			LOG_ERROR("cannot open table %s.%s: %s", c->keyspace,
 				  c->name, err_msg());
-	}
-	/* ALTER TABLE: the engine takes the new version (columns added or
-	 * dropped, options); data written before stays readable. */
-	else if (table && strcmp(c->change, "UPDATED") == 0) {
+	} else if (table && strcmp(c->change, "UPDATED") == 0) {
+		/* ALTER TABLE: the engine takes the new version (columns
+		 * added or dropped, options); data written before stays
+		 * readable. */
 		const struct cql_table *t =
 			cql_schema_table(s->schema, c->keyspace, c->name);
 		if (!t || storage_table_update(s->db, cql_table_meta(t)) != 0)
