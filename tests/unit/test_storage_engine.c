@@ -459,19 +459,33 @@ static int blob_write(struct fx *f, const struct storage_table_meta *t,
 	return rc;
 }
 
+/* A periodic-sync engine with its own memtable limits. */
+static void fx_init_memtables(struct fx *f, const char *tag, uint64_t heap,
+			      double threshold)
+{
+	fx_init(f, tag, CONF_COMMITLOG_SYNC_PERIODIC, STORAGE_COMPRESSION_LZ4,
+		16384);
+	storage_delete(f->db);
+	f->o.memtable_heap_space = heap;
+	f->o.memtable_cleanup_threshold = threshold;
+	open_db(f);
+}
+
+/* 1023 'x' characters. */
+static const char *kib_value(void)
+{
+	static char v[1024];
+	memset(v, 'x', sizeof(v) - 1);
+	return v;
+}
+
 START_TEST(writes_are_refused_while_memtables_fill_the_heap_space)
 {
 	struct fx f;
-	fx_init(&f, "eng-full", CONF_COMMITLOG_SYNC_PERIODIC,
-		STORAGE_COMPRESSION_LZ4, 16384);
-	storage_delete(f.db);
-	f.o.memtable_heap_space = 1 << 20;
-	f.o.memtable_cleanup_threshold = 0.25;
-	open_db(&f);
+	fx_init_memtables(&f, "eng-full", 1 << 20, 0.25);
 	fault_env_set_sync_delay_us(f.fe, 300000);
-	char key[32], v[1024];
-	memset(v, 'x', sizeof(v) - 1);
-	v[sizeof(v) - 1] = '\0';
+	char key[32];
+	const char *v = kib_value();
 	int taken = 0;
 	for (; taken < 100000; taken++) {
 		snprintf(key, sizeof(key), "k%d", taken);
@@ -508,21 +522,15 @@ START_TEST(memtables_of_many_small_tables_are_flushed_when_full)
 {
 	enum { TABLES = 12, ROWS = 1500 };
 	struct fx f;
-	fx_init(&f, "eng-many", CONF_COMMITLOG_SYNC_PERIODIC,
-		STORAGE_COMPRESSION_LZ4, 16384);
-	storage_delete(f.db);
-	f.o.memtable_heap_space = 16 << 20;
-	f.o.memtable_cleanup_threshold = 1.0;
-	open_db(&f);
+	fx_init_memtables(&f, "eng-many", 16 << 20, 1.0);
 	struct storage_table_meta *t[TABLES] = {f.t};
 	for (int i = 1; i < TABLES; i++) {
 		t[i] = make_table(STORAGE_COMPRESSION_LZ4, 16384);
 		t[i]->id[2] = (uint8_t)i;
 		ck_assert_int_eq(storage_table_add(f.db, t[i], true), 0);
 	}
-	char key[32], v[1024];
-	memset(v, 'x', sizeof(v) - 1);
-	v[sizeof(v) - 1] = '\0';
+	char key[32];
+	const char *v = kib_value();
 	int refused = 0;
 	for (int i = 0; i < TABLES * ROWS; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
