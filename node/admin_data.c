@@ -61,6 +61,7 @@ static int cmd_tpstats(void *arg, size_t argc, const char *const *argv,
 		{"ReadRepairStage", 0, st.read_repairs},
 		{"HintsDispatcher", hs.in_flight, hs.delivered},
 		{"BatchlogTasks", st.batchlog_pending, st.batches_replayed},
+		{"MigrationStage", n->schema_pull_in_flight, n->schema_pulls},
 	};
 	for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++)
 		buf_printf(out,

@@ -591,6 +591,7 @@ static void node_schema_changed(void *arg, const uint8_t *record, size_t len,
 	struct node *n = arg;
 	uint8_t v[16];
 	char text[37];
+	n->schema_pull_skip = n->schema_pull_backoff = 0;
 	cql_service_schema_version(n->cql, v);
 	uuid_format(v, text);
 	if (gossip_set_local_state(n->gossip, GOSSIP_STATE_SCHEMA, text) != 0)
@@ -634,6 +635,10 @@ static void on_schema_pull(void *arg, const struct inet_addr *from,
 	buf_free(&b);
 }
 
+/* Rounds of schema_tick skipped at most after pulls that changed nothing
+ * (about a minute at the default gossip interval). */
+#define SCHEMA_PULL_BACKOFF_MAX 32u
+
 static void on_pull_response(void *arg, int status, const uint8_t *payload,
 			     size_t len)
 {
@@ -641,15 +646,28 @@ static void on_pull_response(void *arg, int status, const uint8_t *payload,
 	n->schema_pull_in_flight = false;
 	if (status != 0)
 		return;
+	uint8_t before[16], after[16];
+	cql_service_schema_version(n->cql, before);
 	struct cursor c = cursor_make(payload, len);
 	uint32_t n_len;
 	struct slice rec;
 	while (cursor_be32(&c, &n_len) == 0 &&
 	       cursor_take(&c, n_len, &rec) == 0)
 		cql_service_apply_record(n->cql, rec.ptr, rec.len);
+	cql_service_schema_version(n->cql, after);
+	if (memcmp(before, after, 16) != 0)
+		return;
+	/* Nothing new: the versions differ for good (a table whose columns
+	 * were numbered differently, a raced ALTER ... WITH) or the peer
+	 * lags. Pushes still arrive at once; pull less and less often. */
+	unsigned b = n->schema_pull_backoff ? 2 * n->schema_pull_backoff : 1;
+	n->schema_pull_backoff =
+		b < SCHEMA_PULL_BACKOFF_MAX ? b : SCHEMA_PULL_BACKOFF_MAX;
+	n->schema_pull_skip = n->schema_pull_backoff;
 }
 
-/* Pull from a live peer whose schema version differs from ours. */
+/* Pull from a live peer whose schema version differs from ours (every
+ * other gossip round, backing off while pulls bring nothing). */
 static void schema_tick(void *arg)
 {
 	struct node *n = arg;
@@ -657,6 +675,10 @@ static void schema_tick(void *arg)
 		      2 * n->conf.gossip_interval_ms * 1000u);
 	if (n->schema_pull_in_flight)
 		return;
+	if (n->schema_pull_skip > 0) {
+		n->schema_pull_skip--;
+		return;
+	}
 	uint8_t v[16];
 	char ours[37];
 	cql_service_schema_version(n->cql, v);
@@ -670,8 +692,10 @@ static void schema_tick(void *arg)
 			continue;
 		if (transport_request(n->transport, &info.addr,
 				      NODE_VERB_SCHEMA_PULL, "", 0, 2000,
-				      on_pull_response, n) == 0)
+				      on_pull_response, n) == 0) {
 			n->schema_pull_in_flight = true;
+			n->schema_pulls++;
+		}
 		return;
 	}
 }

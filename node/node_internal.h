@@ -59,6 +59,12 @@ struct node {
 	struct env_timer *schema_timer; /* compare schema versions with peers */
 	struct env_timer *load_timer;   /* gossip LOAD every minute */
 	bool schema_pull_in_flight;
+	/* Schema pulls made (tpstats MigrationStage); after a pull that
+	 * changed nothing here, schema_tick skips schema_pull_skip rounds,
+	 * twice as many each time (schema_pull_backoff, at most
+	 * SCHEMA_PULL_BACKOFF_MAX), until our schema changes. */
+	uint64_t schema_pulls;
+	unsigned schema_pull_skip, schema_pull_backoff;
 	int64_t *cql_peer_tokens;
 	struct node_repair *repair;
 };

@@ -160,6 +160,16 @@ def agree(query, what):
           f"every node has the same {what} and schema version")
 
 
+def schema_pulls(ip):
+    """MigrationStage's completed count in `cassini-tool tpstats`."""
+    out = subprocess.run([str(BUILD_DIR / "node" / "cassini-tool"), "-h", ip,
+                          "tpstats"], capture_output=True, text=True,
+                         check=True).stdout
+    row = next(line for line in out.splitlines()
+               if line.startswith("MigrationStage"))
+    return int(row.split()[3])
+
+
 TABLE_IDS = ("SELECT table_name, id FROM system_schema.tables "
              "WHERE keyspace_name = 'ks'")
 
@@ -241,6 +251,15 @@ def test_columns_added_on_two_nodes_at_once_refuse_reads_and_writes(
             with pytest.raises(InvalidRequest,
                                match="numbered differently"):
                 s.execute(q)
+    # The versions now differ for good; pulls that bring nothing back off
+    # (every other 250 ms round without it), so the count stops moving.
+    seen = [schema_pulls(IPS[0])]
+
+    def pulls_paused():
+        time.sleep(2)
+        seen.append(schema_pulls(IPS[0]))
+        return seen[-1] == seen[-2]
+    until(pulls_paused, "node1's schema pulls back off")
     sessions[2].execute("DROP TABLE ks.t")
     sessions[2].execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
     assert drivers[2].control_connection.wait_for_schema_agreement()
