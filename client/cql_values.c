@@ -6,6 +6,7 @@
 
 #include "client/proto.h"
 #include "common/err.h"
+#include "common/uuid.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -479,35 +480,6 @@ static bool valid_utf8(const uint8_t *p, size_t n)
 	return true;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static int parse_uuid(const struct cql_term *t, uint8_t out[16])
-{
-	size_t j = 0;
-	for (size_t i = 0; i < t->len && j < 32; i++) {
-		if (t->text[i] == '-')
-			continue;
-		int v = hexval(t->text[i]);
-		if (v < 0)
-			return -1;
-		if (j % 2 == 0)
-			out[j / 2] = (uint8_t)(v << 4);
-		else
-			out[j / 2] |= (uint8_t)v;
-		j++;
-	}
-	return j == 32 ? 0 : -1;
-}
-
 static int serialize_string(const struct cql_term *t, uint16_t kind,
 			    struct buf *out)
 {
@@ -715,7 +687,7 @@ static int serialize_simple(const struct cql_term *t, uint16_t kind,
 			rc = 1;
 			break;
 		}
-		if (parse_uuid(t, id) != 0)
+		if (t->len != UUID_TEXT_LEN || uuid_parse_n(t->text, id) != 0)
 			return err_set(ERR_INVALID,
 				       "Unable to make UUID from "
 				       "'%.*s'",
@@ -740,8 +712,8 @@ static int serialize_simple(const struct cql_term *t, uint16_t kind,
 		if (!dst && t->len)
 			return -1;
 		for (size_t i = 0; i < t->len / 2; i++)
-			dst[i] = (uint8_t)(hexval(t->text[2 * i]) << 4 |
-					   hexval(t->text[2 * i + 1]));
+			dst[i] = (uint8_t)(hex_digit(t->text[2 * i]) << 4 |
+					   hex_digit(t->text[2 * i + 1]));
 		rc = 0;
 		break;
 	}

@@ -17,7 +17,7 @@ void uuid_format(const uint8_t id[16], char out[UUID_TEXT_LEN + 1])
 	out[o] = '\0';
 }
 
-static int hexval(char c)
+int hex_digit(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -38,8 +38,8 @@ int uuid_parse_n(const char *t, uint8_t out[16])
 			i++;
 			continue;
 		}
-		int a = hexval(t[i]);
-		int b = a < 0 ? -1 : hexval(t[i + 1]);
+		int a = hex_digit(t[i]);
+		int b = a < 0 ? -1 : hex_digit(t[i + 1]);
 		if (b < 0)
 			return -1;
 		out[o++] = (uint8_t)(a << 4 | b);

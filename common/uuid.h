@@ -1,6 +1,7 @@
 /*
  * UUIDs as text: 36 characters, lower-case hex in groups of 8-4-4-4-12,
- * as Cassandra and the drivers print them.
+ * as Cassandra and the drivers print them; and the hex digit they are
+ * made of (CQL's blob literals use it too).
  */
 #ifndef CASSINI_COMMON_UUID_H
 #define CASSINI_COMMON_UUID_H
@@ -8,6 +9,9 @@
 #include <stdint.h>
 
 #define UUID_TEXT_LEN 36
+
+/* 0-15 for a hex digit of either case, else -1. */
+int hex_digit(char c);
 
 void uuid_format(const uint8_t id[16], char out[UUID_TEXT_LEN + 1]);
 /* Parses the 36 characters at `t` (no terminator needed; either case).

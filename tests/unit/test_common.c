@@ -696,6 +696,11 @@ START_TEST(uuid_text_round_trip)
 		uuid_parse("aa010203-0405-0607-0809-0a0b0c0d0e0", back), -1);
 	ck_assert_int_eq(
 		uuid_parse("aa010203x0405-0607-0809-0a0b0c0d0e0f", back), -1);
+	ck_assert_int_eq(hex_digit('0'), 0);
+	ck_assert_int_eq(hex_digit('a'), 10);
+	ck_assert_int_eq(hex_digit('F'), 15);
+	ck_assert_int_eq(hex_digit('g'), -1);
+	ck_assert_int_eq(hex_digit('-'), -1);
 }
 END_TEST
 
