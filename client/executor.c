@@ -424,19 +424,6 @@ static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 	 * it to every node and every replay. */
 	struct cql_stmt stamped;
 	int64_t time_us = 0;
-	int columns_before = -1;
-	if (s->kind == CQL_STMT_ALTER_TABLE &&
-	    s->u.alter_table.kind == CQL_ALTER_ADD) {
-		const struct cql_qname *q = &s->u.alter_table.table;
-		const struct cql_table *t =
-			cql_schema_table(j->e->schema,
-					 q->keyspace   ? q->keyspace
-					 : j->keyspace ? j->keyspace
-						       : "",
-					 q->name);
-		if (t)
-			columns_before = (int)cql_table_meta(t)->column_count;
-	}
 	if (s->kind == CQL_STMT_ALTER_TABLE &&
 	    s->u.alter_table.kind == CQL_ALTER_DROP &&
 	    !s->u.alter_table.has_timestamp && j->e->hooks.now_us) {
@@ -465,8 +452,7 @@ static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 					     schema_event, &change);
 		if (j->e->hooks.schema_changed) {
 			struct cql_schema_event ev = {
-				&change, text,    len,           j->keyspace,
-				id,      time_us, columns_before};
+				&change, text, len, j->keyspace, id, time_us};
 			j->e->hooks.schema_changed(j->e->hooks.arg, &ev);
 		}
 		return;

@@ -64,9 +64,6 @@ struct cql_schema_event {
 	/* The time (µs) an ALTER TABLE DROP was stamped with, for the schema
 	 * record (cql_schema_record_encode); 0 for other statements. */
 	int64_t time_us;
-	/* An ALTER TABLE ADD's count of the table's columns before it, for
-	 * the record; -1 for other statements. */
-	int columns_before;
 };
 
 struct cql_exec_hooks {

@@ -60,6 +60,9 @@ struct cql_schema_change {
 	/* ALTER TABLE ADD from another node that numbered the table's
 	 * columns differently (cql_table_columns_diverged became true). */
 	bool diverged;
+	/* ALTER TABLE ADD: how many columns the table had before it, for
+	 * the schema record; -1 for other changes. */
+	int columns_before;
 };
 
 /* Options kept next to storage's table metadata. */

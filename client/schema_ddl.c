@@ -670,6 +670,7 @@ static void set_change(struct cql_schema_change *c, const char *change,
 	c->target = target;
 	c->replaced = false;
 	c->diverged = false;
+	c->columns_before = -1;
 	snprintf(c->keyspace, sizeof(c->keyspace), "%s", ks);
 	snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
 }
@@ -957,11 +958,10 @@ static struct cql_table *table_new(struct storage_table_meta *m)
  * the statement's table): the creation raced on two nodes, and every node
  * keeps the id that sorts first, so they all end with the same table
  * whatever order the two statements reach them in. */
-static enum cql_schema_status settle_race(struct cql_schema *s,
-					  struct cql_keyspace *ks,
-					  struct cql_table *old,
-					  struct cql_table *t,
-					  struct cql_schema_change *change)
+static enum cql_schema_status
+settle_table_race(struct cql_schema *s, struct cql_keyspace *ks,
+		  struct cql_table *old, struct cql_table *t,
+		  struct cql_schema_change *change)
 {
 	if (memcmp(old->meta->id, t->meta->id, 16) <= 0) {
 		schema_table_free(t); /* ours wins, or it is the same table */
@@ -1054,7 +1054,7 @@ create_table(struct cql_schema *s, const struct cql_create_table *ct,
 	m->options = topts;
 	t->opts = copts;
 	if (old)
-		return settle_race(s, ks, old, t, change);
+		return settle_table_race(s, ks, old, t, change);
 	if (schema_table_insert(ks, t) != 0) {
 		schema_table_free(t);
 		return nomem();
@@ -1252,6 +1252,8 @@ static enum cql_schema_status alter_table(struct cql_schema *s,
 	schema_table_remove(ks, old);
 	schema_table_insert(ks, t); /* cannot fail: the slot was freed */
 	set_change(change, "UPDATED", "TABLE", ks->meta->name, at->table.name);
+	if (at->kind == CQL_ALTER_ADD)
+		change->columns_before = (int)old->meta->column_count;
 	/* The node that ran this ADD had another number of columns: an ADD
 	 * of another column ran there at the same time, and the two nodes
 	 * gave the new columns each other's numbers. */

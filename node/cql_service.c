@@ -182,7 +182,7 @@ static void hook_schema_changed(void *arg, const struct cql_schema_event *e)
 	buf_init(&body);
 	if (cql_schema_record_encode(&body, e->keyspace, e->table_id, e->cql,
 				     e->cql_len, e->time_us,
-				     e->columns_before) != 0) {
+				     e->change->columns_before) != 0) {
 		LOG_ERROR("cannot record schema change: %s", err_msg());
 		buf_free(&body);
 		return;
