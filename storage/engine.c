@@ -415,20 +415,6 @@ int storage_table_update(struct storage *db, const struct storage_table_meta *m)
 
 /* ---- flushing ------------------------------------------------------------ */
 
-/* Bytes the writes hold in memtables not yet being flushed: what the
- * cleanup threshold is measured against (as Cassandra's
- * memtable_cleanup_threshold). Data bytes, not allocated ones: every
- * memtable's first arena block (256 KiB) is allocated when it is made, and
- * counting it made a small memtable_heap_space flush a memtable after
- * every write (520 one-row flushes queued at 1 MiB). */
-static size_t active_bytes_locked(struct storage *db)
-{
-	size_t n = 0;
-	for (struct table *t = db->tables; t; t = t->next)
-		n += memtable_data_bytes(t->active);
-	return n;
-}
-
 /* Under the lock: queues the active memtable for flushing. */
 static int switch_memtable(struct storage *db, struct table *t)
 {
@@ -867,50 +853,53 @@ static void note_full(struct storage *db, bool full, size_t bytes,
 }
 
 /* Under the lock: whether the memtables, the ones waiting for or in a
- * flush too, fill memtable_heap_space. Flushes start at the cleanup
- * threshold, so this happens only when they cannot keep up (a slow or
- * stalled disk) or when many tables each hold a little: writes are then
- * refused (ERR_OVERLOADED) rather than taken until the process runs out of
- * memory. With no flush under way the largest memtable is queued, however
- * small (maybe_flush leaves those), so that room always comes back.
- * What counts is the bytes the writes hold (memtable_data_bytes): every
- * memtable's first arena block is allocated when the table is opened, a
- * fixed cost per table that no flush frees. */
+ * flush too, hold memtable_heap_space (memtable_data_bytes). Flushes
+ * start at the cleanup threshold, so this happens only when they cannot
+ * keep up (a slow or stalled disk): writes are then refused
+ * (ERR_OVERLOADED) rather than taken until the process runs out of
+ * memory. */
 static bool memtables_full_locked(struct storage *db)
 {
 	size_t n = 0, queued = 0;
-	struct table *big = NULL;
 	for (struct table *t = db->tables; t; t = t->next) {
 		for (size_t i = 0; i < t->flushing_count; i++)
 			n += memtable_data_bytes(t->flushing[i]);
 		queued += t->flushing_count;
 		n += memtable_data_bytes(t->active);
-		if (!memtable_is_empty(t->active) &&
-		    (!big || memtable_data_bytes(t->active) >
-				     memtable_data_bytes(big->active)))
-			big = t;
 	}
 	bool full = n >= db->o.memtable_heap_space;
-	if (full && !queued && big)
-		switch_memtable(db, big);
 	note_full(db, full, n, queued);
 	return full;
 }
 
-/* Under the lock: flushes the largest memtable when memtables use more
- * than cleanup_threshold of memtable_heap_space. */
+/* Under the lock: flushes the largest memtable when the memtables not
+ * already flushing hold more than cleanup_threshold of
+ * memtable_heap_space (as Cassandra's memtable_cleanup_threshold). While
+ * a flush is queued, one holding less than an eighth of that waits, so
+ * many small tables do not start many tiny flushes at once; with none
+ * queued it goes too, or memtables of many tables, none large, would
+ * never be flushed. What counts is the bytes the writes hold
+ * (memtable_data_bytes), not allocated ones: every memtable's first arena
+ * block (256 KiB) is allocated when it is made, and counting it made a
+ * small memtable_heap_space flush a memtable after every write (520
+ * one-row flushes queued at 1 MiB). */
 static void maybe_flush(struct storage *db)
 {
 	double limit = (double)db->o.memtable_heap_space *
 		       db->o.memtable_cleanup_threshold;
-	if ((double)active_bytes_locked(db) < limit)
-		return;
+	size_t active = 0;
+	bool queued = false;
 	struct table *big = NULL;
-	for (struct table *t = db->tables; t; t = t->next)
+	for (struct table *t = db->tables; t; t = t->next) {
+		active += memtable_data_bytes(t->active);
+		queued = queued || t->flushing_count;
 		if (!big || memtable_data_bytes(t->active) >
 				    memtable_data_bytes(big->active))
 			big = t;
-	if (big && (double)memtable_data_bytes(big->active) > limit / 8)
+	}
+	if ((double)active < limit || !big)
+		return;
+	if (!queued || (double)memtable_data_bytes(big->active) > limit / 8)
 		switch_memtable(db, big);
 }
 
@@ -932,14 +921,18 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 		rc = err_set(db->stop_code, "writes stopped: %s", db->stop_msg);
 	else if (!t)
 		rc = err_set(ERR_NOT_FOUND, "unknown table");
-	else if (memtables_full_locked(db))
+	else if (memtables_full_locked(db)) {
+		/* refused writes do not reach maybe_flush below, and with
+		 * no flush queued nothing else would make room */
+		maybe_flush(db);
 		rc = err_set(
 			ERR_OVERLOADED,
 			"memtables are full (memtable_heap_space %llu "
 			"MiB): flushes are behind the writes",
 			(unsigned long long)(db->o.memtable_heap_space >> 20));
-	else
+	} else {
 		rc = validate(t, m);
+	}
 	struct clpos pos = {0, 0};
 	bool logged = false;
 	if (!rc && t->durable) {

@@ -513,11 +513,11 @@ START_TEST(writes_are_refused_while_memtables_fill_the_heap_space)
 }
 END_TEST
 
-/* Many tables, none large: maybe_flush flushes only a memtable above an
- * eighth of the cleanup level (2 MiB here), so twelve memtables of 1.7 MiB
- * fill memtable_heap_space and nothing would flush them: writes would be
- * refused for good. A refused write queues the largest memtable when no
- * flush is under way, and writes are taken again. */
+/* Many tables, none large: if maybe_flush always skipped memtables below
+ * an eighth of the cleanup level (2 MiB here), twelve memtables of 1.7 MiB
+ * would fill memtable_heap_space with nothing to flush them, and writes
+ * would be refused for good. With no flush queued it takes the largest
+ * however small, refused writes included, and writes are taken again. */
 START_TEST(memtables_of_many_small_tables_are_flushed_when_full)
 {
 	enum { TABLES = 12, ROWS = 1500 };
