@@ -852,23 +852,39 @@ static void note_full(struct storage *db, bool full, size_t bytes,
 	db->memtables_full = full;
 }
 
-/* Under the lock: whether the memtables, the ones waiting for or in a
- * flush too, hold memtable_heap_space (memtable_data_bytes). Flushes
- * start at the cleanup threshold, so this happens only when they cannot
- * keep up (a slow or stalled disk): writes are then refused
- * (ERR_OVERLOADED) rather than taken until the process runs out of
- * memory. */
-static bool memtables_full_locked(struct storage *db)
+/* What the memtables hold (memtable_data_bytes), measured once a write
+ * under the lock for the two decisions below. */
+struct mem_use {
+	size_t active;     /* memtables taking writes */
+	size_t flushing;   /* memtables queued for or in a flush */
+	size_t queued;     /* how many of those */
+	struct table *big; /* the table whose active memtable holds most */
+};
+
+static void mem_use_locked(struct storage *db, struct mem_use *u)
 {
-	size_t n = 0, queued = 0;
+	*u = (struct mem_use){0};
 	for (struct table *t = db->tables; t; t = t->next) {
 		for (size_t i = 0; i < t->flushing_count; i++)
-			n += memtable_data_bytes(t->flushing[i]);
-		queued += t->flushing_count;
-		n += memtable_data_bytes(t->active);
+			u->flushing += memtable_data_bytes(t->flushing[i]);
+		u->queued += t->flushing_count;
+		u->active += memtable_data_bytes(t->active);
+		if (!u->big || memtable_data_bytes(t->active) >
+				       memtable_data_bytes(u->big->active))
+			u->big = t;
 	}
+}
+
+/* Whether the memtables, the ones waiting for or in a flush too, hold
+ * memtable_heap_space. Flushes start at the cleanup threshold, so this
+ * happens only when they cannot keep up (a slow or stalled disk): writes
+ * are then refused (ERR_OVERLOADED) rather than taken until the process
+ * runs out of memory. */
+static bool memtables_full(struct storage *db, const struct mem_use *u)
+{
+	size_t n = u->active + u->flushing;
 	bool full = n >= db->o.memtable_heap_space;
-	note_full(db, full, n, queued);
+	note_full(db, full, n, u->queued);
 	return full;
 }
 
@@ -882,25 +898,16 @@ static bool memtables_full_locked(struct storage *db)
  * (memtable_data_bytes), not allocated ones: every memtable's first arena
  * block (256 KiB) is allocated when it is made, and counting it made a
  * small memtable_heap_space flush a memtable after every write (520
- * one-row flushes queued at 1 MiB). */
-static void maybe_flush(struct storage *db)
+ * one-row flushes queued at 1 MiB). `u` may be a write old. */
+static void maybe_flush(struct storage *db, const struct mem_use *u)
 {
 	double limit = (double)db->o.memtable_heap_space *
 		       db->o.memtable_cleanup_threshold;
-	size_t active = 0;
-	bool queued = false;
-	struct table *big = NULL;
-	for (struct table *t = db->tables; t; t = t->next) {
-		active += memtable_data_bytes(t->active);
-		queued = queued || t->flushing_count;
-		if (!big || memtable_data_bytes(t->active) >
-				    memtable_data_bytes(big->active))
-			big = t;
-	}
-	if ((double)active < limit || !big)
+	if ((double)u->active < limit || !u->big)
 		return;
-	if (!queued || (double)memtable_data_bytes(big->active) > limit / 8)
-		switch_memtable(db, big);
+	if (!u->queued ||
+	    (double)memtable_data_bytes(u->big->active) > limit / 8)
+		switch_memtable(db, u->big);
 }
 
 /* Logs and applies. With `wait_pos` (synchronous callers) no completion
@@ -914,6 +921,8 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 	*ack_now = false;
 	pthread_mutex_lock(&db->mu);
 	struct table *t = engine_table_find(db, m->table_id);
+	struct mem_use use;
+	mem_use_locked(db, &use);
 	int rc = 0;
 	if (!db->started)
 		rc = err_set(ERR_CLOSED, "storage is not started");
@@ -921,10 +930,10 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 		rc = err_set(db->stop_code, "writes stopped: %s", db->stop_msg);
 	else if (!t)
 		rc = err_set(ERR_NOT_FOUND, "unknown table");
-	else if (memtables_full_locked(db)) {
+	else if (memtables_full(db, &use)) {
 		/* refused writes do not reach maybe_flush below, and with
 		 * no flush queued nothing else would make room */
-		maybe_flush(db);
+		maybe_flush(db, &use);
 		rc = err_set(
 			ERR_OVERLOADED,
 			"memtables are full (memtable_heap_space %llu "
@@ -970,7 +979,7 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 		mt->log_end_off = pos.off;
 	}
 	if (!rc)
-		maybe_flush(db);
+		maybe_flush(db, &use);
 	pthread_mutex_unlock(&db->mu);
 	if (!rc && !logged)
 		*ack_now = true;
