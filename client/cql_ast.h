@@ -172,7 +172,9 @@ struct cql_alter_table {
 	size_t option_count;
 	/* DROP ... USING TIMESTAMP t (microseconds), or the time the node
 	 * that ran the DROP stamped it with (the schema record carries it):
-	 * cells written at or before it are never read again. */
+	 * cells written at or before it are never read again. WITH: the time
+	 * the node that ran it stamped it with; an option keeps the value
+	 * written last (unset: the statement's order). */
 	bool has_timestamp;
 	int64_t timestamp;
 };
@@ -183,6 +185,9 @@ struct cql_keyspace_stmt {
 	bool if_not_exists; /* CREATE */
 	struct cql_option *options;
 	size_t option_count;
+	/* ALTER: the time the node that ran it stamped it with, as an ALTER
+	 * TABLE WITH's (0: none). */
+	int64_t time_us;
 };
 
 struct cql_insert {

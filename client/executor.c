@@ -420,17 +420,14 @@ static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 		return;
 	}
 	j->e->hooks.new_table_id(j->e->hooks.arg, id);
-	/* A DROP of columns gets its time here, once: the record carries
-	 * it to every node and every replay. */
+	/* A DROP of columns and a change of options get their time here,
+	 * once: the record carries it to every node and every replay. */
 	struct cql_stmt stamped;
 	int64_t time_us = 0;
-	if (s->kind == CQL_STMT_ALTER_TABLE &&
-	    s->u.alter_table.kind == CQL_ALTER_DROP &&
-	    !s->u.alter_table.has_timestamp && j->e->hooks.now_us) {
+	if (cql_schema_stmt_timed(s) && j->e->hooks.now_us) {
 		stamped = *s;
 		time_us = j->e->hooks.now_us(j->e->hooks.arg);
-		stamped.u.alter_table.has_timestamp = true;
-		stamped.u.alter_table.timestamp = time_us;
+		cql_schema_stmt_set_time(&stamped, time_us);
 		s = &stamped;
 	}
 	enum cql_schema_status st =

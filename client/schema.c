@@ -587,6 +587,27 @@ static int describe_table(struct buf *b, const struct cql_table *t)
 	return 0;
 }
 
+bool cql_schema_stmt_timed(const struct cql_stmt *s)
+{
+	if (s->kind == CQL_STMT_ALTER_KEYSPACE)
+		return true;
+	if (s->kind != CQL_STMT_ALTER_TABLE)
+		return false;
+	const struct cql_alter_table *at = &s->u.alter_table;
+	return at->kind == CQL_ALTER_WITH ||
+	       (at->kind == CQL_ALTER_DROP && !at->has_timestamp);
+}
+
+void cql_schema_stmt_set_time(struct cql_stmt *s, int64_t time_us)
+{
+	if (s->kind == CQL_STMT_ALTER_KEYSPACE) {
+		s->u.keyspace.time_us = time_us;
+	} else {
+		s->u.alter_table.has_timestamp = true;
+		s->u.alter_table.timestamp = time_us;
+	}
+}
+
 void cql_schema_version(const struct cql_schema *s, uint8_t out[16])
 {
 	struct buf b;

@@ -117,6 +117,14 @@ cql_schema_apply_replicated(struct cql_schema *s, const struct cql_stmt *stmt,
 			    const uint8_t new_id[16], int columns_before,
 			    struct cql_schema_change *change);
 
+/* Whether a DDL statement is stamped with the time of the node that runs
+ * it (ALTER TABLE DROP without USING TIMESTAMP: its drop time; ALTER TABLE
+ * WITH and ALTER KEYSPACE: when their options were written, the later
+ * write of an option winning on every node), and stamping it. The schema
+ * record carries the time to other nodes and replays. */
+bool cql_schema_stmt_timed(const struct cql_stmt *s);
+void cql_schema_stmt_set_time(struct cql_stmt *s, int64_t time_us);
+
 /* A UUID that changes whenever the schema does and is equal on two nodes
  * with the same schema (drivers wait until every node reports the same). */
 void cql_schema_version(const struct cql_schema *s, uint8_t out[16]);

@@ -8,6 +8,7 @@
 #include "client/schema_internal.h"
 
 #include "common/err.h"
+#include "common/uuid.h"
 #include "ring/ring.h"
 
 #include <ctype.h>
@@ -441,8 +442,63 @@ static bool valid_speculative_retry(const char *v)
 	       strcasecmp(end, "percentile") == 0 || strcasecmp(end, "ms") == 0;
 }
 
-/* One WITH option of CREATE/ALTER TABLE. */
+/* The WITH options of CREATE/ALTER TABLE. Each is written as a whole, and
+ * an ALTER that raced another on a second node keeps, per option, the
+ * value written last (cql_table.option_time). */
+enum table_option_slot {
+	OPT_DEFAULT_TIME_TO_LIVE,
+	OPT_GC_GRACE_SECONDS,
+	OPT_BLOOM_FILTER_FP_CHANCE,
+	OPT_COMPACTION,
+	OPT_COMPRESSION,
+	OPT_CACHING,
+	OPT_COMMENT,
+	OPT_READ_REPAIR,
+	OPT_SPECULATIVE_RETRY,
+	OPT_ADDITIONAL_WRITE_POLICY,
+	OPT_CRC_CHECK_CHANCE,
+	OPT_MIN_INDEX_INTERVAL,
+	OPT_MAX_INDEX_INTERVAL,
+	OPT_MEMTABLE_FLUSH_PERIOD_IN_MS,
+	OPT_CDC,
+	OPT_EXTENSIONS,
+	OPT_ID,
+};
+_Static_assert(OPT_ID + 1 == TABLE_OPTION_COUNT, "a slot per option");
+
+static const char *const table_option_names[TABLE_OPTION_COUNT] = {
+	[OPT_DEFAULT_TIME_TO_LIVE] = "default_time_to_live",
+	[OPT_GC_GRACE_SECONDS] = "gc_grace_seconds",
+	[OPT_BLOOM_FILTER_FP_CHANCE] = "bloom_filter_fp_chance",
+	[OPT_COMPACTION] = "compaction",
+	[OPT_COMPRESSION] = "compression",
+	[OPT_CACHING] = "caching",
+	[OPT_COMMENT] = "comment",
+	[OPT_READ_REPAIR] = "read_repair",
+	[OPT_SPECULATIVE_RETRY] = "speculative_retry",
+	[OPT_ADDITIONAL_WRITE_POLICY] = "additional_write_policy",
+	[OPT_CRC_CHECK_CHANCE] = "crc_check_chance",
+	[OPT_MIN_INDEX_INTERVAL] = "min_index_interval",
+	[OPT_MAX_INDEX_INTERVAL] = "max_index_interval",
+	[OPT_MEMTABLE_FLUSH_PERIOD_IN_MS] = "memtable_flush_period_in_ms",
+	[OPT_CDC] = "cdc",
+	[OPT_EXTENSIONS] = "extensions",
+	[OPT_ID] = "id",
+};
+
+/* The slot of an option name, or -1 (with the error) when unknown. */
+static int table_option_slot(const char *name)
+{
+	for (int i = 0; i < TABLE_OPTION_COUNT; i++)
+		if (strcmp(name, table_option_names[i]) == 0)
+			return i;
+	fail(CQL_SCHEMA_SYNTAX, "Unknown property '%s'", name);
+	return -1;
+}
+
+/* One WITH option of CREATE/ALTER TABLE, of a known slot. */
 static enum cql_schema_status table_option(const struct cql_option *opt,
+					   enum table_option_slot slot,
 					   struct storage_table_options *o,
 					   struct cql_table_options *co,
 					   uint8_t id[16], bool creating)
@@ -451,22 +507,24 @@ static enum cql_schema_status table_option(const struct cql_option *opt,
 	int64_t v;
 	enum cql_schema_status st;
 	char text[64];
-	if (strcmp(n, "default_time_to_live") == 0) {
+	switch (slot) {
+	case OPT_DEFAULT_TIME_TO_LIVE:
 		if ((st = option_int(opt, 0, 630720000, &v)) != CQL_SCHEMA_OK)
 			return st;
 		o->default_time_to_live = (int32_t)v;
-	} else if (strcmp(n, "gc_grace_seconds") == 0) {
+		return CQL_SCHEMA_OK;
+	case OPT_GC_GRACE_SECONDS:
 		if ((st = option_int(opt, 0, INT32_MAX, &v)) != CQL_SCHEMA_OK)
 			return st;
 		o->gc_grace_seconds = v;
-	} else if (strcmp(n, "bloom_filter_fp_chance") == 0) {
-		double d;
+		return CQL_SCHEMA_OK;
+	case OPT_BLOOM_FILTER_FP_CHANCE: {
 		if (term_text(opt->value, text, sizeof(text)) != 0 ||
 		    (opt->value->kind != CQL_TERM_FLOAT &&
 		     opt->value->kind != CQL_TERM_INTEGER))
 			return fail(CQL_SCHEMA_SYNTAX, "Invalid value for %s",
 				    n);
-		d = strtod(text, NULL);
+		double d = strtod(text, NULL);
 		if (!(d > 0 && d <= 1.0))
 			return fail(
 				CQL_SCHEMA_CONFIG,
@@ -474,15 +532,17 @@ static enum cql_schema_status table_option(const struct cql_option *opt,
 				"and less than or equal to 1.0 (got %s)",
 				text);
 		o->bloom_filter_fp_chance = d;
-	} else if (strcmp(n, "compaction") == 0) {
+		return CQL_SCHEMA_OK;
+	}
+	case OPT_COMPACTION:
 		return compaction_option(opt->value, o);
-	} else if (strcmp(n, "compression") == 0) {
+	case OPT_COMPRESSION:
 		return compression_option(opt->value, o, co);
-	} else if (strcmp(n, "caching") == 0) {
+	case OPT_CACHING:
 		return caching_option(opt->value, co);
-	} else if (strcmp(n, "comment") == 0) {
+	case OPT_COMMENT:
 		return option_string(opt, co->comment, sizeof(co->comment));
-	} else if (strcmp(n, "read_repair") == 0) {
+	case OPT_READ_REPAIR:
 		if ((st = option_string(opt, text, sizeof(text))) !=
 		    CQL_SCHEMA_OK)
 			return st;
@@ -494,8 +554,9 @@ static enum cql_schema_status table_option(const struct cql_option *opt,
 				"(BLOCKING or NONE)",
 				text);
 		co->read_repair_blocking = strcasecmp(text, "BLOCKING") == 0;
-	} else if (strcmp(n, "speculative_retry") == 0 ||
-		   strcmp(n, "additional_write_policy") == 0) {
+		return CQL_SCHEMA_OK;
+	case OPT_SPECULATIVE_RETRY:
+	case OPT_ADDITIONAL_WRITE_POLICY:
 		if ((st = option_string(opt, text, sizeof(text))) !=
 		    CQL_SCHEMA_OK)
 			return st;
@@ -504,63 +565,68 @@ static enum cql_schema_status table_option(const struct cql_option *opt,
 			return fail(CQL_SCHEMA_CONFIG,
 				    "Invalid value %s for option '%s'", text,
 				    n);
-		if (strcmp(n, "speculative_retry") == 0)
+		if (slot == OPT_SPECULATIVE_RETRY)
 			memcpy(co->speculative_retry, text, strlen(text) + 1);
-	} else if (strcmp(n, "crc_check_chance") == 0) {
+		return CQL_SCHEMA_OK;
+	case OPT_CRC_CHECK_CHANCE:
 		if (term_text(opt->value, text, sizeof(text)) != 0)
 			return fail(CQL_SCHEMA_SYNTAX, "Invalid value for %s",
 				    n);
 		co->crc_check_chance = strtod(text, NULL);
-	} else if (strcmp(n, "min_index_interval") == 0) {
+		return CQL_SCHEMA_OK;
+	case OPT_MIN_INDEX_INTERVAL:
 		if ((st = option_int(opt, 1, INT32_MAX, &v)) != CQL_SCHEMA_OK)
 			return st;
 		co->min_index_interval = (int32_t)v;
-	} else if (strcmp(n, "max_index_interval") == 0) {
+		return CQL_SCHEMA_OK;
+	case OPT_MAX_INDEX_INTERVAL:
 		if ((st = option_int(opt, 1, INT32_MAX, &v)) != CQL_SCHEMA_OK)
 			return st;
 		co->max_index_interval = (int32_t)v;
-	} else if (strcmp(n, "memtable_flush_period_in_ms") == 0) {
+		return CQL_SCHEMA_OK;
+	case OPT_MEMTABLE_FLUSH_PERIOD_IN_MS:
 		if ((st = option_int(opt, 0, INT32_MAX, &v)) != CQL_SCHEMA_OK)
 			return st;
 		co->memtable_flush_period_in_ms = (int32_t)v;
-	} else if (strcmp(n, "cdc") == 0) {
+		return CQL_SCHEMA_OK;
+	case OPT_CDC:
 		if (opt->value->kind == CQL_TERM_BOOLEAN &&
 		    strcmp(opt->value->text, "true") == 0)
 			return fail(CQL_SCHEMA_UNSUPPORTED,
 				    "Change data capture is not supported by "
 				    "Cassini yet");
-	} else if (strcmp(n, "extensions") == 0) {
+		return CQL_SCHEMA_OK;
+	case OPT_EXTENSIONS:
 		/* Accepted and ignored, as drivers round-trip it. */
-	} else if (strcmp(n, "id") == 0) {
+		return CQL_SCHEMA_OK;
+	case OPT_ID:
 		if (!creating)
 			return fail(CQL_SCHEMA_CONFIG,
 				    "Cannot alter table id.");
-		if (opt->value->kind != CQL_TERM_UUID)
+		if (opt->value->kind != CQL_TERM_UUID ||
+		    opt->value->len != UUID_TEXT_LEN ||
+		    uuid_parse_n(opt->value->text, id) != 0)
 			return fail(CQL_SCHEMA_SYNTAX, "Invalid value for id");
-		size_t j = 0;
-		for (size_t i = 0; i < opt->value->len && j < 32; i++) {
-			char c = opt->value->text[i];
-			if (c == '-')
-				continue;
-			int d = isdigit((unsigned char)c)
-					? c - '0'
-					: (tolower((unsigned char)c) - 'a' +
-					   10);
-			id[j / 2] = (uint8_t)(j % 2 ? id[j / 2] | d : d << 4);
-			j++;
-		}
-	} else {
-		return fail(CQL_SCHEMA_SYNTAX, "Unknown property '%s'", n);
+		return CQL_SCHEMA_OK;
 	}
-	return CQL_SCHEMA_OK;
+	return fail(CQL_SCHEMA_SYNTAX, "Unknown property '%s'", n);
 }
 
-static enum cql_schema_status table_options(const struct cql_option *opts,
-					    size_t n,
-					    struct storage_table_options *o,
-					    struct cql_table_options *co,
-					    uint8_t id[16], bool creating)
+/*
+ * Applies the WITH options of a CREATE or ALTER TABLE to o and co.
+ * `times` (NULL for a CREATE) are the times the table's options were last
+ * written: an option written at `time_us` replaces one written at or
+ * before it, and is only checked otherwise (a later ALTER of it ran on
+ * another node and reached this one first). time_us 0 (a record from
+ * before times were kept) always replaces. *applied counts the options
+ * taken.
+ */
+static enum cql_schema_status
+table_options(const struct cql_option *opts, size_t n,
+	      struct storage_table_options *o, struct cql_table_options *co,
+	      uint8_t id[16], int64_t *times, int64_t time_us, size_t *applied)
 {
+	*applied = 0;
 	for (size_t i = 0; i < n; i++) {
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(opts[i].name, opts[j].name) == 0)
@@ -568,39 +634,72 @@ static enum cql_schema_status table_options(const struct cql_option *opts,
 					    "Multiple definitions for property "
 					    "'%s'",
 					    opts[i].name);
-		enum cql_schema_status st =
-			table_option(&opts[i], o, co, id, creating);
+		int slot = table_option_slot(opts[i].name);
+		if (slot < 0)
+			return CQL_SCHEMA_SYNTAX;
+		bool newer = !times || time_us == 0 || time_us >= times[slot];
+		struct storage_table_options so = *o;
+		struct cql_table_options sco = *co;
+		enum cql_schema_status st = table_option(
+			&opts[i], (enum table_option_slot)slot, newer ? o : &so,
+			newer ? co : &sco, id, times == NULL);
 		if (st != CQL_SCHEMA_OK)
 			return st;
+		if (newer && times && time_us)
+			times[slot] = time_us;
+		*applied += newer;
 	}
 	return CQL_SCHEMA_OK;
 }
 
 /* ---- keyspaces ----------------------------------------------------------- */
 
-/* Builds a keyspace object from CREATE/ALTER options. */
+/*
+ * Builds a keyspace object from CREATE/ALTER options. For an ALTER, `old`
+ * is the keyspace's meta and `times` when its options were last written:
+ * an option written at ks->time_us replaces one written at or before it
+ * and is left out otherwise (a later ALTER of it ran on another node and
+ * reached this one first; time 0 always replaces). CQL_SCHEMA_NOOP when
+ * every option is left out.
+ */
 static enum cql_schema_status
 keyspace_from(const struct cql_keyspace_stmt *ks, bool durable_default,
-	      const struct storage_keyspace_meta *old,
+	      const struct storage_keyspace_meta *old, const int64_t *times,
 	      struct cql_keyspace **out)
 {
 	const struct cql_term *repl = NULL;
 	bool durable = durable_default;
+	int64_t written[KEYSPACE_OPTION_COUNT] = {0};
+	size_t taken = 0;
+	if (times)
+		memcpy(written, times, sizeof(written));
 	for (size_t i = 0; i < ks->option_count; i++) {
 		const struct cql_option *o = &ks->options[i];
-		if (strcmp(o->name, "replication") == 0) {
-			repl = o->value;
-		} else if (strcmp(o->name, "durable_writes") == 0) {
-			if (o->value->kind != CQL_TERM_BOOLEAN)
-				return fail(CQL_SCHEMA_SYNTAX,
-					    "Invalid boolean value for "
-					    "durable_writes");
-			durable = strcmp(o->value->text, "true") == 0;
-		} else {
+		int slot = strcmp(o->name, "replication") == 0 ? KS_REPLICATION
+			   : strcmp(o->name, "durable_writes") == 0
+				   ? KS_DURABLE_WRITES
+				   : -1;
+		if (slot < 0)
 			return fail(CQL_SCHEMA_SYNTAX, "Unknown property '%s'",
 				    o->name);
+		if (slot == KS_DURABLE_WRITES &&
+		    o->value->kind != CQL_TERM_BOOLEAN)
+			return fail(CQL_SCHEMA_SYNTAX,
+				    "Invalid boolean value for "
+				    "durable_writes");
+		if (times && ks->time_us) {
+			if (ks->time_us < times[slot])
+				continue;
+			written[slot] = ks->time_us;
 		}
+		taken++;
+		if (slot == KS_REPLICATION)
+			repl = o->value;
+		else
+			durable = strcmp(o->value->text, "true") == 0;
 	}
+	if (ks->option_count && !taken)
+		return CQL_SCHEMA_NOOP;
 	const char *keys[64], *values[64];
 	char kbuf[64][64], vbuf[64][128];
 	size_t n = 0;
@@ -645,6 +744,7 @@ keyspace_from(const struct cql_keyspace_stmt *ks, bool durable_default,
 		return nomem();
 	}
 	k->strategy = strategy;
+	memcpy(k->option_time, written, sizeof(written));
 	for (size_t i = 0; i < n; i++) {
 		const char *v = values[i];
 		char full[160];
@@ -740,7 +840,7 @@ create_keyspace(struct cql_schema *s, const struct cql_keyspace_stmt *ks,
 		return fail(CQL_SCHEMA_UNAUTHORIZED,
 			    "%s keyspace is not user-modifiable.", ks->name);
 	struct cql_keyspace *k;
-	enum cql_schema_status st = keyspace_from(ks, true, NULL, &k);
+	enum cql_schema_status st = keyspace_from(ks, true, NULL, NULL, &k);
 	if (st != CQL_SCHEMA_OK)
 		return st;
 	if (old)
@@ -768,8 +868,8 @@ static enum cql_schema_status alter_keyspace(struct cql_schema *s,
 		return fail(CQL_SCHEMA_UNAUTHORIZED,
 			    "%s keyspace is not user-modifiable.", ks->name);
 	struct cql_keyspace *k;
-	enum cql_schema_status st =
-		keyspace_from(ks, old->meta->durable_writes, old->meta, &k);
+	enum cql_schema_status st = keyspace_from(
+		ks, old->meta->durable_writes, old->meta, old->option_time, &k);
 	if (st != CQL_SCHEMA_OK)
 		return st;
 	if (schema_retire(s, RETIRED_KEYSPACE, old) != 0) {
@@ -1014,8 +1114,9 @@ create_table(struct cql_schema *s, const struct cql_create_table *ct,
 	struct cql_table_options copts;
 	storage_table_options_default(&topts);
 	schema_table_options_default(&copts);
+	size_t applied;
 	if ((st = table_options(ct->options, ct->option_count, &topts, &copts,
-				id, true)) != CQL_SCHEMA_OK)
+				id, NULL, 0, &applied)) != CQL_SCHEMA_OK)
 		return st;
 
 	struct storage_table_meta *m =
@@ -1075,6 +1176,7 @@ static struct cql_table *table_copy(const struct cql_table *old)
 		return NULL;
 	}
 	t->opts = old->opts;
+	memcpy(t->option_time, old->option_time, sizeof(t->option_time));
 	t->columns_diverged = old->columns_diverged;
 	return t;
 }
@@ -1237,9 +1339,15 @@ static enum cql_schema_status alter_table(struct cql_schema *s,
 		return nomem();
 	if (at->kind == CQL_ALTER_WITH) {
 		uint8_t id[16];
+		size_t applied;
 		memcpy(id, old->meta->id, 16);
-		st = table_options(at->options, at->option_count,
-				   &t->meta->options, &t->opts, id, false);
+		st = table_options(
+			at->options, at->option_count, &t->meta->options,
+			&t->opts, id, t->option_time,
+			at->has_timestamp ? at->timestamp : 0, &applied);
+		/* Every option was written later on another node. */
+		if (st == CQL_SCHEMA_OK && applied == 0)
+			st = CQL_SCHEMA_NOOP;
 	} else {
 		st = alter_columns(t, at, ks->meta->name);
 	}

@@ -4,16 +4,27 @@
 
 #include "client/schema.h"
 
+/* The WITH options of a table (default_time_to_live ... id). */
+#define TABLE_OPTION_COUNT 17
+
 struct cql_table {
 	/* Dropped columns keep their slot, marked in meta->columns. */
 	struct storage_table_meta *meta;
 	struct cql_table_options opts;
+	/* When each WITH option was last written by an ALTER (the time the
+	 * node that ran it stamped it with; 0: at creation). */
+	int64_t option_time[TABLE_OPTION_COUNT];
 	bool columns_diverged; /* cql_table_columns_diverged */
 };
+
+/* The WITH options of a keyspace. */
+enum { KS_REPLICATION, KS_DURABLE_WRITES, KEYSPACE_OPTION_COUNT };
 
 struct cql_keyspace {
 	struct storage_keyspace_meta *meta;
 	struct ring_strategy *strategy;
+	/* When each option was last written by an ALTER (as in cql_table). */
+	int64_t option_time[KEYSPACE_OPTION_COUNT];
 	bool system;
 	struct cql_table **tables; /* sorted by name */
 	size_t table_count;

@@ -142,12 +142,8 @@ enum cql_schema_status cql_schema_record_apply(struct cql_schema *s,
 	arena_create(&a, 0);
 	struct cql_stmt *st =
 		cql_parse(&a, (const char *)cql.ptr, cql.len, &binds, NULL);
-	if (st && st->kind == CQL_STMT_ALTER_TABLE &&
-	    st->u.alter_table.kind == CQL_ALTER_DROP &&
-	    !st->u.alter_table.has_timestamp && time_us) {
-		st->u.alter_table.has_timestamp = true;
-		st->u.alter_table.timestamp = (int64_t)time_us;
-	}
+	if (st && cql_schema_stmt_timed(st) && time_us)
+		cql_schema_stmt_set_time(st, (int64_t)time_us);
 	enum cql_schema_status r =
 		st ? cql_schema_apply_replicated(
 			     s, st, kl ? keyspace : NULL, id.ptr,

@@ -16,10 +16,12 @@
  *             [version 3: u16 columns_before]
  *
  * Version 2 (written only for a record with a time: ALTER TABLE ... DROP
- * without USING TIMESTAMP) carries the microsecond time the node that ran
- * the statement stamped it with, so every node and every replay records
- * the same drop time. A version-1 DROP has drop time 0 (its column is
- * hidden all the same).
+ * without USING TIMESTAMP, ALTER TABLE ... WITH, ALTER KEYSPACE) carries
+ * the microsecond time the node that ran the statement stamped it with
+ * (cql_schema_stmt_timed), so every node and every replay records the same
+ * drop time, and keeps the option written last when two nodes altered it
+ * at once. A version-1 DROP has drop time 0 (its column is hidden all the
+ * same); a version-1 ALTER of options always applies, in log order.
  *
  * Version 3 (ALTER TABLE ... ADD) also carries how many columns the table
  * had on the node that ran it. Columns are numbered in the order they are

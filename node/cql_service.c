@@ -235,12 +235,14 @@ void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
 	enum cql_schema_status st =
 		cql_schema_record_apply(s->schema, record, len, &change);
 	if (st != CQL_SCHEMA_OK) {
-		/* Nothing to do here (IF NOT EXISTS, or a CREATE TABLE that
-		 * lost a race), or not applicable (it raced a conflicting
-		 * change): remember it so it is not retried forever. */
+		/* Nothing to do here (IF NOT EXISTS, a CREATE that lost a
+		 * race, options written later on another node), or not
+		 * applicable (it raced a conflicting change): remember it so
+		 * it is not retried forever. */
 		if (st == CQL_SCHEMA_NOOP)
 			LOG_INFO("schema: a change from a peer changes nothing "
-				 "here");
+				 "here (it exists, lost a race, or its options "
+				 "were written later elsewhere)");
 		else
 			LOG_WARN("schema record from a peer does not apply: "
 				 "%s",

@@ -1,8 +1,9 @@
 /* libFuzzer: schema records (what peers push and the schema log replays)
  * apply or fail cleanly. The input is a sequence of records, each a be16
  * length and a record body, applied in order to a fresh registry, so
- * CREATE, ALTER ... ADD/DROP (version-1, 2 and 3 bodies) combine, and
- * CREATEs and ADDs that raced on two nodes settle or mark the table. */
+ * CREATE, ALTER ... ADD/DROP/WITH and ALTER KEYSPACE (version-1, 2 and 3
+ * bodies) combine, CREATEs and ADDs that raced on two nodes settle or
+ * mark the table, and options keep the write stamped last. */
 #include "client/schema_log.h"
 #include "common/err.h"
 

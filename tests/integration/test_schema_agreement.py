@@ -269,3 +269,46 @@ def test_columns_added_on_two_nodes_at_once_refuse_reads_and_writes(
             (1, "a")]
     for d in drivers:
         d.shutdown()
+
+
+def test_options_altered_on_two_nodes_at_once_settle_on_the_later(
+        cluster, tmp_path):
+    """Two operators (or migration tools) change a table's and a
+    keyspace's options on two nodes at once. Each node used to keep the
+    change that reached it last, so the nodes kept different options and
+    schema versions for good, and drivers waited out their agreement
+    timeout on every later DDL. The change stamped later must win, per
+    option, on every node and after a restart."""
+    drivers, sessions = drivers_on_every_node()
+    sessions[0].execute("CREATE KEYSPACE ks WITH replication = {'class': "
+                        "'SimpleStrategy', 'replication_factor': 3}")
+    sessions[0].execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+    assert drivers[0].control_connection.wait_for_schema_agreement()
+
+    def replication(rf):
+        return ("ALTER KEYSPACE ks WITH replication = {'class': "
+                f"'SimpleStrategy', 'replication_factor': {rf}}}")
+    race(lambda i: [(sessions[0], f"ALTER TABLE ks.t WITH comment = "
+                     f"'node1 {i}' AND gc_grace_seconds = {i}"),
+                    (sessions[1], f"ALTER TABLE ks.t WITH comment = "
+                     f"'node2 {i}' AND default_time_to_live = {i}"),
+                    (sessions[1], replication(2)),
+                    (sessions[2], replication(3))],
+         lambda: logged(tmp_path, "options were written later elsewhere"))
+    options = ("SELECT comment, gc_grace_seconds, default_time_to_live "
+               "FROM system_schema.tables WHERE keyspace_name = 'ks'")
+    agree(options, "table options")
+    agree("SELECT replication FROM system_schema.keyspaces "
+          "WHERE keyspace_name = 'ks'", "replication")
+    (comment, gc, ttl), = schema_on(IPS[0], options)[0]
+    assert gc == ttl, "each option keeps its last round's value"
+    assert comment in (f"node1 {gc}", f"node2 {gc}")
+    sessions[2].execute("ALTER TABLE ks.t WITH comment = 'agreed'")
+    assert drivers[2].control_connection.wait_for_schema_agreement()
+    for d in drivers:
+        d.shutdown()
+    before = schema_on(IPS[0], options)
+    cluster("stop")
+    cluster("start")
+    until(lambda: all(schema_on(ip, options) == before for ip in IPS),
+          "the same options on every node after a restart")

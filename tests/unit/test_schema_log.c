@@ -355,6 +355,120 @@ START_TEST(a_create_keyspace_race_settles_on_one_replication)
 }
 END_TEST
 
+/* A peer's record stamped at `time_us`, applied here and, when it
+ * applied, logged to `l` (NULL: not logged), as cql_service does. */
+static enum cql_schema_status timed_record(struct cql_schema *s,
+					   struct cql_schema_log *l,
+					   const char *q, int64_t time_us)
+{
+	struct buf body;
+	struct cql_schema_change ch;
+	buf_init(&body);
+	ck_assert_int_eq(cql_schema_record_encode(&body, "ks", (uint8_t[16]){0},
+						  q, strlen(q), time_us, -1),
+			 0);
+	enum cql_schema_status st =
+		cql_schema_record_apply(s, body.data, body.len, &ch);
+	if (st == CQL_SCHEMA_OK && l)
+		ck_assert_int_eq(
+			cql_schema_log_append_record(l, body.data, body.len),
+			0);
+	buf_free(&body);
+	return st;
+}
+
+static const struct cql_table_options *options_of(const struct cql_schema *s)
+{
+	return cql_table_options(cql_schema_table(s, "ks", "t"));
+}
+
+static int64_t gc_grace_of(const struct cql_schema *s)
+{
+	return cql_table_meta(cql_schema_table(s, "ks", "t"))
+		->options.gc_grace_seconds;
+}
+
+/* Two operators (or migration tools) change options on two nodes at once.
+ * Each node used to keep whichever change reached it last, so the nodes
+ * kept different options and schema versions for good, and drivers waited
+ * out their agreement timeout on every later DDL. Now, per option, the
+ * write stamped later wins on every node in any order; a replay of a log
+ * does the same; a change that lost every option changes nothing. */
+START_TEST(alters_of_options_that_raced_keep_the_later_write_everywhere)
+{
+	const char *qa = "ALTER TABLE ks.t WITH comment = 'from a' AND "
+			 "gc_grace_seconds = 100";
+	const char *qb = "ALTER TABLE ks.t WITH comment = 'from b' AND "
+			 "default_time_to_live = 60";
+	const char *r2 = "ALTER KEYSPACE ks WITH replication = {'class': "
+			 "'SimpleStrategy', 'replication_factor': 2}";
+	const char *r3 = "ALTER KEYSPACE ks WITH replication = {'class': "
+			 "'SimpleStrategy', 'replication_factor': 3}";
+	const char *nd = "ALTER KEYSPACE ks WITH durable_writes = false";
+	struct cql_schema *a = build_logged();
+	struct cql_schema_log *l = open_log(path);
+	struct cql_schema *b = cql_schema_new();
+	ck_assert_int_eq(cql_schema_log_replay(l, b, NULL, NULL), 6);
+	cql_schema_log_close(l);
+	l = open_log(path); /* a's log: what a applies, in its order */
+
+	/* each node runs its own change first, then gets the other's */
+	ck_assert_int_eq(timed_record(a, l, qa, 1000), CQL_SCHEMA_OK);
+	ck_assert_int_eq(timed_record(b, NULL, qb, 2000), CQL_SCHEMA_OK);
+	ck_assert_int_eq(timed_record(a, l, qb, 2000), CQL_SCHEMA_OK);
+	/* b keeps its later comment, and takes a's gc_grace_seconds */
+	ck_assert_int_eq(timed_record(b, NULL, qa, 1000), CQL_SCHEMA_OK);
+	ck_assert_str_eq(options_of(a)->comment, "from b");
+	ck_assert_str_eq(options_of(b)->comment, "from b");
+	ck_assert_int_eq(gc_grace_of(a), 100);
+	ck_assert_int_eq(gc_grace_of(b), 100);
+	assert_same_version(a, b);
+
+	/* a change older than every option it sets changes nothing */
+	ck_assert_int_eq(timed_record(a, l,
+				      "ALTER TABLE ks.t WITH comment = 'old'",
+				      1500),
+			 CQL_SCHEMA_NOOP);
+	/* ... and is still checked */
+	ck_assert_int_eq(timed_record(a, l,
+				      "ALTER TABLE ks.t WITH comment = 'x' AND "
+				      "gc_grace_seconds = -1",
+				      1500),
+			 CQL_SCHEMA_CONFIG);
+
+	/* keyspaces: replication and durable_writes each keep the later */
+	ck_assert_int_eq(timed_record(a, l, r3, 2500), CQL_SCHEMA_OK);
+	ck_assert_int_eq(timed_record(b, NULL, r2, 3000), CQL_SCHEMA_OK);
+	ck_assert_int_eq(timed_record(b, NULL, nd, 2600), CQL_SCHEMA_OK);
+	ck_assert_int_eq(timed_record(b, NULL, r3, 2500), CQL_SCHEMA_NOOP);
+	ck_assert_int_eq(timed_record(a, l, nd, 2600), CQL_SCHEMA_OK);
+	ck_assert_int_eq(timed_record(a, l, r2, 3000), CQL_SCHEMA_OK);
+	for (int i = 0; i < 2; i++) {
+		const struct cql_keyspace *k =
+			cql_schema_keyspace(i ? b : a, "ks");
+		ck_assert_int_eq(
+			ring_strategy_rf(cql_keyspace_strategy(k), "dc1"), 2);
+		ck_assert(!cql_keyspace_meta(k)->durable_writes);
+	}
+	assert_same_version(a, b);
+
+	/* a replay of a's log, and a record without a time (written before
+	 * times were kept), which applies in log order */
+	struct cql_schema *r = cql_schema_new();
+	ck_assert_int_eq(cql_schema_log_replay(l, r, NULL, NULL), 11);
+	assert_same_version(a, r);
+	ck_assert_int_eq(timed_record(r, NULL,
+				      "ALTER TABLE ks.t WITH comment = 'v1'",
+				      0),
+			 CQL_SCHEMA_OK);
+	ck_assert_str_eq(options_of(r)->comment, "v1");
+	cql_schema_log_close(l);
+	cql_schema_delete(a);
+	cql_schema_delete(b);
+	cql_schema_delete(r);
+}
+END_TEST
+
 START_TEST(a_torn_last_record_is_dropped)
 {
 	cql_schema_delete(build_logged());
@@ -409,6 +523,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_create_table_race_settles_on_one_id_everywhere);
 	tcase_add_test(tc, adds_that_raced_mark_the_table_on_every_node);
 	tcase_add_test(tc, a_create_keyspace_race_settles_on_one_replication);
+	tcase_add_test(
+		tc,
+		alters_of_options_that_raced_keep_the_later_write_everywhere);
 	tcase_add_test(tc, corruption_before_the_end_refuses_with_the_offset);
 	suite_add_tcase(s, tc);
 	return s;
