@@ -129,7 +129,7 @@ const struct conf_key conf_keys[] = {
 	{"memtable_heap_space", CONF_T_SIZE, OFF(memtable_heap_space), "128MiB",
 	 1 * MiB, 64 * GiB, NULL,
 	 "Memory all memtables may use, those waiting for a "
-	 "flush too; writes are refused past it."},
+	 "flush too; past it writes wait for a flush to make room."},
 	{"memtable_cleanup_threshold", CONF_T_DOUBLE,
 	 OFF(memtable_cleanup_threshold), "0.33", 0.01, 1.0, NULL,
 	 "Flush the largest memtable when memtables use this fraction of "
@@ -176,7 +176,8 @@ const struct conf_key conf_keys[] = {
 	 "How long the coordinator waits for reads."},
 	{"write_request_timeout", CONF_T_DURATION,
 	 OFF(write_request_timeout_ms), "2000ms", 1, HOUR_MS, NULL,
-	 "How long the coordinator waits for writes."},
+	 "How long the coordinator waits for writes, and a write for "
+	 "memtable room."},
 	{"range_request_timeout", CONF_T_DURATION,
 	 OFF(range_request_timeout_ms), "10000ms", 1, HOUR_MS, NULL,
 	 "How long the coordinator waits for token-range reads."},

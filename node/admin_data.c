@@ -47,27 +47,36 @@ static int cmd_tpstats(void *arg, size_t argc, const char *const *argv,
 		hints_get_stats(h, &hs);
 	struct transport_stats ts;
 	transport_get_stats(n->transport, &ts);
+	/* Writes that found the memtables full wait for a flush: they are
+	 * MutationStage's blocked ones, as in Cassandra. */
+	struct storage_stats ss = {0};
+	storage_stats(cql_service_storage(n->cql), NULL, &ss);
 	buf_printf(out, "%-28s %6s %7s %12s %7s %16s\n", "Pool Name", "Active",
 		   "Pending", "Completed", "Blocked", "All time blocked");
 	struct {
 		const char *name;
-		uint64_t active, completed;
+		uint64_t active, completed, blocked, all_time_blocked;
 	} pools[] = {
 		{"CoordinatorStage", st.inflight,
-		 st.writes + st.reads + st.ranges},
-		{"MutationStage", 0, st.replica_mutations},
-		{"ReadStage", 0, st.replica_reads},
-		{"RangeStage", 0, st.replica_ranges},
-		{"ReadRepairStage", 0, st.read_repairs},
-		{"HintsDispatcher", hs.in_flight, hs.delivered},
-		{"BatchlogTasks", st.batchlog_pending, st.batches_replayed},
-		{"MigrationStage", n->schema_pull_in_flight, n->schema_pulls},
+		 st.writes + st.reads + st.ranges, 0, 0},
+		{"MutationStage", 0, st.replica_mutations, ss.writes_waiting,
+		 ss.writes_waited},
+		{"ReadStage", 0, st.replica_reads, 0, 0},
+		{"RangeStage", 0, st.replica_ranges, 0, 0},
+		{"ReadRepairStage", 0, st.read_repairs, 0, 0},
+		{"HintsDispatcher", hs.in_flight, hs.delivered, 0, 0},
+		{"BatchlogTasks", st.batchlog_pending, st.batches_replayed, 0,
+		 0},
+		{"MigrationStage", n->schema_pull_in_flight, n->schema_pulls, 0,
+		 0},
 	};
 	for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++)
 		buf_printf(out,
-			   "%-28s %6" PRIu64 " %7d %12" PRIu64 " %7d %16d\n",
+			   "%-28s %6" PRIu64 " %7d %12" PRIu64 " %7" PRIu64
+			   " %16" PRIu64 "\n",
 			   pools[i].name, pools[i].active, 0,
-			   pools[i].completed, 0, 0);
+			   pools[i].completed, pools[i].blocked,
+			   pools[i].all_time_blocked);
 	buf_printf(out, "\n%-28s %8s\n", "Message type", "Dropped");
 	struct {
 		const char *name;
@@ -77,10 +86,15 @@ static int cmd_tpstats(void *arg, size_t argc, const char *const *argv,
 		{"READ", REPL_VERB_READ},
 		{"RANGE_SLICE", REPL_VERB_RANGE},
 	};
+	/* MUTATION counts the writes storage refused or failed after
+	 * waiting write_request_timeout for memtable room too. */
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		buf_printf(out, "%-28s %8" PRIu64 "\n", verbs[i].name,
 			   st.dropped[verbs[i].verb] +
-				   ts.expired_by_verb[verbs[i].verb]);
+				   ts.expired_by_verb[verbs[i].verb] +
+				   (verbs[i].verb == REPL_VERB_MUTATION
+					    ? ss.writes_refused
+					    : 0));
 	buf_printf(out, "%-28s %8" PRIu64 "\n", "HINT",
 		   hs.dropped_window + hs.dropped_size);
 	return 0;

@@ -30,6 +30,7 @@ void storage_options_default(struct storage_options *o)
 	o->disk_failure_policy = CONF_POLICY_STOP;
 	o->memtable_heap_space = 128u << 20;
 	o->memtable_cleanup_threshold = 0.33;
+	o->write_wait_ms = 2000;
 	o->compaction_throughput = 64u << 20;
 	o->tombstone_warn_threshold = 1000;
 	o->tombstone_failure_threshold = 100000;
@@ -54,6 +55,7 @@ void storage_options_from_conf(struct storage_options *o, const struct conf *c,
 	o->disk_failure_policy = (int)c->disk_failure_policy;
 	o->memtable_heap_space = c->memtable_heap_space;
 	o->memtable_cleanup_threshold = c->memtable_cleanup_threshold;
+	o->write_wait_ms = c->write_request_timeout_ms;
 	o->compaction_throughput = c->compaction_throughput;
 	o->tombstone_warn_threshold = c->tombstone_warn_threshold;
 	o->tombstone_failure_threshold = c->tombstone_failure_threshold;
@@ -101,6 +103,7 @@ struct storage *storage_new(const struct storage_options *o)
 	pthread_cond_init(&db->work, NULL);
 	pthread_cond_init(&db->done, NULL);
 	buf_init(&db->scratch);
+	db->waiting_tail = &db->waiting;
 	return db;
 }
 
@@ -523,6 +526,8 @@ static void stop_writes(struct storage *db, const char *why)
 	LOG_AT(LOG_LEVEL_ERROR, "writes stopped: %s", db->stop_msg);
 }
 
+static void take_waiting(struct storage *db);
+
 /* Flushes the oldest queued memtable of `t`. Lock not held. */
 static int flush_one(struct storage *db, struct table *t)
 {
@@ -566,6 +571,7 @@ static int flush_one(struct storage *db, struct table *t)
 		 * keeps them in the heap unless asked to give them back. */
 		malloc_trim(0);
 #endif
+		take_waiting(db);
 	}
 	return rc;
 }
@@ -819,7 +825,7 @@ static int validate(const struct table *t, const struct storage_mutation *m)
 
 #define FULL_LOG_EVERY_US (10u * 1000000u)
 
-/* Logs a change of the memtables_full state: a spell of refusals is
+/* Logs a change of the memtables_full state: a spell of waits is
  * announced unless one was in the last 10 s (then the next announcement
  * counts them), and its end only if it was announced. */
 static void note_full(struct storage *db, bool full, size_t bytes,
@@ -839,14 +845,14 @@ static void note_full(struct storage *db, bool full, size_t bytes,
 					 db->full_spells);
 			LOG_WARN("memtables hold %zu KiB (%zu of them waiting "
 				 "for a flush), all of memtable_heap_space: "
-				 "writes are refused until flushes catch up%s",
+				 "writes wait until flushes catch up%s",
 				 bytes >> 10, queued, since);
 			db->full_logged_us = now;
 			db->full_spells = 0;
 		}
 	} else if (!full && db->memtables_full && db->full_announced) {
 		LOG_INFO("memtables have room again (%zu KiB): writes are "
-			 "accepted",
+			 "applied at once",
 			 bytes >> 10);
 	}
 	db->memtables_full = full;
@@ -878,7 +884,7 @@ static void mem_use_locked(struct storage *db, struct mem_use *u)
 /* Whether the memtables, the ones waiting for or in a flush too, hold
  * memtable_heap_space. Flushes start at the cleanup threshold, so this
  * happens only when they cannot keep up (a slow or stalled disk): writes
- * are then refused (ERR_OVERLOADED) rather than taken until the process
+ * then wait for room (below) rather than being taken until the process
  * runs out of memory. */
 static bool memtables_full(struct storage *db, const struct mem_use *u)
 {
@@ -910,16 +916,148 @@ static void maybe_flush(struct storage *db, const struct mem_use *u)
 		switch_memtable(db, u->big);
 }
 
+/* ---- writes that wait for memtable room ------------------------------- */
+
+/* A write that found the memtables full (storage_apply): its mutation
+ * encoded, and its acknowledgement. */
+struct waiting_write {
+	struct waiting_write *next;
+	storage_done_fn done;
+	void *arg;
+	uint64_t since_us; /* env_mono_us when it arrived */
+	size_t len;
+	uint8_t data[];
+};
+
+/* An acknowledgement from a thread other than the write's caller. */
+static void post_done(struct storage *db, storage_done_fn done, void *arg,
+		      int status, enum err_code code)
+{
+	if (db->o.post)
+		db->o.post(db->o.post_arg, done, arg, status, code);
+	else
+		done(arg, status, code);
+}
+
+/* Under the lock: queues a write behind the others that wait. -1 when
+ * the waiting writes would hold more than a quarter of
+ * memtable_heap_space (memory stays bounded) or on ERR_NOMEM. */
+static int wait_for_room(struct storage *db, const struct storage_mutation *m,
+			 storage_done_fn done, void *arg)
+{
+	buf_clear(&db->scratch);
+	if (storage_mutation_encode(m, &db->scratch) != 0)
+		return -1;
+	size_t len = db->scratch.len;
+	if (db->waiting_bytes + len > db->o.memtable_heap_space / 4)
+		return -1;
+	struct waiting_write *w = malloc(sizeof(*w) + len);
+	if (!w)
+		return -1;
+	*w = (struct waiting_write){.done = done,
+				    .arg = arg,
+				    .since_us = env_mono_us(db->o.env),
+				    .len = len};
+	memcpy(w->data, db->scratch.data, len);
+	*db->waiting_tail = w;
+	db->waiting_tail = &w->next;
+	db->waiting_bytes += len;
+	db->waiting_count++;
+	db->writes_waited++;
+	return 0;
+}
+
+/* Under the lock: the oldest waiting write, unlinked (NULL: none). */
+static struct waiting_write *waiting_pop(struct storage *db)
+{
+	struct waiting_write *w = db->waiting;
+	if (!w)
+		return NULL;
+	db->waiting = w->next;
+	if (!db->waiting)
+		db->waiting_tail = &db->waiting;
+	db->waiting_bytes -= w->len;
+	db->waiting_count--;
+	w->next = NULL;
+	return w;
+}
+
+/* Under the lock: unlinks the writes that have waited write_wait_ms
+ * (their coordinators answered a timeout by then), for fail_waiting. */
+static struct waiting_write *waiting_expired(struct storage *db)
+{
+	uint64_t now = env_mono_us(db->o.env);
+	struct waiting_write *out = NULL, **tail = &out;
+	while (db->waiting &&
+	       now - db->waiting->since_us >= db->o.write_wait_ms * 1000) {
+		*tail = waiting_pop(db);
+		tail = &(*tail)->next;
+		db->writes_refused++;
+	}
+	return out;
+}
+
+/* Lock not held: fails and frees a list of waiting writes. */
+static void fail_waiting(struct storage *db, struct waiting_write *w)
+{
+	while (w) {
+		struct waiting_write *next = w->next;
+		post_done(db, w->done, w->arg, -1, ERR_OVERLOADED);
+		free(w);
+		w = next;
+	}
+}
+
+static int apply(struct storage *db, const struct storage_mutation *m,
+		 storage_done_fn done, void *arg, struct clpos *wait_pos,
+		 bool deferred, bool waited, bool *ack_now);
+
+/* After a flush made room, on the flush thread: applies waiting writes,
+ * oldest first, while there is room, and acknowledges them through the
+ * post hook. */
+static void take_waiting(struct storage *db)
+{
+	pthread_mutex_lock(&db->mu);
+	struct waiting_write *expired = waiting_expired(db);
+	for (;;) {
+		struct mem_use use;
+		mem_use_locked(db, &use);
+		struct waiting_write *w =
+			memtables_full(db, &use) ? NULL : waiting_pop(db);
+		if (!w)
+			break;
+		pthread_mutex_unlock(&db->mu);
+		struct storage_mutation *m =
+			storage_mutation_decode(w->data, w->len);
+		bool ack_now;
+		if (!m || apply(db, m, w->done, w->arg, NULL, false, true,
+				&ack_now) != 0)
+			post_done(db, w->done, w->arg, -1, err_code());
+		else if (ack_now)
+			post_done(db, w->done, w->arg, 0, ERR_NONE);
+		storage_mutation_delete(m);
+		free(w);
+		pthread_mutex_lock(&db->mu);
+	}
+	pthread_mutex_unlock(&db->mu);
+	fail_waiting(db, expired);
+}
+
 /* Logs and applies. With `wait_pos` (synchronous callers) no completion
  * is registered: *wait_pos gets the position to wait for instead. */
 /* `deferred` (periodic only): the record is appended without being
- * written; *ack_now then means "after storage_write_deferred". */
+ * written; *ack_now then means "after storage_write_deferred". A write
+ * with `done` that finds the memtables full, or other writes waiting
+ * for room, waits for room too (returns 0, *ack_now false); `waited`:
+ * it is such a write, taken off the queue (take_waiting). */
 static int apply(struct storage *db, const struct storage_mutation *m,
 		 storage_done_fn done, void *arg, struct clpos *wait_pos,
-		 bool deferred, bool *ack_now)
+		 bool deferred, bool waited, bool *ack_now)
 {
 	*ack_now = false;
 	pthread_mutex_lock(&db->mu);
+	struct waiting_write *expired =
+		db->waiting ? waiting_expired(db) : NULL;
 	struct table *t = engine_table_find(db, m->table_id);
 	struct mem_use use;
 	mem_use_locked(db, &use);
@@ -930,17 +1068,26 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 		rc = err_set(db->stop_code, "writes stopped: %s", db->stop_msg);
 	else if (!t)
 		rc = err_set(ERR_NOT_FOUND, "unknown table");
-	else if (memtables_full(db, &use)) {
-		/* refused writes do not reach maybe_flush below, and with
+	else if ((rc = validate(t, m)) != 0)
+		;
+	else if (memtables_full(db, &use) || (db->waiting && !waited)) {
+		/* writes that wait do not reach maybe_flush below, and with
 		 * no flush queued nothing else would make room */
 		maybe_flush(db, &use);
+		if (done && !wait_pos && !waited &&
+		    wait_for_room(db, m, done, arg) == 0) {
+			pthread_mutex_unlock(&db->mu);
+			fail_waiting(db, expired);
+			return 0;
+		}
+		db->writes_refused++;
 		rc = err_set(
 			ERR_OVERLOADED,
 			"memtables are full (memtable_heap_space %llu "
-			"MiB): flushes are behind the writes",
-			(unsigned long long)(db->o.memtable_heap_space >> 20));
-	} else {
-		rc = validate(t, m);
+			"MiB) and %zu writes wait for room: flushes are "
+			"behind the writes",
+			(unsigned long long)(db->o.memtable_heap_space >> 20),
+			db->waiting_count);
 	}
 	struct clpos pos = {0, 0};
 	bool logged = false;
@@ -981,6 +1128,7 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 	if (!rc)
 		maybe_flush(db, &use);
 	pthread_mutex_unlock(&db->mu);
+	fail_waiting(db, expired);
 	if (!rc && !logged)
 		*ack_now = true;
 	return rc;
@@ -990,7 +1138,7 @@ int storage_apply(struct storage *db, const struct storage_mutation *m,
 		  storage_done_fn done, void *arg)
 {
 	bool ack_now;
-	if (apply(db, m, done, arg, NULL, false, &ack_now))
+	if (apply(db, m, done, arg, NULL, false, false, &ack_now))
 		return -1;
 	if (ack_now && done)
 		done(arg, 0, ERR_NONE);
@@ -1009,7 +1157,7 @@ int storage_apply_deferred(struct storage *db, const struct storage_mutation *m,
 		db->acks_cap = cap;
 	}
 	bool ack_now;
-	if (apply(db, m, done, arg, NULL, true, &ack_now))
+	if (apply(db, m, done, arg, NULL, true, false, &ack_now))
 		return -1;
 	if (ack_now && done)
 		db->acks[db->nacks++] = (struct deferred_ack){done, arg};
@@ -1044,7 +1192,7 @@ int storage_apply_sync(struct storage *db, const struct storage_mutation *m)
 {
 	struct clpos pos = {0, 0};
 	bool ack_now;
-	if (apply(db, m, NULL, NULL, &pos, false, &ack_now))
+	if (apply(db, m, NULL, NULL, &pos, false, false, &ack_now))
 		return -1;
 	/* batch/group: this thread leads or joins the covering fdatasync */
 	if (pos.seg && commitlog_wait_durable(db->cl, pos)) {
@@ -1163,7 +1311,9 @@ void storage_delete(struct storage *db)
 		table_free(t);
 	}
 	buf_free(&db->scratch);
-	free(db->acks); /* never written: their callers are gone */
+	free(db->acks);     /* never written: their callers are gone */
+	while (db->waiting) /* the same */
+		free(waiting_pop(db));
 	block_cache_delete(db->cache);
 	ratelimit_delete(db->budget);
 	pthread_mutex_destroy(&db->mu);
@@ -1240,6 +1390,9 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 	out->commitlog_torn_tails = db->torn;
 	out->commitlog_replayed = db->replayed;
 	out->writes_stopped = db->writes_stopped;
+	out->writes_waiting = db->waiting_count;
+	out->writes_waited = db->writes_waited;
+	out->writes_refused = db->writes_refused;
 	pthread_mutex_unlock(&db->mu);
 	out->commitlog_segments = db->cl ? commitlog_segment_count(db->cl) : 0;
 	if (db->cl) {

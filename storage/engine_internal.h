@@ -82,6 +82,11 @@ struct storage {
 	bool memtables_full, full_announced;
 	uint64_t full_logged_us;
 	unsigned full_spells;
+	/* Writes that found them full, oldest first (storage_apply), with
+	 * their encoded bytes; counters for storage_stats. */
+	struct waiting_write *waiting, **waiting_tail;
+	size_t waiting_bytes, waiting_count;
+	uint64_t writes_waited, writes_refused;
 	struct buf scratch;
 	/* storage_apply_deferred's acknowledgements waiting for
 	 * storage_write_deferred (its caller's thread only) */

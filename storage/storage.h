@@ -124,6 +124,10 @@ struct storage_options {
 	int disk_failure_policy;
 	uint64_t memtable_heap_space;
 	double memtable_cleanup_threshold;
+	/* How long a write that finds the memtables full waits for a flush
+	 * to make room before it fails (write_request_timeout: its
+	 * coordinator has answered a timeout by then); 2 s. */
+	uint64_t write_wait_ms;
 	uint64_t compaction_throughput; /* bytes/s, 0 = unthrottled */
 	int64_t tombstone_warn_threshold;
 	int64_t tombstone_failure_threshold;
@@ -172,7 +176,15 @@ void storage_delete(struct storage *db);
  * `periodic` and for keyspaces without durable_writes (then inline, before
  * storage_apply returns), after fdatasync for `batch` and `group` (then
  * through the post hook). On -1 nothing was applied and `done` never
- * fires. */
+ * fires.
+ *
+ * While the memtables (flushing ones too) hold memtable_heap_space, a
+ * write waits, in arrival order, for a flush to make room (as
+ * Cassandra's do), then is applied from the flush thread and acknowledged
+ * through the post hook; one that waited write_wait_ms fails with
+ * ERR_OVERLOADED through it. Once the waiting writes hold a quarter of
+ * memtable_heap_space, more are refused at once (-1, ERR_OVERLOADED), and
+ * so is a write without `done`. */
 int storage_apply(struct storage *db, const struct storage_mutation *m,
 		  storage_done_fn done, void *arg);
 /* storage_apply for an event loop serving many writes a turn. Under
@@ -431,6 +443,12 @@ struct storage_stats {
 	uint64_t commitlog_gathers;
 	uint64_t commitlog_gather_us;
 	bool writes_stopped; /* a disk or commit failure stopped writes */
+	/* writes that found the memtables full: waiting now, that waited
+	 * since start, and that failed (the waiting room was full, or they
+	 * waited write_wait_ms) */
+	uint64_t writes_waiting;
+	uint64_t writes_waited;
+	uint64_t writes_refused;
 	uint64_t sstables_excluded; /* corrupt, left out (best_effort) */
 };
 int storage_stats(struct storage *db, const uint8_t *table_id,

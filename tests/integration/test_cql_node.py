@@ -156,7 +156,7 @@ def test_two_nodes_replicate_writes(make_node):
 
 def test_status_shows_the_load_of_flushed_sstables(make_node):
     # Flushes from about 330 KiB, well below memtable_heap_space, so that
-    # no write is refused while a flush runs (memtables full).
+    # writes seldom wait for room while a flush runs (memtables full).
     n = make_node(yaml(memtable_heap_space="4MiB",
                        memtable_cleanup_threshold="0.08"))
     n.start()

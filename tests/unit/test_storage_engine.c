@@ -441,8 +441,9 @@ END_TEST
  * acknowledged write is there. */
 /* One row (c = 1) of `v` under `key` in table `t`; the rc of
  * storage_apply_sync. */
-static int blob_write(struct fx *f, const struct storage_table_meta *t,
-		      const char *key, const char *v)
+static struct storage_mutation *blob_row(struct fx *f,
+					 const struct storage_table_meta *t,
+					 const char *key, const char *v)
 {
 	struct storage_mutation *m =
 		storage_mutation_new(t, (const uint8_t *)key, strlen(key));
@@ -454,9 +455,45 @@ static int blob_write(struct fx *f, const struct storage_table_meta *t,
 					      (const uint8_t *)v, strlen(v),
 					      f->ts++, 0, now_sec(f)),
 			 0);
+	return m;
+}
+
+static int blob_write(struct fx *f, const struct storage_table_meta *t,
+		      const char *key, const char *v)
+{
+	struct storage_mutation *m = blob_row(f, t, key, v);
 	int rc = storage_apply_sync(f->db, m);
 	storage_mutation_delete(m);
 	return rc;
+}
+
+struct posted {
+	pthread_mutex_t mu;
+	int posts, acks, errors;
+};
+
+static void on_ack(void *arg, int status, enum err_code code)
+{
+	struct posted *p = arg;
+	(void)code;
+	pthread_mutex_lock(&p->mu);
+	if (status == 0)
+		p->acks++;
+	else
+		p->errors++;
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* The caller's "loop": here it just runs the completion at once, counting
+ * that it went through the hook. */
+static void post_hook(void *post_arg, storage_done_fn fn, void *arg, int status,
+		      enum err_code code)
+{
+	struct posted *p = post_arg;
+	pthread_mutex_lock(&p->mu);
+	p->posts++;
+	pthread_mutex_unlock(&p->mu);
+	fn(arg, status, code);
 }
 
 /* A periodic-sync engine with its own memtable limits. */
@@ -479,34 +516,130 @@ static const char *kib_value(void)
 	return v;
 }
 
-START_TEST(writes_are_refused_while_memtables_fill_the_heap_space)
+static int posted_count(struct posted *p, const int *field)
 {
+	pthread_mutex_lock(&p->mu);
+	int n = *field;
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
+
+/* Waits (with a ceiling against a hang) until `field` reaches n. */
+static void await_posted(struct posted *p, const int *field, int n)
+{
+	for (int spin = 0; spin < 60000 && posted_count(p, field) < n; spin++)
+		usleep(1000);
+	ck_assert_int_ge(posted_count(p, field), n);
+}
+
+/* A memtable_heap_space of 1 MiB and the post hook. */
+static void fx_init_small_heap(struct fx *f, struct posted *p, const char *tag,
+			       uint64_t write_wait_ms)
+{
+	pthread_mutex_init(&p->mu, NULL);
+	fx_init_memtables(f, tag, 1 << 20, 0.25);
+	f->o.post = post_hook;
+	f->o.post_arg = p;
+	f->o.write_wait_ms = write_wait_ms;
+	restart(f);
+}
+
+/* A slow disk: writes outrun the flushes and find memtable_heap_space
+ * full. They wait for room, as Cassandra's do, instead of failing (before,
+ * they were refused, which a client sees as a failed write) or growing
+ * memory without bound (before that). Every write is acknowledged and
+ * readable. */
+START_TEST(writes_wait_while_memtables_fill_the_heap_space)
+{
+	enum { N = 3000 }; /* 3 MiB of 1 KiB values in 1 MiB */
 	struct fx f;
-	fx_init_memtables(&f, "eng-full", 1 << 20, 0.25);
-	fault_env_set_sync_delay_us(f.fe, 300000);
+	struct posted p = {.posts = 0};
+	fx_init_small_heap(&f, &p, "eng-full", 60000);
+	fault_env_set_sync_delay_us(f.fe, 20000);
 	char key[32];
 	const char *v = kib_value();
-	int taken = 0;
-	for (; taken < 100000; taken++) {
-		snprintf(key, sizeof(key), "k%d", taken);
-		int rc = blob_write(&f, f.t, key, v);
-		if (rc) {
-			ck_assert_int_eq(err_code(), ERR_OVERLOADED);
-			ck_assert_ptr_nonnull(strstr(err_msg(), "memtables"));
-			break;
-		}
-	}
-	ck_assert_int_lt(taken, 100000);
+	uint64_t most_waiting = 0;
 	struct storage_stats st;
+	for (int i = 0; i < N; i++) {
+		/* clients with 64 writes in flight */
+		await_posted(&p, &p.acks, i > 64 ? i - 64 : 0);
+		snprintf(key, sizeof(key), "k%d", i);
+		struct storage_mutation *m = blob_row(&f, f.t, key, v);
+		ck_assert_msg(storage_apply(f.db, m, on_ack, &p) == 0, "%s",
+			      err_msg());
+		storage_mutation_delete(m);
+		storage_stats(f.db, NULL, &st);
+		if (st.writes_waiting > most_waiting)
+			most_waiting = st.writes_waiting;
+	}
+	ck_assert_uint_gt(most_waiting, 0);
+	/* a write without an acknowledgement to wait for is refused */
+	ck_assert_int_eq(blob_write(&f, f.t, "sync", v), -1);
+	ck_assert_int_eq(err_code(), ERR_OVERLOADED);
+	ck_assert_ptr_nonnull(strstr(err_msg(), "wait for room"));
+	await_posted(&p, &p.acks, N);
+	ck_assert_int_eq(p.errors, 0);
 	storage_stats(f.db, NULL, &st);
-	ck_assert_uint_ge(st.memtable_bytes, 1 << 20);
+	ck_assert_uint_eq(st.writes_waiting, 0);
+	ck_assert_uint_gt(st.writes_waited, 0);
+	ck_assert_uint_eq(st.writes_refused, 1);
 	fault_env_set_sync_delay_us(f.fe, 0);
-	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
-	put(&f, "after", 1, "ok", 0);
-	for (int i = 0; i < taken; i += taken / 50 + 1) {
+	for (int i = 0; i < N; i += 97) {
 		snprintf(key, sizeof(key), "k%d", i);
 		struct storage_result *r = get(&f, key, NULL);
 		ck_assert_msg(r->row_count == 1, "%s lost", key);
+		storage_result_delete(r);
+	}
+	fx_free(&f);
+}
+END_TEST
+
+/* A stalled disk: the waiting writes hold at most a quarter of
+ * memtable_heap_space (more are refused at once), and one that waited
+ * write_wait_ms fails (its coordinator answered a timeout by then), when
+ * the next write comes or a flush ends; once the disk is back, writes are
+ * taken again and nothing acknowledged is lost. */
+START_TEST(waiting_writes_are_bounded_and_time_out)
+{
+	struct fx f;
+	struct posted p = {.posts = 0};
+	fx_init_small_heap(&f, &p, "eng-stall", 100);
+	fault_env_set_sync_delay_us(f.fe, 1500000);
+	char key[32];
+	const char *v = kib_value();
+	int applied = 0;
+	for (;; applied++) {
+		ck_assert_int_lt(applied, 100000);
+		snprintf(key, sizeof(key), "k%d", applied);
+		struct storage_mutation *m = blob_row(&f, f.t, key, v);
+		int rc = storage_apply(f.db, m, on_ack, &p);
+		storage_mutation_delete(m);
+		if (rc) {
+			ck_assert_int_eq(err_code(), ERR_OVERLOADED);
+			break;
+		}
+	}
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_gt(st.writes_waiting, 200); /* 256 KiB of them */
+	ck_assert_uint_lt(st.writes_waiting, 260);
+	uint64_t waiting = st.writes_waiting;
+	usleep(150000);
+	/* the next write finds them expired, and waits in their place */
+	struct storage_mutation *m = blob_row(&f, f.t, "late", v);
+	ck_assert_int_eq(storage_apply(f.db, m, on_ack, &p), 0);
+	storage_mutation_delete(m);
+	ck_assert_int_eq(posted_count(&p, &p.errors), (int)waiting);
+	/* the disk comes back: "late" has waited too long by then too */
+	fault_env_set_sync_delay_us(f.fe, 0);
+	await_posted(&p, &p.errors, (int)waiting + 1);
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	ck_assert_int_eq(posted_count(&p, &p.acks), applied - (int)waiting);
+	ck_assert_int_eq(blob_write(&f, f.t, "after", v), 0);
+	const char *keys[] = {"k0", "after"};
+	for (int i = 0; i < 2; i++) {
+		struct storage_result *r = get(&f, keys[i], NULL);
+		ck_assert_int_eq(r->row_count, 1);
 		storage_result_delete(r);
 	}
 	fx_free(&f);
@@ -630,35 +763,6 @@ START_TEST(block_cache_recycles_only_unheld_blocks)
 	block_cache_delete(c);
 }
 END_TEST
-
-struct posted {
-	pthread_mutex_t mu;
-	int posts, acks, errors;
-};
-
-static void on_ack(void *arg, int status, enum err_code code)
-{
-	struct posted *p = arg;
-	(void)code;
-	pthread_mutex_lock(&p->mu);
-	if (status == 0)
-		p->acks++;
-	else
-		p->errors++;
-	pthread_mutex_unlock(&p->mu);
-}
-
-/* The caller's "loop": here it just runs the completion at once, counting
- * that it went through the hook. */
-static void post_hook(void *post_arg, storage_done_fn fn, void *arg, int status,
-		      enum err_code code)
-{
-	struct posted *p = post_arg;
-	pthread_mutex_lock(&p->mu);
-	p->posts++;
-	pthread_mutex_unlock(&p->mu);
-	fn(arg, status, code);
-}
 
 /* Row `i` of partition "k", value "v". */
 static struct storage_mutation *row(struct fx *f, int i)
@@ -995,8 +1099,8 @@ int main(void)
 	tcase_add_test(tc, ttl_expires_against_the_env_clock);
 	tcase_add_test(tc, tombstone_failure_threshold_fails_the_read);
 	tcase_add_test(tc, enospc_stops_writes_keeps_reads_and_loses_nothing);
-	tcase_add_test(tc,
-		       writes_are_refused_while_memtables_fill_the_heap_space);
+	tcase_add_test(tc, writes_wait_while_memtables_fill_the_heap_space);
+	tcase_add_test(tc, waiting_writes_are_bounded_and_time_out);
 	tcase_add_test(tc,
 		       memtables_of_many_small_tables_are_flushed_when_full);
 	tcase_add_test(tc, block_cache_evicts_lru_and_keeps_held_blocks);
