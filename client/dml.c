@@ -815,14 +815,20 @@ static int delete_range(struct build *b, struct storage_mutation *mu,
 	}
 	if (i < m->ck_count) {
 		const struct restr *r = &rs[m->ck[i]];
-		if (r->has_lo) {
-			start[nstart++] =
-				slice_make(r->lo.ptr, (size_t)r->lo.len);
-			start_incl = r->lo_incl;
+		/* Bounds are in clustering order: a DESC column's lowest
+		 * value is the end of its range. */
+		bool desc = m->columns[m->ck[i]].desc;
+		bool has_first = desc ? r->has_hi : r->has_lo;
+		bool has_last = desc ? r->has_lo : r->has_hi;
+		if (has_first) {
+			const struct val *v = desc ? &r->hi : &r->lo;
+			start[nstart++] = slice_make(v->ptr, (size_t)v->len);
+			start_incl = desc ? r->hi_incl : r->lo_incl;
 		}
-		if (r->has_hi) {
-			end[nend++] = slice_make(r->hi.ptr, (size_t)r->hi.len);
-			end_incl = r->hi_incl;
+		if (has_last) {
+			const struct val *v = desc ? &r->lo : &r->hi;
+			end[nend++] = slice_make(v->ptr, (size_t)v->len);
+			end_incl = desc ? r->lo_incl : r->hi_incl;
 		}
 		for (size_t j = i + 1; j < m->ck_count; j++) {
 			const struct restr *later = &rs[m->ck[j]];

@@ -60,6 +60,9 @@ static void setup(void)
 	    "PRIMARY KEY ((p), c1, c2))");
 	ddl("CREATE TABLE ks.ttl (k int PRIMARY KEY, v int) WITH "
 	    "default_time_to_live = 100");
+	ddl("CREATE TABLE ks.rev (p text, c1 int, c2 int, v text, "
+	    "PRIMARY KEY ((p), c1, c2)) WITH CLUSTERING ORDER BY (c1 DESC, "
+	    "c2 DESC)");
 	env = env_real_new(NULL);
 	snprintf(dir, sizeof(dir), "%s", test_tmpdir("dml"));
 	snprintf(data, sizeof(data), "%s/data", dir);
@@ -70,8 +73,8 @@ static void setup(void)
 	o.data_dir = data;
 	o.commitlog_dir = log;
 	db = storage_new(&o);
-	const char *tables[] = {"kv", "wide", "ttl"};
-	for (size_t i = 0; i < 3; i++)
+	const char *tables[] = {"kv", "wide", "ttl", "rev"};
+	for (size_t i = 0; i < 4; i++)
 		ck_assert_int_eq(
 			storage_table_add(db, cql_table_meta(table(tables[i])),
 					  true),
@@ -344,6 +347,31 @@ START_TEST(deletes_cells_rows_ranges_and_partitions)
 }
 END_TEST
 
+/* On columns in DESC clustering order, a range's bounds swap ends: c1 >=
+ * 3 starts the partition. Before, "c1 >= 3" deleted every row and "c1 > 0
+ * AND c1 < 2" none. */
+START_TEST(range_deletions_on_desc_columns_delete_the_same_rows)
+{
+	for (int c1 = 1; c1 <= 3; c1++)
+		for (int c2 = 1; c2 <= 3; c2++) {
+			char q[160];
+			snprintf(q, sizeof(q),
+				 "INSERT INTO rev (p, c1, c2, v) VALUES "
+				 "('p', %d, %d, 'v')",
+				 c1, c2);
+			dml(q);
+		}
+	dml("DELETE FROM rev WHERE p = 'p' AND c1 = 2 AND c2 > 1");
+	dml("DELETE FROM rev WHERE p = 'p' AND c1 >= 3");
+	dml("DELETE FROM rev WHERE p = 'p' AND c1 > 0 AND c1 < 2");
+	struct storage_result *r = read_key("rev", "p", 1);
+	ck_assert_uint_eq(r->row_count, 1); /* (2, 1) */
+	ck_assert_uint_eq(be32_load(r->rows[0].clustering[0].ptr), 2);
+	ck_assert_uint_eq(be32_load(r->rows[0].clustering[1].ptr), 1);
+	storage_result_delete(r);
+}
+END_TEST
+
 START_TEST(ttl_and_timestamps)
 {
 	dml("INSERT INTO ttl (k, v) VALUES (1, 1)"); /* table default 100 s */
@@ -400,6 +428,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, update_adds_prepends_removes_and_sets_entries);
 	tcase_add_test(tc, keys_in_expands_and_missing_parts_are_refused);
 	tcase_add_test(tc, deletes_cells_rows_ranges_and_partitions);
+	tcase_add_test(tc,
+		       range_deletions_on_desc_columns_delete_the_same_rows);
 	tcase_add_test(tc, ttl_and_timestamps);
 	tcase_add_test(tc, compound_partition_keys_hash_like_drivers);
 	suite_add_tcase(s, tc);
