@@ -205,8 +205,16 @@ static void bind_relations(struct bind_spec *b, int nb,
 	for (size_t i = 0; i < n; i++) {
 		const struct cql_relation *r = &rels[i];
 		if (r->kind == CQL_REL_TOKEN) {
-			bind_set(b, nb, r->value, "partition key token",
+			const struct cql_term *v = r->value;
+			bind_set(b, nb, v, "partition key token",
 				 simple(STORAGE_TYPE_BIGINT));
+			/* token(k) > token(?): the key's own columns */
+			for (size_t k = 0; v->kind == CQL_TERM_FUNCTION &&
+					   k < v->count && k < m->pk_count;
+			     k++)
+				bind_set(b, nb, v->items[k],
+					 m->columns[m->pk[k]].name,
+					 m->columns[m->pk[k]].type);
 			continue;
 		}
 		if (r->kind != CQL_REL_COLUMN)

@@ -229,6 +229,52 @@ static int build_keys(struct cql_select_plan *p, struct key_restr *kr)
 	return 0;
 }
 
+/* The right side of a token() relation: a bigint, or token(values) of
+ * a partition key (Murmur3 over its key, as for a lookup). */
+static int token_of_values(struct cql_select_plan *p,
+			   const struct cql_term *value,
+			   const struct cql_value *binds, size_t nbinds,
+			   int64_t *out)
+{
+	const struct storage_table_meta *m = p->m;
+	struct slice v;
+	bool null;
+	if (value->kind != CQL_TERM_FUNCTION ||
+	    strcmp(value->text, "token") != 0) {
+		struct storage_type bigint = {.kind = STORAGE_TYPE_BIGINT};
+		if (value_of(p, value, &bigint, "partition key token", binds,
+			     nbinds, &v, &null) != 0)
+			return -1;
+		if (null || v.len != 8)
+			return err_set(ERR_INVALID, "Invalid token value");
+		*out = token_value(&v);
+		return 0;
+	}
+	if (value->count != m->pk_count)
+		return err_set(ERR_INVALID,
+			       "Invalid number of arguments in call to "
+			       "function system.token: %zu required but %zu "
+			       "provided",
+			       m->pk_count, value->count);
+	struct slice parts[16];
+	for (size_t i = 0; i < m->pk_count; i++) {
+		const struct storage_column *col = &m->columns[m->pk[i]];
+		if (value_of(p, value->items[i], &col->type, col->name, binds,
+			     nbinds, &parts[i], &null) != 0)
+			return -1;
+		if (null)
+			return err_set(ERR_INVALID,
+				       "Invalid null value for partition key "
+				       "part %s",
+				       col->name);
+	}
+	if (m->pk_count == 1) {
+		*out = murmur3_token(parts[0].ptr, parts[0].len);
+		return 0;
+	}
+	return murmur3_compound_token(parts, m->pk_count, out);
+}
+
 static int restrict_token(struct cql_select_plan *p,
 			  const struct cql_relation *r,
 			  const struct cql_value *binds, size_t nbinds)
@@ -241,15 +287,9 @@ static int restrict_token(struct cql_select_plan *p,
 		return err_set(ERR_INVALID,
 			       "The token function arguments must be "
 			       "the partition key columns, in order");
-	struct storage_type bigint = {.kind = STORAGE_TYPE_BIGINT};
-	struct slice v;
-	bool null;
-	if (value_of(p, r->value, &bigint, "partition key token", binds, nbinds,
-		     &v, &null) != 0)
+	int64_t t;
+	if (token_of_values(p, r->value, binds, nbinds, &t) != 0)
 		return -1;
-	if (null || v.len != 8)
-		return err_set(ERR_INVALID, "Invalid token value");
-	int64_t t = token_value(&v);
 	p->scan = true;
 	switch (r->op) {
 	case CQL_OP_GT:
