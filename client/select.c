@@ -943,21 +943,34 @@ static bool before_position(const struct cql_select_plan *p,
 	return (p->cmd.reverse ? -c : c) <= 0;
 }
 
+static bool passes_filters(const struct cql_select_plan *p,
+			   const struct storage_row_view *row,
+			   const struct storage_row_view *stat);
+
 size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
 				const struct storage_result *r, size_t k)
 {
-	/* As the encoder sees it: a partition with only a live static row is
-	 * one row unless the clustering was restricted. */
-	bool static_live = r->static_row && r->static_row->cell_count > 0;
-	size_t n = r->row_count ? r->row_count
-				: (static_live && !p->clustering_restricted);
-	if (!is_position_partition(p, r, k))
-		return n;
-	if (p->pos.whole)
+	/* As the encoder sees them: a partition with only a live static row
+	 * is one row unless the clustering was restricted, DISTINCT takes a
+	 * partition's first row, and rows that fail the filters are not
+	 * counted (a page is of rows sent; counting the others cut pages
+	 * short, even empty, and drivers stop at an empty page). */
+	const struct storage_row_view *stat = r->static_row;
+	bool static_live = stat && stat->cell_count > 0;
+	bool at_pos = is_position_partition(p, r, k);
+	if (at_pos && p->pos.whole)
 		return 0;
+	if (!r->row_count || p->distinct) {
+		const struct storage_row_view *first =
+			r->row_count ? &r->rows[0] : NULL;
+		bool shown =
+			first || (static_live && !p->clustering_restricted);
+		return shown && passes_filters(p, first, stat);
+	}
 	size_t fresh = 0;
 	for (size_t i = 0; i < r->row_count; i++)
-		fresh += !before_position(p, &r->rows[i]);
+		fresh += !(at_pos && before_position(p, &r->rows[i])) &&
+			 passes_filters(p, &r->rows[i], stat);
 	return fresh;
 }
 

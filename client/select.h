@@ -64,8 +64,10 @@ const struct storage_read_cmd *
 cql_select_plan_cmd(const struct cql_select_plan *p);
 const uint8_t *cql_select_plan_table_id(const struct cql_select_plan *p);
 /* Stop reading once this many new rows are found (the page, the LIMIT
- * left, or the cap, plus one). Result `k` of a read (k-th partition read)
- * adds cql_select_plan_rows_new() rows: those past the resume point. */
+ * left, or the cap, plus one). Result `k` of a read (k-th partition kept)
+ * adds cql_select_plan_rows_new() rows: those the encoder would send,
+ * past the resume point and passing the filters; one that adds none need
+ * not be kept. */
 size_t cql_select_plan_row_budget(const struct cql_select_plan *p);
 size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
 				const struct storage_result *r, size_t k);

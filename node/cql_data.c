@@ -659,6 +659,13 @@ static int job_keep(struct read_job *j, const struct cql_table *t,
 				     cql_select_plan_cmd(j->plan),
 				     env_wall_us(j->d->env) / 1000000, &r) != 0)
 		return -1;
+	/* A partition with no row to send (all filtered out, deleted, or
+	 * sent already) is not kept: a filtered scan may look at many. */
+	size_t fresh = cql_select_plan_rows_new(j->plan, r, j->count);
+	if (!fresh) {
+		storage_result_delete(r);
+		return 0;
+	}
 	if (j->count == j->cap) {
 		size_t cap = j->cap ? j->cap * 2 : 16;
 		struct storage_result **p =
@@ -670,7 +677,7 @@ static int job_keep(struct read_job *j, const struct cql_table *t,
 		j->results = p;
 		j->cap = cap;
 	}
-	j->rows += cql_select_plan_rows_new(j->plan, r, j->count);
+	j->rows += fresh;
 	j->results[j->count++] = r;
 	return 0;
 }

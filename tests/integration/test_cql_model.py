@@ -1,22 +1,24 @@
 """Random writes and reads through the stock driver, checked against a
 model of CQL's semantics: tables in every clustering order, row and range
 deletions (on either clustering column, bounds open or closed), slices,
-reversed ORDER BY, LIMIT and paging, with flushes in between so memtables
-and SSTables merge. A range deletion on a DESC column once deleted the
+reversed ORDER BY, LIMIT, ALLOW FILTERING and paging, with flushes in
+between so memtables and SSTables merge. A range deletion on a DESC column once deleted the
 wrong rows (`c1 >= 3` deleted every row); this is the test that catches
 such a thing on every path at once."""
 import random
+import struct
 import subprocess
 
 import pytest
 from cassandra.cluster import Cluster
+from cassandra.metadata import Murmur3Token
 from cassandra.query import SimpleStatement
 
 from conftest import BUILD_DIR, default_yaml
 
 ADDRESS = "127.0.5.1"  # a block of its own: suites run in parallel
 ORDERS = [("ASC", "ASC"), ("ASC", "DESC"), ("DESC", "ASC"), ("DESC", "DESC")]
-KEYS, C1S, C2S = 3, 6, 4
+KEYS, C1S, C2S, VALUES = 3, 6, 4, 4
 OPS = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
        "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
        "=": lambda a, b: a == b}
@@ -71,7 +73,7 @@ def write(s, t, rng):
     c1, c2 = rng.randrange(C1S), rng.randrange(C2S)
     p = rng.random()
     if p < 0.55:
-        v = rng.randrange(1000)
+        v = rng.randrange(VALUES)
         s.execute(f"INSERT INTO {t.name} (k, c1, c2, v) VALUES "
                   f"({k}, {c1}, {c2}, {v})")
         t.rows[(k, c1, c2)] = v
@@ -97,10 +99,28 @@ def write(s, t, rng):
             del t.rows[key]
 
 
+def token(k):
+    return Murmur3Token.from_key(struct.pack(">i", k)).value
+
+
 def read(s, t, rng):
     """One random query, compared with the model."""
     k = rng.randrange(KEYS)
     where, pred = f"k = {k}", (lambda r: r[0] == k)
+    p = rng.random()
+    if p < 0.15:
+        # a filtered scan of every partition, in token order
+        v = rng.randrange(VALUES)
+        q = (f"SELECT k, c1, c2, v FROM {t.name} WHERE v = {v} "
+             "ALLOW FILTERING")
+        want = []
+        for key in sorted(range(KEYS), key=token):
+            want += t.order([(r[0], r[1], r[2], w) for r, w in
+                             t.rows.items() if r[0] == key and w == v], False)
+        got = [tuple(r) for r in s.execute(SimpleStatement(
+            q, fetch_size=rng.choice([1, 2, 5000])))]
+        assert got == want, q
+        return
     p = rng.random()
     if p < 0.4:
         text, c1_pred = bounds(rng, "c1", C1S)
@@ -115,6 +135,10 @@ def read(s, t, rng):
         c1s = rng.sample(range(C1S), rng.randrange(1, 4))
         where += f" AND c1 IN ({', '.join(map(str, c1s))})"
         pred = (lambda r: r[0] == k and r[1] in c1s)
+    if rng.random() < 0.25:
+        v = rng.randrange(VALUES)
+        where += f" AND v = {v}"
+        pred = (lambda r, p=pred: p(r) and t.rows[r] == v)
     reverse = rng.random() < 0.4
     order = ""
     if reverse or rng.random() < 0.2:
@@ -122,7 +146,8 @@ def read(s, t, rng):
         order = f" ORDER BY c1 {first}"
     limit = rng.choice([None, None, 1, 3, 7])
     q = f"SELECT k, c1, c2, v FROM {t.name} WHERE {where}{order}" + (
-        f" LIMIT {limit}" if limit else "")
+        f" LIMIT {limit}" if limit else "") + (
+        " ALLOW FILTERING" if " v = " in where else "")
     want = t.order([(key[0], key[1], key[2], v)
                     for key, v in t.rows.items() if pred(key)], reverse)
     want = want[:limit] if limit else want
