@@ -442,6 +442,7 @@ struct cql_flush {
 	struct storage *db;
 	struct loopq *q;
 	size_t n;
+	bool compact; /* a major compaction of each table instead */
 	int status;
 	char msg[256];
 	cql_service_done_fn done;
@@ -453,7 +454,9 @@ static void flush_job_run(struct work *w)
 {
 	struct cql_flush *j = (struct cql_flush *)w;
 	for (size_t i = 0; i < (j->n ? j->n : 1) && j->status == 0; i++)
-		j->status = storage_flush(j->db, j->n ? j->ids[i] : NULL);
+		j->status = j->compact ? storage_compact(j->db, j->ids[i], true)
+				       : storage_flush(j->db,
+						       j->n ? j->ids[i] : NULL);
 	if (j->status)
 		snprintf(j->msg, sizeof(j->msg), "%s", err_msg());
 	loopq_post(j->q, &j->done_item);
@@ -470,7 +473,7 @@ static void flush_job_done(struct loopq_item *it)
 
 struct cql_flush *cql_service_flush_prepare(struct cql_service *s,
 					    const uint8_t (*table_ids)[16],
-					    size_t n)
+					    size_t n, bool compact)
 {
 	if (!s->maintenance &&
 	    !(s->maintenance = workers_new_background(1, "maintenance")))
@@ -484,6 +487,7 @@ struct cql_flush *cql_service_flush_prepare(struct cql_service *s,
 	j->db = s->db;
 	j->q = s->q;
 	j->n = n;
+	j->compact = compact;
 	if (n)
 		memcpy(j->ids, table_ids, n * sizeof(j->ids[0]));
 	j->work.run = flush_job_run;

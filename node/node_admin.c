@@ -20,7 +20,9 @@
 #include "node/node_internal.h"
 #include "node/transport.h"
 #include "ring/ring.h"
+#include "storage/storage.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -660,11 +662,13 @@ static void flush_done(void *arg, int status, const char *msg)
 	admin_reply_finish(r, 0, "", "");
 }
 
-/* Queues a flush of `n` tables (0: all) and answers when it is done. */
-static int flush_deferred(struct node *n, const uint8_t (*ids)[16], size_t nt,
-			  struct buf *err)
+/* Queues a flush of `n` tables (0: all), or a major compaction of each,
+ * and answers when it is done. */
+static int maintenance_deferred(struct node *n, const uint8_t (*ids)[16],
+				size_t nt, bool compact, struct buf *err)
 {
-	struct cql_flush *f = cql_service_flush_prepare(n->cql, ids, nt);
+	struct cql_flush *f =
+		cql_service_flush_prepare(n->cql, ids, nt, compact);
 	struct admin_reply *r = f ? admin_defer(n->admin) : NULL;
 	if (!r) {
 		buf_printf(err, "error: %s\n", err_msg());
@@ -675,55 +679,161 @@ static int flush_deferred(struct node *n, const uint8_t (*ids)[16], size_t nt,
 	return ADMIN_PENDING;
 }
 
-/* nodetool flush [keyspace [tables...]]: memtables to SSTables. */
-static int cmd_flush(void *arg, size_t argc, const char *const *argv,
-		     struct buf *out, struct buf *err)
+/* The tables `[keyspace [tables...]]` names (no keyspace: every table of
+ * the keyspaces that are not the system ones), or -1 with err written.
+ * *out is malloc'd (NULL when there are none); the metas are the
+ * schema's, valid until it changes. */
+static int tables_named(struct node *n, size_t argc, const char *const *argv,
+			const struct storage_table_meta ***out, size_t *count,
+			struct buf *err)
 {
-	(void)out;
+	const struct cql_schema *schema = cql_service_schema(n->cql);
+	*out = NULL;
+	*count = 0;
+	if (argc > 0 && !cql_schema_keyspace(schema, argv[0])) {
+		buf_printf(err, "error: Keyspace [%s] does not exist.\n",
+			   argv[0]);
+		return -1;
+	}
+	for (size_t a = 1; a < argc; a++)
+		if (!cql_schema_table(schema, argv[0], argv[a])) {
+			buf_printf(err,
+				   "error: Unknown table %s in keyspace %s\n",
+				   argv[a], argv[0]);
+			return -1;
+		}
+	size_t cap = 0;
+	for (size_t i = 0; i < cql_schema_keyspace_count(schema); i++) {
+		const struct cql_keyspace *k =
+			cql_schema_keyspace_at(schema, i);
+		if (argc ? strcmp(cql_keyspace_meta(k)->name, argv[0]) != 0
+			 : cql_keyspace_is_system(k))
+			continue;
+		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
+			const struct storage_table_meta *t =
+				cql_table_meta(cql_keyspace_table_at(k, j));
+			bool wanted = argc <= 1;
+			for (size_t a = 1; a < argc && !wanted; a++)
+				wanted = strcmp(argv[a], t->name) == 0;
+			if (!wanted)
+				continue;
+			if (*count == cap) {
+				cap = cap ? 2 * cap : 16;
+				const struct storage_table_meta **more =
+					realloc(*out, cap * sizeof(**out));
+				if (!more) {
+					free(*out);
+					*out = NULL;
+					buf_printf(err,
+						   "error: out of memory\n");
+					return -1;
+				}
+				*out = more;
+			}
+			(*out)[(*count)++] = t;
+		}
+	}
+	return 0;
+}
+
+/* nodetool flush / compact [keyspace [tables...]]. */
+static int flush_or_compact(void *arg, size_t argc, const char *const *argv,
+			    struct buf *err, bool compact)
+{
 	struct node *n = arg;
 	if (!n->cql) {
 		buf_printf(err, "error: this node serves no data\n");
 		return 2;
 	}
-	if (argc == 0)
-		return flush_deferred(n, NULL, 0, err);
-	const struct cql_keyspace *k =
-		cql_schema_keyspace(cql_service_schema(n->cql), argv[0]);
-	if (!k) {
-		buf_printf(err, "error: Keyspace [%s] does not exist.\n",
-			   argv[0]);
+	if (argc == 0 && !compact)
+		return maintenance_deferred(n, NULL, 0, false, err);
+	const struct storage_table_meta **tables;
+	size_t m;
+	if (tables_named(n, argc, argv, &tables, &m, err) != 0)
 		return 2;
-	}
-	size_t nt = cql_keyspace_table_count(k);
-	if (nt == 0)
-		return 0;
-	uint8_t(*ids)[16] = calloc(nt, sizeof(*ids));
-	if (!ids) {
+	uint8_t(*ids)[16] = m ? calloc(m, sizeof(*ids)) : NULL;
+	if (m && !ids) {
+		free(tables);
 		buf_printf(err, "error: out of memory\n");
 		return 2;
 	}
-	size_t m = 0;
-	for (size_t i = 0; i < nt; i++) {
-		const struct storage_table_meta *t =
-			cql_table_meta(cql_keyspace_table_at(k, i));
-		bool wanted = argc == 1;
-		for (size_t a = 1; a < argc && !wanted; a++)
-			wanted = strcmp(argv[a], t->name) == 0;
-		if (wanted)
-			memcpy(ids[m++], t->id, 16);
-	}
-	for (size_t a = 1; a < argc; a++)
-		if (!cql_schema_table(cql_service_schema(n->cql), argv[0],
-				      argv[a])) {
-			buf_printf(err,
-				   "error: Unknown table %s in keyspace %s\n",
-				   argv[a], argv[0]);
-			free(ids);
-			return 2;
-		}
-	int rc = m ? flush_deferred(n, (const uint8_t(*)[16])ids, m, err) : 0;
+	for (size_t i = 0; i < m; i++)
+		memcpy(ids[i], tables[i]->id, 16);
+	int rc = m ? maintenance_deferred(n, (const uint8_t(*)[16])ids, m,
+					  compact, err)
+		   : 0;
 	free(ids);
+	free(tables);
 	return rc;
+}
+
+/* nodetool flush [keyspace [tables...]]: memtables to SSTables. */
+static int cmd_flush(void *arg, size_t argc, const char *const *argv,
+		     struct buf *out, struct buf *err)
+{
+	(void)out;
+	return flush_or_compact(arg, argc, argv, err, false);
+}
+
+/* nodetool compact [keyspace [tables...]]: a major compaction of each
+ * table (its SSTables merged into one, purgeable tombstones dropped). */
+static int cmd_compact(void *arg, size_t argc, const char *const *argv,
+		       struct buf *out, struct buf *err)
+{
+	(void)out;
+	return flush_or_compact(arg, argc, argv, err, true);
+}
+
+/* nodetool tablestats [keyspace [tables...]]: what the engine holds for
+ * each table, under nodetool's names. */
+static int cmd_tablestats(void *arg, size_t argc, const char *const *argv,
+			  struct buf *out, struct buf *err)
+{
+	struct node *n = arg;
+	if (!n->cql) {
+		buf_printf(err, "error: this node serves no data\n");
+		return 2;
+	}
+	const struct storage_table_meta **tables;
+	size_t m;
+	if (tables_named(n, argc, argv, &tables, &m, err) != 0)
+		return 2;
+	struct storage *db = cql_service_storage(n->cql);
+	buf_printf(out, "Total number of tables: %zu\n", m);
+	const char *keyspace = NULL;
+	for (size_t i = 0; i < m; i++) {
+		const struct storage_table_meta *t = tables[i];
+		struct storage_stats st;
+		if (storage_stats(db, t->id, &st) != 0)
+			continue;
+		if (!keyspace || strcmp(keyspace, t->keyspace) != 0) {
+			keyspace = t->keyspace;
+			buf_printf(out, "----------------\nKeyspace : %s\n",
+				   keyspace);
+		}
+		buf_printf(out, "\t\tTable: %s\n", t->name);
+		const struct {
+			const char *name;
+			uint64_t value;
+		} rows[] = {
+			{"SSTable count", st.sstable_count},
+			{"Space used (live)", st.sstable_bytes},
+			{"Number of partitions (estimate)",
+			 st.estimated_partitions},
+			{"Memtable data size", st.memtable_data_bytes},
+			{"Memtable off heap memory used", st.memtable_bytes},
+			{"Memtable switch count", st.flushes},
+			{"Compactions completed", st.compactions},
+			{"SSTables left out as corrupt", st.sstables_excluded},
+		};
+		for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+			buf_printf(out, "\t\t%s: %" PRIu64 "\n", rows[r].name,
+				   rows[r].value);
+		buf_printf(out, "\n");
+	}
+	buf_printf(out, "----------------\n");
+	free(tables);
+	return 0;
 }
 
 /* nodetool drain: stop serving clients, leave gossip (peers mark us DN at
@@ -744,7 +854,7 @@ static int cmd_drain(void *arg, size_t argc, const char *const *argv,
 		gossip_announce_shutdown(n->gossip);
 		n->drained = true;
 	}
-	return n->cql ? flush_deferred(n, NULL, 0, err) : 0;
+	return n->cql ? maintenance_deferred(n, NULL, 0, false, err) : 0;
 }
 
 static int cmd_stopdaemon(void *arg, size_t argc, const char *const *argv,
@@ -797,6 +907,14 @@ int node_admin_register(struct node *n)
 		 cmd_version},
 		{"flush", "flush [ks [tables]]   write memtables to SSTables",
 		 cmd_flush},
+		{"compact",
+		 "compact [ks [tables]] merge each table's SSTables into one "
+		 "(a major compaction)",
+		 cmd_compact},
+		{"tablestats",
+		 "tablestats [ks [tables]]  SSTables, space used, partitions "
+		 "and memtables per table",
+		 cmd_tablestats},
 		{"drain",
 		 "drain                 stop serving clients, announce "
 		 "shutdown, stop gossiping, flush every memtable",

@@ -483,11 +483,15 @@ static int run_job(struct job *j, struct sstable **out)
 	return *out ? 0 : -1;
 }
 
-/* One compaction of `t` if one applies: 1 done, 0 nothing to do, -1. */
+/* One compaction of `t` if one applies: 1 done, 0 nothing to do, -1. A
+ * major one (asked for: storage_compact) waits for a background one of
+ * the table to end first, rather than leaving the table as it was. */
 static int compact_once(struct storage *db, struct table *t, bool major)
 {
 	struct job j = {.db = db, .t = t};
 	pthread_mutex_lock(&db->mu);
+	while (major && t->compacting && !db->stopping)
+		pthread_cond_wait(&db->done, &db->mu);
 	if (t->compacting || t->truncating) {
 		pthread_mutex_unlock(&db->mu);
 		return 0;
@@ -553,7 +557,7 @@ int storage_compact(struct storage *db, const uint8_t table_id[16], bool major)
 	pthread_mutex_lock(&db->mu);
 	struct table *t = engine_table_find(db, table_id);
 	/* wait for a background compaction of the table to finish */
-	while (t && t->compacting)
+	while (t && t->compacting && !major)
 		pthread_cond_wait(&db->done, &db->mu);
 	pthread_mutex_unlock(&db->mu);
 	if (!t)

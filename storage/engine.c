@@ -1368,10 +1368,13 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 		if (table_id && memcmp(t->meta->id, table_id, 16) != 0)
 			continue;
 		out->memtable_bytes += memtable_bytes(t->active);
+		out->memtable_data_bytes += memtable_data_bytes(t->active);
 		out->estimated_partitions +=
 			atomic_load(&t->active->parts.count);
 		for (size_t i = 0; i < t->flushing_count; i++) {
 			out->memtable_bytes += memtable_bytes(t->flushing[i]);
+			out->memtable_data_bytes +=
+				memtable_data_bytes(t->flushing[i]);
 			out->estimated_partitions +=
 				atomic_load(&t->flushing[i]->parts.count);
 		}

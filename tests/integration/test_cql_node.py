@@ -188,6 +188,48 @@ def test_status_shows_the_load_of_flushed_sstables(make_node):
     n.kill()
 
 
+def tool(*args):
+    return subprocess.run([str(BUILD_DIR / "node" / "cassini-tool"), "-h",
+                           ADDRESS, *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_tablestats_and_compact(node):
+    """nodetool's tablestats and compact: flushes leave SSTables that
+    tablestats counts, compact merges them into one, and both name a
+    keyspace or table that does not exist."""
+    cluster, s = connect()
+    s.execute("CREATE KEYSPACE app WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TABLE app.t (k int PRIMARY KEY, v text)")
+    s.execute("CREATE TABLE app.other (k int PRIMARY KEY)")
+    for part in range(3):
+        for k in range(100):
+            s.execute("INSERT INTO app.t (k, v) VALUES (%s, %s)",
+                      (part * 100 + k, "x" * 100))
+        assert tool("flush", "app", "t").returncode == 0
+
+    def stats(*args):
+        r = tool("tablestats", *args)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+    out = stats("app", "t")
+    assert out.startswith("Total number of tables: 1\n"), out
+    assert "Keyspace : app\n\t\tTable: t\n\t\tSSTable count: 3\n" in out
+    assert "Number of partitions (estimate): 300\n" in out
+    assert "Memtable switch count: 3\n" in out
+    assert "Total number of tables: 2\n" in stats()  # every user table
+    assert tool("compact", "app", "t").returncode == 0
+    out = stats("app", "t")
+    assert "SSTable count: 1\n" in out and "Compactions completed: 1\n" \
+        in out, out
+    assert s.execute("SELECT count(*) FROM app.t").one().count == 300
+    for args in (("tablestats", "nope"), ("compact", "app", "nope")):
+        r = tool(*args)
+        assert r.returncode == 2 and "nope" in r.stderr, r
+    cluster.shutdown()
+
+
 def test_batch_size_guards(node):
     """batch_size_warn_threshold (5KiB) answers with a warning,
     batch_size_fail_threshold (50KiB) refuses; an unlogged batch over more
