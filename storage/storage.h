@@ -421,7 +421,7 @@ int storage_truncate(struct storage *db, const uint8_t table_id[16]);
 int64_t storage_truncated_at(struct storage *db, const uint8_t table_id[16]);
 
 struct storage_stats {
-	uint64_t memtable_bytes; /* exact arena bytes of live memtables */
+	uint64_t memtable_bytes;      /* exact arena bytes of live memtables */
 	uint64_t memtable_data_bytes; /* what the writes in them hold */
 	uint64_t sstable_count;
 	uint64_t sstable_bytes;
