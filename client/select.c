@@ -11,13 +11,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum out_kind { OUT_COLUMN, OUT_WRITETIME, OUT_TTL, OUT_TOKEN, OUT_COUNT };
+enum out_kind {
+	OUT_COLUMN,
+	OUT_WRITETIME,
+	OUT_TTL,
+	OUT_TOKEN,
+	OUT_COUNT, /* count(*) */
+	OUT_AGG,   /* an aggregate of a column: agg */
+};
+
+/* Cassandra's native aggregates of one column. */
+enum agg_fn { AGG_COUNT, AGG_MIN, AGG_MAX, AGG_SUM, AGG_AVG };
 
 struct out_col {
 	enum out_kind kind;
 	int column;
 	const char *name;
 	struct storage_type type;
+	enum agg_fn agg; /* OUT_AGG */
 };
 
 struct filter {
@@ -57,7 +68,7 @@ struct cql_select_plan {
 	size_t nfilters;
 	size_t per_partition_limit;
 	bool distinct;
-	bool count;
+	bool aggregate; /* count(*) or aggregates: one row of them */
 	bool clustering_restricted;
 	/* Paging: the user's LIMIT (SIZE_MAX: none), rows per page, and where
 	 * the previous page stopped. */
@@ -581,7 +592,8 @@ static int add_out(struct cql_select_plan *p, enum out_kind k, int column,
 	const char *copy = arena_strdup(p->a, name);
 	if (!copy)
 		return -1;
-	p->outs[p->nouts++] = (struct out_col){k, column, copy, type};
+	p->outs[p->nouts++] = (struct out_col){
+		.kind = k, .column = column, .name = copy, .type = type};
 	return 0;
 }
 
@@ -590,13 +602,17 @@ static int plan_star(struct cql_select_plan *p)
 	const struct storage_table_meta *m = p->m;
 	/* Schema names outlive the plan: no copies needed here. */
 	for (size_t i = 0; i < m->pk_count; i++)
-		p->outs[p->nouts++] = (struct out_col){
-			OUT_COLUMN, m->pk[i], m->columns[m->pk[i]].name,
-			m->columns[m->pk[i]].type};
+		p->outs[p->nouts++] =
+			(struct out_col){.kind = OUT_COLUMN,
+					 .column = m->pk[i],
+					 .name = m->columns[m->pk[i]].name,
+					 .type = m->columns[m->pk[i]].type};
 	for (size_t i = 0; i < m->ck_count; i++)
-		p->outs[p->nouts++] = (struct out_col){
-			OUT_COLUMN, m->ck[i], m->columns[m->ck[i]].name,
-			m->columns[m->ck[i]].type};
+		p->outs[p->nouts++] =
+			(struct out_col){.kind = OUT_COLUMN,
+					 .column = m->ck[i],
+					 .name = m->columns[m->ck[i]].name,
+					 .type = m->columns[m->ck[i]].type};
 	size_t first = p->nouts;
 	for (size_t c = 0; c < m->column_count; c++) {
 		uint8_t kind = m->columns[c].kind;
@@ -610,10 +626,78 @@ static int plan_star(struct cql_select_plan *p)
 			p->outs[at] = p->outs[at - 1];
 			at--;
 		}
-		p->outs[at] =
-			(struct out_col){OUT_COLUMN, (int)c, m->columns[c].name,
-					 m->columns[c].type};
+		p->outs[at] = (struct out_col){.kind = OUT_COLUMN,
+					       .column = (int)c,
+					       .name = m->columns[c].name,
+					       .type = m->columns[c].type};
 	}
+	return 0;
+}
+
+/* The width of an integer type's values, or 0 for a type that is not. */
+static size_t int_width(uint16_t kind)
+{
+	switch (kind) {
+	case STORAGE_TYPE_TINYINT:
+		return 1;
+	case STORAGE_TYPE_SMALLINT:
+		return 2;
+	case STORAGE_TYPE_INT:
+		return 4;
+	case STORAGE_TYPE_BIGINT:
+		return 8;
+	default:
+		return 0;
+	}
+}
+
+/* count(col), min, max, sum and avg of one column, as Cassandra's native
+ * aggregates: sum and avg of the integer and floating types (varint and
+ * decimal would need arbitrary precision), min and max of any type that is
+ * not a collection. NULL values are skipped. */
+static int plan_aggregate(struct cql_select_plan *p,
+			  const struct cql_selector *s, enum agg_fn fn)
+{
+	const struct storage_table_meta *m = p->m;
+	if (s->arg_count != 1 || s->args[0].kind != CQL_SEL_COLUMN)
+		return err_set(ERR_INVALID,
+			       "Invalid number of arguments in call to "
+			       "function system.%s: 1 required",
+			       s->name);
+	int c = cql_table_column(p->t, s->args[0].name);
+	if (c < 0)
+		return err_set(ERR_INVALID, "Undefined column name %s",
+			       s->args[0].name);
+	struct storage_type type = m->columns[c].type;
+	uint16_t k = type.kind;
+	bool numeric = int_width(k) || k == STORAGE_TYPE_FLOAT ||
+		       k == STORAGE_TYPE_DOUBLE;
+	if ((fn == AGG_SUM || fn == AGG_AVG) && !numeric)
+		return err_set(
+			k == STORAGE_TYPE_VARINT || k == STORAGE_TYPE_DECIMAL
+				? ERR_UNSUPPORTED
+				: ERR_INVALID,
+			"%s of a %s column is not supported%s", s->name,
+			k == STORAGE_TYPE_VARINT    ? "varint"
+			: k == STORAGE_TYPE_DECIMAL ? "decimal"
+						    : "non-numeric",
+			k == STORAGE_TYPE_VARINT || k == STORAGE_TYPE_DECIMAL
+				? " by Cassini yet"
+				: "");
+	if (fn != AGG_COUNT && storage_type_is_collection(k))
+		return err_set(ERR_INVALID,
+			       "Invalid call to function system.%s on the "
+			       "collection %s",
+			       s->name, m->columns[c].name);
+	if (fn == AGG_COUNT)
+		type = (struct storage_type){.kind = STORAGE_TYPE_BIGINT};
+	char name[160];
+	snprintf(name, sizeof(name), "system.%s(%s)", s->name,
+		 m->columns[c].name);
+	if (add_out(p, OUT_AGG, c, s->alias ? s->alias : name, type) != 0)
+		return -1;
+	p->outs[p->nouts - 1].agg = fn;
+	p->aggregate = true;
 	return 0;
 }
 
@@ -626,7 +710,7 @@ static int plan_selector(struct cql_select_plan *p,
 	if (s->kind == CQL_SEL_COUNT_STAR ||
 	    (s->kind == CQL_SEL_FUNCTION && strcmp(s->name, "count") == 0 &&
 	     s->arg_count == 1 && s->args[0].kind == CQL_SEL_TERM)) {
-		p->count = true;
+		p->aggregate = true;
 		return add_out(p, OUT_COUNT, -1, s->alias ? s->alias : "count",
 			       bigint);
 	}
@@ -666,6 +750,17 @@ static int plan_selector(struct cql_select_plan *p,
 		return add_out(p, OUT_TOKEN, -1, s->alias ? s->alias : name,
 			       bigint);
 	}
+	static const struct {
+		const char *name;
+		enum agg_fn fn;
+	} aggs[] = {{"count", AGG_COUNT},
+		    {"min", AGG_MIN},
+		    {"max", AGG_MAX},
+		    {"sum", AGG_SUM},
+		    {"avg", AGG_AVG}};
+	for (size_t i = 0; i < sizeof(aggs) / sizeof(aggs[0]); i++)
+		if (strcmp(s->name, aggs[i].name) == 0)
+			return plan_aggregate(p, s, aggs[i].fn);
 	bool wt = strcmp(s->name, "writetime") == 0,
 	     ttl = strcmp(s->name, "ttl") == 0;
 	if (!wt && !ttl)
@@ -790,12 +885,15 @@ struct cql_select_plan *cql_select_plan_new(struct arena *a,
 		for (size_t i = 0; i < q->selector_count; i++)
 			if (plan_selector(p, &q->selectors[i]) != 0)
 				goto fail;
-		if (p->count && p->nouts > 1) {
-			err_set(ERR_UNSUPPORTED, "count(*) together with other "
-						 "selections is not supported "
-						 "by Cassini yet");
-			goto fail;
-		}
+		for (size_t i = 0; p->aggregate && i < p->nouts; i++)
+			if (p->outs[i].kind != OUT_COUNT &&
+			    p->outs[i].kind != OUT_AGG) {
+				err_set(ERR_UNSUPPORTED,
+					"Aggregates together with other "
+					"selections are not supported by "
+					"Cassini yet");
+				goto fail;
+			}
 	}
 	if (q->distinct) {
 		for (size_t i = 0; i < p->nouts; i++) {
@@ -824,13 +922,13 @@ struct cql_select_plan *cql_select_plan_new(struct arena *a,
 	p->per_partition_limit = ppl;
 	p->cmd.with_static = true;
 	/* Filters need every row; otherwise the engine can stop early. */
-	if (!p->nfilters && !p->count && !p->distinct && p->key_count == 1)
+	if (!p->nfilters && !p->aggregate && !p->distinct && p->key_count == 1)
 		p->cmd.limit =
 			(uint32_t)(ppl && ppl < p->user_limit ? ppl
 				   : p->user_limit < CQL_SELECT_MAX_ROWS + 1
 					   ? p->user_limit
 					   : CQL_SELECT_MAX_ROWS + 1);
-	else if (!p->nfilters && !p->count && ppl)
+	else if (!p->nfilters && !p->aggregate && ppl)
 		p->cmd.limit = (uint32_t)ppl;
 	if (p->distinct)
 		p->cmd.limit = 1;
@@ -867,7 +965,7 @@ bool cql_select_plan_is_scan(const struct cql_select_plan *p)
 
 bool cql_select_plan_is_aggregate(const struct cql_select_plan *p)
 {
-	return p->count;
+	return p->aggregate;
 }
 
 void cql_select_plan_range(const struct cql_select_plan *p, int64_t *start,
@@ -899,7 +997,7 @@ const uint8_t *cql_select_plan_table_id(const struct cql_select_plan *p)
 
 size_t cql_select_plan_row_budget(const struct cql_select_plan *p)
 {
-	if (p->count)
+	if (p->aggregate)
 		return SIZE_MAX;
 	size_t left = p->user_limit - (size_t)p->pos.emitted;
 	/* One row past the page tells a full page from the last one. */
@@ -979,7 +1077,7 @@ static int page_decode(struct cql_select_plan *p, const struct slice *state);
 int cql_select_plan_page(struct cql_select_plan *p, int32_t page_size,
 			 const struct slice *state)
 {
-	if (p->count)
+	if (p->aggregate)
 		return 0; /* one row, whatever the page size */
 	if (page_size > 0) {
 		p->paged = true;
@@ -1139,6 +1237,140 @@ static bool passes_filters(const struct cql_select_plan *p,
 	return true;
 }
 
+/* The value of a column that is not a collection in a row: a partition
+ * key part, a clustering value or a cell. false when it has none. */
+static bool column_value(const struct cql_select_plan *p,
+			 const struct storage_result *r,
+			 const struct storage_row_view *row,
+			 const struct storage_row_view *stat, int column,
+			 struct slice *v)
+{
+	const struct storage_column *col = &p->m->columns[column];
+	if (col->kind == STORAGE_COLUMN_PARTITION_KEY) {
+		*v = key_part(p->m, r->key, col->position);
+		return true;
+	}
+	if (col->kind == STORAGE_COLUMN_CLUSTERING) {
+		if (!row || col->position >= row->clustering_count)
+			return false;
+		*v = row->clustering[col->position];
+		return true;
+	}
+	const struct storage_cell_view *c = find_cell(
+		col->kind == STORAGE_COLUMN_STATIC ? stat : row, column);
+	if (c)
+		*v = c->value;
+	return c != NULL;
+}
+
+/* An aggregate's running value over the rows a query selects. */
+struct agg_acc {
+	uint64_t n;        /* values seen (NULLs are skipped) */
+	uint64_t isum;     /* integer sum, wrapping as Java's does */
+	__int128 wide;     /* the same without overflow, for avg */
+	double dsum;       /* floating sum */
+	struct slice best; /* min, max: the value so far (in the results) */
+};
+
+static int64_t int_value(struct slice v)
+{
+	uint64_t x = 0;
+	for (size_t i = 0; i < v.len; i++)
+		x = x << 8 | v.ptr[i];
+	unsigned shift = (unsigned)(64 - 8 * v.len);
+	return v.len == 8 ? (int64_t)x : (int64_t)(x << shift) >> shift;
+}
+
+static double float_value(struct slice v)
+{
+	if (v.len == 4) {
+		uint32_t u = be32_load(v.ptr);
+		float f;
+		memcpy(&f, &u, 4);
+		return f;
+	}
+	uint64_t u = be64_load(v.ptr);
+	double d;
+	memcpy(&d, &u, 8);
+	return d;
+}
+
+static void agg_add(const struct cql_select_plan *p, const struct out_col *o,
+		    struct agg_acc *a, struct slice v)
+{
+	uint16_t kind = p->m->columns[o->column].type.kind;
+	size_t w = int_width(kind);
+	bool numeric_ok = w ? v.len == w
+			    : v.len == (kind == STORAGE_TYPE_FLOAT ? 4u : 8u);
+	if (o->agg != AGG_COUNT && !v.len)
+		return; /* an empty value counts as NULL */
+	if ((o->agg == AGG_SUM || o->agg == AGG_AVG) && !numeric_ok)
+		return;
+	a->n++;
+	switch (o->agg) {
+	case AGG_COUNT:
+		return;
+	case AGG_MIN:
+	case AGG_MAX: {
+		int c = a->n == 1 ? 0
+				  : storage_value_cmp(kind, v.ptr, v.len,
+						      a->best.ptr, a->best.len);
+		if (a->n == 1 || (o->agg == AGG_MIN ? c < 0 : c > 0))
+			a->best = v;
+		return;
+	}
+	case AGG_SUM:
+	case AGG_AVG:
+		if (w) {
+			int64_t x = int_value(v);
+			a->isum += (uint64_t)x;
+			a->wide += x;
+		} else {
+			a->dsum += float_value(v);
+		}
+		return;
+	}
+}
+
+static int agg_write(const struct cql_select_plan *p, const struct out_col *o,
+		     const struct agg_acc *a, struct buf *out)
+{
+	uint16_t kind = p->m->columns[o->column].type.kind;
+	size_t w = int_width(kind);
+	uint8_t b[8];
+	if (o->agg == AGG_COUNT) {
+		be64_store(b, a->n);
+		return cql_write_bytes(out, b, 8);
+	}
+	if (o->agg == AGG_MIN || o->agg == AGG_MAX)
+		return a->n ? cql_write_bytes(out, a->best.ptr,
+					      (int32_t)a->best.len)
+			    : cql_write_bytes(out, NULL, -1);
+	/* sum and avg of no rows are 0; an integer avg truncates toward
+	 * zero, in the column's type (Java's integer division) */
+	if (w) {
+		int64_t v = o->agg == AGG_SUM ? (int64_t)a->isum
+			    : a->n ? (int64_t)(a->wide / (__int128)a->n)
+				   : 0;
+		be64_store(b, (uint64_t)v);
+		return cql_write_bytes(out, b + 8 - w, (int32_t)w);
+	}
+	double d = o->agg == AGG_SUM ? a->dsum
+		   : a->n            ? a->dsum / (double)a->n
+				     : 0;
+	if (kind == STORAGE_TYPE_FLOAT) {
+		float f = (float)d;
+		uint32_t u;
+		memcpy(&u, &f, 4);
+		be32_store(b, u);
+		return cql_write_bytes(out, b, 4);
+	}
+	uint64_t u;
+	memcpy(&u, &d, 8);
+	be64_store(b, u);
+	return cql_write_bytes(out, b, 8);
+}
+
 static int write_row(const struct cql_select_plan *p, struct buf *out,
 		     const struct storage_result *r,
 		     const struct storage_row_view *row,
@@ -1261,6 +1493,15 @@ int cql_select_encode(const struct cql_select_plan *p,
 			return err_set(ERR_NOMEM,
 				       "out of memory encoding rows");
 	}
+	struct agg_acc *accs =
+		p->aggregate
+			? arena_alloc_aligned(p->a, p->nouts * sizeof(*accs),
+					      alignof(struct agg_acc))
+			: NULL;
+	if (p->aggregate && !accs)
+		return err_set(ERR_NOMEM, "out of memory encoding rows");
+	if (accs)
+		memset(accs, 0, p->nouts * sizeof(*accs));
 	struct buf rowsb, state;
 	buf_init(&rowsb);
 	buf_init(&state);
@@ -1320,8 +1561,19 @@ int cql_select_encode(const struct cql_select_plan *p,
 				break;
 			}
 			last.in_partition = ++in_partition;
-			if (p->count) {
+			if (p->aggregate) {
 				counted++;
+				for (size_t o = 0; o < p->nouts; o++) {
+					struct slice v;
+					if (p->outs[o].kind == OUT_AGG &&
+					    column_value(p, r,
+							 static_only ? NULL
+								     : row,
+							 stat,
+							 p->outs[o].column, &v))
+						agg_add(p, &p->outs[o],
+							&accs[o], v);
+				}
 				continue;
 			}
 			rc = write_row(p, &rowsb, r, static_only ? NULL : row,
@@ -1332,10 +1584,15 @@ int cql_select_encode(const struct cql_select_plan *p,
 	}
 	if (rc == 0 && !stop)
 		more = read_cut && emitted < p->user_limit;
-	if (rc == 0 && p->count) {
-		uint8_t b[8];
-		be64_store(b, counted);
-		rc = cql_write_bytes(&rowsb, b, 8);
+	if (rc == 0 && p->aggregate) {
+		for (size_t o = 0; rc == 0 && o < p->nouts; o++) {
+			uint8_t b[8];
+			be64_store(b, counted);
+			rc = p->outs[o].kind == OUT_AGG
+				     ? agg_write(p, &p->outs[o], &accs[o],
+						 &rowsb)
+				     : cql_write_bytes(&rowsb, b, 8);
+		}
 		page_rows = 1;
 		more = false;
 	}

@@ -1,8 +1,8 @@
 """Random writes and reads through the stock driver, checked against a
 model of CQL's semantics: tables in every clustering order, row and range
 deletions (on either clustering column, bounds open or closed), slices,
-reversed ORDER BY, LIMIT, ALLOW FILTERING and paging, with flushes in
-between so memtables and SSTables merge. A range deletion on a DESC column once deleted the
+reversed ORDER BY, LIMIT, ALLOW FILTERING, aggregates and paging, with
+flushes in between so memtables and SSTables merge. A range deletion on a DESC column once deleted the
 wrong rows (`c1 >= 3` deleted every row); this is the test that catches
 such a thing on every path at once."""
 import random
@@ -139,6 +139,19 @@ def read(s, t, rng):
         v = rng.randrange(VALUES)
         where += f" AND v = {v}"
         pred = (lambda r, p=pred: p(r) and t.rows[r] == v)
+    if rng.random() < 0.15:
+        q = (f"SELECT count(*), count(v), min(v), max(v), sum(v), avg(v), "
+             f"min(c2), max(c1) FROM {t.name} WHERE {where}" +
+             (" ALLOW FILTERING" if " v = " in where else ""))
+        keys = [key for key in t.rows if pred(key)]
+        vs = [t.rows[key] for key in keys]
+        want = (len(vs), len(vs), min(vs, default=None),
+                max(vs, default=None), sum(vs),
+                int(sum(vs) / len(vs)) if vs else 0,
+                min((key[2] for key in keys), default=None),
+                max((key[1] for key in keys), default=None))
+        assert tuple(s.execute(q).one()) == want, q
+        return
     reverse = rng.random() < 0.4
     order = ""
     if reverse or rng.random() < 0.2:

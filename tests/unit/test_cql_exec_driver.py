@@ -261,6 +261,40 @@ def test_filtered_pages_hold_rows_until_the_end(data_session):
         assert sorted((r.k, r.c) for r in rows) == hits, fetch
 
 
+def test_aggregates_of_a_column(data_session):
+    """count, min, max, sum and avg as Cassandra computes them: NULLs
+    skipped, integer sums wrapping in the column's type, integer averages
+    truncated, sum and avg of nothing 0, min and max of nothing NULL."""
+    s = data_session
+    s.execute("CREATE TABLE ks.nums (k int, c int, ti tinyint, i int, "
+              "b bigint, d double, t text, PRIMARY KEY (k, c))")
+    ins = s.prepare("INSERT INTO ks.nums (k, c, ti, i, b, d, t) VALUES "
+                    "(1, ?, ?, ?, ?, ?, ?)")
+    rows = [(0, 100, 2**31 - 1, 2**62, 1.5, "b"),
+            (1, 100, 2**31 - 1, 2**62, -0.25, "a"),
+            (2, -3, -5, 7, 2.0, "c"),
+            (3, None, None, None, None, None)]
+    for r in rows:
+        s.execute(ins, r)
+    got = s.execute("SELECT count(*), count(ti), sum(ti), avg(ti), sum(i), "
+                    "avg(i), min(i), max(b), avg(b), sum(d), avg(d), "
+                    "min(t), max(t), max(c) FROM ks.nums WHERE k = 1").one()
+    assert tuple(got) == (4, 3, 197 - 256, 65, (2 * (2**31 - 1) - 5)
+                          % 2**32 - 2**32, (2 * (2**31 - 1) - 5) // 3, -5,
+                          2**62, (2**63 + 7) // 3, 3.25, 3.25 / 3, "a",
+                          "c", 3)
+    assert got._fields[:3] == ("count", "system_count_ti", "system_sum_ti")
+    empty = s.execute("SELECT count(i), sum(i), avg(d), min(t) FROM ks.nums "
+                      "WHERE k = 2").one()
+    assert tuple(empty) == (0, 0, 0.0, None)
+    assert s.execute("SELECT max(i) AS top FROM ks.nums WHERE k = 1 AND "
+                     "c < 2").one().top == 2**31 - 1
+    with pytest.raises(InvalidRequest, match="non-numeric"):
+        s.execute("SELECT sum(t) FROM ks.nums")
+    with pytest.raises(InvalidRequest, match="together with other"):
+        s.execute("SELECT k, max(i) FROM ks.nums WHERE k = 1")
+
+
 def test_updates_deletes_ttl_and_collections(data_session):
     s = data_session
     s.execute("INSERT INTO ks.t (k, c, v, l, m) VALUES (0, 0, 'a', [1, 2], "
