@@ -1065,6 +1065,8 @@ size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
 			first || (static_live && !p->clustering_restricted);
 		return shown && passes_filters(p, first, stat);
 	}
+	if (!at_pos && !p->nfilters)
+		return r->row_count;
 	size_t fresh = 0;
 	for (size_t i = 0; i < r->row_count; i++)
 		fresh += !(at_pos && before_position(p, &r->rows[i])) &&
