@@ -160,6 +160,16 @@ def agree(query, what):
           f"every node has the same {what} and schema version")
 
 
+def same_after_restart(cluster, query, what):
+    """Stops and starts the cluster: replaying their logs, the nodes end
+    with what `query` gave before, every one of them."""
+    before = schema_on(IPS[0], query)
+    cluster("stop")
+    cluster("start")
+    until(lambda: all(schema_on(ip, query) == before for ip in IPS),
+          f"the same {what} on every node after a restart")
+
+
 def schema_pulls(ip):
     """MigrationStage's completed count in `cassini-tool tpstats`."""
     out = subprocess.run([str(BUILD_DIR / "node" / "cassini-tool"), "-h", ip,
@@ -202,13 +212,8 @@ def test_concurrent_create_table_settles_on_one_table(cluster, tmp_path):
                 f"SELECT k FROM ks.{t}")) == [0, 1, 2], t
     for d in drivers:
         d.shutdown()
-    # Replaying the logs (a replaced table's node holds both records)
-    # gives the same schema.
-    before = schema_on(IPS[0], TABLE_IDS)
-    cluster("stop")
-    cluster("start")
-    until(lambda: all(schema_on(ip, TABLE_IDS) == before for ip in IPS),
-          "the same schema on every node after a restart")
+    # A replaced table's node holds both records in its log.
+    same_after_restart(cluster, TABLE_IDS, "schema")
 
 
 def test_concurrent_create_keyspace_settles_on_one_replication(
@@ -307,8 +312,4 @@ def test_options_altered_on_two_nodes_at_once_settle_on_the_later(
     assert drivers[2].control_connection.wait_for_schema_agreement()
     for d in drivers:
         d.shutdown()
-    before = schema_on(IPS[0], options)
-    cluster("stop")
-    cluster("start")
-    until(lambda: all(schema_on(ip, options) == before for ip in IPS),
-          "the same options on every node after a restart")
+    same_after_restart(cluster, options, "options")
