@@ -583,6 +583,13 @@ static void *flusher_main(void *arg)
 	thread_background();
 	pthread_mutex_lock(&db->mu);
 	while (!db->stopping) {
+		if (db->take_wanted) {
+			db->take_wanted = false;
+			pthread_mutex_unlock(&db->mu);
+			take_waiting(db);
+			pthread_mutex_lock(&db->mu);
+			continue;
+		}
 		struct table *t = db->tables;
 		while (t && (!t->flushing_count || t->flush_failed))
 			t = t->next;
@@ -1012,6 +1019,20 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 		 storage_done_fn done, void *arg, struct clpos *wait_pos,
 		 bool deferred, bool waited, bool *ack_now);
 
+/* Under the lock: whether a write must wait for room: the memtables are
+ * full, or other writes wait (it goes behind them, unless it is one of
+ * them: `waited`). Room that came without a flush (a TRUNCATE, a dropped
+ * table) wakes the flush thread to take the waiting writes. */
+static bool must_wait(struct storage *db, const struct mem_use *u, bool waited)
+{
+	bool full = memtables_full(db, u);
+	if (!full && db->waiting && !db->take_wanted) {
+		db->take_wanted = true;
+		pthread_cond_broadcast(&db->work);
+	}
+	return full || (db->waiting && !waited);
+}
+
 /* After a flush made room, on the flush thread: applies waiting writes,
  * oldest first, while there is room, and acknowledges them through the
  * post hook. */
@@ -1070,7 +1091,7 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 		rc = err_set(ERR_NOT_FOUND, "unknown table");
 	else if ((rc = validate(t, m)) != 0)
 		;
-	else if (memtables_full(db, &use) || (db->waiting && !waited)) {
+	else if (must_wait(db, &use, waited)) {
 		/* writes that wait do not reach maybe_flush below, and with
 		 * no flush queued nothing else would make room */
 		maybe_flush(db, &use);

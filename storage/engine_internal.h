@@ -86,6 +86,7 @@ struct storage {
 	 * their encoded bytes; counters for storage_stats. */
 	struct waiting_write *waiting, **waiting_tail;
 	size_t waiting_bytes, waiting_count;
+	bool take_wanted; /* the flush thread is to take them (must_wait) */
 	uint64_t writes_waited, writes_refused;
 	struct buf scratch;
 	/* storage_apply_deferred's acknowledgements waiting for
