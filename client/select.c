@@ -1304,10 +1304,8 @@ static void agg_add(const struct cql_select_plan *p, const struct out_col *o,
 	size_t w = int_width(kind);
 	bool numeric_ok = w ? v.len == w
 			    : v.len == (kind == STORAGE_TYPE_FLOAT ? 4u : 8u);
-	if (o->agg != AGG_COUNT && !v.len)
-		return; /* an empty value counts as NULL */
 	if ((o->agg == AGG_SUM || o->agg == AGG_AVG) && !numeric_ok)
-		return;
+		return; /* an empty value (blob-cast) has no number */
 	a->n++;
 	switch (o->agg) {
 	case AGG_COUNT:
