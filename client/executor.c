@@ -217,6 +217,19 @@ static void bind_relations(struct bind_spec *b, int nb,
 					 m->columns[m->pk[k]].type);
 			continue;
 		}
+		if (r->kind == CQL_REL_TUPLE &&
+		    r->value->kind == CQL_TERM_TUPLE) {
+			/* (c1, c2) > (?, ?): each its column's */
+			for (size_t k = 0;
+			     k < r->value->count && k < r->column_count; k++) {
+				int c = cql_table_column(t, r->columns[k]);
+				if (c >= 0)
+					bind_set(b, nb, r->value->items[k],
+						 r->columns[k],
+						 m->columns[c].type);
+			}
+			continue;
+		}
 		if (r->kind != CQL_REL_COLUMN)
 			continue;
 		int c = cql_table_column(t, r->columns[0]);

@@ -366,6 +366,104 @@ static int in_slices(struct cql_select_plan *p, const struct slice *prefix,
 	return 0;
 }
 
+/* (c1, c2, ...) op (v1, v2, ...) on the first clustering columns, in
+ * order: one = or up to two bounds, a slice of the clustering order from or
+ * to that prefix (as c1 = v1 AND c2 > v2 would be, without the c1 = v1).
+ * The columns must share one direction (Cassandra splits a slice over
+ * ASC and DESC columns into several; not supported here yet), and IN on a
+ * tuple is not supported yet. */
+static int restrict_tuples(struct cql_select_plan *p,
+			   const struct cql_relation *const *rels, size_t n,
+			   const struct cql_value *binds, size_t nbinds)
+{
+	const struct storage_table_meta *m = p->m;
+	struct slice *start = NULL, *end = NULL;
+	size_t ns = 0, ne = 0;
+	bool si = true, ei = true;
+	for (size_t k = 0; k < n; k++) {
+		const struct cql_relation *r = rels[k];
+		const struct cql_term *v = r->value;
+		bool ok = r->column_count <= m->ck_count;
+		for (size_t i = 0; ok && i < r->column_count; i++)
+			ok = strcmp(r->columns[i], m->columns[m->ck[i]].name) ==
+				     0 &&
+			     m->columns[m->ck[i]].desc ==
+				     m->columns[m->ck[0]].desc;
+		if (!ok)
+			return err_set(
+				ERR_INVALID,
+				"A multi-column relation must name the "
+				"first clustering columns in PRIMARY KEY "
+				"order, all in the same clustering "
+				"direction (Cassini does not split "
+				"mixed directions yet)");
+		if (r->op == CQL_OP_IN || r->op == CQL_OP_NEQ ||
+		    r->op == CQL_OP_CONTAINS || r->op == CQL_OP_CONTAINS_KEY)
+			return err_set(ERR_UNSUPPORTED,
+				       "Only =, <, <=, > and >= multi-column "
+				       "relations are supported by Cassini "
+				       "yet");
+		if (v->kind != CQL_TERM_TUPLE)
+			return err_set(ERR_UNSUPPORTED,
+				       "A multi-column relation needs a "
+				       "tuple of values, (?, ?) rather "
+				       "than ? (tuples are not supported by "
+				       "Cassini yet)");
+		if (v->count != r->column_count)
+			return err_set(ERR_INVALID,
+				       "Expected %zu elements in value tuple, "
+				       "but got %zu",
+				       r->column_count, v->count);
+		struct slice *vals =
+			arena_alloc(p->a, (v->count + 1) * sizeof(*vals));
+		if (!vals)
+			return -1;
+		for (size_t i = 0; i < v->count; i++) {
+			const struct storage_column *col =
+				&m->columns[m->ck[i]];
+			bool null;
+			if (value_of(p, v->items[i], &col->type, col->name,
+				     binds, nbinds, &vals[i], &null) != 0)
+				return -1;
+			if (null)
+				return err_set(ERR_INVALID,
+					       "Invalid null value in "
+					       "condition for column %s",
+					       col->name);
+		}
+		bool eq = r->op == CQL_OP_EQ;
+		/* DESC columns invert < and > in clustering order */
+		bool lo = (r->op == CQL_OP_GT || r->op == CQL_OP_GTE) !=
+			  m->columns[m->ck[0]].desc;
+		bool incl = eq || r->op == CQL_OP_GTE || r->op == CQL_OP_LTE;
+		if ((eq || lo) && start)
+			return err_set(ERR_INVALID,
+				       "More than one restriction was found "
+				       "for the start bound on %s",
+				       r->columns[0]);
+		if ((eq || !lo) && end)
+			return err_set(ERR_INVALID,
+				       "More than one restriction was found "
+				       "for the end bound on %s",
+				       r->columns[0]);
+		if (eq || lo) {
+			start = vals;
+			ns = v->count;
+			si = incl;
+		}
+		if (eq || !lo) {
+			end = vals;
+			ne = v->count;
+			ei = incl;
+		}
+	}
+	p->clustering_restricted = true;
+	p->slice = (struct storage_slice){start, ns, si, end, ne, ei};
+	p->cmd.slices = &p->slice;
+	p->cmd.slice_count = 1;
+	return 0;
+}
+
 /* Clustering restrictions: equalities on a prefix, then one range or an
  * IN on the last restricted column. */
 static int restrict_clustering(struct cql_select_plan *p,
@@ -479,6 +577,8 @@ static int plan_where(struct cql_select_plan *p, const struct cql_select *q,
 	const struct cql_relation **by_col =
 		arena_alloc(p->a, 2 * (m->column_count + 1) * sizeof(*by_col));
 	size_t npk = 0;
+	const struct cql_relation *tuples[2];
+	size_t ntuples = 0;
 	if (!by_col)
 		return -1;
 	memset(by_col, 0, 2 * (m->column_count + 1) * sizeof(*by_col));
@@ -491,10 +591,15 @@ static int plan_where(struct cql_select_plan *p, const struct cql_select *q,
 				return -1;
 			continue;
 		}
-		if (r->kind == CQL_REL_TUPLE)
-			return err_set(ERR_UNSUPPORTED,
-				       "Multi-column relations are "
-				       "not supported by Cassini yet");
+		if (r->kind == CQL_REL_TUPLE) {
+			if (ntuples == 2)
+				return err_set(ERR_INVALID,
+					       "More than two multi-column "
+					       "relations on the clustering "
+					       "columns");
+			tuples[ntuples++] = r;
+			continue;
+		}
 		int c = cql_table_column(p->t, r->columns[0]);
 		if (c < 0)
 			return err_set(ERR_INVALID,
@@ -569,8 +674,20 @@ static int plan_where(struct cql_select_plan *p, const struct cql_select *q,
 	} else {
 		p->scan = true;
 	}
-	if (restrict_clustering(p, by_col, binds, nbinds) != 0)
+	if (ntuples) {
+		for (size_t i = 0; i < m->ck_count; i++)
+			if (by_col[2 * m->ck[i]])
+				return err_set(
+					ERR_UNSUPPORTED,
+					"Multi-column relations together "
+					"with single-column ones on the "
+					"clustering columns are not "
+					"supported by Cassini yet");
+		if (restrict_tuples(p, tuples, ntuples, binds, nbinds) != 0)
+			return -1;
+	} else if (restrict_clustering(p, by_col, binds, nbinds) != 0) {
 		return -1;
+	}
 	if (p->scan && p->clustering_restricted && !q->allow_filtering)
 		return err_set(
 			ERR_INVALID,

@@ -1,8 +1,8 @@
 """Random writes and reads through the stock driver, checked against a
 model of CQL's semantics: tables in every clustering order, row and range
 deletions (on either clustering column, bounds open or closed), slices,
-reversed ORDER BY, LIMIT, ALLOW FILTERING, aggregates and paging, with
-flushes in between so memtables and SSTables merge. A range deletion on a DESC column once deleted the
+multi-column slices, reversed ORDER BY, LIMIT, ALLOW FILTERING, aggregates
+and paging, with flushes in between so memtables and SSTables merge. A range deletion on a DESC column once deleted the
 wrong rows (`c1 >= 3` deleted every row); this is the test that catches
 such a thing on every path at once."""
 import random
@@ -131,6 +131,19 @@ def read(s, t, rng):
         text, c2_pred = bounds(rng, "c2", C2S)
         where += f" AND c1 = {c1} AND " + text
         pred = (lambda r, c=c2_pred: r[0] == k and r[1] == c1 and c(r[2]))
+    elif p < 0.68 and t.desc[0] == t.desc[1]:
+        # (c1, c2) op (x, y): value order, as tuples compare
+        rels = []
+        for ops in ([">", ">="], ["<", "<="]):
+            if not rels or rng.random() < 0.5:
+                rels.append((rng.choice(ops), rng.randrange(-1, C1S + 1),
+                             rng.randrange(-1, C2S + 1)))
+        if rng.random() < 0.1:
+            rels = [("=", rng.randrange(C1S), rng.randrange(C2S))]
+        where += "".join(f" AND (c1, c2) {op} ({x}, {y})"
+                         for op, x, y in rels)
+        pred = (lambda r, rels=rels: r[0] == k and all(
+            OPS[op](r[1:3], (x, y)) for op, x, y in rels))
     elif p < 0.75:
         c1s = rng.sample(range(C1S), rng.randrange(1, 4))
         where += f" AND c1 IN ({', '.join(map(str, c1s))})"

@@ -295,6 +295,49 @@ def test_aggregates_of_a_column(data_session):
         s.execute("SELECT k, max(i) FROM ks.nums WHERE k = 1")
 
 
+def test_multi_column_slices_page_a_partition(data_session):
+    """Apps page a wide partition by its clustering tuple: `(a, b) >
+    (?, ?)`, bound or literal, both ends, both clustering directions."""
+    s = data_session
+    for order in ("ASC", "DESC"):
+        s.execute(f"CREATE TABLE ks.w{order} (k int, a int, b int, v int, "
+                  "PRIMARY KEY (k, a, b)) WITH CLUSTERING ORDER BY "
+                  f"(a {order}, b {order})")
+        for a in range(4):
+            for b in range(3):
+                s.execute(f"INSERT INTO ks.w{order} (k, a, b, v) VALUES "
+                          "(1, %s, %s, 0)", (a, b))
+        every = sorted((a, b) for a in range(4) for b in range(3))
+        if order == "DESC":
+            every.reverse()
+        nxt = s.prepare(f"SELECT a, b FROM ks.w{order} WHERE k = 1 AND "
+                        "(a, b) > (?, ?) LIMIT 4" if order == "ASC" else
+                        f"SELECT a, b FROM ks.w{order} WHERE k = 1 AND "
+                        "(a, b) < (?, ?) LIMIT 4")
+        seen = [tuple(r) for r in s.execute(
+            f"SELECT a, b FROM ks.w{order} WHERE k = 1 LIMIT 4")]
+        while True:
+            more = [tuple(r) for r in s.execute(nxt, seen[-1])]
+            if not more:
+                break
+            seen += more
+        assert seen == every, order
+        got = [tuple(r) for r in s.execute(
+            f"SELECT a, b FROM ks.w{order} WHERE k = 1 AND (a, b) >= (1, 2) "
+            "AND (a, b) < (3, 1)")]
+        want = [t for t in every if (1, 2) <= t < (3, 1)]
+        assert got == want, order
+        assert [tuple(r) for r in s.execute(
+            f"SELECT a, b FROM ks.w{order} WHERE k = 1 AND (a, b) = "
+            "(2, 2)")] == [(2, 2)]
+    s.execute("CREATE TABLE ks.mixed (k int, a int, b int, PRIMARY KEY "
+              "(k, a, b)) WITH CLUSTERING ORDER BY (a ASC, b DESC)")
+    with pytest.raises(InvalidRequest, match="same clustering direction"):
+        s.execute("SELECT * FROM ks.mixed WHERE k = 1 AND (a, b) > (1, 1)")
+    with pytest.raises(InvalidRequest, match="PRIMARY KEY order"):
+        s.execute("SELECT * FROM ks.wASC WHERE k = 1 AND (b, a) > (1, 1)")
+
+
 def test_updates_deletes_ttl_and_collections(data_session):
     s = data_session
     s.execute("INSERT INTO ks.t (k, c, v, l, m) VALUES (0, 0, 'a', [1, 2], "
