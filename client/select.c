@@ -1002,15 +1002,6 @@ struct cql_select_plan *cql_select_plan_new(struct arena *a,
 		for (size_t i = 0; i < q->selector_count; i++)
 			if (plan_selector(p, &q->selectors[i]) != 0)
 				goto fail;
-		for (size_t i = 0; p->aggregate && i < p->nouts; i++)
-			if (p->outs[i].kind != OUT_COUNT &&
-			    p->outs[i].kind != OUT_AGG) {
-				err_set(ERR_UNSUPPORTED,
-					"Aggregates together with other "
-					"selections are not supported by "
-					"Cassini yet");
-				goto fail;
-			}
 	}
 	if (q->distinct) {
 		for (size_t i = 0; i < p->nouts; i++) {
@@ -1488,66 +1479,55 @@ static int agg_write(const struct cql_select_plan *p, const struct out_col *o,
 	return cql_write_bytes(out, b, 8);
 }
 
+/* One output column of a row. */
+static int write_out(const struct cql_select_plan *p, struct buf *out,
+		     const struct out_col *o, const struct storage_result *r,
+		     const struct storage_row_view *row,
+		     const struct storage_row_view *stat, int64_t now_sec)
+{
+	uint8_t b[8];
+	if (o->kind == OUT_TOKEN) {
+		be64_store(b, (uint64_t)r->token);
+		return cql_write_bytes(out, b, 8);
+	}
+	const struct storage_column *col = &p->m->columns[o->column];
+	if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
+	    col->kind == STORAGE_COLUMN_CLUSTERING) {
+		struct slice v;
+		return column_value(p, r, row, stat, o->column, &v)
+			       ? cql_write_bytes(out, v.ptr, (int32_t)v.len)
+			       : cql_write_bytes(out, NULL, -1);
+	}
+	const struct storage_row_view *src =
+		col->kind == STORAGE_COLUMN_STATIC ? stat : row;
+	if (o->kind == OUT_COLUMN &&
+	    storage_type_is_collection(col->type.kind) && !col->type.frozen)
+		return write_collection(out, src, o->column, col->type.kind);
+	const struct storage_cell_view *c = find_cell(src, o->column);
+	if (!c)
+		return cql_write_bytes(out, NULL, -1);
+	if (o->kind == OUT_WRITETIME) {
+		be64_store(b, (uint64_t)c->ts);
+		return cql_write_bytes(out, b, 8);
+	}
+	if (o->kind == OUT_TTL) {
+		if (c->ttl <= 0)
+			return cql_write_bytes(out, NULL, -1);
+		int64_t left = c->expiry - now_sec;
+		be32_store(b, (uint32_t)(left > 0 ? left : 0));
+		return cql_write_bytes(out, b, 4);
+	}
+	return cql_write_bytes(out, c->value.ptr, (int32_t)c->value.len);
+}
+
 static int write_row(const struct cql_select_plan *p, struct buf *out,
 		     const struct storage_result *r,
 		     const struct storage_row_view *row,
 		     const struct storage_row_view *stat, int64_t now_sec)
 {
-	const struct storage_table_meta *m = p->m;
 	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < p->nouts; i++) {
-		const struct out_col *o = &p->outs[i];
-		if (o->kind == OUT_TOKEN) {
-			uint8_t b[8];
-			be64_store(b, (uint64_t)r->token);
-			rc = cql_write_bytes(out, b, 8);
-			continue;
-		}
-		const struct storage_column *col = &m->columns[o->column];
-		if (col->kind == STORAGE_COLUMN_PARTITION_KEY) {
-			struct slice s = key_part(m, r->key, col->position);
-			rc = cql_write_bytes(out, s.ptr, (int32_t)s.len);
-			continue;
-		}
-		if (col->kind == STORAGE_COLUMN_CLUSTERING) {
-			if (!row || col->position >= row->clustering_count)
-				rc = cql_write_bytes(out, NULL, -1);
-			else
-				rc = cql_write_bytes(
-					out, row->clustering[col->position].ptr,
-					(int32_t)row->clustering[col->position]
-						.len);
-			continue;
-		}
-		const struct storage_row_view *src =
-			col->kind == STORAGE_COLUMN_STATIC ? stat : row;
-		if (o->kind == OUT_COLUMN &&
-		    storage_type_is_collection(col->type.kind) &&
-		    !col->type.frozen) {
-			rc = write_collection(out, src, o->column,
-					      col->type.kind);
-			continue;
-		}
-		const struct storage_cell_view *c = find_cell(src, o->column);
-		uint8_t b[8];
-		if (!c) {
-			rc = cql_write_bytes(out, NULL, -1);
-		} else if (o->kind == OUT_WRITETIME) {
-			be64_store(b, (uint64_t)c->ts);
-			rc = cql_write_bytes(out, b, 8);
-		} else if (o->kind == OUT_TTL) {
-			if (c->ttl <= 0) {
-				rc = cql_write_bytes(out, NULL, -1);
-			} else {
-				int64_t left = c->expiry - now_sec;
-				be32_store(b, (uint32_t)(left > 0 ? left : 0));
-				rc = cql_write_bytes(out, b, 4);
-			}
-		} else {
-			rc = cql_write_bytes(out, c->value.ptr,
-					     (int32_t)c->value.len);
-		}
-	}
+	for (size_t i = 0; rc == 0 && i < p->nouts; i++)
+		rc = write_out(p, out, &p->outs[i], r, row, stat, now_sec);
 	return rc;
 }
 
@@ -1623,6 +1603,10 @@ int cql_select_encode(const struct cql_select_plan *p,
 	buf_init(&rowsb);
 	buf_init(&state);
 	uint64_t emitted = p->pos.emitted, counted = 0;
+	struct first_row {
+		const struct storage_result *r;
+		const struct storage_row_view *row, *stat;
+	} first = {0};
 	size_t page_rows = 0;
 	bool more = false, stop = false;
 	/* The last row looked at, sent or not: where the next page starts. */
@@ -1679,7 +1663,12 @@ int cql_select_encode(const struct cql_select_plan *p,
 			}
 			last.in_partition = ++in_partition;
 			if (p->aggregate) {
-				counted++;
+				/* other selections take the first row's
+				 * values, as in Cassandra */
+				if (!counted++)
+					first = (struct first_row){
+						r, static_only ? NULL : row,
+						stat};
 				for (size_t o = 0; o < p->nouts; o++) {
 					struct slice v;
 					if (p->outs[o].kind == OUT_AGG &&
@@ -1703,12 +1692,17 @@ int cql_select_encode(const struct cql_select_plan *p,
 		more = read_cut && emitted < p->user_limit;
 	if (rc == 0 && p->aggregate) {
 		for (size_t o = 0; rc == 0 && o < p->nouts; o++) {
+			const struct out_col *oc = &p->outs[o];
 			uint8_t b[8];
 			be64_store(b, counted);
-			rc = p->outs[o].kind == OUT_AGG
-				     ? agg_write(p, &p->outs[o], &accs[o],
-						 &rowsb)
-				     : cql_write_bytes(&rowsb, b, 8);
+			rc = oc->kind == OUT_AGG
+				     ? agg_write(p, oc, &accs[o], &rowsb)
+			     : oc->kind == OUT_COUNT
+				     ? cql_write_bytes(&rowsb, b, 8)
+			     : first.r
+				     ? write_out(p, &rowsb, oc, first.r,
+						 first.row, first.stat, now_sec)
+				     : cql_write_bytes(&rowsb, NULL, -1);
 		}
 		page_rows = 1;
 		more = false;

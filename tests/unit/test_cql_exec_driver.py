@@ -291,8 +291,11 @@ def test_aggregates_of_a_column(data_session):
                      "c < 2").one().top == 2**31 - 1
     with pytest.raises(InvalidRequest, match="non-numeric"):
         s.execute("SELECT sum(t) FROM ks.nums")
-    with pytest.raises(InvalidRequest, match="together with other"):
-        s.execute("SELECT k, max(i) FROM ks.nums WHERE k = 1")
+    # other selections take the first row's values; with no row, NULL
+    assert tuple(s.execute("SELECT k, c, max(i), t FROM ks.nums WHERE "
+                           "k = 1 AND c > 0").one()) == (1, 1, 2**31 - 1, "a")
+    assert tuple(s.execute("SELECT k, count(*) FROM ks.nums WHERE "
+                           "k = 9").one()) == (None, 0)
 
 
 def test_multi_column_slices_page_a_partition(data_session):
