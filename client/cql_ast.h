@@ -239,6 +239,7 @@ enum cql_selector_kind {
 			       toTimestamp, now, ... (name lower-cased) */
 	CQL_SEL_TERM,       /* a literal argument: count(1), blobAsText(0x61) */
 	CQL_SEL_COUNT_STAR, /* count(*) */
+	CQL_SEL_ELEMENT,    /* name[term]: a map's value or a set's element */
 };
 
 struct cql_selector {
@@ -246,7 +247,7 @@ struct cql_selector {
 	const char *name;
 	struct cql_selector *args;
 	size_t arg_count;
-	struct cql_term *term; /* CQL_SEL_TERM */
+	struct cql_term *term; /* CQL_SEL_TERM; CQL_SEL_ELEMENT's key */
 	const char *alias;     /* AS alias, or NULL */
 };
 

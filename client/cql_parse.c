@@ -1151,8 +1151,17 @@ static int selector(struct parser *p, struct cql_selector *sel)
 	}
 	if (name_tok) {
 		sel->kind = CQL_SEL_COLUMN;
-		sel->name = ident(p);
-		return sel->name ? 0 : -1;
+		if (!(sel->name = ident(p)))
+			return -1;
+		if (!accept_punct(p, "["))
+			return 0;
+		sel->kind = CQL_SEL_ELEMENT;
+		if (!(sel->term = term(p)))
+			return -1;
+		if (is_punct(p, "."))
+			return unsupported(
+				"Slices of collections in selections");
+		return expect_punct(p, "]");
 	}
 	sel->kind = CQL_SEL_TERM;
 	sel->term = term(p);

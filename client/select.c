@@ -16,8 +16,9 @@ enum out_kind {
 	OUT_WRITETIME,
 	OUT_TTL,
 	OUT_TOKEN,
-	OUT_COUNT, /* count(*) */
-	OUT_AGG,   /* an aggregate of a column: agg */
+	OUT_COUNT,   /* count(*) */
+	OUT_AGG,     /* an aggregate of a column: agg */
+	OUT_ELEMENT, /* m['k'], s[e]: the cell at path `element` */
 };
 
 /* Cassandra's native aggregates of one column. */
@@ -28,7 +29,8 @@ struct out_col {
 	int column;
 	const char *name;
 	struct storage_type type;
-	enum agg_fn agg; /* OUT_AGG */
+	enum agg_fn agg;      /* OUT_AGG */
+	struct slice element; /* OUT_ELEMENT */
 };
 
 struct filter {
@@ -818,6 +820,51 @@ static int plan_aggregate(struct cql_select_plan *p,
 	return 0;
 }
 
+/* m['k'] and s[e] (Cassandra 4.0): a map's value at a key, a set's
+ * element if present; NULL otherwise. */
+static int plan_element(struct cql_select_plan *p, const struct cql_selector *s)
+{
+	const struct storage_table_meta *m = p->m;
+	int c = cql_table_column(p->t, s->name);
+	if (c < 0)
+		return err_set(ERR_INVALID,
+			       "Undefined column name %s in selection clause",
+			       s->name);
+	struct storage_type type = m->columns[c].type;
+	if (type.kind != STORAGE_TYPE_MAP && type.kind != STORAGE_TYPE_SET)
+		return err_set(ERR_INVALID,
+			       "Element selection is only allowed on sets and "
+			       "maps, but %s is not one",
+			       s->name);
+	if (type.frozen)
+		return err_set(ERR_UNSUPPORTED,
+			       "Element selection on frozen collections is "
+			       "not supported by Cassini yet");
+	if (s->term->kind == CQL_TERM_BIND)
+		return err_set(ERR_UNSUPPORTED,
+			       "Bind markers in selections are not supported "
+			       "by Cassini yet");
+	struct storage_type key = {.kind = type.elem};
+	struct slice k;
+	bool null;
+	if (value_of(p, s->term, &key, s->name, NULL, 0, &k, &null) != 0)
+		return -1;
+	if (null)
+		return err_set(ERR_INVALID,
+			       "Invalid null value for an element of %s",
+			       s->name);
+	char name[160];
+	snprintf(name, sizeof(name), "%s[%.*s]", s->name,
+		 s->term->text ? (int)s->term->len : 1,
+		 s->term->text ? s->term->text : "?");
+	struct storage_type result = {
+		.kind = type.kind == STORAGE_TYPE_MAP ? type.value : type.elem};
+	if (add_out(p, OUT_ELEMENT, c, s->alias ? s->alias : name, result) != 0)
+		return -1;
+	p->outs[p->nouts - 1].element = k;
+	return 0;
+}
+
 static int plan_selector(struct cql_select_plan *p,
 			 const struct cql_selector *s)
 {
@@ -841,6 +888,8 @@ static int plan_selector(struct cql_select_plan *p,
 		return add_out(p, OUT_COLUMN, c, s->alias ? s->alias : s->name,
 			       m->columns[c].type);
 	}
+	if (s->kind == CQL_SEL_ELEMENT)
+		return plan_element(p, s);
 	if (s->kind != CQL_SEL_FUNCTION)
 		return err_set(ERR_UNSUPPORTED,
 			       "Constants in selections are not "
@@ -1500,6 +1549,21 @@ static int write_out(const struct cql_select_plan *p, struct buf *out,
 	}
 	const struct storage_row_view *src =
 		col->kind == STORAGE_COLUMN_STATIC ? stat : row;
+	if (o->kind == OUT_ELEMENT) {
+		for (size_t i = 0; src && i < src->cell_count; i++) {
+			const struct storage_cell_view *c = &src->cells[i];
+			if (c->column == o->column &&
+			    slice_eq(c->path, o->element)) {
+				struct slice v =
+					col->type.kind == STORAGE_TYPE_MAP
+						? c->value
+						: c->path;
+				return cql_write_bytes(out, v.ptr,
+						       (int32_t)v.len);
+			}
+		}
+		return cql_write_bytes(out, NULL, -1);
+	}
 	if (o->kind == OUT_COLUMN &&
 	    storage_type_is_collection(col->type.kind) && !col->type.frozen)
 		return write_collection(out, src, o->column, col->type.kind);

@@ -341,6 +341,21 @@ def test_multi_column_slices_page_a_partition(data_session):
         s.execute("SELECT * FROM ks.wASC WHERE k = 1 AND (b, a) > (1, 1)")
 
 
+def test_map_values_and_set_elements_in_selections(data_session):
+    """Cassandra 4.0's element selection: m['k'] is the value at a key,
+    s['e'] the element when the set holds it, NULL otherwise."""
+    s = data_session
+    s.execute("INSERT INTO ks.t (k, c, tags, m) VALUES (1, 1, {'a', 'b'}, "
+              "{'x': 1, 'y': 2})")
+    row = s.execute("SELECT m['y'], m['z'], tags['b'], tags['q'] AS none "
+                    "FROM ks.t WHERE k = 1 AND c = 1").one()
+    assert tuple(row) == (2, None, "b", None)
+    with pytest.raises(InvalidRequest, match="only allowed on sets and maps"):
+        s.execute("SELECT l[0] FROM ks.t WHERE k = 1")
+    with pytest.raises(InvalidRequest, match="Slices"):
+        s.execute("SELECT m['a'..'b'] FROM ks.t WHERE k = 1")
+
+
 def test_updates_deletes_ttl_and_collections(data_session):
     s = data_session
     s.execute("INSERT INTO ks.t (k, c, v, l, m) VALUES (0, 0, 'a', [1, 2], "
