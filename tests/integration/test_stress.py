@@ -116,6 +116,27 @@ def test_schema_option_sets_the_replication(node):
         cluster.shutdown()
 
 
+def test_writes_wait_for_flushes_when_memtables_are_full(make_node):
+    """With a memtable_heap_space far too small for the write rate, writes
+    wait for flushes instead of failing (before: 13-22% failed), and
+    tpstats counts them as MutationStage's blocked."""
+    n = make_node(yaml() + "memtable_heap_space: 1MiB\n"
+                  "write_request_timeout: 20000ms\n")
+    n.start()
+    assert n.wait_for_log("CQL clients on", timeout=20), n.log()
+    rc, out, err = stress("write", "n=20000", "-node", ADDRESS, "-col",
+                          "size=512", "-rate", "threads=16", timeout=300)
+    assert rc == 0, out + err
+    assert summary(out, "Total errors") == "0", out
+    tp = subprocess.run([str(BUILD_DIR / "node" / "cassini-tool"), "-h",
+                         ADDRESS, "tpstats"], capture_output=True,
+                        text=True, check=True).stdout
+    row = next(line for line in tp.splitlines()
+               if line.startswith("MutationStage"))
+    assert int(row.split()[5]) > 0, tp  # All time blocked
+    n.kill()
+
+
 def test_bad_arguments_exit_2():
     for args in (["write"], ["scan", "n=1"], ["write", "n=1", "cl=MOST"],
                  ["write", "n=1", "-rate", "threads=0"],
