@@ -19,6 +19,15 @@ enum out_kind {
 	OUT_COUNT,   /* count(*) */
 	OUT_AGG,     /* an aggregate of a column: agg */
 	OUT_ELEMENT, /* m['k'], s[e]: the cell at path `element` */
+	OUT_CONVERT, /* a column's value converted: conv */
+};
+
+/* Cassandra's conversion functions of one column's value. */
+enum conv_fn {
+	CONV_TO_TIMESTAMP, /* toTimestamp, dateOf: timestamp */
+	CONV_TO_DATE,      /* toDate: date */
+	CONV_TO_UNIX,      /* toUnixTimestamp, unixTimestampOf: bigint ms */
+	CONV_AS_BLOB,      /* <type>AsBlob: the same bytes as a blob */
 };
 
 /* Cassandra's native aggregates of one column. */
@@ -31,6 +40,7 @@ struct out_col {
 	struct storage_type type;
 	enum agg_fn agg;      /* OUT_AGG */
 	struct slice element; /* OUT_ELEMENT */
+	enum conv_fn conv;    /* OUT_CONVERT */
 };
 
 struct filter {
@@ -865,6 +875,102 @@ static int plan_element(struct cql_select_plan *p, const struct cql_selector *s)
 	return 0;
 }
 
+/* toTimestamp, toDate, toUnixTimestamp (and the older dateOf and
+ * unixTimestampOf) of a timeuuid, timestamp or date column, and
+ * <type>AsBlob of a column of that type. 1 when `s` is none of them. */
+static int plan_conversion(struct cql_select_plan *p,
+			   const struct cql_selector *s)
+{
+	static const struct {
+		const char *name;
+		enum conv_fn fn;
+		uint16_t result;
+		bool timeuuid_only;
+	} fns[] = {
+		{"totimestamp", CONV_TO_TIMESTAMP, STORAGE_TYPE_TIMESTAMP,
+		 false},
+		{"dateof", CONV_TO_TIMESTAMP, STORAGE_TYPE_TIMESTAMP, true},
+		{"todate", CONV_TO_DATE, STORAGE_TYPE_DATE, false},
+		{"tounixtimestamp", CONV_TO_UNIX, STORAGE_TYPE_BIGINT, false},
+		{"unixtimestampof", CONV_TO_UNIX, STORAGE_TYPE_BIGINT, true},
+	};
+	size_t i = 0;
+	while (i < sizeof(fns) / sizeof(fns[0]) &&
+	       strcmp(s->name, fns[i].name) != 0)
+		i++;
+	size_t len = strlen(s->name);
+	bool as_blob = len > 6 && strcmp(s->name + len - 6, "asblob") == 0;
+	if (i == sizeof(fns) / sizeof(fns[0]) && !as_blob)
+		return 1;
+	if (s->arg_count != 1 || s->args[0].kind != CQL_SEL_COLUMN)
+		return err_set(ERR_UNSUPPORTED,
+			       "%s of anything but one column is not "
+			       "supported by Cassini yet",
+			       s->name);
+	int c = cql_table_column(p->t, s->args[0].name);
+	if (c < 0)
+		return err_set(ERR_INVALID, "Undefined column name %s",
+			       s->args[0].name);
+	uint16_t k = p->m->columns[c].type.kind;
+	const char *tn = cql_type_name(k);
+	enum conv_fn fn = as_blob ? CONV_AS_BLOB : fns[i].fn;
+	uint16_t result = as_blob ? STORAGE_TYPE_BLOB : fns[i].result;
+	if (as_blob && k == STORAGE_TYPE_TEXT &&
+	    strcmp(s->name, "varcharasblob") == 0)
+		tn = "varchar";
+	bool ok = as_blob ? tn && strlen(tn) == len - 6 &&
+				    strncmp(s->name, tn, len - 6) == 0 &&
+				    !storage_type_is_collection(k)
+		  : fns[i].timeuuid_only
+			  ? k == STORAGE_TYPE_TIMEUUID
+			  : k == STORAGE_TYPE_TIMEUUID ||
+				    k == STORAGE_TYPE_TIMESTAMP ||
+				    k == STORAGE_TYPE_DATE;
+	if (fn == CONV_TO_TIMESTAMP && k == STORAGE_TYPE_TIMESTAMP)
+		ok = false; /* as Cassandra: no toTimestamp(timestamp) */
+	if (fn == CONV_TO_DATE && k == STORAGE_TYPE_DATE)
+		ok = false;
+	if (!ok)
+		return err_set(ERR_INVALID,
+			       "Type error: %s cannot be passed as argument 0 "
+			       "of function system.%s",
+			       s->args[0].name, s->name);
+	char name[160];
+	snprintf(name, sizeof(name), "system.%s(%s)", s->name, s->args[0].name);
+	if (add_out(p, OUT_CONVERT, c, s->alias ? s->alias : name,
+		    (struct storage_type){.kind = result}) != 0)
+		return -1;
+	p->outs[p->nouts - 1].conv = fn;
+	return 0;
+}
+
+/* Writes a converted value (plan_conversion checked the types). */
+static int write_converted(const struct cql_select_plan *p,
+			   const struct out_col *o, struct slice v,
+			   struct buf *out)
+{
+	uint16_t k = p->m->columns[o->column].type.kind;
+	if (o->conv == CONV_AS_BLOB)
+		return cql_write_bytes(out, v.ptr, (int32_t)v.len);
+	if ((k == STORAGE_TYPE_TIMEUUID && v.len != 16) ||
+	    (k == STORAGE_TYPE_TIMESTAMP && v.len != 8) ||
+	    (k == STORAGE_TYPE_DATE && v.len != 4))
+		return cql_write_bytes(out, NULL, -1);
+	int64_t ms =
+		k == STORAGE_TYPE_TIMEUUID ? cql_timeuuid_unix_us(v.ptr) / 1000
+		: k == STORAGE_TYPE_TIMESTAMP
+			? (int64_t)be64_load(v.ptr)
+			: ((int64_t)be32_load(v.ptr) - (1ll << 31)) * 86400000;
+	uint8_t b[8];
+	if (o->conv == CONV_TO_DATE) {
+		int64_t days = ms / 86400000 - (ms % 86400000 < 0);
+		be32_store(b, (uint32_t)(days + (1ll << 31)));
+		return cql_write_bytes(out, b, 4);
+	}
+	be64_store(b, (uint64_t)ms);
+	return cql_write_bytes(out, b, 8);
+}
+
 static int plan_selector(struct cql_select_plan *p,
 			 const struct cql_selector *s)
 {
@@ -927,6 +1033,9 @@ static int plan_selector(struct cql_select_plan *p,
 	for (size_t i = 0; i < sizeof(aggs) / sizeof(aggs[0]); i++)
 		if (strcmp(s->name, aggs[i].name) == 0)
 			return plan_aggregate(p, s, aggs[i].fn);
+	int conv = plan_conversion(p, s);
+	if (conv <= 0)
+		return conv;
 	bool wt = strcmp(s->name, "writetime") == 0,
 	     ttl = strcmp(s->name, "ttl") == 0;
 	if (!wt && !ttl)
@@ -1540,6 +1649,12 @@ static int write_out(const struct cql_select_plan *p, struct buf *out,
 		return cql_write_bytes(out, b, 8);
 	}
 	const struct storage_column *col = &p->m->columns[o->column];
+	if (o->kind == OUT_CONVERT) {
+		struct slice v;
+		return column_value(p, r, row, stat, o->column, &v)
+			       ? write_converted(p, o, v, out)
+			       : cql_write_bytes(out, NULL, -1);
+	}
 	if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
 	    col->kind == STORAGE_COLUMN_CLUSTERING) {
 		struct slice v;

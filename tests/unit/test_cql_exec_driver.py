@@ -356,6 +356,38 @@ def test_map_values_and_set_elements_in_selections(data_session):
         s.execute("SELECT m['a'..'b'] FROM ks.t WHERE k = 1")
 
 
+def test_time_conversions_and_as_blob_in_selections(data_session):
+    """toTimestamp, toDate, toUnixTimestamp (dateOf, unixTimestampOf) of
+    timeuuid, timestamp and date columns, and <type>AsBlob, as in
+    Cassandra."""
+    import datetime
+    from cassandra.util import Date, uuid_from_time
+    s = data_session
+    s.execute("CREATE TABLE ks.ev (k int PRIMARY KEY, id timeuuid, "
+              "at timestamp, day date, name text)")
+    at = datetime.datetime(2024, 3, 5, 6, 7, 8, 250000)
+    tu = uuid_from_time(at)
+    s.execute("INSERT INTO ks.ev (k, id, at, day, name) VALUES "
+              "(1, %s, %s, %s, 'x')", (tu, at, Date(datetime.date(1969, 12,
+                                                                 31))))
+    row = s.execute("SELECT toTimestamp(id), dateOf(id), toDate(id), "
+                    "toUnixTimestamp(id), unixTimestampOf(id), toDate(at), "
+                    "toUnixTimestamp(at), toTimestamp(day), "
+                    "toUnixTimestamp(day), textAsBlob(name), "
+                    "varcharAsBlob(name), intAsBlob(k) FROM ks.ev "
+                    "WHERE k = 1").one()
+    ms = int((at - datetime.datetime(1970, 1, 1)).total_seconds() * 1000)
+    assert tuple(row) == (at, at, Date(datetime.date(2024, 3, 5)), ms, ms,
+                          Date(datetime.date(2024, 3, 5)), ms,
+                          datetime.datetime(1969, 12, 31), -86400000, b"x",
+                          b"x", b"\x00\x00\x00\x01")
+    assert row._fields[0] == "system_totimestamp_id"
+    with pytest.raises(InvalidRequest, match="Type error"):
+        s.execute("SELECT dateOf(at) FROM ks.ev")
+    with pytest.raises(InvalidRequest, match="Type error"):
+        s.execute("SELECT intAsBlob(name) FROM ks.ev")
+
+
 def test_updates_deletes_ttl_and_collections(data_session):
     s = data_session
     s.execute("INSERT INTO ks.t (k, c, v, l, m) VALUES (0, 0, 'a', [1, 2], "
