@@ -67,6 +67,9 @@ struct cql_select_plan {
 	const struct cql_table *t;
 	const struct storage_table_meta *m;
 	struct arena *a;
+	/* now(), uuid(), ... in WHERE: the request's time and generators,
+	 * while cql_select_plan_new runs (NULL after) */
+	const struct cql_fn_ctx *fn;
 	struct buf keys;
 	size_t *key_offs;
 	size_t key_count;
@@ -119,11 +122,13 @@ static int value_of(struct cql_select_plan *p, const struct cql_term *t,
 	}
 	struct buf b;
 	struct cql_column_type ct = {type->kind, type->elem, type->value};
+	/* without the request's (result metadata only): no now() needed */
 	struct cql_timeuuid_gen g;
-	struct cql_fn_ctx fn = {.timeuuids = &g};
+	struct cql_fn_ctx none = {.timeuuids = &g};
 	cql_timeuuid_gen_init(&g, 0);
 	buf_init(&b);
-	int rc = cql_term_serialize(t, &ct, column, &fn, NULL, &b);
+	int rc = cql_term_serialize(t, &ct, column, p->fn ? p->fn : &none, NULL,
+				    &b);
 	if (rc < 0) {
 		buf_free(&b);
 		return -1;
@@ -1127,11 +1132,10 @@ static int limit_of(const struct cql_term *t, const struct cql_value *binds,
 	return 0;
 }
 
-struct cql_select_plan *cql_select_plan_new(struct arena *a,
-					    const struct cql_select *q,
-					    const struct cql_table *t,
-					    const struct cql_value *binds,
-					    size_t bind_count)
+struct cql_select_plan *
+cql_select_plan_new(struct arena *a, const struct cql_select *q,
+		    const struct cql_table *t, const struct cql_value *binds,
+		    size_t bind_count, const struct cql_fn_ctx *fn)
 {
 	const struct storage_table_meta *m = cql_table_meta(t);
 	struct cql_select_plan *p = arena_alloc(a, sizeof(*p));
@@ -1141,6 +1145,7 @@ struct cql_select_plan *cql_select_plan_new(struct arena *a,
 	p->t = t;
 	p->m = m;
 	p->a = a;
+	p->fn = fn;
 	buf_init(&p->keys);
 	p->outs = arena_alloc(a, (m->column_count + q->selector_count + 1) *
 					 sizeof(*p->outs));
@@ -1207,6 +1212,7 @@ struct cql_select_plan *cql_select_plan_new(struct arena *a,
 		p->keys.data = copy; /* arena-owned from here on */
 		p->keys.len = p->keys.cap = 0;
 	}
+	p->fn = NULL;
 	return p;
 fail:
 	buf_free(&p->keys);

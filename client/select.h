@@ -32,17 +32,20 @@
 #define CQL_SELECT_MAX_ROWS 100000
 
 struct cql_select_plan;
+struct cql_fn_ctx;
 
 /*
  * Plans `q` on `t`. Everything the plan needs (bound values included) is
- * copied into `a`, which must outlive the plan. NULL with ERR_INVALID or
- * ERR_UNSUPPORTED and the client's message.
+ * copied into `a`, which must outlive the plan; `fn` (the request's time
+ * and generators, for now() and the like in WHERE) only this call. NULL
+ * with ERR_INVALID or ERR_UNSUPPORTED and the client's message.
  */
 struct cql_select_plan *cql_select_plan_new(struct arena *a,
 					    const struct cql_select *q,
 					    const struct cql_table *t,
 					    const struct cql_value *binds,
-					    size_t bind_count);
+					    size_t bind_count,
+					    const struct cql_fn_ctx *fn);
 
 /* Sets the page size (<= 0: no paging) and the paging state the client
  * sent back (NULL: first page). Fails with ERR_INVALID for a state this

@@ -836,8 +836,12 @@ static void run_read(struct cql_data *d, const struct cql_data_request *dr)
 	j->read_repair = to->read_repair_blocking;
 	copy_name(j->speculative_retry, sizeof(j->speculative_retry),
 		  to->speculative_retry);
+	struct cql_fn_ctx fn = {.now_us = env_wall_us(d->env),
+				.timeuuids = &d->timeuuids,
+				.random = env_rand,
+				.random_arg = d->env};
 	j->plan = cql_select_plan_new(&j->a, &dr->stmt->u.select, dr->table,
-				      dr->binds, dr->bind_count);
+				      dr->binds, dr->bind_count, &fn);
 	const struct cql_query_params *qp = dr->params;
 	if (!j->plan ||
 	    cql_select_plan_page(j->plan, qp->page_size,

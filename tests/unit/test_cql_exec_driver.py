@@ -388,6 +388,22 @@ def test_time_conversions_and_as_blob_in_selections(data_session):
         s.execute("SELECT intAsBlob(name) FROM ks.ev")
 
 
+def test_now_in_where_is_the_time_of_the_request(data_session):
+    """`ts < toTimestamp(now())` compared with 1970 (the functions had no
+    clock when a SELECT was planned) and silently matched nothing."""
+    s = data_session
+    s.execute("CREATE TABLE ks.tl (k int, ts timestamp, id timeuuid, "
+              "PRIMARY KEY (k, ts))")
+    s.execute("INSERT INTO ks.tl (k, ts, id) VALUES (1, '2020-01-01', "
+              "now())")
+    s.execute("INSERT INTO ks.tl (k, ts, id) VALUES (1, '2999-01-01', "
+              "now())")
+    for bound in ("toTimestamp(now())", "currentTimestamp()"):
+        got = [r.ts.year for r in s.execute(
+            f"SELECT ts FROM ks.tl WHERE k = 1 AND ts < {bound}")]
+        assert got == [2020], bound
+
+
 def test_updates_deletes_ttl_and_collections(data_session):
     s = data_session
     s.execute("INSERT INTO ks.t (k, c, v, l, m) VALUES (0, 0, 'a', [1, 2], "
