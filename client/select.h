@@ -40,12 +40,10 @@ struct cql_fn_ctx;
  * and generators, for now() and the like in WHERE) only this call. NULL
  * with ERR_INVALID or ERR_UNSUPPORTED and the client's message.
  */
-struct cql_select_plan *cql_select_plan_new(struct arena *a,
-					    const struct cql_select *q,
-					    const struct cql_table *t,
-					    const struct cql_value *binds,
-					    size_t bind_count,
-					    const struct cql_fn_ctx *fn);
+struct cql_select_plan *
+cql_select_plan_new(struct arena *a, const struct cql_select *q,
+		    const struct cql_table *t, const struct cql_value *binds,
+		    size_t bind_count, const struct cql_fn_ctx *fn);
 
 /* Sets the page size (<= 0: no paging) and the paging state the client
  * sent back (NULL: first page). Fails with ERR_INVALID for a state this
