@@ -785,6 +785,23 @@ static size_t int_width(uint16_t kind)
 	}
 }
 
+/* The column a function of one column takes, or -1 with the error. */
+static int function_column(const struct cql_select_plan *p,
+			   const struct cql_selector *s)
+{
+	if (s->arg_count != 1 || s->args[0].kind != CQL_SEL_COLUMN)
+		return err_set(ERR_INVALID,
+			       "Invalid call to function system.%s: it takes "
+			       "one column (other arguments are not supported "
+			       "by Cassini yet)",
+			       s->name);
+	int c = cql_table_column(p->t, s->args[0].name);
+	if (c < 0)
+		return err_set(ERR_INVALID, "Undefined column name %s",
+			       s->args[0].name);
+	return c;
+}
+
 /* count(col), min, max, sum and avg of one column, as Cassandra's native
  * aggregates: sum and avg of the integer and floating types (varint and
  * decimal would need arbitrary precision), min and max of any type that is
@@ -793,15 +810,9 @@ static int plan_aggregate(struct cql_select_plan *p,
 			  const struct cql_selector *s, enum agg_fn fn)
 {
 	const struct storage_table_meta *m = p->m;
-	if (s->arg_count != 1 || s->args[0].kind != CQL_SEL_COLUMN)
-		return err_set(ERR_INVALID,
-			       "Invalid number of arguments in call to "
-			       "function system.%s: 1 required",
-			       s->name);
-	int c = cql_table_column(p->t, s->args[0].name);
+	int c = function_column(p, s);
 	if (c < 0)
-		return err_set(ERR_INVALID, "Undefined column name %s",
-			       s->args[0].name);
+		return -1;
 	struct storage_type type = m->columns[c].type;
 	uint16_t k = type.kind;
 	bool numeric = int_width(k) || k == STORAGE_TYPE_FLOAT ||
@@ -907,15 +918,9 @@ static int plan_conversion(struct cql_select_plan *p,
 	bool as_blob = len > 6 && strcmp(s->name + len - 6, "asblob") == 0;
 	if (i == sizeof(fns) / sizeof(fns[0]) && !as_blob)
 		return 1;
-	if (s->arg_count != 1 || s->args[0].kind != CQL_SEL_COLUMN)
-		return err_set(ERR_UNSUPPORTED,
-			       "%s of anything but one column is not "
-			       "supported by Cassini yet",
-			       s->name);
-	int c = cql_table_column(p->t, s->args[0].name);
+	int c = function_column(p, s);
 	if (c < 0)
-		return err_set(ERR_INVALID, "Undefined column name %s",
-			       s->args[0].name);
+		return -1;
 	uint16_t k = p->m->columns[c].type.kind;
 	const char *tn = cql_type_name(k);
 	enum conv_fn fn = as_blob ? CONV_AS_BLOB : fns[i].fn;
@@ -1048,12 +1053,9 @@ static int plan_selector(struct cql_select_plan *p,
 			       "Function %s in selections is not "
 			       "supported by Cassini yet",
 			       s->name);
-	if (s->arg_count != 1 || s->args[0].kind != CQL_SEL_COLUMN)
-		return err_set(ERR_INVALID, "%s takes one column", s->name);
-	int c = cql_table_column(p->t, s->args[0].name);
+	int c = function_column(p, s);
 	if (c < 0)
-		return err_set(ERR_INVALID, "Undefined column name %s",
-			       s->args[0].name);
+		return -1;
 	const struct storage_column *col = &m->columns[c];
 	const char *fname = wt ? "writeTime" : "ttl";
 	if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
