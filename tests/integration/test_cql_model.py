@@ -5,16 +5,18 @@ multi-column slices, reversed ORDER BY, LIMIT, ALLOW FILTERING, aggregates
 and paging, with flushes in between so memtables and SSTables merge. A range deletion on a DESC column once deleted the
 wrong rows (`c1 >= 3` deleted every row); this is the test that catches
 such a thing on every path at once."""
+import os
 import random
 import struct
 import subprocess
 
 import pytest
-from cassandra.cluster import Cluster
+from cassandra import ConsistencyLevel
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.metadata import Murmur3Token
 from cassandra.query import SimpleStatement
 
-from conftest import BUILD_DIR, default_yaml
+from conftest import BUILD_DIR, SOURCE_DIR, default_yaml
 
 ADDRESS = "127.0.5.1"  # a block of its own: suites run in parallel
 ORDERS = [("ASC", "ASC"), ("ASC", "DESC"), ("DESC", "ASC"), ("DESC", "DESC")]
@@ -41,8 +43,9 @@ def session(make_node):
 class Table:
     """One table and its model: (k, c1, c2) -> v."""
 
-    def __init__(self, s, o1, o2):
+    def __init__(self, s, o1, o2, keys):
         self.name = f"m.t_{o1}_{o2}".lower()
+        self.keys = keys
         self.desc = (o1 == "DESC", o2 == "DESC")
         self.rows = {}
         s.execute(f"CREATE TABLE {self.name} (k int, c1 int, c2 int, v int, "
@@ -69,7 +72,7 @@ def bounds(rng, column, values):
 
 
 def write(s, t, rng):
-    k = rng.randrange(KEYS)
+    k = rng.randrange(t.keys)
     c1, c2 = rng.randrange(C1S), rng.randrange(C2S)
     p = rng.random()
     if p < 0.55:
@@ -105,7 +108,7 @@ def token(k):
 
 def read(s, t, rng):
     """One random query, compared with the model."""
-    k = rng.randrange(KEYS)
+    k = rng.randrange(t.keys)
     where, pred = f"k = {k}", (lambda r: r[0] == k)
     p = rng.random()
     if p < 0.15:
@@ -114,7 +117,7 @@ def read(s, t, rng):
         q = (f"SELECT k, c1, c2, v FROM {t.name} WHERE v = {v} "
              "ALLOW FILTERING")
         want = []
-        for key in sorted(range(KEYS), key=token):
+        for key in sorted(range(t.keys), key=token):
             want += t.order([(r[0], r[1], r[2], w) for r, w in
                              t.rows.items() if r[0] == key and w == v], False)
         got = [tuple(r) for r in s.execute(SimpleStatement(
@@ -188,19 +191,24 @@ def flush():
                    timeout=60)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_random_writes_and_reads_match_the_model(session, seed):
+def run_model(session, seed, rounds=6, flush=None, keys=KEYS):
     rng = random.Random(seed)
-    tables = [Table(session, o1, o2) for o1, o2 in ORDERS]
-    for round_ in range(6):
+    tables = [Table(session, o1, o2, keys) for o1, o2 in ORDERS]
+    for round_ in range(rounds):
         for _ in range(60):
             t = rng.choice(tables)
             write(session, t, rng)
         for t in tables:
             for _ in range(15):
                 read(session, t, rng)
-        if round_ % 2 == 1:
+        if flush and round_ % 2 == 1:
             flush()
+    return tables
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_writes_and_reads_match_the_model(session, seed):
+    tables = run_model(session, seed, flush=flush)
     for t in tables:
         got = [tuple(r) for r in session.execute(SimpleStatement(
             f"SELECT k, c1, c2, v FROM {t.name}", fetch_size=7))]
@@ -208,3 +216,33 @@ def test_random_writes_and_reads_match_the_model(session, seed):
                                      for (k, c1, c2), v in t.rows.items())
         assert session.execute(f"SELECT count(*) FROM {t.name}").one()[0] \
             == len(t.rows)
+
+
+def test_the_model_holds_on_three_nodes_at_all(tmp_path):
+    """The same on three nodes, RF 2, every request at ALL: scans merge
+    ranges from several replicas, and every coordinator agrees."""
+    env = dict(os.environ, CASSINI_HOME=str(tmp_path / "home"),
+               CASSINI_BIN_DIR=str(BUILD_DIR))
+
+    def cluster(*args):
+        r = subprocess.run(["/usr/bin/python3",
+                            str(SOURCE_DIR / "scripts" / "cluster.py"),
+                            *args], capture_output=True, text=True,
+                           env=env, timeout=180)
+        assert r.returncode == 0, r.stdout + r.stderr
+    cluster("create", "m", "-n", "3", "--base-ip", "127.0.6.")
+    try:
+        cluster("start")
+        c = Cluster(["127.0.6.1"], protocol_version=4, execution_profiles={
+            EXEC_PROFILE_DEFAULT: ExecutionProfile(
+                consistency_level=ConsistencyLevel.ALL)})
+        s = c.connect()
+        s.execute("CREATE KEYSPACE m WITH replication = {'class': "
+                  "'SimpleStrategy', 'replication_factor': 2}")
+        run_model(s, 7, rounds=4, keys=12)
+        c.shutdown()
+    finally:
+        subprocess.run(["/usr/bin/python3",
+                        str(SOURCE_DIR / "scripts" / "cluster.py"), "-C",
+                        "m", "remove"], env=env, capture_output=True,
+                       timeout=60)
