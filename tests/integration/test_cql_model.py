@@ -246,3 +246,84 @@ def test_the_model_holds_on_three_nodes_at_all(tmp_path):
                         str(SOURCE_DIR / "scripts" / "cluster.py"), "-C",
                         "m", "remove"], env=env, capture_output=True,
                        timeout=60)
+
+
+def test_static_and_collection_cells_match_the_model(session):
+    """Static columns and set cells across memtables, flushes and
+    compaction: UPDATE-only rows live while a cell does, INSERT adds the row
+    marker, a static-only partition reads as one row, deletions of rows,
+    ranges, cells, elements and partitions."""
+    rng = random.Random(11)
+    session.execute("CREATE TABLE m.sc (k int, c int, v int, s int static, "
+                    "tags set<int>, PRIMARY KEY (k, c))")
+    rows, statics = {}, {}  # (k, c) -> [marker, v, tags]; k -> s
+
+    def row(k, c):
+        return rows.setdefault((k, c), [False, None, set()])
+
+    def live(r):
+        return r[0] or r[1] is not None or r[2]
+    for step in range(400):
+        k, c, x = rng.randrange(3), rng.randrange(5), rng.randrange(4)
+        p = rng.random()
+        if p < 0.15:
+            session.execute(f"INSERT INTO m.sc (k, c, v) VALUES ({k}, {c}, "
+                            f"{x})")
+            r = row(k, c)
+            r[0], r[1] = True, x
+        elif p < 0.3:
+            session.execute(f"UPDATE m.sc SET v = {x} WHERE k = {k} AND "
+                            f"c = {c}")
+            row(k, c)[1] = x
+        elif p < 0.45:
+            session.execute(f"UPDATE m.sc SET tags = tags + {{{x}}} WHERE "
+                            f"k = {k} AND c = {c}")
+            row(k, c)[2].add(x)
+        elif p < 0.55:
+            session.execute(f"UPDATE m.sc SET tags = tags - {{{x}}} WHERE "
+                            f"k = {k} AND c = {c}")
+            row(k, c)[2].discard(x)
+        elif p < 0.65:
+            session.execute(f"UPDATE m.sc SET s = {x} WHERE k = {k}")
+            statics[k] = x
+        elif p < 0.7:
+            session.execute(f"DELETE s FROM m.sc WHERE k = {k}")
+            statics.pop(k, None)
+        elif p < 0.77:
+            session.execute(f"DELETE v FROM m.sc WHERE k = {k} AND c = {c}")
+            row(k, c)[1] = None
+        elif p < 0.84:
+            session.execute(f"DELETE FROM m.sc WHERE k = {k} AND c = {c}")
+            rows.pop((k, c), None)
+        elif p < 0.9:
+            session.execute(f"DELETE FROM m.sc WHERE k = {k} AND c >= {c}")
+            for key in [key for key in rows if key[0] == k and key[1] >= c]:
+                del rows[key]
+        elif p < 0.93:
+            session.execute(f"DELETE FROM m.sc WHERE k = {k}")
+            for key in [key for key in rows if key[0] == k]:
+                del rows[key]
+            statics.pop(k, None)
+        elif p < 0.96:
+            flush()
+        else:
+            subprocess.run([str(BUILD_DIR / "node" / "cassini-tool"), "-h",
+                            ADDRESS, "compact", "m", "sc"], check=True,
+                           capture_output=True, timeout=60)
+        if step % 20 == 19:
+            for key in range(3):
+                want = [(key, c, r[1], statics.get(key),
+                         sorted(r[2]) or None)
+                        for (k2, c), r in sorted(rows.items())
+                        if k2 == key and live(r)]
+                if not want and statics.get(key) is not None:
+                    want = [(key, None, None, statics[key], None)]
+                got = [(r.k, r.c, r.v, r.s,
+                        sorted(r.tags) if r.tags else None)
+                       for r in session.execute(SimpleStatement(
+                           f"SELECT k, c, v, s, tags FROM m.sc WHERE "
+                           f"k = {key}", fetch_size=2))]
+                assert got == want, (step, key)
+                assert session.execute(
+                    f"SELECT count(*) FROM m.sc WHERE k = {key}"
+                ).one()[0] == len(want), (step, key)
