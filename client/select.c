@@ -141,6 +141,22 @@ static int value_of(struct cql_select_plan *p, const struct cql_term *t,
 	return out->ptr ? 0 : -1;
 }
 
+/* A key column's value in a condition, which may not be NULL. */
+static int condition_value(struct cql_select_plan *p, const struct cql_term *t,
+			   const struct storage_column *col,
+			   const struct cql_value *binds, size_t nbinds,
+			   struct slice *out)
+{
+	bool null;
+	if (value_of(p, t, &col->type, col->name, binds, nbinds, out, &null) !=
+	    0)
+		return -1;
+	return null ? err_set(ERR_INVALID,
+			      "Invalid null value in condition for column %s",
+			      col->name)
+		    : 0;
+}
+
 static int64_t token_value(const struct slice *v)
 {
 	return (int64_t)be64_load(v->ptr);
@@ -168,14 +184,9 @@ static int restrict_partition(struct cql_select_plan *p,
 	if (r->op == CQL_OP_EQ) {
 		kr->vals = arena_alloc(p->a, sizeof(*kr->vals));
 		kr->n = 1;
-		if (!kr->vals || value_of(p, r->value, &col->type, col->name,
-					  binds, nbinds, kr->vals, &null) != 0)
-			return -1;
-		return null ? err_set(ERR_INVALID,
-				      "Invalid null value in condition "
-				      "for column %s",
-				      col->name)
-			    : 0;
+		return kr->vals ? condition_value(p, r->value, col, binds,
+						  nbinds, kr->vals)
+				: -1;
 	}
 	if (r->op != CQL_OP_IN)
 		return err_set(ERR_INVALID,
@@ -185,17 +196,10 @@ static int restrict_partition(struct cql_select_plan *p,
 	if (r->value->kind == CQL_TERM_TUPLE) {
 		kr->n = r->value->count;
 		kr->vals = arena_alloc(p->a, (kr->n + 1) * sizeof(*kr->vals));
-		for (size_t i = 0; kr->vals && i < kr->n; i++) {
-			if (value_of(p, r->value->items[i], &col->type,
-				     col->name, binds, nbinds, &kr->vals[i],
-				     &null) != 0)
+		for (size_t i = 0; kr->vals && i < kr->n; i++)
+			if (condition_value(p, r->value->items[i], col, binds,
+					    nbinds, &kr->vals[i]) != 0)
 				return -1;
-			if (null)
-				return err_set(ERR_INVALID,
-					       "Invalid null value in "
-					       "condition for column %s",
-					       col->name);
-		}
 		return kr->vals ? 0 : -1;
 	}
 	struct storage_type lt = {STORAGE_TYPE_LIST, col->type.kind, 0, true};
@@ -435,19 +439,11 @@ static int restrict_tuples(struct cql_select_plan *p,
 			arena_alloc(p->a, (v->count + 1) * sizeof(*vals));
 		if (!vals)
 			return -1;
-		for (size_t i = 0; i < v->count; i++) {
-			const struct storage_column *col =
-				&m->columns[m->ck[i]];
-			bool null;
-			if (value_of(p, v->items[i], &col->type, col->name,
-				     binds, nbinds, &vals[i], &null) != 0)
+		for (size_t i = 0; i < v->count; i++)
+			if (condition_value(p, v->items[i],
+					    &m->columns[m->ck[i]], binds,
+					    nbinds, &vals[i]) != 0)
 				return -1;
-			if (null)
-				return err_set(ERR_INVALID,
-					       "Invalid null value in "
-					       "condition for column %s",
-					       col->name);
-		}
 		bool eq = r->op == CQL_OP_EQ;
 		/* DESC columns invert < and > in clustering order */
 		bool lo = (r->op == CQL_OP_GT || r->op == CQL_OP_GTE) !=
@@ -529,7 +525,6 @@ static int restrict_clustering(struct cql_select_plan *p,
 		for (int k = 0; k < 2 && rels[k]; k++) {
 			const struct cql_relation *r = rels[k];
 			struct slice v;
-			bool null;
 			if (r->op == CQL_OP_IN) {
 				if (rels[1])
 					return err_set(
@@ -549,14 +544,9 @@ static int restrict_clustering(struct cql_select_plan *p,
 					       "Unsupported relation on "
 					       "clustering column %s",
 					       col->name);
-			if (value_of(p, r->value, &col->type, col->name, binds,
-				     nbinds, &v, &null) != 0)
+			if (condition_value(p, r->value, col, binds, nbinds,
+					    &v) != 0)
 				return -1;
-			if (null)
-				return err_set(ERR_INVALID,
-					       "Invalid null value in "
-					       "condition for column %s",
-					       col->name);
 			/* A DESC column inverts < and > in clustering order. */
 			bool lo = r->op == CQL_OP_GT || r->op == CQL_OP_GTE;
 			if (col->desc && r->op != CQL_OP_EQ)
