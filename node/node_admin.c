@@ -816,6 +816,8 @@ static int cmd_tablestats(void *arg, size_t argc, const char *const *argv,
 			const char *name;
 			uint64_t value;
 		} rows[] = {
+			{"Local read count", st.local_reads},
+			{"Local write count", st.local_writes},
 			{"SSTable count", st.sstable_count},
 			{"Space used (live)", st.sstable_bytes},
 			{"Number of partitions (estimate)",

@@ -1136,6 +1136,8 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 		stop_writes(db, "memtable out of memory");
 		rc = -1;
 	}
+	if (!rc)
+		t->writes++;
 	if (!rc && t->durable) {
 		struct memtable *mt = t->active;
 		if (!mt->has_log_pos) {
@@ -1409,6 +1411,8 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 		}
 		out->flushes += t->flushes;
 		out->compactions += t->compactions;
+		out->local_writes += t->writes;
+		out->local_reads += atomic_load(&t->reads);
 	}
 	out->corrupt_blocks = atomic_load(&db->corrupt_blocks);
 	out->commitlog_torn_tails = db->torn;

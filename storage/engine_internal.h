@@ -54,6 +54,8 @@ struct table {
 	bool compacting;
 	bool flush_failed;
 	uint64_t flushes, compactions;
+	uint64_t writes;        /* mutations applied (under the lock) */
+	_Atomic uint64_t reads; /* point reads answered */
 	struct table *next;
 };
 

@@ -173,6 +173,8 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 	if (!rc)
 		rc = frag ? read_ctx_fragment(&c, token, key, frag)
 			  : read_ctx_finish(&c, token, key, out);
+	if (!rc)
+		atomic_fetch_add_explicit(&s.t->reads, 1, memory_order_relaxed);
 	read_ctx_destroy(&c);
 	snapshot_release(&s);
 	return rc;

@@ -430,6 +430,10 @@ struct storage_stats {
 	uint64_t estimated_partitions;
 	uint64_t flushes;
 	uint64_t compactions;
+	/* mutations applied and point reads answered since start (nodetool
+	 * tablestats' local write and read counts; scans not counted) */
+	uint64_t local_writes;
+	uint64_t local_reads;
 	uint64_t corrupt_blocks;       /* reads that failed a checksum */
 	uint64_t commitlog_torn_tails; /* records discarded at replay */
 	uint64_t commitlog_replayed;   /* mutations replayed at start */

@@ -213,9 +213,11 @@ def test_tablestats_and_compact(node):
         r = tool("tablestats", *args)
         assert r.returncode == 0, r.stderr
         return r.stdout
+    s.execute("SELECT v FROM app.t WHERE k = 5")
     out = stats("app", "t")
     assert out.startswith("Total number of tables: 1\n"), out
-    assert "Keyspace : app\n\t\tTable: t\n\t\tSSTable count: 3\n" in out
+    assert "Keyspace : app\n\t\tTable: t\n\t\tLocal read count: 1\n" \
+        "\t\tLocal write count: 300\n\t\tSSTable count: 3\n" in out, out
     assert "Number of partitions (estimate): 300\n" in out
     assert "Memtable switch count: 3\n" in out
     assert "Total number of tables: 2\n" in stats()  # every user table
