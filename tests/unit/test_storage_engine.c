@@ -152,6 +152,15 @@ static struct storage_result *get(struct fx *f, const char *key,
 	return r;
 }
 
+/* Partition `key` reads back with `rows` rows. */
+static void expect_rows(struct fx *f, const char *key, size_t rows)
+{
+	struct storage_result *r = get(f, key, NULL);
+	ck_assert_msg(r->row_count == rows, "%s: %zu rows, not %zu", key,
+		      r->row_count, rows);
+	storage_result_delete(r);
+}
+
 static int row_c(const struct storage_row_view *r)
 {
 	return (int)be32_load(r->clustering[0].ptr);
@@ -586,9 +595,7 @@ START_TEST(writes_wait_while_memtables_fill_the_heap_space)
 	fault_env_set_sync_delay_us(f.fe, 0);
 	for (int i = 0; i < N; i += 97) {
 		snprintf(key, sizeof(key), "k%d", i);
-		struct storage_result *r = get(&f, key, NULL);
-		ck_assert_msg(r->row_count == 1, "%s lost", key);
-		storage_result_delete(r);
+		expect_rows(&f, key, 1);
 	}
 	fx_free(&f);
 }
@@ -636,12 +643,8 @@ START_TEST(waiting_writes_are_bounded_and_time_out)
 	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
 	ck_assert_int_eq(posted_count(&p, &p.acks), applied - (int)waiting);
 	ck_assert_int_eq(blob_write(&f, f.t, "after", v), 0);
-	const char *keys[] = {"k0", "after"};
-	for (int i = 0; i < 2; i++) {
-		struct storage_result *r = get(&f, keys[i], NULL);
-		ck_assert_int_eq(r->row_count, 1);
-		storage_result_delete(r);
-	}
+	expect_rows(&f, "k0", 1);
+	expect_rows(&f, "after", 1);
 	fx_free(&f);
 }
 END_TEST
@@ -869,12 +872,8 @@ START_TEST(non_durable_keyspaces_skip_the_commitlog)
 	f.db = storage_new(&f.o);
 	ck_assert_int_eq(storage_table_add(f.db, f.t, false), 0);
 	ck_assert_int_eq(storage_start(f.db), 0);
-	struct storage_result *r = get(&f, "flushed", NULL);
-	ck_assert_uint_eq(r->row_count, 1);
-	storage_result_delete(r);
-	r = get(&f, "unflushed", NULL); /* never logged: gone, as intended */
-	ck_assert_uint_eq(r->row_count, 0);
-	storage_result_delete(r);
+	expect_rows(&f, "flushed", 1);
+	expect_rows(&f, "unflushed", 0); /* never logged: gone, as intended */
 	struct storage_stats st;
 	storage_stats(f.db, NULL, &st);
 	ck_assert_uint_eq(st.commitlog_replayed, 0);
@@ -912,11 +911,8 @@ START_TEST(time_window_compaction_merges_old_windows)
 	ck_assert_uint_eq(st.sstable_count, 3);
 	ck_assert_uint_eq(st.compactions, 1);
 	const char *keys[] = {"a", "b", "c", "d"};
-	for (int i = 0; i < 4; i++) {
-		struct storage_result *r = get(&f, keys[i], NULL);
-		ck_assert_uint_eq(r->row_count, 1);
-		storage_result_delete(r);
-	}
+	for (int i = 0; i < 4; i++)
+		expect_rows(&f, keys[i], 1);
 	fx_free(&f);
 }
 END_TEST
