@@ -107,6 +107,17 @@ int64_t cql_timeuuid_unix_us(const uint8_t uuid[16])
 
 /* ---- dates and times ----------------------------------------------------- */
 
+uint32_t cql_date_of_unix_ms(int64_t ms)
+{
+	int64_t days = ms / 86400000 - (ms % 86400000 < 0);
+	return (uint32_t)(days + DATE_EPOCH_BIAS);
+}
+
+int64_t cql_unix_ms_of_date(uint32_t date)
+{
+	return ((int64_t)date - DATE_EPOCH_BIAS) * 86400000;
+}
+
 /* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
 {
@@ -642,12 +653,9 @@ static int serialize_function(const struct cql_term *t, uint16_t kind,
 	case CQL_TYPE_TIMESTAMP:
 	case CQL_TYPE_BIGINT:
 		return buf_put_be64(out, (uint64_t)(us / 1000));
-	case CQL_TYPE_DATE: {
-		int64_t days =
-			us >= 0 ? us / 86400000000ll
-				: -((-us + 86399999999ll) / 86400000000ll);
-		return buf_put_be32(out, (uint32_t)(days + DATE_EPOCH_BIAS));
-	}
+	case CQL_TYPE_DATE:
+		return buf_put_be32(
+			out, cql_date_of_unix_ms(us / 1000 - (us % 1000 < 0)));
 	default: { /* time of day */
 		int64_t ns = (us % 86400000000ll) * 1000;
 		if (ns < 0)

@@ -47,6 +47,11 @@ void cql_timeuuid_next(struct cql_timeuuid_gen *g, int64_t now_us,
 		       uint8_t out[16]);
 /* Microseconds since the Unix epoch embedded in a version-1 UUID. */
 int64_t cql_timeuuid_unix_us(const uint8_t uuid[16]);
+/* A CQL date (days since 1970-01-01 plus 2^31) of a Unix time in
+ * milliseconds, rounded down (-1 ms is 1969-12-31), and the Unix time in
+ * milliseconds of a date's midnight. */
+uint32_t cql_date_of_unix_ms(int64_t ms);
+int64_t cql_unix_ms_of_date(uint32_t date);
 
 /* What functions need: the statement's clock and randomness. */
 struct cql_fn_ctx {

@@ -391,15 +391,14 @@ static int write_converted(const struct cql_select_plan *p,
 	    (k == STORAGE_TYPE_TIMESTAMP && v.len != 8) ||
 	    (k == STORAGE_TYPE_DATE && v.len != 4))
 		return cql_write_bytes(out, NULL, -1);
-	int64_t ms =
-		k == STORAGE_TYPE_TIMEUUID ? cql_timeuuid_unix_us(v.ptr) / 1000
-		: k == STORAGE_TYPE_TIMESTAMP
-			? (int64_t)be64_load(v.ptr)
-			: ((int64_t)be32_load(v.ptr) - (1ll << 31)) * 86400000;
+	int64_t ms = k == STORAGE_TYPE_TIMEUUID
+			     ? cql_timeuuid_unix_us(v.ptr) / 1000
+		     : k == STORAGE_TYPE_TIMESTAMP
+			     ? (int64_t)be64_load(v.ptr)
+			     : cql_unix_ms_of_date(be32_load(v.ptr));
 	uint8_t b[8];
 	if (o->conv == CONV_TO_DATE) {
-		int64_t days = ms / 86400000 - (ms % 86400000 < 0);
-		be32_store(b, (uint32_t)(days + (1ll << 31)));
+		be32_store(b, cql_date_of_unix_ms(ms));
 		return cql_write_bytes(out, b, 4);
 	}
 	be64_store(b, (uint64_t)ms);
