@@ -489,10 +489,8 @@ static void deliver(struct commitlog *cl, struct waiter *w, int status,
 {
 	while (w) {
 		struct waiter *next = w->next;
-		if (cl->o.post)
-			cl->o.post(cl->o.post_arg, w->fn, w->arg, status, code);
-		else
-			w->fn(w->arg, status, code);
+		storage_post_done(cl->o.post, cl->o.post_arg, w->fn, w->arg,
+				  status, code);
 		free(w);
 		w = next;
 	}

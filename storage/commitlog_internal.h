@@ -48,6 +48,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* An acknowledgement from a thread other than the caller's: through the
+ * post hook to the caller's loop, or at once without one (tests). */
+static inline void storage_post_done(storage_post_fn post, void *post_arg,
+				     storage_done_fn fn, void *arg, int status,
+				     enum err_code code)
+{
+	if (post)
+		post(post_arg, fn, arg, status, code);
+	else
+		fn(arg, status, code);
+}
+
 struct clpos {
 	uint64_t seg;
 	uint64_t off;

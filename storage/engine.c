@@ -936,16 +936,6 @@ struct waiting_write {
 	uint8_t data[];
 };
 
-/* An acknowledgement from a thread other than the write's caller. */
-static void post_done(struct storage *db, storage_done_fn done, void *arg,
-		      int status, enum err_code code)
-{
-	if (db->o.post)
-		db->o.post(db->o.post_arg, done, arg, status, code);
-	else
-		done(arg, status, code);
-}
-
 /* Under the lock: queues a write behind the others that wait. -1 when
  * the waiting writes would hold more than a quarter of
  * memtable_heap_space (memory stays bounded) or on ERR_NOMEM. */
@@ -1009,7 +999,8 @@ static void fail_waiting(struct storage *db, struct waiting_write *w)
 {
 	while (w) {
 		struct waiting_write *next = w->next;
-		post_done(db, w->done, w->arg, -1, ERR_OVERLOADED);
+		storage_post_done(db->o.post, db->o.post_arg, w->done, w->arg,
+				  -1, ERR_OVERLOADED);
 		free(w);
 		w = next;
 	}
@@ -1053,9 +1044,11 @@ static void take_waiting(struct storage *db)
 		bool ack_now;
 		if (!m || apply(db, m, w->done, w->arg, NULL, false, true,
 				&ack_now) != 0)
-			post_done(db, w->done, w->arg, -1, err_code());
+			storage_post_done(db->o.post, db->o.post_arg, w->done,
+					  w->arg, -1, err_code());
 		else if (ack_now)
-			post_done(db, w->done, w->arg, 0, ERR_NONE);
+			storage_post_done(db->o.post, db->o.post_arg, w->done,
+					  w->arg, 0, ERR_NONE);
 		storage_mutation_delete(m);
 		free(w);
 		pthread_mutex_lock(&db->mu);
