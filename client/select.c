@@ -209,17 +209,10 @@ static int token_of_values(struct cql_select_plan *p,
 			       "provided",
 			       m->pk_count, value->count);
 	struct slice parts[16];
-	for (size_t i = 0; i < m->pk_count; i++) {
-		const struct storage_column *col = &m->columns[m->pk[i]];
-		if (value_of(p, value->items[i], &col->type, col->name, binds,
-			     nbinds, &parts[i], &null) != 0)
+	for (size_t i = 0; i < m->pk_count; i++)
+		if (condition_value(p, value->items[i], &m->columns[m->pk[i]],
+				    binds, nbinds, &parts[i]) != 0)
 			return -1;
-		if (null)
-			return err_set(ERR_INVALID,
-				       "Invalid null value for partition key "
-				       "part %s",
-				       col->name);
-	}
 	if (m->pk_count == 1) {
 		*out = murmur3_token(parts[0].ptr, parts[0].len);
 		return 0;
