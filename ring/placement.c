@@ -574,6 +574,46 @@ fail:
 	return -1;
 }
 
+static bool same_list(const uint32_t *a, size_t na, const uint32_t *b,
+		      size_t nb)
+{
+	return na == nb && memcmp(a, b, na * sizeof(*a)) == 0;
+}
+
+int ring_placement_pending_pieces(const struct ring_placement *p, size_t ep,
+				  ring_piece_fn each, void *arg)
+{
+	const struct rmap *m = &p->pend;
+	const uint32_t *nat = NULL;
+	size_t nnat = 0;
+	bool open = false; /* a piece from `left` is being extended */
+	int64_t left = 0;
+	for (size_t i = 0; i < m->ntok; i++) {
+		const uint32_t *v = m->eps + m->off[i];
+		size_t n = m->off[i + 1] - m->off[i];
+		int64_t prev = m->tok[i == 0 ? m->ntok - 1 : i - 1];
+		size_t nn;
+		const uint32_t *c = rmap_lookup(&p->nat, m->tok[i], &nn);
+		bool in = has(v, n, (uint32_t)ep);
+		if (open && (!in || !same_list(c, nn, nat, nnat))) {
+			int rc = each(arg, token_range_make(left, prev), nat,
+				      nnat);
+			if (rc)
+				return rc;
+			open = false;
+		}
+		if (in && !open) {
+			open = true;
+			left = prev;
+			nat = c;
+			nnat = nn;
+		}
+	}
+	return open ? each(arg, token_range_make(left, m->tok[m->ntok - 1]),
+			   nat, nnat)
+		    : 0;
+}
+
 const struct ring_placement *ring_placement_get(const struct ring *r,
 						const struct ring_strategy *s)
 {

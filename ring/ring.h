@@ -197,6 +197,15 @@ void ring_placement_lookup(const struct ring_placement *p, int64_t token,
 int ring_placement_ranges(const struct ring_placement *p, size_t ep,
 			  bool primary_only, bool pending,
 			  struct token_range_list *out);
+/* What a joining (BOOT) endpoint must fetch: calls each(arg, range,
+ * natural, n) for every range `ep` is pending for, cut where the current
+ * natural replicas change (adjacent pieces with the same replicas are
+ * merged), in token order. `natural` is borrowed for the call. Stops at
+ * and returns a non-zero return of `each`; else 0. */
+typedef int (*ring_piece_fn)(void *arg, struct token_range range,
+			     const uint32_t *natural, size_t n);
+int ring_placement_pending_pieces(const struct ring_placement *p, size_t ep,
+				  ring_piece_fn each, void *arg);
 /* The cached placement `ring_replicas_for_token` uses; borrowed, live while
  * the ring is. NULL with ERR_NOMEM. */
 const struct ring_placement *ring_placement_get(const struct ring *r,

@@ -886,6 +886,105 @@ START_TEST(pending_ranges_of_boot_node)
 }
 END_TEST
 
+struct pieces {
+	struct token_range_list ranges;
+	const struct ring_placement *p;
+	struct rng *rg;
+	struct token_range last;
+	uint32_t last_nat[64];
+	size_t last_n, count;
+};
+
+static int check_piece(void *arg, struct token_range range,
+		       const uint32_t *natural, size_t n)
+{
+	struct pieces *pc = arg;
+	ck_assert_uint_le(n, 64);
+	/* the piece's replicas are those of every token in it */
+	for (int q = 0; q < 8; q++) {
+		int64_t t = q == 0 ? range.right
+				   : (int64_t)((uint64_t)range.left + 1 +
+					       rng_below(pc->rg, 1000));
+		if (!token_range_contains(range, t))
+			continue;
+		struct ring_replicas rep;
+		ring_placement_lookup(pc->p, t, &rep);
+		ck_assert_uint_eq(rep.n_natural, n);
+		for (size_t i = 0; i < n; i++)
+			ck_assert_uint_eq(rep.natural[i], natural[i]);
+	}
+	/* in token order; adjacent pieces have different replicas */
+	if (pc->count++ && pc->last.right == range.left)
+		ck_assert(n != pc->last_n ||
+			  memcmp(natural, pc->last_nat, n * sizeof(*natural)));
+	pc->last = range;
+	pc->last_n = n;
+	memcpy(pc->last_nat, natural, n * sizeof(*natural));
+	ck_assert_int_eq(token_range_list_push(&pc->ranges, range), 0);
+	return 0;
+}
+
+static struct ring_strategy *simple(int rf)
+{
+	char v[16];
+	snprintf(v, sizeof(v), "%d", rf);
+	const char *k[] = {"class", "replication_factor"},
+		   *vals[] = {"SimpleStrategy", v};
+	struct ring_strategy *s = ring_strategy_new(k, vals, 2, false);
+	ck_assert_msg(s != NULL, "%s", err_msg());
+	return s;
+}
+
+START_TEST(pending_pieces_are_what_a_joiner_fetches)
+{
+	struct rng rg;
+	rng_seed(&rg, seed);
+	for (int it = 0; it < 40; it++) {
+		struct topo t;
+		topo_random(&rg, &t, 2, 3, 6, 4);
+		size_t boot = rng_below(&rg, t.n);
+		t.st[boot] = RING_STATUS_BOOT;
+		struct ring *r = topo_build(&t);
+		struct ring_strategy *s =
+			it % 2 ? nts("dc1=3,dc2=2") : simple(2);
+		const struct ring_placement *p = ring_placement_get(r, s);
+		struct pieces pc = {.p = p, .rg = &rg};
+		ck_assert_int_eq(ring_placement_pending_pieces(
+					 p, boot, check_piece, &pc),
+				 0);
+		ck_assert_uint_gt(pc.count, 0);
+		/* together they are the pending ranges, each once */
+		struct token_range_list want = {0}, a = {0}, b = {0};
+		ck_assert_int_eq(
+			ring_placement_ranges(p, boot, false, true, &want), 0);
+		double sum = 0;
+		for (size_t i = 0; i < pc.ranges.n; i++)
+			sum += token_range_fraction(pc.ranges.v[i]);
+		ck_assert_double_eq_tol(sum, token_ranges_fraction(&want),
+					1e-9);
+		ck_assert_int_eq(token_ranges_normalize(&pc.ranges), 0);
+		ck_assert_int_eq(token_ranges_subtract(&pc.ranges, &want, &a),
+				 0);
+		ck_assert_int_eq(token_ranges_subtract(&want, &pc.ranges, &b),
+				 0);
+		ck_assert_uint_eq(a.n + b.n, 0);
+		/* a NORMAL endpoint is pending nowhere */
+		size_t other = (boot + 1) % t.n;
+		struct pieces none = {.p = p, .rg = &rg};
+		ck_assert_int_eq(ring_placement_pending_pieces(
+					 p, other, check_piece, &none),
+				 0);
+		ck_assert_uint_eq(none.count, 0);
+		token_range_list_free(&pc.ranges);
+		token_range_list_free(&want);
+		token_range_list_free(&a);
+		token_range_list_free(&b);
+		ring_strategy_delete(s);
+		ring_unref(r);
+	}
+}
+END_TEST
+
 /* ---- snitch -------------------------------------------------------------- */
 
 START_TEST(snitch_orders_by_proximity)
@@ -1232,6 +1331,7 @@ int main(void)
 	tcase_add_test(tc, placement_ranges_cover_rf_times);
 	tcase_add_test(tc, pending_for_boot_and_leaving);
 	tcase_add_test(tc, pending_ranges_of_boot_node);
+	tcase_add_test(tc, pending_pieces_are_what_a_joiner_fetches);
 	tcase_add_test(tc, placement_cache_shared_by_threads);
 	tcase_add_test(tc, snitch_orders_by_proximity);
 	suite_add_tcase(s, tc);
