@@ -254,7 +254,9 @@ void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
 	schema_applied(s, &change, record, len, false);
 	if (s->exec)
 		cql_exec_schema_changed(s->exec, &change);
-	cql_server_broadcast(s->server, "SCHEMA_CHANGE", schema_event, &change);
+	if (s->server) /* none before the node joins the ring */
+		cql_server_broadcast(s->server, "SCHEMA_CHANGE", schema_event,
+				     &change);
 }
 
 int cql_service_records(const struct cql_service *s, struct buf *out)
