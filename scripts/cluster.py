@@ -12,6 +12,9 @@ Commands act on the current cluster (the last created or switched to) unless
   cluster create NAME -n 3:3 [--racks R] [--vnodes N] [--base-ip 127.0.0.]
                       [-c key=value]...
   cluster start [--no-wait] | stop | status | remove | list | switch NAME
+  cluster add [--dc DC] [--rack R] [-s]
+                                     a new node (not a seed: it bootstraps,
+                                     fetching its data before it serves)
   cluster wait [--timeout S]         until every live node sees every live
                                      node UN (cassini-tool status)
   cluster node NODE start|stop|kill|pause|resume|log|conf
@@ -342,6 +345,39 @@ def create(name, layout, racks, vnodes, base_ip, overrides):
     return Cluster(name)
 
 
+def add_node(cluster, dc, rack):
+    """Appends a node to `cluster` (ccm's `add`): the next name and address,
+    `dc` (an existing one or the next dcN), `rack` or the DC's next rack
+    round robin, the existing seeds. Not a seed itself, so it bootstraps
+    when started: it fetches the data it will replicate before it
+    serves."""
+    spec = cluster.spec
+    dcs = sorted({n["dc"] for n in spec["nodes"]}, key=lambda d: int(d[2:]))
+    new_dc = f"dc{len(dcs) + 1}"
+    if dc not in dcs and dc != new_dc:
+        raise ClusterError(f"--dc {dc}: expected one of "
+                           f"{', '.join(dcs)} or a new {new_dc}")
+    in_dc = [n for n in spec["nodes"] if n["dc"] == dc]
+    rack = rack or f"rack{len(in_dc) % spec['racks'] + 1}"
+    index = max(int(n["name"][4:]) for n in spec["nodes"]) + 1
+    if index > 254:
+        raise ClusterError("no address left under --base-ip")
+    node = {"name": f"node{index}", "address": f"{spec['base_ip']}{index}",
+            "dc": dc, "rack": rack}
+    seeds = []
+    for d in dcs:
+        first = next(n for n in spec["nodes"] if n["dc"] == d)
+        seeds.append(first["address"])
+    conf = cluster.dir / node["name"] / "conf"
+    conf.mkdir(parents=True, exist_ok=True)
+    (conf / "node.yaml").write_text(node_yaml(spec, node, seeds))
+    (conf / "rackdc.properties").write_text(f"dc={dc}\nrack={rack}\n")
+    spec["nodes"].append(node)
+    (cluster.dir / "cluster.json").write_text(json.dumps(spec, indent=2) +
+                                              "\n")
+    return cluster.node(node["name"])
+
+
 # ---- commands -----------------------------------------------------------
 
 def start_nodes(nodes):
@@ -504,6 +540,16 @@ def build_parser():
                             ("remove", "stop and delete the cluster"),
                             ("list", "list clusters")]:
         sub.add_parser(name, help=help_text)
+    a = sub.add_parser("add", help="add a node (it bootstraps: fetches "
+                       "its data before it serves)")
+    a.add_argument("--dc", default="dc1", help="an existing datacenter or "
+                   "the next one (default dc1)")
+    a.add_argument("--rack", help="default: the DC's next rack, round robin")
+    a.add_argument("-s", "--start", action="store_true",
+                   help="start it and wait until every node is UN")
+    a.add_argument("--timeout", type=float, default=600.0,
+                   help="with --start: how long to wait (bootstrap "
+                   "streams data; default 600 s)")
     s = sub.add_parser("switch", help="make another cluster current")
     s.add_argument("name")
     n = sub.add_parser("node", help="act on one node")
@@ -561,6 +607,14 @@ def main(argv):
             wait_until_up(cluster, args.timeout)
             print(f"all {sum(n.state() == 'running' for n in cluster.nodes)}"
                   f" running nodes are UN")
+        elif args.command == "add":
+            node = add_node(cluster, args.dc, args.rack)
+            print(f"Added {node.name} ({node.address}, {node.dc}/"
+                  f"{node.rack}) to '{cluster.name}'")
+            if args.start:
+                start_nodes([node])
+                wait_until_up(cluster, args.timeout)
+                print(f"{node.name} joined: every node is UN")
         elif args.command == "stop":
             stopped = [n.name for n in cluster.nodes if n.stop()]
             print("stopped: " + (", ".join(stopped) if stopped else "none"))

@@ -31,6 +31,7 @@ def cluster_script(tmp_path):
         return r
 
     run.home = tmp_path / "home" / "clusters"
+    run.env = env
     return run
 
 
