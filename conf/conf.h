@@ -98,6 +98,8 @@ struct conf {
 	/* gossip and failure detection */
 	double phi_convict_threshold;
 	uint64_t gossip_interval_ms;
+	bool auto_bootstrap;
+	uint64_t ring_delay_ms;
 	int64_t endpoint_snitch; /* enum conf_snitch */
 	uint64_t internode_max_message_size;
 	uint64_t internode_tcp_connect_timeout_ms;

@@ -158,6 +158,13 @@ const struct conf_key conf_keys[] = {
 	 10, 60000, NULL,
 	 "Gossip round interval (Cassandra fixes it at 1s; "
 	 "tests shorten it)."},
+	{"auto_bootstrap", CONF_T_BOOL, OFF(auto_bootstrap), "true", 0, 0, NULL,
+	 "A new node that is not a seed streams the data it will replicate "
+	 "before it serves."},
+	{"ring_delay", CONF_T_DURATION, OFF(ring_delay_ms), "5000ms", 0, 600000,
+	 NULL,
+	 "How long a bootstrapping node lets its BOOT state spread before it "
+	 "streams (Cassandra's cassandra.ring_delay_ms, 30s there)."},
 	{"endpoint_snitch", CONF_T_ENUM, OFF(endpoint_snitch), "SimpleSnitch",
 	 0, 0, snitch_names,
 	 "SimpleSnitch (datacenter1/rack1) or GossipingPropertyFileSnitch "

@@ -109,6 +109,8 @@ static int parse_file(char *text, struct local_state *s)
 			memcpy(s->host_id, v, 37);
 		} else if (strcmp(line, "generation") == 0) {
 			s->generation = strtoll(v, NULL, 10);
+		} else if (strcmp(line, "bootstrap") == 0) {
+			s->bootstrapping = strcmp(v, "in_progress") == 0;
 		} else if (strcmp(line, "tokens") == 0) {
 			if (tokens_parse(v, &s->tokens, &s->token_count) != 0)
 				return -1;
@@ -133,10 +135,11 @@ int local_state_save(struct env *env, const char *dir,
 		free(tokens);
 		return err_set(ERR_NOMEM, "local state");
 	}
-	int len = snprintf(text, cap, "host_id=%s\ngeneration=%lld\n%s%s%s",
+	int len = snprintf(text, cap, "host_id=%s\ngeneration=%lld\n%s%s%s%s",
 			   s->host_id, (long long)s->generation,
 			   s->token_count ? "tokens=" : "", tokens,
-			   s->token_count ? "\n" : "");
+			   s->token_count ? "\n" : "",
+			   s->bootstrapping ? "bootstrap=in_progress\n" : "");
 	int rc = env_write_file_atomic(env, path, text, (size_t)len);
 	free(text);
 	free(tokens);

@@ -7,12 +7,15 @@
  *   host_id=6f1c...-...
  *   generation=1764477000
  *   tokens=-9150...,-8800...,...
+ *   bootstrap=in_progress      (only while the node streams its data:
+ *                               a restart then bootstraps again)
  */
 #ifndef CASSINI_NODE_LOCAL_STATE_H
 #define CASSINI_NODE_LOCAL_STATE_H
 
 #include "common/env.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,7 +25,8 @@ struct local_state {
 	char host_id[37];
 	int64_t generation;
 	size_t token_count;
-	int64_t *tokens; /* owned */
+	int64_t *tokens;    /* owned */
+	bool bootstrapping; /* tokens chosen, data not streamed yet */
 };
 
 /*

@@ -191,25 +191,81 @@ static void dispatch(void *arg, const struct inet_addr *from, uint32_t verb,
 		  inet_addr_format(from, a, sizeof(a)));
 }
 
-/* Gossips our tokens and NORMAL status, then opens the CQL port: clients
- * are served once the node is part of the ring. */
-static int announce_tokens(struct node *n)
+/* Gossips our tokens with `status` (BOOT or NORMAL). */
+static int gossip_tokens(struct node *n, const char *status)
 {
 	char *text = local_state_tokens_text(&n->local);
 	if (!text)
 		return -1;
-	char status[48];
-	snprintf(status, sizeof(status), "NORMAL,%lld",
+	char value[48];
+	snprintf(value, sizeof(value), "%s,%lld", status,
 		 (long long)n->local.tokens[0]);
 	int rc = gossip_set_local_state(n->gossip, GOSSIP_STATE_TOKENS, text);
 	if (rc == 0)
 		rc = gossip_set_local_state(
-			n->gossip, GOSSIP_STATE_STATUS_WITH_PORT, status);
+			n->gossip, GOSSIP_STATE_STATUS_WITH_PORT, value);
 	free(text);
+	return rc;
+}
+
+/* Gossips our tokens and NORMAL status, then opens the CQL port: clients
+ * are served once the node is part of the ring. */
+static int announce_tokens(struct node *n)
+{
+	int rc = gossip_tokens(n, "NORMAL");
 	if (rc == 0 && n->cql && (rc = cql_service_serve(n->cql)) == 0)
 		rc = gossip_set_local_state(n->gossip, GOSSIP_STATE_RPC_READY,
 					    "true");
 	return rc;
+}
+
+static bool is_seed(const struct conf *c)
+{
+	for (size_t i = 0; i < c->seed_count; i++)
+		if (c->seeds[i].family == c->listen_address.family &&
+		    memcmp(c->seeds[i].ip, c->listen_address.ip,
+			   sizeof(c->seeds[i].ip)) == 0)
+			return true;
+	return false;
+}
+
+/* Whether a node choosing its tokens now fetches data before it serves:
+ * Cassandra's rule (auto_bootstrap, and seeds never do). */
+static bool wants_bootstrap(const struct node *n)
+{
+	if (!n->conf.auto_bootstrap || !n->repair)
+		return false;
+	if (is_seed(&n->conf)) {
+		LOG_INFO("not bootstrapping: this node is a seed");
+		return false;
+	}
+	return true;
+}
+
+static void bootstrap_done(struct node *n)
+{
+	n->local.bootstrapping = false;
+	if (local_state_save(n->env, n->conf.saved_caches_directory,
+			     &n->local) != 0 ||
+	    announce_tokens(n) != 0) {
+		LOG_ERROR("cannot join the ring: %s", err_msg());
+		node_stop(n, "cannot join");
+	}
+}
+
+/* With our tokens known (chosen now, or saved by a run that a restart cut
+ * short while it bootstrapped): NORMAL at once, or BOOT while bootstrap.c
+ * fetches what we will replicate, then NORMAL. */
+static int join_ring(struct node *n)
+{
+	if (!n->local.bootstrapping)
+		return announce_tokens(n);
+	if (gossip_tokens(n, "BOOT") != 0)
+		return -1;
+	LOG_INFO("bootstrapping: %zu tokens gossiped as BOOT",
+		 n->local.token_count);
+	n->bootstrap = node_bootstrap_new(n, n->repair, bootstrap_done);
+	return n->bootstrap ? 0 : -1;
 }
 
 /* A joiner of our DC ahead of us that has no tokens yet, or NULL. Joiners
@@ -312,6 +368,7 @@ static int tokens_chosen(struct node *n, struct token_job *j)
 	}
 	n->local.tokens = tokens;
 	n->local.token_count = count;
+	n->local.bootstrapping = wants_bootstrap(n);
 	if (local_state_save(n->env, n->conf.saved_caches_directory,
 			     &n->local) != 0)
 		return -1;
@@ -327,7 +384,7 @@ static int tokens_chosen(struct node *n, struct token_job *j)
 		 : j->alloc_rf > 0 ? "allocator"
 				   : "random",
 		 n->join_rounds, peers, n->conf.dc);
-	return announce_tokens(n);
+	return join_ring(n);
 }
 
 static void token_job_done(void *arg)
@@ -818,7 +875,7 @@ int node_run(struct node *n)
 		CASSINI_VERSION, n->conf.cluster_name, n->conf.dc, n->conf.rack,
 		listen, (long)getpid());
 	if (n->local.token_count) {
-		if (announce_tokens(n) != 0) {
+		if (join_ring(n) != 0) {
 			LOG_ERROR("cannot start: %s", err_msg());
 			return NODE_EXIT_FAILURE;
 		}
@@ -879,8 +936,9 @@ void node_delete(struct node *n)
 		env_timer_free(n->env, n->schema_timer);
 	if (n->env && n->load_timer)
 		env_timer_free(n->env, n->load_timer);
-	node_repair_delete(n->repair); /* before the storage it scans */
-	cql_service_delete(n->cql);    /* before gossip: callbacks read it */
+	node_repair_delete(n->repair);       /* before the storage it scans */
+	node_bootstrap_delete(n->bootstrap); /* its session went with it */
+	cql_service_delete(n->cql); /* before gossip: callbacks read it */
 	free(n->cql_peers);
 	free(n->cql_peer_tokens);
 	admin_delete(n->admin);

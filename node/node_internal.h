@@ -67,6 +67,7 @@ struct node {
 	unsigned schema_pull_skip, schema_pull_backoff;
 	int64_t *cql_peer_tokens;
 	struct node_repair *repair;
+	struct node_bootstrap *bootstrap; /* while fetching data (BOOT) */
 };
 
 /* Registers the admin commands of this issue (node_admin.c). */
@@ -81,6 +82,25 @@ struct node_repair *node_repair_new(struct node *n);
 void node_repair_receive(struct node_repair *r, const struct inet_addr *from,
 			 uint32_t verb, const uint8_t *msg, size_t len);
 void node_repair_delete(struct node_repair *r);
+
+/* Starts a session of the node's repair (a scheduled segment running is
+ * preempted, to be retried): repair_start's contract, without progress
+ * lines. For bootstrap. */
+struct repair_request;
+struct repair_summary;
+int node_repair_start(struct node_repair *r, const struct repair_request *q,
+		      void (*done)(void *arg, const struct repair_summary *s),
+		      void *arg);
+
+/* Bootstrap (bootstrap.c): on a node gossiping its tokens with STATUS
+ * BOOT, fetches what it will replicate from the current replicas through
+ * `r`'s sessions, then calls done(n) once, on the loop. Deleting it stops
+ * waiting; a session it started is the repair's (deleted with it). */
+struct node_bootstrap;
+typedef void (*node_bootstrap_done_fn)(struct node *n);
+struct node_bootstrap *node_bootstrap_new(struct node *n, struct node_repair *r,
+					  node_bootstrap_done_fn done);
+void node_bootstrap_delete(struct node_bootstrap *b);
 
 /* Scheduled repair (node_repair_sched.c) over `repair`'s sessions; its
  * state file is read here, before the loop runs. NULL with err set (a bad

@@ -963,6 +963,14 @@ static int cmd_netstats(void *arg, size_t argc, const char *const *argv,
 	return 0;
 }
 
+int node_repair_start(struct node_repair *nr, const struct repair_request *q,
+		      void (*done)(void *arg, const struct repair_summary *s),
+		      void *arg)
+{
+	node_repair_sched_preempt(nr->sched);
+	return repair_start(nr->repair, q, NULL, done, arg, NULL);
+}
+
 /* ---- life cycle ---------------------------------------------------------- */
 
 static bool peer_alive(void *arg, const struct inet_addr *ep)

@@ -48,6 +48,20 @@ START_TEST(identity_survives_restarts_and_generation_grows)
 	/* The bumped generation was saved before load returned. */
 	ck_assert_int_eq(local_state_load(env, dir, &s), 0);
 	ck_assert_int_eq(s.generation, now_s + 100002);
+	ck_assert(!s.bootstrapping);
+
+	/* A bootstrap under way survives a restart, and its end too. */
+	s.bootstrapping = true;
+	ck_assert_int_eq(local_state_save(env, dir, &s), 0);
+	local_state_free(&s);
+	ck_assert_int_eq(local_state_load(env, dir, &s), 0);
+	ck_assert(s.bootstrapping);
+	ck_assert_uint_eq(s.token_count, 3);
+	s.bootstrapping = false;
+	ck_assert_int_eq(local_state_save(env, dir, &s), 0);
+	local_state_free(&s);
+	ck_assert_int_eq(local_state_load(env, dir, &s), 0);
+	ck_assert(!s.bootstrapping);
 	local_state_free(&s);
 	env_real_delete(env);
 	test_tmpdir_remove(dir);
