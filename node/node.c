@@ -242,8 +242,11 @@ static bool wants_bootstrap(const struct node *n)
 	return true;
 }
 
-static void bootstrap_done(struct node *n)
+static void bootstrap_done(void *arg, bool ok, const char *error)
 {
+	struct node *n = arg;
+	(void)ok; /* retried until it works */
+	(void)error;
 	n->local.bootstrapping = false;
 	if (local_state_save(n->env, n->conf.saved_caches_directory,
 			     &n->local) != 0 ||
@@ -264,7 +267,11 @@ static int join_ring(struct node *n)
 		return -1;
 	LOG_INFO("bootstrapping: %zu tokens gossiped as BOOT",
 		 n->local.token_count);
-	n->bootstrap = node_bootstrap_new(n, n->repair, bootstrap_done);
+	struct node_move_config mc = {.kind = NODE_MOVE_BOOTSTRAP,
+				      .ep = n->conf.listen_address,
+				      .done = bootstrap_done,
+				      .arg = n};
+	n->bootstrap = node_move_start(n, n->repair, &mc);
 	return n->bootstrap ? 0 : -1;
 }
 
@@ -937,7 +944,7 @@ void node_delete(struct node *n)
 	if (n->env && n->load_timer)
 		env_timer_free(n->env, n->load_timer);
 	node_repair_delete(n->repair);       /* before the storage it scans */
-	node_bootstrap_delete(n->bootstrap); /* its session went with it */
+	node_move_delete(n->bootstrap); /* its session went with it */
 	cql_service_delete(n->cql); /* before gossip: callbacks read it */
 	free(n->cql_peers);
 	free(n->cql_peer_tokens);

@@ -67,7 +67,7 @@ struct node {
 	unsigned schema_pull_skip, schema_pull_backoff;
 	int64_t *cql_peer_tokens;
 	struct node_repair *repair;
-	struct node_bootstrap *bootstrap; /* while fetching data (BOOT) */
+	struct node_move *bootstrap; /* while fetching our data (BOOT) */
 };
 
 /* Registers the admin commands of this issue (node_admin.c). */
@@ -92,15 +92,27 @@ int node_repair_start(struct node_repair *r, const struct repair_request *q,
 		      void (*done)(void *arg, const struct repair_summary *s),
 		      void *arg);
 
-/* Bootstrap (bootstrap.c): on a node gossiping its tokens with STATUS
- * BOOT, fetches what it will replicate from the current replicas through
- * `r`'s sessions, then calls done(n) once, on the loop. Deleting it stops
- * waiting; a session it started is the repair's (deleted with it). */
-struct node_bootstrap;
-typedef void (*node_bootstrap_done_fn)(struct node *n);
-struct node_bootstrap *node_bootstrap_new(struct node *n, struct node_repair *r,
-					  node_bootstrap_done_fn done);
-void node_bootstrap_delete(struct node_bootstrap *b);
+/* Range movements (movement.c): once the moving endpoint's state is
+ * gossiped (BOOT, LEAVING), streams the ranges that change hands with
+ * `r`'s sessions, then calls done once, on the loop. Deleting it stops
+ * waiting; a session it started goes with the repair. */
+enum node_move_kind {
+	NODE_MOVE_BOOTSTRAP,    /* this node joins: it fetches its ranges */
+	NODE_MOVE_DECOMMISSION, /* this node leaves: it hands them over */
+	NODE_MOVE_REMOVE,       /* a dead node leaves: the live copies go */
+};
+struct node_move_config {
+	enum node_move_kind kind;
+	struct inet_addr ep;   /* the node that joins or leaves */
+	unsigned max_attempts; /* failed sessions before giving up; 0: none */
+	void (*progress)(void *arg, const char *line); /* optional */
+	void (*done)(void *arg, bool ok, const char *error);
+	void *arg;
+};
+struct node_move;
+struct node_move *node_move_start(struct node *n, struct node_repair *r,
+				  const struct node_move_config *c);
+void node_move_delete(struct node_move *m);
 
 /* Scheduled repair (node_repair_sched.c) over `repair`'s sessions; its
  * state file is read here, before the loop runs. NULL with err set (a bad

@@ -580,37 +580,34 @@ static bool same_list(const uint32_t *a, size_t na, const uint32_t *b,
 	return na == nb && memcmp(a, b, na * sizeof(*a)) == 0;
 }
 
-int ring_placement_pending_pieces(const struct ring_placement *p, size_t ep,
-				  ring_piece_fn each, void *arg)
+int ring_placement_moves(const struct ring_placement *p, ring_piece_fn each,
+			 void *arg)
 {
 	const struct rmap *m = &p->pend;
-	const uint32_t *nat = NULL;
-	size_t nnat = 0;
+	struct ring_replicas cur = {0}, at;
 	bool open = false; /* a piece from `left` is being extended */
 	int64_t left = 0;
 	for (size_t i = 0; i < m->ntok; i++) {
-		const uint32_t *v = m->eps + m->off[i];
-		size_t n = m->off[i + 1] - m->off[i];
 		int64_t prev = m->tok[i == 0 ? m->ntok - 1 : i - 1];
-		size_t nn;
-		const uint32_t *c = rmap_lookup(&p->nat, m->tok[i], &nn);
-		bool in = has(v, n, (uint32_t)ep);
-		if (open && (!in || !same_list(c, nn, nat, nnat))) {
-			int rc = each(arg, token_range_make(left, prev), nat,
-				      nnat);
+		at.pending = rmap_lookup(m, m->tok[i], &at.n_pending);
+		at.natural = rmap_lookup(&p->nat, m->tok[i], &at.n_natural);
+		if (open && !(same_list(at.natural, at.n_natural, cur.natural,
+					cur.n_natural) &&
+			      same_list(at.pending, at.n_pending, cur.pending,
+					cur.n_pending))) {
+			int rc = each(arg, token_range_make(left, prev), &cur);
 			if (rc)
 				return rc;
 			open = false;
 		}
-		if (in && !open) {
+		if (at.n_pending && !open) {
 			open = true;
 			left = prev;
-			nat = c;
-			nnat = nn;
+			cur = at;
 		}
 	}
 	return open ? each(arg, token_range_make(left, m->tok[m->ntok - 1]),
-			   nat, nnat)
+			   &cur)
 		    : 0;
 }
 

@@ -197,15 +197,18 @@ void ring_placement_lookup(const struct ring_placement *p, int64_t token,
 int ring_placement_ranges(const struct ring_placement *p, size_t ep,
 			  bool primary_only, bool pending,
 			  struct token_range_list *out);
-/* What a joining (BOOT) endpoint must fetch: calls each(arg, range,
- * natural, n) for every range `ep` is pending for, cut where the current
- * natural replicas change (adjacent pieces with the same replicas are
- * merged), in token order. `natural` is borrowed for the call. Stops at
- * and returns a non-zero return of `each`; else 0. */
+/* The ranges that move while endpoints join (BOOT) or leave (LEAVING):
+ * calls each(arg, range, rep) for every range that has pending endpoints,
+ * cut where its natural or pending replicas change (adjacent ranges with
+ * the same ones are merged), in token order. A joining endpoint fetches
+ * the ranges it is pending for from their natural replicas; a leaving one
+ * hands the ranges it replicates to their pending endpoints. `rep` is
+ * borrowed for the call. Stops at and returns a non-zero return of
+ * `each`; else 0. */
 typedef int (*ring_piece_fn)(void *arg, struct token_range range,
-			     const uint32_t *natural, size_t n);
-int ring_placement_pending_pieces(const struct ring_placement *p, size_t ep,
-				  ring_piece_fn each, void *arg);
+			     const struct ring_replicas *rep);
+int ring_placement_moves(const struct ring_placement *p, ring_piece_fn each,
+			 void *arg);
 /* The cached placement `ring_replicas_for_token` uses; borrowed, live while
  * the ring is. NULL with ERR_NOMEM. */
 const struct ring_placement *ring_placement_get(const struct ring *r,

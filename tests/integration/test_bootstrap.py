@@ -124,10 +124,10 @@ def test_new_nodes_fetch_their_data_before_they_serve(cluster):
     log = log_of(cluster, "node4")
     assert seen_joining, "node4 never showed as UJ:\n" + log
     assert "gossiped as BOOT" in log
-    m = re.search(r"bootstrap complete: 1 keyspaces, (\d+) rows", log)
+    m = re.search(r"bootstrap: complete: 1 keyspaces, (\d+) rows", log)
     assert m and int(m.group(1)) > 0, log
     # the native port opened only once the data was there
-    assert log.index("bootstrap complete") < log.index("CQL clients on")
+    assert log.index("bootstrap: complete") < log.index("CQL clients on")
     assert len(writer.acked) > 20
     keys = list(range(ROWS)) + writer.acked
     held = check_alone(BASE + "4", keys, deleted)
@@ -139,12 +139,12 @@ def test_new_nodes_fetch_their_data_before_they_serve(cluster):
     assert wait_for(lambda: "gossiped as BOOT" in log_of(cluster, "node5"),
                     timeout=60)
     cluster("-C", "bs", "node", "node5", "kill")
-    assert "bootstrap complete" not in log_of(cluster, "node5")
+    assert "bootstrap: complete" not in log_of(cluster, "node5")
     cluster("-C", "bs", "node", "node5", "start")
     cluster("-C", "bs", "wait", "--timeout", "120", timeout=180)
     log = log_of(cluster, "node5")
     assert log.count("gossiped as BOOT") == 2
-    assert "bootstrap complete: 1 keyspaces" in log
+    assert "bootstrap: complete: 1 keyspaces" in log
     assert check_alone(BASE + "5", keys, deleted) > len(keys) // 5
 
     # every node is NORMAL and serves

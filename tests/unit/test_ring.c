@@ -887,19 +887,26 @@ START_TEST(pending_ranges_of_boot_node)
 END_TEST
 
 struct pieces {
-	struct token_range_list ranges;
-	const struct ring_placement *p;
+	struct token_range_list fetch; /* where `boot` is pending */
+	struct token_range_list hand;  /* where `leave` is natural */
+	const struct ring_placement *p, *after;
 	struct rng *rg;
-	struct token_range last;
-	uint32_t last_nat[64];
-	size_t last_n, count;
+	uint32_t boot, leave;
+	size_t count;
 };
 
+static bool same_eps(const uint32_t *a, size_t na, const uint32_t *b,
+		     size_t nb)
+{
+	return na == nb && memcmp(a, b, na * sizeof(*a)) == 0;
+}
+
 static int check_piece(void *arg, struct token_range range,
-		       const uint32_t *natural, size_t n)
+		       const struct ring_replicas *rep)
 {
 	struct pieces *pc = arg;
-	ck_assert_uint_le(n, 64);
+	pc->count++;
+	ck_assert_uint_gt(rep->n_pending, 0);
 	/* the piece's replicas are those of every token in it */
 	for (int q = 0; q < 8; q++) {
 		int64_t t = q == 0 ? range.right
@@ -907,21 +914,44 @@ static int check_piece(void *arg, struct token_range range,
 					       rng_below(pc->rg, 1000));
 		if (!token_range_contains(range, t))
 			continue;
-		struct ring_replicas rep;
-		ring_placement_lookup(pc->p, t, &rep);
-		ck_assert_uint_eq(rep.n_natural, n);
-		for (size_t i = 0; i < n; i++)
-			ck_assert_uint_eq(rep.natural[i], natural[i]);
+		struct ring_replicas at, fut;
+		ring_placement_lookup(pc->p, t, &at);
+		ck_assert(same_eps(at.natural, at.n_natural, rep->natural,
+				   rep->n_natural));
+		ck_assert(same_eps(at.pending, at.n_pending, rep->pending,
+				   rep->n_pending));
+		/* what the leaving endpoint hands over goes to the replicas
+		 * the range has once it is gone */
+		ring_placement_lookup(pc->after, t, &fut);
+		if (has_ep(rep->natural, rep->n_natural, pc->leave))
+			for (size_t i = 0; i < fut.n_natural; i++)
+				ck_assert(has_ep(rep->natural, rep->n_natural,
+						 fut.natural[i]) ||
+					  has_ep(rep->pending, rep->n_pending,
+						 fut.natural[i]));
 	}
-	/* in token order; adjacent pieces have different replicas */
-	if (pc->count++ && pc->last.right == range.left)
-		ck_assert(n != pc->last_n ||
-			  memcmp(natural, pc->last_nat, n * sizeof(*natural)));
-	pc->last = range;
-	pc->last_n = n;
-	memcpy(pc->last_nat, natural, n * sizeof(*natural));
-	ck_assert_int_eq(token_range_list_push(&pc->ranges, range), 0);
+	if (has_ep(rep->pending, rep->n_pending, pc->boot))
+		ck_assert_int_eq(token_range_list_push(&pc->fetch, range), 0);
+	if (has_ep(rep->natural, rep->n_natural, pc->leave))
+		ck_assert_int_eq(token_range_list_push(&pc->hand, range), 0);
 	return 0;
+}
+
+/* a and b cover the same tokens, and a's ranges do not overlap */
+static void same_cover(struct token_range_list *a,
+		       const struct token_range_list *b)
+{
+	double sum = 0;
+	for (size_t i = 0; i < a->n; i++)
+		sum += token_range_fraction(a->v[i]);
+	ck_assert_double_eq_tol(sum, token_ranges_fraction(b), 1e-9);
+	struct token_range_list x = {0}, y = {0};
+	ck_assert_int_eq(token_ranges_normalize(a), 0);
+	ck_assert_int_eq(token_ranges_subtract(a, b, &x), 0);
+	ck_assert_int_eq(token_ranges_subtract(b, a, &y), 0);
+	ck_assert_uint_eq(x.n + y.n, 0);
+	token_range_list_free(&x);
+	token_range_list_free(&y);
 }
 
 static struct ring_strategy *simple(int rf)
@@ -935,53 +965,63 @@ static struct ring_strategy *simple(int rf)
 	return s;
 }
 
-START_TEST(pending_pieces_are_what_a_joiner_fetches)
+START_TEST(moves_are_what_joiners_fetch_and_leavers_hand_over)
 {
 	struct rng rg;
 	rng_seed(&rg, seed);
 	for (int it = 0; it < 40; it++) {
 		struct topo t;
 		topo_random(&rg, &t, 2, 3, 6, 4);
-		size_t boot = rng_below(&rg, t.n);
+		size_t boot = rng_below(&rg, t.n), leave = rng_below(&rg, t.n);
+		if (boot == leave)
+			leave = (leave + 1) % t.n;
+		struct topo after = t;
+		after.ntok[leave] = 0;
 		t.st[boot] = RING_STATUS_BOOT;
-		struct ring *r = topo_build(&t);
+		t.st[leave] = RING_STATUS_LEAVING;
+		struct ring *r = topo_build(&t), *ra = topo_build(&after);
 		struct ring_strategy *s =
 			it % 2 ? nts("dc1=3,dc2=2") : simple(2);
 		const struct ring_placement *p = ring_placement_get(r, s);
-		struct pieces pc = {.p = p, .rg = &rg};
-		ck_assert_int_eq(ring_placement_pending_pieces(
-					 p, boot, check_piece, &pc),
-				 0);
+		struct pieces pc = {.p = p,
+				    .after = ring_placement_get(ra, s),
+				    .rg = &rg,
+				    .boot = (uint32_t)boot,
+				    .leave = (uint32_t)leave};
+		ck_assert_int_eq(ring_placement_moves(p, check_piece, &pc), 0);
 		ck_assert_uint_gt(pc.count, 0);
-		/* together they are the pending ranges, each once */
-		struct token_range_list want = {0}, a = {0}, b = {0};
-		ck_assert_int_eq(
-			ring_placement_ranges(p, boot, false, true, &want), 0);
-		double sum = 0;
-		for (size_t i = 0; i < pc.ranges.n; i++)
-			sum += token_range_fraction(pc.ranges.v[i]);
-		ck_assert_double_eq_tol(sum, token_ranges_fraction(&want),
-					1e-9);
-		ck_assert_int_eq(token_ranges_normalize(&pc.ranges), 0);
-		ck_assert_int_eq(token_ranges_subtract(&pc.ranges, &want, &a),
+		/* the joiner fetches exactly the ranges it is pending for */
+		struct token_range_list want = {0};
+		ck_assert_int_eq(ring_placement_ranges(p, boot, false, true,
+						       &want),
 				 0);
-		ck_assert_int_eq(token_ranges_subtract(&want, &pc.ranges, &b),
+		same_cover(&pc.fetch, &want);
+		token_range_list_clear(&want);
+		/* the leaver hands over every range it replicates that has
+		 * a new replica */
+		ck_assert_int_eq(ring_placement_ranges(p, leave, false, false,
+						       &want),
 				 0);
-		ck_assert_uint_eq(a.n + b.n, 0);
-		/* a NORMAL endpoint is pending nowhere */
-		size_t other = (boot + 1) % t.n;
-		struct pieces none = {.p = p, .rg = &rg};
-		ck_assert_int_eq(ring_placement_pending_pieces(
-					 p, other, check_piece, &none),
-				 0);
-		ck_assert_uint_eq(none.count, 0);
-		token_range_list_free(&pc.ranges);
+		ck_assert_double_le(token_ranges_fraction(&pc.hand) - 1e-9,
+				    token_ranges_fraction(&want));
+		ck_assert_double_gt(token_ranges_fraction(&pc.hand), 0);
+		token_range_list_free(&pc.fetch);
+		token_range_list_free(&pc.hand);
 		token_range_list_free(&want);
-		token_range_list_free(&a);
-		token_range_list_free(&b);
 		ring_strategy_delete(s);
 		ring_unref(r);
+		ring_unref(ra);
 	}
+	/* no one moving: nothing moves */
+	struct topo t;
+	topo_random(&rg, &t, 1, 2, 5, 4);
+	struct ring *r = topo_build(&t);
+	struct ring_strategy *s = simple(2);
+	struct pieces none = {.p = ring_placement_get(r, s), .rg = &rg};
+	ck_assert_int_eq(ring_placement_moves(none.p, check_piece, &none), 0);
+	ck_assert_uint_eq(none.count, 0);
+	ring_strategy_delete(s);
+	ring_unref(r);
 }
 END_TEST
 
@@ -1331,7 +1371,7 @@ int main(void)
 	tcase_add_test(tc, placement_ranges_cover_rf_times);
 	tcase_add_test(tc, pending_for_boot_and_leaving);
 	tcase_add_test(tc, pending_ranges_of_boot_node);
-	tcase_add_test(tc, pending_pieces_are_what_a_joiner_fetches);
+	tcase_add_test(tc, moves_are_what_joiners_fetch_and_leavers_hand_over);
 	tcase_add_test(tc, placement_cache_shared_by_threads);
 	tcase_add_test(tc, snitch_orders_by_proximity);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,536 @@
+/*
+ * Range movements: the data of the ranges that change hands when a node
+ * joins or leaves, moved with repair sessions (one per keyspace), as
+ * Cassandra's bootstrap, decommission and removenode move it.
+ *
+ * The caller first gossips the moving endpoint's new state, so every
+ * coordinator counts the endpoints that will replicate a range as pending
+ * replicas (ring/'s pending endpoints) and sends them its writes:
+ *
+ *   bootstrap     this node, BOOT: it fetches the ranges it is pending
+ *                 for from their live current replicas in its datacenter
+ *                 (in any datacenter when none of its own is alive);
+ *   decommission  this node, LEAVING: it hands each range it replicates
+ *                 to the range's pending endpoints (its new replicas);
+ *   removenode    a dead node, LEAVING as we gossip it: each range it
+ *                 replicated goes to its new replicas from the live
+ *                 current ones.
+ *
+ * Then:
+ *   1. schema (bootstrap): wait until every live peer gossips our schema
+ *      version (at most SCHEMA_WAIT_ROUNDS gossip rounds; then go on with
+ *      a warning), so every table to move is known here;
+ *   2. nothing to move (no user keyspace has a table and a range that
+ *      moves): done at once, with no ring delay;
+ *   3. ring delay: wait `ring_delay` after the state went out, for it to
+ *      reach every coordinator (writes they take after that reach the new
+ *      replicas too);
+ *   4. per keyspace, one repair session over the moving ranges among
+ *      their old and new replicas as above. Repair's row-level sync sends
+ *      each replica the rows it lacks, merging versions, and tombstones
+ *      travel like rows;
+ *   5. done(ok): the caller gossips the final state (NORMAL, LEFT).
+ *
+ * A session that fails (a replica died, another repair holds the range)
+ * is retried from its keyspace after RETRY_ROUNDS gossip rounds, with the
+ * replicas alive then, up to `max_attempts` (0: until it works). All of it
+ * runs on the loop; scans run on the repair worker.
+ */
+#define LOG_MODULE "movement"
+#include "client/schema.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/uuid.h"
+#include "gossip/gossip.h"
+#include "node/cql_service.h"
+#include "node/members.h"
+#include "node/node_internal.h"
+#include "repair/repair.h"
+#include "ring/ring.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SCHEMA_WAIT_ROUNDS 60
+#define RETRY_ROUNDS       5
+
+static const char *const kind_names[] = {"bootstrap", "decommission",
+					 "removenode"};
+
+enum phase { WAIT_SCHEMA, WAIT_RING, STREAM, DONE };
+
+struct node_move {
+	struct node *n;
+	struct node_repair *nr;
+	struct node_move_config c;
+	const char *name; /* kind_names[c.kind] */
+	struct env_timer *timer;
+	enum phase phase;
+	uint64_t start_us; /* when the state went out (env_mono_us) */
+	unsigned rounds;   /* ticks spent waiting for schema agreement */
+	size_t ki;         /* the keyspace to move next (schema order) */
+	char keyspace[64]; /* the one moving, for messages */
+	unsigned attempts; /* failed sessions */
+	uint64_t rows, bytes, keyspaces;
+};
+
+/* ---- one keyspace's request ---------------------------------------------- */
+
+struct pieces {
+	struct node_move *m;
+	const struct ring *ring;
+	uint32_t ep; /* the moving endpoint's index in `ring` */
+	struct repair_range *v;
+	struct inet_addr *addrs; /* REPAIR_MAX_REPLICAS per range */
+	size_t count, cap;
+	uint64_t lost; /* removenode: pieces no live replica holds */
+};
+
+static bool has(const uint32_t *v, size_t n, uint32_t x)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static bool alive(struct pieces *ps, const struct inet_addr *a)
+{
+	return inet_addr_eq(a, &ps->m->n->conf.listen_address) ||
+	       gossip_is_alive(ps->m->n->gossip, a);
+}
+
+static int push(struct inet_addr *out, size_t *k, const struct inet_addr *a)
+{
+	for (size_t i = 0; i < *k; i++)
+		if (inet_addr_eq(&out[i], a))
+			return 0;
+	if (*k == REPAIR_MAX_REPLICAS)
+		return err_set(ERR_INVALID, "more than %d replicas of a range",
+			       REPAIR_MAX_REPLICAS);
+	out[(*k)++] = *a;
+	return 0;
+}
+
+/* Bootstrap's sources: the live natural replicas in our DC, or in any DC
+ * when none of ours is alive (a datacenter being added). */
+static int add_sources(struct pieces *ps, const struct ring_replicas *rep,
+		       struct inet_addr *out, size_t *k)
+{
+	size_t first = *k;
+	for (int pass = 0; pass < 2 && *k == first; pass++)
+		for (size_t i = 0; i < rep->n_natural; i++) {
+			const struct ring_endpoint *e =
+				ring_endpoint_get(ps->ring, rep->natural[i]);
+			if ((pass == 0 && strcmp(e->dc, ps->m->n->conf.dc)) ||
+			    !alive(ps, &e->addr))
+				continue;
+			if (push(out, k, &e->addr))
+				return -1;
+		}
+	return 0;
+}
+
+/* The piece's participants into `out` (*k of them); -1 with err set when
+ * it cannot move now. */
+static int participants(struct pieces *ps, struct token_range range,
+			const struct ring_replicas *rep, struct inet_addr *out,
+			size_t *k)
+{
+	const struct inet_addr *self = &ps->m->n->conf.listen_address;
+	*k = 0;
+	switch (ps->m->c.kind) {
+	case NODE_MOVE_BOOTSTRAP:
+		if (push(out, k, self) || add_sources(ps, rep, out, k))
+			return -1;
+		if (*k == 1)
+			return err_set(ERR_UNAVAILABLE,
+				       "no live replica holds (%" PRId64
+				       ",%" PRId64 "]",
+				       range.left, range.right);
+		return 0;
+	case NODE_MOVE_DECOMMISSION:
+	case NODE_MOVE_REMOVE:
+		for (size_t i = 0; i < rep->n_pending; i++) {
+			const struct ring_endpoint *e =
+				ring_endpoint_get(ps->ring, rep->pending[i]);
+			if (!alive(ps, &e->addr)) {
+				char a[INET_ADDR_STRLEN];
+				return err_set(
+					ERR_UNAVAILABLE,
+					"%s, a new replica of (%" PRId64
+					",%" PRId64 "], is down",
+					inet_addr_format(&e->addr, a,
+							 sizeof(a)),
+					range.left, range.right);
+			}
+			if (push(out, k, &e->addr))
+				return -1;
+		}
+		for (size_t i = 0; i < rep->n_natural; i++) {
+			const struct ring_endpoint *e =
+				ring_endpoint_get(ps->ring, rep->natural[i]);
+			/* decommission hands its own copy over; removenode
+			 * sends what the live replicas hold */
+			bool source = ps->m->c.kind == NODE_MOVE_DECOMMISSION
+					      ? rep->natural[i] == ps->ep
+					      : rep->natural[i] != ps->ep &&
+							alive(ps, &e->addr);
+			if (source && push(out, k, &e->addr))
+				return -1;
+		}
+		return 0;
+	}
+	return err_set(ERR_INVALID, "unknown movement");
+}
+
+static int add_piece(void *arg, struct token_range range,
+		     const struct ring_replicas *rep)
+{
+	struct pieces *ps = arg;
+	bool moves = ps->m->c.kind == NODE_MOVE_BOOTSTRAP
+			     ? has(rep->pending, rep->n_pending, ps->ep)
+			     : has(rep->natural, rep->n_natural, ps->ep);
+	if (!moves)
+		return 0;
+	if (ps->count == ps->cap) {
+		size_t cap = ps->cap ? ps->cap * 2 : 64;
+		struct repair_range *v = realloc(ps->v, cap * sizeof(*v));
+		if (!v)
+			return err_set(ERR_NOMEM, "moving ranges");
+		ps->v = v;
+		struct inet_addr *a = realloc(
+			ps->addrs, cap * REPAIR_MAX_REPLICAS * sizeof(*a));
+		if (!a)
+			return err_set(ERR_NOMEM, "moving ranges");
+		ps->addrs = a;
+		ps->cap = cap;
+	}
+	struct inet_addr *reps = &ps->addrs[ps->count * REPAIR_MAX_REPLICAS];
+	size_t k;
+	if (participants(ps, range, rep, reps, &k))
+		return -1;
+	if (k < 2) {
+		/* no new replica (RF covers every node left), or removenode
+		 * with no live copy left: nothing to move */
+		ps->lost += ps->m->c.kind == NODE_MOVE_REMOVE && k == 1;
+		return 0;
+	}
+	ps->v[ps->count++] = (struct repair_range){
+		.start = range.left, .end = range.right, .nreplicas = k};
+	return 0;
+}
+
+static void pieces_free(struct pieces *ps)
+{
+	free(ps->v);
+	free(ps->addrs);
+}
+
+/* The moving pieces of `k`. -1 with err set. */
+static int pieces_of(struct node_move *m, const struct cql_keyspace *k,
+		     struct pieces *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+	ps->m = m;
+	ps->ring = members_ring(m->n->members);
+	int ep = ring_endpoint_find(ps->ring, &m->c.ep);
+	if (ep < 0)
+		return err_set(ERR_NOT_FOUND, "the moving node has no tokens");
+	ps->ep = (uint32_t)ep;
+	const struct ring_placement *p =
+		ring_placement_get(ps->ring, cql_keyspace_strategy(k));
+	if (!p)
+		return -1;
+	if (ring_placement_moves(p, add_piece, ps)) {
+		pieces_free(ps);
+		return -1;
+	}
+	for (size_t i = 0; i < ps->count; i++)
+		ps->v[i].replicas = &ps->addrs[i * REPAIR_MAX_REPLICAS];
+	return 0;
+}
+
+/* The tables of `k` as repair names them; *count 0 when it has none. */
+static struct repair_table *tables_of(const struct cql_keyspace *k,
+				      char (**names)[300], size_t *count)
+{
+	size_t nt = cql_keyspace_table_count(k);
+	*count = 0;
+	*names = NULL;
+	if (!nt)
+		return NULL;
+	struct repair_table *t = calloc(nt, sizeof(*t));
+	*names = calloc(nt, sizeof(**names));
+	if (!t || !*names) {
+		free(t);
+		free(*names);
+		*names = NULL;
+		err_set(ERR_NOMEM, "moving tables");
+		return NULL;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		const struct storage_table_meta *m =
+			cql_table_meta(cql_keyspace_table_at(k, i));
+		memcpy(t[i].id, m->id, 16);
+		snprintf((*names)[i], sizeof((*names)[i]), "%s.%s",
+			 cql_keyspace_meta(k)->name, m->name);
+		t[i].name = (*names)[i];
+	}
+	*count = nt;
+	return t;
+}
+
+/* Whether `k` moves: a replicated user keyspace with tables. */
+static bool moves(const struct cql_keyspace *k)
+{
+	return !cql_keyspace_is_system(k) && cql_keyspace_table_count(k) &&
+	       ring_strategy_class(cql_keyspace_strategy(k)) !=
+		       RING_STRATEGY_LOCAL;
+}
+
+/* ---- the steps ----------------------------------------------------------- */
+
+static void say(struct node_move *m, const char *line)
+{
+	LOG_INFO("%s: %s", m->name, line);
+	if (m->c.progress)
+		m->c.progress(m->c.arg, line);
+}
+
+static void arm(struct node_move *m, unsigned rounds)
+{
+	env_timer_arm(m->n->env, m->timer,
+		      (uint64_t)rounds * m->n->conf.gossip_interval_ms * 1000u);
+}
+
+static bool schema_agrees(struct node *n)
+{
+	uint8_t v[16];
+	char ours[37];
+	cql_service_schema_version(n->cql, v);
+	uuid_format(v, ours);
+	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
+		struct gossip_endpoint_info info;
+		if (gossip_endpoint_at(n->gossip, i, &info) != 0 ||
+		    info.is_self || !info.alive)
+			continue;
+		const char *theirs = info.states[GOSSIP_STATE_SCHEMA];
+		if (!theirs || strcmp(theirs, ours) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Whether some keyspace has a range to move. */
+static bool anything_to_move(struct node_move *m)
+{
+	const struct cql_schema *s = cql_service_schema(m->n->cql);
+	for (size_t i = 0; i < cql_schema_keyspace_count(s); i++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
+		struct pieces ps;
+		if (!moves(k))
+			continue;
+		if (pieces_of(m, k, &ps) != 0)
+			return true; /* the stream step says why */
+		size_t count = ps.count;
+		pieces_free(&ps);
+		if (count)
+			return true;
+	}
+	return false;
+}
+
+static void finish(struct node_move *m, bool ok, const char *error)
+{
+	m->phase = DONE;
+	if (ok) {
+		char line[200];
+		snprintf(line, sizeof(line),
+			 "complete: %" PRIu64 " keyspaces, %" PRIu64
+			 " rows (%" PRIu64 " bytes) streamed, %" PRIu64
+			 " s after the ring heard of it",
+			 m->keyspaces, m->rows, m->bytes,
+			 (env_mono_us(m->n->env) - m->start_us) / 1000000u);
+		say(m, line);
+	} else {
+		LOG_WARN("%s failed: %s", m->name, error);
+	}
+	m->c.done(m->c.arg, ok, error);
+}
+
+static void stream_next(struct node_move *m);
+
+static void failed(struct node_move *m, const char *why)
+{
+	m->attempts++;
+	if (m->c.max_attempts && m->attempts >= m->c.max_attempts) {
+		finish(m, false, why);
+		return;
+	}
+	char line[600];
+	snprintf(line, sizeof(line),
+		 "%s; retrying in %u gossip rounds (attempt %u)", why,
+		 RETRY_ROUNDS, m->attempts + 1);
+	LOG_WARN("%s: %s", m->name, line);
+	if (m->c.progress)
+		m->c.progress(m->c.arg, line);
+	arm(m, RETRY_ROUNDS);
+}
+
+static void on_session(void *arg, const struct repair_summary *s)
+{
+	struct node_move *m = arg;
+	if (!s->ok) {
+		char why[400];
+		snprintf(why, sizeof(why), "streaming %s failed: %s",
+			 m->keyspace, s->error);
+		failed(m, why);
+		return;
+	}
+	uint64_t rows = 0, bytes = 0;
+	for (size_t i = 0; i < s->npeers; i++) {
+		rows += s->peers[i].rows_streamed;
+		bytes += s->peers[i].bytes_streamed;
+	}
+	char line[300];
+	snprintf(line, sizeof(line),
+		 "streamed %" PRIu64 " rows (%" PRIu64 " bytes) of %s, %" PRIu64
+		 " table ranges in %.1f s",
+		 rows, bytes, m->keyspace, s->ranges,
+		 (double)s->duration_us / 1e6);
+	say(m, line);
+	m->rows += rows;
+	m->bytes += bytes;
+	m->keyspaces++;
+	m->ki++;
+	stream_next(m);
+}
+
+/* Starts the session of the next keyspace with moving ranges; finishes
+ * when none is left. */
+static void stream_next(struct node_move *m)
+{
+	const struct cql_schema *s = cql_service_schema(m->n->cql);
+	for (; m->ki < cql_schema_keyspace_count(s); m->ki++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(s, m->ki);
+		if (!moves(k))
+			continue;
+		const char *name = cql_keyspace_meta(k)->name;
+		snprintf(m->keyspace, sizeof(m->keyspace), "%s", name);
+		struct pieces ps;
+		char why[300];
+		if (pieces_of(m, k, &ps) != 0) {
+			snprintf(why, sizeof(why), "keyspace %s: %s", name,
+				 err_msg());
+			failed(m, why);
+			return;
+		}
+		if (ps.lost)
+			LOG_WARN("%s: %" PRIu64 " ranges of %s have no live "
+				 "replica left: their data is lost unless "
+				 "the node comes back",
+				 m->name, ps.lost, name);
+		if (!ps.count) {
+			pieces_free(&ps);
+			continue;
+		}
+		char(*names)[300];
+		size_t nt;
+		struct repair_table *tables = tables_of(k, &names, &nt);
+		struct repair_request q = {.tables = tables,
+					   .ntables = nt,
+					   .ranges = ps.v,
+					   .nranges = ps.count,
+					   .parallelism = REPAIR_PARALLEL,
+					   .jobs = REPAIR_MAX_JOBS};
+		char line[200];
+		snprintf(line, sizeof(line),
+			 "streaming keyspace %s: %zu tables, %zu ranges", name,
+			 nt, ps.count);
+		say(m, line);
+		int rc = tables ? node_repair_start(m->nr, &q, on_session, m)
+				: -1;
+		if (rc != 0)
+			snprintf(why, sizeof(why), "keyspace %s: %s", name,
+				 err_msg());
+		free(tables);
+		free(names);
+		pieces_free(&ps);
+		if (rc != 0)
+			failed(m, why);
+		return; /* on_session goes on */
+	}
+	finish(m, true, "");
+}
+
+static void tick(void *arg)
+{
+	struct node_move *m = arg;
+	struct node *n = m->n;
+	switch (m->phase) {
+	case WAIT_SCHEMA:
+		if (m->c.kind == NODE_MOVE_BOOTSTRAP && !schema_agrees(n) &&
+		    ++m->rounds < SCHEMA_WAIT_ROUNDS) {
+			arm(m, 1);
+			return;
+		}
+		if (m->rounds >= SCHEMA_WAIT_ROUNDS)
+			LOG_WARN("%s: the schema still differs from some "
+				 "peers' after %u gossip rounds; going on "
+				 "with the tables known here",
+				 m->name, m->rounds);
+		if (!anything_to_move(m)) {
+			say(m, "no data to stream");
+			finish(m, true, "");
+			return;
+		}
+		m->phase = WAIT_RING;
+		/* fall through */
+	case WAIT_RING: {
+		uint64_t waited = env_mono_us(n->env) - m->start_us,
+			 delay = n->conf.ring_delay_ms * 1000u;
+		if (waited < delay) {
+			env_timer_arm(n->env, m->timer, delay - waited);
+			return;
+		}
+		m->phase = STREAM;
+		m->ki = 0;
+		stream_next(m);
+		return;
+	}
+	case STREAM:
+		stream_next(m); /* a retry */
+		return;
+	case DONE:
+		return;
+	}
+}
+
+struct node_move *node_move_start(struct node *n, struct node_repair *nr,
+				  const struct node_move_config *c)
+{
+	struct node_move *m = calloc(1, sizeof(*m));
+	if (!m || !(m->timer = env_timer_new(n->env, tick, m))) {
+		free(m);
+		err_set(ERR_NOMEM, "range movement");
+		return NULL;
+	}
+	m->n = n;
+	m->nr = nr;
+	m->c = *c;
+	m->name = kind_names[c->kind];
+	m->start_us = env_mono_us(n->env);
+	env_timer_arm(n->env, m->timer, 0);
+	return m;
+}
+
+void node_move_delete(struct node_move *m)
+{
+	if (!m)
+		return;
+	env_timer_free(m->n->env, m->timer);
+	free(m);
+}
