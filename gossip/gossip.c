@@ -417,6 +417,19 @@ int gossip_set_local_state(struct gossip *g, enum gossip_app_state key,
 	return set_app(g, g->me, key, value, ++g->version);
 }
 
+int gossip_set_remote_state(struct gossip *g, const struct inet_addr *a,
+			    enum gossip_app_state key, const char *value)
+{
+	struct endpoint *ep = ep_find(g, a);
+	if (!ep)
+		return err_set(ERR_NOT_FOUND, "no such peer");
+	if ((unsigned)key >= GOSSIP_STATE_COUNT || !value || ep == g->me ||
+	    ep->alive)
+		return err_set(ERR_INVALID, "only a dead peer's state can be "
+					    "set on its behalf");
+	return set_app(g, ep, key, value, ep_max_version(ep) + 1);
+}
+
 /* ---- sending ------------------------------------------------------------- */
 
 static void send_buf(struct gossip *g, const struct inet_addr *to,

@@ -152,6 +152,14 @@ void gossip_set_follow_seeds(struct gossip *g, bool on);
  * stop. */
 void gossip_announce_shutdown(struct gossip *g);
 
+/* On behalf of a dead endpoint (removenode): sets one of its states with
+ * a version newer than any it gossiped, so every peer takes the change
+ * from us. Refused (ERR_INVALID) for ourselves and for an endpoint we see
+ * alive, ERR_NOT_FOUND for an unknown one. If the endpoint comes back,
+ * its own states (a new generation) replace ours. */
+int gossip_set_remote_state(struct gossip *g, const struct inet_addr *ep,
+			    enum gossip_app_state key, const char *value);
+
 /* Operator removal: forget the endpoint and ignore news of it for the
  * quarantine period. */
 int gossip_remove_endpoint(struct gossip *g, const struct inet_addr *ep);

@@ -276,6 +276,57 @@ START_TEST(paused_node_convicts_nobody_when_it_wakes)
 }
 END_TEST
 
+static bool all_see_status(void *arg)
+{
+	struct down_arg *d = arg;
+	for (size_t i = 0; i < d->c->n; i++) {
+		struct gossip_endpoint_info info;
+		if (!d->c->nodes[i].up || i == d->target)
+			continue;
+		if (gossip_endpoint_find(d->c->nodes[i].g,
+					 &d->c->nodes[d->target].addr,
+					 &info) != 0 ||
+		    info.status != GOSSIP_STATUS_LEFT)
+			return false;
+	}
+	return true;
+}
+
+START_TEST(a_dead_nodes_state_set_on_its_behalf_reaches_everyone)
+{
+	struct gc *c = cluster_9();
+	gc_kill(c, 6);
+	struct down_arg d = {c, 6};
+	ck_assert(sim_run_until(c->sim, pred_all_see_down, &d, 60 * S));
+	/* a live peer and ourselves are refused */
+	ck_assert_int_eq(gossip_set_remote_state(
+				 c->nodes[0].g, &c->nodes[1].addr,
+				 GOSSIP_STATE_STATUS_WITH_PORT, "LEFT,1"),
+			 -1);
+	ck_assert_int_eq(gossip_set_remote_state(
+				 c->nodes[0].g, &c->nodes[0].addr,
+				 GOSSIP_STATE_STATUS_WITH_PORT, "LEFT,1"),
+			 -1);
+	ck_assert_int_eq(gossip_set_remote_state(
+				 c->nodes[0].g, &c->nodes[6].addr,
+				 GOSSIP_STATE_STATUS_WITH_PORT, "LEFT,1"),
+			 0);
+	ck_assert(sim_run_until(c->sim, all_see_status, &d, 30 * S));
+	/* nobody took it for news of the node: it stays down */
+	sim_run_for(c->sim, 20 * S);
+	ck_assert(all_see_down(c, 6));
+	/* back with a new generation, its own state wins */
+	gc_restart(c, 6);
+	ck_assert(gc_run_until_converged(c, 60 * S));
+	struct gossip_endpoint_info info;
+	ck_assert_int_eq(
+		gossip_endpoint_find(c->nodes[0].g, &c->nodes[6].addr, &info),
+		0);
+	ck_assert_int_ne(info.status, GOSSIP_STATUS_LEFT);
+	gc_delete(c);
+}
+END_TEST
+
 START_TEST(removed_endpoint_is_quarantined_then_relearned)
 {
 	struct gc *c = cluster_9();
@@ -385,6 +436,8 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 300);
 	tcase_add_test(t, nine_nodes_converge_with_every_state);
 	tcase_add_test(t, killed_node_is_marked_down_everywhere);
+	tcase_add_test(t,
+		       a_dead_nodes_state_set_on_its_behalf_reaches_everyone);
 	tcase_add_test(t, restart_with_higher_generation_comes_back_up);
 	tcase_add_test(t, restart_before_conviction_is_seen_as_new_generation);
 	tcase_add_test(t, shutdown_announcement_marks_down_at_once);
