@@ -676,9 +676,14 @@ void gossip_announce_shutdown(struct gossip *g)
 {
 	if (g->stopped)
 		return;
-	gossip_set_local_state(g, GOSSIP_STATE_STATUS_WITH_PORT,
-			       "shutdown,true");
-	for (size_t i = 0; i < g->ep_count; i++) {
+	/* A node that left the ring goes silently (Cassandra's silent
+	 * shutdown states): its peers keep LEFT, not a shutdown to wait
+	 * out. */
+	bool left = g->me->status == GOSSIP_STATUS_LEFT;
+	if (!left)
+		gossip_set_local_state(g, GOSSIP_STATE_STATUS_WITH_PORT,
+				       "shutdown,true");
+	for (size_t i = 0; !left && i < g->ep_count; i++) {
 		struct endpoint *ep = g->eps[i];
 		if (ep != g->me && ep->alive)
 			env_send(g->env, &ep->addr, GOSSIP_VERB_SHUTDOWN, NULL,

@@ -149,7 +149,8 @@ void gossip_process(struct gossip *g, const struct inet_addr *from,
 void gossip_set_follow_seeds(struct gossip *g, bool on);
 
 /* Graceful stop: STATUS becomes shutdown, every live peer is told, rounds
- * stop. */
+ * stop. A node whose STATUS is LEFT (decommissioned) only stops: its
+ * peers keep LEFT. */
 void gossip_announce_shutdown(struct gossip *g);
 
 /* On behalf of a dead endpoint (removenode): sets one of its states with

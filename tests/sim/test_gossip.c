@@ -170,6 +170,40 @@ START_TEST(shutdown_announcement_marks_down_at_once)
 }
 END_TEST
 
+static bool all_see_left(void *arg)
+{
+	struct down_arg *d = arg;
+	for (size_t i = 0; i < d->c->n; i++) {
+		struct gossip_endpoint_info info;
+		if (i != d->target &&
+		    (gossip_endpoint_find(d->c->nodes[i].g,
+					  &d->c->nodes[d->target].addr,
+					  &info) != 0 ||
+		     info.status != GOSSIP_STATUS_LEFT))
+			return false;
+	}
+	return true;
+}
+
+START_TEST(a_node_that_left_stops_silently)
+{
+	struct gc *c = cluster_9();
+	struct down_arg d = {c, 4};
+	ck_assert_int_eq(gossip_set_local_state(c->nodes[4].g,
+						GOSSIP_STATE_STATUS_WITH_PORT,
+						"LEFT,1,0"),
+			 0);
+	ck_assert(sim_run_until(c->sim, all_see_left, &d, 30 * S));
+	gossip_announce_shutdown(c->nodes[4].g);
+	sim_run_for(c->sim, 100000);
+	gc_kill(c, 4);
+	/* peers keep LEFT (a shutdown would say it keeps its ranges) */
+	sim_run_for(c->sim, 30 * S);
+	ck_assert(all_see_left(&d));
+	gc_delete(c);
+}
+END_TEST
+
 static void partition_dc3(struct gc *c, bool cut)
 {
 	struct inet_addr a[6], b[3];
@@ -441,6 +475,7 @@ static Suite *suite(void)
 	tcase_add_test(t, restart_with_higher_generation_comes_back_up);
 	tcase_add_test(t, restart_before_conviction_is_seen_as_new_generation);
 	tcase_add_test(t, shutdown_announcement_marks_down_at_once);
+	tcase_add_test(t, a_node_that_left_stops_silently);
 	tcase_add_test(t, partitioned_dc_is_down_on_both_sides_and_heals);
 	tcase_add_test(t, one_way_cut_between_two_nodes_convicts_nobody);
 	tcase_add_test(t, deaf_node_convicts_all_and_is_convicted);
