@@ -111,6 +111,8 @@ static int parse_file(char *text, struct local_state *s)
 			s->generation = strtoll(v, NULL, 10);
 		} else if (strcmp(line, "bootstrap") == 0) {
 			s->bootstrapping = strcmp(v, "in_progress") == 0;
+		} else if (strcmp(line, "decommissioned") == 0) {
+			s->decommissioned = strcmp(v, "true") == 0;
 		} else if (strcmp(line, "tokens") == 0) {
 			if (tokens_parse(v, &s->tokens, &s->token_count) != 0)
 				return -1;
@@ -129,17 +131,18 @@ int local_state_save(struct env *env, const char *dir,
 	char *tokens = local_state_tokens_text(s);
 	if (!tokens)
 		return -1;
-	size_t cap = strlen(tokens) + 128;
+	size_t cap = strlen(tokens) + 256;
 	char *text = malloc(cap);
 	if (!text) {
 		free(tokens);
 		return err_set(ERR_NOMEM, "local state");
 	}
-	int len = snprintf(text, cap, "host_id=%s\ngeneration=%lld\n%s%s%s%s",
+	int len = snprintf(text, cap, "host_id=%s\ngeneration=%lld\n%s%s%s%s%s",
 			   s->host_id, (long long)s->generation,
 			   s->token_count ? "tokens=" : "", tokens,
 			   s->token_count ? "\n" : "",
-			   s->bootstrapping ? "bootstrap=in_progress\n" : "");
+			   s->bootstrapping ? "bootstrap=in_progress\n" : "",
+			   s->decommissioned ? "decommissioned=true\n" : "");
 	int rc = env_write_file_atomic(env, path, text, (size_t)len);
 	free(text);
 	free(tokens);

@@ -9,6 +9,7 @@
  *   tokens=-9150...,-8800...,...
  *   bootstrap=in_progress      (only while the node streams its data:
  *                               a restart then bootstraps again)
+ *   decommissioned=true        (it left the ring: it will not start)
  */
 #ifndef CASSINI_NODE_LOCAL_STATE_H
 #define CASSINI_NODE_LOCAL_STATE_H
@@ -25,8 +26,9 @@ struct local_state {
 	char host_id[37];
 	int64_t generation;
 	size_t token_count;
-	int64_t *tokens;    /* owned */
-	bool bootstrapping; /* tokens chosen, data not streamed yet */
+	int64_t *tokens;     /* owned */
+	bool bootstrapping;  /* tokens chosen, data not streamed yet */
+	bool decommissioned; /* left the ring for good */
 };
 
 /*

@@ -158,13 +158,12 @@ static int participants(struct pieces *ps, struct token_range range,
 				ring_endpoint_get(ps->ring, rep->pending[i]);
 			if (!alive(ps, &e->addr)) {
 				char a[INET_ADDR_STRLEN];
-				return err_set(
-					ERR_UNAVAILABLE,
-					"%s, a new replica of (%" PRId64
-					",%" PRId64 "], is down",
-					inet_addr_format(&e->addr, a,
-							 sizeof(a)),
-					range.left, range.right);
+				return err_set(ERR_UNAVAILABLE,
+					       "%s, a new replica of (%" PRId64
+					       ",%" PRId64 "], is down",
+					       inet_addr_format(&e->addr, a,
+								sizeof(a)),
+					       range.left, range.right);
 			}
 			if (push(out, k, &e->addr))
 				return -1;

@@ -247,6 +247,8 @@ static void bootstrap_done(void *arg, bool ok, const char *error)
 	struct node *n = arg;
 	(void)ok; /* retried until it works */
 	(void)error;
+	node_move_delete(n->bootstrap);
+	n->bootstrap = NULL;
 	n->local.bootstrapping = false;
 	if (local_state_save(n->env, n->conf.saved_caches_directory,
 			     &n->local) != 0 ||
@@ -483,6 +485,13 @@ static int setup_membership(struct node *n)
 	const struct conf *c = &n->conf;
 	if (local_state_load(n->env, c->saved_caches_directory, &n->local) != 0)
 		return err_prefix("saved_caches_directory");
+	if (n->local.decommissioned)
+		return err_set(ERR_CONFIG,
+			       "this node was decommissioned and will not "
+			       "rejoin the ring; to add it again as a new "
+			       "node, empty its data_file_directories, "
+			       "commitlog_directory, hints_directory and "
+			       "saved_caches_directory");
 	n->start_wall_us = env_wall_us(n->env);
 	struct transport_config tc = {
 		.cluster_name = c->cluster_name,
@@ -857,7 +866,8 @@ struct node *node_new(struct conf *conf)
 	if (!n->cql)
 		goto fail;
 	if (setup_schema_sync(n) != 0 || setup_hint_cues(n) != 0 ||
-	    !(n->repair = node_repair_new(n)))
+	    !(n->repair = node_repair_new(n)) ||
+	    !(n->leave = node_leave_new(n)))
 		goto fail;
 	n->load_timer = env_timer_new(n->env, load_tick, n);
 	if (!n->load_timer)
@@ -943,9 +953,9 @@ void node_delete(struct node *n)
 		env_timer_free(n->env, n->schema_timer);
 	if (n->env && n->load_timer)
 		env_timer_free(n->env, n->load_timer);
-	node_repair_delete(n->repair);       /* before the storage it scans */
+	node_repair_delete(n->repair);  /* before the storage it scans */
 	node_move_delete(n->bootstrap); /* its session went with it */
-	cql_service_delete(n->cql); /* before gossip: callbacks read it */
+	cql_service_delete(n->cql);     /* before gossip: callbacks read it */
 	free(n->cql_peers);
 	free(n->cql_peer_tokens);
 	admin_delete(n->admin);

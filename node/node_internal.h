@@ -68,6 +68,7 @@ struct node {
 	int64_t *cql_peer_tokens;
 	struct node_repair *repair;
 	struct node_move *bootstrap; /* while fetching our data (BOOT) */
+	struct node_leave *leave;    /* decommission, removenode */
 };
 
 /* Registers the admin commands of this issue (node_admin.c). */
@@ -106,6 +107,7 @@ struct node_move_config {
 	struct inet_addr ep;   /* the node that joins or leaves */
 	unsigned max_attempts; /* failed sessions before giving up; 0: none */
 	void (*progress)(void *arg, const char *line); /* optional */
+	/* `error` is "" when ok; done may delete the movement. */
 	void (*done)(void *arg, bool ok, const char *error);
 	void *arg;
 };
@@ -113,6 +115,12 @@ struct node_move;
 struct node_move *node_move_start(struct node *n, struct node_repair *r,
 				  const struct node_move_config *c);
 void node_move_delete(struct node_move *m);
+
+/* decommission and removenode (node_leave.c): registers the admin
+ * commands. After the repair; deleted before it. */
+struct node_leave;
+struct node_leave *node_leave_new(struct node *n);
+void node_leave_delete(struct node_leave *l);
 
 /* Scheduled repair (node_repair_sched.c) over `repair`'s sessions; its
  * state file is read here, before the loop runs. NULL with err set (a bad

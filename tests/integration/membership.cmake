@@ -3,5 +3,5 @@ cassini_pytest(integration_membership test_membership.py TIMEOUT 300)
 cassini_pytest(integration_garbage test_garbage.py TIMEOUT 120)
 # The coordinator with real clusters (127.0.11.x).
 cassini_pytest(integration_coordinator test_coordinator.py TIMEOUT 600)
-# Bootstrap: nodes added to a cluster with data (127.0.9.x).
-cassini_pytest(integration_bootstrap test_bootstrap.py TIMEOUT 300)
+# Nodes joining and leaving a cluster with data (127.0.9.x).
+cassini_pytest(integration_ring_changes test_ring_changes.py TIMEOUT 300)

@@ -1,0 +1,340 @@
+/*
+ * Nodes leaving the ring, as nodetool takes them out:
+ *
+ *   decommission [--force]   this node: it gossips LEAVING, streams each
+ *                            range it replicates to the range's new
+ *                            replicas (movement.c), gossips LEFT, keeps
+ *                            `decommissioned` in local_state (it refuses
+ *                            to start again) and stops ring_delay later,
+ *                            once the ring has heard. Refused, as
+ *                            Cassandra refuses it, when a keyspace's RF
+ *                            is at least the nodes of the DC (the data
+ *                            would have fewer replicas), unless --force.
+ *   removenode <host id>     a dead node: we gossip LEAVING on its behalf
+ *                            (gossip_set_remote_state), its ranges go to
+ *                            their new replicas from the live copies,
+ *                            then we gossip it LEFT.
+ *   removenode status        the removal under way, if any.
+ *
+ * Either fails back to NORMAL when streaming fails MAX_ATTEMPTS times; the
+ * data is then where it was. One at a time per node.
+ */
+#define LOG_MODULE "node"
+#include "client/schema.h"
+#include "common/buf.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "gossip/gossip.h"
+#include "node/admin.h"
+#include "node/cql_service.h"
+#include "node/members.h"
+#include "node/node_internal.h"
+#include "ring/ring.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ATTEMPTS 3
+/* How long a LEFT state says it is kept (Cassandra's 3 days), in ms. */
+#define LEFT_EXPIRY_MS (3ull * 24 * 3600 * 1000)
+
+struct node_leave {
+	struct node *n;
+	struct node_move *move;
+	struct admin_reply *reply;
+	bool removing;       /* removenode (else decommission) */
+	struct inet_addr ep; /* the node leaving */
+	char host_id[37];
+	int64_t token; /* its first token, for STATUS */
+	struct env_timer *stop_timer;
+};
+
+/* The leaving node's STATUS: ours, or the dead node's on its behalf. */
+static int set_status(struct node_leave *l, const char *status)
+{
+	char v[96];
+	if (strcmp(status, "LEFT") == 0)
+		snprintf(v, sizeof(v), "LEFT,%lld,%llu", (long long)l->token,
+			 (unsigned long long)(env_wall_us(l->n->env) / 1000 +
+					      LEFT_EXPIRY_MS));
+	else
+		snprintf(v, sizeof(v), "%s,%lld", status, (long long)l->token);
+	return l->removing
+		       ? gossip_set_remote_state(l->n->gossip, &l->ep,
+						 GOSSIP_STATE_STATUS_WITH_PORT,
+						 v)
+		       : gossip_set_local_state(l->n->gossip,
+						GOSSIP_STATE_STATUS_WITH_PORT,
+						v);
+}
+
+static void on_stop(void *arg)
+{
+	struct node_leave *l = arg;
+	node_stop(l->n, "decommissioned");
+}
+
+static void on_progress(void *arg, const char *line)
+{
+	struct node_leave *l = arg;
+	char text[700];
+	snprintf(text, sizeof(text), "[%s] %s\n",
+		 l->removing ? "removenode" : "decommission", line);
+	if (l->reply)
+		admin_reply_progress(l->reply, text);
+}
+
+static void finish(struct node_leave *l, int status, const char *out,
+		   const char *err)
+{
+	if (l->reply)
+		admin_reply_finish(l->reply, status, out, err);
+	l->reply = NULL;
+}
+
+static void on_moved(void *arg, bool ok, const char *error)
+{
+	struct node_leave *l = arg;
+	struct node *n = l->n;
+	char a[INET_ADDR_STRLEN], out[300], err[600];
+	inet_addr_format(&l->ep, a, sizeof(a));
+	node_move_delete(l->move); /* done() may delete it */
+	l->move = NULL;
+	if (!ok) {
+		/* the data is where it was: back to NORMAL */
+		if (set_status(l, "NORMAL") != 0)
+			LOG_ERROR("cannot gossip NORMAL again: %s", err_msg());
+		snprintf(err, sizeof(err),
+			 "error: %s of %s failed: %s; it is NORMAL again\n",
+			 l->removing ? "removenode" : "decommission", a, error);
+		finish(l, 2, "", err);
+		return;
+	}
+	if (set_status(l, "LEFT") != 0) {
+		snprintf(err, sizeof(err), "error: cannot gossip LEFT: %s\n",
+			 err_msg());
+		finish(l, 2, "", err);
+		return;
+	}
+	if (l->removing) {
+		LOG_INFO("removenode: %s (host id %s) left the ring", a,
+			 l->host_id);
+		snprintf(out, sizeof(out), "Removed %s (host id %s)\n", a,
+			 l->host_id);
+		finish(l, 0, out, "");
+		return;
+	}
+	n->local.decommissioned = true;
+	if (local_state_save(n->env, n->conf.saved_caches_directory,
+			     &n->local) != 0)
+		LOG_ERROR("cannot record the decommission: %s", err_msg());
+	LOG_INFO("decommissioned: left the ring; stopping in %" PRIu64 " ms",
+		 n->conf.ring_delay_ms);
+	snprintf(out, sizeof(out),
+		 "Decommissioned: %s left the ring; the node stops in %.1f s\n",
+		 a, (double)n->conf.ring_delay_ms / 1000.0);
+	finish(l, 0, out, "");
+	env_timer_arm(n->env, l->stop_timer, n->conf.ring_delay_ms * 1000u);
+}
+
+static int start_move(struct node_leave *l, struct buf *err)
+{
+	if (set_status(l, "LEAVING") != 0) {
+		buf_printf(err, "cannot gossip LEAVING: %s\n", err_msg());
+		return 2;
+	}
+	struct node_move_config mc = {
+		.kind = l->removing ? NODE_MOVE_REMOVE : NODE_MOVE_DECOMMISSION,
+		.ep = l->ep,
+		.max_attempts = MAX_ATTEMPTS,
+		.progress = on_progress,
+		.done = on_moved,
+		.arg = l};
+	if (!(l->reply = admin_defer(l->n->admin)) ||
+	    !(l->move = node_move_start(l->n, l->n->repair, &mc))) {
+		if (l->reply)
+			finish(l, 2, "", "error: out of memory\n");
+		set_status(l, "NORMAL");
+		buf_printf(err, "%s\n", err_msg());
+		return 2;
+	}
+	char a[INET_ADDR_STRLEN], line[200];
+	snprintf(line, sizeof(line),
+		 "%s (host id %s) is LEAVING; streaming starts in %.1f s",
+		 inet_addr_format(&l->ep, a, sizeof(a)), l->host_id,
+		 (double)l->n->conf.ring_delay_ms / 1000.0);
+	on_progress(l, line);
+	return ADMIN_PENDING;
+}
+
+static bool busy(struct node_leave *l, struct buf *err)
+{
+	if (l->move || l->reply) {
+		buf_printf(err, "a decommission or removenode is already "
+				"running on this node\n");
+		return true;
+	}
+	if (l->n->bootstrap || l->n->local.bootstrapping ||
+	    !l->n->local.token_count) {
+		buf_printf(err, "this node has not joined the ring yet\n");
+		return true;
+	}
+	return false;
+}
+
+/* Cassandra's check: leaving must not leave a keyspace's data with fewer
+ * replicas than its RF in our DC. */
+static int replication_allows(struct node *n, struct buf *err)
+{
+	struct ring *r = members_ring(n->members);
+	size_t in_dc = 0, all = 0;
+	for (size_t i = 0; i < ring_endpoint_count(r); i++) {
+		const struct ring_endpoint *e = ring_endpoint_get(r, i);
+		if (e->status == RING_STATUS_BOOT || !e->num_tokens)
+			continue;
+		all++;
+		in_dc += strcmp(e->dc, n->conf.dc) == 0;
+	}
+	if (all < 2) {
+		buf_printf(err, "no other normal nodes in the ring; "
+				"decommission would be pointless\n");
+		return -1;
+	}
+	const struct cql_schema *s = cql_service_schema(n->cql);
+	for (size_t i = 0; i < cql_schema_keyspace_count(s); i++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
+		const struct ring_strategy *st = cql_keyspace_strategy(k);
+		if (cql_keyspace_is_system(k) ||
+		    ring_strategy_class(st) == RING_STRATEGY_LOCAL)
+			continue;
+		bool simple = ring_strategy_class(st) == RING_STRATEGY_SIMPLE;
+		size_t nodes = simple ? all : in_dc;
+		int rf = ring_strategy_rf(st, n->conf.dc);
+		if (rf > 0 && (size_t)rf >= nodes) {
+			buf_printf(err,
+				   "Not enough live nodes to maintain "
+				   "replication factor in keyspace %s (RF = "
+				   "%d, N = %zu). Perform a forceful "
+				   "decommission to ignore.\n",
+				   cql_keyspace_meta(k)->name, rf, nodes);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int cmd_decommission(void *arg, size_t argc, const char *const *argv,
+			    struct buf *out, struct buf *err)
+{
+	(void)out;
+	struct node_leave *l = arg;
+	struct node *n = l->n;
+	bool force = argc == 1 && (strcmp(argv[0], "--force") == 0 ||
+				   strcmp(argv[0], "-f") == 0);
+	if (argc > 1 || (argc == 1 && !force)) {
+		buf_printf(err, "usage: decommission [--force]\n");
+		return 1;
+	}
+	if (busy(l, err) || (!force && replication_allows(n, err) != 0))
+		return 2;
+	l->removing = false;
+	l->ep = n->conf.listen_address;
+	memcpy(l->host_id, n->local.host_id, sizeof(l->host_id));
+	l->token = n->local.tokens[0];
+	return start_move(l, err);
+}
+
+static int remove_status(struct node_leave *l, struct buf *out)
+{
+	char a[INET_ADDR_STRLEN];
+	if (l->removing && l->move)
+		buf_printf(out, "RemovalStatus: Removing %s (host id %s)\n",
+			   inet_addr_format(&l->ep, a, sizeof(a)), l->host_id);
+	else
+		buf_printf(out, "RemovalStatus: No removals in process.\n");
+	return 0;
+}
+
+static int cmd_removenode(void *arg, size_t argc, const char *const *argv,
+			  struct buf *out, struct buf *err)
+{
+	struct node_leave *l = arg;
+	struct node *n = l->n;
+	if (argc != 1) {
+		buf_printf(err, "usage: removenode <host id> | status\n");
+		return 1;
+	}
+	if (strcmp(argv[0], "status") == 0)
+		return remove_status(l, out);
+	uint8_t id[16];
+	if (members_parse_host_id(argv[0], id) != 0) {
+		buf_printf(err, "not a host id: %s\n", argv[0]);
+		return 1;
+	}
+	if (busy(l, err))
+		return 2;
+	struct ring *r = members_ring(n->members);
+	int i = ring_endpoint_find_host_id(r, id);
+	if (i < 0) {
+		buf_printf(err, "Host ID not found.\n");
+		return 2;
+	}
+	const struct ring_endpoint *e = ring_endpoint_get(r, (size_t)i);
+	char a[INET_ADDR_STRLEN];
+	inet_addr_format(&e->addr, a, sizeof(a));
+	if (inet_addr_eq(&e->addr, &n->conf.listen_address)) {
+		buf_printf(err, "Cannot remove self\n");
+		return 2;
+	}
+	if (gossip_is_alive(n->gossip, &e->addr)) {
+		buf_printf(err,
+			   "Node /%s is alive and owns this ID. Use "
+			   "decommission command to remove it from the ring\n",
+			   a);
+		return 2;
+	}
+	if (e->status != RING_STATUS_NORMAL || !e->num_tokens) {
+		buf_printf(err,
+			   "Node /%s is not NORMAL (it is joining or "
+			   "leaving already)\n",
+			   a);
+		return 2;
+	}
+	l->removing = true;
+	l->ep = e->addr;
+	snprintf(l->host_id, sizeof(l->host_id), "%s", argv[0]);
+	l->token = e->tokens[0];
+	return start_move(l, err);
+}
+
+struct node_leave *node_leave_new(struct node *n)
+{
+	struct node_leave *l = calloc(1, sizeof(*l));
+	if (!l || !(l->stop_timer = env_timer_new(n->env, on_stop, l))) {
+		free(l);
+		err_set(ERR_NOMEM, "decommission");
+		return NULL;
+	}
+	l->n = n;
+	if (admin_register(n->admin, "decommission", "decommission [--force]",
+			   cmd_decommission, l) ||
+	    admin_register(n->admin, "removenode",
+			   "removenode <host id> | status", cmd_removenode,
+			   l)) {
+		node_leave_delete(l);
+		return NULL;
+	}
+	return l;
+}
+
+void node_leave_delete(struct node_leave *l)
+{
+	if (!l)
+		return;
+	node_move_delete(l->move);
+	finish(l, 2, "", "error: the node is shutting down\n");
+	env_timer_free(l->n->env, l->stop_timer);
+	free(l);
+}
