@@ -62,6 +62,15 @@ START_TEST(identity_survives_restarts_and_generation_grows)
 	local_state_free(&s);
 	ck_assert_int_eq(local_state_load(env, dir, &s), 0);
 	ck_assert(!s.bootstrapping);
+	ck_assert(!s.decommissioned);
+
+	/* So does a decommission (the node then refuses to start). */
+	s.decommissioned = true;
+	ck_assert_int_eq(local_state_save(env, dir, &s), 0);
+	local_state_free(&s);
+	ck_assert_int_eq(local_state_load(env, dir, &s), 0);
+	ck_assert(s.decommissioned && !s.bootstrapping);
+	ck_assert_uint_eq(s.token_count, 3);
 	local_state_free(&s);
 	env_real_delete(env);
 	test_tmpdir_remove(dir);
