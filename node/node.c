@@ -830,9 +830,20 @@ static void on_peer_removed(void *arg, const struct inet_addr *ep)
 	peer_event(arg, ep, 2);
 }
 
+/* A peer that left the ring (decommission, removenode) gets no more
+ * writes: the hints kept for it are dropped, as Cassandra's excise does. */
+static void on_peer_change(void *arg, const struct inet_addr *ep,
+			   enum gossip_app_state key, const char *value)
+{
+	if (key == GOSSIP_STATE_STATUS_WITH_PORT &&
+	    gossip_status_parse(value) == GOSSIP_STATUS_LEFT)
+		peer_event(arg, ep, 2);
+}
+
 static int setup_hint_cues(struct node *n)
 {
-	struct gossip_listener l = {.on_alive = on_peer_alive,
+	struct gossip_listener l = {.on_change = on_peer_change,
+				    .on_alive = on_peer_alive,
 				    .on_dead = on_peer_dead,
 				    .on_remove = on_peer_removed};
 	return gossip_subscribe(n->gossip, &l, n);

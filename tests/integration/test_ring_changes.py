@@ -227,8 +227,19 @@ def test_decommission_and_removenode_keep_every_row(cluster):
         tool_run(n1, "removenode", host_id(n1, n4)).stderr
     assert "Host ID not found." in tool_run(
         n1, "removenode", "00000000-0000-4000-8000-000000000000").stderr
+    # writes node3 misses are kept for it as hints on node1...
+    c, s = session(n1)
+    ins = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
+    ins.consistency_level = ConsistencyLevel.ONE
+    for k in range(200000, 200100):
+        s.execute(ins, (k, f"v{k}"))
+        keys.append(k)
+    c.shutdown()
+    assert hid in tool(n1, "listpendinghints")
     r = tool_run(n1, "removenode", hid)
     assert r.returncode == 0, r.stdout + r.stderr
+    # ...and dropped once it has left
+    assert wait_for(lambda: hid not in tool(n1, "listpendinghints"))
     assert f"Removed {n3}:7000 (host id {hid})" in r.stdout
     assert "RemovalStatus: No removals in process." in \
         tool(n1, "removenode", "status")
