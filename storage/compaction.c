@@ -124,12 +124,13 @@ static size_t usable(const struct version *v, struct sstable **out)
 	return n;
 }
 
-static size_t pick_inputs(struct table *t, bool major, struct sstable **out)
+static size_t pick_inputs(struct table *t, bool major, bool cleanup,
+			  struct sstable **out)
 {
 	const struct version *v = t->version;
-	if (major) {
+	if (major || cleanup) {
 		size_t n = usable(v, out);
-		return n < 2 ? 0 : n;
+		return n < (cleanup ? 1u : 2u) ? 0 : n;
 	}
 	struct sstable **cand = calloc(v->count + 1, sizeof(*cand));
 	if (!cand)
@@ -159,7 +160,22 @@ struct job {
 	int64_t now, gc_before;
 	struct sst_writer *w;
 	uint64_t throttle_bytes; /* written bytes already paid for */
+	/* cleanup: only partitions in these ranges are written */
+	bool cleanup;
+	const struct storage_token_range *keep;
+	size_t nkeep, next_keep; /* the first range not behind the merge */
+	uint64_t dropped;
 };
+
+/* Whether cleanup keeps the partition at `token`; tokens come in order. */
+static bool kept(struct job *j, int64_t token)
+{
+	if (!j->cleanup)
+		return true;
+	while (j->next_keep < j->nkeep && token > j->keep[j->next_keep].right)
+		j->next_keep++;
+	return j->next_keep < j->nkeep && token > j->keep[j->next_keep].left;
+}
 
 static bool is_input(const struct job *j, const struct sstable *s)
 {
@@ -330,7 +346,9 @@ static int merge_inputs(struct job *j)
 				rc = -1;
 			live[i] = r > 0;
 		}
-		if (!rc)
+		if (!rc && !kept(j, token))
+			j->dropped++;
+		else if (!rc)
 			rc = write_partition(j, &c, token, key);
 		if (!rc)
 			throttle(j);
@@ -484,11 +502,19 @@ static int run_job(struct job *j, struct sstable **out)
 }
 
 /* One compaction of `t` if one applies: 1 done, 0 nothing to do, -1. A
- * major one (asked for: storage_compact) waits for a background one of
+ * major one (asked for: storage_compact) or a cleanup (a major one that
+ * keeps only the partitions in `j`'s ranges) waits for a background one of
  * the table to end first, rather than leaving the table as it was. */
-static int compact_once(struct storage *db, struct table *t, bool major)
+static int compact_once(struct storage *db, struct table *t, bool major,
+			struct job *jo)
 {
 	struct job j = {.db = db, .t = t};
+	if (jo) {
+		j.cleanup = true;
+		j.keep = jo->keep;
+		j.nkeep = jo->nkeep;
+		major = true;
+	}
 	pthread_mutex_lock(&db->mu);
 	while (major && t->compacting && !db->stopping)
 		pthread_cond_wait(&db->done, &db->mu);
@@ -497,7 +523,7 @@ static int compact_once(struct storage *db, struct table *t, bool major)
 		return 0;
 	}
 	struct sstable **in = calloc(t->version->count + 1, sizeof(*in));
-	j.n = in ? pick_inputs(t, major, in) : 0;
+	j.n = in ? pick_inputs(t, major, jo != NULL, in) : 0;
 	if (!j.n) {
 		pthread_mutex_unlock(&db->mu);
 		free(in);
@@ -539,17 +565,38 @@ static int compact_once(struct storage *db, struct table *t, bool major)
 	sstable_unref(out);
 	version_unref(j.v);
 	free(in);
+	if (jo)
+		jo->dropped = j.dropped;
 	return rc ? -1 : 1;
 }
 
 int engine_compact_table(struct storage *db, struct table *t, bool major)
 {
 	if (major)
-		return compact_once(db, t, true) < 0 ? -1 : 0;
+		return compact_once(db, t, true, NULL) < 0 ? -1 : 0;
 	int r;
-	while ((r = compact_once(db, t, false)) > 0 && !db->stopping)
+	while ((r = compact_once(db, t, false, NULL)) > 0 && !db->stopping)
 		;
 	return r < 0 ? -1 : 0;
+}
+
+int storage_cleanup(struct storage *db, const uint8_t table_id[16],
+		    const struct storage_token_range *keep, size_t nkeep,
+		    uint64_t *dropped)
+{
+	pthread_mutex_lock(&db->mu);
+	struct table *t = engine_table_find(db, table_id);
+	pthread_mutex_unlock(&db->mu);
+	if (!t)
+		return err_set(ERR_NOT_FOUND, "unknown table");
+	if (storage_flush(db, table_id) != 0)
+		return -1;
+	struct job j = {.keep = keep, .nkeep = nkeep};
+	int rc = compact_once(db, t, true, &j);
+	process_logs(db, t, true);
+	if (dropped)
+		*dropped = j.dropped;
+	return rc < 0 ? -1 : 0;
 }
 
 int storage_compact(struct storage *db, const uint8_t table_id[16], bool major)

@@ -404,6 +404,19 @@ int storage_flush(struct storage *db, const uint8_t *table_id);
  * every SSTable into one. Blocks. */
 int storage_compact(struct storage *db, const uint8_t table_id[16], bool major);
 
+/* A token range (left, right], left < right. */
+struct storage_token_range {
+	int64_t left, right;
+};
+/* nodetool cleanup: flushes the table, then rewrites all its SSTables into
+ * one that keeps only the partitions whose token lies in one of `keep`
+ * (sorted, non-overlapping; the ranges this node replicates), as a major
+ * compaction would (purgeable tombstones go too). *dropped (may be NULL)
+ * gets the partitions left out. Blocks. */
+int storage_cleanup(struct storage *db, const uint8_t table_id[16],
+		    const struct storage_token_range *keep, size_t nkeep,
+		    uint64_t *dropped);
+
 /* Empties the table, as CQL TRUNCATE: afterwards it reads empty, its
  * memtables are dropped and every SSTable is unlinked (once no read or scan
  * holds it); writes applied after the call began are kept. Waits for a

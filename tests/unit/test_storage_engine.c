@@ -316,6 +316,57 @@ START_TEST(range_scan_in_token_order)
 }
 END_TEST
 
+START_TEST(cleanup_keeps_only_the_partitions_of_its_ranges)
+{
+	struct fx f;
+	fx_init(&f, "eng-cleanup", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 1024);
+	char key[32];
+	int64_t toks[300];
+	for (int i = 0; i < 300; i++) {
+		snprintf(key, sizeof(key), "p%d", i);
+		toks[i] = murmur3_token((const uint8_t *)key, strlen(key));
+		put(&f, key, 1, "v", 0);
+		if (i == 149)
+			ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	}
+	int64_t sorted[300];
+	memcpy(sorted, toks, sizeof(toks));
+	qsort(sorted, 300, sizeof(*sorted), cmp_tok);
+	/* two ranges: (s[9], s[59]] and (s[199], MAX]: 50 + 100 partitions;
+	 * half of the rows are still in the memtable, flushed first */
+	struct storage_token_range keep[] = {{sorted[9], sorted[59]},
+					     {sorted[199], INT64_MAX}};
+	uint64_t dropped = 0;
+	ck_assert_int_eq(storage_cleanup(f.db, f.t->id, keep, 2, &dropped), 0);
+	ck_assert_uint_eq(dropped, 150);
+	struct storage_stats st;
+	ck_assert_int_eq(storage_stats(f.db, f.t->id, &st), 0);
+	ck_assert_uint_eq(st.sstable_count, 1);
+	for (int i = 0; i < 300; i++) {
+		snprintf(key, sizeof(key), "p%d", i);
+		bool in = (toks[i] > sorted[9] && toks[i] <= sorted[59]) ||
+			  toks[i] > sorted[199];
+		expect_rows(&f, key, in ? 1 : 0);
+	}
+	/* and after a restart */
+	restart(&f);
+	expect_rows(&f, "p0",
+		    (toks[0] > sorted[9] && toks[0] <= sorted[59]) ||
+				    toks[0] > sorted[199]
+			    ? 1
+			    : 0);
+	/* owning nothing drops everything */
+	ck_assert_int_eq(storage_cleanup(f.db, f.t->id, NULL, 0, &dropped), 0);
+	ck_assert_uint_eq(dropped, 150);
+	for (int i = 0; i < 300; i += 7) {
+		snprintf(key, sizeof(key), "p%d", i);
+		expect_rows(&f, key, 0);
+	}
+	fx_free(&f);
+}
+END_TEST
+
 START_TEST(compaction_purges_old_tombstones_and_expired_cells)
 {
 	struct fx f;
@@ -1091,6 +1142,7 @@ int main(void)
 	tcase_add_loop_test(tc, reads_merge_memtable_and_sstables, 0, 3);
 	tcase_add_test(tc, restart_replays_the_commitlog);
 	tcase_add_test(tc, range_scan_in_token_order);
+	tcase_add_test(tc, cleanup_keeps_only_the_partitions_of_its_ranges);
 	tcase_add_test(tc, compaction_purges_old_tombstones_and_expired_cells);
 	tcase_add_test(tc, ttl_expires_against_the_env_clock);
 	tcase_add_test(tc, tombstone_failure_threshold_fails_the_read);
