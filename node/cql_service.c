@@ -17,6 +17,7 @@
 #include "ring/ring.h"
 #include "storage/storage.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -444,21 +445,46 @@ struct cql_flush {
 	struct storage *db;
 	struct loopq *q;
 	size_t n;
-	bool compact; /* a major compaction of each table instead */
+	enum cql_maintenance what;
 	int status;
 	char msg[256];
 	cql_service_done_fn done;
 	void *arg;
+	/* cleanup: table i keeps ranges[off[i] .. off[i + 1]) */
+	size_t *off;
+	struct storage_token_range *ranges;
 	uint8_t ids[][16];
 };
+
+static int maintain(struct cql_flush *j, size_t i)
+{
+	switch (j->what) {
+	case CQL_MAINTENANCE_COMPACT:
+		return storage_compact(j->db, j->ids[i], true);
+	case CQL_MAINTENANCE_CLEANUP: {
+		uint64_t dropped = 0;
+		int rc =
+			storage_cleanup(j->db, j->ids[i], j->ranges + j->off[i],
+					j->off[i + 1] - j->off[i], &dropped);
+		const struct storage_table_meta *m =
+			storage_table_meta_get(j->db, j->ids[i]);
+		if (rc == 0 && m)
+			LOG_INFO("cleanup of %s.%s: %" PRIu64 " partitions "
+				 "this node does not replicate dropped",
+				 m->keyspace, m->name, dropped);
+		return rc;
+	}
+	case CQL_MAINTENANCE_FLUSH:
+		break;
+	}
+	return storage_flush(j->db, j->n ? j->ids[i] : NULL);
+}
 
 static void flush_job_run(struct work *w)
 {
 	struct cql_flush *j = (struct cql_flush *)w;
 	for (size_t i = 0; i < (j->n ? j->n : 1) && j->status == 0; i++)
-		j->status = j->compact ? storage_compact(j->db, j->ids[i], true)
-				       : storage_flush(j->db,
-						       j->n ? j->ids[i] : NULL);
+		j->status = maintain(j, i);
 	if (j->status)
 		snprintf(j->msg, sizeof(j->msg), "%s", err_msg());
 	loopq_post(j->q, &j->done_item);
@@ -473,14 +499,22 @@ static void flush_job_done(struct loopq_item *it)
 	free(j);
 }
 
-struct cql_flush *cql_service_flush_prepare(struct cql_service *s,
-					    const uint8_t (*table_ids)[16],
-					    size_t n, bool compact)
+struct cql_flush *
+cql_service_flush_prepare(struct cql_service *s, const uint8_t (*table_ids)[16],
+			  size_t n, enum cql_maintenance what,
+			  const struct storage_token_range *ranges,
+			  const size_t *range_off)
 {
 	if (!s->maintenance &&
 	    !(s->maintenance = workers_new_background(1, "maintenance")))
 		return NULL;
-	struct cql_flush *j = calloc(1, sizeof(*j) + n * sizeof(j->ids[0]));
+	bool cleanup = what == CQL_MAINTENANCE_CLEANUP;
+	size_t nr = cleanup && n ? range_off[n] : 0,
+	       head = sizeof(struct cql_flush) + n * 16,
+	       offs = cleanup ? (n + 1) * sizeof(size_t) : 0;
+	head = (head + 7) & ~(size_t)7; /* the offsets and ranges align */
+	struct cql_flush *j = calloc(
+		1, head + offs + nr * sizeof(struct storage_token_range));
 	if (!j) {
 		err_set(ERR_NOMEM, "flush");
 		return NULL;
@@ -489,9 +523,17 @@ struct cql_flush *cql_service_flush_prepare(struct cql_service *s,
 	j->db = s->db;
 	j->q = s->q;
 	j->n = n;
-	j->compact = compact;
+	j->what = what;
 	if (n)
 		memcpy(j->ids, table_ids, n * sizeof(j->ids[0]));
+	if (cleanup) {
+		j->off = (size_t *)((char *)j + head);
+		j->ranges =
+			(struct storage_token_range *)((char *)j + head + offs);
+		memcpy(j->off, range_off, offs);
+		if (nr)
+			memcpy(j->ranges, ranges, nr * sizeof(*ranges));
+	}
 	j->work.run = flush_job_run;
 	j->done_item.fn = flush_job_done;
 	return j;

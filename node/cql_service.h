@@ -75,18 +75,29 @@ bool cql_service_serving(const struct cql_service *s);
 /* Closes the native transport listener and every client connection (drain). */
 void cql_service_stop_serving(struct cql_service *s);
 
-/* A flush of the memtables of `n` tables (n == 0: every table), or with
- * `compact` a major compaction of each (every SSTable merged into one; n
- * must be > 0), in two steps so a caller can take its own resources in
- * between: prepare (NULL with err set), then start, which cannot fail: the
+/* Maintenance of `n` tables on the maintenance thread: a flush of their
+ * memtables (n == 0: every table), a major compaction of each (every
+ * SSTable merged into one; n > 0), or a cleanup of each (flushed, then
+ * rewritten without the partitions outside its ranges: those of table i
+ * are ranges[range_off[i] .. range_off[i + 1]), sorted; n > 0). In two
+ * steps so a caller can take its own resources in between: prepare (NULL
+ * with err set; everything is copied), then start, which cannot fail: the
  * work runs on the maintenance thread and `done` runs on the loop with 0
  * or -1 and a message. A prepared job that is not started is released
  * with free(). */
+enum cql_maintenance {
+	CQL_MAINTENANCE_FLUSH,
+	CQL_MAINTENANCE_COMPACT,
+	CQL_MAINTENANCE_CLEANUP,
+};
 typedef void (*cql_service_done_fn)(void *arg, int status, const char *msg);
 struct cql_flush;
-struct cql_flush *cql_service_flush_prepare(struct cql_service *s,
-					    const uint8_t (*table_ids)[16],
-					    size_t n, bool compact);
+struct storage_token_range;
+struct cql_flush *
+cql_service_flush_prepare(struct cql_service *s, const uint8_t (*table_ids)[16],
+			  size_t n, enum cql_maintenance what,
+			  const struct storage_token_range *ranges,
+			  const size_t *range_off);
 void cql_service_flush_start(struct cql_flush *f, cql_service_done_fn done,
 			     void *arg);
 

@@ -662,13 +662,15 @@ static void flush_done(void *arg, int status, const char *msg)
 	admin_reply_finish(r, 0, "", "");
 }
 
-/* Queues a flush of `n` tables (0: all), or a major compaction of each,
- * and answers when it is done. */
+/* Queues a flush of `n` tables (0: all), a major compaction or a cleanup
+ * of each, and answers when it is done. */
 static int maintenance_deferred(struct node *n, const uint8_t (*ids)[16],
-				size_t nt, bool compact, struct buf *err)
+				size_t nt, enum cql_maintenance what,
+				const struct storage_token_range *ranges,
+				const size_t *range_off, struct buf *err)
 {
-	struct cql_flush *f =
-		cql_service_flush_prepare(n->cql, ids, nt, compact);
+	struct cql_flush *f = cql_service_flush_prepare(n->cql, ids, nt, what,
+							ranges, range_off);
 	struct admin_reply *r = f ? admin_defer(n->admin) : NULL;
 	if (!r) {
 		buf_printf(err, "error: %s\n", err_msg());
@@ -736,32 +738,102 @@ static int tables_named(struct node *n, size_t argc, const char *const *argv,
 	return 0;
 }
 
-/* nodetool flush / compact [keyspace [tables...]]. */
-static int flush_or_compact(void *arg, size_t argc, const char *const *argv,
-			    struct buf *err, bool compact)
+/* The ranges this node replicates under the table's keyspace, for
+ * cleanup, appended to `keep` (storage's form: no MIN right bounds). */
+static int owned_ranges(struct node *n, const struct storage_table_meta *t,
+			struct storage_token_range **keep, size_t *nkeep,
+			size_t *cap, struct buf *err)
+{
+	const struct cql_keyspace *k =
+		cql_schema_keyspace(cql_service_schema(n->cql), t->keyspace);
+	struct ring *r = members_ring(n->members);
+	int self = ring_endpoint_find(r, &n->conf.listen_address);
+	const struct ring_placement *p =
+		k ? ring_placement_get(r, cql_keyspace_strategy(k)) : NULL;
+	struct token_range_list l = {0};
+	if (self < 0 || !p ||
+	    ring_placement_ranges(p, (size_t)self, false, false, &l)) {
+		buf_printf(err, "error: %s\n",
+			   self < 0 ? "this node has no tokens" : err_msg());
+		token_range_list_free(&l);
+		return -1;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		if (*nkeep == *cap) {
+			size_t c = *cap ? 2 * *cap : 64;
+			struct storage_token_range *more =
+				realloc(*keep, c * sizeof(*more));
+			if (!more) {
+				token_range_list_free(&l);
+				buf_printf(err, "error: out of memory\n");
+				return -1;
+			}
+			*keep = more;
+			*cap = c;
+		}
+		int64_t right = l.v[i].right == RING_TOKEN_MIN ? RING_TOKEN_MAX
+							       : l.v[i].right;
+		(*keep)[(*nkeep)++] =
+			(struct storage_token_range){l.v[i].left, right};
+	}
+	token_range_list_free(&l);
+	return 0;
+}
+
+/* Cleanup is only safe with the ring settled (Cassandra's rule): while a
+ * node joins or leaves, ranges this node still owes are not its own. */
+static bool ring_moving(struct node *n)
+{
+	struct ring *r = members_ring(n->members);
+	for (size_t i = 0; i < ring_endpoint_count(r); i++) {
+		enum ring_status st = ring_endpoint_get(r, i)->status;
+		if (st == RING_STATUS_BOOT || st == RING_STATUS_LEAVING)
+			return true;
+	}
+	return false;
+}
+
+/* nodetool flush / compact / cleanup [keyspace [tables...]]. */
+static int maintain_tables(void *arg, size_t argc, const char *const *argv,
+			   struct buf *err, enum cql_maintenance what)
 {
 	struct node *n = arg;
 	if (!n->cql) {
 		buf_printf(err, "error: this node serves no data\n");
 		return 2;
 	}
-	if (argc == 0 && !compact)
-		return maintenance_deferred(n, NULL, 0, false, err);
+	if (what == CQL_MAINTENANCE_CLEANUP && ring_moving(n)) {
+		buf_printf(err, "error: Node is involved in cluster membership "
+				"changes. Not safe to run cleanup.\n");
+		return 2;
+	}
+	if (argc == 0 && what == CQL_MAINTENANCE_FLUSH)
+		return maintenance_deferred(n, NULL, 0, what, NULL, NULL, err);
 	const struct storage_table_meta **tables;
 	size_t m;
 	if (tables_named(n, argc, argv, &tables, &m, err) != 0)
 		return 2;
 	uint8_t(*ids)[16] = m ? calloc(m, sizeof(*ids)) : NULL;
-	if (m && !ids) {
-		free(tables);
+	size_t *off = calloc(m + 1, sizeof(*off));
+	struct storage_token_range *keep = NULL;
+	size_t nkeep = 0, cap = 0;
+	int rc = 0;
+	if ((m && !ids) || !off) {
 		buf_printf(err, "error: out of memory\n");
-		return 2;
+		rc = 2;
 	}
-	for (size_t i = 0; i < m; i++)
+	for (size_t i = 0; !rc && i < m; i++) {
 		memcpy(ids[i], tables[i]->id, 16);
-	int rc = m ? maintenance_deferred(n, (const uint8_t(*)[16])ids, m,
-					  compact, err)
-		   : 0;
+		if (what == CQL_MAINTENANCE_CLEANUP &&
+		    owned_ranges(n, tables[i], &keep, &nkeep, &cap, err))
+			rc = 2;
+		off[i + 1] = nkeep;
+	}
+	if (!rc && m)
+		rc = maintenance_deferred(n, (const uint8_t(*)[16])ids, m, what,
+					  keep, off, err);
+	free(keep);
+	free(off);
 	free(ids);
 	free(tables);
 	return rc;
@@ -772,7 +844,7 @@ static int cmd_flush(void *arg, size_t argc, const char *const *argv,
 		     struct buf *out, struct buf *err)
 {
 	(void)out;
-	return flush_or_compact(arg, argc, argv, err, false);
+	return maintain_tables(arg, argc, argv, err, CQL_MAINTENANCE_FLUSH);
 }
 
 /* nodetool compact [keyspace [tables...]]: a major compaction of each
@@ -781,7 +853,16 @@ static int cmd_compact(void *arg, size_t argc, const char *const *argv,
 		       struct buf *out, struct buf *err)
 {
 	(void)out;
-	return flush_or_compact(arg, argc, argv, err, true);
+	return maintain_tables(arg, argc, argv, err, CQL_MAINTENANCE_COMPACT);
+}
+
+/* nodetool cleanup [keyspace [tables...]]: each table without the
+ * partitions this node no longer replicates (after nodes joined). */
+static int cmd_cleanup(void *arg, size_t argc, const char *const *argv,
+		       struct buf *out, struct buf *err)
+{
+	(void)out;
+	return maintain_tables(arg, argc, argv, err, CQL_MAINTENANCE_CLEANUP);
 }
 
 /* nodetool tablestats [keyspace [tables...]]: what the engine holds for
@@ -856,7 +937,9 @@ static int cmd_drain(void *arg, size_t argc, const char *const *argv,
 		gossip_announce_shutdown(n->gossip);
 		n->drained = true;
 	}
-	return n->cql ? maintenance_deferred(n, NULL, 0, false, err) : 0;
+	return n->cql ? maintenance_deferred(n, NULL, 0, CQL_MAINTENANCE_FLUSH,
+					     NULL, NULL, err)
+		      : 0;
 }
 
 static int cmd_stopdaemon(void *arg, size_t argc, const char *const *argv,
@@ -913,6 +996,10 @@ int node_admin_register(struct node *n)
 		 "compact [ks [tables]] merge each table's SSTables into one "
 		 "(a major compaction)",
 		 cmd_compact},
+		{"cleanup",
+		 "cleanup [ks [tables]] drop the partitions this node no "
+		 "longer replicates",
+		 cmd_cleanup},
 		{"tablestats",
 		 "tablestats [ks [tables]]  SSTables, space used, partitions "
 		 "and memtables per table",

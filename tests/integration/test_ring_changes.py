@@ -65,6 +65,24 @@ def check_alone(ip, keys, deleted):
         c.shutdown()
 
 
+def partitions(ip):
+    """ks.t's partitions on `ip`, as tablestats counts them."""
+    out = tool(ip, "tablestats", "ks", "t")
+    return int(re.search(r"Number of partitions \(estimate\): (\d+)",
+                         out).group(1))
+
+
+def replicated_by(ip, keys):
+    """How many of `keys` (deleted ones too: their tombstones are
+    partitions) `ip` replicates, as the driver places them."""
+    c, s = session(ip)
+    try:
+        return sum(ip in {h.address for h in c.metadata.get_replicas(
+            "ks", struct.pack(">i", k))} for k in keys)
+    finally:
+        c.shutdown()
+
+
 class Writer(threading.Thread):
     """Writes new keys at QUORUM through node1 until stopped; keeps the
     acknowledged ones."""
@@ -160,12 +178,23 @@ def test_new_nodes_fetch_their_data_before_they_serve(cluster):
     held = check_alone(BASE + "4", keys, deleted)
     assert held > len(keys) // 4, held  # about 2/4 of the keys
 
+    # the old nodes still hold what node4 took; cleanup drops it
+    for ip in (BASE + "1", BASE + "2", BASE + "3"):
+        before = partitions(ip)
+        tool(ip, "cleanup")
+        assert partitions(ip) == replicated_by(ip, keys) < before
+        assert check_alone(ip, keys, deleted) > 0
+
     # node5 is killed while it bootstraps: a restart bootstraps again.
     cluster("-C", "bs", "add")
     cluster("-C", "bs", "node", "node5", "start")
     assert wait_for(lambda: "gossiped as BOOT" in log_of(cluster, "node5"),
                     timeout=60)
     cluster("-C", "bs", "node", "node5", "kill")
+    # with a node joining, cleanup could drop what is still ours
+    r = tool_run(BASE + "1", "cleanup")
+    assert r.returncode == 2
+    assert "Not safe to run cleanup" in r.stderr
     assert "bootstrap: complete" not in log_of(cluster, "node5")
     cluster("-C", "bs", "node", "node5", "start")
     cluster("-C", "bs", "wait", "--timeout", "120", timeout=180)
