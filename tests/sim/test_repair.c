@@ -969,6 +969,84 @@ START_TEST(kept_trees_of_a_dead_coordinator_expire)
 }
 END_TEST
 
+/* Node i's partition k, as a digest (zeros when it has none). */
+static void digest_of(struct cluster *c, int i, int k, uint8_t d[16])
+{
+	char key[32];
+	key_of(k, key, sizeof(key));
+	struct storage_mutation **p = mem_store_find(
+		&c->nodes[i].store, slice_make(key, strlen(key)));
+	memset(d, 0, 16);
+	if (p)
+		storage_mutation_digest(*p, d);
+}
+
+static void moved_done(void *arg, const struct repair_summary *s)
+{
+	struct cluster *c = arg;
+	c->done = true;
+	c->sum = *s;
+	c->sum.peers = NULL;
+}
+
+/* A session among `reps` (2 nodes) coordinated by node `by`. */
+static void run_among(struct cluster *c, int by, int a, int b)
+{
+	struct inet_addr reps[2] = {c->nodes[a].addr, c->nodes[b].addr};
+	struct repair_table t = {.name = "ks.t"};
+	memcpy(t.id, c->meta->id, 16);
+	struct repair_range r = {.start = INT64_MIN,
+				 .end = INT64_MIN,
+				 .replicas = reps,
+				 .nreplicas = 2};
+	struct repair_request q = {
+		.tables = &t, .ntables = 1, .ranges = &r, .nranges = 1};
+	c->done = false;
+	ck_assert_int_eq(repair_start(c->nodes[by].repair, &q, NULL, moved_done,
+				      c, NULL),
+			 0);
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+}
+
+/* What bootstrap and removenode do (node/movement.c): an empty new replica
+ * gets every row, tombstones included, from a session it coordinates
+ * (bootstrap) or one a node outside the replicas coordinates (removenode:
+ * that node's own data is left alone). */
+START_TEST(sessions_move_a_whole_range_to_an_empty_replica)
+{
+	struct cluster *c = cluster_new();
+	for (int k = 0; k < NKEYS; k++)
+		for (int ck = 0; ck < NROWS; ck++)
+			put_row(c, 2, k, ck, 1000 + k);
+	for (int k = 0; k < NKEYS; k += 10)
+		delete_row(c, 2, k, 1, 5000);
+	for (int k = 5; k < NKEYS; k += 50)
+		delete_partition(c, 2, k, 6000);
+	put_row(c, 1, 7, 9, 99); /* node 0 holds one row of its own */
+	uint8_t mine[16], d1[16], d2[16];
+	digest_of(c, 0, 7, mine);
+	/* removenode: node 0 coordinates, node 2 (empty) fetches from 1 */
+	run_among(c, 0, 1, 2);
+	for (int k = 0; k < NKEYS; k++) {
+		digest_of(c, 1, k, d1);
+		digest_of(c, 2, k, d2);
+		ck_assert_msg(memcmp(d1, d2, 16) == 0, "key %d differs", k);
+	}
+	digest_of(c, 0, 7, d1);
+	ck_assert_int_eq(memcmp(d1, mine, 16), 0);
+	ck_assert_uint_eq(c->nodes[0].store.nparts, 1);
+	/* bootstrap: node 0 coordinates and fetches everything from 2 */
+	run_among(c, 0, 0, 2);
+	for (int k = 0; k < NKEYS; k++) {
+		digest_of(c, 2, k, d2);
+		digest_of(c, 0, k, d1);
+		ck_assert_msg(memcmp(d1, d2, 16) == 0, "key %d differs", k);
+	}
+	cluster_delete(c);
+}
+END_TEST
+
 int main(void)
 {
 	g_seed = test_seed(0x4e9a);
@@ -995,6 +1073,7 @@ int main(void)
 		versions_are_fetched_from_the_coordinator_when_it_holds_them);
 	tcase_add_test(tc, kept_trees_are_freed_on_release_and_failure);
 	tcase_add_test(tc, kept_trees_of_a_dead_coordinator_expire);
+	tcase_add_test(tc, sessions_move_a_whole_range_to_an_empty_replica);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
