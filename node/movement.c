@@ -14,7 +14,10 @@
  *                 to the range's pending endpoints (its new replicas);
  *   removenode    a dead node, LEAVING as we gossip it: each range it
  *                 replicated goes to its new replicas from the live
- *                 current ones.
+ *                 current ones;
+ *   rebuild       this node, NORMAL (no state to gossip, no ring delay):
+ *                 it fetches every range it replicates from the live
+ *                 replicas of a source datacenter (or of any).
  *
  * Then:
  *   1. schema (bootstrap): wait until every live peer gossips our schema
@@ -57,7 +60,7 @@
 #define RETRY_ROUNDS       5
 
 static const char *const kind_names[] = {"bootstrap", "decommission",
-					 "removenode"};
+					 "removenode", "rebuild"};
 
 enum phase { WAIT_SCHEMA, WAIT_RING, STREAM, DONE };
 
@@ -114,18 +117,25 @@ static int push(struct inet_addr *out, size_t *k, const struct inet_addr *a)
 	return 0;
 }
 
-/* Bootstrap's sources: the live natural replicas in our DC, or in any DC
- * when none of ours is alive (a datacenter being added). */
+/* The sources of a fetch: the live natural replicas of `dc` (rebuild's
+ * source datacenter; NULL: any), or for bootstrap those of our DC, or of
+ * any DC when none of ours is alive (a datacenter being added). */
 static int add_sources(struct pieces *ps, const struct ring_replicas *rep,
-		       struct inet_addr *out, size_t *k)
+		       const char *dc, struct inet_addr *out, size_t *k)
 {
 	size_t first = *k;
+	const char *self = ps->m->n->conf.dc;
+	bool rebuild = ps->m->c.kind == NODE_MOVE_REBUILD;
 	for (int pass = 0; pass < 2 && *k == first; pass++)
 		for (size_t i = 0; i < rep->n_natural; i++) {
 			const struct ring_endpoint *e =
 				ring_endpoint_get(ps->ring, rep->natural[i]);
-			if ((pass == 0 && strcmp(e->dc, ps->m->n->conf.dc)) ||
-			    !alive(ps, &e->addr))
+			const char *want = rebuild     ? dc
+					   : pass == 0 ? self
+						       : NULL;
+			if ((rebuild && pass == 1) ||
+			    (want && strcmp(e->dc, want)) ||
+			    rep->natural[i] == ps->ep || !alive(ps, &e->addr))
 				continue;
 			if (push(out, k, &e->addr))
 				return -1;
@@ -143,12 +153,17 @@ static int participants(struct pieces *ps, struct token_range range,
 	*k = 0;
 	switch (ps->m->c.kind) {
 	case NODE_MOVE_BOOTSTRAP:
-		if (push(out, k, self) || add_sources(ps, rep, out, k))
+	case NODE_MOVE_REBUILD:
+		if (push(out, k, self) ||
+		    add_sources(ps, rep, ps->m->c.source_dc, out, k))
 			return -1;
 		if (*k == 1)
 			return err_set(ERR_UNAVAILABLE,
-				       "no live replica holds (%" PRId64
+				       "no live replica%s%s holds (%" PRId64
 				       ",%" PRId64 "]",
+				       ps->m->c.source_dc ? " in " : "",
+				       ps->m->c.source_dc ? ps->m->c.source_dc
+							  : "",
 				       range.left, range.right);
 		return 0;
 	case NODE_MOVE_DECOMMISSION:
@@ -189,6 +204,8 @@ static int add_piece(void *arg, struct token_range range,
 		     const struct ring_replicas *rep)
 {
 	struct pieces *ps = arg;
+	/* a joiner fetches what it is pending for; the others move what
+	 * the node replicates */
 	bool moves = ps->m->c.kind == NODE_MOVE_BOOTSTRAP
 			     ? has(rep->pending, rep->n_pending, ps->ep)
 			     : has(rep->natural, rep->n_natural, ps->ep);
@@ -243,7 +260,8 @@ static int pieces_of(struct node_move *m, const struct cql_keyspace *k,
 		ring_placement_get(ps->ring, cql_keyspace_strategy(k));
 	if (!p)
 		return -1;
-	if (ring_placement_moves(p, add_piece, ps)) {
+	if (ring_placement_pieces(p, m->c.kind != NODE_MOVE_REBUILD, add_piece,
+				  ps)) {
 		pieces_free(ps);
 		return -1;
 	}
@@ -349,10 +367,9 @@ static void finish(struct node_move *m, bool ok, const char *error)
 		char line[200];
 		snprintf(line, sizeof(line),
 			 "complete: %" PRIu64 " keyspaces, %" PRIu64
-			 " rows (%" PRIu64 " bytes) streamed, %" PRIu64
-			 " s after the ring heard of it",
+			 " rows (%" PRIu64 " bytes) streamed in %.1f s",
 			 m->keyspaces, m->rows, m->bytes,
-			 (env_mono_us(m->n->env) - m->start_us) / 1000000u);
+			 (double)(env_mono_us(m->n->env) - m->start_us) / 1e6);
 		say(m, line);
 	} else {
 		LOG_WARN("%s failed: %s", m->name, error);
@@ -489,8 +506,11 @@ static void tick(void *arg)
 		m->phase = WAIT_RING;
 		/* fall through */
 	case WAIT_RING: {
+		/* rebuild changes no state: no one to wait for */
 		uint64_t waited = env_mono_us(n->env) - m->start_us,
-			 delay = n->conf.ring_delay_ms * 1000u;
+			 delay = m->c.kind == NODE_MOVE_REBUILD
+					 ? 0
+					 : n->conf.ring_delay_ms * 1000u;
 		if (waited < delay) {
 			env_timer_arm(n->env, m->timer, delay - waited);
 			return;

@@ -878,7 +878,7 @@ struct node *node_new(struct conf *conf)
 		goto fail;
 	if (setup_schema_sync(n) != 0 || setup_hint_cues(n) != 0 ||
 	    !(n->repair = node_repair_new(n)) ||
-	    !(n->leave = node_leave_new(n)))
+	    !(n->moves = node_moves_new(n)))
 		goto fail;
 	n->load_timer = env_timer_new(n->env, load_tick, n);
 	if (!n->load_timer)
@@ -964,6 +964,7 @@ void node_delete(struct node *n)
 		env_timer_free(n->env, n->schema_timer);
 	if (n->env && n->load_timer)
 		env_timer_free(n->env, n->load_timer);
+	node_moves_delete(n->moves);    /* its movement uses the repair */
 	node_repair_delete(n->repair);  /* before the storage it scans */
 	node_move_delete(n->bootstrap); /* its session went with it */
 	cql_service_delete(n->cql);     /* before gossip: callbacks read it */

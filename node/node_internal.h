@@ -68,7 +68,7 @@ struct node {
 	int64_t *cql_peer_tokens;
 	struct node_repair *repair;
 	struct node_move *bootstrap; /* while fetching our data (BOOT) */
-	struct node_leave *leave;    /* decommission, removenode */
+	struct node_moves *moves;    /* decommission, removenode, rebuild */
 };
 
 /* Registers the admin commands of this issue (node_admin.c). */
@@ -101,10 +101,12 @@ enum node_move_kind {
 	NODE_MOVE_BOOTSTRAP,    /* this node joins: it fetches its ranges */
 	NODE_MOVE_DECOMMISSION, /* this node leaves: it hands them over */
 	NODE_MOVE_REMOVE,       /* a dead node leaves: the live copies go */
+	NODE_MOVE_REBUILD,      /* this node refetches the ranges it has */
 };
 struct node_move_config {
 	enum node_move_kind kind;
 	struct inet_addr ep;   /* the node that joins or leaves */
+	const char *source_dc; /* rebuild: fetch from there (NULL: any) */
 	unsigned max_attempts; /* failed sessions before giving up; 0: none */
 	void (*progress)(void *arg, const char *line); /* optional */
 	/* `error` is "" when ok; done may delete the movement. */
@@ -116,11 +118,11 @@ struct node_move *node_move_start(struct node *n, struct node_repair *r,
 				  const struct node_move_config *c);
 void node_move_delete(struct node_move *m);
 
-/* decommission and removenode (node_leave.c): registers the admin
- * commands. After the repair; deleted before it. */
-struct node_leave;
-struct node_leave *node_leave_new(struct node *n);
-void node_leave_delete(struct node_leave *l);
+/* decommission, removenode and rebuild (node_moves.c): registers the
+ * admin commands. After the repair; deleted before it. */
+struct node_moves;
+struct node_moves *node_moves_new(struct node *n);
+void node_moves_delete(struct node_moves *l);
 
 /* Scheduled repair (node_repair_sched.c) over `repair`'s sessions; its
  * state file is read here, before the loop runs. NULL with err set (a bad

@@ -580,16 +580,19 @@ static bool same_list(const uint32_t *a, size_t na, const uint32_t *b,
 	return na == nb && memcmp(a, b, na * sizeof(*a)) == 0;
 }
 
-int ring_placement_moves(const struct ring_placement *p, ring_piece_fn each,
-			 void *arg)
+int ring_placement_pieces(const struct ring_placement *p, bool moving,
+			  ring_piece_fn each, void *arg)
 {
-	const struct rmap *m = &p->pend;
+	/* the pending map's bounds hold the ring's when anything moves */
+	const struct rmap *m = p->pend.ntok ? &p->pend : &p->nat;
+	if (p->local_only || (moving && !p->pend.ntok))
+		return 0;
 	struct ring_replicas cur = {0}, at;
 	bool open = false; /* a piece from `left` is being extended */
 	int64_t left = 0;
 	for (size_t i = 0; i < m->ntok; i++) {
 		int64_t prev = m->tok[i == 0 ? m->ntok - 1 : i - 1];
-		at.pending = rmap_lookup(m, m->tok[i], &at.n_pending);
+		at.pending = rmap_lookup(&p->pend, m->tok[i], &at.n_pending);
 		at.natural = rmap_lookup(&p->nat, m->tok[i], &at.n_natural);
 		if (open && !(same_list(at.natural, at.n_natural, cur.natural,
 					cur.n_natural) &&
@@ -600,7 +603,7 @@ int ring_placement_moves(const struct ring_placement *p, ring_piece_fn each,
 				return rc;
 			open = false;
 		}
-		if (at.n_pending && !open) {
+		if ((at.n_pending || !moving) && !open) {
 			open = true;
 			left = prev;
 			cur = at;

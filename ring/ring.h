@@ -197,18 +197,19 @@ void ring_placement_lookup(const struct ring_placement *p, int64_t token,
 int ring_placement_ranges(const struct ring_placement *p, size_t ep,
 			  bool primary_only, bool pending,
 			  struct token_range_list *out);
-/* The ranges that move while endpoints join (BOOT) or leave (LEAVING):
- * calls each(arg, range, rep) for every range that has pending endpoints,
- * cut where its natural or pending replicas change (adjacent ranges with
- * the same ones are merged), in token order. A joining endpoint fetches
- * the ranges it is pending for from their natural replicas; a leaving one
+/* The ring cut where replicas change: calls each(arg, range, rep) for
+ * every range whose natural and pending replicas stay the same (adjacent
+ * ranges with the same ones are merged), in token order; with `moving`,
+ * only those that have pending endpoints: the ranges that move while
+ * endpoints join (BOOT) or leave (LEAVING). A joining endpoint fetches the
+ * ranges it is pending for from their natural replicas; a leaving one
  * hands the ranges it replicates to their pending endpoints. `rep` is
  * borrowed for the call. Stops at and returns a non-zero return of
- * `each`; else 0. */
+ * `each`; else 0. Nothing for LocalStrategy. */
 typedef int (*ring_piece_fn)(void *arg, struct token_range range,
 			     const struct ring_replicas *rep);
-int ring_placement_moves(const struct ring_placement *p, ring_piece_fn each,
-			 void *arg);
+int ring_placement_pieces(const struct ring_placement *p, bool moving,
+			  ring_piece_fn each, void *arg);
 /* The cached placement `ring_replicas_for_token` uses; borrowed, live while
  * the ring is. NULL with ERR_NOMEM. */
 const struct ring_placement *ring_placement_get(const struct ring *r,

@@ -895,8 +895,7 @@ struct pieces {
 	size_t count;
 };
 
-static bool same_eps(const uint32_t *a, size_t na, const uint32_t *b,
-		     size_t nb)
+static bool same_eps(const uint32_t *a, size_t na, const uint32_t *b, size_t nb)
 {
 	return na == nb && memcmp(a, b, na * sizeof(*a)) == 0;
 }
@@ -965,6 +964,27 @@ static struct ring_strategy *simple(int rf)
 	return s;
 }
 
+struct whole {
+	const struct ring_placement *p;
+	struct rng *rg;
+	struct token_range_list l;
+	size_t count;
+};
+
+static int whole_piece(void *arg, struct token_range range,
+		       const struct ring_replicas *rep)
+{
+	struct whole *w = arg;
+	w->count++;
+	ck_assert_uint_eq(rep->n_pending, 0);
+	struct ring_replicas at;
+	ring_placement_lookup(w->p, range.right, &at);
+	ck_assert(same_eps(at.natural, at.n_natural, rep->natural,
+			   rep->n_natural));
+	ck_assert_int_eq(token_range_list_push(&w->l, range), 0);
+	return 0;
+}
+
 START_TEST(moves_are_what_joiners_fetch_and_leavers_hand_over)
 {
 	struct rng rg;
@@ -988,20 +1008,20 @@ START_TEST(moves_are_what_joiners_fetch_and_leavers_hand_over)
 				    .rg = &rg,
 				    .boot = (uint32_t)boot,
 				    .leave = (uint32_t)leave};
-		ck_assert_int_eq(ring_placement_moves(p, check_piece, &pc), 0);
+		ck_assert_int_eq(
+			ring_placement_pieces(p, true, check_piece, &pc), 0);
 		ck_assert_uint_gt(pc.count, 0);
 		/* the joiner fetches exactly the ranges it is pending for */
 		struct token_range_list want = {0};
-		ck_assert_int_eq(ring_placement_ranges(p, boot, false, true,
-						       &want),
-				 0);
+		ck_assert_int_eq(
+			ring_placement_ranges(p, boot, false, true, &want), 0);
 		same_cover(&pc.fetch, &want);
 		token_range_list_clear(&want);
 		/* the leaver hands over every range it replicates that has
 		 * a new replica */
-		ck_assert_int_eq(ring_placement_ranges(p, leave, false, false,
-						       &want),
-				 0);
+		ck_assert_int_eq(
+			ring_placement_ranges(p, leave, false, false, &want),
+			0);
 		ck_assert_double_le(token_ranges_fraction(&pc.hand) - 1e-9,
 				    token_ranges_fraction(&want));
 		ck_assert_double_gt(token_ranges_fraction(&pc.hand), 0);
@@ -1018,8 +1038,22 @@ START_TEST(moves_are_what_joiners_fetch_and_leavers_hand_over)
 	struct ring *r = topo_build(&t);
 	struct ring_strategy *s = simple(2);
 	struct pieces none = {.p = ring_placement_get(r, s), .rg = &rg};
-	ck_assert_int_eq(ring_placement_moves(none.p, check_piece, &none), 0);
+	ck_assert_int_eq(
+		ring_placement_pieces(none.p, true, check_piece, &none), 0);
 	ck_assert_uint_eq(none.count, 0);
+	/* every piece of a settled ring: the whole ring, once, each with
+	 * the replicas of its tokens */
+	struct whole w = {.p = none.p, .rg = &rg};
+	ck_assert_int_eq(ring_placement_pieces(none.p, false, whole_piece, &w),
+			 0);
+	ck_assert_uint_gt(w.count, 1);
+	double sum = 0;
+	for (size_t i = 0; i < w.l.n; i++)
+		sum += token_range_fraction(w.l.v[i]);
+	ck_assert_double_eq_tol(sum, 1.0, 1e-9);
+	ck_assert_int_eq(token_ranges_normalize(&w.l), 0);
+	ck_assert_double_eq_tol(token_ranges_fraction(&w.l), 1.0, 1e-9);
+	token_range_list_free(&w.l);
 	ring_strategy_delete(s);
 	ring_unref(r);
 }

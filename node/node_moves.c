@@ -1,23 +1,27 @@
 /*
- * Nodes leaving the ring, as nodetool takes them out:
+ * nodetool's commands that move ranges between nodes (movement.c does the
+ * streaming):
  *
- *   decommission [--force]   this node: it gossips LEAVING, streams each
- *                            range it replicates to the range's new
- *                            replicas (movement.c), gossips LEFT, keeps
+ *   decommission [--force]   this node leaves: it gossips LEAVING, streams
+ *                            each range it replicates to the range's new
+ *                            replicas, gossips LEFT, keeps
  *                            `decommissioned` in local_state (it refuses
  *                            to start again) and stops ring_delay later,
  *                            once the ring has heard. Refused, as
  *                            Cassandra refuses it, when a keyspace's RF
  *                            is at least the nodes of the DC (the data
  *                            would have fewer replicas), unless --force.
- *   removenode <host id>     a dead node: we gossip LEAVING on its behalf
- *                            (gossip_set_remote_state), its ranges go to
- *                            their new replicas from the live copies,
- *                            then we gossip it LEFT.
+ *   removenode <host id>     a dead node leaves: we gossip LEAVING on its
+ *                            behalf (gossip_set_remote_state), its ranges
+ *                            go to their new replicas from the live
+ *                            copies, then we gossip it LEFT.
  *   removenode status        the removal under way, if any.
+ *   rebuild [source dc]      this node fetches every range it replicates
+ *                            (from the source datacenter's replicas).
  *
- * Either fails back to NORMAL when streaming fails MAX_ATTEMPTS times; the
- * data is then where it was. One at a time per node.
+ * A decommission or removenode fails back to NORMAL when streaming fails
+ * MAX_ATTEMPTS times; the data is then where it was. One at a time per
+ * node.
  */
 #define LOG_MODULE "node"
 #include "client/schema.h"
@@ -40,19 +44,20 @@
 /* How long a LEFT state says it is kept (Cassandra's 3 days), in ms. */
 #define LEFT_EXPIRY_MS (3ull * 24 * 3600 * 1000)
 
-struct node_leave {
+struct node_moves {
 	struct node *n;
 	struct node_move *move;
 	struct admin_reply *reply;
-	bool removing;       /* removenode (else decommission) */
-	struct inet_addr ep; /* the node leaving */
+	enum node_move_kind kind; /* the command's: not BOOTSTRAP */
+	char source_dc[64];       /* rebuild's; "" for any */
+	struct inet_addr ep;      /* the node leaving */
 	char host_id[37];
 	int64_t token; /* its first token, for STATUS */
 	struct env_timer *stop_timer;
 };
 
 /* The leaving node's STATUS: ours, or the dead node's on its behalf. */
-static int set_status(struct node_leave *l, const char *status)
+static int set_status(struct node_moves *l, const char *status)
 {
 	char v[96];
 	if (strcmp(status, "LEFT") == 0)
@@ -61,7 +66,9 @@ static int set_status(struct node_leave *l, const char *status)
 					      LEFT_EXPIRY_MS));
 	else
 		snprintf(v, sizeof(v), "%s,%lld", status, (long long)l->token);
-	return l->removing
+	if (l->kind == NODE_MOVE_REBUILD)
+		return 0; /* the node stays NORMAL */
+	return l->kind == NODE_MOVE_REMOVE
 		       ? gossip_set_remote_state(l->n->gossip, &l->ep,
 						 GOSSIP_STATE_STATUS_WITH_PORT,
 						 v)
@@ -72,21 +79,27 @@ static int set_status(struct node_leave *l, const char *status)
 
 static void on_stop(void *arg)
 {
-	struct node_leave *l = arg;
+	struct node_moves *l = arg;
 	node_stop(l->n, "decommissioned");
+}
+
+static const char *command(const struct node_moves *l)
+{
+	return l->kind == NODE_MOVE_REMOVE    ? "removenode"
+	       : l->kind == NODE_MOVE_REBUILD ? "rebuild"
+					      : "decommission";
 }
 
 static void on_progress(void *arg, const char *line)
 {
-	struct node_leave *l = arg;
+	struct node_moves *l = arg;
 	char text[700];
-	snprintf(text, sizeof(text), "[%s] %s\n",
-		 l->removing ? "removenode" : "decommission", line);
+	snprintf(text, sizeof(text), "[%s] %s\n", command(l), line);
 	if (l->reply)
 		admin_reply_progress(l->reply, text);
 }
 
-static void finish(struct node_leave *l, int status, const char *out,
+static void finish(struct node_moves *l, int status, const char *out,
 		   const char *err)
 {
 	if (l->reply)
@@ -96,7 +109,7 @@ static void finish(struct node_leave *l, int status, const char *out,
 
 static void on_moved(void *arg, bool ok, const char *error)
 {
-	struct node_leave *l = arg;
+	struct node_moves *l = arg;
 	struct node *n = l->n;
 	char a[INET_ADDR_STRLEN], out[300], err[600];
 	inet_addr_format(&l->ep, a, sizeof(a));
@@ -106,10 +119,16 @@ static void on_moved(void *arg, bool ok, const char *error)
 		/* the data is where it was: back to NORMAL */
 		if (set_status(l, "NORMAL") != 0)
 			LOG_ERROR("cannot gossip NORMAL again: %s", err_msg());
-		snprintf(err, sizeof(err),
-			 "error: %s of %s failed: %s; it is NORMAL again\n",
-			 l->removing ? "removenode" : "decommission", a, error);
+		snprintf(err, sizeof(err), "error: %s of %s failed: %s%s\n",
+			 command(l), a, error,
+			 l->kind == NODE_MOVE_REBUILD ? ""
+						      : "; it is NORMAL again");
 		finish(l, 2, "", err);
+		return;
+	}
+	if (l->kind == NODE_MOVE_REBUILD) {
+		snprintf(out, sizeof(out), "Rebuilt %s\n", a);
+		finish(l, 0, out, "");
 		return;
 	}
 	if (set_status(l, "LEFT") != 0) {
@@ -118,7 +137,7 @@ static void on_moved(void *arg, bool ok, const char *error)
 		finish(l, 2, "", err);
 		return;
 	}
-	if (l->removing) {
+	if (l->kind == NODE_MOVE_REMOVE) {
 		LOG_INFO("removenode: %s (host id %s) left the ring", a,
 			 l->host_id);
 		snprintf(out, sizeof(out), "Removed %s (host id %s)\n", a,
@@ -139,14 +158,15 @@ static void on_moved(void *arg, bool ok, const char *error)
 	env_timer_arm(n->env, l->stop_timer, n->conf.ring_delay_ms * 1000u);
 }
 
-static int start_move(struct node_leave *l, struct buf *err)
+static int start_move(struct node_moves *l, struct buf *err)
 {
 	if (set_status(l, "LEAVING") != 0) {
 		buf_printf(err, "cannot gossip LEAVING: %s\n", err_msg());
 		return 2;
 	}
 	struct node_move_config mc = {
-		.kind = l->removing ? NODE_MOVE_REMOVE : NODE_MOVE_DECOMMISSION,
+		.kind = l->kind,
+		.source_dc = l->source_dc[0] ? l->source_dc : NULL,
 		.ep = l->ep,
 		.max_attempts = MAX_ATTEMPTS,
 		.progress = on_progress,
@@ -161,19 +181,25 @@ static int start_move(struct node_leave *l, struct buf *err)
 		return 2;
 	}
 	char a[INET_ADDR_STRLEN], line[200];
-	snprintf(line, sizeof(line),
-		 "%s (host id %s) is LEAVING; streaming starts in %.1f s",
-		 inet_addr_format(&l->ep, a, sizeof(a)), l->host_id,
-		 (double)l->n->conf.ring_delay_ms / 1000.0);
+	inet_addr_format(&l->ep, a, sizeof(a));
+	if (l->kind == NODE_MOVE_REBUILD)
+		snprintf(line, sizeof(line), "%s fetches its ranges from %s", a,
+			 l->source_dc[0] ? l->source_dc : "any datacenter");
+	else
+		snprintf(line, sizeof(line),
+			 "%s (host id %s) is LEAVING; streaming starts in "
+			 "%.1f s",
+			 a, l->host_id,
+			 (double)l->n->conf.ring_delay_ms / 1000.0);
 	on_progress(l, line);
 	return ADMIN_PENDING;
 }
 
-static bool busy(struct node_leave *l, struct buf *err)
+static bool busy(struct node_moves *l, struct buf *err)
 {
 	if (l->move || l->reply) {
-		buf_printf(err, "a decommission or removenode is already "
-				"running on this node\n");
+		buf_printf(err, "a decommission, removenode or rebuild is "
+				"already running on this node\n");
 		return true;
 	}
 	if (l->n->bootstrap || l->n->local.bootstrapping ||
@@ -229,7 +255,7 @@ static int cmd_decommission(void *arg, size_t argc, const char *const *argv,
 			    struct buf *out, struct buf *err)
 {
 	(void)out;
-	struct node_leave *l = arg;
+	struct node_moves *l = arg;
 	struct node *n = l->n;
 	bool force = argc == 1 && (strcmp(argv[0], "--force") == 0 ||
 				   strcmp(argv[0], "-f") == 0);
@@ -239,17 +265,18 @@ static int cmd_decommission(void *arg, size_t argc, const char *const *argv,
 	}
 	if (busy(l, err) || (!force && replication_allows(n, err) != 0))
 		return 2;
-	l->removing = false;
+	l->kind = NODE_MOVE_DECOMMISSION;
+	l->source_dc[0] = '\0';
 	l->ep = n->conf.listen_address;
 	memcpy(l->host_id, n->local.host_id, sizeof(l->host_id));
 	l->token = n->local.tokens[0];
 	return start_move(l, err);
 }
 
-static int remove_status(struct node_leave *l, struct buf *out)
+static int remove_status(struct node_moves *l, struct buf *out)
 {
 	char a[INET_ADDR_STRLEN];
-	if (l->removing && l->move)
+	if (l->kind == NODE_MOVE_REMOVE && l->move)
 		buf_printf(out, "RemovalStatus: Removing %s (host id %s)\n",
 			   inet_addr_format(&l->ep, a, sizeof(a)), l->host_id);
 	else
@@ -260,7 +287,7 @@ static int remove_status(struct node_leave *l, struct buf *out)
 static int cmd_removenode(void *arg, size_t argc, const char *const *argv,
 			  struct buf *out, struct buf *err)
 {
-	struct node_leave *l = arg;
+	struct node_moves *l = arg;
 	struct node *n = l->n;
 	if (argc != 1) {
 		buf_printf(err, "usage: removenode <host id> | status\n");
@@ -302,16 +329,51 @@ static int cmd_removenode(void *arg, size_t argc, const char *const *argv,
 			   a);
 		return 2;
 	}
-	l->removing = true;
+	l->kind = NODE_MOVE_REMOVE;
+	l->source_dc[0] = '\0';
 	l->ep = e->addr;
 	snprintf(l->host_id, sizeof(l->host_id), "%s", argv[0]);
 	l->token = e->tokens[0];
 	return start_move(l, err);
 }
 
-struct node_leave *node_leave_new(struct node *n)
+/* nodetool rebuild [source dc]: this node fetches every range it
+ * replicates from their replicas in the source datacenter (any other node
+ * without one): how a datacenter added with auto_bootstrap: false, or one
+ * whose data was lost, is filled. */
+static int cmd_rebuild(void *arg, size_t argc, const char *const *argv,
+		       struct buf *out, struct buf *err)
 {
-	struct node_leave *l = calloc(1, sizeof(*l));
+	(void)out;
+	struct node_moves *l = arg;
+	struct node *n = l->n;
+	if (argc > 1) {
+		buf_printf(err, "usage: rebuild [source datacenter]\n");
+		return 1;
+	}
+	if (busy(l, err))
+		return 2;
+	if (argc == 1) {
+		struct ring *r = members_ring(n->members);
+		bool known = false;
+		for (size_t i = 0; i < ring_dc_count(r) && !known; i++)
+			known = strcmp(ring_dc_name(r, i), argv[0]) == 0;
+		if (!known || strlen(argv[0]) >= sizeof(l->source_dc)) {
+			buf_printf(err, "unknown datacenter: %s\n", argv[0]);
+			return 2;
+		}
+	}
+	l->kind = NODE_MOVE_REBUILD;
+	snprintf(l->source_dc, sizeof(l->source_dc), "%s", argc ? argv[0] : "");
+	l->ep = n->conf.listen_address;
+	memcpy(l->host_id, n->local.host_id, sizeof(l->host_id));
+	l->token = n->local.tokens[0];
+	return start_move(l, err);
+}
+
+struct node_moves *node_moves_new(struct node *n)
+{
+	struct node_moves *l = calloc(1, sizeof(*l));
 	if (!l || !(l->stop_timer = env_timer_new(n->env, on_stop, l))) {
 		free(l);
 		err_set(ERR_NOMEM, "decommission");
@@ -322,14 +384,16 @@ struct node_leave *node_leave_new(struct node *n)
 			   cmd_decommission, l) ||
 	    admin_register(n->admin, "removenode",
 			   "removenode <host id> | status", cmd_removenode,
-			   l)) {
-		node_leave_delete(l);
+			   l) ||
+	    admin_register(n->admin, "rebuild", "rebuild [source datacenter]",
+			   cmd_rebuild, l)) {
+		node_moves_delete(l);
 		return NULL;
 	}
 	return l;
 }
 
-void node_leave_delete(struct node_leave *l)
+void node_moves_delete(struct node_moves *l)
 {
 	if (!l)
 		return;
