@@ -322,18 +322,28 @@ static int cmd_removenode(void *arg, size_t argc, const char *const *argv,
 			   a);
 		return 2;
 	}
-	if (e->status != RING_STATUS_NORMAL || !e->num_tokens) {
-		buf_printf(err,
-			   "Node /%s is not NORMAL (it is joining or "
-			   "leaving already)\n",
-			   a);
-		return 2;
-	}
 	l->kind = NODE_MOVE_REMOVE;
 	l->source_dc[0] = '\0';
 	l->ep = e->addr;
 	snprintf(l->host_id, sizeof(l->host_id), "%s", argv[0]);
 	l->token = e->tokens[0];
+	if (e->status == RING_STATUS_BOOT) {
+		/* it died joining: it replicates nothing yet, but coordinators
+		 * keep sending it writes (and counting it) until it is gone */
+		if (set_status(l, "LEFT") != 0) {
+			buf_printf(err, "cannot gossip LEFT: %s\n", err_msg());
+			return 2;
+		}
+		LOG_INFO("removenode: %s (host id %s), which was joining, left "
+			 "the ring",
+			 a, l->host_id);
+		buf_printf(out,
+			   "Removed %s (host id %s); it was joining: nothing "
+			   "to stream\n",
+			   a, l->host_id);
+		return 0;
+	}
+	/* NORMAL, or LEAVING when a decommission died midway */
 	return start_move(l, err);
 }
 
