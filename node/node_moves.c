@@ -18,6 +18,8 @@
  *   removenode status        the removal under way, if any.
  *   rebuild [source dc]      this node fetches every range it replicates
  *                            (from the source datacenter's replicas).
+ *   assassinate <address>    a dead node is gossiped LEFT at once,
+ *                            nothing streamed (the last resort).
  *
  * A decommission or removenode fails back to NORMAL when streaming fails
  * MAX_ATTEMPTS times; the data is then where it was. One at a time per
@@ -347,6 +349,53 @@ static int cmd_removenode(void *arg, size_t argc, const char *const *argv,
 	return start_move(l, err);
 }
 
+/* nodetool assassinate <address>: the last resort for a dead node that
+ * removenode cannot take out (its replicas are gone too): it is gossiped
+ * LEFT on its behalf at once, and nothing is streamed. */
+static int cmd_assassinate(void *arg, size_t argc, const char *const *argv,
+			   struct buf *out, struct buf *err)
+{
+	struct node_moves *l = arg;
+	struct node *n = l->n;
+	struct inet_addr a;
+	if (argc != 1 ||
+	    inet_addr_parse(argv[0], (uint16_t)n->conf.storage_port, &a)) {
+		buf_printf(err, "usage: assassinate <address>\n");
+		return 1;
+	}
+	struct gossip_endpoint_info info;
+	if (gossip_endpoint_find(n->gossip, &a, &info) != 0) {
+		buf_printf(err, "unknown node: %s\n", argv[0]);
+		return 2;
+	}
+	if (info.is_self || info.alive) {
+		buf_printf(err,
+			   "%s is %s: only a dead node can be assassinated "
+			   "(use decommission)\n",
+			   argv[0], info.is_self ? "this node" : "alive");
+		return 2;
+	}
+	const char *tok = info.states[GOSSIP_STATE_TOKENS];
+	char v[96];
+	snprintf(v, sizeof(v), "LEFT,%lld,%llu",
+		 tok ? strtoll(tok, NULL, 10) : 0LL,
+		 (unsigned long long)(env_wall_us(n->env) / 1000 +
+				      LEFT_EXPIRY_MS));
+	if (gossip_set_remote_state(n->gossip, &a,
+				    GOSSIP_STATE_STATUS_WITH_PORT, v) != 0) {
+		buf_printf(err, "cannot gossip LEFT: %s\n", err_msg());
+		return 2;
+	}
+	char text[INET_ADDR_STRLEN];
+	LOG_WARN("assassinate: %s gossiped LEFT; its data was not streamed",
+		 inet_addr_format(&a, text, sizeof(text)));
+	buf_printf(out,
+		   "Assassinated %s (nothing was streamed: repair the "
+		   "keyspaces it replicated)\n",
+		   text);
+	return 0;
+}
+
 /* nodetool rebuild [source dc]: this node fetches every range it
  * replicates from their replicas in the source datacenter (any other node
  * without one): how a datacenter added with auto_bootstrap: false, or one
@@ -396,7 +445,9 @@ struct node_moves *node_moves_new(struct node *n)
 			   "removenode <host id> | status", cmd_removenode,
 			   l) ||
 	    admin_register(n->admin, "rebuild", "rebuild [source datacenter]",
-			   cmd_rebuild, l)) {
+			   cmd_rebuild, l) ||
+	    admin_register(n->admin, "assassinate", "assassinate <address>",
+			   cmd_assassinate, l)) {
 		node_moves_delete(l);
 		return NULL;
 	}

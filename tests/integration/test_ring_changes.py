@@ -296,6 +296,14 @@ def test_decommission_and_removenode_keep_every_row(cluster):
             "keyspace ks (RF = 2, N = 2). Perform a forceful decommission "
             "to ignore.") in r.stderr
 
+    # the last resort for a dead node: assassinate (nothing streams)
+    assert "is alive" in tool_run(n1, "assassinate", n4).stderr
+    assert "is this node" in tool_run(n1, "assassinate", n1).stderr
+    cluster("-C", "bs", "node", "node4", "kill")
+    assert wait_for(lambda: "DN  " + n4 in tool(n1, "status"), timeout=60)
+    assert f"Assassinated {n4}:7000" in tool(n1, "assassinate", n4)
+    assert n4 not in tool(n1, "status")
+
 
 def test_a_datacenter_added_is_filled_by_rebuild(cluster):
     """dc2 joins a keyspace that lived in dc1 only (ALTER KEYSPACE), then
