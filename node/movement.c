@@ -183,6 +183,7 @@ static int participants(struct pieces *ps, struct token_range range,
 			if (push(out, k, &e->addr))
 				return -1;
 		}
+		size_t targets = *k;
 		for (size_t i = 0; i < rep->n_natural; i++) {
 			const struct ring_endpoint *e =
 				ring_endpoint_get(ps->ring, rep->natural[i]);
@@ -194,6 +195,10 @@ static int participants(struct pieces *ps, struct token_range range,
 							alive(ps, &e->addr);
 			if (source && push(out, k, &e->addr))
 				return -1;
+		}
+		if (*k == targets) { /* no live copy left: nothing to send */
+			ps->lost++;
+			*k = 0;
 		}
 		return 0;
 	}
@@ -228,12 +233,8 @@ static int add_piece(void *arg, struct token_range range,
 	size_t k;
 	if (participants(ps, range, rep, reps, &k))
 		return -1;
-	if (k < 2) {
-		/* no new replica (RF covers every node left), or removenode
-		 * with no live copy left: nothing to move */
-		ps->lost += ps->m->c.kind == NODE_MOVE_REMOVE && k == 1;
-		return 0;
-	}
+	if (k < 2)
+		return 0; /* no new replica, or no copy left to send */
 	ps->v[ps->count++] = (struct repair_range){
 		.start = range.left, .end = range.right, .nreplicas = k};
 	return 0;
