@@ -43,7 +43,6 @@
 #include "client/schema.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "common/uuid.h"
 #include "gossip/gossip.h"
 #include "node/cql_service.h"
 #include "node/members.h"
@@ -324,24 +323,6 @@ static void arm(struct node_move *m, unsigned rounds)
 		      (uint64_t)rounds * m->n->conf.gossip_interval_ms * 1000u);
 }
 
-static bool schema_agrees(struct node *n)
-{
-	uint8_t v[16];
-	char ours[37];
-	cql_service_schema_version(n->cql, v);
-	uuid_format(v, ours);
-	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
-		struct gossip_endpoint_info info;
-		if (gossip_endpoint_at(n->gossip, i, &info) != 0 ||
-		    info.is_self || !info.alive)
-			continue;
-		const char *theirs = info.states[GOSSIP_STATE_SCHEMA];
-		if (!theirs || strcmp(theirs, ours) != 0)
-			return false;
-	}
-	return true;
-}
-
 /* Whether some keyspace has a range to move. */
 static bool anything_to_move(struct node_move *m)
 {
@@ -489,7 +470,8 @@ static void tick(void *arg)
 	struct node *n = m->n;
 	switch (m->phase) {
 	case WAIT_SCHEMA:
-		if (m->c.kind == NODE_MOVE_BOOTSTRAP && !schema_agrees(n) &&
+		if (m->c.kind == NODE_MOVE_BOOTSTRAP &&
+		    node_schema_disagreement(n, NULL) &&
 		    ++m->rounds < SCHEMA_WAIT_ROUNDS) {
 			arm(m, 1);
 			return;

@@ -752,6 +752,17 @@ static void schema_tick(void *arg)
 		n->schema_pull_skip--;
 		return;
 	}
+	struct inet_addr peer;
+	if (node_schema_disagreement(n, &peer) &&
+	    transport_request(n->transport, &peer, NODE_VERB_SCHEMA_PULL, "", 0,
+			      2000, on_pull_response, n) == 0) {
+		n->schema_pull_in_flight = true;
+		n->schema_pulls++;
+	}
+}
+
+bool node_schema_disagreement(struct node *n, struct inet_addr *peer)
+{
 	uint8_t v[16];
 	char ours[37];
 	cql_service_schema_version(n->cql, v);
@@ -763,14 +774,11 @@ static void schema_tick(void *arg)
 		    !info.states[GOSSIP_STATE_SCHEMA] ||
 		    strcmp(info.states[GOSSIP_STATE_SCHEMA], ours) == 0)
 			continue;
-		if (transport_request(n->transport, &info.addr,
-				      NODE_VERB_SCHEMA_PULL, "", 0, 2000,
-				      on_pull_response, n) == 0) {
-			n->schema_pull_in_flight = true;
-			n->schema_pulls++;
-		}
-		return;
+		if (peer)
+			*peer = info.addr;
+		return true;
 	}
+	return false;
 }
 
 /* LOAD as Cassandra's LoadBroadcaster spreads it: live SSTable bytes as a

@@ -71,6 +71,10 @@ struct node {
 	struct node_moves *moves;    /* decommission, removenode, rebuild */
 };
 
+/* Whether a live peer gossips a schema version other than ours; *peer
+ * (may be NULL) is the first such one. */
+bool node_schema_disagreement(struct node *n, struct inet_addr *peer);
+
 /* Registers the admin commands of this issue (node_admin.c). */
 int node_admin_register(struct node *n);
 /* The coordinator and hinted handoff commands (admin_data.c). */

@@ -112,8 +112,8 @@ class Writer(threading.Thread):
 
 
 def load(nodes, racks, cluster):
-    """A cluster of `nodes` with ROWS rows of ks.t (RF 2), some deleted,
-    some flushed; the deleted keys."""
+    """A cluster of `nodes` (a -n layout) with ROWS rows of ks.t (RF 2 in
+    dc1), some deleted, some flushed; the deleted keys."""
     cluster("create", "bs", "-n", str(nodes), "--racks", str(racks),
             "--base-ip", BASE, "-c", "gossip_interval=250ms",
             "-c", "ring_delay=2s", "-s", timeout=180)
@@ -309,34 +309,25 @@ def test_a_datacenter_added_is_filled_by_rebuild(cluster):
     """dc2 joins a keyspace that lived in dc1 only (ALTER KEYSPACE), then
     each of its nodes fetches its ranges from dc1, as Cassandra's
     procedure for adding a datacenter goes."""
-    cluster("create", "bs", "-n", "2:2", "--base-ip", BASE,
-            "-c", "gossip_interval=250ms", "-c", "ring_delay=2s", "-s",
-            timeout=180)
+    deleted = load("2:2", 1, cluster)
     c, s = session(BASE + "1")
-    s.execute("CREATE KEYSPACE ks WITH replication = "
-              "{'class': 'NetworkTopologyStrategy', 'dc1': 2}")
-    s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
-    ins = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
-    ins.consistency_level = ConsistencyLevel.ALL
-    for k in range(ROWS):
-        s.execute(ins, (k, f"v{k}"))
     s.execute("ALTER KEYSPACE ks WITH replication = {'class': "
               "'NetworkTopologyStrategy', 'dc1': 2, 'dc2': 2}")
     c.shutdown()
     keys = list(range(ROWS))
     n3, n4 = BASE + "3", BASE + "4"
+    for ip in (n3, n4):  # each has the new replication: every key
+        assert wait_for(lambda: ip in tool(ip, "getendpoints", "ks", "t",
+                                           "1"))
     with pytest.raises(AssertionError):  # dc2 holds nothing yet
-        check_alone(n3, keys, set())
+        check_alone(n3, keys, deleted)
     r = tool_run(n3, "rebuild", "dc3")
     assert r.returncode == 2 and "unknown datacenter: dc3" in r.stderr
     for ip in (n3, n4):
-        # the node has the new replication (it replicates every key)
-        assert wait_for(lambda: ip in tool(ip, "getendpoints", "ks", "t",
-                                           "1"))
         r = tool_run(ip, "rebuild", "dc1")
         assert r.returncode == 0, r.stdout + r.stderr
         assert f"[rebuild] {ip}:7000 fetches its ranges from dc1" \
             in r.stdout
         assert f"Rebuilt {ip}:7000" in r.stdout
         # RF 2 on dc2's two nodes: each holds every key, read alone
-        assert check_alone(ip, keys, set()) == ROWS
+        assert check_alone(ip, keys, deleted) == ROWS
