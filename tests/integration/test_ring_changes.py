@@ -65,6 +65,13 @@ def check_alone(ip, keys, deleted):
         c.shutdown()
 
 
+def sees_boot(ip, of):
+    """Whether `ip`'s gossip has `of` joining with its tokens (BOOT)."""
+    out = tool_run(ip, "gossipinfo").stdout
+    section = out.partition("/" + of + ":")[2].split("\n/")[0]
+    return ":BOOT," in section and "TOKENS" in section
+
+
 def partitions(ip):
     """ks.t's partitions on `ip`, as tablestats counts them."""
     out = tool(ip, "tablestats", "ks", "t")
@@ -191,8 +198,8 @@ def test_new_nodes_fetch_their_data_before_they_serve(cluster):
     # node5 is killed while it bootstraps: a restart bootstraps again.
     cluster("-C", "bs", "add")
     cluster("-C", "bs", "node", "node5", "start")
-    assert wait_for(lambda: "gossiped as BOOT" in log_of(cluster, "node5"),
-                    timeout=60)
+    assert wait_for(lambda: sees_boot(BASE + "1", BASE + "5"), timeout=60,
+                    step=0.05)
     cluster("-C", "bs", "node", "node5", "kill")
     # with a node joining, cleanup could drop what is still ours
     r = tool_run(BASE + "1", "cleanup")
