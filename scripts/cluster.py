@@ -17,7 +17,7 @@ Commands act on the current cluster (the last created or switched to) unless
                                      fetching its data before it serves)
   cluster wait [--timeout S]         until every live node sees every live
                                      node UN (cassini-tool status)
-  cluster node NODE start|stop|kill|pause|resume|log|conf
+  cluster node NODE start|stop|kill|pause|resume|log|conf|remove
   cluster node NODE tool ARGS...     cassini-tool against that node
   cluster dc DC down|up [--mode kill|stop|pause]
 
@@ -471,6 +471,16 @@ def cmd_node(cluster, node, action, tool_args=()):
         print(f"{node.name} resumed")
     elif action == "log":
         print(node.log_tail(lines=100))
+    elif action == "remove":
+        node.stop(kill=True)
+        cluster.spec["nodes"] = [n for n in cluster.spec["nodes"]
+                                 if n["name"] != node.name]
+        (cluster.dir / "cluster.json").write_text(
+            json.dumps(cluster.spec, indent=2) + "\n")
+        shutil.rmtree(node.home, ignore_errors=True)
+        print(f"{node.name} removed from '{cluster.name}' with its "
+              f"directory (take a node out of the ring first: "
+              f"decommission, removenode)")
     elif action == "conf":
         print((node.conf_dir / "node.yaml").read_text(), end="")
     elif action == "tool":
@@ -555,7 +565,8 @@ def build_parser():
     n = sub.add_parser("node", help="act on one node")
     n.add_argument("node")
     n.add_argument("action", choices=["start", "stop", "kill", "pause",
-                                      "resume", "log", "conf", "tool"])
+                                      "resume", "log", "conf", "tool",
+                                      "remove"])
     n.add_argument("tool_args", nargs=argparse.REMAINDER,
                    help="with `tool`: cassini-tool arguments")
     d = sub.add_parser("dc", help="take a datacenter down or bring it back")

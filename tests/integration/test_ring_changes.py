@@ -264,6 +264,8 @@ def test_decommission_and_removenode_keep_every_row(cluster):
     assert r.returncode != 0
     assert "was decommissioned and will not rejoin the ring" in \
         log_of(cluster, "node2")
+    cluster("-C", "bs", "node", "node2", "remove")  # ccm's node remove
+    assert "node2 " not in cluster("-C", "bs", "status").stdout
 
     # node3 dies; node1 removes it
     hid = host_id(n1, n3)
