@@ -137,6 +137,32 @@ static int schema_event(struct buf *b, uint8_t version, void *arg)
 				       c->name[0] ? c->name : NULL);
 }
 
+struct node_event {
+	bool topology; /* TOPOLOGY_CHANGE, else STATUS_CHANGE */
+	const char *change;
+	const struct inet_addr *native;
+};
+
+static int node_event(struct buf *b, uint8_t version, void *arg)
+{
+	const struct node_event *e = arg;
+	return e->topology ? cql_encode_event_topology(b, version, e->change,
+						       e->native)
+			   : cql_encode_event_status(b, version, e->change,
+						     e->native);
+}
+
+void cql_service_node_event(struct cql_service *s, bool topology,
+			    const char *change, const struct inet_addr *native)
+{
+	struct node_event e = {topology, change, native};
+	if (s->server) /* none before the node joins the ring */
+		cql_server_broadcast(s->server,
+				     topology ? "TOPOLOGY_CHANGE"
+					      : "STATUS_CHANGE",
+				     node_event, &e);
+}
+
 /* Logs an applied change, opens a created table, and tells the node. */
 static void schema_applied(struct cql_service *s,
 			   const struct cql_schema_change *c,

@@ -69,6 +69,14 @@ int cql_service_serve(struct cql_service *s);
 /* Bytes of live SSTables: the node's load, as nodetool status shows it. */
 uint64_t cql_service_load_bytes(const struct cql_service *s);
 
+/* The events drivers follow the cluster by (their control connection
+ * registers for them): TOPOLOGY_CHANGE NEW_NODE / REMOVED_NODE or
+ * STATUS_CHANGE UP / DOWN (`topology` false) for the node whose native
+ * address is `native`, to every client registered for the kind. Nothing
+ * before the native port opens. */
+void cql_service_node_event(struct cql_service *s, bool topology,
+			    const char *change, const struct inet_addr *native);
+
 /* Whether CQL clients are served (false before serve and after
  * stop_serving). */
 bool cql_service_serving(const struct cql_service *s);

@@ -811,52 +811,6 @@ static int setup_schema_sync(struct node *n)
 	return 0;
 }
 
-/* Hinted handoff's cues: a peer's host id and what happened to it. */
-static void peer_event(struct node *n, const struct inet_addr *ep, int ev)
-{
-	struct gossip_endpoint_info info;
-	uint8_t id[16];
-	if (!n->cql || gossip_endpoint_find(n->gossip, ep, &info) != 0 ||
-	    info.is_self || !info.states[GOSSIP_STATE_HOST_ID] ||
-	    members_parse_host_id(info.states[GOSSIP_STATE_HOST_ID], id) != 0)
-		return;
-	cql_service_peer_event(n->cql, id, ev);
-}
-
-static void on_peer_alive(void *arg, const struct inet_addr *ep)
-{
-	peer_event(arg, ep, 0);
-}
-
-static void on_peer_dead(void *arg, const struct inet_addr *ep)
-{
-	peer_event(arg, ep, 1);
-}
-
-static void on_peer_removed(void *arg, const struct inet_addr *ep)
-{
-	peer_event(arg, ep, 2);
-}
-
-/* A peer that left the ring (decommission, removenode) gets no more
- * writes: the hints kept for it are dropped, as Cassandra's excise does. */
-static void on_peer_change(void *arg, const struct inet_addr *ep,
-			   enum gossip_app_state key, const char *value)
-{
-	if (key == GOSSIP_STATE_STATUS_WITH_PORT &&
-	    gossip_status_parse(value) == GOSSIP_STATUS_LEFT)
-		peer_event(arg, ep, 2);
-}
-
-static int setup_hint_cues(struct node *n)
-{
-	struct gossip_listener l = {.on_change = on_peer_change,
-				    .on_alive = on_peer_alive,
-				    .on_dead = on_peer_dead,
-				    .on_remove = on_peer_removed};
-	return gossip_subscribe(n->gossip, &l, n);
-}
-
 struct node *node_new(struct conf *conf)
 {
 	struct node *n = calloc(1, sizeof(*n));
@@ -884,7 +838,7 @@ struct node *node_new(struct conf *conf)
 	n->cql = cql_service_new(&n->conf, n->base, n->env, &ch, n);
 	if (!n->cql)
 		goto fail;
-	if (setup_schema_sync(n) != 0 || setup_hint_cues(n) != 0 ||
+	if (setup_schema_sync(n) != 0 || node_events_new(n) != 0 ||
 	    !(n->repair = node_repair_new(n)) ||
 	    !(n->moves = node_moves_new(n)))
 		goto fail;
@@ -981,6 +935,7 @@ void node_delete(struct node *n)
 	admin_delete(n->admin);
 	members_delete(n->members);
 	gossip_delete(n->gossip);
+	node_events_delete(n->events); /* after its subscription */
 	transport_delete(n->transport);
 	if (n->env && n->join_timer)
 		env_timer_free(n->env, n->join_timer);

@@ -69,7 +69,15 @@ struct node {
 	struct node_repair *repair;
 	struct node_move *bootstrap; /* while fetching our data (BOOT) */
 	struct node_moves *moves;    /* decommission, removenode, rebuild */
+	struct node_events *events;  /* peers' changes told to hints, drivers */
 };
+
+/* Hinted handoff's cues and the drivers' TOPOLOGY_CHANGE / STATUS_CHANGE
+ * events from gossip (node_events.c). After the CQL service; deleted
+ * after the gossip. */
+struct node_events;
+int node_events_new(struct node *n);
+void node_events_delete(struct node_events *e);
 
 /* Whether a live peer gossips a schema version other than ours; *peer
  * (may be NULL) is the first such one. */

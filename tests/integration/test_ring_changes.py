@@ -20,6 +20,7 @@ import time
 
 import pytest
 from cassandra import ConsistencyLevel
+from cassandra.cluster import Cluster
 
 from clusters import cluster_script, session, tool, tool_run, wait_for
 from conftest import SOURCE_DIR
@@ -63,6 +64,11 @@ def check_alone(ip, keys, deleted):
         return held
     finally:
         c.shutdown()
+
+
+def hosts_up(c):
+    """The hosts driver cluster `c` knows and takes for up."""
+    return {h.address for h in c.metadata.all_hosts() if h.is_up}
 
 
 def sees_boot(ip, of):
@@ -158,7 +164,11 @@ def check_all(ip, keys, deleted):
 def test_new_nodes_fetch_their_data_before_they_serve(cluster):
     deleted = load(3, 3, cluster)
 
-    # node4 joins while a client keeps writing; node1 shows it joining.
+    # node4 joins while a client keeps writing; node1 shows it joining,
+    # and a driver connected before hears of it (TOPOLOGY_CHANGE)
+    watcher = Cluster([BASE + "1"], protocol_version=4,
+                      topology_event_refresh_window=1)
+    watcher.connect()
     writer = Writer(first=100000)
     writer.start()
     assert writer.started()
@@ -176,6 +186,8 @@ def test_new_nodes_fetch_their_data_before_they_serve(cluster):
     writer.join()
     log = log_of(cluster, "node4")
     assert seen_joining, "node4 never showed as UJ:\n" + log
+    assert wait_for(lambda: BASE + "4" in hosts_up(watcher), timeout=30)
+    watcher.shutdown()
     assert "gossiped as BOOT" in log
     m = re.search(r"bootstrap: complete: 1 keyspaces, (\d+) rows", log)
     assert m and int(m.group(1)) > 0, log
@@ -239,7 +251,10 @@ def test_decommission_and_removenode_keep_every_row(cluster):
     deleted = load(4, 2, cluster)
     n1, n2, n3, n4 = (BASE + str(i) for i in range(1, 5))
 
-    # node2 leaves while a client keeps writing
+    # node2 leaves while a client keeps writing; a driver hears of it
+    watcher = Cluster([n1], protocol_version=4)
+    watcher.connect()
+    assert wait_for(lambda: n2 in hosts_up(watcher))
     writer = Writer(first=100000)
     writer.start()
     assert writer.started()
@@ -255,6 +270,9 @@ def test_decommission_and_removenode_keep_every_row(cluster):
                      .splitlines() if "node2 " in l][0], timeout=30)
     for ip in (n1, n3, n4):
         assert wait_for(lambda: n2 not in tool(ip, "status"), timeout=30)
+    assert wait_for(lambda: n2 not in hosts_up(watcher) and n2 not in
+                    {h.address for h in watcher.metadata.all_hosts()})
+    watcher.shutdown()
     keys = list(range(ROWS)) + writer.acked
     check_all(n1, keys, deleted)
     for ip in (n4, n1, n3):  # node4, alone on rack2 now, took node2's
