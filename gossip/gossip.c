@@ -569,6 +569,8 @@ static void gossip_round(struct gossip *g)
 
 /* ---- failure detection --------------------------------------------------- */
 
+static void evict_expired(struct gossip *g);
+
 static void status_check(struct gossip *g, uint64_t now)
 {
 	char a[INET_ADDR_STRLEN];
@@ -597,6 +599,7 @@ static void status_check(struct gossip *g, uint64_t now)
 			mark_dead(g, ep, "phi over threshold");
 		}
 	}
+	evict_expired(g);
 	/* Quarantine expiry. */
 	for (size_t i = 0; i < g->quar_count;) {
 		if (now >= g->quar[i].until_us)
@@ -694,22 +697,58 @@ void gossip_announce_shutdown(struct gossip *g)
 	env_timer_cancel(g->env, g->fd_timer);
 }
 
-int gossip_remove_endpoint(struct gossip *g, const struct inet_addr *a)
+/* Forgets `ep` and ignores news of it for the quarantine period. */
+static int forget(struct gossip *g, struct endpoint *ep, const char *why)
 {
-	struct endpoint *ep = ep_find(g, a);
-	if (!ep || ep == g->me)
-		return err_set(ERR_NOT_FOUND, "no such peer");
 	struct quarantine *q =
 		realloc(g->quar, (g->quar_count + 1) * sizeof(*q));
 	if (!q)
 		return err_set(ERR_NOMEM, "quarantine");
 	g->quar = q;
+	struct inet_addr a = ep->addr;
 	g->quar[g->quar_count++] = (struct quarantine){
-		.addr = *a, .until_us = env_mono_us(g->env) + g->quarantine_us};
-	mark_dead(g, ep, "removed");
-	NOTIFY(g, on_remove, a);
+		.addr = a, .until_us = env_mono_us(g->env) + g->quarantine_us};
+	mark_dead(g, ep, why);
+	NOTIFY(g, on_remove, &a);
 	ep_remove(g, ep);
 	return 0;
+}
+
+int gossip_remove_endpoint(struct gossip *g, const struct inet_addr *a)
+{
+	struct endpoint *ep = ep_find(g, a);
+	if (!ep || ep == g->me)
+		return err_set(ERR_NOT_FOUND, "no such peer");
+	return forget(g, ep, "removed");
+}
+
+/* Whether a LEFT endpoint's state says it expired: "LEFT,token,ms", ms
+ * of the wall clock (Cassandra's: 3 days after it left, so every node
+ * hears of it first). */
+static bool left_expired(const struct endpoint *ep, uint64_t wall_ms)
+{
+	const char *v = ep->apps[GOSSIP_STATE_STATUS_WITH_PORT].value;
+	const char *c = v ? strchr(v, ',') : NULL;
+	c = c ? strchr(c + 1, ',') : NULL;
+	if (!c)
+		return false;
+	char *end;
+	unsigned long long ms = strtoull(c + 1, &end, 10);
+	return end != c + 1 && ms > 0 && wall_ms > ms;
+}
+
+/* Forgets the LEFT endpoints whose state expired. */
+static void evict_expired(struct gossip *g)
+{
+	uint64_t wall_ms = (uint64_t)env_wall_us(g->env) / 1000;
+	for (size_t i = 0; i < g->ep_count;) {
+		struct endpoint *ep = g->eps[i];
+		if (ep != g->me && ep->status == GOSSIP_STATUS_LEFT &&
+		    left_expired(ep, wall_ms) &&
+		    forget(g, ep, "left the ring; its state expired") == 0)
+			continue; /* eps[i] is the next one now */
+		i++;
+	}
 }
 
 /* ---- applying remote state ----------------------------------------------- */

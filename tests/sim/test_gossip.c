@@ -204,6 +204,46 @@ START_TEST(a_node_that_left_stops_silently)
 }
 END_TEST
 
+static bool none_knows(void *arg)
+{
+	struct down_arg *d = arg;
+	struct gossip_endpoint_info info;
+	for (size_t i = 0; i < d->c->n; i++)
+		if (i != d->target &&
+		    gossip_endpoint_find(d->c->nodes[i].g,
+					 &d->c->nodes[d->target].addr,
+					 &info) == 0)
+			return false;
+	return true;
+}
+
+START_TEST(a_left_node_is_forgotten_when_its_state_expires)
+{
+	struct gc *c = cluster_9();
+	struct down_arg d = {c, 3};
+	char v[64];
+	uint64_t expiry_ms =
+		(uint64_t)env_wall_us(c->nodes[3].env) / 1000 + 20000;
+	snprintf(v, sizeof(v), "LEFT,1,%llu", (unsigned long long)expiry_ms);
+	ck_assert_int_eq(gossip_set_local_state(c->nodes[3].g,
+						GOSSIP_STATE_STATUS_WITH_PORT,
+						v),
+			 0);
+	ck_assert(sim_run_until(c->sim, all_see_left, &d, 10 * S));
+	gossip_announce_shutdown(c->nodes[3].g);
+	sim_run_for(c->sim, 100000);
+	gc_kill(c, 3);
+	/* kept until the expiry (so every node hears LEFT), then gone
+	 * everywhere, and not brought back by a peer's stale copy */
+	sim_run_for(c->sim, 15 * S);
+	ck_assert(all_see_left(&d));
+	ck_assert(sim_run_until(c->sim, none_knows, &d, 10 * S));
+	sim_run_for(c->sim, 30 * S);
+	ck_assert(none_knows(&d));
+	gc_delete(c);
+}
+END_TEST
+
 static void partition_dc3(struct gc *c, bool cut)
 {
 	struct inet_addr a[6], b[3];
@@ -476,6 +516,7 @@ static Suite *suite(void)
 	tcase_add_test(t, restart_before_conviction_is_seen_as_new_generation);
 	tcase_add_test(t, shutdown_announcement_marks_down_at_once);
 	tcase_add_test(t, a_node_that_left_stops_silently);
+	tcase_add_test(t, a_left_node_is_forgotten_when_its_state_expires);
 	tcase_add_test(t, partitioned_dc_is_down_on_both_sides_and_heals);
 	tcase_add_test(t, one_way_cut_between_two_nodes_convicts_nobody);
 	tcase_add_test(t, deaf_node_convicts_all_and_is_convicted);
