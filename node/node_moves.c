@@ -151,7 +151,12 @@ static void on_moved(void *arg, bool ok, const char *error)
 	if (local_state_save(n->env, n->conf.saved_caches_directory,
 			     &n->local) != 0)
 		LOG_ERROR("cannot record the decommission: %s", err_msg());
-	LOG_INFO("decommissioned: left the ring; stopping in %" PRIu64 " ms",
+	/* as Cassandra: clients go at once (their drivers move to other
+	 * nodes); gossip goes on until the ring has heard */
+	cql_service_stop_serving(n->cql);
+	gossip_set_local_state(n->gossip, GOSSIP_STATE_RPC_READY, "false");
+	LOG_INFO("decommissioned: left the ring, native transport closed; "
+		 "stopping in %" PRIu64 " ms",
 		 n->conf.ring_delay_ms);
 	snprintf(out, sizeof(out),
 		 "Decommissioned: %s left the ring; the node stops in %.1f s\n",
