@@ -42,7 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ATTEMPTS 3
+#define MAX_ATTEMPTS                                                           \
+	10 /* about a minute: a scheduled segment may hold a range */
 /* How long a LEFT state says it is kept (Cassandra's 3 days), in ms. */
 #define LEFT_EXPIRY_MS (3ull * 24 * 3600 * 1000)
 
