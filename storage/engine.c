@@ -1011,8 +1011,11 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 		 bool deferred, bool waited, bool *ack_now);
 
 /* Under the lock: whether a write must wait for room: the memtables are
- * full, or other writes wait (it goes behind them, unless it is one of
- * them: `waited`). Room that came without a flush (a TRUNCATE, a dropped
+ * full, or other writes wait (it goes behind them). A write that waited
+ * (`waited`) never waits again: the flush thread took it when there was
+ * room, and a newer write that slipped in between (the queue was empty by
+ * then) must not turn it into a failure; the memtables go over by at most
+ * those writes. Room that came without a flush (a TRUNCATE, a dropped
  * table) wakes the flush thread to take the waiting writes. */
 static bool must_wait(struct storage *db, const struct mem_use *u, bool waited)
 {
@@ -1021,7 +1024,7 @@ static bool must_wait(struct storage *db, const struct mem_use *u, bool waited)
 		db->take_wanted = true;
 		pthread_cond_broadcast(&db->work);
 	}
-	return full || (db->waiting && !waited);
+	return !waited && (full || db->waiting);
 }
 
 /* After a flush made room, on the flush thread: applies waiting writes,
