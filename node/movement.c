@@ -511,6 +511,11 @@ static void tick(void *arg)
 	}
 }
 
+const char *node_move_kind_name(enum node_move_kind kind)
+{
+	return kind_names[kind];
+}
+
 struct node_move *node_move_start(struct node *n, struct node_repair *nr,
 				  const struct node_move_config *c)
 {

@@ -129,6 +129,8 @@ struct node_move;
 struct node_move *node_move_start(struct node *n, struct node_repair *r,
 				  const struct node_move_config *c);
 void node_move_delete(struct node_move *m);
+/* "bootstrap", "decommission", "removenode", "rebuild". */
+const char *node_move_kind_name(enum node_move_kind kind);
 
 /* decommission, removenode and rebuild (node_moves.c): registers the
  * admin commands. After the repair; deleted before it. */

@@ -42,8 +42,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ATTEMPTS                                                           \
-	10 /* about a minute: a scheduled segment may hold a range */
+/* Failed streaming sessions before giving up: about a minute (another
+ * node's scheduled segment may hold a range for a while). */
+#define MAX_ATTEMPTS 10
 /* How long a LEFT state says it is kept (Cassandra's 3 days), in ms. */
 #define LEFT_EXPIRY_MS (3ull * 24 * 3600 * 1000)
 
@@ -59,16 +60,24 @@ struct node_moves {
 	struct env_timer *stop_timer;
 };
 
+/* STATUS `status` ("LEFT": with its expiry) of a node whose first token
+ * is `token`. */
+static void status_value(char *v, size_t cap, const char *status, int64_t token,
+			 struct env *env)
+{
+	if (strcmp(status, "LEFT") == 0)
+		snprintf(v, cap, "LEFT,%lld,%llu", (long long)token,
+			 (unsigned long long)(env_wall_us(env) / 1000 +
+					      LEFT_EXPIRY_MS));
+	else
+		snprintf(v, cap, "%s,%lld", status, (long long)token);
+}
+
 /* The leaving node's STATUS: ours, or the dead node's on its behalf. */
 static int set_status(struct node_moves *l, const char *status)
 {
 	char v[96];
-	if (strcmp(status, "LEFT") == 0)
-		snprintf(v, sizeof(v), "LEFT,%lld,%llu", (long long)l->token,
-			 (unsigned long long)(env_wall_us(l->n->env) / 1000 +
-					      LEFT_EXPIRY_MS));
-	else
-		snprintf(v, sizeof(v), "%s,%lld", status, (long long)l->token);
+	status_value(v, sizeof(v), status, l->token, l->n->env);
 	if (l->kind == NODE_MOVE_REBUILD)
 		return 0; /* the node stays NORMAL */
 	return l->kind == NODE_MOVE_REMOVE
@@ -88,9 +97,7 @@ static void on_stop(void *arg)
 
 static const char *command(const struct node_moves *l)
 {
-	return l->kind == NODE_MOVE_REMOVE    ? "removenode"
-	       : l->kind == NODE_MOVE_REBUILD ? "rebuild"
-					      : "decommission";
+	return node_move_kind_name(l->kind);
 }
 
 static void on_progress(void *arg, const char *line)
@@ -134,6 +141,15 @@ static void on_moved(void *arg, bool ok, const char *error)
 		finish(l, 0, out, "");
 		return;
 	}
+	/* recorded first: a crash from here on must not bring the node back
+	 * with its old ranges */
+	if (l->kind == NODE_MOVE_DECOMMISSION) {
+		n->local.decommissioned = true;
+		if (local_state_save(n->env, n->conf.saved_caches_directory,
+				     &n->local) != 0)
+			LOG_ERROR("cannot record the decommission: %s",
+				  err_msg());
+	}
 	if (set_status(l, "LEFT") != 0) {
 		snprintf(err, sizeof(err), "error: cannot gossip LEFT: %s\n",
 			 err_msg());
@@ -148,10 +164,6 @@ static void on_moved(void *arg, bool ok, const char *error)
 		finish(l, 0, out, "");
 		return;
 	}
-	n->local.decommissioned = true;
-	if (local_state_save(n->env, n->conf.saved_caches_directory,
-			     &n->local) != 0)
-		LOG_ERROR("cannot record the decommission: %s", err_msg());
 	/* as Cassandra: clients go at once (their drivers move to other
 	 * nodes); gossip goes on until the ring has heard */
 	cql_service_stop_serving(n->cql);
@@ -383,10 +395,8 @@ static int cmd_assassinate(void *arg, size_t argc, const char *const *argv,
 	}
 	const char *tok = info.states[GOSSIP_STATE_TOKENS];
 	char v[96];
-	snprintf(v, sizeof(v), "LEFT,%lld,%llu",
-		 tok ? strtoll(tok, NULL, 10) : 0LL,
-		 (unsigned long long)(env_wall_us(n->env) / 1000 +
-				      LEFT_EXPIRY_MS));
+	status_value(v, sizeof(v), "LEFT", tok ? strtoll(tok, NULL, 10) : 0,
+		     n->env);
 	if (gossip_set_remote_state(n->gossip, &a,
 				    GOSSIP_STATE_STATUS_WITH_PORT, v) != 0) {
 		buf_printf(err, "cannot gossip LEFT: %s\n", err_msg());
