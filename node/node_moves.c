@@ -35,6 +35,7 @@
 #include "node/cql_service.h"
 #include "node/members.h"
 #include "node/node_internal.h"
+#include "replication/hints.h"
 #include "ring/ring.h"
 
 #include <inttypes.h>
@@ -178,6 +179,29 @@ static void on_moved(void *arg, bool ok, const char *error)
 	env_timer_arm(n->env, l->stop_timer, n->conf.ring_delay_ms * 1000u);
 }
 
+/* Hints are not handed over (Cassandra streams them to another node): a
+ * decommission says how many go with the node. */
+static void warn_hints(struct node_moves *l)
+{
+	struct hints *h = cql_service_hints(l->n->cql);
+	if (l->kind != NODE_MOVE_DECOMMISSION || !h)
+		return;
+	struct hints_host_stats st[64];
+	size_t hosts = hints_list_pending(h, st, 64);
+	uint64_t records = 0;
+	for (size_t i = 0; i < hosts && i < 64; i++)
+		records += st[i].records;
+	if (!records)
+		return;
+	char line[200];
+	snprintf(line, sizeof(line),
+		 "warning: %" PRIu64 " hints for %zu other nodes leave with "
+		 "this node (repair brings their data)",
+		 records, hosts);
+	LOG_WARN("decommission: %s", line);
+	on_progress(l, line);
+}
+
 static int start_move(struct node_moves *l, struct buf *err)
 {
 	if (set_status(l, "LEAVING") != 0) {
@@ -212,6 +236,7 @@ static int start_move(struct node_moves *l, struct buf *err)
 			 a, l->host_id,
 			 (double)l->n->conf.ring_delay_ms / 1000.0);
 	on_progress(l, line);
+	warn_hints(l);
 	return ADMIN_PENDING;
 }
 
