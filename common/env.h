@@ -75,6 +75,8 @@ struct env_ops {
 			 struct env_file **out);
 	int (*rename)(struct env *e, const char *from, const char *to);
 	int (*unlink)(struct env *e, const char *path);
+	/* A hard link: `to` names the file `from` names (snapshots). */
+	int (*link)(struct env *e, const char *from, const char *to);
 	int (*mkdir)(struct env *e, const char *path);
 	int (*rmdir)(struct env *e, const char *path);
 	int (*sync_dir)(struct env *e, const char *path);
@@ -221,6 +223,10 @@ static inline int env_rename(struct env *e, const char *from, const char *to)
 static inline int env_unlink(struct env *e, const char *path)
 {
 	return e->ops->unlink(e, path);
+}
+static inline int env_link(struct env *e, const char *from, const char *to)
+{
+	return e->ops->link(e, from, to);
 }
 static inline int env_mkdir(struct env *e, const char *path)
 {

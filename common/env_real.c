@@ -335,6 +335,14 @@ static int real_rename(struct env *e, const char *from, const char *to)
 	return 0;
 }
 
+static int real_link(struct env *e, const char *from, const char *to)
+{
+	(void)e;
+	if (link(from, to) != 0)
+		return err_set_errno(errno, "link %s to %s", from, to);
+	return 0;
+}
+
 static int real_unlink(struct env *e, const char *path)
 {
 	(void)e;
@@ -426,6 +434,7 @@ static const struct env_ops real_ops = {
 	.file_open = real_file_open,
 	.rename = real_rename,
 	.unlink = real_unlink,
+	.link = real_link,
 	.mkdir = real_mkdir,
 	.rmdir = real_rmdir,
 	.sync_dir = real_sync_dir,

@@ -106,6 +106,9 @@ struct sstable {
 };
 
 /* Opens generation `gen` in `dir`; verifies Statistics, Summary, Filter. */
+/* Hard-links the SSTable's files into `dir` under the same names, TOC
+ * last (a snapshot). */
+int sstable_link_into(const struct sstable *s, const char *dir);
 struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
 			     const struct storage_table_meta *t,
 			     struct block_cache *cache);

@@ -207,6 +207,23 @@ static const char *const all_components[] = {"TOC.txt",       "Data.db",
 					     "Index.db",      "Filter.db",
 					     "Statistics.db", "Summary.db"};
 
+int sstable_link_into(const struct sstable *s, const char *dir)
+{
+	/* TOC last: a snapshot cut short reads as an incomplete SSTable */
+	for (size_t i = 1; i <= 6; i++) {
+		size_t k = i % 6;
+		char *from = sst_path(s->dir, s->gen, all_components[k], false);
+		char *to = sst_path(dir, s->gen, all_components[k], false);
+		int rc = from && to ? env_link(s->env, from, to)
+				    : err_set(ERR_NOMEM, "snapshot path");
+		free(from);
+		free(to);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
 void sstable_unref(struct sstable *s)
 {
 	if (!s || atomic_fetch_sub(&s->refs, 1) != 1)

@@ -417,6 +417,25 @@ int storage_cleanup(struct storage *db, const uint8_t table_id[16],
 		    const struct storage_token_range *keep, size_t nkeep,
 		    uint64_t *dropped);
 
+/* nodetool snapshot: flushes the table, then hard-links its SSTables into
+ * <table dir>/snapshots/<tag>/ (ERR_EXISTS when that tag exists;
+ * ERR_INVALID for an empty tag or one with '/'). Blocks. */
+int storage_snapshot(struct storage *db, const uint8_t table_id[16],
+		     const char *tag);
+struct storage_snapshot_info {
+	const char *tag;     /* borrowed for the call */
+	uint64_t bytes;      /* its files' sizes */
+	uint64_t true_bytes; /* of files the table no longer has */
+};
+typedef void (*storage_snapshot_fn)(void *arg,
+				    const struct storage_snapshot_info *s);
+/* Calls each(arg, info) for every snapshot of the table. Blocks (disk). */
+int storage_snapshot_list(struct storage *db, const uint8_t table_id[16],
+			  storage_snapshot_fn each, void *arg);
+/* Deletes the table's snapshot `tag` (NULL: all of them). Blocks. */
+int storage_snapshot_clear(struct storage *db, const uint8_t table_id[16],
+			   const char *tag);
+
 /* Empties the table, as CQL TRUNCATE: afterwards it reads empty, its
  * memtables are dropped and every SSTable is unlinked (once no read or scan
  * holds it); writes applied after the call began are kept. Waits for a

@@ -315,6 +315,10 @@ static int sim_unlink(struct env *e, const char *p)
 {
 	return env_unlink(node_of(e)->sim->disk, p);
 }
+static int sim_link(struct env *e, const char *a, const char *b)
+{
+	return env_link(node_of(e)->sim->disk, a, b);
+}
 static int sim_mkdir(struct env *e, const char *p)
 {
 	return env_mkdir(node_of(e)->sim->disk, p);
@@ -348,6 +352,7 @@ static const struct env_ops sim_ops = {
 	.file_open = sim_file_open,
 	.rename = sim_rename,
 	.unlink = sim_unlink,
+	.link = sim_link,
 	.mkdir = sim_mkdir,
 	.rmdir = sim_rmdir,
 	.sync_dir = sim_sync_dir,

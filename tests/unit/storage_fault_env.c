@@ -298,6 +298,14 @@ static int e_unlink(struct env *e, const char *p)
 	return env_unlink(fe->base, p);
 }
 
+static int e_link(struct env *e, const char *a, const char *b)
+{
+	struct fault_env *fe = fenv(e);
+	if (check_power(fe, b, true))
+		return -1;
+	return env_link(fe->base, a, b);
+}
+
 static int e_mkdir(struct env *e, const char *p)
 {
 	if (check_power(fenv(e), p, false))
@@ -363,6 +371,7 @@ static const struct env_ops fault_ops = {
 	.file_open = e_file_open,
 	.rename = e_rename,
 	.unlink = e_unlink,
+	.link = e_link,
 	.mkdir = e_mkdir,
 	.rmdir = e_rmdir,
 	.sync_dir = e_sync_dir,

@@ -1134,6 +1134,76 @@ START_TEST(compaction_log_finishes_or_rolls_back_after_a_crash)
 }
 END_TEST
 
+struct snaps {
+	size_t n;
+	char tag[32];
+	uint64_t bytes, true_bytes;
+};
+
+static void on_snapshot(void *arg, const struct storage_snapshot_info *i)
+{
+	struct snaps *s = arg;
+	s->n++;
+	snprintf(s->tag, sizeof(s->tag), "%s", i->tag);
+	s->bytes = i->bytes;
+	s->true_bytes = i->true_bytes;
+}
+
+static struct snaps snapshots(struct fx *f)
+{
+	struct snaps s = {0};
+	ck_assert_int_eq(
+		storage_snapshot_list(f->db, f->t->id, on_snapshot, &s), 0);
+	return s;
+}
+
+START_TEST(snapshots_link_the_sstables_and_outlive_compaction)
+{
+	struct fx f;
+	fx_init(&f, "eng-snap", CONF_COMMITLOG_SYNC_PERIODIC,
+		STORAGE_COMPRESSION_LZ4, 1024);
+	char key[32];
+	for (int i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "p%d", i);
+		put(&f, key, 1, "v", 0);
+		if (i == 99)
+			ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	}
+	/* the memtable is flushed first: two SSTables, 6 files each */
+	ck_assert_int_eq(storage_snapshot(f.db, f.t->id, "before"), 0);
+	char dir[700], cmd[1600];
+	table_dir_of(&f, dir, sizeof(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "test $(ls %s/snapshots/before | wc -l) -eq 12 && "
+		 "test $(stat -c %%h %s/snapshots/before/ca-1-Data.db) -eq 2",
+		 dir, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	struct snaps s = snapshots(&f);
+	ck_assert_uint_eq(s.n, 1);
+	ck_assert_str_eq(s.tag, "before");
+	ck_assert_uint_gt(s.bytes, 0);
+	ck_assert_uint_eq(s.true_bytes, 0); /* all still live */
+	ck_assert_int_eq(storage_snapshot(f.db, f.t->id, "before"), -1);
+	ck_assert_int_eq(err_code(), ERR_EXISTS);
+	ck_assert_int_eq(storage_snapshot(f.db, f.t->id, "a/b"), -1);
+	ck_assert_int_eq(err_code(), ERR_INVALID);
+	/* compaction deletes the live files; the snapshot keeps them */
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0);
+	s = snapshots(&f);
+	ck_assert_uint_eq(s.true_bytes, s.bytes);
+	snprintf(cmd, sizeof(cmd),
+		 "test $(stat -c %%h %s/snapshots/before/ca-1-Data.db) -eq 1",
+		 dir);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(storage_snapshot_clear(f.db, f.t->id, "other"), 0);
+	ck_assert_uint_eq(snapshots(&f).n, 1);
+	ck_assert_int_eq(storage_snapshot_clear(f.db, f.t->id, NULL), 0);
+	ck_assert_uint_eq(snapshots(&f).n, 0);
+	expect_rows(&f, "p150", 1);
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("storage_engine");
@@ -1143,6 +1213,7 @@ int main(void)
 	tcase_add_test(tc, restart_replays_the_commitlog);
 	tcase_add_test(tc, range_scan_in_token_order);
 	tcase_add_test(tc, cleanup_keeps_only_the_partitions_of_its_ranges);
+	tcase_add_test(tc, snapshots_link_the_sstables_and_outlive_compaction);
 	tcase_add_test(tc, compaction_purges_old_tombstones_and_expired_cells);
 	tcase_add_test(tc, ttl_expires_against_the_env_clock);
 	tcase_add_test(tc, tombstone_failure_threshold_fails_the_read);
