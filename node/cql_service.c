@@ -472,6 +472,7 @@ struct cql_flush {
 	struct loopq *q;
 	size_t n;
 	enum cql_maintenance what;
+	const struct storage_table_meta *meta; /* listsnapshots': current */
 	int status;
 	char msg[256];
 	cql_service_done_fn done;
@@ -479,8 +480,24 @@ struct cql_flush {
 	/* cleanup: table i keeps ranges[off[i] .. off[i + 1]) */
 	size_t *off;
 	struct storage_token_range *ranges;
+	char tag[208];  /* snapshot's; clear's ("": every one) */
+	struct buf out; /* listsnapshots' lines, built on the worker */
 	uint8_t ids[][16];
 };
+
+static void snapshot_line(void *arg, const struct storage_snapshot_info *i)
+{
+	struct cql_flush *j = arg;
+	const struct storage_table_meta *m = j->meta;
+	char line[512];
+	int n = snprintf(line, sizeof(line),
+			 "%-20s %-20s %-24s %12" PRIu64 " %12" PRIu64 "\n",
+			 i->tag, m->keyspace, m->name, i->true_bytes, i->bytes);
+	if (n > 0)
+		buf_append(&j->out, line,
+			   (size_t)n < sizeof(line) ? (size_t)n
+						    : sizeof(line) - 1);
+}
 
 static int maintain(struct cql_flush *j, size_t i)
 {
@@ -500,6 +517,16 @@ static int maintain(struct cql_flush *j, size_t i)
 				 m->keyspace, m->name, dropped);
 		return rc;
 	}
+	case CQL_MAINTENANCE_SNAPSHOT:
+		return storage_snapshot(j->db, j->ids[i], j->tag);
+	case CQL_MAINTENANCE_CLEAR_SNAPSHOT:
+		return storage_snapshot_clear(j->db, j->ids[i],
+					      j->tag[0] ? j->tag : NULL);
+	case CQL_MAINTENANCE_LIST_SNAPSHOTS:
+		j->meta = storage_table_meta_get(j->db, j->ids[i]);
+		return j->meta ? storage_snapshot_list(j->db, j->ids[i],
+						       snapshot_line, j)
+			       : 0;
 	case CQL_MAINTENANCE_FLUSH:
 		break;
 	}
@@ -521,7 +548,10 @@ static void flush_job_done(struct loopq_item *it)
 	struct cql_flush *j =
 		(struct cql_flush *)((char *)it -
 				     offsetof(struct cql_flush, done_item));
-	j->done(j->arg, j->status, j->msg);
+	buf_put_u8(&j->out, 0);
+	j->done(j->arg, j->status,
+		j->status ? j->msg : (const char *)j->out.data);
+	buf_free(&j->out);
 	free(j);
 }
 
@@ -563,6 +593,11 @@ cql_service_flush_prepare(struct cql_service *s, const uint8_t (*table_ids)[16],
 	j->work.run = flush_job_run;
 	j->done_item.fn = flush_job_done;
 	return j;
+}
+
+void cql_service_flush_set_tag(struct cql_flush *j, const char *tag)
+{
+	snprintf(j->tag, sizeof(j->tag), "%s", tag);
 }
 
 void cql_service_flush_start(struct cql_flush *j, cql_service_done_fn done,

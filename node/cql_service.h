@@ -97,6 +97,9 @@ enum cql_maintenance {
 	CQL_MAINTENANCE_FLUSH,
 	CQL_MAINTENANCE_COMPACT,
 	CQL_MAINTENANCE_CLEANUP,
+	CQL_MAINTENANCE_SNAPSHOT,       /* the tag: cql_service_flush_set_tag */
+	CQL_MAINTENANCE_CLEAR_SNAPSHOT, /* the tag; none: every snapshot */
+	CQL_MAINTENANCE_LIST_SNAPSHOTS, /* `done` gets the lines as msg */
 };
 typedef void (*cql_service_done_fn)(void *arg, int status, const char *msg);
 struct cql_flush;
@@ -106,6 +109,9 @@ cql_service_flush_prepare(struct cql_service *s, const uint8_t (*table_ids)[16],
 			  size_t n, enum cql_maintenance what,
 			  const struct storage_token_range *ranges,
 			  const size_t *range_off);
+/* The snapshot tag of a SNAPSHOT or CLEAR_SNAPSHOT job (copied; at most
+ * 200 bytes). */
+void cql_service_flush_set_tag(struct cql_flush *f, const char *tag);
 void cql_service_flush_start(struct cql_flush *f, cql_service_done_fn done,
 			     void *arg);
 

@@ -648,36 +648,71 @@ static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
 
 /* ---- flush, drain, stopdaemon -------------------------------------------- */
 
-/* Answers a deferred flush or drain once the worker is done. */
-static void flush_done(void *arg, int status, const char *msg)
+static const char *const maintenance_names[] = {
+	"flush",    "compact",       "cleanup",
+	"snapshot", "clearsnapshot", "listsnapshots"};
+
+/* A deferred maintenance command's answer. */
+struct maintenance_reply {
+	struct admin_reply *r;
+	enum cql_maintenance what;
+	char ok[600]; /* stdout on success (listsnapshots: its lines) */
+};
+
+static void maintenance_done(void *arg, int status, const char *msg)
 {
-	struct admin_reply *r = arg;
+	struct maintenance_reply *m = arg;
+	const char *name = maintenance_names[m->what];
 	if (status != 0) {
-		char text[320];
-		snprintf(text, sizeof(text), "error: flush failed: %s\n", msg);
-		LOG_WARN("flush failed: %s", msg);
-		admin_reply_finish(r, 2, "", text);
-		return;
+		char text[400];
+		snprintf(text, sizeof(text), "error: %s failed: %s\n", name,
+			 msg);
+		LOG_WARN("%s failed: %s", name, msg);
+		admin_reply_finish(m->r, 2, "", text);
+	} else if (m->what == CQL_MAINTENANCE_LIST_SNAPSHOTS) {
+		struct buf out = {0};
+		if (*msg)
+			buf_printf(&out,
+				   "Snapshot Details: \n%-20s %-20s %-24s "
+				   "%12s %12s\n%s",
+				   "Snapshot name", "Keyspace name",
+				   "Column family name", "True size",
+				   "Size on disk", msg);
+		else
+			buf_printf(&out, "There are no snapshots\n");
+		buf_put_u8(&out, 0);
+		admin_reply_finish(m->r, 0, (const char *)out.data, "");
+		buf_free(&out);
+	} else {
+		admin_reply_finish(m->r, 0, m->ok, "");
 	}
-	admin_reply_finish(r, 0, "", "");
+	free(m);
 }
 
-/* Queues a flush of `n` tables (0: all), a major compaction or a cleanup
- * of each, and answers when it is done. */
+/* Queues a flush of `n` tables (0: all), or another maintenance of each
+ * (`tag`: a snapshot's), and answers `ok` when it is done. */
 static int maintenance_deferred(struct node *n, const uint8_t (*ids)[16],
 				size_t nt, enum cql_maintenance what,
 				const struct storage_token_range *ranges,
-				const size_t *range_off, struct buf *err)
+				const size_t *range_off, const char *tag,
+				const char *ok, struct buf *err)
 {
 	struct cql_flush *f = cql_service_flush_prepare(n->cql, ids, nt, what,
 							ranges, range_off);
-	struct admin_reply *r = f ? admin_defer(n->admin) : NULL;
-	if (!r) {
+	struct maintenance_reply *m = f ? calloc(1, sizeof(*m)) : NULL;
+	if (m)
+		m->r = admin_defer(n->admin);
+	if (!m || !m->r) {
 		buf_printf(err, "error: %s\n", err_msg());
+		free(m);
 		free(f);
 		return 2;
 	}
-	cql_service_flush_start(f, flush_done, r);
+	m->what = what;
+	snprintf(m->ok, sizeof(m->ok), "%s", ok ? ok : "");
+	if (tag)
+		cql_service_flush_set_tag(f, tag);
+	cql_service_flush_start(f, maintenance_done, m);
 	return ADMIN_PENDING;
 }
 
@@ -793,9 +828,12 @@ static bool ring_moving(struct node *n)
 	return false;
 }
 
-/* nodetool flush / compact / cleanup [keyspace [tables...]]. */
+/* nodetool flush / compact / cleanup / snapshot ... [keyspace
+ * [tables...]]; `tag` and `ok` as maintenance_deferred's. */
 static int maintain_tables(void *arg, size_t argc, const char *const *argv,
-			   struct buf *err, enum cql_maintenance what)
+			   struct buf *out, struct buf *err,
+			   enum cql_maintenance what, const char *tag,
+			   const char *ok)
 {
 	struct node *n = arg;
 	if (!n->cql) {
@@ -808,7 +846,8 @@ static int maintain_tables(void *arg, size_t argc, const char *const *argv,
 		return 2;
 	}
 	if (argc == 0 && what == CQL_MAINTENANCE_FLUSH)
-		return maintenance_deferred(n, NULL, 0, what, NULL, NULL, err);
+		return maintenance_deferred(n, NULL, 0, what, NULL, NULL, NULL,
+					    NULL, err);
 	const struct storage_table_meta **tables;
 	size_t m;
 	if (tables_named(n, argc, argv, &tables, &m, err) != 0)
@@ -831,7 +870,13 @@ static int maintain_tables(void *arg, size_t argc, const char *const *argv,
 	}
 	if (!rc && m)
 		rc = maintenance_deferred(n, (const uint8_t(*)[16])ids, m, what,
-					  keep, off, err);
+					  keep, off, tag, ok, err);
+	else if (!rc) /* no table: nothing to do */
+		buf_printf(out, "%s",
+			   what == CQL_MAINTENANCE_LIST_SNAPSHOTS
+				   ? "There are no snapshots\n"
+			   : ok ? ok
+				: "");
 	free(keep);
 	free(off);
 	free(ids);
@@ -843,8 +888,8 @@ static int maintain_tables(void *arg, size_t argc, const char *const *argv,
 static int cmd_flush(void *arg, size_t argc, const char *const *argv,
 		     struct buf *out, struct buf *err)
 {
-	(void)out;
-	return maintain_tables(arg, argc, argv, err, CQL_MAINTENANCE_FLUSH);
+	return maintain_tables(arg, argc, argv, out, err, CQL_MAINTENANCE_FLUSH,
+			       NULL, NULL);
 }
 
 /* nodetool compact [keyspace [tables...]]: a major compaction of each
@@ -852,8 +897,8 @@ static int cmd_flush(void *arg, size_t argc, const char *const *argv,
 static int cmd_compact(void *arg, size_t argc, const char *const *argv,
 		       struct buf *out, struct buf *err)
 {
-	(void)out;
-	return maintain_tables(arg, argc, argv, err, CQL_MAINTENANCE_COMPACT);
+	return maintain_tables(arg, argc, argv, out, err,
+			       CQL_MAINTENANCE_COMPACT, NULL, NULL);
 }
 
 /* nodetool cleanup [keyspace [tables...]]: each table without the
@@ -861,8 +906,96 @@ static int cmd_compact(void *arg, size_t argc, const char *const *argv,
 static int cmd_cleanup(void *arg, size_t argc, const char *const *argv,
 		       struct buf *out, struct buf *err)
 {
-	(void)out;
-	return maintain_tables(arg, argc, argv, err, CQL_MAINTENANCE_CLEANUP);
+	return maintain_tables(arg, argc, argv, out, err,
+			       CQL_MAINTENANCE_CLEANUP, NULL, NULL);
+}
+
+/* [-t TAG | --all] then [keyspace [tables...]]: *tag (NULL without -t),
+ * *all, and the index of the first positional argument; -1 on a bad
+ * option. */
+static int snapshot_args(size_t argc, const char *const *argv, const char **tag,
+			 bool *all, size_t *first)
+{
+	*tag = NULL;
+	*all = false;
+	size_t i = 0;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--all") == 0)
+			*all = true;
+		else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc)
+			*tag = argv[++i];
+		else if (strcmp(argv[i], "--") != 0)
+			return -1;
+	}
+	*first = i;
+	return 0;
+}
+
+/* nodetool snapshot [-t TAG] [keyspace [tables...]]: after a flush, each
+ * table's SSTables hard-linked into its snapshots/TAG directory (TAG: the
+ * time in milliseconds by default). */
+static int cmd_snapshot(void *arg, size_t argc, const char *const *argv,
+			struct buf *out, struct buf *err)
+{
+	struct node *n = arg;
+	const char *tag;
+	bool all;
+	size_t first;
+	char stamp[32], ok[512];
+	if (snapshot_args(argc, argv, &tag, &all, &first) || all) {
+		buf_printf(err, "usage: snapshot [-t tag] [keyspace "
+				"[tables...]]\n");
+		return 1;
+	}
+	if (!tag) {
+		snprintf(stamp, sizeof(stamp), "%lld",
+			 (long long)(env_wall_us(n->env) / 1000));
+		tag = stamp;
+	}
+	snprintf(ok, sizeof(ok),
+		 "Requested creating snapshot(s) for [%s] with snapshot name "
+		 "[%s]\nSnapshot directory: %s\n",
+		 first < argc ? argv[first] : "all keyspaces", tag, tag);
+	return maintain_tables(arg, argc - first, argv + first, out, err,
+			       CQL_MAINTENANCE_SNAPSHOT, tag, ok);
+}
+
+/* nodetool clearsnapshot (-t TAG | --all) [keyspace [tables...]]. */
+static int cmd_clearsnapshot(void *arg, size_t argc, const char *const *argv,
+			     struct buf *out, struct buf *err)
+{
+	const char *tag;
+	bool all;
+	size_t first;
+	if (snapshot_args(argc, argv, &tag, &all, &first) || all == !!tag) {
+		buf_printf(err, "Specify snapshot name or --all: "
+				"clearsnapshot (-t tag | --all) [keyspace "
+				"[tables...]]\n");
+		return 1;
+	}
+	char ok[512];
+	snprintf(ok, sizeof(ok),
+		 "Requested clearing snapshot(s) for [%s] with [%s]\n",
+		 first < argc ? argv[first] : "all keyspaces",
+		 tag ? tag : "all snapshots");
+	return maintain_tables(arg, argc - first, argv + first, out, err,
+			       CQL_MAINTENANCE_CLEAR_SNAPSHOT, tag ? tag : "",
+			       ok);
+}
+
+/* nodetool listsnapshots: every snapshot of every table outside the
+ * system keyspaces, with its size on disk and its true size (the files
+ * the table no longer has). */
+static int cmd_listsnapshots(void *arg, size_t argc, const char *const *argv,
+			     struct buf *out, struct buf *err)
+{
+	(void)argv;
+	if (argc) {
+		buf_printf(err, "usage: listsnapshots\n");
+		return 1;
+	}
+	return maintain_tables(arg, 0, NULL, out, err,
+			       CQL_MAINTENANCE_LIST_SNAPSHOTS, NULL, NULL);
 }
 
 /* nodetool tablestats [keyspace [tables...]]: what the engine holds for
@@ -938,7 +1071,7 @@ static int cmd_drain(void *arg, size_t argc, const char *const *argv,
 		n->drained = true;
 	}
 	return n->cql ? maintenance_deferred(n, NULL, 0, CQL_MAINTENANCE_FLUSH,
-					     NULL, NULL, err)
+					     NULL, NULL, NULL, NULL, err)
 		      : 0;
 }
 
@@ -1000,6 +1133,16 @@ int node_admin_register(struct node *n)
 		 "cleanup [ks [tables]] drop the partitions this node no "
 		 "longer replicates",
 		 cmd_cleanup},
+		{"snapshot",
+		 "snapshot [-t tag] [ks [tables]] hard-link each table's "
+		 "SSTables into snapshots/<tag> after a flush",
+		 cmd_snapshot},
+		{"clearsnapshot",
+		 "clearsnapshot (-t tag | --all) [ks [tables]] delete "
+		 "snapshots",
+		 cmd_clearsnapshot},
+		{"listsnapshots", "listsnapshots every snapshot with its sizes",
+		 cmd_listsnapshots},
 		{"tablestats",
 		 "tablestats [ks [tables]]  SSTables, space used, partitions "
 		 "and memtables per table",

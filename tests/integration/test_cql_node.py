@@ -232,6 +232,70 @@ def test_tablestats_and_compact(node):
     cluster.shutdown()
 
 
+def test_snapshots_are_listed_cleared_and_restore_a_table(node):
+    """nodetool's snapshot, listsnapshots and clearsnapshot, and the
+    restore a Cassandra operator does: stop the node, put a snapshot's
+    files in place of the table's, start it."""
+    cluster, s = connect()
+    s.execute("CREATE KEYSPACE app WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TABLE app.t (k int PRIMARY KEY, v text)")
+    for k in range(100):
+        s.execute("INSERT INTO app.t (k, v) VALUES (%s, 'before')", (k,))
+    assert tool("listsnapshots").stdout == "There are no snapshots\n"
+    r = tool("snapshot", "-t", "b1", "app")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ("Requested creating snapshot(s) for [app] with "
+                        "snapshot name [b1]\nSnapshot directory: b1\n")
+    r = tool("snapshot", "-t", "b1", "app")
+    assert r.returncode == 2 and "Snapshot b1 already exists." in r.stderr
+    assert tool("snapshot").returncode == 0  # a timestamped one, all
+    out = tool("listsnapshots").stdout
+    rows = [l.split() for l in out.splitlines()[2:]]
+    assert out.startswith("Snapshot Details: \nSnapshot name"), out
+    assert ["b1", "app", "t", "0"] == rows[0][:4] or \
+        ["b1", "app", "t", "0"] in [r[:4] for r in rows], out
+    assert len(rows) == 2, out
+    # overwrite, compact away the snapshot's files from the table
+    for k in range(100):
+        s.execute("INSERT INTO app.t (k, v) VALUES (%s, 'after')", (k,))
+    assert tool("flush", "app").returncode == 0
+    assert tool("compact", "app").returncode == 0
+    out = tool("listsnapshots").stdout
+    b1 = [l.split() for l in out.splitlines() if l.startswith("b1 ")][0]
+    assert int(b1[3]) == int(b1[4]) > 0, out  # all its bytes are its own
+    r = tool("clearsnapshot")
+    assert r.returncode == 1 and "Specify snapshot name or --all" in \
+        r.stderr
+    r = tool("clearsnapshot", "--all", "--", "nope")
+    assert r.returncode == 2 and "nope" in r.stderr
+    cluster.shutdown()
+    # restore b1 as in Cassandra: drain and stop (every table flushed),
+    # empty the commitlog (it would replay the overwrites), swap the
+    # table's files for the snapshot's, start
+    assert tool("drain").returncode == 0
+    assert node.stop() == 0
+    for f in (node.home / "data" / "commitlog").iterdir():
+        f.unlink()
+    table = next((node.home / "data" / "data" / "app").glob("t-*"))
+    for f in table.glob("ca-*"):
+        f.unlink()
+    for f in (table / "snapshots" / "b1").iterdir():
+        (table / f.name).write_bytes(f.read_bytes())
+    since = node.log_size()
+    node.start()
+    assert node.wait_for_log("CQL clients on", since=since), node.log()
+    cluster, s = connect()
+    assert {r.v for r in s.execute("SELECT v FROM app.t")} == {"before"}
+    assert s.execute("SELECT count(*) FROM app.t").one().count == 100
+    r = tool("clearsnapshot", "-t", "b1")
+    assert r.returncode == 0 and "with [b1]" in r.stdout
+    assert len(tool("listsnapshots").stdout.splitlines()) == 3  # 1 left
+    assert tool("clearsnapshot", "--all").returncode == 0
+    assert tool("listsnapshots").stdout == "There are no snapshots\n"
+    cluster.shutdown()
+
+
 def test_batch_size_guards(node):
     """batch_size_warn_threshold (5KiB) answers with a warning,
     batch_size_fail_threshold (50KiB) refuses; an unlogged batch over more
