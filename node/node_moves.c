@@ -90,12 +90,6 @@ static int set_status(struct node_moves *l, const char *status)
 						v);
 }
 
-static void on_stop(void *arg)
-{
-	struct node_moves *l = arg;
-	node_stop(l->n, "decommissioned");
-}
-
 static const char *command(const struct node_moves *l)
 {
 	return node_move_kind_name(l->kind);
@@ -116,6 +110,19 @@ static void finish(struct node_moves *l, int status, const char *out,
 	if (l->reply)
 		admin_reply_finish(l->reply, status, out, err);
 	l->reply = NULL;
+}
+
+/* ring_delay after LEFT: the ring has heard; the command answers (as
+ * nodetool's returns once the node has left) and the node stops. */
+static void on_stop(void *arg)
+{
+	struct node_moves *l = arg;
+	char a[INET_ADDR_STRLEN], out[300];
+	snprintf(out, sizeof(out),
+		 "Decommissioned: %s left the ring; the node stops now\n",
+		 inet_addr_format(&l->ep, a, sizeof(a)));
+	finish(l, 0, out, "");
+	node_stop(l->n, "decommissioned");
 }
 
 static void on_moved(void *arg, bool ok, const char *error)
@@ -173,9 +180,9 @@ static void on_moved(void *arg, bool ok, const char *error)
 		 "stopping in %" PRIu64 " ms",
 		 n->conf.ring_delay_ms);
 	snprintf(out, sizeof(out),
-		 "Decommissioned: %s left the ring; the node stops in %.1f s\n",
-		 a, (double)n->conf.ring_delay_ms / 1000.0);
-	finish(l, 0, out, "");
+		 "LEFT gossiped; waiting %.1f s for the ring to hear it",
+		 (double)n->conf.ring_delay_ms / 1000.0);
+	on_progress(l, out);
 	env_timer_arm(n->env, l->stop_timer, n->conf.ring_delay_ms * 1000u);
 }
 
