@@ -210,6 +210,20 @@ void members_delete(struct members *m)
 	free(m);
 }
 
+const struct ring_endpoint *members_moving(struct members *m,
+					   const struct inet_addr *except)
+{
+	struct ring *r = members_ring(m);
+	for (size_t i = 0; i < ring_endpoint_count(r); i++) {
+		const struct ring_endpoint *e = ring_endpoint_get(r, i);
+		if ((e->status == RING_STATUS_BOOT ||
+		     e->status == RING_STATUS_LEAVING) &&
+		    (!except || !inet_addr_eq(&e->addr, except)))
+			return e;
+	}
+	return NULL;
+}
+
 struct ring *members_ring(struct members *m)
 {
 	if (m->stale) {

@@ -27,6 +27,12 @@ void members_delete(struct members *m);
  * ring until endpoints have tokens. */
 struct ring *members_ring(struct members *m);
 
+/* An endpoint of the current ring that joins (BOOT) or leaves (LEAVING),
+ * other than `except` (may be NULL), or NULL when the ring is settled.
+ * Borrowed like members_ring's ring. */
+const struct ring_endpoint *members_moving(struct members *m,
+					   const struct inet_addr *except);
+
 /* Parses a UUID text into 16 bytes. */
 int members_parse_host_id(const char *text, uint8_t out[16]);
 

@@ -815,19 +815,6 @@ static int owned_ranges(struct node *n, const struct storage_table_meta *t,
 	return 0;
 }
 
-/* Cleanup is only safe with the ring settled (Cassandra's rule): while a
- * node joins or leaves, ranges this node still owes are not its own. */
-static bool ring_moving(struct node *n)
-{
-	struct ring *r = members_ring(n->members);
-	for (size_t i = 0; i < ring_endpoint_count(r); i++) {
-		enum ring_status st = ring_endpoint_get(r, i)->status;
-		if (st == RING_STATUS_BOOT || st == RING_STATUS_LEAVING)
-			return true;
-	}
-	return false;
-}
-
 /* nodetool flush / compact / cleanup / snapshot ... [keyspace
  * [tables...]]; `tag` and `ok` as maintenance_deferred's. */
 static int maintain_tables(void *arg, size_t argc, const char *const *argv,
@@ -840,7 +827,10 @@ static int maintain_tables(void *arg, size_t argc, const char *const *argv,
 		buf_printf(err, "error: this node serves no data\n");
 		return 2;
 	}
-	if (what == CQL_MAINTENANCE_CLEANUP && ring_moving(n)) {
+	/* only safe with the ring settled (Cassandra's rule): while a node
+	 * joins or leaves, ranges this node still owes are not its own */
+	if (what == CQL_MAINTENANCE_CLEANUP &&
+	    members_moving(n->members, NULL)) {
 		buf_printf(err, "error: Node is involved in cluster membership "
 				"changes. Not safe to run cleanup.\n");
 		return 2;

@@ -247,6 +247,25 @@ static int start_move(struct node_moves *l, struct buf *err)
 	return ADMIN_PENDING;
 }
 
+/* One range movement at a time in the ring (Cassandra's consistent range
+ * movement): a leave computed while another node joins or leaves would
+ * hand ranges to replicas that are about to change. `target` may be
+ * moving itself (a dead joiner being removed). */
+static bool ring_busy(struct node_moves *l, const struct inet_addr *target,
+		      struct buf *err)
+{
+	const struct ring_endpoint *e = members_moving(l->n->members, target);
+	if (!e)
+		return false;
+	char a[INET_ADDR_STRLEN];
+	buf_printf(err,
+		   "%s is %s: wait until it is done (removenode it if it "
+		   "died)\n",
+		   inet_addr_format(&e->addr, a, sizeof(a)),
+		   e->status == RING_STATUS_BOOT ? "joining" : "leaving");
+	return true;
+}
+
 static bool busy(struct node_moves *l, struct buf *err)
 {
 	if (l->move || l->reply) {
@@ -315,7 +334,8 @@ static int cmd_decommission(void *arg, size_t argc, const char *const *argv,
 		buf_printf(err, "usage: decommission [--force]\n");
 		return 1;
 	}
-	if (busy(l, err) || (!force && replication_allows(n, err) != 0))
+	if (busy(l, err) || ring_busy(l, NULL, err) ||
+	    (!force && replication_allows(n, err) != 0))
 		return 2;
 	l->kind = NODE_MOVE_DECOMMISSION;
 	l->source_dc[0] = '\0';
@@ -367,6 +387,9 @@ static int cmd_removenode(void *arg, size_t argc, const char *const *argv,
 		buf_printf(err, "Cannot remove self\n");
 		return 2;
 	}
+	struct inet_addr target = e->addr; /* e lives until the ring changes */
+	if (ring_busy(l, &target, err))
+		return 2;
 	if (gossip_is_alive(n->gossip, &e->addr)) {
 		buf_printf(err,
 			   "Node /%s is alive and owns this ID. Use "
