@@ -217,7 +217,7 @@ def test_new_nodes_fetch_their_data_before_they_serve(cluster):
     r = tool_run(BASE + "1", "cleanup")
     assert r.returncode == 2
     assert "Not safe to run cleanup" in r.stderr
-    r = tool_run(BASE + "2", "decommission")  # one movement at a time
+    r = tool_run(BASE + "1", "decommission")  # one movement at a time
     assert r.returncode == 2
     assert f"{BASE}5:7000 is joining: wait until it is done" in r.stderr
     # a dead joiner can be removed (nothing to stream), and then cleanup
