@@ -84,9 +84,7 @@ struct pieces {
 	struct node_move *m;
 	const struct ring *ring;
 	uint32_t ep; /* the moving endpoint's index in `ring` */
-	struct repair_range *v;
-	struct inet_addr *addrs; /* REPAIR_MAX_REPLICAS per range */
-	size_t count, cap;
+	struct node_repair_job *job;
 	uint64_t lost; /* removenode: pieces no live replica holds */
 };
 
@@ -215,89 +213,34 @@ static int add_piece(void *arg, struct token_range range,
 			     : has(rep->natural, rep->n_natural, ps->ep);
 	if (!moves)
 		return 0;
-	if (ps->count == ps->cap) {
-		size_t cap = ps->cap ? ps->cap * 2 : 64;
-		struct repair_range *v = realloc(ps->v, cap * sizeof(*v));
-		if (!v)
-			return err_set(ERR_NOMEM, "moving ranges");
-		ps->v = v;
-		struct inet_addr *a = realloc(
-			ps->addrs, cap * REPAIR_MAX_REPLICAS * sizeof(*a));
-		if (!a)
-			return err_set(ERR_NOMEM, "moving ranges");
-		ps->addrs = a;
-		ps->cap = cap;
-	}
-	struct inet_addr *reps = &ps->addrs[ps->count * REPAIR_MAX_REPLICAS];
+	struct inet_addr reps[REPAIR_MAX_REPLICAS];
 	size_t k;
 	if (participants(ps, range, rep, reps, &k))
 		return -1;
 	if (k < 2)
 		return 0; /* no new replica, or no copy left to send */
-	ps->v[ps->count++] = (struct repair_range){
-		.start = range.left, .end = range.right, .nreplicas = k};
-	return 0;
+	return node_repair_job_push(ps->job, range.left, range.right, reps,
+				    NULL, k);
 }
 
-static void pieces_free(struct pieces *ps)
-{
-	free(ps->v);
-	free(ps->addrs);
-}
-
-/* The moving pieces of `k`. -1 with err set. */
+/* The moving pieces of `k` into `job`. -1 with err set. */
 static int pieces_of(struct node_move *m, const struct cql_keyspace *k,
-		     struct pieces *ps)
+		     struct node_repair_job *job, uint64_t *lost)
 {
-	memset(ps, 0, sizeof(*ps));
-	ps->m = m;
-	ps->ring = members_ring(m->n->members);
-	int ep = ring_endpoint_find(ps->ring, &m->c.ep);
+	struct pieces ps = {.m = m, .job = job};
+	ps.ring = members_ring(m->n->members);
+	int ep = ring_endpoint_find(ps.ring, &m->c.ep);
 	if (ep < 0)
 		return err_set(ERR_NOT_FOUND, "the moving node has no tokens");
-	ps->ep = (uint32_t)ep;
+	ps.ep = (uint32_t)ep;
 	const struct ring_placement *p =
-		ring_placement_get(ps->ring, cql_keyspace_strategy(k));
-	if (!p)
+		ring_placement_get(ps.ring, cql_keyspace_strategy(k));
+	if (!p || ring_placement_pieces(p, m->c.kind != NODE_MOVE_REBUILD,
+					add_piece, &ps))
 		return -1;
-	if (ring_placement_pieces(p, m->c.kind != NODE_MOVE_REBUILD, add_piece,
-				  ps)) {
-		pieces_free(ps);
-		return -1;
-	}
-	for (size_t i = 0; i < ps->count; i++)
-		ps->v[i].replicas = &ps->addrs[i * REPAIR_MAX_REPLICAS];
+	if (lost)
+		*lost = ps.lost;
 	return 0;
-}
-
-/* The tables of `k` as repair names them; *count 0 when it has none. */
-static struct repair_table *tables_of(const struct cql_keyspace *k,
-				      char (**names)[300], size_t *count)
-{
-	size_t nt = cql_keyspace_table_count(k);
-	*count = 0;
-	*names = NULL;
-	if (!nt)
-		return NULL;
-	struct repair_table *t = calloc(nt, sizeof(*t));
-	*names = calloc(nt, sizeof(**names));
-	if (!t || !*names) {
-		free(t);
-		free(*names);
-		*names = NULL;
-		err_set(ERR_NOMEM, "moving tables");
-		return NULL;
-	}
-	for (size_t i = 0; i < nt; i++) {
-		const struct storage_table_meta *m =
-			cql_table_meta(cql_keyspace_table_at(k, i));
-		memcpy(t[i].id, m->id, 16);
-		snprintf((*names)[i], sizeof((*names)[i]), "%s.%s",
-			 cql_keyspace_meta(k)->name, m->name);
-		t[i].name = (*names)[i];
-	}
-	*count = nt;
-	return t;
 }
 
 /* Whether `k` moves: a replicated user keyspace with tables. */
@@ -329,15 +272,14 @@ static bool anything_to_move(struct node_move *m)
 	const struct cql_schema *s = cql_service_schema(m->n->cql);
 	for (size_t i = 0; i < cql_schema_keyspace_count(s); i++) {
 		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
-		struct pieces ps;
+		struct node_repair_job j = {0};
 		if (!moves(k))
 			continue;
-		if (pieces_of(m, k, &ps) != 0)
-			return true; /* the stream step says why */
-		size_t count = ps.count;
-		pieces_free(&ps);
-		if (count)
-			return true;
+		int rc = pieces_of(m, k, &j, NULL);
+		size_t count = j.nranges;
+		node_repair_job_free(&j);
+		if (rc || count)
+			return true; /* on error, the stream step says why */
 	}
 	return false;
 }
@@ -418,45 +360,38 @@ static void stream_next(struct node_move *m)
 			continue;
 		const char *name = cql_keyspace_meta(k)->name;
 		snprintf(m->keyspace, sizeof(m->keyspace), "%s", name);
-		struct pieces ps;
+		struct node_repair_job j = {0};
+		uint64_t lost = 0;
 		char why[300];
-		if (pieces_of(m, k, &ps) != 0) {
-			snprintf(why, sizeof(why), "keyspace %s: %s", name,
-				 err_msg());
-			failed(m, why);
-			return;
-		}
-		if (ps.lost)
+		int rc = pieces_of(m, k, &j, &lost);
+		if (lost)
 			LOG_WARN("%s: %" PRIu64 " ranges of %s have no live "
 				 "replica left: their data is lost unless "
 				 "the node comes back",
-				 m->name, ps.lost, name);
-		if (!ps.count) {
-			pieces_free(&ps);
+				 m->name, lost, name);
+		if (!rc && !j.nranges) {
+			node_repair_job_free(&j);
 			continue;
 		}
-		char(*names)[300];
-		size_t nt;
-		struct repair_table *tables = tables_of(k, &names, &nt);
-		struct repair_request q = {.tables = tables,
-					   .ntables = nt,
-					   .ranges = ps.v,
-					   .nranges = ps.count,
-					   .parallelism = REPAIR_PARALLEL,
-					   .jobs = REPAIR_MAX_JOBS};
-		char line[200];
-		snprintf(line, sizeof(line),
-			 "streaming keyspace %s: %zu tables, %zu ranges", name,
-			 nt, ps.count);
-		say(m, line);
-		int rc = tables ? node_repair_start(m->nr, &q, on_session, m)
-				: -1;
+		if (!rc)
+			rc = node_repair_job_tables(&j, k, NULL, NULL);
+		if (!rc) {
+			struct repair_request q = {.parallelism =
+							   REPAIR_PARALLEL,
+						   .jobs = REPAIR_MAX_JOBS};
+			node_repair_job_request(&j, &q);
+			char line[200];
+			snprintf(
+				line, sizeof(line),
+				"streaming keyspace %s: %zu tables, %zu ranges",
+				name, j.ntables, j.nranges);
+			say(m, line);
+			rc = node_repair_start(m->nr, &q, on_session, m);
+		}
 		if (rc != 0)
 			snprintf(why, sizeof(why), "keyspace %s: %s", name,
 				 err_msg());
-		free(tables);
-		free(names);
-		pieces_free(&ps);
+		node_repair_job_free(&j);
 		if (rc != 0)
 			failed(m, why);
 		return; /* on_session goes on */

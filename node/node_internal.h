@@ -96,6 +96,35 @@ void node_repair_receive(struct node_repair *r, const struct inet_addr *from,
 			 uint32_t verb, const uint8_t *msg, size_t len);
 void node_repair_delete(struct node_repair *r);
 
+/* A repair request under construction (node_repair.c): the tables of a
+ * keyspace (those `wanted` says, NULL: all) named "ks.table", and ranges
+ * pushed one by one with their replicas (and those replicas' DCs, or
+ * NULL). node_repair_job_request points a request at them; they live
+ * until node_repair_job_free. Zero-initialised is empty. */
+struct repair_table;
+struct repair_request;
+struct repair_range;
+struct cql_keyspace;
+struct node_repair_job {
+	struct repair_table *tables;
+	char (*names)[300];
+	size_t ntables;
+	struct repair_range *ranges;
+	size_t nranges, cap;
+	struct inet_addr *addrs; /* REPAIR_MAX_REPLICAS per range */
+	const char **dcs;        /* theirs, borrowed */
+};
+int node_repair_job_tables(struct node_repair_job *j,
+			   const struct cql_keyspace *k,
+			   bool (*wanted)(void *arg, const char *name),
+			   void *arg);
+int node_repair_job_push(struct node_repair_job *j, int64_t l, int64_t r,
+			 const struct inet_addr *reps, const char *const *dcs,
+			 size_t nrep);
+void node_repair_job_request(struct node_repair_job *j,
+			     struct repair_request *q);
+void node_repair_job_free(struct node_repair_job *j);
+
 /* Starts a session of the node's repair (a scheduled segment running is
  * preempted, to be retried): repair_start's contract, without progress
  * lines. For bootstrap. */

@@ -254,41 +254,85 @@ static size_t pieces(int64_t l, int64_t r, struct token_range out[2])
 	return n;
 }
 
-struct ranges {
-	struct repair_range *v;
-	size_t n, cap;
-	struct inet_addr *addrs; /* REPAIR_MAX_REPLICAS per range */
-	const char **dcs;        /* theirs; the ring's strings */
-};
-
-static int ranges_push(struct ranges *rs, int64_t l, int64_t r,
-		       const struct inet_addr *reps, const char *const *dcs,
-		       size_t nrep)
+int node_repair_job_tables(struct node_repair_job *j,
+			   const struct cql_keyspace *k,
+			   bool (*wanted)(void *arg, const char *name),
+			   void *arg)
 {
-	if (rs->n == rs->cap) {
-		size_t cap = rs->cap ? rs->cap * 2 : 64;
-		struct repair_range *v = realloc(rs->v, cap * sizeof(*v));
+	size_t nt = cql_keyspace_table_count(k);
+	if (!nt)
+		return 0;
+	j->tables = calloc(nt, sizeof(*j->tables));
+	j->names = calloc(nt, sizeof(*j->names));
+	if (!j->tables || !j->names)
+		return err_set(ERR_NOMEM, "repair tables");
+	for (size_t i = 0; i < nt; i++) {
+		const struct storage_table_meta *m =
+			cql_table_meta(cql_keyspace_table_at(k, i));
+		if (wanted && !wanted(arg, m->name))
+			continue;
+		struct repair_table *t = &j->tables[j->ntables];
+		memcpy(t->id, m->id, 16);
+		snprintf(j->names[j->ntables], sizeof(j->names[0]), "%s.%s",
+			 cql_keyspace_meta(k)->name, m->name);
+		t->name = j->names[j->ntables++];
+	}
+	return 0;
+}
+
+int node_repair_job_push(struct node_repair_job *j, int64_t l, int64_t r,
+			 const struct inet_addr *reps, const char *const *dcs,
+			 size_t nrep)
+{
+	if (j->nranges == j->cap) {
+		size_t cap = j->cap ? j->cap * 2 : 64;
+		struct repair_range *v = realloc(j->ranges, cap * sizeof(*v));
 		if (!v)
 			return err_set(ERR_NOMEM, "ranges");
-		rs->v = v;
+		j->ranges = v;
 		struct inet_addr *a = realloc(
-			rs->addrs, cap * REPAIR_MAX_REPLICAS * sizeof(*a));
+			j->addrs, cap * REPAIR_MAX_REPLICAS * sizeof(*a));
 		if (!a)
 			return err_set(ERR_NOMEM, "ranges");
-		rs->addrs = a;
-		const char **d = realloc(rs->dcs, cap * REPAIR_MAX_REPLICAS *
-							  sizeof(*d));
+		j->addrs = a;
+		const char **d =
+			realloc(j->dcs, cap * REPAIR_MAX_REPLICAS * sizeof(*d));
 		if (!d)
 			return err_set(ERR_NOMEM, "ranges");
-		rs->dcs = d;
-		rs->cap = cap;
+		j->dcs = d;
+		j->cap = cap;
 	}
-	memcpy(&rs->addrs[rs->n * REPAIR_MAX_REPLICAS], reps,
-	       nrep * sizeof(*reps));
-	memcpy(&rs->dcs[rs->n * REPAIR_MAX_REPLICAS], dcs, nrep * sizeof(*dcs));
-	rs->v[rs->n++] =
+	size_t at = j->nranges * REPAIR_MAX_REPLICAS;
+	memcpy(&j->addrs[at], reps, nrep * sizeof(*reps));
+	for (size_t i = 0; i < nrep; i++)
+		j->dcs[at + i] = dcs ? dcs[i] : NULL;
+	j->ranges[j->nranges++] =
 		(struct repair_range){.start = l, .end = r, .nreplicas = nrep};
 	return 0;
+}
+
+void node_repair_job_request(struct node_repair_job *j,
+			     struct repair_request *q)
+{
+	for (size_t i = 0; i < j->nranges; i++) {
+		size_t at = i * REPAIR_MAX_REPLICAS;
+		j->ranges[i].replicas = &j->addrs[at];
+		j->ranges[i].dcs = j->dcs[at] ? &j->dcs[at] : NULL;
+	}
+	q->tables = j->tables;
+	q->ntables = j->ntables;
+	q->ranges = j->ranges;
+	q->nranges = j->nranges;
+}
+
+void node_repair_job_free(struct node_repair_job *j)
+{
+	free(j->tables);
+	free(j->names);
+	free(j->ranges);
+	free(j->addrs);
+	free(j->dcs);
+	memset(j, 0, sizeof(*j));
 }
 
 static bool host_wanted(const struct repair_cmd *c, const struct inet_addr *a)
@@ -319,7 +363,7 @@ static bool dc_wanted(const struct repair_cmd *c, const char *dc)
 /* This node's ranges of the keyspace with their replicas, as the options
  * say. -1 with a message in `err`. */
 static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
-			struct ranges *rs, struct buf *err)
+			struct node_repair_job *rs, struct buf *err)
 {
 	struct node *n = c->nr->n;
 	struct ring *r = members_ring(n->members);
@@ -364,8 +408,8 @@ static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
 		if (nrep < 2)
 			continue; /* nothing to compare */
 		if (!c->subrange) {
-			if (ranges_push(rs, tr.left, tr.right, reps, dcs,
-					nrep)) {
+			if (node_repair_job_push(rs, tr.left, tr.right, reps,
+						 dcs, nrep)) {
 				buf_printf(err, "%s\n", err_msg());
 				return -1;
 			}
@@ -383,15 +427,12 @@ static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
 						     ? a[x].right
 						     : b[y].right;
 				if (lo < hi &&
-				    ranges_push(rs, lo, hi, reps, dcs, nrep)) {
+				    node_repair_job_push(rs, lo, hi, reps, dcs,
+							 nrep)) {
 					buf_printf(err, "%s\n", err_msg());
 					return -1;
 				}
 			}
-	}
-	for (size_t i = 0; i < rs->n; i++) {
-		rs->v[i].replicas = &rs->addrs[i * REPAIR_MAX_REPLICAS];
-		rs->v[i].dcs = &rs->dcs[i * REPAIR_MAX_REPLICAS];
 	}
 	return 0;
 }
@@ -544,8 +585,9 @@ static void on_done(void *arg, const struct repair_summary *s)
 	run_next(c);
 }
 
-static bool table_wanted(const struct repair_cmd *c, const char *name)
+static bool table_wanted(void *arg, const char *name)
 {
+	const struct repair_cmd *c = arg;
 	if (!c->ntables)
 		return true;
 	for (size_t i = 0; i < c->ntables; i++)
@@ -568,37 +610,21 @@ static void run_next(struct repair_cmd *c)
 			buf_printf(&err, "Keyspace '%s' does not exist\n", ks);
 			break;
 		}
-		size_t nt = cql_keyspace_table_count(k);
-		struct repair_table *tables =
-			nt ? calloc(nt, sizeof(*tables)) : NULL;
-		char(*names)[300] = nt ? calloc(nt, sizeof(*names)) : NULL;
-		size_t ntab = 0;
-		for (size_t i = 0; nt && tables && names && i < nt; i++) {
-			const struct storage_table_meta *m =
-				cql_table_meta(cql_keyspace_table_at(k, i));
-			if (!table_wanted(c, m->name))
-				continue;
-			memcpy(tables[ntab].id, m->id, 16);
-			snprintf(names[ntab], sizeof(names[ntab]), "%s.%s", ks,
-				 m->name);
-			tables[ntab].name = names[ntab];
-			ntab++;
-		}
-		struct ranges rs = {0};
-		int rc = 0;
-		if (ntab)
-			rc = build_ranges(c, cql_keyspace_strategy(k), &rs,
+		struct node_repair_job j = {0};
+		int rc = node_repair_job_tables(&j, k, table_wanted, c);
+		size_t ntab = j.ntables;
+		if (rc)
+			buf_printf(&err, "%s\n", err_msg());
+		else if (ntab)
+			rc = build_ranges(c, cql_keyspace_strategy(k), &j,
 					  &err);
-		if (!rc && ntab && rs.n) {
+		if (!rc && ntab && j.nranges) {
 			char line[300];
 			snprintf(line, sizeof(line),
-				 "%s: %zu tables, %zu ranges", ks, ntab, rs.n);
+				 "%s: %zu tables, %zu ranges", ks, ntab,
+				 j.nranges);
 			on_progress(c, line);
 			struct repair_request q = {
-				.tables = tables,
-				.ntables = ntab,
-				.ranges = rs.v,
-				.nranges = rs.n,
 				.preview = c->preview,
 				.parallelism = c->seq     ? REPAIR_SEQUENTIAL
 					       : c->dcpar ? REPAIR_DC_PARALLEL
@@ -606,6 +632,7 @@ static void run_next(struct repair_cmd *c)
 				.jobs = c->jobs,
 				.trace = c->trace,
 				.task_done = on_task};
+			node_repair_job_request(&j, &q);
 			rc = repair_start(c->nr->repair, &q, on_progress,
 					  on_done, c, NULL);
 			if (rc)
@@ -617,12 +644,8 @@ static void run_next(struct repair_cmd *c)
 				   "%s\n",
 				   ks);
 		}
-		bool started = !rc && ntab && rs.n;
-		free(tables);
-		free(names);
-		free(rs.v);
-		free(rs.addrs);
-		free(rs.dcs);
+		bool started = !rc && ntab && j.nranges;
+		node_repair_job_free(&j);
 		if (rc)
 			break;
 		if (started) {
