@@ -137,6 +137,15 @@ static int schema_event(struct buf *b, uint8_t version, void *arg)
 				       c->name[0] ? c->name : NULL);
 }
 
+/* An event to the registered clients; none before the native port opens
+ * (the node has not joined the ring yet). */
+static void broadcast(struct cql_service *s, const char *type,
+		      cql_event_builder build, void *arg)
+{
+	if (s->server)
+		cql_server_broadcast(s->server, type, build, arg);
+}
+
 struct node_event {
 	bool topology; /* TOPOLOGY_CHANGE, else STATUS_CHANGE */
 	const char *change;
@@ -156,11 +165,8 @@ void cql_service_node_event(struct cql_service *s, bool topology,
 			    const char *change, const struct inet_addr *native)
 {
 	struct node_event e = {topology, change, native};
-	if (s->server) /* none before the node joins the ring */
-		cql_server_broadcast(s->server,
-				     topology ? "TOPOLOGY_CHANGE"
-					      : "STATUS_CHANGE",
-				     node_event, &e);
+	broadcast(s, topology ? "TOPOLOGY_CHANGE" : "STATUS_CHANGE", node_event,
+		  &e);
 }
 
 /* Logs an applied change, opens a created table, and tells the node. */
@@ -281,9 +287,7 @@ void cql_service_apply_record(struct cql_service *s, const uint8_t *record,
 	schema_applied(s, &change, record, len, false);
 	if (s->exec)
 		cql_exec_schema_changed(s->exec, &change);
-	if (s->server) /* none before the node joins the ring */
-		cql_server_broadcast(s->server, "SCHEMA_CHANGE", schema_event,
-				     &change);
+	broadcast(s, "SCHEMA_CHANGE", schema_event, &change);
 }
 
 int cql_service_records(const struct cql_service *s, struct buf *out)
