@@ -427,7 +427,27 @@ int gossip_set_remote_state(struct gossip *g, const struct inet_addr *a,
 	    ep->alive)
 		return err_set(ERR_INVALID, "only a dead peer's state can be "
 					    "set on its behalf");
+	if (ep->generation == 0)
+		return err_set(ERR_INVALID, "its state is not known yet (no "
+					    "news of it since this node "
+					    "started)");
 	return set_app(g, ep, key, value, ep_max_version(ep) + 1);
+}
+
+int gossip_add_saved_endpoint(struct gossip *g, const struct inet_addr *a,
+			      const char *const states[GOSSIP_STATE_COUNT])
+{
+	if (inet_addr_eq(a, &g->self) || ep_find(g, a))
+		return err_set(ERR_INVALID, "endpoint already known");
+	struct endpoint *ep = ep_add(g, a, 0);
+	if (!ep)
+		return -1;
+	NOTIFY(g, on_join, &ep->addr);
+	for (int k = 0; k < GOSSIP_STATE_COUNT; k++)
+		if (states[k] &&
+		    set_app(g, ep, (enum gossip_app_state)k, states[k], 1) != 0)
+			return -1;
+	return 0;
 }
 
 /* ---- sending ------------------------------------------------------------- */
@@ -785,15 +805,19 @@ static void apply_state(struct gossip *g, const struct gossip_wire_state *ws)
 	char a[INET_ADDR_STRLEN];
 	if (inet_addr_eq(&ws->addr, &g->self) || quarantined(g, &ws->addr))
 		return;
+	if (ws->generation <= 0)
+		return; /* only saved states have generation 0; never sent */
 	struct endpoint *ep = ep_find(g, &ws->addr);
-	if (ep && ws->generation > ep->generation + MAX_GENERATION_DIFFERENCE) {
+	if (ep && ep->generation > 0 &&
+	    ws->generation > ep->generation + MAX_GENERATION_DIFFERENCE) {
 		LOG_WARN("ignoring %s: generation %lld jumps too far from %lld",
 			 fmt(&ws->addr, a), (long long)ws->generation,
 			 (long long)ep->generation);
 		return;
 	}
 	if (!ep || ws->generation > ep->generation) {
-		bool restarted = ep != NULL;
+		bool restarted = ep && ep->generation > 0,
+		     saved = ep && ep->generation == 0;
 		if (ep) {
 			/* A restart: the new incarnation replaces it all. */
 			mark_dead(g, ep, "restarted");
@@ -815,7 +839,9 @@ static void apply_state(struct gossip *g, const struct gossip_wire_state *ws)
 		}
 		ep->heartbeat = ws->heartbeat;
 		LOG_INFO("%s %s (generation %lld)",
-			 restarted ? "restarted:" : "new endpoint:",
+			 restarted ? "restarted:"
+			 : saved   ? "heard from:"
+				   : "new endpoint:",
 			 fmt(&ws->addr, a), (long long)ws->generation);
 		NOTIFY(g, on_join, &ep->addr);
 		apply_apps(g, ep, ws);
@@ -847,6 +873,8 @@ static bool state_newer_than(const struct endpoint *ep, int32_t version,
 			     uint64_t now_us, struct gossip_wire_state *ws,
 			     struct gossip_wire_app *apps)
 {
+	if (ep->generation == 0)
+		return false; /* a saved state: only the peer's own news */
 	ws->addr = ep->addr;
 	ws->generation = ep->generation;
 	ws->heartbeat = ep->heartbeat;
@@ -970,7 +998,11 @@ static void process_syn(struct gossip *g, const struct inet_addr *from,
 		if (quarantined(g, &d->addr))
 			continue;
 		struct endpoint *ep = ep_find_hinted(g, &d->addr, &hint);
-		if (!ep || d->generation > ep->generation) {
+		if (d->generation <= 0) {
+			/* the sender's saved state: tell it what we know */
+			if (ep && ep->generation > 0)
+				rc = state_list_add(out, ep, 0);
+		} else if (!ep || d->generation > ep->generation) {
 			req[nreq++] = (struct gossip_digest){
 				.addr = d->addr,
 				.generation = d->generation,

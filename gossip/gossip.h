@@ -155,11 +155,23 @@ void gossip_announce_shutdown(struct gossip *g);
 
 /* On behalf of a dead endpoint (removenode): sets one of its states with
  * a version newer than any it gossiped, so every peer takes the change
- * from us. Refused (ERR_INVALID) for ourselves and for an endpoint we see
- * alive, ERR_NOT_FOUND for an unknown one. If the endpoint comes back,
- * its own states (a new generation) replace ours. */
+ * from us. Refused (ERR_INVALID) for ourselves, for an endpoint we see
+ * alive or know only from a saved state, ERR_NOT_FOUND for an unknown one. If
+ * the endpoint comes back, its own states (a new generation) replace ours. */
 int gossip_set_remote_state(struct gossip *g, const struct inet_addr *ep,
 			    enum gossip_app_state key, const char *value);
+
+/* A peer as this node last knew it (node/ saves the ring's peers and
+ * loads them at start, as Cassandra's system.peers): its states (TOKENS,
+ * STATUS_WITH_PORT, DC, RACK, HOST_ID...) at generation 0, DOWN, so a
+ * restarted node knows the ring before gossip brings it. The first real
+ * state of the peer (any generation, from anyone) replaces them all.
+ * Such a state is never sent: a peer that forgot the endpoint does not
+ * learn it again from us, and digests of generation 0 are never asked
+ * for. Call before gossip_start; refused for ourselves and for an
+ * endpoint already known. */
+int gossip_add_saved_endpoint(struct gossip *g, const struct inet_addr *ep,
+			      const char *const states[GOSSIP_STATE_COUNT]);
 
 /* Operator removal: forget the endpoint and ignore news of it for the
  * quarantine period. */

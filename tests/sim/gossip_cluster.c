@@ -126,6 +126,8 @@ void gc_start_node(struct gc *c, size_t i)
 	char status[80];
 	snprintf(status, sizeof(status), "NORMAL,%s", tokens);
 	gossip_set_local_state(n->g, GOSSIP_STATE_STATUS_WITH_PORT, status);
+	if (c->before_start)
+		c->before_start(c, i, c->before_start_arg);
 	ck_assert_int_eq(gossip_start(n->g), 0);
 	n->up = true;
 }

@@ -43,6 +43,10 @@ struct gc {
 	size_t watch_node;
 	uint64_t watch_start_us;
 	size_t watch_remaining; /* running nodes that have not seen it */
+	/* Called for node i after its gossip is made, before it starts
+	 * (e.g. to load saved peers); NULL: nothing. */
+	void (*before_start)(struct gc *c, size_t i, void *arg);
+	void *before_start_arg;
 };
 
 /* `layout`: nodes per DC; seeds are the first node of each DC; racks

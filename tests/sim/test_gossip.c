@@ -12,6 +12,7 @@
 #include "tests/sim/gossip_cluster.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define S 1000000ull
@@ -401,6 +402,120 @@ START_TEST(a_dead_nodes_state_set_on_its_behalf_reaches_everyone)
 }
 END_TEST
 
+/* What node/ saves for a restart: every peer's states as seen by node
+ * 4, plus one endpoint the others have forgotten. */
+struct saved {
+	size_t count;
+	struct inet_addr addr[16];
+	char *states[16][GOSSIP_STATE_COUNT];
+};
+
+static void load_saved(struct gc *c, size_t i, void *arg)
+{
+	struct saved *sv = arg;
+	if (i != 4)
+		return;
+	for (size_t k = 0; k < sv->count; k++)
+		ck_assert_int_eq(gossip_add_saved_endpoint(
+					 c->nodes[i].g, &sv->addr[k],
+					 (const char *const *)sv->states[k]),
+				 0);
+	/* ourselves and a known endpoint are refused */
+	ck_assert_int_ne(
+		gossip_add_saved_endpoint(c->nodes[i].g, &c->nodes[i].addr,
+					  (const char *const *)sv->states[0]),
+		0);
+	ck_assert_int_ne(
+		gossip_add_saved_endpoint(c->nodes[i].g, &sv->addr[0],
+					  (const char *const *)sv->states[0]),
+		0);
+}
+
+static bool node4_hears_everyone(void *arg)
+{
+	struct gc *c = arg;
+	for (size_t k = 0; k < c->n; k++) {
+		struct gossip_endpoint_info info;
+		if (k == 4)
+			continue;
+		if (gossip_endpoint_find(c->nodes[4].g, &c->nodes[k].addr,
+					 &info) != 0 ||
+		    info.generation != c->nodes[k].generation || !info.alive)
+			return false;
+	}
+	return true;
+}
+
+START_TEST(a_restarted_node_starts_from_its_saved_peers)
+{
+	struct gc *c = cluster_9();
+	struct saved sv = {0};
+	for (size_t k = 0; k < c->n; k++) {
+		struct gossip_endpoint_info info;
+		if (k == 4)
+			continue;
+		ck_assert_int_eq(gossip_endpoint_find(c->nodes[4].g,
+						      &c->nodes[k].addr, &info),
+				 0);
+		sv.addr[sv.count] = info.addr;
+		for (int s = 0; s < GOSSIP_STATE_COUNT; s++)
+			sv.states[sv.count][s] =
+				info.states[s] ? strdup(info.states[s]) : NULL;
+		sv.count++;
+	}
+	/* a node removed while node 4 was down: the others forgot it */
+	struct inet_addr gone;
+	ck_assert_int_eq(inet_addr_parse("127.0.0.99:7000", 7000, &gone), 0);
+	sv.addr[sv.count] = gone;
+	for (int s = 0; s < GOSSIP_STATE_COUNT; s++)
+		sv.states[sv.count][s] =
+			sv.states[0][s] ? strdup(sv.states[0][s]) : NULL;
+	sv.count++;
+
+	gc_kill(c, 4);
+	c->before_start = load_saved;
+	c->before_start_arg = &sv;
+	gc_restart(c, 4);
+	/* before any message: the whole ring, every peer DOWN */
+	ck_assert_uint_eq(gossip_endpoint_count(c->nodes[4].g), c->n + 1);
+	for (size_t k = 0; k < sv.count; k++) {
+		struct gossip_endpoint_info info;
+		ck_assert_int_eq(
+			gossip_endpoint_find(c->nodes[4].g, &sv.addr[k], &info),
+			0);
+		ck_assert(!info.alive);
+		ck_assert_int_eq(info.generation, 0);
+		ck_assert_int_eq(info.status, GOSSIP_STATUS_NORMAL);
+		ck_assert_str_eq(info.states[GOSSIP_STATE_TOKENS],
+				 sv.states[k][GOSSIP_STATE_TOKENS]);
+	}
+	ck_assert_int_ne(gossip_set_remote_state(c->nodes[4].g, &gone,
+						 GOSSIP_STATE_STATUS_WITH_PORT,
+						 "LEFT,1,1"),
+			 0);
+	/* each peer's own state replaces the saved one */
+	ck_assert(sim_run_until(c->sim, node4_hears_everyone, c, 10 * S));
+	ck_assert(gc_run_until_converged(c, 10 * S));
+	/* the forgotten endpoint spreads to nobody and stays as saved */
+	sim_run_for(c->sim, 30 * S);
+	for (size_t k = 0; k < c->n; k++) {
+		struct gossip_endpoint_info info;
+		int rc = gossip_endpoint_find(c->nodes[k].g, &gone, &info);
+		if (k != 4) {
+			ck_assert_int_ne(rc, 0);
+			continue;
+		}
+		ck_assert_int_eq(rc, 0);
+		ck_assert_int_eq(info.generation, 0);
+		ck_assert(!info.alive);
+	}
+	for (size_t k = 0; k < sv.count; k++)
+		for (int s = 0; s < GOSSIP_STATE_COUNT; s++)
+			free(sv.states[k][s]);
+	gc_delete(c);
+}
+END_TEST
+
 START_TEST(removed_endpoint_is_quarantined_then_relearned)
 {
 	struct gc *c = cluster_9();
@@ -522,6 +637,7 @@ static Suite *suite(void)
 	tcase_add_test(t, deaf_node_convicts_all_and_is_convicted);
 	tcase_add_test(t, no_flapping_on_a_lossy_slow_network);
 	tcase_add_test(t, paused_node_convicts_nobody_when_it_wakes);
+	tcase_add_test(t, a_restarted_node_starts_from_its_saved_peers);
 	tcase_add_test(t, removed_endpoint_is_quarantined_then_relearned);
 	tcase_add_test(t, node_of_another_cluster_is_ignored);
 	tcase_add_test(t, seed_starting_late_is_found);
