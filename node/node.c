@@ -46,6 +46,7 @@
 #define JOIN_MIN_ROUNDS    4  /* learn the ring before choosing tokens */
 #define JOIN_STUCK_ROUNDS  60 /* then a joiner ahead of us is not waited for */
 #define JOIN_SILENT_ROUNDS 5  /* a joiner not heard of for longer failed */
+#define SETTLE_ROUNDS      5  /* longest wait for gossip before serving */
 #define SHUTDOWN_FLUSH_MS  200
 
 static int open_log(struct node *n)
@@ -208,15 +209,82 @@ static int gossip_tokens(struct node *n, const char *status)
 	return rc;
 }
 
-/* Gossips our tokens and NORMAL status, then opens the CQL port: clients
- * are served once the node is part of the ring. */
-static int announce_tokens(struct node *n)
+/* Whether gossip has settled enough to coordinate requests (Cassandra's
+ * waitToSettle, in our terms): every ring member known (saved or
+ * gossiped) that has not announced a shutdown is UP, and some peer has
+ * been heard from (unless we are the only seed). A restarted node's
+ * saved peers are DOWN until they answer; serving before would answer
+ * Unavailable for what they replicate. */
+static bool gossip_settled(struct node *n)
 {
-	int rc = gossip_tokens(n, "NORMAL");
-	if (rc == 0 && n->cql && (rc = cql_service_serve(n->cql)) == 0)
+	bool heard = false, other_seed = false;
+	for (size_t i = 0; i < n->conf.seed_count; i++)
+		other_seed |= !inet_addr_eq(&n->conf.seeds[i],
+					    &n->conf.listen_address);
+	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
+		struct gossip_endpoint_info info;
+		if (gossip_endpoint_at(n->gossip, i, &info) != 0 ||
+		    info.is_self)
+			continue;
+		heard |= info.generation > 0;
+		if (info.states[GOSSIP_STATE_TOKENS] && !info.alive &&
+		    (info.status == GOSSIP_STATUS_NORMAL ||
+		     info.status == GOSSIP_STATUS_LEAVING ||
+		     info.status == GOSSIP_STATUS_BOOT))
+			return false;
+	}
+	return heard || !other_seed;
+}
+
+static int serve(struct node *n)
+{
+	int rc = cql_service_serve(n->cql);
+	if (rc == 0)
 		rc = gossip_set_local_state(n->gossip, GOSSIP_STATE_RPC_READY,
 					    "true");
 	return rc;
+}
+
+/* Opens the native port once gossip settled, or after SETTLE_ROUNDS
+ * rounds whatever it says (a peer may be down for good). */
+static void settle_tick(void *arg)
+{
+	struct node *n = arg;
+	bool settled = gossip_settled(n);
+	if (!settled && ++n->settle_rounds < SETTLE_ROUNDS) {
+		env_timer_arm(n->env, n->settle_timer,
+			      n->conf.gossip_interval_ms * 1000u);
+		return;
+	}
+	if (!settled)
+		LOG_WARN("serving clients with peers still down (%zu of %zu "
+			 "peers up after %u gossip rounds)",
+			 gossip_live_count(n->gossip),
+			 gossip_endpoint_count(n->gossip) - 1, SETTLE_ROUNDS);
+	if (serve(n) != 0) {
+		LOG_ERROR("cannot serve clients: %s", err_msg());
+		node_stop(n, "cannot serve");
+	}
+}
+
+/* Gossips our tokens and NORMAL status, then opens the CQL port once
+ * gossip has settled: clients are served once the node is part of the
+ * ring and knows who else is. */
+static int announce_tokens(struct node *n)
+{
+	int rc = gossip_tokens(n, "NORMAL");
+	if (rc != 0 || !n->cql)
+		return rc;
+	if (gossip_settled(n))
+		return serve(n);
+	if (!n->settle_timer &&
+	    !(n->settle_timer = env_timer_new(n->env, settle_tick, n)))
+		return -1;
+	LOG_INFO("waiting for gossip to settle before serving clients");
+	n->settle_rounds = 0;
+	env_timer_arm(n->env, n->settle_timer,
+		      n->conf.gossip_interval_ms * 1000u);
+	return 0;
 }
 
 static bool is_seed(const struct conf *c)
@@ -839,6 +907,7 @@ struct node *node_new(struct conf *conf)
 	if (!n->cql)
 		goto fail;
 	if (setup_schema_sync(n) != 0 || node_events_new(n) != 0 ||
+	    !(n->peers = node_peers_new(n)) ||
 	    !(n->repair = node_repair_new(n)) ||
 	    !(n->moves = node_moves_new(n)))
 		goto fail;
@@ -929,6 +998,7 @@ void node_delete(struct node *n)
 	node_moves_delete(n->moves);    /* its movement uses the repair */
 	node_repair_delete(n->repair);  /* before the storage it scans */
 	node_move_delete(n->bootstrap); /* its session went with it */
+	node_peers_delete(n->peers);    /* its file's queue is the CQL loop's */
 	cql_service_delete(n->cql);     /* before gossip: callbacks read it */
 	free(n->cql_peers);
 	free(n->cql_peer_tokens);
@@ -939,6 +1009,8 @@ void node_delete(struct node *n)
 	transport_delete(n->transport);
 	if (n->env && n->join_timer)
 		env_timer_free(n->env, n->join_timer);
+	if (n->env && n->settle_timer)
+		env_timer_free(n->env, n->settle_timer);
 	local_state_free(&n->local);
 	if (n->env)
 		env_real_delete(n->env);

@@ -70,7 +70,17 @@ struct node {
 	struct node_move *bootstrap; /* while fetching our data (BOOT) */
 	struct node_moves *moves;    /* decommission, removenode, rebuild */
 	struct node_events *events;  /* peers' changes told to hints, drivers */
+	struct node_peers *peers;    /* saved_caches/peers */
+	struct env_timer *settle_timer; /* native port opens once settled */
+	unsigned settle_rounds;
 };
+
+/* The ring's peers saved for the next start (peers.c): loads the file
+ * into gossip (before gossip starts), then rewrites it as the ring
+ * changes. After the CQL service (its loop queue); deleted before it. */
+struct node_peers;
+struct node_peers *node_peers_new(struct node *n);
+void node_peers_delete(struct node_peers *p);
 
 /* Hinted handoff's cues and the drivers' TOPOLOGY_CHANGE / STATUS_CHANGE
  * events from gossip (node_events.c). After the CQL service; deleted

@@ -448,6 +448,23 @@ static int cmd_assassinate(void *arg, size_t argc, const char *const *argv,
 			   argv[0], info.is_self ? "this node" : "alive");
 		return 2;
 	}
+	char text[INET_ADDR_STRLEN];
+	inet_addr_format(&a, text, sizeof(text));
+	if (info.generation == 0) {
+		/* known only from our saved peers: nobody gossips it */
+		if (gossip_remove_endpoint(n->gossip, &a) != 0) {
+			buf_printf(err, "cannot forget it: %s\n", err_msg());
+			return 2;
+		}
+		LOG_WARN("assassinate: %s, known only from the saved peers, "
+			 "forgotten",
+			 text);
+		buf_printf(out,
+			   "Assassinated %s (known only from this node's "
+			   "saved peers: forgotten)\n",
+			   text);
+		return 0;
+	}
 	const char *tok = info.states[GOSSIP_STATE_TOKENS];
 	char v[96];
 	status_value(v, sizeof(v), "LEFT", tok ? strtoll(tok, NULL, 10) : 0,
@@ -457,9 +474,8 @@ static int cmd_assassinate(void *arg, size_t argc, const char *const *argv,
 		buf_printf(err, "cannot gossip LEFT: %s\n", err_msg());
 		return 2;
 	}
-	char text[INET_ADDR_STRLEN];
 	LOG_WARN("assassinate: %s gossiped LEFT; its data was not streamed",
-		 inet_addr_format(&a, text, sizeof(text)));
+		 text);
 	buf_printf(out,
 		   "Assassinated %s (nothing was streamed: repair the "
 		   "keyspaces it replicated)\n",

@@ -326,3 +326,71 @@ def test_hints_from_before_a_truncate_are_not_delivered(cluster):
     rows = list(run_at(s, "SELECT k FROM th.t", CL.ONE))
     assert [r.k for r in rows] == [100]
     c.shutdown()
+
+
+def test_a_restarted_node_knows_the_ring_before_it_serves(cluster):
+    """A node restarted while its peers cannot answer (paused) must not
+    take itself for the only replica: it starts from the peers it knew
+    (saved_caches/peers, system.peers' role), counted down until they
+    answer. Before, its ring held itself alone until gossip arrived, so
+    for that while (a second after any restart; here, as long as the
+    peers were silent) a read at ONE of a key it does not replicate
+    answered "no row", and a write at ONE stayed on it alone, lost to the
+    real replicas. 4 nodes, RF 3: keys node1 does not replicate are
+    Unavailable, the others are served; every acknowledged write is
+    there once the peers are back."""
+    cluster("create", "co", "-n", "4", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms", "-s", timeout=180)
+    ips = [BASE + str(i) for i in (1, 2, 3, 4)]
+    c, s = session(ips[1])
+    rf3_table(c, s, "rs")
+    for k in range(100):
+        run_at(s, "INSERT INTO rs.t (k, v) VALUES (%s, 'v')", CL.ALL, (k,))
+    c.shutdown()
+    cluster("node", "node1", "stop")
+    peers = ("node2", "node3", "node4")
+    for node in peers:
+        cluster("node", node, "pause")
+    try:
+        cluster("node", "node1", "start")
+        sessions = []
+
+        def connect():
+            try:
+                sessions.append(session(ips[0]))
+                return True
+            except Exception:
+                return False
+        assert wait_for(connect, timeout=60)
+        c1, s1 = sessions[0]
+        served, unavailable = 0, 0
+        for k in range(100):
+            try:
+                row = run_at(s1, "SELECT v FROM rs.t WHERE k = %s", CL.ONE,
+                             (k,)).one()
+            except Unavailable:
+                unavailable += 1
+                continue
+            assert row is not None and row.v == "v", (k, row)
+            served += 1
+        acked = []
+        for k in range(100, 200):
+            try:
+                run_at(s1, "INSERT INTO rs.t (k, v) VALUES (%s, 'w')",
+                       CL.ONE, (k,))
+                acked.append(k)
+            except Unavailable:
+                pass
+        c1.shutdown()
+        assert served and unavailable, (served, unavailable)
+        assert acked and len(acked) < 100, len(acked)
+    finally:
+        for node in peers:
+            cluster("node", node, "resume")
+    assert wait_for(lambda: all(state(ips[1], ip) == "UN" for ip in ips))
+    c, s = session(ips[1])
+    for k in acked:
+        row = run_at(s, "SELECT v FROM rs.t WHERE k = %s", CL.ALL,
+                     (k,)).one()
+        assert row is not None and row.v == "w", (k, row)
+    c.shutdown()

@@ -105,6 +105,60 @@ def test_three_racks_converge_kill_restart_and_stop(cluster):
     assert f"{addrs[1]}:7000 is now DOWN (announced shutdown)" in log
 
 
+def test_saved_peers_file(cluster):
+    """saved_caches/peers: written as the ring forms; a restarted node
+    lists its peers from it at once; a peer the others have forgotten
+    stays DN in its ring (never gossiped to them) until assassinate drops
+    it; a file that does not parse is set aside and the node starts from
+    gossip alone."""
+    cluster("create", "m", "-n", "3", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms", "-s")
+    addrs = [BASE + str(i) for i in (1, 2, 3)]
+    saved = cluster.home / "m" / "node1" / "data" / "saved_caches" / "peers"
+    until(lambda: saved.exists() and
+          all(f"peer={a}:7000" in saved.read_text() for a in addrs[1:]),
+          "node1 saves node2 and node3")
+    text = saved.read_text()
+    assert f"peer={addrs[0]}:7000" not in text
+    assert text.count("TOKENS=") == 2 and text.count("HOST_ID=") == 2
+
+    # A peer removed while node1 was down, and forgotten by the others.
+    cluster("node", "node1", "stop")
+    ghost = BASE + "99"
+    block = text.split(f"peer={addrs[1]}:7000\n", 1)[1].split("peer=")[0]
+    host_id = "00000000-0000-4000-8000-000000000099"
+    lines = [ln for ln in block.splitlines()
+             if not ln.startswith(("HOST_ID=", "TOKENS=", "STATUS_WITH"))]
+    saved.write_text(text + f"peer={ghost}:7000\n" + "\n".join(lines) +
+                     f"\nHOST_ID={host_id}\nTOKENS=42\n"
+                     "STATUS_WITH_PORT=NORMAL,42\n")
+    cluster("node", "node1", "start")
+    log = cluster.home / "m" / "node1" / "logs" / "system.log"
+    until(lambda: "3 peers loaded from" in log.read_text(), "peers loaded")
+    until(lambda: status_rows(addrs[0]).get(ghost) == "DN", "ghost DN")
+    until(lambda: all(status_rows(addrs[0]).get(a) == "UN" for a in addrs),
+          "node1 sees the others UN")
+    until(lambda: "peers still down (2 of 3 peers up after 5 gossip"
+          in log.read_text(), "node1 serves without the ghost")
+    time.sleep(2)  # gossip rounds: the ghost must not spread
+    for a in addrs[1:]:
+        assert ghost not in status_rows(a)
+    assert tool(addrs[0], "assassinate", ghost).stdout.startswith(
+        f"Assassinated {ghost}:7000 (known only from this node's saved peers")
+    assert ghost not in status_rows(addrs[0])
+    until(lambda: ghost not in saved.read_text(), "ghost dropped from file")
+
+    # A corrupt file: set aside, the node starts and learns the ring.
+    cluster("node", "node1", "stop")
+    saved.write_text("TOKENS=1\ngarbage\n")
+    cluster("node", "node1", "start")
+    cluster("wait")
+    assert saved.with_name("peers.corrupt").exists()
+    assert "moved to" in log.read_text()
+    until(lambda: all(status_rows(addrs[0]).get(a) == "UN" for a in addrs),
+          "node1 sees the others UN after a corrupt file")
+
+
 def test_tool_commands(cluster):
     cluster("create", "m", "-n", "2:1", "--racks", "2", "--base-ip", BASE,
             "-c", "gossip_interval=250ms")
