@@ -382,9 +382,11 @@ struct local_ctx *local_ctx_new(struct repl *r, uint64_t id)
 
 /* ---- hint delivery ------------------------------------------------------- */
 
-int repl_deliver(struct repl *r, const struct inet_addr *to,
-		 const uint8_t *mutation, size_t len, repl_deliver_fn done,
-		 void *arg)
+/* One mutation to `to` under write_request_timeout: a hint delivered to
+ * its target (hint_for NULL), or handed over to keep for hint_for. */
+static int deliver(struct repl *r, const struct inet_addr *to,
+		   const uint8_t *hint_for, const uint8_t *mutation, size_t len,
+		   int64_t created_us, repl_deliver_fn done, void *arg)
 {
 	struct op *op =
 		op_new(r, OP_DELIVER, REPL_CL_ONE, r->o.write_timeout_ms, arg);
@@ -409,6 +411,11 @@ int repl_deliver(struct repl *r, const struct inet_addr *to,
 	msg.deadline_us = deadline_us(r, r->o.write_timeout_ms);
 	msg.mutation.data = (uint8_t *)mutation;
 	msg.mutation.len = len;
+	if (hint_for) {
+		msg.hint_for.data = (uint8_t *)hint_for;
+		msg.hint_for.len = 16;
+		msg.hint_created_us = created_us;
+	}
 	if (send_packed(r, to, REPL_VERB_MUTATION, &msg.base) != 0) {
 		free(slot_take(r, op->t[0].id));
 		op->replied = true;
@@ -418,6 +425,21 @@ int repl_deliver(struct repl *r, const struct inet_addr *to,
 	op->t[0].sent = true;
 	op->outstanding = 1;
 	return 0;
+}
+
+int repl_deliver(struct repl *r, const struct inet_addr *to,
+		 const uint8_t *mutation, size_t len, repl_deliver_fn done,
+		 void *arg)
+{
+	return deliver(r, to, NULL, mutation, len, 0, done, arg);
+}
+
+int repl_hand_over(struct repl *r, const struct inet_addr *to,
+		   const uint8_t host_id[16], const uint8_t *mutation,
+		   size_t len, int64_t created_us, repl_deliver_fn done,
+		   void *arg)
+{
+	return deliver(r, to, host_id, mutation, len, created_us, done, arg);
 }
 
 static void deliver_end(struct op *op, int status)

@@ -127,6 +127,14 @@ struct hints {
 
 	uint64_t refs; /* outstanding sends and offloaded jobs */
 	struct hints_stats st;
+
+	/* hints_hand_over: while ho_send is set, every send goes through
+	 * it (to another node) instead of o.send (to the target). */
+	hints_send_fn ho_send;
+	void *ho_arg;
+	hints_handed_fn ho_done;
+	void *ho_done_arg;
+	bool ho_failed;
 };
 
 static void host_pump(struct hint_host *x);
@@ -723,8 +731,33 @@ static void host_reset(struct hint_host *x)
 
 static bool host_start(struct hint_host *x);
 
+/* A hand-over ends when no host is delivering and either a send failed
+ * or no hint is left; a host with hints stored meanwhile starts again. */
+static void hand_over_check(struct hints *h)
+{
+	if (!h->ho_send)
+		return;
+	bool left = false;
+	for (size_t i = 0; i < h->host_count; i++) {
+		struct hint_host *x = h->hosts[i];
+		if (x->delivering)
+			return;
+		left |= x->files && !x->removed;
+	}
+	for (size_t i = 0; left && !h->ho_failed && i < h->host_count; i++)
+		if (host_start(h->hosts[i]))
+			return; /* its end checks again */
+	hints_handed_fn done = h->ho_done;
+	void *arg = h->ho_done_arg;
+	bool ok = !left && !h->ho_failed;
+	h->ho_send = NULL;
+	h->ho_done = NULL;
+	done(arg, ok);
+}
+
 static void host_after(struct hint_host *x)
 {
+	struct hints *h = x->h;
 	if (x->failed && x->outstanding == 0 && !x->pumping) {
 		host_reset(x);
 		if (x->want_start) {
@@ -734,7 +767,6 @@ static void host_after(struct hint_host *x)
 			/* Retry soon rather than at the next periodic check:
 			 * a target that just restarted drops the first sends
 			 * while its data path starts. */
-			struct hints *h = x->h;
 			uint64_t ms = h->o.check_interval_ms < 1000
 					      ? h->o.check_interval_ms
 					      : 1000;
@@ -743,6 +775,8 @@ static void host_after(struct hint_host *x)
 					      ms * 1000);
 		}
 	}
+	if (!x->delivering && !x->pumping)
+		hand_over_check(h);
 	host_maybe_free(x);
 }
 
@@ -906,8 +940,10 @@ static void on_sent(void *arg, int status)
 	}
 	s->done = true;
 	s->ok = status == 0;
-	if (status != 0)
+	if (status != 0) {
 		host_fail(x, true);
+		h->ho_failed |= h->ho_send != NULL;
+	}
 	uint32_t cap = h->o.max_in_flight;
 	while (x->count > 0) {
 		struct hint_slot *head = &x->ring[x->head];
@@ -925,8 +961,8 @@ static void on_sent(void *arg, int status)
 static bool host_may_send(const struct hint_host *x)
 {
 	const struct hints *h = x->h;
-	return x->delivering && !x->failed && !x->removed && !h->paused &&
-	       !h->closing;
+	return x->delivering && !x->failed && !x->removed &&
+	       (!h->paused || h->ho_send) && !h->closing;
 }
 
 /* Sends what the window and the throttle allow. */
@@ -976,12 +1012,15 @@ static void host_pump(struct hint_host *x)
 		h->refs++;
 		if (h->throttle)
 			h->tokens -= (double)(rec.end - rec.off);
-		if (h->o.send(h->o.hook_arg, x->id, rec.mutation, rec.len,
-			      rec.created_us, on_sent, s) != 0) {
+		hints_send_fn send = h->ho_send ? h->ho_send : h->o.send;
+		void *send_arg = h->ho_send ? h->ho_arg : h->o.hook_arg;
+		if (send(send_arg, x->id, rec.mutation, rec.len, rec.created_us,
+			 on_sent, s) != 0) {
 			x->outstanding--;
 			h->refs--;
 			s->done = true;
 			host_fail(x, true);
+			h->ho_failed |= h->ho_send != NULL;
 		}
 	}
 	x->pumping = false;
@@ -999,7 +1038,7 @@ static bool host_start(struct hint_host *x)
 			x->want_start = true;
 		return false;
 	}
-	if (h->paused)
+	if (h->paused && !h->ho_send)
 		return false;
 	if (!x->ring) {
 		x->ring = calloc(h->o.max_in_flight, sizeof(*x->ring));
@@ -1149,6 +1188,31 @@ void hints_close(struct hints *h)
 		LOG_WARN("cannot write the hint state: %s", err_msg());
 	if (h->refs == 0)
 		hints_free(h);
+}
+
+int hints_hand_over(struct hints *h, hints_send_fn via, void *via_arg,
+		    hints_handed_fn done, void *arg)
+{
+	if (h->ho_send)
+		return err_set(ERR_EXISTS, "a hand-over is already running");
+	if (h->closing)
+		return err_set(ERR_CLOSED, "hints are closed");
+	h->ho_send = via;
+	h->ho_arg = via_arg;
+	h->ho_done = done;
+	h->ho_done_arg = arg;
+	h->ho_failed = false;
+	for (size_t i = 0; i < h->host_count && h->ho_send; i++)
+		if (!h->hosts[i]->delivering)
+			host_start(h->hosts[i]);
+	hand_over_check(h);
+	return 0;
+}
+
+void hints_hand_over_cancel(struct hints *h)
+{
+	h->ho_send = NULL;
+	h->ho_done = NULL;
 }
 
 /* ---- storing ------------------------------------------------------------- */

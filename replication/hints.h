@@ -139,6 +139,29 @@ bool hints_should_hint(struct hints *h, const uint8_t host_id[16],
 int hints_store(struct hints *h, const uint8_t host_id[16],
 		const uint8_t *mutation, size_t len, int64_t created_us);
 
+/* ---- handing over (decommission) ------------------------------------------
+ */
+
+/* A hand-over ended: ok when every hint went (the store is empty). */
+typedef void (*hints_handed_fn)(void *arg, bool ok);
+
+/*
+ * A node leaving the ring hands its hints over to another node, which
+ * keeps them for their targets (Cassandra's decommission does the same):
+ * every host's hints are sent through `via` (with via_arg) instead of the
+ * `send` hook, whatever the state of their targets and even while
+ * delivery is paused, and deleted once acknowledged; hints stored
+ * meanwhile go too. `done` runs once, on the loop (before this returns
+ * when there is nothing to hand over), with ok false after a failed send
+ * (what was not handed over stays). 0, or -1: ERR_EXISTS while one runs,
+ * ERR_CLOSED.
+ */
+int hints_hand_over(struct hints *h, hints_send_fn via, void *via_arg,
+		    hints_handed_fn done, void *arg);
+/* Forgets the running hand-over (its `done` never runs): sends go to the
+ * targets again. For an owner that goes away first. */
+void hints_hand_over_cancel(struct hints *h);
+
 /* ---- what the failure detector and the ring say ---------------------------
  */
 

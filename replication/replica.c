@@ -75,6 +75,38 @@ static struct serve *serve_new(struct repl *r, const struct inet_addr *from,
 	return s;
 }
 
+/* Whether a handed-over hint is for this node (then it is applied like
+ * any mutation). */
+static bool hint_is_for(struct repl *r, const uint8_t *host_id, size_t len)
+{
+	if (len != 16)
+		return false;
+	struct ring *ring = r->hooks.ring(r->hooks.arg);
+	int ep = ring_endpoint_find_host_id(ring, host_id);
+	return ep >= 0 &&
+	       inet_addr_eq(&ring_endpoint_get(ring, (size_t)ep)->addr,
+			    &r->o.self);
+}
+
+/* A hint a node leaving the ring hands over: kept for its host. */
+static void take_hint(struct repl *r, const struct inet_addr *from,
+		      const Cassini__Replication__MutationReq *req)
+{
+	if (req->hint_for.len != 16)
+		send_mutation_rsp(r, from, req->id, false, "bad host id");
+	else if (!r->hooks.take_hint)
+		send_mutation_rsp(r, from, req->id, false,
+				  "this node keeps no hints");
+	else if (r->hooks.take_hint(r->hooks.arg, req->hint_for.data,
+				    req->mutation.data, req->mutation.len,
+				    req->hint_created_us) != 0)
+		send_mutation_rsp(r, from, req->id, false, err_msg());
+	else {
+		r->st.hints_taken++;
+		send_mutation_rsp(r, from, req->id, true, NULL);
+	}
+}
+
 static void serve_mutation(struct repl *r, const struct inet_addr *from,
 			   const uint8_t *msg, size_t len)
 {
@@ -85,6 +117,12 @@ static void serve_mutation(struct repl *r, const struct inet_addr *from,
 		return;
 	}
 	if (expired(r, req->deadline_us, REPL_VERB_MUTATION)) {
+		cassini__replication__mutation_req__free_unpacked(req, NULL);
+		return;
+	}
+	if (req->hint_for.len &&
+	    !hint_is_for(r, req->hint_for.data, req->hint_for.len)) {
+		take_hint(r, from, req);
 		cassini__replication__mutation_req__free_unpacked(req, NULL);
 		return;
 	}

@@ -191,6 +191,12 @@ struct repl_hooks {
 	 * (`mutation` is the encoded mutation). 0 when stored. */
 	int (*hint)(void *arg, const uint8_t host_id[16], const char *dc,
 		    const uint8_t *mutation, size_t len);
+	/* Optional: keep a hint another node hands over (it leaves the
+	 * ring) for `host_id`, created at `created_us`. 0 when kept; without
+	 * it handed-over hints are refused. */
+	int (*take_hint)(void *arg, const uint8_t host_id[16],
+			 const uint8_t *mutation, size_t len,
+			 int64_t created_us);
 	/* The replication strategy of a table's keyspace, for batchlog
 	 * replay; NULL when the table is unknown (dropped). Required with a
 	 * batchlog_dir. */
@@ -329,6 +335,14 @@ int repl_deliver(struct repl *r, const struct inet_addr *to,
 		 const uint8_t *mutation, size_t len, repl_deliver_fn done,
 		 void *arg);
 
+/* Hands one hint for `host_id` over to `to` (a node leaving the ring
+ * passes its hints on), under write_request_timeout. 0 and `done` runs
+ * exactly once later; -1 (nothing sent) and it never runs. */
+int repl_hand_over(struct repl *r, const struct inet_addr *to,
+		   const uint8_t host_id[16], const uint8_t *mutation,
+		   size_t len, int64_t created_us, repl_deliver_fn done,
+		   void *arg);
+
 /* ---- statistics (tpstats, proxyhistograms) ------------------------------- */
 
 #define REPL_LAT_BUCKETS 64
@@ -351,8 +365,8 @@ struct repl_stats {
 	uint64_t batches_logged, batches_stored, batches_replayed;
 	uint64_t batchlog_pending; /* batches this node keeps for others */
 	uint64_t replica_mutations, replica_reads, replica_ranges,
-		replica_truncates;            /* served */
-	uint64_t dropped[REPL_VERB_LAST + 1]; /* past their deadline */
+		replica_truncates, hints_taken; /* served */
+	uint64_t dropped[REPL_VERB_LAST + 1];   /* past their deadline */
 	uint64_t inflight;
 	struct repl_latency write_lat, read_lat, range_lat;
 };

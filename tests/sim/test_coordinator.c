@@ -42,6 +42,10 @@ struct mnode {
 	struct part parts[MAX_PARTS];
 	size_t nparts;
 	int hints;
+	/* hints handed over by a leaving node (take_hint) */
+	int taken;
+	uint8_t taken_for[16];
+	int64_t taken_created_us;
 	bool killed;
 	int truncates;        /* truncates the store ran */
 	int64_t truncated_us; /* wall clock of the last one */
@@ -219,6 +223,18 @@ static int hook_hint(void *arg, const uint8_t host_id[16], const char *dc,
 	return 0;
 }
 
+static int hook_take_hint(void *arg, const uint8_t host_id[16],
+			  const uint8_t *m, size_t len, int64_t created_us)
+{
+	struct mnode *n = arg;
+	(void)m;
+	(void)len;
+	n->taken++;
+	memcpy(n->taken_for, host_id, 16);
+	n->taken_created_us = created_us;
+	return 0;
+}
+
 static const struct ring_strategy *hook_strategy(void *arg,
 						 const uint8_t table_id[16])
 {
@@ -249,6 +265,7 @@ static void mnode_start(struct mnode *m)
 	struct repl_hooks h = {.ring = hook_ring,
 			       .is_alive = hook_alive,
 			       .hint = hook_hint,
+			       .take_hint = hook_take_hint,
 			       .strategy = hook_strategy,
 			       .arg = m};
 	m->repl = repl_new(m->env, &o, &mem_ops, m, &h);
@@ -736,6 +753,59 @@ START_TEST(write_timeout_and_hint)
 	o = do_write(c, 2, s, REPL_CL_ANY, "k4", "v", 10);
 	ck_assert_int_eq(o.res.outcome, REPL_OK);
 	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+static void on_handed(void *arg, int status)
+{
+	*(int *)arg = status;
+}
+
+/* A node leaving the ring hands its hints over (decommission): the node
+ * that takes one keeps it for its target, with its creation time; a hint
+ * for the taker itself is applied like any mutation. */
+START_TEST(handed_over_hints_are_kept_or_applied)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(8, 3, dcs);
+	struct storage_mutation *m = make_write(c, "hk", "v", 10);
+	struct buf enc;
+	buf_init(&enc);
+	ck_assert_int_eq(storage_mutation_encode(m, &enc), 0);
+	uint8_t for2[16] = {3}, for1[16] = {2}; /* host ids of nodes 2, 1 */
+	int status = 1;
+	ck_assert_int_eq(repl_hand_over(c->nodes[0].repl, &c->nodes[1].addr,
+					for2, enc.data, enc.len, 12345,
+					on_handed, &status),
+			 0);
+	sim_run_for(c->sim, 100000);
+	ck_assert_int_eq(status, 0);
+	ck_assert_int_eq(c->nodes[1].taken, 1);
+	ck_assert_mem_eq(c->nodes[1].taken_for, for2, 16);
+	ck_assert_int_eq(c->nodes[1].taken_created_us, 12345);
+	ck_assert_uint_eq(c->nodes[1].nparts, 0);
+	/* for the taker itself: applied, not kept */
+	status = 1;
+	ck_assert_int_eq(repl_hand_over(c->nodes[0].repl, &c->nodes[1].addr,
+					for1, enc.data, enc.len, 12345,
+					on_handed, &status),
+			 0);
+	sim_run_for(c->sim, 100000);
+	ck_assert_int_eq(status, 0);
+	ck_assert_int_eq(c->nodes[1].taken, 1);
+	ck_assert_uint_eq(c->nodes[1].nparts, 1);
+	/* an unreachable taker: the hand-over of that hint fails */
+	sim_net_cut(c->sim, NULL, &c->nodes[2].addr, true);
+	status = 1;
+	ck_assert_int_eq(repl_hand_over(c->nodes[0].repl, &c->nodes[2].addr,
+					for1, enc.data, enc.len, 12345,
+					on_handed, &status),
+			 0);
+	sim_run_for(c->sim, 3000000);
+	ck_assert_int_eq(status, -1);
+	buf_free(&enc);
+	storage_mutation_delete(m);
 	simc_delete(c);
 }
 END_TEST
@@ -1433,6 +1503,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, availability_nts_two_dcs);
 	tcase_add_test(tc, rf_above_node_count);
 	tcase_add_test(tc, write_timeout_and_hint);
+	tcase_add_test(tc, handed_over_hints_are_kept_or_applied);
 	tcase_add_test(tc, read_repair);
 	tcase_add_test(tc, read_timeout);
 	tcase_add_test(tc, timeouts_fire_at_each_operations_own_deadline);

@@ -860,6 +860,89 @@ static void offload_hook(void *arg, void (*run)(void *), void (*done)(void *),
 	env_timer_arm(o->env, o->timer, 50);
 }
 
+struct handed {
+	int calls;
+	bool ok;
+};
+
+static void on_handed(void *arg, bool ok)
+{
+	struct handed *r = arg;
+	r->calls++;
+	r->ok = ok;
+}
+
+static bool handed_once(void *arg)
+{
+	return ((struct handed *)arg)->calls > 0;
+}
+
+START_TEST(hand_over_sends_every_host_through_via)
+{
+	struct fx x;
+	fx_init(&x, "hints-handover", ACK_LATER, 100);
+	fx_open(&x);
+	struct handed r = {0};
+	/* nothing stored: done at once */
+	ck_assert_int_eq(
+		hints_hand_over(x.h, fake_send, &x.fake, on_handed, &r), 0);
+	ck_assert_int_eq(r.calls, 1);
+	ck_assert(r.ok);
+
+	/* A is down, delivery paused: the hand-over sends anyway, every
+	 * hint of both hosts, through `via` only, and deletes the files. */
+	store_n(&x, HOST_A, 0, 30);
+	store_n(&x, HOST_B, 30, 20);
+	hints_host_down(x.h, HOST_A, START_WALL);
+	hints_set_paused(x.h, true);
+	struct fake via;
+	fake_init(&via, x.env, ACK_LATER, 100);
+	r = (struct handed){0};
+	ck_assert_int_eq(hints_hand_over(x.h, fake_send, &via, on_handed, &r),
+			 0);
+	ck_assert_int_ne(hints_hand_over(x.h, fake_send, &via, on_handed, &r),
+			 0);
+	ck_assert_int_eq(err_code(), ERR_EXISTS);
+	store_n(&x, HOST_B, 50, 5); /* stored meanwhile: goes too */
+	ck_assert(sim_run_until(x.sim, handed_once, &r, 10000000));
+	sim_run_for(x.sim, 100000);
+	ck_assert_int_eq(r.calls, 1);
+	ck_assert(r.ok);
+	ck_assert_uint_eq(x.fake.sends, 0);
+	ck_assert_uint_eq(via.acks, 55);
+	for (uint32_t i = 0; i < 55; i++)
+		ck_assert_msg(via.acked[i], "hint %u not handed over", i);
+	ck_assert_uint_eq(count_files(x.dir, NULL), 0);
+	struct hints_host_stats hs[4];
+	ck_assert_uint_eq(hints_list_pending(x.h, hs, 4), 0);
+
+	/* A failed send ends it: ok false, the rest kept and delivered to
+	 * the target later as usual. */
+	store_n(&x, HOST_A, 0, 40);
+	fake_free(&via);
+	fake_init(&via, x.env, ACK_LATER, 100);
+	via.fail_at = 10;
+	via.fail_count = 100;
+	r = (struct handed){0};
+	ck_assert_int_eq(hints_hand_over(x.h, fake_send, &via, on_handed, &r),
+			 0);
+	ck_assert(sim_run_until(x.sim, handed_once, &r, 10000000));
+	ck_assert(!r.ok);
+	ck_assert_uint_lt(via.acks, 40);
+	ck_assert_uint_eq(count_files(x.dir, "aa"), 1);
+	hints_set_paused(x.h, false);
+	hints_host_up(x.h, HOST_A);
+	sim_run_for(x.sim, 5000000);
+	for (uint32_t i = 0; i < 40; i++)
+		ck_assert_msg(via.acked[i] || x.fake.acked[i], "hint %u lost",
+			      i);
+	ck_assert_uint_eq(count_files(x.dir, NULL), 0);
+	ck_assert_int_eq(r.calls, 1);
+	fake_free(&via);
+	fx_free(&x);
+}
+END_TEST
+
 START_TEST(offloaded_reads_and_syncs)
 {
 	const uint32_t n = 20000;
@@ -916,6 +999,7 @@ static Suite *hints_suite(void)
 	tcase_add_test(tc, hints_stored_during_delivery_and_down_mid_delivery);
 	tcase_add_test(tc, periodic_check_delivers_to_alive_hosts);
 	tcase_add_test(tc, offloaded_reads_and_syncs);
+	tcase_add_test(tc, hand_over_sends_every_host_through_via);
 	suite_add_tcase(s, tc);
 	/* Alone with CK_RUN_CASE=bench. */
 	TCase *bench = tcase_create("bench");
