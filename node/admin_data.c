@@ -281,14 +281,17 @@ static int cmd_statushandoff(void *arg, size_t argc, const char *const *argv,
 	struct hints_stats hs = {0};
 	if (h)
 		hints_get_stats(h, &hs);
+	struct repl_stats rs;
+	cql_service_data_stats(n->cql, &rs);
 	buf_printf(out,
 		   "Hinted handoff is %s\nstored %" PRIu64
 		   ", delivered %" PRIu64 ", dropped (window) %" PRIu64
 		   ", dropped (size) %" PRIu64 ", dropped (disabled) %" PRIu64
-		   ", corrupt %" PRIu64 "\n",
+		   ", corrupt %" PRIu64 ", taken from leaving nodes %" PRIu64
+		   "\n",
 		   h ? "running" : "not running", hs.stored, hs.delivered,
 		   hs.dropped_window, hs.dropped_size, hs.dropped_disabled,
-		   hs.corrupt);
+		   hs.corrupt, rs.hints_taken);
 	return 0;
 }
 

@@ -38,6 +38,7 @@ struct cql_data {
 	/* runs storage_write_deferred once a turn with writes */
 	struct loopq_item write_item;
 	bool write_queued;
+	struct inet_addr hand_over_to; /* cql_data_hand_over_hints' node */
 };
 
 /* ---- the local replica: storage, reads on workers ------------------------ */
@@ -987,6 +988,57 @@ static int hints_send(void *arg, const uint8_t host_id[16],
 	return 0;
 }
 
+/* A hint handed over by a node leaving the ring: kept as ours, with its
+ * creation time (the truncate check and the window count from it). */
+static int hook_take_hint(void *arg, const uint8_t host_id[16],
+			  const uint8_t *mutation, size_t len,
+			  int64_t created_us)
+{
+	struct cql_data *d = arg;
+	if (!d->hints)
+		return err_set(ERR_UNAVAILABLE, "hinted handoff is off here");
+	return hints_store(d->hints, host_id, mutation, len, created_us);
+}
+
+static int hand_over_send(void *arg, const uint8_t host_id[16],
+			  const uint8_t *mutation, size_t len,
+			  int64_t created_us, hints_done_fn done,
+			  void *done_arg)
+{
+	struct cql_data *d = arg;
+	if (hint_truncated(d, mutation, len, created_us)) {
+		done(done_arg, 0); /* nothing left to do */
+		return 0;
+	}
+	struct hint_send *hs = malloc(sizeof(*hs));
+	if (!hs)
+		return -1;
+	*hs = (struct hint_send){done, done_arg};
+	if (repl_hand_over(d->repl, &d->hand_over_to, host_id, mutation, len,
+			   created_us, hint_sent, hs) != 0) {
+		free(hs);
+		return -1;
+	}
+	return 0;
+}
+
+int cql_data_hand_over_hints(struct cql_data *d, const struct inet_addr *to,
+			     hints_handed_fn done, void *arg)
+{
+	if (!d->hints) {
+		done(arg, true);
+		return 0;
+	}
+	d->hand_over_to = *to;
+	return hints_hand_over(d->hints, hand_over_send, d, done, arg);
+}
+
+void cql_data_hand_over_cancel(struct cql_data *d)
+{
+	if (d->hints)
+		hints_hand_over_cancel(d->hints);
+}
+
 static bool hints_alive(void *arg, const uint8_t host_id[16])
 {
 	struct cql_data *d = arg;
@@ -1079,6 +1131,7 @@ struct cql_data *cql_data_new(struct storage *db, struct env *env,
 	struct repl_hooks rh = {.ring = hook_ring,
 				.is_alive = hook_alive,
 				.hint = hook_hint,
+				.take_hint = hook_take_hint,
 				.strategy = hook_strategy,
 				.offload = data_offload,
 				.arg = d};

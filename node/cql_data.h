@@ -20,6 +20,7 @@
 #include "client/executor.h"
 #include "common/env.h"
 #include "common/loopq.h"
+#include "replication/hints.h"
 #include "replication/replication.h"
 #include "storage/storage.h"
 
@@ -71,5 +72,12 @@ void cql_data_set_batch_limits(struct cql_data *d, uint64_t warn_bytes,
 			       int64_t unlogged_partitions);
 /* The hint store (admin commands), or NULL. */
 struct hints *cql_data_hints(struct cql_data *d);
+/* Decommission: hands every stored hint over to `to`, which keeps them
+ * for their targets (hints_hand_over; `done` at once when handoff is
+ * off). 0 or -1 with err set. */
+int cql_data_hand_over_hints(struct cql_data *d, const struct inet_addr *to,
+			     hints_handed_fn done, void *arg);
+/* Forgets the hand-over under way (its done never runs). */
+void cql_data_hand_over_cancel(struct cql_data *d);
 
 #endif

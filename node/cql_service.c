@@ -673,6 +673,18 @@ struct hints *cql_service_hints(struct cql_service *s)
 	return cql_data_hints(s->data);
 }
 
+int cql_service_hand_over_hints(struct cql_service *s,
+				const struct inet_addr *to,
+				void (*done)(void *arg, bool ok), void *arg)
+{
+	return cql_data_hand_over_hints(s->data, to, done, arg);
+}
+
+void cql_service_hand_over_cancel(struct cql_service *s)
+{
+	cql_data_hand_over_cancel(s->data);
+}
+
 struct storage *cql_service_storage(const struct cql_service *s)
 {
 	return s->db;

@@ -58,6 +58,11 @@ void cql_service_peer_event(struct cql_service *s, const uint8_t host_id[16],
 			    int ev);
 /* The hint store, for the admin commands (NULL without one). */
 struct hints *cql_service_hints(struct cql_service *s);
+/* Decommission's hint hand-over (cql_data_hand_over_hints). */
+int cql_service_hand_over_hints(struct cql_service *s,
+				const struct inet_addr *to,
+				void (*done)(void *arg, bool ok), void *arg);
+void cql_service_hand_over_cancel(struct cql_service *s);
 /* The coordinator's counters and latencies. */
 void cql_service_data_stats(const struct cql_service *s,
 			    struct repl_stats *out);

@@ -59,6 +59,8 @@ struct node_moves {
 	char host_id[37];
 	int64_t token; /* its first token, for STATUS */
 	struct env_timer *stop_timer;
+	bool handing; /* decommission: hints go to another node */
+	struct inet_addr hints_to;
 };
 
 /* STATUS `status` ("LEFT": with its expiry) of a node whose first token
@@ -125,10 +127,12 @@ static void on_stop(void *arg)
 	node_stop(l->n, "decommissioned");
 }
 
+static void leave(struct node_moves *l);
+static void hand_over_hints(struct node_moves *l);
+
 static void on_moved(void *arg, bool ok, const char *error)
 {
 	struct node_moves *l = arg;
-	struct node *n = l->n;
 	char a[INET_ADDR_STRLEN], out[300], err[600];
 	inet_addr_format(&l->ep, a, sizeof(a));
 	node_move_delete(l->move); /* done() may delete it */
@@ -149,6 +153,19 @@ static void on_moved(void *arg, bool ok, const char *error)
 		finish(l, 0, out, "");
 		return;
 	}
+	if (l->kind == NODE_MOVE_DECOMMISSION)
+		hand_over_hints(l); /* then leave() */
+	else
+		leave(l);
+}
+
+/* The data is with its new replicas: the node (or the dead node on whose
+ * behalf we act) leaves the ring. */
+static void leave(struct node_moves *l)
+{
+	struct node *n = l->n;
+	char a[INET_ADDR_STRLEN], out[300], err[600];
+	inet_addr_format(&l->ep, a, sizeof(a));
 	/* recorded first: a crash from here on must not bring the node back
 	 * with its old ranges */
 	if (l->kind == NODE_MOVE_DECOMMISSION) {
@@ -186,27 +203,110 @@ static void on_moved(void *arg, bool ok, const char *error)
 	env_timer_arm(n->env, l->stop_timer, n->conf.ring_delay_ms * 1000u);
 }
 
-/* Hints are not handed over (Cassandra streams them to another node): a
- * decommission says how many go with the node. */
-static void warn_hints(struct node_moves *l)
+/* Hints this node keeps (for *hosts other nodes). */
+static uint64_t pending_hints(struct node_moves *l, size_t *hosts)
 {
 	struct hints *h = cql_service_hints(l->n->cql);
-	if (l->kind != NODE_MOVE_DECOMMISSION || !h)
-		return;
-	struct hints_host_stats st[64];
-	size_t hosts = hints_list_pending(h, st, 64);
+	*hosts = 0;
+	if (!h)
+		return 0;
+	enum { CAP = 64 };
+	struct hints_host_stats st[CAP];
+	*hosts = hints_list_pending(h, st, CAP);
+	if (*hosts > CAP) {
+		struct hints_stats all;
+		hints_get_stats(h, &all);
+		return all.stored; /* an upper bound; enough for a message */
+	}
 	uint64_t records = 0;
-	for (size_t i = 0; i < hosts && i < 64; i++)
+	for (size_t i = 0; i < *hosts; i++)
 		records += st[i].records;
-	if (!records)
-		return;
-	char line[200];
-	snprintf(line, sizeof(line),
-		 "warning: %" PRIu64 " hints for %zu other nodes leave with "
-		 "this node (repair brings their data)",
-		 records, hosts);
-	LOG_WARN("decommission: %s", line);
+	return records;
+}
+
+static void on_handed(void *arg, bool ok)
+{
+	struct node_moves *l = arg;
+	l->handing = false;
+	size_t hosts;
+	uint64_t left = pending_hints(l, &hosts);
+	char a[INET_ADDR_STRLEN], line[300];
+	inet_addr_format(&l->hints_to, a, sizeof(a));
+	if (ok)
+		snprintf(line, sizeof(line), "hints handed over to %s", a);
+	else
+		snprintf(line, sizeof(line),
+			 "warning: handing hints over to %s failed: %" PRIu64
+			 " hints for %zu nodes leave with this node (repair "
+			 "brings their data)",
+			 a, left, hosts);
+	if (ok)
+		LOG_INFO("decommission: %s", line);
+	else
+		LOG_WARN("decommission: %s", line);
 	on_progress(l, line);
+	leave(l);
+}
+
+/* A live NORMAL peer to take our hints: of our DC if there is one. */
+static bool hints_target(struct node_moves *l, struct inet_addr *out)
+{
+	struct node *n = l->n;
+	struct ring *r = members_ring(n->members);
+	bool found = false;
+	for (size_t i = 0; i < ring_endpoint_count(r); i++) {
+		const struct ring_endpoint *e = ring_endpoint_get(r, i);
+		if (e->status != RING_STATUS_NORMAL ||
+		    inet_addr_eq(&e->addr, &l->ep) ||
+		    !gossip_is_alive(n->gossip, &e->addr))
+			continue;
+		if (strcmp(e->dc, n->conf.dc) == 0) {
+			*out = e->addr;
+			return true;
+		}
+		if (!found)
+			*out = e->addr;
+		found = true;
+	}
+	return found;
+}
+
+/* Decommission, once the ranges are streamed: the hints this node keeps
+ * for down replicas go to a live node, which delivers them when their
+ * targets come back (Cassandra's decommission streams them too); then
+ * leave(). */
+static void hand_over_hints(struct node_moves *l)
+{
+	size_t hosts;
+	uint64_t records = pending_hints(l, &hosts);
+	if (!records) {
+		leave(l);
+		return;
+	}
+	char a[INET_ADDR_STRLEN], line[300];
+	if (!hints_target(l, &l->hints_to)) {
+		snprintf(line, sizeof(line),
+			 "warning: no live node to take %" PRIu64
+			 " hints for %zu nodes: they leave with this node "
+			 "(repair brings their data)",
+			 records, hosts);
+		LOG_WARN("decommission: %s", line);
+		on_progress(l, line);
+		leave(l);
+		return;
+	}
+	snprintf(line, sizeof(line),
+		 "handing %" PRIu64 " hints for %zu nodes over to %s", records,
+		 hosts, inet_addr_format(&l->hints_to, a, sizeof(a)));
+	LOG_INFO("decommission: %s", line);
+	on_progress(l, line);
+	l->handing = true; /* on_handed may run before the call returns */
+	if (cql_service_hand_over_hints(l->n->cql, &l->hints_to, on_handed,
+					l) != 0) {
+		l->handing = false;
+		LOG_WARN("decommission: cannot hand hints over: %s", err_msg());
+		leave(l);
+	}
 }
 
 static int start_move(struct node_moves *l, struct buf *err)
@@ -243,7 +343,6 @@ static int start_move(struct node_moves *l, struct buf *err)
 			 a, l->host_id,
 			 (double)l->n->conf.ring_delay_ms / 1000.0);
 	on_progress(l, line);
-	warn_hints(l);
 	return ADMIN_PENDING;
 }
 
@@ -546,6 +645,8 @@ void node_moves_delete(struct node_moves *l)
 	if (!l)
 		return;
 	node_move_delete(l->move);
+	if (l->handing)
+		cql_service_hand_over_cancel(l->n->cql);
 	finish(l, 2, "", "error: the node is shutting down\n");
 	env_timer_free(l->n->env, l->stop_timer);
 	free(l);

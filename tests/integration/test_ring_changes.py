@@ -254,6 +254,25 @@ def test_decommission_and_removenode_keep_every_row(cluster):
     deleted = load(4, 2, cluster)
     n1, n2, n3, n4 = (BASE + str(i) for i in range(1, 5))
 
+    # node2 keeps hints for node3 (paused: writes to it time out) and
+    # holds them (pausehandoff); leaving, it hands them over to a node
+    # that stays, which delivers them to node3
+    hid3 = host_id(n1, n3)
+    hinted = list(range(300000, 300060))
+    c, s = session(n2)
+    ins = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
+    ins.consistency_level = ConsistencyLevel.ONE
+    cluster("-C", "bs", "node", "node3", "pause")
+    try:
+        for k in hinted:
+            s.execute(ins, (k, f"v{k}"))
+        assert wait_for(lambda: hid3 in tool(n2, "listpendinghints"),
+                        timeout=30)
+        tool(n2, "pausehandoff")
+    finally:
+        cluster("-C", "bs", "node", "node3", "resume")
+    c.shutdown()
+
     # node2 leaves while a client keeps writing; a driver hears of it
     watcher = Cluster([n1], protocol_version=4)
     watcher.connect()
@@ -266,6 +285,12 @@ def test_decommission_and_removenode_keep_every_row(cluster):
     writer.join()
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[decommission] streaming keyspace ks" in r.stdout
+    handed = re.search(r"\[decommission\] handing (\d+) hints for 1 nodes "
+                       r"over to (127\.0\.9\.[134]):7000\n", r.stdout)
+    assert handed, r.stdout
+    assert f"taken from leaving nodes {handed.group(1)}\n" in tool(
+        handed.group(2), "statushandoff")
+    assert "[decommission] hints handed over to" in r.stdout
     assert "Decommissioned: " + n2 in r.stdout
     assert wait_for(lambda: "node2  " + n2 in
                     cluster("-C", "bs", "status").stdout and "stopped" in
@@ -276,7 +301,12 @@ def test_decommission_and_removenode_keep_every_row(cluster):
     assert wait_for(lambda: n2 not in hosts_up(watcher) and n2 not in
                     {h.address for h in watcher.metadata.all_hosts()})
     watcher.shutdown()
-    keys = list(range(ROWS)) + writer.acked
+    # the hints reach node3 from the node that took them (before any read
+    # at ALL, whose read repair would write them there too)
+    assert wait_for(lambda: all(hid3 not in tool(ip, "listpendinghints")
+                                for ip in (n1, n3, n4)), timeout=60)
+    assert check_alone(n3, hinted, set()) > 0
+    keys = list(range(ROWS)) + writer.acked + hinted
     check_all(n1, keys, deleted)
     for ip in (n4, n1, n3):  # node4, alone on rack2 now, took node2's
         assert check_alone(ip, keys, deleted) > 0
