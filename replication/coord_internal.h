@@ -66,6 +66,7 @@ struct repl {
 	struct env_timer *bl_timer;
 	bool bl_replaying;
 	struct repl_stats st;
+	size_t background; /* answered operations still waiting (op_answered) */
 };
 
 /* ---- operations ---------------------------------------------------------- */
@@ -110,6 +111,8 @@ struct op {
 	uint64_t deadline_us; /* on the repl's deadline list while linked */
 	struct op *dl_prev, *dl_next;
 	bool replied;
+	bool background; /* answered (op_answered): no longer counts in flight
+			  */
 	/* Frees requested while `hold` > 0 wait for the holder: an answer can
 	 * arrive inline (a local apply) while a send loop still runs. */
 	int hold;
@@ -194,11 +197,19 @@ struct op *op_new(struct repl *r, enum op_kind kind, int cl,
 /* Unregisters every id of the operation and frees it (once nobody holds
  * it). */
 void op_free(struct op *op);
+/* The requester has its answer: marks the operation replied, and what
+ * it still waits for (slow replicas to hint, read repairs) is background
+ * work that no longer counts against max_inflight. */
+void op_answered(struct op *op);
 /* Drops a hold taken with `op->hold++`; frees a free requested meanwhile. */
 void op_unhold(struct op *op);
 
 void result_init(struct repl_result *res, enum repl_outcome o, int cl);
-/* True (and `res` filled with Overloaded) when max_inflight is reached. */
+#define BACKGROUND_FACTOR 16
+
+/* True (and `res` filled with Overloaded) when max_inflight requests
+ * await their answer, or BACKGROUND_FACTOR times as many answered ones
+ * still wait for slow replicas (their memory is bounded too). */
 bool overloaded(struct repl *r, struct repl_result *res, int cl);
 
 /* Wall-clock deadline for a request sent now. */

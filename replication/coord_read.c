@@ -43,7 +43,7 @@ static void read_reply(struct op *op, const struct repl_result *res,
 		storage_mutation_delete(frag);
 		return;
 	}
-	op->replied = true;
+	op_answered(op);
 	struct repl *r = op->r;
 	if (res->outcome == REPL_OK)
 		lat_add(&r->st.read_lat, now_us(r) - op->start_us);
@@ -537,7 +537,7 @@ static void range_reply(struct op *op, const struct repl_result *res,
 {
 	if (op->replied)
 		return;
-	op->replied = true;
+	op_answered(op);
 	struct repl *r = op->r;
 	if (res->outcome == REPL_OK)
 		lat_add(&r->st.range_lat, now_us(r) - op->start_us);

@@ -26,7 +26,7 @@ static void truncate_reply(struct op *op, const struct repl_result *res)
 {
 	if (op->replied)
 		return;
-	op->replied = true;
+	op_answered(op);
 	op->wdone(op->arg, res);
 }
 

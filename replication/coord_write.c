@@ -30,7 +30,7 @@ static void write_reply(struct op *op, const struct repl_result *res)
 {
 	if (op->replied)
 		return;
-	op->replied = true;
+	op_answered(op);
 	struct repl *r = op->r;
 	if (res->outcome == REPL_OK)
 		lat_add(&r->st.write_lat, now_us(r) - op->start_us);

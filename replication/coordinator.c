@@ -184,7 +184,10 @@ void op_free(struct op *op)
 		r->ops = op->next;
 	if (op->next)
 		op->next->prev = op->prev;
-	r->st.inflight--;
+	if (op->background)
+		r->background--;
+	else
+		r->st.inflight--;
 	dl_unlink(r, op);
 	env_timer_free(r->env, op->spec_timer);
 	for (size_t i = 0; i < op->nmut; i++) {
@@ -294,9 +297,20 @@ void result_init(struct repl_result *res, enum repl_outcome o, int cl)
 	res->cl = cl;
 }
 
+void op_answered(struct op *op)
+{
+	op->replied = true;
+	if (op->background)
+		return;
+	op->background = true;
+	op->r->st.inflight--;
+	op->r->background++;
+}
+
 bool overloaded(struct repl *r, struct repl_result *res, int cl)
 {
-	if (r->st.inflight < r->o.max_inflight)
+	if (r->st.inflight < r->o.max_inflight &&
+	    r->background < BACKGROUND_FACTOR * r->o.max_inflight)
 		return false;
 	r->st.overloaded++;
 	result_init(res, REPL_OVERLOADED, cl);
@@ -445,7 +459,7 @@ int repl_hand_over(struct repl *r, const struct inet_addr *to,
 static void deliver_end(struct op *op, int status)
 {
 	if (!op->replied) {
-		op->replied = true;
+		op_answered(op);
 		op->ddone(op->arg, status);
 	}
 	op_free(op);

@@ -59,7 +59,8 @@ struct simc {
 	bool down[MAX_NODES]; /* the failure detector's verdict (everyone's) */
 	struct storage_table_meta *meta;
 	const struct ring_strategy *strategy; /* for batchlog replay */
-	char dir[256];                        /* batchlogs */
+	size_t max_inflight; /* repl_options' (0: the default) */
+	char dir[256];       /* batchlogs */
 };
 
 /* ---- in-memory replica store --------------------------------------------- */
@@ -262,6 +263,8 @@ static void mnode_start(struct mnode *m)
 	char bl[300];
 	snprintf(bl, sizeof(bl), "%s/batchlog%d", c->dir, m->idx);
 	o.batchlog_dir = bl;
+	if (c->max_inflight)
+		o.max_inflight = c->max_inflight;
 	struct repl_hooks h = {.ring = hook_ring,
 			       .is_alive = hook_alive,
 			       .hint = hook_hint,
@@ -806,6 +809,37 @@ START_TEST(handed_over_hints_are_kept_or_applied)
 	ck_assert_int_eq(status, -1);
 	buf_free(&enc);
 	storage_mutation_delete(m);
+	simc_delete(c);
+}
+END_TEST
+
+/* A datacenter cut off (its replicas never answer): LOCAL_QUORUM writes
+ * in the other one succeed, and keep succeeding past max_inflight, while
+ * each waits its timeout in the background to hint the silent replicas.
+ * Only requests not yet answered count against max_inflight. */
+START_TEST(a_silent_datacenter_does_not_overload_local_writes)
+{
+	const char *dcs[6] = {"dc1", "dc1", "dc1", "dc2", "dc2", "dc2"};
+	struct simc *c = simc_new(9, 6, dcs);
+	for (int i = 0; i < 6; i++)
+		repl_delete(c->nodes[i].repl);
+	c->max_inflight = 16;
+	for (int i = 0; i < 6; i++)
+		mnode_start(&c->nodes[i]);
+	struct ring_strategy *s = nts(3, 3);
+	for (int i = 3; i < 6; i++)
+		sim_net_cut(c->sim, NULL, &c->nodes[i].addr, true);
+	for (int k = 0; k < 100; k++) {
+		char key[16];
+		snprintf(key, sizeof(key), "k%d", k);
+		struct outcome o =
+			do_write(c, 0, s, REPL_CL_LOCAL_QUORUM, key, "v", 10);
+		ck_assert_msg(o.res.outcome == REPL_OK, "write %d: %s", k,
+			      o.res.msg);
+	}
+	sim_run_for(c->sim, 3000000);
+	ck_assert_int_eq(c->nodes[0].hints, 300);
+	ring_strategy_delete(s);
 	simc_delete(c);
 }
 END_TEST
@@ -1504,6 +1538,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, rf_above_node_count);
 	tcase_add_test(tc, write_timeout_and_hint);
 	tcase_add_test(tc, handed_over_hints_are_kept_or_applied);
+	tcase_add_test(tc, a_silent_datacenter_does_not_overload_local_writes);
 	tcase_add_test(tc, read_repair);
 	tcase_add_test(tc, read_timeout);
 	tcase_add_test(tc, timeouts_fire_at_each_operations_own_deadline);
