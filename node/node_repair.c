@@ -540,29 +540,22 @@ static void history_save(struct node_repair *nr)
 	nr->tasks_dirty = false;
 }
 
+static int parse_history(void *arg, const uint8_t *data, size_t len)
+{
+	return repair_history_load(((struct node_repair *)arg)->tasks, data,
+				   len);
+}
+
 /* Reads the history (at start, before the loop runs). A corrupt file is
  * moved aside to repair_history.corrupt, with an error in the log; the
  * history starts empty. */
 static void history_load(struct node_repair *nr)
 {
-	uint8_t *data;
-	size_t len;
-	const char *path = node_state_file_path(nr->tasks_file);
-	if (node_state_file_read(nr->tasks_file, HISTORY_MAX, &data, &len)) {
-		if (err_code() != ERR_NOT_FOUND)
-			LOG_ERROR("cannot read %s: %s", path, err_msg());
-		return;
-	}
-	if (repair_history_load(nr->tasks, data, len)) {
-		LOG_ERROR("%s: %s; moved to %s.corrupt, starting an empty "
-			  "repair history",
-			  path, err_msg(), path);
-		node_state_file_set_aside(nr->tasks_file);
-	} else {
+	if (node_state_file_load(nr->tasks_file, HISTORY_MAX, parse_history, nr,
+				 "starting an empty repair history") == 1)
 		LOG_INFO("repair history: %zu tasks from %s",
-			 repair_history_count(nr->tasks), path);
-	}
-	free(data);
+			 repair_history_count(nr->tasks),
+			 node_state_file_path(nr->tasks_file));
 }
 
 static void on_done(void *arg, const struct repair_summary *s)

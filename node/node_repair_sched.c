@@ -204,28 +204,21 @@ static const struct repair_sched_ops sched_ops = {
 	.save = ops_save,
 };
 
+static int parse_state(void *arg, const uint8_t *data, size_t len)
+{
+	return repair_sched_load(((struct node_repair_sched *)arg)->sched, data,
+				 len);
+}
+
 /* Reads the state (at start, before the loop runs). A corrupt file is
  * moved aside to repair_schedule.corrupt, with an error in the log. */
 static void state_load(struct node_repair_sched *ns)
 {
-	uint8_t *data;
-	size_t len;
-	const char *path = node_state_file_path(ns->state);
-	if (node_state_file_read(ns->state, STATE_MAX, &data, &len)) {
-		if (err_code() != ERR_NOT_FOUND)
-			LOG_ERROR("cannot read %s: %s", path, err_msg());
-		return;
-	}
-	if (repair_sched_load(ns->sched, data, len)) {
-		LOG_ERROR("%s: %s; moved to %s.corrupt, starting a new "
-			  "schedule",
-			  path, err_msg(), path);
-		node_state_file_set_aside(ns->state);
-	} else {
-		LOG_INFO("repair schedule: resumed from %s (%zu tables)", path,
+	if (node_state_file_load(ns->state, STATE_MAX, parse_state, ns,
+				 "starting a new schedule") == 1)
+		LOG_INFO("repair schedule: resumed from %s (%zu tables)",
+			 node_state_file_path(ns->state),
 			 repair_sched_table_count(ns->sched));
-	}
-	free(data);
 }
 
 /* ---- life cycle ---------------------------------------------------------- */

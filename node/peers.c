@@ -236,38 +236,34 @@ static int parse(struct node *n, char *text, size_t *added)
 	return rc;
 }
 
+struct load_ctx {
+	struct node *n;
+	size_t added;
+};
+
+static int parse_file(void *arg, const uint8_t *data, size_t len)
+{
+	struct load_ctx *l = arg;
+	if (memchr(data, '\0', len))
+		return err_set(ERR_CORRUPT, "binary data");
+	char *text = malloc(len + 1);
+	if (!text)
+		return err_set(ERR_NOMEM, "saved peers");
+	memcpy(text, data, len);
+	text[len] = '\0';
+	int rc = parse(l->n, text, &l->added);
+	free(text);
+	return rc;
+}
+
 static void load(struct node_peers *p)
 {
-	uint8_t *data;
-	size_t len;
-	const char *path = node_state_file_path(p->file);
-	if (node_state_file_read(p->file, PEERS_MAX, &data, &len)) {
-		if (err_code() != ERR_NOT_FOUND)
-			LOG_ERROR("cannot read %s: %s", path, err_msg());
-		return;
-	}
-	char *text = malloc(len + 1);
-	size_t added = 0;
-	if (!text) {
-		LOG_ERROR("cannot read %s: out of memory", path);
-	} else {
-		memcpy(text, data, len);
-		text[len] = '\0';
-		if (memchr(data, '\0', len) || parse(p->n, text, &added) != 0) {
-			LOG_ERROR("%s: %s; moved to %s.corrupt, starting from "
-				  "gossip alone",
-				  path,
-				  memchr(data, '\0', len) ? "binary data"
-							  : err_msg(),
-				  path);
-			node_state_file_set_aside(p->file);
-		}
-	}
-	if (added)
+	struct load_ctx l = {p->n, 0};
+	node_state_file_load(p->file, PEERS_MAX, parse_file, &l,
+			     "starting from gossip alone");
+	if (l.added)
 		LOG_INFO("%zu peers loaded from %s (down until heard from)",
-			 added, path);
-	free(text);
-	free(data);
+			 l.added, node_state_file_path(p->file));
 }
 
 /* ---- life cycle ---------------------------------------------------------- */

@@ -147,3 +147,25 @@ void node_state_file_set_aside(struct node_state_file *f)
 	if (env_rename(f->env, f->path, aside))
 		LOG_WARN("cannot move %s aside: %s", f->path, err_msg());
 }
+
+int node_state_file_load(struct node_state_file *f, size_t max,
+			 int (*parse)(void *arg, const uint8_t *data,
+				      size_t len),
+			 void *arg, const char *instead)
+{
+	uint8_t *data;
+	size_t len;
+	if (node_state_file_read(f, max, &data, &len)) {
+		if (err_code() != ERR_NOT_FOUND)
+			LOG_ERROR("cannot read %s: %s", f->path, err_msg());
+		return 0;
+	}
+	int rc = parse(arg, data, len);
+	free(data);
+	if (rc == 0)
+		return 1;
+	LOG_ERROR("%s: %s; moved to %s.corrupt, %s", f->path, err_msg(),
+		  f->path, instead);
+	node_state_file_set_aside(f);
+	return -1;
+}

@@ -32,6 +32,14 @@ int node_state_file_read(struct node_state_file *f, size_t max, uint8_t **data,
 			 size_t *len);
 /* Moves a file that did not parse to PATH.corrupt (best effort). */
 void node_state_file_set_aside(struct node_state_file *f);
+/* Reads the file (before the loop runs) and hands it to parse(arg, data,
+ * len), which returns 0 or -1 with err set. 1: parsed; 0: no file, or it
+ * cannot be read (logged); -1: it does not parse, so it was moved aside
+ * and the error logged with `instead` ("starting a new schedule"). */
+int node_state_file_load(struct node_state_file *f, size_t max,
+			 int (*parse)(void *arg, const uint8_t *data,
+				      size_t len),
+			 void *arg, const char *instead);
 /* Writes `data` (takes ownership) on the worker; a state handed over
  * while a write runs replaces any older one waiting. */
 void node_state_file_save(struct node_state_file *f, uint8_t *data, size_t len);
