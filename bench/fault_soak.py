@@ -42,14 +42,17 @@ SRC = Path(__file__).resolve().parent.parent
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--dcs", type=int, choices=(1, 2), default=1)
-    p.add_argument("--cl", default="QUORUM",
-                   help="write consistency (ONE, QUORUM, LOCAL_QUORUM...)")
+    p.add_argument("--cl", help="write consistency (ONE, QUORUM, "
+                   "LOCAL_QUORUM...; default QUORUM, LOCAL_QUORUM with two "
+                   "DCs)")
     p.add_argument("--duration", type=float, default=90)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--settle", type=float, default=40,
                    help="seconds between the last fault and the reads")
     p.add_argument("--base-ip", default="127.0.22.")
-    return p.parse_args()
+    a = p.parse_args()
+    a.cl = a.cl or ("LOCAL_QUORUM" if a.dcs == 2 else "QUORUM")
+    return a
 
 
 class Soak:
