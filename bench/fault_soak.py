@@ -12,7 +12,8 @@ every node is started, and after --settle seconds (time for hints) each
 acknowledged insert must read back with its value, and each acknowledged
 delete must stay deleted, at QUORUM (one DC) or at LOCAL_QUORUM in each DC
 (two). A delete or insert that failed may still have been applied: those
-keys are not judged. Prints RESULT OK or RESULT FAIL with the keys.
+keys are not judged. Prints RESULT OK or RESULT FAIL with the keys; after
+a failure the cluster is stopped and kept (its CASSINI_HOME is printed).
 
     /usr/bin/python3 bench/fault_soak.py [--dcs 1|2] [--cl ONE]
         [--duration 90] [--seed 1] [--settle 40] [--base-ip 127.0.22.]
@@ -197,8 +198,12 @@ class Soak:
                       for dc in ("dc1", "dc2")])
         else:
             ok = self.verify("dc1", ConsistencyLevel.QUORUM)
-        self.cluster("remove", check=False)
-        shutil.rmtree(self.home, ignore_errors=True)
+        if ok:
+            self.cluster("remove", check=False)
+            shutil.rmtree(self.home, ignore_errors=True)
+        else:  # kept for its logs
+            self.cluster("stop", check=False)
+            print(f"cluster kept (stopped): CASSINI_HOME={self.home}")
         print("RESULT", "OK" if ok else "FAIL")
         return 0 if ok else 1
 
