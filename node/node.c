@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@
 #define JOIN_SILENT_ROUNDS 5  /* a joiner not heard of for longer failed */
 #define SETTLE_ROUNDS      5  /* longest wait for gossip before serving */
 #define SHUTDOWN_FLUSH_MS  200
+#define STOP_POLL_US       50000u /* node_stop's look at the coordinator */
 
 static int open_log(struct node *n)
 {
@@ -959,20 +961,51 @@ int node_run(struct node *n)
 	return NODE_EXIT_OK;
 }
 
+/* node_stop's second step, once the coordinator has no operation left
+ * (or write_request_timeout and a little more have passed): gossip tells
+ * live peers we are going, and the loop runs a little longer so the
+ * announcement leaves the socket buffers. */
+static void stop_tick(void *arg)
+{
+	struct node *n = arg;
+	struct repl_stats st = {0};
+	if (n->cql)
+		cql_service_data_stats(n->cql, &st);
+	uint64_t busy = st.inflight + st.background;
+	if (busy && n->stop_timer &&
+	    env_mono_us(n->env) < n->stop_deadline_us) {
+		env_timer_arm(n->env, n->stop_timer, STOP_POLL_US);
+		return;
+	}
+	if (busy)
+		LOG_WARN("stopping with %" PRIu64 " coordinator operations "
+			 "unfinished",
+			 busy);
+	struct timeval flush = {0, SHUTDOWN_FLUSH_MS * 1000};
+	if (n->gossip && !n->drained)
+		gossip_announce_shutdown(n->gossip);
+	n->drained = true; /* also lets an admin answer (stopdaemon) leave */
+	event_base_loopexit(n->base, &flush);
+}
+
 void node_stop(struct node *n, const char *reason)
 {
 	if (n->stop_reason)
 		return;
 	n->stop_reason = reason;
 	LOG_INFO("shutting down (%s)", reason);
-	/* Modules are stopped here, in reverse start order, as they land.
-	 * Gossip tells live peers we are going; the loop runs a little longer
-	 * so the announcement leaves the socket buffers. */
-	struct timeval flush = {0, SHUTDOWN_FLUSH_MS * 1000};
-	if (n->gossip && !n->drained)
-		gossip_announce_shutdown(n->gossip);
-	n->drained = true; /* also lets an admin answer (stopdaemon) leave */
-	event_base_loopexit(n->base, &flush);
+	/* As Cassandra's drain: clients go first, then the writes this node
+	 * coordinates finish (acknowledged, or hinted at their timeout: a
+	 * write answered at ONE from our own replica must still reach the
+	 * others or leave hints), then peers are told. Modules are stopped
+	 * in node_delete, in reverse start order. */
+	if (n->cql)
+		cql_service_stop_serving(n->cql);
+	n->stop_deadline_us = env_mono_us(n->env) +
+			      (n->conf.write_request_timeout_ms + 500) * 1000u;
+	if (!n->stop_timer)
+		n->stop_timer = env_timer_new(n->env, stop_tick, n);
+	stop_tick(n);
 }
 
 void node_delete(struct node *n)
@@ -1011,6 +1044,8 @@ void node_delete(struct node *n)
 		env_timer_free(n->env, n->join_timer);
 	if (n->env && n->settle_timer)
 		env_timer_free(n->env, n->settle_timer);
+	if (n->env && n->stop_timer)
+		env_timer_free(n->env, n->stop_timer);
 	local_state_free(&n->local);
 	if (n->env)
 		env_real_delete(n->env);

@@ -50,6 +50,8 @@ struct node {
 	struct inet_addr join_waiting; /* the joiner ahead waited for */
 	unsigned join_wait_rounds;     /* rounds it has kept us waiting */
 	bool drained;
+	struct env_timer *stop_timer; /* node_stop waits for the coordinator */
+	uint64_t stop_deadline_us;
 
 	struct cql_service *cql;
 	struct cql_peer_info

@@ -720,4 +720,5 @@ void repl_get_stats(const struct repl *r, struct repl_stats *out)
 {
 	*out = r->st;
 	out->batchlog_pending = r->bl ? batchlog_count(r->bl) : 0;
+	out->background = r->background;
 }

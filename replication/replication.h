@@ -367,7 +367,8 @@ struct repl_stats {
 	uint64_t replica_mutations, replica_reads, replica_ranges,
 		replica_truncates, hints_taken; /* served */
 	uint64_t dropped[REPL_VERB_LAST + 1];   /* past their deadline */
-	uint64_t inflight;
+	uint64_t inflight;   /* requests awaiting their answer */
+	uint64_t background; /* answered, still waiting for slow replicas */
 	struct repl_latency write_lat, read_lat, range_lat;
 };
 void repl_get_stats(const struct repl *r, struct repl_stats *out);

@@ -13,6 +13,7 @@ every server answer reaches the test unchanged).
   written before a truncate are not delivered after it.
 
 Nodes live on 127.0.11.x."""
+import threading
 import time
 
 import pytest
@@ -394,3 +395,45 @@ def test_a_restarted_node_knows_the_ring_before_it_serves(cluster):
                      (k,)).one()
         assert row is not None and row.v == "w", (k, row)
     c.shutdown()
+
+
+def test_a_stopping_coordinator_finishes_its_writes(cluster):
+    """A node stopped (SIGTERM) while it coordinates writes at ONE: every
+    write it acknowledged reaches the other replicas (or leaves a hint)
+    before it goes. It stops serving clients first, then waits for the
+    writes it coordinates, then tells its peers (Cassandra's drain
+    order). 3 nodes, RF 3: nodes 2 and 3, each alone, hold every key."""
+    cluster("create", "co", "-n", "3", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms", "-s", timeout=180)
+    ips = [BASE + str(i) for i in (1, 2, 3)]
+    c, s = session(ips[1])
+    rf3_table(c, s, "st")
+    c.shutdown()
+    c, s = session(ips[0])
+    ins = s.prepare("INSERT INTO st.t (k, v) VALUES (?, 'v')")
+    ins.consistency_level = CL.ONE
+    acked, stop = [], threading.Event()
+
+    def write():
+        k = 0
+        while not stop.is_set():
+            try:
+                s.execute(ins, (k,))
+                acked.append(k)
+            except Exception:
+                pass
+            k += 1
+    t = threading.Thread(target=write)
+    t.start()
+    assert wait_for(lambda: len(acked) > 300)
+    cluster("node", "node1", "stop")
+    stop.set()
+    t.join()
+    c.shutdown()
+    for ip in ips[1:]:
+        c, s = session(ip)
+        sel = s.prepare("SELECT v FROM st.t WHERE k = ?")
+        sel.consistency_level = CL.ONE
+        missing = [k for k in acked if s.execute(sel, (k,)).one() is None]
+        c.shutdown()
+        assert not missing, (ip, len(missing), missing[:10])
