@@ -1,5 +1,6 @@
 /*
- * The hint store and dispatcher (see hints.h for the contract and
+ * The hint store (see hints.h for the contract, hints_deliver.c for the
+ * dispatcher, and
  * hints_internal.h for the record format).
  *
  * State per target host: its files in sequence order (the last one may be
@@ -43,107 +44,12 @@
 #define STATE_NAME "hints.state"
 #define STATE_MAX  (4u << 20)
 
-struct hint_file {
-	uint64_t seq;
-	uint64_t size; /* sound bytes; readers stop here */
-	uint64_t records;
-	int64_t oldest_us;
-	int64_t newest_us;
-	uint64_t damage_hwm; /* damage below this was counted already */
-	struct env_file *wf; /* open for appending, else NULL */
-	struct hint_file *next;
-};
-
-struct hint_host;
-
-/* One send awaiting its callback. */
-struct hint_slot {
-	struct hint_host *host;
-	uint64_t epoch; /* the host's epoch when sent */
-	uint64_t start;
-	uint64_t end;
-	bool done;
-	bool ok;
-};
-
-struct hint_host {
-	struct hints *h;
-	uint8_t id[16];
-	char idtext[37];
-	struct hint_file *files; /* ascending seq */
-	uint64_t file_count;
-	uint64_t bytes;
-	uint64_t records;
-	int64_t down_since_us; /* 0 = not known down */
-	bool removed;          /* left the ring; freed once unreferenced */
-
-	/* delivery */
-	bool delivering;
-	bool failed;     /* stop sending; reset once outstanding is 0 */
-	bool pumping;    /* inside host_pump: callbacks must not re-enter */
-	bool want_start; /* a start came while the last attempt drained */
-	struct hint_file *cur;
-	struct hints_cursor pos;
-	uint64_t acked_off; /* start of the first unacknowledged record */
-	uint8_t *chunk;     /* file bytes [chunk_off, chunk_off + chunk_len) */
-	uint64_t chunk_off;
-	size_t chunk_len;
-	bool read_busy;
-	uint64_t epoch; /* bumped when the current file changes */
-	struct hint_slot *ring;
-	uint32_t head;        /* oldest slot */
-	uint32_t count;       /* slots in use */
-	uint32_t outstanding; /* sends awaiting a callback */
-	uint32_t jobs;        /* offloaded reads referencing the host */
-};
-
-struct hints {
-	struct hints_options o;
-	struct env *env;
-	char *dir;
-	char **dcs; /* disabled datacenters */
-	size_t dc_count;
-	bool enabled;
-	bool paused;
-	bool closing;
-	uint64_t max_window_ms;
-	uint64_t throttle;
-
-	struct hint_host **hosts;
-	size_t host_count;
-	size_t host_cap;
-	size_t rr; /* round-robin start for pumping every host */
-	uint64_t next_seq;
-	struct buf scratch;
-
-	double tokens; /* throttle bucket, bytes */
-	uint64_t tokens_at;
-	struct env_timer *throttle_timer;
-	bool throttle_armed;
-	struct env_timer *check_timer;
-
-	bool state_dirty;
-	bool state_busy;
-
-	uint64_t refs; /* outstanding sends and offloaded jobs */
-	struct hints_stats st;
-
-	/* hints_hand_over: while ho_send is set, every send goes through
-	 * it (to another node) instead of o.send (to the target). */
-	hints_send_fn ho_send;
-	void *ho_arg;
-	hints_handed_fn ho_done;
-	void *ho_done_arg;
-	bool ho_failed;
-};
-
-static void host_pump(struct hint_host *x);
-static void host_after(struct hint_host *x);
+#include "replication/hints_store_internal.h"
 
 /* ---- names --------------------------------------------------------------- */
 
-static void file_path(const struct hints *h, const struct hint_host *x,
-		      uint64_t seq, char *out, size_t cap)
+void hints_file_path(const struct hints *h, const struct hint_host *x,
+		     uint64_t seq, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s/%s-%" PRIu64 ".hints", h->dir, x->idtext, seq);
 }
@@ -203,7 +109,7 @@ static void host_free(struct hint_host *x)
 }
 
 /* Frees a removed host once nothing refers to it. */
-static void host_maybe_free(struct hint_host *x)
+void hints_host_maybe_free(struct hint_host *x)
 {
 	struct hints *h = x->h;
 	if (!x->removed || x->outstanding || x->jobs || h->closing)
@@ -232,7 +138,7 @@ static void hints_free(struct hints *h)
 
 /* Drops a reference; the last one after hints_close frees the store.
  * Returns true when it did (the caller must not touch h again). */
-static bool release(struct hints *h)
+bool hints_release(struct hints *h)
 {
 	h->refs--;
 	if (h->closing && h->refs == 0) {
@@ -244,8 +150,8 @@ static bool release(struct hints *h)
 
 /* ---- offloaded jobs ------------------------------------------------------ */
 
-static void offload(struct hints *h, void (*run)(void *), void (*done)(void *),
-		    void *job)
+void hints_offload(struct hints *h, void (*run)(void *), void (*done)(void *),
+		   void *job)
 {
 	h->refs++;
 	if (h->o.offload) {
@@ -283,10 +189,10 @@ static void retire_done(void *arg)
 	if (j->status != 0)
 		LOG_WARN("cannot sync a finished hint file: %s", j->msg);
 	free(j);
-	release(h);
+	hints_release(h);
 }
 
-static void file_retire(struct hints *h, struct hint_file *f)
+void hints_file_retire(struct hints *h, struct hint_file *f)
 {
 	if (!f->wf)
 		return;
@@ -301,7 +207,7 @@ static void file_retire(struct hints *h, struct hint_file *f)
 	j->h = h;
 	j->wf = f->wf;
 	f->wf = NULL;
-	offload(h, retire_run, retire_done, j);
+	hints_offload(h, retire_run, retire_done, j);
 }
 
 /* ---- the state file: when each host went down -----------------------------
@@ -383,7 +289,7 @@ static void state_done(void *arg)
 	} else if (h->state_dirty) {
 		state_write(h);
 	}
-	release(h);
+	hints_release(h);
 }
 
 /* Persists the down times, off the loop; one write at a time. */
@@ -406,7 +312,7 @@ static void state_write(struct hints *h)
 	j->data = buf_steal(&b, &j->len);
 	h->state_dirty = false;
 	h->state_busy = true;
-	offload(h, state_run, state_done, j);
+	hints_offload(h, state_run, state_done, j);
 }
 
 static int state_load(struct hints *h)
@@ -622,7 +528,7 @@ static int scan_dir(struct hints *h)
 			free(d.v);
 			return -1;
 		}
-		file_path(h, x, d.v[i].seq, path, sizeof(path));
+		hints_file_path(h, x, d.v[i].seq, path, sizeof(path));
 		if (d.v[i].seq >= h->next_seq)
 			h->next_seq = d.v[i].seq + 1;
 		struct hint_file *f = scan_file(h, path, d.v[i].seq, &failed);
@@ -636,443 +542,6 @@ static int scan_dir(struct hints *h)
 	}
 	free(d.v);
 	return 0;
-}
-
-/* ---- throttle ------------------------------------------------------------ */
-
-static double throttle_burst(const struct hints *h)
-{
-	return (double)h->throttle / 10.0;
-}
-
-/* Whether a send may go now (the bucket is not in debt). */
-static bool throttle_ok(struct hints *h)
-{
-	if (h->throttle == 0)
-		return true;
-	uint64_t now = env_mono_us(h->env);
-	double add = (double)(now - h->tokens_at) * (double)h->throttle / 1e6;
-	h->tokens_at = now;
-	h->tokens += add;
-	if (h->tokens > throttle_burst(h))
-		h->tokens = throttle_burst(h);
-	return h->tokens > 0;
-}
-
-static void throttle_arm(struct hints *h)
-{
-	if (h->throttle_armed)
-		return;
-	double deficit = 1.0 - h->tokens;
-	uint64_t delay = (uint64_t)(deficit * 1e6 / (double)h->throttle) + 1;
-	if (delay < 1000)
-		delay = 1000;
-	h->throttle_armed = true;
-	env_timer_arm(h->env, h->throttle_timer, delay);
-}
-
-static void pump_all(struct hints *h)
-{
-	size_t n = h->host_count;
-	if (n == 0)
-		return;
-	size_t start = h->rr++ % n;
-	for (size_t i = 0; i < n && i < h->host_count; i++) {
-		struct hint_host *x = h->hosts[(start + i) % h->host_count];
-		if (x->delivering)
-			host_pump(x);
-	}
-}
-
-static void on_throttle(void *arg)
-{
-	struct hints *h = arg;
-	h->throttle_armed = false;
-	pump_all(h);
-}
-
-/* ---- delivery ------------------------------------------------------------ */
-
-static void host_damage(void *arg, enum hints_damage what, uint64_t off,
-			uint64_t end)
-{
-	struct hint_host *x = arg;
-	struct hint_file *f = x->cur;
-	if (what == HINTS_DAMAGE_TORN || off < f->damage_hwm)
-		return;
-	f->damage_hwm = end;
-	x->h->st.corrupt++;
-	char path[PATH_MAX];
-	file_path(x->h, x, f->seq, path, sizeof(path));
-	LOG_WARN("%s: corrupt hint data at offset %" PRIu64 "..%" PRIu64
-		 " skipped",
-		 path, off, end);
-}
-
-static void host_fail(struct hint_host *x, bool count)
-{
-	if (!x->failed && count)
-		x->h->st.send_failures++;
-	x->failed = true;
-}
-
-/* Back to idle once every send has called back. */
-static void host_reset(struct hint_host *x)
-{
-	x->count = 0;
-	x->head = 0;
-	x->failed = false;
-	x->delivering = false;
-	if (x->cur) {
-		x->pos = (struct hints_cursor){.off = x->acked_off,
-					       .good_end = x->acked_off};
-	}
-}
-
-static bool host_start(struct hint_host *x);
-
-/* A hand-over ends when no host is delivering and either a send failed
- * or no hint is left; a host with hints stored meanwhile starts again. */
-static void hand_over_check(struct hints *h)
-{
-	if (!h->ho_send)
-		return;
-	bool left = false;
-	for (size_t i = 0; i < h->host_count; i++) {
-		struct hint_host *x = h->hosts[i];
-		if (x->delivering)
-			return;
-		left |= x->files && !x->removed;
-	}
-	for (size_t i = 0; left && !h->ho_failed && i < h->host_count; i++)
-		if (host_start(h->hosts[i]))
-			return; /* its end checks again */
-	hints_handed_fn done = h->ho_done;
-	void *arg = h->ho_done_arg;
-	bool ok = !left && !h->ho_failed;
-	h->ho_send = NULL;
-	h->ho_done = NULL;
-	done(arg, ok);
-}
-
-static void host_after(struct hint_host *x)
-{
-	struct hints *h = x->h;
-	if (x->failed && x->outstanding == 0 && !x->pumping) {
-		host_reset(x);
-		if (x->want_start) {
-			x->want_start = false;
-			host_start(x);
-		} else {
-			/* Retry soon rather than at the next periodic check:
-			 * a target that just restarted drops the first sends
-			 * while its data path starts. */
-			uint64_t ms = h->o.check_interval_ms < 1000
-					      ? h->o.check_interval_ms
-					      : 1000;
-			if (h->check_timer) /* NULL once closed */
-				env_timer_arm(h->env, h->check_timer,
-					      ms * 1000);
-		}
-	}
-	if (!x->delivering && !x->pumping)
-		hand_over_check(h);
-	host_maybe_free(x);
-}
-
-static void host_clear_cur(struct hint_host *x)
-{
-	x->cur = NULL;
-	x->epoch++;
-	x->chunk_off = 0;
-	x->chunk_len = 0;
-	x->acked_off = 0;
-	x->pos = (struct hints_cursor){0};
-}
-
-/* Every record of the current file is acknowledged: delete it. */
-static void host_file_done(struct hint_host *x)
-{
-	struct hints *h = x->h;
-	struct hint_file *f = x->cur;
-	char path[PATH_MAX];
-	file_path(h, x, f->seq, path, sizeof(path));
-	if (env_unlink(h->env, path) != 0 && err_code() != ERR_NOT_FOUND)
-		LOG_WARN("cannot delete a delivered hint file: %s", err_msg());
-	struct hint_file **p = &x->files;
-	while (*p != f)
-		p = &(*p)->next;
-	*p = f->next;
-	x->file_count--;
-	x->bytes -= f->size;
-	x->records -= f->records;
-	free(f);
-	host_clear_cur(x);
-}
-
-/* Picks the oldest file; one still being written is finished first. */
-static bool host_next_file(struct hint_host *x)
-{
-	if (!x->files)
-		return false;
-	host_clear_cur(x);
-	x->cur = x->files;
-	file_retire(x->h, x->cur);
-	return true;
-}
-
-struct read_job {
-	struct hint_host *x;
-	struct env *env;
-	uint64_t epoch;
-	char path[PATH_MAX];
-	uint64_t off;
-	size_t want;
-	size_t need; /* fewer bytes than this is an error */
-	uint8_t *buf;
-	size_t got;
-	int status;
-	char msg[ERR_MSG_MAX];
-};
-
-static void read_run(void *arg)
-{
-	struct read_job *j = arg;
-	struct env_file *fp;
-	j->status = -1;
-	if (env_file_open(j->env, j->path, ENV_FILE_READ, &fp) != 0) {
-		snprintf(j->msg, sizeof(j->msg), "%s", err_msg());
-		return;
-	}
-	ssize_t got = env_file_pread(fp, j->buf, j->want, j->off);
-	if (got < 0) {
-		snprintf(j->msg, sizeof(j->msg), "%s", err_msg());
-	} else if ((size_t)got < j->need) {
-		snprintf(j->msg, sizeof(j->msg),
-			 "short read: %zd bytes at offset %" PRIu64
-			 ", expected %zu",
-			 got, j->off, j->need);
-	} else {
-		j->got = (size_t)got;
-		j->status = 0;
-	}
-	env_file_close(fp);
-}
-
-static void read_done(void *arg)
-{
-	struct read_job *j = arg;
-	struct hint_host *x = j->x;
-	struct hints *h = x->h;
-	x->jobs--;
-	x->read_busy = false;
-	if (h->closing) {
-		free(j->buf);
-		free(j);
-		release(h);
-		return;
-	}
-	if (j->epoch == x->epoch && !x->removed) {
-		if (j->status != 0) {
-			LOG_WARN("cannot read hints from %s: %s", j->path,
-				 j->msg);
-			host_fail(x, true);
-			free(j->buf);
-		} else {
-			free(x->chunk);
-			x->chunk = j->buf;
-			x->chunk_off = j->off;
-			x->chunk_len = j->got;
-		}
-	} else {
-		free(j->buf);
-	}
-	free(j);
-	h->refs--;
-	if (!x->pumping)
-		host_pump(x);
-}
-
-/* Reads at least `need` bytes at the cursor. */
-static void host_read(struct hint_host *x, size_t need)
-{
-	struct hints *h = x->h;
-	uint64_t left = x->cur->size - x->pos.off;
-	size_t want = need > h->o.read_chunk ? need : h->o.read_chunk;
-	if (want > left)
-		want = (size_t)left;
-	struct read_job *j = calloc(1, sizeof(*j));
-	uint8_t *b = malloc(want ? want : 1);
-	if (!j || !b) {
-		free(j);
-		free(b);
-		LOG_WARN("cannot read hints: out of memory");
-		host_fail(x, true);
-		return;
-	}
-	*j = (struct read_job){.x = x,
-			       .env = h->env,
-			       .epoch = x->epoch,
-			       .off = x->pos.off,
-			       .want = want,
-			       .need = need < want ? need : want,
-			       .buf = b};
-	file_path(h, x, x->cur->seq, j->path, sizeof(j->path));
-	x->read_busy = true;
-	x->jobs++;
-	offload(h, read_run, read_done, j);
-}
-
-static void on_sent(void *arg, int status)
-{
-	struct hint_slot *s = arg;
-	struct hint_host *x = s->host;
-	struct hints *h = x->h;
-	x->outstanding--;
-	if (release(h))
-		return;
-	if (h->closing)
-		return;
-	if (s->epoch != x->epoch) {
-		/* The file was dropped meanwhile. */
-		host_after(x);
-		return;
-	}
-	s->done = true;
-	s->ok = status == 0;
-	if (status != 0) {
-		host_fail(x, true);
-		h->ho_failed |= h->ho_send != NULL;
-	}
-	uint32_t cap = h->o.max_in_flight;
-	while (x->count > 0) {
-		struct hint_slot *head = &x->ring[x->head];
-		if (!head->done || !head->ok)
-			break;
-		x->acked_off = head->end;
-		h->st.delivered++;
-		x->head = (x->head + 1) % cap;
-		x->count--;
-	}
-	if (!x->pumping)
-		host_pump(x);
-}
-
-static bool host_may_send(const struct hint_host *x)
-{
-	const struct hints *h = x->h;
-	return x->delivering && !x->failed && !x->removed &&
-	       (!h->paused || h->ho_send) && !h->closing;
-}
-
-/* Sends what the window and the throttle allow. */
-static void host_pump(struct hint_host *x)
-{
-	struct hints *h = x->h;
-	uint32_t cap = h->o.max_in_flight;
-	if (x->pumping)
-		return;
-	x->pumping = true;
-	while (host_may_send(x)) {
-		if (!x->cur && !host_next_file(x)) {
-			x->delivering = false; /* all delivered */
-			break;
-		}
-		if (x->count == cap)
-			break;
-		if (!throttle_ok(h)) {
-			throttle_arm(h);
-			break;
-		}
-		struct hints_record rec;
-		size_t need = 0;
-		enum hints_parse_result r = hints_parse_next(
-			&x->pos, x->chunk, x->chunk_off, x->chunk_len,
-			x->cur->size, &rec, &need, host_damage, x);
-		if (r == HINTS_PARSE_NEED) {
-			if (!x->read_busy)
-				host_read(x, need);
-			if (x->read_busy)
-				break;
-			continue;
-		}
-		if (r == HINTS_PARSE_END) {
-			if (x->count > 0)
-				break; /* wait for the acks */
-			host_file_done(x);
-			continue;
-		}
-		struct hint_slot *s = &x->ring[(x->head + x->count) % cap];
-		*s = (struct hint_slot){.host = x,
-					.epoch = x->epoch,
-					.start = rec.off,
-					.end = rec.end};
-		x->count++;
-		x->outstanding++;
-		h->refs++;
-		if (h->throttle)
-			h->tokens -= (double)(rec.end - rec.off);
-		hints_send_fn send = h->ho_send ? h->ho_send : h->o.send;
-		void *send_arg = h->ho_send ? h->ho_arg : h->o.hook_arg;
-		if (send(send_arg, x->id, rec.mutation, rec.len, rec.created_us,
-			 on_sent, s) != 0) {
-			x->outstanding--;
-			h->refs--;
-			s->done = true;
-			host_fail(x, true);
-			h->ho_failed |= h->ho_send != NULL;
-		}
-	}
-	x->pumping = false;
-	host_after(x);
-}
-
-/* Starts delivering to x unless it is busy, paused or has nothing. */
-static bool host_start(struct hint_host *x)
-{
-	struct hints *h = x->h;
-	if (x->removed || h->closing || !x->files)
-		return false;
-	if (x->delivering) {
-		if (x->failed)
-			x->want_start = true;
-		return false;
-	}
-	if (h->paused && !h->ho_send)
-		return false;
-	if (!x->ring) {
-		x->ring = calloc(h->o.max_in_flight, sizeof(*x->ring));
-		if (!x->ring) {
-			LOG_WARN("cannot deliver hints to %s: out of memory",
-				 x->idtext);
-			return false;
-		}
-	}
-	x->delivering = true;
-	x->failed = false;
-	host_pump(x);
-	return true;
-}
-
-/* Starts delivery to every host with hints that is alive and idle. */
-static void start_eligible(struct hints *h)
-{
-	for (size_t i = 0; i < h->host_count; i++) {
-		struct hint_host *x = h->hosts[i];
-		if (x->delivering || !x->files || x->removed ||
-		    x->down_since_us != 0)
-			continue;
-		if (h->o.alive && !h->o.alive(h->o.hook_arg, x->id))
-			continue;
-		host_start(x);
-	}
-}
-
-static void on_check(void *arg)
-{
-	struct hints *h = arg;
-	start_eligible(h);
-	env_timer_arm(h->env, h->check_timer, h->o.check_interval_ms * 1000);
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -1140,11 +609,11 @@ struct hints *hints_open(const struct hints_options *o)
 		err_prefix("hints %s", h->dir);
 		goto fail;
 	}
-	h->throttle_timer = env_timer_new(h->env, on_throttle, h);
-	h->check_timer = env_timer_new(h->env, on_check, h);
+	h->throttle_timer = env_timer_new(h->env, hints_on_throttle, h);
+	h->check_timer = env_timer_new(h->env, hints_on_check, h);
 	if (!h->throttle_timer || !h->check_timer)
 		goto nomem;
-	h->tokens = throttle_burst(h);
+	h->tokens = hints_throttle_burst(h);
 	h->tokens_at = env_mono_us(h->env);
 	env_timer_arm(h->env, h->check_timer, o->check_interval_ms * 1000);
 	uint64_t files = 0, records = 0;
@@ -1190,31 +659,6 @@ void hints_close(struct hints *h)
 		hints_free(h);
 }
 
-int hints_hand_over(struct hints *h, hints_send_fn via, void *via_arg,
-		    hints_handed_fn done, void *arg)
-{
-	if (h->ho_send)
-		return err_set(ERR_EXISTS, "a hand-over is already running");
-	if (h->closing)
-		return err_set(ERR_CLOSED, "hints are closed");
-	h->ho_send = via;
-	h->ho_arg = via_arg;
-	h->ho_done = done;
-	h->ho_done_arg = arg;
-	h->ho_failed = false;
-	for (size_t i = 0; i < h->host_count && h->ho_send; i++)
-		if (!h->hosts[i]->delivering)
-			host_start(h->hosts[i]);
-	hand_over_check(h);
-	return 0;
-}
-
-void hints_hand_over_cancel(struct hints *h)
-{
-	h->ho_send = NULL;
-	h->ho_done = NULL;
-}
-
 /* ---- storing ------------------------------------------------------------- */
 
 static bool dc_disabled(const struct hints *h, const char *dc)
@@ -1253,7 +697,7 @@ static struct hint_file *host_writer(struct hints *h, struct hint_host *x,
 	    last->size + need <= h->o.max_file_size)
 		return last;
 	if (last)
-		file_retire(h, last);
+		hints_file_retire(h, last);
 
 	char path[PATH_MAX];
 	struct hint_file *f = calloc(1, sizeof(*f));
@@ -1262,7 +706,7 @@ static struct hint_file *host_writer(struct hints *h, struct hint_host *x,
 		return NULL;
 	}
 	f->seq = h->next_seq++;
-	file_path(h, x, f->seq, path, sizeof(path));
+	hints_file_path(h, x, f->seq, path, sizeof(path));
 	if (env_file_open(h->env, path,
 			  ENV_FILE_WRITE | ENV_FILE_CREATE | ENV_FILE_EXCL,
 			  &f->wf) != 0) {
@@ -1321,7 +765,7 @@ int hints_store(struct hints *h, const uint8_t host_id[16],
 		enum err_code code = err_code();
 		snprintf(msg, sizeof(msg), "%s", err_msg());
 		if (env_file_truncate(f->wf, f->size) != 0)
-			file_retire(h, f);
+			hints_file_retire(h, f);
 		return err_set(code, "%s", msg);
 	}
 	if (f->records == 0 || created_us < f->oldest_us)
@@ -1348,7 +792,7 @@ void hints_host_down(struct hints *h, const uint8_t host_id[16],
 		return;
 	}
 	if (x->delivering)
-		host_fail(x, false);
+		hints_host_fail(x, false);
 	if (x->down_since_us == 0) {
 		x->down_since_us = since_us > 0 ? since_us : 1;
 		state_write(h);
@@ -1364,7 +808,7 @@ void hints_host_up(struct hints *h, const uint8_t host_id[16])
 		x->down_since_us = 0;
 		state_write(h);
 	}
-	host_start(x);
+	hints_host_start(x);
 }
 
 /* Deletes every file of x; sends in flight finish as stale. */
@@ -1375,7 +819,7 @@ static void host_drop(struct hint_host *x)
 	while (f) {
 		struct hint_file *next = f->next;
 		char path[PATH_MAX];
-		file_path(h, x, f->seq, path, sizeof(path));
+		hints_file_path(h, x, f->seq, path, sizeof(path));
 		if (f->wf)
 			env_file_close(f->wf);
 		if (env_unlink(h->env, path) != 0 &&
@@ -1388,10 +832,10 @@ static void host_drop(struct hint_host *x)
 	x->file_count = 0;
 	x->bytes = 0;
 	x->records = 0;
-	host_clear_cur(x);
+	hints_host_clear_cur(x);
 	if (x->delivering)
-		host_fail(x, false);
-	host_after(x);
+		hints_host_fail(x, false);
+	hints_host_after(x);
 }
 
 void hints_host_removed(struct hints *h, const uint8_t host_id[16])
@@ -1418,8 +862,8 @@ void hints_set_paused(struct hints *h, bool paused)
 {
 	h->paused = paused;
 	if (!paused) {
-		pump_all(h);
-		start_eligible(h);
+		hints_pump_all(h);
+		hints_start_eligible(h);
 	}
 }
 
@@ -1431,10 +875,10 @@ void hints_set_max_window(struct hints *h, uint64_t max_window_ms)
 void hints_set_throttle(struct hints *h, uint64_t bytes_per_sec)
 {
 	h->throttle = bytes_per_sec;
-	h->tokens = throttle_burst(h);
+	h->tokens = hints_throttle_burst(h);
 	h->tokens_at = env_mono_us(h->env);
 	if (bytes_per_sec == 0)
-		pump_all(h);
+		hints_pump_all(h);
 }
 
 int hints_set_dc_enabled(struct hints *h, const char *dc, bool enabled)
