@@ -18,7 +18,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-500000}"
 threads="${2:-32}"
-home="$(mktemp -d /tmp/cassini-bench.XXXXXX)"  # mktemp fills in the X's
+home="$(mktemp -d /tmp/cassini-bench.XXXXXX)"
 export CASSINI_HOME="$home"
 bin="${BIN_DIR:-$root/build/release/node}"
 export CASSINI_BIN_DIR="$(dirname "$bin")"

@@ -1,7 +1,6 @@
 /*
  * The hint store (see hints.h for the contract, hints_deliver.c for the
- * dispatcher, and
- * hints_internal.h for the record format).
+ * dispatcher and hints_internal.h for the record format).
  *
  * State per target host: its files in sequence order (the last one may be
  * open for appending), the time it was first seen down, and a delivery

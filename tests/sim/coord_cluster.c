@@ -1,0 +1,443 @@
+/* The coordinator's simulated cluster (coord_cluster.h). */
+#include "tests/sim/coord_cluster.h"
+
+#include "common/err.h"
+#include "common/murmur3.h"
+#include "tests/lib/testutil.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* ---- in-memory replica store --------------------------------------------- */
+
+struct part *find_part(struct mnode *n, const struct storage_mutation *m)
+{
+	for (size_t i = 0; i < n->nparts; i++)
+		if (storage_mutation_token(n->parts[i].frag) ==
+			    storage_mutation_token(m) &&
+		    slice_eq(storage_mutation_key(n->parts[i].frag),
+			     storage_mutation_key(m)))
+			return &n->parts[i];
+	return NULL;
+}
+
+static int mem_apply(void *s, const struct storage_mutation *m,
+		     storage_done_fn done, void *arg)
+{
+	struct mnode *n = s;
+	struct part *p = find_part(n, m);
+	struct storage_mutation *in[2] = {NULL, (struct storage_mutation *)m};
+	if (p)
+		in[0] = p->frag;
+	struct storage_mutation *merged =
+		storage_fragment_merge(n->c->meta, p ? in : in + 1, p ? 2 : 1);
+	ck_assert_ptr_nonnull(merged);
+	if (p) {
+		storage_mutation_delete(p->frag);
+		p->frag = merged;
+	} else {
+		ck_assert_uint_lt(n->nparts, MAX_PARTS);
+		n->parts[n->nparts++].frag = merged;
+	}
+	done(arg, 0, ERR_NONE);
+	return 0;
+}
+
+static struct storage_mutation *copy_frag(struct mnode *n,
+					  const struct storage_mutation *f)
+{
+	struct storage_mutation *in[1] = {(struct storage_mutation *)f};
+	struct storage_mutation *c = storage_fragment_merge(n->c->meta, in, 1);
+	ck_assert_ptr_nonnull(c);
+	return c;
+}
+
+static void mem_read(void *s, const uint8_t table_id[16],
+		     const struct storage_read_cmd *cmd,
+		     repl_store_read_fn done, void *arg)
+{
+	struct mnode *n = s;
+	(void)table_id;
+	struct storage_mutation **out = malloc(sizeof(*out));
+	ck_assert_ptr_nonnull(out);
+	struct storage_mutation *probe =
+		storage_mutation_new(n->c->meta, cmd->key, cmd->key_len);
+	struct part *p = find_part(n, probe);
+	out[0] = p ? copy_frag(n, p->frag) : probe;
+	if (p)
+		storage_mutation_delete(probe);
+	done(arg, 0, ERR_NONE, out, 1, false);
+}
+
+static int part_cmp(const void *a, const void *b)
+{
+	const struct storage_mutation *x = *(struct storage_mutation *const *)a;
+	const struct storage_mutation *y = *(struct storage_mutation *const *)b;
+	int64_t tx = storage_mutation_token(x), ty = storage_mutation_token(y);
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	return slice_cmp(storage_mutation_key(x), storage_mutation_key(y));
+}
+
+static void mem_scan(void *s, const uint8_t table_id[16], int64_t start,
+		     int64_t end, const struct storage_read_cmd *cmd,
+		     uint32_t max, repl_store_read_fn done, void *arg)
+{
+	struct mnode *n = s;
+	(void)table_id;
+	(void)cmd;
+	struct storage_mutation **all = malloc((n->nparts + 1) * sizeof(*all));
+	ck_assert_ptr_nonnull(all);
+	size_t k = 0;
+	for (size_t i = 0; i < n->nparts; i++) {
+		int64_t t = storage_mutation_token(n->parts[i].frag);
+		if (t > start && t <= end)
+			all[k++] = n->parts[i].frag;
+	}
+	qsort(all, k, sizeof(*all), part_cmp);
+	bool cut = k > max;
+	if (cut)
+		k = max;
+	for (size_t i = 0; i < k; i++)
+		all[i] = copy_frag(n, all[i]);
+	done(arg, 0, ERR_NONE, all, k, cut);
+}
+
+static const struct storage_table_meta *mem_meta(void *s,
+						 const uint8_t table_id[16])
+{
+	(void)table_id;
+	return ((struct mnode *)s)->c->meta;
+}
+
+static void mem_truncate(void *s, const uint8_t table_id[16],
+			 storage_done_fn done, void *arg)
+{
+	struct mnode *n = s;
+	ck_assert_int_eq(memcmp(table_id, n->c->meta->id, 16), 0);
+	if (n->fail_truncate) {
+		done(arg, -1, ERR_IO);
+		return;
+	}
+	for (size_t i = 0; i < n->nparts; i++)
+		storage_mutation_delete(n->parts[i].frag);
+	n->nparts = 0;
+	n->truncates++;
+	n->truncated_us = env_wall_us(n->env);
+	done(arg, 0, ERR_NONE);
+}
+
+static int64_t mem_truncated_at(void *s, const uint8_t table_id[16])
+{
+	(void)table_id;
+	return ((struct mnode *)s)->truncated_us;
+}
+
+static const struct repl_store_ops mem_ops = {
+	.apply = mem_apply,
+	.read = mem_read,
+	.scan = mem_scan,
+	.meta = mem_meta,
+	.truncate = mem_truncate,
+	.truncated_at = mem_truncated_at,
+};
+
+/* ---- the simulated cluster ----------------------------------------------- */
+
+static struct ring *hook_ring(void *arg)
+{
+	return ((struct mnode *)arg)->ring;
+}
+
+static bool hook_alive(void *arg, const struct inet_addr *ep)
+{
+	struct mnode *n = arg;
+	for (int i = 0; i < n->c->n; i++)
+		if (inet_addr_eq(&n->c->nodes[i].addr, ep))
+			return !n->c->down[i];
+	return false;
+}
+
+static int hook_hint(void *arg, const uint8_t host_id[16], const char *dc,
+		     const uint8_t *m, size_t len)
+{
+	(void)host_id;
+	(void)dc;
+	(void)m;
+	(void)len;
+	((struct mnode *)arg)->hints++;
+	return 0;
+}
+
+static int hook_take_hint(void *arg, const uint8_t host_id[16],
+			  const uint8_t *m, size_t len, int64_t created_us)
+{
+	struct mnode *n = arg;
+	(void)m;
+	(void)len;
+	n->taken++;
+	memcpy(n->taken_for, host_id, 16);
+	n->taken_created_us = created_us;
+	return 0;
+}
+
+static const struct ring_strategy *hook_strategy(void *arg,
+						 const uint8_t table_id[16])
+{
+	(void)table_id;
+	return ((struct mnode *)arg)->c->strategy;
+}
+
+static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
+		    const uint8_t *msg, size_t len)
+{
+	struct mnode *n = arg;
+	repl_receive(n->repl, from, verb, msg, len);
+}
+
+/* A process for node m: a fresh env at its address and a coordinator.
+ * Its store (the memory map) outlives restarts, as storage does. */
+void mnode_start(struct mnode *m)
+{
+	struct simc *c = m->c;
+	m->env = sim_env_new(c->sim, &m->addr);
+	env_set_receiver(m->env, deliver, m);
+	struct repl_options o;
+	repl_options_default(&o);
+	o.self = m->addr;
+	char bl[300];
+	snprintf(bl, sizeof(bl), "%s/batchlog%d", c->dir, m->idx);
+	o.batchlog_dir = bl;
+	if (c->max_inflight)
+		o.max_inflight = c->max_inflight;
+	struct repl_hooks h = {.ring = hook_ring,
+			       .is_alive = hook_alive,
+			       .hint = hook_hint,
+			       .take_hint = hook_take_hint,
+			       .strategy = hook_strategy,
+			       .arg = m};
+	m->repl = repl_new(m->env, &o, &mem_ops, m, &h);
+	ck_assert_ptr_nonnull(m->repl);
+	m->killed = false;
+}
+
+/* `dcs[i]` names node i's datacenter; each node gets 8 tokens. */
+struct simc *simc_new(uint64_t seed, int n, const char *const *dcs)
+{
+	struct simc *c = calloc(1, sizeof(*c));
+	ck_assert_ptr_nonnull(c);
+	c->sim = sim_new(seed, 1700000000000000LL);
+	c->n = n;
+	snprintf(c->dir, sizeof(c->dir), "%s", test_tmpdir("coordinator"));
+	uint8_t id[16] = {0x42};
+	c->meta = storage_table_meta_new("ks", "t", id);
+	struct storage_type text = {.kind = STORAGE_TYPE_TEXT};
+	ck_assert_int_ge(storage_table_meta_add_column(
+				 c->meta, "k", STORAGE_COLUMN_PARTITION_KEY,
+				 text, false),
+			 0);
+	ck_assert_int_ge(storage_table_meta_add_column(c->meta, "v",
+						       STORAGE_COLUMN_REGULAR,
+						       text, false),
+			 0);
+	static int64_t tokens[MAX_NODES][8];
+	struct ring_builder *b = ring_builder_new();
+	for (int i = 0; i < n; i++) {
+		struct mnode *m = &c->nodes[i];
+		m->c = c;
+		m->idx = i;
+		m->addr =
+			(struct inet_addr){.family = INET_V4,
+					   .ip = {127, 0, 9, (uint8_t)(i + 1)},
+					   .port = 7000};
+		for (int k = 0; k < 8; k++)
+			tokens[i][k] = (int64_t)(sim_random(c->sim) >> 1) *
+				       ((k & 1) ? 1 : -1);
+		struct ring_endpoint ep = {.addr = m->addr,
+					   .dc = dcs[i],
+					   .rack = "r1",
+					   .status = RING_STATUS_NORMAL,
+					   .tokens = tokens[i],
+					   .num_tokens = 8};
+		ep.host_id[0] = (uint8_t)(i + 1);
+		ck_assert_int_eq(ring_builder_set_endpoint(b, &ep), 0);
+	}
+	for (int i = 0; i < n; i++) {
+		struct mnode *m = &c->nodes[i];
+		ring_builder_set_local(b, &m->addr);
+		m->ring = ring_builder_build(b);
+		ck_assert_ptr_nonnull(m->ring);
+		mnode_start(m);
+	}
+	ring_builder_delete(b);
+	return c;
+}
+
+void simc_delete(struct simc *c)
+{
+	for (int i = 0; i < c->n; i++) {
+		struct mnode *m = &c->nodes[i];
+		repl_delete(m->repl);
+		ring_unref(m->ring);
+		for (size_t k = 0; k < m->nparts; k++)
+			storage_mutation_delete(m->parts[k].frag);
+	}
+	sim_delete(c->sim);
+	storage_table_meta_delete(c->meta);
+	test_tmpdir_remove(c->dir);
+	free(c);
+}
+
+/* Marks node i down (failure detector) and stops it (messages lost). */
+void simc_kill(struct simc *c, int i)
+{
+	c->down[i] = true;
+	c->nodes[i].killed = true;
+	sim_env_kill(c->sim, c->nodes[i].env);
+}
+
+/* kill -9 then start again: a new process, the same data. */
+void simc_restart(struct simc *c, int i)
+{
+	repl_delete(c->nodes[i].repl);
+	mnode_start(&c->nodes[i]);
+	c->down[i] = false;
+}
+
+struct storage_mutation *make_write(struct simc *c, const char *key,
+				    const char *val, int64_t ts)
+{
+	uint8_t k[64];
+	size_t kl = strlen(key);
+	memcpy(k, key, kl);
+	struct storage_mutation *m = storage_mutation_new(c->meta, k, kl);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(storage_mutation_put_marker(m, ts, 0, ts / 1000000),
+			 0);
+	ck_assert_int_eq(storage_mutation_put(m, 1, NULL, 0,
+					      (const uint8_t *)val, strlen(val),
+					      ts, 0, ts / 1000000),
+			 0);
+	return m;
+}
+
+void on_write(void *arg, const struct repl_result *res)
+{
+	struct outcome *o = arg;
+	ck_assert(!o->done);
+	o->done = true;
+	o->res = *res;
+}
+
+void on_read(void *arg, const struct repl_result *res,
+	     struct storage_mutation *frag)
+{
+	struct outcome *o = arg;
+	ck_assert(!o->done);
+	o->done = true;
+	o->res = *res;
+	o->frag = frag;
+}
+
+bool outcome_done(void *arg)
+{
+	return ((struct outcome *)arg)->done;
+}
+
+struct outcome do_write(struct simc *c, int coord,
+			const struct ring_strategy *s, int cl, const char *key,
+			const char *val, int64_t ts)
+{
+	struct outcome o = {0};
+	struct storage_mutation *m = make_write(c, key, val, ts);
+	struct repl_mutation rm = {m, s};
+	repl_write(c->nodes[coord].repl, &rm, 1, cl, REPL_WRITE_SIMPLE,
+		   on_write, &o);
+	storage_mutation_delete(m);
+	ck_assert(sim_run_until(c->sim, outcome_done, &o, 30000000));
+	return o;
+}
+
+/* The value of `key` a read at `cl` returns ("" if none), or NULL when the
+ * read failed (res tells). */
+/* Starts a read of `key` at `cl` from `coord`; `o` is filled when it
+ * completes. */
+void start_read(struct simc *c, int coord, const struct ring_strategy *s,
+		int cl, const char *key, bool read_repair, struct outcome *o)
+{
+	struct storage_read_cmd cmd = {.key = (const uint8_t *)key,
+				       .key_len = strlen(key),
+				       .with_static = true};
+	struct repl_read q = {
+		.table_id = c->meta->id,
+		.meta = c->meta,
+		.strategy = s,
+		.cl = cl,
+		.cmd = &cmd,
+		.token = murmur3_token((const uint8_t *)key, strlen(key)),
+		.read_repair = read_repair};
+	repl_read(c->nodes[coord].repl, &q, on_read, o);
+}
+
+struct outcome do_read(struct simc *c, int coord, const struct ring_strategy *s,
+		       int cl, const char *key)
+{
+	struct outcome o = {0};
+	start_read(c, coord, s, cl, key, true, &o);
+	ck_assert(sim_run_until(c->sim, outcome_done, &o, 30000000));
+	return o;
+}
+
+/* The value cell of a fragment read back through resolve, or "". */
+void frag_value(struct simc *c, const struct storage_mutation *f, char *out,
+		size_t cap, int64_t *ts)
+{
+	struct storage_read_cmd cmd = {.key = NULL, .with_static = true};
+	struct storage_result *r = NULL;
+	out[0] = 0;
+	*ts = INT64_MIN;
+	ck_assert_int_eq(
+		storage_fragment_resolve(c->meta, f, &cmd, 1700000000, &r), 0);
+	if (r->row_count > 0)
+		for (size_t i = 0; i < r->rows[0].cell_count; i++) {
+			struct storage_cell_view *cv = &r->rows[0].cells[i];
+			size_t n = cv->value.len < cap - 1 ? cv->value.len
+							   : cap - 1;
+			memcpy(out, cv->value.ptr, n);
+			out[n] = 0;
+			*ts = cv->ts;
+		}
+	storage_result_delete(r);
+}
+
+struct outcome do_truncate(struct simc *c, int coord)
+{
+	struct outcome o = {0};
+	repl_truncate(c->nodes[coord].repl, c->meta->id, on_write, &o);
+	ck_assert(sim_run_until(c->sim, outcome_done, &o, 120000000));
+	return o;
+}
+
+struct ring_strategy *simple(int rf)
+{
+	char v[8];
+	snprintf(v, sizeof(v), "%d", rf);
+	const char *k[] = {"class", "replication_factor"};
+	const char *val[] = {"SimpleStrategy", v};
+	struct ring_strategy *s = ring_strategy_new(k, val, 2, false);
+	ck_assert_ptr_nonnull(s);
+	return s;
+}
+
+struct ring_strategy *nts(int rf1, int rf2)
+{
+	char a[8], b[8];
+	snprintf(a, sizeof(a), "%d", rf1);
+	snprintf(b, sizeof(b), "%d", rf2);
+	const char *k[] = {"class", "dc1", "dc2"};
+	const char *val[] = {"NetworkTopologyStrategy", a, b};
+	struct ring_strategy *s = ring_strategy_new(k, val, 3, false);
+	ck_assert_ptr_nonnull(s);
+	return s;
+}

@@ -1,0 +1,89 @@
+/*
+ * The coordinator's simulated cluster for tests: nodes with their own env,
+ * a ring with every node, an in-memory replica store (partition ->
+ * fragment, merged on apply) and a coordinator each; the failure
+ * detector's verdict is a table the test sets (simc.down), so "down" can
+ * be tested apart from "unreachable". Helpers run one write, read or
+ * truncate to completion.
+ */
+#ifndef CASSINI_TESTS_SIM_COORD_CLUSTER_H
+#define CASSINI_TESTS_SIM_COORD_CLUSTER_H
+
+#include "replication/replication.h"
+#include "tests/sim/sim.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MAX_NODES 12
+#define MAX_PARTS 4096
+
+struct part {
+	struct storage_mutation *frag;
+};
+
+struct mnode {
+	struct simc *c;
+	int idx;
+	struct inet_addr addr;
+	struct env *env;
+	struct ring *ring;
+	struct repl *repl;
+	struct part parts[MAX_PARTS];
+	size_t nparts;
+	int hints;
+	/* hints handed over by a leaving node (take_hint) */
+	int taken;
+	uint8_t taken_for[16];
+	int64_t taken_created_us;
+	bool killed;
+	int truncates;        /* truncates the store ran */
+	int64_t truncated_us; /* wall clock of the last one */
+	bool fail_truncate;   /* the store's truncate fails */
+};
+
+struct simc {
+	struct sim *sim;
+	int n;
+	struct mnode nodes[MAX_NODES];
+	bool down[MAX_NODES]; /* the failure detector's verdict (everyone's) */
+	struct storage_table_meta *meta;
+	const struct ring_strategy *strategy; /* for batchlog replay */
+	size_t max_inflight; /* repl_options' (0: the default) */
+	char dir[256];       /* batchlogs */
+};
+
+struct outcome {
+	bool done;
+	struct repl_result res;
+	struct storage_mutation *frag;
+};
+
+void mnode_start(struct mnode *m);
+struct simc *simc_new(uint64_t seed, int n, const char *const *dcs);
+void simc_delete(struct simc *c);
+void simc_kill(struct simc *c, int i);
+void simc_restart(struct simc *c, int i);
+struct storage_mutation *make_write(struct simc *c, const char *key,
+				    const char *val, int64_t ts);
+void on_write(void *arg, const struct repl_result *res);
+void on_read(void *arg, const struct repl_result *res,
+	     struct storage_mutation *frag);
+bool outcome_done(void *arg);
+struct outcome do_write(struct simc *c, int coord,
+			const struct ring_strategy *s, int cl, const char *key,
+			const char *val, int64_t ts);
+void start_read(struct simc *c, int coord, const struct ring_strategy *s,
+		int cl, const char *key, bool read_repair, struct outcome *o);
+struct outcome do_read(struct simc *c, int coord, const struct ring_strategy *s,
+		       int cl, const char *key);
+void frag_value(struct simc *c, const struct storage_mutation *f, char *out,
+		size_t cap, int64_t *ts);
+struct outcome do_truncate(struct simc *c, int coord);
+struct ring_strategy *simple(int rf);
+struct ring_strategy *nts(int rf1, int rf2);
+/* The partition of m held by n, or NULL. */
+struct part *find_part(struct mnode *n, const struct storage_mutation *m);
+
+#endif
