@@ -6,10 +6,13 @@
  *
  *   ring_alloc_table [max_nodes=12] [seeds=10] [num_tokens=16] [rf=3]
  *                    [layouts=31 (bit mask of the five below)] [per_seed=0]
+ *                    [planned=0]
  *
  * Spread = max/min - 1 of the nodes' replicated ownership, worst over seeds.
  * With per_seed = 1 it also prints every seed's spreads (from 3 nodes on)
- * and, per DC size, how many seeds are above 10%.
+ * and, per DC size, how many seeds are above 10%. With planned = 1 every
+ * join is told the next joiner's rack (ring_tokens_allocate_planned), as a
+ * node is when the nodes of a DC start together.
  * Layouts: one rack; racks = nodes (every node its own rack); 3, 4 and 5
  * racks filled round robin.
  *
@@ -97,7 +100,7 @@ static double spread(const struct ring *r, int rf, size_t nodes)
 
 /* Grows one DC; worst[n] gets the spread after node n joined if it is
  * worse, last[n] the spread itself. */
-static int grow(int layout, size_t max_nodes, size_t ntok, int rf,
+static int grow(int layout, size_t max_nodes, size_t ntok, int rf, bool planned,
 		uint64_t seed, double *worst, double *last, double *slowest)
 {
 	struct ring_builder *b = ring_builder_new();
@@ -111,8 +114,12 @@ static int grow(int layout, size_t max_nodes, size_t ntok, int rf,
 		snprintf(rack, sizeof(rack), "r%zu",
 			 nr ? (n - 1) % (size_t)nr + 1 : n);
 		double t0 = now_ms();
-		if (ring_tokens_allocate(r, "dc1", rack, rf, ntok,
-					 seed * 1000 + n, toks)) {
+		char next[32];
+		snprintf(next, sizeof(next), "r%zu",
+			 nr ? n % (size_t)nr + 1 : n + 1);
+		if (ring_tokens_allocate_planned(r, "dc1", rack,
+						 planned ? next : NULL, rf,
+						 ntok, seed * 1000 + n, toks)) {
 			ring_unref(r);
 			return -1;
 		}
@@ -149,6 +156,7 @@ int main(int argc, char **argv)
 	int rf = argc > 4 ? atoi(argv[4]) : 3;
 	int mask = argc > 5 ? atoi(argv[5]) : 31;
 	bool per_seed = argc > 6 && atoi(argv[6]) != 0;
+	bool planned = argc > 7 && atoi(argv[7]) != 0;
 	if (max_nodes < 1 || max_nodes >= MAXN || ntok < 1 || ntok > 256) {
 		fprintf(stderr, "bad arguments\n");
 		return 2;
@@ -165,8 +173,8 @@ int main(int argc, char **argv)
 			continue;
 		memset(above, 0, sizeof(above));
 		for (int s = 1; s <= seeds; s++) {
-			if (grow(layout, max_nodes, ntok, rf, (uint64_t)s,
-				 worst[layout], last, slowest)) {
+			if (grow(layout, max_nodes, ntok, rf, planned,
+				 (uint64_t)s, worst[layout], last, slowest)) {
 				fprintf(stderr, "error: %s\n", err_msg());
 				return 1;
 			}
@@ -186,9 +194,9 @@ int main(int argc, char **argv)
 			printf(" %5d", above[n]);
 		printf("\n");
 	}
-	printf("num_tokens=%zu rf=%d seeds=%d: worst max/min-1 of replicated "
-	       "ownership\n",
-	       ntok, rf, seeds);
+	printf("num_tokens=%zu rf=%d seeds=%d%s: worst max/min-1 of "
+	       "replicated ownership\n",
+	       ntok, rf, seeds, planned ? ", next joiner's rack known" : "");
 	printf("| nodes/DC |");
 	for (int l = 0; l < LAYOUTS; l++)
 		if (mask >> l & 1)

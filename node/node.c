@@ -403,13 +403,13 @@ static void token_job_run(void *arg)
 	struct token_job *j = arg;
 	const struct conf *c = &j->n->conf;
 	j->rc = ring_tokens_choose(j->ring, c->initial_token, j->count,
-				   j->alloc_rf, c->dc, c->rack, j->seed,
+				   j->alloc_rf, c->dc, c->rack, NULL, j->seed,
 				   j->tokens);
 	if (j->rc != 0 && !has_initial_token(c)) {
 		snprintf(j->why, sizeof(j->why), "%s", err_msg());
 		j->fell_back = true;
 		j->rc = ring_tokens_choose(j->ring, NULL, j->count, 0, c->dc,
-					   c->rack, j->seed, j->tokens);
+					   c->rack, NULL, j->seed, j->tokens);
 	}
 	if (j->rc != 0) {
 		snprintf(j->why, sizeof(j->why), "%s", err_msg());

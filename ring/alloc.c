@@ -33,6 +33,8 @@
  *     score + 4 x the squared shortfalls of those "knockable" widths
  *     against what each node must shed when a node joins one of the
  *     smallest racks (or a new rack), for the joins that can be balanced.
+ *     When the caller knows the next joiner's rack (nodes started
+ *     together queue up, ring_tokens_allocate_planned), only that join.
  *  7. Steps 4-6 run for three width weights (0.5, 1, 2); the result with
  *     the lowest max/min - 1 of the loads plus the worst relative
  *     look-ahead shortfall wins.
@@ -212,6 +214,8 @@ struct model {
 	double sqw0;         /* sqw when the annealing started */
 	bool next_stuck; /* a rack a next node may join is above the floor */
 	bool turns_on;   /* a first-round join: rack_turns counts */
+	uint32_t
+		planned; /* rack of the next join when known, else UINT32_MAX */
 	/* Search effort (model_effort) */
 	int refine_passes, lookahead_passes;
 	long anneal_iters;
@@ -391,7 +395,8 @@ static void model_erase(struct model *m, size_t at)
 /* Builds the model of `dc` from the ring plus a joining node (id nodes-1)
  * on `rack`. LEAVING endpoints are left out: they are going away. */
 static int model_make(struct model *m, const struct ring *r, const char *dc,
-		      const char *rack, size_t extra_tokens)
+		      const char *rack, const char *next_rack,
+		      size_t extra_tokens)
 {
 	memset(m, 0, sizeof(*m));
 	size_t ne = r->nep + 1;
@@ -451,6 +456,13 @@ static int model_make(struct model *m, const struct ring *r, const char *dc,
 	if (ri == m->nracks)
 		rack_names[m->nracks++] = rack;
 	m->rack[m->nodes++] = (uint32_t)ri;
+	m->planned = UINT32_MAX;
+	if (next_rack) {
+		ri = 0;
+		while (ri < m->nracks && strcmp(rack_names[ri], next_rack) != 0)
+			ri++;
+		m->planned = (uint32_t)ri; /* nracks: a new rack */
+	}
 	/* All DC tokens, BOOT ones included (they are about to own). */
 	for (size_t i = 0; i < r->nep; i++) {
 		if (node_of[i] == UINT32_MAX)
@@ -781,9 +793,10 @@ static int lookahead_setup(struct model *m, int rf)
 	uint32_t least = UINT32_MAX;
 	for (size_t k = 0; k < m->nracks; k++)
 		least = m->kr[k] < least ? m->kr[k] : least;
-	for (size_t k = 0; k < m->nracks; k++)
-		m->next_rack[k] = m->kr[k] == least;
-	m->next_rack[m->nracks] = true;
+	for (size_t k = 0; k <= m->nracks; k++)
+		m->next_rack[k] = m->planned == UINT32_MAX
+					  ? k == m->nracks || m->kr[k] == least
+					  : k == m->planned;
 	lookahead_targets(m);
 	/* A next join that cannot be balanced anyway (a rack capped below
 	 * the others' share by more than 10%) is not prepared for. */
@@ -1176,6 +1189,15 @@ static void model_effort(struct model *m, size_t num_tokens)
 int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 			 int rf, size_t num_tokens, uint64_t seed, int64_t *out)
 {
+	return ring_tokens_allocate_planned(r, dc, rack, NULL, rf, num_tokens,
+					    seed, out);
+}
+
+int ring_tokens_allocate_planned(const struct ring *r, const char *dc,
+				 const char *rack, const char *next_rack,
+				 int rf, size_t num_tokens, uint64_t seed,
+				 int64_t *out)
+{
 	if (!dc || !*dc || !rack || !*rack)
 		return err_set(ERR_INVALID, "allocator needs a dc and a rack");
 	if (rf < 1 || num_tokens < 1 || num_tokens > RING_TOKENS_MAX)
@@ -1185,7 +1207,7 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 	struct rng rng;
 	rng_seed(&rng, seed);
 	struct model m;
-	if (model_make(&m, r, dc, rack, num_tokens))
+	if (model_make(&m, r, dc, rack, next_rack, num_tokens))
 		return -1;
 	uint32_t me = (uint32_t)(m.nodes - 1);
 	if (m.n == 0) {
@@ -1246,7 +1268,8 @@ int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 
 int ring_tokens_choose(const struct ring *r, const char *initial_token,
 		       size_t num_tokens, int alloc_rf, const char *dc,
-		       const char *rack, uint64_t seed, int64_t *out)
+		       const char *rack, const char *next_rack, uint64_t seed,
+		       int64_t *out)
 {
 	if (num_tokens < 1 || num_tokens > RING_TOKENS_MAX)
 		return err_set(ERR_CONFIG, "num_tokens must be 1..%d",
@@ -1273,8 +1296,9 @@ int ring_tokens_choose(const struct ring *r, const char *initial_token,
 		return 0;
 	}
 	if (alloc_rf > 0)
-		return ring_tokens_allocate(r, dc, rack, alloc_rf, num_tokens,
-					    seed, out);
+		return ring_tokens_allocate_planned(r, dc, rack, next_rack,
+						    alloc_rf, num_tokens, seed,
+						    out);
 	struct rng rng;
 	rng_seed(&rng, seed);
 	return ring_tokens_random(&rng, r, num_tokens, out);

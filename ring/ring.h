@@ -247,15 +247,24 @@ int ring_tokens_parse_initial(const char *text, int64_t *out, size_t cap,
 int ring_tokens_allocate(const struct ring *r, const char *dc, const char *rack,
 			 int rf, size_t num_tokens, uint64_t seed,
 			 int64_t *out);
+/* As ring_tokens_allocate, for a DC whose growth is planned: the next node
+ * to join the DC will be on `next_rack` (NULL: not known, or none), and the
+ * look-ahead prepares for that join only. */
+int ring_tokens_allocate_planned(const struct ring *r, const char *dc,
+				 const char *rack, const char *next_rack,
+				 int rf, size_t num_tokens, uint64_t seed,
+				 int64_t *out);
 /* The bootstrap choice Cassandra makes for a joining node: `initial_token`
  * when given (it must list exactly num_tokens tokens, none already in the
  * ring), else the replication-aware allocator when alloc_rf > 0
- * (allocate_tokens_for_local_replication_factor), else num_tokens random
- * tokens from `seed`. 0 or -1 (ERR_CONFIG for a bad initial_token, else as
+ * (allocate_tokens_for_local_replication_factor; `next_rack` as in
+ * ring_tokens_allocate_planned), else num_tokens random tokens from
+ * `seed`. 0 or -1 (ERR_CONFIG for a bad initial_token, else as
  * the functions above). */
 int ring_tokens_choose(const struct ring *r, const char *initial_token,
 		       size_t num_tokens, int alloc_rf, const char *dc,
-		       const char *rack, uint64_t seed, int64_t *out);
+		       const char *rack, const char *next_rack, uint64_t seed,
+		       int64_t *out);
 /* Replicated ownership of every endpoint in `dc` under NTS with RF `rf` in
  * that DC, as a fraction of the ring (sums to min(rf, nodes)). own[] is
  * indexed by endpoint; entries outside the DC are 0. 0 or -1. */

@@ -1119,28 +1119,36 @@ START_TEST(tokens_choose_follows_cassandra)
 	struct ring *r = ring_builder_build(b);
 	int64_t out[4];
 	ck_assert_int_eq(
-		ring_tokens_choose(r, "1,2,3", 3, 3, "dc1", "r1", 1, out), 0);
+		ring_tokens_choose(r, "1,2,3", 3, 3, "dc1", "r1", NULL, 1, out),
+		0);
 	ck_assert(out[0] == 1 && out[2] == 3);
 	ck_assert_int_eq(
-		ring_tokens_choose(r, "1,2", 3, 3, "dc1", "r1", 1, out), -1);
+		ring_tokens_choose(r, "1,2", 3, 3, "dc1", "r1", NULL, 1, out),
+		-1);
 	ck_assert_contains(err_msg(), "different from num_tokens value (3)");
-	ck_assert_int_eq(ring_tokens_choose(r, "42", 1, 0, "dc1", "r1", 1, out),
-			 -1);
+	ck_assert_int_eq(
+		ring_tokens_choose(r, "42", 1, 0, "dc1", "r1", NULL, 1, out),
+		-1);
 	ck_assert_contains(err_msg(), "existing token 42");
 	/* allocator and random are both seeded */
 	int64_t again[4];
-	ck_assert_int_eq(ring_tokens_choose(r, NULL, 4, 3, "dc1", "r1", 7, out),
-			 0);
-	ck_assert_int_eq(ring_tokens_choose(r, "", 4, 3, "dc1", "r1", 7, again),
-			 0);
-	ck_assert_mem_eq(out, again, sizeof(out));
-	ck_assert_int_eq(ring_tokens_choose(r, NULL, 4, 0, "dc1", "r1", 7, out),
-			 0);
 	ck_assert_int_eq(
-		ring_tokens_choose(r, NULL, 4, 0, "dc1", "r1", 7, again), 0);
+		ring_tokens_choose(r, NULL, 4, 3, "dc1", "r1", NULL, 7, out),
+		0);
+	ck_assert_int_eq(
+		ring_tokens_choose(r, "", 4, 3, "dc1", "r1", NULL, 7, again),
+		0);
 	ck_assert_mem_eq(out, again, sizeof(out));
-	ck_assert_int_eq(ring_tokens_choose(r, NULL, 0, 0, "dc1", "r1", 7, out),
-			 -1);
+	ck_assert_int_eq(
+		ring_tokens_choose(r, NULL, 4, 0, "dc1", "r1", NULL, 7, out),
+		0);
+	ck_assert_int_eq(
+		ring_tokens_choose(r, NULL, 4, 0, "dc1", "r1", NULL, 7, again),
+		0);
+	ck_assert_mem_eq(out, again, sizeof(out));
+	ck_assert_int_eq(
+		ring_tokens_choose(r, NULL, 0, 0, "dc1", "r1", NULL, 7, out),
+		-1);
 	ring_unref(r);
 	ring_builder_delete(b);
 }
@@ -1167,9 +1175,12 @@ END_TEST
  * filled round robin (one rack when racks is 0 or 1); returns the worst
  * max/min - 1 of replicated ownership (RF 3) for from..max nodes, and the
  * last ring in *last if set (the caller unrefs it). */
+/* Grows dc1 to `max` nodes on `racks` racks round robin, each join with
+ * the allocator (told the next joiner's rack when `planned`); returns the
+ * worst spread from `from` nodes on. */
 static double grow_dc_racks_ring(size_t max, size_t racks, size_t from,
 				 const char *other_dc_rack, uint64_t sd,
-				 size_t ntok, struct ring **last)
+				 size_t ntok, bool planned, struct ring **last)
 {
 	struct ring_builder *b = ring_builder_new();
 	int64_t toks[RING_TOKENS_MAX];
@@ -1192,9 +1203,14 @@ static double grow_dc_racks_ring(size_t max, size_t racks, size_t from,
 		char rack[16];
 		snprintf(rack, sizeof(rack), "r%zu",
 			 racks > 1 ? (n - 1) % racks + 1 : 1);
+		char next[16];
+		snprintf(next, sizeof(next), "r%zu",
+			 racks > 1 ? n % racks + 1 : 1);
 		struct ring *r = ring_builder_build(b);
-		ck_assert_int_eq(ring_tokens_allocate(r, "dc1", rack, 3, ntok,
-						      sd + n, toks),
+		ck_assert_int_eq(ring_tokens_allocate_planned(
+					 r, "dc1", rack,
+					 planned && n < max ? next : NULL, 3,
+					 ntok, sd + n, toks),
 				 0);
 		if (n == max) { /* deterministic (once: ASan makes it slow) */
 			int64_t again[RING_TOKENS_MAX];
@@ -1236,7 +1252,7 @@ static double grow_dc_racks(size_t max, size_t racks, size_t from,
 			    const char *other_dc_rack, uint64_t sd)
 {
 	return grow_dc_racks_ring(max, racks, from, other_dc_rack, sd, 16,
-				  NULL);
+				  false, NULL);
 }
 
 static double grow_dc(size_t max, const char *other_dc_rack, uint64_t sd)
@@ -1258,7 +1274,7 @@ END_TEST
  * still even. */
 START_TEST(allocator_balances_many_tokens)
 {
-	double w = grow_dc_racks_ring(4, 1, 3, NULL, seed, 256, NULL);
+	double w = grow_dc_racks_ring(4, 1, 3, NULL, seed, 256, false, NULL);
 	ck_assert_msg(w <= 0.02, "spread %.3f with 256 tokens", w);
 }
 END_TEST
@@ -1336,7 +1352,7 @@ START_TEST(allocator_racks_take_turns_evenly)
 	static const char *racks[4] = {"r1", "r2", "r3", "r4"};
 	for (uint64_t sd = 5000; sd <= 6000; sd += 1000) {
 		struct ring *r = NULL;
-		grow_dc_racks_ring(4, 4, 4, NULL, sd, 16, &r);
+		grow_dc_racks_ring(4, 4, 4, NULL, sd, 16, false, &r);
 		for (int a = 0; a < 4; a++)
 			for (int b = a + 1; b < 4; b++) {
 				double mu = rack_first(r, racks[a], racks[b]);
@@ -1352,6 +1368,19 @@ END_TEST
 /* racks == RF: each rack holds one replica of every range, so with racks
  * of 2, 1 and 1 nodes the lone nodes own the whole ring and the pair half
  * each, whatever the tokens (docs/ring.md). */
+/* Told the rack of the next joiner (nodes started together), the
+ * allocator prepares for that join only: 4 racks round robin within 10% at
+ * 6 and 9 nodes with the bench's seeds 15 and 37, where an allocator that
+ * must prepare for any rack leaves 11.2% and 11.5%. Seeds fixed. */
+START_TEST(allocator_prepares_for_the_next_joiners_rack)
+{
+	double w = grow_dc_racks_ring(6, 4, 6, NULL, 15000, 16, true, NULL);
+	ck_assert_msg(w <= 0.10, "spread %.3f at 6 nodes", w);
+	w = grow_dc_racks_ring(9, 4, 9, NULL, 37000, 16, true, NULL);
+	ck_assert_msg(w <= 0.10, "spread %.3f at 9 nodes", w);
+}
+END_TEST
+
 START_TEST(allocator_racks_equal_rf_unequal_is_bounded)
 {
 	double w = grow_dc_racks(4, 3, 4, NULL, 1000);
@@ -1420,6 +1449,7 @@ int main(void)
 	tcase_add_test(tc, allocator_balances_four_racks);
 	tcase_add_test(tc, allocator_balances_four_racks_nine_nodes);
 	tcase_add_test(tc, allocator_racks_take_turns_evenly);
+	tcase_add_test(tc, allocator_prepares_for_the_next_joiners_rack);
 	tcase_add_test(tc, allocator_racks_equal_rf_unequal_is_bounded);
 	tcase_add_test(tc, allocator_rejects_bad_input);
 	suite_add_tcase(s, tc);
