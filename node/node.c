@@ -353,29 +353,65 @@ static int join_ring(struct node *n)
  * same ranges), and one started late waits for those already waiting. A
  * joiner whose DC is not known yet counts; one not heard of for
  * JOIN_SILENT_ROUNDS does not (it failed or stopped before choosing). */
+static bool is_joiner(struct node *n, size_t i,
+		      struct gossip_endpoint_info *info)
+{
+	uint64_t silent = (uint64_t)JOIN_SILENT_ROUNDS *
+			  n->conf.gossip_interval_ms * 1000u;
+	return gossip_endpoint_at(n->gossip, i, info) == 0 && !info->is_self &&
+	       info->status != GOSSIP_STATUS_SHUTDOWN &&
+	       info->status != GOSSIP_STATUS_LEFT &&
+	       !info->states[GOSSIP_STATE_TOKENS] &&
+	       env_mono_us(n->env) - info->update_us <= silent;
+}
+
+/* Whether the joiner `info` goes before (generation, address) gen/addr. */
+static bool joins_before(const struct gossip_endpoint_info *info, int64_t gen,
+			 const struct inet_addr *addr)
+{
+	return info->generation < gen || (info->generation == gen &&
+					  inet_addr_cmp(&info->addr, addr) < 0);
+}
+
 static const struct inet_addr *joiner_ahead(struct node *n,
 					    struct gossip_endpoint_info *info)
 {
-	const struct inet_addr *self = &n->conf.listen_address;
-	int64_t gen = n->local.generation;
-	uint64_t now = env_mono_us(n->env),
-		 silent = (uint64_t)JOIN_SILENT_ROUNDS *
-			  n->conf.gossip_interval_ms * 1000u;
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
-		if (gossip_endpoint_at(n->gossip, i, info) != 0 ||
-		    info->is_self || info->status == GOSSIP_STATUS_SHUTDOWN ||
-		    info->status == GOSSIP_STATUS_LEFT ||
-		    info->states[GOSSIP_STATE_TOKENS] ||
-		    now - info->update_us > silent)
+		if (!is_joiner(n, i, info) ||
+		    !joins_before(info, n->local.generation,
+				  &n->conf.listen_address))
 			continue;
-		bool ahead = info->generation < gen ||
-			     (info->generation == gen &&
-			      inet_addr_cmp(&info->addr, self) < 0);
 		const char *dc = info->states[GOSSIP_STATE_DC];
-		if (ahead && (!dc || strcmp(dc, n->conf.dc) == 0))
+		if (!dc || strcmp(dc, n->conf.dc) == 0)
 			return &info->addr;
 	}
 	return NULL;
+}
+
+/* The rack of the joiner that will choose right after us, when it is of
+ * our DC (a copy, or NULL when none is waiting or its DC or rack is not
+ * known yet). The allocator then prepares the ring for that join: nodes
+ * started together, as scripts/cluster starts them, form such a queue. */
+static char *joiner_behind(struct node *n)
+{
+	struct gossip_endpoint_info info, next = {0};
+	const char *rack = NULL;
+	bool found = false;
+	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
+		if (!is_joiner(n, i, &info) ||
+		    joins_before(&info, n->local.generation,
+				 &n->conf.listen_address) ||
+		    (found &&
+		     !joins_before(&info, next.generation, &next.addr)))
+			continue;
+		next = info;
+		found = true;
+		const char *dc = info.states[GOSSIP_STATE_DC];
+		rack = dc && strcmp(dc, n->conf.dc) == 0
+			       ? info.states[GOSSIP_STATE_RACK]
+			       : NULL;
+	}
+	return rack ? strdup(rack) : NULL;
 }
 
 static bool has_initial_token(const struct conf *c)
@@ -393,6 +429,7 @@ struct token_job {
 	uint64_t seed;
 	int64_t *tokens;
 	int rc;
+	char *next_rack;  /* joiner_behind's, or NULL */
 	bool fell_back;   /* the allocator failed; random tokens */
 	char why[256];    /* the allocator's error, or the final one */
 	enum err_code ec; /* with rc != 0 */
@@ -403,8 +440,8 @@ static void token_job_run(void *arg)
 	struct token_job *j = arg;
 	const struct conf *c = &j->n->conf;
 	j->rc = ring_tokens_choose(j->ring, c->initial_token, j->count,
-				   j->alloc_rf, c->dc, c->rack, NULL, j->seed,
-				   j->tokens);
+				   j->alloc_rf, c->dc, c->rack, j->next_rack,
+				   j->seed, j->tokens);
 	if (j->rc != 0 && !has_initial_token(c)) {
 		snprintf(j->why, sizeof(j->why), "%s", err_msg());
 		j->fell_back = true;
@@ -456,13 +493,16 @@ static int tokens_chosen(struct node *n, struct token_job *j)
 		const struct ring_endpoint *e = ring_endpoint_get(j->ring, i);
 		peers += e->num_tokens && strcmp(e->dc, n->conf.dc) == 0;
 	}
-	LOG_INFO("chose %zu tokens (%s) after %u gossip rounds, with %zu "
+	bool alloc = !initial && !j->fell_back && j->alloc_rf > 0;
+	LOG_INFO("chose %zu tokens (%s%s%s) after %u gossip rounds, with %zu "
 		 "other nodes of %s in the ring",
 		 count,
-		 initial           ? "initial_token"
-		 : j->alloc_rf > 0 ? "allocator"
-				   : "random",
-		 n->join_rounds, peers, n->conf.dc);
+		 initial ? "initial_token"
+		 : alloc ? "allocator"
+			 : "random",
+		 alloc && j->next_rack ? ", ready for the next joiner on " : "",
+		 alloc && j->next_rack ? j->next_rack : "", n->join_rounds,
+		 peers, n->conf.dc);
 	return join_ring(n);
 }
 
@@ -478,6 +518,7 @@ static void token_job_done(void *arg)
 		node_stop(n, "no tokens");
 	}
 	ring_unref(j->ring);
+	free(j->next_rack);
 	free(j->tokens);
 	free(j);
 }
@@ -503,6 +544,7 @@ static int choose_tokens(struct node *n)
 	j->count = (size_t)n->conf.num_tokens;
 	j->alloc_rf = (int)n->conf.allocate_tokens_for_local_replication_factor;
 	j->seed = env_random(n->env);
+	j->next_rack = joiner_behind(n);
 	workers_offload(n->join_worker, n->join_q, token_job_run,
 			token_job_done, j);
 	return 0;

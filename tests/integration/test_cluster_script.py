@@ -71,31 +71,43 @@ def test_create_start_status_and_remove(cluster, tmp_path):
     assert not home.exists()
 
 
-def nodes_seen(tmp_path, n):
-    """{i: how many nodes of dc1 node i's token choice saw}, from the log
-    line each node writes when it chooses."""
+def token_choices(tmp_path, n):
+    """{i: (how many nodes of dc1 node i's token choice saw, the rack of
+    the next joiner it prepared for or None)}, from the log line each node
+    writes when it chooses."""
     home = tmp_path / "home" / "clusters" / "it"
     seen = {}
     for i in range(1, n + 1):
         log = (home / f"node{i}" / "logs" / "system.log").read_text()
-        m = re.search(r"chose 16 tokens \(allocator\) after \d+ gossip "
+        m = re.search(r"chose 16 tokens \(allocator(?:, ready for the next "
+                      r"joiner on (\S+))?\) after \d+ gossip "
                       r"rounds, with (\d+) other nodes of dc1", log)
         assert m, log[-2000:]
-        seen[i] = int(m.group(1))
+        seen[i] = (int(m.group(2)), m.group(1))
     return seen
+
+
+def nodes_seen(tmp_path, n):
+    """{i: how many nodes of dc1 node i's token choice saw}."""
+    return {i: c[0] for i, c in token_choices(tmp_path, n).items()}
 
 
 def test_nodes_started_together_choose_tokens_one_at_a_time(cluster,
                                                              tmp_path):
     """Every node of a new cluster starts at once; each must still choose
     its tokens seeing the tokens of the nodes ahead of it (same start
-    second: lower addresses), or two allocations split the same ranges."""
+    second: lower addresses), or two allocations split the same ranges,
+    and knowing the rack of the one behind it."""
     # The default gossip interval: a node waits four rounds before it
     # chooses, so nodes whose start the machine's load delays by up to
     # about two rounds are still seen.
     cluster("create", "it", "-n", "5", "--racks", "4", "--base-ip",
             "127.0.1.", "-s")
-    assert nodes_seen(tmp_path, 5) == {i: i - 1 for i in range(1, 6)}
+    # ... and prepare the ring for the joiner behind it (its rack is
+    # known from gossip): rack2 after node1, ..., rack1 after node4.
+    assert token_choices(tmp_path, 5) == {
+        i: (i - 1, f"rack{i % 4 + 1}" if i < 5 else None)
+        for i in range(1, 6)}
 
 
 def test_node_started_late_waits_for_joiners_started_before_it(cluster,
