@@ -20,8 +20,8 @@
  * a failure: with racks == RF every rack holds exactly one replica of every
  * range, so unequal racks are unbalanced by k_max/k_min; with racks > RF a
  * rack holds at most one replica of a range, so a rack of k nodes whose fair
- * share k*RF/N exceeds 1 is capped (floor() below; docs/ring.md has the
- * proofs). The last column is the slowest single allocation over all
+ * share k*RF/N exceeds 1 is capped (ring_balance_floor; docs/ring.md has
+ * the proofs). The last column is the slowest single allocation over all
  * layouts and seeds at that DC size, in CPU time (the process is single
  * threaded).
  */
@@ -52,38 +52,9 @@ static double floor_of(int racks, size_t nodes, int rf, bool *eq)
 {
 	size_t k[MAXN] = {0};
 	size_t nr = racks == 0 || (size_t)racks > nodes ? nodes : (size_t)racks;
-	*eq = false;
 	for (size_t i = 0; i < nodes; i++)
 		k[i % nr]++;
-	if (nr == 1 || nodes <= (size_t)rf || nr < (size_t)rf)
-		return 0;
-	size_t kmax = k[0], kmin = k[nr - 1];
-	if (nr == (size_t)rf) {
-		*eq = kmax != kmin;
-		return (double)kmax / (double)kmin - 1;
-	}
-	/* racks > RF: each rack's load is at most 1; cap the racks whose
-	 * fair share would pass 1 and spread the rest over the others. */
-	bool capped[MAXN] = {false};
-	double level = (double)rf / (double)nodes;
-	size_t kcap = 0;
-	for (bool again = true; again;) {
-		again = false;
-		size_t ncap = 0, capn = 0;
-		for (size_t r = 0; r < nr; r++) {
-			if (!capped[r] && (double)k[r] * level > 1 + 1e-12) {
-				capped[r] = true;
-				again = true;
-			}
-			if (capped[r]) {
-				ncap++;
-				capn += k[r];
-				kcap = k[r] > kcap ? k[r] : kcap;
-			}
-		}
-		level = (double)(rf - (int)ncap) / (double)(nodes - capn);
-	}
-	return kcap ? level * (double)kcap - 1 : 0;
+	return ring_balance_floor(k, nr, rf, eq);
 }
 
 static double spread(const struct ring *r, int rf, size_t nodes)

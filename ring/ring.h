@@ -265,6 +265,25 @@ int ring_tokens_choose(const struct ring *r, const char *initial_token,
 		       size_t num_tokens, int alloc_rf, const char *dc,
 		       const char *rack, const char *next_rack, uint64_t seed,
 		       int64_t *out);
+/* Most nodes a plan (ring_tokens_plan) may hold. */
+#define RING_PLAN_NODES_MAX 128
+/* Lowest max/min - 1 of replicated ownership that any tokens can give a DC
+ * whose racks hold rack_nodes[0..nracks) nodes, at RF `rf` (docs/ring.md,
+ * "What balance is possible"). *racks_eq_rf is set when the DC has exactly
+ * RF racks of unequal sizes (each rack then owns exactly one replica of
+ * every range). */
+double ring_balance_floor(const size_t *rack_nodes, size_t nracks, int rf,
+			  bool *racks_eq_rf);
+/* Tokens for a DC grown one node at a time in a known order (Cassandra's
+ * generatetokens): node i joins rack racks[i], and gets num_tokens tokens
+ * in tokens[i * num_tokens ..]; spread[i] is max/min - 1 of the DC's
+ * replicated ownership (NTS, RF rf) once nodes 0..i have joined. The
+ * growth is run `tries` times from different seeds and the one whose worst
+ * spread is lowest, over the DC sizes whose floor is within 10%, is kept.
+ * Deterministic. 0 or -1 (ERR_INVALID, ERR_NOMEM). */
+int ring_tokens_plan(const char *const *racks, size_t nodes, int rf,
+		     size_t num_tokens, uint64_t seed, unsigned tries,
+		     int64_t *tokens, double *spread);
 /* Replicated ownership of every endpoint in `dc` under NTS with RF `rf` in
  * that DC, as a fraction of the ring (sums to min(rf, nodes)). own[] is
  * indexed by endpoint; entries outside the DC are 0. 0 or -1. */

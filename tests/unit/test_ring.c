@@ -9,6 +9,7 @@
 #include "ring/token.h"
 #include "tests/lib/testutil.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1365,9 +1366,6 @@ START_TEST(allocator_racks_take_turns_evenly)
 }
 END_TEST
 
-/* racks == RF: each rack holds one replica of every range, so with racks
- * of 2, 1 and 1 nodes the lone nodes own the whole ring and the pair half
- * each, whatever the tokens (docs/ring.md). */
 /* Told the rack of the next joiner (nodes started together), the
  * allocator prepares for that join only: 4 racks round robin within 10% at
  * 6 and 9 nodes with the bench's seeds 15 and 37, where an allocator that
@@ -1381,10 +1379,89 @@ START_TEST(allocator_prepares_for_the_next_joiners_rack)
 }
 END_TEST
 
+/* racks == RF: each rack holds one replica of every range, so with racks
+ * of 2, 1 and 1 nodes the lone nodes own the whole ring and the pair half
+ * each, whatever the tokens (docs/ring.md). */
 START_TEST(allocator_racks_equal_rf_unequal_is_bounded)
 {
 	double w = grow_dc_racks(4, 3, 4, NULL, 1000);
 	ck_assert_msg(w >= 0.99, "spread %.3f below the floor of 1.0", w);
+}
+END_TEST
+
+/* The floors docs/ring.md derives ("What balance is possible"). */
+START_TEST(balance_floor_of_rack_layouts)
+{
+	static const struct {
+		size_t k[5], nr;
+		double floor;
+		bool eq;
+	} cases[] = {
+		{{5}, 1, 0, false},                /* one rack */
+		{{1, 1, 1}, 3, 0, false},          /* racks == RF, equal */
+		{{2, 1, 1}, 3, 1.0, true},         /* racks == RF, 2 / 1 */
+		{{3, 2, 2}, 3, 0.5, true},         /* 3 / 2 */
+		{{2, 1, 1, 1}, 4, 1.0 / 3, false}, /* rack of 2 capped */
+		{{2, 2, 1, 1}, 4, 0, false},       /* tight, but feasible */
+		{{3, 1, 1, 1}, 4, 1.0, false},     /* 1/3 against 2/3 */
+		{{2, 1, 1, 1, 1}, 5, 0, false},
+		{{1, 1}, 2, 0, false}, /* fewer racks than RF */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool eq;
+		double f = ring_balance_floor(cases[i].k, cases[i].nr, 3, &eq);
+		ck_assert_msg(fabs(f - cases[i].floor) < 1e-9 &&
+				      eq == cases[i].eq,
+			      "case %zu: floor %.4f eq %d", i, f, eq);
+	}
+}
+END_TEST
+
+/* A planned DC (generatetokens): 9 nodes on 4 racks round robin, every
+ * size whose floor allows it within 10% (5 nodes, 2+1+1+1, cannot be), the
+ * spreads reported are those of the tokens returned, and the plan is the
+ * same for the same seed. */
+START_TEST(plan_balances_every_size_it_can)
+{
+	enum { N = 9, T = 16 };
+	const char *racks[N];
+	static const char *names[] = {"r1", "r2", "r3", "r4"};
+	for (size_t i = 0; i < N; i++)
+		racks[i] = names[i % 4];
+	int64_t toks[N * T], again[N * T];
+	double spread[N], spread2[N];
+	ck_assert_int_eq(ring_tokens_plan(racks, N, 3, T, 7, 2, toks, spread),
+			 0);
+	for (size_t i = 0; i < N; i++)
+		ck_assert_msg(i == 4 ? spread[i] > 0.33 : spread[i] <= 0.10,
+			      "%zu nodes: spread %.3f", i + 1, spread[i]);
+	struct ring_builder *b = ring_builder_new();
+	for (size_t i = 0; i < N; i++) {
+		struct ring_endpoint e = {.dc = "dc1",
+					  .rack = racks[i],
+					  .tokens = toks + i * T,
+					  .num_tokens = T};
+		e.addr = addr_of(i + 1);
+		ck_assert_int_eq(ring_builder_set_endpoint(b, &e), 0);
+	}
+	struct ring *r = ring_builder_build(b);
+	ck_assert_ptr_nonnull(r);
+	double own[N], hi = 0, lo = 10;
+	ck_assert_int_eq(ring_dc_ownership(r, "dc1", 3, own), 0);
+	for (size_t i = 0; i < N; i++) {
+		hi = own[i] > hi ? own[i] : hi;
+		lo = own[i] < lo ? own[i] : lo;
+	}
+	ck_assert_double_eq_tol(hi / lo - 1, spread[N - 1], 1e-9);
+	ring_unref(r);
+	ring_builder_delete(b);
+	ck_assert_int_eq(ring_tokens_plan(racks, N, 3, T, 7, 2, again, spread2),
+			 0);
+	ck_assert_mem_eq(toks, again, sizeof(toks));
+	ck_assert_int_eq(ring_tokens_plan(racks, 0, 3, T, 7, 2, toks, spread),
+			 -1);
+	ck_assert_int_eq(ring_tokens_plan(racks, N, 3, T, 7, 0, toks, spread),
+			 -1);
 }
 END_TEST
 
@@ -1452,6 +1529,8 @@ int main(void)
 	tcase_add_test(tc, allocator_prepares_for_the_next_joiners_rack);
 	tcase_add_test(tc, allocator_racks_equal_rf_unequal_is_bounded);
 	tcase_add_test(tc, allocator_rejects_bad_input);
+	tcase_add_test(tc, balance_floor_of_rack_layouts);
+	tcase_add_test(tc, plan_balances_every_size_it_can);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
