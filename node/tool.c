@@ -13,6 +13,7 @@
 #include "common/inet.h"
 #include "node/messaging_msg.h"
 #include "node/node.h"
+#include "node/tool_tokens.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -36,6 +37,8 @@ static void usage(FILE *f)
 		"describering <keyspace>, getendpoints <keyspace> <table> "
 		"<key>,\n"
 		"version, drain, stopdaemon.\n"
+		"`cassini-tool generatetokens --help`: tokens for a planned "
+		"datacenter (offline).\n"
 		"\n"
 		"<keyspace> is a keyspace of the schema or an explicit "
 		"replication:\n"
@@ -143,6 +146,8 @@ int main(int argc, char **argv)
 	}
 	if (i == argc)
 		goto bad;
+	if (strcmp(argv[i], "generatetokens") == 0)
+		return tool_generatetokens(argc - i - 1, argv + i + 1);
 	if (argc - i - 1 > ADMIN_MAX_ARGS) {
 		fprintf(stderr, "cassini-tool: too many arguments\n");
 		return 1;
