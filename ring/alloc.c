@@ -91,6 +91,8 @@ static const double WIDTH_WEIGHTS[ATTEMPTS] = {0.5, 1.0, 2.0};
 /* A first-round join's annealing lowers the larger of its spread and its
  * rack turns, plus this weight times their sum. */
 #define TURNS_SUM 0.1
+/* ring_tokens_jitter moves a token by at most this much (2^19 of 2^64). */
+#define JITTER (1 << 19)
 
 /* ---- random tokens and initial_token ------------------------------------- */
 
@@ -1302,6 +1304,59 @@ int ring_tokens_choose(const struct ring *r, const char *initial_token,
 	struct rng rng;
 	rng_seed(&rng, seed);
 	return ring_tokens_random(&rng, r, num_tokens, out);
+}
+
+/* ---- jitter ------------------------------------------------------------- */
+
+/* Narrows [*lo, *hi] around t to exclude the sorted tokens a[0..n); false
+ * when t is one of them. */
+static bool gap_around(const int64_t *a, size_t n, int64_t t, int64_t *lo,
+		       int64_t *hi)
+{
+	size_t l = 0, h = n; /* first a[] >= t */
+	while (l < h) {
+		size_t mid = l + (h - l) / 2;
+		if (a[mid] < t)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	if (l < n && a[l] == t)
+		return false;
+	if (l > 0 && a[l - 1] + 1 > *lo)
+		*lo = a[l - 1] + 1;
+	if (l < n && a[l] - 1 < *hi)
+		*hi = a[l] - 1;
+	return true;
+}
+
+void ring_tokens_jitter(const struct ring *r, struct rng *rng, int64_t *t,
+			size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int64_t lo = RING_TOKEN_MIN + 1, hi = INT64_MAX;
+		bool free_gap = true;
+		for (size_t e = 0; r && e < r->nep && free_gap; e++)
+			free_gap = gap_around(r->eps[e].pub.tokens,
+					      r->eps[e].pub.num_tokens, t[i],
+					      &lo, &hi);
+		for (size_t k = 0; k < n && free_gap; k++) {
+			if (k == i)
+				continue;
+			free_gap = t[k] != t[i];
+			if (t[k] < t[i] && t[k] + 1 > lo)
+				lo = t[k] + 1;
+			if (t[k] > t[i] && t[k] - 1 < hi)
+				hi = t[k] - 1;
+		}
+		if (!free_gap || t[i] < lo || t[i] > hi)
+			continue;
+		int64_t d = (int64_t)rng_below(rng, 2 * JITTER + 1) - JITTER;
+		if (d > 0)
+			t[i] = hi - t[i] < d ? hi : t[i] + d;
+		else if (d < 0)
+			t[i] = t[i] - lo < -d ? lo : t[i] + d;
+	}
 }
 
 /* ---- measuring ----------------------------------------------------------- */

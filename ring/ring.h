@@ -265,6 +265,15 @@ int ring_tokens_choose(const struct ring *r, const char *initial_token,
 		       size_t num_tokens, int alloc_rf, const char *dc,
 		       const char *rack, const char *next_rack, uint64_t seed,
 		       int64_t *out);
+/* Moves each of t[0..n) by a random amount of at most 2^19 (of 2^64)
+ * without reaching or passing any other token of `r` (BOOT endpoints'
+ * included) or of t[]: two nodes that chose the same points unaware of
+ * each other end up apart, while every token keeps its place in the ring's
+ * order, so the replicas of every range (and the allocator's balance, which
+ * puts tokens right next to others on purpose) stay as chosen. A token
+ * already in the ring is left as it is. */
+void ring_tokens_jitter(const struct ring *r, struct rng *rng, int64_t *t,
+			size_t n);
 /* Most nodes a plan (ring_tokens_plan) may hold. */
 #define RING_PLAN_NODES_MAX 128
 /* Lowest max/min - 1 of replicated ownership that any tokens can give a DC
