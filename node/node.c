@@ -470,17 +470,10 @@ static int tokens_chosen(struct node *n, struct token_job *j)
 	j->tokens = NULL;
 	if (!initial) {
 		/* Two nodes that joined unaware of each other may have run
-		 * the allocator on the same ring and picked the same split
-		 * points; a jitter far below any range width (2^20 of 2^64)
-		 * keeps their tokens apart. */
-		for (size_t i = 0; i < count; i++) {
-			int64_t d = (int64_t)(env_random(n->env) % (1u << 20)) -
-				    (1 << 19);
-			int64_t t = tokens[i];
-			if ((d > 0 && t <= INT64_MAX - d) ||
-			    (d < 0 && t >= INT64_MIN + 1 - d))
-				tokens[i] = t + d;
-		}
+		 * the allocator on the same ring and picked the same points. */
+		struct rng g;
+		rng_seed(&g, env_random(n->env));
+		ring_tokens_jitter(j->ring, &g, tokens, count);
 	}
 	n->local.tokens = tokens;
 	n->local.token_count = count;
