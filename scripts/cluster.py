@@ -10,7 +10,7 @@ Commands act on the current cluster (the last created or switched to) unless
   cluster up                         create (first time: 3 nodes in dc1 on
                                      3 racks) and start "default"
   cluster create NAME -n 3:3 [--racks R] [--vnodes N] [--base-ip 127.0.0.]
-                      [-c key=value]...
+                      [--generate-tokens] [-c key=value]...
   cluster start [--no-wait] | stop | status | remove | list | switch NAME
   cluster add [--dc DC] [--rack R] [-s]
                                      a new node (not a seed: it bootstraps,
@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -291,6 +292,8 @@ def node_yaml(spec, node, seeds):
         f"      - seeds: \"{','.join(seeds)}\"",
         "endpoint_snitch: GossipingPropertyFileSnitch",
     ]
+    if node.get("initial_token"):
+        lines.append(f"initial_token: {yaml_scalar(node['initial_token'])}")
     keys = {l.split(":")[0] for l in lines if not l.startswith((" ", "#"))}
     for key, value in spec["overrides"].items():
         if key in keys:
@@ -313,7 +316,38 @@ def write_configs(spec, cdir):
             f"dc={n['dc']}\nrack={n['rack']}\n")
 
 
-def create(name, layout, racks, vnodes, base_ip, overrides):
+def generate_tokens(spec):
+    """Sets every node's initial_token from `cassini-tool generatetokens`,
+    one plan per DC (its own seed, so DCs never share a token): the nodes of
+    a DC, on its racks round robin, in the order they are listed, as
+    generatetokens orders them."""
+    rf = spec["overrides"].get(
+        "allocate_tokens_for_local_replication_factor", "3")
+    tool = BIN_DIR / "node" / "cassini-tool"
+    for d, count in enumerate(spec["layout"], start=1):
+        in_dc = [n for n in spec["nodes"] if n["dc"] == f"dc{d}"]
+        racks = min(spec["racks"], count)
+        per_rack = [count // racks + (r < count % racks)
+                    for r in range(racks)]
+        r = subprocess.run(
+            [str(tool), "generatetokens", "-n", str(count),
+             "-t", str(spec["overrides"].get("num_tokens", spec["vnodes"])),
+             "--rf", rf,
+             "--racks", ",".join(map(str, per_rack)), "--seed", str(d)],
+            capture_output=True, text=True)
+        if r.returncode != 0:
+            raise ClusterError(f"generatetokens: {r.stderr.strip()}")
+        lines = [l for l in r.stdout.splitlines()
+                 if re.match(r"node\d+ ", l)]
+        if len(lines) != count:
+            raise ClusterError(f"generatetokens: unexpected output "
+                               f"{r.stdout[:200]!r}")
+        for node, line in zip(in_dc, lines):
+            node["initial_token"] = line.split(": ", 1)[1].strip()
+
+
+def create(name, layout, racks, vnodes, base_ip, overrides,
+           tokens=False):
     if not name or "/" in name or name.startswith("."):
         raise ClusterError(f"bad cluster name '{name}'")
     cdir = clusters_dir() / name
@@ -342,6 +376,8 @@ def create(name, layout, racks, vnodes, base_ip, overrides):
     spec = {"name": name, "layout": layout, "racks": racks,
             "vnodes": vnodes, "base_ip": base_ip, "overrides": parsed,
             "nodes": nodes}
+    if tokens:
+        generate_tokens(spec)
     cdir.mkdir(parents=True)
     try:
         write_configs(spec, cdir)
@@ -547,6 +583,10 @@ def build_parser():
     c.add_argument("--racks", type=int, default=1,
                    help="racks per DC, nodes assigned round-robin")
     c.add_argument("--vnodes", type=int, default=16, help="num_tokens")
+    c.add_argument("--generate-tokens", action="store_true",
+                   help="give each node an initial_token from `cassini-tool "
+                   "generatetokens` (a plan per DC) instead of choosing "
+                   "at first start")
     c.add_argument("--base-ip", default="127.0.0.",
                    help="address prefix; node i gets PREFIX<i>")
     c.add_argument("-c", "--conf", action="append", default=[],
@@ -606,7 +646,8 @@ def main(argv):
         print_contact_points(cluster)
     elif args.command == "create":
         cluster = create(args.name, parse_layout(args.nodes), args.racks,
-                         args.vnodes, args.base_ip, args.conf)
+                         args.vnodes, args.base_ip, args.conf,
+                         args.generate_tokens)
         print(f"Created cluster '{cluster.name}' with "
               f"{len(cluster.nodes)} nodes in {cluster.dir}")
         if args.start:

@@ -110,6 +110,35 @@ def test_nodes_started_together_choose_tokens_one_at_a_time(cluster,
         for i in range(1, 6)}
 
 
+def test_generated_tokens_balance_a_four_rack_dc(cluster, tmp_path):
+    """`--generate-tokens` gives every node the initial_token of a plan
+    (cassini-tool generatetokens): 6 nodes on 4 racks (2+2+1+1, where
+    a rack of two must replicate every range) own the shares the plan
+    promised, within 10% of each other."""
+    tool = str(BUILD_DIR / "node" / "cassini-tool")
+    plan = subprocess.run([tool, "generatetokens", "-n", "6", "--racks",
+                           "2,2,1,1", "--seed", "1"],
+                          capture_output=True, text=True, check=True).stdout
+    promised = float(re.search(r"^ +6  2\+2\+1\+1 +([0-9.]+)%", plan,
+                               re.M).group(1))
+    assert promised <= 10.0, plan
+    cluster("create", "it", "-n", "6", "--racks", "4", "--base-ip",
+            "127.0.1.", "--generate-tokens", "-s")
+    home = tmp_path / "home" / "clusters" / "it"
+    for i in range(1, 7):
+        line = re.search(rf"^node{i} rack\d: (\S+)$", plan, re.M).group(1)
+        assert f"initial_token: '{line}'" in \
+            (home / f"node{i}" / "conf" / "node.yaml").read_text()
+        assert "chose 16 tokens (initial_token)" in \
+            (home / f"node{i}" / "logs" / "system.log").read_text()
+    out = cluster("node", "node1", "tool", "status",
+                  "class=NetworkTopologyStrategy,dc1=3").stdout
+    owns = [float(m) for m in re.findall(r"^UN .* (\d+\.\d)% ", out, re.M)]
+    assert len(owns) == 6, out
+    assert max(owns) / min(owns) - 1 <= 0.10 + 0.002, out
+    assert abs((max(owns) / min(owns) - 1) * 100 - promised) < 0.5, out
+
+
 def test_node_started_late_waits_for_joiners_started_before_it(cluster,
                                                               tmp_path):
     """node3 starts with node1; node2, lower-addressed but started a second
