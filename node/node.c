@@ -347,12 +347,9 @@ static int join_ring(struct node *n)
 	return n->bootstrap ? 0 : -1;
 }
 
-/* A joiner of our DC ahead of us that has no tokens yet, or NULL. Joiners
- * go in the order they started (gossip generation), then by address, so
- * each allocation sees the nodes before it (concurrent choices split the
- * same ranges), and one started late waits for those already waiting. A
- * joiner whose DC is not known yet counts; one not heard of for
- * JOIN_SILENT_ROUNDS does not (it failed or stopped before choosing). */
+/* Whether endpoint i (in *info) is a joiner: another node with no tokens
+ * yet, not shut down or gone, heard of within JOIN_SILENT_ROUNDS (else it
+ * failed or stopped before choosing). */
 static bool is_joiner(struct node *n, size_t i,
 		      struct gossip_endpoint_info *info)
 {
@@ -373,6 +370,11 @@ static bool joins_before(const struct gossip_endpoint_info *info, int64_t gen,
 					  inet_addr_cmp(&info->addr, addr) < 0);
 }
 
+/* A joiner of our DC ahead of us that has no tokens yet, or NULL. Joiners
+ * go in the order they started (gossip generation), then by address, so
+ * each allocation sees the nodes before it (concurrent choices split the
+ * same ranges), and one started late waits for those already waiting. A
+ * joiner whose DC is not known yet counts. */
 static const struct inet_addr *joiner_ahead(struct node *n,
 					    struct gossip_endpoint_info *info)
 {

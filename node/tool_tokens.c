@@ -102,13 +102,13 @@ static void layout(const size_t *rack_of, size_t upto, size_t nracks, char *out,
 }
 
 static void print_plan(const size_t *rack_of, char (*names)[16], size_t nodes,
-		       size_t nracks, int rf, size_t ntok,
-		       const int64_t *tokens, const double *spread)
+		       size_t nracks, int rf, size_t ntok, int64_t *tokens,
+		       const double *spread)
 {
 	for (size_t i = 0; i < nodes; i++) {
 		printf("node%zu %s:", i + 1, names[rack_of[i]]);
 		/* ascending, as Cassandra prints them */
-		int64_t *t = (int64_t *)tokens + i * ntok;
+		int64_t *t = tokens + i * ntok;
 		for (size_t a = 1; a < ntok; a++)
 			for (size_t b = a; b > 0 && t[b - 1] > t[b]; b--) {
 				int64_t x = t[b];
