@@ -1313,14 +1313,8 @@ int ring_tokens_choose(const struct ring *r, const char *initial_token,
 static bool gap_around(const int64_t *a, size_t n, int64_t t, int64_t *lo,
 		       int64_t *hi)
 {
-	size_t l = 0, h = n; /* first a[] >= t */
-	while (l < h) {
-		size_t mid = l + (h - l) / 2;
-		if (a[mid] < t)
-			l = mid + 1;
-		else
-			h = mid;
-	}
+	/* the first a[] >= t, n when none */
+	size_t l = n && a[n - 1] >= t ? tokens_lower_bound(a, n, t) : n;
 	if (l < n && a[l] == t)
 		return false;
 	if (l > 0 && a[l - 1] + 1 > *lo)
