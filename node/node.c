@@ -390,10 +390,11 @@ static const struct inet_addr *joiner_ahead(struct node *n,
 	return NULL;
 }
 
-/* The rack of the joiner that will choose right after us, when it is of
- * our DC (a copy, or NULL when none is waiting or its DC or rack is not
- * known yet). The allocator then prepares the ring for that join: nodes
- * started together, as scripts/cluster starts them, form such a queue. */
+/* The rack of the next joiner of our DC behind us (a copy, or NULL when
+ * none is waiting, or the next one that may be of our DC has not told its
+ * DC or rack yet). The allocator then prepares the ring for that join:
+ * nodes started together, as scripts/cluster starts them, form such a
+ * queue. */
 static char *joiner_behind(struct node *n)
 {
 	struct gossip_endpoint_info info, next = {0};
@@ -406,12 +407,12 @@ static char *joiner_behind(struct node *n)
 		    (found &&
 		     !joins_before(&info, next.generation, &next.addr)))
 			continue;
+		const char *dc = info.states[GOSSIP_STATE_DC];
+		if (dc && strcmp(dc, n->conf.dc) != 0)
+			continue;
 		next = info;
 		found = true;
-		const char *dc = info.states[GOSSIP_STATE_DC];
-		rack = dc && strcmp(dc, n->conf.dc) == 0
-			       ? info.states[GOSSIP_STATE_RACK]
-			       : NULL;
+		rack = dc ? info.states[GOSSIP_STATE_RACK] : NULL;
 	}
 	return rack ? strdup(rack) : NULL;
 }
