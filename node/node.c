@@ -48,6 +48,7 @@
 #define JOIN_STUCK_ROUNDS  60 /* then a joiner ahead of us is not waited for */
 #define JOIN_SILENT_ROUNDS 5  /* a joiner not heard of for longer failed */
 #define SETTLE_ROUNDS      5  /* longest wait for gossip before serving */
+#define SETTLE_POLL_US     100000 /* how often that wait looks */
 #define SHUTDOWN_FLUSH_MS  200
 #define STOP_POLL_US       50000u /* node_stop's look at the coordinator */
 
@@ -247,15 +248,21 @@ static int serve(struct node *n)
 	return rc;
 }
 
-/* Opens the native port once gossip settled, or after SETTLE_ROUNDS
+static uint64_t settle_poll_us(const struct node *n)
+{
+	uint64_t round = n->conf.gossip_interval_ms * 1000u;
+	return round < SETTLE_POLL_US ? round : SETTLE_POLL_US;
+}
+
+/* Opens the native port once gossip settled (looked at every 100 ms, so a
+ * restart serves as soon as its peers are UP), or after SETTLE_ROUNDS
  * rounds whatever it says (a peer may be down for good). */
 static void settle_tick(void *arg)
 {
 	struct node *n = arg;
 	bool settled = gossip_settled(n);
-	if (!settled && ++n->settle_rounds < SETTLE_ROUNDS) {
-		env_timer_arm(n->env, n->settle_timer,
-			      n->conf.gossip_interval_ms * 1000u);
+	if (!settled && env_mono_us(n->env) < n->settle_deadline_us) {
+		env_timer_arm(n->env, n->settle_timer, settle_poll_us(n));
 		return;
 	}
 	if (!settled)
@@ -283,9 +290,10 @@ static int announce_tokens(struct node *n)
 	    !(n->settle_timer = env_timer_new(n->env, settle_tick, n)))
 		return -1;
 	LOG_INFO("waiting for gossip to settle before serving clients");
-	n->settle_rounds = 0;
-	env_timer_arm(n->env, n->settle_timer,
-		      n->conf.gossip_interval_ms * 1000u);
+	n->settle_deadline_us =
+		env_mono_us(n->env) +
+		(uint64_t)SETTLE_ROUNDS * n->conf.gossip_interval_ms * 1000u;
+	env_timer_arm(n->env, n->settle_timer, settle_poll_us(n));
 	return 0;
 }
 

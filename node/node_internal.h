@@ -74,7 +74,7 @@ struct node {
 	struct node_events *events;  /* peers' changes told to hints, drivers */
 	struct node_peers *peers;    /* saved_caches/peers */
 	struct env_timer *settle_timer; /* native port opens once settled */
-	unsigned settle_rounds;
+	uint64_t settle_deadline_us;    /* serve by then, settled or not */
 };
 
 /* The ring's peers saved for the next start (peers.c): loads the file
