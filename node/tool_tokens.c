@@ -69,7 +69,7 @@ static size_t parse_racks(const char *s, size_t *counts, size_t cap)
 		errno = 0;
 		long v = strtol(s, &end, 10);
 		if (errno || end == s || v < 1 || v > RING_PLAN_NODES_MAX ||
-		    (*end && *end != ',') || n == cap) {
+		    (*end && (*end != ',' || !end[1])) || n == cap) {
 			fprintf(stderr,
 				"cassini-tool generatetokens: --racks wants "
 				"node counts per rack, each at least 1, "

@@ -110,15 +110,53 @@ def test_nodes_started_together_choose_tokens_one_at_a_time(cluster,
         for i in range(1, 6)}
 
 
+def generatetokens(*args):
+    return subprocess.run([str(BUILD_DIR / "node" / "cassini-tool"),
+                           "generatetokens", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_generatetokens_output_and_errors():
+    """Offline, as an operator runs it: a line per node in start order
+    (round robin over the racks, full racks skipped, as Cassandra's),
+    distinct tokens, the table with the floors, and one clear line for
+    each bad argument."""
+    r = generatetokens("-n", "5", "--racks", "1,4", "-t", "4")
+    assert r.returncode == 0, r.stderr
+    nodes = re.findall(r"^node(\d+) (rack\d): (\S+)$", r.stdout, re.M)
+    assert [(int(i), rk) for i, rk, _ in nodes] == [
+        (1, "rack1"), (2, "rack2"), (3, "rack2"), (4, "rack2"),
+        (5, "rack2")]
+    tokens = [int(t) for _, _, line in nodes for t in line.split(",")]
+    assert len(tokens) == 20 and len(set(tokens)) == 20
+    rows = re.findall(r"^ +(\d+)  (\S+) +([0-9.]+)%", r.stdout, re.M)
+    assert [(n, lay) for n, lay, _ in rows] == [
+        ("1", "1"), ("2", "1+1"), ("3", "1+2"), ("4", "1+3"), ("5", "1+4")]
+    r = generatetokens("-n", "5", "--racks", "2,2,1")
+    assert "(3 unequal racks: at least 100.0% whatever the tokens)" in \
+        r.stdout
+    r = generatetokens("-n", "5", "--racks", "2,1,1,1")
+    assert "2+1+1+1" in r.stdout and "(at least 33.3% whatever" in r.stdout
+    for args, message in [
+            (["--racks", "1"], "-n NODES is required"),
+            (["-n", "4", "--racks", "2,1"], "--racks adds up to 3 nodes, "
+                                            "not 4"),
+            (["-n", "3", "--racks", "1,2,"], "--racks wants node counts"),
+            (["-n", "3", "--racks", "0,3"], "--racks wants node counts"),
+            (["-n", "x"], "--nodes must be a number from 1 to 128, not 'x'"),
+            (["-n", "3", "-t", "0"], "--tokens must be a number"),
+            (["-n", "3", "--bogus", "1"], "unknown option '--bogus'")]:
+        r = generatetokens(*args)
+        assert r.returncode == 1 and message in r.stderr, (args, r.stderr)
+
+
 def test_generated_tokens_balance_a_four_rack_dc(cluster, tmp_path):
     """`--generate-tokens` gives every node the initial_token of a plan
     (cassini-tool generatetokens): 6 nodes on 4 racks (2+2+1+1, where
     a rack of two must replicate every range) own the shares the plan
     promised, within 10% of each other."""
-    tool = str(BUILD_DIR / "node" / "cassini-tool")
-    plan = subprocess.run([tool, "generatetokens", "-n", "6", "--racks",
-                           "2,2,1,1", "--seed", "1"],
-                          capture_output=True, text=True, check=True).stdout
+    plan = generatetokens("-n", "6", "--racks", "2,2,1,1", "--seed",
+                          "1").stdout
     promised = float(re.search(r"^ +6  2\+2\+1\+1 +([0-9.]+)%", plan,
                                re.M).group(1))
     assert promised <= 10.0, plan
