@@ -997,7 +997,12 @@ int node_run(struct node *n)
 	}
 	LOG_INFO("generation %lld, host id %s", (long long)n->local.generation,
 		 n->local.host_id);
-	LOG_INFO("cassinid ready");
+	/* scripts/cluster reads what comes next from this line */
+	LOG_INFO("cassinid ready (%s)",
+		 !n->local.token_count ? "tokens chosen once the ring is known"
+		 : n->local.bootstrapping
+			 ? "bootstrapping"
+			 : "clients served once gossip settles");
 	if (event_base_dispatch(n->base) < 0) {
 		LOG_ERROR("event loop failed");
 		return NODE_EXIT_FAILURE;

@@ -164,34 +164,27 @@ class Node:
                 start_new_session=True)
         self._proc = proc
         self._log_mark = mark
-        self._serves = self.has_tokens()
         return True
-
-    def has_tokens(self):
-        """Whether the node chose its tokens in an earlier run (and is not
-        bootstrapping): started again, it serves clients within a few
-        gossip rounds, once gossip has settled."""
-        f = self.home / "data" / "saved_caches" / "local_state"
-        try:
-            text = "\n" + f.read_text()
-        except OSError:
-            return False
-        return "\ntokens=" in text and "bootstrap=in_progress" not in text
 
     def wait_ready(self, timeout=START_TIMEOUT):
         """Until the node is up: serving clients when it restarts with its
-        tokens, else running (a new node chooses its tokens later)."""
+        tokens (its "cassinid ready" line says so), else running (a new
+        node chooses its tokens later, a bootstrapping one serves once it
+        has its data)."""
         deadline = time.monotonic() + timeout
         proc = getattr(self, "_proc", None)
         mark = getattr(self, "_log_mark", 0)
-        want = (b"CQL clients on" if getattr(self, "_serves", False)
-                else b"cassinid ready")
         while time.monotonic() < deadline:
             if self.log_file.exists():
                 with open(self.log_file, "rb") as f:
                     f.seek(mark)
-                    if want in f.read():
-                        return
+                    text = f.read()
+                ready = text.find(b"cassinid ready")
+                if ready >= 0 and (
+                        b"CQL clients on" in text or
+                        b"(clients served once gossip settles)" not in
+                        text[ready:ready + 80]):
+                    return
             if proc is not None and proc.poll() is not None:
                 raise ClusterError(
                     f"{self.name} exited with status {proc.returncode} "
