@@ -85,7 +85,8 @@ static int dc_spread(const struct ring *r, int rf, double *own, double *out)
 }
 
 /* One growth of the plan from `seed`: tokens and spread after each join. */
-static int plan_once(const char *const *racks, size_t nodes, int rf,
+static int plan_once(const struct ring_plan_progress *pr, unsigned try_,
+		     const char *const *racks, size_t nodes, int rf,
 		     size_t num_tokens, uint64_t seed, int64_t *tokens,
 		     double *spread, double *own)
 {
@@ -118,6 +119,8 @@ static int plan_once(const char *const *racks, size_t nodes, int rf,
 		r = ring_builder_build(b);
 		rc = !r ? -1 : dc_spread(r, rf, own, &spread[i]);
 		ring_unref(r);
+		if (pr && pr->each)
+			pr->each(pr->arg, try_, i + 1);
 	}
 	ring_builder_delete(b);
 	return rc;
@@ -125,7 +128,8 @@ static int plan_once(const char *const *racks, size_t nodes, int rf,
 
 int ring_tokens_plan(const char *const *racks, size_t nodes, int rf,
 		     size_t num_tokens, uint64_t seed, unsigned tries,
-		     int64_t *tokens, double *spread)
+		     const struct ring_plan_progress *progress, int64_t *tokens,
+		     double *spread)
 {
 	if (nodes < 1 || nodes > RING_PLAN_NODES_MAX || rf < 1 ||
 	    num_tokens < 1 || num_tokens > RING_TOKENS_MAX || tries < 1)
@@ -158,7 +162,7 @@ int ring_tokens_plan(const char *const *racks, size_t nodes, int rf,
 	}
 	double best = 0, best_sum = 0;
 	for (unsigned k = 0; k < tries; k++) {
-		rc = plan_once(racks, nodes, rf, num_tokens,
+		rc = plan_once(progress, k + 1, racks, nodes, rf, num_tokens,
 			       seed + 1000 * (uint64_t)k, t, s, own);
 		if (rc)
 			break;

@@ -1415,6 +1415,19 @@ START_TEST(balance_floor_of_rack_layouts)
 }
 END_TEST
 
+struct joins {
+	unsigned calls, last_try;
+	size_t last_nodes;
+};
+
+static void count_joins(void *arg, unsigned try_, size_t nodes)
+{
+	struct joins *j = arg;
+	j->calls++;
+	j->last_try = try_;
+	j->last_nodes = nodes;
+}
+
 /* A planned DC (generatetokens): 6 nodes on 4 racks round robin, every
  * size whose floor allows it within 10% (5 nodes, 2+1+1+1, cannot be), the
  * spreads reported are those of the tokens returned. */
@@ -1427,8 +1440,13 @@ START_TEST(plan_balances_every_size_it_can)
 		racks[i] = names[i % 4];
 	int64_t toks[N * T];
 	double spread[N];
-	ck_assert_int_eq(ring_tokens_plan(racks, N, 3, T, 7, 2, toks, spread),
-			 0);
+	struct joins seen = {0};
+	struct ring_plan_progress pr = {.each = count_joins, .arg = &seen};
+	ck_assert_int_eq(
+		ring_tokens_plan(racks, N, 3, T, 7, 2, &pr, toks, spread), 0);
+	ck_assert_uint_eq(seen.calls, 2 * N); /* each join of both tries */
+	ck_assert_uint_eq(seen.last_try, 2);
+	ck_assert_uint_eq(seen.last_nodes, N);
 	for (size_t i = 0; i < N; i++)
 		ck_assert_msg(i == 4 ? spread[i] > 0.33 : spread[i] <= 0.10,
 			      "%zu nodes: spread %.3f", i + 1, spread[i]);
@@ -1452,10 +1470,10 @@ START_TEST(plan_balances_every_size_it_can)
 	ck_assert_double_eq_tol(hi / lo - 1, spread[N - 1], 1e-9);
 	ring_unref(r);
 	ring_builder_delete(b);
-	ck_assert_int_eq(ring_tokens_plan(racks, 0, 3, T, 7, 2, toks, spread),
-			 -1);
-	ck_assert_int_eq(ring_tokens_plan(racks, N, 3, T, 7, 0, toks, spread),
-			 -1);
+	ck_assert_int_eq(
+		ring_tokens_plan(racks, 0, 3, T, 7, 2, NULL, toks, spread), -1);
+	ck_assert_int_eq(
+		ring_tokens_plan(racks, N, 3, T, 7, 0, NULL, toks, spread), -1);
 }
 END_TEST
 
