@@ -11,8 +11,9 @@
  * Spread = max/min - 1 of the nodes' replicated ownership, worst over seeds.
  * With per_seed = 1 it also prints every seed's spreads (from 3 nodes on)
  * and, per DC size, how many seeds are above 10%. With planned = 1 every
- * join is told the next joiner's rack (ring_tokens_allocate_planned), as a
- * node is when the nodes of a DC start together.
+ * join is told the next joiner's rack (ring_tokens_allocate_planned), as in
+ * a plan (generatetokens); with planned = 2 every join but the last, as
+ * when max_nodes nodes start together (only the max_nodes row counts).
  * Layouts: one rack; racks = nodes (every node its own rack); 3, 4 and 5
  * racks filled round robin.
  *
@@ -71,7 +72,7 @@ static double spread(const struct ring *r, int rf, size_t nodes)
 
 /* Grows one DC; worst[n] gets the spread after node n joined if it is
  * worse, last[n] the spread itself. */
-static int grow(int layout, size_t max_nodes, size_t ntok, int rf, bool planned,
+static int grow(int layout, size_t max_nodes, size_t ntok, int rf, int planned,
 		uint64_t seed, double *worst, double *last, double *slowest)
 {
 	struct ring_builder *b = ring_builder_new();
@@ -88,9 +89,12 @@ static int grow(int layout, size_t max_nodes, size_t ntok, int rf, bool planned,
 		char next[32];
 		snprintf(next, sizeof(next), "r%zu",
 			 nr ? n % (size_t)nr + 1 : n + 1);
-		if (ring_tokens_allocate_planned(r, "dc1", rack,
-						 planned ? next : NULL, rf,
-						 ntok, seed * 1000 + n, toks)) {
+		if (ring_tokens_allocate_planned(
+			    r, "dc1", rack,
+			    planned == 1 || (planned == 2 && n < max_nodes)
+				    ? next
+				    : NULL,
+			    rf, ntok, seed * 1000 + n, toks)) {
 			ring_unref(r);
 			return -1;
 		}
@@ -127,7 +131,7 @@ int main(int argc, char **argv)
 	int rf = argc > 4 ? atoi(argv[4]) : 3;
 	int mask = argc > 5 ? atoi(argv[5]) : 31;
 	bool per_seed = argc > 6 && atoi(argv[6]) != 0;
-	bool planned = argc > 7 && atoi(argv[7]) != 0;
+	int planned = argc > 7 ? atoi(argv[7]) : 0;
 	if (max_nodes < 1 || max_nodes >= MAXN || ntok < 1 || ntok > 256) {
 		fprintf(stderr, "bad arguments\n");
 		return 2;
@@ -167,7 +171,10 @@ int main(int argc, char **argv)
 	}
 	printf("num_tokens=%zu rf=%d seeds=%d%s: worst max/min-1 of "
 	       "replicated ownership\n",
-	       ntok, rf, seeds, planned ? ", next joiner's rack known" : "");
+	       ntok, rf, seeds,
+	       planned == 1   ? ", next joiner's rack known"
+	       : planned == 2 ? ", started together (the last row counts)"
+			      : "");
 	printf("| nodes/DC |");
 	for (int l = 0; l < LAYOUTS; l++)
 		if (mask >> l & 1)

@@ -216,8 +216,8 @@ struct model {
 	double sqw0;         /* sqw when the annealing started */
 	bool next_stuck; /* a rack a next node may join is above the floor */
 	bool turns_on;   /* a first-round join: rack_turns counts */
-	uint32_t
-		planned; /* rack of the next join when known, else UINT32_MAX */
+	/* The rack of the next join when known, else UINT32_MAX. */
+	uint32_t planned;
 	/* Search effort (model_effort) */
 	int refine_passes, lookahead_passes;
 	long anneal_iters;
