@@ -290,8 +290,8 @@ double ring_balance_floor(const size_t *rack_nodes, size_t nracks, int rf,
  * growth is run `tries` times from different seeds and the one whose worst
  * spread is lowest, over the DC sizes whose floor is within 10%, is kept.
  * `progress` (may be NULL) hears of each join: a join costs the
- * allocator's time, about 1 s at 24 nodes and 2-3 s at 48 (a 48-node
- * growth takes 45 s). Deterministic. 0 or -1 (ERR_INVALID, ERR_NOMEM). */
+ * allocator's time, which grows with the DC (a 24-node growth takes about
+ * 6 s, a 48-node one about 45 s). Deterministic. 0 or -1 (ERR_INVALID, ERR_NOMEM). */
 struct ring_plan_progress {
 	/* called after each join: try 1..tries, nodes joined so far */
 	void (*each)(void *arg, unsigned try_, size_t nodes);
