@@ -291,7 +291,8 @@ double ring_balance_floor(const size_t *rack_nodes, size_t nracks, int rf,
  * spread is lowest, over the DC sizes whose floor is within 10%, is kept.
  * `progress` (may be NULL) hears of each join: a join costs the
  * allocator's time, which grows with the DC (a 24-node growth takes about
- * 6 s, a 48-node one about 45 s). Deterministic. 0 or -1 (ERR_INVALID, ERR_NOMEM). */
+ * 6 s, a 48-node one about 45 s). Deterministic. 0 or -1 (ERR_INVALID,
+ * ERR_NOMEM). */
 struct ring_plan_progress {
 	/* called after each join: try 1..tries, nodes joined so far */
 	void (*each)(void *arg, unsigned try_, size_t nodes);
