@@ -10,6 +10,12 @@
 
 #include <check.h>
 #include <stdint.h>
+#include <string.h>
+
+/* Fails unless the string `hay` contains `needle`, showing both. */
+#define ck_assert_contains(hay, needle)                                        \
+	ck_assert_msg(strstr(hay, needle) != NULL, "'%s' lacks '%s'", hay,     \
+		      needle)
 
 /* Call while building the suite (in the parent, before Check forks each
  * test), keep the value in a static, and use it in the tests. */

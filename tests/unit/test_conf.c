@@ -46,10 +46,6 @@ static const char *load_fails(const char *yaml, const char *rackdc)
 	return msg;
 }
 
-#define ck_assert_contains(hay, needle)                                        \
-	ck_assert_msg(strstr(hay, needle) != NULL, "'%s' lacks '%s'", hay,     \
-		      needle)
-
 START_TEST(defaults_match_cassandra)
 {
 	struct conf c;

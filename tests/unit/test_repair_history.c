@@ -15,10 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ck_assert_contains(hay, needle)                                        \
-	ck_assert_msg(strstr(hay, needle) != NULL, "'%s' lacks '%s'", hay,     \
-		      needle)
-
 static struct repair_history_entry entry(int i)
 {
 	struct repair_history_entry e = {

@@ -15,10 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ck_assert_contains(hay, needle)                                        \
-	ck_assert_msg(strstr(hay, needle) != NULL, "'%s' lacks '%s'", hay,     \
-		      needle)
-
 static uint64_t total_width(const struct token_range_list *l)
 {
 	uint64_t w = 0;
