@@ -9,6 +9,7 @@
 #include "ring/ring.h"
 #include "ring/token.h"
 #include "tests/lib/testutil.h"
+#include "tests/unit/ring_testutil.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -304,16 +305,6 @@ struct topo {
 	size_t ntok[64];
 	enum ring_status st[64];
 };
-
-static struct inet_addr addr_of(size_t i)
-{
-	struct inet_addr a = {0};
-	a.family = INET_V4;
-	a.ip[0] = 10;
-	a.ip[2] = (uint8_t)(i >> 8);
-	a.ip[3] = (uint8_t)i;
-	return a;
-}
 
 static struct ring *topo_build(const struct topo *t)
 {

@@ -6,6 +6,7 @@
 #include "common/rand.h"
 #include "ring/ring.h"
 #include "tests/lib/testutil.h"
+#include "tests/unit/ring_testutil.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,16 +14,6 @@
 #include <string.h>
 
 static uint64_t seed;
-
-static struct inet_addr addr_of(size_t i)
-{
-	struct inet_addr a = {0};
-	a.family = INET_V4;
-	a.ip[0] = 10;
-	a.ip[2] = (uint8_t)(i >> 8);
-	a.ip[3] = (uint8_t)i;
-	return a;
-}
 
 START_TEST(initial_token_parsing)
 {
