@@ -152,29 +152,52 @@ def test_generatetokens_output_and_errors():
 
 def test_generated_tokens_balance_a_four_rack_dc(cluster, tmp_path):
     """`--generate-tokens` gives every node the initial_token of a plan
-    (cassini-tool generatetokens): 6 nodes on 4 racks (2+2+1+1, where
-    a rack of two must replicate every range) own the shares the plan
-    promised, within 10% of each other."""
+    (cassini-tool generatetokens, one per DC with the DC's number as seed):
+    6 nodes on 4 racks (2+2+1+1, where a rack of two must replicate every
+    range) own the shares the plan promised, within 10% of each other;
+    dc2 gets its own plan."""
     plan = generatetokens("-n", "6", "--racks", "2,2,1,1", "--seed",
                           "1").stdout
     promised = float(re.search(r"^ +6  2\+2\+1\+1 +([0-9.]+)%", plan,
                                re.M).group(1))
     assert promised <= 10.0, plan
-    cluster("create", "it", "-n", "6", "--racks", "4", "--base-ip",
+    cluster("create", "it", "-n", "6:2", "--racks", "4", "--base-ip",
             "127.0.1.", "--generate-tokens", "-s")
     home = tmp_path / "home" / "clusters" / "it"
-    for i in range(1, 7):
-        line = re.search(rf"^node{i} rack\d: (\S+)$", plan, re.M).group(1)
-        assert f"initial_token: '{line}'" in \
-            (home / f"node{i}" / "conf" / "node.yaml").read_text()
+    for i in range(1, 9):
+        yaml = (home / f"node{i}" / "conf" / "node.yaml").read_text()
+        if i <= 6:
+            line = re.search(rf"^node{i} rack\d: (\S+)$", plan,
+                             re.M).group(1)
+            assert f"initial_token: '{line}'" in yaml
+        else:
+            assert "initial_token: '" in yaml
         assert "chose 16 tokens (initial_token)" in \
             (home / f"node{i}" / "logs" / "system.log").read_text()
     out = cluster("node", "node1", "tool", "status",
-                  "class=NetworkTopologyStrategy,dc1=3").stdout
-    owns = [float(m) for m in re.findall(r"^UN .* (\d+\.\d)% ", out, re.M)]
+                  "class=NetworkTopologyStrategy,dc1=3,dc2=2").stdout
+    dc1 = out.split("Datacenter: dc2")[0]
+    owns = [float(m) for m in re.findall(r"^UN .* (\d+\.\d)% ", dc1, re.M)]
     assert len(owns) == 6, out
     assert max(owns) / min(owns) - 1 <= 0.10 + 0.002, out
     assert abs((max(owns) / min(owns) - 1) * 100 - promised) < 0.5, out
+    assert out.count("\nUN ") == 8, out
+
+
+def test_generated_tokens_differ_between_datacenters(cluster, tmp_path):
+    """Two DCs of the same layout get different plans (each DC's number
+    is its seed): the same plan twice would give their nodes the same
+    tokens, which the second DC's nodes would refuse."""
+    cluster("create", "it", "-n", "2:2", "--racks", "2", "--base-ip",
+            "127.0.1.", "--generate-tokens")
+    home = tmp_path / "home" / "clusters" / "it"
+    tokens = {}
+    for i in range(1, 5):
+        yaml = (home / f"node{i}" / "conf" / "node.yaml").read_text()
+        line = re.search(r"^initial_token: '(\S+)'$", yaml, re.M).group(1)
+        tokens[i] = set(line.split(","))
+        assert len(tokens[i]) == 16
+    assert not (tokens[1] | tokens[2]) & (tokens[3] | tokens[4])
 
 
 def test_node_started_late_waits_for_joiners_started_before_it(cluster,
