@@ -7,7 +7,9 @@ A cluster from scripts/cluster (release build, a private CASSINI_HOME under
 little later, at the chosen consistency level; a fault loop, for
 --duration seconds, picks one of: kill -9 a node, stop it (SIGTERM),
 pause it (SIGSTOP), and with --dcs 2 take dc2 down (kill, stop or pause)
-or kill every node at once; then restarts what it took down. At the end
+or kill every node at once; then restarts what it took down. With
+--ring-changes it also adds a node to dc1 (`cluster add -s`: it
+bootstraps under the load) or decommissions one it added. At the end
 every node is started, and after --settle seconds (time for hints) each
 acknowledged insert must read back with its value, and each acknowledged
 delete must stay deleted, at QUORUM (one DC) or at LOCAL_QUORUM in each DC
@@ -17,6 +19,7 @@ a failure the cluster is stopped and kept (its CASSINI_HOME is printed).
 
     /usr/bin/python3 bench/fault_soak.py [--dcs 1|2] [--cl ONE]
         [--duration 90] [--seed 1] [--settle 40] [--base-ip 127.0.22.]
+        [--ring-changes]
 
 Session 12 found with it: a restarted node answering from itself as if it
 were the whole ring (one DC, --cl ONE), and LOCAL_QUORUM writes refused as
@@ -51,6 +54,8 @@ def parse_args():
     p.add_argument("--settle", type=float, default=40,
                    help="seconds between the last fault and the reads")
     p.add_argument("--base-ip", default="127.0.22.")
+    p.add_argument("--ring-changes", action="store_true",
+                   help="also add nodes to dc1 and decommission them")
     a = p.parse_args()
     a.cl = a.cl or ("LOCAL_QUORUM" if a.dcs == 2 else "QUORUM")
     return a
@@ -64,6 +69,7 @@ class Soak:
         self.env = dict(os.environ, CASSINI_HOME=self.home)
         self.nodes = ["node%d" % i for i in range(1, 7 if a.dcs == 2
                                                  else 5)]
+        self.added = []  # nodes --ring-changes added, still in the ring
         self.acked, self.deleted, self.tried = {}, set(), set()
         self.errors = {}
         self.lock = threading.Lock()
@@ -116,11 +122,37 @@ class Soak:
                     self.count("delete " + type(e).__name__)
             i += 1
 
+    def join(self):
+        out = self.cluster("add", "--dc", "dc1", "-s")
+        name = out.split()[1]  # "Added node5 (127.0.22.5, dc1/rack1) ..."
+        self.nodes.append(name)
+        self.added.append(name)
+        return f"join {name}"
+
+    def leave(self):
+        name = self.added.pop(0)
+        addr = self.a.base_ip + name[len("node"):]
+        tool = Path(os.environ.get("CASSINI_BIN_DIR",
+                                   SRC / "build" / "release")) / "node" / \
+            "cassini-tool"
+        r = subprocess.run([str(tool), "-h", addr, "decommission"],
+                           capture_output=True, text=True, timeout=900)
+        if r.returncode:
+            sys.exit(f"decommission {name}: {r.stdout}{r.stderr}")
+        self.cluster("node", name, "remove")
+        self.nodes.remove(name)
+        return f"decommission {name}"
+
     def fault(self):
         kinds = ["kill", "stop", "pause"]
         if self.a.dcs == 2:
             kinds += ["dc2", "dc2", "all"]
+        if self.a.ring_changes:
+            kinds += ["ring", "ring"]
         kind = self.rnd.choice(kinds)
+        if kind == "ring":
+            return self.leave() if len(self.added) == 2 or (
+                self.added and self.rnd.random() < 0.5) else self.join()
         if kind == "dc2":
             mode = self.rnd.choice(["kill", "stop", "pause"])
             self.cluster("dc", "dc2", "down", "--mode", mode)
