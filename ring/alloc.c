@@ -206,7 +206,7 @@ struct model {
 	 * x == nracks stands for a rack not in the DC yet. */
 	double *knock, *knock_try, *load_try, *target;
 	uint32_t *wrep;      /* one walk's replicas */
-	uint32_t *kr;        /* nodes per rack, the joining node included */
+	size_t *kr;          /* nodes per rack, the joining node included */
 	bool *next_rack;     /* racks a next node is looked ahead for */
 	double lookahead;    /* weight of the penalty; 0: off */
 	double sqw;          /* sum of squared range widths, from model_loads */
@@ -421,7 +421,7 @@ static int model_make(struct model *m, const struct ring *r, const char *dc,
 	m->knock_try = malloc((ne + 1) * ne * sizeof(double));
 	m->load_try = malloc(ne * sizeof(double));
 	m->wrep = malloc(ne * sizeof(uint32_t));
-	m->kr = calloc(ne + 1, sizeof(uint32_t));
+	m->kr = calloc(ne + 1, sizeof(*m->kr));
 	m->next_rack = calloc(ne + 1, sizeof(bool));
 	m->load = malloc(ne * sizeof(double));
 	m->l1 = malloc(ne * sizeof(double));
@@ -686,32 +686,40 @@ static void knocks_base(struct model *m)
 		knock_add(m, m->rep + i * m->want, m->wid[i], m->knock);
 }
 
-/* Fair load per node of each rack, in tg[rack], for `nodes` nodes with one
- * more node on rack x (x > nracks: none): rf / nodes, except that a rack
- * holds at most one replica of a range, so a rack of k nodes whose share
- * would pass 1 gets 1 / k (docs/ring.md). */
-static void fair_shares(const struct model *m, size_t x, double nodes,
-			double *tg)
+/* Fair load per node of each rack (capped_level), in tg[rack], with one
+ * more node on rack x (x > nracks: none). */
+double capped_level(const size_t *k, size_t R, int rf)
 {
-	size_t R = m->nracks + 1, ncap = 0, capn = 0;
-	double level = m->rf / nodes;
-	for (size_t k = 0; k < R; k++)
-		tg[k] = 0; /* 0: not capped */
-	for (bool again = true; again;) {
-		again = false;
-		for (size_t k = 0; k < R; k++) {
-			double c = m->kr[k] + (k == x);
-			if (tg[k] == 0 && c * level > 1 + 1e-12) {
-				tg[k] = 1 / c;
+	size_t nodes = 0;
+	for (size_t r = 0; r < R; r++)
+		nodes += k[r];
+	/* Capping a rack raises the others' level, which may cap more: to a
+	 * fixed point (a capped rack stays capped). */
+	double level = (double)rf / (double)nodes;
+	for (size_t capped = 0;;) {
+		size_t ncap = 0, capn = 0;
+		for (size_t r = 0; r < R; r++)
+			if (rack_share(k[r], level) != level) {
 				ncap++;
-				capn += (size_t)c;
-				again = true;
+				capn += k[r];
 			}
-		}
-		level = (m->rf - (double)ncap) / (nodes - (double)capn);
+		if (ncap == capped || capn == nodes)
+			return level;
+		capped = ncap;
+		level = (double)(rf - (int)ncap) / (double)(nodes - capn);
 	}
+}
+
+static void fair_shares(struct model *m, size_t x, double *tg)
+{
+	size_t R = m->nracks + 1;
+	if (x < R)
+		m->kr[x]++;
+	double level = capped_level(m->kr, R, m->rf);
 	for (size_t k = 0; k < R; k++)
-		tg[k] = tg[k] > 0 ? tg[k] : level;
+		tg[k] = rack_share(m->kr[k], level);
+	if (x < R)
+		m->kr[x]--;
 }
 
 /* Lowest max/min - 1 of the fair shares tg[] over the racks with nodes,
@@ -733,7 +741,7 @@ static void lookahead_targets(struct model *m)
 {
 	size_t R = m->nracks + 1;
 	for (size_t x = 0; x < R; x++)
-		fair_shares(m, x, (double)m->nodes + 1, m->target + x * R);
+		fair_shares(m, x, m->target + x * R);
 }
 
 static double lookahead_penalty(const struct model *m, const double *load,
@@ -773,7 +781,7 @@ static int fair_setup(struct model *m)
 	for (size_t i = 0; i < m->nodes; i++)
 		m->kr[m->rack[i]]++;
 	if (m->nracks >= (size_t)m->rf) {
-		fair_shares(m, R, (double)m->nodes, m->fair);
+		fair_shares(m, R, m->fair);
 	} else {
 		for (size_t k = 0; k < R; k++)
 			m->fair[k] = m->rf / (double)m->nodes;
@@ -792,7 +800,7 @@ static int lookahead_setup(struct model *m, int rf)
 	m->target = malloc(R * R * sizeof(*m->target));
 	if (!m->target)
 		return err_set(ERR_NOMEM, "token allocator");
-	uint32_t least = UINT32_MAX;
+	size_t least = SIZE_MAX;
 	for (size_t k = 0; k < m->nracks; k++)
 		least = m->kr[k] < least ? m->kr[k] : least;
 	for (size_t k = 0; k <= m->nracks; k++)

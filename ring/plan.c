@@ -11,7 +11,7 @@
  * known, a single growth is within 10% in most seeds, and the odd one a
  * point above is not kept.
  */
-#include "ring/ring.h"
+#include "ring/ring_internal.h"
 
 #include "common/err.h"
 
@@ -40,34 +40,16 @@ double ring_balance_floor(const size_t *rack_nodes, size_t nracks, int rf,
 		*racks_eq_rf = kmax != kmin;
 		return (double)kmax / (double)kmin - 1;
 	}
-	/* More racks than RF: a rack holds at most one replica of a range,
-	 * so a rack whose fair share would pass 1 is capped and the others
-	 * carry the rest. */
-	bool *capped = calloc(nracks, sizeof(*capped));
-	if (!capped)
-		return 0;
-	double level = (double)rf / (double)nodes;
-	size_t kcap = 0;
-	for (bool again = true; again;) {
-		again = false;
-		size_t ncap = 0, capn = 0;
-		for (size_t r = 0; r < nracks; r++) {
-			if (!capped[r] && rack_nodes[r] &&
-			    (double)rack_nodes[r] * level > 1 + 1e-12) {
-				capped[r] = true;
-				again = true;
-			}
-			if (capped[r]) {
-				ncap++;
-				capn += rack_nodes[r];
-				kcap = rack_nodes[r] > kcap ? rack_nodes[r]
-							    : kcap;
-			}
-		}
-		level = (double)(rf - (int)ncap) / (double)(nodes - capn);
+	/* More racks than RF: a rack holds at most one replica of a range */
+	double level = capped_level(rack_nodes, nracks, rf), hi = 0, lo = 1;
+	for (size_t r = 0; r < nracks; r++) {
+		if (!rack_nodes[r])
+			continue;
+		double share = rack_share(rack_nodes[r], level);
+		hi = share > hi ? share : hi;
+		lo = share < lo ? share : lo;
 	}
-	free(capped);
-	return kcap ? level * (double)kcap - 1 : 0;
+	return hi / lo - 1;
 }
 
 /* max/min - 1 of the replicated ownership of dc1's nodes. */

@@ -77,4 +77,17 @@ void rmap_free(struct rmap *m);
 /* Index of the view token whose range holds t (first >= t, wrapping). */
 size_t tokens_lower_bound(const int64_t *tok, size_t n, int64_t t);
 
+/* Fair replicated load per node in a DC whose racks hold k[0..R) nodes, at
+ * RF rf with at least rf racks: rf / nodes, except that a rack holds at
+ * most one replica of a range, so a rack whose share would pass 1 is capped
+ * and the others carry the rest. Returns the share of an uncapped node;
+ * rack_share() gives any rack's (docs/ring.md, "What balance is
+ * possible"). */
+double capped_level(const size_t *k, size_t R, int rf);
+
+static inline double rack_share(size_t k, double level)
+{
+	return (double)k * level > 1 + 1e-12 ? 1 / (double)k : level;
+}
+
 #endif
