@@ -58,18 +58,6 @@ static double floor_of(int racks, size_t nodes, int rf, bool *eq)
 	return ring_balance_floor(k, nr, rf, eq);
 }
 
-static double spread(const struct ring *r, int rf, size_t nodes)
-{
-	double own[MAXN], mx = 0, mn = 1e9;
-	if (ring_dc_ownership(r, "dc1", rf, own))
-		return -1;
-	for (size_t i = 0; i < nodes; i++) {
-		mx = own[i] > mx ? own[i] : mx;
-		mn = own[i] < mn ? own[i] : mn;
-	}
-	return mx / mn - 1;
-}
-
 /* Grows one DC; worst[n] gets the spread after node n joined if it is
  * worse, last[n] the spread itself. */
 static int grow(int layout, size_t max_nodes, size_t ntok, int rf, int planned,
@@ -113,7 +101,9 @@ static int grow(int layout, size_t max_nodes, size_t ntok, int rf, int planned,
 		if (ring_builder_set_endpoint(b, &e))
 			return -1;
 		r = ring_builder_build(b);
-		double s = spread(r, rf, n);
+		double s;
+		if (ring_dc_spread(r, "dc1", rf, &s))
+			s = -1;
 		ring_unref(r);
 		last[n] = s;
 		if (s > worst[n])

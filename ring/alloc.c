@@ -1386,3 +1386,26 @@ int ring_dc_ownership(const struct ring *r, const char *dc, int rf, double *own)
 	rmap_free(&m);
 	return 0;
 }
+
+int ring_dc_spread(const struct ring *r, const char *dc, int rf, double *spread)
+{
+	double *own = malloc((r->nep ? r->nep : 1) * sizeof(*own));
+	if (!own)
+		return err_set(ERR_NOMEM, "ownership");
+	if (ring_dc_ownership(r, dc, rf, own)) {
+		free(own);
+		return -1;
+	}
+	double hi = 0, lo = INFINITY;
+	for (size_t i = 0; i < r->nep; i++) {
+		const struct ring_endpoint *e = &r->eps[i].pub;
+		if (strcmp(e->dc, dc) != 0 || e->status == RING_STATUS_BOOT ||
+		    !e->num_tokens)
+			continue;
+		hi = own[i] > hi ? own[i] : hi;
+		lo = own[i] < lo ? own[i] : lo;
+	}
+	free(own);
+	*spread = hi == 0 ? 0 : lo > 0 ? hi / lo - 1 : INFINITY;
+	return 0;
+}

@@ -52,25 +52,11 @@ double ring_balance_floor(const size_t *rack_nodes, size_t nracks, int rf,
 	return hi / lo - 1;
 }
 
-/* max/min - 1 of the replicated ownership of dc1's nodes. */
-static int dc_spread(const struct ring *r, int rf, double *own, double *out)
-{
-	if (ring_dc_ownership(r, "dc1", rf, own))
-		return -1;
-	double hi = 0, lo = 1e300;
-	for (size_t i = 0; i < ring_endpoint_count(r); i++) {
-		hi = own[i] > hi ? own[i] : hi;
-		lo = own[i] < lo ? own[i] : lo;
-	}
-	*out = lo > 0 ? hi / lo - 1 : 1e300;
-	return 0;
-}
-
 /* One growth of the plan from `seed`: tokens and spread after each join. */
 static int plan_once(const struct ring_plan_progress *pr, unsigned try_,
 		     const char *const *racks, size_t nodes, int rf,
 		     size_t num_tokens, uint64_t seed, int64_t *tokens,
-		     double *spread, double *own)
+		     double *spread)
 {
 	struct ring_builder *b = ring_builder_new();
 	if (!b)
@@ -99,7 +85,7 @@ static int plan_once(const struct ring_plan_progress *pr, unsigned try_,
 		if (rc)
 			break;
 		r = ring_builder_build(b);
-		rc = !r ? -1 : dc_spread(r, rf, own, &spread[i]);
+		rc = !r ? -1 : ring_dc_spread(r, "dc1", rf, &spread[i]);
 		ring_unref(r);
 		if (pr && pr->each)
 			pr->each(pr->arg, try_, i + 1);
@@ -124,10 +110,9 @@ int ring_tokens_plan(const char *const *racks, size_t nodes, int rf,
 	size_t *count = calloc(nodes, sizeof(*count)), nracks = 0;
 	bool *counted = calloc(nodes, sizeof(*counted));
 	int64_t *t = malloc(nodes * num_tokens * sizeof(*t));
-	double *s = malloc(nodes * sizeof(*s)),
-	       *own = malloc(nodes * sizeof(*own));
+	double *s = malloc(nodes * sizeof(*s));
 	int rc = 0;
-	if (!names || !count || !counted || !t || !s || !own) {
+	if (!names || !count || !counted || !t || !s) {
 		rc = err_set(ERR_NOMEM, "token plan");
 		goto out;
 	}
@@ -145,7 +130,7 @@ int ring_tokens_plan(const char *const *racks, size_t nodes, int rf,
 	double best = 0, best_sum = 0;
 	for (unsigned k = 0; k < tries; k++) {
 		rc = plan_once(progress, k + 1, racks, nodes, rf, num_tokens,
-			       seed + 1000 * (uint64_t)k, t, s, own);
+			       seed + 1000 * (uint64_t)k, t, s);
 		if (rc)
 			break;
 		double worst = 0, sum = 0;
@@ -169,6 +154,5 @@ out:
 	free(counted);
 	free(t);
 	free(s);
-	free(own);
 	return rc;
 }

@@ -307,5 +307,10 @@ int ring_tokens_plan(const char *const *racks, size_t nodes, int rf,
  * indexed by endpoint; entries outside the DC are 0. 0 or -1. */
 int ring_dc_ownership(const struct ring *r, const char *dc, int rf,
 		      double *own);
+/* max/min - 1 of that ownership over the DC's endpoints that own tokens
+ * (NORMAL and LEAVING), in *spread: the balance the allocator aims at
+ * (0 for an empty DC). 0 or -1 (ERR_NOMEM). */
+int ring_dc_spread(const struct ring *r, const char *dc, int rf,
+		   double *spread);
 
 #endif

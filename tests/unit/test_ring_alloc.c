@@ -153,16 +153,10 @@ static double grow_dc_racks_ring(size_t max, size_t racks, size_t from,
 		ck_assert_int_eq(ring_builder_set_endpoint(b, &e), 0);
 		r = ring_builder_build(b);
 		ck_assert_ptr_nonnull(r); /* no token collisions */
-		double own[128], mx = 0, mn = 10;
-		ck_assert_int_eq(ring_dc_ownership(r, "dc1", 3, own), 0);
-		for (size_t i = 0; i < ring_endpoint_count(r); i++) {
-			if (strcmp(ring_endpoint_get(r, i)->dc, "dc1") != 0)
-				continue;
-			mx = own[i] > mx ? own[i] : mx;
-			mn = own[i] < mn ? own[i] : mn;
-		}
-		if (n >= from && mx / mn - 1 > worst)
-			worst = mx / mn - 1;
+		double sp;
+		ck_assert_int_eq(ring_dc_spread(r, "dc1", 3, &sp), 0);
+		if (n >= from && sp > worst)
+			worst = sp;
 		if (n == max && last)
 			*last = r;
 		else
@@ -441,14 +435,10 @@ END_TEST
 static double dc1_spread(const struct ring_builder *b)
 {
 	struct ring *r = ring_builder_build(b);
-	double own[64], hi = 0, lo = 10;
-	ck_assert_int_eq(ring_dc_ownership(r, "dc1", 3, own), 0);
-	for (size_t i = 0; i < ring_endpoint_count(r); i++) {
-		hi = own[i] > hi ? own[i] : hi;
-		lo = own[i] < lo ? own[i] : lo;
-	}
+	double sp;
+	ck_assert_int_eq(ring_dc_spread(r, "dc1", 3, &sp), 0);
 	ring_unref(r);
-	return hi / lo - 1;
+	return sp;
 }
 
 /* The allocator puts tokens right next to others on purpose; the jitter
@@ -486,6 +476,43 @@ START_TEST(jitter_keeps_the_balance)
 		ck_assert_double_eq_tol(dc1_spread(b), chosen, 1e-6);
 	}
 	ck_assert_double_le(dc1_spread(b), 0.10);
+	ring_builder_delete(b);
+}
+END_TEST
+
+/* ring_dc_spread: one DC's owners only (another DC and a BOOT node of
+ * the DC are left out), max/min - 1 of their replicated ownership. */
+START_TEST(dc_spread_measures_one_dc)
+{
+	int64_t a[] = {0}, b2[] = {INT64_C(1) << 62}, c[] = {1}, d[] = {5};
+	struct {
+		const char *dc;
+		int64_t *tok;
+		enum ring_status st;
+	} eps[] = {{"dc1", a, RING_STATUS_NORMAL},
+		   {"dc1", b2, RING_STATUS_NORMAL},
+		   {"dc2", c, RING_STATUS_NORMAL},
+		   {"dc1", d, RING_STATUS_BOOT}};
+	struct ring_builder *b = ring_builder_new();
+	for (size_t i = 0; i < 4; i++) {
+		struct ring_endpoint e = {.dc = eps[i].dc,
+					  .rack = "r1",
+					  .tokens = eps[i].tok,
+					  .num_tokens = 1,
+					  .status = eps[i].st};
+		e.addr = addr_of(i + 1);
+		ck_assert_int_eq(ring_builder_set_endpoint(b, &e), 0);
+	}
+	struct ring *r = ring_builder_build(b);
+	double sp;
+	/* RF 1: the node at 2^62 owns a quarter, the one at 0 the rest */
+	ck_assert_int_eq(ring_dc_spread(r, "dc1", 1, &sp), 0);
+	ck_assert_double_eq_tol(sp, 2.0, 1e-9);
+	ck_assert_int_eq(ring_dc_spread(r, "dc1", 2, &sp), 0);
+	ck_assert_double_eq_tol(sp, 0.0, 1e-9);
+	ck_assert_int_eq(ring_dc_spread(r, "dc9", 1, &sp), 0);
+	ck_assert_double_eq_tol(sp, 0.0, 1e-9);
+	ring_unref(r);
 	ring_builder_delete(b);
 }
 END_TEST
@@ -528,6 +555,7 @@ int main(void)
 	tcase_add_test(tc, plan_balances_every_size_it_can);
 	tcase_add_test(tc, jitter_stays_in_the_gap);
 	tcase_add_test(tc, jitter_keeps_the_balance);
+	tcase_add_test(tc, dc_spread_measures_one_dc);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
