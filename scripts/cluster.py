@@ -319,9 +319,8 @@ def generate_tokens(spec):
     tool = BIN_DIR / "node" / "cassini-tool"
     for d, count in enumerate(spec["layout"], start=1):
         in_dc = [n for n in spec["nodes"] if n["dc"] == f"dc{d}"]
-        racks = min(spec["racks"], count)
-        per_rack = [count // racks + (r < count % racks)
-                    for r in range(racks)]
+        per_rack = [sum(n["rack"] == f"rack{r}" for n in in_dc)
+                    for r in range(1, min(spec["racks"], count) + 1)]
         r = subprocess.run(
             [str(tool), "generatetokens", "-n", str(count),
              "-t", str(spec["overrides"].get("num_tokens", spec["vnodes"])),
@@ -330,13 +329,12 @@ def generate_tokens(spec):
             capture_output=True, text=True)
         if r.returncode != 0:
             raise ClusterError(f"generatetokens: {r.stderr.strip()}")
-        lines = [l for l in r.stdout.splitlines()
-                 if re.match(r"node\d+ ", l)]
-        if len(lines) != count:
+        plan = re.findall(r"^node\d+ (\S+): (\S+)$", r.stdout, re.M)
+        if [rack for rack, _ in plan] != [n["rack"] for n in in_dc]:
             raise ClusterError(f"generatetokens: unexpected output "
                                f"{r.stdout[:200]!r}")
-        for node, line in zip(in_dc, lines):
-            node["initial_token"] = line.split(": ", 1)[1].strip()
+        for node, (_, tokens) in zip(in_dc, plan):
+            node["initial_token"] = tokens
 
 
 def create(name, layout, racks, vnodes, base_ip, overrides,
