@@ -180,6 +180,9 @@ static void reply_parse_error(struct job *j)
 struct bind_spec {
 	const char *name;
 	struct storage_type type;
+	/* `IN ?`: a list of `type` (which may itself be a frozen collection,
+	 * so the list is not a storage_type of its own). */
+	bool in_list;
 	bool known;
 };
 
@@ -189,7 +192,7 @@ static void bind_set(struct bind_spec *b, int nb, const struct cql_term *t,
 	if (!t || t->kind != CQL_TERM_BIND || t->bind_index >= nb)
 		return;
 	b[t->bind_index] =
-		(struct bind_spec){t->text ? t->text : name, type, true};
+		(struct bind_spec){t->text ? t->text : name, type, false, true};
 }
 
 static struct storage_type simple(uint16_t kind)
@@ -238,9 +241,9 @@ static void bind_relations(struct bind_spec *b, int nb,
 		struct storage_type ty = m->columns[c].type;
 		if (r->op == CQL_OP_IN) {
 			if (r->value->kind == CQL_TERM_BIND) {
-				struct storage_type l = {STORAGE_TYPE_LIST,
-							 ty.kind, 0, true};
-				bind_set(b, nb, r->value, r->columns[0], l);
+				bind_set(b, nb, r->value, r->columns[0], ty);
+				if (r->value->bind_index < nb)
+					b[r->value->bind_index].in_list = true;
 			} else if (r->value->kind == CQL_TERM_TUPLE) {
 				for (size_t k = 0; k < r->value->count; k++)
 					bind_set(b, nb, r->value->items[k],
@@ -950,10 +953,13 @@ static void run_prepare(struct job *j, struct slice query)
 				    "this position");
 			return;
 		}
+		struct cql_type_option *o =
+			cql_type_option_of(j->a, &b[i].type);
+		if (o && b[i].in_list)
+			o = cql_type_option_list_of(j->a, o);
 		specs[i] = (struct cql_column_spec){
 			t ? cql_table_meta(t)->keyspace : "",
-			t ? cql_table_meta(t)->name : "", b[i].name,
-			cql_type_option_of(j->a, &b[i].type)};
+			t ? cql_table_meta(t)->name : "", b[i].name, o};
 		if (!specs[i].type)
 			specs = NULL;
 	}
@@ -990,7 +996,9 @@ static void run_prepare(struct job *j, struct slice query)
 	    cql_write_prepared(&j->out, j->info->version, id, 16, specs,
 			       (size_t)nbinds, pk_idx, npk, results,
 			       nresults)) {
-		buf_clear(&j->out);
+		char msg[ERR_MSG_MAX];
+		snprintf(msg, sizeof(msg), "%s", err_msg());
+		reply_error(j, CQL_ERR_SERVER, msg);
 		return;
 	}
 	cql_frame_end(&j->out, start);

@@ -346,6 +346,14 @@ int cql_encode_event_schema(struct buf *b, uint8_t version, const char *change,
 
 int cql_write_type_option(struct buf *b, const struct cql_type_option *t)
 {
+	/* A collection without its element types cannot be described: an
+	 * error, never a read through NULL. */
+	bool map = t && t->id == CQL_TYPE_MAP;
+	bool coll =
+		map || (t && (t->id == CQL_TYPE_LIST || t->id == CQL_TYPE_SET));
+	if (!t || (coll && !t->sub[0]) || (map && !t->sub[1]))
+		return err_set(ERR_INVALID, "incomplete type option 0x%04x",
+			       t ? t->id : 0);
 	if (cql_write_short(b, t->id) != 0)
 		return -1;
 	switch (t->id) {

@@ -653,6 +653,18 @@ struct cql_type_option *cql_type_option_of(struct arena *a,
 	return o;
 }
 
+struct cql_type_option *
+cql_type_option_list_of(struct arena *a, const struct cql_type_option *elem)
+{
+	struct cql_type_option *o = arena_alloc(a, sizeof(*o));
+	if (!o)
+		return NULL;
+	memset(o, 0, sizeof(*o));
+	o->id = CQL_TYPE_LIST;
+	o->sub[0] = elem;
+	return o;
+}
+
 /* One key component as a literal of its column's type. */
 static struct cql_term key_term(uint16_t kind, const char *text, size_t len)
 {

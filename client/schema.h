@@ -183,5 +183,8 @@ struct arena;
 struct cql_type_option;
 struct cql_type_option *cql_type_option_of(struct arena *a,
 					   const struct storage_type *t);
+/* list<elem> (the marker of `IN ?`); `elem` is borrowed. */
+struct cql_type_option *
+cql_type_option_list_of(struct arena *a, const struct cql_type_option *elem);
 
 #endif

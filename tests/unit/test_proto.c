@@ -263,6 +263,34 @@ START_TEST(encoders_frame_lengths_and_limits)
 }
 END_TEST
 
+/* A collection option without its element types (what IN ? on a frozen
+ * collection column used to produce) is an error, not a NULL read. */
+START_TEST(type_option_without_elements_is_an_error_not_a_crash)
+{
+	struct buf b;
+	buf_init(&b);
+	static const struct cql_type_option set = {.id = CQL_TYPE_SET};
+	static const struct cql_type_option list = {.id = CQL_TYPE_LIST,
+						    .sub = {&set}};
+	static const struct cql_type_option integer = {.id = CQL_TYPE_INT};
+	static const struct cql_type_option map = {.id = CQL_TYPE_MAP,
+						   .sub = {&integer}};
+	ck_assert_int_eq(cql_write_type_option(&b, &list), -1);
+	ck_assert_int_eq(cql_write_type_option(&b, &map), -1);
+	ck_assert_int_eq(cql_write_type_option(&b, NULL), -1);
+	static const struct cql_type_option frozen_set = {.id = CQL_TYPE_SET,
+							  .sub = {&integer}};
+	static const struct cql_type_option in = {.id = CQL_TYPE_LIST,
+						  .sub = {&frozen_set}};
+	buf_clear(&b);
+	ck_assert_int_eq(cql_write_type_option(&b, &in), 0);
+	static const uint8_t want[] = {0, 0x20, 0, 0x22, 0, 0x09};
+	ck_assert_uint_eq(b.len, sizeof(want));
+	ck_assert_mem_eq(b.data, want, sizeof(want));
+	buf_free(&b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("proto");
@@ -275,6 +303,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, batch_rejects_bad_types_kinds_and_named_values);
 	tcase_add_test(tc, lz4_round_trips_and_refuses_bad_bodies);
 	tcase_add_test(tc, encoders_frame_lengths_and_limits);
+	tcase_add_test(tc,
+		       type_option_without_elements_is_an_error_not_a_crash);
 	suite_add_tcase(s, tc);
 	return s;
 }
