@@ -77,15 +77,17 @@ static int ck_walk(const struct storage_table_meta *t, struct slice a,
 		    cursor_take(&ca, la, &va) || cursor_uvarint(&cb, &lb) ||
 		    lb > cursor_left(&cb) || cursor_take(&cb, lb, &vb))
 			return slice_cmp(a, b);
-		uint16_t kind = STORAGE_TYPE_BLOB;
+		static const struct storage_type blob = {
+			.kind = STORAGE_TYPE_BLOB};
+		const struct storage_type *type = &blob;
 		bool desc = false;
 		if (t && i < t->ck_count) {
 			const struct storage_column *col =
 				&t->columns[t->ck[i]];
-			kind = col->type.kind;
+			type = &col->type;
 			desc = col->desc;
 		}
-		int c = storage_value_cmp(kind, va.ptr, va.len, vb.ptr, vb.len);
+		int c = storage_type_cmp(type, va.ptr, va.len, vb.ptr, vb.len);
 		if (c)
 			return desc ? -c : c;
 	}

@@ -3,9 +3,11 @@
  */
 #include "storage/types.h"
 
+#include "common/buf.h"
 #include "common/err.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool storage_type_is_collection(uint16_t kind)
@@ -95,77 +97,300 @@ static size_t fixed_width(uint16_t kind)
 	}
 }
 
-static int utf8_valid(const uint8_t *s, size_t n)
+/* Cassandra's UTF8Serializer state machine, byte for byte: not strict
+ * RFC 3629. It accepts C0 80 (modified UTF-8's NUL), UTF-16 surrogates
+ * (ED A0..BF xx), F5..F7 leads, and after an E0 or F0 lead checks only
+ * that the second byte is not 80..9F (E0) or 80..8F (F0); it refuses C1,
+ * F8..FF, a stray continuation byte, and a truncated sequence. A stricter
+ * validator would refuse values Cassandra stores. */
+static bool cassandra_utf8(const uint8_t *s, size_t n)
 {
-	size_t i = 0;
-	while (i < n) {
-		uint8_t c = s[i];
-		size_t k;
-		uint32_t cp;
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if ((c & 0xe0) == 0xc0) {
-			k = 1;
-			cp = c & 0x1f;
-		} else if ((c & 0xf0) == 0xe0) {
-			k = 2;
-			cp = c & 0x0f;
-		} else if ((c & 0xf8) == 0xf0) {
-			k = 3;
-			cp = c & 0x07;
-		} else {
-			return -1;
+	enum {
+		START,
+		TWO,
+		TWO_80,
+		THREE_A0BF,
+		THREE_80BF_1,
+		THREE_80BF_2,
+		FOUR_90BF,
+		FOUR_80BF_3,
+	} state = START;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b = s[i];
+		switch (state) {
+		case START:
+			if (b < 0x80)
+				break;
+			if ((b & 0xe0) == 0xc0) { /* C0..DF */
+				if (b == 0xc0)
+					state = TWO_80;
+				else if ((b & 0x1e) == 0)
+					return false; /* C1 */
+				else
+					state = TWO;
+			} else if ((b & 0xf0) == 0xe0) { /* E0..EF */
+				state = b == 0xe0 ? THREE_A0BF : THREE_80BF_2;
+			} else if ((b & 0xf8) == 0xf0) { /* F0..F7 */
+				state = b == 0xf0 ? FOUR_90BF : FOUR_80BF_3;
+			} else {
+				return false;
+			}
+			break;
+		case TWO:
+			if ((b & 0xc0) != 0x80)
+				return false;
+			state = START;
+			break;
+		case TWO_80:
+			if (b != 0x80)
+				return false;
+			state = START;
+			break;
+		case THREE_A0BF:
+			if ((b & 0xe0) == 0x80)
+				return false;
+			state = THREE_80BF_1;
+			break;
+		case THREE_80BF_1:
+			if ((b & 0xc0) != 0x80)
+				return false;
+			state = START;
+			break;
+		case THREE_80BF_2:
+			if ((b & 0xc0) != 0x80)
+				return false;
+			state = THREE_80BF_1;
+			break;
+		case FOUR_90BF:
+			if ((b & 0x30) == 0)
+				return false;
+			state = THREE_80BF_2;
+			break;
+		case FOUR_80BF_3:
+			if ((b & 0xc0) != 0x80)
+				return false;
+			state = THREE_80BF_2;
+			break;
 		}
-		for (size_t j = 1; j <= k; j++) {
-			if (i + j >= n || (s[i + j] & 0xc0) != 0x80)
-				return -1;
-			cp = cp << 6 | (s[i + j] & 0x3f);
-		}
-		if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) ||
-		    (k == 3 && cp < 0x10000) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return -1;
-		i += k + 1;
 	}
-	return 0;
+	return state == START;
+}
+
+bool storage_utf8_valid(const uint8_t *s, size_t n)
+{
+	return cassandra_utf8(s, n);
 }
 
 int storage_type_validate(uint16_t kind, const uint8_t *v, size_t len)
 {
-	if (!storage_type_kind_valid(kind))
-		return err_set(ERR_INVALID, "unknown type 0x%04x", kind);
-	if (len == 0)
-		return 0; /* empty values are legal for every type */
-	size_t w = fixed_width(kind);
-	if (w && len != w)
-		return err_set(ERR_INVALID, "%s value of %zu bytes",
-			       storage_type_kind_name(kind), len);
 	switch (kind) {
 	case STORAGE_TYPE_ASCII:
 		for (size_t i = 0; i < len; i++)
 			if (v[i] & 0x80)
-				return err_set(ERR_INVALID, "non-ascii byte");
+				return err_set(ERR_INVALID,
+					       "Invalid byte for ascii: %d",
+					       (int)(int8_t)v[i]);
 		return 0;
 	case STORAGE_TYPE_TEXT:
-		if (utf8_valid(v, len))
-			return err_set(ERR_INVALID, "invalid utf-8");
+		if (!cassandra_utf8(v, len))
+			return err_set(ERR_INVALID, "String didn't validate.");
+		return 0;
+	case STORAGE_TYPE_BLOB:
+	case STORAGE_TYPE_VARINT:
+		return 0;
+	case STORAGE_TYPE_BOOLEAN:
+		if (len > 1)
+			return err_set(ERR_INVALID,
+				       "Expected 1 or 0 byte value (%zu)", len);
+		return 0;
+	case STORAGE_TYPE_INT:
+		if (len != 4 && len != 0)
+			return err_set(ERR_INVALID,
+				       "Expected 4 or 0 byte int (%zu)", len);
+		return 0;
+	case STORAGE_TYPE_BIGINT:
+		if (len != 8 && len != 0)
+			return err_set(ERR_INVALID,
+				       "Expected 8 or 0 byte long (%zu)", len);
+		return 0;
+	case STORAGE_TYPE_SMALLINT:
+		if (len != 2)
+			return err_set(ERR_INVALID,
+				       "Expected 2 bytes for a smallint (%zu)",
+				       len);
+		return 0;
+	case STORAGE_TYPE_TINYINT:
+		if (len != 1)
+			return err_set(ERR_INVALID,
+				       "Expected 1 byte for a tinyint (%zu)",
+				       len);
+		return 0;
+	case STORAGE_TYPE_FLOAT:
+		if (len != 4 && len != 0)
+			return err_set(ERR_INVALID,
+				       "Expected 4 or 0 byte value for a float "
+				       "(%zu)",
+				       len);
+		return 0;
+	case STORAGE_TYPE_DOUBLE:
+		if (len != 8 && len != 0)
+			return err_set(
+				ERR_INVALID,
+				"Expected 8 or 0 byte value for a double "
+				"(%zu)",
+				len);
+		return 0;
+	case STORAGE_TYPE_UUID:
+	case STORAGE_TYPE_TIMEUUID:
+		if (len != 16 && len != 0)
+			return err_set(ERR_INVALID,
+				       "UUID should be 16 or 0 bytes (%zu)",
+				       len);
+		if (kind == STORAGE_TYPE_TIMEUUID && len &&
+		    (v[6] & 0xf0) != 0x10)
+			return err_set(ERR_INVALID,
+				       "Invalid version for TimeUUID type.");
 		return 0;
 	case STORAGE_TYPE_INET:
-		if (len != 4 && len != 16)
-			return err_set(ERR_INVALID, "inet of %zu bytes", len);
+		if (len != 0 && len != 4 && len != 16) {
+			static const char hex[] = "0123456789abcdef";
+			char text[2 * 64 + 4];
+			size_t n = len < 64 ? len : 64, k = 0;
+			for (size_t i = 0; i < n; i++) {
+				text[k++] = hex[v[i] >> 4];
+				text[k++] = hex[v[i] & 15];
+			}
+			if (n < len)
+				text[k++] = '.', text[k++] = '.',
+				text[k++] = '.';
+			text[k] = '\0';
+			return err_set(ERR_INVALID,
+				       "Expected 4 or 16 byte inetaddress; got "
+				       "%s",
+				       text);
+		}
 		return 0;
 	case STORAGE_TYPE_DECIMAL:
-		if (len < 5)
-			return err_set(ERR_INVALID, "decimal too short");
+		if (len != 0 && len < 4)
+			return err_set(ERR_INVALID,
+				       "Expected 0 or at least 4 bytes (%zu)",
+				       len);
 		return 0;
-	case STORAGE_TYPE_TIMEUUID:
-		if ((v[6] >> 4) != 1)
-			return err_set(ERR_INVALID, "timeuuid not version 1");
+	case STORAGE_TYPE_TIMESTAMP:
+		if (len != 8 && len != 0)
+			return err_set(
+				ERR_INVALID,
+				"Expected 8 or 0 byte long for date (%zu)",
+				len);
+		return 0;
+	case STORAGE_TYPE_DATE:
+		if (len != 4)
+			return err_set(ERR_INVALID,
+				       "Expected 4 byte long for date (%zu)",
+				       len);
+		return 0;
+	case STORAGE_TYPE_TIME:
+		if (len != 8)
+			return err_set(ERR_INVALID,
+				       "Expected 8 byte long for time (%zu)",
+				       len);
 		return 0;
 	default:
-		return 0;
+		return err_set(ERR_INVALID, "unknown type 0x%04x", kind);
 	}
+}
+
+/* One element of a serialized collection: [int length][bytes]. */
+struct coll_cursor {
+	const uint8_t *p, *end;
+};
+
+/* 1 with the next element in *e, 0 with a null one (negative length),
+ * -1 when the bytes run out. */
+static int coll_next(struct coll_cursor *c, const uint8_t **e, size_t *len)
+{
+	if (c->end - c->p < 4)
+		return -1;
+	int32_t n =
+		(int32_t)((uint32_t)c->p[0] << 24 | (uint32_t)c->p[1] << 16 |
+			  (uint32_t)c->p[2] << 8 | c->p[3]);
+	c->p += 4;
+	if (n < 0)
+		return 0;
+	if ((size_t)(c->end - c->p) < (size_t)n)
+		return -1;
+	*e = c->p;
+	*len = (size_t)n;
+	c->p += n;
+	return 1;
+}
+
+static const char *coll_name(uint16_t kind)
+{
+	return kind == STORAGE_TYPE_LIST  ? "list"
+	       : kind == STORAGE_TYPE_SET ? "set"
+					  : "map";
+}
+
+/* The count of a serialized collection, or -1 (message set). */
+static int64_t coll_open(uint16_t kind, const uint8_t *v, size_t len,
+			 struct coll_cursor *c)
+{
+	if (len < 4)
+		return err_set(ERR_INVALID, "Not enough bytes to read a %s",
+			       coll_name(kind));
+	int32_t n = (int32_t)((uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 |
+			      (uint32_t)v[2] << 8 | v[3]);
+	if (n < 0)
+		return err_set(ERR_INVALID,
+			       "The data cannot be deserialized as a %s",
+			       coll_name(kind));
+	c->p = v + 4;
+	c->end = v + len;
+	return n;
+}
+
+int storage_elements_validate(uint16_t kind, uint16_t elem, uint16_t value,
+			      const uint8_t *v, size_t len, bool allow_null)
+{
+	struct coll_cursor c;
+	int64_t n = coll_open(kind, v, len, &c);
+	if (n < 0)
+		return -1;
+	bool map = kind == STORAGE_TYPE_MAP;
+	for (int64_t i = 0; i < n; i++) {
+		for (int part = 0; part < (map ? 2 : 1); part++) {
+			const uint8_t *e = NULL;
+			size_t elen = 0;
+			int rc = coll_next(&c, &e, &elen);
+			if (rc < 0)
+				return err_set(ERR_INVALID,
+					       "Not enough bytes to read a %s",
+					       coll_name(kind));
+			if (rc == 0 && !allow_null)
+				return err_set(ERR_INVALID,
+					       "null is not supported inside "
+					       "collections");
+			if (rc == 1 &&
+			    storage_type_validate(part ? value : elem, e,
+						  elen) != 0)
+				return -1;
+		}
+	}
+	if (c.p != c.end)
+		return err_set(ERR_INVALID,
+			       "Unexpected extraneous bytes after %s value",
+			       coll_name(kind));
+	return 0;
+}
+
+int storage_value_validate(const struct storage_type *t, const uint8_t *v,
+			   size_t len)
+{
+	if (!storage_type_is_collection(t->kind))
+		return storage_type_validate(t->kind, v, len);
+	return storage_elements_validate(t->kind, t->elem, t->value, v, len,
+					 false);
 }
 
 static int bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
@@ -414,4 +639,128 @@ int storage_value_cmp(uint16_t kind, const uint8_t *a, size_t alen,
 	default: /* date is unsigned; text, blob, inet, boolean bytes */
 		return sign_of(bytes_cmp(a, alen, b, blen));
 	}
+}
+
+/* ---- frozen collections -------------------------------------------------- */
+
+/* Cassandra's ListType/SetType/MapType compare for frozen values: an
+ * empty value first, then element by element with the element (map: key,
+ * then value) comparator, then the shorter first. Malformed values (which
+ * validation keeps out) compare as bytes, after the well-formed ones. */
+static int collection_cmp(const struct storage_type *t, const uint8_t *a,
+			  size_t alen, const uint8_t *b, size_t blen)
+{
+	if (alen == 0 || blen == 0)
+		return (alen != 0) - (blen != 0);
+	struct coll_cursor ca, cb;
+	int64_t na = alen >= 4 ? coll_open(t->kind, a, alen, &ca) : -1;
+	int64_t nb = blen >= 4 ? coll_open(t->kind, b, blen, &cb) : -1;
+	if (na < 0 || nb < 0) {
+		if ((na < 0) != (nb < 0))
+			return na < 0 ? 1 : -1;
+		return sign_of(bytes_cmp(a, alen, b, blen));
+	}
+	bool map = t->kind == STORAGE_TYPE_MAP;
+	for (int64_t i = 0; i < na && i < nb; i++) {
+		for (int part = 0; part < (map ? 2 : 1); part++) {
+			const uint8_t *ea = NULL, *eb = NULL;
+			size_t la = 0, lb = 0;
+			if (coll_next(&ca, &ea, &la) != 1 ||
+			    coll_next(&cb, &eb, &lb) != 1)
+				return sign_of(bytes_cmp(a, alen, b, blen));
+			int c = storage_value_cmp(part ? t->value : t->elem, ea,
+						  la, eb, lb);
+			if (c)
+				return c;
+		}
+	}
+	return na < nb ? -1 : na > nb;
+}
+
+int storage_type_cmp(const struct storage_type *t, const uint8_t *a,
+		     size_t alen, const uint8_t *b, size_t blen)
+{
+	if (storage_type_is_collection(t->kind))
+		return collection_cmp(t, a, alen, b, blen);
+	return storage_value_cmp(t->kind, a, alen, b, blen);
+}
+
+struct norm_elem {
+	const uint8_t *key, *val;
+	size_t key_len, val_len;
+	size_t order;
+};
+
+struct norm_ctx {
+	uint16_t kind;
+};
+
+static int norm_cmp(const void *x, const void *y, void *arg)
+{
+	const struct norm_elem *a = x, *b = y;
+	const struct norm_ctx *c = arg;
+	int r = storage_value_cmp(c->kind, a->key, a->key_len, b->key,
+				  b->key_len);
+	if (r)
+		return r;
+	return a->order < b->order ? -1 : a->order > b->order;
+}
+
+int storage_value_normalize(const struct storage_type *t, const uint8_t *v,
+			    size_t len, struct buf *out)
+{
+	if (t->kind != STORAGE_TYPE_SET && t->kind != STORAGE_TYPE_MAP)
+		return buf_append(out, v, len);
+	struct coll_cursor c;
+	int64_t n = coll_open(t->kind, v, len, &c);
+	if (n < 0)
+		return -1;
+	if ((size_t)n > len / 4)
+		return err_set(ERR_INVALID, "Not enough bytes to read a %s",
+			       coll_name(t->kind));
+	bool map = t->kind == STORAGE_TYPE_MAP;
+	struct norm_elem *e = malloc(((size_t)n + 1) * sizeof(*e));
+	if (!e)
+		return err_set(ERR_NOMEM, "out of memory");
+	for (int64_t i = 0; i < n; i++) {
+		e[i].order = (size_t)i;
+		e[i].val = NULL;
+		e[i].val_len = 0;
+		if (coll_next(&c, &e[i].key, &e[i].key_len) != 1 ||
+		    (map && coll_next(&c, &e[i].val, &e[i].val_len) != 1)) {
+			free(e);
+			return err_set(ERR_INVALID,
+				       "Not enough bytes to read a %s",
+				       coll_name(t->kind));
+		}
+	}
+	struct norm_ctx ctx = {t->elem};
+	qsort_r(e, (size_t)n, sizeof(*e), norm_cmp, &ctx);
+	/* Equal elements: a set keeps the first, a map the first key with
+	 * the last value (Java's LinkedHashSet/TreeSet and TreeMap.put, as
+	 * Sets.Value and Maps.Value.fromSerialized build them). */
+	size_t kept = 0;
+	for (size_t i = 0; i < (size_t)n; i++) {
+		if (kept && storage_value_cmp(t->elem, e[kept - 1].key,
+					      e[kept - 1].key_len, e[i].key,
+					      e[i].key_len) == 0) {
+			e[kept - 1].val = e[i].val;
+			e[kept - 1].val_len = e[i].val_len;
+			continue;
+		}
+		e[kept++] = e[i];
+	}
+	size_t mark = out->len;
+	int rc = buf_put_be32(out, (uint32_t)kept);
+	for (size_t i = 0; rc == 0 && i < kept; i++) {
+		rc = buf_put_be32(out, (uint32_t)e[i].key_len) ||
+		     buf_append(out, e[i].key, e[i].key_len);
+		if (rc == 0 && map)
+			rc = buf_put_be32(out, (uint32_t)e[i].val_len) ||
+			     buf_append(out, e[i].val, e[i].val_len);
+	}
+	free(e);
+	if (rc)
+		out->len = mark;
+	return rc ? -1 : 0;
 }
