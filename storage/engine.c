@@ -1153,11 +1153,23 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 	return rc;
 }
 
+/* Every value is checked against the table's column types before a write
+ * is taken, whoever built the mutation (outside the engine lock: a
+ * table's meta versions are never freed while the engine lives). An
+ * unknown table is apply()'s to report. */
+static int check_values(struct storage *db, const struct storage_mutation *m)
+{
+	const struct storage_table_meta *t =
+		m->meta ? m->meta : storage_table_meta_get(db, m->table_id);
+	return t ? storage_mutation_validate(t, m) : 0;
+}
+
 int storage_apply(struct storage *db, const struct storage_mutation *m,
 		  storage_done_fn done, void *arg)
 {
 	bool ack_now;
-	if (apply(db, m, done, arg, NULL, false, false, &ack_now))
+	if (check_values(db, m) ||
+	    apply(db, m, done, arg, NULL, false, false, &ack_now))
 		return -1;
 	if (ack_now && done)
 		done(arg, 0, ERR_NONE);
@@ -1176,7 +1188,8 @@ int storage_apply_deferred(struct storage *db, const struct storage_mutation *m,
 		db->acks_cap = cap;
 	}
 	bool ack_now;
-	if (apply(db, m, done, arg, NULL, true, false, &ack_now))
+	if (check_values(db, m) ||
+	    apply(db, m, done, arg, NULL, true, false, &ack_now))
 		return -1;
 	if (ack_now && done)
 		db->acks[db->nacks++] = (struct deferred_ack){done, arg};
@@ -1211,7 +1224,8 @@ int storage_apply_sync(struct storage *db, const struct storage_mutation *m)
 {
 	struct clpos pos = {0, 0};
 	bool ack_now;
-	if (apply(db, m, NULL, NULL, &pos, false, false, &ack_now))
+	if (check_values(db, m) ||
+	    apply(db, m, NULL, NULL, &pos, false, false, &ack_now))
 		return -1;
 	/* batch/group: this thread leads or joins the covering fdatasync */
 	if (pos.seg && commitlog_wait_durable(db->cl, pos)) {
@@ -1225,6 +1239,33 @@ int storage_apply_sync(struct storage *db, const struct storage_mutation *m)
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
+/* A record logged before values were validated may hold an invalid one
+ * (an int of 3 bytes, text that is not UTF-8): replay drops those cells
+ * (and range tombstones) and applies the rest of the mutation, or drops
+ * the mutation when its partition key is invalid, so the value is never
+ * written again (the flush that ends replay would write it to an
+ * SSTable). Never an error: the log is intact, its content is what was
+ * wrong. 0 to apply what is left, -1 to skip the record. */
+static int replay_values(struct storage *db, struct table *t, struct clpos pos,
+			 struct storage_mutation *m)
+{
+	size_t dropped;
+	if (storage_mutation_drop_invalid(t->meta, m, &dropped) != 0) {
+		if (db->replay_invalid++ < 10)
+			LOG_WARN("commitlog replay: dropping the record at "
+				 "segment %" PRIu64 " offset %" PRIu64 ": %s",
+				 pos.seg, pos.off, err_msg());
+		return -1;
+	}
+	if (dropped && db->replay_invalid++ < 10)
+		LOG_WARN("commitlog replay: dropping %zu invalid value%s of "
+			 "%s.%s from the record at segment %" PRIu64
+			 " offset %" PRIu64,
+			 dropped, dropped == 1 ? "" : "s", t->meta->keyspace,
+			 t->meta->name, pos.seg, pos.off);
+	return 0;
+}
+
 static int replay_record(void *arg, struct clpos pos, const uint8_t *body,
 			 size_t len)
 {
@@ -1234,7 +1275,8 @@ static int replay_record(void *arg, struct clpos pos, const uint8_t *body,
 		return -1; /* ERR_CORRUPT: the policy applies */
 	struct table *t = engine_table_find(db, m->table_id);
 	int rc = 0;
-	if (t && clpos_cmp(pos, t->flushed) > 0 && !validate(t, m)) {
+	if (t && clpos_cmp(pos, t->flushed) > 0 && !validate(t, m) &&
+	    replay_values(db, t, pos, m) == 0) {
 		rc = memtable_apply(t->active, m);
 		if (!rc) {
 			struct memtable *mt = t->active;
@@ -1278,10 +1320,11 @@ int storage_start(struct storage *db)
 			min_id = t->flushed.seg + 1;
 	}
 	if (st.records)
-		LOG_AT(LOG_LEVEL_INFO,
+		LOG_AT(db->replay_invalid ? LOG_LEVEL_WARN : LOG_LEVEL_INFO,
 		       "commitlog replay: %" PRIu64 " records, "
-		       "%" PRIu64 " applied, %" PRIu64 " torn",
-		       st.records, db->replayed, st.torn);
+		       "%" PRIu64 " applied, %" PRIu64 " torn, %" PRIu64
+		       " with invalid values (dropped)",
+		       st.records, db->replayed, st.torn, db->replay_invalid);
 	if (commitlog_start(db->cl, min_id))
 		return -1;
 	/* Replayed data goes to SSTables now, so the old segments can go. */
@@ -1413,6 +1456,7 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 	out->corrupt_blocks = atomic_load(&db->corrupt_blocks);
 	out->commitlog_torn_tails = db->torn;
 	out->commitlog_replayed = db->replayed;
+	out->commitlog_invalid = db->replay_invalid;
 	out->writes_stopped = db->writes_stopped;
 	out->writes_waiting = db->waiting_count;
 	out->writes_waited = db->writes_waited;

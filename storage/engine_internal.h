@@ -98,6 +98,7 @@ struct storage {
 	/* counters */
 	_Atomic uint64_t corrupt_blocks;
 	uint64_t torn, replayed;
+	uint64_t replay_invalid; /* records replayed without invalid values */
 };
 
 struct deferred_ack {

@@ -92,6 +92,21 @@ int storage_mutation_encode(const struct storage_mutation *m, struct buf *out);
 /* Decodes untrusted bytes; the result owns copies. NULL with ERR_CORRUPT. */
 struct storage_mutation *storage_mutation_decode(const uint8_t *p, size_t len);
 
+/* Whether every value of `m` (a mutation of table `t`, borrowed) is valid
+ * for its column's type (storage_value_validate): partition key
+ * components, clustering values and range tombstone bounds, cell values,
+ * collection paths (a list's: a version-1 timeuuid). storage_apply and
+ * its variants refuse an invalid mutation with this error (ERR_INVALID
+ * naming the table and column, with the validator's message). */
+int storage_mutation_validate(const struct storage_table_meta *t,
+			      const struct storage_mutation *m);
+/* Removes from `m` the atoms and range tombstones holding an invalid
+ * value (*dropped counts them); -1 with the error when the partition key
+ * itself is invalid (the whole mutation must go). For data written
+ * before values were validated (commitlog replay). */
+int storage_mutation_drop_invalid(const struct storage_table_meta *t,
+				  struct storage_mutation *m, size_t *dropped);
+
 /* About the bytes the mutation's content takes (its encoding's size,
  * without computing it), for throttles and limits. */
 size_t storage_mutation_size(const struct storage_mutation *m);
@@ -171,7 +186,8 @@ int storage_drain(struct storage *db);
  * frees everything. Blocks. */
 void storage_delete(struct storage *db);
 
-/* Applies a mutation (copied into the log and memtable before returning).
+/* Applies a mutation (copied into the log and memtable before returning);
+ * an invalid one (storage_mutation_validate) is refused, ERR_INVALID.
  * `done` fires once the write is acknowledged: after write(2) for
  * `periodic` and for keyspaces without durable_writes (then inline, before
  * storage_apply returns), after fdatasync for `batch` and `group` (then
@@ -469,7 +485,10 @@ struct storage_stats {
 	uint64_t corrupt_blocks;       /* reads that failed a checksum */
 	uint64_t commitlog_torn_tails; /* records discarded at replay */
 	uint64_t commitlog_replayed;   /* mutations replayed at start */
-	uint64_t commitlog_segments;   /* live segments */
+	/* records that held values invalid for their column's type
+	 * (logged before values were validated): replayed without them */
+	uint64_t commitlog_invalid;
+	uint64_t commitlog_segments; /* live segments */
 	/* batch and group since start: fdatasyncs that made writes durable
 	 * and the records they covered (their ratio: writes per sync) */
 	uint64_t commitlog_syncs;

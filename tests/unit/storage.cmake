@@ -3,6 +3,8 @@ cassini_check_suite(test_storage_model LABEL unit
                     SOURCES test_storage_model.c LIBS cassini_storage)
 cassini_check_suite(test_storage_types LABEL unit
                     SOURCES test_storage_types.c LIBS cassini_storage)
+cassini_check_suite(test_storage_values LABEL unit
+                    SOURCES test_storage_values.c LIBS cassini_storage)
 cassini_check_suite(test_storage_memtable LABEL unit
                     SOURCES test_storage_memtable.c LIBS cassini_storage)
 add_library(cassini_storage_testenv STATIC storage_fault_env.c)
