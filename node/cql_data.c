@@ -952,10 +952,13 @@ static void hint_sent(void *arg, int status)
 	free(hs);
 }
 
-/* Whether a hint was written before its table was last truncated here.
- * A truncate reaches every node, so delivering it would bring truncated
- * data back to its target: such hints are dropped, as Cassandra's
- * Hint.apply drops those older than the table's truncation. */
+/* Whether a hint is dropped rather than delivered: written before its
+ * table was last truncated here (a truncate reaches every node, so
+ * delivering it would bring truncated data back to its target, and
+ * Cassandra's Hint.apply drops those older than the table's
+ * truncation), or holding a value invalid for its column's type (stored
+ * before values were validated: every replica refuses it, and retrying
+ * it would hold up the hints behind it forever). */
 static bool hint_truncated(struct cql_data *d, const uint8_t *mutation,
 			   size_t len, int64_t created_us)
 {
@@ -963,8 +966,13 @@ static bool hint_truncated(struct cql_data *d, const uint8_t *mutation,
 	if (!m)
 		return false; /* the target refuses it */
 	int64_t at = storage_truncated_at(d->db, storage_mutation_table_id(m));
+	const struct storage_table_meta *t =
+		storage_table_meta_get(d->db, storage_mutation_table_id(m));
+	bool invalid = t && storage_mutation_validate(t, m) != 0;
+	if (invalid)
+		LOG_WARN("dropping a hint: %s", err_msg());
 	storage_mutation_delete(m);
-	return at != 0 && created_us <= at;
+	return invalid || (at != 0 && created_us <= at);
 }
 
 static int hints_send(void *arg, const uint8_t host_id[16],
