@@ -177,6 +177,15 @@ static void reply_parse_error(struct job *j)
 
 /* ---- bind markers: names and types --------------------------------------- */
 
+static void reply_bind_error(struct job *j)
+{
+	char msg[ERR_MSG_MAX];
+	snprintf(msg, sizeof(msg), "%s", err_msg());
+	reply_error(j,
+		    err_code() == ERR_NOMEM ? CQL_ERR_SERVER : CQL_ERR_INVALID,
+		    msg);
+}
+
 struct bind_spec {
 	const char *name;
 	struct storage_type type;
@@ -186,13 +195,38 @@ struct bind_spec {
 	bool known;
 };
 
-static void bind_set(struct bind_spec *b, int nb, const struct cql_term *t,
+/* Typing the markers of one statement: names are Cassandra's (the
+ * column's; in(c) for IN ?, key(m) / value(m) for a map's key and value,
+ * idx(l) / value(l) for a list's index and element, value(s) for a set's
+ * element, [limit], [ttl], ...), or the marker's own for :name. */
+struct bind_ctx {
+	struct arena *a;
+	struct bind_spec *b;
+	int nb;
+	const struct cql_table *t;
+};
+
+static void bind_set(struct bind_ctx *x, const struct cql_term *t,
 		     const char *name, struct storage_type type)
 {
-	if (!t || t->kind != CQL_TERM_BIND || t->bind_index >= nb)
+	if (!t || t->kind != CQL_TERM_BIND || t->bind_index >= x->nb)
 		return;
-	b[t->bind_index] =
+	x->b[t->bind_index] =
 		(struct bind_spec){t->text ? t->text : name, type, false, true};
+}
+
+/* bind_set with the name `fn(column)`. */
+static void bind_set_of(struct bind_ctx *x, const struct cql_term *t,
+			const char *fn, const char *column,
+			struct storage_type type)
+{
+	if (!t || t->kind != CQL_TERM_BIND || t->bind_index >= x->nb)
+		return;
+	size_t n = strlen(fn) + strlen(column) + 3;
+	char *name = arena_alloc(x->a, n);
+	if (name)
+		snprintf(name, n, "%s(%s)", fn, column);
+	bind_set(x, t, name ? name : column, type);
 }
 
 static struct storage_type simple(uint16_t kind)
@@ -200,22 +234,58 @@ static struct storage_type simple(uint16_t kind)
 	return (struct storage_type){.kind = kind};
 }
 
-static void bind_relations(struct bind_spec *b, int nb,
-			   const struct cql_table *t,
-			   const struct cql_relation *rels, size_t n)
+/* A term as Cassandra's messages quote it: ?, :name, 'text', 1, ... */
+static const char *term_text(struct arena *a, const struct cql_term *t)
 {
-	const struct storage_table_meta *m = cql_table_meta(t);
+	char *s;
+	if (!t)
+		return "";
+	switch (t->kind) {
+	case CQL_TERM_BIND:
+		if (!t->text)
+			return "?";
+		s = arena_alloc(a, strlen(t->text) + 2);
+		if (s)
+			sprintf(s, ":%s", t->text);
+		return s ? s : "?";
+	case CQL_TERM_NULL:
+		return "null";
+	case CQL_TERM_STRING:
+	case CQL_TERM_INTEGER:
+	case CQL_TERM_FLOAT:
+	case CQL_TERM_BOOLEAN:
+	case CQL_TERM_UUID:
+	case CQL_TERM_BLOB: {
+		bool quote = t->kind == CQL_TERM_STRING;
+		size_t n = t->len > 64 ? 64 : t->len;
+		s = arena_alloc(a, n + 6);
+		if (s)
+			sprintf(s, "%s%s%s%.*s%s", quote ? "'" : "",
+				t->negative ? "-" : "",
+				t->kind == CQL_TERM_BLOB ? "0x" : "", (int)n,
+				t->text ? t->text : "", quote ? "'" : "");
+		return s ? s : "?";
+	}
+	default:
+		return "...";
+	}
+}
+
+static int bind_relations(struct bind_ctx *x, const struct cql_relation *rels,
+			  size_t n)
+{
+	const struct storage_table_meta *m = cql_table_meta(x->t);
 	for (size_t i = 0; i < n; i++) {
 		const struct cql_relation *r = &rels[i];
 		if (r->kind == CQL_REL_TOKEN) {
 			const struct cql_term *v = r->value;
-			bind_set(b, nb, v, "partition key token",
+			bind_set(x, v, "partition key token",
 				 simple(STORAGE_TYPE_BIGINT));
 			/* token(k) > token(?): the key's own columns */
 			for (size_t k = 0; v->kind == CQL_TERM_FUNCTION &&
 					   k < v->count && k < m->pk_count;
 			     k++)
-				bind_set(b, nb, v->items[k],
+				bind_set(x, v->items[k],
 					 m->columns[m->pk[k]].name,
 					 m->columns[m->pk[k]].type);
 			continue;
@@ -225,9 +295,9 @@ static void bind_relations(struct bind_spec *b, int nb,
 			/* (c1, c2) > (?, ?): each its column's */
 			for (size_t k = 0;
 			     k < r->value->count && k < r->column_count; k++) {
-				int c = cql_table_column(t, r->columns[k]);
+				int c = cql_table_column(x->t, r->columns[k]);
 				if (c >= 0)
-					bind_set(b, nb, r->value->items[k],
+					bind_set(x, r->value->items[k],
 						 r->columns[k],
 						 m->columns[c].type);
 			}
@@ -235,61 +305,133 @@ static void bind_relations(struct bind_spec *b, int nb,
 		}
 		if (r->kind != CQL_REL_COLUMN)
 			continue;
-		int c = cql_table_column(t, r->columns[0]);
+		int c = cql_table_column(x->t, r->columns[0]);
 		if (c < 0)
 			continue;
+		const char *name = m->columns[c].name;
 		struct storage_type ty = m->columns[c].type;
 		if (r->op == CQL_OP_IN) {
 			if (r->value->kind == CQL_TERM_BIND) {
-				bind_set(b, nb, r->value, r->columns[0], ty);
-				if (r->value->bind_index < nb)
-					b[r->value->bind_index].in_list = true;
+				bind_set_of(x, r->value, "in", name, ty);
+				if (r->value->bind_index < x->nb)
+					x->b[r->value->bind_index].in_list =
+						true;
 			} else if (r->value->kind == CQL_TERM_TUPLE) {
 				for (size_t k = 0; k < r->value->count; k++)
-					bind_set(b, nb, r->value->items[k],
-						 r->columns[0], ty);
+					bind_set(x, r->value->items[k], name,
+						 ty);
 			}
 			continue;
 		}
-		if (r->op == CQL_OP_CONTAINS)
-			ty = simple(ty.elem);
-		else if (r->op == CQL_OP_CONTAINS_KEY)
-			ty = simple(ty.elem);
-		bind_set(b, nb, r->value, r->columns[0], ty);
+		if (r->op == CQL_OP_CONTAINS_KEY) {
+			if (ty.kind != STORAGE_TYPE_MAP)
+				return err_set(ERR_INVALID,
+					       "Cannot use CONTAINS KEY on "
+					       "non-map column %s",
+					       name);
+			bind_set_of(x, r->value, "key", name, simple(ty.elem));
+			continue;
+		}
+		if (r->op == CQL_OP_CONTAINS) {
+			if (!storage_type_is_collection(ty.kind))
+				return err_set(ERR_INVALID,
+					       "Cannot use CONTAINS on "
+					       "non-collection column %s",
+					       name);
+			bool map = ty.kind == STORAGE_TYPE_MAP;
+			bind_set_of(x, r->value, "value", name,
+				    simple(map ? ty.value : ty.elem));
+			continue;
+		}
+		bind_set(x, r->value, name, ty);
 	}
+	return 0;
 }
 
-static void bind_using(struct bind_spec *b, int nb, const struct cql_using *u)
+static void bind_using(struct bind_ctx *x, const struct cql_using *u)
 {
-	bind_set(b, nb, u->ttl, "[ttl]", simple(STORAGE_TYPE_INT));
-	bind_set(b, nb, u->timestamp, "[timestamp]",
-		 simple(STORAGE_TYPE_BIGINT));
+	bind_set(x, u->ttl, "[ttl]", simple(STORAGE_TYPE_INT));
+	bind_set(x, u->timestamp, "[timestamp]", simple(STORAGE_TYPE_BIGINT));
 }
 
-static void bind_column_ref(struct bind_spec *b, int nb,
-			    const struct cql_table *t,
-			    const struct cql_column_ref *ref,
-			    const struct cql_term *value)
+/* The value of `c = v`, `c = c + v`, `c = v + c`, `c = c - v` (a map's
+ * `m = m - v` takes a set of its keys, Operation.Substraction), INSERT's
+ * values (kind CQL_ASSIGN_SET, no element) and `c[k] = v`, whose key is
+ * key(m) for a map, idx(l) for a list (Operation.SetElement). */
+static int bind_assignment(struct bind_ctx *x, const struct cql_column_ref *ref,
+			   enum cql_assign_kind kind,
+			   const struct cql_term *value)
 {
-	int c = cql_table_column(t, ref->name);
+	int c = cql_table_column(x->t, ref->name);
 	if (c < 0)
-		return;
-	struct storage_type ty = cql_table_meta(t)->columns[c].type;
+		return 0;
+	const struct storage_column *col = &cql_table_meta(x->t)->columns[c];
+	struct storage_type ty = col->type;
 	if (ref->element) {
+		const char *why = !storage_type_is_collection(ty.kind)
+					  ? "non collection"
+				  : ty.frozen ? "frozen collection"
+				  : ty.kind == STORAGE_TYPE_SET ? "set"
+								: NULL;
+		if (why)
+			return err_set(ERR_INVALID,
+				       "Invalid operation (%s[%s] = %s) for %s "
+				       "column %s",
+				       col->name, term_text(x->a, ref->element),
+				       term_text(x->a, value), why, col->name);
 		bool map = ty.kind == STORAGE_TYPE_MAP;
-		bind_set(b, nb, ref->element, ref->name,
-			 simple(map ? ty.elem : STORAGE_TYPE_INT));
-		ty = simple(map ? ty.value : ty.elem);
+		bind_set_of(x, ref->element, map ? "key" : "idx", col->name,
+			    simple(map ? ty.elem : STORAGE_TYPE_INT));
+		bind_set_of(x, value, "value", col->name,
+			    simple(map ? ty.value : ty.elem));
+		return 0;
 	}
-	bind_set(b, nb, value, ref->name, ty);
+	if (kind == CQL_ASSIGN_REMOVE && ty.kind == STORAGE_TYPE_MAP)
+		ty = (struct storage_type){STORAGE_TYPE_SET, ty.elem, 0, false};
+	bind_set(x, value, col->name, ty);
+	return 0;
+}
+
+/* DELETE c[k]: idx(l), value(s) or key(m) (Operation.ElementDeletion). */
+static int bind_deletion(struct bind_ctx *x, const struct cql_column_ref *ref)
+{
+	int c = cql_table_column(x->t, ref->name);
+	if (c < 0 || !ref->element)
+		return 0;
+	const struct storage_column *col = &cql_table_meta(x->t)->columns[c];
+	struct storage_type ty = col->type;
+	if (!storage_type_is_collection(ty.kind) || ty.frozen)
+		return err_set(ERR_INVALID,
+			       "Invalid deletion operation for %s column %s",
+			       ty.frozen ? "frozen collection"
+					 : "non collection",
+			       col->name);
+	switch (ty.kind) {
+	case STORAGE_TYPE_LIST:
+		bind_set_of(x, ref->element, "idx", col->name,
+			    simple(STORAGE_TYPE_INT));
+		break;
+	case STORAGE_TYPE_SET:
+		bind_set_of(x, ref->element, "value", col->name,
+			    simple(ty.elem));
+		break;
+	default:
+		bind_set_of(x, ref->element, "key", col->name, simple(ty.elem));
+	}
+	return 0;
 }
 
 /* Types every marker of `s` on table `t`; pk[] gets the marker bound to
- * each partition key component (-1 when a component is not a marker). */
-static void bind_resolve(const struct cql_stmt *s, const struct cql_table *t,
-			 struct bind_spec *b, int nb, int *pk)
+ * each partition key component (-1 when a component is not a marker).
+ * -1 with ERR_INVALID and Cassandra's message for an operation Cassandra
+ * refuses when it prepares the statement (there is no type to give its
+ * marker). */
+static int bind_resolve(struct arena *a, const struct cql_stmt *s,
+			const struct cql_table *t, struct bind_spec *b, int nb,
+			int *pk)
 {
 	const struct storage_table_meta *m = cql_table_meta(t);
+	struct bind_ctx x = {a, b, nb, t};
 	for (size_t i = 0; i < m->pk_count; i++)
 		pk[i] = -1;
 	const struct cql_relation *where = NULL;
@@ -298,16 +440,17 @@ static void bind_resolve(const struct cql_stmt *s, const struct cql_table *t,
 	case CQL_STMT_SELECT:
 		where = s->u.select.where;
 		nwhere = s->u.select.where_count;
-		bind_set(b, nb, s->u.select.limit, "[limit]",
+		bind_set(&x, s->u.select.limit, "[limit]",
 			 simple(STORAGE_TYPE_INT));
-		bind_set(b, nb, s->u.select.per_partition_limit,
+		bind_set(&x, s->u.select.per_partition_limit,
 			 "[per_partition_limit]", simple(STORAGE_TYPE_INT));
 		break;
 	case CQL_STMT_INSERT:
 		for (size_t i = 0; i < s->u.insert.column_count; i++) {
 			struct cql_column_ref ref = {s->u.insert.columns[i],
 						     NULL};
-			bind_column_ref(b, nb, t, &ref, s->u.insert.values[i]);
+			bind_assignment(&x, &ref, CQL_ASSIGN_SET,
+					s->u.insert.values[i]);
 			for (size_t k = 0; k < m->pk_count; k++)
 				if (strcmp(m->columns[m->pk[k]].name,
 					   s->u.insert.columns[i]) == 0 &&
@@ -316,31 +459,33 @@ static void bind_resolve(const struct cql_stmt *s, const struct cql_table *t,
 					pk[k] = s->u.insert.values[i]
 							->bind_index;
 		}
-		bind_using(b, nb, &s->u.insert.using);
-		return;
+		bind_using(&x, &s->u.insert.using);
+		return 0;
 	case CQL_STMT_UPDATE:
-		bind_using(b, nb, &s->u.update.using);
+		bind_using(&x, &s->u.update.using);
 		for (size_t i = 0; i < s->u.update.assignment_count; i++) {
-			const struct cql_assignment *a =
+			const struct cql_assignment *as =
 				&s->u.update.assignments[i];
-			bind_column_ref(b, nb, t, &a->target, a->value);
+			if (bind_assignment(&x, &as->target, as->kind,
+					    as->value) != 0)
+				return -1;
 		}
 		where = s->u.update.where;
 		nwhere = s->u.update.where_count;
 		break;
 	case CQL_STMT_DELETE:
-		bind_using(b, nb, &s->u.del.using);
+		bind_using(&x, &s->u.del.using);
 		for (size_t i = 0; i < s->u.del.column_count; i++)
-			if (s->u.del.columns[i].element)
-				bind_column_ref(b, nb, t, &s->u.del.columns[i],
-						NULL);
+			if (bind_deletion(&x, &s->u.del.columns[i]) != 0)
+				return -1;
 		where = s->u.del.where;
 		nwhere = s->u.del.where_count;
 		break;
 	default:
-		return;
+		return 0;
 	}
-	bind_relations(b, nb, t, where, nwhere);
+	if (bind_relations(&x, where, nwhere) != 0)
+		return -1;
 	for (size_t i = 0; i < nwhere; i++) {
 		const struct cql_relation *r = &where[i];
 		if (r->kind != CQL_REL_COLUMN || r->op != CQL_OP_EQ ||
@@ -351,6 +496,7 @@ static void bind_resolve(const struct cql_stmt *s, const struct cql_table *t,
 			    0)
 				pk[k] = r->value->bind_index;
 	}
+	return 0;
 }
 
 /* ---- statement resolution ------------------------------------------------ */
@@ -924,16 +1070,23 @@ static void run_prepare(struct job *j, struct slice query)
 					return;
 				continue;
 			}
-			bind_resolve(in, it, b, nbinds, pk);
+			if (bind_resolve(j->a, in, it, b, nbinds, pk) != 0) {
+				reply_bind_error(j);
+				return;
+			}
 			used[nused++] = it;
 			if (!t)
 				t = it;
 		}
-		bind_using(b, nbinds, &bs->using);
+		struct bind_ctx x = {j->a, b, nbinds, t};
+		bind_using(&x, &bs->using);
 	} else if (t) {
 		used = &t;
 		nused = 1;
-		bind_resolve(s, t, b, nbinds, pk);
+		if (bind_resolve(j->a, s, t, b, nbinds, pk) != 0) {
+			reply_bind_error(j);
+			return;
+		}
 		const struct storage_table_meta *m = cql_table_meta(t);
 		npk = m->pk_count;
 		for (size_t i = 0; i < npk; i++) {
