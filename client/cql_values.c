@@ -500,9 +500,14 @@ static int serialize_string(const struct cql_term *t, uint16_t kind,
 	case CQL_TYPE_ASCII:
 		for (size_t i = 0; i < t->len; i++)
 			if (p[i] & 0x80)
-				return err_set(ERR_INVALID,
-					       "Invalid ASCII character "
-					       "in string literal");
+				return err_set(
+					ERR_INVALID,
+					"Invalid ASCII character in string "
+					"literal: java.nio.charset."
+					"UnmappableCharacterException: Input "
+					"length = %d",
+					/* UTF-16 units of the character */
+					(p[i] & 0xf8) == 0xf0 ? 2 : 1);
 		return buf_append(out, p, t->len);
 	case CQL_TYPE_VARCHAR:
 		if (!valid_utf8(p, t->len))

@@ -499,6 +499,131 @@ static int bind_resolve(struct arena *a, const struct cql_stmt *s,
 	return 0;
 }
 
+/* ---- bound values: validation and canonical form ------------------------ */
+
+/* A serialized list (IN ?) of values of `elem`; nulls are allowed (the
+ * restriction refuses them later, as Cassandra's does). Appends the list
+ * with each element in canonical form to `out`. */
+static int check_in_list(const struct storage_type *elem, const uint8_t *v,
+			 size_t len, struct buf *out)
+{
+	struct cursor c = cursor_make(v, len);
+	uint32_t n;
+	if (cursor_be32(&c, &n) != 0)
+		return err_set(ERR_INVALID, "Not enough bytes to read a list");
+	if ((int32_t)n < 0)
+		return err_set(ERR_INVALID,
+			       "The data cannot be deserialized as a list");
+	if (buf_put_be32(out, n) != 0)
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t l;
+		struct slice e;
+		if (cursor_be32(&c, &l) != 0)
+			return err_set(ERR_INVALID,
+				       "Not enough bytes to read a list");
+		if ((int32_t)l < 0) {
+			if (buf_put_be32(out, l) != 0)
+				return -1;
+			continue;
+		}
+		if (cursor_take(&c, l, &e) != 0)
+			return err_set(ERR_INVALID,
+				       "Not enough bytes to read a list");
+		size_t mark = out->len;
+		if (storage_value_validate(elem, e.ptr, e.len) != 0 ||
+		    buf_put_be32(out, 0) != 0 ||
+		    storage_value_normalize(elem, e.ptr, e.len, out) != 0)
+			return -1;
+		be32_store(out->data + mark, (uint32_t)(out->len - mark - 4));
+	}
+	if (cursor_left(&c))
+		return err_set(ERR_INVALID,
+			       "Unexpected extraneous bytes after list value");
+	return 0;
+}
+
+/* One bound value against its marker's type, as Cassandra checks it when
+ * it binds it (Constants/Lists/Sets/Maps.Marker: the type's validator and
+ * its message). Sets and maps (and IN lists of them) get their canonical
+ * form, so a frozen one is found by equality and a map's repeated key
+ * keeps its last value. *out is `v` itself when nothing changed. */
+static int check_bind(struct arena *a, const struct bind_spec *b,
+		      const struct cql_value *v, struct cql_value *out)
+{
+	*out = *v;
+	if (!b->known || v->len < 0)
+		return 0;
+	const uint8_t *p = v->len ? v->ptr : (const uint8_t *)"";
+	size_t len = (size_t)v->len;
+	bool canon = b->type.kind == STORAGE_TYPE_SET ||
+		     b->type.kind == STORAGE_TYPE_MAP;
+	if (!b->in_list) {
+		if (storage_value_validate(&b->type, p, len) != 0)
+			return -1;
+		if (!canon)
+			return 0;
+	}
+	struct buf tmp;
+	buf_init(&tmp);
+	int rc = b->in_list ? check_in_list(&b->type, p, len, &tmp)
+			    : storage_value_normalize(&b->type, p, len, &tmp);
+	if (rc == 0 && (tmp.len != len || memcmp(tmp.data, p, len) != 0)) {
+		uint8_t *copy = arena_memdup(a, tmp.data, tmp.len);
+		if (!copy)
+			rc = err_set(ERR_NOMEM, "out of memory");
+		else
+			*out = (struct cql_value){(int32_t)tmp.len, copy};
+	}
+	buf_free(&tmp);
+	return rc;
+}
+
+/* Types the markers of a statement on `t` (which also refuses, as
+ * Cassandra's PREPARE does, operations whose markers have no type) and
+ * checks every bound value (check_bind). *out is the values to run with:
+ * `binds` itself, or a copy with values in canonical form. Answers the
+ * error and returns -1. */
+static int check_binds(struct job *j, const struct cql_stmt *s,
+		       const struct cql_table *t, const struct cql_value *binds,
+		       size_t n, const struct cql_value **out)
+{
+	*out = binds;
+	struct bind_spec *b = arena_alloc(j->a, (n + 1) * sizeof(*b));
+	int pk[16];
+	if (!b) {
+		reply_error(j, CQL_ERR_SERVER, "out of memory");
+		return -1;
+	}
+	memset(b, 0, (n + 1) * sizeof(*b));
+	if (bind_resolve(j->a, s, t, b, (int)n, pk) != 0) {
+		reply_bind_error(j);
+		return -1;
+	}
+	struct cql_value *copy = NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct cql_value v;
+		if (check_bind(j->a, &b[i], &binds[i], &v) != 0) {
+			reply_bind_error(j);
+			return -1;
+		}
+		if (v.ptr == binds[i].ptr && v.len == binds[i].len)
+			continue;
+		if (!copy) {
+			copy = arena_alloc(j->a, n * sizeof(*copy));
+			if (!copy) {
+				reply_error(j, CQL_ERR_SERVER, "out of memory");
+				return -1;
+			}
+			memcpy(copy, binds, n * sizeof(*copy));
+		}
+		copy[i] = v;
+	}
+	if (copy)
+		*out = copy;
+	return 0;
+}
+
 /* ---- statement resolution ------------------------------------------------ */
 
 static const struct cql_qname *stmt_table(const struct cql_stmt *s)
@@ -752,6 +877,9 @@ static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
 				    "system keyspaces are read-only");
 			return;
 		}
+		if (check_binds(j, st, items[i].table, items[i].binds,
+				items[i].bind_count, &items[i].binds) != 0)
+			return;
 	}
 	struct cql_data_request dr = {
 		.params = params,
@@ -784,6 +912,15 @@ static void run_text_batch(struct job *j, const struct cql_stmt *s,
 			   const struct cql_query_params *params)
 {
 	const struct cql_batch_stmt *b = &s->u.batch;
+	const struct cql_term *ts = b->using.timestamp;
+	if (ts && ts->kind == CQL_TERM_BIND &&
+	    (size_t)ts->bind_index < nbinds && binds[ts->bind_index].len >= 0 &&
+	    storage_type_validate(STORAGE_TYPE_BIGINT,
+				  binds[ts->bind_index].ptr,
+				  (size_t)binds[ts->bind_index].len) != 0) {
+		reply_bind_error(j);
+		return;
+	}
 	struct cql_batch_item *items =
 		arena_alloc(j->a, (b->count + 1) * sizeof(*items));
 	if (!items) {
@@ -936,6 +1073,8 @@ static void run_stmt(struct job *j, const struct cql_stmt *s, int nbinds,
 			    "system keyspaces are read-only");
 		return;
 	}
+	if (check_binds(j, s, t, binds, (size_t)nbinds, &binds) != 0)
+		return;
 	struct cql_data_request dr = {
 		.stmt = s,
 		.table = t,

@@ -48,7 +48,7 @@ from cassandra.cluster import Cluster, NoHostAvailable
 from cassandra.policies import WhiteListRoundRobinPolicy
 from cassandra.protocol import (ConfigurationException, ProtocolException,
                                 ServerError, SyntaxException)
-from cassandra.query import UNSET_VALUE, SimpleStatement
+from cassandra.query import UNSET_VALUE, BatchStatement, SimpleStatement
 from cassandra.util import Date, Duration, Time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] /
@@ -136,9 +136,11 @@ def parse(path):
             if words.startswith("fetch"):
                 last.fetch = int(words.split()[1])
                 continue
-            if words.startswith("raw"):
-                last.raw = True
-                words = words[3:].strip()
+            for via in ("rawquery", "rawbatch", "raw"):
+                if words.startswith(via):
+                    last.raw = via
+                    words = words[len(via):].strip()
+                    break
             last.binds = eval(words, {"__builtins__": {}}, dict(VALUES))
             assert isinstance(last.binds, (tuple, list)), \
                 f"{where}: @ takes a tuple of values"
@@ -252,12 +254,22 @@ def run_step(session, address, keyspace, st):
             return
         raise AssertionError(f"unknown directive %{verb}")
     try:
-        if st.binds is not None:
+        if st.raw == "rawquery":
+            # QUERY with serialized values (drivers interpolate instead)
+            future = session._create_response_future(
+                SimpleStatement(cql), None, False, None, 10)
+            future.message.query_params = list(st.binds)
+            future.send_request()
+            result = future.result()
+        elif st.binds is not None:
             prepared = session.prepare(cql)
             if st.raw:
                 bound = prepared.bind([None] * len(prepared.column_metadata))
                 bound.values = list(st.binds)
                 stmt = bound
+                if st.raw == "rawbatch":  # a BATCH of this one statement
+                    stmt = BatchStatement()
+                    stmt.add(bound)
             else:
                 stmt = prepared.bind(st.binds)
             if st.fetch:

@@ -157,7 +157,8 @@ def test_errors_use_cassandras_words():
         "ERR Type error: cannot assign result of function system.now "
         "(type timeuuid) to v (type int)",
         "ERR Unable to make byte from '128'",
-        "ERR Invalid ASCII character in string literal",
+        "ERR Invalid ASCII character in string literal: "
+        "java.nio.charset.UnmappableCharacterException: Input length = 1",
         "NULL",
         "ERR Timestamp format must be hh:mm:ss[.fffffffff]",
         'ERR Invalid FLOAT constant (1.5) for "v" of type uuid',
