@@ -7,6 +7,7 @@
 #include "client/proto.h"
 #include "common/err.h"
 #include "common/uuid.h"
+#include "storage/types.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -758,13 +759,6 @@ struct sort_ctx {
 	cql_value_cmp_fn cmp;
 };
 
-static int bytes_cmp(uint16_t kind, const uint8_t *a, size_t alen,
-		     const uint8_t *b, size_t blen)
-{
-	(void)kind;
-	return slice_cmp(slice_make(a, alen), slice_make(b, blen));
-}
-
 static int key_cmp(const struct elem *a, const struct elem *b,
 		   const struct sort_ctx *c)
 {
@@ -833,7 +827,7 @@ static int serialize_collection(const struct cql_term *t,
 	size_t kept = n;
 	if (rc == 0 && type->kind != CQL_TYPE_LIST && n > 1) {
 		struct sort_ctx ctx = {tmp.data, type->elem,
-				       cmp ? cmp : bytes_cmp};
+				       cmp ? cmp : storage_value_cmp};
 		/* Sort, then keep the last of each run of equal keys: for maps
 		 * the later value wins, as in Cassandra. */
 		qsort_r(elems, n, sizeof(*elems), elem_cmp, &ctx);

@@ -13,8 +13,9 @@
  * Types are given by native-protocol ids (enum cql_type_id), the same
  * numbering storage/ uses for its kinds. Collections take element (and map
  * value) ids; their elements are simple types. Set elements and map keys are
- * sorted and de-duplicated with the comparator the caller supplies (the
- * storage engine owns the type orders).
+ * sorted by their type's order and de-duplicated (with the comparator the
+ * caller supplies, storage_value_cmp when none), so a frozen set or map
+ * literal has its canonical form.
  *
  * Functions: now(), currentTimeUUID() (timeuuid), uuid() (v4),
  * toTimestamp(now()), currentTimestamp(), toDate(now()), currentDate(),

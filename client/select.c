@@ -270,9 +270,8 @@ static int in_slices(struct cql_select_plan *p, const struct slice *prefix,
 		struct slice v = vals[i];
 		size_t j = i;
 		while (j > 0) {
-			int c = storage_value_cmp(
-				col->type.kind, vals[j - 1].ptr,
-				vals[j - 1].len, v.ptr, v.len);
+			int c = storage_type_cmp(&col->type, vals[j - 1].ptr,
+						 vals[j - 1].len, v.ptr, v.len);
 			if ((col->desc ? -c : c) <= 0)
 				break;
 			vals[j] = vals[j - 1];
@@ -285,7 +284,9 @@ static int in_slices(struct cql_select_plan *p, const struct slice *prefix,
 		return -1;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (k && slice_eq(sl[k - 1].start[np], vals[i]))
+		if (k && storage_type_cmp(&col->type, sl[k - 1].start[np].ptr,
+					  sl[k - 1].start[np].len, vals[i].ptr,
+					  vals[i].len) == 0)
 			continue; /* a repeated value */
 		struct slice *key = arena_alloc(p->a, (np + 1) * sizeof(*key));
 		if (!key)

@@ -20,8 +20,8 @@ static int clustering_cmp(const struct cql_select_plan *p,
 {
 	for (size_t i = 0; i < na && i < nb; i++) {
 		const struct storage_column *c = &p->m->columns[p->m->ck[i]];
-		int r = storage_value_cmp(c->type.kind, a[i].ptr, a[i].len,
-					  b[i].ptr, b[i].len);
+		int r = storage_type_cmp(&c->type, a[i].ptr, a[i].len, b[i].ptr,
+					 b[i].len);
 		if (r)
 			return c->desc ? -r : r;
 	}
@@ -241,7 +241,9 @@ static bool passes_filters(const struct cql_select_plan *p,
 			p->m->columns[f->column].kind == STORAGE_COLUMN_STATIC;
 		const struct storage_cell_view *c =
 			find_cell(is_static ? stat : row, f->column);
-		if (!c || !slice_eq(c->value, f->value))
+		if (!c || storage_type_cmp(&p->m->columns[f->column].type,
+					   c->value.ptr, c->value.len,
+					   f->value.ptr, f->value.len) != 0)
 			return false;
 	}
 	return true;
