@@ -61,6 +61,15 @@ static int value_of(struct cql_select_plan *p, const struct cql_term *t,
 	return out->ptr ? 0 : -1;
 }
 
+/* Whether `t` is a marker bound to UNSET (which Cassandra tells apart
+ * from null in its messages). */
+static bool is_unset(const struct cql_term *t, const struct cql_value *binds,
+		     size_t nbinds)
+{
+	return t->kind == CQL_TERM_BIND && (size_t)t->bind_index < nbinds &&
+	       binds[t->bind_index].len == CQL_VALUE_UNSET;
+}
+
 /* A key column's value in a condition, which may not be NULL. */
 static int condition_value(struct cql_select_plan *p, const struct cql_term *t,
 			   const struct storage_column *col,
@@ -68,6 +77,9 @@ static int condition_value(struct cql_select_plan *p, const struct cql_term *t,
 			   struct slice *out)
 {
 	bool null;
+	if (is_unset(t, binds, nbinds))
+		return err_set(ERR_INVALID, "Invalid unset value for column %s",
+			       col->name);
 	if (value_of(p, t, &col->type, col->name, binds, nbinds, out, &null) !=
 	    0)
 		return -1;
@@ -124,6 +136,9 @@ static int restrict_partition(struct cql_select_plan *p,
 	}
 	struct storage_type lt = {STORAGE_TYPE_LIST, col->type.kind, 0, true};
 	struct slice list;
+	if (is_unset(r->value, binds, nbinds))
+		return err_set(ERR_INVALID, "Invalid unset value for column %s",
+			       col->name);
 	if (value_of(p, r->value, &lt, col->name, binds, nbinds, &list,
 		     &null) != 0)
 		return -1;
@@ -566,6 +581,11 @@ static int plan_where(struct cql_select_plan *p, const struct cql_select *q,
 			struct filter *f = &p->filters[p->nfilters++];
 			bool null;
 			f->column = c;
+			if (is_unset(r->value, binds, nbinds))
+				return err_set(ERR_INVALID,
+					       "Unsupported unset value for "
+					       "column %s",
+					       col->name);
 			if (value_of(p, r->value, &col->type, col->name, binds,
 				     nbinds, &f->value, &null) != 0)
 				return -1;
