@@ -185,6 +185,9 @@ static int build_keys(struct cql_select_plan *p, struct key_restr *kr)
 			parts[i] = kr[i].vals[idx % kr[i].n];
 			idx /= kr[i].n;
 		}
+		/* QueryProcessor.validateKey: no empty partition key */
+		if (m->pk_count == 1 && parts[0].len == 0)
+			return err_set(ERR_INVALID, "Key may not be empty");
 		p->key_offs[p->key_count++] = p->keys.len;
 		if (m->pk_count == 1
 			    ? buf_append(&p->keys, parts[0].ptr, parts[0].len)
