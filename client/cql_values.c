@@ -825,8 +825,10 @@ static int serialize_collection(const struct cql_term *t,
 		}
 	}
 	size_t kept = n;
+	/* elements of empty values only: nothing was allocated */
+	const uint8_t *base = tmp.data ? tmp.data : (const uint8_t *)"";
 	if (rc == 0 && type->kind != CQL_TYPE_LIST && n > 1) {
-		struct sort_ctx ctx = {tmp.data, type->elem,
+		struct sort_ctx ctx = {base, type->elem,
 				       cmp ? cmp : storage_value_cmp};
 		/* Sort, then keep the last of each run of equal keys: for maps
 		 * the later value wins, as in Cassandra. */
@@ -845,11 +847,10 @@ static int serialize_collection(const struct cql_term *t,
 		rc = buf_put_be32(out, (uint32_t)kept);
 	for (size_t i = 0; rc == 0 && i < kept; i++) {
 		rc = buf_put_be32(out, (uint32_t)elems[i].key_len) ||
-		     buf_append(out, tmp.data + elems[i].key_off,
-				elems[i].key_len);
+		     buf_append(out, base + elems[i].key_off, elems[i].key_len);
 		if (rc == 0 && is_map)
 			rc = buf_put_be32(out, (uint32_t)elems[i].val_len) ||
-			     buf_append(out, tmp.data + elems[i].val_off,
+			     buf_append(out, base + elems[i].val_off,
 					elems[i].val_len);
 	}
 	if (rc != 0)

@@ -81,8 +81,9 @@ int cql_data_build_writes(const struct cql_data_request *dr,
 			err_set(ERR_NOMEM, "out of memory");
 			goto fail;
 		}
-		memcpy(all->items + all->count, muts.items,
-		       muts.count * sizeof(*grown));
+		if (muts.count) /* IN () builds none */
+			memcpy(all->items + all->count, muts.items,
+			       muts.count * sizeof(*grown));
 		for (size_t k = 0; tables && k < muts.count; k++)
 			tabs[all->count + k] = items[i].table;
 		all->count += muts.count;
