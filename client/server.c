@@ -91,7 +91,10 @@ struct cql_conn {
 };
 
 struct cql_request {
-	struct cql_conn *conn;
+	struct cql_conn *conn; /* NULL for a detached request */
+	cql_reply_fn detached_reply;
+	cql_keyspace_fn detached_keyspace;
+	void *detached_arg;
 	uint8_t version;
 	int16_t stream;
 	uint8_t *body;
@@ -815,10 +818,30 @@ static size_t conn_read_frames(struct cql_conn *c, const uint8_t *p, size_t n)
 
 /* ---- requests ------------------------------------------------------------ */
 
+struct cql_request *cql_request_detached(cql_reply_fn reply,
+					 cql_keyspace_fn keyspace, void *arg)
+{
+	struct cql_request *req = zcalloc(1, sizeof(*req));
+	if (!req) {
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	req->detached_reply = reply;
+	req->detached_keyspace = keyspace;
+	req->detached_arg = arg;
+	return req;
+}
+
 void cql_request_reply(struct cql_request *req, const uint8_t *frame,
 		       size_t len)
 {
 	struct cql_conn *c = req->conn;
+	if (!c) {
+		req->detached_reply(req->detached_arg, frame, len);
+		free(req->body);
+		free(req);
+		return;
+	}
 	if (!c->closed) {
 		struct cql_server *s = c->srv;
 		c->inflight--;
@@ -842,6 +865,11 @@ void cql_request_reply(struct cql_request *req, const uint8_t *frame,
 void cql_request_set_keyspace(struct cql_request *req, const char *keyspace)
 {
 	struct cql_conn *c = req->conn;
+	if (!c) {
+		if (req->detached_keyspace)
+			req->detached_keyspace(req->detached_arg, keyspace);
+		return;
+	}
 	char *copy = strdup(keyspace);
 	if (!copy)
 		return;

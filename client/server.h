@@ -97,6 +97,15 @@ void cql_request_reply(struct cql_request *req, const uint8_t *frame,
 /* Records `keyspace` as the connection's current keyspace (after USE). */
 void cql_request_set_keyspace(struct cql_request *req, const char *keyspace);
 
+/* A request of no connection, for callers that run the executor in
+ * process (tests, fuzzers): its reply goes to reply(arg, frame, len)
+ * (the frame borrowed for the call) and a USE to keyspace(arg, name)
+ * (may be NULL). Freed by cql_request_reply. NULL on ERR_NOMEM. */
+typedef void (*cql_reply_fn)(void *arg, const uint8_t *frame, size_t len);
+typedef void (*cql_keyspace_fn)(void *arg, const char *keyspace);
+struct cql_request *cql_request_detached(cql_reply_fn reply,
+					 cql_keyspace_fn keyspace, void *arg);
+
 /* Events to connections that REGISTERed for the type ("TOPOLOGY_CHANGE",
  * "STATUS_CHANGE", "SCHEMA_CHANGE"). `build` appends the frame for a
  * version. */

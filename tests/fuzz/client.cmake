@@ -5,3 +5,8 @@ cassini_fuzz_target(fuzz_cql_parse SOURCES fuzz_cql_parse.c LIBS cassini_client
 cassini_fuzz_target(fuzz_schema_record SOURCES fuzz_schema_record.c
                     LIBS cassini_client RUNS 5000
                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/schema_record)
+# PREPARE and EXECUTE of generated statements on generated schemas, in
+# process, with a data path that builds and reads back what the node would.
+cassini_fuzz_target(fuzz_cql_prepare SOURCES fuzz_cql_prepare.c
+                    LIBS cassini_cql_client cassini_client RUNS 5000
+                    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/cql_prepare)
