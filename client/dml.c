@@ -167,6 +167,10 @@ static int restrict_column(struct build *b, struct restr *r,
 		struct val list;
 		if (resolve(b, v, &lt, col->name, &list) != 0)
 			return -1;
+		if (list.len == UNSET)
+			return err_set(ERR_INVALID,
+				       "Invalid unset value for column %s",
+				       col->name);
 		if (list.len < 0)
 			return err_set(ERR_INVALID,
 				       "Invalid null value for IN "
@@ -658,8 +662,9 @@ static int apply_assignment(struct build *b, struct storage_mutation *mu,
 		if (resolve(b, a->target.element, &kt, col->name, &k) != 0 ||
 		    resolve(b, a->value, &vt, col->name, &v) != 0)
 			return -1;
-		if (k.len < 0)
-			return err_set(ERR_INVALID, "Invalid null map key");
+		if (k.len < 0) /* Maps.SetterByKey */
+			return err_set(ERR_INVALID, "Invalid %s map key",
+				       k.len == UNSET ? "unset" : "null");
 		if (v.len == UNSET)
 			return 0;
 		if (v.len < 0)
@@ -905,9 +910,11 @@ static int delete_columns(struct build *b, struct storage_mutation *mu,
 				if (resolve(b, ref->element, &kt, col->name,
 					    &k) != 0)
 					return -1;
-				if (k.len < 0)
+				if (k.len < 0) /* Maps.DiscarderByKey */
 					return err_set(ERR_INVALID,
-						       "Invalid null map key");
+						       "Invalid %s map key",
+						       k.len == UNSET ? "unset"
+								      : "null");
 				rc = storage_mutation_delete_cell(
 					mu, cols[i], k.ptr, (size_t)k.len,
 					b->ts, b->ctx->now_sec);
