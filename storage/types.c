@@ -332,21 +332,33 @@ static const char *coll_name(uint16_t kind)
 					  : "map";
 }
 
-/* The count of a serialized collection, or -1 (message set). */
+/* The count of a serialized collection: -1 when shorter than a count,
+ * -2 when the count is negative. Sets no error (comparators use it). */
+static int64_t coll_count(const uint8_t *v, size_t len, struct coll_cursor *c)
+{
+	if (len < 4)
+		return -1;
+	int32_t n = (int32_t)((uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 |
+			      (uint32_t)v[2] << 8 | v[3]);
+	if (n < 0)
+		return -2;
+	c->p = v + 4;
+	c->end = v + len;
+	return n;
+}
+
+/* coll_count, or -1 with Cassandra's message. */
 static int64_t coll_open(uint16_t kind, const uint8_t *v, size_t len,
 			 struct coll_cursor *c)
 {
-	if (len < 4)
+	int64_t n = coll_count(v, len, c);
+	if (n == -1)
 		return err_set(ERR_INVALID, "Not enough bytes to read a %s",
 			       coll_name(kind));
-	int32_t n = (int32_t)((uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 |
-			      (uint32_t)v[2] << 8 | v[3]);
 	if (n < 0)
 		return err_set(ERR_INVALID,
 			       "The data cannot be deserialized as a %s",
 			       coll_name(kind));
-	c->p = v + 4;
-	c->end = v + len;
 	return n;
 }
 
@@ -653,8 +665,8 @@ static int collection_cmp(const struct storage_type *t, const uint8_t *a,
 	if (alen == 0 || blen == 0)
 		return (alen != 0) - (blen != 0);
 	struct coll_cursor ca, cb;
-	int64_t na = alen >= 4 ? coll_open(t->kind, a, alen, &ca) : -1;
-	int64_t nb = blen >= 4 ? coll_open(t->kind, b, blen, &cb) : -1;
+	int64_t na = coll_count(a, alen, &ca);
+	int64_t nb = coll_count(b, blen, &cb);
 	if (na < 0 || nb < 0) {
 		if ((na < 0) != (nb < 0))
 			return na < 0 ? 1 : -1;
