@@ -73,6 +73,15 @@ def value(t, r):
     }[t]()
 
 
+def lit(t):
+    """A CQL literal of simple type `t`."""
+    return {"ascii": "'a'", "blob": "0x00", "boolean": "true",
+            "date": "'2024-01-01'", "inet": "'1.2.3.4'", "text": "'t'",
+            "time": "'10:00:00'", "timestamp": "'2024-01-01'",
+            "timeuuid": "00000000-0000-1000-8000-000000000000",
+            "uuid": "00000000-0000-4000-8000-000000000000"}.get(t, "1")
+
+
 def same(a, b):
     if isinstance(a, dict) and hasattr(b, "items"):
         return len(a) == len(b) and all(
@@ -279,6 +288,14 @@ def test_every_type_in_every_marker_position(session):
         assert [(x[2], x[3].cql_parameterized_type())
                 for x in sel.result_metadata] == \
             [(n, bare(ct)) for n, ct in cols]
+        fns = s.prepare(f"SELECT max(v), min(v), count(v), writetime(v), "
+                        f"ttl(v), token(k), {t}AsBlob(v), m[{lit(t)}] "
+                        f"FROM {name} WHERE k = ?")
+        assert [x[3].cql_parameterized_type()
+                for x in fns.result_metadata] == \
+            [bare(x) for x in (t, t, "bigint", "bigint", "int", "bigint",
+                               "blob", other)], name
+        s.execute(fns, [vals[0]])
         rows = list(s.execute(sel, vals[:2]))
         assert len(rows) == 1, (name, vals)
         for (n, ct), want, got in zip(cols, vals, rows[0]):
