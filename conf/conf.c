@@ -14,9 +14,12 @@
 
 #include "common/err.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -886,6 +889,145 @@ static int check_tokens(struct conf *c, const char *file)
 	return rc;
 }
 
+/* Skipped when choosing an interface's address: an IPv6 link-local
+ * address is usable only with its interface named, which an address
+ * alone (gossip, seeds, the handshake) cannot carry. */
+static bool is_link_local(const struct inet_addr *a)
+{
+	return a->family == INET_V6 && a->ip[0] == 0xfe &&
+	       (a->ip[1] & 0xc0) == 0x80;
+}
+
+/* Cassandra's getNetworkInterfaceAddress: the interface's first address
+ * of the preferred family, else its first address. */
+static int interface_address(const char *file, const char *key,
+			     const char *name, bool prefer_v6,
+			     struct inet_addr *out)
+{
+	struct ifaddrs *list;
+	if (getifaddrs(&list) != 0)
+		return err_set(ERR_CONFIG, "%s: %s: cannot list interfaces: %s",
+			       file, key, strerror(errno));
+	bool found = false;
+	struct inet_addr first = {0}, preferred = {0};
+	for (struct ifaddrs *i = list; i; i = i->ifa_next) {
+		if (strcmp(i->ifa_name, name) != 0)
+			continue;
+		found = true;
+		struct inet_addr a;
+		if (!i->ifa_addr ||
+		    (i->ifa_addr->sa_family != AF_INET &&
+		     i->ifa_addr->sa_family != AF_INET6) ||
+		    inet_addr_from_sockaddr(
+			    i->ifa_addr,
+			    i->ifa_addr->sa_family == AF_INET
+				    ? sizeof(struct sockaddr_in)
+				    : sizeof(struct sockaddr_in6),
+			    &a) != 0 ||
+		    is_link_local(&a))
+			continue;
+		a.port = 0;
+		if (first.family == INET_NONE)
+			first = a;
+		if (preferred.family == INET_NONE &&
+		    a.family == (prefer_v6 ? INET_V6 : INET_V4))
+			preferred = a;
+	}
+	freeifaddrs(list);
+	if (!found)
+		return err_set(
+			ERR_CONFIG,
+			"%s: %s: Configured %s \"%s\" could not be found", file,
+			key, key, name);
+	if (first.family == INET_NONE)
+		return err_set(
+			ERR_CONFIG,
+			"%s: %s: Configured %s \"%s\" was found, but had "
+			"no addresses",
+			file, key, key, name);
+	*out = preferred.family != INET_NONE ? preferred : first;
+	return 0;
+}
+
+static const char *host_text(const struct inet_addr *a, char *buf)
+{
+	return inet_addr_format_host(a, buf, INET_ADDR_STRLEN);
+}
+
+/* Cassandra's applyAddressConfig, with its messages: the listen and rpc
+ * addresses from the address or the interface, the broadcast addresses
+ * defaulting to them, and no wildcard where others must connect. */
+static int resolve_addresses(struct conf *c, const char *file)
+{
+	char a[INET_ADDR_STRLEN];
+	if (c->listen_address.family != INET_NONE && c->listen_interface)
+		return err_set(ERR_CONFIG,
+			       "%s: listen_interface: Set listen_address OR "
+			       "listen_interface, not both",
+			       file);
+	if (c->listen_interface) {
+		if (interface_address(file, "listen_interface",
+				      c->listen_interface,
+				      c->listen_interface_prefer_ipv6,
+				      &c->listen_address) != 0)
+			return -1;
+	} else if (c->listen_address.family == INET_NONE) {
+		inet_addr_parse_host("127.0.0.1", &c->listen_address);
+	}
+	if (inet_addr_is_wildcard(&c->listen_address))
+		return err_set(ERR_CONFIG,
+			       "%s: listen_address: listen_address cannot be a "
+			       "wildcard address (%s)!",
+			       file, host_text(&c->listen_address, a));
+	if (inet_addr_is_wildcard(&c->broadcast_address))
+		return err_set(
+			ERR_CONFIG,
+			"%s: broadcast_address: broadcast_address cannot "
+			"be a wildcard address (%s)!",
+			file, host_text(&c->broadcast_address, a));
+	if (c->broadcast_address.family == INET_NONE)
+		c->broadcast_address = c->listen_address;
+
+	if (c->rpc_address.family != INET_NONE && c->rpc_interface)
+		return err_set(ERR_CONFIG,
+			       "%s: rpc_interface: Set rpc_address OR "
+			       "rpc_interface, not both",
+			       file);
+	if (c->rpc_interface) {
+		if (interface_address(file, "rpc_interface", c->rpc_interface,
+				      c->rpc_interface_prefer_ipv6,
+				      &c->rpc_address) != 0)
+			return -1;
+	} else if (c->rpc_address.family == INET_NONE) {
+		c->rpc_address = c->listen_address;
+	}
+	if (inet_addr_is_wildcard(&c->broadcast_rpc_address))
+		return err_set(
+			ERR_CONFIG,
+			"%s: broadcast_rpc_address: broadcast_rpc_address "
+			"cannot be a wildcard address (%s)!",
+			file, host_text(&c->broadcast_rpc_address, a));
+	if (c->broadcast_rpc_address.family == INET_NONE) {
+		if (inet_addr_is_wildcard(&c->rpc_address))
+			return err_set(
+				ERR_CONFIG,
+				"%s: broadcast_rpc_address: If rpc_address is "
+				"set to a wildcard address (%s), then you must "
+				"set broadcast_rpc_address to a value other "
+				"than %s",
+				file, host_text(&c->rpc_address, a), a);
+		c->broadcast_rpc_address = c->rpc_address;
+	}
+	if (c->admin_address.family == INET_NONE)
+		c->admin_address = c->listen_address;
+	c->listen_address.port = (uint16_t)c->storage_port;
+	c->broadcast_address.port = (uint16_t)c->storage_port;
+	c->rpc_address.port = (uint16_t)c->native_transport_port;
+	c->broadcast_rpc_address.port = (uint16_t)c->native_transport_port;
+	c->admin_address.port = (uint16_t)c->admin_port;
+	return 0;
+}
+
 /* Rules that involve more than one key. */
 static int conf_validate(struct conf *c, const char *file)
 {
@@ -899,22 +1041,8 @@ static int conf_validate(struct conf *c, const char *file)
 	if (!c->cluster_name)
 		return err_set(ERR_CONFIG,
 			       "%s: cluster_name: must not be empty", file);
-	if (c->listen_address.family == INET_NONE)
-		return err_set(ERR_CONFIG, "%s: listen_address: must be set",
-			       file);
-	if (inet_addr_is_wildcard(&c->listen_address))
-		return err_set(
-			ERR_CONFIG,
-			"%s: listen_address: a wildcard address cannot be "
-			"advertised to other nodes",
-			file);
-	if (c->rpc_address.family == INET_NONE)
-		c->rpc_address = c->listen_address;
-	if (c->admin_address.family == INET_NONE)
-		c->admin_address = c->listen_address;
-	c->listen_address.port = (uint16_t)c->storage_port;
-	c->rpc_address.port = (uint16_t)c->native_transport_port;
-	c->admin_address.port = (uint16_t)c->admin_port;
+	if (resolve_addresses(c, file) != 0)
+		return -1;
 	if (c->data_file_directories.count == 0)
 		return err_set(ERR_CONFIG,
 			       "%s: data_file_directories: at least one "

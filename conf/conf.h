@@ -57,10 +57,21 @@ struct conf {
 	char *initial_token; /* comma-separated tokens, or NULL */
 	int64_t allocate_tokens_for_local_replication_factor;
 
-	/* addresses and ports */
-	struct inet_addr listen_address; /* port = storage_port */
-	struct inet_addr rpc_address;    /* port = native_transport_port */
-	struct inet_addr admin_address;  /* port = admin_port */
+	/* addresses and ports (after conf_load every address is set, with
+	 * its port; the interfaces are resolved into the addresses) */
+	struct inet_addr listen_address; /* bind; port = storage_port */
+	char *listen_interface;
+	bool listen_interface_prefer_ipv6;
+	/* What peers are told and connect to: this node's identity in
+	 * gossip, handshakes and the ring. */
+	struct inet_addr broadcast_address; /* port = storage_port */
+	bool listen_on_broadcast_address;
+	struct inet_addr rpc_address; /* bind; port = native_transport_port */
+	char *rpc_interface;
+	bool rpc_interface_prefer_ipv6;
+	/* What clients are told: system.local, system.peers(_v2), events. */
+	struct inet_addr broadcast_rpc_address;
+	struct inet_addr admin_address; /* port = admin_port */
 	int64_t storage_port;
 	int64_t native_transport_port;
 	int64_t admin_port;

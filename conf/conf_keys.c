@@ -61,12 +61,42 @@ const struct conf_key conf_keys[] = {
 	 "Replication factor the token allocator balances for in this DC."},
 
 	/* addresses and ports */
-	{"listen_address", CONF_T_HOST, OFF(listen_address), "127.0.0.1", 0, 0,
+	{"listen_address", CONF_T_HOST, OFF(listen_address), "", 0, 0, NULL,
+	 "Address internode traffic and gossip bind to. Numeric; not a "
+	 "wildcard. Empty: listen_interface's address, else 127.0.0.1."},
+	{"listen_interface", CONF_T_STRING, OFF(listen_interface), "", 0, 0,
 	 NULL,
-	 "Address for internode traffic and gossip. Numeric; not a "
-	 "wildcard."},
+	 "Network interface whose address is the listen address (its first "
+	 "IPv4 address, or IPv6 with listen_interface_prefer_ipv6). Not with "
+	 "listen_address."},
+	{"listen_interface_prefer_ipv6", CONF_T_BOOL,
+	 OFF(listen_interface_prefer_ipv6), "false", 0, 0, NULL,
+	 "Take listen_interface's first IPv6 address rather than its first "
+	 "IPv4 one (either way the other family when it has only that)."},
+	{"broadcast_address", CONF_T_HOST, OFF(broadcast_address), "", 0, 0,
+	 NULL,
+	 "Address other nodes are told and connect to (a public address "
+	 "behind NAT). Not a wildcard. Empty: the listen address."},
+	{"listen_on_broadcast_address", CONF_T_BOOL,
+	 OFF(listen_on_broadcast_address), "false", 0, 0, NULL,
+	 "Also accept internode connections on broadcast_address, when it "
+	 "differs from the listen address and is an address of this host."},
 	{"rpc_address", CONF_T_HOST, OFF(rpc_address), "", 0, 0, NULL,
-	 "Address for CQL clients. Empty: listen_address."},
+	 "Address CQL clients connect to; may be a wildcard (0.0.0.0, ::) "
+	 "with broadcast_rpc_address set. Empty: rpc_interface's address, "
+	 "else the listen address."},
+	{"rpc_interface", CONF_T_STRING, OFF(rpc_interface), "", 0, 0, NULL,
+	 "Network interface whose address is the rpc address. Not with "
+	 "rpc_address."},
+	{"rpc_interface_prefer_ipv6", CONF_T_BOOL,
+	 OFF(rpc_interface_prefer_ipv6), "false", 0, 0, NULL,
+	 "Take rpc_interface's first IPv6 address rather than its first IPv4 "
+	 "one."},
+	{"broadcast_rpc_address", CONF_T_HOST, OFF(broadcast_rpc_address), "",
+	 0, 0, NULL,
+	 "Address clients are told (system.local, system.peers, events). Not "
+	 "a wildcard; required when rpc_address is one. Empty: the rpc "
+	 "address."},
 	{"admin_address", CONF_T_HOST, OFF(admin_address), "", 0, 0, NULL,
 	 "Address of the admin endpoint (cassini-tool). Empty: "
 	 "listen_address."},

@@ -12,7 +12,7 @@ def test_every_key_is_documented_with_its_default():
     doc = (SOURCE_DIR / "docs" / "configuration.md").read_text()
     rows = {}
     for line in doc.splitlines():
-        m = re.match(r"\| `([a-z_.]+)` \| [^|]+ \| `([^`]*)` \|", line)
+        m = re.match(r"\| `([a-z0-9_.]+)` \| [^|]+ \| `([^`]*)` \|", line)
         if m:
             rows[m.group(1)] = m.group(2)
     keys = [l.split("\t") for l in out.splitlines()]

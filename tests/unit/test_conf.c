@@ -239,7 +239,8 @@ START_TEST(cross_key_rules_are_checked)
 		       NULL);
 	ck_assert_contains(m, "batch_size_fail_threshold: must not be below");
 	m = load_fails("listen_address: 0.0.0.0\n", NULL);
-	ck_assert_contains(m, "listen_address: a wildcard address");
+	ck_assert_contains(m, "listen_address: listen_address cannot be a "
+			      "wildcard address (0.0.0.0)!");
 	m = load_fails(
 		"partitioner: org.apache.cassandra.dht.RandomPartitioner\n",
 		NULL);
@@ -372,6 +373,122 @@ START_TEST(repair_scheduler_section_is_a_mapping_of_its_keys)
 }
 END_TEST
 
+/* Loads `yaml` and returns the conf (the caller frees it). */
+static void load_ok(struct conf *c, const char *yaml)
+{
+	struct home h;
+	home_make(&h, yaml, NULL);
+	ck_assert_msg(conf_load(c, h.conf) == 0, "%s", err_msg());
+	test_tmpdir_remove(h.dir);
+}
+
+static const char *addr_text(const struct inet_addr *a)
+{
+	static char buf[4][INET_ADDR_STRLEN];
+	static int i;
+	i = (i + 1) % 4;
+	return inet_addr_format(a, buf[i], sizeof(buf[i]));
+}
+
+START_TEST(broadcast_addresses_default_as_in_cassandra)
+{
+	struct conf c;
+	load_ok(&c, "");
+	ck_assert_str_eq(addr_text(&c.listen_address), "127.0.0.1:7000");
+	ck_assert_str_eq(addr_text(&c.broadcast_address), "127.0.0.1:7000");
+	ck_assert_str_eq(addr_text(&c.rpc_address), "127.0.0.1:9042");
+	ck_assert_str_eq(addr_text(&c.broadcast_rpc_address), "127.0.0.1:9042");
+	conf_free(&c);
+
+	load_ok(&c, "listen_address: 10.0.0.5\n"
+		    "broadcast_address: 203.0.113.5\n"
+		    "listen_on_broadcast_address: true\n"
+		    "rpc_address: 0.0.0.0\n"
+		    "broadcast_rpc_address: 203.0.113.5\n");
+	ck_assert_str_eq(addr_text(&c.listen_address), "10.0.0.5:7000");
+	ck_assert_str_eq(addr_text(&c.broadcast_address), "203.0.113.5:7000");
+	ck_assert(c.listen_on_broadcast_address);
+	ck_assert_str_eq(addr_text(&c.rpc_address), "0.0.0.0:9042");
+	ck_assert_str_eq(addr_text(&c.broadcast_rpc_address),
+			 "203.0.113.5:9042");
+	/* the admin endpoint stays on the listen address, never a wildcard */
+	ck_assert_str_eq(addr_text(&c.admin_address), "10.0.0.5:7199");
+	conf_free(&c);
+
+	/* rpc defaults to listen, broadcast_rpc to rpc */
+	load_ok(&c, "listen_address: 10.0.0.5\nrpc_address: 10.1.0.5\n");
+	ck_assert_str_eq(addr_text(&c.broadcast_rpc_address), "10.1.0.5:9042");
+	conf_free(&c);
+}
+END_TEST
+
+START_TEST(ipv6_addresses_work_everywhere)
+{
+	struct conf c;
+	load_ok(&c, "listen_address: fd31::5\n"
+		    "broadcast_address: 2001:db8::5\n"
+		    "rpc_address: '::'\n"
+		    "broadcast_rpc_address: 2001:db8::5\n"
+		    "seed_provider:\n"
+		    "  - class_name: SimpleSeedProvider\n"
+		    "    parameters:\n"
+		    "      - seeds: \"[2001:db8::1]:7000,2001:db8::2\"\n");
+	ck_assert_str_eq(addr_text(&c.listen_address), "[fd31::5]:7000");
+	ck_assert_str_eq(addr_text(&c.broadcast_address), "[2001:db8::5]:7000");
+	ck_assert(inet_addr_is_wildcard(&c.rpc_address));
+	ck_assert_str_eq(addr_text(&c.broadcast_rpc_address),
+			 "[2001:db8::5]:9042");
+	ck_assert_uint_eq(c.seed_count, 2);
+	ck_assert_str_eq(addr_text(&c.seeds[1]), "[2001:db8::2]:7000");
+	conf_free(&c);
+}
+END_TEST
+
+START_TEST(interfaces_give_their_address)
+{
+	struct conf c;
+	/* lo has 127.0.0.1 and ::1 on Linux */
+	load_ok(&c, "listen_interface: lo\nrpc_interface: lo\n"
+		    "rpc_interface_prefer_ipv6: true\n");
+	ck_assert_str_eq(addr_text(&c.listen_address), "127.0.0.1:7000");
+	ck_assert_str_eq(addr_text(&c.broadcast_address), "127.0.0.1:7000");
+	ck_assert_str_eq(addr_text(&c.rpc_address), "[::1]:9042");
+	ck_assert_str_eq(addr_text(&c.broadcast_rpc_address), "[::1]:9042");
+	conf_free(&c);
+	load_ok(&c, "listen_interface: lo\nlisten_interface_prefer_ipv6: "
+		    "true\n");
+	ck_assert_str_eq(addr_text(&c.listen_address), "[::1]:7000");
+	ck_assert_str_eq(addr_text(&c.rpc_address), "[::1]:9042");
+	conf_free(&c);
+}
+END_TEST
+
+START_TEST(address_rules_use_cassandras_messages)
+{
+	const char *m = load_fails(
+		"listen_address: 127.0.0.1\nlisten_interface: lo\n", NULL);
+	ck_assert_contains(m, "Set listen_address OR listen_interface, not "
+			      "both");
+	m = load_fails("rpc_address: 127.0.0.1\nrpc_interface: lo\n", NULL);
+	ck_assert_contains(m, "Set rpc_address OR rpc_interface, not both");
+	m = load_fails("listen_interface: nope9\n", NULL);
+	ck_assert_contains(m, "listen_interface: Configured listen_interface "
+			      "\"nope9\" could not be found");
+	m = load_fails("broadcast_address: 0.0.0.0\n", NULL);
+	ck_assert_contains(m, "broadcast_address cannot be a wildcard address "
+			      "(0.0.0.0)!");
+	m = load_fails("rpc_address: 0.0.0.0\n", NULL);
+	ck_assert_contains(m, "If rpc_address is set to a wildcard address "
+			      "(0.0.0.0), then you must set "
+			      "broadcast_rpc_address to a value other than "
+			      "0.0.0.0");
+	m = load_fails("rpc_address: '::'\nbroadcast_rpc_address: '::'\n",
+		       NULL);
+	ck_assert_contains(m, "broadcast_rpc_address cannot be a wildcard "
+			      "address (::)!");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -387,6 +504,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, empty_file_means_every_default);
 	tcase_add_test(tc, key_docs_cover_every_key);
 	tcase_add_test(tc, repair_scheduler_section_is_a_mapping_of_its_keys);
+	tcase_add_test(tc, broadcast_addresses_default_as_in_cassandra);
+	tcase_add_test(tc, ipv6_addresses_work_everywhere);
+	tcase_add_test(tc, interfaces_give_their_address);
+	tcase_add_test(tc, address_rules_use_cassandras_messages);
 	suite_add_tcase(s, tc);
 	return s;
 }
