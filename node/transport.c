@@ -40,13 +40,17 @@ struct conn {
 	bool handshaken; /* inbound: peer's handshake accepted; outbound:
 			    reply received */
 	bool closing;    /* flushing a last frame, then freed */
-	struct inet_addr remote; /* advertised address once handshaken */
-	struct peer *peer;       /* outbound only */
-	struct conn *next;       /* inbound list */
+	bool retired;    /* outbound, replaced by one to a preferred address */
+	/* inbound: the advertised address once handshaken; outbound: the
+	 * peer's name */
+	struct inet_addr remote;
+	struct peer *peer; /* outbound only; NULL once retired */
+	struct conn *next; /* inbound or retired list */
 };
 
 struct peer {
-	struct inet_addr addr;
+	struct inet_addr addr; /* its name (broadcast address) */
+	struct inet_addr via;  /* where we connect; INET_NONE: addr */
 	struct conn *out;
 	uint64_t backoff_ms;
 	uint64_t retry_at_us;
@@ -74,8 +78,10 @@ struct transport {
 	struct transport_config cfg;
 	struct messaging_handshake hs; /* ours */
 	struct evconnlistener *listener;
+	struct evconnlistener *listener_broadcast;
 	struct peer *peers;
 	struct conn *inbound;
+	struct conn *retired; /* draining their queue before they close */
 	size_t inbound_count;
 	struct pending *pending;
 	uint64_t next_id;
@@ -108,13 +114,15 @@ static void peer_disconnected(struct transport *t, struct peer *p)
 static void conn_free(struct conn *c)
 {
 	struct transport *t = c->t;
-	if (c->inbound) {
-		for (struct conn **pp = &t->inbound; *pp; pp = &(*pp)->next)
+	if (c->inbound || c->retired) {
+		for (struct conn **pp = c->inbound ? &t->inbound : &t->retired;
+		     *pp; pp = &(*pp)->next)
 			if (*pp == c) {
 				*pp = c->next;
 				break;
 			}
-		t->inbound_count--;
+		if (c->inbound)
+			t->inbound_count--;
 	} else if (c->peer && c->peer->out == c) {
 		peer_disconnected(t, c->peer);
 	}
@@ -128,6 +136,14 @@ static void conn_closing_write(struct bufferevent *bev, void *arg)
 	conn_free(arg);
 }
 
+static void conn_closing_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED)
+		return; /* a retired connection still connecting: it flushes */
+	conn_free(arg); /* an error or EOF: what was queued is lost anyway */
+}
+
 /* Sends what is queued (a last handshake), then frees the conn. */
 static void conn_close_after_flush(struct conn *c)
 {
@@ -137,12 +153,13 @@ static void conn_close_after_flush(struct conn *c)
 		conn_free(c);
 		return;
 	}
-	bufferevent_setcb(c->bev, NULL, conn_closing_write, NULL, c);
+	bufferevent_setcb(c->bev, NULL, conn_closing_write, conn_closing_event,
+			  c);
 }
 
 static void conn_remote_text(const struct conn *c, char *buf)
 {
-	fmt(c->inbound ? &c->remote : &c->peer->addr, buf);
+	fmt(&c->remote, buf);
 }
 
 /* Logs why and closes. Returns -1 so callers can `return conn_fail(...)`. */
@@ -294,8 +311,10 @@ static int conn_frame(struct conn *c, const uint8_t *p, size_t len)
 		if (!handshake_matches(c->t, &h, why, sizeof(why)))
 			return conn_fail(c, why);
 		c->handshaken = true;
-		c->peer->backoff_ms = 0;
-		c->peer->failure_logged = false;
+		if (c->peer) {
+			c->peer->backoff_ms = 0;
+			c->peer->failure_logged = false;
+		}
 		bufferevent_set_timeouts(c->bev, NULL, NULL);
 		return 0;
 	}
@@ -370,6 +389,10 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	struct peer *p = c->peer;
+	if (!p) { /* retired: its replacement carries on */
+		conn_free(c);
+		return;
+	}
 	const char *why = (what & BEV_EVENT_TIMEOUT) ? "timed out"
 			  : (what & BEV_EVENT_EOF)
 				  ? "closed by the peer"
@@ -418,11 +441,17 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 }
 
+static const struct inet_addr *peer_via(const struct peer *p)
+{
+	return p->via.family != INET_NONE ? &p->via : &p->addr;
+}
+
 static int peer_connect(struct transport *t, struct peer *p)
 {
 	char a[INET_ADDR_STRLEN];
 	struct sockaddr_storage ss, local;
-	size_t sl = inet_addr_to_sockaddr(&p->addr, &ss);
+	const struct inet_addr *via = peer_via(p);
+	size_t sl = inet_addr_to_sockaddr(via, &ss);
 	int fd = socket(ss.ss_family,
 			SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -431,7 +460,7 @@ static int peer_connect(struct transport *t, struct peer *p)
 	struct inet_addr src = t->cfg.listen;
 	src.port = 0;
 	size_t ll = inet_addr_to_sockaddr(&src, &local);
-	if (ll && src.family == p->addr.family)
+	if (ll && src.family == via->family)
 		(void)bind(fd, (struct sockaddr *)&local, (socklen_t)ll);
 	struct conn *c = calloc(1, sizeof(*c));
 	struct bufferevent *bev =
@@ -466,10 +495,26 @@ static int peer_connect(struct transport *t, struct peer *p)
 		peer_disconnected(t, p);
 		t->stats.connect_failures++;
 		return err_set(ERR_UNAVAILABLE, "cannot connect to %s",
-			       fmt(&p->addr, a));
+			       fmt(via, a));
 	}
 	p->out = c;
 	return 0;
+}
+
+static struct peer *peer_get(struct transport *t, const struct inet_addr *to)
+{
+	struct peer *p = peer_find(t, to);
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		err_set(ERR_NOMEM, "peer");
+		return NULL;
+	}
+	p->addr = *to;
+	p->next = t->peers;
+	t->peers = p;
+	return p;
 }
 
 /* Queues one framed message for `to`, connecting if needed. */
@@ -477,15 +522,9 @@ static int peer_write(struct transport *t, const struct inet_addr *to,
 		      const struct buf *frame)
 {
 	char a[INET_ADDR_STRLEN];
-	struct peer *p = peer_find(t, to);
-	if (!p) {
-		p = calloc(1, sizeof(*p));
-		if (!p)
-			return err_set(ERR_NOMEM, "peer");
-		p->addr = *to;
-		p->next = t->peers;
-		t->peers = p;
-	}
+	struct peer *p = peer_get(t, to);
+	if (!p)
+		return -1;
 	if (!p->out) {
 		if (env_mono_us(t->env) < p->retry_at_us) {
 			t->stats.dropped_unavailable++;
@@ -590,6 +629,48 @@ int transport_set_handler(struct transport *t, uint32_t verb,
 	return 0;
 }
 
+int transport_prefer(struct transport *t, const struct inet_addr *ep,
+		     const struct inet_addr *via)
+{
+	struct inet_addr want =
+		via && !inet_addr_eq(via, ep) ? *via : (struct inet_addr){0};
+	struct peer *p = peer_find(t, ep);
+	if (!p && want.family == INET_NONE)
+		return 0;
+	if (!p && !(p = peer_get(t, ep)))
+		return -1;
+	if (inet_addr_eq(&p->via, &want))
+		return 0;
+	char a[INET_ADDR_STRLEN], b[INET_ADDR_STRLEN];
+	LOG_INFO("connecting to %s at %s", fmt(ep, a),
+		 fmt(want.family != INET_NONE ? &want : ep, b));
+	p->via = want;
+	p->backoff_ms = 0;
+	p->retry_at_us = 0;
+	struct conn *c = p->out;
+	if (!c)
+		return 0;
+	/* The old connection drains what is queued on it, then closes. */
+	p->out = NULL;
+	c->peer = NULL;
+	c->retired = true;
+	c->next = t->retired;
+	t->retired = c;
+	if (c->closing)
+		return 0;
+	conn_close_after_flush(c);
+	return 0;
+}
+
+struct inet_addr transport_connect_address(const struct transport *t,
+					   const struct inet_addr *ep)
+{
+	for (struct peer *p = t->peers; p; p = p->next)
+		if (inet_addr_eq(&p->addr, ep))
+			return *peer_via(p);
+	return *ep;
+}
+
 bool transport_connected(const struct transport *t, const struct inet_addr *to)
 {
 	for (struct peer *p = t->peers; p; p = p->next)
@@ -631,25 +712,42 @@ struct transport *transport_new(struct event_base *base, struct env *env,
 	copy_field(t->hs.dc, sizeof(t->hs.dc), cfg->dc);
 	copy_field(t->hs.rack, sizeof(t->hs.rack), cfg->rack);
 	t->hs.version = MESSAGING_VERSION;
-	t->hs.addr = cfg->listen;
+	if (t->cfg.broadcast.family == INET_NONE)
+		t->cfg.broadcast = cfg->listen;
+	t->hs.addr = t->cfg.broadcast;
 	return t;
 }
 
-int transport_listen(struct transport *t)
+static struct evconnlistener *
+listen_on(struct transport *t, const struct inet_addr *addr, const char *what)
 {
 	char a[INET_ADDR_STRLEN];
 	struct sockaddr_storage ss;
-	size_t sl = inet_addr_to_sockaddr(&t->cfg.listen, &ss);
-	fmt(&t->cfg.listen, a);
-	t->listener = evconnlistener_new_bind(
+	size_t sl = inet_addr_to_sockaddr(addr, &ss);
+	struct evconnlistener *l = evconnlistener_new_bind(
 		t->base, accept_cb, t,
 		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
 			LEV_OPT_CLOSE_ON_EXEC,
 		128, (struct sockaddr *)&ss, (int)sl);
-	if (!t->listener)
-		return err_set_errno(errno,
-				     "cannot listen on %s (storage_port)", a);
+	if (!l) {
+		err_set_errno(errno, "cannot listen on %s (%s)", fmt(addr, a),
+			      what);
+		return NULL;
+	}
 	LOG_INFO("internode messaging listening on %s", a);
+	return l;
+}
+
+int transport_listen(struct transport *t)
+{
+	t->listener = listen_on(t, &t->cfg.listen, "storage_port");
+	if (!t->listener)
+		return -1;
+	if (t->cfg.listen_on_broadcast &&
+	    !inet_addr_eq(&t->cfg.broadcast, &t->cfg.listen) &&
+	    !(t->listener_broadcast = listen_on(t, &t->cfg.broadcast,
+						"listen_on_broadcast_address")))
+		return -1;
 	return 0;
 }
 
@@ -659,8 +757,12 @@ void transport_delete(struct transport *t)
 		return;
 	if (t->listener)
 		evconnlistener_free(t->listener);
+	if (t->listener_broadcast)
+		evconnlistener_free(t->listener_broadcast);
 	while (t->inbound)
 		conn_free(t->inbound);
+	while (t->retired)
+		conn_free(t->retired);
 	while (t->peers) {
 		struct peer *p = t->peers;
 		t->peers = p->next;

@@ -8,6 +8,12 @@
  * address); the accepting side checks it, answers with its own, or logs the
  * reason and closes. Then Envelopes (verb, request id, deadline, payload).
  *
+ * Peers are named by their broadcast address (the one they advertise in
+ * the handshake and gossip). We connect to that address unless another
+ * one is preferred for the peer (prefer_local: its private address in our
+ * datacenter); outbound connections bind to our listen address when its
+ * family matches, as Cassandra's do.
+ *
  * Connections are one-way, as Cassandra's: we send on the outbound
  * connection we opened to a peer and receive on connections peers opened to
  * us; a response travels over the responder's own outbound connection.
@@ -45,7 +51,12 @@ struct transport_config {
 	const char *host_id;
 	const char *dc;
 	const char *rack;
-	struct inet_addr listen; /* bind address and port; also advertised */
+	struct inet_addr listen; /* bind address and port */
+	/* Advertised in handshakes: our name on every peer (the broadcast
+	 * address). INET_NONE: `listen`. */
+	struct inet_addr broadcast;
+	/* Also accept connections on `broadcast` (when it differs). */
+	bool listen_on_broadcast;
 	uint64_t max_message_size;
 	uint64_t connect_timeout_ms;
 	size_t max_queue_bytes; /* per peer; 0 = 2 * max_message_size */
@@ -56,8 +67,20 @@ struct transport *transport_new(struct event_base *base, struct env *env,
 				const struct transport_config *cfg);
 void transport_delete(struct transport *t);
 
-/* Binds and listens (ERR_IO naming the address when it is in use). */
+/* Binds and listens on `listen` (and `broadcast` with
+ * listen_on_broadcast); ERR_IO naming the address when it is in use. */
 int transport_listen(struct transport *t);
+
+/* Connect to the peer named `ep` at `via` from now on (NULL: at `ep`
+ * itself), as Cassandra's reconnectWithNewIp: an open connection to the
+ * old address is closed once what is queued on it has gone, and the next
+ * send connects to the new one. No-op when nothing changes. */
+int transport_prefer(struct transport *t, const struct inet_addr *ep,
+		     const struct inet_addr *via);
+
+/* The address connections to `ep` go to: the preferred one, else `ep`. */
+struct inet_addr transport_connect_address(const struct transport *t,
+					   const struct inet_addr *ep);
 
 /* One-way message; the shape of env_send_fn so env_real_set_transport()
  * can install it. `t` is the transport. */

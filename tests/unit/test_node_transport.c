@@ -1,6 +1,7 @@
 /*
  * The internode transport in one process: two (or three) transports on
- * 127.0.4.x sockets over one real event loop. One-way delivery through the
+ * 127.0.4.x sockets (127.0.40.x for the broadcast and preferred-address
+ * tests) over one real event loop. One-way delivery through the
  * env, request/response, a request that times out, deadlines, a handshake
  * from another cluster, back-pressure, reconnect after the peer restarts.
  * Loops run until the awaited thing happens, with a ceiling against hangs.
@@ -38,10 +39,15 @@ static void on_recv(void *arg, const struct inet_addr *from, uint32_t verb,
 	snprintf(s->last, sizeof(s->last), "%.*s", (int)len, (const char *)msg);
 }
 
-static void side_open(struct side *s, const char *ip, const char *cluster)
+/* A side that binds `ip` and is named `name` (its broadcast address),
+ * listening there too when `on_broadcast`. */
+static void side_open_as(struct side *s, const char *ip, const char *name,
+			 bool on_broadcast, const char *cluster)
 {
 	memset(s, 0, sizeof(*s));
-	ck_assert_int_eq(inet_addr_parse(ip, 7000, &s->addr), 0);
+	struct inet_addr listen;
+	ck_assert_int_eq(inet_addr_parse(ip, 7000, &listen), 0);
+	ck_assert_int_eq(inet_addr_parse(name, 7000, &s->addr), 0);
 	s->env = env_real_new(base);
 	struct transport_config c = {
 		.cluster_name = cluster,
@@ -49,7 +55,9 @@ static void side_open(struct side *s, const char *ip, const char *cluster)
 		.host_id = "00000000-0000-4000-8000-000000000001",
 		.dc = "dc1",
 		.rack = "rack1",
-		.listen = s->addr,
+		.listen = listen,
+		.broadcast = s->addr,
+		.listen_on_broadcast = on_broadcast,
 		.max_message_size = 64 * 1024,
 		.connect_timeout_ms = 1000,
 		.max_queue_bytes = 256 * 1024,
@@ -59,6 +67,11 @@ static void side_open(struct side *s, const char *ip, const char *cluster)
 	ck_assert_int_eq(transport_listen(s->t), 0);
 	env_real_set_transport(s->env, transport_send, s->t);
 	env_set_receiver(s->env, on_recv, s);
+}
+
+static void side_open(struct side *s, const char *ip, const char *cluster)
+{
+	side_open_as(s, ip, ip, false, cluster);
 }
 
 static void side_close(struct side *s)
@@ -299,6 +312,76 @@ START_TEST(reconnects_after_the_peer_restarts)
 }
 END_TEST
 
+static bool got_two(void *arg)
+{
+	return ((struct side *)arg)->got >= 2;
+}
+
+/* broadcast_address behind NAT: a binds .1 but is known as .11; it names
+ * itself .11 to the peers it sends to, and with listen_on_broadcast
+ * takes connections on .11 too. */
+START_TEST(a_node_is_named_by_its_broadcast_address)
+{
+	struct side a, b;
+	side_open_as(&a, "127.0.40.1", "127.0.40.11", true, "T");
+	side_open(&b, "127.0.40.2", "T");
+	ck_assert_int_eq(env_send(a.env, &b.addr, 7, "from a", 6), 0);
+	ck_assert(run_until(got_one, &b));
+	ck_assert(inet_addr_eq(&b.last_from, &a.addr));
+	ck_assert_int_eq(env_send(b.env, &a.addr, 7, "to .11", 6), 0);
+	ck_assert(run_until(got_one, &a));
+	ck_assert_str_eq(a.last, "to .11");
+	side_close(&a);
+	side_close(&b);
+}
+END_TEST
+
+/* prefer_local: b reaches the peer named .11 at .1, the only address a
+ * listens on; without the preference nothing answers at .11. */
+START_TEST(a_preferred_address_is_connected_to)
+{
+	struct side a, b;
+	side_open_as(&a, "127.0.40.1", "127.0.40.11", false, "T");
+	side_open(&b, "127.0.40.2", "T");
+	struct inet_addr via;
+	ck_assert_int_eq(inet_addr_parse("127.0.40.1", 7000, &via), 0);
+	struct inet_addr now = transport_connect_address(b.t, &a.addr);
+	ck_assert(inet_addr_eq(&now, &a.addr));
+	ck_assert_int_eq(transport_prefer(b.t, &a.addr, &via), 0);
+	now = transport_connect_address(b.t, &a.addr);
+	ck_assert(inet_addr_eq(&now, &via));
+	ck_assert_int_eq(env_send(b.env, &a.addr, 7, "via .1", 6), 0);
+	ck_assert(run_until(got_one, &a));
+	ck_assert_str_eq(a.last, "via .1");
+	ck_assert(inet_addr_eq(&a.last_from, &b.addr));
+	/* back to the name itself */
+	ck_assert_int_eq(transport_prefer(b.t, &a.addr, NULL), 0);
+	now = transport_connect_address(b.t, &a.addr);
+	ck_assert(inet_addr_eq(&now, &a.addr));
+	side_close(&a);
+	side_close(&b);
+}
+END_TEST
+
+/* Cassandra's reconnectWithNewIp: what was queued on the connection to
+ * the old address still arrives; the next message takes the new one. */
+START_TEST(switching_address_loses_nothing_queued)
+{
+	struct side a, b;
+	side_open_as(&a, "127.0.40.1", "127.0.40.11", true, "T");
+	side_open(&b, "127.0.40.2", "T");
+	struct inet_addr via;
+	ck_assert_int_eq(inet_addr_parse("127.0.40.1", 7000, &via), 0);
+	ck_assert_int_eq(env_send(b.env, &a.addr, 7, "old", 3), 0);
+	ck_assert_int_eq(transport_prefer(b.t, &a.addr, &via), 0);
+	ck_assert_int_eq(env_send(b.env, &a.addr, 7, "new", 3), 0);
+	ck_assert(run_until(got_two, &a));
+	ck_assert_int_eq(a.got, 2);
+	side_close(&a);
+	side_close(&b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_transport");
@@ -312,6 +395,9 @@ int main(void)
 	tcase_add_test(t, full_queue_pushes_back);
 	tcase_add_test(t, too_big_to_send_is_refused);
 	tcase_add_test(t, reconnects_after_the_peer_restarts);
+	tcase_add_test(t, a_node_is_named_by_its_broadcast_address);
+	tcase_add_test(t, a_preferred_address_is_connected_to);
+	tcase_add_test(t, switching_address_loses_nothing_queued);
 	suite_add_tcase(s, t);
 	return test_run(s);
 }
