@@ -830,7 +830,7 @@ static struct ring *node_ring(const struct cql_node_info *n)
 	if (!b)
 		return NULL;
 	struct ring_endpoint ep = {
-		.addr = n->listen_address,
+		.addr = n->broadcast_address,
 		.dc = n->dc && *n->dc ? n->dc : "datacenter1",
 		.rack = n->rack && *n->rack ? n->rack : "rack1",
 		.status = RING_STATUS_NORMAL,
@@ -852,7 +852,7 @@ static struct ring *node_ring(const struct cql_node_info *n)
 		memcpy(pe.host_id, p->host_id, 16);
 		rc = ring_builder_set_endpoint(b, &pe);
 	}
-	ring_builder_set_local(b, &n->listen_address);
+	ring_builder_set_local(b, &n->broadcast_address);
 	struct ring *r = rc == 0 ? ring_builder_build(b) : NULL;
 	ring_builder_delete(b);
 	return r;

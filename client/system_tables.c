@@ -354,9 +354,9 @@ static int gen_local(struct rows *r, const struct cql_schema *s,
 	return !row || put_text(r, row, "key", "local") ||
 			       put_text(r, row, "bootstrapped", "COMPLETED") ||
 			       put_inet(r, row, "broadcast_address",
-					&n->listen_address) ||
+					&n->broadcast_address) ||
 			       put_int(r, row, "broadcast_port",
-				       n->listen_address.port) ||
+				       n->broadcast_address.port) ||
 			       put_text(r, row, "cluster_name",
 					n->cluster_name) ||
 			       put_text(r, row, "cql_version",
@@ -402,6 +402,11 @@ static int gen_peers(struct rows *r, const struct cql_node_info *n, bool v2)
 					  : CASSINI_RELEASE_VERSION) ||
 			 put(r, row, "schema_version", p->schema_version, 16) ||
 			 put_tokens(r, row, p->tokens, p->token_count);
+		if (!rc)
+			rc = put_inet(r, row, "preferred_ip", &p->preferred);
+		if (!rc && v2 && p->preferred.family != INET_NONE)
+			rc = put_int(r, row, "preferred_port",
+				     p->preferred.port);
 		if (!rc && v2)
 			rc = put_int(r, row, "peer_port", p->address.port) ||
 			     put_inet(r, row, "native_address",

@@ -27,8 +27,10 @@
 #define CASSINI_CQL_VERSION     "3.4.5"
 
 struct cql_peer_info {
-	struct inet_addr address;        /* listen address and storage port */
-	struct inet_addr native_address; /* rpc address and native port */
+	struct inet_addr address;        /* broadcast address, storage port */
+	struct inet_addr native_address; /* broadcast rpc address, port */
+	struct inet_addr preferred;      /* connected to instead of address
+					    (prefer_local); INET_NONE: none */
 	uint8_t host_id[16];
 	const char *dc;
 	const char *rack;
@@ -45,8 +47,9 @@ struct cql_node_info {
 	const char *dc;
 	const char *rack;
 	uint8_t host_id[16];
-	struct inet_addr listen_address;
-	struct inet_addr rpc_address;
+	struct inet_addr listen_address;    /* what internode traffic binds */
+	struct inet_addr broadcast_address; /* what peers are told */
+	struct inet_addr rpc_address;       /* broadcast_rpc_address */
 	int32_t gossip_generation;
 	const int64_t *tokens;
 	size_t token_count;

@@ -121,6 +121,7 @@ static const char *const app_names[GOSSIP_STATE_COUNT] = {
 	"RELEASE_VERSION",
 	"NATIVE_ADDRESS_AND_PORT",
 	"RPC_READY",
+	"INTERNAL_ADDRESS_AND_PORT",
 };
 
 const char *gossip_app_state_name(enum gossip_app_state key)

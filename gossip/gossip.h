@@ -59,6 +59,10 @@ enum gossip_app_state {
 	GOSSIP_STATE_RELEASE_VERSION,
 	GOSSIP_STATE_NATIVE_ADDRESS_AND_PORT,
 	GOSSIP_STATE_RPC_READY, /* "true" / "false" */
+	/* The listen address and storage port ("10.0.0.5:7000"), gossiped
+	 * with GossipingPropertyFileSnitch: peers of the same DC with
+	 * prefer_local connect to it instead of the broadcast address. */
+	GOSSIP_STATE_INTERNAL_ADDRESS_AND_PORT,
 	GOSSIP_STATE_COUNT,
 };
 

@@ -402,7 +402,7 @@ struct cql_service *cql_service_new(const struct conf *c,
 	s->node_arg = arg;
 	struct repl_options ro;
 	repl_options_default(&ro);
-	ro.self = c->listen_address;
+	ro.self = c->broadcast_address;
 	ro.read_timeout_ms = c->read_request_timeout_ms;
 	ro.write_timeout_ms = c->write_request_timeout_ms;
 	ro.range_timeout_ms = c->range_request_timeout_ms;

@@ -98,7 +98,7 @@ static bool has(const uint32_t *v, size_t n, uint32_t x)
 
 static bool alive(struct pieces *ps, const struct inet_addr *a)
 {
-	return inet_addr_eq(a, &ps->m->n->conf.listen_address) ||
+	return inet_addr_eq(a, &ps->m->n->conf.broadcast_address) ||
 	       gossip_is_alive(ps->m->n->gossip, a);
 }
 
@@ -146,7 +146,7 @@ static int participants(struct pieces *ps, struct token_range range,
 			const struct ring_replicas *rep, struct inet_addr *out,
 			size_t *k)
 {
-	const struct inet_addr *self = &ps->m->n->conf.listen_address;
+	const struct inet_addr *self = &ps->m->n->conf.broadcast_address;
 	*k = 0;
 	switch (ps->m->c.kind) {
 	case NODE_MOVE_BOOTSTRAP:

@@ -223,7 +223,7 @@ static bool gossip_settled(struct node *n)
 	bool heard = false, other_seed = false;
 	for (size_t i = 0; i < n->conf.seed_count; i++)
 		other_seed |= !inet_addr_eq(&n->conf.seeds[i],
-					    &n->conf.listen_address);
+					    &n->conf.broadcast_address);
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
 		struct gossip_endpoint_info info;
 		if (gossip_endpoint_at(n->gossip, i, &info) != 0 ||
@@ -300,8 +300,8 @@ static int announce_tokens(struct node *n)
 static bool is_seed(const struct conf *c)
 {
 	for (size_t i = 0; i < c->seed_count; i++)
-		if (c->seeds[i].family == c->listen_address.family &&
-		    memcmp(c->seeds[i].ip, c->listen_address.ip,
+		if (c->seeds[i].family == c->broadcast_address.family &&
+		    memcmp(c->seeds[i].ip, c->broadcast_address.ip,
 			   sizeof(c->seeds[i].ip)) == 0)
 			return true;
 	return false;
@@ -348,7 +348,7 @@ static int join_ring(struct node *n)
 	LOG_INFO("bootstrapping: %zu tokens gossiped as BOOT",
 		 n->local.token_count);
 	struct node_move_config mc = {.kind = NODE_MOVE_BOOTSTRAP,
-				      .ep = n->conf.listen_address,
+				      .ep = n->conf.broadcast_address,
 				      .done = bootstrap_done,
 				      .arg = n};
 	n->bootstrap = node_move_start(n, n->repair, &mc);
@@ -389,7 +389,7 @@ static const struct inet_addr *joiner_ahead(struct node *n,
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
 		if (!is_joiner(n, i, info) ||
 		    !joins_before(info, n->local.generation,
-				  &n->conf.listen_address))
+				  &n->conf.broadcast_address))
 			continue;
 		const char *dc = info->states[GOSSIP_STATE_DC];
 		if (!dc || strcmp(dc, n->conf.dc) == 0)
@@ -411,7 +411,7 @@ static char *joiner_behind(struct node *n)
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
 		if (!is_joiner(n, i, &info) ||
 		    joins_before(&info, n->local.generation,
-				 &n->conf.listen_address) ||
+				 &n->conf.broadcast_address) ||
 		    (found &&
 		     !joins_before(&info, next.generation, &next.addr)))
 			continue;
@@ -616,6 +616,8 @@ static int setup_membership(struct node *n)
 		.dc = c->dc,
 		.rack = c->rack,
 		.listen = c->listen_address,
+		.broadcast = c->broadcast_address,
+		.listen_on_broadcast = c->listen_on_broadcast_address,
 		.max_message_size = c->internode_max_message_size,
 		.connect_timeout_ms = c->internode_tcp_connect_timeout_ms,
 	};
@@ -628,7 +630,7 @@ static int setup_membership(struct node *n)
 	struct gossip_config gc = {
 		.cluster_name = c->cluster_name,
 		.partitioner = c->partitioner,
-		.self = c->listen_address,
+		.self = c->broadcast_address,
 		.seeds = c->seeds,
 		.seed_count = c->seed_count,
 		.generation = n->local.generation,
@@ -638,7 +640,7 @@ static int setup_membership(struct node *n)
 	n->gossip = gossip_new(n->env, &gc);
 	if (!n->gossip)
 		return -1;
-	n->members = members_new(n->gossip, &c->listen_address);
+	n->members = members_new(n->gossip, &c->broadcast_address);
 	if (!n->members)
 		return -1;
 	n->join_timer = env_timer_new(n->env, join_tick, n);
@@ -646,7 +648,7 @@ static int setup_membership(struct node *n)
 		return -1;
 
 	char native[INET_ADDR_STRLEN];
-	inet_addr_format(&c->rpc_address, native, sizeof(native));
+	inet_addr_format(&c->broadcast_rpc_address, native, sizeof(native));
 	if (gossip_set_local_state(n->gossip, GOSSIP_STATE_DC, c->dc) ||
 	    gossip_set_local_state(n->gossip, GOSSIP_STATE_RACK, c->rack) ||
 	    gossip_set_local_state(n->gossip, GOSSIP_STATE_HOST_ID,
@@ -656,7 +658,9 @@ static int setup_membership(struct node *n)
 	    gossip_set_local_state(
 		    n->gossip, GOSSIP_STATE_NATIVE_ADDRESS_AND_PORT, native) ||
 	    gossip_set_local_state(n->gossip, GOSSIP_STATE_LOAD, "0") ||
-	    gossip_set_local_state(n->gossip, GOSSIP_STATE_RPC_READY, "false"))
+	    gossip_set_local_state(n->gossip, GOSSIP_STATE_RPC_READY,
+				   "false") ||
+	    node_prefer_local_start(n) != 0)
 		return -1;
 
 	n->admin = admin_new(n->base, &c->admin_address);
@@ -702,6 +706,10 @@ static void collect_peers(struct node *n)
 				 &lens[n->cql_peer_count]) < 0)
 			continue;
 		p->address = info.addr;
+		p->preferred =
+			transport_connect_address(n->transport, &info.addr);
+		if (inet_addr_eq(&p->preferred, &info.addr))
+			p->preferred = (struct inet_addr){0};
 		p->native_address = info.addr;
 		p->native_address.port =
 			(uint16_t)n->conf.native_transport_port;
@@ -762,7 +770,8 @@ static void node_cql_info(void *arg, struct cql_node_info *out)
 	out->rack = n->conf.rack;
 	members_parse_host_id(n->local.host_id, out->host_id);
 	out->listen_address = n->conf.listen_address;
-	out->rpc_address = n->conf.rpc_address;
+	out->broadcast_address = n->conf.broadcast_address;
+	out->rpc_address = n->conf.broadcast_rpc_address;
 	out->gossip_generation = (int32_t)n->local.generation;
 	out->tokens = n->local.tokens;
 	out->token_count = n->local.token_count;
@@ -955,8 +964,10 @@ struct node *node_new(struct conf *conf)
 	if (!n->cql)
 		goto fail;
 	if (setup_schema_sync(n) != 0 || node_events_new(n) != 0 ||
-	    !(n->peers = node_peers_new(n)) ||
-	    !(n->repair = node_repair_new(n)) ||
+	    !(n->peers = node_peers_new(n)))
+		goto fail;
+	node_prefer_local_sweep(n); /* the saved peers of our DC */
+	if (!(n->repair = node_repair_new(n)) ||
 	    !(n->moves = node_moves_new(n)))
 		goto fail;
 	n->load_timer = env_timer_new(n->env, load_tick, n);
@@ -975,12 +986,17 @@ fail:
 
 int node_run(struct node *n)
 {
-	char listen[INET_ADDR_STRLEN];
+	char listen[INET_ADDR_STRLEN], b[INET_ADDR_STRLEN];
+	char bcast[INET_ADDR_STRLEN + 16] = "";
 	inet_addr_format(&n->conf.listen_address, listen, sizeof(listen));
-	LOG_INFO(
-		"cassinid %s starting: cluster '%s', %s/%s, listen %s, pid %ld",
-		CASSINI_VERSION, n->conf.cluster_name, n->conf.dc, n->conf.rack,
-		listen, (long)getpid());
+	if (!inet_addr_eq(&n->conf.listen_address, &n->conf.broadcast_address))
+		snprintf(bcast, sizeof(bcast), ", broadcast %s",
+			 inet_addr_format(&n->conf.broadcast_address, b,
+					  sizeof(b)));
+	LOG_INFO("cassinid %s starting: cluster '%s', %s/%s, listen %s%s, pid "
+		 "%ld",
+		 CASSINI_VERSION, n->conf.cluster_name, n->conf.dc,
+		 n->conf.rack, listen, bcast, (long)getpid());
 	if (n->local.token_count) {
 		if (join_ring(n) != 0) {
 			LOG_ERROR("cannot start: %s", err_msg());

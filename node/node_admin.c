@@ -407,7 +407,7 @@ static int cmd_info(void *arg, size_t argc, const char *const *argv,
 	if (argc > 1 || (argc == 1 && !all_tokens))
 		return usage(err, "info [-T|--tokens]");
 	struct gossip_endpoint_info self;
-	gossip_endpoint_find(n->gossip, &n->conf.listen_address, &self);
+	gossip_endpoint_find(n->gossip, &n->conf.broadcast_address, &self);
 	char load[32];
 	load_text(n, &self, load, sizeof(load));
 	int64_t up_s = (env_wall_us(n->env) - n->start_wall_us) / 1000000;
@@ -782,7 +782,7 @@ static int owned_ranges(struct node *n, const struct storage_table_meta *t,
 	const struct cql_keyspace *k =
 		cql_schema_keyspace(cql_service_schema(n->cql), t->keyspace);
 	struct ring *r = members_ring(n->members);
-	int self = ring_endpoint_find(r, &n->conf.listen_address);
+	int self = ring_endpoint_find(r, &n->conf.broadcast_address);
 	const struct ring_placement *p =
 		k ? ring_placement_get(r, cql_keyspace_strategy(k)) : NULL;
 	struct token_range_list l = {0};

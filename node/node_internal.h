@@ -91,6 +91,14 @@ struct node_events;
 int node_events_new(struct node *n);
 void node_events_delete(struct node_events *e);
 
+/* prefer_local (prefer_local.c): gossips our listen address as
+ * INTERNAL_ADDRESS_AND_PORT (GossipingPropertyFileSnitch) and, with
+ * prefer_local=true, has the transport connect to the peers of our DC on
+ * theirs. Start after the transport and gossip exist; sweep once the
+ * saved peers are loaded. */
+int node_prefer_local_start(struct node *n);
+void node_prefer_local_sweep(struct node *n);
+
 /* Whether a live peer gossips a schema version other than ours; *peer
  * (may be NULL) is the first such one. */
 bool node_schema_disagreement(struct node *n, struct inet_addr *peer);

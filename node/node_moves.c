@@ -438,7 +438,7 @@ static int cmd_decommission(void *arg, size_t argc, const char *const *argv,
 		return 2;
 	l->kind = NODE_MOVE_DECOMMISSION;
 	l->source_dc[0] = '\0';
-	l->ep = n->conf.listen_address;
+	l->ep = n->conf.broadcast_address;
 	memcpy(l->host_id, n->local.host_id, sizeof(l->host_id));
 	l->token = n->local.tokens[0];
 	return start_move(l, err);
@@ -482,7 +482,7 @@ static int cmd_removenode(void *arg, size_t argc, const char *const *argv,
 	const struct ring_endpoint *e = ring_endpoint_get(r, (size_t)i);
 	char a[INET_ADDR_STRLEN];
 	inet_addr_format(&e->addr, a, sizeof(a));
-	if (inet_addr_eq(&e->addr, &n->conf.listen_address)) {
+	if (inet_addr_eq(&e->addr, &n->conf.broadcast_address)) {
 		buf_printf(err, "Cannot remove self\n");
 		return 2;
 	}
@@ -610,7 +610,7 @@ static int cmd_rebuild(void *arg, size_t argc, const char *const *argv,
 	}
 	l->kind = NODE_MOVE_REBUILD;
 	snprintf(l->source_dc, sizeof(l->source_dc), "%s", argc ? argv[0] : "");
-	l->ep = n->conf.listen_address;
+	l->ep = n->conf.broadcast_address;
 	memcpy(l->host_id, n->local.host_id, sizeof(l->host_id));
 	l->token = n->local.tokens[0];
 	return start_move(l, err);

@@ -367,7 +367,7 @@ static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
 {
 	struct node *n = c->nr->n;
 	struct ring *r = members_ring(n->members);
-	int self = ring_endpoint_find(r, &n->conf.listen_address);
+	int self = ring_endpoint_find(r, &n->conf.broadcast_address);
 	if (self < 0) {
 		buf_printf(err, "this node has no tokens yet\n");
 		return -1;
@@ -1007,7 +1007,7 @@ struct node_repair *node_repair_new(struct node *n)
 	nr->q = cql_service_loopq(n->cql);
 	struct repair_options o;
 	repair_options_default(&o);
-	o.self = n->conf.listen_address;
+	o.self = n->conf.broadcast_address;
 	o.is_alive = peer_alive;
 	o.alive_arg = nr;
 	char path[PATH_MAX];

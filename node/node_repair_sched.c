@@ -65,7 +65,7 @@ static int primary_ranges(struct node *n, const struct ring_strategy *st,
 			  double *replicated)
 {
 	const struct ring *r = members_ring(n->members);
-	int self = ring_endpoint_find(r, &n->conf.listen_address);
+	int self = ring_endpoint_find(r, &n->conf.broadcast_address);
 	*primary = *replicated = 0;
 	if (self < 0)
 		return 0; /* no tokens yet */
@@ -185,7 +185,7 @@ static int ops_replicas(void *arg, const uint8_t table_id[16], int64_t token,
 static bool ops_alive(void *arg, const struct inet_addr *ep)
 {
 	struct node_repair_sched *ns = arg;
-	return inet_addr_eq(ep, &ns->n->conf.listen_address) ||
+	return inet_addr_eq(ep, &ns->n->conf.broadcast_address) ||
 	       (ns->n->gossip && gossip_is_alive(ns->n->gossip, ep));
 }
 

@@ -9,7 +9,8 @@
  *
  * Format (text): a `peer=<address:port>` line opens each peer, then one
  * `<STATE NAME>=<value>` line per gossip state kept (STATUS_WITH_PORT,
- * TOKENS, DC, RACK, HOST_ID, NATIVE_ADDRESS_AND_PORT, RELEASE_VERSION).
+ * TOKENS, DC, RACK, HOST_ID, NATIVE_ADDRESS_AND_PORT, RELEASE_VERSION,
+ * INTERNAL_ADDRESS_AND_PORT).
  * Lines starting with '#' and states of unknown names are skipped; a peer
  * without tokens, status, dc, rack and host id is dropped. A file that
  * does not parse is moved aside (peers.corrupt) and the node starts from
@@ -47,6 +48,7 @@ static const enum gossip_app_state kept[] = {
 	GOSSIP_STATE_HOST_ID,
 	GOSSIP_STATE_NATIVE_ADDRESS_AND_PORT,
 	GOSSIP_STATE_RELEASE_VERSION,
+	GOSSIP_STATE_INTERNAL_ADDRESS_AND_PORT,
 };
 #define NKEPT (sizeof(kept) / sizeof(kept[0]))
 
@@ -176,7 +178,7 @@ static void flush(struct node *n, struct pending_peer *pp, size_t *added)
 		LOG_WARN("saved peer %s lacks tokens, status, dc, rack or host "
 			 "id: skipped",
 			 a);
-	else if (inet_addr_eq(&pp->addr, &n->conf.listen_address))
+	else if (inet_addr_eq(&pp->addr, &n->conf.broadcast_address))
 		LOG_WARN("saved peer %s is this node: skipped", a);
 	else if (gossip_add_saved_endpoint(n->gossip, &pp->addr,
 					   (const char *const *)pp->st) != 0)

@@ -40,6 +40,7 @@ static void node_info(void *arg, struct cql_node_info *out)
 		out->host_id[i] = (uint8_t)(0x10 + i);
 	out->host_id[6] = 0x40 | (out->host_id[6] & 0x0f);
 	inet_addr_parse("127.0.0.1:7000", 0, &out->listen_address);
+	out->broadcast_address = out->listen_address;
 	out->rpc_address = out->listen_address;
 	out->gossip_generation = 1700000000;
 	out->tokens = tokens;
