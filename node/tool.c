@@ -2,7 +2,11 @@
  * cassini-tool: the operator CLI in nodetool's role. Sends one command to a
  * node's admin endpoint and prints the answer.
  *
- *   cassini-tool [-h HOST] [-p PORT] COMMAND [ARGS...]
+ *   cassini-tool [-h HOST] [-p PORT] [-c CONF_DIR] COMMAND [ARGS...]
+ *
+ * -c reads the node's admin_address and admin_port from its node.yaml
+ * (what an installed node's service unit uses to drain it on stop);
+ * -h and -p override them.
  *
  * Exit status: the command's (0 on success), 1 when the node cannot be
  * reached (`cannot connect to HOST:PORT`) or the arguments are wrong.
@@ -11,6 +15,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/inet.h"
+#include "conf/conf.h"
 #include "node/messaging_msg.h"
 #include "node/node.h"
 #include "node/tool_tokens.h"
@@ -28,9 +33,11 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: cassini-tool [-h HOST] [-p PORT] COMMAND [ARGS...]\n"
+		"usage: cassini-tool [-h HOST] [-p PORT] [-c CONF_DIR] COMMAND "
+		"[ARGS...]\n"
 		"\n"
-		"Talks to a node's admin endpoint (default 127.0.0.1:7199).\n"
+		"Talks to a node's admin endpoint (default 127.0.0.1:7199;\n"
+		"-c: the admin_address and admin_port of CONF_DIR/node.yaml).\n"
 		"`cassini-tool help` lists the commands the node knows:\n"
 		"status [keyspace], ring [keyspace], info [-T], gossipinfo, "
 		"describecluster,\n"
@@ -114,8 +121,8 @@ static int connect_to(const struct inet_addr *a)
 
 int main(int argc, char **argv)
 {
-	const char *host = "127.0.0.1";
-	long port = 7199;
+	const char *host = NULL, *conf_dir = NULL;
+	long port = 0;
 	int i = 1;
 	for (; i < argc; i++) {
 		if (strcmp(argv[i], "-h") == 0 ||
@@ -134,6 +141,11 @@ int main(int argc, char **argv)
 					argv[i]);
 				return 1;
 			}
+		} else if (strcmp(argv[i], "-c") == 0 ||
+			   strcmp(argv[i], "--conf") == 0) {
+			if (++i == argc)
+				goto bad;
+			conf_dir = argv[i];
 		} else if (strcmp(argv[i], "--help") == 0) {
 			usage(stdout);
 			return 0;
@@ -153,12 +165,24 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct inet_addr addr;
-	if (inet_addr_parse_host(host, &addr) != 0) {
+	if (conf_dir) {
+		struct conf c;
+		if (conf_load(&c, conf_dir) != 0) {
+			fprintf(stderr, "cassini-tool: %s\n", err_msg());
+			return 1;
+		}
+		addr = c.admin_address;
+		conf_free(&c);
+	} else {
+		inet_addr_parse("127.0.0.1:7199", 0, &addr);
+	}
+	uint16_t admin_port = addr.port;
+	if (host && inet_addr_parse_host(host, &addr) != 0) {
 		fprintf(stderr, "cassini-tool: %s (use a numeric address)\n",
 			err_msg());
 		return 1;
 	}
-	addr.port = (uint16_t)port;
+	addr.port = port ? (uint16_t)port : admin_port;
 	char where[INET_ADDR_STRLEN];
 	inet_addr_format(&addr, where, sizeof(where));
 
