@@ -14,7 +14,8 @@
 
 #define LOG_LINE_MAX 4096
 
-/* The sink. The fd is swapped only at startup and shutdown. */
+/* The sink. The fd is swapped only at startup and shutdown; a reopen
+ * (SIGHUP) replaces the file behind the same descriptor. */
 static atomic_int sink_level = LOG_LEVEL_INFO;
 static atomic_int sink_fd = -1;
 static atomic_bool sink_stderr = true;
@@ -37,6 +38,24 @@ int log_open_file(const char *path)
 	int old = atomic_exchange(&sink_fd, fd);
 	if (old >= 0)
 		close(old);
+	return 0;
+}
+
+int log_reopen_file(const char *path)
+{
+	int old = atomic_load(&sink_fd);
+	if (old < 0)
+		return log_open_file(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_set_errno(errno, "cannot open log file %s", path);
+	/* dup3 swaps the file behind `old` atomically: a write racing with
+	 * it lands in one file or the other. */
+	int rc = dup3(fd, old, O_CLOEXEC);
+	int saved = errno;
+	close(fd);
+	if (rc < 0)
+		return err_set_errno(saved, "cannot reopen log file %s", path);
 	return 0;
 }
 

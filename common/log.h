@@ -29,6 +29,12 @@ enum log_level {
 /* Opens (creates, appends to) the log file. Returns 0 or -1 with err set. */
 int log_open_file(const char *path);
 void log_close_file(void);
+/* Opens `path` again in place of the current file (after logrotate moved
+ * it away): lines written meanwhile go to one file or the other, never
+ * lost, and threads logging at that moment keep a valid descriptor (the
+ * new file takes the old one's number). Returns 0 or -1 with err set, the
+ * old file kept. */
+int log_reopen_file(const char *path);
 void log_set_stderr(bool enabled);
 void log_set_level(enum log_level level);
 bool log_enabled(enum log_level level);

@@ -52,14 +52,33 @@
 #define SHUTDOWN_FLUSH_MS  200
 #define STOP_POLL_US       50000u /* node_stop's look at the coordinator */
 
+static void log_path(const struct node *n, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/system.log", n->conf.log_directory);
+}
+
 static int open_log(struct node *n)
 {
 	char path[PATH_MAX];
 	log_set_level((enum log_level)n->conf.log_level);
 	if (env_mkdir_p(n->env, n->conf.log_directory) != 0)
 		return err_prefix("log_directory");
-	snprintf(path, sizeof(path), "%s/system.log", n->conf.log_directory);
+	log_path(n, path, sizeof(path));
 	return log_open_file(path);
+}
+
+/* SIGHUP: logrotate has moved system.log away; write to a new one. */
+static void on_hangup(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	char path[PATH_MAX];
+	log_path(arg, path, sizeof(path));
+	if (log_reopen_file(path) != 0)
+		LOG_WARN("SIGHUP: %s; still writing to the old file",
+			 err_msg());
+	else
+		LOG_INFO("reopened %s (SIGHUP)", path);
 }
 
 static int make_dirs(struct node *n)
@@ -164,9 +183,11 @@ static int setup_loop(struct node *n)
 		return -1;
 	n->sig_term = evsignal_new(n->base, SIGTERM, on_signal, n);
 	n->sig_int = evsignal_new(n->base, SIGINT, on_signal, n);
-	if (!n->sig_term || !n->sig_int ||
+	n->sig_hup = evsignal_new(n->base, SIGHUP, on_hangup, n);
+	if (!n->sig_term || !n->sig_int || !n->sig_hup ||
 	    evsignal_add(n->sig_term, NULL) != 0 ||
-	    evsignal_add(n->sig_int, NULL) != 0)
+	    evsignal_add(n->sig_int, NULL) != 0 ||
+	    evsignal_add(n->sig_hup, NULL) != 0)
 		return err_set(ERR_IO, "cannot install signal handlers");
 	return 0;
 }
@@ -1083,6 +1104,8 @@ void node_delete(struct node *n)
 		event_free(n->sig_term);
 	if (n->sig_int)
 		event_free(n->sig_int);
+	if (n->sig_hup)
+		event_free(n->sig_hup);
 	/* A token choice in flight finishes; its completion sees stop_reason
 	 * (or no loop) and only frees. */
 	if (!n->stop_reason)

@@ -34,6 +34,7 @@ struct node {
 	struct env *env;
 	struct event *sig_term;
 	struct event *sig_int;
+	struct event *sig_hup; /* reopens system.log (logrotate) */
 	int lock_fd;
 	const char *stop_reason;
 

@@ -106,3 +106,25 @@ def test_unwritable_log_directory_is_a_clear_runtime_error(make_node, tmp_path):
     assert proc.wait(timeout=10) == 1
     node.stderr_file.close()
     assert "log_directory" in node.stderr_path.read_text()
+
+
+def test_sighup_reopens_the_log_after_rotation(make_node):
+    """logrotate moves system.log away and sends SIGHUP: the node goes on
+    in a new system.log (before, SIGHUP killed it). cassini-tool -c finds
+    the node's admin endpoint from its node.yaml (the unit drains with
+    it)."""
+    node = make_node(default_yaml(listen_address="127.0.40.1"))
+    node.start()
+    assert node.wait_for_log("cassinid ready"), node.log()
+    rotated = node.log_path.with_name("system.log.1")
+    node.log_path.rename(rotated)
+    node.proc.send_signal(signal.SIGHUP)
+    assert node.wait_for_log("reopened"), rotated.read_text()
+    assert node.proc.poll() is None
+    assert "reopened" not in rotated.read_text()
+    tool = CASSINID.parent / "cassini-tool"
+    r = subprocess.run([str(tool), "-c", str(node.conf), "version"],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 0 and r.stdout.startswith("ReleaseVersion"), r
+    assert node.stop(signal.SIGTERM, timeout=10) == 0
+    assert "shutdown complete" in node.log()
