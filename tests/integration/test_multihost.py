@@ -362,6 +362,12 @@ def test_cutting_a_dcs_links_is_a_dc_loss(hosts):
             want = {pub(j): ("UN" if j > 3 else "DN") for j in HOSTS}
             wait_for(lambda: sees(by[i], want), 60,
                      f"node{i}: dc2 up, dc1 down: {by[i].states()}")
+        # the STATUS_CHANGE DOWN events name dc2's broadcast_rpc_address,
+        # the address the driver knows those hosts by
+        dc2 = [h for h in c1.metadata.all_hosts() if h.datacenter == "dc2"]
+        assert len(dc2) == 3
+        wait_for(lambda: not any(h.is_up for h in dc2), 30,
+                 f"the driver to mark dc2 down: {[h.is_up for h in dc2]}")
         ins = "INSERT INTO mh.kv (k, v) VALUES (%s, %s)"
         for k in range(100, 140):
             at(s1, ins, CL.LOCAL_QUORUM, (k, f"cut-{k}"))
