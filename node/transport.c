@@ -724,14 +724,14 @@ listen_on(struct transport *t, const struct inet_addr *addr, const char *what)
 	char a[INET_ADDR_STRLEN];
 	struct sockaddr_storage ss;
 	size_t sl = inet_addr_to_sockaddr(addr, &ss);
+	fmt(addr, a);
 	struct evconnlistener *l = evconnlistener_new_bind(
 		t->base, accept_cb, t,
 		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
 			LEV_OPT_CLOSE_ON_EXEC,
 		128, (struct sockaddr *)&ss, (int)sl);
 	if (!l) {
-		err_set_errno(errno, "cannot listen on %s (%s)", fmt(addr, a),
-			      what);
+		err_set_errno(errno, "cannot listen on %s (%s)", a, what);
 		return NULL;
 	}
 	LOG_INFO("internode messaging listening on %s", a);

@@ -128,3 +128,16 @@ def test_sighup_reopens_the_log_after_rotation(make_node):
     assert r.returncode == 0 and r.stdout.startswith("ReleaseVersion"), r
     assert node.stop(signal.SIGTERM, timeout=10) == 0
     assert "shutdown complete" in node.log()
+
+
+def test_the_log_names_the_internode_listen_address(make_node):
+    """The start-up line names the address internode messaging listens on
+    (it once printed uninitialised bytes, which made system.log invalid
+    UTF-8 for the tests that read it)."""
+    node = make_node(default_yaml(listen_address="127.0.40.2"))
+    node.start()
+    assert node.wait_for_log("cassinid ready"), node.log()
+    raw = node.log_path.read_bytes()
+    raw.decode("utf-8")  # every byte is text
+    assert b"internode messaging listening on 127.0.40.2:7000\n" in raw, raw
+    assert node.stop(signal.SIGTERM, timeout=10) == 0
