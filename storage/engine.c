@@ -11,6 +11,7 @@
 #include "common/thread.h"
 #include "conf/conf.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void storage_options_default(struct storage_options *o)
 {
@@ -1056,6 +1058,7 @@ static void take_waiting(struct storage *db)
 		free(w);
 		pthread_mutex_lock(&db->mu);
 	}
+	pthread_cond_broadcast(&db->done); /* storage_wait_for_room */
 	pthread_mutex_unlock(&db->mu);
 	fail_waiting(db, expired);
 }
@@ -1235,6 +1238,49 @@ int storage_apply_sync(struct storage *db, const struct storage_mutation *m)
 		return err_prefix("write not acknowledged");
 	}
 	return 0;
+}
+
+int storage_wait_for_room(struct storage *db, uint64_t timeout_ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until); /* db->done's clock */
+	until.tv_sec += (time_t)(timeout_ms / 1000);
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&db->mu);
+	int rc = 0;
+	for (;;) {
+		struct mem_use use;
+		mem_use_locked(db, &use);
+		if (db->writes_stopped) {
+			rc = err_set(db->stop_code, "writes stopped: %s",
+				     db->stop_msg);
+			break;
+		}
+		if (db->stopping || !db->started) {
+			rc = err_set(ERR_CLOSED, "storage is not running");
+			break;
+		}
+		if (!memtables_full(db, &use) && !db->waiting)
+			break;
+		/* a flush makes room and signals `done`; queue one if none
+		 * would (as a refused write does) */
+		maybe_flush(db, &use);
+		if (timeout_ms == 0) {
+			pthread_cond_wait(&db->done, &db->mu);
+		} else if (pthread_cond_timedwait(&db->done, &db->mu, &until) ==
+			   ETIMEDOUT) {
+			rc = err_set(ERR_TIMEOUT,
+				     "memtables still full after %llu ms",
+				     (unsigned long long)timeout_ms);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&db->mu);
+	return rc;
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */

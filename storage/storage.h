@@ -217,6 +217,14 @@ void storage_write_deferred(struct storage *db);
 /* storage_apply and wait for the acknowledgement. Blocks: under batch and
  * group the calling thread runs (or joins) the covering fdatasync. */
 int storage_apply_sync(struct storage *db, const struct storage_mutation *m);
+/* For a thread that writes without `done` (storage_apply_sync, or
+ * storage_apply with none: a benchmark, a tool) and was refused with
+ * ERR_OVERLOADED: blocks until the memtables have room and no write waits
+ * for it, then returns 0; the refused write applied nothing, so the caller
+ * retries it. -1 when writes stopped (the flush failed: the stop's error),
+ * the engine stops (ERR_CLOSED), or `timeout_ms` passes (ERR_TIMEOUT;
+ * 0 waits without a limit). */
+int storage_wait_for_room(struct storage *db, uint64_t timeout_ms);
 
 /* ---- reads --------------------------------------------------------------- */
 

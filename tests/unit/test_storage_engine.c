@@ -741,6 +741,109 @@ START_TEST(memtables_of_many_small_tables_are_flushed_when_full)
 }
 END_TEST
 
+/* The value of row `i` of the refusal test: its number, padded to 1 KiB. */
+static const char *numbered_value(int i, char *buf, size_t cap)
+{
+	memset(buf, 'y', cap - 1);
+	buf[cap - 1] = 0;
+	int n = snprintf(buf, cap, "v%d:", i);
+	buf[n] = 'y';
+	return buf;
+}
+
+/* A writer without acknowledgements (storage_bench's fillrandom: one
+ * thread, storage_apply with no `done`) outruns a slow disk. A write
+ * refused because the memtables are full applies nothing (not in memory,
+ * not in the commitlog: one refused write never retried is absent after
+ * a restart too); the writer waits for room (storage_wait_for_room) and
+ * writes it again, and in the end every write reads back once with its
+ * own value, before and after a restart replays the commitlog. */
+START_TEST(
+	a_write_refused_for_full_memtables_applies_nothing_and_a_retry_loses_nothing)
+{
+	enum { N = 3000 }; /* 3 MiB of 1 KiB values in 1 MiB */
+	struct fx f;
+	fx_init_memtables(&f, "eng-refused", 1 << 20, 0.25);
+	fault_env_set_sync_delay_us(f.fe, 20000);
+	char key[32], v[1024];
+	int refused = 0;
+	bool dropped_one = false;
+	for (int i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		struct storage_mutation *m =
+			blob_row(&f, f.t, key, numbered_value(i, v, sizeof(v)));
+		while (storage_apply(f.db, m, NULL, NULL) != 0) {
+			ck_assert_int_eq(err_code(), ERR_OVERLOADED);
+			ck_assert_ptr_nonnull(
+				strstr(err_msg(), "memtables are full"));
+			refused++;
+			expect_rows(&f, key, 0); /* nothing of it applied */
+			if (!dropped_one) { /* this one is not written again */
+				dropped_one = true;
+				snprintf(key, sizeof(key), "refused");
+				storage_mutation_delete(m);
+				m = blob_row(&f, f.t, key, "never");
+				ck_assert_int_eq(
+					storage_apply(f.db, m, NULL, NULL), -1);
+				storage_mutation_delete(m);
+				snprintf(key, sizeof(key), "k%d", i);
+				m = blob_row(&f, f.t, key,
+					     numbered_value(i, v, sizeof(v)));
+			}
+			ck_assert_int_eq(storage_wait_for_room(f.db, 60000), 0);
+		}
+		storage_mutation_delete(m);
+	}
+	ck_assert_int_gt(refused, 0);
+	struct storage_stats st;
+	storage_stats(f.db, NULL, &st);
+	ck_assert_uint_eq(st.writes_refused, (uint64_t)refused + 1);
+	fault_env_set_sync_delay_us(f.fe, 0);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < N; i++) {
+			snprintf(key, sizeof(key), "k%d", i);
+			struct storage_result *r = get(&f, key, NULL);
+			ck_assert_msg(r->row_count == 1, "%s: %zu rows", key,
+				      r->row_count);
+			check_value(&r->rows[0],
+				    numbered_value(i, v, sizeof(v)));
+			storage_result_delete(r);
+		}
+		expect_rows(&f, "refused", 0);
+		restart(&f); /* no flush: the commitlog replays the rest */
+	}
+	fx_free(&f);
+}
+END_TEST
+
+/* storage_wait_for_room answers at once when there is room, and with the
+ * stop's error when writes stopped rather than waiting for ever. */
+START_TEST(waiting_for_room_ends_when_writes_stop)
+{
+	struct fx f;
+	fx_init_memtables(&f, "eng-room", 1 << 20, 0.25);
+	ck_assert_int_eq(storage_wait_for_room(f.db, 1000), 0);
+	fault_env_fail_writes(f.fe, "Data.db", ENOSPC);
+	char key[32];
+	const char *v = kib_value();
+	int i = 0;
+	for (; i < 100000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		if (blob_write(&f, f.t, key, v) != 0)
+			break;
+	}
+	ck_assert_int_lt(i, 100000);
+	/* refused because the memtables are full (the failing flush still
+	 * runs) or because writes stopped: either way the wait ends with
+	 * the stop, as the failed flush leaves its memtable full */
+	ck_assert_int_eq(storage_wait_for_room(f.db, 60000), -1);
+	ck_assert_int_eq(err_code(), ERR_NOSPACE);
+	ck_assert_ptr_nonnull(strstr(err_msg(), "writes stopped"));
+	fault_env_fail_writes(f.fe, NULL, 0);
+	fx_free(&f);
+}
+END_TEST
+
 START_TEST(block_cache_evicts_lru_and_keeps_held_blocks)
 {
 	struct block_cache *c = block_cache_new(400);
@@ -1222,6 +1325,10 @@ int main(void)
 	tcase_add_test(tc, waiting_writes_are_bounded_and_time_out);
 	tcase_add_test(tc,
 		       memtables_of_many_small_tables_are_flushed_when_full);
+	tcase_add_test(
+		tc,
+		a_write_refused_for_full_memtables_applies_nothing_and_a_retry_loses_nothing);
+	tcase_add_test(tc, waiting_for_room_ends_when_writes_stop);
 	tcase_add_test(tc, block_cache_evicts_lru_and_keeps_held_blocks);
 	tcase_add_test(tc, block_cache_recycles_only_unheld_blocks);
 	tcase_add_test(tc, batch_acks_go_through_the_post_hook);
