@@ -261,7 +261,7 @@ static const struct storage_table_meta *store_meta(void *s,
 						   const uint8_t table_id[16])
 {
 	struct cql_data *d = s;
-	return storage_table_meta_get(d->db, table_id);
+	return storage_table_meta_acquire(d->db, table_id);
 }
 
 /* A truncate waits for a running flush or compaction of the table and
@@ -967,8 +967,9 @@ static bool hint_truncated(struct cql_data *d, const uint8_t *mutation,
 		return false; /* the target refuses it */
 	int64_t at = storage_truncated_at(d->db, storage_mutation_table_id(m));
 	const struct storage_table_meta *t =
-		storage_table_meta_get(d->db, storage_mutation_table_id(m));
+		storage_table_meta_acquire(d->db, storage_mutation_table_id(m));
 	bool invalid = t && storage_mutation_validate(t, m) != 0;
+	storage_table_meta_unref(t);
 	if (invalid)
 		LOG_WARN("dropping a hint: %s", err_msg());
 	storage_mutation_delete(m);
@@ -1113,9 +1114,10 @@ static const struct ring_strategy *hook_strategy(void *arg,
 {
 	struct cql_data *d = arg;
 	const struct storage_table_meta *t =
-		storage_table_meta_get(d->db, table_id);
+		storage_table_meta_acquire(d->db, table_id);
 	const struct cql_keyspace *k =
 		t ? cql_schema_keyspace(d->schema, t->keyspace) : NULL;
+	storage_table_meta_unref(t);
 	return k ? cql_keyspace_strategy(k) : NULL;
 }
 

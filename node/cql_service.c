@@ -476,7 +476,8 @@ struct cql_flush {
 	struct loopq *q;
 	size_t n;
 	enum cql_maintenance what;
-	const struct storage_table_meta *meta; /* listsnapshots': current */
+	/* listsnapshots': the table's while its snapshots are listed */
+	const struct storage_table_meta *meta;
 	int status;
 	char msg[256];
 	cql_service_done_fn done;
@@ -514,11 +515,12 @@ static int maintain(struct cql_flush *j, size_t i)
 			storage_cleanup(j->db, j->ids[i], j->ranges + j->off[i],
 					j->off[i + 1] - j->off[i], &dropped);
 		const struct storage_table_meta *m =
-			storage_table_meta_get(j->db, j->ids[i]);
+			storage_table_meta_acquire(j->db, j->ids[i]);
 		if (rc == 0 && m)
 			LOG_INFO("cleanup of %s.%s: %" PRIu64 " partitions "
 				 "this node does not replicate dropped",
 				 m->keyspace, m->name, dropped);
+		storage_table_meta_unref(m);
 		return rc;
 	}
 	case CQL_MAINTENANCE_SNAPSHOT:
@@ -526,11 +528,15 @@ static int maintain(struct cql_flush *j, size_t i)
 	case CQL_MAINTENANCE_CLEAR_SNAPSHOT:
 		return storage_snapshot_clear(j->db, j->ids[i],
 					      j->tag[0] ? j->tag : NULL);
-	case CQL_MAINTENANCE_LIST_SNAPSHOTS:
-		j->meta = storage_table_meta_get(j->db, j->ids[i]);
-		return j->meta ? storage_snapshot_list(j->db, j->ids[i],
-						       snapshot_line, j)
-			       : 0;
+	case CQL_MAINTENANCE_LIST_SNAPSHOTS: {
+		j->meta = storage_table_meta_acquire(j->db, j->ids[i]);
+		int rc = j->meta ? storage_snapshot_list(j->db, j->ids[i],
+							 snapshot_line, j)
+				 : 0;
+		storage_table_meta_unref(j->meta);
+		j->meta = NULL;
+		return rc;
+	}
 	case CQL_MAINTENANCE_FLUSH:
 		break;
 	}

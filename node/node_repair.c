@@ -181,7 +181,7 @@ static const struct storage_table_meta *store_meta(void *s,
 						   const uint8_t table_id[16])
 {
 	struct node_repair *nr = s;
-	return storage_table_meta_get(nr->db, table_id);
+	return storage_table_meta_acquire(nr->db, table_id);
 }
 
 /* Tree folding and encoding on the repair worker, completion on the loop. */

@@ -122,7 +122,10 @@ struct repair_store_ops {
 	void (*scan)(void *s, const uint8_t table_id[16], int64_t start,
 		     int64_t end, repair_scan_each_fn each,
 		     storage_done_fn done, void *arg);
-	/* The table's meta; NULL when unknown. */
+	/* A reference to the table's meta, released with
+	 * storage_table_meta_unref when the job or task using it ends (an
+	 * ALTER or DROP of the table may come meanwhile); NULL when
+	 * unknown. */
 	const struct storage_table_meta *(*meta)(void *s,
 						 const uint8_t table_id[16]);
 	/* Optional: runs run(job) off the loop (a worker thread), then

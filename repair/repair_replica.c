@@ -32,7 +32,7 @@ struct job {
 	uint64_t session;
 	uint32_t task;
 	uint8_t table_id[16];
-	const struct storage_table_meta *meta;
+	const struct storage_table_meta *meta; /* a reference (job_free) */
 	struct merkle_range *pieces;
 	size_t npieces, next;
 	bool failed;
@@ -63,6 +63,7 @@ struct job {
 static void job_free(struct job *j)
 {
 	struct repair *r = j->r;
+	storage_table_meta_unref(j->meta);
 	merkle_delete(j->tree);
 	merkle_delete(j->kept);
 	buf_free(&j->hashes);

@@ -33,6 +33,8 @@
 
 static void task_reset(struct task *s)
 {
+	storage_table_meta_unref(s->meta);
+	s->meta = NULL;
 	for (size_t i = 0; i < s->nrep; i++) {
 		struct replica *p = &s->rep[i];
 		free(p->top);

@@ -74,7 +74,7 @@ struct task {
 	size_t ti, ri; /* its table and range */
 	uint64_t start_us;
 	uint64_t rows_streamed, bytes_streamed; /* for its result */
-	const struct storage_table_meta *meta;
+	const struct storage_table_meta *meta;  /* a reference (task_reset) */
 	enum phase phase;
 	struct replica rep[REPAIR_MAX_REPLICAS];
 	size_t nrep;

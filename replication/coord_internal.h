@@ -137,6 +137,8 @@ struct op {
 	repl_write_done_fn wdone;
 	/* reads */
 	uint8_t table_id[16];
+	/* a reference: the read merges with it after the caller's table
+	 * may have been altered or dropped */
 	const struct storage_table_meta *meta;
 	struct buf cmd_enc;
 	struct arena a; /* decoded cmd for the local store */

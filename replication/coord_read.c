@@ -479,7 +479,7 @@ void repl_read(struct repl *r, const struct repl_read *q,
 	}
 	op->rdone = done;
 	op->phase = 1;
-	op->meta = q->meta;
+	op->meta = storage_table_meta_ref(q->meta);
 	op->read_repair = q->read_repair;
 	memcpy(op->table_id, q->table_id, 16);
 	op->ring = ring_ref(r->hooks.ring(r->hooks.arg));
@@ -814,7 +814,7 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 		return;
 	}
 	op->gdone = done;
-	op->meta = q->meta;
+	op->meta = storage_table_meta_ref(q->meta);
 	op->read_repair = q->read_repair;
 	memcpy(op->table_id, q->table_id, 16);
 	op->ring = ring_ref(r->hooks.ring(r->hooks.arg));

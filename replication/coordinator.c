@@ -200,6 +200,7 @@ void op_free(struct op *op)
 	buf_free(&op->cmd_enc);
 	arena_destroy(&op->a);
 	storage_mutation_delete(op->merged);
+	storage_table_meta_unref(op->meta);
 	for (size_t i = 0; op->rr_out && i < op->rr_n; i++)
 		storage_mutation_delete(op->rr_out[i]);
 	free(op->rr_out);

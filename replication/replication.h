@@ -164,7 +164,8 @@ struct repl_store_ops {
 	void (*scan)(void *s, const uint8_t table_id[16], int64_t start,
 		     int64_t end, const struct storage_read_cmd *cmd,
 		     uint32_t max, repl_store_read_fn done, void *arg);
-	/* The table's meta for decoding and merging; NULL when unknown. */
+	/* A reference to the table's meta (the caller releases it with
+	 * storage_table_meta_unref); NULL when unknown. */
 	const struct storage_table_meta *(*meta)(void *s,
 						 const uint8_t table_id[16]);
 	/* Empties the table (storage_truncate, on a worker); `done` runs

@@ -150,6 +150,9 @@ static size_t pick_inputs(struct table *t, bool major, bool cleanup,
 struct job {
 	struct storage *db;
 	struct table *t;
+	/* The table's meta when the job started (a reference: an ALTER may
+	 * replace the table's meanwhile). */
+	const struct storage_table_meta *meta;
 	struct sstable **in;
 	size_t n;
 	/* The oldest timestamp in any memtable when the job started: data
@@ -243,15 +246,14 @@ static int write_atoms(struct job *j, struct read_ctx *c, int64_t token,
 	uint16_t coll_slot = 0;
 	for (size_t i = 0; i < c->atom_count; i++) {
 		struct atom a = c->atoms[i];
-		if (i == 0 ||
-		    ck_cmp(j->t->meta, a.ck, c->atoms[i - 1].ck) != 0) {
+		if (i == 0 || ck_cmp(j->meta, a.ck, c->atoms[i - 1].ck) != 0) {
 			row_del.ts = coll_del.ts = DELETION_NONE;
 			coll_slot = 0;
 		}
 		if (deletion_covers(c->pdel, a.ts) ||
 		    deletion_covers(row_del, a.ts) ||
 		    (a.slot == coll_slot && deletion_covers(coll_del, a.ts)) ||
-		    rtombs_cover(j->t->meta, c->rts, c->rt_count, a.ck, a.ts))
+		    rtombs_cover(j->meta, c->rts, c->rt_count, a.ck, a.ts))
 			continue;
 		if (a.kind == ATOM_KIND_DELETION) {
 			struct deletion d = {a.ts, a.ldt};
@@ -304,7 +306,7 @@ static int merge_inputs(struct job *j)
 	struct read_ctx c;
 	int rc = (!its || !heads || !live)
 			 ? err_set(ERR_NOMEM, "compaction")
-			 : read_ctx_init(&c, j->t->meta, &all, j->now);
+			 : read_ctx_init(&c, j->meta, &all, j->now);
 	bool ctx_ok = !rc;
 	for (size_t i = 0; !rc && i < j->n; i++) {
 		its[i] = sst_iter_new(j->in[i]);
@@ -471,9 +473,9 @@ static int run_job(struct job *j, struct sstable **out)
 {
 	*out = NULL;
 	struct sst_writer_options o = {
-		.compression = j->t->meta->options.compression,
-		.block_size = j->t->meta->options.chunk_length,
-		.bloom_fp = j->t->meta->options.bloom_filter_fp_chance,
+		.compression = j->meta->options.compression,
+		.block_size = j->meta->options.chunk_length,
+		.bloom_fp = j->meta->options.bloom_filter_fp_chance,
 		.repaired_at = j->in[0]->stats.repaired_at,
 	};
 	for (size_t i = 0; i < j->n; i++) {
@@ -485,7 +487,7 @@ static int run_job(struct job *j, struct sstable **out)
 			o.log_end = st->log_end;
 	}
 	uint64_t gen = engine_next_gen(j->db, j->t);
-	j->w = sst_writer_new(j->db->o.env, j->t->dir, gen, j->t->meta, &o);
+	j->w = sst_writer_new(j->db->o.env, j->t->dir, gen, j->meta, &o);
 	if (!j->w)
 		return -1;
 	if (merge_inputs(j) || write_log(j, gen)) {
@@ -496,7 +498,7 @@ static int run_job(struct job *j, struct sstable **out)
 	 * presence is what says "the inputs are gone" after a crash. */
 	if (sst_writer_finish(j->w))
 		return -1;
-	*out = sstable_open(j->db->o.env, j->t->dir, gen, j->t->meta,
+	*out = sstable_open(j->db->o.env, j->t->dir, gen, j->meta,
 			    j->db->cache);
 	return *out ? 0 : -1;
 }
@@ -531,6 +533,7 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	}
 	j.in = in;
 	t->compacting = true;
+	j.meta = storage_table_meta_ref(t->meta);
 	j.v = t->version;
 	version_ref(j.v);
 	j.mt_min_ts = t->active->min_ts;
@@ -540,7 +543,7 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	pthread_mutex_unlock(&db->mu);
 
 	j.now = engine_now_sec(db);
-	j.gc_before = j.now - t->meta->options.gc_grace_seconds;
+	j.gc_before = j.now - j.meta->options.gc_grace_seconds;
 	struct sstable *out;
 	int rc = run_job(&j, &out);
 	pthread_mutex_lock(&db->mu);
@@ -561,9 +564,10 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	pthread_mutex_unlock(&db->mu);
 	if (rc)
 		LOG_AT(LOG_LEVEL_WARN, "compaction of %s.%s failed: %s",
-		       t->meta->keyspace, t->meta->name, err_msg());
+		       j.meta->keyspace, j.meta->name, err_msg());
 	sstable_unref(out);
 	version_unref(j.v);
+	storage_table_meta_unref(j.meta);
 	free(in);
 	if (jo)
 		jo->dropped = j.dropped;

@@ -203,10 +203,7 @@ static void table_free(struct table *t)
 		memtable_unref(t->trunc_mts[i]);
 	free(t->trunc_mts);
 	version_unref(t->version);
-	storage_table_meta_delete(t->meta);
-	for (size_t i = 0; i < t->old_meta_count; i++)
-		storage_table_meta_delete(t->old_metas[i]);
-	free(t->old_metas);
+	storage_table_meta_unref(t->meta);
 	free(t->dir);
 	free(t);
 }
@@ -380,15 +377,6 @@ int storage_table_update(struct storage *db, const struct storage_table_meta *m)
 			     m->keyspace, m->name);
 	else
 		rc = storage_table_meta_check_successor(t->meta, next);
-	struct storage_table_meta **old = NULL;
-	if (!rc) {
-		old = realloc(t->old_metas,
-			      (t->old_meta_count + 1) * sizeof(*old));
-		if (!old)
-			rc = err_set(ERR_NOMEM, "table update");
-		else
-			t->old_metas = old;
-	}
 	/* The active memtable orders collection elements by its meta's
 	 * types: new columns go to a memtable made with the new version. */
 	if (!rc && !memtable_is_empty(t->active)) {
@@ -405,7 +393,7 @@ int storage_table_update(struct storage *db, const struct storage_table_meta *m)
 		storage_table_meta_delete(next);
 		return -1;
 	}
-	t->old_metas[t->old_meta_count++] = t->meta;
+	const struct storage_table_meta *prev = t->meta;
 	t->meta = next;
 	if (memtable_is_empty(t->active)) {
 		memtable_unref(t->active);
@@ -415,6 +403,9 @@ int storage_table_update(struct storage *db, const struct storage_table_meta *m)
 	}
 	t->active = fresh;
 	pthread_mutex_unlock(&db->mu);
+	/* the memtables, SSTables and reads of the earlier version keep
+	 * their references to it */
+	storage_table_meta_unref(prev);
 	return 0;
 }
 
@@ -441,19 +432,21 @@ static int switch_memtable(struct storage *db, struct table *t)
 	return 0;
 }
 
+/* `meta`: the table's newest version (its options apply to the new
+ * SSTable), a reference the caller holds. */
 static int write_memtable(struct storage *db, struct table *t,
+			  const struct storage_table_meta *meta,
 			  struct memtable *mt, struct sstable **out)
 {
 	struct sst_writer_options o = {
-		.compression = t->meta->options.compression,
-		.block_size = t->meta->options.chunk_length,
-		.bloom_fp = t->meta->options.bloom_filter_fp_chance,
+		.compression = meta->options.compression,
+		.block_size = meta->options.chunk_length,
+		.bloom_fp = meta->options.bloom_filter_fp_chance,
 		.expected_partitions = atomic_load(&mt->parts.count),
 		.log_end = {mt->log_end_seg, mt->log_end_off},
 	};
 	uint64_t gen = engine_next_gen(db, t);
-	struct sst_writer *w =
-		sst_writer_new(db->o.env, t->dir, gen, t->meta, &o);
+	struct sst_writer *w = sst_writer_new(db->o.env, t->dir, gen, meta, &o);
 	if (!w)
 		return -1;
 	for (struct skiplist_node *n = skiplist_seek(&mt->parts, NULL); n;
@@ -474,7 +467,7 @@ static int write_memtable(struct storage *db, struct table *t,
 	}
 	if (sst_writer_finish(w))
 		return -1;
-	*out = sstable_open(db->o.env, t->dir, gen, t->meta, db->cache);
+	*out = sstable_open(db->o.env, t->dir, gen, meta, db->cache);
 	return *out ? 0 : -1;
 fail:
 	sst_writer_abort(w);
@@ -539,9 +532,11 @@ static int flush_one(struct storage *db, struct table *t)
 		return 0;
 	}
 	struct memtable *mt = t->flushing[0];
+	const struct storage_table_meta *meta = storage_table_meta_ref(t->meta);
 	pthread_mutex_unlock(&db->mu);
 	struct sstable *s = NULL;
-	int rc = write_memtable(db, t, mt, &s);
+	int rc = write_memtable(db, t, meta, mt, &s);
+	storage_table_meta_unref(meta);
 	pthread_mutex_lock(&db->mu);
 	struct version *nv = rc ? NULL : version_edit(t->version, NULL, 0, s);
 	if (!rc && !nv)
@@ -693,6 +688,9 @@ int storage_truncate(struct storage *db, const uint8_t table_id[16])
 	pthread_mutex_lock(&db->mu);
 	struct table *t = engine_table_find(db, table_id);
 	struct memtable *fresh = t ? memtable_new(t->meta) : NULL;
+	/* for the messages below, written without the lock */
+	const struct storage_table_meta *meta =
+		t ? storage_table_meta_ref(t->meta) : NULL;
 	int rc = 0;
 	if (!db->started)
 		rc = err_set(ERR_CLOSED, "storage is not started");
@@ -718,6 +716,7 @@ int storage_truncate(struct storage *db, const uint8_t table_id[16])
 		pthread_mutex_unlock(&db->mu);
 		memtable_unref(fresh);
 		version_unref(empty);
+		storage_table_meta_unref(meta);
 		return -1;
 	}
 	/* Writes log and apply under db->mu, so every record logged before
@@ -745,8 +744,7 @@ int storage_truncate(struct storage *db, const uint8_t table_id[16])
 
 	rc = truncation_save(db, t, at, gen, wall);
 	if (rc)
-		err_prefix("truncate of %s.%s", t->meta->keyspace,
-			   t->meta->name);
+		err_prefix("truncate of %s.%s", meta->keyspace, meta->name);
 
 	pthread_mutex_lock(&db->mu);
 	mts = t->trunc_mts;
@@ -774,12 +772,12 @@ int storage_truncate(struct storage *db, const uint8_t table_id[16])
 		LOG_AT(LOG_LEVEL_INFO,
 		       "truncated %s.%s (%zu sstables) at commitlog %" PRIu64
 		       ":%" PRIu64,
-		       t->meta->keyspace, t->meta->name, old->count, at.seg,
-		       at.off);
+		       meta->keyspace, meta->name, old->count, at.seg, at.off);
 	for (size_t i = 0; i < nmts; i++)
 		memtable_unref(mts[i]);
 	free(mts);
 	version_unref(old);
+	storage_table_meta_unref(meta);
 	discard_log(db);
 	return rc ? -1 : 0;
 }
@@ -1157,14 +1155,18 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 }
 
 /* Every value is checked against the table's column types before a write
- * is taken, whoever built the mutation (outside the engine lock: a
- * table's meta versions are never freed while the engine lives). An
+ * is taken, whoever built the mutation (outside the engine lock, with a
+ * reference to the table's meta when the mutation was decoded). An
  * unknown table is apply()'s to report. */
 static int check_values(struct storage *db, const struct storage_mutation *m)
 {
+	if (m->meta)
+		return storage_mutation_validate(m->meta, m);
 	const struct storage_table_meta *t =
-		m->meta ? m->meta : storage_table_meta_get(db, m->table_id);
-	return t ? storage_mutation_validate(t, m) : 0;
+		storage_table_meta_acquire(db, m->table_id);
+	int rc = t ? storage_mutation_validate(t, m) : 0;
+	storage_table_meta_unref(t);
+	return rc;
 }
 
 int storage_apply(struct storage *db, const struct storage_mutation *m,

@@ -24,13 +24,13 @@ struct version {
 };
 
 struct table {
-	/* The newest version (owned; replaced under the lock by
-	 * storage_table_update). Memtables, SSTables and readers may still
-	 * borrow earlier versions, which are kept in `old_metas` until the
-	 * table is freed: every version describes the same column numbers. */
-	struct storage_table_meta *meta;
-	struct storage_table_meta **old_metas;
-	size_t old_meta_count;
+	/* The newest version (a reference; replaced under the lock by
+	 * storage_table_update). Read it under the lock, or take a
+	 * reference under it: memtables, SSTables, reads and compactions
+	 * keep the version they started with (every version describes the
+	 * same column numbers), and an earlier one is freed with the last
+	 * of them. */
+	const struct storage_table_meta *meta;
 	bool durable;
 	char *dir;
 	struct memtable *active;

@@ -16,7 +16,8 @@
 
 struct snapshot {
 	struct table *t;
-	struct memtable **mts; /* newest first */
+	const struct storage_table_meta *meta; /* the table's, a reference */
+	struct memtable **mts;                 /* newest first */
 	size_t mt_count;
 	struct version *v;
 };
@@ -37,6 +38,7 @@ static int snapshot_take(struct storage *db, const uint8_t id[16],
 		return err_set(ERR_NOMEM, "snapshot");
 	}
 	s->t = t;
+	s->meta = storage_table_meta_ref(t->meta);
 	memtable_ref(t->active);
 	s->mts[s->mt_count++] = t->active;
 	for (size_t i = t->flushing_count; i-- > 0;) {
@@ -55,6 +57,7 @@ static void snapshot_release(struct snapshot *s)
 		memtable_unref(s->mts[i]);
 	free(s->mts);
 	version_unref(s->v);
+	storage_table_meta_unref(s->meta);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -159,7 +162,7 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 	if (snapshot_take(db, table_id, &s))
 		return -1;
 	struct read_ctx c;
-	int rc = read_ctx_init(&c, s.t->meta, cmd, engine_now_sec(db));
+	int rc = read_ctx_init(&c, s.meta, cmd, engine_now_sec(db));
 	ctx_limits(db, &c);
 	c.cached_only = cached_only;
 	struct slice key = slice_make(cmd->key, cmd->key_len);
@@ -204,13 +207,15 @@ int storage_read_fragment_cached(struct storage *db, const uint8_t table_id[16],
 	return read_partition(db, table_id, cmd, NULL, out, true);
 }
 
-const struct storage_table_meta *storage_table_meta_get(struct storage *db,
-							const uint8_t id[16])
+const struct storage_table_meta *
+storage_table_meta_acquire(struct storage *db, const uint8_t id[16])
 {
 	pthread_mutex_lock(&db->mu);
 	struct table *t = engine_table_find(db, id);
+	const struct storage_table_meta *m =
+		t ? storage_table_meta_ref(t->meta) : NULL;
 	pthread_mutex_unlock(&db->mu);
-	return t ? t->meta : NULL;
+	return m;
 }
 
 /* ---- range scans --------------------------------------------------------- */
@@ -260,7 +265,7 @@ struct storage_scan *storage_scan_open(struct storage *db,
 	s->live = calloc(ns + 1, sizeof(*s->live));
 	int rc = !s->mt_pos || !s->its || !s->heads || !s->live
 			 ? err_set(ERR_NOMEM, "scan")
-			 : read_ctx_init(&s->ctx, s->snap.t->meta, &s->cmd,
+			 : read_ctx_init(&s->ctx, s->snap.meta, &s->cmd,
 					 engine_now_sec(db));
 	ctx_limits(db, &s->ctx);
 	bool incl = s->full_ring;

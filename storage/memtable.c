@@ -42,7 +42,7 @@ struct memtable *memtable_new(const struct storage_table_meta *t)
 		return NULL;
 	}
 	arena_create(&mt->arena, 256 * 1024);
-	mt->meta = t;
+	mt->meta = storage_table_meta_ref(t);
 	atomic_init(&mt->refs, 1);
 	atomic_init(&mt->index, NULL);
 	mt->min_ts = INT64_MAX;
@@ -50,6 +50,7 @@ struct memtable *memtable_new(const struct storage_table_meta *t)
 	if (skiplist_init_ordered(&mt->parts, &mt->arena, part_cmp, part_order,
 				  NULL)) {
 		arena_destroy(&mt->arena);
+		storage_table_meta_unref(mt->meta);
 		free(mt);
 		return NULL;
 	}
@@ -65,6 +66,7 @@ void memtable_unref(struct memtable *m)
 {
 	if (m && atomic_fetch_sub(&m->refs, 1) == 1) {
 		arena_destroy(&m->arena);
+		storage_table_meta_unref(m->meta);
 		free(m);
 	}
 }

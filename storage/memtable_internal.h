@@ -50,7 +50,7 @@ struct mt_index {
 
 struct memtable {
 	struct arena arena;
-	const struct storage_table_meta *meta; /* borrowed from the table */
+	const struct storage_table_meta *meta; /* a reference */
 	struct skiplist parts;                 /* of struct mt_partition * */
 	_Atomic(struct mt_index *) index;      /* the same partitions, hashed */
 	size_t indexed;                        /* writer-owned count */

@@ -39,6 +39,7 @@ struct storage_table_meta *storage_table_meta_new(const char *keyspace,
 		return NULL;
 	}
 	memcpy(t->id, id, 16);
+	atomic_init(&t->refs, 1);
 	t->keyspace = dup_str(keyspace);
 	t->name = dup_str(name);
 	storage_table_options_default(&t->options);
@@ -51,7 +52,7 @@ struct storage_table_meta *storage_table_meta_new(const char *keyspace,
 
 void storage_table_meta_delete(struct storage_table_meta *t)
 {
-	if (!t)
+	if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
 		return;
 	for (size_t i = 0; i < t->column_count; i++)
 		free(t->columns[i].name);
@@ -59,6 +60,20 @@ void storage_table_meta_delete(struct storage_table_meta *t)
 	free(t->keyspace);
 	free(t->name);
 	free(t);
+}
+
+const struct storage_table_meta *
+storage_table_meta_ref(const struct storage_table_meta *t)
+{
+	/* refs is the one field that changes once a meta is shared */
+	if (t)
+		atomic_fetch_add(&((struct storage_table_meta *)t)->refs, 1);
+	return t;
+}
+
+void storage_table_meta_unref(const struct storage_table_meta *t)
+{
+	storage_table_meta_delete((struct storage_table_meta *)t);
 }
 
 int storage_table_meta_add_column(struct storage_table_meta *t,

@@ -22,6 +22,7 @@
 
 #include "storage/types.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -86,6 +87,9 @@ struct storage_table_meta {
 	uint16_t ck[32];
 	size_t ck_count;
 	struct storage_table_options options;
+	/* References (storage_table_meta_ref): storage_table_meta_delete
+	 * drops one and frees the meta with the last. */
+	_Atomic unsigned refs;
 };
 
 struct storage_keyspace_meta {
@@ -100,11 +104,24 @@ struct storage_keyspace_meta {
 
 void storage_table_options_default(struct storage_table_options *o);
 
-/* A table with no columns and default options. NULL on ERR_NOMEM. */
+/* A table with no columns and default options, holding one reference
+ * (the caller's). NULL on ERR_NOMEM. */
 struct storage_table_meta *storage_table_meta_new(const char *keyspace,
 						  const char *name,
 						  const uint8_t id[16]);
+/* Drops a reference; the last one frees the meta. */
 void storage_table_meta_delete(struct storage_table_meta *t);
+/*
+ * Lifetime: a meta is built (add_column, options) while only its creator
+ * holds it, and never changed once shared: an ALTER makes a new version.
+ * Whoever keeps a meta beyond the call that lent it takes a reference and
+ * drops it with storage_table_meta_unref (any thread): memtables and
+ * SSTables keep the version they were made with, a coordinator's read
+ * keeps the version it merges with, a repair job the one it streams with.
+ */
+const struct storage_table_meta *
+storage_table_meta_ref(const struct storage_table_meta *t);
+void storage_table_meta_unref(const struct storage_table_meta *t);
 /* Appends a column; key and clustering components take the next position
  * of their kind. Returns the column number, or -1. */
 int storage_table_meta_add_column(struct storage_table_meta *t,

@@ -86,7 +86,8 @@ struct sstable {
 	struct env *env;
 	char *dir;
 	uint64_t gen;
-	const struct storage_table_meta *t; /* borrowed; outlives readers */
+	const struct storage_table_meta *t; /* a reference: the version it was
+					     * written or opened with */
 	char *data_path, *index_path;
 	struct env_file *data, *index;
 	struct block_cache *cache;  /* borrowed; may be NULL */

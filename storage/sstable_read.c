@@ -152,6 +152,7 @@ static void sstable_free(struct sstable *s)
 	free(s->sum_bytes);
 	free(s->bloom);
 	free(s->dir);
+	storage_table_meta_unref(s->t);
 	free(s);
 }
 
@@ -170,7 +171,7 @@ struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
 	atomic_init(&s->excluded, false);
 	s->env = env;
 	s->gen = gen;
-	s->t = t;
+	s->t = storage_table_meta_ref(t);
 	s->cache = cache;
 	s->data_id = block_cache_file_id();
 	s->index_id = block_cache_file_id();

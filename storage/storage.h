@@ -171,9 +171,9 @@ int storage_table_add(struct storage *db, const struct storage_table_meta *t,
  * (storage_table_meta_check_successor; else ERR_INVALID), ERR_NOT_FOUND
  * for an unregistered table. Data written under earlier versions stays
  * readable; cells of dropped columns are no longer read and are purged by
- * compaction. A non-empty memtable is queued for flushing. Pointers to
- * earlier versions (storage_table_meta_get) stay valid while the engine
- * lives. Any time after storage_new. */
+ * compaction. A non-empty memtable is queued for flushing. An earlier
+ * version lives on while a memtable, SSTable, read or reference
+ * (storage_table_meta_acquire) holds it. Any time after storage_new. */
 int storage_table_update(struct storage *db,
 			 const struct storage_table_meta *t);
 /* Removes leftovers, replays the commitlog, starts the worker threads.
@@ -397,10 +397,11 @@ int storage_read_cmd_encode(const struct storage_read_cmd *cmd,
 int storage_read_cmd_decode(const uint8_t *p, size_t len, struct arena *a,
 			    struct storage_read_cmd *out);
 
-/* The registered table's meta (borrowed; live while the engine is, as
- * tables are never removed), or NULL. */
-const struct storage_table_meta *storage_table_meta_get(struct storage *db,
-							const uint8_t id[16]);
+/* A reference to the registered table's newest meta (release it with
+ * storage_table_meta_unref; it outlives an ALTER or a DROP of the table),
+ * or NULL. */
+const struct storage_table_meta *
+storage_table_meta_acquire(struct storage *db, const uint8_t id[16]);
 
 /* Range scan over (start_token, end_token] in token order, over the set of
  * memtables and SSTables of the moment it opens (flushes and compactions

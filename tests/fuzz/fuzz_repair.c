@@ -60,7 +60,7 @@ static void mem_scan(void *s, const uint8_t id[16], int64_t start, int64_t end,
 static const struct storage_table_meta *mem_meta(void *s, const uint8_t id[16])
 {
 	(void)s;
-	return memcmp(id, meta->id, 16) ? NULL : meta;
+	return memcmp(id, meta->id, 16) ? NULL : storage_table_meta_ref(meta);
 }
 
 static const struct repair_store_ops ops = {

@@ -108,7 +108,7 @@ static const struct storage_table_meta *mem_meta(void *s,
 						 const uint8_t table_id[16])
 {
 	(void)table_id;
-	return ((struct mnode *)s)->c->meta;
+	return storage_table_meta_ref(((struct mnode *)s)->c->meta);
 }
 
 static void mem_truncate(void *s, const uint8_t table_id[16],

@@ -85,7 +85,9 @@ static const struct storage_table_meta *mem_meta(void *s,
 						 const uint8_t table_id[16])
 {
 	struct mnode *n = s;
-	return memcmp(table_id, n->c->meta->id, 16) ? NULL : n->c->meta;
+	return memcmp(table_id, n->c->meta->id, 16)
+		       ? NULL
+		       : storage_table_meta_ref(n->c->meta);
 }
 
 static const struct repair_store_ops mem_ops = {

@@ -153,7 +153,7 @@ static const struct storage_table_meta *mem_meta(void *s,
 	struct mnode *n = s;
 	for (int t = 0; t < 2; t++)
 		if (!memcmp(table_id, n->c->ids[t], 16))
-			return n->c->meta;
+			return storage_table_meta_ref(n->c->meta);
 	return NULL;
 }
 

@@ -111,7 +111,9 @@ static const struct storage_table_meta *mem_meta(void *s,
 						 const uint8_t table_id[16])
 {
 	struct mnode *n = s;
-	return memcmp(table_id, n->c->meta->id, 16) ? n->c->meta2 : n->c->meta;
+	return storage_table_meta_ref(memcmp(table_id, n->c->meta->id, 16)
+					      ? n->c->meta2
+					      : n->c->meta);
 }
 
 static const struct repair_store_ops mem_ops = {

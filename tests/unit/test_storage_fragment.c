@@ -743,12 +743,13 @@ START_TEST(absent_partition_and_bad_merges)
 	struct fx f;
 	fx_open(&f, seed, 2);
 	const struct storage_table_meta *m =
-		storage_table_meta_get(f.all, f.t->id);
+		storage_table_meta_acquire(f.all, f.t->id);
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(memcmp(m->id, f.t->id, 16), 0);
 	ck_assert_uint_eq(m->column_count, f.t->column_count);
+	storage_table_meta_unref(m);
 	uint8_t other[16] = {1, 2, 3};
-	ck_assert_ptr_null(storage_table_meta_get(f.all, other));
+	ck_assert_ptr_null(storage_table_meta_acquire(f.all, other));
 
 	struct storage_read_cmd cmd = {.key = (const uint8_t *)"nobody",
 				       .key_len = 6,
