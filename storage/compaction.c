@@ -520,7 +520,7 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	pthread_mutex_lock(&db->mu);
 	while (major && t->compacting && !db->stopping)
 		pthread_cond_wait(&db->done, &db->mu);
-	if (t->compacting || t->truncating) {
+	if (t->compacting || t->truncating || t->dropped) {
 		pthread_mutex_unlock(&db->mu);
 		return 0;
 	}
@@ -588,16 +588,17 @@ int storage_cleanup(struct storage *db, const uint8_t table_id[16],
 		    const struct storage_token_range *keep, size_t nkeep,
 		    uint64_t *dropped)
 {
-	pthread_mutex_lock(&db->mu);
-	struct table *t = engine_table_find(db, table_id);
-	pthread_mutex_unlock(&db->mu);
+	struct table *t = engine_table_get(db, table_id);
 	if (!t)
-		return err_set(ERR_NOT_FOUND, "unknown table");
-	if (storage_flush(db, table_id) != 0)
 		return -1;
+	if (storage_flush(db, table_id) != 0) {
+		engine_table_unref(t);
+		return -1;
+	}
 	struct job j = {.keep = keep, .nkeep = nkeep};
 	int rc = compact_once(db, t, true, &j);
 	process_logs(db, t, true);
+	engine_table_unref(t);
 	if (dropped)
 		*dropped = j.dropped;
 	return rc < 0 ? -1 : 0;
@@ -607,6 +608,8 @@ int storage_compact(struct storage *db, const uint8_t table_id[16], bool major)
 {
 	pthread_mutex_lock(&db->mu);
 	struct table *t = engine_table_find(db, table_id);
+	if (t)
+		engine_table_ref(t);
 	/* wait for a background compaction of the table to finish */
 	while (t && t->compacting && !major)
 		pthread_cond_wait(&db->done, &db->mu);
@@ -615,6 +618,7 @@ int storage_compact(struct storage *db, const uint8_t table_id[16], bool major)
 		return err_set(ERR_NOT_FOUND, "unknown table");
 	int rc = engine_compact_table(db, t, major);
 	process_logs(db, t, true);
+	engine_table_unref(t);
 	return rc;
 }
 
@@ -630,13 +634,26 @@ void *engine_compactor_main(void *arg)
 			continue;
 		}
 		db->compaction_wanted = false;
-		struct table *head = db->tables;
-		pthread_mutex_unlock(&db->mu);
-		/* tables are only ever prepended, so the list is stable */
-		for (struct table *t = head; t && !db->stopping; t = t->next) {
-			engine_compact_table(db, t, false);
-			process_logs(db, t, true);
+		/* the tables of the moment, referenced: a DROP may unlink
+		 * one while another is compacted */
+		size_t n = 0;
+		for (struct table *t = db->tables; t; t = t->next)
+			n++;
+		struct table **all = calloc(n ? n : 1, sizeof(*all));
+		n = 0;
+		for (struct table *t = db->tables; all && t; t = t->next) {
+			engine_table_ref(t);
+			all[n++] = t;
 		}
+		pthread_mutex_unlock(&db->mu);
+		for (size_t i = 0; i < n; i++) {
+			if (!db->stopping) {
+				engine_compact_table(db, all[i], false);
+				process_logs(db, all[i], true);
+			}
+			engine_table_unref(all[i]);
+		}
+		free(all);
 		pthread_mutex_lock(&db->mu);
 	}
 	pthread_mutex_unlock(&db->mu);

@@ -172,6 +172,31 @@ struct table *engine_table_find(struct storage *db, const uint8_t id[16])
 	return NULL;
 }
 
+struct table *engine_table_get(struct storage *db, const uint8_t id[16])
+{
+	pthread_mutex_lock(&db->mu);
+	struct table *t = engine_table_find(db, id);
+	if (t)
+		engine_table_ref(t);
+	pthread_mutex_unlock(&db->mu);
+	if (!t)
+		err_set(ERR_NOT_FOUND, "unknown table");
+	return t;
+}
+
+void engine_table_ref(struct table *t)
+{
+	atomic_fetch_add(&t->refs, 1);
+}
+
+static void table_free(struct table *t);
+
+void engine_table_unref(struct table *t)
+{
+	if (t && atomic_fetch_sub(&t->refs, 1) == 1)
+		table_free(t);
+}
+
 uint64_t engine_next_gen(struct storage *db, struct table *t)
 {
 	pthread_mutex_lock(&db->mu);
@@ -335,6 +360,7 @@ int storage_table_add(struct storage *db, const struct storage_table_meta *m,
 	struct table *t = calloc(1, sizeof(*t));
 	if (!t)
 		return err_set(ERR_NOMEM, "table");
+	atomic_init(&t->refs, 1); /* the list's */
 	t->durable = durable_writes;
 	t->meta = storage_table_meta_clone(m);
 	t->dir = t->meta ? table_dir(db->data_dir, t->meta) : NULL;
@@ -406,6 +432,38 @@ int storage_table_update(struct storage *db, const struct storage_table_meta *m)
 	/* the memtables, SSTables and reads of the earlier version keep
 	 * their references to it */
 	storage_table_meta_unref(prev);
+	return 0;
+}
+
+int storage_table_drop(struct storage *db, const uint8_t id[16])
+{
+	pthread_mutex_lock(&db->mu);
+	struct table **pp = &db->tables;
+	while (*pp && memcmp((*pp)->meta->id, id, 16) != 0)
+		pp = &(*pp)->next;
+	struct table *t = *pp;
+	size_t nsst = 0;
+	if (t) {
+		*pp = t->next;
+		t->next = NULL;
+		t->dropped = true;
+		nsst = t->version->count;
+		/* its memtables no longer count against memtable_heap_space:
+		 * writes waiting for room may go, and waiters wake */
+		if (db->waiting && !db->take_wanted) {
+			db->take_wanted = true;
+			pthread_cond_broadcast(&db->work);
+		}
+		pthread_cond_broadcast(&db->done);
+	}
+	pthread_mutex_unlock(&db->mu);
+	if (!t)
+		return err_set(ERR_NOT_FOUND, "unknown table");
+	/* t->meta and t->dir no longer change: nothing updates an unlinked
+	 * table */
+	LOG_AT(LOG_LEVEL_INFO, "dropped table %s.%s (%zu sstables kept in %s)",
+	       t->meta->keyspace, t->meta->name, nsst, t->dir);
+	engine_table_unref(t); /* the list's */
 	return 0;
 }
 
@@ -527,7 +585,7 @@ static void take_waiting(struct storage *db);
 static int flush_one(struct storage *db, struct table *t)
 {
 	pthread_mutex_lock(&db->mu);
-	if (!t->flushing_count) {
+	if (!t->flushing_count || t->dropped) {
 		pthread_mutex_unlock(&db->mu);
 		return 0;
 	}
@@ -594,8 +652,10 @@ static void *flusher_main(void *arg)
 			pthread_cond_wait(&db->work, &db->mu);
 			continue;
 		}
+		engine_table_ref(t); /* a DROP may unlink it meanwhile */
 		pthread_mutex_unlock(&db->mu);
 		flush_one(db, t);
+		engine_table_unref(t);
 		pthread_mutex_lock(&db->mu);
 	}
 	pthread_mutex_unlock(&db->mu);
@@ -629,8 +689,12 @@ int storage_flush(struct storage *db, const uint8_t *table_id)
 				struct table *t = db->tables;
 				while (t && !t->flushing_count)
 					t = t->next;
+				if (!t)
+					break;
+				engine_table_ref(t);
 				pthread_mutex_unlock(&db->mu);
 				rc = flush_one(db, t);
+				engine_table_unref(t);
 				pthread_mutex_lock(&db->mu);
 			} else {
 				pthread_cond_wait(&db->done, &db->mu);
@@ -687,6 +751,8 @@ int storage_truncate(struct storage *db, const uint8_t table_id[16])
 		return -1;
 	pthread_mutex_lock(&db->mu);
 	struct table *t = engine_table_find(db, table_id);
+	if (t) /* held across the waits and the record's fsync */
+		engine_table_ref(t);
 	struct memtable *fresh = t ? memtable_new(t->meta) : NULL;
 	/* for the messages below, written without the lock */
 	const struct storage_table_meta *meta =
@@ -701,12 +767,14 @@ int storage_truncate(struct storage *db, const uint8_t table_id[16])
 	/* A running compaction or flush of the table would publish an
 	 * SSTable of the truncated past: let it finish first. (A failed
 	 * flush is not running; its memtables are set aside below.) */
-	while (!rc && !db->stopping &&
+	while (!rc && !db->stopping && !t->dropped &&
 	       (t->compacting || t->truncating ||
 		(t->flushing_count && !t->flush_failed)))
 		pthread_cond_wait(&db->done, &db->mu);
 	if (!rc && db->stopping)
 		rc = err_set(ERR_CLOSED, "storage is stopping");
+	else if (!rc && t->dropped)
+		rc = err_set(ERR_NOT_FOUND, "unknown table (dropped)");
 	struct memtable **mts =
 		rc ? NULL
 		   : malloc((t->flushing_count + 1) * sizeof(*t->trunc_mts));
@@ -717,6 +785,7 @@ int storage_truncate(struct storage *db, const uint8_t table_id[16])
 		memtable_unref(fresh);
 		version_unref(empty);
 		storage_table_meta_unref(meta);
+		engine_table_unref(t);
 		return -1;
 	}
 	/* Writes log and apply under db->mu, so every record logged before
@@ -778,6 +847,7 @@ int storage_truncate(struct storage *db, const uint8_t table_id[16])
 	free(mts);
 	version_unref(old);
 	storage_table_meta_unref(meta);
+	engine_table_unref(t);
 	discard_log(db);
 	return rc ? -1 : 0;
 }
@@ -1418,7 +1488,7 @@ void storage_delete(struct storage *db)
 	while (db->tables) {
 		struct table *t = db->tables;
 		db->tables = t->next;
-		table_free(t);
+		engine_table_unref(t);
 	}
 	buf_free(&db->scratch);
 	free(db->acks);     /* never written: their callers are gone */

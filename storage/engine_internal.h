@@ -56,6 +56,12 @@ struct table {
 	uint64_t flushes, compactions;
 	uint64_t writes;        /* mutations applied (under the lock) */
 	_Atomic uint64_t reads; /* point reads answered */
+	/* References: the table list's (until storage_table_drop unlinks
+	 * it), and one per flush, compaction, truncate, snapshot or read
+	 * working on the table without the lock (engine_table_get). The
+	 * last engine_table_unref frees it. */
+	_Atomic unsigned refs;
+	bool dropped; /* unlinked by storage_table_drop (under the lock) */
 	struct table *next;
 };
 
@@ -106,7 +112,16 @@ struct deferred_ack {
 	void *arg;
 };
 
+/* Under the lock: the registered table, borrowed while the lock is held
+ * (NULL: none, or dropped). */
 struct table *engine_table_find(struct storage *db, const uint8_t id[16]);
+/* Lock not held: a reference to the registered table, or NULL
+ * (ERR_NOT_FOUND, "unknown table"). */
+struct table *engine_table_get(struct storage *db, const uint8_t id[16]);
+/* Under the lock or not: another reference to a table one is held on. */
+void engine_table_ref(struct table *t);
+/* Drops a reference (any thread, lock not held); the last frees it. */
+void engine_table_unref(struct table *t);
 int64_t engine_now_sec(struct storage *db);
 void version_ref(struct version *v);
 void version_unref(struct version *v);

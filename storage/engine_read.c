@@ -15,7 +15,7 @@
 #include <string.h>
 
 struct snapshot {
-	struct table *t;
+	struct table *t;                       /* a reference */
 	const struct storage_table_meta *meta; /* the table's, a reference */
 	struct memtable **mts;                 /* newest first */
 	size_t mt_count;
@@ -38,6 +38,7 @@ static int snapshot_take(struct storage *db, const uint8_t id[16],
 		return err_set(ERR_NOMEM, "snapshot");
 	}
 	s->t = t;
+	engine_table_ref(t);
 	s->meta = storage_table_meta_ref(t->meta);
 	memtable_ref(t->active);
 	s->mts[s->mt_count++] = t->active;
@@ -58,6 +59,7 @@ static void snapshot_release(struct snapshot *s)
 	free(s->mts);
 	version_unref(s->v);
 	storage_table_meta_unref(s->meta);
+	engine_table_unref(s->t);
 	memset(s, 0, sizeof(*s));
 }
 

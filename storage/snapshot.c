@@ -11,6 +11,7 @@
 #include "common/err.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,21 +39,43 @@ static int check_tag(const char *tag)
 	return 0;
 }
 
+/* A reference to the table (engine_table_unref), or NULL. */
 static struct table *table_of(struct storage *db, const uint8_t id[16])
 {
-	pthread_mutex_lock(&db->mu);
-	struct table *t = engine_table_find(db, id);
-	pthread_mutex_unlock(&db->mu);
-	if (!t)
-		err_set(ERR_NOT_FOUND, "unknown table");
-	return t;
+	return engine_table_get(db, id);
 }
+
+/* The directory of a registered table, copied into out. */
+static int dir_of(struct storage *db, const uint8_t id[16], char *out)
+{
+	struct table *t = table_of(db, id);
+	if (!t)
+		return -1;
+	int n = snprintf(out, PATH_MAX, "%s", t->dir);
+	engine_table_unref(t);
+	return n < PATH_MAX ? 0 : err_set(ERR_INVALID, "path too long");
+}
+
+static int snapshot_table(struct storage *db, struct table *t,
+			  const uint8_t table_id[16], const char *tag);
 
 int storage_snapshot(struct storage *db, const uint8_t table_id[16],
 		     const char *tag)
 {
+	if (check_tag(tag))
+		return -1;
 	struct table *t = table_of(db, table_id);
-	if (check_tag(tag) || !t || storage_flush(db, table_id) != 0)
+	if (!t)
+		return -1;
+	int rc = snapshot_table(db, t, table_id, tag);
+	engine_table_unref(t);
+	return rc;
+}
+
+static int snapshot_table(struct storage *db, struct table *t,
+			  const uint8_t table_id[16], const char *tag)
+{
+	if (storage_flush(db, table_id) != 0)
 		return -1;
 	char root[PATH_MAX], dir[PATH_MAX];
 	if (join(root, t->dir, SNAPSHOTS) || join(dir, root, tag))
@@ -116,12 +139,11 @@ static int list(struct storage *db, const char *dir, struct names *out)
 int storage_snapshot_list(struct storage *db, const uint8_t table_id[16],
 			  storage_snapshot_fn each, void *arg)
 {
-	struct table *t = table_of(db, table_id);
-	char root[PATH_MAX];
+	char tdir[PATH_MAX], root[PATH_MAX];
 	struct names tags;
-	if (!t)
+	if (dir_of(db, table_id, tdir) != 0)
 		return -1;
-	if (join(root, t->dir, SNAPSHOTS) || list(db, root, &tags) != 0)
+	if (join(root, tdir, SNAPSHOTS) || list(db, root, &tags) != 0)
 		return -1;
 	int rc = 0;
 	for (size_t i = 0; i < tags.n && !rc; i++) {
@@ -135,7 +157,7 @@ int storage_snapshot_list(struct storage *db, const uint8_t table_id[16],
 			char p[PATH_MAX], live[PATH_MAX];
 			struct env_file *f;
 			if ((rc = join(p, dir, files.v[k])) != 0 ||
-			    (rc = join(live, t->dir, files.v[k])) != 0 ||
+			    (rc = join(live, tdir, files.v[k])) != 0 ||
 			    (rc = env_file_open(db->o.env, p, ENV_FILE_READ,
 						&f)) != 0)
 				break;
@@ -158,12 +180,11 @@ int storage_snapshot_list(struct storage *db, const uint8_t table_id[16],
 int storage_snapshot_clear(struct storage *db, const uint8_t table_id[16],
 			   const char *tag)
 {
-	struct table *t = table_of(db, table_id);
-	char root[PATH_MAX];
+	char tdir[PATH_MAX], root[PATH_MAX];
 	struct names tags;
-	if (!t || (tag && check_tag(tag)))
+	if ((tag && check_tag(tag)) || dir_of(db, table_id, tdir) != 0)
 		return -1;
-	if (join(root, t->dir, SNAPSHOTS) || list(db, root, &tags) != 0)
+	if (join(root, tdir, SNAPSHOTS) || list(db, root, &tags) != 0)
 		return -1;
 	int rc = 0;
 	for (size_t i = 0; i < tags.n && !rc; i++) {

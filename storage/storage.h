@@ -176,6 +176,18 @@ int storage_table_add(struct storage *db, const struct storage_table_meta *t,
  * (storage_table_meta_acquire) holds it. Any time after storage_new. */
 int storage_table_update(struct storage *db,
 			 const struct storage_table_meta *t);
+/* Forgets a table (DROP TABLE, DROP KEYSPACE): from now on writes, reads,
+ * flushes, truncates and compactions of it fail with ERR_NOT_FOUND as for
+ * an unknown table; its memtables (their writes need no flush: the table
+ * is gone) no longer count against memtable_heap_space, nor keep
+ * commitlog segments. A read, scan, flush or compaction of it already
+ * under way finishes with what it holds; the table's memory is freed
+ * when the last of them ends. Its SSTables stay on disk in its directory
+ * (as Cassandra's auto_snapshot keeps a copy of a dropped table); a
+ * table created again gets a new id, hence a new directory.
+ * ERR_NOT_FOUND for an unregistered table. Any time after storage_new;
+ * the caller must not use ids it got for the table meanwhile. */
+int storage_table_drop(struct storage *db, const uint8_t id[16]);
 /* Removes leftovers, replays the commitlog, starts the worker threads.
  * Fails (commit_failure_policy stop) naming file and offset when the log
  * is corrupt anywhere but its torn tail. Blocks. */

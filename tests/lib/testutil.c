@@ -1,5 +1,19 @@
 #include "tests/lib/testutil.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#endif
+#ifdef TEST_ASAN
+#include <sanitizer/allocator_interface.h>
+#else
+#include <malloc.h>
+#endif
+
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -43,6 +57,16 @@ static int rm_entry(const char *p, const struct stat *st, int flag,
 void test_tmpdir_remove(const char *path)
 {
 	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+size_t test_heap_in_use(void)
+{
+#ifdef TEST_ASAN
+	return __sanitizer_get_current_allocated_bytes();
+#else
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+#endif
 }
 
 int test_run(Suite *s)

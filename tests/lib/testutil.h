@@ -9,6 +9,7 @@
 #define CASSINI_TESTS_TESTUTIL_H
 
 #include <check.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -25,6 +26,11 @@ uint64_t test_seed(uint64_t fallback);
  * returned string is static to the calling thread until the next call. */
 const char *test_tmpdir(const char *tag);
 void test_tmpdir_remove(const char *path);
+
+/* Heap bytes the process holds allocated now (ASan's count under ASan,
+ * else glibc's main arena in use: allocations of the calling thread), for
+ * tests that check that a churn returns what it took. */
+size_t test_heap_in_use(void);
 
 /* Runs the suite, prints the seed when anything failed, returns the exit
  * status for main(). */

@@ -32,3 +32,6 @@ cassini_check_suite(test_storage_fragment_rows LABEL unit
 cassini_check_suite(test_storage_alter LABEL unit
                     SOURCES test_storage_alter.c
                     LIBS cassini_storage cassini_conf)
+cassini_check_suite(test_storage_drop LABEL unit
+                    SOURCES test_storage_drop.c
+                    LIBS cassini_storage cassini_storage_testenv cassini_conf)
