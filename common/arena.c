@@ -114,6 +114,14 @@ void arena_create(struct arena *a, size_t block_size)
 {
 	memset(a, 0, sizeof(*a));
 	a->block_size = block_size ? block_size : ARENA_DEFAULT_BLOCK;
+	a->first_block = a->max_block = a->block_size;
+}
+
+void arena_create_growing(struct arena *a, size_t first, size_t max)
+{
+	arena_create(a, first);
+	if (max > a->block_size)
+		a->max_block = max;
 }
 
 void arena_destroy(struct arena *a)
@@ -124,8 +132,8 @@ void arena_destroy(struct arena *a)
 		block_release(b);
 		b = prev;
 	}
-	size_t bs = a->block_size;
-	arena_create(a, bs);
+	size_t first = a->first_block, max = a->max_block;
+	arena_create_growing(a, first, max);
 }
 
 void arena_reset(struct arena *a)
@@ -204,6 +212,10 @@ void *arena_alloc_slow(struct arena *a, size_t size, size_t align)
 	a->head = b;
 	a->pos = b->data;
 	a->end = b->data + b->size;
+	if (a->block_size < a->max_block)
+		a->block_size = a->block_size * 2 < a->max_block
+					? a->block_size * 2
+					: a->max_block;
 	return arena_alloc_aligned(a, size, align);
 }
 

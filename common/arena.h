@@ -2,7 +2,10 @@
  * Arena allocator: many small allocations, freed all at once.
  *
  * Memory comes from blocks (block_size, 64 KiB by default); a request larger
- * than a quarter block gets a block of its own so little is wasted.
+ * than a quarter block gets a block of its own so little is wasted. A
+ * growing arena (arena_create_growing) starts with small blocks and doubles
+ * them up to its largest, so one that stays nearly empty (the memtable of
+ * a table nobody writes) costs a small block, not a large one.
  * arena_reset() keeps the first block for reuse; arena_destroy() frees all.
  * Not thread-safe: one owner at a time.
  */
@@ -17,16 +20,19 @@
 struct arena_block;
 
 struct arena {
-	struct arena_block *head; /* current block, linked to older ones */
-	char *pos;                /* next free byte in head */
-	char *end;                /* end of head */
-	size_t block_size;
+	struct arena_block *head;      /* current block, linked to older ones */
+	char *pos;                     /* next free byte in head */
+	char *end;                     /* end of head */
+	size_t block_size;             /* of the next block */
+	size_t first_block, max_block; /* growing arenas: from, up to */
 	size_t allocated; /* bytes obtained from malloc, headers included */
 	size_t used;      /* bytes handed out, alignment padding included */
 };
 
 /* block_size 0 means the default. Allocates nothing yet. */
 void arena_create(struct arena *a, size_t block_size);
+/* Blocks of `first` bytes, each new one twice the last, up to `max`. */
+void arena_create_growing(struct arena *a, size_t first, size_t max);
 void arena_destroy(struct arena *a);
 /* Frees every block but the first and rewinds. */
 void arena_reset(struct arena *a);

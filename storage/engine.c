@@ -978,8 +978,8 @@ static bool memtables_full(struct storage *db, const struct mem_use *u)
  * many small tables do not start many tiny flushes at once; with none
  * queued it goes too, or memtables of many tables, none large, would
  * never be flushed. What counts is the bytes the writes hold
- * (memtable_data_bytes), not allocated ones: every memtable's first arena
- * block (256 KiB) is allocated when it is made, and counting it made a
+ * (memtable_data_bytes), not allocated ones: a memtable's arena blocks
+ * grow to 256 KiB, and counting those (the first was 256 KiB then) made a
  * small memtable_heap_space flush a memtable after every write (520
  * one-row flushes queued at 1 MiB). `u` may be a write old. */
 static void maybe_flush(struct storage *db, const struct mem_use *u)

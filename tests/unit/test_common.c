@@ -232,6 +232,34 @@ START_TEST(arena_aligns_counts_and_resets)
 }
 END_TEST
 
+/* A growing arena (a memtable's) starts with a small block and doubles
+ * its blocks up to the largest: an arena that stays nearly empty costs
+ * the small one, a busy one soon gets large blocks; destroyed, it starts
+ * small again. */
+START_TEST(a_growing_arena_starts_small)
+{
+	struct arena a;
+	arena_create_growing(&a, 4096, 256 * 1024);
+	ck_assert_ptr_nonnull(arena_alloc(&a, 100));
+	ck_assert_uint_le(arena_memory_usage(&a), 4096 + 64);
+	size_t before = arena_memory_usage(&a);
+	/* fill blocks of 4, 8, 16, ... 256 KiB, then 256 KiB each */
+	for (int i = 0; i < 20000; i++)
+		ck_assert_ptr_nonnull(arena_alloc(&a, 100));
+	size_t grown = arena_memory_usage(&a) - before;
+	ck_assert_uint_ge(grown, 20000 * 100);
+	/* the blocks reached the largest size, and what is not handed out
+	 * is at most the last block's rest */
+	ck_assert_uint_eq(a.block_size, 256 * 1024);
+	ck_assert_uint_le(arena_memory_usage(&a), a.used + 256 * 1024 + 1024);
+	arena_destroy(&a);
+	ck_assert_uint_eq(arena_memory_usage(&a), 0);
+	ck_assert_ptr_nonnull(arena_alloc(&a, 100));
+	ck_assert_uint_le(arena_memory_usage(&a), 4096 + 64);
+	arena_destroy(&a);
+}
+END_TEST
+
 /* ---- thread -------------------------------------------------------------- */
 
 struct bg_seen {
@@ -721,6 +749,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, arena_aligns_counts_and_resets);
 	tcase_add_test(tc, background_threads_are_niced_alone);
 	tcase_add_test(tc, arena_reuses_blocks_on_its_thread);
+	tcase_add_test(tc, a_growing_arena_starts_small);
 	tcase_add_test(tc, crc32c_matches_known_vectors_and_both_paths);
 	tcase_add_test(tc, inet_parses_and_formats_v4_and_v6);
 	tcase_add_test(tc, rng_is_deterministic_and_bounded);
