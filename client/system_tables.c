@@ -160,9 +160,49 @@ static int put_tokens(struct rows *r, struct cell *row, const int64_t *tokens,
 
 /* ---- generators ---------------------------------------------------------- */
 
-static int gen_keyspaces(struct rows *r, const struct cql_schema *s)
+/* The keyspace and table a query restricts system_schema rows to (WHERE
+ * keyspace_name = ... [AND table_name = ...], what drivers send when
+ * they refresh one table after a schema change): the generators then
+ * build only those rows instead of every table's, and apply_where still
+ * filters. */
+struct scope {
+	const char *ks, *table; /* NULL: any */
+	bool none;              /* a restriction no name can meet */
+	char ks_buf[64], table_buf[64];
+};
+
+/* The keyspaces a generator walks: all, or the one in scope. */
+static size_t scope_first(const struct cql_schema *s, const struct scope *sc,
+			  size_t *end)
 {
-	for (size_t i = 0; i < cql_schema_keyspace_count(s); i++) {
+	*end = cql_schema_keyspace_count(s);
+	if (sc->none) {
+		*end = 0;
+		return 0;
+	}
+	if (!sc->ks)
+		return 0;
+	for (size_t i = 0; i < *end; i++)
+		if (strcmp(cql_keyspace_meta(cql_schema_keyspace_at(s, i))
+				   ->name,
+			   sc->ks) == 0) {
+			*end = i + 1;
+			return i;
+		}
+	*end = 0;
+	return 0;
+}
+
+static bool table_in_scope(const struct scope *sc, const struct cql_table *t)
+{
+	return !sc->table || strcmp(cql_table_meta(t)->name, sc->table) == 0;
+}
+
+static int gen_keyspaces(struct rows *r, const struct cql_schema *s,
+			 const struct scope *sc)
+{
+	size_t end, i = scope_first(s, sc, &end);
+	for (; i < end; i++) {
 		const struct storage_keyspace_meta *k =
 			cql_keyspace_meta(cql_schema_keyspace_at(s, i));
 		const char *keys[66], *values[66];
@@ -247,12 +287,16 @@ static int put_table_options(struct rows *r, struct cell *row,
 	       put_text(r, row, "additional_write_policy", "99p");
 }
 
-static int gen_tables(struct rows *r, const struct cql_schema *s)
+static int gen_tables(struct rows *r, const struct cql_schema *s,
+		      const struct scope *sc)
 {
-	for (size_t i = 0; i < cql_schema_keyspace_count(s); i++) {
+	size_t end, i = scope_first(s, sc, &end);
+	for (; i < end; i++) {
 		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
 		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
 			const struct cql_table *t = cql_keyspace_table_at(k, j);
+			if (!table_in_scope(sc, t))
+				continue;
 			struct cell *row = row_new(r);
 			if (!row ||
 			    put_text(r, row, "keyspace_name",
@@ -310,12 +354,16 @@ static bool superseded_drop(const struct storage_table_meta *m, size_t c)
 	return false;
 }
 
-static int gen_columns(struct rows *r, const struct cql_schema *s, bool dropped)
+static int gen_columns(struct rows *r, const struct cql_schema *s, bool dropped,
+		       const struct scope *sc)
 {
-	for (size_t i = 0; i < cql_schema_keyspace_count(s); i++) {
+	size_t end, i = scope_first(s, sc, &end);
+	for (; i < end; i++) {
 		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
 		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
 			const struct cql_table *t = cql_keyspace_table_at(k, j);
+			if (!table_in_scope(sc, t))
+				continue;
 			const struct storage_table_meta *m = cql_table_meta(t);
 			/* Rows sorted by column name, as the clustering says.
 			 */
@@ -424,17 +472,17 @@ static int gen_peers(struct rows *r, const struct cql_node_info *n, bool v2)
 
 static int generate(struct rows *r, const struct cql_schema *s,
 		    const struct cql_node_info *n, const char *ks,
-		    const char *table)
+		    const char *table, const struct scope *sc)
 {
 	if (strcmp(ks, "system_schema") == 0) {
 		if (strcmp(table, "keyspaces") == 0)
-			return gen_keyspaces(r, s);
+			return gen_keyspaces(r, s, sc);
 		if (strcmp(table, "tables") == 0)
-			return gen_tables(r, s);
+			return gen_tables(r, s, sc);
 		if (strcmp(table, "columns") == 0)
-			return gen_columns(r, s, false);
+			return gen_columns(r, s, false, sc);
 		if (strcmp(table, "dropped_columns") == 0)
-			return gen_columns(r, s, true);
+			return gen_columns(r, s, true, sc);
 		return 0; /* types, functions, aggregates, ...: empty */
 	}
 	if (strcmp(table, "local") == 0)
@@ -504,6 +552,56 @@ static bool cell_eq(const struct cell *a, const struct cell *b)
 	if (a->len < 0 || b->len < 0)
 		return false;
 	return a->len == b->len && memcmp(a->ptr, b->ptr, (size_t)a->len) == 0;
+}
+
+/* The text an equality relation on `column` compares with, into buf
+ * (cap bytes); 0 when there is none to use (absent, IN, not text), 1 when
+ * found, -1 when no name can equal it (null, too long). */
+static int eq_text(const struct cql_select *q, const char *column,
+		   const struct cql_value *binds, size_t nbinds, char *buf,
+		   size_t cap)
+{
+	for (size_t i = 0; i < q->where_count; i++) {
+		const struct cql_relation *rel = &q->where[i];
+		if (rel->kind != CQL_REL_COLUMN || rel->op != CQL_OP_EQ ||
+		    strcmp(rel->columns[0], column) != 0)
+			continue;
+		const struct cql_term *t = rel->value;
+		const void *p;
+		size_t len;
+		if (t->kind == CQL_TERM_STRING) {
+			p = t->text;
+			len = t->len;
+		} else if (t->kind == CQL_TERM_BIND &&
+			   (size_t)t->bind_index < nbinds) {
+			const struct cql_value *v = &binds[t->bind_index];
+			if (v->len < 0)
+				return -1;
+			p = v->ptr;
+			len = (size_t)v->len;
+		} else {
+			return 0;
+		}
+		if (len >= cap)
+			return -1;
+		memcpy(buf, p, len);
+		buf[len] = 0;
+		return 1;
+	}
+	return 0;
+}
+
+static void scope_of(const struct cql_select *q, const struct cql_value *binds,
+		     size_t nbinds, struct scope *sc)
+{
+	memset(sc, 0, sizeof(*sc));
+	int k = eq_text(q, "keyspace_name", binds, nbinds, sc->ks_buf,
+			sizeof(sc->ks_buf));
+	int t = eq_text(q, "table_name", binds, nbinds, sc->table_buf,
+			sizeof(sc->table_buf));
+	sc->none = k < 0 || t < 0;
+	sc->ks = k > 0 ? sc->ks_buf : NULL;
+	sc->table = t > 0 ? sc->table_buf : NULL;
 }
 
 /* Filters r->rows in place by the WHERE clause. */
@@ -743,7 +841,9 @@ int cql_system_select(const struct cql_schema *schema,
 	struct sel_col *cols = NULL;
 	size_t ncols = 0;
 	size_t limit = SIZE_MAX;
-	int rc = generate(&r, schema, node, ks, q->table.name);
+	struct scope sc;
+	scope_of(q, binds, bind_count, &sc);
+	int rc = generate(&r, schema, node, ks, q->table.name, &sc);
 	if (rc == 0)
 		rc = apply_where(&r, q, binds, bind_count);
 	if (rc == 0)
