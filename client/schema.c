@@ -260,11 +260,105 @@ void schema_table_remove(struct cql_keyspace *k, struct cql_table *t)
 
 int schema_retire(struct cql_schema *s, enum retired_kind kind, void *ptr)
 {
+	if (s->retired_head > 0 && s->retired_count == s->retired_cap) {
+		/* the freed front makes room */
+		memmove(s->retired, s->retired + s->retired_head,
+			(s->retired_count - s->retired_head) *
+				sizeof(*s->retired));
+		s->retired_count -= s->retired_head;
+		s->retired_head = 0;
+	}
 	if (grow((void **)&s->retired, &s->retired_cap, s->retired_count,
 		 sizeof(*s->retired)) != 0)
 		return -1;
-	s->retired[s->retired_count++] = (struct retired){kind, ptr};
+	s->retired[s->retired_count++] =
+		(struct retired){kind, ptr, s->generation};
 	return 0;
+}
+
+static void retired_free(struct retired *r)
+{
+	if (r->kind == RETIRED_TABLE)
+		schema_table_free(r->ptr);
+	else
+		schema_keyspace_free(r->ptr);
+}
+
+void schema_reclaim(struct cql_schema *s)
+{
+	/* An object retired by the change of generation g was reachable by
+	 * lookups before g only; a pin taken at generation p may have looked
+	 * it up if p < g. Pins are oldest first. */
+	uint64_t oldest = s->pins ? s->pins->generation : UINT64_MAX;
+	while (s->retired_head < s->retired_count &&
+	       s->retired[s->retired_head].generation <= oldest)
+		retired_free(&s->retired[s->retired_head++]);
+	if (s->retired_head == s->retired_count)
+		s->retired_head = s->retired_count = 0;
+	/* a long-emptied array goes back too */
+	if (s->retired_count == 0 && s->retired_cap > 64) {
+		free(s->retired);
+		s->retired = NULL;
+		s->retired_cap = 0;
+	}
+}
+
+int schema_reserve_dropped(struct cql_schema *s, size_t n)
+{
+	if (n <= s->dropped_cap)
+		return 0;
+	uint8_t(*p)[16] = realloc(s->dropped, n * sizeof(*p));
+	if (!p)
+		return err_set(ERR_NOMEM, "out of memory");
+	s->dropped = p;
+	s->dropped_cap = n;
+	return 0;
+}
+
+void schema_note_dropped(struct cql_schema *s, struct cql_schema_change *c,
+			 const uint8_t id[16])
+{
+	/* reserved before: cannot overflow */
+	memcpy(s->dropped[c->dropped_count++], id, 16);
+	c->dropped = (const uint8_t(*)[16])s->dropped;
+}
+
+void cql_schema_pin(struct cql_schema *s, struct cql_schema_pin *p)
+{
+	p->generation = s->generation;
+	p->next = NULL;
+	p->prev = s->pins_tail;
+	if (s->pins_tail)
+		s->pins_tail->next = p;
+	else
+		s->pins = p;
+	s->pins_tail = p;
+	s->pin_count++;
+}
+
+void cql_schema_unpin(struct cql_schema *s, struct cql_schema_pin *p)
+{
+	bool oldest = p == s->pins;
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		s->pins = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	else
+		s->pins_tail = p->prev;
+	p->prev = p->next = NULL;
+	s->pin_count--;
+	if (oldest)
+		schema_reclaim(s);
+}
+
+void cql_schema_retained(const struct cql_schema *s,
+			 struct cql_schema_retained *out)
+{
+	out->objects = s->retired_count - s->retired_head;
+	out->pins = s->pin_count;
+	out->oldest_pin = s->pins ? s->pins->generation : 0;
 }
 
 void schema_table_free(struct cql_table *t)
@@ -399,16 +493,11 @@ void cql_schema_delete(struct cql_schema *s)
 		return;
 	for (size_t i = 0; i < s->count; i++)
 		schema_keyspace_free(s->keyspaces[i]);
-	for (size_t i = 0; i < s->retired_count; i++) {
-		struct retired *r = &s->retired[i];
-		if (r->kind == RETIRED_TABLE_META)
-			storage_table_meta_delete(r->ptr);
-		else if (r->kind == RETIRED_TABLE)
-			schema_table_free(r->ptr);
-		else
-			schema_keyspace_free(r->ptr);
-	}
+	/* pins still held belong to readers that are gone too */
+	for (size_t i = s->retired_head; i < s->retired_count; i++)
+		retired_free(&s->retired[i]);
 	free(s->retired);
+	free(s->dropped);
 	free(s->keyspaces);
 	free(s);
 }

@@ -11,9 +11,25 @@
  * ...) live here.
  *
  * DDL is applied with cql_schema_apply(), which validates as Cassandra does
- * and answers with Cassandra's sentences. Metadata objects are replaced,
- * never changed in place: a pointer obtained before an ALTER stays valid
- * (describing the old version) until the registry is deleted.
+ * and answers with Cassandra's sentences.
+ *
+ * Lifetime. Metadata objects (keyspaces, tables, their storage metas and
+ * ring strategies) are replaced, never changed in place: a pointer
+ * obtained before an ALTER keeps describing the old version. A replaced
+ * or dropped object is freed as soon as no reader can hold it:
+ *  - a lookup used within one call on the loop thread needs nothing (no
+ *    schema change runs meanwhile; the change itself is such a call);
+ *  - a request that keeps what it looked up across turns of the loop (a
+ *    read waiting for replicas, a paged scan's plan, ...) pins the
+ *    registry when it starts (cql_schema_pin) and unpins when it ends:
+ *    every object retired while a pin is held lives until every pin
+ *    older than its retirement is released (epochs: the generation of the
+ *    change that retired it against the oldest pin's);
+ *  - whatever leaves the loop thread, or outlives the request (a
+ *    coordinator's read that answers late, a repair job), holds a
+ *    storage_table_meta reference of its own (storage_table_meta_ref).
+ * A pin never held long (a request lives for its timeout at most) keeps
+ * memory bounded by the schema changes made meanwhile.
  *
  * Not thread-safe: the registry belongs to the event-loop thread.
  */
@@ -63,6 +79,12 @@ struct cql_schema_change {
 	/* ALTER TABLE ADD: how many columns the table had before it, for
 	 * the schema record; -1 for other changes. */
 	int columns_before;
+	/* The ids of the tables the change removed (DROP TABLE, DROP
+	 * KEYSPACE: each of its tables, a replaced table: old_id), for the
+	 * storage engine to drop; owned by the registry, valid until its
+	 * next apply. */
+	const uint8_t (*dropped)[16];
+	size_t dropped_count;
 };
 
 /* Options kept next to storage's table metadata. */
@@ -129,9 +151,29 @@ void cql_schema_stmt_set_time(struct cql_stmt *s, int64_t time_us);
  * with the same schema (drivers wait until every node reports the same). */
 void cql_schema_version(const struct cql_schema *s, uint8_t out[16]);
 /* A number that changes whenever a keyspace or table is created, altered
- * or dropped: a reader that looked an object up may keep using it while
- * the number stays the same. */
+ * or dropped (and with every statement that tried to): a pinned reader's
+ * lookups stay current while it stays the same. */
 uint64_t cql_schema_generation(const struct cql_schema *s);
+
+/* A reader's hold on what it looks up (see "Lifetime" above). The caller
+ * owns the struct (embedded in its request) and keeps it in place until
+ * cql_schema_unpin. */
+struct cql_schema_pin {
+	uint64_t generation;
+	struct cql_schema_pin *prev, *next;
+};
+void cql_schema_pin(struct cql_schema *s, struct cql_schema_pin *p);
+/* The objects retired since the oldest remaining pin was taken may go. */
+void cql_schema_unpin(struct cql_schema *s, struct cql_schema_pin *p);
+
+/* What the registry keeps for pinned readers (tests, statistics). */
+struct cql_schema_retained {
+	size_t objects;      /* retired tables and keyspaces not freed */
+	size_t pins;         /* pins held */
+	uint64_t oldest_pin; /* its generation (0: none) */
+};
+void cql_schema_retained(const struct cql_schema *s,
+			 struct cql_schema_retained *out);
 
 /* Lookups; NULL when absent. Names are exact (already normalised). */
 const struct cql_keyspace *cql_schema_keyspace(const struct cql_schema *s,

@@ -771,6 +771,8 @@ static void set_change(struct cql_schema_change *c, const char *change,
 	c->replaced = false;
 	c->diverged = false;
 	c->columns_before = -1;
+	c->dropped = NULL;
+	c->dropped_count = 0;
 	snprintf(c->keyspace, sizeof(c->keyspace), "%s", ks);
 	snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
 }
@@ -898,10 +900,13 @@ static enum cql_schema_status drop_keyspace(struct cql_schema *s,
 	if (!internal && k->system)
 		return fail(CQL_SCHEMA_UNAUTHORIZED,
 			    "%s keyspace is not user-modifiable.", ks->name);
-	if (schema_retire(s, RETIRED_KEYSPACE, k) != 0)
+	if (schema_reserve_dropped(s, k->table_count) != 0 ||
+	    schema_retire(s, RETIRED_KEYSPACE, k) != 0)
 		return nomem();
 	schema_keyspace_remove(s, k);
 	set_change(change, "DROPPED", "KEYSPACE", ks->name, NULL);
+	for (size_t i = 0; i < k->table_count; i++)
+		schema_note_dropped(s, change, k->tables[i]->meta->id);
 	return CQL_SCHEMA_OK;
 }
 
@@ -1067,13 +1072,15 @@ settle_table_race(struct cql_schema *s, struct cql_keyspace *ks,
 		schema_table_free(t); /* ours wins, or it is the same table */
 		return CQL_SCHEMA_NOOP;
 	}
-	if (schema_retire(s, RETIRED_TABLE, old) != 0) {
+	if (schema_reserve_dropped(s, 1) != 0 ||
+	    schema_retire(s, RETIRED_TABLE, old) != 0) {
 		schema_table_free(t);
 		return nomem();
 	}
 	set_change(change, "UPDATED", "TABLE", ks->meta->name, t->meta->name);
 	change->replaced = true;
 	memcpy(change->old_id, old->meta->id, 16);
+	schema_note_dropped(s, change, old->meta->id);
 	schema_table_remove(ks, old);
 	schema_table_insert(ks, t); /* cannot fail: the slot was freed */
 	return CQL_SCHEMA_OK;
@@ -1397,10 +1404,12 @@ drop_table(struct cql_schema *s, const struct cql_qname *name, bool if_exists,
 		return fail(CQL_SCHEMA_INVALID, "Table '%s.%s' doesn't exist",
 			    ks->meta->name, name->name);
 	}
-	if (schema_retire(s, RETIRED_TABLE, t) != 0)
+	if (schema_reserve_dropped(s, 1) != 0 ||
+	    schema_retire(s, RETIRED_TABLE, t) != 0)
 		return nomem();
 	schema_table_remove(ks, t);
 	set_change(change, "DROPPED", "TABLE", ks->meta->name, name->name);
+	schema_note_dropped(s, change, t->meta->id);
 	return CQL_SCHEMA_OK;
 }
 
@@ -1413,25 +1422,36 @@ schema_apply(struct cql_schema *s, const struct cql_stmt *stmt,
 	/* Every change to the registry after its system keyspaces comes
 	 * through here. */
 	bool internal = origin == SCHEMA_INTERNAL;
+	enum cql_schema_status st;
 	s->generation++;
 	switch (stmt->kind) {
 	case CQL_STMT_CREATE_KEYSPACE:
-		return create_keyspace(s, &stmt->u.keyspace, origin, change);
+		st = create_keyspace(s, &stmt->u.keyspace, origin, change);
+		break;
 	case CQL_STMT_ALTER_KEYSPACE:
-		return alter_keyspace(s, &stmt->u.keyspace, internal, change);
+		st = alter_keyspace(s, &stmt->u.keyspace, internal, change);
+		break;
 	case CQL_STMT_DROP_KEYSPACE:
-		return drop_keyspace(s, &stmt->u.keyspace, internal, change);
+		st = drop_keyspace(s, &stmt->u.keyspace, internal, change);
+		break;
 	case CQL_STMT_CREATE_TABLE:
-		return create_table(s, &stmt->u.create_table, current_keyspace,
-				    new_id, origin, change);
+		st = create_table(s, &stmt->u.create_table, current_keyspace,
+				  new_id, origin, change);
+		break;
 	case CQL_STMT_ALTER_TABLE:
-		return alter_table(s, &stmt->u.alter_table, current_keyspace,
-				   internal, columns_before, change);
+		st = alter_table(s, &stmt->u.alter_table, current_keyspace,
+				 internal, columns_before, change);
+		break;
 	case CQL_STMT_DROP_TABLE:
-		return drop_table(s, &stmt->u.drop_table.table,
-				  stmt->u.drop_table.if_exists,
-				  current_keyspace, internal, change);
+		st = drop_table(s, &stmt->u.drop_table.table,
+				stmt->u.drop_table.if_exists, current_keyspace,
+				internal, change);
+		break;
 	default:
 		return fail(CQL_SCHEMA_INVALID, "not a schema statement");
 	}
+	/* what this change retired is used above until here; with no
+	 * reader pinned it goes now (the err slot is the statement's) */
+	schema_reclaim(s);
+	return st;
 }

@@ -32,25 +32,33 @@ struct cql_keyspace {
 };
 
 enum retired_kind {
-	RETIRED_TABLE_META,
 	RETIRED_TABLE,
 	RETIRED_KEYSPACE,
 };
 
+/* A replaced or dropped object, and the generation of the change that
+ * removed it: a reader pinned before that generation may hold it. */
 struct retired {
 	enum retired_kind kind;
 	void *ptr;
+	uint64_t generation;
 };
 
 struct cql_schema {
 	struct cql_keyspace **keyspaces; /* sorted by name */
 	size_t count;
 	size_t cap;
-	/* Replaced or dropped objects: pointers handed out stay valid until
-	 * the registry is deleted. */
+	/* Replaced or dropped objects not freed yet, oldest first (entries
+	 * retired_head .. retired_count): freed once every pin older than
+	 * their generation is gone (schema.h, "Lifetime"). */
 	struct retired *retired;
-	size_t retired_count;
-	size_t retired_cap;
+	size_t retired_head, retired_count, retired_cap;
+	/* cql_schema_change.dropped of the last change */
+	uint8_t (*dropped)[16];
+	size_t dropped_cap;
+	/* Pins held, oldest first (their generations never decrease). */
+	struct cql_schema_pin *pins, *pins_tail;
+	size_t pin_count;
 	uint64_t generation; /* cql_schema_generation */
 };
 
@@ -62,7 +70,16 @@ void schema_keyspace_remove(struct cql_schema *s, struct cql_keyspace *k);
 int schema_table_insert(struct cql_keyspace *k, struct cql_table *t);
 void schema_table_remove(struct cql_keyspace *k, struct cql_table *t);
 struct cql_table *schema_table_mut(struct cql_keyspace *k, const char *name);
+/* Keeps a replaced or dropped object for the readers pinned before this
+ * change; it stays intact until schema_apply returns. -1 on ERR_NOMEM. */
 int schema_retire(struct cql_schema *s, enum retired_kind kind, void *ptr);
+/* Frees the retired objects no pin can hold any more. */
+void schema_reclaim(struct cql_schema *s);
+/* Room for `n` ids in the change's dropped list (before anything
+ * changes); -1 on ERR_NOMEM. Then schema_note_dropped adds one. */
+int schema_reserve_dropped(struct cql_schema *s, size_t n);
+void schema_note_dropped(struct cql_schema *s, struct cql_schema_change *c,
+			 const uint8_t id[16]);
 
 void schema_table_free(struct cql_table *t);
 void schema_keyspace_free(struct cql_keyspace *k);

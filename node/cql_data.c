@@ -25,7 +25,7 @@ struct cql_data {
 	struct storage *db;
 	struct env *env;
 	struct loopq *q;
-	const struct cql_schema *schema;
+	struct cql_schema *schema; /* pinned by each read while it runs */
 	struct workers *workers;
 	struct repl *repl;
 	struct hints *hints; /* NULL when hinted handoff is off */
@@ -577,6 +577,10 @@ struct read_job {
 	const struct cql_table *t;
 	const struct ring_strategy *strategy;
 	uint64_t gen;
+	/* Keeps what the plan and job_table looked up (the request's table,
+	 * a version an ALTER replaced, a dropped one) alive until the job
+	 * ends. */
+	struct cql_schema_pin pin;
 };
 
 static void read_job_free(struct read_job *j)
@@ -585,6 +589,7 @@ static void read_job_free(struct read_job *j)
 		storage_result_delete(j->results[i]);
 	free(j->results);
 	arena_destroy(&j->a);
+	cql_schema_unpin(j->d->schema, &j->pin);
 	free(j);
 }
 
@@ -686,12 +691,25 @@ static int job_keep(struct read_job *j, const struct cql_table *t,
 static void read_next_key(struct read_job *j);
 static void read_next_range(struct read_job *j);
 
+/* A failed step of a read: when the table went meanwhile (a DROP TABLE or
+ * KEYSPACE ran while the read was in flight, and a replica no longer knew
+ * it), the client is told that, not that a replica failed. */
+static void read_step_failed(struct read_job *j, const struct repl_result *res)
+{
+	const struct ring_strategy *s;
+	if (!job_table(j, &s))
+		read_fail_msg(j, CQL_ERR_INVALID,
+			      "the table was dropped during the read");
+	else
+		read_fail(j, res);
+}
+
 static void on_key(void *arg, const struct repl_result *res,
 		   struct storage_mutation *frag)
 {
 	struct read_job *j = arg;
 	if (res->outcome != REPL_OK) {
-		read_fail(j, res);
+		read_step_failed(j, res);
 		return;
 	}
 	const struct ring_strategy *s;
@@ -747,7 +765,7 @@ static void on_range(void *arg, const struct repl_result *res,
 {
 	struct read_job *j = arg;
 	if (res->outcome != REPL_OK) {
-		read_fail(j, res);
+		read_step_failed(j, res);
 		return;
 	}
 	const struct ring_strategy *s;
@@ -825,6 +843,8 @@ static void run_read(struct cql_data *d, const struct cql_data_request *dr)
 	 * arena.c); a bigger one takes more blocks. */
 	arena_create(&j->a, 4096);
 	j->d = d;
+	/* dr->table is current: the executor looked it up in this call */
+	cql_schema_pin(d->schema, &j->pin);
 	j->req = dr->req;
 	j->version = dr->info->version;
 	j->stream = dr->info->stream;
@@ -1122,7 +1142,7 @@ static const struct ring_strategy *hook_strategy(void *arg,
 }
 
 struct cql_data *cql_data_new(struct storage *db, struct env *env,
-			      struct loopq *q, const struct cql_schema *schema,
+			      struct loopq *q, struct cql_schema *schema,
 			      const struct repl_options *o,
 			      const struct hints_options *ho,
 			      const struct cql_data_hooks *hooks)

@@ -36,10 +36,11 @@ struct hints;
 struct hints_options;
 
 /* Borrowed: db, env, q (the loop's queue), schema; they must outlive it.
- * `ho`: hinted handoff's options (its hooks are set here), or NULL for
- * none. Opening the hint store blocks (a scan of its files). */
+ * Reads pin the schema while they run (cql_schema_pin). `ho`: hinted
+ * handoff's options (its hooks are set here), or NULL for none. Opening
+ * the hint store blocks (a scan of its files). */
 struct cql_data *cql_data_new(struct storage *db, struct env *env,
-			      struct loopq *q, const struct cql_schema *schema,
+			      struct loopq *q, struct cql_schema *schema,
 			      const struct repl_options *o,
 			      const struct hints_options *ho,
 			      const struct cql_data_hooks *hooks);

@@ -56,12 +56,16 @@ static void new_table_id(void *arg, uint8_t id[16])
 	id[8] = 0x80;
 }
 
-/* New tables get a home in the engine; altered ones a new version. */
+/* New tables get a home in the engine; altered ones a new version;
+ * dropped ones leave it. */
 static void schema_changed(void *arg, const struct cql_schema_event *e)
 {
 	const struct cql_schema_change *c = e->change;
 	(void)arg;
-	if (!db || strcmp(c->target, "TABLE") != 0)
+	for (size_t i = 0; db && i < c->dropped_count; i++)
+		storage_table_drop(db, c->dropped[i]);
+	if (!db || strcmp(c->target, "TABLE") != 0 ||
+	    strcmp(c->change, "DROPPED") == 0)
 		return;
 	const struct cql_table *t =
 		cql_schema_table(schema, c->keyspace, c->name);
