@@ -239,23 +239,33 @@ struct cql_table *schema_table_mut(struct cql_keyspace *k, const char *name)
 	return found ? k->tables[i] : NULL;
 }
 
+static void table_digest(struct cql_table *t);
+
 int schema_table_insert(struct cql_keyspace *k, struct cql_table *t)
 {
 	bool found;
 	size_t i = table_pos(k, t->meta->name, &found);
 	if (found)
 		return err_set(ERR_EXISTS, "table exists");
-	return sorted_insert((void **)&k->tables, &k->table_cap,
-			     &k->table_count, sizeof(*k->tables), i, &t);
+	if (sorted_insert((void **)&k->tables, &k->table_cap, &k->table_count,
+			  sizeof(*k->tables), i, &t) != 0)
+		return -1;
+	table_digest(t);
+	k->tables_digest[0] += t->digest[0];
+	k->tables_digest[1] += t->digest[1];
+	return 0;
 }
 
 void schema_table_remove(struct cql_keyspace *k, struct cql_table *t)
 {
 	bool found;
 	size_t i = table_pos(k, t->meta->name, &found);
-	if (found)
+	if (found && k->tables[i] == t) {
 		sorted_remove(k->tables, &k->table_count, sizeof(*k->tables),
 			      i);
+		k->tables_digest[0] -= t->digest[0];
+		k->tables_digest[1] -= t->digest[1];
+	}
 }
 
 int schema_retire(struct cql_schema *s, enum retired_kind kind, void *ptr)
@@ -697,23 +707,56 @@ void cql_schema_stmt_set_time(struct cql_stmt *s, int64_t time_us)
 	}
 }
 
+static void compute_version(const struct cql_schema *s, uint8_t out[16]);
+
 void cql_schema_version(const struct cql_schema *s, uint8_t out[16])
+{
+	/* the cache is the only state a lookup changes (loop thread only) */
+	struct cql_schema *w = (struct cql_schema *)s;
+	if (!w->version_known || w->version_gen != s->generation) {
+		compute_version(s, w->version);
+		w->version_gen = s->generation;
+		w->version_known = true;
+	}
+	memcpy(out, w->version, 16);
+}
+
+/* A table's share of the version: a hash of the text describe_table
+ * writes (name, id, options, every column). */
+static void table_digest(struct cql_table *t)
+{
+	struct buf b;
+	buf_init(&b);
+	describe_table(&b, t);
+	murmur3_hash128(b.data ? b.data : (const uint8_t *)"", b.len, 0,
+			t->digest);
+	buf_free(&b);
+}
+
+/* The version hashes a line per keyspace and the sum of its tables'
+ * digests (kept up to date as tables come and go): a schema change costs
+ * a line per keyspace, not the text of every column of every table (60%
+ * of a DDL's CPU at 2000 tables). Every node computes it the same way,
+ * so equal schemas still give equal versions. */
+static void compute_version(const struct cql_schema *s, uint8_t out[16])
 {
 	struct buf b;
 	uint64_t h[2] = {0, 0};
 	buf_init(&b);
 	for (size_t i = 0; i < s->count; i++) {
 		const struct cql_keyspace *k = s->keyspaces[i];
-		char line[256];
-		int n = snprintf(line, sizeof(line), "keyspace %s %d %s\n",
-				 k->meta->name, k->meta->durable_writes,
-				 ring_strategy_describe(k->strategy));
+		char line[320];
+		int n = snprintf(
+			line, sizeof(line),
+			"keyspace %s %d %s tables %zu %016llx%016llx\n",
+			k->meta->name, k->meta->durable_writes,
+			ring_strategy_describe(k->strategy), k->table_count,
+			(unsigned long long)k->tables_digest[0],
+			(unsigned long long)k->tables_digest[1]);
 		buf_append(&b, line,
 			   (size_t)(n < (int)sizeof(line)
 					    ? n
 					    : (int)sizeof(line) - 1));
-		for (size_t j = 0; j < k->table_count; j++)
-			describe_table(&b, k->tables[j]);
 	}
 	murmur3_hash128(b.data ? b.data : (const uint8_t *)"", b.len, 0, h);
 	buf_free(&b);

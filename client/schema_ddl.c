@@ -784,6 +784,7 @@ static void replace_keyspace(struct cql_schema *s, struct cql_keyspace *old,
 	k->tables = old->tables;
 	k->table_count = old->table_count;
 	k->table_cap = old->table_cap;
+	memcpy(k->tables_digest, old->tables_digest, sizeof(k->tables_digest));
 	old->tables = NULL;
 	old->table_count = old->table_cap = 0;
 	schema_keyspace_remove(s, old);

@@ -15,6 +15,9 @@ struct cql_table {
 	 * node that ran it stamped it with; 0: at creation). */
 	int64_t option_time[TABLE_OPTION_COUNT];
 	bool columns_diverged; /* cql_table_columns_diverged */
+	/* Its share of the schema version (a hash of its definition), set
+	 * when it enters a keyspace: tables do not change once in. */
+	uint64_t digest[2];
 };
 
 /* The WITH options of a keyspace. */
@@ -29,6 +32,10 @@ struct cql_keyspace {
 	struct cql_table **tables; /* sorted by name */
 	size_t table_count;
 	size_t table_cap;
+	/* The sum of its tables' digests (updated as tables come and go),
+	 * so the schema version costs a line per keyspace, not a walk of
+	 * every column of every table. */
+	uint64_t tables_digest[2];
 };
 
 enum retired_kind {
@@ -60,6 +67,12 @@ struct cql_schema {
 	struct cql_schema_pin *pins, *pins_tail;
 	size_t pin_count;
 	uint64_t generation; /* cql_schema_generation */
+	/* cql_schema_version of generation version_gen: drivers read
+	 * system.local's schema_version after every DDL, and gossip carries
+	 * it; computing it walks every table */
+	uint8_t version[16];
+	uint64_t version_gen;
+	bool version_known;
 };
 
 /* Lookups returning mutable objects (for the DDL code). */

@@ -553,6 +553,66 @@ START_TEST(same_ddl_gives_the_same_version_on_every_node)
 }
 END_TEST
 
+/* The version is kept up to date table by table (a digest per table,
+ * summed per keyspace) rather than rebuilt from every column: it still
+ * moves with every change of a table, a column or a keyspace, comes back
+ * when a change is undone (a table dropped, or altered back), and does
+ * not depend on the order the tables came in. */
+START_TEST(the_version_follows_every_change_and_only_the_schema)
+{
+	struct cql_schema *other = cql_schema_new();
+	uint8_t v[8][16], w[16];
+	ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', "
+	   "'replication_factor': 1}");
+	cql_schema_version(schema, v[0]);
+	ok("CREATE TABLE a (k int PRIMARY KEY, v int)");
+	cql_schema_version(schema, v[1]);
+	ok("CREATE TABLE b (k int PRIMARY KEY, v int)");
+	cql_schema_version(schema, v[2]);
+	ok("ALTER TABLE b ADD w text");
+	cql_schema_version(schema, v[3]);
+	ok("ALTER TABLE b WITH gc_grace_seconds = 7");
+	cql_schema_version(schema, v[4]);
+	ok("ALTER KEYSPACE ks WITH replication = {'class': "
+	   "'SimpleStrategy', 'replication_factor': 2}");
+	cql_schema_version(schema, v[5]);
+	ok("DROP TABLE b");
+	cql_schema_version(schema, v[6]);
+	for (int i = 0; i < 7; i++)
+		for (int j = 0; j < i; j++)
+			ck_assert_msg(memcmp(v[i], v[j], 16) != 0,
+				      "versions %d and %d", i, j);
+	/* b gone: the same tables as after step 1, replication aside */
+	ok("ALTER KEYSPACE ks WITH replication = {'class': "
+	   "'SimpleStrategy', 'replication_factor': 1}");
+	cql_schema_version(schema, w);
+	ck_assert_int_eq(memcmp(w, v[1], 16), 0);
+
+	/* the same schema built in another order: the same version */
+	ck_assert_int_eq(run_in(other,
+				"CREATE KEYSPACE ks WITH replication = "
+				"{'class': 'SimpleStrategy', "
+				"'replication_factor': 1}",
+				NULL),
+			 CQL_SCHEMA_OK);
+	next_id = 1; /* ids as `schema` gave them: c 1, a 2 */
+	ok("CREATE TABLE c (k int PRIMARY KEY)");
+	next_id = 1;
+	ck_assert_int_eq(
+		run_in(other, "CREATE TABLE c (k int PRIMARY KEY)", "ks"),
+		CQL_SCHEMA_OK);
+	next_id = 2;
+	ck_assert_int_eq(run_in(other,
+				"CREATE TABLE a (k int PRIMARY KEY, v int)",
+				"ks"),
+			 CQL_SCHEMA_OK);
+	cql_schema_version(schema, v[7]);
+	cql_schema_version(other, w);
+	ck_assert_int_eq(memcmp(w, v[7], 16), 0);
+	cql_schema_delete(other);
+}
+END_TEST
+
 /* The CREATE text DESCRIBE returns (client/describe.c). */
 static void describes_as(const char *ks, const char *table, const char *want)
 {
@@ -655,6 +715,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, retired_objects_live_while_an_older_pin_does);
 	tcase_add_test(tc, a_schema_churn_returns_its_memory);
 	tcase_add_test(tc, same_ddl_gives_the_same_version_on_every_node);
+	tcase_add_test(tc,
+		       the_version_follows_every_change_and_only_the_schema);
 	tcase_add_test(tc, describe_prints_cassandras_create_statements);
 	suite_add_tcase(s, tc);
 	return s;
