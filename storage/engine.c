@@ -164,12 +164,32 @@ struct version *version_edit(const struct version *old,
 
 /* ---- tables -------------------------------------------------------------- */
 
+/* Under the lock: where id is, or would go, in db->by_id. */
+static size_t by_id_pos(const struct storage *db, const uint8_t id[16],
+			bool *found)
+{
+	size_t lo = 0, hi = db->nby_id;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = memcmp(db->by_id[mid]->meta->id, id, 16);
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
 struct table *engine_table_find(struct storage *db, const uint8_t id[16])
 {
-	for (struct table *t = db->tables; t; t = t->next)
-		if (memcmp(t->meta->id, id, 16) == 0)
-			return t;
-	return NULL;
+	bool found;
+	size_t i = by_id_pos(db, id, &found);
+	return found ? db->by_id[i] : NULL;
 }
 
 struct table *engine_table_get(struct storage *db, const uint8_t id[16])
@@ -220,6 +240,19 @@ static char *table_dir(const char *data_dir, const struct storage_table_meta *m)
 
 static void table_free(struct table *t)
 {
+	if (t->dropped && t->dir) {
+		/* nothing uses the table any more: its directory goes if
+		 * empty (a dropped table's SSTables stay, and so does it);
+		 * the error slot is the caller's */
+		enum err_code code = err_code();
+		char msg[ERR_MSG_MAX];
+		snprintf(msg, sizeof(msg), "%s", err_msg());
+		env_rmdir(t->env, t->dir);
+		if (code == ERR_NONE)
+			err_clear();
+		else
+			err_set(code, "%s", msg);
+	}
 	memtable_unref(t->active);
 	for (size_t i = 0; i < t->flushing_count; i++)
 		memtable_unref(t->flushing[i]);
@@ -361,6 +394,7 @@ int storage_table_add(struct storage *db, const struct storage_table_meta *m,
 	if (!t)
 		return err_set(ERR_NOMEM, "table");
 	atomic_init(&t->refs, 1); /* the list's */
+	t->env = db->o.env;
 	t->durable = durable_writes;
 	t->meta = storage_table_meta_clone(m);
 	t->dir = t->meta ? table_dir(db->data_dir, t->meta) : NULL;
@@ -381,6 +415,27 @@ int storage_table_add(struct storage *db, const struct storage_table_meta *m,
 		return -1;
 	}
 	pthread_mutex_lock(&db->mu);
+	bool found;
+	size_t at = by_id_pos(db, m->id, &found);
+	if (!found && db->nby_id == db->by_id_cap) {
+		size_t cap = db->by_id_cap ? 2 * db->by_id_cap : 16;
+		struct table **p = realloc(db->by_id, cap * sizeof(*p));
+		if (p) {
+			db->by_id = p;
+			db->by_id_cap = cap;
+		}
+	}
+	if (found || db->nby_id == db->by_id_cap) {
+		pthread_mutex_unlock(&db->mu);
+		table_free(t);
+		return found ? err_set(ERR_EXISTS, "table %s.%s already added",
+				       m->keyspace, m->name)
+			     : err_set(ERR_NOMEM, "table");
+	}
+	memmove(db->by_id + at + 1, db->by_id + at,
+		(db->nby_id - at) * sizeof(*db->by_id));
+	db->by_id[at] = t;
+	db->nby_id++;
 	t->next = db->tables;
 	db->tables = t;
 	pthread_mutex_unlock(&db->mu);
@@ -444,6 +499,11 @@ int storage_table_drop(struct storage *db, const uint8_t id[16])
 	struct table *t = *pp;
 	size_t nsst = 0;
 	if (t) {
+		bool found;
+		size_t at = by_id_pos(db, id, &found);
+		memmove(db->by_id + at, db->by_id + at + 1,
+			(db->nby_id - at - 1) * sizeof(*db->by_id));
+		db->nby_id--;
 		*pp = t->next;
 		t->next = NULL;
 		t->dropped = true;
@@ -1490,6 +1550,7 @@ void storage_delete(struct storage *db)
 		db->tables = t->next;
 		engine_table_unref(t);
 	}
+	free(db->by_id);
 	buf_free(&db->scratch);
 	free(db->acks);     /* never written: their callers are gone */
 	while (db->waiting) /* the same */

@@ -61,7 +61,8 @@ struct table {
 	 * working on the table without the lock (engine_table_get). The
 	 * last engine_table_unref frees it. */
 	_Atomic unsigned refs;
-	bool dropped; /* unlinked by storage_table_drop (under the lock) */
+	bool dropped;    /* unlinked by storage_table_drop (under the lock) */
+	struct env *env; /* the engine's (table_free removes an empty dir) */
 	struct table *next;
 };
 
@@ -72,6 +73,10 @@ struct storage {
 	pthread_cond_t work; /* flusher/compactor wake-up */
 	pthread_cond_t done; /* a flush or compaction finished */
 	struct table *tables;
+	/* The same tables sorted by id, for lookups (every read and write
+	 * finds its table: a walk of the list cost a memcmp per table) */
+	struct table **by_id;
+	size_t nby_id, by_id_cap;
 	struct commitlog *cl;
 	struct block_cache *cache;
 	/* compaction_throughput: compaction's, shared with repair

@@ -125,7 +125,10 @@ struct sst_writer *sst_writer_new(struct env *env, const char *dir,
 	w->st.repaired_at = o->repaired_at;
 	w->st.log_end = o->log_end;
 	bloom_init(w);
-	if (!w->bloom || open_tmp(w, "Data.db", &w->data) ||
+	/* the directory of a dropped table goes once empty (table_free): a
+	 * flush or compaction of it that was under way makes it again */
+	if (!w->bloom || env_mkdir_p(env, dir) ||
+	    open_tmp(w, "Data.db", &w->data) ||
 	    open_tmp(w, "Index.db", &w->index)) {
 		if (!w->bloom)
 			err_set(ERR_NOMEM, "bloom filter");

@@ -11,6 +11,7 @@
 #include "tests/lib/testutil.h"
 #include "tests/unit/storage_fault_env.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -422,6 +423,18 @@ START_TEST(a_table_churn_returns_its_memory)
 	ck_assert_msg(after < before + 64 * 1024,
 		      "heap grew from %zu to %zu bytes over 2000 tables",
 		      before, after);
+	/* the dropped tables' directories went with them (they held no
+	 * SSTable): data/ks holds a's and b's only (a mkdir in a directory
+	 * of thousands grew slower with each CREATE) */
+	char ks[700];
+	snprintf(ks, sizeof(ks), "%s/ks", f.data);
+	DIR *d = opendir(ks);
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	ck_assert_int_eq(n, 2);
 	fx_free(&f);
 }
 END_TEST
