@@ -193,9 +193,31 @@ static size_t scope_first(const struct cql_schema *s, const struct scope *sc,
 	return 0;
 }
 
-static bool table_in_scope(const struct scope *sc, const struct cql_table *t)
+/* The tables of `k` a generator walks: n of them, every one, or only the
+ * one in scope (looked up, not searched for). */
+struct scope_tables {
+	const struct cql_keyspace *k;
+	const struct cql_table *only;
+	size_t n;
+};
+
+static struct scope_tables scope_tables(const struct cql_schema *s,
+					const struct cql_keyspace *k,
+					const struct scope *sc)
 {
-	return !sc->table || strcmp(cql_table_meta(t)->name, sc->table) == 0;
+	struct scope_tables st = {k, NULL, cql_keyspace_table_count(k)};
+	if (sc->table) {
+		st.only = cql_schema_table(s, cql_keyspace_meta(k)->name,
+					   sc->table);
+		st.n = st.only ? 1 : 0;
+	}
+	return st;
+}
+
+static const struct cql_table *scope_table_at(const struct scope_tables *st,
+					      size_t j)
+{
+	return st->only ? st->only : cql_keyspace_table_at(st->k, j);
 }
 
 static int gen_keyspaces(struct rows *r, const struct cql_schema *s,
@@ -293,10 +315,9 @@ static int gen_tables(struct rows *r, const struct cql_schema *s,
 	size_t end, i = scope_first(s, sc, &end);
 	for (; i < end; i++) {
 		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
-		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
-			const struct cql_table *t = cql_keyspace_table_at(k, j);
-			if (!table_in_scope(sc, t))
-				continue;
+		struct scope_tables st = scope_tables(s, k, sc);
+		for (size_t j = 0; j < st.n; j++) {
+			const struct cql_table *t = scope_table_at(&st, j);
 			struct cell *row = row_new(r);
 			if (!row ||
 			    put_text(r, row, "keyspace_name",
@@ -360,10 +381,9 @@ static int gen_columns(struct rows *r, const struct cql_schema *s, bool dropped,
 	size_t end, i = scope_first(s, sc, &end);
 	for (; i < end; i++) {
 		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
-		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
-			const struct cql_table *t = cql_keyspace_table_at(k, j);
-			if (!table_in_scope(sc, t))
-				continue;
+		struct scope_tables st = scope_tables(s, k, sc);
+		for (size_t j = 0; j < st.n; j++) {
+			const struct cql_table *t = scope_table_at(&st, j);
 			const struct storage_table_meta *m = cql_table_meta(t);
 			/* Rows sorted by column name, as the clustering says.
 			 */

@@ -155,6 +155,49 @@ def test_prepared_statements_and_bound_values(session):
     assert classes["ks"] == "org.apache.cassandra.locator.SimpleStrategy"
 
 
+def test_system_schema_rows_restricted_to_a_keyspace_or_table(session):
+    """The node builds only the rows of the keyspace and table a query
+    names (what drivers ask after a schema change); the answers are those
+    of the whole table filtered, for literals, bound values, a table or a
+    keyspace that does not exist, and a restriction the rows cannot meet."""
+    cluster, s = session
+    for ks in ("ks1", "ks2"):
+        s.execute(f"CREATE KEYSPACE {ks} WITH replication = {{'class': "
+                  "'SimpleStrategy', 'replication_factor': 1}")
+        for t in ("a", "b"):
+            s.execute(f"CREATE TABLE {ks}.{t} (k int PRIMARY KEY, "
+                      f"{t}v text)")
+    s.execute("ALTER TABLE ks2.b DROP bv")
+
+    def rows(q, *args):
+        return sorted(tuple(r) for r in s.execute(q, list(args)))
+
+    for table, cols in (("tables", "keyspace_name, table_name"),
+                        ("columns", "keyspace_name, table_name, "
+                                    "column_name"),
+                        ("dropped_columns", "keyspace_name, table_name, "
+                                            "column_name")):
+        everything = rows(f"SELECT {cols} FROM system_schema.{table}")
+        for ks in ("ks1", "ks2", "nosuch", "system_schema"):
+            want = [r for r in everything if r[0] == ks]
+            assert rows(f"SELECT {cols} FROM system_schema.{table} "
+                        f"WHERE keyspace_name = '{ks}'") == want
+            assert rows(f"SELECT {cols} FROM system_schema.{table} "
+                        "WHERE keyspace_name = %s", ks) == want
+            for t in ("a", "b", "nosuch", "tables"):
+                want_t = [r for r in want if r[1] == t]
+                assert rows(f"SELECT {cols} FROM system_schema.{table} "
+                            "WHERE keyspace_name = %s AND table_name = %s",
+                            ks, t) == want_t
+    assert rows("SELECT table_name FROM system_schema.tables "
+                "WHERE keyspace_name = %s", "x" * 100) == []
+    assert rows("SELECT keyspace_name FROM system_schema.keyspaces "
+                "WHERE keyspace_name = 'ks2'") == [("ks2",)]
+    assert rows("SELECT column_name FROM system_schema.dropped_columns "
+                "WHERE keyspace_name = 'ks2' AND table_name = 'b'") == \
+        [("bv",)]
+
+
 @pytest.fixture
 def data_session(tmp_path):
     log = open(tmp_path / "server.log", "w")
