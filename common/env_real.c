@@ -22,6 +22,7 @@ struct env_real {
 	struct rng rng;
 	env_send_fn send_fn;
 	void *send_arg;
+	int64_t wall_offset_us; /* clock skew of a test cluster; 0 normally */
 };
 
 struct env_timer {
@@ -53,10 +54,10 @@ static uint64_t real_mono_us(struct env *e)
 
 static int64_t real_wall_us(struct env *e)
 {
-	(void)e;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 +
+	       (e ? real(e)->wall_offset_us : 0);
 }
 
 static uint64_t real_random(struct env *e)
@@ -133,6 +134,16 @@ static int real_send(struct env *e, const struct inet_addr *to, uint32_t verb,
 	if (!r->send_fn)
 		return err_set(ERR_UNAVAILABLE, "no transport installed");
 	return r->send_fn(r->send_arg, to, verb, msg, len);
+}
+
+void env_real_set_wall_offset(struct env *e, int64_t offset_us)
+{
+	real(e)->wall_offset_us = offset_us;
+}
+
+int64_t env_real_wall_offset(struct env *e)
+{
+	return real(e)->wall_offset_us;
 }
 
 void env_real_set_transport(struct env *e, env_send_fn fn, void *arg)

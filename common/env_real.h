@@ -22,4 +22,10 @@ typedef int (*env_send_fn)(void *arg, const struct inet_addr *to, uint32_t verb,
 			   const void *msg, size_t len);
 void env_real_set_transport(struct env *e, env_send_fn fn, void *arg);
 
+/* Clock skew for test clusters: env_wall_us() answers the host's clock plus
+ * `offset_us` (negative: behind) from now on; env_mono_us() is untouched.
+ * The daemon allows it only with test_fault_injection. */
+void env_real_set_wall_offset(struct env *e, int64_t offset_us);
+int64_t env_real_wall_offset(struct env *e);
+
 #endif
