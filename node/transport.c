@@ -12,6 +12,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "node/admin.h"
 #include "node/messaging_msg.h"
 
 #include <errno.h>
@@ -48,13 +49,25 @@ struct conn {
 	struct conn *next; /* inbound or retired list */
 };
 
+/* A frame a faulty link holds until `at_us` (test clusters only). */
+struct held {
+	struct held *next;
+	uint64_t at_us;
+	size_t len;
+	uint8_t data[];
+};
+
 struct peer {
+	struct transport *t;
 	struct inet_addr addr; /* its name (broadcast address) */
 	struct inet_addr via;  /* where we connect; INET_NONE: addr */
 	struct conn *out;
 	uint64_t backoff_ms;
 	uint64_t retry_at_us;
 	bool failure_logged;
+	struct held *held, *held_tail; /* in release order */
+	size_t held_bytes, held_count;
+	struct env_timer *held_timer;
 	struct peer *next;
 };
 
@@ -88,6 +101,7 @@ struct transport {
 	struct handler handlers[TRANSPORT_MAX_VERB + 1];
 	struct transport_stats stats;
 	struct buf frame;
+	struct netfault *faults; /* NULL unless test_fault_injection */
 };
 
 static const char *fmt(const struct inet_addr *a, char *buf)
@@ -511,20 +525,19 @@ static struct peer *peer_get(struct transport *t, const struct inet_addr *to)
 		err_set(ERR_NOMEM, "peer");
 		return NULL;
 	}
+	p->t = t;
 	p->addr = *to;
 	p->next = t->peers;
 	t->peers = p;
 	return p;
 }
 
-/* Queues one framed message for `to`, connecting if needed. */
-static int peer_write(struct transport *t, const struct inet_addr *to,
-		      const struct buf *frame)
+/* Queues one framed message on p's connection, connecting if needed. */
+static int peer_write_now(struct transport *t, struct peer *p,
+			  const uint8_t *frame, size_t len)
 {
 	char a[INET_ADDR_STRLEN];
-	struct peer *p = peer_get(t, to);
-	if (!p)
-		return -1;
+	const struct inet_addr *to = &p->addr;
 	if (!p->out) {
 		if (env_mono_us(t->env) < p->retry_at_us) {
 			t->stats.dropped_unavailable++;
@@ -537,15 +550,114 @@ static int peer_write(struct transport *t, const struct inet_addr *to,
 			return -1;
 	}
 	struct evbuffer *out = bufferevent_get_output(p->out->bev);
-	if (evbuffer_get_length(out) + frame->len > t->cfg.max_queue_bytes) {
+	if (evbuffer_get_length(out) + len > t->cfg.max_queue_bytes) {
 		t->stats.dropped_overload++;
 		return err_set(ERR_OVERLOADED, "queue to %s is full",
 			       fmt(to, a));
 	}
-	if (bufferevent_write(p->out->bev, frame->data, frame->len) != 0)
+	if (bufferevent_write(p->out->bev, frame, len) != 0)
 		return err_set(ERR_NOMEM, "queueing to %s", fmt(to, a));
 	t->stats.sent++;
 	return 0;
+}
+
+/* ---- held frames (test_fault_injection) -----------------------------------
+ */
+
+/* Sends every held frame due by now (all with `all`), in order; a frame
+ * the connection refuses is dropped and counted as any send would be. */
+static void peer_release(struct peer *p, bool all)
+{
+	struct transport *t = p->t;
+	uint64_t now = env_mono_us(t->env);
+	while (p->held && (all || p->held->at_us <= now)) {
+		struct held *h = p->held;
+		p->held = h->next;
+		if (!p->held)
+			p->held_tail = NULL;
+		p->held_bytes -= h->len;
+		p->held_count--;
+		(void)peer_write_now(t, p, h->data, h->len);
+		free(h);
+	}
+	if (p->held)
+		env_timer_arm(t->env, p->held_timer, p->held->at_us - now);
+}
+
+static void held_due(void *arg)
+{
+	peer_release(arg, false);
+}
+
+static int peer_hold(struct transport *t, struct peer *p, const struct buf *f,
+		     uint64_t at_us)
+{
+	char a[INET_ADDR_STRLEN];
+	size_t queued = p->out ? evbuffer_get_length(
+					 bufferevent_get_output(p->out->bev))
+			       : 0;
+	if (queued + p->held_bytes + f->len > t->cfg.max_queue_bytes) {
+		t->stats.dropped_overload++;
+		return err_set(ERR_OVERLOADED, "queue to %s is full",
+			       fmt(&p->addr, a));
+	}
+	if (!p->held_timer) {
+		p->held_timer = env_timer_new(t->env, held_due, p);
+		if (!p->held_timer)
+			return -1;
+	}
+	struct held *h = malloc(sizeof(*h) + f->len);
+	if (!h)
+		return err_set(ERR_NOMEM, "holding a message to %s",
+			       fmt(&p->addr, a));
+	h->next = NULL;
+	h->at_us = at_us;
+	h->len = f->len;
+	memcpy(h->data, f->data, f->len);
+	if (p->held_tail)
+		p->held_tail->next = h;
+	else
+		p->held = h;
+	p->held_tail = h;
+	p->held_bytes += f->len;
+	p->held_count++;
+	uint64_t now = env_mono_us(t->env);
+	if (p->held == h)
+		env_timer_arm(t->env, p->held_timer,
+			      at_us > now ? at_us - now : 0);
+	return 0;
+}
+
+static void peer_free(struct peer *p)
+{
+	while (p->held) {
+		struct held *h = p->held;
+		p->held = h->next;
+		free(h);
+	}
+	if (p->held_timer)
+		env_timer_free(p->t->env, p->held_timer);
+	if (p->out) {
+		bufferevent_free(p->out->bev);
+		free(p->out);
+	}
+	free(p);
+}
+
+/* Queues one framed message for `to`, through its faulty link if any. */
+static int peer_write(struct transport *t, const struct inet_addr *to,
+		      const struct buf *frame)
+{
+	struct peer *p = peer_get(t, to);
+	if (!p)
+		return -1;
+	uint64_t at;
+	if (t->faults && netfault_plan(t->faults, to, frame->len, &at) &&
+	    (p->held || at > env_mono_us(t->env)))
+		return peer_hold(t, p, frame, at);
+	if (p->held) /* a rule just went: keep the order */
+		peer_release(p, true);
+	return peer_write_now(t, p, frame->data, frame->len);
 }
 
 static int send_envelope(struct transport *t, const struct inet_addr *to,
@@ -684,6 +796,60 @@ void transport_get_stats(const struct transport *t, struct transport_stats *out)
 	*out = t->stats;
 }
 
+int transport_enable_faults(struct transport *t)
+{
+	if (!t->faults)
+		t->faults = netfault_new(t->env);
+	return t->faults ? 0 : -1;
+}
+
+bool transport_faults_enabled(const struct transport *t)
+{
+	return t->faults != NULL;
+}
+
+static int faults_off(void)
+{
+	return err_set(ERR_INVALID,
+		       "fault injection is off on this node (it is for test "
+		       "clusters: set test_fault_injection: true in "
+		       "node.yaml)");
+}
+
+int transport_fault_set(struct transport *t, const struct inet_addr *to,
+			const struct netfault_link *l)
+{
+	if (!t->faults)
+		return faults_off();
+	return netfault_set(t->faults, to, l);
+}
+
+int transport_fault_clear(struct transport *t, const struct inet_addr *to)
+{
+	if (!t->faults)
+		return faults_off();
+	size_t gone = netfault_clear(t->faults, to);
+	for (struct peer *p = t->peers; p; p = p->next)
+		if (p->held && (!to || inet_addr_eq(&p->addr, to)))
+			peer_release(p, true);
+	return (int)gone;
+}
+
+int transport_fault_describe(struct transport *t, struct buf *out)
+{
+	if (!t->faults)
+		return faults_off();
+	netfault_describe(t->faults, out);
+	for (struct peer *p = t->peers; p; p = p->next) {
+		if (!p->held)
+			continue;
+		char a[INET_ADDR_STRLEN];
+		buf_printf(out, "held for %s: %zu messages, %zu bytes\n",
+			   fmt(&p->addr, a), p->held_count, p->held_bytes);
+	}
+	return 0;
+}
+
 static void copy_field(char *dst, size_t cap, const char *src)
 {
 	snprintf(dst, cap, "%s", src ? src : "");
@@ -766,14 +932,11 @@ void transport_delete(struct transport *t)
 	while (t->peers) {
 		struct peer *p = t->peers;
 		t->peers = p->next;
-		if (p->out) {
-			bufferevent_free(p->out->bev);
-			free(p->out);
-		}
-		free(p);
+		peer_free(p);
 	}
 	while (t->pending)
 		pending_free(t->pending);
 	buf_free(&t->frame);
+	netfault_delete(t->faults);
 	free(t);
 }

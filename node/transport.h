@@ -33,8 +33,10 @@
 #ifndef CASSINI_NODE_TRANSPORT_H
 #define CASSINI_NODE_TRANSPORT_H
 
+#include "common/buf.h"
 #include "common/env.h"
 #include "common/inet.h"
+#include "node/netfault.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -124,5 +126,22 @@ struct transport_stats {
 };
 void transport_get_stats(const struct transport *t,
 			 struct transport_stats *out);
+
+/*
+ * WAN faults, for test clusters only (netfault.h; node.yaml
+ * `test_fault_injection`). Until transport_enable_faults the transport has
+ * no fault table, every send takes the plain path, and the calls below
+ * fail with ERR_INVALID. Messages a link holds wait in a per-peer queue
+ * (counted against max_queue_bytes) released by an env timer, in order.
+ */
+int transport_enable_faults(struct transport *t);
+bool transport_faults_enabled(const struct transport *t);
+int transport_fault_set(struct transport *t, const struct inet_addr *to,
+			const struct netfault_link *l);
+/* Removes the rule for `to` (NULL: all) and sends what it held at once.
+ * Returns the rules removed, or -1. */
+int transport_fault_clear(struct transport *t, const struct inet_addr *to);
+/* The rules and their counters, then the messages held now. */
+int transport_fault_describe(struct transport *t, struct buf *out);
 
 #endif
