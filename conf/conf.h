@@ -157,6 +157,9 @@ struct conf {
 		struct conf_string_list tables; /* "ks.table key=value ..." */
 	} repair_scheduler;
 
+	/* test clusters */
+	bool test_fault_injection;
+
 	/* rackdc.properties */
 	char *dc;
 	char *rack;

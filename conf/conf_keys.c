@@ -323,6 +323,14 @@ const struct conf_key conf_keys[] = {
 	 "Per-table overrides, \"ks.table key=value ...\" with keys enabled, "
 	 "intensity, segments_per_node, partitions_per_segment, "
 	 "bytes_per_segment."},
+
+	/* test clusters only */
+	{"test_fault_injection", CONF_T_BOOL, OFF(test_fault_injection),
+	 "false", 0, 0, NULL,
+	 "Test clusters only: the admin commands netfault (delay, jitter, "
+	 "loss, rate limit, flapping on internode links) and clockskew (an "
+	 "offset on this node's wall clock) may act. Off: they are refused "
+	 "and the transport has no fault layer."},
 };
 
 const size_t conf_keys_count = sizeof(conf_keys) / sizeof(conf_keys[0]);

@@ -108,6 +108,9 @@ bool node_schema_disagreement(struct node *n, struct inet_addr *peer);
 int node_admin_register(struct node *n);
 /* The coordinator and hinted handoff commands (admin_data.c). */
 int node_admin_register_data(struct node *n);
+/* netfault and clockskew (admin_fault.c); gives the transport its fault
+ * table when test_fault_injection is on. */
+int node_admin_register_faults(struct node *n);
 
 /* Repair (node_repair.c): sessions over this node's storage, scans on a
  * worker; registers the `repair` admin command. After the CQL service;
