@@ -19,7 +19,15 @@ Commands act on the current cluster (the last created or switched to) unless
                                      node UN (cassini-tool status)
   cluster node NODE start|stop|kill|pause|resume|log|conf|remove
   cluster node NODE tool ARGS...     cassini-tool against that node
-  cluster dc DC down|up [--mode kill|stop|pause]
+  cluster dc DC down|up [--mode kill|stop|pause|partition|isolate]
+  cluster partition A B [--one-way]  cut internode traffic between two sets
+                                     of nodes/DCs (A B: dc1 or node1,node4)
+  cluster link A B [--delay 80ms] [--jitter 10ms] [--loss 1%]
+                   [--rate 10mbit] [--flap 5s/30s] | --clear
+                                     a slow, lossy or flapping WAN link
+  cluster node NODE skew [-]OFFSET|0 offset the node's wall clock
+  cluster heal                       remove every partition, link and skew
+  cluster drill SCENARIO [options]   run a datacenter-loss drill (docs/drills.md)
 
 This file uses only the Python standard library: run it with /usr/bin/python3
 through scripts/cluster, which also installs and builds what is missing.
@@ -34,6 +42,9 @@ import signal
 import subprocess
 import sys
 import time
+
+import cluster_net
+from cluster_net import FaultError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HOME = pathlib.Path(os.environ.get("CASSINI_HOME", ROOT / ".cassini"))
@@ -284,6 +295,9 @@ def node_yaml(spec, node, seeds):
         "    parameters:",
         f"      - seeds: \"{','.join(seeds)}\"",
         "endpoint_snitch: GossipingPropertyFileSnitch",
+        # A local test cluster: scripts/cluster link / skew and the drills
+        # use the nodes' fault injection (docs/drills.md).
+        "test_fault_injection: true",
     ]
     if node.get("initial_token"):
         lines.append(f"initial_token: {yaml_scalar(node['initial_token'])}")
@@ -427,6 +441,8 @@ def start_nodes(nodes):
     started = [n for n in nodes if n.start()]
     for n in started:
         n.wait_ready()
+    if started:  # the links and skew they had before
+        cluster_net.reapply_to(started[0].cluster, started)
     return started
 
 
@@ -490,6 +506,10 @@ def cmd_status(cluster):
         pid = n.pid()
         print(f"{n.name.ljust(width)}  {n.address:<15} {n.dc:<6} "
               f"{n.rack:<8} {n.state():<8} {pid if pid else '-'}")
+    faults = cluster_net.describe(cluster)
+    if faults:
+        print("Faults in force (`cluster heal` removes them):")
+        print("\n".join(faults))
 
 
 def cmd_node(cluster, node, action, tool_args=()):
@@ -526,6 +546,21 @@ def cmd_node(cluster, node, action, tool_args=()):
               f"decommission, removenode)")
     elif action == "conf":
         print((node.conf_dir / "node.yaml").read_text(), end="")
+    elif action == "skew":
+        if len(tool_args) != 1:
+            raise ClusterError("usage: cluster node NODE skew [-]OFFSET "
+                               "(like 1500ms, -2s; 0 clears)")
+        offset = tool_args[0]
+        if offset in ("0", "clear", "0ms", "0s"):
+            cluster_net.remove_where(cluster, lambda e: e["kind"] == "skew"
+                                     and e["node"] == node.name)
+            print(f"{node.name}: clock skew cleared")
+        else:
+            cluster_net.add(cluster, {"kind": "skew", "node": node.name,
+                                      "offset": offset,
+                                      "label": f"clock skew {node.name} "
+                                               f"{offset}"})
+            print(f"{node.name}: wall clock offset {offset}")
     elif action == "tool":
         r = node.tool(*tool_args, timeout=60)
         sys.stdout.write(r.stdout)
@@ -536,6 +571,19 @@ def cmd_node(cluster, node, action, tool_args=()):
 
 def cmd_dc(cluster, dc, action, mode):
     nodes = cluster.dc_nodes(dc)
+    if action == "down" and mode in ("partition", "isolate"):
+        if len({n.dc for n in cluster.nodes}) < 2:
+            raise ClusterError(f"--mode {mode}: '{cluster.name}' has one "
+                               f"datacenter only")
+        if mode == "partition":
+            label = f"{dc} partitioned from the other datacenters"
+        else:
+            label = (f"{dc} isolated (its clients: "
+                     f"{cluster_net.client_address(cluster, dc)})")
+        cluster_net.add(cluster, {"kind": mode, "a": dc, "b": None,
+                                  "dc": dc, "label": label})
+        print(f"{dc} down ({mode}): " + ", ".join(n.name for n in nodes))
+        return
     if action == "down":
         for n in nodes:
             if mode == "pause":
@@ -544,11 +592,57 @@ def cmd_dc(cluster, dc, action, mode):
                 n.stop(kill=(mode == "kill"))
         print(f"{dc} down ({mode}): " + ", ".join(n.name for n in nodes))
     else:
+        cluster_net.remove_where(
+            cluster, lambda e: e["kind"] in ("partition", "isolate") and
+            e.get("dc") == dc)
         paused = [n for n in nodes if n.state() == "paused"]
         for n in paused:
             n.signal(signal.SIGCONT)
         start_nodes([n for n in nodes if n.state() == "stopped"])
         print(f"{dc} up: " + ", ".join(n.name for n in nodes))
+
+
+def cmd_partition(cluster, a, b, one_way):
+    sa = cluster_net.resolve_set(cluster, a)
+    sb = cluster_net.resolve_set(cluster, b)
+    if {n.name for n in sa} & {n.name for n in sb}:
+        raise ClusterError(f"partition {a} {b}: the two sides share nodes")
+    label = (f"one-way cut {a} -> {b} ({a}'s messages do not reach {b})"
+             if one_way else f"partition {a} | {b}")
+    cluster_net.add(cluster, {"kind": "partition", "a": a, "b": b,
+                              "one_way": one_way, "label": label})
+    print(label)
+
+
+def cmd_link(cluster, a, b, args):
+    cluster_net.resolve_set(cluster, a)
+    cluster_net.resolve_set(cluster, b)
+    if args.clear:
+        gone = cluster_net.remove_where(
+            cluster, lambda e: e["kind"] == "link" and
+            {e["a"], e["b"]} == {a, b})
+        print(f"link {a} <-> {b}: cleared" if gone else
+              f"link {a} <-> {b}: no fault was set")
+        return
+    opts = []
+    for name in ("delay", "jitter", "loss", "rate", "flap"):
+        v = getattr(args, name)
+        if v is not None:
+            opts += [f"--{name}", v]
+    if not opts:
+        raise ClusterError("link: expected --delay, --jitter, --loss, "
+                           "--rate, --flap or --clear")
+    label = f"link {a} <-> {b}: {' '.join(opts)}"
+    cluster_net.add(cluster, {"kind": "link", "a": a, "b": b,
+                              "args": opts, "label": label})
+    print(label)
+
+
+def cmd_heal(cluster):
+    gone = cluster_net.heal(cluster)
+    print("healed: " + ("; ".join(e["label"] for e in gone) if gone
+                        else "no recorded fault") +
+          " (links and clock skew cleared on every running node)")
 
 
 def resolve(args):
@@ -613,25 +707,63 @@ def build_parser():
     n.add_argument("node")
     n.add_argument("action", choices=["start", "stop", "kill", "pause",
                                       "resume", "log", "conf", "tool",
-                                      "remove"])
+                                      "remove", "skew"])
     n.add_argument("tool_args", nargs=argparse.REMAINDER,
-                   help="with `tool`: cassini-tool arguments")
+                   help="with `tool`: cassini-tool arguments; with `skew`: "
+                   "the offset")
     d = sub.add_parser("dc", help="take a datacenter down or bring it back")
     d.add_argument("dc")
     d.add_argument("action", choices=["down", "up"])
-    d.add_argument("--mode", choices=["kill", "stop", "pause"],
-                   default="kill")
+    d.add_argument("--mode", choices=["kill", "stop", "pause", "partition",
+                                      "isolate"], default="kill",
+                   help="partition: the DC lives and serves its clients but "
+                   "exchanges nothing with the other DCs; isolate: its "
+                   "native port also answers only its own clients "
+                   "(needs root: iptables)")
+    pa = sub.add_parser("partition", help="cut internode traffic between "
+                        "two sets of nodes (needs root: iptables)")
+    pa.add_argument("a", help="nodes or DCs, comma separated (dc1, "
+                    "node1,node4)")
+    pa.add_argument("b")
+    pa.add_argument("--one-way", action="store_true",
+                    help="only A's messages to B are lost; B's reach A")
+    li = sub.add_parser("link", help="a slow, lossy or flapping WAN link "
+                        "between two sets of nodes (in the nodes' "
+                        "internode transport)")
+    li.add_argument("a")
+    li.add_argument("b")
+    li.add_argument("--delay", help="one way, like 80ms")
+    li.add_argument("--jitter", help="uniform +-, like 10ms")
+    li.add_argument("--loss", help="like 1%%: a lost segment costs a "
+                    "retransmission timeout")
+    li.add_argument("--rate", help="like 10mbit (tc's units)")
+    li.add_argument("--flap", help="DOWN/PERIOD, like 5s/30s")
+    li.add_argument("--clear", action="store_true",
+                    help="remove the link's faults")
+    sub.add_parser("heal", help="remove every partition, link and clock "
+                   "skew of the cluster")
+    dr = sub.add_parser("drill", help="run a datacenter-loss drill: a "
+                        "scenario file or a built-in name (docs/drills.md)",
+                        add_help=False)
+    dr.add_argument("drill_args", nargs=argparse.REMAINDER)
     return p
 
 
 def main(argv):
+    if argv[:1] == ["drill"] or (len(argv) > 2 and argv[0] in ("-C",
+                                                               "--cluster")
+                                 and argv[2:3] == ["drill"]):
+        import drill  # the driver, yaml and matplotlib: only for drills
+        return drill.main(argv)
     args = build_parser().parse_args(argv)
+    cluster_net.sweep_orphans()
     if args.command == "up":
         name = args.cluster or DEFAULT_CLUSTER
         if not (clusters_dir() / name / "cluster.json").exists():
             create(name, [3], 3, 16, "127.0.0.", [])
         set_current(name)
         cluster = Cluster(name)
+        cluster_net.reconcile(cluster)
         start_nodes(cluster.nodes)
         wait_until_up(cluster)
         print_contact_points(cluster)
@@ -657,6 +789,7 @@ def main(argv):
         print(f"Current cluster: {args.name}")
     else:
         cluster = resolve(args)
+        cluster_net.reconcile(cluster)
         if args.command == "start":
             start_nodes(cluster.nodes)
             if not args.no_wait:
@@ -680,6 +813,7 @@ def main(argv):
         elif args.command == "status":
             cmd_status(cluster)
         elif args.command == "remove":
+            cluster_net.sync_kernel(cluster, [])
             for node in cluster.nodes:
                 node.stop(kill=True)
             shutil.rmtree(cluster.dir)
@@ -687,20 +821,26 @@ def main(argv):
                 (HOME / "CURRENT").unlink(missing_ok=True)
             print(f"Removed cluster '{cluster.name}'")
         elif args.command == "node":
-            if args.tool_args and args.action != "tool":
+            if args.tool_args and args.action not in ("tool", "skew"):
                 raise ClusterError(f"unexpected arguments after "
                                    f"{args.action}: {' '.join(args.tool_args)}")
             return cmd_node(cluster, cluster.node(args.node), args.action,
                             args.tool_args)
         elif args.command == "dc":
             cmd_dc(cluster, args.dc, args.action, args.mode)
+        elif args.command == "partition":
+            cmd_partition(cluster, args.a, args.b, args.one_way)
+        elif args.command == "link":
+            cmd_link(cluster, args.a, args.b, args)
+        elif args.command == "heal":
+            cmd_heal(cluster)
     return 0
 
 
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
-    except ClusterError as e:
+    except (ClusterError, FaultError) as e:
         print(f"cluster: {e}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
