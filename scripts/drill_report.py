@@ -129,6 +129,11 @@ def timeline_png(res, ledger, samples, path):
                         where="post", color=COLORS[i % len(COLORS)],
                         label=f"nodes {dc} sees DN")
     ax_mem.set_ylabel("nodes seen DN")
+    from matplotlib.ticker import MaxNLocator
+    ax_mem.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_mem.set_ylim(bottom=0, top=max([1] + [v for s_ in samples
+                                             for v in s_[1].values()
+                                             if v is not None]) + 0.5)
     ax_mem.set_xlabel("seconds since the workload started")
     ax_h = ax_mem.twinx()
     hp = [(s[0], s[2]) for s in samples]
@@ -136,6 +141,7 @@ def timeline_png(res, ledger, samples, path):
         ax_h.fill_between([p[0] for p in hp], [p[1] for p in hp], step="post",
                           color="#9467bd", alpha=0.25, label="hints pending")
     ax_h.set_ylabel("hints pending", color="#9467bd")
+    ax_h.set_ylim(bottom=0, top=max([10] + [p[1] for p in hp]) * 1.1)
     # faults shaded, marks drawn
     seen_labels = set()
     for w in res["windows"]:
@@ -170,11 +176,14 @@ def timeline_png(res, ledger, samples, path):
     ax_mem.legend(h1 + h2, l1 + l2, loc="upper left", fontsize=8)
     for ax in axes:
         ax.grid(True, alpha=0.3)
-        ax.set_xlim(0, end)
-    fig.suptitle(f"drill {res['scenario']}: {res['verdict']}", fontsize=13,
+        ax.set_xlim(0, end * 1.04 + 1)
+    fig.suptitle(f"drill {res['scenario']}: {res['verdict']}", fontsize=14,
                  color="#2ca02c" if res["verdict"] == "PASS" else "#d62728",
-                 y=0.995)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+                 y=0.995, fontweight="bold")
+    fig.text(0.5, 0.962, "   ".join(
+        f"{r['name']} {_result_word(r)}" for r in res["checks"]),
+        ha="center", fontsize=9, color="#333333")
+    fig.tight_layout(rect=(0, 0, 1, 0.955))
     fig.savefig(path, dpi=100)
     plt.close(fig)
 

@@ -1,6 +1,6 @@
 /*
  * WAN faults of test clusters (node/netfault.h) through the real transport:
- * two or three transports on 127.0.30.x over one event loop. Delay holds a
+ * two or three transports on 127.0.39.x over one event loop. Delay holds a
  * message at least as long as asked without holding the loop (another peer
  * is served meanwhile); jitter keeps the order; loss costs a retransmission
  * timeout; a rate limit spaces messages; a flap's down window holds what is
@@ -137,9 +137,9 @@ static void teardown(void)
 START_TEST(delay_holds_a_message_without_holding_the_loop)
 {
 	struct side a, b, c;
-	side_open(&a, "127.0.30.1", true);
-	side_open(&b, "127.0.30.2", false);
-	side_open(&c, "127.0.30.3", false);
+	side_open(&a, "127.0.39.1", true);
+	side_open(&b, "127.0.39.2", false);
+	side_open(&c, "127.0.39.3", false);
 	warm_up(&a, &b);
 	warm_up(&a, &c);
 	struct netfault_link l = {.delay_us = 300000};
@@ -166,8 +166,8 @@ END_TEST
 START_TEST(jitter_keeps_messages_in_order)
 {
 	struct side a, b;
-	side_open(&a, "127.0.30.4", true);
-	side_open(&b, "127.0.30.5", false);
+	side_open(&a, "127.0.39.4", true);
+	side_open(&b, "127.0.39.5", false);
 	warm_up(&a, &b);
 	struct netfault_link l = {.delay_us = 20000, .jitter_us = 20000};
 	ck_assert_int_eq(transport_fault_set(a.t, &b.addr, &l), 0);
@@ -184,8 +184,8 @@ END_TEST
 START_TEST(loss_costs_a_retransmission_timeout_and_loses_nothing)
 {
 	struct side a, b;
-	side_open(&a, "127.0.30.6", true);
-	side_open(&b, "127.0.30.7", false);
+	side_open(&a, "127.0.39.6", true);
+	side_open(&b, "127.0.39.7", false);
 	warm_up(&a, &b);
 	struct netfault_link l = {.loss_ppm = 1000000}; /* every segment */
 	ck_assert_int_eq(transport_fault_set(a.t, &b.addr, &l), 0);
@@ -206,8 +206,8 @@ END_TEST
 START_TEST(rate_limit_spaces_messages)
 {
 	struct side a, b;
-	side_open(&a, "127.0.30.8", true);
-	side_open(&b, "127.0.30.9", false);
+	side_open(&a, "127.0.39.8", true);
+	side_open(&b, "127.0.39.9", false);
 	warm_up(&a, &b);
 	/* 10 messages of about 10 KB at 800 kbit/s: 100 KB at 100 KB/s. */
 	struct netfault_link l = {.rate_bps = 800000};
@@ -231,8 +231,8 @@ END_TEST
 START_TEST(flapping_link_holds_what_is_sent_while_down)
 {
 	struct side a, b;
-	side_open(&a, "127.0.30.10", true);
-	side_open(&b, "127.0.30.11", false);
+	side_open(&a, "127.0.39.10", true);
+	side_open(&b, "127.0.39.11", false);
 	warm_up(&a, &b);
 	/* Up 100 ms, then down 2 s, every 2.1 s from now. */
 	struct netfault_link l = {.flap_down_us = 2000000,
@@ -255,8 +255,8 @@ END_TEST
 START_TEST(clearing_a_link_releases_what_it_held)
 {
 	struct side a, b;
-	side_open(&a, "127.0.30.12", true);
-	side_open(&b, "127.0.30.13", false);
+	side_open(&a, "127.0.39.12", true);
+	side_open(&b, "127.0.39.13", false);
 	warm_up(&a, &b);
 	struct netfault_link l = {.delay_us = 3600000000ull}; /* an hour */
 	ck_assert_int_eq(transport_fault_set(a.t, &b.addr, &l), 0);
@@ -278,8 +278,8 @@ END_TEST
 START_TEST(without_fault_injection_rules_are_refused)
 {
 	struct side a, b;
-	side_open(&a, "127.0.30.14", false);
-	side_open(&b, "127.0.30.15", false);
+	side_open(&a, "127.0.39.14", false);
+	side_open(&b, "127.0.39.15", false);
 	struct netfault_link l = {.delay_us = 1000};
 	ck_assert(!transport_faults_enabled(a.t));
 	ck_assert_int_eq(transport_fault_set(a.t, &b.addr, &l), -1);
