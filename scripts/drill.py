@@ -14,6 +14,7 @@ and a self-contained HTML page (drill_report.py).
 Uses Debian's python3-cassandra, python3-yaml and python3-matplotlib."""
 import argparse
 import collections
+import concurrent.futures
 import copy
 import csv
 import datetime
@@ -799,7 +800,9 @@ class Drill:
                 self.errors.append(f"hints still pending after "
                                    f"{a['_hints_timeout']:.0f} s")
             else:
-                self.marks.append((self.hints_drained, "hints delivered"))
+                had = any(x[2] for x in self.samples)
+                self.marks.append((self.hints_drained, "hints delivered"
+                                   if had else "no hints pending"))
         self.repair_done = None
         if a["repair"] == "full":
             self.phase = "repair"
@@ -835,10 +838,10 @@ class Drill:
             hosts = meta.get_replicas(KEYSPACE, struct.pack(">i", k))
             replicas[k] = sorted(by_addr[h.address] for h in hosts
                                  if h.address in by_addr)
-        states = {}
         from cassandra import ConsistencyLevel
         from cassandra.concurrent import execute_concurrent_with_args
-        for node in self.c.nodes:
+
+        def read_one(node):
             mine = [k for k in keys if node.name in replicas[k]]
             cluster, sess = node_session(self.c, node)
             try:
@@ -861,18 +864,28 @@ class Drill:
                 if failed:
                     self.errors.append(f"{node.name}: {failed} replica "
                                        f"reads failed")
-                states[node.name] = got
+                return got
             finally:
                 cluster.shutdown()
+        with concurrent.futures.ThreadPoolExecutor(len(self.c.nodes)) as ex:
+            states = dict(zip((n.name for n in self.c.nodes),
+                              ex.map(read_one, self.c.nodes)))
         return states, replicas
 
     def preview(self):
-        out = {}
-        for n in self.c.nodes:
+        """{node: mismatched ranges} of `repair -pr --preview` on every
+        node (their primary ranges do not overlap, so they run at once;
+        one that fails is run again alone)."""
+        def one(n):
             r = n.tool("repair", "-pr", "--preview", KEYSPACE, timeout=900)
             m = re.search(r"mismatched ranges: (\d+)", r.stdout)
-            out[n.name] = int(m.group(1)) if m and r.returncode == 0 \
-                else None
+            return int(m.group(1)) if m and r.returncode == 0 else None
+        with concurrent.futures.ThreadPoolExecutor(len(self.c.nodes)) as ex:
+            out = dict(zip((n.name for n in self.c.nodes),
+                           ex.map(one, self.c.nodes)))
+        for n in self.c.nodes:
+            if out[n.name] is None:
+                out[n.name] = one(n)
         return out
 
     def log_events(self):
