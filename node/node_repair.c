@@ -995,6 +995,16 @@ static bool peer_alive(void *arg, const struct inet_addr *ep)
 	return nr->n->gossip && gossip_is_alive(nr->n->gossip, ep);
 }
 
+/* A peer's gossip generation: a new one means it restarted. */
+static int64_t peer_incarnation(void *arg, const struct inet_addr *ep)
+{
+	struct node_repair *nr = arg;
+	struct gossip_endpoint_info info;
+	if (!nr->n->gossip || gossip_endpoint_find(nr->n->gossip, ep, &info))
+		return 0;
+	return info.generation;
+}
+
 struct node_repair *node_repair_new(struct node *n)
 {
 	struct node_repair *nr = calloc(1, sizeof(*nr));
@@ -1009,6 +1019,7 @@ struct node_repair *node_repair_new(struct node *n)
 	repair_options_default(&o);
 	o.self = n->conf.broadcast_address;
 	o.is_alive = peer_alive;
+	o.incarnation = peer_incarnation;
 	o.alive_arg = nr;
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/" HISTORY_FILE,

@@ -145,6 +145,13 @@ struct repair_options {
 	 * a replica it waits for that is convicted fails the session at the
 	 * next check (every alive_check_ms, 1000), not at the timeout. */
 	bool (*is_alive)(void *arg, const struct inet_addr *ep);
+	/* Optional, with is_alive: a replica's incarnation (its gossip
+	 * generation; 0 when unknown). A replica a session waits for whose
+	 * incarnation changed since its task began (it restarted and forgot
+	 * the session, perhaps before anyone convicted it) fails the
+	 * session at the same check, as Cassandra's RepairSession fails
+	 * when a participant restarts. */
+	int64_t (*incarnation)(void *arg, const struct inet_addr *ep);
 	void *alive_arg;
 	uint64_t alive_check_ms;
 };

@@ -402,6 +402,11 @@ static int task_start(struct task *s, size_t ti, size_t ri)
 		s->rep[i].dc = rg->dcs ? rg->dcs[i] : NULL;
 		s->rep[i].asked = false;
 		s->rep[i].self = inet_addr_eq(&rg->replicas[i], &s->r->o.self);
+		s->rep[i].incarnation =
+			s->r->o.incarnation
+				? s->r->o.incarnation(s->r->o.alive_arg,
+						      &rg->replicas[i])
+				: 0;
 		for (size_t k = 0; k < ss->npeers; k++)
 			if (inet_addr_eq(&ss->peers[k].addr, &rg->replicas[i]))
 				s->rep[i].peer = k;
@@ -743,11 +748,25 @@ void repair_session_alive_check(void *arg)
 		struct task *s = &ss->lanes[l];
 		for (size_t i = 0; s->busy && i < s->nrep; i++) {
 			const struct inet_addr *a = &s->rep[i].addr;
-			if (s->rep[i].waiting && !inet_addr_eq(a, &r->o.self) &&
-			    !r->o.is_alive(r->o.alive_arg, a)) {
-				char b[64];
+			if (!s->rep[i].waiting || inet_addr_eq(a, &r->o.self))
+				continue;
+			char b[64];
+			if (!r->o.is_alive(r->o.alive_arg, a)) {
 				repair_task_fail(s,
 						 "%s: %s went down during %s",
+						 repair_task_cur_table(s),
+						 addr_str(a, b, sizeof(b)),
+						 phase_name(s->phase));
+				return;
+			}
+			int64_t now =
+				r->o.incarnation
+					? r->o.incarnation(r->o.alive_arg, a)
+					: 0;
+			if (s->rep[i].incarnation && now &&
+			    now != s->rep[i].incarnation) {
+				repair_task_fail(s,
+						 "%s: %s restarted during %s",
 						 repair_task_cur_table(s),
 						 addr_str(a, b, sizeof(b)),
 						 phase_name(s->phase));

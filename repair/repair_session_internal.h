@@ -49,6 +49,7 @@ struct replica {
 	int waiting;            /* answers still due in this phase */
 	bool asked;             /* VALIDATE sent (they go out one by one) */
 	bool self;              /* this node: its messages stay local */
+	int64_t incarnation;    /* when the task began (0: unknown) */
 	uint64_t sent_us;       /* its latest request, for trace */
 	uint32_t depth, levels; /* its VALIDATE answer: the kept tree's */
 	uint64_t *top;          /* ... levels 0..levels, heap-style */

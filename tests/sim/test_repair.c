@@ -53,7 +53,8 @@ struct cluster {
 	struct repair_summary sum;
 	struct repair_peer_stats peers[NNODES];
 	int progress_lines;
-	bool down[NNODES]; /* the failure detector's verdict */
+	bool down[NNODES];   /* the failure detector's verdict */
+	int64_t gen[NNODES]; /* gossip generations (0 until a restart) */
 };
 
 /* ---- in-memory store ----------------------------------------------------- */
@@ -114,6 +115,15 @@ static bool hook_alive(void *arg, const struct inet_addr *ep)
 	return false;
 }
 
+static int64_t hook_incarnation(void *arg, const struct inet_addr *ep)
+{
+	struct mnode *n = arg;
+	for (int i = 0; i < NNODES; i++)
+		if (inet_addr_eq(&n->c->nodes[i].addr, ep))
+			return n->c->gen[i];
+	return 0;
+}
+
 /* (Re)starts node i's repair service, as a restart of the node would. */
 static void start_repair(struct cluster *c, int i)
 {
@@ -125,6 +135,7 @@ static void start_repair(struct cluster *c, int i)
 	o.request_timeout_ms = 5000;
 	o.message_bytes = 4096; /* several APPLY messages */
 	o.is_alive = hook_alive;
+	o.incarnation = hook_incarnation;
 	o.alive_arg = m;
 	m->repair = repair_new(m->env, &o, &mem_ops, m);
 	ck_assert_ptr_nonnull(m->repair);
@@ -728,6 +739,48 @@ START_TEST(participant_convicted_mid_session_fails_it_at_once)
 }
 END_TEST
 
+/* Found by the node-loss-during-repair drill: node2 killed one second into
+ * a repair and restarted before anyone convicted it; the coordinator
+ * waited for the VALIDATE answer the old process took with it until the
+ * validate timeout (10 minutes), and every repair on that node was
+ * refused meanwhile. A new gossip generation fails the session at the next
+ * check, as Cassandra's RepairSession does on a participant's restart. */
+START_TEST(participant_restarted_mid_session_fails_it_at_once)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	for (int i = 0; i < NNODES; i++)
+		c->gen[i] = 100;
+	/* node 2 dies just as the session asks it for its tree (the old
+	 * process takes the VALIDATE with it) and comes back 200 ms later
+	 * with a new generation: the failure detector never sees it down */
+	struct mnode *m = &c->nodes[2];
+	sim_env_kill(c->sim, m->env);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	sim_run_for(c->sim, 200000);
+	ck_assert(!c->done);
+	repair_delete(m->repair);
+	m->env = sim_env_new(c->sim, &m->addr);
+	env_set_receiver(m->env, deliver, m);
+	start_repair(c, 2);
+	c->gen[2] = 101;
+	uint64_t t0 = sim_now_us(c->sim);
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	/* at the next check, well before the 5 s timeouts */
+	ck_assert_uint_le(sim_now_us(c->sim) - t0, 1100000);
+	ck_assert(!c->sum.ok);
+	ck_assert_msg(strstr(c->sum.error, "127.0.9.3") &&
+			      strstr(c->sum.error, "restarted"),
+		      "%s", c->sum.error);
+	/* and a rerun with the restarted node repairs everything */
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_int_eq(unequal_parts(c), 0);
+	cluster_delete(c);
+}
+END_TEST
+
 START_TEST(participant_killed_mid_session_fails_it)
 {
 	struct cluster *c = cluster_new();
@@ -1068,6 +1121,7 @@ int main(void)
 	tcase_add_test(tc, killed_participant_fails_the_session);
 	tcase_add_test(tc, participant_killed_mid_session_fails_it);
 	tcase_add_test(tc, participant_convicted_mid_session_fails_it_at_once);
+	tcase_add_test(tc, participant_restarted_mid_session_fails_it_at_once);
 	tcase_add_test(tc, exchange_finds_exactly_the_differing_leaves);
 	tcase_add_test(tc, tree_traffic_is_bounded_by_differing_leaves);
 	tcase_add_test(
