@@ -967,11 +967,14 @@ class Drill:
         if self.args.keep:
             self.say(f"cluster '{c.name}' kept running "
                      f"(CASSINI_HOME={cl.HOME})")
-        elif not ok:
+        elif not ok and self.created:
             for n in c.nodes:
                 n.stop(kill=True)
             self.say(f"cluster '{c.name}' kept, stopped, for its logs: "
                      f"{c.dir}")
+        elif not ok:
+            self.say(f"cluster '{c.name}' left running; its logs: "
+                     f"{c.dir}/<node>/logs/system.log")
         elif self.created:
             cluster_net.sync_kernel(c, [])
             for n in c.nodes:
