@@ -906,7 +906,7 @@ class Drill:
                     tzinfo=datetime.timezone.utc).timestamp() + \
                     int(m.group(2)) / 1000.0
                 t = wall - self.wall_start
-                if t >= -5:
+                if t >= 0:
                     out.append((t, n.name, addr[m.group(3)], m.group(4)))
         return sorted(out)
 
@@ -914,12 +914,23 @@ class Drill:
     def run(self):
         s = self.s
         self.say(f"drill {s['name']}: {s['description'].strip()}")
+        t0 = time.monotonic()
+        self.timings = {}
+
+        def took(phase):
+            nonlocal t0
+            now = time.monotonic()
+            self.timings[phase] = round(now - t0, 1)
+            t0 = now
+        self.took = took
         self.c, self.created = prepare_cluster(s, self.args, self.say)
+        took("cluster")
         ok = False
         try:
             self.started(self.c.nodes)
             self.setup_schema()
             self.preload()
+            took("data")
             self.monitor_stop = threading.Event()
             self.start_workers()
             self.phase = "run"
@@ -934,12 +945,15 @@ class Drill:
                 self.workload_end = self.now()
                 for cluster, _ in self.sessions.values():
                     cluster.shutdown()
+            took("workload")
             self.after()
             self.monitor_stop.set()
             mon.join(timeout=10)
+            took("heal, hints, repair")
             states, replicas = self.read_replicas()
             preview = self.preview()
             events = self.log_events()
+            took("verification")
             result = self.judge(states, replicas, preview, events)
             ok = result["verdict"] == "PASS"
             self.write_report(result, states, replicas, events)
@@ -1113,12 +1127,16 @@ class Drill:
                                                      default=str) + "\n")
         (out / "events.json").write_text(json.dumps(
             {"gossip": events, "samples": self.samples}, default=str) + "\n")
-        text = drill_report.verdict_text(result)
-        (out / "verdict.txt").write_text(text)
         drill_report.timeline_png(result, self.ops, self.samples,
                                   out / "timeline.png")
         drill_report.html_page(result, self.ops, out / "timeline.png",
                                out / "report.html")
+        self.took("report")
+        result["timings"] = self.timings
+        text = drill_report.verdict_text(result)
+        (out / "verdict.txt").write_text(text)
+        (out / "summary.json").write_text(json.dumps(result, indent=2,
+                                                     default=str) + "\n")
         print()
         print(text, end="")
         print(f"report: {out}/report.html (timeline.png, ledger.csv, "

@@ -57,6 +57,9 @@ def verdict_text(res):
                     f"({x['ratio']:.2f}x)")
     for p in res["problems"]:
         lines.append(f"  {'FAIL':<22} {p}")
+    if res.get("timings"):
+        lines.append(f"  {'info':<22} took " + ", ".join(
+            f"{k} {v:.1f} s" for k, v in res["timings"].items()))
     return "\n".join(lines) + "\n"
 
 
