@@ -799,10 +799,6 @@ class Drill:
             if self.hints_drained is None:
                 self.errors.append(f"hints still pending after "
                                    f"{a['_hints_timeout']:.0f} s")
-            else:
-                had = any(x[2] for x in self.samples)
-                self.marks.append((self.hints_drained, "hints delivered"
-                                   if had else "no hints pending"))
         self.repair_done = None
         if a["repair"] == "full":
             self.phase = "repair"
@@ -998,6 +994,19 @@ class Drill:
                 (cl.HOME / "CURRENT").unlink(missing_ok=True)
 
     # -- judgement
+    def drained_after(self, t):
+        """The first moment from `t` on after which no node had hints
+        pending (the monitor's samples, every 2 s; the wait of the after
+        phase when the samples never showed it)."""
+        hinted = [x for x in self.samples if x[0] >= t]
+        first = None
+        for x in hinted:
+            if x[2]:
+                first = None
+            elif first is None:
+                first = x[0]
+        return first if first is not None else self.hints_drained
+
     def judge(self, states, replicas, preview, events):
         s = self.s
         nodes = {n.name: {"dc": n.dc, "address": n.address}
@@ -1041,10 +1050,17 @@ class Drill:
         cut_end = max([w["end"] for w in wins if w["kind"] in
                        checks.CUT_KINDS + checks.PROCESS_KINDS] or [None],
                       key=lambda x: -1 if x is None else x)
+        if self.hints_drained is not None:
+            if any(x[2] for x in self.samples):
+                t_h = self.drained_after(cut_end if cut_end is not None
+                                         else 0.0)
+                self.marks.append((t_h, "hints delivered"))
+            else:
+                self.marks.append((self.hints_drained, "no hints pending"))
         converge = None
         conv = next((r for r in results if r["name"] == "converged"), None)
         if cut_end is not None and conv and conv["ok"]:
-            done = self.repair_done or self.hints_drained
+            done = self.repair_done or self.drained_after(cut_end)
             if done is not None:
                 converge = max(0.0, done - cut_end)
         spans = checks.merge([(w["start"], w["end"]) for w in wins

@@ -119,6 +119,7 @@ def timeline_png(res, ledger, samples, path):
         ax_err.bar([x + (i - (len(dcs) - 1) / 2) * 0.4 for x in xs], err[dc],
                    width=0.4, color=c, label=f"{dc} errors")
     ax_tp.set_ylabel("successful ops/s")
+    ax_tp.set_ylim(bottom=0, top=max([1] + [max(ok[dc]) for dc in dcs]) * 1.15)
     ax_lat.set_ylabel("latency (ms, log)")
     ax_lat.set_yscale("log")
     ax_err.set_ylabel("errors/s")

@@ -20,7 +20,7 @@ from clusters import cluster_script
 from conftest import SOURCE_DIR
 
 BASE = "127.0.31."
-SCALE = "0.2"
+SCALE = "0.15"
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("iptables"),
