@@ -265,3 +265,15 @@ def test_rules_of_a_deleted_cluster_are_swept(net, tmp_path):
     assert "-N CASSINI-it-" in chains  # still ours, still wanted
     net("heal")
     nothing_left(net)
+
+
+def test_remove_takes_the_clusters_rules_with_it(tmp_path):
+    other = cluster_script(tmp_path)
+    other("create", "gone", "-n", "1:1", "--base-ip", "127.0.34.")
+    other("-C", "gone", "partition", "dc1", "dc2")
+    other("-C", "gone", "link", "dc1", "dc2", "--delay", "5ms")
+    assert "-N CASSINI-gone-" in subprocess.run(
+        ["iptables", "-w", "-S"], capture_output=True, text=True).stdout
+    other("-C", "gone", "remove")
+    assert "CASSINI-gone-" not in subprocess.run(
+        ["iptables", "-w", "-S"], capture_output=True, text=True).stdout
