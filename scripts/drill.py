@@ -227,7 +227,7 @@ def scale(s, f):
     for st in w["streams"]:
         st["rate"] = max(1, round(st.get("rate", 50) * f))
     s["keyspace"]["preload"] = int(s["keyspace"].get("preload", 0) * f)
-    w["keys"] = max(50, int(w["keys"] * f))
+    w["keys"] = max(min(50, w["keys"]), int(w["keys"] * f))
     for x in s["nemesis"]:
         x["at"] = seconds(x.get("at", 0), "at") * f
         if "for" in x:
@@ -332,8 +332,12 @@ def dc_session(c, dc, timeout, server_ts):
     contacts = [n.address for n in c.nodes if n.dc == dc]
     prof = m["ExecutionProfile"](
         retry_policy=m["FallthroughRetryPolicy"](), request_timeout=timeout,
+        # Replicas shuffled: a key's requests go through every replica of
+        # the DC, not always the first (so a skewed node coordinates some
+        # writes of every key).
         load_balancing_policy=m["TokenAwarePolicy"](
-            m["DCAwareRoundRobinPolicy"](local_dc=dc)))
+            m["DCAwareRoundRobinPolicy"](local_dc=dc),
+            shuffle_replicas=True))
     cluster = m["Cluster"](
         contacts, protocol_version=4, port=cl_port(c),
         execution_profiles={m["EXEC_PROFILE_DEFAULT"]: prof},
@@ -1229,13 +1233,17 @@ def main(argv):
                 print(f"{n:<26} {first}")
             return 0
         s = load_scenario(args.scenario)
-        for item in args.set:
+        if args.scale != 1.0:
+            scale(s, args.scale)
+        for item in args.set:  # after --scale: what it says, it gets
             if "=" not in item:
                 raise DrillError(f"--set {item}: expected KEY=VALUE")
             k, v = item.split("=", 1)
-            set_path(s, k, v)
-        if args.scale != 1.0:
-            scale(s, args.scale)
+            try:
+                set_path(s, k, v)
+            except (KeyError, IndexError, ValueError, TypeError):
+                raise DrillError(f"--set {item}: no such place in the "
+                                 f"scenario")
         validate(s)
         if args.check:
             print(yaml.safe_dump({k: v for k, v in s.items()
