@@ -949,6 +949,7 @@ class Drill:
             self.after()
             self.monitor_stop.set()
             mon.join(timeout=10)
+            self.after_end = self.now()
             took("heal, hints, repair")
             states, replicas = self.read_replicas()
             preview = self.preview()
@@ -1035,8 +1036,8 @@ class Drill:
         if "converged" in cfg:
             results.append(checks.check_converged(states, replicas, preview))
         if "no_false_convictions" in cfg:
-            results.append(checks.check_false_convictions(events, wins, nodes,
-                                                          grace))
+            results.append(checks.check_false_convictions(
+                events, wins, nodes, grace, until=self.after_end))
         repairs = [w for w in self.windows if w["kind"] == "repair"]
         if repairs:
             hung = [w for w in repairs if w.get("outcome") is None or

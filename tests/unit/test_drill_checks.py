@@ -167,6 +167,8 @@ def test_false_convictions_are_those_no_fault_explains():
             "nodes": ["node6"]}
     r = dc.check_false_convictions(events, [PARTITION, kill], NODES, 5)
     assert r["numbers"]["false"] == 1
+    r = dc.check_false_convictions(events, [PARTITION], NODES, 5, until=40)
+    assert r["numbers"]["false"] == 1  # the one at 50 s is not judged
 
 
 def test_detection_and_recovery_times():
