@@ -129,10 +129,21 @@ bool read_ctx_past_end(const struct read_ctx *c, struct slice ck)
 int read_ctx_add_atom(struct read_ctx *c, const struct atom *a)
 {
 	/* A dropped column's cells are gone for every reader (reads,
-	 * fragments, scans, compaction, which thereby purges them). */
-	if (a->slot != ATOM_SLOT_ROW &&
-	    storage_column_hides(c->t, (size_t)a->slot - 1, a->ts))
-		return 0;
+	 * fragments, scans, compaction, which thereby purges them), but
+	 * those newer than the drop belong to a column re-added under its
+	 * name (compaction rewrites them under the new slot). */
+	struct atom moved;
+	if (a->slot != ATOM_SLOT_ROW && c->t) {
+		int col = storage_column_read_as(c->t, (size_t)a->slot - 1,
+						 a->ts);
+		if (col < 0)
+			return 0;
+		if ((size_t)col != (size_t)a->slot - 1) {
+			moved = *a;
+			moved.slot = (uint16_t)(col + 1);
+			a = &moved;
+		}
+	}
 	/* A memory-only read runs on an event loop: a big partition is a
 	 * worker's job however it is stored. */
 	if (c->cached_only && c->atom_count >= READ_CACHED_MAX_ATOMS)

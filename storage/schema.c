@@ -245,3 +245,22 @@ int storage_keyspace_meta_set_replication(struct storage_keyspace_meta *k,
 	k->replication_count = n + 1;
 	return 0;
 }
+
+int storage_column_read_as(const struct storage_table_meta *t, size_t column,
+			   int64_t ts)
+{
+	while (t && column < t->column_count) {
+		const struct storage_column *c = &t->columns[column];
+		if (ts <= c->dropped_at)
+			return -1;
+		if (!c->dropped)
+			return (int)column;
+		/* the slot re-added under this name after the drop, if any */
+		size_t next = column + 1;
+		while (next < t->column_count &&
+		       strcmp(t->columns[next].name, c->name) != 0)
+			next++;
+		column = next;
+	}
+	return -1;
+}

@@ -14,8 +14,9 @@
  * so commitlog records, SSTables and memtables written under any earlier
  * version stay readable without rewriting. A dropped column's cells are
  * never read again and compaction purges them; a column re-added under the
- * same name gets a new slot, and ignores cells written at or before the
- * earlier drop (Cassandra's rule for re-added columns).
+ * same name gets a new slot, ignores cells written at or before the
+ * earlier drop, and reads the old slot's cells written after it
+ * (Cassandra's rule for re-added columns: storage_column_read_as).
  */
 #ifndef CASSINI_STORAGE_SCHEMA_H
 #define CASSINI_STORAGE_SCHEMA_H
@@ -138,16 +139,15 @@ storage_table_meta_clone(const struct storage_table_meta *t);
  * differs. */
 int storage_table_meta_check_successor(const struct storage_table_meta *prev,
 				       const struct storage_table_meta *next);
-/* Whether a cell of column number `column` written at `ts` is hidden by
- * a drop (the column's, or an earlier one of a column of its name). */
-static inline bool storage_column_hides(const struct storage_table_meta *t,
-					size_t column, int64_t ts)
-{
-	if (!t || column >= t->column_count)
-		return false;
-	const struct storage_column *c = &t->columns[column];
-	return c->dropped || ts <= c->dropped_at;
-}
+/* The column a cell of column number `column` written at `ts` is read
+ * as, or -1 when a drop hides it. Cassandra knows columns by name: a drop
+ * hides the cells of that name written at or before its time, and a
+ * column re-added under the name reads the older slot's cells written
+ * after that time as its own (they are newer than the drop). So a cell of
+ * a dropped slot is read as the slot re-added after it (following every
+ * later drop of the name), or hidden when none was. */
+int storage_column_read_as(const struct storage_table_meta *t, size_t column,
+			   int64_t ts);
 
 struct storage_keyspace_meta *storage_keyspace_meta_new(const char *name,
 							bool durable_writes);
