@@ -99,6 +99,34 @@ void cql_timeuuid_next(struct cql_timeuuid_gen *g, int64_t now_us,
 	memcpy(out + 10, g->node, 6);
 }
 
+static void timeuuid_of_ticks(const struct cql_timeuuid_gen *g, uint64_t ticks,
+			      uint8_t out[16])
+{
+	be32_store(out, (uint32_t)ticks);
+	be16_store(out + 4, (uint16_t)(ticks >> 32));
+	be16_store(out + 6, (uint16_t)(((ticks >> 48) & 0x0fff) | 0x1000));
+	out[8] = (uint8_t)(((g->clock_seq >> 8) & 0x3f) | 0x80);
+	out[9] = (uint8_t)g->clock_seq;
+	memcpy(out + 10, g->node, 6);
+}
+
+void cql_timeuuid_prepend(struct cql_timeuuid_gen *g, int64_t now_us, size_t n,
+			  uint8_t *out)
+{
+	/* Cassandra's PrecisionTime: REFERENCE_TIME - (now - REFERENCE_TIME),
+	 * then each call below the last one. Ticks are 100 ns. */
+	const int64_t ref_us = 1262304000000000ll; /* 2010-01-01 */
+	int64_t mirror_us = ref_us - (now_us - ref_us);
+	uint64_t base = (uint64_t)(mirror_us > 0 ? mirror_us : 0) * 10 +
+			UUID_EPOCH_OFFSET;
+	base = base > n ? base - n : 0;
+	if (g->prepend_ticks && base + n >= g->prepend_ticks)
+		base = g->prepend_ticks > n + 1 ? g->prepend_ticks - n - 1 : 0;
+	g->prepend_ticks = base + 1;
+	for (size_t i = 0; i < n; i++)
+		timeuuid_of_ticks(g, base + 1 + i, out + 16 * i);
+}
+
 int64_t cql_timeuuid_unix_us(const uint8_t uuid[16])
 {
 	uint64_t ticks = (uint64_t)(be16_load(uuid + 6) & 0x0fff) << 48 |

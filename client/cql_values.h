@@ -40,12 +40,22 @@ struct cql_timeuuid_gen {
 	uint64_t last_ticks;
 	uint8_t node[6]; /* random, multicast bit set (RFC 4122 §4.5) */
 	uint16_t clock_seq;
+	/* The lowest tick handed to a list prepend (0: none yet). */
+	uint64_t prepend_ticks;
 };
 
 void cql_timeuuid_gen_init(struct cql_timeuuid_gen *g, uint64_t random_bits);
 /* Writes 16 bytes for wall-clock time `now_us`. */
 void cql_timeuuid_next(struct cql_timeuuid_gen *g, int64_t now_us,
 		       uint8_t out[16]);
+/* The cell paths of `n` list elements prepended at `now_us` (out: n x 16
+ * bytes, element i's path at out + 16 i), as Cassandra's Lists.Prepender
+ * makes them: times mirrored below 2010-01-01, so they sort before every
+ * appended element, increasing along the list, and below those of every
+ * earlier prepend of this generator (three prepends in one batch, all at
+ * the same `now_us`, keep their order). */
+void cql_timeuuid_prepend(struct cql_timeuuid_gen *g, int64_t now_us, size_t n,
+			  uint8_t *out);
 /* Microseconds since the Unix epoch embedded in a version-1 UUID. */
 int64_t cql_timeuuid_unix_us(const uint8_t uuid[16]);
 /* A CQL date (days since 1970-01-01 plus 2^31) of a Unix time in

@@ -425,17 +425,21 @@ static int put_element(struct build *b, void *arg, struct val key,
 				    b->ttl, b->ctx->now_sec);
 }
 
-/* Prepended list elements get timeuuids that sort before every appended
- * one: times mirrored below a 2010 reference, as Cassandra does. */
+/* Prepended list elements: paths that sort before every appended one and
+ * before those of every earlier prepend (cql_timeuuid_prepend). */
 static int prepend_elements(struct build *b, struct storage_mutation *mu,
 			    int column, struct val coll, const char *name)
 {
-	const int64_t ref_us = 1262304000000000ll; /* 2010-01-01 */
 	struct cursor c = cursor_make(coll.ptr, (size_t)coll.len);
 	uint32_t n;
-	if (cursor_be32(&c, &n) != 0)
+	if (cursor_be32(&c, &n) != 0 || n > cursor_left(&c) / 4)
 		return err_set(ERR_INVALID, "Invalid list value for %s", name);
-	int64_t base = ref_us - (b->ctx->fn->now_us - ref_us);
+	if (n == 0)
+		return 0;
+	uint8_t *ids = arena_alloc(&b->a, 16 * (size_t)n);
+	if (!ids)
+		return err_set(ERR_NOMEM, "out of memory");
+	cql_timeuuid_prepend(b->ctx->fn->timeuuids, b->ctx->fn->now_us, n, ids);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t len;
 		struct slice s;
@@ -443,13 +447,9 @@ static int prepend_elements(struct build *b, struct storage_mutation *mu,
 		    cursor_take(&c, len, &s) != 0)
 			return err_set(ERR_INVALID, "Invalid list value for %s",
 				       name);
-		struct cql_timeuuid_gen g = *b->ctx->fn->timeuuids;
-		g.last_ticks = 0;
-		uint8_t id[16];
-		/* Earlier elements of the literal get earlier times. */
-		cql_timeuuid_next(&g, base - (int64_t)(n - i), id);
-		if (storage_mutation_put(mu, column, id, 16, s.ptr, len, b->ts,
-					 b->ttl, b->ctx->now_sec) != 0)
+		if (storage_mutation_put(mu, column, ids + 16 * (size_t)i, 16,
+					 s.ptr, len, b->ts, b->ttl,
+					 b->ctx->now_sec) != 0)
 			return -1;
 	}
 	return 0;
