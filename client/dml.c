@@ -13,9 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TTL  630720000 /* 20 years, Cassandra's cap */
-#define MAX_KEYS 4096      /* partitions or rows one statement may expand to */
-#define UNSET    (-2)
+#define MAX_TTL     630720000 /* 20 years, Cassandra's cap */
+#define MAX_KEYS    4096      /* partitions or rows one statement may expand to */
+#define MAX_KEY_LEN 65535     /* a partition key, a clustering component */
+#define UNSET       (-2)
 
 struct val {
 	const uint8_t *ptr;
@@ -128,6 +129,23 @@ static int key_kind(const struct storage_table_meta *m, int c)
 	return c < 0 ? -1 : m->columns[c].kind;
 }
 
+/* A key column's value in a WHERE relation (or an INSERT's key column,
+ * which Cassandra reads as one): neither null nor unset. */
+static int condition_value(struct build *b, const struct cql_term *t,
+			   const struct storage_column *col, struct val *out)
+{
+	if (resolve(b, t, &col->type, col->name, out) != 0)
+		return -1;
+	if (out->len == UNSET)
+		return err_set(ERR_INVALID, "Invalid unset value for column %s",
+			       col->name);
+	if (out->len < 0)
+		return err_set(ERR_INVALID,
+			       "Invalid null value in condition for column %s",
+			       col->name);
+	return 0;
+}
+
 static int restrict_column(struct build *b, struct restr *r,
 			   const struct cql_relation *rel, int c,
 			   bool allow_slice)
@@ -144,8 +162,8 @@ static int restrict_column(struct build *b, struct restr *r,
 		if (rel->op == CQL_OP_EQ) {
 			r->vals = arena_alloc(&b->a, sizeof(*r->vals));
 			r->n = 1;
-			return r->vals ? resolve(b, rel->value, &col->type,
-						 col->name, r->vals)
+			return r->vals ? condition_value(b, rel->value, col,
+							 r->vals)
 				       : -1;
 		}
 		const struct cql_term *v = rel->value;
@@ -156,8 +174,8 @@ static int restrict_column(struct build *b, struct restr *r,
 			if (!r->vals)
 				return -1;
 			for (size_t i = 0; i < v->count; i++)
-				if (resolve(b, v->items[i], &col->type,
-					    col->name, &r->vals[i]) != 0)
+				if (condition_value(b, v->items[i], col,
+						    &r->vals[i]) != 0)
 					return -1;
 			return 0;
 		}
@@ -173,8 +191,7 @@ static int restrict_column(struct build *b, struct restr *r,
 				       col->name);
 		if (list.len < 0)
 			return err_set(ERR_INVALID,
-				       "Invalid null value for IN "
-				       "restriction on %s",
+				       "Invalid null value for column %s",
 				       col->name);
 		struct cursor cur = cursor_make(list.ptr, (size_t)list.len);
 		uint32_t n;
@@ -197,14 +214,15 @@ static int restrict_column(struct build *b, struct restr *r,
 		}
 		return 0;
 	}
-	if (!allow_slice || col->kind != STORAGE_COLUMN_CLUSTERING)
+	if (col->kind != STORAGE_COLUMN_CLUSTERING)
 		return err_set(ERR_INVALID,
 			       "Only EQ and IN relation are supported on the "
 			       "partition key (unless you use the token() "
-			       "function)%s",
-			       col->kind == STORAGE_COLUMN_CLUSTERING
-				       ? " or on clustering columns here"
-				       : "");
+			       "function)");
+	if (!allow_slice)
+		return err_set(ERR_INVALID,
+			       "Slice restrictions are not supported on the "
+			       "clustering columns in UPDATE statements");
 	bool lo = rel->op == CQL_OP_GT || rel->op == CQL_OP_GTE;
 	bool incl = rel->op == CQL_OP_GTE || rel->op == CQL_OP_LTE;
 	if (rel->op == CQL_OP_NEQ || rel->op == CQL_OP_CONTAINS ||
@@ -218,7 +236,7 @@ static int restrict_column(struct build *b, struct restr *r,
 			       "for the %s bound on %s",
 			       lo ? "start" : "end", col->name);
 	struct val v;
-	if (resolve(b, rel->value, &col->type, col->name, &v) != 0)
+	if (condition_value(b, rel->value, col, &v) != 0)
 		return -1;
 	if (lo) {
 		r->has_lo = true;
@@ -230,6 +248,24 @@ static int restrict_column(struct build *b, struct restr *r,
 		r->hi = v;
 	}
 	return 0;
+}
+
+/* Whether a WHERE clause restricts a clustering column (a statement on
+ * static columns only may not). */
+static bool where_names_clustering(const struct build *b,
+				   const struct cql_relation *rels, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < rels[i].column_count; k++) {
+			int c = rels[i].kind == CQL_REL_TOKEN
+					? -1
+					: cql_table_column(b->t,
+							   rels[i].columns[k]);
+			if (c >= 0 && b->m->columns[c].kind ==
+					      STORAGE_COLUMN_CLUSTERING)
+				return true;
+		}
+	return false;
 }
 
 /* Fills rs[column] for each key column restricted by the WHERE clause. */
@@ -267,25 +303,78 @@ static int restrict_where(struct build *b, const struct cql_relation *rels,
 	return 0;
 }
 
-/* Checks a key value (no null, no unset, no empty partition key). */
-static int key_value_ok(const struct storage_column *col, struct val v,
-			bool partition)
+/* Checks a key value: neither null nor unset (Cassandra's words for a
+ * key column read as a condition). */
+static int key_value_ok(const struct storage_column *col, struct val v)
 {
 	if (v.len == UNSET)
 		return err_set(ERR_INVALID, "Invalid unset value for column %s",
 			       col->name);
 	if (v.len < 0)
 		return err_set(ERR_INVALID,
-			       "Invalid null value %sfor %s key "
-			       "part %s",
-			       "", partition ? "partition" : "clustering",
+			       "Invalid null value in condition for column %s",
 			       col->name);
-	if (partition && v.len == 0)
-		return err_set(ERR_INVALID, "Key may not be empty");
 	return 0;
 }
 
-/* The partition keys (serialized) restricted by rs. */
+/* Orders serialized keys (or clusterings) by their bytes, to find
+ * repeats: Cassandra's IN restrictions are sets. */
+struct key_ref {
+	const uint8_t *ptr;
+	size_t len;
+	size_t at; /* where it came in the expansion */
+};
+
+static int key_ref_cmp(const void *a, const void *b)
+{
+	const struct key_ref *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = n ? memcmp(x->ptr, y->ptr, n) : 0;
+	if (c)
+		return c;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Removes repeated keys from keys/offs (n of them), keeping the first of
+ * each in place order; returns the count left. */
+static size_t unique_keys(struct build *b, struct buf *keys, size_t *offs,
+			  size_t n)
+{
+	if (n < 2)
+		return n;
+	struct key_ref *refs = arena_alloc(&b->a, n * sizeof(*refs));
+	bool *dup = arena_alloc(&b->a, n * sizeof(*dup));
+	if (!refs || !dup)
+		return n; /* keep the repeats rather than fail */
+	for (size_t i = 0; i < n; i++) {
+		refs[i] = (struct key_ref){keys->data + offs[i],
+					   offs[i + 1] - offs[i], i};
+		dup[i] = false;
+	}
+	qsort(refs, n, sizeof(*refs), key_ref_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (refs[i].len == refs[i - 1].len &&
+		    (!refs[i].len ||
+		     memcmp(refs[i].ptr, refs[i - 1].ptr, refs[i].len) == 0))
+			dup[refs[i].at] = true;
+	/* Compact in place: key bytes move down, offsets follow. */
+	size_t w = 0, wpos = offs[0];
+	for (size_t i = 0; i < n; i++) {
+		size_t from = offs[i], len = offs[i + 1] - offs[i];
+		if (dup[i])
+			continue;
+		memmove(keys->data + wpos, keys->data + from, len);
+		offs[w++] = wpos;
+		wpos += len;
+	}
+	offs[w] = wpos;
+	keys->len = wpos;
+	return w;
+}
+
+/* The partition keys (serialized) restricted by rs, without repeats. */
 static int partition_keys(struct build *b, struct restr *rs, struct buf *keys,
 			  size_t **offsets, size_t *nkeys)
 {
@@ -321,6 +410,7 @@ static int partition_keys(struct build *b, struct restr *rs, struct buf *keys,
 	for (size_t k = 0; k < total; k++) {
 		size_t idx = k;
 		struct slice parts[16];
+		size_t len = 0;
 		for (size_t i = m->pk_count; i-- > 0;) {
 			const struct restr *r = &rs[m->pk[i]];
 			if (r->n == 0) {
@@ -330,10 +420,21 @@ static int partition_keys(struct build *b, struct restr *rs, struct buf *keys,
 			}
 			struct val v = r->vals[idx % r->n];
 			idx /= r->n;
-			if (key_value_ok(&m->columns[m->pk[i]], v, true) != 0)
+			if (key_value_ok(&m->columns[m->pk[i]], v) != 0)
 				return -1;
 			parts[i] = slice_make(v.ptr, (size_t)v.len);
+			/* a compound key: 2-byte length, value, 0 */
+			len += m->pk_count == 1 ? (size_t)v.len
+						: 3 + (size_t)v.len;
 		}
+		/* Cassandra's key checks (Validation.validateKey) */
+		if (len == 0)
+			return err_set(ERR_INVALID, "Key may not be empty");
+		if (len > MAX_KEY_LEN)
+			return err_set(ERR_INVALID,
+				       "Key length of %zu is longer than "
+				       "maximum of %d",
+				       len, MAX_KEY_LEN);
 		offs[count++] = keys->len;
 		if (m->pk_count == 1) {
 			if (buf_append(keys, parts[0].ptr, parts[0].len) != 0)
@@ -345,23 +446,29 @@ static int partition_keys(struct build *b, struct restr *rs, struct buf *keys,
 	}
 	offs[count] = keys->len;
 	*offsets = offs;
-	*nkeys = count;
+	*nkeys = unique_keys(b, keys, offs, count);
 	return 0;
 }
 
-/* Every full clustering (values in `rows`, ck_count slices each). */
+/* Every full clustering (values in `rows`, ck_count slices each), without
+ * repeats. */
 static int clusterings(struct build *b, struct restr *rs, struct slice **rows,
 		       size_t *nrows)
 {
 	const struct storage_table_meta *m = b->m;
 	size_t total = 1;
+	char missing[256] = "";
+	for (size_t i = 0; i < m->ck_count; i++) {
+		size_t l = strlen(missing);
+		if (!rs[m->ck[i]].eq)
+			snprintf(missing + l, sizeof(missing) - l, "%s%s",
+				 l ? ", " : "", m->columns[m->ck[i]].name);
+	}
+	if (missing[0])
+		return err_set(ERR_INVALID, "Some clustering keys are missing: %s",
+			       missing);
 	for (size_t i = 0; i < m->ck_count; i++) {
 		const struct restr *r = &rs[m->ck[i]];
-		if (!r->eq)
-			return err_set(ERR_INVALID,
-				       "Some clustering keys are "
-				       "missing: %s",
-				       m->columns[m->ck[i]].name);
 		total *= r->n;
 		if (total > MAX_KEYS)
 			return err_set(ERR_INVALID,
@@ -373,20 +480,41 @@ static int clusterings(struct build *b, struct restr *rs, struct slice **rows,
 		arena_alloc(&b->a, (total * m->ck_count + 1) * sizeof(*out));
 	if (!out)
 		return -1;
+	size_t kept = 0;
 	for (size_t k = 0; k < total; k++) {
 		size_t idx = k;
+		size_t size = 0;
+		bool too_long = false;
+		struct slice *row = out + kept * m->ck_count;
 		for (size_t i = m->ck_count; i-- > 0;) {
 			const struct restr *r = &rs[m->ck[i]];
 			struct val v = r->vals[idx % r->n];
 			idx /= r->n;
-			if (key_value_ok(&m->columns[m->ck[i]], v, false) != 0)
+			if (key_value_ok(&m->columns[m->ck[i]], v) != 0)
 				return -1;
-			out[k * m->ck_count + i] =
-				slice_make(v.ptr, (size_t)v.len);
+			row[i] = slice_make(v.ptr, (size_t)v.len);
+			size += (size_t)v.len;
+			too_long |= (size_t)v.len > MAX_KEY_LEN;
 		}
+		/* Cassandra 4 limits each component, and names the whole
+		 * clustering's size. */
+		if (too_long)
+			return err_set(ERR_INVALID,
+				       "Key length of %zu is longer than "
+				       "maximum of %d",
+				       size, MAX_KEY_LEN);
+		bool repeat = false;
+		for (size_t j = 0; j < kept && !repeat; j++) {
+			repeat = true;
+			for (size_t i = 0; repeat && i < m->ck_count; i++)
+				repeat = slice_eq(out[j * m->ck_count + i],
+						  row[i]);
+		}
+		if (!repeat)
+			kept++;
 	}
 	*rows = out;
-	*nrows = m->ck_count ? total : 1;
+	*nrows = m->ck_count ? kept : 1;
 	return 0;
 }
 
@@ -486,6 +614,9 @@ static int write_value(struct build *b, struct storage_mutation *mu, int column,
 
 /* ---- USING --------------------------------------------------------------- */
 
+/* USING TIMESTAMP and TTL (Cassandra's Attributes): an unset timestamp
+ * or TTL is not given; a null TTL is 0 (no TTL), a null timestamp is
+ * refused. */
 static int using_clause(struct build *b, const struct cql_using *u)
 {
 	const struct storage_type bigint = {.kind = STORAGE_TYPE_BIGINT};
@@ -498,12 +629,18 @@ static int using_clause(struct build *b, const struct cql_using *u)
 			return -1;
 		if (v.len == 8)
 			b->ts = (int64_t)be64_load(v.ptr);
-		else if (v.len != UNSET)
+		else if (v.len == -1)
 			return err_set(ERR_INVALID,
-				       "Invalid %s value for "
-				       "timestamp",
-				       v.len < 0 ? "null" : "bigint");
+				       "Invalid null value of timestamp");
+		else if (v.len != UNSET)
+			return err_set(ERR_INVALID, "Invalid timestamp value");
 	}
+	/* Long.MIN_VALUE means "no timestamp" inside Cassandra (and
+	 * Cassini), so no write may carry it (UpdateParameters). */
+	if (b->ts == INT64_MIN)
+		return err_set(ERR_INVALID,
+			       "Out of bound timestamp, must be in [%lld, %lld]",
+			       (long long)INT64_MIN + 1, (long long)INT64_MAX);
 	if (u->ttl) {
 		if (resolve(b, u->ttl, &integer, "[ttl]", &v) != 0)
 			return -1;
@@ -522,9 +659,10 @@ static int using_clause(struct build *b, const struct cql_using *u)
 					"maximum (%d)",
 					ttl, MAX_TTL);
 			b->ttl = ttl;
+		} else if (v.len == -1) {
+			b->ttl = 0;
 		} else if (v.len != UNSET) {
-			return err_set(ERR_INVALID,
-				       "Invalid null value of TTL");
+			return err_set(ERR_INVALID, "Invalid TTL value");
 		}
 	}
 	return 0;
@@ -574,9 +712,8 @@ static int build_insert(struct build *b, const struct cql_insert *in)
 		for (size_t j = 0; j < i; j++)
 			if (cols[j] == c)
 				return err_set(ERR_INVALID,
-					       "Multiple definitions found for "
-					       "column %s",
-					       in->columns[i]);
+					       "The column names contains "
+					       "duplicates");
 		cols[i] = c;
 		const struct storage_column *col = &m->columns[c];
 		if (resolve(b, in->values[i], &col->type, col->name,
@@ -593,24 +730,24 @@ static int build_insert(struct build *b, const struct cql_insert *in)
 			any_regular = true;
 		}
 	}
-	if (using_clause(b, &in->using) != 0)
-		return -1;
 	struct buf keys;
 	size_t *offs, nkeys;
 	buf_init(&keys);
 	int rc = partition_keys(b, rs, &keys, &offs, &nkeys);
 	struct slice *rows = NULL;
 	size_t nrows = 1;
-	/* Only static columns: the clustering may be omitted. */
-	bool need_rows = m->ck_count == 0 || any_regular || !any_static;
-	for (size_t i = 0; rc == 0 && need_rows && i < m->ck_count; i++)
-		if (!rs[m->ck[i]].eq)
-			rc = err_set(ERR_INVALID,
-				     "Some clustering keys are "
-				     "missing: %s",
-				     m->columns[m->ck[i]].name);
+	/* Only static columns: the clustering may be omitted. Given, the
+	 * INSERT writes the row too, its primary-key liveness included
+	 * (Cassandra's UpdateStatement: an INSERT names a row). */
+	bool ck_given = false;
+	for (size_t i = 0; i < m->ck_count; i++)
+		ck_given |= rs[m->ck[i]].eq;
+	bool need_rows =
+		m->ck_count == 0 || any_regular || !any_static || ck_given;
 	if (rc == 0 && need_rows)
 		rc = clusterings(b, rs, &rows, &nrows);
+	if (rc == 0)
+		rc = using_clause(b, &in->using);
 	for (size_t k = 0; rc == 0 && k < nkeys; k++) {
 		struct storage_mutation *mu = new_mutation(b, &keys, offs, k);
 		rc = mu ? 0 : -1;
@@ -637,34 +774,189 @@ static int build_insert(struct build *b, const struct cql_insert *in)
 	return rc ? -1 : 0;
 }
 
-static int apply_assignment(struct build *b, struct storage_mutation *mu,
-			    const struct cql_assignment *a, int c)
+/* ---- operations ---------------------------------------------------------- */
+
+/* A term as Cassandra prints it in its messages (Term.Raw's text): 1,
+ * 'a', [1, 2], {k: v}, ?, now(). */
+static void term_text(const struct cql_term *t, struct buf *out)
 {
-	const struct storage_column *col = &b->m->columns[c];
-	const struct storage_type *ty = &col->type;
-	bool multicell = storage_type_is_collection(ty->kind) && !ty->frozen;
-	struct val v;
+	switch (t->kind) {
+	case CQL_TERM_NULL:
+		buf_append(out, "null", 4);
+		return;
+	case CQL_TERM_BIND:
+		buf_append(out, "?", 1);
+		return;
+	case CQL_TERM_STRING:
+		buf_append(out, "'", 1);
+		buf_append(out, t->text, t->len);
+		buf_append(out, "'", 1);
+		return;
+	case CQL_TERM_BLOB:
+		buf_append(out, "0x", 2);
+		buf_append(out, t->text, t->len);
+		return;
+	case CQL_TERM_INTEGER:
+	case CQL_TERM_FLOAT:
+		if (t->negative)
+			buf_append(out, "-", 1);
+		buf_append(out, t->text, t->len);
+		return;
+	case CQL_TERM_BOOLEAN:
+	case CQL_TERM_UUID:
+		buf_append(out, t->text, t->len);
+		return;
+	default:
+		break;
+	}
+	const char *open = t->kind == CQL_TERM_LIST ? "["
+			   : t->kind == CQL_TERM_TUPLE || t->kind ==
+							  CQL_TERM_FUNCTION
+				   ? "("
+				   : "{";
+	const char *close = *open == '[' ? "]" : *open == '(' ? ")" : "}";
+	if (t->kind == CQL_TERM_FUNCTION)
+		buf_append(out, t->text, t->len);
+	buf_append(out, open, 1);
+	for (size_t i = 0; i < t->count; i++) {
+		if (i)
+			buf_append(out, t->kind == CQL_TERM_MAP && i % 2 ? ": "
+									 : ", ",
+				   2);
+		term_text(t->items[i], out);
+	}
+	buf_append(out, close, 1);
+}
+
+/* The operation as Cassandra prints it: "v = v + 1" and, for a prepend,
+ * "l = [1] - l" (its Operation.Prepend prints a '-'). */
+static void op_text(const struct cql_assignment *a, struct buf *out)
+{
+	const char *c = a->target.name;
+	buf_append(out, c, strlen(c));
 	if (a->target.element) {
+		buf_append(out, "[", 1);
+		term_text(a->target.element, out);
+		buf_append(out, "]", 1);
+	}
+	buf_append(out, " = ", 3);
+	if (a->kind == CQL_ASSIGN_PREPEND) {
+		term_text(a->value, out);
+		buf_append(out, " - ", 3);
+		buf_append(out, c, strlen(c));
+	} else if (a->kind == CQL_ASSIGN_SET) {
+		term_text(a->value, out);
+	} else {
+		buf_append(out, c, strlen(c));
+		buf_append(out, a->kind == CQL_ASSIGN_ADD ? " + " : " - ", 3);
+		term_text(a->value, out);
+	}
+	buf_append(out, "", 1); /* NUL */
+}
+
+static int op_error(const struct cql_assignment *a, const char *what,
+		    const char *column)
+{
+	struct buf t;
+	buf_init(&t);
+	op_text(a, &t);
+	err_set(ERR_INVALID, "Invalid operation (%s) for %s column %s",
+		t.data ? (const char *)t.data : "?", what, column);
+	buf_free(&t);
+	return -1;
+}
+
+/* Whether an assignment suits its column's type, with Cassandra's
+ * messages (Operation.*.prepare); needs no values, so PREPARE checks it
+ * too. */
+static int check_assignment(const struct storage_column *col,
+			    const struct cql_assignment *a)
+{
+	const struct storage_type *ty = &col->type;
+	bool collection = storage_type_is_collection(ty->kind);
+	bool multicell = collection && !ty->frozen;
+	if (a->target.element) {
+		if (!collection)
+			return op_error(a, "non collection", col->name);
 		if (!multicell)
-			return err_set(ERR_INVALID,
-				       "Invalid operation (%s[?] = ?) for "
-				       "non-collection or frozen column %s",
-				       col->name, col->name);
-		if (ty->kind != STORAGE_TYPE_MAP)
+			return op_error(a, "frozen collection", col->name);
+		if (ty->kind == STORAGE_TYPE_SET)
+			return op_error(a, "set", col->name);
+		if (ty->kind == STORAGE_TYPE_LIST)
 			return err_set(
 				ERR_UNSUPPORTED,
 				"Setting a list element by index needs a "
 				"read before the write, which Cassini "
 				"does not do yet");
+		return 0;
+	}
+	const struct cql_term *v = a->value;
+	bool literal = v->kind == CQL_TERM_LIST || v->kind == CQL_TERM_SET ||
+		       v->kind == CQL_TERM_MAP;
+	switch (a->kind) {
+	case CQL_ASSIGN_SET:
+		return 0;
+	case CQL_ASSIGN_PREPEND:
+		if (ty->kind != STORAGE_TYPE_LIST)
+			return op_error(a, "non list", col->name);
+		if (!multicell)
+			return op_error(a, "frozen list", col->name);
+		return 0;
+	case CQL_ASSIGN_ADD:
+	case CQL_ASSIGN_REMOVE:
+		/* Cassini has no counter columns: every non-collection
+		 * column is a non counter one. */
+		if (!collection)
+			return op_error(a, "non counter", col->name);
+		if (!multicell)
+			return op_error(a, "frozen collection", col->name);
+		if (ty->kind == STORAGE_TYPE_MAP && literal &&
+		    v->kind != (a->kind == CQL_ASSIGN_ADD ? CQL_TERM_MAP
+							  : CQL_TERM_SET) &&
+		    v->count > 0) {
+			struct buf t;
+			buf_init(&t);
+			term_text(v, &t);
+			buf_append(&t, "", 1);
+			err_set(ERR_INVALID,
+				"Value for a map %s has to be a %s, but was: "
+				"'%s'",
+				a->kind == CQL_ASSIGN_ADD ? "addition"
+							  : "substraction",
+				a->kind == CQL_ASSIGN_ADD ? "map" : "set",
+				t.data ? (const char *)t.data : "?");
+			buf_free(&t);
+			return -1;
+		}
+		if (a->kind == CQL_ASSIGN_REMOVE &&
+		    ty->kind == STORAGE_TYPE_LIST)
+			return err_set(ERR_UNSUPPORTED,
+				       "Removing list elements by value needs "
+				       "a read before the write, which Cassini "
+				       "does not do yet");
+		return 0;
+	}
+	return 0;
+}
+
+static int apply_assignment(struct build *b, struct storage_mutation *mu,
+			    const struct cql_assignment *a, int c)
+{
+	const struct storage_column *col = &b->m->columns[c];
+	const struct storage_type *ty = &col->type;
+	struct val v;
+	if (a->target.element) {
+		/* m[k] = v (Maps.SetterByKey; check_assignment ran) */
 		struct storage_type kt = {.kind = ty->elem},
 				    vt = {.kind = ty->value};
 		struct val k;
 		if (resolve(b, a->target.element, &kt, col->name, &k) != 0 ||
 		    resolve(b, a->value, &vt, col->name, &v) != 0)
 			return -1;
-		if (k.len < 0) /* Maps.SetterByKey */
-			return err_set(ERR_INVALID, "Invalid %s map key",
-				       k.len == UNSET ? "unset" : "null");
+		if (k.len == UNSET)
+			return err_set(ERR_INVALID, "Invalid unset map key");
+		if (k.len < 0)
+			return err_set(ERR_INVALID, "Invalid null map key");
 		if (v.len == UNSET)
 			return 0;
 		if (v.len < 0)
@@ -684,31 +976,12 @@ static int apply_assignment(struct build *b, struct storage_mutation *mu,
 		return -1;
 	if (a->kind == CQL_ASSIGN_SET)
 		return write_value(b, mu, c, v);
-	if (!multicell)
-		return err_set(ERR_INVALID,
-			       "Invalid operation (%s = %s %s ?) for "
-			       "non-collection or frozen column %s",
-			       col->name, col->name,
-			       a->kind == CQL_ASSIGN_REMOVE ? "-" : "+",
-			       col->name);
-	if (v.len == UNSET)
-		return 0;
+	/* Adding, removing or prepending null or unset does nothing
+	 * (Lists.Appender, Sets.Adder, Maps.Putter, ...). */
 	if (v.len < 0)
-		return err_set(ERR_INVALID, "Invalid null value for %s",
-			       col->name);
-	if (a->kind == CQL_ASSIGN_PREPEND) {
-		if (ty->kind != STORAGE_TYPE_LIST)
-			return err_set(ERR_INVALID,
-				       "Invalid operation (%s = ? + "
-				       "%s) for non list column %s",
-				       col->name, col->name, col->name);
+		return 0;
+	if (a->kind == CQL_ASSIGN_PREPEND)
 		return prepend_elements(b, mu, c, v, col->name);
-	}
-	if (a->kind == CQL_ASSIGN_REMOVE && ty->kind == STORAGE_TYPE_LIST)
-		return err_set(
-			ERR_UNSUPPORTED,
-			"Removing list elements by value needs a read "
-			"before the write, which Cassini does not do yet");
 	struct put_ctx p = {mu, c, col, a->kind == CQL_ASSIGN_REMOVE};
 	bool map_pairs =
 		ty->kind == STORAGE_TYPE_MAP && a->kind == CQL_ASSIGN_ADD;
@@ -742,20 +1015,18 @@ static int build_update(struct build *b, const struct cql_update *up)
 				       name);
 		only_static &= kind == STORAGE_COLUMN_STATIC;
 		cols[i] = c;
+		if (check_assignment(&m->columns[c], &up->assignments[i]) != 0)
+			return -1;
 	}
-	if (restrict_where(b, up->where, up->where_count, rs, false) != 0 ||
-	    using_clause(b, &up->using) != 0)
-		return -1;
-	bool ck_given = false;
-	for (size_t i = 0; i < m->ck_count; i++)
-		ck_given |= rs[m->ck[i]].eq || rs[m->ck[i]].has_lo ||
-			    rs[m->ck[i]].has_hi;
-	if (only_static && ck_given)
+	if (only_static && where_names_clustering(b, up->where, up->where_count))
 		return err_set(
 			ERR_INVALID,
 			"Invalid restrictions on clustering columns since "
 			"the UPDATE statement modifies only static "
 			"columns");
+	if (restrict_where(b, up->where, up->where_count, rs, false) != 0 ||
+	    using_clause(b, &up->using) != 0)
+		return -1;
 	struct buf keys;
 	size_t *offs, nkeys;
 	struct slice *rows = NULL;
@@ -798,64 +1069,109 @@ static int build_update(struct build *b, const struct cql_update *up)
 }
 
 /* DELETE without columns on a clustering prefix + optional final slice. */
+/* DELETE without columns on a clustering prefix of = (or IN: one range
+ * for each combination) and an optional final slice. */
 static int delete_range(struct build *b, struct storage_mutation *mu,
 			struct restr *rs)
 {
 	const struct storage_table_meta *m = b->m;
 	struct slice start[32], end[32];
-	size_t nstart = 0, nend = 0;
-	bool start_incl = true, end_incl = true;
-	size_t i = 0;
-	for (; i < m->ck_count && rs[m->ck[i]].eq; i++) {
-		const struct restr *r = &rs[m->ck[i]];
-		if (r->n != 1)
-			return err_set(
-				ERR_UNSUPPORTED,
-				"IN on a clustering column of a range "
-				"deletion is not supported by Cassini yet");
-		if (key_value_ok(&m->columns[m->ck[i]], r->vals[0], false) != 0)
-			return -1;
-		start[nstart++] = end[nend++] =
-			slice_make(r->vals[0].ptr, (size_t)r->vals[0].len);
+	size_t np = 0, combos = 1;
+	for (; np < m->ck_count && rs[m->ck[np]].eq; np++) {
+		combos *= rs[m->ck[np]].n;
+		if (combos > MAX_KEYS)
+			return err_set(ERR_INVALID,
+				       "Too many rows in IN restrictions (more "
+				       "than %d)",
+				       MAX_KEYS);
 	}
-	if (i < m->ck_count) {
-		const struct restr *r = &rs[m->ck[i]];
-		/* Bounds are in clustering order: a DESC column's lowest
-		 * value is the end of its range. */
-		bool desc = m->columns[m->ck[i]].desc;
-		bool has_first = desc ? r->has_hi : r->has_lo;
-		bool has_last = desc ? r->has_lo : r->has_hi;
-		if (has_first) {
-			const struct val *v = desc ? &r->hi : &r->lo;
-			start[nstart++] = slice_make(v->ptr, (size_t)v->len);
-			start_incl = desc ? r->hi_incl : r->lo_incl;
-		}
-		if (has_last) {
-			const struct val *v = desc ? &r->lo : &r->hi;
-			end[nend++] = slice_make(v->ptr, (size_t)v->len);
-			end_incl = desc ? r->lo_incl : r->hi_incl;
-		}
-		for (size_t j = i + 1; j < m->ck_count; j++) {
-			const struct restr *later = &rs[m->ck[j]];
-			if (later->eq || later->has_lo || later->has_hi)
-				return err_set(
-					ERR_INVALID,
-					"PRIMARY KEY column \"%s\" cannot be "
-					"restricted as preceding column "
-					"\"%s\" is not restricted",
-					m->columns[m->ck[j]].name,
-					m->columns[m->ck[i]].name);
-		}
+	const struct restr *last = np < m->ck_count ? &rs[m->ck[np]] : NULL;
+	for (size_t j = np + 1; last && j < m->ck_count; j++) {
+		const struct restr *later = &rs[m->ck[j]];
+		if (later->eq || later->has_lo || later->has_hi)
+			return err_set(ERR_INVALID,
+				       "PRIMARY KEY column \"%s\" cannot be "
+				       "restricted as preceding column \"%s\" "
+				       "is not restricted",
+				       m->columns[m->ck[j]].name,
+				       m->columns[m->ck[np]].name);
 	}
-	if (nstart == m->ck_count && nend == m->ck_count && i == m->ck_count)
-		return storage_mutation_set_row(mu, start, nstart) ||
-		       storage_mutation_delete_row(mu, b->ts, b->ctx->now_sec);
-	if (nstart == 0 && nend == 0)
-		return storage_mutation_delete_partition(mu, b->ts,
+	for (size_t k = 0; k < combos; k++) {
+		size_t idx = k;
+		for (size_t i = np; i-- > 0;) {
+			const struct restr *r = &rs[m->ck[i]];
+			struct val v = r->vals[idx % r->n];
+			idx /= r->n;
+			if (key_value_ok(&m->columns[m->ck[i]], v) != 0)
+				return -1;
+			start[i] = end[i] = slice_make(v.ptr, (size_t)v.len);
+		}
+		size_t nstart = np, nend = np;
+		bool start_incl = true, end_incl = true;
+		if (last) {
+			/* Bounds are in clustering order: a DESC column's
+			 * lowest value is the end of its range. */
+			bool desc = m->columns[m->ck[np]].desc;
+			bool has_first = desc ? last->has_hi : last->has_lo;
+			bool has_last = desc ? last->has_lo : last->has_hi;
+			if (has_first) {
+				const struct val *v =
+					desc ? &last->hi : &last->lo;
+				start[nstart++] =
+					slice_make(v->ptr, (size_t)v->len);
+				start_incl = desc ? last->hi_incl
+						  : last->lo_incl;
+			}
+			if (has_last) {
+				const struct val *v =
+					desc ? &last->lo : &last->hi;
+				end[nend++] =
+					slice_make(v->ptr, (size_t)v->len);
+				end_incl = desc ? last->lo_incl
+						: last->hi_incl;
+			}
+		}
+		int rc;
+		if (nstart == m->ck_count && nend == m->ck_count &&
+		    np == m->ck_count)
+			rc = storage_mutation_set_row(mu, start, nstart) ||
+			     storage_mutation_delete_row(mu, b->ts,
 							 b->ctx->now_sec);
-	return storage_mutation_delete_range(mu, start, nstart, start_incl, end,
-					     nend, end_incl, b->ts,
-					     b->ctx->now_sec);
+		else if (nstart == 0 && nend == 0)
+			rc = storage_mutation_delete_partition(
+				mu, b->ts, b->ctx->now_sec);
+		else
+			rc = storage_mutation_delete_range(
+				mu, start, nstart, start_incl, end, nend,
+				end_incl, b->ts, b->ctx->now_sec);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* DELETE c[e]: what Cassandra's ElementDeletion accepts. */
+static int check_deletion(const struct storage_column *col,
+			  const struct cql_column_ref *ref)
+{
+	if (!ref->element)
+		return 0;
+	if (!storage_type_is_collection(col->type.kind))
+		return err_set(ERR_INVALID,
+			       "Invalid deletion operation for non collection "
+			       "column %s",
+			       col->name);
+	if (col->type.frozen)
+		return err_set(ERR_INVALID,
+			       "Invalid deletion operation for frozen "
+			       "collection column %s",
+			       col->name);
+	if (col->type.kind == STORAGE_TYPE_LIST)
+		return err_set(ERR_UNSUPPORTED,
+			       "Deleting a list element by index needs a read "
+			       "before the write, which Cassini does not do "
+			       "yet");
+	return 0;
 }
 
 static int delete_columns(struct build *b, struct storage_mutation *mu,
@@ -889,32 +1205,28 @@ static int delete_columns(struct build *b, struct storage_mutation *mu,
 				storage_type_is_collection(col->type.kind) &&
 				!col->type.frozen;
 			if (ref->element) {
-				if (!multicell ||
-				    col->type.kind == STORAGE_TYPE_LIST)
-					return err_set(
-						ERR_UNSUPPORTED,
-						"Deleting %s needs a read "
-						"before "
-						"the write, which Cassini does "
-						"not "
-						"do yet",
-						multicell ? "a list element by "
-							    "index"
-							  : "an element of a "
-							    "frozen or "
-							    "non-collection "
-							    "column");
+				/* s[e], m[k] (check_deletion ran) */
+				bool is_map =
+					col->type.kind == STORAGE_TYPE_MAP;
 				struct storage_type kt = {
 					.kind = col->type.elem};
 				struct val k;
 				if (resolve(b, ref->element, &kt, col->name,
 					    &k) != 0)
 					return -1;
-				if (k.len < 0) /* Maps.DiscarderByKey */
+				if (k.len == -1)
 					return err_set(ERR_INVALID,
-						       "Invalid %s map key",
-						       k.len == UNSET ? "unset"
-								      : "null");
+						       is_map ? "Invalid null "
+								"map key"
+							      : "Invalid null "
+								"set element");
+				if (k.len == UNSET) {
+					if (is_map)
+						return err_set(ERR_INVALID,
+							       "Invalid unset "
+							       "map key");
+					continue; /* deletes nothing */
+				}
 				rc = storage_mutation_delete_cell(
 					mu, cols[i], k.ptr, (size_t)k.len,
 					b->ts, b->ctx->now_sec);
@@ -939,6 +1251,7 @@ static int build_delete(struct build *b, const struct cql_delete *d)
 	if (!rs || !cols)
 		return -1;
 	memset(rs, 0, m->column_count * sizeof(*rs));
+	bool only_static = true;
 	for (size_t i = 0; i < d->column_count; i++) {
 		int c = cql_table_column(b->t, d->columns[i].name);
 		if (c < 0)
@@ -956,7 +1269,17 @@ static int build_delete(struct build *b, const struct cql_delete *d)
 				       "PRIMARY KEY part)",
 				       d->columns[i].name);
 		cols[i] = c;
+		only_static &= kind == STORAGE_COLUMN_STATIC;
+		if (check_deletion(&m->columns[c], &d->columns[i]) != 0)
+			return -1;
 	}
+	if (d->column_count && only_static &&
+	    where_names_clustering(b, d->where, d->where_count))
+		return err_set(
+			ERR_INVALID,
+			"Invalid restrictions on clustering columns since "
+			"the DELETE statement modifies only static "
+			"columns");
 	if (restrict_where(b, d->where, d->where_count, rs, true) != 0 ||
 	    using_clause(b, &d->using) != 0)
 		return -1;
@@ -969,13 +1292,25 @@ static int build_delete(struct build *b, const struct cql_delete *d)
 		full_ck &= rs[m->ck[i]].eq;
 	struct slice *rows = NULL;
 	size_t nrows = 1;
-	if (rc == 0 && d->column_count && full_ck)
+	/* Whole rows (IN on the clustering included) or cells of rows;
+	 * otherwise a range or the partition. */
+	bool by_rows = full_ck && (d->column_count || m->ck_count);
+	if (rc == 0 && by_rows)
 		rc = clusterings(b, rs, &rows, &nrows);
 	for (size_t k = 0; rc == 0 && k < nkeys; k++) {
 		struct storage_mutation *mu = new_mutation(b, &keys, offs, k);
 		rc = mu ? 0 : -1;
-		if (rc == 0 && d->column_count == 0) {
+		if (rc == 0 && d->column_count == 0 && !by_rows) {
 			rc = delete_range(b, mu, rs);
+			continue;
+		}
+		if (d->column_count == 0) {
+			for (size_t r = 0; rc == 0 && r < nrows; r++)
+				rc = storage_mutation_set_row(
+					     mu, rows + r * m->ck_count,
+					     m->ck_count) ||
+				     storage_mutation_delete_row(
+					     mu, b->ts, b->ctx->now_sec);
 			continue;
 		}
 		for (size_t r = 0; rc == 0 && r < nrows; r++)

@@ -6,16 +6,22 @@
  *           an unset value writes nothing; a non-frozen collection is
  *           replaced (collection tombstone at ts - 1, then its elements).
  *   UPDATE  writes cells but no marker; `c = c + x` appends or adds,
- *           `c = x + c` prepends, `c = c - x` removes set elements or map
- *           keys, `m[k] = v` sets one map entry. Forms that need a read
+ *           `c = x + c` prepends (paths below every earlier prepend's, so
+ *           several in one batch keep their order), `c = c - x` removes
+ *           set elements or map keys, `m[k] = v` sets one map entry; a
+ *           null or unset operand changes nothing. Forms that need a read
  *           first (list element by index, list removal by value) are
  *           refused clearly.
- *   DELETE  a cell, a collection, a map entry, a row, a clustering range
- *           (prefix equalities and a final slice), or a partition.
+ *   DELETE  a cell, a collection, a map entry, rows, a clustering range
+ *           (prefix equalities or IN, and a final slice), or a partition.
  *
  * Keys: every partition key column needs `=` or IN; INSERT and UPDATE need
- * the whole clustering (UPDATE of static columns only needs the partition);
- * IN expands to one mutation per partition. Errors use Cassandra's words.
+ * the whole clustering (UPDATE of static columns only needs the partition,
+ * and may not name the clustering); IN expands to one mutation per
+ * partition, each once (IN is a set). Keys are checked as Cassandra checks
+ * them (null, unset, empty, over 64 KiB). An INSERT that names the whole
+ * primary key writes the row marker even when it sets only static columns.
+ * Errors use Cassandra's words.
  */
 #ifndef CASSINI_CLIENT_DML_H
 #define CASSINI_CLIENT_DML_H

@@ -246,7 +246,8 @@ START_TEST(update_adds_prepends_removes_and_sets_entries)
 	dml_fails("UPDATE kv SET l = l - [4] WHERE k = 3", ERR_UNSUPPORTED,
 		  "Removing list elements by value");
 	dml_fails("UPDATE kv SET f = f + [1] WHERE k = 3", ERR_INVALID,
-		  "for non-collection or frozen column f");
+		  "Invalid operation (f = f + [1]) for frozen "
+		  "collection column f");
 	dml_fails("UPDATE kv SET k = 2 WHERE k = 3", ERR_INVALID,
 		  "PRIMARY KEY part k found in SET part");
 	dml_fails("UPDATE kv SET v = 'x' WHERE v = 'y'", ERR_INVALID,
