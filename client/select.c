@@ -15,14 +15,17 @@
 
 /* ---- values -------------------------------------------------------------- */
 
-/* A relation's value for column type `type`, copied into the arena; a null
- * gives len -1. */
+/* What a term gave: a value, null, or (bound) unset. */
+enum given { GIVEN_VALUE, GIVEN_NULL, GIVEN_UNSET };
+
+/* A relation's value for column type `type`, copied into the arena;
+ * *given says whether it was null or unset instead. */
 static int value_of(struct cql_select_plan *p, const struct cql_term *t,
 		    const struct storage_type *type, const char *column,
 		    const struct cql_value *binds, size_t nbinds,
-		    struct slice *out, bool *null)
+		    struct slice *out, enum given *given)
 {
-	*null = false;
+	*given = GIVEN_VALUE;
 	if (t->kind == CQL_TERM_BIND) {
 		if ((size_t)t->bind_index >= nbinds)
 			return err_set(ERR_INVALID,
@@ -31,7 +34,8 @@ static int value_of(struct cql_select_plan *p, const struct cql_term *t,
 				       t->bind_index);
 		const struct cql_value *v = &binds[t->bind_index];
 		if (v->len < 0) {
-			*null = true;
+			*given = v->len == CQL_VALUE_UNSET ? GIVEN_UNSET
+							   : GIVEN_NULL;
 			return 0;
 		}
 		out->ptr = arena_memdup(p->a,
@@ -53,7 +57,7 @@ static int value_of(struct cql_select_plan *p, const struct cql_term *t,
 		buf_free(&b);
 		return -1;
 	}
-	*null = rc == 1;
+	*given = rc == 1 ? GIVEN_NULL : GIVEN_VALUE;
 	out->ptr = arena_memdup(p->a, b.data ? b.data : (const uint8_t *)"",
 				b.len);
 	out->len = b.len;
@@ -61,32 +65,25 @@ static int value_of(struct cql_select_plan *p, const struct cql_term *t,
 	return out->ptr ? 0 : -1;
 }
 
-/* Whether `t` is a marker bound to UNSET (which Cassandra tells apart
- * from null in its messages). */
-static bool is_unset(const struct cql_term *t, const struct cql_value *binds,
-		     size_t nbinds)
-{
-	return t->kind == CQL_TERM_BIND && (size_t)t->bind_index < nbinds &&
-	       binds[t->bind_index].len == CQL_VALUE_UNSET;
-}
-
-/* A key column's value in a condition, which may not be NULL. */
+/* A key column's value in a condition, which may be neither null nor
+ * unset (Cassandra's restrictions). */
 static int condition_value(struct cql_select_plan *p, const struct cql_term *t,
 			   const struct storage_column *col,
 			   const struct cql_value *binds, size_t nbinds,
 			   struct slice *out)
 {
-	bool null;
-	if (is_unset(t, binds, nbinds))
+	enum given given;
+	if (value_of(p, t, &col->type, col->name, binds, nbinds, out,
+		     &given) != 0)
+		return -1;
+	if (given == GIVEN_UNSET)
 		return err_set(ERR_INVALID, "Invalid unset value for column %s",
 			       col->name);
-	if (value_of(p, t, &col->type, col->name, binds, nbinds, out, &null) !=
-	    0)
-		return -1;
-	return null ? err_set(ERR_INVALID,
-			      "Invalid null value in condition for column %s",
-			      col->name)
-		    : 0;
+	if (given == GIVEN_NULL)
+		return err_set(ERR_INVALID,
+			       "Invalid null value in condition for column %s",
+			       col->name);
+	return 0;
 }
 
 static int64_t token_value(const struct slice *v)
@@ -107,7 +104,7 @@ static int restrict_partition(struct cql_select_plan *p,
 			      const struct cql_value *binds, size_t nbinds)
 {
 	const struct storage_column *col = &p->m->columns[c];
-	bool null;
+	enum given given;
 	if (kr->vals)
 		return err_set(ERR_INVALID,
 			       "%s cannot be restricted by more than "
@@ -125,6 +122,8 @@ static int restrict_partition(struct cql_select_plan *p,
 			       "Only EQ and IN relation are supported on the "
 			       "partition key (unless you use the token() "
 			       "function)");
+	if (col->kind == STORAGE_COLUMN_PARTITION_KEY)
+		p->key_in = true;
 	if (r->value->kind == CQL_TERM_TUPLE) {
 		kr->n = r->value->count;
 		kr->vals = arena_alloc(p->a, (kr->n + 1) * sizeof(*kr->vals));
@@ -136,16 +135,12 @@ static int restrict_partition(struct cql_select_plan *p,
 	}
 	struct storage_type lt = {STORAGE_TYPE_LIST, col->type.kind, 0, true};
 	struct slice list;
-	if (is_unset(r->value, binds, nbinds))
-		return err_set(ERR_INVALID, "Invalid unset value for column %s",
-			       col->name);
 	if (value_of(p, r->value, &lt, col->name, binds, nbinds, &list,
-		     &null) != 0)
+		     &given) != 0)
 		return -1;
-	if (null)
-		return err_set(ERR_INVALID,
-			       "Invalid null value for IN restriction "
-			       "on %s",
+	if (given != GIVEN_VALUE)
+		return err_set(ERR_INVALID, "Invalid %s value for column %s",
+			       given == GIVEN_NULL ? "null" : "unset",
 			       col->name);
 	struct cursor cur = cursor_make(list.ptr, list.len);
 	uint32_t n;
@@ -164,11 +159,37 @@ static int restrict_partition(struct cql_select_plan *p,
 	return kr->vals ? 0 : -1;
 }
 
+static int value_kind_cmp(const void *a, const void *b, void *kind)
+{
+	const struct slice *x = a, *y = b;
+	return storage_value_cmp(*(const uint16_t *)kind, x->ptr, x->len,
+				 y->ptr, y->len);
+}
+
+/* Sorts a key column's IN values by its type's order and drops repeats
+ * (Cassandra's IN is a TreeSet of the key type). */
+static void sort_unique(struct key_restr *kr, uint16_t kind)
+{
+	if (kr->n < 2)
+		return;
+	qsort_r(kr->vals, kr->n, sizeof(*kr->vals), value_kind_cmp, &kind);
+	size_t w = 1;
+	for (size_t i = 1; i < kr->n; i++)
+		if (value_kind_cmp(&kr->vals[w - 1], &kr->vals[i], &kind) != 0)
+			kr->vals[w++] = kr->vals[i];
+	kr->n = w;
+}
+
+/* The partition keys: the product of each component's values, in the
+ * key type's order without repeats (compound keys compare component by
+ * component, so sorted components give a sorted product), checked as
+ * Cassandra checks keys (QueryProcessor.validateKey). */
 static int build_keys(struct cql_select_plan *p, struct key_restr *kr)
 {
 	const struct storage_table_meta *m = p->m;
 	size_t total = 1;
 	for (size_t i = 0; i < m->pk_count; i++) {
+		sort_unique(&kr[i], m->columns[m->pk[i]].type.kind);
 		total *= kr[i].n;
 		if (total > 4096)
 			return err_set(ERR_INVALID,
@@ -181,13 +202,20 @@ static int build_keys(struct cql_select_plan *p, struct key_restr *kr)
 	for (size_t k = 0; k < total; k++) {
 		size_t idx = k;
 		struct slice parts[16];
+		size_t len = 0;
 		for (size_t i = m->pk_count; i-- > 0;) {
 			parts[i] = kr[i].vals[idx % kr[i].n];
 			idx /= kr[i].n;
+			len += m->pk_count == 1 ? parts[i].len
+						: 3 + parts[i].len;
 		}
-		/* QueryProcessor.validateKey: no empty partition key */
-		if (m->pk_count == 1 && parts[0].len == 0)
+		if (len == 0)
 			return err_set(ERR_INVALID, "Key may not be empty");
+		if (len > 65535)
+			return err_set(ERR_INVALID,
+				       "Key length of %zu is longer than "
+				       "maximum of 65535",
+				       len);
 		p->key_offs[p->key_count++] = p->keys.len;
 		if (m->pk_count == 1
 			    ? buf_append(&p->keys, parts[0].ptr, parts[0].len)
@@ -208,14 +236,19 @@ static int token_of_values(struct cql_select_plan *p,
 {
 	const struct storage_table_meta *m = p->m;
 	struct slice v;
-	bool null;
+	enum given given;
 	if (value->kind != CQL_TERM_FUNCTION ||
 	    strcmp(value->text, "token") != 0) {
 		struct storage_type bigint = {.kind = STORAGE_TYPE_BIGINT};
 		if (value_of(p, value, &bigint, "partition key token", binds,
-			     nbinds, &v, &null) != 0)
+			     nbinds, &v, &given) != 0)
 			return -1;
-		if (null || v.len != 8)
+		/* Cassandra: "Invalid null token value" (an unset one it
+		 * reads as an empty token and fails on) */
+		if (given != GIVEN_VALUE)
+			return err_set(ERR_INVALID, "Invalid %s token value",
+				       given == GIVEN_NULL ? "null" : "unset");
+		if (v.len != 8)
 			return err_set(ERR_INVALID, "Invalid token value");
 		*out = token_value(&v);
 		return 0;
@@ -226,11 +259,21 @@ static int token_of_values(struct cql_select_plan *p,
 			       "function system.token: %zu required but %zu "
 			       "provided",
 			       m->pk_count, value->count);
+	/* token(?, ...) is a function call: an unset argument is refused,
+	 * a null one makes a null token (FunctionCall). */
 	struct slice parts[16];
-	for (size_t i = 0; i < m->pk_count; i++)
-		if (condition_value(p, value->items[i], &m->columns[m->pk[i]],
-				    binds, nbinds, &parts[i]) != 0)
+	for (size_t i = 0; i < m->pk_count; i++) {
+		const struct storage_column *col = &m->columns[m->pk[i]];
+		if (value_of(p, value->items[i], &col->type, col->name, binds,
+			     nbinds, &parts[i], &given) != 0)
 			return -1;
+		if (given == GIVEN_UNSET)
+			return err_set(ERR_INVALID,
+				       "Invalid unset value for argument in "
+				       "call to function token");
+		if (given == GIVEN_NULL)
+			return err_set(ERR_INVALID, "Invalid null token value");
+	}
 	if (m->pk_count == 1) {
 		*out = murmur3_token(parts[0].ptr, parts[0].len);
 		return 0;
@@ -371,11 +414,21 @@ static int restrict_tuples(struct cql_select_plan *p,
 			arena_alloc(p->a, (v->count + 1) * sizeof(*vals));
 		if (!vals)
 			return -1;
-		for (size_t i = 0; i < v->count; i++)
-			if (condition_value(p, v->items[i],
-					    &m->columns[m->ck[i]], binds,
+		for (size_t i = 0; i < v->count; i++) {
+			/* a tuple is written whole: no unset field
+			 * (Tuples.DelayedValue) */
+			const struct cql_term *it = v->items[i];
+			if (it->kind == CQL_TERM_BIND &&
+			    (size_t)it->bind_index < nbinds &&
+			    binds[it->bind_index].len == CQL_VALUE_UNSET)
+				return err_set(ERR_INVALID,
+					       "Invalid unset value for tuple "
+					       "field number %zu",
+					       i);
+			if (condition_value(p, it, &m->columns[m->ck[i]], binds,
 					    nbinds, &vals[i]) != 0)
 				return -1;
+		}
 		bool eq = r->op == CQL_OP_EQ;
 		/* DESC columns invert < and > in clustering order */
 		bool lo = (r->op == CQL_OP_GT || r->op == CQL_OP_GTE) !=
@@ -391,6 +444,8 @@ static int restrict_tuples(struct cql_select_plan *p,
 				       "More than one restriction was found "
 				       "for the end bound on %s",
 				       r->columns[0]);
+		for (size_t i = 0; eq && i < v->count; i++)
+			p->ck_eq[i] = true;
 		if (eq || lo) {
 			start = vals;
 			ns = v->count;
@@ -486,6 +541,7 @@ static int restrict_clustering(struct cql_select_plan *p,
 			bool incl = r->op == CQL_OP_GTE || r->op == CQL_OP_LTE;
 			if (r->op == CQL_OP_EQ) {
 				start[ns++] = end[ne++] = v;
+				p->ck_eq[i] = true;
 			} else {
 				ranged = true;
 				if (lo) {
@@ -582,20 +638,18 @@ static int plan_where(struct cql_select_plan *p, const struct cql_select *q,
 					"Only = filtering on simple columns "
 					"is supported by Cassini yet");
 			struct filter *f = &p->filters[p->nfilters++];
-			bool null;
+			enum given given;
 			f->column = c;
-			if (is_unset(r->value, binds, nbinds))
-				return err_set(ERR_INVALID,
-					       "Unsupported unset value for "
-					       "column %s",
-					       col->name);
 			if (value_of(p, r->value, &col->type, col->name, binds,
-				     nbinds, &f->value, &null) != 0)
+				     nbinds, &f->value, &given) != 0)
 				return -1;
-			if (null)
+			/* RowFilter.Expression.validate */
+			if (given != GIVEN_VALUE)
 				return err_set(ERR_INVALID,
-					       "Unsupported null value "
+					       "Unsupported %s value "
 					       "for column %s",
+					       given == GIVEN_NULL ? "null"
+								   : "unset",
 					       col->name);
 		}
 	}
@@ -674,23 +728,28 @@ static int plan_star(struct cql_select_plan *p)
 					 .column = m->ck[i],
 					 .name = m->columns[m->ck[i]].name,
 					 .type = m->columns[m->ck[i]].type};
-	size_t first = p->nouts;
-	for (size_t c = 0; c < m->column_count; c++) {
-		uint8_t kind = m->columns[c].kind;
-		if (kind == STORAGE_COLUMN_PARTITION_KEY ||
-		    kind == STORAGE_COLUMN_CLUSTERING ||
-		    cql_table_column_dropped(p->t, c))
-			continue;
-		size_t at = p->nouts++;
-		while (at > first &&
-		       strcmp(p->outs[at - 1].name, m->columns[c].name) > 0) {
-			p->outs[at] = p->outs[at - 1];
-			at--;
+	/* Then the static columns, then the regular ones, each by name
+	 * (Cassandra's TableMetadata.allColumnsInSelectOrder). */
+	for (int pass = 0; pass < 2; pass++) {
+		uint8_t want = pass == 0 ? STORAGE_COLUMN_STATIC
+					 : STORAGE_COLUMN_REGULAR;
+		size_t first = p->nouts;
+		for (size_t c = 0; c < m->column_count; c++) {
+			if (m->columns[c].kind != want ||
+			    cql_table_column_dropped(p->t, c))
+				continue;
+			size_t at = p->nouts++;
+			while (at > first && strcmp(p->outs[at - 1].name,
+						    m->columns[c].name) > 0) {
+				p->outs[at] = p->outs[at - 1];
+				at--;
+			}
+			p->outs[at] =
+				(struct out_col){.kind = OUT_COLUMN,
+						 .column = (int)c,
+						 .name = m->columns[c].name,
+						 .type = m->columns[c].type};
 		}
-		p->outs[at] = (struct out_col){.kind = OUT_COLUMN,
-					       .column = (int)c,
-					       .name = m->columns[c].name,
-					       .type = m->columns[c].type};
 	}
 	return 0;
 }
@@ -782,10 +841,10 @@ static int plan_element(struct cql_select_plan *p, const struct cql_selector *s)
 			       "by Cassini yet");
 	struct storage_type key = {.kind = type.elem};
 	struct slice k;
-	bool null;
-	if (value_of(p, s->term, &key, s->name, NULL, 0, &k, &null) != 0)
+	enum given given;
+	if (value_of(p, s->term, &key, s->name, NULL, 0, &k, &given) != 0)
 		return -1;
-	if (null)
+	if (given != GIVEN_VALUE)
 		return err_set(ERR_INVALID,
 			       "Invalid null value for an element of %s",
 			       s->name);
@@ -970,50 +1029,191 @@ static int plan_order(struct cql_select_plan *p, const struct cql_select *q)
 			       "ORDER BY is only supported when the "
 			       "partition key is restricted by an EQ "
 			       "or an IN.");
-	if (p->key_count > 1)
-		return err_set(
-			ERR_INVALID,
-			"Cannot page queries with both ORDER BY and a IN "
-			"restriction on the partition key; you must either "
-			"remove the ORDER BY or the IN and sort client side, "
-			"or disable paging for this query");
+	/* Cassandra's isReversed: the ORDER BY columns follow the
+	 * clustering, skipping only columns restricted by =, and all agree
+	 * on reversing the clustering order or not. */
 	int reverse = -1;
+	size_t at = 0;
 	for (size_t i = 0; i < q->order_count; i++) {
-		if (i >= m->ck_count ||
-		    strcmp(q->order[i].column, m->columns[m->ck[i]].name) != 0)
+		int c = cql_table_column(p->t, q->order[i].column);
+		if (c < 0)
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in table %s.%s",
+				       q->order[i].column, m->keyspace,
+				       m->name);
+		const struct storage_column *col = &m->columns[c];
+		if (col->kind != STORAGE_COLUMN_CLUSTERING)
+			return err_set(ERR_INVALID,
+				       "Order by is currently only supported "
+				       "on the clustered columns of the PRIMARY "
+				       "KEY, got %s",
+				       col->name);
+		while (at < col->position && p->ck_eq[at])
+			at++;
+		if (at != col->position)
 			return err_set(ERR_INVALID,
 				       "Order by currently only supports "
 				       "the ordering of columns following "
 				       "their declared order in the "
 				       "PRIMARY KEY");
-		int r = q->order[i].descending != m->columns[m->ck[i]].desc;
+		at++;
+		int r = q->order[i].descending != col->desc;
 		if (reverse >= 0 && r != reverse)
 			return err_set(ERR_INVALID,
 				       "Unsupported order by relation");
 		reverse = r;
 	}
 	p->cmd.reverse = reverse == 1;
+	/* With IN on the partition key the rows of every partition are
+	 * sorted together after the reads (Cassandra's post-query
+	 * ordering), which a paged query cannot do. */
+	p->post_order = p->key_in;
+	/* the columns skipped are restricted by =: equal in every row */
+	p->order_count = at;
 	return 0;
 }
 
-static int limit_of(const struct cql_term *t, const struct cql_value *binds,
-		    size_t nbinds, const char *what, size_t *out)
+/* LIMIT or PER PARTITION LIMIT, as Cassandra 4.1's getLimit (its words
+ * are the same for both): unset is no limit. */
+static int limit_of(struct cql_select_plan *p, const struct cql_term *t,
+		    const struct cql_value *binds, size_t nbinds, size_t *out)
 {
 	if (!t)
 		return 0;
-	int64_t v;
-	if (t->kind == CQL_TERM_INTEGER && !t->negative && t->len < 19) {
-		v = strtoll(t->text, NULL, 10);
-	} else if (t->kind == CQL_TERM_BIND && (size_t)t->bind_index < nbinds &&
-		   binds[t->bind_index].len == 4) {
-		v = (int32_t)be32_load(binds[t->bind_index].ptr);
-	} else {
-		return err_set(ERR_INVALID, "Invalid %s value", what);
+	const struct storage_type integer = {.kind = STORAGE_TYPE_INT};
+	struct slice v;
+	enum given given;
+	if (value_of(p, t, &integer, "[limit]", binds, nbinds, &v, &given) !=
+	    0)
+		return -1;
+	if (given == GIVEN_UNSET)
+		return 0;
+	if (given == GIVEN_NULL)
+		return err_set(ERR_INVALID, "Invalid null value of limit");
+	if (v.len != 4)
+		return err_set(ERR_INVALID, "Invalid limit value");
+	int32_t n = (int32_t)be32_load(v.ptr);
+	if (n <= 0)
+		return err_set(ERR_INVALID, "LIMIT must be strictly positive");
+	*out = (size_t)n;
+	return 0;
+}
+
+/* A column named by a relation of the WHERE clause (-1 for token() and
+ * unknown names). */
+static int relation_column(const struct cql_select_plan *p,
+			   const struct cql_relation *r, size_t i)
+{
+	return r->kind == CQL_REL_TOKEN ? -1
+					: cql_table_column(p->t, r->columns[i]);
+}
+
+/* Whether the statement reads a partition key range (the partition key
+ * not restricted by = or IN on every column). */
+static bool names_key_range(const struct cql_select_plan *p,
+			    const struct cql_select *q)
+{
+	const struct storage_table_meta *m = p->m;
+	for (size_t k = 0; k < m->pk_count; k++) {
+		bool eq = false;
+		for (size_t i = 0; i < q->where_count && !eq; i++) {
+			const struct cql_relation *r = &q->where[i];
+			eq = r->kind == CQL_REL_COLUMN &&
+			     (r->op == CQL_OP_EQ || r->op == CQL_OP_IN) &&
+			     relation_column(p, r, 0) == m->pk[k];
+		}
+		if (!eq)
+			return true;
 	}
-	if (v <= 0)
-		return err_set(ERR_INVALID, "%s must be strictly positive",
-			       what);
-	*out = (size_t)v;
+	return false;
+}
+
+/* The checks that need no values, made once the selection is planned
+ * (Cassandra's SelectStatement.prepare and StatementRestrictions), in its
+ * order. */
+static int check_selection(const struct cql_select_plan *p,
+			   const struct cql_select *q)
+{
+	const struct storage_table_meta *m = p->m;
+	bool clustering = false, other = false;
+	for (size_t i = 0; i < q->where_count; i++)
+		for (size_t k = 0; k < q->where[i].column_count; k++) {
+			int c = relation_column(p, &q->where[i], k);
+			uint8_t kind = c >= 0 ? m->columns[c].kind : 0xff;
+			clustering |= kind == STORAGE_COLUMN_CLUSTERING;
+			other |= kind == STORAGE_COLUMN_REGULAR;
+		}
+	/* Only static (and partition key) columns selected. */
+	bool any_static = false, only_static = !q->star;
+	for (size_t i = 0; i < p->nouts; i++) {
+		int c = p->outs[i].column;
+		if (c < 0)
+			continue;
+		any_static |= m->columns[c].kind == STORAGE_COLUMN_STATIC;
+		only_static &= m->columns[c].kind == STORAGE_COLUMN_STATIC ||
+			       m->columns[c].kind ==
+				       STORAGE_COLUMN_PARTITION_KEY;
+	}
+	if (only_static && any_static && clustering)
+		return err_set(ERR_INVALID,
+			       "Cannot restrict clustering columns when "
+			       "selecting only static columns");
+	if (q->distinct) {
+		if (q->per_partition_limit)
+			return err_set(ERR_INVALID,
+				       "PER PARTITION LIMIT is not allowed "
+				       "with SELECT DISTINCT queries");
+		if (clustering || other)
+			return err_set(ERR_INVALID,
+				       "SELECT DISTINCT with WHERE clause only "
+				       "supports restriction by partition key "
+				       "and/or static columns.");
+		bool selected[16] = {false};
+		for (size_t i = 0; i < p->nouts; i++) {
+			const struct out_col *o = &p->outs[i];
+			if (o->kind == OUT_TOKEN)
+				for (size_t k = 0; k < m->pk_count; k++)
+					selected[k] = true;
+			if (o->column < 0)
+				continue;
+			uint8_t kind = m->columns[o->column].kind;
+			if (kind != STORAGE_COLUMN_PARTITION_KEY &&
+			    kind != STORAGE_COLUMN_STATIC)
+				return err_set(ERR_INVALID,
+					       "SELECT DISTINCT queries must "
+					       "only request partition key "
+					       "columns and/or static columns "
+					       "(not %s)",
+					       m->columns[o->column].name);
+			if (kind == STORAGE_COLUMN_PARTITION_KEY)
+				selected[m->columns[o->column].position] =
+					true;
+		}
+		/* A key range must select the whole key, so that no
+		 * grouping is needed after the read. */
+		for (size_t k = 0; names_key_range(p, q) && k < m->pk_count;
+		     k++)
+			if (!selected[k])
+				return err_set(ERR_INVALID,
+					       "SELECT DISTINCT queries must "
+					       "request all the partition key "
+					       "columns (missing %s)",
+					       m->columns[m->pk[k]].name);
+	}
+	if (p->aggregate && q->per_partition_limit)
+		return err_set(ERR_INVALID,
+			       "PER PARTITION LIMIT is not allowed with "
+			       "aggregate queries.");
+	return 0;
+}
+
+static int plan_selection(struct cql_select_plan *p, const struct cql_select *q)
+{
+	if (q->star)
+		return plan_star(p);
+	for (size_t i = 0; i < q->selector_count; i++)
+		if (plan_selector(p, &q->selectors[i]) != 0)
+			return -1;
 	return 0;
 }
 
@@ -1042,36 +1242,14 @@ cql_select_plan_new(struct arena *a, const struct cql_select *q,
 			q->json ? "SELECT JSON" : "GROUP BY");
 		goto fail;
 	}
-	if (plan_where(p, q, binds, bind_count) != 0)
+	if (plan_selection(p, q) != 0 || check_selection(p, q) != 0 ||
+	    plan_where(p, q, binds, bind_count) != 0)
 		goto fail;
-	if (q->star) {
-		plan_star(p);
-	} else {
-		for (size_t i = 0; i < q->selector_count; i++)
-			if (plan_selector(p, &q->selectors[i]) != 0)
-				goto fail;
-	}
-	if (q->distinct) {
-		for (size_t i = 0; i < p->nouts; i++) {
-			int c = p->outs[i].column;
-			uint8_t kind = c >= 0 ? m->columns[c].kind : 0xff;
-			if (kind != STORAGE_COLUMN_PARTITION_KEY &&
-			    kind != STORAGE_COLUMN_STATIC) {
-				err_set(ERR_INVALID,
-					"SELECT DISTINCT queries must only "
-					"request partition key columns "
-					"and/or static columns (not %s)",
-					p->outs[i].name);
-				goto fail;
-			}
-		}
-		p->distinct = true;
-	}
+	p->distinct = q->distinct;
 	size_t limit = 0, ppl = 0;
 	if (plan_order(p, q) != 0 ||
-	    limit_of(q->limit, binds, bind_count, "LIMIT", &limit) != 0 ||
-	    limit_of(q->per_partition_limit, binds, bind_count,
-		     "PER PARTITION LIMIT", &ppl) != 0)
+	    limit_of(p, q->limit, binds, bind_count, &limit) != 0 ||
+	    limit_of(p, q->per_partition_limit, binds, bind_count, &ppl) != 0)
 		goto fail;
 	p->user_limit = limit ? limit : SIZE_MAX;
 	p->page = CQL_SELECT_MAX_ROWS;
@@ -1156,21 +1334,25 @@ size_t cql_select_plan_row_budget(const struct cql_select_plan *p)
 {
 	if (p->aggregate)
 		return SIZE_MAX;
+	if (p->post_order) /* sorted before the LIMIT: every row */
+		return p->page + 1;
 	size_t left = p->user_limit - (size_t)p->pos.emitted;
 	/* One row past the page tells a full page from the last one. */
 	return (left < p->page ? left : p->page) + 1;
 }
 
-int cql_select_result_specs(struct arena *a, const struct cql_select *q,
-			    const struct cql_table *t,
-			    struct cql_column_spec **specs, size_t *n)
+/* A plan of the selection only: the result columns do not depend on WHERE
+ * or on bound values. */
+static struct cql_select_plan *selection_plan(struct arena *a,
+					      const struct cql_select *q,
+					      const struct cql_table *t)
 {
-	/* Only the selection is planned: the result columns do not depend on
-	 * WHERE or on bound values. */
 	const struct storage_table_meta *m = cql_table_meta(t);
 	struct cql_select_plan *p = arena_alloc(a, sizeof(*p));
-	if (!p)
-		return err_set(ERR_NOMEM, "out of memory");
+	if (!p) {
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
 	memset(p, 0, sizeof(*p));
 	p->t = t;
 	p->m = m;
@@ -1178,15 +1360,34 @@ int cql_select_result_specs(struct arena *a, const struct cql_select *q,
 	buf_init(&p->keys);
 	p->outs = arena_alloc(a, (m->column_count + q->selector_count + 1) *
 					 sizeof(*p->outs));
-	if (!p->outs)
-		return err_set(ERR_NOMEM, "out of memory");
-	if (q->star)
-		plan_star(p);
-	else
-		for (size_t i = 0; i < q->selector_count; i++)
-			if (plan_selector(p, &q->selectors[i]) != 0)
-				return -1;
+	if (!p->outs) {
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	int rc = plan_selection(p, q);
 	buf_free(&p->keys);
+	return rc == 0 ? p : NULL;
+}
+
+int cql_select_check(struct arena *a, const struct cql_select *q,
+		     const struct cql_table *t)
+{
+	if (q->json || q->has_group_by)
+		return err_set(ERR_UNSUPPORTED,
+			       "%s is not supported by Cassini yet",
+			       q->json ? "SELECT JSON" : "GROUP BY");
+	struct cql_select_plan *p = selection_plan(a, q, t);
+	return p ? check_selection(p, q) : -1;
+}
+
+int cql_select_result_specs(struct arena *a, const struct cql_select *q,
+			    const struct cql_table *t,
+			    struct cql_column_spec **specs, size_t *n)
+{
+	const struct storage_table_meta *m = cql_table_meta(t);
+	struct cql_select_plan *p = selection_plan(a, q, t);
+	if (!p)
+		return -1;
 	struct cql_column_spec *sp =
 		arena_alloc(a, (p->nouts + 1) * sizeof(*sp));
 	for (size_t i = 0; sp && i < p->nouts; i++) {

@@ -2,10 +2,14 @@
  * SELECT on a user table: planning the read and encoding what it found.
  *
  * Planning turns the WHERE clause into storage reads: partition keys from
- * `=` / IN on every partition key column, or a token range from
- * token(...) relations, or the whole ring; a clustering slice from a prefix
- * of `=` and a final range; ORDER BY as a reverse read; LIMIT and PER
- * PARTITION LIMIT; `=` on other columns when ALLOW FILTERING is given.
+ * `=` / IN on every partition key column (in the key type's order, each
+ * once, as Cassandra's IN is a set), or a token range from token(...)
+ * relations, or the whole ring; a clustering slice from a prefix of `=`
+ * and a final range; ORDER BY as a reverse read (with IN on the partition
+ * key also a sort of every partition's rows after the reads, which only
+ * an unpaged query may ask for); LIMIT and PER PARTITION LIMIT; `=` on
+ * other columns when ALLOW FILTERING is given. Null, unset and oversized
+ * keys are refused with Cassandra's words.
  * Encoding rebuilds CQL rows from storage rows: key columns from the key and
  * clustering, collections from their cells, the static row, writetime(),
  * ttl(), token() and count(*).
@@ -72,6 +76,13 @@ const uint8_t *cql_select_plan_table_id(const struct cql_select_plan *p);
 size_t cql_select_plan_row_budget(const struct cql_select_plan *p);
 size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
 				const struct storage_result *r, size_t k);
+
+/* What Cassandra refuses when it prepares `q` on `t`, before any value
+ * is bound (DISTINCT and PER PARTITION LIMIT rules, static-only
+ * selections, the selection itself): 0, or -1 with the client's error.
+ * Scratch memory comes from `a`. */
+int cql_select_check(struct arena *a, const struct cql_select *q,
+		     const struct cql_table *t);
 
 /* The result columns of `q` on `t` (what each Rows reply describes), for
  * the PREPARED result's metadata; allocated in `a`. 0 or -1 with err set. */

@@ -86,6 +86,13 @@ struct cql_select_plan {
 	bool distinct;
 	bool aggregate; /* count(*) or aggregates: one row of them */
 	bool clustering_restricted;
+	/* IN on a partition key column; with ORDER BY, rows are sorted
+	 * across partitions after the reads (by the first order_count
+	 * clustering columns), which only an unpaged query can do. */
+	bool key_in;
+	bool post_order;
+	size_t order_count;
+	bool ck_eq[32]; /* clustering column i is restricted by = */
 	/* Paging: the user's LIMIT (SIZE_MAX: none), rows per page, and where
 	 * the previous page stopped. */
 	size_t user_limit;

@@ -87,6 +87,13 @@ static int page_decode(struct cql_select_plan *p, const struct slice *state);
 int cql_select_plan_page(struct cql_select_plan *p, int32_t page_size,
 			 const struct slice *state)
 {
+	/* Cassandra pages aggregates internally, paged or not. */
+	if (p->post_order && (page_size > 0 || p->aggregate))
+		return err_set(ERR_INVALID,
+			       "Cannot page queries with both ORDER BY and a "
+			       "IN restriction on the partition key; you must "
+			       "either remove the ORDER BY or the IN and sort "
+			       "client side, or disable paging for this query");
 	if (p->aggregate)
 		return 0; /* one row, whatever the page size */
 	if (page_size > 0) {
@@ -155,10 +162,18 @@ static int encode_position(const struct cql_select_plan *p,
 			   struct buf *out)
 {
 	size_t nck = whole || !row ? 0 : row->clustering_count;
+	/* Results skip partitions that added no row (the data path drops
+	 * them), so the k-th result is not the k-th key: find its key. */
+	size_t key_index = cql_select_plan_first_key(p) + k;
+	for (size_t i = cql_select_plan_first_key(p);
+	     !p->scan && i < p->key_count; i++)
+		if (slice_eq(cql_select_plan_key(p, i), r->key)) {
+			key_index = i;
+			break;
+		}
 	int rc = buf_put_u8(out, PAGE_STATE_MAGIC) ||
 		 buf_put_u8(out, whole || !row ? PAGE_WHOLE : 0) ||
-		 buf_put_be32(out,
-			      (uint32_t)(cql_select_plan_first_key(p) + k)) ||
+		 buf_put_be32(out, (uint32_t)key_index) ||
 		 buf_put_be64(out, (uint64_t)r->token) ||
 		 buf_put_be64(out, emitted) ||
 		 buf_put_be64(out, in_partition) ||
@@ -480,6 +495,65 @@ static int write_row(const struct cql_select_plan *p, struct buf *out,
 	return rc;
 }
 
+/* Rows held for post-query ordering (IN on the partition key with ORDER
+ * BY): Cassandra sorts the rows of all partitions by the ORDER BY columns
+ * (stable: ties keep the read order) before it applies the LIMIT. */
+struct held_row {
+	const struct storage_result *r;
+	const struct storage_row_view *row, *stat;
+	size_t seq;
+};
+
+struct held {
+	struct held_row *v;
+	size_t n, cap;
+};
+
+static int hold_row(struct held *h, const struct storage_result *r,
+		    const struct storage_row_view *row,
+		    const struct storage_row_view *stat)
+{
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 64;
+		struct held_row *v = realloc(h->v, cap * sizeof(*v));
+		if (!v)
+			return err_set(ERR_NOMEM, "out of memory");
+		h->v = v;
+		h->cap = cap;
+	}
+	h->v[h->n] = (struct held_row){r, row, stat, h->n};
+	h->n++;
+	return 0;
+}
+
+static int held_cmp(const void *a, const void *b, void *arg)
+{
+	const struct cql_select_plan *p = arg;
+	const struct held_row *x = a, *y = b;
+	int c = 0;
+	if (!x->row || !y->row) /* a partition's static row only */
+		c = (x->row != NULL) - (y->row != NULL);
+	else
+		c = clustering_cmp(
+			p, x->row->clustering,
+			x->row->clustering_count < p->order_count
+				? x->row->clustering_count
+				: p->order_count,
+			y->row->clustering,
+			y->row->clustering_count < p->order_count
+				? y->row->clustering_count
+				: p->order_count);
+	if (p->cmd.reverse)
+		c = -c;
+	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static void sort_held(const struct cql_select_plan *p, struct held *h)
+{
+	if (h->n > 1)
+		qsort_r(h->v, h->n, sizeof(*h->v), held_cmp, (void *)p);
+}
+
 int cql_select_encode(const struct cql_select_plan *p,
 		      struct storage_result *const *results, size_t n,
 		      bool read_cut, int64_t now_sec, uint8_t version,
@@ -510,6 +584,9 @@ int cql_select_encode(const struct cql_select_plan *p,
 	buf_init(&rowsb);
 	buf_init(&state);
 	uint64_t emitted = p->pos.emitted, counted = 0;
+	/* Post-query ordering holds every row (no LIMIT) until the end. */
+	size_t limit = p->post_order ? SIZE_MAX : p->user_limit;
+	struct held held = {NULL, 0, 0};
 	struct first_row {
 		const struct storage_result *r;
 		const struct storage_row_view *row, *stat;
@@ -548,7 +625,7 @@ int cql_select_encode(const struct cql_select_plan *p,
 				      : &r->rows[i];
 			if (at_pos && !whole && before_position(p, row))
 				continue;
-			if (emitted >= p->user_limit) {
+			if (emitted >= limit) {
 				stop = true;
 				break;
 			}
@@ -589,14 +666,28 @@ int cql_select_encode(const struct cql_select_plan *p,
 				}
 				continue;
 			}
-			rc = write_row(p, &rowsb, r, static_only ? NULL : row,
-				       stat, now_sec);
+			if (p->post_order)
+				rc = hold_row(&held, r,
+					      static_only ? NULL : row, stat);
+			else
+				rc = write_row(p, &rowsb, r,
+					       static_only ? NULL : row, stat,
+					       now_sec);
 			page_rows++;
 			emitted++;
 		}
 	}
 	if (rc == 0 && !stop)
-		more = read_cut && emitted < p->user_limit;
+		more = read_cut && emitted < limit;
+	if (rc == 0 && p->post_order) {
+		/* Every selected row is held: sort, then the LIMIT. */
+		sort_held(p, &held);
+		page_rows = held.n < p->user_limit ? held.n : p->user_limit;
+		for (size_t i = 0; rc == 0 && i < page_rows; i++)
+			rc = write_row(p, &rowsb, held.v[i].r, held.v[i].row,
+				       held.v[i].stat, now_sec);
+	}
+	free(held.v);
 	if (rc == 0 && p->aggregate) {
 		for (size_t o = 0; rc == 0 && o < p->nouts; o++) {
 			const struct out_col *oc = &p->outs[o];

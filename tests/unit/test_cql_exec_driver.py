@@ -605,11 +605,11 @@ def test_paging_resumes_where_the_page_stopped(data_session):
     assert len(rows) == 26 * 3
     assert all(r.c < 3 for r in rows)
 
-    # IN lists and filtering page too.
+    # IN lists (partitions in the key's order) and filtering page too.
     rows, _ = fetch("SELECT k, c FROM ks.t WHERE k IN (3, 100, 4)", 16)
     assert [(r.k, r.c) for r in rows] == (
-        [(3, c) for c in range(10)] + [(100, c) for c in range(250)] +
-        [(4, c) for c in range(10)])
+        [(3, c) for c in range(10)] + [(4, c) for c in range(10)] +
+        [(100, c) for c in range(250)])
     rows, _ = fetch("SELECT k, c FROM ks.t WHERE v = 'wide' ALLOW FILTERING",
                     60)
     assert sorted(r.c for r in rows) == list(range(250))
