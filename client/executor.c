@@ -11,7 +11,9 @@
 #include "client/executor.h"
 
 #include "client/cql_parse.h"
+#include "client/cql_values.h"
 #include "client/describe.h"
+#include "client/dml.h"
 #include "client/select.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -891,18 +893,49 @@ static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
 	to_data_path(j, &dr);
 }
 
-static int64_t batch_timestamp(const struct cql_term *t,
-			       const struct cql_value *binds, size_t nbinds,
-			       const struct cql_query_params *params)
+static const char batch_ts_bound[] =
+	"Out of bound timestamp, must be in [-9223372036854775807, "
+	"9223372036854775807]";
+
+/* A text batch's USING TIMESTAMP (Cassandra's Attributes.getTimestamp):
+ * unset is not given, null is refused. *out is INT64_MIN when none was
+ * given (then the client's default timestamp, or the node's clock). */
+static int batch_timestamp(const struct cql_term *t,
+			   const struct cql_value *binds, size_t nbinds,
+			   const struct cql_query_params *params, int64_t *out)
 {
-	if (t && t->kind == CQL_TERM_INTEGER && t->len < 20) {
-		int64_t v = strtoll(t->text, NULL, 10);
-		return t->negative ? -v : v;
+	*out = params->has_timestamp ? params->timestamp : INT64_MIN;
+	if (!t)
+		return 0;
+	struct cql_value v = {CQL_VALUE_UNSET, NULL};
+	struct buf b;
+	buf_init(&b);
+	if (t->kind == CQL_TERM_BIND) {
+		if ((size_t)t->bind_index < nbinds)
+			v = binds[t->bind_index];
+	} else {
+		struct cql_column_type bigint = {CQL_TYPE_BIGINT, 0, 0};
+		struct cql_timeuuid_gen g;
+		struct cql_fn_ctx fn = {.timeuuids = &g};
+		cql_timeuuid_gen_init(&g, 0);
+		int rc = cql_term_serialize(t, &bigint, "[timestamp]", &fn,
+					    NULL, &b);
+		if (rc < 0) {
+			buf_free(&b);
+			return -1;
+		}
+		v = rc == 1 ? (struct cql_value){CQL_VALUE_NULL, NULL}
+			    : (struct cql_value){(int32_t)b.len, b.data};
 	}
-	if (t && t->kind == CQL_TERM_BIND && (size_t)t->bind_index < nbinds &&
-	    binds[t->bind_index].len == 8)
-		return (int64_t)be64_load(binds[t->bind_index].ptr);
-	return params->has_timestamp ? params->timestamp : INT64_MIN;
+	int rc = 0;
+	if (v.len == CQL_VALUE_NULL)
+		rc = err_set(ERR_INVALID, "Invalid null value of timestamp");
+	else if (v.len >= 0 && v.len != 8)
+		rc = err_set(ERR_INVALID, "Invalid timestamp value");
+	else if (v.len == 8 && (*out = (int64_t)be64_load(v.ptr)) == INT64_MIN)
+		rc = err_set(ERR_INVALID, "%s", batch_ts_bound);
+	buf_free(&b);
+	return rc;
 }
 
 /* BEGIN [UNLOGGED] BATCH ... APPLY BATCH: markers are numbered across the
@@ -912,12 +945,12 @@ static void run_text_batch(struct job *j, const struct cql_stmt *s,
 			   const struct cql_query_params *params)
 {
 	const struct cql_batch_stmt *b = &s->u.batch;
-	const struct cql_term *ts = b->using.timestamp;
-	if (ts && ts->kind == CQL_TERM_BIND &&
-	    (size_t)ts->bind_index < nbinds && binds[ts->bind_index].len >= 0 &&
+	const struct cql_term *tt = b->using.timestamp;
+	if (tt && tt->kind == CQL_TERM_BIND &&
+	    (size_t)tt->bind_index < nbinds && binds[tt->bind_index].len >= 0 &&
 	    storage_type_validate(STORAGE_TYPE_BIGINT,
-				  binds[ts->bind_index].ptr,
-				  (size_t)binds[ts->bind_index].len) != 0) {
+				  binds[tt->bind_index].ptr,
+				  (size_t)binds[tt->bind_index].len) != 0) {
 		reply_bind_error(j);
 		return;
 	}
@@ -927,12 +960,39 @@ static void run_text_batch(struct job *j, const struct cql_stmt *s,
 		reply_error(j, CQL_ERR_SERVER, "out of memory");
 		return;
 	}
+	/* Cassandra's BatchStatement.validate */
+	if (b->using.ttl) {
+		reply_error(j, CQL_ERR_INVALID,
+			    "Global TTL on the BATCH statement is not "
+			    "supported.");
+		return;
+	}
+	for (size_t i = 0; b->using.timestamp && i < b->count; i++) {
+		const struct cql_stmt *st = b->statements[i];
+		const struct cql_using *u =
+			st->kind == CQL_STMT_INSERT   ? &st->u.insert.using
+			: st->kind == CQL_STMT_UPDATE ? &st->u.update.using
+			: st->kind == CQL_STMT_DELETE ? &st->u.del.using
+						      : NULL;
+		if (u && u->timestamp) {
+			reply_error(j, CQL_ERR_INVALID,
+				    "Timestamp must be set either on BATCH or "
+				    "individual statements");
+			return;
+		}
+	}
+	int64_t ts;
+	if (batch_timestamp(b->using.timestamp, binds, nbinds, params, &ts) !=
+	    0) {
+		char msg[ERR_MSG_MAX];
+		snprintf(msg, sizeof(msg), "%s", err_msg());
+		reply_error(j, CQL_ERR_INVALID, msg);
+		return;
+	}
 	for (size_t i = 0; i < b->count; i++)
 		items[i] = (struct cql_batch_item){b->statements[i], NULL,
 						   binds, nbinds, NULL};
-	run_batch(j, items, b->count, b->type,
-		  batch_timestamp(b->using.timestamp, binds, nbinds, params),
-		  params);
+	run_batch(j, items, b->count, b->type, ts, params);
 }
 
 static void run_protocol_batch(struct job *j, const struct cql_batch *b)
@@ -986,6 +1046,12 @@ static void run_protocol_batch(struct job *j, const struct cql_batch *b)
 		}
 		items[i] = (struct cql_batch_item){st, NULL, bs->values,
 						   bs->value_count, keyspace};
+	}
+	/* INT64_MIN is "no timestamp" here and in Cassandra (which answers
+	 * a Protocol error; Invalid keeps the connection). */
+	if (b->has_timestamp && b->timestamp == INT64_MIN) {
+		reply_error(j, CQL_ERR_INVALID, batch_ts_bound);
+		return;
 	}
 	run_batch(j, items, b->count, b->type,
 		  b->has_timestamp ? b->timestamp : INT64_MIN, &params);
