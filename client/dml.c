@@ -1322,6 +1322,62 @@ static int build_delete(struct build *b, const struct cql_delete *d)
 	return rc ? -1 : 0;
 }
 
+int cql_dml_check(const struct cql_stmt *s, const struct cql_table *t)
+{
+	struct build b = {.t = t, .m = cql_table_meta(t)};
+	const struct storage_table_meta *m = b.m;
+	if (s->kind == CQL_STMT_UPDATE) {
+		const struct cql_update *up = &s->u.update;
+		bool only_static = true;
+		for (size_t i = 0; i < up->assignment_count; i++) {
+			int c = cql_table_column(t,
+						 up->assignments[i].target.name);
+			if (c < 0)
+				continue; /* answered with the values */
+			only_static &=
+				m->columns[c].kind == STORAGE_COLUMN_STATIC;
+			if (m->columns[c].kind ==
+				    STORAGE_COLUMN_PARTITION_KEY ||
+			    m->columns[c].kind == STORAGE_COLUMN_CLUSTERING)
+				continue;
+			if (check_assignment(&m->columns[c],
+					     &up->assignments[i]) != 0)
+				return -1;
+		}
+		if (only_static && up->assignment_count &&
+		    where_names_clustering(&b, up->where, up->where_count))
+			return err_set(ERR_INVALID,
+				       "Invalid restrictions on clustering "
+				       "columns since the UPDATE statement "
+				       "modifies only static columns");
+	} else if (s->kind == CQL_STMT_DELETE) {
+		const struct cql_delete *d = &s->u.del;
+		bool only_static = true;
+		for (size_t i = 0; i < d->column_count; i++) {
+			int c = cql_table_column(t, d->columns[i].name);
+			if (c < 0 ||
+			    m->columns[c].kind ==
+				    STORAGE_COLUMN_PARTITION_KEY ||
+			    m->columns[c].kind == STORAGE_COLUMN_CLUSTERING) {
+				only_static = false;
+				continue;
+			}
+			only_static &=
+				m->columns[c].kind == STORAGE_COLUMN_STATIC;
+			if (check_deletion(&m->columns[c], &d->columns[i]) !=
+			    0)
+				return -1;
+		}
+		if (d->column_count && only_static &&
+		    where_names_clustering(&b, d->where, d->where_count))
+			return err_set(ERR_INVALID,
+				       "Invalid restrictions on clustering "
+				       "columns since the DELETE statement "
+				       "modifies only static columns");
+	}
+	return 0;
+}
+
 int cql_dml_build(const struct cql_stmt *s, const struct cql_table *t,
 		  const struct cql_value *binds, size_t bind_count,
 		  const struct cql_write_ctx *ctx, struct cql_mutations *out)

@@ -55,4 +55,10 @@ int cql_dml_build(const struct cql_stmt *s, const struct cql_table *t,
 		  const struct cql_write_ctx *ctx, struct cql_mutations *out);
 void cql_mutations_free(struct cql_mutations *m);
 
+/* The checks of an INSERT, UPDATE or DELETE on `t` that need no values
+ * (operations that do not suit their column's type, static-only changes
+ * with a clustering restriction), which Cassandra makes when it prepares
+ * the statement: 0, or -1 with ERR_INVALID / ERR_UNSUPPORTED. */
+int cql_dml_check(const struct cql_stmt *s, const struct cql_table *t);
+
 #endif

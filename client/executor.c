@@ -1225,6 +1225,28 @@ static int prepared_add(struct cql_exec *e, const uint8_t id[16],
 	return 0;
 }
 
+/* What Cassandra refuses when it prepares a statement, before any value
+ * is bound (the same checks run again when it executes). */
+static int prepare_check(struct job *j, const struct cql_stmt *s,
+			 const struct cql_table *t)
+{
+	int rc = 0;
+	if (s->kind == CQL_STMT_INSERT || s->kind == CQL_STMT_UPDATE ||
+	    s->kind == CQL_STMT_DELETE)
+		rc = cql_dml_check(s, t);
+	else if (s->kind == CQL_STMT_SELECT)
+		rc = cql_select_check(j->a, &s->u.select, t);
+	if (rc != 0) {
+		char msg[ERR_MSG_MAX];
+		snprintf(msg, sizeof(msg), "%s", err_msg());
+		reply_error(j,
+			    err_code() == ERR_NOMEM ? CQL_ERR_SERVER
+						    : CQL_ERR_INVALID,
+			    msg);
+	}
+	return rc;
+}
+
 static void run_prepare(struct job *j, struct slice query)
 {
 	int nbinds;
@@ -1275,6 +1297,8 @@ static void run_prepare(struct job *j, struct slice query)
 					return;
 				continue;
 			}
+			if (prepare_check(j, in, it) != 0)
+				return;
 			if (bind_resolve(j->a, in, it, b, nbinds, pk) != 0) {
 				reply_bind_error(j);
 				return;
@@ -1286,6 +1310,8 @@ static void run_prepare(struct job *j, struct slice query)
 		struct bind_ctx x = {j->a, b, nbinds, t};
 		bind_using(&x, &bs->using);
 	} else if (t) {
+		if (prepare_check(j, s, t) != 0)
+			return;
 		used = &t;
 		nused = 1;
 		if (bind_resolve(j->a, s, t, b, nbinds, pk) != 0) {
