@@ -272,11 +272,11 @@ def run_step(session, address, keyspace, st):
                     stmt.add(bound)
             else:
                 stmt = prepared.bind(st.binds)
-            if st.fetch:
-                stmt.fetch_size = st.fetch
+            if st.fetch is not None:
+                stmt.fetch_size = st.fetch or None  # 0: no paging
             result = session.execute(stmt)
         else:
-            stmt = SimpleStatement(cql, fetch_size=st.fetch)
+            stmt = SimpleStatement(cql, fetch_size=st.fetch or None)
             result = session.execute(stmt)
         rows = [tuple(r) for r in result]
         names = list(result.column_names or [])
