@@ -7,3 +7,4 @@ cassini_pytest(integration_schema_agreement test_schema_agreement.py TIMEOUT 300
 cassini_pytest(integration_node_driver test_node_driver.py TIMEOUT 180)
 cassini_pytest(integration_gocql_driver test_gocql_driver.py TIMEOUT 400)
 cassini_pytest(integration_cql_model test_cql_model.py TIMEOUT 300)
+cassini_pytest(integration_cql_bind_sweep test_cql_bind_sweep.py TIMEOUT 180)
