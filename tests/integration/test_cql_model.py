@@ -1,8 +1,9 @@
 """Random writes and reads through the stock driver, checked against a
 model of CQL's semantics: tables in every clustering order, row and range
 deletions (on either clustering column, bounds open or closed), slices,
-multi-column slices, reversed ORDER BY, LIMIT, ALLOW FILTERING, aggregates
-and paging, with flushes in between so memtables and SSTables merge. A range deletion on a DESC column once deleted the
+multi-column slices, reversed ORDER BY, IN on the partition key (repeated
+keys, key order, ORDER BY across partitions), LIMIT, ALLOW FILTERING,
+aggregates and paging, with flushes in between so memtables and SSTables merge. A range deletion on a DESC column once deleted the
 wrong rows (`c1 >= 3` deleted every row); this is the test that catches
 such a thing on every path at once."""
 import os
@@ -124,6 +125,9 @@ def read(s, t, rng):
             q, fetch_size=rng.choice([1, 2, 5000])))]
         assert got == want, q
         return
+    if rng.random() < 0.12:
+        read_in(s, t, rng)
+        return
     p = rng.random()
     if p < 0.4:
         text, c1_pred = bounds(rng, "c1", C1S)
@@ -182,6 +186,35 @@ def read(s, t, rng):
     want = want[:limit] if limit else want
     got = [tuple(r) for r in s.execute(SimpleStatement(
         q, fetch_size=rng.choice([2, 5, 5000])))]
+    assert got == want, q
+
+
+def read_in(s, t, rng):
+    """IN on the partition key, keys repeated and out of order: each
+    partition once, in the key's (int) order; with ORDER BY, unpaged, the
+    rows of every partition sorted together by c1 (ties keep the read
+    order), then the LIMIT (Cassandra's post-query ordering)."""
+    keys = [rng.randrange(t.keys + 1) for _ in range(rng.randrange(1, 6))]
+    text, c1_pred = bounds(rng, "c1", C1S) if rng.random() < 0.5 else (
+        None, lambda x: True)
+    reverse = rng.random() < 0.4
+    first = "DESC" if t.desc[0] != reverse else "ASC"
+    order = f" ORDER BY c1 {first}" if reverse or rng.random() < 0.3 \
+        else ""
+    limit = rng.choice([None, None, 1, 4])
+    q = (f"SELECT k, c1, c2, v FROM {t.name} WHERE k IN "
+         f"({', '.join(map(str, keys))})" + (f" AND {text}" if text else "")
+         + order + (f" LIMIT {limit}" if limit else ""))
+    want = []
+    for key in sorted(set(keys)):
+        want += t.order([(r[0], r[1], r[2], v) for r, v in t.rows.items()
+                         if r[0] == key and c1_pred(r[1])], reverse)
+    if order:
+        want = sorted(want, key=lambda r: r[1], reverse=first == "DESC")
+    want = want[:limit] if limit else want
+    fetch = None if order else rng.choice([1, 2, 5000])
+    got = [tuple(r) for r in s.execute(SimpleStatement(q,
+                                                       fetch_size=fetch))]
     assert got == want, q
 
 
@@ -251,7 +284,8 @@ def test_the_model_holds_on_three_nodes_at_all(tmp_path):
 def test_static_and_collection_cells_match_the_model(session):
     """Static columns and set cells across memtables, flushes and
     compaction: UPDATE-only rows live while a cell does, INSERT adds the row
-    marker, a static-only partition reads as one row, deletions of rows,
+    marker (an INSERT of only the static column too, when it names the
+    row), a static-only partition reads as one row, deletions of rows,
     ranges, cells, elements and partitions."""
     rng = random.Random(11)
     session.execute("CREATE TABLE m.sc (k int, c int, v int, s int static, "
@@ -266,7 +300,13 @@ def test_static_and_collection_cells_match_the_model(session):
     for step in range(400):
         k, c, x = rng.randrange(3), rng.randrange(5), rng.randrange(4)
         p = rng.random()
-        if p < 0.15:
+        if p < 0.06:
+            # a static-only INSERT naming the row creates it
+            session.execute(f"INSERT INTO m.sc (k, c, s) VALUES ({k}, {c}, "
+                            f"{x})")
+            row(k, c)[0] = True
+            statics[k] = x
+        elif p < 0.15:
             session.execute(f"INSERT INTO m.sc (k, c, v) VALUES ({k}, {c}, "
                             f"{x})")
             r = row(k, c)
