@@ -1375,8 +1375,7 @@ static int batch_stmt(struct parser *p, struct cql_stmt *s)
 	else if (accept_kw(p, "counter"))
 		b->type = 2;
 	/* USING TTL parses, as in Cassandra, which then refuses it */
-	if (expect_kw(p, "batch") != 0 ||
-	    using_clause(p, &b->using, true) != 0)
+	if (expect_kw(p, "batch") != 0 || using_clause(p, &b->using, true) != 0)
 		return -1;
 	while (!is_kw(p, "apply")) {
 		struct cql_stmt **slot = vec_push(p, &stmts);

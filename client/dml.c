@@ -14,8 +14,8 @@
 #include <string.h>
 
 #define MAX_TTL     630720000 /* 20 years, Cassandra's cap */
-#define MAX_KEYS    4096      /* partitions or rows one statement may expand to */
-#define MAX_KEY_LEN 65535     /* a partition key, a clustering component */
+#define MAX_KEYS    4096  /* partitions or rows one statement may expand to */
+#define MAX_KEY_LEN 65535 /* a partition key, a clustering component */
 #define UNSET       (-2)
 
 struct val {
@@ -261,8 +261,8 @@ static bool where_names_clustering(const struct build *b,
 					? -1
 					: cql_table_column(b->t,
 							   rels[i].columns[k]);
-			if (c >= 0 && b->m->columns[c].kind ==
-					      STORAGE_COLUMN_CLUSTERING)
+			if (c >= 0 &&
+			    b->m->columns[c].kind == STORAGE_COLUMN_CLUSTERING)
 				return true;
 		}
 	return false;
@@ -465,8 +465,8 @@ static int clusterings(struct build *b, struct restr *rs, struct slice **rows,
 				 l ? ", " : "", m->columns[m->ck[i]].name);
 	}
 	if (missing[0])
-		return err_set(ERR_INVALID, "Some clustering keys are missing: %s",
-			       missing);
+		return err_set(ERR_INVALID,
+			       "Some clustering keys are missing: %s", missing);
 	for (size_t i = 0; i < m->ck_count; i++) {
 		const struct restr *r = &rs[m->ck[i]];
 		total *= r->n;
@@ -638,9 +638,10 @@ static int using_clause(struct build *b, const struct cql_using *u)
 	/* Long.MIN_VALUE means "no timestamp" inside Cassandra (and
 	 * Cassini), so no write may carry it (UpdateParameters). */
 	if (b->ts == INT64_MIN)
-		return err_set(ERR_INVALID,
-			       "Out of bound timestamp, must be in [%lld, %lld]",
-			       (long long)INT64_MIN + 1, (long long)INT64_MAX);
+		return err_set(
+			ERR_INVALID,
+			"Out of bound timestamp, must be in [%lld, %lld]",
+			(long long)INT64_MIN + 1, (long long)INT64_MAX);
 	if (u->ttl) {
 		if (resolve(b, u->ttl, &integer, "[ttl]", &v) != 0)
 			return -1;
@@ -809,19 +810,20 @@ static void term_text(const struct cql_term *t, struct buf *out)
 	default:
 		break;
 	}
-	const char *open = t->kind == CQL_TERM_LIST ? "["
-			   : t->kind == CQL_TERM_TUPLE || t->kind ==
-							  CQL_TERM_FUNCTION
-				   ? "("
-				   : "{";
+	const char *open =
+		t->kind == CQL_TERM_LIST ? "["
+		: t->kind == CQL_TERM_TUPLE || t->kind == CQL_TERM_FUNCTION
+			? "("
+			: "{";
 	const char *close = *open == '[' ? "]" : *open == '(' ? ")" : "}";
 	if (t->kind == CQL_TERM_FUNCTION)
 		buf_append(out, t->text, t->len);
 	buf_append(out, open, 1);
 	for (size_t i = 0; i < t->count; i++) {
 		if (i)
-			buf_append(out, t->kind == CQL_TERM_MAP && i % 2 ? ": "
-									 : ", ",
+			buf_append(out,
+				   t->kind == CQL_TERM_MAP && i % 2 ? ": "
+								    : ", ",
 				   2);
 		term_text(t->items[i], out);
 	}
@@ -1018,7 +1020,8 @@ static int build_update(struct build *b, const struct cql_update *up)
 		if (check_assignment(&m->columns[c], &up->assignments[i]) != 0)
 			return -1;
 	}
-	if (only_static && where_names_clustering(b, up->where, up->where_count))
+	if (only_static &&
+	    where_names_clustering(b, up->where, up->where_count))
 		return err_set(
 			ERR_INVALID,
 			"Invalid restrictions on clustering columns since "
@@ -1119,16 +1122,15 @@ static int delete_range(struct build *b, struct storage_mutation *mu,
 					desc ? &last->hi : &last->lo;
 				start[nstart++] =
 					slice_make(v->ptr, (size_t)v->len);
-				start_incl = desc ? last->hi_incl
-						  : last->lo_incl;
+				start_incl =
+					desc ? last->hi_incl : last->lo_incl;
 			}
 			if (has_last) {
 				const struct val *v =
 					desc ? &last->lo : &last->hi;
 				end[nend++] =
 					slice_make(v->ptr, (size_t)v->len);
-				end_incl = desc ? last->lo_incl
-						: last->hi_incl;
+				end_incl = desc ? last->lo_incl : last->hi_incl;
 			}
 		}
 		int rc;
@@ -1138,8 +1140,8 @@ static int delete_range(struct build *b, struct storage_mutation *mu,
 			     storage_mutation_delete_row(mu, b->ts,
 							 b->ctx->now_sec);
 		else if (nstart == 0 && nend == 0)
-			rc = storage_mutation_delete_partition(
-				mu, b->ts, b->ctx->now_sec);
+			rc = storage_mutation_delete_partition(mu, b->ts,
+							       b->ctx->now_sec);
 		else
 			rc = storage_mutation_delete_range(
 				mu, start, nstart, start_incl, end, nend,
@@ -1330,8 +1332,8 @@ int cql_dml_check(const struct cql_stmt *s, const struct cql_table *t)
 		const struct cql_update *up = &s->u.update;
 		bool only_static = true;
 		for (size_t i = 0; i < up->assignment_count; i++) {
-			int c = cql_table_column(t,
-						 up->assignments[i].target.name);
+			int c = cql_table_column(
+				t, up->assignments[i].target.name);
 			if (c < 0)
 				continue; /* answered with the values */
 			only_static &=
@@ -1364,8 +1366,7 @@ int cql_dml_check(const struct cql_stmt *s, const struct cql_table *t)
 			}
 			only_static &=
 				m->columns[c].kind == STORAGE_COLUMN_STATIC;
-			if (check_deletion(&m->columns[c], &d->columns[i]) !=
-			    0)
+			if (check_deletion(&m->columns[c], &d->columns[i]) != 0)
 				return -1;
 		}
 		if (d->column_count && only_static &&

@@ -73,8 +73,8 @@ static int condition_value(struct cql_select_plan *p, const struct cql_term *t,
 			   struct slice *out)
 {
 	enum given given;
-	if (value_of(p, t, &col->type, col->name, binds, nbinds, out,
-		     &given) != 0)
+	if (value_of(p, t, &col->type, col->name, binds, nbinds, out, &given) !=
+	    0)
 		return -1;
 	if (given == GIVEN_UNSET)
 		return err_set(ERR_INVALID, "Invalid unset value for column %s",
@@ -1037,17 +1037,18 @@ static int plan_order(struct cql_select_plan *p, const struct cql_select *q)
 	for (size_t i = 0; i < q->order_count; i++) {
 		int c = cql_table_column(p->t, q->order[i].column);
 		if (c < 0)
-			return err_set(ERR_INVALID,
-				       "Undefined column name %s in table %s.%s",
-				       q->order[i].column, m->keyspace,
-				       m->name);
+			return err_set(
+				ERR_INVALID,
+				"Undefined column name %s in table %s.%s",
+				q->order[i].column, m->keyspace, m->name);
 		const struct storage_column *col = &m->columns[c];
 		if (col->kind != STORAGE_COLUMN_CLUSTERING)
-			return err_set(ERR_INVALID,
-				       "Order by is currently only supported "
-				       "on the clustered columns of the PRIMARY "
-				       "KEY, got %s",
-				       col->name);
+			return err_set(
+				ERR_INVALID,
+				"Order by is currently only supported "
+				"on the clustered columns of the PRIMARY "
+				"KEY, got %s",
+				col->name);
 		while (at < col->position && p->ck_eq[at])
 			at++;
 		if (at != col->position)
@@ -1083,8 +1084,7 @@ static int limit_of(struct cql_select_plan *p, const struct cql_term *t,
 	const struct storage_type integer = {.kind = STORAGE_TYPE_INT};
 	struct slice v;
 	enum given given;
-	if (value_of(p, t, &integer, "[limit]", binds, nbinds, &v, &given) !=
-	    0)
+	if (value_of(p, t, &integer, "[limit]", binds, nbinds, &v, &given) != 0)
 		return -1;
 	if (given == GIVEN_UNSET)
 		return 0;
@@ -1150,9 +1150,9 @@ static int check_selection(const struct cql_select_plan *p,
 		if (c < 0)
 			continue;
 		any_static |= m->columns[c].kind == STORAGE_COLUMN_STATIC;
-		only_static &= m->columns[c].kind == STORAGE_COLUMN_STATIC ||
-			       m->columns[c].kind ==
-				       STORAGE_COLUMN_PARTITION_KEY;
+		only_static &=
+			m->columns[c].kind == STORAGE_COLUMN_STATIC ||
+			m->columns[c].kind == STORAGE_COLUMN_PARTITION_KEY;
 	}
 	if (only_static && any_static && clustering)
 		return err_set(ERR_INVALID,
@@ -1186,8 +1186,7 @@ static int check_selection(const struct cql_select_plan *p,
 					       "(not %s)",
 					       m->columns[o->column].name);
 			if (kind == STORAGE_COLUMN_PARTITION_KEY)
-				selected[m->columns[o->column].position] =
-					true;
+				selected[m->columns[o->column].position] = true;
 		}
 		/* A key range must select the whole key, so that no
 		 * grouping is needed after the read. */

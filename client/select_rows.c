@@ -534,15 +534,14 @@ static int held_cmp(const void *a, const void *b, void *arg)
 	if (!x->row || !y->row) /* a partition's static row only */
 		c = (x->row != NULL) - (y->row != NULL);
 	else
-		c = clustering_cmp(
-			p, x->row->clustering,
-			x->row->clustering_count < p->order_count
-				? x->row->clustering_count
-				: p->order_count,
-			y->row->clustering,
-			y->row->clustering_count < p->order_count
-				? y->row->clustering_count
-				: p->order_count);
+		c = clustering_cmp(p, x->row->clustering,
+				   x->row->clustering_count < p->order_count
+					   ? x->row->clustering_count
+					   : p->order_count,
+				   y->row->clustering,
+				   y->row->clustering_count < p->order_count
+					   ? y->row->clustering_count
+					   : p->order_count);
 	if (p->cmd.reverse)
 		c = -c;
 	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
