@@ -159,23 +159,24 @@ static int restrict_partition(struct cql_select_plan *p,
 	return kr->vals ? 0 : -1;
 }
 
-static int value_kind_cmp(const void *a, const void *b, void *kind)
+static int value_type_cmp(const void *a, const void *b, void *type)
 {
 	const struct slice *x = a, *y = b;
-	return storage_value_cmp(*(const uint16_t *)kind, x->ptr, x->len,
-				 y->ptr, y->len);
+	return storage_type_cmp(type, x->ptr, x->len, y->ptr, y->len);
 }
 
 /* Sorts a key column's IN values by its type's order and drops repeats
  * (Cassandra's IN is a TreeSet of the key type). */
-static void sort_unique(struct key_restr *kr, uint16_t kind)
+static void sort_unique(struct key_restr *kr, const struct storage_type *type)
 {
 	if (kr->n < 2)
 		return;
-	qsort_r(kr->vals, kr->n, sizeof(*kr->vals), value_kind_cmp, &kind);
+	qsort_r(kr->vals, kr->n, sizeof(*kr->vals), value_type_cmp,
+		(void *)type);
 	size_t w = 1;
 	for (size_t i = 1; i < kr->n; i++)
-		if (value_kind_cmp(&kr->vals[w - 1], &kr->vals[i], &kind) != 0)
+		if (value_type_cmp(&kr->vals[w - 1], &kr->vals[i],
+				   (void *)type) != 0)
 			kr->vals[w++] = kr->vals[i];
 	kr->n = w;
 }
@@ -189,7 +190,7 @@ static int build_keys(struct cql_select_plan *p, struct key_restr *kr)
 	const struct storage_table_meta *m = p->m;
 	size_t total = 1;
 	for (size_t i = 0; i < m->pk_count; i++) {
-		sort_unique(&kr[i], m->columns[m->pk[i]].type.kind);
+		sort_unique(&kr[i], &m->columns[m->pk[i]].type);
 		total *= kr[i].n;
 		if (total > 4096)
 			return err_set(ERR_INVALID,
