@@ -2,9 +2,9 @@
 #define LOG_MODULE "node"
 #include "node/cql_data.h"
 
-#include "client/data_path.h"
-#include "client/dml.h"
-#include "client/select.h"
+#include "client/exec/data_path.h"
+#include "client/exec/dml.h"
+#include "client/exec/select.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/murmur3.h"

@@ -17,7 +17,7 @@
 #ifndef CASSINI_NODE_CQL_DATA_H
 #define CASSINI_NODE_CQL_DATA_H
 
-#include "client/executor.h"
+#include "client/exec/executor.h"
 #include "common/env.h"
 #include "common/loopq.h"
 #include "replication/hints.h"

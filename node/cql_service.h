@@ -12,7 +12,7 @@
 #ifndef CASSINI_NODE_CQL_SERVICE_H
 #define CASSINI_NODE_CQL_SERVICE_H
 
-#include "client/system_tables.h"
+#include "client/schema/system_tables.h"
 #include "conf/conf.h"
 
 #include <stdbool.h>

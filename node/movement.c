@@ -40,7 +40,7 @@
  * runs on the loop; scans run on the repair worker.
  */
 #define LOG_MODULE "movement"
-#include "client/schema.h"
+#include "client/schema/schema.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "gossip/gossip.h"

@@ -26,7 +26,7 @@
  * node.
  */
 #define LOG_MODULE "node"
-#include "client/schema.h"
+#include "client/schema/schema.h"
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/log.h"

@@ -28,7 +28,7 @@
  * end (exit status 2 on failure).
  */
 #define LOG_MODULE "repair"
-#include "client/schema.h"
+#include "client/schema/schema.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loopq.h"

@@ -11,7 +11,7 @@
  * runs segments when enabled.
  */
 #define LOG_MODULE "repair"
-#include "client/schema.h"
+#include "client/schema/schema.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loopq.h"

@@ -23,7 +23,7 @@
  * Exit status: 0 when every operation succeeded (and, for `read`, found its
  * row with the right value), 1 otherwise, 2 for bad arguments or setup.
  */
-#include "client/cql_client.h"
+#include "client/driver/cql_client.h"
 #include "common/err.h"
 #include "node/stress_hist.h"
 

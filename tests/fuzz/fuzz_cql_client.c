@@ -1,7 +1,7 @@
 /* libFuzzer: a server response (9-byte header, then body) goes through the C
  * client's header check and response decoder without crashing, leaking or
  * reading out of bounds; every decoded row value lies inside the body. */
-#include "client/cql_client.h"
+#include "client/driver/cql_client.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* libFuzzer: a client frame (header + body, possibly LZ4-compressed, with a
  * custom payload) goes through every request decoder without crashing,
  * leaking or reading out of bounds. */
-#include "client/proto.h"
+#include "client/proto/proto.h"
 
 #include <stddef.h>
 #include <stdint.h>

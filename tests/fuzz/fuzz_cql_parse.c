@@ -1,5 +1,5 @@
 /* libFuzzer: any statement text parses or fails with a clean error. */
-#include "client/cql_parse.h"
+#include "client/cql/cql_parse.h"
 #include "common/err.h"
 
 #include <stdint.h>

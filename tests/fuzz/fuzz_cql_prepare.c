@@ -16,11 +16,11 @@
  *   - every mutation a write builds passes storage_mutation_validate
  *     (what the client layer accepts, the engine never refuses).
  */
-#include "client/cql_client.h"
-#include "client/data_path.h"
-#include "client/dml.h"
-#include "client/executor.h"
-#include "client/select.h"
+#include "client/driver/cql_client.h"
+#include "client/exec/data_path.h"
+#include "client/exec/dml.h"
+#include "client/exec/executor.h"
+#include "client/exec/select.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/murmur3.h"

@@ -4,7 +4,7 @@
  * CREATE, ALTER ... ADD/DROP/WITH and ALTER KEYSPACE (version-1, 2 and 3
  * bodies) combine, CREATEs and ADDs that raced on two nodes settle or
  * mark the table, and options keep the write stamped last. */
-#include "client/schema_log.h"
+#include "client/schema/schema_log.h"
 #include "common/err.h"
 
 #include <stdint.h>

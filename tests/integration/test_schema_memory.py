@@ -5,7 +5,7 @@ Before, every CREATE/DROP TABLE kept about 10 KB for good (90 KB with 600
 tables: a node under schema churn went from 4.5 MB to 1.6 GB RSS): the
 registry kept every version of every table, and the engine every table's
 memtable. Now a replaced or dropped object is freed once no request that
-could hold it remains (client/schema.h, "Lifetime"; docs/cql.md).
+could hold it remains (client/schema/schema.h, "Lifetime"; docs/cql.md).
 
 ASan's leak check alone does not catch memory that is still referenced,
 so the churn test reads the node's RSS. Addresses: the 127.0.65.x block.

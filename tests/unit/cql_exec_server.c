@@ -6,8 +6,8 @@
  * (node/cql_data.c: the coordinator over a one-node ring) over a storage
  * engine in DIR. Prints "PORT <n>" and runs until SIGTERM.
  */
-#include "client/data_path.h"
-#include "client/executor.h"
+#include "client/exec/data_path.h"
+#include "client/exec/executor.h"
 #include "common/env_real.h"
 #include "common/err.h"
 #include "common/loopq.h"

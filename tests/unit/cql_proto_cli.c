@@ -8,7 +8,7 @@
  * The Python side encodes requests with the DataStax driver and decodes our
  * responses with it, so both directions are checked against a real client.
  */
-#include "client/proto.h"
+#include "client/proto/proto.h"
 #include "common/err.h"
 
 #include <stdio.h>

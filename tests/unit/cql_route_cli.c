@@ -8,7 +8,7 @@
  * (reconnecting every 200 ms, up to 30 s), prepares QUERY (one blob bind:
  * the partition key), and prints "hosts N" then "KEY TOKEN ADDRESS" per key.
  */
-#include "client/cql_client.h"
+#include "client/driver/cql_client.h"
 #include "common/err.h"
 
 #include <event2/event.h>

@@ -17,7 +17,7 @@
  * Listens on 127.0.0.1 with an ephemeral port, prints "PORT <n>", and runs
  * until SIGTERM.
  */
-#include "client/server.h"
+#include "client/proto/server.h"
 #include "common/err.h"
 
 #include <event2/event.h>

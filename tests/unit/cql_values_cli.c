@@ -4,9 +4,9 @@
  * type name, "list:T", "set:T" or "map:K:V". Functions see a fixed clock
  * (2024-01-31 12:00:00 UTC) and a fixed random source.
  */
-#include "client/cql_parse.h"
-#include "client/cql_values.h"
-#include "client/proto.h"
+#include "client/cql/cql_parse.h"
+#include "client/cql/cql_values.h"
+#include "client/proto/proto.h"
 #include "common/err.h"
 
 #include <stdio.h>

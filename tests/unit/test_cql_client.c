@@ -5,7 +5,7 @@
  * the body). Also the latency histogram of cassini-stress and the client's
  * failure paths without a server.
  */
-#include "client/cql_client.h"
+#include "client/driver/cql_client.h"
 #include "common/err.h"
 #include "common/murmur3.h"
 #include "common/rand.h"

@@ -1,5 +1,5 @@
 /* client/cql_parse: the statements drivers, cqlsh and users send. */
-#include "client/cql_parse.h"
+#include "client/cql/cql_parse.h"
 #include "common/err.h"
 #include "common/rand.h"
 #include "tests/lib/testutil.h"

@@ -1,4 +1,4 @@
-"""The CQL connection server (client/server.c) against the DataStax driver's
+"""The CQL connection server (client/proto/server.c) against the DataStax driver's
 own connection class, plus raw sockets for what no driver would send."""
 import os
 import pathlib

@@ -1,4 +1,4 @@
-"""CQL literal conversion (client/cql_values.c) against the DataStax
+"""CQL literal conversion (client/cql/cql_values.c) against the DataStax
 driver's own serializers for the same values."""
 import datetime
 import decimal

@@ -1,8 +1,8 @@
 /* client/dml: CQL writes become the right storage mutations, checked by
  * applying them to a real engine and reading the partitions back. */
-#include "client/cql_parse.h"
-#include "client/dml.h"
-#include "client/schema.h"
+#include "client/cql/cql_parse.h"
+#include "client/exec/dml.h"
+#include "client/schema/schema.h"
 #include "common/env_real.h"
 #include "common/err.h"
 #include "common/murmur3.h"

@@ -1,5 +1,5 @@
 /* client/proto: frame header checks and decoders under hostile input. */
-#include "client/proto.h"
+#include "client/proto/proto.h"
 #include "common/err.h"
 #include "common/rand.h"
 #include "tests/lib/testutil.h"

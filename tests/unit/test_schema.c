@@ -1,9 +1,9 @@
 /* client/schema: DDL applied with Cassandra's rules, system keyspaces,
  * versioning, and old metadata staying valid across ALTERs for the readers
  * that pinned it (and freed once none does). */
-#include "client/cql_parse.h"
-#include "client/describe.h"
-#include "client/schema.h"
+#include "client/cql/cql_parse.h"
+#include "client/schema/describe.h"
+#include "client/schema/schema.h"
 #include "common/err.h"
 #include "ring/ring.h"
 #include "tests/lib/testutil.h"
@@ -613,7 +613,7 @@ START_TEST(the_version_follows_every_change_and_only_the_schema)
 }
 END_TEST
 
-/* The CREATE text DESCRIBE returns (client/describe.c). */
+/* The CREATE text DESCRIBE returns (client/schema/describe.c). */
 static void describes_as(const char *ks, const char *table, const char *want)
 {
 	struct buf b;

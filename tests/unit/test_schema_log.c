@@ -1,7 +1,7 @@
 /* client/schema_log: replay rebuilds the same schema; torn tails and
  * corruption are handled as the format promises. */
-#include "client/cql_parse.h"
-#include "client/schema_log.h"
+#include "client/cql/cql_parse.h"
+#include "client/schema/schema_log.h"
 #include "common/env_real.h"
 #include "common/err.h"
 #include "ring/ring.h"

@@ -1,0 +1,37 @@
+/*
+ * CQL text -> struct cql_stmt (client/cql/cql_ast.h).
+ *
+ * A hand-written lexer and recursive-descent parser for the CQL 3.4 subset
+ * Cassini serves. Keywords are matched case-insensitively and in context, so
+ * words like `key`, `value`, `type` or `ttl` stay usable as column names, as
+ * in Cassandra. Comments (--, //, / * * /), trailing semicolons and any
+ * whitespace are accepted.
+ *
+ * Errors read like Cassandra's, and carry the kind of reply the client gets:
+ *   ERR_PROTOCOL    never
+ *   ERR_INVALID     syntax: "line 1:7 mismatched input 'FORM' expecting FROM"
+ *                   (answered as Syntax_error 0x2000)
+ *   ERR_UNSUPPORTED a feature Cassini does not have yet (secondary indexes,
+ *                   materialized views, user types, functions, roles):
+ *                   answered as Invalid 0x2200 with that sentence.
+ */
+#ifndef CASSINI_CLIENT_CQL_PARSE_H
+#define CASSINI_CLIENT_CQL_PARSE_H
+
+#include "client/cql/cql_ast.h"
+#include "common/arena.h"
+
+#include <stddef.h>
+
+/* Statements longer than this are refused before lexing. */
+#define CQL_MAX_STATEMENT (1 << 20)
+
+/*
+ * Parses one statement (BATCH counts as one). Nodes are allocated from `a`;
+ * `*bind_count` receives the number of bind markers and, when `bind_names`
+ * is not NULL, an array of their names (NULL for `?`).
+ */
+struct cql_stmt *cql_parse(struct arena *a, const char *text, size_t len,
+			   int *bind_count, const char ***bind_names);
+
+#endif

@@ -1,0 +1,1427 @@
+/*
+ * Mutation building for INSERT, UPDATE and DELETE (see dml.h for the
+ * semantics). Values are resolved once into an arena (literals serialized
+ * for their column's type, bound values taken as they came), then the keys
+ * are expanded (IN gives several) and each partition gets one mutation.
+ */
+#include "client/exec/dml.h"
+
+#include "common/err.h"
+#include "common/murmur3.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TTL     630720000 /* 20 years, Cassandra's cap */
+#define MAX_KEYS    4096  /* partitions or rows one statement may expand to */
+#define MAX_KEY_LEN 65535 /* a partition key, a clustering component */
+#define UNSET       (-2)
+
+struct val {
+	const uint8_t *ptr;
+	int32_t len; /* -1 null, -2 unset */
+};
+
+/* A restriction on one key column. */
+struct restr {
+	bool eq; /* = or IN: vals */
+	struct val *vals;
+	size_t n;
+	bool has_lo, lo_incl, has_hi, hi_incl; /* slices (DELETE only) */
+	struct val lo, hi;
+};
+
+struct build {
+	const struct cql_table *t;
+	const struct storage_table_meta *m;
+	const struct cql_value *binds;
+	size_t nbinds;
+	const struct cql_write_ctx *ctx;
+	struct arena a;
+	int64_t ts;
+	int32_t ttl;
+	struct cql_mutations *out;
+};
+
+/* ---- values -------------------------------------------------------------- */
+
+static int resolve(struct build *b, const struct cql_term *t,
+		   const struct storage_type *type, const char *column,
+		   struct val *out)
+{
+	if (t->kind == CQL_TERM_BIND) {
+		if ((size_t)t->bind_index >= b->nbinds)
+			return err_set(ERR_INVALID,
+				       "No value given for bind "
+				       "marker %d",
+				       t->bind_index);
+		const struct cql_value *v = &b->binds[t->bind_index];
+		out->ptr = v->ptr;
+		out->len = v->len < 0 ? (v->len == CQL_VALUE_UNSET ? UNSET : -1)
+				      : v->len;
+		return 0;
+	}
+	struct buf tmp;
+	struct cql_column_type ct = {type->kind, type->elem, type->value};
+	buf_init(&tmp);
+	int rc = cql_term_serialize(t, &ct, column, b->ctx->fn, b->ctx->cmp,
+				    &tmp);
+	if (rc < 0) {
+		buf_free(&tmp);
+		return -1;
+	}
+	if (rc == 1) {
+		out->ptr = NULL;
+		out->len = -1;
+	} else {
+		out->ptr = arena_memdup(
+			&b->a, tmp.data ? tmp.data : (const uint8_t *)"",
+			tmp.len);
+		out->len = (int32_t)tmp.len;
+	}
+	buf_free(&tmp);
+	return out->ptr || out->len < 0 ? 0 : -1;
+}
+
+/* Walks a serialized collection: n, then [int len][bytes] (twice per map
+ * entry). Calls fn for each element (value NULL for lists and sets). */
+typedef int (*elem_fn)(struct build *b, void *arg, struct val key,
+		       const struct val *value);
+
+static int each_element(struct build *b, struct val coll, bool is_map,
+			const char *column, elem_fn fn, void *arg)
+{
+	struct cursor c = cursor_make(coll.ptr, (size_t)coll.len);
+	uint32_t n;
+	if (cursor_be32(&c, &n) != 0)
+		goto bad;
+	for (uint32_t i = 0; i < n; i++) {
+		struct val k, v;
+		struct slice s;
+		uint32_t len;
+		if (cursor_be32(&c, &len) != 0 || (int32_t)len < 0 ||
+		    cursor_take(&c, len, &s) != 0)
+			goto bad;
+		k = (struct val){s.ptr, (int32_t)len};
+		if (is_map) {
+			if (cursor_be32(&c, &len) != 0 || (int32_t)len < 0 ||
+			    cursor_take(&c, len, &s) != 0)
+				goto bad;
+			v = (struct val){s.ptr, (int32_t)len};
+		}
+		if (fn(b, arg, k, is_map ? &v : NULL) != 0)
+			return -1;
+	}
+	if (cursor_left(&c) == 0)
+		return 0;
+bad:
+	return err_set(ERR_INVALID,
+		       "Invalid collection value for %s: not a "
+		       "valid serialized collection",
+		       column);
+}
+
+/* ---- WHERE --------------------------------------------------------------- */
+
+static int key_kind(const struct storage_table_meta *m, int c)
+{
+	return c < 0 ? -1 : m->columns[c].kind;
+}
+
+/* A key column's value in a WHERE relation (or an INSERT's key column,
+ * which Cassandra reads as one): neither null nor unset. */
+static int condition_value(struct build *b, const struct cql_term *t,
+			   const struct storage_column *col, struct val *out)
+{
+	if (resolve(b, t, &col->type, col->name, out) != 0)
+		return -1;
+	if (out->len == UNSET)
+		return err_set(ERR_INVALID, "Invalid unset value for column %s",
+			       col->name);
+	if (out->len < 0)
+		return err_set(ERR_INVALID,
+			       "Invalid null value in condition for column %s",
+			       col->name);
+	return 0;
+}
+
+static int restrict_column(struct build *b, struct restr *r,
+			   const struct cql_relation *rel, int c,
+			   bool allow_slice)
+{
+	const struct storage_column *col = &b->m->columns[c];
+	if (rel->op == CQL_OP_EQ || rel->op == CQL_OP_IN) {
+		if (r->eq || r->has_lo || r->has_hi)
+			return err_set(
+				ERR_INVALID,
+				"%s cannot be restricted by more than one "
+				"relation if it includes an Equal",
+				col->name);
+		r->eq = true;
+		if (rel->op == CQL_OP_EQ) {
+			r->vals = arena_alloc(&b->a, sizeof(*r->vals));
+			r->n = 1;
+			return r->vals ? condition_value(b, rel->value, col,
+							 r->vals)
+				       : -1;
+		}
+		const struct cql_term *v = rel->value;
+		if (v->kind == CQL_TERM_TUPLE) {
+			r->n = v->count;
+			r->vals = arena_alloc(&b->a, (v->count + 1) *
+							     sizeof(*r->vals));
+			if (!r->vals)
+				return -1;
+			for (size_t i = 0; i < v->count; i++)
+				if (condition_value(b, v->items[i], col,
+						    &r->vals[i]) != 0)
+					return -1;
+			return 0;
+		}
+		/* IN ? : a bound list of values. */
+		struct storage_type lt = {STORAGE_TYPE_LIST, col->type.kind, 0,
+					  true};
+		struct val list;
+		if (resolve(b, v, &lt, col->name, &list) != 0)
+			return -1;
+		if (list.len == UNSET)
+			return err_set(ERR_INVALID,
+				       "Invalid unset value for column %s",
+				       col->name);
+		if (list.len < 0)
+			return err_set(ERR_INVALID,
+				       "Invalid null value for column %s",
+				       col->name);
+		struct cursor cur = cursor_make(list.ptr, (size_t)list.len);
+		uint32_t n;
+		if (cursor_be32(&cur, &n) != 0 || n > MAX_KEYS)
+			return err_set(ERR_INVALID, "Invalid IN list for %s",
+				       col->name);
+		r->n = n;
+		r->vals = arena_alloc(&b->a, (n + 1) * sizeof(*r->vals));
+		if (!r->vals)
+			return -1;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t len;
+			struct slice s;
+			if (cursor_be32(&cur, &len) != 0 || (int32_t)len < 0 ||
+			    cursor_take(&cur, len, &s) != 0)
+				return err_set(ERR_INVALID,
+					       "Invalid IN list for %s",
+					       col->name);
+			r->vals[i] = (struct val){s.ptr, (int32_t)len};
+		}
+		return 0;
+	}
+	if (col->kind != STORAGE_COLUMN_CLUSTERING)
+		return err_set(ERR_INVALID,
+			       "Only EQ and IN relation are supported on the "
+			       "partition key (unless you use the token() "
+			       "function)");
+	if (!allow_slice)
+		return err_set(ERR_INVALID,
+			       "Slice restrictions are not supported on the "
+			       "clustering columns in UPDATE statements");
+	bool lo = rel->op == CQL_OP_GT || rel->op == CQL_OP_GTE;
+	bool incl = rel->op == CQL_OP_GTE || rel->op == CQL_OP_LTE;
+	if (rel->op == CQL_OP_NEQ || rel->op == CQL_OP_CONTAINS ||
+	    rel->op == CQL_OP_CONTAINS_KEY)
+		return err_set(ERR_INVALID, "Unsupported \"%s\" relation on %s",
+			       rel->op == CQL_OP_NEQ ? "!=" : "CONTAINS",
+			       col->name);
+	if (r->eq || (lo ? r->has_lo : r->has_hi))
+		return err_set(ERR_INVALID,
+			       "More than one restriction was found "
+			       "for the %s bound on %s",
+			       lo ? "start" : "end", col->name);
+	struct val v;
+	if (condition_value(b, rel->value, col, &v) != 0)
+		return -1;
+	if (lo) {
+		r->has_lo = true;
+		r->lo_incl = incl;
+		r->lo = v;
+	} else {
+		r->has_hi = true;
+		r->hi_incl = incl;
+		r->hi = v;
+	}
+	return 0;
+}
+
+/* Whether a WHERE clause restricts a clustering column (a statement on
+ * static columns only may not). */
+static bool where_names_clustering(const struct build *b,
+				   const struct cql_relation *rels, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < rels[i].column_count; k++) {
+			int c = rels[i].kind == CQL_REL_TOKEN
+					? -1
+					: cql_table_column(b->t,
+							   rels[i].columns[k]);
+			if (c >= 0 &&
+			    b->m->columns[c].kind == STORAGE_COLUMN_CLUSTERING)
+				return true;
+		}
+	return false;
+}
+
+/* Fills rs[column] for each key column restricted by the WHERE clause. */
+static int restrict_where(struct build *b, const struct cql_relation *rels,
+			  size_t n, struct restr *rs, bool allow_slice)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct cql_relation *rel = &rels[i];
+		if (rel->kind == CQL_REL_TOKEN)
+			return err_set(
+				ERR_INVALID,
+				"The token function cannot be used in WHERE "
+				"clauses for UPDATE and DELETE statements");
+		if (rel->kind == CQL_REL_TUPLE)
+			return err_set(
+				ERR_UNSUPPORTED,
+				"Multi-column relations in UPDATE and DELETE "
+				"are not supported by Cassini yet");
+		int c = cql_table_column(b->t, rel->columns[0]);
+		if (c < 0)
+			return err_set(
+				ERR_INVALID,
+				"Undefined column name %s in table %s.%s",
+				rel->columns[0], b->m->keyspace, b->m->name);
+		int kind = key_kind(b->m, c);
+		if (kind != STORAGE_COLUMN_PARTITION_KEY &&
+		    kind != STORAGE_COLUMN_CLUSTERING)
+			return err_set(ERR_INVALID,
+				       "Non PRIMARY KEY columns found in where "
+				       "clause: %s",
+				       rel->columns[0]);
+		if (restrict_column(b, &rs[c], rel, c, allow_slice) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Checks a key value: neither null nor unset (Cassandra's words for a
+ * key column read as a condition). */
+static int key_value_ok(const struct storage_column *col, struct val v)
+{
+	if (v.len == UNSET)
+		return err_set(ERR_INVALID, "Invalid unset value for column %s",
+			       col->name);
+	if (v.len < 0)
+		return err_set(ERR_INVALID,
+			       "Invalid null value in condition for column %s",
+			       col->name);
+	return 0;
+}
+
+/* Orders serialized keys (or clusterings) by their bytes, to find
+ * repeats: Cassandra's IN restrictions are sets. */
+struct key_ref {
+	const uint8_t *ptr;
+	size_t len;
+	size_t at; /* where it came in the expansion */
+};
+
+static int key_ref_cmp(const void *a, const void *b)
+{
+	const struct key_ref *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = n ? memcmp(x->ptr, y->ptr, n) : 0;
+	if (c)
+		return c;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Removes repeated keys from keys/offs (n of them), keeping the first of
+ * each in place order; returns the count left. */
+static size_t unique_keys(struct build *b, struct buf *keys, size_t *offs,
+			  size_t n)
+{
+	if (n < 2)
+		return n;
+	struct key_ref *refs = arena_alloc(&b->a, n * sizeof(*refs));
+	bool *dup = arena_alloc(&b->a, n * sizeof(*dup));
+	if (!refs || !dup)
+		return n; /* keep the repeats rather than fail */
+	for (size_t i = 0; i < n; i++) {
+		refs[i] = (struct key_ref){keys->data + offs[i],
+					   offs[i + 1] - offs[i], i};
+		dup[i] = false;
+	}
+	qsort(refs, n, sizeof(*refs), key_ref_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (refs[i].len == refs[i - 1].len &&
+		    (!refs[i].len ||
+		     memcmp(refs[i].ptr, refs[i - 1].ptr, refs[i].len) == 0))
+			dup[refs[i].at] = true;
+	/* Compact in place: key bytes move down, offsets follow. */
+	size_t w = 0, wpos = offs[0];
+	for (size_t i = 0; i < n; i++) {
+		size_t from = offs[i], len = offs[i + 1] - offs[i];
+		if (dup[i])
+			continue;
+		memmove(keys->data + wpos, keys->data + from, len);
+		offs[w++] = wpos;
+		wpos += len;
+	}
+	offs[w] = wpos;
+	keys->len = wpos;
+	return w;
+}
+
+/* The partition keys (serialized) restricted by rs, without repeats. */
+static int partition_keys(struct build *b, struct restr *rs, struct buf *keys,
+			  size_t **offsets, size_t *nkeys)
+{
+	const struct storage_table_meta *m = b->m;
+	size_t total = 1;
+	struct vec_missing {
+		char names[256];
+	} miss = {""};
+	for (size_t i = 0; i < m->pk_count; i++) {
+		const struct restr *r = &rs[m->pk[i]];
+		if (!r->eq) {
+			size_t l = strlen(miss.names);
+			snprintf(miss.names + l, sizeof(miss.names) - l, "%s%s",
+				 l ? ", " : "", m->columns[m->pk[i]].name);
+			continue;
+		}
+		total *= r->n ? r->n : 1;
+		if (total > MAX_KEYS)
+			return err_set(ERR_INVALID,
+				       "Too many partitions in IN restrictions "
+				       "(more than %d)",
+				       MAX_KEYS);
+	}
+	if (miss.names[0])
+		return err_set(ERR_INVALID,
+			       "Some partition key parts are missing: "
+			       "%s",
+			       miss.names);
+	size_t *offs = arena_alloc(&b->a, (total + 1) * sizeof(*offs));
+	if (!offs)
+		return -1;
+	size_t count = 0;
+	for (size_t k = 0; k < total; k++) {
+		size_t idx = k;
+		struct slice parts[16];
+		size_t len = 0;
+		for (size_t i = m->pk_count; i-- > 0;) {
+			const struct restr *r = &rs[m->pk[i]];
+			if (r->n == 0) {
+				*nkeys = 0; /* IN () matches nothing */
+				*offsets = offs;
+				return 0;
+			}
+			struct val v = r->vals[idx % r->n];
+			idx /= r->n;
+			if (key_value_ok(&m->columns[m->pk[i]], v) != 0)
+				return -1;
+			parts[i] = slice_make(v.ptr, (size_t)v.len);
+			/* a compound key: 2-byte length, value, 0 */
+			len += m->pk_count == 1 ? (size_t)v.len
+						: 3 + (size_t)v.len;
+		}
+		/* Cassandra's key checks (Validation.validateKey) */
+		if (len == 0)
+			return err_set(ERR_INVALID, "Key may not be empty");
+		if (len > MAX_KEY_LEN)
+			return err_set(ERR_INVALID,
+				       "Key length of %zu is longer than "
+				       "maximum of %d",
+				       len, MAX_KEY_LEN);
+		offs[count++] = keys->len;
+		if (m->pk_count == 1) {
+			if (buf_append(keys, parts[0].ptr, parts[0].len) != 0)
+				return -1;
+		} else if (murmur3_compound_key(keys, parts, m->pk_count) !=
+			   0) {
+			return -1;
+		}
+	}
+	offs[count] = keys->len;
+	*offsets = offs;
+	*nkeys = unique_keys(b, keys, offs, count);
+	return 0;
+}
+
+/* Every full clustering (values in `rows`, ck_count slices each), without
+ * repeats. */
+static int clusterings(struct build *b, struct restr *rs, struct slice **rows,
+		       size_t *nrows)
+{
+	const struct storage_table_meta *m = b->m;
+	size_t total = 1;
+	char missing[256] = "";
+	for (size_t i = 0; i < m->ck_count; i++) {
+		size_t l = strlen(missing);
+		if (!rs[m->ck[i]].eq)
+			snprintf(missing + l, sizeof(missing) - l, "%s%s",
+				 l ? ", " : "", m->columns[m->ck[i]].name);
+	}
+	if (missing[0])
+		return err_set(ERR_INVALID,
+			       "Some clustering keys are missing: %s", missing);
+	for (size_t i = 0; i < m->ck_count; i++) {
+		const struct restr *r = &rs[m->ck[i]];
+		total *= r->n;
+		if (total > MAX_KEYS)
+			return err_set(ERR_INVALID,
+				       "Too many rows in IN "
+				       "restrictions (more than %d)",
+				       MAX_KEYS);
+	}
+	struct slice *out =
+		arena_alloc(&b->a, (total * m->ck_count + 1) * sizeof(*out));
+	if (!out)
+		return -1;
+	size_t kept = 0;
+	for (size_t k = 0; k < total; k++) {
+		size_t idx = k;
+		size_t size = 0;
+		bool too_long = false;
+		struct slice *row = out + kept * m->ck_count;
+		for (size_t i = m->ck_count; i-- > 0;) {
+			const struct restr *r = &rs[m->ck[i]];
+			struct val v = r->vals[idx % r->n];
+			idx /= r->n;
+			if (key_value_ok(&m->columns[m->ck[i]], v) != 0)
+				return -1;
+			row[i] = slice_make(v.ptr, (size_t)v.len);
+			size += (size_t)v.len;
+			too_long |= (size_t)v.len > MAX_KEY_LEN;
+		}
+		/* Cassandra 4 limits each component, and names the whole
+		 * clustering's size. */
+		if (too_long)
+			return err_set(ERR_INVALID,
+				       "Key length of %zu is longer than "
+				       "maximum of %d",
+				       size, MAX_KEY_LEN);
+		bool repeat = false;
+		for (size_t j = 0; j < kept && !repeat; j++) {
+			repeat = true;
+			for (size_t i = 0; repeat && i < m->ck_count; i++)
+				repeat = slice_eq(out[j * m->ck_count + i],
+						  row[i]);
+		}
+		if (!repeat)
+			kept++;
+	}
+	*rows = out;
+	*nrows = m->ck_count ? kept : 1;
+	return 0;
+}
+
+/* ---- cells --------------------------------------------------------------- */
+
+struct put_ctx {
+	struct storage_mutation *mu;
+	int column;
+	const struct storage_column *col;
+	bool remove;
+};
+
+static int put_element(struct build *b, void *arg, struct val key,
+		       const struct val *value)
+{
+	struct put_ctx *p = arg;
+	if (p->remove)
+		return storage_mutation_delete_cell(p->mu, p->column, key.ptr,
+						    (size_t)key.len, b->ts,
+						    b->ctx->now_sec);
+	if (p->col->type.kind == STORAGE_TYPE_LIST) {
+		/* A list element's path is a fresh timeuuid; its value is the
+		 * element. */
+		uint8_t id[16];
+		cql_timeuuid_next(b->ctx->fn->timeuuids, b->ctx->fn->now_us,
+				  id);
+		return storage_mutation_put(p->mu, p->column, id, 16, key.ptr,
+					    (size_t)key.len, b->ts, b->ttl,
+					    b->ctx->now_sec);
+	}
+	/* Sets: the element is the path, the value is empty. Maps: key, value.
+	 */
+	return storage_mutation_put(p->mu, p->column, key.ptr, (size_t)key.len,
+				    value ? value->ptr : (const uint8_t *)"",
+				    value ? (size_t)value->len : 0, b->ts,
+				    b->ttl, b->ctx->now_sec);
+}
+
+/* Prepended list elements: paths that sort before every appended one and
+ * before those of every earlier prepend (cql_timeuuid_prepend). */
+static int prepend_elements(struct build *b, struct storage_mutation *mu,
+			    int column, struct val coll, const char *name)
+{
+	struct cursor c = cursor_make(coll.ptr, (size_t)coll.len);
+	uint32_t n;
+	if (cursor_be32(&c, &n) != 0 || n > cursor_left(&c) / 4)
+		return err_set(ERR_INVALID, "Invalid list value for %s", name);
+	if (n == 0)
+		return 0;
+	uint8_t *ids = arena_alloc(&b->a, 16 * (size_t)n);
+	if (!ids)
+		return err_set(ERR_NOMEM, "out of memory");
+	cql_timeuuid_prepend(b->ctx->fn->timeuuids, b->ctx->fn->now_us, n, ids);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t len;
+		struct slice s;
+		if (cursor_be32(&c, &len) != 0 || (int32_t)len < 0 ||
+		    cursor_take(&c, len, &s) != 0)
+			return err_set(ERR_INVALID, "Invalid list value for %s",
+				       name);
+		if (storage_mutation_put(mu, column, ids + 16 * (size_t)i, 16,
+					 s.ptr, len, b->ts, b->ttl,
+					 b->ctx->now_sec) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Writes `v` into `column` of the current row: replace semantics. */
+static int write_value(struct build *b, struct storage_mutation *mu, int column,
+		       struct val v)
+{
+	const struct storage_column *col = &b->m->columns[column];
+	bool multicell =
+		storage_type_is_collection(col->type.kind) && !col->type.frozen;
+	if (v.len == UNSET)
+		return 0;
+	if (v.len < 0)
+		return multicell
+			       ? storage_mutation_delete_collection(
+					 mu, column, b->ts, b->ctx->now_sec)
+			       : storage_mutation_delete_cell(mu, column, NULL,
+							      0, b->ts,
+							      b->ctx->now_sec);
+	if (!multicell)
+		return storage_mutation_put(mu, column, NULL, 0, v.ptr,
+					    (size_t)v.len, b->ts, b->ttl,
+					    b->ctx->now_sec);
+	/* Replacing a collection: older elements die, these live. */
+	if (storage_mutation_delete_collection(mu, column, b->ts - 1,
+					       b->ctx->now_sec) != 0)
+		return -1;
+	struct put_ctx p = {mu, column, col, false};
+	return each_element(b, v, col->type.kind == STORAGE_TYPE_MAP, col->name,
+			    put_element, &p);
+}
+
+/* ---- USING --------------------------------------------------------------- */
+
+/* USING TIMESTAMP and TTL (Cassandra's Attributes): an unset timestamp
+ * or TTL is not given; a null TTL is 0 (no TTL), a null timestamp is
+ * refused. */
+static int using_clause(struct build *b, const struct cql_using *u)
+{
+	const struct storage_type bigint = {.kind = STORAGE_TYPE_BIGINT};
+	const struct storage_type integer = {.kind = STORAGE_TYPE_INT};
+	b->ts = b->ctx->timestamp;
+	b->ttl = b->m->options.default_time_to_live;
+	struct val v;
+	if (u->timestamp) {
+		if (resolve(b, u->timestamp, &bigint, "[timestamp]", &v) != 0)
+			return -1;
+		if (v.len == 8)
+			b->ts = (int64_t)be64_load(v.ptr);
+		else if (v.len == -1)
+			return err_set(ERR_INVALID,
+				       "Invalid null value of timestamp");
+		else if (v.len != UNSET)
+			return err_set(ERR_INVALID, "Invalid timestamp value");
+	}
+	/* Long.MIN_VALUE means "no timestamp" inside Cassandra (and
+	 * Cassini), so no write may carry it (UpdateParameters). */
+	if (b->ts == INT64_MIN)
+		return err_set(
+			ERR_INVALID,
+			"Out of bound timestamp, must be in [%lld, %lld]",
+			(long long)INT64_MIN + 1, (long long)INT64_MAX);
+	if (u->ttl) {
+		if (resolve(b, u->ttl, &integer, "[ttl]", &v) != 0)
+			return -1;
+		if (v.len == 4) {
+			int32_t ttl = (int32_t)be32_load(v.ptr);
+			if (ttl < 0)
+				return err_set(ERR_INVALID,
+					       "A TTL must be greater "
+					       "or equal to 0, but "
+					       "was %d",
+					       ttl);
+			if (ttl > MAX_TTL)
+				return err_set(
+					ERR_INVALID,
+					"ttl is too large. requested (%d) "
+					"maximum (%d)",
+					ttl, MAX_TTL);
+			b->ttl = ttl;
+		} else if (v.len == -1) {
+			b->ttl = 0;
+		} else if (v.len != UNSET) {
+			return err_set(ERR_INVALID, "Invalid TTL value");
+		}
+	}
+	return 0;
+}
+
+/* ---- statements ---------------------------------------------------------- */
+
+static struct storage_mutation *new_mutation(struct build *b,
+					     const struct buf *keys,
+					     const size_t *offs, size_t k)
+{
+	struct storage_mutation *mu = storage_mutation_new(
+		b->m, keys->data + offs[k], offs[k + 1] - offs[k]);
+	if (!mu)
+		return NULL;
+	struct cql_mutations *o = b->out;
+	struct storage_mutation **items =
+		realloc(o->items, (o->count + 1) * sizeof(*items));
+	if (!items) {
+		storage_mutation_delete(mu);
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	o->items = items;
+	o->items[o->count++] = mu;
+	return mu;
+}
+
+static int build_insert(struct build *b, const struct cql_insert *in)
+{
+	const struct storage_table_meta *m = b->m;
+	struct restr *rs = arena_alloc(&b->a, m->column_count * sizeof(*rs));
+	struct val *vals =
+		arena_alloc(&b->a, (in->column_count + 1) * sizeof(*vals));
+	int *cols = arena_alloc(&b->a, (in->column_count + 1) * sizeof(*cols));
+	if (!rs || !vals || !cols)
+		return -1;
+	memset(rs, 0, m->column_count * sizeof(*rs));
+	bool any_static = false, any_regular = false;
+	for (size_t i = 0; i < in->column_count; i++) {
+		int c = cql_table_column(b->t, in->columns[i]);
+		if (c < 0)
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in "
+				       "table %s.%s",
+				       in->columns[i], m->keyspace, m->name);
+		for (size_t j = 0; j < i; j++)
+			if (cols[j] == c)
+				return err_set(ERR_INVALID,
+					       "The column names contains "
+					       "duplicates");
+		cols[i] = c;
+		const struct storage_column *col = &m->columns[c];
+		if (resolve(b, in->values[i], &col->type, col->name,
+			    &vals[i]) != 0)
+			return -1;
+		if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
+		    col->kind == STORAGE_COLUMN_CLUSTERING) {
+			rs[c].eq = true;
+			rs[c].vals = &vals[i];
+			rs[c].n = 1;
+		} else if (col->kind == STORAGE_COLUMN_STATIC) {
+			any_static = true;
+		} else {
+			any_regular = true;
+		}
+	}
+	struct buf keys;
+	size_t *offs, nkeys;
+	buf_init(&keys);
+	int rc = partition_keys(b, rs, &keys, &offs, &nkeys);
+	struct slice *rows = NULL;
+	size_t nrows = 1;
+	/* Only static columns: the clustering may be omitted. Given, the
+	 * INSERT writes the row too, its primary-key liveness included
+	 * (Cassandra's UpdateStatement: an INSERT names a row). */
+	bool ck_given = false;
+	for (size_t i = 0; i < m->ck_count; i++)
+		ck_given |= rs[m->ck[i]].eq;
+	bool need_rows =
+		m->ck_count == 0 || any_regular || !any_static || ck_given;
+	if (rc == 0 && need_rows)
+		rc = clusterings(b, rs, &rows, &nrows);
+	if (rc == 0)
+		rc = using_clause(b, &in->using);
+	for (size_t k = 0; rc == 0 && k < nkeys; k++) {
+		struct storage_mutation *mu = new_mutation(b, &keys, offs, k);
+		rc = mu ? 0 : -1;
+		if (rc == 0 && need_rows) {
+			rc = storage_mutation_set_row(mu, rows, m->ck_count) ||
+			     storage_mutation_put_marker(mu, b->ts, b->ttl,
+							 b->ctx->now_sec);
+			for (size_t i = 0; rc == 0 && i < in->column_count; i++)
+				if (m->columns[cols[i]].kind ==
+				    STORAGE_COLUMN_REGULAR)
+					rc = write_value(b, mu, cols[i],
+							 vals[i]);
+		}
+		if (rc == 0 && any_static) {
+			rc = storage_mutation_set_static_row(mu);
+			for (size_t i = 0; rc == 0 && i < in->column_count; i++)
+				if (m->columns[cols[i]].kind ==
+				    STORAGE_COLUMN_STATIC)
+					rc = write_value(b, mu, cols[i],
+							 vals[i]);
+		}
+	}
+	buf_free(&keys);
+	return rc ? -1 : 0;
+}
+
+/* ---- operations ---------------------------------------------------------- */
+
+/* A term as Cassandra prints it in its messages (Term.Raw's text): 1,
+ * 'a', [1, 2], {k: v}, ?, now(). */
+static void term_text(const struct cql_term *t, struct buf *out)
+{
+	switch (t->kind) {
+	case CQL_TERM_NULL:
+		buf_append(out, "null", 4);
+		return;
+	case CQL_TERM_BIND:
+		buf_append(out, "?", 1);
+		return;
+	case CQL_TERM_STRING:
+		buf_append(out, "'", 1);
+		buf_append(out, t->text, t->len);
+		buf_append(out, "'", 1);
+		return;
+	case CQL_TERM_BLOB:
+		buf_append(out, "0x", 2);
+		buf_append(out, t->text, t->len);
+		return;
+	case CQL_TERM_INTEGER:
+	case CQL_TERM_FLOAT:
+		if (t->negative)
+			buf_append(out, "-", 1);
+		buf_append(out, t->text, t->len);
+		return;
+	case CQL_TERM_BOOLEAN:
+	case CQL_TERM_UUID:
+		buf_append(out, t->text, t->len);
+		return;
+	default:
+		break;
+	}
+	const char *open =
+		t->kind == CQL_TERM_LIST ? "["
+		: t->kind == CQL_TERM_TUPLE || t->kind == CQL_TERM_FUNCTION
+			? "("
+			: "{";
+	const char *close = *open == '[' ? "]" : *open == '(' ? ")" : "}";
+	if (t->kind == CQL_TERM_FUNCTION)
+		buf_append(out, t->text, t->len);
+	buf_append(out, open, 1);
+	for (size_t i = 0; i < t->count; i++) {
+		if (i)
+			buf_append(out,
+				   t->kind == CQL_TERM_MAP && i % 2 ? ": "
+								    : ", ",
+				   2);
+		term_text(t->items[i], out);
+	}
+	buf_append(out, close, 1);
+}
+
+/* The operation as Cassandra prints it: "v = v + 1" and, for a prepend,
+ * "l = [1] - l" (its Operation.Prepend prints a '-'). */
+static void op_text(const struct cql_assignment *a, struct buf *out)
+{
+	const char *c = a->target.name;
+	buf_append(out, c, strlen(c));
+	if (a->target.element) {
+		buf_append(out, "[", 1);
+		term_text(a->target.element, out);
+		buf_append(out, "]", 1);
+	}
+	buf_append(out, " = ", 3);
+	if (a->kind == CQL_ASSIGN_PREPEND) {
+		term_text(a->value, out);
+		buf_append(out, " - ", 3);
+		buf_append(out, c, strlen(c));
+	} else if (a->kind == CQL_ASSIGN_SET) {
+		term_text(a->value, out);
+	} else {
+		buf_append(out, c, strlen(c));
+		buf_append(out, a->kind == CQL_ASSIGN_ADD ? " + " : " - ", 3);
+		term_text(a->value, out);
+	}
+	buf_append(out, "", 1); /* NUL */
+}
+
+static int op_error(const struct cql_assignment *a, const char *what,
+		    const char *column)
+{
+	struct buf t;
+	buf_init(&t);
+	op_text(a, &t);
+	err_set(ERR_INVALID, "Invalid operation (%s) for %s column %s",
+		t.data ? (const char *)t.data : "?", what, column);
+	buf_free(&t);
+	return -1;
+}
+
+/* Whether an assignment suits its column's type, with Cassandra's
+ * messages (Operation.*.prepare); needs no values, so PREPARE checks it
+ * too. */
+static int check_assignment(const struct storage_column *col,
+			    const struct cql_assignment *a)
+{
+	const struct storage_type *ty = &col->type;
+	bool collection = storage_type_is_collection(ty->kind);
+	bool multicell = collection && !ty->frozen;
+	if (a->target.element) {
+		if (!collection)
+			return op_error(a, "non collection", col->name);
+		if (!multicell)
+			return op_error(a, "frozen collection", col->name);
+		if (ty->kind == STORAGE_TYPE_SET)
+			return op_error(a, "set", col->name);
+		if (ty->kind == STORAGE_TYPE_LIST)
+			return err_set(
+				ERR_UNSUPPORTED,
+				"Setting a list element by index needs a "
+				"read before the write, which Cassini "
+				"does not do yet");
+		return 0;
+	}
+	const struct cql_term *v = a->value;
+	bool literal = v->kind == CQL_TERM_LIST || v->kind == CQL_TERM_SET ||
+		       v->kind == CQL_TERM_MAP;
+	switch (a->kind) {
+	case CQL_ASSIGN_SET:
+		return 0;
+	case CQL_ASSIGN_PREPEND:
+		if (ty->kind != STORAGE_TYPE_LIST)
+			return op_error(a, "non list", col->name);
+		if (!multicell)
+			return op_error(a, "frozen list", col->name);
+		return 0;
+	case CQL_ASSIGN_ADD:
+	case CQL_ASSIGN_REMOVE:
+		/* Cassini has no counter columns: every non-collection
+		 * column is a non counter one. */
+		if (!collection)
+			return op_error(a, "non counter", col->name);
+		if (!multicell)
+			return op_error(a, "frozen collection", col->name);
+		if (ty->kind == STORAGE_TYPE_MAP && literal &&
+		    v->kind != (a->kind == CQL_ASSIGN_ADD ? CQL_TERM_MAP
+							  : CQL_TERM_SET) &&
+		    v->count > 0) {
+			struct buf t;
+			buf_init(&t);
+			term_text(v, &t);
+			buf_append(&t, "", 1);
+			err_set(ERR_INVALID,
+				"Value for a map %s has to be a %s, but was: "
+				"'%s'",
+				a->kind == CQL_ASSIGN_ADD ? "addition"
+							  : "substraction",
+				a->kind == CQL_ASSIGN_ADD ? "map" : "set",
+				t.data ? (const char *)t.data : "?");
+			buf_free(&t);
+			return -1;
+		}
+		if (a->kind == CQL_ASSIGN_REMOVE &&
+		    ty->kind == STORAGE_TYPE_LIST)
+			return err_set(ERR_UNSUPPORTED,
+				       "Removing list elements by value needs "
+				       "a read before the write, which Cassini "
+				       "does not do yet");
+		return 0;
+	}
+	return 0;
+}
+
+static int apply_assignment(struct build *b, struct storage_mutation *mu,
+			    const struct cql_assignment *a, int c)
+{
+	const struct storage_column *col = &b->m->columns[c];
+	const struct storage_type *ty = &col->type;
+	struct val v;
+	if (a->target.element) {
+		/* m[k] = v (Maps.SetterByKey; check_assignment ran) */
+		struct storage_type kt = {.kind = ty->elem},
+				    vt = {.kind = ty->value};
+		struct val k;
+		if (resolve(b, a->target.element, &kt, col->name, &k) != 0 ||
+		    resolve(b, a->value, &vt, col->name, &v) != 0)
+			return -1;
+		if (k.len == UNSET)
+			return err_set(ERR_INVALID, "Invalid unset map key");
+		if (k.len < 0)
+			return err_set(ERR_INVALID, "Invalid null map key");
+		if (v.len == UNSET)
+			return 0;
+		if (v.len < 0)
+			return storage_mutation_delete_cell(
+				mu, c, k.ptr, (size_t)k.len, b->ts,
+				b->ctx->now_sec);
+		return storage_mutation_put(mu, c, k.ptr, (size_t)k.len, v.ptr,
+					    (size_t)v.len, b->ts, b->ttl,
+					    b->ctx->now_sec);
+	}
+	/* c = c - {..} on a map removes keys: the operand is a set of keys. */
+	struct storage_type operand = *ty;
+	if (a->kind == CQL_ASSIGN_REMOVE && ty->kind == STORAGE_TYPE_MAP)
+		operand = (struct storage_type){STORAGE_TYPE_SET, ty->elem, 0,
+						false};
+	if (resolve(b, a->value, &operand, col->name, &v) != 0)
+		return -1;
+	if (a->kind == CQL_ASSIGN_SET)
+		return write_value(b, mu, c, v);
+	/* Adding, removing or prepending null or unset does nothing
+	 * (Lists.Appender, Sets.Adder, Maps.Putter, ...). */
+	if (v.len < 0)
+		return 0;
+	if (a->kind == CQL_ASSIGN_PREPEND)
+		return prepend_elements(b, mu, c, v, col->name);
+	struct put_ctx p = {mu, c, col, a->kind == CQL_ASSIGN_REMOVE};
+	bool map_pairs =
+		ty->kind == STORAGE_TYPE_MAP && a->kind == CQL_ASSIGN_ADD;
+	return each_element(b, v, map_pairs, col->name, put_element, &p);
+}
+
+static int build_update(struct build *b, const struct cql_update *up)
+{
+	const struct storage_table_meta *m = b->m;
+	struct restr *rs = arena_alloc(&b->a, m->column_count * sizeof(*rs));
+	int *cols =
+		arena_alloc(&b->a, (up->assignment_count + 1) * sizeof(*cols));
+	if (!rs || !cols)
+		return -1;
+	memset(rs, 0, m->column_count * sizeof(*rs));
+	bool only_static = true;
+	for (size_t i = 0; i < up->assignment_count; i++) {
+		const char *name = up->assignments[i].target.name;
+		int c = cql_table_column(b->t, name);
+		if (c < 0)
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in "
+				       "table %s.%s",
+				       name, m->keyspace, m->name);
+		int kind = m->columns[c].kind;
+		if (kind == STORAGE_COLUMN_PARTITION_KEY ||
+		    kind == STORAGE_COLUMN_CLUSTERING)
+			return err_set(ERR_INVALID,
+				       "PRIMARY KEY part %s found in "
+				       "SET part",
+				       name);
+		only_static &= kind == STORAGE_COLUMN_STATIC;
+		cols[i] = c;
+		if (check_assignment(&m->columns[c], &up->assignments[i]) != 0)
+			return -1;
+	}
+	if (only_static &&
+	    where_names_clustering(b, up->where, up->where_count))
+		return err_set(
+			ERR_INVALID,
+			"Invalid restrictions on clustering columns since "
+			"the UPDATE statement modifies only static "
+			"columns");
+	if (restrict_where(b, up->where, up->where_count, rs, false) != 0 ||
+	    using_clause(b, &up->using) != 0)
+		return -1;
+	struct buf keys;
+	size_t *offs, nkeys;
+	struct slice *rows = NULL;
+	size_t nrows = 0;
+	buf_init(&keys);
+	int rc = partition_keys(b, rs, &keys, &offs, &nkeys);
+	if (rc == 0 && !only_static)
+		rc = clusterings(b, rs, &rows, &nrows);
+	for (size_t k = 0; rc == 0 && k < nkeys; k++) {
+		struct storage_mutation *mu = new_mutation(b, &keys, offs, k);
+		rc = mu ? 0 : -1;
+		/* Regular columns on every row the keys name. */
+		for (size_t r = 0; rc == 0 && r < nrows; r++) {
+			rc = storage_mutation_set_row(
+				mu, rows + r * m->ck_count, m->ck_count);
+			for (size_t i = 0; rc == 0 && i < up->assignment_count;
+			     i++)
+				if (m->columns[cols[i]].kind !=
+				    STORAGE_COLUMN_STATIC)
+					rc = apply_assignment(
+						b, mu, &up->assignments[i],
+						cols[i]);
+		}
+		/* Static columns once per partition. */
+		bool positioned = false;
+		for (size_t i = 0; rc == 0 && i < up->assignment_count; i++) {
+			if (m->columns[cols[i]].kind != STORAGE_COLUMN_STATIC)
+				continue;
+			if (!positioned) {
+				rc = storage_mutation_set_static_row(mu);
+				positioned = true;
+			}
+			if (rc == 0)
+				rc = apply_assignment(
+					b, mu, &up->assignments[i], cols[i]);
+		}
+	}
+	buf_free(&keys);
+	return rc ? -1 : 0;
+}
+
+/* DELETE without columns on a clustering prefix + optional final slice. */
+/* DELETE without columns on a clustering prefix of = (or IN: one range
+ * for each combination) and an optional final slice. */
+static int delete_range(struct build *b, struct storage_mutation *mu,
+			struct restr *rs)
+{
+	const struct storage_table_meta *m = b->m;
+	struct slice start[32], end[32];
+	size_t np = 0, combos = 1;
+	for (; np < m->ck_count && rs[m->ck[np]].eq; np++) {
+		combos *= rs[m->ck[np]].n;
+		if (combos > MAX_KEYS)
+			return err_set(ERR_INVALID,
+				       "Too many rows in IN restrictions (more "
+				       "than %d)",
+				       MAX_KEYS);
+	}
+	const struct restr *last = np < m->ck_count ? &rs[m->ck[np]] : NULL;
+	for (size_t j = np + 1; last && j < m->ck_count; j++) {
+		const struct restr *later = &rs[m->ck[j]];
+		if (later->eq || later->has_lo || later->has_hi)
+			return err_set(ERR_INVALID,
+				       "PRIMARY KEY column \"%s\" cannot be "
+				       "restricted as preceding column \"%s\" "
+				       "is not restricted",
+				       m->columns[m->ck[j]].name,
+				       m->columns[m->ck[np]].name);
+	}
+	for (size_t k = 0; k < combos; k++) {
+		size_t idx = k;
+		for (size_t i = np; i-- > 0;) {
+			const struct restr *r = &rs[m->ck[i]];
+			struct val v = r->vals[idx % r->n];
+			idx /= r->n;
+			if (key_value_ok(&m->columns[m->ck[i]], v) != 0)
+				return -1;
+			start[i] = end[i] = slice_make(v.ptr, (size_t)v.len);
+		}
+		size_t nstart = np, nend = np;
+		bool start_incl = true, end_incl = true;
+		if (last) {
+			/* Bounds are in clustering order: a DESC column's
+			 * lowest value is the end of its range. */
+			bool desc = m->columns[m->ck[np]].desc;
+			bool has_first = desc ? last->has_hi : last->has_lo;
+			bool has_last = desc ? last->has_lo : last->has_hi;
+			if (has_first) {
+				const struct val *v =
+					desc ? &last->hi : &last->lo;
+				start[nstart++] =
+					slice_make(v->ptr, (size_t)v->len);
+				start_incl =
+					desc ? last->hi_incl : last->lo_incl;
+			}
+			if (has_last) {
+				const struct val *v =
+					desc ? &last->lo : &last->hi;
+				end[nend++] =
+					slice_make(v->ptr, (size_t)v->len);
+				end_incl = desc ? last->lo_incl : last->hi_incl;
+			}
+		}
+		int rc;
+		if (nstart == m->ck_count && nend == m->ck_count &&
+		    np == m->ck_count)
+			rc = storage_mutation_set_row(mu, start, nstart) ||
+			     storage_mutation_delete_row(mu, b->ts,
+							 b->ctx->now_sec);
+		else if (nstart == 0 && nend == 0)
+			rc = storage_mutation_delete_partition(mu, b->ts,
+							       b->ctx->now_sec);
+		else
+			rc = storage_mutation_delete_range(
+				mu, start, nstart, start_incl, end, nend,
+				end_incl, b->ts, b->ctx->now_sec);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* DELETE c[e]: what Cassandra's ElementDeletion accepts. */
+static int check_deletion(const struct storage_column *col,
+			  const struct cql_column_ref *ref)
+{
+	if (!ref->element)
+		return 0;
+	if (!storage_type_is_collection(col->type.kind))
+		return err_set(ERR_INVALID,
+			       "Invalid deletion operation for non collection "
+			       "column %s",
+			       col->name);
+	if (col->type.frozen)
+		return err_set(ERR_INVALID,
+			       "Invalid deletion operation for frozen "
+			       "collection column %s",
+			       col->name);
+	if (col->type.kind == STORAGE_TYPE_LIST)
+		return err_set(ERR_UNSUPPORTED,
+			       "Deleting a list element by index needs a read "
+			       "before the write, which Cassini does not do "
+			       "yet");
+	return 0;
+}
+
+static int delete_columns(struct build *b, struct storage_mutation *mu,
+			  const struct cql_delete *d, const int *cols,
+			  struct slice *row)
+{
+	const struct storage_table_meta *m = b->m;
+	int rc = 0;
+	for (int pass = 0; pass < 2 && rc == 0; pass++) {
+		bool stat = pass == 1;
+		bool positioned = false;
+		for (size_t i = 0; rc == 0 && i < d->column_count; i++) {
+			const struct storage_column *col = &m->columns[cols[i]];
+			if ((col->kind == STORAGE_COLUMN_STATIC) != stat)
+				continue;
+			if (!stat && !row)
+				return err_set(
+					ERR_INVALID,
+					"Range deletions are not supported "
+					"for specific columns");
+			if (!positioned) {
+				rc = stat ? storage_mutation_set_static_row(mu)
+					  : storage_mutation_set_row(
+						    mu, row, m->ck_count);
+				positioned = true;
+			}
+			if (rc)
+				break;
+			const struct cql_column_ref *ref = &d->columns[i];
+			bool multicell =
+				storage_type_is_collection(col->type.kind) &&
+				!col->type.frozen;
+			if (ref->element) {
+				/* s[e], m[k] (check_deletion ran) */
+				bool is_map =
+					col->type.kind == STORAGE_TYPE_MAP;
+				struct storage_type kt = {
+					.kind = col->type.elem};
+				struct val k;
+				if (resolve(b, ref->element, &kt, col->name,
+					    &k) != 0)
+					return -1;
+				if (k.len == -1)
+					return err_set(ERR_INVALID,
+						       is_map ? "Invalid null "
+								"map key"
+							      : "Invalid null "
+								"set element");
+				if (k.len == UNSET) {
+					if (is_map)
+						return err_set(ERR_INVALID,
+							       "Invalid unset "
+							       "map key");
+					continue; /* deletes nothing */
+				}
+				rc = storage_mutation_delete_cell(
+					mu, cols[i], k.ptr, (size_t)k.len,
+					b->ts, b->ctx->now_sec);
+			} else if (multicell) {
+				rc = storage_mutation_delete_collection(
+					mu, cols[i], b->ts, b->ctx->now_sec);
+			} else {
+				rc = storage_mutation_delete_cell(
+					mu, cols[i], NULL, 0, b->ts,
+					b->ctx->now_sec);
+			}
+		}
+	}
+	return rc;
+}
+
+static int build_delete(struct build *b, const struct cql_delete *d)
+{
+	const struct storage_table_meta *m = b->m;
+	struct restr *rs = arena_alloc(&b->a, m->column_count * sizeof(*rs));
+	int *cols = arena_alloc(&b->a, (d->column_count + 1) * sizeof(*cols));
+	if (!rs || !cols)
+		return -1;
+	memset(rs, 0, m->column_count * sizeof(*rs));
+	bool only_static = true;
+	for (size_t i = 0; i < d->column_count; i++) {
+		int c = cql_table_column(b->t, d->columns[i].name);
+		if (c < 0)
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in "
+				       "table %s.%s",
+				       d->columns[i].name, m->keyspace,
+				       m->name);
+		int kind = m->columns[c].kind;
+		if (kind == STORAGE_COLUMN_PARTITION_KEY ||
+		    kind == STORAGE_COLUMN_CLUSTERING)
+			return err_set(ERR_INVALID,
+				       "Invalid identifier %s for "
+				       "deletion (should not be a "
+				       "PRIMARY KEY part)",
+				       d->columns[i].name);
+		cols[i] = c;
+		only_static &= kind == STORAGE_COLUMN_STATIC;
+		if (check_deletion(&m->columns[c], &d->columns[i]) != 0)
+			return -1;
+	}
+	if (d->column_count && only_static &&
+	    where_names_clustering(b, d->where, d->where_count))
+		return err_set(
+			ERR_INVALID,
+			"Invalid restrictions on clustering columns since "
+			"the DELETE statement modifies only static "
+			"columns");
+	if (restrict_where(b, d->where, d->where_count, rs, true) != 0 ||
+	    using_clause(b, &d->using) != 0)
+		return -1;
+	struct buf keys;
+	size_t *offs, nkeys;
+	buf_init(&keys);
+	int rc = partition_keys(b, rs, &keys, &offs, &nkeys);
+	bool full_ck = true;
+	for (size_t i = 0; i < m->ck_count; i++)
+		full_ck &= rs[m->ck[i]].eq;
+	struct slice *rows = NULL;
+	size_t nrows = 1;
+	/* Whole rows (IN on the clustering included) or cells of rows;
+	 * otherwise a range or the partition. */
+	bool by_rows = full_ck && (d->column_count || m->ck_count);
+	if (rc == 0 && by_rows)
+		rc = clusterings(b, rs, &rows, &nrows);
+	for (size_t k = 0; rc == 0 && k < nkeys; k++) {
+		struct storage_mutation *mu = new_mutation(b, &keys, offs, k);
+		rc = mu ? 0 : -1;
+		if (rc == 0 && d->column_count == 0 && !by_rows) {
+			rc = delete_range(b, mu, rs);
+			continue;
+		}
+		if (d->column_count == 0) {
+			for (size_t r = 0; rc == 0 && r < nrows; r++)
+				rc = storage_mutation_set_row(
+					     mu, rows + r * m->ck_count,
+					     m->ck_count) ||
+				     storage_mutation_delete_row(
+					     mu, b->ts, b->ctx->now_sec);
+			continue;
+		}
+		for (size_t r = 0; rc == 0 && r < nrows; r++)
+			rc = delete_columns(b, mu, d, cols,
+					    rows ? rows + r * m->ck_count
+						 : NULL);
+	}
+	buf_free(&keys);
+	return rc ? -1 : 0;
+}
+
+/* Forms Cassandra accepts and Cassini cannot run yet (they need a read
+ * before the write) prepare, and are refused when executed. */
+int cql_dml_check(const struct cql_stmt *s, const struct cql_table *t)
+{
+	struct build b = {.t = t, .m = cql_table_meta(t)};
+	const struct storage_table_meta *m = b.m;
+	if (s->kind == CQL_STMT_UPDATE) {
+		const struct cql_update *up = &s->u.update;
+		bool only_static = true;
+		for (size_t i = 0; i < up->assignment_count; i++) {
+			int c = cql_table_column(
+				t, up->assignments[i].target.name);
+			if (c < 0)
+				continue; /* answered with the values */
+			only_static &=
+				m->columns[c].kind == STORAGE_COLUMN_STATIC;
+			if (m->columns[c].kind ==
+				    STORAGE_COLUMN_PARTITION_KEY ||
+			    m->columns[c].kind == STORAGE_COLUMN_CLUSTERING)
+				continue;
+			if (check_assignment(&m->columns[c],
+					     &up->assignments[i]) != 0 &&
+			    err_code() != ERR_UNSUPPORTED)
+				return -1;
+		}
+		if (only_static && up->assignment_count &&
+		    where_names_clustering(&b, up->where, up->where_count))
+			return err_set(ERR_INVALID,
+				       "Invalid restrictions on clustering "
+				       "columns since the UPDATE statement "
+				       "modifies only static columns");
+	} else if (s->kind == CQL_STMT_DELETE) {
+		const struct cql_delete *d = &s->u.del;
+		bool only_static = true;
+		for (size_t i = 0; i < d->column_count; i++) {
+			int c = cql_table_column(t, d->columns[i].name);
+			if (c < 0 ||
+			    m->columns[c].kind ==
+				    STORAGE_COLUMN_PARTITION_KEY ||
+			    m->columns[c].kind == STORAGE_COLUMN_CLUSTERING) {
+				only_static = false;
+				continue;
+			}
+			only_static &=
+				m->columns[c].kind == STORAGE_COLUMN_STATIC;
+			if (check_deletion(&m->columns[c], &d->columns[i]) !=
+				    0 &&
+			    err_code() != ERR_UNSUPPORTED)
+				return -1;
+		}
+		if (d->column_count && only_static &&
+		    where_names_clustering(&b, d->where, d->where_count))
+			return err_set(ERR_INVALID,
+				       "Invalid restrictions on clustering "
+				       "columns since the DELETE statement "
+				       "modifies only static columns");
+	}
+	return 0;
+}
+
+int cql_dml_build(const struct cql_stmt *s, const struct cql_table *t,
+		  const struct cql_value *binds, size_t bind_count,
+		  const struct cql_write_ctx *ctx, struct cql_mutations *out)
+{
+	struct build b = {.t = t,
+			  .m = cql_table_meta(t),
+			  .binds = binds,
+			  .nbinds = bind_count,
+			  .ctx = ctx,
+			  .out = out};
+	int rc;
+	out->items = NULL;
+	out->count = 0;
+	arena_create(&b.a, 0);
+	switch (s->kind) {
+	case CQL_STMT_INSERT:
+		rc = build_insert(&b, &s->u.insert);
+		break;
+	case CQL_STMT_UPDATE:
+		rc = build_update(&b, &s->u.update);
+		break;
+	case CQL_STMT_DELETE:
+		rc = build_delete(&b, &s->u.del);
+		break;
+	default:
+		rc = err_set(ERR_INVALID, "not a data modification statement");
+	}
+	arena_destroy(&b.a);
+	if (rc != 0)
+		cql_mutations_free(out);
+	return rc;
+}
+
+void cql_mutations_free(struct cql_mutations *m)
+{
+	for (size_t i = 0; i < m->count; i++)
+		storage_mutation_delete(m->items[i]);
+	free(m->items);
+	m->items = NULL;
+	m->count = 0;
+}

@@ -1,0 +1,102 @@
+/*
+ * SELECT on a user table: planning the read and encoding what it found.
+ *
+ * Planning turns the WHERE clause into storage reads: partition keys from
+ * `=` / IN on every partition key column (in the key type's order, each
+ * once, as Cassandra's IN is a set), or a token range from token(...)
+ * relations, or the whole ring; a clustering slice from a prefix of `=`
+ * and a final range; ORDER BY as a reverse read (with IN on the partition
+ * key also a sort of every partition's rows after the reads, which only
+ * an unpaged query may ask for); LIMIT and PER PARTITION LIMIT; `=` on
+ * other columns when ALLOW FILTERING is given. Null, unset and oversized
+ * keys are refused with Cassandra's words.
+ * Encoding rebuilds CQL rows from storage rows: key columns from the key and
+ * clustering, collections from their cells, the static row, writetime(),
+ * ttl(), token() and count(*).
+ *
+ * Paging: with a page size, a reply holds at most that many rows and, when
+ * more may follow, an opaque paging state naming the last row looked at
+ * (its partition key and token, clustering, and the rows sent so far), so
+ * any node can resume the query from it. Without a page size every row
+ * comes in one reply, at most CQL_SELECT_MAX_ROWS (more is an error, never
+ * a silently short answer).
+ *
+ * Not yet: restrictions after an IN on a clustering column, multi-column
+ * relations, aggregates other than count.
+ */
+#ifndef CASSINI_CLIENT_SELECT_H
+#define CASSINI_CLIENT_SELECT_H
+
+#include "client/cql/cql_ast.h"
+#include "client/proto/proto.h"
+#include "client/schema/schema.h"
+#include "common/arena.h"
+#include "storage/storage.h"
+
+#define CQL_SELECT_MAX_ROWS 100000
+
+struct cql_select_plan;
+struct cql_fn_ctx;
+
+/*
+ * Plans `q` on `t`. Everything the plan needs (bound values included) is
+ * copied into `a`, which must outlive the plan; `fn` (the request's time
+ * and generators, for now() and the like in WHERE) only this call. NULL
+ * with ERR_INVALID or ERR_UNSUPPORTED and the client's message.
+ */
+struct cql_select_plan *
+cql_select_plan_new(struct arena *a, const struct cql_select *q,
+		    const struct cql_table *t, const struct cql_value *binds,
+		    size_t bind_count, const struct cql_fn_ctx *fn);
+
+/* Sets the page size (<= 0: no paging) and the paging state the client
+ * sent back (NULL: first page). Fails with ERR_INVALID for a state this
+ * query could not have produced. */
+int cql_select_plan_page(struct cql_select_plan *p, int32_t page_size,
+			 const struct slice *state);
+
+/* The storage reads: either keys (one read per key, from
+ * cql_select_plan_first_key) or a token range. */
+size_t cql_select_plan_key_count(const struct cql_select_plan *p);
+size_t cql_select_plan_first_key(const struct cql_select_plan *p);
+struct slice cql_select_plan_key(const struct cql_select_plan *p, size_t i);
+bool cql_select_plan_is_scan(const struct cql_select_plan *p);
+/* True for count(*) / count(1): the answer is one aggregated row. */
+bool cql_select_plan_is_aggregate(const struct cql_select_plan *p);
+void cql_select_plan_range(const struct cql_select_plan *p, int64_t *start,
+			   int64_t *end);
+const struct storage_read_cmd *
+cql_select_plan_cmd(const struct cql_select_plan *p);
+const uint8_t *cql_select_plan_table_id(const struct cql_select_plan *p);
+/* Stop reading once this many new rows are found (the page, the LIMIT
+ * left, or the cap, plus one). Result `k` of a read (k-th partition kept)
+ * adds cql_select_plan_rows_new() rows: those the encoder would send,
+ * past the resume point and passing the filters; one that adds none need
+ * not be kept. */
+size_t cql_select_plan_row_budget(const struct cql_select_plan *p);
+size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
+				const struct storage_result *r, size_t k);
+
+/* What Cassandra refuses when it prepares `q` on `t`, before any value
+ * is bound (DISTINCT and PER PARTITION LIMIT rules, static-only
+ * selections, the selection itself): 0, or -1 with the client's error.
+ * Scratch memory comes from `a`. */
+int cql_select_check(struct arena *a, const struct cql_select *q,
+		     const struct cql_table *t);
+
+/* The result columns of `q` on `t` (what each Rows reply describes), for
+ * the PREPARED result's metadata; allocated in `a`. 0 or -1 with err set. */
+int cql_select_result_specs(struct arena *a, const struct cql_select *q,
+			    const struct cql_table *t,
+			    struct cql_column_spec **specs, size_t *n);
+
+/* Appends the RESULT Rows frame for `results` (in read order); `read_cut`
+ * says the reads stopped at the budget, so more rows may exist. `now_sec`
+ * is the local time for ttl(). Fails with ERR_INVALID when an unpaged
+ * query has more than CQL_SELECT_MAX_ROWS rows, or ERR_NOMEM. */
+int cql_select_encode(const struct cql_select_plan *p,
+		      struct storage_result *const *results, size_t n,
+		      bool read_cut, int64_t now_sec, uint8_t version,
+		      int16_t stream, struct buf *out);
+
+#endif

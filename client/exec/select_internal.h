@@ -1,0 +1,121 @@
+/*
+ * The insides of a SELECT plan, shared by select.c (planning: WHERE,
+ * selections, ORDER BY, limits) and select_rows.c (what a read sends
+ * back: rows, aggregates, paging states).
+ */
+#ifndef CASSINI_CLIENT_SELECT_INTERNAL_H
+#define CASSINI_CLIENT_SELECT_INTERNAL_H
+
+#include "client/exec/select.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum out_kind {
+	OUT_COLUMN,
+	OUT_WRITETIME,
+	OUT_TTL,
+	OUT_TOKEN,
+	OUT_COUNT,   /* count(*) */
+	OUT_AGG,     /* an aggregate of a column: agg */
+	OUT_ELEMENT, /* m['k'], s[e]: the cell at path `element` */
+	OUT_CONVERT, /* a column's value converted: conv */
+};
+
+/* Cassandra's conversion functions of one column's value. */
+enum conv_fn {
+	CONV_TO_TIMESTAMP, /* toTimestamp, dateOf: timestamp */
+	CONV_TO_DATE,      /* toDate: date */
+	CONV_TO_UNIX,      /* toUnixTimestamp, unixTimestampOf: bigint ms */
+	CONV_AS_BLOB,      /* <type>AsBlob: the same bytes as a blob */
+};
+
+/* Cassandra's native aggregates of one column. */
+enum agg_fn { AGG_COUNT, AGG_MIN, AGG_MAX, AGG_SUM, AGG_AVG };
+
+struct out_col {
+	enum out_kind kind;
+	int column;
+	const char *name;
+	struct storage_type type;
+	enum agg_fn agg;      /* OUT_AGG */
+	struct slice element; /* OUT_ELEMENT */
+	enum conv_fn conv;    /* OUT_CONVERT */
+};
+
+struct filter {
+	int column;
+	struct slice value;
+};
+
+/* Where a page stopped: the last row looked at (sent or filtered out). */
+#define PAGE_STATE_MAGIC 0xC1
+#define PAGE_WHOLE       0x01 /* that partition's output is complete */
+struct page_pos {
+	bool set;
+	bool whole;
+	uint32_t key_index; /* key lists: which key */
+	int64_t token;      /* scans: the partition's token */
+	struct slice key;
+	struct slice ck[32];
+	size_t ck_count;
+	uint64_t emitted;      /* rows sent on earlier pages */
+	uint64_t in_partition; /* of them, rows of the position's partition */
+};
+
+struct cql_select_plan {
+	const struct cql_table *t;
+	const struct storage_table_meta *m;
+	struct arena *a;
+	/* now(), uuid(), ... in WHERE: the request's time and generators,
+	 * while cql_select_plan_new runs (NULL after) */
+	const struct cql_fn_ctx *fn;
+	struct buf keys;
+	size_t *key_offs;
+	size_t key_count;
+	bool scan;
+	int64_t start_token, end_token;
+	struct storage_read_cmd cmd;
+	struct storage_slice slice;
+	struct out_col *outs;
+	size_t nouts;
+	struct filter *filters;
+	size_t nfilters;
+	size_t per_partition_limit;
+	bool distinct;
+	bool aggregate; /* count(*) or aggregates: one row of them */
+	bool clustering_restricted;
+	/* IN on a partition key column; with ORDER BY, rows are sorted
+	 * across partitions after the reads (by the first order_count
+	 * clustering columns), which only an unpaged query can do. */
+	bool key_in;
+	bool post_order;
+	size_t order_count;
+	bool ck_eq[32]; /* clustering column i is restricted by = */
+	/* Paging: the user's LIMIT (SIZE_MAX: none), rows per page, and where
+	 * the previous page stopped. */
+	size_t user_limit;
+	size_t page;
+	bool paged;
+	struct page_pos pos;
+};
+
+/* The width of an integer type's values, or 0 for a type that is not. */
+static inline size_t select_int_width(uint16_t kind)
+{
+	switch (kind) {
+	case STORAGE_TYPE_TINYINT:
+		return 1;
+	case STORAGE_TYPE_SMALLINT:
+		return 2;
+	case STORAGE_TYPE_INT:
+		return 4;
+	case STORAGE_TYPE_BIGINT:
+		return 8;
+	default:
+		return 0;
+	}
+}
+
+#endif

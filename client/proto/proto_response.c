@@ -1,0 +1,469 @@
+/*
+ * Native protocol: response encoding. Every function appends one whole
+ * frame (or one body element) to a buffer and either succeeds or leaves the
+ * buffer as it was (ERR_NOMEM).
+ */
+#include "client/proto/proto.h"
+
+#include "common/err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- primitives ---------------------------------------------------------- */
+
+int cql_write_short(struct buf *b, uint16_t v)
+{
+	return buf_put_be16(b, v);
+}
+
+int cql_write_int(struct buf *b, int32_t v)
+{
+	return buf_put_be32(b, (uint32_t)v);
+}
+
+int cql_write_long(struct buf *b, int64_t v)
+{
+	return buf_put_be64(b, (uint64_t)v);
+}
+
+int cql_write_string(struct buf *b, const char *s, size_t len)
+{
+	if (len > UINT16_MAX)
+		return err_set(ERR_INVALID, "[string] longer than 65535 bytes");
+	if (buf_reserve(b, 2 + len) != 0)
+		return -1;
+	buf_put_be16(b, (uint16_t)len);
+	return buf_append(b, s, len);
+}
+
+int cql_write_cstring(struct buf *b, const char *s)
+{
+	return cql_write_string(b, s, strlen(s));
+}
+
+int cql_write_long_string(struct buf *b, const char *s, size_t len)
+{
+	if (len > INT32_MAX)
+		return err_set(ERR_INVALID, "[long string] too long");
+	if (buf_reserve(b, 4 + len) != 0)
+		return -1;
+	buf_put_be32(b, (uint32_t)len);
+	return buf_append(b, s, len);
+}
+
+int cql_write_bytes(struct buf *b, const void *p, int32_t len)
+{
+	if (len < 0)
+		return buf_put_be32(b, (uint32_t)CQL_VALUE_NULL);
+	if (buf_reserve(b, 4 + (size_t)len) != 0)
+		return -1;
+	buf_put_be32(b, (uint32_t)len);
+	return buf_append(b, p, (size_t)len);
+}
+
+int cql_write_short_bytes(struct buf *b, const void *p, uint16_t len)
+{
+	if (buf_reserve(b, 2 + (size_t)len) != 0)
+		return -1;
+	buf_put_be16(b, len);
+	return buf_append(b, p, len);
+}
+
+int cql_write_string_list(struct buf *b, const char *const *items, size_t n)
+{
+	size_t mark = b->len;
+	if (n > UINT16_MAX)
+		return err_set(ERR_INVALID, "[string list] too long");
+	if (buf_put_be16(b, (uint16_t)n) != 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (cql_write_cstring(b, items[i]) != 0) {
+			b->len = mark;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int cql_write_inet(struct buf *b, const struct inet_addr *a)
+{
+	size_t n = a->family == INET_V6 ? 16 : 4;
+	if (buf_reserve(b, 1 + n + 4) != 0)
+		return -1;
+	buf_put_u8(b, (uint8_t)n);
+	buf_append(b, a->ip, n);
+	return buf_put_be32(b, a->port);
+}
+
+/* ---- frames -------------------------------------------------------------- */
+
+long cql_frame_begin(struct buf *b, uint8_t version, uint8_t flags,
+		     int16_t stream, uint8_t opcode)
+{
+	struct cql_header h = {
+		.version = version,
+		.response = true,
+		.flags = flags,
+		.stream = stream,
+		.opcode = opcode,
+		.length = 0,
+	};
+	long start = (long)b->len;
+	uint8_t *p = buf_extend(b, CQL_HEADER_LEN);
+	if (!p)
+		return -1;
+	cql_header_encode(p, &h);
+	return start;
+}
+
+void cql_frame_end(struct buf *b, long start)
+{
+	size_t body = b->len - (size_t)start - CQL_HEADER_LEN;
+	be32_store(b->data + start + 5, (uint32_t)body);
+}
+
+/* Runs `body` between begin and end; rolls back on failure. */
+#define FRAME(b, version, stream, opcode, body)                                \
+	do {                                                                   \
+		long start_ = cql_frame_begin(b, version, 0, stream, opcode);  \
+		if (start_ < 0)                                                \
+			return -1;                                             \
+		if ((body) != 0) {                                             \
+			(b)->len = (size_t)start_;                             \
+			return -1;                                             \
+		}                                                              \
+		cql_frame_end(b, start_);                                      \
+		return 0;                                                      \
+	} while (0)
+
+int cql_encode_ready(struct buf *b, uint8_t version, int16_t stream)
+{
+	FRAME(b, version, stream, CQL_OP_READY, 0);
+}
+
+static int supported_body(struct buf *b, const char *cql_version, bool lz4)
+{
+	static const char *const versions[] = {"3/v3", "4/v4"};
+	static const char *const lz4_only[] = {"lz4"};
+	return cql_write_short(b, 3) || cql_write_cstring(b, "CQL_VERSION") ||
+	       cql_write_string_list(b, &cql_version, 1) ||
+	       cql_write_cstring(b, "COMPRESSION") ||
+	       cql_write_string_list(b, lz4_only, lz4 ? 1 : 0) ||
+	       cql_write_cstring(b, "PROTOCOL_VERSIONS") ||
+	       cql_write_string_list(b, versions, 2);
+}
+
+int cql_encode_supported(struct buf *b, uint8_t version, int16_t stream,
+			 const char *cql_version, bool lz4)
+{
+	FRAME(b, version, stream, CQL_OP_SUPPORTED,
+	      supported_body(b, cql_version, lz4));
+}
+
+/* ---- errors -------------------------------------------------------------- */
+
+static int error_head(struct buf *b, uint32_t code, const char *msg)
+{
+	/* A [string] holds 65535 bytes; cut long messages rather than fail. */
+	size_t n = strlen(msg);
+	if (n > UINT16_MAX)
+		n = UINT16_MAX;
+	return cql_write_int(b, (int32_t)code) || cql_write_string(b, msg, n);
+}
+
+int cql_encode_error(struct buf *b, uint8_t version, int16_t stream,
+		     uint32_t code, const char *msg)
+{
+	FRAME(b, version, stream, CQL_OP_ERROR, error_head(b, code, msg));
+}
+
+int cql_encode_version_error(struct buf *b, int16_t stream,
+			     unsigned asked_version)
+{
+	char msg[128];
+	snprintf(msg, sizeof(msg),
+		 "Invalid or unsupported protocol version (%u); supported "
+		 "versions are (3/v3, 4/v4)",
+		 asked_version);
+	return cql_encode_error(b, CQL_VERSION_MAX, stream, CQL_ERR_PROTOCOL,
+				msg);
+}
+
+int cql_encode_unavailable(struct buf *b, uint8_t version, int16_t stream,
+			   const char *msg, uint16_t cl, int32_t required,
+			   int32_t alive)
+{
+	FRAME(b, version, stream, CQL_OP_ERROR,
+	      error_head(b, CQL_ERR_UNAVAILABLE, msg) ||
+		      cql_write_short(b, cl) || cql_write_int(b, required) ||
+		      cql_write_int(b, alive));
+}
+
+int cql_encode_write_timeout(struct buf *b, uint8_t version, int16_t stream,
+			     const char *msg, uint16_t cl, int32_t received,
+			     int32_t block_for, const char *write_type)
+{
+	FRAME(b, version, stream, CQL_OP_ERROR,
+	      error_head(b, CQL_ERR_WRITE_TIMEOUT, msg) ||
+		      cql_write_short(b, cl) || cql_write_int(b, received) ||
+		      cql_write_int(b, block_for) ||
+		      cql_write_cstring(b, write_type));
+}
+
+int cql_encode_read_timeout(struct buf *b, uint8_t version, int16_t stream,
+			    const char *msg, uint16_t cl, int32_t received,
+			    int32_t block_for, bool data_present)
+{
+	FRAME(b, version, stream, CQL_OP_ERROR,
+	      error_head(b, CQL_ERR_READ_TIMEOUT, msg) ||
+		      cql_write_short(b, cl) || cql_write_int(b, received) ||
+		      cql_write_int(b, block_for) ||
+		      buf_put_u8(b, data_present ? 1 : 0));
+}
+
+int cql_encode_read_failure(struct buf *b, uint8_t version, int16_t stream,
+			    const char *msg, uint16_t cl, int32_t received,
+			    int32_t block_for, int32_t failures,
+			    bool data_present)
+{
+	if (version < 4) /* v3 has no Read_failure: a timeout is the nearest */
+		return cql_encode_read_timeout(b, version, stream, msg, cl,
+					       received, block_for,
+					       data_present);
+	FRAME(b, version, stream, CQL_OP_ERROR,
+	      error_head(b, CQL_ERR_READ_FAILURE, msg) ||
+		      cql_write_short(b, cl) || cql_write_int(b, received) ||
+		      cql_write_int(b, block_for) ||
+		      cql_write_int(b, failures) ||
+		      buf_put_u8(b, data_present ? 1 : 0));
+}
+
+int cql_encode_write_failure(struct buf *b, uint8_t version, int16_t stream,
+			     const char *msg, uint16_t cl, int32_t received,
+			     int32_t block_for, int32_t failures,
+			     const char *write_type)
+{
+	if (version < 4)
+		return cql_encode_write_timeout(b, version, stream, msg, cl,
+						received, block_for,
+						write_type);
+	FRAME(b, version, stream, CQL_OP_ERROR,
+	      error_head(b, CQL_ERR_WRITE_FAILURE, msg) ||
+		      cql_write_short(b, cl) || cql_write_int(b, received) ||
+		      cql_write_int(b, block_for) ||
+		      cql_write_int(b, failures) ||
+		      cql_write_cstring(b, write_type));
+}
+
+int cql_encode_already_exists(struct buf *b, uint8_t version, int16_t stream,
+			      const char *msg, const char *keyspace,
+			      const char *table)
+{
+	FRAME(b, version, stream, CQL_OP_ERROR,
+	      error_head(b, CQL_ERR_ALREADY_EXISTS, msg) ||
+		      cql_write_cstring(b, keyspace) ||
+		      cql_write_cstring(b, table));
+}
+
+int cql_encode_unprepared(struct buf *b, uint8_t version, int16_t stream,
+			  const char *msg, const uint8_t *id, uint16_t id_len)
+{
+	FRAME(b, version, stream, CQL_OP_ERROR,
+	      error_head(b, CQL_ERR_UNPREPARED, msg) ||
+		      cql_write_short_bytes(b, id, id_len));
+}
+
+/* ---- results ------------------------------------------------------------- */
+
+int cql_encode_result_void(struct buf *b, uint8_t version, int16_t stream)
+{
+	FRAME(b, version, stream, CQL_OP_RESULT,
+	      cql_write_int(b, CQL_RESULT_VOID));
+}
+
+int cql_encode_result_set_keyspace(struct buf *b, uint8_t version,
+				   int16_t stream, const char *keyspace)
+{
+	FRAME(b, version, stream, CQL_OP_RESULT,
+	      cql_write_int(b, CQL_RESULT_SET_KEYSPACE) ||
+		      cql_write_cstring(b, keyspace));
+}
+
+int cql_encode_schema_change_body(struct buf *b, const char *change,
+				  const char *target, const char *keyspace,
+				  const char *name)
+{
+	size_t mark = b->len;
+	int rc = cql_write_cstring(b, change) || cql_write_cstring(b, target) ||
+		 cql_write_cstring(b, keyspace) ||
+		 (name && cql_write_cstring(b, name));
+	if (rc)
+		b->len = mark;
+	return rc ? -1 : 0;
+}
+
+int cql_encode_result_schema_change(struct buf *b, uint8_t version,
+				    int16_t stream, const char *change,
+				    const char *target, const char *keyspace,
+				    const char *name)
+{
+	FRAME(b, version, stream, CQL_OP_RESULT,
+	      cql_write_int(b, CQL_RESULT_SCHEMA_CHANGE) ||
+		      cql_encode_schema_change_body(b, change, target, keyspace,
+						    name));
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+int cql_encode_event_topology(struct buf *b, uint8_t version,
+			      const char *change, const struct inet_addr *node)
+{
+	FRAME(b, version, -1, CQL_OP_EVENT,
+	      cql_write_cstring(b, "TOPOLOGY_CHANGE") ||
+		      cql_write_cstring(b, change) || cql_write_inet(b, node));
+}
+
+int cql_encode_event_status(struct buf *b, uint8_t version, const char *change,
+			    const struct inet_addr *node)
+{
+	FRAME(b, version, -1, CQL_OP_EVENT,
+	      cql_write_cstring(b, "STATUS_CHANGE") ||
+		      cql_write_cstring(b, change) || cql_write_inet(b, node));
+}
+
+int cql_encode_event_schema(struct buf *b, uint8_t version, const char *change,
+			    const char *target, const char *keyspace,
+			    const char *name)
+{
+	FRAME(b, version, -1, CQL_OP_EVENT,
+	      cql_write_cstring(b, "SCHEMA_CHANGE") ||
+		      cql_encode_schema_change_body(b, change, target, keyspace,
+						    name));
+}
+
+/* ---- metadata ------------------------------------------------------------ */
+
+int cql_write_type_option(struct buf *b, const struct cql_type_option *t)
+{
+	/* A collection without its element types cannot be described: an
+	 * error, never a read through NULL. */
+	bool map = t && t->id == CQL_TYPE_MAP;
+	bool coll =
+		map || (t && (t->id == CQL_TYPE_LIST || t->id == CQL_TYPE_SET));
+	if (!t || (coll && !t->sub[0]) || (map && !t->sub[1]))
+		return err_set(ERR_INVALID, "incomplete type option 0x%04x",
+			       t ? t->id : 0);
+	if (cql_write_short(b, t->id) != 0)
+		return -1;
+	switch (t->id) {
+	case CQL_TYPE_CUSTOM:
+		return cql_write_cstring(b, t->custom_class ? t->custom_class
+							    : "");
+	case CQL_TYPE_LIST:
+	case CQL_TYPE_SET:
+		return cql_write_type_option(b, t->sub[0]);
+	case CQL_TYPE_MAP:
+		return cql_write_type_option(b, t->sub[0]) ||
+		       cql_write_type_option(b, t->sub[1]);
+	case CQL_TYPE_UDT:
+	case CQL_TYPE_TUPLE:
+		return err_set(ERR_UNSUPPORTED,
+			       "user-defined types and tuples are not "
+			       "supported");
+	default:
+		return 0;
+	}
+}
+
+static bool same_table(const struct cql_column_spec *cols, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(cols[i].keyspace, cols[0].keyspace) != 0 ||
+		    strcmp(cols[i].table, cols[0].table) != 0)
+			return false;
+	return n > 0;
+}
+
+static int write_col_specs(struct buf *b, const struct cql_column_spec *cols,
+			   size_t n, bool global)
+{
+	if (global && (cql_write_cstring(b, cols[0].keyspace) ||
+		       cql_write_cstring(b, cols[0].table)))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!global && (cql_write_cstring(b, cols[i].keyspace) ||
+				cql_write_cstring(b, cols[i].table)))
+			return -1;
+		if (cql_write_cstring(b, cols[i].name) ||
+		    cql_write_type_option(b, cols[i].type))
+			return -1;
+	}
+	return 0;
+}
+
+int cql_write_rows_metadata(struct buf *b, const struct cql_column_spec *cols,
+			    size_t ncols, const struct slice *paging_state,
+			    bool no_metadata)
+{
+	size_t mark = b->len;
+	bool global = !no_metadata && same_table(cols, ncols);
+	int32_t flags = (global ? CQL_ROWS_GLOBAL_TABLES_SPEC : 0) |
+			(paging_state ? CQL_ROWS_HAS_MORE_PAGES : 0) |
+			(no_metadata ? CQL_ROWS_NO_METADATA : 0);
+	int rc = cql_write_int(b, flags) || cql_write_int(b, (int32_t)ncols);
+	if (!rc && paging_state)
+		rc = cql_write_bytes(b, paging_state->ptr,
+				     (int32_t)paging_state->len);
+	if (!rc && !no_metadata)
+		rc = write_col_specs(b, cols, ncols, global);
+	if (rc)
+		b->len = mark;
+	return rc ? -1 : 0;
+}
+
+int cql_write_prepared(struct buf *b, uint8_t version, const uint8_t *id,
+		       uint16_t id_len, const struct cql_column_spec *binds,
+		       size_t nbinds, const uint16_t *pk_indexes, size_t npk,
+		       const struct cql_column_spec *results, size_t nresults)
+{
+	size_t mark = b->len;
+	bool global = same_table(binds, nbinds);
+	int rc = cql_write_short_bytes(b, id, id_len) ||
+		 cql_write_int(b, global ? CQL_ROWS_GLOBAL_TABLES_SPEC : 0) ||
+		 cql_write_int(b, (int32_t)nbinds);
+	if (!rc && version >= 4) {
+		rc = cql_write_int(b, (int32_t)npk);
+		for (size_t i = 0; !rc && i < npk; i++)
+			rc = cql_write_short(b, pk_indexes[i]);
+	}
+	if (!rc)
+		rc = write_col_specs(b, binds, nbinds, global);
+	if (!rc)
+		rc = cql_write_rows_metadata(b, results, nresults, NULL,
+					     nresults == 0);
+	if (rc)
+		b->len = mark;
+	return rc ? -1 : 0;
+}
+
+int cql_frame_add_warning(struct buf *frame, const char *warning)
+{
+	if (frame->len < CQL_HEADER_LEN || (frame->data[0] & 0x7f) < 4)
+		return 0; /* warnings exist from v4 on */
+	struct buf w;
+	buf_init(&w);
+	if (cql_write_string_list(&w, &warning, 1) != 0 ||
+	    buf_reserve(frame, w.len) != 0) {
+		buf_free(&w);
+		return -1;
+	}
+	uint8_t *body = frame->data + CQL_HEADER_LEN;
+	memmove(body + w.len, body, frame->len - CQL_HEADER_LEN);
+	memcpy(body, w.data, w.len);
+	frame->len += w.len;
+	frame->data[1] |= CQL_FLAG_WARNING;
+	be32_store(frame->data + 5, (uint32_t)(frame->len - CQL_HEADER_LEN));
+	buf_free(&w);
+	return 0;
+}

@@ -1,0 +1,1064 @@
+/*
+ * CQL server connections on plain libevent events and flat buffers.
+ *
+ * Per connection: frames are cut from the input buffer only once the
+ * header has been validated (version, direction, size against
+ * max_frame_size) and the whole body is present, so a hostile length never
+ * allocates. Before STARTUP only OPTIONS and STARTUP are accepted. Framing
+ * errors are answered with a Protocol_error and the connection is closed
+ * once the answer is flushed, which is also what drivers do with a
+ * connection that produced one.
+ *
+ * Flow control: when a connection has max_requests_per_connection requests
+ * in flight, or its output buffer is over OUTPUT_HIGH_WATER, the server
+ * stops reading from it until replies drain. Across connections, bytes held
+ * by requests in flight are capped; past the cap requests get Overloaded.
+ *
+ * I/O costs two system calls per request in the steady state: one recv
+ * when the socket is readable, and one send per connection per loop
+ * turn for every reply queued in that turn (a flush event that runs once
+ * the turn's ready callbacks have). EV_WRITE is only watched while the
+ * kernel is behind. (A bufferevent adds an ioctl(FIONREAD) per read and
+ * two epoll_ctl per reply, for its write event.)
+ *
+ * Memory: a read goes into one server-wide buffer when the connection has
+ * nothing left over, and its whole frames are cut from there; only a
+ * partial frame (or frames held back by flow control) is copied into the
+ * connection's own input buffer. Replies are appended to the connection's
+ * output buffer, which keeps its memory between turns up to BUF_KEEP (a
+ * point read's or write's reply; larger ones are freed once sent, so ten
+ * thousand idle connections hold at most 40 MiB). A steady stream of small
+ * requests allocates nothing for I/O.
+ */
+#define LOG_MODULE "client"
+#include "client/proto/server.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/zalloc.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#define OUTPUT_HIGH_WATER (4u << 20)
+#define READ_CHUNK        (16u << 10) /* bytes asked of one read */
+#define BUF_KEEP          (4u << 10)  /* larger emptied buffers are freed */
+
+enum {
+	EVENT_TOPOLOGY = 1 << 0,
+	EVENT_STATUS = 1 << 1,
+	EVENT_SCHEMA = 1 << 2,
+};
+
+struct cql_conn {
+	struct cql_server *srv;
+	evutil_socket_t fd;
+	struct event *rev;  /* readable; added while reading */
+	struct event *wev;  /* writable; added while write_armed */
+	struct event *kick; /* reruns the frame loop after a pause */
+	struct buf in, out; /* in: bytes from in_pos on; out: from out_pos */
+	size_t in_pos, out_pos;
+	struct event *timer; /* handshake, then idle */
+	struct inet_addr peer;
+	uint8_t version; /* fixed by STARTUP; 0 before */
+	bool ready;
+	bool lz4;
+	bool closed;  /* socket gone; struct lives while refs > 0 */
+	bool closing; /* flushing a last reply, then closing */
+	bool paused_requests;
+	bool paused_output;
+	bool reading;     /* rev added */
+	bool dirty;       /* on the server's list of replies to flush */
+	bool write_armed; /* wev added: the kernel took only part */
+	unsigned events;
+	int inflight;
+	uint64_t inflight_bytes; /* this connection's share of the server's */
+	int refs; /* 1 for the socket, 1 per request, 1 while read
+		     callbacks run, 1 while dirty */
+	uint64_t last_request_ms; /* loop time of the last frame, once ready */
+	char *keyspace;
+	struct cql_conn *prev, *next;
+	struct cql_conn *dirty_next;
+};
+
+struct cql_request {
+	struct cql_conn *conn; /* NULL for a detached request */
+	cql_reply_fn detached_reply;
+	cql_keyspace_fn detached_keyspace;
+	void *detached_arg;
+	uint8_t version;
+	int16_t stream;
+	uint8_t *body;
+	size_t accounted; /* bytes counted in srv->inflight_bytes */
+};
+
+struct cql_server {
+	struct event_base *base;
+	struct evconnlistener *listener;
+	struct cql_server_config cfg;
+	char cql_version[16];
+	struct cql_executor exec;
+	struct cql_conn *conns;
+	/* Connections with replies queued in this loop turn, written by
+	 * one flush event once the turn's ready callbacks have run (one
+	 * writev per connection per turn, no EV_WRITE round trip). */
+	struct cql_conn *dirty;
+	struct event *flush_ev;
+	struct buf scratch; /* READ_CHUNK bytes: where reads land */
+	struct inet_addr bound;
+	struct cql_server_stats stats;
+};
+
+static void conn_update_reading(struct cql_conn *c);
+
+/* ---- connection lifetime ------------------------------------------------- */
+
+static void conn_unref(struct cql_conn *c)
+{
+	if (--c->refs > 0)
+		return;
+	free(c->keyspace);
+	free(c);
+}
+
+static void conn_close(struct cql_conn *c, const char *why)
+{
+	if (c->closed)
+		return;
+	char peer[INET_ADDR_STRLEN];
+	LOG_DEBUG("closing client %s: %s",
+		  inet_addr_format(&c->peer, peer, sizeof(peer)), why);
+	c->closed = true;
+	/* Safe from these events' own callbacks: libevent does not touch an
+	 * event once its callback has been called. */
+	event_free(c->rev);
+	event_free(c->wev);
+	event_free(c->kick);
+	event_free(c->timer);
+	c->rev = c->wev = c->kick = c->timer = NULL;
+	buf_free(&c->in);
+	buf_free(&c->out);
+	c->in_pos = c->out_pos = 0;
+	evutil_closesocket(c->fd);
+	c->fd = -1;
+	struct cql_server *s = c->srv;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->stats.connections--;
+	/* Requests still out no longer count against the server: their
+	 * replies are dropped without touching it. */
+	s->stats.inflight_bytes -= c->inflight_bytes;
+	c->inflight_bytes = 0;
+	conn_unref(c);
+}
+
+static size_t out_queued(const struct cql_conn *c)
+{
+	return c->out.len - c->out_pos;
+}
+
+/* Drops the *pos bytes already used from the front of `b`. */
+static void buf_drop_used(struct buf *b, size_t *pos)
+{
+	memmove(b->data, b->data + *pos, b->len - *pos);
+	b->len -= *pos;
+	*pos = 0;
+}
+
+/* Empties `b`, freeing its memory when it grew past BUF_KEEP. */
+static void buf_reset_keep(struct buf *b, size_t *pos)
+{
+	*pos = 0;
+	if (b->cap > BUF_KEEP)
+		buf_free(b);
+	else
+		b->len = 0;
+}
+
+static void conn_write(struct cql_conn *c, const uint8_t *p, size_t n)
+{
+	if (c->closed)
+		return;
+	/* Reclaim what was written before growing. */
+	if (c->out_pos && c->out.len + n > c->out.cap)
+		buf_drop_used(&c->out, &c->out_pos);
+	if (buf_append(&c->out, p, n) != 0) {
+		conn_close(c, "out of memory queueing a reply");
+		return;
+	}
+	if (!c->dirty && !c->write_armed) {
+		struct cql_server *s = c->srv;
+		c->dirty = true;
+		c->refs++;
+		if (!s->dirty)
+			event_active(s->flush_ev, EV_WRITE, 1);
+		c->dirty_next = s->dirty;
+		s->dirty = c;
+	}
+	if (out_queued(c) > OUTPUT_HIGH_WATER) {
+		c->paused_output = true;
+		conn_update_reading(c);
+	}
+}
+
+/* Writes a reply frame, compressing its body when LZ4 was negotiated. */
+static void conn_send_frame(struct cql_conn *c, const uint8_t *frame,
+			    size_t len)
+{
+	if (!c->lz4 || len <= CQL_HEADER_LEN) {
+		conn_write(c, frame, len);
+		return;
+	}
+	struct buf out;
+	buf_init(&out);
+	if (buf_append(&out, frame, CQL_HEADER_LEN) != 0 ||
+	    cql_lz4_compress(frame + CQL_HEADER_LEN, len - CQL_HEADER_LEN,
+			     &out) != 0) {
+		buf_free(&out);
+		conn_close(c, "out of memory compressing a reply");
+		return;
+	}
+	out.data[1] |= CQL_FLAG_COMPRESSION;
+	be32_store(out.data + 5, (uint32_t)(out.len - CQL_HEADER_LEN));
+	conn_write(c, out.data, out.len);
+	buf_free(&out);
+}
+
+static void conn_set_reading(struct cql_conn *c, bool on)
+{
+	if (c->closed || c->reading == on)
+		return;
+	c->reading = on;
+	if (on)
+		event_add(c->rev, NULL);
+	else
+		event_del(c->rev);
+}
+
+/* Answers with a Protocol_error and closes once it is flushed. */
+static void conn_fail(struct cql_conn *c, uint8_t version, int16_t stream,
+		      const char *msg)
+{
+	struct buf b;
+	char peer[INET_ADDR_STRLEN];
+	LOG_INFO("protocol error from client %s: %s",
+		 inet_addr_format(&c->peer, peer, sizeof(peer)), msg);
+	c->srv->stats.protocol_errors++;
+	buf_init(&b);
+	if (cql_encode_error(&b, version, stream, CQL_ERR_PROTOCOL, msg) == 0)
+		conn_write(c, b.data, b.len);
+	buf_free(&b);
+	if (c->closed)
+		return;
+	c->closing = true;
+	conn_set_reading(c, false);
+	if (out_queued(c) == 0)
+		conn_close(c, "protocol error");
+}
+
+static void conn_update_reading(struct cql_conn *c)
+{
+	if (c->closed || c->closing)
+		return;
+	conn_set_reading(c, !c->paused_requests && !c->paused_output);
+}
+
+/* After the output drained (fully or to below the high water mark). */
+static void conn_drained(struct cql_conn *c)
+{
+	if (c->closing && out_queued(c) == 0) {
+		conn_close(c, "protocol error");
+		return;
+	}
+	if (c->paused_output && out_queued(c) < OUTPUT_HIGH_WATER / 2) {
+		c->paused_output = false;
+		conn_update_reading(c);
+		/* Frames may be waiting already; run the frame loop from the
+		 * loop, not from here. */
+		event_active(c->kick, EV_READ, 1);
+	}
+}
+
+/* Writes what is queued; what the kernel does not take waits for
+ * EV_WRITE. */
+static void conn_flush(struct cql_conn *c)
+{
+	while (out_queued(c)) {
+		ssize_t n = send(c->fd, c->out.data + c->out_pos, out_queued(c),
+				 MSG_NOSIGNAL);
+		if (n > 0) {
+			c->out_pos += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		conn_close(c, "socket error");
+		return;
+	}
+	bool left = out_queued(c) > 0;
+	if (!left)
+		buf_reset_keep(&c->out, &c->out_pos);
+	if (left != c->write_armed) {
+		c->write_armed = left;
+		if (left)
+			event_add(c->wev, NULL);
+		else
+			event_del(c->wev);
+	}
+	if (!left)
+		conn_drained(c);
+}
+
+static void conn_on_writable(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct cql_conn *c = arg;
+	c->refs++;
+	conn_flush(c);
+	conn_unref(c);
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct cql_server *s = arg;
+	while (s->dirty) {
+		struct cql_conn *c = s->dirty;
+		s->dirty = c->dirty_next;
+		c->dirty = false;
+		if (!c->closed && !c->write_armed)
+			conn_flush(c);
+		conn_unref(c);
+	}
+}
+
+/* The loop's time of this turn, in ms (no system call). */
+static uint64_t turn_ms(struct cql_server *s)
+{
+	struct timeval tv;
+	event_base_gettimeofday_cached(s->base, &tv);
+	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+static void conn_timer_in(struct cql_conn *c, uint64_t ms)
+{
+	struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+			     .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+	evtimer_add(c->timer, &tv);
+}
+
+/* The handshake timer, then the idle timer. Requests do not touch the
+ * timer (that would be an event_add per request): they note the time, and
+ * the timer, when it fires early, waits for the rest of the idle period. */
+static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct cql_conn *c = arg;
+	if (!c->ready) {
+		conn_close(c, "no STARTUP within the handshake timeout");
+		return;
+	}
+	uint64_t now = turn_ms(c->srv);
+	/* The cached time follows the wall clock: a step back is no idling. */
+	uint64_t idle = now > c->last_request_ms ? now - c->last_request_ms : 0;
+	uint64_t limit = c->srv->cfg.idle_timeout_ms;
+	if (idle >= limit && c->inflight == 0)
+		conn_close(c, "idle timeout");
+	else
+		conn_timer_in(c, idle >= limit ? limit : limit - idle);
+}
+
+static void conn_arm_timer(struct cql_conn *c)
+{
+	uint64_t ms = c->ready ? c->srv->cfg.idle_timeout_ms
+			       : c->srv->cfg.handshake_timeout_ms;
+	c->last_request_ms = turn_ms(c->srv);
+	if (ms == 0)
+		evtimer_del(c->timer);
+	else
+		conn_timer_in(c, ms);
+}
+
+/* ---- messages ------------------------------------------------------------ */
+
+static int handle_startup(struct cql_conn *c, const struct cql_header *h,
+			  struct cursor *body)
+{
+	struct arena a;
+	struct cql_pair *opts;
+	uint16_t n;
+	bool lz4 = false, has_version = false;
+	arena_create(&a, 4096);
+	if (c->ready) {
+		arena_destroy(&a);
+		conn_fail(c, h->version, h->stream,
+			  "Unexpected message STARTUP, the connection is "
+			  "already initialized");
+		return -1;
+	}
+	if (cql_decode_startup(body, &a, &opts, &n) != 0) {
+		arena_destroy(&a);
+		conn_fail(c, h->version, h->stream, err_msg());
+		return -1;
+	}
+	char msg[160];
+	msg[0] = '\0';
+	for (uint16_t i = 0; i < n; i++) {
+		struct slice k = opts[i].key, v = opts[i].value;
+		if (slice_eq(k, slice_from_cstr("CQL_VERSION"))) {
+			has_version = true;
+			if (v.len < 2 || v.ptr[0] != '3' || v.ptr[1] != '.')
+				snprintf(msg, sizeof(msg),
+					 "Invalid or unsupported CQL version "
+					 "'%.*s'; supported: %s",
+					 (int)(v.len > 32 ? 32 : v.len),
+					 (const char *)v.ptr,
+					 c->srv->cql_version);
+		} else if (slice_eq(k, slice_from_cstr("COMPRESSION"))) {
+			if (v.len == 3 &&
+			    strncasecmp((const char *)v.ptr, "lz4", 3) == 0)
+				lz4 = true;
+			else
+				snprintf(msg, sizeof(msg),
+					 "Unknown compression algorithm: %.*s",
+					 (int)(v.len > 32 ? 32 : v.len),
+					 (const char *)v.ptr);
+		}
+	}
+	arena_destroy(&a);
+	if (!has_version && !msg[0])
+		snprintf(msg, sizeof(msg),
+			 "Missing value CQL_VERSION in STARTUP message");
+	if (msg[0]) {
+		conn_fail(c, h->version, h->stream, msg);
+		return -1;
+	}
+	struct buf b;
+	buf_init(&b);
+	if (cql_encode_ready(&b, h->version, h->stream) == 0)
+		conn_write(c, b.data, b.len); /* never compressed */
+	buf_free(&b);
+	c->version = h->version;
+	c->ready = true;
+	c->lz4 = lz4;
+	conn_arm_timer(c);
+	return 0;
+}
+
+static int handle_register(struct cql_conn *c, const struct cql_header *h,
+			   struct cursor *body)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} kinds[] = {{"TOPOLOGY_CHANGE", EVENT_TOPOLOGY},
+		     {"STATUS_CHANGE", EVENT_STATUS},
+		     {"SCHEMA_CHANGE", EVENT_SCHEMA}};
+	struct arena a;
+	struct slice *types;
+	uint16_t n;
+	unsigned mask = 0;
+	arena_create(&a, 1024);
+	if (cql_decode_register(body, &a, &types, &n) != 0) {
+		arena_destroy(&a);
+		conn_fail(c, h->version, h->stream, err_msg());
+		return -1;
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		unsigned bit = 0;
+		for (size_t k = 0; k < 3; k++)
+			if (slice_eq(types[i], slice_from_cstr(kinds[k].name)))
+				bit = kinds[k].bit;
+		if (!bit) {
+			char msg[96];
+			snprintf(msg, sizeof(msg),
+				 "Invalid value '%.*s' for Type",
+				 (int)(types[i].len > 40 ? 40 : types[i].len),
+				 (const char *)types[i].ptr);
+			arena_destroy(&a);
+			conn_fail(c, h->version, h->stream, msg);
+			return -1;
+		}
+		mask |= bit;
+	}
+	arena_destroy(&a);
+	c->events |= mask;
+	struct buf b;
+	buf_init(&b);
+	if (cql_encode_ready(&b, h->version, h->stream) == 0)
+		conn_send_frame(c, b.data, b.len);
+	buf_free(&b);
+	return 0;
+}
+
+/* A statement: account for it, then hand it to the executor. Takes
+ * ownership of `frame_body`. */
+static void handle_statement(struct cql_conn *c, const struct cql_header *h,
+			     uint8_t *frame_body, size_t len, size_t offset)
+{
+	struct cql_server *s = c->srv;
+	if (s->stats.inflight_bytes + len > s->cfg.max_inflight_bytes) {
+		struct buf b;
+		buf_init(&b);
+		s->stats.overloaded++;
+		if (cql_encode_error(&b, h->version, h->stream,
+				     CQL_ERR_OVERLOADED,
+				     "Too many requests in flight on this "
+				     "node") == 0)
+			conn_send_frame(c, b.data, b.len);
+		buf_free(&b);
+		free(frame_body);
+		return;
+	}
+	struct cql_request *req = zcalloc(1, sizeof(*req));
+	if (!req) {
+		free(frame_body);
+		conn_close(c, "out of memory");
+		return;
+	}
+	req->conn = c;
+	req->version = h->version;
+	req->stream = h->stream;
+	req->body = frame_body;
+	req->accounted = len;
+	c->refs++;
+	c->inflight++;
+	c->inflight_bytes += len;
+	s->stats.inflight_bytes += len;
+	s->stats.requests++;
+	if (c->inflight >= s->cfg.max_requests_per_connection) {
+		c->paused_requests = true;
+		conn_update_reading(c);
+	}
+	struct cql_request_info info = {
+		.version = h->version,
+		.stream = h->stream,
+		.opcode = h->opcode,
+		.keyspace = c->keyspace,
+		.client = c->peer,
+	};
+	s->exec.execute(s->exec.arg, req, &info, frame_body + offset,
+			len - offset);
+}
+
+/* Cassini records no trace sessions (system_traces has no tables), so a
+ * statement that asks for one is refused before it runs, with an Invalid
+ * error that names the way out. Running it untraced instead would drop the
+ * trace without a word (cqlsh's TRACING ON printed results and nothing
+ * else). */
+static void refuse_tracing(struct cql_conn *c, const struct cql_header *h)
+{
+	struct buf b;
+	buf_init(&b);
+	if (cql_encode_error(&b, h->version, h->stream, CQL_ERR_INVALID,
+			     "Request tracing is not supported by Cassini; "
+			     "the statement was not executed (turn tracing "
+			     "off: TRACING OFF in cqlsh)") == 0)
+		conn_send_frame(c, b.data, b.len);
+	buf_free(&b);
+}
+
+static const char *opcode_name(uint8_t op)
+{
+	switch (op) {
+	case CQL_OP_QUERY:
+		return "QUERY";
+	case CQL_OP_PREPARE:
+		return "PREPARE";
+	case CQL_OP_EXECUTE:
+		return "EXECUTE";
+	case CQL_OP_BATCH:
+		return "BATCH";
+	case CQL_OP_REGISTER:
+		return "REGISTER";
+	case CQL_OP_AUTH_RESPONSE:
+		return "AUTH_RESPONSE";
+	default:
+		return NULL;
+	}
+}
+
+/* One whole frame. Takes ownership of `body` (malloc'ed, may be NULL). */
+static void dispatch(struct cql_conn *c, const struct cql_header *h,
+		     uint8_t *body, size_t len)
+{
+	char msg[128];
+	if (h->flags & CQL_FLAG_COMPRESSION) {
+		if (!c->lz4) {
+			free(body);
+			conn_fail(c, h->version, h->stream,
+				  "Received a compressed frame but compression "
+				  "was not negotiated");
+			return;
+		}
+		struct buf raw;
+		buf_init(&raw);
+		if (cql_lz4_decompress(body, len, c->srv->cfg.max_frame_size,
+				       &raw) != 0) {
+			free(body);
+			buf_free(&raw);
+			conn_fail(c, h->version, h->stream, err_msg());
+			return;
+		}
+		free(body);
+		body = buf_steal(&raw, &len);
+	}
+	struct cursor cur = cursor_make(body, len);
+	if ((h->flags & CQL_FLAG_CUSTOM_PAYLOAD) &&
+	    cql_skip_custom_payload(&cur) != 0) {
+		free(body);
+		conn_fail(c, h->version, h->stream, err_msg());
+		return;
+	}
+	if (h->opcode == CQL_OP_OPTIONS) {
+		struct buf b;
+		buf_init(&b);
+		if (cql_encode_supported(&b, h->version, h->stream,
+					 c->srv->cql_version, true) == 0)
+			conn_send_frame(c, b.data, b.len);
+		buf_free(&b);
+		free(body);
+		return;
+	}
+	if (h->opcode == CQL_OP_STARTUP) {
+		handle_startup(c, h, &cur);
+		free(body);
+		return;
+	}
+	const char *name = opcode_name(h->opcode);
+	if (!name) {
+		snprintf(msg, sizeof(msg),
+			 "Unknown or unexpected opcode 0x%02x", h->opcode);
+		free(body);
+		conn_fail(c, h->version, h->stream, msg);
+		return;
+	}
+	if (!c->ready) {
+		snprintf(msg, sizeof(msg),
+			 "Unexpected message %s, expecting STARTUP or OPTIONS",
+			 name);
+		free(body);
+		conn_fail(c, h->version, h->stream, msg);
+		return;
+	}
+	if (h->opcode == CQL_OP_REGISTER) {
+		handle_register(c, h, &cur);
+		free(body);
+		return;
+	}
+	if (h->opcode == CQL_OP_AUTH_RESPONSE) {
+		free(body);
+		conn_fail(c, h->version, h->stream,
+			  "Unexpected message AUTH_RESPONSE: authentication "
+			  "is not enabled");
+		return;
+	}
+	if (h->flags & CQL_FLAG_TRACING) {
+		refuse_tracing(c, h);
+		free(body);
+		return;
+	}
+	handle_statement(c, h, body, len, (size_t)(cur.pos - body));
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+static size_t conn_read_frames(struct cql_conn *c, const uint8_t *p, size_t n);
+
+/* Frames from the connection's own buffer (left over from earlier reads). */
+static void conn_read_own(struct cql_conn *c)
+{
+	if (c->in_pos == c->in.len)
+		return; /* nothing left over (the buffer may be freed) */
+	size_t used = conn_read_frames(c, c->in.data + c->in_pos,
+				       c->in.len - c->in_pos);
+	if (c->closed)
+		return;
+	c->in_pos += used;
+	if (c->in_pos == c->in.len)
+		buf_reset_keep(&c->in, &c->in_pos);
+}
+
+/* One read per readable event: into the server's buffer when this
+ * connection has nothing left over (the common case), else after what it
+ * has. Whole frames are dispatched straight from where they landed. */
+static void conn_on_readable(evutil_socket_t fd, short what, void *arg)
+{
+	(void)what;
+	struct cql_conn *c = arg;
+	struct cql_server *s = c->srv;
+	/* Callbacks never nest (nothing on the loop runs the loop), so the
+	 * server's buffer is free whenever a read starts. */
+	bool own = c->in.len > c->in_pos;
+	struct buf *b = own ? &c->in : &s->scratch;
+	if (own && c->in_pos)
+		buf_drop_used(&c->in, &c->in_pos);
+	if (buf_reserve(b, READ_CHUNK) != 0) {
+		conn_close(c, "out of memory reading");
+		return;
+	}
+	ssize_t n = recv(fd, b->data + b->len, READ_CHUNK, 0);
+	if (n <= 0) {
+		if (n == 0)
+			conn_close(c, "closed by client");
+		else if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			 errno != EINTR)
+			conn_close(c, "socket error");
+		return;
+	}
+	c->refs++; /* dispatch may close the connection under us */
+	if (own) {
+		c->in.len += (size_t)n;
+		conn_read_own(c);
+	} else {
+		size_t used = conn_read_frames(c, s->scratch.data, (size_t)n);
+		if (!c->closed && used < (size_t)n &&
+		    buf_append(&c->in, s->scratch.data + used,
+			       (size_t)n - used) != 0)
+			conn_close(c, "out of memory reading");
+	}
+	conn_unref(c);
+}
+
+static void conn_on_kick(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct cql_conn *c = arg;
+	c->refs++;
+	conn_read_own(c);
+	conn_unref(c);
+}
+
+/* Cuts and dispatches the whole frames at the start of p[0, n) until flow
+ * control or a closing connection says stop. Returns the bytes used. */
+static size_t conn_read_frames(struct cql_conn *c, const uint8_t *p, size_t n)
+{
+	size_t pos = 0;
+	while (!c->closed && !c->closing && !c->paused_requests &&
+	       !c->paused_output && n - pos >= CQL_HEADER_LEN) {
+		const uint8_t *hb = p + pos;
+		struct cql_header h;
+		char msg[160];
+		switch (cql_header_decode(hb, c->srv->cfg.max_frame_size, &h)) {
+		case CQL_HEADER_OK:
+			break;
+		case CQL_HEADER_BAD_VERSION: {
+			struct buf b;
+			buf_init(&b);
+			c->srv->stats.protocol_errors++;
+			if (cql_encode_version_error(&b, h.stream, h.version) ==
+			    0)
+				conn_write(c, b.data, b.len);
+			buf_free(&b);
+			if (!c->closed) {
+				c->closing = true;
+				conn_set_reading(c, false);
+			}
+			return n; /* the rest is dropped */
+		}
+		case CQL_HEADER_BAD_DIRECTION:
+			conn_fail(c, h.version, h.stream,
+				  "Invalid message direction: a response frame "
+				  "was sent to the server");
+			return n; /* the rest is dropped */
+		case CQL_HEADER_TOO_LARGE:
+			snprintf(
+				msg, sizeof(msg),
+				"Request is too big: length %u exceeds maximum "
+				"allowed length %u.",
+				h.length, c->srv->cfg.max_frame_size);
+			conn_fail(c, h.version, h.stream, msg);
+			return n; /* the rest is dropped */
+		}
+		if (c->ready && h.version != c->version) {
+			snprintf(msg, sizeof(msg),
+				 "Invalid message version. Got %u but previous "
+				 "messages on this connection had version %u",
+				 h.version, c->version);
+			conn_fail(c, c->version, h.stream, msg);
+			return n; /* the rest is dropped */
+		}
+		if (n - pos < CQL_HEADER_LEN + (size_t)h.length)
+			break; /* wait for the rest of the body */
+		uint8_t *body = NULL;
+		if (h.length) {
+			body = malloc(h.length);
+			if (!body) {
+				conn_close(c, "out of memory");
+				break;
+			}
+			memcpy(body, hb + CQL_HEADER_LEN, h.length);
+		}
+		pos += CQL_HEADER_LEN + (size_t)h.length;
+		if (c->ready)
+			c->last_request_ms = turn_ms(c->srv);
+		dispatch(c, &h, body, h.length);
+	}
+	return pos;
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+struct cql_request *cql_request_detached(cql_reply_fn reply,
+					 cql_keyspace_fn keyspace, void *arg)
+{
+	struct cql_request *req = zcalloc(1, sizeof(*req));
+	if (!req) {
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	req->detached_reply = reply;
+	req->detached_keyspace = keyspace;
+	req->detached_arg = arg;
+	return req;
+}
+
+void cql_request_reply(struct cql_request *req, const uint8_t *frame,
+		       size_t len)
+{
+	struct cql_conn *c = req->conn;
+	if (!c) {
+		req->detached_reply(req->detached_arg, frame, len);
+		free(req->body);
+		free(req);
+		return;
+	}
+	if (!c->closed) {
+		struct cql_server *s = c->srv;
+		c->inflight--;
+		c->inflight_bytes -= req->accounted;
+		s->stats.inflight_bytes -= req->accounted;
+		conn_send_frame(c, frame, len);
+		if (!c->closed && c->paused_requests &&
+		    c->inflight < s->cfg.max_requests_per_connection) {
+			c->paused_requests = false;
+			conn_update_reading(c);
+			/* Deferred: a synchronous executor must not recurse
+			 * once per pipelined frame. */
+			event_active(c->kick, EV_READ, 1);
+		}
+	}
+	free(req->body);
+	free(req);
+	conn_unref(c);
+}
+
+void cql_request_set_keyspace(struct cql_request *req, const char *keyspace)
+{
+	struct cql_conn *c = req->conn;
+	if (!c) {
+		if (req->detached_keyspace)
+			req->detached_keyspace(req->detached_arg, keyspace);
+		return;
+	}
+	char *copy = strdup(keyspace);
+	if (!copy)
+		return;
+	free(c->keyspace);
+	c->keyspace = copy;
+}
+
+/* ---- server -------------------------------------------------------------- */
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
+		      struct sockaddr *sa, int salen, void *arg)
+{
+	(void)l;
+	struct cql_server *s = arg;
+	struct inet_addr peer;
+	char text[INET_ADDR_STRLEN];
+	if (inet_addr_from_sockaddr(sa, (size_t)salen, &peer) != 0)
+		memset(&peer, 0, sizeof(peer));
+	if (s->cfg.max_connections >= 0 &&
+	    s->stats.connections >= (uint64_t)s->cfg.max_connections) {
+		LOG_WARN("refusing client %s: %d connections already open "
+			 "(native_transport_max_concurrent_connections)",
+			 inet_addr_format(&peer, text, sizeof(text)),
+			 s->cfg.max_connections);
+		s->stats.connections_refused++;
+		evutil_closesocket(fd);
+		return;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct cql_conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		evutil_closesocket(fd);
+		return;
+	}
+	c->srv = s;
+	c->peer = peer;
+	c->refs = 1;
+	c->fd = fd;
+	c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, conn_on_readable,
+			   c);
+	c->wev = event_new(s->base, fd, EV_WRITE | EV_PERSIST, conn_on_writable,
+			   c);
+	c->kick = event_new(s->base, -1, 0, conn_on_kick, c);
+	c->timer = evtimer_new(s->base, conn_on_timer, c);
+	if (evutil_make_socket_nonblocking(fd) != 0 || !c->rev || !c->wev ||
+	    !c->kick || !c->timer) {
+		if (c->rev)
+			event_free(c->rev);
+		if (c->wev)
+			event_free(c->wev);
+		if (c->kick)
+			event_free(c->kick);
+		if (c->timer)
+			event_free(c->timer);
+		evutil_closesocket(fd);
+		free(c);
+		return;
+	}
+	conn_set_reading(c, true);
+	c->next = s->conns;
+	if (c->next)
+		c->next->prev = c;
+	s->conns = c;
+	s->stats.connections++;
+	s->stats.connections_total++;
+	conn_arm_timer(c);
+}
+
+void cql_server_config_defaults(struct cql_server_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_frame_size = 16u << 20;
+	c->max_connections = -1;
+	c->max_requests_per_connection = 128;
+	c->max_inflight_bytes = 256u << 20;
+	c->handshake_timeout_ms = 10000;
+	c->idle_timeout_ms = 0;
+	c->cql_version = "3.4.5";
+}
+
+struct cql_server *cql_server_new(struct event_base *base,
+				  const struct cql_server_config *config,
+				  const struct cql_executor *executor)
+{
+	struct cql_server *s = calloc(1, sizeof(*s));
+	if (!s) {
+		err_set(ERR_NOMEM, "cannot allocate the CQL server");
+		return NULL;
+	}
+	s->base = base;
+	s->cfg = *config;
+	snprintf(s->cql_version, sizeof(s->cql_version), "%s",
+		 config->cql_version ? config->cql_version : "3.4.5");
+	s->cfg.cql_version = s->cql_version;
+	if (s->cfg.max_requests_per_connection < 1)
+		s->cfg.max_requests_per_connection = 1;
+	s->exec = *executor;
+	s->flush_ev = event_new(base, -1, 0, on_flush, s);
+	if (!s->flush_ev) {
+		err_set(ERR_NOMEM, "cannot allocate the CQL server");
+		free(s);
+		return NULL;
+	}
+	struct sockaddr_storage ss;
+	size_t sl = inet_addr_to_sockaddr(&config->address, &ss);
+	char text[INET_ADDR_STRLEN];
+	inet_addr_format(&config->address, text, sizeof(text));
+	s->listener = evconnlistener_new_bind(
+		base, on_accept, s,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+			LEV_OPT_CLOSE_ON_EXEC,
+		128, (struct sockaddr *)&ss, (int)sl);
+	if (!s->listener) {
+		err_set_errno(errno, "cannot listen for CQL clients on %s",
+			      text);
+		event_free(s->flush_ev);
+		free(s);
+		return NULL;
+	}
+	socklen_t bl = sizeof(ss);
+	if (getsockname(evconnlistener_get_fd(s->listener),
+			(struct sockaddr *)&ss, &bl) != 0 ||
+	    inet_addr_from_sockaddr(&ss, bl, &s->bound) != 0)
+		s->bound = config->address;
+	return s;
+}
+
+void cql_server_stop(struct cql_server *s)
+{
+	while (s->conns)
+		conn_close(s->conns, "server shutting down");
+	on_flush(-1, 0, s); /* only releases: every connection is closed */
+	if (s->listener)
+		evconnlistener_free(s->listener);
+	s->listener = NULL;
+}
+
+bool cql_server_listening(const struct cql_server *s)
+{
+	return s->listener != NULL;
+}
+
+void cql_server_delete(struct cql_server *s)
+{
+	if (!s)
+		return;
+	cql_server_stop(s);
+	event_free(s->flush_ev);
+	buf_free(&s->scratch);
+	free(s);
+}
+
+struct inet_addr cql_server_address(const struct cql_server *s)
+{
+	return s->bound;
+}
+
+void cql_server_broadcast(struct cql_server *s, const char *event_type,
+			  cql_event_builder build, void *arg)
+{
+	unsigned bit = strcmp(event_type, "TOPOLOGY_CHANGE") == 0
+			       ? EVENT_TOPOLOGY
+		       : strcmp(event_type, "STATUS_CHANGE") == 0 ? EVENT_STATUS
+		       : strcmp(event_type, "SCHEMA_CHANGE") == 0 ? EVENT_SCHEMA
+								  : 0;
+	struct buf frames[CQL_VERSION_MAX + 1];
+	bool built[CQL_VERSION_MAX + 1] = {false};
+	for (struct cql_conn *c = s->conns, *next; c; c = next) {
+		next = c->next;
+		if (!(c->events & bit) || !c->ready)
+			continue;
+		struct buf *f = &frames[c->version];
+		if (!built[c->version]) {
+			buf_init(f);
+			if (build(f, c->version, arg) != 0) {
+				buf_free(f);
+				continue;
+			}
+			built[c->version] = true;
+		}
+		conn_send_frame(c, f->data, f->len);
+	}
+	for (int v = 0; v <= CQL_VERSION_MAX; v++)
+		if (built[v])
+			buf_free(&frames[v]);
+}
+
+void cql_server_stats(const struct cql_server *s, struct cql_server_stats *out)
+{
+	*out = s->stats;
+}

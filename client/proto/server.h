@@ -1,0 +1,128 @@
+/*
+ * The CQL native-protocol server: connections, framing and the handshake.
+ *
+ * It owns everything a driver sees before a statement runs: version
+ * negotiation (v3/v4; anything else gets the refusal drivers downgrade on),
+ * OPTIONS/SUPPORTED at any time, STARTUP (CQL_VERSION 3.x, COMPRESSION
+ * lz4), REGISTER for events, LZ4 frames, and the limits: frame size checked
+ * before anything is allocated, a connection cap, a cap on requests in
+ * flight per connection (the server stops reading: back-pressure) and on
+ * bytes in flight across connections (Overloaded), and handshake and idle
+ * timeouts.
+ *
+ * Statements (QUERY, PREPARE, EXECUTE, BATCH) go to an executor, which
+ * answers later, possibly after replicas have replied, with
+ * cql_request_reply(). A request stays valid until replied to, even if its
+ * connection closes meanwhile (the reply is then dropped).
+ *
+ * Threads: everything runs on the event loop the server was created with.
+ */
+#ifndef CASSINI_CLIENT_SERVER_H
+#define CASSINI_CLIENT_SERVER_H
+
+#include "client/proto/proto.h"
+#include "common/inet.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct cql_server;
+struct cql_request;
+
+/* What a statement needs from its connection. */
+struct cql_request_info {
+	uint8_t version;
+	int16_t stream;
+	uint8_t opcode;       /* QUERY, PREPARE, EXECUTE or BATCH */
+	const char *keyspace; /* the connection's USE keyspace, or NULL */
+	struct inet_addr client;
+};
+
+struct cql_executor {
+	/*
+	 * A statement arrived. `body` is the decoded-from bytes (decompressed,
+	 * custom payload skipped); it stays valid until the reply. The
+	 * executor must call cql_request_reply() exactly once, now or later.
+	 */
+	void (*execute)(void *arg, struct cql_request *req,
+			const struct cql_request_info *info,
+			const uint8_t *body, size_t len);
+	void *arg;
+};
+
+struct cql_server_config {
+	struct inet_addr address;        /* rpc_address:native_transport_port */
+	uint32_t max_frame_size;         /* body bytes accepted */
+	int max_connections;             /* -1: unlimited */
+	int max_requests_per_connection; /* in flight before reading stops */
+	uint64_t max_inflight_bytes;   /* across connections, then Overloaded */
+	uint64_t handshake_timeout_ms; /* until STARTUP */
+	uint64_t idle_timeout_ms;      /* 0: never */
+	const char *cql_version;       /* advertised, e.g. "3.4.5" */
+};
+
+/* Fills the defaults used by cassinid (frame 16 MiB, 128 requests per
+ * connection, 256 MiB in flight, 10 s handshake, no idle timeout). */
+void cql_server_config_defaults(struct cql_server_config *c);
+
+/* Binds and listens. Returns NULL with err set (e.g. address in use). The
+ * base must outlive the server. */
+struct cql_server *cql_server_new(struct event_base *base,
+				  const struct cql_server_config *config,
+				  const struct cql_executor *executor);
+/* Closes the listener and every connection; pending requests are replied
+ * to into the void. */
+void cql_server_delete(struct cql_server *s);
+
+/* Stops the native transport (nodetool drain, disablebinary): closes the
+ * listener and every connection; the server object stays (broadcasts then
+ * reach no one) until cql_server_delete. */
+void cql_server_stop(struct cql_server *s);
+bool cql_server_listening(const struct cql_server *s);
+
+/* The bound address (useful with port 0 in tests). */
+struct inet_addr cql_server_address(const struct cql_server *s);
+
+/*
+ * Completes a request. `frame` is one whole response frame (built with the
+ * cql_encode_* functions using the request's version and stream); the
+ * server compresses it when the connection negotiated LZ4. Ownership of the
+ * request ends here. A failed connection drops the reply silently.
+ */
+void cql_request_reply(struct cql_request *req, const uint8_t *frame,
+		       size_t len);
+
+/* Records `keyspace` as the connection's current keyspace (after USE). */
+void cql_request_set_keyspace(struct cql_request *req, const char *keyspace);
+
+/* A request of no connection, for callers that run the executor in
+ * process (tests, fuzzers): its reply goes to reply(arg, frame, len)
+ * (the frame borrowed for the call) and a USE to keyspace(arg, name)
+ * (may be NULL). Freed by cql_request_reply. NULL on ERR_NOMEM. */
+typedef void (*cql_reply_fn)(void *arg, const uint8_t *frame, size_t len);
+typedef void (*cql_keyspace_fn)(void *arg, const char *keyspace);
+struct cql_request *cql_request_detached(cql_reply_fn reply,
+					 cql_keyspace_fn keyspace, void *arg);
+
+/* Events to connections that REGISTERed for the type ("TOPOLOGY_CHANGE",
+ * "STATUS_CHANGE", "SCHEMA_CHANGE"). `build` appends the frame for a
+ * version. */
+typedef int (*cql_event_builder)(struct buf *b, uint8_t version, void *arg);
+void cql_server_broadcast(struct cql_server *s, const char *event_type,
+			  cql_event_builder build, void *arg);
+
+/* Counters for tools and tests. */
+struct cql_server_stats {
+	uint64_t connections; /* open now */
+	uint64_t connections_total;
+	uint64_t connections_refused; /* over max_connections */
+	uint64_t requests;
+	uint64_t protocol_errors;
+	uint64_t overloaded;
+	uint64_t inflight_bytes;
+};
+void cql_server_stats(const struct cql_server *s, struct cql_server_stats *out);
+
+#endif

@@ -1,0 +1,887 @@
+/*
+ * The schema registry: sorted keyspaces and tables, lookups, the schema
+ * version, and the built-in system keyspaces.
+ *
+ * System tables are declared below as CQL and created through the same DDL
+ * path as user tables, so their definitions read like Cassandra's and are
+ * validated the same way. Their ids are derived from their names, so every
+ * node agrees on them (and on the schema version) without talking.
+ */
+#include "client/schema/schema_internal.h"
+
+#include "client/cql/cql_parse.h"
+#include "client/cql/cql_values.h"
+#include "client/proto/proto.h"
+#include "common/arena.h"
+#include "common/err.h"
+#include "common/murmur3.h"
+#include "ring/ring.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	const char *klass;
+	const char *rf; /* NULL for LocalStrategy */
+} system_keyspaces[] = {
+	{"system", "LocalStrategy", NULL},
+	{"system_schema", "LocalStrategy", NULL},
+	{"system_auth", "SimpleStrategy", "1"},
+	{"system_distributed", "SimpleStrategy", "3"},
+	{"system_traces", "SimpleStrategy", "2"},
+};
+
+/* The tables drivers and cqlsh read, with Cassandra 4.0's columns. */
+static const char *const system_tables[] = {
+	"CREATE TABLE system.local (key text PRIMARY KEY, bootstrapped text, "
+	"broadcast_address inet, broadcast_port int, cluster_name text, "
+	"cql_version text, data_center text, gossip_generation int, "
+	"host_id uuid, listen_address inet, listen_port int, "
+	"native_protocol_version text, partitioner text, rack text, "
+	"release_version text, rpc_address inet, rpc_port int, "
+	"schema_version uuid, tokens set<text>, truncated_at map<uuid, blob>)",
+
+	"CREATE TABLE system.peers (peer inet PRIMARY KEY, data_center text, "
+	"host_id uuid, preferred_ip inet, rack text, release_version text, "
+	"rpc_address inet, schema_version uuid, tokens set<text>)",
+
+	"CREATE TABLE system.peers_v2 (peer inet, peer_port int, "
+	"data_center text, host_id uuid, preferred_ip inet, preferred_port "
+	"int, "
+	"rack text, release_version text, native_address inet, native_port "
+	"int, "
+	"schema_version uuid, tokens set<text>, "
+	"PRIMARY KEY ((peer), peer_port))",
+
+	"CREATE TABLE system_schema.keyspaces (keyspace_name text PRIMARY KEY, "
+	"durable_writes boolean, replication frozen<map<text, text>>)",
+
+	"CREATE TABLE system_schema.tables (keyspace_name text, table_name "
+	"text, "
+	"additional_write_policy text, bloom_filter_fp_chance double, "
+	"caching frozen<map<text, text>>, cdc boolean, comment text, "
+	"compaction frozen<map<text, text>>, compression frozen<map<text, "
+	"text>>, "
+	"crc_check_chance double, dclocal_read_repair_chance double, "
+	"default_time_to_live int, extensions frozen<map<text, blob>>, "
+	"flags frozen<set<text>>, gc_grace_seconds int, id uuid, "
+	"max_index_interval int, memtable_flush_period_in_ms int, "
+	"min_index_interval int, read_repair text, read_repair_chance double, "
+	"speculative_retry text, PRIMARY KEY ((keyspace_name), table_name))",
+
+	"CREATE TABLE system_schema.columns (keyspace_name text, "
+	"table_name text, column_name text, clustering_order text, "
+	"column_name_bytes blob, kind text, position int, type text, "
+	"PRIMARY KEY ((keyspace_name), table_name, column_name))",
+
+	"CREATE TABLE system_schema.dropped_columns (keyspace_name text, "
+	"table_name text, column_name text, dropped_time timestamp, kind text, "
+	"type text, PRIMARY KEY ((keyspace_name), table_name, column_name))",
+
+	"CREATE TABLE system_schema.triggers (keyspace_name text, "
+	"table_name text, trigger_name text, options frozen<map<text, text>>, "
+	"PRIMARY KEY ((keyspace_name), table_name, trigger_name))",
+
+	/* Cassandra 4's columns: drivers (gocql) select the options too. */
+	"CREATE TABLE system_schema.views (keyspace_name text, view_name text, "
+	"additional_write_policy text, base_table_id uuid, "
+	"base_table_name text, bloom_filter_fp_chance double, "
+	"caching frozen<map<text, text>>, cdc boolean, comment text, "
+	"compaction frozen<map<text, text>>, "
+	"compression frozen<map<text, text>>, crc_check_chance double, "
+	"dclocal_read_repair_chance double, default_time_to_live int, "
+	"extensions frozen<map<text, blob>>, gc_grace_seconds int, id uuid, "
+	"include_all_columns boolean, max_index_interval int, "
+	"memtable_flush_period_in_ms int, min_index_interval int, "
+	"read_repair text, read_repair_chance double, speculative_retry text, "
+	"where_clause text, PRIMARY KEY ((keyspace_name), view_name))",
+
+	"CREATE TABLE system_schema.types (keyspace_name text, type_name text, "
+	"field_names frozen<list<text>>, field_types frozen<list<text>>, "
+	"PRIMARY KEY ((keyspace_name), type_name))",
+
+	"CREATE TABLE system_schema.functions (keyspace_name text, "
+	"function_name text, argument_types frozen<list<text>>, "
+	"argument_names frozen<list<text>>, body text, "
+	"called_on_null_input boolean, language text, return_type text, "
+	"PRIMARY KEY ((keyspace_name), function_name, argument_types))",
+
+	"CREATE TABLE system_schema.aggregates (keyspace_name text, "
+	"aggregate_name text, argument_types frozen<list<text>>, "
+	"final_func text, initcond text, return_type text, state_func text, "
+	"state_type text, "
+	"PRIMARY KEY ((keyspace_name), aggregate_name, argument_types))",
+
+	"CREATE TABLE system_schema.indexes (keyspace_name text, "
+	"table_name text, index_name text, kind text, "
+	"options frozen<map<text, text>>, "
+	"PRIMARY KEY ((keyspace_name), table_name, index_name))",
+};
+
+/* ---- small sorted arrays ------------------------------------------------- */
+
+static int grow(void **items, size_t *cap, size_t count, size_t size)
+{
+	if (count < *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 8;
+	void *p = realloc(*items, ncap * size);
+	if (!p)
+		return err_set(ERR_NOMEM, "out of memory");
+	*items = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* Arrays of pointers kept sorted by a name that name_of reads from a slot;
+ * bytes are moved with memmove, so one helper serves every element type. */
+typedef const char *(*name_of_fn)(const void *slot);
+
+static size_t sorted_pos(const void *items, size_t count, size_t size,
+			 name_of_fn name_of, const char *name, bool *found)
+{
+	size_t lo = 0, hi = count;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(name_of((const char *)items + mid * size), name);
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+static int sorted_insert(void **items, size_t *cap, size_t *count, size_t size,
+			 size_t at, const void *elem)
+{
+	if (grow(items, cap, *count, size) != 0)
+		return -1;
+	char *b = *items;
+	memmove(b + (at + 1) * size, b + at * size, (*count - at) * size);
+	memcpy(b + at * size, elem, size);
+	(*count)++;
+	return 0;
+}
+
+static void sorted_remove(void *items, size_t *count, size_t size, size_t at)
+{
+	char *b = items;
+	memmove(b + at * size, b + (at + 1) * size, (*count - at - 1) * size);
+	(*count)--;
+}
+
+static const char *ks_name(const void *slot)
+{
+	return (*(struct cql_keyspace *const *)slot)->meta->name;
+}
+
+static const char *table_name(const void *slot)
+{
+	return (*(struct cql_table *const *)slot)->meta->name;
+}
+
+static size_t ks_pos(const struct cql_schema *s, const char *name, bool *found)
+{
+	return sorted_pos(s->keyspaces, s->count, sizeof(*s->keyspaces),
+			  ks_name, name, found);
+}
+
+static size_t table_pos(const struct cql_keyspace *k, const char *name,
+			bool *found)
+{
+	return sorted_pos(k->tables, k->table_count, sizeof(*k->tables),
+			  table_name, name, found);
+}
+
+struct cql_keyspace *schema_keyspace_mut(struct cql_schema *s, const char *name)
+{
+	bool found;
+	size_t i = ks_pos(s, name, &found);
+	return found ? s->keyspaces[i] : NULL;
+}
+
+uint64_t cql_schema_generation(const struct cql_schema *s)
+{
+	return s->generation;
+}
+
+int schema_keyspace_insert(struct cql_schema *s, struct cql_keyspace *k)
+{
+	bool found;
+	size_t i = ks_pos(s, k->meta->name, &found);
+	if (found)
+		return err_set(ERR_EXISTS, "keyspace exists");
+	return sorted_insert((void **)&s->keyspaces, &s->cap, &s->count,
+			     sizeof(*s->keyspaces), i, &k);
+}
+
+void schema_keyspace_remove(struct cql_schema *s, struct cql_keyspace *k)
+{
+	bool found;
+	size_t i = ks_pos(s, k->meta->name, &found);
+	if (found)
+		sorted_remove(s->keyspaces, &s->count, sizeof(*s->keyspaces),
+			      i);
+}
+
+struct cql_table *schema_table_mut(struct cql_keyspace *k, const char *name)
+{
+	bool found;
+	size_t i = table_pos(k, name, &found);
+	return found ? k->tables[i] : NULL;
+}
+
+static void table_digest(struct cql_table *t);
+
+int schema_table_insert(struct cql_keyspace *k, struct cql_table *t)
+{
+	bool found;
+	size_t i = table_pos(k, t->meta->name, &found);
+	if (found)
+		return err_set(ERR_EXISTS, "table exists");
+	if (sorted_insert((void **)&k->tables, &k->table_cap, &k->table_count,
+			  sizeof(*k->tables), i, &t) != 0)
+		return -1;
+	table_digest(t);
+	k->tables_digest[0] += t->digest[0];
+	k->tables_digest[1] += t->digest[1];
+	return 0;
+}
+
+void schema_table_remove(struct cql_keyspace *k, struct cql_table *t)
+{
+	bool found;
+	size_t i = table_pos(k, t->meta->name, &found);
+	if (found && k->tables[i] == t) {
+		sorted_remove(k->tables, &k->table_count, sizeof(*k->tables),
+			      i);
+		k->tables_digest[0] -= t->digest[0];
+		k->tables_digest[1] -= t->digest[1];
+	}
+}
+
+int schema_retire(struct cql_schema *s, enum retired_kind kind, void *ptr)
+{
+	if (s->retired_head > 0 && s->retired_count == s->retired_cap) {
+		/* the freed front makes room */
+		memmove(s->retired, s->retired + s->retired_head,
+			(s->retired_count - s->retired_head) *
+				sizeof(*s->retired));
+		s->retired_count -= s->retired_head;
+		s->retired_head = 0;
+	}
+	if (grow((void **)&s->retired, &s->retired_cap, s->retired_count,
+		 sizeof(*s->retired)) != 0)
+		return -1;
+	s->retired[s->retired_count++] =
+		(struct retired){kind, ptr, s->generation};
+	return 0;
+}
+
+static void retired_free(struct retired *r)
+{
+	if (r->kind == RETIRED_TABLE)
+		schema_table_free(r->ptr);
+	else
+		schema_keyspace_free(r->ptr);
+}
+
+void schema_reclaim(struct cql_schema *s)
+{
+	/* An object retired by the change of generation g was reachable by
+	 * lookups before g only; a pin taken at generation p may have looked
+	 * it up if p < g. Pins are oldest first. */
+	uint64_t oldest = s->pins ? s->pins->generation : UINT64_MAX;
+	while (s->retired_head < s->retired_count &&
+	       s->retired[s->retired_head].generation <= oldest)
+		retired_free(&s->retired[s->retired_head++]);
+	if (s->retired_head == s->retired_count)
+		s->retired_head = s->retired_count = 0;
+	/* a long-emptied array goes back too */
+	if (s->retired_count == 0 && s->retired_cap > 64) {
+		free(s->retired);
+		s->retired = NULL;
+		s->retired_cap = 0;
+	}
+}
+
+int schema_reserve_dropped(struct cql_schema *s, size_t n)
+{
+	if (n <= s->dropped_cap)
+		return 0;
+	uint8_t(*p)[16] = realloc(s->dropped, n * sizeof(*p));
+	if (!p)
+		return err_set(ERR_NOMEM, "out of memory");
+	s->dropped = p;
+	s->dropped_cap = n;
+	return 0;
+}
+
+void schema_note_dropped(struct cql_schema *s, struct cql_schema_change *c,
+			 const uint8_t id[16])
+{
+	/* reserved before: cannot overflow */
+	memcpy(s->dropped[c->dropped_count++], id, 16);
+	c->dropped = (const uint8_t(*)[16])s->dropped;
+}
+
+void cql_schema_pin(struct cql_schema *s, struct cql_schema_pin *p)
+{
+	p->generation = s->generation;
+	p->next = NULL;
+	p->prev = s->pins_tail;
+	if (s->pins_tail)
+		s->pins_tail->next = p;
+	else
+		s->pins = p;
+	s->pins_tail = p;
+	s->pin_count++;
+}
+
+void cql_schema_unpin(struct cql_schema *s, struct cql_schema_pin *p)
+{
+	bool oldest = p == s->pins;
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		s->pins = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	else
+		s->pins_tail = p->prev;
+	p->prev = p->next = NULL;
+	s->pin_count--;
+	if (oldest)
+		schema_reclaim(s);
+}
+
+void cql_schema_retained(const struct cql_schema *s,
+			 struct cql_schema_retained *out)
+{
+	out->objects = s->retired_count - s->retired_head;
+	out->pins = s->pin_count;
+	out->oldest_pin = s->pins ? s->pins->generation : 0;
+}
+
+void schema_table_free(struct cql_table *t)
+{
+	if (!t)
+		return;
+	storage_table_meta_delete(t->meta);
+	free(t);
+}
+
+void schema_keyspace_free(struct cql_keyspace *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->table_count; i++)
+		schema_table_free(k->tables[i]);
+	free(k->tables);
+	storage_keyspace_meta_delete(k->meta);
+	ring_strategy_delete(k->strategy);
+	free(k);
+}
+
+void schema_table_options_default(struct cql_table_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->read_repair_blocking = true;
+	snprintf(o->speculative_retry, sizeof(o->speculative_retry), "99p");
+	snprintf(o->caching_keys, sizeof(o->caching_keys), "ALL");
+	snprintf(o->caching_rows, sizeof(o->caching_rows), "NONE");
+	o->crc_check_chance = 1.0;
+	o->min_index_interval = 128;
+	o->max_index_interval = 2048;
+}
+
+/* ---- construction -------------------------------------------------------- */
+
+static struct cql_keyspace *system_keyspace(const char *name, const char *klass,
+					    const char *rf)
+{
+	struct cql_keyspace *k = calloc(1, sizeof(*k));
+	if (!k) {
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	const char *keys[] = {"class", "replication_factor"};
+	const char *values[] = {klass, rf};
+	/* system_schema.keyspaces shows the full class name, as for user
+	 * keyspaces and as Cassandra does */
+	char full[96];
+	snprintf(full, sizeof(full), "org.apache.cassandra.locator.%s", klass);
+	k->system = true;
+	k->meta = storage_keyspace_meta_new(name, true);
+	k->strategy = ring_strategy_new(keys, values, rf ? 2 : 1, true);
+	if (!k->meta || !k->strategy ||
+	    storage_keyspace_meta_set_replication(k->meta, "class", full) !=
+		    0 ||
+	    (rf && storage_keyspace_meta_set_replication(
+			   k->meta, "replication_factor", rf) != 0)) {
+		schema_keyspace_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+/* Name-based ids, so every node gives a system table the same one. */
+static void name_id(const char *ks, const char *table, uint8_t id[16])
+{
+	char text[160];
+	uint64_t h[2];
+	int n = snprintf(text, sizeof(text), "%s.%s", ks, table);
+	murmur3_hash128(text, (size_t)n, 0, h);
+	be64_store(id, h[0]);
+	be64_store(id + 8, h[1]);
+	id[6] = (uint8_t)((id[6] & 0x0f) | 0x30); /* version 3: name-based */
+	id[8] = (uint8_t)((id[8] & 0x3f) | 0x80);
+}
+
+static int create_system_tables(struct cql_schema *s)
+{
+	for (size_t i = 0; i < sizeof(system_tables) / sizeof(system_tables[0]);
+	     i++) {
+		struct arena a;
+		int binds;
+		struct cql_schema_change change;
+		arena_create(&a, 0);
+		struct cql_stmt *st =
+			cql_parse(&a, system_tables[i],
+				  strlen(system_tables[i]), &binds, NULL);
+		enum cql_schema_status rc = CQL_SCHEMA_INVALID;
+		if (st) {
+			uint8_t id[16];
+			name_id(st->u.create_table.table.keyspace,
+				st->u.create_table.table.name, id);
+			rc = schema_apply(s, st, NULL, id, SCHEMA_INTERNAL, -1,
+					  &change);
+		}
+		arena_destroy(&a);
+		if (rc != CQL_SCHEMA_OK)
+			return err_prefix("system table %zu", i);
+	}
+	return 0;
+}
+
+struct cql_schema *cql_schema_new(void)
+{
+	struct cql_schema *s = calloc(1, sizeof(*s));
+	if (!s) {
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0;
+	     i < sizeof(system_keyspaces) / sizeof(system_keyspaces[0]); i++) {
+		struct cql_keyspace *k = system_keyspace(
+			system_keyspaces[i].name, system_keyspaces[i].klass,
+			system_keyspaces[i].rf);
+		if (!k || schema_keyspace_insert(s, k) != 0) {
+			schema_keyspace_free(k);
+			cql_schema_delete(s);
+			return NULL;
+		}
+	}
+	if (create_system_tables(s) != 0) {
+		cql_schema_delete(s);
+		return NULL;
+	}
+	return s;
+}
+
+void cql_schema_delete(struct cql_schema *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->count; i++)
+		schema_keyspace_free(s->keyspaces[i]);
+	/* pins still held belong to readers that are gone too */
+	for (size_t i = s->retired_head; i < s->retired_count; i++)
+		retired_free(&s->retired[i]);
+	free(s->retired);
+	free(s->dropped);
+	free(s->keyspaces);
+	free(s);
+}
+
+enum cql_schema_status cql_schema_apply(struct cql_schema *s,
+					const struct cql_stmt *stmt,
+					const char *current_keyspace,
+					const uint8_t new_id[16],
+					struct cql_schema_change *change)
+{
+	return schema_apply(s, stmt, current_keyspace, new_id, SCHEMA_CLIENT,
+			    -1, change);
+}
+
+enum cql_schema_status
+cql_schema_apply_replicated(struct cql_schema *s, const struct cql_stmt *stmt,
+			    const char *current_keyspace,
+			    const uint8_t new_id[16], int columns_before,
+			    struct cql_schema_change *change)
+{
+	return schema_apply(s, stmt, current_keyspace, new_id,
+			    SCHEMA_REPLICATED, columns_before, change);
+}
+
+/* ---- queries ------------------------------------------------------------- */
+
+const struct cql_keyspace *cql_schema_keyspace(const struct cql_schema *s,
+					       const char *name)
+{
+	return schema_keyspace_mut((struct cql_schema *)s, name);
+}
+
+const struct cql_table *cql_schema_table(const struct cql_schema *s,
+					 const char *keyspace,
+					 const char *table)
+{
+	struct cql_keyspace *k =
+		schema_keyspace_mut((struct cql_schema *)s, keyspace);
+	return k ? schema_table_mut(k, table) : NULL;
+}
+
+size_t cql_schema_keyspace_count(const struct cql_schema *s)
+{
+	return s->count;
+}
+
+const struct cql_keyspace *cql_schema_keyspace_at(const struct cql_schema *s,
+						  size_t i)
+{
+	return i < s->count ? s->keyspaces[i] : NULL;
+}
+
+const struct storage_keyspace_meta *
+cql_keyspace_meta(const struct cql_keyspace *k)
+{
+	return k->meta;
+}
+
+const struct ring_strategy *cql_keyspace_strategy(const struct cql_keyspace *k)
+{
+	return k->strategy;
+}
+
+bool cql_keyspace_is_system(const struct cql_keyspace *k)
+{
+	return k->system;
+}
+
+size_t cql_keyspace_table_count(const struct cql_keyspace *k)
+{
+	return k->table_count;
+}
+
+const struct cql_table *cql_keyspace_table_at(const struct cql_keyspace *k,
+					      size_t i)
+{
+	return i < k->table_count ? k->tables[i] : NULL;
+}
+
+const struct storage_table_meta *cql_table_meta(const struct cql_table *t)
+{
+	return t->meta;
+}
+
+bool cql_table_columns_diverged(const struct cql_table *t)
+{
+	return t->columns_diverged;
+}
+
+const struct cql_table_options *cql_table_options(const struct cql_table *t)
+{
+	return &t->opts;
+}
+
+bool cql_table_column_dropped(const struct cql_table *t, size_t column)
+{
+	return column < t->meta->column_count &&
+	       t->meta->columns[column].dropped;
+}
+
+int cql_table_column(const struct cql_table *t, const char *name)
+{
+	for (size_t i = 0; i < t->meta->column_count; i++)
+		if (!t->meta->columns[i].dropped &&
+		    strcmp(t->meta->columns[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+int cql_type_text(const struct storage_type *t, char *dst, size_t cap)
+{
+	const char *kind = storage_type_kind_name(t->kind);
+	int n;
+	if (!kind)
+		return err_set(ERR_INVALID, "unknown type %u", t->kind);
+	if (!storage_type_is_collection(t->kind)) {
+		n = snprintf(dst, cap, "%s", kind);
+	} else {
+		const char *e = storage_type_kind_name(t->elem);
+		const char *v = t->kind == STORAGE_TYPE_MAP
+					? storage_type_kind_name(t->value)
+					: NULL;
+		if (!e || (t->kind == STORAGE_TYPE_MAP && !v))
+			return err_set(ERR_INVALID, "bad collection type");
+		if (v)
+			n = snprintf(dst, cap, "%s%s<%s, %s>%s",
+				     t->frozen ? "frozen<" : "", kind, e, v,
+				     t->frozen ? ">" : "");
+		else
+			n = snprintf(dst, cap, "%s%s<%s>%s",
+				     t->frozen ? "frozen<" : "", kind, e,
+				     t->frozen ? ">" : "");
+	}
+	if (n < 0 || (size_t)n >= cap)
+		return err_set(ERR_INVALID, "type text too long");
+	return 0;
+}
+
+/* ---- version ------------------------------------------------------------- */
+
+static int describe_table(struct buf *b, const struct cql_table *t)
+{
+	const struct storage_table_meta *m = t->meta;
+	const struct storage_table_options *o = &m->options;
+	char line[512];
+	int n = snprintf(
+		line, sizeof(line),
+		"table %s id=%02x%02x%02x%02x ttl=%d gc=%lld comp=%u/%u/%u"
+		" cz=%u/%u bf=%g rr=%d sr=%s cm=%s\n",
+		m->name, m->id[0], m->id[1], m->id[14], m->id[15],
+		o->default_time_to_live, (long long)o->gc_grace_seconds,
+		o->compaction, o->min_threshold, o->max_threshold,
+		o->compression, o->chunk_length, o->bloom_filter_fp_chance,
+		t->opts.read_repair_blocking, t->opts.speculative_retry,
+		t->opts.comment);
+	if (buf_append(b, line,
+		       (size_t)(n < (int)sizeof(line)
+					? n
+					: (int)sizeof(line) - 1)) != 0)
+		return -1;
+	for (size_t i = 0; i < m->column_count; i++) {
+		const struct storage_column *c = &m->columns[i];
+		char type[96];
+		if (cql_type_text(&c->type, type, sizeof(type)) != 0)
+			snprintf(type, sizeof(type), "?");
+		n = snprintf(line, sizeof(line), " col %s %u %u %d %s%s %lld\n",
+			     c->name, c->kind, c->position, c->desc, type,
+			     c->dropped ? " dropped" : "",
+			     (long long)c->dropped_at);
+		if (buf_append(b, line,
+			       (size_t)(n < (int)sizeof(line)
+						? n
+						: (int)sizeof(line) - 1)) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+bool cql_schema_stmt_timed(const struct cql_stmt *s)
+{
+	if (s->kind == CQL_STMT_ALTER_KEYSPACE)
+		return true;
+	if (s->kind != CQL_STMT_ALTER_TABLE)
+		return false;
+	const struct cql_alter_table *at = &s->u.alter_table;
+	return at->kind == CQL_ALTER_WITH ||
+	       (at->kind == CQL_ALTER_DROP && !at->has_timestamp);
+}
+
+void cql_schema_stmt_set_time(struct cql_stmt *s, int64_t time_us)
+{
+	if (s->kind == CQL_STMT_ALTER_KEYSPACE) {
+		s->u.keyspace.time_us = time_us;
+	} else {
+		s->u.alter_table.has_timestamp = true;
+		s->u.alter_table.timestamp = time_us;
+	}
+}
+
+static void compute_version(const struct cql_schema *s, uint8_t out[16]);
+
+void cql_schema_version(const struct cql_schema *s, uint8_t out[16])
+{
+	/* the cache is the only state a lookup changes (loop thread only) */
+	struct cql_schema *w = (struct cql_schema *)s;
+	if (!w->version_known || w->version_gen != s->generation) {
+		compute_version(s, w->version);
+		w->version_gen = s->generation;
+		w->version_known = true;
+	}
+	memcpy(out, w->version, 16);
+}
+
+/* A table's share of the version: a hash of the text describe_table
+ * writes (name, id, options, every column). */
+static void table_digest(struct cql_table *t)
+{
+	struct buf b;
+	buf_init(&b);
+	describe_table(&b, t);
+	murmur3_hash128(b.data ? b.data : (const uint8_t *)"", b.len, 0,
+			t->digest);
+	buf_free(&b);
+}
+
+/* The version hashes a line per keyspace and the sum of its tables'
+ * digests (kept up to date as tables come and go): a schema change costs
+ * a line per keyspace, not the text of every column of every table (60%
+ * of a DDL's CPU at 2000 tables). Every node computes it the same way,
+ * so equal schemas still give equal versions. */
+static void compute_version(const struct cql_schema *s, uint8_t out[16])
+{
+	struct buf b;
+	uint64_t h[2] = {0, 0};
+	buf_init(&b);
+	for (size_t i = 0; i < s->count; i++) {
+		const struct cql_keyspace *k = s->keyspaces[i];
+		char line[320];
+		int n = snprintf(
+			line, sizeof(line),
+			"keyspace %s %d %s tables %zu %016llx%016llx\n",
+			k->meta->name, k->meta->durable_writes,
+			ring_strategy_describe(k->strategy), k->table_count,
+			(unsigned long long)k->tables_digest[0],
+			(unsigned long long)k->tables_digest[1]);
+		buf_append(&b, line,
+			   (size_t)(n < (int)sizeof(line)
+					    ? n
+					    : (int)sizeof(line) - 1));
+	}
+	murmur3_hash128(b.data ? b.data : (const uint8_t *)"", b.len, 0, h);
+	buf_free(&b);
+	be64_store(out, h[0]);
+	be64_store(out + 8, h[1]);
+	out[6] = (uint8_t)((out[6] & 0x0f) | 0x30);
+	out[8] = (uint8_t)((out[8] & 0x3f) | 0x80);
+}
+
+struct cql_type_option *cql_type_option_of(struct arena *a,
+					   const struct storage_type *t)
+{
+	struct cql_type_option *o = arena_alloc(a, 3 * sizeof(*o));
+	if (!o)
+		return NULL;
+	memset(o, 0, 3 * sizeof(*o));
+	o[0].id = t->kind;
+	if (storage_type_is_collection(t->kind)) {
+		o[1].id = t->elem;
+		o[0].sub[0] = &o[1];
+		if (t->kind == STORAGE_TYPE_MAP) {
+			o[2].id = t->value;
+			o[0].sub[1] = &o[2];
+		}
+	}
+	return o;
+}
+
+struct cql_type_option *
+cql_type_option_list_of(struct arena *a, const struct cql_type_option *elem)
+{
+	struct cql_type_option *o = arena_alloc(a, sizeof(*o));
+	if (!o)
+		return NULL;
+	memset(o, 0, sizeof(*o));
+	o->id = CQL_TYPE_LIST;
+	o->sub[0] = elem;
+	return o;
+}
+
+/* One key component as a literal of its column's type. */
+static struct cql_term key_term(uint16_t kind, const char *text, size_t len)
+{
+	struct cql_term t = {.kind = CQL_TERM_STRING, .text = text, .len = len};
+	switch (kind) {
+	case STORAGE_TYPE_BIGINT:
+	case STORAGE_TYPE_INT:
+	case STORAGE_TYPE_SMALLINT:
+	case STORAGE_TYPE_TINYINT:
+	case STORAGE_TYPE_VARINT:
+	case STORAGE_TYPE_DECIMAL:
+	case STORAGE_TYPE_DOUBLE:
+	case STORAGE_TYPE_FLOAT:
+		if (len && text[0] == '-') {
+			t.negative = true;
+			t.text++;
+			t.len--;
+		}
+		t.kind = CQL_TERM_INTEGER;
+		for (size_t i = 0; i < t.len; i++)
+			if (t.text[i] < '0' || t.text[i] > '9')
+				t.kind = CQL_TERM_FLOAT;
+		break;
+	case STORAGE_TYPE_BOOLEAN:
+		t.kind = CQL_TERM_BOOLEAN;
+		break;
+	case STORAGE_TYPE_UUID:
+	case STORAGE_TYPE_TIMEUUID:
+		t.kind = CQL_TERM_UUID;
+		break;
+	case STORAGE_TYPE_BLOB:
+		t.kind = CQL_TERM_BLOB;
+		if (len >= 2 && text[0] == '0' &&
+		    (text[1] == 'x' || text[1] == 'X')) {
+			t.text += 2;
+			t.len -= 2;
+		}
+		break;
+	default: /* text, ascii, inet, date, time, timestamp */
+		break;
+	}
+	return t;
+}
+
+int cql_table_key_from_text(const struct cql_table *t, const char *text,
+			    struct buf *out)
+{
+	const struct storage_table_meta *m = t->meta;
+	struct slice parts[16] = {{0}};
+	struct buf vals[16];
+	const char *p = text;
+	int rc = 0;
+	size_t n = 0;
+	for (; n < m->pk_count && rc == 0; n++) {
+		const struct storage_column *c = &m->columns[m->pk[n]];
+		bool last = n + 1 == m->pk_count;
+		const char *end = last ? p + strlen(p) : strchr(p, ':');
+		buf_init(&vals[n]);
+		if (!end) {
+			rc = err_set(ERR_INVALID,
+				     "the key has %zu of the %zu parts of the "
+				     "partition key (separate them with ':')",
+				     n + 1, m->pk_count);
+			n++;
+			break;
+		}
+		struct cql_term term =
+			key_term(c->type.kind, p, (size_t)(end - p));
+		struct cql_column_type ct = {c->type.kind, c->type.elem,
+					     c->type.value};
+		if (storage_type_is_collection(c->type.kind))
+			rc = err_set(ERR_UNSUPPORTED,
+				     "collection partition keys "
+				     "cannot be given as text");
+		else if (cql_term_serialize(&term, &ct, c->name, NULL, NULL,
+					    &vals[n]) != 0)
+			rc = -1;
+		parts[n] = slice_make(vals[n].data, vals[n].len);
+		p = end + (last ? 0 : 1);
+	}
+	if (rc == 0)
+		rc = m->pk_count == 1
+			     ? buf_append(out, parts[0].ptr, parts[0].len)
+			     : murmur3_compound_key(out, parts, m->pk_count);
+	for (size_t i = 0; i < n; i++)
+		buf_free(&vals[i]);
+	return rc;
+}

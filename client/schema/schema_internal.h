@@ -1,0 +1,117 @@
+/* The schema registry's insides, shared by schema.c and schema_ddl.c. */
+#ifndef CASSINI_CLIENT_SCHEMA_INTERNAL_H
+#define CASSINI_CLIENT_SCHEMA_INTERNAL_H
+
+#include "client/schema/schema.h"
+
+/* The WITH options of a table (default_time_to_live ... id). */
+#define TABLE_OPTION_COUNT 17
+
+struct cql_table {
+	/* Dropped columns keep their slot, marked in meta->columns. */
+	struct storage_table_meta *meta;
+	struct cql_table_options opts;
+	/* When each WITH option was last written by an ALTER (the time the
+	 * node that ran it stamped it with; 0: at creation). */
+	int64_t option_time[TABLE_OPTION_COUNT];
+	bool columns_diverged; /* cql_table_columns_diverged */
+	/* Its share of the schema version (a hash of its definition), set
+	 * when it enters a keyspace: tables do not change once in. */
+	uint64_t digest[2];
+};
+
+/* The WITH options of a keyspace. */
+enum { KS_REPLICATION, KS_DURABLE_WRITES, KEYSPACE_OPTION_COUNT };
+
+struct cql_keyspace {
+	struct storage_keyspace_meta *meta;
+	struct ring_strategy *strategy;
+	/* When each option was last written by an ALTER (as in cql_table). */
+	int64_t option_time[KEYSPACE_OPTION_COUNT];
+	bool system;
+	struct cql_table **tables; /* sorted by name */
+	size_t table_count;
+	size_t table_cap;
+	/* The sum of its tables' digests (updated as tables come and go),
+	 * so the schema version costs a line per keyspace, not a walk of
+	 * every column of every table. */
+	uint64_t tables_digest[2];
+};
+
+enum retired_kind {
+	RETIRED_TABLE,
+	RETIRED_KEYSPACE,
+};
+
+/* A replaced or dropped object, and the generation of the change that
+ * removed it: a reader pinned before that generation may hold it. */
+struct retired {
+	enum retired_kind kind;
+	void *ptr;
+	uint64_t generation;
+};
+
+struct cql_schema {
+	struct cql_keyspace **keyspaces; /* sorted by name */
+	size_t count;
+	size_t cap;
+	/* Replaced or dropped objects not freed yet, oldest first (entries
+	 * retired_head .. retired_count): freed once every pin older than
+	 * their generation is gone (schema.h, "Lifetime"). */
+	struct retired *retired;
+	size_t retired_head, retired_count, retired_cap;
+	/* cql_schema_change.dropped of the last change */
+	uint8_t (*dropped)[16];
+	size_t dropped_cap;
+	/* Pins held, oldest first (their generations never decrease). */
+	struct cql_schema_pin *pins, *pins_tail;
+	size_t pin_count;
+	uint64_t generation; /* cql_schema_generation */
+	/* cql_schema_version of generation version_gen: drivers read
+	 * system.local's schema_version after every DDL, and gossip carries
+	 * it; computing it walks every table */
+	uint8_t version[16];
+	uint64_t version_gen;
+	bool version_known;
+};
+
+/* Lookups returning mutable objects (for the DDL code). */
+struct cql_keyspace *schema_keyspace_mut(struct cql_schema *s,
+					 const char *name);
+int schema_keyspace_insert(struct cql_schema *s, struct cql_keyspace *k);
+void schema_keyspace_remove(struct cql_schema *s, struct cql_keyspace *k);
+int schema_table_insert(struct cql_keyspace *k, struct cql_table *t);
+void schema_table_remove(struct cql_keyspace *k, struct cql_table *t);
+struct cql_table *schema_table_mut(struct cql_keyspace *k, const char *name);
+/* Keeps a replaced or dropped object for the readers pinned before this
+ * change; it stays intact until schema_apply returns. -1 on ERR_NOMEM. */
+int schema_retire(struct cql_schema *s, enum retired_kind kind, void *ptr);
+/* Frees the retired objects no pin can hold any more. */
+void schema_reclaim(struct cql_schema *s);
+/* Room for `n` ids in the change's dropped list (before anything
+ * changes); -1 on ERR_NOMEM. Then schema_note_dropped adds one. */
+int schema_reserve_dropped(struct cql_schema *s, size_t n);
+void schema_note_dropped(struct cql_schema *s, struct cql_schema_change *c,
+			 const uint8_t id[16]);
+
+void schema_table_free(struct cql_table *t);
+void schema_keyspace_free(struct cql_keyspace *k);
+void schema_table_options_default(struct cql_table_options *o);
+
+/* How a statement reaches schema_apply. */
+enum schema_origin {
+	SCHEMA_CLIENT,     /* a client's statement */
+	SCHEMA_INTERNAL,   /* the system tables' definitions: may touch the
+			    * system keyspaces */
+	SCHEMA_REPLICATED, /* applied elsewhere first: settles a CREATE TABLE
+			    * that raced (cql_schema_apply_replicated) */
+};
+
+/* `columns_before`: see cql_schema_apply_replicated (-1 otherwise). */
+enum cql_schema_status
+schema_apply(struct cql_schema *s, const struct cql_stmt *stmt,
+	     const char *current_keyspace, const uint8_t new_id[16],
+	     enum schema_origin origin, int columns_before,
+	     struct cql_schema_change *change);
+
+#endif

@@ -1,0 +1,890 @@
+/*
+ * Virtual system tables: row generation and SELECT evaluation.
+ *
+ * Rows are built per query in an arena (they are small: one row per
+ * keyspace, table, column or node) as arrays of serialized cells indexed by
+ * the table's column numbers, then filtered, projected and encoded.
+ */
+#include "client/schema/system_tables.h"
+
+#include "client/cql/cql_values.h"
+#include "common/arena.h"
+#include "common/err.h"
+#include "ring/ring.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cell {
+	const uint8_t *ptr;
+	int32_t len; /* -1: null */
+};
+
+struct rows {
+	struct arena *a;
+	const struct cql_table *table;
+	size_t ncols;
+	struct cell **rows;
+	size_t count, cap;
+};
+
+/* ---- building rows ------------------------------------------------------- */
+
+static struct cell *row_new(struct rows *r)
+{
+	if (r->count == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		struct cell **p = arena_alloc(r->a, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		if (r->count)
+			memcpy(p, r->rows, r->count * sizeof(*p));
+		r->rows = p;
+		r->cap = cap;
+	}
+	struct cell *row = arena_alloc(r->a, r->ncols * sizeof(*row));
+	if (!row)
+		return NULL;
+	for (size_t i = 0; i < r->ncols; i++)
+		row[i] = (struct cell){NULL, -1};
+	r->rows[r->count++] = row;
+	return row;
+}
+
+static int put(struct rows *r, struct cell *row, const char *column,
+	       const void *p, size_t len)
+{
+	int c = cql_table_column(r->table, column);
+	if (c < 0)
+		return err_set(ERR_INVALID, "internal: no column %s", column);
+	uint8_t *copy = arena_memdup(r->a, p, len);
+	if (!copy)
+		return -1;
+	row[c] = (struct cell){copy, (int32_t)len};
+	return 0;
+}
+
+static int put_text(struct rows *r, struct cell *row, const char *column,
+		    const char *s)
+{
+	return s ? put(r, row, column, s, strlen(s)) : 0;
+}
+
+static int put_int(struct rows *r, struct cell *row, const char *column,
+		   int32_t v)
+{
+	uint8_t b[4];
+	be32_store(b, (uint32_t)v);
+	return put(r, row, column, b, 4);
+}
+
+static int put_bool(struct rows *r, struct cell *row, const char *column,
+		    bool v)
+{
+	uint8_t b = v ? 1 : 0;
+	return put(r, row, column, &b, 1);
+}
+
+static int put_double(struct rows *r, struct cell *row, const char *column,
+		      double v)
+{
+	uint64_t bits;
+	uint8_t b[8];
+	memcpy(&bits, &v, 8);
+	be64_store(b, bits);
+	return put(r, row, column, b, 8);
+}
+
+static int put_inet(struct rows *r, struct cell *row, const char *column,
+		    const struct inet_addr *a)
+{
+	if (a->family == INET_NONE)
+		return 0;
+	return put(r, row, column, a->ip, a->family == INET_V6 ? 16 : 4);
+}
+
+/* A frozen map<text, text> / set<text> from sorted string pairs: n, then
+ * [int len][bytes] per element (and value). */
+static int put_text_collection(struct rows *r, struct cell *row,
+			       const char *column, const char *const *keys,
+			       const char *const *values, size_t n)
+{
+	/* Sort indexes by key bytes (insertion sort: n is tiny). */
+	size_t order[64];
+	if (n > 64)
+		n = 64;
+	for (size_t i = 0; i < n; i++) {
+		size_t j = i;
+		while (j > 0 && strcmp(keys[order[j - 1]], keys[i]) > 0) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+	struct buf b;
+	buf_init(&b);
+	int rc = buf_put_be32(&b, (uint32_t)n);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const char *k = keys[order[i]];
+		rc = buf_put_be32(&b, (uint32_t)strlen(k)) ||
+		     buf_append(&b, k, strlen(k));
+		if (rc == 0 && values) {
+			const char *v = values[order[i]];
+			rc = buf_put_be32(&b, (uint32_t)strlen(v)) ||
+			     buf_append(&b, v, strlen(v));
+		}
+	}
+	if (rc == 0)
+		rc = put(r, row, column, b.data ? b.data : (const uint8_t *)"",
+			 b.len);
+	buf_free(&b);
+	return rc ? -1 : 0;
+}
+
+static int put_tokens(struct rows *r, struct cell *row, const int64_t *tokens,
+		      size_t n)
+{
+	char **texts = arena_alloc(r->a, (n ? n : 1) * sizeof(*texts));
+	if (!texts)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		char t[24];
+		snprintf(t, sizeof(t), "%lld", (long long)tokens[i]);
+		if (!(texts[i] = arena_strdup(r->a, t)))
+			return -1;
+	}
+	return put_text_collection(r, row, "tokens", (const char *const *)texts,
+				   NULL, n);
+}
+
+/* ---- generators ---------------------------------------------------------- */
+
+/* The keyspace and table a query restricts system_schema rows to (WHERE
+ * keyspace_name = ... [AND table_name = ...], what drivers send when
+ * they refresh one table after a schema change): the generators then
+ * build only those rows instead of every table's, and apply_where still
+ * filters. */
+struct scope {
+	const char *ks, *table; /* NULL: any */
+	bool none;              /* a restriction no name can meet */
+	char ks_buf[64], table_buf[64];
+};
+
+/* The keyspaces a generator walks: all, or the one in scope. */
+static size_t scope_first(const struct cql_schema *s, const struct scope *sc,
+			  size_t *end)
+{
+	*end = cql_schema_keyspace_count(s);
+	if (sc->none) {
+		*end = 0;
+		return 0;
+	}
+	if (!sc->ks)
+		return 0;
+	for (size_t i = 0; i < *end; i++)
+		if (strcmp(cql_keyspace_meta(cql_schema_keyspace_at(s, i))
+				   ->name,
+			   sc->ks) == 0) {
+			*end = i + 1;
+			return i;
+		}
+	*end = 0;
+	return 0;
+}
+
+/* The tables of `k` a generator walks: n of them, every one, or only the
+ * one in scope (looked up, not searched for). */
+struct scope_tables {
+	const struct cql_keyspace *k;
+	const struct cql_table *only;
+	size_t n;
+};
+
+static struct scope_tables scope_tables(const struct cql_schema *s,
+					const struct cql_keyspace *k,
+					const struct scope *sc)
+{
+	struct scope_tables st = {k, NULL, cql_keyspace_table_count(k)};
+	if (sc->table) {
+		st.only = cql_schema_table(s, cql_keyspace_meta(k)->name,
+					   sc->table);
+		st.n = st.only ? 1 : 0;
+	}
+	return st;
+}
+
+static const struct cql_table *scope_table_at(const struct scope_tables *st,
+					      size_t j)
+{
+	return st->only ? st->only : cql_keyspace_table_at(st->k, j);
+}
+
+static int gen_keyspaces(struct rows *r, const struct cql_schema *s,
+			 const struct scope *sc)
+{
+	size_t end, i = scope_first(s, sc, &end);
+	for (; i < end; i++) {
+		const struct storage_keyspace_meta *k =
+			cql_keyspace_meta(cql_schema_keyspace_at(s, i));
+		const char *keys[66], *values[66];
+		size_t n = 0;
+		keys[n] = "class";
+		values[n++] = k->replication_class ? k->replication_class : "";
+		for (size_t j = 0; j < k->replication_count && n < 64;
+		     j++, n++) {
+			keys[n] = k->replication_keys[j];
+			values[n] = k->replication_values[j];
+		}
+		struct cell *row = row_new(r);
+		if (!row || put_text(r, row, "keyspace_name", k->name) ||
+		    put_bool(r, row, "durable_writes", k->durable_writes) ||
+		    put_text_collection(r, row, "replication", keys, values, n))
+			return -1;
+	}
+	return 0;
+}
+
+static int put_table_options(struct rows *r, struct cell *row,
+			     const struct cql_table *t)
+{
+	const struct storage_table_meta *m = cql_table_meta(t);
+	const struct storage_table_options *o = &m->options;
+	const struct cql_table_options *co = cql_table_options(t);
+	char min[16], max[16], chunk[16], window[24];
+	snprintf(min, sizeof(min), "%u", o->min_threshold);
+	snprintf(max, sizeof(max), "%u", o->max_threshold);
+	snprintf(chunk, sizeof(chunk), "%u", o->chunk_length / 1024);
+	bool tw = o->compaction == STORAGE_COMPACTION_TIME_WINDOW;
+	const char *comp_keys[] = {"class", "max_threshold", "min_threshold",
+				   "compaction_window_size",
+				   "compaction_window_unit"};
+	const char *comp_values[5] = {tw ? "org.apache.cassandra.db.compaction."
+					   "TimeWindowCompactionStrategy"
+					 : "org.apache.cassandra.db.compaction."
+					   "SizeTieredCompactionStrategy",
+				      max, min, window, "MINUTES"};
+	snprintf(window, sizeof(window), "%lld",
+		 (long long)(o->compaction_window_seconds / 60));
+	/* Disabled compression is {'enabled': 'false'}, as Cassandra's
+	 * CompressionParams.asMap() has it. */
+	bool cz = o->compression != STORAGE_COMPRESSION_NONE;
+	const char *cz_keys[] = {cz ? "chunk_length_in_kb" : "enabled",
+				 "class"};
+	const char *cz_values[] = {
+		cz ? chunk : "false",
+		o->compression == STORAGE_COMPRESSION_DEFLATE
+			? "org.apache.cassandra.io.compress.DeflateCompressor"
+			: "org.apache.cassandra.io.compress.LZ4Compressor"};
+	const char *cache_keys[] = {"keys", "rows_per_partition"};
+	const char *cache_values[] = {co->caching_keys, co->caching_rows};
+	const char *flags[] = {"compound"};
+	return put_double(r, row, "bloom_filter_fp_chance",
+			  o->bloom_filter_fp_chance) ||
+	       put_text_collection(r, row, "caching", cache_keys, cache_values,
+				   2) ||
+	       put_bool(r, row, "cdc", false) ||
+	       put_text(r, row, "comment", co->comment) ||
+	       put_text_collection(r, row, "compaction", comp_keys, comp_values,
+				   tw ? 5 : 3) ||
+	       put_text_collection(r, row, "compression", cz_keys, cz_values,
+				   cz ? 2 : 1) ||
+	       put_double(r, row, "crc_check_chance", co->crc_check_chance) ||
+	       put_double(r, row, "dclocal_read_repair_chance", 0.0) ||
+	       put_int(r, row, "default_time_to_live",
+		       o->default_time_to_live) ||
+	       put_text_collection(r, row, "extensions", NULL, NULL, 0) ||
+	       put_text_collection(r, row, "flags", flags, NULL, 1) ||
+	       put_int(r, row, "gc_grace_seconds",
+		       (int32_t)o->gc_grace_seconds) ||
+	       put(r, row, "id", m->id, 16) ||
+	       put_int(r, row, "max_index_interval", co->max_index_interval) ||
+	       put_int(r, row, "memtable_flush_period_in_ms",
+		       co->memtable_flush_period_in_ms) ||
+	       put_int(r, row, "min_index_interval", co->min_index_interval) ||
+	       put_text(r, row, "read_repair",
+			co->read_repair_blocking ? "BLOCKING" : "NONE") ||
+	       put_double(r, row, "read_repair_chance", 0.0) ||
+	       put_text(r, row, "speculative_retry", co->speculative_retry) ||
+	       put_text(r, row, "additional_write_policy", "99p");
+}
+
+static int gen_tables(struct rows *r, const struct cql_schema *s,
+		      const struct scope *sc)
+{
+	size_t end, i = scope_first(s, sc, &end);
+	for (; i < end; i++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
+		struct scope_tables st = scope_tables(s, k, sc);
+		for (size_t j = 0; j < st.n; j++) {
+			const struct cql_table *t = scope_table_at(&st, j);
+			struct cell *row = row_new(r);
+			if (!row ||
+			    put_text(r, row, "keyspace_name",
+				     cql_keyspace_meta(k)->name) ||
+			    put_text(r, row, "table_name",
+				     cql_table_meta(t)->name) ||
+			    put_table_options(r, row, t))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static const char *const kind_names[] = {"partition_key", "clustering",
+					 "regular", "static"};
+
+static int column_row(struct rows *r, const char *ks, const char *table,
+		      const struct storage_column *c, bool dropped)
+{
+	char type[128];
+	if (cql_type_text(&c->type, type, sizeof(type)) != 0)
+		return -1;
+	struct cell *row = row_new(r);
+	if (!row || put_text(r, row, "keyspace_name", ks) ||
+	    put_text(r, row, "table_name", table) ||
+	    put_text(r, row, "column_name", c->name) ||
+	    put_text(r, row, "kind", kind_names[c->kind & 3]) ||
+	    put_text(r, row, "type", type))
+		return -1;
+	if (dropped) {
+		/* timestamp: milliseconds; the drop time is in micros */
+		uint8_t b[8];
+		int64_t ms = c->dropped_at > 0 ? c->dropped_at / 1000 : 0;
+		be64_store(b, (uint64_t)ms);
+		return put(r, row, "dropped_time", b, 8);
+	}
+	bool key = c->kind == STORAGE_COLUMN_PARTITION_KEY ||
+		   c->kind == STORAGE_COLUMN_CLUSTERING;
+	return put_text(r, row, "clustering_order",
+			c->kind != STORAGE_COLUMN_CLUSTERING ? "none"
+			: c->desc                            ? "desc"
+							     : "asc") ||
+	       put(r, row, "column_name_bytes", c->name, strlen(c->name)) ||
+	       put_int(r, row, "position", key ? c->position : -1);
+}
+
+/* A dropped column with a later drop of the same name: dropped_columns
+ * has one row per name, the latest (as Cassandra's). */
+static bool superseded_drop(const struct storage_table_meta *m, size_t c)
+{
+	for (size_t i = c + 1; i < m->column_count; i++)
+		if (m->columns[i].dropped &&
+		    strcmp(m->columns[i].name, m->columns[c].name) == 0)
+			return true;
+	return false;
+}
+
+static int gen_columns(struct rows *r, const struct cql_schema *s, bool dropped,
+		       const struct scope *sc)
+{
+	size_t end, i = scope_first(s, sc, &end);
+	for (; i < end; i++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
+		struct scope_tables st = scope_tables(s, k, sc);
+		for (size_t j = 0; j < st.n; j++) {
+			const struct cql_table *t = scope_table_at(&st, j);
+			const struct storage_table_meta *m = cql_table_meta(t);
+			/* Rows sorted by column name, as the clustering says.
+			 */
+			size_t order[512], n = 0;
+			for (size_t c = 0; c < m->column_count && n < 512;
+			     c++) {
+				if (cql_table_column_dropped(t, c) != dropped)
+					continue;
+				if (dropped && superseded_drop(m, c))
+					continue;
+				size_t p = n++;
+				while (p > 0 &&
+				       strcmp(m->columns[order[p - 1]].name,
+					      m->columns[c].name) > 0) {
+					order[p] = order[p - 1];
+					p--;
+				}
+				order[p] = c;
+			}
+			for (size_t c = 0; c < n; c++)
+				if (column_row(r, m->keyspace, m->name,
+					       &m->columns[order[c]],
+					       dropped) != 0)
+					return -1;
+		}
+	}
+	return 0;
+}
+
+static int gen_local(struct rows *r, const struct cql_schema *s,
+		     const struct cql_node_info *n)
+{
+	uint8_t version[16];
+	cql_schema_version(s, version);
+	struct cell *row = row_new(r);
+	return !row || put_text(r, row, "key", "local") ||
+			       put_text(r, row, "bootstrapped", "COMPLETED") ||
+			       put_inet(r, row, "broadcast_address",
+					&n->broadcast_address) ||
+			       put_int(r, row, "broadcast_port",
+				       n->broadcast_address.port) ||
+			       put_text(r, row, "cluster_name",
+					n->cluster_name) ||
+			       put_text(r, row, "cql_version",
+					CASSINI_CQL_VERSION) ||
+			       put_text(r, row, "data_center", n->dc) ||
+			       put_int(r, row, "gossip_generation",
+				       n->gossip_generation) ||
+			       put(r, row, "host_id", n->host_id, 16) ||
+			       put_inet(r, row, "listen_address",
+					&n->listen_address) ||
+			       put_int(r, row, "listen_port",
+				       n->listen_address.port) ||
+			       put_text(r, row, "native_protocol_version",
+					"4") ||
+			       put_text(r, row, "partitioner",
+					"org.apache.cassandra.dht."
+					"Murmur3Partitioner") ||
+			       put_text(r, row, "rack", n->rack) ||
+			       put_text(r, row, "release_version",
+					CASSINI_RELEASE_VERSION) ||
+			       put_inet(r, row, "rpc_address",
+					&n->rpc_address) ||
+			       put_int(r, row, "rpc_port",
+				       n->rpc_address.port) ||
+			       put(r, row, "schema_version", version, 16) ||
+			       put_tokens(r, row, n->tokens, n->token_count)
+		       ? -1
+		       : 0;
+}
+
+static int gen_peers(struct rows *r, const struct cql_node_info *n, bool v2)
+{
+	for (size_t i = 0; i < n->peer_count; i++) {
+		const struct cql_peer_info *p = &n->peers[i];
+		struct cell *row = row_new(r);
+		int rc = !row || put_inet(r, row, "peer", &p->address) ||
+			 put_text(r, row, "data_center", p->dc) ||
+			 put(r, row, "host_id", p->host_id, 16) ||
+			 put_text(r, row, "rack", p->rack) ||
+			 put_text(r, row, "release_version",
+				  p->release_version
+					  ? p->release_version
+					  : CASSINI_RELEASE_VERSION) ||
+			 put(r, row, "schema_version", p->schema_version, 16) ||
+			 put_tokens(r, row, p->tokens, p->token_count);
+		if (!rc)
+			rc = put_inet(r, row, "preferred_ip", &p->preferred);
+		if (!rc && v2 && p->preferred.family != INET_NONE)
+			rc = put_int(r, row, "preferred_port",
+				     p->preferred.port);
+		if (!rc && v2)
+			rc = put_int(r, row, "peer_port", p->address.port) ||
+			     put_inet(r, row, "native_address",
+				      &p->native_address) ||
+			     put_int(r, row, "native_port",
+				     p->native_address.port);
+		else if (!rc)
+			rc = put_inet(r, row, "rpc_address",
+				      &p->native_address);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+static int generate(struct rows *r, const struct cql_schema *s,
+		    const struct cql_node_info *n, const char *ks,
+		    const char *table, const struct scope *sc)
+{
+	if (strcmp(ks, "system_schema") == 0) {
+		if (strcmp(table, "keyspaces") == 0)
+			return gen_keyspaces(r, s, sc);
+		if (strcmp(table, "tables") == 0)
+			return gen_tables(r, s, sc);
+		if (strcmp(table, "columns") == 0)
+			return gen_columns(r, s, false, sc);
+		if (strcmp(table, "dropped_columns") == 0)
+			return gen_columns(r, s, true, sc);
+		return 0; /* types, functions, aggregates, ...: empty */
+	}
+	if (strcmp(table, "local") == 0)
+		return gen_local(r, s, n);
+	if (strcmp(table, "peers") == 0)
+		return gen_peers(r, n, false);
+	if (strcmp(table, "peers_v2") == 0)
+		return gen_peers(r, n, true);
+	return 0;
+}
+
+/* ---- SELECT -------------------------------------------------------------- */
+
+bool cql_system_keyspace_is_virtual(const char *ks)
+{
+	return strcmp(ks, "system") == 0 || strcmp(ks, "system_schema") == 0 ||
+	       strcmp(ks, "system_virtual_schema") == 0;
+}
+
+struct sel_col {
+	int column;
+	const char *name;
+};
+
+static int select_error(struct buf *out, uint8_t version, int16_t stream,
+			uint32_t code, const char *msg)
+{
+	return cql_encode_error(out, version, stream, code, msg);
+}
+
+/* The value a relation compares with, serialized for column `c`. */
+static int relation_value(struct arena *a, const struct cql_term *t,
+			  const struct storage_column *c,
+			  const struct cql_value *binds, size_t nbinds,
+			  struct cell *out)
+{
+	if (t->kind == CQL_TERM_BIND) {
+		if ((size_t)t->bind_index >= nbinds)
+			return err_set(ERR_INVALID,
+				       "There were %zu markers(?) in "
+				       "CQL but %zu bound variables",
+				       (size_t)t->bind_index + 1, nbinds);
+		const struct cql_value *v = &binds[t->bind_index];
+		*out = (struct cell){v->ptr, v->len < 0 ? -1 : v->len};
+		return 0;
+	}
+	struct buf b;
+	struct cql_column_type ct = {c->type.kind, c->type.elem, c->type.value};
+	struct cql_timeuuid_gen g;
+	struct cql_fn_ctx fn = {.timeuuids = &g};
+	cql_timeuuid_gen_init(&g, 0);
+	buf_init(&b);
+	int rc = cql_term_serialize(t, &ct, c->name, &fn, NULL, &b);
+	if (rc < 0) {
+		buf_free(&b);
+		return -1;
+	}
+	out->len = rc == 1 ? -1 : (int32_t)b.len;
+	out->ptr =
+		arena_memdup(a, b.data ? b.data : (const uint8_t *)"", b.len);
+	buf_free(&b);
+	return out->ptr || out->len <= 0 ? 0 : -1;
+}
+
+static bool cell_eq(const struct cell *a, const struct cell *b)
+{
+	if (a->len < 0 || b->len < 0)
+		return false;
+	return a->len == b->len && memcmp(a->ptr, b->ptr, (size_t)a->len) == 0;
+}
+
+/* The text an equality relation on `column` compares with, into buf
+ * (cap bytes); 0 when there is none to use (absent, IN, not text), 1 when
+ * found, -1 when no name can equal it (null, too long). */
+static int eq_text(const struct cql_select *q, const char *column,
+		   const struct cql_value *binds, size_t nbinds, char *buf,
+		   size_t cap)
+{
+	for (size_t i = 0; i < q->where_count; i++) {
+		const struct cql_relation *rel = &q->where[i];
+		if (rel->kind != CQL_REL_COLUMN || rel->op != CQL_OP_EQ ||
+		    strcmp(rel->columns[0], column) != 0)
+			continue;
+		const struct cql_term *t = rel->value;
+		const void *p;
+		size_t len;
+		if (t->kind == CQL_TERM_STRING) {
+			p = t->text;
+			len = t->len;
+		} else if (t->kind == CQL_TERM_BIND &&
+			   (size_t)t->bind_index < nbinds) {
+			const struct cql_value *v = &binds[t->bind_index];
+			if (v->len < 0)
+				return -1;
+			p = v->ptr;
+			len = (size_t)v->len;
+		} else {
+			return 0;
+		}
+		if (len >= cap)
+			return -1;
+		memcpy(buf, p, len);
+		buf[len] = 0;
+		return 1;
+	}
+	return 0;
+}
+
+static void scope_of(const struct cql_select *q, const struct cql_value *binds,
+		     size_t nbinds, struct scope *sc)
+{
+	memset(sc, 0, sizeof(*sc));
+	int k = eq_text(q, "keyspace_name", binds, nbinds, sc->ks_buf,
+			sizeof(sc->ks_buf));
+	int t = eq_text(q, "table_name", binds, nbinds, sc->table_buf,
+			sizeof(sc->table_buf));
+	sc->none = k < 0 || t < 0;
+	sc->ks = k > 0 ? sc->ks_buf : NULL;
+	sc->table = t > 0 ? sc->table_buf : NULL;
+}
+
+/* Filters r->rows in place by the WHERE clause. */
+static int apply_where(struct rows *r, const struct cql_select *q,
+		       const struct cql_value *binds, size_t nbinds)
+{
+	const struct storage_table_meta *m = cql_table_meta(r->table);
+	for (size_t i = 0; i < q->where_count; i++) {
+		const struct cql_relation *rel = &q->where[i];
+		if (rel->kind != CQL_REL_COLUMN ||
+		    (rel->op != CQL_OP_EQ && rel->op != CQL_OP_IN))
+			return err_set(ERR_INVALID,
+				       "Only = and IN relations are supported "
+				       "on system tables");
+		int c = cql_table_column(r->table, rel->columns[0]);
+		if (c < 0)
+			return err_set(
+				ERR_INVALID,
+				"Undefined column name %s in table %s.%s",
+				rel->columns[0], m->keyspace, m->name);
+		const struct cql_term *const *vals =
+			(const struct cql_term *const *)&rel->value;
+		size_t nvals = 1;
+		if (rel->op == CQL_OP_IN) {
+			if (rel->value->kind != CQL_TERM_TUPLE)
+				return err_set(ERR_INVALID,
+					       "IN with a bound list is not "
+					       "supported on system tables");
+			vals = (const struct cql_term *const *)
+				       rel->value->items;
+			nvals = rel->value->count;
+		}
+		struct cell *want =
+			arena_alloc(r->a, (nvals ? nvals : 1) * sizeof(*want));
+		if (!want)
+			return -1;
+		for (size_t v = 0; v < nvals; v++)
+			if (relation_value(r->a, vals[v], &m->columns[c], binds,
+					   nbinds, &want[v]) != 0)
+				return -1;
+		size_t kept = 0;
+		for (size_t row = 0; row < r->count; row++) {
+			bool match = false;
+			for (size_t v = 0; v < nvals && !match; v++)
+				match = cell_eq(&r->rows[row][c], &want[v]);
+			if (match)
+				r->rows[kept++] = r->rows[row];
+		}
+		r->count = kept;
+	}
+	return 0;
+}
+
+/* Columns of SELECT *: partition key, clustering, then the rest by name. */
+static size_t star_columns(struct arena *a, const struct cql_table *t,
+			   struct sel_col **out)
+{
+	const struct storage_table_meta *m = cql_table_meta(t);
+	struct sel_col *cols =
+		arena_alloc(a, (m->column_count + 1) * sizeof(*cols));
+	size_t n = 0;
+	if (!cols)
+		return 0;
+	for (size_t i = 0; i < m->pk_count; i++)
+		cols[n++] =
+			(struct sel_col){m->pk[i], m->columns[m->pk[i]].name};
+	for (size_t i = 0; i < m->ck_count; i++)
+		cols[n++] =
+			(struct sel_col){m->ck[i], m->columns[m->ck[i]].name};
+	size_t first = n;
+	for (size_t c = 0; c < m->column_count; c++) {
+		uint8_t kind = m->columns[c].kind;
+		if (kind == STORAGE_COLUMN_PARTITION_KEY ||
+		    kind == STORAGE_COLUMN_CLUSTERING ||
+		    cql_table_column_dropped(t, c))
+			continue;
+		size_t p = n++;
+		while (p > first &&
+		       strcmp(cols[p - 1].name, m->columns[c].name) > 0) {
+			cols[p] = cols[p - 1];
+			p--;
+		}
+		cols[p] = (struct sel_col){(int)c, m->columns[c].name};
+	}
+	*out = cols;
+	return n;
+}
+
+/* The columns a SELECT on system table `t` returns, in order. */
+static int select_columns(struct arena *a, const struct cql_table *t,
+			  const struct cql_select *q, const char *ks,
+			  struct sel_col **out, size_t *nout)
+{
+	size_t ncols = 0;
+	struct sel_col *cols = NULL;
+	if (q->star) {
+		ncols = star_columns(a, t, &cols);
+		if (!cols)
+			return err_set(ERR_NOMEM, "out of memory");
+		*out = cols;
+		*nout = ncols;
+		return 0;
+	}
+	cols = arena_alloc(a, (q->selector_count + 1) * sizeof(*cols));
+	if (!cols)
+		return err_set(ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < q->selector_count; i++) {
+		const struct cql_selector *s = &q->selectors[i];
+		if (s->kind != CQL_SEL_COLUMN)
+			return err_set(ERR_INVALID,
+				       "Only column selections are "
+				       "supported on system tables");
+		int c = cql_table_column(t, s->name);
+		if (c < 0)
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in table "
+				       "%s.%s",
+				       s->name, ks, q->table.name);
+		cols[ncols++] =
+			(struct sel_col){c, s->alias ? s->alias : s->name};
+	}
+	*out = cols;
+	*nout = ncols;
+	return 0;
+}
+
+static struct cql_column_spec *specs_of(struct arena *a,
+					const struct cql_table *t,
+					const struct sel_col *cols,
+					size_t ncols)
+{
+	const struct storage_table_meta *m = cql_table_meta(t);
+	struct cql_column_spec *specs =
+		arena_alloc(a, (ncols ? ncols : 1) * sizeof(*specs));
+	for (size_t i = 0; specs && i < ncols; i++) {
+		specs[i].keyspace = m->keyspace;
+		specs[i].table = m->name;
+		specs[i].name = cols[i].name;
+		if (!(specs[i].type = cql_type_option_of(
+			      a, &m->columns[cols[i].column].type)))
+			return NULL;
+	}
+	return specs;
+}
+
+int cql_system_select_specs(struct arena *a, const struct cql_schema *schema,
+			    const struct cql_select *q, const char *keyspace,
+			    struct cql_column_spec **specs, size_t *n)
+{
+	const char *ks = q->table.keyspace ? q->table.keyspace : keyspace;
+	const struct cql_table *t =
+		ks ? cql_schema_table(schema, ks, q->table.name) : NULL;
+	struct sel_col *cols = NULL;
+	size_t ncols = 0;
+	if (!t)
+		return err_set(ERR_INVALID, "unconfigured table %s",
+			       q->table.name);
+	if (select_columns(a, t, q, ks, &cols, &ncols) != 0)
+		return -1;
+	*specs = specs_of(a, t, cols, ncols);
+	*n = ncols;
+	return *specs ? 0 : err_set(ERR_NOMEM, "out of memory");
+}
+
+static int encode_rows(struct buf *out, struct rows *r,
+		       const struct sel_col *cols, size_t ncols, size_t limit,
+		       uint8_t version, int16_t stream)
+{
+	struct cql_column_spec *specs = specs_of(r->a, r->table, cols, ncols);
+	if (!specs)
+		return -1;
+	size_t n = r->count < limit ? r->count : limit;
+	long start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
+	if (start < 0)
+		return -1;
+	int rc = cql_write_int(out, CQL_RESULT_ROWS) ||
+		 cql_write_rows_metadata(out, specs, ncols, NULL, false) ||
+		 cql_write_int(out, (int32_t)n);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		for (size_t c = 0; rc == 0 && c < ncols; c++) {
+			const struct cell *cell = &r->rows[i][cols[c].column];
+			rc = cql_write_bytes(out, cell->ptr, cell->len);
+		}
+	if (rc) {
+		out->len = (size_t)start;
+		return -1;
+	}
+	cql_frame_end(out, start);
+	return 0;
+}
+
+/* system_virtual_schema: no virtual keyspaces, but the tables exist. */
+static int virtual_schema_select(const struct cql_select *q, uint8_t version,
+				 int16_t stream, struct buf *out)
+{
+	static const struct cql_type_option text = {.id = CQL_TYPE_VARCHAR};
+	static const struct cql_column_spec cols[] = {
+		{"system_virtual_schema", "keyspaces", "keyspace_name", &text},
+	};
+	const char *t = q->table.name;
+	if (strcmp(t, "keyspaces") != 0 && strcmp(t, "tables") != 0 &&
+	    strcmp(t, "columns") != 0) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "unconfigured table %s", t);
+		return select_error(out, version, stream, CQL_ERR_INVALID, msg);
+	}
+	long start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
+	if (start < 0 || cql_write_int(out, CQL_RESULT_ROWS) ||
+	    cql_write_rows_metadata(out, cols, 1, NULL, false) ||
+	    cql_write_int(out, 0))
+		return -1;
+	cql_frame_end(out, start);
+	return 0;
+}
+
+int cql_system_select(const struct cql_schema *schema,
+		      const struct cql_node_info *node,
+		      const struct cql_select *q, const char *keyspace,
+		      const struct cql_value *binds, size_t bind_count,
+		      uint8_t version, int16_t stream, struct buf *out)
+{
+	char msg[256];
+	const char *ks = q->table.keyspace ? q->table.keyspace : keyspace;
+	if (ks && strcmp(ks, "system_virtual_schema") == 0)
+		return virtual_schema_select(q, version, stream, out);
+	const struct cql_table *t =
+		ks ? cql_schema_table(schema, ks, q->table.name) : NULL;
+	if (!t) {
+		snprintf(msg, sizeof(msg), "unconfigured table %s",
+			 q->table.name);
+		return select_error(out, version, stream, CQL_ERR_INVALID, msg);
+	}
+	struct arena a;
+	arena_create(&a, 0);
+	struct rows r = {
+		.a = &a, .table = t, .ncols = cql_table_meta(t)->column_count};
+	struct sel_col *cols = NULL;
+	size_t ncols = 0;
+	size_t limit = SIZE_MAX;
+	struct scope sc;
+	scope_of(q, binds, bind_count, &sc);
+	int rc = generate(&r, schema, node, ks, q->table.name, &sc);
+	if (rc == 0)
+		rc = apply_where(&r, q, binds, bind_count);
+	if (rc == 0)
+		rc = select_columns(&a, t, q, ks, &cols, &ncols);
+	if (rc == 0 && q->limit) {
+		if (q->limit->kind == CQL_TERM_INTEGER && !q->limit->negative)
+			limit = strtoull(q->limit->text, NULL, 10);
+		else if (q->limit->kind == CQL_TERM_BIND &&
+			 (size_t)q->limit->bind_index < bind_count &&
+			 binds[q->limit->bind_index].len == 4)
+			limit = be32_load(binds[q->limit->bind_index].ptr);
+		if (limit == 0)
+			rc = err_set(ERR_INVALID,
+				     "LIMIT must be strictly positive");
+	}
+	if (rc == 0)
+		rc = encode_rows(out, &r, cols, ncols, limit, version, stream);
+	else if (err_code() != ERR_NOMEM) {
+		snprintf(msg, sizeof(msg), "%s", err_msg());
+		rc = select_error(out, version, stream, CQL_ERR_INVALID, msg);
+	}
+	arena_destroy(&a);
+	return rc;
+}

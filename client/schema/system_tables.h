@@ -1,0 +1,88 @@
+/*
+ * Virtual system tables: the rows of system.local, system.peers,
+ * system.peers_v2 and system_schema.* computed on demand from the schema
+ * registry and the node's view of the cluster, never stored.
+ *
+ * Drivers read these on every connect (see ../shared/notes/client-protocol.md
+ * §3): columns they need must be present and non-null, system_schema.tables
+ * reports flags {'compound'}, release_version parses as 4.0.x, and every
+ * up peer reports the same schema_version once schemas agree.
+ *
+ * A SELECT on one of them is evaluated here: projection (with * in
+ * Cassandra's column order), WHERE equalities and IN on any column (with
+ * literals or bound values), LIMIT; the answer is a RESULT Rows frame.
+ */
+#ifndef CASSINI_CLIENT_SYSTEM_TABLES_H
+#define CASSINI_CLIENT_SYSTEM_TABLES_H
+
+#include "client/cql/cql_ast.h"
+#include "client/proto/proto.h"
+#include "client/schema/schema.h"
+#include "common/buf.h"
+#include "common/inet.h"
+
+#include <stdint.h>
+
+#define CASSINI_RELEASE_VERSION "4.0.11"
+#define CASSINI_CQL_VERSION     "3.4.5"
+
+struct cql_peer_info {
+	struct inet_addr address;        /* broadcast address, storage port */
+	struct inet_addr native_address; /* broadcast rpc address, port */
+	struct inet_addr preferred;      /* connected to instead of address
+					    (prefer_local); INET_NONE: none */
+	uint8_t host_id[16];
+	const char *dc;
+	const char *rack;
+	const char *release_version;
+	uint8_t schema_version[16];
+	const int64_t *tokens;
+	size_t token_count;
+};
+
+/* What the node knows about itself and its peers, borrowed for one call. */
+struct cql_node_info {
+	const char *cluster_name;
+	const char *snitch; /* e.g. "SimpleSnitch"; NULL: SimpleSnitch */
+	const char *dc;
+	const char *rack;
+	uint8_t host_id[16];
+	struct inet_addr listen_address;    /* what internode traffic binds */
+	struct inet_addr broadcast_address; /* what peers are told */
+	struct inet_addr rpc_address;       /* broadcast_rpc_address */
+	int32_t gossip_generation;
+	const int64_t *tokens;
+	size_t token_count;
+	const struct cql_peer_info *peers; /* never the local node */
+	size_t peer_count;
+	/* Other members known at all (joining ones too, which are not peers
+	 * rows until they have tokens). */
+	size_t other_members;
+};
+
+/* True for the keyspaces served here (system, system_schema, and the
+ * virtual-schema keyspaces drivers probe). */
+bool cql_system_keyspace_is_virtual(const char *keyspace);
+
+/*
+ * Evaluates a SELECT on a virtual table and appends a whole RESULT frame
+ * (Rows, or an ERROR) to `out`. `binds` are the statement's bound values
+ * (may be NULL when there are none). Returns 0, or -1 when nothing could
+ * be appended (ERR_NOMEM).
+ */
+int cql_system_select(const struct cql_schema *schema,
+		      const struct cql_node_info *node,
+		      const struct cql_select *select, const char *keyspace,
+		      const struct cql_value *binds, size_t bind_count,
+		      uint8_t version, int16_t stream, struct buf *out);
+
+/* The result columns of a SELECT on a system table (for the PREPARED
+ * result's metadata, which drivers such as gocql use in place of each
+ * reply's), allocated in `a`. 0, or -1 with ERR_INVALID / ERR_NOMEM. */
+struct arena;
+struct cql_column_spec;
+int cql_system_select_specs(struct arena *a, const struct cql_schema *schema,
+			    const struct cql_select *q, const char *keyspace,
+			    struct cql_column_spec **specs, size_t *n);
+
+#endif
