@@ -1,7 +1,7 @@
-# The C client (client/cql_client*) and cassini-stress's histogram.
+# The C client (client/driver/) and cassini-stress's histogram.
 cassini_check_suite(test_cql_client LABEL unit
                     SOURCES test_cql_client.c
-                            ${PROJECT_SOURCE_DIR}/node/stress_hist.c
+                            ${PROJECT_SOURCE_DIR}/node/tools/stress_hist.c
                     LIBS cassini_cql_client)
 # Where the client routes keys (tests/integration/test_stress_routing.py).
 add_executable(cql_route_cli cql_route_cli.c)

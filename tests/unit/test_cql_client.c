@@ -9,7 +9,7 @@
 #include "common/err.h"
 #include "common/murmur3.h"
 #include "common/rand.h"
-#include "node/stress_hist.h"
+#include "node/tools/stress_hist.h"
 #include "tests/lib/testutil.h"
 
 #include <event2/buffer.h>

@@ -11,7 +11,7 @@
  * Each node's line is its initial_token; the table after them gives the
  * balance the DC has as each node joins (docs/operations.md).
  */
-#include "node/tool_tokens.h"
+#include "node/tools/tool_tokens.h"
 
 #include "common/err.h"
 #include "ring/ring.h"

@@ -1,5 +1,5 @@
 /* Log-linear latency histogram; see stress_hist.h. */
-#include "node/stress_hist.h"
+#include "node/tools/stress_hist.h"
 
 #include <string.h>
 

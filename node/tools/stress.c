@@ -25,7 +25,7 @@
  */
 #include "client/driver/cql_client.h"
 #include "common/err.h"
-#include "node/stress_hist.h"
+#include "node/tools/stress_hist.h"
 
 #include <event2/event.h>
 
