@@ -52,7 +52,7 @@ struct admin {
 	size_t conn_count;
 };
 
-int buf_printf(struct buf *b, const char *fmt, ...)
+int admin_printf(struct buf *b, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -108,10 +108,10 @@ static const struct command *find_command(struct admin *a, const char *name)
 
 static int run_help(struct admin *a, struct buf *out)
 {
-	buf_printf(out, "usage: cassini-tool [-h HOST] [-p PORT] COMMAND "
-			"[ARGS...]\n\nCommands:\n");
+	admin_printf(out, "usage: cassini-tool [-h HOST] [-p PORT] COMMAND "
+			  "[ARGS...]\n\nCommands:\n");
 	for (size_t i = 0; i < a->command_count; i++)
-		buf_printf(out, "  %s\n", a->commands[i].usage);
+		admin_printf(out, "  %s\n", a->commands[i].usage);
 	return 0;
 }
 
@@ -152,10 +152,10 @@ static void respond(struct admin_conn *c, const struct admin_request *req)
 	if (strcmp(req->command, "help") == 0) {
 		status = run_help(a, &out);
 	} else if (!cmd) {
-		buf_printf(&err,
-			   "unknown command '%s' (try `cassini-tool "
-			   "help`)\n",
-			   req->command);
+		admin_printf(&err,
+			     "unknown command '%s' (try `cassini-tool "
+			     "help`)\n",
+			     req->command);
 		status = 1;
 	} else {
 		a->current = c;

@@ -58,7 +58,7 @@ void admin_reply_finish(struct admin_reply *r, int status, const char *out,
 			const char *err);
 
 /* printf into a buf; returns 0 or -1 (ERR_NOMEM). */
-int buf_printf(struct buf *b, const char *fmt, ...)
+int admin_printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 #endif

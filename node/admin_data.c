@@ -26,7 +26,7 @@
 
 static int usage(struct buf *err, const char *synopsis)
 {
-	buf_printf(err, "usage: %s\n", synopsis);
+	admin_printf(err, "usage: %s\n", synopsis);
 	return 1;
 }
 
@@ -51,8 +51,9 @@ static int cmd_tpstats(void *arg, size_t argc, const char *const *argv,
 	 * MutationStage's blocked ones, as in Cassandra. */
 	struct storage_stats ss = {0};
 	storage_stats(cql_service_storage(n->cql), NULL, &ss);
-	buf_printf(out, "%-28s %6s %7s %12s %7s %16s\n", "Pool Name", "Active",
-		   "Pending", "Completed", "Blocked", "All time blocked");
+	admin_printf(out, "%-28s %6s %7s %12s %7s %16s\n", "Pool Name",
+		     "Active", "Pending", "Completed", "Blocked",
+		     "All time blocked");
 	struct {
 		const char *name;
 		uint64_t active, completed, blocked, all_time_blocked;
@@ -71,13 +72,13 @@ static int cmd_tpstats(void *arg, size_t argc, const char *const *argv,
 		 0},
 	};
 	for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++)
-		buf_printf(out,
-			   "%-28s %6" PRIu64 " %7d %12" PRIu64 " %7" PRIu64
-			   " %16" PRIu64 "\n",
-			   pools[i].name, pools[i].active, 0,
-			   pools[i].completed, pools[i].blocked,
-			   pools[i].all_time_blocked);
-	buf_printf(out, "\n%-28s %8s\n", "Message type", "Dropped");
+		admin_printf(out,
+			     "%-28s %6" PRIu64 " %7d %12" PRIu64 " %7" PRIu64
+			     " %16" PRIu64 "\n",
+			     pools[i].name, pools[i].active, 0,
+			     pools[i].completed, pools[i].blocked,
+			     pools[i].all_time_blocked);
+	admin_printf(out, "\n%-28s %8s\n", "Message type", "Dropped");
 	struct {
 		const char *name;
 		uint32_t verb;
@@ -89,14 +90,14 @@ static int cmd_tpstats(void *arg, size_t argc, const char *const *argv,
 	/* MUTATION counts the writes storage refused or failed after
 	 * waiting write_request_timeout for memtable room too. */
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		buf_printf(out, "%-28s %8" PRIu64 "\n", verbs[i].name,
-			   st.dropped[verbs[i].verb] +
-				   ts.expired_by_verb[verbs[i].verb] +
-				   (verbs[i].verb == REPL_VERB_MUTATION
-					    ? ss.writes_refused
-					    : 0));
-	buf_printf(out, "%-28s %8" PRIu64 "\n", "HINT",
-		   hs.dropped_window + hs.dropped_size);
+		admin_printf(out, "%-28s %8" PRIu64 "\n", verbs[i].name,
+			     st.dropped[verbs[i].verb] +
+				     ts.expired_by_verb[verbs[i].verb] +
+				     (verbs[i].verb == REPL_VERB_MUTATION
+					      ? ss.writes_refused
+					      : 0));
+	admin_printf(out, "%-28s %8" PRIu64 "\n", "HINT",
+		     hs.dropped_window + hs.dropped_size);
 	return 0;
 }
 
@@ -111,31 +112,32 @@ static int cmd_proxyhistograms(void *arg, size_t argc, const char *const *argv,
 		return usage(err, "proxyhistograms");
 	struct repl_stats st;
 	cql_service_data_stats(n->cql, &st);
-	buf_printf(out, "proxy histograms\n");
-	buf_printf(out, "%-10s %18s %18s %18s\n", "Percentile", "Read Latency",
-		   "Write Latency", "Range Latency");
-	buf_printf(out, "%-10s %18s %18s %18s\n", "", "(micros)", "(micros)",
-		   "(micros)");
+	admin_printf(out, "proxy histograms\n");
+	admin_printf(out, "%-10s %18s %18s %18s\n", "Percentile",
+		     "Read Latency", "Write Latency", "Range Latency");
+	admin_printf(out, "%-10s %18s %18s %18s\n", "", "(micros)", "(micros)",
+		     "(micros)");
 	static const struct {
 		const char *label;
 		double p;
 	} rows[] = {{"50%", 50}, {"75%", 75}, {"95%", 95}, {"98%", 98},
 		    {"99%", 99}, {"Min", 0},  {"Max", 100}};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		buf_printf(out, "%-10s %18.2f %18.2f %18.2f\n", rows[i].label,
-			   (double)repl_latency_percentile(&st.read_lat,
-							   rows[i].p),
-			   (double)repl_latency_percentile(&st.write_lat,
-							   rows[i].p),
-			   (double)repl_latency_percentile(&st.range_lat,
-							   rows[i].p));
-	buf_printf(out,
-		   "\nUnavailables: %" PRIu64 ", write timeouts: %" PRIu64
-		   ", read timeouts: %" PRIu64 ", overloaded: %" PRIu64
-		   ", digest mismatches: %" PRIu64
-		   ", speculative retries: %" PRIu64 "\n",
-		   st.unavailables, st.write_timeouts, st.read_timeouts,
-		   st.overloaded, st.digest_mismatches, st.speculative_retries);
+		admin_printf(out, "%-10s %18.2f %18.2f %18.2f\n", rows[i].label,
+			     (double)repl_latency_percentile(&st.read_lat,
+							     rows[i].p),
+			     (double)repl_latency_percentile(&st.write_lat,
+							     rows[i].p),
+			     (double)repl_latency_percentile(&st.range_lat,
+							     rows[i].p));
+	admin_printf(out,
+		     "\nUnavailables: %" PRIu64 ", write timeouts: %" PRIu64
+		     ", read timeouts: %" PRIu64 ", overloaded: %" PRIu64
+		     ", digest mismatches: %" PRIu64
+		     ", speculative retries: %" PRIu64 "\n",
+		     st.unavailables, st.write_timeouts, st.read_timeouts,
+		     st.overloaded, st.digest_mismatches,
+		     st.speculative_retries);
 	return 0;
 }
 
@@ -145,7 +147,8 @@ static struct hints *hints_or_err(struct node *n, struct buf *err)
 {
 	struct hints *h = cql_service_hints(n->cql);
 	if (!h)
-		buf_printf(err, "hinted handoff is not running on this node\n");
+		admin_printf(err,
+			     "hinted handoff is not running on this node\n");
 	return h;
 }
 
@@ -171,13 +174,15 @@ static int cmd_listpendinghints(void *arg, size_t argc, const char *const *argv,
 	size_t total = hints_list_pending(h, hosts, 256);
 	size_t shown = total < 256 ? total : 256;
 	if (shown == 0) {
-		buf_printf(out, "This node does not have any pending hints\n");
+		admin_printf(out,
+			     "This node does not have any pending hints\n");
 		return 0;
 	}
 	struct ring *r = members_ring(n->members);
-	buf_printf(out, "%-36s  %-15s %-8s %-8s %-6s %11s %11s  %-20s  %-20s\n",
-		   "Host ID", "Address", "Rack", "DC", "Status", "Total hints",
-		   "Total files", "Newest", "Oldest");
+	admin_printf(out,
+		     "%-36s  %-15s %-8s %-8s %-6s %11s %11s  %-20s  %-20s\n",
+		     "Host ID", "Address", "Rack", "DC", "Status",
+		     "Total hints", "Total files", "Newest", "Oldest");
 	for (size_t i = 0; i < shown; i++) {
 		char id[37], addr[INET_ADDR_STRLEN] = "?", newest[32],
 			     oldest[32];
@@ -195,11 +200,11 @@ static int cmd_listpendinghints(void *arg, size_t argc, const char *const *argv,
 		}
 		format_time(hosts[i].newest_us, newest, sizeof(newest));
 		format_time(hosts[i].oldest_us, oldest, sizeof(oldest));
-		buf_printf(out,
-			   "%-36s  %-15s %-8s %-8s %-6s %11" PRIu64
-			   " %11" PRIu64 "  %-20s  %-20s\n",
-			   id, addr, rack, dc, status, hosts[i].records,
-			   hosts[i].files, newest, oldest);
+		admin_printf(out,
+			     "%-36s  %-15s %-8s %-8s %-6s %11" PRIu64
+			     " %11" PRIu64 "  %-20s  %-20s\n",
+			     id, addr, rack, dc, status, hosts[i].records,
+			     hosts[i].files, newest, oldest);
 	}
 	return 0;
 }
@@ -283,15 +288,15 @@ static int cmd_statushandoff(void *arg, size_t argc, const char *const *argv,
 		hints_get_stats(h, &hs);
 	struct repl_stats rs;
 	cql_service_data_stats(n->cql, &rs);
-	buf_printf(out,
-		   "Hinted handoff is %s\nstored %" PRIu64
-		   ", delivered %" PRIu64 ", dropped (window) %" PRIu64
-		   ", dropped (size) %" PRIu64 ", dropped (disabled) %" PRIu64
-		   ", corrupt %" PRIu64 ", taken from leaving nodes %" PRIu64
-		   "\n",
-		   h ? "running" : "not running", hs.stored, hs.delivered,
-		   hs.dropped_window, hs.dropped_size, hs.dropped_disabled,
-		   hs.corrupt, rs.hints_taken);
+	admin_printf(out,
+		     "Hinted handoff is %s\nstored %" PRIu64
+		     ", delivered %" PRIu64 ", dropped (window) %" PRIu64
+		     ", dropped (size) %" PRIu64 ", dropped (disabled) %" PRIu64
+		     ", corrupt %" PRIu64 ", taken from leaving nodes %" PRIu64
+		     "\n",
+		     h ? "running" : "not running", hs.stored, hs.delivered,
+		     hs.dropped_window, hs.dropped_size, hs.dropped_disabled,
+		     hs.corrupt, rs.hints_taken);
 	return 0;
 }
 

@@ -32,9 +32,9 @@ static bool refuse_unless_enabled(struct node *n, struct buf *err)
 {
 	if (n->conf.test_fault_injection)
 		return false;
-	buf_printf(err, "fault injection is off on this node (it is for test "
-			"clusters: set test_fault_injection: true in "
-			"node.yaml)\n");
+	admin_printf(err, "fault injection is off on this node (it is for test "
+			  "clusters: set test_fault_injection: true in "
+			  "node.yaml)\n");
 	return true;
 }
 
@@ -78,25 +78,25 @@ static int cmd_netfault(void *arg, size_t argc, const char *const *argv,
 	size_t count = 0;
 	if (argc == 0 || strcmp(argv[0], "status") == 0) {
 		if (transport_fault_describe(n->transport, out) != 0) {
-			buf_printf(err, "%s\n", err_msg());
+			admin_printf(err, "%s\n", err_msg());
 			return 1;
 		}
 		if (out->len == 0)
-			buf_printf(out, "no faulty links\n");
+			admin_printf(out, "no faulty links\n");
 		return 0;
 	}
 	if (strcmp(argv[0], "set") == 0 && argc >= 2) {
 		struct netfault_link l;
 		if (parse_targets(n, argv[1], targets, &count) != 0 ||
 		    netfault_parse(argc - 2, argv + 2, &l) != 0) {
-			buf_printf(err, "netfault: %s\nusage: %s\n", err_msg(),
-				   NETFAULT_USAGE);
+			admin_printf(err, "netfault: %s\nusage: %s\n",
+				     err_msg(), NETFAULT_USAGE);
 			return 1;
 		}
 		for (size_t i = 0; i < count; i++)
 			if (transport_fault_set(n->transport, &targets[i],
 						&l) != 0) {
-				buf_printf(err, "netfault: %s\n", err_msg());
+				admin_printf(err, "netfault: %s\n", err_msg());
 				return 1;
 			}
 		LOG_WARN("test fault injection: links to %s set (delay %" PRIu64
@@ -105,14 +105,14 @@ static int cmd_netfault(void *arg, size_t argc, const char *const *argv,
 			 " bit/s, flap %" PRIu64 "/%" PRIu64 " us)",
 			 argv[1], l.delay_us, l.jitter_us, l.loss_ppm,
 			 l.rate_bps, l.flap_down_us, l.flap_period_us);
-		buf_printf(out, "%zu links set\n", count);
+		admin_printf(out, "%zu links set\n", count);
 		return 0;
 	}
 	if (strcmp(argv[0], "clear") == 0 && argc <= 2) {
 		int gone = 0;
 		if (argc == 2) {
 			if (parse_targets(n, argv[1], targets, &count) != 0) {
-				buf_printf(err, "netfault: %s\n", err_msg());
+				admin_printf(err, "netfault: %s\n", err_msg());
 				return 1;
 			}
 			for (size_t i = 0; i < count; i++)
@@ -122,16 +122,16 @@ static int cmd_netfault(void *arg, size_t argc, const char *const *argv,
 			gone = transport_fault_clear(n->transport, NULL);
 		}
 		LOG_WARN("test fault injection: %d links cleared", gone);
-		buf_printf(out, "%d links cleared\n", gone);
+		admin_printf(out, "%d links cleared\n", gone);
 		return 0;
 	}
-	buf_printf(err, "usage: %s\n", NETFAULT_USAGE);
+	admin_printf(err, "usage: %s\n", NETFAULT_USAGE);
 	return 1;
 }
 
 static void print_offset(struct buf *out, int64_t us)
 {
-	buf_printf(out, "wall clock offset: %+.3f s\n", (double)us / 1e6);
+	admin_printf(out, "wall clock offset: %+.3f s\n", (double)us / 1e6);
 }
 
 static int cmd_clockskew(void *arg, size_t argc, const char *const *argv,
@@ -154,18 +154,18 @@ static int cmd_clockskew(void *arg, size_t argc, const char *const *argv,
 		if (*v == '-' || *v == '+')
 			v++;
 		if (conf_parse_duration_ms(v, &ms) != 0) {
-			buf_printf(err, "clockskew: '%s': %s\n", argv[1],
-				   err_msg());
+			admin_printf(err, "clockskew: '%s': %s\n", argv[1],
+				     err_msg());
 			return 1;
 		}
 		if (ms > 365ull * 86400 * 1000) {
-			buf_printf(err, "clockskew: '%s': at most a year\n",
-				   argv[1]);
+			admin_printf(err, "clockskew: '%s': at most a year\n",
+				     argv[1]);
 			return 1;
 		}
 		us = (neg ? -1 : 1) * (int64_t)ms * 1000;
 	} else {
-		buf_printf(err, "usage: %s\n", CLOCKSKEW_USAGE);
+		admin_printf(err, "usage: %s\n", CLOCKSKEW_USAGE);
 		return 1;
 	}
 	env_real_set_wall_offset(n->env, us);

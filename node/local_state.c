@@ -22,7 +22,7 @@ void local_state_free(struct local_state *s)
 	s->token_count = 0;
 }
 
-int tokens_parse(const char *text, int64_t **out, size_t *count)
+int node_tokens_parse(const char *text, int64_t **out, size_t *count)
 {
 	size_t cap = 1;
 	for (const char *p = text; *p; p++)
@@ -114,7 +114,8 @@ static int parse_file(char *text, struct local_state *s)
 		} else if (strcmp(line, "decommissioned") == 0) {
 			s->decommissioned = strcmp(v, "true") == 0;
 		} else if (strcmp(line, "tokens") == 0) {
-			if (tokens_parse(v, &s->tokens, &s->token_count) != 0)
+			if (node_tokens_parse(v, &s->tokens, &s->token_count) !=
+			    0)
 				return -1;
 		}
 	}

@@ -49,6 +49,6 @@ char *local_state_tokens_text(const struct local_state *s);
 
 /* Parses "t1,t2,..." (decimal int64); returns the count or -1. `out` is
  * malloc'ed. */
-int tokens_parse(const char *text, int64_t **out, size_t *count);
+int node_tokens_parse(const char *text, int64_t **out, size_t *count);
 
 #endif

@@ -104,7 +104,7 @@ static bool candidate(const struct gossip_endpoint_info *info, struct cand *c)
 		: info->status == GOSSIP_STATUS_BOOT  ? RING_STATUS_BOOT
 						      : RING_STATUS_NORMAL;
 	if (members_parse_host_id(hid, c->ep.host_id) != 0 ||
-	    tokens_parse(tok, &c->tokens, &c->ep.num_tokens) != 0) {
+	    node_tokens_parse(tok, &c->tokens, &c->ep.num_tokens) != 0) {
 		LOG_WARN("leaving an endpoint out of the ring: %s", err_msg());
 		return false;
 	}

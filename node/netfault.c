@@ -163,10 +163,10 @@ bool netfault_plan(struct netfault *nf, const struct inet_addr *to, size_t len,
 static void put_ms(struct buf *out, const char *name, uint64_t us)
 {
 	if (us % 1000)
-		buf_printf(out, " %s %.3fms", name, (double)us / 1000.0);
+		admin_printf(out, " %s %.3fms", name, (double)us / 1000.0);
 	else
-		buf_printf(out, " %s %llums", name,
-			   (unsigned long long)(us / 1000));
+		admin_printf(out, " %s %llums", name,
+			     (unsigned long long)(us / 1000));
 }
 
 void netfault_describe(struct netfault *nf, struct buf *out)
@@ -176,26 +176,26 @@ void netfault_describe(struct netfault *nf, struct buf *out)
 		const struct link *k = &nf->links[i];
 		char a[INET_ADDR_STRLEN];
 		inet_addr_format(&k->to, a, sizeof(a));
-		buf_printf(out, "%s", a);
+		admin_printf(out, "%s", a);
 		put_ms(out, "delay", k->l.delay_us);
 		put_ms(out, "jitter", k->l.jitter_us);
-		buf_printf(out, " loss %.4g%%", (double)k->l.loss_ppm / 1e4);
+		admin_printf(out, " loss %.4g%%", (double)k->l.loss_ppm / 1e4);
 		if (k->l.rate_bps)
-			buf_printf(out, " rate %llubit",
-				   (unsigned long long)k->l.rate_bps);
+			admin_printf(out, " rate %llubit",
+				     (unsigned long long)k->l.rate_bps);
 		if (k->l.flap_period_us) {
 			put_ms(out, "flap-down", k->l.flap_down_us);
 			put_ms(out, "every", k->l.flap_period_us);
-			buf_printf(out, " (%s)",
-				   down_left(k, now) ? "down now" : "up now");
+			admin_printf(out, " (%s)",
+				     down_left(k, now) ? "down now" : "up now");
 		}
-		buf_printf(out,
-			   "; messages %llu, held %llu, retransmitted %llu, "
-			   "sent while down %llu\n",
-			   (unsigned long long)k->st.messages,
-			   (unsigned long long)k->st.held,
-			   (unsigned long long)k->st.retransmitted,
-			   (unsigned long long)k->st.while_down);
+		admin_printf(out,
+			     "; messages %llu, held %llu, retransmitted %llu, "
+			     "sent while down %llu\n",
+			     (unsigned long long)k->st.messages,
+			     (unsigned long long)k->st.held,
+			     (unsigned long long)k->st.retransmitted,
+			     (unsigned long long)k->st.while_down);
 	}
 }
 

@@ -722,9 +722,9 @@ static void collect_peers(struct node *n)
 		    !st[GOSSIP_STATE_RACK] || !st[GOSSIP_STATE_HOST_ID] ||
 		    members_parse_host_id(st[GOSSIP_STATE_HOST_ID],
 					  p->host_id) != 0 ||
-		    tokens_parse(st[GOSSIP_STATE_TOKENS],
-				 &lists[n->cql_peer_count],
-				 &lens[n->cql_peer_count]) < 0)
+		    node_tokens_parse(st[GOSSIP_STATE_TOKENS],
+				      &lists[n->cql_peer_count],
+				      &lens[n->cql_peer_count]) < 0)
 			continue;
 		p->address = info.addr;
 		p->preferred =

@@ -51,7 +51,7 @@ static void format_bytes(double v, char *out, size_t cap)
 /* A command's wrong arguments: its synopsis on stderr, exit status 1. */
 static int usage(struct buf *err, const char *synopsis)
 {
-	buf_printf(err, "usage: %s\n", synopsis);
+	admin_printf(err, "usage: %s\n", synopsis);
 	return 1;
 }
 
@@ -89,11 +89,11 @@ static struct ring_strategy *strategy_for(struct node *n, const char *ks,
 		struct ring_strategy *s = ring_strategy_new(
 			keys, values, count, cql_keyspace_is_system(k));
 		if (!s)
-			buf_printf(err, "%s\n", err_msg());
+			admin_printf(err, "%s\n", err_msg());
 		return s;
 	}
 	if (!strchr(ks, '=')) {
-		buf_printf(
+		admin_printf(
 			err,
 			"Keyspace '%s' does not exist (or give a replication "
 			"such as class=NetworkTopologyStrategy,dc1=3)\n",
@@ -108,7 +108,7 @@ static struct ring_strategy *strategy_for(struct node *n, const char *ks,
 	     kv = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(kv, '=');
 		if (!eq) {
-			buf_printf(err, "bad replication option '%s'\n", kv);
+			admin_printf(err, "bad replication option '%s'\n", kv);
 			free(copy);
 			return NULL;
 		}
@@ -118,7 +118,7 @@ static struct ring_strategy *strategy_for(struct node *n, const char *ks,
 	}
 	struct ring_strategy *s = ring_strategy_new(keys, values, count, false);
 	if (!s)
-		buf_printf(err, "%s\n", err_msg());
+		admin_printf(err, "%s\n", err_msg());
 	free(copy);
 	return s;
 }
@@ -247,7 +247,7 @@ static int ownership_for(struct node *n, const char *ks, struct ring *r,
 	size_t ne = ring_endpoint_count(r);
 	*own = calloc(ne ? ne : 1, sizeof(**own));
 	if (!*own || (*s && ownership(r, *s, *own) != 0)) {
-		buf_printf(err, "cannot compute ownership: %s\n", err_msg());
+		admin_printf(err, "cannot compute ownership: %s\n", err_msg());
 		free(*own);
 		ring_strategy_delete(*s);
 		return 2;
@@ -270,15 +270,16 @@ static int cmd_status(void *arg, size_t argc, const char *const *argv,
 	const char *dcs[MAX_DCS];
 	size_t ndc = gossip_dcs(n->gossip, dcs);
 	for (size_t d = 0; d < ndc; d++) {
-		buf_printf(out, "Datacenter: %s\n", dcs[d]);
+		admin_printf(out, "Datacenter: %s\n", dcs[d]);
 		size_t ul = strlen("Datacenter: ") + strlen(dcs[d]);
 		for (size_t k = 0; k < ul; k++)
-			buf_printf(out, "=");
-		buf_printf(out, "\nStatus=Up/Down\n"
-				"|/ State=Normal/Leaving/Joining/Moving\n");
-		buf_printf(out, "--  %-15s %-10s %-7s %-17s %-36s  %s\n",
-			   "Address", "Load", "Tokens",
-			   s ? "Owns (effective)" : "Owns", "Host ID", "Rack");
+			admin_printf(out, "=");
+		admin_printf(out, "\nStatus=Up/Down\n"
+				  "|/ State=Normal/Leaving/Joining/Moving\n");
+		admin_printf(out, "--  %-15s %-10s %-7s %-17s %-36s  %s\n",
+			     "Address", "Load", "Tokens",
+			     s ? "Owns (effective)" : "Owns", "Host ID",
+			     "Rack");
 		for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
 			struct gossip_endpoint_info info;
 			gossip_endpoint_at(n->gossip, i, &info);
@@ -297,17 +298,17 @@ static int cmd_status(void *arg, size_t argc, const char *const *argv,
 					 own[idx] * 100.0);
 			const char *hid = info.states[GOSSIP_STATE_HOST_ID];
 			const char *rack = info.states[GOSSIP_STATE_RACK];
-			buf_printf(out,
-				   "%s  %-15s %-10s %-7zu %-17s %-36s  %s\n",
-				   code, host, load,
-				   token_count_of(
-					   info.states[GOSSIP_STATE_TOKENS]),
-				   owns, hid ? hid : "?", rack ? rack : "?");
+			admin_printf(out,
+				     "%s  %-15s %-10s %-7zu %-17s %-36s  %s\n",
+				     code, host, load,
+				     token_count_of(
+					     info.states[GOSSIP_STATE_TOKENS]),
+				     owns, hid ? hid : "?", rack ? rack : "?");
 		}
-		buf_printf(out, "\n");
+		admin_printf(out, "\n");
 	}
 	if (!s)
-		buf_printf(out, "%s\n", NO_EFFECTIVE_OWNERSHIP);
+		admin_printf(out, "%s\n", NO_EFFECTIVE_OWNERSHIP);
 	free(own);
 	ring_strategy_delete(s);
 	return 0;
@@ -330,9 +331,10 @@ static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 	bool vnodes = false;
 	for (size_t d = 0; d < ring_dc_count(r); d++) {
 		const char *dc = ring_dc_name(r, d);
-		buf_printf(out, "\nDatacenter: %s\n==========\n", dc);
-		buf_printf(out, "%-16s%-12s%-7s%-8s%-16s%-20s%s\n", "Address",
-			   "Rack", "Status", "State", "Load", "Owns", "Token");
+		admin_printf(out, "\nDatacenter: %s\n==========\n", dc);
+		admin_printf(out, "%-16s%-12s%-7s%-8s%-16s%-20s%s\n", "Address",
+			     "Rack", "Status", "State", "Load", "Owns",
+			     "Token");
 		int64_t last = 0;
 		for (size_t i = 0; i < ring_token_count(r); i++) {
 			const struct ring_endpoint *ep =
@@ -340,7 +342,7 @@ static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 			if (strcmp(ep->dc, dc) == 0)
 				last = ring_token_at(r, i);
 		}
-		buf_printf(out, "%79s%lld\n", "", (long long)last);
+		admin_printf(out, "%79s%lld\n", "", (long long)last);
 		for (size_t i = 0; i < ring_token_count(r); i++) {
 			size_t e = ring_token_owner_at(r, i);
 			const struct ring_endpoint *ep =
@@ -365,20 +367,21 @@ static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 				ep->status == RING_STATUS_LEAVING ? "Leaving"
 				: ep->status == RING_STATUS_BOOT  ? "Joining"
 								  : "Normal";
-			buf_printf(out, "%-16s%-12s%-7s%-8s%-16s%-20s%lld\n",
-				   host, ep->rack, up ? "Up" : "Down", state,
-				   load, owns, (long long)ring_token_at(r, i));
+			admin_printf(out, "%-16s%-12s%-7s%-8s%-16s%-20s%lld\n",
+				     host, ep->rack, up ? "Up" : "Down", state,
+				     load, owns,
+				     (long long)ring_token_at(r, i));
 		}
 	}
-	buf_printf(out, "\n");
+	admin_printf(out, "\n");
 	if (vnodes)
-		buf_printf(out,
-			   "  Warning: \"nodetool ring\" is used to output "
-			   "all the tokens of a node.\n  To view status "
-			   "related info of a node use \"nodetool status\" "
-			   "instead.\n\n");
+		admin_printf(out,
+			     "  Warning: \"nodetool ring\" is used to output "
+			     "all the tokens of a node.\n  To view status "
+			     "related info of a node use \"nodetool status\" "
+			     "instead.\n\n");
 	if (!s)
-		buf_printf(out, "\n  %s\n", NO_EFFECTIVE_OWNERSHIP);
+		admin_printf(out, "\n  %s\n", NO_EFFECTIVE_OWNERSHIP);
 	free(own);
 	ring_strategy_delete(s);
 	return 0;
@@ -411,31 +414,31 @@ static int cmd_info(void *arg, size_t argc, const char *const *argv,
 	char load[32];
 	load_text(n, &self, load, sizeof(load));
 	int64_t up_s = (env_wall_us(n->env) - n->start_wall_us) / 1000000;
-	buf_printf(out, "%-23s: %s\n", "ID", n->local.host_id);
-	buf_printf(out, "%-23s: %s\n", "Gossip active",
-		   n->drained ? "false" : "true");
-	buf_printf(out, "%-23s: %s\n", "Native Transport active",
-		   n->cql && cql_service_serving(n->cql) ? "true" : "false");
-	buf_printf(out, "%-23s: %s\n", "Load", load);
-	buf_printf(out, "%-23s: %lld\n", "Generation No",
-		   (long long)n->local.generation);
-	buf_printf(out, "%-23s: %lld\n", "Uptime (seconds)", (long long)up_s);
-	buf_printf(out, "%-23s: %.2f\n", "Memory RSS (MiB)",
-		   (double)rss_kib() / 1024.0);
-	buf_printf(out, "%-23s: %s\n", "Data Center", n->conf.dc);
-	buf_printf(out, "%-23s: %s\n", "Rack", n->conf.rack);
-	buf_printf(out, "%-23s: %s\n", "Exceptions", "0");
+	admin_printf(out, "%-23s: %s\n", "ID", n->local.host_id);
+	admin_printf(out, "%-23s: %s\n", "Gossip active",
+		     n->drained ? "false" : "true");
+	admin_printf(out, "%-23s: %s\n", "Native Transport active",
+		     n->cql && cql_service_serving(n->cql) ? "true" : "false");
+	admin_printf(out, "%-23s: %s\n", "Load", load);
+	admin_printf(out, "%-23s: %lld\n", "Generation No",
+		     (long long)n->local.generation);
+	admin_printf(out, "%-23s: %lld\n", "Uptime (seconds)", (long long)up_s);
+	admin_printf(out, "%-23s: %.2f\n", "Memory RSS (MiB)",
+		     (double)rss_kib() / 1024.0);
+	admin_printf(out, "%-23s: %s\n", "Data Center", n->conf.dc);
+	admin_printf(out, "%-23s: %s\n", "Rack", n->conf.rack);
+	admin_printf(out, "%-23s: %s\n", "Exceptions", "0");
 	if (n->local.token_count == 0)
-		buf_printf(out, "%-23s: (none yet: joining)\n", "Token");
+		admin_printf(out, "%-23s: (none yet: joining)\n", "Token");
 	else if (all_tokens || n->local.token_count == 1)
 		for (size_t i = 0; i < n->local.token_count; i++)
-			buf_printf(out, "%-23s: %lld\n", "Token",
-				   (long long)n->local.tokens[i]);
+			admin_printf(out, "%-23s: %lld\n", "Token",
+				     (long long)n->local.tokens[i]);
 	else
-		buf_printf(out,
-			   "%-23s: (invoke with -T/--tokens to see all "
-			   "%zu tokens)\n",
-			   "Token", n->local.token_count);
+		admin_printf(out,
+			     "%-23s: (invoke with -T/--tokens to see all "
+			     "%zu tokens)\n",
+			     "Token", n->local.token_count);
 	return 0;
 }
 
@@ -450,18 +453,18 @@ static int cmd_gossipinfo(void *arg, size_t argc, const char *const *argv,
 		struct gossip_endpoint_info info;
 		char a[INET_ADDR_STRLEN];
 		gossip_endpoint_at(n->gossip, i, &info);
-		buf_printf(out, "/%s\n",
-			   inet_addr_format(&info.addr, a, sizeof(a)));
-		buf_printf(out, "  generation:%lld\n",
-			   (long long)info.generation);
-		buf_printf(out, "  heartbeat:%d\n", info.heartbeat);
+		admin_printf(out, "/%s\n",
+			     inet_addr_format(&info.addr, a, sizeof(a)));
+		admin_printf(out, "  generation:%lld\n",
+			     (long long)info.generation);
+		admin_printf(out, "  heartbeat:%d\n", info.heartbeat);
 		for (int k = 0; k < GOSSIP_STATE_COUNT; k++) {
 			if (!info.states[k])
 				continue;
-			buf_printf(out, "  %s:%d:%s\n",
-				   gossip_app_state_name(k), info.versions[k],
-				   k == GOSSIP_STATE_TOKENS ? "<hidden>"
-							    : info.states[k]);
+			admin_printf(out, "  %s:%d:%s\n",
+				     gossip_app_state_name(k), info.versions[k],
+				     k == GOSSIP_STATE_TOKENS ? "<hidden>"
+							      : info.states[k]);
 		}
 	}
 	return 0;
@@ -474,15 +477,15 @@ static int cmd_describecluster(void *arg, size_t argc, const char *const *argv,
 	struct node *n = arg;
 	if (argc > 0)
 		return usage(err, "describecluster");
-	buf_printf(out, "Cluster Information:\n\tName: %s\n",
-		   n->conf.cluster_name);
-	buf_printf(out, "\tSnitch: org.apache.cassandra.locator.%s\n",
-		   n->conf.endpoint_snitch ? "GossipingPropertyFileSnitch"
-					   : "SimpleSnitch");
-	buf_printf(out, "\tDynamicEndPointSnitch: disabled\n");
-	buf_printf(out, "\tPartitioner: %s\n", n->conf.partitioner);
-	buf_printf(out, "\tSchema versions:\n\t\t(no schema yet: it arrives "
-			"with the client protocol): [");
+	admin_printf(out, "Cluster Information:\n\tName: %s\n",
+		     n->conf.cluster_name);
+	admin_printf(out, "\tSnitch: org.apache.cassandra.locator.%s\n",
+		     n->conf.endpoint_snitch ? "GossipingPropertyFileSnitch"
+					     : "SimpleSnitch");
+	admin_printf(out, "\tDynamicEndPointSnitch: disabled\n");
+	admin_printf(out, "\tPartitioner: %s\n", n->conf.partitioner);
+	admin_printf(out, "\tSchema versions:\n\t\t(no schema yet: it arrives "
+			  "with the client protocol): [");
 	size_t live = 0, unreachable = 0, joining = 0, leaving = 0;
 	bool first = true;
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
@@ -492,7 +495,7 @@ static int cmd_describecluster(void *arg, size_t argc, const char *const *argv,
 		if (info.status == GOSSIP_STATUS_LEFT)
 			continue;
 		host_of(&info.addr, h);
-		buf_printf(out, "%s%s", first ? "" : ", ", h);
+		admin_printf(out, "%s%s", first ? "" : ", ", h);
 		first = false;
 		if (info.is_self || info.alive)
 			live++;
@@ -504,11 +507,11 @@ static int cmd_describecluster(void *arg, size_t argc, const char *const *argv,
 		if (info.status == GOSSIP_STATUS_LEAVING)
 			leaving++;
 	}
-	buf_printf(out,
-		   "]\n\nStats for all nodes:\n\tLive: %zu\n\tJoining: "
-		   "%zu\n\tMoving: 0\n\tLeaving: %zu\n\tUnreachable: "
-		   "%zu\n\nData Centers: \n",
-		   live, joining, leaving, unreachable);
+	admin_printf(out,
+		     "]\n\nStats for all nodes:\n\tLive: %zu\n\tJoining: "
+		     "%zu\n\tMoving: 0\n\tLeaving: %zu\n\tUnreachable: "
+		     "%zu\n\nData Centers: \n",
+		     live, joining, leaving, unreachable);
 	const char *dcs[MAX_DCS];
 	size_t ndc = gossip_dcs(n->gossip, dcs);
 	for (size_t d = 0; d < ndc; d++) {
@@ -524,8 +527,8 @@ static int cmd_describecluster(void *arg, size_t argc, const char *const *argv,
 			if (!info.is_self && !info.alive)
 				down++;
 		}
-		buf_printf(out, "\t%s #Nodes: %zu #Down: %zu\n", dcs[d], total,
-			   down);
+		admin_printf(out, "\t%s #Nodes: %zu #Down: %zu\n", dcs[d],
+			     total, down);
 	}
 	return 0;
 }
@@ -537,7 +540,7 @@ static int cmd_version(void *arg, size_t argc, const char *const *argv,
 	(void)argv;
 	(void)err;
 	(void)argc;
-	buf_printf(out, "ReleaseVersion: %s\n", CASSINI_VERSION);
+	admin_printf(out, "ReleaseVersion: %s\n", CASSINI_VERSION);
 	return 0;
 }
 
@@ -549,7 +552,7 @@ static void endpoint_list(struct ring *r, const struct ring_replicas *rep,
 	for (size_t k = 0; k < rep->n_natural; k++) {
 		char h[INET_ADDR_STRLEN];
 		host_of(&ring_endpoint_get(r, rep->natural[k])->addr, h);
-		buf_printf(out, "%s%s", k ? ", " : "", h);
+		admin_printf(out, "%s%s", k ? ", " : "", h);
 	}
 }
 
@@ -563,31 +566,31 @@ static int cmd_describering(void *arg, size_t argc, const char *const *argv,
 	if (!s)
 		return 1;
 	struct ring *r = members_ring(n->members);
-	buf_printf(out, "Schema Version:(none yet)\nTokenRange: \n");
+	admin_printf(out, "Schema Version:(none yet)\nTokenRange: \n");
 	for (size_t i = 0; i < ring_token_count(r); i++) {
 		struct token_range range = ring_range_at(r, i);
 		struct ring_replicas rep;
 		if (ring_replicas_for_token(r, s, range.right, &rep) != 0)
 			break;
-		buf_printf(out,
-			   "\tTokenRange(start_token:%lld, end_token:%lld, "
-			   "endpoints:[",
-			   (long long)range.left, (long long)range.right);
+		admin_printf(out,
+			     "\tTokenRange(start_token:%lld, end_token:%lld, "
+			     "endpoints:[",
+			     (long long)range.left, (long long)range.right);
 		endpoint_list(r, &rep, out);
-		buf_printf(out, "], rpc_endpoints:[");
+		admin_printf(out, "], rpc_endpoints:[");
 		endpoint_list(r, &rep, out);
-		buf_printf(out, "], endpoint_details:[");
+		admin_printf(out, "], endpoint_details:[");
 		for (size_t k = 0; k < rep.n_natural; k++) {
 			const struct ring_endpoint *ep =
 				ring_endpoint_get(r, rep.natural[k]);
 			char h[INET_ADDR_STRLEN];
 			host_of(&ep->addr, h);
-			buf_printf(out,
-				   "%sEndpointDetails(host:%s, "
-				   "datacenter:%s, rack:%s)",
-				   k ? ", " : "", h, ep->dc, ep->rack);
+			admin_printf(out,
+				     "%sEndpointDetails(host:%s, "
+				     "datacenter:%s, rack:%s)",
+				     k ? ", " : "", h, ep->dc, ep->rack);
 		}
-		buf_printf(out, "])\n");
+		admin_printf(out, "])\n");
 	}
 	ring_strategy_delete(s);
 	return 0;
@@ -608,8 +611,8 @@ static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
 		       : NULL;
 	bool what_if = strchr(argv[0], '=') != NULL;
 	if (!t && !what_if) {
-		buf_printf(err, "Table '%s.%s' does not exist\n", argv[0],
-			   argv[1]);
+		admin_printf(err, "Table '%s.%s' does not exist\n", argv[0],
+			     argv[1]);
 		ring_strategy_delete(s);
 		return 1;
 	}
@@ -623,7 +626,7 @@ static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
 			return 2;
 		}
 	} else if (cql_table_key_from_text(t, argv[2], &key) != 0) {
-		buf_printf(err, "bad key '%s': %s\n", argv[2], err_msg());
+		admin_printf(err, "bad key '%s': %s\n", argv[2], err_msg());
 		buf_free(&key);
 		ring_strategy_delete(s);
 		return 1;
@@ -637,10 +640,10 @@ static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
 		for (size_t k = 0; k < rep.n_natural; k++) {
 			char h[INET_ADDR_STRLEN];
 			host_of(&ring_endpoint_get(r, rep.natural[k])->addr, h);
-			buf_printf(out, "%s\n", h);
+			admin_printf(out, "%s\n", h);
 		}
 	} else {
-		buf_printf(err, "%s\n", err_msg());
+		admin_printf(err, "%s\n", err_msg());
 	}
 	ring_strategy_delete(s);
 	return rc == 0 ? 0 : 2;
@@ -672,14 +675,14 @@ static void maintenance_done(void *arg, int status, const char *msg)
 	} else if (m->what == CQL_MAINTENANCE_LIST_SNAPSHOTS) {
 		struct buf out = {0};
 		if (*msg)
-			buf_printf(&out,
-				   "Snapshot Details: \n%-20s %-20s %-24s "
-				   "%12s %12s\n%s",
-				   "Snapshot name", "Keyspace name",
-				   "Column family name", "True size",
-				   "Size on disk", msg);
+			admin_printf(&out,
+				     "Snapshot Details: \n%-20s %-20s %-24s "
+				     "%12s %12s\n%s",
+				     "Snapshot name", "Keyspace name",
+				     "Column family name", "True size",
+				     "Size on disk", msg);
 		else
-			buf_printf(&out, "There are no snapshots\n");
+			admin_printf(&out, "There are no snapshots\n");
 		buf_put_u8(&out, 0);
 		admin_reply_finish(m->r, 0, (const char *)out.data, "");
 		buf_free(&out);
@@ -703,7 +706,7 @@ static int maintenance_deferred(struct node *n, const uint8_t (*ids)[16],
 	if (m)
 		m->r = admin_defer(n->admin);
 	if (!m || !m->r) {
-		buf_printf(err, "error: %s\n", err_msg());
+		admin_printf(err, "error: %s\n", err_msg());
 		free(m);
 		free(f);
 		return 2;
@@ -728,15 +731,15 @@ static int tables_named(struct node *n, size_t argc, const char *const *argv,
 	*out = NULL;
 	*count = 0;
 	if (argc > 0 && !cql_schema_keyspace(schema, argv[0])) {
-		buf_printf(err, "error: Keyspace [%s] does not exist.\n",
-			   argv[0]);
+		admin_printf(err, "error: Keyspace [%s] does not exist.\n",
+			     argv[0]);
 		return -1;
 	}
 	for (size_t a = 1; a < argc; a++)
 		if (!cql_schema_table(schema, argv[0], argv[a])) {
-			buf_printf(err,
-				   "error: Unknown table %s in keyspace %s\n",
-				   argv[a], argv[0]);
+			admin_printf(err,
+				     "error: Unknown table %s in keyspace %s\n",
+				     argv[a], argv[0]);
 			return -1;
 		}
 	size_t cap = 0;
@@ -761,8 +764,8 @@ static int tables_named(struct node *n, size_t argc, const char *const *argv,
 				if (!more) {
 					free(*out);
 					*out = NULL;
-					buf_printf(err,
-						   "error: out of memory\n");
+					admin_printf(err,
+						     "error: out of memory\n");
 					return -1;
 				}
 				*out = more;
@@ -788,8 +791,8 @@ static int owned_ranges(struct node *n, const struct storage_table_meta *t,
 	struct token_range_list l = {0};
 	if (self < 0 || !p ||
 	    ring_placement_ranges(p, (size_t)self, false, false, &l)) {
-		buf_printf(err, "error: %s\n",
-			   self < 0 ? "this node has no tokens" : err_msg());
+		admin_printf(err, "error: %s\n",
+			     self < 0 ? "this node has no tokens" : err_msg());
 		token_range_list_free(&l);
 		return -1;
 	}
@@ -800,7 +803,7 @@ static int owned_ranges(struct node *n, const struct storage_table_meta *t,
 				realloc(*keep, c * sizeof(*more));
 			if (!more) {
 				token_range_list_free(&l);
-				buf_printf(err, "error: out of memory\n");
+				admin_printf(err, "error: out of memory\n");
 				return -1;
 			}
 			*keep = more;
@@ -824,15 +827,16 @@ static int maintain_tables(void *arg, size_t argc, const char *const *argv,
 {
 	struct node *n = arg;
 	if (!n->cql) {
-		buf_printf(err, "error: this node serves no data\n");
+		admin_printf(err, "error: this node serves no data\n");
 		return 2;
 	}
 	/* only safe with the ring settled (Cassandra's rule): while a node
 	 * joins or leaves, ranges this node still owes are not its own */
 	if (what == CQL_MAINTENANCE_CLEANUP &&
 	    members_moving(n->members, NULL)) {
-		buf_printf(err, "error: Node is involved in cluster membership "
-				"changes. Not safe to run cleanup.\n");
+		admin_printf(err,
+			     "error: Node is involved in cluster membership "
+			     "changes. Not safe to run cleanup.\n");
 		return 2;
 	}
 	if (argc == 0 && what == CQL_MAINTENANCE_FLUSH)
@@ -848,7 +852,7 @@ static int maintain_tables(void *arg, size_t argc, const char *const *argv,
 	size_t nkeep = 0, cap = 0;
 	int rc = 0;
 	if ((m && !ids) || !off) {
-		buf_printf(err, "error: out of memory\n");
+		admin_printf(err, "error: out of memory\n");
 		rc = 2;
 	}
 	for (size_t i = 0; !rc && i < m; i++) {
@@ -862,11 +866,11 @@ static int maintain_tables(void *arg, size_t argc, const char *const *argv,
 		rc = maintenance_deferred(n, (const uint8_t(*)[16])ids, m, what,
 					  keep, off, tag, ok, err);
 	else if (!rc) /* no table: nothing to do */
-		buf_printf(out, "%s",
-			   what == CQL_MAINTENANCE_LIST_SNAPSHOTS
-				   ? "There are no snapshots\n"
-			   : ok ? ok
-				: "");
+		admin_printf(out, "%s",
+			     what == CQL_MAINTENANCE_LIST_SNAPSHOTS
+				     ? "There are no snapshots\n"
+			     : ok ? ok
+				  : "");
 	free(keep);
 	free(off);
 	free(ids);
@@ -933,8 +937,8 @@ static int cmd_snapshot(void *arg, size_t argc, const char *const *argv,
 	size_t first;
 	char stamp[32], ok[512];
 	if (snapshot_args(argc, argv, &tag, &all, &first) || all) {
-		buf_printf(err, "usage: snapshot [-t tag] [keyspace "
-				"[tables...]]\n");
+		admin_printf(err, "usage: snapshot [-t tag] [keyspace "
+				  "[tables...]]\n");
 		return 1;
 	}
 	if (!tag) {
@@ -958,9 +962,9 @@ static int cmd_clearsnapshot(void *arg, size_t argc, const char *const *argv,
 	bool all;
 	size_t first;
 	if (snapshot_args(argc, argv, &tag, &all, &first) || all == !!tag) {
-		buf_printf(err, "Specify snapshot name or --all: "
-				"clearsnapshot (-t tag | --all) [keyspace "
-				"[tables...]]\n");
+		admin_printf(err, "Specify snapshot name or --all: "
+				  "clearsnapshot (-t tag | --all) [keyspace "
+				  "[tables...]]\n");
 		return 1;
 	}
 	char ok[512];
@@ -981,7 +985,7 @@ static int cmd_listsnapshots(void *arg, size_t argc, const char *const *argv,
 {
 	(void)argv;
 	if (argc) {
-		buf_printf(err, "usage: listsnapshots\n");
+		admin_printf(err, "usage: listsnapshots\n");
 		return 1;
 	}
 	return maintain_tables(arg, 0, NULL, out, err,
@@ -995,7 +999,7 @@ static int cmd_tablestats(void *arg, size_t argc, const char *const *argv,
 {
 	struct node *n = arg;
 	if (!n->cql) {
-		buf_printf(err, "error: this node serves no data\n");
+		admin_printf(err, "error: this node serves no data\n");
 		return 2;
 	}
 	const struct storage_table_meta **tables;
@@ -1003,7 +1007,7 @@ static int cmd_tablestats(void *arg, size_t argc, const char *const *argv,
 	if (tables_named(n, argc, argv, &tables, &m, err) != 0)
 		return 2;
 	struct storage *db = cql_service_storage(n->cql);
-	buf_printf(out, "Total number of tables: %zu\n", m);
+	admin_printf(out, "Total number of tables: %zu\n", m);
 	const char *keyspace = NULL;
 	for (size_t i = 0; i < m; i++) {
 		const struct storage_table_meta *t = tables[i];
@@ -1012,10 +1016,10 @@ static int cmd_tablestats(void *arg, size_t argc, const char *const *argv,
 			continue;
 		if (!keyspace || strcmp(keyspace, t->keyspace) != 0) {
 			keyspace = t->keyspace;
-			buf_printf(out, "----------------\nKeyspace : %s\n",
-				   keyspace);
+			admin_printf(out, "----------------\nKeyspace : %s\n",
+				     keyspace);
 		}
-		buf_printf(out, "\t\tTable: %s\n", t->name);
+		admin_printf(out, "\t\tTable: %s\n", t->name);
 		const struct {
 			const char *name;
 			uint64_t value;
@@ -1033,11 +1037,11 @@ static int cmd_tablestats(void *arg, size_t argc, const char *const *argv,
 			{"SSTables left out as corrupt", st.sstables_excluded},
 		};
 		for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
-			buf_printf(out, "\t\t%s: %" PRIu64 "\n", rows[r].name,
-				   rows[r].value);
-		buf_printf(out, "\n");
+			admin_printf(out, "\t\t%s: %" PRIu64 "\n", rows[r].name,
+				     rows[r].value);
+		admin_printf(out, "\n");
 	}
-	buf_printf(out, "----------------\n");
+	admin_printf(out, "----------------\n");
 	free(tables);
 	return 0;
 }

@@ -312,7 +312,7 @@ static void hand_over_hints(struct node_moves *l)
 static int start_move(struct node_moves *l, struct buf *err)
 {
 	if (set_status(l, "LEAVING") != 0) {
-		buf_printf(err, "cannot gossip LEAVING: %s\n", err_msg());
+		admin_printf(err, "cannot gossip LEAVING: %s\n", err_msg());
 		return 2;
 	}
 	struct node_move_config mc = {
@@ -328,7 +328,7 @@ static int start_move(struct node_moves *l, struct buf *err)
 		if (l->reply)
 			finish(l, 2, "", "error: out of memory\n");
 		set_status(l, "NORMAL");
-		buf_printf(err, "%s\n", err_msg());
+		admin_printf(err, "%s\n", err_msg());
 		return 2;
 	}
 	char a[INET_ADDR_STRLEN], line[200];
@@ -357,24 +357,24 @@ static bool ring_busy(struct node_moves *l, const struct inet_addr *target,
 	if (!e)
 		return false;
 	char a[INET_ADDR_STRLEN];
-	buf_printf(err,
-		   "%s is %s: wait until it is done (removenode it if it "
-		   "died)\n",
-		   inet_addr_format(&e->addr, a, sizeof(a)),
-		   e->status == RING_STATUS_BOOT ? "joining" : "leaving");
+	admin_printf(err,
+		     "%s is %s: wait until it is done (removenode it if it "
+		     "died)\n",
+		     inet_addr_format(&e->addr, a, sizeof(a)),
+		     e->status == RING_STATUS_BOOT ? "joining" : "leaving");
 	return true;
 }
 
 static bool busy(struct node_moves *l, struct buf *err)
 {
 	if (l->move || l->reply) {
-		buf_printf(err, "a decommission, removenode or rebuild is "
-				"already running on this node\n");
+		admin_printf(err, "a decommission, removenode or rebuild is "
+				  "already running on this node\n");
 		return true;
 	}
 	if (l->n->bootstrap || l->n->local.bootstrapping ||
 	    !l->n->local.token_count) {
-		buf_printf(err, "this node has not joined the ring yet\n");
+		admin_printf(err, "this node has not joined the ring yet\n");
 		return true;
 	}
 	return false;
@@ -394,8 +394,8 @@ static int replication_allows(struct node *n, struct buf *err)
 		in_dc += strcmp(e->dc, n->conf.dc) == 0;
 	}
 	if (all < 2) {
-		buf_printf(err, "no other normal nodes in the ring; "
-				"decommission would be pointless\n");
+		admin_printf(err, "no other normal nodes in the ring; "
+				  "decommission would be pointless\n");
 		return -1;
 	}
 	const struct cql_schema *s = cql_service_schema(n->cql);
@@ -409,12 +409,12 @@ static int replication_allows(struct node *n, struct buf *err)
 		size_t nodes = simple ? all : in_dc;
 		int rf = ring_strategy_rf(st, n->conf.dc);
 		if (rf > 0 && (size_t)rf >= nodes) {
-			buf_printf(err,
-				   "Not enough live nodes to maintain "
-				   "replication factor in keyspace %s (RF = "
-				   "%d, N = %zu). Perform a forceful "
-				   "decommission to ignore.\n",
-				   cql_keyspace_meta(k)->name, rf, nodes);
+			admin_printf(err,
+				     "Not enough live nodes to maintain "
+				     "replication factor in keyspace %s (RF = "
+				     "%d, N = %zu). Perform a forceful "
+				     "decommission to ignore.\n",
+				     cql_keyspace_meta(k)->name, rf, nodes);
 			return -1;
 		}
 	}
@@ -430,7 +430,7 @@ static int cmd_decommission(void *arg, size_t argc, const char *const *argv,
 	bool force = argc == 1 && (strcmp(argv[0], "--force") == 0 ||
 				   strcmp(argv[0], "-f") == 0);
 	if (argc > 1 || (argc == 1 && !force)) {
-		buf_printf(err, "usage: decommission [--force]\n");
+		admin_printf(err, "usage: decommission [--force]\n");
 		return 1;
 	}
 	if (busy(l, err) || ring_busy(l, NULL, err) ||
@@ -448,10 +448,11 @@ static int remove_status(struct node_moves *l, struct buf *out)
 {
 	char a[INET_ADDR_STRLEN];
 	if (l->kind == NODE_MOVE_REMOVE && l->move)
-		buf_printf(out, "RemovalStatus: Removing %s (host id %s)\n",
-			   inet_addr_format(&l->ep, a, sizeof(a)), l->host_id);
+		admin_printf(out, "RemovalStatus: Removing %s (host id %s)\n",
+			     inet_addr_format(&l->ep, a, sizeof(a)),
+			     l->host_id);
 	else
-		buf_printf(out, "RemovalStatus: No removals in process.\n");
+		admin_printf(out, "RemovalStatus: No removals in process.\n");
 	return 0;
 }
 
@@ -461,14 +462,14 @@ static int cmd_removenode(void *arg, size_t argc, const char *const *argv,
 	struct node_moves *l = arg;
 	struct node *n = l->n;
 	if (argc != 1) {
-		buf_printf(err, "usage: removenode <host id> | status\n");
+		admin_printf(err, "usage: removenode <host id> | status\n");
 		return 1;
 	}
 	if (strcmp(argv[0], "status") == 0)
 		return remove_status(l, out);
 	uint8_t id[16];
 	if (members_parse_host_id(argv[0], id) != 0) {
-		buf_printf(err, "not a host id: %s\n", argv[0]);
+		admin_printf(err, "not a host id: %s\n", argv[0]);
 		return 1;
 	}
 	if (busy(l, err))
@@ -476,24 +477,25 @@ static int cmd_removenode(void *arg, size_t argc, const char *const *argv,
 	struct ring *r = members_ring(n->members);
 	int i = ring_endpoint_find_host_id(r, id);
 	if (i < 0) {
-		buf_printf(err, "Host ID not found.\n");
+		admin_printf(err, "Host ID not found.\n");
 		return 2;
 	}
 	const struct ring_endpoint *e = ring_endpoint_get(r, (size_t)i);
 	char a[INET_ADDR_STRLEN];
 	inet_addr_format(&e->addr, a, sizeof(a));
 	if (inet_addr_eq(&e->addr, &n->conf.broadcast_address)) {
-		buf_printf(err, "Cannot remove self\n");
+		admin_printf(err, "Cannot remove self\n");
 		return 2;
 	}
 	struct inet_addr target = e->addr; /* e lives until the ring changes */
 	if (ring_busy(l, &target, err))
 		return 2;
 	if (gossip_is_alive(n->gossip, &e->addr)) {
-		buf_printf(err,
-			   "Node /%s is alive and owns this ID. Use "
-			   "decommission command to remove it from the ring\n",
-			   a);
+		admin_printf(
+			err,
+			"Node /%s is alive and owns this ID. Use "
+			"decommission command to remove it from the ring\n",
+			a);
 		return 2;
 	}
 	l->kind = NODE_MOVE_REMOVE;
@@ -505,16 +507,17 @@ static int cmd_removenode(void *arg, size_t argc, const char *const *argv,
 		/* it died joining: it replicates nothing yet, but coordinators
 		 * keep sending it writes (and counting it) until it is gone */
 		if (set_status(l, "LEFT") != 0) {
-			buf_printf(err, "cannot gossip LEFT: %s\n", err_msg());
+			admin_printf(err, "cannot gossip LEFT: %s\n",
+				     err_msg());
 			return 2;
 		}
 		LOG_INFO("removenode: %s (host id %s), which was joining, left "
 			 "the ring",
 			 a, l->host_id);
-		buf_printf(out,
-			   "Removed %s (host id %s); it was joining: nothing "
-			   "to stream\n",
-			   a, l->host_id);
+		admin_printf(out,
+			     "Removed %s (host id %s); it was joining: nothing "
+			     "to stream\n",
+			     a, l->host_id);
 		return 0;
 	}
 	/* NORMAL, or LEAVING when a decommission died midway */
@@ -532,19 +535,19 @@ static int cmd_assassinate(void *arg, size_t argc, const char *const *argv,
 	struct inet_addr a;
 	if (argc != 1 ||
 	    inet_addr_parse(argv[0], (uint16_t)n->conf.storage_port, &a)) {
-		buf_printf(err, "usage: assassinate <address>\n");
+		admin_printf(err, "usage: assassinate <address>\n");
 		return 1;
 	}
 	struct gossip_endpoint_info info;
 	if (gossip_endpoint_find(n->gossip, &a, &info) != 0) {
-		buf_printf(err, "unknown node: %s\n", argv[0]);
+		admin_printf(err, "unknown node: %s\n", argv[0]);
 		return 2;
 	}
 	if (info.is_self || info.alive) {
-		buf_printf(err,
-			   "%s is %s: only a dead node can be assassinated "
-			   "(use decommission)\n",
-			   argv[0], info.is_self ? "this node" : "alive");
+		admin_printf(err,
+			     "%s is %s: only a dead node can be assassinated "
+			     "(use decommission)\n",
+			     argv[0], info.is_self ? "this node" : "alive");
 		return 2;
 	}
 	char text[INET_ADDR_STRLEN];
@@ -552,16 +555,16 @@ static int cmd_assassinate(void *arg, size_t argc, const char *const *argv,
 	if (info.generation == 0) {
 		/* known only from our saved peers: nobody gossips it */
 		if (gossip_remove_endpoint(n->gossip, &a) != 0) {
-			buf_printf(err, "cannot forget it: %s\n", err_msg());
+			admin_printf(err, "cannot forget it: %s\n", err_msg());
 			return 2;
 		}
 		LOG_WARN("assassinate: %s, known only from the saved peers, "
 			 "forgotten",
 			 text);
-		buf_printf(out,
-			   "Assassinated %s (known only from this node's "
-			   "saved peers: forgotten)\n",
-			   text);
+		admin_printf(out,
+			     "Assassinated %s (known only from this node's "
+			     "saved peers: forgotten)\n",
+			     text);
 		return 0;
 	}
 	const char *tok = info.states[GOSSIP_STATE_TOKENS];
@@ -570,15 +573,15 @@ static int cmd_assassinate(void *arg, size_t argc, const char *const *argv,
 		     n->env);
 	if (gossip_set_remote_state(n->gossip, &a,
 				    GOSSIP_STATE_STATUS_WITH_PORT, v) != 0) {
-		buf_printf(err, "cannot gossip LEFT: %s\n", err_msg());
+		admin_printf(err, "cannot gossip LEFT: %s\n", err_msg());
 		return 2;
 	}
 	LOG_WARN("assassinate: %s gossiped LEFT; its data was not streamed",
 		 text);
-	buf_printf(out,
-		   "Assassinated %s (nothing was streamed: repair the "
-		   "keyspaces it replicated)\n",
-		   text);
+	admin_printf(out,
+		     "Assassinated %s (nothing was streamed: repair the "
+		     "keyspaces it replicated)\n",
+		     text);
 	return 0;
 }
 
@@ -593,7 +596,7 @@ static int cmd_rebuild(void *arg, size_t argc, const char *const *argv,
 	struct node_moves *l = arg;
 	struct node *n = l->n;
 	if (argc > 1) {
-		buf_printf(err, "usage: rebuild [source datacenter]\n");
+		admin_printf(err, "usage: rebuild [source datacenter]\n");
 		return 1;
 	}
 	if (busy(l, err))
@@ -604,7 +607,7 @@ static int cmd_rebuild(void *arg, size_t argc, const char *const *argv,
 		for (size_t i = 0; i < ring_dc_count(r) && !known; i++)
 			known = strcmp(ring_dc_name(r, i), argv[0]) == 0;
 		if (!known || strlen(argv[0]) >= sizeof(l->source_dc)) {
-			buf_printf(err, "unknown datacenter: %s\n", argv[0]);
+			admin_printf(err, "unknown datacenter: %s\n", argv[0]);
 			return 2;
 		}
 	}

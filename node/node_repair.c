@@ -369,14 +369,14 @@ static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
 	struct ring *r = members_ring(n->members);
 	int self = ring_endpoint_find(r, &n->conf.broadcast_address);
 	if (self < 0) {
-		buf_printf(err, "this node has no tokens yet\n");
+		admin_printf(err, "this node has no tokens yet\n");
 		return -1;
 	}
 	for (size_t i = 0; i < ring_token_count(r); i++) {
 		struct token_range tr = ring_range_at(r, i);
 		struct ring_replicas rep;
 		if (ring_replicas_for_token(r, s, tr.right, &rep)) {
-			buf_printf(err, "%s\n", err_msg());
+			admin_printf(err, "%s\n", err_msg());
 			return -1;
 		}
 		bool mine = false;
@@ -397,9 +397,9 @@ static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
 			if ((int)rep.natural[k] != self &&
 			    !gossip_is_alive(n->gossip, &ep->addr)) {
 				char a[INET_ADDR_STRLEN];
-				buf_printf(err, "Endpoint not alive: %s\n",
-					   inet_addr_format(&ep->addr, a,
-							    sizeof(a)));
+				admin_printf(err, "Endpoint not alive: %s\n",
+					     inet_addr_format(&ep->addr, a,
+							      sizeof(a)));
 				return -1;
 			}
 			dcs[nrep] = ep->dc;
@@ -410,7 +410,7 @@ static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
 		if (!c->subrange) {
 			if (node_repair_job_push(rs, tr.left, tr.right, reps,
 						 dcs, nrep)) {
-				buf_printf(err, "%s\n", err_msg());
+				admin_printf(err, "%s\n", err_msg());
 				return -1;
 			}
 			continue;
@@ -429,7 +429,7 @@ static int build_ranges(struct repair_cmd *c, const struct ring_strategy *s,
 				if (lo < hi &&
 				    node_repair_job_push(rs, lo, hi, reps, dcs,
 							 nrep)) {
-					buf_printf(err, "%s\n", err_msg());
+					admin_printf(err, "%s\n", err_msg());
 					return -1;
 				}
 			}
@@ -456,28 +456,28 @@ static void run_next(struct repair_cmd *c);
 static void summary(struct repair_cmd *c, const char *ks,
 		    const struct repair_summary *s)
 {
-	buf_printf(&c->out,
-		   "Repair session %" PRIu64 " of %s %s in %.3f s%s\n"
-		   "  ranges: %" PRIu64 ", mismatched ranges: %" PRIu64
-		   ", rows hashed: %" PRIu64 ", rows mismatched: %" PRIu64
-		   ", tree and hash bytes: %" PRIu64 " (node values %" PRIu64
-		   ", mismatched leaves %" PRIu64 ")\n",
-		   s->session, ks, s->ok ? "finished" : "FAILED",
-		   (double)s->duration_us / 1e6, c->preview ? " (preview)" : "",
-		   s->ranges, s->mismatched_ranges, s->rows_hashed,
-		   s->rows_mismatched, s->tree_bytes, s->hash_bytes,
-		   s->leaves_mismatched);
+	admin_printf(&c->out,
+		     "Repair session %" PRIu64 " of %s %s in %.3f s%s\n"
+		     "  ranges: %" PRIu64 ", mismatched ranges: %" PRIu64
+		     ", rows hashed: %" PRIu64 ", rows mismatched: %" PRIu64
+		     ", tree and hash bytes: %" PRIu64 " (node values %" PRIu64
+		     ", mismatched leaves %" PRIu64 ")\n",
+		     s->session, ks, s->ok ? "finished" : "FAILED",
+		     (double)s->duration_us / 1e6,
+		     c->preview ? " (preview)" : "", s->ranges,
+		     s->mismatched_ranges, s->rows_hashed, s->rows_mismatched,
+		     s->tree_bytes, s->hash_bytes, s->leaves_mismatched);
 	for (size_t i = 0; i < s->npeers; i++) {
 		const struct repair_peer_stats *p = &s->peers[i];
 		char a[INET_ADDR_STRLEN];
-		buf_printf(&c->out,
-			   "  %-22s %s %" PRIu64 " rows (%" PRIu64
-			   " bytes), fetched %" PRIu64 " rows (%" PRIu64
-			   " bytes)\n",
-			   inet_addr_format(&p->addr, a, sizeof(a)),
-			   c->preview ? "would stream" : "streamed",
-			   p->rows_streamed, p->bytes_streamed, p->rows_fetched,
-			   p->bytes_fetched);
+		admin_printf(&c->out,
+			     "  %-22s %s %" PRIu64 " rows (%" PRIu64
+			     " bytes), fetched %" PRIu64 " rows (%" PRIu64
+			     " bytes)\n",
+			     inet_addr_format(&p->addr, a, sizeof(a)),
+			     c->preview ? "would stream" : "streamed",
+			     p->rows_streamed, p->bytes_streamed,
+			     p->rows_fetched, p->bytes_fetched);
 	}
 }
 
@@ -600,14 +600,15 @@ static void run_next(struct repair_cmd *c)
 		const char *ks = c->keyspaces[c->ki];
 		const struct cql_keyspace *k = cql_schema_keyspace(schema, ks);
 		if (!k) {
-			buf_printf(&err, "Keyspace '%s' does not exist\n", ks);
+			admin_printf(&err, "Keyspace '%s' does not exist\n",
+				     ks);
 			break;
 		}
 		struct node_repair_job j = {0};
 		int rc = node_repair_job_tables(&j, k, table_wanted, c);
 		size_t ntab = j.ntables;
 		if (rc)
-			buf_printf(&err, "%s\n", err_msg());
+			admin_printf(&err, "%s\n", err_msg());
 		else if (ntab)
 			rc = build_ranges(c, cql_keyspace_strategy(k), &j,
 					  &err);
@@ -629,13 +630,13 @@ static void run_next(struct repair_cmd *c)
 			rc = repair_start(c->nr->repair, &q, on_progress,
 					  on_done, c, NULL);
 			if (rc)
-				buf_printf(&err, "cannot start repair: %s\n",
-					   err_msg());
+				admin_printf(&err, "cannot start repair: %s\n",
+					     err_msg());
 		} else if (!rc) {
-			buf_printf(&c->out,
-				   "Nothing to repair for keyspace "
-				   "%s\n",
-				   ks);
+			admin_printf(&c->out,
+				     "Nothing to repair for keyspace "
+				     "%s\n",
+				     ks);
 		}
 		bool started = !rc && ntab && j.nranges;
 		node_repair_job_free(&j);
@@ -767,14 +768,16 @@ static int parse_args(struct repair_cmd *c, size_t argc,
 			if (parse_token(argv[++i], &j))
 				return -1;
 			if (j > REPAIR_MAX_JOBS) {
-				buf_printf(err,
-					   "Too many job threads. Max is %d\n",
-					   REPAIR_MAX_JOBS);
+				admin_printf(
+					err,
+					"Too many job threads. Max is %d\n",
+					REPAIR_MAX_JOBS);
 				return -1;
 			}
 			if (j < 1) {
-				buf_printf(err,
-					   "Job threads must be at least 1\n");
+				admin_printf(
+					err,
+					"Job threads must be at least 1\n");
 				return -1;
 			}
 			c->jobs = (uint32_t)j;
@@ -797,11 +800,11 @@ static int parse_args(struct repair_cmd *c, size_t argc,
 	if (has_st != has_et)
 		return -1;
 	if (c->seq && c->dcpar) {
-		buf_printf(err, "Cannot combine -seq and -dcpar options.\n");
+		admin_printf(err, "Cannot combine -seq and -dcpar options.\n");
 		return -1;
 	}
 	if (c->ndc && c->nhosts) {
-		buf_printf(err, "Cannot combine -dc and -hosts options.\n");
+		admin_printf(err, "Cannot combine -dc and -hosts options.\n");
 		return -1;
 	}
 	c->subrange = has_st;
@@ -818,7 +821,7 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 					     err);
 	if (nr->cmd || (repair_running(nr->repair) &&
 			!node_repair_sched_running(nr->sched))) {
-		buf_printf(err, "a repair is already running on this node\n");
+		admin_printf(err, "a repair is already running on this node\n");
 		return 2;
 	}
 	struct repair_cmd *c = calloc(1, sizeof(*c));
@@ -832,7 +835,7 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 			c->nr = nr;
 			cmd_free(c);
 		}
-		buf_printf(err, "out of memory\n");
+		admin_printf(err, "out of memory\n");
 		return 2;
 	}
 	c->nr = nr;
@@ -846,7 +849,7 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 	/* a manual repair goes first: a scheduled segment is retried later */
 	node_repair_sched_preempt(nr->sched);
 	if (!n->cql) {
-		buf_printf(err, "no data path on this node\n");
+		admin_printf(err, "no data path on this node\n");
 		cmd_free(c);
 		return 2;
 	}
@@ -855,7 +858,7 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 		size_t nk = cql_schema_keyspace_count(s);
 		char **v = realloc(c->keyspaces, (nk + 1) * sizeof(*v));
 		if (!v) {
-			buf_printf(err, "out of memory\n");
+			admin_printf(err, "out of memory\n");
 			cmd_free(c);
 			return 2;
 		}
@@ -870,7 +873,7 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 		}
 	}
 	if (!(c->reply = admin_defer(n->admin))) {
-		buf_printf(err, "%s\n", err_msg());
+		admin_printf(err, "%s\n", err_msg());
 		cmd_free(c);
 		return 2;
 	}
@@ -878,7 +881,7 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 	run_next(c);
 	return ADMIN_PENDING;
 bad:
-	buf_printf(err, "usage: %s\n", usage_text);
+	admin_printf(err, "usage: %s\n", usage_text);
 	cmd_free(c);
 	return 1;
 }
@@ -894,27 +897,28 @@ static int cmd_repair_admin(void *arg, size_t argc, const char *const *argv,
 	struct node_repair *nr = arg;
 	if (argc == 1 && strcmp(argv[0], "cancel") == 0) {
 		if (repair_cancel(nr->repair, "by repair_admin cancel")) {
-			buf_printf(err, "%s\n", err_msg());
+			admin_printf(err, "%s\n", err_msg());
 			return 2;
 		}
-		buf_printf(out, "cancelled the running repair session\n");
+		admin_printf(out, "cancelled the running repair session\n");
 		return 0;
 	}
 	if (argc >= 1 && argc <= 2 && strcmp(argv[0], "history") == 0) {
 		if (repair_history_format(nr->tasks, argc == 2 ? argv[1] : NULL,
 					  out)) {
-			buf_printf(err, "%s\n", err_msg());
+			admin_printf(err, "%s\n", err_msg());
 			return 2;
 		}
 		return 0;
 	}
 	if (argc != 1 || strcmp(argv[0], "list") != 0) {
-		buf_printf(err, "usage: %s\n", admin_usage);
+		admin_printf(err, "usage: %s\n", admin_usage);
 		return 1;
 	}
-	buf_printf(out, "%-13s %-20s %-20s %9s %-8s %7s %10s %9s %12s  %s\n",
-		   "session", "keyspace", "started (UTC)", "seconds", "outcome",
-		   "ranges", "mismatched", "rows", "bytes", "error");
+	admin_printf(out, "%-13s %-20s %-20s %9s %-8s %7s %10s %9s %12s  %s\n",
+		     "session", "keyspace", "started (UTC)", "seconds",
+		     "outcome", "ranges", "mismatched", "rows", "bytes",
+		     "error");
 	size_t first = nr->nhistory > HISTORY ? nr->nhistory - HISTORY : 0;
 	for (size_t i = first; i < nr->nhistory; i++) {
 		const struct repair_record *h = &nr->history[i % HISTORY];
@@ -923,23 +927,23 @@ static int cmd_repair_admin(void *arg, size_t argc, const char *const *argv,
 		struct tm tm;
 		gmtime_r(&t, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-		buf_printf(out,
-			   "%-13" PRIu64 " %-20s %-20s %9.3f %-8s %7" PRIu64
-			   " %10" PRIu64 " %9" PRIu64 " %12" PRIu64 "  %s\n",
-			   h->session, h->keyspace, when,
-			   (double)h->duration_us / 1e6,
-			   h->ok ? (h->preview ? "preview" : "ok") : "failed",
-			   h->ranges, h->mismatched, h->rows_streamed,
-			   h->bytes_streamed, h->error);
+		admin_printf(out,
+			     "%-13" PRIu64 " %-20s %-20s %9.3f %-8s %7" PRIu64
+			     " %10" PRIu64 " %9" PRIu64 " %12" PRIu64 "  %s\n",
+			     h->session, h->keyspace, when,
+			     (double)h->duration_us / 1e6,
+			     h->ok ? (h->preview ? "preview" : "ok") : "failed",
+			     h->ranges, h->mismatched, h->rows_streamed,
+			     h->bytes_streamed, h->error);
 	}
 	bool scheduled = node_repair_sched_describe_running(nr->sched, out);
 	struct repair_status st;
 	if (!scheduled && repair_get_status(nr->repair, &st))
-		buf_printf(out,
-			   "Running: repair session %" PRIu64
-			   ": %zu of %zu tasks done, %zu running; %s, %s\n",
-			   st.session, st.task, st.tasks, st.running, st.table,
-			   st.phase);
+		admin_printf(out,
+			     "Running: repair session %" PRIu64
+			     ": %zu of %zu tasks done, %zu running; %s, %s\n",
+			     st.session, st.task, st.tasks, st.running,
+			     st.table, st.phase);
 	return 0;
 }
 
@@ -951,30 +955,30 @@ static int cmd_netstats(void *arg, size_t argc, const char *const *argv,
 	(void)argv;
 	struct node_repair *nr = arg;
 	if (argc) {
-		buf_printf(err, "usage: netstats\n");
+		admin_printf(err, "usage: netstats\n");
 		return 1;
 	}
 	struct repair_status st;
-	buf_printf(out, "Mode: NORMAL\n");
+	admin_printf(out, "Mode: NORMAL\n");
 	if (!repair_get_status(nr->repair, &st)) {
-		buf_printf(out, "Not sending any streams.\n");
+		admin_printf(out, "Not sending any streams.\n");
 		return 0;
 	}
-	buf_printf(out,
-		   "Repair session %" PRIu64
-		   ": %s, range %zu of %zu, %s (%zu tasks running)\n",
-		   st.session, st.table, st.task + 1, st.tasks, st.phase,
-		   st.running);
+	admin_printf(out,
+		     "Repair session %" PRIu64
+		     ": %s, range %zu of %zu, %s (%zu tasks running)\n",
+		     st.session, st.table, st.task + 1, st.tasks, st.phase,
+		     st.running);
 	for (size_t i = 0; i < st.npeers; i++) {
 		const struct repair_peer_stats *p = &st.peers[i];
 		char a[INET_ADDR_STRLEN];
-		buf_printf(out,
-			   "    %s: sent %" PRIu64 " rows (%" PRIu64
-			   " bytes), received %" PRIu64 " rows (%" PRIu64
-			   " bytes)\n",
-			   inet_addr_format(&p->addr, a, sizeof(a)),
-			   p->rows_streamed, p->bytes_streamed, p->rows_fetched,
-			   p->bytes_fetched);
+		admin_printf(out,
+			     "    %s: sent %" PRIu64 " rows (%" PRIu64
+			     " bytes), received %" PRIu64 " rows (%" PRIu64
+			     " bytes)\n",
+			     inet_addr_format(&p->addr, a, sizeof(a)),
+			     p->rows_streamed, p->bytes_streamed,
+			     p->rows_fetched, p->bytes_fetched);
 	}
 	return 0;
 }

@@ -332,10 +332,10 @@ bool node_repair_sched_describe_running(struct node_repair_sched *ns,
 	struct repair_sched_segment g;
 	if (!ns || !repair_sched_get_running(ns->sched, &g))
 		return false;
-	buf_printf(out,
-		   "Running: scheduled segment of %s (%" PRId64 ",%" PRId64
-		   "], for %.1f s\n",
-		   g.name, g.start, g.end, (double)g.running_us / 1e6);
+	admin_printf(out,
+		     "Running: scheduled segment of %s (%" PRId64 ",%" PRId64
+		     "], for %.1f s\n",
+		     g.name, g.start, g.end, (double)g.running_us / 1e6);
 	return true;
 }
 
@@ -355,7 +355,7 @@ int node_repair_sched_cmd(struct node_repair_sched *ns, size_t argc,
 		"usage: repair schedule status|pause|resume|run-now "
 		"[keyspace[.table]]\n";
 	if (argc < 1 || argc > 2) {
-		buf_printf(err, "%s", usage);
+		admin_printf(err, "%s", usage);
 		return 1;
 	}
 	const char *verb = argv[0];
@@ -363,13 +363,13 @@ int node_repair_sched_cmd(struct node_repair_sched *ns, size_t argc,
 	bool enabled = ns->n->conf.repair_scheduler.enabled;
 	if (strcmp(verb, "status") == 0) {
 		if (!enabled)
-			buf_printf(out, "The repair scheduler is disabled "
-					"(repair_scheduler: enabled: false "
-					"in node.yaml).\n");
+			admin_printf(out, "The repair scheduler is disabled "
+					  "(repair_scheduler: enabled: false "
+					  "in node.yaml).\n");
 		struct buf b = {0};
 		if (repair_sched_format_status(ns->sched, filter, &b)) {
 			buf_free(&b);
-			buf_printf(err, "%s\n", err_msg());
+			admin_printf(err, "%s\n", err_msg());
 			return 2;
 		}
 		buf_append(out, b.data, b.len);
@@ -379,29 +379,29 @@ int node_repair_sched_cmd(struct node_repair_sched *ns, size_t argc,
 	bool pause = strcmp(verb, "pause") == 0;
 	if (pause || strcmp(verb, "resume") == 0) {
 		if (repair_sched_pause(ns->sched, filter, pause)) {
-			buf_printf(err, "%s\n", err_msg());
+			admin_printf(err, "%s\n", err_msg());
 			return 2;
 		}
-		buf_printf(out, "%s %s\n", pause ? "Paused" : "Resumed",
-			   filter ? filter : "the repair scheduler");
+		admin_printf(out, "%s %s\n", pause ? "Paused" : "Resumed",
+			     filter ? filter : "the repair scheduler");
 		return 0;
 	}
 	if (strcmp(verb, "run-now") == 0) {
 		if (!enabled) {
-			buf_printf(err, "the repair scheduler is disabled "
-					"(repair_scheduler: enabled: true in "
-					"node.yaml)\n");
+			admin_printf(err, "the repair scheduler is disabled "
+					  "(repair_scheduler: enabled: true in "
+					  "node.yaml)\n");
 			return 2;
 		}
 		int n = repair_sched_run_now(ns->sched, filter);
 		if (n < 0) {
-			buf_printf(err, "%s\n", err_msg());
+			admin_printf(err, "%s\n", err_msg());
 			return 2;
 		}
-		buf_printf(out, "Running a cycle now for %d table%s\n", n,
-			   n == 1 ? "" : "s");
+		admin_printf(out, "Running a cycle now for %d table%s\n", n,
+			     n == 1 ? "" : "s");
 		return 0;
 	}
-	buf_printf(err, "%s", usage);
+	admin_printf(err, "%s", usage);
 	return 1;
 }

@@ -76,8 +76,8 @@ static bool member(const struct gossip_endpoint_info *info)
 
 static int render(struct node *n, struct buf *b)
 {
-	int rc = buf_printf(b, "# Peers as this node last saw them: read at "
-			       "start, rewritten as the ring changes.\n");
+	int rc = admin_printf(b, "# Peers as this node last saw them: read at "
+				 "start, rewritten as the ring changes.\n");
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip) && !rc; i++) {
 		struct gossip_endpoint_info info;
 		if (gossip_endpoint_at(n->gossip, i, &info) != 0 ||
@@ -90,13 +90,14 @@ static int render(struct node *n, struct buf *b)
 		if (!clean)
 			continue;
 		char a[INET_ADDR_STRLEN];
-		rc = buf_printf(b, "peer=%s\n",
-				inet_addr_format(&info.addr, a, sizeof(a)));
+		rc = admin_printf(b, "peer=%s\n",
+				  inet_addr_format(&info.addr, a, sizeof(a)));
 		for (size_t k = 0; k < NKEPT && !rc; k++)
 			if (info.states[kept[k]])
-				rc = buf_printf(b, "%s=%s\n",
-						gossip_app_state_name(kept[k]),
-						info.states[kept[k]]);
+				rc = admin_printf(
+					b, "%s=%s\n",
+					gossip_app_state_name(kept[k]),
+					info.states[kept[k]]);
 	}
 	return rc;
 }

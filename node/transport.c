@@ -844,8 +844,8 @@ int transport_fault_describe(struct transport *t, struct buf *out)
 		if (!p->held)
 			continue;
 		char a[INET_ADDR_STRLEN];
-		buf_printf(out, "held for %s: %zu messages, %zu bytes\n",
-			   fmt(&p->addr, a), p->held_count, p->held_bytes);
+		admin_printf(out, "held for %s: %zu messages, %zu bytes\n",
+			     fmt(&p->addr, a), p->held_count, p->held_bytes);
 	}
 	return 0;
 }

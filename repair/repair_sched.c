@@ -201,8 +201,8 @@ int64_t repair_sched_deadline(int64_t last_start_us, int64_t first_seen_us,
 
 /* ---- tables -------------------------------------------------------------- */
 
-struct sched_table *sched_table_find(const struct repair_sched *s,
-				     const char *name)
+struct sched_table *repair_sched_table_find(const struct repair_sched *s,
+					    const char *name)
 {
 	for (size_t i = 0; i < s->ntables; i++)
 		if (strcmp(s->tables[i]->name, name) == 0)
@@ -236,8 +236,9 @@ static void table_tune(struct repair_sched *s, struct sched_table *t)
 	t->tuning = u;
 }
 
-struct sched_table *sched_table_add(struct repair_sched *s, const char *name,
-				    const uint8_t id[16])
+struct sched_table *repair_sched_table_add(struct repair_sched *s,
+					   const char *name,
+					   const uint8_t id[16])
 {
 	struct sched_table **v =
 		realloc(s->tables, (s->ntables + 1) * sizeof(*v));
@@ -260,7 +261,7 @@ struct sched_table *sched_table_add(struct repair_sched *s, const char *name,
 	return t;
 }
 
-int sched_seg_push(struct sched_table *t, struct sched_seg g)
+int repair_sched_seg_push(struct sched_table *t, struct sched_seg g)
 {
 	if (t->nsegs == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 16;
@@ -282,8 +283,8 @@ static size_t segs_done(const struct sched_table *t)
 	return n;
 }
 
-int64_t sched_table_deadline(const struct repair_sched *s,
-			     const struct sched_table *t)
+int64_t repair_sched_table_deadline(const struct repair_sched *s,
+				    const struct sched_table *t)
 {
 	int64_t last = t->nhistory ? t->history[t->nhistory - 1].start_us : 0;
 	return repair_sched_deadline(last, t->first_seen_us,
@@ -291,10 +292,10 @@ int64_t sched_table_deadline(const struct repair_sched *s,
 				     s->o.gc_grace_fraction);
 }
 
-bool sched_table_at_risk(const struct repair_sched *s,
-			 const struct sched_table *t, int64_t now_wall)
+bool repair_sched_table_at_risk(const struct repair_sched *s,
+				const struct sched_table *t, int64_t now_wall)
 {
-	int64_t deadline = sched_table_deadline(s, t);
+	int64_t deadline = repair_sched_table_deadline(s, t);
 	size_t left = t->cycle_start_us ? t->nsegs - segs_done(t) : 0;
 	if (!t->cycle_start_us && now_wall < deadline)
 		return false; /* done for now; the next cycle starts in time */
@@ -319,7 +320,7 @@ static void tables_refresh(struct repair_sched *s)
 	for (size_t i = 0; i < s->ntables; i++)
 		s->tables[i]->known = false;
 	for (size_t i = 0; i < n; i++) {
-		struct sched_table *t = sched_table_find(s, v[i].name);
+		struct sched_table *t = repair_sched_table_find(s, v[i].name);
 		if (t && memcmp(t->id, v[i].id, 16) != 0 && t != s->run_table) {
 			/* dropped and created again: a new table */
 			memcpy(t->id, v[i].id, 16);
@@ -328,7 +329,7 @@ static void tables_refresh(struct repair_sched *s)
 			t->nhistory = 0;
 			t->first_seen_us = env_wall_us(s->env);
 		}
-		if (!t && !(t = sched_table_add(s, v[i].name, v[i].id)))
+		if (!t && !(t = repair_sched_table_add(s, v[i].name, v[i].id)))
 			continue;
 		t->known = true;
 		t->gc_grace_seconds = v[i].gc_grace_seconds;
@@ -363,7 +364,7 @@ static void tables_refresh(struct repair_sched *s)
 		t->nsegs = 0;
 		int rc = 0;
 		for (size_t k = 0; !rc && k < segs.n; k++)
-			rc = sched_seg_push(
+			rc = repair_sched_seg_push(
 				t, (struct sched_seg){.start = segs.v[k].left,
 						      .end = segs.v[k].right});
 		token_range_list_free(&segs);
@@ -447,7 +448,7 @@ static void seg_failed(struct repair_sched *s, struct sched_table *t, size_t i,
 		return;
 	struct token_range_list halves = {0};
 	if (token_range_split(token_range_make(g->start, g->end), 2, &halves) ||
-	    halves.n != 2 || sched_seg_push(t, (struct sched_seg){0})) {
+	    halves.n != 2 || repair_sched_seg_push(t, (struct sched_seg){0})) {
 		token_range_list_free(&halves);
 		return;
 	}
@@ -578,7 +579,7 @@ static struct sched_table *pick(struct repair_sched *s, size_t *seg,
 					*wake = g->not_before_us - now;
 				continue;
 			}
-			int64_t d = sched_table_deadline(s, t);
+			int64_t d = repair_sched_table_deadline(s, t);
 			if (!best || d < best_deadline) {
 				best = t;
 				best_deadline = d;
@@ -833,11 +834,12 @@ void repair_sched_table_get(const struct repair_sched *s, size_t i,
 		.segments = t->cycle_start_us ? t->nsegs : 0,
 		.done = t->cycle_start_us ? segs_done(t) : 0,
 		.cycle_start_us = t->cycle_start_us,
-		.deadline_us = sched_table_deadline(s, t),
+		.deadline_us = repair_sched_table_deadline(s, t),
 		.cycles = t->cycles,
 		.failures = t->failures,
 		.splits = t->splits,
-		.at_risk = t->tuning.enabled && sched_table_at_risk(s, t, now),
+		.at_risk = t->tuning.enabled &&
+			   repair_sched_table_at_risk(s, t, now),
 		.paused = t->paused || s->paused,
 		.enabled = t->tuning.enabled && t->known,
 		.running = s->run_table == t,

@@ -69,15 +69,16 @@ struct repair_sched {
 };
 
 /* Finds a table by name. */
-struct sched_table *sched_table_find(const struct repair_sched *s,
-				     const char *name);
+struct sched_table *repair_sched_table_find(const struct repair_sched *s,
+					    const char *name);
 /* A new table (added to s->tables). NULL on ERR_NOMEM. */
-struct sched_table *sched_table_add(struct repair_sched *s, const char *name,
-				    const uint8_t id[16]);
-int sched_seg_push(struct sched_table *t, struct sched_seg g);
-int64_t sched_table_deadline(const struct repair_sched *s,
-			     const struct sched_table *t);
-bool sched_table_at_risk(const struct repair_sched *s,
-			 const struct sched_table *t, int64_t now_wall);
+struct sched_table *repair_sched_table_add(struct repair_sched *s,
+					   const char *name,
+					   const uint8_t id[16]);
+int repair_sched_seg_push(struct sched_table *t, struct sched_seg g);
+int64_t repair_sched_table_deadline(const struct repair_sched *s,
+				    const struct sched_table *t);
+bool repair_sched_table_at_risk(const struct repair_sched *s,
+				const struct sched_table *t, int64_t now_wall);
 
 #endif

@@ -124,9 +124,9 @@ static int parse_line(struct repair_sched *s, char *l, size_t no,
 		uint8_t bin[16];
 		if (repair_text_unescape(name) ||
 		    strlen(name) >= REPAIR_SCHED_NAME_MAX ||
-		    parse_id(id, bin) || sched_table_find(s, name))
+		    parse_id(id, bin) || repair_sched_table_find(s, name))
 			return corrupt(no, "bad or repeated table");
-		struct sched_table *t = sched_table_add(s, name, bin);
+		struct sched_table *t = repair_sched_table_add(s, name, bin);
 		if (!t)
 			return -1;
 		t->gc_grace_seconds = gc;
@@ -153,7 +153,7 @@ static int parse_line(struct repair_sched *s, char *l, size_t no,
 			   &done, &fa, &de, &n) != 5 ||
 		    l[n] || !t->cycle_start_us)
 			return corrupt(no, "bad segment line");
-		return sched_seg_push(
+		return repair_sched_seg_push(
 			t, (struct sched_seg){a, b, done != 0, fa, de, 0});
 	}
 	uint64_t segs;
@@ -298,9 +298,10 @@ int repair_sched_format_status(const struct repair_sched *s, const char *filter,
 			(double)(env_mono_us(s->env) - s->run_start_us) / 1e6);
 	}
 	/* one table named: its completed cycles too */
-	const struct sched_table *t = filter && strchr(filter, '.')
-					      ? sched_table_find(s, filter)
-					      : NULL;
+	const struct sched_table *t =
+		filter && strchr(filter, '.')
+			? repair_sched_table_find(s, filter)
+			: NULL;
 	if (!rc && t)
 		rc = repair_text_put(out, WHAT,
 				     "\nCompleted cycles of %s (newest last):\n"

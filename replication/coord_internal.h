@@ -66,7 +66,8 @@ struct repl {
 	struct env_timer *bl_timer;
 	bool bl_replaying;
 	struct repl_stats st;
-	size_t background; /* answered operations still waiting (op_answered) */
+	size_t background; /* answered operations still waiting
+			      (repl_op_answered) */
 };
 
 /* ---- operations ---------------------------------------------------------- */
@@ -111,7 +112,8 @@ struct op {
 	uint64_t deadline_us; /* on the repl's deadline list while linked */
 	struct op *dl_prev, *dl_next;
 	bool replied;
-	bool background; /* answered (op_answered): no longer counts in flight
+	bool background; /* answered (repl_op_answered): no longer counts in
+			  * flight
 			  */
 	/* Frees requested while `hold` > 0 wait for the holder: an answer can
 	 * arrive inline (a local apply) while a send loop still runs. */
@@ -173,92 +175,94 @@ struct local_ctx {
 
 /* ---- coordinator.c: ids, operations, sending, answers -------------------- */
 
-void lat_add(struct repl_latency *l, uint64_t us);
-uint64_t now_us(struct repl *r);
+void repl_lat_add(struct repl_latency *l, uint64_t us);
+uint64_t repl_now_us(struct repl *r);
 
 /* The hash chain of request id `id`. */
-struct slot **bucket_of(struct repl *r, uint64_t id);
+struct slot **repl_bucket_of(struct repl *r, uint64_t id);
 /* Registers a new request id for `op->t[target]` (stored in its `id`).
  * 0 or -1 (ERR_NOMEM). */
-int slot_add(struct repl *r, struct op *op, uint32_t target);
+int repl_slot_add(struct repl *r, struct op *op, uint32_t target);
 /* Removes the slot of `id` and returns it (the caller frees), or NULL. */
-struct slot *slot_take(struct repl *r, uint64_t id);
+struct slot *repl_slot_take(struct repl *r, uint64_t id);
 /* A request to op->t[i] begins: a new id, marked sent, one more answer
  * awaited. 0 or -1 (ERR_NOMEM, nothing changed). */
-int target_begin(struct op *op, size_t i);
+int repl_target_begin(struct op *op, size_t i);
 /* Its send failed: the id is forgotten and no answer is awaited. */
-void target_unsent(struct op *op, size_t i);
+void repl_target_unsent(struct op *op, size_t i);
 
 /* (Re)sets the operation's deadline to `timeout_ms` from now; when it
  * passes, the operation's timeout handler runs. */
-void op_set_deadline(struct op *op, uint64_t timeout_ms);
+void repl_op_set_deadline(struct op *op, uint64_t timeout_ms);
 
 /* A new operation, linked and with its timeout armed; NULL with err set. */
-struct op *op_new(struct repl *r, enum op_kind kind, int cl,
-		  uint64_t timeout_ms, void *arg);
+struct op *repl_op_new(struct repl *r, enum op_kind kind, int cl,
+		       uint64_t timeout_ms, void *arg);
 /* Unregisters every id of the operation and frees it (once nobody holds
  * it). */
-void op_free(struct op *op);
+void repl_op_free(struct op *op);
 /* The requester has its answer: marks the operation replied, and what
  * it still waits for (slow replicas to hint, read repairs) is background
  * work that no longer counts against max_inflight. */
-void op_answered(struct op *op);
+void repl_op_answered(struct op *op);
 /* Drops a hold taken with `op->hold++`; frees a free requested meanwhile. */
-void op_unhold(struct op *op);
+void repl_op_unhold(struct op *op);
 
-void result_init(struct repl_result *res, enum repl_outcome o, int cl);
+void repl_result_init(struct repl_result *res, enum repl_outcome o, int cl);
 #define BACKGROUND_FACTOR 16
 
 /* True (and `res` filled with Overloaded) when max_inflight requests
  * await their answer, or BACKGROUND_FACTOR times as many answered ones
  * still wait for slow replicas (their memory is bounded too). */
-bool overloaded(struct repl *r, struct repl_result *res, int cl);
+bool repl_overloaded(struct repl *r, struct repl_result *res, int cl);
 
 /* Wall-clock deadline for a request sent now. */
-int64_t deadline_us(struct repl *r, uint64_t timeout_ms);
-int send_packed(struct repl *r, const struct inet_addr *to, uint32_t verb,
-		const ProtobufCMessage *msg);
-const struct inet_addr *ep_addr(const struct op *op, uint32_t ep);
-bool is_self(const struct op *op, uint32_t ep);
+int64_t repl_deadline_us(struct repl *r, uint64_t timeout_ms);
+int repl_send_packed(struct repl *r, const struct inet_addr *to, uint32_t verb,
+		     const ProtobufCMessage *msg);
+const struct inet_addr *repl_ep_addr(const struct op *op, uint32_t ep);
+bool repl_is_self(const struct op *op, uint32_t ep);
 /* Index of `dc` in the strategy's datacenters, -1 if none. */
-int strategy_dc_index(const struct ring_strategy *s, const char *dc);
+int repl_strategy_dc_index(const struct ring_strategy *s, const char *dc);
 /* This node's datacenter, NULL when it is not in the ring. */
-const char *local_dc(const struct ring *ring);
+const char *repl_local_dc(const struct ring *ring);
 
 /* Local replica completions (repl_store_ops.apply) for request `id`. */
-struct local_ctx *local_ctx_new(struct repl *r, uint64_t id);
-void local_apply_done(void *arg, int status, enum err_code code);
+struct local_ctx *repl_local_ctx_new(struct repl *r, uint64_t id);
+void repl_local_apply_done(void *arg, int status, enum err_code code);
 
 /* An answer for request `id` (remote or local). Takes ownership of
  * `frags`. */
-void on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
-	       const uint8_t *digest, struct storage_mutation **frags, size_t n,
-	       bool cut);
+void repl_on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
+		    const uint8_t *digest, struct storage_mutation **frags,
+		    size_t n, bool cut);
 
 /* ---- coord_write.c: writes and the coordinator side of the batchlog ------ */
 
-void write_answer(struct op *op, struct target *t, bool ok, const char *error);
-void write_timeout(struct op *op);
+void repl_write_answer(struct op *op, struct target *t, bool ok,
+		       const char *error);
+void repl_write_timeout(struct op *op);
 /* The answer of batchlog endpoint `k` (op->bl_ep[k]). */
 void batchlog_answer(struct op *op, size_t k, bool ok, const char *why);
 
 /* ---- coord_read.c: single-partition and range reads ---------------------- */
 
 /* Takes ownership of `frags`. */
-void read_answer(struct op *op, struct target *t, bool ok, const char *error,
-		 const uint8_t *digest, struct storage_mutation **frags,
-		 size_t n);
-void read_timeout(struct op *op);
+void repl_read_answer(struct op *op, struct target *t, bool ok,
+		      const char *error, const uint8_t *digest,
+		      struct storage_mutation **frags, size_t n);
+void repl_read_timeout(struct op *op);
 /* Takes ownership of `frags`. */
-void range_answer(struct op *op, struct target *t, bool ok, const char *error,
-		  struct storage_mutation **frags, size_t n, bool cut);
-void range_timeout(struct op *op);
+void repl_range_answer(struct op *op, struct target *t, bool ok,
+		       const char *error, struct storage_mutation **frags,
+		       size_t n, bool cut);
+void repl_range_timeout(struct op *op);
 
 /* ---- coord_truncate.c: truncates ----------------------------------------- */
 
-void truncate_answer(struct op *op, struct target *t, bool ok,
-		     const char *error);
-void truncate_timeout(struct op *op);
+void repl_truncate_answer(struct op *op, struct target *t, bool ok,
+			  const char *error);
+void repl_truncate_timeout(struct op *op);
 
 /* ---- replica.c: the replica side and batchlog replay --------------------- */
 
@@ -267,6 +271,6 @@ void truncate_timeout(struct op *op);
 bool repl_serve(struct repl *r, const struct inet_addr *from, uint32_t verb,
 		const uint8_t *msg, size_t len);
 /* The batchlog replay timer (armed by repl_new when a batchlog is kept). */
-void replay_tick(void *arg);
+void repl_replay_tick(void *arg);
 
 #endif

@@ -30,9 +30,9 @@ static void local_read_done(void *arg, int status, enum err_code code,
 			    struct storage_mutation **frags, size_t n, bool cut)
 {
 	struct local_ctx *c = arg;
-	on_answer(c->r, c->id, status == 0,
-		  status == 0 ? NULL : err_code_name(code), NULL, frags, n,
-		  cut);
+	repl_on_answer(c->r, c->id, status == 0,
+		       status == 0 ? NULL : err_code_name(code), NULL, frags, n,
+		       cut);
 	free(c);
 }
 
@@ -43,10 +43,10 @@ static void read_reply(struct op *op, const struct repl_result *res,
 		storage_mutation_delete(frag);
 		return;
 	}
-	op_answered(op);
+	repl_op_answered(op);
 	struct repl *r = op->r;
 	if (res->outcome == REPL_OK)
-		lat_add(&r->st.read_lat, now_us(r) - op->start_us);
+		repl_lat_add(&r->st.read_lat, repl_now_us(r) - op->start_us);
 	else if (res->outcome == REPL_READ_TIMEOUT)
 		r->st.read_timeouts++;
 	op->rdone(op->arg, res, frag);
@@ -58,13 +58,13 @@ static void read_send(struct op *op, size_t i, bool digest)
 	struct target *t = &op->t[i];
 	t->answered = false;
 	t->round = (uint8_t)op->phase;
-	if (target_begin(op, i) != 0)
+	if (repl_target_begin(op, i) != 0)
 		return;
-	if (is_self(op, t->ep)) {
-		struct local_ctx *c = local_ctx_new(r, t->id);
+	if (repl_is_self(op, t->ep)) {
+		struct local_ctx *c = repl_local_ctx_new(r, t->id);
 		if (!c) {
-			on_answer(r, t->id, false, "out of memory", NULL, NULL,
-				  0, false);
+			repl_on_answer(r, t->id, false, "out of memory", NULL,
+				       NULL, 0, false);
 			return;
 		}
 		r->store->read(r->store_arg, op->table_id, &op->cmd,
@@ -74,20 +74,21 @@ static void read_send(struct op *op, size_t i, bool digest)
 	Cassini__Replication__ReadReq msg =
 		CASSINI__REPLICATION__READ_REQ__INIT;
 	msg.id = t->id;
-	msg.deadline_us = deadline_us(r, r->o.read_timeout_ms);
+	msg.deadline_us = repl_deadline_us(r, r->o.read_timeout_ms);
 	msg.table_id.data = op->table_id;
 	msg.table_id.len = 16;
 	msg.cmd.data = op->cmd_enc.data;
 	msg.cmd.len = op->cmd_enc.len;
 	msg.digest = digest;
-	if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_READ, &msg.base) != 0)
-		target_unsent(op, i);
+	if (repl_send_packed(r, repl_ep_addr(op, t->ep), REPL_VERB_READ,
+			     &msg.base) != 0)
+		repl_target_unsent(op, i);
 }
 
-void read_timeout(struct op *op)
+void repl_read_timeout(struct op *op)
 {
 	struct repl_result res;
-	result_init(&res, REPL_READ_TIMEOUT, op->cl);
+	repl_result_init(&res, REPL_READ_TIMEOUT, op->cl);
 	res.required = op->block_for;
 	for (size_t i = 0; i < op->nt; i++)
 		if (op->t[i].answered && op->t[i].ok) {
@@ -100,13 +101,13 @@ void read_timeout(struct op *op)
 		 "Operation timed out - received only %d responses.",
 		 res.alive);
 	read_reply(op, &res, NULL);
-	op_free(op);
+	repl_op_free(op);
 }
 
 static void read_fail(struct op *op, const char *why)
 {
 	struct repl_result res;
-	result_init(&res, REPL_READ_FAILURE, op->cl);
+	repl_result_init(&res, REPL_READ_FAILURE, op->cl);
 	res.required = op->block_for;
 	snprintf(res.msg, sizeof(res.msg), "read failed on a replica: %s",
 		 why ? why : "error");
@@ -146,29 +147,30 @@ static void read_resolve(struct op *op)
 		if (memcmp(have, want, 16) == 0)
 			continue;
 		r->st.read_repairs++;
-		if (target_begin(op, i) != 0)
+		if (repl_target_begin(op, i) != 0)
 			continue;
 		t->answered = false;
 		t->round = 3;
-		if (is_self(op, t->ep)) {
-			struct local_ctx *c = local_ctx_new(r, t->id);
-			if (!c || r->store->apply(r->store_arg, op->merged,
-						  local_apply_done, c) != 0) {
+		if (repl_is_self(op, t->ep)) {
+			struct local_ctx *c = repl_local_ctx_new(r, t->id);
+			if (!c ||
+			    r->store->apply(r->store_arg, op->merged,
+					    repl_local_apply_done, c) != 0) {
 				free(c);
-				on_answer(r, t->id, false, err_msg(), NULL,
-					  NULL, 0, false);
+				repl_on_answer(r, t->id, false, err_msg(), NULL,
+					       NULL, 0, false);
 			}
 			continue;
 		}
 		Cassini__Replication__MutationReq msg =
 			CASSINI__REPLICATION__MUTATION_REQ__INIT;
 		msg.id = t->id;
-		msg.deadline_us = deadline_us(r, r->o.read_timeout_ms);
+		msg.deadline_us = repl_deadline_us(r, r->o.read_timeout_ms);
 		msg.mutation.data = enc.data;
 		msg.mutation.len = enc.len;
-		if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_MUTATION,
-				&msg.base) != 0)
-			target_unsent(op, i); /* not waited for */
+		if (repl_send_packed(r, repl_ep_addr(op, t->ep),
+				     REPL_VERB_MUTATION, &msg.base) != 0)
+			repl_target_unsent(op, i); /* not waited for */
 	}
 	buf_free(&enc);
 }
@@ -178,13 +180,13 @@ static void read_progress(struct op *op);
 static void read_finish_ok(struct op *op, struct storage_mutation *frag)
 {
 	struct repl_result res;
-	result_init(&res, REPL_OK, op->cl);
+	repl_result_init(&res, REPL_OK, op->cl);
 	read_reply(op, &res, frag);
 }
 
-void read_answer(struct op *op, struct target *t, bool ok, const char *error,
-		 const uint8_t *digest, struct storage_mutation **frags,
-		 size_t n)
+void repl_read_answer(struct op *op, struct target *t, bool ok,
+		      const char *error, const uint8_t *digest,
+		      struct storage_mutation **frags, size_t n)
 {
 	if (t->round != op->phase) {
 		/* A straggler of an earlier round (a speculated-around
@@ -201,7 +203,7 @@ void read_answer(struct op *op, struct target *t, bool ok, const char *error,
 		t->ok = false;
 		if (op->phase != 3) {
 			read_fail(op, error);
-			op_free(op);
+			repl_op_free(op);
 			return;
 		}
 		/* A failed repair write: the read still stands. */
@@ -280,7 +282,7 @@ static void read_progress(struct op *op)
 			struct storage_mutation *f = data->frag;
 			data->frag = NULL;
 			read_finish_ok(op, f);
-			op_free(op);
+			repl_op_free(op);
 			return;
 		}
 		/* Ask every replica that answered with a digest for its
@@ -303,7 +305,7 @@ static void read_progress(struct op *op)
 		read_resolve(op);
 		op->sending = false;
 		if (op->replied) {
-			op_free(op);
+			repl_op_free(op);
 			return;
 		}
 	}
@@ -313,7 +315,7 @@ static void read_progress(struct op *op)
 	struct storage_mutation *f = op->merged;
 	op->merged = NULL;
 	read_finish_ok(op, f);
-	op_free(op);
+	repl_op_free(op);
 }
 
 /* Speculative retry: the contacts are slow; ask one more replica. */
@@ -328,7 +330,7 @@ static void read_speculate(void *arg)
 			op->hold++;
 			read_send(op, i, false);
 			read_progress(op);
-			op_unhold(op);
+			repl_op_unhold(op);
 			return;
 		}
 }
@@ -366,18 +368,18 @@ static int read_plan(struct op *op, const struct ring_strategy *s,
 	struct repl *r = op->r;
 	struct ring_replicas reps;
 	if (ring_replicas_for_token(op->ring, s, token, &reps) != 0) {
-		result_init(res, REPL_READ_FAILURE, op->cl);
+		repl_result_init(res, REPL_READ_FAILURE, op->cl);
 		snprintf(res->msg, sizeof(res->msg), "%s", err_msg());
 		return -1;
 	}
-	const char *ldc = local_dc(op->ring);
+	const char *ldc = repl_local_dc(op->ring);
 	struct repl_live live[64];
 	uint32_t alive_eps[64];
 	size_t n = reps.n_natural < 64 ? reps.n_natural : 64, na = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t ep = reps.natural[i];
 		const struct ring_endpoint *e = ring_endpoint_get(op->ring, ep);
-		bool alive = is_self(op, ep) ||
+		bool alive = repl_is_self(op, ep) ||
 			     r->hooks.is_alive(r->hooks.arg, &e->addr);
 		live[i] = (struct repl_live){e->dc, alive};
 		if (alive)
@@ -391,7 +393,7 @@ static int read_plan(struct op *op, const struct ring_strategy *s,
 		ring_snitch_sort(op->ring, (size_t)self, alive_eps, na);
 	op->t = zcalloc(na ? na : 1, sizeof(*op->t));
 	if (!op->t) {
-		result_init(res, REPL_READ_FAILURE, op->cl);
+		repl_result_init(res, REPL_READ_FAILURE, op->cl);
 		snprintf(res->msg, sizeof(res->msg), "out of memory");
 		return -1;
 	}
@@ -410,7 +412,7 @@ static int read_plan(struct op *op, const struct ring_strategy *s,
 		    !local)
 			continue;
 		if (taken_dc) {
-			int d = strategy_dc_index(s, e->dc);
+			int d = repl_strategy_dc_index(s, e->dc);
 			if (d < 0 || taken_dc[d] >= repl_dc_quorum(s, e->dc))
 				continue;
 			taken_dc[d]++;
@@ -451,14 +453,14 @@ void repl_read(struct repl *r, const struct repl_read *q,
 	struct repl_result res;
 	r->st.reads++;
 	if (q->cl == REPL_CL_ANY) {
-		result_init(&res, REPL_INVALID, q->cl);
+		repl_result_init(&res, REPL_INVALID, q->cl);
 		snprintf(res.msg, sizeof(res.msg),
 			 "ANY ConsistencyLevel is only supported for writes");
 		done(arg, &res, NULL);
 		return;
 	}
 	if (q->cl == REPL_CL_SERIAL || q->cl == REPL_CL_LOCAL_SERIAL) {
-		result_init(&res, REPL_INVALID, q->cl);
+		repl_result_init(&res, REPL_INVALID, q->cl);
 		snprintf(res.msg, sizeof(res.msg),
 			 "%s reads need lightweight transactions, which "
 			 "Cassini does not support",
@@ -466,13 +468,14 @@ void repl_read(struct repl *r, const struct repl_read *q,
 		done(arg, &res, NULL);
 		return;
 	}
-	if (overloaded(r, &res, q->cl)) {
+	if (repl_overloaded(r, &res, q->cl)) {
 		done(arg, &res, NULL);
 		return;
 	}
-	struct op *op = op_new(r, OP_READ, q->cl, r->o.read_timeout_ms, arg);
+	struct op *op =
+		repl_op_new(r, OP_READ, q->cl, r->o.read_timeout_ms, arg);
 	if (!op) {
-		result_init(&res, REPL_READ_FAILURE, q->cl);
+		repl_result_init(&res, REPL_READ_FAILURE, q->cl);
 		snprintf(res.msg, sizeof(res.msg), "out of memory");
 		done(arg, &res, NULL);
 		return;
@@ -486,10 +489,10 @@ void repl_read(struct repl *r, const struct repl_read *q,
 	if (storage_read_cmd_encode(q->cmd, &op->cmd_enc) != 0 ||
 	    storage_read_cmd_decode(op->cmd_enc.data, op->cmd_enc.len, &op->a,
 				    &op->cmd) != 0) {
-		result_init(&res, REPL_READ_FAILURE, q->cl);
+		repl_result_init(&res, REPL_READ_FAILURE, q->cl);
 		snprintf(res.msg, sizeof(res.msg), "%s", err_msg());
 		op->replied = true;
-		op_free(op);
+		repl_op_free(op);
 		done(arg, &res, NULL);
 		return;
 	}
@@ -497,7 +500,7 @@ void repl_read(struct repl *r, const struct repl_read *q,
 		if (res.outcome == REPL_UNAVAILABLE)
 			r->st.unavailables++;
 		op->replied = true;
-		op_free(op);
+		repl_op_free(op);
 		done(arg, &res, NULL);
 		return;
 	}
@@ -517,7 +520,7 @@ void repl_read(struct repl *r, const struct repl_read *q,
 		read_send(op, i, i > 0);
 	op->sending = false;
 	read_progress(op);
-	op_unhold(op);
+	repl_op_unhold(op);
 }
 
 /* ---- range reads --------------------------------------------------------- */
@@ -537,10 +540,10 @@ static void range_reply(struct op *op, const struct repl_result *res,
 {
 	if (op->replied)
 		return;
-	op_answered(op);
+	repl_op_answered(op);
 	struct repl *r = op->r;
 	if (res->outcome == REPL_OK)
-		lat_add(&r->st.range_lat, now_us(r) - op->start_us);
+		repl_lat_add(&r->st.range_lat, repl_now_us(r) - op->start_us);
 	else if (res->outcome == REPL_READ_TIMEOUT)
 		r->st.read_timeouts++;
 	op->gdone(op->arg, res, frags, n, resume, finished);
@@ -561,27 +564,27 @@ static int range_repair(struct op *op, size_t i, const struct buf *enc,
 	op->t[j] = (struct target){
 		.ep = op->t[i].ep, .local_dc = op->t[i].local_dc, .round = 3};
 	r->st.read_repairs++;
-	if (target_begin(op, j) != 0)
+	if (repl_target_begin(op, j) != 0)
 		return -1;
-	if (is_self(op, op->t[j].ep)) {
-		struct local_ctx *c = local_ctx_new(r, op->t[j].id);
-		if (!c || r->store->apply(r->store_arg, m, local_apply_done,
-					  c) != 0) {
+	if (repl_is_self(op, op->t[j].ep)) {
+		struct local_ctx *c = repl_local_ctx_new(r, op->t[j].id);
+		if (!c || r->store->apply(r->store_arg, m,
+					  repl_local_apply_done, c) != 0) {
 			free(c);
-			on_answer(r, op->t[j].id, false, err_msg(), NULL, NULL,
-				  0, false);
+			repl_on_answer(r, op->t[j].id, false, err_msg(), NULL,
+				       NULL, 0, false);
 		}
 		return 0;
 	}
 	Cassini__Replication__MutationReq msg =
 		CASSINI__REPLICATION__MUTATION_REQ__INIT;
 	msg.id = op->t[j].id;
-	msg.deadline_us = deadline_us(r, r->o.range_timeout_ms);
+	msg.deadline_us = repl_deadline_us(r, r->o.range_timeout_ms);
 	msg.mutation.data = enc->data;
 	msg.mutation.len = enc->len;
-	if (send_packed(r, ep_addr(op, op->t[j].ep), REPL_VERB_MUTATION,
-			&msg.base) != 0)
-		target_unsent(op, j); /* not waited for */
+	if (repl_send_packed(r, repl_ep_addr(op, op->t[j].ep),
+			     REPL_VERB_MUTATION, &msg.base) != 0)
+		repl_target_unsent(op, j); /* not waited for */
 	return 0;
 }
 
@@ -690,15 +693,16 @@ nomem:
 	free(out);
 	free(pos);
 	free(have);
-	result_init(&res, REPL_READ_FAILURE, op->cl);
+	repl_result_init(&res, REPL_READ_FAILURE, op->cl);
 	snprintf(res.msg, sizeof(res.msg), "%s", err_msg());
 	range_reply(op, &res, NULL, 0, op->start, false);
 }
 
 static void range_progress(struct op *op);
 
-void range_answer(struct op *op, struct target *t, bool ok, const char *error,
-		  struct storage_mutation **frags, size_t n, bool cut)
+void repl_range_answer(struct op *op, struct target *t, bool ok,
+		       const char *error, struct storage_mutation **frags,
+		       size_t n, bool cut)
 {
 	if (op->phase == 3) {
 		/* A repair write acknowledged (a failed one: the read still
@@ -714,13 +718,13 @@ void range_answer(struct op *op, struct target *t, bool ok, const char *error,
 			storage_mutation_delete(frags[i]);
 		free(frags);
 		struct repl_result res;
-		result_init(&res, REPL_READ_FAILURE, op->cl);
+		repl_result_init(&res, REPL_READ_FAILURE, op->cl);
 		res.required = op->block_for;
 		snprintf(res.msg, sizeof(res.msg),
 			 "range read failed on a replica: %s",
 			 error ? error : "error");
 		range_reply(op, &res, NULL, 0, op->start, false);
-		op_free(op);
+		repl_op_free(op);
 		return;
 	}
 	t->ok = true;
@@ -740,7 +744,7 @@ static void range_progress(struct op *op)
 				return; /* never sent: the timeout answers */
 		range_resolve(op);
 		if (op->replied) {
-			op_free(op);
+			repl_op_free(op);
 			return;
 		}
 		if (op->outstanding > 0)
@@ -748,24 +752,24 @@ static void range_progress(struct op *op)
 	}
 	/* Merged, and every repair acknowledged (or none needed). */
 	struct repl_result res;
-	result_init(&res, REPL_OK, op->cl);
+	repl_result_init(&res, REPL_OK, op->cl);
 	struct storage_mutation **out = op->rr_out;
 	op->rr_out = NULL;
 	range_reply(op, &res, out, op->rr_n, op->rr_resume, op->rr_finished);
-	op_free(op);
+	repl_op_free(op);
 }
 
 static void range_send(struct op *op, size_t i)
 {
 	struct repl *r = op->r;
 	struct target *t = &op->t[i];
-	if (target_begin(op, i) != 0)
+	if (repl_target_begin(op, i) != 0)
 		return;
-	if (is_self(op, t->ep)) {
-		struct local_ctx *c = local_ctx_new(r, t->id);
+	if (repl_is_self(op, t->ep)) {
+		struct local_ctx *c = repl_local_ctx_new(r, t->id);
 		if (!c) {
-			on_answer(r, t->id, false, "out of memory", NULL, NULL,
-				  0, false);
+			repl_on_answer(r, t->id, false, "out of memory", NULL,
+				       NULL, 0, false);
 			return;
 		}
 		r->store->scan(r->store_arg, op->table_id, op->start,
@@ -776,7 +780,7 @@ static void range_send(struct op *op, size_t i)
 	Cassini__Replication__RangeReq msg =
 		CASSINI__REPLICATION__RANGE_REQ__INIT;
 	msg.id = t->id;
-	msg.deadline_us = deadline_us(r, r->o.range_timeout_ms);
+	msg.deadline_us = repl_deadline_us(r, r->o.range_timeout_ms);
 	msg.table_id.data = op->table_id;
 	msg.table_id.len = 16;
 	msg.cmd.data = op->cmd_enc.data;
@@ -784,8 +788,9 @@ static void range_send(struct op *op, size_t i)
 	msg.start = op->start;
 	msg.end = op->sub_end;
 	msg.max_partitions = op->max_partitions;
-	if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_RANGE, &msg.base) != 0)
-		target_unsent(op, i);
+	if (repl_send_packed(r, repl_ep_addr(op, t->ep), REPL_VERB_RANGE,
+			     &msg.base) != 0)
+		repl_target_unsent(op, i);
 }
 
 void repl_range_step(struct repl *r, const struct repl_range *q,
@@ -795,20 +800,21 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 	r->st.ranges++;
 	if (q->cl == REPL_CL_ANY || q->cl == REPL_CL_SERIAL ||
 	    q->cl == REPL_CL_LOCAL_SERIAL) {
-		result_init(&res, REPL_INVALID, q->cl);
+		repl_result_init(&res, REPL_INVALID, q->cl);
 		snprintf(res.msg, sizeof(res.msg),
 			 "%s ConsistencyLevel is not supported for reads",
 			 repl_cl_name(q->cl));
 		done(arg, &res, NULL, 0, q->start, false);
 		return;
 	}
-	if (overloaded(r, &res, q->cl)) {
+	if (repl_overloaded(r, &res, q->cl)) {
 		done(arg, &res, NULL, 0, q->start, false);
 		return;
 	}
-	struct op *op = op_new(r, OP_RANGE, q->cl, r->o.range_timeout_ms, arg);
+	struct op *op =
+		repl_op_new(r, OP_RANGE, q->cl, r->o.range_timeout_ms, arg);
 	if (!op) {
-		result_init(&res, REPL_READ_FAILURE, q->cl);
+		repl_result_init(&res, REPL_READ_FAILURE, q->cl);
 		snprintf(res.msg, sizeof(res.msg), "out of memory");
 		done(arg, &res, NULL, 0, q->start, false);
 		return;
@@ -836,10 +842,10 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 	if (storage_read_cmd_encode(q->cmd, &op->cmd_enc) != 0 ||
 	    storage_read_cmd_decode(op->cmd_enc.data, op->cmd_enc.len, &op->a,
 				    &op->cmd) != 0) {
-		result_init(&res, REPL_READ_FAILURE, q->cl);
+		repl_result_init(&res, REPL_READ_FAILURE, q->cl);
 		snprintf(res.msg, sizeof(res.msg), "%s", err_msg());
 		op->replied = true;
-		op_free(op);
+		repl_op_free(op);
 		done(arg, &res, NULL, 0, q->start, false);
 		return;
 	}
@@ -847,7 +853,7 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 		if (res.outcome == REPL_UNAVAILABLE)
 			r->st.unavailables++;
 		op->replied = true;
-		op_free(op);
+		repl_op_free(op);
 		done(arg, &res, NULL, 0, q->start, false);
 		return;
 	}
@@ -857,14 +863,14 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 		range_send(op, i);
 	op->sending = false;
 	range_progress(op);
-	op_unhold(op);
+	repl_op_unhold(op);
 }
 
 /* The range read's deadline passed. */
-void range_timeout(struct op *op)
+void repl_range_timeout(struct op *op)
 {
 	struct repl_result res;
-	result_init(&res, REPL_READ_TIMEOUT, op->cl);
+	repl_result_init(&res, REPL_READ_TIMEOUT, op->cl);
 	res.required = op->block_for;
 	/* contacts only: repair writes (after them) are not responses */
 	size_t nc = op->phase == 3 ? op->ncontact_range : op->nt;
@@ -877,5 +883,5 @@ void range_timeout(struct op *op)
 		 "Operation timed out - received only %d responses.",
 		 res.alive);
 	range_reply(op, &res, NULL, 0, op->start, false);
-	op_free(op);
+	repl_op_free(op);
 }

@@ -26,7 +26,7 @@ static void truncate_reply(struct op *op, const struct repl_result *res)
 {
 	if (op->replied)
 		return;
-	op_answered(op);
+	repl_op_answered(op);
 	op->wdone(op->arg, res);
 }
 
@@ -42,36 +42,36 @@ static void truncate_fail(struct op *op, const struct target *t,
 			  const char *error)
 {
 	struct repl_result res;
-	result_init(&res, REPL_TRUNCATE_ERROR, REPL_CL_ALL);
+	repl_result_init(&res, REPL_TRUNCATE_ERROR, REPL_CL_ALL);
 	res.required = (int)op->nt;
 	res.alive = truncate_acks(op);
 	char a[INET_ADDR_STRLEN];
 	snprintf(res.msg, sizeof(res.msg), "Error during truncate on %s: %s",
-		 inet_addr_format(ep_addr(op, t->ep), a, sizeof(a)),
+		 inet_addr_format(repl_ep_addr(op, t->ep), a, sizeof(a)),
 		 error && *error ? error : "error");
 	truncate_reply(op, &res);
 }
 
-void truncate_answer(struct op *op, struct target *t, bool ok,
-		     const char *error)
+void repl_truncate_answer(struct op *op, struct target *t, bool ok,
+			  const char *error)
 {
 	t->ok = ok;
 	if (!ok) {
 		truncate_fail(op, t, error);
 	} else if (!op->sending && truncate_acks(op) == (int)op->nt) {
 		struct repl_result res;
-		result_init(&res, REPL_OK, REPL_CL_ALL);
+		repl_result_init(&res, REPL_OK, REPL_CL_ALL);
 		truncate_reply(op, &res);
 	}
 	if (op->replied && (op->outstanding == 0 || !ok))
-		op_free(op);
+		repl_op_free(op);
 }
 
-void truncate_timeout(struct op *op)
+void repl_truncate_timeout(struct op *op)
 {
 	if (!op->replied) {
 		struct repl_result res;
-		result_init(&res, REPL_TRUNCATE_ERROR, REPL_CL_ALL);
+		repl_result_init(&res, REPL_TRUNCATE_ERROR, REPL_CL_ALL);
 		res.required = (int)op->nt;
 		res.alive = truncate_acks(op);
 		snprintf(res.msg, sizeof(res.msg),
@@ -79,7 +79,7 @@ void truncate_timeout(struct op *op)
 			 res.alive);
 		truncate_reply(op, &res);
 	}
-	op_free(op);
+	repl_op_free(op);
 }
 
 /* Sends the truncate to target `i`; a failure to send is its answer. */
@@ -87,35 +87,35 @@ static void truncate_send(struct op *op, size_t i)
 {
 	struct repl *r = op->r;
 	struct target *t = &op->t[i];
-	if (target_begin(op, i) != 0) {
+	if (repl_target_begin(op, i) != 0) {
 		truncate_fail(op, t, "out of memory");
 		return;
 	}
-	if (is_self(op, t->ep)) {
-		struct local_ctx *c = local_ctx_new(r, t->id);
+	if (repl_is_self(op, t->ep)) {
+		struct local_ctx *c = repl_local_ctx_new(r, t->id);
 		if (!c || !r->store->truncate) {
 			free(c);
-			on_answer(r, t->id, false,
-				  c ? "this node cannot truncate"
-				    : "out of memory",
-				  NULL, NULL, 0, false);
+			repl_on_answer(r, t->id, false,
+				       c ? "this node cannot truncate"
+					 : "out of memory",
+				       NULL, NULL, 0, false);
 			return;
 		}
-		r->store->truncate(r->store_arg, op->table_id, local_apply_done,
-				   c);
+		r->store->truncate(r->store_arg, op->table_id,
+				   repl_local_apply_done, c);
 		return;
 	}
 	Cassini__Replication__TruncateReq msg =
 		CASSINI__REPLICATION__TRUNCATE_REQ__INIT;
 	msg.id = t->id;
-	msg.deadline_us = deadline_us(r, r->o.truncate_timeout_ms);
+	msg.deadline_us = repl_deadline_us(r, r->o.truncate_timeout_ms);
 	msg.table_id.data = op->table_id;
 	msg.table_id.len = 16;
-	if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_TRUNCATE, &msg.base) !=
-	    0) {
+	if (repl_send_packed(r, repl_ep_addr(op, t->ep), REPL_VERB_TRUNCATE,
+			     &msg.base) != 0) {
 		char why[ERR_MSG_MAX];
 		snprintf(why, sizeof(why), "cannot send: %s", err_msg());
-		on_answer(r, t->id, false, why, NULL, NULL, 0, false);
+		repl_on_answer(r, t->id, false, why, NULL, NULL, 0, false);
 	}
 }
 
@@ -124,7 +124,7 @@ void repl_truncate(struct repl *r, const uint8_t table_id[16],
 {
 	struct repl_result res;
 	r->st.truncates++;
-	if (overloaded(r, &res, REPL_CL_ALL)) {
+	if (repl_overloaded(r, &res, REPL_CL_ALL)) {
 		done(arg, &res);
 		return;
 	}
@@ -138,7 +138,7 @@ void repl_truncate(struct repl *r, const uint8_t table_id[16],
 					   &ring_endpoint_get(ring, i)->addr);
 	if (n == 0 || self < 0 || alive < (int)n) {
 		r->st.unavailables++;
-		result_init(&res, REPL_UNAVAILABLE, REPL_CL_ALL);
+		repl_result_init(&res, REPL_UNAVAILABLE, REPL_CL_ALL);
 		res.required = n ? (int)n : 1;
 		res.alive = alive;
 		snprintf(res.msg, sizeof(res.msg),
@@ -148,14 +148,14 @@ void repl_truncate(struct repl *r, const uint8_t table_id[16],
 		done(arg, &res);
 		return;
 	}
-	struct op *op = op_new(r, OP_TRUNCATE, REPL_CL_ALL,
-			       r->o.truncate_timeout_ms, arg);
+	struct op *op = repl_op_new(r, OP_TRUNCATE, REPL_CL_ALL,
+				    r->o.truncate_timeout_ms, arg);
 	if (!op || !(op->t = calloc(n, sizeof(*op->t)))) {
-		result_init(&res, REPL_TRUNCATE_ERROR, REPL_CL_ALL);
+		repl_result_init(&res, REPL_TRUNCATE_ERROR, REPL_CL_ALL);
 		snprintf(res.msg, sizeof(res.msg), "out of memory");
 		if (op) {
 			op->replied = true;
-			op_free(op);
+			repl_op_free(op);
 		}
 		done(arg, &res);
 		return;
@@ -174,10 +174,10 @@ void repl_truncate(struct repl *r, const uint8_t table_id[16],
 		truncate_send(op, i);
 	op->sending = false;
 	if (!op->replied && truncate_acks(op) == (int)op->nt) {
-		result_init(&res, REPL_OK, REPL_CL_ALL);
+		repl_result_init(&res, REPL_OK, REPL_CL_ALL);
 		truncate_reply(op, &res);
 	}
 	if (op->replied && op->outstanding == 0)
-		op_free(op);
-	op_unhold(op);
+		repl_op_free(op);
+	repl_op_unhold(op);
 }

@@ -30,10 +30,10 @@ static void write_reply(struct op *op, const struct repl_result *res)
 {
 	if (op->replied)
 		return;
-	op_answered(op);
+	repl_op_answered(op);
 	struct repl *r = op->r;
 	if (res->outcome == REPL_OK)
-		lat_add(&r->st.write_lat, now_us(r) - op->start_us);
+		repl_lat_add(&r->st.write_lat, repl_now_us(r) - op->start_us);
 	else if (res->outcome == REPL_WRITE_TIMEOUT)
 		r->st.write_timeouts++;
 	if (res->outcome == REPL_OK && op->logged)
@@ -45,7 +45,7 @@ static void write_ok_if_done(struct op *op)
 {
 	if (op->unsatisfied == 0) {
 		struct repl_result res;
-		result_init(&res, REPL_OK, op->cl);
+		repl_result_init(&res, REPL_OK, op->cl);
 		write_reply(op, &res);
 	}
 }
@@ -91,7 +91,7 @@ static void hint_target(struct op *op, const struct target *t)
 	if (!r->hooks.hint)
 		return;
 	const struct buf *enc = &op->muts[t->mut].enc;
-	if (is_self(op, t->ep) || enc->len == 0)
+	if (repl_is_self(op, t->ep) || enc->len == 0)
 		return; /* this node's own write is in its commitlog */
 	const struct ring_endpoint *e = ring_endpoint_get(op->ring, t->ep);
 	if (r->hooks.hint(r->hooks.arg, e->host_id, e->dc, enc->data,
@@ -99,7 +99,8 @@ static void hint_target(struct op *op, const struct target *t)
 		r->st.hints_written++;
 }
 
-void write_answer(struct op *op, struct target *t, bool ok, const char *error)
+void repl_write_answer(struct op *op, struct target *t, bool ok,
+		       const char *error)
 {
 	struct wmut *w = &op->muts[t->mut];
 	t->ok = ok;
@@ -111,7 +112,7 @@ void write_answer(struct op *op, struct target *t, bool ok, const char *error)
 		LOG_DEBUG("replica write failed: %s", error ? error : "?");
 		if (!w->satisfied && w->targets - w->failures < w->block_for) {
 			struct repl_result res;
-			result_init(&res, REPL_WRITE_FAILURE, op->cl);
+			repl_result_init(&res, REPL_WRITE_FAILURE, op->cl);
 			res.required = w->block_for;
 			res.alive = w->acks;
 			res.write_type = op->wt;
@@ -123,17 +124,17 @@ void write_answer(struct op *op, struct target *t, bool ok, const char *error)
 	}
 	/* Unanswered and unsatisfied: the timeout answers. */
 	if (op->outstanding == 0 && op->replied)
-		op_free(op);
+		repl_op_free(op);
 }
 
-void write_timeout(struct op *op)
+void repl_write_timeout(struct op *op)
 {
 	for (size_t i = 0; i < op->nt; i++)
 		if (op->t[i].sent && !op->t[i].answered)
 			hint_target(op, &op->t[i]);
 	if (!op->replied && op->in_batchlog) {
 		struct repl_result res;
-		result_init(&res, REPL_WRITE_TIMEOUT, REPL_CL_ONE);
+		repl_result_init(&res, REPL_WRITE_TIMEOUT, REPL_CL_ONE);
 		res.write_type = REPL_WRITE_BATCH_LOG;
 		res.required = (int)op->nbl;
 		res.alive = op->bl_acks;
@@ -144,7 +145,7 @@ void write_timeout(struct op *op)
 	}
 	if (!op->replied) {
 		struct repl_result res;
-		result_init(&res, REPL_WRITE_TIMEOUT, op->cl);
+		repl_result_init(&res, REPL_WRITE_TIMEOUT, op->cl);
 		res.write_type = op->wt;
 		for (size_t i = 0; i < op->nmut; i++)
 			if (!op->muts[i].satisfied) {
@@ -157,7 +158,7 @@ void write_timeout(struct op *op)
 			 res.alive);
 		write_reply(op, &res);
 	}
-	op_free(op);
+	repl_op_free(op);
 }
 
 /* Plans the targets of mutation `k`; fills `res` and fails when too few
@@ -171,13 +172,13 @@ static int write_plan(struct op *op, size_t k, const struct repl_mutation *rm,
 	if (ring_replicas_for_token(op->ring, rm->strategy,
 				    storage_mutation_token(rm->m),
 				    &reps) != 0) {
-		result_init(res, REPL_WRITE_FAILURE, op->cl);
+		repl_result_init(res, REPL_WRITE_FAILURE, op->cl);
 		snprintf(res->msg, sizeof(res->msg), "%s", err_msg());
 		return -1;
 	}
 	size_t n = reps.n_natural + reps.n_pending;
 	if (n == 0) {
-		result_init(res, REPL_UNAVAILABLE, op->cl);
+		repl_result_init(res, REPL_UNAVAILABLE, op->cl);
 		res->required = repl_block_for(op->cl, rm->strategy, NULL);
 		snprintf(res->msg, sizeof(res->msg),
 			 "Cannot achieve consistency level %s: the ring "
@@ -185,12 +186,12 @@ static int write_plan(struct op *op, size_t k, const struct repl_mutation *rm,
 			 repl_cl_name(op->cl));
 		return -1;
 	}
-	const char *ldc = local_dc(op->ring);
+	const char *ldc = repl_local_dc(op->ring);
 	struct repl_live live[64];
 	struct target *grown =
 		n <= 64 ? realloc(op->t, (op->nt + n) * sizeof(*op->t)) : NULL;
 	if (!grown) {
-		result_init(res, REPL_WRITE_FAILURE, op->cl);
+		repl_result_init(res, REPL_WRITE_FAILURE, op->cl);
 		snprintf(res->msg, sizeof(res->msg), "cannot plan %zu replicas",
 			 n);
 		return -1;
@@ -201,14 +202,14 @@ static int write_plan(struct op *op, size_t k, const struct repl_mutation *rm,
 				      ? reps.natural[i]
 				      : reps.pending[i - reps.n_natural];
 		const struct ring_endpoint *e = ring_endpoint_get(op->ring, ep);
-		bool alive = is_self(op, ep) ||
+		bool alive = repl_is_self(op, ep) ||
 			     r->hooks.is_alive(r->hooks.arg, &e->addr);
 		live[i] = (struct repl_live){e->dc, alive};
 		struct target *t = &op->t[op->nt++];
 		memset(t, 0, sizeof(*t));
 		t->ep = ep;
 		t->mut = (uint32_t)k;
-		t->dc = (int16_t)strategy_dc_index(rm->strategy, e->dc);
+		t->dc = (int16_t)repl_strategy_dc_index(rm->strategy, e->dc);
 		t->local_dc = ldc && strcmp(e->dc, ldc) == 0;
 		t->pending = i >= reps.n_natural;
 		t->ok = alive; /* "alive" until sent */
@@ -233,7 +234,7 @@ static int write_plan(struct op *op, size_t k, const struct repl_mutation *rm,
 		w->dc_need = calloc(w->ndc ? w->ndc : 1, sizeof(int));
 		w->dc_acks = calloc(w->ndc ? w->ndc : 1, sizeof(int));
 		if (!w->dc_need || !w->dc_acks) {
-			result_init(res, REPL_WRITE_FAILURE, op->cl);
+			repl_result_init(res, REPL_WRITE_FAILURE, op->cl);
 			snprintf(res->msg, sizeof(res->msg), "out of memory");
 			return -1;
 		}
@@ -252,10 +253,10 @@ static int write_plan(struct op *op, size_t k, const struct repl_mutation *rm,
 	 * (the caller's mutation is applied directly). */
 	bool remote = op->wt == REPL_WRITE_BATCH && op->nmut > 1;
 	for (size_t i = op->nt - n; i < op->nt && !remote; i++)
-		remote = !is_self(op, op->t[i].ep);
+		remote = !repl_is_self(op, op->t[i].ep);
 	buf_init(&w->enc);
 	if (remote && storage_mutation_encode(rm->m, &w->enc) != 0) {
-		result_init(res, REPL_WRITE_FAILURE, op->cl);
+		repl_result_init(res, REPL_WRITE_FAILURE, op->cl);
 		snprintf(res->msg, sizeof(res->msg), "%s", err_msg());
 		return -1;
 	}
@@ -267,23 +268,24 @@ static void write_send(struct op *op, size_t i)
 	struct repl *r = op->r;
 	struct target *t = &op->t[i];
 	const struct buf *enc = &op->muts[t->mut].enc;
-	if (target_begin(op, i) != 0)
+	if (repl_target_begin(op, i) != 0)
 		return;
-	if (is_self(op, t->ep)) {
+	if (repl_is_self(op, t->ep)) {
 		/* The caller's mutation while repl_write runs; after a
 		 * batchlog round, the encoded copy. */
 		const struct storage_mutation *m = op->muts[t->mut].m;
 		struct storage_mutation *decoded =
 			m ? NULL : storage_mutation_decode(enc->data, enc->len);
-		struct local_ctx *c = local_ctx_new(r, t->id);
+		struct local_ctx *c = repl_local_ctx_new(r, t->id);
 		if (!(m = m ? m : decoded) || !c ||
-		    r->store->apply(r->store_arg, m, local_apply_done, c) !=
-			    0) {
+		    r->store->apply(r->store_arg, m, repl_local_apply_done,
+				    c) != 0) {
 			char why[ERR_MSG_MAX];
 			snprintf(why, sizeof(why), "%s", err_msg());
 			free(c);
 			storage_mutation_delete(decoded);
-			on_answer(r, t->id, false, why, NULL, NULL, 0, false);
+			repl_on_answer(r, t->id, false, why, NULL, NULL, 0,
+				       false);
 			return;
 		}
 		storage_mutation_delete(decoded);
@@ -292,13 +294,13 @@ static void write_send(struct op *op, size_t i)
 	Cassini__Replication__MutationReq msg =
 		CASSINI__REPLICATION__MUTATION_REQ__INIT;
 	msg.id = t->id;
-	msg.deadline_us = deadline_us(r, r->o.write_timeout_ms);
+	msg.deadline_us = repl_deadline_us(r, r->o.write_timeout_ms);
 	msg.mutation.data = enc->data;
 	msg.mutation.len = enc->len;
-	if (send_packed(r, ep_addr(op, t->ep), REPL_VERB_MUTATION, &msg.base) !=
-	    0) {
+	if (repl_send_packed(r, repl_ep_addr(op, t->ep), REPL_VERB_MUTATION,
+			     &msg.base) != 0) {
 		/* Queue full or peer in backoff: as good as down. */
-		target_unsent(op, i);
+		repl_target_unsent(op, i);
 		hint_target(op, t);
 	}
 }
@@ -331,8 +333,8 @@ static void write_start(struct op *op)
 			}
 	write_ok_if_done(op);
 	if (op->outstanding == 0 && op->replied)
-		op_free(op);
-	op_unhold(op);
+		repl_op_free(op);
+	repl_op_unhold(op);
 }
 
 /* ---- the batchlog (logged batches) --------------------------------------- */
@@ -344,7 +346,7 @@ static int batchlog_endpoints(struct op *op, struct repl_result *res)
 {
 	struct repl *r = op->r;
 	int self = ring_local_endpoint(op->ring);
-	const char *ldc = local_dc(op->ring);
+	const char *ldc = repl_local_dc(op->ring);
 	uint32_t live[64];
 	size_t nlive = 0, others = 0;
 	for (size_t i = 0; i < ring_endpoint_count(op->ring); i++) {
@@ -360,7 +362,7 @@ static int batchlog_endpoints(struct op *op, struct repl_result *res)
 		return 0;
 	}
 	if (nlive == 0) {
-		result_init(res, REPL_UNAVAILABLE, REPL_CL_ONE);
+		repl_result_init(res, REPL_UNAVAILABLE, REPL_CL_ONE);
 		res->required = 1;
 		snprintf(res->msg, sizeof(res->msg),
 			 "Cannot achieve consistency level ONE: no live node "
@@ -390,7 +392,7 @@ static void batchlog_acked(struct op *op)
 	if (op->replied || op->bl_acks < (int)op->nbl)
 		return;
 	op->in_batchlog = false;
-	op_set_deadline(op, op->r->o.write_timeout_ms);
+	repl_op_set_deadline(op, op->r->o.write_timeout_ms);
 	write_start(op);
 }
 
@@ -402,7 +404,7 @@ void batchlog_answer(struct op *op, size_t k, bool ok, const char *why)
 		batchlog_acked(op);
 	} else if (!op->replied) {
 		struct repl_result res;
-		result_init(&res, REPL_WRITE_FAILURE, REPL_CL_ONE);
+		repl_result_init(&res, REPL_WRITE_FAILURE, REPL_CL_ONE);
 		res.required = (int)op->nbl;
 		res.alive = op->bl_acks;
 		res.write_type = REPL_WRITE_BATCH_LOG;
@@ -412,7 +414,7 @@ void batchlog_answer(struct op *op, size_t k, bool ok, const char *why)
 		write_reply(op, &res);
 	}
 	if (op->replied && op->outstanding == 0)
-		op_free(op);
+		repl_op_free(op);
 }
 
 /* This node's own copy of a batch, answered through its slot. */
@@ -424,7 +426,7 @@ struct local_store {
 static void local_stored(void *arg, int status, const char *why)
 {
 	struct local_store *ls = arg;
-	on_answer(ls->r, ls->id, status == 0, why, NULL, NULL, 0, false);
+	repl_on_answer(ls->r, ls->id, status == 0, why, NULL, NULL, 0, false);
 	free(ls);
 }
 
@@ -445,7 +447,7 @@ static int batchlog_begin(struct op *op, struct repl_result *res)
 	if (!bins || !sl) {
 		free(bins);
 		free(sl);
-		result_init(res, REPL_WRITE_FAILURE, op->cl);
+		repl_result_init(res, REPL_WRITE_FAILURE, op->cl);
 		snprintf(res->msg, sizeof(res->msg), "out of memory");
 		return -1;
 	}
@@ -462,21 +464,22 @@ static int batchlog_begin(struct op *op, struct repl_result *res)
 		s->id = ++r->next_id;
 		s->op = op;
 		s->target = BL_TARGET + (uint32_t)k;
-		struct slot **b = bucket_of(r, s->id);
+		struct slot **b = repl_bucket_of(r, s->id);
 		s->next = *b;
 		*b = s;
 		op->bl_id[k] = s->id;
-		if (is_self(op, op->bl_ep[k])) {
+		if (repl_is_self(op, op->bl_ep[k])) {
 			/* Answered like a peer's store, through the slot: the
 			 * operation may be gone when the file is written. */
 			struct local_store *ls =
 				r->bl ? malloc(sizeof(*ls)) : NULL;
 			op->bl_sent[k] = true;
 			if (!ls) {
-				on_answer(r, s->id, false,
-					  r->bl ? "out of memory"
-						: "this node keeps no batchlog",
-					  NULL, NULL, 0, false);
+				repl_on_answer(
+					r, s->id, false,
+					r->bl ? "out of memory"
+					      : "this node keeps no batchlog",
+					NULL, NULL, 0, false);
 				continue;
 			}
 			*ls = (struct local_store){.r = r, .id = s->id};
@@ -487,17 +490,17 @@ static int batchlog_begin(struct op *op, struct repl_result *res)
 		Cassini__Replication__BatchStoreReq msg =
 			CASSINI__REPLICATION__BATCH_STORE_REQ__INIT;
 		msg.id = s->id;
-		msg.deadline_us = deadline_us(r, r->o.write_timeout_ms);
+		msg.deadline_us = repl_deadline_us(r, r->o.write_timeout_ms);
 		msg.batch_id.data = op->batch_id;
 		msg.batch_id.len = 16;
 		msg.created_us = created;
 		msg.n_mutations = op->nmut;
 		msg.mutations = bins;
-		if (send_packed(r, ep_addr(op, op->bl_ep[k]),
-				REPL_VERB_BATCH_STORE, &msg.base) == 0)
+		if (repl_send_packed(r, repl_ep_addr(op, op->bl_ep[k]),
+				     REPL_VERB_BATCH_STORE, &msg.base) == 0)
 			op->bl_sent[k] = true;
 		else
-			free(slot_take(r, s->id));
+			free(repl_slot_take(r, s->id));
 	}
 	free(bins);
 	free(sl);
@@ -509,7 +512,7 @@ static void batchlog_release(struct op *op)
 {
 	struct repl *r = op->r;
 	for (size_t k = 0; k < op->nbl; k++) {
-		if (is_self(op, op->bl_ep[k])) {
+		if (repl_is_self(op, op->bl_ep[k])) {
 			if (r->bl)
 				batchlog_remove(r->bl, op->batch_id);
 			continue;
@@ -518,8 +521,8 @@ static void batchlog_release(struct op *op)
 			CASSINI__REPLICATION__BATCH_REMOVE__INIT;
 		msg.batch_id.data = op->batch_id;
 		msg.batch_id.len = 16;
-		send_packed(r, ep_addr(op, op->bl_ep[k]),
-			    REPL_VERB_BATCH_REMOVE, &msg.base);
+		repl_send_packed(r, repl_ep_addr(op, op->bl_ep[k]),
+				 REPL_VERB_BATCH_REMOVE, &msg.base);
 	}
 }
 
@@ -530,23 +533,24 @@ void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
 	struct repl_result res;
 	r->st.writes++;
 	if (cl == REPL_CL_SERIAL || cl == REPL_CL_LOCAL_SERIAL) {
-		result_init(&res, REPL_INVALID, cl);
+		repl_result_init(&res, REPL_INVALID, cl);
 		snprintf(res.msg, sizeof(res.msg),
 			 "You must use conditional updates for serializable "
 			 "writes");
 		done(arg, &res);
 		return;
 	}
-	if (overloaded(r, &res, cl)) {
+	if (repl_overloaded(r, &res, cl)) {
 		done(arg, &res);
 		return;
 	}
-	struct op *op = op_new(r, OP_WRITE, cl, r->o.write_timeout_ms, arg);
+	struct op *op =
+		repl_op_new(r, OP_WRITE, cl, r->o.write_timeout_ms, arg);
 	if (!op || !(op->muts = zcalloc(n ? n : 1, sizeof(*op->muts)))) {
-		result_init(&res, REPL_WRITE_FAILURE, cl);
+		repl_result_init(&res, REPL_WRITE_FAILURE, cl);
 		snprintf(res.msg, sizeof(res.msg), "out of memory");
 		if (op)
-			op_free(op);
+			repl_op_free(op);
 		done(arg, &res);
 		return;
 	}
@@ -563,7 +567,7 @@ void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
 				r->st.unavailables++;
 			res.write_type = wt;
 			op->replied = true;
-			op_free(op);
+			repl_op_free(op);
 			done(arg, &res);
 			return;
 		}
@@ -574,12 +578,12 @@ void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
 				r->st.unavailables++;
 			res.write_type = REPL_WRITE_BATCH_LOG;
 			write_reply(op, &res);
-			op_free(op);
+			repl_op_free(op);
 		}
 	} else {
 		write_start(op);
 	}
 	for (size_t k = 0; !op->free_pending && k < n; k++)
 		op->muts[k].m = NULL;
-	op_unhold(op);
+	repl_op_unhold(op);
 }

@@ -1,6 +1,6 @@
 /*
  * The coordinator's core (replication.h): operations and their request ids,
- * the latency histogram, sending, answer dispatch (on_answer), timeouts,
+ * the latency histogram, sending, answer dispatch (repl_on_answer), timeouts,
  * hint delivery (repl_deliver), life cycle and stats. The write path is in
  * coord_write.c, reads in coord_read.c, truncates in coord_truncate.c, the
  * replica side in replica.c;
@@ -49,7 +49,7 @@ static uint64_t lat_upper(unsigned b)
 	return ((uint64_t)(4 + sub + 1) << (o - 2)) - 1;
 }
 
-void lat_add(struct repl_latency *l, uint64_t us)
+void repl_lat_add(struct repl_latency *l, uint64_t us)
 {
 	l->count++;
 	l->buckets[lat_bucket(us)]++;
@@ -73,17 +73,17 @@ uint64_t repl_latency_percentile(const struct repl_latency *l, double p)
 
 /* ---- operations ---------------------------------------------------------- */
 
-uint64_t now_us(struct repl *r)
+uint64_t repl_now_us(struct repl *r)
 {
 	return env_mono_us(r->env);
 }
 
-struct slot **bucket_of(struct repl *r, uint64_t id)
+struct slot **repl_bucket_of(struct repl *r, uint64_t id)
 {
 	return &r->ids[(id * 0x9E3779B97F4A7C15ull) >> 52 & (ID_BUCKETS - 1)];
 }
 
-int slot_add(struct repl *r, struct op *op, uint32_t target)
+int repl_slot_add(struct repl *r, struct op *op, uint32_t target)
 {
 	struct slot *s = malloc(sizeof(*s));
 	if (!s)
@@ -91,7 +91,7 @@ int slot_add(struct repl *r, struct op *op, uint32_t target)
 	s->id = ++r->next_id;
 	s->op = op;
 	s->target = target;
-	struct slot **b = bucket_of(r, s->id);
+	struct slot **b = repl_bucket_of(r, s->id);
 	s->next = *b;
 	*b = s;
 	op->t[target].id = s->id;
@@ -99,25 +99,25 @@ int slot_add(struct repl *r, struct op *op, uint32_t target)
 }
 
 /* Removes the slot of `id` and returns it (the caller frees), or NULL. */
-int target_begin(struct op *op, size_t i)
+int repl_target_begin(struct op *op, size_t i)
 {
-	if (slot_add(op->r, op, (uint32_t)i) != 0)
+	if (repl_slot_add(op->r, op, (uint32_t)i) != 0)
 		return -1;
 	op->t[i].sent = true;
 	op->outstanding++;
 	return 0;
 }
 
-void target_unsent(struct op *op, size_t i)
+void repl_target_unsent(struct op *op, size_t i)
 {
-	free(slot_take(op->r, op->t[i].id));
+	free(repl_slot_take(op->r, op->t[i].id));
 	op->t[i].sent = false;
 	op->outstanding--;
 }
 
-struct slot *slot_take(struct repl *r, uint64_t id)
+struct slot *repl_slot_take(struct repl *r, uint64_t id)
 {
-	for (struct slot **p = bucket_of(r, id); *p; p = &(*p)->next)
+	for (struct slot **p = repl_bucket_of(r, id); *p; p = &(*p)->next)
 		if ((*p)->id == id) {
 			struct slot *s = *p;
 			*p = s->next;
@@ -163,7 +163,7 @@ static void target_free(struct target *t)
 
 /* Unregisters every id of the operation and frees it (once nobody holds
  * it). */
-void op_free(struct op *op)
+void repl_op_free(struct op *op)
 {
 	if (op->hold > 0) {
 		op->free_pending = true;
@@ -172,12 +172,12 @@ void op_free(struct op *op)
 	struct repl *r = op->r;
 	for (size_t i = 0; i < op->nt; i++) {
 		if (op->t[i].sent && !op->t[i].answered)
-			free(slot_take(r, op->t[i].id));
+			free(repl_slot_take(r, op->t[i].id));
 		target_free(&op->t[i]);
 	}
 	for (size_t k = 0; k < op->nbl; k++)
 		if (op->bl_sent[k] && !op->bl_answered[k])
-			free(slot_take(r, op->bl_id[k]));
+			free(repl_slot_take(r, op->bl_id[k]));
 	if (op->prev)
 		op->prev->next = op->next;
 	else
@@ -244,16 +244,16 @@ static void dl_insert(struct repl *r, struct op *op, uint64_t now,
 	dl_arm(r, now);
 }
 
-void op_set_deadline(struct op *op, uint64_t timeout_ms)
+void repl_op_set_deadline(struct op *op, uint64_t timeout_ms)
 {
-	dl_insert(op->r, op, now_us(op->r), timeout_ms);
+	dl_insert(op->r, op, repl_now_us(op->r), timeout_ms);
 }
 
 /* The deadline timer: times out every operation whose deadline passed. */
 static void dl_fire(void *arg)
 {
 	struct repl *r = arg;
-	uint64_t now = now_us(r);
+	uint64_t now = repl_now_us(r);
 	r->dl_armed_us = 0;
 	/* A handler may finish or re-arm any operation: take the head
 	 * afresh each time. */
@@ -265,14 +265,14 @@ static void dl_fire(void *arg)
 	dl_arm(r, now);
 }
 
-void op_unhold(struct op *op)
+void repl_op_unhold(struct op *op)
 {
 	if (--op->hold == 0 && op->free_pending)
-		op_free(op);
+		repl_op_free(op);
 }
 
-struct op *op_new(struct repl *r, enum op_kind kind, int cl,
-		  uint64_t timeout_ms, void *arg)
+struct op *repl_op_new(struct repl *r, enum op_kind kind, int cl,
+		       uint64_t timeout_ms, void *arg)
 {
 	struct op *op = zcalloc(1, sizeof(*op));
 	if (!op) {
@@ -283,7 +283,7 @@ struct op *op_new(struct repl *r, enum op_kind kind, int cl,
 	op->r = r;
 	op->cl = cl;
 	op->arg = arg;
-	op->start_us = now_us(r);
+	op->start_us = repl_now_us(r);
 	buf_init(&op->cmd_enc);
 	arena_create(&op->a, 4096); /* most operations need less */
 	op_link(r, op);
@@ -291,14 +291,14 @@ struct op *op_new(struct repl *r, enum op_kind kind, int cl,
 	return op;
 }
 
-void result_init(struct repl_result *res, enum repl_outcome o, int cl)
+void repl_result_init(struct repl_result *res, enum repl_outcome o, int cl)
 {
 	memset(res, 0, sizeof(*res));
 	res->outcome = o;
 	res->cl = cl;
 }
 
-void op_answered(struct op *op)
+void repl_op_answered(struct op *op)
 {
 	op->replied = true;
 	if (op->background)
@@ -308,13 +308,13 @@ void op_answered(struct op *op)
 	op->r->background++;
 }
 
-bool overloaded(struct repl *r, struct repl_result *res, int cl)
+bool repl_overloaded(struct repl *r, struct repl_result *res, int cl)
 {
 	if (r->st.inflight < r->o.max_inflight &&
 	    r->background < BACKGROUND_FACTOR * r->o.max_inflight)
 		return false;
 	r->st.overloaded++;
-	result_init(res, REPL_OVERLOADED, cl);
+	repl_result_init(res, REPL_OVERLOADED, cl);
 	snprintf(res->msg, sizeof(res->msg),
 		 "coordinator overloaded: %zu requests in flight",
 		 r->o.max_inflight);
@@ -323,13 +323,13 @@ bool overloaded(struct repl *r, struct repl_result *res, int cl)
 
 /* ---- sending ------------------------------------------------------------- */
 
-int64_t deadline_us(struct repl *r, uint64_t timeout_ms)
+int64_t repl_deadline_us(struct repl *r, uint64_t timeout_ms)
 {
 	return env_wall_us(r->env) + (int64_t)timeout_ms * 1000;
 }
 
-int send_packed(struct repl *r, const struct inet_addr *to, uint32_t verb,
-		const ProtobufCMessage *msg)
+int repl_send_packed(struct repl *r, const struct inet_addr *to, uint32_t verb,
+		     const ProtobufCMessage *msg)
 {
 	size_t n = protobuf_c_message_get_packed_size(msg);
 	uint8_t stack[512];
@@ -343,21 +343,21 @@ int send_packed(struct repl *r, const struct inet_addr *to, uint32_t verb,
 	return rc;
 }
 
-const struct inet_addr *ep_addr(const struct op *op, uint32_t ep)
+const struct inet_addr *repl_ep_addr(const struct op *op, uint32_t ep)
 {
 	if (op->kind == OP_DELIVER)
 		return &op->to;
 	return &ring_endpoint_get(op->ring, ep)->addr;
 }
 
-bool is_self(const struct op *op, uint32_t ep)
+bool repl_is_self(const struct op *op, uint32_t ep)
 {
 	return op->ring && ring_local_endpoint(op->ring) == (int)ep;
 }
 
 /* ---- ring helpers -------------------------------------------------------- */
 
-int strategy_dc_index(const struct ring_strategy *s, const char *dc)
+int repl_strategy_dc_index(const struct ring_strategy *s, const char *dc)
 {
 	for (size_t i = 0; i < ring_strategy_dc_count(s); i++) {
 		int rf;
@@ -367,7 +367,7 @@ int strategy_dc_index(const struct ring_strategy *s, const char *dc)
 	return -1;
 }
 
-const char *local_dc(const struct ring *ring)
+const char *repl_local_dc(const struct ring *ring)
 {
 	int self = ring_local_endpoint(ring);
 	return self >= 0 ? ring_endpoint_get(ring, (size_t)self)->dc : NULL;
@@ -378,16 +378,16 @@ const char *local_dc(const struct ring *ring)
 /* The local replica is reached through the store; its completions carry the
  * request id in a struct local_ctx and take the path of remote answers. */
 
-void local_apply_done(void *arg, int status, enum err_code code)
+void repl_local_apply_done(void *arg, int status, enum err_code code)
 {
 	struct local_ctx *c = arg;
-	on_answer(c->r, c->id, status == 0,
-		  status == 0 ? NULL : err_code_name(code), NULL, NULL, 0,
-		  false);
+	repl_on_answer(c->r, c->id, status == 0,
+		       status == 0 ? NULL : err_code_name(code), NULL, NULL, 0,
+		       false);
 	free(c);
 }
 
-struct local_ctx *local_ctx_new(struct repl *r, uint64_t id)
+struct local_ctx *repl_local_ctx_new(struct repl *r, uint64_t id)
 {
 	struct local_ctx *c = malloc(sizeof(*c));
 	if (c)
@@ -403,27 +403,27 @@ static int deliver(struct repl *r, const struct inet_addr *to,
 		   const uint8_t *hint_for, const uint8_t *mutation, size_t len,
 		   int64_t created_us, repl_deliver_fn done, void *arg)
 {
-	struct op *op =
-		op_new(r, OP_DELIVER, REPL_CL_ONE, r->o.write_timeout_ms, arg);
+	struct op *op = repl_op_new(r, OP_DELIVER, REPL_CL_ONE,
+				    r->o.write_timeout_ms, arg);
 	if (!op || !(op->t = zcalloc(1, sizeof(*op->t)))) {
 		if (op) {
 			op->replied = true;
-			op_free(op);
+			repl_op_free(op);
 		}
 		return err_set(ERR_NOMEM, "out of memory");
 	}
 	op->nt = 1;
 	op->to = *to;
 	op->ddone = done;
-	if (slot_add(r, op, 0) != 0) {
+	if (repl_slot_add(r, op, 0) != 0) {
 		op->replied = true;
-		op_free(op);
+		repl_op_free(op);
 		return -1;
 	}
 	Cassini__Replication__MutationReq msg =
 		CASSINI__REPLICATION__MUTATION_REQ__INIT;
 	msg.id = op->t[0].id;
-	msg.deadline_us = deadline_us(r, r->o.write_timeout_ms);
+	msg.deadline_us = repl_deadline_us(r, r->o.write_timeout_ms);
 	msg.mutation.data = (uint8_t *)mutation;
 	msg.mutation.len = len;
 	if (hint_for) {
@@ -431,10 +431,10 @@ static int deliver(struct repl *r, const struct inet_addr *to,
 		msg.hint_for.len = 16;
 		msg.hint_created_us = created_us;
 	}
-	if (send_packed(r, to, REPL_VERB_MUTATION, &msg.base) != 0) {
-		free(slot_take(r, op->t[0].id));
+	if (repl_send_packed(r, to, REPL_VERB_MUTATION, &msg.base) != 0) {
+		free(repl_slot_take(r, op->t[0].id));
 		op->replied = true;
-		op_free(op);
+		repl_op_free(op);
 		return -1;
 	}
 	op->t[0].sent = true;
@@ -460,10 +460,10 @@ int repl_hand_over(struct repl *r, const struct inet_addr *to,
 static void deliver_end(struct op *op, int status)
 {
 	if (!op->replied) {
-		op_answered(op);
+		repl_op_answered(op);
 		op->ddone(op->arg, status);
 	}
-	op_free(op);
+	repl_op_free(op);
 }
 
 /* ---- answers and timeouts ------------------------------------------------ */
@@ -473,30 +473,30 @@ static void op_timeout(void *arg)
 	struct op *op = arg;
 	switch (op->kind) {
 	case OP_WRITE:
-		write_timeout(op);
+		repl_write_timeout(op);
 		return;
 	case OP_READ:
-		read_timeout(op);
+		repl_read_timeout(op);
 		return;
 	case OP_DELIVER:
 		deliver_end(op, -1);
 		return;
 	case OP_RANGE:
-		range_timeout(op);
+		repl_range_timeout(op);
 		return;
 	case OP_TRUNCATE:
-		truncate_timeout(op);
+		repl_truncate_timeout(op);
 		return;
 	}
 }
 
 /* An answer for request `id` (remote or local). Takes ownership of
  * `frags`. */
-void on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
-	       const uint8_t *digest, struct storage_mutation **frags, size_t n,
-	       bool cut)
+void repl_on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
+		    const uint8_t *digest, struct storage_mutation **frags,
+		    size_t n, bool cut)
 {
-	struct slot *s = slot_take(r, id);
+	struct slot *s = repl_slot_take(r, id);
 	if (!s) {
 		for (size_t i = 0; i < n; i++)
 			storage_mutation_delete(frags[i]);
@@ -512,7 +512,7 @@ void on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
 		free(frags);
 		op->hold++;
 		batchlog_answer(op, k, ok, error);
-		op_unhold(op);
+		repl_op_unhold(op);
 		return;
 	}
 	struct target *t = &op->t[s->target];
@@ -525,7 +525,7 @@ void on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
 		for (size_t i = 0; i < n; i++)
 			storage_mutation_delete(frags[i]);
 		free(frags);
-		write_answer(op, t, ok, error);
+		repl_write_answer(op, t, ok, error);
 		break;
 	case OP_READ:
 		if (op->phase == 3) {
@@ -536,10 +536,10 @@ void on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
 			n = 0;
 			digest = NULL;
 		}
-		read_answer(op, t, ok, error, digest, frags, n);
+		repl_read_answer(op, t, ok, error, digest, frags, n);
 		break;
 	case OP_RANGE:
-		range_answer(op, t, ok, error, frags, n, cut);
+		repl_range_answer(op, t, ok, error, frags, n, cut);
 		break;
 	case OP_DELIVER:
 		for (size_t i = 0; i < n; i++)
@@ -551,10 +551,10 @@ void on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
 		for (size_t i = 0; i < n; i++)
 			storage_mutation_delete(frags[i]);
 		free(frags);
-		truncate_answer(op, t, ok, error);
+		repl_truncate_answer(op, t, ok, error);
 		break;
 	}
-	op_unhold(op);
+	repl_op_unhold(op);
 }
 
 /* Decodes the fragments of an answer; NULL (and *ok false) on garbage. */
@@ -579,7 +579,7 @@ static struct storage_mutation **decode_frags(const ProtobufCBinaryData *bins,
 	return out;
 }
 
-/* Requests go to the replica side (replica.c); answers to on_answer. */
+/* Requests go to the replica side (replica.c); answers to repl_on_answer. */
 void repl_receive(struct repl *r, const struct inet_addr *from, uint32_t verb,
 		  const uint8_t *msg, size_t len)
 {
@@ -593,8 +593,8 @@ void repl_receive(struct repl *r, const struct inet_addr *from, uint32_t verb,
 								   msg);
 		if (!rsp)
 			break;
-		on_answer(r, rsp->id, rsp->ok, rsp->error, NULL, NULL, 0,
-			  false);
+		repl_on_answer(r, rsp->id, rsp->ok, rsp->error, NULL, NULL, 0,
+			       false);
 		cassini__replication__mutation_rsp__free_unpacked(rsp, NULL);
 		return;
 	}
@@ -610,11 +610,11 @@ void repl_receive(struct repl *r, const struct inet_addr *from, uint32_t verb,
 			frags = decode_frags(&rsp->fragment, 1, &ok);
 			n = ok ? 1 : 0;
 		}
-		on_answer(r, rsp->id, ok,
-			  ok ? NULL
-			     : (rsp->error && *rsp->error ? rsp->error
-							  : "bad answer"),
-			  ok ? rsp->digest.data : NULL, frags, n, false);
+		repl_on_answer(r, rsp->id, ok,
+			       ok ? NULL
+				  : (rsp->error && *rsp->error ? rsp->error
+							       : "bad answer"),
+			       ok ? rsp->digest.data : NULL, frags, n, false);
 		cassini__replication__read_rsp__free_unpacked(rsp, NULL);
 		return;
 	}
@@ -627,11 +627,12 @@ void repl_receive(struct repl *r, const struct inet_addr *from, uint32_t verb,
 		struct storage_mutation **frags =
 			ok ? decode_frags(rsp->fragments, rsp->n_fragments, &ok)
 			   : NULL;
-		on_answer(r, rsp->id, ok,
-			  ok ? NULL
-			     : (rsp->error && *rsp->error ? rsp->error
-							  : "bad answer"),
-			  NULL, frags, ok ? rsp->n_fragments : 0, rsp->cut);
+		repl_on_answer(r, rsp->id, ok,
+			       ok ? NULL
+				  : (rsp->error && *rsp->error ? rsp->error
+							       : "bad answer"),
+			       NULL, frags, ok ? rsp->n_fragments : 0,
+			       rsp->cut);
 		cassini__replication__range_rsp__free_unpacked(rsp, NULL);
 		return;
 	}
@@ -680,7 +681,7 @@ struct repl *repl_new(struct env *env, const struct repl_options *o,
 	if (o->batchlog_dir) {
 		if (!(r->bl = batchlog_open(env, o->batchlog_dir,
 					    hooks->offload, hooks->arg)) ||
-		    !(r->bl_timer = env_timer_new(env, replay_tick, r))) {
+		    !(r->bl_timer = env_timer_new(env, repl_replay_tick, r))) {
 			repl_delete(r);
 			return NULL;
 		}
@@ -703,7 +704,7 @@ void repl_delete(struct repl *r)
 			op->ddone(op->arg, -1);
 		}
 		op->hold = 0;
-		op_free(op);
+		repl_op_free(op);
 	}
 	for (size_t b = 0; b < ID_BUCKETS; b++)
 		while (r->ids[b]) {

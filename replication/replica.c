@@ -50,7 +50,7 @@ static void send_mutation_rsp(struct repl *r, const struct inet_addr *to,
 	rsp.id = id;
 	rsp.ok = ok;
 	rsp.error = (char *)(error ? error : "");
-	send_packed(r, to, REPL_VERB_MUTATION_RSP, &rsp.base);
+	repl_send_packed(r, to, REPL_VERB_MUTATION_RSP, &rsp.base);
 }
 
 static void serve_apply_done(void *arg, int status, enum err_code code)
@@ -168,7 +168,7 @@ static void serve_read_done(void *arg, int status, enum err_code code,
 			rsp.fragment.len = enc.len;
 		}
 	}
-	send_packed(s->r, &s->from, REPL_VERB_READ_RSP, &rsp.base);
+	repl_send_packed(s->r, &s->from, REPL_VERB_READ_RSP, &rsp.base);
 	buf_free(&enc);
 	for (size_t i = 0; i < n; i++)
 		storage_mutation_delete(frags[i]);
@@ -208,7 +208,7 @@ static void serve_range_done(void *arg, int status, enum err_code code,
 		rsp.n_fragments = n;
 		rsp.fragments = bins;
 	}
-	send_packed(s->r, &s->from, REPL_VERB_RANGE_RSP, &rsp.base);
+	repl_send_packed(s->r, &s->from, REPL_VERB_RANGE_RSP, &rsp.base);
 	for (size_t i = 0; i < n; i++) {
 		if (encs)
 			buf_free(&encs[i]);
@@ -243,7 +243,7 @@ static void serve_read(struct repl *r, const struct inet_addr *from,
 			CASSINI__REPLICATION__READ_RSP__INIT;
 		rsp.id = req->id;
 		rsp.error = (char *)"malformed read request";
-		send_packed(r, from, REPL_VERB_READ_RSP, &rsp.base);
+		repl_send_packed(r, from, REPL_VERB_READ_RSP, &rsp.base);
 		if (s) {
 			arena_destroy(&s->a);
 			free(s);
@@ -278,7 +278,7 @@ static void serve_range(struct repl *r, const struct inet_addr *from,
 			CASSINI__REPLICATION__RANGE_RSP__INIT;
 		rsp.id = req->id;
 		rsp.error = (char *)"malformed range request";
-		send_packed(r, from, REPL_VERB_RANGE_RSP, &rsp.base);
+		repl_send_packed(r, from, REPL_VERB_RANGE_RSP, &rsp.base);
 		if (s) {
 			arena_destroy(&s->a);
 			free(s);
@@ -341,7 +341,7 @@ static void batch_stored(void *arg, int status, const char *why)
 	rsp.id = s->id;
 	rsp.ok = status == 0;
 	rsp.error = (char *)(why ? why : "");
-	send_packed(s->r, &s->from, REPL_VERB_BATCH_STORE_RSP, &rsp.base);
+	repl_send_packed(s->r, &s->from, REPL_VERB_BATCH_STORE_RSP, &rsp.base);
 	free(s);
 }
 
@@ -446,7 +446,7 @@ static void replay_read(void *arg, int status, bool corrupt,
 /* Replays one due batch (its coordinator never said it was applied): its
  * mutations are written at ONE, hints covering replicas that miss it. The
  * file is read off the loop first. */
-void replay_tick(void *arg)
+void repl_replay_tick(void *arg)
 {
 	struct repl *r = arg;
 	uint64_t interval = r->o.batchlog_replay_interval_ms

@@ -688,7 +688,7 @@ static void knocks_base(struct model *m)
 
 /* Fair load per node of each rack (capped_level), in tg[rack], with one
  * more node on rack x (x > nracks: none). */
-double capped_level(const size_t *k, size_t R, int rf)
+double ring_capped_level(const size_t *k, size_t R, int rf)
 {
 	size_t nodes = 0;
 	for (size_t r = 0; r < R; r++)
@@ -715,7 +715,7 @@ static void fair_shares(struct model *m, size_t x, double *tg)
 	size_t R = m->nracks + 1;
 	if (x < R)
 		m->kr[x]++;
-	double level = capped_level(m->kr, R, m->rf);
+	double level = ring_capped_level(m->kr, R, m->rf);
 	for (size_t k = 0; k < R; k++)
 		tg[k] = rack_share(m->kr[k], level);
 	if (x < R)
@@ -1322,7 +1322,7 @@ static bool gap_around(const int64_t *a, size_t n, int64_t t, int64_t *lo,
 		       int64_t *hi)
 {
 	/* the first a[] >= t, n when none */
-	size_t l = n && a[n - 1] >= t ? tokens_lower_bound(a, n, t) : n;
+	size_t l = n && a[n - 1] >= t ? ring_tokens_lower_bound(a, n, t) : n;
 	if (l < n && a[l] == t)
 		return false;
 	if (l > 0 && a[l - 1] + 1 > *lo)
@@ -1375,7 +1375,7 @@ int ring_dc_ownership(const struct ring *r, const char *dc, int rf, double *own)
 	struct rmap m;
 	for (size_t i = 0; i < r->nep; i++)
 		own[i] = 0;
-	if (rmap_build(&v, &s, &m))
+	if (ring_rmap_build(&v, &s, &m))
 		return -1;
 	for (size_t i = 0; i < m.ntok; i++) {
 		struct token_range rg = ring_range_at(r, i);
@@ -1383,7 +1383,7 @@ int ring_dc_ownership(const struct ring *r, const char *dc, int rf, double *own)
 		for (uint32_t k = m.off[i]; k < m.off[i + 1]; k++)
 			own[m.eps[k]] += w;
 	}
-	rmap_free(&m);
+	ring_rmap_free(&m);
 	return 0;
 }
 

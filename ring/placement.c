@@ -42,7 +42,7 @@ struct ring_placement {
 	struct rmap pend; /* boundaries may differ from the ring's tokens */
 };
 
-void rmap_free(struct rmap *m)
+void ring_rmap_free(struct rmap *m)
 {
 	free(m->tok);
 	free(m->off);
@@ -60,7 +60,7 @@ static int rmap_alloc(struct rmap *m, const int64_t *tok, size_t n,
 	size_t cells = n * max_per;
 	m->eps = malloc((cells ? cells : 1) * sizeof(*m->eps));
 	if (!m->tok || !m->off || !m->eps) {
-		rmap_free(m);
+		ring_rmap_free(m);
 		return err_set(ERR_NOMEM, "replica map");
 	}
 	if (n)
@@ -113,7 +113,7 @@ static int build_simple(const struct ring_view *v, int rf, struct rmap *m)
 	size_t per = (size_t)rf < r->nep ? (size_t)rf : r->nep;
 	struct scratch s;
 	if (rmap_alloc(m, v->tok, v->ntok, per) || scratch_init(&s, r, 1)) {
-		rmap_free(m);
+		ring_rmap_free(m);
 		return -1;
 	}
 	uint32_t k = 0;
@@ -261,7 +261,7 @@ static int build_nts(const struct ring_view *v, const struct ring_strategy *st,
 		return -1;
 	}
 	if (scratch_init(&s, r, per)) {
-		rmap_free(m);
+		ring_rmap_free(m);
 		dcinfo_free(d, r->ndc);
 		return -1;
 	}
@@ -293,8 +293,8 @@ static int build_nts(const struct ring_view *v, const struct ring_strategy *st,
 	return 0;
 }
 
-int rmap_build(const struct ring_view *v, const struct ring_strategy *s,
-	       struct rmap *out)
+int ring_rmap_build(const struct ring_view *v, const struct ring_strategy *s,
+		    struct rmap *out)
 {
 	switch (s->cls) {
 	case RING_STRATEGY_SIMPLE:
@@ -314,7 +314,7 @@ static const uint32_t *rmap_lookup(const struct rmap *m, int64_t t, size_t *n)
 		*n = 0;
 		return m->eps;
 	}
-	size_t i = tokens_lower_bound(m->tok, m->ntok, t);
+	size_t i = ring_tokens_lower_bound(m->tok, m->ntok, t);
 	*n = m->off[i + 1] - m->off[i];
 	return m->eps + m->off[i];
 }
@@ -399,7 +399,7 @@ static int build_pending(const struct ring *r, const struct ring_strategy *s,
 		uint32_t *o;
 		if (view_make(r, i ? (int)boot[i - 1] : -1, &v, &t, &o))
 			goto done;
-		int brc = rmap_build(&v, s, &maps[i]);
+		int brc = ring_rmap_build(&v, s, &maps[i]);
 		free(t);
 		free(o);
 		if (brc)
@@ -446,7 +446,7 @@ static int build_pending(const struct ring *r, const struct ring_strategy *s,
 			size_t ncap = (k + nset) * 2;
 			uint32_t *e = realloc(out->eps, ncap * sizeof(*e));
 			if (!e) {
-				rmap_free(out);
+				ring_rmap_free(out);
 				err_set(ERR_NOMEM, "pending ranges");
 				goto done;
 			}
@@ -460,7 +460,7 @@ static int build_pending(const struct ring *r, const struct ring_strategy *s,
 	rc = 0;
 done:
 	for (size_t i = 0; maps && i <= nboot; i++)
-		rmap_free(&maps[i]);
+		ring_rmap_free(&maps[i]);
 	free(maps);
 	free(boot);
 	free(bounds);
@@ -488,15 +488,15 @@ static struct ring_placement *placement_build(const struct ring *r,
 		return p;
 	}
 	struct ring_view v = {r->ntok, r->tok, r->owner, r};
-	if (rmap_build(&v, s, &p->nat))
+	if (ring_rmap_build(&v, s, &p->nat))
 		goto fail;
 	if (r->transitions ? build_pending(r, s, &p->nat, &p->pend)
 			   : rmap_alloc(&p->pend, NULL, 0, 0))
 		goto fail;
 	return p;
 fail:
-	rmap_free(&p->nat);
-	rmap_free(&p->pend);
+	ring_rmap_free(&p->nat);
+	ring_rmap_free(&p->pend);
 	free(p);
 	return NULL;
 }
@@ -516,8 +516,8 @@ void ring_placement_delete(struct ring_placement *p)
 {
 	if (!p)
 		return;
-	rmap_free(&p->nat);
-	rmap_free(&p->pend);
+	ring_rmap_free(&p->nat);
+	ring_rmap_free(&p->pend);
 	if (p->owns_ref)
 		ring_unref((struct ring *)p->ring);
 	free(p);

@@ -41,7 +41,8 @@ double ring_balance_floor(const size_t *rack_nodes, size_t nracks, int rf,
 		return (double)kmax / (double)kmin - 1;
 	}
 	/* More racks than RF: a rack holds at most one replica of a range */
-	double level = capped_level(rack_nodes, nracks, rf), hi = 0, lo = 1;
+	double level = ring_capped_level(rack_nodes, nracks, rf), hi = 0,
+	       lo = 1;
 	for (size_t r = 0; r < nracks; r++) {
 		if (!rack_nodes[r])
 			continue;

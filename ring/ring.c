@@ -428,7 +428,7 @@ struct token_range ring_range_at(const struct ring *r, size_t i)
 	return token_range_make(r->tok[prev], r->tok[i]);
 }
 
-size_t tokens_lower_bound(const int64_t *tok, size_t n, int64_t t)
+size_t ring_tokens_lower_bound(const int64_t *tok, size_t n, int64_t t)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -443,7 +443,7 @@ size_t tokens_lower_bound(const int64_t *tok, size_t n, int64_t t)
 
 size_t ring_token_index(const struct ring *r, int64_t t)
 {
-	return tokens_lower_bound(r->tok, r->ntok, t);
+	return ring_tokens_lower_bound(r->tok, r->ntok, t);
 }
 
 int ring_owner(const struct ring *r, int64_t t)

@@ -71,11 +71,11 @@ struct ring_strategy {
 };
 
 /* Computes the replica map of a view. 0 or -1 (ERR_NOMEM). */
-int rmap_build(const struct ring_view *v, const struct ring_strategy *s,
-	       struct rmap *out);
-void rmap_free(struct rmap *m);
+int ring_rmap_build(const struct ring_view *v, const struct ring_strategy *s,
+		    struct rmap *out);
+void ring_rmap_free(struct rmap *m);
 /* Index of the view token whose range holds t (first >= t, wrapping). */
-size_t tokens_lower_bound(const int64_t *tok, size_t n, int64_t t);
+size_t ring_tokens_lower_bound(const int64_t *tok, size_t n, int64_t t);
 
 /* Fair replicated load per node in a DC whose racks hold k[0..R) nodes, at
  * RF rf with at least rf racks: rf / nodes, except that a rack holds at
@@ -83,7 +83,7 @@ size_t tokens_lower_bound(const int64_t *tok, size_t n, int64_t t);
  * and the others carry the rest. Returns the share of an uncapped node;
  * rack_share() gives any rack's (docs/ring.md, "What balance is
  * possible"). */
-double capped_level(const size_t *k, size_t R, int rf);
+double ring_capped_level(const size_t *k, size_t R, int rf);
 
 static inline double rack_share(size_t k, double level)
 {

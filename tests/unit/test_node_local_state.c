@@ -97,13 +97,13 @@ START_TEST(tokens_parse_rejects_junk)
 {
 	int64_t *t;
 	size_t n;
-	ck_assert_int_eq(tokens_parse("1, -2,3", &t, &n), 0);
+	ck_assert_int_eq(node_tokens_parse("1, -2,3", &t, &n), 0);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_int_eq(t[1], -2);
 	free(t);
-	ck_assert_int_eq(tokens_parse("1,x", &t, &n), -1);
-	ck_assert_int_eq(tokens_parse("", &t, &n), -1);
-	ck_assert_int_eq(tokens_parse("99999999999999999999", &t, &n), -1);
+	ck_assert_int_eq(node_tokens_parse("1,x", &t, &n), -1);
+	ck_assert_int_eq(node_tokens_parse("", &t, &n), -1);
+	ck_assert_int_eq(node_tokens_parse("99999999999999999999", &t, &n), -1);
 }
 END_TEST
 
