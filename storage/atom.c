@@ -20,7 +20,8 @@
 
 #include <string.h>
 
-int ck_encode(struct buf *out, int kind, const struct slice *vals, size_t n)
+int storage_ck_encode(struct buf *out, int kind, const struct slice *vals,
+		      size_t n)
 {
 	size_t before = out->len;
 	if (buf_put_u8(out, (uint8_t)kind))
@@ -35,7 +36,8 @@ int ck_encode(struct buf *out, int kind, const struct slice *vals, size_t n)
 	return 0;
 }
 
-int ck_decode(struct slice ck, int *kind, struct slice *vals, size_t max)
+int storage_ck_decode(struct slice ck, int *kind, struct slice *vals,
+		      size_t max)
 {
 	struct cursor c = cursor_make(ck.ptr, ck.len);
 	uint8_t k;
@@ -93,28 +95,29 @@ static int ck_walk(const struct storage_table_meta *t, struct slice a,
 	}
 }
 
-int ck_cmp(const struct storage_table_meta *t, struct slice a, struct slice b)
+int storage_ck_cmp(const struct storage_table_meta *t, struct slice a,
+		   struct slice b)
 {
 	return ck_walk(t, a, b, false);
 }
 
-int ck_cmp_prefix(const struct storage_table_meta *t, struct slice ck,
-		  struct slice prefix)
+int storage_ck_cmp_prefix(const struct storage_table_meta *t, struct slice ck,
+			  struct slice prefix)
 {
 	return ck_walk(t, ck, prefix, true);
 }
 
-bool ck_after_start(const struct storage_table_meta *t, struct slice ck,
-		    struct slice start, bool incl)
+bool storage_ck_after_start(const struct storage_table_meta *t, struct slice ck,
+			    struct slice start, bool incl)
 {
-	int c = ck_cmp_prefix(t, ck, start);
+	int c = storage_ck_cmp_prefix(t, ck, start);
 	return c > 0 || (c == 0 && incl);
 }
 
-bool ck_before_end(const struct storage_table_meta *t, struct slice ck,
-		   struct slice end, bool incl)
+bool storage_ck_before_end(const struct storage_table_meta *t, struct slice ck,
+			   struct slice end, bool incl)
 {
-	int c = ck_cmp_prefix(t, ck, end);
+	int c = storage_ck_cmp_prefix(t, ck, end);
 	return c < 0 || (c == 0 && incl);
 }
 
@@ -130,8 +133,8 @@ static uint16_t path_kind(const struct storage_table_meta *t, uint16_t slot)
 	return STORAGE_TYPE_BLOB;
 }
 
-int atom_cmp_in_row(const struct storage_table_meta *t, const struct atom *a,
-		    const struct atom *b)
+int storage_atom_cmp_in_row(const struct storage_table_meta *t,
+			    const struct atom *a, const struct atom *b)
 {
 	if (a->slot != b->slot)
 		return a->slot < b->slot ? -1 : 1;
@@ -143,11 +146,11 @@ int atom_cmp_in_row(const struct storage_table_meta *t, const struct atom *a,
 				 a->path.len, b->path.ptr, b->path.len);
 }
 
-int atom_cmp(const struct storage_table_meta *t, const struct atom *a,
-	     const struct atom *b)
+int storage_atom_cmp(const struct storage_table_meta *t, const struct atom *a,
+		     const struct atom *b)
 {
-	int c = ck_cmp(t, a->ck, b->ck);
-	return c ? c : atom_cmp_in_row(t, a, b);
+	int c = storage_ck_cmp(t, a->ck, b->ck);
+	return c ? c : storage_atom_cmp_in_row(t, a, b);
 }
 
 /* Returns >0 when a beats b. */
@@ -173,12 +176,13 @@ static int atom_order(const struct atom *a, const struct atom *b)
 	return 0;
 }
 
-const struct atom *atom_reconcile(const struct atom *a, const struct atom *b)
+const struct atom *storage_atom_reconcile(const struct atom *a,
+					  const struct atom *b)
 {
 	return atom_order(a, b) >= 0 ? a : b;
 }
 
-bool atom_is_live(const struct atom *a, int64_t now_sec)
+bool storage_atom_is_live(const struct atom *a, int64_t now_sec)
 {
 	if (a->flags & ATOM_TOMBSTONE)
 		return false;
@@ -187,22 +191,22 @@ bool atom_is_live(const struct atom *a, int64_t now_sec)
 	return a->kind == ATOM_KIND_LIVE;
 }
 
-bool atom_is_tombstone_like(const struct atom *a, int64_t now_sec)
+bool storage_atom_is_tombstone_like(const struct atom *a, int64_t now_sec)
 {
-	return !atom_is_live(a, now_sec);
+	return !storage_atom_is_live(a, now_sec);
 }
 
-struct deletion deletion_max(struct deletion a, struct deletion b)
+struct deletion storage_deletion_max(struct deletion a, struct deletion b)
 {
 	if (a.ts != b.ts)
 		return a.ts > b.ts ? a : b;
 	return a.ldt >= b.ldt ? a : b;
 }
 
-int atom_encode(struct buf *out, const struct atom *a)
+int storage_atom_encode(struct buf *out, const struct atom *a)
 {
 	size_t before = out->len;
-	if (buf_reserve(out, atom_encoded_size_hint(a)))
+	if (buf_reserve(out, storage_atom_encoded_size_hint(a)))
 		return -1;
 	int rc = buf_put_uvarint(out, a->ck.len) ||
 		 buf_append(out, a->ck.ptr, a->ck.len) ||
@@ -225,7 +229,7 @@ int atom_encode(struct buf *out, const struct atom *a)
 	return 0;
 }
 
-size_t atom_encoded_size_hint(const struct atom *a)
+size_t storage_atom_encoded_size_hint(const struct atom *a)
 {
 	return a->ck.len + a->path.len + a->value.len + 48;
 }
@@ -238,7 +242,7 @@ static int take_bytes(struct cursor *c, struct slice *out)
 	return cursor_take(c, (size_t)len, out);
 }
 
-int atom_decode(struct cursor *c, struct atom *a)
+int storage_atom_decode(struct cursor *c, struct atom *a)
 {
 	uint64_t slot, ts, ldt = 0;
 	uint32_t ttl = 0;
@@ -266,7 +270,7 @@ int atom_decode(struct cursor *c, struct atom *a)
 	return 0;
 }
 
-int rtomb_encode(struct buf *out, const struct rtomb *r)
+int storage_rtomb_encode(struct buf *out, const struct rtomb *r)
 {
 	size_t before = out->len;
 	if (buf_put_uvarint(out, r->start.len) ||
@@ -282,7 +286,7 @@ int rtomb_encode(struct buf *out, const struct rtomb *r)
 	return 0;
 }
 
-int rtomb_decode(struct cursor *c, struct rtomb *r)
+int storage_rtomb_decode(struct cursor *c, struct rtomb *r)
 {
 	uint8_t flags;
 	uint64_t ts, ldt;
@@ -315,7 +319,8 @@ static int dup_slice(struct arena *ar, struct slice *s)
 	return 0;
 }
 
-int atom_copy(struct arena *ar, const struct atom *src, struct atom *dst)
+int storage_atom_copy(struct arena *ar, const struct atom *src,
+		      struct atom *dst)
 {
 	*dst = *src;
 	return dup_slice(ar, &dst->ck) || dup_slice(ar, &dst->path) ||
@@ -324,22 +329,25 @@ int atom_copy(struct arena *ar, const struct atom *src, struct atom *dst)
 		       : 0;
 }
 
-int rtomb_copy(struct arena *ar, const struct rtomb *src, struct rtomb *dst)
+int storage_rtomb_copy(struct arena *ar, const struct rtomb *src,
+		       struct rtomb *dst)
 {
 	*dst = *src;
 	return dup_slice(ar, &dst->start) || dup_slice(ar, &dst->end) ? -1 : 0;
 }
 
-bool rtombs_cover(const struct storage_table_meta *t, const struct rtomb *r,
-		  size_t n, struct slice ck, int64_t ts)
+bool storage_rtombs_cover(const struct storage_table_meta *t,
+			  const struct rtomb *r, size_t n, struct slice ck,
+			  int64_t ts)
 {
 	if (ck.len == 0 || ck.ptr[0] == CK_STATIC)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		if (ts > r[i].del.ts)
 			continue;
-		if (ck_after_start(t, ck, r[i].start, r[i].start_incl) &&
-		    ck_before_end(t, ck, r[i].end, r[i].end_incl))
+		if (storage_ck_after_start(t, ck, r[i].start,
+					   r[i].start_incl) &&
+		    storage_ck_before_end(t, ck, r[i].end, r[i].end_incl))
 			return true;
 	}
 	return false;

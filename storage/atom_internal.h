@@ -12,8 +12,8 @@
  *   slot n, kind 1   a cell; for non-frozen collections one per element,
  *                    keyed by `path` (set element, map key, list timeuuid)
  *
- * Two atoms with the same key reconcile (atom_reconcile); every atom kind
- * obeys the same cell rule, so a memtable, an SSTable and a merge all hold
+ * Two atoms with the same key reconcile (storage_atom_reconcile); every atom
+ * kind obeys the same cell rule, so a memtable, an SSTable and a merge all hold
  * at most one atom per key. Deletions that cover many atoms (partition and
  * range tombstones, row and collection deletions) shadow at read and
  * compaction time: an atom whose timestamp is <= the deletion's is gone.
@@ -77,51 +77,58 @@ struct rtomb {
 };
 
 /* Clustering codec. */
-int ck_encode(struct buf *out, int kind, const struct slice *vals, size_t n);
+int storage_ck_encode(struct buf *out, int kind, const struct slice *vals,
+		      size_t n);
 /* Splits an encoded clustering into at most `max` components. Returns the
  * count, or -1 on a malformed encoding. */
-int ck_decode(struct slice ck, int *kind, struct slice *vals, size_t max);
+int storage_ck_decode(struct slice ck, int *kind, struct slice *vals,
+		      size_t max);
 /* Full order: static first, then components by type (DESC reversed), a
  * prefix before its extensions. */
-int ck_cmp(const struct storage_table_meta *t, struct slice a, struct slice b);
+int storage_ck_cmp(const struct storage_table_meta *t, struct slice a,
+		   struct slice b);
 /* Compares only as many components as `prefix` has: 0 when `ck` starts
  * with `prefix`. */
-int ck_cmp_prefix(const struct storage_table_meta *t, struct slice ck,
-		  struct slice prefix);
-bool ck_after_start(const struct storage_table_meta *t, struct slice ck,
-		    struct slice start, bool incl);
-bool ck_before_end(const struct storage_table_meta *t, struct slice ck,
-		   struct slice end, bool incl);
+int storage_ck_cmp_prefix(const struct storage_table_meta *t, struct slice ck,
+			  struct slice prefix);
+bool storage_ck_after_start(const struct storage_table_meta *t, struct slice ck,
+			    struct slice start, bool incl);
+bool storage_ck_before_end(const struct storage_table_meta *t, struct slice ck,
+			   struct slice end, bool incl);
 
-int atom_cmp(const struct storage_table_meta *t, const struct atom *a,
-	     const struct atom *b);
+int storage_atom_cmp(const struct storage_table_meta *t, const struct atom *a,
+		     const struct atom *b);
 /* Same key, different clustering ignored: compares slot, kind, path. */
-int atom_cmp_in_row(const struct storage_table_meta *t, const struct atom *a,
-		    const struct atom *b);
+int storage_atom_cmp_in_row(const struct storage_table_meta *t,
+			    const struct atom *a, const struct atom *b);
 /* The winner of two versions of the same atom under Cassandra's rules;
  * a total order, so reconcile is commutative, associative and idempotent. */
-const struct atom *atom_reconcile(const struct atom *a, const struct atom *b);
-bool atom_is_live(const struct atom *a, int64_t now_sec);
-bool atom_is_tombstone_like(const struct atom *a, int64_t now_sec);
+const struct atom *storage_atom_reconcile(const struct atom *a,
+					  const struct atom *b);
+bool storage_atom_is_live(const struct atom *a, int64_t now_sec);
+bool storage_atom_is_tombstone_like(const struct atom *a, int64_t now_sec);
 /* Reconcile for deletions: the later timestamp, then the later ldt. */
-struct deletion deletion_max(struct deletion a, struct deletion b);
+struct deletion storage_deletion_max(struct deletion a, struct deletion b);
 static inline bool deletion_covers(struct deletion d, int64_t ts)
 {
 	return d.ts != DELETION_NONE && ts <= d.ts;
 }
 
 /* Atom codec (mutations, SSTable blocks). Decoded slices borrow the input. */
-int atom_encode(struct buf *out, const struct atom *a);
-int atom_decode(struct cursor *c, struct atom *a);
-size_t atom_encoded_size_hint(const struct atom *a);
-int rtomb_encode(struct buf *out, const struct rtomb *r);
-int rtomb_decode(struct cursor *c, struct rtomb *r);
+int storage_atom_encode(struct buf *out, const struct atom *a);
+int storage_atom_decode(struct cursor *c, struct atom *a);
+size_t storage_atom_encoded_size_hint(const struct atom *a);
+int storage_rtomb_encode(struct buf *out, const struct rtomb *r);
+int storage_rtomb_decode(struct cursor *c, struct rtomb *r);
 /* Copies the atom's bytes into the arena. */
-int atom_copy(struct arena *ar, const struct atom *src, struct atom *dst);
-int rtomb_copy(struct arena *ar, const struct rtomb *src, struct rtomb *dst);
+int storage_atom_copy(struct arena *ar, const struct atom *src,
+		      struct atom *dst);
+int storage_rtomb_copy(struct arena *ar, const struct rtomb *src,
+		       struct rtomb *dst);
 
 /* Does any range tombstone in the list cover (ck, ts)? */
-bool rtombs_cover(const struct storage_table_meta *t, const struct rtomb *r,
-		  size_t n, struct slice ck, int64_t ts);
+bool storage_rtombs_cover(const struct storage_table_meta *t,
+			  const struct rtomb *r, size_t n, struct slice ck,
+			  int64_t ts);
 
 #endif

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <zlib.h>
 
-int block_encode(struct buf *out, uint8_t compression, const uint8_t *raw,
-		 size_t len)
+int storage_block_encode(struct buf *out, uint8_t compression,
+			 const uint8_t *raw, size_t len)
 {
 	buf_clear(out);
 	if (len > BLOCK_MAX_RAW)
@@ -99,7 +99,8 @@ static int block_inflate(const uint8_t *p, uint8_t *out)
 	return 0;
 }
 
-int block_decode(const uint8_t *p, size_t len, uint8_t **raw, size_t *raw_len)
+int storage_block_decode(const uint8_t *p, size_t len, uint8_t **raw,
+			 size_t *raw_len)
 {
 	*raw = NULL;
 	if (block_check(p, len))
@@ -203,32 +204,35 @@ static int read_into(struct env_file *f, const char *path, uint64_t off,
 	return rc;
 }
 
-int block_read_into(struct env_file *f, const char *path, uint64_t off,
-		    uint64_t disk_len, uint8_t **mem, size_t *cap,
-		    const uint8_t **raw, size_t *raw_len, uint64_t *next)
+int storage_block_read_into(struct env_file *f, const char *path, uint64_t off,
+			    uint64_t disk_len, uint8_t **mem, size_t *cap,
+			    const uint8_t **raw, size_t *raw_len,
+			    uint64_t *next)
 {
 	return read_into(f, path, off, disk_len, mem, cap, raw, raw_len, next,
 			 false);
 }
 
-int block_read_into_nowait(struct env_file *f, const char *path, uint64_t off,
-			   uint64_t disk_len, uint8_t **mem, size_t *cap,
-			   const uint8_t **raw, size_t *raw_len, uint64_t *next)
+int storage_block_read_into_nowait(struct env_file *f, const char *path,
+				   uint64_t off, uint64_t disk_len,
+				   uint8_t **mem, size_t *cap,
+				   const uint8_t **raw, size_t *raw_len,
+				   uint64_t *next)
 {
 	return read_into(f, path, off, disk_len, mem, cap, raw, raw_len, next,
 			 true);
 }
 
-int block_read(struct env_file *f, const char *path, uint64_t off,
-	       uint64_t disk_len, uint8_t **raw, size_t *raw_len,
-	       uint64_t *next)
+int storage_block_read(struct env_file *f, const char *path, uint64_t off,
+		       uint64_t disk_len, uint8_t **raw, size_t *raw_len,
+		       uint64_t *next)
 {
 	uint8_t *mem = NULL;
 	size_t cap = 0;
 	const uint8_t *r;
 	*raw = NULL;
-	if (block_read_into(f, path, off, disk_len, &mem, &cap, &r, raw_len,
-			    next)) {
+	if (storage_block_read_into(f, path, off, disk_len, &mem, &cap, &r,
+				    raw_len, next)) {
 		free(mem);
 		return -1;
 	}
@@ -237,14 +241,14 @@ int block_read(struct env_file *f, const char *path, uint64_t off,
 	return 0;
 }
 
-int component_seal(struct buf *b)
+int storage_component_seal(struct buf *b)
 {
 	uint32_t crc = crc32c(0, b->data, b->len);
 	return buf_put_be32(b, crc32c_mask(crc));
 }
 
-int component_open(const uint8_t *p, size_t len, const char *magic,
-		   const uint8_t **body, size_t *body_len)
+int storage_component_open(const uint8_t *p, size_t len, const char *magic,
+			   const uint8_t **body, size_t *body_len)
 {
 	if (len < 9 || memcmp(p, magic, 4) != 0)
 		return err_set(ERR_CORRUPT, "bad component header");

@@ -26,39 +26,42 @@
 #define BLOCK_MAX_RAW (64u << 20)
 
 /* Compresses `raw` into `out` (cleared first) as one block. */
-int block_encode(struct buf *out, uint8_t compression, const uint8_t *raw,
-		 size_t len);
+int storage_block_encode(struct buf *out, uint8_t compression,
+			 const uint8_t *raw, size_t len);
 /* Checks and decodes one block image of exactly `len` bytes. On success
  * *raw is malloc'ed (caller frees) and *raw_len set. */
-int block_decode(const uint8_t *p, size_t len, uint8_t **raw, size_t *raw_len);
+int storage_block_decode(const uint8_t *p, size_t len, uint8_t **raw,
+			 size_t *raw_len);
 /* Reads the block at `off` (its size read from the header unless
  * `disk_len` is non-zero), verifies and decodes it. *next is the offset
  * just past it. `path` names the file in errors. */
-int block_read(struct env_file *f, const char *path, uint64_t off,
-	       uint64_t disk_len, uint8_t **raw, size_t *raw_len,
-	       uint64_t *next);
-/* block_read into memory the caller keeps: *mem (malloc'ed, *cap bytes,
+int storage_block_read(struct env_file *f, const char *path, uint64_t off,
+		       uint64_t disk_len, uint8_t **raw, size_t *raw_len,
+		       uint64_t *next);
+/* storage_block_read into memory the caller keeps: *mem (malloc'ed, *cap bytes,
  * may be NULL) is replaced when too small, and *raw points into it (past
  * the header of a block stored raw: no copy). *mem stays the caller's on
  * failure too. */
-int block_read_into(struct env_file *f, const char *path, uint64_t off,
-		    uint64_t disk_len, uint8_t **mem, size_t *cap,
-		    const uint8_t **raw, size_t *raw_len, uint64_t *next);
-/* block_read_into from the OS page cache only: never waits for the disk,
- * so an event loop may call it; -1 when the bytes are not there (or
- * fail their checks), err left unspecified. */
-int block_read_into_nowait(struct env_file *f, const char *path, uint64_t off,
-			   uint64_t disk_len, uint8_t **mem, size_t *cap,
-			   const uint8_t **raw, size_t *raw_len,
-			   uint64_t *next);
+int storage_block_read_into(struct env_file *f, const char *path, uint64_t off,
+			    uint64_t disk_len, uint8_t **mem, size_t *cap,
+			    const uint8_t **raw, size_t *raw_len,
+			    uint64_t *next);
+/* storage_block_read_into from the OS page cache only: never waits for the
+ * disk, so an event loop may call it; -1 when the bytes are not there (or fail
+ * their checks), err left unspecified. */
+int storage_block_read_into_nowait(struct env_file *f, const char *path,
+				   uint64_t off, uint64_t disk_len,
+				   uint8_t **mem, size_t *cap,
+				   const uint8_t **raw, size_t *raw_len,
+				   uint64_t *next);
 
 /* A component written to memory then to a file: magic(4) + version(1)
  * + body + be32 masked crc32c of all before. */
-int component_seal(struct buf *b);
+int storage_component_seal(struct buf *b);
 /* Verifies a sealed component image; on success body and body_len cover
  * what is between the header and the CRC. */
-int component_open(const uint8_t *p, size_t len, const char *magic,
-		   const uint8_t **body, size_t *body_len);
+int storage_component_open(const uint8_t *p, size_t len, const char *magic,
+			   const uint8_t **body, size_t *body_len);
 
 #define SST_VERSION 1
 

@@ -25,12 +25,12 @@ struct block_cache {
 
 static _Atomic uint64_t next_file_id = 1;
 
-uint64_t block_cache_file_id(void)
+uint64_t storage_block_cache_file_id(void)
 {
 	return atomic_fetch_add(&next_file_id, 1);
 }
 
-struct block_cache *block_cache_new(size_t capacity)
+struct block_cache *storage_block_cache_new(size_t capacity)
 {
 	struct block_cache *c = calloc(1, sizeof(*c));
 	if (!c || !(c->buckets = calloc(CACHE_BUCKETS, sizeof(*c->buckets)))) {
@@ -67,8 +67,9 @@ static size_t block_bytes(const struct cached_block *b)
 			: 0);
 }
 
-bool block_cache_attach_offsets(struct block_cache *c, struct cached_block *b,
-				uint16_t *offs, uint32_t n)
+bool storage_block_cache_attach_offsets(struct block_cache *c,
+					struct cached_block *b, uint16_t *offs,
+					uint32_t n)
 {
 	if (!c || !c->capacity)
 		return false;
@@ -86,7 +87,7 @@ bool block_cache_attach_offsets(struct block_cache *c, struct cached_block *b,
 	return ok;
 }
 
-struct cached_block *block_cache_alloc(struct block_cache *c)
+struct cached_block *storage_block_cache_alloc(struct block_cache *c)
 {
 	struct cached_block *b = NULL;
 	if (c && c->capacity) {
@@ -112,7 +113,7 @@ struct cached_block *block_cache_alloc(struct block_cache *c)
 	return b;
 }
 
-void block_cache_release(void *block)
+void storage_block_cache_release(void *block)
 {
 	struct cached_block *b = block;
 	if (b && atomic_fetch_sub(&b->refs, 1) == 1)
@@ -149,8 +150,8 @@ static void push_front(struct block_cache *c, struct cached_block *b)
 		c->tail = b;
 }
 
-struct cached_block *block_cache_get(struct block_cache *c, uint64_t file,
-				     uint64_t off)
+struct cached_block *storage_block_cache_get(struct block_cache *c,
+					     uint64_t file, uint64_t off)
 {
 	if (!c || !c->capacity)
 		return NULL;
@@ -173,10 +174,11 @@ struct cached_block *block_cache_get(struct block_cache *c, uint64_t file,
 	return b;
 }
 
-struct cached_block *block_cache_insert(struct block_cache *c,
-					struct cached_block *b, uint64_t file,
-					uint64_t off, const uint8_t *data,
-					size_t len, uint64_t next_off)
+struct cached_block *storage_block_cache_insert(struct block_cache *c,
+						struct cached_block *b,
+						uint64_t file, uint64_t off,
+						const uint8_t *data, size_t len,
+						uint64_t next_off)
 {
 	b->data = data;
 	b->len = len;
@@ -228,11 +230,12 @@ struct cached_block *block_cache_insert(struct block_cache *c,
 	return b;
 }
 
-struct cached_block *block_cache_put(struct block_cache *c, uint64_t file,
-				     uint64_t off, uint8_t *data, size_t len,
-				     uint64_t next_off)
+struct cached_block *storage_block_cache_put(struct block_cache *c,
+					     uint64_t file, uint64_t off,
+					     uint8_t *data, size_t len,
+					     uint64_t next_off)
 {
-	struct cached_block *b = block_cache_alloc(c);
+	struct cached_block *b = storage_block_cache_alloc(c);
 	if (!b) {
 		free(data);
 		return NULL;
@@ -240,10 +243,10 @@ struct cached_block *block_cache_put(struct block_cache *c, uint64_t file,
 	free(b->owned);
 	b->owned = data;
 	b->cap = len;
-	return block_cache_insert(c, b, file, off, data, len, next_off);
+	return storage_block_cache_insert(c, b, file, off, data, len, next_off);
 }
 
-size_t block_cache_bytes(struct block_cache *c)
+size_t storage_block_cache_bytes(struct block_cache *c)
 {
 	if (!c)
 		return 0;
@@ -253,14 +256,14 @@ size_t block_cache_bytes(struct block_cache *c)
 	return n;
 }
 
-void block_cache_delete(struct block_cache *c)
+void storage_block_cache_delete(struct block_cache *c)
 {
 	if (!c)
 		return;
 	while (c->head) {
 		struct cached_block *b = c->head;
 		unlink_block(c, b);
-		block_cache_release(b);
+		storage_block_cache_release(b);
 	}
 	while (c->spares) {
 		struct cached_block *b = c->spares;

@@ -21,8 +21,8 @@ struct cached_block {
 	size_t len;
 	uint64_t next_off; /* where the following block starts */
 	/* Where each of the `entries` entries of an index block starts:
-	 * NULL until block_cache_attach_offsets publishes it (then counted
-	 * in the cache's bytes, freed with the block). Read it with an
+	 * NULL until storage_block_cache_attach_offsets publishes it (then
+	 * counted in the cache's bytes, freed with the block). Read it with an
 	 * acquire load; `entries` is set before. */
 	uint16_t *_Atomic entry_off;
 	uint32_t entries;
@@ -38,35 +38,38 @@ struct cached_block {
 
 /* capacity 0 disables caching (get always misses, put hands back an
  * uncached handle). */
-struct block_cache *block_cache_new(size_t capacity);
-void block_cache_delete(struct block_cache *c);
+struct block_cache *storage_block_cache_new(size_t capacity);
+void storage_block_cache_delete(struct block_cache *c);
 /* A unique id for a file whose blocks get cached. */
-uint64_t block_cache_file_id(void);
+uint64_t storage_block_cache_file_id(void);
 /* A referenced handle, or NULL. */
-struct cached_block *block_cache_get(struct block_cache *c, uint64_t file,
-				     uint64_t off);
+struct cached_block *storage_block_cache_get(struct block_cache *c,
+					     uint64_t file, uint64_t off);
 /* Takes ownership of `data` (malloc'ed) and returns a referenced handle
  * (to an existing entry if another thread inserted the block first). NULL
  * only on ERR_NOMEM (then `data` is freed). */
-struct cached_block *block_cache_put(struct block_cache *c, uint64_t file,
-				     uint64_t off, uint8_t *data, size_t len,
-				     uint64_t next_off);
-void block_cache_release(void *block);
+struct cached_block *storage_block_cache_put(struct block_cache *c,
+					     uint64_t file, uint64_t off,
+					     uint8_t *data, size_t len,
+					     uint64_t next_off);
+void storage_block_cache_release(void *block);
 /* The miss path without an allocation per block: an unfilled handle
  * (referenced once; a recycled evicted block when one is spare, its buffer
  * `owned`/`cap` kept for the caller to fill), then inserted with `data`
- * pointing into `owned`, as block_cache_put does. Either call may be
- * given c == NULL (an uncached handle); block_cache_release() drops a
+ * pointing into `owned`, as storage_block_cache_put does. Either call may be
+ * given c == NULL (an uncached handle); storage_block_cache_release() drops a
  * handle never inserted. */
-struct cached_block *block_cache_alloc(struct block_cache *c);
-struct cached_block *block_cache_insert(struct block_cache *c,
-					struct cached_block *b, uint64_t file,
-					uint64_t off, const uint8_t *data,
-					size_t len, uint64_t next_off);
-size_t block_cache_bytes(struct block_cache *c);
+struct cached_block *storage_block_cache_alloc(struct block_cache *c);
+struct cached_block *storage_block_cache_insert(struct block_cache *c,
+						struct cached_block *b,
+						uint64_t file, uint64_t off,
+						const uint8_t *data, size_t len,
+						uint64_t next_off);
+size_t storage_block_cache_bytes(struct block_cache *c);
 /* Gives a resident block its entry offsets (ownership of `offs` passes);
  * false (nothing taken) if it has some already or is no longer cached. */
-bool block_cache_attach_offsets(struct block_cache *c, struct cached_block *b,
-				uint16_t *offs, uint32_t n);
+bool storage_block_cache_attach_offsets(struct block_cache *c,
+					struct cached_block *b, uint16_t *offs,
+					uint32_t n);
 
 #endif

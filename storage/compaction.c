@@ -216,7 +216,7 @@ static int write_atoms(struct job *j, struct read_ctx *c, int64_t token,
 static int write_partition(struct job *j, struct read_ctx *c, int64_t token,
 			   struct slice key)
 {
-	read_ctx_merge(c);
+	storage_read_ctx_merge(c);
 	int64_t lim = purge_limit(j, token, key);
 	struct deletion pdel = c->pdel;
 	if (pdel.ts != DELETION_NONE && purgeable(j, lim, pdel.ts, pdel.ldt))
@@ -246,19 +246,21 @@ static int write_atoms(struct job *j, struct read_ctx *c, int64_t token,
 	uint16_t coll_slot = 0;
 	for (size_t i = 0; i < c->atom_count; i++) {
 		struct atom a = c->atoms[i];
-		if (i == 0 || ck_cmp(j->meta, a.ck, c->atoms[i - 1].ck) != 0) {
+		if (i == 0 ||
+		    storage_ck_cmp(j->meta, a.ck, c->atoms[i - 1].ck) != 0) {
 			row_del.ts = coll_del.ts = DELETION_NONE;
 			coll_slot = 0;
 		}
 		if (deletion_covers(c->pdel, a.ts) ||
 		    deletion_covers(row_del, a.ts) ||
 		    (a.slot == coll_slot && deletion_covers(coll_del, a.ts)) ||
-		    rtombs_cover(j->meta, c->rts, c->rt_count, a.ck, a.ts))
+		    storage_rtombs_cover(j->meta, c->rts, c->rt_count, a.ck,
+					 a.ts))
 			continue;
 		if (a.kind == ATOM_KIND_DELETION) {
 			struct deletion d = {a.ts, a.ldt};
 			if (a.slot == ATOM_SLOT_ROW)
-				row_del = deletion_max(row_del, d);
+				row_del = storage_deletion_max(row_del, d);
 			else {
 				coll_slot = a.slot;
 				coll_del = d;
@@ -306,7 +308,7 @@ static int merge_inputs(struct job *j)
 	struct read_ctx c;
 	int rc = (!its || !heads || !live)
 			 ? err_set(ERR_NOMEM, "compaction")
-			 : read_ctx_init(&c, j->meta, &all, j->now);
+			 : storage_read_ctx_init(&c, j->meta, &all, j->now);
 	bool ctx_ok = !rc;
 	for (size_t i = 0; !rc && i < j->n; i++) {
 		its[i] = sst_iter_new(j->in[i]);
@@ -320,27 +322,27 @@ static int merge_inputs(struct job *j)
 		bool any = false;
 		for (size_t i = 0; i < j->n; i++)
 			if (live[i] &&
-			    (!any ||
-			     partition_cmp(heads[i]->token, heads[i]->key,
-					   token, key) < 0)) {
+			    (!any || storage_partition_cmp(heads[i]->token,
+							   heads[i]->key, token,
+							   key) < 0)) {
 				token = heads[i]->token;
 				key = heads[i]->key;
 				any = true;
 			}
 		if (!any)
 			break;
-		read_ctx_reset(&c);
+		storage_read_ctx_reset(&c);
 		uint8_t *k = malloc(key.len);
-		if (!k || read_ctx_keep(&c, k)) {
+		if (!k || storage_read_ctx_keep(&c, k)) {
 			rc = err_set(ERR_NOMEM, "compaction");
 			break;
 		}
 		memcpy(k, key.ptr, key.len);
 		key.ptr = k;
 		for (size_t i = 0; !rc && i < j->n; i++) {
-			if (!live[i] ||
-			    partition_cmp(heads[i]->token, heads[i]->key, token,
-					  key) != 0)
+			if (!live[i] || storage_partition_cmp(heads[i]->token,
+							      heads[i]->key,
+							      token, key) != 0)
 				continue;
 			rc = sstable_read_entry(j->in[i], &c, heads[i], true);
 			int r = rc ? 0 : sst_iter_next(its[i], &heads[i]);
@@ -363,7 +365,7 @@ static int merge_inputs(struct job *j)
 	free(heads);
 	free(live);
 	if (ctx_ok)
-		read_ctx_destroy(&c);
+		storage_read_ctx_destroy(&c);
 	return rc;
 }
 
@@ -392,7 +394,8 @@ static int write_log(struct job *j, uint64_t out_gen)
 	return rc;
 }
 
-void engine_remove_generation(struct env *env, const char *dir, uint64_t gen)
+void storage_engine_remove_generation(struct env *env, const char *dir,
+				      uint64_t gen)
 {
 	static const char *const comps[] = {"TOC.txt",       "Data.db",
 					    "Index.db",      "Filter.db",
@@ -452,10 +455,12 @@ static int process_logs(struct storage *db, struct table *t, bool only_done)
 				inputs_left = true;
 			free(ip);
 			if (!only_done && out_done)
-				engine_remove_generation(db->o.env, t->dir, g);
+				storage_engine_remove_generation(db->o.env,
+								 t->dir, g);
 		}
 		if (!only_done && !out_done)
-			engine_remove_generation(db->o.env, t->dir, l.gens[i]);
+			storage_engine_remove_generation(db->o.env, t->dir,
+							 l.gens[i]);
 		if (!only_done || !inputs_left)
 			env_unlink(db->o.env, p);
 		free(text);
@@ -464,7 +469,7 @@ static int process_logs(struct storage *db, struct table *t, bool only_done)
 	return 0;
 }
 
-int engine_compaction_recover(struct storage *db, struct table *t)
+int storage_engine_compaction_recover(struct storage *db, struct table *t)
 {
 	return process_logs(db, t, false);
 }
@@ -486,7 +491,7 @@ static int run_job(struct job *j, struct sstable **out)
 		if (clpos_cmp(st->log_end, o.log_end) > 0)
 			o.log_end = st->log_end;
 	}
-	uint64_t gen = engine_next_gen(j->db, j->t);
+	uint64_t gen = storage_engine_next_gen(j->db, j->t);
 	j->w = sst_writer_new(j->db->o.env, j->t->dir, gen, j->meta, &o);
 	if (!j->w)
 		return -1;
@@ -535,22 +540,23 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	t->compacting = true;
 	j.meta = storage_table_meta_ref(t->meta);
 	j.v = t->version;
-	version_ref(j.v);
+	storage_version_ref(j.v);
 	j.mt_min_ts = t->active->min_ts;
 	for (size_t i = 0; i < t->flushing_count; i++)
 		if (t->flushing[i]->min_ts < j.mt_min_ts)
 			j.mt_min_ts = t->flushing[i]->min_ts;
 	pthread_mutex_unlock(&db->mu);
 
-	j.now = engine_now_sec(db);
+	j.now = storage_engine_now_sec(db);
 	j.gc_before = j.now - j.meta->options.gc_grace_seconds;
 	struct sstable *out;
 	int rc = run_job(&j, &out);
 	pthread_mutex_lock(&db->mu);
 	if (!rc) {
-		struct version *nv = version_edit(t->version, j.in, j.n, out);
+		struct version *nv =
+			storage_version_edit(t->version, j.in, j.n, out);
 		if (nv) {
-			version_unref(t->version);
+			storage_version_unref(t->version);
 			t->version = nv;
 			for (size_t i = 0; i < j.n; i++)
 				sstable_mark_obsolete(j.in[i]);
@@ -566,7 +572,7 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 		LOG_AT(LOG_LEVEL_WARN, "compaction of %s.%s failed: %s",
 		       j.meta->keyspace, j.meta->name, err_msg());
 	sstable_unref(out);
-	version_unref(j.v);
+	storage_version_unref(j.v);
 	storage_table_meta_unref(j.meta);
 	free(in);
 	if (jo)
@@ -574,7 +580,8 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	return rc ? -1 : 1;
 }
 
-int engine_compact_table(struct storage *db, struct table *t, bool major)
+int storage_engine_compact_table(struct storage *db, struct table *t,
+				 bool major)
 {
 	if (major)
 		return compact_once(db, t, true, NULL) < 0 ? -1 : 0;
@@ -588,17 +595,17 @@ int storage_cleanup(struct storage *db, const uint8_t table_id[16],
 		    const struct storage_token_range *keep, size_t nkeep,
 		    uint64_t *dropped)
 {
-	struct table *t = engine_table_get(db, table_id);
+	struct table *t = storage_engine_table_get(db, table_id);
 	if (!t)
 		return -1;
 	if (storage_flush(db, table_id) != 0) {
-		engine_table_unref(t);
+		storage_engine_table_unref(t);
 		return -1;
 	}
 	struct job j = {.keep = keep, .nkeep = nkeep};
 	int rc = compact_once(db, t, true, &j);
 	process_logs(db, t, true);
-	engine_table_unref(t);
+	storage_engine_table_unref(t);
 	if (dropped)
 		*dropped = j.dropped;
 	return rc < 0 ? -1 : 0;
@@ -607,22 +614,22 @@ int storage_cleanup(struct storage *db, const uint8_t table_id[16],
 int storage_compact(struct storage *db, const uint8_t table_id[16], bool major)
 {
 	pthread_mutex_lock(&db->mu);
-	struct table *t = engine_table_find(db, table_id);
+	struct table *t = storage_engine_table_find(db, table_id);
 	if (t)
-		engine_table_ref(t);
+		storage_engine_table_ref(t);
 	/* wait for a background compaction of the table to finish */
 	while (t && t->compacting && !major)
 		pthread_cond_wait(&db->done, &db->mu);
 	pthread_mutex_unlock(&db->mu);
 	if (!t)
 		return err_set(ERR_NOT_FOUND, "unknown table");
-	int rc = engine_compact_table(db, t, major);
+	int rc = storage_engine_compact_table(db, t, major);
 	process_logs(db, t, true);
-	engine_table_unref(t);
+	storage_engine_table_unref(t);
 	return rc;
 }
 
-void *engine_compactor_main(void *arg)
+void *storage_engine_compactor_main(void *arg)
 {
 	struct storage *db = arg;
 	thread_name_self("compaction");
@@ -642,16 +649,16 @@ void *engine_compactor_main(void *arg)
 		struct table **all = calloc(n ? n : 1, sizeof(*all));
 		n = 0;
 		for (struct table *t = db->tables; all && t; t = t->next) {
-			engine_table_ref(t);
+			storage_engine_table_ref(t);
 			all[n++] = t;
 		}
 		pthread_mutex_unlock(&db->mu);
 		for (size_t i = 0; i < n; i++) {
 			if (!db->stopping) {
-				engine_compact_table(db, all[i], false);
+				storage_engine_compact_table(db, all[i], false);
 				process_logs(db, all[i], true);
 			}
-			engine_table_unref(all[i]);
+			storage_engine_table_unref(all[i]);
 		}
 		free(all);
 		pthread_mutex_lock(&db->mu);

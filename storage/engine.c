@@ -63,7 +63,7 @@ void storage_options_from_conf(struct storage_options *o, const struct conf *c,
 	o->tombstone_failure_threshold = c->tombstone_failure_threshold;
 }
 
-int64_t engine_now_sec(struct storage *db)
+int64_t storage_engine_now_sec(struct storage *db)
 {
 	return env_wall_us(db->o.env) / 1000000;
 }
@@ -91,10 +91,10 @@ struct storage *storage_new(const struct storage_options *o)
 	}
 	db->o.data_dir = db->data_dir;
 	db->o.commitlog_dir = db->commitlog_dir;
-	db->cache = block_cache_new(o->block_cache_size);
+	db->cache = storage_block_cache_new(o->block_cache_size);
 	db->budget = ratelimit_new(o->compaction_throughput);
 	if (!db->cache || !db->budget) {
-		block_cache_delete(db->cache);
+		storage_block_cache_delete(db->cache);
 		ratelimit_delete(db->budget);
 		free(db->data_dir);
 		free(db->commitlog_dir);
@@ -111,12 +111,12 @@ struct storage *storage_new(const struct storage_options *o)
 
 /* ---- versions ------------------------------------------------------------ */
 
-void version_ref(struct version *v)
+void storage_version_ref(struct version *v)
 {
 	atomic_fetch_add(&v->refs, 1);
 }
 
-void version_unref(struct version *v)
+void storage_version_unref(struct version *v)
 {
 	if (!v || atomic_fetch_sub(&v->refs, 1) != 1)
 		return;
@@ -126,9 +126,9 @@ void version_unref(struct version *v)
 	free(v);
 }
 
-struct version *version_edit(const struct version *old,
-			     struct sstable *const *drop, size_t ndrop,
-			     struct sstable *add)
+struct version *storage_version_edit(const struct version *old,
+				     struct sstable *const *drop, size_t ndrop,
+				     struct sstable *add)
 {
 	struct version *v = calloc(1, sizeof(*v));
 	size_t cap = (old ? old->count : 0) + 1;
@@ -185,39 +185,40 @@ static size_t by_id_pos(const struct storage *db, const uint8_t id[16],
 	return lo;
 }
 
-struct table *engine_table_find(struct storage *db, const uint8_t id[16])
+struct table *storage_engine_table_find(struct storage *db,
+					const uint8_t id[16])
 {
 	bool found;
 	size_t i = by_id_pos(db, id, &found);
 	return found ? db->by_id[i] : NULL;
 }
 
-struct table *engine_table_get(struct storage *db, const uint8_t id[16])
+struct table *storage_engine_table_get(struct storage *db, const uint8_t id[16])
 {
 	pthread_mutex_lock(&db->mu);
-	struct table *t = engine_table_find(db, id);
+	struct table *t = storage_engine_table_find(db, id);
 	if (t)
-		engine_table_ref(t);
+		storage_engine_table_ref(t);
 	pthread_mutex_unlock(&db->mu);
 	if (!t)
 		err_set(ERR_NOT_FOUND, "unknown table");
 	return t;
 }
 
-void engine_table_ref(struct table *t)
+void storage_engine_table_ref(struct table *t)
 {
 	atomic_fetch_add(&t->refs, 1);
 }
 
 static void table_free(struct table *t);
 
-void engine_table_unref(struct table *t)
+void storage_engine_table_unref(struct table *t)
 {
 	if (t && atomic_fetch_sub(&t->refs, 1) == 1)
 		table_free(t);
 }
 
-uint64_t engine_next_gen(struct storage *db, struct table *t)
+uint64_t storage_engine_next_gen(struct storage *db, struct table *t)
 {
 	pthread_mutex_lock(&db->mu);
 	uint64_t g = t->next_gen++;
@@ -260,7 +261,7 @@ static void table_free(struct table *t)
 	for (size_t i = 0; i < t->trunc_count; i++)
 		memtable_unref(t->trunc_mts[i]);
 	free(t->trunc_mts);
-	version_unref(t->version);
+	storage_version_unref(t->version);
 	storage_table_meta_unref(t->meta);
 	free(t->dir);
 	free(t);
@@ -343,10 +344,10 @@ static int table_load(struct storage *db, struct table *t)
 	uint64_t *gens = NULL;
 	size_t n = 0;
 	if (env_mkdir_p(db->o.env, t->dir) || truncation_load(db, t) ||
-	    engine_compaction_recover(db, t) ||
+	    storage_engine_compaction_recover(db, t) ||
 	    sst_dir_scan(db->o.env, t->dir, &gens, &n))
 		return -1;
-	struct version *v = version_edit(NULL, NULL, 0, NULL);
+	struct version *v = storage_version_edit(NULL, NULL, 0, NULL);
 	if (!v) {
 		free(gens);
 		return -1;
@@ -356,7 +357,8 @@ static int table_load(struct storage *db, struct table *t)
 	for (size_t i = 0; i < n; i++) {
 		if (gens[i] <= t->truncated_gen) {
 			/* a crash came between the record and the unlinks */
-			engine_remove_generation(db->o.env, t->dir, gens[i]);
+			storage_engine_remove_generation(db->o.env, t->dir,
+							 gens[i]);
 			continue;
 		}
 		struct sstable *s = sstable_open(db->o.env, t->dir, gens[i],
@@ -366,13 +368,14 @@ static int table_load(struct storage *db, struct table *t)
 			return err_prefix("table %s.%s", t->meta->keyspace,
 					  t->meta->name);
 		}
-		struct version *nv = version_edit(t->version, NULL, 0, s);
+		struct version *nv =
+			storage_version_edit(t->version, NULL, 0, s);
 		sstable_unref(s);
 		if (!nv) {
 			free(gens);
 			return -1;
 		}
-		version_unref(t->version);
+		storage_version_unref(t->version);
 		t->version = nv;
 		if (clpos_cmp(s->stats.log_end, t->flushed) > 0)
 			t->flushed = s->stats.log_end;
@@ -403,7 +406,7 @@ int storage_table_add(struct storage *db, const struct storage_table_meta *m,
 		return err_set(ERR_NOMEM, "table");
 	}
 	pthread_mutex_lock(&db->mu);
-	bool dup = engine_table_find(db, m->id) != NULL;
+	bool dup = storage_engine_table_find(db, m->id) != NULL;
 	pthread_mutex_unlock(&db->mu);
 	if (dup) {
 		table_free(t);
@@ -451,7 +454,7 @@ int storage_table_update(struct storage *db, const struct storage_table_meta *m)
 		return err_set(ERR_NOMEM, "table update");
 	}
 	pthread_mutex_lock(&db->mu);
-	struct table *t = engine_table_find(db, m->id);
+	struct table *t = storage_engine_table_find(db, m->id);
 	int rc = 0;
 	if (!t)
 		rc = err_set(ERR_NOT_FOUND, "table %s.%s is not registered",
@@ -523,7 +526,7 @@ int storage_table_drop(struct storage *db, const uint8_t id[16])
 	 * table */
 	LOG_AT(LOG_LEVEL_INFO, "dropped table %s.%s (%zu sstables kept in %s)",
 	       t->meta->keyspace, t->meta->name, nsst, t->dir);
-	engine_table_unref(t); /* the list's */
+	storage_engine_table_unref(t); /* the list's */
 	return 0;
 }
 
@@ -563,7 +566,7 @@ static int write_memtable(struct storage *db, struct table *t,
 		.expected_partitions = atomic_load(&mt->parts.count),
 		.log_end = {mt->log_end_seg, mt->log_end_off},
 	};
-	uint64_t gen = engine_next_gen(db, t);
+	uint64_t gen = storage_engine_next_gen(db, t);
 	struct sst_writer *w = sst_writer_new(db->o.env, t->dir, gen, meta, &o);
 	if (!w)
 		return -1;
@@ -656,14 +659,15 @@ static int flush_one(struct storage *db, struct table *t)
 	int rc = write_memtable(db, t, meta, mt, &s);
 	storage_table_meta_unref(meta);
 	pthread_mutex_lock(&db->mu);
-	struct version *nv = rc ? NULL : version_edit(t->version, NULL, 0, s);
+	struct version *nv =
+		rc ? NULL : storage_version_edit(t->version, NULL, 0, s);
 	if (!rc && !nv)
 		rc = -1;
 	if (rc) {
 		t->flush_failed = true;
 		stop_writes(db, "memtable flush failed");
 	} else {
-		version_unref(t->version);
+		storage_version_unref(t->version);
 		t->version = nv;
 		struct clpos end = {mt->log_end_seg, mt->log_end_off};
 		if (clpos_cmp(end, t->flushed) > 0)
@@ -712,10 +716,11 @@ static void *flusher_main(void *arg)
 			pthread_cond_wait(&db->work, &db->mu);
 			continue;
 		}
-		engine_table_ref(t); /* a DROP may unlink it meanwhile */
+		storage_engine_table_ref(
+			t); /* a DROP may unlink it meanwhile */
 		pthread_mutex_unlock(&db->mu);
 		flush_one(db, t);
-		engine_table_unref(t);
+		storage_engine_table_unref(t);
 		pthread_mutex_lock(&db->mu);
 	}
 	pthread_mutex_unlock(&db->mu);
@@ -751,10 +756,10 @@ int storage_flush(struct storage *db, const uint8_t *table_id)
 					t = t->next;
 				if (!t)
 					break;
-				engine_table_ref(t);
+				storage_engine_table_ref(t);
 				pthread_mutex_unlock(&db->mu);
 				rc = flush_one(db, t);
-				engine_table_unref(t);
+				storage_engine_table_unref(t);
 				pthread_mutex_lock(&db->mu);
 			} else {
 				pthread_cond_wait(&db->done, &db->mu);
@@ -775,17 +780,17 @@ static void truncate_restore(struct storage *db, struct table *t,
 	size_t n = t->trunc_count + t->flushing_count;
 	struct memtable **q = malloc((n ? n : 1) * sizeof(*q));
 	struct version *v = old;
-	version_ref(v);
+	storage_version_ref(v);
 	for (size_t i = 0; v && i < t->version->count; i++) {
 		struct version *nv =
-			version_edit(v, NULL, 0, t->version->ssts[i]);
-		version_unref(v);
+			storage_version_edit(v, NULL, 0, t->version->ssts[i]);
+		storage_version_unref(v);
 		v = nv;
 	}
 	if (!q || !v) {
 		/* the commitlog still holds it all: a restart restores it */
 		free(q);
-		version_unref(v);
+		storage_version_unref(v);
 		stop_writes(db, "truncate rollback failed");
 		return;
 	}
@@ -799,20 +804,20 @@ static void truncate_restore(struct storage *db, struct table *t,
 	free(t->trunc_mts);
 	t->trunc_mts = NULL;
 	t->trunc_count = 0;
-	version_unref(t->version);
+	storage_version_unref(t->version);
 	t->version = v;
 	pthread_cond_broadcast(&db->work);
 }
 
 int storage_truncate(struct storage *db, const uint8_t table_id[16])
 {
-	struct version *empty = version_edit(NULL, NULL, 0, NULL);
+	struct version *empty = storage_version_edit(NULL, NULL, 0, NULL);
 	if (!empty)
 		return -1;
 	pthread_mutex_lock(&db->mu);
-	struct table *t = engine_table_find(db, table_id);
+	struct table *t = storage_engine_table_find(db, table_id);
 	if (t) /* held across the waits and the record's fsync */
-		engine_table_ref(t);
+		storage_engine_table_ref(t);
 	struct memtable *fresh = t ? memtable_new(t->meta) : NULL;
 	/* for the messages below, written without the lock */
 	const struct storage_table_meta *meta =
@@ -843,9 +848,9 @@ int storage_truncate(struct storage *db, const uint8_t table_id[16])
 	if (rc) {
 		pthread_mutex_unlock(&db->mu);
 		memtable_unref(fresh);
-		version_unref(empty);
+		storage_version_unref(empty);
 		storage_table_meta_unref(meta);
-		engine_table_unref(t);
+		storage_engine_table_unref(t);
 		return -1;
 	}
 	/* Writes log and apply under db->mu, so every record logged before
@@ -905,9 +910,9 @@ int storage_truncate(struct storage *db, const uint8_t table_id[16])
 	for (size_t i = 0; i < nmts; i++)
 		memtable_unref(mts[i]);
 	free(mts);
-	version_unref(old);
+	storage_version_unref(old);
 	storage_table_meta_unref(meta);
-	engine_table_unref(t);
+	storage_engine_table_unref(t);
 	discard_log(db);
 	return rc ? -1 : 0;
 }
@@ -915,7 +920,7 @@ int storage_truncate(struct storage *db, const uint8_t table_id[16])
 int64_t storage_truncated_at(struct storage *db, const uint8_t table_id[16])
 {
 	pthread_mutex_lock(&db->mu);
-	struct table *t = engine_table_find(db, table_id);
+	struct table *t = storage_engine_table_find(db, table_id);
 	int64_t wall = t ? t->truncated_wall_us : 0;
 	pthread_mutex_unlock(&db->mu);
 	return wall;
@@ -935,7 +940,7 @@ static int validate(const struct table *t, const struct storage_mutation *m)
 				       a->slot - 1);
 		int kind;
 		struct slice vals[33];
-		int n = ck_decode(a->ck, &kind, vals, 33);
+		int n = storage_ck_decode(a->ck, &kind, vals, 33);
 		if (n < 0 ||
 		    (kind == CK_ROW && (size_t)n != t->meta->ck_count) ||
 		    (kind == CK_STATIC && n != 0))
@@ -948,8 +953,8 @@ static int validate(const struct table *t, const struct storage_mutation *m)
 	for (size_t i = 0; i < m->rt_count; i++) {
 		int kind;
 		struct slice vals[33];
-		int ns = ck_decode(m->rts[i].start, &kind, vals, 33);
-		int ne = ck_decode(m->rts[i].end, &kind, vals, 33);
+		int ns = storage_ck_decode(m->rts[i].start, &kind, vals, 33);
+		int ne = storage_ck_decode(m->rts[i].end, &kind, vals, 33);
 		if (ns < 0 || ne < 0 || (size_t)ns > t->meta->ck_count ||
 		    (size_t)ne > t->meta->ck_count)
 			return err_set(ERR_INVALID,
@@ -1206,7 +1211,7 @@ static int apply(struct storage *db, const struct storage_mutation *m,
 	pthread_mutex_lock(&db->mu);
 	struct waiting_write *expired =
 		db->waiting ? waiting_expired(db) : NULL;
-	struct table *t = engine_table_find(db, m->table_id);
+	struct table *t = storage_engine_table_find(db, m->table_id);
 	struct mem_use use;
 	mem_use_locked(db, &use);
 	int rc = 0;
@@ -1451,7 +1456,7 @@ static int replay_record(void *arg, struct clpos pos, const uint8_t *body,
 	struct storage_mutation *m = storage_mutation_decode(body, len);
 	if (!m)
 		return -1; /* ERR_CORRUPT: the policy applies */
-	struct table *t = engine_table_find(db, m->table_id);
+	struct table *t = storage_engine_table_find(db, m->table_id);
 	int rc = 0;
 	if (t && clpos_cmp(pos, t->flushed) > 0 && !validate(t, m) &&
 	    replay_values(db, t, pos, m) == 0) {
@@ -1513,7 +1518,8 @@ int storage_start(struct storage *db)
 	db->started = true;
 	pthread_mutex_unlock(&db->mu);
 	if (pthread_create(&db->flusher, NULL, flusher_main, db) ||
-	    pthread_create(&db->compactor, NULL, engine_compactor_main, db)) {
+	    pthread_create(&db->compactor, NULL, storage_engine_compactor_main,
+			   db)) {
 		pthread_mutex_lock(&db->mu);
 		db->started = false;
 		pthread_mutex_unlock(&db->mu);
@@ -1548,14 +1554,14 @@ void storage_delete(struct storage *db)
 	while (db->tables) {
 		struct table *t = db->tables;
 		db->tables = t->next;
-		engine_table_unref(t);
+		storage_engine_table_unref(t);
 	}
 	free(db->by_id);
 	buf_free(&db->scratch);
 	free(db->acks);     /* never written: their callers are gone */
 	while (db->waiting) /* the same */
 		free(waiting_pop(db));
-	block_cache_delete(db->cache);
+	storage_block_cache_delete(db->cache);
 	ratelimit_delete(db->budget);
 	pthread_mutex_destroy(&db->mu);
 	pthread_cond_destroy(&db->work);
@@ -1565,7 +1571,7 @@ void storage_delete(struct storage *db)
 	free(db);
 }
 
-void engine_note_corruption(struct storage *db, struct sstable *s)
+void storage_engine_note_corruption(struct storage *db, struct sstable *s)
 {
 	atomic_fetch_add(&db->corrupt_blocks, 1);
 	int p = db->o.disk_failure_policy;

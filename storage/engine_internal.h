@@ -58,8 +58,8 @@ struct table {
 	_Atomic uint64_t reads; /* point reads answered */
 	/* References: the table list's (until storage_table_drop unlinks
 	 * it), and one per flush, compaction, truncate, snapshot or read
-	 * working on the table without the lock (engine_table_get). The
-	 * last engine_table_unref frees it. */
+	 * working on the table without the lock (storage_engine_table_get). The
+	 * last storage_engine_table_unref frees it. */
 	_Atomic unsigned refs;
 	bool dropped;    /* unlinked by storage_table_drop (under the lock) */
 	struct env *env; /* the engine's (table_free removes an empty dir) */
@@ -119,33 +119,37 @@ struct deferred_ack {
 
 /* Under the lock: the registered table, borrowed while the lock is held
  * (NULL: none, or dropped). */
-struct table *engine_table_find(struct storage *db, const uint8_t id[16]);
+struct table *storage_engine_table_find(struct storage *db,
+					const uint8_t id[16]);
 /* Lock not held: a reference to the registered table, or NULL
  * (ERR_NOT_FOUND, "unknown table"). */
-struct table *engine_table_get(struct storage *db, const uint8_t id[16]);
+struct table *storage_engine_table_get(struct storage *db,
+				       const uint8_t id[16]);
 /* Under the lock or not: another reference to a table one is held on. */
-void engine_table_ref(struct table *t);
+void storage_engine_table_ref(struct table *t);
 /* Drops a reference (any thread, lock not held); the last frees it. */
-void engine_table_unref(struct table *t);
-int64_t engine_now_sec(struct storage *db);
-void version_ref(struct version *v);
-void version_unref(struct version *v);
+void storage_engine_table_unref(struct table *t);
+int64_t storage_engine_now_sec(struct storage *db);
+void storage_version_ref(struct version *v);
+void storage_version_unref(struct version *v);
 /* New version = old minus `drop` plus `add` (NULL allowed). */
-struct version *version_edit(const struct version *old,
-			     struct sstable *const *drop, size_t ndrop,
-			     struct sstable *add);
+struct version *storage_version_edit(const struct version *old,
+				     struct sstable *const *drop, size_t ndrop,
+				     struct sstable *add);
 /* Records a read that hit a damaged block and applies
  * disk_failure_policy. */
-void engine_note_corruption(struct storage *db, struct sstable *s);
+void storage_engine_note_corruption(struct storage *db, struct sstable *s);
 /* Writes a sorted stream of partitions from a source into a new SSTable
  * generation of `t`; shared by flush and compaction. */
-uint64_t engine_next_gen(struct storage *db, struct table *t);
+uint64_t storage_engine_next_gen(struct storage *db, struct table *t);
 
 /* compaction.c */
-void *engine_compactor_main(void *arg);
-int engine_compact_table(struct storage *db, struct table *t, bool major);
-int engine_compaction_recover(struct storage *db, struct table *t);
+void *storage_engine_compactor_main(void *arg);
+int storage_engine_compact_table(struct storage *db, struct table *t,
+				 bool major);
+int storage_engine_compaction_recover(struct storage *db, struct table *t);
 /* Unlinks every component of SSTable generation `gen` in `dir`. */
-void engine_remove_generation(struct env *env, const char *dir, uint64_t gen);
+void storage_engine_remove_generation(struct env *env, const char *dir,
+				      uint64_t gen);
 
 #endif

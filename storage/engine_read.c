@@ -27,7 +27,7 @@ static int snapshot_take(struct storage *db, const uint8_t id[16],
 {
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&db->mu);
-	struct table *t = engine_table_find(db, id);
+	struct table *t = storage_engine_table_find(db, id);
 	if (!t) {
 		pthread_mutex_unlock(&db->mu);
 		return err_set(ERR_NOT_FOUND, "unknown table");
@@ -38,7 +38,7 @@ static int snapshot_take(struct storage *db, const uint8_t id[16],
 		return err_set(ERR_NOMEM, "snapshot");
 	}
 	s->t = t;
-	engine_table_ref(t);
+	storage_engine_table_ref(t);
 	s->meta = storage_table_meta_ref(t->meta);
 	memtable_ref(t->active);
 	s->mts[s->mt_count++] = t->active;
@@ -46,7 +46,7 @@ static int snapshot_take(struct storage *db, const uint8_t id[16],
 		memtable_ref(t->flushing[i]);
 		s->mts[s->mt_count++] = t->flushing[i];
 	}
-	version_ref(t->version);
+	storage_version_ref(t->version);
 	s->v = t->version;
 	pthread_mutex_unlock(&db->mu);
 	return 0;
@@ -57,9 +57,9 @@ static void snapshot_release(struct snapshot *s)
 	for (size_t i = 0; i < s->mt_count; i++)
 		memtable_unref(s->mts[i]);
 	free(s->mts);
-	version_unref(s->v);
+	storage_version_unref(s->v);
 	storage_table_meta_unref(s->meta);
-	engine_table_unref(s->t);
+	storage_engine_table_unref(s->t);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -106,9 +106,9 @@ static bool older_cannot_matter(const struct read_ctx *c, int64_t older_max)
 			const struct atom *a = &c->atoms[i];
 			if (a->slot != col + 1)
 				continue;
-			win = win ? atom_reconcile(win, a) : a;
+			win = win ? storage_atom_reconcile(win, a) : a;
 		}
-		if (!win || !atom_is_live(win, c->now_sec) ||
+		if (!win || !storage_atom_is_live(win, c->now_sec) ||
 		    win->ts <= older_max || deletion_covers(c->pdel, win->ts))
 			return false;
 	}
@@ -131,7 +131,7 @@ static int gather(struct storage *db, struct snapshot *s, struct read_ctx *c,
 {
 	int rc = 0;
 	for (size_t i = 0; !rc && i < s->mt_count; i++)
-		rc = read_ctx_add_memtable(c, s->mts[i], token, key);
+		rc = storage_read_ctx_add_memtable(c, s->mts[i], token, key);
 	/* newest data first, so the reads above can stop early */
 	struct sstable *order[64];
 	size_t n = s->v->count < 64 ? s->v->count : 0;
@@ -147,7 +147,7 @@ static int gather(struct storage *db, struct snapshot *s, struct read_ctx *c,
 			break;
 		rc = sstable_read(sst, c, token, key);
 		if (rc && err_code() == ERR_CORRUPT)
-			engine_note_corruption(db, sst);
+			storage_engine_note_corruption(db, sst);
 	}
 	return rc;
 }
@@ -164,7 +164,8 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 	if (snapshot_take(db, table_id, &s))
 		return -1;
 	struct read_ctx c;
-	int rc = read_ctx_init(&c, s.meta, cmd, engine_now_sec(db));
+	int rc = storage_read_ctx_init(&c, s.meta, cmd,
+				       storage_engine_now_sec(db));
 	ctx_limits(db, &c);
 	c.cached_only = cached_only;
 	struct slice key = slice_make(cmd->key, cmd->key_len);
@@ -176,11 +177,11 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 	if (!rc && !(cmd->slices && cmd->slice_count == 0))
 		rc = gather(db, &s, &c, token, key, frag != NULL);
 	if (!rc)
-		rc = frag ? read_ctx_fragment(&c, token, key, frag)
-			  : read_ctx_finish(&c, token, key, out);
+		rc = frag ? storage_read_ctx_fragment(&c, token, key, frag)
+			  : storage_read_ctx_finish(&c, token, key, out);
 	if (!rc)
 		atomic_fetch_add_explicit(&s.t->reads, 1, memory_order_relaxed);
-	read_ctx_destroy(&c);
+	storage_read_ctx_destroy(&c);
 	snapshot_release(&s);
 	return rc;
 }
@@ -213,7 +214,7 @@ const struct storage_table_meta *
 storage_table_meta_acquire(struct storage *db, const uint8_t id[16])
 {
 	pthread_mutex_lock(&db->mu);
-	struct table *t = engine_table_find(db, id);
+	struct table *t = storage_engine_table_find(db, id);
 	const struct storage_table_meta *m =
 		t ? storage_table_meta_ref(t->meta) : NULL;
 	pthread_mutex_unlock(&db->mu);
@@ -267,8 +268,8 @@ struct storage_scan *storage_scan_open(struct storage *db,
 	s->live = calloc(ns + 1, sizeof(*s->live));
 	int rc = !s->mt_pos || !s->its || !s->heads || !s->live
 			 ? err_set(ERR_NOMEM, "scan")
-			 : read_ctx_init(&s->ctx, s->snap.meta, &s->cmd,
-					 engine_now_sec(db));
+			 : storage_read_ctx_init(&s->ctx, s->snap.meta, &s->cmd,
+						 storage_engine_now_sec(db));
 	ctx_limits(db, &s->ctx);
 	bool incl = s->full_ring;
 	if (s->full_ring)
@@ -287,7 +288,8 @@ struct storage_scan *storage_scan_open(struct storage *db,
 		int r = sst_iter_next(s->its[i], &s->heads[i]);
 		if (r < 0) {
 			if (err_code() == ERR_CORRUPT)
-				engine_note_corruption(db, s->snap.v->ssts[i]);
+				storage_engine_note_corruption(
+					db, s->snap.v->ssts[i]);
 			rc = -1;
 		}
 		s->live[i] = r > 0;
@@ -309,7 +311,8 @@ static bool scan_min(struct storage_scan *s, int64_t *token, struct slice *key)
 		if (!s->mt_pos[i])
 			continue;
 		struct mt_partition *p = mt_node_partition(s->mt_pos[i]);
-		if (!any || partition_cmp(p->token, p->key, *token, *key) < 0) {
+		if (!any ||
+		    storage_partition_cmp(p->token, p->key, *token, *key) < 0) {
 			*token = p->token;
 			*key = p->key;
 			any = true;
@@ -319,7 +322,8 @@ static bool scan_min(struct storage_scan *s, int64_t *token, struct slice *key)
 		if (!s->live[i])
 			continue;
 		const struct sst_entry *e = s->heads[i];
-		if (!any || partition_cmp(e->token, e->key, *token, *key) < 0) {
+		if (!any ||
+		    storage_partition_cmp(e->token, e->key, *token, *key) < 0) {
 			*token = e->token;
 			*key = e->key;
 			any = true;
@@ -347,21 +351,21 @@ static int scan_gather(struct storage_scan *s, int64_t *token_out,
 		return err_set(ERR_NOMEM, "scan");
 	memcpy(kcopy, key.ptr, key.len);
 	key.ptr = kcopy;
-	read_ctx_reset(&s->ctx);
-	int rc = read_ctx_keep(&s->ctx, kcopy);
+	storage_read_ctx_reset(&s->ctx);
+	int rc = storage_read_ctx_keep(&s->ctx, kcopy);
 	for (size_t i = 0; !rc && i < s->snap.mt_count; i++) {
 		if (!s->mt_pos[i])
 			continue;
 		struct mt_partition *p = mt_node_partition(s->mt_pos[i]);
-		if (partition_cmp(p->token, p->key, token, key) != 0)
+		if (storage_partition_cmp(p->token, p->key, token, key) != 0)
 			continue;
-		rc = read_ctx_add_mt_partition(&s->ctx, p);
+		rc = storage_read_ctx_add_mt_partition(&s->ctx, p);
 		s->mt_pos[i] = skiplist_next(s->mt_pos[i]);
 	}
 	for (size_t i = 0; !rc && i < s->snap.v->count; i++) {
 		if (!s->live[i] ||
-		    partition_cmp(s->heads[i]->token, s->heads[i]->key, token,
-				  key) != 0)
+		    storage_partition_cmp(s->heads[i]->token, s->heads[i]->key,
+					  token, key) != 0)
 			continue;
 		struct sstable *sst = s->snap.v->ssts[i];
 		rc = sstable_read_entry(sst, &s->ctx, s->heads[i], false);
@@ -370,7 +374,7 @@ static int scan_gather(struct storage_scan *s, int64_t *token_out,
 			rc = -1;
 		s->live[i] = r > 0;
 		if (rc && err_code() == ERR_CORRUPT)
-			engine_note_corruption(s->db, sst);
+			storage_engine_note_corruption(s->db, sst);
 	}
 	if (rc)
 		return -1;
@@ -387,7 +391,7 @@ int storage_scan_next(struct storage_scan *s, struct storage_result **out)
 	int rc;
 	while ((rc = scan_gather(s, &token, &key)) == 1) {
 		struct storage_result *r;
-		if (read_ctx_finish(&s->ctx, token, key, &r))
+		if (storage_read_ctx_finish(&s->ctx, token, key, &r))
 			return -1;
 		if (r->row_count || r->static_row) {
 			*out = r;
@@ -407,7 +411,7 @@ int storage_scan_next_fragment(struct storage_scan *s,
 	int rc;
 	while ((rc = scan_gather(s, &token, &key)) == 1) {
 		struct storage_mutation *m;
-		if (read_ctx_fragment(&s->ctx, token, key, &m))
+		if (storage_read_ctx_fragment(&s->ctx, token, key, &m))
 			return -1;
 		if (!storage_mutation_is_empty(m)) {
 			*out = m;
@@ -428,7 +432,7 @@ void storage_scan_close(struct storage_scan *s)
 	free(s->heads);
 	free(s->live);
 	free(s->mt_pos);
-	read_ctx_destroy(&s->ctx);
+	storage_read_ctx_destroy(&s->ctx);
 	snapshot_release(&s->snap);
 	free(s);
 }

@@ -8,12 +8,12 @@
  * content gives equal bytes (and digests) whatever the SSTable layout or
  * the order of the inputs:
  *
- *   - one partition deletion, the maximum of all (deletion_max);
+ *   - one partition deletion, the maximum of all (storage_deletion_max);
  *   - range tombstones sorted by (start, end, bytes, deletion), one per
  *     distinct pair of bounds (the maximum deletion), none that the
  *     partition deletion covers;
- *   - atoms sorted by atom_cmp, one reconciled version per key
- *     (atom_reconcile), none that a partition, range, row or collection
+ *   - atoms sorted by storage_atom_cmp, one reconciled version per key
+ *     (storage_atom_reconcile), none that a partition, range, row or collection
  *     deletion covers (Cassandra drops those while merging too). Cell
  *     tombstones stay; an expired cell stays as the tombstone compaction
  *     would make of it (same timestamp, its expiry as deletion time), so
@@ -42,7 +42,7 @@ static int prefix_len(struct slice p)
 {
 	int kind;
 	struct slice vals[64];
-	return ck_decode(p, &kind, vals, 64);
+	return storage_ck_decode(p, &kind, vals, 64);
 }
 
 /* A bound is a position between clusterings: (prefix, -1) just before
@@ -55,9 +55,9 @@ static int pos_cmp(const struct storage_table_meta *t, struct slice a, int sa,
 	int na = prefix_len(a), nb = prefix_len(b);
 	int c;
 	if (na <= nb)
-		c = -ck_cmp_prefix(t, b, a);
+		c = -storage_ck_cmp_prefix(t, b, a);
 	else
-		c = ck_cmp_prefix(t, a, b);
+		c = storage_ck_cmp_prefix(t, a, b);
 	if (c)
 		return c;
 	if (na == nb)
@@ -120,19 +120,19 @@ static int rtomb_sort_cmp(const void *x, const void *y, void *t)
 
 static int atom_sort_cmp(const void *x, const void *y, void *t)
 {
-	return atom_cmp(t, x, y);
+	return storage_atom_cmp(t, x, y);
 }
 
 /* ---- the canonical form -------------------------------------------------- */
 
-/* atom_reconcile, with versions that tie (the same cell, equal in all but
- * bytes that compare equal by type) ordered by their bytes, so the winner
+/* storage_atom_reconcile, with versions that tie (the same cell, equal in all
+ * but bytes that compare equal by type) ordered by their bytes, so the winner
  * does not depend on the input order. */
 static const struct atom *reconcile_total(const struct atom *a,
 					  const struct atom *b)
 {
-	const struct atom *w = atom_reconcile(a, b);
-	if (w == atom_reconcile(b, a))
+	const struct atom *w = storage_atom_reconcile(a, b);
+	if (w == storage_atom_reconcile(b, a))
 		return w;
 	int c = slice_cmp(a->ck, b->ck);
 	if (!c)
@@ -148,7 +148,7 @@ fragment_build(const struct storage_table_meta *t, int64_t token,
 	       size_t nrt, struct atom *atoms, size_t na)
 {
 	struct storage_mutation *m =
-		mutation_new_token(t, key.ptr, key.len, token);
+		storage_mutation_new_token(t, key.ptr, key.len, token);
 	if (!m)
 		return NULL;
 	m->pdel = pdel;
@@ -161,14 +161,14 @@ fragment_build(const struct storage_table_meta *t, int64_t token,
 			continue;
 		if (deletion_covers(pdel, rts[i].del.ts))
 			continue;
-		if (mutation_push_rtomb(m, &rts[i]))
+		if (storage_mutation_push_rtomb(m, &rts[i]))
 			goto fail;
 	}
 	if (na > 1)
 		qsort_r(atoms, na, sizeof(*atoms), atom_sort_cmp, (void *)t);
 	size_t w = 0;
 	for (size_t i = 1; i < na; i++) {
-		if (atom_cmp(t, &atoms[w], &atoms[i]) == 0)
+		if (storage_atom_cmp(t, &atoms[w], &atoms[i]) == 0)
 			atoms[w] = *reconcile_total(&atoms[w], &atoms[i]);
 		else
 			atoms[++w] = atoms[i];
@@ -180,15 +180,15 @@ fragment_build(const struct storage_table_meta *t, int64_t token,
 	uint16_t coll_slot = 0;
 	for (size_t i = 0; i < na; i++) {
 		const struct atom *a = &atoms[i];
-		if (i == 0 || ck_cmp(t, atoms[i - 1].ck, a->ck) != 0) {
+		if (i == 0 || storage_ck_cmp(t, atoms[i - 1].ck, a->ck) != 0) {
 			row_del = none;
 			coll_del = none;
 		}
-		bool covered =
-			deletion_covers(pdel, a->ts) ||
-			rtombs_cover(t, m->rts, m->rt_count, a->ck, a->ts);
+		bool covered = deletion_covers(pdel, a->ts) ||
+			       storage_rtombs_cover(t, m->rts, m->rt_count,
+						    a->ck, a->ts);
 		if (a->kind == ATOM_KIND_DELETION && a->slot == ATOM_SLOT_ROW) {
-			row_del = deletion_max(
+			row_del = storage_deletion_max(
 				row_del, (struct deletion){a->ts, a->ldt});
 		} else if (a->kind == ATOM_KIND_DELETION) {
 			covered = covered || deletion_covers(row_del, a->ts);
@@ -199,7 +199,7 @@ fragment_build(const struct storage_table_meta *t, int64_t token,
 				  (a->slot == coll_slot &&
 				   deletion_covers(coll_del, a->ts));
 		}
-		if (!covered && mutation_push_atom(m, a))
+		if (!covered && storage_mutation_push_atom(m, a))
 			goto fail;
 	}
 	return m;
@@ -220,8 +220,8 @@ static void expire(struct atom *a, int64_t now_sec)
 	}
 }
 
-int read_ctx_fragment(struct read_ctx *c, int64_t token, struct slice key,
-		      struct storage_mutation **out)
+int storage_read_ctx_fragment(struct read_ctx *c, int64_t token,
+			      struct slice key, struct storage_mutation **out)
 {
 	*out = NULL;
 	struct rtomb *rts = NULL;
@@ -256,8 +256,8 @@ int read_ctx_fragment(struct read_ctx *c, int64_t token, struct slice key,
 		return -1;
 	uint64_t tombstones = m->rt_count + (m->pdel.ts != DELETION_NONE);
 	for (size_t i = 0; i < m->atom_count; i++)
-		tombstones += !atom_is_live(&m->atoms[i], c->now_sec);
-	if (read_ctx_check_tombstones(c, tombstones, key)) {
+		tombstones += !storage_atom_is_live(&m->atoms[i], c->now_sec);
+	if (storage_read_ctx_check_tombstones(c, tombstones, key)) {
 		storage_mutation_delete(m);
 		return -1;
 	}
@@ -293,7 +293,7 @@ storage_fragment_merge(const struct storage_table_meta *t,
 		}
 		nrt += f->rt_count;
 		na += f->atom_count;
-		pdel = deletion_max(pdel, f->pdel);
+		pdel = storage_deletion_max(pdel, f->pdel);
 	}
 	struct rtomb *rts = nrt ? malloc(nrt * sizeof(*rts)) : NULL;
 	struct atom *atoms = na ? malloc(na * sizeof(*atoms)) : NULL;
@@ -328,17 +328,17 @@ int storage_fragment_resolve(const struct storage_table_meta *t,
 {
 	*out = NULL;
 	struct read_ctx c;
-	int rc = read_ctx_init(&c, t, cmd, now_sec);
+	int rc = storage_read_ctx_init(&c, t, cmd, now_sec);
 	if (!rc)
-		read_ctx_add_pdel(&c, f->pdel);
+		storage_read_ctx_add_pdel(&c, f->pdel);
 	for (size_t i = 0; !rc && i < f->rt_count; i++)
-		rc = read_ctx_add_rtomb(&c, &f->rts[i]);
+		rc = storage_read_ctx_add_rtomb(&c, &f->rts[i]);
 	for (size_t i = 0; !rc && i < f->atom_count; i++)
-		if (read_ctx_wants(&c, f->atoms[i].ck))
-			rc = read_ctx_add_atom(&c, &f->atoms[i]);
+		if (storage_read_ctx_wants(&c, f->atoms[i].ck))
+			rc = storage_read_ctx_add_atom(&c, &f->atoms[i]);
 	if (!rc)
-		rc = read_ctx_finish(&c, f->token, f->key, out);
-	read_ctx_destroy(&c);
+		rc = storage_read_ctx_finish(&c, f->token, f->key, out);
+	storage_read_ctx_destroy(&c);
 	return rc;
 }
 

@@ -107,7 +107,7 @@ static int walk(const struct storage_mutation *f, storage_fragment_row_fn fn,
 		size_t j = i;
 		/* canonical: a row's atoms are adjacent, same ck bytes */
 		for (; j < f->atom_count && slice_eq(f->atoms[j].ck, ck); j++)
-			if (atom_encode(&h, &f->atoms[j]))
+			if (storage_atom_encode(&h, &f->atoms[j]))
 				goto nomem;
 		hash_out(&h, dg);
 		if ((rc = fn(arg, buf_slice(&id), dg)) != 0)
@@ -174,7 +174,7 @@ storage_fragment_select_rows(const struct storage_table_meta *t,
 		if (id_rtomb(&id, &f->rts[i]))
 			goto nomem;
 		if (id_wanted(sorted, n, &id) &&
-		    mutation_push_rtomb(m, &f->rts[i]))
+		    storage_mutation_push_rtomb(m, &f->rts[i]))
 			goto nomem;
 	}
 	for (size_t i = 0; i < f->atom_count;) {
@@ -185,7 +185,7 @@ storage_fragment_select_rows(const struct storage_table_meta *t,
 		bool want = id_wanted(sorted, n, &id);
 		size_t j = i;
 		for (; j < f->atom_count && slice_eq(f->atoms[j].ck, ck); j++)
-			if (want && mutation_push_atom(m, &f->atoms[j]))
+			if (want && storage_mutation_push_atom(m, &f->atoms[j]))
 				goto nomem;
 		i = j;
 	}
@@ -219,7 +219,7 @@ storage_fragment_purge(const struct storage_table_meta *t,
 		m->pdel = f->pdel;
 	for (size_t i = 0; i < f->rt_count; i++)
 		if (f->rts[i].del.ldt >= gc_before &&
-		    mutation_push_rtomb(m, &f->rts[i]))
+		    storage_mutation_push_rtomb(m, &f->rts[i]))
 			goto fail;
 	for (size_t i = 0; i < f->atom_count; i++) {
 		const struct atom *a = &f->atoms[i];
@@ -227,7 +227,7 @@ storage_fragment_purge(const struct storage_table_meta *t,
 			    (a->flags & ATOM_TOMBSTONE);
 		if (tomb && a->ldt < gc_before)
 			continue;
-		if (mutation_push_atom(m, a))
+		if (storage_mutation_push_atom(m, a))
 			goto fail;
 	}
 	return m;

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int partition_cmp(int64_t ta, struct slice ka, int64_t tb, struct slice kb)
+int storage_partition_cmp(int64_t ta, struct slice ka, int64_t tb,
+			  struct slice kb)
 {
 	if (ta != tb)
 		return ta < tb ? -1 : 1;
@@ -19,7 +20,7 @@ static int part_cmp(const void *ctx, const void *a, const void *b)
 {
 	(void)ctx;
 	const struct mt_partition *x = a, *y = b;
-	return partition_cmp(x->token, x->key, y->token, y->key);
+	return storage_partition_cmp(x->token, x->key, y->token, y->key);
 }
 
 /* Token order as unsigned 64 bits: most comparisons never reach the key. */
@@ -31,7 +32,7 @@ static uint64_t part_order(const void *a)
 
 static int atom_node_cmp(const void *ctx, const void *a, const void *b)
 {
-	return atom_cmp(ctx, a, b);
+	return storage_atom_cmp(ctx, a, b);
 }
 
 struct memtable *memtable_new(const struct storage_table_meta *t)
@@ -269,11 +270,11 @@ static int apply_deletions(struct memtable *mt, struct mt_partition *p,
 	if (!nm || (old_n + m->rt_count && !rts))
 		return err_set(ERR_NOMEM, "memtable deletion");
 	nm->pdel = old ? old->pdel : (struct deletion){DELETION_NONE, 0};
-	nm->pdel = deletion_max(nm->pdel, m->pdel);
+	nm->pdel = storage_deletion_max(nm->pdel, m->pdel);
 	if (old_n)
 		memcpy(rts, old->rts, old_n * sizeof(*rts));
 	for (size_t i = 0; i < m->rt_count; i++)
-		if (rtomb_copy(&mt->arena, &m->rts[i], &rts[old_n + i]))
+		if (storage_rtomb_copy(&mt->arena, &m->rts[i], &rts[old_n + i]))
 			return err_set(ERR_NOMEM, "memtable deletion");
 	nm->rts = rts;
 	nm->rt_count = old_n + m->rt_count;
@@ -302,11 +303,11 @@ static int apply_atom(struct memtable *mt, struct mt_partition *p,
 	struct skiplist_node *n = skiplist_find_prev(&p->atoms, a, prev);
 	if (n) {
 		const struct atom *cur = skiplist_key(n);
-		if (atom_reconcile(cur, a) == cur)
+		if (storage_atom_reconcile(cur, a) == cur)
 			return 0;
 	}
 	struct atom *copy = arena_alloc(&mt->arena, sizeof(*copy));
-	if (!copy || atom_copy(&mt->arena, a, copy))
+	if (!copy || storage_atom_copy(&mt->arena, a, copy))
 		return err_set(ERR_NOMEM, "memtable atom");
 	if (n)
 		skiplist_set_key(n, copy);

@@ -100,6 +100,7 @@ static inline struct mt_pmeta *mt_partition_meta(struct mt_partition *p)
 }
 
 /* Partition order: token, then key bytes. */
-int partition_cmp(int64_t ta, struct slice ka, int64_t tb, struct slice kb);
+int storage_partition_cmp(int64_t ta, struct slice ka, int64_t tb,
+			  struct slice kb);
 
 #endif

@@ -9,8 +9,8 @@
  *   uvarint  key length, key bytes
  *   u8       flags: bit 0 = partition deletion follows
  *   [be64 ts, be64 ldt]           partition deletion
- *   uvarint  range tombstone count, each as rtomb_encode (atom.c)
- *   uvarint  atom count, each as atom_encode (atom.c)
+ *   uvarint  range tombstone count, each as storage_rtomb_encode (atom.c)
+ *   uvarint  atom count, each as storage_atom_encode (atom.c)
  *   be32     masked crc32c of every byte above
  *
  * The decoder checks every length against what remains, caps counts by the
@@ -47,12 +47,12 @@ struct storage_mutation *
 storage_mutation_new(const struct storage_table_meta *t, const uint8_t *key,
 		     size_t len)
 {
-	return mutation_new_token(t, key, len, murmur3_token(key, len));
+	return storage_mutation_new_token(t, key, len, murmur3_token(key, len));
 }
 
-struct storage_mutation *mutation_new_token(const struct storage_table_meta *t,
-					    const uint8_t *key, size_t len,
-					    int64_t token)
+struct storage_mutation *
+storage_mutation_new_token(const struct storage_table_meta *t,
+			   const uint8_t *key, size_t len, int64_t token)
 {
 	if (len == 0 || len > 0xffff) {
 		err_set(ERR_INVALID, "partition key of %zu bytes", len);
@@ -100,11 +100,11 @@ struct slice storage_mutation_key(const struct storage_mutation *m)
 	return m->key;
 }
 
-size_t mutation_data_size(const struct storage_mutation *m)
+size_t storage_mutation_data_size(const struct storage_mutation *m)
 {
 	size_t n = m->key.len + 32;
 	for (size_t i = 0; i < m->atom_count; i++)
-		n += atom_encoded_size_hint(&m->atoms[i]);
+		n += storage_atom_encoded_size_hint(&m->atoms[i]);
 	for (size_t i = 0; i < m->rt_count; i++)
 		n += m->rts[i].start.len + m->rts[i].end.len + 24;
 	return n;
@@ -112,7 +112,7 @@ size_t mutation_data_size(const struct storage_mutation *m)
 
 size_t storage_mutation_size(const struct storage_mutation *m)
 {
-	return mutation_data_size(m);
+	return storage_mutation_data_size(m);
 }
 
 static struct slice encode_ck(struct storage_mutation *m, int kind,
@@ -121,7 +121,7 @@ static struct slice encode_ck(struct storage_mutation *m, int kind,
 	struct buf b;
 	buf_init(&b);
 	struct slice out = {NULL, 0};
-	if (ck_encode(&b, kind, vals, n) == 0) {
+	if (storage_ck_encode(&b, kind, vals, n) == 0) {
 		void *p = arena_memdup(&m->arena, b.data, b.len);
 		if (p)
 			out = slice_make(p, b.len);
@@ -130,7 +130,8 @@ static struct slice encode_ck(struct storage_mutation *m, int kind,
 	return out;
 }
 
-int mutation_push_rtomb(struct storage_mutation *m, const struct rtomb *r)
+int storage_mutation_push_rtomb(struct storage_mutation *m,
+				const struct rtomb *r)
 {
 	if (m->rt_count == m->rt_cap) {
 		size_t cap = m->rt_cap ? m->rt_cap * 2 : 2;
@@ -140,7 +141,7 @@ int mutation_push_rtomb(struct storage_mutation *m, const struct rtomb *r)
 		m->rts = n;
 		m->rt_cap = cap;
 	}
-	if (rtomb_copy(&m->arena, r, &m->rts[m->rt_count]))
+	if (storage_rtomb_copy(&m->arena, r, &m->rts[m->rt_count]))
 		return err_set(ERR_NOMEM, "range tombstone");
 	m->rt_count++;
 	return 0;
@@ -168,7 +169,7 @@ int storage_mutation_set_static_row(struct storage_mutation *m)
 	return 0;
 }
 
-int mutation_push_atom(struct storage_mutation *m, const struct atom *a)
+int storage_mutation_push_atom(struct storage_mutation *m, const struct atom *a)
 {
 	if (m->atom_count == m->atom_cap) {
 		size_t cap = m->atom_cap ? m->atom_cap * 2 : 4;
@@ -179,7 +180,7 @@ int mutation_push_atom(struct storage_mutation *m, const struct atom *a)
 		m->atom_cap = cap;
 	}
 	struct atom copy;
-	if (atom_copy(&m->arena, a, &copy))
+	if (storage_atom_copy(&m->arena, a, &copy))
 		return err_set(ERR_NOMEM, "atom");
 	m->atoms[m->atom_count++] = copy;
 	return 0;
@@ -233,7 +234,7 @@ int storage_mutation_put(struct storage_mutation *m, int column,
 			 .path = slice_make(path, path ? path_len : 0),
 			 .value = slice_make(value, len)};
 	fill_live(&a, ts, ttl, now_sec);
-	return mutation_push_atom(m, &a);
+	return storage_mutation_push_atom(m, &a);
 }
 
 int storage_mutation_put_marker(struct storage_mutation *m, int64_t ts,
@@ -242,7 +243,7 @@ int storage_mutation_put_marker(struct storage_mutation *m, int64_t ts,
 	struct atom a = {
 		.ck = m->row, .slot = ATOM_SLOT_ROW, .kind = ATOM_KIND_LIVE};
 	fill_live(&a, ts, ttl, now_sec);
-	return mutation_push_atom(m, &a);
+	return storage_mutation_push_atom(m, &a);
 }
 
 int storage_mutation_delete_cell(struct storage_mutation *m, int column,
@@ -258,7 +259,7 @@ int storage_mutation_delete_cell(struct storage_mutation *m, int column,
 			 .path = slice_make(path, path ? path_len : 0),
 			 .ts = ts,
 			 .ldt = now_sec};
-	return mutation_push_atom(m, &a);
+	return storage_mutation_push_atom(m, &a);
 }
 
 int storage_mutation_delete_collection(struct storage_mutation *m, int column,
@@ -272,7 +273,7 @@ int storage_mutation_delete_collection(struct storage_mutation *m, int column,
 			 .flags = ATOM_TOMBSTONE,
 			 .ts = ts,
 			 .ldt = now_sec};
-	return mutation_push_atom(m, &a);
+	return storage_mutation_push_atom(m, &a);
 }
 
 int storage_mutation_delete_row(struct storage_mutation *m, int64_t ts,
@@ -284,13 +285,13 @@ int storage_mutation_delete_row(struct storage_mutation *m, int64_t ts,
 			 .flags = ATOM_TOMBSTONE,
 			 .ts = ts,
 			 .ldt = now_sec};
-	return mutation_push_atom(m, &a);
+	return storage_mutation_push_atom(m, &a);
 }
 
 int storage_mutation_delete_partition(struct storage_mutation *m, int64_t ts,
 				      int64_t now_sec)
 {
-	m->pdel = deletion_max(m->pdel, (struct deletion){ts, now_sec});
+	m->pdel = storage_deletion_max(m->pdel, (struct deletion){ts, now_sec});
 	return 0;
 }
 
@@ -336,10 +337,10 @@ int storage_mutation_encode(const struct storage_mutation *m, struct buf *out)
 		     buf_put_be64(out, (uint64_t)m->pdel.ldt);
 	rc = rc || buf_put_uvarint(out, m->rt_count);
 	for (size_t i = 0; !rc && i < m->rt_count; i++)
-		rc = rtomb_encode(out, &m->rts[i]);
+		rc = storage_rtomb_encode(out, &m->rts[i]);
 	rc = rc || buf_put_uvarint(out, m->atom_count);
 	for (size_t i = 0; !rc && i < m->atom_count; i++)
-		rc = atom_encode(out, &m->atoms[i]);
+		rc = storage_atom_encode(out, &m->atoms[i]);
 	if (!rc) {
 		uint32_t crc = crc32c(0, out->data + start, out->len - start);
 		rc = buf_put_be32(out, crc32c_mask(crc));
@@ -381,19 +382,19 @@ static int decode_body(struct storage_mutation *m, struct cursor *c)
 		return err_set(ERR_CORRUPT, "mutation: bad range count");
 	for (uint64_t i = 0; i < n; i++) {
 		struct rtomb r;
-		if (rtomb_decode(c, &r))
+		if (storage_rtomb_decode(c, &r))
 			return err_set(ERR_CORRUPT, "mutation: bad range");
-		if (mutation_push_rtomb(m, &r))
+		if (storage_mutation_push_rtomb(m, &r))
 			return -1;
 	}
 	if (cursor_uvarint(c, &n) || n > cursor_left(c) / 14)
 		return err_set(ERR_CORRUPT, "mutation: bad atom count");
 	for (uint64_t i = 0; i < n; i++) {
 		struct atom a;
-		if (atom_decode(c, &a))
+		if (storage_atom_decode(c, &a))
 			return err_set(ERR_CORRUPT, "mutation: bad atom %llu",
 				       (unsigned long long)i);
-		if (mutation_push_atom(m, &a))
+		if (storage_mutation_push_atom(m, &a))
 			return -1;
 	}
 	if (cursor_left(c) != 0)

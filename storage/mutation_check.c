@@ -53,7 +53,7 @@ static int ck_check(const struct storage_table_meta *t, struct slice ck)
 {
 	int kind;
 	struct slice vals[33];
-	int n = ck_decode(ck, &kind, vals, 33);
+	int n = storage_ck_decode(ck, &kind, vals, 33);
 	if (n < 0 || (size_t)n > t->ck_count)
 		return err_set(ERR_INVALID, "malformed clustering");
 	for (int i = 0; i < n; i++) {

@@ -25,15 +25,17 @@ struct storage_mutation {
 };
 
 /* storage_mutation_new for a key whose token the caller has already. */
-struct storage_mutation *mutation_new_token(const struct storage_table_meta *t,
-					    const uint8_t *key, size_t len,
-					    int64_t token);
+struct storage_mutation *
+storage_mutation_new_token(const struct storage_table_meta *t,
+			   const uint8_t *key, size_t len, int64_t token);
 
 /* Append a copy (bytes into the mutation's arena), unchecked. */
-int mutation_push_atom(struct storage_mutation *m, const struct atom *a);
-int mutation_push_rtomb(struct storage_mutation *m, const struct rtomb *r);
+int storage_mutation_push_atom(struct storage_mutation *m,
+			       const struct atom *a);
+int storage_mutation_push_rtomb(struct storage_mutation *m,
+				const struct rtomb *r);
 
 /* Bytes the mutation's content takes, for memory and size limits. */
-size_t mutation_data_size(const struct storage_mutation *m);
+size_t storage_mutation_data_size(const struct storage_mutation *m);
 
 #endif

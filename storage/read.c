@@ -30,8 +30,9 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-int read_ctx_init(struct read_ctx *c, const struct storage_table_meta *t,
-		  const struct storage_read_cmd *cmd, int64_t now_sec)
+int storage_read_ctx_init(struct read_ctx *c,
+			  const struct storage_table_meta *t,
+			  const struct storage_read_cmd *cmd, int64_t now_sec)
 {
 	memset(c, 0, sizeof(*c));
 	c->t = t;
@@ -54,14 +55,16 @@ int read_ctx_init(struct read_ctx *c, const struct storage_table_meta *t,
 		const struct storage_slice *s =
 			cmd->slices ? &cmd->slices[i] : NULL;
 		offs[2 * i] = c->bound_bytes.len;
-		if (ck_encode(&c->bound_bytes, CK_ROW, s ? s->start : NULL,
-			      s ? s->start_count : 0)) {
+		if (storage_ck_encode(&c->bound_bytes, CK_ROW,
+				      s ? s->start : NULL,
+				      s ? s->start_count : 0)) {
 			free(offs);
 			return -1;
 		}
 		offs[2 * i + 1] = c->bound_bytes.len;
-		if (ck_encode(&c->bound_bytes, CK_ROW, s ? s->end : NULL,
-			      s ? s->end_count : 0)) {
+		if (storage_ck_encode(&c->bound_bytes, CK_ROW,
+				      s ? s->end : NULL,
+				      s ? s->end_count : 0)) {
 			free(offs);
 			return -1;
 		}
@@ -82,7 +85,7 @@ int read_ctx_init(struct read_ctx *c, const struct storage_table_meta *t,
 	return 0;
 }
 
-void read_ctx_reset(struct read_ctx *c)
+void storage_read_ctx_reset(struct read_ctx *c)
 {
 	c->found = false;
 	c->have_hash = false;
@@ -94,9 +97,9 @@ void read_ctx_reset(struct read_ctx *c)
 	c->keep_count = 0;
 }
 
-void read_ctx_destroy(struct read_ctx *c)
+void storage_read_ctx_destroy(struct read_ctx *c)
 {
-	read_ctx_reset(c);
+	storage_read_ctx_reset(c);
 	free(c->bounds);
 	buf_free(&c->bound_bytes);
 	free(c->rts);
@@ -105,28 +108,28 @@ void read_ctx_destroy(struct read_ctx *c)
 	memset(c, 0, sizeof(*c));
 }
 
-bool read_ctx_wants(const struct read_ctx *c, struct slice ck)
+bool storage_read_ctx_wants(const struct read_ctx *c, struct slice ck)
 {
 	if (ck.len && ck.ptr[0] == CK_STATIC)
 		return c->cmd->with_static;
 	for (size_t i = 0; i < c->bound_count; i++) {
 		const struct read_bound *b = &c->bounds[i];
-		if (ck_after_start(c->t, ck, b->start, b->start_incl) &&
-		    ck_before_end(c->t, ck, b->end, b->end_incl))
+		if (storage_ck_after_start(c->t, ck, b->start, b->start_incl) &&
+		    storage_ck_before_end(c->t, ck, b->end, b->end_incl))
 			return true;
 	}
 	return false;
 }
 
-bool read_ctx_past_end(const struct read_ctx *c, struct slice ck)
+bool storage_read_ctx_past_end(const struct read_ctx *c, struct slice ck)
 {
 	if (ck.len && ck.ptr[0] == CK_STATIC)
 		return false;
 	const struct read_bound *b = &c->bounds[c->bound_count - 1];
-	return !ck_before_end(c->t, ck, b->end, b->end_incl);
+	return !storage_ck_before_end(c->t, ck, b->end, b->end_incl);
 }
 
-int read_ctx_add_atom(struct read_ctx *c, const struct atom *a)
+int storage_read_ctx_add_atom(struct read_ctx *c, const struct atom *a)
 {
 	/* A dropped column's cells are gone for every reader (reads,
 	 * fragments, scans, compaction, which thereby purges them), but
@@ -157,7 +160,7 @@ int read_ctx_add_atom(struct read_ctx *c, const struct atom *a)
 	return 0;
 }
 
-int read_ctx_add_rtomb(struct read_ctx *c, const struct rtomb *r)
+int storage_read_ctx_add_rtomb(struct read_ctx *c, const struct rtomb *r)
 {
 	if (grow((void **)&c->rts, &c->rt_cap, c->rt_count + 1,
 		 sizeof(*c->rts)))
@@ -167,15 +170,16 @@ int read_ctx_add_rtomb(struct read_ctx *c, const struct rtomb *r)
 	return 0;
 }
 
-void read_ctx_add_pdel(struct read_ctx *c, struct deletion d)
+void storage_read_ctx_add_pdel(struct read_ctx *c, struct deletion d)
 {
 	if (d.ts == DELETION_NONE)
 		return;
-	c->pdel = deletion_max(c->pdel, d);
+	c->pdel = storage_deletion_max(c->pdel, d);
 	c->found = true;
 }
 
-int read_ctx_keep_ref(struct read_ctx *c, void *p, void (*release)(void *))
+int storage_read_ctx_keep_ref(struct read_ctx *c, void *p,
+			      void (*release)(void *))
 {
 	if (grow((void **)&c->keep, &c->keep_cap, c->keep_count + 1,
 		 sizeof(*c->keep))) {
@@ -186,18 +190,19 @@ int read_ctx_keep_ref(struct read_ctx *c, void *p, void (*release)(void *))
 	return 0;
 }
 
-int read_ctx_keep(struct read_ctx *c, void *p)
+int storage_read_ctx_keep(struct read_ctx *c, void *p)
 {
-	return read_ctx_keep_ref(c, p, free);
+	return storage_read_ctx_keep_ref(c, p, free);
 }
 
-int read_ctx_add_mt_partition(struct read_ctx *c, struct mt_partition *p)
+int storage_read_ctx_add_mt_partition(struct read_ctx *c,
+				      struct mt_partition *p)
 {
 	struct mt_pmeta *pm = mt_partition_meta(p);
 	if (pm) {
-		read_ctx_add_pdel(c, pm->pdel);
+		storage_read_ctx_add_pdel(c, pm->pdel);
 		for (size_t i = 0; i < pm->rt_count; i++)
-			if (read_ctx_add_rtomb(c, &pm->rts[i]))
+			if (storage_read_ctx_add_rtomb(c, &pm->rts[i]))
 				return -1;
 	}
 	/* Static row first, then each slice from its start. */
@@ -206,7 +211,7 @@ int read_ctx_add_mt_partition(struct read_ctx *c, struct mt_partition *p)
 		const struct atom *a = skiplist_key(n);
 		if (a->ck.ptr[0] != CK_STATIC)
 			break;
-		if (c->cmd->with_static && read_ctx_add_atom(c, a))
+		if (c->cmd->with_static && storage_read_ctx_add_atom(c, a))
 			return -1;
 	}
 	for (size_t i = 0; i < c->bound_count; i++) {
@@ -215,31 +220,32 @@ int read_ctx_add_mt_partition(struct read_ctx *c, struct mt_partition *p)
 		for (n = skiplist_seek(&p->atoms, &probe); n;
 		     n = skiplist_next(n)) {
 			const struct atom *a = skiplist_key(n);
-			if (!ck_before_end(c->t, a->ck, b->end, b->end_incl))
+			if (!storage_ck_before_end(c->t, a->ck, b->end,
+						   b->end_incl))
 				break;
-			if (!ck_after_start(c->t, a->ck, b->start,
-					    b->start_incl))
+			if (!storage_ck_after_start(c->t, a->ck, b->start,
+						    b->start_incl))
 				continue;
-			if (read_ctx_add_atom(c, a))
+			if (storage_read_ctx_add_atom(c, a))
 				return -1;
 		}
 	}
 	return 0;
 }
 
-int read_ctx_add_memtable(struct read_ctx *c, const struct memtable *mt,
-			  int64_t token, struct slice key)
+int storage_read_ctx_add_memtable(struct read_ctx *c, const struct memtable *mt,
+				  int64_t token, struct slice key)
 {
 	struct mt_partition *p = memtable_find(mt, token, key);
-	return p ? read_ctx_add_mt_partition(c, p) : 0;
+	return p ? storage_read_ctx_add_mt_partition(c, p) : 0;
 }
 
 static int sort_cmp(const void *a, const void *b, void *t)
 {
-	return atom_cmp(t, a, b);
+	return storage_atom_cmp(t, a, b);
 }
 
-void read_ctx_merge(struct read_ctx *c)
+void storage_read_ctx_merge(struct read_ctx *c)
 {
 	if (c->atom_count < 2)
 		return;
@@ -247,9 +253,9 @@ void read_ctx_merge(struct read_ctx *c)
 		(void *)c->t);
 	size_t w = 0;
 	for (size_t i = 1; i < c->atom_count; i++) {
-		if (atom_cmp(c->t, &c->atoms[w], &c->atoms[i]) == 0)
-			c->atoms[w] =
-				*atom_reconcile(&c->atoms[w], &c->atoms[i]);
+		if (storage_atom_cmp(c->t, &c->atoms[w], &c->atoms[i]) == 0)
+			c->atoms[w] = *storage_atom_reconcile(&c->atoms[w],
+							      &c->atoms[i]);
 		else
 			c->atoms[++w] = c->atoms[i];
 	}
@@ -308,7 +314,7 @@ static int emit_row(struct builder *b, struct slice ck, int64_t marker_ts)
 	struct storage_row_view row = {.marker_ts = marker_ts};
 	int kind;
 	struct slice vals[32];
-	int n = ck_decode(ck, &kind, vals, 32);
+	int n = storage_ck_decode(ck, &kind, vals, 32);
 	if (n < 0)
 		return err_set(ERR_CORRUPT, "malformed clustering");
 	row.is_static = kind == CK_STATIC;
@@ -350,24 +356,24 @@ static int build_row(struct builder *b, size_t i, size_t j)
 	b->cell_count = 0;
 	for (size_t k = i; k < j; k++) {
 		const struct atom *a = &c->atoms[k];
-		bool shadowed =
-			deletion_covers(c->pdel, a->ts) ||
-			deletion_covers(row_del, a->ts) ||
-			(a->slot == coll_slot &&
-			 deletion_covers(coll_del, a->ts)) ||
-			rtombs_cover(c->t, c->rts, c->rt_count, a->ck, a->ts);
+		bool shadowed = deletion_covers(c->pdel, a->ts) ||
+				deletion_covers(row_del, a->ts) ||
+				(a->slot == coll_slot &&
+				 deletion_covers(coll_del, a->ts)) ||
+				storage_rtombs_cover(c->t, c->rts, c->rt_count,
+						     a->ck, a->ts);
 		if (a->kind == ATOM_KIND_DELETION) {
 			b->tombstones++;
 			struct deletion d = {a->ts, a->ldt};
 			if (a->slot == ATOM_SLOT_ROW) {
-				row_del = deletion_max(row_del, d);
+				row_del = storage_deletion_max(row_del, d);
 			} else {
 				coll_slot = a->slot;
 				coll_del = d;
 			}
 			continue;
 		}
-		if (!atom_is_live(a, c->now_sec)) {
+		if (!storage_atom_is_live(a, c->now_sec)) {
 			b->tombstones++;
 			continue;
 		}
@@ -403,7 +409,8 @@ static void apply_order_and_limit(struct builder *b)
 		b->row_count = cmd->limit;
 }
 
-int read_ctx_check_tombstones(struct read_ctx *c, uint64_t n, struct slice key)
+int storage_read_ctx_check_tombstones(struct read_ctx *c, uint64_t n,
+				      struct slice key)
 {
 	if ((int64_t)n > c->fail_threshold)
 		return err_set(ERR_OVERLOADED,
@@ -462,11 +469,11 @@ void storage_result_delete(struct storage_result *r)
 	result_free(r);
 }
 
-int read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
-		    struct storage_result **out)
+int storage_read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
+			    struct storage_result **out)
 {
 	*out = NULL;
-	read_ctx_merge(c);
+	storage_read_ctx_merge(c);
 	struct result_mem *m = zcalloc(1, sizeof(*m));
 	if (!m)
 		return err_set(ERR_NOMEM, "result");
@@ -480,14 +487,14 @@ int read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
 	/* Every byte the rows point at is copied into the result's arena. */
 	for (size_t i = 0; i < c->atom_count && !rc; i++) {
 		struct atom *a = &c->atoms[i];
-		if (atom_copy(ar, a, a))
+		if (storage_atom_copy(ar, a, a))
 			rc = err_set(ERR_NOMEM, "result");
 	}
 	b.tombstones = c->rt_count + (c->pdel.ts != DELETION_NONE);
 	for (size_t i = 0; i < c->atom_count && !rc;) {
 		size_t j = i + 1;
-		while (j < c->atom_count &&
-		       ck_cmp(c->t, c->atoms[i].ck, c->atoms[j].ck) == 0)
+		while (j < c->atom_count && storage_ck_cmp(c->t, c->atoms[i].ck,
+							   c->atoms[j].ck) == 0)
 			j++;
 		rc = build_row(&b, i, j);
 		i = j;
@@ -496,7 +503,7 @@ int read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
 	if (!rc && !k)
 		rc = err_set(ERR_NOMEM, "result");
 	if (!rc)
-		rc = read_ctx_check_tombstones(c, b.tombstones, key);
+		rc = storage_read_ctx_check_tombstones(c, b.tombstones, key);
 	free(b.cells);
 	if (rc) {
 		free(b.rows);

@@ -6,7 +6,7 @@
  *
  * Atoms added to a context borrow their bytes: the source must keep them
  * live until the context is destroyed (a memtable reference, or a block
- * handed to read_ctx_keep).
+ * handed to storage_read_ctx_keep).
  */
 #ifndef CASSINI_STORAGE_READ_INTERNAL_H
 #define CASSINI_STORAGE_READ_INTERNAL_H
@@ -49,43 +49,47 @@ struct read_ctx {
 	size_t keep_count, keep_cap;
 };
 
-int read_ctx_init(struct read_ctx *c, const struct storage_table_meta *t,
-		  const struct storage_read_cmd *cmd, int64_t now_sec);
+int storage_read_ctx_init(struct read_ctx *c,
+			  const struct storage_table_meta *t,
+			  const struct storage_read_cmd *cmd, int64_t now_sec);
 /* Resets the per-partition state for the next partition of a scan. */
-void read_ctx_reset(struct read_ctx *c);
-void read_ctx_destroy(struct read_ctx *c);
+void storage_read_ctx_reset(struct read_ctx *c);
+void storage_read_ctx_destroy(struct read_ctx *c);
 
 /* Whether an atom with this clustering belongs to the read. */
-bool read_ctx_wants(const struct read_ctx *c, struct slice ck);
+bool storage_read_ctx_wants(const struct read_ctx *c, struct slice ck);
 /* True once `ck` is past the last slice: a forward source may stop. */
-bool read_ctx_past_end(const struct read_ctx *c, struct slice ck);
-int read_ctx_add_atom(struct read_ctx *c, const struct atom *a);
-int read_ctx_add_rtomb(struct read_ctx *c, const struct rtomb *r);
-void read_ctx_add_pdel(struct read_ctx *c, struct deletion d);
+bool storage_read_ctx_past_end(const struct read_ctx *c, struct slice ck);
+int storage_read_ctx_add_atom(struct read_ctx *c, const struct atom *a);
+int storage_read_ctx_add_rtomb(struct read_ctx *c, const struct rtomb *r);
+void storage_read_ctx_add_pdel(struct read_ctx *c, struct deletion d);
 /* Takes ownership of a malloc'ed buffer the added atoms point into. */
-int read_ctx_keep(struct read_ctx *c, void *p);
+int storage_read_ctx_keep(struct read_ctx *c, void *p);
 /* Holds `p` (released with `release`) until the context is reset. */
-int read_ctx_keep_ref(struct read_ctx *c, void *p, void (*release)(void *));
+int storage_read_ctx_keep_ref(struct read_ctx *c, void *p,
+			      void (*release)(void *));
 
 /* Adds a memtable's part of the partition (the memtable must stay
  * referenced until the context is destroyed). */
-int read_ctx_add_memtable(struct read_ctx *c, const struct memtable *mt,
-			  int64_t token, struct slice key);
-int read_ctx_add_mt_partition(struct read_ctx *c, struct mt_partition *p);
+int storage_read_ctx_add_memtable(struct read_ctx *c, const struct memtable *mt,
+				  int64_t token, struct slice key);
+int storage_read_ctx_add_mt_partition(struct read_ctx *c,
+				      struct mt_partition *p);
 
 /* Sorts the atoms and reconciles equal ones in place. */
-void read_ctx_merge(struct read_ctx *c);
+void storage_read_ctx_merge(struct read_ctx *c);
 
 /* Builds the result. */
-int read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
-		    struct storage_result **out);
+int storage_read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
+			    struct storage_result **out);
 /* ERR_OVERLOADED past the failure threshold; logs past the warning one. */
-int read_ctx_check_tombstones(struct read_ctx *c, uint64_t n, struct slice key);
+int storage_read_ctx_check_tombstones(struct read_ctx *c, uint64_t n,
+				      struct slice key);
 
 /* fragment.c: the context's raw contents (range tombstones that overlap
  * its slices, every atom reconciled once, shadowed ones dropped) as a
  * mutation of partition `key` of c->t, which it borrows. */
-int read_ctx_fragment(struct read_ctx *c, int64_t token, struct slice key,
-		      struct storage_mutation **out);
+int storage_read_ctx_fragment(struct read_ctx *c, int64_t token,
+			      struct slice key, struct storage_mutation **out);
 
 #endif

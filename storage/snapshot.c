@@ -39,10 +39,10 @@ static int check_tag(const char *tag)
 	return 0;
 }
 
-/* A reference to the table (engine_table_unref), or NULL. */
+/* A reference to the table (storage_engine_table_unref), or NULL. */
 static struct table *table_of(struct storage *db, const uint8_t id[16])
 {
-	return engine_table_get(db, id);
+	return storage_engine_table_get(db, id);
 }
 
 /* The directory of a registered table, copied into out. */
@@ -52,7 +52,7 @@ static int dir_of(struct storage *db, const uint8_t id[16], char *out)
 	if (!t)
 		return -1;
 	int n = snprintf(out, PATH_MAX, "%s", t->dir);
-	engine_table_unref(t);
+	storage_engine_table_unref(t);
 	return n < PATH_MAX ? 0 : err_set(ERR_INVALID, "path too long");
 }
 
@@ -68,7 +68,7 @@ int storage_snapshot(struct storage *db, const uint8_t table_id[16],
 	if (!t)
 		return -1;
 	int rc = snapshot_table(db, t, table_id, tag);
-	engine_table_unref(t);
+	storage_engine_table_unref(t);
 	return rc;
 }
 
@@ -86,12 +86,12 @@ static int snapshot_table(struct storage *db, struct table *t,
 		return -1;
 	pthread_mutex_lock(&db->mu);
 	struct version *v = t->version;
-	version_ref(v);
+	storage_version_ref(v);
 	pthread_mutex_unlock(&db->mu);
 	int rc = 0;
 	for (size_t i = 0; i < v->count && !rc; i++)
 		rc = sstable_link_into(v->ssts[i], dir);
-	version_unref(v);
+	storage_version_unref(v);
 	return rc ? -1 : env_sync_dir(db->o.env, dir);
 }
 

@@ -31,7 +31,7 @@ static int read_component(struct sstable *s, const char *comp,
 		return -1;
 	*img = NULL;
 	int rc = env_read_file(s->env, p, 1u << 30, img, &n);
-	if (!rc && component_open(*img, n, magic, body, len)) {
+	if (!rc && storage_component_open(*img, n, magic, body, len)) {
 		free(*img);
 		*img = NULL;
 		rc = -1;
@@ -173,8 +173,8 @@ struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
 	s->gen = gen;
 	s->t = storage_table_meta_ref(t);
 	s->cache = cache;
-	s->data_id = block_cache_file_id();
-	s->index_id = block_cache_file_id();
+	s->data_id = storage_block_cache_file_id();
+	s->index_id = storage_block_cache_file_id();
 	s->data_path = sst_path(dir, gen, "Data.db", false);
 	s->index_path = sst_path(dir, gen, "Index.db", false);
 	if (!s->data_path || !s->index_path || load_stats(s) ||
@@ -317,13 +317,13 @@ static struct cached_block *block_get_hit(struct sstable *s, bool index,
 					  bool *hit)
 {
 	uint64_t id = index ? s->index_id : s->data_id;
-	struct cached_block *b = block_cache_get(s->cache, id, off);
+	struct cached_block *b = storage_block_cache_get(s->cache, id, off);
 	*hit = b != NULL;
 	if (b)
 		return b;
 	/* compaction streams do not evict what reads need */
 	struct block_cache *c = fill ? s->cache : NULL;
-	struct cached_block *nb = block_cache_alloc(c);
+	struct cached_block *nb = storage_block_cache_alloc(c);
 	const uint8_t *raw;
 	size_t len;
 	uint64_t next;
@@ -335,19 +335,20 @@ static struct cached_block *block_get_hit(struct sstable *s, bool index,
 		/* From the page cache, or not at all: any failure (not
 		 * cached, or damaged) is left to the blocking path, which
 		 * reports it and applies disk_failure_policy. */
-		if (block_read_into_nowait(f, path, off, disk_len, &nb->owned,
-					   &nb->cap, &raw, &len, &next)) {
-			block_cache_release(nb);
+		if (storage_block_read_into_nowait(f, path, off, disk_len,
+						   &nb->owned, &nb->cap, &raw,
+						   &len, &next)) {
+			storage_block_cache_release(nb);
 			err_set(ERR_AGAIN, "%s: block at %llu is not in memory",
 				path, (unsigned long long)off);
 			return NULL;
 		}
-	} else if (block_read_into(f, path, off, disk_len, &nb->owned, &nb->cap,
-				   &raw, &len, &next)) {
-		block_cache_release(nb);
+	} else if (storage_block_read_into(f, path, off, disk_len, &nb->owned,
+					   &nb->cap, &raw, &len, &next)) {
+		storage_block_cache_release(nb);
 		return NULL;
 	}
-	return block_cache_insert(c, nb, id, off, raw, len, next);
+	return storage_block_cache_insert(c, nb, id, off, raw, len, next);
 }
 
 static struct cached_block *block_get(struct sstable *s, bool index,
@@ -451,7 +452,7 @@ static int entry_body_decode(struct cursor *c, struct sst_entry *e)
 	if (n && !(e->rts = calloc(n, sizeof(*e->rts))))
 		return err_set(ERR_NOMEM, "index entry");
 	for (uint64_t i = 0; i < n; i++)
-		if (rtomb_decode(c, &e->rts[i])) {
+		if (storage_rtomb_decode(c, &e->rts[i])) {
 			sst_entry_free(e);
 			return err_set(ERR_CORRUPT, "bad index range");
 		}
@@ -494,7 +495,7 @@ int sst_block_walk(const uint8_t *p, size_t len,
 			if (take(&c, &key))
 				return err_set(ERR_CORRUPT, "bad partition");
 		} else if (tag == TAG_ATOM) {
-			if (atom_decode(&c, &a))
+			if (storage_atom_decode(&c, &a))
 				return err_set(ERR_CORRUPT, "bad atom");
 			if (fn && fn(arg, &a))
 				return -1;
@@ -526,7 +527,8 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 				       w->s->data_path);
 		struct cached_block *blk = block_get(
 			w->s, false, off, disk_len, !w->all, w->c->cached_only);
-		if (!blk || read_ctx_keep_ref(w->c, blk, block_cache_release))
+		if (!blk || storage_read_ctx_keep_ref(
+				    w->c, blk, storage_block_cache_release))
 			return -1;
 		const uint8_t *raw = blk->data;
 		size_t len = blk->len;
@@ -549,7 +551,7 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 						       w->s->data_path);
 				at_start = false;
 			} else if (tag == TAG_ATOM && !at_start) {
-				if (atom_decode(&c, &a))
+				if (storage_atom_decode(&c, &a))
 					return err_set(ERR_CORRUPT,
 						       "%s: bad "
 						       "atom in block at %llu",
@@ -558,10 +560,12 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 				bool is_static = a.ck.ptr[0] == CK_STATIC;
 				if (w->static_only && !is_static)
 					return 0;
-				if (!w->all && read_ctx_past_end(w->c, a.ck))
+				if (!w->all &&
+				    storage_read_ctx_past_end(w->c, a.ck))
 					return 0;
-				if ((w->all || read_ctx_wants(w->c, a.ck)) &&
-				    read_ctx_add_atom(w->c, &a))
+				if ((w->all ||
+				     storage_read_ctx_wants(w->c, a.ck)) &&
+				    storage_read_ctx_add_atom(w->c, &a))
 					return -1;
 			} else if (tag == TAG_PEND && !at_start) {
 				return 0;
@@ -582,7 +586,7 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 int sstable_read_entry(struct sstable *s, struct read_ctx *c,
 		       const struct sst_entry *e, bool all)
 {
-	read_ctx_add_pdel(c, e->pdel);
+	storage_read_ctx_add_pdel(c, e->pdel);
 	/* Range tombstone bounds point into the index block, which an
 	 * iterator may free: copy them into the context. */
 	for (size_t i = 0; i < e->rt_count; i++) {
@@ -594,7 +598,8 @@ int sstable_read_entry(struct sstable *s, struct read_ctx *c,
 		memcpy(b + r.start.len, r.end.ptr, r.end.len);
 		r.start.ptr = b;
 		r.end.ptr = b + r.start.len;
-		if (read_ctx_keep(c, b) || read_ctx_add_rtomb(c, &r))
+		if (storage_read_ctx_keep(c, b) ||
+		    storage_read_ctx_add_rtomb(c, &r))
 			return -1;
 	}
 	struct walk w = {.s = s, .c = c, .all = all, .key = e->key};
@@ -603,7 +608,8 @@ int sstable_read_entry(struct sstable *s, struct read_ctx *c,
 	size_t j = e->ri_count;
 	if (!all) {
 		struct slice start = c->bounds[0].start;
-		while (j > 0 && ck_cmp(s->t, e->ri_ck[j - 1], start) >= 0)
+		while (j > 0 &&
+		       storage_ck_cmp(s->t, e->ri_ck[j - 1], start) >= 0)
 			j--;
 	}
 	if (all || j == 0)
@@ -628,8 +634,8 @@ static long summary_find(const struct sstable *s, int64_t token,
 	long lo = 0, hi = (long)s->sum_count - 1, best = -1;
 	while (lo <= hi) {
 		long mid = lo + (hi - lo) / 2;
-		if (partition_cmp(s->sum_token[mid], s->sum_key[mid], token,
-				  key) <= 0) {
+		if (storage_partition_cmp(s->sum_token[mid], s->sum_key[mid],
+					  token, key) <= 0) {
 			best = mid;
 			lo = mid + 1;
 		} else {
@@ -643,8 +649,8 @@ static int read_index_block(struct sstable *s, size_t i, uint8_t **raw,
 			    size_t *len)
 {
 	uint64_t next;
-	return block_read(s->index, s->index_path, s->sum_off[i], s->sum_len[i],
-			  raw, len, &next);
+	return storage_block_read(s->index, s->index_path, s->sum_off[i],
+				  s->sum_len[i], raw, len, &next);
 }
 
 int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
@@ -673,8 +679,8 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 	if (!offs && hit) {
 		uint32_t n;
 		uint16_t *built = index_block_offsets(blk->data, blk->len, &n);
-		if (built &&
-		    !block_cache_attach_offsets(s->cache, blk, built, n))
+		if (built && !storage_block_cache_attach_offsets(s->cache, blk,
+								 built, n))
 			free(built);
 		offs = atomic_load_explicit(&blk->entry_off,
 					    memory_order_acquire);
@@ -692,13 +698,13 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 			struct slice ekey;
 			if (entry_frame(&at, &body, &etok, &ekey))
 				break; /* cannot happen: checked when built */
-			if (partition_cmp(etok, ekey, token, key) < 0)
+			if (storage_partition_cmp(etok, ekey, token, key) < 0)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
 		if (lo == blk->entries) {
-			block_cache_release(blk);
+			storage_block_cache_release(blk);
 			return 0;
 		}
 		cur.pos = blk->data + offs[lo];
@@ -713,7 +719,7 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 					(unsigned long long)s->sum_off[b]);
 			break;
 		}
-		int cmp = partition_cmp(etok, ekey, token, key);
+		int cmp = storage_partition_cmp(etok, ekey, token, key);
 		if (cmp == 0) {
 			struct sst_entry e;
 			rc = entry_body_decode(&body, &e);
@@ -727,7 +733,7 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 		if (cmp >= 0)
 			break;
 	}
-	block_cache_release(blk);
+	storage_block_cache_release(blk);
 	return rc;
 }
 

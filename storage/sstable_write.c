@@ -152,8 +152,8 @@ static int flush_index_block(struct sst_writer *w)
 {
 	if (w->iraw.len == 0)
 		return 0;
-	if (block_encode(&w->blk, STORAGE_COMPRESSION_NONE, w->iraw.data,
-			 w->iraw.len) ||
+	if (storage_block_encode(&w->blk, STORAGE_COMPRESSION_NONE,
+				 w->iraw.data, w->iraw.len) ||
 	    env_file_append(w->index, w->blk.data, w->blk.len))
 		return -1;
 	/* summary entry was started when the block's first entry came */
@@ -170,7 +170,8 @@ static int flush_data_block(struct sst_writer *w)
 {
 	if (w->raw.len == 0)
 		return 0;
-	if (block_encode(&w->blk, w->o.compression, w->raw.data, w->raw.len) ||
+	if (storage_block_encode(&w->blk, w->o.compression, w->raw.data,
+				 w->raw.len) ||
 	    env_file_append(w->data, w->blk.data, w->blk.len))
 		return -1;
 	w->last_block_off = w->data_off;
@@ -214,7 +215,7 @@ int sst_writer_begin(struct sst_writer *w, int64_t token, struct slice key,
 		     buf_put_be64(&w->part_del, (uint64_t)pdel.ldt);
 	rc = rc || buf_put_uvarint(&w->part_del, rt_count);
 	for (size_t i = 0; !rc && i < rt_count; i++)
-		rc = rtomb_encode(&w->part_del, &rts[i]);
+		rc = storage_rtomb_encode(&w->part_del, &rts[i]);
 	rc = rc || buf_put_u8(&w->raw, TAG_PSTART) ||
 	     buf_put_uvarint(&w->raw, key.len) ||
 	     buf_append(&w->raw, key.ptr, key.len);
@@ -272,7 +273,7 @@ int sst_writer_atom(struct sst_writer *w, const struct atom *a)
 			return -1;
 		w->need_ri = false;
 	}
-	if (buf_put_u8(&w->raw, TAG_ATOM) || atom_encode(&w->raw, a))
+	if (buf_put_u8(&w->raw, TAG_ATOM) || storage_atom_encode(&w->raw, a))
 		return err_set(ERR_NOMEM, "sstable atom");
 	w->st.cell_count++;
 	if (a->flags & ATOM_TOMBSTONE)
@@ -404,7 +405,8 @@ static int stats_encode(struct buf *b, const struct sst_stats *s)
 	     buf_put_u8(b, s->has_live_no_ttl);
 	for (size_t i = 0; i < SST_HIST_BUCKETS; i++)
 		rc = rc || buf_put_be64(b, s->size_hist[i]);
-	return rc || component_seal(b) ? err_set(ERR_NOMEM, "stats") : 0;
+	return rc || storage_component_seal(b) ? err_set(ERR_NOMEM, "stats")
+					       : 0;
 }
 
 static int write_component(struct sst_writer *w, const char *comp,
@@ -457,12 +459,13 @@ static int finish_files(struct sst_writer *w)
 		 buf_put_be64(&b, w->bloom_bits) ||
 		 buf_put_be32(&b, w->bloom_k) ||
 		 buf_append(&b, w->bloom, (w->bloom_bits + 7) / 8) ||
-		 component_seal(&b) || write_component(w, "Filter.db", &b);
+		 storage_component_seal(&b) ||
+		 write_component(w, "Filter.db", &b);
 	buf_clear(&b);
 	rc = rc || buf_append(&b, "CSSU", 4) || buf_put_u8(&b, SST_VERSION) ||
 	     buf_put_uvarint(&b, w->summary_count) ||
 	     buf_append(&b, w->summary.data, w->summary.len) ||
-	     component_seal(&b) || write_component(w, "Summary.db", &b);
+	     storage_component_seal(&b) || write_component(w, "Summary.db", &b);
 	buf_clear(&b);
 	rc = rc || stats_encode(&b, &w->st) ||
 	     write_component(w, "Statistics.db", &b);

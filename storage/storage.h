@@ -338,11 +338,12 @@ int storage_read_fragment_cached(struct storage *db, const uint8_t table_id[16],
 
 /* Pure (any thread): reconciles fragments of the same partition (same table id,
  * that of `t`, and key; else ERR_INVALID) into one new canonical mutation
- * (owned by the caller, borrowing `t`), by Cassandra's rules (atom_reconcile,
- * deletion_max, range tombstones kept). Inputs are borrowed and may be
- * decoded mutations (meta NULL). Commutative, associative and idempotent:
- * the result's encoding is the same byte for byte whatever the order or
- * grouping of the inputs. NULL on error (n == 0 is ERR_INVALID). */
+ * (owned by the caller, borrowing `t`), by Cassandra's rules
+ * (storage_atom_reconcile, storage_deletion_max, range tombstones kept). Inputs
+ * are borrowed and may be decoded mutations (meta NULL). Commutative,
+ * associative and idempotent: the result's encoding is the same byte for byte
+ * whatever the order or grouping of the inputs. NULL on error (n == 0 is
+ * ERR_INVALID). */
 struct storage_mutation *
 storage_fragment_merge(const struct storage_table_meta *t,
 		       struct storage_mutation *const *frags, size_t n);

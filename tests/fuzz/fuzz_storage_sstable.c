@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] % 3 == 0) {
 		uint8_t *raw;
 		size_t len;
-		if (block_decode(p, n, &raw, &len) == 0) {
+		if (storage_block_decode(p, n, &raw, &len) == 0) {
 			sst_block_walk(raw, len, on_atom, NULL);
 			free(raw);
 		}

@@ -846,39 +846,40 @@ END_TEST
 
 START_TEST(block_cache_evicts_lru_and_keeps_held_blocks)
 {
-	struct block_cache *c = block_cache_new(400);
-	uint64_t f = block_cache_file_id();
+	struct block_cache *c = storage_block_cache_new(400);
+	uint64_t f = storage_block_cache_file_id();
 	struct cached_block *held = NULL;
 	for (uint64_t i = 0; i < 10; i++) {
 		uint8_t *d = malloc(100);
 		memset(d, (int)i, 100);
-		struct cached_block *b =
-			block_cache_put(c, f, i * 100, d, 100, i * 100 + 100);
+		struct cached_block *b = storage_block_cache_put(
+			c, f, i * 100, d, 100, i * 100 + 100);
 		ck_assert_ptr_nonnull(b);
 		if (i == 0)
 			held = b; /* evicted later but still readable */
 		else
-			block_cache_release(b);
-		ck_assert_uint_le(block_cache_bytes(c), 400);
+			storage_block_cache_release(b);
+		ck_assert_uint_le(storage_block_cache_bytes(c), 400);
 	}
-	ck_assert_ptr_null(block_cache_get(c, f, 0));
+	ck_assert_ptr_null(storage_block_cache_get(c, f, 0));
 	ck_assert_uint_eq(held->data[99], 0);
-	block_cache_release(held);
-	struct cached_block *b = block_cache_get(c, f, 900);
+	storage_block_cache_release(held);
+	struct cached_block *b = storage_block_cache_get(c, f, 900);
 	ck_assert_ptr_nonnull(b);
 	ck_assert_uint_eq(b->data[0], 9);
 	ck_assert_uint_eq(b->next_off, 1000);
-	block_cache_release(b);
+	storage_block_cache_release(b);
 	/* a used block survives newer insertions */
-	b = block_cache_get(c, f, 600);
+	b = storage_block_cache_get(c, f, 600);
 	ck_assert_ptr_nonnull(b);
-	block_cache_release(b);
+	storage_block_cache_release(b);
 	uint8_t *d = malloc(100);
-	block_cache_release(block_cache_put(c, f, 5000, d, 100, 0));
-	ck_assert_ptr_nonnull(b = block_cache_get(c, f, 600));
-	block_cache_release(b);
-	ck_assert_ptr_null(block_cache_get(c, f, 700));
-	block_cache_delete(c);
+	storage_block_cache_release(
+		storage_block_cache_put(c, f, 5000, d, 100, 0));
+	ck_assert_ptr_nonnull(b = storage_block_cache_get(c, f, 600));
+	storage_block_cache_release(b);
+	ck_assert_ptr_null(storage_block_cache_get(c, f, 700));
+	storage_block_cache_delete(c);
 }
 END_TEST
 
@@ -887,7 +888,7 @@ END_TEST
 static struct cached_block *fill_block(struct block_cache *c, uint64_t f,
 				       uint64_t off, uint8_t v)
 {
-	struct cached_block *b = block_cache_alloc(c);
+	struct cached_block *b = storage_block_cache_alloc(c);
 	ck_assert_ptr_nonnull(b);
 	if (b->cap < 100) {
 		free(b->owned);
@@ -895,29 +896,30 @@ static struct cached_block *fill_block(struct block_cache *c, uint64_t f,
 		b->cap = 100;
 	}
 	memset(b->owned, v, 100);
-	return block_cache_insert(c, b, f, off, b->owned, 100, off + 100);
+	return storage_block_cache_insert(c, b, f, off, b->owned, 100,
+					  off + 100);
 }
 
 START_TEST(block_cache_recycles_only_unheld_blocks)
 {
-	struct block_cache *c = block_cache_new(400);
-	uint64_t f = block_cache_file_id();
+	struct block_cache *c = storage_block_cache_new(400);
+	uint64_t f = storage_block_cache_file_id();
 	struct cached_block *held = fill_block(c, f, 0, 0xaa);
 	for (uint64_t i = 1; i < 200; i++) {
 		struct cached_block *b = fill_block(c, f, i * 100, (uint8_t)i);
 		ck_assert_uint_eq(b->data[0], (uint8_t)i);
-		block_cache_release(b);
-		ck_assert_uint_le(block_cache_bytes(c), 400);
+		storage_block_cache_release(b);
+		ck_assert_uint_le(storage_block_cache_bytes(c), 400);
 	}
 	for (int i = 0; i < 100; i++)
 		ck_assert_uint_eq(held->data[i], 0xaa);
-	ck_assert_ptr_null(block_cache_get(c, f, 0));
-	block_cache_release(held);
-	struct cached_block *b = block_cache_get(c, f, 199 * 100);
+	ck_assert_ptr_null(storage_block_cache_get(c, f, 0));
+	storage_block_cache_release(held);
+	struct cached_block *b = storage_block_cache_get(c, f, 199 * 100);
 	ck_assert_ptr_nonnull(b);
 	ck_assert_uint_eq(b->data[99], 199);
-	block_cache_release(b);
-	block_cache_delete(c);
+	storage_block_cache_release(b);
+	storage_block_cache_delete(c);
 }
 END_TEST
 

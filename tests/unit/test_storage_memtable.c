@@ -89,15 +89,16 @@ static struct storage_result *rd(struct fx *f, const char *key,
 	cmd.key = (const uint8_t *)key;
 	cmd.key_len = strlen(key);
 	struct read_ctx c;
-	ck_assert_int_eq(read_ctx_init(&c, f->t, &cmd, now), 0);
+	ck_assert_int_eq(storage_read_ctx_init(&c, f->t, &cmd, now), 0);
 	int64_t tok = murmur3_token(cmd.key, cmd.key_len);
 	ck_assert_int_eq(
-		read_ctx_add_memtable(&c, f->mt, tok,
-				      slice_make(cmd.key, cmd.key_len)),
+		storage_read_ctx_add_memtable(&c, f->mt, tok,
+					      slice_make(cmd.key, cmd.key_len)),
 		0);
 	struct storage_result *r;
-	int rc = read_ctx_finish(&c, tok, slice_make(cmd.key, cmd.key_len), &r);
-	read_ctx_destroy(&c);
+	int rc = storage_read_ctx_finish(&c, tok,
+					 slice_make(cmd.key, cmd.key_len), &r);
+	storage_read_ctx_destroy(&c);
 	ck_assert_int_eq(rc, 0);
 	return r;
 }

@@ -137,7 +137,7 @@ static struct slice enc_ck(struct buf *b, int a, int bb, size_t n)
 	be32_store(vb, (uint32_t)bb);
 	struct slice vals[2] = {slice_make(va, 4), slice_make(vb, 4)};
 	buf_clear(b);
-	ck_encode(b, CK_ROW, vals, n);
+	storage_ck_encode(b, CK_ROW, vals, n);
 	return buf_slice(b);
 }
 
@@ -148,22 +148,24 @@ START_TEST(clustering_composite_asc_desc_and_prefix)
 	buf_init(&x);
 	buf_init(&y);
 	/* a ASC, then b DESC */
-	ck_assert_int_lt(ck_cmp(t, enc_ck(&x, -5, 0, 2), enc_ck(&y, 3, 9, 2)),
-			 0);
-	ck_assert_int_gt(ck_cmp(t, enc_ck(&x, 3, 1, 2), enc_ck(&y, 3, 9, 2)),
-			 0);
-	ck_assert_int_eq(ck_cmp(t, enc_ck(&x, 3, 9, 2), enc_ck(&y, 3, 9, 2)),
-			 0);
-	/* prefix (a=3) contains (3, x) */
+	ck_assert_int_lt(
+		storage_ck_cmp(t, enc_ck(&x, -5, 0, 2), enc_ck(&y, 3, 9, 2)),
+		0);
+	ck_assert_int_gt(
+		storage_ck_cmp(t, enc_ck(&x, 3, 1, 2), enc_ck(&y, 3, 9, 2)), 0);
 	ck_assert_int_eq(
-		ck_cmp_prefix(t, enc_ck(&x, 3, 7, 2), enc_ck(&y, 3, 0, 1)), 0);
-	ck_assert(ck_after_start(t, enc_ck(&x, 3, 7, 2), enc_ck(&y, 3, 0, 1),
-				 true));
-	ck_assert(!ck_after_start(t, enc_ck(&x, 3, 7, 2), enc_ck(&y, 3, 0, 1),
-				  false));
-	uint8_t st = CK_STATIC;
-	ck_assert_int_lt(ck_cmp(t, slice_make(&st, 1), enc_ck(&y, -9, 0, 2)),
+		storage_ck_cmp(t, enc_ck(&x, 3, 9, 2), enc_ck(&y, 3, 9, 2)), 0);
+	/* prefix (a=3) contains (3, x) */
+	ck_assert_int_eq(storage_ck_cmp_prefix(t, enc_ck(&x, 3, 7, 2),
+					       enc_ck(&y, 3, 0, 1)),
 			 0);
+	ck_assert(storage_ck_after_start(t, enc_ck(&x, 3, 7, 2),
+					 enc_ck(&y, 3, 0, 1), true));
+	ck_assert(!storage_ck_after_start(t, enc_ck(&x, 3, 7, 2),
+					  enc_ck(&y, 3, 0, 1), false));
+	uint8_t st = CK_STATIC;
+	ck_assert_int_lt(
+		storage_ck_cmp(t, slice_make(&st, 1), enc_ck(&y, -9, 0, 2)), 0);
 	buf_free(&x);
 	buf_free(&y);
 	storage_table_meta_delete(t);
@@ -210,13 +212,13 @@ START_TEST(reconcile_is_commutative_associative_idempotent)
 	for (int i = 0; i < 200000; i++) {
 		struct atom a = random_atom(&r), b = random_atom(&r),
 			    c = random_atom(&r);
-		ck_assert(atom_same(atom_reconcile(&a, &b),
-				    atom_reconcile(&b, &a)));
-		ck_assert(atom_same(atom_reconcile(&a, &a), &a));
-		const struct atom *ab_c =
-			atom_reconcile(atom_reconcile(&a, &b), &c);
-		const struct atom *a_bc =
-			atom_reconcile(&a, atom_reconcile(&b, &c));
+		ck_assert(atom_same(storage_atom_reconcile(&a, &b),
+				    storage_atom_reconcile(&b, &a)));
+		ck_assert(atom_same(storage_atom_reconcile(&a, &a), &a));
+		const struct atom *ab_c = storage_atom_reconcile(
+			storage_atom_reconcile(&a, &b), &c);
+		const struct atom *a_bc = storage_atom_reconcile(
+			&a, storage_atom_reconcile(&b, &c));
 		ck_assert(atom_same(ab_c, a_bc));
 	}
 }
@@ -238,11 +240,11 @@ START_TEST(reconcile_follows_cassandra_tie_breaks)
 			    .ldt = 11,
 			    .value = slice_make("a", 1)};
 	struct atom big = {.ts = 5, .value = slice_make("zz", 2)};
-	ck_assert_ptr_eq(atom_reconcile(&live, &older), &live);
-	ck_assert_ptr_eq(atom_reconcile(&live, &tomb), &tomb);
-	ck_assert_ptr_eq(atom_reconcile(&live, &exp1), &exp1);
-	ck_assert_ptr_eq(atom_reconcile(&exp2, &exp1), &exp2);
-	ck_assert_ptr_eq(atom_reconcile(&live, &big), &big);
+	ck_assert_ptr_eq(storage_atom_reconcile(&live, &older), &live);
+	ck_assert_ptr_eq(storage_atom_reconcile(&live, &tomb), &tomb);
+	ck_assert_ptr_eq(storage_atom_reconcile(&live, &exp1), &exp1);
+	ck_assert_ptr_eq(storage_atom_reconcile(&exp2, &exp1), &exp2);
+	ck_assert_ptr_eq(storage_atom_reconcile(&live, &big), &big);
 }
 END_TEST
 

@@ -46,7 +46,7 @@ struct model {
 	int64_t pdel[NKEYS];
 };
 
-/* Cassandra's rule, written out independently of atom_reconcile. */
+/* Cassandra's rule, written out independently of storage_atom_reconcile. */
 static bool newer(const struct mcell *a, const struct mcell *b)
 {
 	if (a->ts != b->ts)
