@@ -46,7 +46,9 @@ def exported(nm, lib):
     for line in out.splitlines():
         parts = line.split()
         # "addr TYPE name"; only code and data (not weak/common/absolute)
-        if len(parts) == 3 and parts[1] in "TDBR":
+        # compiler-made names (ASan's __odr_asan_gen_*) are not ours
+        if len(parts) == 3 and parts[1] in "TDBR" \
+                and not parts[2].startswith("__"):
             syms.append(parts[2])
     return syms
 
