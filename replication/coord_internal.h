@@ -176,6 +176,9 @@ struct local_ctx {
 /* ---- coordinator.c: ids, operations, sending, answers -------------------- */
 
 void repl_lat_add(struct repl_latency *l, uint64_t us);
+/* Counts a client request's outcome by kind and level (repl_stats.by_cl). */
+void repl_count_request(struct repl *r, enum repl_req_kind kind, int cl,
+			const struct repl_result *res, uint64_t start_us);
 uint64_t repl_now_us(struct repl *r);
 
 /* The hash chain of request id `id`. */

@@ -45,6 +45,7 @@ static void read_reply(struct op *op, const struct repl_result *res,
 	}
 	repl_op_answered(op);
 	struct repl *r = op->r;
+	repl_count_request(r, REPL_REQ_READ, op->cl, res, op->start_us);
 	if (res->outcome == REPL_OK)
 		repl_lat_add(&r->st.read_lat, repl_now_us(r) - op->start_us);
 	else if (res->outcome == REPL_READ_TIMEOUT)
@@ -499,6 +500,7 @@ void repl_read(struct repl *r, const struct repl_read *q,
 	if (read_plan(op, q->strategy, q->token, true, &res) != 0) {
 		if (res.outcome == REPL_UNAVAILABLE)
 			r->st.unavailables++;
+		repl_count_request(r, REPL_REQ_READ, q->cl, &res, 0);
 		op->replied = true;
 		repl_op_free(op);
 		done(arg, &res, NULL);
@@ -542,6 +544,7 @@ static void range_reply(struct op *op, const struct repl_result *res,
 		return;
 	repl_op_answered(op);
 	struct repl *r = op->r;
+	repl_count_request(r, REPL_REQ_RANGE, op->cl, res, op->start_us);
 	if (res->outcome == REPL_OK)
 		repl_lat_add(&r->st.range_lat, repl_now_us(r) - op->start_us);
 	else if (res->outcome == REPL_READ_TIMEOUT)
@@ -852,6 +855,7 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 	if (read_plan(op, q->strategy, probe, false, &res) != 0) {
 		if (res.outcome == REPL_UNAVAILABLE)
 			r->st.unavailables++;
+		repl_count_request(r, REPL_REQ_RANGE, q->cl, &res, 0);
 		op->replied = true;
 		repl_op_free(op);
 		done(arg, &res, NULL, 0, q->start, false);

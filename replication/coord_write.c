@@ -32,6 +32,7 @@ static void write_reply(struct op *op, const struct repl_result *res)
 		return;
 	repl_op_answered(op);
 	struct repl *r = op->r;
+	repl_count_request(r, REPL_REQ_WRITE, op->cl, res, op->start_us);
 	if (res->outcome == REPL_OK)
 		repl_lat_add(&r->st.write_lat, repl_now_us(r) - op->start_us);
 	else if (res->outcome == REPL_WRITE_TIMEOUT)
@@ -565,6 +566,7 @@ void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
 		if (write_plan(op, k, &muts[k], &res) != 0) {
 			if (res.outcome == REPL_UNAVAILABLE)
 				r->st.unavailables++;
+			repl_count_request(r, REPL_REQ_WRITE, cl, &res, 0);
 			res.write_type = wt;
 			op->replied = true;
 			repl_op_free(op);

@@ -49,10 +49,43 @@ static uint64_t lat_upper(unsigned b)
 	return ((uint64_t)(4 + sub + 1) << (o - 2)) - 1;
 }
 
+uint64_t repl_latency_bucket_upper(unsigned b)
+{
+	return lat_upper(b < REPL_LAT_BUCKETS ? b : REPL_LAT_BUCKETS - 1);
+}
+
 void repl_lat_add(struct repl_latency *l, uint64_t us)
 {
 	l->count++;
+	l->sum_us += us;
 	l->buckets[lat_bucket(us)]++;
+}
+
+void repl_count_request(struct repl *r, enum repl_req_kind kind, int cl,
+			const struct repl_result *res, uint64_t start_us)
+{
+	if (cl < 0 || cl >= REPL_CL_COUNT)
+		return;
+	struct repl_req_stats *s = &r->st.by_cl[kind][cl];
+	switch (res->outcome) {
+	case REPL_OK:
+		repl_lat_add(&s->lat, repl_now_us(r) - start_us);
+		break;
+	case REPL_UNAVAILABLE:
+		s->unavailables++;
+		break;
+	case REPL_WRITE_TIMEOUT:
+	case REPL_READ_TIMEOUT:
+		s->timeouts++;
+		break;
+	case REPL_WRITE_FAILURE:
+	case REPL_READ_FAILURE:
+	case REPL_OVERLOADED:
+		s->failures++;
+		break;
+	default: /* invalid requests are the client's, not the cluster's */
+		break;
+	}
 }
 
 uint64_t repl_latency_percentile(const struct repl_latency *l, double p)

@@ -346,16 +346,35 @@ int repl_hand_over(struct repl *r, const struct inet_addr *to,
 
 /* ---- statistics (tpstats, proxyhistograms) ------------------------------- */
 
-#define REPL_LAT_BUCKETS 64
+#define REPL_LAT_BUCKETS 80 /* the last holds everything above ~2.1 s */
 
 /* Latencies in a fixed log-linear histogram (microseconds). */
 struct repl_latency {
 	uint64_t count;
+	uint64_t sum_us;
 	uint64_t buckets[REPL_LAT_BUCKETS];
 };
+/* The upper bound of bucket b in microseconds (its values are <= it). */
+uint64_t repl_latency_bucket_upper(unsigned b);
 /* The value at percentile p (0..100), in microseconds (bucket's upper
  * bound); 0 when empty. */
 uint64_t repl_latency_percentile(const struct repl_latency *l, double p);
+
+/* Client requests by kind and consistency level, as Cassandra's
+ * ClientRequest metrics scoped Read-QUORUM, Write-ONE, RangeSlice-...:
+ * latencies of those that succeeded, and the ones that timed out, were
+ * unavailable or failed (write/read failures, overloaded). */
+enum repl_req_kind {
+	REPL_REQ_READ = 0,
+	REPL_REQ_WRITE,
+	REPL_REQ_RANGE,
+	REPL_REQ_KINDS
+};
+#define REPL_CL_COUNT (REPL_CL_LOCAL_ONE + 1)
+struct repl_req_stats {
+	uint64_t timeouts, unavailables, failures;
+	struct repl_latency lat;
+};
 
 struct repl_stats {
 	uint64_t writes, reads, ranges, truncates; /* coordinated */
@@ -371,6 +390,7 @@ struct repl_stats {
 	uint64_t inflight;   /* requests awaiting their answer */
 	uint64_t background; /* answered, still waiting for slow replicas */
 	struct repl_latency write_lat, read_lat, range_lat;
+	struct repl_req_stats by_cl[REPL_REQ_KINDS][REPL_CL_COUNT];
 };
 void repl_get_stats(const struct repl *r, struct repl_stats *out);
 

@@ -283,6 +283,57 @@ START_TEST(write_timeout_and_hint)
 }
 END_TEST
 
+/* Client requests are counted by kind and level (the metrics endpoint's
+ * cassandra_client_request_*): successes with their latency, Unavailable
+ * decided before sending, timeouts at the deadline. */
+START_TEST(requests_counted_by_level)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(9, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(do_write(c, 0, s, REPL_CL_QUORUM, "k", "v",
+					  10 + i)
+					 .res.outcome,
+				 REPL_OK);
+	struct outcome o = do_read(c, 0, s, REPL_CL_ONE, "k");
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	storage_mutation_delete(o.frag);
+	c->down[2] = true;
+	ck_assert_int_eq(do_write(c, 0, s, REPL_CL_ALL, "k", "v", 20)
+				 .res.outcome,
+			 REPL_UNAVAILABLE);
+	c->down[2] = false;
+	sim_net_cut(c->sim, NULL, &c->nodes[2].addr, true);
+	ck_assert_int_eq(do_write(c, 0, s, REPL_CL_ALL, "k", "v", 30)
+				 .res.outcome,
+			 REPL_WRITE_TIMEOUT);
+	struct repl_stats *st = calloc(1, sizeof(*st));
+	ck_assert_ptr_nonnull(st);
+	repl_get_stats(c->nodes[0].repl, st);
+	const struct repl_req_stats *wq =
+		&st->by_cl[REPL_REQ_WRITE][REPL_CL_QUORUM];
+	ck_assert_uint_eq(wq->lat.count, 3);
+	ck_assert_uint_eq(wq->timeouts + wq->unavailables + wq->failures, 0);
+	uint64_t in_buckets = 0;
+	for (unsigned b = 0; b < REPL_LAT_BUCKETS; b++)
+		in_buckets += wq->lat.buckets[b];
+	ck_assert_uint_eq(in_buckets, 3);
+	ck_assert_uint_gt(wq->lat.sum_us, 0);
+	ck_assert_uint_eq(st->by_cl[REPL_REQ_READ][REPL_CL_ONE].lat.count, 1);
+	const struct repl_req_stats *wa =
+		&st->by_cl[REPL_REQ_WRITE][REPL_CL_ALL];
+	ck_assert_uint_eq(wa->unavailables, 1);
+	ck_assert_uint_eq(wa->timeouts, 1);
+	ck_assert_uint_eq(wa->lat.count, 0);
+	ck_assert_uint_eq(st->by_cl[REPL_REQ_READ][REPL_CL_QUORUM].lat.count,
+			  0);
+	free(st);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
 static void on_handed(void *arg, int status)
 {
 	*(int *)arg = status;
@@ -1060,6 +1111,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, availability_nts_two_dcs);
 	tcase_add_test(tc, rf_above_node_count);
 	tcase_add_test(tc, write_timeout_and_hint);
+	tcase_add_test(tc, requests_counted_by_level);
 	tcase_add_test(tc, handed_over_hints_are_kept_or_applied);
 	tcase_add_test(tc, a_silent_datacenter_does_not_overload_local_writes);
 	tcase_add_test(tc, read_repair);
