@@ -1020,11 +1020,19 @@ static int resolve_addresses(struct conf *c, const char *file)
 	}
 	if (c->admin_address.family == INET_NONE)
 		c->admin_address = c->listen_address;
+	if (c->metrics_address.family == INET_NONE)
+		c->metrics_address = c->admin_address;
+	if (c->metrics_port != 0 && inet_addr_is_wildcard(&c->metrics_address))
+		return err_set(ERR_CONFIG,
+			       "%s: metrics_address: metrics_address cannot be "
+			       "a wildcard address (%s)!",
+			       file, host_text(&c->metrics_address, a));
 	c->listen_address.port = (uint16_t)c->storage_port;
 	c->broadcast_address.port = (uint16_t)c->storage_port;
 	c->rpc_address.port = (uint16_t)c->native_transport_port;
 	c->broadcast_rpc_address.port = (uint16_t)c->native_transport_port;
 	c->admin_address.port = (uint16_t)c->admin_port;
+	c->metrics_address.port = (uint16_t)c->metrics_port;
 	return 0;
 }
 

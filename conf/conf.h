@@ -71,10 +71,12 @@ struct conf {
 	bool rpc_interface_prefer_ipv6;
 	/* What clients are told: system.local, system.peers(_v2), events. */
 	struct inet_addr broadcast_rpc_address;
-	struct inet_addr admin_address; /* port = admin_port */
+	struct inet_addr admin_address;   /* port = admin_port */
+	struct inet_addr metrics_address; /* port = metrics_port (0: off) */
 	int64_t storage_port;
 	int64_t native_transport_port;
 	int64_t admin_port;
+	int64_t metrics_port;
 	char *seed_list;         /* seed_provider's seeds, as written */
 	struct inet_addr *seeds; /* parsed seed_list */
 	size_t seed_count;

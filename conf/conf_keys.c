@@ -106,6 +106,12 @@ const struct conf_key conf_keys[] = {
 	 "9042", 1, 65535, NULL, "CQL native protocol port."},
 	{"admin_port", CONF_T_INT, OFF(admin_port), "7199", 1, 65535, NULL,
 	 "Admin endpoint port (JMX's 7199 in Cassandra)."},
+	{"metrics_address", CONF_T_HOST, OFF(metrics_address), "", 0, 0, NULL,
+	 "Address of the Prometheus metrics endpoint. Not a wildcard. Empty: "
+	 "admin_address."},
+	{"metrics_port", CONF_T_INT, OFF(metrics_port), "0", 0, 65535, NULL,
+	 "Port of the Prometheus metrics endpoint (GET /metrics, the text "
+	 "exposition format). 0: off."},
 	{"seed_provider", CONF_T_SEEDS, OFF(seed_list), "127.0.0.1:7000", 0, 0,
 	 NULL,
 	 "Cassandra's SimpleSeedProvider section: parameters: - seeds: "
