@@ -672,6 +672,14 @@ void cql_service_receive(struct cql_service *s, const struct inet_addr *from,
 	cql_data_receive(s->data, from, verb, msg, len);
 }
 
+void cql_service_server_stats(const struct cql_service *s,
+			      struct cql_server_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (s->server)
+		cql_server_stats(s->server, out);
+}
+
 void cql_service_data_stats(const struct cql_service *s, struct repl_stats *out)
 {
 	cql_data_stats(s->data, out);

@@ -64,6 +64,10 @@ int cql_service_hand_over_hints(struct cql_service *s,
 				void (*done)(void *arg, bool ok), void *arg);
 void cql_service_hand_over_cancel(struct cql_service *s);
 /* The coordinator's counters and latencies. */
+struct cql_server_stats;
+/* The CQL server's connections and requests (zeros before it serves). */
+void cql_service_server_stats(const struct cql_service *s,
+			      struct cql_server_stats *out);
 void cql_service_data_stats(const struct cql_service *s,
 			    struct repl_stats *out);
 

@@ -688,6 +688,8 @@ static int setup_membership(struct node *n)
 	if (!n->admin || node_admin_register(n) != 0 ||
 	    admin_listen(n->admin) != 0)
 		return -1;
+	if (c->metrics_port != 0 && !(n->metrics = node_metrics_new(n)))
+		return -1;
 	return 0;
 }
 
@@ -1122,7 +1124,8 @@ void node_delete(struct node *n)
 	node_repair_delete(n->repair);  /* before the storage it scans */
 	node_move_delete(n->bootstrap); /* its session went with it */
 	node_peers_delete(n->peers);    /* its file's queue is the CQL loop's */
-	cql_service_delete(n->cql);     /* before gossip: callbacks read it */
+	node_metrics_delete(n->metrics); /* it reads the CQL service */
+	cql_service_delete(n->cql);      /* before gossip: callbacks read it */
 	free(n->cql_peers);
 	free(n->cql_peer_tokens);
 	admin_delete(n->admin);

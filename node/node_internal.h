@@ -44,6 +44,7 @@ struct node {
 	struct gossip *gossip;
 	struct members *members;
 	struct admin *admin;
+	struct node_metrics *metrics; /* NULL: metrics_port 0 */
 	struct env_timer *join_timer; /* first start: choosing tokens */
 	struct workers *join_worker;  /* runs the token choice (lazily) */
 	struct loopq *join_q;         /* its completion, on the loop */
@@ -103,6 +104,16 @@ void node_prefer_local_sweep(struct node *n);
 /* Whether a live peer gossips a schema version other than ours; *peer
  * (may be NULL) is the first such one. */
 bool node_schema_disagreement(struct node *n, struct inet_addr *peer);
+
+/* The Prometheus endpoint (metrics.c, docs/observability.md): NULL when
+ * metrics_port is 0, or with err set when it cannot listen. On the loop;
+ * before the CQL service is deleted. node_metrics_render appends the text
+ * exposition of every metric to `b`. */
+struct node_metrics;
+struct buf;
+struct node_metrics *node_metrics_new(struct node *n);
+void node_metrics_delete(struct node_metrics *m);
+int node_metrics_render(struct node *n, struct buf *b);
 
 /* Registers the admin commands of this issue (node_admin.c). */
 int node_admin_register(struct node *n);
