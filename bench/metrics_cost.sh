@@ -58,7 +58,7 @@ YAML
 	done
 	if [ "$metrics" = on ]; then
 		(while :; do
-			/usr/bin/python3 -c "import urllib.request as u; u.urlopen('http://$addr:9500/metrics', timeout=5).read()" 2>/dev/null || true
+			curl -s -o /dev/null --max-time 5 "http://$addr:9500/metrics" || true
 			sleep 1
 		done) &
 		scraper_pid=$!
