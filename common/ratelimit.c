@@ -33,14 +33,33 @@ void ratelimit_delete(struct ratelimit *r)
 	free(r);
 }
 
+void ratelimit_set_rate(struct ratelimit *r, uint64_t bytes_per_sec)
+{
+	pthread_mutex_lock(&r->mu);
+	r->rate = bytes_per_sec;
+	pthread_mutex_unlock(&r->mu);
+}
+
+uint64_t ratelimit_rate(struct ratelimit *r)
+{
+	pthread_mutex_lock(&r->mu);
+	uint64_t rate = r->rate;
+	pthread_mutex_unlock(&r->mu);
+	return rate;
+}
+
 uint64_t ratelimit_book(struct ratelimit *r, uint64_t bytes, uint64_t now_us)
 {
-	if (!r || !r->rate)
+	if (!r)
 		return 0;
+	pthread_mutex_lock(&r->mu);
+	if (!r->rate) {
+		pthread_mutex_unlock(&r->mu);
+		return 0;
+	}
 	/* bytes/rate seconds, without overflowing bytes * 10^6 */
 	uint64_t cost = bytes / r->rate * 1000000u +
 			bytes % r->rate * 1000000u / r->rate;
-	pthread_mutex_lock(&r->mu);
 	if (r->next_us < now_us)
 		r->next_us = now_us;
 	r->next_us += cost;
@@ -51,7 +70,7 @@ uint64_t ratelimit_book(struct ratelimit *r, uint64_t bytes, uint64_t now_us)
 
 void ratelimit_pay(struct ratelimit *r, uint64_t bytes)
 {
-	if (!r || !r->rate || !bytes)
+	if (!r || !bytes)
 		return;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -18,6 +18,10 @@ struct ratelimit;
 /* bytes_per_sec 0 means unlimited. NULL with err set (ERR_NOMEM). */
 struct ratelimit *ratelimit_new(uint64_t bytes_per_sec);
 void ratelimit_delete(struct ratelimit *r);
+/* Changes the rate (0: unlimited) from any thread; what is booked already
+ * keeps its time. */
+void ratelimit_set_rate(struct ratelimit *r, uint64_t bytes_per_sec);
+uint64_t ratelimit_rate(struct ratelimit *r);
 
 /* Books `bytes` moved at `now_us` (any monotonic clock, the same for
  * every caller) and returns how many microseconds the caller must wait

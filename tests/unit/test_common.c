@@ -669,6 +669,13 @@ START_TEST(one_rate_limit_paces_every_caller_together)
 	r = ratelimit_new(0);
 	ck_assert_uint_eq(ratelimit_book(r, 1u << 30, 0), 0);
 	ratelimit_pay(r, 1u << 30); /* returns at once */
+	/* setcompactionthroughput: a new rate applies to the next bytes */
+	ck_assert_uint_eq(ratelimit_rate(r), 0);
+	ratelimit_set_rate(r, 2u << 20);
+	ck_assert_uint_eq(ratelimit_rate(r), 2u << 20);
+	ck_assert_uint_eq(ratelimit_book(r, 1u << 20, 300000000), 500000);
+	ratelimit_set_rate(r, 0);
+	ck_assert_uint_eq(ratelimit_book(r, 1u << 30, 300000000), 0);
 	ratelimit_delete(r);
 }
 END_TEST
