@@ -1008,6 +1008,26 @@ void cql_server_stop(struct cql_server *s)
 	s->listener = NULL;
 }
 
+int cql_server_listen(struct cql_server *s)
+{
+	if (s->listener)
+		return 0;
+	struct sockaddr_storage ss;
+	size_t sl = inet_addr_to_sockaddr(&s->bound, &ss);
+	s->listener = evconnlistener_new_bind(
+		s->base, on_accept, s,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+			LEV_OPT_CLOSE_ON_EXEC,
+		128, (struct sockaddr *)&ss, (int)sl);
+	if (!s->listener) {
+		char text[INET_ADDR_STRLEN];
+		return err_set_errno(
+			errno, "cannot listen for CQL clients on %s",
+			inet_addr_format(&s->bound, text, sizeof(text)));
+	}
+	return 0;
+}
+
 bool cql_server_listening(const struct cql_server *s)
 {
 	return s->listener != NULL;

@@ -80,6 +80,9 @@ void cql_server_delete(struct cql_server *s);
  * listener and every connection; the server object stays (broadcasts then
  * reach no one) until cql_server_delete. */
 void cql_server_stop(struct cql_server *s);
+/* Listens again after cql_server_stop, on the address it was bound to
+ * (nodetool enablebinary). 0, or -1 with err set. */
+int cql_server_listen(struct cql_server *s);
 bool cql_server_listening(const struct cql_server *s);
 
 /* The bound address (useful with port 0 in tests). */
