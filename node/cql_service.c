@@ -444,8 +444,17 @@ struct cql_service *cql_service_new(const struct conf *c,
 
 int cql_service_serve(struct cql_service *s)
 {
-	if (s->server)
+	if (s->server && cql_server_listening(s->server))
 		return 0;
+	if (s->server) {
+		if (cql_server_listen(s->server) != 0)
+			return err_prefix("cannot listen for CQL clients");
+		char addr[INET_ADDR_STRLEN];
+		LOG_INFO("CQL clients on %s again",
+			 inet_addr_format(&s->conf->rpc_address, addr,
+					  sizeof(addr)));
+		return 0;
+	}
 	if (open_server(s, s->conf, s->base) != 0)
 		return err_prefix("cannot listen for CQL clients");
 	char addr[INET_ADDR_STRLEN];
@@ -469,6 +478,11 @@ const struct cql_schema *cql_service_schema(const struct cql_service *s)
 bool cql_service_serving(const struct cql_service *s)
 {
 	return s->server && cql_server_listening(s->server);
+}
+
+bool cql_service_started(const struct cql_service *s)
+{
+	return s->server != NULL;
 }
 
 void cql_service_stop_serving(struct cql_service *s)

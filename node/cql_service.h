@@ -63,16 +63,17 @@ int cql_service_hand_over_hints(struct cql_service *s,
 				const struct inet_addr *to,
 				void (*done)(void *arg, bool ok), void *arg);
 void cql_service_hand_over_cancel(struct cql_service *s);
-/* The coordinator's counters and latencies. */
 struct cql_server_stats;
 /* The CQL server's connections and requests (zeros before it serves). */
 void cql_service_server_stats(const struct cql_service *s,
 			      struct cql_server_stats *out);
+/* The coordinator's counters and latencies. */
 void cql_service_data_stats(const struct cql_service *s,
 			    struct repl_stats *out);
 
-/* Listens on rpc_address:native_transport_port (once; later calls do
- * nothing). -1 with err set when the port cannot be bound. */
+/* Listens on rpc_address:native_transport_port; after stop_serving, again
+ * (enablebinary); nothing while listening. -1 with err set when the port
+ * cannot be bound. */
 int cql_service_serve(struct cql_service *s);
 
 /* Bytes of live SSTables: the node's load, as nodetool status shows it. */
@@ -89,6 +90,8 @@ void cql_service_node_event(struct cql_service *s, bool topology,
 /* Whether CQL clients are served (false before serve and after
  * stop_serving). */
 bool cql_service_serving(const struct cql_service *s);
+/* Whether the native transport was opened once (it may be stopped now). */
+bool cql_service_started(const struct cql_service *s);
 /* Closes the native transport listener and every client connection (drain). */
 void cql_service_stop_serving(struct cql_service *s);
 

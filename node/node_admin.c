@@ -1,7 +1,8 @@
 /*
  * The admin commands of the Membership issue, in nodetool's output shapes:
  * status, ring, info, gossipinfo, describecluster, describering,
- * getendpoints, version, drain, stopdaemon.
+ * getendpoints, version, drain, statusbinary, enablebinary, disablebinary,
+ * getcompactionthroughput, setcompactionthroughput, stopdaemon.
  *
  * `status`, `describering` and `getendpoints` take a keyspace of the schema
  * (system ones included) or an explicit replication in place of the
@@ -13,6 +14,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/murmur3.h"
+#include "common/ratelimit.h"
 #include "gossip/gossip.h"
 #include "node/admin.h"
 #include "node/cql_service.h"
@@ -22,6 +24,7 @@
 #include "ring/ring.h"
 #include "storage/storage.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1069,6 +1072,127 @@ static int cmd_drain(void *arg, size_t argc, const char *const *argv,
 		      : 0;
 }
 
+/* ---- the native transport and compaction's throughput ------------------- */
+
+/* nodetool statusbinary / enablebinary / disablebinary: whether clients
+ * are served; disabling closes the listener and every client connection
+ * (drivers go to other nodes), enabling listens again. */
+static int cmd_statusbinary(void *arg, size_t argc, const char *const *argv,
+			    struct buf *out, struct buf *err)
+{
+	(void)argv;
+	struct node *n = arg;
+	if (argc != 0) {
+		admin_printf(err, "usage: statusbinary\n");
+		return 1;
+	}
+	admin_printf(out, "%s\n",
+		     n->cql && cql_service_serving(n->cql) ? "running"
+							   : "not running");
+	return 0;
+}
+
+static int cmd_binary(struct node *n, size_t argc, bool enable, struct buf *err)
+{
+	if (argc != 0) {
+		admin_printf(err, "usage: %s\n",
+			     enable ? "enablebinary" : "disablebinary");
+		return 1;
+	}
+	if (!n->cql || !cql_service_started(n->cql)) {
+		admin_printf(err, "error: the native transport has not "
+				  "started yet\n");
+		return 2;
+	}
+	if (!enable) {
+		if (cql_service_serving(n->cql)) {
+			cql_service_stop_serving(n->cql);
+			LOG_INFO("native transport stopped (disablebinary)");
+		}
+		return 0;
+	}
+	if (n->drained) {
+		admin_printf(err, "error: this node is drained; restart it "
+				  "to serve clients\n");
+		return 2;
+	}
+	if (cql_service_serve(n->cql) != 0) {
+		admin_printf(err, "error: %s\n", err_msg());
+		return 2;
+	}
+	return 0;
+}
+
+static int cmd_enablebinary(void *arg, size_t argc, const char *const *argv,
+			    struct buf *out, struct buf *err)
+{
+	(void)argv;
+	(void)out;
+	return cmd_binary(arg, argc, true, err);
+}
+
+static int cmd_disablebinary(void *arg, size_t argc, const char *const *argv,
+			     struct buf *out, struct buf *err)
+{
+	(void)argv;
+	(void)out;
+	return cmd_binary(arg, argc, false, err);
+}
+
+/* nodetool getcompactionthroughput / setcompactionthroughput <MB/s>: the
+ * budget compaction and repair validation share (compaction_throughput);
+ * 0 is unlimited. Not saved: a restart reads node.yaml again, as in
+ * Cassandra. Cassandra 4.1 prints MB/s meaning MiB/s. */
+static int cmd_getcompactionthroughput(void *arg, size_t argc,
+				       const char *const *argv, struct buf *out,
+				       struct buf *err)
+{
+	(void)argv;
+	struct node *n = arg;
+	if (argc != 0) {
+		admin_printf(err, "usage: getcompactionthroughput\n");
+		return 1;
+	}
+	if (!n->cql) {
+		admin_printf(err, "error: this node serves no data\n");
+		return 2;
+	}
+	uint64_t rate = ratelimit_rate(
+		storage_throughput_budget(cql_service_storage(n->cql)));
+	admin_printf(out, "Current compaction throughput: %" PRIu64 " MB/s\n",
+		     (rate + (1u << 20) - 1) >> 20);
+	return 0;
+}
+
+static int cmd_setcompactionthroughput(void *arg, size_t argc,
+				       const char *const *argv, struct buf *out,
+				       struct buf *err)
+{
+	(void)out;
+	struct node *n = arg;
+	char *end = NULL;
+	unsigned long long mb = 0;
+	if (argc == 1 && argv[0][0] >= '0' && argv[0][0] <= '9') {
+		errno = 0;
+		mb = strtoull(argv[0], &end, 10);
+	}
+	if (argc != 1 || !end || *end || errno || mb > (1ull << 30)) {
+		admin_printf(err, "usage: setcompactionthroughput "
+				  "<value_in_mb> (0 disables throttling)\n");
+		return 1;
+	}
+	if (!n->cql) {
+		admin_printf(err, "error: this node serves no data\n");
+		return 2;
+	}
+	ratelimit_set_rate(
+		storage_throughput_budget(cql_service_storage(n->cql)),
+		(uint64_t)mb << 20);
+	LOG_INFO("compaction throughput set to %llu MB/s%s", mb,
+		 mb ? "" : " (unthrottled)");
+	return 0;
+}
+
 static int cmd_stopdaemon(void *arg, size_t argc, const char *const *argv,
 			  struct buf *out, struct buf *err)
 {
@@ -1145,6 +1269,23 @@ int node_admin_register(struct node *n)
 		 "drain                 stop serving clients, announce "
 		 "shutdown, stop gossiping, flush every memtable",
 		 cmd_drain},
+		{"statusbinary",
+		 "statusbinary          whether clients are served",
+		 cmd_statusbinary},
+		{"enablebinary",
+		 "enablebinary          serve clients again (after "
+		 "disablebinary)",
+		 cmd_enablebinary},
+		{"disablebinary",
+		 "disablebinary         stop serving clients (closes every "
+		 "connection)",
+		 cmd_disablebinary},
+		{"getcompactionthroughput",
+		 "getcompactionthroughput  compaction's throughput cap",
+		 cmd_getcompactionthroughput},
+		{"setcompactionthroughput",
+		 "setcompactionthroughput <MB/s>  set it (0: unthrottled)",
+		 cmd_setcompactionthroughput},
 		{"stopdaemon", "stopdaemon            stop this node",
 		 cmd_stopdaemon},
 	};
