@@ -121,6 +121,14 @@ bool inet_addr_is_wildcard(const struct inet_addr *a)
 	return a->family != INET_NONE && memcmp(a->ip, zero, 16) == 0;
 }
 
+bool inet_addr_is_loopback(const struct inet_addr *a)
+{
+	static const uint8_t one6[16] = {[15] = 1};
+	if (a->family == INET_V4)
+		return a->ip[0] == 127;
+	return a->family == INET_V6 && memcmp(a->ip, one6, 16) == 0;
+}
+
 size_t inet_addr_to_sockaddr(const struct inet_addr *a,
 			     struct sockaddr_storage *ss)
 {

@@ -37,6 +37,8 @@ char *inet_addr_format_host(const struct inet_addr *a, char *dst, size_t cap);
 int inet_addr_cmp(const struct inet_addr *a, const struct inet_addr *b);
 bool inet_addr_eq(const struct inet_addr *a, const struct inet_addr *b);
 bool inet_addr_is_wildcard(const struct inet_addr *a);
+/* 127.0.0.0/8 or ::1. */
+bool inet_addr_is_loopback(const struct inet_addr *a);
 
 /* Converts to a sockaddr; returns its length, or 0 for INET_NONE. */
 size_t inet_addr_to_sockaddr(const struct inet_addr *a,

@@ -1018,8 +1018,18 @@ static int resolve_addresses(struct conf *c, const char *file)
 				file, host_text(&c->rpc_address, a), a);
 		c->broadcast_rpc_address = c->rpc_address;
 	}
-	if (c->admin_address.family == INET_NONE)
-		c->admin_address = c->listen_address;
+	/* Cassandra's LOCAL_JMX: the admin endpoint answers only on this
+	 * host unless admin_address says otherwise; on a loopback listen
+	 * address (test clusters, one per 127.0.x.y) it shares that. */
+	if (c->admin_address.family == INET_NONE) {
+		if (inet_addr_is_loopback(&c->listen_address))
+			c->admin_address = c->listen_address;
+		else
+			inet_addr_parse_host(c->listen_address.family == INET_V6
+						     ? "::1"
+						     : "127.0.0.1",
+					     &c->admin_address);
+	}
 	if (c->metrics_address.family == INET_NONE)
 		c->metrics_address = c->admin_address;
 	if (c->metrics_port != 0 && inet_addr_is_wildcard(&c->metrics_address))

@@ -99,7 +99,8 @@ const struct conf_key conf_keys[] = {
 	 "address."},
 	{"admin_address", CONF_T_HOST, OFF(admin_address), "", 0, 0, NULL,
 	 "Address of the admin endpoint (cassini-tool). Empty: "
-	 "listen_address."},
+	 "listen_address when it is a loopback address, else 127.0.0.1 "
+	 "(::1)."},
 	{"storage_port", CONF_T_INT, OFF(storage_port), "7000", 1, 65535, NULL,
 	 "Internode port."},
 	{"native_transport_port", CONF_T_INT, OFF(native_transport_port),

@@ -411,8 +411,21 @@ START_TEST(broadcast_addresses_default_as_in_cassandra)
 	ck_assert_str_eq(addr_text(&c.rpc_address), "0.0.0.0:9042");
 	ck_assert_str_eq(addr_text(&c.broadcast_rpc_address),
 			 "203.0.113.5:9042");
-	/* the admin endpoint stays on the listen address, never a wildcard */
+	/* the admin endpoint stays on this host (Cassandra's LOCAL_JMX),
+	 * never on a routable or wildcard address unless it is named */
+	ck_assert_str_eq(addr_text(&c.admin_address), "127.0.0.1:7199");
+	conf_free(&c);
+
+	/* named, it is used; IPv6 nodes default to ::1; metrics follow */
+	load_ok(&c, "listen_address: 10.0.0.5\nadmin_address: 10.0.0.5\n"
+		    "metrics_port: 9500\n");
 	ck_assert_str_eq(addr_text(&c.admin_address), "10.0.0.5:7199");
+	ck_assert_str_eq(addr_text(&c.metrics_address), "10.0.0.5:9500");
+	conf_free(&c);
+	load_ok(&c, "listen_address: fd00::5\nseed_provider:\n"
+		    "  - class_name: SimpleSeedProvider\n"
+		    "    parameters:\n      - seeds: \"[fd00::5]:7000\"\n");
+	ck_assert_str_eq(addr_text(&c.admin_address), "[::1]:7199");
 	conf_free(&c);
 
 	/* rpc defaults to listen, broadcast_rpc to rpc */
