@@ -119,6 +119,7 @@ struct conf {
 
 	/* coordinator */
 	uint64_t read_request_timeout_ms;
+	uint64_t slow_query_log_timeout_ms; /* 0: off */
 	uint64_t write_request_timeout_ms;
 	uint64_t range_request_timeout_ms;
 	uint64_t truncate_request_timeout_ms;

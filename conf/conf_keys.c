@@ -215,6 +215,10 @@ const struct conf_key conf_keys[] = {
 	 "Connect timeout for internode connections."},
 
 	/* coordinator */
+	{"slow_query_log_timeout", CONF_T_DURATION,
+	 OFF(slow_query_log_timeout_ms), "500ms", 0, HOUR_MS, NULL,
+	 "SELECTs slower than this are logged (a WARN line every 5 s "
+	 "naming each slow query, how often and how slow). 0: off."},
 	{"read_request_timeout", CONF_T_DURATION, OFF(read_request_timeout_ms),
 	 "5000ms", 1, HOUR_MS, NULL,
 	 "How long the coordinator waits for reads."},

@@ -10,6 +10,7 @@
 #include "common/murmur3.h"
 #include "common/workers.h"
 #include "common/zalloc.h"
+#include "node/slow_queries.h"
 #include "replication/hints.h"
 
 #include <inttypes.h>
@@ -38,7 +39,8 @@ struct cql_data {
 	/* runs storage_write_deferred once a turn with writes */
 	struct loopq_item write_item;
 	bool write_queued;
-	struct inet_addr hand_over_to; /* cql_data_hand_over_hints' node */
+	struct inet_addr hand_over_to;  /* cql_data_hand_over_hints' node */
+	struct node_slow_queries *slow; /* NULL: slow_query_log_timeout 0 */
 };
 
 /* ---- the local replica: storage, reads on workers ------------------------ */
@@ -573,6 +575,10 @@ struct read_job {
 	size_t next_key;  /* key reads */
 	int64_t pos, end; /* scans: (pos, end] left */
 	bool read_cut;
+	/* for the slow query log: when the read began, and its text */
+	uint64_t start_us;
+	char *query;
+	size_t query_len;
 	/* job_table's answer while the schema generation stays `gen` */
 	const struct cql_table *t;
 	const struct ring_strategy *strategy;
@@ -590,6 +596,7 @@ static void read_job_free(struct read_job *j)
 	free(j->results);
 	arena_destroy(&j->a);
 	cql_schema_unpin(j->d->schema, &j->pin);
+	free(j->query);
 	free(j);
 }
 
@@ -614,6 +621,10 @@ static void read_finish(struct read_job *j)
 		cql_frame_add_warning(&b, "Aggregation query used without "
 					  "partition key");
 	cql_request_reply(j->req, b.data, b.len);
+	if (j->d->slow)
+		node_slow_queries_note(j->d->slow, j->query, j->query_len,
+				       env_mono_us(j->d->env) - j->start_us,
+				       j->rows);
 	if (b.cap > READ_REPLY_KEEP || j->d->reply.data)
 		buf_free(&b); /* a huge page of rows is not kept */
 	else
@@ -843,6 +854,16 @@ static void run_read(struct cql_data *d, const struct cql_data_request *dr)
 	 * arena.c); a bigger one takes more blocks. */
 	arena_create(&j->a, 4096);
 	j->d = d;
+	j->start_us = env_mono_us(d->env);
+	if (d->slow && dr->query) {
+		size_t len = dr->query_len < NODE_SLOW_QUERIES_TEXT
+				     ? dr->query_len
+				     : NODE_SLOW_QUERIES_TEXT;
+		if ((j->query = malloc(len ? len : 1))) {
+			memcpy(j->query, dr->query, len);
+			j->query_len = len;
+		}
+	}
 	/* dr->table is current: the executor looked it up in this call */
 	cql_schema_pin(d->schema, &j->pin);
 	j->req = dr->req;
@@ -1102,6 +1123,16 @@ void cql_data_peer_event(struct cql_data *d, const uint8_t host_id[16],
 	}
 }
 
+int cql_data_set_slow_query_timeout(struct cql_data *d, uint64_t timeout_us)
+{
+	node_slow_queries_delete(d->slow);
+	d->slow = NULL;
+	if (timeout_us &&
+	    !(d->slow = node_slow_queries_new(d->env, timeout_us)))
+		return -1;
+	return 0;
+}
+
 void cql_data_set_batch_limits(struct cql_data *d, uint64_t warn_bytes,
 			       uint64_t fail_bytes, int64_t unlogged_partitions)
 {
@@ -1202,6 +1233,8 @@ void cql_data_delete(struct cql_data *d)
 	hints_close(d->hints);
 	repl_delete(d->repl);
 	buf_free(&d->reply);
+	node_slow_queries_flush(d->slow); /* what the last turns gathered */
+	node_slow_queries_delete(d->slow);
 	free(d);
 }
 

@@ -55,6 +55,9 @@ void cql_data_request(void *arg, const struct cql_data_request *dr);
 void cql_data_receive(struct cql_data *d, const struct inet_addr *from,
 		      uint32_t verb, const uint8_t *msg, size_t len);
 void cql_data_stats(const struct cql_data *d, struct repl_stats *out);
+/* SELECTs slower than timeout_us go to the slow query log
+ * (node/slow_queries.h); 0 turns it off. -1 with err set. */
+int cql_data_set_slow_query_timeout(struct cql_data *d, uint64_t timeout_us);
 
 /* What the failure detector and the ring say about a peer, for hinted
  * handoff (down: the hint window starts; up: delivery starts; removed:

@@ -437,6 +437,11 @@ struct cql_service *cql_service_new(const struct conf *c,
 		s->data, c->batch_size_warn_threshold,
 		c->batch_size_fail_threshold,
 		c->unlogged_batch_across_partitions_warn_threshold);
+	if (cql_data_set_slow_query_timeout(
+		    s->data, c->slow_query_log_timeout_ms * 1000) != 0) {
+		cql_service_delete(s);
+		return NULL;
+	}
 	s->conf = c;
 	s->base = base;
 	return s;

@@ -62,6 +62,8 @@ struct job {
 	const char *keyspace; /* effective USE keyspace */
 	struct arena *a;
 	struct buf out;
+	const char *query; /* the statement's text, for the data path */
+	size_t query_len;
 };
 
 struct cql_exec *cql_exec_new(struct cql_schema *schema,
@@ -837,6 +839,8 @@ static void to_data_path(struct job *j, struct cql_data_request *dr)
 	}
 	dr->req = j->req;
 	dr->info = j->info;
+	dr->query = j->query;
+	dr->query_len = j->query_len;
 	j->req = NULL;
 	j->e->hooks.data(j->e->hooks.arg, dr);
 }
@@ -1086,6 +1090,8 @@ static void run_stmt(struct job *j, const struct cql_stmt *s, int nbinds,
 		     const char **names, const char *text, size_t len,
 		     const struct cql_query_params *params)
 {
+	j->query = text;
+	j->query_len = len;
 	if (s->kind == CQL_STMT_USE) {
 		char msg[160];
 		if (!cql_schema_keyspace(j->e->schema, s->u.use_keyspace)) {

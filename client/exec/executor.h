@@ -52,6 +52,10 @@ struct cql_data_request {
 	int64_t batch_timestamp; /* USING TIMESTAMP / default; INT64_MIN: none
 				  */
 	int batch_type;          /* enum cql_batch_type */
+	/* The statement as the client sent it (the prepared text for
+	 * EXECUTE); NULL for a protocol batch. Lives for the call. */
+	const char *query;
+	size_t query_len;
 };
 
 /* An applied schema change, with what the schema log needs to replay it. */
