@@ -32,7 +32,10 @@ enum cql_term_kind {
 	CQL_TERM_MAP,      /* {k: v, ...}: items alternate key, value */
 	CQL_TERM_TUPLE,    /* (a, b) in multi-column relations */
 	CQL_TERM_FUNCTION, /* name(args): now(), uuid(), toTimestamp(x) ... */
+	CQL_TERM_HINT,     /* (type)term: items[0] typed as `type` */
 };
+
+struct cql_type_ast;
 
 struct cql_term {
 	enum cql_term_kind kind;
@@ -42,6 +45,7 @@ struct cql_term {
 	int bind_index;          /* CQL_TERM_BIND */
 	struct cql_term **items; /* collection items, function arguments */
 	size_t count;
+	struct cql_type_ast *type; /* CQL_TERM_HINT */
 };
 
 /* ---- names --------------------------------------------------------------- */
@@ -240,6 +244,7 @@ enum cql_selector_kind {
 	CQL_SEL_TERM,       /* a literal argument: count(1), blobAsText(0x61) */
 	CQL_SEL_COUNT_STAR, /* count(*) */
 	CQL_SEL_ELEMENT,    /* name[term]: a map's value or a set's element */
+	CQL_SEL_CAST,       /* CAST(args[0] AS type) */
 };
 
 struct cql_selector {
@@ -247,8 +252,9 @@ struct cql_selector {
 	const char *name;
 	struct cql_selector *args;
 	size_t arg_count;
-	struct cql_term *term; /* CQL_SEL_TERM; CQL_SEL_ELEMENT's key */
-	const char *alias;     /* AS alias, or NULL */
+	struct cql_term *term;     /* CQL_SEL_TERM; CQL_SEL_ELEMENT's key */
+	const char *alias;         /* AS alias, or NULL */
+	struct cql_type_ast *type; /* CQL_SEL_CAST */
 };
 
 struct cql_ordering {

@@ -24,6 +24,7 @@ struct parser {
 	int binds;
 	const char **bind_names;
 	size_t bind_cap;
+	int depth; /* nesting of terms, types and selectors */
 };
 
 /* Words that may not be used as bare identifiers (Cassandra's reserved
@@ -115,6 +116,26 @@ static int syntax_error(struct parser *p, const char *expecting)
 		       "line %d:%d no viable alternative at input "
 		       "'%.*s'",
 		       t->line, t->col, n, text);
+}
+
+/* Terms, types and selectors nest; deeper than CQL_MAX_DEPTH is refused
+ * as a syntax error before the recursion can exhaust the stack. */
+static int enter(struct parser *p)
+{
+	if (p->depth >= CQL_MAX_DEPTH) {
+		struct cql_token *t = tok(p);
+		return err_set(ERR_INVALID,
+			       "line %d:%d input nested more than %d levels "
+			       "deep",
+			       t->line, t->col, CQL_MAX_DEPTH);
+	}
+	p->depth++;
+	return 0;
+}
+
+static void leave(struct parser *p)
+{
+	p->depth--;
 }
 
 static int expect_kw(struct parser *p, const char *kw)
@@ -246,6 +267,7 @@ static const char *lower_name(struct parser *p, const struct cql_token *t)
 /* ---- terms --------------------------------------------------------------- */
 
 static struct cql_term *term(struct parser *p);
+static struct cql_type_ast *type_ast(struct parser *p);
 
 static struct cql_term *term_new(struct parser *p, enum cql_term_kind kind,
 				 const struct cql_token *t)
@@ -388,7 +410,18 @@ static struct cql_term *function_term(struct parser *p)
 	return term_items(p, x, ")", false) == 0 ? x : NULL;
 }
 
+static struct cql_term *term_inner(struct parser *p);
+
 static struct cql_term *term(struct parser *p)
+{
+	if (enter(p) != 0)
+		return NULL;
+	struct cql_term *x = term_inner(p);
+	leave(p);
+	return x;
+}
+
+static struct cql_term *term_inner(struct parser *p)
 {
 	struct cql_token *t = tok(p);
 	switch (t->kind) {
@@ -456,6 +489,22 @@ static struct cql_term *term(struct parser *p)
 			advance(p);
 			return brace_term(p);
 		}
+		if (tok_is_punct(t, "(") &&
+		    tok_at(p, 1)->kind == CQL_TOK_IDENT &&
+		    (tok_is_punct(tok_at(p, 2), ")") ||
+		     tok_is_punct(tok_at(p, 2), "<"))) {
+			/* a type hint, (int)?: no term is a bare name */
+			advance(p);
+			struct cql_term *x = term_new(p, CQL_TERM_HINT, NULL);
+			struct cql_term **items =
+				arena_alloc(p->a, sizeof(*items));
+			if (!x || !items || !(x->type = type_ast(p)) ||
+			    expect_punct(p, ")") != 0 || !(items[0] = term(p)))
+				return NULL;
+			x->items = items;
+			x->count = 1;
+			return x;
+		}
 		if (tok_is_punct(t, "(")) {
 			advance(p);
 			struct cql_term *x = term_new(p, CQL_TERM_TUPLE, NULL);
@@ -472,7 +521,18 @@ static struct cql_term *term(struct parser *p)
 
 /* ---- types and options --------------------------------------------------- */
 
+static struct cql_type_ast *type_ast_inner(struct parser *p);
+
 static struct cql_type_ast *type_ast(struct parser *p)
+{
+	if (enter(p) != 0)
+		return NULL;
+	struct cql_type_ast *t = type_ast_inner(p);
+	leave(p);
+	return t;
+}
+
+static struct cql_type_ast *type_ast_inner(struct parser *p)
 {
 	struct cql_type_ast *t = node(p, sizeof(*t));
 	const char *name;
@@ -658,7 +718,13 @@ static int create_table(struct parser *p, struct cql_stmt *s)
 	if (if_not_exists(p, &ct->if_not_exists) != 0 ||
 	    qname(p, &ct->table) != 0 || expect_punct(p, "(") != 0)
 		return -1;
+	bool first = true;
 	do {
+		/* Cassandra's grammar: '(' column (',' column?)* ')', so
+		 * empty entries after a comma (a trailing one) are fine */
+		if (!first && (is_punct(p, ",") || is_punct(p, ")")))
+			continue;
+		first = false;
 		if (accept_kw(p, "primary")) {
 			if (pk_clause)
 				return err_set(
@@ -1128,7 +1194,18 @@ static int selector_args(struct parser *p, struct cql_selector *sel)
 	return 0;
 }
 
+static int selector_inner(struct parser *p, struct cql_selector *sel);
+
 static int selector(struct parser *p, struct cql_selector *sel)
+{
+	if (enter(p) != 0)
+		return -1;
+	int rc = selector_inner(p, sel);
+	leave(p);
+	return rc;
+}
+
+static int selector_inner(struct parser *p, struct cql_selector *sel)
 {
 	struct cql_token *t = tok(p);
 	bool name_tok = t->kind == CQL_TOK_QIDENT ||
@@ -1142,6 +1219,18 @@ static int selector(struct parser *p, struct cql_selector *sel)
 			return -1;
 		advance(p); /* name */
 		advance(p); /* ( */
+		if (strcmp(sel->name, "cast") == 0 &&
+		    t->kind == CQL_TOK_IDENT) {
+			/* CAST(selector AS type) */
+			sel->kind = CQL_SEL_CAST;
+			sel->args = node(p, sizeof(*sel->args));
+			sel->arg_count = 1;
+			if (!sel->args || selector(p, sel->args) != 0 ||
+			    expect_kw(p, "as") != 0 ||
+			    !(sel->type = type_ast(p)))
+				return -1;
+			return expect_punct(p, ")");
+		}
 		if (strcmp(sel->name, "count") == 0 && is_punct(p, "*")) {
 			advance(p);
 			sel->kind = CQL_SEL_COUNT_STAR;
@@ -1399,9 +1488,9 @@ struct cql_stmt *cql_parse(struct arena *a, const char *text, size_t len,
 	struct parser p = {.a = a};
 	if (len > CQL_MAX_STATEMENT) {
 		err_set(ERR_INVALID,
-			"statement of %zu bytes exceeds the %d-byte "
+			"statement of %zu bytes exceeds the %u-byte "
 			"limit",
-			len, CQL_MAX_STATEMENT);
+			len, (unsigned)CQL_MAX_STATEMENT);
 		return NULL;
 	}
 	if (cql_lex(a, text, len, &p.toks, &p.count) != 0)

@@ -23,8 +23,14 @@
 
 #include <stddef.h>
 
-/* Statements longer than this are refused before lexing. */
-#define CQL_MAX_STATEMENT (1 << 20)
+/* Statements longer than this are refused before lexing: the largest
+ * native frame (native_transport_max_frame_size's maximum), so the frame
+ * limit is what bounds a statement, as in Cassandra. */
+#define CQL_MAX_STATEMENT (256u << 20)
+
+/* Terms, types and selectors nested deeper than this are a syntax error
+ * (Cassandra's parser has no such bound and fails with a stack overflow). */
+#define CQL_MAX_DEPTH 64
 
 /*
  * Parses one statement (BATCH counts as one). Nodes are allocated from `a`;

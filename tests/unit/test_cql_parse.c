@@ -435,6 +435,82 @@ START_TEST(random_bytes_never_crash_the_parser)
 }
 END_TEST
 
+START_TEST(trailing_commas_sizes_and_depth)
+{
+	/* Cassandra's cfamDefinition: '(' column (',' column?)* ')' */
+	struct cql_stmt *s =
+		parse("CREATE TABLE t (k int PRIMARY KEY, v int,)");
+	ck_assert_uint_eq(s->u.create_table.column_count, 2);
+	s = parse("CREATE TABLE t (k int, v int, PRIMARY KEY (k),)");
+	ck_assert_uint_eq(s->u.create_table.column_count, 2);
+	s = parse("CREATE TABLE t (k int,, v int, PRIMARY KEY (k))");
+	ck_assert_uint_eq(s->u.create_table.column_count, 2);
+	parse_fails("CREATE TABLE t (, k int PRIMARY KEY)", ERR_INVALID);
+	parse_fails("CREATE TABLE t ()", ERR_INVALID);
+
+	/* A statement above 1 MiB (a 3 MiB blob) parses. */
+	size_t n = 3u << 20;
+	char *big = malloc(n + 64);
+	ck_assert_ptr_nonnull(big);
+	int len = snprintf(big, 64, "INSERT INTO t (k, b) VALUES (1, 0x");
+	memset(big + len, 'a', n);
+	memcpy(big + len + n, ")", 2);
+	s = cql_parse(&arena, big, strlen(big), &binds, NULL);
+	ck_assert_msg(s != NULL, "%s", err_msg());
+	ck_assert_uint_eq(s->u.insert.values[1]->len, n);
+
+	/* A huge bad statement answers a short error. */
+	memcpy(big, "SELECT ", 7);
+	memset(big + 7, 'x', n);
+	memcpy(big + 7 + n, " FORM t", 8);
+	s = cql_parse(&arena, big, strlen(big), &binds, NULL);
+	ck_assert_ptr_null(s);
+	ck_assert_int_eq(err_code(), ERR_INVALID);
+	ck_assert_uint_lt(strlen(err_msg()), 1024);
+
+	/* Deep nesting is a syntax error, not a stack overflow; the limit
+	 * itself still parses. */
+	size_t deep = 100000;
+	char *q = malloc(deep * 2 + 64);
+	ck_assert_ptr_nonnull(q);
+	const char *kinds[] = {"[", "(", "{"};
+	for (size_t k = 0; k < 3; k++) {
+		len = snprintf(q, 64, "INSERT INTO t (k, v) VALUES (1, ");
+		memset(q + len, kinds[k][0], deep);
+		q[len + deep] = '\0';
+		s = cql_parse(&arena, q, strlen(q), &binds, NULL);
+		ck_assert_ptr_null(s);
+		ck_assert_int_eq(err_code(), ERR_INVALID);
+		ck_assert_msg(strstr(err_msg(), "nested more than") != NULL,
+			      "%s", err_msg());
+	}
+	len = snprintf(q, 64, "CREATE TABLE t (k int PRIMARY KEY, v ");
+	for (size_t i = 0; i < deep / 8; i++)
+		len += snprintf(q + len, 16, "list<");
+	q[len] = '\0';
+	s = cql_parse(&arena, q, strlen(q), &binds, NULL);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(err_msg(), "nested more than") != NULL, "%s",
+		      err_msg());
+	len = snprintf(q, 64, "SELECT ");
+	for (size_t i = 0; i < deep / 8; i++)
+		len += snprintf(q + len, 16, "f(");
+	q[len] = '\0';
+	s = cql_parse(&arena, q, strlen(q), &binds, NULL);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(err_msg(), "nested more than") != NULL, "%s",
+		      err_msg());
+	/* 60 levels of lists: fine */
+	len = snprintf(q, 64, "INSERT INTO t (k, v) VALUES (1, ");
+	memset(q + len, '[', 60);
+	memset(q + len + 60, ']', 60);
+	memcpy(q + len + 120, ")", 2);
+	parse(q);
+	free(q);
+	free(big);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cql_parse");
@@ -450,6 +526,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, syntax_errors_read_like_cassandras);
 	tcase_add_test(tc, unsupported_features_get_a_clear_refusal);
 	tcase_add_test(tc, random_bytes_never_crash_the_parser);
+	tcase_add_test(tc, trailing_commas_sizes_and_depth);
 	suite_add_tcase(s, tc);
 	return s;
 }
