@@ -3,6 +3,7 @@
  * sentences; timeuuid generation; date and time literal parsing.
  */
 #include "client/cql/cql_values.h"
+#include "client/cql/cql_functions.h"
 
 #include "client/proto/proto.h"
 #include "common/err.h"
@@ -631,72 +632,34 @@ static int serialize_integer(const struct cql_term *t, uint16_t kind,
 	}
 }
 
-/* now(), uuid(), toTimestamp(now()), ... */
+/* A call (now(), blobAsInt(?), ...) or a type-hinted term: its value, if
+ * its type may be stored in a `kind` column (client/cql/cql_functions.c). */
 static int serialize_function(const struct cql_term *t, uint16_t kind,
 			      const char *column, const struct cql_fn_ctx *fn,
 			      struct buf *out)
 {
-	const char *name = t->text;
-	uint16_t result;
-	uint8_t id[16];
-	int64_t us = fn->now_us;
-	bool of_now = t->count == 1 && t->items[0]->kind == CQL_TERM_FUNCTION &&
-		      strcmp(t->items[0]->text, "now") == 0 &&
-		      t->items[0]->count == 0;
-
-	if ((strcmp(name, "now") == 0 ||
-	     strcmp(name, "currenttimeuuid") == 0) &&
-	    t->count == 0) {
-		result = CQL_TYPE_TIMEUUID;
-	} else if (strcmp(name, "uuid") == 0 && t->count == 0) {
-		result = CQL_TYPE_UUID;
-	} else if ((strcmp(name, "totimestamp") == 0 && of_now) ||
-		   (strcmp(name, "currenttimestamp") == 0 && t->count == 0)) {
-		result = CQL_TYPE_TIMESTAMP;
-	} else if ((strcmp(name, "todate") == 0 && of_now) ||
-		   (strcmp(name, "currentdate") == 0 && t->count == 0)) {
-		result = CQL_TYPE_DATE;
-	} else if (strcmp(name, "currenttime") == 0 && t->count == 0) {
-		result = CQL_TYPE_TIME;
-	} else if (strcmp(name, "tounixtimestamp") == 0 && of_now) {
-		result = CQL_TYPE_BIGINT;
-	} else {
+	size_t mark = out->len;
+	uint16_t result = 0;
+	int rc = cql_fn_term_eval(t, fn, NULL, &result, out);
+	if (rc < 0) {
+		out->len = mark;
+		return -1;
+	}
+	if (cql_fn_value_compatible(kind, result))
+		return rc;
+	out->len = mark;
+	const char *kn = cql_type_name(kind) ? cql_type_name(kind) : "?";
+	if (t->kind == CQL_TERM_HINT) {
+		char text[200];
+		cql_fn_term_text(t, text, sizeof(text));
 		return err_set(ERR_INVALID,
-			       "Unknown function %s called with %zu "
-			       "arguments",
-			       name, t->count);
+			       "Cannot assign value %s to %s of type %s", text,
+			       column, kn);
 	}
-	bool ok = result == kind ||
-		  (result == CQL_TYPE_TIMEUUID && kind == CQL_TYPE_UUID);
-	if (!ok)
-		return err_set(ERR_INVALID,
-			       "Type error: cannot assign result of function "
-			       "system.%s (type %s) to %s (type %s)",
-			       name, cql_type_name(result), column,
-			       cql_type_name(kind) ? cql_type_name(kind) : "?");
-	switch (result) {
-	case CQL_TYPE_TIMEUUID:
-		cql_timeuuid_next(fn->timeuuids, us, id);
-		return buf_append(out, id, 16);
-	case CQL_TYPE_UUID:
-		for (int i = 0; i < 16; i += 8)
-			be64_store(id + i, fn->random(fn->random_arg));
-		id[6] = (uint8_t)((id[6] & 0x0f) | 0x40);
-		id[8] = (uint8_t)((id[8] & 0x3f) | 0x80);
-		return buf_append(out, id, 16);
-	case CQL_TYPE_TIMESTAMP:
-	case CQL_TYPE_BIGINT:
-		return buf_put_be64(out, (uint64_t)(us / 1000));
-	case CQL_TYPE_DATE:
-		return buf_put_be32(
-			out, cql_date_of_unix_ms(us / 1000 - (us % 1000 < 0)));
-	default: { /* time of day */
-		int64_t ns = (us % 86400000000ll) * 1000;
-		if (ns < 0)
-			ns += NANOS_PER_DAY;
-		return buf_put_be64(out, (uint64_t)ns);
-	}
-	}
+	return err_set(ERR_INVALID,
+		       "Type error: cannot assign result of function "
+		       "system.%s (type %s) to %s (type %s)",
+		       t->text, cql_type_name(result), column, kn);
 }
 
 static int serialize_simple(const struct cql_term *t, uint16_t kind,
@@ -760,6 +723,7 @@ static int serialize_simple(const struct cql_term *t, uint16_t kind,
 		break;
 	}
 	case CQL_TERM_FUNCTION:
+	case CQL_TERM_HINT:
 		return serialize_function(t, kind, column, fn, out);
 	default:
 		rc = 1;

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 struct rng;
+struct cql_value;
 
 /* Generates version-1 (time-based) UUIDs that are unique and strictly
  * increasing for this node: 100 ns ticks since 1582-10-15, bumped when the
@@ -70,6 +71,10 @@ struct cql_fn_ctx {
 	struct cql_timeuuid_gen *timeuuids;
 	uint64_t (*random)(void *arg);
 	void *random_arg;
+	/* The request's bound values, for markers in function arguments
+	 * and type hints (NULL: none). */
+	const struct cql_value *binds;
+	size_t nbinds;
 };
 
 /* Orders two values of one simple type (storage_value_cmp's signature). */

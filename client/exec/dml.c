@@ -65,8 +65,12 @@ static int resolve(struct build *b, const struct cql_term *t,
 	struct buf tmp;
 	struct cql_column_type ct = {type->kind, type->elem, type->value};
 	buf_init(&tmp);
-	int rc = cql_term_serialize(t, &ct, column, b->ctx->fn, b->ctx->cmp,
-				    &tmp);
+	struct cql_fn_ctx fn = {0};
+	if (b->ctx->fn)
+		fn = *b->ctx->fn;
+	fn.binds = b->binds;
+	fn.nbinds = b->nbinds;
+	int rc = cql_term_serialize(t, &ct, column, &fn, b->ctx->cmp, &tmp);
 	if (rc < 0) {
 		buf_free(&tmp);
 		return -1;

@@ -9,12 +9,14 @@
  */
 #define LOG_MODULE "client"
 #include "client/exec/executor.h"
+#include "client/cql/cql_functions.h"
 
 #include "client/cql/cql_parse.h"
 #include "client/cql/cql_values.h"
 #include "client/exec/dml.h"
 #include "client/exec/select.h"
 #include "client/schema/describe.h"
+#include "client/schema/system_tables.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/murmur3.h"
@@ -208,11 +210,68 @@ struct bind_ctx {
 	struct bind_spec *b;
 	int nb;
 	const struct cql_table *t;
+	bool failed; /* a call did not resolve: the error slot says why */
 };
+
+static struct storage_type simple(uint16_t kind)
+{
+	return (struct storage_type){.kind = kind};
+}
+
+static void bind_set(struct bind_ctx *x, const struct cql_term *t,
+		     const char *name, struct storage_type type);
+
+/* Markers in a call's arguments take the resolved function's argument
+ * types, named arg0(system.f); a hinted one, (int)?, the hint's type
+ * (Cassandra's FunctionCall and TypeCast). A call that does not resolve
+ * fails the PREPARE, as in Cassandra. */
+static void bind_call(struct bind_ctx *x, const struct cql_term *t)
+{
+	if (t->kind == CQL_TERM_HINT) {
+		bool failed = false;
+		uint16_t k = cql_fn_term_type(t, &failed);
+		const struct cql_term *in = t->items[0];
+		if (failed) {
+			x->failed = true;
+			return;
+		}
+		char *text = arena_alloc(x->a, 200);
+		if (text)
+			cql_fn_term_text(t, text, 200);
+		if (in->kind == CQL_TERM_BIND)
+			bind_set(x, in, text ? text : "?", simple(k));
+		else
+			bind_call(x, in);
+		return;
+	}
+	if (t->kind != CQL_TERM_FUNCTION || strcmp(t->text, "token") == 0)
+		return;
+	struct cql_fn f;
+	if (cql_fn_term_resolve(t, &f) != 0) {
+		x->failed = true;
+		return;
+	}
+	if (!f.nargs)
+		return;
+	const struct cql_term *a = t->items[0];
+	if (a->kind == CQL_TERM_BIND) {
+		size_t n = strlen(f.name) + 20;
+		char *name = arena_alloc(x->a, n);
+		if (name)
+			snprintf(name, n, "arg0(system.%s)", f.name);
+		bind_set(x, a, name ? name : "arg0", simple(f.arg));
+	} else {
+		bind_call(x, a);
+	}
+}
 
 static void bind_set(struct bind_ctx *x, const struct cql_term *t,
 		     const char *name, struct storage_type type)
 {
+	if (t && (t->kind == CQL_TERM_FUNCTION || t->kind == CQL_TERM_HINT)) {
+		bind_call(x, t);
+		return;
+	}
 	if (!t || t->kind != CQL_TERM_BIND || t->bind_index >= x->nb)
 		return;
 	x->b[t->bind_index] =
@@ -231,11 +290,6 @@ static void bind_set_of(struct bind_ctx *x, const struct cql_term *t,
 	if (name)
 		snprintf(name, n, "%s(%s)", fn, column);
 	bind_set(x, t, name ? name : column, type);
-}
-
-static struct storage_type simple(uint16_t kind)
-{
-	return (struct storage_type){.kind = kind};
 }
 
 /* A term as Cassandra's messages quote it: ?, :name, 'text', 1, ... */
@@ -435,7 +489,7 @@ static int bind_resolve(struct arena *a, const struct cql_stmt *s,
 			int *pk)
 {
 	const struct storage_table_meta *m = cql_table_meta(t);
-	struct bind_ctx x = {a, b, nb, t};
+	struct bind_ctx x = {a, b, nb, t, false};
 	for (size_t i = 0; i < m->pk_count; i++)
 		pk[i] = -1;
 	const struct cql_relation *where = NULL;
@@ -464,7 +518,7 @@ static int bind_resolve(struct arena *a, const struct cql_stmt *s,
 							->bind_index;
 		}
 		bind_using(&x, &s->u.insert.using);
-		return 0;
+		return x.failed ? -1 : 0;
 	case CQL_STMT_UPDATE:
 		bind_using(&x, &s->u.update.using);
 		for (size_t i = 0; i < s->u.update.assignment_count; i++) {
@@ -500,7 +554,7 @@ static int bind_resolve(struct arena *a, const struct cql_stmt *s,
 			    0)
 				pk[k] = r->value->bind_index;
 	}
-	return 0;
+	return x.failed ? -1 : 0;
 }
 
 /* ---- bound values: validation and canonical form ------------------------ */
@@ -706,11 +760,82 @@ static int schema_event(struct buf *b, uint8_t version, void *arg)
 				       c->name[0] ? c->name : NULL);
 }
 
+/* NetworkTopologyStrategy's recognized options are the datacenters the
+ * node knows (its own and its peers', Datacenters.getValidDatacenters)
+ * and replication_factor; Cassandra 4.0+ refuses any other when the
+ * statement runs (not when a peer's schema is applied). */
+static int check_datacenters(struct job *j, const struct cql_stmt *s)
+{
+	if ((s->kind != CQL_STMT_CREATE_KEYSPACE &&
+	     s->kind != CQL_STMT_ALTER_KEYSPACE) ||
+	    !j->e->hooks.node_info)
+		return 0;
+	const struct cql_keyspace_stmt *ks = &s->u.keyspace;
+	const struct cql_term *repl = NULL;
+	for (size_t i = 0; i < ks->option_count; i++)
+		if (strcmp(ks->options[i].name, "replication") == 0)
+			repl = ks->options[i].value;
+	if (!repl || repl->kind != CQL_TERM_MAP)
+		return 0;
+	/* what the statement answers first: already exists, doesn't exist */
+	bool exists = cql_schema_keyspace(j->e->schema, ks->name) != NULL;
+	if (s->kind == CQL_STMT_CREATE_KEYSPACE ? exists : !exists)
+		return 0;
+	bool nts = false;
+	for (size_t i = 0; i + 1 < repl->count; i += 2) {
+		const struct cql_term *k = repl->items[i],
+				      *v = repl->items[i + 1];
+		if (k->kind == CQL_TERM_STRING && k->len == 5 &&
+		    memcmp(k->text, "class", 5) == 0 &&
+		    v->kind == CQL_TERM_STRING)
+			nts = (v->len == 23 &&
+			       memcmp(v->text, "NetworkTopologyStrategy", 23) ==
+				       0) ||
+			      (v->len == 52 &&
+			       memcmp(v->text,
+				      "org.apache.cassandra.locator."
+				      "NetworkTopologyStrategy",
+				      52) == 0);
+	}
+	if (!nts)
+		return 0;
+	struct cql_node_info node;
+	j->e->hooks.node_info(j->e->hooks.arg, &node);
+	for (size_t i = 0; i + 1 < repl->count; i += 2) {
+		const struct cql_term *k = repl->items[i];
+		if (k->kind != CQL_TERM_STRING ||
+		    (k->len == 5 && memcmp(k->text, "class", 5) == 0) ||
+		    (k->len == 18 &&
+		     memcmp(k->text, "replication_factor", 18) == 0))
+			continue;
+		bool known = node.dc && strlen(node.dc) == k->len &&
+			     memcmp(node.dc, k->text, k->len) == 0;
+		for (size_t p = 0; !known && p < node.peer_count; p++) {
+			const char *dc = node.peers[p].dc;
+			known = dc && strlen(dc) == k->len &&
+				memcmp(dc, k->text, k->len) == 0;
+		}
+		if (!known)
+			return err_set(ERR_CONFIG,
+				       "Unrecognized strategy option {%.*s} "
+				       "passed to NetworkTopologyStrategy for "
+				       "keyspace %s",
+				       (int)k->len, k->text, ks->name);
+	}
+	return 0;
+}
+
 static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 		    size_t len)
 {
 	struct cql_schema_change change;
 	uint8_t id[16];
+	if (check_datacenters(j, s) != 0) {
+		char why[ERR_MSG_MAX];
+		snprintf(why, sizeof(why), "%s", err_msg());
+		reply_error(j, CQL_ERR_CONFIG, why);
+		return;
+	}
 	if (j->e->hooks.ddl_check &&
 	    j->e->hooks.ddl_check(j->e->hooks.arg, s) != 0) {
 		char why[ERR_MSG_MAX];
@@ -1313,7 +1438,7 @@ static void run_prepare(struct job *j, struct slice query)
 			if (!t)
 				t = it;
 		}
-		struct bind_ctx x = {j->a, b, nbinds, t};
+		struct bind_ctx x = {j->a, b, nbinds, t, false};
 		bind_using(&x, &bs->using);
 	} else if (t) {
 		if (prepare_check(j, s, t) != 0)

@@ -51,8 +51,10 @@ static int value_of(struct cql_select_plan *p, const struct cql_term *t,
 	struct cql_fn_ctx none = {.timeuuids = &g};
 	cql_timeuuid_gen_init(&g, 0);
 	buf_init(&b);
-	int rc = cql_term_serialize(t, &ct, column, p->fn ? p->fn : &none, NULL,
-				    &b);
+	struct cql_fn_ctx fn = p->fn ? *p->fn : none;
+	fn.binds = binds;
+	fn.nbinds = nbinds;
+	int rc = cql_term_serialize(t, &ct, column, &fn, NULL, &b);
 	if (rc < 0) {
 		buf_free(&b);
 		return -1;
@@ -861,66 +863,215 @@ static int plan_element(struct cql_select_plan *p, const struct cql_selector *s)
 	return 0;
 }
 
-/* toTimestamp, toDate, toUnixTimestamp (and the older dateOf and
- * unixTimestampOf) of a timeuuid, timestamp or date column, and
- * <type>AsBlob of a column of that type. 1 when `s` is none of them. */
-static int plan_conversion(struct cql_select_plan *p,
-			   const struct cql_selector *s)
+/* A selector made of native functions, casts, columns and constants
+ * (Selectable.WithFunction, WithCast, WithTerm): its expression, its
+ * type and its name as Cassandra's result metadata gives it
+ * ("system.blobasint(b)", "cast(v as int)"). 1 when `s` is a function
+ * that is not a native scalar one (the caller looks further). */
+static int plan_expr(struct cql_select_plan *p, const struct cql_selector *s,
+		     struct sel_expr **out, char *name, size_t cap)
 {
-	static const struct {
-		const char *name;
-		enum conv_fn fn;
-		uint16_t result;
-		bool timeuuid_only;
-	} fns[] = {
-		{"totimestamp", CONV_TO_TIMESTAMP, STORAGE_TYPE_TIMESTAMP,
-		 false},
-		{"dateof", CONV_TO_TIMESTAMP, STORAGE_TYPE_TIMESTAMP, true},
-		{"todate", CONV_TO_DATE, STORAGE_TYPE_DATE, false},
-		{"tounixtimestamp", CONV_TO_UNIX, STORAGE_TYPE_BIGINT, false},
-		{"unixtimestampof", CONV_TO_UNIX, STORAGE_TYPE_BIGINT, true},
-	};
-	size_t i = 0;
-	while (i < sizeof(fns) / sizeof(fns[0]) &&
-	       strcmp(s->name, fns[i].name) != 0)
-		i++;
-	size_t len = strlen(s->name);
-	bool as_blob = len > 6 && strcmp(s->name + len - 6, "asblob") == 0;
-	if (i == sizeof(fns) / sizeof(fns[0]) && !as_blob)
-		return 1;
-	int c = function_column(p, s);
-	if (c < 0)
+	struct sel_expr *e = arena_alloc(p->a, sizeof(*e));
+	if (!e)
 		return -1;
-	uint16_t k = p->m->columns[c].type.kind;
-	const char *tn = cql_type_name(k);
-	enum conv_fn fn = as_blob ? CONV_AS_BLOB : fns[i].fn;
-	uint16_t result = as_blob ? STORAGE_TYPE_BLOB : fns[i].result;
-	if (as_blob && k == STORAGE_TYPE_TEXT &&
-	    strcmp(s->name, "varcharasblob") == 0)
-		tn = "varchar";
-	bool ok = as_blob ? tn && strlen(tn) == len - 6 &&
-				    strncmp(s->name, tn, len - 6) == 0 &&
-				    !storage_type_is_collection(k)
-		  : fns[i].timeuuid_only
-			  ? k == STORAGE_TYPE_TIMEUUID
-			  : k == STORAGE_TYPE_TIMEUUID ||
-				    k == STORAGE_TYPE_TIMESTAMP ||
-				    k == STORAGE_TYPE_DATE;
-	if (fn == CONV_TO_TIMESTAMP && k == STORAGE_TYPE_TIMESTAMP)
-		ok = false; /* as Cassandra: no toTimestamp(timestamp) */
-	if (fn == CONV_TO_DATE && k == STORAGE_TYPE_DATE)
-		ok = false;
-	if (!ok)
+	memset(e, 0, sizeof(*e));
+	e->column = -1;
+	*out = e;
+	if (s->kind == CQL_SEL_COLUMN) {
+		int c = cql_table_column(p->t, s->name);
+		if (c < 0)
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in "
+				       "selection clause",
+				       s->name);
+		e->column = c;
+		e->type = p->m->columns[c].type.kind;
+		if (storage_type_is_collection(e->type))
+			e->type = 0xffff; /* matches no argument type */
+		snprintf(name, cap, "%s", s->name);
+		return 0;
+	}
+	if (s->kind == CQL_SEL_TERM) {
+		cql_fn_term_text(s->term, name, cap);
+		if (s->term->kind == CQL_TERM_BIND)
+			return err_set(ERR_UNSUPPORTED,
+				       "Bind markers in selections are not "
+				       "supported by Cassini yet");
+		if (s->term->kind != CQL_TERM_HINT &&
+		    s->term->kind != CQL_TERM_FUNCTION) {
+			e->is_const = true;
+			e->literal = s->term; /* typed by the call */
+			return 0;
+		}
+		struct buf b;
+		buf_init(&b);
+		int rc = cql_fn_term_eval(s->term, p->fn, NULL, &e->type, &b);
+		if (rc >= 0) {
+			e->is_const = true;
+			e->null = rc == 1;
+			e->value.ptr = arena_memdup(
+				p->a, b.data ? b.data : (const uint8_t *)"",
+				b.len);
+			e->value.len = b.len;
+			rc = e->value.ptr ? 0 : -1;
+		}
+		buf_free(&b);
+		return rc;
+	}
+	const char *fname = s->name;
+	char cast_name[48];
+	if (s->kind == CQL_SEL_CAST) {
+		uint16_t to = s->type && !s->type->param_count
+				      ? cql_fn_type_of_name(s->type->name)
+				      : 0;
+		if (!to)
+			return err_set(ERR_INVALID,
+				       "Invalid cast to type %s: only native "
+				       "types can be cast to",
+				       s->type ? s->type->name : "?");
+		snprintf(cast_name, sizeof(cast_name), "cast_as_%s",
+			 strcmp(s->type->name, "varchar") == 0 ? "text"
+							       : s->type->name);
+		fname = cast_name;
+	} else if (s->kind != CQL_SEL_FUNCTION) {
+		return err_set(ERR_UNSUPPORTED,
+			       "This selector is not supported as a "
+			       "function argument by Cassini yet");
+	}
+	struct cql_fn_arg args[4];
+	struct sel_expr *argx[4];
+	char texts[4][160];
+	size_t n = s->arg_count < 4 ? s->arg_count : 4;
+	for (size_t i = 0; i < n; i++) {
+		const struct cql_selector *a = &s->args[i];
+		if (a->kind == CQL_SEL_FUNCTION ||
+		    a->kind == CQL_SEL_COUNT_STAR) {
+			struct cql_fn probe;
+			struct cql_fn_arg none[4] = {{0}};
+			if (a->kind == CQL_SEL_COUNT_STAR ||
+			    cql_fn_resolve(a->name, none, 0, &probe) == 1) {
+				/* not a native scalar: writetime, ttl,
+				 * token, an aggregate */
+				err_clear();
+				return err_set(ERR_UNSUPPORTED,
+					       "Function %s as an argument of "
+					       "another function is not "
+					       "supported by Cassini yet",
+					       a->kind == CQL_SEL_COUNT_STAR
+						       ? "count"
+						       : a->name);
+			}
+			err_clear();
+		}
+		int rc = plan_expr(p, a, &argx[i], texts[i], sizeof(texts[i]));
+		if (rc != 0)
+			return rc < 0 ? -1 : rc;
+		args[i] = (struct cql_fn_arg){argx[i]->type, argx[i]->literal,
+					      texts[i]};
+	}
+	if (s->kind == CQL_SEL_CAST) {
+		char tn[40];
+		snprintf(tn, sizeof(tn), "%s", s->type->name);
+		snprintf(name, cap, "cast(%s as %s)", texts[0], tn);
+		if (argx[0]->type == cql_fn_type_of_name(s->type->name)) {
+			*out = argx[0]; /* the same type: the value itself */
+			return 0;
+		}
+	} else {
+		size_t at = (size_t)snprintf(name, cap, "system.%s(", fname);
+		for (size_t i = 0; i < n && at + 2 < cap; i++)
+			at += (size_t)snprintf(name + at, cap - at, "%s%s",
+					       i ? ", " : "", texts[i]);
+		if (at + 1 < cap)
+			snprintf(name + at, cap - at, ")");
+	}
+	int rc = cql_fn_resolve(fname, args, s->arg_count, &e->fn);
+	if (rc == 1 && s->kind == CQL_SEL_CAST)
+		return err_set(ERR_INVALID, "%s cannot be cast to %s", texts[0],
+			       s->type->name);
+	if (rc != 0)
+		return rc;
+	e->type = e->fn.ret;
+	if (e->fn.nargs) {
+		struct sel_expr *a = argx[0];
+		if (a->literal) {
+			/* the literal, for the argument's type */
+			struct buf b;
+			struct cql_column_type ct = {e->fn.arg, 0, 0};
+			char spec[64];
+			snprintf(spec, sizeof(spec), "arg0(system.%s)", fname);
+			buf_init(&b);
+			int r = cql_term_serialize(a->literal, &ct, spec, p->fn,
+						   NULL, &b);
+			if (r >= 0) {
+				a->null = r == 1;
+				a->value.ptr = arena_memdup(
+					p->a,
+					b.data ? b.data : (const uint8_t *)"",
+					b.len);
+				a->value.len = b.len;
+				a->type = e->fn.arg;
+			}
+			buf_free(&b);
+			if (r < 0 || !a->value.ptr)
+				return -1;
+		}
+		e->arg = a;
+	}
+	/* no column below: one value for the whole query (now() too) */
+	if (!e->arg || e->arg->is_const) {
+		struct buf b;
+		buf_init(&b);
+		rc = cql_fn_apply(
+			&e->fn,
+			e->arg && !e->arg->null ? e->arg->value.ptr : NULL,
+			e->arg && !e->arg->null ? (int32_t)e->arg->value.len
+						: -1,
+			p->fn, &b);
+		if (rc >= 0) {
+			e->is_const = true;
+			e->null = rc == 1;
+			e->value.ptr = arena_memdup(
+				p->a, b.data ? b.data : (const uint8_t *)"",
+				b.len);
+			e->value.len = b.len;
+			rc = e->value.ptr ? 0 : -1;
+		}
+		buf_free(&b);
+	}
+	return rc;
+}
+
+/* A selector of native functions, a cast or a typed constant. 1 when `s`
+ * is none of them. */
+static int plan_function(struct cql_select_plan *p,
+			 const struct cql_selector *s)
+{
+	if (s->kind == CQL_SEL_TERM && s->term->kind != CQL_TERM_HINT &&
+	    s->term->kind != CQL_TERM_FUNCTION) {
+		char text[160];
+		cql_fn_term_text(s->term, text, sizeof(text));
 		return err_set(ERR_INVALID,
-			       "Type error: %s cannot be passed as argument 0 "
-			       "of function system.%s",
-			       s->args[0].name, s->name);
-	char name[160];
-	snprintf(name, sizeof(name), "system.%s(%s)", s->name, s->args[0].name);
-	if (add_out(p, OUT_CONVERT, c, s->alias ? s->alias : name,
-		    (struct storage_type){.kind = result}) != 0)
+			       "Cannot infer type for term %s in selection "
+			       "clause (try using a cast to force a type)",
+			       text);
+	}
+	if (s->kind == CQL_SEL_FUNCTION) {
+		struct cql_fn probe;
+		struct cql_fn_arg none[4] = {{0}};
+		int rc = cql_fn_resolve(s->name, none, 0, &probe);
+		err_clear();
+		if (rc == 1)
+			return 1;
+	}
+	struct sel_expr *e;
+	char name[256];
+	if (plan_expr(p, s, &e, name, sizeof(name)) != 0)
 		return -1;
-	p->outs[p->nouts - 1].conv = fn;
+	if (add_out(p, OUT_FN, -1, s->alias ? s->alias : name,
+		    (struct storage_type){.kind = e->type}) != 0)
+		return -1;
+	p->outs[p->nouts - 1].expr = e;
 	return 0;
 }
 
@@ -949,10 +1100,8 @@ static int plan_selector(struct cql_select_plan *p,
 	}
 	if (s->kind == CQL_SEL_ELEMENT)
 		return plan_element(p, s);
-	if (s->kind != CQL_SEL_FUNCTION)
-		return err_set(ERR_UNSUPPORTED,
-			       "Constants in selections are not "
-			       "supported by Cassini yet");
+	if (s->kind == CQL_SEL_TERM || s->kind == CQL_SEL_CAST)
+		return plan_function(p, s);
 	if (strcmp(s->name, "token") == 0) {
 		bool ok = s->arg_count == m->pk_count;
 		for (size_t i = 0; ok && i < m->pk_count; i++)
@@ -986,16 +1135,13 @@ static int plan_selector(struct cql_select_plan *p,
 	for (size_t i = 0; i < sizeof(aggs) / sizeof(aggs[0]); i++)
 		if (strcmp(s->name, aggs[i].name) == 0)
 			return plan_aggregate(p, s, aggs[i].fn);
-	int conv = plan_conversion(p, s);
+	int conv = plan_function(p, s);
 	if (conv <= 0)
 		return conv;
 	bool wt = strcmp(s->name, "writetime") == 0,
 	     ttl = strcmp(s->name, "ttl") == 0;
 	if (!wt && !ttl)
-		return err_set(ERR_UNSUPPORTED,
-			       "Function %s in selections is not "
-			       "supported by Cassini yet",
-			       s->name);
+		return err_set(ERR_INVALID, "Unknown function '%s'", s->name);
 	int c = function_column(p, s);
 	if (c < 0)
 		return -1;
@@ -1175,9 +1321,13 @@ static int check_selection(const struct cql_select_plan *p,
 			if (o->kind == OUT_TOKEN)
 				for (size_t k = 0; k < m->pk_count; k++)
 					selected[k] = true;
-			if (o->column < 0)
+			int col = o->column;
+			for (const struct sel_expr *e = o->expr;
+			     o->kind == OUT_FN && e; e = e->arg)
+				col = e->column >= 0 ? e->column : col;
+			if (col < 0)
 				continue;
-			uint8_t kind = m->columns[o->column].kind;
+			uint8_t kind = m->columns[col].kind;
 			if (kind != STORAGE_COLUMN_PARTITION_KEY &&
 			    kind != STORAGE_COLUMN_STATIC)
 				return err_set(ERR_INVALID,
@@ -1185,9 +1335,9 @@ static int check_selection(const struct cql_select_plan *p,
 					       "only request partition key "
 					       "columns and/or static columns "
 					       "(not %s)",
-					       m->columns[o->column].name);
+					       m->columns[col].name);
 			if (kind == STORAGE_COLUMN_PARTITION_KEY)
-				selected[m->columns[o->column].position] = true;
+				selected[m->columns[col].position] = true;
 		}
 		/* A key range must select the whole key, so that no
 		 * grouping is needed after the read. */

@@ -6,6 +6,7 @@
 #ifndef CASSINI_CLIENT_SELECT_INTERNAL_H
 #define CASSINI_CLIENT_SELECT_INTERNAL_H
 
+#include "client/cql/cql_functions.h"
 #include "client/exec/select.h"
 
 #include <stdbool.h>
@@ -20,15 +21,21 @@ enum out_kind {
 	OUT_COUNT,   /* count(*) */
 	OUT_AGG,     /* an aggregate of a column: agg */
 	OUT_ELEMENT, /* m['k'], s[e]: the cell at path `element` */
-	OUT_CONVERT, /* a column's value converted: conv */
+	OUT_FN,      /* a native function, cast or typed constant: expr */
 };
 
-/* Cassandra's conversion functions of one column's value. */
-enum conv_fn {
-	CONV_TO_TIMESTAMP, /* toTimestamp, dateOf: timestamp */
-	CONV_TO_DATE,      /* toDate: date */
-	CONV_TO_UNIX,      /* toUnixTimestamp, unixTimestampOf: bigint ms */
-	CONV_AS_BLOB,      /* <type>AsBlob: the same bytes as a blob */
+/* A selection made of native functions (client/cql/cql_functions.h) over a
+ * column or constants: a column's value, a constant (folded when the
+ * plan is made), or a call of `fn` on `arg`. */
+struct sel_expr {
+	int column;    /* >= 0: that column's value */
+	bool is_const; /* else: the constant `value` (null: `null`) */
+	bool null;
+	struct slice value;
+	struct cql_fn fn;     /* else: fn(arg) */
+	struct sel_expr *arg; /* NULL when fn takes no argument */
+	uint16_t type;        /* what it gives (0: an untyped literal) */
+	const struct cql_term *literal; /* an untyped literal, until typed */
 };
 
 /* Cassandra's native aggregates of one column. */
@@ -39,9 +46,9 @@ struct out_col {
 	int column;
 	const char *name;
 	struct storage_type type;
-	enum agg_fn agg;      /* OUT_AGG */
-	struct slice element; /* OUT_ELEMENT */
-	enum conv_fn conv;    /* OUT_CONVERT */
+	enum agg_fn agg;       /* OUT_AGG */
+	struct slice element;  /* OUT_ELEMENT */
+	struct sel_expr *expr; /* OUT_FN */
 };
 
 struct filter {

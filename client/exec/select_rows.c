@@ -396,30 +396,38 @@ static int agg_write(const struct cql_select_plan *p, const struct out_col *o,
 	return cql_write_bytes(out, b, 8);
 }
 
-/* Writes a converted value (plan_conversion checked the types). */
-static int write_converted(const struct cql_select_plan *p,
-			   const struct out_col *o, struct slice v,
-			   struct buf *out)
+/* A function selection's value for one row: 0 with *v (in `scratch` or
+ * the row), 1 for null, -1 on error. */
+static int eval_expr(const struct cql_select_plan *p, const struct sel_expr *e,
+		     const struct storage_result *r,
+		     const struct storage_row_view *row,
+		     const struct storage_row_view *stat, struct buf *scratch,
+		     struct slice *v)
 {
-	uint16_t k = p->m->columns[o->column].type.kind;
-	if (o->conv == CONV_AS_BLOB)
-		return cql_write_bytes(out, v.ptr, (int32_t)v.len);
-	if ((k == STORAGE_TYPE_TIMEUUID && v.len != 16) ||
-	    (k == STORAGE_TYPE_TIMESTAMP && v.len != 8) ||
-	    (k == STORAGE_TYPE_DATE && v.len != 4))
-		return cql_write_bytes(out, NULL, -1);
-	int64_t ms = k == STORAGE_TYPE_TIMEUUID
-			     ? cql_timeuuid_unix_us(v.ptr) / 1000
-		     : k == STORAGE_TYPE_TIMESTAMP
-			     ? (int64_t)be64_load(v.ptr)
-			     : cql_unix_ms_of_date(be32_load(v.ptr));
-	uint8_t b[8];
-	if (o->conv == CONV_TO_DATE) {
-		be32_store(b, cql_date_of_unix_ms(ms));
-		return cql_write_bytes(out, b, 4);
+	if (e->is_const) {
+		*v = e->value;
+		return e->null ? 1 : 0;
 	}
-	be64_store(b, (uint64_t)ms);
-	return cql_write_bytes(out, b, 8);
+	if (e->column >= 0)
+		return column_value(p, r, row, stat, e->column, v) ? 0 : 1;
+	struct buf tmp;
+	struct slice a = {NULL, 0};
+	int rc = 0;
+	buf_init(&tmp);
+	if (e->arg)
+		rc = eval_expr(p, e->arg, r, row, stat, &tmp, &a);
+	if (rc >= 0) {
+		size_t mark = scratch->len;
+		rc = cql_fn_apply(&e->fn, rc == 1 ? NULL : a.ptr,
+				  rc == 1 ? -1 : (int32_t)a.len, NULL, scratch);
+		if (rc == 0) {
+			v->ptr = scratch->data ? scratch->data + mark
+					       : (const uint8_t *)"";
+			v->len = scratch->len - mark;
+		}
+	}
+	buf_free(&tmp);
+	return rc;
 }
 
 /* One output column of a row. */
@@ -433,13 +441,18 @@ static int write_out(const struct cql_select_plan *p, struct buf *out,
 		be64_store(b, (uint64_t)r->token);
 		return cql_write_bytes(out, b, 8);
 	}
-	const struct storage_column *col = &p->m->columns[o->column];
-	if (o->kind == OUT_CONVERT) {
+	if (o->kind == OUT_FN) {
+		struct buf tmp;
 		struct slice v;
-		return column_value(p, r, row, stat, o->column, &v)
-			       ? write_converted(p, o, v, out)
-			       : cql_write_bytes(out, NULL, -1);
+		buf_init(&tmp);
+		int rc = eval_expr(p, o->expr, r, row, stat, &tmp, &v);
+		if (rc >= 0)
+			rc = cql_write_bytes(out, rc ? NULL : v.ptr,
+					     rc ? -1 : (int32_t)v.len);
+		buf_free(&tmp);
+		return rc;
 	}
+	const struct storage_column *col = &p->m->columns[o->column];
 	if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
 	    col->kind == STORAGE_COLUMN_CLUSTERING) {
 		struct slice v;
@@ -728,6 +741,10 @@ int cql_select_encode(const struct cql_select_plan *p,
 			out->len = (size_t)start;
 		buf_free(&rowsb);
 		buf_free(&state);
+		/* a function's refusal of a row's value (blobAsInt of 3
+		 * bytes) is the answer */
+		if (rc != 0 && err_code() == ERR_INVALID)
+			return -1;
 		return err_set(ERR_NOMEM, "out of memory encoding rows");
 	}
 	cql_frame_end(out, start);

@@ -86,6 +86,7 @@ class Step:
         self.fetch = None
         self.rows = None      # list of tuples; [] for "no rows"
         self.columns = None
+        self.types = None     # CQL type names of the result's columns
         self.error = None     # (class name, message or None)
         self.directive = None
 
@@ -141,9 +142,12 @@ def parse(path):
                     last.raw = via
                     words = words[len(via):].strip()
                     break
-            last.binds = eval(words, {"__builtins__": {}}, dict(VALUES))
+            last.binds = eval(words, {"__builtins__": {"__import__": __import__}}, dict(VALUES))
             assert isinstance(last.binds, (tuple, list)), \
                 f"{where}: @ takes a tuple of values"
+        elif stripped.startswith(">types"):
+            assert last and last.cql, f"{where}: >types without a statement"
+            last.types = [c.strip() for c in stripped[6:].split(",")]
         elif stripped.startswith(">cols"):
             assert last and last.cql, f"{where}: >cols without a statement"
             last.columns = [c.strip() for c in stripped[5:].split(",")]
@@ -153,7 +157,7 @@ def parse(path):
             if last.rows is None:
                 last.rows = []
             if text != "-":
-                row = eval(text, {"__builtins__": {}}, dict(VALUES))
+                row = eval(text, {"__builtins__": {"__import__": __import__}}, dict(VALUES))
                 if not isinstance(row, tuple):
                     row = (row,)
                 last.rows.append(row)
@@ -306,6 +310,11 @@ def run_step(session, address, keyspace, st):
     if st.columns is not None:
         assert names == st.columns, \
             f"line {st.line}: columns {names}, expected {st.columns}"
+    if st.types is not None:
+        types = [t.cql_parameterized_type()
+                 for t in (result.column_types or [])]
+        assert types == st.types, \
+            f"line {st.line}: types {types}, expected {st.types}"
     if st.rows is not None:
         assert len(rows) == len(st.rows) and all(
             same(e, g) for e, g in zip(st.rows, rows)), \
