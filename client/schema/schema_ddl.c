@@ -12,6 +12,7 @@
 #include "ring/ring.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -185,18 +186,92 @@ static enum cql_schema_status map_type(const struct cql_type_ast *t,
 
 /* ---- table options ------------------------------------------------------- */
 
+/* Cassandra keeps option values as strings (PropertyDefinitions): any
+ * constant is one, a map is not. */
+static enum cql_schema_status option_simple(const struct cql_option *o,
+					    char *dst, size_t cap)
+{
+	if (o->value->kind == CQL_TERM_MAP || o->value->kind == CQL_TERM_SET ||
+	    o->value->kind == CQL_TERM_LIST)
+		return fail(CQL_SCHEMA_SYNTAX,
+			    "Invalid value for property '%s'. It should be a "
+			    "string",
+			    o->name);
+	if (term_text(o->value, dst, cap) != 0)
+		return fail(CQL_SCHEMA_SYNTAX,
+			    "Invalid value for property '%s'", o->name);
+	return CQL_SCHEMA_OK;
+}
+
+static enum cql_schema_status option_map(const struct cql_option *o)
+{
+	if (o->value->kind == CQL_TERM_MAP)
+		return CQL_SCHEMA_OK;
+	return fail(CQL_SCHEMA_SYNTAX,
+		    "Invalid value for property '%s'. It should be a map.",
+		    o->name);
+}
+
+/* A double as Java's Double.toString prints it (1.23, 0.0, 1.0E-5). */
+static void java_double(double d, char *dst, size_t cap)
+{
+	if (d != 0 && (fabs(d) < 1e-3 || fabs(d) >= 1e7)) {
+		int p = 1;
+		for (; p < 17; p++) {
+			snprintf(dst, cap, "%.*e", p - 1, d);
+			if (strtod(dst, NULL) == d)
+				break;
+		}
+		char mant[32];
+		int exp = 0;
+		char *e = strchr(dst, 'e');
+		if (!e)
+			return;
+		exp = atoi(e + 1);
+		snprintf(mant, sizeof(mant), "%.*s", (int)(e - dst), dst);
+		if (!strchr(mant, '.'))
+			strcat(mant, ".0");
+		snprintf(dst, cap, "%sE%d", mant, exp);
+		return;
+	}
+	for (int p = 1; p < 17; p++) {
+		snprintf(dst, cap, "%.*g", p, d);
+		if (strtod(dst, NULL) == d)
+			break;
+	}
+	if (!strchr(dst, '.') && !strchr(dst, 'e') && !strchr(dst, 'n') &&
+	    strlen(dst) + 3 <= cap)
+		strcat(dst, ".0");
+}
+
+static enum cql_schema_status option_double(const struct cql_option *o,
+					    double *out)
+{
+	char text[64];
+	enum cql_schema_status st = option_simple(o, text, sizeof(text));
+	if (st != CQL_SCHEMA_OK)
+		return st;
+	char *end;
+	*out = strtod(text, &end);
+	if (end == text || *end)
+		return fail(CQL_SCHEMA_SYNTAX,
+			    "Invalid double value %s for '%s'", text, o->name);
+	return CQL_SCHEMA_OK;
+}
+
 static enum cql_schema_status option_int(const struct cql_option *o, int64_t lo,
 					 int64_t hi, int64_t *out)
 {
 	char text[32];
 	char *end;
-	if (o->value->kind != CQL_TERM_INTEGER ||
-	    term_text(o->value, text, sizeof(text)) != 0)
-		return fail(CQL_SCHEMA_SYNTAX,
-			    "Invalid value for %s: expected an "
-			    "integer",
-			    o->name);
+	enum cql_schema_status st = option_simple(o, text, sizeof(text));
+	if (st != CQL_SCHEMA_OK)
+		return st;
+	errno = 0;
 	long long v = strtoll(text, &end, 10);
+	if (end == text || *end || errno || v < INT32_MIN || v > INT32_MAX)
+		return fail(CQL_SCHEMA_SYNTAX,
+			    "Invalid integer value %s for '%s'", text, o->name);
 	if (v < lo)
 		return fail(CQL_SCHEMA_CONFIG,
 			    "%s must be greater than or equal "
@@ -214,13 +289,11 @@ static enum cql_schema_status option_int(const struct cql_option *o, int64_t lo,
 static enum cql_schema_status option_string(const struct cql_option *o,
 					    char *dst, size_t cap)
 {
-	if (o->value->kind != CQL_TERM_STRING || o->value->len >= cap)
-		return fail(CQL_SCHEMA_SYNTAX,
-			    "Invalid value for %s: expected a "
-			    "string",
+	enum cql_schema_status st = option_simple(o, dst, cap);
+	if (st != CQL_SCHEMA_OK && o->value->kind != CQL_TERM_MAP)
+		return fail(CQL_SCHEMA_CONFIG, "Value of %s is too long",
 			    o->name);
-	snprintf(dst, cap, "%.*s", (int)o->value->len, o->value->text);
-	return CQL_SCHEMA_OK;
+	return st;
 }
 
 static bool class_is(const char *given, const char *pkg, const char *name)
@@ -252,7 +325,9 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 	int64_t window_size = 1, unit = 86400;
 	uint32_t min = 4, max = 32;
 	if (map->kind != CQL_TERM_MAP)
-		return fail(CQL_SCHEMA_SYNTAX, "compaction must be a map");
+		return fail(CQL_SCHEMA_SYNTAX,
+			    "Invalid value for property 'compaction'. It "
+			    "should be a map.");
 	for (size_t i = 0; i + 1 < map->count; i += 2)
 		if (term_text(map->items[i], key, sizeof(key)) == 0 &&
 		    strcmp(key, "class") == 0)
@@ -349,7 +424,9 @@ compression_option(const struct cql_term *map, struct storage_table_options *o,
 	uint8_t algo = STORAGE_COMPRESSION_LZ4;
 	uint32_t chunk = o->chunk_length;
 	if (map->kind != CQL_TERM_MAP)
-		return fail(CQL_SCHEMA_SYNTAX, "compression must be a map");
+		return fail(CQL_SCHEMA_SYNTAX,
+			    "Invalid value for property 'compression'. It "
+			    "should be a map.");
 	for (size_t i = 0; i + 1 < map->count; i += 2) {
 		if (term_text(map->items[i], key, sizeof(key)) != 0 ||
 		    term_text(map->items[i + 1], val, sizeof(val)) != 0)
@@ -408,24 +485,47 @@ static enum cql_schema_status caching_option(const struct cql_term *map,
 {
 	char key[32], val[16];
 	if (map->kind != CQL_TERM_MAP)
-		return fail(CQL_SCHEMA_SYNTAX, "caching must be a map");
+		return fail(CQL_SCHEMA_SYNTAX,
+			    "Invalid value for property 'caching'. It should "
+			    "be a map.");
 	for (size_t i = 0; i + 1 < map->count; i += 2) {
 		if (term_text(map->items[i], key, sizeof(key)) != 0 ||
 		    term_text(map->items[i + 1], val, sizeof(val)) != 0)
 			return fail(CQL_SCHEMA_CONFIG,
 				    "Invalid caching option");
-		if (strcmp(key, "keys") == 0)
+		bool numeric = val[0] != '\0';
+		for (const char *c = val; *c; c++)
+			numeric &= *c >= '0' && *c <= '9';
+		if (strcmp(key, "keys") == 0) {
+			if (strcasecmp(val, "ALL") != 0 &&
+			    strcasecmp(val, "NONE") != 0)
+				return fail(CQL_SCHEMA_CONFIG,
+					    "Invalid value '%s' for caching "
+					    "sub-option 'keys': only 'ALL' and "
+					    "'NONE' are allowed",
+					    val);
 			snprintf(co->caching_keys, sizeof(co->caching_keys),
 				 "%s", val);
-		else if (strcmp(key, "rows_per_partition") == 0)
+		} else if (strcmp(key, "rows_per_partition") == 0) {
+			if (strcasecmp(val, "ALL") != 0 &&
+			    strcasecmp(val, "NONE") != 0 &&
+			    (!numeric || strlen(val) > 10 ||
+			     strtoll(val, NULL, 10) > INT32_MAX))
+				return fail(CQL_SCHEMA_CONFIG,
+					    "Invalid value '%s' for caching "
+					    "sub-option 'rows_per_partition': "
+					    "only 'ALL', 'NONE', and integer "
+					    "values are allowed",
+					    val);
 			snprintf(co->caching_rows, sizeof(co->caching_rows),
 				 "%s", val);
-		else
+		} else {
 			return fail(CQL_SCHEMA_CONFIG,
 				    "Invalid caching sub-options [%s]: only "
-				    "\"keys\" and \"rows_per_partition\" are "
+				    "'keys' and 'rows_per_partition' are "
 				    "allowed",
 				    key);
+		}
 	}
 	return CQL_SCHEMA_OK;
 }
@@ -519,26 +619,32 @@ static enum cql_schema_status table_option(const struct cql_option *opt,
 		o->gc_grace_seconds = v;
 		return CQL_SCHEMA_OK;
 	case OPT_BLOOM_FILTER_FP_CHANCE: {
-		if (term_text(opt->value, text, sizeof(text)) != 0 ||
-		    (opt->value->kind != CQL_TERM_FLOAT &&
-		     opt->value->kind != CQL_TERM_INTEGER))
-			return fail(CQL_SCHEMA_SYNTAX, "Invalid value for %s",
-				    n);
-		double d = strtod(text, NULL);
-		if (!(d > 0 && d <= 1.0))
-			return fail(
-				CQL_SCHEMA_CONFIG,
-				"bloom_filter_fp_chance must be larger than 0 "
-				"and less than or equal to 1.0 (got %s)",
-				text);
+		double d;
+		if ((st = option_double(opt, &d)) != CQL_SCHEMA_OK)
+			return st;
+		/* BloomCalculations.minSupportedBloomFilterFpChance() */
+		if (!(d > 6.71e-05 && d <= 1.0)) {
+			java_double(d, text, sizeof(text));
+			return fail(CQL_SCHEMA_CONFIG,
+				    "bloom_filter_fp_chance must be larger "
+				    "than 6.71E-5 and less than or equal to "
+				    "1.0 (got %s)",
+				    text);
+		}
 		o->bloom_filter_fp_chance = d;
 		return CQL_SCHEMA_OK;
 	}
 	case OPT_COMPACTION:
+		if ((st = option_map(opt)) != CQL_SCHEMA_OK)
+			return st;
 		return compaction_option(opt->value, o);
 	case OPT_COMPRESSION:
+		if ((st = option_map(opt)) != CQL_SCHEMA_OK)
+			return st;
 		return compression_option(opt->value, o, co);
 	case OPT_CACHING:
+		if ((st = option_map(opt)) != CQL_SCHEMA_OK)
+			return st;
 		return caching_option(opt->value, co);
 	case OPT_COMMENT:
 		return option_string(opt, co->comment, sizeof(co->comment));
@@ -568,12 +674,21 @@ static enum cql_schema_status table_option(const struct cql_option *opt,
 		if (slot == OPT_SPECULATIVE_RETRY)
 			memcpy(co->speculative_retry, text, strlen(text) + 1);
 		return CQL_SCHEMA_OK;
-	case OPT_CRC_CHECK_CHANCE:
-		if (term_text(opt->value, text, sizeof(text)) != 0)
-			return fail(CQL_SCHEMA_SYNTAX, "Invalid value for %s",
-				    n);
-		co->crc_check_chance = strtod(text, NULL);
+	case OPT_CRC_CHECK_CHANCE: {
+		double d;
+		if ((st = option_double(opt, &d)) != CQL_SCHEMA_OK)
+			return st;
+		if (!(d >= 0 && d <= 1.0)) {
+			java_double(d, text, sizeof(text));
+			return fail(CQL_SCHEMA_CONFIG,
+				    "crc_check_chance must be larger than or "
+				    "equal to 0 and smaller than or equal to "
+				    "1.0 (got %s)",
+				    text);
+		}
+		co->crc_check_chance = d;
 		return CQL_SCHEMA_OK;
+	}
 	case OPT_MIN_INDEX_INTERVAL:
 		if ((st = option_int(opt, 1, INT32_MAX, &v)) != CQL_SCHEMA_OK)
 			return st;
@@ -590,8 +705,12 @@ static enum cql_schema_status table_option(const struct cql_option *opt,
 		co->memtable_flush_period_in_ms = (int32_t)v;
 		return CQL_SCHEMA_OK;
 	case OPT_CDC:
-		if (opt->value->kind == CQL_TERM_BOOLEAN &&
-		    strcmp(opt->value->text, "true") == 0)
+		if ((st = option_simple(opt, text, sizeof(text))) !=
+		    CQL_SCHEMA_OK)
+			return st;
+		/* PropertyDefinitions.getBoolean: 1, true or yes */
+		if (strcasecmp(text, "true") == 0 ||
+		    strcasecmp(text, "yes") == 0 || strcmp(text, "1") == 0)
 			return fail(CQL_SCHEMA_UNSUPPORTED,
 				    "Change data capture is not supported by "
 				    "Cassini yet");
@@ -631,7 +750,7 @@ table_options(const struct cql_option *opts, size_t n,
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(opts[i].name, opts[j].name) == 0)
 				return fail(CQL_SCHEMA_SYNTAX,
-					    "Multiple definitions for property "
+					    "Multiple definition for property "
 					    "'%s'",
 					    opts[i].name);
 		int slot = table_option_slot(opts[i].name);
@@ -649,6 +768,11 @@ table_options(const struct cql_option *opts, size_t n,
 			times[slot] = time_us;
 		*applied += newer;
 	}
+	if (co->max_index_interval < co->min_index_interval)
+		return fail(CQL_SCHEMA_CONFIG,
+			    "max_index_interval must be greater than or equal "
+			    "to min_index_interval (%d) (got %d)",
+			    co->min_index_interval, co->max_index_interval);
 	return CQL_SCHEMA_OK;
 }
 

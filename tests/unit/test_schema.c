@@ -278,7 +278,7 @@ START_TEST(table_definitions_are_checked_like_cassandra)
 		"bloom_filter_fp_chance "
 		"= 2",
 		CQL_SCHEMA_CONFIG,
-		"bloom_filter_fp_chance must be larger than 0");
+		"bloom_filter_fp_chance must be larger than 6.71E-5");
 	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
 		"{'class': "
 		"'LeveledCompactionStrategy'}",
