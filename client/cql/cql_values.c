@@ -802,8 +802,8 @@ static int serialize_collection(const struct cql_term *t,
 		if (k->kind == CQL_TERM_BIND ||
 		    (v && v->kind == CQL_TERM_BIND)) {
 			rc = err_set(ERR_UNSUPPORTED,
-				     "bind markers inside collection literals "
-				     "are not supported yet");
+				     "Bind markers inside collection literals "
+				     "are not supported by Cassini yet");
 			break;
 		}
 		elems[i].order = i;

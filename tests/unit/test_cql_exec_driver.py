@@ -853,3 +853,31 @@ def test_prepared_statements_run_many_times_with_their_own_binds(
     s.execute(ddl)
     s.execute(ins_pp, [3, 3])
     assert [tuple(r) for r in s.execute("SELECT k, v FROM ks.pp")] == [(3, 3)]
+
+
+def test_big_statements_deep_nesting_and_short_errors(data_session):
+    """Statements above 1 MiB run (up to the frame limit, as Cassandra);
+    input nested deeper than the parser's limit is a syntax error, not a
+    crash; a huge bad statement answers a short message."""
+    s = data_session
+    s.execute("CREATE TABLE ks.big (k int PRIMARY KEY, b blob)")
+    blob = "ab" * (3 << 20)
+    s.execute(f"INSERT INTO ks.big (k, b) VALUES (1, 0x{blob})")
+    row = s.execute("SELECT b FROM ks.big WHERE k = 1").one()
+    assert row.b == bytes.fromhex(blob)
+    for opener in ("[", "(", "{", "intAsBlob("):
+        with pytest.raises(SyntaxException) as e:
+            s.execute("INSERT INTO ks.big (k, b) VALUES (2, " +
+                      opener * 50000)
+        assert "nested more than 64 levels deep" in str(e.value)
+    with pytest.raises(SyntaxException) as e:
+        s.execute("CREATE TABLE ks.deep (k int PRIMARY KEY, v " +
+                  "frozen<list<" * 20000)
+    assert "nested more than" in str(e.value)
+    with pytest.raises(SyntaxException) as e:
+        s.execute("SELECT " + "x" * (2 << 20) + " FORM ks.big")
+    assert len(str(e.value)) < 1024
+    # what the limit allows still parses
+    nested = "[" * 60 + "]" * 60
+    with pytest.raises(InvalidRequest):
+        s.execute(f"INSERT INTO ks.big (k, b) VALUES (3, {nested})")
