@@ -881,3 +881,29 @@ def test_big_statements_deep_nesting_and_short_errors(data_session):
     nested = "[" * 60 + "]" * 60
     with pytest.raises(InvalidRequest):
         s.execute(f"INSERT INTO ks.big (k, b) VALUES (3, {nested})")
+
+
+def test_markers_in_calls_take_the_functions_argument_types(data_session):
+    """FunctionCall and TypeCast type their markers: arg0(system.f) of
+    the resolved overload's argument type, (type)? of the hint's."""
+    s = data_session
+    s.execute("CREATE TABLE ks.fn (k int PRIMARY KEY, b blob, ts timestamp, "
+              "id timeuuid)")
+    p = s.prepare("INSERT INTO ks.fn (k, b, ts, id) VALUES ((int)?, "
+                  "intAsBlob(?), toTimestamp((date)?), minTimeuuid(?))")
+    assert [(c.name, c.type.typename) for c in p.column_metadata] == [
+        ("(int)?", "int"), ("arg0(system.intasblob)", "int"),
+        ("(date)?", "date"), ("arg0(system.mintimeuuid)", "timestamp")]
+    p = s.prepare("SELECT k FROM ks.fn WHERE k = blobAsInt(?)")
+    assert [(c.name, c.type.typename) for c in p.column_metadata] == [
+        ("arg0(system.blobasint)", "blob")]
+    p = s.prepare("UPDATE ks.fn SET b = textAsBlob(blobAsText(?)) "
+                  "WHERE k = 1")
+    assert [(c.name, c.type.typename) for c in p.column_metadata] == [
+        ("arg0(system.blobastext)", "blob")]
+    # a call that does not resolve fails the PREPARE, as in Cassandra
+    with pytest.raises(InvalidRequest, match="Ambiguous call to function "
+                       "system.totimestamp"):
+        s.prepare("INSERT INTO ks.fn (k, ts) VALUES (1, toTimestamp(?))")
+    with pytest.raises(InvalidRequest, match="Unknown function nope called"):
+        s.prepare("INSERT INTO ks.fn (k, b) VALUES (1, nope(?))")
