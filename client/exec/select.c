@@ -638,8 +638,10 @@ static int plan_where(struct cql_select_plan *p, const struct cql_select *q,
 			     !col->type.frozen))
 				return err_set(
 					ERR_UNSUPPORTED,
-					"Only = filtering on simple columns "
-					"is supported by Cassini yet");
+					"ALLOW FILTERING with an operator "
+					"other than = or on a collection "
+					"column is not supported by Cassini "
+					"yet");
 			struct filter *f = &p->filters[p->nfilters++];
 			enum given given;
 			f->column = c;
