@@ -421,6 +421,22 @@ static struct cql_term *term(struct parser *p)
 	return x;
 }
 
+/* At '(': whether a type hint follows, (int)? or (frozen<set<int>>)x;
+ * (true), (null), (NaN) and (Infinity) are one-element tuples. */
+static bool is_type_hint(struct parser *p)
+{
+	const struct cql_token *name = tok_at(p, 1);
+	static const char *const constants[] = {"true", "false", "null", "nan",
+						"infinity"};
+	if (name->kind != CQL_TOK_IDENT)
+		return false;
+	for (size_t i = 0; i < sizeof(constants) / sizeof(constants[0]); i++)
+		if (tok_is_kw(name, constants[i]))
+			return false;
+	return tok_is_punct(tok_at(p, 2), ")") ||
+	       tok_is_punct(tok_at(p, 2), "<");
+}
+
 static struct cql_term *term_inner(struct parser *p)
 {
 	struct cql_token *t = tok(p);
@@ -489,10 +505,7 @@ static struct cql_term *term_inner(struct parser *p)
 			advance(p);
 			return brace_term(p);
 		}
-		if (tok_is_punct(t, "(") &&
-		    tok_at(p, 1)->kind == CQL_TOK_IDENT &&
-		    (tok_is_punct(tok_at(p, 2), ")") ||
-		     tok_is_punct(tok_at(p, 2), "<"))) {
+		if (tok_is_punct(t, "(") && is_type_hint(p)) {
 			/* a type hint, (int)?: no term is a bare name */
 			advance(p);
 			struct cql_term *x = term_new(p, CQL_TERM_HINT, NULL);

@@ -448,6 +448,25 @@ START_TEST(trailing_commas_sizes_and_depth)
 	parse_fails("CREATE TABLE t (, k int PRIMARY KEY)", ERR_INVALID);
 	parse_fails("CREATE TABLE t ()", ERR_INVALID);
 
+	/* Type hints; (true) and (null) stay one-element tuples. */
+	s = parse("SELECT * FROM t WHERE k = (int)? AND c IN (true)");
+	ck_assert_int_eq(s->u.select.where[0].value->kind, CQL_TERM_HINT);
+	ck_assert_str_eq(s->u.select.where[0].value->type->name, "int");
+	ck_assert_int_eq(s->u.select.where[0].value->items[0]->kind,
+			 CQL_TERM_BIND);
+	ck_assert_int_eq(s->u.select.where[1].value->kind, CQL_TERM_TUPLE);
+	s = parse("INSERT INTO t (k, v) VALUES ((frozen<list<int>>)[1], "
+		  "(null))");
+	ck_assert_int_eq(s->u.insert.values[0]->kind, CQL_TERM_HINT);
+	ck_assert(s->u.insert.values[0]->type->frozen);
+	ck_assert_int_eq(s->u.insert.values[1]->kind, CQL_TERM_TUPLE);
+	s = parse("SELECT CAST(v AS text), cast(k as bigint) AS x FROM t");
+	ck_assert_int_eq(s->u.select.selectors[0].kind, CQL_SEL_CAST);
+	ck_assert_str_eq(s->u.select.selectors[0].type->name, "text");
+	ck_assert_str_eq(s->u.select.selectors[0].args[0].name, "v");
+	ck_assert_str_eq(s->u.select.selectors[1].alias, "x");
+	parse_fails("SELECT CAST(v text) FROM t", ERR_INVALID);
+
 	/* A statement above 1 MiB (a 3 MiB blob) parses. */
 	size_t n = 3u << 20;
 	char *big = malloc(n + 64);
