@@ -907,3 +907,19 @@ def test_markers_in_calls_take_the_functions_argument_types(data_session):
         s.prepare("INSERT INTO ks.fn (k, ts) VALUES (1, toTimestamp(?))")
     with pytest.raises(InvalidRequest, match="Unknown function nope called"):
         s.prepare("INSERT INTO ks.fn (k, b) VALUES (1, nope(?))")
+
+
+def test_functions_in_prepared_selections(data_session):
+    """A selection of calls prepares (its metadata is Cassandra's) and
+    computes per row, and now() per query."""
+    s = data_session
+    s.execute("CREATE TABLE ks.sel (k int PRIMARY KEY, b blob)")
+    s.execute("INSERT INTO ks.sel (k, b) VALUES (1, 0x00000007)")
+    p = s.prepare("SELECT blobAsInt(b), now(), uuid(), CAST(k AS text) "
+                  "FROM ks.sel WHERE k = ?")
+    assert [(c[2], c[3].typename) for c in p.result_metadata] == [
+        ("system.blobasint(b)", "int"), ("system.now()", "timeuuid"),
+        ("system.uuid()", "uuid"), ("cast(k as text)", "varchar")]
+    row = s.execute(p, [1]).one()
+    assert row[0] == 7 and row[1].version == 1 and row[2].version == 4
+    assert row[3] == "1"
