@@ -5,6 +5,7 @@
  * are expanded (IN gives several) and each partition gets one mutation.
  */
 #include "client/exec/dml.h"
+#include "client/cql/cql_functions.h"
 
 #include "common/err.h"
 #include "common/murmur3.h"
@@ -811,6 +812,12 @@ static void term_text(const struct cql_term *t, struct buf *out)
 	case CQL_TERM_UUID:
 		buf_append(out, t->text, t->len);
 		return;
+	case CQL_TERM_HINT: {
+		char text[200];
+		cql_fn_term_text(t, text, sizeof(text));
+		buf_append(out, text, strlen(text));
+		return;
+	}
 	default:
 		break;
 	}
