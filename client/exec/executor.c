@@ -825,11 +825,172 @@ static int check_datacenters(struct job *j, const struct cql_stmt *s)
 	return 0;
 }
 
+/* A map literal's key or value as plain text: 'dc1' -> dc1, 3 -> 3. */
+static int plain_text(const struct cql_term *t, char *dst, size_t cap)
+{
+	if ((t->kind != CQL_TERM_STRING && t->kind != CQL_TERM_INTEGER &&
+	     t->kind != CQL_TERM_FLOAT && t->kind != CQL_TERM_BOOLEAN) ||
+	    t->len + 2 > cap)
+		return -1;
+	snprintf(dst, cap, "%s%.*s", t->negative ? "-" : "", (int)t->len,
+		 t->text);
+	return 0;
+}
+
+static void put_quoted(struct buf *b, const char *s, char q)
+{
+	buf_append(b, &q, 1);
+	for (; *s; s++) {
+		buf_append(b, s, 1);
+		if (*s == q)
+			buf_append(b, &q, 1);
+	}
+	buf_append(b, &q, 1);
+}
+
+struct repl_entry {
+	char key[128];
+	char value[64];
+};
+
+static bool repl_has(const struct repl_entry *e, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(e[i].key, key) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * NetworkTopologyStrategy's replication_factor (Cassandra 4.0+,
+ * NetworkTopologyStrategy.prepareOptions): the default for every known
+ * datacenter not named; an ALTER keeps the datacenters the keyspace has;
+ * datacenters at 0 are left out. The statement is rewritten (text and
+ * tree) with the expanded map, so every node applies the same options.
+ * 0 when nothing changed or it was rewritten, -1 on error.
+ */
+static int expand_replication_factor(struct job *j, const struct cql_stmt **sp,
+				     const char **text, size_t *len)
+{
+	const struct cql_stmt *s = *sp;
+	if ((s->kind != CQL_STMT_CREATE_KEYSPACE &&
+	     s->kind != CQL_STMT_ALTER_KEYSPACE) ||
+	    !j->e->hooks.node_info)
+		return 0;
+	const struct cql_keyspace_stmt *ks = &s->u.keyspace;
+	const struct cql_term *repl = NULL;
+	for (size_t i = 0; i < ks->option_count; i++)
+		if (strcmp(ks->options[i].name, "replication") == 0)
+			repl = ks->options[i].value;
+	if (!repl || repl->kind != CQL_TERM_MAP || repl->count / 2 > 64)
+		return 0;
+	char klass[128] = "", rf[64] = "";
+	struct repl_entry e[96];
+	size_t n = 0;
+	for (size_t i = 0; i + 1 < repl->count; i += 2) {
+		char k[128], v[64];
+		if (plain_text(repl->items[i], k, sizeof(k)) != 0 ||
+		    plain_text(repl->items[i + 1], v, sizeof(v)) != 0)
+			return 0; /* the schema's own checks answer */
+		if (strcmp(k, "class") == 0)
+			snprintf(klass, sizeof(klass), "%s", v);
+		else if (strcmp(k, "replication_factor") == 0)
+			snprintf(rf, sizeof(rf), "%s", v);
+		else if (!repl_has(e, n, k)) {
+			snprintf(e[n].key, sizeof(e[n].key), "%s", k);
+			snprintf(e[n].value, sizeof(e[n].value), "%s", v);
+			n++;
+		}
+	}
+	if (!rf[0] || (strcmp(klass, "NetworkTopologyStrategy") != 0 &&
+		       strcmp(klass, "org.apache.cassandra.locator."
+				     "NetworkTopologyStrategy") != 0))
+		return 0;
+	const struct cql_keyspace *old =
+		cql_schema_keyspace(j->e->schema, ks->name);
+	if (s->kind == CQL_STMT_ALTER_KEYSPACE && old) {
+		const struct storage_keyspace_meta *m = cql_keyspace_meta(old);
+		for (size_t i = 0; i < m->replication_count && n < 96; i++)
+			if (strcmp(m->replication_keys[i],
+				   "replication_factor") != 0 &&
+			    !repl_has(e, n, m->replication_keys[i])) {
+				snprintf(e[n].key, sizeof(e[n].key), "%s",
+					 m->replication_keys[i]);
+				snprintf(e[n].value, sizeof(e[n].value), "%s",
+					 m->replication_values[i]);
+				n++;
+			}
+	}
+	struct cql_node_info node;
+	j->e->hooks.node_info(j->e->hooks.arg, &node);
+	for (size_t p = 0; p <= node.peer_count && n < 96; p++) {
+		const char *dc = p == 0 ? node.dc : node.peers[p - 1].dc;
+		if (dc && !repl_has(e, n, dc)) {
+			snprintf(e[n].key, sizeof(e[n].key), "%s", dc);
+			snprintf(e[n].value, sizeof(e[n].value), "%s", rf);
+			n++;
+		}
+	}
+	struct buf b;
+	buf_init(&b);
+	buf_append(&b, s->kind == CQL_STMT_CREATE_KEYSPACE ? "CREATE" : "ALTER",
+		   s->kind == CQL_STMT_CREATE_KEYSPACE ? 6 : 5);
+	buf_append(&b, " KEYSPACE ", 10);
+	if (ks->if_not_exists)
+		buf_append(&b, "IF NOT EXISTS ", 14);
+	put_quoted(&b, ks->name, '"');
+	buf_append(&b, " WITH replication = {'class': ", 30);
+	put_quoted(&b, klass, '\'');
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(e[i].value, "0") == 0)
+			continue;
+		buf_append(&b, ", ", 2);
+		put_quoted(&b, e[i].key, '\'');
+		buf_append(&b, ": ", 2);
+		put_quoted(&b, e[i].value, '\'');
+	}
+	buf_append(&b, "}", 1);
+	for (size_t i = 0; i < ks->option_count; i++) {
+		char v[64];
+		if (strcmp(ks->options[i].name, "replication") == 0 ||
+		    plain_text(ks->options[i].value, v, sizeof(v)) != 0)
+			continue;
+		buf_append(&b, " AND ", 5);
+		buf_append(&b, ks->options[i].name,
+			   strlen(ks->options[i].name));
+		buf_append(&b, " = ", 3);
+		buf_append(&b, v, strlen(v));
+	}
+	char *copy = b.data ? arena_alloc_aligned(j->a, b.len + 1, 1) : NULL;
+	if (!copy) {
+		buf_free(&b);
+		return err_set(ERR_NOMEM, "out of memory");
+	}
+	memcpy(copy, b.data, b.len);
+	copy[b.len] = '\0';
+	size_t n_text = b.len;
+	buf_free(&b);
+	int binds;
+	struct cql_stmt *re = cql_parse(j->a, copy, n_text, &binds, NULL);
+	if (!re)
+		return -1;
+	*sp = re;
+	*text = copy;
+	*len = n_text;
+	return 0;
+}
+
 static void run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 		    size_t len)
 {
 	struct cql_schema_change change;
 	uint8_t id[16];
+	if (expand_replication_factor(j, &s, &text, &len) != 0) {
+		char why[ERR_MSG_MAX];
+		snprintf(why, sizeof(why), "%s", err_msg());
+		reply_error(j, CQL_ERR_CONFIG, why);
+		return;
+	}
 	if (check_datacenters(j, s) != 0) {
 		char why[ERR_MSG_MAX];
 		snprintf(why, sizeof(why), "%s", err_msg());

@@ -857,10 +857,17 @@ keyspace_from(const struct cql_keyspace_stmt *ks, bool durable_default,
 	}
 	struct ring_strategy *strategy =
 		ring_strategy_new(keys, values, n, false);
-	if (!strategy)
-		return err_code() == ERR_NOMEM
-			       ? nomem()
-			       : fail(CQL_SCHEMA_CONFIG, "%s", err_msg());
+	if (!strategy) {
+		if (err_code() == ERR_NOMEM)
+			return nomem();
+		/* AbstractReplicationStrategy names the keyspace */
+		char why[ERR_MSG_MAX];
+		snprintf(why, sizeof(why), "%s", err_msg());
+		if (strncmp(why, "Unrecognized strategy option", 28) == 0)
+			return fail(CQL_SCHEMA_CONFIG, "%s for keyspace %s",
+				    why, ks->name);
+		return fail(CQL_SCHEMA_CONFIG, "%s", why);
+	}
 	struct cql_keyspace *k = calloc(1, sizeof(*k));
 	if (!k || !(k->meta = storage_keyspace_meta_new(ks->name, durable))) {
 		free(k);

@@ -111,11 +111,19 @@ def test_errors_arrive_as_the_drivers_exception_classes(session):
     with pytest.raises(ConfigurationException, match="Cannot drop non "
                                                       "existing keyspace"):
         s.execute("DROP KEYSPACE nope")
-    with pytest.raises(ConfigurationException, match="replication_factor is "
-                                                     "an option for "
-                                                     "SimpleStrategy"):
+    # Cassandra 4.0+: replication_factor is every known datacenter's
+    s.execute("CREATE KEYSPACE k2 WITH replication = {'class': "
+              "'NetworkTopologyStrategy', 'replication_factor': 3}")
+    assert s.execute("SELECT replication FROM system_schema.keyspaces "
+                     "WHERE keyspace_name = 'k2'").one().replication == {
+        "class": "org.apache.cassandra.locator.NetworkTopologyStrategy",
+        "dc1": "3"}
+    s.execute("DROP KEYSPACE k2")
+    with pytest.raises(ConfigurationException, match="Unrecognized strategy "
+                       "option {dc2} passed to NetworkTopologyStrategy for "
+                       "keyspace k2"):
         s.execute("CREATE KEYSPACE k2 WITH replication = {'class': "
-                  "'NetworkTopologyStrategy', 'replication_factor': 3}")
+                  "'NetworkTopologyStrategy', 'dc2': 3}")
     with pytest.raises(Unauthorized, match="not user-modifiable"):
         s.execute("DROP TABLE system.local")
     with pytest.raises(InvalidRequest, match="does not exist"):

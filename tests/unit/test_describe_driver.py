@@ -89,7 +89,7 @@ SCHEMA = [
     "AND compaction = {'class': 'SizeTieredCompactionStrategy', "
     "'min_threshold': 2, 'max_threshold': 8}",
     "CREATE KEYSPACE \"Other\" WITH replication = {'class': "
-    "'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 1} "
+    "'NetworkTopologyStrategy', 'dc1': 3} "
     "AND durable_writes = false",
     'CREATE TABLE "Other".t (k uuid PRIMARY KEY, i inet, d decimal, '
     "t timestamp, s smallint, y tinyint, vi varint, tm time, b boolean, "
