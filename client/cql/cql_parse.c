@@ -159,6 +159,11 @@ static int expect_punct(struct parser *p, const char *s)
 	return syntax_error(p, q);
 }
 
+/* What parses but Cassandra refuses as an invalid request (its
+ * CreateTableStatement and ParsedInsert checks): answered as Invalid,
+ * as ERR_UNSUPPORTED is, not as a syntax error. */
+#define ERR_REFUSED ERR_UNSUPPORTED
+
 static int unsupported(const char *what)
 {
 	return err_set(ERR_UNSUPPORTED, "%s are not supported by Cassini yet",
@@ -740,10 +745,9 @@ static int create_table(struct parser *p, struct cql_stmt *s)
 		first = false;
 		if (accept_kw(p, "primary")) {
 			if (pk_clause)
-				return err_set(
-					ERR_INVALID,
-					"Multiple PRIMARY KEYs specified "
-					"(exactly one required)");
+				return err_set(ERR_REFUSED,
+					       "Multiple PRIMARY KEYs specifed "
+					       "(exactly one required)");
 			pk_clause = true;
 			if (primary_key(p, ct) != 0)
 				return -1;
@@ -762,8 +766,8 @@ static int create_table(struct parser *p, struct cql_stmt *s)
 			continue;
 		if (pk_clause || ct->partition_key_count)
 			return err_set(
-				ERR_INVALID,
-				"Multiple PRIMARY KEYs specified (exactly "
+				ERR_REFUSED,
+				"Multiple PRIMARY KEYs specifed (exactly "
 				"one required)");
 		const char **one = arena_alloc(p->a, sizeof(*one));
 		if (!one)
@@ -773,11 +777,11 @@ static int create_table(struct parser *p, struct cql_stmt *s)
 		ct->partition_key_count = 1;
 	}
 	if (!ct->partition_key_count)
-		return err_set(
-			ERR_INVALID,
-			"No PRIMARY KEY specified for table '%s' (exactly "
-			"one required)",
-			ct->table.name);
+		return err_set(ERR_REFUSED,
+			       "No PRIMARY KEY specifed for table '%s%s%s' "
+			       "(exactly one required)",
+			       ct->table.keyspace ? ct->table.keyspace : "",
+			       ct->table.keyspace ? "." : "", ct->table.name);
 	if (accept_kw(p, "with") && table_options(p, ct, &opts) != 0)
 		return -1;
 	ct->options = opts.items;
@@ -1091,11 +1095,7 @@ static int insert(struct parser *p, struct cql_stmt *s)
 		return -1;
 	in->values = values.items;
 	if (values.count != in->column_count)
-		return err_set(
-			ERR_INVALID,
-			"Unmatched column names/values: %zu names for %zu "
-			"values",
-			in->column_count, values.count);
+		return err_set(ERR_REFUSED, "Unmatched column names/values");
 	if (refuse_conditions(p) != 0)
 		return -1;
 	return using_clause(p, &in->using, true);

@@ -13,7 +13,10 @@
  *                   (answered as Syntax_error 0x2000)
  *   ERR_UNSUPPORTED a feature Cassini does not have yet (secondary indexes,
  *                   materialized views, user types, functions, roles):
- *                   answered as Invalid 0x2200 with that sentence.
+ *                   answered as Invalid 0x2200 with that sentence; also
+ *                   what parses but Cassandra refuses as invalid ("No
+ *                   PRIMARY KEY specifed for table 't' (exactly one
+ *                   required)", "Unmatched column names/values").
  */
 #ifndef CASSINI_CLIENT_CQL_PARSE_H
 #define CASSINI_CLIENT_CQL_PARSE_H

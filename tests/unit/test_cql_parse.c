@@ -347,13 +347,18 @@ START_TEST(syntax_errors_read_like_cassandras)
 	m = parse_fails("SELECT * FROM table", ERR_INVALID);
 	ck_assert_str_eq(m, "line 1:14 mismatched input 'table' expecting an "
 			    "identifier");
-	m = parse_fails("INSERT INTO t (a, b) VALUES (1)", ERR_INVALID);
+	/* Cassandra's InvalidRequests (and its spelling) */
+	m = parse_fails("INSERT INTO t (a, b) VALUES (1)", ERR_UNSUPPORTED);
+	ck_assert_str_eq(m, "Unmatched column names/values");
+	m = parse_fails("CREATE TABLE t (a int, b int)", ERR_UNSUPPORTED);
 	ck_assert_str_eq(m,
-			 "Unmatched column names/values: 2 names for 1 values");
-	m = parse_fails("CREATE TABLE t (a int, b int)", ERR_INVALID);
-	ck_assert_str_eq(m,
-			 "No PRIMARY KEY specified for table 't' (exactly one "
+			 "No PRIMARY KEY specifed for table 't' (exactly one "
 			 "required)");
+	m = parse_fails("CREATE TABLE ks.t (a int PRIMARY KEY, b int, "
+			"PRIMARY KEY (b))",
+			ERR_UNSUPPORTED);
+	ck_assert_str_eq(m, "Multiple PRIMARY KEYs specifed (exactly one "
+			    "required)");
 	m = parse_fails("SELECT * FROM t WHERE k = 1 # x", ERR_INVALID);
 	ck_assert_str_eq(m, "line 1:28 token recognition error at: '#'");
 	parse_fails("SELECT * FROM t /* never closed", ERR_INVALID);
