@@ -17,10 +17,9 @@
  * caller supplies, storage_value_cmp when none), so a frozen set or map
  * literal has its canonical form.
  *
- * Functions: now(), currentTimeUUID() (timeuuid), uuid() (v4),
- * toTimestamp(now()), currentTimestamp(), toDate(now()), currentDate(),
- * currentTime(), toUnixTimestamp(now()). Their clock and randomness come
- * from a struct cql_fn_ctx, so tests are deterministic.
+ * Function calls and type hints (now(), blobAsInt(?), (int)1, ...) are
+ * evaluated by client/cql_functions.h; their clock, randomness and bound
+ * values come from a struct cql_fn_ctx, so tests are deterministic.
  */
 #ifndef CASSINI_CLIENT_CQL_VALUES_H
 #define CASSINI_CLIENT_CQL_VALUES_H
