@@ -250,6 +250,8 @@ enum match { NOT_ASSIGNABLE, WEAKLY_ASSIGNABLE, EXACT_MATCH };
 /* Constants.Literal.testAssignment and its kin, for a simple receiver. */
 static enum match test_assignment(const struct cql_fn_arg *a, uint16_t to)
 {
+	if (a->type == CQL_FN_TYPE_COLLECTION)
+		return NOT_ASSIGNABLE; /* no function takes one here */
 	if (a->type)
 		return a->type == to ? EXACT_MATCH
 		       : cql_fn_value_compatible(to, a->type)
@@ -462,6 +464,32 @@ static int put_varint(int64_t v, struct buf *out)
 			 (b[i] == 0xff && (b[i + 1] & 0x80))))
 		i++;
 	return buf_append(out, b + i, 8 - i);
+}
+
+int cql_fn_check_supported(const struct cql_fn *f)
+{
+	if (f->op != OP_CAST)
+		return 0;
+	uint16_t from = f->arg, to = f->ret;
+	bool from_int = is_int_kind(from);
+	bool from_float = from == CQL_TYPE_FLOAT || from == CQL_TYPE_DOUBLE;
+	bool ok;
+	if (to == CQL_TYPE_VARCHAR || to == CQL_TYPE_ASCII)
+		ok = !from_float && from != CQL_TYPE_DECIMAL &&
+		     from != CQL_TYPE_VARINT;
+	else if (to == CQL_TYPE_DATE || to == CQL_TYPE_TIMESTAMP)
+		ok = true;
+	else if (is_int_kind(to) || to == CQL_TYPE_FLOAT ||
+		 to == CQL_TYPE_DOUBLE)
+		ok = from_int || from_float;
+	else
+		ok = from_int; /* to varint or decimal */
+	if (ok)
+		return 0;
+	return err_set(ERR_UNSUPPORTED,
+		       "Casting %s values to %s is not supported by Cassini "
+		       "yet",
+		       tname(from), tname(to));
 }
 
 static int unsupported_cast(uint16_t from, uint16_t to)
@@ -867,7 +895,7 @@ int cql_fn_term_eval(const struct cql_term *t, const struct cql_fn_ctx *ctx,
 		return len < 0 ? 1 : 0;
 	}
 	struct cql_fn f;
-	if (cql_fn_term_resolve(t, &f) != 0)
+	if (cql_fn_term_resolve(t, &f) != 0 || cql_fn_check_supported(&f) != 0)
 		return -1;
 	*type = f.ret;
 	if (f.nargs) {

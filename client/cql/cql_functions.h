@@ -67,6 +67,15 @@ int cql_fn_resolve(const char *name, const struct cql_fn_arg *args, size_t n,
 int cql_fn_apply(const struct cql_fn *f, const uint8_t *arg, int32_t arg_len,
 		 const struct cql_fn_ctx *ctx, struct buf *out);
 
+/* The type of an argument that is a (non-frozen) collection column: no
+ * native function takes one. */
+#define CQL_FN_TYPE_COLLECTION 0xffff
+
+/* 0 when Cassini computes `f` for every value; else -1 with
+ * ERR_UNSUPPORTED ("Casting double values to text is not supported by
+ * Cassini yet"), checked when the statement is planned. */
+int cql_fn_check_supported(const struct cql_fn *f);
+
 /* "system.name : (arg) -> ret", as Cassandra prints a signature. */
 void cql_fn_signature(const struct cql_fn *f, char *dst, size_t cap);
 

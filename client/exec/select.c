@@ -889,7 +889,7 @@ static int plan_expr(struct cql_select_plan *p, const struct cql_selector *s,
 		e->column = c;
 		e->type = p->m->columns[c].type.kind;
 		if (storage_type_is_collection(e->type))
-			e->type = 0xffff; /* matches no argument type */
+			e->type = CQL_FN_TYPE_COLLECTION;
 		snprintf(name, cap, "%s", s->name);
 		return 0;
 	}
@@ -993,6 +993,8 @@ static int plan_expr(struct cql_select_plan *p, const struct cql_selector *s,
 			       s->type->name);
 	if (rc != 0)
 		return rc;
+	if (cql_fn_check_supported(&e->fn) != 0)
+		return -1;
 	e->type = e->fn.ret;
 	if (e->fn.nargs) {
 		struct sel_expr *a = argx[0];

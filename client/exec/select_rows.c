@@ -743,7 +743,8 @@ int cql_select_encode(const struct cql_select_plan *p,
 		buf_free(&state);
 		/* a function's refusal of a row's value (blobAsInt of 3
 		 * bytes) is the answer */
-		if (rc != 0 && err_code() == ERR_INVALID)
+		if (rc != 0 && (err_code() == ERR_INVALID ||
+				err_code() == ERR_UNSUPPORTED))
 			return -1;
 		return err_set(ERR_NOMEM, "out of memory encoding rows");
 	}
