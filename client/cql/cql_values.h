@@ -18,7 +18,7 @@
  * literal has its canonical form.
  *
  * Function calls and type hints (now(), blobAsInt(?), (int)1, ...) are
- * evaluated by client/cql_functions.h; their clock, randomness and bound
+ * evaluated by client/cql/cql_functions.h; their clock, randomness and bound
  * values come from a struct cql_fn_ctx, so tests are deterministic.
  */
 #ifndef CASSINI_CLIENT_CQL_VALUES_H
