@@ -246,7 +246,7 @@ static int pieces_of(struct node_move *m, const struct cql_keyspace *k,
 /* Whether `k` moves: a replicated user keyspace with tables. */
 static bool moves(const struct cql_keyspace *k)
 {
-	return !cql_keyspace_is_system(k) && cql_keyspace_table_count(k) &&
+	return cql_keyspace_is_stored(k) && cql_keyspace_table_count(k) &&
 	       ring_strategy_class(cql_keyspace_strategy(k)) !=
 		       RING_STRATEGY_LOCAL;
 }

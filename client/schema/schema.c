@@ -114,6 +114,15 @@ static const char *const system_tables[] = {
 	"state_type text, "
 	"PRIMARY KEY ((keyspace_name), aggregate_name, argument_types))",
 
+	/* Cassandra's auth tables (AuthKeyspace): real replicated tables,
+	 * stored and streamed like a user keyspace's. */
+	"CREATE TABLE system_auth.roles (role text PRIMARY KEY, "
+	"can_login boolean, is_superuser boolean, member_of set<text>, "
+	"salted_hash text)",
+
+	"CREATE TABLE system_auth.role_members (role text, member text, "
+	"PRIMARY KEY ((role), member))",
+
 	"CREATE TABLE system_schema.indexes (keyspace_name text, "
 	"table_name text, index_name text, kind text, "
 	"options frozen<map<text, text>>, "
@@ -574,6 +583,19 @@ const struct ring_strategy *cql_keyspace_strategy(const struct cql_keyspace *k)
 bool cql_keyspace_is_system(const struct cql_keyspace *k)
 {
 	return k->system;
+}
+
+bool cql_keyspace_name_is_replicated_system(const char *name)
+{
+	return strcmp(name, "system_auth") == 0 ||
+	       strcmp(name, "system_distributed") == 0 ||
+	       strcmp(name, "system_traces") == 0;
+}
+
+bool cql_keyspace_is_stored(const struct cql_keyspace *k)
+{
+	return !k->system ||
+	       cql_keyspace_name_is_replicated_system(k->meta->name);
 }
 
 size_t cql_keyspace_table_count(const struct cql_keyspace *k)

@@ -191,6 +191,13 @@ const struct storage_keyspace_meta *
 cql_keyspace_meta(const struct cql_keyspace *k);
 const struct ring_strategy *cql_keyspace_strategy(const struct cql_keyspace *k);
 bool cql_keyspace_is_system(const struct cql_keyspace *k);
+/* Whether the keyspace's tables hold data in the engine and are replicated
+ * like a user keyspace's (streamed, repaired): user keyspaces and the
+ * replicated system keyspaces (system_auth, system_distributed,
+ * system_traces), whose replication an operator may ALTER as in
+ * Cassandra. */
+bool cql_keyspace_is_stored(const struct cql_keyspace *k);
+bool cql_keyspace_name_is_replicated_system(const char *name);
 size_t cql_keyspace_table_count(const struct cql_keyspace *k);
 const struct cql_table *cql_keyspace_table_at(const struct cql_keyspace *k,
 					      size_t i);

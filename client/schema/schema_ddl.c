@@ -998,7 +998,10 @@ static enum cql_schema_status alter_keyspace(struct cql_schema *s,
 			    "Cannot alter non existing "
 			    "keyspace '%s'.",
 			    ks->name);
-	if (!internal && old->system)
+	/* The replicated system keyspaces (system_auth, ...) take a new
+	 * replication, as in Cassandra; the local ones are fixed. */
+	if (!internal && old->system &&
+	    !cql_keyspace_name_is_replicated_system(ks->name))
 		return fail(CQL_SCHEMA_UNAUTHORIZED,
 			    "%s keyspace is not user-modifiable.", ks->name);
 	struct cql_keyspace *k;
@@ -1006,6 +1009,7 @@ static enum cql_schema_status alter_keyspace(struct cql_schema *s,
 		ks, old->meta->durable_writes, old->meta, old->option_time, &k);
 	if (st != CQL_SCHEMA_OK)
 		return st;
+	k->system = old->system;
 	if (schema_retire(s, RETIRED_KEYSPACE, old) != 0) {
 		schema_keyspace_free(k);
 		return nomem();
