@@ -124,6 +124,33 @@ enum cql_stmt_kind {
 	CQL_STMT_SELECT,
 	CQL_STMT_BATCH,
 	CQL_STMT_DESCRIBE,
+	CQL_STMT_ROLE, /* CREATE/ALTER/DROP ROLE or USER, GRANT, LIST ROLES */
+};
+
+enum cql_role_op {
+	CQL_ROLE_CREATE,
+	CQL_ROLE_ALTER,
+	CQL_ROLE_DROP,
+	CQL_ROLE_GRANT,  /* GRANT role TO grantee */
+	CQL_ROLE_REVOKE, /* REVOKE role FROM grantee */
+	CQL_ROLE_LIST,   /* LIST ROLES [OF role] [NORECURSIVE] */
+	CQL_ROLE_LIST_USERS,
+};
+
+/* A role statement (client/cql_parse_roles.c). Names are as Cassandra
+ * takes them: unquoted identifiers lowercased, quoted ones and string
+ * literals as written. */
+struct cql_role_stmt {
+	enum cql_role_op op;
+	bool user;           /* the legacy USER form */
+	const char *role;    /* the subject; GRANT/REVOKE: the granted role;
+				LIST: OF role, or NULL */
+	const char *grantee; /* GRANT ... TO, REVOKE ... FROM */
+	bool if_exists, if_not_exists;
+	const char *password; /* NULL when not given */
+	int login, superuser; /* -1 when not given, else 0 or 1 */
+	bool options;         /* OPTIONS = {...} was given */
+	bool norecursive;
 };
 
 struct cql_using {
@@ -333,6 +360,7 @@ struct cql_stmt {
 		struct cql_select select;
 		struct cql_batch_stmt batch;
 		struct cql_describe describe;
+		struct cql_role_stmt role;
 	} u;
 };
 

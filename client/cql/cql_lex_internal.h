@@ -35,4 +35,11 @@ struct cql_token {
 int cql_lex(struct arena *a, const char *src, size_t len,
 	    struct cql_token **out, size_t *count);
 
+/* Role statements (cql_parse_roles.c): whether the tokens start one, and
+ * its parse into `s` (CQL_STMT_ROLE). */
+struct cql_stmt;
+bool cql_is_role_statement(const struct cql_token *t, size_t n);
+int cql_parse_role(struct arena *a, const struct cql_token *toks, size_t n,
+		   struct cql_stmt *s);
+
 #endif

@@ -1509,6 +1509,14 @@ struct cql_stmt *cql_parse(struct arena *a, const char *text, size_t len,
 	if (cql_lex(a, text, len, &p.toks, &p.count) != 0)
 		return NULL;
 	struct cql_stmt *s = node(&p, sizeof(*s));
+	if (s && cql_is_role_statement(p.toks, p.count)) {
+		if (cql_parse_role(a, p.toks, p.count, s) != 0)
+			return NULL;
+		*bind_count = 0;
+		if (bind_names)
+			*bind_names = NULL;
+		return s;
+	}
 	if (!s || statement(&p, s, false) != 0)
 		return NULL;
 	while (accept_punct(&p, ";"))

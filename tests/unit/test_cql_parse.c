@@ -384,7 +384,6 @@ START_TEST(unsupported_features_get_a_clear_refusal)
 		    ERR_UNSUPPORTED);
 	parse_fails("CREATE TYPE addr (street text)", ERR_UNSUPPORTED);
 	parse_fails("CREATE FUNCTION f () RETURNS int", ERR_UNSUPPORTED);
-	parse_fails("CREATE ROLE bob", ERR_UNSUPPORTED);
 	parse_fails("CREATE CUSTOM INDEX ON t (v) USING 'x'", ERR_UNSUPPORTED);
 	m = parse_fails("CREATE OR REPLACE FUNCTION f () RETURNS int",
 			ERR_UNSUPPORTED);
@@ -398,11 +397,95 @@ START_TEST(unsupported_features_get_a_clear_refusal)
 	m = parse_fails("DROP TRIGGER tr ON t", ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "Triggers are not supported by Cassini yet");
 	parse_fails("DROP INDEX i", ERR_UNSUPPORTED);
-	parse_fails("ALTER ROLE bob WITH PASSWORD 'x'", ERR_UNSUPPORTED);
+	/* role options take '=' (the USER form does not) */
+	parse_fails("ALTER ROLE bob WITH PASSWORD 'x'", ERR_INVALID);
 	parse_fails("DROP NONSENSE x", ERR_INVALID);
 	parse_fails("GRANT SELECT ON t TO bob", ERR_UNSUPPORTED);
+	parse_fails("GRANT ALL PERMISSIONS ON KEYSPACE k TO bob",
+		    ERR_UNSUPPORTED);
+	parse_fails("LIST ALL PERMISSIONS OF bob", ERR_UNSUPPORTED);
 	parse_fails("SELECT JSON * FROM t", ERR_UNSUPPORTED);
 	parse_fails("CREATE TABLE t (k int PRIMARY KEY) WITH COMPACT STORAGE",
+		    ERR_UNSUPPORTED);
+}
+END_TEST
+
+static const struct cql_role_stmt *role(const char *q)
+{
+	struct cql_stmt *s = parse(q);
+	ck_assert_int_eq(s->kind, CQL_STMT_ROLE);
+	return &s->u.role;
+}
+
+START_TEST(role_statements)
+{
+	const struct cql_role_stmt *r = role(
+		"CREATE ROLE IF NOT EXISTS Alice WITH PASSWORD = 'p''w' AND "
+		"LOGIN = true AND SUPERUSER = false");
+	ck_assert_int_eq(r->op, CQL_ROLE_CREATE);
+	ck_assert(r->if_not_exists && !r->user);
+	ck_assert_str_eq(r->role, "alice"); /* unquoted: lowercased */
+	ck_assert_str_eq(r->password, "p'w");
+	ck_assert_int_eq(r->login, 1);
+	ck_assert_int_eq(r->superuser, 0);
+	r = role("CREATE ROLE \"Bob\"");
+	ck_assert_str_eq(r->role, "Bob");
+	ck_assert_int_eq(r->login, -1);
+	ck_assert(!r->password);
+	r = role("CREATE ROLE 'Carol' WITH OPTIONS = {'a': 'b'}");
+	ck_assert_str_eq(r->role, "Carol");
+	ck_assert(r->options);
+	r = role("ALTER ROLE IF EXISTS bob WITH SUPERUSER = true");
+	ck_assert_int_eq(r->op, CQL_ROLE_ALTER);
+	ck_assert(r->if_exists);
+	ck_assert_int_eq(r->superuser, 1);
+	r = role("DROP ROLE IF EXISTS bob;");
+	ck_assert_int_eq(r->op, CQL_ROLE_DROP);
+	ck_assert(r->if_exists);
+	r = role("GRANT admins TO bob");
+	ck_assert_int_eq(r->op, CQL_ROLE_GRANT);
+	ck_assert_str_eq(r->role, "admins");
+	ck_assert_str_eq(r->grantee, "bob");
+	r = role("REVOKE admins FROM bob");
+	ck_assert_int_eq(r->op, CQL_ROLE_REVOKE);
+	r = role("LIST ROLES");
+	ck_assert_int_eq(r->op, CQL_ROLE_LIST);
+	ck_assert(!r->role && !r->norecursive);
+	r = role("LIST ROLES OF bob NORECURSIVE");
+	ck_assert_str_eq(r->role, "bob");
+	ck_assert(r->norecursive);
+	r = role("CREATE USER IF NOT EXISTS Dave WITH PASSWORD 'x' SUPERUSER");
+	ck_assert(r->user && r->if_not_exists);
+	ck_assert_str_eq(r->role, "Dave"); /* USER names keep their case */
+	ck_assert_str_eq(r->password, "x");
+	ck_assert_int_eq(r->superuser, 1);
+	r = role("ALTER USER dave NOSUPERUSER");
+	ck_assert(r->user);
+	ck_assert_int_eq(r->superuser, 0);
+	r = role("DROP USER dave");
+	ck_assert(r->user);
+	ck_assert_int_eq(r->op, CQL_ROLE_DROP);
+	r = role("LIST USERS");
+	ck_assert_int_eq(r->op, CQL_ROLE_LIST_USERS);
+	r = role("CREATE ROLE r WITH ACCESS TO ALL DATACENTERS");
+
+	const char *m =
+		parse_fails("CREATE ROLE r WITH LOGIN = 1", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:27 mismatched input '1' expecting BOOLEAN");
+	m = parse_fails("CREATE ROLE r WITH LOGIN = true AND LOGIN = false",
+			ERR_INVALID);
+	ck_assert_str_eq(m, "Multiple definition for property LOGIN");
+	m = parse_fails("CREATE ROLE ''", ERR_INVALID);
+	ck_assert_str_eq(m, "Role name can't be an empty string");
+	m = parse_fails("CREATE USER \"Eve\"", ERR_INVALID);
+	ck_assert_str_eq(m, "Quoted strings are are not supported for user "
+			    "names and USER is deprecated, please use ROLE");
+	parse_fails("CREATE ROLE r WITH PASSWORD = 5", ERR_INVALID);
+	parse_fails("CREATE ROLE r extra", ERR_INVALID);
+	parse_fails("GRANT a b", ERR_INVALID);
+	parse_fails("LIST ROLES OF", ERR_INVALID);
+	parse_fails("CREATE ROLE ?", ERR_INVALID);
+	parse_fails("CREATE ROLE r WITH ACCESS TO DATACENTERS {'dc1'}",
 		    ERR_UNSUPPORTED);
 }
 END_TEST
@@ -412,12 +495,13 @@ START_TEST(random_bytes_never_crash_the_parser)
 	struct rng r;
 	rng_seed(&r, seed);
 	static const char *const pieces[] = {
-		"SELECT", "*",  "FROM",  "t",      "WHERE", "k",      "=",
-		"?",      "(",  ")",     "'",      "\"",    "[",      "{",
-		"}",      "]",  ",",     ":",      "AND",   "IN",     "-",
-		"1",      "0x", "token", "BEGIN",  "BATCH", "APPLY",  ";",
-		"/*",     "--", "$$",    "INSERT", "INTO",  "VALUES", "UPDATE",
-		"SET",    "+",
+		"SELECT", "*",  "FROM",   "t",      "WHERE", "k",      "=",
+		"?",      "(",  ")",      "'",      "\"",    "[",      "{",
+		"}",      "]",  ",",      ":",      "AND",   "IN",     "-",
+		"1",      "0x", "token",  "BEGIN",  "BATCH", "APPLY",  ";",
+		"/*",     "--", "$$",     "INSERT", "INTO",  "VALUES", "UPDATE",
+		"SET",    "+",  "CREATE", "ROLE",   "USER",  "GRANT",  "LIST",
+		"ROLES",  "OF", "WITH",   "LOGIN",  "=",     "true",   "TO",
 	};
 	size_t npieces = sizeof(pieces) / sizeof(pieces[0]);
 	char q[512];
@@ -549,6 +633,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, batches_comments_and_strings);
 	tcase_add_test(tc, syntax_errors_read_like_cassandras);
 	tcase_add_test(tc, unsupported_features_get_a_clear_refusal);
+	tcase_add_test(tc, role_statements);
 	tcase_add_test(tc, random_bytes_never_crash_the_parser);
 	tcase_add_test(tc, trailing_commas_sizes_and_depth);
 	suite_add_tcase(s, tc);

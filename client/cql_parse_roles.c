@@ -1,0 +1,358 @@
+/*
+ * The role statements of Cassandra 4.1's grammar (Parser.g):
+ *
+ *   CREATE ROLE [IF NOT EXISTS] r [WITH opt [AND opt ...]]
+ *   ALTER ROLE [IF EXISTS] r [WITH opt [AND opt ...]]
+ *   DROP ROLE [IF EXISTS] r
+ *   GRANT r TO g / REVOKE r FROM g
+ *   LIST ROLES [OF r] [NORECURSIVE]
+ *     opt: PASSWORD = 'p' | LOGIN = bool | SUPERUSER = bool
+ *          | OPTIONS = {map} | ACCESS TO ALL DATACENTERS
+ *   CREATE USER [IF NOT EXISTS] u [WITH PASSWORD 'p'] [SUPERUSER|NOSUPERUSER]
+ *   ALTER USER [IF EXISTS] u [WITH PASSWORD 'p'] [SUPERUSER|NOSUPERUSER]
+ *   DROP USER [IF EXISTS] u
+ *   LIST USERS
+ *
+ * Role names: an unquoted identifier is lowercased, a "quoted" one or a
+ * 'string' is taken as written. A USER's name keeps its case (Cassandra's
+ * legacy rule). Permission statements (GRANT SELECT ON ..., LIST ALL
+ * PERMISSIONS) are recognised and refused as not supported yet.
+ */
+#include "client/cql_parse.h"
+
+#include "client/cql_lex_internal.h"
+#include "common/err.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+struct rp {
+	struct arena *a;
+	const struct cql_token *t;
+	size_t n, i;
+};
+
+static const struct cql_token *cur(const struct rp *p)
+{
+	return &p->t[p->i < p->n ? p->i : p->n - 1];
+}
+
+static bool tok_is_kw(const struct cql_token *t, const char *kw)
+{
+	return t->kind == CQL_TOK_IDENT && strlen(kw) == t->len &&
+	       strncasecmp(t->text, kw, t->len) == 0;
+}
+
+static bool is_kw(const struct rp *p, const char *kw)
+{
+	return tok_is_kw(cur(p), kw);
+}
+
+static bool accept(struct rp *p, const char *kw)
+{
+	if (!is_kw(p, kw))
+		return false;
+	p->i++;
+	return true;
+}
+
+static int syntax(const struct rp *p, const char *expecting)
+{
+	const struct cql_token *t = cur(p);
+	int n = t->kind == CQL_TOK_EOF
+			? 5
+			: (int)(t->raw_len > 40 ? 40 : t->raw_len);
+	const char *text = t->kind == CQL_TOK_EOF ? "<EOF>" : t->raw;
+	if (expecting)
+		return err_set(ERR_INVALID,
+			       "line %d:%d mismatched input '%.*s' expecting "
+			       "%s",
+			       t->line, t->col, n, text, expecting);
+	return err_set(ERR_INVALID,
+		       "line %d:%d no viable alternative at input '%.*s'",
+		       t->line, t->col, n, text);
+}
+
+static int expect(struct rp *p, const char *kw, const char *shown)
+{
+	return accept(p, kw) ? 0 : syntax(p, shown);
+}
+
+static bool punct(const struct rp *p, const char *s)
+{
+	const struct cql_token *t = cur(p);
+	return t->kind == CQL_TOK_PUNCT && t->len == strlen(s) &&
+	       memcmp(t->text, s, t->len) == 0;
+}
+
+static int expect_punct(struct rp *p, const char *s)
+{
+	if (!punct(p, s))
+		return syntax(p, s);
+	p->i++;
+	return 0;
+}
+
+static char *copy(struct rp *p, const char *s, size_t len, bool lower)
+{
+	char *d = arena_alloc(p->a, len + 1);
+	if (!d) {
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < len; i++)
+		d[i] = lower ? (char)tolower((unsigned char)s[i]) : s[i];
+	d[len] = '\0';
+	return d;
+}
+
+/* userOrRoleName (keep_case: the legacy USER form). */
+static const char *role_name(struct rp *p, bool keep_case)
+{
+	const struct cql_token *t = cur(p);
+	if (t->kind == CQL_TOK_PUNCT && t->len == 1 && t->text[0] == '?') {
+		err_set(ERR_INVALID, "Bind variables cannot be used for role "
+				     "names");
+		return NULL;
+	}
+	if (t->kind != CQL_TOK_IDENT && t->kind != CQL_TOK_QIDENT &&
+	    t->kind != CQL_TOK_STRING) {
+		syntax(p, NULL);
+		return NULL;
+	}
+	if (t->kind == CQL_TOK_QIDENT && keep_case) {
+		err_set(ERR_INVALID,
+			"Quoted strings are are not supported for user names "
+			"and USER is deprecated, please use ROLE");
+		return NULL;
+	}
+	p->i++;
+	return copy(p, t->text, t->len, t->kind == CQL_TOK_IDENT && !keep_case);
+}
+
+static int boolean(struct rp *p, int *out, const char *prop)
+{
+	const struct cql_token *t = cur(p);
+	if (tok_is_kw(t, "true") || tok_is_kw(t, "false")) {
+		*out = tok_is_kw(t, "true");
+		p->i++;
+		return 0;
+	}
+	(void)prop;
+	return syntax(p, "BOOLEAN");
+}
+
+static int twice(const char *prop)
+{
+	return err_set(ERR_INVALID, "Multiple definition for property %s",
+		       prop);
+}
+
+/* OPTIONS = { 'k' : 'v', ... }: parsed, refused later (Cassandra's own
+ * role manager supports no custom options either). */
+static int skip_map(struct rp *p)
+{
+	if (expect_punct(p, "{") != 0)
+		return -1;
+	while (!punct(p, "}")) {
+		if (cur(p)->kind == CQL_TOK_EOF)
+			return syntax(p, "}");
+		p->i++;
+	}
+	p->i++;
+	return 0;
+}
+
+static int role_option(struct rp *p, struct cql_role_stmt *r)
+{
+	if (accept(p, "password")) {
+		if (r->password)
+			return twice("PASSWORD");
+		if (expect_punct(p, "=") != 0)
+			return -1;
+		const struct cql_token *t = cur(p);
+		if (t->kind != CQL_TOK_STRING)
+			return syntax(p, "STRING_LITERAL");
+		p->i++;
+		r->password = copy(p, t->text, t->len, false);
+		return r->password ? 0 : -1;
+	}
+	if (accept(p, "login")) {
+		if (r->login >= 0)
+			return twice("LOGIN");
+		return expect_punct(p, "=") || boolean(p, &r->login, "LOGIN");
+	}
+	if (accept(p, "superuser")) {
+		if (r->superuser >= 0)
+			return twice("SUPERUSER");
+		return expect_punct(p, "=") ||
+		       boolean(p, &r->superuser, "SUPERUSER");
+	}
+	if (accept(p, "options")) {
+		if (r->options)
+			return twice("OPTIONS");
+		r->options = true;
+		return expect_punct(p, "=") || skip_map(p);
+	}
+	if (accept(p, "access")) {
+		/* ACCESS TO ALL DATACENTERS is what every role has here;
+		 * a list of datacenters needs a network authorizer */
+		if (expect(p, "to", "TO") != 0)
+			return -1;
+		if (accept(p, "all"))
+			return expect(p, "datacenters", "DATACENTERS");
+		return err_set(ERR_UNSUPPORTED,
+			       "Restricting roles to datacenters (ACCESS TO "
+			       "DATACENTERS) is not supported by Cassini yet");
+	}
+	if (is_kw(p, "hashed"))
+		return err_set(ERR_UNSUPPORTED,
+			       "HASHED PASSWORD is not supported by Cassini "
+			       "yet");
+	return syntax(p, NULL);
+}
+
+static int role_options(struct rp *p, struct cql_role_stmt *r)
+{
+	if (!accept(p, "with"))
+		return 0;
+	do {
+		if (role_option(p, r) != 0)
+			return -1;
+	} while (accept(p, "and"));
+	return 0;
+}
+
+/* The legacy USER options: [WITH PASSWORD 'p'] [SUPERUSER|NOSUPERUSER]. */
+static int user_options(struct rp *p, struct cql_role_stmt *r)
+{
+	if (accept(p, "with")) {
+		if (expect(p, "password", "PASSWORD") != 0)
+			return -1;
+		const struct cql_token *t = cur(p);
+		if (t->kind != CQL_TOK_STRING)
+			return syntax(p, "STRING_LITERAL");
+		p->i++;
+		if (!(r->password = copy(p, t->text, t->len, false)))
+			return -1;
+	}
+	if (accept(p, "superuser"))
+		r->superuser = 1;
+	else if (accept(p, "nosuperuser"))
+		r->superuser = 0;
+	return 0;
+}
+
+static int if_not_exists(struct rp *p, bool *out)
+{
+	if (!accept(p, "if"))
+		return 0;
+	*out = true;
+	return expect(p, "not", "NOT") || expect(p, "exists", "EXISTS");
+}
+
+static int if_exists(struct rp *p, bool *out)
+{
+	if (!accept(p, "if"))
+		return 0;
+	*out = true;
+	return expect(p, "exists", "EXISTS");
+}
+
+static bool permission_statement(const struct rp *p)
+{
+	/* GRANT/REVOKE <permission> [PERMISSION(S)] ON ...: the second or
+	 * third token says it; LIST anything but ROLES/USERS */
+	const struct cql_token *t = p->t;
+	if (tok_is_kw(&t[0], "list"))
+		return !tok_is_kw(&t[1], "roles") && !tok_is_kw(&t[1], "users");
+	for (size_t i = 2; i < 4 && i < p->n; i++)
+		if (tok_is_kw(&t[i], "on") || tok_is_kw(&t[i], "permission") ||
+		    tok_is_kw(&t[i], "permissions"))
+			return true;
+	return false;
+}
+
+bool cql_is_role_statement(const struct cql_token *t, size_t n)
+{
+	if (n < 2)
+		return false;
+	if (tok_is_kw(&t[0], "grant") || tok_is_kw(&t[0], "revoke") ||
+	    tok_is_kw(&t[0], "list"))
+		return true;
+	return (tok_is_kw(&t[0], "create") || tok_is_kw(&t[0], "alter") ||
+		tok_is_kw(&t[0], "drop")) &&
+	       (tok_is_kw(&t[1], "role") || tok_is_kw(&t[1], "user"));
+}
+
+static int body(struct rp *p, struct cql_role_stmt *r)
+{
+	if (permission_statement(p))
+		return err_set(ERR_UNSUPPORTED,
+			       "Permissions (GRANT, REVOKE and LIST on "
+			       "resources) are not supported by Cassini yet");
+	if (accept(p, "list")) {
+		if (accept(p, "users")) {
+			r->op = CQL_ROLE_LIST_USERS;
+			return 0;
+		}
+		if (expect(p, "roles", "ROLES") != 0)
+			return -1;
+		r->op = CQL_ROLE_LIST;
+		if (accept(p, "of") && !(r->role = role_name(p, false)))
+			return -1;
+		r->norecursive = accept(p, "norecursive");
+		return 0;
+	}
+	if (accept(p, "grant") || accept(p, "revoke")) {
+		bool grant = tok_is_kw(&p->t[0], "grant");
+		r->op = grant ? CQL_ROLE_GRANT : CQL_ROLE_REVOKE;
+		if (!(r->role = role_name(p, false)) ||
+		    expect(p, grant ? "to" : "from", grant ? "TO" : "FROM") !=
+			    0 ||
+		    !(r->grantee = role_name(p, false)))
+			return -1;
+		return 0;
+	}
+	enum cql_role_op op = accept(p, "create")  ? CQL_ROLE_CREATE
+			      : accept(p, "alter") ? CQL_ROLE_ALTER
+						   : CQL_ROLE_DROP;
+	if (op == CQL_ROLE_DROP)
+		p->i++;
+	r->op = op;
+	r->user = accept(p, "user");
+	if (!r->user)
+		p->i++; /* ROLE */
+	int rc = op == CQL_ROLE_CREATE ? if_not_exists(p, &r->if_not_exists)
+				       : if_exists(p, &r->if_exists);
+	if (rc != 0 || !(r->role = role_name(p, r->user)))
+		return -1;
+	if (op == CQL_ROLE_DROP)
+		return 0;
+	return r->user ? user_options(p, r) : role_options(p, r);
+}
+
+int cql_parse_role(struct arena *a, const struct cql_token *toks, size_t n,
+		   struct cql_stmt *s)
+{
+	struct rp p = {.a = a, .t = toks, .n = n};
+	struct cql_role_stmt *r = &s->u.role;
+	memset(r, 0, sizeof(*r));
+	r->login = r->superuser = -1;
+	s->kind = CQL_STMT_ROLE;
+	if (body(&p, r) != 0)
+		return -1;
+	while (punct(&p, ";"))
+		p.i++;
+	if (cur(&p)->kind != CQL_TOK_EOF)
+		return syntax(&p, NULL);
+	if (r->role && !r->role[0])
+		return err_set(ERR_INVALID,
+			       "Role name can't be an empty string");
+	if (r->grantee && !r->grantee[0])
+		return err_set(ERR_INVALID,
+			       "Role name can't be an empty string");
+	return 0;
+}
