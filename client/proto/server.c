@@ -71,6 +71,11 @@ struct cql_conn {
 	struct inet_addr peer;
 	uint8_t version; /* fixed by STARTUP; 0 before */
 	bool ready;
+	/* Logged in (or no authenticator). Until then only AUTH_RESPONSE is
+	 * taken, one at a time. */
+	bool authenticated;
+	bool auth_pending;
+	char *user; /* the logged-in role, or NULL */
 	bool lz4;
 	bool closed;  /* socket gone; struct lives while refs > 0 */
 	bool closing; /* flushing a last reply, then closing */
@@ -107,6 +112,8 @@ struct cql_server {
 	struct cql_server_config cfg;
 	char cql_version[16];
 	struct cql_executor exec;
+	struct cql_authenticator auth;
+	bool has_auth;
 	struct cql_conn *conns;
 	/* Connections with replies queued in this loop turn, written by
 	 * one flush event once the turn's ready callbacks have run (one
@@ -127,6 +134,7 @@ static void conn_unref(struct cql_conn *c)
 	if (--c->refs > 0)
 		return;
 	free(c->keyspace);
+	free(c->user);
 	free(c);
 }
 
@@ -372,8 +380,11 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	struct cql_conn *c = arg;
-	if (!c->ready) {
-		conn_close(c, "no STARTUP within the handshake timeout");
+	if (!c->ready || !c->authenticated) {
+		conn_close(c, c->ready ? "not authenticated within the "
+					 "handshake timeout"
+				       : "no STARTUP within the handshake "
+					 "timeout");
 		return;
 	}
 	uint64_t now = turn_ms(c->srv);
@@ -388,8 +399,9 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
 
 static void conn_arm_timer(struct cql_conn *c)
 {
-	uint64_t ms = c->ready ? c->srv->cfg.idle_timeout_ms
-			       : c->srv->cfg.handshake_timeout_ms;
+	uint64_t ms = c->ready && c->authenticated
+			      ? c->srv->cfg.idle_timeout_ms
+			      : c->srv->cfg.handshake_timeout_ms;
 	c->last_request_ms = turn_ms(c->srv);
 	if (ms == 0)
 		evtimer_del(c->timer);
@@ -453,14 +465,137 @@ static int handle_startup(struct cql_conn *c, const struct cql_header *h,
 	}
 	struct buf b;
 	buf_init(&b);
-	if (cql_encode_ready(&b, h->version, h->stream) == 0)
+	if (c->srv->has_auth) {
+		/* AUTHENTICATE names the authenticator; the driver answers
+		 * with AUTH_RESPONSE. Like READY, never compressed. */
+		long start = cql_frame_begin(&b, h->version, 0, h->stream,
+					     CQL_OP_AUTHENTICATE);
+		if (start >= 0 &&
+		    cql_write_cstring(&b, c->srv->auth.class_name) == 0) {
+			cql_frame_end(&b, start);
+			conn_write(c, b.data, b.len);
+		}
+	} else if (cql_encode_ready(&b, h->version, h->stream) == 0) {
 		conn_write(c, b.data, b.len); /* never compressed */
+	}
 	buf_free(&b);
 	c->version = h->version;
 	c->ready = true;
+	c->authenticated = !c->srv->has_auth;
 	c->lz4 = lz4;
 	conn_arm_timer(c);
 	return 0;
+}
+
+/* ---- authentication ------------------------------------------------------ */
+
+struct cql_auth_attempt {
+	struct cql_conn *conn; /* a reference */
+	uint8_t version;
+	int16_t stream;
+	struct event *delay; /* a refusal waits for it */
+	uint32_t code;
+	char msg[256];
+};
+
+static void attempt_free(struct cql_auth_attempt *at)
+{
+	if (at->delay)
+		event_free(at->delay);
+	at->conn->auth_pending = false;
+	conn_unref(at->conn);
+	free(at);
+}
+
+static void attempt_refuse(struct cql_auth_attempt *at)
+{
+	struct cql_conn *c = at->conn;
+	if (!c->closed) {
+		struct buf b;
+		buf_init(&b);
+		if (cql_encode_error(&b, at->version, at->stream, at->code,
+				     at->msg) == 0)
+			conn_send_frame(c, b.data, b.len);
+		buf_free(&b);
+	}
+	attempt_free(at);
+}
+
+static void attempt_on_delay(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	attempt_refuse(arg);
+}
+
+void cql_auth_attempt_done(struct cql_auth_attempt *at, const char *role,
+			   uint32_t code, const char *msg)
+{
+	struct cql_conn *c = at->conn;
+	if (c->closed) {
+		attempt_free(at);
+		return;
+	}
+	if (role) {
+		char *user = strdup(role);
+		if (!user) {
+			conn_close(c, "out of memory");
+			attempt_free(at);
+			return;
+		}
+		free(c->user);
+		c->user = user;
+		c->authenticated = true;
+		struct buf b;
+		buf_init(&b);
+		long start = cql_frame_begin(&b, at->version, 0, at->stream,
+					     CQL_OP_AUTH_SUCCESS);
+		if (start >= 0 && cql_write_bytes(&b, NULL, -1) == 0) {
+			cql_frame_end(&b, start);
+			conn_send_frame(c, b.data, b.len);
+		}
+		buf_free(&b);
+		conn_arm_timer(c); /* the idle timer from now on */
+		attempt_free(at);
+		return;
+	}
+	at->code = code;
+	snprintf(at->msg, sizeof(at->msg), "%s", msg ? msg : "");
+	uint64_t ms = c->srv->cfg.auth_failure_delay_ms;
+	if (ms) {
+		at->delay = evtimer_new(c->srv->base, attempt_on_delay, at);
+		if (at->delay) {
+			struct timeval tv = {
+				.tv_sec = (time_t)(ms / 1000),
+				.tv_usec = (suseconds_t)(ms % 1000) * 1000};
+			evtimer_add(at->delay, &tv);
+			return;
+		}
+	}
+	attempt_refuse(at);
+}
+
+static void handle_auth_response(struct cql_conn *c, const struct cql_header *h,
+				 struct cursor *body)
+{
+	struct cql_value token;
+	if (cql_decode_auth_response(body, &token) != 0) {
+		conn_fail(c, h->version, h->stream, err_msg());
+		return;
+	}
+	struct cql_auth_attempt *at = zcalloc(1, sizeof(*at));
+	if (!at) {
+		conn_close(c, "out of memory");
+		return;
+	}
+	at->conn = c;
+	at->version = h->version;
+	at->stream = h->stream;
+	c->refs++;
+	c->auth_pending = true;
+	c->srv->auth.authenticate(c->srv->auth.arg, at, token.ptr,
+				  token.len > 0 ? (size_t)token.len : 0,
+				  &c->peer);
 }
 
 static int handle_register(struct cql_conn *c, const struct cql_header *h,
@@ -554,6 +689,7 @@ static void handle_statement(struct cql_conn *c, const struct cql_header *h,
 		.opcode = h->opcode,
 		.keyspace = c->keyspace,
 		.client = c->peer,
+		.user = c->user,
 	};
 	s->exec.execute(s->exec.arg, req, &info, frame_body + offset,
 			len - offset);
@@ -591,6 +727,10 @@ static const char *opcode_name(uint8_t op)
 		return "REGISTER";
 	case CQL_OP_AUTH_RESPONSE:
 		return "AUTH_RESPONSE";
+	case CQL_OP_STARTUP:
+		return "STARTUP";
+	case CQL_OP_OPTIONS:
+		return "OPTIONS";
 	default:
 		return NULL;
 	}
@@ -626,6 +766,26 @@ static void dispatch(struct cql_conn *c, const struct cql_header *h,
 	    cql_skip_custom_payload(&cur) != 0) {
 		free(body);
 		conn_fail(c, h->version, h->stream, err_msg());
+		return;
+	}
+	if (c->ready && !c->authenticated) {
+		/* Cassandra's AUTHENTICATION state: nothing but the SASL
+		 * exchange, one message at a time. */
+		if (h->opcode != CQL_OP_AUTH_RESPONSE || c->auth_pending) {
+			const char *name = opcode_name(h->opcode);
+			char m[32];
+			if (!name)
+				snprintf(m, sizeof(m), "0x%02x", h->opcode);
+			snprintf(msg, sizeof(msg),
+				 "Unexpected message %s, expecting "
+				 "SASL_RESPONSE",
+				 name ? name : m);
+			free(body);
+			conn_fail(c, h->version, h->stream, msg);
+			return;
+		}
+		handle_auth_response(c, h, &cur);
+		free(body);
 		return;
 	}
 	if (h->opcode == CQL_OP_OPTIONS) {
@@ -949,6 +1109,8 @@ void cql_server_config_defaults(struct cql_server_config *c)
 	c->handshake_timeout_ms = 10000;
 	c->idle_timeout_ms = 0;
 	c->cql_version = "3.4.5";
+	c->authenticator = NULL;
+	c->auth_failure_delay_ms = 500;
 }
 
 struct cql_server *cql_server_new(struct event_base *base,
@@ -965,6 +1127,10 @@ struct cql_server *cql_server_new(struct event_base *base,
 	snprintf(s->cql_version, sizeof(s->cql_version), "%s",
 		 config->cql_version ? config->cql_version : "3.4.5");
 	s->cfg.cql_version = s->cql_version;
+	if (config->authenticator) {
+		s->auth = *config->authenticator;
+		s->has_auth = true;
+	}
 	if (s->cfg.max_requests_per_connection < 1)
 		s->cfg.max_requests_per_connection = 1;
 	s->exec = *executor;

@@ -38,7 +38,36 @@ struct cql_request_info {
 	uint8_t opcode;       /* QUERY, PREPARE, EXECUTE or BATCH */
 	const char *keyspace; /* the connection's USE keyspace, or NULL */
 	struct inet_addr client;
+	/* The role the connection logged in as; NULL when no authenticator
+	 * is configured (Cassandra's anonymous user). */
+	const char *user;
+	/* Set only by callers inside the node (the role manager's own
+	 * statements on system_auth); never by a connection. */
+	bool internal;
 };
+
+struct cql_auth_attempt;
+
+/*
+ * An authenticator (PasswordAuthenticator): the server answers STARTUP with
+ * AUTHENTICATE naming `class_name`, and hands each AUTH_RESPONSE token to
+ * authenticate(), which calls cql_auth_attempt_done() exactly once, now or
+ * later, on the server's loop thread. Until one succeeds, the connection
+ * refuses every other message as Cassandra does.
+ */
+struct cql_authenticator {
+	const char *class_name;
+	void (*authenticate)(void *arg, struct cql_auth_attempt *at,
+			     const uint8_t *token, size_t len,
+			     const struct inet_addr *client);
+	void *arg;
+};
+
+/* `role` non-NULL: logged in as it (AUTH_SUCCESS). NULL: refused with
+ * `code` (Bad credentials: CQL_ERR_BAD_CREDENTIALS) and `msg`, after the
+ * server's failure delay. A closed connection drops the answer. */
+void cql_auth_attempt_done(struct cql_auth_attempt *at, const char *role,
+			   uint32_t code, const char *msg);
 
 struct cql_executor {
 	/*
@@ -61,6 +90,11 @@ struct cql_server_config {
 	uint64_t handshake_timeout_ms; /* until STARTUP */
 	uint64_t idle_timeout_ms;      /* 0: never */
 	const char *cql_version;       /* advertised, e.g. "3.4.5" */
+	/* NULL: AllowAllAuthenticator. Copied; must outlive the server. */
+	const struct cql_authenticator *authenticator;
+	/* A refused AUTH_RESPONSE is answered this much later (a timer on
+	 * the loop, nothing blocks). */
+	uint64_t auth_failure_delay_ms;
 };
 
 /* Fills the defaults used by cassinid (frame 16 MiB, 128 requests per
