@@ -44,6 +44,11 @@ enum conf_snitch {
 	CONF_SNITCH_GOSSIPING_PROPERTY_FILE,
 };
 
+enum conf_authenticator {
+	CONF_AUTH_ALLOW_ALL = 0,
+	CONF_AUTH_PASSWORD,
+};
+
 struct conf_string_list {
 	char **items;
 	size_t count;
@@ -140,6 +145,13 @@ struct conf {
 	int64_t native_transport_max_concurrent_connections; /* -1 = unlimited
 							      */
 	uint64_t native_transport_idle_timeout_ms;           /* 0 = never */
+
+	/* authentication and roles (docs/security.md) */
+	int64_t authenticator; /* enum conf_authenticator */
+	int64_t authorizer;    /* AllowAllAuthorizer only, for now */
+	int64_t role_manager;  /* CassandraRoleManager only */
+	int64_t auth_bcrypt_gensalt_log2_rounds;
+	uint64_t superuser_setup_delay_ms;
 
 	/* repair */
 	uint64_t repair_session_space;

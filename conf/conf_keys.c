@@ -37,6 +37,22 @@ static const struct conf_enum_name snitch_names[] = {
 	{"SimpleSnitch", CONF_SNITCH_SIMPLE},
 	{"GossipingPropertyFileSnitch", CONF_SNITCH_GOSSIPING_PROPERTY_FILE},
 	{NULL, 0}};
+/* Cassandra takes the short names and the full class names. */
+static const struct conf_enum_name authenticator_names[] = {
+	{"AllowAllAuthenticator", CONF_AUTH_ALLOW_ALL},
+	{"org.apache.cassandra.auth.AllowAllAuthenticator",
+	 CONF_AUTH_ALLOW_ALL},
+	{"PasswordAuthenticator", CONF_AUTH_PASSWORD},
+	{"org.apache.cassandra.auth.PasswordAuthenticator", CONF_AUTH_PASSWORD},
+	{NULL, 0}};
+static const struct conf_enum_name authorizer_names[] = {
+	{"AllowAllAuthorizer", 0},
+	{"org.apache.cassandra.auth.AllowAllAuthorizer", 0},
+	{NULL, 0}};
+static const struct conf_enum_name role_manager_names[] = {
+	{"CassandraRoleManager", 0},
+	{"org.apache.cassandra.auth.CassandraRoleManager", 0},
+	{NULL, 0}};
 /* Values match enum log_level in common/log.h. */
 static const struct conf_enum_name log_level_names[] = {
 	{"error", 0}, {"warn", 1},  {"info", 2},
@@ -272,6 +288,27 @@ const struct conf_key conf_keys[] = {
 	{"native_transport_idle_timeout", CONF_T_DURATION,
 	 OFF(native_transport_idle_timeout_ms), "0ms", 0, DAY_MS, NULL,
 	 "Close client connections idle this long; 0 disables."},
+
+	/* authentication and roles (docs/security.md) */
+	{"authenticator", CONF_T_ENUM, OFF(authenticator),
+	 "AllowAllAuthenticator", 0, 0, authenticator_names,
+	 "AllowAllAuthenticator (no login) or PasswordAuthenticator (SASL "
+	 "PLAIN against system_auth.roles)."},
+	{"authorizer", CONF_T_ENUM, OFF(authorizer), "AllowAllAuthorizer", 0, 0,
+	 authorizer_names,
+	 "AllowAllAuthorizer only: permissions are not checked yet."},
+	{"role_manager", CONF_T_ENUM, OFF(role_manager), "CassandraRoleManager",
+	 0, 0, role_manager_names,
+	 "CassandraRoleManager: roles in system_auth.roles and "
+	 "role_members."},
+	{"auth_bcrypt_gensalt_log2_rounds", CONF_T_INT,
+	 OFF(auth_bcrypt_gensalt_log2_rounds), "10", 4, 31, NULL,
+	 "bcrypt cost of new password hashes: 2^n rounds."},
+	{"superuser_setup_delay", CONF_T_DURATION,
+	 OFF(superuser_setup_delay_ms), "10000ms", 0, HOUR_MS, NULL,
+	 "Wait after start before creating the default superuser, so the "
+	 "node sees its peers (Cassandra's -Dcassandra.superuser_setup_delay_"
+	 "ms)."},
 
 	/* repair */
 	{"repair_session_space", CONF_T_SIZE, OFF(repair_session_space),

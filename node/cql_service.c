@@ -2,6 +2,7 @@
 #define LOG_MODULE "node"
 #include "node/cql_service.h"
 
+#include "client/auth/auth.h"
 #include "client/exec/data_path.h"
 #include "client/exec/executor.h"
 #include "client/proto/server.h"
@@ -37,6 +38,7 @@ struct cql_service {
 	struct cql_data *data;
 	struct cql_data_hooks data_hooks;
 	struct cql_exec *exec;
+	struct cql_auth *auth;
 	struct cql_server *server;
 	cql_service_node_info_fn node_info;
 	struct ring *(*ring_fn)(void *arg);
@@ -111,6 +113,14 @@ static int64_t hook_now_us(void *arg)
 {
 	struct cql_service *s = arg;
 	return env_wall_us(s->env);
+}
+
+static void hook_role(void *arg, struct cql_request *req,
+		      const struct cql_request_info *info,
+		      const struct cql_role_stmt *r)
+{
+	struct cql_service *s = arg;
+	cql_auth_role_statement(s->auth, req, info, r);
 }
 
 static void data_hook(void *arg, const struct cql_data_request *dr)
@@ -315,7 +325,7 @@ static int register_tables(struct cql_service *s)
 	for (size_t i = 0; i < cql_schema_keyspace_count(s->schema); i++) {
 		const struct cql_keyspace *k =
 			cql_schema_keyspace_at(s->schema, i);
-		if (cql_keyspace_is_system(k))
+		if (!cql_keyspace_is_stored(k))
 			continue;
 		for (size_t j = 0; j < cql_keyspace_table_count(k); j++)
 			if (storage_table_add(
@@ -355,17 +365,34 @@ static int open_storage(struct cql_service *s, const struct conf *c)
 static int open_server(struct cql_service *s, const struct conf *c,
 		       struct event_base *base)
 {
+	struct cql_auth_config ac = {
+		.password_authenticator =
+			c->authenticator == CONF_AUTH_PASSWORD,
+		.bcrypt_rounds = (int)c->auth_bcrypt_gensalt_log2_rounds,
+		.superuser_setup_delay_ms = c->superuser_setup_delay_ms,
+		.query_timeout_ms =
+			2 * (c->read_request_timeout_ms >
+					     c->range_request_timeout_ms
+				     ? c->read_request_timeout_ms
+				     : c->range_request_timeout_ms) +
+			1000,
+	};
+	s->auth = cql_auth_new(base, s->q, &ac);
+	if (!s->auth)
+		return -1;
 	struct cql_exec_hooks hooks = {
 		.node_info = hook_node_info,
 		.data = data_hook,
 		.schema_changed = hook_schema_changed,
 		.new_table_id = hook_new_table_id,
 		.now_us = hook_now_us,
+		.role = hook_role,
 		.arg = s,
 	};
 	s->exec = cql_exec_new(s->schema, &hooks);
 	if (!s->exec)
 		return -1;
+	cql_auth_set_exec(s->auth, s->exec);
 	struct cql_server_config cfg;
 	cql_server_config_defaults(&cfg);
 	cfg.address = c->rpc_address;
@@ -374,11 +401,13 @@ static int open_server(struct cql_service *s, const struct conf *c,
 		(int)c->native_transport_max_concurrent_connections;
 	cfg.idle_timeout_ms = c->native_transport_idle_timeout_ms;
 	cfg.cql_version = CASSINI_CQL_VERSION;
+	cfg.authenticator = cql_auth_authenticator(s->auth);
 	struct cql_executor ex = {.execute = cql_exec_execute, .arg = s->exec};
 	s->server = cql_server_new(base, &cfg, &ex);
 	if (!s->server)
 		return -1;
 	cql_exec_set_server(s->exec, s->server);
+	cql_auth_start(s->auth);
 	return 0;
 }
 
@@ -463,9 +492,12 @@ int cql_service_serve(struct cql_service *s)
 	if (open_server(s, s->conf, s->base) != 0)
 		return err_prefix("cannot listen for CQL clients");
 	char addr[INET_ADDR_STRLEN];
-	LOG_INFO("CQL clients on %s (protocol v3/v4, CQL %s)",
+	LOG_INFO("CQL clients on %s (protocol v3/v4, CQL %s, %s)",
 		 inet_addr_format(&s->conf->rpc_address, addr, sizeof(addr)),
-		 CASSINI_CQL_VERSION);
+		 CASSINI_CQL_VERSION,
+		 s->conf->authenticator == CONF_AUTH_PASSWORD
+			 ? "PasswordAuthenticator"
+			 : "AllowAllAuthenticator");
 	return 0;
 }
 
@@ -654,6 +686,7 @@ void cql_service_delete(struct cql_service *s)
 	 * while the engine their results came from is alive; the engine
 	 * stops (its last write acks are queued); those run; then free. */
 	cql_server_delete(s->server);
+	cql_auth_delete(s->auth); /* its workers use the executor */
 	cql_exec_delete(s->exec);
 	if (s->data)
 		cql_data_stop(s->data);

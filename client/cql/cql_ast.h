@@ -137,7 +137,7 @@ enum cql_role_op {
 	CQL_ROLE_LIST_USERS,
 };
 
-/* A role statement (client/cql_parse_roles.c). Names are as Cassandra
+/* A role statement (client/cql/cql_parse_roles.c). Names are as Cassandra
  * takes them: unquoted identifiers lowercased, quoted ones and string
  * literals as written. */
 struct cql_role_stmt {

@@ -1114,6 +1114,19 @@ static const struct cql_value *bind_values(struct job *j,
 	return v;
 }
 
+/* system_auth is written by the role manager only (its statements run
+ * as internal requests): a client's INSERT, UPDATE, DELETE or TRUNCATE
+ * there could make itself a superuser. */
+static bool auth_write_refused(struct job *j, const char *ks)
+{
+	if (j->info->internal || strcmp(ks, "system_auth") != 0)
+		return false;
+	reply_error(j, CQL_ERR_UNAUTHORIZED,
+		    "system_auth tables are written by the role statements "
+		    "only (CREATE/ALTER/DROP ROLE, GRANT, REVOKE)");
+	return true;
+}
+
 /* Hands a resolved request to the data path, which replies. */
 static void to_data_path(struct job *j, struct cql_data_request *dr)
 {
@@ -1169,6 +1182,8 @@ static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
 				    "system keyspaces are read-only");
 			return;
 		}
+		if (auth_write_refused(j, ks))
+			return;
 		if (check_binds(j, st, items[i].table, items[i].binds,
 				items[i].bind_count, &items[i].binds) != 0)
 			return;
@@ -1397,6 +1412,17 @@ static void run_stmt(struct job *j, const struct cql_stmt *s, int nbinds,
 		run_ddl(j, s, text, len);
 		return;
 	}
+	if (s->kind == CQL_STMT_ROLE) {
+		if (!j->e->hooks.role) {
+			reply_error(j, CQL_ERR_INVALID,
+				    "Roles are not served by this node");
+			return;
+		}
+		struct cql_request *req = j->req;
+		j->req = NULL;
+		j->e->hooks.role(j->e->hooks.arg, req, j->info, &s->u.role);
+		return;
+	}
 	if (s->kind == CQL_STMT_DESCRIBE) {
 		struct cql_node_info node;
 		j->e->hooks.node_info(j->e->hooks.arg, &node);
@@ -1431,6 +1457,8 @@ static void run_stmt(struct job *j, const struct cql_stmt *s, int nbinds,
 			    "system keyspaces are read-only");
 		return;
 	}
+	if (s->kind != CQL_STMT_SELECT && auth_write_refused(j, ks))
+		return;
 	if (check_binds(j, s, t, binds, (size_t)nbinds, &binds) != 0)
 		return;
 	struct cql_data_request dr = {

@@ -88,6 +88,12 @@ struct cql_exec_hooks {
 	/* The wall clock in microseconds: the drop time of ALTER TABLE DROP.
 	 * Optional (without it a DROP records time 0). */
 	int64_t (*now_us)(void *arg);
+	/* A role statement (CREATE ROLE, GRANT, LIST ROLES, ...): the role
+	 * manager replies with cql_request_reply(), now or later. `r` lives
+	 * only for the call. Optional: without one they are refused. */
+	void (*role)(void *arg, struct cql_request *req,
+		     const struct cql_request_info *info,
+		     const struct cql_role_stmt *r);
 	void *arg;
 };
 

@@ -29,3 +29,4 @@ cassini_pytest(unit_bind_types_driver test_bind_types_driver.py LABEL unit
 cassini_check_suite(test_dml LABEL unit SOURCES test_dml.c LIBS cassini_client)
 cassini_check_suite(test_schema_log LABEL unit SOURCES test_schema_log.c
                     LIBS cassini_client)
+cassini_check_suite(test_auth LABEL unit SOURCES test_auth.c LIBS cassini_auth)

@@ -18,9 +18,9 @@
  * legacy rule). Permission statements (GRANT SELECT ON ..., LIST ALL
  * PERMISSIONS) are recognised and refused as not supported yet.
  */
-#include "client/cql_parse.h"
+#include "client/cql/cql_parse.h"
 
-#include "client/cql_lex_internal.h"
+#include "client/cql/cql_lex_internal.h"
 #include "common/err.h"
 
 #include <ctype.h>
