@@ -528,6 +528,8 @@ static void setup_default_role(struct job *j)
 			   res.resp.rows.row_count > 0;
 		auth_result_free(&res);
 		if (any) {
+			LOG_INFO("roles exist: the default superuser is not "
+				 "created");
 			j->setup_done = true;
 			return;
 		}
