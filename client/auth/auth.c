@@ -141,8 +141,9 @@ int cql_auth_sasl_plain(const uint8_t *token, size_t len, const char **user,
 			size_t *user_len, const char **pass, size_t *pass_len)
 {
 	/* From the end, as Cassandra's PlainTextSaslAuthenticator: the part
-	 * after the last NUL is the password, the one before it the
-	 * authentication id; an authorization id in front is ignored. */
+	 * after the last NUL is the password, the one before it (after the
+	 * first NUL) the authentication id; an authorization id in front is
+	 * ignored. Without two NULs there is no authentication id. */
 	const uint8_t *p = NULL, *u = NULL;
 	size_t end = len, plen = 0, ulen = 0;
 	int nuls = 0;
@@ -163,10 +164,6 @@ int cql_auth_sasl_plain(const uint8_t *token, size_t len, const char **user,
 		}
 		nuls++;
 		end = i;
-	}
-	if (nuls == 1) { /* no authorization id: user NUL password */
-		u = token;
-		ulen = end;
 	}
 	if (!p || plen == 0)
 		return err_set(ERR_INVALID, "Password must not be null");

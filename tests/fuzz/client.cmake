@@ -10,3 +10,5 @@ cassini_fuzz_target(fuzz_schema_record SOURCES fuzz_schema_record.c
 cassini_fuzz_target(fuzz_cql_prepare SOURCES fuzz_cql_prepare.c
                     LIBS cassini_cql_client cassini_client RUNS 5000
                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/cql_prepare)
+cassini_fuzz_target(fuzz_auth_sasl SOURCES fuzz_auth_sasl.c LIBS cassini_auth
+                    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/auth_sasl)

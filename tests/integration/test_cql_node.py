@@ -6,7 +6,7 @@ import subprocess
 import time
 
 import pytest
-from cassandra import ConsistencyLevel, InvalidRequest
+from cassandra import ConsistencyLevel, InvalidRequest, Unauthorized
 from cassandra.cluster import Cluster
 from cassandra.policies import WhiteListRoundRobinPolicy
 from cassandra.query import SimpleStatement
@@ -116,6 +116,21 @@ def test_describe_matches_the_driver_and_survives_restart(node):
     node.restart(signal.SIGTERM)
     cluster, s = connect()
     assert list(s.execute("DESCRIBE KEYSPACE app")) == got
+    cluster.shutdown()
+
+
+def test_role_statements_need_a_login_under_allow_all(node):
+    """AllowAllAuthenticator: every client is Cassandra's anonymous user,
+    which may not run role statements, and no default superuser is made;
+    system_auth's tables are there to read."""
+    cluster, s = connect()
+    with pytest.raises(Unauthorized, match="You have to be logged in and "
+                       "not anonymous to perform this request"):
+        s.execute("CREATE ROLE alice WITH LOGIN = true")
+    with pytest.raises(Unauthorized):
+        s.execute("LIST ROLES")
+    assert list(s.execute("SELECT role FROM system_auth.roles")) == []
+    assert list(s.execute("SELECT * FROM system_auth.role_members")) == []
     cluster.shutdown()
 
 

@@ -66,9 +66,8 @@ START_TEST(sasl_plain_tokens)
 	ck_assert_str_eq(p, "pw");
 	ck_assert_int_eq(sasl("admin\0bob\0pw", 12, u, p), 0); /* authzid */
 	ck_assert_str_eq(u, "bob");
-	ck_assert_int_eq(sasl("bob\0pw", 6, u, p), 0);
-	ck_assert_str_eq(u, "bob");
-	ck_assert_str_eq(p, "pw");
+	ck_assert_int_eq(sasl("bob\0pw", 6, u, p), -1);
+	ck_assert_str_eq(err_msg(), "Authentication ID must not be null");
 	ck_assert_int_eq(sasl("\0bob\0", 5, u, p), -1);
 	ck_assert_str_eq(err_msg(), "Password must not be null");
 	ck_assert_int_eq(sasl("\0\0pw", 4, u, p), -1);
