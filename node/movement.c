@@ -213,6 +213,10 @@ static int add_piece(void *arg, struct token_range range,
 			     : has(rep->natural, rep->n_natural, ps->ep);
 	if (!moves)
 		return 0;
+	/* a range nobody replicated yet (the first node of a cluster, whose
+	 * system_auth has tables from the start) holds no data anywhere */
+	if (ps->m->c.kind == NODE_MOVE_BOOTSTRAP && rep->n_natural == 0)
+		return 0;
 	struct inet_addr reps[REPAIR_MAX_REPLICAS];
 	size_t k;
 	if (participants(ps, range, rep, reps, &k))
@@ -243,7 +247,8 @@ static int pieces_of(struct node_move *m, const struct cql_keyspace *k,
 	return 0;
 }
 
-/* Whether `k` moves: a replicated user keyspace with tables. */
+/* Whether `k` moves: a replicated user keyspace with tables, or
+ * system_auth (its roles move with the ranges, as in Cassandra). */
 static bool moves(const struct cql_keyspace *k)
 {
 	return cql_keyspace_is_stored(k) && cql_keyspace_table_count(k) &&
