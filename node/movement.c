@@ -248,9 +248,14 @@ static int pieces_of(struct node_move *m, const struct cql_keyspace *k,
 }
 
 /* Whether `k` moves: a replicated user keyspace with tables, or
- * system_auth (its roles move with the ranges, as in Cassandra). */
-static bool moves(const struct cql_keyspace *k)
+ * system_auth under PasswordAuthenticator (its roles move with the
+ * ranges, as in Cassandra; under AllowAllAuthenticator no role can be
+ * made, so there is nothing to wait for). */
+static bool moves(const struct node_move *m, const struct cql_keyspace *k)
 {
+	if (cql_keyspace_is_system(k) &&
+	    m->n->conf.authenticator != CONF_AUTH_PASSWORD)
+		return false;
 	return cql_keyspace_is_stored(k) && cql_keyspace_table_count(k) &&
 	       ring_strategy_class(cql_keyspace_strategy(k)) !=
 		       RING_STRATEGY_LOCAL;
@@ -278,7 +283,7 @@ static bool anything_to_move(struct node_move *m)
 	for (size_t i = 0; i < cql_schema_keyspace_count(s); i++) {
 		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
 		struct node_repair_job j = {0};
-		if (!moves(k))
+		if (!moves(m, k))
 			continue;
 		int rc = pieces_of(m, k, &j, NULL);
 		size_t count = j.nranges;
@@ -361,7 +366,7 @@ static void stream_next(struct node_move *m)
 	const struct cql_schema *s = cql_service_schema(m->n->cql);
 	for (; m->ki < cql_schema_keyspace_count(s); m->ki++) {
 		const struct cql_keyspace *k = cql_schema_keyspace_at(s, m->ki);
-		if (!moves(k))
+		if (!moves(m, k))
 			continue;
 		const char *name = cql_keyspace_meta(k)->name;
 		snprintf(m->keyspace, sizeof(m->keyspace), "%s", name);
