@@ -182,7 +182,8 @@ static void reply_list(const struct auth_role_job *j, struct role_list *l,
 		{"system_auth", table, "super", &boolean},
 		{"system_auth", table, "datacenters", &text},
 	};
-	qsort(l->v, l->n, sizeof(*l->v), entry_cmp);
+	if (l->n) /* none: a dropped role's session lists nothing */
+		qsort(l->v, l->n, sizeof(*l->v), entry_cmp);
 	size_t rows = 0;
 	for (size_t i = 0; i < l->n; i++)
 		rows += !users || l->v[i].login;
