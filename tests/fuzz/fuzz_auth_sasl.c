@@ -1,6 +1,6 @@
 /* libFuzzer: an AUTH_RESPONSE token through the SASL PLAIN split: never
  * reads outside the token, and what it returns lies inside it. */
-#include "client/auth.h"
+#include "client/auth/auth.h"
 
 #include <stddef.h>
 #include <stdint.h>
