@@ -33,6 +33,7 @@ PREFIXES = {
     "cassini_exec": ["cql_"],
     "cassini_cql_client": ["cql_client_", "cql_frame", "cql_conn",
                            "cql_result", "cql_"],
+    "cassini_auth": ["cql_auth_", "auth_"],
     "cassini_node": ["node_", "admin_", "cql_service_", "cql_data_",
                      "transport_", "netfault_", "messaging_", "members_",
                      "local_state_", "cassini__"],
