@@ -247,16 +247,26 @@ int storage_component_seal(struct buf *b)
 	return buf_put_be32(b, crc32c_mask(crc));
 }
 
-int storage_component_open(const uint8_t *p, size_t len, const char *magic,
+int component_open_version(const uint8_t *p, size_t len, const char *magic,
+			   uint8_t max_version, uint8_t *version,
 			   const uint8_t **body, size_t *body_len)
 {
 	if (len < 9 || memcmp(p, magic, 4) != 0)
 		return err_set(ERR_CORRUPT, "bad component header");
-	if (p[4] != SST_VERSION)
+	if (p[4] < 1 || p[4] > max_version)
 		return err_set(ERR_CORRUPT, "unknown format version %u", p[4]);
+	*version = p[4];
 	if (crc32c_unmask(be32_load(p + len - 4)) != crc32c(0, p, len - 4))
 		return err_set(ERR_CORRUPT, "component checksum mismatch");
 	*body = p + 5;
 	*body_len = len - 9;
 	return 0;
+}
+
+int storage_component_open(const uint8_t *p, size_t len, const char *magic,
+			   const uint8_t **body, size_t *body_len)
+{
+	uint8_t v;
+	return component_open_version(p, len, magic, SST_VERSION, &v, body,
+				      body_len);
 }

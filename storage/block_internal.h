@@ -59,10 +59,17 @@ int storage_block_read_into_nowait(struct env_file *f, const char *path,
  * + body + be32 masked crc32c of all before. */
 int storage_component_seal(struct buf *b);
 /* Verifies a sealed component image; on success body and body_len cover
- * what is between the header and the CRC. */
+ * what is between the header and the CRC. Accepts versions 1 to
+ * `max_version` (*version gets the file's). */
+int component_open_version(const uint8_t *p, size_t len, const char *magic,
+			   uint8_t max_version, uint8_t *version,
+			   const uint8_t **body, size_t *body_len);
+/* component_open_version of version 1 only. */
 int storage_component_open(const uint8_t *p, size_t len, const char *magic,
 			   const uint8_t **body, size_t *body_len);
 
 #define SST_VERSION 1
+/* Statistics.db only: version 2 adds the tombstone histogram. */
+#define SST_STATS_VERSION 2
 
 #endif

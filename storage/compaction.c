@@ -1,6 +1,10 @@
 /*
  * Compaction: size-tiered (default) and time-window strategies on the
- * compactor thread, throttled by compaction_throughput.
+ * compactor thread, throttled by compaction_throughput. When a strategy
+ * finds nothing to merge, a single-SSTable tombstone compaction may run
+ * (tombstone_threshold and friends, as Cassandra's
+ * AbstractCompactionStrategy): the choice rests on each SSTable's
+ * droppable-tombstone histogram, the safety on the purge rule below.
  *
  * A compaction merges its input SSTables partition by partition: atoms are
  * reconciled, data shadowed by a deletion is dropped, expired TTL cells
@@ -25,6 +29,7 @@
 #include "common/ratelimit.h"
 #include "common/thread.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +39,8 @@
 #define STCS_BUCKET_LOW  0.5
 #define STCS_BUCKET_HIGH 1.5
 #define STCS_MIN_SIZE    (50ull << 20)
+/* How often the compactor looks for tombstone compactions unasked. */
+#define TOMBSTONE_CHECK_SECONDS 300
 
 /* ---- choosing inputs ----------------------------------------------------- */
 
@@ -124,9 +131,107 @@ static size_t usable(const struct version *v, struct sstable **out)
 	return n;
 }
 
+/* ---- tombstone compactions ---------------------------------------------- */
+
+static bool overlaps(const struct sstable *a, const struct sstable *b)
+{
+	return a->stats.min_token <= b->stats.max_token &&
+	       b->stats.min_token <= a->stats.max_token;
+}
+
+/* Estimated partitions of `s` within the token ranges of `ov`: the share
+ * of its index blocks (summary entries) that start inside one. */
+static double keys_in_ranges(const struct sstable *s, struct sstable **ov,
+			     size_t nov)
+{
+	size_t in = 0;
+	for (size_t i = 0; i < s->sum_count; i++)
+		for (size_t k = 0; k < nov; k++)
+			if (s->sum_token[i] >= ov[k]->stats.min_token &&
+			    s->sum_token[i] <= ov[k]->stats.max_token) {
+				in++;
+				break;
+			}
+	return (double)s->stats.partition_count * (double)in /
+	       (double)s->sum_count;
+}
+
+/* Cassandra's AbstractCompactionStrategy.worthDroppingTombstones: old
+ * enough, droppable ratio over the threshold, and (unless unchecked) no
+ * overlapping SSTable, or `s` fully expired against them, or enough of
+ * its partitions outside their ranges. The estimate only chooses the job:
+ * what the job may purge is decided per key (purge_limit). */
+static bool worth_dropping_tombstones(struct sstable *s, struct sstable **cand,
+				      size_t n,
+				      const struct storage_table_options *o,
+				      int64_t now, int64_t gc_before,
+				      int64_t mt_min_ts)
+{
+	const struct sst_stats *st = &s->stats;
+	if (!st->has_v2 ||
+	    now < st->created_at + o->tombstone_compaction_interval)
+		return false;
+	double ratio = sst_droppable_ratio(st, gc_before);
+	if (ratio <= o->tombstone_threshold)
+		return false;
+	if (o->unchecked_tombstone_compaction)
+		return true;
+	struct sstable **ov = calloc(n ? n : 1, sizeof(*ov));
+	if (!ov)
+		return false;
+	size_t nov = 0;
+	int64_t ov_min_ts = mt_min_ts;
+	for (size_t i = 0; i < n; i++)
+		if (cand[i] != s && overlaps(cand[i], s)) {
+			ov[nov++] = cand[i];
+			if (cand[i]->stats.min_ts < ov_min_ts)
+				ov_min_ts = cand[i]->stats.min_ts;
+		}
+	bool worth;
+	if (nov == 0)
+		worth = true;
+	else if (!st->has_live_no_ttl && st->max_ldt < gc_before &&
+		 st->max_ts < ov_min_ts)
+		worth = true; /* fully expired: nothing newer elsewhere */
+	else if (s->sum_count < 2)
+		worth = false;
+	else {
+		double keys = (double)st->partition_count;
+		double rest = keys - keys_in_ranges(s, ov, nov);
+		worth = keys > 0 &&
+			rest / keys * ratio > o->tombstone_threshold;
+	}
+	free(ov);
+	return worth;
+}
+
+/* The SSTable most worth a tombstone compaction, if any (1 or 0). */
+static size_t pick_tombstone(struct sstable **cand, size_t n,
+			     const struct storage_table_options *o, int64_t now,
+			     int64_t mt_min_ts, struct sstable **out)
+{
+	int64_t gc_before = now - o->gc_grace_seconds;
+	double best = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!worth_dropping_tombstones(cand[i], cand, n, o, now,
+					       gc_before, mt_min_ts))
+			continue;
+		double r = sst_droppable_ratio(&cand[i]->stats, gc_before);
+		if (r > best) {
+			best = r;
+			out[0] = cand[i];
+		}
+	}
+	return best >= 0 ? 1 : 0;
+}
+
+/* Inputs for the next compaction of `t`; *tombstone tells a
+ * single-SSTable tombstone compaction. */
 static size_t pick_inputs(struct table *t, bool major, bool cleanup,
+			  int64_t now, int64_t mt_min_ts, bool *tombstone,
 			  struct sstable **out)
 {
+	*tombstone = false;
 	const struct version *v = t->version;
 	if (major || cleanup) {
 		size_t n = usable(v, out);
@@ -141,6 +246,10 @@ static size_t pick_inputs(struct table *t, bool major, bool cleanup,
 			   ? pick_twcs(cand, nc, o, out)
 			   : pick_stcs(cand, nc, o->min_threshold,
 				       o->max_threshold, out);
+	if (k == 0) {
+		k = pick_tombstone(cand, nc, o, now, mt_min_ts, out);
+		*tombstone = k > 0;
+	}
 	free(cand);
 	return k;
 }
@@ -482,6 +591,7 @@ static int run_job(struct job *j, struct sstable **out)
 		.block_size = j->meta->options.chunk_length,
 		.bloom_fp = j->meta->options.bloom_filter_fp_chance,
 		.repaired_at = j->in[0]->stats.repaired_at,
+		.created_at = j->now,
 	};
 	for (size_t i = 0; i < j->n; i++) {
 		const struct sst_stats *st = &j->in[i]->stats;
@@ -529,8 +639,16 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 		pthread_mutex_unlock(&db->mu);
 		return 0;
 	}
+	j.mt_min_ts = t->active->min_ts;
+	for (size_t i = 0; i < t->flushing_count; i++)
+		if (t->flushing[i]->min_ts < j.mt_min_ts)
+			j.mt_min_ts = t->flushing[i]->min_ts;
+	j.now = storage_engine_now_sec(db);
+	bool tombstone;
 	struct sstable **in = calloc(t->version->count + 1, sizeof(*in));
-	j.n = in ? pick_inputs(t, major, jo != NULL, in) : 0;
+	j.n = in ? pick_inputs(t, major, jo != NULL, j.now, j.mt_min_ts,
+			       &tombstone, in)
+		 : 0;
 	if (!j.n) {
 		pthread_mutex_unlock(&db->mu);
 		free(in);
@@ -541,13 +659,8 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	j.meta = storage_table_meta_ref(t->meta);
 	j.v = t->version;
 	storage_version_ref(j.v);
-	j.mt_min_ts = t->active->min_ts;
-	for (size_t i = 0; i < t->flushing_count; i++)
-		if (t->flushing[i]->min_ts < j.mt_min_ts)
-			j.mt_min_ts = t->flushing[i]->min_ts;
 	pthread_mutex_unlock(&db->mu);
 
-	j.now = storage_engine_now_sec(db);
 	j.gc_before = j.now - j.meta->options.gc_grace_seconds;
 	struct sstable *out;
 	int rc = run_job(&j, &out);
@@ -561,6 +674,8 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 			for (size_t i = 0; i < j.n; i++)
 				sstable_mark_obsolete(j.in[i]);
 			t->compactions++;
+			if (tombstone)
+				t->tombstone_compactions++;
 		} else {
 			rc = -1;
 		}
@@ -577,7 +692,7 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	free(in);
 	if (jo)
 		jo->dropped = j.dropped;
-	return rc ? -1 : 1;
+	return rc ? -1 : tombstone ? 2 : 1;
 }
 
 int storage_engine_compact_table(struct storage *db, struct table *t,
@@ -585,8 +700,11 @@ int storage_engine_compact_table(struct storage *db, struct table *t,
 {
 	if (major)
 		return compact_once(db, t, true, NULL) < 0 ? -1 : 0;
+	/* A tombstone compaction ends the round: its output may be chosen
+	 * again (tombstone_compaction_interval 0, tombstones that still
+	 * shadow data), so it must not loop. */
 	int r;
-	while ((r = compact_once(db, t, false, NULL)) > 0 && !db->stopping)
+	while ((r = compact_once(db, t, false, NULL)) == 1 && !db->stopping)
 		;
 	return r < 0 ? -1 : 0;
 }
@@ -636,8 +754,19 @@ void *storage_engine_compactor_main(void *arg)
 	thread_background();
 	pthread_mutex_lock(&db->mu);
 	while (!db->stopping) {
-		if (!db->compaction_wanted || !db->o.auto_compaction) {
+		if (!db->o.auto_compaction) {
 			pthread_cond_wait(&db->work, &db->mu);
+			continue;
+		}
+		if (!db->compaction_wanted) {
+			/* SSTables age into tombstone compactions with no
+			 * flush to say so: look again every few minutes */
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += TOMBSTONE_CHECK_SECONDS;
+			if (pthread_cond_timedwait(&db->work, &db->mu,
+						   &until) == ETIMEDOUT)
+				db->compaction_wanted = true;
 			continue;
 		}
 		db->compaction_wanted = false;

@@ -565,6 +565,7 @@ static int write_memtable(struct storage *db, struct table *t,
 		.bloom_fp = meta->options.bloom_filter_fp_chance,
 		.expected_partitions = atomic_load(&mt->parts.count),
 		.log_end = {mt->log_end_seg, mt->log_end_off},
+		.created_at = storage_engine_now_sec(db),
 	};
 	uint64_t gen = storage_engine_next_gen(db, t);
 	struct sst_writer *w = sst_writer_new(db->o.env, t->dir, gen, meta, &o);
@@ -1635,6 +1636,7 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 		}
 		out->flushes += t->flushes;
 		out->compactions += t->compactions;
+		out->tombstone_compactions += t->tombstone_compactions;
 		out->local_writes += t->writes;
 		out->local_reads += atomic_load(&t->reads);
 	}

@@ -54,8 +54,9 @@ struct table {
 	bool compacting;
 	bool flush_failed;
 	uint64_t flushes, compactions;
-	uint64_t writes;        /* mutations applied (under the lock) */
-	_Atomic uint64_t reads; /* point reads answered */
+	uint64_t tombstone_compactions; /* single-SSTable ones */
+	uint64_t writes;                /* mutations applied (under the lock) */
+	_Atomic uint64_t reads;         /* point reads answered */
 	/* References: the table list's (until storage_table_drop unlinks
 	 * it), and one per flush, compaction, truncate, snapshot or read
 	 * working on the table without the lock (storage_engine_table_get). The

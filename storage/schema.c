@@ -19,6 +19,9 @@ void storage_table_options_default(struct storage_table_options *o)
 	o->min_threshold = 4;
 	o->max_threshold = 32;
 	o->compaction_window_seconds = 86400;
+	o->tombstone_threshold = 0.2;
+	o->tombstone_compaction_interval = 86400;
+	o->unchecked_tombstone_compaction = false;
 }
 
 static char *dup_str(const char *s)

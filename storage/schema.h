@@ -73,6 +73,14 @@ struct storage_table_options {
 	uint32_t min_threshold;            /* 4 */
 	uint32_t max_threshold;            /* 32 */
 	int64_t compaction_window_seconds; /* time-window size; 1 day */
+	/* Single-SSTable tombstone compactions (both strategies): one runs
+	 * when an SSTable older than tombstone_compaction_interval seconds
+	 * (86400) holds more than tombstone_threshold (0.2) droppable
+	 * tombstones per cell, and, unless unchecked_tombstone_compaction,
+	 * the SSTables overlapping it leave enough of them purgeable. */
+	double tombstone_threshold;
+	int64_t tombstone_compaction_interval;
+	bool unchecked_tombstone_compaction;
 };
 
 struct storage_table_meta {

@@ -16,6 +16,7 @@
 #include "storage/cache_internal.h"
 #include "storage/commitlog_internal.h"
 #include "storage/read_internal.h"
+#include "storage/tomb_hist_internal.h"
 
 #include <stdatomic.h>
 
@@ -32,7 +33,22 @@ struct sst_stats {
 	struct clpos log_end; /* commitlog position the data covers */
 	uint64_t data_size;
 	bool has_live_no_ttl; /* any cell that never expires */
+	/* Statistics.db version 2 (a version 1 file reads them as zero,
+	 * has_v2 false: no tombstone estimate, so no tombstone compaction). */
+	bool has_v2;
+	int64_t created_at;         /* seconds, env clock, when written */
+	uint64_t uncompressed_size; /* Data.db blocks before compression */
+	uint64_t marker_count;      /* partition deletions + range tombstones */
+	int64_t min_ttl, max_ttl;   /* of expiring cells; 0 when none */
+	struct tomb_hist tomb_hist; /* tombstones by local deletion time */
 };
+
+/* Estimated share of the SSTable's cells that are tombstones droppable
+ * before `gc_before` (Cassandra's "Estimated droppable tombstones"). */
+double sst_droppable_ratio(const struct sst_stats *s, int64_t gc_before);
+/* Decodes a Statistics.db body of format `version` (1 or 2). */
+int sst_stats_decode(const uint8_t *p, size_t len, uint8_t version,
+		     struct sst_stats *st);
 
 struct sst_writer_options {
 	uint8_t compression;
@@ -41,6 +57,7 @@ struct sst_writer_options {
 	uint64_t expected_partitions;
 	int64_t repaired_at;
 	struct clpos log_end;
+	int64_t created_at; /* seconds (the env clock) */
 };
 
 struct sst_writer;

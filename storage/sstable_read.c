@@ -21,9 +21,10 @@
 #define TAG_ATOM   2
 #define TAG_PEND   3
 
-static int read_component(struct sstable *s, const char *comp,
-			  const char *magic, uint8_t **img,
-			  const uint8_t **body, size_t *len)
+static int read_component_v(struct sstable *s, const char *comp,
+			    const char *magic, uint8_t max_version,
+			    uint8_t *version, uint8_t **img,
+			    const uint8_t **body, size_t *len)
 {
 	char *p = sst_path(s->dir, s->gen, comp, false);
 	size_t n;
@@ -31,7 +32,8 @@ static int read_component(struct sstable *s, const char *comp,
 		return -1;
 	*img = NULL;
 	int rc = env_read_file(s->env, p, 1u << 30, img, &n);
-	if (!rc && storage_component_open(*img, n, magic, body, len)) {
+	if (!rc && component_open_version(*img, n, magic, max_version, version,
+					  body, len)) {
 		free(*img);
 		*img = NULL;
 		rc = -1;
@@ -44,13 +46,47 @@ static int read_component(struct sstable *s, const char *comp,
 	return rc;
 }
 
-static int load_stats(struct sstable *s)
+static int read_component(struct sstable *s, const char *comp,
+			  const char *magic, uint8_t **img,
+			  const uint8_t **body, size_t *len)
 {
-	uint8_t *img;
-	const uint8_t *p;
-	size_t len;
-	if (read_component(s, "Statistics.db", "CSST", &img, &p, &len))
+	uint8_t v;
+	return read_component_v(s, comp, magic, SST_VERSION, &v, img, body,
+				len);
+}
+
+/* The version 2 tail: creation time, sizes, TTLs, tombstone histogram. */
+static int stats_decode_v2(struct cursor *c, struct sst_stats *st)
+{
+	uint64_t v[5], bins;
+	for (size_t i = 0; i < 5; i++)
+		if (cursor_be64(c, &v[i]))
+			return -1;
+	if (cursor_uvarint(c, &bins) || bins > TOMB_HIST_BINS)
 		return -1;
+	st->created_at = (int64_t)v[0];
+	st->uncompressed_size = v[1];
+	st->marker_count = v[2];
+	st->min_ttl = (int64_t)v[3];
+	st->max_ttl = (int64_t)v[4];
+	struct tomb_hist *h = &st->tomb_hist;
+	for (size_t i = 0; i < bins; i++) {
+		uint64_t pt;
+		if (cursor_be64(c, &pt) || cursor_be64(c, &h->value[i]))
+			return -1;
+		h->point[i] = (int64_t)pt;
+		if (i && h->point[i] <= h->point[i - 1])
+			return -1; /* points are strictly ascending */
+	}
+	h->count = (size_t)bins;
+	st->has_v2 = true;
+	return 0;
+}
+
+int sst_stats_decode(const uint8_t *p, size_t len, uint8_t version,
+		     struct sst_stats *st)
+{
+	memset(st, 0, sizeof(*st));
 	struct cursor c = cursor_make(p, len);
 	uint64_t v[13];
 	int rc = 0;
@@ -59,13 +95,11 @@ static int load_stats(struct sstable *s)
 	uint8_t live;
 	rc = rc || cursor_u8(&c, &live);
 	for (size_t i = 0; i < SST_HIST_BUCKETS && !rc; i++)
-		rc = cursor_be64(&c, &s->stats.size_hist[i]);
-	free(img);
+		rc = cursor_be64(&c, &st->size_hist[i]);
+	if (!rc && version >= 2)
+		rc = stats_decode_v2(&c, st);
 	if (rc || cursor_left(&c))
-		return err_set(ERR_CORRUPT,
-			       "sstable ca-%" PRIu64 ": bad statistics",
-			       s->gen);
-	struct sst_stats *st = &s->stats;
+		return err_set(ERR_CORRUPT, "bad statistics");
 	st->min_token = (int64_t)v[0];
 	st->max_token = (int64_t)v[1];
 	st->min_ts = (int64_t)v[2];
@@ -80,6 +114,29 @@ static int load_stats(struct sstable *s)
 	st->data_size = v[12];
 	st->has_live_no_ttl = live;
 	return 0;
+}
+
+double sst_droppable_ratio(const struct sst_stats *s, int64_t gc_before)
+{
+	uint64_t cells = s->cell_count + s->marker_count;
+	if (!s->has_v2 || cells == 0)
+		return 0;
+	return tomb_hist_sum(&s->tomb_hist, gc_before) / (double)cells;
+}
+
+static int load_stats(struct sstable *s)
+{
+	uint8_t *img, version;
+	const uint8_t *p;
+	size_t len;
+	if (read_component_v(s, "Statistics.db", "CSST", SST_STATS_VERSION,
+			     &version, &img, &p, &len))
+		return -1;
+	int rc = sst_stats_decode(p, len, version, &s->stats);
+	free(img);
+	return rc ? err_set(ERR_CORRUPT,
+			    "sstable ca-%" PRIu64 ": bad statistics", s->gen)
+		  : 0;
 }
 
 static int load_summary(struct sstable *s)

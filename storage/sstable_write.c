@@ -124,6 +124,8 @@ struct sst_writer *sst_writer_new(struct env *env, const char *dir,
 	w->st.max_ldt = INT64_MIN;
 	w->st.repaired_at = o->repaired_at;
 	w->st.log_end = o->log_end;
+	w->st.created_at = o->created_at;
+	w->st.has_v2 = true;
 	bloom_init(w);
 	/* the directory of a dropped table goes once empty (table_free): a
 	 * flush or compaction of it that was under way makes it again */
@@ -174,6 +176,7 @@ static int flush_data_block(struct sst_writer *w)
 				 w->raw.len) ||
 	    env_file_append(w->data, w->blk.data, w->blk.len))
 		return -1;
+	w->st.uncompressed_size += w->raw.len;
 	w->last_block_off = w->data_off;
 	w->last_block_len = w->blk.len;
 	for (size_t i = 0; i < w->patch_count; i++)
@@ -233,6 +236,8 @@ int sst_writer_begin(struct sst_writer *w, int64_t token, struct slice key,
 		if (d.ts == DELETION_NONE)
 			continue;
 		w->st.tombstone_count++;
+		w->st.marker_count++;
+		tomb_hist_add(&w->st.tomb_hist, d.ldt, 1);
 		if (d.ts < w->st.min_ts)
 			w->st.min_ts = d.ts;
 		if (d.ts > w->st.max_ts)
@@ -282,7 +287,14 @@ int sst_writer_atom(struct sst_writer *w, const struct atom *a)
 		w->st.min_ts = a->ts;
 	if (a->ts > w->st.max_ts)
 		w->st.max_ts = a->ts;
+	if (a->flags & ATOM_EXPIRING) {
+		if (!w->st.min_ttl || a->ttl < w->st.min_ttl)
+			w->st.min_ttl = a->ttl;
+		if (a->ttl > w->st.max_ttl)
+			w->st.max_ttl = a->ttl;
+	}
 	if (a->flags & (ATOM_TOMBSTONE | ATOM_EXPIRING)) {
+		tomb_hist_add(&w->st.tomb_hist, a->ldt, 1);
 		if (a->ldt < w->st.min_ldt)
 			w->st.min_ldt = a->ldt;
 		if (a->ldt > w->st.max_ldt)
@@ -391,7 +403,7 @@ uint64_t sst_writer_partitions(const struct sst_writer *w)
 
 static int stats_encode(struct buf *b, const struct sst_stats *s)
 {
-	int rc = buf_append(b, "CSST", 4) || buf_put_u8(b, SST_VERSION);
+	int rc = buf_append(b, "CSST", 4) || buf_put_u8(b, SST_STATS_VERSION);
 	const int64_t v[] = {s->min_token,  s->max_token, s->min_ts,
 			     s->max_ts,     s->min_ldt,   s->max_ldt,
 			     s->repaired_at};
@@ -405,6 +417,16 @@ static int stats_encode(struct buf *b, const struct sst_stats *s)
 	     buf_put_u8(b, s->has_live_no_ttl);
 	for (size_t i = 0; i < SST_HIST_BUCKETS; i++)
 		rc = rc || buf_put_be64(b, s->size_hist[i]);
+	/* version 2 */
+	rc = rc || buf_put_be64(b, (uint64_t)s->created_at) ||
+	     buf_put_be64(b, s->uncompressed_size) ||
+	     buf_put_be64(b, s->marker_count) ||
+	     buf_put_be64(b, (uint64_t)s->min_ttl) ||
+	     buf_put_be64(b, (uint64_t)s->max_ttl) ||
+	     buf_put_uvarint(b, s->tomb_hist.count);
+	for (size_t i = 0; i < s->tomb_hist.count; i++)
+		rc = rc || buf_put_be64(b, (uint64_t)s->tomb_hist.point[i]) ||
+		     buf_put_be64(b, s->tomb_hist.value[i]);
 	return rc || storage_component_seal(b) ? err_set(ERR_NOMEM, "stats")
 					       : 0;
 }

@@ -500,6 +500,8 @@ struct storage_stats {
 	uint64_t estimated_partitions;
 	uint64_t flushes;
 	uint64_t compactions;
+	/* of them, single-SSTable tombstone compactions */
+	uint64_t tombstone_compactions;
 	/* mutations applied and point reads answered since start (nodetool
 	 * tablestats' local write and read counts; scans not counted) */
 	uint64_t local_writes;

@@ -324,6 +324,9 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 	char klass[128] = "", key[64], val[128];
 	int64_t window_size = 1, unit = 86400;
 	uint32_t min = 4, max = 32;
+	double threshold = 0.2;
+	int64_t interval = 86400;
+	bool unchecked = false;
 	if (map->kind != CQL_TERM_MAP)
 		return fail(CQL_SCHEMA_SYNTAX,
 			    "Invalid value for property 'compaction'. It "
@@ -379,6 +382,42 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 					"%s must be greater than 0, but was "
 					"%s",
 					key, val);
+		} else if (strcmp(key, "tombstone_threshold") == 0) {
+			char *end;
+			double v = strtod(val, &end);
+			if (end == val || *end)
+				return fail(CQL_SCHEMA_CONFIG,
+					    "%s is not a parsable int (base10) "
+					    "for %s",
+					    val, key);
+			if (v < 0)
+				return fail(CQL_SCHEMA_CONFIG,
+					    "%s must be greater than 0, but "
+					    "was %f",
+					    key, v);
+			threshold = v;
+		} else if (strcmp(key, "tombstone_compaction_interval") == 0) {
+			char *end;
+			long long v = strtoll(val, &end, 10);
+			if (end == val || *end)
+				return fail(CQL_SCHEMA_CONFIG,
+					    "%s is not a parsable int (base10) "
+					    "for %s",
+					    val, key);
+			if (v < 0)
+				return fail(CQL_SCHEMA_CONFIG,
+					    "%s must be greater than 0, but "
+					    "was %lld",
+					    key, v);
+			interval = v;
+		} else if (strcmp(key, "unchecked_tombstone_compaction") == 0) {
+			if (strcasecmp(val, "true") != 0 &&
+			    strcasecmp(val, "false") != 0)
+				return fail(CQL_SCHEMA_CONFIG,
+					    "'%s' should be either 'true' or "
+					    "'false', not '%s'",
+					    key, val);
+			unchecked = strcasecmp(val, "true") == 0;
 		} else if (strcmp(key, "compaction_window_unit") == 0) {
 			unit = strcasecmp(val, "MINUTES") == 0 ? 60
 			       : strcasecmp(val, "HOURS") == 0 ? 3600
@@ -412,6 +451,9 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 	o->min_threshold = min;
 	o->max_threshold = max;
 	o->compaction_window_seconds = window_size * unit;
+	o->tombstone_threshold = threshold;
+	o->tombstone_compaction_interval = interval;
+	o->unchecked_tombstone_compaction = unchecked;
 	return CQL_SCHEMA_OK;
 }
 

@@ -15,6 +15,9 @@ cassini_check_suite(test_storage_commitlog LABEL unit
 cassini_check_suite(test_storage_engine LABEL unit
                     SOURCES test_storage_engine.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
+cassini_check_suite(test_storage_tombstones LABEL unit
+                    SOURCES test_storage_tombstones.c
+                    LIBS cassini_storage cassini_storage_testenv cassini_conf)
 cassini_check_suite(test_storage_random LABEL unit
                     SOURCES test_storage_random.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)

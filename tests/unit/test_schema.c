@@ -212,6 +212,9 @@ START_TEST(tables_get_keys_order_types_and_options)
 	ck_assert_int_eq(m->options.gc_grace_seconds, 60);
 	ck_assert_int_eq(m->options.compaction, STORAGE_COMPACTION_TIME_WINDOW);
 	ck_assert_int_eq(m->options.compaction_window_seconds, 6 * 3600);
+	ck_assert(m->options.tombstone_threshold == 0.2);
+	ck_assert_int_eq(m->options.tombstone_compaction_interval, 86400);
+	ck_assert(!m->options.unchecked_tombstone_compaction);
 	ck_assert_int_eq(m->options.compression, STORAGE_COMPRESSION_DEFLATE);
 	ck_assert_uint_eq(m->options.chunk_length, 64 * 1024);
 	const struct cql_table_options *o = cql_table_options(t);
@@ -219,6 +222,14 @@ START_TEST(tables_get_keys_order_types_and_options)
 	ck_assert_str_eq(o->speculative_retry, "95p");
 	ck_assert_str_eq(o->comment, "sensor data");
 	ck_assert_str_eq(o->caching_keys, "NONE");
+	ok("CREATE TABLE ks.tomb (k int PRIMARY KEY) WITH compaction = "
+	   "{'class': 'SizeTieredCompactionStrategy', "
+	   "'tombstone_threshold': '0.5', 'tombstone_compaction_interval': "
+	   "'60', 'unchecked_tombstone_compaction': 'true'}");
+	m = cql_table_meta(cql_schema_table(schema, "ks", "tomb"));
+	ck_assert(m->options.tombstone_threshold == 0.5);
+	ck_assert_int_eq(m->options.tombstone_compaction_interval, 60);
+	ck_assert(m->options.unchecked_tombstone_compaction);
 
 	refused("CREATE TABLE events (k int PRIMARY KEY)",
 		CQL_SCHEMA_ALREADY_EXISTS,
@@ -291,6 +302,24 @@ START_TEST(table_definitions_are_checked_like_cassandra)
 		CQL_SCHEMA_CONFIG,
 		"Properties specified [colour] are not "
 		"understood by SizeTieredCompactionStrategy");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
+		"{'class': 'SizeTieredCompactionStrategy', "
+		"'tombstone_threshold': -1}",
+		CQL_SCHEMA_CONFIG,
+		"tombstone_threshold must be greater than 0, but was "
+		"-1.000000");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
+		"{'class': 'SizeTieredCompactionStrategy', "
+		"'tombstone_compaction_interval': 'soon'}",
+		CQL_SCHEMA_CONFIG,
+		"soon is not a parsable int (base10) for "
+		"tombstone_compaction_interval");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
+		"{'class': 'TimeWindowCompactionStrategy', "
+		"'unchecked_tombstone_compaction': 'maybe'}",
+		CQL_SCHEMA_CONFIG,
+		"'unchecked_tombstone_compaction' should be either 'true' or "
+		"'false', not 'maybe'");
 	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
 		"{'class': "
 		"'SizeTieredCompactionStrategy', 'min_threshold': 8, "

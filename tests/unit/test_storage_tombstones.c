@@ -1,0 +1,503 @@
+/* Tombstone compaction: the streaming droppable-tombstone histogram, its
+ * place in Statistics.db (version 2; version 1 files still read), and the
+ * single-SSTable compactions tombstone_threshold,
+ * tombstone_compaction_interval and unchecked_tombstone_compaction drive,
+ * which never purge a tombstone that still shadows data elsewhere. The
+ * clock is the fault env's: every time step is explicit. */
+#include "common/crc.h"
+#include "common/env_real.h"
+#include "common/err.h"
+#include "conf/conf.h"
+#include "storage/storage.h"
+#include "storage/tomb_hist_internal.h"
+#include "tests/lib/testutil.h"
+#include "tests/unit/storage_fault_env.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T0 1700000000LL
+
+static uint64_t seed;
+
+/* ---- the histogram ------------------------------------------------------- */
+
+START_TEST(histogram_is_bounded_and_keeps_its_total)
+{
+	struct tomb_hist h = {0};
+	uint64_t x = seed, total = 0;
+	for (int i = 0; i < 20000; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		int64_t t = T0 + (int64_t)((x >> 33) % 864000);
+		tomb_hist_add(&h, t, 1 + ((x >> 20) & 3));
+		total += 1 + ((x >> 20) & 3);
+		ck_assert_uint_le(h.count, TOMB_HIST_BINS);
+	}
+	ck_assert_uint_eq(h.count, TOMB_HIST_BINS);
+	ck_assert_uint_eq(tomb_hist_total(&h), total);
+	for (size_t i = 1; i < h.count; i++)
+		ck_assert_int_lt(h.point[i - 1], h.point[i]);
+	/* nothing before the first point, everything after the last */
+	ck_assert(tomb_hist_sum(&h, T0 - 1) == 0);
+	ck_assert(tomb_hist_sum(&h, T0 + 864000 + 60) == (double)total);
+	/* uniform over 10 days: about half before day 5 (within 5%) */
+	double half = tomb_hist_sum(&h, T0 + 432000);
+	ck_assert_msg(half > 0.45 * (double)total &&
+			      half < 0.55 * (double)total,
+		      "half: %f of %llu", half, (unsigned long long)total);
+}
+END_TEST
+
+START_TEST(histogram_rounds_points_up_and_merges)
+{
+	struct tomb_hist h = {0}, g = {0};
+	tomb_hist_add(&h, 61, 1);  /* -> 120 */
+	tomb_hist_add(&h, 120, 2); /* the same bin */
+	tomb_hist_add(&h, 0, 1);   /* on a boundary: stays */
+	ck_assert_uint_eq(h.count, 2);
+	ck_assert_int_eq(h.point[0], 0);
+	ck_assert_int_eq(h.point[1], 120);
+	ck_assert_uint_eq(h.value[1], 3);
+	/* Cassandra's estimate: half a bin's mass at its point (the bin
+	 * spreads to both sides), the whole of it past the last point */
+	ck_assert(tomb_hist_sum(&h, 0) == 0.5);
+	ck_assert(tomb_hist_sum(&h, 120) == 4);
+	ck_assert(tomb_hist_sum(&h, 60) > 1 && tomb_hist_sum(&h, 60) < 4);
+	tomb_hist_add(&g, 3600, 5);
+	tomb_hist_merge(&g, &h);
+	ck_assert_uint_eq(g.count, 3);
+	ck_assert_uint_eq(tomb_hist_total(&g), 9);
+	/* merging bins never moves their mass earlier than the data */
+	struct tomb_hist m = {0};
+	for (int i = 0; i <= TOMB_HIST_BINS; i++)
+		tomb_hist_add(&m, (int64_t)i * 60, 1);
+	ck_assert_uint_eq(m.count, TOMB_HIST_BINS);
+	ck_assert(tomb_hist_sum(&m, -1) == 0);
+	ck_assert(tomb_hist_sum(&m, TOMB_HIST_BINS * 60) == TOMB_HIST_BINS + 1);
+}
+END_TEST
+
+/* ---- the engine ---------------------------------------------------------- */
+
+/* Table: pk text, c int, v text. */
+enum { COL_PK, COL_C, COL_V };
+
+struct fx {
+	struct env *real;
+	struct fault_env *fe;
+	struct env *env;
+	char dir[512], data[600], log[600];
+	struct storage_table_meta *t;
+	struct storage *db;
+	struct storage_options o;
+	int64_t ts;
+};
+
+static void open_db(struct fx *f)
+{
+	f->db = storage_new(&f->o);
+	ck_assert_ptr_nonnull(f->db);
+	ck_assert_int_eq(storage_table_add(f->db, f->t, true), 0);
+	if (storage_start(f->db))
+		ck_abort_msg("start: %s", err_msg());
+}
+
+static void fx_init(struct fx *f, const char *tag)
+{
+	memset(f, 0, sizeof(*f));
+	f->real = env_real_new(NULL);
+	f->fe = fault_env_new(f->real);
+	f->env = fault_env_env(f->fe);
+	fault_env_set_wall_us(f->fe, T0 * 1000000);
+	snprintf(f->dir, sizeof(f->dir), "%s", test_tmpdir(tag));
+	snprintf(f->data, sizeof(f->data), "%s/data", f->dir);
+	snprintf(f->log, sizeof(f->log), "%s/commitlog", f->dir);
+	storage_options_default(&f->o);
+	f->o.env = f->env;
+	f->o.data_dir = f->data;
+	f->o.commitlog_dir = f->log;
+	f->o.commitlog_sync = CONF_COMMITLOG_SYNC_PERIODIC;
+	f->o.auto_compaction = false;
+	uint8_t id[16] = {0x70, 0x31};
+	f->t = storage_table_meta_new("ks", "t", id);
+	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
+	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
+	storage_table_meta_add_column(f->t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      tx, false);
+	storage_table_meta_add_column(f->t, "c", STORAGE_COLUMN_CLUSTERING, ti,
+				      false);
+	storage_table_meta_add_column(f->t, "v", STORAGE_COLUMN_REGULAR, tx,
+				      false);
+	f->t->options.gc_grace_seconds = 100;
+	f->t->options.tombstone_compaction_interval = 3600;
+	f->ts = 1000;
+	open_db(f);
+}
+
+static void fx_free(struct fx *f)
+{
+	storage_delete(f->db);
+	storage_table_meta_delete(f->t);
+	test_tmpdir_remove(f->dir);
+	fault_env_delete(f->fe);
+	env_real_delete(f->real);
+}
+
+/* Applies the table's changed options (the engine keeps its own copy). */
+static void restart(struct fx *f)
+{
+	storage_delete(f->db);
+	open_db(f);
+}
+
+static void at(struct fx *f, int64_t sec)
+{
+	fault_env_set_wall_us(f->fe, (T0 + sec) * 1000000);
+}
+
+static int64_t now_sec(struct fx *f)
+{
+	return env_wall_us(f->env) / 1000000;
+}
+
+static struct storage_mutation *row(struct fx *f, const char *key, int c)
+{
+	struct storage_mutation *m =
+		storage_mutation_new(f->t, (const uint8_t *)key, strlen(key));
+	uint8_t cb[4];
+	be32_store(cb, (uint32_t)c);
+	struct slice ck = slice_make(cb, 4);
+	ck_assert_int_eq(storage_mutation_set_row(m, &ck, 1), 0);
+	return m;
+}
+
+static void apply(struct fx *f, struct storage_mutation *m)
+{
+	if (storage_apply_sync(f->db, m))
+		ck_abort_msg("apply: %s", err_msg());
+	storage_mutation_delete(m);
+}
+
+/* A row written at timestamp `ts` (0: the next one). */
+static void put_at(struct fx *f, const char *key, int c, int64_t ts)
+{
+	struct storage_mutation *m = row(f, key, c);
+	if (!ts)
+		ts = f->ts++;
+	ck_assert_int_eq(storage_mutation_put_marker(m, ts, 0, now_sec(f)), 0);
+	ck_assert_int_eq(storage_mutation_put(m, COL_V, NULL, 0,
+					      (const uint8_t *)"v", 1, ts, 0,
+					      now_sec(f)),
+			 0);
+	apply(f, m);
+}
+
+static void put(struct fx *f, const char *key, int c)
+{
+	put_at(f, key, c, 0);
+}
+
+static void del_row(struct fx *f, const char *key, int c)
+{
+	struct storage_mutation *m = row(f, key, c);
+	ck_assert_int_eq(storage_mutation_delete_row(m, f->ts++, now_sec(f)),
+			 0);
+	apply(f, m);
+}
+
+static struct storage_result *get(struct fx *f, const char *key)
+{
+	struct storage_read_cmd cmd = {0};
+	cmd.key = (const uint8_t *)key;
+	cmd.key_len = strlen(key);
+	struct storage_result *r;
+	if (storage_read(f->db, f->t->id, &cmd, &r))
+		ck_abort_msg("read: %s", err_msg());
+	return r;
+}
+
+static void expect(struct fx *f, const char *key, size_t rows,
+		   uint64_t min_tombstones)
+{
+	struct storage_result *r = get(f, key);
+	ck_assert_msg(r->row_count == rows, "%s: %zu rows, not %zu", key,
+		      r->row_count, rows);
+	ck_assert_msg(r->tombstones >= min_tombstones,
+		      "%s: %llu tombstones, wanted >= %llu", key,
+		      (unsigned long long)r->tombstones,
+		      (unsigned long long)min_tombstones);
+	storage_result_delete(r);
+}
+
+static struct storage_stats stats(struct fx *f)
+{
+	struct storage_stats st;
+	ck_assert_int_eq(storage_stats(f->db, f->t->id, &st), 0);
+	return st;
+}
+
+static void flush(struct fx *f)
+{
+	ck_assert_int_eq(storage_flush(f->db, NULL), 0);
+}
+
+/* A background round, synchronously: what the compactor would run. */
+static void background(struct fx *f)
+{
+	ck_assert_int_eq(storage_compact(f->db, f->t->id, false), 0);
+}
+
+static void key_of(char *out, size_t n, const char *prefix, int i)
+{
+	snprintf(out, n, "%s%d", prefix, i);
+}
+
+/* One SSTable: `live` partitions with a row each, `dead` with only a
+ * row deletion (deletes of rows that never existed). */
+static void one_sstable(struct fx *f, int live, int dead)
+{
+	char k[32];
+	for (int i = 0; i < live; i++) {
+		key_of(k, sizeof(k), "live", i);
+		put(f, k, 1);
+	}
+	for (int i = 0; i < dead; i++) {
+		key_of(k, sizeof(k), "dead", i);
+		del_row(f, k, 1);
+	}
+	flush(f);
+}
+
+/* live: 2 cells each (marker, v); dead: 1 tombstone each. 10 live and
+ * 30 dead: 30 / 50 = 0.6 droppable once past gc_grace. */
+START_TEST(a_tombstone_heavy_sstable_compacts_alone_once_old_enough)
+{
+	struct fx f;
+	fx_init(&f, "tomb-alone");
+	one_sstable(&f, 10, 30);
+	ck_assert_uint_eq(stats(&f).sstable_count, 1);
+
+	background(&f); /* young, tombstones within gc_grace */
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 0);
+	at(&f, 200); /* past gc_grace, not tombstone_compaction_interval */
+	background(&f);
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 0);
+	expect(&f, "dead3", 0, 1);
+
+	at(&f, 3601);
+	background(&f);
+	struct storage_stats st = stats(&f);
+	ck_assert_uint_eq(st.tombstone_compactions, 1);
+	ck_assert_uint_eq(st.compactions, 1);
+	ck_assert_uint_eq(st.sstable_count, 1);
+	expect(&f, "dead3", 0, 0); /* purged */
+	expect(&f, "live3", 1, 0);
+
+	/* the output is new: no second one, however often asked */
+	background(&f);
+	background(&f);
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 1);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(under_the_threshold_nothing_runs)
+{
+	struct fx f;
+	fx_init(&f, "tomb-threshold");
+	f.t->options.tombstone_threshold = 0.7; /* the ratio is 0.6 */
+	restart(&f);
+	one_sstable(&f, 10, 30);
+	at(&f, 4000);
+	background(&f);
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 0);
+	expect(&f, "dead1", 0, 1);
+
+	f.t->options.tombstone_threshold = 0.5;
+	restart(&f);
+	background(&f);
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 1);
+	expect(&f, "dead1", 0, 0);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(time_window_tables_get_tombstone_compactions_too)
+{
+	struct fx f;
+	fx_init(&f, "tomb-twcs");
+	f.t->options.compaction = STORAGE_COMPACTION_TIME_WINDOW;
+	restart(&f);
+	one_sstable(&f, 5, 20);
+	at(&f, 4000);
+	background(&f);
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 1);
+	expect(&f, "dead0", 0, 0);
+	expect(&f, "live0", 1, 0);
+	fx_free(&f);
+}
+END_TEST
+
+/* The tombstones' SSTable overlaps one with the data they delete: the
+ * overlap check skips it; unchecked runs it, but the shadowing
+ * tombstones stay (the data must not come back), and only a compaction
+ * with the data's SSTable drops both. */
+START_TEST(overlap_check_and_unchecked_never_resurrect)
+{
+	struct fx f;
+	fx_init(&f, "tomb-overlap");
+	char k[32];
+	for (int i = 0; i < 10; i++) {
+		key_of(k, sizeof(k), "p", i);
+		put(&f, k, 1);
+		put(&f, k, 2);
+	}
+	flush(&f);
+	for (int i = 0; i < 10; i++) {
+		key_of(k, sizeof(k), "p", i);
+		del_row(&f, k, 1);
+		del_row(&f, k, 2);
+	}
+	flush(&f);
+	ck_assert_uint_eq(stats(&f).sstable_count, 2);
+	at(&f, 4000);
+	background(&f);
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 0);
+
+	f.t->options.unchecked_tombstone_compaction = true;
+	restart(&f);
+	background(&f);
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 1);
+	ck_assert_uint_eq(stats(&f).sstable_count, 2);
+	for (int i = 0; i < 10; i++) {
+		key_of(k, sizeof(k), "p", i);
+		expect(&f, k, 0, 2); /* still deleted, tombstones kept */
+	}
+	/* both together: data and tombstones go */
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0);
+	for (int i = 0; i < 10; i++) {
+		key_of(k, sizeof(k), "p", i);
+		expect(&f, k, 0, 0);
+	}
+	fx_free(&f);
+}
+END_TEST
+
+/* Data older than the tombstones, still in a memtable: a tombstone
+ * compaction keeps the tombstones that shadow it. */
+START_TEST(tombstones_shadowing_a_memtable_stay)
+{
+	struct fx f;
+	fx_init(&f, "tomb-memtable");
+	one_sstable(&f, 10, 30);
+	at(&f, 4000);
+	/* a late write with an old timestamp (a hint, a repair) */
+	put_at(&f, "dead7", 1, 1);
+	expect(&f, "dead7", 0, 1);
+	background(&f);
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 1);
+	expect(&f, "dead7", 0, 1);
+	flush(&f);
+	expect(&f, "dead7", 0, 1);
+	expect(&f, "dead8", 0, 0); /* nothing shadowed: purged */
+	fx_free(&f);
+}
+END_TEST
+
+/* Many partitions (several index blocks) and an SSTable overlapping a
+ * sliver of their range: enough of them lie outside, so the compaction
+ * runs; the one key the other SSTable holds older data for keeps its
+ * tombstone. */
+START_TEST(a_narrow_overlap_still_allows_it)
+{
+	struct fx f;
+	fx_init(&f, "tomb-narrow");
+	put_at(&f, "dead42", 1, 1); /* older than its tombstone */
+	flush(&f);
+	one_sstable(&f, 50, 500);
+	ck_assert_uint_eq(stats(&f).sstable_count, 2);
+	at(&f, 4000);
+	background(&f);
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 1);
+	expect(&f, "dead42", 0, 1);
+	expect(&f, "dead43", 0, 0);
+	expect(&f, "live7", 1, 0);
+	fx_free(&f);
+}
+END_TEST
+
+/* ---- format versions ------------------------------------------------------
+ */
+
+static void table_dir_of(struct fx *f, char *out, size_t n)
+{
+	int k = snprintf(out, n, "%s/ks/t-", f->data);
+	for (int i = 0; i < 16; i++)
+		k += snprintf(out + k, n - (size_t)k, "%02x", f->t->id[i]);
+}
+
+/* Rewrites a generation's Statistics.db as version 1 wrote it: the body
+ * without the version 2 tail. */
+static void downgrade_stats(struct fx *f, int gen)
+{
+	char dir[700], path[800];
+	table_dir_of(f, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/ca-%d-Statistics.db", dir, gen);
+	FILE *fp = fopen(path, "rb");
+	ck_assert_ptr_nonnull(fp);
+	uint8_t img[8192];
+	size_t n = fread(img, 1, sizeof(img), fp);
+	fclose(fp);
+	ck_assert_uint_gt(n, 5 + 425 + 4);
+	ck_assert_int_eq(img[4], 2);
+	const size_t v1_body = 13 * 8 + 1 + 40 * 8;
+	img[4] = 1;
+	uint32_t crc = crc32c_mask(crc32c(0, img, 5 + v1_body));
+	be32_store(img + 5 + v1_body, crc);
+	fp = fopen(path, "wb");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(img, 1, 5 + v1_body + 4, fp), 5 + v1_body + 4);
+	fclose(fp);
+}
+
+START_TEST(version_1_statistics_still_read)
+{
+	struct fx f;
+	fx_init(&f, "tomb-v1");
+	one_sstable(&f, 10, 30);
+	storage_delete(f.db);
+	downgrade_stats(&f, 1);
+	open_db(&f);
+	expect(&f, "live1", 1, 0);
+	expect(&f, "dead1", 0, 1);
+	/* no estimate, so no tombstone compaction; a major one still purges */
+	at(&f, 4000);
+	background(&f);
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 0);
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0);
+	expect(&f, "dead1", 0, 0);
+	expect(&f, "live1", 1, 0);
+	fx_free(&f);
+}
+END_TEST
+
+int main(void)
+{
+	seed = test_seed(31);
+	Suite *s = suite_create("storage_tombstones");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, histogram_is_bounded_and_keeps_its_total);
+	tcase_add_test(tc, histogram_rounds_points_up_and_merges);
+	tcase_add_test(
+		tc, a_tombstone_heavy_sstable_compacts_alone_once_old_enough);
+	tcase_add_test(tc, under_the_threshold_nothing_runs);
+	tcase_add_test(tc, time_window_tables_get_tombstone_compactions_too);
+	tcase_add_test(tc, overlap_check_and_unchecked_never_resurrect);
+	tcase_add_test(tc, tombstones_shadowing_a_memtable_stay);
+	tcase_add_test(tc, a_narrow_overlap_still_allows_it);
+	tcase_add_test(tc, version_1_statistics_still_read);
+	suite_add_tcase(s, tc);
+	return test_run(s);
+}
