@@ -248,6 +248,31 @@ static int put_uuid(struct buf *b, const uint8_t v[16])
 	return put(b, text);
 }
 
+/* The tombstone compaction options that differ from their defaults, as
+ * Cassandra lists only the sub-options given. Returns the new count. */
+static size_t tombstone_options(const struct storage_table_options *o,
+				const char **keys, const char **values,
+				size_t n, char *threshold, size_t tcap,
+				char *interval, size_t icap)
+{
+	if (o->tombstone_threshold != 0.2) {
+		snprintf(threshold, tcap, "%g", o->tombstone_threshold);
+		keys[n] = "tombstone_threshold";
+		values[n++] = threshold;
+	}
+	if (o->tombstone_compaction_interval != 86400) {
+		snprintf(interval, icap, "%lld",
+			 (long long)o->tombstone_compaction_interval);
+		keys[n] = "tombstone_compaction_interval";
+		values[n++] = interval;
+	}
+	if (o->unchecked_tombstone_compaction) {
+		keys[n] = "unchecked_tombstone_compaction";
+		values[n++] = "true";
+	}
+	return n;
+}
+
 static int put_table_options(struct buf *b, const struct cql_table *t)
 {
 	const struct storage_table_meta *m = cql_table_meta(t);
@@ -262,14 +287,17 @@ static int put_table_options(struct buf *b, const struct cql_table *t)
 		 (long long)(o->compaction_window_seconds / 60));
 	snprintf(chunk, sizeof(chunk), "%u", o->chunk_length / 1024);
 	bool tw = o->compaction == STORAGE_COMPACTION_TIME_WINDOW;
-	const char *comp_keys[] = {"class", "max_threshold", "min_threshold",
-				   "compaction_window_size",
-				   "compaction_window_unit"};
-	const char *comp_values[] = {tw ? "org.apache.cassandra.db.compaction."
-					  "TimeWindowCompactionStrategy"
-					: "org.apache.cassandra.db.compaction."
-					  "SizeTieredCompactionStrategy",
-				     max, min, window, "MINUTES"};
+	const char *comp_keys[8] = {"class", "max_threshold", "min_threshold",
+				    "compaction_window_size",
+				    "compaction_window_unit"};
+	const char *comp_values[8] = {tw ? "org.apache.cassandra.db.compaction."
+					   "TimeWindowCompactionStrategy"
+					 : "org.apache.cassandra.db.compaction."
+					   "SizeTieredCompactionStrategy",
+				      max, min, window, "MINUTES"};
+	char tt[32], ti[24];
+	size_t nc = tombstone_options(o, comp_keys, comp_values, tw ? 5 : 3, tt,
+				      sizeof(tt), ti, sizeof(ti));
 	const char *cz_keys[] = {"chunk_length_in_kb", "class"};
 	const char *cz_values[] = {chunk,
 				   o->compression == STORAGE_COMPRESSION_DEFLATE
@@ -288,7 +316,7 @@ static int put_table_options(struct buf *b, const struct cql_table *t)
 	       put(b, "\n    AND cdc = false") ||
 	       put(b, "\n    AND comment = ") || put_quoted(b, co->comment) ||
 	       put(b, "\n    AND compaction = ") ||
-	       put_map(b, comp_keys, comp_values, tw ? 5 : 3) ||
+	       put_map(b, comp_keys, comp_values, nc) ||
 	       put(b, "\n    AND compression = ") ||
 	       put_map(b, cz ? cz_keys : off_keys, cz ? cz_values : off_values,
 		       cz ? 2 : 1) ||

@@ -245,6 +245,31 @@ static int gen_keyspaces(struct rows *r, const struct cql_schema *s,
 	return 0;
 }
 
+/* The tombstone compaction options that differ from their defaults, as
+ * Cassandra lists only the sub-options given. Returns the new count. */
+static size_t tombstone_options(const struct storage_table_options *o,
+				const char **keys, const char **values,
+				size_t n, char *threshold, size_t tcap,
+				char *interval, size_t icap)
+{
+	if (o->tombstone_threshold != 0.2) {
+		snprintf(threshold, tcap, "%g", o->tombstone_threshold);
+		keys[n] = "tombstone_threshold";
+		values[n++] = threshold;
+	}
+	if (o->tombstone_compaction_interval != 86400) {
+		snprintf(interval, icap, "%lld",
+			 (long long)o->tombstone_compaction_interval);
+		keys[n] = "tombstone_compaction_interval";
+		values[n++] = interval;
+	}
+	if (o->unchecked_tombstone_compaction) {
+		keys[n] = "unchecked_tombstone_compaction";
+		values[n++] = "true";
+	}
+	return n;
+}
+
 static int put_table_options(struct rows *r, struct cell *row,
 			     const struct cql_table *t)
 {
@@ -256,14 +281,17 @@ static int put_table_options(struct rows *r, struct cell *row,
 	snprintf(max, sizeof(max), "%u", o->max_threshold);
 	snprintf(chunk, sizeof(chunk), "%u", o->chunk_length / 1024);
 	bool tw = o->compaction == STORAGE_COMPACTION_TIME_WINDOW;
-	const char *comp_keys[] = {"class", "max_threshold", "min_threshold",
-				   "compaction_window_size",
-				   "compaction_window_unit"};
-	const char *comp_values[5] = {tw ? "org.apache.cassandra.db.compaction."
+	const char *comp_keys[8] = {"class", "max_threshold", "min_threshold",
+				    "compaction_window_size",
+				    "compaction_window_unit"};
+	const char *comp_values[8] = {tw ? "org.apache.cassandra.db.compaction."
 					   "TimeWindowCompactionStrategy"
 					 : "org.apache.cassandra.db.compaction."
 					   "SizeTieredCompactionStrategy",
 				      max, min, window, "MINUTES"};
+	char tt[32], ti[24];
+	size_t nc = tombstone_options(o, comp_keys, comp_values, tw ? 5 : 3, tt,
+				      sizeof(tt), ti, sizeof(ti));
 	snprintf(window, sizeof(window), "%lld",
 		 (long long)(o->compaction_window_seconds / 60));
 	/* Disabled compression is {'enabled': 'false'}, as Cassandra's
@@ -286,7 +314,7 @@ static int put_table_options(struct rows *r, struct cell *row,
 	       put_bool(r, row, "cdc", false) ||
 	       put_text(r, row, "comment", co->comment) ||
 	       put_text_collection(r, row, "compaction", comp_keys, comp_values,
-				   tw ? 5 : 3) ||
+				   nc) ||
 	       put_text_collection(r, row, "compression", cz_keys, cz_values,
 				   cz ? 2 : 1) ||
 	       put_double(r, row, "crc_check_chance", co->crc_check_chance) ||

@@ -726,6 +726,21 @@ START_TEST(describe_prints_cassandras_create_statements)
 		strstr(text, "'compaction_window_size': '1440', "
 			     "'compaction_window_unit': 'MINUTES', "
 			     "'max_threshold': '32', 'min_threshold': '4'}"));
+	/* tombstone options show when given, in key order */
+	ok("CREATE TABLE tt (k int PRIMARY KEY) WITH compaction = {'class': "
+	   "'SizeTieredCompactionStrategy', 'tombstone_threshold': '0.5', "
+	   "'unchecked_tombstone_compaction': 'true'}");
+	buf_clear(&b);
+	ck_assert_int_eq(
+		cql_describe_table_text(cql_schema_table(schema, "ks", "tt"),
+					true, &b),
+		0);
+	ck_assert_int_eq(buf_put_u8(&b, '\0'), 0);
+	text = (const char *)b.data;
+	ck_assert_msg(strstr(text, "'min_threshold': '4', "
+				   "'tombstone_threshold': '0.5', "
+				   "'unchecked_tombstone_compaction': 'true'}"),
+		      "%s", text);
 	buf_free(&b);
 }
 END_TEST
