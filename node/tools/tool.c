@@ -18,7 +18,8 @@
 #include "conf/conf.h"
 #include "node/messaging_msg.h"
 #include "node/node.h"
-#include "node/tools/tool_tokens.h"
+#include "node/tool_tokens.h"
+#include "node/tools/tool_sstable.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -46,6 +47,8 @@ static void usage(FILE *f)
 		"version, drain, stopdaemon.\n"
 		"`cassini-tool generatetokens --help`: tokens for a planned "
 		"datacenter (offline).\n"
+		"`cassini-tool sstablemetadata FILE...`, `cassini-tool "
+		"sstabledump FILE`: what an\nSSTable holds (offline).\n"
 		"\n"
 		"<keyspace> is a keyspace of the schema or an explicit "
 		"replication:\n"
@@ -160,6 +163,10 @@ int main(int argc, char **argv)
 		goto bad;
 	if (strcmp(argv[i], "generatetokens") == 0)
 		return tool_generatetokens(argc - i - 1, argv + i + 1);
+	if (strcmp(argv[i], "sstablemetadata") == 0)
+		return tool_sstablemetadata(argc - i - 1, argv + i + 1);
+	if (strcmp(argv[i], "sstabledump") == 0)
+		return tool_sstabledump(argc - i - 1, argv + i + 1);
 	if (argc - i - 1 > ADMIN_MAX_ARGS) {
 		fprintf(stderr, "cassini-tool: too many arguments\n");
 		return 1;

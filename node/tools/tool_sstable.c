@@ -1,0 +1,400 @@
+/*
+ * cassini-tool sstablemetadata and sstabledump (tool_sstable.h): offline,
+ * read SSTable files directly (storage/sstable_tool.h), talk to no node.
+ * A damaged or missing component is reported (stderr, exit status 1)
+ * and the next file is still read; nothing is ever written.
+ */
+#include "node/tools/tool_sstable.h"
+
+#include "common/env_real.h"
+#include "common/err.h"
+#include "storage/sstable_tool.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void when(char *out, size_t cap, int64_t sec)
+{
+	time_t t = (time_t)sec;
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) ||
+	    !strftime(out, cap, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(out, cap, "?");
+}
+
+static void print_hist(const struct storage_sstable_meta *m)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < m->tomb_bins; i++)
+		total += m->tomb_count[i];
+	printf("Estimated tombstone drop times:\n");
+	if (m->stats_version < 2)
+		printf("   (not recorded: Statistics.db version 1)\n");
+	else if (!m->tomb_bins)
+		printf("   (none)\n");
+	else
+		printf("   %-36s | %s\n", "Drop Time", "Count  (%)");
+	for (size_t i = 0; i < m->tomb_bins; i++) {
+		char w[48];
+		when(w, sizeof(w), m->tomb_point[i]);
+		printf("   %-10" PRId64 " (%s) | %" PRIu64 " (%.0f)\n",
+		       m->tomb_point[i], w, m->tomb_count[i],
+		       100.0 * (double)m->tomb_count[i] / (double)total);
+	}
+}
+
+static void print_sizes(const struct storage_sstable_meta *m)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < STORAGE_SSTABLE_SIZE_BUCKETS; i++)
+		total += m->size_hist[i];
+	printf("Partition Size:\n   %-14s | %s\n", "Size (bytes)",
+	       "Count  (%)");
+	for (size_t i = 0; i < STORAGE_SSTABLE_SIZE_BUCKETS; i++)
+		if (m->size_hist[i])
+			printf("   %-14llu | %" PRIu64 " (%.0f)\n", 1ull << i,
+			       m->size_hist[i],
+			       100.0 * (double)m->size_hist[i] / (double)total);
+}
+
+static void print_time(const char *label, int64_t us)
+{
+	char w[48];
+	when(w, sizeof(w), us / 1000000);
+	printf("%s: %" PRId64 " (%s)\n", label, us, w);
+}
+
+static void print_ldt(const char *label, int64_t sec, bool none)
+{
+	char w[48];
+	if (none) {
+		printf("%s: no tombstones\n", label);
+		return;
+	}
+	when(w, sizeof(w), sec);
+	printf("%s: %" PRId64 " (%s)\n", label, sec, w);
+}
+
+static void print_meta(const struct storage_sstable_meta *m, int64_t now,
+		       int64_t gc_grace)
+{
+	printf("SSTable: %s/ca-%" PRIu64 "\n", m->dir, m->gen);
+	printf("Partitioner: org.apache.cassandra.dht.Murmur3Partitioner\n");
+	if (m->filter_ok)
+		printf("Bloom Filter FP chance: %f (%" PRIu64 " bits, %u "
+		       "hashes)\n",
+		       storage_sstable_bloom_fp(m), m->bloom_bits, m->bloom_k);
+	if (!m->stats_ok)
+		return;
+	printf("Statistics.db version: %u\n", m->stats_version);
+	bool empty = m->min_ts > m->max_ts;
+	if (!empty) {
+		print_time("Minimum timestamp", m->min_ts);
+		print_time("Maximum timestamp", m->max_ts);
+	}
+	print_ldt("SSTable min local deletion time", m->min_ldt,
+		  m->min_ldt == INT64_MAX);
+	print_ldt("SSTable max local deletion time", m->max_ldt,
+		  m->max_ldt == INT64_MIN);
+	if (m->stats_version >= 2 && m->uncompressed_size)
+		printf("Compression ratio: %f\n",
+		       (double)m->data_size / (double)m->uncompressed_size);
+	else
+		printf("Compression ratio: -1.0\n");
+	printf("TTL min: %" PRId64 "\nTTL max: %" PRId64 "\n", m->min_ttl,
+	       m->max_ttl);
+	printf("First token: %" PRId64 "\nLast token: %" PRId64 "\n",
+	       m->min_token, m->max_token);
+	printf("Estimated droppable tombstones: %s%f\n",
+	       m->stats_version < 2 ? "(not recorded) " : "",
+	       storage_sstable_droppable(m, now - gc_grace));
+	printf("SSTable Level: 0\n");
+	printf("Repaired at: %" PRId64 "\n", m->repaired_at);
+	printf("Pending repair: --\n");
+	printf("Replay positions covered: {CommitLogPosition(segmentId=%" PRIu64
+	       ", position=%" PRIu64 ")}\n",
+	       m->commitlog_segment, m->commitlog_offset);
+	if (m->stats_version >= 2 && m->created_at) {
+		char w[48];
+		when(w, sizeof(w), m->created_at);
+		printf("Created at: %" PRId64 " (%s)\n", m->created_at, w);
+	}
+	printf("totalColumnsSet: %" PRIu64 "\n", m->cells);
+	printf("Tombstones: %" PRIu64 " (partition deletions and range "
+	       "tombstones: %" PRIu64 ")\n",
+	       m->tombstones, m->markers);
+	printf("Non-expiring live data: %s\n",
+	       m->has_live_no_ttl ? "true" : "false");
+	print_hist(m);
+	print_sizes(m);
+	printf("Estimated cardinality: %" PRIu64 "\n", m->partitions);
+	if (m->summary_ok)
+		printf("Index blocks: %" PRIu64 "\n", m->index_blocks);
+	printf("Data.db bytes: %lld\nIndex.db bytes: %lld\n",
+	       (long long)m->data_bytes, (long long)m->index_bytes);
+	if (m->stats_version >= 2)
+		printf("Uncompressed data bytes: %" PRIu64 "\n",
+		       m->uncompressed_size);
+}
+
+static void meta_usage(FILE *f)
+{
+	fprintf(f, "usage: cassini-tool sstablemetadata [-g GC_GRACE_SECONDS] "
+		   "FILE...\n"
+		   "FILE: any component of an SSTable (ca-N-Data.db, ...).\n"
+		   "-g: gc_grace_seconds for \"Estimated droppable "
+		   "tombstones\" (default 0).\n");
+}
+
+int tool_sstablemetadata(int argc, char **argv)
+{
+	int64_t gc_grace = 0;
+	int i = 0;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--help") == 0) {
+			meta_usage(stdout);
+			return 0;
+		}
+		if ((strcmp(argv[i], "-g") == 0 ||
+		     strcmp(argv[i], "--gc_grace_seconds") == 0) &&
+		    i + 1 < argc) {
+			char *end;
+			gc_grace = strtoll(argv[++i], &end, 10);
+			if (*end || gc_grace < 0) {
+				fprintf(stderr,
+					"sstablemetadata: bad "
+					"gc_grace_seconds '%s'\n",
+					argv[i]);
+				return 1;
+			}
+			continue;
+		}
+		meta_usage(stderr);
+		return 1;
+	}
+	if (i == argc) {
+		meta_usage(stderr);
+		return 1;
+	}
+	struct env *env = env_real_new(NULL);
+	struct storage_sstable_meta *m = malloc(sizeof(*m));
+	if (!env || !m) {
+		fprintf(stderr, "sstablemetadata: out of memory\n");
+		free(m);
+		env_real_delete(env);
+		return 1;
+	}
+	int status = 0;
+	int64_t now = (int64_t)time(NULL);
+	for (; i < argc; i++) {
+		int rc = storage_sstable_meta_read(env, argv[i], m);
+		if (rc && !m->stats_ok && !m->filter_ok && !m->summary_ok) {
+			fprintf(stderr, "sstablemetadata: %s: %s\n", argv[i],
+				m->problems[0] ? m->problems : err_msg());
+			status = 1;
+			continue;
+		}
+		print_meta(m, now, gc_grace);
+		if (rc) {
+			printf("Problems: %s\n", m->problems);
+			fprintf(stderr, "sstablemetadata: %s: %s\n", argv[i],
+				m->problems);
+			status = 1;
+		}
+		if (i + 1 < argc)
+			printf("\n");
+	}
+	free(m);
+	env_real_delete(env);
+	return status;
+}
+
+/* ---- sstabledump --------------------------------------------------------- */
+
+struct dumper {
+	bool first_part, first_atom;
+	bool keys_only;
+	bool open; /* a partition begun, not ended (damage cut it short) */
+	uint64_t partitions;
+};
+
+static void hex(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		printf("%02x", p[i]);
+}
+
+/* A key that is printable text is shown as text too. */
+static bool printable(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isprint(p[i]) || p[i] == '"' || p[i] == '\\')
+			return false;
+	return n > 0;
+}
+
+static int on_partition(void *arg, const struct storage_sstable_partition *p)
+{
+	struct dumper *d = arg;
+	printf("%s\n  {\n    \"partition\" : {\n      \"key\" : \"",
+	       d->first_part ? "" : ",");
+	hex(p->key, p->key_len);
+	printf("\",\n");
+	if (printable(p->key, p->key_len))
+		printf("      \"key_text\" : \"%.*s\",\n", (int)p->key_len,
+		       (const char *)p->key);
+	printf("      \"token\" : %" PRId64, p->token);
+	if (p->deleted)
+		printf(",\n      \"deletion_info\" : { \"marked_deleted\" : "
+		       "%" PRId64 ", \"local_delete_time\" : %" PRId64 " }",
+		       p->del_ts, p->del_ldt);
+	if (p->range_tombstones)
+		printf(",\n      \"range_tombstones\" : %zu",
+		       p->range_tombstones);
+	printf("\n    }%s", d->keys_only ? "" : ",\n    \"atoms\" : [");
+	d->first_part = false;
+	d->first_atom = true;
+	d->open = true;
+	d->partitions++;
+	return 0;
+}
+
+static int on_atom(void *arg, const struct storage_sstable_atom *a)
+{
+	struct dumper *d = arg;
+	if (d->keys_only)
+		return 0;
+	printf("%s\n      { \"clustering\" : \"", d->first_atom ? "" : ",");
+	d->first_atom = false;
+	hex(a->ck, a->ck_len);
+	printf("\", ");
+	if (a->slot == 0)
+		printf("\"type\" : \"%s\"",
+		       a->kind == 0 ? "row_deletion" : "row_liveness");
+	else
+		printf("\"column\" : %u, \"type\" : \"%s\"", a->slot - 1,
+		       a->kind == 0 ? "collection_deletion" : "cell");
+	if (a->path_len) {
+		printf(", \"path\" : \"");
+		hex(a->path, a->path_len);
+		printf("\"");
+	}
+	printf(", \"tstamp\" : %" PRId64, a->ts);
+	if (a->tombstone)
+		printf(", \"deletion_info\" : { \"local_delete_time\" : "
+		       "%" PRId64 " }",
+		       a->ldt);
+	else if (a->expiring)
+		printf(", \"ttl\" : %d, \"expires_at\" : %" PRId64, a->ttl,
+		       a->ldt);
+	if (a->kind != 0 && !a->tombstone && a->value_len) {
+		printf(", \"value\" : \"");
+		hex(a->value, a->value_len);
+		printf("\"");
+	}
+	printf(" }");
+	return 0;
+}
+
+static int on_partition_end(void *arg)
+{
+	struct dumper *d = arg;
+	printf("%s\n  }", d->keys_only ? "" : "\n    ]");
+	d->open = false;
+	return 0;
+}
+
+static void dump_usage(FILE *f)
+{
+	fprintf(f, "usage: cassini-tool sstabledump [-d] [-k KEY] FILE\n"
+		   "Prints the partitions of an SSTable as JSON (atoms as "
+		   "stored: no schema is read,\nso clusterings, paths and "
+		   "values are hex and columns are numbers).\n"
+		   "-k KEY: only that partition (its serialized key: text "
+		   "as is, or 0x and hex).\n"
+		   "-d: partition keys only.\n");
+}
+
+static int parse_key(const char *s, uint8_t **out, size_t *len)
+{
+	size_t n = strlen(s);
+	if (n < 2 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) {
+		*out = (uint8_t *)strdup(s);
+		*len = n;
+		return *out ? 0 : -1;
+	}
+	if ((n - 2) % 2)
+		return -1;
+	*len = (n - 2) / 2;
+	*out = malloc(*len + 1);
+	for (size_t i = 0; *out && i < *len; i++) {
+		unsigned v;
+		if (sscanf(s + 2 + 2 * i, "%2x", &v) != 1 ||
+		    !isxdigit((unsigned char)s[2 + 2 * i]) ||
+		    !isxdigit((unsigned char)s[3 + 2 * i])) {
+			free(*out);
+			return -1;
+		}
+		(*out)[i] = (uint8_t)v;
+	}
+	return *out ? 0 : -1;
+}
+
+int tool_sstabledump(int argc, char **argv)
+{
+	struct dumper d = {.first_part = true};
+	uint8_t *key = NULL;
+	size_t key_len = 0;
+	int i = 0;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--help") == 0) {
+			dump_usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "-d") == 0) {
+			d.keys_only = true;
+			continue;
+		}
+		if (strcmp(argv[i], "-k") == 0 && i + 1 < argc && !key) {
+			if (parse_key(argv[++i], &key, &key_len) == 0)
+				continue;
+			fprintf(stderr, "sstabledump: bad key '%s'\n", argv[i]);
+			return 1;
+		}
+		free(key);
+		dump_usage(stderr);
+		return 1;
+	}
+	if (i + 1 != argc) {
+		free(key);
+		dump_usage(stderr);
+		return 1;
+	}
+	struct env *env = env_real_new(NULL);
+	if (!env) {
+		free(key);
+		fprintf(stderr, "sstabledump: out of memory\n");
+		return 1;
+	}
+	struct storage_sstable_dump_fns fns = {
+		.partition = on_partition,
+		.atom = on_atom,
+		.partition_end = on_partition_end,
+		.arg = &d,
+	};
+	printf("[");
+	int rc = storage_sstable_dump(env, argv[i], key, key_len, &fns);
+	if (d.open) /* keep the JSON whole; stderr says what went wrong */
+		on_partition_end(&d);
+	printf("%s]\n", d.partitions ? "\n" : "");
+	fflush(stdout);
+	if (rc)
+		fprintf(stderr, "sstabledump: %s: %s\n", argv[i], err_msg());
+	free(key);
+	env_real_delete(env);
+	return rc ? 1 : 0;
+}
