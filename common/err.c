@@ -120,6 +120,7 @@ const char *err_code_name(enum err_code code)
 		[ERR_UNSUPPORTED] = "unsupported",
 		[ERR_CLOSED] = "closed",
 		[ERR_AGAIN] = "would block",
+		[ERR_TOMBSTONES] = "READ_TOO_MANY_TOMBSTONES",
 	};
 	if ((unsigned)code >= ERR_CODE_COUNT)
 		return "unknown";

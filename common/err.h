@@ -29,6 +29,10 @@ enum err_code {
 	ERR_UNSUPPORTED, /* valid request for a feature we do not have */
 	ERR_CLOSED,      /* object shut down */
 	ERR_AGAIN, /* would block on disk: redo where blocking is allowed */
+	/* a read met more tombstones than tombstone_failure_threshold
+	 * (Cassandra's TombstoneOverwhelmingException; named
+	 * READ_TOO_MANY_TOMBSTONES, its RequestFailureReason) */
+	ERR_TOMBSTONES,
 	ERR_CODE_COUNT
 };
 

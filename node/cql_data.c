@@ -35,6 +35,7 @@ struct cql_data {
 	int64_t last_ts;
 	uint64_t batch_warn, batch_fail; /* bytes; 0 = no check */
 	int64_t unlogged_warn;           /* partitions */
+	int64_t tombstone_fail;          /* tombstone_failure_threshold */
 	struct buf reply; /* a read's reply is encoded here, then copied out */
 	/* runs storage_write_deferred once a turn with writes */
 	struct loopq_item write_item;
@@ -579,6 +580,9 @@ struct read_job {
 	uint64_t start_us;
 	char *query;
 	size_t query_len;
+	/* tombstone warnings of the replicas' answers (repl_result) */
+	uint32_t tomb_warn_nodes;
+	uint64_t tomb_max;
 	/* job_table's answer while the schema generation stays `gen` */
 	const struct cql_table *t;
 	const struct ring_strategy *strategy;
@@ -598,6 +602,55 @@ static void read_job_free(struct read_job *j)
 	cql_schema_unpin(j->d->schema, &j->pin);
 	free(j->query);
 	free(j);
+}
+
+static const struct cql_table *job_table(struct read_job *j,
+					 const struct ring_strategy **s);
+
+/* The query's shape for tombstone warnings (Cassandra prints the read
+ * command as CQL): the partition by token, or the token range. */
+static void query_shape(struct read_job *j, char *out, size_t cap)
+{
+	const struct ring_strategy *s;
+	const struct cql_table *t = job_table(j, &s);
+	char pk[256] = "";
+	size_t k = 0;
+	const struct storage_table_meta *m = t ? cql_table_meta(t) : NULL;
+	for (size_t i = 0; m && i < m->pk_count && k < sizeof(pk); i++)
+		k += (size_t)snprintf(pk + k, sizeof(pk) - k, "%s%s",
+				      i ? ", " : "", m->columns[m->pk[i]].name);
+	if (cql_select_plan_is_scan(j->plan)) {
+		int64_t start, end;
+		cql_select_plan_range(j->plan, &start, &end);
+		snprintf(out, cap,
+			 "SELECT * FROM %s.%s WHERE token(%s) > %lld AND "
+			 "token(%s) <= %lld",
+			 j->keyspace, j->table, pk, (long long)start, pk,
+			 (long long)end);
+		return;
+	}
+	size_t n = cql_select_plan_key_count(j->plan);
+	size_t i = j->next_key < n ? j->next_key : (n ? n - 1 : 0);
+	struct slice key =
+		n ? cql_select_plan_key(j->plan, i) : slice_make(NULL, 0);
+	snprintf(out, cap, "SELECT * FROM %s.%s WHERE token(%s) = %lld",
+		 j->keyspace, j->table, pk,
+		 (long long)murmur3_token(key.ptr, key.len));
+}
+
+/* Cassandra 4.1's coordinator tombstone warning, logged and sent. */
+static void tombstone_warning(struct read_job *j, struct buf *b)
+{
+	if (!j->tomb_warn_nodes)
+		return;
+	char shape[512], msg[768];
+	query_shape(j, shape, sizeof(shape));
+	snprintf(msg, sizeof(msg),
+		 "%u nodes scanned up to %llu tombstones and issued tombstone "
+		 "warnings for query %s  (see tombstone_warn_threshold)",
+		 j->tomb_warn_nodes, (unsigned long long)j->tomb_max, shape);
+	LOG_WARN("%s", msg);
+	cql_frame_add_warning(b, msg);
 }
 
 static void read_finish(struct read_job *j)
@@ -620,6 +673,8 @@ static void read_finish(struct read_job *j)
 		 * read (cqlsh prints it under the result). */
 		cql_frame_add_warning(&b, "Aggregation query used without "
 					  "partition key");
+	if (b.len >= 5 && b.data[4] == CQL_OP_RESULT)
+		tombstone_warning(j, &b);
 	cql_request_reply(j->req, b.data, b.len);
 	if (j->d->slow)
 		node_slow_queries_note(j->d->slow, j->query, j->query_len,
@@ -708,11 +763,36 @@ static void read_next_range(struct read_job *j);
 static void read_step_failed(struct read_job *j, const struct repl_result *res)
 {
 	const struct ring_strategy *s;
-	if (!job_table(j, &s))
+	if (!job_table(j, &s)) {
 		read_fail_msg(j, CQL_ERR_INVALID,
 			      "the table was dropped during the read");
-	else
+		return;
+	}
+	if (!res->tombstone_abort) {
 		read_fail(j, res);
+		return;
+	}
+	/* A replica met more than tombstone_failure_threshold: Cassandra
+	 * 4.1's TombstoneAbortException, a ReadFailure (the replica's count
+	 * stays there: "over" the threshold is what is known here). */
+	struct repl_result r = *res;
+	char shape[160];
+	query_shape(j, shape, sizeof(shape));
+	snprintf(r.msg, sizeof(r.msg),
+		 "1 nodes scanned over %lld tombstones and aborted the query "
+		 "%s (see tombstone_failure_threshold)",
+		 (long long)j->d->tombstone_fail, shape);
+	LOG_WARN("%s", r.msg);
+	read_fail(j, &r);
+}
+
+/* Adds one step's replica tombstone figures to the read's. */
+static void job_tombstones(struct read_job *j, const struct repl_result *res)
+{
+	if (res->tombstone_warn_nodes > j->tomb_warn_nodes)
+		j->tomb_warn_nodes = res->tombstone_warn_nodes;
+	if (res->tombstone_max > j->tomb_max)
+		j->tomb_max = res->tombstone_max;
 }
 
 static void on_key(void *arg, const struct repl_result *res,
@@ -723,6 +803,7 @@ static void on_key(void *arg, const struct repl_result *res,
 		read_step_failed(j, res);
 		return;
 	}
+	job_tombstones(j, res);
 	const struct ring_strategy *s;
 	const struct cql_table *t = job_table(j, &s);
 	int rc = t ? job_keep(j, t, frag) : -1;
@@ -779,6 +860,7 @@ static void on_range(void *arg, const struct repl_result *res,
 		read_step_failed(j, res);
 		return;
 	}
+	job_tombstones(j, res);
 	const struct ring_strategy *s;
 	const struct cql_table *t = job_table(j, &s);
 	int rc = 0;
@@ -1131,6 +1213,12 @@ int cql_data_set_slow_query_timeout(struct cql_data *d, uint64_t timeout_us)
 	    !(d->slow = node_slow_queries_new(d->env, timeout_us)))
 		return -1;
 	return 0;
+}
+
+void cql_data_set_tombstone_failure_threshold(struct cql_data *d,
+					      int64_t threshold)
+{
+	d->tombstone_fail = threshold;
 }
 
 void cql_data_set_batch_limits(struct cql_data *d, uint64_t warn_bytes,

@@ -71,6 +71,11 @@ void cql_data_peer_event(struct cql_data *d, const uint8_t host_id[16],
 			 enum cql_data_peer_event ev);
 /* batch_size_warn_threshold, batch_size_fail_threshold (bytes; 0 = no
  * check) and unlogged_batch_across_partitions_warn_threshold. */
+/* The tombstone_failure_threshold named in the ReadFailure of a read a
+ * replica aborted (Cassandra 4.1's "N nodes scanned over T tombstones and
+ * aborted the query ..."). */
+void cql_data_set_tombstone_failure_threshold(struct cql_data *d,
+					      int64_t threshold);
 void cql_data_set_batch_limits(struct cql_data *d, uint64_t warn_bytes,
 			       uint64_t fail_bytes,
 			       int64_t unlogged_partitions);

@@ -445,6 +445,7 @@ struct cql_service *cql_service_new(const struct conf *c,
 	ro.write_timeout_ms = c->write_request_timeout_ms;
 	ro.range_timeout_ms = c->range_request_timeout_ms;
 	ro.truncate_timeout_ms = c->truncate_request_timeout_ms;
+	ro.tombstone_warn_threshold = (uint64_t)c->tombstone_warn_threshold;
 	char batchlog[PATH_MAX];
 	snprintf(batchlog, sizeof(batchlog), "%s/batchlog",
 		 c->data_file_directories.items[0]);
@@ -466,6 +467,8 @@ struct cql_service *cql_service_new(const struct conf *c,
 		s->data, c->batch_size_warn_threshold,
 		c->batch_size_fail_threshold,
 		c->unlogged_batch_across_partitions_warn_threshold);
+	cql_data_set_tombstone_failure_threshold(
+		s->data, c->tombstone_failure_threshold);
 	if (cql_data_set_slow_query_timeout(
 		    s->data, c->slow_query_log_timeout_ms * 1000) != 0) {
 		cql_service_delete(s);

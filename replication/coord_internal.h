@@ -161,6 +161,10 @@ struct op {
 	size_t rr_n;                      /* are acknowledged */
 	int64_t rr_resume;
 	bool rr_finished;
+	/* reads: replicas whose answer held more than
+	 * tombstone_warn_threshold tombstones, and the most one held */
+	uint32_t tomb_warn_nodes;
+	uint64_t tomb_max;
 	/* hint deliveries */
 	struct inet_addr to;
 	repl_deliver_fn ddone;

@@ -105,11 +105,35 @@ void repl_read_timeout(struct op *op)
 	repl_op_free(op);
 }
 
+/* Counts the tombstones of each replica's answer against
+ * tombstone_warn_threshold (single reads: its fragment; range steps: its
+ * fragments together). */
+static void count_tombstones(struct op *op)
+{
+	uint64_t lim = op->r->o.tombstone_warn_threshold;
+	int64_t now = (int64_t)(repl_now_us(op->r) / 1000000);
+	op->tomb_warn_nodes = 0;
+	op->tomb_max = 0;
+	for (size_t i = 0; lim && i < op->nt; i++) {
+		const struct target *t = &op->t[i];
+		uint64_t n =
+			t->frag ? storage_mutation_tombstones(t->frag, now) : 0;
+		for (size_t k = 0; k < t->nfrags; k++)
+			n += storage_mutation_tombstones(t->frags[k], now);
+		if (n > lim)
+			op->tomb_warn_nodes++;
+		if (n > op->tomb_max)
+			op->tomb_max = n;
+	}
+}
+
 static void read_fail(struct op *op, const char *why)
 {
 	struct repl_result res;
 	repl_result_init(&res, REPL_READ_FAILURE, op->cl);
 	res.required = op->block_for;
+	res.tombstone_abort =
+		why && strcmp(why, err_code_name(ERR_TOMBSTONES)) == 0;
 	snprintf(res.msg, sizeof(res.msg), "read failed on a replica: %s",
 		 why ? why : "error");
 	read_reply(op, &res, NULL);
@@ -124,6 +148,7 @@ static void read_resolve(struct op *op)
 	for (size_t i = 0; i < op->nt && n < 64; i++)
 		if (op->t[i].frag)
 			frags[n++] = op->t[i].frag;
+	count_tombstones(op);
 	op->merged = storage_fragment_merge(op->meta, frags, n);
 	if (!op->merged) {
 		read_fail(op, err_msg());
@@ -182,6 +207,8 @@ static void read_finish_ok(struct op *op, struct storage_mutation *frag)
 {
 	struct repl_result res;
 	repl_result_init(&res, REPL_OK, op->cl);
+	res.tombstone_warn_nodes = op->tomb_warn_nodes;
+	res.tombstone_max = op->tomb_max;
 	read_reply(op, &res, frag);
 }
 
@@ -280,6 +307,7 @@ static void read_progress(struct op *op)
 				equal = false;
 		}
 		if (equal) {
+			count_tombstones(op);
 			struct storage_mutation *f = data->frag;
 			data->frag = NULL;
 			read_finish_ok(op, f);
@@ -625,6 +653,7 @@ static void range_resolve(struct op *op)
 {
 	struct repl_result res;
 	const struct storage_mutation *bound = NULL;
+	count_tombstones(op);
 	for (size_t i = 0; i < op->nt; i++) {
 		struct target *t = &op->t[i];
 		if (t->cut && t->nfrags > 0) {
@@ -723,6 +752,9 @@ void repl_range_answer(struct op *op, struct target *t, bool ok,
 		struct repl_result res;
 		repl_result_init(&res, REPL_READ_FAILURE, op->cl);
 		res.required = op->block_for;
+		res.tombstone_abort =
+			error &&
+			strcmp(error, err_code_name(ERR_TOMBSTONES)) == 0;
 		snprintf(res.msg, sizeof(res.msg),
 			 "range read failed on a replica: %s",
 			 error ? error : "error");
@@ -756,6 +788,8 @@ static void range_progress(struct op *op)
 	/* Merged, and every repair acknowledged (or none needed). */
 	struct repl_result res;
 	repl_result_init(&res, REPL_OK, op->cl);
+	res.tombstone_warn_nodes = op->tomb_warn_nodes;
+	res.tombstone_max = op->tomb_max;
 	struct storage_mutation **out = op->rr_out;
 	op->rr_out = NULL;
 	range_reply(op, &res, out, op->rr_n, op->rr_resume, op->rr_finished);

@@ -110,6 +110,13 @@ struct repl_result {
 	int alive;    /* Unavailable: alive; timeouts: received */
 	bool data_present;
 	enum repl_write_type write_type;
+	/* Reads (REPL_OK): replicas whose answer held more tombstones than
+	 * tombstone_warn_threshold, and the most one held (Cassandra 4.1's
+	 * coordinator tombstone warning). Read failures: a replica aborted
+	 * the read at its tombstone_failure_threshold. */
+	uint32_t tombstone_warn_nodes;
+	uint64_t tombstone_max;
+	bool tombstone_abort;
 	char msg[256];
 };
 
@@ -227,6 +234,9 @@ struct repl_options {
 	/* How often due batches are looked for (0 = 1000 ms); a batch is due
 	 * 2 * write_timeout_ms after it was stored. */
 	uint64_t batchlog_replay_interval_ms;
+	/* Tombstones in one replica's answer past which a read reports it
+	 * (repl_result.tombstone_warn_nodes); 0: never. */
+	uint64_t tombstone_warn_threshold;
 };
 void repl_options_default(struct repl_options *o);
 

@@ -254,10 +254,19 @@ int storage_read_ctx_fragment(struct read_ctx *c, int64_t token,
 	free(atoms);
 	if (!m)
 		return -1;
-	uint64_t tombstones = m->rt_count + (m->pdel.ts != DELETION_NONE);
-	for (size_t i = 0; i < m->atom_count; i++)
-		tombstones += !storage_atom_is_live(&m->atoms[i], c->now_sec);
-	if (storage_read_ctx_check_tombstones(c, tombstones, key)) {
+	uint64_t tombstones = storage_mutation_tombstones(m, c->now_sec);
+	uint64_t rows = 0;
+	const struct atom *last = NULL;
+	for (size_t i = 0; i < m->atom_count; i++) {
+		const struct atom *a = &m->atoms[i];
+		if (!storage_atom_is_live(a, c->now_sec) ||
+		    (last && slice_eq(last->ck, a->ck)))
+			continue;
+		rows++;
+		last = a;
+	}
+	(void)key;
+	if (storage_read_ctx_check_tombstones(c, tombstones, rows, token)) {
 		storage_mutation_delete(m);
 		return -1;
 	}
@@ -266,6 +275,15 @@ int storage_read_ctx_fragment(struct read_ctx *c, int64_t token,
 }
 
 /* ---- the public calls ---------------------------------------------------- */
+
+uint64_t storage_mutation_tombstones(const struct storage_mutation *m,
+				     int64_t now_sec)
+{
+	uint64_t n = m->rt_count + (m->pdel.ts != DELETION_NONE);
+	for (size_t i = 0; i < m->atom_count; i++)
+		n += !storage_atom_is_live(&m->atoms[i], now_sec);
+	return n;
+}
 
 bool storage_mutation_is_empty(const struct storage_mutation *m)
 {

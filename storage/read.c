@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/zalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -409,22 +410,43 @@ static void apply_order_and_limit(struct builder *b)
 		b->row_count = cmd->limit;
 }
 
-int storage_read_ctx_check_tombstones(struct read_ctx *c, uint64_t n,
-				      struct slice key)
+/* The partition key's columns, "pk" or "p1, p2", for a query's shape. */
+static void pk_names(const struct storage_table_meta *t, char *out, size_t cap)
 {
-	if ((int64_t)n > c->fail_threshold)
-		return err_set(ERR_OVERLOADED,
+	size_t k = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < t->pk_count && k < cap; i++)
+		k += (size_t)snprintf(out + k, cap - k, "%s%s", i ? ", " : "",
+				      t->columns[t->pk[i]].name);
+}
+
+int storage_read_ctx_check_tombstones(struct read_ctx *c, uint64_t n,
+				      uint64_t live_rows, int64_t token)
+{
+	if ((int64_t)n <= c->warn_threshold && (int64_t)n <= c->fail_threshold)
+		return 0;
+	char pk[256];
+	pk_names(c->t, pk, sizeof(pk));
+	if ((int64_t)n > c->fail_threshold) {
+		LOG_AT(LOG_LEVEL_ERROR,
+		       "Scanned over %lld tombstones during query SELECT * "
+		       "FROM %s.%s WHERE token(%s) = %lld (see "
+		       "tombstone_failure_threshold); query aborted",
+		       (long long)c->fail_threshold, c->t->keyspace, c->t->name,
+		       pk, (long long)token);
+		return err_set(ERR_TOMBSTONES,
 			       "read of %s.%s scanned %llu "
 			       "tombstones (tombstone_failure_threshold %lld)",
 			       c->t->keyspace, c->t->name,
 			       (unsigned long long)n,
 			       (long long)c->fail_threshold);
-	if ((int64_t)n > c->warn_threshold)
-		LOG_AT(LOG_LEVEL_WARN,
-		       "read of %s.%s (key of %zu bytes) "
-		       "scanned %llu tombstones",
-		       c->t->keyspace, c->t->name, key.len,
-		       (unsigned long long)n);
+	}
+	LOG_AT(LOG_LEVEL_WARN,
+	       "Read %llu live rows and %llu tombstone cells for query "
+	       "SELECT * FROM %s.%s WHERE token(%s) = %lld (see "
+	       "tombstone_warn_threshold)",
+	       (unsigned long long)live_rows, (unsigned long long)n,
+	       c->t->keyspace, c->t->name, pk, (long long)token);
 	return 0;
 }
 
@@ -503,7 +525,8 @@ int storage_read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
 	if (!rc && !k)
 		rc = err_set(ERR_NOMEM, "result");
 	if (!rc)
-		rc = storage_read_ctx_check_tombstones(c, b.tombstones, key);
+		rc = storage_read_ctx_check_tombstones(c, b.tombstones,
+						       b.row_count, token);
 	free(b.cells);
 	if (rc) {
 		free(b.rows);

@@ -83,8 +83,12 @@ void storage_read_ctx_merge(struct read_ctx *c);
 int storage_read_ctx_finish(struct read_ctx *c, int64_t token, struct slice key,
 			    struct storage_result **out);
 /* ERR_OVERLOADED past the failure threshold; logs past the warning one. */
+/* Cassandra's tombstone thresholds for one partition read that met `n`
+ * tombstones and `live_rows` live rows: past the warning one, logs "Read
+ * N live rows and M tombstone cells for query ..."; past the failure one,
+ * -1 with ERR_TOMBSTONES. */
 int storage_read_ctx_check_tombstones(struct read_ctx *c, uint64_t n,
-				      struct slice key);
+				      uint64_t live_rows, int64_t token);
 
 /* fragment.c: the context's raw contents (range tombstones that overlap
  * its slices, every atom reconciled once, shadowed ones dropped) as a

@@ -113,6 +113,12 @@ size_t storage_mutation_size(const struct storage_mutation *m);
 /* Whether the mutation holds nothing (no atom, range tombstone or
  * partition deletion). */
 bool storage_mutation_is_empty(const struct storage_mutation *m);
+/* Tombstones a fragment holds at `now_sec`: partition deletion, range
+ * tombstones, and every atom not live then (tombstones, row and
+ * collection deletions, expired cells): what a read of it "scans" for
+ * tombstone_warn_threshold. */
+uint64_t storage_mutation_tombstones(const struct storage_mutation *m,
+				     int64_t now_sec);
 /* A 16-byte digest of the mutation's content (table id, key, deletions,
  * atoms; not its meta pointer): MurmurHash3_x64_128 of its encoding, so
  * equal content in the same order gives equal digests on every node.
@@ -295,7 +301,7 @@ void storage_result_delete(struct storage_result *r);
 /* Reads one partition into *out (the caller frees it with
  * storage_result_delete); an absent partition gives a result with no rows.
  * Blocks (SSTable reads). Fails with ERR_CORRUPT when a block's checksum
- * fails, ERR_OVERLOADED past tombstone_failure_threshold, ERR_NOT_FOUND for
+ * fails, ERR_TOMBSTONES past tombstone_failure_threshold, ERR_NOT_FOUND for
  * an unknown table. */
 int storage_read(struct storage *db, const uint8_t table_id[16],
 		 const struct storage_read_cmd *cmd,

@@ -1,2 +1,5 @@
 # Schema changes: memory returned, nothing in flight uses freed metadata.
 cassini_pytest(integration_schema_memory test_schema_memory.py TIMEOUT 300)
+# tombstone_warn_threshold / tombstone_failure_threshold through the driver.
+cassini_pytest(integration_tombstone_thresholds test_tombstone_thresholds.py
+               TIMEOUT 300)

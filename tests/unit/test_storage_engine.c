@@ -444,8 +444,19 @@ START_TEST(tombstone_failure_threshold_fails_the_read)
 				       .key_len = 1};
 	struct storage_result *r;
 	ck_assert_int_eq(storage_read(f.db, f.t->id, &cmd, &r), -1);
-	ck_assert_int_eq(err_code(), ERR_OVERLOADED);
+	ck_assert_int_eq(err_code(), ERR_TOMBSTONES);
 	ck_assert_ptr_nonnull(strstr(err_msg(), "tombstone_failure_threshold"));
+	/* the replica's read (a fragment) fails the same way */
+	struct storage_mutation *m;
+	ck_assert_int_eq(storage_read_fragment(f.db, f.t->id, &cmd, &m), -1);
+	ck_assert_int_eq(err_code(), ERR_TOMBSTONES);
+	ck_assert_str_eq(err_code_name(err_code()), "READ_TOO_MANY_TOMBSTONES");
+	/* under the threshold: read, and its tombstones counted */
+	f.o.tombstone_failure_threshold = 60;
+	restart(&f);
+	ck_assert_int_eq(storage_read_fragment(f.db, f.t->id, &cmd, &m), 0);
+	ck_assert_uint_eq(storage_mutation_tombstones(m, now_sec(&f)), 60);
+	storage_mutation_delete(m);
 	fx_free(&f);
 }
 END_TEST
