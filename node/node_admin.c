@@ -1037,11 +1037,19 @@ static int cmd_tablestats(void *arg, size_t argc, const char *const *argv,
 			{"Memtable off heap memory used", st.memtable_bytes},
 			{"Memtable switch count", st.flushes},
 			{"Compactions completed", st.compactions},
+			{"Tombstone compactions completed",
+			 st.tombstone_compactions},
+			{"Reads past tombstone_warn_threshold",
+			 st.tombstone_warnings},
+			{"Reads aborted past tombstone_failure_threshold",
+			 st.tombstone_failures},
 			{"SSTables left out as corrupt", st.sstables_excluded},
 		};
 		for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
 			admin_printf(out, "\t\t%s: %" PRIu64 "\n", rows[r].name,
 				     rows[r].value);
+		admin_printf(out, "\t\tDroppable tombstone ratio: %.5f\n",
+			     (double)st.droppable_tombstones_ppm / 1e6);
 		admin_printf(out, "\n");
 	}
 	admin_printf(out, "----------------\n");

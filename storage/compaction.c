@@ -644,7 +644,7 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 		if (t->flushing[i]->min_ts < j.mt_min_ts)
 			j.mt_min_ts = t->flushing[i]->min_ts;
 	j.now = storage_engine_now_sec(db);
-	bool tombstone;
+	bool tombstone = false;
 	struct sstable **in = calloc(t->version->count + 1, sizeof(*in));
 	j.n = in ? pick_inputs(t, major, jo != NULL, j.now, j.mt_min_ts,
 			       &tombstone, in)

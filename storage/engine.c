@@ -1611,6 +1611,8 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 		  struct storage_stats *out)
 {
 	memset(out, 0, sizeof(*out));
+	double droppable = 0;
+	uint64_t all_cells = 0;
 	pthread_mutex_lock(&db->mu);
 	for (struct table *t = db->tables; t; t = t->next) {
 		if (table_id && memcmp(t->meta->id, table_id, 16) != 0)
@@ -1637,9 +1639,24 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 		out->flushes += t->flushes;
 		out->compactions += t->compactions;
 		out->tombstone_compactions += t->tombstone_compactions;
+		out->tombstone_warnings += atomic_load(&t->tombstone_warnings);
+		out->tombstone_failures += atomic_load(&t->tombstone_failures);
+		int64_t gc_before = storage_engine_now_sec(db) -
+				    t->meta->options.gc_grace_seconds;
+		for (size_t i = 0; i < t->version->count; i++) {
+			const struct sst_stats *ss =
+				&t->version->ssts[i]->stats;
+			uint64_t cells = ss->cell_count + ss->marker_count;
+			droppable += sst_droppable_ratio(ss, gc_before) *
+				     (double)cells;
+			all_cells += cells;
+		}
 		out->local_writes += t->writes;
 		out->local_reads += atomic_load(&t->reads);
 	}
+	if (all_cells)
+		out->droppable_tombstones_ppm =
+			(uint64_t)(droppable / (double)all_cells * 1e6 + 0.5);
 	out->corrupt_blocks = atomic_load(&db->corrupt_blocks);
 	out->commitlog_torn_tails = db->torn;
 	out->commitlog_replayed = db->replayed;

@@ -57,6 +57,8 @@ struct table {
 	uint64_t tombstone_compactions; /* single-SSTable ones */
 	uint64_t writes;                /* mutations applied (under the lock) */
 	_Atomic uint64_t reads;         /* point reads answered */
+	/* reads past tombstone_warn_threshold / failure_threshold */
+	_Atomic uint64_t tombstone_warnings, tombstone_failures;
 	/* References: the table list's (until storage_table_drop unlinks
 	 * it), and one per flush, compaction, truncate, snapshot or read
 	 * working on the table without the lock (storage_engine_table_get). The

@@ -152,6 +152,20 @@ static int gather(struct storage *db, struct snapshot *s, struct read_ctx *c,
 	return rc;
 }
 
+/* Adds a read's tombstone threshold verdicts to its table's counts. */
+static void tombstone_counts(struct table *t, struct read_ctx *c)
+{
+	if (c->tombstone_warnings)
+		atomic_fetch_add_explicit(&t->tombstone_warnings,
+					  c->tombstone_warnings,
+					  memory_order_relaxed);
+	if (c->tombstone_failures)
+		atomic_fetch_add_explicit(&t->tombstone_failures,
+					  c->tombstone_failures,
+					  memory_order_relaxed);
+	c->tombstone_warnings = c->tombstone_failures = 0;
+}
+
 /* A point read: the rows (`frag` NULL) or the fragment. */
 static int read_partition(struct storage *db, const uint8_t table_id[16],
 			  const struct storage_read_cmd *cmd,
@@ -181,6 +195,7 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 			  : storage_read_ctx_finish(&c, token, key, out);
 	if (!rc)
 		atomic_fetch_add_explicit(&s.t->reads, 1, memory_order_relaxed);
+	tombstone_counts(s.t, &c);
 	storage_read_ctx_destroy(&c);
 	snapshot_release(&s);
 	return rc;
@@ -391,7 +406,9 @@ int storage_scan_next(struct storage_scan *s, struct storage_result **out)
 	int rc;
 	while ((rc = scan_gather(s, &token, &key)) == 1) {
 		struct storage_result *r;
-		if (storage_read_ctx_finish(&s->ctx, token, key, &r))
+		int frc = storage_read_ctx_finish(&s->ctx, token, key, &r);
+		tombstone_counts(s->snap.t, &s->ctx);
+		if (frc)
 			return -1;
 		if (r->row_count || r->static_row) {
 			*out = r;
@@ -411,7 +428,9 @@ int storage_scan_next_fragment(struct storage_scan *s,
 	int rc;
 	while ((rc = scan_gather(s, &token, &key)) == 1) {
 		struct storage_mutation *m;
-		if (storage_read_ctx_fragment(&s->ctx, token, key, &m))
+		int frc = storage_read_ctx_fragment(&s->ctx, token, key, &m);
+		tombstone_counts(s->snap.t, &s->ctx);
+		if (frc)
 			return -1;
 		if (!storage_mutation_is_empty(m)) {
 			*out = m;

@@ -428,6 +428,7 @@ int storage_read_ctx_check_tombstones(struct read_ctx *c, uint64_t n,
 	char pk[256];
 	pk_names(c->t, pk, sizeof(pk));
 	if ((int64_t)n > c->fail_threshold) {
+		c->tombstone_failures++;
 		LOG_AT(LOG_LEVEL_ERROR,
 		       "Scanned over %lld tombstones during query SELECT * "
 		       "FROM %s.%s WHERE token(%s) = %lld (see "
@@ -441,6 +442,7 @@ int storage_read_ctx_check_tombstones(struct read_ctx *c, uint64_t n,
 			       (unsigned long long)n,
 			       (long long)c->fail_threshold);
 	}
+	c->tombstone_warnings++;
 	LOG_AT(LOG_LEVEL_WARN,
 	       "Read %llu live rows and %llu tombstone cells for query "
 	       "SELECT * FROM %s.%s WHERE token(%s) = %lld (see "

@@ -35,6 +35,9 @@ struct read_ctx {
 	struct buf bound_bytes;
 	int64_t now_sec;
 	int64_t warn_threshold, fail_threshold;
+	/* storage_read_ctx_check_tombstones' verdicts (tablestats counts them)
+	 */
+	uint64_t tombstone_warnings, tombstone_failures;
 
 	bool found;
 	bool cached_only; /* fail with ERR_AGAIN rather than read the disk */

@@ -46,6 +46,9 @@ static int parse_path(const char *path, char *dir, size_t cap, uint64_t *gen)
 }
 
 static void problem(struct storage_sstable_meta *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void problem(struct storage_sstable_meta *m, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;

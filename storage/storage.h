@@ -508,6 +508,13 @@ struct storage_stats {
 	uint64_t compactions;
 	/* of them, single-SSTable tombstone compactions */
 	uint64_t tombstone_compactions;
+	/* partition reads past tombstone_warn_threshold, and those that
+	 * failed past tombstone_failure_threshold, since start */
+	uint64_t tombstone_warnings;
+	uint64_t tombstone_failures;
+	/* Estimated droppable tombstones of the SSTables (cell-weighted, at
+	 * now - gc_grace_seconds), times 1e6 */
+	uint64_t droppable_tombstones_ppm;
 	/* mutations applied and point reads answered since start (nodetool
 	 * tablestats' local write and read counts; scans not counted) */
 	uint64_t local_writes;

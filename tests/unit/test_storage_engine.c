@@ -451,12 +451,23 @@ START_TEST(tombstone_failure_threshold_fails_the_read)
 	ck_assert_int_eq(storage_read_fragment(f.db, f.t->id, &cmd, &m), -1);
 	ck_assert_int_eq(err_code(), ERR_TOMBSTONES);
 	ck_assert_str_eq(err_code_name(err_code()), "READ_TOO_MANY_TOMBSTONES");
+	struct storage_stats st;
+	ck_assert_int_eq(storage_stats(f.db, f.t->id, &st), 0);
+	ck_assert_uint_eq(st.tombstone_failures, 2);
 	/* under the threshold: read, and its tombstones counted */
 	f.o.tombstone_failure_threshold = 60;
 	restart(&f);
 	ck_assert_int_eq(storage_read_fragment(f.db, f.t->id, &cmd, &m), 0);
 	ck_assert_uint_eq(storage_mutation_tombstones(m, now_sec(&f)), 60);
 	storage_mutation_delete(m);
+	/* 60 > the default warning threshold? no (1000): lower it */
+	f.o.tombstone_warn_threshold = 59;
+	restart(&f);
+	ck_assert_int_eq(storage_read_fragment(f.db, f.t->id, &cmd, &m), 0);
+	storage_mutation_delete(m);
+	ck_assert_int_eq(storage_stats(f.db, f.t->id, &st), 0);
+	ck_assert_uint_eq(st.tombstone_warnings, 1);
+	ck_assert_uint_eq(st.tombstone_failures, 0);
 	fx_free(&f);
 }
 END_TEST

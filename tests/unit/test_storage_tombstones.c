@@ -280,9 +280,12 @@ START_TEST(a_tombstone_heavy_sstable_compacts_alone_once_old_enough)
 
 	background(&f); /* young, tombstones within gc_grace */
 	ck_assert_uint_eq(stats(&f).tombstone_compactions, 0);
+	ck_assert_uint_eq(stats(&f).droppable_tombstones_ppm, 0);
 	at(&f, 200); /* past gc_grace, not tombstone_compaction_interval */
 	background(&f);
 	ck_assert_uint_eq(stats(&f).tombstone_compactions, 0);
+	/* 30 of 50 (the histogram's estimate, exact past every point) */
+	ck_assert_uint_eq(stats(&f).droppable_tombstones_ppm, 600000);
 	expect(&f, "dead3", 0, 1);
 
 	at(&f, 3601);
