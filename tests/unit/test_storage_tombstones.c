@@ -13,6 +13,7 @@
 #include "tests/lib/testutil.h"
 #include "tests/unit/storage_fault_env.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,6 +431,43 @@ START_TEST(a_narrow_overlap_still_allows_it)
 }
 END_TEST
 
+/* A tombstone compaction the disk refuses midway leaves the SSTable as
+ * it was; after one that a power cut follows, nothing is lost and nothing
+ * comes back. */
+START_TEST(a_failed_or_crashed_tombstone_compaction_loses_nothing)
+{
+	struct fx f;
+	fx_init(&f, "tomb-crash");
+	put_at(&f, "dead7", 1, 1); /* older than its tombstone */
+	flush(&f);
+	one_sstable(&f, 50, 500); /* several index blocks: see above */
+	at(&f, 4000);
+	fault_env_fail_writes(f.fe, "tmp-", ENOSPC);
+	storage_compact(f.db, f.t->id, false); /* fails: logged */
+	fault_env_fail_writes(f.fe, NULL, 0);
+	struct storage_stats st = stats(&f);
+	ck_assert_uint_eq(st.tombstone_compactions, 0);
+	ck_assert_uint_eq(st.sstable_count, 2);
+	expect(&f, "dead7", 0, 1);
+	expect(&f, "dead3", 0, 1);
+	expect(&f, "live3", 1, 0);
+
+	background(&f);
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 1);
+	for (uint64_t cut = 1; cut <= 3; cut++) {
+		fault_env_freeze(f.fe);
+		storage_delete(f.db);
+		fault_env_crash(f.fe, seed + cut);
+		open_db(&f);
+		ck_assert_uint_eq(stats(&f).sstable_count, 2);
+		expect(&f, "dead7", 0, 1);
+		expect(&f, "dead3", 0, 0);
+		expect(&f, "live3", 1, 0);
+	}
+	fx_free(&f);
+}
+END_TEST
+
 /* ---- format versions ------------------------------------------------------
  */
 
@@ -500,6 +538,8 @@ int main(void)
 	tcase_add_test(tc, overlap_check_and_unchecked_never_resurrect);
 	tcase_add_test(tc, tombstones_shadowing_a_memtable_stay);
 	tcase_add_test(tc, a_narrow_overlap_still_allows_it);
+	tcase_add_test(tc,
+		       a_failed_or_crashed_tombstone_compaction_loses_nothing);
 	tcase_add_test(tc, version_1_statistics_still_read);
 	suite_add_tcase(s, tc);
 	return test_run(s);
