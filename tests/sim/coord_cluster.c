@@ -59,6 +59,10 @@ static void mem_read(void *s, const uint8_t table_id[16],
 {
 	struct mnode *n = s;
 	(void)table_id;
+	if (n->fail_tombstones) {
+		done(arg, -1, ERR_TOMBSTONES, NULL, 0, false);
+		return;
+	}
 	struct storage_mutation **out = malloc(sizeof(*out));
 	ck_assert_ptr_nonnull(out);
 	struct storage_mutation *probe =
@@ -211,6 +215,7 @@ void mnode_start(struct mnode *m)
 	o.batchlog_dir = bl;
 	if (c->max_inflight)
 		o.max_inflight = c->max_inflight;
+	o.tombstone_warn_threshold = c->tombstone_warn;
 	struct repl_hooks h = {.ring = hook_ring,
 			       .is_alive = hook_alive,
 			       .hint = hook_hint,

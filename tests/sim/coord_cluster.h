@@ -41,6 +41,7 @@ struct mnode {
 	int truncates;        /* truncates the store ran */
 	int64_t truncated_us; /* wall clock of the last one */
 	bool fail_truncate;   /* the store's truncate fails */
+	bool fail_tombstones; /* reads fail past tombstone_failure_threshold */
 };
 
 struct simc {
@@ -50,8 +51,9 @@ struct simc {
 	bool down[MAX_NODES]; /* the failure detector's verdict (everyone's) */
 	struct storage_table_meta *meta;
 	const struct ring_strategy *strategy; /* for batchlog replay */
-	size_t max_inflight; /* repl_options' (0: the default) */
-	char dir[256];       /* batchlogs */
+	size_t max_inflight;     /* repl_options' (0: the default) */
+	uint64_t tombstone_warn; /* repl_options' tombstone_warn_threshold */
+	char dir[256];           /* batchlogs */
 };
 
 struct outcome {

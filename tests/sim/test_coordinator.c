@@ -228,6 +228,63 @@ START_TEST(availability_nts_two_dcs)
 }
 END_TEST
 
+/* Tombstone thresholds across nodes: the coordinator counts each
+ * replica's answer against tombstone_warn_threshold, and a remote
+ * replica that aborts a read past its tombstone_failure_threshold makes
+ * the read a ReadFailure marked as such (the reason crosses the wire by
+ * name). */
+START_TEST(tombstone_warnings_and_remote_aborts)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(31, 3, dcs);
+	c->tombstone_warn = 2;
+	for (int i = 0; i < 3; i++) {
+		simc_kill(c, i);
+		simc_restart(c, i);
+	}
+	struct ring_strategy *s = simple(3);
+	struct outcome o = do_write(c, 0, s, REPL_CL_ALL, "few", "v", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	/* a partition deletion, the row's and its cell's: 3 tombstones */
+	struct storage_mutation *m = storage_mutation_new(
+		c->meta, (const uint8_t *)"many", strlen("many"));
+	ck_assert_int_eq(storage_mutation_delete_partition(m, 20, 1), 0);
+	ck_assert_int_eq(storage_mutation_delete_row(m, 21, 1), 0);
+	ck_assert_int_eq(storage_mutation_delete_cell(m, 1, NULL, 0, 22, 1), 0);
+	struct outcome w = {0};
+	struct repl_mutation rm = {.m = m, .strategy = s};
+	repl_write(c->nodes[0].repl, &rm, 1, REPL_CL_ALL, REPL_WRITE_SIMPLE,
+		   on_write, &w);
+	ck_assert(sim_run_until(c->sim, outcome_done, &w, 30000000));
+	ck_assert_int_eq(w.res.outcome, REPL_OK);
+	storage_mutation_delete(m);
+
+	o = do_read(c, 1, s, REPL_CL_ALL, "few");
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ck_assert_uint_eq(o.res.tombstone_warn_nodes, 0);
+	storage_mutation_delete(o.frag);
+	o = do_read(c, 1, s, REPL_CL_ALL, "many");
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ck_assert_uint_eq(o.res.tombstone_warn_nodes, 1); /* the data one */
+	ck_assert_uint_eq(o.res.tombstone_max, 3);
+	storage_mutation_delete(o.frag);
+
+	c->nodes[0].fail_tombstones = c->nodes[2].fail_tombstones = true;
+	o = do_read(c, 1, s, REPL_CL_ALL, "many");
+	ck_assert_int_eq(o.res.outcome, REPL_READ_FAILURE);
+	ck_assert(o.res.tombstone_abort);
+	ck_assert_ptr_nonnull(strstr(o.res.msg, "READ_TOO_MANY_TOMBSTONES"));
+	/* a remote replica's other failure is not taken for one */
+	c->nodes[0].fail_tombstones = c->nodes[2].fail_tombstones = false;
+	sim_net_cut(c->sim, NULL, &c->nodes[2].addr, true);
+	o = do_read(c, 1, s, REPL_CL_ALL, "many");
+	ck_assert_int_eq(o.res.outcome, REPL_READ_TIMEOUT);
+	ck_assert(!o.res.tombstone_abort);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
 /* Replication factor above the number of nodes: block-for counts the
  * factor, so ALL cannot succeed (Cassandra's rule). */
 START_TEST(rf_above_node_count)
@@ -1126,6 +1183,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, truncate_with_a_node_down_is_unavailable);
 	tcase_add_test(tc, truncate_error_on_timeout_or_failure);
 	tcase_add_test(tc, batchlog_replay_skips_tables_truncated_since);
+	tcase_add_test(tc, tombstone_warnings_and_remote_aborts);
 	suite_add_tcase(s, tc);
 	return s;
 }
