@@ -69,7 +69,8 @@ int storage_component_open(const uint8_t *p, size_t len, const char *magic,
 			   const uint8_t **body, size_t *body_len);
 
 #define SST_VERSION 1
-/* Statistics.db only: version 2 adds the tombstone histogram. */
-#define SST_STATS_VERSION 2
+/* Statistics.db only: version 2 adds the tombstone histogram, version 3
+ * the leveled compaction level. */
+#define SST_STATS_VERSION 3
 
 #endif

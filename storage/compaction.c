@@ -41,6 +41,12 @@
 #define STCS_MIN_SIZE    (50ull << 20)
 /* How often the compactor looks for tombstone compactions unasked. */
 #define TOMBSTONE_CHECK_SECONDS 300
+/* Leveled: levels 0..LCS_LEVELS-1 (Cassandra's 9); L0 SSTables past
+ * which L0 compacts size-tiered first (its MAX_COMPACTING_L0). */
+#define LCS_LEVELS 9
+#define LCS_L0_MAX 32
+/* Compaction logs name at most this many outputs. */
+#define LOG_MAX_OUTPUTS 4096
 
 /* ---- choosing inputs ----------------------------------------------------- */
 
@@ -225,15 +231,119 @@ static size_t pick_tombstone(struct sstable **cand, size_t n,
 	return best >= 0 ? 1 : 0;
 }
 
-/* Inputs for the next compaction of `t`; *tombstone tells a
- * single-SSTable tombstone compaction. */
+/* ---- leveled ------------------------------------------------------------- */
+
+static int cmp_min_token(const void *a, const void *b)
+{
+	const struct sstable *x = *(struct sstable *const *)a;
+	const struct sstable *y = *(struct sstable *const *)b;
+	return (x->stats.min_token > y->stats.min_token) -
+	       (x->stats.min_token < y->stats.min_token);
+}
+
+/* The candidates of level `lv`, sorted by first token. */
+static size_t level_of(struct sstable **cand, size_t n, uint32_t lv,
+		       struct sstable **out, uint64_t *bytes)
+{
+	size_t k = 0;
+	*bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		if (cand[i]->stats.level == lv) {
+			out[k++] = cand[i];
+			*bytes += cand[i]->disk_bytes;
+		}
+	qsort(out, k, sizeof(*out), cmp_min_token);
+	return k;
+}
+
+/* Adds to out[k..] the SSTables of level `lv` overlapping [lo, hi]. */
+static size_t add_overlapping(struct sstable **cand, size_t n, uint32_t lv,
+			      int64_t lo, int64_t hi, struct sstable **out,
+			      size_t k)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cand[i]->stats.level == lv &&
+		    cand[i]->stats.min_token <= hi &&
+		    cand[i]->stats.max_token >= lo)
+			out[k++] = cand[i];
+	return k;
+}
+
+/* Cassandra's LeveledManifest, simplified: level n (>= 1) holds at most
+ * fanout^n * sstable_size bytes of SSTables that do not overlap each
+ * other. The first level over its size (highest first) compacts one
+ * SSTable (round robin over the key space) with the ones of the next
+ * level it overlaps; else L0 at min_threshold SSTables compacts with the
+ * L1 ones it overlaps; L0 beyond LCS_L0_MAX (compaction behind) compacts
+ * size-tiered within L0 first. Outputs are cut at sstable_size. */
+static size_t pick_lcs(struct table *t, struct sstable **cand, size_t n,
+		       const struct storage_table_options *o,
+		       uint32_t *out_level, struct sstable **out)
+{
+	struct sstable **lv = calloc(n + 1, sizeof(*lv));
+	if (!lv)
+		return 0;
+	uint64_t bytes;
+	size_t k = 0, n0 = level_of(cand, n, 0, lv, &bytes);
+	if (n0 > LCS_L0_MAX) {
+		k = pick_stcs(lv, n0, o->min_threshold, o->max_threshold, out);
+		*out_level = 0;
+	}
+	for (uint32_t l = LCS_LEVELS - 2; !k && l >= 1; l--) {
+		size_t nl = level_of(cand, n, l, lv, &bytes);
+		double limit = (double)o->sstable_size_bytes;
+		for (uint32_t i = 0; i < l; i++)
+			limit *= (double)o->fanout_size;
+		if (nl == 0 || (double)bytes <= limit)
+			continue;
+		size_t pick = 0; /* the first after the last one compacted */
+		while (pick < nl && lv[pick]->stats.min_token <= t->lcs_next[l])
+			pick++;
+		if (pick == nl)
+			pick = 0;
+		out[0] = lv[pick];
+		t->lcs_next[l] = lv[pick]->stats.max_token;
+		k = add_overlapping(cand, n, l + 1, lv[pick]->stats.min_token,
+				    lv[pick]->stats.max_token, out, 1);
+		*out_level = l + 1;
+	}
+	if (!k && n0 >= o->min_threshold && n0 >= 2) {
+		level_of(cand, n, 0, lv, &bytes); /* lv held other levels */
+		size_t take = n0 < LCS_L0_MAX ? n0 : LCS_L0_MAX;
+		int64_t lo = INT64_MAX, hi = INT64_MIN;
+		for (size_t i = 0; i < take; i++) {
+			out[k++] = lv[i];
+			if (lv[i]->stats.min_token < lo)
+				lo = lv[i]->stats.min_token;
+			if (lv[i]->stats.max_token > hi)
+				hi = lv[i]->stats.max_token;
+		}
+		k = add_overlapping(cand, n, 1, lo, hi, out, k);
+		*out_level = 1;
+	}
+	free(lv);
+	return k;
+}
+
+/* What a compaction is: its inputs' count is pick_inputs' answer. */
+struct pick {
+	bool tombstone; /* a single-SSTable tombstone compaction */
+	bool leveled;   /* outputs cut at sstable_size, at out_level */
+	uint32_t out_level;
+};
+
+/* Inputs for the next compaction of `t`. */
 static size_t pick_inputs(struct table *t, bool major, bool cleanup,
-			  int64_t now, int64_t mt_min_ts, bool *tombstone,
+			  int64_t now, int64_t mt_min_ts, struct pick *p,
 			  struct sstable **out)
 {
-	*tombstone = false;
+	*p = (struct pick){0};
 	const struct version *v = t->version;
+	const struct storage_table_options *o = &t->meta->options;
+	p->leveled = o->compaction == STORAGE_COMPACTION_LEVELED;
 	if (major || cleanup) {
+		/* leveled: everything in one sorted run, at L1 */
+		p->out_level = p->leveled ? 1 : 0;
 		size_t n = usable(v, out);
 		return n < (cleanup ? 1u : 2u) ? 0 : n;
 	}
@@ -241,14 +351,16 @@ static size_t pick_inputs(struct table *t, bool major, bool cleanup,
 	if (!cand)
 		return 0;
 	size_t nc = usable(v, cand);
-	const struct storage_table_options *o = &t->meta->options;
 	size_t k = o->compaction == STORAGE_COMPACTION_TIME_WINDOW
 			   ? pick_twcs(cand, nc, o, out)
-			   : pick_stcs(cand, nc, o->min_threshold,
-				       o->max_threshold, out);
+		   : p->leveled ? pick_lcs(t, cand, nc, o, &p->out_level, out)
+				: pick_stcs(cand, nc, o->min_threshold,
+					    o->max_threshold, out);
 	if (k == 0) {
 		k = pick_tombstone(cand, nc, o, now, mt_min_ts, out);
-		*tombstone = k > 0;
+		p->tombstone = k > 0;
+		if (k)
+			p->out_level = out[0]->stats.level;
 	}
 	free(cand);
 	return k;
@@ -270,8 +382,17 @@ struct job {
 	int64_t mt_min_ts;
 	struct version *v;
 	int64_t now, gc_before;
-	struct sst_writer *w;
+	struct sst_writer *w;    /* the output being written */
 	uint64_t throttle_bytes; /* written bytes already paid for */
+	/* Leveled: outputs are cut at max_output bytes (0: one output) and
+	 * go to out_level; the finished-writing ones wait in done_w (their
+	 * generations in out_gens, the current one's last). */
+	uint64_t max_output;
+	uint32_t out_level;
+	struct sst_writer_options wo;
+	struct sst_writer **done_w;
+	uint64_t *out_gens;
+	size_t nout;
 	/* cleanup: only partitions in these ranges are written */
 	bool cleanup;
 	const struct storage_token_range *keep;
@@ -408,6 +529,36 @@ static void throttle(struct job *j)
 	j->throttle_bytes = bytes;
 }
 
+/* Opens the job's next output (a new generation). */
+static int open_output(struct job *j)
+{
+	uint64_t *g = realloc(j->out_gens, (j->nout + 1) * sizeof(*g));
+	struct sst_writer **d = realloc(j->done_w, (j->nout + 1) * sizeof(*d));
+	if (g)
+		j->out_gens = g;
+	if (d)
+		j->done_w = d;
+	if (!g || !d)
+		return err_set(ERR_NOMEM, "compaction");
+	uint64_t gen = storage_engine_next_gen(j->db, j->t);
+	j->w = sst_writer_new(j->db->o.env, j->t->dir, gen, j->meta, &j->wo);
+	if (!j->w)
+		return -1;
+	j->out_gens[j->nout] = gen;
+	j->done_w[j->nout] = j->w;
+	j->nout++;
+	j->throttle_bytes = 0;
+	return 0;
+}
+
+/* A leveled output past its size: the next partitions go to a new one. */
+static int maybe_cut(struct job *j)
+{
+	if (!j->max_output || sst_writer_bytes(j->w) < j->max_output)
+		return 0;
+	return open_output(j);
+}
+
 static int merge_inputs(struct job *j)
 {
 	struct sst_iter **its = calloc(j->n, sizeof(*its));
@@ -461,7 +612,7 @@ static int merge_inputs(struct job *j)
 		}
 		if (!rc && !kept(j, token))
 			j->dropped++;
-		else if (!rc)
+		else if (!rc && !(rc = maybe_cut(j)))
 			rc = write_partition(j, &c, token, key);
 		if (!rc)
 			throttle(j);
@@ -489,17 +640,29 @@ static char *log_path(const char *dir, uint64_t gen)
 	return p;
 }
 
-static int write_log(struct job *j, uint64_t out_gen)
+/* The log: the first output's generation, "+<gen>" for each further
+ * output (leveled compactions), then the inputs. */
+static int write_log(struct job *j)
 {
-	char text[64 * 40];
-	size_t k =
-		(size_t)snprintf(text, sizeof(text), "%" PRIu64 "\n", out_gen);
-	for (size_t i = 0; i < j->n && k < sizeof(text) - 24; i++)
-		k += (size_t)snprintf(text + k, sizeof(text) - k,
-				      "%" PRIu64 "\n", j->in[i]->gen);
-	char *p = log_path(j->t->dir, out_gen);
-	int rc = p ? env_write_file_atomic(j->db->o.env, p, text, k) : -1;
+	struct buf text;
+	buf_init(&text);
+	int rc = 0;
+	char line[32];
+	for (size_t i = 0; !rc && i < j->nout; i++) {
+		int n = snprintf(line, sizeof(line), "%s%" PRIu64 "\n",
+				 i ? "+" : "", j->out_gens[i]);
+		rc = buf_append(&text, line, (size_t)n);
+	}
+	for (size_t i = 0; !rc && i < j->n; i++) {
+		int n = snprintf(line, sizeof(line), "%" PRIu64 "\n",
+				 j->in[i]->gen);
+		rc = buf_append(&text, line, (size_t)n);
+	}
+	char *p = rc ? NULL : log_path(j->t->dir, j->out_gens[0]);
+	rc = p ? env_write_file_atomic(j->db->o.env, p, text.data, text.len)
+	       : err_set(ERR_NOMEM, "compaction log");
 	free(p);
+	buf_free(&text);
 	return rc;
 }
 
@@ -550,14 +713,23 @@ static int process_logs(struct storage *db, struct table *t, bool only_done)
 			free(p);
 			continue;
 		}
-		char *toc = sst_path(t->dir, l.gens[i], "TOC.txt", false);
-		bool out_done = toc && env_exists(db->o.env, toc) == 1;
-		free(toc);
-		bool inputs_left = false;
+		/* the outputs: done when every one has its TOC */
+		bool out_done = true;
+		uint64_t outs[LOG_MAX_OUTPUTS];
+		size_t nouts = 0;
 		char *save = NULL;
-		strtok_r((char *)text, "\n", &save); /* the output */
-		for (char *tok = strtok_r(NULL, "\n", &save); tok;
+		char *tok = strtok_r((char *)text, "\n", &save);
+		for (; tok && (tok == (char *)text || tok[0] == '+');
 		     tok = strtok_r(NULL, "\n", &save)) {
+			uint64_t g = strtoull(tok + (tok[0] == '+'), NULL, 10);
+			char *toc = sst_path(t->dir, g, "TOC.txt", false);
+			out_done &= toc && env_exists(db->o.env, toc) == 1;
+			free(toc);
+			if (nouts < LOG_MAX_OUTPUTS)
+				outs[nouts++] = g;
+		}
+		bool inputs_left = false;
+		for (; tok; tok = strtok_r(NULL, "\n", &save)) {
 			uint64_t g = strtoull(tok, NULL, 10);
 			char *ip = sst_path(t->dir, g, "TOC.txt", false);
 			if (ip && env_exists(db->o.env, ip) == 1)
@@ -567,9 +739,9 @@ static int process_logs(struct storage *db, struct table *t, bool only_done)
 				storage_engine_remove_generation(db->o.env,
 								 t->dir, g);
 		}
-		if (!only_done && !out_done)
+		for (size_t o = 0; !only_done && !out_done && o < nouts; o++)
 			storage_engine_remove_generation(db->o.env, t->dir,
-							 l.gens[i]);
+							 outs[o]);
 		if (!only_done || !inputs_left)
 			env_unlink(db->o.env, p);
 		free(text);
@@ -583,7 +755,9 @@ int storage_engine_compaction_recover(struct storage *db, struct table *t)
 	return process_logs(db, t, false);
 }
 
-static int run_job(struct job *j, struct sstable **out)
+/* Runs the merge into one output, or several (leveled). On success
+ * *out holds j->nout opened SSTables. */
+static int run_job(struct job *j, struct sstable ***out)
 {
 	*out = NULL;
 	struct sst_writer_options o = {
@@ -592,6 +766,7 @@ static int run_job(struct job *j, struct sstable **out)
 		.bloom_fp = j->meta->options.bloom_filter_fp_chance,
 		.repaired_at = j->in[0]->stats.repaired_at,
 		.created_at = j->now,
+		.level = j->out_level,
 	};
 	for (size_t i = 0; i < j->n; i++) {
 		const struct sst_stats *st = &j->in[i]->stats;
@@ -601,21 +776,56 @@ static int run_job(struct job *j, struct sstable **out)
 		if (clpos_cmp(st->log_end, o.log_end) > 0)
 			o.log_end = st->log_end;
 	}
-	uint64_t gen = storage_engine_next_gen(j->db, j->t);
-	j->w = sst_writer_new(j->db->o.env, j->t->dir, gen, j->meta, &o);
-	if (!j->w)
+	if (j->max_output && o.expected_partitions > 0) {
+		/* a cut output holds its share of the partitions */
+		uint64_t in_bytes = 0;
+		for (size_t i = 0; i < j->n; i++)
+			in_bytes += j->in[i]->stats.data_size;
+		uint64_t parts = in_bytes / j->max_output + 1;
+		o.expected_partitions = o.expected_partitions / parts + 1;
+	}
+	j->wo = o;
+	if (open_output(j))
 		return -1;
-	if (merge_inputs(j) || write_log(j, gen)) {
-		sst_writer_abort(j->w);
+	if (merge_inputs(j) || write_log(j)) {
+		for (size_t i = 0; i < j->nout; i++)
+			sst_writer_abort(j->done_w[i]);
+		j->nout = 0;
 		return -1;
 	}
 	/* Even an empty output is published: the log names it, and its
 	 * presence is what says "the inputs are gone" after a crash. */
-	if (sst_writer_finish(j->w))
+	int rc = 0;
+	size_t finished = 0;
+	for (size_t i = 0; i < j->nout; i++) {
+		if (rc)
+			sst_writer_abort(j->done_w[i]);
+		else if (sst_writer_finish(j->done_w[i]))
+			rc = -1;
+		else
+			finished++;
+	}
+	if (rc) {
+		/* the log (not all outputs complete) rolls back at start too */
+		for (size_t i = 0; i < finished; i++)
+			storage_engine_remove_generation(
+				j->db->o.env, j->t->dir, j->out_gens[i]);
 		return -1;
-	*out = sstable_open(j->db->o.env, j->t->dir, gen, j->meta,
-			    j->db->cache);
-	return *out ? 0 : -1;
+	}
+	struct sstable **s = calloc(j->nout, sizeof(*s));
+	for (size_t i = 0; s && i < j->nout && !rc; i++) {
+		s[i] = sstable_open(j->db->o.env, j->t->dir, j->out_gens[i],
+				    j->meta, j->db->cache);
+		rc = s[i] ? 0 : -1;
+	}
+	if (!s || rc) {
+		for (size_t i = 0; s && i < j->nout; i++)
+			sstable_unref(s[i]);
+		free(s);
+		return s ? -1 : err_set(ERR_NOMEM, "compaction");
+	}
+	*out = s;
+	return 0;
 }
 
 /* One compaction of `t` if one applies: 1 done, 0 nothing to do, -1. A
@@ -644,11 +854,15 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 		if (t->flushing[i]->min_ts < j.mt_min_ts)
 			j.mt_min_ts = t->flushing[i]->min_ts;
 	j.now = storage_engine_now_sec(db);
-	bool tombstone = false;
+	struct pick pk = {0};
 	struct sstable **in = calloc(t->version->count + 1, sizeof(*in));
-	j.n = in ? pick_inputs(t, major, jo != NULL, j.now, j.mt_min_ts,
-			       &tombstone, in)
+	j.n = in ? pick_inputs(t, major, jo != NULL, j.now, j.mt_min_ts, &pk,
+			       in)
 		 : 0;
+	bool tombstone = pk.tombstone;
+	j.out_level = pk.out_level;
+	if (pk.leveled)
+		j.max_output = t->meta->options.sstable_size_bytes;
 	if (!j.n) {
 		pthread_mutex_unlock(&db->mu);
 		free(in);
@@ -662,12 +876,12 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	pthread_mutex_unlock(&db->mu);
 
 	j.gc_before = j.now - j.meta->options.gc_grace_seconds;
-	struct sstable *out;
+	struct sstable **out = NULL;
 	int rc = run_job(&j, &out);
 	pthread_mutex_lock(&db->mu);
 	if (!rc) {
 		struct version *nv =
-			storage_version_edit(t->version, j.in, j.n, out);
+			version_edit_many(t->version, j.in, j.n, out, j.nout);
 		if (nv) {
 			storage_version_unref(t->version);
 			t->version = nv;
@@ -686,7 +900,11 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	if (rc)
 		LOG_AT(LOG_LEVEL_WARN, "compaction of %s.%s failed: %s",
 		       j.meta->keyspace, j.meta->name, err_msg());
-	sstable_unref(out);
+	for (size_t i = 0; out && i < j.nout; i++)
+		sstable_unref(out[i]);
+	free(out);
+	free(j.out_gens);
+	free(j.done_w);
 	storage_version_unref(j.v);
 	storage_table_meta_unref(j.meta);
 	free(in);

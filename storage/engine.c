@@ -130,17 +130,25 @@ struct version *storage_version_edit(const struct version *old,
 				     struct sstable *const *drop, size_t ndrop,
 				     struct sstable *add)
 {
+	return version_edit_many(old, drop, ndrop, add ? &add : NULL,
+				 add ? 1 : 0);
+}
+
+struct version *version_edit_many(const struct version *old,
+				  struct sstable *const *drop, size_t ndrop,
+				  struct sstable *const *add, size_t nadd)
+{
 	struct version *v = calloc(1, sizeof(*v));
-	size_t cap = (old ? old->count : 0) + 1;
+	size_t cap = (old ? old->count : 0) + nadd + 1;
 	if (!v || !(v->ssts = calloc(cap, sizeof(*v->ssts)))) {
 		free(v);
 		err_set(ERR_NOMEM, "version");
 		return NULL;
 	}
 	atomic_init(&v->refs, 1);
-	if (add) {
-		sstable_ref(add);
-		v->ssts[v->count++] = add;
+	for (size_t i = 0; i < nadd; i++) {
+		sstable_ref(add[i]);
+		v->ssts[v->count++] = add[i];
 	}
 	for (size_t i = 0; old && i < old->count; i++) {
 		bool dropped = false;

@@ -55,8 +55,11 @@ struct table {
 	bool flush_failed;
 	uint64_t flushes, compactions;
 	uint64_t tombstone_compactions; /* single-SSTable ones */
-	uint64_t writes;                /* mutations applied (under the lock) */
-	_Atomic uint64_t reads;         /* point reads answered */
+	/* leveled: per level, the last token of the SSTable compacted last
+	 * (the next one starts after it: Cassandra's round robin) */
+	int64_t lcs_next[9];
+	uint64_t writes;        /* mutations applied (under the lock) */
+	_Atomic uint64_t reads; /* point reads answered */
 	/* reads past tombstone_warn_threshold / failure_threshold */
 	_Atomic uint64_t tombstone_warnings, tombstone_failures;
 	/* References: the table list's (until storage_table_drop unlinks
@@ -139,6 +142,10 @@ void storage_version_unref(struct version *v);
 struct version *storage_version_edit(const struct version *old,
 				     struct sstable *const *drop, size_t ndrop,
 				     struct sstable *add);
+/* storage_version_edit with several SSTables added (a leveled compaction's). */
+struct version *version_edit_many(const struct version *old,
+				  struct sstable *const *drop, size_t ndrop,
+				  struct sstable *const *add, size_t nadd);
 /* Records a read that hit a damaged block and applies
  * disk_failure_policy. */
 void storage_engine_note_corruption(struct storage *db, struct sstable *s);

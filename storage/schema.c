@@ -22,6 +22,8 @@ void storage_table_options_default(struct storage_table_options *o)
 	o->tombstone_threshold = 0.2;
 	o->tombstone_compaction_interval = 86400;
 	o->unchecked_tombstone_compaction = false;
+	o->sstable_size_bytes = 160ull << 20;
+	o->fanout_size = 10;
 }
 
 static char *dup_str(const char *s)

@@ -61,6 +61,7 @@ enum storage_compression {
 enum storage_compaction {
 	STORAGE_COMPACTION_SIZE_TIERED = 0,
 	STORAGE_COMPACTION_TIME_WINDOW,
+	STORAGE_COMPACTION_LEVELED,
 };
 
 struct storage_table_options {
@@ -81,6 +82,10 @@ struct storage_table_options {
 	double tombstone_threshold;
 	int64_t tombstone_compaction_interval;
 	bool unchecked_tombstone_compaction;
+	/* Leveled: the size an output SSTable is cut at (160 MiB) and how
+	 * much bigger each level is than the one before (10). */
+	uint64_t sstable_size_bytes;
+	uint32_t fanout_size;
 };
 
 struct storage_table_meta {

@@ -41,6 +41,7 @@ struct sst_stats {
 	uint64_t marker_count;      /* partition deletions + range tombstones */
 	int64_t min_ttl, max_ttl;   /* of expiring cells; 0 when none */
 	struct tomb_hist tomb_hist; /* tombstones by local deletion time */
+	uint32_t level;             /* leveled compaction (version 3; else 0) */
 };
 
 /* Estimated share of the SSTable's cells that are tombstones droppable
@@ -58,6 +59,7 @@ struct sst_writer_options {
 	int64_t repaired_at;
 	struct clpos log_end;
 	int64_t created_at; /* seconds (the env clock) */
+	uint32_t level;     /* leveled compaction's level; 0: flushes */
 };
 
 struct sst_writer;

@@ -127,6 +127,7 @@ static void read_stats(struct env *env, struct storage_sstable_meta *m)
 	m->markers = st->marker_count;
 	m->min_ttl = st->min_ttl;
 	m->max_ttl = st->max_ttl;
+	m->level = st->level;
 	m->tomb_bins = st->tomb_hist.count;
 	memcpy(m->tomb_point, st->tomb_hist.point,
 	       m->tomb_bins * sizeof(m->tomb_point[0]));

@@ -44,6 +44,7 @@ struct storage_sstable_meta {
 	size_t tomb_bins;
 	int64_t tomb_point[STORAGE_SSTABLE_TOMB_BINS];
 	uint64_t tomb_count[STORAGE_SSTABLE_TOMB_BINS];
+	uint32_t level; /* leveled compaction (version 3; else 0) */
 	/* Filter.db */
 	bool filter_ok;
 	uint64_t bloom_bits;

@@ -125,6 +125,7 @@ struct sst_writer *sst_writer_new(struct env *env, const char *dir,
 	w->st.repaired_at = o->repaired_at;
 	w->st.log_end = o->log_end;
 	w->st.created_at = o->created_at;
+	w->st.level = o->level;
 	w->st.has_v2 = true;
 	bloom_init(w);
 	/* the directory of a dropped table goes once empty (table_free): a
@@ -427,6 +428,8 @@ static int stats_encode(struct buf *b, const struct sst_stats *s)
 	for (size_t i = 0; i < s->tomb_hist.count; i++)
 		rc = rc || buf_put_be64(b, (uint64_t)s->tomb_hist.point[i]) ||
 		     buf_put_be64(b, s->tomb_hist.value[i]);
+	/* version 3 */
+	rc = rc || buf_put_be32(b, s->level);
 	return rc || storage_component_seal(b) ? err_set(ERR_NOMEM, "stats")
 					       : 0;
 }

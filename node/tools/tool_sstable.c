@@ -112,7 +112,7 @@ static void print_meta(const struct storage_sstable_meta *m, int64_t now,
 	printf("Estimated droppable tombstones: %s%f\n",
 	       m->stats_version < 2 ? "(not recorded) " : "",
 	       storage_sstable_droppable(m, now - gc_grace));
-	printf("SSTable Level: 0\n");
+	printf("SSTable Level: %u\n", m->level);
 	printf("Repaired at: %" PRId64 "\n", m->repaired_at);
 	printf("Pending repair: --\n");
 	printf("Replay positions covered: {CommitLogPosition(segmentId=%" PRIu64

@@ -2,8 +2,8 @@
  *   0: a block image (checksum, decompression) then its data entries
  *   1: index entries (partition index, deletion info, row index)
  *   2: a raw data block's entries without the block envelope
- *   0xfe, 0xff: a Statistics.db body of version 1, 2 (the tombstone
- *   histogram's bounds and order are checked)
+ *   0xfd, 0xfe, 0xff: a Statistics.db body of version 1, 2, 3 (the
+ *   tombstone histogram's bounds and order are checked)
  * Must never crash, whatever the bytes. */
 #include "storage/block_internal.h"
 #include "storage/sstable_internal.h"
@@ -25,10 +25,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	const uint8_t *p = data + 1;
 	size_t n = size - 1;
-	if (data[0] >= 0xfe) {
+	if (data[0] >= 0xfd) {
 		struct sst_stats *st = malloc(sizeof(*st));
-		if (st &&
-		    sst_stats_decode(p, n, data[0] == 0xff ? 2 : 1, st) == 0) {
+		if (st && sst_stats_decode(p, n, (uint8_t)(data[0] - 0xfc),
+					   st) == 0) {
 			if (st->tomb_hist.count > TOMB_HIST_BINS)
 				abort();
 			for (size_t i = 1; i < st->tomb_hist.count; i++)

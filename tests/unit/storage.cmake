@@ -18,6 +18,9 @@ cassini_check_suite(test_storage_engine LABEL unit
 cassini_check_suite(test_storage_tombstones LABEL unit
                     SOURCES test_storage_tombstones.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
+cassini_check_suite(test_storage_leveled LABEL unit TIMEOUT 300
+                    SOURCES test_storage_leveled.c
+                    LIBS cassini_storage cassini_storage_testenv cassini_conf)
 cassini_check_suite(test_storage_random LABEL unit
                     SOURCES test_storage_random.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)

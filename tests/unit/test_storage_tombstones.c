@@ -491,7 +491,7 @@ static void downgrade_stats(struct fx *f, int gen)
 	size_t n = fread(img, 1, sizeof(img), fp);
 	fclose(fp);
 	ck_assert_uint_gt(n, 5 + 425 + 4);
-	ck_assert_int_eq(img[4], 2);
+	ck_assert_int_eq(img[4], 3);
 	const size_t v1_body = 13 * 8 + 1 + 40 * 8;
 	img[4] = 1;
 	uint32_t crc = crc32c_mask(crc32c(0, img, 5 + v1_body));
