@@ -287,17 +287,32 @@ static int put_table_options(struct buf *b, const struct cql_table *t)
 		 (long long)(o->compaction_window_seconds / 60));
 	snprintf(chunk, sizeof(chunk), "%u", o->chunk_length / 1024);
 	bool tw = o->compaction == STORAGE_COMPACTION_TIME_WINDOW;
-	const char *comp_keys[8] = {"class", "max_threshold", "min_threshold",
-				    "compaction_window_size",
-				    "compaction_window_unit"};
-	const char *comp_values[8] = {tw ? "org.apache.cassandra.db.compaction."
-					   "TimeWindowCompactionStrategy"
-					 : "org.apache.cassandra.db.compaction."
-					   "SizeTieredCompactionStrategy",
-				      max, min, window, "MINUTES"};
-	char tt[32], ti[24];
+	const char *comp_keys[10] = {"class", "max_threshold", "min_threshold",
+				     "compaction_window_size",
+				     "compaction_window_unit"};
+	bool lv = o->compaction == STORAGE_COMPACTION_LEVELED;
+	const char *comp_values[10] = {
+		tw   ? "org.apache.cassandra.db.compaction."
+		       "TimeWindowCompactionStrategy"
+		: lv ? "org.apache.cassandra.db.compaction."
+		       "LeveledCompactionStrategy"
+		     : "org.apache.cassandra.db.compaction."
+		       "SizeTieredCompactionStrategy",
+		max, min, window, "MINUTES"};
+	char tt[32], ti[24], ssz[24], fan[16];
 	size_t nc = tombstone_options(o, comp_keys, comp_values, tw ? 5 : 3, tt,
 				      sizeof(tt), ti, sizeof(ti));
+	if (lv && o->sstable_size_bytes != (160ull << 20)) {
+		snprintf(ssz, sizeof(ssz), "%llu",
+			 (unsigned long long)(o->sstable_size_bytes >> 20));
+		comp_keys[nc] = "sstable_size_in_mb";
+		comp_values[nc++] = ssz;
+	}
+	if (lv && o->fanout_size != 10) {
+		snprintf(fan, sizeof(fan), "%u", o->fanout_size);
+		comp_keys[nc] = "fanout_size";
+		comp_values[nc++] = fan;
+	}
 	const char *cz_keys[] = {"chunk_length_in_kb", "class"};
 	const char *cz_values[] = {chunk,
 				   o->compression == STORAGE_COMPRESSION_DEFLATE

@@ -316,6 +316,8 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 					     "provide_overlapping_tombstones"};
 	static const char *const stcs[] = {"bucket_high", "bucket_low",
 					   "min_sstable_size"};
+	static const char *const lcs[] = {"sstable_size_in_mb", "fanout_size",
+					  "single_sstable_uplevel"};
 	static const char *const twcs[] = {
 		"compaction_window_unit", "compaction_window_size",
 		"timestamp_resolution",
@@ -327,6 +329,7 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 	double threshold = 0.2;
 	int64_t interval = 86400;
 	bool unchecked = false;
+	int64_t sstable_mb = 160, fanout = 10;
 	if (map->kind != CQL_TERM_MAP)
 		return fail(CQL_SCHEMA_SYNTAX,
 			    "Invalid value for property 'compaction'. It "
@@ -340,15 +343,16 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 			    "Missing sub-option 'class' for the "
 			    "'compaction' option.");
 	bool tw = class_is(klass, pkg, "TimeWindowCompactionStrategy");
-	if (class_is(klass, pkg, "LeveledCompactionStrategy") ||
-	    class_is(klass, pkg, "UnifiedCompactionStrategy") ||
+	bool lv = class_is(klass, pkg, "LeveledCompactionStrategy");
+	if (class_is(klass, pkg, "UnifiedCompactionStrategy") ||
 	    class_is(klass, pkg, "DateTieredCompactionStrategy"))
 		return fail(CQL_SCHEMA_UNSUPPORTED,
 			    "%s is not supported by Cassini yet; use "
-			    "SizeTieredCompactionStrategy or "
+			    "SizeTieredCompactionStrategy, "
+			    "LeveledCompactionStrategy or "
 			    "TimeWindowCompactionStrategy",
 			    klass);
-	if (!tw && !class_is(klass, pkg, "SizeTieredCompactionStrategy"))
+	if (!tw && !lv && !class_is(klass, pkg, "SizeTieredCompactionStrategy"))
 		return fail(CQL_SCHEMA_CONFIG,
 			    "Unable to find compaction strategy class '%s'",
 			    klass);
@@ -365,6 +369,8 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 		for (size_t k = 0; !tw && k < sizeof(stcs) / sizeof(stcs[0]);
 		     k++)
 			known |= strcmp(key, stcs[k]) == 0;
+		for (size_t k = 0; lv && k < sizeof(lcs) / sizeof(lcs[0]); k++)
+			known |= strcmp(key, lcs[k]) == 0;
 		for (size_t k = 0; tw && k < sizeof(twcs) / sizeof(twcs[0]);
 		     k++)
 			known |= strcmp(key, twcs[k]) == 0;
@@ -382,6 +388,36 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 					"%s must be greater than 0, but was "
 					"%s",
 					key, val);
+		} else if (lv && (strcmp(key, "sstable_size_in_mb") == 0 ||
+				  strcmp(key, "fanout_size") == 0)) {
+			char *end;
+			long long v = strtoll(val, &end, 10);
+			if (end == val || *end)
+				return fail(CQL_SCHEMA_CONFIG,
+					    "%s is not a parsable int (base10) "
+					    "for %s",
+					    val, key);
+			if (v < 1 || v > (1 << 20))
+				return fail(CQL_SCHEMA_CONFIG,
+					    "%s must be larger than 0, but was "
+					    "%s",
+					    key, val);
+			if (key[0] == 's')
+				sstable_mb = v;
+			else
+				fanout = v;
+		} else if (lv && strcmp(key, "single_sstable_uplevel") == 0) {
+			if (strcasecmp(val, "true") == 0)
+				return fail(
+					CQL_SCHEMA_UNSUPPORTED,
+					"single_sstable_uplevel is not "
+					"supported by Cassini yet (SSTables "
+					"move up a level by compaction)");
+			if (strcasecmp(val, "false") != 0)
+				return fail(CQL_SCHEMA_CONFIG,
+					    "'%s' should be either 'true' or "
+					    "'false', not '%s'",
+					    key, val);
 		} else if (strcmp(key, "tombstone_threshold") == 0) {
 			char *end;
 			double v = strtod(val, &end);
@@ -433,8 +469,9 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 				"Properties specified [%s] are not understood "
 				"by %s",
 				key,
-				tw ? "TimeWindowCompactionStrategy"
-				   : "SizeTieredCompactionStrategy");
+				tw   ? "TimeWindowCompactionStrategy"
+				: lv ? "LeveledCompactionStrategy"
+				     : "SizeTieredCompactionStrategy");
 	}
 	if (min < 2 || max < 2)
 		return fail(
@@ -446,8 +483,11 @@ static enum cql_schema_status compaction_option(const struct cql_term *map,
 		return fail(
 			CQL_SCHEMA_CONFIG,
 			"min_threshold cannot be greater than max_threshold");
-	o->compaction = tw ? STORAGE_COMPACTION_TIME_WINDOW
-			   : STORAGE_COMPACTION_SIZE_TIERED;
+	o->compaction = tw   ? STORAGE_COMPACTION_TIME_WINDOW
+			: lv ? STORAGE_COMPACTION_LEVELED
+			     : STORAGE_COMPACTION_SIZE_TIERED;
+	o->sstable_size_bytes = (uint64_t)sstable_mb << 20;
+	o->fanout_size = (uint32_t)fanout;
 	o->min_threshold = min;
 	o->max_threshold = max;
 	o->compaction_window_seconds = window_size * unit;

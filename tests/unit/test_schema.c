@@ -228,6 +228,15 @@ START_TEST(tables_get_keys_order_types_and_options)
 	   "'60', 'unchecked_tombstone_compaction': 'true'}");
 	m = cql_table_meta(cql_schema_table(schema, "ks", "tomb"));
 	ck_assert(m->options.tombstone_threshold == 0.5);
+	ok("CREATE TABLE ks.lcs (k int PRIMARY KEY) WITH compaction = "
+	   "{'class': 'org.apache.cassandra.db.compaction."
+	   "LeveledCompactionStrategy', 'sstable_size_in_mb': 64, "
+	   "'fanout_size': 8, 'single_sstable_uplevel': 'false'}");
+	const struct storage_table_meta *lm =
+		cql_table_meta(cql_schema_table(schema, "ks", "lcs"));
+	ck_assert_int_eq(lm->options.compaction, STORAGE_COMPACTION_LEVELED);
+	ck_assert_uint_eq(lm->options.sstable_size_bytes, 64u << 20);
+	ck_assert_uint_eq(lm->options.fanout_size, 8);
 	ck_assert_int_eq(m->options.tombstone_compaction_interval, 60);
 	ck_assert(m->options.unchecked_tombstone_compaction);
 
@@ -292,10 +301,26 @@ START_TEST(table_definitions_are_checked_like_cassandra)
 		"bloom_filter_fp_chance must be larger than 6.71E-5");
 	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
 		"{'class': "
-		"'LeveledCompactionStrategy'}",
+		"'UnifiedCompactionStrategy'}",
 		CQL_SCHEMA_UNSUPPORTED,
-		"LeveledCompactionStrategy is not "
+		"UnifiedCompactionStrategy is not "
 		"supported");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
+		"{'class': 'LeveledCompactionStrategy', "
+		"'single_sstable_uplevel': 'true'}",
+		CQL_SCHEMA_UNSUPPORTED,
+		"single_sstable_uplevel is not supported by Cassini yet");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
+		"{'class': 'LeveledCompactionStrategy', "
+		"'sstable_size_in_mb': 0}",
+		CQL_SCHEMA_CONFIG,
+		"sstable_size_in_mb must be larger than 0, but was 0");
+	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
+		"{'class': 'LeveledCompactionStrategy', "
+		"'compaction_window_size': 1}",
+		CQL_SCHEMA_CONFIG,
+		"Properties specified [compaction_window_size] are not "
+		"understood by LeveledCompactionStrategy");
 	refused("CREATE TABLE t (k int PRIMARY KEY) WITH compaction = "
 		"{'class': "
 		"'SizeTieredCompactionStrategy', 'colour': 'red'}",
@@ -740,6 +765,21 @@ START_TEST(describe_prints_cassandras_create_statements)
 	ck_assert_msg(strstr(text, "'min_threshold': '4', "
 				   "'tombstone_threshold': '0.5', "
 				   "'unchecked_tombstone_compaction': 'true'}"),
+		      "%s", text);
+	ok("CREATE TABLE tl (k int PRIMARY KEY) WITH compaction = {'class': "
+	   "'LeveledCompactionStrategy', 'sstable_size_in_mb': 64}");
+	buf_clear(&b);
+	ck_assert_int_eq(
+		cql_describe_table_text(cql_schema_table(schema, "ks", "tl"),
+					true, &b),
+		0);
+	ck_assert_int_eq(buf_put_u8(&b, '\0'), 0);
+	text = (const char *)b.data;
+	ck_assert_msg(strstr(text,
+			     "{'class': 'org.apache.cassandra.db."
+			     "compaction.LeveledCompactionStrategy', "
+			     "'max_threshold': '32', 'min_threshold': '4', "
+			     "'sstable_size_in_mb': '64'}"),
 		      "%s", text);
 	buf_free(&b);
 }
