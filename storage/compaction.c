@@ -250,7 +250,7 @@ static size_t level_of(struct sstable **cand, size_t n, uint32_t lv,
 	for (size_t i = 0; i < n; i++)
 		if (cand[i]->stats.level == lv) {
 			out[k++] = cand[i];
-			*bytes += cand[i]->disk_bytes;
+			*bytes += cand[i]->stats.data_size;
 		}
 	qsort(out, k, sizeof(*out), cmp_min_token);
 	return k;
@@ -554,7 +554,7 @@ static int open_output(struct job *j)
 /* A leveled output past its size: the next partitions go to a new one. */
 static int maybe_cut(struct job *j)
 {
-	if (!j->max_output || sst_writer_bytes(j->w) < j->max_output)
+	if (!j->max_output || sst_writer_data_bytes(j->w) < j->max_output)
 		return 0;
 	return open_output(j);
 }

@@ -76,6 +76,9 @@ int sst_writer_end(struct sst_writer *w);
 /* Bytes appended to Data.db so far (whole blocks; for throttling). */
 uint64_t sst_writer_bytes(const struct sst_writer *w);
 uint64_t sst_writer_partitions(const struct sst_writer *w);
+/* Data bytes so far, the unwritten block included (where a leveled
+ * compaction cuts its outputs). */
+uint64_t sst_writer_data_bytes(const struct sst_writer *w);
 /* Completes the set durably (fsync, rename, TOC, dir fsync). */
 int sst_writer_finish(struct sst_writer *w);
 /* Removes the temporary files and frees. */

@@ -397,6 +397,11 @@ uint64_t sst_writer_bytes(const struct sst_writer *w)
 	return w->data_off; /* only grows: whole blocks, as appended */
 }
 
+uint64_t sst_writer_data_bytes(const struct sst_writer *w)
+{
+	return w->data_off + w->raw.len;
+}
+
 uint64_t sst_writer_partitions(const struct sst_writer *w)
 {
 	return w->st.partition_count;

@@ -457,6 +457,16 @@ static void run(uint64_t s, int steps)
 	f.t->options.chunk_length = 256 + (uint32_t)rng_below(&f.r, 2048);
 	f.t->options.compression = (uint8_t)rng_below(&f.r, 3);
 	f.t->options.min_threshold = 2;
+	/* every strategy, leveled with tiny outputs and levels (cuts and
+	 * moves up happen), and tombstone compactions that may run often */
+	f.t->options.compaction = (uint8_t)rng_below(&f.r, 3);
+	f.t->options.compaction_window_seconds = 60;
+	f.t->options.sstable_size_bytes = 256 + rng_below(&f.r, 1024);
+	f.t->options.fanout_size = 1 + (uint32_t)rng_below(&f.r, 2);
+	f.t->options.tombstone_threshold = 0.05;
+	f.t->options.tombstone_compaction_interval =
+		(int64_t)rng_below(&f.r, 100);
+	f.t->options.unchecked_tombstone_compaction = rng_below(&f.r, 2);
 	set_now(&f, 1700000000);
 	f.ts = 1;
 	db_open(&f);
@@ -505,7 +515,7 @@ int main(void)
 	Suite *s = suite_create("storage_random");
 	TCase *tc = tcase_create("model");
 	tcase_set_timeout(tc, 240);
-	tcase_add_loop_test(tc, engine_matches_the_model, 0, 3);
+	tcase_add_loop_test(tc, engine_matches_the_model, 0, 6);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
