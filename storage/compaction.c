@@ -641,8 +641,9 @@ static char *log_path(const char *dir, uint64_t gen)
 }
 
 /* The log: the first output's generation, "+<gen>" for each further
- * output (leveled compactions), then the inputs. */
-static int write_log(struct job *j)
+ * output (leveled compactions), then the inputs; rewritten with a last
+ * line "done" once every output is complete (`done`). */
+static int write_log(struct job *j, bool done)
 {
 	struct buf text;
 	buf_init(&text);
@@ -658,6 +659,8 @@ static int write_log(struct job *j)
 				 j->in[i]->gen);
 		rc = buf_append(&text, line, (size_t)n);
 	}
+	if (!rc && done)
+		rc = buf_append(&text, "done\n", 5);
 	char *p = rc ? NULL : log_path(j->t->dir, j->out_gens[0]);
 	rc = p ? env_write_file_atomic(j->db->o.env, p, text.data, text.len)
 	       : err_set(ERR_NOMEM, "compaction log");
@@ -713,7 +716,11 @@ static int process_logs(struct storage *db, struct table *t, bool only_done)
 			free(p);
 			continue;
 		}
-		/* the outputs: done when every one has its TOC */
+		/* The outputs are done when the log says so ("done": every
+		 * one was complete, though a later compaction may have taken
+		 * some since), or, for a log without that line and with one
+		 * output (as version 1 wrote them), when its TOC exists. */
+		bool done_line = strstr((char *)text, "\ndone\n") != NULL;
 		bool out_done = true;
 		uint64_t outs[LOG_MAX_OUTPUTS];
 		size_t nouts = 0;
@@ -728,8 +735,14 @@ static int process_logs(struct storage *db, struct table *t, bool only_done)
 			if (nouts < LOG_MAX_OUTPUTS)
 				outs[nouts++] = g;
 		}
+		if (done_line)
+			out_done = true;
+		else if (nouts > 1)
+			out_done = false; /* a cut short multi-output job */
 		bool inputs_left = false;
 		for (; tok; tok = strtok_r(NULL, "\n", &save)) {
+			if (strcmp(tok, "done") == 0)
+				continue;
 			uint64_t g = strtoull(tok, NULL, 10);
 			char *ip = sst_path(t->dir, g, "TOC.txt", false);
 			if (ip && env_exists(db->o.env, ip) == 1)
@@ -787,7 +800,7 @@ static int run_job(struct job *j, struct sstable ***out)
 	j->wo = o;
 	if (open_output(j))
 		return -1;
-	if (merge_inputs(j) || write_log(j)) {
+	if (merge_inputs(j) || write_log(j, false)) {
 		for (size_t i = 0; i < j->nout; i++)
 			sst_writer_abort(j->done_w[i]);
 		j->nout = 0;
@@ -805,6 +818,8 @@ static int run_job(struct job *j, struct sstable ***out)
 		else
 			finished++;
 	}
+	if (!rc && write_log(j, true))
+		rc = -1;
 	if (rc) {
 		/* the log (not all outputs complete) rolls back at start too */
 		for (size_t i = 0; i < finished; i++)
@@ -822,6 +837,14 @@ static int run_job(struct job *j, struct sstable ***out)
 		for (size_t i = 0; s && i < j->nout; i++)
 			sstable_unref(s[i]);
 		free(s);
+		/* The inputs stay live, so the outputs must go: first the log
+		 * says they are not done (a crash then rolls back), then
+		 * their files. */
+		if (write_log(j, false) == 0)
+			for (size_t i = 0; i < j->nout; i++)
+				storage_engine_remove_generation(
+					j->db->o.env, j->t->dir,
+					j->out_gens[i]);
 		return s ? -1 : err_set(ERR_NOMEM, "compaction");
 	}
 	*out = s;

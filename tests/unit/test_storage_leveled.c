@@ -266,7 +266,9 @@ static void shell(const char *cmd)
 
 /* A crash after a leveled compaction's log but before its last output
  * was complete: the outputs go, the inputs stay (every row reads). One
- * after every output was complete: the inputs go. */
+ * after every output was complete (the log says "done"): the inputs go.
+ * And a done log whose outputs a later compaction took in part (it
+ * lingered while a reader held its inputs) deletes no output. */
 START_TEST(a_crash_between_outputs_rolls_back)
 {
 	struct fx f;
@@ -312,7 +314,8 @@ START_TEST(a_crash_between_outputs_rolls_back)
 	f.db = NULL;
 	ck_assert(snprintf(cmd, sizeof(cmd),
 			   "cp '%s'/ca-* '%s'/ && "
-			   "printf '%llu\\n+%llu\\n+%llu\\n1\\n2\\n3\\n4\\n' > "
+			   "printf "
+			   "'%llu\\n+%llu\\n+%llu\\n1\\n2\\n3\\n4\\ndone\\n' > "
 			   "'%s'/compaction-%llu.log",
 			   saved, f.table, (unsigned long long)outs[0],
 			   (unsigned long long)outs[1],
@@ -323,6 +326,27 @@ START_TEST(a_crash_between_outputs_rolls_back)
 	levels(&f, &lv);
 	ck_assert_uint_eq(lv.count[0], 0);
 	ck_assert_uint_eq(lv.count[1], 3);
+	expect_all(&f, 2800);
+	/* the same done log again, its first output since moved on (its
+	 * files now generation 99's) */
+	storage_delete(f.db);
+	f.db = NULL;
+	ck_assert(snprintf(cmd, sizeof(cmd),
+			   "cd '%s' && for c in TOC.txt Data.db Index.db "
+			   "Filter.db Statistics.db Summary.db; do "
+			   "mv ca-%llu-$c ca-99-$c; done && "
+			   "printf "
+			   "'%llu\\n+%llu\\n+%llu\\n1\\n2\\n3\\n4\\ndone\\n' > "
+			   "compaction-%llu.log",
+			   f.table, (unsigned long long)outs[0],
+			   (unsigned long long)outs[0],
+			   (unsigned long long)outs[1],
+			   (unsigned long long)outs[2],
+			   (unsigned long long)outs[0]) < (int)sizeof(cmd));
+	shell(cmd);
+	open_db(&f);
+	levels(&f, &lv);
+	ck_assert_uint_eq(lv.n, 3);
 	expect_all(&f, 2800);
 	ck_assert(snprintf(cmd, sizeof(cmd), "rm -rf '%s'", saved) <
 		  (int)sizeof(cmd));
