@@ -15,8 +15,10 @@
  *
  * Atomicity: before the output's TOC is published, a compaction log
  * (compaction-<out>.log: the output generation then the inputs) is written
- * durably. At start, a log whose output is complete means "delete the
- * inputs"; otherwise the partial output is removed and the inputs stay.
+ * durably, and rewritten ending in "done" once every output (a leveled
+ * compaction cuts several) is complete. At start, a done log means
+ * "delete the inputs"; otherwise the partial outputs are removed and the
+ * inputs stay.
  * The log goes once every input is gone, so a crash at any point leaves
  * either the inputs or the output (possibly both: the union reads the
  * same), never a mix where a purged tombstone's shadowed data survives.
