@@ -247,9 +247,10 @@ int storage_component_seal(struct buf *b)
 	return buf_put_be32(b, crc32c_mask(crc));
 }
 
-int component_open_version(const uint8_t *p, size_t len, const char *magic,
-			   uint8_t max_version, uint8_t *version,
-			   const uint8_t **body, size_t *body_len)
+int storage_component_open_version(const uint8_t *p, size_t len,
+				   const char *magic, uint8_t max_version,
+				   uint8_t *version, const uint8_t **body,
+				   size_t *body_len)
 {
 	if (len < 9 || memcmp(p, magic, 4) != 0)
 		return err_set(ERR_CORRUPT, "bad component header");
@@ -267,6 +268,6 @@ int storage_component_open(const uint8_t *p, size_t len, const char *magic,
 			   const uint8_t **body, size_t *body_len)
 {
 	uint8_t v;
-	return component_open_version(p, len, magic, SST_VERSION, &v, body,
-				      body_len);
+	return storage_component_open_version(p, len, magic, SST_VERSION, &v,
+					      body, body_len);
 }

@@ -61,10 +61,11 @@ int storage_component_seal(struct buf *b);
 /* Verifies a sealed component image; on success body and body_len cover
  * what is between the header and the CRC. Accepts versions 1 to
  * `max_version` (*version gets the file's). */
-int component_open_version(const uint8_t *p, size_t len, const char *magic,
-			   uint8_t max_version, uint8_t *version,
-			   const uint8_t **body, size_t *body_len);
-/* component_open_version of version 1 only. */
+int storage_component_open_version(const uint8_t *p, size_t len,
+				   const char *magic, uint8_t max_version,
+				   uint8_t *version, const uint8_t **body,
+				   size_t *body_len);
+/* storage_component_open_version of version 1 only. */
 int storage_component_open(const uint8_t *p, size_t len, const char *magic,
 			   const uint8_t **body, size_t *body_len);
 

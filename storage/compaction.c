@@ -905,8 +905,8 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	int rc = run_job(&j, &out);
 	pthread_mutex_lock(&db->mu);
 	if (!rc) {
-		struct version *nv =
-			version_edit_many(t->version, j.in, j.n, out, j.nout);
+		struct version *nv = storage_version_edit_many(
+			t->version, j.in, j.n, out, j.nout);
 		if (nv) {
 			storage_version_unref(t->version);
 			t->version = nv;

@@ -130,13 +130,15 @@ struct version *storage_version_edit(const struct version *old,
 				     struct sstable *const *drop, size_t ndrop,
 				     struct sstable *add)
 {
-	return version_edit_many(old, drop, ndrop, add ? &add : NULL,
-				 add ? 1 : 0);
+	return storage_version_edit_many(old, drop, ndrop, add ? &add : NULL,
+					 add ? 1 : 0);
 }
 
-struct version *version_edit_many(const struct version *old,
-				  struct sstable *const *drop, size_t ndrop,
-				  struct sstable *const *add, size_t nadd)
+struct version *storage_version_edit_many(const struct version *old,
+					  struct sstable *const *drop,
+					  size_t ndrop,
+					  struct sstable *const *add,
+					  size_t nadd)
 {
 	struct version *v = calloc(1, sizeof(*v));
 	size_t cap = (old ? old->count : 0) + nadd + 1;

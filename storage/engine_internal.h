@@ -143,9 +143,11 @@ struct version *storage_version_edit(const struct version *old,
 				     struct sstable *const *drop, size_t ndrop,
 				     struct sstable *add);
 /* storage_version_edit with several SSTables added (a leveled compaction's). */
-struct version *version_edit_many(const struct version *old,
-				  struct sstable *const *drop, size_t ndrop,
-				  struct sstable *const *add, size_t nadd);
+struct version *storage_version_edit_many(const struct version *old,
+					  struct sstable *const *drop,
+					  size_t ndrop,
+					  struct sstable *const *add,
+					  size_t nadd);
 /* Records a read that hit a damaged block and applies
  * disk_failure_policy. */
 void storage_engine_note_corruption(struct storage *db, struct sstable *s);

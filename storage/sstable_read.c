@@ -32,8 +32,8 @@ static int read_component_v(struct sstable *s, const char *comp,
 		return -1;
 	*img = NULL;
 	int rc = env_read_file(s->env, p, 1u << 30, img, &n);
-	if (!rc && component_open_version(*img, n, magic, max_version, version,
-					  body, len)) {
+	if (!rc && storage_component_open_version(*img, n, magic, max_version,
+						  version, body, len)) {
 		free(*img);
 		*img = NULL;
 		rc = -1;
@@ -123,7 +123,7 @@ double sst_droppable_ratio(const struct sst_stats *s, int64_t gc_before)
 	uint64_t cells = s->cell_count + s->marker_count;
 	if (!s->has_v2 || cells == 0)
 		return 0;
-	return tomb_hist_sum(&s->tomb_hist, gc_before) / (double)cells;
+	return storage_tomb_hist_sum(&s->tomb_hist, gc_before) / (double)cells;
 }
 
 static int load_stats(struct sstable *s)

@@ -74,8 +74,8 @@ static int read_comp(struct env *env, const struct storage_sstable_meta *m,
 	if (!p)
 		return -1;
 	int rc = env_read_file(env, p, 1u << 30, img, &n);
-	if (!rc && component_open_version(*img, n, magic, max_version, version,
-					  body, len)) {
+	if (!rc && storage_component_open_version(*img, n, magic, max_version,
+						  version, body, len)) {
 		free(*img);
 		*img = NULL;
 		rc = -1;

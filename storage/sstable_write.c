@@ -238,7 +238,7 @@ int sst_writer_begin(struct sst_writer *w, int64_t token, struct slice key,
 			continue;
 		w->st.tombstone_count++;
 		w->st.marker_count++;
-		tomb_hist_add(&w->st.tomb_hist, d.ldt, 1);
+		storage_tomb_hist_add(&w->st.tomb_hist, d.ldt, 1);
 		if (d.ts < w->st.min_ts)
 			w->st.min_ts = d.ts;
 		if (d.ts > w->st.max_ts)
@@ -295,7 +295,7 @@ int sst_writer_atom(struct sst_writer *w, const struct atom *a)
 			w->st.max_ttl = a->ttl;
 	}
 	if (a->flags & (ATOM_TOMBSTONE | ATOM_EXPIRING)) {
-		tomb_hist_add(&w->st.tomb_hist, a->ldt, 1);
+		storage_tomb_hist_add(&w->st.tomb_hist, a->ldt, 1);
 		if (a->ldt < w->st.min_ldt)
 			w->st.min_ldt = a->ldt;
 		if (a->ldt > w->st.max_ldt)

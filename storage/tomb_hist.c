@@ -43,7 +43,7 @@ static void merge_closest(struct tomb_hist *h)
 	h->count--;
 }
 
-void tomb_hist_add(struct tomb_hist *h, int64_t ldt, uint64_t n)
+void storage_tomb_hist_add(struct tomb_hist *h, int64_t ldt, uint64_t n)
 {
 	if (n == 0)
 		return;
@@ -63,7 +63,7 @@ void tomb_hist_add(struct tomb_hist *h, int64_t ldt, uint64_t n)
 	if (h->count == TOMB_HIST_BINS) {
 		/* make room first; the new point's place may move */
 		merge_closest(h);
-		tomb_hist_add(h, ldt, n);
+		storage_tomb_hist_add(h, ldt, n);
 		return;
 	}
 	memmove(&h->point[lo + 1], &h->point[lo],
@@ -75,13 +75,13 @@ void tomb_hist_add(struct tomb_hist *h, int64_t ldt, uint64_t n)
 	h->count++;
 }
 
-void tomb_hist_merge(struct tomb_hist *h, const struct tomb_hist *src)
+void storage_tomb_hist_merge(struct tomb_hist *h, const struct tomb_hist *src)
 {
 	for (size_t i = 0; i < src->count; i++)
-		tomb_hist_add(h, src->point[i], src->value[i]);
+		storage_tomb_hist_add(h, src->point[i], src->value[i]);
 }
 
-double tomb_hist_sum(const struct tomb_hist *h, int64_t before)
+double storage_tomb_hist_sum(const struct tomb_hist *h, int64_t before)
 {
 	double sum = 0;
 	for (size_t i = 0; i < h->count; i++) {
@@ -104,7 +104,7 @@ double tomb_hist_sum(const struct tomb_hist *h, int64_t before)
 	return sum;
 }
 
-uint64_t tomb_hist_total(const struct tomb_hist *h)
+uint64_t storage_tomb_hist_total(const struct tomb_hist *h)
 {
 	uint64_t n = 0;
 	for (size_t i = 0; i < h->count; i++)

@@ -26,12 +26,12 @@ struct tomb_hist {
 };
 
 /* Adds `n` tombstones reaching their deletion time at `ldt` (seconds). */
-void tomb_hist_add(struct tomb_hist *h, int64_t ldt, uint64_t n);
+void storage_tomb_hist_add(struct tomb_hist *h, int64_t ldt, uint64_t n);
 /* Adds every bin of `src` (merging histograms of compaction inputs). */
-void tomb_hist_merge(struct tomb_hist *h, const struct tomb_hist *src);
+void storage_tomb_hist_merge(struct tomb_hist *h, const struct tomb_hist *src);
 /* Estimated number of tombstones whose point is <= `before`. */
-double tomb_hist_sum(const struct tomb_hist *h, int64_t before);
+double storage_tomb_hist_sum(const struct tomb_hist *h, int64_t before);
 /* Total count. */
-uint64_t tomb_hist_total(const struct tomb_hist *h);
+uint64_t storage_tomb_hist_total(const struct tomb_hist *h);
 
 #endif

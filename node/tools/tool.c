@@ -18,8 +18,8 @@
 #include "conf/conf.h"
 #include "node/messaging_msg.h"
 #include "node/node.h"
-#include "node/tool_tokens.h"
 #include "node/tools/tool_sstable.h"
+#include "node/tools/tool_tokens.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -33,8 +33,8 @@ LOWER = {
     "node": ["client/auth", "client/exec", "client/schema", "client/cql", "client/proto",
              "repair", "replication", "gossip", "storage", "ring", "conf",
              "common"],
-    "node/tools": ["node", "client/driver", "client/proto", "ring", "conf",
-                   "common"],
+    "node/tools": ["node", "client/driver", "client/proto", "storage", "ring",
+                   "conf", "common"],
 }
 # Not modules: they may include anything.
 FREE = ("tests/", "bench/", "build/")

@@ -31,19 +31,19 @@ START_TEST(histogram_is_bounded_and_keeps_its_total)
 	for (int i = 0; i < 20000; i++) {
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 		int64_t t = T0 + (int64_t)((x >> 33) % 864000);
-		tomb_hist_add(&h, t, 1 + ((x >> 20) & 3));
+		storage_tomb_hist_add(&h, t, 1 + ((x >> 20) & 3));
 		total += 1 + ((x >> 20) & 3);
 		ck_assert_uint_le(h.count, TOMB_HIST_BINS);
 	}
 	ck_assert_uint_eq(h.count, TOMB_HIST_BINS);
-	ck_assert_uint_eq(tomb_hist_total(&h), total);
+	ck_assert_uint_eq(storage_tomb_hist_total(&h), total);
 	for (size_t i = 1; i < h.count; i++)
 		ck_assert_int_lt(h.point[i - 1], h.point[i]);
 	/* nothing before the first point, everything after the last */
-	ck_assert(tomb_hist_sum(&h, T0 - 1) == 0);
-	ck_assert(tomb_hist_sum(&h, T0 + 864000 + 60) == (double)total);
+	ck_assert(storage_tomb_hist_sum(&h, T0 - 1) == 0);
+	ck_assert(storage_tomb_hist_sum(&h, T0 + 864000 + 60) == (double)total);
 	/* uniform over 10 days: about half before day 5 (within 5%) */
-	double half = tomb_hist_sum(&h, T0 + 432000);
+	double half = storage_tomb_hist_sum(&h, T0 + 432000);
 	ck_assert_msg(half > 0.45 * (double)total &&
 			      half < 0.55 * (double)total,
 		      "half: %f of %llu", half, (unsigned long long)total);
@@ -53,29 +53,31 @@ END_TEST
 START_TEST(histogram_rounds_points_up_and_merges)
 {
 	struct tomb_hist h = {0}, g = {0};
-	tomb_hist_add(&h, 61, 1);  /* -> 120 */
-	tomb_hist_add(&h, 120, 2); /* the same bin */
-	tomb_hist_add(&h, 0, 1);   /* on a boundary: stays */
+	storage_tomb_hist_add(&h, 61, 1);  /* -> 120 */
+	storage_tomb_hist_add(&h, 120, 2); /* the same bin */
+	storage_tomb_hist_add(&h, 0, 1);   /* on a boundary: stays */
 	ck_assert_uint_eq(h.count, 2);
 	ck_assert_int_eq(h.point[0], 0);
 	ck_assert_int_eq(h.point[1], 120);
 	ck_assert_uint_eq(h.value[1], 3);
 	/* Cassandra's estimate: half a bin's mass at its point (the bin
 	 * spreads to both sides), the whole of it past the last point */
-	ck_assert(tomb_hist_sum(&h, 0) == 0.5);
-	ck_assert(tomb_hist_sum(&h, 120) == 4);
-	ck_assert(tomb_hist_sum(&h, 60) > 1 && tomb_hist_sum(&h, 60) < 4);
-	tomb_hist_add(&g, 3600, 5);
-	tomb_hist_merge(&g, &h);
+	ck_assert(storage_tomb_hist_sum(&h, 0) == 0.5);
+	ck_assert(storage_tomb_hist_sum(&h, 120) == 4);
+	ck_assert(storage_tomb_hist_sum(&h, 60) > 1 &&
+		  storage_tomb_hist_sum(&h, 60) < 4);
+	storage_tomb_hist_add(&g, 3600, 5);
+	storage_tomb_hist_merge(&g, &h);
 	ck_assert_uint_eq(g.count, 3);
-	ck_assert_uint_eq(tomb_hist_total(&g), 9);
+	ck_assert_uint_eq(storage_tomb_hist_total(&g), 9);
 	/* merging bins never moves their mass earlier than the data */
 	struct tomb_hist m = {0};
 	for (int i = 0; i <= TOMB_HIST_BINS; i++)
-		tomb_hist_add(&m, (int64_t)i * 60, 1);
+		storage_tomb_hist_add(&m, (int64_t)i * 60, 1);
 	ck_assert_uint_eq(m.count, TOMB_HIST_BINS);
-	ck_assert(tomb_hist_sum(&m, -1) == 0);
-	ck_assert(tomb_hist_sum(&m, TOMB_HIST_BINS * 60) == TOMB_HIST_BINS + 1);
+	ck_assert(storage_tomb_hist_sum(&m, -1) == 0);
+	ck_assert(storage_tomb_hist_sum(&m, TOMB_HIST_BINS * 60) ==
+		  TOMB_HIST_BINS + 1);
 }
 END_TEST
 
