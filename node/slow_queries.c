@@ -100,6 +100,7 @@ void node_slow_queries_note(struct node_slow_queries *q, const char *text,
 			return;
 		}
 		e = &q->e[q->n++];
+		memset(e, 0, sizeof(*e)); /* a slot of an earlier report */
 		memcpy(e->text, key, sizeof(key));
 		e->min_us = UINT64_MAX;
 	}

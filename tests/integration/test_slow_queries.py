@@ -53,6 +53,10 @@ def test_slow_selects_are_logged(make_node):
         assert "operations were slow in the last 5000 msecs:" in log
         assert "WARN  [monitoring]" in log
         assert "msec - slow timeout 1 msec, 3000 rows" in log
+        # each report's figures are its own: avg within min and max
+        for m in re.finditer(r"avg/min/max (\d+)/(\d+)/(\d+) msec", log):
+            avg, lo, hi = map(int, m.groups())
+            assert lo <= avg <= hi, m.group(0)
         assert "INSERT INTO" not in log[log.find("were slow"):]
     finally:
         cluster.shutdown()
