@@ -75,7 +75,9 @@ struct cql_conn {
 	 * taken, one at a time. */
 	bool authenticated;
 	bool auth_pending;
-	char *user; /* the logged-in role, or NULL */
+	char *user;                         /* the logged-in role, or NULL */
+	char *driver_name, *driver_version; /* from STARTUP, or NULL */
+	uint64_t request_count;             /* requests taken */
 	bool lz4;
 	bool closed;  /* socket gone; struct lives while refs > 0 */
 	bool closing; /* flushing a last reply, then closing */
@@ -135,6 +137,8 @@ static void conn_unref(struct cql_conn *c)
 		return;
 	free(c->keyspace);
 	free(c->user);
+	free(c->driver_name);
+	free(c->driver_version);
 	free(c);
 }
 
@@ -418,6 +422,7 @@ static int handle_startup(struct cql_conn *c, const struct cql_header *h,
 	struct cql_pair *opts;
 	uint16_t n;
 	bool lz4 = false, has_version = false;
+	struct slice driver_name = {0}, driver_version = {0};
 	arena_create(&a, 4096);
 	if (c->ready) {
 		arena_destroy(&a);
@@ -444,6 +449,10 @@ static int handle_startup(struct cql_conn *c, const struct cql_header *h,
 					 (int)(v.len > 32 ? 32 : v.len),
 					 (const char *)v.ptr,
 					 c->srv->cql_version);
+		} else if (slice_eq(k, slice_from_cstr("DRIVER_NAME"))) {
+			driver_name = v;
+		} else if (slice_eq(k, slice_from_cstr("DRIVER_VERSION"))) {
+			driver_version = v;
 		} else if (slice_eq(k, slice_from_cstr("COMPRESSION"))) {
 			if (v.len == 3 &&
 			    strncasecmp((const char *)v.ptr, "lz4", 3) == 0)
@@ -454,6 +463,19 @@ static int handle_startup(struct cql_conn *c, const struct cql_header *h,
 					 (int)(v.len > 32 ? 32 : v.len),
 					 (const char *)v.ptr);
 		}
+	}
+	if (!msg[0]) {
+		free(c->driver_name);
+		free(c->driver_version);
+		c->driver_name =
+			driver_name.ptr ? strndup((const char *)driver_name.ptr,
+						  driver_name.len)
+					: NULL;
+		c->driver_version =
+			driver_version.ptr
+				? strndup((const char *)driver_version.ptr,
+					  driver_version.len)
+				: NULL;
 	}
 	arena_destroy(&a);
 	if (!has_version && !msg[0])
@@ -679,6 +701,7 @@ static void handle_statement(struct cql_conn *c, const struct cql_header *h,
 	c->inflight_bytes += len;
 	s->stats.inflight_bytes += len;
 	s->stats.requests++;
+	c->request_count++;
 	if (c->inflight >= s->cfg.max_requests_per_connection) {
 		c->paused_requests = true;
 		conn_update_reading(c);
@@ -1247,4 +1270,28 @@ void cql_server_broadcast(struct cql_server *s, const char *event_type,
 void cql_server_stats(const struct cql_server *s, struct cql_server_stats *out)
 {
 	*out = s->stats;
+}
+
+size_t cql_server_clients(const struct cql_server *s,
+			  struct cql_server_client *out, size_t cap)
+{
+	size_t n = 0;
+	for (const struct cql_conn *c = s->conns; c; c = c->next) {
+		if (c->closed)
+			continue;
+		if (n < cap)
+			out[n] = (struct cql_server_client){
+				.address = c->peer,
+				.stage = !c->ready           ? "established"
+					 : !c->authenticated ? "authenticating"
+							     : "ready",
+				.user = c->user,
+				.driver_name = c->driver_name,
+				.driver_version = c->driver_version,
+				.version = c->version,
+				.request_count = c->request_count,
+			};
+		n++;
+	}
+	return n;
 }

@@ -162,4 +162,21 @@ struct cql_server_stats {
 };
 void cql_server_stats(const struct cql_server *s, struct cql_server_stats *out);
 
+/* One native-protocol connection, as system_views.clients shows it. The
+ * strings are borrowed: valid until the loop runs again. */
+struct cql_server_client {
+	struct inet_addr address; /* the client's address and port */
+	const char *stage;        /* "established", "authenticating", "ready" */
+	const char *user;         /* the logged-in role, or NULL */
+	const char *driver_name;  /* STARTUP's DRIVER_NAME, or NULL */
+	const char *driver_version;
+	uint8_t version; /* protocol version; 0 before STARTUP */
+	uint64_t request_count;
+};
+
+/* The open connections, up to `cap` of them, into `out`; returns how many
+ * are open (may exceed `cap`). */
+size_t cql_server_clients(const struct cql_server *s,
+			  struct cql_server_client *out, size_t cap);
+
 #endif
