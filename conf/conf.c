@@ -1308,3 +1308,78 @@ const struct conf_key_doc *conf_key_doc_at(size_t index)
 	doc.doc = k->doc;
 	return &doc;
 }
+
+const char *conf_value_text(const struct conf *c, size_t index, char *dst,
+			    size_t cap)
+{
+	if (index >= conf_keys_count || cap == 0)
+		return NULL;
+	const struct conf_key *k = &conf_keys[index];
+	const void *p = (const char *)c + k->offset;
+	dst[0] = '\0';
+	switch (k->type) {
+	case CONF_T_STRING:
+	case CONF_T_PATH:
+	case CONF_T_SEEDS: {
+		const char *s = *(char *const *)p;
+		if (!s)
+			return NULL;
+		snprintf(dst, cap, "%s", s);
+		break;
+	}
+	case CONF_T_BOOL:
+		snprintf(dst, cap, "%s", *(const bool *)p ? "true" : "false");
+		break;
+	case CONF_T_INT:
+		snprintf(dst, cap, "%lld", (long long)*(const int64_t *)p);
+		break;
+	case CONF_T_DOUBLE:
+		snprintf(dst, cap, "%g", *(const double *)p);
+		break;
+	case CONF_T_DURATION:
+		fmt_duration(dst, cap, (double)*(const uint64_t *)p);
+		break;
+	case CONF_T_SIZE:
+		fmt_size(dst, cap, (double)*(const uint64_t *)p);
+		break;
+	case CONF_T_RATE: {
+		char size[48];
+		fmt_size(size, sizeof(size), (double)*(const uint64_t *)p);
+		snprintf(dst, cap, "%s/s", size);
+		break;
+	}
+	case CONF_T_ENUM: {
+		int64_t v = *(const int64_t *)p;
+		for (const struct conf_enum_name *e = k->enum_names; e->name;
+		     e++)
+			if (e->value == v) {
+				snprintf(dst, cap, "%s", e->name);
+				break;
+			}
+		break;
+	}
+	case CONF_T_LIST:
+	case CONF_T_PATH_LIST: {
+		const struct conf_string_list *l = p;
+		size_t used = 0;
+		for (size_t i = 0; i < l->count && used + 1 < cap; i++) {
+			int n = snprintf(dst + used, cap - used, "%s%s",
+					 i ? "," : "", l->items[i]);
+			if (n < 0)
+				break;
+			used += (size_t)n;
+		}
+		break;
+	}
+	case CONF_T_HOST: {
+		const struct inet_addr *a = p;
+		if (a->family == INET_NONE)
+			return NULL;
+		if (!inet_ntop(a->family == INET_V6 ? AF_INET6 : AF_INET, a->ip,
+			       dst, (socklen_t)cap))
+			return NULL;
+		break;
+	}
+	}
+	return dst;
+}

@@ -223,5 +223,10 @@ struct conf_key_doc {
 };
 size_t conf_key_count(void);
 const struct conf_key_doc *conf_key_doc_at(size_t index);
+/* The effective value of key `index` (conf_key_doc_at's order) as text, in
+ * the file's forms ("10s", "4MiB", "true", comma-separated lists), into
+ * dst; NULL when the key has no value (an unset address or string). */
+const char *conf_value_text(const struct conf *c, size_t index, char *dst,
+			    size_t cap);
 
 #endif
