@@ -32,6 +32,40 @@ static int usage(struct buf *err, const char *synopsis)
 
 /* ---- tpstats ------------------------------------------------------------- */
 
+size_t node_thread_pools(void *arg, struct cql_thread_pool *out, size_t cap)
+{
+	struct node *n = arg;
+	struct repl_stats st;
+	cql_service_data_stats(n->cql, &st);
+	struct hints_stats hs = {0};
+	struct hints *h = cql_service_hints(n->cql);
+	if (h)
+		hints_get_stats(h, &hs);
+	/* Writes that found the memtables full wait for a flush: they are
+	 * MutationStage's blocked ones, as in Cassandra. */
+	struct storage_stats ss = {0};
+	storage_stats(cql_service_storage(n->cql), NULL, &ss);
+	const struct cql_thread_pool pools[] = {
+		{"CoordinatorStage", (int32_t)st.inflight, 0, 0,
+		 (int64_t)(st.writes + st.reads + st.ranges), 0, 0},
+		{"MutationStage", 0, 0, 0, (int64_t)st.replica_mutations,
+		 (int64_t)ss.writes_waiting, (int64_t)ss.writes_waited},
+		{"ReadStage", 0, 0, 0, (int64_t)st.replica_reads, 0, 0},
+		{"RangeStage", 0, 0, 0, (int64_t)st.replica_ranges, 0, 0},
+		{"ReadRepairStage", 0, 0, 0, (int64_t)st.read_repairs, 0, 0},
+		{"HintsDispatcher", (int32_t)hs.in_flight, 0, 0,
+		 (int64_t)hs.delivered, 0, 0},
+		{"BatchlogTasks", (int32_t)st.batchlog_pending, 0, 0,
+		 (int64_t)st.batches_replayed, 0, 0},
+		{"MigrationStage", (int32_t)n->schema_pull_in_flight, 0, 0,
+		 (int64_t)n->schema_pulls, 0, 0},
+	};
+	size_t count = sizeof(pools) / sizeof(pools[0]);
+	for (size_t i = 0; i < count && i < cap; i++)
+		out[i] = pools[i];
+	return count;
+}
+
 static int cmd_tpstats(void *arg, size_t argc, const char *const *argv,
 		       struct buf *out, struct buf *err)
 {
@@ -39,45 +73,29 @@ static int cmd_tpstats(void *arg, size_t argc, const char *const *argv,
 	struct node *n = arg;
 	if (argc != 0)
 		return usage(err, "tpstats");
+	struct transport_stats ts;
+	transport_get_stats(n->transport, &ts);
 	struct repl_stats st;
 	cql_service_data_stats(n->cql, &st);
 	struct hints_stats hs = {0};
 	struct hints *h = cql_service_hints(n->cql);
 	if (h)
 		hints_get_stats(h, &hs);
-	struct transport_stats ts;
-	transport_get_stats(n->transport, &ts);
-	/* Writes that found the memtables full wait for a flush: they are
-	 * MutationStage's blocked ones, as in Cassandra. */
 	struct storage_stats ss = {0};
 	storage_stats(cql_service_storage(n->cql), NULL, &ss);
+	struct cql_thread_pool pools[CQL_SERVICE_POOLS_MAX];
+	size_t np = node_thread_pools(n, pools, CQL_SERVICE_POOLS_MAX);
 	admin_printf(out, "%-28s %6s %7s %12s %7s %16s\n", "Pool Name",
 		     "Active", "Pending", "Completed", "Blocked",
 		     "All time blocked");
-	struct {
-		const char *name;
-		uint64_t active, completed, blocked, all_time_blocked;
-	} pools[] = {
-		{"CoordinatorStage", st.inflight,
-		 st.writes + st.reads + st.ranges, 0, 0},
-		{"MutationStage", 0, st.replica_mutations, ss.writes_waiting,
-		 ss.writes_waited},
-		{"ReadStage", 0, st.replica_reads, 0, 0},
-		{"RangeStage", 0, st.replica_ranges, 0, 0},
-		{"ReadRepairStage", 0, st.read_repairs, 0, 0},
-		{"HintsDispatcher", hs.in_flight, hs.delivered, 0, 0},
-		{"BatchlogTasks", st.batchlog_pending, st.batches_replayed, 0,
-		 0},
-		{"MigrationStage", n->schema_pull_in_flight, n->schema_pulls, 0,
-		 0},
-	};
-	for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++)
+	for (size_t i = 0; i < np && i < CQL_SERVICE_POOLS_MAX; i++)
 		admin_printf(out,
-			     "%-28s %6" PRIu64 " %7d %12" PRIu64 " %7" PRIu64
-			     " %16" PRIu64 "\n",
-			     pools[i].name, pools[i].active, 0,
-			     pools[i].completed, pools[i].blocked,
-			     pools[i].all_time_blocked);
+			     "%-28s %6" PRId32 " %7" PRId32 " %12" PRId64
+			     " %7" PRId64 " %16" PRId64 "\n",
+			     pools[i].name, pools[i].active_tasks,
+			     pools[i].pending_tasks, pools[i].completed_tasks,
+			     pools[i].blocked_tasks,
+			     pools[i].blocked_tasks_all_time);
 	admin_printf(out, "\n%-28s %8s\n", "Message type", "Dropped");
 	struct {
 		const char *name;

@@ -52,7 +52,16 @@ struct cql_service {
 	struct buf records; /* u32 length + body, repeated */
 	uint64_t *hashes;
 	size_t hash_count, hash_cap;
+	/* system_views' rows, rebuilt for each SELECT on one */
+	size_t (*pools_fn)(void *arg, struct cql_thread_pool *out, size_t cap);
+	struct cql_setting *settings;
+	char *setting_text; /* the values, CQL_SETTING_MAX bytes each */
+	struct cql_server_client *clients;
+	size_t client_cap;
+	struct cql_thread_pool pools[CQL_SERVICE_POOLS_MAX];
 };
+
+#define CQL_SETTING_MAX 512
 
 static uint64_t record_hash(const uint8_t *body, size_t len)
 {
@@ -98,6 +107,66 @@ static void hook_node_info(void *arg, struct cql_node_info *out)
 {
 	struct cql_service *s = arg;
 	s->node_info(s->node_arg, out);
+}
+
+static int cmp_setting(const void *a, const void *b)
+{
+	return strcmp(((const struct cql_setting *)a)->name,
+		      ((const struct cql_setting *)b)->name);
+}
+
+/* system_views: every node.yaml key with its effective value (sorted by
+ * name, as the table's key orders them), the native connections, the
+ * thread pools as tpstats shows them. */
+static void hook_views(void *arg, struct cql_views_info *out)
+{
+	struct cql_service *s = arg;
+	size_t nkeys = conf_key_count();
+	if (!s->settings) {
+		s->settings = calloc(nkeys ? nkeys : 1, sizeof(*s->settings));
+		s->setting_text = malloc((nkeys ? nkeys : 1) * CQL_SETTING_MAX);
+		if (!s->settings || !s->setting_text) {
+			free(s->settings);
+			free(s->setting_text);
+			s->settings = NULL;
+			s->setting_text = NULL;
+		}
+	}
+	if (s->settings) {
+		for (size_t i = 0; i < nkeys; i++) {
+			s->settings[i].name = conf_key_doc_at(i)->name;
+			s->settings[i].value = conf_value_text(
+				s->conf, i,
+				s->setting_text + i * CQL_SETTING_MAX,
+				CQL_SETTING_MAX);
+		}
+		qsort(s->settings, nkeys, sizeof(*s->settings), cmp_setting);
+		out->settings = s->settings;
+		out->setting_count = nkeys;
+	}
+	if (s->server) {
+		size_t n = cql_server_clients(s->server, s->clients,
+					      s->client_cap);
+		if (n > s->client_cap) {
+			struct cql_server_client *p =
+				realloc(s->clients, n * sizeof(*p));
+			if (p) {
+				s->clients = p;
+				s->client_cap = n;
+			}
+			n = cql_server_clients(s->server, s->clients,
+					       s->client_cap);
+		}
+		out->clients = s->clients;
+		out->client_count = n < s->client_cap ? n : s->client_cap;
+	}
+	if (s->pools_fn) {
+		size_t n = s->pools_fn(s->node_arg, s->pools,
+				       CQL_SERVICE_POOLS_MAX);
+		out->pools = s->pools;
+		out->pool_count =
+			n < CQL_SERVICE_POOLS_MAX ? n : CQL_SERVICE_POOLS_MAX;
+	}
 }
 
 static void hook_new_table_id(void *arg, uint8_t id[16])
@@ -387,6 +456,7 @@ static int open_server(struct cql_service *s, const struct conf *c,
 		.new_table_id = hook_new_table_id,
 		.now_us = hook_now_us,
 		.role = hook_role,
+		.views = hook_views,
 		.arg = s,
 	};
 	s->exec = cql_exec_new(s->schema, &hooks);
@@ -437,6 +507,7 @@ struct cql_service *cql_service_new(const struct conf *c,
 	s->node_info = h->node_info;
 	s->ring_fn = h->ring;
 	s->alive_fn = h->is_alive;
+	s->pools_fn = h->thread_pools;
 	s->node_arg = arg;
 	struct repl_options ro;
 	repl_options_default(&ro);
@@ -706,6 +777,9 @@ void cql_service_delete(struct cql_service *s)
 	cql_schema_delete(s->schema);
 	buf_free(&s->records);
 	free(s->hashes);
+	free(s->settings);
+	free(s->setting_text);
+	free(s->clients);
 	free(s);
 }
 

@@ -39,7 +39,13 @@ struct cql_service_hooks {
 	struct ring *(*ring)(void *arg);
 	/* The failure detector's verdict on a peer. */
 	bool (*is_alive)(void *arg, const struct inet_addr *ep);
+	/* The thread pools as tpstats shows them, for system_views
+	 * (at most `cap`; returns how many). Optional. */
+	size_t (*thread_pools)(void *arg, struct cql_thread_pool *out,
+			       size_t cap);
 };
+
+#define CQL_SERVICE_POOLS_MAX 16
 
 /* Opens storage under the configured directories and replays the schema
  * log and the commitlog. Blocks while replaying (call before the loop

@@ -982,7 +982,8 @@ struct node *node_new(struct conf *conf)
 		goto fail;
 	struct cql_service_hooks ch = {.node_info = node_cql_info,
 				       .ring = node_ring,
-				       .is_alive = node_peer_alive};
+				       .is_alive = node_peer_alive,
+				       .thread_pools = node_thread_pools};
 	n->cql = cql_service_new(&n->conf, n->base, n->env, &ch, n);
 	if (!n->cql)
 		goto fail;

@@ -91,6 +91,10 @@ void node_peers_delete(struct node_peers *p);
  * after the gossip. */
 struct node_events;
 int node_events_new(struct node *n);
+/* The thread pools as tpstats shows them (admin_data.c), for tpstats and
+ * system_views.thread_pools; fills up to `cap`, returns how many. */
+struct cql_thread_pool;
+size_t node_thread_pools(void *arg, struct cql_thread_pool *out, size_t cap);
 void node_events_delete(struct node_events *e);
 
 /* prefer_local (prefer_local.c): gossips our listen address as

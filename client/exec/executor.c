@@ -47,6 +47,7 @@ struct prepared {
 
 struct cql_exec {
 	struct cql_schema *schema;
+	struct cql_schema *views; /* system_views, system_virtual_schema */
 	struct cql_exec_hooks hooks;
 	struct cql_server *server;
 	struct prepared *prepared; /* newest first */
@@ -78,6 +79,10 @@ struct cql_exec *cql_exec_new(struct cql_schema *schema,
 	}
 	e->schema = schema;
 	e->hooks = *hooks;
+	if (!(e->views = cql_schema_new_views())) {
+		free(e);
+		return NULL;
+	}
 	return e;
 }
 
@@ -102,6 +107,7 @@ void cql_exec_delete(struct cql_exec *e)
 		e->prepared = p->next;
 		prepared_free(p);
 	}
+	cql_schema_delete(e->views);
 	free(e);
 }
 
@@ -709,6 +715,20 @@ static bool is_ddl(enum cql_stmt_kind k)
 	       k == CQL_STMT_ALTER_TABLE || k == CQL_STMT_DROP_TABLE;
 }
 
+/* A write, TRUNCATE or DDL on a virtual table: refused as Cassandra does
+ * for its read-only virtual tables. */
+static void view_write_refused(struct job *j, const char *ks, const char *table)
+{
+	char msg[256];
+	if (!cql_schema_table(j->e->views, ks, table))
+		snprintf(msg, sizeof(msg), "unconfigured table %s", table);
+	else
+		snprintf(msg, sizeof(msg),
+			 "Modification is not supported by table %s.%s", ks,
+			 table);
+	reply_error(j, CQL_ERR_INVALID, msg);
+}
+
 /* Finds the table a DML/SELECT statement targets (unqualified names are in
  * session_ks), or answers the error. */
 static const struct cql_table *resolve(struct job *j, const struct cql_stmt *s,
@@ -726,8 +746,8 @@ static const struct cql_table *resolve(struct job *j, const struct cql_stmt *s,
 		return NULL;
 	}
 	*ks_out = ks;
-	if (strcmp(ks, "system_virtual_schema") == 0)
-		return NULL; /* served without a registry entry */
+	if (cql_system_keyspace_is_view(ks))
+		return NULL; /* served from the views registry */
 	if (!cql_schema_keyspace(j->e->schema, ks)) {
 		snprintf(msg, sizeof(msg), "Keyspace %s does not exist", ks);
 		reply_error(j, CQL_ERR_INVALID, msg);
@@ -1171,8 +1191,7 @@ static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
 					 items[i].keyspace ? items[i].keyspace
 							   : j->keyspace,
 					 &ks);
-		if (!items[i].table && ks &&
-		    strcmp(ks, "system_virtual_schema") == 0)
+		if (!items[i].table && ks && cql_system_keyspace_is_view(ks))
 			reply_error(j, CQL_ERR_UNAUTHORIZED,
 				    "system keyspaces are read-only");
 		if (!items[i].table)
@@ -1444,10 +1463,17 @@ static void run_stmt(struct job *j, const struct cql_stmt *s, int nbinds,
 		return;
 	if (s->kind == CQL_STMT_SELECT && cql_system_keyspace_is_virtual(ks)) {
 		struct cql_node_info node;
+		struct cql_views_info views = {0};
 		j->e->hooks.node_info(j->e->hooks.arg, &node);
-		cql_system_select(j->e->schema, &node, &s->u.select, ks, binds,
-				  params->value_count, j->info->version,
-				  j->info->stream, &j->out);
+		if (j->e->hooks.views && cql_system_keyspace_is_view(ks))
+			j->e->hooks.views(j->e->hooks.arg, &views);
+		cql_system_select(j->e->schema, j->e->views, &views, &node,
+				  &s->u.select, ks, binds, params->value_count,
+				  j->info->version, j->info->stream, &j->out);
+		return;
+	}
+	if (!t && cql_system_keyspace_is_view(ks)) {
+		view_write_refused(j, ks, stmt_table(s)->name);
 		return;
 	}
 	if (!t)
@@ -1581,8 +1607,20 @@ static void run_prepare(struct job *j, struct slice query)
 	const struct cql_table *t = NULL;
 	if (stmt_table(s)) {
 		t = resolve(j, s, j->keyspace, &ks);
-		if (!t && !(ks && strcmp(ks, "system_virtual_schema") == 0))
+		if (!t && !(ks && cql_system_keyspace_is_view(ks)))
 			return;
+		if (!t && s->kind != CQL_STMT_SELECT) {
+			view_write_refused(j, ks, stmt_table(s)->name);
+			return;
+		}
+		if (!t && !(t = cql_schema_table(j->e->views, ks,
+						 stmt_table(s)->name))) {
+			char msg[256];
+			snprintf(msg, sizeof(msg), "unconfigured table %s",
+				 stmt_table(s)->name);
+			reply_error(j, CQL_ERR_INVALID, msg);
+			return;
+		}
 	}
 	struct bind_spec *b =
 		arena_alloc(j->a, (size_t)(nbinds + 1) * sizeof(*b));
@@ -1612,8 +1650,7 @@ static void run_prepare(struct job *j, struct slice query)
 			const struct cql_table *it =
 				resolve(j, in, j->keyspace, &ks);
 			if (!it) {
-				if (!(ks &&
-				      strcmp(ks, "system_virtual_schema") == 0))
+				if (!(ks && cql_system_keyspace_is_view(ks)))
 					return;
 				continue;
 			}
@@ -1683,9 +1720,9 @@ static void run_prepare(struct job *j, struct slice query)
 	if (s->kind == CQL_STMT_SELECT) {
 		int rc = -1;
 		if (ks && cql_system_keyspace_is_virtual(ks))
-			rc = cql_system_select_specs(j->a, j->e->schema,
-						     &s->u.select, j->keyspace,
-						     &results, &nresults);
+			rc = cql_system_select_specs(
+				j->a, j->e->schema, j->e->views, &s->u.select,
+				j->keyspace, &results, &nresults);
 		else if (t)
 			rc = cql_select_result_specs(j->a, &s->u.select, t,
 						     &results, &nresults);

@@ -94,6 +94,11 @@ struct cql_exec_hooks {
 	void (*role)(void *arg, struct cql_request *req,
 		     const struct cql_request_info *info,
 		     const struct cql_role_stmt *r);
+	/* Fills `out` with the data of system_views (settings, clients,
+	 * thread pools: the node's own view, virtual tables are node-local);
+	 * it stays valid until the next call. Optional: without one those
+	 * tables are empty. */
+	void (*views)(void *arg, struct cql_views_info *out);
 	void *arg;
 };
 

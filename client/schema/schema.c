@@ -129,6 +129,41 @@ static const char *const system_tables[] = {
 	"PRIMARY KEY ((keyspace_name), table_name, index_name))",
 };
 
+/* The virtual keyspaces (Cassandra 4.0+): their tables' rows are computed
+ * by system_tables.c from the node's view, never stored. Cassandra 4.1's
+ * columns and types (db/virtual/ in its source). */
+static const char *const view_keyspaces[] = {"system_views",
+					     "system_virtual_schema"};
+
+static const char *const view_tables[] = {
+	"CREATE TABLE system_virtual_schema.keyspaces (keyspace_name text "
+	"PRIMARY KEY)",
+
+	"CREATE TABLE system_virtual_schema.tables (keyspace_name text, "
+	"table_name text, comment text, "
+	"PRIMARY KEY ((keyspace_name), table_name))",
+
+	"CREATE TABLE system_virtual_schema.columns (keyspace_name text, "
+	"table_name text, column_name text, clustering_order text, "
+	"column_name_bytes blob, kind text, position int, type text, "
+	"PRIMARY KEY ((keyspace_name), table_name, column_name))",
+
+	"CREATE TABLE system_views.settings (name text PRIMARY KEY, "
+	"value text)",
+
+	"CREATE TABLE system_views.clients (address inet, port int, "
+	"client_options map<text, text>, connection_stage text, "
+	"driver_name text, driver_version text, hostname text, "
+	"protocol_version int, request_count bigint, ssl_cipher_suite text, "
+	"ssl_enabled boolean, ssl_protocol text, username text, "
+	"PRIMARY KEY ((address), port))",
+
+	"CREATE TABLE system_views.thread_pools (name text PRIMARY KEY, "
+	"active_tasks int, active_tasks_limit int, blocked_tasks bigint, "
+	"blocked_tasks_all_time bigint, completed_tasks bigint, "
+	"pending_tasks int)",
+};
+
 /* ---- small sorted arrays ------------------------------------------------- */
 
 static int grow(void **items, size_t *cap, size_t count, size_t size)
@@ -455,17 +490,16 @@ static void name_id(const char *ks, const char *table, uint8_t id[16])
 	id[8] = (uint8_t)((id[8] & 0x3f) | 0x80);
 }
 
-static int create_system_tables(struct cql_schema *s)
+static int create_tables(struct cql_schema *s, const char *const *tables,
+			 size_t count)
 {
-	for (size_t i = 0; i < sizeof(system_tables) / sizeof(system_tables[0]);
-	     i++) {
+	for (size_t i = 0; i < count; i++) {
 		struct arena a;
 		int binds;
 		struct cql_schema_change change;
 		arena_create(&a, 0);
-		struct cql_stmt *st =
-			cql_parse(&a, system_tables[i],
-				  strlen(system_tables[i]), &binds, NULL);
+		struct cql_stmt *st = cql_parse(
+			&a, tables[i], strlen(tables[i]), &binds, NULL);
 		enum cql_schema_status rc = CQL_SCHEMA_INVALID;
 		if (st) {
 			uint8_t id[16];
@@ -499,7 +533,34 @@ struct cql_schema *cql_schema_new(void)
 			return NULL;
 		}
 	}
-	if (create_system_tables(s) != 0) {
+	if (create_tables(s, system_tables,
+			  sizeof(system_tables) / sizeof(system_tables[0])) !=
+	    0) {
+		cql_schema_delete(s);
+		return NULL;
+	}
+	return s;
+}
+
+struct cql_schema *cql_schema_new_views(void)
+{
+	struct cql_schema *s = calloc(1, sizeof(*s));
+	if (!s) {
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0;
+	     i < sizeof(view_keyspaces) / sizeof(view_keyspaces[0]); i++) {
+		struct cql_keyspace *k = system_keyspace(view_keyspaces[i],
+							 "LocalStrategy", NULL);
+		if (!k || schema_keyspace_insert(s, k) != 0) {
+			schema_keyspace_free(k);
+			cql_schema_delete(s);
+			return NULL;
+		}
+	}
+	if (create_tables(s, view_tables,
+			  sizeof(view_tables) / sizeof(view_tables[0])) != 0) {
 		cql_schema_delete(s);
 		return NULL;
 	}

@@ -103,6 +103,10 @@ struct cql_table_options {
 
 /* A registry holding the system keyspaces. NULL on ERR_NOMEM. */
 struct cql_schema *cql_schema_new(void);
+/* A registry holding only the virtual keyspaces (system_views,
+ * system_virtual_schema), read by system_tables.c; the executor keeps one
+ * beside the schema. NULL on ERR_NOMEM. */
+struct cql_schema *cql_schema_new_views(void);
 void cql_schema_delete(struct cql_schema *s);
 
 /*

@@ -533,6 +533,157 @@ static int gen_peers(struct rows *r, const struct cql_node_info *n, bool v2)
 	return 0;
 }
 
+static int put_bigint(struct rows *r, struct cell *row, const char *column,
+		      int64_t v)
+{
+	uint8_t b[8];
+	be64_store(b, (uint64_t)v);
+	return put(r, row, column, b, 8);
+}
+
+/* system_virtual_schema.keyspaces and .tables, from the views registry
+ * (columns are gen_columns' over it). */
+static int gen_vkeyspaces(struct rows *r, const struct cql_schema *v,
+			  const struct scope *sc)
+{
+	size_t end, i = scope_first(v, sc, &end);
+	for (; i < end; i++) {
+		struct cell *row = row_new(r);
+		if (!row ||
+		    put_text(r, row, "keyspace_name",
+			     cql_keyspace_meta(cql_schema_keyspace_at(v, i))
+				     ->name))
+			return -1;
+	}
+	return 0;
+}
+
+static const char *view_comment(const char *ks, const char *table)
+{
+	static const struct {
+		const char *ks, *table, *comment;
+	} comments[] = {
+		{"system_views", "settings", "current settings"},
+		{"system_views", "clients", "currently connected clients"},
+		{"system_views", "thread_pools", ""},
+		{"system_virtual_schema", "keyspaces",
+		 "virtual keyspace definitions"},
+		{"system_virtual_schema", "tables",
+		 "virtual table definitions"},
+		{"system_virtual_schema", "columns",
+		 "virtual column definitions"},
+	};
+	for (size_t i = 0; i < sizeof(comments) / sizeof(comments[0]); i++)
+		if (strcmp(comments[i].ks, ks) == 0 &&
+		    strcmp(comments[i].table, table) == 0)
+			return comments[i].comment;
+	return "";
+}
+
+static int gen_vtables(struct rows *r, const struct cql_schema *v,
+		       const struct scope *sc)
+{
+	size_t end, i = scope_first(v, sc, &end);
+	for (; i < end; i++) {
+		struct scope_tables st =
+			scope_tables(v, cql_schema_keyspace_at(v, i), sc);
+		for (size_t j = 0; j < st.n; j++) {
+			const struct storage_table_meta *m =
+				cql_table_meta(scope_table_at(&st, j));
+			struct cell *row = row_new(r);
+			if (!row ||
+			    put_text(r, row, "keyspace_name", m->keyspace) ||
+			    put_text(r, row, "table_name", m->name) ||
+			    put_text(r, row, "comment",
+				     view_comment(m->keyspace, m->name)))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int gen_settings(struct rows *r, const struct cql_views_info *vi)
+{
+	for (size_t i = 0; i < vi->setting_count; i++) {
+		struct cell *row = row_new(r);
+		if (!row || put_text(r, row, "name", vi->settings[i].name) ||
+		    put_text(r, row, "value", vi->settings[i].value))
+			return -1;
+	}
+	return 0;
+}
+
+static int gen_clients(struct rows *r, const struct cql_views_info *vi)
+{
+	for (size_t i = 0; i < vi->client_count; i++) {
+		const struct cql_server_client *c = &vi->clients[i];
+		char host[64];
+		struct cell *row = row_new(r);
+		if (!row || put_inet(r, row, "address", &c->address) ||
+		    put_int(r, row, "port", c->address.port) ||
+		    put_text(r, row, "connection_stage", c->stage) ||
+		    put_text(r, row, "driver_name", c->driver_name) ||
+		    put_text(r, row, "driver_version", c->driver_version) ||
+		    put_text(r, row, "username", c->user) ||
+		    put_bigint(r, row, "request_count",
+			       (int64_t)c->request_count) ||
+		    put_bool(r, row, "ssl_enabled", false))
+			return -1;
+		/* InetSocketAddress.getHostString(): the address as text (no
+		 * reverse lookup) */
+		if (inet_addr_format_host(&c->address, host, sizeof(host)) &&
+		    put_text(r, row, "hostname", host) != 0)
+			return -1;
+		if (c->version &&
+		    put_int(r, row, "protocol_version", c->version) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int gen_thread_pools(struct rows *r, const struct cql_views_info *vi)
+{
+	for (size_t i = 0; i < vi->pool_count; i++) {
+		const struct cql_thread_pool *p = &vi->pools[i];
+		struct cell *row = row_new(r);
+		if (!row || put_text(r, row, "name", p->name) ||
+		    put_int(r, row, "active_tasks", p->active_tasks) ||
+		    put_int(r, row, "active_tasks_limit",
+			    p->active_tasks_limit) ||
+		    put_int(r, row, "pending_tasks", p->pending_tasks) ||
+		    put_bigint(r, row, "completed_tasks", p->completed_tasks) ||
+		    put_bigint(r, row, "blocked_tasks", p->blocked_tasks) ||
+		    put_bigint(r, row, "blocked_tasks_all_time",
+			       p->blocked_tasks_all_time))
+			return -1;
+	}
+	return 0;
+}
+
+/* Rows of a virtual keyspace's table; sorted by key as Cassandra's
+ * (settings and thread_pools by name: the node gives them sorted). */
+static int generate_view(struct rows *r, const struct cql_schema *v,
+			 const struct cql_views_info *vi, const char *ks,
+			 const char *table, const struct scope *sc)
+{
+	if (strcmp(ks, "system_virtual_schema") == 0) {
+		if (strcmp(table, "keyspaces") == 0)
+			return gen_vkeyspaces(r, v, sc);
+		if (strcmp(table, "tables") == 0)
+			return gen_vtables(r, v, sc);
+		return gen_columns(r, v, false, sc);
+	}
+	if (!vi)
+		return 0;
+	if (strcmp(table, "settings") == 0)
+		return gen_settings(r, vi);
+	if (strcmp(table, "clients") == 0)
+		return gen_clients(r, vi);
+	if (strcmp(table, "thread_pools") == 0)
+		return gen_thread_pools(r, vi);
+	return 0;
+}
+
 static int generate(struct rows *r, const struct cql_schema *s,
 		    const struct cql_node_info *n, const char *ks,
 		    const char *table, const struct scope *sc)
@@ -559,10 +710,28 @@ static int generate(struct rows *r, const struct cql_schema *s,
 
 /* ---- SELECT -------------------------------------------------------------- */
 
+bool cql_system_keyspace_is_view(const char *ks)
+{
+	return strcmp(ks, "system_views") == 0 ||
+	       strcmp(ks, "system_virtual_schema") == 0;
+}
+
 bool cql_system_keyspace_is_virtual(const char *ks)
 {
 	return strcmp(ks, "system") == 0 || strcmp(ks, "system_schema") == 0 ||
-	       strcmp(ks, "system_virtual_schema") == 0;
+	       cql_system_keyspace_is_view(ks);
+}
+
+/* A system table: in the views registry for the virtual keyspaces. */
+static const struct cql_table *system_table(const struct cql_schema *schema,
+					    const struct cql_schema *views,
+					    const char *ks, const char *name)
+{
+	if (!ks)
+		return NULL;
+	if (cql_system_keyspace_is_view(ks))
+		return views ? cql_schema_table(views, ks, name) : NULL;
+	return cql_schema_table(schema, ks, name);
 }
 
 struct sel_col {
@@ -811,12 +980,13 @@ static struct cql_column_spec *specs_of(struct arena *a,
 }
 
 int cql_system_select_specs(struct arena *a, const struct cql_schema *schema,
+			    const struct cql_schema *views,
 			    const struct cql_select *q, const char *keyspace,
 			    struct cql_column_spec **specs, size_t *n)
 {
 	const char *ks = q->table.keyspace ? q->table.keyspace : keyspace;
 	const struct cql_table *t =
-		ks ? cql_schema_table(schema, ks, q->table.name) : NULL;
+		system_table(schema, views, ks, q->table.name);
 	struct sel_col *cols = NULL;
 	size_t ncols = 0;
 	if (!t)
@@ -856,31 +1026,9 @@ static int encode_rows(struct buf *out, struct rows *r,
 	return 0;
 }
 
-/* system_virtual_schema: no virtual keyspaces, but the tables exist. */
-static int virtual_schema_select(const struct cql_select *q, uint8_t version,
-				 int16_t stream, struct buf *out)
-{
-	static const struct cql_type_option text = {.id = CQL_TYPE_VARCHAR};
-	static const struct cql_column_spec cols[] = {
-		{"system_virtual_schema", "keyspaces", "keyspace_name", &text},
-	};
-	const char *t = q->table.name;
-	if (strcmp(t, "keyspaces") != 0 && strcmp(t, "tables") != 0 &&
-	    strcmp(t, "columns") != 0) {
-		char msg[160];
-		snprintf(msg, sizeof(msg), "unconfigured table %s", t);
-		return select_error(out, version, stream, CQL_ERR_INVALID, msg);
-	}
-	long start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
-	if (start < 0 || cql_write_int(out, CQL_RESULT_ROWS) ||
-	    cql_write_rows_metadata(out, cols, 1, NULL, false) ||
-	    cql_write_int(out, 0))
-		return -1;
-	cql_frame_end(out, start);
-	return 0;
-}
-
 int cql_system_select(const struct cql_schema *schema,
+		      const struct cql_schema *views,
+		      const struct cql_views_info *vi,
 		      const struct cql_node_info *node,
 		      const struct cql_select *q, const char *keyspace,
 		      const struct cql_value *binds, size_t bind_count,
@@ -888,10 +1036,8 @@ int cql_system_select(const struct cql_schema *schema,
 {
 	char msg[256];
 	const char *ks = q->table.keyspace ? q->table.keyspace : keyspace;
-	if (ks && strcmp(ks, "system_virtual_schema") == 0)
-		return virtual_schema_select(q, version, stream, out);
 	const struct cql_table *t =
-		ks ? cql_schema_table(schema, ks, q->table.name) : NULL;
+		system_table(schema, views, ks, q->table.name);
 	if (!t) {
 		snprintf(msg, sizeof(msg), "unconfigured table %s",
 			 q->table.name);
@@ -906,7 +1052,9 @@ int cql_system_select(const struct cql_schema *schema,
 	size_t limit = SIZE_MAX;
 	struct scope sc;
 	scope_of(q, binds, bind_count, &sc);
-	int rc = generate(&r, schema, node, ks, q->table.name, &sc);
+	int rc = cql_system_keyspace_is_view(ks)
+			 ? generate_view(&r, views, vi, ks, q->table.name, &sc)
+			 : generate(&r, schema, node, ks, q->table.name, &sc);
 	if (rc == 0)
 		rc = apply_where(&r, q, binds, bind_count);
 	if (rc == 0)

@@ -17,6 +17,7 @@
 
 #include "client/cql/cql_ast.h"
 #include "client/proto/proto.h"
+#include "client/proto/server.h"
 #include "client/schema/schema.h"
 #include "common/buf.h"
 #include "common/inet.h"
@@ -60,17 +61,49 @@ struct cql_node_info {
 	size_t other_members;
 };
 
+/* What system_views shows: the node's own view, borrowed for one call. */
+struct cql_setting {
+	const char *name;
+	const char *value; /* NULL: not set */
+};
+
+struct cql_thread_pool {
+	const char *name;
+	int32_t active_tasks;
+	int32_t active_tasks_limit;
+	int32_t pending_tasks;
+	int64_t completed_tasks;
+	int64_t blocked_tasks;
+	int64_t blocked_tasks_all_time;
+};
+
+struct cql_views_info {
+	const struct cql_setting *settings; /* system_views.settings */
+	size_t setting_count;
+	const struct cql_server_client *clients; /* system_views.clients */
+	size_t client_count;
+	const struct cql_thread_pool *pools; /* system_views.thread_pools */
+	size_t pool_count;
+};
+
+/* True for the keyspaces of the views registry (cql_schema_new_views):
+ * system_views and system_virtual_schema. */
+bool cql_system_keyspace_is_view(const char *keyspace);
+
 /* True for the keyspaces served here (system, system_schema, and the
- * virtual-schema keyspaces drivers probe). */
+ * virtual keyspaces). */
 bool cql_system_keyspace_is_virtual(const char *keyspace);
 
 /*
  * Evaluates a SELECT on a virtual table and appends a whole RESULT frame
  * (Rows, or an ERROR) to `out`. `binds` are the statement's bound values
- * (may be NULL when there are none). Returns 0, or -1 when nothing could
- * be appended (ERR_NOMEM).
+ * (may be NULL when there are none). `views` is the views registry and
+ * `vi` the data of system_views (NULL: its tables are empty). Returns 0,
+ * or -1 when nothing could be appended (ERR_NOMEM).
  */
 int cql_system_select(const struct cql_schema *schema,
+		      const struct cql_schema *views,
+		      const struct cql_views_info *vi,
 		      const struct cql_node_info *node,
 		      const struct cql_select *select, const char *keyspace,
 		      const struct cql_value *binds, size_t bind_count,
@@ -82,6 +115,7 @@ int cql_system_select(const struct cql_schema *schema,
 struct arena;
 struct cql_column_spec;
 int cql_system_select_specs(struct arena *a, const struct cql_schema *schema,
+			    const struct cql_schema *views,
 			    const struct cql_select *q, const char *keyspace,
 			    struct cql_column_spec **specs, size_t *n);
 

@@ -35,7 +35,13 @@ def test_connect_negotiates_v4_and_reads_the_system_tables(session):
     assert cluster.metadata.cluster_name == "Driver Test"
     assert set(cluster.metadata.keyspaces) == {
         "system", "system_auth", "system_distributed", "system_schema",
-        "system_traces"}
+        "system_traces", "system_views", "system_virtual_schema"}
+    # the virtual keyspaces, from system_virtual_schema (empty tables in
+    # this test executor, which installs no views hook)
+    views = cluster.metadata.keyspaces["system_views"]
+    assert views.virtual
+    assert set(views.tables) == {"settings", "clients", "thread_pools"}
+    assert list(s.execute("SELECT * FROM system_views.settings")) == []
     host = cluster.metadata.all_hosts()[0]
     assert (host.datacenter, host.rack) == ("dc1", "rack1")
     assert host.release_version == "4.0.11"

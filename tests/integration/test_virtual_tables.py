@@ -1,0 +1,195 @@
+"""system_views (Cassandra 4.0+ virtual tables) through the stock python
+driver: the keyspace and its tables in the driver's metadata (read from
+system_virtual_schema) with Cassandra 4.1's columns and types, the rows of
+settings, clients and thread_pools, WHERE on the key, and writes refused
+as Cassandra refuses them. Addresses 127.0.100.*."""
+import pytest
+from cassandra import InvalidRequest
+from cassandra.cluster import Cluster
+
+from clusters import session, tool
+from conftest import default_yaml, seeds_yaml
+
+IP = "127.0.100.1"
+
+# Cassandra 4.1's db/virtual/*Table.java: column -> CQL type
+EXPECTED = {
+    "settings": {"name": "text", "value": "text"},
+    "clients": {
+        "address": "inet", "port": "int",
+        "client_options": "map<text, text>",
+        "connection_stage": "text", "driver_name": "text",
+        "driver_version": "text", "hostname": "text",
+        "protocol_version": "int", "request_count": "bigint",
+        "ssl_cipher_suite": "text", "ssl_enabled": "boolean",
+        "ssl_protocol": "text", "username": "text",
+    },
+    "thread_pools": {
+        "name": "text", "active_tasks": "int", "active_tasks_limit": "int",
+        "blocked_tasks": "bigint", "blocked_tasks_all_time": "bigint",
+        "completed_tasks": "bigint", "pending_tasks": "int",
+    },
+}
+
+
+@pytest.fixture
+def node(make_node):
+    n = make_node(default_yaml(listen_address=IP, rpc_address=IP,
+                               seed_provider=seeds_yaml(IP),
+                               concurrent_compactors=3))
+    n.start()
+    assert n.wait_for_log("CQL clients on", timeout=60), n.log()
+    return n
+
+
+def test_metadata_lists_system_views(node):
+    cluster, s = session(IP)
+    try:
+        ks = cluster.metadata.keyspaces["system_views"]
+        assert ks.virtual
+        assert set(ks.tables) == set(EXPECTED)
+        for name, columns in EXPECTED.items():
+            t = ks.tables[name]
+            assert t.virtual
+            got = {c: t.columns[c].cql_type for c in t.columns}
+            assert got == columns, name
+        assert [c.name for c in ks.tables["clients"].partition_key] == \
+            ["address"]
+        assert [c.name for c in ks.tables["clients"].clustering_key] == \
+            ["port"]
+        assert [c.name for c in ks.tables["settings"].partition_key] == \
+            ["name"]
+        vs = cluster.metadata.keyspaces["system_virtual_schema"]
+        assert vs.virtual
+        assert set(vs.tables) == {"keyspaces", "tables", "columns"}
+        # not a regular keyspace: system_schema does not list it
+        rows = s.execute("SELECT keyspace_name FROM system_schema.keyspaces")
+        assert "system_views" not in {r.keyspace_name for r in rows}
+    finally:
+        cluster.shutdown()
+
+
+def test_settings(node):
+    cluster, s = session(IP)
+    try:
+        rows = {r.name: r.value
+                for r in s.execute("SELECT * FROM system_views.settings")}
+        # every node.yaml key, with its effective value
+        assert rows["cluster_name"] == "Integration"
+        assert rows["listen_address"] == IP
+        assert rows["concurrent_compactors"] == "3"
+        assert len(rows) > 40
+        names = [r.name for r in
+                 s.execute("SELECT name FROM system_views.settings")]
+        assert names == sorted(names)
+        one = list(s.execute("SELECT value FROM system_views.settings "
+                             "WHERE name = 'cluster_name'"))
+        assert [r.value for r in one] == ["Integration"]
+        ps = s.prepare("SELECT name, value FROM system_views.settings "
+                       "WHERE name = ?")
+        assert [(r.name, r.value) for r in
+                s.execute(ps, ["rpc_address"])] == [("rpc_address", IP)]
+        assert list(s.execute(ps, ["no_such_key"])) == []
+    finally:
+        cluster.shutdown()
+
+
+def test_clients(node):
+    cluster, s = session(IP)
+    try:
+        for _ in range(5):
+            s.execute("SELECT key FROM system.local")
+        rows = list(s.execute("SELECT * FROM system_views.clients"))
+        # the driver's control connection and its pool's connection
+        assert len(rows) >= 2, rows
+        ports = set()
+        for r in rows:
+            assert r.address == "127.0.0.1" or r.address.startswith("127.")
+            assert r.hostname == r.address
+            assert r.connection_stage == "ready"
+            assert r.protocol_version == 4
+            assert r.driver_name == "DataStax Python Driver"
+            assert r.driver_version
+            assert r.ssl_enabled is False
+            assert r.username is None
+            ports.add(r.port)
+        assert len(ports) == len(rows)
+        # the pool's connection served the SELECTs above
+        assert max(r.request_count for r in rows) >= 5
+        # a second client shows up, and its port is the key
+        c2 = Cluster([IP], protocol_version=4)
+        s2 = c2.connect()
+        try:
+            after = list(s.execute("SELECT port FROM system_views.clients"))
+            assert len(after) > len(rows)
+            port = next(p.port for p in after if p.port not in ports)
+            addr = rows[0].address
+            one = list(s.execute(
+                "SELECT port, driver_name FROM system_views.clients "
+                "WHERE address = %s AND port = %s", (addr, port)))
+            assert [(r.port, r.driver_name) for r in one] == \
+                [(port, "DataStax Python Driver")]
+        finally:
+            c2.shutdown()
+    finally:
+        cluster.shutdown()
+
+
+def test_thread_pools(node):
+    cluster, s = session(IP)
+    try:
+        s.execute("CREATE KEYSPACE v WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE v.t (k int PRIMARY KEY, x int)")
+        for k in range(7):
+            s.execute("INSERT INTO v.t (k, x) VALUES (%s, %s)", (k, k))
+        rows = {r.name: r for r in
+                s.execute("SELECT * FROM system_views.thread_pools")}
+        # the pools tpstats lists, with its figures
+        out = tool(IP, "tpstats")
+        listed = {}
+        for line in out.splitlines()[1:]:
+            if not line.strip():
+                break
+            f = line.split()
+            listed[f[0]] = int(f[3])
+        assert set(rows) == set(listed)
+        assert rows["MutationStage"].completed_tasks >= 7
+        assert listed["MutationStage"] >= rows["MutationStage"].completed_tasks
+        for r in rows.values():
+            assert r.active_tasks >= 0 and r.pending_tasks >= 0
+            assert r.blocked_tasks_all_time >= r.blocked_tasks >= 0
+        one = list(s.execute("SELECT name, completed_tasks FROM "
+                             "system_views.thread_pools "
+                             "WHERE name = 'MutationStage'"))
+        assert len(one) == 1 and one[0].completed_tasks >= 7
+    finally:
+        cluster.shutdown()
+
+
+def test_writes_refused(node):
+    cluster, s = session(IP)
+    try:
+        for stmt in ["INSERT INTO system_views.settings (name, value) "
+                     "VALUES ('cluster_name', 'x')",
+                     "UPDATE system_views.thread_pools SET active_tasks = 1 "
+                     "WHERE name = 'ReadStage'",
+                     "DELETE FROM system_views.settings WHERE name = 'x'",
+                     "INSERT INTO system_virtual_schema.keyspaces "
+                     "(keyspace_name) VALUES ('x')"]:
+            with pytest.raises(InvalidRequest,
+                               match="Modification is not supported by "
+                                     "table system_"):
+                s.execute(stmt)
+        with pytest.raises(InvalidRequest,
+                           match="unconfigured table nosuch"):
+            s.execute("INSERT INTO system_views.nosuch (a) VALUES (1)")
+        with pytest.raises(InvalidRequest,
+                           match="unconfigured table nosuch"):
+            s.execute("SELECT * FROM system_views.nosuch")
+        # the value did not change
+        one = list(s.execute("SELECT value FROM system_views.settings "
+                             "WHERE name = 'cluster_name'"))
+        assert one[0].value == "Integration"
+    finally:
+        cluster.shutdown()
