@@ -349,22 +349,22 @@ START_TEST(requests_counted_by_level)
 	struct simc *c = simc_new(9, 3, dcs);
 	struct ring_strategy *s = simple(3);
 	for (int i = 0; i < 3; i++)
-		ck_assert_int_eq(do_write(c, 0, s, REPL_CL_QUORUM, "k", "v",
-					  10 + i)
-					 .res.outcome,
-				 REPL_OK);
+		ck_assert_int_eq(
+			do_write(c, 0, s, REPL_CL_QUORUM, "k", "v", 10 + i)
+				.res.outcome,
+			REPL_OK);
 	struct outcome o = do_read(c, 0, s, REPL_CL_ONE, "k");
 	ck_assert_int_eq(o.res.outcome, REPL_OK);
 	storage_mutation_delete(o.frag);
 	c->down[2] = true;
-	ck_assert_int_eq(do_write(c, 0, s, REPL_CL_ALL, "k", "v", 20)
-				 .res.outcome,
-			 REPL_UNAVAILABLE);
+	ck_assert_int_eq(
+		do_write(c, 0, s, REPL_CL_ALL, "k", "v", 20).res.outcome,
+		REPL_UNAVAILABLE);
 	c->down[2] = false;
 	sim_net_cut(c->sim, NULL, &c->nodes[2].addr, true);
-	ck_assert_int_eq(do_write(c, 0, s, REPL_CL_ALL, "k", "v", 30)
-				 .res.outcome,
-			 REPL_WRITE_TIMEOUT);
+	ck_assert_int_eq(
+		do_write(c, 0, s, REPL_CL_ALL, "k", "v", 30).res.outcome,
+		REPL_WRITE_TIMEOUT);
 	struct repl_stats *st = calloc(1, sizeof(*st));
 	ck_assert_ptr_nonnull(st);
 	repl_get_stats(c->nodes[0].repl, st);
