@@ -248,31 +248,6 @@ static int put_uuid(struct buf *b, const uint8_t v[16])
 	return put(b, text);
 }
 
-/* The tombstone compaction options that differ from their defaults, as
- * Cassandra lists only the sub-options given. Returns the new count. */
-static size_t tombstone_options(const struct storage_table_options *o,
-				const char **keys, const char **values,
-				size_t n, char *threshold, size_t tcap,
-				char *interval, size_t icap)
-{
-	if (o->tombstone_threshold != 0.2) {
-		snprintf(threshold, tcap, "%g", o->tombstone_threshold);
-		keys[n] = "tombstone_threshold";
-		values[n++] = threshold;
-	}
-	if (o->tombstone_compaction_interval != 86400) {
-		snprintf(interval, icap, "%lld",
-			 (long long)o->tombstone_compaction_interval);
-		keys[n] = "tombstone_compaction_interval";
-		values[n++] = interval;
-	}
-	if (o->unchecked_tombstone_compaction) {
-		keys[n] = "unchecked_tombstone_compaction";
-		values[n++] = "true";
-	}
-	return n;
-}
-
 static int put_table_options(struct buf *b, const struct cql_table *t)
 {
 	const struct storage_table_meta *m = cql_table_meta(t);
@@ -280,39 +255,10 @@ static int put_table_options(struct buf *b, const struct cql_table *t)
 	const struct cql_table_options *co = cql_table_options(t);
 	const char *cache_keys[] = {"keys", "rows_per_partition"};
 	const char *cache_values[] = {co->caching_keys, co->caching_rows};
-	char min[16], max[16], window[24], chunk[16];
-	snprintf(min, sizeof(min), "%u", o->min_threshold);
-	snprintf(max, sizeof(max), "%u", o->max_threshold);
-	snprintf(window, sizeof(window), "%lld",
-		 (long long)(o->compaction_window_seconds / 60));
+	char chunk[16];
 	snprintf(chunk, sizeof(chunk), "%u", o->chunk_length / 1024);
-	bool tw = o->compaction == STORAGE_COMPACTION_TIME_WINDOW;
-	const char *comp_keys[10] = {"class", "max_threshold", "min_threshold",
-				     "compaction_window_size",
-				     "compaction_window_unit"};
-	bool lv = o->compaction == STORAGE_COMPACTION_LEVELED;
-	const char *comp_values[10] = {
-		tw   ? "org.apache.cassandra.db.compaction."
-		       "TimeWindowCompactionStrategy"
-		: lv ? "org.apache.cassandra.db.compaction."
-		       "LeveledCompactionStrategy"
-		     : "org.apache.cassandra.db.compaction."
-		       "SizeTieredCompactionStrategy",
-		max, min, window, "MINUTES"};
-	char tt[32], ti[24], ssz[24], fan[16];
-	size_t nc = tombstone_options(o, comp_keys, comp_values, tw ? 5 : 3, tt,
-				      sizeof(tt), ti, sizeof(ti));
-	if (lv && o->sstable_size_bytes != (160ull << 20)) {
-		snprintf(ssz, sizeof(ssz), "%llu",
-			 (unsigned long long)(o->sstable_size_bytes >> 20));
-		comp_keys[nc] = "sstable_size_in_mb";
-		comp_values[nc++] = ssz;
-	}
-	if (lv && o->fanout_size != 10) {
-		snprintf(fan, sizeof(fan), "%u", o->fanout_size);
-		comp_keys[nc] = "fanout_size";
-		comp_values[nc++] = fan;
-	}
+	struct cql_compaction_map cm;
+	cql_compaction_map(o, &cm);
 	const char *cz_keys[] = {"chunk_length_in_kb", "class"};
 	const char *cz_values[] = {chunk,
 				   o->compression == STORAGE_COMPRESSION_DEFLATE
@@ -331,7 +277,7 @@ static int put_table_options(struct buf *b, const struct cql_table *t)
 	       put(b, "\n    AND cdc = false") ||
 	       put(b, "\n    AND comment = ") || put_quoted(b, co->comment) ||
 	       put(b, "\n    AND compaction = ") ||
-	       put_map(b, comp_keys, comp_values, nc) ||
+	       put_map(b, cm.keys, cm.values, cm.count) ||
 	       put(b, "\n    AND compression = ") ||
 	       put_map(b, cz ? cz_keys : off_keys, cz ? cz_values : off_values,
 		       cz ? 2 : 1) ||

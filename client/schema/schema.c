@@ -968,3 +968,58 @@ int cql_table_key_from_text(const struct cql_table *t, const char *text,
 		buf_free(&vals[i]);
 	return rc;
 }
+
+static void compaction_put(struct cql_compaction_map *m, const char *key,
+			   const char *value)
+{
+	m->keys[m->count] = key;
+	m->values[m->count++] = value;
+}
+
+void cql_compaction_map(const struct storage_table_options *o,
+			struct cql_compaction_map *m)
+{
+	bool tw = o->compaction == STORAGE_COMPACTION_TIME_WINDOW;
+	bool lv = o->compaction == STORAGE_COMPACTION_LEVELED;
+	m->count = 0;
+	compaction_put(m, "class",
+		       tw   ? "org.apache.cassandra.db.compaction."
+			      "TimeWindowCompactionStrategy"
+		       : lv ? "org.apache.cassandra.db.compaction."
+			      "LeveledCompactionStrategy"
+			    : "org.apache.cassandra.db.compaction."
+			      "SizeTieredCompactionStrategy");
+	snprintf(m->max, sizeof(m->max), "%u", o->max_threshold);
+	snprintf(m->min, sizeof(m->min), "%u", o->min_threshold);
+	compaction_put(m, "max_threshold", m->max);
+	compaction_put(m, "min_threshold", m->min);
+	if (tw) {
+		snprintf(m->window, sizeof(m->window), "%lld",
+			 (long long)(o->compaction_window_seconds / 60));
+		compaction_put(m, "compaction_window_size", m->window);
+		compaction_put(m, "compaction_window_unit", "MINUTES");
+	}
+	/* Cassandra lists only the sub-options given: those off their
+	 * defaults */
+	if (o->tombstone_threshold != 0.2) {
+		snprintf(m->threshold, sizeof(m->threshold), "%g",
+			 o->tombstone_threshold);
+		compaction_put(m, "tombstone_threshold", m->threshold);
+	}
+	if (o->tombstone_compaction_interval != 86400) {
+		snprintf(m->interval, sizeof(m->interval), "%lld",
+			 (long long)o->tombstone_compaction_interval);
+		compaction_put(m, "tombstone_compaction_interval", m->interval);
+	}
+	if (o->unchecked_tombstone_compaction)
+		compaction_put(m, "unchecked_tombstone_compaction", "true");
+	if (lv && o->sstable_size_bytes != (160ull << 20)) {
+		snprintf(m->sstable_size, sizeof(m->sstable_size), "%llu",
+			 (unsigned long long)(o->sstable_size_bytes >> 20));
+		compaction_put(m, "sstable_size_in_mb", m->sstable_size);
+	}
+	if (lv && o->fanout_size != 10) {
+		snprintf(m->fanout, sizeof(m->fanout), "%u", o->fanout_size);
+		compaction_put(m, "fanout_size", m->fanout);
+	}
+}

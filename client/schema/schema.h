@@ -213,6 +213,20 @@ const struct storage_table_meta *cql_table_meta(const struct cql_table *t);
  * column's value as another's). Dropping the table ends it. */
 bool cql_table_columns_diverged(const struct cql_table *t);
 const struct cql_table_options *cql_table_options(const struct cql_table *t);
+
+/* A table's compaction sub-options as Cassandra's CompactionParams lists
+ * them (DESCRIBE and system_schema.tables): the class, the thresholds, the
+ * window for TWCS, LCS's sizes and the tombstone options that differ from
+ * their defaults. The strings point into the struct. */
+struct cql_compaction_map {
+	const char *keys[12], *values[12];
+	size_t count;
+	char min[16], max[16], window[24], threshold[32], interval[24],
+		sstable_size[24], fanout[16];
+};
+struct storage_table_options;
+void cql_compaction_map(const struct storage_table_options *o,
+			struct cql_compaction_map *out);
 /* True for a column removed with ALTER TABLE DROP (its slot stays). */
 bool cql_table_column_dropped(const struct cql_table *t, size_t column);
 /* The column number of `name`, or -1 (dropped columns are not found). */

@@ -245,70 +245,16 @@ static int gen_keyspaces(struct rows *r, const struct cql_schema *s,
 	return 0;
 }
 
-/* The tombstone compaction options that differ from their defaults, as
- * Cassandra lists only the sub-options given. Returns the new count. */
-static size_t tombstone_options(const struct storage_table_options *o,
-				const char **keys, const char **values,
-				size_t n, char *threshold, size_t tcap,
-				char *interval, size_t icap)
-{
-	if (o->tombstone_threshold != 0.2) {
-		snprintf(threshold, tcap, "%g", o->tombstone_threshold);
-		keys[n] = "tombstone_threshold";
-		values[n++] = threshold;
-	}
-	if (o->tombstone_compaction_interval != 86400) {
-		snprintf(interval, icap, "%lld",
-			 (long long)o->tombstone_compaction_interval);
-		keys[n] = "tombstone_compaction_interval";
-		values[n++] = interval;
-	}
-	if (o->unchecked_tombstone_compaction) {
-		keys[n] = "unchecked_tombstone_compaction";
-		values[n++] = "true";
-	}
-	return n;
-}
-
 static int put_table_options(struct rows *r, struct cell *row,
 			     const struct cql_table *t)
 {
 	const struct storage_table_meta *m = cql_table_meta(t);
 	const struct storage_table_options *o = &m->options;
 	const struct cql_table_options *co = cql_table_options(t);
-	char min[16], max[16], chunk[16], window[24];
-	snprintf(min, sizeof(min), "%u", o->min_threshold);
-	snprintf(max, sizeof(max), "%u", o->max_threshold);
+	char chunk[16];
 	snprintf(chunk, sizeof(chunk), "%u", o->chunk_length / 1024);
-	bool tw = o->compaction == STORAGE_COMPACTION_TIME_WINDOW;
-	const char *comp_keys[10] = {"class", "max_threshold", "min_threshold",
-				     "compaction_window_size",
-				     "compaction_window_unit"};
-	bool lv = o->compaction == STORAGE_COMPACTION_LEVELED;
-	const char *comp_values[10] = {
-		tw   ? "org.apache.cassandra.db.compaction."
-		       "TimeWindowCompactionStrategy"
-		: lv ? "org.apache.cassandra.db.compaction."
-		       "LeveledCompactionStrategy"
-		     : "org.apache.cassandra.db.compaction."
-		       "SizeTieredCompactionStrategy",
-		max, min, window, "MINUTES"};
-	char tt[32], ti[24], ssz[24], fan[16];
-	size_t nc = tombstone_options(o, comp_keys, comp_values, tw ? 5 : 3, tt,
-				      sizeof(tt), ti, sizeof(ti));
-	if (lv && o->sstable_size_bytes != (160ull << 20)) {
-		snprintf(ssz, sizeof(ssz), "%llu",
-			 (unsigned long long)(o->sstable_size_bytes >> 20));
-		comp_keys[nc] = "sstable_size_in_mb";
-		comp_values[nc++] = ssz;
-	}
-	if (lv && o->fanout_size != 10) {
-		snprintf(fan, sizeof(fan), "%u", o->fanout_size);
-		comp_keys[nc] = "fanout_size";
-		comp_values[nc++] = fan;
-	}
-	snprintf(window, sizeof(window), "%lld",
-		 (long long)(o->compaction_window_seconds / 60));
+	struct cql_compaction_map cm;
+	cql_compaction_map(o, &cm);
 	/* Disabled compression is {'enabled': 'false'}, as Cassandra's
 	 * CompressionParams.asMap() has it. */
 	bool cz = o->compression != STORAGE_COMPRESSION_NONE;
@@ -328,8 +274,8 @@ static int put_table_options(struct rows *r, struct cell *row,
 				   2) ||
 	       put_bool(r, row, "cdc", false) ||
 	       put_text(r, row, "comment", co->comment) ||
-	       put_text_collection(r, row, "compaction", comp_keys, comp_values,
-				   nc) ||
+	       put_text_collection(r, row, "compaction", cm.keys, cm.values,
+				   cm.count) ||
 	       put_text_collection(r, row, "compression", cz_keys, cz_values,
 				   cz ? 2 : 1) ||
 	       put_double(r, row, "crc_check_chance", co->crc_check_chance) ||
