@@ -1,6 +1,7 @@
 /*
- * The insides of a SELECT plan, shared by select.c (planning: WHERE,
- * selections, ORDER BY, limits) and select_rows.c (what a read sends
+ * The insides of a SELECT plan, shared by select.c (planning: ORDER BY,
+ * limits, checks of the selection), select_where.c (WHERE),
+ * select_selectors.c (selections) and select_rows.c (what a read sends
  * back: rows, aggregates, paging states).
  */
 #ifndef CASSINI_CLIENT_SELECT_INTERNAL_H
@@ -124,5 +125,23 @@ static inline size_t select_int_width(uint16_t kind)
 		return 0;
 	}
 }
+
+/* What a term gave: a value, null, or (bound) unset. */
+enum given { GIVEN_VALUE, GIVEN_NULL, GIVEN_UNSET };
+
+/* A relation's value for column type `type`, copied into the arena;
+ * *given says whether it was null or unset instead (select_where.c). */
+int cql_select_value_of(struct cql_select_plan *p, const struct cql_term *t,
+			const struct storage_type *type, const char *column,
+			const struct cql_value *binds, size_t nbinds,
+			struct slice *out, enum given *given);
+/* WHERE into keys, token ranges, clustering slices and filters
+ * (select_where.c). */
+int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
+			  const struct cql_value *binds, size_t nbinds);
+/* Selectors (select_selectors.c). */
+int cql_select_plan_star(struct cql_select_plan *p);
+int cql_select_plan_selector(struct cql_select_plan *p,
+			     const struct cql_selector *s);
 
 #endif
