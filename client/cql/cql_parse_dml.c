@@ -1,0 +1,403 @@
+/*
+ * CQL parser, DML and SELECT: INSERT, UPDATE, DELETE (USING, WHERE
+ * relations, assignments) and SELECT (selectors, ORDER BY, limits).
+ */
+#include "client/cql/cql_parse_internal.h"
+
+/* ---- DML ----------------------------------------------------------------- */
+
+int cql_parse_using_clause(struct parser *p, struct cql_using *u, bool ttl_ok)
+{
+	if (!accept_kw(p, "using"))
+		return 0;
+	do {
+		if (ttl_ok && accept_kw(p, "ttl")) {
+			if (!(u->ttl = cql_parse_term(p)))
+				return -1;
+		} else if (accept_kw(p, "timestamp")) {
+			if (!(u->timestamp = cql_parse_term(p)))
+				return -1;
+		} else {
+			return syntax_error(p, ttl_ok ? "TTL or TIMESTAMP"
+						      : "TIMESTAMP");
+		}
+	} while (accept_kw(p, "and"));
+	return 0;
+}
+
+static int relation_op(struct parser *p, enum cql_op *op)
+{
+	static const struct {
+		const char *text;
+		enum cql_op op;
+	} ops[] = {{"=", CQL_OP_EQ}, {"<", CQL_OP_LT},   {"<=", CQL_OP_LTE},
+		   {">", CQL_OP_GT}, {">=", CQL_OP_GTE}, {"!=", CQL_OP_NEQ}};
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (accept_punct(p, ops[i].text)) {
+			*op = ops[i].op;
+			return 0;
+		}
+	}
+	if (accept_kw(p, "in")) {
+		*op = CQL_OP_IN;
+		return 0;
+	}
+	return syntax_error(p, "a comparison operator");
+}
+
+static int relation(struct parser *p, struct cql_relation *r)
+{
+	if (accept_kw(p, "token")) {
+		r->kind = CQL_REL_TOKEN;
+		if (expect_punct(p, "(") != 0 ||
+		    cql_parse_ident_list(p, &r->columns, &r->column_count) !=
+			    0 ||
+		    expect_punct(p, ")") != 0 || relation_op(p, &r->op) != 0)
+			return -1;
+		if (r->op == CQL_OP_IN || r->op == CQL_OP_NEQ)
+			return err_set(ERR_INVALID,
+				       "Only EQ and range relations are "
+				       "supported on token()");
+		r->value = cql_parse_term(p);
+		return r->value ? 0 : -1;
+	}
+	if (accept_punct(p, "(")) {
+		r->kind = CQL_REL_TUPLE;
+		if (cql_parse_ident_list(p, &r->columns, &r->column_count) !=
+			    0 ||
+		    expect_punct(p, ")") != 0 || relation_op(p, &r->op) != 0)
+			return -1;
+		r->value = cql_parse_term(p);
+		return r->value ? 0 : -1;
+	}
+	const char **one = arena_alloc(p->a, sizeof(*one));
+	if (!one || !(one[0] = cql_parse_ident(p)))
+		return -1;
+	r->kind = CQL_REL_COLUMN;
+	r->columns = one;
+	r->column_count = 1;
+	if (is_punct(p, "["))
+		return unsupported("Relations on collection elements");
+	if (accept_kw(p, "contains")) {
+		r->op = accept_kw(p, "key") ? CQL_OP_CONTAINS_KEY
+					    : CQL_OP_CONTAINS;
+	} else if (accept_kw(p, "like")) {
+		return unsupported("LIKE relations (they need an index)");
+	} else if (relation_op(p, &r->op) != 0) {
+		return -1;
+	}
+	r->value = cql_parse_term(p);
+	return r->value ? 0 : -1;
+}
+
+static int where_clause(struct parser *p, struct cql_relation **out,
+			size_t *count)
+{
+	struct vec rels = VEC(struct cql_relation);
+	do {
+		struct cql_relation *r = vec_push(p, &rels);
+		if (!r || relation(p, r) != 0)
+			return -1;
+	} while (accept_kw(p, "and"));
+	*out = rels.items;
+	*count = rels.count;
+	return 0;
+}
+
+static int refuse_conditions(struct parser *p)
+{
+	if (is_kw(p, "if"))
+		return unsupported("Lightweight transactions (IF conditions)");
+	return 0;
+}
+
+static int column_ref(struct parser *p, struct cql_column_ref *c)
+{
+	if (!(c->name = cql_parse_ident(p)))
+		return -1;
+	if (accept_punct(p, "[")) {
+		if (!(c->element = cql_parse_term(p)) ||
+		    expect_punct(p, "]") != 0)
+			return -1;
+	}
+	return 0;
+}
+
+int cql_parse_insert(struct parser *p, struct cql_stmt *s)
+{
+	struct cql_insert *in = &s->u.insert;
+	s->kind = CQL_STMT_INSERT;
+	if (expect_kw(p, "into") != 0 || cql_parse_qname(p, &in->table) != 0)
+		return -1;
+	if (is_kw(p, "json"))
+		return unsupported("INSERT JSON statements");
+	if (expect_punct(p, "(") != 0 ||
+	    cql_parse_ident_list(p, &in->columns, &in->column_count) != 0 ||
+	    expect_punct(p, ")") != 0 || expect_kw(p, "values") != 0 ||
+	    expect_punct(p, "(") != 0)
+		return -1;
+	struct vec values = VEC(struct cql_term *);
+	do {
+		struct cql_term **slot = vec_push(p, &values);
+		if (!slot || !(*slot = cql_parse_term(p)))
+			return -1;
+	} while (accept_punct(p, ","));
+	if (expect_punct(p, ")") != 0)
+		return -1;
+	in->values = values.items;
+	if (values.count != in->column_count)
+		return err_set(ERR_REFUSED, "Unmatched column names/values");
+	if (refuse_conditions(p) != 0)
+		return -1;
+	return cql_parse_using_clause(p, &in->using, true);
+}
+
+/* c = v | c[k] = v | c = c + v | c = c - v | c = v + c */
+static int assignment(struct parser *p, struct cql_assignment *a)
+{
+	if (column_ref(p, &a->target) != 0 || expect_punct(p, "=") != 0)
+		return -1;
+	a->kind = CQL_ASSIGN_SET;
+	struct cql_token *t = tok(p);
+	if ((t->kind == CQL_TOK_IDENT || t->kind == CQL_TOK_QIDENT) &&
+	    !a->target.element &&
+	    (tok_is_punct(tok_at(p, 1), "+") ||
+	     tok_is_punct(tok_at(p, 1), "-"))) {
+		const char *name = cql_parse_ident(p);
+		if (!name)
+			return -1;
+		if (strcmp(name, a->target.name) != 0)
+			return err_set(ERR_INVALID,
+				       "Only expressions of the form X = X %s "
+				       "<value> are supported",
+				       is_punct(p, "+") ? "+" : "-");
+		a->kind = accept_punct(p, "+") ? CQL_ASSIGN_ADD
+					       : CQL_ASSIGN_REMOVE;
+		if (a->kind == CQL_ASSIGN_REMOVE)
+			advance(p);
+		a->value = cql_parse_term(p);
+		return a->value ? 0 : -1;
+	}
+	if (!(a->value = cql_parse_term(p)))
+		return -1;
+	if (accept_punct(p, "+")) {
+		const char *name = cql_parse_ident(p);
+		if (!name)
+			return -1;
+		if (strcmp(name, a->target.name) != 0)
+			return err_set(
+				ERR_INVALID,
+				"Only expressions of the form X = <value> "
+				"+ X are supported");
+		a->kind = CQL_ASSIGN_PREPEND;
+	}
+	return 0;
+}
+
+int cql_parse_update(struct parser *p, struct cql_stmt *s)
+{
+	struct cql_update *up = &s->u.update;
+	struct vec sets = VEC(struct cql_assignment);
+	s->kind = CQL_STMT_UPDATE;
+	if (cql_parse_qname(p, &up->table) != 0 ||
+	    cql_parse_using_clause(p, &up->using, true) != 0 ||
+	    expect_kw(p, "set") != 0)
+		return -1;
+	do {
+		struct cql_assignment *a = vec_push(p, &sets);
+		if (!a || assignment(p, a) != 0)
+			return -1;
+	} while (accept_punct(p, ","));
+	up->assignments = sets.items;
+	up->assignment_count = sets.count;
+	if (expect_kw(p, "where") != 0 ||
+	    where_clause(p, &up->where, &up->where_count) != 0)
+		return -1;
+	return refuse_conditions(p);
+}
+
+int cql_parse_delete_stmt(struct parser *p, struct cql_stmt *s)
+{
+	struct cql_delete *d = &s->u.del;
+	s->kind = CQL_STMT_DELETE;
+	if (!is_kw(p, "from")) {
+		struct vec cols = VEC(struct cql_column_ref);
+		do {
+			struct cql_column_ref *c = vec_push(p, &cols);
+			if (!c || column_ref(p, c) != 0)
+				return -1;
+		} while (accept_punct(p, ","));
+		d->columns = cols.items;
+		d->column_count = cols.count;
+	}
+	if (expect_kw(p, "from") != 0 || cql_parse_qname(p, &d->table) != 0 ||
+	    cql_parse_using_clause(p, &d->using, false) != 0 ||
+	    expect_kw(p, "where") != 0 ||
+	    where_clause(p, &d->where, &d->where_count) != 0)
+		return -1;
+	return refuse_conditions(p);
+}
+
+/* ---- SELECT -------------------------------------------------------------- */
+
+static int selector(struct parser *p, struct cql_selector *sel);
+
+static int selector_args(struct parser *p, struct cql_selector *sel)
+{
+	struct vec args = VEC(struct cql_selector);
+	if (!accept_punct(p, ")")) {
+		do {
+			struct cql_selector *a = vec_push(p, &args);
+			if (!a || selector(p, a) != 0)
+				return -1;
+		} while (accept_punct(p, ","));
+		if (expect_punct(p, ")") != 0)
+			return -1;
+	}
+	sel->args = args.items;
+	sel->arg_count = args.count;
+	return 0;
+}
+
+static int selector_inner(struct parser *p, struct cql_selector *sel);
+
+static int selector(struct parser *p, struct cql_selector *sel)
+{
+	if (enter(p) != 0)
+		return -1;
+	int rc = selector_inner(p, sel);
+	leave(p);
+	return rc;
+}
+
+static int selector_inner(struct parser *p, struct cql_selector *sel)
+{
+	struct cql_token *t = tok(p);
+	bool name_tok = t->kind == CQL_TOK_QIDENT ||
+			(t->kind == CQL_TOK_IDENT && !tok_is_kw(t, "null") &&
+			 !tok_is_kw(t, "true") && !tok_is_kw(t, "false") &&
+			 !tok_is_kw(t, "nan") && !tok_is_kw(t, "infinity"));
+	if (name_tok && tok_is_punct(tok_at(p, 1), "(")) {
+		/* Function names may be keywords (token, ttl, writetime). */
+		sel->kind = CQL_SEL_FUNCTION;
+		if (!(sel->name = cql_parse_lower_name(p, t)))
+			return -1;
+		advance(p); /* name */
+		advance(p); /* ( */
+		if (strcmp(sel->name, "cast") == 0 &&
+		    t->kind == CQL_TOK_IDENT) {
+			/* CAST(selector AS type) */
+			sel->kind = CQL_SEL_CAST;
+			sel->args = node(p, sizeof(*sel->args));
+			sel->arg_count = 1;
+			if (!sel->args || selector(p, sel->args) != 0 ||
+			    expect_kw(p, "as") != 0 ||
+			    !(sel->type = cql_parse_type_ast(p)))
+				return -1;
+			return expect_punct(p, ")");
+		}
+		if (strcmp(sel->name, "count") == 0 && is_punct(p, "*")) {
+			advance(p);
+			sel->kind = CQL_SEL_COUNT_STAR;
+			return expect_punct(p, ")");
+		}
+		return selector_args(p, sel);
+	}
+	if (name_tok) {
+		sel->kind = CQL_SEL_COLUMN;
+		if (!(sel->name = cql_parse_ident(p)))
+			return -1;
+		if (!accept_punct(p, "["))
+			return 0;
+		sel->kind = CQL_SEL_ELEMENT;
+		if (!(sel->term = cql_parse_term(p)))
+			return -1;
+		if (is_punct(p, "."))
+			return unsupported(
+				"Slices of collections in selections");
+		return expect_punct(p, "]");
+	}
+	sel->kind = CQL_SEL_TERM;
+	sel->term = cql_parse_term(p);
+	return sel->term ? 0 : -1;
+}
+
+static int order_by(struct parser *p, struct cql_select *q)
+{
+	struct vec order = VEC(struct cql_ordering);
+	do {
+		struct cql_ordering *o = vec_push(p, &order);
+		if (!o || !(o->column = cql_parse_ident(p)))
+			return -1;
+		if (accept_kw(p, "desc"))
+			o->descending = true;
+		else
+			accept_kw(p, "asc");
+	} while (accept_punct(p, ","));
+	q->order = order.items;
+	q->order_count = order.count;
+	return 0;
+}
+
+static int select_tail(struct parser *p, struct cql_select *q)
+{
+	if (accept_kw(p, "where") &&
+	    where_clause(p, &q->where, &q->where_count) != 0)
+		return -1;
+	if (accept_kw(p, "group")) {
+		const char **cols;
+		size_t n;
+		if (expect_kw(p, "by") != 0 ||
+		    cql_parse_ident_list(p, &cols, &n) != 0)
+			return -1;
+		q->has_group_by = true;
+	}
+	if (accept_kw(p, "order") &&
+	    (expect_kw(p, "by") != 0 || order_by(p, q) != 0))
+		return -1;
+	if (accept_kw(p, "per")) {
+		if (expect_kw(p, "partition") != 0 ||
+		    expect_kw(p, "limit") != 0 ||
+		    !(q->per_partition_limit = cql_parse_term(p)))
+			return -1;
+	}
+	if (accept_kw(p, "limit") && !(q->limit = cql_parse_term(p)))
+		return -1;
+	if (accept_kw(p, "allow")) {
+		if (expect_kw(p, "filtering") != 0)
+			return -1;
+		q->allow_filtering = true;
+	}
+	return 0;
+}
+
+int cql_parse_select_stmt(struct parser *p, struct cql_stmt *s)
+{
+	struct cql_select *q = &s->u.select;
+	s->kind = CQL_STMT_SELECT;
+	if (is_kw(p, "json"))
+		return unsupported("SELECT JSON statements");
+	if (is_kw(p, "distinct") && !tok_is_kw(tok_at(p, 1), "from") &&
+	    !tok_is_punct(tok_at(p, 1), ",")) {
+		advance(p);
+		q->distinct = true;
+	}
+	if (accept_punct(p, "*")) {
+		q->star = true;
+	} else {
+		struct vec sels = VEC(struct cql_selector);
+		do {
+			struct cql_selector *sel = vec_push(p, &sels);
+			if (!sel || selector(p, sel) != 0)
+				return -1;
+			if (accept_kw(p, "as") &&
+			    !(sel->alias = cql_parse_ident(p)))
+				return -1;
+		} while (accept_punct(p, ","));
+		q->selectors = sels.items;
+		q->selector_count = sels.count;
+	}
+	if (expect_kw(p, "from") != 0 || cql_parse_qname(p, &q->table) != 0)
+		return -1;
+	return select_tail(p, q);
+}
