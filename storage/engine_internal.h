@@ -1,7 +1,7 @@
 /*
  * The engine's shared state: tables, their memtables and SSTable sets, and
- * the worker threads. Private to storage/ (engine.c, engine_read.c,
- * compaction.c).
+ * the worker threads. Private to storage/ (engine.c, engine_tables.c,
+ * engine_flush.c, engine_write.c, engine_read.c, compaction.c).
  *
  * Locking: `db->mu` guards the table list, every table's active and
  * flushing memtables, its current version and counters. Memtables are
@@ -163,5 +163,31 @@ int storage_engine_compaction_recover(struct storage *db, struct table *t);
 /* Unlinks every component of SSTable generation `gen` in `dir`. */
 void storage_engine_remove_generation(struct env *env, const char *dir,
 				      uint64_t gen);
+
+/* A write that found the memtables full (storage_apply): its mutation
+ * encoded, and its acknowledgement. */
+struct waiting_write {
+	struct waiting_write *next;
+	storage_done_fn done;
+	void *arg;
+	uint64_t since_us; /* env_mono_us when it arrived */
+	size_t len;
+	uint8_t data[];
+};
+
+/* engine_flush.c: memtable flushes and the flush thread. */
+int storage_engine_switch_memtable(struct storage *db, struct table *t);
+void storage_engine_discard_log(struct storage *db);
+void storage_engine_stop_writes(struct storage *db, const char *why);
+void *storage_engine_flusher_main(void *arg);
+/* engine_write.c: the write path and the writes that wait for room. */
+int storage_engine_validate(const struct table *t,
+			    const struct storage_mutation *m);
+struct waiting_write *storage_engine_waiting_pop(struct storage *db);
+void storage_engine_take_waiting(struct storage *db);
+int storage_engine_apply(struct storage *db, const struct storage_mutation *m,
+			 storage_done_fn done, void *arg,
+			 struct clpos *wait_pos, bool deferred, bool waited,
+			 bool *ack_now);
 
 #endif
