@@ -162,6 +162,42 @@ static const char *const view_tables[] = {
 	"active_tasks int, active_tasks_limit int, blocked_tasks bigint, "
 	"blocked_tasks_all_time bigint, completed_tasks bigint, "
 	"pending_tasks int)",
+
+	/* Cassandra 4.1's GossipInfoTable: a text and a version column per
+	 * application state (TOKENS only its version); the states Cassini
+	 * does not gossip stay null. */
+	"CREATE TABLE system_views.gossip_info (address inet, port int, "
+	"hostname text, generation int, heartbeat int, status text, "
+	"load text, \"schema\" text, dc text, rack text, release_version "
+	"text, removal_coordinator text, internal_ip text, rpc_address "
+	"text, x_11_padding text, severity text, net_version text, "
+	"host_id text, rpc_ready text, internal_address_and_port text, "
+	"native_address_and_port text, status_with_port text, "
+	"sstable_versions text, disk_usage text, x1 text, x2 text, x3 "
+	"text, x4 text, x5 text, x6 text, x7 text, x8 text, x9 text, "
+	"x10 text, status_version int, load_version int, schema_version "
+	"int, dc_version int, rack_version int, release_version_version "
+	"int, removal_coordinator_version int, internal_ip_version int, "
+	"rpc_address_version int, x_11_padding_version int, "
+	"severity_version int, net_version_version int, host_id_version "
+	"int, rpc_ready_version int, internal_address_and_port_version "
+	"int, native_address_and_port_version int, "
+	"status_with_port_version int, sstable_versions_version int, "
+	"disk_usage_version int, x1_version int, x2_version int, "
+	"x3_version int, x4_version int, x5_version int, x6_version "
+	"int, x7_version int, x8_version int, x9_version int, "
+	"x10_version int, tokens_version int, PRIMARY KEY ((address), "
+	"port))",
+
+	"CREATE TABLE system_views.pending_hints (host_id uuid PRIMARY KEY, "
+	"address inet, port int, rack text, dc text, status text, files int, "
+	"total_size bigint, corrupted_files int, "
+	"total_corrupted_files_size bigint, newest timestamp, "
+	"oldest timestamp)",
+
+	"CREATE TABLE system_views.disk_usage (keyspace_name text, "
+	"table_name text, mebibytes bigint, "
+	"PRIMARY KEY ((keyspace_name, table_name)))",
 };
 
 /* ---- small sorted arrays ------------------------------------------------- */

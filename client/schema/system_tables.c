@@ -512,6 +512,11 @@ static const char *view_comment(const char *ks, const char *table)
 		{"system_views", "settings", "current settings"},
 		{"system_views", "clients", "currently connected clients"},
 		{"system_views", "thread_pools", ""},
+		{"system_views", "gossip_info",
+		 "lists the gossip information for the cluster"},
+		{"system_views", "pending_hints",
+		 "Pending hints that this node has for other nodes"},
+		{"system_views", "disk_usage", ""},
 		{"system_virtual_schema", "keyspaces",
 		 "virtual keyspace definitions"},
 		{"system_virtual_schema", "tables",
@@ -606,6 +611,113 @@ static int gen_thread_pools(struct rows *r, const struct cql_views_info *vi)
 	return 0;
 }
 
+/* ---- node-made views ------------------------------------------------------
+ */
+
+struct cql_view_rows {
+	struct rows *r;
+	struct cell *row; /* the row being set; NULL before the first */
+};
+
+int cql_view_row(struct cql_view_rows *b)
+{
+	b->row = row_new(b->r);
+	return b->row ? 0 : -1;
+}
+
+static int view_put(struct cql_view_rows *b, const char *column, const void *p,
+		    size_t len)
+{
+	if (!b->row)
+		return err_set(ERR_INVALID, "internal: no row started");
+	return put(b->r, b->row, column, p, len);
+}
+
+int cql_view_text(struct cql_view_rows *b, const char *column, const char *v)
+{
+	return v ? view_put(b, column, v, strlen(v)) : 0;
+}
+
+int cql_view_int(struct cql_view_rows *b, const char *column, int32_t v)
+{
+	uint8_t x[4];
+	be32_store(x, (uint32_t)v);
+	return view_put(b, column, x, 4);
+}
+
+int cql_view_bigint(struct cql_view_rows *b, const char *column, int64_t v)
+{
+	uint8_t x[8];
+	be64_store(x, (uint64_t)v);
+	return view_put(b, column, x, 8);
+}
+
+int cql_view_timestamp(struct cql_view_rows *b, const char *column, int64_t ms)
+{
+	return cql_view_bigint(b, column, ms);
+}
+
+int cql_view_double(struct cql_view_rows *b, const char *column, double v)
+{
+	uint64_t bits;
+	memcpy(&bits, &v, 8);
+	return cql_view_bigint(b, column, (int64_t)bits);
+}
+
+int cql_view_inet(struct cql_view_rows *b, const char *column,
+		  const struct inet_addr *a)
+{
+	if (!b->row)
+		return err_set(ERR_INVALID, "internal: no row started");
+	return put_inet(b->r, b->row, column, a);
+}
+
+int cql_view_uuid(struct cql_view_rows *b, const char *column,
+		  const uint8_t id[16])
+{
+	return view_put(b, column, id, 16);
+}
+
+/* Primary-key order: the key columns by their type's comparator, as a
+ * virtual table's LocalPartitioner orders partitions. */
+static int key_cmp(const struct storage_table_meta *m, const struct cell *a,
+		   const struct cell *b)
+{
+	for (int part = 0; part < 2; part++) {
+		const uint16_t *cols = part ? m->ck : m->pk;
+		size_t n = part ? m->ck_count : m->pk_count;
+		for (size_t i = 0; i < n; i++) {
+			const struct cell *x = &a[cols[i]], *y = &b[cols[i]];
+			if (x->len < 0 || y->len < 0) {
+				if ((x->len < 0) != (y->len < 0))
+					return x->len < 0 ? -1 : 1;
+				continue;
+			}
+			int c = storage_type_cmp(&m->columns[cols[i]].type,
+						 x->ptr, (size_t)x->len, y->ptr,
+						 (size_t)y->len);
+			if (c)
+				return c;
+		}
+	}
+	return 0;
+}
+
+static void sort_rows(struct rows *r)
+{
+	const struct storage_table_meta *m = cql_table_meta(r->table);
+	/* insertion sort: a node's views hold tens to a few thousand rows */
+	for (size_t i = 1; i < r->count; i++) {
+		struct cell *row = r->rows[i];
+		size_t j = i;
+		while (j > 0 && key_cmp(m, r->rows[j - 1], row) > 0) {
+			r->rows[j] = r->rows[j - 1];
+			j--;
+		}
+		r->rows[j] = row;
+	}
+}
+
 /* Rows of a virtual keyspace's table; sorted by key as Cassandra's
  * (settings and thread_pools by name: the node gives them sorted). */
 static int generate_view(struct rows *r, const struct cql_schema *v,
@@ -627,6 +739,12 @@ static int generate_view(struct rows *r, const struct cql_schema *v,
 		return gen_clients(r, vi);
 	if (strcmp(table, "thread_pools") == 0)
 		return gen_thread_pools(r, vi);
+	if (!vi->table_rows)
+		return 0;
+	struct cql_view_rows b = {.r = r};
+	if (vi->table_rows(vi->table_arg, table, &b) != 0)
+		return -1;
+	sort_rows(r);
 	return 0;
 }
 

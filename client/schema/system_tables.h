@@ -77,6 +77,8 @@ struct cql_thread_pool {
 	int64_t blocked_tasks_all_time;
 };
 
+struct cql_view_rows;
+
 struct cql_views_info {
 	const struct cql_setting *settings; /* system_views.settings */
 	size_t setting_count;
@@ -84,7 +86,32 @@ struct cql_views_info {
 	size_t client_count;
 	const struct cql_thread_pool *pools; /* system_views.thread_pools */
 	size_t pool_count;
+	/* The other system_views tables (gossip_info, pending_hints,
+	 * disk_usage): called once per SELECT on one, with `table` its name,
+	 * to add its rows through the cql_view_* builder below. NULL: they
+	 * are empty. 0, or -1 with err set. */
+	int (*table_rows)(void *arg, const char *table,
+			  struct cql_view_rows *rows);
+	void *table_arg;
 };
+
+/*
+ * Building a node-made view's rows: cql_view_row starts a row, then each
+ * call sets one column by name (a column never set is null; a NULL text
+ * is null). Rows may come in any order: they are sorted by primary key
+ * (each key column's type order) before the query sees them. 0, or -1
+ * with ERR_NOMEM, or ERR_INVALID for a column the table does not have.
+ */
+int cql_view_row(struct cql_view_rows *b);
+int cql_view_text(struct cql_view_rows *b, const char *column, const char *v);
+int cql_view_int(struct cql_view_rows *b, const char *column, int32_t v);
+int cql_view_bigint(struct cql_view_rows *b, const char *column, int64_t v);
+int cql_view_timestamp(struct cql_view_rows *b, const char *column, int64_t ms);
+int cql_view_double(struct cql_view_rows *b, const char *column, double v);
+int cql_view_inet(struct cql_view_rows *b, const char *column,
+		  const struct inet_addr *a);
+int cql_view_uuid(struct cql_view_rows *b, const char *column,
+		  const uint8_t id[16]);
 
 /* True for the keyspaces of the views registry (cql_schema_new_views):
  * system_views and system_virtual_schema. */

@@ -40,7 +40,8 @@ def test_connect_negotiates_v4_and_reads_the_system_tables(session):
     # this test executor, which installs no views hook)
     views = cluster.metadata.keyspaces["system_views"]
     assert views.virtual
-    assert set(views.tables) == {"settings", "clients", "thread_pools"}
+    assert set(views.tables) == {"settings", "clients", "thread_pools",
+                                 "gossip_info", "pending_hints", "disk_usage"}
     assert list(s.execute("SELECT * FROM system_views.settings")) == []
     host = cluster.metadata.all_hosts()[0]
     assert (host.datacenter, host.rack) == ("dc1", "rack1")
