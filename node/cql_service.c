@@ -54,6 +54,8 @@ struct cql_service {
 	size_t hash_count, hash_cap;
 	/* system_views' rows, rebuilt for each SELECT on one */
 	size_t (*pools_fn)(void *arg, struct cql_thread_pool *out, size_t cap);
+	int (*view_rows_fn)(void *arg, const char *table,
+			    struct cql_view_rows *rows);
 	struct cql_setting *settings;
 	char *setting_text; /* the values, CQL_SETTING_MAX bytes each */
 	struct cql_server_client *clients;
@@ -167,6 +169,8 @@ static void hook_views(void *arg, struct cql_views_info *out)
 		out->pool_count =
 			n < CQL_SERVICE_POOLS_MAX ? n : CQL_SERVICE_POOLS_MAX;
 	}
+	out->table_rows = s->view_rows_fn;
+	out->table_arg = s->node_arg;
 }
 
 static void hook_new_table_id(void *arg, uint8_t id[16])
@@ -508,6 +512,7 @@ struct cql_service *cql_service_new(const struct conf *c,
 	s->ring_fn = h->ring;
 	s->alive_fn = h->is_alive;
 	s->pools_fn = h->thread_pools;
+	s->view_rows_fn = h->view_rows;
 	s->node_arg = arg;
 	struct repl_options ro;
 	repl_options_default(&ro);

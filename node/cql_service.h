@@ -43,6 +43,10 @@ struct cql_service_hooks {
 	 * (at most `cap`; returns how many). Optional. */
 	size_t (*thread_pools)(void *arg, struct cql_thread_pool *out,
 			       size_t cap);
+	/* The node-made system_views tables (cql_views_info.table_rows).
+	 * Optional. */
+	int (*view_rows)(void *arg, const char *table,
+			 struct cql_view_rows *rows);
 };
 
 #define CQL_SERVICE_POOLS_MAX 16

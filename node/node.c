@@ -983,7 +983,8 @@ struct node *node_new(struct conf *conf)
 	struct cql_service_hooks ch = {.node_info = node_cql_info,
 				       .ring = node_ring,
 				       .is_alive = node_peer_alive,
-				       .thread_pools = node_thread_pools};
+				       .thread_pools = node_thread_pools,
+				       .view_rows = node_view_rows};
 	n->cql = cql_service_new(&n->conf, n->base, n->env, &ch, n);
 	if (!n->cql)
 		goto fail;

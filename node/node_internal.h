@@ -95,6 +95,9 @@ int node_events_new(struct node *n);
  * system_views.thread_pools; fills up to `cap`, returns how many. */
 struct cql_thread_pool;
 size_t node_thread_pools(void *arg, struct cql_thread_pool *out, size_t cap);
+struct cql_view_rows;
+/* The node-made system_views tables (node_views.c). */
+int node_view_rows(void *arg, const char *table, struct cql_view_rows *rows);
 void node_events_delete(struct node_events *e);
 
 /* prefer_local (prefer_local.c): gossips our listen address as

@@ -137,6 +137,23 @@ def test_quorum_writes_survive_kill_9_and_hints_and_read_repair(cluster):
         run_at(s, "INSERT INTO h.t (k, v) VALUES (%s, 'h')", CL.ONE, (k,))
     pending = tool(n1, "listpendinghints")
     assert "127.0.11.2" in pending, pending
+    # system_views.pending_hints shows the same host, DOWN, with files
+    hid2 = next(r.host_id for r in s.execute(
+        "SELECT peer, host_id FROM system.peers") if r.peer == n2)
+    rows = list(s.execute("SELECT * FROM system_views.pending_hints"))
+    assert [r.host_id for r in rows] == [hid2], rows
+    r = rows[0]
+    assert (r.address, r.status, r.dc) == (n2, "DOWN", "dc1")
+    assert r.files >= 1 and r.total_size > 0
+    assert r.oldest <= r.newest
+    # and gossip_info sees three endpoints, node2 with a shutdown status
+    gi = {r.address: r for r in
+          s.execute("SELECT * FROM system_views.gossip_info")}
+    assert sorted(gi) == sorted([n1, n2, n3])
+    assert gi[n2].status_with_port.startswith("shutdown"), gi[n2]
+    assert gi[n1].status_with_port.startswith("NORMAL")
+    assert gi[n1].host_id and gi[n1].tokens_version > 0
+    assert gi[n1].dc == "dc1" and gi[n1].generation > 0
     c.shutdown()
     cluster("node", "node2", "start", timeout=180)
     assert wait_for(lambda: "does not have any pending hints" in

@@ -1,8 +1,11 @@
 """system_views (Cassandra 4.0+ virtual tables) through the stock python
 driver: the keyspace and its tables in the driver's metadata (read from
 system_virtual_schema) with Cassandra 4.1's columns and types, the rows of
-settings, clients and thread_pools, WHERE on the key, and writes refused
+settings, clients, thread_pools, gossip_info, disk_usage and pending_hints,
+WHERE on the key, and writes refused
 as Cassandra refuses them. Addresses 127.0.100.*."""
+import os
+
 import pytest
 from cassandra import InvalidRequest
 from cassandra.cluster import Cluster
@@ -11,6 +14,16 @@ from clusters import session, tool
 from conftest import default_yaml, seeds_yaml
 
 IP = "127.0.100.1"
+
+# Cassandra's ApplicationState names (GossipInfoTable: a text and a
+# version column each; TOKENS only its version)
+GOSSIP_STATES = [
+    "status", "load", "schema", "dc", "rack", "release_version",
+    "removal_coordinator", "internal_ip", "rpc_address", "x_11_padding",
+    "severity", "net_version", "host_id", "rpc_ready",
+    "internal_address_and_port", "native_address_and_port",
+    "status_with_port", "sstable_versions", "disk_usage",
+] + ["x%d" % i for i in range(1, 11)]
 
 # Cassandra 4.1's db/virtual/*Table.java: column -> CQL type
 EXPECTED = {
@@ -24,6 +37,20 @@ EXPECTED = {
         "ssl_cipher_suite": "text", "ssl_enabled": "boolean",
         "ssl_protocol": "text", "username": "text",
     },
+    "pending_hints": {
+        "host_id": "uuid", "address": "inet", "port": "int", "rack": "text",
+        "dc": "text", "status": "text", "files": "int",
+        "total_size": "bigint", "corrupted_files": "int",
+        "total_corrupted_files_size": "bigint", "newest": "timestamp",
+        "oldest": "timestamp",
+    },
+    "disk_usage": {"keyspace_name": "text", "table_name": "text",
+                   "mebibytes": "bigint"},
+    "gossip_info": dict(
+        {"address": "inet", "port": "int", "hostname": "text",
+         "generation": "int", "heartbeat": "int", "tokens_version": "int"},
+        **{st: "text" for st in GOSSIP_STATES},
+        **{st + "_version": "int" for st in GOSSIP_STATES}),
     "thread_pools": {
         "name": "text", "active_tasks": "int", "active_tasks_limit": "int",
         "blocked_tasks": "bigint", "blocked_tasks_all_time": "bigint",
@@ -165,6 +192,63 @@ def test_thread_pools(node):
                              "system_views.thread_pools "
                              "WHERE name = 'CoordinatorStage'"))
         assert len(one) == 1 and one[0].completed_tasks >= 7
+    finally:
+        cluster.shutdown()
+
+
+def test_gossip_info(node):
+    cluster, s = session(IP)
+    try:
+        rows = list(s.execute("SELECT * FROM system_views.gossip_info"))
+        assert len(rows) == 1, rows
+        r = rows[0]
+        local = s.execute("SELECT host_id, data_center, rack, "
+                          "schema_version FROM system.local").one()
+        assert (r.address, r.hostname) == (IP, IP)
+        assert r.port == 7000
+        assert r.generation > 0 and r.heartbeat >= 0
+        assert r.status_with_port.startswith("NORMAL,")
+        assert r.host_id == str(local.host_id)
+        assert (r.dc, r.rack) == (local.data_center, local.rack)
+        assert r.schema == str(local.schema_version)
+        assert r.tokens_version > 0 and r.status_with_port_version > 0
+        # states Cassini does not gossip stay null
+        assert r.x1 is None and r.status is None
+        one = list(s.execute("SELECT address, port FROM "
+                             "system_views.gossip_info WHERE address = %s",
+                             (IP,)))
+        assert [(x.address, x.port) for x in one] == [(IP, 7000)]
+    finally:
+        cluster.shutdown()
+
+
+def test_disk_usage_and_pending_hints(node):
+    cluster, s = session(IP)
+    try:
+        s.execute("CREATE KEYSPACE d WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        for t in ("b", "a"):
+            s.execute("CREATE TABLE d.%s (k int PRIMARY KEY, x blob)" % t)
+        blob = os.urandom(1 << 20)  # 1 MiB that LZ4 cannot shrink
+        for k in range(3):
+            s.execute("INSERT INTO d.b (k, x) VALUES (%s, %s)",
+                      (k, bytearray(blob)))
+        s.execute("INSERT INTO d.a (k, x) VALUES (1, 0x00)")
+        tool(IP, "flush", "d")
+        rows = [(r.keyspace_name, r.table_name, r.mebibytes) for r in
+                s.execute("SELECT * FROM system_views.disk_usage")]
+        mine = [r for r in rows if r[0] == "d"]
+        # sorted by key; a tiny SSTable rounds up to 1 MiB as Cassandra's
+        assert [r[1] for r in mine] == ["a", "b"], rows
+        assert mine[0][2] == 1
+        assert mine[1][2] >= 1
+        one = list(s.execute("SELECT mebibytes FROM system_views.disk_usage "
+                             "WHERE keyspace_name = 'd' AND "
+                             "table_name = 'b'"))
+        assert [r.mebibytes for r in one] == [mine[1][2]]
+        # one node: no hints
+        assert list(s.execute("SELECT * FROM system_views.pending_hints")) \
+            == []
     finally:
         cluster.shutdown()
 

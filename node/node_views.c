@@ -1,0 +1,149 @@
+/*
+ * The system_views tables the node fills from its own state (the CQL
+ * layer defines them and sorts the rows): gossip_info from the gossiper,
+ * pending_hints from the hint store, disk_usage from storage. Called on
+ * the event loop for each SELECT on one of them; each reads in-memory
+ * state only.
+ */
+#include "common/err.h"
+#include "common/inet.h"
+#include "gossip/gossip.h"
+#include "node/cql_service.h"
+#include "node/members.h"
+#include "node/node_internal.h"
+#include "replication/hints.h"
+#include "ring/ring.h"
+#include "storage/storage.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Cassandra's column for an application state: its name in lower case. */
+static void state_column(enum gossip_app_state k, const char *suffix, char *dst,
+			 size_t cap)
+{
+	const char *name = gossip_app_state_name(k);
+	size_t n = 0;
+	for (; name[n] && n + 1 < cap; n++)
+		dst[n] = (char)tolower((unsigned char)name[n]);
+	dst[n] = 0;
+	strncat(dst, suffix, cap - n - 1);
+}
+
+static int gossip_info(struct node *n, struct cql_view_rows *b)
+{
+	size_t count = gossip_endpoint_count(n->gossip);
+	for (size_t i = 0; i < count; i++) {
+		struct gossip_endpoint_info e;
+		if (gossip_endpoint_at(n->gossip, i, &e) != 0)
+			continue;
+		char host[INET_ADDR_STRLEN];
+		inet_addr_format_host(&e.addr, host, sizeof(host));
+		if (cql_view_row(b) || cql_view_inet(b, "address", &e.addr) ||
+		    cql_view_int(b, "port", e.addr.port) ||
+		    cql_view_text(b, "hostname", host) ||
+		    cql_view_int(b, "generation", (int32_t)e.generation) ||
+		    cql_view_int(b, "heartbeat", e.heartbeat))
+			return -1;
+		for (int k = 0; k < GOSSIP_STATE_COUNT; k++) {
+			if (!e.states[k])
+				continue;
+			char col[64];
+			if (k != GOSSIP_STATE_TOKENS) {
+				state_column(k, "", col, sizeof(col));
+				if (cql_view_text(b, col, e.states[k]))
+					return -1;
+			}
+			state_column(k, "_version", col, sizeof(col));
+			if (cql_view_int(b, col, e.versions[k]))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int pending_hints(struct node *n, struct cql_view_rows *b)
+{
+	struct hints *h = cql_service_hints(n->cql);
+	if (!h)
+		return 0;
+	size_t total = hints_list_pending(h, NULL, 0);
+	struct hints_host_stats *hosts =
+		calloc(total ? total : 1, sizeof(*hosts));
+	if (!hosts)
+		return err_set(ERR_NOMEM, "no memory for pending_hints");
+	size_t got = hints_list_pending(h, hosts, total);
+	if (got > total)
+		got = total;
+	struct ring *r = members_ring(n->members);
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < got; i++) {
+		const struct hints_host_stats *hs = &hosts[i];
+		/* Cassandra's "Unknown" for a host no longer in the ring */
+		const char *rack = "Unknown", *dc = "Unknown",
+			   *status = "Unknown";
+		int ep = ring_endpoint_find_host_id(r, hs->host_id);
+		const struct ring_endpoint *e =
+			ep >= 0 ? ring_endpoint_get(r, (size_t)ep) : NULL;
+		if (e) {
+			rack = e->rack;
+			dc = e->dc;
+			status = gossip_is_alive(n->gossip, &e->addr) ? "UP"
+								      : "DOWN";
+		}
+		rc = cql_view_row(b) ||
+		     cql_view_uuid(b, "host_id", hs->host_id) ||
+		     cql_view_text(b, "rack", rack) ||
+		     cql_view_text(b, "dc", dc) ||
+		     cql_view_text(b, "status", status) ||
+		     cql_view_int(b, "files", (int32_t)hs->files) ||
+		     cql_view_bigint(b, "total_size", (int64_t)hs->bytes) ||
+		     cql_view_timestamp(b, "newest", hs->newest_us / 1000) ||
+		     cql_view_timestamp(b, "oldest", hs->oldest_us / 1000);
+		if (rc == 0 && e)
+			rc = cql_view_inet(b, "address", &e->addr) ||
+			     cql_view_int(b, "port", e->addr.port);
+	}
+	free(hosts);
+	return rc ? -1 : 0;
+}
+
+static int disk_usage(struct node *n, struct cql_view_rows *b)
+{
+	struct storage *db = cql_service_storage(n->cql);
+	const struct cql_schema *schema = cql_service_schema(n->cql);
+	for (size_t i = 0; i < cql_schema_keyspace_count(schema); i++) {
+		const struct cql_keyspace *k =
+			cql_schema_keyspace_at(schema, i);
+		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
+			const struct storage_table_meta *t =
+				cql_table_meta(cql_keyspace_table_at(k, j));
+			struct storage_stats st;
+			if (storage_stats(db, t->id, &st) != 0)
+				continue;
+			/* Cassandra rounds up to the next MiB */
+			int64_t mib =
+				(int64_t)((st.sstable_bytes + (1u << 20) - 1) >>
+					  20);
+			if (cql_view_row(b) ||
+			    cql_view_text(b, "keyspace_name", t->keyspace) ||
+			    cql_view_text(b, "table_name", t->name) ||
+			    cql_view_bigint(b, "mebibytes", mib))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+int node_view_rows(void *arg, const char *table, struct cql_view_rows *b)
+{
+	struct node *n = arg;
+	if (strcmp(table, "gossip_info") == 0)
+		return gossip_info(n, b);
+	if (strcmp(table, "pending_hints") == 0)
+		return pending_hints(n, b);
+	if (strcmp(table, "disk_usage") == 0)
+		return disk_usage(n, b);
+	return 0;
+}
