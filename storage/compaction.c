@@ -368,6 +368,54 @@ static size_t pick_inputs(struct table *t, bool major, bool cleanup,
 	return k;
 }
 
+bool storage_engine_compaction_due(struct storage *db, struct table *t)
+{
+	if (t->compacting || t->truncating || t->dropped ||
+	    !db->o.auto_compaction)
+		return false;
+	struct sstable **in = calloc(t->version->count + 1, sizeof(*in));
+	if (!in)
+		return false;
+	/* the leveled picker moves its round-robin cursor: keep it */
+	int64_t cursor[9];
+	memcpy(cursor, t->lcs_next, sizeof(cursor));
+	int64_t mt_min_ts = t->active->min_ts;
+	for (size_t i = 0; i < t->flushing_count; i++)
+		if (t->flushing[i]->min_ts < mt_min_ts)
+			mt_min_ts = t->flushing[i]->min_ts;
+	struct pick pk;
+	size_t n = pick_inputs(t, false, false, storage_engine_now_sec(db),
+			       mt_min_ts, &pk, in);
+	memcpy(t->lcs_next, cursor, sizeof(cursor));
+	free(in);
+	return n > 0;
+}
+
+size_t storage_compactions_active(struct storage *db,
+				  struct storage_compaction_info *out,
+				  size_t cap)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&db->mu);
+	for (struct table *t = db->tables; t; t = t->next) {
+		if (!t->compacting || !t->compaction_kind)
+			continue;
+		if (n < cap) {
+			struct storage_compaction_info *c = &out[n];
+			memcpy(c->table_id, t->meta->id, 16);
+			memcpy(c->task_id, t->compaction_id, 16);
+			c->kind = t->compaction_kind;
+			c->total = t->compaction_total;
+			c->completed = atomic_load(&t->compaction_done);
+			if (c->completed > c->total)
+				c->completed = c->total;
+		}
+		n++;
+	}
+	pthread_mutex_unlock(&db->mu);
+	return n;
+}
+
 /* ---- the merge ----------------------------------------------------------- */
 
 struct job {
@@ -618,6 +666,12 @@ static int merge_inputs(struct job *j)
 			rc = write_partition(j, &c, token, key);
 		if (!rc)
 			throttle(j);
+		/* progress: how far the merge has read into each input */
+		uint64_t done = 0;
+		for (size_t i = 0; i < j->n; i++)
+			done += live[i] ? heads[i]->block_off
+					: j->in[i]->stats.data_size;
+		atomic_store(&j->t->compaction_done, done);
 	}
 	if (!rc && j->db->stopping)
 		rc = err_set(ERR_CLOSED, "compaction interrupted by shutdown");
@@ -895,6 +949,22 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	}
 	j.in = in;
 	t->compacting = true;
+	t->compaction_kind = jo             ? "Cleanup"
+			     : pk.tombstone ? "Tombstone Compaction"
+					    : "Compaction";
+	t->compaction_total = 0;
+	for (size_t i = 0; i < j.n; i++)
+		t->compaction_total += in[i]->stats.data_size;
+	atomic_store(&t->compaction_done, 0);
+	/* a task id unique per compaction: the table's id mixed with the
+	 * count of its compactions and the first input's generation */
+	memcpy(t->compaction_id, t->meta->id, 16);
+	uint64_t salt =
+		(t->compactions + 1) * 0x9E3779B97F4A7C15ull ^ in[0]->gen;
+	for (int b = 0; b < 8; b++)
+		t->compaction_id[8 + b] ^= (uint8_t)(salt >> (8 * b));
+	t->compaction_id[6] = (uint8_t)((t->compaction_id[6] & 0x0f) | 0x40);
+	t->compaction_id[8] = (uint8_t)((t->compaction_id[8] & 0x3f) | 0x80);
 	j.meta = storage_table_meta_ref(t->meta);
 	j.v = t->version;
 	storage_version_ref(j.v);
@@ -920,6 +990,7 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 		}
 	}
 	t->compacting = false;
+	t->compaction_kind = NULL;
 	pthread_cond_broadcast(&db->done);
 	pthread_mutex_unlock(&db->mu);
 	if (rc)

@@ -392,6 +392,9 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 		}
 		out->flushes += t->flushes;
 		out->compactions += t->compactions;
+		out->compactions_pending +=
+			(uint64_t)t->compacting +
+			(uint64_t)storage_engine_compaction_due(db, t);
 		out->tombstone_compactions += t->tombstone_compactions;
 		out->tombstone_warnings += atomic_load(&t->tombstone_warnings);
 		out->tombstone_failures += atomic_load(&t->tombstone_failures);

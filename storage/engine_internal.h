@@ -52,6 +52,15 @@ struct table {
 	size_t trunc_count;
 	bool truncating;
 	bool compacting;
+	/* The running compaction (while `compacting`; set under the lock
+	 * when it starts): its task id, kind ("Compaction", "Cleanup",
+	 * "Tombstone Compaction"), the inputs' Data.db bytes, and how far
+	 * the merge has read into them (the compactor stores it, readers of
+	 * storage_compactions_active load it). */
+	uint8_t compaction_id[16];
+	const char *compaction_kind;
+	uint64_t compaction_total;
+	_Atomic uint64_t compaction_done;
 	bool flush_failed;
 	uint64_t flushes, compactions;
 	uint64_t tombstone_compactions; /* single-SSTable ones */
@@ -160,6 +169,9 @@ void *storage_engine_compactor_main(void *arg);
 int storage_engine_compact_table(struct storage *db, struct table *t,
 				 bool major);
 int storage_engine_compaction_recover(struct storage *db, struct table *t);
+/* Whether a background round would start a compaction of `t` now (the
+ * lock held). */
+bool storage_engine_compaction_due(struct storage *db, struct table *t);
 /* Unlinks every component of SSTable generation `gen` in `dir`. */
 void storage_engine_remove_generation(struct env *env, const char *dir,
 				      uint64_t gen);

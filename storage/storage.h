@@ -448,6 +448,20 @@ int storage_flush(struct storage *db, const uint8_t *table_id);
  * every SSTable into one. Blocks. */
 int storage_compact(struct storage *db, const uint8_t table_id[16], bool major);
 
+/* A compaction running now (Cassandra's CompactionInfo, as
+ * compactionstats and system_views.sstable_tasks show it). */
+struct storage_compaction_info {
+	uint8_t table_id[16];
+	uint8_t task_id[16];
+	const char *kind; /* "Compaction", "Cleanup", "Tombstone Compaction" */
+	uint64_t completed, total; /* bytes of the inputs' Data.db */
+};
+/* Fills up to `cap` of the compactions running now (one per table at
+ * most); returns how many run (may exceed cap). Any thread. */
+size_t storage_compactions_active(struct storage *db,
+				  struct storage_compaction_info *out,
+				  size_t cap);
+
 /* A token range (left, right], left < right. */
 struct storage_token_range {
 	int64_t left, right;
@@ -543,6 +557,9 @@ struct storage_stats {
 	uint64_t writes_waited;
 	uint64_t writes_refused;
 	uint64_t sstables_excluded; /* corrupt, left out (best_effort) */
+	/* compactions due now (a background round would start one) or
+	 * running: per table 0, 1 or 2 (compactionstats' pending tasks) */
+	uint64_t compactions_pending;
 };
 int storage_stats(struct storage *db, const uint8_t *table_id,
 		  struct storage_stats *out);
