@@ -1301,7 +1301,8 @@ int node_admin_register(struct node *n)
 		if (admin_register(n->admin, cmds[i].name, cmds[i].usage,
 				   cmds[i].fn, n) != 0)
 			return -1;
-	if (node_admin_register_faults(n) != 0)
+	if (node_admin_register_faults(n) != 0 ||
+	    node_admin_register_compaction(n) != 0)
 		return -1;
 	return node_admin_register_data(n);
 }

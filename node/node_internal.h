@@ -98,6 +98,12 @@ size_t node_thread_pools(void *arg, struct cql_thread_pool *out, size_t cap);
 struct cql_view_rows;
 /* The node-made system_views tables (node_views.c). */
 int node_view_rows(void *arg, const char *table, struct cql_view_rows *rows);
+struct storage_table_meta;
+/* The meta of the table with this id in the node's schema, or NULL. */
+const struct storage_table_meta *node_table_by_id(struct node *n,
+						  const uint8_t id[16]);
+/* compactionstats (admin_compaction.c). */
+int node_admin_register_compaction(struct node *n);
 void node_events_delete(struct node_events *e);
 
 /* prefer_local (prefer_local.c): gossips our listen address as

@@ -1,7 +1,8 @@
 /*
  * The system_views tables the node fills from its own state (the CQL
  * layer defines them and sorts the rows): gossip_info from the gossiper,
- * pending_hints from the hint store, disk_usage from storage. Called on
+ * pending_hints from the hint store, disk_usage and sstable_tasks from
+ * storage. Called on
  * the event loop for each SELECT on one of them; each reads in-memory
  * state only.
  */
@@ -136,6 +137,55 @@ static int disk_usage(struct node *n, struct cql_view_rows *b)
 	return 0;
 }
 
+const struct storage_table_meta *node_table_by_id(struct node *n,
+						  const uint8_t id[16])
+{
+	const struct cql_schema *schema = cql_service_schema(n->cql);
+	for (size_t i = 0; i < cql_schema_keyspace_count(schema); i++) {
+		const struct cql_keyspace *k =
+			cql_schema_keyspace_at(schema, i);
+		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
+			const struct storage_table_meta *t =
+				cql_table_meta(cql_keyspace_table_at(k, j));
+			if (memcmp(t->id, id, 16) == 0)
+				return t;
+		}
+	}
+	return NULL;
+}
+
+/* Cassandra 4.1's SSTableTasksTable: the running compactions, kind and
+ * unit in lower case. */
+static int sstable_tasks(struct node *n, struct cql_view_rows *b)
+{
+	struct storage_compaction_info c[64];
+	size_t got =
+		storage_compactions_active(cql_service_storage(n->cql), c, 64);
+	for (size_t i = 0; i < got && i < 64; i++) {
+		const struct storage_table_meta *t =
+			node_table_by_id(n, c[i].table_id);
+		char kind[32];
+		size_t k = 0;
+		for (; c[i].kind[k] && k + 1 < sizeof(kind); k++)
+			kind[k] = (char)tolower((unsigned char)c[i].kind[k]);
+		kind[k] = 0;
+		double ratio =
+			c[i].total ? (double)c[i].completed / (double)c[i].total
+				   : 1.0;
+		if (cql_view_row(b) ||
+		    cql_view_text(b, "keyspace_name", t ? t->keyspace : "*") ||
+		    cql_view_text(b, "table_name", t ? t->name : "*") ||
+		    cql_view_uuid(b, "task_id", c[i].task_id) ||
+		    cql_view_double(b, "completion_ratio", ratio) ||
+		    cql_view_text(b, "kind", kind) ||
+		    cql_view_bigint(b, "progress", (int64_t)c[i].completed) ||
+		    cql_view_bigint(b, "total", (int64_t)c[i].total) ||
+		    cql_view_text(b, "unit", "bytes"))
+			return -1;
+	}
+	return 0;
+}
+
 int node_view_rows(void *arg, const char *table, struct cql_view_rows *b)
 {
 	struct node *n = arg;
@@ -145,5 +195,7 @@ int node_view_rows(void *arg, const char *table, struct cql_view_rows *b)
 		return pending_hints(n, b);
 	if (strcmp(table, "disk_usage") == 0)
 		return disk_usage(n, b);
+	if (strcmp(table, "sstable_tasks") == 0)
+		return sstable_tasks(n, b);
 	return 0;
 }

@@ -195,6 +195,11 @@ static const char *const view_tables[] = {
 	"total_corrupted_files_size bigint, newest timestamp, "
 	"oldest timestamp)",
 
+	"CREATE TABLE system_views.sstable_tasks (keyspace_name text, "
+	"table_name text, task_id uuid, completion_ratio double, kind text, "
+	"progress bigint, total bigint, unit text, "
+	"PRIMARY KEY ((keyspace_name), table_name, task_id))",
+
 	"CREATE TABLE system_views.disk_usage (keyspace_name text, "
 	"table_name text, mebibytes bigint, "
 	"PRIMARY KEY ((keyspace_name, table_name)))",

@@ -517,6 +517,7 @@ static const char *view_comment(const char *ks, const char *table)
 		{"system_views", "pending_hints",
 		 "Pending hints that this node has for other nodes"},
 		{"system_views", "disk_usage", ""},
+		{"system_views", "sstable_tasks", "current sstable tasks"},
 		{"system_virtual_schema", "keyspaces",
 		 "virtual keyspace definitions"},
 		{"system_virtual_schema", "tables",

@@ -5,12 +5,14 @@ settings, clients, thread_pools, gossip_info, disk_usage and pending_hints,
 WHERE on the key, and writes refused
 as Cassandra refuses them. Addresses 127.0.100.*."""
 import os
+import subprocess
+import time
 
 import pytest
 from cassandra import InvalidRequest
 from cassandra.cluster import Cluster
 
-from clusters import session, tool
+from clusters import TOOL, session, tool
 from conftest import default_yaml, seeds_yaml
 
 IP = "127.0.100.1"
@@ -46,6 +48,10 @@ EXPECTED = {
     },
     "disk_usage": {"keyspace_name": "text", "table_name": "text",
                    "mebibytes": "bigint"},
+    "sstable_tasks": {"keyspace_name": "text", "table_name": "text",
+                      "task_id": "uuid", "completion_ratio": "double",
+                      "kind": "text", "progress": "bigint",
+                      "total": "bigint", "unit": "text"},
     "gossip_info": dict(
         {"address": "inet", "port": "int", "hostname": "text",
          "generation": "int", "heartbeat": "int", "tokens_version": "int"},
@@ -249,6 +255,63 @@ def test_disk_usage_and_pending_hints(node):
         # one node: no hints
         assert list(s.execute("SELECT * FROM system_views.pending_hints")) \
             == []
+    finally:
+        cluster.shutdown()
+
+
+def test_sstable_tasks_and_compactionstats(node):
+    """A major compaction slowed to 1 MiB/s shows in sstable_tasks and
+    compactionstats while it runs, and leaves neither when done."""
+    cluster, s = session(IP)
+    try:
+        s.execute("CREATE KEYSPACE c WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE c.t (k int PRIMARY KEY, x blob) WITH "
+                  "compaction = {'class': 'SizeTieredCompactionStrategy', "
+                  "'min_threshold': 32}")
+        for k in range(5):
+            s.execute("INSERT INTO c.t (k, x) VALUES (%s, %s)",
+                      (k, bytearray(os.urandom(1 << 20))))
+            tool(IP, "flush", "c", "t")
+        assert "pending tasks: 0" in tool(IP, "compactionstats")
+        assert list(s.execute("SELECT * FROM system_views.sstable_tasks")) \
+            == []
+        tool(IP, "setcompactionthroughput", "1")
+        major = subprocess.Popen([TOOL, "-h", IP, "compact", "c", "t"],
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT)
+        try:
+            deadline = time.time() + 60
+            rows = []
+            while not rows and time.time() < deadline:
+                rows = list(s.execute(
+                    "SELECT * FROM system_views.sstable_tasks"))
+                time.sleep(0.05)
+            assert len(rows) == 1, rows
+            r = rows[0]
+            assert (r.keyspace_name, r.table_name) == ("c", "t")
+            assert (r.kind, r.unit) == ("compaction", "bytes")
+            assert r.total >= 5 << 20
+            assert 0 <= r.progress <= r.total
+            assert 0.0 <= r.completion_ratio <= 1.0
+            out = tool(IP, "compactionstats")
+            lines = out.splitlines()
+            assert lines[0] == "pending tasks: 1", out
+            assert lines[1] == "- c.t: 1", out
+            head = lines[3].split()
+            assert head[:3] == ["id", "compaction", "type"], out
+            row = lines[4].split()
+            assert row[0] == str(r.task_id) and row[1] == "Compaction"
+            assert row[2:4] == ["c", "t"] and row[6] == "bytes", out
+            assert int(row[5]) == r.total
+            assert lines[5].startswith("Active compaction remaining time :")
+        finally:
+            tool(IP, "setcompactionthroughput", "0")
+            assert major.wait(timeout=120) == 0, major.stdout.read()
+        assert list(s.execute("SELECT * FROM system_views.sstable_tasks")) \
+            == []
+        assert tool(IP, "compactionstats").splitlines()[0] == \
+            "pending tasks: 0"
     finally:
         cluster.shutdown()
 

@@ -41,7 +41,8 @@ def test_connect_negotiates_v4_and_reads_the_system_tables(session):
     views = cluster.metadata.keyspaces["system_views"]
     assert views.virtual
     assert set(views.tables) == {"settings", "clients", "thread_pools",
-                                 "gossip_info", "pending_hints", "disk_usage"}
+                                 "gossip_info", "pending_hints", "disk_usage",
+                                 "sstable_tasks"}
     assert list(s.execute("SELECT * FROM system_views.settings")) == []
     host = cluster.metadata.all_hosts()[0]
     assert (host.datacenter, host.rack) == ("dc1", "rack1")
