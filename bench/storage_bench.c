@@ -360,8 +360,8 @@ int main(int argc, char **argv)
 	table = storage_table_meta_new("bench", "kv", id);
 	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
 	storage_table_meta_add_column(table, "k", STORAGE_COLUMN_PARTITION_KEY,
-				      tb, false);
-	storage_table_meta_add_column(table, "v", STORAGE_COLUMN_REGULAR, tb,
+				      &tb, false);
+	storage_table_meta_add_column(table, "v", STORAGE_COLUMN_REGULAR, &tb,
 				      false);
 	table->options.compression = (uint8_t)o.compression;
 	table->options.chunk_length = (uint32_t)o.block_size;

@@ -86,7 +86,7 @@ static int ck_walk(const struct storage_table_meta *t, struct slice a,
 		if (t && i < t->ck_count) {
 			const struct storage_column *col =
 				&t->columns[t->ck[i]];
-			type = &col->type;
+			type = col->type;
 			desc = col->desc;
 		}
 		int c = storage_type_cmp(type, va.ptr, va.len, vb.ptr, vb.len);
@@ -121,16 +121,12 @@ bool storage_ck_before_end(const struct storage_table_meta *t, struct slice ck,
 	return c < 0 || (c == 0 && incl);
 }
 
-static uint16_t path_kind(const struct storage_table_meta *t, uint16_t slot)
+static const struct storage_type *path_type(const struct storage_table_meta *t,
+					    uint16_t slot)
 {
 	if (!t || slot == 0 || slot > t->column_count)
-		return STORAGE_TYPE_BLOB;
-	const struct storage_type *ty = &t->columns[slot - 1].type;
-	if (ty->kind == STORAGE_TYPE_LIST)
-		return STORAGE_TYPE_TIMEUUID;
-	if (ty->kind == STORAGE_TYPE_SET || ty->kind == STORAGE_TYPE_MAP)
-		return ty->elem;
-	return STORAGE_TYPE_BLOB;
+		return storage_type_simple(STORAGE_TYPE_BLOB);
+	return storage_type_path_type(t->columns[slot - 1].type);
 }
 
 int storage_atom_cmp_in_row(const struct storage_table_meta *t,
@@ -142,8 +138,8 @@ int storage_atom_cmp_in_row(const struct storage_table_meta *t,
 		return a->kind < b->kind ? -1 : 1;
 	if (a->path.len == 0 && b->path.len == 0)
 		return 0;
-	return storage_value_cmp(path_kind(t, a->slot), a->path.ptr,
-				 a->path.len, b->path.ptr, b->path.len);
+	return storage_type_cmp(path_type(t, a->slot), a->path.ptr, a->path.len,
+				b->path.ptr, b->path.len);
 }
 
 int storage_atom_cmp(const struct storage_table_meta *t, const struct atom *a,

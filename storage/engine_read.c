@@ -98,8 +98,7 @@ static bool older_cannot_matter(const struct read_ctx *c, int64_t older_max)
 		if (cd->kind == STORAGE_COLUMN_PARTITION_KEY)
 			continue;
 		if (cd->kind != STORAGE_COLUMN_REGULAR ||
-		    (storage_type_is_collection(cd->type.kind) &&
-		     !cd->type.frozen))
+		    storage_type_is_multicell(cd->type))
 			return false;
 		const struct atom *win = NULL;
 		for (size_t i = 0; i < c->atom_count; i++) {

@@ -202,7 +202,7 @@ static int check_column(const struct storage_mutation *m, int column,
 	if ((c->kind == STORAGE_COLUMN_STATIC) != is_static)
 		return err_set(ERR_INVALID, "column %s %s static", c->name,
 			       is_static ? "is not" : "is");
-	bool coll = storage_type_is_collection(c->type.kind) && !c->type.frozen;
+	bool coll = storage_type_is_multicell(c->type);
 	if (element && !coll)
 		return err_set(ERR_INVALID, "column %s has no elements",
 			       c->name);

@@ -18,14 +18,12 @@
 
 #include <string.h>
 
-static const struct storage_type timeuuid = {.kind = STORAGE_TYPE_TIMEUUID};
-
 /* The partition key: the column's value, or the compound form (each
  * component as be16 length, bytes, 0x00). */
 static int key_check(const struct storage_table_meta *t, struct slice key)
 {
 	if (t->pk_count == 1)
-		return storage_value_validate(&t->columns[t->pk[0]].type,
+		return storage_value_validate(t->columns[t->pk[0]].type,
 					      key.ptr, key.len)
 			       ? err_prefix("partition key %s",
 					    t->columns[t->pk[0]].name)
@@ -40,7 +38,7 @@ static int key_check(const struct storage_table_meta *t, struct slice key)
 		    cursor_u8(&c, &end) || end != 0)
 			return err_set(ERR_INVALID,
 				       "malformed compound partition key");
-		if (storage_value_validate(&col->type, v.ptr, v.len))
+		if (storage_value_validate(col->type, v.ptr, v.len))
 			return err_prefix("partition key %s", col->name);
 	}
 	if (cursor_left(&c))
@@ -58,8 +56,7 @@ static int ck_check(const struct storage_table_meta *t, struct slice ck)
 		return err_set(ERR_INVALID, "malformed clustering");
 	for (int i = 0; i < n; i++) {
 		const struct storage_column *col = &t->columns[t->ck[i]];
-		if (storage_value_validate(&col->type, vals[i].ptr,
-					   vals[i].len))
+		if (storage_value_validate(col->type, vals[i].ptr, vals[i].len))
 			return err_prefix("clustering column %s", col->name);
 	}
 	return 0;
@@ -72,28 +69,28 @@ static int atom_check(const struct storage_table_meta *t, const struct atom *a)
 	if (a->slot == ATOM_SLOT_ROW || a->slot > t->column_count)
 		return 0; /* row markers and deletions hold no value */
 	const struct storage_column *col = &t->columns[a->slot - 1];
-	const struct storage_type *ty = &col->type;
-	bool multicell = storage_type_is_collection(ty->kind) && !ty->frozen;
+	const struct storage_type *ty = col->type;
+	bool multicell = storage_type_is_multicell(ty);
 	if (a->kind == ATOM_KIND_DELETION)
 		return 0; /* a whole-collection deletion */
 	if (multicell && a->path.len) {
-		struct storage_type elem = {.kind = ty->elem};
-		const struct storage_type *pt =
-			ty->kind == STORAGE_TYPE_LIST ? &timeuuid : &elem;
-		if (storage_value_validate(pt, a->path.ptr, a->path.len))
+		if (storage_value_validate(storage_type_path_type(ty),
+					   a->path.ptr, a->path.len))
 			return err_prefix("element of %s", col->name);
 	}
 	if (a->flags & ATOM_TOMBSTONE)
 		return 0;
-	struct storage_type vt = *ty;
+	const struct storage_type *vt = ty;
 	if (multicell) {
 		if (ty->kind == STORAGE_TYPE_SET)
 			return 0; /* the element is the path */
-		vt = (struct storage_type){.kind = ty->kind == STORAGE_TYPE_MAP
-							   ? ty->value
-							   : ty->elem};
+		vt = storage_type_cell_value_type(ty, a->path.ptr, a->path.len);
+		if (!vt)
+			return err_set(ERR_INVALID,
+				       "element of %s: no such field",
+				       col->name);
 	}
-	if (storage_value_validate(&vt, a->value.ptr, a->value.len))
+	if (storage_value_validate(vt, a->value.ptr, a->value.len))
 		return err_prefix("column %s", col->name);
 	return 0;
 }

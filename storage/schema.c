@@ -59,8 +59,10 @@ void storage_table_meta_delete(struct storage_table_meta *t)
 {
 	if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
 		return;
-	for (size_t i = 0; i < t->column_count; i++)
+	for (size_t i = 0; i < t->column_count; i++) {
 		free(t->columns[i].name);
+		storage_type_unref(t->columns[i].type);
+	}
 	free(t->columns);
 	free(t->keyspace);
 	free(t->name);
@@ -84,9 +86,9 @@ void storage_table_meta_unref(const struct storage_table_meta *t)
 int storage_table_meta_add_column(struct storage_table_meta *t,
 				  const char *name,
 				  enum storage_column_kind kind,
-				  struct storage_type type, bool desc)
+				  const struct storage_type *type, bool desc)
 {
-	if (!storage_type_kind_valid(type.kind))
+	if (!type || !storage_type_kind_name(type->kind))
 		return err_set(ERR_INVALID, "column %s: unknown type", name);
 	if (t->column_count >= 0xfff0)
 		return err_set(ERR_INVALID, "too many columns");
@@ -96,7 +98,7 @@ int storage_table_meta_add_column(struct storage_table_meta *t,
 		return err_set(ERR_INVALID, "too many clustering columns");
 	if ((kind == STORAGE_COLUMN_PARTITION_KEY ||
 	     kind == STORAGE_COLUMN_CLUSTERING) &&
-	    storage_type_is_collection(type.kind) && !type.frozen)
+	    storage_type_is_multicell(type))
 		return err_set(ERR_INVALID,
 			       "column %s: key collections "
 			       "must be frozen",
@@ -109,12 +111,17 @@ int storage_table_meta_add_column(struct storage_table_meta *t,
 	char *n = dup_str(name);
 	if (!n)
 		return -1;
+	const struct storage_type *held = storage_type_hold(type);
+	if (!held) {
+		free(n);
+		return -1;
+	}
 	uint16_t num = (uint16_t)t->column_count;
 	struct storage_column *c = &cols[num];
 	memset(c, 0, sizeof(*c));
 	c->name = n;
 	c->kind = (uint8_t)kind;
-	c->type = type;
+	c->type = held;
 	c->desc = desc;
 	c->dropped_at = INT64_MIN;
 	if (kind == STORAGE_COLUMN_PARTITION_KEY) {
@@ -149,13 +156,6 @@ storage_table_meta_clone(const struct storage_table_meta *t)
 	return c;
 }
 
-static bool type_equal(const struct storage_type *a,
-		       const struct storage_type *b)
-{
-	return a->kind == b->kind && a->elem == b->elem &&
-	       a->value == b->value && a->frozen == b->frozen;
-}
-
 int storage_table_meta_check_successor(const struct storage_table_meta *prev,
 				       const struct storage_table_meta *next)
 {
@@ -175,7 +175,7 @@ int storage_table_meta_check_successor(const struct storage_table_meta *prev,
 		const struct storage_column *b = &next->columns[i];
 		if (a->kind != b->kind || a->desc != b->desc ||
 		    a->position != b->position ||
-		    !type_equal(&a->type, &b->type) ||
+		    !storage_type_equal(a->type, b->type) ||
 		    (a->dropped && !b->dropped))
 			return err_set(ERR_INVALID,
 				       "table %s.%s: column %zu (%s) changed",

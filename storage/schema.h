@@ -39,7 +39,8 @@ struct storage_column {
 	char *name;
 	uint8_t kind; /* enum storage_column_kind */
 	bool desc;    /* clustering order DESC */
-	struct storage_type type;
+	/* Held by the meta (storage_type_hold), dropped with it. */
+	const struct storage_type *type;
 	/* Position among the columns of the same kind (key components and
 	 * clustering columns are ordered by it). */
 	uint16_t position;
@@ -137,11 +138,13 @@ const struct storage_table_meta *
 storage_table_meta_ref(const struct storage_table_meta *t);
 void storage_table_meta_unref(const struct storage_table_meta *t);
 /* Appends a column; key and clustering components take the next position
- * of their kind. Returns the column number, or -1. */
+ * of their kind. The meta holds `type` (storage_type_hold: a literal node
+ * is copied, so the caller's may be on its stack). Returns the column
+ * number, or -1. */
 int storage_table_meta_add_column(struct storage_table_meta *t,
 				  const char *name,
 				  enum storage_column_kind kind,
-				  struct storage_type type, bool desc);
+				  const struct storage_type *type, bool desc);
 /* A deep copy, or NULL. */
 struct storage_table_meta *
 storage_table_meta_clone(const struct storage_table_meta *t);

@@ -1,5 +1,6 @@
 /*
- * CQL type names, validation and Cassandra's per-type value orders.
+ * Simple types: validation and Cassandra's per-type value orders.
+ * (Composite values: type_values.c; type nodes: type_tree.c.)
  */
 #include "storage/types.h"
 
@@ -9,67 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-bool storage_type_is_collection(uint16_t kind)
-{
-	return kind == STORAGE_TYPE_LIST || kind == STORAGE_TYPE_SET ||
-	       kind == STORAGE_TYPE_MAP;
-}
-
-const char *storage_type_kind_name(uint16_t kind)
-{
-	switch (kind) {
-	case STORAGE_TYPE_ASCII:
-		return "ascii";
-	case STORAGE_TYPE_BIGINT:
-		return "bigint";
-	case STORAGE_TYPE_BLOB:
-		return "blob";
-	case STORAGE_TYPE_BOOLEAN:
-		return "boolean";
-	case STORAGE_TYPE_DECIMAL:
-		return "decimal";
-	case STORAGE_TYPE_DOUBLE:
-		return "double";
-	case STORAGE_TYPE_FLOAT:
-		return "float";
-	case STORAGE_TYPE_INT:
-		return "int";
-	case STORAGE_TYPE_TIMESTAMP:
-		return "timestamp";
-	case STORAGE_TYPE_UUID:
-		return "uuid";
-	case STORAGE_TYPE_TEXT:
-		return "text";
-	case STORAGE_TYPE_VARINT:
-		return "varint";
-	case STORAGE_TYPE_TIMEUUID:
-		return "timeuuid";
-	case STORAGE_TYPE_INET:
-		return "inet";
-	case STORAGE_TYPE_DATE:
-		return "date";
-	case STORAGE_TYPE_TIME:
-		return "time";
-	case STORAGE_TYPE_SMALLINT:
-		return "smallint";
-	case STORAGE_TYPE_TINYINT:
-		return "tinyint";
-	case STORAGE_TYPE_LIST:
-		return "list";
-	case STORAGE_TYPE_MAP:
-		return "map";
-	case STORAGE_TYPE_SET:
-		return "set";
-	default:
-		return NULL;
-	}
-}
-
-bool storage_type_kind_valid(uint16_t kind)
-{
-	return storage_type_kind_name(kind) != NULL;
-}
 
 /* Fixed width of a simple type, 0 when variable. */
 static size_t fixed_width(uint16_t kind)
@@ -295,114 +235,50 @@ int storage_type_validate(uint16_t kind, const uint8_t *v, size_t len)
 				       "Expected 8 byte long for time (%zu)",
 				       len);
 		return 0;
+	case STORAGE_TYPE_COUNTER:
+		if (len != 8 && len != 0)
+			return err_set(ERR_INVALID,
+				       "Expected 8 or 0 byte long (%zu)", len);
+		return 0;
+	case STORAGE_TYPE_DURATION: {
+		if (len < 3)
+			return err_set(ERR_INVALID,
+				       "Expected at least 3 bytes for a "
+				       "duration (%zu)",
+				       len);
+		int64_t p[3];
+		size_t off = 0;
+		for (int i = 0; i < 3; i++) {
+			size_t n = storage_vint_read(v + off, len - off, &p[i]);
+			if (n == 0)
+				return err_set(ERR_INVALID,
+					       "Not enough bytes to read a "
+					       "duration");
+			off += n;
+		}
+		if (p[0] != (int32_t)p[0])
+			return err_set(ERR_INVALID,
+				       "The duration months must be a 32 bits "
+				       "integer but was: %lld",
+				       (long long)p[0]);
+		if (p[1] != (int32_t)p[1])
+			return err_set(ERR_INVALID,
+				       "The duration days must be a 32 bits "
+				       "integer but was: %lld",
+				       (long long)p[1]);
+		if (!((p[0] >= 0 && p[1] >= 0 && p[2] >= 0) ||
+		      (p[0] <= 0 && p[1] <= 0 && p[2] <= 0)))
+			return err_set(ERR_INVALID,
+				       "The duration months, days and "
+				       "nanoseconds must be all of the same "
+				       "sign (%lld, %lld, %lld)",
+				       (long long)p[0], (long long)p[1],
+				       (long long)p[2]);
+		return 0;
+	}
 	default:
 		return err_set(ERR_INVALID, "unknown type 0x%04x", kind);
 	}
-}
-
-/* One element of a serialized collection: [int length][bytes]. */
-struct coll_cursor {
-	const uint8_t *p, *end;
-};
-
-/* 1 with the next element in *e, 0 with a null one (negative length),
- * -1 when the bytes run out. */
-static int coll_next(struct coll_cursor *c, const uint8_t **e, size_t *len)
-{
-	if (c->end - c->p < 4)
-		return -1;
-	int32_t n =
-		(int32_t)((uint32_t)c->p[0] << 24 | (uint32_t)c->p[1] << 16 |
-			  (uint32_t)c->p[2] << 8 | c->p[3]);
-	c->p += 4;
-	if (n < 0)
-		return 0;
-	if ((size_t)(c->end - c->p) < (size_t)n)
-		return -1;
-	*e = c->p;
-	*len = (size_t)n;
-	c->p += n;
-	return 1;
-}
-
-static const char *coll_name(uint16_t kind)
-{
-	return kind == STORAGE_TYPE_LIST  ? "list"
-	       : kind == STORAGE_TYPE_SET ? "set"
-					  : "map";
-}
-
-/* The count of a serialized collection: -1 when shorter than a count,
- * -2 when the count is negative. Sets no error (comparators use it). */
-static int64_t coll_count(const uint8_t *v, size_t len, struct coll_cursor *c)
-{
-	if (len < 4)
-		return -1;
-	int32_t n = (int32_t)((uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 |
-			      (uint32_t)v[2] << 8 | v[3]);
-	if (n < 0)
-		return -2;
-	c->p = v + 4;
-	c->end = v + len;
-	return n;
-}
-
-/* coll_count, or -1 with Cassandra's message. */
-static int64_t coll_open(uint16_t kind, const uint8_t *v, size_t len,
-			 struct coll_cursor *c)
-{
-	int64_t n = coll_count(v, len, c);
-	if (n == -1)
-		return err_set(ERR_INVALID, "Not enough bytes to read a %s",
-			       coll_name(kind));
-	if (n < 0)
-		return err_set(ERR_INVALID,
-			       "The data cannot be deserialized as a %s",
-			       coll_name(kind));
-	return n;
-}
-
-int storage_elements_validate(uint16_t kind, uint16_t elem, uint16_t value,
-			      const uint8_t *v, size_t len, bool allow_null)
-{
-	struct coll_cursor c;
-	int64_t n = coll_open(kind, v, len, &c);
-	if (n < 0)
-		return -1;
-	bool map = kind == STORAGE_TYPE_MAP;
-	for (int64_t i = 0; i < n; i++) {
-		for (int part = 0; part < (map ? 2 : 1); part++) {
-			const uint8_t *e = NULL;
-			size_t elen = 0;
-			int rc = coll_next(&c, &e, &elen);
-			if (rc < 0)
-				return err_set(ERR_INVALID,
-					       "Not enough bytes to read a %s",
-					       coll_name(kind));
-			if (rc == 0 && !allow_null)
-				return err_set(ERR_INVALID,
-					       "null is not supported inside "
-					       "collections");
-			if (rc == 1 &&
-			    storage_type_validate(part ? value : elem, e,
-						  elen) != 0)
-				return -1;
-		}
-	}
-	if (c.p != c.end)
-		return err_set(ERR_INVALID,
-			       "Unexpected extraneous bytes after %s value",
-			       coll_name(kind));
-	return 0;
-}
-
-int storage_value_validate(const struct storage_type *t, const uint8_t *v,
-			   size_t len)
-{
-	if (!storage_type_is_collection(t->kind))
-		return storage_type_validate(t->kind, v, len);
-	return storage_elements_validate(t->kind, t->elem, t->value, v, len,
-					 false);
 }
 
 static int bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
@@ -651,128 +527,4 @@ int storage_value_cmp(uint16_t kind, const uint8_t *a, size_t alen,
 	default: /* date is unsigned; text, blob, inet, boolean bytes */
 		return sign_of(bytes_cmp(a, alen, b, blen));
 	}
-}
-
-/* ---- frozen collections -------------------------------------------------- */
-
-/* Cassandra's ListType/SetType/MapType compare for frozen values: an
- * empty value first, then element by element with the element (map: key,
- * then value) comparator, then the shorter first. Malformed values (which
- * validation keeps out) compare as bytes, after the well-formed ones. */
-static int collection_cmp(const struct storage_type *t, const uint8_t *a,
-			  size_t alen, const uint8_t *b, size_t blen)
-{
-	if (alen == 0 || blen == 0)
-		return (alen != 0) - (blen != 0);
-	struct coll_cursor ca, cb;
-	int64_t na = coll_count(a, alen, &ca);
-	int64_t nb = coll_count(b, blen, &cb);
-	if (na < 0 || nb < 0) {
-		if ((na < 0) != (nb < 0))
-			return na < 0 ? 1 : -1;
-		return sign_of(bytes_cmp(a, alen, b, blen));
-	}
-	bool map = t->kind == STORAGE_TYPE_MAP;
-	for (int64_t i = 0; i < na && i < nb; i++) {
-		for (int part = 0; part < (map ? 2 : 1); part++) {
-			const uint8_t *ea = NULL, *eb = NULL;
-			size_t la = 0, lb = 0;
-			if (coll_next(&ca, &ea, &la) != 1 ||
-			    coll_next(&cb, &eb, &lb) != 1)
-				return sign_of(bytes_cmp(a, alen, b, blen));
-			int c = storage_value_cmp(part ? t->value : t->elem, ea,
-						  la, eb, lb);
-			if (c)
-				return c;
-		}
-	}
-	return na < nb ? -1 : na > nb;
-}
-
-int storage_type_cmp(const struct storage_type *t, const uint8_t *a,
-		     size_t alen, const uint8_t *b, size_t blen)
-{
-	if (storage_type_is_collection(t->kind))
-		return collection_cmp(t, a, alen, b, blen);
-	return storage_value_cmp(t->kind, a, alen, b, blen);
-}
-
-struct norm_elem {
-	const uint8_t *key, *val;
-	size_t key_len, val_len;
-	size_t order;
-};
-
-struct norm_ctx {
-	uint16_t kind;
-};
-
-static int norm_cmp(const void *x, const void *y, void *arg)
-{
-	const struct norm_elem *a = x, *b = y;
-	const struct norm_ctx *c = arg;
-	int r = storage_value_cmp(c->kind, a->key, a->key_len, b->key,
-				  b->key_len);
-	if (r)
-		return r;
-	return a->order < b->order ? -1 : a->order > b->order;
-}
-
-int storage_value_normalize(const struct storage_type *t, const uint8_t *v,
-			    size_t len, struct buf *out)
-{
-	if (t->kind != STORAGE_TYPE_SET && t->kind != STORAGE_TYPE_MAP)
-		return buf_append(out, v, len);
-	struct coll_cursor c;
-	int64_t n = coll_open(t->kind, v, len, &c);
-	if (n < 0)
-		return -1;
-	if ((size_t)n > len / 4)
-		return err_set(ERR_INVALID, "Not enough bytes to read a %s",
-			       coll_name(t->kind));
-	bool map = t->kind == STORAGE_TYPE_MAP;
-	struct norm_elem *e = malloc(((size_t)n + 1) * sizeof(*e));
-	if (!e)
-		return err_set(ERR_NOMEM, "out of memory");
-	for (int64_t i = 0; i < n; i++) {
-		e[i].order = (size_t)i;
-		e[i].val = NULL;
-		e[i].val_len = 0;
-		if (coll_next(&c, &e[i].key, &e[i].key_len) != 1 ||
-		    (map && coll_next(&c, &e[i].val, &e[i].val_len) != 1)) {
-			free(e);
-			return err_set(ERR_INVALID,
-				       "Not enough bytes to read a %s",
-				       coll_name(t->kind));
-		}
-	}
-	struct norm_ctx ctx = {t->elem};
-	qsort_r(e, (size_t)n, sizeof(*e), norm_cmp, &ctx);
-	/* Equal elements: a set keeps the first, a map the first key with
-	 * the last value (Java's LinkedHashSet/TreeSet and TreeMap.put, as
-	 * Sets.Value and Maps.Value.fromSerialized build them). */
-	size_t kept = 0;
-	for (size_t i = 0; i < (size_t)n; i++) {
-		if (kept && storage_value_cmp(t->elem, e[kept - 1].key,
-					      e[kept - 1].key_len, e[i].key,
-					      e[i].key_len) == 0) {
-			e[kept - 1].val = e[i].val;
-			e[kept - 1].val_len = e[i].val_len;
-			continue;
-		}
-		e[kept++] = e[i];
-	}
-	size_t mark = out->len;
-	int rc = buf_put_be32(out, (uint32_t)kept);
-	for (size_t i = 0; rc == 0 && i < kept; i++) {
-		rc = buf_put_be32(out, (uint32_t)e[i].key_len) ||
-		     buf_append(out, e[i].key, e[i].key_len);
-		if (rc == 0 && map)
-			rc = buf_put_be32(out, (uint32_t)e[i].val_len) ||
-			     buf_append(out, e[i].val, e[i].val_len);
-	}
-	free(e);
-	if (rc)
-		out->len = mark;
-	return rc ? -1 : 0;
 }

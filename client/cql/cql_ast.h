@@ -33,6 +33,7 @@ enum cql_term_kind {
 	CQL_TERM_TUPLE,    /* (a, b) in multi-column relations */
 	CQL_TERM_FUNCTION, /* name(args): now(), uuid(), toTimestamp(x) ... */
 	CQL_TERM_HINT,     /* (type)term: items[0] typed as `type` */
+	CQL_TERM_DURATION, /* 1h30m, P1DT2H ...: text as written */
 };
 
 struct cql_type_ast;
@@ -94,8 +95,9 @@ struct cql_relation {
 /* A CQL type as written: name plus parameters (list<int>, map<text, int>,
  * frozen<set<uuid>>). Names are lower-cased; frozen is a flag. */
 struct cql_type_ast {
-	const char *name;
+	const char *name; /* the digits of a number (vector<float, 3>) */
 	bool frozen;
+	bool number; /* a numeric parameter, not a type */
 	struct cql_type_ast **params;
 	size_t param_count;
 };

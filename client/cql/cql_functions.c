@@ -845,8 +845,9 @@ static int arg_value(const struct cql_term *a, uint16_t kind, const char *spec,
 	if (a->kind == CQL_TERM_FUNCTION || a->kind == CQL_TERM_HINT) {
 		rc = cql_fn_term_eval(a, ctx, cmp, &type, tmp);
 	} else {
-		struct cql_column_type ct = {kind, 0, 0};
-		rc = cql_term_serialize(a, &ct, spec, ctx, cmp, tmp);
+		const struct storage_type *st = storage_type_simple(kind);
+		rc = st ? cql_term_serialize(a, st, spec, ctx, cmp, tmp)
+			: err_set(ERR_INVALID, "Invalid argument for %s", spec);
 	}
 	if (rc < 0)
 		return -1;

@@ -184,9 +184,118 @@ static int lex_dollar_string(struct lexer *lx)
 	return lex_error(lx, start, "unterminated $$ string");
 }
 
+/* The length of a duration unit at p (y mo w d h m s ms us µs ns, any
+ * case), or 0. */
+static size_t duration_unit(const char *p, const char *end)
+{
+	static const char *const two[] = {"mo", "ms", "us", "ns"};
+	if (end - p >= 3 && (unsigned char)p[0] == 0xc2 &&
+	    (unsigned char)p[1] == 0xb5 && (p[2] == 's' || p[2] == 'S'))
+		return 3; /* µs */
+	if (end - p >= 2)
+		for (size_t i = 0; i < 4; i++)
+			if (tolower((unsigned char)p[0]) == two[i][0] &&
+			    tolower((unsigned char)p[1]) == two[i][1])
+				return 2;
+	if (end - p >= 1 && strchr("ywdhms", tolower((unsigned char)p[0])))
+		return 1;
+	return 0;
+}
+
+static bool ends_token(const char *p, const char *end)
+{
+	return p == end || (!is_ident_char(*p) && (unsigned char)*p < 0x80);
+}
+
+/* Cassandra's DURATION token, digits first: (DIGIT+ UNIT)+. The length,
+ * or 0 when the text at p is not one. */
+static size_t duration_standard(const char *p, const char *end)
+{
+	const char *q = p;
+	for (;;) {
+		const char *d = q;
+		while (q < end && isdigit((unsigned char)*q))
+			q++;
+		if (q == d)
+			break;
+		size_t u = duration_unit(q, end);
+		if (!u)
+			return 0;
+		q += u;
+		if (ends_token(q, end))
+			return (size_t)(q - p);
+	}
+	return 0;
+}
+
+static const char *iso_digits(const char *p, const char *end, int n)
+{
+	for (int i = 0; i < n; i++, p++)
+		if (p >= end || !isdigit((unsigned char)*p))
+			return NULL;
+	return p;
+}
+
+/* The ISO 8601 forms, P first: P[nY][nM][nD][T[nH][nM][nS]], PnW and
+ * PYYYY-MM-DDThh:mm:ss. The length, or 0. */
+static size_t duration_iso(const char *p, const char *end)
+{
+	if (p == end || *p != 'P')
+		return 0;
+	const char *q = p + 1;
+	/* alternative format */
+	const char *a = iso_digits(q, end, 4);
+	if (a && a < end && *a == '-') {
+		static const char shape[] = "-dd-ddTdd:dd:dd";
+		for (const char *s = shape; *s; s++, a++) {
+			if (a >= end || (*s == 'd' ? !isdigit((unsigned char)*a)
+						   : *a != *s))
+				return 0;
+		}
+		return ends_token(a, end) ? (size_t)(a - p) : 0;
+	}
+	/* week format */
+	const char *w = q;
+	while (w < end && isdigit((unsigned char)*w))
+		w++;
+	if (w > q && w < end && *w == 'W')
+		return ends_token(w + 1, end) ? (size_t)(w + 1 - p) : 0;
+	/* designators, in order */
+	static const char date_units[] = "YMD", time_units[] = "HMS";
+	const char *units = date_units;
+	bool any = false, in_time = false;
+	for (;;) {
+		if (q < end && *q == 'T' && !in_time) {
+			in_time = true;
+			units = time_units;
+			q++;
+			continue;
+		}
+		const char *d = q;
+		while (q < end && isdigit((unsigned char)*q))
+			q++;
+		if (q == d)
+			break;
+		const char *u = q < end ? strchr(units, *q) : NULL;
+		if (!u || !*q)
+			return 0;
+		units = u + 1;
+		q++;
+		any = true;
+	}
+	if (!any)
+		return 0;
+	return ends_token(q, end) ? (size_t)(q - p) : 0;
+}
+
 static int lex_number(struct lexer *lx)
 {
 	const char *start = lx->pos, *p = start;
+	size_t dur = duration_standard(start, lx->end);
+	if (dur) {
+		lx->pos = start + dur;
+		return push(lx, CQL_TOK_DURATION, start, dur, start, dur);
+	}
 	bool is_float = false;
 	while (p < lx->end && isdigit((unsigned char)*p))
 		p++;
@@ -234,6 +343,11 @@ static int lex_one(struct lexer *lx)
 	}
 	if (isdigit((unsigned char)c))
 		return lex_number(lx);
+	size_t iso = c == 'P' ? duration_iso(p, lx->end) : 0;
+	if (iso) {
+		lx->pos += iso;
+		return push(lx, CQL_TOK_DURATION, p, iso, p, iso);
+	}
 	if (is_ident_start(c)) {
 		const char *q = p;
 		while (q < lx->end && is_ident_char(*q))

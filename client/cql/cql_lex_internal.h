@@ -15,9 +15,10 @@ enum cql_tok_kind {
 	CQL_TOK_INTEGER,
 	CQL_TOK_FLOAT,
 	CQL_TOK_UUID,
-	CQL_TOK_HEX,   /* 0x...; text is the digits after 0x */
-	CQL_TOK_PUNCT, /* text is one of ( ) , ; . * = < > <= >= != [ ] { }
-			  : ? + - */
+	CQL_TOK_HEX,      /* 0x...; text is the digits after 0x */
+	CQL_TOK_PUNCT,    /* text is one of ( ) , ; . * = < > <= >= != [ ] { }
+			     : ? + - */
+	CQL_TOK_DURATION, /* 1h30m, P1DT2H, P2W, P0001-02-03T04:05:06 */
 };
 
 struct cql_token {

@@ -287,6 +287,11 @@ static struct cql_term *term_inner(struct parser *p)
 		advance(p);
 		return x;
 	}
+	case CQL_TOK_DURATION: {
+		struct cql_term *x = term_new(p, CQL_TERM_DURATION, t);
+		advance(p);
+		return x;
+	}
 	case CQL_TOK_IDENT:
 	case CQL_TOK_QIDENT:
 		if (tok_is_kw(t, "null")) {
@@ -321,6 +326,14 @@ static struct cql_term *term_inner(struct parser *p)
 		}
 		if (tok_is_punct(t, "-")) {
 			advance(p);
+			if (tok(p)->kind == CQL_TOK_DURATION) {
+				struct cql_term *x =
+					term_new(p, CQL_TERM_DURATION, tok(p));
+				if (x)
+					x->negative = true;
+				advance(p);
+				return x;
+			}
 			return number_term(p, true);
 		}
 		if (tok_is_punct(t, "[")) {
@@ -403,7 +416,24 @@ static struct cql_type_ast *type_ast_inner(struct parser *p)
 		struct vec params = VEC(struct cql_type_ast *);
 		do {
 			struct cql_type_ast **slot = vec_push(p, &params);
-			if (!slot || !(*slot = cql_parse_type_ast(p)))
+			if (!slot)
+				return NULL;
+			if (tok(p)->kind == CQL_TOK_INTEGER) {
+				/* vector<float, 3>: a dimension */
+				struct cql_type_ast *n = node(p, sizeof(*n));
+				char *digits = arena_alloc_aligned(
+					p->a, tok(p)->len + 1, 1);
+				if (!n || !digits)
+					return NULL;
+				memcpy(digits, tok(p)->text, tok(p)->len);
+				digits[tok(p)->len] = '\0';
+				n->name = digits;
+				n->number = true;
+				advance(p);
+				*slot = n;
+				continue;
+			}
+			if (!(*slot = cql_parse_type_ast(p)))
 				return NULL;
 		} while (accept_punct(p, ","));
 		if (expect_punct(p, ">") != 0)

@@ -11,6 +11,7 @@
 #include "storage/types.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -63,6 +64,8 @@ const char *cql_type_name(uint16_t kind)
 		return "smallint";
 	case CQL_TYPE_TINYINT:
 		return "tinyint";
+	case CQL_TYPE_DURATION:
+		return "duration";
 	case CQL_TYPE_LIST:
 		return "list";
 	case CQL_TYPE_MAP:
@@ -440,6 +443,228 @@ static int serialize_float(const struct cql_term *t, bool dbl, struct buf *out)
 	return buf_put_be32(out, bits);
 }
 
+/* ---- durations ------------------------------------------------------------
+ */
+
+#define NS_US  1000ll
+#define NS_MS  (1000 * NS_US)
+#define NS_SEC (1000 * NS_MS)
+#define NS_MIN (60 * NS_SEC)
+#define NS_HR  (60 * NS_MIN)
+
+/* Cassandra's Duration.Builder: units in order, each once, totals that
+ * fit. */
+struct dur_builder {
+	int64_t months, days, nanos;
+	int unit; /* the last unit added (1 years .. 10 nanoseconds) */
+};
+
+static const char *const dur_unit_names[] = {
+	"",           "years",   "months",  "weeks",        "days",
+	"hours",      "minutes", "seconds", "milliseconds", "microseconds",
+	"nanoseconds"};
+
+static int dur_add(struct dur_builder *b, int unit, uint64_t n)
+{
+	if (unit == b->unit)
+		return err_set(ERR_INVALID,
+			       "Invalid duration. The %s are specified "
+			       "multiple times",
+			       dur_unit_names[unit]);
+	if (unit < b->unit)
+		return err_set(ERR_INVALID,
+			       "Invalid duration. The %s should be after %s",
+			       dur_unit_names[b->unit], dur_unit_names[unit]);
+	b->unit = unit;
+	static const int64_t per[] = {0,      12,     1,     7,     1, NS_HR,
+				      NS_MIN, NS_SEC, NS_MS, NS_US, 1};
+	int64_t *total = unit <= 2   ? &b->months
+			 : unit <= 4 ? &b->days
+				     : &b->nanos;
+	int64_t max = unit <= 4 ? INT32_MAX : INT64_MAX;
+	const char *what = unit <= 2   ? "months"
+			   : unit <= 4 ? "days"
+				       : "nanoseconds";
+	if (n > (uint64_t)((max - *total) / per[unit]))
+		return err_set(ERR_INVALID,
+			       "Invalid duration. The total number of %s must "
+			       "be less or equal to %d",
+			       what, INT32_MAX);
+	*total += (int64_t)n * per[unit];
+	return 0;
+}
+
+static bool dur_number(const char **p, const char *end, uint64_t *out)
+{
+	const char *q = *p;
+	uint64_t v = 0;
+	while (q < end && *q >= '0' && *q <= '9') {
+		if (v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*q - '0');
+		q++;
+	}
+	if (q == *p)
+		return false;
+	*p = q;
+	*out = v;
+	return true;
+}
+
+int cql_parse_duration(const char *s, size_t len, bool negative,
+		       struct storage_duration *out)
+{
+	const char *p = s, *end = s + len;
+	if (p < end && *p == '-') {
+		negative = !negative;
+		p++;
+	}
+	struct dur_builder b = {0};
+	const char *src = p;
+	int srclen = (int)(end - p);
+	uint64_t n;
+	if (p < end && *p == 'P') {
+		p++;
+		if (end[-1] == 'W') {
+			if (!dur_number(&p, end, &n) || p != end - 1)
+				goto bad;
+			if (dur_add(&b, 3, n) != 0)
+				return -1;
+		} else if (memchr(p, '-', (size_t)(end - p))) {
+			static const char shape[] = "4-2-2T2:2:2";
+			static const int units[] = {1, 2, 4, 5, 6, 7};
+			int k = 0;
+			for (const char *sh = shape; *sh; sh++) {
+				if (*sh >= '0' && *sh <= '9') {
+					const char *d = p;
+					if (!dur_number(&p, end, &n) ||
+					    p - d != *sh - '0')
+						goto bad;
+					if (dur_add(&b, units[k++], n) != 0)
+						return -1;
+				} else if (p >= end || *p++ != *sh) {
+					goto bad;
+				}
+			}
+			if (p != end)
+				goto bad;
+		} else {
+			static const char date_units[] = "YMD",
+					  time_units[] = "HMS";
+			const char *units = date_units;
+			bool in_time = false;
+			while (p < end) {
+				if (*p == 'T' && !in_time) {
+					in_time = true;
+					units = time_units;
+					p++;
+					continue;
+				}
+				if (!dur_number(&p, end, &n) || p >= end)
+					goto bad;
+				const char *u = strchr(units, *p);
+				if (!u || !*p)
+					goto bad;
+				int unit =
+					in_time ? 5 + (int)(u - time_units)
+						: (u == date_units       ? 1
+						   : u == date_units + 1 ? 2
+									 : 4);
+				if (dur_add(&b, unit, n) != 0)
+					return -1;
+				units = u + 1;
+				p++;
+			}
+		}
+	} else {
+		if (p == end)
+			goto bad;
+		while (p < end) {
+			if (!dur_number(&p, end, &n) || p >= end)
+				goto bad;
+			int unit;
+			char c0 = (char)tolower((unsigned char)p[0]);
+			char c1 = p + 1 < end
+					  ? (char)tolower((unsigned char)p[1])
+					  : 0;
+			if ((unsigned char)p[0] == 0xc2 && p + 2 < end &&
+			    (unsigned char)p[1] == 0xb5 &&
+			    tolower((unsigned char)p[2]) == 's') {
+				unit = 9;
+				p += 3;
+			} else if (c0 == 'm' && c1 == 'o') {
+				unit = 2;
+				p += 2;
+			} else if (c0 == 'm' && c1 == 's') {
+				unit = 8;
+				p += 2;
+			} else if (c0 == 'u' && c1 == 's') {
+				unit = 9;
+				p += 2;
+			} else if (c0 == 'n' && c1 == 's') {
+				unit = 10;
+				p += 2;
+			} else {
+				const char *u = strchr("ywdhms", c0);
+				if (!c0 || !u)
+					goto bad;
+				static const int units[] = {1, 3, 4, 5, 6, 7};
+				unit = units[u - "ywdhms"];
+				p++;
+			}
+			if (dur_add(&b, unit, n) != 0)
+				return -1;
+		}
+	}
+	out->months = (int32_t)(negative ? -b.months : b.months);
+	out->days = (int32_t)(negative ? -b.days : b.days);
+	out->nanos = negative ? -b.nanos : b.nanos;
+	return 0;
+bad:
+	return err_set(ERR_INVALID, "Unable to convert '%.*s' to a duration",
+		       srclen, src);
+}
+
+static int put_unit(struct buf *b, int64_t *v, int64_t per, const char *unit)
+{
+	if (*v == 0 || *v < per)
+		return 0;
+	char t[32];
+	int n = snprintf(t, sizeof(t), "%lld%s", (long long)(*v / per), unit);
+	*v %= per;
+	return buf_append(b, t, (size_t)n);
+}
+
+int cql_format_duration(const struct storage_duration *d, struct buf *out)
+{
+	int64_t months = d->months < 0 ? -(int64_t)d->months : d->months;
+	int64_t days = d->days < 0 ? -(int64_t)d->days : d->days;
+	int64_t nanos = d->nanos < 0 ? -d->nanos : d->nanos;
+	size_t mark = out->len;
+	int rc = (d->months < 0 || d->days < 0 || d->nanos < 0) &&
+		 buf_append(out, "-", 1);
+	rc = rc || put_unit(out, &months, 12, "y") ||
+	     put_unit(out, &months, 1, "mo") || put_unit(out, &days, 1, "d");
+	if (nanos)
+		rc = rc || put_unit(out, &nanos, NS_HR, "h") ||
+		     put_unit(out, &nanos, NS_MIN, "m") ||
+		     put_unit(out, &nanos, NS_SEC, "s") ||
+		     put_unit(out, &nanos, NS_MS, "ms") ||
+		     put_unit(out, &nanos, NS_US, "us") ||
+		     put_unit(out, &nanos, 1, "ns");
+	if (rc)
+		out->len = mark;
+	return rc ? -1 : 0;
+}
+
+static int serialize_duration(const struct cql_term *t, struct buf *out)
+{
+	struct storage_duration d;
+	if (cql_parse_duration(t->text, t->len, t->negative, &d) != 0)
+		return -1;
+	return storage_duration_encode(&d, out);
+}
+
 /* ---- simple values ------------------------------------------------------- */
 
 static const char *constant_name(enum cql_term_kind k)
@@ -457,30 +682,51 @@ static const char *constant_name(enum cql_term_kind k)
 		return "UUID";
 	case CQL_TERM_BLOB:
 		return "HEX";
+	case CQL_TERM_DURATION:
+		return "DURATION";
 	default:
 		return "value";
 	}
 }
 
+static int invalid_constant_type(const struct cql_term *t, const char *column,
+				 const struct storage_type *type)
+{
+	struct buf tn;
+	buf_init(&tn);
+	if (storage_type_format(type, &tn) != 0 || buf_put_u8(&tn, 0) != 0) {
+		buf_free(&tn);
+		return -1;
+	}
+	int rc;
+	if (t->kind == CQL_TERM_LIST || t->kind == CQL_TERM_SET ||
+	    t->kind == CQL_TERM_MAP || t->kind == CQL_TERM_TUPLE)
+		rc = err_set(ERR_INVALID,
+			     "Invalid %s literal for %s of type %s",
+			     t->kind == CQL_TERM_LIST  ? "list"
+			     : t->kind == CQL_TERM_SET ? "set"
+			     : t->kind == CQL_TERM_MAP ? "map"
+						       : "tuple",
+			     column, (const char *)tn.data);
+	else
+		rc = err_set(ERR_INVALID,
+			     "Invalid %s constant (%s%.*s) for \"%s\" of "
+			     "type %s",
+			     constant_name(t->kind), t->negative ? "-" : "",
+			     (int)(t->len > 60 ? 60 : t->len),
+			     t->text ? t->text : "", column,
+			     (const char *)tn.data);
+	buf_free(&tn);
+	return rc;
+}
+
 static int invalid_constant(const struct cql_term *t, const char *column,
 			    uint16_t kind)
 {
-	const char *tn = cql_type_name(kind);
-	if (t->kind == CQL_TERM_LIST || t->kind == CQL_TERM_SET ||
-	    t->kind == CQL_TERM_MAP || t->kind == CQL_TERM_TUPLE)
-		return err_set(ERR_INVALID,
-			       "Invalid %s literal for %s of type %s",
-			       t->kind == CQL_TERM_LIST  ? "list"
-			       : t->kind == CQL_TERM_SET ? "set"
-			       : t->kind == CQL_TERM_MAP ? "map"
-							 : "tuple",
-			       column, tn ? tn : "?");
-	return err_set(ERR_INVALID,
-		       "Invalid %s constant (%s%.*s) for \"%s\" of "
-		       "type %s",
-		       constant_name(t->kind), t->negative ? "-" : "",
-		       (int)(t->len > 60 ? 60 : t->len), t->text ? t->text : "",
-		       column, tn ? tn : "?");
+	const struct storage_type *st = storage_type_simple(kind);
+	if (st)
+		return invalid_constant_type(t, column, st);
+	return err_set(ERR_INVALID, "Invalid value for \"%s\"", column);
 }
 
 static bool valid_utf8(const uint8_t *p, size_t n)
@@ -622,6 +868,8 @@ static int serialize_integer(const struct cql_term *t, uint16_t kind,
 		return buf_put_be32(out, (uint32_t)v);
 	case CQL_TYPE_VARINT:
 		return varint_from_decimal(t->text, t->len, t->negative, out);
+	case CQL_TYPE_DURATION:
+		return serialize_duration(t, out);
 	case CQL_TYPE_DECIMAL:
 		return serialize_decimal(t, out);
 	case CQL_TYPE_FLOAT:
@@ -722,6 +970,9 @@ static int serialize_simple(const struct cql_term *t, uint16_t kind,
 		rc = 0;
 		break;
 	}
+	case CQL_TERM_DURATION:
+		rc = kind == CQL_TYPE_DURATION ? serialize_duration(t, out) : 1;
+		break;
 	case CQL_TERM_FUNCTION:
 	case CQL_TERM_HINT:
 		return serialize_function(t, kind, column, fn, out);
@@ -737,7 +988,7 @@ static int serialize_simple(const struct cql_term *t, uint16_t kind,
 	return rc;
 }
 
-/* ---- collections --------------------------------------------------------- */
+/* ---- collections, tuples, vectors ---------------------------------------- */
 
 struct elem {
 	size_t key_off, key_len;
@@ -747,14 +998,14 @@ struct elem {
 
 struct sort_ctx {
 	const uint8_t *base;
-	uint16_t kind;
+	const struct storage_type *type;
 	cql_value_cmp_fn cmp;
 };
 
 static int key_cmp(const struct elem *a, const struct elem *b,
 		   const struct sort_ctx *c)
 {
-	return c->cmp(c->kind, c->base + a->key_off, a->key_len,
+	return c->cmp(c->type, c->base + a->key_off, a->key_len,
 		      c->base + b->key_off, b->key_len);
 }
 
@@ -768,8 +1019,32 @@ static int elem_cmp(const void *x, const void *y, void *arg)
 	return a->order < b->order ? -1 : a->order > b->order;
 }
 
+static int serialize_any(const struct cql_term *t,
+			 const struct storage_type *type, const char *column,
+			 const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
+			 struct buf *out);
+
+/* An element inside a collection, tuple or vector: no null, no marker. */
+static int serialize_inner(const struct cql_term *t,
+			   const struct storage_type *type, const char *column,
+			   const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
+			   struct buf *out, bool null_ok)
+{
+	if (t->kind == CQL_TERM_NULL) {
+		if (null_ok)
+			return 1;
+		return err_set(ERR_INVALID,
+			       "null is not supported inside collections");
+	}
+	if (t->kind == CQL_TERM_BIND)
+		return err_set(ERR_UNSUPPORTED,
+			       "Bind markers inside collection literals "
+			       "are not supported by Cassini yet");
+	return serialize_any(t, type, column, fn, cmp, out);
+}
+
 static int serialize_collection(const struct cql_term *t,
-				const struct cql_column_type *type,
+				const struct storage_type *type,
 				const char *column, const struct cql_fn_ctx *fn,
 				cql_value_cmp_fn cmp, struct buf *out)
 {
@@ -781,7 +1056,7 @@ static int serialize_collection(const struct cql_term *t,
 		 (t->kind == CQL_TERM_SET || empty_braces)) ||
 		(is_map && t->kind == CQL_TERM_MAP);
 	if (!shape_ok)
-		return invalid_constant(t, column, type->kind);
+		return invalid_constant_type(t, column, type);
 	size_t n = is_map ? t->count / 2 : t->count;
 	struct buf tmp;
 	struct elem *elems = calloc(n ? n : 1, sizeof(*elems));
@@ -799,20 +1074,15 @@ static int serialize_collection(const struct cql_term *t,
 				"null is not supported inside collections");
 			break;
 		}
-		if (k->kind == CQL_TERM_BIND ||
-		    (v && v->kind == CQL_TERM_BIND)) {
-			rc = err_set(ERR_UNSUPPORTED,
-				     "Bind markers inside collection literals "
-				     "are not supported by Cassini yet");
-			break;
-		}
 		elems[i].order = i;
 		elems[i].key_off = tmp.len;
-		rc = serialize_simple(k, type->elem, column, fn, &tmp);
+		rc = serialize_inner(k, type->sub[0], column, fn, cmp, &tmp,
+				     false);
 		elems[i].key_len = tmp.len - elems[i].key_off;
 		if (rc == 0 && v) {
 			elems[i].val_off = tmp.len;
-			rc = serialize_simple(v, type->value, column, fn, &tmp);
+			rc = serialize_inner(v, type->sub[1], column, fn, cmp,
+					     &tmp, false);
 			elems[i].val_len = tmp.len - elems[i].val_off;
 		}
 	}
@@ -820,8 +1090,8 @@ static int serialize_collection(const struct cql_term *t,
 	/* elements of empty values only: nothing was allocated */
 	const uint8_t *base = tmp.data ? tmp.data : (const uint8_t *)"";
 	if (rc == 0 && type->kind != CQL_TYPE_LIST && n > 1) {
-		struct sort_ctx ctx = {base, type->elem,
-				       cmp ? cmp : storage_value_cmp};
+		struct sort_ctx ctx = {base, type->sub[0],
+				       cmp ? cmp : storage_type_cmp};
 		/* Sort, then keep the last of each run of equal keys: for maps
 		 * the later value wins, as in Cassandra. */
 		qsort_r(elems, n, sizeof(*elems), elem_cmp, &ctx);
@@ -852,8 +1122,117 @@ static int serialize_collection(const struct cql_term *t,
 	return rc ? -1 : 0;
 }
 
+/* (a, b, ...) for tuple<A, B, ...>: Cassandra's Tuples.Literal allows
+ * fewer components than the type has (the rest are null), not more. */
+static int serialize_tuple(const struct cql_term *t,
+			   const struct storage_type *type, const char *column,
+			   const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
+			   struct buf *out)
+{
+	if (t->kind != CQL_TERM_TUPLE)
+		return invalid_constant_type(t, column, type);
+	if (t->count > type->count) {
+		struct buf tn;
+		buf_init(&tn);
+		int rc = storage_type_format(type, &tn) || buf_put_u8(&tn, 0);
+		rc = rc ? -1
+			: err_set(ERR_INVALID,
+				  "Invalid tuple literal for %s: too many "
+				  "elements. Type %s expects %u but got %zu",
+				  column, (const char *)tn.data, type->count,
+				  t->count);
+		buf_free(&tn);
+		return rc;
+	}
+	size_t mark = out->len;
+	for (size_t i = 0; i < t->count; i++) {
+		size_t at = out->len;
+		if (buf_put_be32(out, 0) != 0)
+			goto fail;
+		int rc = serialize_inner(t->items[i], type->sub[i], column, fn,
+					 cmp, out, true);
+		if (rc < 0)
+			goto fail;
+		uint32_t n =
+			rc == 1 ? UINT32_MAX : (uint32_t)(out->len - at - 4);
+		be32_store(out->data + at, n);
+	}
+	return 0;
+fail:
+	out->len = mark;
+	return -1;
+}
+
+/* [a, b, c] for vector<T, 3>: exactly the dimension, no nulls; packed
+ * when T has a fixed length, else each element after its vint length. */
+static int serialize_vector(const struct cql_term *t,
+			    const struct storage_type *type, const char *column,
+			    const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
+			    struct buf *out)
+{
+	if (t->kind != CQL_TERM_LIST)
+		return invalid_constant_type(t, column, type);
+	if (t->count != type->dimension)
+		return err_set(
+			ERR_INVALID,
+			"Invalid vector literal for %s of type "
+			"vector<%s, %u>; expected %u elements, but "
+			"given %zu",
+			column,
+			storage_type_kind_name(type->sub[0]->kind)
+				? storage_type_kind_name(type->sub[0]->kind)
+				: "?",
+			type->dimension, type->dimension, t->count);
+	bool fixed = storage_type_fixed_length(type->sub[0]) != 0;
+	size_t mark = out->len;
+	struct buf el;
+	buf_init(&el);
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < t->count; i++) {
+		buf_clear(&el);
+		rc = serialize_inner(t->items[i], type->sub[0], column, fn, cmp,
+				     &el, false);
+		if (rc == 0 && fixed &&
+		    el.len != storage_type_fixed_length(type->sub[0]))
+			rc = err_set(ERR_INVALID,
+				     "Element at index %zu is null", i);
+		if (rc == 0)
+			rc = (!fixed && storage_uvint_put(out, el.len)) ||
+			     buf_append(out,
+					el.data ? el.data : (const uint8_t *)"",
+					el.len);
+	}
+	buf_free(&el);
+	if (rc)
+		out->len = mark;
+	return rc ? -1 : 0;
+}
+
+static int serialize_any(const struct cql_term *t,
+			 const struct storage_type *type, const char *column,
+			 const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
+			 struct buf *out)
+{
+	switch (type->kind) {
+	case CQL_TYPE_LIST:
+	case CQL_TYPE_SET:
+	case CQL_TYPE_MAP:
+		return serialize_collection(t, type, column, fn, cmp, out);
+	case CQL_TYPE_TUPLE:
+		return serialize_tuple(t, type, column, fn, cmp, out);
+	case STORAGE_TYPE_VECTOR:
+		return serialize_vector(t, type, column, fn, cmp, out);
+	case CQL_TYPE_UDT:
+		return err_set(ERR_UNSUPPORTED,
+			       "User-defined type literals are not supported "
+			       "by Cassini yet");
+	default:
+		return serialize_simple(t, type->kind, column, fn, out);
+	}
+}
+
 int cql_term_serialize(const struct cql_term *t,
-		       const struct cql_column_type *type, const char *column,
+		       const struct storage_type *type, const char *column,
 		       const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
 		       struct buf *out)
 {
@@ -862,8 +1241,5 @@ int cql_term_serialize(const struct cql_term *t,
 	if (t->kind == CQL_TERM_BIND)
 		return err_set(ERR_INVALID, "bind marker for %s has no value",
 			       column);
-	if (type->kind == CQL_TYPE_LIST || type->kind == CQL_TYPE_SET ||
-	    type->kind == CQL_TYPE_MAP)
-		return serialize_collection(t, type, column, fn, cmp, out);
-	return serialize_simple(t, type->kind, column, fn, out);
+	return serialize_any(t, type, column, fn, cmp, out);
 }

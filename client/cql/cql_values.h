@@ -10,12 +10,11 @@
  *   Invalid STRING constant (foo) for "v" of type int
  *   Unable to make int from '99999999999'
  *
- * Types are given by native-protocol ids (enum cql_type_id), the same
- * numbering storage/ uses for its kinds. Collections take element (and map
- * value) ids; their elements are simple types. Set elements and map keys are
+ * Types are storage type trees (storage/types.h; simple kinds are the
+ * native-protocol ids, enum cql_type_id). Set elements and map keys are
  * sorted by their type's order and de-duplicated (with the comparator the
- * caller supplies, storage_value_cmp when none), so a frozen set or map
- * literal has its canonical form.
+ * caller supplies, storage_type_cmp when none), at every depth, so a frozen
+ * set or map literal has its canonical form.
  *
  * Function calls and type hints (now(), blobAsInt(?), (int)1, ...) are
  * evaluated by client/cql/cql_functions.h; their clock, randomness and bound
@@ -26,6 +25,7 @@
 
 #include "client/cql/cql_ast.h"
 #include "common/buf.h"
+#include "storage/types.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -76,25 +76,21 @@ struct cql_fn_ctx {
 	size_t nbinds;
 };
 
-/* Orders two values of one simple type (storage_value_cmp's signature). */
-typedef int (*cql_value_cmp_fn)(uint16_t kind, const uint8_t *a, size_t alen,
-				const uint8_t *b, size_t blen);
-
-struct cql_column_type {
-	uint16_t kind;  /* enum cql_type_id */
-	uint16_t elem;  /* list/set element, map key */
-	uint16_t value; /* map value */
-};
+/* Orders two values of a type (storage_type_cmp's signature). */
+typedef int (*cql_value_cmp_fn)(const struct storage_type *t, const uint8_t *a,
+				size_t alen, const uint8_t *b, size_t blen);
 
 /*
- * Appends the serialized value of `t` for `column` to `out` (without a
+ * Appends the serialized value of `type` for `column` to `out` (without a
  * length prefix). CQL_TERM_NULL appends nothing and returns 1 (the caller
  * writes a null or a tombstone); other successes return 0. Bind markers
- * are the caller's business (this returns -1 for them). Errors are
- * ERR_INVALID with Cassandra's wording.
+ * are the caller's business (this returns -1 for them). Collections nest
+ * (list<frozen<set<int>>>), tuples take (a, b) literals and vectors list
+ * literals of their dimension. Errors are ERR_INVALID with Cassandra's
+ * wording.
  */
 int cql_term_serialize(const struct cql_term *t,
-		       const struct cql_column_type *type, const char *column,
+		       const struct storage_type *type, const char *column,
 		       const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
 		       struct buf *out);
 
@@ -106,6 +102,15 @@ int cql_parse_timestamp(const char *s, size_t len, int64_t *out_ms);
 int cql_parse_time(const char *s, size_t len, int64_t *out_ns);
 /* 'YYYY-MM-DD' -> days since the epoch. */
 int cql_parse_date(const char *s, size_t len, int64_t *out_days);
+
+/* Cassandra's duration literals (Duration.from): 1h30m (units y mo w d h m
+ * s ms us µs ns, each once, in that order), P1Y2M3DT4H5M6S, P2W,
+ * P0001-02-03T04:05:06; a leading '-' (or `negative`) negates. */
+int cql_parse_duration(const char *s, size_t len, bool negative,
+		       struct storage_duration *out);
+/* Appends a duration as Cassandra and cqlsh print it: "1y2mo3d4h5m6s",
+ * "-12us", "" for zero. */
+int cql_format_duration(const struct storage_duration *d, struct buf *out);
 
 /* Lower-case CQL type name for an id ("int", "text", ...), or NULL. */
 const char *cql_type_name(uint16_t kind);

@@ -64,14 +64,13 @@ static int resolve(struct build *b, const struct cql_term *t,
 		return 0;
 	}
 	struct buf tmp;
-	struct cql_column_type ct = {type->kind, type->elem, type->value};
 	buf_init(&tmp);
 	struct cql_fn_ctx fn = {0};
 	if (b->ctx->fn)
 		fn = *b->ctx->fn;
 	fn.binds = b->binds;
 	fn.nbinds = b->nbinds;
-	int rc = cql_term_serialize(t, &ct, column, &fn, b->ctx->cmp, &tmp);
+	int rc = cql_term_serialize(t, type, column, &fn, b->ctx->cmp, &tmp);
 	if (rc < 0) {
 		buf_free(&tmp);
 		return -1;
@@ -139,7 +138,7 @@ static int key_kind(const struct storage_table_meta *m, int c)
 static int condition_value(struct build *b, const struct cql_term *t,
 			   const struct storage_column *col, struct val *out)
 {
-	if (resolve(b, t, &col->type, col->name, out) != 0)
+	if (resolve(b, t, col->type, col->name, out) != 0)
 		return -1;
 	if (out->len == UNSET)
 		return err_set(ERR_INVALID, "Invalid unset value for column %s",
@@ -185,8 +184,8 @@ static int restrict_column(struct build *b, struct restr *r,
 			return 0;
 		}
 		/* IN ? : a bound list of values. */
-		struct storage_type lt = {STORAGE_TYPE_LIST, col->type.kind, 0,
-					  true};
+		struct storage_type lt = STORAGE_TYPE_COLLECTION(
+			STORAGE_TYPE_LIST, true, col->type);
 		struct val list;
 		if (resolve(b, v, &lt, col->name, &list) != 0)
 			return -1;
@@ -540,7 +539,7 @@ static int put_element(struct build *b, void *arg, struct val key,
 		return storage_mutation_delete_cell(p->mu, p->column, key.ptr,
 						    (size_t)key.len, b->ts,
 						    b->ctx->now_sec);
-	if (p->col->type.kind == STORAGE_TYPE_LIST) {
+	if (p->col->type->kind == STORAGE_TYPE_LIST) {
 		/* A list element's path is a fresh timeuuid; its value is the
 		 * element. */
 		uint8_t id[16];
@@ -593,8 +592,8 @@ static int write_value(struct build *b, struct storage_mutation *mu, int column,
 		       struct val v)
 {
 	const struct storage_column *col = &b->m->columns[column];
-	bool multicell =
-		storage_type_is_collection(col->type.kind) && !col->type.frozen;
+	bool multicell = storage_type_is_collection(col->type->kind) &&
+			 !col->type->frozen;
 	if (v.len == UNSET)
 		return 0;
 	if (v.len < 0)
@@ -613,8 +612,8 @@ static int write_value(struct build *b, struct storage_mutation *mu, int column,
 					       b->ctx->now_sec) != 0)
 		return -1;
 	struct put_ctx p = {mu, column, col, false};
-	return each_element(b, v, col->type.kind == STORAGE_TYPE_MAP, col->name,
-			    put_element, &p);
+	return each_element(b, v, col->type->kind == STORAGE_TYPE_MAP,
+			    col->name, put_element, &p);
 }
 
 /* ---- USING --------------------------------------------------------------- */
@@ -722,8 +721,8 @@ static int build_insert(struct build *b, const struct cql_insert *in)
 					       "duplicates");
 		cols[i] = c;
 		const struct storage_column *col = &m->columns[c];
-		if (resolve(b, in->values[i], &col->type, col->name,
-			    &vals[i]) != 0)
+		if (resolve(b, in->values[i], col->type, col->name, &vals[i]) !=
+		    0)
 			return -1;
 		if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
 		    col->kind == STORAGE_COLUMN_CLUSTERING) {
@@ -885,7 +884,7 @@ static int op_error(const struct cql_assignment *a, const char *what,
 static int check_assignment(const struct storage_column *col,
 			    const struct cql_assignment *a)
 {
-	const struct storage_type *ty = &col->type;
+	const struct storage_type *ty = col->type;
 	bool collection = storage_type_is_collection(ty->kind);
 	bool multicell = collection && !ty->frozen;
 	if (a->target.element) {
@@ -956,15 +955,14 @@ static int apply_assignment(struct build *b, struct storage_mutation *mu,
 			    const struct cql_assignment *a, int c)
 {
 	const struct storage_column *col = &b->m->columns[c];
-	const struct storage_type *ty = &col->type;
+	const struct storage_type *ty = col->type;
 	struct val v;
 	if (a->target.element) {
 		/* m[k] = v (Maps.SetterByKey; check_assignment ran) */
-		struct storage_type kt = {.kind = ty->elem},
-				    vt = {.kind = ty->value};
 		struct val k;
-		if (resolve(b, a->target.element, &kt, col->name, &k) != 0 ||
-		    resolve(b, a->value, &vt, col->name, &v) != 0)
+		if (resolve(b, a->target.element, ty->sub[0], col->name, &k) !=
+			    0 ||
+		    resolve(b, a->value, ty->sub[1], col->name, &v) != 0)
 			return -1;
 		if (k.len == UNSET)
 			return err_set(ERR_INVALID, "Invalid unset map key");
@@ -981,11 +979,13 @@ static int apply_assignment(struct build *b, struct storage_mutation *mu,
 					    b->ctx->now_sec);
 	}
 	/* c = c - {..} on a map removes keys: the operand is a set of keys. */
-	struct storage_type operand = *ty;
+	const struct storage_type *operand = ty;
+	const struct storage_type *key_sub[1] = {ty->count ? ty->sub[0] : ty};
+	struct storage_type keys = {
+		.kind = STORAGE_TYPE_SET, .count = 1, .sub = key_sub};
 	if (a->kind == CQL_ASSIGN_REMOVE && ty->kind == STORAGE_TYPE_MAP)
-		operand = (struct storage_type){STORAGE_TYPE_SET, ty->elem, 0,
-						false};
-	if (resolve(b, a->value, &operand, col->name, &v) != 0)
+		operand = &keys;
+	if (resolve(b, a->value, operand, col->name, &v) != 0)
 		return -1;
 	if (a->kind == CQL_ASSIGN_SET)
 		return write_value(b, mu, c, v);
@@ -1169,17 +1169,17 @@ static int check_deletion(const struct storage_column *col,
 {
 	if (!ref->element)
 		return 0;
-	if (!storage_type_is_collection(col->type.kind))
+	if (!storage_type_is_collection(col->type->kind))
 		return err_set(ERR_INVALID,
 			       "Invalid deletion operation for non collection "
 			       "column %s",
 			       col->name);
-	if (col->type.frozen)
+	if (col->type->frozen)
 		return err_set(ERR_INVALID,
 			       "Invalid deletion operation for frozen "
 			       "collection column %s",
 			       col->name);
-	if (col->type.kind == STORAGE_TYPE_LIST)
+	if (col->type->kind == STORAGE_TYPE_LIST)
 		return err_set(ERR_UNSUPPORTED,
 			       "Deleting a list element by index needs a read "
 			       "before the write, which Cassini does not do "
@@ -1215,17 +1215,15 @@ static int delete_columns(struct build *b, struct storage_mutation *mu,
 				break;
 			const struct cql_column_ref *ref = &d->columns[i];
 			bool multicell =
-				storage_type_is_collection(col->type.kind) &&
-				!col->type.frozen;
+				storage_type_is_collection(col->type->kind) &&
+				!col->type->frozen;
 			if (ref->element) {
 				/* s[e], m[k] (check_deletion ran) */
 				bool is_map =
-					col->type.kind == STORAGE_TYPE_MAP;
-				struct storage_type kt = {
-					.kind = col->type.elem};
+					col->type->kind == STORAGE_TYPE_MAP;
 				struct val k;
-				if (resolve(b, ref->element, &kt, col->name,
-					    &k) != 0)
+				if (resolve(b, ref->element, col->type->sub[0],
+					    col->name, &k) != 0)
 					return -1;
 				if (k.len == -1)
 					return err_set(ERR_INVALID,

@@ -88,12 +88,13 @@ static int batch_timestamp(const struct cql_term *t,
 		if ((size_t)t->bind_index < nbinds)
 			v = binds[t->bind_index];
 	} else {
-		struct cql_column_type bigint = {CQL_TYPE_BIGINT, 0, 0};
+
 		struct cql_timeuuid_gen g;
 		struct cql_fn_ctx fn = {.timeuuids = &g};
 		cql_timeuuid_gen_init(&g, 0);
-		int rc = cql_term_serialize(t, &bigint, "[timestamp]", &fn,
-					    NULL, &b);
+		int rc = cql_term_serialize(
+			t, storage_type_simple(STORAGE_TYPE_BIGINT),
+			"[timestamp]", &fn, NULL, &b);
 		if (rc < 0) {
 			buf_free(&b);
 			return -1;

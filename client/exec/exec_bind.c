@@ -14,13 +14,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct storage_type simple(uint16_t kind)
+static const struct storage_type *simple(uint16_t kind)
 {
-	return (struct storage_type){.kind = kind};
+	const struct storage_type *t = storage_type_simple(kind);
+	return t ? t : storage_type_simple(STORAGE_TYPE_BLOB);
+}
+
+/* set<elem> in the statement's arena (a map's `m = m - ?`), or NULL. */
+static const struct storage_type *set_of(struct arena *a,
+					 const struct storage_type *elem)
+{
+	struct storage_type *t = arena_alloc(a, sizeof(*t));
+	const struct storage_type **sub = arena_alloc(a, sizeof(*sub));
+	if (!t || !sub)
+		return NULL;
+	sub[0] = elem;
+	*t = (struct storage_type){
+		.kind = STORAGE_TYPE_SET, .count = 1, .sub = sub};
+	return t;
 }
 
 static void bind_set(struct bind_ctx *x, const struct cql_term *t,
-		     const char *name, struct storage_type type);
+		     const char *name, const struct storage_type *type);
 
 /* Markers in a call's arguments take the resolved function's argument
  * types, named arg0(system.f); a hinted one, (int)?, the hint's type
@@ -67,13 +82,13 @@ static void bind_call(struct bind_ctx *x, const struct cql_term *t)
 }
 
 static void bind_set(struct bind_ctx *x, const struct cql_term *t,
-		     const char *name, struct storage_type type)
+		     const char *name, const struct storage_type *type)
 {
 	if (t && (t->kind == CQL_TERM_FUNCTION || t->kind == CQL_TERM_HINT)) {
 		bind_call(x, t);
 		return;
 	}
-	if (!t || t->kind != CQL_TERM_BIND || t->bind_index >= x->nb)
+	if (!t || t->kind != CQL_TERM_BIND || t->bind_index >= x->nb || !type)
 		return;
 	x->b[t->bind_index] =
 		(struct bind_spec){t->text ? t->text : name, type, false, true};
@@ -82,7 +97,7 @@ static void bind_set(struct bind_ctx *x, const struct cql_term *t,
 /* bind_set with the name `fn(column)`. */
 static void bind_set_of(struct bind_ctx *x, const struct cql_term *t,
 			const char *fn, const char *column,
-			struct storage_type type)
+			const struct storage_type *type)
 {
 	if (!t || t->kind != CQL_TERM_BIND || t->bind_index >= x->nb)
 		return;
@@ -168,7 +183,7 @@ static int bind_relations(struct bind_ctx *x, const struct cql_relation *rels,
 		if (c < 0)
 			continue;
 		const char *name = m->columns[c].name;
-		struct storage_type ty = m->columns[c].type;
+		const struct storage_type *ty = m->columns[c].type;
 		if (r->op == CQL_OP_IN) {
 			if (r->value->kind == CQL_TERM_BIND) {
 				bind_set_of(x, r->value, "in", name, ty);
@@ -183,23 +198,23 @@ static int bind_relations(struct bind_ctx *x, const struct cql_relation *rels,
 			continue;
 		}
 		if (r->op == CQL_OP_CONTAINS_KEY) {
-			if (ty.kind != STORAGE_TYPE_MAP)
+			if (ty->kind != STORAGE_TYPE_MAP)
 				return err_set(ERR_INVALID,
 					       "Cannot use CONTAINS KEY on "
 					       "non-map column %s",
 					       name);
-			bind_set_of(x, r->value, "key", name, simple(ty.elem));
+			bind_set_of(x, r->value, "key", name, ty->sub[0]);
 			continue;
 		}
 		if (r->op == CQL_OP_CONTAINS) {
-			if (!storage_type_is_collection(ty.kind))
+			if (!storage_type_is_collection(ty->kind))
 				return err_set(ERR_INVALID,
 					       "Cannot use CONTAINS on "
 					       "non-collection column %s",
 					       name);
-			bool map = ty.kind == STORAGE_TYPE_MAP;
+			bool map = ty->kind == STORAGE_TYPE_MAP;
 			bind_set_of(x, r->value, "value", name,
-				    simple(map ? ty.value : ty.elem));
+				    ty->sub[map ? 1 : 0]);
 			continue;
 		}
 		bind_set(x, r->value, name, ty);
@@ -225,28 +240,27 @@ static int bind_assignment(struct bind_ctx *x, const struct cql_column_ref *ref,
 	if (c < 0)
 		return 0;
 	const struct storage_column *col = &cql_table_meta(x->t)->columns[c];
-	struct storage_type ty = col->type;
+	const struct storage_type *ty = col->type;
 	if (ref->element) {
-		const char *why = !storage_type_is_collection(ty.kind)
+		const char *why = !storage_type_is_collection(ty->kind)
 					  ? "non collection"
-				  : ty.frozen ? "frozen collection"
-				  : ty.kind == STORAGE_TYPE_SET ? "set"
-								: NULL;
+				  : ty->frozen ? "frozen collection"
+				  : ty->kind == STORAGE_TYPE_SET ? "set"
+								 : NULL;
 		if (why)
 			return err_set(ERR_INVALID,
 				       "Invalid operation (%s[%s] = %s) for %s "
 				       "column %s",
 				       col->name, term_text(x->a, ref->element),
 				       term_text(x->a, value), why, col->name);
-		bool map = ty.kind == STORAGE_TYPE_MAP;
+		bool map = ty->kind == STORAGE_TYPE_MAP;
 		bind_set_of(x, ref->element, map ? "key" : "idx", col->name,
-			    simple(map ? ty.elem : STORAGE_TYPE_INT));
-		bind_set_of(x, value, "value", col->name,
-			    simple(map ? ty.value : ty.elem));
+			    map ? ty->sub[0] : simple(STORAGE_TYPE_INT));
+		bind_set_of(x, value, "value", col->name, ty->sub[map ? 1 : 0]);
 		return 0;
 	}
-	if (kind == CQL_ASSIGN_REMOVE && ty.kind == STORAGE_TYPE_MAP)
-		ty = (struct storage_type){STORAGE_TYPE_SET, ty.elem, 0, false};
+	if (kind == CQL_ASSIGN_REMOVE && ty->kind == STORAGE_TYPE_MAP)
+		ty = set_of(x->a, ty->sub[0]);
 	bind_set(x, value, col->name, ty);
 	return 0;
 }
@@ -258,24 +272,23 @@ static int bind_deletion(struct bind_ctx *x, const struct cql_column_ref *ref)
 	if (c < 0 || !ref->element)
 		return 0;
 	const struct storage_column *col = &cql_table_meta(x->t)->columns[c];
-	struct storage_type ty = col->type;
-	if (!storage_type_is_collection(ty.kind) || ty.frozen)
+	const struct storage_type *ty = col->type;
+	if (!storage_type_is_collection(ty->kind) || ty->frozen)
 		return err_set(ERR_INVALID,
 			       "Invalid deletion operation for %s column %s",
-			       ty.frozen ? "frozen collection"
-					 : "non collection",
+			       ty->frozen ? "frozen collection"
+					  : "non collection",
 			       col->name);
-	switch (ty.kind) {
+	switch (ty->kind) {
 	case STORAGE_TYPE_LIST:
 		bind_set_of(x, ref->element, "idx", col->name,
 			    simple(STORAGE_TYPE_INT));
 		break;
 	case STORAGE_TYPE_SET:
-		bind_set_of(x, ref->element, "value", col->name,
-			    simple(ty.elem));
+		bind_set_of(x, ref->element, "value", col->name, ty->sub[0]);
 		break;
 	default:
-		bind_set_of(x, ref->element, "key", col->name, simple(ty.elem));
+		bind_set_of(x, ref->element, "key", col->name, ty->sub[0]);
 	}
 	return 0;
 }
@@ -415,18 +428,21 @@ static int check_bind(struct arena *a, const struct bind_spec *b,
 		return 0;
 	const uint8_t *p = v->len ? v->ptr : (const uint8_t *)"";
 	size_t len = (size_t)v->len;
-	bool canon = b->type.kind == STORAGE_TYPE_SET ||
-		     b->type.kind == STORAGE_TYPE_MAP;
+	bool canon = b->type->kind == STORAGE_TYPE_SET ||
+		     b->type->kind == STORAGE_TYPE_MAP ||
+		     (b->type->count &&
+		      (storage_type_contains(b->type, STORAGE_TYPE_SET) ||
+		       storage_type_contains(b->type, STORAGE_TYPE_MAP)));
 	if (!b->in_list) {
-		if (storage_value_validate(&b->type, p, len) != 0)
+		if (storage_value_validate(b->type, p, len) != 0)
 			return -1;
 		if (!canon)
 			return 0;
 	}
 	struct buf tmp;
 	buf_init(&tmp);
-	int rc = b->in_list ? check_in_list(&b->type, p, len, &tmp)
-			    : storage_value_normalize(&b->type, p, len, &tmp);
+	int rc = b->in_list ? check_in_list(b->type, p, len, &tmp)
+			    : storage_value_normalize(b->type, p, len, &tmp);
 	if (rc == 0 && (tmp.len != len || memcmp(tmp.data, p, len) != 0)) {
 		uint8_t *copy = arena_memdup(a, tmp.data, tmp.len);
 		if (!copy)

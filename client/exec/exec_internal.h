@@ -89,7 +89,9 @@ static inline void reply_bind_error(struct job *j)
 
 struct bind_spec {
 	const char *name;
-	struct storage_type type;
+	/* The column's (held by the table's meta), a static leaf, or one in
+	 * the statement's arena. */
+	const struct storage_type *type;
 	/* `IN ?`: a list of `type` (which may itself be a frozen collection,
 	 * so the list is not a storage_type of its own). */
 	bool in_list;

@@ -214,8 +214,7 @@ void cql_exec_run_prepare(struct job *j, struct slice query)
 				    "this position");
 			return;
 		}
-		struct cql_type_option *o =
-			cql_type_option_of(j->a, &b[i].type);
+		struct cql_type_option *o = cql_type_option_of(j->a, b[i].type);
 		if (o && b[i].in_list)
 			o = cql_type_option_list_of(j->a, o);
 		specs[i] = (struct cql_column_spec){

@@ -392,7 +392,7 @@ int cql_select_result_specs(struct arena *a, const struct cql_select *q,
 	for (size_t i = 0; sp && i < p->nouts; i++) {
 		sp[i] = (struct cql_column_spec){
 			m->keyspace, m->name, p->outs[i].name,
-			cql_type_option_of(a, &p->outs[i].type)};
+			cql_type_option_of(a, p->outs[i].type)};
 		if (!sp[i].type)
 			sp = NULL;
 	}

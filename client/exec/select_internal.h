@@ -46,7 +46,8 @@ struct out_col {
 	enum out_kind kind;
 	int column;
 	const char *name;
-	struct storage_type type;
+	/* The column's type (held by the plan's meta), or a static leaf */
+	const struct storage_type *type;
 	enum agg_fn agg;       /* OUT_AGG */
 	struct slice element;  /* OUT_ELEMENT */
 	struct sel_expr *expr; /* OUT_FN */

@@ -20,7 +20,7 @@ static int clustering_cmp(const struct cql_select_plan *p,
 {
 	for (size_t i = 0; i < na && i < nb; i++) {
 		const struct storage_column *c = &p->m->columns[p->m->ck[i]];
-		int r = storage_type_cmp(&c->type, a[i].ptr, a[i].len, b[i].ptr,
+		int r = storage_type_cmp(c->type, a[i].ptr, a[i].len, b[i].ptr,
 					 b[i].len);
 		if (r)
 			return c->desc ? -r : r;
@@ -256,7 +256,7 @@ static bool passes_filters(const struct cql_select_plan *p,
 			p->m->columns[f->column].kind == STORAGE_COLUMN_STATIC;
 		const struct storage_cell_view *c =
 			find_cell(is_static ? stat : row, f->column);
-		if (!c || storage_type_cmp(&p->m->columns[f->column].type,
+		if (!c || storage_type_cmp(p->m->columns[f->column].type,
 					   c->value.ptr, c->value.len,
 					   f->value.ptr, f->value.len) != 0)
 			return false;
@@ -325,7 +325,8 @@ static double float_value(struct slice v)
 static void agg_add(const struct cql_select_plan *p, const struct out_col *o,
 		    struct agg_acc *a, struct slice v)
 {
-	uint16_t kind = p->m->columns[o->column].type.kind;
+	const struct storage_type *type = p->m->columns[o->column].type;
+	uint16_t kind = type->kind;
 	size_t w = select_int_width(kind);
 	bool numeric_ok = w ? v.len == w
 			    : v.len == (kind == STORAGE_TYPE_FLOAT ? 4u : 8u);
@@ -338,8 +339,8 @@ static void agg_add(const struct cql_select_plan *p, const struct out_col *o,
 	case AGG_MIN:
 	case AGG_MAX: {
 		int c = a->n == 1 ? 0
-				  : storage_value_cmp(kind, v.ptr, v.len,
-						      a->best.ptr, a->best.len);
+				  : storage_type_cmp(type, v.ptr, v.len,
+						     a->best.ptr, a->best.len);
 		if (a->n == 1 || (o->agg == AGG_MIN ? c < 0 : c > 0))
 			a->best = v;
 		return;
@@ -360,7 +361,7 @@ static void agg_add(const struct cql_select_plan *p, const struct out_col *o,
 static int agg_write(const struct cql_select_plan *p, const struct out_col *o,
 		     const struct agg_acc *a, struct buf *out)
 {
-	uint16_t kind = p->m->columns[o->column].type.kind;
+	uint16_t kind = p->m->columns[o->column].type->kind;
 	size_t w = select_int_width(kind);
 	uint8_t b[8];
 	if (o->agg == AGG_COUNT) {
@@ -468,7 +469,7 @@ static int write_out(const struct cql_select_plan *p, struct buf *out,
 			if (c->column == o->column &&
 			    slice_eq(c->path, o->element)) {
 				struct slice v =
-					col->type.kind == STORAGE_TYPE_MAP
+					col->type->kind == STORAGE_TYPE_MAP
 						? c->value
 						: c->path;
 				return cql_write_bytes(out, v.ptr,
@@ -478,8 +479,8 @@ static int write_out(const struct cql_select_plan *p, struct buf *out,
 		return cql_write_bytes(out, NULL, -1);
 	}
 	if (o->kind == OUT_COLUMN &&
-	    storage_type_is_collection(col->type.kind) && !col->type.frozen)
-		return write_collection(out, src, o->column, col->type.kind);
+	    storage_type_is_collection(col->type->kind) && !col->type->frozen)
+		return write_collection(out, src, o->column, col->type->kind);
 	const struct storage_cell_view *c = find_cell(src, o->column);
 	if (!c)
 		return cql_write_bytes(out, NULL, -1);
@@ -578,7 +579,7 @@ int cql_select_encode(const struct cql_select_plan *p,
 	for (size_t i = 0; i < p->nouts; i++) {
 		specs[i] = (struct cql_column_spec){
 			p->m->keyspace, p->m->name, p->outs[i].name,
-			cql_type_option_of(p->a, &p->outs[i].type)};
+			cql_type_option_of(p->a, p->outs[i].type)};
 		if (!specs[i].type)
 			return err_set(ERR_NOMEM,
 				       "out of memory encoding rows");

@@ -17,9 +17,11 @@
 /* Names are copied: the statement's text dies with its request, while the
  * plan lives until the rows are encoded, after the reads. */
 static int add_out(struct cql_select_plan *p, enum out_kind k, int column,
-		   const char *name, struct storage_type type)
+		   const char *name, const struct storage_type *type)
 {
 	const char *copy = arena_strdup(p->a, name);
+	if (!type)
+		type = storage_type_simple(STORAGE_TYPE_BLOB);
 	if (!copy)
 		return -1;
 	p->outs[p->nouts++] = (struct out_col){
@@ -97,8 +99,8 @@ static int plan_aggregate(struct cql_select_plan *p,
 	int c = function_column(p, s);
 	if (c < 0)
 		return -1;
-	struct storage_type type = m->columns[c].type;
-	uint16_t k = type.kind;
+	const struct storage_type *type = m->columns[c].type;
+	uint16_t k = type->kind;
 	bool numeric = select_int_width(k) || k == STORAGE_TYPE_FLOAT ||
 		       k == STORAGE_TYPE_DOUBLE;
 	if ((fn == AGG_SUM || fn == AGG_AVG) && !numeric)
@@ -119,7 +121,7 @@ static int plan_aggregate(struct cql_select_plan *p,
 			       "collection %s",
 			       s->name, m->columns[c].name);
 	if (fn == AGG_COUNT)
-		type = (struct storage_type){.kind = STORAGE_TYPE_BIGINT};
+		type = storage_type_simple(STORAGE_TYPE_BIGINT);
 	char name[160];
 	snprintf(name, sizeof(name), "system.%s(%s)", s->name,
 		 m->columns[c].name);
@@ -140,13 +142,13 @@ static int plan_element(struct cql_select_plan *p, const struct cql_selector *s)
 		return err_set(ERR_INVALID,
 			       "Undefined column name %s in selection clause",
 			       s->name);
-	struct storage_type type = m->columns[c].type;
-	if (type.kind != STORAGE_TYPE_MAP && type.kind != STORAGE_TYPE_SET)
+	const struct storage_type *type = m->columns[c].type;
+	if (type->kind != STORAGE_TYPE_MAP && type->kind != STORAGE_TYPE_SET)
 		return err_set(ERR_INVALID,
 			       "Element selection is only allowed on sets and "
 			       "maps, but %s is not one",
 			       s->name);
-	if (type.frozen)
+	if (type->frozen)
 		return err_set(ERR_UNSUPPORTED,
 			       "Element selection on frozen collections is "
 			       "not supported by Cassini yet");
@@ -154,10 +156,9 @@ static int plan_element(struct cql_select_plan *p, const struct cql_selector *s)
 		return err_set(ERR_UNSUPPORTED,
 			       "Bind markers in selections are not supported "
 			       "by Cassini yet");
-	struct storage_type key = {.kind = type.elem};
 	struct slice k;
 	enum given given;
-	if (cql_select_value_of(p, s->term, &key, s->name, NULL, 0, &k,
+	if (cql_select_value_of(p, s->term, type->sub[0], s->name, NULL, 0, &k,
 				&given) != 0)
 		return -1;
 	if (given != GIVEN_VALUE)
@@ -168,8 +169,8 @@ static int plan_element(struct cql_select_plan *p, const struct cql_selector *s)
 	snprintf(name, sizeof(name), "%s[%.*s]", s->name,
 		 s->term->text ? (int)s->term->len : 1,
 		 s->term->text ? s->term->text : "?");
-	struct storage_type result = {
-		.kind = type.kind == STORAGE_TYPE_MAP ? type.value : type.elem};
+	const struct storage_type *result =
+		type->sub[type->kind == STORAGE_TYPE_MAP ? 1 : 0];
 	if (add_out(p, OUT_ELEMENT, c, s->alias ? s->alias : name, result) != 0)
 		return -1;
 	p->outs[p->nouts - 1].element = k;
@@ -198,8 +199,8 @@ static int plan_expr(struct cql_select_plan *p, const struct cql_selector *s,
 				       "selection clause",
 				       s->name);
 		e->column = c;
-		e->type = p->m->columns[c].type.kind;
-		if (storage_type_is_collection(e->type))
+		e->type = p->m->columns[c].type->kind;
+		if (p->m->columns[c].type->count)
 			e->type = CQL_FN_TYPE_COLLECTION;
 		snprintf(name, cap, "%s", s->name);
 		return 0;
@@ -312,12 +313,14 @@ static int plan_expr(struct cql_select_plan *p, const struct cql_selector *s,
 		if (a->literal) {
 			/* the literal, for the argument's type */
 			struct buf b;
-			struct cql_column_type ct = {e->fn.arg, 0, 0};
+			const struct storage_type *ct =
+				storage_type_simple(e->fn.arg);
 			char spec[64];
 			snprintf(spec, sizeof(spec), "arg0(system.%s)", fname);
 			buf_init(&b);
-			int r = cql_term_serialize(a->literal, &ct, spec, p->fn,
-						   NULL, &b);
+			int r = ct ? cql_term_serialize(a->literal, ct, spec,
+							p->fn, NULL, &b)
+				   : err_set(ERR_INVALID, "Invalid argument");
 			if (r >= 0) {
 				a->null = r == 1;
 				a->value.ptr = arena_memdup(
@@ -384,7 +387,7 @@ static int plan_function(struct cql_select_plan *p,
 	if (plan_expr(p, s, &e, name, sizeof(name)) != 0)
 		return -1;
 	if (add_out(p, OUT_FN, -1, s->alias ? s->alias : name,
-		    (struct storage_type){.kind = e->type}) != 0)
+		    storage_type_simple(e->type)) != 0)
 		return -1;
 	p->outs[p->nouts - 1].expr = e;
 	return 0;
@@ -394,8 +397,10 @@ int cql_select_plan_selector(struct cql_select_plan *p,
 			     const struct cql_selector *s)
 {
 	const struct storage_table_meta *m = p->m;
-	struct storage_type bigint = {.kind = STORAGE_TYPE_BIGINT};
-	struct storage_type integer = {.kind = STORAGE_TYPE_INT};
+	const struct storage_type *bigint =
+		storage_type_simple(STORAGE_TYPE_BIGINT);
+	const struct storage_type *integer =
+		storage_type_simple(STORAGE_TYPE_INT);
 	if (s->kind == CQL_SEL_COUNT_STAR ||
 	    (s->kind == CQL_SEL_FUNCTION && strcmp(s->name, "count") == 0 &&
 	     s->arg_count == 1 && s->args[0].kind == CQL_SEL_TERM)) {
@@ -468,7 +473,7 @@ int cql_select_plan_selector(struct cql_select_plan *p,
 			       "Cannot use selection function %s on "
 			       "PRIMARY KEY part %s",
 			       fname, col->name);
-	if (storage_type_is_collection(col->type.kind) && !col->type.frozen)
+	if (storage_type_is_multicell(col->type))
 		return err_set(ERR_INVALID,
 			       "Cannot use selection function %s on "
 			       "non-frozen collection %s",

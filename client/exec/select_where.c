@@ -41,7 +41,6 @@ int cql_select_value_of(struct cql_select_plan *p, const struct cql_term *t,
 		return out->ptr ? 0 : -1;
 	}
 	struct buf b;
-	struct cql_column_type ct = {type->kind, type->elem, type->value};
 	/* without the request's (result metadata only): no now() needed */
 	struct cql_timeuuid_gen g;
 	struct cql_fn_ctx none = {.timeuuids = &g};
@@ -50,7 +49,7 @@ int cql_select_value_of(struct cql_select_plan *p, const struct cql_term *t,
 	struct cql_fn_ctx fn = p->fn ? *p->fn : none;
 	fn.binds = binds;
 	fn.nbinds = nbinds;
-	int rc = cql_term_serialize(t, &ct, column, &fn, NULL, &b);
+	int rc = cql_term_serialize(t, type, column, &fn, NULL, &b);
 	if (rc < 0) {
 		buf_free(&b);
 		return -1;
@@ -71,7 +70,7 @@ static int condition_value(struct cql_select_plan *p, const struct cql_term *t,
 			   struct slice *out)
 {
 	enum given given;
-	if (cql_select_value_of(p, t, &col->type, col->name, binds, nbinds, out,
+	if (cql_select_value_of(p, t, col->type, col->name, binds, nbinds, out,
 				&given) != 0)
 		return -1;
 	if (given == GIVEN_UNSET)
@@ -131,7 +130,8 @@ static int restrict_partition(struct cql_select_plan *p,
 				return -1;
 		return kr->vals ? 0 : -1;
 	}
-	struct storage_type lt = {STORAGE_TYPE_LIST, col->type.kind, 0, true};
+	struct storage_type lt =
+		STORAGE_TYPE_COLLECTION(STORAGE_TYPE_LIST, true, col->type);
 	struct slice list;
 	if (cql_select_value_of(p, r->value, &lt, col->name, binds, nbinds,
 				&list, &given) != 0)
@@ -188,7 +188,7 @@ static int build_keys(struct cql_select_plan *p, struct key_restr *kr)
 	const struct storage_table_meta *m = p->m;
 	size_t total = 1;
 	for (size_t i = 0; i < m->pk_count; i++) {
-		sort_unique(&kr[i], &m->columns[m->pk[i]].type);
+		sort_unique(&kr[i], m->columns[m->pk[i]].type);
 		total *= kr[i].n;
 		if (total > 4096)
 			return err_set(ERR_INVALID,
@@ -264,7 +264,7 @@ static int token_of_values(struct cql_select_plan *p,
 	struct slice parts[16];
 	for (size_t i = 0; i < m->pk_count; i++) {
 		const struct storage_column *col = &m->columns[m->pk[i]];
-		if (cql_select_value_of(p, value->items[i], &col->type,
+		if (cql_select_value_of(p, value->items[i], col->type,
 					col->name, binds, nbinds, &parts[i],
 					&given) != 0)
 			return -1;
@@ -332,7 +332,7 @@ static int in_slices(struct cql_select_plan *p, const struct slice *prefix,
 		struct slice v = vals[i];
 		size_t j = i;
 		while (j > 0) {
-			int c = storage_type_cmp(&col->type, vals[j - 1].ptr,
+			int c = storage_type_cmp(col->type, vals[j - 1].ptr,
 						 vals[j - 1].len, v.ptr, v.len);
 			if ((col->desc ? -c : c) <= 0)
 				break;
@@ -346,7 +346,7 @@ static int in_slices(struct cql_select_plan *p, const struct slice *prefix,
 		return -1;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (k && storage_type_cmp(&col->type, sl[k - 1].start[np].ptr,
+		if (k && storage_type_cmp(col->type, sl[k - 1].start[np].ptr,
 					  sl[k - 1].start[np].len, vals[i].ptr,
 					  vals[i].len) == 0)
 			continue; /* a repeated value */
@@ -632,8 +632,8 @@ int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 					"unpredictability, use ALLOW "
 					"FILTERING");
 			if (r->op != CQL_OP_EQ ||
-			    (storage_type_is_collection(col->type.kind) &&
-			     !col->type.frozen))
+			    (storage_type_is_collection(col->type->kind) &&
+			     !col->type->frozen))
 				return err_set(
 					ERR_UNSUPPORTED,
 					"ALLOW FILTERING with an operator "
@@ -643,7 +643,7 @@ int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 			struct filter *f = &p->filters[p->nfilters++];
 			enum given given;
 			f->column = c;
-			if (cql_select_value_of(p, r->value, &col->type,
+			if (cql_select_value_of(p, r->value, col->type,
 						col->name, binds, nbinds,
 						&f->value, &given) != 0)
 				return -1;

@@ -366,6 +366,7 @@ enum cql_type_id {
 	CQL_TYPE_TIME = 0x0012,
 	CQL_TYPE_SMALLINT = 0x0013,
 	CQL_TYPE_TINYINT = 0x0014,
+	CQL_TYPE_DURATION = 0x0015,
 	CQL_TYPE_LIST = 0x0020,
 	CQL_TYPE_MAP = 0x0021,
 	CQL_TYPE_SET = 0x0022,
@@ -374,11 +375,17 @@ enum cql_type_id {
 };
 
 /* A type tree as the wire describes it. list/set use sub[0]; map uses
- * sub[0] (key) and sub[1] (value). UDTs and tuples are not supported. */
+ * sub[0] (key) and sub[1] (value). A tuple has `count` components in
+ * `subs`; a UDT its keyspace, name and `count` fields (field_names,
+ * subs). */
 struct cql_type_option {
 	uint16_t id;
 	const char *custom_class; /* CQL_TYPE_CUSTOM only */
 	const struct cql_type_option *sub[2];
+	uint16_t count;
+	const struct cql_type_option *const *subs;
+	const char *keyspace, *name;    /* UDT */
+	const char *const *field_names; /* UDT */
 };
 
 int cql_write_type_option(struct buf *b, const struct cql_type_option *t);

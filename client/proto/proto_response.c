@@ -366,11 +366,24 @@ int cql_write_type_option(struct buf *b, const struct cql_type_option *t)
 	case CQL_TYPE_MAP:
 		return cql_write_type_option(b, t->sub[0]) ||
 		       cql_write_type_option(b, t->sub[1]);
-	case CQL_TYPE_UDT:
 	case CQL_TYPE_TUPLE:
-		return err_set(ERR_UNSUPPORTED,
-			       "user-defined types and tuples are not "
-			       "supported");
+		if (!t->subs || cql_write_short(b, t->count) != 0)
+			return err_set(ERR_INVALID, "incomplete tuple option");
+		for (size_t i = 0; i < t->count; i++)
+			if (cql_write_type_option(b, t->subs[i]) != 0)
+				return -1;
+		return 0;
+	case CQL_TYPE_UDT:
+		if ((t->count && (!t->subs || !t->field_names)) ||
+		    cql_write_cstring(b, t->keyspace ? t->keyspace : "") ||
+		    cql_write_cstring(b, t->name ? t->name : "") ||
+		    cql_write_short(b, t->count))
+			return err_set(ERR_INVALID, "incomplete UDT option");
+		for (size_t i = 0; i < t->count; i++)
+			if (cql_write_cstring(b, t->field_names[i]) ||
+			    cql_write_type_option(b, t->subs[i]))
+				return -1;
+		return 0;
 	default:
 		return 0;
 	}

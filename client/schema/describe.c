@@ -218,8 +218,7 @@ int cql_describe_keyspace_text(const struct cql_keyspace *k, struct buf *out)
  * collections), each group by name. */
 static int rest_rank(const struct storage_column *c)
 {
-	bool complex =
-		storage_type_is_collection(c->type.kind) && !c->type.frozen;
+	bool complex = storage_type_is_multicell(c->type);
 	return (c->kind == STORAGE_COLUMN_STATIC ? 0 : 2) + (complex ? 1 : 0);
 }
 
@@ -234,8 +233,8 @@ static bool rest_before(const struct storage_column *a,
 
 static int put_column(struct buf *b, const struct storage_column *c)
 {
-	char type[256];
-	if (cql_type_text(&c->type, type, sizeof(type)) != 0)
+	char type[1024];
+	if (cql_type_text(c->type, type, sizeof(type)) != 0)
 		return -1;
 	return cql_describe_name(c->name, b) || put(b, " ") || put(b, type) ||
 	       (c->kind == STORAGE_COLUMN_STATIC && put(b, " static"));

@@ -743,31 +743,19 @@ int cql_table_column(const struct cql_table *t, const char *name)
 
 int cql_type_text(const struct storage_type *t, char *dst, size_t cap)
 {
-	const char *kind = storage_type_kind_name(t->kind);
-	int n;
-	if (!kind)
-		return err_set(ERR_INVALID, "unknown type %u", t->kind);
-	if (!storage_type_is_collection(t->kind)) {
-		n = snprintf(dst, cap, "%s", kind);
-	} else {
-		const char *e = storage_type_kind_name(t->elem);
-		const char *v = t->kind == STORAGE_TYPE_MAP
-					? storage_type_kind_name(t->value)
-					: NULL;
-		if (!e || (t->kind == STORAGE_TYPE_MAP && !v))
-			return err_set(ERR_INVALID, "bad collection type");
-		if (v)
-			n = snprintf(dst, cap, "%s%s<%s, %s>%s",
-				     t->frozen ? "frozen<" : "", kind, e, v,
-				     t->frozen ? ">" : "");
-		else
-			n = snprintf(dst, cap, "%s%s<%s>%s",
-				     t->frozen ? "frozen<" : "", kind, e,
-				     t->frozen ? ">" : "");
+	struct buf b;
+	buf_init(&b);
+	if (storage_type_format(t, &b) != 0)
+		return -1;
+	int rc = 0;
+	if (b.len >= cap)
+		rc = err_set(ERR_INVALID, "type text too long");
+	else {
+		memcpy(dst, b.data, b.len);
+		dst[b.len] = '\0';
 	}
-	if (n < 0 || (size_t)n >= cap)
-		return err_set(ERR_INVALID, "type text too long");
-	return 0;
+	buf_free(&b);
+	return rc;
 }
 
 /* ---- version ------------------------------------------------------------- */
@@ -795,7 +783,7 @@ static int describe_table(struct buf *b, const struct cql_table *t)
 	for (size_t i = 0; i < m->column_count; i++) {
 		const struct storage_column *c = &m->columns[i];
 		char type[96];
-		if (cql_type_text(&c->type, type, sizeof(type)) != 0)
+		if (cql_type_text(c->type, type, sizeof(type)) != 0)
 			snprintf(type, sizeof(type), "?");
 		n = snprintf(line, sizeof(line), " col %s %u %u %d %s%s %lld\n",
 			     c->name, c->kind, c->position, c->desc, type,
@@ -890,22 +878,161 @@ static void compute_version(const struct cql_schema *s, uint8_t out[16])
 	out[8] = (uint8_t)((out[8] & 0x3f) | 0x80);
 }
 
+/* Cassandra's marshal class of a type, as a custom type option names a
+ * vector: "org.apache.cassandra.db.marshal.VectorType(
+ * org.apache.cassandra.db.marshal.FloatType, 3)". */
+static int marshal_class(const struct storage_type *t, struct buf *b)
+{
+	static const char pre[] = "org.apache.cassandra.db.marshal.";
+	const char *n;
+	switch (t->kind) {
+	case STORAGE_TYPE_ASCII:
+		n = "AsciiType";
+		break;
+	case STORAGE_TYPE_BIGINT:
+		n = "LongType";
+		break;
+	case STORAGE_TYPE_BLOB:
+		n = "BytesType";
+		break;
+	case STORAGE_TYPE_BOOLEAN:
+		n = "BooleanType";
+		break;
+	case STORAGE_TYPE_COUNTER:
+		n = "CounterColumnType";
+		break;
+	case STORAGE_TYPE_DECIMAL:
+		n = "DecimalType";
+		break;
+	case STORAGE_TYPE_DOUBLE:
+		n = "DoubleType";
+		break;
+	case STORAGE_TYPE_FLOAT:
+		n = "FloatType";
+		break;
+	case STORAGE_TYPE_INT:
+		n = "Int32Type";
+		break;
+	case STORAGE_TYPE_TIMESTAMP:
+		n = "TimestampType";
+		break;
+	case STORAGE_TYPE_UUID:
+		n = "UUIDType";
+		break;
+	case STORAGE_TYPE_TEXT:
+		n = "UTF8Type";
+		break;
+	case STORAGE_TYPE_VARINT:
+		n = "IntegerType";
+		break;
+	case STORAGE_TYPE_TIMEUUID:
+		n = "TimeUUIDType";
+		break;
+	case STORAGE_TYPE_INET:
+		n = "InetAddressType";
+		break;
+	case STORAGE_TYPE_DATE:
+		n = "SimpleDateType";
+		break;
+	case STORAGE_TYPE_TIME:
+		n = "TimeType";
+		break;
+	case STORAGE_TYPE_SMALLINT:
+		n = "ShortType";
+		break;
+	case STORAGE_TYPE_TINYINT:
+		n = "ByteType";
+		break;
+	case STORAGE_TYPE_DURATION:
+		n = "DurationType";
+		break;
+	case STORAGE_TYPE_LIST:
+		n = "ListType";
+		break;
+	case STORAGE_TYPE_SET:
+		n = "SetType";
+		break;
+	case STORAGE_TYPE_MAP:
+		n = "MapType";
+		break;
+	case STORAGE_TYPE_TUPLE:
+		n = "TupleType";
+		break;
+	case STORAGE_TYPE_UDT:
+		n = "UserType";
+		break;
+	case STORAGE_TYPE_VECTOR:
+		n = "VectorType";
+		break;
+	default:
+		n = "BytesType";
+	}
+	bool frozen = t->frozen && t->kind != STORAGE_TYPE_TUPLE &&
+		      t->kind != STORAGE_TYPE_VECTOR;
+	if (frozen && (buf_append(b, pre, sizeof(pre) - 1) ||
+		       buf_append(b, "FrozenType(", 11)))
+		return -1;
+	if (buf_append(b, pre, sizeof(pre) - 1) || buf_append(b, n, strlen(n)))
+		return -1;
+	if (t->count && t->kind != STORAGE_TYPE_UDT) {
+		if (buf_append(b, "(", 1))
+			return -1;
+		for (size_t i = 0; i < t->count; i++)
+			if ((i && buf_append(b, ",", 1)) ||
+			    marshal_class(t->sub[i], b))
+				return -1;
+		if (t->kind == STORAGE_TYPE_VECTOR) {
+			char d[16];
+			int k = snprintf(d, sizeof(d), " , %u", t->dimension);
+			if (buf_append(b, d, (size_t)k))
+				return -1;
+		}
+		if (buf_append(b, ")", 1))
+			return -1;
+	}
+	if (frozen && buf_append(b, ")", 1))
+		return -1;
+	return 0;
+}
+
 struct cql_type_option *cql_type_option_of(struct arena *a,
 					   const struct storage_type *t)
 {
-	struct cql_type_option *o = arena_alloc(a, 3 * sizeof(*o));
+	struct cql_type_option *o = arena_alloc(a, sizeof(*o));
 	if (!o)
 		return NULL;
-	memset(o, 0, 3 * sizeof(*o));
-	o[0].id = t->kind;
-	if (storage_type_is_collection(t->kind)) {
-		o[1].id = t->elem;
-		o[0].sub[0] = &o[1];
-		if (t->kind == STORAGE_TYPE_MAP) {
-			o[2].id = t->value;
-			o[0].sub[1] = &o[2];
-		}
+	memset(o, 0, sizeof(*o));
+	o->id = t->kind;
+	if (t->kind == STORAGE_TYPE_VECTOR) {
+		struct buf b;
+		buf_init(&b);
+		char *cls = NULL;
+		if (marshal_class(t, &b) == 0 && buf_put_u8(&b, 0) == 0 &&
+		    (cls = arena_alloc(a, b.len)))
+			memcpy(cls, b.data, b.len);
+		buf_free(&b);
+		if (!cls)
+			return NULL;
+		o->id = CQL_TYPE_CUSTOM;
+		o->custom_class = cls;
+		return o;
 	}
+	if (!t->count)
+		return o;
+	const struct cql_type_option **subs =
+		arena_alloc(a, t->count * sizeof(*subs));
+	if (!subs)
+		return NULL;
+	for (size_t i = 0; i < t->count; i++)
+		if (!(subs[i] = cql_type_option_of(a, t->sub[i])))
+			return NULL;
+	o->count = t->count;
+	o->subs = subs;
+	o->sub[0] = subs[0];
+	o->sub[1] = t->count > 1 ? subs[1] : NULL;
+	o->keyspace = t->keyspace;
+	o->name = t->name;
+	o->field_names = t->field_names;
 	return o;
 }
 
@@ -988,14 +1115,12 @@ int cql_table_key_from_text(const struct cql_table *t, const char *text,
 			break;
 		}
 		struct cql_term term =
-			key_term(c->type.kind, p, (size_t)(end - p));
-		struct cql_column_type ct = {c->type.kind, c->type.elem,
-					     c->type.value};
-		if (storage_type_is_collection(c->type.kind))
+			key_term(c->type->kind, p, (size_t)(end - p));
+		if (c->type->count)
 			rc = err_set(ERR_UNSUPPORTED,
 				     "collection partition keys "
 				     "cannot be given as text");
-		else if (cql_term_serialize(&term, &ct, c->name, NULL, NULL,
+		else if (cql_term_serialize(&term, c->type, c->name, NULL, NULL,
 					    &vals[n]) != 0)
 			rc = -1;
 		parts[n] = slice_make(vals[n].data, vals[n].len);

@@ -18,6 +18,17 @@
 
 #define NAME_MAX_LEN 48
 
+/* schema_tables.c: a column type as written -> a type tree held for the
+ * caller (storage_type_unref), with Cassandra's refusals (non-frozen
+ * collections inside collections, durations in sets and map keys, ...).
+ * Collections and UDTs inside a collection, a tuple, a vector or a
+ * frozen<> are frozen. `ks` is the keyspace user-defined type names
+ * resolve in. */
+struct cql_type_ast;
+enum cql_schema_status cql_schema_type_resolve(const struct cql_type_ast *t,
+					       const char *ks,
+					       const struct storage_type **out);
+
 static inline enum cql_schema_status fail(enum cql_schema_status st,
 					  const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -4,6 +4,7 @@
  */
 #include "client/schema/schema_ddl_internal.h"
 
+#include "common/buf.h"
 #include "common/uuid.h"
 #include "ring/ring.h"
 
@@ -25,6 +26,7 @@ static const struct {
 	{"date", STORAGE_TYPE_DATE},
 	{"decimal", STORAGE_TYPE_DECIMAL},
 	{"double", STORAGE_TYPE_DOUBLE},
+	{"duration", STORAGE_TYPE_DURATION},
 	{"float", STORAGE_TYPE_FLOAT},
 	{"inet", STORAGE_TYPE_INET},
 	{"int", STORAGE_TYPE_INT},
@@ -48,57 +50,207 @@ static int simple_kind(const char *name)
 	return -1;
 }
 
-static enum cql_schema_status map_element(const struct cql_type_ast *t,
-					  const char *ks, uint16_t *out)
+static bool is_collection_name(const char *n)
 {
-	if (t->param_count || strcmp(t->name, "list") == 0 ||
-	    strcmp(t->name, "set") == 0 || strcmp(t->name, "map") == 0)
-		return fail(CQL_SCHEMA_UNSUPPORTED,
-			    "Nested collections are not supported by Cassini "
-			    "yet");
-	int k = simple_kind(t->name);
-	if (k < 0)
-		return fail(CQL_SCHEMA_INVALID, "Unknown type %s.%s", ks,
-			    t->name);
-	*out = (uint16_t)k;
-	return CQL_SCHEMA_OK;
+	return strcmp(n, "list") == 0 || strcmp(n, "set") == 0 ||
+	       strcmp(n, "map") == 0;
 }
 
-static enum cql_schema_status map_type(const struct cql_type_ast *t,
-				       const char *ks, struct storage_type *out)
+/* The raw type as Cassandra's messages print it (CQL3Type.Raw.toString):
+ * "list<list<int>>", "frozen<set<text>>". */
+static void raw_text(const struct cql_type_ast *t, struct buf *b)
 {
-	enum cql_schema_status st;
-	memset(out, 0, sizeof(*out));
+	if (t->frozen)
+		buf_append(b, "frozen<", 7);
+	buf_append(b, t->name, strlen(t->name));
+	if (t->param_count) {
+		buf_append(b, "<", 1);
+		for (size_t i = 0; i < t->param_count; i++) {
+			if (i)
+				buf_append(b, ", ", 2);
+			raw_text(t->params[i], b);
+		}
+		buf_append(b, ">", 1);
+	}
+	if (t->frozen)
+		buf_append(b, ">", 1);
+}
+
+static enum cql_schema_status fail_raw(const char *what,
+				       const struct cql_type_ast *t)
+{
+	struct buf b;
+	buf_init(&b);
+	raw_text(t, &b);
+	enum cql_schema_status st =
+		fail(CQL_SCHEMA_INVALID, "%s%.*s", what, (int)b.len,
+		     b.data ? (const char *)b.data : "");
+	buf_free(&b);
+	return st;
+}
+
+/* Whether a raw type is one that freezes (a collection, a UDT name). */
+static bool freezable(const struct cql_type_ast *t)
+{
+	return is_collection_name(t->name) ||
+	       (strcmp(t->name, "tuple") != 0 &&
+		strcmp(t->name, "vector") != 0 && simple_kind(t->name) < 0 &&
+		strcmp(t->name, "counter") != 0);
+}
+
+static enum cql_schema_status resolve(const struct cql_type_ast *t,
+				      const char *ks, bool frozen, int depth,
+				      const struct storage_type **out);
+
+/* CQL3Type.Raw.RawCollection.prepare: no non-frozen collection inside a
+ * non-frozen one, no counters, no durations in sets or as map keys. */
+static enum cql_schema_status
+resolve_collection(const struct cql_type_ast *t, const char *ks, bool frozen,
+		   int depth, const struct storage_type **out)
+{
+	bool map = strcmp(t->name, "map") == 0;
+	size_t want = map ? 2 : 1;
+	if (t->param_count != want)
+		return fail(CQL_SCHEMA_INVALID, "%s takes %zu type parameter%s",
+			    t->name, want, want > 1 ? "s" : "");
+	for (size_t i = 0; i < want; i++) {
+		const struct cql_type_ast *p = t->params[i];
+		if (p->number)
+			return fail(CQL_SCHEMA_SYNTAX,
+				    "Invalid type parameter %s", p->name);
+		if (strcmp(p->name, "counter") == 0)
+			return fail_raw("Counters are not allowed inside "
+					"collections: ",
+					t);
+		if (strcmp(p->name, "duration") == 0 &&
+		    (strcmp(t->name, "set") == 0 || (map && i == 0)))
+			return fail_raw(map ? "Durations are not allowed as "
+					      "map keys: "
+					    : "Durations are not allowed "
+					      "inside sets: ",
+					t);
+		if (!frozen && freezable(p) && !p->frozen)
+			return fail_raw(
+				is_collection_name(p->name)
+					? "Non-frozen collections are "
+					  "not allowed inside "
+					  "collections: "
+					: "Non-frozen UDTs are not "
+					  "allowed inside collections: ",
+				t);
+	}
+	const struct storage_type *sub[2] = {NULL, NULL};
+	enum cql_schema_status st = CQL_SCHEMA_OK;
+	for (size_t i = 0; i < want && st == CQL_SCHEMA_OK; i++)
+		st = resolve(t->params[i], ks, true, depth + 1, &sub[i]);
+	if (st == CQL_SCHEMA_OK) {
+		uint16_t kind = strcmp(t->name, "list") == 0 ? STORAGE_TYPE_LIST
+				: strcmp(t->name, "set") == 0
+					? STORAGE_TYPE_SET
+					: STORAGE_TYPE_MAP;
+		*out = storage_type_new_collection(kind, frozen, sub[0],
+						   sub[1]);
+		if (!*out)
+			st = nomem();
+	}
+	storage_type_unref(sub[0]);
+	storage_type_unref(sub[1]);
+	return st;
+}
+
+/* tuple<T1, ..., Tn>: frozen, and so are its components. */
+static enum cql_schema_status resolve_tuple(const struct cql_type_ast *t,
+					    const char *ks, int depth,
+					    const struct storage_type **out)
+{
+	if (t->param_count == 0)
+		return fail(CQL_SCHEMA_SYNTAX, "tuple takes type parameters");
+	if (t->param_count > STORAGE_TYPE_MAX_CHILDREN)
+		return fail(CQL_SCHEMA_INVALID, "too many tuple components");
+	const struct storage_type **comps =
+		calloc(t->param_count, sizeof(*comps));
+	if (!comps)
+		return nomem();
+	enum cql_schema_status st = CQL_SCHEMA_OK;
+	for (size_t i = 0; i < t->param_count && st == CQL_SCHEMA_OK; i++) {
+		if (strcmp(t->params[i]->name, "counter") == 0)
+			st = fail(CQL_SCHEMA_INVALID,
+				  "Counters are not allowed inside tuples");
+		else if (t->params[i]->number)
+			st = fail(CQL_SCHEMA_SYNTAX,
+				  "Invalid type parameter %s",
+				  t->params[i]->name);
+		else
+			st = resolve(t->params[i], ks, true, depth + 1,
+				     &comps[i]);
+	}
+	if (st == CQL_SCHEMA_OK &&
+	    !(*out = storage_type_new_tuple(comps, t->param_count)))
+		st = nomem();
+	for (size_t i = 0; i < t->param_count; i++)
+		storage_type_unref(comps[i]);
+	free(comps);
+	return st;
+}
+
+/* vector<T, N> (Cassandra 5.0): N > 0, T frozen, not a counter. */
+static enum cql_schema_status resolve_vector(const struct cql_type_ast *t,
+					     const char *ks, int depth,
+					     const struct storage_type **out)
+{
+	if (t->param_count != 2 || t->params[0]->number ||
+	    !t->params[1]->number)
+		return fail(CQL_SCHEMA_SYNTAX,
+			    "vector takes a type and a dimension: "
+			    "vector<float, 3>");
+	const char *d = t->params[1]->name;
+	char *end;
+	errno = 0;
+	long long n = strtoll(d, &end, 10);
+	if (*end || errno || n <= 0 || n > STORAGE_TYPE_MAX_DIMENSION)
+		return fail(CQL_SCHEMA_INVALID,
+			    "vectors may only have positive dimentions; given "
+			    "%s",
+			    d);
+	if (strcmp(t->params[0]->name, "counter") == 0)
+		return fail(CQL_SCHEMA_INVALID,
+			    "Counters are not allowed inside vectors");
+	const struct storage_type *elem = NULL;
+	enum cql_schema_status st =
+		resolve(t->params[0], ks, true, depth + 1, &elem);
+	if (st != CQL_SCHEMA_OK)
+		return st;
+	if (!(*out = storage_type_new_vector(elem, (uint32_t)n)))
+		st = nomem();
+	storage_type_unref(elem);
+	return st;
+}
+
+/* `frozen`: inside a frozen type or a collection, whose collections and
+ * UDTs freeze too (CQL3Type.Raw.freeze). */
+static enum cql_schema_status resolve(const struct cql_type_ast *t,
+				      const char *ks, bool frozen, int depth,
+				      const struct storage_type **out)
+{
+	*out = NULL;
+	if (depth > STORAGE_TYPE_MAX_DEPTH)
+		return fail(CQL_SCHEMA_INVALID, "Type nested too deeply");
+	if (t->number)
+		return fail(CQL_SCHEMA_SYNTAX, "Unknown type %s", t->name);
+	frozen = frozen || t->frozen;
 	if (strcmp(t->name, "counter") == 0)
 		return fail(CQL_SCHEMA_UNSUPPORTED,
 			    "Counters are not supported by Cassini yet");
-	if (strcmp(t->name, "duration") == 0 || strcmp(t->name, "tuple") == 0)
-		return fail(CQL_SCHEMA_UNSUPPORTED,
-			    "The %s type is not supported by Cassini yet",
-			    t->name);
-	bool list = strcmp(t->name, "list") == 0,
-	     set = strcmp(t->name, "set") == 0,
-	     map = strcmp(t->name, "map") == 0;
-	if (list || set || map) {
-		size_t want = map ? 2 : 1;
-		if (t->param_count != want)
-			return fail(CQL_SCHEMA_INVALID,
-				    "%s takes %zu type parameter%s", t->name,
-				    want, want > 1 ? "s" : "");
-		out->kind = list  ? STORAGE_TYPE_LIST
-			    : set ? STORAGE_TYPE_SET
-				  : STORAGE_TYPE_MAP;
-		out->frozen = t->frozen;
-		if ((st = map_element(t->params[0], ks, &out->elem)) !=
-		    CQL_SCHEMA_OK)
-			return st;
-		if (map && (st = map_element(t->params[1], ks, &out->value)) !=
-				   CQL_SCHEMA_OK)
-			return st;
-		return CQL_SCHEMA_OK;
-	}
+	if (is_collection_name(t->name))
+		return resolve_collection(t, ks, frozen, depth, out);
+	if (strcmp(t->name, "tuple") == 0)
+		return resolve_tuple(t, ks, depth, out);
+	if (strcmp(t->name, "vector") == 0)
+		return resolve_vector(t, ks, depth, out);
 	int k = simple_kind(t->name);
 	if (k < 0)
+		/* A user-defined type name: resolved by the UDT registry
+		 * (storage_type_new_udt), once there is one. */
 		return fail(CQL_SCHEMA_INVALID, "Unknown type %s.%s", ks,
 			    t->name);
 	if (t->param_count)
@@ -110,8 +262,15 @@ static enum cql_schema_status map_type(const struct cql_type_ast *t,
 			"frozen<> is only allowed on collections, tuples, and "
 			"user-defined types (got %s)",
 			t->name);
-	out->kind = (uint16_t)k;
+	*out = storage_type_simple((uint16_t)k);
 	return CQL_SCHEMA_OK;
+}
+
+enum cql_schema_status cql_schema_type_resolve(const struct cql_type_ast *t,
+					       const char *ks,
+					       const struct storage_type **out)
+{
+	return resolve(t, ks, false, 0, out);
 }
 
 /* ---- tables -------------------------------------------------------------- */
@@ -236,21 +395,27 @@ static enum cql_schema_status add_column(struct storage_table_meta *m,
 					 enum storage_column_kind kind,
 					 bool desc, const char *ks)
 {
-	struct storage_type type;
-	enum cql_schema_status st = map_type(d->type, ks, &type);
+	const struct storage_type *type;
+	enum cql_schema_status st = cql_schema_type_resolve(d->type, ks, &type);
 	if (st != CQL_SCHEMA_OK)
 		return st;
-	if ((kind == STORAGE_COLUMN_PARTITION_KEY ||
-	     kind == STORAGE_COLUMN_CLUSTERING) &&
-	    storage_type_is_collection(type.kind) && !type.frozen)
-		return fail(
-			CQL_SCHEMA_INVALID,
-			"Invalid non-frozen collection type for PRIMARY KEY "
-			"component %s",
-			d->name);
-	if (storage_table_meta_add_column(m, d->name, kind, type, desc) < 0)
-		return nomem();
-	return CQL_SCHEMA_OK;
+	bool key = kind == STORAGE_COLUMN_PARTITION_KEY ||
+		   kind == STORAGE_COLUMN_CLUSTERING;
+	if (key && storage_type_is_multicell(type))
+		st = fail(CQL_SCHEMA_INVALID,
+			  "Invalid non-frozen collection type for PRIMARY KEY "
+			  "component %s",
+			  d->name);
+	else if (key && storage_type_contains(type, STORAGE_TYPE_DURATION))
+		st = fail(CQL_SCHEMA_INVALID,
+			  "duration type is not supported for PRIMARY KEY "
+			  "part %s",
+			  d->name);
+	else if (storage_table_meta_add_column(m, d->name, kind, type, desc) <
+		 0)
+		st = nomem();
+	storage_type_unref(type);
+	return st;
 }
 
 static struct cql_table *table_new(struct storage_table_meta *m)
@@ -399,8 +564,8 @@ static enum cql_schema_status readd_check(const struct storage_table_meta *m,
 					  const struct cql_column_def *d,
 					  const char *ks, int64_t *dropped_at)
 {
-	struct storage_type type;
-	enum cql_schema_status st = map_type(d->type, ks, &type);
+	const struct storage_type *type;
+	enum cql_schema_status st = cql_schema_type_resolve(d->type, ks, &type);
 	if (st != CQL_SCHEMA_OK)
 		return st;
 	*dropped_at = INT64_MIN;
@@ -413,11 +578,15 @@ static enum cql_schema_status readd_check(const struct storage_table_meta *m,
 		if (c->dropped_at > *dropped_at)
 			*dropped_at = c->dropped_at;
 	}
-	if (!last)
+	if (!last) {
+		storage_type_unref(type);
 		return CQL_SCHEMA_OK;
-	char now[96], before[96];
-	if (cql_type_text(&type, now, sizeof(now)) != 0 ||
-	    cql_type_text(&last->type, before, sizeof(before)) != 0)
+	}
+	char now[1024], before[1024];
+	int rc = cql_type_text(type, now, sizeof(now)) ||
+		 cql_type_text(last->type, before, sizeof(before));
+	storage_type_unref(type);
+	if (rc)
 		return nomem();
 	if (strcmp(now, before) != 0)
 		return fail(CQL_SCHEMA_INVALID,

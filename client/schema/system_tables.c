@@ -326,8 +326,8 @@ static const char *const kind_names[] = {"partition_key", "clustering",
 static int column_row(struct rows *r, const char *ks, const char *table,
 		      const struct storage_column *c, bool dropped)
 {
-	char type[128];
-	if (cql_type_text(&c->type, type, sizeof(type)) != 0)
+	char type[1024];
+	if (cql_type_text(c->type, type, sizeof(type)) != 0)
 		return -1;
 	struct cell *row = row_new(r);
 	if (!row || put_text(r, row, "keyspace_name", ks) ||
@@ -694,7 +694,7 @@ static int key_cmp(const struct storage_table_meta *m, const struct cell *a,
 					return x->len < 0 ? -1 : 1;
 				continue;
 			}
-			int c = storage_type_cmp(&m->columns[cols[i]].type,
+			int c = storage_type_cmp(m->columns[cols[i]].type,
 						 x->ptr, (size_t)x->len, y->ptr,
 						 (size_t)y->len);
 			if (c)
@@ -827,12 +827,11 @@ static int relation_value(struct arena *a, const struct cql_term *t,
 		return 0;
 	}
 	struct buf b;
-	struct cql_column_type ct = {c->type.kind, c->type.elem, c->type.value};
 	struct cql_timeuuid_gen g;
 	struct cql_fn_ctx fn = {.timeuuids = &g};
 	cql_timeuuid_gen_init(&g, 0);
 	buf_init(&b);
-	int rc = cql_term_serialize(t, &ct, c->name, &fn, NULL, &b);
+	int rc = cql_term_serialize(t, c->type, c->name, &fn, NULL, &b);
 	if (rc < 0) {
 		buf_free(&b);
 		return -1;
@@ -1038,7 +1037,7 @@ static struct cql_column_spec *specs_of(struct arena *a,
 		specs[i].table = m->name;
 		specs[i].name = cols[i].name;
 		if (!(specs[i].type = cql_type_option_of(
-			      a, &m->columns[cols[i].column].type)))
+			      a, m->columns[cols[i].column].type)))
 			return NULL;
 	}
 	return specs;

@@ -98,8 +98,8 @@ static void setup(void)
 	meta = storage_table_meta_new("ks", "t", id);
 	struct storage_type text = {.kind = STORAGE_TYPE_TEXT};
 	storage_table_meta_add_column(meta, "k", STORAGE_COLUMN_PARTITION_KEY,
-				      text, false);
-	storage_table_meta_add_column(meta, "v", STORAGE_COLUMN_REGULAR, text,
+				      &text, false);
+	storage_table_meta_add_column(meta, "v", STORAGE_COLUMN_REGULAR, &text,
 				      false);
 	for (int i = 0; i < 8; i++) {
 		char k[2] = {(char)('a' + i), 0};

@@ -44,15 +44,16 @@ static struct storage_table_meta *table(const uint8_t id[16])
 		return NULL;
 	struct storage_type blob = {.kind = STORAGE_TYPE_BLOB};
 	struct storage_type i = {.kind = STORAGE_TYPE_INT};
-	struct storage_type set = {.kind = STORAGE_TYPE_SET,
-				   .elem = STORAGE_TYPE_INT};
+	struct storage_type set = STORAGE_TYPE_COLLECTION(
+		STORAGE_TYPE_SET, false, storage_type_simple(STORAGE_TYPE_INT));
 	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
-				      blob, false);
-	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, i,
+				      &blob, false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, &i,
 				      true);
-	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, i, false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, i, false);
-	storage_table_meta_add_column(t, "tags", STORAGE_COLUMN_REGULAR, set,
+	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, &i, false);
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &i,
+				      false);
+	storage_table_meta_add_column(t, "tags", STORAGE_COLUMN_REGULAR, &set,
 				      false);
 	return t;
 }

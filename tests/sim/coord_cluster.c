@@ -240,11 +240,11 @@ struct simc *simc_new(uint64_t seed, int n, const char *const *dcs)
 	struct storage_type text = {.kind = STORAGE_TYPE_TEXT};
 	ck_assert_int_ge(storage_table_meta_add_column(
 				 c->meta, "k", STORAGE_COLUMN_PARTITION_KEY,
-				 text, false),
+				 &text, false),
 			 0);
 	ck_assert_int_ge(storage_table_meta_add_column(c->meta, "v",
 						       STORAGE_COLUMN_REGULAR,
-						       text, false),
+						       &text, false),
 			 0);
 	static int64_t tokens[MAX_NODES][8];
 	struct ring_builder *b = ring_builder_new();

@@ -69,10 +69,10 @@ struct storage_table_meta *mem_store_table_new(const uint8_t id[16])
 	struct storage_type text = {.kind = STORAGE_TYPE_TEXT};
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
 	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
-				      text, false);
-	storage_table_meta_add_column(t, "ck", STORAGE_COLUMN_CLUSTERING, ti,
+				      &text, false);
+	storage_table_meta_add_column(t, "ck", STORAGE_COLUMN_CLUSTERING, &ti,
 				      false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, text,
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &text,
 				      false);
 	return t;
 }

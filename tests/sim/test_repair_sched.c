@@ -293,13 +293,13 @@ static struct cluster *cluster_new(const struct repair_sched_options *o)
 	c->meta = storage_table_meta_new("ks", "t", id);
 	struct storage_type text = {.kind = STORAGE_TYPE_TEXT};
 	storage_table_meta_add_column(
-		c->meta, "pk", STORAGE_COLUMN_PARTITION_KEY, text, false);
+		c->meta, "pk", STORAGE_COLUMN_PARTITION_KEY, &text, false);
 	storage_table_meta_add_column(c->meta, "v", STORAGE_COLUMN_REGULAR,
-				      text, false);
+				      &text, false);
 	uint8_t id2[16] = {2};
 	c->meta2 = storage_table_meta_new("ks", "e", id2);
 	storage_table_meta_add_column(
-		c->meta2, "pk", STORAGE_COLUMN_PARTITION_KEY, text, false);
+		c->meta2, "pk", STORAGE_COLUMN_PARTITION_KEY, &text, false);
 	c->tables[0] = "ks.t";
 	c->gc_grace[0] = 864000;
 	c->ntables = 1;

@@ -47,7 +47,8 @@ int main(void)
 		if (!tab)
 			continue;
 		*tab = '\0';
-		struct cql_column_type t = {0};
+		struct storage_type t = {0}, e = {0}, v = {0};
+		const struct storage_type *subs[2] = {&e, &v};
 		char *p = line;
 		if (strncmp(p, "list:", 5) == 0 || strncmp(p, "set:", 4) == 0 ||
 		    strncmp(p, "map:", 4) == 0) {
@@ -58,9 +59,11 @@ int main(void)
 			char *colon = strchr(p, ':');
 			if (colon) {
 				*colon = '\0';
-				t.value = type_id(colon + 1);
+				v.kind = type_id(colon + 1);
 			}
-			t.elem = type_id(p);
+			e.kind = type_id(p);
+			t.count = colon ? 2 : 1;
+			t.sub = subs;
 		} else {
 			t.kind = type_id(p);
 		}

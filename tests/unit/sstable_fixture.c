@@ -82,11 +82,11 @@ int main(int argc, char **argv)
 	t = storage_table_meta_new("ks", "t", id);
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx,
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      &tx, false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, &ti,
 				      false);
-	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, ti,
-				      false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, tx,
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &tx,
 				      false);
 	db = storage_new(&o);
 	if (!db || storage_table_add(db, t, true) || storage_start(db)) {

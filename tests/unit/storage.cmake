@@ -41,3 +41,5 @@ cassini_check_suite(test_storage_alter LABEL unit
 cassini_check_suite(test_storage_drop LABEL unit
                     SOURCES test_storage_drop.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
+cassini_check_suite(test_storage_type_tree LABEL unit
+                    SOURCES test_storage_type_tree.c LIBS cassini_storage)

@@ -151,8 +151,8 @@ def test_errors_use_cassandras_words():
         "ERR Unable to coerce '2024-13-01' to a formatted date (long)",
         "ERR Unable to coerce '2023-02-29' to a formatted date (long)",
         "ERR Unable to make inet address from 'nope'",
-        "ERR Invalid set literal for v of type list",
-        "ERR Invalid map literal for v of type set",
+        "ERR Invalid set literal for v of type list<int>",
+        "ERR Invalid map literal for v of type set<int>",
         "ERR null is not supported inside collections",
         "ERR Type error: cannot assign result of function system.now "
         "(type timeuuid) to v (type int)",

@@ -258,7 +258,33 @@ START_TEST(encoders_frame_lengths_and_limits)
 	static const struct cql_type_option tuple = {.id = CQL_TYPE_TUPLE};
 	before = b.len;
 	ck_assert_int_eq(cql_write_type_option(&b, &tuple), -1);
-	ck_assert_int_eq(err_code(), ERR_UNSUPPORTED);
+	ck_assert_int_eq(err_code(), ERR_INVALID);
+	/* tuple<int, text>: 0x0031, n, each component */
+	static const struct cql_type_option i32 = {.id = CQL_TYPE_INT},
+					    txt = {.id = CQL_TYPE_VARCHAR};
+	static const struct cql_type_option *const comps[] = {&i32, &txt};
+	static const struct cql_type_option tup = {
+		.id = CQL_TYPE_TUPLE, .count = 2, .subs = comps};
+	buf_clear(&b);
+	ck_assert_int_eq(cql_write_type_option(&b, &tup), 0);
+	static const uint8_t want[] = {0, 0x31, 0, 2, 0, 0x09, 0, 0x0d};
+	ck_assert_uint_eq(b.len, sizeof(want));
+	ck_assert_int_eq(memcmp(b.data, want, sizeof(want)), 0);
+	/* a UDT: keyspace, name, n, (field, type)... */
+	static const char *const fields[] = {"a", "b"};
+	static const struct cql_type_option udt = {.id = CQL_TYPE_UDT,
+						   .count = 2,
+						   .subs = comps,
+						   .keyspace = "ks",
+						   .name = "u",
+						   .field_names = fields};
+	buf_clear(&b);
+	ck_assert_int_eq(cql_write_type_option(&b, &udt), 0);
+	static const uint8_t want_udt[] = {0, 0x30, 0, 2, 'k', 's', 0,
+					   1, 'u',  0, 2, 0,   1,   'a',
+					   0, 9,    0, 1, 'b', 0,   0x0d};
+	ck_assert_uint_eq(b.len, sizeof(want_udt));
+	ck_assert_int_eq(memcmp(b.data, want_udt, sizeof(want_udt)), 0);
 	buf_free(&b);
 }
 END_TEST

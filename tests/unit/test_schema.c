@@ -88,9 +88,9 @@ START_TEST(system_keyspaces_hold_the_tables_drivers_read)
 		cql_schema_table(schema, "system", "local");
 	ck_assert_ptr_nonnull(local);
 	char type[64];
-	cql_type_text(&col(local, "tokens")->type, type, sizeof(type));
+	cql_type_text(col(local, "tokens")->type, type, sizeof(type));
 	ck_assert_str_eq(type, "set<text>");
-	cql_type_text(&col(local, "truncated_at")->type, type, sizeof(type));
+	cql_type_text(col(local, "truncated_at")->type, type, sizeof(type));
 	ck_assert_str_eq(type, "map<uuid, blob>");
 	ck_assert_int_eq(col(local, "key")->kind, STORAGE_COLUMN_PARTITION_KEY);
 	const struct cql_table *peers =
@@ -99,7 +99,7 @@ START_TEST(system_keyspaces_hold_the_tables_drivers_read)
 			 STORAGE_COLUMN_CLUSTERING);
 	const struct cql_table *tables =
 		cql_schema_table(schema, "system_schema", "tables");
-	cql_type_text(&col(tables, "flags")->type, type, sizeof(type));
+	cql_type_text(col(tables, "flags")->type, type, sizeof(type));
 	ck_assert_str_eq(type, "frozen<set<text>>");
 	const char *names[] = {"keyspaces",      "tables",    "columns",
 			       "types",          "functions", "aggregates",
@@ -205,9 +205,9 @@ START_TEST(tables_get_keys_order_types_and_options)
 	ck_assert(col(t, "ts")->desc);
 	ck_assert(!col(t, "seq")->desc);
 	ck_assert_int_eq(col(t, "owner")->kind, STORAGE_COLUMN_STATIC);
-	ck_assert_int_eq(col(t, "tags")->type.kind, STORAGE_TYPE_SET);
-	ck_assert(!col(t, "tags")->type.frozen);
-	ck_assert(col(t, "meta")->type.frozen);
+	ck_assert_int_eq(col(t, "tags")->type->kind, STORAGE_TYPE_SET);
+	ck_assert(!col(t, "tags")->type->frozen);
+	ck_assert(col(t, "meta")->type->frozen);
 	ck_assert_int_eq(m->options.default_time_to_live, 3600);
 	ck_assert_int_eq(m->options.gc_grace_seconds, 60);
 	ck_assert_int_eq(m->options.compaction, STORAGE_COMPACTION_TIME_WINDOW);
@@ -284,7 +284,58 @@ START_TEST(table_definitions_are_checked_like_cassandra)
 	refused("CREATE TABLE t (k int PRIMARY KEY, c counter)",
 		CQL_SCHEMA_UNSUPPORTED, "Counters are not supported");
 	refused("CREATE TABLE t (k int PRIMARY KEY, l list<list<int>>)",
-		CQL_SCHEMA_UNSUPPORTED, "Nested collections");
+		CQL_SCHEMA_INVALID,
+		"Non-frozen collections are not allowed inside collections: "
+		"list<list<int>>");
+	refused("CREATE TABLE t (k int PRIMARY KEY, m map<set<int>, int>)",
+		CQL_SCHEMA_INVALID,
+		"Non-frozen collections are not allowed inside collections: "
+		"map<set<int>, int>");
+	refused("CREATE TABLE t (k int PRIMARY KEY, s set<duration>)",
+		CQL_SCHEMA_INVALID,
+		"Durations are not allowed inside sets: set<duration>");
+	refused("CREATE TABLE t (k int PRIMARY KEY, m map<duration, text>)",
+		CQL_SCHEMA_INVALID,
+		"Durations are not allowed as map keys: map<duration, text>");
+	refused("CREATE TABLE t (k duration PRIMARY KEY)", CQL_SCHEMA_INVALID,
+		"duration type is not supported for PRIMARY KEY part k");
+	refused("CREATE TABLE t (k int, c frozen<tuple<int, duration>>, "
+		"PRIMARY KEY (k, c))",
+		CQL_SCHEMA_INVALID,
+		"duration type is not supported for PRIMARY KEY part c");
+	refused("CREATE TABLE t (k int PRIMARY KEY, l list<counter>)",
+		CQL_SCHEMA_INVALID,
+		"Counters are not allowed inside collections: list<counter>");
+	refused("CREATE TABLE t (k int PRIMARY KEY, v vector<float, 0>)",
+		CQL_SCHEMA_INVALID,
+		"vectors may only have positive dimentions; given 0");
+	ok("CREATE TABLE nested (k frozen<map<frozen<set<int>>, text>> PRIMARY "
+	   "KEY, l list<frozen<list<int>>>, f frozen<list<list<int>>>, "
+	   "t tuple<int, list<text>>, d duration, ld list<duration>, "
+	   "v vector<float, 3>)");
+	{
+		const struct cql_table *nt =
+			cql_schema_table(schema, "ks", "nested");
+		static const struct {
+			const char *col, *text;
+		} want[] = {
+			{"k", "frozen<map<frozen<set<int>>, text>>"},
+			{"l", "list<frozen<list<int>>>"},
+			{"f", "frozen<list<frozen<list<int>>>>"},
+			{"t", "frozen<tuple<int, frozen<list<text>>>>"},
+			{"d", "duration"},
+			{"ld", "list<duration>"},
+			{"v", "vector<float, 3>"},
+		};
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			char text[128];
+			ck_assert_int_eq(
+				cql_type_text(col(nt, want[i].col)->type, text,
+					      sizeof(text)),
+				0);
+			ck_assert_str_eq(text, want[i].text);
+		}
+	}
 	refused("CREATE TABLE t (k int PRIMARY KEY, v frozen<int>)",
 		CQL_SCHEMA_INVALID, "frozen<> is only allowed on collections");
 	refused("CREATE TABLE t (k int PRIMARY KEY) WITH read_repair_chance = "
@@ -407,8 +458,8 @@ START_TEST(alter_and_drop_table_keep_old_metadata_valid)
 	refused("ALTER TABLE t ADD c2 counter", CQL_SCHEMA_CONFIG,
 		"ks.t: Cannot have a counter column (\"c2\") in a non counter "
 		"table");
-	refused("ALTER TABLE t ADD d duration", CQL_SCHEMA_UNSUPPORTED,
-		"The duration type is not supported");
+	refused("ALTER TABLE t ADD d set<duration>", CQL_SCHEMA_INVALID,
+		"Durations are not allowed inside sets: set<duration>");
 	refused("ALTER TABLE t ADD a addr", CQL_SCHEMA_INVALID,
 		"Unknown type ks.addr");
 	refused("ALTER TABLE t ADD v blob", CQL_SCHEMA_INVALID,

@@ -35,10 +35,10 @@ static struct storage_table_meta *version1(void)
 	struct storage_table_meta *t = storage_table_meta_new("ks", "t", id);
 	ck_assert_ptr_nonnull(t);
 	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
-				      TEXT, false);
-	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, INT,
+				      &TEXT, false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, &INT,
 				      false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, TEXT,
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &TEXT,
 				      false);
 	t->options.gc_grace_seconds = 0;
 	return t;
@@ -61,16 +61,17 @@ static void evolve(struct fx *f,
 static void add_w_tags_s(struct storage_table_meta *t, int64_t arg)
 {
 	(void)arg;
-	struct storage_type set = {.kind = STORAGE_TYPE_SET,
-				   .elem = STORAGE_TYPE_INT};
+	struct storage_type set = STORAGE_TYPE_COLLECTION(
+		STORAGE_TYPE_SET, false, storage_type_simple(STORAGE_TYPE_INT));
 	ck_assert_int_eq(storage_table_meta_add_column(
-				 t, "w", STORAGE_COLUMN_REGULAR, TEXT, false),
+				 t, "w", STORAGE_COLUMN_REGULAR, &TEXT, false),
 			 COL_W);
-	ck_assert_int_eq(storage_table_meta_add_column(
-				 t, "tags", STORAGE_COLUMN_REGULAR, set, false),
+	ck_assert_int_eq(storage_table_meta_add_column(t, "tags",
+						       STORAGE_COLUMN_REGULAR,
+						       &set, false),
 			 COL_TAGS);
 	ck_assert_int_eq(storage_table_meta_add_column(
-				 t, "s", STORAGE_COLUMN_STATIC, INT, false),
+				 t, "s", STORAGE_COLUMN_STATIC, &INT, false),
 			 COL_S);
 }
 
@@ -83,7 +84,7 @@ static void drop_v(struct storage_table_meta *t, int64_t at)
 static void readd_v(struct storage_table_meta *t, int64_t at)
 {
 	ck_assert_int_eq(storage_table_meta_add_column(
-				 t, "v", STORAGE_COLUMN_REGULAR, TEXT, false),
+				 t, "v", STORAGE_COLUMN_REGULAR, &TEXT, false),
 			 COL_V2);
 	t->columns[COL_V2].dropped_at = at;
 }
@@ -394,11 +395,12 @@ START_TEST(only_successors_replace_a_table)
 	ck_assert_int_eq(storage_table_update(f.db, n), -1);
 	ck_assert_int_eq(err_code(), ERR_INVALID);
 	n->column_count++;
-	n->columns[COL_V].type.kind = STORAGE_TYPE_INT;
+	const struct storage_type *was = n->columns[COL_V].type;
+	n->columns[COL_V].type = &INT;
 	ck_assert_int_eq(storage_table_update(f.db, n), -1);
 	ck_assert_int_eq(err_code(), ERR_INVALID);
-	n->columns[COL_V].type.kind = STORAGE_TYPE_TEXT;
-	storage_table_meta_add_column(n, "k2", STORAGE_COLUMN_CLUSTERING, INT,
+	n->columns[COL_V].type = was;
+	storage_table_meta_add_column(n, "k2", STORAGE_COLUMN_CLUSTERING, &INT,
 				      false);
 	ck_assert_int_eq(storage_table_update(f.db, n), -1);
 	storage_table_meta_delete(n);

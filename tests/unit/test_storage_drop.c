@@ -42,11 +42,11 @@ static struct storage_table_meta *make_table(const char *name, uint8_t tag)
 	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
 	if (!t) /* (the churn's helpers take no ck_assert: see churn()) */
 		ck_abort_msg("meta: %s", err_msg());
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx,
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      &tx, false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, &ti,
 				      false);
-	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, ti,
-				      false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, tb,
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &tb,
 				      false);
 	return t;
 }

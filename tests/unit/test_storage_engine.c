@@ -39,12 +39,13 @@ static struct storage_table_meta *make_table(uint8_t compression,
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
 	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx,
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      &tx, false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, &ti,
 				      false);
-	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, ti,
+	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, &ti,
 				      false);
-	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, ti, false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, tb,
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &tb,
 				      false);
 	t->options.compression = compression;
 	t->options.chunk_length = chunk;
@@ -1105,11 +1106,11 @@ START_TEST(timestamp_ordered_reads_match_a_full_merge)
 	uint8_t id[16] = {0x77};
 	struct storage_table_meta *kv = storage_table_meta_new("ks", "kv", id);
 	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
-	storage_table_meta_add_column(kv, "k", STORAGE_COLUMN_PARTITION_KEY, tb,
+	storage_table_meta_add_column(kv, "k", STORAGE_COLUMN_PARTITION_KEY,
+				      &tb, false);
+	storage_table_meta_add_column(kv, "a", STORAGE_COLUMN_REGULAR, &tb,
 				      false);
-	storage_table_meta_add_column(kv, "a", STORAGE_COLUMN_REGULAR, tb,
-				      false);
-	storage_table_meta_add_column(kv, "b", STORAGE_COLUMN_REGULAR, tb,
+	storage_table_meta_add_column(kv, "b", STORAGE_COLUMN_REGULAR, &tb,
 				      false);
 	ck_assert_int_eq(storage_table_add(f.db, kv, true), 0);
 	struct {

@@ -83,18 +83,19 @@ static struct storage_table_meta *make_table(uint64_t s)
 	struct storage_table_meta *t = storage_table_meta_new("ks", "frag", id);
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
-	struct storage_type tset = {.kind = STORAGE_TYPE_SET,
-				    .elem = STORAGE_TYPE_INT};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx,
+	struct storage_type tset = STORAGE_TYPE_COLLECTION(
+		STORAGE_TYPE_SET, false, storage_type_simple(STORAGE_TYPE_INT));
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      &tx, false);
+	storage_table_meta_add_column(t, "c1", STORAGE_COLUMN_CLUSTERING, &ti,
 				      false);
-	storage_table_meta_add_column(t, "c1", STORAGE_COLUMN_CLUSTERING, ti,
-				      false);
-	storage_table_meta_add_column(t, "c2", STORAGE_COLUMN_CLUSTERING, ti,
+	storage_table_meta_add_column(t, "c2", STORAGE_COLUMN_CLUSTERING, &ti,
 				      true);
-	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, ti, false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, ti,
+	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, &ti,
 				      false);
-	storage_table_meta_add_column(t, "tags", STORAGE_COLUMN_REGULAR, tset,
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &ti,
+				      false);
+	storage_table_meta_add_column(t, "tags", STORAGE_COLUMN_REGULAR, &tset,
 				      false);
 	t->options.chunk_length = 256;
 	return t;
@@ -869,11 +870,11 @@ START_TEST(merge_order_independent_for_equal_values_in_other_bytes)
 	struct storage_table_meta *t = storage_table_meta_new("ks", "vi", id);
 	struct storage_type vi = {.kind = STORAGE_TYPE_VARINT};
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, ti,
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      &ti, false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, &vi,
 				      false);
-	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, vi,
-				      false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, ti,
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &ti,
 				      false);
 	const uint8_t key[4] = {0, 0, 0, 1}, short_ck[1] = {5},
 		      long_ck[2] = {0, 5};

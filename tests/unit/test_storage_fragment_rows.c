@@ -23,12 +23,13 @@ static struct storage_table_meta *make_table(void)
 	struct storage_table_meta *t = storage_table_meta_new("ks", "rows", id);
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx,
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      &tx, false);
+	storage_table_meta_add_column(t, "ck", STORAGE_COLUMN_CLUSTERING, &ti,
 				      false);
-	storage_table_meta_add_column(t, "ck", STORAGE_COLUMN_CLUSTERING, ti,
+	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, &ti,
 				      false);
-	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, ti, false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, ti,
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &ti,
 				      false);
 	return t;
 }

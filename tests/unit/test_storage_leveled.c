@@ -63,10 +63,10 @@ static void fx_init(struct fx *f, const char *tag, uint32_t fanout)
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
 	storage_table_meta_add_column(f->t, "pk", STORAGE_COLUMN_PARTITION_KEY,
-				      tx, false);
-	storage_table_meta_add_column(f->t, "c", STORAGE_COLUMN_CLUSTERING, ti,
+				      &tx, false);
+	storage_table_meta_add_column(f->t, "c", STORAGE_COLUMN_CLUSTERING, &ti,
 				      false);
-	storage_table_meta_add_column(f->t, "v", STORAGE_COLUMN_REGULAR, tx,
+	storage_table_meta_add_column(f->t, "v", STORAGE_COLUMN_REGULAR, &tx,
 				      false);
 	f->t->options.compaction = STORAGE_COMPACTION_LEVELED;
 	f->t->options.compression = STORAGE_COMPRESSION_NONE;

@@ -20,17 +20,18 @@ static struct storage_table_meta *table(void)
 	struct storage_table_meta *t = storage_table_meta_new("ks", "t", id);
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
-	struct storage_type tm = {.kind = STORAGE_TYPE_MAP,
-				  .elem = STORAGE_TYPE_INT,
-				  .value = STORAGE_TYPE_INT};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx,
+	struct storage_type tm = STORAGE_TYPE_COLLECTION(
+		STORAGE_TYPE_MAP, false, storage_type_simple(STORAGE_TYPE_INT),
+		storage_type_simple(STORAGE_TYPE_INT));
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      &tx, false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, &ti,
 				      false);
-	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, ti,
+	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, &ti,
 				      false);
-	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, ti, false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, ti,
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &ti,
 				      false);
-	storage_table_meta_add_column(t, "m", STORAGE_COLUMN_REGULAR, tm,
+	storage_table_meta_add_column(t, "m", STORAGE_COLUMN_REGULAR, &tm,
 				      false);
 	return t;
 }

@@ -119,13 +119,13 @@ static struct storage_table_meta *ck_table(void)
 	struct storage_table_meta *t = storage_table_meta_new("ks", "t", id);
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx,
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      &tx, false);
+	storage_table_meta_add_column(t, "a", STORAGE_COLUMN_CLUSTERING, &ti,
 				      false);
-	storage_table_meta_add_column(t, "a", STORAGE_COLUMN_CLUSTERING, ti,
-				      false);
-	storage_table_meta_add_column(t, "b", STORAGE_COLUMN_CLUSTERING, ti,
+	storage_table_meta_add_column(t, "b", STORAGE_COLUMN_CLUSTERING, &ti,
 				      true);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, tx,
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &tx,
 				      false);
 	return t;
 }

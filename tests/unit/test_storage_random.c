@@ -441,17 +441,17 @@ static void run(uint64_t s, int steps)
 	f.t = storage_table_meta_new("ks", "model", id);
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
-	struct storage_type ts = {.kind = STORAGE_TYPE_SET,
-				  .elem = STORAGE_TYPE_INT};
+	struct storage_type ts = STORAGE_TYPE_COLLECTION(
+		STORAGE_TYPE_SET, false, storage_type_simple(STORAGE_TYPE_INT));
 	storage_table_meta_add_column(f.t, "pk", STORAGE_COLUMN_PARTITION_KEY,
-				      tx, false);
-	storage_table_meta_add_column(f.t, "c", STORAGE_COLUMN_CLUSTERING, ti,
+				      &tx, false);
+	storage_table_meta_add_column(f.t, "c", STORAGE_COLUMN_CLUSTERING, &ti,
 				      false);
-	storage_table_meta_add_column(f.t, "s", STORAGE_COLUMN_STATIC, ti,
+	storage_table_meta_add_column(f.t, "s", STORAGE_COLUMN_STATIC, &ti,
 				      false);
-	storage_table_meta_add_column(f.t, "v", STORAGE_COLUMN_REGULAR, ti,
+	storage_table_meta_add_column(f.t, "v", STORAGE_COLUMN_REGULAR, &ti,
 				      false);
-	storage_table_meta_add_column(f.t, "tags", STORAGE_COLUMN_REGULAR, ts,
+	storage_table_meta_add_column(f.t, "tags", STORAGE_COLUMN_REGULAR, &ts,
 				      false);
 	f.t->options.gc_grace_seconds = 60;
 	f.t->options.chunk_length = 256 + (uint32_t)rng_below(&f.r, 2048);

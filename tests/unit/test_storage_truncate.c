@@ -36,9 +36,9 @@ static struct storage_table_meta *make_table(const char *name, uint8_t tag)
 	struct storage_table_meta *t = storage_table_meta_new("ks", name, id);
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
 	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY, tx,
-				      false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, tb,
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      &tx, false);
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &tb,
 				      false);
 	return t;
 }

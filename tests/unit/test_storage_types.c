@@ -161,10 +161,13 @@ static const char *check_type(const struct storage_type *t, const struct buf *b)
 
 START_TEST(collections_check_framing_and_elements)
 {
-	struct storage_type list = {STORAGE_TYPE_LIST, STORAGE_TYPE_INT, 0, 1};
-	struct storage_type set = {STORAGE_TYPE_SET, STORAGE_TYPE_TEXT, 0, 1};
-	struct storage_type map = {STORAGE_TYPE_MAP, STORAGE_TYPE_INT,
-				   STORAGE_TYPE_ASCII, 1};
+	struct storage_type list = STORAGE_TYPE_COLLECTION(
+		STORAGE_TYPE_LIST, true, storage_type_simple(STORAGE_TYPE_INT));
+	struct storage_type set = STORAGE_TYPE_COLLECTION(
+		STORAGE_TYPE_SET, true, storage_type_simple(STORAGE_TYPE_TEXT));
+	struct storage_type map = STORAGE_TYPE_COLLECTION(
+		STORAGE_TYPE_MAP, true, storage_type_simple(STORAGE_TYPE_INT),
+		storage_type_simple(STORAGE_TYPE_ASCII));
 	struct buf b;
 	buf_init(&b);
 	ck_assert_str_eq(check_type(&list, &b),
@@ -191,9 +194,10 @@ START_TEST(collections_check_framing_and_elements)
 	ck_assert_str_eq(check_type(&set, &b),
 			 "null is not supported inside collections");
 	/* an IN list may hold nulls */
-	ck_assert_int_eq(storage_elements_validate(STORAGE_TYPE_LIST,
-						   STORAGE_TYPE_TEXT, 0, b.data,
-						   b.len, true),
+	struct storage_type tl =
+		STORAGE_TYPE_COLLECTION(STORAGE_TYPE_LIST, true,
+					storage_type_simple(STORAGE_TYPE_TEXT));
+	ck_assert_int_eq(storage_elements_validate(&tl, b.data, b.len, true),
 			 0);
 	buf_clear(&b);
 	buf_put_be32(&b, 0xffffffff);
@@ -240,7 +244,8 @@ START_TEST(frozen_lists_compare_element_by_element)
 	 * type (-1 < 1, unlike their bytes), then the shorter first. */
 	struct rng r;
 	rng_seed(&r, seed);
-	struct storage_type list = {STORAGE_TYPE_LIST, STORAGE_TYPE_INT, 0, 1};
+	struct storage_type list = STORAGE_TYPE_COLLECTION(
+		STORAGE_TYPE_LIST, true, storage_type_simple(STORAGE_TYPE_INT));
 	struct buf a, b;
 	buf_init(&a);
 	buf_init(&b);
@@ -273,7 +278,8 @@ START_TEST(sets_normalise_to_sorted_distinct_elements)
 {
 	struct rng r;
 	rng_seed(&r, seed + 1);
-	struct storage_type set = {STORAGE_TYPE_SET, STORAGE_TYPE_INT, 0, 1};
+	struct storage_type set = STORAGE_TYPE_COLLECTION(
+		STORAGE_TYPE_SET, true, storage_type_simple(STORAGE_TYPE_INT));
 	struct buf in, out, again, want;
 	buf_init(&in);
 	buf_init(&out);
@@ -313,8 +319,9 @@ END_TEST
 
 START_TEST(maps_keep_the_last_value_of_a_repeated_key)
 {
-	struct storage_type map = {STORAGE_TYPE_MAP, STORAGE_TYPE_INT,
-				   STORAGE_TYPE_TEXT, 1};
+	struct storage_type map = STORAGE_TYPE_COLLECTION(
+		STORAGE_TYPE_MAP, true, storage_type_simple(STORAGE_TYPE_INT),
+		storage_type_simple(STORAGE_TYPE_TEXT));
 	struct buf in, out, want;
 	buf_init(&in);
 	buf_init(&out);

@@ -18,22 +18,22 @@ static struct storage_table_meta *table(uint16_t key_kind, uint16_t v_kind)
 {
 	uint8_t id[16] = {0x5a, 23};
 	struct storage_table_meta *t = storage_table_meta_new("ks", "t", id);
-	struct storage_type set = {STORAGE_TYPE_SET, STORAGE_TYPE_TEXT, 0,
-				   false};
-	struct storage_type list = {STORAGE_TYPE_LIST, STORAGE_TYPE_INT, 0,
-				    false};
+	struct storage_type set =
+		STORAGE_TYPE_COLLECTION(STORAGE_TYPE_SET, false,
+					storage_type_simple(STORAGE_TYPE_TEXT));
+	struct storage_type list =
+		STORAGE_TYPE_COLLECTION(STORAGE_TYPE_LIST, false,
+					storage_type_simple(STORAGE_TYPE_INT));
 	storage_table_meta_add_column(t, "k", STORAGE_COLUMN_PARTITION_KEY,
-				      (struct storage_type){.kind = key_kind},
+				      storage_type_simple(key_kind), false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING,
+				      storage_type_simple(STORAGE_TYPE_INT),
 				      false);
-	storage_table_meta_add_column(
-		t, "c", STORAGE_COLUMN_CLUSTERING,
-		(struct storage_type){.kind = STORAGE_TYPE_INT}, false);
 	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR,
-				      (struct storage_type){.kind = v_kind},
+				      storage_type_simple(v_kind), false);
+	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_REGULAR, &set,
 				      false);
-	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_REGULAR, set,
-				      false);
-	storage_table_meta_add_column(t, "l", STORAGE_COLUMN_REGULAR, list,
+	storage_table_meta_add_column(t, "l", STORAGE_COLUMN_REGULAR, &list,
 				      false);
 	return t;
 }
