@@ -37,6 +37,9 @@
 #include "common/log.h"
 #include "common/zalloc.h"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -69,6 +72,13 @@ struct cql_conn {
 	size_t in_pos, out_pos;
 	struct event *timer; /* handshake, then idle */
 	struct inet_addr peer;
+	/* TLS (client_encryption_options): the session once the client
+	 * speaks TLS; `sniff` while an optional-TLS port has not seen the
+	 * first byte yet. A read or write that OpenSSL answered "wants the
+	 * other direction" waits for that direction's event. */
+	SSL *ssl;
+	bool sniff;
+	bool read_wants_write, write_wants_read;
 	uint8_t version; /* fixed by STARTUP; 0 before */
 	bool ready;
 	/* Logged in (or no authenticator). Until then only AUTH_RESPONSE is
@@ -139,6 +149,7 @@ static void conn_unref(struct cql_conn *c)
 	free(c->user);
 	free(c->driver_name);
 	free(c->driver_version);
+	SSL_free(c->ssl);
 	free(c);
 }
 
@@ -254,10 +265,95 @@ static void conn_set_reading(struct cql_conn *c, bool on)
 	if (c->closed || c->reading == on)
 		return;
 	c->reading = on;
-	if (on)
+	if (on) {
 		event_add(c->rev, NULL);
-	else
+		/* bytes OpenSSL decrypted already: no socket event brings
+		 * them */
+		if (c->ssl && SSL_pending(c->ssl) > 0)
+			event_active(c->rev, EV_READ, 1);
+	} else {
 		event_del(c->rev);
+	}
+}
+
+/* ---- socket or TLS I/O --------------------------------------------------- */
+
+/* OpenSSL's verdict on a read or write: -1 with errno EAGAIN when it must
+ * wait (for the other direction too: the flags say which), 0 when the
+ * peer closed, -1 with errno EIO on a failure. */
+static ssize_t tls_result(struct cql_conn *c, int r, bool reading)
+{
+	int e = SSL_get_error(c->ssl, r);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		bool other = reading ? e == SSL_ERROR_WANT_WRITE
+				     : e == SSL_ERROR_WANT_READ;
+		if (reading)
+			c->read_wants_write = other;
+		else
+			c->write_wants_read = other;
+		if (other && reading && !c->write_armed)
+			event_add(c->wev, NULL);
+		errno = EAGAIN;
+		return -1;
+	}
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return 0;
+	if (e == SSL_ERROR_SYSCALL && errno == 0)
+		return 0; /* closed without close_notify */
+	unsigned long why = ERR_get_error();
+	char text[INET_ADDR_STRLEN], reason[200] = "";
+	if (why)
+		ERR_error_string_n(why, reason, sizeof(reason));
+	LOG_INFO("TLS error with client %s: %s",
+		 inet_addr_format(&c->peer, text, sizeof(text)),
+		 reason[0] ? reason : "connection reset");
+	ERR_clear_error();
+	errno = EIO;
+	return -1;
+}
+
+static ssize_t conn_recv(struct cql_conn *c, uint8_t *p, size_t cap)
+{
+	if (!c->ssl)
+		return recv(c->fd, p, cap, 0);
+	c->read_wants_write = false;
+	int r = SSL_read(c->ssl, p, (int)cap);
+	return r > 0 ? r : tls_result(c, r, true);
+}
+
+static ssize_t conn_send(struct cql_conn *c, const uint8_t *p, size_t n)
+{
+	if (!c->ssl)
+		return send(c->fd, p, n, MSG_NOSIGNAL);
+	c->write_wants_read = false;
+	int r = SSL_write(c->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+	return r > 0 ? r : tls_result(c, r, false);
+}
+
+/* An optional-TLS port: a TLS ClientHello starts with a handshake record
+ * (0x16); a CQL frame with its version byte (0x03-0x05, 0x4x for v5
+ * beta). 0 when decided, 1 when no byte has come yet, -1 closed. */
+static int conn_sniff(struct cql_conn *c)
+{
+	uint8_t b;
+	ssize_t n = recv(c->fd, &b, 1, MSG_PEEK);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+		       errno != EINTR)) {
+		conn_close(c, n == 0 ? "closed by client" : "socket error");
+		return -1;
+	}
+	if (n < 0)
+		return 1;
+	c->sniff = false;
+	if (b != 0x16)
+		return 0;
+	c->ssl = SSL_new(c->srv->cfg.tls);
+	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
+		conn_close(c, "out of memory for TLS");
+		return -1;
+	}
+	SSL_set_accept_state(c->ssl);
+	return 0;
 }
 
 /* Answers with a Protocol_error and closes once it is flushed. */
@@ -309,8 +405,8 @@ static void conn_drained(struct cql_conn *c)
 static void conn_flush(struct cql_conn *c)
 {
 	while (out_queued(c)) {
-		ssize_t n = send(c->fd, c->out.data + c->out_pos, out_queued(c),
-				 MSG_NOSIGNAL);
+		ssize_t n =
+			conn_send(c, c->out.data + c->out_pos, out_queued(c));
 		if (n > 0) {
 			c->out_pos += (size_t)n;
 			continue;
@@ -325,9 +421,11 @@ static void conn_flush(struct cql_conn *c)
 	bool left = out_queued(c) > 0;
 	if (!left)
 		buf_reset_keep(&c->out, &c->out_pos);
-	if (left != c->write_armed) {
-		c->write_armed = left;
-		if (left)
+	/* TLS: a write waiting for input resumes from the read event */
+	bool arm = left && !c->write_wants_read;
+	if (arm != c->write_armed) {
+		c->write_armed = arm;
+		if (arm)
 			event_add(c->wev, NULL);
 		else
 			event_del(c->wev);
@@ -342,6 +440,14 @@ static void conn_on_writable(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	struct cql_conn *c = arg;
 	c->refs++;
+	if (c->read_wants_write) {
+		/* a TLS read (the handshake, say) waited to write */
+		c->read_wants_write = false;
+		if (!c->write_armed)
+			event_del(c->wev);
+		if (c->reading)
+			event_active(c->rev, EV_READ, 1);
+	}
 	conn_flush(c);
 	conn_unref(c);
 }
@@ -890,6 +996,17 @@ static void conn_on_readable(evutil_socket_t fd, short what, void *arg)
 	struct cql_server *s = c->srv;
 	/* Callbacks never nest (nothing on the loop runs the loop), so the
 	 * server's buffer is free whenever a read starts. */
+	if (c->sniff && conn_sniff(c) != 0)
+		return;
+	if (c->write_wants_read) {
+		c->write_wants_read = false;
+		c->refs++;
+		conn_flush(c);
+		bool gone = c->closed;
+		conn_unref(c);
+		if (gone)
+			return;
+	}
 	bool own = c->in.len > c->in_pos;
 	struct buf *b = own ? &c->in : &s->scratch;
 	if (own && c->in_pos)
@@ -898,13 +1015,15 @@ static void conn_on_readable(evutil_socket_t fd, short what, void *arg)
 		conn_close(c, "out of memory reading");
 		return;
 	}
-	ssize_t n = recv(fd, b->data + b->len, READ_CHUNK, 0);
+	(void)fd;
+	ssize_t n = conn_recv(c, b->data + b->len, READ_CHUNK);
 	if (n <= 0) {
 		if (n == 0)
 			conn_close(c, "closed by client");
 		else if (errno != EAGAIN && errno != EWOULDBLOCK &&
 			 errno != EINTR)
-			conn_close(c, "socket error");
+			conn_close(c,
+				   errno == EIO ? "TLS error" : "socket error");
 		return;
 	}
 	c->refs++; /* dispatch may close the connection under us */
@@ -918,6 +1037,9 @@ static void conn_on_readable(evutil_socket_t fd, short what, void *arg)
 			       (size_t)n - used) != 0)
 			conn_close(c, "out of memory reading");
 	}
+	/* TLS: more decrypted bytes than one read took */
+	if (!c->closed && c->ssl && c->reading && SSL_pending(c->ssl) > 0)
+		event_active(c->rev, EV_READ, 1);
 	conn_unref(c);
 }
 
@@ -1112,6 +1234,24 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 		free(c);
 		return;
 	}
+	if (s->cfg.tls && s->cfg.tls_optional) {
+		c->sniff = true;
+	} else if (s->cfg.tls) {
+		c->ssl = SSL_new(s->cfg.tls);
+		if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+			LOG_WARN("refusing client %s: out of memory for TLS",
+				 inet_addr_format(&peer, text, sizeof(text)));
+			event_free(c->rev);
+			event_free(c->wev);
+			event_free(c->kick);
+			event_free(c->timer);
+			SSL_free(c->ssl);
+			evutil_closesocket(fd);
+			free(c);
+			return;
+		}
+		SSL_set_accept_state(c->ssl);
+	}
 	conn_set_reading(c, true);
 	c->next = s->conns;
 	if (c->next)
@@ -1290,6 +1430,14 @@ size_t cql_server_clients(const struct cql_server *s,
 				.driver_version = c->driver_version,
 				.version = c->version,
 				.request_count = c->request_count,
+				.ssl = c->ssl != NULL,
+				.ssl_protocol =
+					c->ssl ? SSL_get_version(c->ssl) : NULL,
+				.ssl_cipher_suite =
+					c->ssl ? SSL_CIPHER_standard_name(
+							 SSL_get_current_cipher(
+								 c->ssl))
+					       : NULL,
 			};
 		n++;
 	}

@@ -81,6 +81,8 @@ struct cql_executor {
 	void *arg;
 };
 
+struct ssl_ctx_st;
+
 struct cql_server_config {
 	struct inet_addr address;        /* rpc_address:native_transport_port */
 	uint32_t max_frame_size;         /* body bytes accepted */
@@ -95,6 +97,12 @@ struct cql_server_config {
 	/* A refused AUTH_RESPONSE is answered this much later (a timer on
 	 * the loop, nothing blocks). */
 	uint64_t auth_failure_delay_ms;
+	/* TLS (client_encryption_options): NULL for plain connections;
+	 * else every connection speaks TLS, or with tls_optional those
+	 * whose first byte starts a TLS handshake. The context
+	 * (cql_tls_context_new) must outlive the server. */
+	struct ssl_ctx_st *tls;
+	bool tls_optional;
 };
 
 /* Fills the defaults used by cassinid (frame 16 MiB, 128 requests per
@@ -172,6 +180,9 @@ struct cql_server_client {
 	const char *driver_version;
 	uint8_t version; /* protocol version; 0 before STARTUP */
 	uint64_t request_count;
+	bool ssl;                     /* speaks TLS */
+	const char *ssl_protocol;     /* "TLSv1.3"; NULL without TLS */
+	const char *ssl_cipher_suite; /* IANA name; NULL before the handshake */
 };
 
 /* The open connections, up to `cap` of them, into `out`; returns how many

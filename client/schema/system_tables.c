@@ -579,7 +579,9 @@ static int gen_clients(struct rows *r, const struct cql_views_info *vi)
 		    put_text(r, row, "username", c->user) ||
 		    put_bigint(r, row, "request_count",
 			       (int64_t)c->request_count) ||
-		    put_bool(r, row, "ssl_enabled", false))
+		    put_bool(r, row, "ssl_enabled", c->ssl) ||
+		    put_text(r, row, "ssl_protocol", c->ssl_protocol) ||
+		    put_text(r, row, "ssl_cipher_suite", c->ssl_cipher_suite))
 			return -1;
 		/* InetSocketAddress.getHostString(): the address as text (no
 		 * reverse lookup) */

@@ -1,0 +1,39 @@
+/*
+ * TLS for the native transport (client_encryption_options): an OpenSSL
+ * server context from PEM files, as Cassandra 4.1's
+ * PEMBasedSslContextFactory takes them.
+ */
+#ifndef CASSINI_CLIENT_PROTO_TLS_H
+#define CASSINI_CLIENT_PROTO_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cql_tls_config {
+	/* PEM holding the private key and the certificate chain (the
+	 * server's certificate first). */
+	const char *keystore;
+	/* The key's passphrase; NULL or "" when the key is not encrypted. */
+	const char *keystore_password;
+	/* PEM of the CA certificates client certificates must chain to
+	 * (needed with require_client_auth); NULL or "" for none. */
+	const char *truststore;
+	bool require_client_auth;
+	/* Accepted protocol versions ("TLSv1.2", "TLSv1.3"); none: TLS 1.2
+	 * and 1.3. */
+	const char *const *protocols;
+	size_t protocol_count;
+	/* Cipher suites by their IANA (JSSE) names, as Cassandra's
+	 * cipher_suites, or OpenSSL's; none: OpenSSL's defaults. */
+	const char *const *cipher_suites;
+	size_t cipher_count;
+};
+
+struct ssl_ctx_st;
+/* A server context, or NULL with ERR_CONFIG naming the file or value at
+ * fault (an unreadable keystore, a key that does not match its
+ * certificate, an unknown protocol or cipher suite). */
+struct ssl_ctx_st *cql_tls_context_new(const struct cql_tls_config *cfg);
+void cql_tls_context_free(struct ssl_ctx_st *ctx);
+
+#endif
