@@ -145,6 +145,19 @@ struct conf {
 	int64_t native_transport_max_concurrent_connections; /* -1 = unlimited
 							      */
 	uint64_t native_transport_idle_timeout_ms;           /* 0 = never */
+	/* TLS for clients (Cassandra's client_encryption_options, PEM) */
+	struct conf_client_encryption {
+		bool enabled;
+		bool optional;  /* plain and TLS clients on the same port */
+		char *keystore; /* PEM: private key and certificate chain */
+		char *keystore_password;
+		char *truststore; /* PEM: CAs client certificates chain to */
+		char *truststore_password; /* unused: PEM has none */
+		bool require_client_auth;
+		struct conf_string_list accepted_protocols;
+		struct conf_string_list cipher_suites;
+		int64_t store_type; /* PEM only */
+	} client_encryption;
 
 	/* authentication and roles (docs/security.md) */
 	int64_t authenticator; /* enum conf_authenticator */

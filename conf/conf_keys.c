@@ -45,6 +45,7 @@ static const struct conf_enum_name authenticator_names[] = {
 	{"PasswordAuthenticator", CONF_AUTH_PASSWORD},
 	{"org.apache.cassandra.auth.PasswordAuthenticator", CONF_AUTH_PASSWORD},
 	{NULL, 0}};
+static const struct conf_enum_name store_type_names[] = {{"PEM", 0}, {NULL, 0}};
 static const struct conf_enum_name authorizer_names[] = {
 	{"AllowAllAuthorizer", 0},
 	{"org.apache.cassandra.auth.AllowAllAuthorizer", 0},
@@ -290,6 +291,41 @@ const struct conf_key conf_keys[] = {
 	 "Close client connections idle this long; 0 disables."},
 
 	/* authentication and roles (docs/security.md) */
+	{"client_encryption_options.enabled", CONF_T_BOOL,
+	 OFF(client_encryption.enabled), "false", 0, 0, NULL,
+	 "Clients speak TLS on native_transport_port."},
+	{"client_encryption_options.optional", CONF_T_BOOL,
+	 OFF(client_encryption.optional), "false", 0, 0, NULL,
+	 "With enabled: plain clients are served too, on the same port (the "
+	 "first byte tells a TLS handshake from a CQL frame)."},
+	{"client_encryption_options.keystore", CONF_T_PATH,
+	 OFF(client_encryption.keystore), "", 0, 0, NULL,
+	 "PEM file with the node's private key and certificate chain "
+	 "(Cassandra's PEMBasedSslContextFactory; JKS is not read)."},
+	{"client_encryption_options.keystore_password", CONF_T_STRING,
+	 OFF(client_encryption.keystore_password), "", 0, 0, NULL,
+	 "Passphrase of an encrypted private key; empty: not encrypted."},
+	{"client_encryption_options.truststore", CONF_T_PATH,
+	 OFF(client_encryption.truststore), "", 0, 0, NULL,
+	 "PEM file of the CA certificates client certificates must chain "
+	 "to (with require_client_auth)."},
+	{"client_encryption_options.truststore_password", CONF_T_STRING,
+	 OFF(client_encryption.truststore_password), "", 0, 0, NULL,
+	 "Accepted for Cassandra's files; a PEM truststore has no password."},
+	{"client_encryption_options.require_client_auth", CONF_T_BOOL,
+	 OFF(client_encryption.require_client_auth), "false", 0, 0, NULL,
+	 "Clients must present a certificate signed by a truststore CA."},
+	{"client_encryption_options.accepted_protocols", CONF_T_LIST,
+	 OFF(client_encryption.accepted_protocols), "TLSv1.2,TLSv1.3", 0, 0,
+	 NULL, "TLS versions served (TLSv1.2, TLSv1.3)."},
+	{"client_encryption_options.cipher_suites", CONF_T_LIST,
+	 OFF(client_encryption.cipher_suites), "", 0, 0, NULL,
+	 "Cipher suites by IANA name (TLS_AES_128_GCM_SHA256, "
+	 "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, ...); empty: OpenSSL's "
+	 "defaults."},
+	{"client_encryption_options.store_type", CONF_T_ENUM,
+	 OFF(client_encryption.store_type), "PEM", 0, 0, store_type_names,
+	 "Keystore format: PEM only."},
 	{"authenticator", CONF_T_ENUM, OFF(authenticator),
 	 "AllowAllAuthenticator", 0, 0, authenticator_names,
 	 "AllowAllAuthenticator (no login) or PasswordAuthenticator (SASL "

@@ -6,6 +6,7 @@
 #include "client/exec/data_path.h"
 #include "client/exec/executor.h"
 #include "client/proto/server.h"
+#include "client/proto/tls.h"
 #include "client/schema/schema_log.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -32,6 +33,7 @@ struct cql_service {
 	struct loopq *q;
 	struct workers *syncer;      /* fsyncs of the schema log */
 	struct workers *maintenance; /* flushes asked by the admin (lazily) */
+	struct ssl_ctx_st *tls;      /* client_encryption_options, or NULL */
 	struct storage *db;
 	struct cql_schema *schema;
 	struct cql_schema_log *log;
@@ -435,6 +437,35 @@ static int open_storage(struct cql_service *s, const struct conf *c)
 	return 0;
 }
 
+/* client_encryption_options: the TLS context, or none; made first
+ * thing, so broken options stop the node before it opens anything. */
+static int load_tls(struct cql_service *s, const struct conf *c)
+{
+	const struct conf_client_encryption *ce = &c->client_encryption;
+	if (!ce->enabled)
+		return 0;
+	struct cql_tls_config tc = {
+		.keystore = ce->keystore,
+		.keystore_password = ce->keystore_password,
+		.truststore = ce->truststore,
+		.require_client_auth = ce->require_client_auth,
+		.protocols = (const char *const *)ce->accepted_protocols.items,
+		.protocol_count = ce->accepted_protocols.count,
+		.cipher_suites = (const char *const *)ce->cipher_suites.items,
+		.cipher_count = ce->cipher_suites.count,
+	};
+	s->tls = cql_tls_context_new(&tc);
+	if (!s->tls) {
+		char why[512];
+		snprintf(why, sizeof(why), "%s", err_msg());
+		return err_set(err_code(), "client_encryption_options: %s",
+			       why);
+	}
+	LOG_INFO("clients speak TLS%s (%s)",
+		 ce->optional ? " or plain CQL" : "", ce->keystore);
+	return 0;
+}
+
 static int open_server(struct cql_service *s, const struct conf *c,
 		       struct event_base *base)
 {
@@ -476,6 +507,8 @@ static int open_server(struct cql_service *s, const struct conf *c,
 	cfg.idle_timeout_ms = c->native_transport_idle_timeout_ms;
 	cfg.cql_version = CASSINI_CQL_VERSION;
 	cfg.authenticator = cql_auth_authenticator(s->auth);
+	cfg.tls = s->tls;
+	cfg.tls_optional = c->client_encryption.optional;
 	struct cql_executor ex = {.execute = cql_exec_execute, .arg = s->exec};
 	s->server = cql_server_new(base, &cfg, &ex);
 	if (!s->server)
@@ -514,6 +547,10 @@ struct cql_service *cql_service_new(const struct conf *c,
 	s->pools_fn = h->thread_pools;
 	s->view_rows_fn = h->view_rows;
 	s->node_arg = arg;
+	if (load_tls(s, c) != 0) {
+		free(s);
+		return NULL;
+	}
 	struct repl_options ro;
 	repl_options_default(&ro);
 	ro.self = c->broadcast_address;
@@ -765,6 +802,7 @@ void cql_service_delete(struct cql_service *s)
 	 * while the engine their results came from is alive; the engine
 	 * stops (its last write acks are queued); those run; then free. */
 	cql_server_delete(s->server);
+	cql_tls_context_free(s->tls);
 	cql_auth_delete(s->auth); /* its workers use the executor */
 	cql_exec_delete(s->exec);
 	if (s->data)
