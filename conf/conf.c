@@ -1061,6 +1061,12 @@ static int conf_validate(struct conf *c, const char *file)
 			       "%s: cluster_name: must not be empty", file);
 	if (resolve_addresses(c, file) != 0)
 		return -1;
+	if (c->authorizer == CONF_AUTHZ_CASSANDRA &&
+	    c->authenticator == CONF_AUTH_ALLOW_ALL)
+		return err_set(ERR_CONFIG,
+			       "%s: authorizer: AllowAllAuthenticator can't be "
+			       "used with CassandraAuthorizer",
+			       file);
 	if (c->data_file_directories.count == 0)
 		return err_set(ERR_CONFIG,
 			       "%s: data_file_directories: at least one "

@@ -49,6 +49,11 @@ enum conf_authenticator {
 	CONF_AUTH_PASSWORD,
 };
 
+enum conf_authorizer {
+	CONF_AUTHZ_ALLOW_ALL = 0,
+	CONF_AUTHZ_CASSANDRA,
+};
+
 struct conf_string_list {
 	char **items;
 	size_t count;
@@ -161,8 +166,11 @@ struct conf {
 
 	/* authentication and roles (docs/security.md) */
 	int64_t authenticator; /* enum conf_authenticator */
-	int64_t authorizer;    /* AllowAllAuthorizer only, for now */
-	int64_t role_manager;  /* CassandraRoleManager only */
+	int64_t authorizer;    /* enum conf_authorizer */
+	uint64_t permissions_validity_ms, permissions_update_interval_ms;
+	int64_t permissions_cache_max_entries;
+	uint64_t roles_validity_ms, roles_update_interval_ms;
+	int64_t role_manager; /* CassandraRoleManager only */
 	int64_t auth_bcrypt_gensalt_log2_rounds;
 	uint64_t superuser_setup_delay_ms;
 

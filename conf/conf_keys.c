@@ -47,8 +47,10 @@ static const struct conf_enum_name authenticator_names[] = {
 	{NULL, 0}};
 static const struct conf_enum_name store_type_names[] = {{"PEM", 0}, {NULL, 0}};
 static const struct conf_enum_name authorizer_names[] = {
-	{"AllowAllAuthorizer", 0},
-	{"org.apache.cassandra.auth.AllowAllAuthorizer", 0},
+	{"AllowAllAuthorizer", CONF_AUTHZ_ALLOW_ALL},
+	{"org.apache.cassandra.auth.AllowAllAuthorizer", CONF_AUTHZ_ALLOW_ALL},
+	{"CassandraAuthorizer", CONF_AUTHZ_CASSANDRA},
+	{"org.apache.cassandra.auth.CassandraAuthorizer", CONF_AUTHZ_CASSANDRA},
 	{NULL, 0}};
 static const struct conf_enum_name role_manager_names[] = {
 	{"CassandraRoleManager", 0},
@@ -332,7 +334,29 @@ const struct conf_key conf_keys[] = {
 	 "PLAIN against system_auth.roles)."},
 	{"authorizer", CONF_T_ENUM, OFF(authorizer), "AllowAllAuthorizer", 0, 0,
 	 authorizer_names,
-	 "AllowAllAuthorizer only: permissions are not checked yet."},
+	 "AllowAllAuthorizer (every logged-in role may do everything) or "
+	 "CassandraAuthorizer (GRANT/REVOKE permissions in "
+	 "system_auth.role_permissions, checked on every statement; needs "
+	 "PasswordAuthenticator)."},
+	{"permissions_validity", CONF_T_DURATION, OFF(permissions_validity_ms),
+	 "2000ms", 0, DAY_MS, NULL,
+	 "How long a user's cached permissions serve before they are read "
+	 "again (the request waits for the read); 0 disables the cache."},
+	{"permissions_update_interval", CONF_T_DURATION,
+	 OFF(permissions_update_interval_ms), "2000ms", 0, DAY_MS, NULL,
+	 "Cached permissions older than this are refreshed in the background "
+	 "while still served (capped at permissions_validity)."},
+	{"permissions_cache_max_entries", CONF_T_INT,
+	 OFF(permissions_cache_max_entries), "1000", 1, INT32_MAX, NULL,
+	 "Users whose permissions are cached at once."},
+	{"roles_validity", CONF_T_DURATION, OFF(roles_validity_ms), "2000ms", 0,
+	 DAY_MS, NULL,
+	 "How long a user's cached roles (for permission checks) serve; the "
+	 "cache entry holds roles and permissions, so the smaller validity "
+	 "applies."},
+	{"roles_update_interval", CONF_T_DURATION,
+	 OFF(roles_update_interval_ms), "2000ms", 0, DAY_MS, NULL,
+	 "Cached roles older than this are refreshed in the background."},
 	{"role_manager", CONF_T_ENUM, OFF(role_manager), "CassandraRoleManager",
 	 0, 0, role_manager_names,
 	 "CassandraRoleManager: roles in system_auth.roles and "

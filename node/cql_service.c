@@ -474,6 +474,14 @@ static int open_server(struct cql_service *s, const struct conf *c,
 			c->authenticator == CONF_AUTH_PASSWORD,
 		.bcrypt_rounds = (int)c->auth_bcrypt_gensalt_log2_rounds,
 		.superuser_setup_delay_ms = c->superuser_setup_delay_ms,
+		.cassandra_authorizer = c->authorizer == CONF_AUTHZ_CASSANDRA,
+		.permissions_validity_ms = c->permissions_validity_ms,
+		.permissions_update_interval_ms =
+			c->permissions_update_interval_ms,
+		.roles_validity_ms = c->roles_validity_ms,
+		.roles_update_interval_ms = c->roles_update_interval_ms,
+		.permissions_cache_max_entries =
+			(uint64_t)c->permissions_cache_max_entries,
 		.query_timeout_ms =
 			2 * (c->read_request_timeout_ms >
 					     c->range_request_timeout_ms
@@ -498,6 +506,7 @@ static int open_server(struct cql_service *s, const struct conf *c,
 	if (!s->exec)
 		return -1;
 	cql_auth_set_exec(s->auth, s->exec);
+	cql_auth_set_schema(s->auth, s->schema);
 	struct cql_server_config cfg;
 	cql_server_config_defaults(&cfg);
 	cfg.address = c->rpc_address;
@@ -509,7 +518,8 @@ static int open_server(struct cql_service *s, const struct conf *c,
 	cfg.authenticator = cql_auth_authenticator(s->auth);
 	cfg.tls = s->tls;
 	cfg.tls_optional = c->client_encryption.optional;
-	struct cql_executor ex = {.execute = cql_exec_execute, .arg = s->exec};
+	/* in front of the executor: each user's permissions cached */
+	struct cql_executor ex = {.execute = cql_auth_execute, .arg = s->auth};
 	s->server = cql_server_new(base, &cfg, &ex);
 	if (!s->server)
 		return -1;

@@ -12,6 +12,7 @@
 #define LOG_MODULE "auth"
 #include "client/auth/auth_internal.h"
 
+#include "client/cql/cql_resource.h"
 #include "client/exec/executor.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -30,6 +31,28 @@
 #include <time.h>
 
 #define AUTHENTICATOR_CLASS "org.apache.cassandra.auth.PasswordAuthenticator"
+#define AUTHZ_BUCKETS       256
+
+/* A request waiting for its user's permissions (see cql_auth_execute). */
+struct authz_pending {
+	struct authz_pending *next;
+	struct cql_request *req;
+	struct cql_request_info info; /* keyspace and user point below */
+	char *keyspace, *user;
+	const uint8_t *body; /* valid until the reply (server.h) */
+	size_t len;
+};
+
+/* One user's cached roles and permissions (loop thread only). */
+struct authz_entry {
+	struct authz_entry *next;
+	char *user;
+	struct auth_perms perms;
+	bool have;    /* perms loaded */
+	bool loading; /* a worker is reading them */
+	uint64_t loaded_ms;
+	struct authz_pending *head, **tail;
+};
 
 struct cql_auth {
 	struct event_base *base;
@@ -41,6 +64,12 @@ struct cql_auth {
 	struct event *setup_timer;
 	bool setup_running;
 	int stopping; /* atomic */
+	const struct cql_schema *schema;
+	/* CassandraAuthorizer's cache, by user */
+	struct authz_entry *cache[AUTHZ_BUCKETS];
+	size_t cache_count;
+	uint64_t generation; /* bumped by each invalidation */
+	uint64_t validity_ms, update_ms;
 };
 
 int auth_fail(struct auth_err *e, uint32_t code, const char *fmt, ...)
@@ -51,6 +80,11 @@ int auth_fail(struct auth_err *e, uint32_t code, const char *fmt, ...)
 	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
 	return -1;
+}
+
+bool auth_authorizer_enabled(const struct cql_auth *a)
+{
+	return a->cfg.cassandra_authorizer;
 }
 
 bool auth_password_enabled(const struct cql_auth *a)
@@ -355,17 +389,20 @@ static bool value_bool(const struct cql_value *v)
 }
 
 /* A set<text> value: [int n] then n [int len][bytes]. */
-static int parse_text_set(const struct cql_value *v, struct auth_role *r)
+int auth_parse_text_set(const struct cql_value *v, char ***out, size_t *count)
 {
+	*out = NULL;
+	*count = 0;
 	if (!v || v->len <= 0)
 		return 0;
 	struct cursor c = cursor_make(v->ptr, (size_t)v->len);
 	int32_t n;
 	if (cql_read_int(&c, &n) != 0 || n < 0 || n > v->len)
 		return -1;
-	r->member_of = calloc((size_t)n + 1, sizeof(*r->member_of));
-	if (!r->member_of)
+	char **names = calloc((size_t)n + 1, sizeof(*names));
+	if (!names)
 		return -1;
+	*out = names;
 	for (int32_t i = 0; i < n; i++) {
 		int32_t len;
 		if (cql_read_int(&c, &len) != 0 || len < 0 ||
@@ -373,11 +410,16 @@ static int parse_text_set(const struct cql_value *v, struct auth_role *r)
 			return -1;
 		struct slice s = {c.pos, (size_t)len};
 		c.pos += len;
-		if (!(r->member_of[r->member_count] = slice_dup(s)))
+		if (!(names[*count] = slice_dup(s)))
 			return -1;
-		r->member_count++;
+		(*count)++;
 	}
 	return 0;
+}
+
+static int parse_text_set(const struct cql_value *v, struct auth_role *r)
+{
+	return auth_parse_text_set(v, &r->member_of, &r->member_count);
 }
 
 int auth_get_role(struct cql_auth *a, const char *name, struct auth_role *r,
@@ -421,7 +463,7 @@ int auth_get_role(struct cql_auth *a, const char *name, struct auth_role *r,
 
 /* ---- jobs ---------------------------------------------------------------- */
 
-enum job_kind { JOB_LOGIN, JOB_ROLE, JOB_SETUP };
+enum job_kind { JOB_LOGIN, JOB_ROLE, JOB_SETUP, JOB_PERMS, JOB_SCHEMA };
 
 struct job {
 	struct work work;       /* on a worker */
@@ -441,6 +483,14 @@ struct job {
 	struct buf reply;
 	/* JOB_SETUP */
 	bool setup_done;
+	/* JOB_PERMS: the user's roles and permissions (role: the user) */
+	struct auth_perms perms;
+	uint64_t generation;
+	bool failed;
+	/* JOB_SCHEMA: what was created or dropped; `reply` the DDL's answer,
+	 * `role` the creator */
+	bool created;
+	char *keyspace, *table;
 };
 
 static void job_free(struct job *j)
@@ -449,6 +499,9 @@ static void job_free(struct job *j)
 		explicit_bzero(j->token, j->token_len);
 	free(j->token);
 	free(j->role);
+	free(j->keyspace);
+	free(j->table);
+	auth_perms_free(&j->perms);
 	free(j->rj.performer);
 	if (j->rj.st.password)
 		explicit_bzero((char *)j->rj.st.password,
@@ -570,11 +623,28 @@ static void job_run(struct work *w)
 	case JOB_SETUP:
 		setup_default_role(j);
 		break;
+	case JOB_PERMS:
+		if (auth_load_perms(j->a, j->role, &j->perms, &j->err) != 0)
+			j->failed = true;
+		break;
+	case JOB_SCHEMA:
+		if (auth_schema_applied(j->a, j->role, j->created, j->keyspace,
+					j->table, &j->err) != 0) {
+			LOG_WARN("CassandraAuthorizer failed to %s permissions "
+				 "on %s%s%s: %s",
+				 j->created ? "grant the creator"
+					    : "revoke all",
+				 j->keyspace, j->table ? "." : "",
+				 j->table ? j->table : "", j->err.msg);
+			j->failed = j->created;
+		}
+		break;
 	}
 	loopq_post(j->a->q, &j->done);
 }
 
 static void setup_schedule(struct cql_auth *a);
+static void perms_loaded(struct cql_auth *a, struct job *j);
 
 static void job_done(struct loopq_item *item)
 {
@@ -589,12 +659,31 @@ static void job_done(struct loopq_item *item)
 		if (j->reply.len == 0)
 			cql_encode_error(&j->reply, j->rj.version, j->rj.stream,
 					 CQL_ERR_SERVER, "out of memory");
+		/* a role or permission changed here: no stale entry serves
+		 * this node's next requests */
+		if (j->reply.len > 4 && j->reply.data[4] == CQL_OP_RESULT &&
+		    j->rj.st.op != CQL_ROLE_LIST &&
+		    j->rj.st.op != CQL_ROLE_LIST_USERS &&
+		    j->rj.st.op != CQL_ROLE_LIST_PERMISSIONS)
+			cql_auth_invalidate(a);
 		cql_request_reply(j->req, j->reply.data, j->reply.len);
 		break;
 	case JOB_SETUP:
 		a->setup_running = false;
 		if (!j->setup_done)
 			setup_schedule(a);
+		break;
+	case JOB_PERMS:
+		perms_loaded(a, j);
+		break;
+	case JOB_SCHEMA:
+		cql_auth_invalidate(a);
+		if (j->failed) {
+			buf_clear(&j->reply);
+			cql_encode_error(&j->reply, j->rj.version, j->rj.stream,
+					 j->err.code, j->err.msg);
+		}
+		cql_request_reply(j->req, j->reply.data, j->reply.len);
 		break;
 	}
 	job_free(j);
@@ -657,6 +746,41 @@ static const char *dup_in(struct arena *ar, const char *s)
 	return d;
 }
 
+/* On the loop: a permission statement's table without keyspace takes the
+ * USE keyspace (Cassandra's maybeCorrectResource), and a data resource's
+ * existence is looked up in the schema (the worker cannot). */
+static void resource_lookup(struct cql_auth *a, struct job *j,
+			    const struct cql_request_info *info)
+{
+	struct cql_resource *r = &j->rj.st.resource;
+	if (r->kind == CQL_RES_TABLE && !r->keyspace) {
+		if (info->keyspace)
+			r->keyspace = dup_in(&j->arena, info->keyspace);
+		else
+			snprintf(j->rj.resource_error,
+				 sizeof(j->rj.resource_error),
+				 "No keyspace has been specified. USE a "
+				 "keyspace, or explicitly specify "
+				 "keyspace.tablename");
+	}
+	if (!a->schema || !r->keyspace)
+		return;
+	switch (r->kind) {
+	case CQL_RES_KEYSPACE:
+	case CQL_RES_KEYSPACE_FUNCTIONS:
+		j->rj.resource_exists =
+			cql_schema_keyspace(a->schema, r->keyspace) != NULL;
+		break;
+	case CQL_RES_TABLE:
+		j->rj.resource_exists =
+			r->name &&
+			cql_schema_table(a->schema, r->keyspace, r->name);
+		break;
+	default: /* no user functions, no MBeans here */
+		j->rj.resource_exists = false;
+	}
+}
+
 void cql_auth_role_statement(void *arg, struct cql_request *req,
 			     const struct cql_request_info *info,
 			     const struct cql_role_stmt *r)
@@ -669,12 +793,18 @@ void cql_auth_role_statement(void *arg, struct cql_request *req,
 		j->rj.st.role = dup_in(&j->arena, r->role);
 		j->rj.st.grantee = dup_in(&j->arena, r->grantee);
 		j->rj.st.password = dup_in(&j->arena, r->password);
+		j->rj.st.resource.keyspace =
+			dup_in(&j->arena, r->resource.keyspace);
+		j->rj.st.resource.name = dup_in(&j->arena, r->resource.name);
+		resource_lookup(a, j, info);
 		j->rj.version = info->version;
 		j->rj.stream = info->stream;
 		j->rj.performer = info->user ? strdup(info->user) : NULL;
 		if ((r->role && !j->rj.st.role) ||
 		    (r->grantee && !j->rj.st.grantee) ||
 		    (r->password && !j->rj.st.password) ||
+		    (r->resource.keyspace && !j->rj.st.resource.keyspace) ||
+		    (r->resource.name && !j->rj.st.resource.name) ||
 		    (info->user && !j->rj.performer)) {
 			job_free(j);
 			j = NULL;
@@ -690,6 +820,280 @@ void cql_auth_role_statement(void *arg, struct cql_request *req,
 		return;
 	}
 	workers_submit(a->workers, &j->work);
+}
+
+/* ---- CassandraAuthorizer's cache ----------------------------------------- */
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static size_t bucket_of(const char *user)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)user; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h % AUTHZ_BUCKETS;
+}
+
+static struct authz_entry *entry_find(struct cql_auth *a, const char *user)
+{
+	for (struct authz_entry *e = a->cache[bucket_of(user)]; e; e = e->next)
+		if (strcmp(e->user, user) == 0)
+			return e;
+	return NULL;
+}
+
+static void entry_free(struct authz_entry *e)
+{
+	auth_perms_free(&e->perms);
+	free(e->user);
+	free(e);
+}
+
+/* Drops one idle entry (not loading, nothing waiting) when the cache is
+ * full. */
+static void cache_evict_one(struct cql_auth *a)
+{
+	for (size_t b = 0; b < AUTHZ_BUCKETS; b++)
+		for (struct authz_entry **pp = &a->cache[b]; *pp;
+		     pp = &(*pp)->next) {
+			struct authz_entry *e = *pp;
+			if (e->loading || e->head)
+				continue;
+			*pp = e->next;
+			entry_free(e);
+			a->cache_count--;
+			return;
+		}
+}
+
+static struct authz_entry *entry_get(struct cql_auth *a, const char *user)
+{
+	struct authz_entry *e = entry_find(a, user);
+	if (e)
+		return e;
+	if (a->cfg.permissions_cache_max_entries &&
+	    a->cache_count >= a->cfg.permissions_cache_max_entries)
+		cache_evict_one(a);
+	if (!(e = zcalloc(1, sizeof(*e))) || !(e->user = strdup(user))) {
+		free(e);
+		return NULL;
+	}
+	e->tail = &e->head;
+	size_t b = bucket_of(user);
+	e->next = a->cache[b];
+	a->cache[b] = e;
+	a->cache_count++;
+	return e;
+}
+
+void cql_auth_invalidate(struct cql_auth *a)
+{
+	a->generation++;
+	for (size_t b = 0; b < AUTHZ_BUCKETS; b++)
+		for (struct authz_entry *e = a->cache[b]; e; e = e->next) {
+			e->have = false;
+			auth_perms_free(&e->perms);
+		}
+}
+
+static int load_start(struct cql_auth *a, struct authz_entry *e)
+{
+	struct job *j = job_new(a, JOB_PERMS);
+	if (!j || !(j->role = strdup(e->user))) {
+		if (j)
+			job_free(j);
+		return -1;
+	}
+	j->generation = a->generation;
+	e->loading = true;
+	workers_submit(a->workers, &j->work);
+	return 0;
+}
+
+static void pending_fail(struct authz_pending *p, uint32_t code,
+			 const char *msg)
+{
+	struct buf b;
+	buf_init(&b);
+	cql_encode_error(&b, p->info.version, p->info.stream, code, msg);
+	cql_request_reply(p->req, b.data, b.len);
+	buf_free(&b);
+}
+
+static void pending_free(struct authz_pending *p)
+{
+	free(p->keyspace);
+	free(p->user);
+	free(p);
+}
+
+static void perms_loaded(struct cql_auth *a, struct job *j)
+{
+	struct authz_entry *e = entry_find(a, j->role);
+	if (!e)
+		return; /* cannot happen: a loading entry is never evicted */
+	e->loading = false;
+	bool stopping = __atomic_load_n(&a->stopping, __ATOMIC_ACQUIRE);
+	if (!j->failed && j->generation != a->generation && !stopping) {
+		/* invalidated while it was read: read again */
+		if (load_start(a, e) == 0)
+			return;
+		j->failed = true;
+		auth_fail(&j->err, CQL_ERR_SERVER, "out of memory");
+	}
+	if (!j->failed) {
+		auth_perms_free(&e->perms);
+		e->perms = j->perms;
+		memset(&j->perms, 0, sizeof(j->perms));
+		e->have = true;
+		e->loaded_ms = now_ms();
+	}
+	struct authz_pending *p = e->head;
+	e->head = NULL;
+	e->tail = &e->head;
+	char msg[600];
+	snprintf(msg, sizeof(msg),
+		 "Unable to perform authorization of permissions: %s",
+		 j->err.msg);
+	while (p) {
+		struct authz_pending *next = p->next;
+		if (stopping)
+			pending_fail(p, CQL_ERR_SERVER, "the node is stopping");
+		else if (j->failed)
+			pending_fail(p, CQL_ERR_UNAUTHORIZED, msg);
+		else
+			cql_exec_execute(a->exec, p->req, &p->info, p->body,
+					 p->len);
+		pending_free(p);
+		p = next;
+	}
+}
+
+void cql_auth_execute(void *arg, struct cql_request *req,
+		      const struct cql_request_info *info, const uint8_t *body,
+		      size_t len)
+{
+	struct cql_auth *a = arg;
+	if (!a->cfg.cassandra_authorizer || info->internal || !info->user) {
+		cql_exec_execute(a->exec, req, info, body, len);
+		return;
+	}
+	struct authz_entry *e = entry_get(a, info->user);
+	uint64_t now = now_ms();
+	if (e && e->have && now - e->loaded_ms < a->validity_ms) {
+		/* refreshed in the background past the update interval */
+		if (now - e->loaded_ms >= a->update_ms && !e->loading)
+			load_start(a, e);
+		cql_exec_execute(a->exec, req, info, body, len);
+		return;
+	}
+	struct authz_pending *p = e ? zcalloc(1, sizeof(*p)) : NULL;
+	if (p) {
+		p->req = req;
+		p->info = *info;
+		p->body = body;
+		p->len = len;
+		p->user = strdup(info->user);
+		p->keyspace = info->keyspace ? strdup(info->keyspace) : NULL;
+		p->info.user = p->user;
+		p->info.keyspace = p->keyspace;
+	}
+	if (!p || !p->user || (info->keyspace && !p->keyspace) ||
+	    (!e->loading && load_start(a, e) != 0)) {
+		struct buf b;
+		buf_init(&b);
+		cql_encode_error(&b, info->version, info->stream,
+				 CQL_ERR_SERVER, "out of memory");
+		cql_request_reply(req, b.data, b.len);
+		buf_free(&b);
+		if (p)
+			pending_free(p);
+		return;
+	}
+	*e->tail = p;
+	e->tail = &p->next;
+}
+
+/* Cassandra's READABLE_SYSTEM_RESOURCES: what drivers and cqlsh read. */
+static bool readable_system_table(const struct cql_resource *r)
+{
+	if (r->kind != CQL_RES_TABLE || !r->keyspace)
+		return false;
+	if (strcmp(r->keyspace, "system_schema") == 0 ||
+	    strcmp(r->keyspace, "system_virtual_schema") == 0)
+		return true;
+	return strcmp(r->keyspace, "system") == 0 && r->name &&
+	       (strcmp(r->name, "local") == 0 ||
+		strcmp(r->name, "peers") == 0 ||
+		strcmp(r->name, "peers_v2") == 0);
+}
+
+int cql_auth_authorize(void *arg, const struct cql_request_info *info,
+		       uint32_t perm, const struct cql_resource *r, char *msg,
+		       size_t cap)
+{
+	struct cql_auth *a = arg;
+	if (!a->cfg.cassandra_authorizer || info->internal)
+		return 0;
+	if (!info->user) {
+		snprintf(msg, cap, "You have not logged in");
+		return -1;
+	}
+	if (perm == CQL_PERM_SELECT && readable_system_table(r))
+		return 0;
+	struct authz_entry *e = entry_find(a, info->user);
+	if (!e || !e->have) {
+		/* cql_auth_execute loaded it just before: only a request
+		 * that bypassed it gets here */
+		snprintf(msg, cap,
+			 "Unable to perform authorization of permissions: "
+			 "the permissions of %s are not loaded",
+			 info->user);
+		return -1;
+	}
+	struct auth_err err;
+	if (auth_perms_check(&e->perms, info->user, perm, r, &err) == 0)
+		return 0;
+	snprintf(msg, cap, "%s", err.msg);
+	return -1;
+}
+
+bool cql_auth_schema_applied(void *arg, struct cql_request *req,
+			     const struct cql_request_info *info,
+			     const struct cql_schema_change *c,
+			     const uint8_t *frame, size_t len)
+{
+	struct cql_auth *a = arg;
+	if (!a->cfg.cassandra_authorizer)
+		return false;
+	bool created = strcmp(c->change, "CREATED") == 0;
+	if (!created && strcmp(c->change, "DROPPED") != 0)
+		return false;
+	/* nobody to give a created resource to */
+	if (created && (info->internal || !info->user))
+		return false;
+	struct job *j = job_new(a, JOB_SCHEMA);
+	if (!j)
+		return false;
+	j->created = created;
+	j->req = req;
+	j->rj.version = info->version;
+	j->rj.stream = info->stream;
+	j->keyspace = strdup(c->keyspace);
+	j->table = c->name[0] ? strdup(c->name) : NULL;
+	j->role = created ? strdup(info->user) : NULL;
+	if (!j->keyspace || (c->name[0] && !j->table) ||
+	    (created && !j->role) || buf_append(&j->reply, frame, len) != 0) {
+		job_free(j);
+		return false;
+	}
+	workers_submit(a->workers, &j->work);
+	return true;
 }
 
 /* ---- the default superuser ----------------------------------------------- */
@@ -741,6 +1145,16 @@ struct cql_auth *cql_auth_new(struct event_base *base, struct loopq *q,
 	a->cfg = *c;
 	if (a->cfg.query_timeout_ms == 0)
 		a->cfg.query_timeout_ms = 20000;
+	/* one entry holds roles and permissions: the stricter bounds */
+	a->validity_ms = c->permissions_validity_ms < c->roles_validity_ms
+				 ? c->permissions_validity_ms
+				 : c->roles_validity_ms;
+	a->update_ms =
+		c->permissions_update_interval_ms < c->roles_update_interval_ms
+			? c->permissions_update_interval_ms
+			: c->roles_update_interval_ms;
+	if (a->update_ms > a->validity_ms)
+		a->update_ms = a->validity_ms;
 	a->authenticator = (struct cql_authenticator){
 		.class_name = AUTHENTICATOR_CLASS,
 		.authenticate = authenticate,
@@ -753,6 +1167,11 @@ struct cql_auth *cql_auth_new(struct event_base *base, struct loopq *q,
 		return NULL;
 	}
 	return a;
+}
+
+void cql_auth_set_schema(struct cql_auth *a, const struct cql_schema *s)
+{
+	a->schema = s;
 }
 
 void cql_auth_set_exec(struct cql_auth *a, struct cql_exec *exec)
@@ -771,5 +1190,17 @@ void cql_auth_delete(struct cql_auth *a)
 	workers_delete(a->workers);
 	/* their completions (and statements posted meanwhile) */
 	loopq_run_pending(a->q);
+	for (size_t b = 0; b < AUTHZ_BUCKETS; b++)
+		while (a->cache[b]) {
+			struct authz_entry *e = a->cache[b];
+			a->cache[b] = e->next;
+			for (struct authz_pending *p = e->head, *n; p; p = n) {
+				n = p->next;
+				pending_fail(p, CQL_ERR_SERVER,
+					     "the node is stopping");
+				pending_free(p);
+			}
+			entry_free(e);
+		}
 	free(a);
 }

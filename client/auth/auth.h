@@ -21,6 +21,7 @@
 
 #include "client/cql/cql_ast.h"
 #include "client/proto/server.h"
+#include "client/schema/schema.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,6 +38,17 @@ struct cql_auth_config {
 	uint64_t superuser_setup_delay_ms;
 	/* Longest wait of a worker for one internal statement. */
 	uint64_t query_timeout_ms;
+	/* CassandraAuthorizer (else AllowAllAuthorizer): permissions from
+	 * system_auth.role_permissions, checked on every statement. */
+	bool cassandra_authorizer;
+	/* The per-user cache of roles and permissions: an entry older than
+	 * the validity is reloaded before the request runs (0: no cache);
+	 * one older than the update interval is served while a worker
+	 * reloads it. The smaller of the roles_ and permissions_ values
+	 * apply (one entry holds both). */
+	uint64_t permissions_validity_ms, permissions_update_interval_ms;
+	uint64_t roles_validity_ms, roles_update_interval_ms;
+	uint64_t permissions_cache_max_entries;
 };
 
 /* NULL with err set. `q` posts to the loop the executor runs on. */
@@ -44,6 +56,8 @@ struct cql_auth *cql_auth_new(struct event_base *base, struct loopq *q,
 			      const struct cql_auth_config *c);
 /* The executor the module's statements run on (set before use). */
 void cql_auth_set_exec(struct cql_auth *a, struct cql_exec *exec);
+/* The schema the permission statements look resources up in. */
+void cql_auth_set_schema(struct cql_auth *a, const struct cql_schema *s);
 /* On the loop thread: waits for the workers (their statements are
  * answered with an error), then frees. */
 void cql_auth_delete(struct cql_auth *a);
@@ -56,6 +70,39 @@ const struct cql_authenticator *cql_auth_authenticator(struct cql_auth *a);
 void cql_auth_role_statement(void *arg, struct cql_request *req,
 			     const struct cql_request_info *info,
 			     const struct cql_role_stmt *r);
+
+/*
+ * CassandraAuthorizer on the loop thread.
+ *
+ * cql_auth_execute: the server's executor callback in front of
+ * cql_exec_execute: when the user's roles and permissions are cached (and
+ * valid) the request runs at once, else it waits (in order, per user)
+ * while a worker loads them. Nothing on the loop blocks.
+ *
+ * cql_auth_authorize: the executor's check: 0 when the request's user
+ * holds `perm` on `r` or a parent (superusers hold everything; SELECT on
+ * system_schema, system_virtual_schema, system.local and system.peers is
+ * everyone's), else -1 with Cassandra's Unauthorized message in `msg`.
+ *
+ * cql_auth_schema_applied: after a CREATE or DROP of a keyspace or table:
+ * grants the creator every permission that applies to it, or revokes
+ * everyone's on what was dropped, then replies `frame` (copied); false
+ * when there is nothing to do (the caller replies).
+ *
+ * cql_auth_invalidate: forgets every cached entry (after GRANT, REVOKE
+ * and role changes made on this node).
+ */
+void cql_auth_execute(void *arg, struct cql_request *req,
+		      const struct cql_request_info *info, const uint8_t *body,
+		      size_t len);
+int cql_auth_authorize(void *arg, const struct cql_request_info *info,
+		       uint32_t perm, const struct cql_resource *r, char *msg,
+		       size_t cap);
+bool cql_auth_schema_applied(void *arg, struct cql_request *req,
+			     const struct cql_request_info *info,
+			     const struct cql_schema_change *c,
+			     const uint8_t *frame, size_t len);
+void cql_auth_invalidate(struct cql_auth *a);
 
 /* Once the node serves: after superuser_setup_delay, creates the default
  * superuser cassandra/cassandra unless a role exists (PasswordAuthenticator

@@ -14,6 +14,7 @@
 #define LOG_MODULE "auth"
 #include "client/auth/auth_internal.h"
 
+#include "client/cql/cql_resource.h"
 #include "common/err.h"
 #include "common/log.h"
 
@@ -98,13 +99,54 @@ static int collect(struct cql_auth *a, const char *name, bool recursive,
 	return rc;
 }
 
+int auth_collect_roles(struct cql_auth *a, const char *user,
+		       struct auth_perms *p, struct auth_err *e)
+{
+	struct role_list l = {0};
+	if (collect(a, user, true, true, &l, e) != 0) {
+		list_free(&l);
+		return -1;
+	}
+	p->roles = calloc(l.n + 1, sizeof(*p->roles));
+	if (!p->roles) {
+		list_free(&l);
+		return auth_fail(e, CQL_ERR_SERVER, "out of memory");
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		p->super |= l.v[i].super;
+		p->roles[i] = l.v[i].name; /* moved */
+		l.v[i].name = NULL;
+	}
+	p->nroles = p->roles_cap = l.n;
+	free(l.v);
+	return 0;
+}
+
 /* ---- who runs the statement ---------------------------------------------- */
 
 struct performer {
 	const char *name;
 	struct role_list roles; /* recursively */
 	bool super;             /* any of them is a superuser */
+	/* CassandraAuthorizer: its roles' grants */
+	bool authz;
+	struct auth_perms perms;
 };
+
+/* Whether the performer holds `perm` on <all roles> (role NULL) or <role
+ * r>: a superuser always; others only through CassandraAuthorizer's
+ * grants (with AllowAllAuthorizer, superusers only: see roles.c's head). */
+static bool performer_has(const struct performer *p, uint32_t perm,
+			  const char *role)
+{
+	if (p->super)
+		return true;
+	if (!p->authz)
+		return false;
+	struct cql_resource r = {
+		.kind = role ? CQL_RES_ROLE : CQL_RES_ALL_ROLES, .name = role};
+	return auth_perms_allow(&p->perms, perm, &r);
+}
 
 static int load_performer(struct cql_auth *a, const char *name,
 			  struct performer *p, struct auth_err *e)
@@ -119,6 +161,11 @@ static int load_performer(struct cql_auth *a, const char *name,
 		return -1;
 	for (size_t i = 0; i < p->roles.n; i++)
 		p->super |= p->roles.v[i].super;
+	if (auth_authorizer_enabled(a) && !p->super) {
+		p->authz = true;
+		if (auth_load_perms(a, name, &p->perms, e) != 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -264,8 +311,12 @@ static int create_role(struct cql_auth *a, const struct cql_role_stmt *s,
 		       const struct performer *p, struct arena *t, bool *noop,
 		       struct auth_err *e)
 {
-	if (!p->super)
+	if (!performer_has(p, CQL_PERM_CREATE, NULL))
 		return no_permission(e, p, "CREATE", NULL);
+	if (s->superuser > 0 && !p->super)
+		return auth_fail(e, CQL_ERR_UNAUTHORIZED,
+				 "Only superusers can create a role with "
+				 "superuser status");
 	if (check_options(a, s, e) != 0)
 		return -1;
 	struct auth_role r;
@@ -284,23 +335,35 @@ static int create_role(struct cql_auth *a, const struct cql_role_stmt *s,
 	/* CREATE USER logs in; a role does only WITH LOGIN = true */
 	bool login = s->user ? true : s->login > 0;
 	bool super = s->superuser > 0;
+	int rc;
 	if (s->password) {
 		char hash[128];
 		if (hash_of(a, s->password, hash, sizeof(hash), e) != 0)
 			return -1;
-		return write_stmt(a, s->role, e,
-				  "INSERT INTO system_auth.roles (role, "
-				  "is_superuser, can_login, salted_hash) "
-				  "VALUES (%s, %s, %s, '%s')",
-				  auth_quote(t, s->role),
-				  super ? "true" : "false",
-				  login ? "true" : "false", hash);
+		rc = write_stmt(a, s->role, e,
+				"INSERT INTO system_auth.roles (role, "
+				"is_superuser, can_login, salted_hash) "
+				"VALUES (%s, %s, %s, '%s')",
+				auth_quote(t, s->role),
+				super ? "true" : "false",
+				login ? "true" : "false", hash);
+	} else {
+		rc = write_stmt(a, s->role, e,
+				"INSERT INTO system_auth.roles (role, "
+				"is_superuser, can_login) VALUES (%s, %s, %s)",
+				auth_quote(t, s->role),
+				super ? "true" : "false",
+				login ? "true" : "false");
 	}
-	return write_stmt(a, s->role, e,
-			  "INSERT INTO system_auth.roles (role, is_superuser, "
-			  "can_login) VALUES (%s, %s, %s)",
-			  auth_quote(t, s->role), super ? "true" : "false",
-			  login ? "true" : "false");
+	if (rc != 0 || !auth_authorizer_enabled(a))
+		return rc;
+	/* grantPermissionsToCreator: what applies to <role r> */
+	struct cql_resource res = {.kind = CQL_RES_ROLE, .name = s->role};
+	char name[600];
+	if (cql_resource_name(&res, name, sizeof(name)) < 0)
+		return auth_fail(e, CQL_ERR_INVALID, "role name too long");
+	return auth_grant(a, cql_resource_applicable(&res), name, p->name, true,
+			  e);
 }
 
 static int alter_role(struct cql_auth *a, const struct cql_role_stmt *s,
@@ -320,12 +383,12 @@ static int alter_role(struct cql_auth *a, const struct cql_role_stmt *s,
 					 "superuser status");
 	}
 	if (!p->super) {
-		if (!self)
+		if (!self && !performer_has(p, CQL_PERM_ALTER, s->role))
 			return no_permission(e, p, "ALTER", s->role);
-		if (s->login >= 0)
+		if (self && s->login >= 0)
 			return auth_fail(e, CQL_ERR_UNAUTHORIZED,
 					 "You aren't allowed to alter LOGIN");
-		if (s->options)
+		if (self && s->options)
 			return auth_fail(e, CQL_ERR_UNAUTHORIZED,
 					 "You aren't allowed to alter OPTIONS");
 	}
@@ -400,11 +463,17 @@ static int drop_role(struct cql_auth *a, const struct cql_role_stmt *s,
 		     const struct performer *p, struct arena *t, bool *noop,
 		     struct auth_err *e)
 {
-	if (!p->super)
+	if (!performer_has(p, CQL_PERM_DROP, s->role))
 		return no_permission(e, p, "DROP", s->role);
 	struct auth_role r;
 	if (auth_get_role(a, s->role, &r, e) != 0)
 		return -1;
+	if (r.exists && r.super && !p->super) {
+		auth_role_free(&r);
+		return auth_fail(e, CQL_ERR_UNAUTHORIZED,
+				 "Only superusers can drop a role with "
+				 "superuser status");
+	}
 	if (!r.exists) {
 		auth_role_free(&r);
 		if (s->if_exists) {
@@ -444,6 +513,14 @@ static int drop_role(struct cql_auth *a, const struct cql_role_stmt *s,
 				auth_quote(t, r.member_of[i]), q);
 	list_free(&members);
 	auth_role_free(&r);
+	if (rc == 0 && auth_authorizer_enabled(a)) {
+		/* revokeAllFrom and revokeAllOn */
+		struct cql_resource res = {.kind = CQL_RES_ROLE,
+					   .name = s->role};
+		rc = auth_revoke_all_from(a, s->role, e);
+		if (rc == 0)
+			rc = auth_revoke_all_on(a, &res, e);
+	}
 	return rc;
 }
 
@@ -465,7 +542,7 @@ static int grant_revoke(struct cql_auth *a, const struct cql_role_stmt *s,
 			struct auth_err *e)
 {
 	bool grant = s->op == CQL_ROLE_GRANT;
-	if (!p->super)
+	if (!performer_has(p, CQL_PERM_AUTHORIZE, s->role))
 		return no_permission(e, p, "AUTHORIZE", s->role);
 	if (exists_or_fail(a, s->role, e) != 0 ||
 	    exists_or_fail(a, s->grantee, e) != 0)
@@ -543,8 +620,9 @@ static int list_roles(struct cql_auth *a, const struct auth_role_job *j,
 	bool users = s->op == CQL_ROLE_LIST_USERS;
 	struct role_list l = {0};
 	int rc;
+	bool describe = performer_has(p, CQL_PERM_DESCRIBE, NULL);
 	if (s->role) {
-		if (!p->super && !list_has(&p->roles, s->role))
+		if (!describe && !list_has(&p->roles, s->role))
 			return auth_fail(e, CQL_ERR_UNAUTHORIZED,
 					 "You are not authorized to view roles "
 					 "granted to %s",
@@ -552,7 +630,7 @@ static int list_roles(struct cql_auth *a, const struct auth_role_job *j,
 		if (exists_or_fail(a, s->role, e) != 0)
 			return -1;
 		rc = collect(a, s->role, !s->norecursive, true, &l, e);
-	} else if (p->super) {
+	} else if (describe) {
 		rc = all_roles(a, &l, e);
 	} else {
 		/* without DESCRIBE on <all roles>: the roles one has */
@@ -570,6 +648,28 @@ static int list_roles(struct cql_auth *a, const struct auth_role_job *j,
 		reply_list(j, &l, users, out);
 	list_free(&l);
 	return rc;
+}
+
+/* With AllowAllAuthorizer Cassandra refuses the permission statements
+ * with the authorizer's UnsupportedOperationException. */
+static int permission_statement(struct cql_auth *a,
+				const struct auth_role_job *j,
+				struct performer *p, struct buf *out,
+				struct auth_err *e)
+{
+	if (!auth_authorizer_enabled(a))
+		return auth_fail(e, CQL_ERR_INVALID,
+				 "%s operation is not supported by "
+				 "AllowAllAuthorizer",
+				 j->st.op == CQL_ROLE_GRANT_PERMISSION ? "GRANT"
+				 : j->st.op == CQL_ROLE_REVOKE_PERMISSION
+					 ? "REVOKE"
+					 : "LIST PERMISSIONS");
+	struct auth_perms super = {.super = true};
+	const struct auth_perms *perms = p->super ? &super : &p->perms;
+	if (j->st.op == CQL_ROLE_LIST_PERMISSIONS)
+		return auth_list_permissions(a, j, perms, out, e);
+	return auth_grant_statement(a, j, perms, e);
 }
 
 void auth_run_role_statement(struct cql_auth *a, const struct auth_role_job *j,
@@ -602,16 +702,23 @@ void auth_run_role_statement(struct cql_auth *a, const struct auth_role_job *j,
 		case CQL_ROLE_LIST_USERS:
 			rc = list_roles(a, j, &p, out, &e);
 			break;
+		case CQL_ROLE_GRANT_PERMISSION:
+		case CQL_ROLE_REVOKE_PERMISSION:
+		case CQL_ROLE_LIST_PERMISSIONS:
+			rc = permission_statement(a, j, &p, out, &e);
+			break;
 		}
 	}
 	list_free(&p.roles);
+	auth_perms_free(&p.perms);
 	arena_destroy(&t);
 	if (rc != 0) {
 		buf_clear(out);
 		cql_encode_error(out, j->version, j->stream, e.code, e.msg);
 		return;
 	}
-	if (s->op != CQL_ROLE_LIST && s->op != CQL_ROLE_LIST_USERS)
+	if (s->op != CQL_ROLE_LIST && s->op != CQL_ROLE_LIST_USERS &&
+	    s->op != CQL_ROLE_LIST_PERMISSIONS)
 		reply_void(j, out);
 	(void)noop;
 }

@@ -137,6 +137,45 @@ enum cql_role_op {
 	CQL_ROLE_REVOKE, /* REVOKE role FROM grantee */
 	CQL_ROLE_LIST,   /* LIST ROLES [OF role] [NORECURSIVE] */
 	CQL_ROLE_LIST_USERS,
+	CQL_ROLE_GRANT_PERMISSION,  /* GRANT perms ON resource TO grantee */
+	CQL_ROLE_REVOKE_PERMISSION, /* REVOKE perms ON resource FROM grantee */
+	CQL_ROLE_LIST_PERMISSIONS,  /* LIST perms [ON r] [OF role] [NORECURSIVE]
+				     */
+};
+
+/* Cassandra 4.1's permissions (auth/Permission), one bit each in the order
+ * of its enum. */
+enum cql_permission {
+	CQL_PERM_CREATE = 1u << 0,
+	CQL_PERM_ALTER = 1u << 1,
+	CQL_PERM_DROP = 1u << 2,
+	CQL_PERM_SELECT = 1u << 3,
+	CQL_PERM_MODIFY = 1u << 4,
+	CQL_PERM_AUTHORIZE = 1u << 5,
+	CQL_PERM_DESCRIBE = 1u << 6,
+	CQL_PERM_EXECUTE = 1u << 7,
+};
+#define CQL_PERM_ALL 0xffu
+
+/* The resources permissions are granted on (auth/IResource). */
+enum cql_resource_kind {
+	CQL_RES_NONE, /* LIST without ON */
+	CQL_RES_ALL_KEYSPACES,
+	CQL_RES_KEYSPACE,
+	CQL_RES_TABLE, /* keyspace NULL: the USE keyspace */
+	CQL_RES_ALL_ROLES,
+	CQL_RES_ROLE,
+	CQL_RES_ALL_FUNCTIONS,
+	CQL_RES_KEYSPACE_FUNCTIONS, /* ALL FUNCTIONS IN KEYSPACE k */
+	CQL_RES_FUNCTION,           /* name: "f(type, ...)" as written */
+	CQL_RES_ALL_MBEANS,
+	CQL_RES_MBEAN,
+};
+
+struct cql_resource {
+	enum cql_resource_kind kind;
+	const char *keyspace; /* KEYSPACE, TABLE, functions */
+	const char *name;     /* TABLE, ROLE, FUNCTION, MBEAN */
 };
 
 /* A role statement (client/cql/cql_parse_roles.c). Names are as Cassandra
@@ -153,6 +192,11 @@ struct cql_role_stmt {
 	int login, superuser; /* -1 when not given, else 0 or 1 */
 	bool options;         /* OPTIONS = {...} was given */
 	bool norecursive;
+	/* Permission statements: the permissions named (GRANT/REVOKE: only
+	 * those applicable to the resource), and the resource. `grantee` is
+	 * the role granted to / revoked from; LIST's OF role is `role`. */
+	uint32_t permissions;
+	struct cql_resource resource;
 };
 
 struct cql_using {

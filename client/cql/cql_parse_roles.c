@@ -15,12 +15,25 @@
  *
  * Role names: an unquoted identifier is lowercased, a "quoted" one or a
  * 'string' is taken as written. A USER's name keeps its case (Cassandra's
- * legacy rule). Permission statements (GRANT SELECT ON ..., LIST ALL
- * PERMISSIONS) are recognised and refused as not supported yet.
+ * legacy rule).
+ *
+ * The permission statements (CassandraAuthorizer's):
+ *
+ *   GRANT perms ON resource TO r / REVOKE perms ON resource FROM r
+ *   LIST perms [ON resource] [OF r] [NORECURSIVE]
+ *     perms: ALL [PERMISSIONS] | CREATE | ALTER | DROP | SELECT | MODIFY
+ *            | AUTHORIZE | DESCRIBE | EXECUTE  [PERMISSION]
+ *     resource: ALL KEYSPACES | KEYSPACE k | [TABLE] [k.]t | ALL ROLES
+ *            | ROLE r | ALL FUNCTIONS [IN KEYSPACE k] | FUNCTION k.f(types)
+ *            | ALL MBEANS | MBEAN 'name'
+ *
+ * GRANT and REVOKE keep the permissions applicable to the resource (ALL
+ * means those), and refuse a set with none as Cassandra's parser does.
  */
 #include "client/cql/cql_parse.h"
 
 #include "client/cql/cql_lex_internal.h"
+#include "client/cql/cql_resource.h"
 #include "common/err.h"
 
 #include <ctype.h>
@@ -261,18 +274,247 @@ static int if_exists(struct rp *p, bool *out)
 	return expect(p, "exists", "EXISTS");
 }
 
+static const char *const perm_words[] = {
+	"create", "alter",     "drop",     "select",
+	"modify", "authorize", "describe", "execute",
+};
+
+/* A permission keyword: its bit, or 0. */
+static uint32_t perm_word(const struct cql_token *t)
+{
+	for (size_t i = 0; i < sizeof(perm_words) / sizeof(*perm_words); i++)
+		if (tok_is_kw(t, perm_words[i]))
+			return 1u << i;
+	return 0;
+}
+
 static bool permission_statement(const struct rp *p)
 {
-	/* GRANT/REVOKE <permission> [PERMISSION(S)] ON ...: the second or
-	 * third token says it; LIST anything but ROLES/USERS */
+	/* GRANT/REVOKE {ALL | <permission>} [PERMISSION(S)] ON ...: the
+	 * permission keywords are reserved in Cassandra's grammar, so they
+	 * cannot be a role's unquoted name; LIST anything but ROLES/USERS */
 	const struct cql_token *t = p->t;
 	if (tok_is_kw(&t[0], "list"))
 		return !tok_is_kw(&t[1], "roles") && !tok_is_kw(&t[1], "users");
-	for (size_t i = 2; i < 4 && i < p->n; i++)
-		if (tok_is_kw(&t[i], "on") || tok_is_kw(&t[i], "permission") ||
-		    tok_is_kw(&t[i], "permissions"))
-			return true;
-	return false;
+	if (p->n < 3)
+		return false;
+	bool perm = tok_is_kw(&t[1], "all") || perm_word(&t[1]) ||
+		    tok_is_kw(&t[1], "unmask") ||
+		    tok_is_kw(&t[1], "select_masked");
+	return perm &&
+	       (tok_is_kw(&t[2], "on") || tok_is_kw(&t[2], "permission") ||
+		tok_is_kw(&t[2], "permissions"));
+}
+
+/* permissionOrAll: ALL [PERMISSIONS] | <permission> [PERMISSION] */
+static int permission_or_all(struct rp *p, uint32_t *out)
+{
+	if (accept(p, "all")) {
+		accept(p, "permissions");
+		*out = CQL_PERM_ALL;
+		return 0;
+	}
+	if (is_kw(p, "unmask") || is_kw(p, "select_masked"))
+		return err_set(ERR_UNSUPPORTED,
+			       "Dynamic data masking (UNMASK, SELECT_MASKED) "
+			       "is Cassandra 5.0's and not supported by "
+			       "Cassini");
+	uint32_t bit = perm_word(cur(p));
+	if (!bit)
+		return syntax(p, NULL);
+	p->i++;
+	accept(p, "permission");
+	*out = bit;
+	return 0;
+}
+
+/* ksName / cfName: an identifier (lowercased) or a "quoted" one. */
+static const char *object_name(struct rp *p)
+{
+	const struct cql_token *t = cur(p);
+	if (t->kind == CQL_TOK_PUNCT && t->len == 1 && t->text[0] == '?') {
+		err_set(ERR_INVALID, "Bind variables cannot be used for "
+				     "keyspace or table names");
+		return NULL;
+	}
+	if (t->kind != CQL_TOK_IDENT && t->kind != CQL_TOK_QIDENT) {
+		syntax(p, NULL);
+		return NULL;
+	}
+	p->i++;
+	return copy(p, t->text, t->len, t->kind == CQL_TOK_IDENT);
+}
+
+/* FUNCTION [ks.]f(type, ...): the name keeps the argument types as
+ * written (lowercased, joined with ", "), as Cassandra prints them. */
+static int function_resource(struct rp *p, struct cql_resource *r)
+{
+	const char *a = object_name(p), *b = NULL;
+	if (!a)
+		return -1;
+	if (punct(p, ".")) {
+		p->i++;
+		if (!(b = object_name(p)))
+			return -1;
+	}
+	char sig[1024];
+	size_t n = (size_t)snprintf(sig, sizeof(sig), "%s(", b ? b : a);
+	if (expect_punct(p, "(") != 0)
+		return -1;
+	int depth = 0;
+	while (depth > 0 || !punct(p, ")")) {
+		const struct cql_token *t = cur(p);
+		if (t->kind == CQL_TOK_EOF)
+			return syntax(p, ")");
+		if (punct(p, "<"))
+			depth++;
+		else if (punct(p, ">"))
+			depth--;
+		bool comma = depth == 0 && punct(p, ",");
+		if (n + t->len + 3 >= sizeof(sig))
+			return err_set(ERR_INVALID, "function signature too "
+						    "long");
+		if (comma) {
+			n += (size_t)snprintf(sig + n, sizeof(sig) - n, ", ");
+		} else {
+			for (size_t i = 0; i < t->len; i++)
+				sig[n++] = t->kind == CQL_TOK_IDENT
+						   ? (char)tolower(
+							     (unsigned char)
+								     t->text[i])
+						   : t->text[i];
+			sig[n] = '\0';
+		}
+		p->i++;
+	}
+	p->i++;
+	snprintf(sig + n, sizeof(sig) - n, ")");
+	if (!b)
+		return err_set(ERR_UNSUPPORTED,
+			       "In this context function name must be "
+			       "explictly qualified by a keyspace");
+	r->kind = CQL_RES_FUNCTION;
+	r->keyspace = a;
+	r->name = copy(p, sig, strlen(sig), false);
+	return r->name ? 0 : -1;
+}
+
+/* resource: dataResource | roleResource | functionResource | jmxResource */
+static int resource(struct rp *p, struct cql_resource *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (accept(p, "all")) {
+		if (accept(p, "keyspaces")) {
+			r->kind = CQL_RES_ALL_KEYSPACES;
+		} else if (accept(p, "roles")) {
+			r->kind = CQL_RES_ALL_ROLES;
+		} else if (accept(p, "mbeans")) {
+			r->kind = CQL_RES_ALL_MBEANS;
+		} else if (accept(p, "functions")) {
+			r->kind = CQL_RES_ALL_FUNCTIONS;
+			if (accept(p, "in")) {
+				if (expect(p, "keyspace", "K_KEYSPACE") != 0 ||
+				    !(r->keyspace = object_name(p)))
+					return -1;
+				r->kind = CQL_RES_KEYSPACE_FUNCTIONS;
+			}
+		} else {
+			return syntax(p, NULL);
+		}
+		return 0;
+	}
+	if (accept(p, "keyspace")) {
+		r->kind = CQL_RES_KEYSPACE;
+		return (r->keyspace = object_name(p)) ? 0 : -1;
+	}
+	if (accept(p, "role")) {
+		r->kind = CQL_RES_ROLE;
+		return (r->name = role_name(p, false)) ? 0 : -1;
+	}
+	if (accept(p, "function"))
+		return function_resource(p, r);
+	if (accept(p, "mbean") || accept(p, "mbeans")) {
+		const struct cql_token *t = cur(p);
+		if (t->kind != CQL_TOK_STRING)
+			return syntax(p, "STRING_LITERAL");
+		p->i++;
+		if (t->len == 0)
+			return err_set(ERR_INVALID,
+				       "Empty JMX object name supplied");
+		if (t->len == 3 && memcmp(t->text, "*:*", 3) == 0)
+			return err_set(ERR_INVALID,
+				       "Please use ALL MBEANS instead of "
+				       "wildcard pattern");
+		r->kind = CQL_RES_MBEAN;
+		return (r->name = copy(p, t->text, t->len, false)) ? 0 : -1;
+	}
+	/* [TABLE | COLUMNFAMILY] [ks.]t */
+	if (!accept(p, "table"))
+		accept(p, "columnfamily");
+	const char *a = object_name(p);
+	if (!a)
+		return -1;
+	r->kind = CQL_RES_TABLE;
+	if (punct(p, ".")) {
+		p->i++;
+		r->keyspace = a;
+		return (r->name = object_name(p)) ? 0 : -1;
+	}
+	r->name = a;
+	return 0;
+}
+
+static const char *resource_class(enum cql_resource_kind k)
+{
+	switch (k) {
+	case CQL_RES_ALL_ROLES:
+	case CQL_RES_ROLE:
+		return "RoleResource";
+	case CQL_RES_ALL_FUNCTIONS:
+	case CQL_RES_KEYSPACE_FUNCTIONS:
+	case CQL_RES_FUNCTION:
+		return "FunctionResource";
+	case CQL_RES_ALL_MBEANS:
+	case CQL_RES_MBEAN:
+		return "JMXResource";
+	default:
+		return "DataResource";
+	}
+}
+
+/* GRANT/REVOKE perms ON resource TO/FROM role; LIST perms [ON resource]
+ * [OF role] [NORECURSIVE]. */
+static int permission_body(struct rp *p, struct cql_role_stmt *r)
+{
+	if (accept(p, "list")) {
+		r->op = CQL_ROLE_LIST_PERMISSIONS;
+		if (permission_or_all(p, &r->permissions) != 0)
+			return -1;
+		if (accept(p, "on") && resource(p, &r->resource) != 0)
+			return -1;
+		if (accept(p, "of") && !(r->role = role_name(p, false)))
+			return -1;
+		r->norecursive = accept(p, "norecursive");
+		return 0;
+	}
+	bool grant = accept(p, "grant");
+	if (!grant)
+		p->i++; /* REVOKE */
+	r->op = grant ? CQL_ROLE_GRANT_PERMISSION : CQL_ROLE_REVOKE_PERMISSION;
+	if (permission_or_all(p, &r->permissions) != 0 ||
+	    expect(p, "on", "K_ON") != 0 || resource(p, &r->resource) != 0 ||
+	    expect(p, grant ? "to" : "from", grant ? "K_TO" : "K_FROM") != 0 ||
+	    !(r->grantee = role_name(p, false)))
+		return -1;
+	/* Cassandra's filterPermissions: ALL means the applicable ones, and
+	 * none applicable is a syntax error */
+	r->permissions &= cql_resource_applicable(&r->resource);
+	if (!r->permissions)
+		return err_set(ERR_INVALID,
+			       "Resource type %s does not support any of the "
+			       "requested permissions",
+			       resource_class(r->resource.kind));
+	return 0;
 }
 
 bool cql_is_role_statement(const struct cql_token *t, size_t n)
@@ -290,9 +532,7 @@ bool cql_is_role_statement(const struct cql_token *t, size_t n)
 static int body(struct rp *p, struct cql_role_stmt *r)
 {
 	if (permission_statement(p))
-		return err_set(ERR_UNSUPPORTED,
-			       "Permissions (GRANT, REVOKE and LIST on "
-			       "resources) are not supported by Cassini yet");
+		return permission_body(p, r);
 	if (accept(p, "list")) {
 		if (accept(p, "users")) {
 			r->op = CQL_ROLE_LIST_USERS;

@@ -123,6 +123,15 @@ static const char *const system_tables[] = {
 	"CREATE TABLE system_auth.role_members (role text, member text, "
 	"PRIMARY KEY ((role), member))",
 
+	/* CassandraAuthorizer's, with its reverse index (the typo in the
+	 * name is Cassandra's) */
+	"CREATE TABLE system_auth.role_permissions (role text, "
+	"resource text, permissions set<text>, "
+	"PRIMARY KEY ((role), resource))",
+
+	"CREATE TABLE system_auth.resource_role_permissons_index "
+	"(resource text, role text, PRIMARY KEY ((resource), role))",
+
 	"CREATE TABLE system_schema.indexes (keyspace_name text, "
 	"table_name text, index_name text, kind text, "
 	"options frozen<map<text, text>>, "

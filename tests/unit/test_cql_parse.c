@@ -400,10 +400,6 @@ START_TEST(unsupported_features_get_a_clear_refusal)
 	/* role options take '=' (the USER form does not) */
 	parse_fails("ALTER ROLE bob WITH PASSWORD 'x'", ERR_INVALID);
 	parse_fails("DROP NONSENSE x", ERR_INVALID);
-	parse_fails("GRANT SELECT ON t TO bob", ERR_UNSUPPORTED);
-	parse_fails("GRANT ALL PERMISSIONS ON KEYSPACE k TO bob",
-		    ERR_UNSUPPORTED);
-	parse_fails("LIST ALL PERMISSIONS OF bob", ERR_UNSUPPORTED);
 	parse_fails("SELECT JSON * FROM t", ERR_UNSUPPORTED);
 	parse_fails("CREATE TABLE t (k int PRIMARY KEY) WITH COMPACT STORAGE",
 		    ERR_UNSUPPORTED);
@@ -490,18 +486,119 @@ START_TEST(role_statements)
 }
 END_TEST
 
+START_TEST(permission_statements)
+{
+	const struct cql_role_stmt *r =
+		role("GRANT SELECT ON KEYSPACE Ks TO Alice");
+	ck_assert_int_eq(r->op, CQL_ROLE_GRANT_PERMISSION);
+	ck_assert_uint_eq(r->permissions, CQL_PERM_SELECT);
+	ck_assert_int_eq(r->resource.kind, CQL_RES_KEYSPACE);
+	ck_assert_str_eq(r->resource.keyspace, "ks");
+	ck_assert_str_eq(r->grantee, "alice");
+	r = role("GRANT MODIFY PERMISSION ON TABLE ks.\"T\" TO bob");
+	ck_assert_uint_eq(r->permissions, CQL_PERM_MODIFY);
+	ck_assert_int_eq(r->resource.kind, CQL_RES_TABLE);
+	ck_assert_str_eq(r->resource.keyspace, "ks");
+	ck_assert_str_eq(r->resource.name, "T");
+	r = role("GRANT ALTER ON t TO bob"); /* the USE keyspace, later */
+	ck_assert_int_eq(r->resource.kind, CQL_RES_TABLE);
+	ck_assert_ptr_null(r->resource.keyspace);
+	ck_assert_str_eq(r->resource.name, "t");
+	/* ALL means what applies: a table has no CREATE */
+	r = role("GRANT ALL PERMISSIONS ON ks.t TO bob");
+	ck_assert_uint_eq(r->permissions,
+			  CQL_PERM_ALTER | CQL_PERM_DROP | CQL_PERM_SELECT |
+				  CQL_PERM_MODIFY | CQL_PERM_AUTHORIZE);
+	r = role("REVOKE ALL ON ALL KEYSPACES FROM bob");
+	ck_assert_int_eq(r->op, CQL_ROLE_REVOKE_PERMISSION);
+	ck_assert_int_eq(r->resource.kind, CQL_RES_ALL_KEYSPACES);
+	ck_assert(r->permissions & CQL_PERM_CREATE);
+	ck_assert(!(r->permissions & CQL_PERM_DESCRIBE));
+	r = role("GRANT ALL ON ALL ROLES TO bob");
+	ck_assert_uint_eq(r->permissions,
+			  CQL_PERM_CREATE | CQL_PERM_ALTER | CQL_PERM_DROP |
+				  CQL_PERM_AUTHORIZE | CQL_PERM_DESCRIBE);
+	r = role("GRANT ALTER ON ROLE 'Carol' TO bob");
+	ck_assert_int_eq(r->resource.kind, CQL_RES_ROLE);
+	ck_assert_str_eq(r->resource.name, "Carol");
+	r = role("GRANT EXECUTE ON ALL FUNCTIONS IN KEYSPACE ks TO bob");
+	ck_assert_int_eq(r->resource.kind, CQL_RES_KEYSPACE_FUNCTIONS);
+	r = role("GRANT EXECUTE ON FUNCTION ks.f(int, frozen<list<Text>>) TO "
+		 "bob");
+	ck_assert_int_eq(r->resource.kind, CQL_RES_FUNCTION);
+	ck_assert_str_eq(r->resource.name, "f(int, frozen<list<text>>)");
+	r = role("GRANT SELECT ON ALL MBEANS TO bob");
+	ck_assert_int_eq(r->resource.kind, CQL_RES_ALL_MBEANS);
+	r = role("LIST ALL PERMISSIONS");
+	ck_assert_int_eq(r->op, CQL_ROLE_LIST_PERMISSIONS);
+	ck_assert_uint_eq(r->permissions, CQL_PERM_ALL);
+	ck_assert_int_eq(r->resource.kind, CQL_RES_NONE);
+	ck_assert_ptr_null(r->role);
+	r = role("LIST SELECT ON ks.t OF bob NORECURSIVE;");
+	ck_assert_uint_eq(r->permissions, CQL_PERM_SELECT);
+	ck_assert_int_eq(r->resource.kind, CQL_RES_TABLE);
+	ck_assert_str_eq(r->role, "bob");
+	ck_assert(r->norecursive);
+	r = role("LIST ALL OF bob");
+	ck_assert_str_eq(r->role, "bob");
+	/* a role statement still: the role is not a permission */
+	r = role("GRANT admins TO on");
+	ck_assert_int_eq(r->op, CQL_ROLE_GRANT);
+
+	const char *m = parse_fails("GRANT CREATE ON ks.t TO bob", ERR_INVALID);
+	ck_assert_str_eq(m, "Resource type DataResource does not support any "
+			    "of the requested permissions");
+	m = parse_fails("GRANT SELECT ON ALL ROLES TO bob", ERR_INVALID);
+	ck_assert_str_eq(m, "Resource type RoleResource does not support any "
+			    "of the requested permissions");
+	m = parse_fails("GRANT SELECT ON FUNCTION ks.f() TO bob", ERR_INVALID);
+	ck_assert_str_eq(m, "Resource type FunctionResource does not support "
+			    "any of the requested permissions");
+	m = parse_fails("GRANT EXECUTE ON FUNCTION f() TO bob",
+			ERR_UNSUPPORTED);
+	ck_assert_str_eq(m, "In this context function name must be explictly "
+			    "qualified by a keyspace");
+	m = parse_fails("GRANT SELECT ON MBEAN '*:*' TO bob", ERR_INVALID);
+	ck_assert_str_eq(m, "Please use ALL MBEANS instead of wildcard "
+			    "pattern");
+	parse_fails("GRANT UNMASK ON ks.t TO bob", ERR_UNSUPPORTED);
+	m = parse_fails("GRANT SELECT ON ks.t bob", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:21 mismatched input 'bob' expecting K_TO");
+	parse_fails("GRANT SELECT ON ks.t TO", ERR_INVALID);
+	parse_fails("GRANT SELECT ON TO bob", ERR_INVALID);
+	parse_fails("GRANT SELECT ON ALL TABLES TO bob", ERR_INVALID);
+	parse_fails("REVOKE SELECT ON ks.t TO bob", ERR_INVALID);
+	parse_fails("GRANT SELECT ON ks.? TO bob", ERR_INVALID);
+	parse_fails("GRANT SELECT ON KEYSPACE 'ks' TO bob", ERR_INVALID);
+	parse_fails("GRANT EXECUTE ON FUNCTION ks.f(int TO bob", ERR_INVALID);
+	parse_fails("LIST SELECT ON ks.t OF", ERR_INVALID);
+	parse_fails("LIST SELECT ON ks.t extra", ERR_INVALID);
+	parse_fails("GRANT SELECT ON ks.t TO ''", ERR_INVALID);
+}
+END_TEST
+
 START_TEST(random_bytes_never_crash_the_parser)
 {
 	struct rng r;
 	rng_seed(&r, seed);
 	static const char *const pieces[] = {
-		"SELECT", "*",  "FROM",   "t",      "WHERE", "k",      "=",
-		"?",      "(",  ")",      "'",      "\"",    "[",      "{",
-		"}",      "]",  ",",      ":",      "AND",   "IN",     "-",
-		"1",      "0x", "token",  "BEGIN",  "BATCH", "APPLY",  ";",
-		"/*",     "--", "$$",     "INSERT", "INTO",  "VALUES", "UPDATE",
-		"SET",    "+",  "CREATE", "ROLE",   "USER",  "GRANT",  "LIST",
-		"ROLES",  "OF", "WITH",   "LOGIN",  "=",     "true",   "TO",
+		"SELECT",      "*",           "FROM",   "t",
+		"WHERE",       "k",           "=",      "?",
+		"(",           ")",           "'",      "\"",
+		"[",           "{",           "}",      "]",
+		",",           ":",           "AND",    "IN",
+		"-",           "1",           "0x",     "token",
+		"BEGIN",       "BATCH",       "APPLY",  ";",
+		"/*",          "--",          "$$",     "INSERT",
+		"INTO",        "VALUES",      "UPDATE", "SET",
+		"+",           "CREATE",      "ROLE",   "USER",
+		"GRANT",       "LIST",        "ROLES",  "OF",
+		"WITH",        "LOGIN",       "=",      "true",
+		"TO",          "ON",          "ALL",    "KEYSPACES",
+		"KEYSPACE",    "PERMISSIONS", "SELECT", "MODIFY",
+		"FUNCTION",    "FUNCTIONS",   "MBEAN",  "REVOKE",
+		"NORECURSIVE", "AUTHORIZE",   "TABLE",  "<",
+		">",           ".",
 	};
 	size_t npieces = sizeof(pieces) / sizeof(pieces[0]);
 	char q[512];
@@ -634,6 +731,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, syntax_errors_read_like_cassandras);
 	tcase_add_test(tc, unsupported_features_get_a_clear_refusal);
 	tcase_add_test(tc, role_statements);
+	tcase_add_test(tc, permission_statements);
 	tcase_add_test(tc, random_bytes_never_crash_the_parser);
 	tcase_add_test(tc, trailing_commas_sizes_and_depth);
 	suite_add_tcase(s, tc);
