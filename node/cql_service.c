@@ -198,6 +198,23 @@ static void hook_role(void *arg, struct cql_request *req,
 	cql_auth_role_statement(s->auth, req, info, r);
 }
 
+static int hook_authorize(void *arg, const struct cql_request_info *info,
+			  uint32_t perm, const struct cql_resource *r,
+			  char *msg, size_t cap)
+{
+	struct cql_service *s = arg;
+	return cql_auth_authorize(s->auth, info, perm, r, msg, cap);
+}
+
+static bool hook_schema_applied(void *arg, struct cql_request *req,
+				const struct cql_request_info *info,
+				const struct cql_schema_change *c,
+				const uint8_t *frame, size_t len)
+{
+	struct cql_service *s = arg;
+	return cql_auth_schema_applied(s->auth, req, info, c, frame, len);
+}
+
 static void data_hook(void *arg, const struct cql_data_request *dr)
 {
 	struct cql_service *s = arg;
@@ -502,6 +519,10 @@ static int open_server(struct cql_service *s, const struct conf *c,
 		.views = hook_views,
 		.arg = s,
 	};
+	if (c->authorizer == CONF_AUTHZ_CASSANDRA) {
+		hooks.authorize = hook_authorize;
+		hooks.schema_applied = hook_schema_applied;
+	}
 	s->exec = cql_exec_new(s->schema, &hooks);
 	if (!s->exec)
 		return -1;

@@ -623,7 +623,7 @@ int auth_list_permissions(struct cql_auth *a, const struct auth_role_job *j,
 		rc = list_for(a, NULL, names, nnames, s->permissions, &d, e);
 	} else {
 		/* the role and every role it has */
-		struct auth_perms of;
+		struct auth_perms of = {0};
 		rc = auth_collect_roles(a, s->role, &of, e);
 		for (size_t i = 0; rc == 0 && i < of.nroles; i++)
 			rc = list_for(a, of.roles[i], names, nnames,

@@ -50,7 +50,9 @@ static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
 				    "system keyspaces are read-only");
 			return;
 		}
-		if (cql_exec_auth_write_refused(j, ks))
+		if (!cql_exec_permitted(j, CQL_PERM_MODIFY, ks,
+					cql_exec_stmt_table(st)->name) ||
+		    cql_exec_auth_write_refused(j, ks))
 			return;
 		if (cql_exec_check_binds(j, st, items[i].table, items[i].binds,
 					 items[i].bind_count,

@@ -242,11 +242,56 @@ static int expand_replication_factor(struct job *j, const struct cql_stmt **sp,
 	return 0;
 }
 
+/* The permission a DDL statement needs (Cassandra 4.1's authorize()):
+ * CREATE KEYSPACE: CREATE on <all keyspaces>; ALTER/DROP KEYSPACE k: on
+ * <keyspace k>; CREATE TABLE: CREATE on its keyspace; ALTER/DROP TABLE:
+ * on <table k.t>. Without a keyspace (no USE) the schema answers. The
+ * local system keyspaces are refused by the schema whoever asks. */
+static bool ddl_permitted(struct job *j, const struct cql_stmt *s)
+{
+	const struct cql_qname *q = NULL;
+	uint32_t perm;
+	switch (s->kind) {
+	case CQL_STMT_CREATE_KEYSPACE:
+		return cql_exec_permitted(j, CQL_PERM_CREATE, NULL, NULL);
+	case CQL_STMT_ALTER_KEYSPACE:
+	case CQL_STMT_DROP_KEYSPACE:
+		if (cql_system_keyspace_is_virtual(s->u.keyspace.name))
+			return true;
+		return cql_exec_permitted(j,
+					  s->kind == CQL_STMT_ALTER_KEYSPACE
+						  ? CQL_PERM_ALTER
+						  : CQL_PERM_DROP,
+					  s->u.keyspace.name, NULL);
+	case CQL_STMT_CREATE_TABLE:
+		q = &s->u.create_table.table;
+		perm = CQL_PERM_CREATE;
+		break;
+	case CQL_STMT_ALTER_TABLE:
+		q = &s->u.alter_table.table;
+		perm = CQL_PERM_ALTER;
+		break;
+	case CQL_STMT_DROP_TABLE:
+		q = &s->u.drop_table.table;
+		perm = CQL_PERM_DROP;
+		break;
+	default:
+		return true;
+	}
+	const char *ks = q->keyspace ? q->keyspace : j->keyspace;
+	if (!ks || cql_system_keyspace_is_virtual(ks))
+		return true;
+	return cql_exec_permitted(
+		j, perm, ks, s->kind == CQL_STMT_CREATE_TABLE ? NULL : q->name);
+}
+
 void cql_exec_run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 		      size_t len)
 {
 	struct cql_schema_change change;
 	uint8_t id[16];
+	if (!ddl_permitted(j, s))
+		return;
 	if (expand_replication_factor(j, &s, &text, &len) != 0) {
 		char why[ERR_MSG_MAX];
 		snprintf(why, sizeof(why), "%s", err_msg());
@@ -299,6 +344,13 @@ void cql_exec_run_ddl(struct job *j, const struct cql_stmt *s, const char *text,
 				&change, text, len, j->keyspace, id, time_us};
 			j->e->hooks.schema_changed(j->e->hooks.arg, &ev);
 		}
+		/* the creator's permissions, or the dropped resource's
+		 * revoked, before the client hears of it */
+		if (j->e->hooks.schema_applied &&
+		    j->e->hooks.schema_applied(j->e->hooks.arg, j->req, j->info,
+					       &change, j->out.data,
+					       j->out.len))
+			j->req = NULL;
 		return;
 	case CQL_SCHEMA_NOOP:
 		cql_encode_result_void(&j->out, j->info->version,

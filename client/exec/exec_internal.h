@@ -151,6 +151,10 @@ const struct cql_table *cql_exec_resolve(struct job *j,
 					 const char *session_ks,
 					 const char **ks_out);
 bool cql_exec_auth_write_refused(struct job *j, const char *ks);
+/* The authorizer's check of `perm` on a data resource (table NULL: the
+ * keyspace; ks NULL: all keyspaces): true, or false answered Unauthorized. */
+bool cql_exec_permitted(struct job *j, uint32_t perm, const char *ks,
+			const char *table);
 void cql_exec_to_data_path(struct job *j, struct cql_data_request *dr);
 void cql_exec_run(struct job *j, const char *text, size_t len,
 		  const struct cql_query_params *params);

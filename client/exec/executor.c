@@ -223,6 +223,26 @@ bool cql_exec_auth_write_refused(struct job *j, const char *ks)
 	return true;
 }
 
+bool cql_exec_permitted(struct job *j, uint32_t perm, const char *ks,
+			const char *table)
+{
+	if (!j->e->hooks.authorize || j->info->internal)
+		return true;
+	struct cql_resource r = {
+		.kind = !ks     ? CQL_RES_ALL_KEYSPACES
+			: table ? CQL_RES_TABLE
+				: CQL_RES_KEYSPACE,
+		.keyspace = ks,
+		.name = table,
+	};
+	char msg[ERR_MSG_MAX];
+	if (j->e->hooks.authorize(j->e->hooks.arg, j->info, perm, &r, msg,
+				  sizeof(msg)) == 0)
+		return true;
+	reply_error(j, CQL_ERR_UNAUTHORIZED, msg);
+	return false;
+}
+
 /* Hands a resolved request to the data path, which replies. */
 void cql_exec_to_data_path(struct job *j, struct cql_data_request *dr)
 {
@@ -318,6 +338,9 @@ void cql_exec_run_stmt(struct job *j, const struct cql_stmt *s, int nbinds,
 	if (!ks)
 		return;
 	if (s->kind == CQL_STMT_SELECT && cql_system_keyspace_is_virtual(ks)) {
+		if (!cql_exec_permitted(j, CQL_PERM_SELECT, ks,
+					cql_exec_stmt_table(s)->name))
+			return;
 		struct cql_node_info node;
 		struct cql_views_info views = {0};
 		j->e->hooks.node_info(j->e->hooks.arg, &node);
@@ -340,6 +363,12 @@ void cql_exec_run_stmt(struct job *j, const struct cql_stmt *s, int nbinds,
 			    "system keyspaces are read-only");
 		return;
 	}
+	/* SELECT needs SELECT; INSERT, UPDATE, DELETE and TRUNCATE MODIFY */
+	if (!cql_exec_permitted(j,
+				s->kind == CQL_STMT_SELECT ? CQL_PERM_SELECT
+							   : CQL_PERM_MODIFY,
+				ks, cql_exec_stmt_table(s)->name))
+		return;
 	if (s->kind != CQL_STMT_SELECT && cql_exec_auth_write_refused(j, ks))
 		return;
 	if (cql_exec_check_binds(j, s, t, binds, (size_t)nbinds, &binds) != 0)

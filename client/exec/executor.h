@@ -99,6 +99,21 @@ struct cql_exec_hooks {
 	 * it stays valid until the next call. Optional: without one those
 	 * tables are empty. */
 	void (*views)(void *arg, struct cql_views_info *out);
+	/* CassandraAuthorizer: 0 when the request's user holds `perm` on `r`
+	 * (or a parent), else -1 with Cassandra's Unauthorized message in
+	 * `msg` (cql_auth_authorize). Not called for internal requests.
+	 * Optional: without one nothing is checked (AllowAllAuthorizer). */
+	int (*authorize)(void *arg, const struct cql_request_info *info,
+			 uint32_t perm, const struct cql_resource *r, char *msg,
+			 size_t cap);
+	/* After an applied CREATE or DROP of a keyspace or table: the
+	 * authorizer grants the creator its permissions, or revokes those on
+	 * what was dropped, then replies `frame` (copied); true when it took
+	 * the request (cql_auth_schema_applied). Optional. */
+	bool (*schema_applied)(void *arg, struct cql_request *req,
+			       const struct cql_request_info *info,
+			       const struct cql_schema_change *c,
+			       const uint8_t *frame, size_t len);
 	void *arg;
 };
 
