@@ -257,6 +257,9 @@ START_TEST(cross_key_rules_are_checked)
 		       "      - seeds: \"127.0.0.1, nope\"\n",
 		       NULL);
 	ck_assert_contains(m, "seed_provider: 'nope' is not a numeric");
+	m = load_fails("authorizer: CassandraAuthorizer\n", NULL);
+	ck_assert_contains(m, "AllowAllAuthenticator can't be used with "
+			      "CassandraAuthorizer");
 }
 END_TEST
 
