@@ -145,11 +145,52 @@ bool auth_perms_has_role(const struct auth_perms *p, const char *role)
 	return false;
 }
 
+/* Whether the stored name `g` is `r` or one of its parents, for data and
+ * role resources (the hot path: no name is built). */
+static bool grant_covers(const char *g, const struct cql_resource *r)
+{
+	bool data = r->kind == CQL_RES_ALL_KEYSPACES ||
+		    r->kind == CQL_RES_KEYSPACE || r->kind == CQL_RES_TABLE;
+	const char *root = data ? "data" : "roles";
+	size_t rl = data ? 4 : 5;
+	if (strncmp(g, root, rl) != 0)
+		return false;
+	g += rl;
+	if (!*g)
+		return true; /* <all keyspaces>, <all roles> */
+	if (*g++ != '/')
+		return false;
+	if (!data)
+		return r->kind == CQL_RES_ROLE && strcmp(g, r->name) == 0;
+	if (r->kind == CQL_RES_ALL_KEYSPACES)
+		return false;
+	size_t kl = strlen(r->keyspace);
+	if (strncmp(g, r->keyspace, kl) != 0)
+		return false;
+	g += kl;
+	if (!*g)
+		return true; /* <keyspace k> */
+	return *g == '/' && r->kind == CQL_RES_TABLE &&
+	       strcmp(g + 1, r->name) == 0;
+}
+
 bool auth_perms_allow(const struct auth_perms *p, uint32_t perm,
 		      const struct cql_resource *r)
 {
 	if (p->super)
 		return true;
+	bool fast = (r->kind == CQL_RES_ALL_KEYSPACES ||
+		     (r->kind == CQL_RES_KEYSPACE && r->keyspace) ||
+		     (r->kind == CQL_RES_TABLE && r->keyspace && r->name) ||
+		     r->kind == CQL_RES_ALL_ROLES ||
+		     (r->kind == CQL_RES_ROLE && r->name));
+	if (fast) {
+		for (size_t i = 0; i < p->n; i++)
+			if ((p->g[i].perms & perm) &&
+			    grant_covers(p->g[i].resource, r))
+				return true;
+		return false;
+	}
 	struct cql_resource cur = *r, up;
 	char name[RESOURCE_MAX];
 	for (;;) {

@@ -192,11 +192,35 @@ START_TEST(grants_checked_up_the_chain)
 	struct cql_resource other = {
 		.kind = CQL_RES_TABLE, .keyspace = "ks2", .name = "t"};
 	struct cql_resource role = {.kind = CQL_RES_ROLE, .name = "x"};
+	struct cql_resource up_ks = {.kind = CQL_RES_KEYSPACE,
+				     .keyspace = "ks"};
 	ck_assert(auth_perms_allow(&p, CQL_PERM_SELECT, &t));
 	ck_assert(!auth_perms_allow(&p, CQL_PERM_MODIFY, &t));
 	ck_assert(!auth_perms_allow(&p, CQL_PERM_SELECT, &other));
 	ck_assert(auth_perms_allow(&p, CQL_PERM_CREATE, &role));
 	ck_assert(!auth_perms_allow(&p, CQL_PERM_DROP, &role));
+	/* a keyspace whose name starts with another's is not its child */
+	struct cql_resource longer = {
+		.kind = CQL_RES_TABLE, .keyspace = "ks2", .name = "t"};
+	struct cql_resource ksonly = {.kind = CQL_RES_KEYSPACE,
+				      .keyspace = "k"};
+	ck_assert(!auth_perms_allow(&p, CQL_PERM_SELECT, &longer));
+	ck_assert(!auth_perms_allow(&p, CQL_PERM_SELECT, &ksonly));
+	struct cql_resource all = {.kind = CQL_RES_ALL_KEYSPACES};
+	ck_assert(!auth_perms_allow(&p, CQL_PERM_SELECT, &all));
+	/* a grant on a table covers only that table */
+	free(p.g[0].resource);
+	p.g[0].resource = strdup("data/ks/t");
+	struct cql_resource t2 = {
+		.kind = CQL_RES_TABLE, .keyspace = "ks", .name = "t2"};
+	struct cql_resource tt = {
+		.kind = CQL_RES_TABLE, .keyspace = "ks", .name = "tt"};
+	ck_assert(auth_perms_allow(&p, CQL_PERM_SELECT, &t));
+	ck_assert(!auth_perms_allow(&p, CQL_PERM_SELECT, &t2));
+	ck_assert(!auth_perms_allow(&p, CQL_PERM_SELECT, &tt));
+	ck_assert(!auth_perms_allow(&p, CQL_PERM_SELECT, &up_ks));
+	free(p.g[0].resource);
+	p.g[0].resource = strdup("data/ks");
 	struct auth_err e;
 	ck_assert_int_eq(auth_perms_check(&p, "alice", CQL_PERM_MODIFY, &t, &e),
 			 -1);
