@@ -639,12 +639,15 @@ int cql_service_serve(struct cql_service *s)
 	if (open_server(s, s->conf, s->base) != 0)
 		return err_prefix("cannot listen for CQL clients");
 	char addr[INET_ADDR_STRLEN];
-	LOG_INFO("CQL clients on %s (protocol v3/v4, CQL %s, %s)",
+	LOG_INFO("CQL clients on %s (protocol v3/v4, CQL %s, %s, %s)",
 		 inet_addr_format(&s->conf->rpc_address, addr, sizeof(addr)),
 		 CASSINI_CQL_VERSION,
 		 s->conf->authenticator == CONF_AUTH_PASSWORD
 			 ? "PasswordAuthenticator"
-			 : "AllowAllAuthenticator");
+			 : "AllowAllAuthenticator",
+		 s->conf->authorizer == CONF_AUTHZ_CASSANDRA
+			 ? "CassandraAuthorizer"
+			 : "AllowAllAuthorizer");
 	return 0;
 }
 
