@@ -204,6 +204,14 @@ def test_grant_needs_authorize_and_the_permission(admin, user):
     user.execute("GRANT SELECT ON ks.t TO grant_target")
     assert perms(admin, "LIST ALL PERMISSIONS OF grant_target") == [
         ("grant_target", "grant_target", "<table ks.t>", "SELECT")]
+    # everyone's, and everyone's on one resource
+    everyone = perms(admin, "LIST ALL PERMISSIONS")
+    assert ("grant_target", "grant_target", "<table ks.t>", "SELECT") in \
+        everyone
+    assert (u, u, "<keyspace ks>", "AUTHORIZE") in everyone
+    on_t = perms(admin, "LIST SELECT ON ks.t NORECURSIVE")
+    assert ("grant_target", "grant_target", "<table ks.t>", "SELECT") in on_t
+    assert all(r[2] == "<table ks.t>" and r[3] == "SELECT" for r in on_t)
     user.execute("REVOKE SELECT ON ks.t FROM grant_target")
     assert list(admin.execute("LIST ALL PERMISSIONS OF grant_target")) == []
 
