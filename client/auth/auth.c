@@ -14,6 +14,7 @@
 
 #include "client/cql/cql_resource.h"
 #include "client/exec/executor.h"
+#include "client/schema/system_tables.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loopq.h"
@@ -65,6 +66,7 @@ struct cql_auth {
 	bool setup_running;
 	int stopping; /* atomic */
 	const struct cql_schema *schema;
+	struct cql_schema *views; /* system_views, system_virtual_schema */
 	/* CassandraAuthorizer's cache, by user */
 	struct authz_entry *cache[AUTHZ_BUCKETS];
 	size_t cache_count;
@@ -765,16 +767,18 @@ static void resource_lookup(struct cql_auth *a, struct job *j,
 	}
 	if (!a->schema || !r->keyspace)
 		return;
+	/* the virtual keyspaces are in their own registry */
+	const struct cql_schema *sc =
+		cql_system_keyspace_is_view(r->keyspace) ? a->views : a->schema;
 	switch (r->kind) {
 	case CQL_RES_KEYSPACE:
 	case CQL_RES_KEYSPACE_FUNCTIONS:
 		j->rj.resource_exists =
-			cql_schema_keyspace(a->schema, r->keyspace) != NULL;
+			cql_schema_keyspace(sc, r->keyspace) != NULL;
 		break;
 	case CQL_RES_TABLE:
 		j->rj.resource_exists =
-			r->name &&
-			cql_schema_table(a->schema, r->keyspace, r->name);
+			r->name && cql_schema_table(sc, r->keyspace, r->name);
 		break;
 	default: /* no user functions, no MBeans here */
 		j->rj.resource_exists = false;
@@ -1160,7 +1164,8 @@ struct cql_auth *cql_auth_new(struct event_base *base, struct loopq *q,
 		.authenticate = authenticate,
 		.arg = a,
 	};
-	if (!(a->setup_timer = evtimer_new(base, setup_on_timer, a)) ||
+	if (!(a->views = cql_schema_new_views()) ||
+	    !(a->setup_timer = evtimer_new(base, setup_on_timer, a)) ||
 	    !(a->workers = workers_new(2, "auth"))) {
 		err_set(ERR_NOMEM, "cannot start the auth workers");
 		cql_auth_delete(a);
@@ -1202,5 +1207,7 @@ void cql_auth_delete(struct cql_auth *a)
 			}
 			entry_free(e);
 		}
+	if (a->views)
+		cql_schema_delete(a->views);
 	free(a);
 }

@@ -325,6 +325,13 @@ def test_system_tables(admin, user):
             " or any of its parents")
     refused(user, "SELECT * FROM system_auth.role_permissions",
             "no SELECT permission")
+    # virtual tables other than the schema's need SELECT like any table
+    refused(user, "SELECT * FROM system_views.settings",
+            f"User {u} has no SELECT permission on <table "
+            "system_views.settings>")
+    user.execute("SELECT * FROM system_virtual_schema.tables")
+    admin.execute(f"GRANT SELECT ON system_views.settings TO {u}")
+    assert len(list(user.execute("SELECT * FROM system_views.settings"))) > 0
     # no one writes system_auth directly, not even a superuser
     refused(admin, "INSERT INTO system_auth.role_permissions (role, "
             "resource, permissions) VALUES ('x', 'data', {'SELECT'})",
