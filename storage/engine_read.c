@@ -98,7 +98,8 @@ static bool older_cannot_matter(const struct read_ctx *c, int64_t older_max)
 		if (cd->kind == STORAGE_COLUMN_PARTITION_KEY)
 			continue;
 		if (cd->kind != STORAGE_COLUMN_REGULAR ||
-		    storage_type_is_multicell(cd->type))
+		    storage_type_is_multicell(cd->type) ||
+		    cd->type->kind == STORAGE_TYPE_COUNTER)
 			return false;
 		const struct atom *win = NULL;
 		for (size_t i = 0; i < c->atom_count; i++) {

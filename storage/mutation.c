@@ -202,7 +202,8 @@ static int check_column(const struct storage_mutation *m, int column,
 	if ((c->kind == STORAGE_COLUMN_STATIC) != is_static)
 		return err_set(ERR_INVALID, "column %s %s static", c->name,
 			       is_static ? "is not" : "is");
-	bool coll = storage_type_is_multicell(c->type);
+	bool coll = storage_type_is_multicell(c->type) ||
+		    c->type->kind == STORAGE_TYPE_COUNTER;
 	if (element && !coll)
 		return err_set(ERR_INVALID, "column %s has no elements",
 			       c->name);

@@ -11,6 +11,7 @@
  * type; a list's position, a version-1 timeuuid). Tombstones carry no
  * value; their clustering and path are checked like a cell's.
  */
+#include "storage/counter_internal.h"
 #include "storage/mutation_internal.h"
 #include "storage/storage.h"
 
@@ -73,6 +74,8 @@ static int atom_check(const struct storage_table_meta *t, const struct atom *a)
 	bool multicell = storage_type_is_multicell(ty);
 	if (a->kind == ATOM_KIND_DELETION)
 		return 0; /* a whole-collection deletion */
+	if (ty->kind == STORAGE_TYPE_COUNTER)
+		return storage_counter_atom_check(col, a);
 	if (multicell && a->path.len) {
 		if (storage_value_validate(storage_type_path_type(ty),
 					   a->path.ptr, a->path.len))

@@ -294,8 +294,36 @@ static bool projected(const struct read_ctx *c, uint16_t column)
 	return false;
 }
 
+/* A counter's shards (one atom per host id, consecutive) read as one
+ * bigint cell: the sum of their counts, the latest shard's clock as its
+ * timestamp. */
+static int add_counter_shard(struct builder *b, const struct atom *a)
+{
+	uint16_t column = (uint16_t)(a->slot - 1);
+	int64_t count =
+		a->value.len == 8 ? (int64_t)be64_load(a->value.ptr) : 0;
+	if (b->cell_count && b->cells[b->cell_count - 1].column == column) {
+		struct storage_cell_view *v = &b->cells[b->cell_count - 1];
+		uint8_t *p = (uint8_t *)v->value.ptr;
+		be64_store(p, (uint64_t)((int64_t)be64_load(p) + count));
+		if (a->ts > v->ts)
+			v->ts = a->ts;
+		return 0;
+	}
+	uint8_t *p = arena_alloc(b->ar, 8);
+	if (!p || grow((void **)&b->cells, &b->cell_cap, b->cell_count + 1,
+		       sizeof(*b->cells)))
+		return err_set(ERR_NOMEM, "row");
+	be64_store(p, (uint64_t)count);
+	b->cells[b->cell_count++] = (struct storage_cell_view){
+		.column = column, .value = slice_make(p, 8), .ts = a->ts};
+	return 0;
+}
+
 static int add_cell(struct builder *b, const struct atom *a)
 {
+	if (b->c->t->columns[a->slot - 1].type->kind == STORAGE_TYPE_COUNTER)
+		return add_counter_shard(b, a);
 	if (grow((void **)&b->cells, &b->cell_cap, b->cell_count + 1,
 		 sizeof(*b->cells)))
 		return -1;

@@ -103,6 +103,11 @@ int storage_table_meta_add_column(struct storage_table_meta *t,
 			       "column %s: key collections "
 			       "must be frozen",
 			       name);
+	if ((kind == STORAGE_COLUMN_PARTITION_KEY ||
+	     kind == STORAGE_COLUMN_CLUSTERING) &&
+	    type->kind == STORAGE_TYPE_COUNTER)
+		return err_set(ERR_INVALID, "column %s: a counter in the key",
+			       name);
 	struct storage_column *cols =
 		realloc(t->columns, (t->column_count + 1) * sizeof(*cols));
 	if (!cols)

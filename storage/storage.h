@@ -35,6 +35,7 @@ struct arena;
 struct conf;
 struct storage;
 struct storage_mutation;
+struct storage_read_cmd;
 
 /* ---- mutations ----------------------------------------------------------- */
 
@@ -85,6 +86,62 @@ int storage_mutation_delete_range(struct storage_mutation *m,
 				  int64_t now_sec);
 int storage_mutation_delete_partition(struct storage_mutation *m, int64_t ts,
 				      int64_t now_sec);
+
+/* ---- counters -------------------------------------------------------------
+ *
+ * A counter cell is a counter context: one shard per host id that ever
+ * applied an increment as counter leader, each a (clock, count) pair; its
+ * value is the sum of the counts. Stored as one atom per shard: the path
+ * is the 16-byte host id, the timestamp the clock, the value the count
+ * (8 bytes, big-endian). Two versions of a shard reconcile as any cell
+ * does (the higher clock wins; equal clocks: the larger value bytes), so
+ * memtables, SSTables, compaction, digests, read repair, hints and repair
+ * streaming carry and merge counter states without knowing about them;
+ * reads sum a cell's live shards into one bigint cell. This is
+ * Cassandra's CounterContext with only global shards (Cassandra 2.1+
+ * writes no others), keyed by host id rather than a separate counter id.
+ *
+ * A client's increment travels as a delta shard (host id zero, the delta
+ * as count) from the coordinator to the counter leader, which turns it
+ * into its own shard (storage_counter_resolve); a delta shard is never
+ * stored (storage_mutation_validate refuses it).
+ *
+ * Deletion: a deleted counter cannot be reused (Cassandra's rule; the
+ * CQL layer writes every tombstone of a counter table at
+ * STORAGE_COUNTER_TOMBSTONE_TS, so it shadows every shard, later ones
+ * included, until gc_grace_seconds pass and compaction purges it). */
+#define STORAGE_COUNTER_ID_LEN       16
+#define STORAGE_COUNTER_TOMBSTONE_TS INT64_MAX
+
+/* The delta shard of an increment of counter `column` in the current
+ * row. */
+int storage_mutation_put_counter_delta(struct storage_mutation *m, int column,
+				       int64_t delta);
+/* The shard of host `id` (not all zero) with (clock, count). */
+int storage_mutation_put_counter_shard(struct storage_mutation *m, int column,
+				       const uint8_t id[16], int64_t clock,
+				       int64_t count);
+/* Whether `m` holds a delta shard (needs a counter leader). */
+bool storage_mutation_has_counter_deltas(const struct storage_mutation *m);
+/* The leader's step (Cassandra's CounterMutation.processModifications): a
+ * new mutation (the caller's, borrowing `t`) where each delta shard of
+ * `deltas` becomes the shard of `host_id`, with clock max(now_us, old
+ * clock + 1) and count old count + delta, the old (clock, count) being the
+ * live shard of `host_id` for that cell in `current` (this node's
+ * fragment of the partition, borrowed; NULL or missing: (0, 0)). Other
+ * content of `deltas` is copied. NULL on error. */
+struct storage_mutation *
+storage_counter_resolve(const struct storage_table_meta *t,
+			const struct storage_mutation *deltas,
+			const struct storage_mutation *current,
+			const uint8_t host_id[16], int64_t now_us);
+/* The read the leader needs before storage_counter_resolve: the rows `m`
+ * writes (a slice per clustering; the static row; the whole partition for
+ * a table without clustering columns). The command's key, slices and
+ * values live in `a`. */
+int storage_counter_read_cmd(const struct storage_table_meta *t,
+			     const struct storage_mutation *m, struct arena *a,
+			     struct storage_read_cmd *cmd);
 
 /* The one serialized form (commitlog, hints, internode, streaming):
  * versioned and CRC-protected. Appends to `out`. */

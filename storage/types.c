@@ -16,6 +16,7 @@ static size_t fixed_width(uint16_t kind)
 {
 	switch (kind) {
 	case STORAGE_TYPE_BIGINT:
+	case STORAGE_TYPE_COUNTER:
 	case STORAGE_TYPE_TIMESTAMP:
 	case STORAGE_TYPE_TIME:
 	case STORAGE_TYPE_DOUBLE:
@@ -507,6 +508,7 @@ int storage_value_cmp(uint16_t kind, const uint8_t *a, size_t alen,
 	case STORAGE_TYPE_SMALLINT:
 	case STORAGE_TYPE_INT:
 	case STORAGE_TYPE_BIGINT:
+	case STORAGE_TYPE_COUNTER:
 	case STORAGE_TYPE_TIMESTAMP:
 	case STORAGE_TYPE_TIME: {
 		int64_t x = load_signed(a, w), y = load_signed(b, w);

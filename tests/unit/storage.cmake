@@ -43,3 +43,6 @@ cassini_check_suite(test_storage_drop LABEL unit
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
 cassini_check_suite(test_storage_type_tree LABEL unit
                     SOURCES test_storage_type_tree.c LIBS cassini_storage)
+cassini_check_suite(test_storage_counter LABEL unit
+                    SOURCES test_storage_counter.c
+                    LIBS cassini_storage cassini_conf)
