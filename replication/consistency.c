@@ -50,6 +50,8 @@ const char *repl_write_type_name(enum repl_write_type t)
 		return "UNLOGGED_BATCH";
 	case REPL_WRITE_BATCH_LOG:
 		return "BATCH_LOG";
+	case REPL_WRITE_COUNTER:
+		return "COUNTER";
 	}
 	return "SIMPLE";
 }

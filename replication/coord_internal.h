@@ -66,6 +66,8 @@ struct repl {
 	struct env_timer *bl_timer;
 	bool bl_replaying;
 	struct repl_stats st;
+	struct ctr_state
+		*ctr;      /* counter leader and forwards (coord_counter.c) */
 	size_t background; /* answered operations still waiting
 			      (repl_op_answered) */
 };
@@ -126,6 +128,9 @@ struct op {
 	int phase;
 	/* writes */
 	enum repl_write_type wt;
+	/* the local replica applied the mutations already (a counter
+	 * leader): its target counts as acknowledged without a write */
+	bool self_applied;
 	bool logged;      /* a logged batch going through the batchlog */
 	bool in_batchlog; /* still storing it */
 	uint8_t batch_id[16];
@@ -251,6 +256,22 @@ void repl_write_answer(struct op *op, struct target *t, bool ok,
 void repl_write_timeout(struct op *op);
 /* The answer of batchlog endpoint `k` (op->bl_ep[k]). */
 void batchlog_answer(struct op *op, size_t k, bool ok, const char *why);
+
+/* repl_write for a counter leader: the local replica has applied `muts`
+ * already; it counts as acknowledged and is not written again. */
+void repl_write_self_applied(struct repl *r, const struct repl_mutation *muts,
+			     size_t n, int cl, enum repl_write_type wt,
+			     repl_write_done_fn done, void *arg);
+
+/* ---- coord_counter.c: counter writes --------------------------------------
+ */
+
+struct ctr_state;
+/* Serves REPL_VERB_COUNTER / REPL_VERB_COUNTER_RSP; false for other verbs. */
+bool repl_counter_receive(struct repl *r, const struct inet_addr *from,
+			  uint32_t verb, const uint8_t *msg, size_t len);
+/* Frees the counter state (pending requests are dropped). */
+void repl_counter_free(struct repl *r);
 
 /* ---- coord_read.c: single-partition and range reads ---------------------- */
 

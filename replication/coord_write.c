@@ -271,6 +271,10 @@ static void write_send(struct op *op, size_t i)
 	const struct buf *enc = &op->muts[t->mut].enc;
 	if (repl_target_begin(op, i) != 0)
 		return;
+	if (repl_is_self(op, t->ep) && op->self_applied) {
+		repl_on_answer(r, t->id, true, NULL, NULL, NULL, 0, false);
+		return;
+	}
 	if (repl_is_self(op, t->ep)) {
 		/* The caller's mutation while repl_write runs; after a
 		 * batchlog round, the encoded copy. */
@@ -527,9 +531,27 @@ static void batchlog_release(struct op *op)
 	}
 }
 
+static void write_begin(struct repl *r, const struct repl_mutation *muts,
+			size_t n, int cl, enum repl_write_type wt,
+			bool self_applied, repl_write_done_fn done, void *arg);
+
 void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
 		int cl, enum repl_write_type wt, repl_write_done_fn done,
 		void *arg)
+{
+	write_begin(r, muts, n, cl, wt, false, done, arg);
+}
+
+void repl_write_self_applied(struct repl *r, const struct repl_mutation *muts,
+			     size_t n, int cl, enum repl_write_type wt,
+			     repl_write_done_fn done, void *arg)
+{
+	write_begin(r, muts, n, cl, wt, true, done, arg);
+}
+
+static void write_begin(struct repl *r, const struct repl_mutation *muts,
+			size_t n, int cl, enum repl_write_type wt,
+			bool self_applied, repl_write_done_fn done, void *arg)
 {
 	struct repl_result res;
 	r->st.writes++;
@@ -556,6 +578,7 @@ void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
 		return;
 	}
 	op->wt = wt;
+	op->self_applied = self_applied;
 	op->wdone = done;
 	op->nmut = n;
 	op->unsatisfied = n;

@@ -616,7 +616,8 @@ static struct storage_mutation **decode_frags(const ProtobufCBinaryData *bins,
 void repl_receive(struct repl *r, const struct inet_addr *from, uint32_t verb,
 		  const uint8_t *msg, size_t len)
 {
-	if (repl_serve(r, from, verb, msg, len))
+	if (repl_serve(r, from, verb, msg, len) ||
+	    repl_counter_receive(r, from, verb, msg, len))
 		return;
 	switch (verb) {
 	case REPL_VERB_MUTATION_RSP:
@@ -745,6 +746,7 @@ void repl_delete(struct repl *r)
 			r->ids[b] = s->next;
 			free(s);
 		}
+	repl_counter_free(r);
 	env_timer_free(r->env, r->bl_timer);
 	env_timer_free(r->env, r->dl_timer);
 	batchlog_close(r->bl);

@@ -57,7 +57,9 @@ enum repl_verb {
 	REPL_VERB_BATCH_STORE_RSP = 37,
 	REPL_VERB_BATCH_REMOVE = 38, /* one-way */
 	REPL_VERB_TRUNCATE = 39,     /* answered on REPL_VERB_MUTATION_RSP */
-	REPL_VERB_FIRST = REPL_VERB_MUTATION,
+	REPL_VERB_COUNTER = 28,      /* an increment to its counter leader */
+	REPL_VERB_COUNTER_RSP = 29,
+	REPL_VERB_FIRST = REPL_VERB_COUNTER,
 	REPL_VERB_LAST = REPL_VERB_TRUNCATE,
 };
 
@@ -83,6 +85,7 @@ enum repl_write_type {
 	REPL_WRITE_BATCH,
 	REPL_WRITE_UNLOGGED_BATCH,
 	REPL_WRITE_BATCH_LOG,
+	REPL_WRITE_COUNTER,
 };
 /* As the protocol spells it: "SIMPLE", "BATCH", ... */
 const char *repl_write_type_name(enum repl_write_type t);
@@ -279,6 +282,28 @@ void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
 		int cl, enum repl_write_type wt, repl_write_done_fn done,
 		void *arg);
 
+/* A counter write (Cassandra's StorageProxy.mutateCounter): each mutation
+ * holds delta shards (storage_mutation_put_counter_delta) of one partition
+ * and goes to one replica, its counter leader: this node when it is a
+ * replica of the partition, else a random live replica of this datacenter
+ * (any live one when this datacenter has none, unless `cl` is a LOCAL_
+ * level: Unavailable). The leader locks the partition, reads its own
+ * shards, writes the next ones (storage_counter_resolve) locally, unlocks,
+ * and replicates the resulting shards, not the deltas, to the other
+ * replicas at `cl` (hints, if they are down, hold the shards too). `done`
+ * once every mutation's leader answered: OK, Unavailable, or a
+ * WriteTimeout of write type COUNTER (received 0 when the leader itself
+ * did not answer in write_request_timeout). ANY, SERIAL and LOCAL_SERIAL
+ * are Invalid.
+ *
+ * Guarantees (as Cassandra's): an increment is applied at most once per
+ * request that reached its leader, but a timed-out increment may have
+ * been applied (a retry can count it twice), and one the leader applied
+ * but did not replicate before it failed is lost with the leader's
+ * commitlog tail (see docs/coordinator.md). */
+void repl_counter_write(struct repl *r, const struct repl_mutation *muts,
+			size_t n, int cl, repl_write_done_fn done, void *arg);
+
 struct repl_read {
 	const uint8_t *table_id; /* 16 bytes */
 	const struct storage_table_meta *meta;
@@ -392,6 +417,8 @@ struct repl_stats {
 	uint64_t digest_mismatches, read_repairs; /* repair writes sent */
 	uint64_t speculative_retries;
 	uint64_t hints_written;
+	/* counter writes coordinated, and increments this node led */
+	uint64_t counter_writes, counter_leads;
 	uint64_t batches_logged, batches_stored, batches_replayed;
 	uint64_t batchlog_pending; /* batches this node keeps for others */
 	uint64_t replica_mutations, replica_reads, replica_ranges,
