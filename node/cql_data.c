@@ -549,8 +549,15 @@ static void run_write(struct cql_data *d, const struct cql_data_request *dr)
 			 : (dr->batch_type == CQL_BATCH_UNLOGGED
 				    ? REPL_WRITE_UNLOGGED_BATCH
 				    : REPL_WRITE_BATCH);
-	repl_write(d->repl, rm, all.count, dr->params->consistency, wt,
-		   write_done, w);
+	bool counter = false;
+	for (size_t i = 0; i < all.count && !counter; i++)
+		counter = storage_mutation_has_counter_deltas(all.items[i]);
+	if (counter)
+		repl_counter_write(d->repl, rm, all.count,
+				   dr->params->consistency, write_done, w);
+	else
+		repl_write(d->repl, rm, all.count, dr->params->consistency, wt,
+			   write_done, w);
 	free(rm);
 	free(tables);
 	cql_mutations_free(&all);

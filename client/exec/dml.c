@@ -878,6 +878,41 @@ static int op_error(const struct cql_assignment *a, const char *what,
 	return -1;
 }
 
+/* A counter table: its non-key columns are counters (CREATE TABLE
+ * refuses a mix). */
+static bool counter_table(const struct storage_table_meta *m)
+{
+	for (size_t i = 0; i < m->column_count; i++)
+		if (m->columns[i].type->kind == STORAGE_TYPE_COUNTER)
+			return true;
+	return false;
+}
+
+/* ModificationStatement.validate and UpdateStatement.ParsedInsert for
+ * counter tables. */
+static int counter_check(const struct cql_stmt *s,
+			 const struct storage_table_meta *m)
+{
+	if (!counter_table(m))
+		return 0;
+	const struct cql_using *u = NULL;
+	if (s->kind == CQL_STMT_INSERT)
+		return err_set(ERR_INVALID,
+			       "INSERT statements are not allowed on counter "
+			       "tables, use UPDATE instead");
+	if (s->kind == CQL_STMT_UPDATE)
+		u = &s->u.update.using;
+	else if (s->kind == CQL_STMT_DELETE)
+		u = &s->u.del.using;
+	if (u && u->timestamp)
+		return err_set(ERR_INVALID, "Cannot provide custom timestamp "
+					    "for counter updates");
+	if (u && u->ttl)
+		return err_set(ERR_INVALID,
+			       "Cannot provide custom TTL for counter updates");
+	return 0;
+}
+
 /* Whether an assignment suits its column's type, with Cassandra's
  * messages (Operation.*.prepare); needs no values, so PREPARE checks it
  * too. */
@@ -905,6 +940,17 @@ static int check_assignment(const struct storage_column *col,
 	const struct cql_term *v = a->value;
 	bool literal = v->kind == CQL_TERM_LIST || v->kind == CQL_TERM_SET ||
 		       v->kind == CQL_TERM_MAP;
+	if (ty->kind == STORAGE_TYPE_COUNTER) {
+		if (a->kind == CQL_ASSIGN_SET)
+			return err_set(ERR_INVALID,
+				       "Cannot set the value of counter column "
+				       "%s (counters can only be "
+				       "incremented/decremented, not set)",
+				       col->name);
+		if (a->kind == CQL_ASSIGN_PREPEND)
+			return op_error(a, "non list", col->name);
+		return 0;
+	}
 	switch (a->kind) {
 	case CQL_ASSIGN_SET:
 		return 0;
@@ -916,8 +962,6 @@ static int check_assignment(const struct storage_column *col,
 		return 0;
 	case CQL_ASSIGN_ADD:
 	case CQL_ASSIGN_REMOVE:
-		/* Cassini has no counter columns: every non-collection
-		 * column is a non counter one. */
 		if (!collection)
 			return op_error(a, "non counter", col->name);
 		if (!multicell)
@@ -987,6 +1031,28 @@ static int apply_assignment(struct build *b, struct storage_mutation *mu,
 		operand = &keys;
 	if (resolve(b, a->value, operand, col->name, &v) != 0)
 		return -1;
+	if (ty->kind == STORAGE_TYPE_COUNTER) {
+		/* Constants.Adder / Substracter: unset does nothing */
+		bool add = a->kind == CQL_ASSIGN_ADD;
+		if (v.len == UNSET)
+			return 0;
+		if (v.len < 0)
+			return err_set(ERR_INVALID,
+				       "Invalid null value for counter %s",
+				       add ? "increment" : "decrement");
+		if (v.len != 8)
+			return err_set(ERR_INVALID,
+				       "Expected 8 or 0 byte long (%d)",
+				       (int)v.len);
+		int64_t d = (int64_t)be64_load(v.ptr);
+		if (!add && d == INT64_MIN)
+			return err_set(ERR_INVALID,
+				       "The negation of %lld overflows "
+				       "supported counter precision (signed 8 "
+				       "bytes integer)",
+				       (long long)d);
+		return storage_mutation_put_counter_delta(mu, c, add ? d : -d);
+	}
 	if (a->kind == CQL_ASSIGN_SET)
 		return write_value(b, mu, c, v);
 	/* Adding, removing or prepending null or unset does nothing
@@ -1215,8 +1281,9 @@ static int delete_columns(struct build *b, struct storage_mutation *mu,
 				break;
 			const struct cql_column_ref *ref = &d->columns[i];
 			bool multicell =
-				storage_type_is_collection(col->type->kind) &&
-				!col->type->frozen;
+				(storage_type_is_collection(col->type->kind) &&
+				 !col->type->frozen) ||
+				col->type->kind == STORAGE_TYPE_COUNTER;
 			if (ref->element) {
 				/* s[e], m[k] (check_deletion ran) */
 				bool is_map =
@@ -1294,6 +1361,10 @@ static int build_delete(struct build *b, const struct cql_delete *d)
 	if (restrict_where(b, d->where, d->where_count, rs, true) != 0 ||
 	    using_clause(b, &d->using) != 0)
 		return -1;
+	/* A deleted counter cannot be reused (Cassandra's rule): its
+	 * tombstone shadows every shard, later increments included. */
+	if (counter_table(m))
+		b->ts = STORAGE_COUNTER_TOMBSTONE_TS;
 	struct buf keys;
 	size_t *offs, nkeys;
 	buf_init(&keys);
@@ -1339,6 +1410,8 @@ int cql_dml_check(const struct cql_stmt *s, const struct cql_table *t)
 {
 	struct build b = {.t = t, .m = cql_table_meta(t)};
 	const struct storage_table_meta *m = b.m;
+	if (counter_check(s, m) != 0)
+		return -1;
 	if (s->kind == CQL_STMT_UPDATE) {
 		const struct cql_update *up = &s->u.update;
 		bool only_static = true;
@@ -1406,6 +1479,8 @@ int cql_dml_build(const struct cql_stmt *s, const struct cql_table *t,
 	int rc;
 	out->items = NULL;
 	out->count = 0;
+	if (counter_check(s, b.m) != 0)
+		return -1;
 	arena_create(&b.a, 0);
 	switch (s->kind) {
 	case CQL_STMT_INSERT:
