@@ -888,6 +888,11 @@ static bool counter_table(const struct storage_table_meta *m)
 	return false;
 }
 
+bool cql_dml_counter_table(const struct cql_table *t)
+{
+	return counter_table(cql_table_meta(t));
+}
+
 /* ModificationStatement.validate and UpdateStatement.ParsedInsert for
  * counter tables. */
 static int counter_check(const struct cql_stmt *s,

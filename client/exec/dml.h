@@ -61,4 +61,7 @@ void cql_mutations_free(struct cql_mutations *m);
  * the statement: 0, or -1 with ERR_INVALID / ERR_UNSUPPORTED. */
 int cql_dml_check(const struct cql_stmt *s, const struct cql_table *t);
 
+/* Whether `t` is a counter table (its non-key columns are counters). */
+bool cql_dml_counter_table(const struct cql_table *t);
+
 #endif

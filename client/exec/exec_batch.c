@@ -16,14 +16,17 @@
 /* Checks every write of a batch and hands them to the data path together.
  * `ts` is the batch's timestamp (INT64_MIN: none given). */
 static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
-		      int type, int64_t ts,
+		      int type, int64_t ts, bool using_ts,
 		      const struct cql_query_params *params)
 {
-	if (type == CQL_BATCH_COUNTER) {
-		reply_error(j, CQL_ERR_INVALID,
-			    "Counter batches are not supported by Cassini yet");
+	/* Cassandra's BatchStatement.validate */
+	if (using_ts && type == CQL_BATCH_COUNTER) {
+		reply_error(
+			j, CQL_ERR_INVALID,
+			"Cannot provide custom timestamp for counter BATCH");
 		return;
 	}
+	bool counters = false, others = false;
 	for (size_t i = 0; i < n; i++) {
 		const char *ks = NULL;
 		const struct cql_stmt *st = items[i].stmt;
@@ -54,6 +57,30 @@ static void run_batch(struct job *j, struct cql_batch_item *items, size_t n,
 					cql_exec_stmt_table(st)->name) ||
 		    cql_exec_auth_write_refused(j, ks))
 			return;
+		bool counter = cql_dml_counter_table(items[i].table);
+		const char *refused =
+			using_ts && counter
+				? "Cannot provide custom timestamp for a "
+				  "BATCH containing counters"
+			: type == CQL_BATCH_COUNTER && !counter
+				? "Cannot include non-counter statement in a "
+				  "counter batch"
+			: type == CQL_BATCH_LOGGED && counter
+				? "Cannot include a counter statement in a "
+				  "logged batch"
+				: NULL;
+		if (refused) {
+			reply_error(j, CQL_ERR_INVALID, refused);
+			return;
+		}
+		counters |= counter;
+		others |= !counter;
+		if (counters && others) {
+			reply_error(j, CQL_ERR_INVALID,
+				    "Counter and non-counter mutations cannot "
+				    "exist in the same batch");
+			return;
+		}
 		if (cql_exec_check_binds(j, st, items[i].table, items[i].binds,
 					 items[i].bind_count,
 					 &items[i].binds) != 0)
@@ -169,7 +196,8 @@ void cql_exec_run_text_batch(struct job *j, const struct cql_stmt *s,
 	for (size_t i = 0; i < b->count; i++)
 		items[i] = (struct cql_batch_item){b->statements[i], NULL,
 						   binds, nbinds, NULL};
-	run_batch(j, items, b->count, b->type, ts, params);
+	run_batch(j, items, b->count, b->type, ts, b->using.timestamp != NULL,
+		  params);
 }
 
 void cql_exec_run_protocol_batch(struct job *j, const struct cql_batch *b)
@@ -231,5 +259,5 @@ void cql_exec_run_protocol_batch(struct job *j, const struct cql_batch *b)
 		return;
 	}
 	run_batch(j, items, b->count, b->type,
-		  b->has_timestamp ? b->timestamp : INT64_MIN, &params);
+		  b->has_timestamp ? b->timestamp : INT64_MIN, false, &params);
 }

@@ -121,6 +121,7 @@ static inline size_t select_int_width(uint16_t kind)
 	case STORAGE_TYPE_INT:
 		return 4;
 	case STORAGE_TYPE_BIGINT:
+	case STORAGE_TYPE_COUNTER:
 		return 8;
 	default:
 		return 0;

@@ -238,16 +238,14 @@ static enum cql_schema_status resolve(const struct cql_type_ast *t,
 	if (t->number)
 		return fail(CQL_SCHEMA_SYNTAX, "Unknown type %s", t->name);
 	frozen = frozen || t->frozen;
-	if (strcmp(t->name, "counter") == 0)
-		return fail(CQL_SCHEMA_UNSUPPORTED,
-			    "Counters are not supported by Cassini yet");
 	if (is_collection_name(t->name))
 		return resolve_collection(t, ks, frozen, depth, out);
 	if (strcmp(t->name, "tuple") == 0)
 		return resolve_tuple(t, ks, depth, out);
 	if (strcmp(t->name, "vector") == 0)
 		return resolve_vector(t, ks, depth, out);
-	int k = simple_kind(t->name);
+	int k = strcmp(t->name, "counter") == 0 ? STORAGE_TYPE_COUNTER
+						: simple_kind(t->name);
 	if (k < 0)
 		/* A user-defined type name: resolved by the UDT registry
 		 * (storage_type_new_udt), once there is one. */
@@ -390,6 +388,16 @@ static enum cql_schema_status check_create(const struct cql_create_table *ct)
 	return CQL_SCHEMA_OK;
 }
 
+/* A table whose non-key columns are counters (Cassandra's isCounter flag:
+ * set when it was created with counters; dropped ones still count). */
+static bool counter_table(const struct storage_table_meta *m)
+{
+	for (size_t i = 0; i < m->column_count; i++)
+		if (m->columns[i].type->kind == STORAGE_TYPE_COUNTER)
+			return true;
+	return false;
+}
+
 static enum cql_schema_status add_column(struct storage_table_meta *m,
 					 const struct cql_column_def *d,
 					 enum storage_column_kind kind,
@@ -405,6 +413,11 @@ static enum cql_schema_status add_column(struct storage_table_meta *m,
 		st = fail(CQL_SCHEMA_INVALID,
 			  "Invalid non-frozen collection type for PRIMARY KEY "
 			  "component %s",
+			  d->name);
+	else if (key && type->kind == STORAGE_TYPE_COUNTER)
+		st = fail(CQL_SCHEMA_INVALID,
+			  "counter type is not supported for PRIMARY KEY "
+			  "column '%s'",
 			  d->name);
 	else if (key && storage_type_contains(type, STORAGE_TYPE_DURATION))
 		st = fail(CQL_SCHEMA_INVALID,
@@ -522,6 +535,24 @@ schema_create_table(struct cql_schema *s, const struct cql_create_table *ct,
 					     : STORAGE_COLUMN_REGULAR,
 				false, ksn);
 	}
+	/* CreateTableStatement's counter table validation */
+	bool counters = false, others = false;
+	for (size_t i = 0; st == CQL_SCHEMA_OK && i < m->column_count; i++) {
+		const struct storage_column *c = &m->columns[i];
+		if (c->kind == STORAGE_COLUMN_REGULAR ||
+		    c->kind == STORAGE_COLUMN_STATIC) {
+			counters |= c->type->kind == STORAGE_TYPE_COUNTER;
+			others |= c->type->kind != STORAGE_TYPE_COUNTER;
+		}
+	}
+	if (st == CQL_SCHEMA_OK && counters && others)
+		st = fail(CQL_SCHEMA_INVALID, "Cannot mix counter and non "
+					      "counter columns in the same "
+					      "table");
+	if (st == CQL_SCHEMA_OK && counters && topts.default_time_to_live > 0)
+		st = fail(CQL_SCHEMA_INVALID,
+			  "Cannot set default_time_to_live on a table with "
+			  "counters");
 	struct cql_table *t = st == CQL_SCHEMA_OK ? table_new(m) : NULL;
 	if (st == CQL_SCHEMA_OK && !t)
 		st = nomem();
@@ -624,8 +655,15 @@ static enum cql_schema_status alter_columns(struct cql_table *t,
 					    "has at least one clustering "
 					    "column");
 			/* Cassandra's table validation, after the checks
-			 * above (every Cassini table is a non-counter one) */
-			if (strcmp(d->type->name, "counter") == 0)
+			 * above */
+			bool is_counter = strcmp(d->type->name, "counter") == 0;
+			if (counter_table(m) && !is_counter)
+				return fail(CQL_SCHEMA_CONFIG,
+					    "%s.%s: Cannot have a non counter "
+					    "column (\"%s\") in a counter "
+					    "table",
+					    ks, m->name, d->name);
+			if (!counter_table(m) && is_counter)
 				return fail(CQL_SCHEMA_CONFIG,
 					    "%s.%s: Cannot have a counter "
 					    "column (\"%s\") in a non counter "
@@ -729,6 +767,11 @@ enum cql_schema_status schema_alter_table(struct cql_schema *s,
 		/* Every option was written later on another node. */
 		if (st == CQL_SCHEMA_OK && applied == 0)
 			st = CQL_SCHEMA_NOOP;
+		if (st == CQL_SCHEMA_OK && counter_table(t->meta) &&
+		    t->meta->options.default_time_to_live > 0)
+			st = fail(CQL_SCHEMA_INVALID,
+				  "Cannot set default_time_to_live on a table "
+				  "with counters");
 	} else {
 		st = alter_columns(t, at, ks->meta->name);
 	}

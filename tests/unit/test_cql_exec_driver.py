@@ -563,7 +563,8 @@ def test_batches_from_the_driver_and_from_cql_text(data_session):
         b = BatchStatement()
         b.add("SELECT * FROM ks.t")
         s.execute(b)
-    with pytest.raises(InvalidRequest, match="Counter batches"):
+    with pytest.raises(InvalidRequest, match="Cannot include non-counter "
+                       "statement in a counter batch"):
         b = BatchStatement(batch_type=BatchType.COUNTER)
         b.add("UPDATE ks.t SET v = 'x' WHERE k = 1 AND c = 1")
         s.execute(b)

@@ -281,8 +281,11 @@ START_TEST(table_definitions_are_checked_like_cassandra)
 	refused("CREATE TABLE t (k int, a int, b int, PRIMARY KEY (k, a, b)) "
 		"WITH CLUSTERING ORDER BY (b DESC, a ASC)",
 		CQL_SCHEMA_INVALID, "must be the one of the clustering key");
-	refused("CREATE TABLE t (k int PRIMARY KEY, c counter)",
-		CQL_SCHEMA_UNSUPPORTED, "Counters are not supported");
+	refused("CREATE TABLE t (k int PRIMARY KEY, c counter, v int)",
+		CQL_SCHEMA_INVALID, "Cannot mix counter and non counter");
+	refused("CREATE TABLE t (k counter PRIMARY KEY, c counter)",
+		CQL_SCHEMA_INVALID,
+		"counter type is not supported for PRIMARY KEY column 'k'");
 	refused("CREATE TABLE t (k int PRIMARY KEY, l list<list<int>>)",
 		CQL_SCHEMA_INVALID,
 		"Non-frozen collections are not allowed inside collections: "
