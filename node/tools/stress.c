@@ -1,7 +1,8 @@
 /*
  * cassini-stress: a load generator in cassandra-stress's role.
  *
- *   cassini-stress write|read|mixed n=N [cl=ONE] [ratio(write=1,read=3)]
+ *   cassini-stress write|read|mixed|counter_write n=N [cl=ONE]
+ * [ratio(write=1,read=3)]
  *       [-rate threads=T]
  *       [-mode connectionsPerHost=C timeout=MS compression=lz4|none]
  *       [-node host[:port],...] [-port P]
@@ -16,7 +17,9 @@
  * told otherwise. Keys are the decimal key index, zero-padded to 10 bytes:
  * write i writes key i, so `read` after `write` with the same n reads back
  * every key, and checks each value (a value is a function of its key).
- * Mixed reads pick keys uniformly in [0, n).
+ * Mixed reads pick keys uniformly in [0, n). `counter_write` (as
+ * cassandra-stress's) increments counter c0 of key i by 1 in table counter1
+ * (key blob PRIMARY KEY, c0 counter).
  *
  * One event loop, one thread: the client costs little CPU, and a single
  * thread keeps it off the server's core as much as the machine allows.
@@ -42,7 +45,7 @@
 #define KEY_LEN         10
 #define COL_SIZE_MAX    (1u << 20)
 
-enum stress_op { STRESS_WRITE, STRESS_READ, STRESS_MIXED };
+enum stress_op { STRESS_WRITE, STRESS_READ, STRESS_MIXED, STRESS_COUNTER };
 
 struct stress_opts {
 	enum stress_op op;
@@ -79,7 +82,7 @@ struct stress_run {
 	const struct stress_opts *o;
 	struct event_base *base;
 	struct cql_client *client;
-	struct cql_client_prepared *insert, *select;
+	struct cql_client_prepared *insert, *select, *counter;
 	struct stress_slot *slots;
 	uint8_t *value; /* scratch of col_size bytes */
 	uint64_t issued, completed, write_seq;
@@ -101,7 +104,8 @@ static uint64_t now_ns(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: cassini-stress write|read|mixed n=N [cl=ONE] "
+	fprintf(f, "usage: cassini-stress write|read|mixed|counter_write n=N "
+		   "[cl=ONE] "
 		   "[ratio(write=1,read=1)]\n"
 		   "         [-rate threads=T] [-mode connectionsPerHost=C "
 		   "timeout=MS compression=lz4|none]\n"
@@ -320,6 +324,8 @@ static int parse_args(int argc, char **argv, struct stress_opts *o)
 		o->op = STRESS_READ;
 	else if (strcmp(argv[1], "mixed") == 0)
 		o->op = STRESS_MIXED;
+	else if (strcmp(argv[1], "counter_write") == 0)
+		o->op = STRESS_COUNTER;
 	else
 		return -1;
 	const char *group = "";
@@ -483,6 +489,7 @@ static void issue(struct stress_slot *s)
 	char key[KEY_LEN + 1];
 	switch (o->op) {
 	case STRESS_WRITE:
+	case STRESS_COUNTER:
 		s->read = false;
 		break;
 	case STRESS_READ:
@@ -500,7 +507,12 @@ static void issue(struct stress_slot *s)
 	make_key(s->key, key);
 	struct cql_value v[2] = {{KEY_LEN, (const uint8_t *)key}, {0, NULL}};
 	s->start_ns = now_ns();
-	if (s->read) {
+	if (o->op == STRESS_COUNTER) {
+		static const uint8_t one[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+		struct cql_value cv[2] = {{8, one}, v[0]};
+		cql_client_execute(r->client, r->counter, cv, 2, o->cl, on_done,
+				   s);
+	} else if (s->read) {
 		cql_client_execute(r->client, r->select, v, 1, o->cl, on_done,
 				   s);
 	} else {
@@ -556,7 +568,7 @@ static void print_summary(struct stress_run *r, uint64_t end_ns)
 	printf("Latency 99.9th percentile : %.3f ms\n",
 	       (double)stress_hist_quantile(h, 0.999) / 1e6);
 	printf("Latency max               : %.3f ms\n", (double)h->max / 1e6);
-	if (r->o->op != STRESS_WRITE)
+	if (r->o->op != STRESS_WRITE && r->o->op != STRESS_COUNTER)
 		printf("Rows not found            : %" PRIu64 "\n",
 		       r->not_found);
 	printf("Total errors              : %" PRIu64 "\n", r->errors);
@@ -615,6 +627,24 @@ static int setup_schema(struct stress_run *r)
 		fprintf(stderr, "cassini-stress: prepare: %s\n", err_msg());
 		return -1;
 	}
+	if (r->o->op != STRESS_COUNTER)
+		return 0;
+	if (cql_client_query_sync(r->client,
+				  "CREATE TABLE IF NOT EXISTS "
+				  "cassini_stress.counter1 (key blob PRIMARY "
+				  "KEY, c0 counter)",
+				  CQL_CL_ONE, NULL) != 0 ||
+	    agree(r) != 0) {
+		fprintf(stderr, "cassini-stress: schema: %s\n", err_msg());
+		return -1;
+	}
+	r->counter = cql_client_prepare_sync(
+		r->client, "UPDATE cassini_stress.counter1 SET c0 = c0 + ? "
+			   "WHERE key = ?");
+	if (!r->counter) {
+		fprintf(stderr, "cassini-stress: prepare: %s\n", err_msg());
+		return -1;
+	}
 	return 0;
 }
 
@@ -647,9 +677,10 @@ static struct cql_client *connect_client(const struct stress_opts *o,
 
 static const char *op_name(enum stress_op op)
 {
-	return op == STRESS_WRITE  ? "write"
-	       : op == STRESS_READ ? "read"
-				   : "mixed";
+	return op == STRESS_WRITE     ? "write"
+	       : op == STRESS_READ    ? "read"
+	       : op == STRESS_COUNTER ? "counter_write"
+				      : "mixed";
 }
 
 static int run(const struct stress_opts *o)
