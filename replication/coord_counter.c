@@ -190,13 +190,10 @@ static void fail(struct lead *l, enum repl_outcome o, const char *why)
 	finish(l, &res);
 }
 
+/* The lead lives until this runs (or repl_delete drops both). */
 static void lead_written(void *arg, const struct repl_result *res)
 {
-	struct local_ctx *c = arg;
-	struct lead *l = lead_find(c->r, c->id);
-	free(c);
-	if (!l)
-		return;
+	struct lead *l = arg;
 	struct repl_result out = *res;
 	if (out.outcome == REPL_WRITE_TIMEOUT ||
 	    out.outcome == REPL_WRITE_FAILURE)
@@ -234,12 +231,12 @@ static void lead_applied(void *arg, int status, enum err_code code)
 		fail(l, REPL_WRITE_FAILURE, "the counter's table is gone");
 		return;
 	}
+	free(c);
 	struct storage_mutation *m = l->next;
 	l->next = NULL;
 	struct repl_mutation rm = {.m = m, .strategy = s};
-	/* `c` now carries the write's completion */
 	repl_write_self_applied(r, &rm, 1, l->cl, REPL_WRITE_COUNTER,
-				lead_written, c);
+				lead_written, l);
 	storage_mutation_delete(m);
 }
 
@@ -764,6 +761,19 @@ bool repl_counter_receive(struct repl *r, const struct inet_addr *from,
 	}
 }
 
+/* A pending request's completion argument, when the request is dropped
+ * without its callback (repl_delete). */
+static void drop_arg(repl_write_done_fn done, void *arg)
+{
+	if (done == remote_done) {
+		free(arg);
+	} else if (done == multi_done) {
+		struct multi *mu = arg;
+		if (--mu->left == 0)
+			free(mu);
+	}
+}
+
 void repl_counter_free(struct repl *r)
 {
 	struct ctr_state *cs = r->ctr;
@@ -772,6 +782,7 @@ void repl_counter_free(struct repl *r)
 	while (cs->leads) {
 		struct lead *l = cs->leads;
 		l->lock = NULL;
+		drop_arg(l->done, l->arg);
 		lead_free(l);
 	}
 	while (cs->locks)
@@ -779,6 +790,7 @@ void repl_counter_free(struct repl *r)
 	while (cs->fwds) {
 		struct fwd *f = cs->fwds;
 		cs->fwds = f->next;
+		drop_arg(f->done, f->arg);
 		fwd_free(f);
 	}
 	env_timer_free(r->env, cs->kick);
