@@ -580,6 +580,30 @@ def test_batches_from_the_driver_and_from_cql_text(data_session):
                   "(keyspace_name) VALUES ('x'); APPLY BATCH")
 
 
+def test_counter_batches_and_increments_from_the_driver(data_session):
+    from cassandra.query import BatchStatement, BatchType
+    s = data_session
+    s.execute("CREATE TABLE ks.hits (k int, page text, n counter, "
+              "PRIMARY KEY (k, page))")
+    inc = s.prepare("UPDATE ks.hits SET n = n + ? WHERE k = ? AND page = ?")
+    assert inc.column_metadata[0].type.typename == "counter"
+    b = BatchStatement(batch_type=BatchType.COUNTER)
+    b.add(inc, [2, 1, "a"])
+    b.add(inc, [3, 1, "b"])
+    b.add(SimpleStatement("UPDATE ks.hits SET n = n - 1 WHERE k = 1 AND "
+                          "page = 'a'"))
+    s.execute(b)
+    s.execute(inc, [10, 1, "b"])
+    rows = s.execute("SELECT page, n FROM ks.hits WHERE k = 1")
+    assert [(r.page, r.n) for r in rows] == [("a", 1), ("b", 13)]
+    assert rows.column_types[1].typename == "counter"
+    with pytest.raises(InvalidRequest, match="Cannot include a counter "
+                       "statement in a logged batch"):
+        b = BatchStatement(batch_type=BatchType.LOGGED)
+        b.add(inc, [1, 1, "a"])
+        s.execute(b)
+
+
 def test_paging_resumes_where_the_page_stopped(data_session):
     s = data_session
     ins = s.prepare("INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?)")
