@@ -674,12 +674,19 @@ static void read_finish(struct read_job *j)
 				 err_code() == ERR_INVALID ? CQL_ERR_INVALID
 							   : CQL_ERR_SERVER,
 				 err_msg());
-	else if (cql_select_plan_is_scan(j->plan) &&
-		 cql_select_plan_is_aggregate(j->plan))
-		/* Cassandra's client warning for an aggregate over a range
-		 * read (cqlsh prints it under the result). */
-		cql_frame_add_warning(&b, "Aggregation query used without "
-					  "partition key");
+	else if (cql_select_plan_is_aggregate(j->plan) ||
+		 cql_select_plan_is_grouped(j->plan)) {
+		/* Cassandra's client warnings for an aggregate (GROUP BY
+		 * included) over a range read or an IN (cqlsh prints them
+		 * under the result). */
+		if (cql_select_plan_is_scan(j->plan))
+			cql_frame_add_warning(&b, "Aggregation query used "
+						  "without partition key");
+		else if (cql_select_plan_key_in(j->plan))
+			cql_frame_add_warning(&b, "Aggregation query used on "
+						  "multiple partition keys (IN "
+						  "restriction)");
+	}
 	if (b.len >= 5 && b.data[4] == CQL_OP_RESULT)
 		tombstone_warning(j, &b);
 	cql_request_reply(j->req, b.data, b.len);

@@ -349,7 +349,9 @@ struct cql_select {
 	struct cql_term *limit;               /* NULL when absent */
 	struct cql_term *per_partition_limit; /* NULL when absent */
 	bool allow_filtering;
-	bool has_group_by; /* refused by the executor */
+	bool has_group_by;
+	const char **group_by; /* GROUP BY's columns, as written */
+	size_t group_by_count;
 };
 
 struct cql_stmt;

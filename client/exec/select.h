@@ -63,6 +63,10 @@ struct slice cql_select_plan_key(const struct cql_select_plan *p, size_t i);
 bool cql_select_plan_is_scan(const struct cql_select_plan *p);
 /* True for count(*) / count(1): the answer is one aggregated row. */
 bool cql_select_plan_is_aggregate(const struct cql_select_plan *p);
+/* True for GROUP BY: one row per group (select_group.c). */
+bool cql_select_plan_is_grouped(const struct cql_select_plan *p);
+/* True when an IN restricts the partition key. */
+bool cql_select_plan_key_in(const struct cql_select_plan *p);
 void cql_select_plan_range(const struct cql_select_plan *p, int64_t *start,
 			   int64_t *end);
 const struct storage_read_cmd *

@@ -108,7 +108,61 @@ struct cql_select_plan {
 	size_t page;
 	bool paged;
 	struct page_pos pos;
+	/* GROUP BY (select_group.c): rows grouped by partition and the first
+	 * group_ck clustering values; LIMIT, PER PARTITION LIMIT and pages
+	 * count groups. */
+	bool grouped;
+	size_t group_ck;
 };
+
+/* An aggregate's running value over the rows a query selects. */
+struct agg_acc {
+	uint64_t n;        /* values seen (NULLs are skipped) */
+	uint64_t isum;     /* integer sum, wrapping as Java's does */
+	__int128 wide;     /* the same without overflow, for avg */
+	double dsum;       /* floating sum */
+	struct slice best; /* min, max: the value so far (in the results) */
+};
+
+/* select_rows.c's row pieces, for select_group.c. */
+bool cql_select_at_position(const struct cql_select_plan *p,
+			    const struct storage_result *r, size_t k);
+bool cql_select_row_passes(const struct cql_select_plan *p,
+			   const struct storage_row_view *row,
+			   const struct storage_row_view *stat);
+bool cql_select_column_value(const struct cql_select_plan *p,
+			     const struct storage_result *r,
+			     const struct storage_row_view *row,
+			     const struct storage_row_view *stat, int column,
+			     struct slice *v);
+int cql_select_write_out(const struct cql_select_plan *p, struct buf *out,
+			 const struct out_col *o,
+			 const struct storage_result *r,
+			 const struct storage_row_view *row,
+			 const struct storage_row_view *stat, int64_t now_sec);
+void cql_select_agg_add(const struct cql_select_plan *p,
+			const struct out_col *o, struct agg_acc *a,
+			struct slice v);
+int cql_select_agg_write(const struct cql_select_plan *p,
+			 const struct out_col *o, const struct agg_acc *a,
+			 struct buf *out);
+
+/* GROUP BY (select_group.c). The checks Cassandra makes when it prepares
+ * the statement (getAggregationSpecification): 0 with *ck the length of
+ * the grouped clustering prefix, or -1 with the client's error. */
+int cql_select_group_check(const struct cql_select_plan *p,
+			   const struct cql_select *q, size_t *ck);
+/* Makes `p` (planned without its GROUP BY) a grouped read. */
+int cql_select_group_plan(struct cql_select_plan *p,
+			  const struct cql_select *q);
+/* cql_select_plan_rows_new and cql_select_encode of a grouped plan: groups
+ * instead of rows. */
+size_t cql_select_group_rows_new(const struct cql_select_plan *p,
+				 const struct storage_result *r, size_t k);
+int cql_select_group_encode(const struct cql_select_plan *p,
+			    struct storage_result *const *results, size_t n,
+			    bool read_cut, int64_t now_sec, uint8_t version,
+			    int16_t stream, struct buf *out);
 
 /* The width of an integer type's values, or 0 for a type that is not. */
 static inline size_t select_int_width(uint16_t kind)

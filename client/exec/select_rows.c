@@ -61,6 +61,8 @@ size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
 	 * partition's first row, and rows that fail the filters are not
 	 * counted (a page is of rows sent; counting the others cut pages
 	 * short, even empty, and drivers stop at an empty page). */
+	if (p->grouped)
+		return cql_select_group_rows_new(p, r, k);
 	const struct storage_row_view *stat = r->static_row;
 	bool static_live = stat && stat->cell_count > 0;
 	bool at_pos = is_position_partition(p, r, k);
@@ -87,14 +89,15 @@ static int page_decode(struct cql_select_plan *p, const struct slice *state);
 int cql_select_plan_page(struct cql_select_plan *p, int32_t page_size,
 			 const struct slice *state)
 {
-	/* Cassandra pages aggregates internally, paged or not. */
-	if (p->post_order && (page_size > 0 || p->aggregate))
+	/* Cassandra pages aggregates internally, paged or not (GROUP BY
+	 * too). */
+	if (p->post_order && (page_size > 0 || p->aggregate || p->grouped))
 		return err_set(ERR_INVALID,
 			       "Cannot page queries with both ORDER BY and a "
 			       "IN restriction on the partition key; you must "
 			       "either remove the ORDER BY or the IN and sort "
 			       "client side, or disable paging for this query");
-	if (p->aggregate)
+	if (p->aggregate && !p->grouped)
 		return 0; /* one row, whatever the page size */
 	if (page_size > 0) {
 		p->paged = true;
@@ -103,7 +106,7 @@ int cql_select_plan_page(struct cql_select_plan *p, int32_t page_size,
 	if (state && p->paged && page_decode(p, state) != 0)
 		return -1;
 	/* A single-partition read must reach one row past the page. */
-	if (p->paged && p->cmd.limit && !p->distinct) {
+	if (p->paged && p->cmd.limit && !p->distinct && !p->grouped) {
 		uint64_t need = p->pos.in_partition + p->page + 1;
 		if (need < p->cmd.limit)
 			p->cmd.limit = (uint32_t)need;
@@ -289,15 +292,6 @@ static bool column_value(const struct cql_select_plan *p,
 		*v = c->value;
 	return c != NULL;
 }
-
-/* An aggregate's running value over the rows a query selects. */
-struct agg_acc {
-	uint64_t n;        /* values seen (NULLs are skipped) */
-	uint64_t isum;     /* integer sum, wrapping as Java's does */
-	__int128 wide;     /* the same without overflow, for avg */
-	double dsum;       /* floating sum */
-	struct slice best; /* min, max: the value so far (in the results) */
-};
 
 static int64_t int_value(struct slice v)
 {
@@ -572,6 +566,9 @@ int cql_select_encode(const struct cql_select_plan *p,
 		      bool read_cut, int64_t now_sec, uint8_t version,
 		      int16_t stream, struct buf *out)
 {
+	if (p->grouped)
+		return cql_select_group_encode(p, results, n, read_cut, now_sec,
+					       version, stream, out);
 	struct cql_column_spec *specs =
 		arena_alloc(p->a, (p->nouts + 1) * sizeof(*specs));
 	if (!specs)
@@ -753,4 +750,51 @@ int cql_select_encode(const struct cql_select_plan *p,
 	buf_free(&rowsb);
 	buf_free(&state);
 	return 0;
+}
+
+/* ---- for GROUP BY (select_group.c) --------------------------------------- */
+
+bool cql_select_at_position(const struct cql_select_plan *p,
+			    const struct storage_result *r, size_t k)
+{
+	return is_position_partition(p, r, k);
+}
+
+bool cql_select_row_passes(const struct cql_select_plan *p,
+			   const struct storage_row_view *row,
+			   const struct storage_row_view *stat)
+{
+	return passes_filters(p, row, stat);
+}
+
+bool cql_select_column_value(const struct cql_select_plan *p,
+			     const struct storage_result *r,
+			     const struct storage_row_view *row,
+			     const struct storage_row_view *stat, int column,
+			     struct slice *v)
+{
+	return column_value(p, r, row, stat, column, v);
+}
+
+int cql_select_write_out(const struct cql_select_plan *p, struct buf *out,
+			 const struct out_col *o,
+			 const struct storage_result *r,
+			 const struct storage_row_view *row,
+			 const struct storage_row_view *stat, int64_t now_sec)
+{
+	return write_out(p, out, o, r, row, stat, now_sec);
+}
+
+void cql_select_agg_add(const struct cql_select_plan *p,
+			const struct out_col *o, struct agg_acc *a,
+			struct slice v)
+{
+	agg_add(p, o, a, v);
+}
+
+int cql_select_agg_write(const struct cql_select_plan *p,
+			 const struct out_col *o, const struct agg_acc *a,
+			 struct buf *out)
+{
+	return agg_write(p, o, a, out);
 }

@@ -3,3 +3,6 @@ cassini_pytest(integration_schema_memory test_schema_memory.py TIMEOUT 300)
 # tombstone_warn_threshold / tombstone_failure_threshold through the driver.
 cassini_pytest(integration_tombstone_thresholds test_tombstone_thresholds.py
                TIMEOUT 300)
+# GROUP BY paged through the Python driver on 3 nodes in 2 datacenters;
+# NetworkTopologyStrategy's replication_factor shorthand.
+cassini_pytest(integration_groupby_paging test_groupby_paging.py TIMEOUT 600)
