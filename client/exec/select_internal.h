@@ -23,6 +23,11 @@ enum out_kind {
 	OUT_AGG,     /* an aggregate of a column: agg */
 	OUT_ELEMENT, /* m['k'], s[e]: the cell at path `element` */
 	OUT_FN,      /* a native function, cast or typed constant: expr */
+	/* a non-frozen collection's cells (select_times.c, Cassandra
+	 * 5.0): writetime() and ttl() as lists, maxwritetime() */
+	OUT_WRITETIMES,
+	OUT_TTLS,
+	OUT_MAXWRITETIME,
 };
 
 /* A selection made of native functions (client/cql/cql_functions.h) over a
@@ -146,6 +151,13 @@ void cql_select_agg_add(const struct cql_select_plan *p,
 int cql_select_agg_write(const struct cql_select_plan *p,
 			 const struct out_col *o, const struct agg_acc *a,
 			 struct buf *out);
+
+/* OUT_WRITETIMES, OUT_TTLS, OUT_MAXWRITETIME of `src` (the row or the
+ * static row), as one value (select_times.c). */
+int cql_select_write_cell_times(const struct cql_select_plan *p,
+				struct buf *out, const struct out_col *o,
+				const struct storage_row_view *src,
+				int64_t now_sec);
 
 /* GROUP BY (select_group.c). The checks Cassandra makes when it prepares
  * the statement (getAggregationSpecification): 0 with *ck the length of

@@ -472,6 +472,9 @@ static int write_out(const struct cql_select_plan *p, struct buf *out,
 		}
 		return cql_write_bytes(out, NULL, -1);
 	}
+	if (o->kind == OUT_WRITETIMES || o->kind == OUT_TTLS ||
+	    o->kind == OUT_MAXWRITETIME)
+		return cql_select_write_cell_times(p, out, o, src, now_sec);
 	if (o->kind == OUT_COLUMN &&
 	    storage_type_is_collection(col->type->kind) && !col->type->frozen)
 		return write_collection(out, src, o->column, col->type->kind);
