@@ -27,6 +27,8 @@ cassini_pytest(unit_describe_driver test_describe_driver.py LABEL unit
 cassini_pytest(unit_bind_types_driver test_bind_types_driver.py LABEL unit
                TIMEOUT 300)
 cassini_check_suite(test_dml LABEL unit SOURCES test_dml.c LIBS cassini_client)
+cassini_check_suite(test_select_group LABEL unit SOURCES test_select_group.c
+                    LIBS cassini_client)
 cassini_check_suite(test_schema_log LABEL unit SOURCES test_schema_log.c
                     LIBS cassini_client)
 cassini_check_suite(test_auth LABEL unit SOURCES test_auth.c LIBS cassini_auth)
