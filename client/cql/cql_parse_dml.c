@@ -351,6 +351,8 @@ static int select_tail(struct parser *p, struct cql_select *q)
 		    cql_parse_ident_list(p, &cols, &n) != 0)
 			return -1;
 		q->has_group_by = true;
+		q->group_by = cols;
+		q->group_by_count = n;
 	}
 	if (accept_kw(p, "order") &&
 	    (expect_kw(p, "by") != 0 || order_by(p, q) != 0))

@@ -199,7 +199,12 @@ static int check_selection(const struct cql_select_plan *p,
 					       "columns (missing %s)",
 					       m->columns[m->pk[k]].name);
 	}
-	if (p->aggregate && q->per_partition_limit)
+	/* GROUP BY's own checks come before this one (Cassandra's
+	 * getAggregationSpecification) */
+	size_t group_ck;
+	if (q->group_by_count && cql_select_group_check(p, q, &group_ck) != 0)
+		return -1;
+	if (p->aggregate && !q->group_by_count && q->per_partition_limit)
 		return err_set(ERR_INVALID,
 			       "PER PARTITION LIMIT is not allowed with "
 			       "aggregate queries.");
@@ -236,9 +241,9 @@ cql_select_plan_new(struct arena *a, const struct cql_select *q,
 	p->filters = arena_alloc(a, (q->where_count + 1) * sizeof(*p->filters));
 	if (!p->outs || !p->filters)
 		return NULL;
-	if (q->json || q->has_group_by) {
+	if (q->json) {
 		err_set(ERR_UNSUPPORTED, "%s is not supported by Cassini yet",
-			q->json ? "SELECT JSON" : "GROUP BY");
+			"SELECT JSON");
 		goto fail;
 	}
 	if (plan_selection(p, q) != 0 || check_selection(p, q) != 0 ||
@@ -265,6 +270,8 @@ cql_select_plan_new(struct arena *a, const struct cql_select *q,
 		p->cmd.limit = (uint32_t)ppl;
 	if (p->distinct)
 		p->cmd.limit = 1;
+	if (q->group_by_count && cql_select_group_plan(p, q) != 0)
+		goto fail;
 	/* The keys buffer lives in the arena so nothing leaks with it. */
 	if (p->keys.len) {
 		uint8_t *copy = arena_memdup(a, p->keys.data, p->keys.len);
@@ -331,7 +338,7 @@ const uint8_t *cql_select_plan_table_id(const struct cql_select_plan *p)
 
 size_t cql_select_plan_row_budget(const struct cql_select_plan *p)
 {
-	if (p->aggregate)
+	if (p->aggregate && !p->grouped)
 		return SIZE_MAX;
 	if (p->post_order) /* sorted before the LIMIT: every row */
 		return p->page + 1;
@@ -371,10 +378,10 @@ static struct cql_select_plan *selection_plan(struct arena *a,
 int cql_select_check(struct arena *a, const struct cql_select *q,
 		     const struct cql_table *t)
 {
-	if (q->json || q->has_group_by)
+	if (q->json)
 		return err_set(ERR_UNSUPPORTED,
 			       "%s is not supported by Cassini yet",
-			       q->json ? "SELECT JSON" : "GROUP BY");
+			       "SELECT JSON");
 	struct cql_select_plan *p = selection_plan(a, q, t);
 	return p ? check_selection(p, q) : -1;
 }
