@@ -326,6 +326,30 @@ static int other_schema_object(struct parser *p)
 	return syntax_error(p, "KEYSPACE or TABLE");
 }
 
+/* CREATE MATERIALIZED VIEW, CREATE [OR REPLACE] FUNCTION / AGGREGATE:
+ * Cassandra 4.1's answers on a node where they are disabled, its default
+ * (materialized_views_enabled, user_defined_functions_enabled). A user
+ * defined aggregate needs a user defined state function, so it is refused
+ * with the functions. */
+static int disabled_schema_object(struct parser *p, bool or_replace)
+{
+	if (!or_replace && is_kw(p, "materialized"))
+		return err_set(ERR_INVALID, "Materialized views are disabled. "
+					    "Enable in cassandra.yaml to use.");
+	if (!accept_kw(p, "function") && !accept_kw(p, "aggregate"))
+		return or_replace ? syntax_error(p, "FUNCTION or AGGREGATE")
+				  : other_schema_object(p);
+	bool ine;
+	if (if_not_exists(p, &ine) != 0)
+		return -1;
+	if (ine && or_replace)
+		return err_set(ERR_INVALID, "Cannot use both 'OR REPLACE' and "
+					    "'IF NOT EXISTS' directives");
+	return err_set(ERR_INVALID,
+		       "User-defined functions are disabled in cassandra.yaml "
+		       "- set user_defined_functions_enabled=true to enable");
+}
+
 int cql_parse_create(struct parser *p, struct cql_stmt *s)
 {
 	if (accept_kw(p, "keyspace") || accept_kw(p, "schema")) {
@@ -339,9 +363,11 @@ int cql_parse_create(struct parser *p, struct cql_stmt *s)
 		return create_table(p, s);
 	if (is_kw(p, "custom")) /* CREATE CUSTOM INDEX */
 		return unsupported("Secondary indexes");
-	if (is_kw(p, "or")) /* CREATE OR REPLACE FUNCTION */
-		return unsupported("User-defined functions and aggregates");
-	return other_schema_object(p);
+	if (accept_kw(p, "or")) /* CREATE OR REPLACE FUNCTION */
+		return expect_kw(p, "replace") != 0
+			       ? -1
+			       : disabled_schema_object(p, true);
+	return disabled_schema_object(p, false);
 }
 
 int cql_parse_alter(struct parser *p, struct cql_stmt *s)
