@@ -154,6 +154,8 @@ int cql_select_agg_write(const struct cql_select_plan *p,
 
 /* OUT_WRITETIMES, OUT_TTLS, OUT_MAXWRITETIME of `src` (the row or the
  * static row), as one value (select_times.c). */
+/* Their result type: list<bigint>, or list<int> for ttl(). */
+const struct storage_type *cql_select_times_type(bool ttl);
 int cql_select_write_cell_times(const struct cql_select_plan *p,
 				struct buf *out, const struct out_col *o,
 				const struct storage_row_view *src,

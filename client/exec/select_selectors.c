@@ -459,29 +459,40 @@ int cql_select_plan_selector(struct cql_select_plan *p,
 	if (conv <= 0)
 		return conv;
 	bool wt = strcmp(s->name, "writetime") == 0,
-	     ttl = strcmp(s->name, "ttl") == 0;
-	if (!wt && !ttl)
+	     ttl = strcmp(s->name, "ttl") == 0,
+	     maxwt = strcmp(s->name, "maxwritetime") == 0;
+	if (!wt && !ttl && !maxwt)
 		return err_set(ERR_INVALID, "Unknown function '%s'", s->name);
 	int c = function_column(p, s);
 	if (c < 0)
 		return -1;
 	const struct storage_column *col = &m->columns[c];
-	const char *fname = wt ? "writeTime" : "ttl";
+	const char *fname = wt ? "writeTime" : maxwt ? "maxwritetime" : "ttl";
 	if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
 	    col->kind == STORAGE_COLUMN_CLUSTERING)
 		return err_set(ERR_INVALID,
 			       "Cannot use selection function %s on "
 			       "PRIMARY KEY part %s",
 			       fname, col->name);
+	char *name = arena_alloc(p->a, 160);
+	if (!name)
+		return -1;
+	snprintf(name, 160, "%s(%s)", s->name, col->name);
+	const char *out = s->alias ? s->alias : name;
+	/* Cassandra 5.0: a non-frozen collection's cells, one element each
+	 * (select_times.c); maxwritetime() is their latest */
+	if (storage_type_is_collection(col->type->kind) && !col->type->frozen) {
+		if (maxwt)
+			return add_out(p, OUT_MAXWRITETIME, c, out, bigint);
+		return add_out(p, wt ? OUT_WRITETIMES : OUT_TTLS, c, out,
+			       cql_select_times_type(!wt));
+	}
+	/* a non-frozen UDT's fields: not yet */
 	if (storage_type_is_multicell(col->type))
 		return err_set(ERR_INVALID,
 			       "Cannot use selection function %s on "
 			       "non-frozen collection %s",
 			       fname, col->name);
-	char *name = arena_alloc(p->a, 160);
-	if (!name)
-		return -1;
-	snprintf(name, 160, "%s(%s)", s->name, col->name);
-	return add_out(p, wt ? OUT_WRITETIME : OUT_TTL, c,
-		       s->alias ? s->alias : name, wt ? bigint : integer);
+	return add_out(p, wt || maxwt ? OUT_WRITETIME : OUT_TTL, c, out,
+		       wt || maxwt ? bigint : integer);
 }

@@ -9,6 +9,26 @@
 
 #include "common/err.h"
 
+static const struct storage_type leaf_bigint = {.kind = STORAGE_TYPE_BIGINT,
+						.origin = STORAGE_TYPE_STATIC};
+static const struct storage_type leaf_int = {.kind = STORAGE_TYPE_INT,
+					     .origin = STORAGE_TYPE_STATIC};
+static const struct storage_type *const bigint_sub[] = {&leaf_bigint};
+static const struct storage_type *const int_sub[] = {&leaf_int};
+static const struct storage_type list_bigint = {.kind = STORAGE_TYPE_LIST,
+						.origin = STORAGE_TYPE_STATIC,
+						.count = 1,
+						.sub = bigint_sub};
+static const struct storage_type list_int = {.kind = STORAGE_TYPE_LIST,
+					     .origin = STORAGE_TYPE_STATIC,
+					     .count = 1,
+					     .sub = int_sub};
+
+const struct storage_type *cql_select_times_type(bool ttl)
+{
+	return ttl ? &list_int : &list_bigint;
+}
+
 int cql_select_write_cell_times(const struct cql_select_plan *p,
 				struct buf *out, const struct out_col *o,
 				const struct storage_row_view *src,
