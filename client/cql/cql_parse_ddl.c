@@ -330,12 +330,13 @@ static int other_schema_object(struct parser *p)
  * Cassandra 4.1's answers on a node where they are disabled, its default
  * (materialized_views_enabled, user_defined_functions_enabled). A user
  * defined aggregate needs a user defined state function, so it is refused
- * with the functions. */
+ * with the functions. ERR_UNSUPPORTED: answered as Invalid (cql_parse.h). */
 static int disabled_schema_object(struct parser *p, bool or_replace)
 {
 	if (!or_replace && is_kw(p, "materialized"))
-		return err_set(ERR_INVALID, "Materialized views are disabled. "
-					    "Enable in cassandra.yaml to use.");
+		return err_set(ERR_UNSUPPORTED,
+			       "Materialized views are disabled. "
+			       "Enable in cassandra.yaml to use.");
 	if (!accept_kw(p, "function") && !accept_kw(p, "aggregate"))
 		return or_replace ? syntax_error(p, "FUNCTION or AGGREGATE")
 				  : other_schema_object(p);
@@ -343,9 +344,10 @@ static int disabled_schema_object(struct parser *p, bool or_replace)
 	if (if_not_exists(p, &ine) != 0)
 		return -1;
 	if (ine && or_replace)
-		return err_set(ERR_INVALID, "Cannot use both 'OR REPLACE' and "
-					    "'IF NOT EXISTS' directives");
-	return err_set(ERR_INVALID,
+		return err_set(ERR_UNSUPPORTED,
+			       "Cannot use both 'OR REPLACE' and "
+			       "'IF NOT EXISTS' directives");
+	return err_set(ERR_UNSUPPORTED,
 		       "User-defined functions are disabled in cassandra.yaml "
 		       "- set user_defined_functions_enabled=true to enable");
 }

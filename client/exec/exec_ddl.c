@@ -127,7 +127,9 @@ static bool repl_has(const struct repl_entry *e, size_t n, const char *key)
  * NetworkTopologyStrategy's replication_factor (Cassandra 4.0+,
  * NetworkTopologyStrategy.prepareOptions): the default for every known
  * datacenter not named; an ALTER keeps the datacenters the keyspace has;
- * datacenters at 0 are left out. The statement is rewritten (text and
+ * an ALTER from SimpleStrategy that names only the class keeps its
+ * factor; datacenters at 0 are left out (replication_factor or not). The
+ * statement is rewritten (text and
  * tree) with the expanded map, so every node applies the same options.
  * 0 when nothing changed or it was rewritten, -1 on error.
  */
@@ -164,14 +166,32 @@ static int expand_replication_factor(struct job *j, const struct cql_stmt **sp,
 			n++;
 		}
 	}
-	if (!rf[0] || (strcmp(klass, "NetworkTopologyStrategy") != 0 &&
-		       strcmp(klass, "org.apache.cassandra.locator."
-				     "NetworkTopologyStrategy") != 0))
+	if (strcmp(klass, "NetworkTopologyStrategy") != 0 &&
+	    strcmp(klass, "org.apache.cassandra.locator."
+			  "NetworkTopologyStrategy") != 0)
 		return 0;
 	const struct cql_keyspace *old =
 		cql_schema_keyspace(j->e->schema, ks->name);
-	if (s->kind == CQL_STMT_ALTER_KEYSPACE && old) {
-		const struct storage_keyspace_meta *m = cql_keyspace_meta(old);
+	const struct storage_keyspace_meta *om =
+		s->kind == CQL_STMT_ALTER_KEYSPACE && old
+			? cql_keyspace_meta(old)
+			: NULL;
+	bool rf_given = rf[0] != '\0';
+	/* An ALTER from SimpleStrategy naming only the class keeps its
+	 * factor, in every datacenter. */
+	for (size_t i = 0; !rf_given && !n && om && i < om->replication_count;
+	     i++)
+		if (strcmp(om->replication_keys[i], "replication_factor") == 0)
+			snprintf(rf, sizeof(rf), "%s",
+				 om->replication_values[i]);
+	bool zero = false;
+	for (size_t i = 0; i < n; i++)
+		zero |= strcmp(e[i].value, "0") == 0;
+	/* Nothing to expand nor to leave out: the statement stands. */
+	if (!rf[0] && !zero)
+		return 0;
+	if (rf_given && om) {
+		const struct storage_keyspace_meta *m = om;
 		for (size_t i = 0; i < m->replication_count && n < 96; i++)
 			if (strcmp(m->replication_keys[i],
 				   "replication_factor") != 0 &&
@@ -185,7 +205,7 @@ static int expand_replication_factor(struct job *j, const struct cql_stmt **sp,
 	}
 	struct cql_node_info node;
 	j->e->hooks.node_info(j->e->hooks.arg, &node);
-	for (size_t p = 0; p <= node.peer_count && n < 96; p++) {
+	for (size_t p = 0; rf[0] && p <= node.peer_count && n < 96; p++) {
 		const char *dc = p == 0 ? node.dc : node.peers[p - 1].dc;
 		if (dc && !repl_has(e, n, dc)) {
 			snprintf(e[n].key, sizeof(e[n].key), "%s", dc);

@@ -382,23 +382,23 @@ START_TEST(unsupported_features_get_a_clear_refusal)
 	parse_fails("DELETE FROM t WHERE k = 1 IF EXISTS", ERR_UNSUPPORTED);
 	/* disabled as in Cassandra 4.1's default cassandra.yaml */
 	m = parse_fails("CREATE MATERIALIZED VIEW mv AS SELECT * FROM t",
-			ERR_INVALID);
+			ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "Materialized views are disabled. Enable in "
 			    "cassandra.yaml to use.");
 	parse_fails("CREATE TYPE addr (street text)", ERR_UNSUPPORTED);
-	m = parse_fails("CREATE FUNCTION f () RETURNS int", ERR_INVALID);
+	m = parse_fails("CREATE FUNCTION f () RETURNS int", ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "User-defined functions are disabled in "
 			    "cassandra.yaml - set "
 			    "user_defined_functions_enabled=true to enable");
 	parse_fails("CREATE CUSTOM INDEX ON t (v) USING 'x'", ERR_UNSUPPORTED);
 	m = parse_fails("CREATE OR REPLACE FUNCTION f () RETURNS int",
-			ERR_INVALID);
+			ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "User-defined functions are disabled in "
 			    "cassandra.yaml - set "
 			    "user_defined_functions_enabled=true to enable");
 	m = parse_fails("CREATE OR REPLACE AGGREGATE IF NOT EXISTS a (int) "
 			"SFUNC f STYPE int",
-			ERR_INVALID);
+			ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "Cannot use both 'OR REPLACE' and 'IF NOT EXISTS' "
 			    "directives");
 	m = parse_fails("CREATE OR REPLACE TABLE t (k int PRIMARY KEY)",
