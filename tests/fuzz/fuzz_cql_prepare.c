@@ -386,9 +386,9 @@ static void gen_dml(struct src *s, const struct table *t, struct buf *b,
 
 static void gen_select(struct src *s, const struct table *t, struct buf *b)
 {
-	static const char *const fns[] = {"writetime", "ttl", "token",
-					  "count",     "max", "totimestamp",
-					  "intasblob"};
+	static const char *const fns[] = {
+		"writetime",   "ttl",       "token",        "count", "max",
+		"totimestamp", "intasblob", "maxwritetime", "sum"};
 	add(b, chance(s, 4) ? "SELECT DISTINCT " : "SELECT ");
 	if (chance(s, 2)) {
 		add(b, "*");
@@ -415,6 +415,20 @@ static void gen_select(struct src *s, const struct table *t, struct buf *b)
 	}
 	add(b, " FROM t");
 	gen_where(s, t, b);
+	if (chance(s, 4)) { /* mostly a key prefix, sometimes not */
+		int n = 1 + (int)pick(s, 3);
+		add(b, " GROUP BY ");
+		for (int i = 0; i < n; i++) {
+			char name[16];
+			snprintf(name, sizeof(name), "%sc%d", i ? ", " : "", i);
+			if (chance(s, 6)) {
+				add(b, i ? ", " : "");
+				gen_col(s, t, b);
+			} else {
+				add(b, name);
+			}
+		}
+	}
 	if (chance(s, 4))
 		add(b, chance(s, 2) ? " ORDER BY c1 DESC" : " ORDER BY c2 ASC");
 	if (chance(s, 3))
