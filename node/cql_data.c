@@ -679,7 +679,7 @@ static void read_finish(struct read_job *j)
 		/* Cassandra's client warnings for an aggregate (GROUP BY
 		 * included) over a range read or an IN (cqlsh prints them
 		 * under the result). */
-		if (cql_select_plan_is_scan(j->plan))
+		if (!cql_select_plan_key_restricted(j->plan))
 			cql_frame_add_warning(&b, "Aggregation query used "
 						  "without partition key");
 		else if (cql_select_plan_key_in(j->plan))

@@ -67,6 +67,9 @@ bool cql_select_plan_is_aggregate(const struct cql_select_plan *p);
 bool cql_select_plan_is_grouped(const struct cql_select_plan *p);
 /* True when an IN restricts the partition key. */
 bool cql_select_plan_key_in(const struct cql_select_plan *p);
+/* True when the WHERE clause restricts the partition key at all (=, IN
+ * or token()): Cassandra's hasPartitionKeyRestrictions. */
+bool cql_select_plan_key_restricted(const struct cql_select_plan *p);
 void cql_select_plan_range(const struct cql_select_plan *p, int64_t *start,
 			   int64_t *end);
 const struct storage_read_cmd *

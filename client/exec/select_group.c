@@ -109,6 +109,11 @@ bool cql_select_plan_key_in(const struct cql_select_plan *p)
 	return p->key_in;
 }
 
+bool cql_select_plan_key_restricted(const struct cql_select_plan *p)
+{
+	return !p->scan || p->token_restricted;
+}
+
 /* ---- groups -------------------------------------------------------------- */
 
 /* Whether rows a and b (of one partition; NULL: its static row) are in

@@ -118,6 +118,7 @@ struct cql_select_plan {
 	 * count groups. */
 	bool grouped;
 	size_t group_ck;
+	bool token_restricted; /* a token() relation made the range */
 };
 
 /* An aggregate's running value over the rows a query selects. */

@@ -298,6 +298,7 @@ static int restrict_token(struct cql_select_plan *p,
 	if (token_of_values(p, r->value, binds, nbinds, &t) != 0)
 		return -1;
 	p->scan = true;
+	p->token_restricted = true;
 	switch (r->op) {
 	case CQL_OP_GT:
 		p->start_token = t > p->start_token ? t : p->start_token;

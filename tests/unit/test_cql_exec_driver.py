@@ -841,7 +841,18 @@ def test_count_without_partition_key_warns_as_cassandra_does(data_session):
     assert rs.one().count == 3
     assert rs.response_future.warnings == [
         "Aggregation query used without partition key"]
+    # a token() relation restricts the partition key
+    # (StatementRestrictions.hasPartitionKeyRestrictions: a non-empty
+    # TokenRestriction), so Cassandra does not warn
     rs = s.execute("SELECT count(*) FROM ks.t WHERE token(k) > 0")
+    assert not rs.response_future.warnings
+    rs = s.execute("SELECT count(*) FROM ks.t WHERE k IN (1, 2)")
+    assert rs.one().count == 2
+    assert rs.response_future.warnings == [
+        "Aggregation query used on multiple partition keys (IN "
+        "restriction)"]
+    rs = s.execute("SELECT k, count(*) FROM ks.t GROUP BY k")
+    assert len(list(rs)) == 3
     assert rs.response_future.warnings == [
         "Aggregation query used without partition key"]
     rs = s.execute("SELECT count(*) FROM ks.t WHERE k = 1")
