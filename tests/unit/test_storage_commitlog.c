@@ -744,7 +744,9 @@ int main(void)
 	seed = test_seed(7);
 	Suite *s = suite_create("storage_commitlog");
 	TCase *tc = tcase_create("commitlog");
-	tcase_set_timeout(tc, 120);
+	/* a hang guard, as the suite's: fsync-bound cases take minutes on a
+	 * loaded shared disk */
+	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, periodic_deferred_records_are_written_in_order);
 	tcase_add_test(tc, deferred_appends_are_for_periodic_logs);
 	tcase_add_test(tc, round_trip_across_segments);
