@@ -6,3 +6,10 @@ cassini_check_suite(test_coordinator_sim LABEL sim TIMEOUT 600
 cassini_check_suite(test_counter_sim LABEL sim TIMEOUT 600
                     SOURCES test_counter.c coord_cluster.c
                     LIBS cassini_sim cassini_replication)
+# Lightweight transactions: the linearizability checker on hand-built
+# histories, then Paxos under random faults checked with it.
+cassini_check_suite(test_lincheck LABEL sim SOURCES test_lincheck.c lincheck.c
+                    LIBS cassini_common)
+cassini_check_suite(test_paxos_sim LABEL sim TIMEOUT 600
+                    SOURCES test_paxos.c lincheck.c
+                    LIBS cassini_sim cassini_replication)
