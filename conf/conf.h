@@ -133,6 +133,7 @@ struct conf {
 	uint64_t write_request_timeout_ms;
 	uint64_t range_request_timeout_ms;
 	uint64_t truncate_request_timeout_ms;
+	uint64_t cas_contention_timeout_ms;
 	uint64_t batch_size_warn_threshold;
 	uint64_t batch_size_fail_threshold;
 	int64_t unlogged_batch_across_partitions_warn_threshold;

@@ -251,6 +251,11 @@ const struct conf_key conf_keys[] = {
 	{"truncate_request_timeout", CONF_T_DURATION,
 	 OFF(truncate_request_timeout_ms), "60000ms", 1, HOUR_MS, NULL,
 	 "How long the coordinator waits for TRUNCATE."},
+	{"cas_contention_timeout", CONF_T_DURATION,
+	 OFF(cas_contention_timeout_ms), "1000ms", 1, HOUR_MS, NULL,
+	 "How long a lightweight transaction retries (with randomised "
+	 "backoff) after losing its Paxos round to other proposers on the "
+	 "same partition."},
 	{"batch_size_warn_threshold", CONF_T_SIZE,
 	 OFF(batch_size_warn_threshold), "5KiB", 1, 1 * GiB, NULL,
 	 "Batches larger than this log a warning."},

@@ -2,6 +2,7 @@
 #define LOG_MODULE "node"
 #include "node/cql_data.h"
 
+#include "client/exec/cas.h"
 #include "client/exec/data_path.h"
 #include "client/exec/dml.h"
 #include "client/exec/select.h"
@@ -10,6 +11,7 @@
 #include "common/murmur3.h"
 #include "common/workers.h"
 #include "common/zalloc.h"
+#include "node/cql_cas.h"
 #include "node/slow_queries.h"
 #include "replication/hints.h"
 
@@ -29,7 +31,8 @@ struct cql_data {
 	struct cql_schema *schema; /* pinned by each read while it runs */
 	struct workers *workers;
 	struct repl *repl;
-	struct hints *hints; /* NULL when hinted handoff is off */
+	struct node_cas *cas; /* lightweight transactions */
+	struct hints *hints;  /* NULL when hinted handoff is off */
 	struct cql_data_hooks hooks;
 	struct cql_timeuuid_gen timeuuids;
 	int64_t last_ts;
@@ -1029,14 +1032,20 @@ void cql_data_request(void *arg, const struct cql_data_request *dr)
 {
 	struct cql_data *d = arg;
 	if (!dr->stmt) {
-		run_write(d, dr);
+		if (cql_cas_is_conditional(dr))
+			node_cas_write(d->cas, dr);
+		else
+			run_write(d, dr);
 		return;
 	}
 	switch (dr->stmt->kind) {
 	case CQL_STMT_INSERT:
 	case CQL_STMT_UPDATE:
 	case CQL_STMT_DELETE:
-		run_write(d, dr);
+		if (cql_cas_is_conditional(dr))
+			node_cas_write(d->cas, dr);
+		else
+			run_write(d, dr);
 		break;
 	case CQL_STMT_SELECT:
 		run_read(d, dr);
@@ -1298,8 +1307,17 @@ struct cql_data *cql_data_new(struct storage *db, struct env *env,
 				.strategy = hook_strategy,
 				.offload = data_offload,
 				.arg = d};
+	struct node_cas_hooks ch = {
+		.ring = hook_ring, .is_alive = hook_alive, .arg = d};
+	struct paxos_options po;
+	paxos_options_default(&po);
+	po.write_timeout_ms = o->write_timeout_ms;
+	if (o->cas_contention_timeout_ms)
+		po.contention_timeout_ms = o->cas_contention_timeout_ms;
 	if (!(d->workers = workers_new(2, "read")) ||
-	    !(d->repl = repl_new(env, o, &store_ops, d, &rh)))
+	    !(d->repl = repl_new(env, o, &store_ops, d, &rh)) ||
+	    !(d->cas = node_cas_new(env, &o->self, &po, &store_ops, d, schema,
+				    &ch)))
 		goto fail;
 	if (ho) {
 		struct hints_options h = *ho;
@@ -1333,6 +1351,7 @@ void cql_data_delete(struct cql_data *d)
 	/* The store closes first; deliveries still in flight then end (with
 	 * a failure) as the coordinator goes, which frees it. */
 	hints_close(d->hints);
+	node_cas_delete(d->cas);
 	repl_delete(d->repl);
 	buf_free(&d->reply);
 	node_slow_queries_flush(d->slow); /* what the last turns gathered */
@@ -1343,6 +1362,10 @@ void cql_data_delete(struct cql_data *d)
 void cql_data_receive(struct cql_data *d, const struct inet_addr *from,
 		      uint32_t verb, const uint8_t *msg, size_t len)
 {
+	if (verb >= PAXOS_VERB_FIRST && verb <= PAXOS_VERB_LAST) {
+		node_cas_receive(d->cas, from, verb, msg, len);
+		return;
+	}
 	repl_receive(d->repl, from, verb, msg, len);
 }
 

@@ -14,6 +14,7 @@
 #include "common/murmur3.h"
 #include "common/uuid.h"
 #include "common/workers.h"
+#include "node/cql_cas.h"
 #include "node/cql_data.h"
 #include "replication/hints.h"
 #include "ring/ring.h"
@@ -449,7 +450,8 @@ static int open_storage(struct cql_service *s, const struct conf *c)
 		return -1;
 	if (n > 0)
 		LOG_INFO("schema: replayed %ld statements from %s", n, path);
-	if (register_tables(s) != 0 || storage_start(s->db) != 0)
+	if (register_tables(s) != 0 || node_cas_table_add(s->db) != 0 ||
+	    storage_start(s->db) != 0)
 		return -1;
 	return 0;
 }
@@ -590,6 +592,7 @@ struct cql_service *cql_service_new(const struct conf *c,
 	ro.range_timeout_ms = c->range_request_timeout_ms;
 	ro.truncate_timeout_ms = c->truncate_request_timeout_ms;
 	ro.tombstone_warn_threshold = (uint64_t)c->tombstone_warn_threshold;
+	ro.cas_contention_timeout_ms = c->cas_contention_timeout_ms;
 	char batchlog[PATH_MAX];
 	snprintf(batchlog, sizeof(batchlog), "%s/batchlog",
 		 c->data_file_directories.items[0]);

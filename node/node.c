@@ -25,6 +25,7 @@
 #include "node/node_internal.h"
 #include "node/transport.h"
 #include "repair/repair.h"
+#include "replication/paxos.h"
 #include "replication/replication.h"
 #include "ring/ring.h"
 
@@ -202,7 +203,9 @@ static void dispatch(void *arg, const struct inet_addr *from, uint32_t verb,
 		gossip_process(n->gossip, from, verb, msg, len);
 		return;
 	}
-	if (verb >= REPL_VERB_FIRST && verb <= REPL_VERB_LAST && n->cql) {
+	if (((verb >= REPL_VERB_FIRST && verb <= REPL_VERB_LAST) ||
+	     (verb >= PAXOS_VERB_FIRST && verb <= PAXOS_VERB_LAST)) &&
+	    n->cql) {
 		cql_service_receive(n->cql, from, verb, msg, len);
 		return;
 	}

@@ -520,8 +520,8 @@ static void promises_complete(struct pxop *op)
 	if (mr < 0)
 		goto fail;
 	buf_clear(&op->update);
-	int d = op->decide(op->decide_arg, buf_slice(&op->current),
-			   &op->update);
+	int d = op->decide(op->decide_arg, &op->ballot,
+			   buf_slice(&op->current), &op->update);
 	if (d < 0)
 		goto fail;
 	if (d == 0) {

@@ -205,9 +205,11 @@ void paxos_receive(struct paxos *p, const struct inet_addr *from, uint32_t verb,
 
 /* The conditions: given the merged read (borrowed during the call), put
  * the update to propose into `update` and return 1, or return 0 for none
- * (conditions false, or a read); -1 fails the request (REPL-like Invalid). */
-typedef int (*paxos_decide_fn)(void *arg, struct slice current,
-			       struct buf *update);
+ * (conditions false, or a read); -1 fails the request. The update must be
+ * stamped with `ballot`'s time (ballots grow along the chosen sequence, so
+ * LWT writes order as Paxos chose them). */
+typedef int (*paxos_decide_fn)(void *arg, const struct paxos_ballot *ballot,
+			       struct slice current, struct buf *update);
 
 /* Merges the promisers' reads (borrowed) into one partition: 0, or -1
  * (the request fails). */

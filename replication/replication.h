@@ -240,6 +240,10 @@ struct repl_options {
 	/* Tombstones in one replica's answer past which a read reports it
 	 * (repl_result.tombstone_warn_nodes); 0: never. */
 	uint64_t tombstone_warn_threshold;
+	/* cas_contention_timeout: how long a lightweight transaction retries
+	 * after losing to other proposers (0 = 1000 ms). Used by the node's
+	 * Paxos (paxos.h), which shares the write timeout. */
+	uint64_t cas_contention_timeout_ms;
 };
 void repl_options_default(struct repl_options *o);
 

@@ -164,6 +164,12 @@ int storage_mutation_validate(const struct storage_table_meta *t,
 int storage_mutation_drop_invalid(const struct storage_table_meta *t,
 				  struct storage_mutation *m, size_t *dropped);
 
+/* Adds `delta` to every timestamp in the mutation (cells, markers,
+ * tombstones), keeping their differences: a conditional write is built
+ * before its Paxos ballot is known and stamped with the ballot's time. */
+void storage_mutation_shift_timestamps(struct storage_mutation *m,
+				       int64_t delta);
+
 /* About the bytes the mutation's content takes (its encoding's size,
  * without computing it), for throttles and limits. */
 size_t storage_mutation_size(const struct storage_mutation *m);

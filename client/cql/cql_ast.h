@@ -267,6 +267,14 @@ struct cql_keyspace_stmt {
 	int64_t time_us;
 };
 
+/* An IF condition of a conditional write (lightweight transaction):
+ * `c op v` or `c[elem] op v`; IN takes a TUPLE of terms or a bind. */
+struct cql_condition {
+	struct cql_column_ref column;
+	enum cql_op op;
+	struct cql_term *value;
+};
+
 struct cql_insert {
 	struct cql_qname table;
 	const char **columns;
@@ -296,8 +304,11 @@ struct cql_update {
 	size_t assignment_count;
 	struct cql_relation *where;
 	size_t where_count;
-	bool has_conditions; /* IF ...: not supported, refused by the executor
-			      */
+	/* IF EXISTS or IF conditions: a lightweight transaction */
+	bool has_conditions;
+	bool if_exists;
+	struct cql_condition *conditions;
+	size_t condition_count;
 };
 
 struct cql_delete {
@@ -307,7 +318,10 @@ struct cql_delete {
 	struct cql_using using;
 	struct cql_relation *where;
 	size_t where_count;
-	bool has_conditions;
+	bool has_conditions; /* as cql_update's */
+	bool if_exists;
+	struct cql_condition *conditions;
+	size_t condition_count;
 };
 
 enum cql_selector_kind {

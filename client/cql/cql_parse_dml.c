@@ -104,13 +104,6 @@ static int where_clause(struct parser *p, struct cql_relation **out,
 	return 0;
 }
 
-static int refuse_conditions(struct parser *p)
-{
-	if (is_kw(p, "if"))
-		return unsupported("Lightweight transactions (IF conditions)");
-	return 0;
-}
-
 static int column_ref(struct parser *p, struct cql_column_ref *c)
 {
 	if (!(c->name = cql_parse_ident(p)))
@@ -120,6 +113,30 @@ static int column_ref(struct parser *p, struct cql_column_ref *c)
 		    expect_punct(p, "]") != 0)
 			return -1;
 	}
+	return 0;
+}
+
+/* IF EXISTS | IF c op v [AND ...] after UPDATE's or DELETE's WHERE. */
+static int conditions(struct parser *p, bool *has, bool *if_exists,
+		      struct cql_condition **out, size_t *count)
+{
+	if (!accept_kw(p, "if"))
+		return 0;
+	*has = true;
+	if (accept_kw(p, "exists")) {
+		*if_exists = true;
+		return 0;
+	}
+	struct vec conds = VEC(struct cql_condition);
+	do {
+		struct cql_condition *c = vec_push(p, &conds);
+		if (!c || column_ref(p, &c->column) != 0 ||
+		    relation_op(p, &c->op) != 0 ||
+		    !(c->value = cql_parse_term(p)))
+			return -1;
+	} while (accept_kw(p, "and"));
+	*out = conds.items;
+	*count = conds.count;
 	return 0;
 }
 
@@ -147,8 +164,11 @@ int cql_parse_insert(struct parser *p, struct cql_stmt *s)
 	in->values = values.items;
 	if (values.count != in->column_count)
 		return err_set(ERR_REFUSED, "Unmatched column names/values");
-	if (refuse_conditions(p) != 0)
-		return -1;
+	if (accept_kw(p, "if")) {
+		if (expect_kw(p, "not") != 0 || expect_kw(p, "exists") != 0)
+			return -1;
+		in->if_not_exists = true;
+	}
 	return cql_parse_using_clause(p, &in->using, true);
 }
 
@@ -213,7 +233,8 @@ int cql_parse_update(struct parser *p, struct cql_stmt *s)
 	if (expect_kw(p, "where") != 0 ||
 	    where_clause(p, &up->where, &up->where_count) != 0)
 		return -1;
-	return refuse_conditions(p);
+	return conditions(p, &up->has_conditions, &up->if_exists,
+			  &up->conditions, &up->condition_count);
 }
 
 int cql_parse_delete_stmt(struct parser *p, struct cql_stmt *s)
@@ -235,7 +256,8 @@ int cql_parse_delete_stmt(struct parser *p, struct cql_stmt *s)
 	    expect_kw(p, "where") != 0 ||
 	    where_clause(p, &d->where, &d->where_count) != 0)
 		return -1;
-	return refuse_conditions(p);
+	return conditions(p, &d->has_conditions, &d->if_exists, &d->conditions,
+			  &d->condition_count);
 }
 
 /* ---- SELECT -------------------------------------------------------------- */

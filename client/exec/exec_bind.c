@@ -293,6 +293,50 @@ static int bind_deletion(struct bind_ctx *x, const struct cql_column_ref *ref)
 	return 0;
 }
 
+/* IF conditions: `c op ?` takes c's type, `m[?] op ?` key(m) and
+ * value(m), `l[?] op ?` idx(l) and value(l), `c IN ?` in(c). */
+static void bind_conditions(struct bind_ctx *x, const struct cql_condition *cs,
+			    size_t n)
+{
+	const struct storage_table_meta *m = cql_table_meta(x->t);
+	for (size_t i = 0; i < n; i++) {
+		const struct cql_condition *cd = &cs[i];
+		int c = cql_table_column(x->t, cd->column.name);
+		if (c < 0)
+			continue;
+		const char *name = m->columns[c].name;
+		const struct storage_type *ty = m->columns[c].type;
+		if (cd->column.element && (ty->kind == STORAGE_TYPE_MAP ||
+					   ty->kind == STORAGE_TYPE_LIST)) {
+			bool map = ty->kind == STORAGE_TYPE_MAP;
+			bind_set_of(x, cd->column.element, map ? "key" : "idx",
+				    name,
+				    map ? ty->sub[0]
+					: simple(STORAGE_TYPE_INT));
+			ty = map ? ty->sub[1] : ty->sub[0];
+			if (cd->op != CQL_OP_IN) {
+				bind_set_of(x, cd->value, "value", name, ty);
+				continue;
+			}
+		}
+		if (cd->op == CQL_OP_IN) {
+			if (cd->value->kind == CQL_TERM_BIND) {
+				bind_set_of(x, cd->value, "in", name, ty);
+				if (cd->value->bind_index < x->nb)
+					x->b[cd->value->bind_index].in_list =
+						true;
+			} else if (cd->value->kind == CQL_TERM_TUPLE ||
+				   cd->value->kind == CQL_TERM_LIST) {
+				for (size_t k = 0; k < cd->value->count; k++)
+					bind_set(x, cd->value->items[k], name,
+						 ty);
+			}
+			continue;
+		}
+		bind_set(x, cd->value, name, ty);
+	}
+}
+
 /* Types every marker of `s` on table `t`; pk[] gets the marker bound to
  * each partition key component (-1 when a component is not a marker).
  * -1 with ERR_INVALID and Cassandra's message for an operation Cassandra
@@ -344,6 +388,8 @@ int cql_exec_bind_resolve(struct arena *a, const struct cql_stmt *s,
 		}
 		where = s->u.update.where;
 		nwhere = s->u.update.where_count;
+		bind_conditions(&x, s->u.update.conditions,
+				s->u.update.condition_count);
 		break;
 	case CQL_STMT_DELETE:
 		cql_exec_bind_using(&x, &s->u.del.using);
@@ -352,6 +398,8 @@ int cql_exec_bind_resolve(struct arena *a, const struct cql_stmt *s,
 				return -1;
 		where = s->u.del.where;
 		nwhere = s->u.del.where_count;
+		bind_conditions(&x, s->u.del.conditions,
+				s->u.del.condition_count);
 		break;
 	default:
 		return 0;

@@ -215,8 +215,10 @@ static int64_t value_of(struct slice cur)
 	return r.has ? r.val : LIN_NULL;
 }
 
-static int decide(void *arg, struct slice current, struct buf *update)
+static int decide(void *arg, const struct paxos_ballot *ballot,
+		  struct slice current, struct buf *update)
 {
+	(void)ballot; /* the register is stamped on apply */
 	struct opctx *o = arg;
 	struct lin_op *op = &o->c->w->hist[o->key][o->h];
 	if (o->read || value_of(current) != op->a)

@@ -369,17 +369,43 @@ START_TEST(syntax_errors_read_like_cassandras)
 }
 END_TEST
 
+START_TEST(conditional_writes)
+{
+	struct cql_stmt *s = parse("INSERT INTO t (k, v) VALUES (1, 'a') "
+				   "IF NOT EXISTS USING TTL 10");
+	ck_assert(s->u.insert.if_not_exists);
+	ck_assert_ptr_nonnull(s->u.insert.using.ttl);
+	s = parse("UPDATE t SET v = 1 WHERE k = 1 IF EXISTS");
+	ck_assert(s->u.update.has_conditions && s->u.update.if_exists);
+	s = parse("UPDATE t SET v = 1 WHERE k = 1 IF v = 0 AND m['x'] != ? "
+		  "AND w IN (1, 2) AND z = null");
+	const struct cql_update *u = &s->u.update;
+	ck_assert(u->has_conditions && !u->if_exists);
+	ck_assert_uint_eq(u->condition_count, 4);
+	ck_assert_str_eq(u->conditions[0].column.name, "v");
+	ck_assert_int_eq(u->conditions[0].op, CQL_OP_EQ);
+	ck_assert_str_eq(u->conditions[1].column.name, "m");
+	ck_assert_ptr_nonnull(u->conditions[1].column.element);
+	ck_assert_int_eq(u->conditions[1].op, CQL_OP_NEQ);
+	ck_assert_int_eq(u->conditions[1].value->kind, CQL_TERM_BIND);
+	ck_assert_int_eq(u->conditions[2].op, CQL_OP_IN);
+	ck_assert_int_eq(u->conditions[3].value->kind, CQL_TERM_NULL);
+	s = parse("DELETE v FROM t WHERE k = 1 IF v >= 3");
+	ck_assert(s->u.del.has_conditions);
+	ck_assert_uint_eq(s->u.del.condition_count, 1);
+	ck_assert_int_eq(s->u.del.conditions[0].op, CQL_OP_GTE);
+	s = parse("DELETE FROM t WHERE k = 1 IF EXISTS");
+	ck_assert(s->u.del.if_exists);
+	parse_fails("INSERT INTO t (k) VALUES (1) IF EXISTS", ERR_INVALID);
+	parse_fails("UPDATE t SET v = 1 WHERE k = 1 IF", ERR_INVALID);
+}
+END_TEST
+
 START_TEST(unsupported_features_get_a_clear_refusal)
 {
 	const char *m = parse_fails("CREATE INDEX ON t (v)", ERR_UNSUPPORTED);
 	ck_assert_str_eq(m,
 			 "Secondary indexes are not supported by Cassini yet");
-	m = parse_fails("INSERT INTO t (k) VALUES (1) IF NOT EXISTS",
-			ERR_UNSUPPORTED);
-	ck_assert_str_eq(m, "Lightweight transactions (IF conditions) are not "
-			    "supported by Cassini yet");
-	parse_fails("UPDATE t SET v = 1 WHERE k = 1 IF v = 0", ERR_UNSUPPORTED);
-	parse_fails("DELETE FROM t WHERE k = 1 IF EXISTS", ERR_UNSUPPORTED);
 	/* disabled as in Cassandra 4.1's default cassandra.yaml */
 	m = parse_fails("CREATE MATERIALIZED VIEW mv AS SELECT * FROM t",
 			ERR_UNSUPPORTED);
@@ -738,6 +764,7 @@ static Suite *suite(void)
 	seed = test_seed(77);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, driver_control_queries_parse);
+	tcase_add_test(tc, conditional_writes);
 	tcase_add_test(tc, create_keyspace_and_table);
 	tcase_add_test(tc, alter_drop_truncate_describe);
 	tcase_add_test(tc, insert_update_delete);

@@ -1,0 +1,64 @@
+/*
+ * Lightweight transactions on the node: the data path's conditional writes
+ * (client/exec/cas.h for the CQL side) run as Paxos rounds
+ * (replication/paxos.h) among the partition's replicas, with each
+ * replica's acceptor registers kept in the local table system.paxos.
+ *
+ * system.paxos (node-local, never replicated by the write path):
+ *
+ *   row_key blob       the partition key of the user table
+ *   cf_id   uuid       the user table (clustering)
+ *   state   blob       paxos_state_encode's form: promised, accepted
+ *                      (ballot, update), committed (ballot, update)
+ *
+ * Participants: SERIAL takes every natural and pending replica, and needs
+ * quorum(natural) + pending promises; LOCAL_SERIAL those of the local
+ * datacenter with its local quorum. The commit waits for the statement's
+ * consistency level (ANY: none).
+ */
+#ifndef CASSINI_NODE_CQL_CAS_H
+#define CASSINI_NODE_CQL_CAS_H
+
+#include "client/exec/executor.h"
+#include "common/env.h"
+#include "replication/paxos.h"
+#include "replication/replication.h"
+#include "storage/storage.h"
+
+struct node_cas;
+
+struct node_cas_hooks {
+	struct ring *(*ring)(void *arg); /* borrowed for the call */
+	bool (*is_alive)(void *arg, const struct inet_addr *ep);
+	void *arg;
+};
+
+/* Registers system.paxos with the engine (before storage_start). */
+int node_cas_table_add(struct storage *db);
+
+/* `store` is the data path's local replica (reads through the caches,
+ * deferred commitlog writes); it and `schema` outlive the node_cas. */
+struct node_cas *node_cas_new(struct env *env, const struct inet_addr *self,
+			      const struct paxos_options *po,
+			      const struct repl_store_ops *store,
+			      void *store_arg, struct cql_schema *schema,
+			      const struct node_cas_hooks *hooks);
+void node_cas_delete(struct node_cas *c);
+
+/* A conditional INSERT/UPDATE/DELETE or BATCH (cql_cas_is_conditional). */
+void node_cas_write(struct node_cas *c, const struct cql_data_request *dr);
+
+/* Before a SERIAL / LOCAL_SERIAL read of one partition: a Paxos round
+ * without a proposal, which completes any in-progress one. done(arg, 0)
+ * then, or done(arg, -1) having replied the error to `req`. */
+void node_cas_serial_prepare(struct node_cas *c, const struct cql_table *t,
+			     struct slice pk, int serial_cl,
+			     struct cql_request *req, uint8_t version,
+			     int16_t stream,
+			     void (*done)(void *arg, int status), void *arg);
+
+void node_cas_receive(struct node_cas *c, const struct inet_addr *from,
+		      uint32_t verb, const uint8_t *msg, size_t len);
+void node_cas_stats(const struct node_cas *c, struct paxos_stats *out);
+
+#endif
