@@ -590,6 +590,9 @@ struct read_job {
 	uint64_t start_us;
 	char *query;
 	size_t query_len;
+	/* SERIAL / LOCAL_SERIAL: a Paxos round first (node_cas), then the
+	 * read at QUORUM / LOCAL_QUORUM (Cassandra's readWithPaxos) */
+	int serial;
 	/* tombstone warnings of the replicas' answers (repl_result) */
 	uint32_t tomb_warn_nodes;
 	uint64_t tomb_max;
@@ -838,7 +841,40 @@ static void on_key(void *arg, const struct repl_result *res,
 	read_next_key(j);
 }
 
+static void read_key(struct read_job *j);
+
+static void serial_ready(void *arg, int status)
+{
+	struct read_job *j = arg;
+	if (status != 0) { /* the error is answered */
+		read_job_free(j);
+		return;
+	}
+	read_key(j);
+}
+
 static void read_next_key(struct read_job *j)
+{
+	if (j->serial && j->rows < j->budget &&
+	    j->next_key < cql_select_plan_key_count(j->plan)) {
+		const struct ring_strategy *s;
+		const struct cql_table *t = job_table(j, &s);
+		if (!t) {
+			read_fail_msg(j, CQL_ERR_INVALID,
+				      "the table was dropped during the read");
+			return;
+		}
+		node_cas_serial_prepare(j->d->cas, t,
+					cql_select_plan_key(j->plan,
+							    j->next_key),
+					j->serial, j->req, j->version,
+					j->stream, serial_ready, j);
+		return;
+	}
+	read_key(j);
+}
+
+static void read_key(struct read_job *j)
 {
 	if (j->rows >= j->budget ||
 	    j->next_key >= cql_select_plan_key_count(j->plan)) {
@@ -995,6 +1031,19 @@ static void run_read(struct cql_data *d, const struct cql_data_request *dr)
 		return;
 	}
 	j->budget = cql_select_plan_row_budget(j->plan);
+	if (j->cl == REPL_CL_SERIAL || j->cl == REPL_CL_LOCAL_SERIAL) {
+		if (cql_select_plan_is_scan(j->plan) ||
+		    cql_select_plan_key_count(j->plan) > 1) {
+			read_fail_msg(j, CQL_ERR_INVALID,
+				      "SERIAL/LOCAL_SERIAL consistency may "
+				      "only be requested for one partition at "
+				      "a time");
+			return;
+		}
+		j->serial = j->cl;
+		j->cl = j->cl == REPL_CL_SERIAL ? REPL_CL_QUORUM
+						: REPL_CL_LOCAL_QUORUM;
+	}
 	if (cql_select_plan_is_scan(j->plan)) {
 		cql_select_plan_range(j->plan, &j->pos, &j->end);
 		if (j->pos >= j->end) {

@@ -388,12 +388,9 @@ struct cql_cas *cql_cas_new(const struct cql_data_request *dr,
 					     "supported on counter tables");
 			goto fail;
 		}
-	if (c->batch && dr->batch_timestamp != INT64_MIN) {
-		err_set(ERR_INVALID,
-			"Cannot provide custom timestamp for conditional "
-			"BATCH");
-		goto fail;
-	}
+	/* dr->batch_timestamp is not checked: drivers send their default
+	 * timestamp with every batch, which Cassandra ignores for
+	 * conditional ones (only USING TIMESTAMP is refused, per statement) */
 	c->items = arena_alloc(&c->a, c->nitems * sizeof(*c->items));
 	if (!c->items) {
 		err_set(ERR_NOMEM, "out of memory");

@@ -1,0 +1,245 @@
+"""Lightweight transactions with real processes, through the stock DataStax
+driver: conditional INSERT/UPDATE/DELETE and their [applied] rows
+(was_applied), Cassandra's refusals, conditional batches, SERIAL reads;
+then several clients racing IF NOT EXISTS claims (no key claimed twice)
+and CAS increments on 3 nodes RF 3 while a node is killed and restarted,
+the increment history checked linearizable (lincheck.py).
+
+Nodes live on 127.0.107.x."""
+import random
+import threading
+import time
+
+import pytest
+from cassandra import ConsistencyLevel as CL
+from cassandra import InvalidRequest, Unavailable, WriteTimeout
+from cassandra.query import BatchStatement, SimpleStatement
+
+from clusters import cluster_script, session
+from lincheck import Op, check
+
+BASE = "127.0.107."
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    run = cluster_script(tmp_path)
+    yield run
+    run("-C", "lwt", "remove", check=False)
+
+
+def start3(cluster):
+    cluster("create", "lwt", "-n", "3", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms", "-s", timeout=180)
+    c, s = session(BASE + "1")
+    s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 3}")
+    s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v int, w text)")
+    s.execute("CREATE TABLE ks.c (k int, ck int, s int static, v int, "
+              "m map<text, int>, PRIMARY KEY (k, ck))")
+    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    return c, s
+
+
+def test_checker_rejects_non_linearizable_histories():
+    """The checker used below: a lost update and a double claim are
+    refused, a history explained by an unknown outcome is accepted."""
+    lost = [Op("cas", 0, 1, "ok", None, 0, 10),
+            Op("cas", 1, 2, "ok", None, 20, 30),
+            Op("cas", 1, 3, "fail", 1, 40, 50)]
+    assert check(lost, 0) == "not linearizable"
+    twice = [Op("cas", 0, 1, "ok", None, 0, 10),
+             Op("cas", 0, 2, "ok", None, 5, 15)]
+    assert check(twice, 0) == "not linearizable"
+    later = [Op("cas", 0, 5, "unknown", None, 0, None),
+             Op("cas", 7, 8, "fail", 0, 10, 20),
+             Op("cas", 7, 8, "fail", 5, 30, 40)]
+    assert check(later, 0) is True
+
+
+def test_statements_and_results(cluster):
+    c, s = start3(cluster)
+    r = s.execute("INSERT INTO ks.t (k, v) VALUES (1, 10) IF NOT EXISTS")
+    assert r.was_applied
+    assert r.column_names == ["[applied]"]
+    r = s.execute("INSERT INTO ks.t (k, v) VALUES (1, 11) IF NOT EXISTS")
+    assert not r.was_applied
+    row = r.one()
+    assert row.k == 1 and row.v == 10 and row.w is None
+    # conditions: applied, then not applied with the current value
+    assert s.execute("UPDATE ks.t SET v = 12 WHERE k = 1 IF v = 10") \
+        .was_applied
+    r = s.execute("UPDATE ks.t SET v = 13 WHERE k = 1 IF v = 10")
+    assert not r.was_applied
+    assert r.column_names == ["[applied]", "v"] and r.one().v == 12
+    for cond, want in (("v != 12", False), ("v < 13", True),
+                       ("v <= 12", True), ("v > 12", False),
+                       ("v >= 12", True), ("v IN (1, 12)", True),
+                       ("v IN (1, 2)", False), ("w = null", True),
+                       ("w != null", False), ("v = 12 AND w = null", True)):
+        r = s.execute("UPDATE ks.t SET w = 'x' WHERE k = 1 IF " + cond)
+        assert r.was_applied == want, cond
+        if want:
+            s.execute("UPDATE ks.t SET w = null WHERE k = 1")
+    # prepared, with bind markers in the conditions
+    p = s.prepare("UPDATE ks.t SET v = ? WHERE k = ? IF v = ?")
+    assert s.execute(p, (20, 1, 12)).was_applied
+    assert not s.execute(p, (21, 1, 12)).was_applied
+    # IF EXISTS on a missing row: [applied] only
+    r = s.execute("UPDATE ks.t SET v = 1 WHERE k = 99 IF EXISTS")
+    assert not r.was_applied and r.column_names == ["[applied]"]
+    assert s.execute("DELETE FROM ks.t WHERE k = 1 IF EXISTS").was_applied
+    assert s.execute("SELECT * FROM ks.t WHERE k = 1").one() is None
+    assert not s.execute("DELETE FROM ks.t WHERE k = 1 IF v = 20") \
+        .was_applied
+    # static columns and map elements
+    s.execute("INSERT INTO ks.c (k, ck, s, v, m) VALUES (1, 1, 5, 1, "
+              "{'a': 1}) IF NOT EXISTS")
+    assert s.execute("UPDATE ks.c SET s = 6 WHERE k = 1 IF s = 5") \
+        .was_applied
+    assert s.execute("UPDATE ks.c SET v = 2 WHERE k = 1 AND ck = 1 "
+                     "IF m['a'] = 1").was_applied
+    r = s.execute("UPDATE ks.c SET v = 3 WHERE k = 1 AND ck = 1 "
+                  "IF m['a'] = 2")
+    assert not r.was_applied and r.one().m == {"a": 1}
+    # a conditional batch on one partition
+    b = BatchStatement()
+    b.add("UPDATE ks.c SET v = 10 WHERE k = 1 AND ck = 1 IF v = 2")
+    b.add("INSERT INTO ks.c (k, ck, v) VALUES (1, 2, 20) IF NOT EXISTS")
+    assert s.execute(b).was_applied
+    assert s.execute("SELECT v FROM ks.c WHERE k = 1 AND ck = 2").one().v \
+        == 20
+    b = BatchStatement()
+    b.add("UPDATE ks.c SET v = 11 WHERE k = 1 AND ck = 1 IF v = 2")
+    r = s.execute(b)
+    assert not r.was_applied
+    assert r.one().k == 1 and r.one().ck == 1 and r.one().v == 10
+    # Cassandra's refusals
+    for q, msg in (
+            ("UPDATE ks.t SET v = 1 WHERE k = 1 IF k = 1",
+             "PRIMARY KEY column 'k' cannot have IF conditions"),
+            ("UPDATE ks.t USING TIMESTAMP 5 SET v = 1 WHERE k = 1 "
+             "IF v = 1",
+             "Cannot provide custom timestamp for conditional updates"),
+            ("UPDATE ks.t SET v = 1 WHERE k IN (1, 2) IF v = 1",
+             "IN on the partition key is not supported with conditional "
+             "updates"),
+            ("UPDATE ks.t SET v = 1 WHERE k = 1 IF v < null",
+             "Invalid comparison with null")):
+        with pytest.raises(InvalidRequest, match=msg):
+            s.execute(q)
+    b = BatchStatement()
+    b.add("UPDATE ks.t SET v = 1 WHERE k = 1 IF v = 1")
+    b.add("UPDATE ks.t SET v = 1 WHERE k = 2")
+    with pytest.raises(InvalidRequest,
+                       match="Batch with conditions cannot span multiple "
+                             "partitions"):
+        s.execute(b)
+    # SERIAL and LOCAL_SERIAL reads, LOCAL_SERIAL Paxos
+    s.execute(SimpleStatement(
+        "INSERT INTO ks.t (k, v) VALUES (5, 1) IF NOT EXISTS",
+        serial_consistency_level=CL.LOCAL_SERIAL))
+    for cl in (CL.SERIAL, CL.LOCAL_SERIAL):
+        r = s.execute(SimpleStatement("SELECT v FROM ks.t WHERE k = 5",
+                                      consistency_level=cl))
+        assert r.one().v == 1
+    with pytest.raises(InvalidRequest, match="SERIAL is not supported"):
+        s.execute(SimpleStatement(
+            "UPDATE ks.t SET v = 2 WHERE k = 5 IF v = 1",
+            consistency_level=CL.SERIAL))
+    c.shutdown()
+    # Unavailable with Cassandra's counts: 2 of 3 needed
+    cluster("node", "node2", "stop")
+    cluster("node", "node3", "stop")
+    c, s = session(BASE + "1")
+    time.sleep(3)
+    with pytest.raises(Unavailable) as e:
+        s.execute("UPDATE ks.t SET v = 2 WHERE k = 5 IF v = 1")
+    assert e.value.required_replicas == 2 and e.value.alive_replicas == 1
+    c.shutdown()
+
+
+def test_races_claims_and_increments_with_a_kill(cluster):
+    c, s = start3(cluster)
+    ips = [BASE + str(i) for i in (1, 2, 3)]
+    # claims: every client tries every key; each key has one winner
+    winners = {}
+    lock = threading.Lock()
+
+    def claimer(cid):
+        cc, ss = session(ips[cid % 3])
+        p = ss.prepare("INSERT INTO ks.t (k, w) VALUES (?, ?) "
+                       "IF NOT EXISTS")
+        for k in range(100, 140):
+            try:
+                if ss.execute(p, (k, "c%d" % cid)).was_applied:
+                    with lock:
+                        winners.setdefault(k, []).append(cid)
+            except WriteTimeout:
+                pass
+        cc.shutdown()
+
+    ts = [threading.Thread(target=claimer, args=(i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert all(len(w) == 1 for w in winners.values()), winners
+    for k, w in winners.items():
+        row = s.execute(SimpleStatement("SELECT w FROM ks.t WHERE k = %d" % k,
+                                        consistency_level=CL.SERIAL)).one()
+        assert row.w == "c%d" % w[0]
+
+    # CAS increments on one register with node3 killed mid-run
+    s.execute("INSERT INTO ks.t (k, v) VALUES (0, 0)")
+    history = []
+    t0 = time.monotonic()
+    stop = time.monotonic() + 20
+
+    def incrementer(cid):
+        cc, ss = session(ips[cid % 2])  # node1, node2: node3 gets killed
+        p = ss.prepare("UPDATE ks.t SET v = ? WHERE k = 0 IF v = ?")
+        seen = 0
+        rnd = random.Random(cid)
+        while time.monotonic() < stop:
+            new = cid * 100000 + rnd.randrange(1, 99999)
+            call = time.monotonic() - t0
+            try:
+                r = ss.execute(p, (new, seen))
+                ret = time.monotonic() - t0
+                if r.was_applied:
+                    history.append(Op("cas", seen, new, "ok", None, call,
+                                      ret))
+                    seen = new
+                else:
+                    cur = r.one().v
+                    history.append(Op("cas", seen, new, "fail", cur, call,
+                                      ret))
+                    seen = cur
+            except (WriteTimeout, Unavailable) as e:
+                history.append(Op("cas", seen, new, "unknown", None, call,
+                                  None))
+                if isinstance(e, Unavailable):
+                    time.sleep(0.1)
+            except Exception:  # noqa: BLE001 (connection loss: unknown)
+                history.append(Op("cas", seen, new, "unknown", None, call,
+                                  None))
+                time.sleep(0.1)
+        cc.shutdown()
+
+    ts = [threading.Thread(target=incrementer, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    time.sleep(5)
+    cluster("node", "node3", "kill")
+    time.sleep(5)
+    cluster("node", "node3", "start", timeout=180)
+    for t in ts:
+        t.join()
+    counts = {r: sum(1 for o in history if o.res == r)
+              for r in ("ok", "fail", "unknown")}
+    print("CAS increments:", counts)
+    assert counts["ok"] > 10, history
+    verdict = check(history, 0)
+    assert verdict is True, verdict
+    c.shutdown()
