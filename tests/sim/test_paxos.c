@@ -7,7 +7,7 @@
  * proposals (paxos_options.test_skip_in_progress) must be caught.
  *
  * CASSINI_SEED picks the first schedule's seed; CASSINI_PAXOS_SCHEDULES
- * how many schedules the main test runs (default 2000). */
+ * how many schedules the main test runs (default 5000). */
 #include "common/err.h"
 #include "replication/paxos.h"
 #include "tests/lib/testutil.h"
@@ -570,7 +570,7 @@ static struct run_stats run_schedule(uint64_t s, const struct run_opts *ro)
 static long schedules(void)
 {
 	const char *s = getenv("CASSINI_PAXOS_SCHEDULES");
-	return s ? atol(s) : 2000;
+	return s ? atol(s) : 5000;
 }
 
 /* No faults, no loss, one client: every CAS decides. With contention

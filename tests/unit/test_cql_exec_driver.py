@@ -114,8 +114,6 @@ def test_errors_arrive_as_the_drivers_exception_classes(session):
     with pytest.raises(InvalidRequest, match="Secondary indexes are not "
                                              "supported"):
         s.execute("CREATE INDEX ON ks.t (v)")
-    with pytest.raises(InvalidRequest, match="Lightweight transactions"):
-        s.execute("INSERT INTO ks.t (k, v) VALUES (1, 'a') IF NOT EXISTS")
     with pytest.raises(ConfigurationException, match="Cannot drop non "
                                                       "existing keyspace"):
         s.execute("DROP KEYSPACE nope")
