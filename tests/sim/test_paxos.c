@@ -7,7 +7,7 @@
  * proposals (paxos_options.test_skip_in_progress) must be caught.
  *
  * CASSINI_SEED picks the first schedule's seed; CASSINI_PAXOS_SCHEDULES
- * how many schedules the main test runs (default 5000). */
+ * how many schedules the main test runs (default 3000). */
 #include "common/err.h"
 #include "replication/paxos.h"
 #include "tests/lib/testutil.h"
@@ -320,8 +320,10 @@ static void client_next(struct client *c)
 		/* mostly "increment what I saw", sometimes a stale guess */
 		op->a = c->seen[o->key];
 		if (env_random(w->cenv) % 5 == 0)
-			op->a = env_random(w->cenv) % 3 ? LIN_NULL
-							: c->seen[o->key] - 1;
+			op->a = env_random(w->cenv) % 3 ||
+						c->seen[o->key] == LIN_NULL
+					? LIN_NULL
+					: c->seen[o->key] - 1;
 		op->b = (int64_t)c->id * 1000 + ++c->seq;
 	}
 	w->busy++;
@@ -570,7 +572,7 @@ static struct run_stats run_schedule(uint64_t s, const struct run_opts *ro)
 static long schedules(void)
 {
 	const char *s = getenv("CASSINI_PAXOS_SCHEDULES");
-	return s ? atol(s) : 5000;
+	return s ? atol(s) : 3000;
 }
 
 /* No faults, no loss, one client: every CAS decides. With contention
