@@ -34,7 +34,17 @@ struct node_cas {
 	struct inet_addr self;
 	int64_t last_save_ts;
 	struct cql_timeuuid_gen timeuuids;
+	/* the ballot lease (node_cas_new) */
+	char *lease_path;
+	int64_t lease_us;   /* persisted */
+	int64_t writing_us; /* being written; 0: no write under way */
+	struct env_timer *lease_timer;
+	bool lease_failed_logged;
 };
+
+#define LEASE_AHEAD_US  (3600LL * 1000000)
+#define LEASE_MARGIN_US (600LL * 1000000)
+#define LEASE_CHECK_US  (10ULL * 1000000)
 
 static struct storage_table_meta *paxos_meta_new(void)
 {
@@ -267,7 +277,91 @@ static const struct paxos_store_ops store_ops = {
 	.apply = st_apply,
 };
 
+/* ---- the ballot lease ------------------------------------------------------
+ */
+
+struct lease_job {
+	struct node_cas *c;
+	int64_t us;
+	int status;
+};
+
+static int lease_write(struct env *env, const char *path, int64_t us)
+{
+	char text[32];
+	int n = snprintf(text, sizeof(text), "%lld\n", (long long)us);
+	return env_write_file_atomic(env, path, text, (size_t)n);
+}
+
+static void lease_run(void *arg)
+{
+	struct lease_job *j = arg;
+	j->status = lease_write(j->c->env, j->c->lease_path, j->us);
+}
+
+static void lease_done(void *arg)
+{
+	struct lease_job *j = arg;
+	struct node_cas *c = j->c;
+	if (j->status == 0)
+		c->lease_us = j->us;
+	else if (!c->lease_failed_logged) {
+		c->lease_failed_logged = true;
+		LOG_ERROR("cannot write the paxos ballot lease %s",
+			  c->lease_path);
+	}
+	c->writing_us = 0;
+	free(j);
+}
+
+static void lease_tick(void *arg)
+{
+	struct node_cas *c = arg;
+	env_timer_arm(c->env, c->lease_timer, LEASE_CHECK_US);
+	int64_t top = paxos_last_ballot_us(c->px);
+	int64_t now = env_wall_us(c->env);
+	if (now > top)
+		top = now;
+	if (c->writing_us || top + LEASE_MARGIN_US < c->lease_us ||
+	    !c->hooks.offload)
+		return;
+	struct lease_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return;
+	*j = (struct lease_job){.c = c, .us = top + LEASE_AHEAD_US};
+	c->writing_us = j->us;
+	c->hooks.offload(c->hooks.arg, lease_run, lease_done, j);
+}
+
+/* Startup: the floor from the file, then the file an hour ahead. */
+static int lease_open(struct node_cas *c, const char *path, int64_t *floor)
+{
+	*floor = 0;
+	if (!(c->lease_path = strdup(path)))
+		return err_set(ERR_NOMEM, "paxos lease");
+	uint8_t *data = NULL;
+	size_t len = 0;
+	if (env_exists(c->env, path) == 1) {
+		if (env_read_file(c->env, path, 64, &data, &len) != 0)
+			return -1;
+		char *end;
+		long long v = strtoll((const char *)data, &end, 10);
+		free(data);
+		if (end == (const char *)data || v < 0)
+			return err_set(ERR_CORRUPT, "%s: not a ballot lease",
+				       path);
+		*floor = v;
+	}
+	int64_t now = env_wall_us(c->env);
+	int64_t base = now > *floor ? now : *floor;
+	if (lease_write(c->env, path, base + LEASE_AHEAD_US) != 0)
+		return -1;
+	c->lease_us = base + LEASE_AHEAD_US;
+	return 0;
+}
+
 struct node_cas *node_cas_new(struct env *env, const struct inet_addr *self,
+			      const char *ballot_file,
 			      const struct paxos_options *po,
 			      const struct repl_store_ops *store,
 			      void *store_arg, struct cql_schema *schema,
@@ -287,13 +381,24 @@ struct node_cas *node_cas_new(struct env *env, const struct inet_addr *self,
 	cql_timeuuid_gen_init(&c->timeuuids, env_random(env));
 	struct paxos_options o = *po;
 	o.self = *self;
-	/* ballots above any this process could have issued before: never at
-	 * or below the wall clock at start (a restart after a clock step
-	 * back learns higher promises from refusals) */
+	int64_t floor = 0;
+	if (ballot_file && lease_open(c, ballot_file, &floor) != 0) {
+		node_cas_delete(c);
+		return NULL;
+	}
+	if (floor > o.ballot_floor_us)
+		o.ballot_floor_us = floor;
 	if (!(c->meta = paxos_meta_new()) ||
 	    !(c->px = paxos_new(env, &o, &store_ops, c))) {
 		node_cas_delete(c);
 		return NULL;
+	}
+	if (ballot_file) {
+		if (!(c->lease_timer = env_timer_new(env, lease_tick, c))) {
+			node_cas_delete(c);
+			return NULL;
+		}
+		env_timer_arm(env, c->lease_timer, LEASE_CHECK_US);
 	}
 	return c;
 }
@@ -302,8 +407,10 @@ void node_cas_delete(struct node_cas *c)
 {
 	if (!c)
 		return;
+	env_timer_free(c->env, c->lease_timer);
 	paxos_delete(c->px);
 	storage_table_meta_delete(c->meta);
+	free(c->lease_path);
 	free(c);
 }
 

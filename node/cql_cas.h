@@ -30,6 +30,9 @@ struct node_cas;
 struct node_cas_hooks {
 	struct ring *(*ring)(void *arg); /* borrowed for the call */
 	bool (*is_alive)(void *arg, const struct inet_addr *ep);
+	/* run(job) off the loop, then done(job) on it (the lease writes) */
+	void (*offload)(void *arg, void (*run)(void *job),
+			void (*done)(void *job), void *job);
 	void *arg;
 };
 
@@ -37,8 +40,15 @@ struct node_cas_hooks {
 int node_cas_table_add(struct storage *db);
 
 /* `store` is the data path's local replica (reads through the caches,
- * deferred commitlog writes); it and `schema` outlive the node_cas. */
+ * deferred commitlog writes); it and `schema` outlive the node_cas.
+ *
+ * `ballot_file` (may be NULL) holds the ballot lease: read at start (it
+ * blocks: startup), ballots are issued above it, and it is kept an hour
+ * ahead of the newest ballot (rewritten off the loop when less than ten
+ * minutes remain), so a restarted node never reuses the time of a ballot
+ * of its previous life even when its clock stepped back. */
 struct node_cas *node_cas_new(struct env *env, const struct inet_addr *self,
+			      const char *ballot_file,
 			      const struct paxos_options *po,
 			      const struct repl_store_ops *store,
 			      void *store_arg, struct cql_schema *schema,

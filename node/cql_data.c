@@ -864,11 +864,10 @@ static void read_next_key(struct read_job *j)
 				      "the table was dropped during the read");
 			return;
 		}
-		node_cas_serial_prepare(j->d->cas, t,
-					cql_select_plan_key(j->plan,
-							    j->next_key),
-					j->serial, j->req, j->version,
-					j->stream, serial_ready, j);
+		node_cas_serial_prepare(
+			j->d->cas, t, cql_select_plan_key(j->plan, j->next_key),
+			j->serial, j->req, j->version, j->stream, serial_ready,
+			j);
 		return;
 	}
 	read_key(j);
@@ -1365,8 +1364,8 @@ struct cql_data *cql_data_new(struct storage *db, struct env *env,
 		po.contention_timeout_ms = o->cas_contention_timeout_ms;
 	if (!(d->workers = workers_new(2, "read")) ||
 	    !(d->repl = repl_new(env, o, &store_ops, d, &rh)) ||
-	    !(d->cas = node_cas_new(env, &o->self, &po, &store_ops, d, schema,
-				    &ch)))
+	    !(d->cas = node_cas_new(env, &o->self, o->paxos_ballot_file, &po,
+				    &store_ops, d, schema, &ch)))
 		goto fail;
 	if (ho) {
 		struct hints_options h = *ho;

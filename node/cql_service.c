@@ -597,6 +597,10 @@ struct cql_service *cql_service_new(const struct conf *c,
 	snprintf(batchlog, sizeof(batchlog), "%s/batchlog",
 		 c->data_file_directories.items[0]);
 	ro.batchlog_dir = batchlog;
+	char ballots[PATH_MAX];
+	snprintf(ballots, sizeof(ballots), "%s/paxos_ballot_lease",
+		 c->data_file_directories.items[0]);
+	ro.paxos_ballot_file = ballots;
 	struct cql_data_hooks dh = {data_ring, data_alive, s};
 	struct hints_options ho;
 	hints_options_from_conf(&ho, c, env);

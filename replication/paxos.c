@@ -181,6 +181,11 @@ void paxos_get_stats(const struct paxos *p, struct paxos_stats *out)
 	*out = p->st;
 }
 
+int64_t paxos_last_ballot_us(const struct paxos *p)
+{
+	return p->clock.last_us;
+}
+
 static uint64_t hash_bytes(struct slice s)
 {
 	uint64_t h = 1469598103934665603ULL;
@@ -520,8 +525,8 @@ static void promises_complete(struct pxop *op)
 	if (mr < 0)
 		goto fail;
 	buf_clear(&op->update);
-	int d = op->decide(op->decide_arg, &op->ballot,
-			   buf_slice(&op->current), &op->update);
+	int d = op->decide(op->decide_arg, &op->ballot, buf_slice(&op->current),
+			   &op->update);
 	if (d < 0)
 		goto fail;
 	if (d == 0) {

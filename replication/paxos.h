@@ -272,5 +272,8 @@ struct paxos_stats {
 	uint64_t malformed; /* messages dropped undecodable */
 };
 void paxos_get_stats(const struct paxos *p, struct paxos_stats *out);
+/* The time (unix us) of the newest ballot this proposer issued, or its
+ * floor: what a persisted high-water mark must stay above. */
+int64_t paxos_last_ballot_us(const struct paxos *p);
 
 #endif

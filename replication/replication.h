@@ -244,6 +244,10 @@ struct repl_options {
 	 * after losing to other proposers (0 = 1000 ms). Used by the node's
 	 * Paxos (paxos.h), which shares the write timeout. */
 	uint64_t cas_contention_timeout_ms;
+	/* Where lightweight transactions keep their ballot lease (a unix-us
+	 * high-water mark, so ballots keep growing across restarts and clock
+	 * steps); NULL: none. */
+	const char *paxos_ballot_file;
 };
 void repl_options_default(struct repl_options *o);
 
