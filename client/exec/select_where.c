@@ -604,6 +604,14 @@ int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 				       "table %s.%s",
 				       r->columns[0], m->keyspace, m->name);
 		const struct storage_column *col = &m->columns[c];
+		bool slice = r->op == CQL_OP_LT || r->op == CQL_OP_LTE ||
+			     r->op == CQL_OP_GT || r->op == CQL_OP_GTE;
+		/* SingleColumnRelation.newSliceRestriction */
+		if (slice &&
+		    storage_type_contains(col->type, STORAGE_TYPE_DURATION))
+			return err_set(ERR_INVALID,
+				       "Slice restrictions are not supported "
+				       "on duration columns");
 		if (col->kind == STORAGE_COLUMN_PARTITION_KEY) {
 			if (restrict_partition(p, r, c, &kr[col->position],
 					       binds, nbinds) != 0)
