@@ -338,6 +338,19 @@ static int collection_cmp(const struct storage_type *t, const uint8_t *a,
 	return na < nb ? -1 : na > nb;
 }
 
+/* Whether a non-empty component follows (nulls and empty ones do not
+ * count). */
+static bool trailing_value(struct cursor4 *c)
+{
+	while (c->end - c->p >= 4) {
+		int32_t n = be32(c->p);
+		if (n > 0)
+			return true;
+		c->p += 4;
+	}
+	return false;
+}
+
 /* Cassandra's TupleType.compareCustom: component by component, a null
  * before a value; then a side with a non-empty trailing component is
  * greater (trailing nulls and missing components compare equal). */
@@ -361,16 +374,10 @@ static int tuple_cmp(const struct storage_type *t, const uint8_t *a,
 		if (c)
 			return c;
 	}
-	for (int side = 0; side < 2; side++) {
-		struct cursor4 *c = side ? &cb : &ca;
-		while (c->end - c->p >= 4) {
-			int32_t n = be32(c->p);
-			if (n > 0)
-				return side ? -1 : 1;
-			c->p += 4 + (n > 0 ? n : 0);
-		}
-	}
-	return 0;
+	bool ta = trailing_value(&ca), tb = trailing_value(&cb);
+	if (ta && tb) /* only malformed values have both */
+		return bytes_cmp(a, alen, b, blen);
+	return ta ? 1 : tb ? -1 : 0;
 }
 
 static int vector_cmp(const struct storage_type *t, const uint8_t *a,

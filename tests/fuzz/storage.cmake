@@ -5,7 +5,7 @@
 # target runs over a copy of its checked-in seeds in the build tree.
 foreach(_target fuzz_storage_mutation fuzz_storage_commitlog
                 fuzz_storage_sstable fuzz_storage_fragment
-                fuzz_storage_counter)
+                fuzz_storage_counter fuzz_storage_values)
   file(COPY ${CMAKE_CURRENT_SOURCE_DIR}/corpus/${_target}
        DESTINATION ${CMAKE_CURRENT_BINARY_DIR}/corpus)
   cassini_fuzz_target(${_target}
