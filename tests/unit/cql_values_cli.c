@@ -20,7 +20,8 @@ static uint16_t type_id(const char *name)
 		CQL_TYPE_FLOAT,    CQL_TYPE_INT,      CQL_TYPE_TIMESTAMP,
 		CQL_TYPE_UUID,     CQL_TYPE_VARCHAR,  CQL_TYPE_VARINT,
 		CQL_TYPE_TIMEUUID, CQL_TYPE_INET,     CQL_TYPE_DATE,
-		CQL_TYPE_TIME,     CQL_TYPE_SMALLINT, CQL_TYPE_TINYINT};
+		CQL_TYPE_TIME,     CQL_TYPE_SMALLINT, CQL_TYPE_TINYINT,
+		CQL_TYPE_DURATION};
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
 		if (strcmp(cql_type_name(ids[i]), name) == 0)
 			return ids[i];

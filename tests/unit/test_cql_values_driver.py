@@ -24,6 +24,7 @@ T = {
     "timestamp": cqltypes.DateType, "date": cqltypes.SimpleDateType,
     "time": cqltypes.TimeType, "inet": cqltypes.InetAddressType,
     "uuid": cqltypes.UUIDType, "timeuuid": cqltypes.TimeUUIDType,
+    "duration": cqltypes.DurationType,
 }
 
 
@@ -182,3 +183,37 @@ def test_functions_use_the_statement_clock():
     assert got[6] == driver("bigint", 1706702400000)
     assert uuid.UUID(hex=got[7]).version == 4
     assert uuid.UUID(hex=got[8]).version == 1
+
+
+def test_duration_literals_are_cassandras():
+    """Duration.from's forms, against the driver's DurationType encoding
+    (three zig-zag vints: months, days, nanoseconds)."""
+    D = util.Duration
+    h, m, s_, ms = 3600 * 10**9, 60 * 10**9, 10**9, 10**6
+    check([
+        ("duration", "1h30m", D(0, 0, h + 30 * m)),
+        ("duration", "1y3mo2w4d", D(15, 18, 0)),
+        ("duration", "12h30m15s250ms7us3ns",
+         D(0, 0, 12 * h + 30 * m + 15 * s_ + 250 * ms + 7000 + 3)),
+        ("duration", "1µs", D(0, 0, 1000)),
+        ("duration", "2MO", D(2, 0, 0)),
+        ("duration", "-1d2h", D(0, -1, -2 * h)),
+        ("duration", "P1Y2M3DT4H5M6S", D(14, 3, 4 * h + 5 * m + 6 * s_)),
+        ("duration", "PT10M", D(0, 0, 10 * m)),
+        ("duration", "P2W", D(0, 14, 0)),
+        ("duration", "-P0001-02-03T04:05:06",
+         D(-14, -3, -(4 * h + 5 * m + 6 * s_))),
+        ("duration", "0s", D(0, 0, 0)),
+    ])
+    got = run([("duration", "1h1h"), ("duration", "1s1h"),
+               ("duration", "7"), ("duration", "'1h'"),
+               ("duration", "2147483648mo"), ("int", "1h")])
+    assert got == [
+        "ERR Invalid duration. The hours are specified multiple times",
+        "ERR Invalid duration. The seconds should be after hours",
+        "ERR Unable to convert '7' to a duration",
+        'ERR Invalid STRING constant (1h) for "v" of type duration',
+        "ERR Invalid duration. The total number of months must be less "
+        "or equal to 2147483647",
+        'ERR Invalid DURATION constant (1h) for "v" of type int',
+    ]
