@@ -12,3 +12,5 @@ cassini_fuzz_target(fuzz_cql_prepare SOURCES fuzz_cql_prepare.c
                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/cql_prepare)
 cassini_fuzz_target(fuzz_auth_sasl SOURCES fuzz_auth_sasl.c LIBS cassini_auth
                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/auth_sasl)
+cassini_fuzz_target(fuzz_cql_json SOURCES fuzz_cql_json.c LIBS cassini_cql
+                    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/cql_json)

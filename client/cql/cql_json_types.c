@@ -1,0 +1,1642 @@
+/*
+ * The per-type half of cql_json.h: value bytes -> JSON (Cassandra's
+ * toJSONString) and parsed JSON -> value bytes (fromJSONObject), with the
+ * MarshalException messages. Each type is one case in format_value() and
+ * one in decode_value(); the literal forms strings take are each type's
+ * fromString (Integer.parseInt, BigDecimal(String), Duration.from, ...).
+ */
+#include "client/cql/cql_json.h"
+
+#include "client/cql/cql_values.h"
+#include "common/arena.h"
+#include "common/err.h"
+#include "common/uuid.h"
+#include "storage/types.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- reading serialized values ------------------------------------------- */
+
+static uint64_t be(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static int malformed(const struct cql_json_type *t)
+{
+	return err_set(ERR_INVALID,
+		       "Invalid serialized value for JSON of "
+		       "type 0x%04x",
+		       t->kind);
+}
+
+/* Cassandra's vint: leading one bits of the first byte count the extra
+ * bytes. */
+static int read_uvint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	if (*p >= end)
+		return -1;
+	uint8_t first = *(*p)++;
+	int extra = 0;
+	while (extra < 8 && (first & (0x80 >> extra)))
+		extra++;
+	if (end - *p < extra)
+		return -1;
+	uint64_t v = extra == 8 ? 0 : (first & (0xffu >> (extra + 1)));
+	for (int i = 0; i < extra; i++)
+		v = (v << 8) | *(*p)++;
+	*out = v;
+	return 0;
+}
+
+static int read_svint(const uint8_t **p, const uint8_t *end, int64_t *out)
+{
+	uint64_t u;
+	if (read_uvint(p, end, &u) != 0)
+		return -1;
+	*out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+	return 0;
+}
+
+static int put_uvint(struct buf *out, uint64_t v)
+{
+	int extra = 0;
+	while (extra < 8 && v >= (1ull << (7 * (extra + 1))))
+		extra++;
+	uint8_t b[9];
+	int n = extra + 1;
+	for (int i = n - 1; i >= 0; i--) {
+		b[i] = (uint8_t)v;
+		v >>= 8;
+	}
+	b[0] |= (uint8_t)(0xff00u >> extra);
+	if (extra == 8)
+		b[0] = 0xff;
+	return buf_append(out, b, (size_t)n);
+}
+
+static int put_svint(struct buf *out, int64_t v)
+{
+	return put_uvint(out, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* ---- big numbers ---------------------------------------------------------
+ */
+
+/* Two's-complement big-endian bytes -> decimal text. */
+static int varint_text(const uint8_t *v, size_t len, struct buf *out)
+{
+	if (len == 0)
+		return buf_put_u8(out, '0');
+	bool neg = v[0] & 0x80;
+	uint8_t *mag = malloc(len);
+	char *digs = malloc(len * 3 + 2);
+	if (!mag || !digs) {
+		free(mag);
+		free(digs);
+		return err_set(ERR_NOMEM, "out of memory");
+	}
+	memcpy(mag, v, len);
+	if (neg) { /* negate: invert and add one */
+		unsigned carry = 1;
+		for (size_t i = len; i-- > 0;) {
+			unsigned x = (uint8_t)~mag[i] + carry;
+			mag[i] = (uint8_t)x;
+			carry = x >> 8;
+		}
+	}
+	size_t nd = 0, start = 0;
+	while (start < len && mag[start] == 0)
+		start++;
+	while (start < len) {
+		unsigned rem = 0;
+		for (size_t i = start; i < len; i++) {
+			unsigned x = (rem << 8) | mag[i];
+			mag[i] = (uint8_t)(x / 10);
+			rem = x % 10;
+		}
+		digs[nd++] = (char)('0' + rem);
+		while (start < len && mag[start] == 0)
+			start++;
+	}
+	if (nd == 0)
+		digs[nd++] = '0';
+	int rc = 0;
+	if (neg)
+		rc = buf_put_u8(out, '-');
+	for (size_t i = nd; rc == 0 && i-- > 0;)
+		rc = buf_put_u8(out, (uint8_t)digs[i]);
+	free(mag);
+	free(digs);
+	return rc;
+}
+
+/* Decimal digits -> minimal two's-complement big-endian bytes. */
+static int varint_of_digits(const char *d, size_t n, bool neg, struct buf *out)
+{
+	size_t cap = n / 2 + 3;
+	uint8_t *mag = calloc(cap, 1); /* little-endian */
+	if (!mag)
+		return err_set(ERR_NOMEM, "out of memory");
+	size_t used = 1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned carry = (unsigned)(d[i] - '0');
+		for (size_t j = 0; j < used; j++) {
+			unsigned x = mag[j] * 10u + carry;
+			mag[j] = (uint8_t)x;
+			carry = x >> 8;
+		}
+		if (carry)
+			mag[used++] = (uint8_t)carry;
+	}
+	bool zero = true;
+	for (size_t j = 0; j < used; j++)
+		zero = zero && mag[j] == 0;
+	if (neg && !zero) {
+		unsigned carry = 1;
+		for (size_t j = 0; j < used; j++) {
+			unsigned x = (uint8_t)~mag[j] + carry;
+			mag[j] = (uint8_t)x;
+			carry = x >> 8;
+		}
+		if (!(mag[used - 1] & 0x80))
+			mag[used++] = 0xff;
+	} else if (mag[used - 1] & 0x80) {
+		mag[used++] = 0;
+	}
+	while (used > 1 && ((mag[used - 1] == 0 && !(mag[used - 2] & 0x80)) ||
+			    (mag[used - 1] == 0xff && (mag[used - 2] & 0x80))))
+		used--;
+	uint8_t *dst = buf_extend(out, used);
+	if (dst)
+		for (size_t j = 0; j < used; j++)
+			dst[j] = mag[used - 1 - j];
+	free(mag);
+	return dst ? 0 : -1;
+}
+
+/* BigDecimal.toString: plain when the scale is not negative and the
+ * adjusted exponent is at least -6, else d.dddE+n. */
+static int decimal_text(const uint8_t *v, size_t len, struct buf *out)
+{
+	int32_t scale = (int32_t)(uint32_t)be(v, 4);
+	struct buf u = {0};
+	if (varint_text(v + 4, len - 4, &u) != 0)
+		return -1;
+	const char *c = (const char *)u.data;
+	size_t n = u.len;
+	int rc = 0;
+	if (n && c[0] == '-') {
+		rc = buf_put_u8(out, '-');
+		c++;
+		n--;
+	}
+	int64_t adjusted = -(int64_t)scale + (int64_t)n - 1;
+	if (rc == 0 && scale == 0) {
+		rc = buf_append(out, c, n);
+	} else if (rc == 0 && scale > 0 && adjusted >= -6) {
+		if ((int64_t)n > scale) {
+			size_t ip = n - (size_t)scale;
+			rc = buf_append(out, c, ip);
+			rc = rc ? rc : buf_put_u8(out, '.');
+			rc = rc ? rc : buf_append(out, c + ip, n - ip);
+		} else {
+			rc = buf_append(out, "0.", 2);
+			for (int64_t i = 0; rc == 0 && i < scale - (int64_t)n;
+			     i++)
+				rc = buf_put_u8(out, '0');
+			rc = rc ? rc : buf_append(out, c, n);
+		}
+	} else if (rc == 0) {
+		rc = buf_put_u8(out, (uint8_t)c[0]);
+		if (rc == 0 && n > 1) {
+			rc = buf_put_u8(out, '.');
+			rc = rc ? rc : buf_append(out, c + 1, n - 1);
+		}
+		char e[32];
+		snprintf(e, sizeof(e), "E%s%lld", adjusted >= 0 ? "+" : "",
+			 (long long)adjusted);
+		rc = rc ? rc : buf_append(out, e, strlen(e));
+	}
+	buf_free(&u);
+	return rc;
+}
+
+/* new BigDecimal(String): [+-]digits[.digits][(e|E)[+-]digits]. */
+static int decimal_of_text(const char *s, size_t n, struct buf *out)
+{
+	size_t i = 0;
+	bool neg = false;
+	if (i < n && (s[i] == '+' || s[i] == '-'))
+		neg = s[i++] == '-';
+	char *digs = malloc(n + 1);
+	if (!digs)
+		return err_set(ERR_NOMEM, "out of memory");
+	size_t nd = 0;
+	int64_t frac = 0;
+	bool dot = false;
+	for (; i < n; i++) {
+		if (s[i] >= '0' && s[i] <= '9') {
+			digs[nd++] = s[i];
+			frac += dot;
+		} else if (s[i] == '.' && !dot) {
+			dot = true;
+		} else {
+			break;
+		}
+	}
+	int64_t exp = 0;
+	bool ok = nd > 0;
+	if (ok && i < n) {
+		ok = (s[i] == 'e' || s[i] == 'E') && i + 1 < n;
+		i++;
+		bool eneg = false;
+		if (ok && (s[i] == '+' || s[i] == '-'))
+			eneg = s[i++] == '-';
+		ok = ok && i < n;
+		for (; ok && i < n; i++) {
+			ok = s[i] >= '0' && s[i] <= '9' && exp < 10000000000ll;
+			exp = exp * 10 + (s[i] - '0');
+		}
+		if (eneg)
+			exp = -exp;
+	}
+	int64_t scale = frac - exp;
+	ok = ok && scale >= INT32_MIN && scale <= INT32_MAX;
+	int rc = -1;
+	if (ok && buf_put_be32(out, (uint32_t)(int32_t)scale) == 0)
+		rc = varint_of_digits(digs, nd, neg, out);
+	free(digs);
+	return ok ? rc : 1;
+}
+
+/* ---- dates and times ----------------------------------------------------- */
+
+static void civil_of_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+	z += 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	unsigned doe = (unsigned)(z - era * 146097);
+	unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t yy = (int64_t)yoe + era * 400;
+	unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	unsigned mp = (5 * doy + 2) / 153;
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = yy + (*m <= 2);
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* LocalDate.toString: years past 9999 get a '+', negative ones a '-'. */
+static int put_ymd(struct buf *out, int64_t days)
+{
+	int64_t y;
+	unsigned m, d;
+	civil_of_days(days, &y, &m, &d);
+	char s[48];
+	if (y > 9999)
+		snprintf(s, sizeof(s), "+%lld-%02u-%02u", (long long)y, m, d);
+	else if (y < 0)
+		snprintf(s, sizeof(s), "-%04lld-%02u-%02u", (long long)-y, m,
+			 d);
+	else
+		snprintf(s, sizeof(s), "%04lld-%02u-%02u", (long long)y, m, d);
+	return buf_append(out, s, strlen(s));
+}
+
+static int format_timestamp(int64_t ms, struct buf *out)
+{
+	int64_t days = floor_div(ms, 86400000);
+	int64_t rem = ms - days * 86400000;
+	int64_t y;
+	unsigned mo, d;
+	civil_of_days(days, &y, &mo, &d);
+	char s[80];
+	/* SimpleDateFormat "yyyy-MM-dd HH:mm:ss.SSSX" in UTC; years before
+	 * 1 print as their era's year. */
+	snprintf(s, sizeof(s), "\"%04lld-%02u-%02u %02d:%02d:%02d.%03dZ\"",
+		 (long long)(y > 0 ? y : 1 - y), mo, d, (int)(rem / 3600000),
+		 (int)(rem / 60000 % 60), (int)(rem / 1000 % 60),
+		 (int)(rem % 1000));
+	return buf_append(out, s, strlen(s));
+}
+
+/* Duration.toString: 1y2mo3d4h5m6s7ms8us9ns, '-' first when negative. */
+static int format_duration(const uint8_t *v, size_t len, struct buf *out)
+{
+	const uint8_t *p = v, *end = v + len;
+	int64_t months, days, nanos;
+	if (read_svint(&p, end, &months) || read_svint(&p, end, &days) ||
+	    read_svint(&p, end, &nanos) || p != end)
+		return -1;
+	char s[160];
+	size_t k = 0;
+	s[k++] = '"';
+	if (months < 0 || days < 0 || nanos < 0)
+		s[k++] = '-';
+	struct {
+		uint64_t *val;
+		uint64_t div;
+		const char *unit;
+	} parts[9];
+	uint64_t mo = months < 0 ? -(uint64_t)months : (uint64_t)months;
+	uint64_t dd = days < 0 ? -(uint64_t)days : (uint64_t)days;
+	uint64_t ns = nanos < 0 ? -(uint64_t)nanos : (uint64_t)nanos;
+	parts[0].val = &mo, parts[0].div = 12, parts[0].unit = "y";
+	parts[1].val = &mo, parts[1].div = 1, parts[1].unit = "mo";
+	parts[2].val = &dd, parts[2].div = 1, parts[2].unit = "d";
+	parts[3].val = &ns, parts[3].div = 3600000000000ull,
+	parts[3].unit = "h";
+	parts[4].val = &ns, parts[4].div = 60000000000ull, parts[4].unit = "m";
+	parts[5].val = &ns, parts[5].div = 1000000000ull, parts[5].unit = "s";
+	parts[6].val = &ns, parts[6].div = 1000000ull, parts[6].unit = "ms";
+	parts[7].val = &ns, parts[7].div = 1000ull, parts[7].unit = "us";
+	parts[8].val = &ns, parts[8].div = 1ull, parts[8].unit = "ns";
+	for (int i = 0; i < 9; i++) {
+		uint64_t x = *parts[i].val;
+		if (x == 0 || x < parts[i].div)
+			continue;
+		k += (size_t)snprintf(s + k, sizeof(s) - k, "%llu%s",
+				      (unsigned long long)(x / parts[i].div),
+				      parts[i].unit);
+		*parts[i].val = x % parts[i].div;
+	}
+	s[k++] = '"';
+	return buf_append(out, s, k);
+}
+
+/* ---- value -> JSON ------------------------------------------------------- */
+
+static int format_value(const struct cql_json_type *t, const uint8_t *v,
+			size_t len, struct buf *out, int depth);
+
+static bool is_fixed(uint16_t kind, size_t *width)
+{
+	switch (kind) {
+	case STORAGE_TYPE_BOOLEAN:
+		*width = 1;
+		return true;
+	case STORAGE_TYPE_INT:
+	case STORAGE_TYPE_FLOAT:
+	case STORAGE_TYPE_DATE:
+		*width = 4;
+		return true;
+	case STORAGE_TYPE_BIGINT:
+	case STORAGE_TYPE_DOUBLE:
+	case STORAGE_TYPE_TIMESTAMP:
+	case STORAGE_TYPE_TIME:
+	case CQL_JSON_TYPE_COUNTER:
+		*width = 8;
+		return true;
+	case STORAGE_TYPE_UUID:
+	case STORAGE_TYPE_TIMEUUID:
+		*width = 16;
+		return true;
+	}
+	return false;
+}
+
+/* The next [int len][bytes] of a collection, tuple or UDT (len < 0: null,
+ * *ev NULL). 1 at the end of the bytes. */
+static int next_elem(const uint8_t **p, const uint8_t *end, const uint8_t **ev,
+		     size_t *elen)
+{
+	if (*p == end)
+		return 1;
+	if (end - *p < 4)
+		return -1;
+	int32_t n = (int32_t)(uint32_t)be(*p, 4);
+	*p += 4;
+	if (n < 0) {
+		*ev = NULL;
+		*elen = 0;
+		return 0;
+	}
+	if (end - *p < n)
+		return -1;
+	*ev = *p;
+	*elen = (size_t)n;
+	*p += n;
+	return 0;
+}
+
+static int format_sep(struct buf *out, size_t i)
+{
+	return i > 0 ? buf_append(out, ", ", 2) : 0;
+}
+
+static int format_elem(const struct cql_json_type *t, const uint8_t *ev,
+		       size_t elen, struct buf *out, int depth)
+{
+	if (!ev)
+		return buf_append(out, "null", 4);
+	return format_value(t, ev, elen, out, depth + 1);
+}
+
+static int format_collection(const struct cql_json_type *t, const uint8_t *v,
+			     size_t len, struct buf *out, int depth)
+{
+	const uint8_t *p = v, *end = v + len;
+	if (len < 4)
+		return malformed(t);
+	int32_t n = (int32_t)(uint32_t)be(p, 4);
+	p += 4;
+	bool map = t->kind == CQL_JSON_TYPE_MAP;
+	if (buf_put_u8(out, map ? '{' : '[') != 0)
+		return -1;
+	for (int32_t i = 0; i < n; i++) {
+		const uint8_t *ev;
+		size_t elen;
+		if (next_elem(&p, end, &ev, &elen) != 0)
+			return malformed(t);
+		if (format_sep(out, (size_t)i) != 0)
+			return -1;
+		if (!map) {
+			if (format_elem(&t->sub[0], ev, elen, out, depth) != 0)
+				return -1;
+			continue;
+		}
+		/* A key whose JSON is not a string is quoted as one. */
+		struct buf key = {0};
+		int rc = format_elem(&t->sub[0], ev, elen, &key, depth);
+		if (rc == 0 && key.len && key.data[0] == '"') {
+			rc = buf_append(out, key.data, key.len);
+		} else if (rc == 0) {
+			rc = buf_put_u8(out, '"');
+			rc = rc ? rc
+				: cql_json_quote(out, (const char *)key.data,
+						 key.len);
+			rc = rc ? rc : buf_put_u8(out, '"');
+		}
+		buf_free(&key);
+		if (rc != 0 || buf_append(out, ": ", 2) != 0)
+			return -1;
+		if (next_elem(&p, end, &ev, &elen) != 0)
+			return malformed(t);
+		if (format_elem(&t->sub[1], ev, elen, out, depth) != 0)
+			return -1;
+	}
+	if (p != end)
+		return malformed(t);
+	return buf_put_u8(out, map ? '}' : ']');
+}
+
+/* Tuples and UDTs: fields missing at the end (a UDT altered since) are
+ * null. */
+static int format_fields(const struct cql_json_type *t, const uint8_t *v,
+			 size_t len, struct buf *out, int depth)
+{
+	const uint8_t *p = v, *end = v + len;
+	bool udt = t->kind == CQL_JSON_TYPE_UDT;
+	if (buf_put_u8(out, udt ? '{' : '[') != 0)
+		return -1;
+	for (size_t i = 0; i < t->count; i++) {
+		const uint8_t *ev = NULL;
+		size_t elen = 0;
+		int rc = next_elem(&p, end, &ev, &elen);
+		if (rc < 0)
+			return malformed(t);
+		if (rc == 1)
+			ev = NULL;
+		if (format_sep(out, i) != 0)
+			return -1;
+		if (udt) {
+			const char *f = t->names[i];
+			if (cql_json_key(out, f, strlen(f)) != 0 ||
+			    buf_append(out, ": ", 2) != 0)
+				return -1;
+		}
+		if (format_elem(&t->sub[i], ev, elen, out, depth) != 0)
+			return -1;
+	}
+	return buf_put_u8(out, udt ? '}' : ']');
+}
+
+static int format_vector(const struct cql_json_type *t, const uint8_t *v,
+			 size_t len, struct buf *out, int depth)
+{
+	const uint8_t *p = v, *end = v + len;
+	size_t width;
+	bool fixed = is_fixed(t->sub[0].kind, &width);
+	if (buf_put_u8(out, '[') != 0)
+		return -1;
+	for (uint32_t i = 0; i < t->dimension; i++) {
+		size_t elen = width;
+		if (!fixed) {
+			uint64_t n;
+			if (read_uvint(&p, end, &n) != 0 ||
+			    n > (uint64_t)(end - p))
+				return malformed(t);
+			elen = (size_t)n;
+		}
+		if ((size_t)(end - p) < elen)
+			return malformed(t);
+		if (format_sep(out, i) != 0 ||
+		    format_value(&t->sub[0], p, elen, out, depth + 1) != 0)
+			return -1;
+		p += elen;
+	}
+	if (p != end)
+		return malformed(t);
+	return buf_put_u8(out, ']');
+}
+
+static int format_inet(const uint8_t *v, size_t len, struct buf *out)
+{
+	char s[64];
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0,    0,
+					   0, 0, 0, 0, 0xff, 0xff};
+	if (len == 16 && memcmp(v, mapped, 12) == 0) {
+		v += 12; /* Java reads an IPv4-mapped address as IPv4 */
+		len = 4;
+	}
+	if (len == 4) {
+		snprintf(s, sizeof(s), "\"%u.%u.%u.%u\"", v[0], v[1], v[2],
+			 v[3]);
+	} else if (len == 16) {
+		size_t k = 0;
+		s[k++] = '"';
+		for (int i = 0; i < 8; i++)
+			k += (size_t)snprintf(s + k, sizeof(s) - k, "%s%x",
+					      i ? ":" : "",
+					      (unsigned)be(v + 2 * i, 2));
+		s[k++] = '"';
+		s[k] = 0;
+	} else {
+		return -1;
+	}
+	return buf_append(out, s, strlen(s));
+}
+
+static int format_value(const struct cql_json_type *t, const uint8_t *v,
+			size_t len, struct buf *out, int depth)
+{
+	char s[96];
+	size_t width;
+	if (depth > CQL_JSON_MAX_DEPTH)
+		return malformed(t);
+	switch (t->kind) {
+	case STORAGE_TYPE_ASCII:
+	case STORAGE_TYPE_TEXT:
+		if (buf_put_u8(out, '"') != 0 ||
+		    cql_json_quote(out, (const char *)v, len) != 0)
+			return -1;
+		return buf_put_u8(out, '"');
+	case STORAGE_TYPE_BLOB: {
+		static const char hex[] = "0123456789abcdef";
+		uint8_t *d = buf_extend(out, 4 + 2 * len);
+		if (!d)
+			return -1;
+		memcpy(d, "\"0x", 3);
+		for (size_t i = 0; i < len; i++) {
+			d[3 + 2 * i] = (uint8_t)hex[v[i] >> 4];
+			d[4 + 2 * i] = (uint8_t)hex[v[i] & 15];
+		}
+		d[3 + 2 * len] = '"';
+		return 0;
+	}
+	case STORAGE_TYPE_VARINT:
+		if (len == 0)
+			return buf_append(out, "\"\"", 2);
+		return varint_text(v, len, out);
+	case STORAGE_TYPE_DECIMAL:
+		if (len == 0)
+			return buf_append(out, "\"\"", 2);
+		if (len < 4)
+			return malformed(t);
+		return decimal_text(v, len, out);
+	case STORAGE_TYPE_INET:
+		if (len == 0)
+			return buf_append(out, "\"\"", 2);
+		return format_inet(v, len, out) ? malformed(t) : 0;
+	case STORAGE_TYPE_TINYINT:
+	case STORAGE_TYPE_SMALLINT:
+		if (len == 0)
+			return buf_append(out, "\"\"", 2);
+		if (len != (t->kind == STORAGE_TYPE_TINYINT ? 1u : 2u))
+			return malformed(t);
+		snprintf(s, sizeof(s), "%d",
+			 len == 1 ? (int)(int8_t)v[0]
+				  : (int)(int16_t)(uint16_t)be(v, 2));
+		return buf_append(out, s, strlen(s));
+	case CQL_JSON_TYPE_DURATION:
+		if (len == 0)
+			return buf_append(out, "\"\"", 2);
+		return format_duration(v, len, out) ? malformed(t) : 0;
+	case CQL_JSON_TYPE_LIST:
+	case CQL_JSON_TYPE_SET:
+	case CQL_JSON_TYPE_MAP:
+		return format_collection(t, v, len, out, depth);
+	case CQL_JSON_TYPE_TUPLE:
+	case CQL_JSON_TYPE_UDT:
+		return format_fields(t, v, len, out, depth);
+	case CQL_JSON_TYPE_VECTOR:
+		return format_vector(t, v, len, out, depth);
+	default:
+		break;
+	}
+	if (!is_fixed(t->kind, &width))
+		return malformed(t);
+	if (len == 0)
+		return buf_append(out, "\"\"", 2);
+	if (len != width)
+		return malformed(t);
+	uint64_t x = be(v, len < 8 ? len : 8);
+	switch (t->kind) {
+	case STORAGE_TYPE_BOOLEAN:
+		snprintf(s, sizeof(s), "%s", v[0] ? "true" : "false");
+		break;
+	case STORAGE_TYPE_INT:
+		snprintf(s, sizeof(s), "%d", (int32_t)(uint32_t)x);
+		break;
+	case STORAGE_TYPE_BIGINT:
+	case CQL_JSON_TYPE_COUNTER:
+		snprintf(s, sizeof(s), "%lld", (long long)(int64_t)x);
+		break;
+	case STORAGE_TYPE_FLOAT: {
+		uint32_t b = (uint32_t)x;
+		float f;
+		memcpy(&f, &b, 4);
+		if (isnan(f) || isinf(f))
+			snprintf(s, sizeof(s), "null");
+		else
+			cql_json_java_float(f, s, sizeof(s));
+		break;
+	}
+	case STORAGE_TYPE_DOUBLE: {
+		double d;
+		memcpy(&d, &x, 8);
+		if (isnan(d) || isinf(d))
+			snprintf(s, sizeof(s), "null");
+		else
+			cql_json_java_double(d, s, sizeof(s));
+		break;
+	}
+	case STORAGE_TYPE_TIMESTAMP:
+		return format_timestamp((int64_t)x, out);
+	case STORAGE_TYPE_DATE:
+		if (buf_put_u8(out, '"') != 0 ||
+		    put_ymd(out, (int64_t)x - (1ll << 31)) != 0)
+			return -1;
+		return buf_put_u8(out, '"');
+	case STORAGE_TYPE_TIME: {
+		int64_t ns = (int64_t)x;
+		if (ns < 0 || ns >= 86400000000000ll)
+			return malformed(t);
+		snprintf(s, sizeof(s), "\"%02d:%02d:%02d.%09lld\"",
+			 (int)(ns / 3600000000000ll),
+			 (int)(ns / 60000000000ll % 60),
+			 (int)(ns / 1000000000ll % 60),
+			 (long long)(ns % 1000000000ll));
+		break;
+	}
+	case STORAGE_TYPE_UUID:
+	case STORAGE_TYPE_TIMEUUID: {
+		char u[UUID_TEXT_LEN + 1];
+		uuid_format(v, u);
+		snprintf(s, sizeof(s), "\"%s\"", u);
+		break;
+	}
+	default:
+		return malformed(t);
+	}
+	return buf_append(out, s, strlen(s));
+}
+
+int cql_json_format(const struct cql_json_type *t, const uint8_t *v, size_t len,
+		    struct buf *out)
+{
+	size_t mark = out->len;
+	if (format_value(t, v, len, out, 0) != 0) {
+		out->len = mark;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- JSON -> value ------------------------------------------------------- */
+
+static int expected(const char *what, const struct cql_json *j)
+{
+	struct buf b = {0};
+	cql_json_java_text(j, &b);
+	int rc = err_set(ERR_INVALID, "Expected %s, but got a %s: %.*s", what,
+			 cql_json_java_class(j),
+			 (int)(b.len > 200 ? 200 : b.len),
+			 b.data ? (const char *)b.data : "");
+	buf_free(&b);
+	return rc;
+}
+
+/* Java's toString of the parsed value, for types that parse it as text. */
+static int java_string(const struct cql_json *j, struct arena *a,
+		       const char **s, size_t *n)
+{
+	if (j->kind == CQL_JSON_STRING) {
+		*s = j->text;
+		*n = j->len;
+		return 0;
+	}
+	struct buf b = {0};
+	if (cql_json_java_text(j, &b) != 0)
+		return -1;
+	*s = arena_memdup(a, b.data, b.len);
+	*n = b.len;
+	buf_free(&b);
+	return *s ? 0 : err_set(ERR_NOMEM, "out of memory");
+}
+
+/* Integer.parseInt and friends: [+-]digits within `bits`. */
+static bool java_int(const char *s, size_t n, int bits, int64_t *out)
+{
+	size_t i = 0;
+	bool neg = false;
+	if (n && (s[0] == '+' || s[0] == '-'))
+		neg = s[i++] == '-';
+	if (i == n)
+		return false;
+	uint64_t lim = (1ull << (bits - 1)) - (neg ? 0 : 1);
+	uint64_t v = 0;
+	for (; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+		if (v > lim)
+			return false;
+	}
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return true;
+}
+
+/* Double.valueOf: trimmed, an optional f/d suffix, NaN and Infinity as
+ * Java spells them. */
+static bool java_double(const char *s, size_t n, double *out)
+{
+	while (n && (unsigned char)*s <= ' ')
+		s++, n--;
+	while (n && (unsigned char)s[n - 1] <= ' ')
+		n--;
+	if (n == 0 || n > 400)
+		return false;
+	char tmp[420];
+	memcpy(tmp, s, n);
+	tmp[n] = 0;
+	const char *body = tmp + (tmp[0] == '+' || tmp[0] == '-');
+	if (strcmp(body, "NaN") == 0 || strcmp(body, "Infinity") == 0) {
+		*out = strcmp(body, "NaN") == 0 ? NAN
+		       : tmp[0] == '-'          ? -INFINITY
+						: INFINITY;
+		return true;
+	}
+	for (const char *q = body; *q; q++)
+		if (!((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' ||
+		      *q == 'E' || *q == '+' || *q == '-' || *q == 'x' ||
+		      *q == 'X' || *q == 'p' || *q == 'P' ||
+		      (*q >= 'a' && *q <= 'f') || (*q >= 'A' && *q <= 'F')))
+			return false;
+	if (n > 1 && strchr("fFdD", tmp[n - 1]) &&
+	    !(body[0] == '0' && (body[1] == 'x' || body[1] == 'X')))
+		tmp[--n] = 0;
+	char *end;
+	*out = strtod(tmp, &end);
+	return end != tmp && *end == 0;
+}
+
+static int put_float(struct buf *out, bool dbl, double v)
+{
+	if (dbl) {
+		uint64_t b;
+		memcpy(&b, &v, 8);
+		return buf_put_be64(out, b);
+	}
+	float f = (float)v;
+	uint32_t b;
+	memcpy(&b, &f, 4);
+	return buf_put_be32(out, b);
+}
+
+/* fmt is a message with one %.*s, for the value's text. */
+static int bad_text(const char *fmt, const char *s, size_t n)
+{
+	const char *hole = strstr(fmt, "%.*s");
+	return err_set(ERR_INVALID, "%.*s%.*s%s", (int)(hole - fmt), fmt,
+		       (int)(n > 200 ? 200 : n), s, hole + 4);
+}
+
+/* Duration.from: 1h30m (y mo w d h m s ms us µs ns), ISO 8601 P1DT2H,
+ * P2W and P0001-02-03T04:05:06, with an optional leading '-'. */
+static bool duration_of_text(const char *s, size_t n, int64_t *months,
+			     int64_t *days, int64_t *nanos)
+{
+	size_t i = 0;
+	bool neg = n && s[0] == '-';
+	i += neg;
+	*months = *days = *nanos = 0;
+	if (i == n)
+		return false;
+	static const struct {
+		const char *u;
+		int what; /* 0 months, 1 days, 2 nanos */
+		int64_t mul;
+	} std_units[] = {
+		{"mo", 0, 1},
+		{"ms", 2, 1000000},
+		{"us", 2, 1000},
+		{"\xc2\xb5s", 2, 1000},
+		{"ns", 2, 1},
+		{"y", 0, 12},
+		{"w", 1, 7},
+		{"d", 1, 1},
+		{"h", 2, 3600000000000ll},
+		{"m", 2, 60000000000ll},
+		{"s", 2, 1000000000ll},
+	};
+	int64_t *slot[3] = {months, days, nanos};
+	if (s[i] == 'P') {
+		i++;
+		if (i == n)
+			return false;
+		if (memchr(s + i, '-', n - i)) { /* PYYYY-MM-DDThh:mm:ss */
+			int y, mo, d, h, mi, se;
+			char tmp[64];
+			if (n - i >= sizeof(tmp))
+				return false;
+			memcpy(tmp, s + i, n - i);
+			tmp[n - i] = 0;
+			int used = 0;
+			if (sscanf(tmp, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo,
+				   &d, &h, &mi, &se, &used) != 6 ||
+			    (size_t)used != n - i)
+				return false;
+			*months = (int64_t)y * 12 + mo;
+			*days = d;
+			*nanos = ((int64_t)h * 3600 + mi * 60 + se) *
+				 1000000000ll;
+		} else {
+			bool time = false, any = false;
+			while (i < n) {
+				if (s[i] == 'T' && !time) {
+					time = true;
+					i++;
+					continue;
+				}
+				int64_t v = 0;
+				size_t d0 = i;
+				while (i < n && s[i] >= '0' && s[i] <= '9' &&
+				       v < 100000000000ll)
+					v = v * 10 + (s[i++] - '0');
+				if (i == d0 || i == n)
+					return false;
+				char u = s[i++];
+				any = true;
+				if (!time && u == 'Y')
+					*months += v * 12;
+				else if (!time && u == 'M')
+					*months += v;
+				else if (!time && u == 'W')
+					*days += v * 7;
+				else if (!time && u == 'D')
+					*days += v;
+				else if (time && u == 'H')
+					*nanos += v * 3600000000000ll;
+				else if (time && u == 'M')
+					*nanos += v * 60000000000ll;
+				else if (time && u == 'S')
+					*nanos += v * 1000000000ll;
+				else
+					return false;
+			}
+			if (!any)
+				return false;
+		}
+	} else {
+		while (i < n) {
+			int64_t v = 0;
+			size_t d0 = i;
+			while (i < n && s[i] >= '0' && s[i] <= '9' &&
+			       v < 100000000000ll)
+				v = v * 10 + (s[i++] - '0');
+			if (i == d0 || i == n)
+				return false;
+			size_t k = 0,
+			       nu = sizeof(std_units) / sizeof(std_units[0]);
+			for (; k < nu; k++) {
+				size_t ul = strlen(std_units[k].u);
+				if (n - i >= ul &&
+				    strncasecmp(s + i, std_units[k].u, ul) == 0)
+					break;
+			}
+			if (k == nu)
+				return false;
+			i += strlen(std_units[k].u);
+			*slot[std_units[k].what] += v * std_units[k].mul;
+		}
+	}
+	if (*months > INT32_MAX || *days > INT32_MAX)
+		return false;
+	if (neg) {
+		*months = -*months;
+		*days = -*days;
+		*nanos = -*nanos;
+	}
+	return true;
+}
+
+static bool all_digits(const char *s, size_t n)
+{
+	size_t i = n && s[0] == '-';
+	if (i == n)
+		return false;
+	for (; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+static int parse_inet(const char *s, size_t n, struct buf *out)
+{
+	char tmp[64];
+	if (n >= sizeof(tmp))
+		return 1;
+	memcpy(tmp, s, n);
+	tmp[n] = 0;
+	uint8_t a[16];
+	if (inet_pton(AF_INET, tmp, a) == 1)
+		return buf_append(out, a, 4);
+	if (inet_pton(AF_INET6, tmp, a) == 1)
+		return buf_append(out, a, 16);
+	return 1;
+}
+
+/* A simple type's fromString. */
+static int from_string(const struct cql_json_type *t, const char *s, size_t n,
+		       struct buf *out)
+{
+	int64_t v;
+	double d;
+	uint8_t u[16];
+	switch (t->kind) {
+	case STORAGE_TYPE_ASCII:
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)s[i] >= 0x80)
+				return err_set(ERR_INVALID,
+					       "Invalid ASCII character in "
+					       "string literal: "
+					       "java.nio.charset."
+					       "UnmappableCharacterException: "
+					       "Input length = 1");
+		return buf_append(out, s, n);
+	case STORAGE_TYPE_TEXT:
+		if (!storage_utf8_valid((const uint8_t *)s, n))
+			return err_set(ERR_INVALID, "String didn't validate.");
+		return buf_append(out, s, n);
+	case STORAGE_TYPE_INT:
+	case STORAGE_TYPE_BIGINT:
+	case CQL_JSON_TYPE_COUNTER:
+	case STORAGE_TYPE_SMALLINT:
+	case STORAGE_TYPE_TINYINT: {
+		static const struct {
+			uint16_t kind;
+			int bits;
+			const char *java;
+		} ints[] = {
+			{STORAGE_TYPE_INT, 32, "int"},
+			{STORAGE_TYPE_BIGINT, 64, "long"},
+			{CQL_JSON_TYPE_COUNTER, 64, "long"},
+			{STORAGE_TYPE_SMALLINT, 16, "short"},
+			{STORAGE_TYPE_TINYINT, 8, "byte"},
+		};
+		size_t k = 0;
+		while (ints[k].kind != t->kind)
+			k++;
+		if (n == 0)
+			return 0;
+		if (!java_int(s, n, ints[k].bits, &v))
+			return err_set(
+				ERR_INVALID, "Unable to make %s from '%.*s'",
+				ints[k].java, (int)(n > 200 ? 200 : n), s);
+		uint8_t b[8];
+		size_t w = (size_t)ints[k].bits / 8;
+		for (size_t i = 0; i < w; i++)
+			b[i] = (uint8_t)((uint64_t)v >> (8 * (w - 1 - i)));
+		return buf_append(out, b, w);
+	}
+	case STORAGE_TYPE_FLOAT:
+	case STORAGE_TYPE_DOUBLE: {
+		bool dbl = t->kind == STORAGE_TYPE_DOUBLE;
+		if (n == 0)
+			return 0;
+		if (!java_double(s, n, &d))
+			return err_set(ERR_INVALID,
+				       "Unable to make %s from '%.*s'",
+				       dbl ? "double" : "float",
+				       (int)(n > 200 ? 200 : n), s);
+		return put_float(out, dbl, d);
+	}
+	case STORAGE_TYPE_BOOLEAN:
+		if (n == 0)
+			return 0;
+		if (n == 4 && strncasecmp(s, "true", 4) == 0)
+			return buf_put_u8(out, 1);
+		if (n == 5 && strncasecmp(s, "false", 5) == 0)
+			return buf_put_u8(out, 0);
+		return bad_text("Unable to make boolean from '%.*s'", s, n);
+	case STORAGE_TYPE_TIMESTAMP:
+		if (n == 0)
+			return 0;
+		if (all_digits(s, n) && java_int(s, n, 64, &v))
+			return buf_put_be64(out, (uint64_t)v);
+		if (cql_parse_timestamp(s, n, &v) != 0)
+			return -1;
+		return buf_put_be64(out, (uint64_t)v);
+	case STORAGE_TYPE_DATE:
+		if (n == 0)
+			return 0;
+		if (all_digits(s, n)) {
+			if (!java_int(s, n, 64, &v) || v < 0 || v > UINT32_MAX)
+				return bad_text("Unable to coerce '%.*s' to "
+						"a formatted date (long)",
+						s, n);
+			return buf_put_be32(out, (uint32_t)v);
+		}
+		if (cql_parse_date(s, n, &v) != 0)
+			return -1;
+		return buf_put_be32(out, (uint32_t)(v + (1ll << 31)));
+	case STORAGE_TYPE_TIME:
+		if (n == 0)
+			return 0;
+		if (all_digits(s, n)) {
+			if (!java_int(s, n, 64, &v) || v < 0 ||
+			    v >= 86400000000000ll)
+				return bad_text("Unable to make long (for "
+						"time) from: '%.*s'",
+						s, n);
+			return buf_put_be64(out, (uint64_t)v);
+		}
+		if (cql_parse_time(s, n, &v) != 0)
+			return bad_text("(TimeType) Unable to coerce '%.*s' "
+					"to a formatted time (long)",
+					s, n);
+		return buf_put_be64(out, (uint64_t)v);
+	case STORAGE_TYPE_UUID:
+	case STORAGE_TYPE_TIMEUUID:
+		if (n == 0)
+			return 0;
+		if (n != UUID_TEXT_LEN || uuid_parse_n(s, u) != 0)
+			return bad_text(
+				t->kind == STORAGE_TYPE_UUID
+					? "Unable to make UUID from '%.*s'"
+					: "Unknown timeuuid representation: "
+					  "%.*s",
+				s, n);
+		if (t->kind == STORAGE_TYPE_TIMEUUID && (u[6] >> 4) != 1)
+			return err_set(ERR_INVALID, "TimeUUID supports only "
+						    "version 1 UUIDs");
+		return buf_append(out, u, 16);
+	case STORAGE_TYPE_INET: {
+		if (n == 0)
+			return 0;
+		int rc = parse_inet(s, n, out);
+		if (rc == 1)
+			return bad_text("Unable to make inet address from "
+					"'%.*s'",
+					s, n);
+		return rc;
+	}
+	case CQL_JSON_TYPE_DURATION: {
+		int64_t mo, dd, ns;
+		if (!duration_of_text(s, n, &mo, &dd, &ns))
+			return bad_text("Unable to convert '%.*s' to a "
+					"duration",
+					s, n);
+		if (put_svint(out, mo) || put_svint(out, dd) ||
+		    put_svint(out, ns))
+			return -1;
+		return 0;
+	}
+	}
+	return err_set(ERR_INVALID, "Unsupported type 0x%04x for JSON",
+		       t->kind);
+}
+
+static int decode_value(const struct cql_json_type *t, const struct cql_json *j,
+			struct arena *a, struct buf *out, int depth);
+
+/* Collections, tuples and UDTs take a string holding their JSON. */
+static int unwrap_string(const struct cql_json **j, struct arena *a)
+{
+	if ((*j)->kind != CQL_JSON_STRING)
+		return 0;
+	const struct cql_json *inner;
+	if (cql_json_parse((*j)->text, (*j)->len, a, &inner) != 0) {
+		if (err_code() == ERR_NOMEM)
+			return -1;
+		char m[ERR_MSG_MAX];
+		snprintf(m, sizeof(m), "%s", err_msg());
+		return err_set(ERR_INVALID, "Error decoding JSON string: %s",
+			       m);
+	}
+	*j = inner;
+	return 0;
+}
+
+struct elem {
+	size_t off, len;
+	size_t idx; /* input position, so repeats keep their order */
+	size_t val; /* a map key's value element */
+};
+
+struct sort_ctx {
+	uint16_t kind;
+	const uint8_t *base;
+};
+
+/* Set elements and map keys in their type's order, as Cassandra's
+ * DelayedValues sort them. */
+static int elem_cmp(const void *x, const void *y, void *arg)
+{
+	const struct elem *a = x, *b = y;
+	const struct sort_ctx *c = arg;
+	int r = storage_value_cmp(c->kind, c->base + a->off, a->len,
+				  c->base + b->off, b->len);
+	if (r != 0)
+		return r;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static bool simple_kind(uint16_t kind)
+{
+	return storage_type_kind_valid(kind) &&
+	       !storage_type_is_collection(kind);
+}
+
+static int put_elem(struct buf *out, const struct buf *v)
+{
+	if (buf_put_be32(out, (uint32_t)v->len) != 0)
+		return -1;
+	return buf_append(out, v->data, v->len);
+}
+
+static int decode_collection(const struct cql_json_type *t,
+			     const struct cql_json *j, struct arena *a,
+			     struct buf *out, int depth)
+{
+	bool map = t->kind == CQL_JSON_TYPE_MAP;
+	bool set = t->kind == CQL_JSON_TYPE_SET;
+	if (unwrap_string(&j, a) != 0)
+		return -1;
+	if (map && j->kind != CQL_JSON_OBJECT)
+		return expected("a map", j);
+	if (!map && j->kind != CQL_JSON_ARRAY)
+		return expected(set ? "a list (representing a set)" : "a list",
+				j);
+	size_t n = map ? j->count / 2 : j->count;
+	struct buf vals = {0};
+	struct elem *el = calloc(n ? n * (map ? 2 : 1) : 1, sizeof(*el));
+	if (!el)
+		return err_set(ERR_NOMEM, "out of memory");
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < j->count; i++) {
+		const struct cql_json *x = &j->items[i];
+		const struct cql_json_type *et =
+			map && (i & 1) ? &t->sub[1] : &t->sub[0];
+		if (x->kind == CQL_JSON_NULL) {
+			rc = err_set(ERR_INVALID,
+				     map   ? "Invalid null value in map"
+				     : set ? "Invalid null element in set"
+					   : "Invalid null element in list");
+			break;
+		}
+		size_t off = vals.len;
+		rc = decode_value(et, x, a, &vals, depth + 1);
+		if (rc == 1)
+			rc = 0;
+		el[i].off = off;
+		el[i].len = vals.len - off;
+	}
+	/* Sorted and without repeats (a map keeps the last value) for
+	 * simple element types; others are normalized by whoever stores a
+	 * frozen value. */
+	size_t step = map ? 2 : 1, kept = n;
+	if (rc == 0 && (map || set) && n > 1 && simple_kind(t->sub[0].kind)) {
+		struct elem *keys = calloc(n, sizeof(*keys));
+		if (!keys) {
+			rc = err_set(ERR_NOMEM, "out of memory");
+		} else {
+			for (size_t i = 0; i < n; i++) {
+				keys[i] = el[i * step];
+				keys[i].idx = i;
+				keys[i].val = i * step + (map ? 1 : 0);
+			}
+			struct sort_ctx c = {t->sub[0].kind, vals.data};
+			qsort_r(keys, n, sizeof(*keys), elem_cmp, &c);
+			kept = 0;
+			for (size_t i = 0; i < n; i++) {
+				struct elem k = keys[i];
+				k.idx = 0;
+				if (kept > 0) {
+					struct elem prev = keys[kept - 1];
+					prev.idx = 0;
+					if (elem_cmp(&prev, &k, &c) == 0) {
+						keys[kept - 1].val =
+							keys[i].val;
+						continue;
+					}
+				}
+				keys[kept++] = keys[i];
+			}
+			struct elem *sorted =
+				calloc(kept * step, sizeof(*sorted));
+			if (!sorted) {
+				rc = err_set(ERR_NOMEM, "out of memory");
+			} else {
+				for (size_t i = 0; i < kept; i++) {
+					sorted[i * step] = keys[i];
+					if (map)
+						sorted[i * step + 1] =
+							el[keys[i].val];
+				}
+				free(el);
+				el = sorted;
+			}
+			free(keys);
+		}
+	}
+	if (rc == 0)
+		rc = buf_put_be32(out, (uint32_t)kept);
+	for (size_t i = 0; rc == 0 && i < kept * step; i++) {
+		struct buf v = {vals.data + el[i].off, el[i].len, el[i].len};
+		rc = put_elem(out, &v);
+	}
+	free(el);
+	buf_free(&vals);
+	return rc;
+}
+
+static int decode_tuple(const struct cql_json_type *t, const struct cql_json *j,
+			struct arena *a, struct buf *out, int depth)
+{
+	if (unwrap_string(&j, a) != 0)
+		return -1;
+	if (j->kind != CQL_JSON_ARRAY)
+		return expected("a list representation of a tuple", j);
+	if (j->count != t->count) {
+		struct buf b = {0};
+		cql_json_java_text(j, &b);
+		int rc = err_set(
+			ERR_INVALID, "Tuple %s items (expected %u): %.*s",
+			j->count > t->count ? "contains extra" : "is missing",
+			(unsigned)t->count, (int)(b.len > 200 ? 200 : b.len),
+			b.data ? (const char *)b.data : "");
+		buf_free(&b);
+		return rc;
+	}
+	for (size_t i = 0; i < t->count; i++) {
+		size_t mark = out->len;
+		if (buf_put_be32(out, 0) != 0)
+			return -1;
+		int rc = j->items[i].kind == CQL_JSON_NULL
+				 ? 1
+				 : decode_value(&t->sub[i], &j->items[i], a,
+						out, depth + 1);
+		if (rc < 0)
+			return -1;
+		uint32_t len =
+			rc == 1 ? 0xffffffffu : (uint32_t)(out->len - mark - 4);
+		for (int b = 0; b < 4; b++)
+			out->data[mark + (size_t)b] =
+				(uint8_t)(len >> (24 - 8 * b));
+	}
+	return 0;
+}
+
+static int decode_udt(const struct cql_json_type *t, const struct cql_json *j,
+		      struct arena *a, struct buf *out, int depth)
+{
+	if (unwrap_string(&j, a) != 0)
+		return -1;
+	if (j->kind != CQL_JSON_OBJECT)
+		return expected("a map", j);
+	const struct cql_json **field =
+		calloc(t->count ? t->count : 1, sizeof(*field));
+	if (!field)
+		return err_set(ERR_NOMEM, "out of memory");
+	int rc = 0;
+	for (size_t e = 0; rc == 0 && e < j->count; e += 2) {
+		const char *k = j->items[e].text;
+		size_t kn = j->items[e].len;
+		bool quoted = kn >= 2 && k[0] == '"' && k[kn - 1] == '"';
+		if (quoted) {
+			k++;
+			kn -= 2;
+		}
+		size_t f = 0;
+		for (; f < t->count; f++) {
+			const char *name = t->names[f];
+			if (strlen(name) != kn)
+				continue;
+			bool same = true;
+			for (size_t c = 0; same && c < kn; c++) {
+				char x = k[c];
+				if (!quoted && x >= 'A' && x <= 'Z')
+					x = (char)(x + 32);
+				same = x == name[c];
+			}
+			if (same)
+				break;
+		}
+		if (f == t->count)
+			rc = err_set(ERR_INVALID,
+				     "Unknown field '%.*s' in value of user "
+				     "defined type %s",
+				     (int)(kn > 100 ? 100 : kn), k,
+				     t->name ? t->name : "");
+		else
+			field[f] = &j->items[e + 1];
+	}
+	for (size_t i = 0; rc == 0 && i < t->count; i++) {
+		size_t mark = out->len;
+		rc = buf_put_be32(out, 0);
+		if (rc != 0)
+			break;
+		int r = !field[i] || field[i]->kind == CQL_JSON_NULL
+				? 1
+				: decode_value(&t->sub[i], field[i], a, out,
+					       depth + 1);
+		if (r < 0) {
+			rc = -1;
+			break;
+		}
+		uint32_t len =
+			r == 1 ? 0xffffffffu : (uint32_t)(out->len - mark - 4);
+		for (int b = 0; b < 4; b++)
+			out->data[mark + (size_t)b] =
+				(uint8_t)(len >> (24 - 8 * b));
+	}
+	free(field);
+	return rc;
+}
+
+static int decode_vector(const struct cql_json_type *t,
+			 const struct cql_json *j, struct arena *a,
+			 struct buf *out, int depth)
+{
+	if (unwrap_string(&j, a) != 0)
+		return -1;
+	if (j->kind != CQL_JSON_ARRAY)
+		return expected("a list", j);
+	if (j->count != t->dimension) {
+		struct buf b = {0};
+		cql_json_java_text(j, &b);
+		int rc = err_set(ERR_INVALID,
+				 "List had incorrect size: expected %u but "
+				 "given %zu; %.*s",
+				 t->dimension, j->count,
+				 (int)(b.len > 200 ? 200 : b.len),
+				 b.data ? (const char *)b.data : "");
+		buf_free(&b);
+		return rc;
+	}
+	size_t width;
+	bool fixed = is_fixed(t->sub[0].kind, &width);
+	for (size_t i = 0; i < j->count; i++) {
+		if (j->items[i].kind == CQL_JSON_NULL)
+			return err_set(ERR_INVALID,
+				       "Invalid null element in list");
+		struct buf v = {0};
+		int rc = decode_value(&t->sub[0], &j->items[i], a, &v,
+				      depth + 1);
+		if (rc == 0 && fixed && v.len != width)
+			rc = err_set(ERR_INVALID, "Invalid empty vector "
+						  "element");
+		if (rc == 0 && !fixed)
+			rc = put_uvint(out, v.len);
+		if (rc == 0)
+			rc = buf_append(out, v.data, v.len);
+		buf_free(&v);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int decode_value(const struct cql_json_type *t, const struct cql_json *j,
+			struct arena *a, struct buf *out, int depth)
+{
+	const char *s;
+	size_t n;
+	if (depth > CQL_JSON_MAX_DEPTH)
+		return err_set(ERR_INVALID, "JSON value nested too deeply");
+	if (j->kind == CQL_JSON_NULL)
+		return 1;
+	switch (t->kind) {
+	case CQL_JSON_TYPE_LIST:
+	case CQL_JSON_TYPE_SET:
+	case CQL_JSON_TYPE_MAP:
+		return decode_collection(t, j, a, out, depth);
+	case CQL_JSON_TYPE_TUPLE:
+		return decode_tuple(t, j, a, out, depth);
+	case CQL_JSON_TYPE_UDT:
+		return decode_udt(t, j, a, out, depth);
+	case CQL_JSON_TYPE_VECTOR:
+		return decode_vector(t, j, a, out, depth);
+	case STORAGE_TYPE_ASCII:
+		if (j->kind != CQL_JSON_STRING)
+			return expected("an ascii string", j);
+		break;
+	case STORAGE_TYPE_TEXT:
+		if (j->kind != CQL_JSON_STRING)
+			return expected("a UTF-8 string", j);
+		break;
+	case STORAGE_TYPE_INT:
+		if (j->kind == CQL_JSON_INT &&
+		    strcmp(cql_json_java_class(j), "Integer") == 0)
+			break;
+		if (j->kind != CQL_JSON_STRING)
+			return expected("an int value", j);
+		break;
+	case STORAGE_TYPE_BIGINT:
+	case CQL_JSON_TYPE_COUNTER:
+		if (j->kind == CQL_JSON_INT &&
+		    strcmp(cql_json_java_class(j), "BigInteger") != 0)
+			break;
+		if (j->kind != CQL_JSON_STRING)
+			return expected("a bigint value", j);
+		break;
+	case STORAGE_TYPE_SMALLINT:
+	case STORAGE_TYPE_TINYINT:
+		if (j->kind != CQL_JSON_STRING && j->kind != CQL_JSON_INT &&
+		    j->kind != CQL_JSON_FLOAT)
+			return expected(t->kind == STORAGE_TYPE_SMALLINT
+						? "a short value"
+						: "a byte value",
+					j);
+		break;
+	case STORAGE_TYPE_FLOAT:
+	case STORAGE_TYPE_DOUBLE: {
+		bool dbl = t->kind == STORAGE_TYPE_DOUBLE;
+		if (j->kind == CQL_JSON_INT || j->kind == CQL_JSON_FLOAT) {
+			char tmp[420];
+			snprintf(tmp, sizeof(tmp), "%.*s",
+				 (int)(j->len > 400 ? 400 : j->len), j->text);
+			return put_float(out, dbl, strtod(tmp, NULL));
+		}
+		if (j->kind != CQL_JSON_STRING)
+			return expected(
+				dbl ? "a double value" : "a float value", j);
+		break;
+	}
+	case STORAGE_TYPE_BOOLEAN:
+		if (j->kind == CQL_JSON_TRUE || j->kind == CQL_JSON_FALSE)
+			return buf_put_u8(out, j->kind == CQL_JSON_TRUE);
+		if (j->kind != CQL_JSON_STRING)
+			return expected("a boolean value", j);
+		break;
+	case STORAGE_TYPE_BLOB: {
+		if (java_string(j, a, &s, &n) != 0)
+			return -1;
+		const char *why = NULL;
+		char whybuf[300];
+		if (j->kind != CQL_JSON_STRING) {
+			snprintf(whybuf, sizeof(whybuf),
+				 "class java.lang.%s cannot be cast to class "
+				 "java.lang.String",
+				 cql_json_java_class(j));
+			why = whybuf;
+		} else if (n < 2 || s[0] != '0' || s[1] != 'x') {
+			snprintf(whybuf, sizeof(whybuf),
+				 "String representation of blob is missing 0x "
+				 "prefix: %.*s",
+				 (int)(n > 200 ? 200 : n), s);
+			why = whybuf;
+		} else if ((n - 2) % 2) {
+			snprintf(whybuf, sizeof(whybuf),
+				 "cannot parse '%.*s' as hex bytes",
+				 (int)(n > 200 ? 200 : n) - 2, s + 2);
+			why = whybuf;
+		}
+		size_t mark = out->len;
+		for (size_t i = 2; !why && i < n; i += 2) {
+			int hi = hex_digit(s[i]), lo = hex_digit(s[i + 1]);
+			if (hi < 0 || lo < 0) {
+				snprintf(whybuf, sizeof(whybuf),
+					 "cannot parse '%.*s' as hex bytes",
+					 (int)(n > 200 ? 200 : n) - 2, s + 2);
+				why = whybuf;
+				break;
+			}
+			if (buf_put_u8(out, (uint8_t)(hi * 16 + lo)) != 0)
+				return -1;
+		}
+		if (why) {
+			out->len = mark;
+			return err_set(ERR_INVALID,
+				       "Value '%.*s' is not a valid blob "
+				       "representation: %s",
+				       (int)(n > 200 ? 200 : n), s, why);
+		}
+		return 0;
+	}
+	case STORAGE_TYPE_VARINT: {
+		if (java_string(j, a, &s, &n) != 0)
+			return -1;
+		size_t i = n && (s[0] == '-' || s[0] == '+');
+		bool ok = i < n;
+		for (size_t k = i; ok && k < n; k++)
+			ok = s[k] >= '0' && s[k] <= '9';
+		if (!ok)
+			return bad_text("Value '%.*s' is not a valid "
+					"representation of a varint value",
+					s, n);
+		return varint_of_digits(s + i, n - i, s[0] == '-', out);
+	}
+	case STORAGE_TYPE_DECIMAL: {
+		if (java_string(j, a, &s, &n) != 0)
+			return -1;
+		size_t mark = out->len;
+		int rc = decimal_of_text(s, n, out);
+		if (rc == 1) {
+			out->len = mark;
+			return bad_text("Value '%.*s' is not a valid "
+					"representation of a decimal value",
+					s, n);
+		}
+		return rc;
+	}
+	case STORAGE_TYPE_TIMESTAMP:
+		if (j->kind == CQL_JSON_INT &&
+		    strcmp(cql_json_java_class(j), "BigInteger") != 0) {
+			int64_t v;
+			java_int(j->text, j->len, 64, &v);
+			return buf_put_be64(out, (uint64_t)v);
+		}
+		if (j->kind != CQL_JSON_STRING)
+			return expected("a long or a datestring representation "
+					"of a timestamp value",
+					j);
+		break;
+	case STORAGE_TYPE_DATE:
+		if (j->kind != CQL_JSON_STRING)
+			return expected("a string representation of a date "
+					"value",
+					j);
+		break;
+	case STORAGE_TYPE_TIME:
+		if (j->kind != CQL_JSON_STRING)
+			return expected("a string representation of a time "
+					"value",
+					j);
+		break;
+	case STORAGE_TYPE_UUID:
+		if (j->kind != CQL_JSON_STRING)
+			return expected("a string representation of a uuid", j);
+		break;
+	case STORAGE_TYPE_TIMEUUID:
+		if (j->kind != CQL_JSON_STRING)
+			return expected("a string representation of a "
+					"timeuuid",
+					j);
+		break;
+	case STORAGE_TYPE_INET:
+		if (j->kind != CQL_JSON_STRING)
+			return expected("a string representation of an inet "
+					"value",
+					j);
+		break;
+	case CQL_JSON_TYPE_DURATION:
+		if (j->kind != CQL_JSON_STRING)
+			return expected("a string representation of a "
+					"duration",
+					j);
+		break;
+	default:
+		return err_set(ERR_INVALID, "Unsupported type 0x%04x for JSON",
+			       t->kind);
+	}
+	if (java_string(j, a, &s, &n) != 0)
+		return -1;
+	return from_string(t, s, n, out);
+}
+
+int cql_json_decode(const struct cql_json_type *t, const struct cql_json *j,
+		    struct arena *a, struct buf *out)
+{
+	size_t mark = out->len;
+	int rc = decode_value(t, j, a, out, 0);
+	if (rc < 0)
+		out->len = mark;
+	return rc;
+}
