@@ -280,6 +280,10 @@ struct cql_insert {
 	const char **columns;
 	size_t column_count;
 	struct cql_term **values;
+	/* INSERT ... JSON: the values map, a STRING or a BIND (columns and
+	 * values are then empty), and DEFAULT UNSET (else DEFAULT NULL). */
+	struct cql_term *json;
+	bool default_unset;
 	struct cql_using using;
 	bool if_not_exists;
 };

@@ -111,7 +111,17 @@ struct cql_json_type {
 	const char *const *names;
 	const char *name;
 	uint32_t dimension;
+	/* the storage type it describes (its order, fixed length and
+	 * canonical form), or NULL */
+	const struct storage_type *st;
 };
+
+/* The description of a column type (the whole tree), allocated in `a`
+ * (NULL with ERR_NOMEM); `t` must outlive it. The one place that knows
+ * storage's type representation. */
+struct storage_type;
+const struct cql_json_type *cql_json_type_of(struct arena *a,
+					     const struct storage_type *t);
 
 /*
  * Appends the JSON text of a non-null value of `t` (bytes as the native

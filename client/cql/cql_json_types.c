@@ -1640,3 +1640,38 @@ int cql_json_decode(const struct cql_json_type *t, const struct cql_json *j,
 		out->len = mark;
 	return rc;
 }
+
+static int type_of(struct arena *a, const struct storage_type *t,
+		   struct cql_json_type *n, int depth)
+{
+	if (depth > STORAGE_TYPE_MAX_DEPTH + 1)
+		return err_set(ERR_INVALID, "type nested too deeply");
+	memset(n, 0, sizeof(*n));
+	n->kind = t->kind;
+	n->count = t->count;
+	n->names = t->field_names;
+	n->name = t->name;
+	n->dimension = t->dimension;
+	n->st = t;
+	if (!t->count)
+		return 0;
+	struct cql_json_type *sub = arena_alloc(a, t->count * sizeof(*sub));
+	if (!sub)
+		return err_set(ERR_NOMEM, "out of memory");
+	n->sub = sub;
+	for (uint16_t i = 0; i < t->count; i++)
+		if (type_of(a, t->sub[i], &sub[i], depth + 1) != 0)
+			return -1;
+	return 0;
+}
+
+const struct cql_json_type *cql_json_type_of(struct arena *a,
+					     const struct storage_type *t)
+{
+	struct cql_json_type *n = arena_alloc(a, sizeof(*n));
+	if (!n) {
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	return type_of(a, t, n, 0) == 0 ? n : NULL;
+}

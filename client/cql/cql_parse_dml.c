@@ -140,14 +140,39 @@ static int conditions(struct parser *p, bool *has, bool *if_exists,
 	return 0;
 }
 
+/* INSERT INTO t JSON ('...' | ? | :name) [DEFAULT (NULL | UNSET)]. */
+static int insert_json(struct parser *p, struct cql_insert *in)
+{
+	const struct cql_token *t = tok(p);
+	if (t->kind != CQL_TOK_STRING && !tok_is_punct(t, "?") &&
+	    !tok_is_punct(t, ":"))
+		return syntax_error(p, "a string or a bind marker");
+	if (!(in->json = cql_parse_term(p)))
+		return -1;
+	if (in->json->kind != CQL_TERM_STRING &&
+	    in->json->kind != CQL_TERM_BIND)
+		return syntax_error(p, "a string or a bind marker");
+	if (accept_kw(p, "default")) {
+		if (accept_kw(p, "unset"))
+			in->default_unset = true;
+		else if (expect_kw(p, "null") != 0)
+			return -1;
+	}
+	if (is_kw(p, "if"))
+		return err_set(ERR_UNSUPPORTED,
+			       "INSERT JSON with IF NOT EXISTS is not "
+			       "supported by Cassini yet");
+	return cql_parse_using_clause(p, &in->using, true);
+}
+
 int cql_parse_insert(struct parser *p, struct cql_stmt *s)
 {
 	struct cql_insert *in = &s->u.insert;
 	s->kind = CQL_STMT_INSERT;
 	if (expect_kw(p, "into") != 0 || cql_parse_qname(p, &in->table) != 0)
 		return -1;
-	if (is_kw(p, "json"))
-		return unsupported("INSERT JSON statements");
+	if (accept_kw(p, "json"))
+		return insert_json(p, in);
 	if (expect_punct(p, "(") != 0 ||
 	    cql_parse_ident_list(p, &in->columns, &in->column_count) != 0 ||
 	    expect_punct(p, ")") != 0 || expect_kw(p, "values") != 0 ||
@@ -399,8 +424,13 @@ int cql_parse_select_stmt(struct parser *p, struct cql_stmt *s)
 {
 	struct cql_select *q = &s->u.select;
 	s->kind = CQL_STMT_SELECT;
-	if (is_kw(p, "json"))
-		return unsupported("SELECT JSON statements");
+	/* json is also a column name: SELECT json FROM t, SELECT json, k */
+	if (is_kw(p, "json") && !tok_is_kw(tok_at(p, 1), "from") &&
+	    !tok_is_kw(tok_at(p, 1), "as") &&
+	    !tok_is_punct(tok_at(p, 1), ",")) {
+		advance(p);
+		q->json = true;
+	}
 	if (is_kw(p, "distinct") && !tok_is_kw(tok_at(p, 1), "from") &&
 	    !tok_is_punct(tok_at(p, 1), ",")) {
 		advance(p);

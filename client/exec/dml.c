@@ -699,6 +699,13 @@ static struct storage_mutation *new_mutation(struct build *b,
 static int build_insert(struct build *b, const struct cql_insert *in)
 {
 	const struct storage_table_meta *m = b->m;
+	struct cql_insert json;
+	if (in->json) {
+		if (cql_dml_json_insert(&b->a, in, b->t, b->binds, b->nbinds,
+					&json, &b->binds, &b->nbinds) != 0)
+			return -1;
+		in = &json;
+	}
 	struct restr *rs = arena_alloc(&b->a, m->column_count * sizeof(*rs));
 	struct val *vals =
 		arena_alloc(&b->a, (in->column_count + 1) * sizeof(*vals));

@@ -64,4 +64,13 @@ int cql_dml_check(const struct cql_stmt *s, const struct cql_table *t);
 /* Whether `t` is a counter table (its non-key columns are counters). */
 bool cql_dml_counter_table(const struct cql_table *t);
 
+/* INSERT JSON (dml_json.c): `in` as the INSERT of every column, with
+ * the values map's values appended to `binds` (a copy in `a`, as are the
+ * columns and terms of *out). -1 with Cassandra's message. */
+int cql_dml_json_insert(struct arena *a, const struct cql_insert *in,
+			const struct cql_table *t,
+			const struct cql_value *binds, size_t nbinds,
+			struct cql_insert *out, const struct cql_value **obinds,
+			size_t *onbinds);
+
 #endif

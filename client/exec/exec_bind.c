@@ -362,6 +362,8 @@ int cql_exec_bind_resolve(struct arena *a, const struct cql_stmt *s,
 			 "[per_partition_limit]", simple(STORAGE_TYPE_INT));
 		break;
 	case CQL_STMT_INSERT:
+		bind_set(&x, s->u.insert.json, "[json]",
+			 simple(STORAGE_TYPE_TEXT));
 		for (size_t i = 0; i < s->u.insert.column_count; i++) {
 			struct cql_column_ref ref = {s->u.insert.columns[i],
 						     NULL};

@@ -241,11 +241,7 @@ cql_select_plan_new(struct arena *a, const struct cql_select *q,
 	p->filters = arena_alloc(a, (q->where_count + 1) * sizeof(*p->filters));
 	if (!p->outs || !p->filters)
 		return NULL;
-	if (q->json) {
-		err_set(ERR_UNSUPPORTED, "%s is not supported by Cassini yet",
-			"SELECT JSON");
-		goto fail;
-	}
+	p->json = q->json;
 	if (plan_selection(p, q) != 0 || check_selection(p, q) != 0 ||
 	    cql_select_plan_where(p, q, binds, bind_count) != 0)
 		goto fail;
@@ -378,10 +374,6 @@ static struct cql_select_plan *selection_plan(struct arena *a,
 int cql_select_check(struct arena *a, const struct cql_select *q,
 		     const struct cql_table *t)
 {
-	if (q->json)
-		return err_set(ERR_UNSUPPORTED,
-			       "%s is not supported by Cassini yet",
-			       "SELECT JSON");
 	struct cql_select_plan *p = selection_plan(a, q, t);
 	return p ? check_selection(p, q) : -1;
 }
@@ -390,22 +382,13 @@ int cql_select_result_specs(struct arena *a, const struct cql_select *q,
 			    const struct cql_table *t,
 			    struct cql_column_spec **specs, size_t *n)
 {
-	const struct storage_table_meta *m = cql_table_meta(t);
 	struct cql_select_plan *p = selection_plan(a, q, t);
 	if (!p)
 		return -1;
-	struct cql_column_spec *sp =
-		arena_alloc(a, (p->nouts + 1) * sizeof(*sp));
-	for (size_t i = 0; sp && i < p->nouts; i++) {
-		sp[i] = (struct cql_column_spec){
-			m->keyspace, m->name, p->outs[i].name,
-			cql_type_option_of(a, p->outs[i].type)};
-		if (!sp[i].type)
-			sp = NULL;
-	}
+	p->json = q->json;
+	struct cql_column_spec *sp = cql_select_specs(p, n);
 	if (!sp)
 		return err_set(ERR_NOMEM, "out of memory");
 	*specs = sp;
-	*n = p->nouts;
 	return 0;
 }

@@ -301,20 +301,12 @@ int cql_select_group_encode(const struct cql_select_plan *p,
 			    bool read_cut, int64_t now_sec, uint8_t version,
 			    int16_t stream, struct buf *out)
 {
-	struct cql_column_spec *specs =
-		arena_alloc(p->a, (p->nouts + 1) * sizeof(*specs));
+	size_t nspecs;
+	struct cql_column_spec *specs = cql_select_specs(p, &nspecs);
 	struct agg_acc *accs = arena_alloc_aligned(
 		p->a, (p->nouts + 1) * sizeof(*accs), alignof(struct agg_acc));
 	if (!specs || !accs)
 		return err_set(ERR_NOMEM, "out of memory encoding rows");
-	for (size_t i = 0; i < p->nouts; i++) {
-		specs[i] = (struct cql_column_spec){
-			p->m->keyspace, p->m->name, p->outs[i].name,
-			cql_type_option_of(p->a, p->outs[i].type)};
-		if (!specs[i].type)
-			return err_set(ERR_NOMEM,
-				       "out of memory encoding rows");
-	}
 	struct buf rowsb, state;
 	buf_init(&rowsb);
 	buf_init(&state);
@@ -379,6 +371,8 @@ int cql_select_group_encode(const struct cql_select_plan *p,
 			       "a LIMIT",
 			       CQL_SELECT_MAX_ROWS);
 	}
+	if (rc == 0) /* SELECT JSON, toJson() */
+		rc = cql_select_json_rows(p, &rowsb, page_rows);
 	bool has_state = rc == 0 && more && last.r;
 	if (has_state)
 		rc = group_position(p, &last, emitted, last_in_partition,
@@ -388,8 +382,8 @@ int cql_select_group_encode(const struct cql_select_plan *p,
 	if (rc == 0)
 		start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
 	if (rc != 0 || start < 0 || cql_write_int(out, CQL_RESULT_ROWS) ||
-	    cql_write_rows_metadata(out, specs, p->nouts,
-				    has_state ? &ps : NULL, false) ||
+	    cql_write_rows_metadata(out, specs, nspecs, has_state ? &ps : NULL,
+				    false) ||
 	    cql_write_int(out, (int32_t)page_rows) ||
 	    buf_append(out, rowsb.data, rowsb.len)) {
 		if (start >= 0)

@@ -56,6 +56,10 @@ struct out_col {
 	enum agg_fn agg;       /* OUT_AGG */
 	struct slice element;  /* OUT_ELEMENT */
 	struct sel_expr *expr; /* OUT_FN */
+	/* toJson(): the value is sent as its JSON text, `to_json` times
+	 * (toJson(toJson(v))), the first of `json_type` (select_json.c) */
+	uint8_t to_json;
+	const struct storage_type *json_type;
 };
 
 struct filter {
@@ -98,6 +102,7 @@ struct cql_select_plan {
 	size_t nfilters;
 	size_t per_partition_limit;
 	bool distinct;
+	bool json;      /* SELECT JSON: one [json] text column per row */
 	bool aggregate; /* count(*) or aggregates: one row of them */
 	bool clustering_restricted;
 	/* IN on a partition key column; with ORDER BY, rows are sorted
@@ -210,6 +215,15 @@ int cql_select_value_of(struct cql_select_plan *p, const struct cql_term *t,
  * (select_where.c). */
 int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 			  const struct cql_value *binds, size_t nbinds);
+/* SELECT JSON and toJson() (select_json.c): toJson(x) in a selection
+ * (1 when `s` is not a call of it); the rows written as JSON, in place;
+ * the result columns of the plan. */
+int cql_select_plan_to_json(struct cql_select_plan *p,
+			    const struct cql_selector *s);
+int cql_select_json_rows(const struct cql_select_plan *p, struct buf *rows,
+			 size_t nrows);
+struct cql_column_spec *cql_select_specs(const struct cql_select_plan *p,
+					 size_t *n);
 /* Selectors (select_selectors.c). */
 int cql_select_plan_star(struct cql_select_plan *p);
 int cql_select_plan_selector(struct cql_select_plan *p,

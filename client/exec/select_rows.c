@@ -572,18 +572,10 @@ int cql_select_encode(const struct cql_select_plan *p,
 	if (p->grouped)
 		return cql_select_group_encode(p, results, n, read_cut, now_sec,
 					       version, stream, out);
-	struct cql_column_spec *specs =
-		arena_alloc(p->a, (p->nouts + 1) * sizeof(*specs));
+	size_t nspecs;
+	struct cql_column_spec *specs = cql_select_specs(p, &nspecs);
 	if (!specs)
 		return err_set(ERR_NOMEM, "out of memory encoding rows");
-	for (size_t i = 0; i < p->nouts; i++) {
-		specs[i] = (struct cql_column_spec){
-			p->m->keyspace, p->m->name, p->outs[i].name,
-			cql_type_option_of(p->a, p->outs[i].type)};
-		if (!specs[i].type)
-			return err_set(ERR_NOMEM,
-				       "out of memory encoding rows");
-	}
 	struct agg_acc *accs =
 		p->aggregate
 			? arena_alloc_aligned(p->a, p->nouts * sizeof(*accs),
@@ -726,6 +718,8 @@ int cql_select_encode(const struct cql_select_plan *p,
 			       "a LIMIT",
 			       CQL_SELECT_MAX_ROWS);
 	}
+	if (rc == 0)
+		rc = cql_select_json_rows(p, &rowsb, page_rows);
 	if (rc == 0 && more && last.r)
 		rc = encode_position(p, last.r, last.k, last.row, last.whole,
 				     emitted, last.in_partition, &state);
@@ -734,7 +728,7 @@ int cql_select_encode(const struct cql_select_plan *p,
 	if (rc == 0)
 		start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
 	if (rc != 0 || start < 0 || cql_write_int(out, CQL_RESULT_ROWS) ||
-	    cql_write_rows_metadata(out, specs, p->nouts,
+	    cql_write_rows_metadata(out, specs, nspecs,
 				    more && last.r ? &ps : NULL, false) ||
 	    cql_write_int(out, (int32_t)page_rows) ||
 	    buf_append(out, rowsb.data, rowsb.len)) {

@@ -422,6 +422,9 @@ int cql_select_plan_selector(struct cql_select_plan *p,
 		return plan_element(p, s);
 	if (s->kind == CQL_SEL_TERM || s->kind == CQL_SEL_CAST)
 		return plan_function(p, s);
+	int json = cql_select_plan_to_json(p, s);
+	if (json <= 0)
+		return json;
 	if (strcmp(s->name, "token") == 0) {
 		bool ok = s->arg_count == m->pk_count;
 		for (size_t i = 0; ok && i < m->pk_count; i++)

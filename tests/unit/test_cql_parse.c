@@ -441,9 +441,39 @@ START_TEST(unsupported_features_get_a_clear_refusal)
 	/* role options take '=' (the USER form does not) */
 	parse_fails("ALTER ROLE bob WITH PASSWORD 'x'", ERR_INVALID);
 	parse_fails("DROP NONSENSE x", ERR_INVALID);
-	parse_fails("SELECT JSON * FROM t", ERR_UNSUPPORTED);
 	parse_fails("CREATE TABLE t (k int PRIMARY KEY) WITH COMPACT STORAGE",
 		    ERR_UNSUPPORTED);
+}
+END_TEST
+
+START_TEST(json_forms)
+{
+	struct cql_stmt *s = parse("SELECT JSON * FROM t");
+	ck_assert(s->u.select.json && s->u.select.star);
+	s = parse("SELECT JSON DISTINCT k, v AS x FROM t");
+	ck_assert(s->u.select.json && s->u.select.distinct);
+	/* json is also a column name */
+	s = parse("SELECT json FROM t");
+	ck_assert(!s->u.select.json);
+	ck_assert_str_eq(s->u.select.selectors[0].name, "json");
+	s = parse("SELECT json, k FROM t");
+	ck_assert(!s->u.select.json);
+	s = parse("SELECT json AS j FROM t");
+	ck_assert(!s->u.select.json);
+	s = parse("SELECT JSON json FROM t");
+	ck_assert(s->u.select.json);
+	s = parse("INSERT INTO t JSON '{\"k\": 1}'");
+	ck_assert_int_eq(s->u.insert.json->kind, CQL_TERM_STRING);
+	ck_assert(!s->u.insert.default_unset);
+	ck_assert_uint_eq(s->u.insert.column_count, 0);
+	s = parse("INSERT INTO t JSON ? DEFAULT UNSET USING TTL 10");
+	ck_assert_int_eq(s->u.insert.json->kind, CQL_TERM_BIND);
+	ck_assert(s->u.insert.default_unset);
+	ck_assert_ptr_nonnull(s->u.insert.using.ttl);
+	s = parse("INSERT INTO t JSON :j DEFAULT NULL");
+	ck_assert(!s->u.insert.default_unset);
+	parse_fails("INSERT INTO t JSON 1", ERR_INVALID);
+	parse_fails("INSERT INTO t JSON '{}' DEFAULT 1", ERR_INVALID);
 }
 END_TEST
 
@@ -769,6 +799,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, alter_drop_truncate_describe);
 	tcase_add_test(tc, insert_update_delete);
 	tcase_add_test(tc, select_forms);
+	tcase_add_test(tc, json_forms);
 	tcase_add_test(tc, batches_comments_and_strings);
 	tcase_add_test(tc, syntax_errors_read_like_cassandras);
 	tcase_add_test(tc, unsupported_features_get_a_clear_refusal);
