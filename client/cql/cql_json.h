@@ -146,6 +146,19 @@ int cql_json_format(const struct cql_json_type *t, const uint8_t *v, size_t len,
 int cql_json_decode(const struct cql_json_type *t, const struct cql_json *j,
 		    struct arena *a, struct buf *out);
 
+/*
+ * fromJson(x) as a term for a column of `type` (INSERT values, UPDATE
+ * SET, WHERE): x a string or a bind marker (its value in fn->binds). 0
+ * with the value appended, 1 for null, -1 on error ("execution of
+ * 'system.fromjson[text]' failed: ..."), 2 when `t` is not a call of
+ * fromJson. toJson() there is refused ("toJson() may only be used within
+ * the selection clause").
+ */
+struct cql_term;
+struct cql_fn_ctx;
+int cql_json_fn_term(const struct cql_term *t, const struct storage_type *type,
+		     const struct cql_fn_ctx *fn, struct buf *out);
+
 /* The JSON key of a result column or a UDT field: "name", or "\"Name\""
  * for a name that is not all lower case, as Cassandra writes it (with the
  * quotes). Appends the key with its quotes. */

@@ -8,6 +8,7 @@
 #include "client/cql/cql_json.h"
 
 #include "client/cql/cql_values.h"
+#include "client/proto/proto.h"
 #include "common/arena.h"
 #include "common/err.h"
 #include "common/uuid.h"
@@ -1674,4 +1675,91 @@ const struct cql_json_type *cql_json_type_of(struct arena *a,
 		return NULL;
 	}
 	return type_of(a, t, n, 0) == 0 ? n : NULL;
+}
+
+/* ---- fromJson() in terms ------------------------------------------------- */
+
+static bool is_fn(const struct cql_term *t, const char *a, const char *b)
+{
+	return t->kind == CQL_TERM_FUNCTION && t->text &&
+	       (strcmp(t->text, a) == 0 || strcmp(t->text, b) == 0);
+}
+
+int cql_json_fn_term(const struct cql_term *t, const struct storage_type *type,
+		     const struct cql_fn_ctx *fn, struct buf *out)
+{
+	if (is_fn(t, "tojson", "to_json"))
+		return err_set(ERR_INVALID, "toJson() may only be used within "
+					    "the selection clause");
+	if (!is_fn(t, "fromjson", "from_json"))
+		return 2;
+	if (t->count != 1)
+		return err_set(ERR_INVALID,
+			       "Invalid number of arguments in call to "
+			       "function system.fromjson: 1 required but %zu "
+			       "provided",
+			       t->count);
+	const struct cql_term *arg = t->items[0];
+	const char *text = NULL;
+	size_t len = 0;
+	if (arg->kind == CQL_TERM_NULL)
+		return 1;
+	if (arg->kind == CQL_TERM_STRING) {
+		text = arg->text;
+		len = arg->len;
+	} else if (arg->kind == CQL_TERM_BIND) {
+		if (!fn || !fn->binds || (size_t)arg->bind_index >= fn->nbinds)
+			return err_set(ERR_INVALID,
+				       "No value given for bind marker %d",
+				       arg->bind_index);
+		const struct cql_value *v = &fn->binds[arg->bind_index];
+		if (v->len < 0)
+			return 1;
+		text = (const char *)v->ptr;
+		len = (size_t)v->len;
+	} else if (is_fn(arg, "tojson", "to_json")) {
+		return cql_json_fn_term(arg, type, fn, out);
+	} else {
+		return err_set(ERR_INVALID,
+			       "Type error: the argument of fromJson() must "
+			       "be a string or a bind marker");
+	}
+	const struct storage_type *st = type;
+	struct arena a;
+	arena_create(&a, 0);
+	const struct cql_json *j;
+	const struct cql_json_type *jt = cql_json_type_of(&a, st);
+	int rc = -1;
+	if (!jt) {
+		/* ERR_NOMEM set */
+	} else if (cql_json_parse(text, len, &a, &j) != 0) {
+		if (err_code() != ERR_NOMEM) {
+			char m[ERR_MSG_MAX];
+			snprintf(m, sizeof(m), "%s", err_msg());
+			err_set(ERR_INVALID,
+				"execution of 'system.fromjson[text]' failed: "
+				"Could not decode JSON string '%.*s': %s",
+				(int)(len > 200 ? 200 : len), text, m);
+		}
+	} else {
+		struct buf v = {0};
+		rc = cql_json_decode(jt, j, &a, &v);
+		/* checked and in canonical order, as a bound value is */
+		if (rc == 0 &&
+		    (storage_value_validate(st, v.data, v.len) != 0 ||
+		     storage_value_normalize(st, v.data, v.len, out) != 0))
+			rc = -1;
+		buf_free(&v);
+		if (rc < 0 && err_code() != ERR_NOMEM) {
+			char m[ERR_MSG_MAX];
+			snprintf(m, sizeof(m), "%s", err_msg());
+			err_set(ERR_INVALID,
+				"execution of 'system.fromjson[text]' failed: "
+				"org.apache.cassandra.serializers."
+				"MarshalException: %s",
+				m);
+		}
+	}
+	arena_destroy(&a);
+	return rc;
 }

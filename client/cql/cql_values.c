@@ -4,6 +4,7 @@
  */
 #include "client/cql/cql_values.h"
 #include "client/cql/cql_functions.h"
+#include "client/cql/cql_json.h"
 
 #include "client/proto/proto.h"
 #include "common/err.h"
@@ -1241,5 +1242,10 @@ int cql_term_serialize(const struct cql_term *t,
 	if (t->kind == CQL_TERM_BIND)
 		return err_set(ERR_INVALID, "bind marker for %s has no value",
 			       column);
+	if (t->kind == CQL_TERM_FUNCTION) {
+		int rc = cql_json_fn_term(t, type, fn, out);
+		if (rc != 2)
+			return rc;
+	}
 	return serialize_any(t, type, column, fn, cmp, out);
 }

@@ -62,6 +62,21 @@ static void bind_call(struct bind_ctx *x, const struct cql_term *t)
 	}
 	if (t->kind != CQL_TERM_FUNCTION || strcmp(t->text, "token") == 0)
 		return;
+	if (strcmp(t->text, "fromjson") == 0 ||
+	    strcmp(t->text, "from_json") == 0) {
+		/* fromJson(?): a text, whatever its receiver */
+		if (t->count == 1)
+			bind_set(x, t->items[0], "arg0(system.fromjson)",
+				 simple(STORAGE_TYPE_TEXT));
+		return;
+	}
+	if (strcmp(t->text, "tojson") == 0 || strcmp(t->text, "to_json") == 0) {
+		err_set(ERR_INVALID,
+			"toJson() may only be used within the selection "
+			"clause");
+		x->failed = true;
+		return;
+	}
 	struct cql_fn f;
 	if (cql_fn_term_resolve(t, &f) != 0) {
 		x->failed = true;
