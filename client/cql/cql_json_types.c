@@ -837,6 +837,14 @@ static int bad_text(const char *fmt, const char *s, size_t n)
 		       (int)(n > 200 ? 200 : n), s, hole + 4);
 }
 
+/* *acc += v * mul, false on overflow. */
+static bool add_mul(int64_t *acc, int64_t v, int64_t mul)
+{
+	int64_t x;
+	return !__builtin_mul_overflow(v, mul, &x) &&
+	       !__builtin_add_overflow(*acc, x, acc);
+}
+
 /* Duration.from: 1h30m (y mo w d h m s ms us µs ns), ISO 8601 P1DT2H,
  * P2W and P0001-02-03T04:05:06, with an optional leading '-'. */
 static bool duration_of_text(const char *s, size_t n, int64_t *months,
@@ -902,22 +910,25 @@ static bool duration_of_text(const char *s, size_t n, int64_t *months,
 				if (i == d0 || i == n)
 					return false;
 				char u = s[i++];
+				bool ok;
 				any = true;
 				if (!time && u == 'Y')
-					*months += v * 12;
+					ok = add_mul(months, v, 12);
 				else if (!time && u == 'M')
-					*months += v;
+					ok = add_mul(months, v, 1);
 				else if (!time && u == 'W')
-					*days += v * 7;
+					ok = add_mul(days, v, 7);
 				else if (!time && u == 'D')
-					*days += v;
+					ok = add_mul(days, v, 1);
 				else if (time && u == 'H')
-					*nanos += v * 3600000000000ll;
+					ok = add_mul(nanos, v, 3600000000000ll);
 				else if (time && u == 'M')
-					*nanos += v * 60000000000ll;
+					ok = add_mul(nanos, v, 60000000000ll);
 				else if (time && u == 'S')
-					*nanos += v * 1000000000ll;
+					ok = add_mul(nanos, v, 1000000000ll);
 				else
+					return false;
+				if (!ok)
 					return false;
 			}
 			if (!any)
@@ -943,7 +954,9 @@ static bool duration_of_text(const char *s, size_t n, int64_t *months,
 			if (k == nu)
 				return false;
 			i += strlen(std_units[k].u);
-			*slot[std_units[k].what] += v * std_units[k].mul;
+			if (!add_mul(slot[std_units[k].what], v,
+				     std_units[k].mul))
+				return false;
 		}
 	}
 	if (*months > INT32_MAX || *days > INT32_MAX)
@@ -1184,13 +1197,6 @@ static bool simple_kind(uint16_t kind)
 	       !storage_type_is_collection(kind);
 }
 
-static int put_elem(struct buf *out, const struct buf *v)
-{
-	if (buf_put_be32(out, (uint32_t)v->len) != 0)
-		return -1;
-	return buf_append(out, v->data, v->len);
-}
-
 static int decode_collection(const struct cql_json_type *t,
 			     const struct cql_json *j, struct arena *a,
 			     struct buf *out, int depth)
@@ -1242,7 +1248,9 @@ static int decode_collection(const struct cql_json_type *t,
 				keys[i].idx = i;
 				keys[i].val = i * step + (map ? 1 : 0);
 			}
-			struct sort_ctx c = {t->sub[0].kind, vals.data};
+			struct sort_ctx c = {t->sub[0].kind,
+					     vals.data ? vals.data
+						       : (const uint8_t *)""};
 			qsort_r(keys, n, sizeof(*keys), elem_cmp, &c);
 			kept = 0;
 			for (size_t i = 0; i < n; i++) {
@@ -1279,8 +1287,9 @@ static int decode_collection(const struct cql_json_type *t,
 	if (rc == 0)
 		rc = buf_put_be32(out, (uint32_t)kept);
 	for (size_t i = 0; rc == 0 && i < kept * step; i++) {
-		struct buf v = {vals.data + el[i].off, el[i].len, el[i].len};
-		rc = put_elem(out, &v);
+		rc = buf_put_be32(out, (uint32_t)el[i].len);
+		if (rc == 0 && el[i].len)
+			rc = buf_append(out, vals.data + el[i].off, el[i].len);
 	}
 	free(el);
 	buf_free(&vals);

@@ -290,7 +290,9 @@ int cql_parse_timestamp(const char *s, size_t len, int64_t *out_ms)
 			goto bad;
 		offset_min = sign * (hh * 60 + mm);
 	}
-	if (p != end)
+	/* a 9-digit year would overflow the milliseconds */
+	if (p != end || days > INT64_MAX / 86400000ll - 1 ||
+	    days < INT64_MIN / 86400000ll + 1)
 		goto bad;
 	*out_ms = days * 86400000ll + ns / 1000000 - offset_min * 60000;
 	return 0;

@@ -281,6 +281,9 @@ START_TEST(dates_times_uuids_inets_durations)
 		     "timestamp value, but got a Double: 123.456");
 	decode_fails(&t, "\"abcd\"",
 		     "Unable to coerce 'abcd' to a formatted date (long)");
+	/* a year too far for 64-bit milliseconds (found by fuzz_cql_json) */
+	decode_fails(&t, "\"-444444444-01-02\"",
+		     "Unable to coerce '-444444444-01-02' to a formatted date");
 
 	round_trip(&t_uuid, "\"6BDDC89A-5644-11E4-97FC-56847AFE9799\"",
 		   "\"6bddc89a-5644-11e4-97fc-56847afe9799\"");
@@ -319,6 +322,8 @@ START_TEST(dates_times_uuids_inets_durations)
 		   "\"1y2mo25d5h6m7s8ms9us10ns\"");
 	round_trip(&t, "\"P0001-02-03T04:05:06\"", "\"1y2mo3d4h5m6s\"");
 	decode_fails(&t, "\"xyz\"", "Unable to convert 'xyz' to a duration");
+	decode_fails(&t, "\"44444444444H\"", "Unable to convert");
+	decode_fails(&t, "\"PT44444444444H\"", "Unable to convert");
 	decode_fails(&t, "12",
 		     "Expected a string representation of a "
 		     "duration, but got a Integer: 12");
