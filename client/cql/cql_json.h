@@ -140,8 +140,9 @@ int cql_json_format(const struct cql_json_type *t, const uint8_t *v, size_t len,
  * from 'x'", "Expected a list, but got a Integer: 1", "Invalid null
  * element in list"). Strings parse as each type's literal form, and a
  * string given for a collection, tuple or UDT is parsed as JSON first (map
- * keys). Sets and maps keep the input's order and repeats; callers that
- * store frozen values normalize them (storage_value_normalize).
+ * keys). Set elements and map keys come sorted and without repeats (a
+ * map keeps the last value), by the storage type's order (`st`; simple
+ * kinds' order without it).
  */
 int cql_json_decode(const struct cql_json_type *t, const struct cql_json *j,
 		    struct arena *a, struct buf *out);

@@ -410,6 +410,19 @@ static bool is_fixed(uint16_t kind, size_t *width)
 	return false;
 }
 
+/* Whether vector elements of `t` are packed without lengths
+ * (Cassandra's valueLengthIfFixed), and their width. */
+static bool vector_fixed(const struct cql_json_type *t, size_t *width)
+{
+	if (t->st) {
+		*width = storage_type_fixed_length(t->st);
+		return *width > 0;
+	}
+	if (t->kind == STORAGE_TYPE_DATE || t->kind == STORAGE_TYPE_TIME)
+		return false;
+	return is_fixed(t->kind, width);
+}
+
 /* The next [int len][bytes] of a collection, tuple or UDT (len < 0: null,
  * *ev NULL). 1 at the end of the bytes. */
 static int next_elem(const uint8_t **p, const uint8_t *end, const uint8_t **ev,
@@ -531,7 +544,7 @@ static int format_vector(const struct cql_json_type *t, const uint8_t *v,
 {
 	const uint8_t *p = v, *end = v + len;
 	size_t width;
-	bool fixed = is_fixed(t->sub[0].kind, &width);
+	bool fixed = vector_fixed(&t->sub[0], &width);
 	if (buf_put_u8(out, '[') != 0)
 		return -1;
 	for (uint32_t i = 0; i < t->dimension; i++) {
@@ -1174,7 +1187,7 @@ struct elem {
 };
 
 struct sort_ctx {
-	uint16_t kind;
+	const struct cql_json_type *t;
 	const uint8_t *base;
 };
 
@@ -1184,8 +1197,10 @@ static int elem_cmp(const void *x, const void *y, void *arg)
 {
 	const struct elem *a = x, *b = y;
 	const struct sort_ctx *c = arg;
-	int r = storage_value_cmp(c->kind, c->base + a->off, a->len,
-				  c->base + b->off, b->len);
+	int r = c->t->st ? storage_type_cmp(c->t->st, c->base + a->off, a->len,
+					    c->base + b->off, b->len)
+			 : storage_value_cmp(c->t->kind, c->base + a->off,
+					     a->len, c->base + b->off, b->len);
 	if (r != 0)
 		return r;
 	return a->idx < b->idx ? -1 : a->idx > b->idx;
@@ -1234,11 +1249,11 @@ static int decode_collection(const struct cql_json_type *t,
 		el[i].off = off;
 		el[i].len = vals.len - off;
 	}
-	/* Sorted and without repeats (a map keeps the last value) for
-	 * simple element types; others are normalized by whoever stores a
-	 * frozen value. */
+	/* Sorted by the element type's order, without repeats (a map keeps
+	 * the last value), as Cassandra's DelayedValues. */
 	size_t step = map ? 2 : 1, kept = n;
-	if (rc == 0 && (map || set) && n > 1 && simple_kind(t->sub[0].kind)) {
+	if (rc == 0 && (map || set) && n > 1 &&
+	    (t->sub[0].st || simple_kind(t->sub[0].kind))) {
 		struct elem *keys = calloc(n, sizeof(*keys));
 		if (!keys) {
 			rc = err_set(ERR_NOMEM, "out of memory");
@@ -1248,7 +1263,7 @@ static int decode_collection(const struct cql_json_type *t,
 				keys[i].idx = i;
 				keys[i].val = i * step + (map ? 1 : 0);
 			}
-			struct sort_ctx c = {t->sub[0].kind,
+			struct sort_ctx c = {&t->sub[0],
 					     vals.data ? vals.data
 						       : (const uint8_t *)""};
 			qsort_r(keys, n, sizeof(*keys), elem_cmp, &c);
@@ -1421,7 +1436,7 @@ static int decode_vector(const struct cql_json_type *t,
 		return rc;
 	}
 	size_t width;
-	bool fixed = is_fixed(t->sub[0].kind, &width);
+	bool fixed = vector_fixed(&t->sub[0], &width);
 	for (size_t i = 0; i < j->count; i++) {
 		if (j->items[i].kind == CQL_JSON_NULL)
 			return err_set(ERR_INVALID,
