@@ -1,7 +1,8 @@
 /*
  * The JSON text half of cql_json.h: the parser (Jackson's rules and
  * messages), quoting, Java's toString of parsed values and of doubles, and
- * INSERT JSON's values map. Per-type conversions are in cql_json_types.c.
+ * INSERT JSON's values map. Per-type conversions are in cql_json_format.c
+ * (value -> JSON) and cql_json_decode.c (JSON -> value).
  */
 #include "client/cql/cql_json.h"
 
