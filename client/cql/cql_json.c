@@ -552,6 +552,8 @@ int cql_json_quote(struct buf *out, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t run = 0;
+	if (n == 0) /* s may be NULL */
+		return 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c >= 32 && c != '"' && c != '\\')
