@@ -95,7 +95,8 @@ struct cql_relation {
 /* A CQL type as written: name plus parameters (list<int>, map<text, int>,
  * frozen<set<uuid>>). Names are lower-cased; frozen is a flag. */
 struct cql_type_ast {
-	const char *name; /* the digits of a number (vector<float, 3>) */
+	const char *keyspace; /* ks.t: a user type's keyspace, else NULL */
+	const char *name;     /* the digits of a number (vector<float, 3>) */
 	bool frozen;
 	bool number; /* a numeric parameter, not a type */
 	struct cql_type_ast **params;
@@ -127,6 +128,9 @@ enum cql_stmt_kind {
 	CQL_STMT_BATCH,
 	CQL_STMT_DESCRIBE,
 	CQL_STMT_ROLE, /* CREATE/ALTER/DROP ROLE or USER, GRANT, LIST ROLES */
+	CQL_STMT_CREATE_TYPE, /* u.type: CREATE/ALTER/DROP TYPE */
+	CQL_STMT_ALTER_TYPE,
+	CQL_STMT_DROP_TYPE,
 };
 
 enum cql_role_op {
@@ -197,6 +201,29 @@ struct cql_role_stmt {
 	 * the role granted to / revoked from; LIST's OF role is `role`. */
 	uint32_t permissions;
 	struct cql_resource resource;
+};
+
+enum cql_alter_type_kind {
+	CQL_ALTER_TYPE_ADD,    /* ADD [IF NOT EXISTS] f type */
+	CQL_ALTER_TYPE_RENAME, /* RENAME [IF EXISTS] f TO g [AND ...] */
+};
+
+/* CREATE TYPE [IF NOT EXISTS] ks.t (f type, ...), ALTER TYPE [IF EXISTS]
+ * ks.t ADD|RENAME ..., DROP TYPE [IF EXISTS] ks.t
+ * (client/cql/cql_parse_types.c). Field names are identifiers (unquoted
+ * ones lower-cased). */
+struct cql_type_stmt {
+	struct cql_qname name;
+	bool if_exists;     /* ALTER, DROP */
+	bool if_not_exists; /* CREATE */
+	enum cql_alter_type_kind alter;
+	/* ALTER ADD IF NOT EXISTS / RENAME IF EXISTS (the field's) */
+	bool field_if;
+	/* CREATE: the fields; ALTER ADD: the one added; RENAME: pairs from,
+	 * to (types NULL) */
+	const char **fields;
+	struct cql_type_ast **types;
+	size_t field_count;
 };
 
 struct cql_using {
@@ -427,6 +454,7 @@ struct cql_stmt {
 		struct cql_batch_stmt batch;
 		struct cql_describe describe;
 		struct cql_role_stmt role;
+		struct cql_type_stmt type;
 	} u;
 };
 

@@ -43,4 +43,10 @@ bool cql_is_role_statement(const struct cql_token *t, size_t n);
 int cql_parse_role(struct arena *a, const struct cql_token *toks, size_t n,
 		   struct cql_stmt *s);
 
+/* User-defined type statements (cql_parse_types.c), likewise
+ * (CQL_STMT_CREATE_TYPE, _ALTER_TYPE, _DROP_TYPE). */
+bool cql_is_type_statement(const struct cql_token *t, size_t n);
+int cql_parse_type_stmt(struct arena *a, const struct cql_token *toks, size_t n,
+			struct cql_stmt *s);
+
 #endif

@@ -335,6 +335,60 @@ struct cql_table *schema_table_mut(struct cql_keyspace *k, const char *name)
 
 static void table_digest(struct cql_table *t);
 
+static const char *type_name(const void *slot)
+{
+	return (*(struct cql_user_type *const *)slot)->name;
+}
+
+static size_t type_pos(const struct cql_keyspace *k, const char *name,
+		       bool *found)
+{
+	return sorted_pos(k->types, k->type_count, sizeof(*k->types), type_name,
+			  name, found);
+}
+
+struct cql_user_type *schema_type_mut(struct cql_keyspace *k, const char *name)
+{
+	bool found;
+	size_t i = type_pos(k, name, &found);
+	return found ? k->types[i] : NULL;
+}
+
+int schema_type_insert(struct cql_keyspace *k, struct cql_user_type *t)
+{
+	bool found;
+	size_t i = type_pos(k, t->name, &found);
+	if (found)
+		return err_set(ERR_EXISTS, "type exists");
+	if (sorted_insert((void **)&k->types, &k->type_cap, &k->type_count,
+			  sizeof(*k->types), i, &t) != 0)
+		return -1;
+	k->types_digest[0] += t->digest[0];
+	k->types_digest[1] += t->digest[1];
+	return 0;
+}
+
+void schema_type_remove(struct cql_keyspace *k, struct cql_user_type *t)
+{
+	bool found;
+	size_t i = type_pos(k, t->name, &found);
+	if (found && k->types[i] == t) {
+		sorted_remove(k->types, &k->type_count, sizeof(*k->types), i);
+		k->types_digest[0] -= t->digest[0];
+		k->types_digest[1] -= t->digest[1];
+	}
+}
+
+void schema_types_move(struct cql_keyspace *k, struct cql_keyspace *old)
+{
+	k->types = old->types;
+	k->type_count = old->type_count;
+	k->type_cap = old->type_cap;
+	memcpy(k->types_digest, old->types_digest, sizeof(k->types_digest));
+	old->types = NULL;
+	old->type_count = old->type_cap = 0;
+}
+
 int schema_table_insert(struct cql_keyspace *k, struct cql_table *t)
 {
 	bool found;
@@ -384,6 +438,8 @@ static void retired_free(struct retired *r)
 {
 	if (r->kind == RETIRED_TABLE)
 		schema_table_free(r->ptr);
+	else if (r->kind == RETIRED_TYPE)
+		schema_type_free(r->ptr);
 	else
 		schema_keyspace_free(r->ptr);
 }
@@ -480,6 +536,9 @@ void schema_keyspace_free(struct cql_keyspace *k)
 	for (size_t i = 0; i < k->table_count; i++)
 		schema_table_free(k->tables[i]);
 	free(k->tables);
+	for (size_t i = 0; i < k->type_count; i++)
+		schema_type_free(k->types[i]);
+	free(k->types);
 	storage_keyspace_meta_delete(k->meta);
 	ring_strategy_delete(k->strategy);
 	free(k);
@@ -866,14 +925,24 @@ static void compute_version(const struct cql_schema *s, uint8_t out[16])
 	buf_init(&b);
 	for (size_t i = 0; i < s->count; i++) {
 		const struct cql_keyspace *k = s->keyspaces[i];
-		char line[320];
-		int n = snprintf(
-			line, sizeof(line),
-			"keyspace %s %d %s tables %zu %016llx%016llx\n",
-			k->meta->name, k->meta->durable_writes,
-			ring_strategy_describe(k->strategy), k->table_count,
-			(unsigned long long)k->tables_digest[0],
-			(unsigned long long)k->tables_digest[1]);
+		char line[400];
+		/* the types part only when it has some: a schema without
+		 * types keeps the version it always had */
+		int n = snprintf(line, sizeof(line),
+				 "keyspace %s %d %s tables %zu %016llx%016llx",
+				 k->meta->name, k->meta->durable_writes,
+				 ring_strategy_describe(k->strategy),
+				 k->table_count,
+				 (unsigned long long)k->tables_digest[0],
+				 (unsigned long long)k->tables_digest[1]);
+		if (n >= 0 && n < (int)sizeof(line) && k->type_count)
+			n += snprintf(line + n, sizeof(line) - (size_t)n,
+				      " types %zu %016llx%016llx",
+				      k->type_count,
+				      (unsigned long long)k->types_digest[0],
+				      (unsigned long long)k->types_digest[1]);
+		if (n >= 0 && n < (int)sizeof(line) - 1)
+			line[n++] = '\n';
 		buf_append(&b, line,
 			   (size_t)(n < (int)sizeof(line)
 					    ? n

@@ -232,6 +232,26 @@ bool cql_table_column_dropped(const struct cql_table *t, size_t column);
 /* The column number of `name`, or -1 (dropped columns are not found). */
 int cql_table_column(const struct cql_table *t, const char *name);
 
+/* User-defined types of a keyspace (CREATE TYPE), in name order. Field
+ * types are CQL text as Cassandra prints them ("int", "list<text>",
+ * "frozen<address>"). */
+struct cql_user_type;
+const struct cql_user_type *cql_keyspace_type(const struct cql_keyspace *k,
+					      const char *name);
+size_t cql_keyspace_type_count(const struct cql_keyspace *k);
+const struct cql_user_type *cql_keyspace_type_at(const struct cql_keyspace *k,
+						 size_t i);
+const char *cql_user_type_keyspace(const struct cql_user_type *t);
+const char *cql_user_type_name(const struct cql_user_type *t);
+size_t cql_user_type_field_count(const struct cql_user_type *t);
+const char *cql_user_type_field_name(const struct cql_user_type *t, size_t i);
+const char *cql_user_type_field_type(const struct cql_user_type *t, size_t i);
+/* The keyspace's types in DESCRIBE's order (the python driver's
+ * export_as_string): by name, each after the types its fields name.
+ * `out` has room for cql_keyspace_type_count(k). -1 on ERR_NOMEM. */
+int cql_keyspace_types_ordered(const struct cql_keyspace *k,
+			       const struct cql_user_type **out);
+
 /* CQL text of a column type: "int", "map<text, int>", "frozen<list<int>>". */
 int cql_type_text(const struct storage_type *t, char *dst, size_t cap);
 

@@ -20,6 +20,23 @@ struct cql_table {
 	uint64_t digest[2];
 };
 
+/* A user-defined type (CREATE TYPE). Like tables, replaced (ALTER TYPE),
+ * never changed once in a keyspace. Field types are kept as the CQL text
+ * Cassandra prints for them (system_schema.types, DESCRIBE): "int",
+ * "list<text>", "frozen<address>", "frozen<tuple<int, text>>". */
+struct cql_user_type {
+	char *keyspace;
+	char *name;
+	size_t field_count;
+	char **field_names;
+	char **field_types;
+	/* The user types its fields name (directly; each once), in the same
+	 * keyspace: what DROP TYPE and DESCRIBE's order look at. */
+	char **refs;
+	size_t ref_count;
+	uint64_t digest[2]; /* its share of the schema version */
+};
+
 /* The WITH options of a keyspace. */
 enum { KS_REPLICATION, KS_DURABLE_WRITES, KEYSPACE_OPTION_COUNT };
 
@@ -36,11 +53,16 @@ struct cql_keyspace {
 	 * so the schema version costs a line per keyspace, not a walk of
 	 * every column of every table. */
 	uint64_t tables_digest[2];
+	struct cql_user_type **types; /* sorted by name */
+	size_t type_count;
+	size_t type_cap;
+	uint64_t types_digest[2]; /* the sum of its types' digests */
 };
 
 enum retired_kind {
 	RETIRED_TABLE,
 	RETIRED_KEYSPACE,
+	RETIRED_TYPE,
 };
 
 /* A replaced or dropped object, and the generation of the change that
@@ -93,6 +115,24 @@ void schema_reclaim(struct cql_schema *s);
 int schema_reserve_dropped(struct cql_schema *s, size_t n);
 void schema_note_dropped(struct cql_schema *s, struct cql_schema_change *c,
 			 const uint8_t id[16]);
+
+/* User types (schema.c keeps them sorted; schema_types.c's DDL). */
+struct cql_user_type *schema_type_mut(struct cql_keyspace *k, const char *name);
+int schema_type_insert(struct cql_keyspace *k, struct cql_user_type *t);
+void schema_type_remove(struct cql_keyspace *k, struct cql_user_type *t);
+void schema_type_free(struct cql_user_type *t);
+/* Moves old's types to k (ALTER KEYSPACE's new object). */
+void schema_types_move(struct cql_keyspace *k, struct cql_keyspace *old);
+/* CREATE, ALTER or DROP TYPE (schema_types.c). */
+enum cql_schema_status schema_type_apply(struct cql_schema *s,
+					 const struct cql_stmt *stmt,
+					 const char *current_keyspace,
+					 bool internal,
+					 struct cql_schema_change *change);
+/* Whether table `t` has a column whose type names user type `name` of
+ * its keyspace (anywhere inside it). */
+bool schema_table_uses_type(const struct cql_keyspace *k,
+			    const struct cql_table *t, const char *name);
 
 void schema_table_free(struct cql_table *t);
 void schema_keyspace_free(struct cql_keyspace *k);

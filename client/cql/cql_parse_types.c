@@ -1,0 +1,415 @@
+/*
+ * The user-defined type statements of Cassandra 4.1's grammar (Parser.g):
+ *
+ *   CREATE TYPE [IF NOT EXISTS] [ks.]t ( f type [, f type ...] [,] )
+ *   ALTER TYPE [IF EXISTS] [ks.]t ADD [IF NOT EXISTS] f type
+ *   ALTER TYPE [IF EXISTS] [ks.]t RENAME [IF EXISTS] f TO g [AND f TO g ...]
+ *   ALTER TYPE [IF EXISTS] [ks.]t ALTER f TYPE type   (refused, as 4.1)
+ *   DROP TYPE [IF EXISTS] [ks.]t
+ *
+ * Names are identifiers: unquoted ones lower-cased, "quoted" ones as
+ * written. A type name may not be a native type's (a syntax error, as the
+ * keyword is not an identifier there) nor one of Cassandra's reserved type
+ * names. Field types are parsed here into struct cql_type_ast (user types
+ * as [ks.]name, frozen<...> as a flag); what they name is checked when the
+ * statement is applied (client/schema/schema_types.c).
+ */
+#include "client/cql/cql_parse.h"
+
+#include "client/cql/cql_lex_internal.h"
+#include "common/err.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* How deep frozen<list<frozen<map<...>>>> may nest. */
+#define TYPE_DEPTH_MAX 32
+
+struct tp {
+	struct arena *a;
+	const struct cql_token *t;
+	size_t n, i;
+};
+
+static const struct cql_token *cur(const struct tp *p)
+{
+	return &p->t[p->i < p->n ? p->i : p->n - 1];
+}
+
+static bool tok_is_kw(const struct cql_token *t, const char *kw)
+{
+	return t->kind == CQL_TOK_IDENT && strlen(kw) == t->len &&
+	       strncasecmp(t->text, kw, t->len) == 0;
+}
+
+static bool is_kw(const struct tp *p, const char *kw)
+{
+	return tok_is_kw(cur(p), kw);
+}
+
+static bool accept(struct tp *p, const char *kw)
+{
+	if (!is_kw(p, kw))
+		return false;
+	p->i++;
+	return true;
+}
+
+static int syntax(const struct tp *p, const char *expecting)
+{
+	const struct cql_token *t = cur(p);
+	int n = t->kind == CQL_TOK_EOF
+			? 5
+			: (int)(t->raw_len > 40 ? 40 : t->raw_len);
+	const char *text = t->kind == CQL_TOK_EOF ? "<EOF>" : t->raw;
+	if (expecting)
+		return err_set(ERR_INVALID,
+			       "line %d:%d mismatched input '%.*s' expecting "
+			       "%s",
+			       t->line, t->col, n, text, expecting);
+	return err_set(ERR_INVALID,
+		       "line %d:%d no viable alternative at input '%.*s'",
+		       t->line, t->col, n, text);
+}
+
+static int expect(struct tp *p, const char *kw, const char *shown)
+{
+	return accept(p, kw) ? 0 : syntax(p, shown);
+}
+
+static bool punct(const struct tp *p, const char *s)
+{
+	const struct cql_token *t = cur(p);
+	return t->kind == CQL_TOK_PUNCT && t->len == strlen(s) &&
+	       memcmp(t->text, s, t->len) == 0;
+}
+
+static bool accept_punct(struct tp *p, const char *s)
+{
+	if (!punct(p, s))
+		return false;
+	p->i++;
+	return true;
+}
+
+static int expect_punct(struct tp *p, const char *s)
+{
+	return accept_punct(p, s) ? 0 : syntax(p, s);
+}
+
+static void *alloc(struct tp *p, size_t size)
+{
+	void *m = arena_alloc(p->a, size);
+	if (!m)
+		err_set(ERR_NOMEM, "out of memory");
+	else
+		memset(m, 0, size);
+	return m;
+}
+
+static char *copy(struct tp *p, const struct cql_token *t, bool lower)
+{
+	char *d = alloc(p, t->len + 1);
+	if (!d)
+		return NULL;
+	for (size_t i = 0; i < t->len; i++)
+		d[i] = lower ? (char)tolower((unsigned char)t->text[i])
+			     : t->text[i];
+	d[t->len] = '\0';
+	return d;
+}
+
+/* The native types' names: keywords in Cassandra's grammar, so never a
+ * user type's name. */
+static const char *const native_types[] = {
+	"ascii",    "bigint",    "blob",    "boolean", "counter", "decimal",
+	"double",   "duration",  "float",   "inet",    "int",     "smallint",
+	"text",     "timestamp", "tinyint", "uuid",    "varchar", "varint",
+	"timeuuid", "date",      "time",
+};
+
+/* Words Cassandra reserves for types it may add (ReservedTypeNames). */
+static const char *const reserved_types[] = {
+	"byte", "complex", "enum", "interval", "macaddr", "bitstring",
+};
+
+static bool in(const struct cql_token *t, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (tok_is_kw(t, list[i]))
+			return true;
+	return false;
+}
+
+#define IN(t, list) in(t, list, sizeof(list) / sizeof(list[0]))
+
+/* Cassandra's reserved keywords (as client/cql/cql_parse.c's list):
+ * never a keyspace, type or field name unquoted. */
+static const char *const reserved_words[] = {
+	"add",          "allow",       "alter",    "and",      "apply",
+	"asc",          "authorize",   "batch",    "begin",    "by",
+	"columnfamily", "create",      "delete",   "desc",     "describe",
+	"drop",         "entries",     "execute",  "from",     "full",
+	"grant",        "if",          "in",       "index",    "infinity",
+	"insert",       "into",        "keyspace", "limit",    "modify",
+	"nan",          "norecursive", "not",      "null",     "of",
+	"on",           "or",          "order",    "primary",  "rename",
+	"replace",      "revoke",      "schema",   "select",   "set",
+	"table",        "to",          "token",    "truncate", "unlogged",
+	"update",       "use",         "using",    "where",    "with",
+};
+
+/* An identifier (fident / noncol_ident): unquoted lower-cased. */
+static const char *ident(struct tp *p)
+{
+	const struct cql_token *t = cur(p);
+	if (t->kind == CQL_TOK_QIDENT) {
+		p->i++;
+		return copy(p, t, false);
+	}
+	if (t->kind != CQL_TOK_IDENT || IN(t, reserved_words)) {
+		syntax(p, NULL);
+		return NULL;
+	}
+	p->i++;
+	return copy(p, t, true);
+}
+
+/* userTypeName: [ks.]name, name not a native or reserved type name. */
+static int type_name(struct tp *p, struct cql_qname *q)
+{
+	bool qualified =
+		p->i + 1 < p->n && p->t[p->i + 1].kind == CQL_TOK_PUNCT &&
+		p->t[p->i + 1].len == 1 && p->t[p->i + 1].text[0] == '.';
+	q->keyspace = NULL;
+	if (qualified && !(q->keyspace = ident(p)))
+		return -1;
+	if (qualified)
+		p->i++; /* . */
+	const struct cql_token *t = cur(p);
+	if (t->kind == CQL_TOK_IDENT && IN(t, native_types))
+		return syntax(p, NULL);
+	bool reserved = t->kind == CQL_TOK_IDENT && IN(t, reserved_types);
+	if (!(q->name = ident(p)))
+		return -1;
+	if (reserved)
+		return err_set(ERR_INVALID,
+			       "Invalid (reserved) user type name %s", q->name);
+	return 0;
+}
+
+/* comparatorType: a native type, list/set/map/tuple<...>, frozen<...> or
+ * a user type [ks.]name. */
+static struct cql_type_ast *type_ast(struct tp *p, int depth)
+{
+	if (depth > TYPE_DEPTH_MAX) {
+		err_set(ERR_INVALID, "type nested more than %d levels deep",
+			TYPE_DEPTH_MAX);
+		return NULL;
+	}
+	const struct cql_token *t = cur(p);
+	struct cql_type_ast *ty = alloc(p, sizeof(*ty));
+	if (!ty)
+		return NULL;
+	if (t->kind == CQL_TOK_STRING) { /* a custom type's class */
+		err_set(ERR_UNSUPPORTED,
+			"Custom types are not supported by Cassini yet");
+		return NULL;
+	}
+	if (t->kind != CQL_TOK_IDENT && t->kind != CQL_TOK_QIDENT) {
+		syntax(p, NULL);
+		return NULL;
+	}
+	bool quoted = t->kind == CQL_TOK_QIDENT;
+	p->i++;
+	const char *name = copy(p, t, !quoted);
+	if (!name)
+		return NULL;
+	if (!quoted && strcmp(name, "frozen") == 0 && punct(p, "<")) {
+		p->i++;
+		struct cql_type_ast *inner = type_ast(p, depth + 1);
+		if (!inner || expect_punct(p, ">") != 0)
+			return NULL;
+		inner->frozen = true;
+		return inner;
+	}
+	if (accept_punct(p, ".")) { /* ks.udt */
+		ty->keyspace = name;
+		t = cur(p);
+		if (t->kind != CQL_TOK_IDENT && t->kind != CQL_TOK_QIDENT) {
+			syntax(p, NULL);
+			return NULL;
+		}
+		p->i++;
+		if (!(name = copy(p, t, t->kind == CQL_TOK_IDENT)))
+			return NULL;
+		ty->name = name;
+		return ty;
+	}
+	ty->name = name;
+	if (!quoted && accept_punct(p, "<")) {
+		size_t cap = 4, n = 0;
+		struct cql_type_ast **params = alloc(p, cap * sizeof(*params));
+		if (!params)
+			return NULL;
+		do {
+			if (n == cap) {
+				struct cql_type_ast **more =
+					alloc(p, 2 * cap * sizeof(*more));
+				if (!more)
+					return NULL;
+				memcpy(more, params, n * sizeof(*params));
+				params = more;
+				cap *= 2;
+			}
+			if (!(params[n++] = type_ast(p, depth + 1)))
+				return NULL;
+		} while (accept_punct(p, ","));
+		if (expect_punct(p, ">") != 0)
+			return NULL;
+		ty->params = params;
+		ty->param_count = n;
+	}
+	return ty;
+}
+
+struct fields {
+	const char **names;
+	struct cql_type_ast **types;
+	size_t count, cap;
+};
+
+static int field_push(struct tp *p, struct fields *f, const char *name,
+		      struct cql_type_ast *type)
+{
+	if (f->count == f->cap) {
+		size_t cap = f->cap ? 2 * f->cap : 8;
+		const char **names = alloc(p, cap * sizeof(*names));
+		struct cql_type_ast **types = alloc(p, cap * sizeof(*types));
+		if (!names || !types)
+			return -1;
+		if (f->count) {
+			memcpy(names, f->names, f->count * sizeof(*names));
+			memcpy(types, f->types, f->count * sizeof(*types));
+		}
+		f->names = names;
+		f->types = types;
+		f->cap = cap;
+	}
+	f->names[f->count] = name;
+	f->types[f->count] = type;
+	f->count++;
+	return 0;
+}
+
+static int if_not_exists(struct tp *p, bool *out)
+{
+	if (!accept(p, "if"))
+		return 0;
+	*out = true;
+	return expect(p, "not", "NOT") || expect(p, "exists", "EXISTS");
+}
+
+static int if_exists(struct tp *p, bool *out)
+{
+	if (!accept(p, "if"))
+		return 0;
+	*out = true;
+	return expect(p, "exists", "EXISTS");
+}
+
+/* ( f type [, f type ...] [,] ) */
+static int create_fields(struct tp *p, struct fields *f)
+{
+	if (expect_punct(p, "(") != 0)
+		return -1;
+	do {
+		if (punct(p, ")") && f->count > 0)
+			break; /* a trailing comma */
+		const char *name = ident(p);
+		struct cql_type_ast *type = name ? type_ast(p, 0) : NULL;
+		if (!type || field_push(p, f, name, type) != 0)
+			return -1;
+	} while (accept_punct(p, ","));
+	return expect_punct(p, ")");
+}
+
+static int alter_body(struct tp *p, struct cql_type_stmt *ts, struct fields *f)
+{
+	if (accept(p, "add")) {
+		ts->alter = CQL_ALTER_TYPE_ADD;
+		if (if_not_exists(p, &ts->field_if) != 0)
+			return -1;
+		const char *name = ident(p);
+		struct cql_type_ast *type = name ? type_ast(p, 0) : NULL;
+		return type ? field_push(p, f, name, type) : -1;
+	}
+	if (accept(p, "rename")) {
+		ts->alter = CQL_ALTER_TYPE_RENAME;
+		if (if_exists(p, &ts->field_if) != 0)
+			return -1;
+		do {
+			const char *from = ident(p);
+			if (!from || expect(p, "to", "K_TO") != 0)
+				return -1;
+			const char *to = ident(p);
+			if (!to || field_push(p, f, from, NULL) != 0 ||
+			    field_push(p, f, to, NULL) != 0)
+				return -1;
+		} while (accept(p, "and"));
+		return 0;
+	}
+	if (accept(p, "alter")) {
+		if (!ident(p) || expect(p, "type", "K_TYPE") != 0 ||
+		    !type_ast(p, 0))
+			return -1;
+		return err_set(ERR_INVALID,
+			       "Altering field types is no longer supported");
+	}
+	return syntax(p, NULL);
+}
+
+bool cql_is_type_statement(const struct cql_token *t, size_t n)
+{
+	return n >= 2 &&
+	       (tok_is_kw(&t[0], "create") || tok_is_kw(&t[0], "alter") ||
+		tok_is_kw(&t[0], "drop")) &&
+	       tok_is_kw(&t[1], "type");
+}
+
+int cql_parse_type_stmt(struct arena *a, const struct cql_token *toks, size_t n,
+			struct cql_stmt *s)
+{
+	struct tp p = {.a = a, .t = toks, .n = n};
+	struct cql_type_stmt *ts = &s->u.type;
+	struct fields f = {0};
+	memset(ts, 0, sizeof(*ts));
+	int rc;
+	if (accept(&p, "create")) {
+		s->kind = CQL_STMT_CREATE_TYPE;
+		p.i++; /* TYPE */
+		rc = if_not_exists(&p, &ts->if_not_exists) ||
+		     type_name(&p, &ts->name) || create_fields(&p, &f);
+	} else if (accept(&p, "alter")) {
+		s->kind = CQL_STMT_ALTER_TYPE;
+		p.i++;
+		rc = if_exists(&p, &ts->if_exists) ||
+		     type_name(&p, &ts->name) || alter_body(&p, ts, &f);
+	} else {
+		s->kind = CQL_STMT_DROP_TYPE;
+		p.i += 2;
+		rc = if_exists(&p, &ts->if_exists) || type_name(&p, &ts->name);
+	}
+	if (rc != 0)
+		return -1;
+	while (punct(&p, ";"))
+		p.i++;
+	if (cur(&p)->kind != CQL_TOK_EOF)
+		return syntax(&p, NULL);
+	ts->fields = f.names;
+	ts->types = f.types;
+	ts->field_count = f.count;
+	return 0;
+}

@@ -1,0 +1,818 @@
+/*
+ * User-defined types: CREATE TYPE, ALTER TYPE ADD / RENAME, DROP TYPE, as
+ * Cassandra 4.1's CreateTypeStatement, AlterTypeStatement and
+ * DropTypeStatement apply them, with their checks in their order and
+ * their sentences.
+ *
+ * A type lives in its keyspace (struct cql_user_type, sorted by name),
+ * is replaced by an ALTER (the old object retired for pinned readers like
+ * a table), and goes with its keyspace. Its field types are kept as the
+ * CQL text Cassandra prints for the prepared type: native names (varchar
+ * is text), collections frozen or not as declared with their elements
+ * frozen, tuples always frozen, user types as frozen<name> unless they
+ * are a non-frozen column's type (never inside a type: a type's fields
+ * hold frozen user types only). Fields may name user types of the same
+ * keyspace only; a type cannot name itself (it does not exist while it is
+ * created, and ALTER TYPE ADD refuses a circular reference).
+ *
+ * What the statement travels as is its text (schema log, schema push):
+ * the registry replays it like any DDL.
+ */
+#include "client/schema/schema_internal.h"
+
+#include "client/schema/describe.h"
+#include "common/buf.h"
+#include "common/err.h"
+#include "common/murmur3.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static enum cql_schema_status fail(enum cql_schema_status st, const char *fmt,
+				   ...) __attribute__((format(printf, 2, 3)));
+
+static enum cql_schema_status fail(enum cql_schema_status st, const char *fmt,
+				   ...)
+{
+	char msg[ERR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	err_set(st == CQL_SCHEMA_NOMEM ? ERR_NOMEM : ERR_INVALID, "%s", msg);
+	return st;
+}
+
+static enum cql_schema_status nomem(void)
+{
+	return fail(CQL_SCHEMA_NOMEM, "out of memory");
+}
+
+/* ---- the type objects ---------------------------------------------------- */
+
+void schema_type_free(struct cql_user_type *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->field_count; i++) {
+		free(t->field_names[i]);
+		free(t->field_types[i]);
+	}
+	for (size_t i = 0; i < t->ref_count; i++)
+		free(t->refs[i]);
+	free(t->field_names);
+	free(t->field_types);
+	free(t->refs);
+	free(t->keyspace);
+	free(t->name);
+	free(t);
+}
+
+static struct cql_user_type *type_alloc(const char *ks, const char *name,
+					size_t fields)
+{
+	struct cql_user_type *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	size_t n = fields ? fields : 1;
+	t->keyspace = strdup(ks);
+	t->name = strdup(name);
+	t->field_names = calloc(n, sizeof(char *));
+	t->field_types = calloc(n, sizeof(char *));
+	t->refs = calloc(n, sizeof(char *));
+	if (!t->keyspace || !t->name || !t->field_names || !t->field_types ||
+	    !t->refs) {
+		schema_type_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* Its share of the schema version: a hash of its definition. */
+static void type_digest(struct cql_user_type *t)
+{
+	struct buf b;
+	buf_init(&b);
+	buf_append(&b, t->name, strlen(t->name) + 1);
+	for (size_t i = 0; i < t->field_count; i++) {
+		buf_append(&b, t->field_names[i],
+			   strlen(t->field_names[i]) + 1);
+		buf_append(&b, t->field_types[i],
+			   strlen(t->field_types[i]) + 1);
+	}
+	murmur3_hash128(b.data ? b.data : (const uint8_t *)"", b.len,
+			0x75647400, t->digest);
+	buf_free(&b);
+}
+
+static bool has_ref(const struct cql_user_type *t, const char *name)
+{
+	for (size_t i = 0; i < t->ref_count; i++)
+		if (strcmp(t->refs[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Whether `t` names user type `name`, directly or through the types its
+ * fields name (AbstractType.referencesUserType). The graph has no cycle:
+ * depth bounds the walk all the same. */
+static bool type_references(const struct cql_keyspace *k,
+			    const struct cql_user_type *t, const char *name,
+			    size_t depth)
+{
+	if (has_ref(t, name))
+		return true;
+	if (depth > k->type_count)
+		return false;
+	for (size_t i = 0; i < t->ref_count; i++) {
+		const struct cql_user_type *r =
+			schema_type_mut((struct cql_keyspace *)k, t->refs[i]);
+		if (r && type_references(k, r, name, depth + 1))
+			return true;
+	}
+	return false;
+}
+
+/* ---- field types --------------------------------------------------------- */
+
+static const char *const native_names[] = {
+	"ascii",    "bigint",  "blob",     "boolean",   "counter",  "date",
+	"decimal",  "double",  "duration", "float",     "inet",     "int",
+	"smallint", "text",    "time",     "timestamp", "timeuuid", "tinyint",
+	"uuid",     "varchar", "varint",
+};
+
+static bool is_native(const char *name)
+{
+	for (size_t i = 0; i < sizeof(native_names) / sizeof(native_names[0]);
+	     i++)
+		if (strcmp(native_names[i], name) == 0)
+			return true;
+	return false;
+}
+
+static bool is_collection(const struct cql_type_ast *t)
+{
+	return !t->keyspace &&
+	       (strcmp(t->name, "list") == 0 || strcmp(t->name, "set") == 0 ||
+		strcmp(t->name, "map") == 0);
+}
+
+static bool is_tuple(const struct cql_type_ast *t)
+{
+	return !t->keyspace && strcmp(t->name, "tuple") == 0;
+}
+
+/* A user type's name (not native, not a collection or tuple). */
+static bool is_udt(const struct cql_type_ast *t)
+{
+	return t->keyspace || (!is_native(t->name) && !is_collection(t) &&
+			       !is_tuple(t) && strcmp(t->name, "vector") != 0);
+}
+
+/* The type as written (CQL3Type.Raw.toString), for messages. */
+static void raw_text(struct buf *b, const struct cql_type_ast *t)
+{
+	if (t->frozen)
+		buf_append(b, "frozen<", 7);
+	if (t->keyspace) {
+		buf_append(b, t->keyspace, strlen(t->keyspace));
+		buf_append(b, ".", 1);
+	}
+	buf_append(b, t->name, strlen(t->name));
+	if (t->param_count) {
+		buf_append(b, "<", 1);
+		for (size_t i = 0; i < t->param_count; i++) {
+			if (i)
+				buf_append(b, ", ", 2);
+			raw_text(b, t->params[i]);
+		}
+		buf_append(b, ">", 1);
+	}
+	if (t->frozen)
+		buf_append(b, ">", 1);
+}
+
+/* The raw text in a string (cut to fit). */
+static void raw_string(const struct cql_type_ast *t, char *dst, size_t cap)
+{
+	struct buf b;
+	buf_init(&b);
+	raw_text(&b, t);
+	snprintf(dst, cap, "%.*s", (int)b.len, b.data ? (char *)b.data : "");
+	buf_free(&b);
+}
+
+/* Fails with `prefix`, the raw text of `t`, `suffix`. */
+static enum cql_schema_status
+fail_raw(const char *prefix, const struct cql_type_ast *t, const char *suffix)
+{
+	char raw[256];
+	raw_string(t, raw, sizeof(raw));
+	return fail(CQL_SCHEMA_INVALID, "%s%s%s", prefix, raw, suffix);
+}
+
+/* What preparing a field type needs and collects. */
+struct prep {
+	const struct cql_keyspace *k;
+	struct buf *out;
+	struct cql_user_type *t; /* refs go here */
+};
+
+static enum cql_schema_status add_ref(struct prep *p, const char *name)
+{
+	if (has_ref(p->t, name))
+		return CQL_SCHEMA_OK;
+	/* refs has room for one per field: grow past that */
+	char **refs =
+		realloc(p->t->refs, (p->t->ref_count + 1) * sizeof(char *));
+	if (!refs)
+		return nomem();
+	p->t->refs = refs;
+	if (!(refs[p->t->ref_count] = strdup(name)))
+		return nomem();
+	p->t->ref_count++;
+	return CQL_SCHEMA_OK;
+}
+
+static enum cql_schema_status
+prepare(struct prep *p, const struct cql_type_ast *t, bool frozen, int depth);
+
+/* A collection's element: frozen when the collection is, else it must be
+ * frozen itself if it can be. */
+static enum cql_schema_status prepare_element(struct prep *p,
+					      const struct cql_type_ast *coll,
+					      const struct cql_type_ast *e,
+					      bool frozen, int depth)
+{
+	if (!frozen && !e->frozen && is_collection(e))
+		return fail_raw("Non-frozen collections are not allowed inside "
+				"collections: ",
+				coll, "");
+	if (!frozen && !e->frozen && is_udt(e))
+		return fail_raw("Non-frozen UDTs are not allowed inside "
+				"collections: ",
+				coll, "");
+	if (!e->keyspace && strcmp(e->name, "counter") == 0)
+		return fail_raw("Counters are not allowed inside collections: ",
+				coll, "");
+	return prepare(p, e, true, depth + 1);
+}
+
+static enum cql_schema_status prepare_collection(struct prep *p,
+						 const struct cql_type_ast *t,
+						 bool frozen, int depth)
+{
+	bool map = strcmp(t->name, "map") == 0;
+	size_t want = map ? 2 : 1;
+	enum cql_schema_status st;
+	if (t->param_count != want)
+		return fail(CQL_SCHEMA_INVALID, "%s takes %zu type parameter%s",
+			    t->name, want, want > 1 ? "s" : "");
+	const struct cql_type_ast *first = t->params[0];
+	if (!first->keyspace && strcmp(first->name, "duration") == 0 &&
+	    !first->param_count) {
+		if (strcmp(t->name, "set") == 0)
+			return fail_raw(
+				"Durations are not allowed inside sets: ", t,
+				"");
+		if (map)
+			return fail_raw(
+				"Durations are not allowed as map keys: ", t,
+				"");
+	}
+	if (frozen)
+		buf_append(p->out, "frozen<", 7);
+	buf_append(p->out, t->name, strlen(t->name));
+	buf_append(p->out, "<", 1);
+	if ((st = prepare_element(p, t, t->params[0], frozen, depth)) !=
+	    CQL_SCHEMA_OK)
+		return st;
+	if (map) {
+		buf_append(p->out, ", ", 2);
+		if ((st = prepare_element(p, t, t->params[1], frozen, depth)) !=
+		    CQL_SCHEMA_OK)
+			return st;
+	}
+	buf_append(p->out, ">", 1);
+	if (frozen)
+		buf_append(p->out, ">", 1);
+	return CQL_SCHEMA_OK;
+}
+
+static enum cql_schema_status
+prepare_tuple(struct prep *p, const struct cql_type_ast *t, int depth)
+{
+	enum cql_schema_status st;
+	if (!t->param_count)
+		return fail(CQL_SCHEMA_INVALID,
+			    "tuple type must have at least one component");
+	buf_append(p->out, "frozen<tuple<", 13);
+	for (size_t i = 0; i < t->param_count; i++) {
+		const struct cql_type_ast *e = t->params[i];
+		if (!e->keyspace && strcmp(e->name, "counter") == 0)
+			return fail(CQL_SCHEMA_INVALID,
+				    "Counters are not allowed inside tuples");
+		if (i)
+			buf_append(p->out, ", ", 2);
+		if ((st = prepare(p, e, true, depth + 1)) != CQL_SCHEMA_OK)
+			return st;
+	}
+	buf_append(p->out, ">>", 2);
+	return CQL_SCHEMA_OK;
+}
+
+static enum cql_schema_status
+prepare_udt(struct prep *p, const struct cql_type_ast *t, bool frozen)
+{
+	const char *ks = p->k->meta->name;
+	if (t->keyspace && strcmp(t->keyspace, ks) != 0)
+		return fail(CQL_SCHEMA_INVALID,
+			    "Statement on keyspace %s cannot refer to a user "
+			    "type in keyspace %s; user types can only be used "
+			    "in the keyspace they are defined in",
+			    ks, t->keyspace);
+	if (t->param_count ||
+	    !schema_type_mut((struct cql_keyspace *)p->k, t->name))
+		return fail(CQL_SCHEMA_INVALID, "Unknown type %s.%s", ks,
+			    t->name);
+	if (frozen)
+		buf_append(p->out, "frozen<", 7);
+	if (cql_describe_name(t->name, p->out) != 0)
+		return nomem();
+	if (frozen)
+		buf_append(p->out, ">", 1);
+	return add_ref(p, t->name);
+}
+
+/* Appends the CQL text of `t` (frozen: it is inside a frozen type). */
+static enum cql_schema_status
+prepare(struct prep *p, const struct cql_type_ast *t, bool frozen, int depth)
+{
+	if (depth > 32)
+		return fail(CQL_SCHEMA_INVALID, "type nested too deep");
+	frozen = frozen || t->frozen;
+	if (is_collection(t))
+		return prepare_collection(p, t, frozen, depth);
+	if (is_tuple(t))
+		return prepare_tuple(p, t, depth);
+	if (!t->keyspace && strcmp(t->name, "vector") == 0)
+		return fail(CQL_SCHEMA_UNSUPPORTED,
+			    "The vector type is not supported by Cassini yet");
+	if (is_udt(t))
+		return prepare_udt(p, t, frozen);
+	if (t->param_count)
+		return fail(CQL_SCHEMA_INVALID, "Type %s takes no parameters",
+			    t->name);
+	if (t->frozen)
+		return fail(CQL_SCHEMA_INVALID,
+			    "frozen<> is only allowed on collections, tuples, "
+			    "and user-defined types (got %s)",
+			    t->name);
+	const char *name = strcmp(t->name, "varchar") == 0 ? "text" : t->name;
+	buf_append(p->out, name, strlen(name));
+	return CQL_SCHEMA_OK;
+}
+
+/* Field i of `ut` gets the prepared text of `ast`. */
+static enum cql_schema_status set_field(const struct cql_keyspace *k,
+					struct cql_user_type *ut, size_t i,
+					const char *name,
+					const struct cql_type_ast *ast)
+{
+	struct buf b;
+	buf_init(&b);
+	struct prep p = {k, &b, ut};
+	enum cql_schema_status st = prepare(&p, ast, false, 0);
+	if (st == CQL_SCHEMA_OK) {
+		buf_append(&b, "", 1);
+		if (!b.data || !(ut->field_types[i] = strdup((char *)b.data)) ||
+		    !(ut->field_names[i] = strdup(name)))
+			st = nomem();
+	}
+	buf_free(&b);
+	return st;
+}
+
+/* ---- statements ---------------------------------------------------------- */
+
+static void set_change(struct cql_schema_change *c, const char *change,
+		       const char *ks, const char *name)
+{
+	memset(c, 0, sizeof(*c));
+	c->change = change;
+	c->target = "TYPE";
+	c->columns_before = -1;
+	snprintf(c->keyspace, sizeof(c->keyspace), "%s", ks);
+	snprintf(c->name, sizeof(c->name), "%s", name);
+}
+
+static enum cql_schema_status resolve_keyspace(struct cql_schema *s,
+					       const struct cql_type_stmt *ts,
+					       const char *current,
+					       const char **name,
+					       struct cql_keyspace **k)
+{
+	*k = NULL;
+	*name = ts->name.keyspace ? ts->name.keyspace : current;
+	if (!*name)
+		return fail(
+			CQL_SCHEMA_INVALID,
+			"No keyspace has been specified. USE a keyspace, or "
+			"explicitly specify keyspace.tablename");
+	*k = schema_keyspace_mut(s, *name);
+	return CQL_SCHEMA_OK;
+}
+
+static enum cql_schema_status create_type(struct cql_schema *s,
+					  const struct cql_type_stmt *ts,
+					  const char *current, bool internal,
+					  struct cql_schema_change *change)
+{
+	const char *ksn, *name = ts->name.name;
+	struct cql_keyspace *k;
+	enum cql_schema_status st = resolve_keyspace(s, ts, current, &ksn, &k);
+	if (st != CQL_SCHEMA_OK)
+		return st;
+	if (!k)
+		return fail(CQL_SCHEMA_INVALID, "Keyspace '%s' doesn't exist",
+			    ksn);
+	if (!internal && k->system)
+		return fail(CQL_SCHEMA_UNAUTHORIZED,
+			    "%s keyspace is not user-modifiable.", ksn);
+	if (schema_type_mut(k, name)) {
+		if (ts->if_not_exists)
+			return CQL_SCHEMA_NOOP;
+		return fail(CQL_SCHEMA_INVALID,
+			    "A user type with name '%s' already exists", name);
+	}
+	for (size_t i = 0; i < ts->field_count; i++)
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(ts->fields[i], ts->fields[j]) == 0)
+				return fail(CQL_SCHEMA_INVALID,
+					    "Duplicate field name '%s' in type "
+					    "'%s'",
+					    ts->fields[i], name);
+	for (size_t i = 0; i < ts->field_count; i++) {
+		const struct cql_type_ast *t = ts->types[i];
+		if (!t->keyspace && strcmp(t->name, "counter") == 0)
+			return fail(CQL_SCHEMA_INVALID,
+				    "A user type cannot contain counters");
+		if (is_udt(t) && !t->frozen)
+			return fail(CQL_SCHEMA_INVALID,
+				    "A user type cannot contain non-frozen "
+				    "UDTs");
+	}
+	struct cql_user_type *ut = type_alloc(ksn, name, ts->field_count);
+	if (!ut)
+		return nomem();
+	for (size_t i = 0; i < ts->field_count; i++) {
+		if ((st = set_field(k, ut, i, ts->fields[i], ts->types[i])) !=
+		    CQL_SCHEMA_OK) {
+			schema_type_free(ut);
+			return st;
+		}
+		ut->field_count++;
+	}
+	type_digest(ut);
+	if (schema_type_insert(k, ut) != 0) {
+		schema_type_free(ut);
+		return nomem();
+	}
+	set_change(change, "CREATED", ksn, name);
+	return CQL_SCHEMA_OK;
+}
+
+/* A copy of `old` with room for `extra` more fields. */
+static struct cql_user_type *type_copy(const struct cql_user_type *old,
+				       size_t extra)
+{
+	struct cql_user_type *t =
+		type_alloc(old->keyspace, old->name, old->field_count + extra);
+	if (!t)
+		return NULL;
+	char **refs =
+		realloc(t->refs, (old->ref_count + extra + 1) * sizeof(char *));
+	if (!refs) {
+		schema_type_free(t);
+		return NULL;
+	}
+	t->refs = refs;
+	for (size_t i = 0; i < old->field_count; i++) {
+		t->field_names[i] = strdup(old->field_names[i]);
+		t->field_types[i] = strdup(old->field_types[i]);
+		t->field_count++;
+		if (!t->field_names[i] || !t->field_types[i]) {
+			schema_type_free(t);
+			return NULL;
+		}
+	}
+	for (size_t i = 0; i < old->ref_count; i++) {
+		if (!(t->refs[i] = strdup(old->refs[i]))) {
+			schema_type_free(t);
+			return NULL;
+		}
+		t->ref_count++;
+	}
+	return t;
+}
+
+static enum cql_schema_status alter_add(const struct cql_keyspace *k,
+					const struct cql_user_type *old,
+					const struct cql_type_stmt *ts,
+					struct cql_user_type **out)
+{
+	const char *field = ts->fields[0];
+	for (size_t i = 0; i < old->field_count; i++)
+		if (strcmp(old->field_names[i], field) == 0) {
+			if (ts->field_if)
+				return CQL_SCHEMA_NOOP;
+			return fail(
+				CQL_SCHEMA_INVALID,
+				"Cannot add field %s to type %s.%s: a field "
+				"with name %s already exists",
+				field, old->keyspace, old->name, field);
+		}
+	const struct cql_type_ast *ast = ts->types[0];
+	struct cql_user_type *t = type_copy(old, 1);
+	if (!t)
+		return nomem();
+	size_t refs_before = t->ref_count;
+	enum cql_schema_status st = set_field(k, t, t->field_count, field, ast);
+	if (st != CQL_SCHEMA_OK) {
+		schema_type_free(t);
+		return st;
+	}
+	t->field_count++;
+	/* ADD of a field of the type itself, or of a type that names it */
+	bool circular = false;
+	for (size_t i = refs_before; i < t->ref_count && !circular; i++) {
+		const struct cql_user_type *r =
+			schema_type_mut((struct cql_keyspace *)k, t->refs[i]);
+		circular = strcmp(t->refs[i], old->name) == 0 ||
+			   (r && type_references(k, r, old->name, 0));
+	}
+	if (circular) {
+		char raw[256];
+		raw_string(ast, raw, sizeof(raw));
+		schema_type_free(t);
+		return fail(CQL_SCHEMA_INVALID,
+			    "Cannot add new field %s of type %s to user type "
+			    "%s.%s as it would create a circular reference",
+			    field, raw, old->keyspace, old->name);
+	}
+	/* Cassandra also refuses an ADD to a type in a table's partition
+	 * key; no table column can name a user type yet. */
+	*out = t;
+	return CQL_SCHEMA_OK;
+}
+
+static enum cql_schema_status alter_rename(const struct cql_user_type *old,
+					   const struct cql_type_stmt *ts,
+					   struct cql_user_type **out)
+{
+	struct cql_user_type *t = type_copy(old, 0);
+	if (!t)
+		return nomem();
+	for (size_t i = 0; i + 1 < ts->field_count; i += 2) {
+		const char *from = ts->fields[i], *to = ts->fields[i + 1];
+		size_t at = old->field_count;
+		for (size_t f = 0; f < old->field_count; f++)
+			if (strcmp(old->field_names[f], from) == 0)
+				at = f;
+		if (at == old->field_count) {
+			if (ts->field_if)
+				continue;
+			schema_type_free(t);
+			return fail(CQL_SCHEMA_INVALID,
+				    "Unkown field %s in user type %s.%s", from,
+				    old->keyspace, old->name);
+		}
+		char *dup = strdup(to);
+		if (!dup) {
+			schema_type_free(t);
+			return nomem();
+		}
+		free(t->field_names[at]);
+		t->field_names[at] = dup;
+	}
+	for (size_t i = 0; i < t->field_count; i++)
+		for (size_t j = 0; j < t->field_count; j++)
+			if (i != j &&
+			    strcmp(t->field_names[i], t->field_names[j]) == 0) {
+				/* Cassandra's format names the keyspace in
+				 * the type's place */
+				enum cql_schema_status st = fail(
+					CQL_SCHEMA_INVALID,
+					"Duplicate field name %s in type %s",
+					t->field_names[i], old->keyspace);
+				schema_type_free(t);
+				return st;
+			}
+	*out = t;
+	return CQL_SCHEMA_OK;
+}
+
+static enum cql_schema_status alter_type(struct cql_schema *s,
+					 const struct cql_type_stmt *ts,
+					 const char *current, bool internal,
+					 struct cql_schema_change *change)
+{
+	const char *ksn, *name = ts->name.name;
+	struct cql_keyspace *k;
+	enum cql_schema_status st = resolve_keyspace(s, ts, current, &ksn, &k);
+	if (st != CQL_SCHEMA_OK)
+		return st;
+	struct cql_user_type *old = k ? schema_type_mut(k, name) : NULL;
+	if (!old) {
+		if (ts->if_exists)
+			return CQL_SCHEMA_NOOP;
+		return fail(CQL_SCHEMA_INVALID, "Type %s.%s doesn't exist", ksn,
+			    name);
+	}
+	if (!internal && k->system)
+		return fail(CQL_SCHEMA_UNAUTHORIZED,
+			    "%s keyspace is not user-modifiable.", ksn);
+	struct cql_user_type *t = NULL;
+	st = ts->alter == CQL_ALTER_TYPE_ADD ? alter_add(k, old, ts, &t)
+					     : alter_rename(old, ts, &t);
+	if (st != CQL_SCHEMA_OK)
+		return st;
+	type_digest(t);
+	if (schema_retire(s, RETIRED_TYPE, old) != 0) {
+		schema_type_free(t);
+		return nomem();
+	}
+	schema_type_remove(k, old);
+	schema_type_insert(k, t); /* cannot fail: the slot was freed */
+	set_change(change, "UPDATED", ksn, name);
+	return CQL_SCHEMA_OK;
+}
+
+static enum cql_schema_status drop_type(struct cql_schema *s,
+					const struct cql_type_stmt *ts,
+					const char *current, bool internal,
+					struct cql_schema_change *change)
+{
+	const char *ksn, *name = ts->name.name;
+	struct cql_keyspace *k;
+	enum cql_schema_status st = resolve_keyspace(s, ts, current, &ksn, &k);
+	if (st != CQL_SCHEMA_OK)
+		return st;
+	struct cql_user_type *t = k ? schema_type_mut(k, name) : NULL;
+	if (!t) {
+		if (ts->if_exists)
+			return CQL_SCHEMA_NOOP;
+		return fail(CQL_SCHEMA_INVALID, "Type '%s.%s' doesn't exist",
+			    ksn, name);
+	}
+	if (!internal && k->system)
+		return fail(CQL_SCHEMA_UNAUTHORIZED,
+			    "%s keyspace is not user-modifiable.", ksn);
+	struct buf users;
+	buf_init(&users);
+	for (size_t i = 0; i < k->type_count; i++) {
+		if (!type_references(k, k->types[i], name, 0))
+			continue;
+		if (users.len)
+			buf_append(&users, ", ", 2);
+		buf_append(&users, k->types[i]->name,
+			   strlen(k->types[i]->name));
+	}
+	const char *what = "user types";
+	if (!users.len) {
+		what = "tables";
+		for (size_t i = 0; i < k->table_count; i++) {
+			if (!schema_table_uses_type(k, k->tables[i], name))
+				continue;
+			if (users.len)
+				buf_append(&users, ", ", 2);
+			buf_append(&users, k->tables[i]->meta->name,
+				   strlen(k->tables[i]->meta->name));
+		}
+	}
+	if (users.len) {
+		buf_append(&users, "", 1);
+		st = users.data ? fail(CQL_SCHEMA_INVALID,
+				       "Cannot drop user type '%s.%s' as it "
+				       "is still used by %s %s",
+				       ksn, name, what, (char *)users.data)
+				: nomem();
+		buf_free(&users);
+		return st;
+	}
+	buf_free(&users);
+	if (schema_retire(s, RETIRED_TYPE, t) != 0)
+		return nomem();
+	schema_type_remove(k, t);
+	set_change(change, "DROPPED", ksn, name);
+	return CQL_SCHEMA_OK;
+}
+
+enum cql_schema_status schema_type_apply(struct cql_schema *s,
+					 const struct cql_stmt *stmt,
+					 const char *current_keyspace,
+					 bool internal,
+					 struct cql_schema_change *change)
+{
+	const struct cql_type_stmt *ts = &stmt->u.type;
+	switch (stmt->kind) {
+	case CQL_STMT_CREATE_TYPE:
+		return create_type(s, ts, current_keyspace, internal, change);
+	case CQL_STMT_ALTER_TYPE:
+		return alter_type(s, ts, current_keyspace, internal, change);
+	case CQL_STMT_DROP_TYPE:
+		return drop_type(s, ts, current_keyspace, internal, change);
+	default:
+		return fail(CQL_SCHEMA_INVALID, "not a type statement");
+	}
+}
+
+bool schema_table_uses_type(const struct cql_keyspace *k,
+			    const struct cql_table *t, const char *name)
+{
+	/* The engine's column types cannot name a user type yet. */
+	(void)k;
+	(void)t;
+	(void)name;
+	return false;
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+const struct cql_user_type *cql_keyspace_type(const struct cql_keyspace *k,
+					      const char *name)
+{
+	return schema_type_mut((struct cql_keyspace *)k, name);
+}
+
+size_t cql_keyspace_type_count(const struct cql_keyspace *k)
+{
+	return k->type_count;
+}
+
+const struct cql_user_type *cql_keyspace_type_at(const struct cql_keyspace *k,
+						 size_t i)
+{
+	return i < k->type_count ? k->types[i] : NULL;
+}
+
+const char *cql_user_type_keyspace(const struct cql_user_type *t)
+{
+	return t->keyspace;
+}
+
+const char *cql_user_type_name(const struct cql_user_type *t)
+{
+	return t->name;
+}
+
+size_t cql_user_type_field_count(const struct cql_user_type *t)
+{
+	return t->field_count;
+}
+
+const char *cql_user_type_field_name(const struct cql_user_type *t, size_t i)
+{
+	return t->field_names[i];
+}
+
+const char *cql_user_type_field_type(const struct cql_user_type *t, size_t i)
+{
+	return t->field_types[i];
+}
+
+/* Types in the order DESCRIBE and the python driver's export_as_string
+ * list them: by name, each after the types its fields name. */
+static size_t order_visit(const struct cql_keyspace *k, size_t i, bool *done,
+			  const struct cql_user_type **out, size_t n,
+			  size_t depth)
+{
+	if (done[i] || depth > k->type_count)
+		return n;
+	done[i] = true;
+	const struct cql_user_type *t = k->types[i];
+	/* refs are in the order the fields name them, as the driver
+	 * walks them */
+	for (size_t r = 0; r < t->ref_count; r++)
+		for (size_t j = 0; j < k->type_count; j++)
+			if (strcmp(k->types[j]->name, t->refs[r]) == 0)
+				n = order_visit(k, j, done, out, n, depth + 1);
+	out[n++] = t;
+	return n;
+}
+
+int cql_keyspace_types_ordered(const struct cql_keyspace *k,
+			       const struct cql_user_type **out)
+{
+	bool *done = calloc(k->type_count ? k->type_count : 1, sizeof(bool));
+	if (!done)
+		return err_set(ERR_NOMEM, "out of memory");
+	size_t n = 0;
+	for (size_t i = 0; i < k->type_count; i++)
+		n = order_visit(k, i, done, out, n, 0);
+	free(done);
+	return 0;
+}
