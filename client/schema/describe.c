@@ -444,6 +444,21 @@ int cql_describe_table_text(const struct cql_table *t, bool internals,
 	return put_table_options(out, t) || put_drops(out, t, drops, ndrops);
 }
 
+int cql_describe_type_text(const struct cql_user_type *t, struct buf *out)
+{
+	if (put(out, "CREATE TYPE ") ||
+	    cql_describe_name(cql_user_type_keyspace(t), out) ||
+	    put(out, ".") || cql_describe_name(cql_user_type_name(t), out) ||
+	    put(out, " ("))
+		return -1;
+	for (size_t i = 0; i < cql_user_type_field_count(t); i++)
+		if (put(out, i ? ",\n    " : "\n    ") ||
+		    cql_describe_name(cql_user_type_field_name(t, i), out) ||
+		    put(out, " ") || put(out, cql_user_type_field_type(t, i)))
+			return -1;
+	return put(out, "\n);");
+}
+
 /* ---- the statement ------------------------------------------------------- */
 
 enum { ROW_MAX_COLS = 4 };
@@ -556,6 +571,32 @@ static int table_element(struct rows *r, const struct cql_table *t,
 	return rc;
 }
 
+static int type_element(struct rows *r, const struct cql_user_type *t)
+{
+	struct buf b;
+	buf_init(&b);
+	int rc = cql_describe_type_text(t, &b);
+	if (rc == 0)
+		rc = element_row(r, cql_user_type_keyspace(t), "type",
+				 cql_user_type_name(t), &b);
+	buf_free(&b);
+	return rc;
+}
+
+/* A keyspace's types in dependency order (cql_keyspace_types_ordered). */
+static const struct cql_user_type **ordered_types(struct rows *r,
+						  const struct cql_keyspace *k)
+{
+	size_t n = cql_keyspace_type_count(k);
+	const struct cql_user_type **types =
+		arena_alloc(r->a, (n ? n : 1) * sizeof(*types));
+	if (!types) {
+		err_set(ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	return cql_keyspace_types_ordered(k, types) == 0 ? types : NULL;
+}
+
 enum { MAX_LIST = 4096 };
 
 static int keyspace_elements(struct rows *r, const struct cql_keyspace *k,
@@ -570,6 +611,12 @@ static int keyspace_elements(struct rows *r, const struct cql_keyspace *k,
 	buf_free(&b);
 	if (rc != 0 || only)
 		return rc;
+	const struct cql_user_type **types = ordered_types(r, k);
+	if (!types)
+		return -1;
+	for (size_t i = 0; i < cql_keyspace_type_count(k); i++)
+		if (type_element(r, types[i]) != 0)
+			return -1;
 	const struct cql_table **tables =
 		arena_alloc(r->a, MAX_LIST * sizeof(*tables));
 	if (!tables)
@@ -649,8 +696,21 @@ static int describe_rows(const struct cql_schema *s,
 					return -1;
 				continue;
 			}
+			if (d->kind == CQL_DESCRIBE_TYPES) {
+				/* by name, as Cassandra lists them */
+				for (size_t j = 0;
+				     j < cql_keyspace_type_count(all[i]); j++)
+					if (element_row(
+						    r, kn, "type",
+						    cql_user_type_name(
+							    cql_keyspace_type_at(
+								    all[i], j)),
+						    NULL))
+						return -1;
+				continue;
+			}
 			if (d->kind != CQL_DESCRIBE_TABLES)
-				continue; /* no types, functions, aggregates */
+				continue; /* no functions, aggregates */
 			const struct cql_table **tables =
 				arena_alloc(r->a, MAX_LIST * sizeof(*tables));
 			if (!tables)
@@ -687,6 +747,9 @@ static int describe_rows(const struct cql_schema *s,
 						 false, d->internals);
 		if (!(k = keyspace_of(s, ks ? ks : current ? current : name)))
 			return -1;
+		if (!cql_schema_table(s, cql_keyspace_meta(k)->name, name) &&
+		    cql_keyspace_type(k, name))
+			return type_element(r, cql_keyspace_type(k, name));
 		if (!cql_schema_table(s, cql_keyspace_meta(k)->name, name))
 			return invalid("'%s' not found in keyspace '%s'", name,
 				       cql_keyspace_meta(k)->name);
@@ -714,6 +777,9 @@ static int describe_rows(const struct cql_schema *s,
 		const char *kn = cql_keyspace_meta(k)->name;
 		switch (d->kind) {
 		case CQL_DESCRIBE_TYPE:
+			if (cql_keyspace_type(k, name))
+				return type_element(r,
+						    cql_keyspace_type(k, name));
 			return invalid("User defined type '%s' not found in "
 				       "'%s'",
 				       name, kn);

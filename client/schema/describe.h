@@ -8,11 +8,12 @@
  * TYPES, FUNCTIONS, AGGREGATES) the first three of those; CLUSTER answers
  * cluster, partitioner, snitch and, under USE of a non-system keyspace,
  * range_ownership (each range's end token -> its replicas, from the ring
- * the node info describes). Cassini has no user types, functions,
- * aggregates, indexes or views: their listings are empty and naming one
- * answers Cassandra's "not found" Invalid. Rows are paged as Cassandra
- * pages them: by row offset, with the schema version in the paging state
- * (a page asked for after a schema change is Invalid).
+ * the node info describes). A keyspace's user types come after it, each
+ * after the types it names (as the python driver's export_as_string).
+ * Cassini has no functions, aggregates, indexes or views: their listings
+ * are empty and naming one answers Cassandra's "not found" Invalid. Rows are
+ * paged as Cassandra pages them: by row offset, with the schema version in the
+ * paging state (a page asked for after a schema change is Invalid).
  *
  * The CREATE text follows Cassandra's KeyspaceMetadata / TableMetadata
  * toCqlString: names quoted only when needed, columns in Cassandra's create
@@ -46,6 +47,10 @@ int cql_describe_keyspace_text(const struct cql_keyspace *k, struct buf *out);
  * ks.t ADD c <type>;" when the name was added again). */
 int cql_describe_table_text(const struct cql_table *t, bool internals,
 			    struct buf *out);
+
+/* "CREATE TYPE ks.t (\n    f type,\n    ...\n);" as Cassandra's
+ * UserType.toCqlString and the python driver's export_as_string. */
+int cql_describe_type_text(const struct cql_user_type *t, struct buf *out);
 
 /*
  * Answers a DESCRIBE statement: appends a whole RESULT Rows frame, or an

@@ -123,12 +123,6 @@ void schema_type_remove(struct cql_keyspace *k, struct cql_user_type *t);
 void schema_type_free(struct cql_user_type *t);
 /* Moves old's types to k (ALTER KEYSPACE's new object). */
 void schema_types_move(struct cql_keyspace *k, struct cql_keyspace *old);
-/* CREATE, ALTER or DROP TYPE (schema_types.c). */
-enum cql_schema_status schema_type_apply(struct cql_schema *s,
-					 const struct cql_stmt *stmt,
-					 const char *current_keyspace,
-					 bool internal,
-					 struct cql_schema_change *change);
 /* Whether table `t` has a column whose type names user type `name` of
  * its keyspace (anywhere inside it). */
 bool schema_table_uses_type(const struct cql_keyspace *k,
@@ -146,6 +140,15 @@ enum schema_origin {
 	SCHEMA_REPLICATED, /* applied elsewhere first: settles a CREATE TABLE
 			    * that raced (cql_schema_apply_replicated) */
 };
+
+/* CREATE, ALTER or DROP TYPE (schema_types.c). From another node
+ * (SCHEMA_REPLICATED) a CREATE of a type that exists is a creation that
+ * raced: every node keeps the definition that sorts first. */
+enum cql_schema_status schema_type_apply(struct cql_schema *s,
+					 const struct cql_stmt *stmt,
+					 const char *current_keyspace,
+					 enum schema_origin origin,
+					 struct cql_schema_change *change);
 
 /* `columns_before`: see cql_schema_apply_replicated (-1 otherwise). */
 enum cql_schema_status

@@ -485,6 +485,75 @@ static enum cql_schema_status create_type(struct cql_schema *s,
 	return CQL_SCHEMA_OK;
 }
 
+static bool same_type(const struct cql_user_type *a,
+		      const struct cql_user_type *b)
+{
+	if (a->field_count != b->field_count)
+		return false;
+	for (size_t i = 0; i < a->field_count; i++)
+		if (strcmp(a->field_names[i], b->field_names[i]) != 0 ||
+		    strcmp(a->field_types[i], b->field_types[i]) != 0)
+			return false;
+	return true;
+}
+
+/* Orders two definitions of one type: fields by name then type, fewer
+ * first. */
+static int type_cmp(const struct cql_user_type *a,
+		    const struct cql_user_type *b)
+{
+	for (size_t i = 0; i < a->field_count && i < b->field_count; i++) {
+		int c = strcmp(a->field_names[i], b->field_names[i]);
+		if (c == 0)
+			c = strcmp(a->field_types[i], b->field_types[i]);
+		if (c)
+			return c;
+	}
+	return a->field_count < b->field_count   ? -1
+	       : a->field_count > b->field_count ? 1
+						 : 0;
+}
+
+/* A CREATE TYPE another node applied: when the type exists here (two
+ * nodes created it at once, or this is an echo of its creation), the
+ * definition that sorts first stays on every node. */
+static enum cql_schema_status
+create_type_replicated(struct cql_schema *s, const struct cql_type_stmt *ts,
+		       const char *current, struct cql_schema_change *change)
+{
+	const char *ksn;
+	struct cql_keyspace *k;
+	enum cql_schema_status st = resolve_keyspace(s, ts, current, &ksn, &k);
+	if (st != CQL_SCHEMA_OK)
+		return st;
+	struct cql_user_type *old =
+		k ? schema_type_mut(k, ts->name.name) : NULL;
+	if (!old)
+		return create_type(s, ts, current, false, change);
+	/* build the statement's version beside the existing one */
+	schema_type_remove(k, old);
+	struct cql_type_stmt plain = *ts;
+	plain.if_not_exists = false;
+	st = create_type(s, &plain, current, false, change);
+	struct cql_user_type *made =
+		st == CQL_SCHEMA_OK ? schema_type_mut(k, ts->name.name) : NULL;
+	if (made)
+		schema_type_remove(k, made);
+	if (!made || same_type(made, old) || type_cmp(made, old) >= 0) {
+		schema_type_free(made);
+		schema_type_insert(k, old); /* its slot is free */
+		return made ? CQL_SCHEMA_NOOP : st;
+	}
+	if (schema_retire(s, RETIRED_TYPE, old) != 0) {
+		schema_type_free(made);
+		schema_type_insert(k, old);
+		return nomem();
+	}
+	schema_type_insert(k, made);
+	set_change(change, "UPDATED", ksn, ts->name.name);
+	return CQL_SCHEMA_OK;
+}
+
 /* A copy of `old` with room for `extra` more fields. */
 static struct cql_user_type *type_copy(const struct cql_user_type *old,
 				       size_t extra)
@@ -714,10 +783,13 @@ static enum cql_schema_status drop_type(struct cql_schema *s,
 enum cql_schema_status schema_type_apply(struct cql_schema *s,
 					 const struct cql_stmt *stmt,
 					 const char *current_keyspace,
-					 bool internal,
+					 enum schema_origin origin,
 					 struct cql_schema_change *change)
 {
 	const struct cql_type_stmt *ts = &stmt->u.type;
+	bool internal = origin == SCHEMA_INTERNAL;
+	if (origin == SCHEMA_REPLICATED && stmt->kind == CQL_STMT_CREATE_TYPE)
+		return create_type_replicated(s, ts, current_keyspace, change);
 	switch (stmt->kind) {
 	case CQL_STMT_CREATE_TYPE:
 		return create_type(s, ts, current_keyspace, internal, change);

@@ -142,6 +142,23 @@ static int put_text_collection(struct rows *r, struct cell *row,
 	return rc ? -1 : 0;
 }
 
+/* A frozen list<text> in the given order. */
+static int put_text_list(struct rows *r, struct cell *row, const char *column,
+			 const char *const *items, size_t n)
+{
+	struct buf b;
+	buf_init(&b);
+	int rc = buf_put_be32(&b, (uint32_t)n);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = buf_put_be32(&b, (uint32_t)strlen(items[i])) ||
+		     buf_append(&b, items[i], strlen(items[i]));
+	if (rc == 0)
+		rc = put(r, row, column, b.data ? b.data : (const uint8_t *)"",
+			 b.len);
+	buf_free(&b);
+	return rc ? -1 : 0;
+}
+
 static int put_tokens(struct rows *r, struct cell *row, const int64_t *tokens,
 		      size_t n)
 {
@@ -218,6 +235,41 @@ static const struct cql_table *scope_table_at(const struct scope_tables *st,
 					      size_t j)
 {
 	return st->only ? st->only : cql_keyspace_table_at(st->k, j);
+}
+
+/* system_schema.types: a row per user type, its fields in order. */
+static int gen_types(struct rows *r, const struct cql_schema *s,
+		     const struct scope *sc)
+{
+	size_t end, i = scope_first(s, sc, &end);
+	for (; i < end; i++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
+		for (size_t j = 0; j < cql_keyspace_type_count(k); j++) {
+			const struct cql_user_type *t =
+				cql_keyspace_type_at(k, j);
+			size_t n = cql_user_type_field_count(t);
+			const char **names =
+				arena_alloc(r->a, (n ? n : 1) * sizeof(char *));
+			const char **types =
+				arena_alloc(r->a, (n ? n : 1) * sizeof(char *));
+			if (!names || !types)
+				return -1;
+			for (size_t f = 0; f < n; f++) {
+				names[f] = cql_user_type_field_name(t, f);
+				types[f] = cql_user_type_field_type(t, f);
+			}
+			struct cell *row = row_new(r);
+			if (!row ||
+			    put_text(r, row, "keyspace_name",
+				     cql_keyspace_meta(k)->name) ||
+			    put_text(r, row, "type_name",
+				     cql_user_type_name(t)) ||
+			    put_text_list(r, row, "field_names", names, n) ||
+			    put_text_list(r, row, "field_types", types, n))
+				return -1;
+		}
+	}
+	return 0;
 }
 
 static int gen_keyspaces(struct rows *r, const struct cql_schema *s,
@@ -764,7 +816,9 @@ static int generate(struct rows *r, const struct cql_schema *s,
 			return gen_columns(r, s, false, sc);
 		if (strcmp(table, "dropped_columns") == 0)
 			return gen_columns(r, s, true, sc);
-		return 0; /* types, functions, aggregates, ...: empty */
+		if (strcmp(table, "types") == 0)
+			return gen_types(r, s, sc);
+		return 0; /* functions, aggregates, ...: empty */
 	}
 	if (strcmp(table, "local") == 0)
 		return gen_local(r, s, n);

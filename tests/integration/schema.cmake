@@ -6,3 +6,5 @@ cassini_pytest(integration_tombstone_thresholds test_tombstone_thresholds.py
 # GROUP BY paged through the Python driver on 3 nodes in 2 datacenters;
 # NetworkTopologyStrategy's replication_factor shorthand.
 cassini_pytest(integration_groupby_paging test_groupby_paging.py TIMEOUT 600)
+# User-defined types: driver metadata, DESCRIBE, restart, two nodes.
+cassini_pytest(integration_udt test_udt.py TIMEOUT 300)

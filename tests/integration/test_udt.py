@@ -1,0 +1,182 @@
+"""User-defined types through the stock DataStax python driver on real
+cassinid processes: CREATE / ALTER / DROP TYPE reach the driver's metadata
+(cluster.metadata.keyspaces[k].user_types, refreshed from the SCHEMA_CHANGE
+TYPE events), system_schema.types, DESCRIBE, survive restarts (the schema
+log replays them) and spread to a second node; the keyspace's
+export_as_string, run on an empty keyspace, gives the same schema back.
+Addresses: 127.0.103.x."""
+import signal
+import time
+
+import pytest
+from cassandra import InvalidRequest
+from cassandra.cluster import (EXEC_PROFILE_DEFAULT, Cluster,
+                               ExecutionProfile)
+from cassandra.policies import WhiteListRoundRobinPolicy
+
+from conftest import default_yaml, seeds_yaml, wait_all_normal
+
+ADDRESS = "127.0.103.1"
+
+
+def connect(ip=ADDRESS):
+    pinned = ExecutionProfile(
+        load_balancing_policy=WhiteListRoundRobinPolicy([ip]))
+    cluster = Cluster([ip], protocol_version=4,
+                      execution_profiles={EXEC_PROFILE_DEFAULT: pinned})
+    return cluster, cluster.connect()
+
+
+def wait_for(check, what, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+SCHEMA = [
+    "CREATE TYPE app.point (x int, y int)",
+    # names types defined before it; sorts before them by name
+    "CREATE TYPE app.address (street text, \"Zip\" varchar, "
+    "loc frozen<point>, tags list<text>, "
+    "pairs map<text, frozen<tuple<int, text>>>)",
+    "CREATE TYPE app.zzz (a frozen<address>)",
+]
+
+
+def types_of(cluster, ks="app"):
+    return {n: (list(t.field_names), list(t.field_types))
+            for n, t in cluster.metadata.keyspaces[ks].user_types.items()}
+
+
+def test_types_in_metadata_describe_and_restart(make_node):
+    node = make_node(default_yaml(listen_address=ADDRESS))
+    node.start()
+    assert node.wait_for_log("CQL clients on"), node.log()
+    cluster, s = connect()
+    s.execute("CREATE KEYSPACE app WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    for q in SCHEMA:
+        s.execute(q)
+    want = {
+        "point": (["x", "y"], ["int", "int"]),
+        "address": (["street", "Zip", "loc", "tags", "pairs"],
+                    ["text", "text", "frozen<point>", "list<text>",
+                     "map<text, frozen<tuple<int, text>>>"]),
+        "zzz": (["a"], ["frozen<address>"]),
+    }
+    wait_for(lambda: types_of(cluster) == want, "driver metadata")
+    rows = s.execute("SELECT type_name, field_names, field_types FROM "
+                     "system_schema.types WHERE keyspace_name = 'app'")
+    assert {r.type_name: (r.field_names, r.field_types)
+            for r in rows} == want
+
+    # Cassandra's refusals
+    for q, msg in [
+        ("CREATE TYPE app.point (z int)",
+         "A user type with name 'point' already exists"),
+        ("DROP TYPE app.point",
+         "Cannot drop user type 'app.point' as it is still used by user "
+         "types address, zzz"),
+        ("ALTER TYPE app.point ADD x int",
+         "Cannot add field x to type app.point: a field with name x "
+         "already exists"),
+        ("ALTER TYPE app.point ADD back frozen<zzz>",
+         "Cannot add new field back of type frozen<zzz> to user type "
+         "app.point as it would create a circular reference"),
+        ("CREATE TYPE app.self (me frozen<self>)", "Unknown type app.self"),
+        ("CREATE TYPE app.d (a int, a text)",
+         "Duplicate field name 'a' in type 'd'"),
+        ("CREATE TYPE app.l (a list<point>)",
+         "Non-frozen UDTs are not allowed inside collections: list<point>"),
+        ("CREATE TYPE app.n (a point)",
+         "A user type cannot contain non-frozen UDTs"),
+        ("DROP TYPE app.nope", "Type 'app.nope' doesn't exist"),
+    ]:
+        with pytest.raises(InvalidRequest) as e:
+            s.execute(q)
+        assert msg in str(e.value), (q, str(e.value))
+    s.execute("CREATE TYPE IF NOT EXISTS app.point (z int)")
+    s.execute("DROP TYPE IF EXISTS app.nope")
+
+    s.execute("ALTER TYPE app.point ADD z int")
+    s.execute("ALTER TYPE app.point RENAME x TO xx AND y TO yy")
+    want["point"] = (["xx", "yy", "z"], ["int", "int", "int"])
+    wait_for(lambda: types_of(cluster) == want, "ALTER TYPE in metadata")
+
+    ddl = cluster.metadata.keyspaces["app"].export_as_string()
+    # server-side DESCRIBE: the same statements, in the same order
+    described = "\n\n".join(
+        r.create_statement for r in s.execute("DESCRIBE KEYSPACE app"))
+    assert described == ddl
+    row = s.execute("DESCRIBE TYPE app.point").one()
+    assert row.create_statement == (
+        "CREATE TYPE app.point (\n    xx int,\n    yy int,\n    z int\n);")
+    assert [r.name for r in s.execute("DESCRIBE TYPES")
+            if r.keyspace_name == "app"] == ["address", "point", "zzz"]
+    cluster.shutdown()
+
+    # kill -9: the schema log brings the types back as they were
+    node.restart(signal.SIGKILL)
+    cluster, s = connect()
+    assert types_of(cluster) == want
+    assert cluster.metadata.keyspaces["app"].export_as_string() == ddl
+
+    # the driver's text recreates the same schema in an empty keyspace
+    s.execute("CREATE KEYSPACE copy WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    for stmt in ddl.split(";\n\n")[1:]:
+        s.execute(stmt.rstrip(";").replace("app.", "copy."))
+    wait_for(lambda: types_of(cluster, "copy") == want, "copied types")
+
+    s.execute("DROP TYPE app.zzz")
+    s.execute("DROP TYPE app.address")
+    s.execute("DROP TYPE app.point")
+    wait_for(lambda: types_of(cluster) == {}, "dropped types")
+    # DROP KEYSPACE takes its types
+    s.execute("DROP KEYSPACE copy")
+    s.execute("CREATE KEYSPACE copy WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    assert list(s.execute("SELECT * FROM system_schema.types WHERE "
+                          "keyspace_name = 'copy'")) == []
+    cluster.shutdown()
+
+
+def test_types_spread_to_a_second_node(make_node):
+    ips = ["127.0.103.2", "127.0.103.3"]
+    nodes = []
+    for i, ip in enumerate(ips):
+        n = make_node(default_yaml(
+            listen_address=ip, gossip_interval="200ms",
+            seed_provider=seeds_yaml(ips[0])), name=f"n{i}")
+        n.start()
+        nodes.append(n)
+    for n in nodes:
+        assert n.wait_for_log("CQL clients on", timeout=30), n.log()
+    wait_all_normal(ips)
+    c1, s1 = connect(ips[0])
+    s1.execute("CREATE KEYSPACE app WITH replication = {'class': "
+               "'SimpleStrategy', 'replication_factor': 2}")
+    s1.execute("CREATE TYPE app.point (x int, y int)")
+    assert c1.control_connection.wait_for_schema_agreement()
+    c2, s2 = connect(ips[1])
+    wait_for(lambda: "point" in c2.metadata.keyspaces["app"].user_types,
+             "type on node 2")
+    # node 2 alters it; node 1 sees it
+    s2.execute("ALTER TYPE app.point ADD z int")
+    assert c2.control_connection.wait_for_schema_agreement()
+    wait_for(lambda: list(
+        c1.metadata.keyspaces["app"].user_types["point"].field_names) ==
+        ["x", "y", "z"], "ALTER on node 1")
+    r = s1.execute("SELECT field_names FROM system_schema.types WHERE "
+                   "keyspace_name = 'app' AND type_name = 'point'").one()
+    assert r.field_names == ["x", "y", "z"]
+    c1.shutdown()
+    c2.shutdown()
+    # a restarted node 2 keeps what it learned
+    nodes[1].restart(signal.SIGKILL)
+    c2, s2 = connect(ips[1])
+    r = s2.execute("SELECT field_names FROM system_schema.types WHERE "
+                   "keyspace_name = 'app' AND type_name = 'point'").one()
+    assert r.field_names == ["x", "y", "z"]
+    c2.shutdown()
