@@ -206,6 +206,7 @@ struct cql_role_stmt {
 enum cql_alter_type_kind {
 	CQL_ALTER_TYPE_ADD,    /* ADD [IF NOT EXISTS] f type */
 	CQL_ALTER_TYPE_RENAME, /* RENAME [IF EXISTS] f TO g [AND ...] */
+	CQL_ALTER_TYPE_ALTER,  /* ALTER f TYPE t: refused when applied */
 };
 
 /* CREATE TYPE [IF NOT EXISTS] ks.t (f type, ...), ALTER TYPE [IF EXISTS]

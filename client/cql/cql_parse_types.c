@@ -4,7 +4,8 @@
  *   CREATE TYPE [IF NOT EXISTS] [ks.]t ( f type [, f type ...] [,] )
  *   ALTER TYPE [IF EXISTS] [ks.]t ADD [IF NOT EXISTS] f type
  *   ALTER TYPE [IF EXISTS] [ks.]t RENAME [IF EXISTS] f TO g [AND f TO g ...]
- *   ALTER TYPE [IF EXISTS] [ks.]t ALTER f TYPE type   (refused, as 4.1)
+ *   ALTER TYPE [IF EXISTS] [ks.]t ALTER f TYPE type   (refused when
+ *                                                      applied, as 4.1)
  *   DROP TYPE [IF EXISTS] [ks.]t
  *
  * Names are identifiers: unquoted ones lower-cased, "quoted" ones as
@@ -362,11 +363,13 @@ static int alter_body(struct tp *p, struct cql_type_stmt *ts, struct fields *f)
 		return 0;
 	}
 	if (accept(p, "alter")) {
-		if (!ident(p) || expect(p, "type", "K_TYPE") != 0 ||
-		    !type_ast(p, 0))
+		/* refused when applied (Invalid, as Cassandra) */
+		ts->alter = CQL_ALTER_TYPE_ALTER;
+		const char *name = ident(p);
+		if (!name || expect(p, "type", "K_TYPE") != 0)
 			return -1;
-		return err_set(ERR_INVALID,
-			       "Altering field types is no longer supported");
+		struct cql_type_ast *type = type_ast(p, 0);
+		return type ? field_push(p, f, name, type) : -1;
 	}
 	return syntax(p, NULL);
 }

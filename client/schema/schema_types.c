@@ -704,6 +704,9 @@ static enum cql_schema_status alter_type(struct cql_schema *s,
 	if (!internal && k->system)
 		return fail(CQL_SCHEMA_UNAUTHORIZED,
 			    "%s keyspace is not user-modifiable.", ksn);
+	if (ts->alter == CQL_ALTER_TYPE_ALTER)
+		return fail(CQL_SCHEMA_INVALID,
+			    "Altering field types is no longer supported");
 	struct cql_user_type *t = NULL;
 	st = ts->alter == CQL_ALTER_TYPE_ADD ? alter_add(k, old, ts, &t)
 					     : alter_rename(old, ts, &t);
