@@ -839,6 +839,136 @@ START_TEST(describe_prints_cassandras_create_statements)
 }
 END_TEST
 
+static const char *field_type(const char *ks, const char *type, size_t i)
+{
+	const struct cql_keyspace *k = cql_schema_keyspace(schema, ks);
+	ck_assert(k != NULL);
+	const struct cql_user_type *t = cql_keyspace_type(k, type);
+	ck_assert_msg(t != NULL, "no type %s", type);
+	ck_assert_uint_gt(cql_user_type_field_count(t), i);
+	return cql_user_type_field_type(t, i);
+}
+
+/* User types: kept in their keyspace with Cassandra's field type text,
+ * replaced (not changed) by ALTER so pinned readers keep the old one,
+ * moved with the keyspace by ALTER KEYSPACE, gone with DROP KEYSPACE,
+ * part of the schema version, and settled the same way on every node
+ * when two nodes create one at once. */
+START_TEST(user_types_live_in_their_keyspace)
+{
+	ok("CREATE KEYSPACE ks WITH replication = {'class': "
+	   "'SimpleStrategy', 'replication_factor': 1}");
+	uint8_t v0[16], v1[16];
+	cql_schema_version(schema, v0);
+	ok("CREATE TYPE point (x int, \"Y\" varchar)");
+	ck_assert_str_eq(change.change, "CREATED");
+	ck_assert_str_eq(change.target, "TYPE");
+	ck_assert_str_eq(change.keyspace, "ks");
+	ck_assert_str_eq(change.name, "point");
+	cql_schema_version(schema, v1);
+	ck_assert_int_ne(memcmp(v0, v1, 16), 0);
+	ok("CREATE TYPE ks.addr (loc frozen<point>, l list<frozen<point>>, "
+	   "t tuple<int, frozen<list<int>>>, m frozen<map<text, "
+	   "frozen<set<int>>>>, d duration)");
+	ck_assert_str_eq(field_type("ks", "point", 1), "text");
+	ck_assert_str_eq(field_type("ks", "addr", 0), "frozen<point>");
+	ck_assert_str_eq(field_type("ks", "addr", 1), "list<frozen<point>>");
+	ck_assert_str_eq(field_type("ks", "addr", 2),
+			 "frozen<tuple<int, frozen<list<int>>>>");
+	ck_assert_str_eq(field_type("ks", "addr", 3),
+			 "frozen<map<text, frozen<set<int>>>>");
+
+	/* DESCRIBE order: by name, each after what it names */
+	const struct cql_keyspace *k = cql_schema_keyspace(schema, "ks");
+	const struct cql_user_type *order[2];
+	ck_assert_int_eq(cql_keyspace_types_ordered(k, order), 0);
+	ck_assert_str_eq(cql_user_type_name(order[0]), "point");
+	ck_assert_str_eq(cql_user_type_name(order[1]), "addr");
+	struct buf b;
+	buf_init(&b);
+	ck_assert_int_eq(cql_describe_type_text(order[0], &b), 0);
+	buf_append(&b, "", 1);
+	ck_assert_str_eq((char *)b.data, "CREATE TYPE ks.point (\n    x int,\n"
+					 "    \"Y\" text\n);");
+	buf_free(&b);
+
+	/* ALTER replaces the object; a pinned reader keeps the old one */
+	struct cql_schema_pin pin;
+	cql_schema_pin(schema, &pin);
+	const struct cql_user_type *before = cql_keyspace_type(k, "point");
+	ok("ALTER TYPE point ADD z int");
+	ck_assert_str_eq(change.change, "UPDATED");
+	ok("ALTER TYPE point RENAME x TO xx");
+	ck_assert_uint_eq(cql_user_type_field_count(before), 2);
+	ck_assert_str_eq(cql_user_type_field_name(before, 0), "x");
+	const struct cql_user_type *now =
+		cql_keyspace_type(cql_schema_keyspace(schema, "ks"), "point");
+	ck_assert_uint_eq(cql_user_type_field_count(now), 3);
+	ck_assert_str_eq(cql_user_type_field_name(now, 0), "xx");
+	cql_schema_unpin(schema, &pin);
+
+	/* ALTER KEYSPACE keeps its types */
+	ok("ALTER KEYSPACE ks WITH replication = {'class': "
+	   "'SimpleStrategy', 'replication_factor': 3}");
+	ck_assert_str_eq(field_type("ks", "addr", 0), "frozen<point>");
+
+	refused("DROP TYPE point", CQL_SCHEMA_INVALID,
+		"Cannot drop user type 'ks.point' as it is still used by user "
+		"types addr");
+	refused("CREATE TYPE other.t (a int)", CQL_SCHEMA_INVALID,
+		"Keyspace 'other' doesn't exist");
+	refused("CREATE TYPE system.t (a int)", CQL_SCHEMA_UNAUTHORIZED,
+		"system keyspace is not user-modifiable.");
+	ck_assert_int_eq(run_in(schema, "CREATE TYPE t (a int)", NULL),
+			 CQL_SCHEMA_INVALID);
+	ck_assert_str_eq(err_msg(), "No keyspace has been specified. USE a "
+				    "keyspace, or explicitly specify "
+				    "keyspace.tablename");
+	ck_assert_int_eq(run("CREATE TYPE IF NOT EXISTS point (q int)"),
+			 CQL_SCHEMA_NOOP);
+	ck_assert_int_eq(run("DROP TYPE IF EXISTS nope"), CQL_SCHEMA_NOOP);
+	ck_assert_int_eq(run("DROP TYPE IF EXISTS other.nope"),
+			 CQL_SCHEMA_NOOP);
+
+	/* the same statements give the same version on another node; a
+	 * CREATE that raced with another definition settles on the one
+	 * that sorts first whichever arrives first */
+	struct cql_schema *other = cql_schema_new();
+	const char *ddl[] = {
+		"CREATE KEYSPACE ks WITH replication = {'class': "
+		"'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE TYPE ks.r (b int)",
+		"CREATE TYPE ks.r (a int)",
+	};
+	uint8_t id[16] = {0};
+	struct arena a;
+	arena_create(&a, 0);
+	int binds;
+	for (size_t i = 0; i < 3; i++) {
+		struct cql_stmt *st =
+			cql_parse(&a, ddl[i], strlen(ddl[i]), &binds, NULL);
+		ck_assert(st != NULL);
+		enum cql_schema_status rc = cql_schema_apply_replicated(
+			other, st, NULL, id, -1, &change);
+		ck_assert_msg(rc == CQL_SCHEMA_OK, "%s: %s", ddl[i], err_msg());
+	}
+	ck_assert_str_eq(change.change, "UPDATED");
+	struct cql_stmt *st =
+		cql_parse(&a, ddl[1], strlen(ddl[1]), &binds, NULL);
+	ck_assert_int_eq(
+		cql_schema_apply_replicated(other, st, NULL, id, -1, &change),
+		CQL_SCHEMA_NOOP);
+	const struct cql_user_type *r =
+		cql_keyspace_type(cql_schema_keyspace(other, "ks"), "r");
+	ck_assert_str_eq(cql_user_type_field_name(r, 0), "a");
+	arena_destroy(&a);
+	cql_schema_delete(other);
+
+	ok("DROP KEYSPACE ks"); /* its types go with it (ASan: no leak) */
+	ck_assert_ptr_null(cql_schema_keyspace(schema, "ks"));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("schema");
@@ -856,6 +986,7 @@ static Suite *suite(void)
 	tcase_add_test(tc,
 		       the_version_follows_every_change_and_only_the_schema);
 	tcase_add_test(tc, describe_prints_cassandras_create_statements);
+	tcase_add_test(tc, user_types_live_in_their_keyspace);
 	suite_add_tcase(s, tc);
 	return s;
 }
