@@ -614,6 +614,14 @@ struct cql_stmt *cql_parse(struct arena *a, const char *text, size_t len,
 			*bind_names = NULL;
 		return s;
 	}
+	if (s && cql_is_type_statement(p.toks, p.count)) {
+		if (cql_parse_type_stmt(a, p.toks, p.count, s) != 0)
+			return NULL;
+		*bind_count = 0;
+		if (bind_names)
+			*bind_names = NULL;
+		return s;
+	}
 	if (!s || statement(&p, s, false) != 0)
 		return NULL;
 	while (accept_punct(&p, ";"))

@@ -313,7 +313,6 @@ static int other_schema_object(struct parser *p)
 	} objects[] = {
 		{"index", "Secondary indexes"},
 		{"materialized", "Materialized views"},
-		{"type", "User-defined types"},
 		{"function", "User-defined functions and aggregates"},
 		{"aggregate", "User-defined functions and aggregates"},
 		{"trigger", "Triggers"},

@@ -148,7 +148,9 @@ static bool is_ddl(enum cql_stmt_kind k)
 {
 	return k == CQL_STMT_CREATE_KEYSPACE || k == CQL_STMT_ALTER_KEYSPACE ||
 	       k == CQL_STMT_DROP_KEYSPACE || k == CQL_STMT_CREATE_TABLE ||
-	       k == CQL_STMT_ALTER_TABLE || k == CQL_STMT_DROP_TABLE;
+	       k == CQL_STMT_ALTER_TABLE || k == CQL_STMT_DROP_TABLE ||
+	       k == CQL_STMT_CREATE_TYPE || k == CQL_STMT_ALTER_TYPE ||
+	       k == CQL_STMT_DROP_TYPE;
 }
 
 /* A write, TRUNCATE or DDL on a virtual table: refused as Cassandra does

@@ -140,7 +140,7 @@ keyspace_from(const struct cql_keyspace_stmt *ks, bool durable_default,
 	return CQL_SCHEMA_OK;
 }
 
-/* Puts k in old's place, with old's tables. Cannot fail. */
+/* Puts k in old's place, with old's tables and types. Cannot fail. */
 static void replace_keyspace(struct cql_schema *s, struct cql_keyspace *old,
 			     struct cql_keyspace *k)
 {
@@ -150,6 +150,7 @@ static void replace_keyspace(struct cql_schema *s, struct cql_keyspace *old,
 	memcpy(k->tables_digest, old->tables_digest, sizeof(k->tables_digest));
 	old->tables = NULL;
 	old->table_count = old->table_cap = 0;
+	schema_types_move(k, old);
 	schema_keyspace_remove(s, old);
 	schema_keyspace_insert(s, k); /* cannot fail: the slot was freed */
 }
@@ -313,6 +314,12 @@ schema_apply(struct cql_schema *s, const struct cql_stmt *stmt,
 		st = schema_drop_table(s, &stmt->u.drop_table.table,
 				       stmt->u.drop_table.if_exists,
 				       current_keyspace, internal, change);
+		break;
+	case CQL_STMT_CREATE_TYPE:
+	case CQL_STMT_ALTER_TYPE:
+	case CQL_STMT_DROP_TYPE:
+		st = schema_type_apply(s, stmt, current_keyspace, origin,
+				       change);
 		break;
 	default:
 		return fail(CQL_SCHEMA_INVALID, "not a schema statement");
