@@ -24,7 +24,8 @@ The format (see tests/conformance/README.md):
     > -                              no rows
     ! InvalidRequest: message        the expected error (class: message)
 
-`$ks` in a statement or a message is the case's keyspace.
+`$ks` in a statement, a message or an expected row's strings is the
+case's keyspace.
 
 Statements without an expectation must succeed (a SELECT's rows are then
 not checked). After every case the node must still be alive.
@@ -316,9 +317,21 @@ def run_step(session, address, keyspace, st):
         assert types == st.types, \
             f"line {st.line}: types {types}, expected {st.types}"
     if st.rows is not None:
-        assert len(rows) == len(st.rows) and all(
-            same(e, g) for e, g in zip(st.rows, rows)), \
-            f"line {st.line}: {st.cql!r}\n  got      {rows}\n  expected {st.rows}"
+        want = [with_keyspace(e, keyspace) for e in st.rows]
+        assert len(rows) == len(want) and all(
+            same(e, g) for e, g in zip(want, rows)), \
+            f"line {st.line}: {st.cql!r}\n  got      {rows}\n  expected {want}"
+
+
+def with_keyspace(value, keyspace):
+    """An expected value with `$ks` in its strings made the keyspace."""
+    if isinstance(value, str):
+        return value.replace("$ks", keyspace)
+    if isinstance(value, tuple):
+        return tuple(with_keyspace(v, keyspace) for v in value)
+    if isinstance(value, list):
+        return [with_keyspace(v, keyspace) for v in value]
+    return value
 
 
 counter = iter(range(1, 1 << 30))
