@@ -34,6 +34,7 @@ enum cql_term_kind {
 	CQL_TERM_FUNCTION, /* name(args): now(), uuid(), toTimestamp(x) ... */
 	CQL_TERM_HINT,     /* (type)term: items[0] typed as `type` */
 	CQL_TERM_DURATION, /* 1h30m, P1DT2H ...: text as written */
+	CQL_TERM_UDT,      /* {f: a, g: b}: names[i] is items[i]'s field */
 };
 
 struct cql_type_ast;
@@ -47,6 +48,7 @@ struct cql_term {
 	struct cql_term **items; /* collection items, function arguments */
 	size_t count;
 	struct cql_type_ast *type; /* CQL_TERM_HINT */
+	const char **names;        /* CQL_TERM_UDT: count field names */
 };
 
 /* ---- names --------------------------------------------------------------- */
@@ -56,10 +58,12 @@ struct cql_qname {
 	const char *name;
 };
 
-/* A column reference with an optional element: m['k'] or l[2]. */
+/* A column reference with an optional element or field: m['k'], l[2],
+ * u.f. */
 struct cql_column_ref {
 	const char *name;
 	struct cql_term *element; /* NULL when absent */
+	const char *field;        /* a user type's field, or NULL */
 };
 
 /* ---- WHERE --------------------------------------------------------------- */
@@ -364,6 +368,7 @@ enum cql_selector_kind {
 	CQL_SEL_COUNT_STAR, /* count(*) */
 	CQL_SEL_ELEMENT,    /* name[term]: a map's value or a set's element */
 	CQL_SEL_CAST,       /* CAST(args[0] AS type) */
+	CQL_SEL_FIELD,      /* args[0].name: a user type's field */
 };
 
 struct cql_selector {

@@ -160,7 +160,44 @@ static int term_items(struct parser *p, struct cql_term *x, const char *close,
 	return 0;
 }
 
-/* { : set or map, decided by the first item. */
+/* Whether the brace's first item is `name :`, a user type literal's field
+ * (a map key cannot be a bare name; true, false, null, NaN and Infinity
+ * are constants). */
+static bool udt_literal_ahead(struct parser *p)
+{
+	struct cql_token *t = tok(p);
+	if (!tok_is_punct(tok_at(p, 1), ":"))
+		return false;
+	if (t->kind == CQL_TOK_QIDENT)
+		return true;
+	return t->kind == CQL_TOK_IDENT && !tok_is_kw(t, "null") &&
+	       !tok_is_kw(t, "true") && !tok_is_kw(t, "false") &&
+	       !tok_is_kw(t, "nan") && !tok_is_kw(t, "infinity");
+}
+
+/* {f: a, g: b}, at its first field. */
+static struct cql_term *udt_term(struct parser *p, struct cql_term *x)
+{
+	struct vec names = VEC(const char *), items = VEC(struct cql_term *);
+	x->kind = CQL_TERM_UDT;
+	do {
+		const char **name = vec_push(p, &names);
+		if (!name || !(*name = cql_parse_ident(p)) ||
+		    expect_punct(p, ":") != 0)
+			return NULL;
+		struct cql_term **slot = vec_push(p, &items);
+		if (!slot || !(*slot = cql_parse_term(p)))
+			return NULL;
+	} while (accept_punct(p, ","));
+	if (expect_punct(p, "}") != 0)
+		return NULL;
+	x->names = names.items;
+	x->items = items.items;
+	x->count = items.count;
+	return x;
+}
+
+/* { : set, map or user type literal, decided by the first item. */
 static struct cql_term *brace_term(struct parser *p)
 {
 	struct cql_term *x = term_new(p, CQL_TERM_MAP, NULL);
@@ -168,6 +205,8 @@ static struct cql_term *brace_term(struct parser *p)
 		return NULL;
 	if (accept_punct(p, "}"))
 		return x; /* {}: an empty map or set, typed by its column */
+	if (udt_literal_ahead(p))
+		return udt_term(p, x);
 	struct cql_term *first = cql_parse_term(p);
 	if (!first)
 		return NULL;
@@ -401,6 +440,12 @@ static struct cql_type_ast *type_ast_inner(struct parser *p)
 		advance(p);
 	} else if (!(name = cql_parse_ident(p))) {
 		return NULL;
+	}
+	if (is_punct(p, ".")) { /* ks.udt */
+		advance(p);
+		t->keyspace = name;
+		t->name = cql_parse_ident(p);
+		return t->name ? t : NULL;
 	}
 	if (strcmp(name, "frozen") == 0) {
 		if (expect_punct(p, "<") != 0)

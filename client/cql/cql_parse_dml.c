@@ -108,6 +108,8 @@ static int column_ref(struct parser *p, struct cql_column_ref *c)
 {
 	if (!(c->name = cql_parse_ident(p)))
 		return -1;
+	if (accept_punct(p, ".")) /* u.f */
+		return (c->field = cql_parse_ident(p)) ? 0 : -1;
 	if (accept_punct(p, "[")) {
 		if (!(c->element = cql_parse_term(p)) ||
 		    expect_punct(p, "]") != 0)
@@ -354,7 +356,19 @@ static int selector_inner(struct parser *p, struct cql_selector *sel)
 		sel->kind = CQL_SEL_COLUMN;
 		if (!(sel->name = cql_parse_ident(p)))
 			return -1;
-		if (!accept_punct(p, "["))
+		while (accept_punct(p, ".")) { /* u.f, u.f.g */
+			struct cql_selector *inner = node(p, sizeof(*inner));
+			if (!inner)
+				return -1;
+			*inner = *sel;
+			memset(sel, 0, sizeof(*sel));
+			sel->kind = CQL_SEL_FIELD;
+			sel->args = inner;
+			sel->arg_count = 1;
+			if (!(sel->name = cql_parse_ident(p)))
+				return -1;
+		}
+		if (sel->kind == CQL_SEL_FIELD || !accept_punct(p, "["))
 			return 0;
 		sel->kind = CQL_SEL_ELEMENT;
 		if (!(sel->term = cql_parse_term(p)))

@@ -1249,5 +1249,16 @@ int cql_term_serialize(const struct cql_term *t,
 		if (rc != 2)
 			return rc;
 	}
+	if (t->kind == CQL_TERM_UDT && type->kind != CQL_TYPE_UDT) {
+		struct buf tn;
+		buf_init(&tn);
+		int rc = storage_type_format(type, &tn) || buf_put_u8(&tn, 0);
+		rc = rc ? -1
+			: err_set(ERR_INVALID,
+				  "Invalid user type literal for %s of type %s",
+				  column, (const char *)tn.data);
+		buf_free(&tn);
+		return rc;
+	}
 	return serialize_any(t, type, column, fn, cmp, out);
 }

@@ -853,6 +853,10 @@ static void op_text(const struct cql_assignment *a, struct buf *out)
 {
 	const char *c = a->target.name;
 	buf_append(out, c, strlen(c));
+	if (a->target.field) {
+		buf_append(out, ".", 1);
+		buf_append(out, a->target.field, strlen(a->target.field));
+	}
 	if (a->target.element) {
 		buf_append(out, "[", 1);
 		term_text(a->target.element, out);
@@ -934,6 +938,8 @@ static int check_assignment(const struct storage_column *col,
 	const struct storage_type *ty = col->type;
 	bool collection = storage_type_is_collection(ty->kind);
 	bool multicell = collection && !ty->frozen;
+	if (a->target.field) /* no column is of a user type yet */
+		return op_error(a, "non-UDT", col->name);
 	if (a->target.element) {
 		if (!collection)
 			return op_error(a, "non collection", col->name);
@@ -1245,6 +1251,11 @@ static int delete_range(struct build *b, struct storage_mutation *mu,
 static int check_deletion(const struct storage_column *col,
 			  const struct cql_column_ref *ref)
 {
+	if (ref->field) /* no column is of a user type yet */
+		return err_set(ERR_INVALID,
+			       "Invalid field deletion operation for non-UDT "
+			       "column %s",
+			       col->name);
 	if (!ref->element)
 		return 0;
 	if (!storage_type_is_collection(col->type->kind))

@@ -256,6 +256,8 @@ static int bind_assignment(struct bind_ctx *x, const struct cql_column_ref *ref,
 		return 0;
 	const struct storage_column *col = &cql_table_meta(x->t)->columns[c];
 	const struct storage_type *ty = col->type;
+	if (ref->field)
+		return 0; /* refused by the statement's checks */
 	if (ref->element) {
 		const char *why = !storage_type_is_collection(ty->kind)
 					  ? "non collection"
@@ -381,7 +383,7 @@ int cql_exec_bind_resolve(struct arena *a, const struct cql_stmt *s,
 			 simple(STORAGE_TYPE_TEXT));
 		for (size_t i = 0; i < s->u.insert.column_count; i++) {
 			struct cql_column_ref ref = {s->u.insert.columns[i],
-						     NULL};
+						     NULL, NULL};
 			bind_assignment(&x, &ref, CQL_ASSIGN_SET,
 					s->u.insert.values[i]);
 			for (size_t k = 0; k < m->pk_count; k++)

@@ -420,6 +420,26 @@ int cql_select_plan_selector(struct cql_select_plan *p,
 	}
 	if (s->kind == CQL_SEL_ELEMENT)
 		return plan_element(p, s);
+	if (s->kind == CQL_SEL_FIELD) {
+		/* no column is of a user type yet */
+		const struct cql_selector *in = &s->args[0];
+		int c = in->kind == CQL_SEL_COLUMN
+				? cql_table_column(p->t, in->name)
+				: -1;
+		char type[96] = "?";
+		if (c >= 0)
+			cql_type_text(m->columns[c].type, type, sizeof(type));
+		if (in->kind == CQL_SEL_COLUMN && c < 0)
+			return err_set(ERR_INVALID,
+				       "Undefined column name %s in "
+				       "selection clause",
+				       in->name);
+		return err_set(
+			ERR_INVALID,
+			"Invalid field selection: %s of type %s is not a "
+			"user type",
+			in->kind == CQL_SEL_COLUMN ? in->name : "?", type);
+	}
 	if (s->kind == CQL_SEL_TERM || s->kind == CQL_SEL_CAST)
 		return plan_function(p, s);
 	int json = cql_select_plan_to_json(p, s);

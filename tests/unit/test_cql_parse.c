@@ -867,6 +867,41 @@ START_TEST(type_statements)
 	parse_fails("ALTER TYPE t RENAME a b", ERR_INVALID);
 	parse_fails("DROP TYPE t extra", ERR_INVALID);
 	parse_fails("CREATE TYPE t (a 'org.Custom')", ERR_UNSUPPORTED);
+	/* user type values, fields and qualified type names elsewhere */
+	struct cql_stmt *st = parse("INSERT INTO t (k, u) VALUES (1, {a: 1, "
+				    "\"B\": 'x', c: {d: ?}})");
+	const struct cql_term *u = st->u.insert.values[1];
+	ck_assert_int_eq(u->kind, CQL_TERM_UDT);
+	ck_assert_uint_eq(u->count, 3);
+	ck_assert_str_eq(u->names[0], "a");
+	ck_assert_str_eq(u->names[1], "B");
+	ck_assert(term_is(u->items[1], CQL_TERM_STRING, "x"));
+	ck_assert_int_eq(u->items[2]->kind, CQL_TERM_UDT);
+	ck_assert_int_eq(u->items[2]->items[0]->kind, CQL_TERM_BIND);
+	st = parse("INSERT INTO t (k, m) VALUES (1, {true: 1, 'a': 2})");
+	ck_assert_int_eq(st->u.insert.values[1]->kind, CQL_TERM_MAP);
+	st = parse("UPDATE t SET u.f = ?, v = 1 WHERE k = 1");
+	ck_assert_str_eq(st->u.update.assignments[0].target.name, "u");
+	ck_assert_str_eq(st->u.update.assignments[0].target.field, "f");
+	ck_assert_ptr_null(st->u.update.assignments[1].target.field);
+	st = parse("DELETE u.f, v FROM t WHERE k = 1");
+	ck_assert_str_eq(st->u.del.columns[0].field, "f");
+	st = parse("SELECT u.f, u.g.h AS x, v FROM t");
+	const struct cql_selector *sel = st->u.select.selectors;
+	ck_assert_int_eq(sel[0].kind, CQL_SEL_FIELD);
+	ck_assert_str_eq(sel[0].name, "f");
+	ck_assert_int_eq(sel[0].args[0].kind, CQL_SEL_COLUMN);
+	ck_assert_str_eq(sel[0].args[0].name, "u");
+	ck_assert_int_eq(sel[1].kind, CQL_SEL_FIELD);
+	ck_assert_str_eq(sel[1].name, "h");
+	ck_assert_str_eq(sel[1].alias, "x");
+	ck_assert_int_eq(sel[1].args[0].kind, CQL_SEL_FIELD);
+	ck_assert_str_eq(sel[1].args[0].args[0].name, "u");
+	st = parse("CREATE TABLE t (k int PRIMARY KEY, a frozen<ks.addr>)");
+	ck_assert_str_eq(st->u.create_table.columns[1].type->keyspace, "ks");
+	ck_assert_str_eq(st->u.create_table.columns[1].type->name, "addr");
+	ck_assert(st->u.create_table.columns[1].type->frozen);
+
 	/* deep nesting is refused, not a stack overflow */
 	char deep[2048] = "CREATE TYPE t (a ";
 	for (int i = 0; i < 100; i++)
