@@ -272,6 +272,24 @@ void cql_service_node_event(struct cql_service *s, bool topology,
 		  &e);
 }
 
+/* ALTER TYPE: the tables whose columns name the type have new versions
+ * (their columns' types with the new fields); the engine takes them. */
+static void type_altered(struct cql_service *s,
+			 const struct cql_schema_change *c)
+{
+	const struct cql_keyspace *k =
+		cql_schema_keyspace(s->schema, c->keyspace);
+	for (size_t i = 0; k && i < cql_keyspace_table_count(k); i++) {
+		const struct cql_table *t = cql_keyspace_table_at(k, i);
+		if (cql_table_uses_type(k, t, c->name) &&
+		    storage_table_update(s->db, cql_table_meta(t)) != 0)
+			LOG_ERROR("cannot update table %s.%s in the engine "
+				  "after ALTER TYPE %s: %s",
+				  c->keyspace, cql_table_meta(t)->name, c->name,
+				  err_msg());
+	}
+}
+
 /* Logs an applied change, opens a created table, drops what it removed
  * from the engine, and tells the node. */
 static void schema_applied(struct cql_service *s,
@@ -316,6 +334,8 @@ static void schema_applied(struct cql_service *s,
 				  c->keyspace, c->name,
 				  t ? err_msg() : "not in the schema");
 	}
+	if (strcmp(c->target, "TYPE") == 0 && strcmp(c->change, "UPDATED") == 0)
+		type_altered(s, c);
 	if (s->on_change)
 		s->on_change(s->on_change_arg, body, len, local);
 }

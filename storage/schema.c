@@ -161,6 +161,32 @@ storage_table_meta_clone(const struct storage_table_meta *t)
 	return c;
 }
 
+/* Whether values of `a` are read correctly as `b`: the same type, except
+ * that a user type may have gained fields at its end and renamed its
+ * fields (ALTER TYPE), at any depth. */
+static bool type_successor(const struct storage_type *a,
+			   const struct storage_type *b, int depth)
+{
+	if (a->kind != STORAGE_TYPE_UDT || b->kind != STORAGE_TYPE_UDT ||
+	    depth > STORAGE_TYPE_MAX_DEPTH) {
+		if (a->kind != b->kind || a->count != b->count ||
+		    a->frozen != b->frozen || a->dimension != b->dimension)
+			return false;
+		for (size_t i = 0; i < a->count; i++)
+			if (!type_successor(a->sub[i], b->sub[i], depth + 1))
+				return false;
+		return true;
+	}
+	if (a->frozen != b->frozen || b->count < a->count ||
+	    strcmp(a->keyspace, b->keyspace) != 0 ||
+	    strcmp(a->name, b->name) != 0)
+		return false;
+	for (size_t i = 0; i < a->count; i++)
+		if (!type_successor(a->sub[i], b->sub[i], depth + 1))
+			return false;
+	return true;
+}
+
 int storage_table_meta_check_successor(const struct storage_table_meta *prev,
 				       const struct storage_table_meta *next)
 {
@@ -180,7 +206,7 @@ int storage_table_meta_check_successor(const struct storage_table_meta *prev,
 		const struct storage_column *b = &next->columns[i];
 		if (a->kind != b->kind || a->desc != b->desc ||
 		    a->position != b->position ||
-		    !storage_type_equal(a->type, b->type) ||
+		    !type_successor(a->type, b->type, 0) ||
 		    (a->dropped && !b->dropped))
 			return err_set(ERR_INVALID,
 				       "table %s.%s: column %zu (%s) changed",

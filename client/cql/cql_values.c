@@ -1211,6 +1211,58 @@ static int serialize_vector(const struct cql_term *t,
 	return rc ? -1 : 0;
 }
 
+/* {f: a, g: b} for a user type (UserTypes.Literal): each field named once
+ * and known to the type; the value holds every field in the type's order,
+ * the ones not given null. */
+static int serialize_udt(const struct cql_term *t,
+			 const struct storage_type *type, const char *column,
+			 const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
+			 struct buf *out)
+{
+	if (t->kind != CQL_TERM_UDT)
+		return invalid_constant_type(t, column, type);
+	for (size_t i = 0; i < t->count; i++) {
+		size_t f = 0;
+		while (f < type->count &&
+		       strcmp(type->field_names[f], t->names[i]) != 0)
+			f++;
+		if (f == type->count)
+			return err_set(ERR_INVALID,
+				       "Unknown field '%s' in value of user "
+				       "defined type %s",
+				       t->names[i], type->name);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(t->names[j], t->names[i]) == 0)
+				return err_set(ERR_INVALID,
+					       "Duplicate field '%s' in value "
+					       "of user defined type %s",
+					       t->names[i], type->name);
+	}
+	size_t mark = out->len;
+	for (size_t f = 0; f < type->count; f++) {
+		const struct cql_term *v = NULL;
+		for (size_t i = 0; i < t->count && !v; i++)
+			if (strcmp(type->field_names[f], t->names[i]) == 0)
+				v = t->items[i];
+		size_t at = out->len;
+		if (buf_put_be32(out, UINT32_MAX) != 0)
+			goto fail;
+		if (!v)
+			continue;
+		int rc = serialize_inner(v, type->sub[f], column, fn, cmp, out,
+					 true);
+		if (rc < 0)
+			goto fail;
+		if (rc == 0)
+			be32_store(out->data + at,
+				   (uint32_t)(out->len - at - 4));
+	}
+	return 0;
+fail:
+	out->len = mark;
+	return -1;
+}
+
 static int serialize_any(const struct cql_term *t,
 			 const struct storage_type *type, const char *column,
 			 const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
@@ -1226,9 +1278,7 @@ static int serialize_any(const struct cql_term *t,
 	case STORAGE_TYPE_VECTOR:
 		return serialize_vector(t, type, column, fn, cmp, out);
 	case CQL_TYPE_UDT:
-		return err_set(ERR_UNSUPPORTED,
-			       "User-defined type literals are not supported "
-			       "by Cassini yet");
+		return serialize_udt(t, type, column, fn, cmp, out);
 	default:
 		return serialize_simple(t, type->kind, column, fn, out);
 	}

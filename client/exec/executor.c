@@ -82,8 +82,11 @@ void cql_exec_schema_changed(struct cql_exec *e,
 			     const struct cql_schema_change *c)
 {
 	bool table = strcmp(c->target, "TABLE") == 0;
+	/* an ALTER TYPE changes the result metadata of the keyspace's
+	 * statements that read the type: all of the keyspace's go */
+	bool type = strcmp(c->target, "TYPE") == 0;
 	if (strcmp(c->change, "CREATED") == 0 ||
-	    (!table && strcmp(c->change, "DROPPED") != 0))
+	    (!table && !type && strcmp(c->change, "DROPPED") != 0))
 		return;
 	size_t evicted = 0;
 	for (struct prepared **pp = &e->prepared; *pp;) {

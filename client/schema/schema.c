@@ -434,6 +434,21 @@ int schema_retire(struct cql_schema *s, enum retired_kind kind, void *ptr)
 	return 0;
 }
 
+int schema_reserve_retired(struct cql_schema *s, size_t n)
+{
+	if (s->retired_count + n <= s->retired_cap)
+		return 0;
+	size_t cap = s->retired_cap ? s->retired_cap : 16;
+	while (cap < s->retired_count + n)
+		cap *= 2;
+	struct retired *r = realloc(s->retired, cap * sizeof(*r));
+	if (!r)
+		return err_set(ERR_NOMEM, "out of memory");
+	s->retired = r;
+	s->retired_cap = cap;
+	return 0;
+}
+
 static void retired_free(struct retired *r)
 {
 	if (r->kind == RETIRED_TABLE)

@@ -252,6 +252,11 @@ const char *cql_user_type_field_type(const struct cql_user_type *t, size_t i);
 int cql_keyspace_types_ordered(const struct cql_keyspace *k,
 			       const struct cql_user_type **out);
 
+/* Whether a column of table `t` (of keyspace `k`) names user type `name`,
+ * anywhere in its type: an ALTER TYPE gives such tables a new version. */
+bool cql_table_uses_type(const struct cql_keyspace *k,
+			 const struct cql_table *t, const char *name);
+
 /* CQL text of a column type: "int", "map<text, int>", "frozen<list<int>>". */
 int cql_type_text(const struct storage_type *t, char *dst, size_t cap);
 

@@ -25,8 +25,9 @@
  * frozen<> are frozen. `ks` is the keyspace user-defined type names
  * resolve in. */
 struct cql_type_ast;
+struct cql_keyspace;
 enum cql_schema_status cql_schema_type_resolve(const struct cql_type_ast *t,
-					       const char *ks,
+					       const struct cql_keyspace *ks,
 					       const struct storage_type **out);
 
 static inline enum cql_schema_status fail(enum cql_schema_status st,

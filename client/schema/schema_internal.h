@@ -35,6 +35,11 @@ struct cql_user_type {
 	char **refs;
 	size_t ref_count;
 	uint64_t digest[2]; /* its share of the schema version */
+	/* The type as columns use it: a frozen STORAGE_TYPE_UDT node (held),
+	 * the fields' types resolved (nested user types as their nodes were
+	 * when this version was made; an ALTER of one rebuilds the types and
+	 * tables that name it). */
+	const struct storage_type *node;
 };
 
 /* The WITH options of a keyspace. */
@@ -108,6 +113,8 @@ struct cql_table *schema_table_mut(struct cql_keyspace *k, const char *name);
 /* Keeps a replaced or dropped object for the readers pinned before this
  * change; it stays intact until schema_apply returns. -1 on ERR_NOMEM. */
 int schema_retire(struct cql_schema *s, enum retired_kind kind, void *ptr);
+/* Room for `n` more schema_retire calls that then cannot fail. */
+int schema_reserve_retired(struct cql_schema *s, size_t n);
 /* Frees the retired objects no pin can hold any more. */
 void schema_reclaim(struct cql_schema *s);
 /* Room for `n` ids in the change's dropped list (before anything
@@ -123,10 +130,26 @@ void schema_type_remove(struct cql_keyspace *k, struct cql_user_type *t);
 void schema_type_free(struct cql_user_type *t);
 /* Moves old's types to k (ALTER KEYSPACE's new object). */
 void schema_types_move(struct cql_keyspace *k, struct cql_keyspace *old);
+/* The frozen node of user type `name` of `k`, or NULL. */
+const struct storage_type *schema_type_node(const struct cql_keyspace *k,
+					    const char *name);
 /* Whether table `t` has a column whose type names user type `name` of
- * its keyspace (anywhere inside it). */
+ * its keyspace (anywhere inside it); with `key_only` only its partition
+ * key columns count. */
 bool schema_table_uses_type(const struct cql_keyspace *k,
-			    const struct cql_table *t, const char *name);
+			    const struct cql_table *t, const char *name,
+			    bool key_only);
+/* `t` with every user type node of keyspace `ks` named `name` replaced by
+ * `repl` (keeping each one's frozenness), held for the caller; `t` itself
+ * held when nothing names it. NULL on ERR_NOMEM. */
+const struct storage_type *schema_type_rebuild(const struct storage_type *t,
+					       const char *ks, const char *name,
+					       const struct storage_type *repl);
+/* A new version of table `old` whose columns' types name user type `name`
+ * as `repl` (schema_tables.c). NULL on ERR_NOMEM. */
+struct cql_table *schema_table_retyped(const struct cql_table *old,
+				       const char *name,
+				       const struct storage_type *repl);
 
 void schema_table_free(struct cql_table *t);
 void schema_keyspace_free(struct cql_keyspace *k);

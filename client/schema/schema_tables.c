@@ -99,14 +99,15 @@ static bool freezable(const struct cql_type_ast *t)
 }
 
 static enum cql_schema_status resolve(const struct cql_type_ast *t,
-				      const char *ks, bool frozen, int depth,
+				      const struct cql_keyspace *ks,
+				      bool frozen, int depth,
 				      const struct storage_type **out);
 
 /* CQL3Type.Raw.RawCollection.prepare: no non-frozen collection inside a
  * non-frozen one, no counters, no durations in sets or as map keys. */
 static enum cql_schema_status
-resolve_collection(const struct cql_type_ast *t, const char *ks, bool frozen,
-		   int depth, const struct storage_type **out)
+resolve_collection(const struct cql_type_ast *t, const struct cql_keyspace *ks,
+		   bool frozen, int depth, const struct storage_type **out)
 {
 	bool map = strcmp(t->name, "map") == 0;
 	size_t want = map ? 2 : 1;
@@ -160,7 +161,8 @@ resolve_collection(const struct cql_type_ast *t, const char *ks, bool frozen,
 
 /* tuple<T1, ..., Tn>: frozen, and so are its components. */
 static enum cql_schema_status resolve_tuple(const struct cql_type_ast *t,
-					    const char *ks, int depth,
+					    const struct cql_keyspace *ks,
+					    int depth,
 					    const struct storage_type **out)
 {
 	if (t->param_count == 0)
@@ -195,7 +197,8 @@ static enum cql_schema_status resolve_tuple(const struct cql_type_ast *t,
 
 /* vector<T, N> (Cassandra 5.0): N > 0, T frozen, not a counter. */
 static enum cql_schema_status resolve_vector(const struct cql_type_ast *t,
-					     const char *ks, int depth,
+					     const struct cql_keyspace *ks,
+					     int depth,
 					     const struct storage_type **out)
 {
 	if (t->param_count != 2 || t->params[0]->number ||
@@ -226,10 +229,34 @@ static enum cql_schema_status resolve_vector(const struct cql_type_ast *t,
 	return st;
 }
 
+/* A user type's name: the keyspace's type, frozen or not. */
+static enum cql_schema_status resolve_udt(const struct cql_type_ast *t,
+					  const struct cql_keyspace *ks,
+					  bool frozen,
+					  const struct storage_type **out)
+{
+	const char *ksn = ks->meta->name;
+	if (t->keyspace && strcmp(t->keyspace, ksn) != 0)
+		return fail(CQL_SCHEMA_INVALID,
+			    "Statement on keyspace %s cannot refer to a user "
+			    "type in keyspace %s; user types can only be used "
+			    "in the keyspace they are defined in",
+			    ksn, t->keyspace);
+	const struct storage_type *node =
+		t->param_count ? NULL : schema_type_node(ks, t->name);
+	if (!node)
+		return fail(CQL_SCHEMA_INVALID, "Unknown type %s.%s", ksn,
+			    t->name);
+	if (!(*out = storage_type_with_frozen(node, frozen)))
+		return nomem();
+	return CQL_SCHEMA_OK;
+}
+
 /* `frozen`: inside a frozen type or a collection, whose collections and
  * UDTs freeze too (CQL3Type.Raw.freeze). */
 static enum cql_schema_status resolve(const struct cql_type_ast *t,
-				      const char *ks, bool frozen, int depth,
+				      const struct cql_keyspace *ks,
+				      bool frozen, int depth,
 				      const struct storage_type **out)
 {
 	*out = NULL;
@@ -249,8 +276,7 @@ static enum cql_schema_status resolve(const struct cql_type_ast *t,
 	if (k < 0)
 		/* A user-defined type name: resolved by the UDT registry
 		 * (storage_type_new_udt), once there is one. */
-		return fail(CQL_SCHEMA_INVALID, "Unknown type %s.%s", ks,
-			    t->name);
+		return resolve_udt(t, ks, frozen, out);
 	if (t->param_count)
 		return fail(CQL_SCHEMA_INVALID, "Type %s takes no parameters",
 			    t->name);
@@ -265,7 +291,7 @@ static enum cql_schema_status resolve(const struct cql_type_ast *t,
 }
 
 enum cql_schema_status cql_schema_type_resolve(const struct cql_type_ast *t,
-					       const char *ks,
+					       const struct cql_keyspace *ks,
 					       const struct storage_type **out)
 {
 	return resolve(t, ks, false, 0, out);
@@ -401,7 +427,8 @@ static bool counter_table(const struct storage_table_meta *m)
 static enum cql_schema_status add_column(struct storage_table_meta *m,
 					 const struct cql_column_def *d,
 					 enum storage_column_kind kind,
-					 bool desc, const char *ks)
+					 bool desc,
+					 const struct cql_keyspace *ks)
 {
 	const struct storage_type *type;
 	enum cql_schema_status st = cql_schema_type_resolve(d->type, ks, &type);
@@ -409,7 +436,23 @@ static enum cql_schema_status add_column(struct storage_table_meta *m,
 		return st;
 	bool key = kind == STORAGE_COLUMN_PARTITION_KEY ||
 		   kind == STORAGE_COLUMN_CLUSTERING;
-	if (key && storage_type_is_multicell(type))
+	bool multicell_udt = type->kind == STORAGE_TYPE_UDT &&
+			     storage_type_is_multicell(type);
+	bool nested_multicell = false;
+	for (size_t i = 0; multicell_udt && i < type->count; i++)
+		nested_multicell = nested_multicell ||
+				   storage_type_is_multicell(type->sub[i]);
+	if (key && multicell_udt)
+		st = fail(
+			CQL_SCHEMA_INVALID,
+			"Invalid non-frozen user-defined type for PRIMARY KEY "
+			"component %s",
+			d->name);
+	else if (nested_multicell)
+		st = fail(CQL_SCHEMA_INVALID,
+			  "Non-frozen UDTs with nested non-frozen collections "
+			  "are not supported");
+	else if (key && storage_type_is_multicell(type))
 		st = fail(CQL_SCHEMA_INVALID,
 			  "Invalid non-frozen collection type for PRIMARY KEY "
 			  "component %s",
@@ -517,12 +560,12 @@ schema_create_table(struct cql_schema *s, const struct cql_create_table *ct,
 	for (size_t i = 0; st == CQL_SCHEMA_OK && i < ct->partition_key_count;
 	     i++)
 		st = add_column(m, find_def(ct, ct->partition_key[i]),
-				STORAGE_COLUMN_PARTITION_KEY, false, ksn);
+				STORAGE_COLUMN_PARTITION_KEY, false, ks);
 	for (size_t i = 0; st == CQL_SCHEMA_OK && i < ct->clustering_count;
 	     i++) {
 		bool desc = i < ct->order_count && ct->order[i].descending;
 		st = add_column(m, find_def(ct, ct->clustering[i]),
-				STORAGE_COLUMN_CLUSTERING, desc, ksn);
+				STORAGE_COLUMN_CLUSTERING, desc, ks);
 	}
 	for (size_t i = 0; st == CQL_SCHEMA_OK && i < ct->column_count; i++) {
 		const struct cql_column_def *d = &ct->columns[i];
@@ -533,7 +576,7 @@ schema_create_table(struct cql_schema *s, const struct cql_create_table *ct,
 		st = add_column(m, d,
 				d->is_static ? STORAGE_COLUMN_STATIC
 					     : STORAGE_COLUMN_REGULAR,
-				false, ksn);
+				false, ks);
 	}
 	/* CreateTableStatement's counter table validation */
 	bool counters = false, others = false;
@@ -589,11 +632,33 @@ static struct cql_table *table_copy(const struct cql_table *old)
 	return t;
 }
 
+struct cql_table *schema_table_retyped(const struct cql_table *old,
+				       const char *name,
+				       const struct storage_type *repl)
+{
+	struct cql_table *t = table_copy(old);
+	if (!t)
+		return NULL;
+	struct storage_table_meta *m = t->meta;
+	for (size_t i = 0; i < m->column_count; i++) {
+		const struct storage_type *ty = schema_type_rebuild(
+			m->columns[i].type, m->keyspace, name, repl);
+		if (!ty) {
+			schema_table_free(t);
+			return NULL;
+		}
+		storage_type_unref(m->columns[i].type);
+		m->columns[i].type = ty;
+	}
+	return t;
+}
+
 /* ADD of a name dropped before: Cassandra's checks, and the latest drop
  * time of that name, before which the new column's cells are ignored. */
 static enum cql_schema_status readd_check(const struct storage_table_meta *m,
 					  const struct cql_column_def *d,
-					  const char *ks, int64_t *dropped_at)
+					  const struct cql_keyspace *ks,
+					  int64_t *dropped_at)
 {
 	const struct storage_type *type;
 	enum cql_schema_status st = cql_schema_type_resolve(d->type, ks, &type);
@@ -636,8 +701,9 @@ static enum cql_schema_status readd_check(const struct storage_table_meta *m,
 
 static enum cql_schema_status alter_columns(struct cql_table *t,
 					    const struct cql_alter_table *at,
-					    const char *ks)
+					    const struct cql_keyspace *ksp)
 {
+	const char *ks = ksp->meta->name;
 	struct storage_table_meta *m = t->meta;
 	enum cql_schema_status st = CQL_SCHEMA_OK;
 	if (at->kind == CQL_ALTER_ADD) {
@@ -670,14 +736,14 @@ static enum cql_schema_status alter_columns(struct cql_table *t,
 					    "table",
 					    ks, m->name, d->name);
 			int64_t dropped_at;
-			if ((st = readd_check(m, d, ks, &dropped_at)) !=
+			if ((st = readd_check(m, d, ksp, &dropped_at)) !=
 			    CQL_SCHEMA_OK)
 				return st;
 			size_t slot = m->column_count;
 			st = add_column(m, d,
 					d->is_static ? STORAGE_COLUMN_STATIC
 						     : STORAGE_COLUMN_REGULAR,
-					false, ks);
+					false, ksp);
 			if (st != CQL_SCHEMA_OK)
 				return st;
 			m->columns[slot].dropped_at = dropped_at;
@@ -773,7 +839,7 @@ enum cql_schema_status schema_alter_table(struct cql_schema *s,
 				  "Cannot set default_time_to_live on a table "
 				  "with counters");
 	} else {
-		st = alter_columns(t, at, ks->meta->name);
+		st = alter_columns(t, at, ks);
 	}
 	if (st == CQL_SCHEMA_OK && schema_retire(s, RETIRED_TABLE, old) != 0)
 		st = nomem();

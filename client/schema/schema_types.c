@@ -18,7 +18,7 @@
  * What the statement travels as is its text (schema log, schema push):
  * the registry replays it like any DDL.
  */
-#include "client/schema/schema_internal.h"
+#include "client/schema/schema_ddl_internal.h"
 
 #include "client/schema/describe.h"
 #include "common/buf.h"
@@ -29,26 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static enum cql_schema_status fail(enum cql_schema_status st, const char *fmt,
-				   ...) __attribute__((format(printf, 2, 3)));
-
-static enum cql_schema_status fail(enum cql_schema_status st, const char *fmt,
-				   ...)
-{
-	char msg[ERR_MSG_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	err_set(st == CQL_SCHEMA_NOMEM ? ERR_NOMEM : ERR_INVALID, "%s", msg);
-	return st;
-}
-
-static enum cql_schema_status nomem(void)
-{
-	return fail(CQL_SCHEMA_NOMEM, "out of memory");
-}
 
 /* ---- the type objects ---------------------------------------------------- */
 
@@ -67,6 +47,7 @@ void schema_type_free(struct cql_user_type *t)
 	free(t->refs);
 	free(t->keyspace);
 	free(t->name);
+	storage_type_unref(t->node);
 	free(t);
 }
 
@@ -396,10 +377,125 @@ static enum cql_schema_status set_field(const struct cql_keyspace *k,
 	return st;
 }
 
+/* ---- nodes --------------------------------------------------------------- */
+
+/* ut->node from its fields' types (borrowed). */
+static enum cql_schema_status make_node(struct cql_user_type *ut,
+					const struct storage_type *const *subs)
+{
+	ut->node = storage_type_new_udt(ut->keyspace, ut->name,
+					(const char *const *)ut->field_names,
+					subs, ut->field_count, true);
+	return ut->node ? CQL_SCHEMA_OK : nomem();
+}
+
+const struct storage_type *schema_type_node(const struct cql_keyspace *k,
+					    const char *name)
+{
+	const struct cql_user_type *t =
+		schema_type_mut((struct cql_keyspace *)k, name);
+	return t ? t->node : NULL;
+}
+
+static bool names_type(const struct storage_type *t, const char *ks,
+		       const char *name)
+{
+	return t->kind == STORAGE_TYPE_UDT && strcmp(t->name, name) == 0 &&
+	       strcmp(t->keyspace, ks) == 0;
+}
+
+static bool type_uses(const struct storage_type *t, const char *ks,
+		      const char *name, int depth)
+{
+	if (names_type(t, ks, name))
+		return true;
+	if (depth > STORAGE_TYPE_MAX_DEPTH)
+		return false;
+	for (size_t i = 0; i < t->count; i++)
+		if (type_uses(t->sub[i], ks, name, depth + 1))
+			return true;
+	return false;
+}
+
+static const struct storage_type *rebuild(const struct storage_type *t,
+					  const char *ks, const char *name,
+					  const struct storage_type *repl,
+					  int depth)
+{
+	if (names_type(t, ks, name))
+		return storage_type_with_frozen(repl, t->frozen);
+	if (!t->count || depth > STORAGE_TYPE_MAX_DEPTH ||
+	    !type_uses(t, ks, name, depth))
+		return storage_type_hold(t);
+	const struct storage_type **subs = calloc(t->count, sizeof(*subs));
+	if (!subs)
+		return NULL;
+	bool ok = true;
+	for (size_t i = 0; i < t->count && ok; i++)
+		ok = (subs[i] = rebuild(t->sub[i], ks, name, repl,
+					depth + 1)) != NULL;
+	const struct storage_type *out = NULL;
+	if (ok) {
+		switch (t->kind) {
+		case STORAGE_TYPE_TUPLE:
+			out = storage_type_new_tuple(subs, t->count);
+			break;
+		case STORAGE_TYPE_UDT:
+			out = storage_type_new_udt(t->keyspace, t->name,
+						   t->field_names, subs,
+						   t->count, t->frozen);
+			break;
+		case STORAGE_TYPE_VECTOR:
+			out = storage_type_new_vector(subs[0], t->dimension);
+			break;
+		default: /* list, set, map */
+			out = storage_type_new_collection(
+				t->kind, t->frozen, subs[0],
+				t->count > 1 ? subs[1] : NULL);
+		}
+	}
+	for (size_t i = 0; i < t->count; i++)
+		storage_type_unref(subs[i]);
+	free(subs);
+	return out;
+}
+
+const struct storage_type *schema_type_rebuild(const struct storage_type *t,
+					       const char *ks, const char *name,
+					       const struct storage_type *repl)
+{
+	const struct storage_type *out = rebuild(t, ks, name, repl, 0);
+	if (!out)
+		err_set(ERR_NOMEM, "out of memory");
+	return out;
+}
+
+bool schema_table_uses_type(const struct cql_keyspace *k,
+			    const struct cql_table *t, const char *name,
+			    bool key_only)
+{
+	const struct storage_table_meta *m = t->meta;
+	for (size_t i = 0; i < m->column_count; i++) {
+		const struct storage_column *c = &m->columns[i];
+		if (c->dropped ||
+		    (key_only && c->kind != STORAGE_COLUMN_PARTITION_KEY))
+			continue;
+		if (type_uses(c->type, k->meta->name, name, 0))
+			return true;
+	}
+	return false;
+}
+
+bool cql_table_uses_type(const struct cql_keyspace *k,
+			 const struct cql_table *t, const char *name)
+{
+	return schema_table_uses_type(k, t, name, false);
+}
+
 /* ---- statements ---------------------------------------------------------- */
 
-static void set_change(struct cql_schema_change *c, const char *change,
-		       const char *ks, const char *name)
+static void type_change(struct cql_schema_change *c, const char *change,
+			const char *ks, const char *name)
 {
 	memset(c, 0, sizeof(*c));
 	c->change = change;
@@ -476,12 +572,29 @@ static enum cql_schema_status create_type(struct cql_schema *s,
 		}
 		ut->field_count++;
 	}
+	const struct storage_type **subs =
+		calloc(ut->field_count ? ut->field_count : 1, sizeof(*subs));
+	if (!subs) {
+		schema_type_free(ut);
+		return nomem();
+	}
+	for (size_t i = 0; st == CQL_SCHEMA_OK && i < ut->field_count; i++)
+		st = cql_schema_type_resolve(ts->types[i], k, &subs[i]);
+	if (st == CQL_SCHEMA_OK)
+		st = make_node(ut, subs);
+	for (size_t i = 0; i < ut->field_count; i++)
+		storage_type_unref(subs[i]);
+	free(subs);
+	if (st != CQL_SCHEMA_OK) {
+		schema_type_free(ut);
+		return st;
+	}
 	type_digest(ut);
 	if (schema_type_insert(k, ut) != 0) {
 		schema_type_free(ut);
 		return nomem();
 	}
-	set_change(change, "CREATED", ksn, name);
+	type_change(change, "CREATED", ksn, name);
 	return CQL_SCHEMA_OK;
 }
 
@@ -550,7 +663,7 @@ create_type_replicated(struct cql_schema *s, const struct cql_type_stmt *ts,
 		return nomem();
 	}
 	schema_type_insert(k, made);
-	set_change(change, "UPDATED", ksn, ts->name.name);
+	type_change(change, "UPDATED", ksn, ts->name.name);
 	return CQL_SCHEMA_OK;
 }
 
@@ -632,8 +745,50 @@ static enum cql_schema_status alter_add(const struct cql_keyspace *k,
 			    "%s.%s as it would create a circular reference",
 			    field, raw, old->keyspace, old->name);
 	}
-	/* Cassandra also refuses an ADD to a type in a table's partition
-	 * key; no table column can name a user type yet. */
+	/* a partition key's tokens would change */
+	struct buf tables;
+	buf_init(&tables);
+	for (size_t i = 0; i < k->table_count; i++) {
+		if (!schema_table_uses_type(k, k->tables[i], old->name, true))
+			continue;
+		if (tables.len)
+			buf_append(&tables, ", ", 2);
+		buf_append(&tables, old->keyspace, strlen(old->keyspace));
+		buf_append(&tables, ".", 1);
+		buf_append(&tables, k->tables[i]->meta->name,
+			   strlen(k->tables[i]->meta->name));
+	}
+	if (tables.len) {
+		char raw[256];
+		raw_string(ast, raw, sizeof(raw));
+		st = fail(CQL_SCHEMA_INVALID,
+			  "Cannot add new field %s of type %s to user type "
+			  "%s.%s as the type is being used in partition key by "
+			  "the following tables: %.*s",
+			  field, raw, old->keyspace, old->name, (int)tables.len,
+			  (const char *)tables.data);
+		buf_free(&tables);
+		schema_type_free(t);
+		return st;
+	}
+	buf_free(&tables);
+	size_t n = old->field_count;
+	const struct storage_type **subs = calloc(n + 1, sizeof(*subs));
+	if (!subs) {
+		schema_type_free(t);
+		return nomem();
+	}
+	for (size_t i = 0; i < n; i++)
+		subs[i] = old->node->sub[i];
+	st = cql_schema_type_resolve(ast, k, &subs[n]);
+	if (st == CQL_SCHEMA_OK)
+		st = make_node(t, subs);
+	storage_type_unref(subs[n]);
+	free(subs);
+	if (st != CQL_SCHEMA_OK) {
+		schema_type_free(t);
+		return st;
+	}
 	*out = t;
 	return CQL_SCHEMA_OK;
 }
@@ -680,7 +835,85 @@ static enum cql_schema_status alter_rename(const struct cql_user_type *old,
 				schema_type_free(t);
 				return st;
 			}
+	enum cql_schema_status st = make_node(t, old->node->sub);
+	if (st != CQL_SCHEMA_OK) {
+		schema_type_free(t);
+		return st;
+	}
 	*out = t;
+	return CQL_SCHEMA_OK;
+}
+
+/* Puts `t` in place of `old`, and new versions of the types and tables
+ * that name it (directly or through other types) in place of theirs, so
+ * their nodes describe the new definition. Everything that can fail is
+ * built before anything changes. Takes `t`. */
+static enum cql_schema_status replace_everywhere(struct cql_schema *s,
+						 struct cql_keyspace *k,
+						 struct cql_user_type *old,
+						 struct cql_user_type *t)
+{
+	size_t nt = k->type_count, nb = k->table_count;
+	struct cql_user_type **types = calloc(nt ? nt : 1, sizeof(*types));
+	struct cql_table **tables = calloc(nb ? nb : 1, sizeof(*tables));
+	bool ok = types && tables;
+	for (size_t i = 0; ok && i < nt; i++) {
+		const struct cql_user_type *u = k->types[i];
+		if (u == old || !type_references(k, u, old->name, 0))
+			continue;
+		struct cql_user_type *c = type_copy(u, 0);
+		ok = c && (c->node = schema_type_rebuild(u->node, k->meta->name,
+							 old->name, t->node));
+		if (c) {
+			type_digest(c);
+			types[i] = c;
+		}
+	}
+	for (size_t i = 0; ok && i < nb; i++)
+		if (schema_table_uses_type(k, k->tables[i], old->name, false))
+			ok = (tables[i] = schema_table_retyped(
+				      k->tables[i], old->name, t->node)) !=
+			     NULL;
+	size_t retiring = 1;
+	for (size_t i = 0; ok && i < nt; i++)
+		retiring += types[i] != NULL;
+	for (size_t i = 0; ok && i < nb; i++)
+		retiring += tables[i] != NULL;
+	/* room in the retired list for all, so the retires below cannot
+	 * fail half way */
+	ok = ok && schema_reserve_retired(s, retiring) == 0;
+	if (!ok) {
+		for (size_t i = 0; types && i < nt; i++)
+			schema_type_free(types[i]);
+		for (size_t i = 0; tables && i < nb; i++)
+			schema_table_free(tables[i]);
+		free(types);
+		free(tables);
+		schema_type_free(t);
+		return nomem();
+	}
+	for (size_t i = 0; i < nt; i++) {
+		if (!types[i])
+			continue;
+		struct cql_user_type *u = schema_type_mut(k, types[i]->name);
+		schema_retire(s, RETIRED_TYPE, u);
+		schema_type_remove(k, u);
+		schema_type_insert(k, types[i]); /* its slot was freed */
+	}
+	for (size_t i = 0; i < nb; i++) {
+		if (!tables[i])
+			continue;
+		struct cql_table *b =
+			schema_table_mut(k, tables[i]->meta->name);
+		schema_retire(s, RETIRED_TABLE, b);
+		schema_table_remove(k, b);
+		schema_table_insert(k, tables[i]); /* its slot was freed */
+	}
+	schema_retire(s, RETIRED_TYPE, old);
+	schema_type_remove(k, old);
+	schema_type_insert(k, t); /* cannot fail: the slot was freed */
+	free(types);
+	free(tables);
 	return CQL_SCHEMA_OK;
 }
 
@@ -713,13 +946,10 @@ static enum cql_schema_status alter_type(struct cql_schema *s,
 	if (st != CQL_SCHEMA_OK)
 		return st;
 	type_digest(t);
-	if (schema_retire(s, RETIRED_TYPE, old) != 0) {
-		schema_type_free(t);
-		return nomem();
-	}
-	schema_type_remove(k, old);
-	schema_type_insert(k, t); /* cannot fail: the slot was freed */
-	set_change(change, "UPDATED", ksn, name);
+	st = replace_everywhere(s, k, old, t);
+	if (st != CQL_SCHEMA_OK)
+		return st;
+	type_change(change, "UPDATED", ksn, name);
 	return CQL_SCHEMA_OK;
 }
 
@@ -757,7 +987,8 @@ static enum cql_schema_status drop_type(struct cql_schema *s,
 	if (!users.len) {
 		what = "tables";
 		for (size_t i = 0; i < k->table_count; i++) {
-			if (!schema_table_uses_type(k, k->tables[i], name))
+			if (!schema_table_uses_type(k, k->tables[i], name,
+						    false))
 				continue;
 			if (users.len)
 				buf_append(&users, ", ", 2);
@@ -779,7 +1010,7 @@ static enum cql_schema_status drop_type(struct cql_schema *s,
 	if (schema_retire(s, RETIRED_TYPE, t) != 0)
 		return nomem();
 	schema_type_remove(k, t);
-	set_change(change, "DROPPED", ksn, name);
+	type_change(change, "DROPPED", ksn, name);
 	return CQL_SCHEMA_OK;
 }
 
@@ -803,16 +1034,6 @@ enum cql_schema_status schema_type_apply(struct cql_schema *s,
 	default:
 		return fail(CQL_SCHEMA_INVALID, "not a type statement");
 	}
-}
-
-bool schema_table_uses_type(const struct cql_keyspace *k,
-			    const struct cql_table *t, const char *name)
-{
-	/* The engine's column types cannot name a user type yet. */
-	(void)k;
-	(void)t;
-	(void)name;
-	return false;
 }
 
 /* ---- lookups ------------------------------------------------------------- */
