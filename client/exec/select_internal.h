@@ -28,7 +28,11 @@ enum out_kind {
 	OUT_WRITETIMES,
 	OUT_TTLS,
 	OUT_MAXWRITETIME,
+	OUT_FIELD,   /* u.f, u.f.g: a frozen user type column's field */
 };
+
+/* How deep u.f.g... may select. */
+#define OUT_FIELD_DEPTH 8
 
 /* A selection made of native functions (client/cql/cql_functions.h) over a
  * column or constants: a column's value, a constant (folded when the
@@ -60,6 +64,9 @@ struct out_col {
 	 * (toJson(toJson(v))), the first of `json_type` (select_json.c) */
 	uint8_t to_json;
 	const struct storage_type *json_type;
+	/* OUT_FIELD: the field positions, outermost first */
+	uint16_t fields[OUT_FIELD_DEPTH];
+	size_t field_depth;
 };
 
 struct filter {

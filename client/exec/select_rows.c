@@ -269,6 +269,33 @@ static bool passes_filters(const struct cql_select_plan *p,
 
 /* The value of a column that is not a collection in a row: a partition
  * key part, a clustering value or a cell. false when it has none. */
+/* Field `idx` of a frozen user type value ([int length][bytes] per field,
+ * -1 for null, trailing fields missing): false when null or missing. */
+static bool udt_field(struct slice v, size_t idx, struct slice *out)
+{
+	size_t pos = 0;
+	for (size_t i = 0; i <= idx; i++) {
+		if (v.len - pos < 4 || pos > v.len)
+			return false;
+		uint32_t n = be32_load(v.ptr + pos);
+		pos += 4;
+		if (n & 0x80000000u) {
+			if (i == idx)
+				return false;
+			continue;
+		}
+		if (n > v.len - pos)
+			return false;
+		if (i == idx) {
+			out->ptr = v.ptr + pos;
+			out->len = n;
+			return true;
+		}
+		pos += n;
+	}
+	return false;
+}
+
 static bool column_value(const struct cql_select_plan *p,
 			 const struct storage_result *r,
 			 const struct storage_row_view *row,
@@ -448,6 +475,24 @@ static int write_out(const struct cql_select_plan *p, struct buf *out,
 		return rc;
 	}
 	const struct storage_column *col = &p->m->columns[o->column];
+	if (o->kind == OUT_FIELD) {
+		struct slice v;
+		const struct storage_cell_view *fc = NULL;
+		bool have;
+		if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
+		    col->kind == STORAGE_COLUMN_CLUSTERING)
+			have = column_value(p, r, row, stat, o->column, &v);
+		else if ((have = (fc = find_cell(
+					  col->kind == STORAGE_COLUMN_STATIC
+						  ? stat
+						  : row,
+					  o->column)) != NULL))
+			v = fc->value;
+		for (size_t d = 0; have && d < o->field_depth; d++)
+			have = udt_field(v, o->fields[d], &v);
+		return have ? cql_write_bytes(out, v.ptr, (int32_t)v.len)
+			    : cql_write_bytes(out, NULL, -1);
+	}
 	if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
 	    col->kind == STORAGE_COLUMN_CLUSTERING) {
 		struct slice v;

@@ -134,6 +134,64 @@ static int plan_aggregate(struct cql_select_plan *p,
 
 /* m['k'] and s[e] (Cassandra 4.0): a map's value at a key, a set's
  * element if present; NULL otherwise. */
+/* u.f, u.f.g (Selectable.WithFieldSelection): fields of a user type
+ * column, frozen (a non-frozen one cannot be created yet). */
+static int plan_field(struct cql_select_plan *p, const struct cql_selector *s)
+{
+	const struct cql_selector *chain[OUT_FIELD_DEPTH];
+	size_t depth = 0;
+	const struct cql_selector *base = s;
+	while (base->kind == CQL_SEL_FIELD) {
+		if (depth == OUT_FIELD_DEPTH)
+			return err_set(ERR_UNSUPPORTED,
+				       "Field selections deeper than %d are "
+				       "not supported by Cassini yet",
+				       OUT_FIELD_DEPTH);
+		chain[depth++] = base;
+		base = &base->args[0];
+	}
+	if (base->kind != CQL_SEL_COLUMN)
+		return err_set(ERR_UNSUPPORTED,
+			       "Field selection on anything but a column is "
+			       "not supported by Cassini yet");
+	int c = cql_table_column(p->t, base->name);
+	if (c < 0)
+		return err_set(ERR_INVALID,
+			       "Undefined column name %s in selection clause",
+			       base->name);
+	const struct storage_type *type = p->m->columns[c].type;
+	char name[256];
+	snprintf(name, sizeof(name), "%s", base->name);
+	uint16_t fields[OUT_FIELD_DEPTH];
+	for (size_t d = 0; d < depth; d++) {
+		const char *f = chain[depth - 1 - d]->name;
+		char text[160] = "?";
+		cql_type_text(type, text, sizeof(text));
+		if (type->kind != STORAGE_TYPE_UDT)
+			return err_set(ERR_INVALID,
+				       "Invalid field selection: %s of type %s "
+				       "is not a user type",
+				       name, text);
+		size_t i = 0;
+		while (i < type->count && strcmp(type->field_names[i], f) != 0)
+			i++;
+		if (i == type->count)
+			return err_set(ERR_INVALID,
+				       "%s of type %s has no field %s", name,
+				       text, f);
+		fields[d] = (uint16_t)i;
+		type = type->sub[i];
+		size_t n = strlen(name);
+		snprintf(name + n, sizeof(name) - n, ".%s", f);
+	}
+	if (add_out(p, OUT_FIELD, c, s->alias ? s->alias : name, type) != 0)
+		return -1;
+	struct out_col *o = &p->outs[p->nouts - 1];
+	memcpy(o->fields, fields, depth * sizeof(fields[0]));
+	o->field_depth = depth;
+	return 0;
+}
+
 static int plan_element(struct cql_select_plan *p, const struct cql_selector *s)
 {
 	const struct storage_table_meta *m = p->m;
@@ -420,26 +478,8 @@ int cql_select_plan_selector(struct cql_select_plan *p,
 	}
 	if (s->kind == CQL_SEL_ELEMENT)
 		return plan_element(p, s);
-	if (s->kind == CQL_SEL_FIELD) {
-		/* no column is of a user type yet */
-		const struct cql_selector *in = &s->args[0];
-		int c = in->kind == CQL_SEL_COLUMN
-				? cql_table_column(p->t, in->name)
-				: -1;
-		char type[96] = "?";
-		if (c >= 0)
-			cql_type_text(m->columns[c].type, type, sizeof(type));
-		if (in->kind == CQL_SEL_COLUMN && c < 0)
-			return err_set(ERR_INVALID,
-				       "Undefined column name %s in "
-				       "selection clause",
-				       in->name);
-		return err_set(
-			ERR_INVALID,
-			"Invalid field selection: %s of type %s is not a "
-			"user type",
-			in->kind == CQL_SEL_COLUMN ? in->name : "?", type);
-	}
+	if (s->kind == CQL_SEL_FIELD)
+		return plan_field(p, s);
 	if (s->kind == CQL_SEL_TERM || s->kind == CQL_SEL_CAST)
 		return plan_function(p, s);
 	int json = cql_select_plan_to_json(p, s);
