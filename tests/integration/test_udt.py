@@ -180,3 +180,84 @@ def test_types_spread_to_a_second_node(make_node):
                    "keyspace_name = 'app' AND type_name = 'point'").one()
     assert r.field_names == ["x", "y", "z"]
     c2.shutdown()
+
+
+def test_frozen_columns_through_the_driver(make_node):
+    """Values of frozen user type columns: the driver's named tuples and
+    register_user_type classes, both ways; ALTER TYPE ADD seen in old rows
+    as None; DESCRIBE of a keyspace whose tables use types recreates it;
+    the values survive a kill -9 (commitlog) and a flush."""
+    ip = "127.0.103.4"
+    node = make_node(default_yaml(listen_address=ip), name="values")
+    node.start()
+    assert node.wait_for_log("CQL clients on"), node.log()
+    cluster, s = connect(ip)
+    s.execute("CREATE KEYSPACE app WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TYPE app.point (x int, y text)")
+    s.execute("CREATE TYPE app.shape (name text, pts list<frozen<point>>)")
+    s.execute("CREATE TABLE app.t (k int, c frozen<point>, "
+              "s frozen<shape>, PRIMARY KEY (k, c))")
+
+    class Point:
+        def __init__(self, x=None, y=None, z=None):
+            self.x, self.y, self.z = x, y, z
+
+    cluster.register_user_type("app", "point", Point)
+    ins = s.prepare("INSERT INTO app.t (k, c, s) VALUES (?, ?, ?)")
+    s.execute(ins, (1, Point(1, "a"), None))
+    s.execute("INSERT INTO app.t (k, c, s) VALUES (1, {x: 2}, "
+              "{name: 'tri', pts: [{x: 0, y: 'o'}, {x: 1}]})")
+    rows = list(s.execute("SELECT c, s FROM app.t WHERE k = 1"))
+    assert [(r.c.x, r.c.y) for r in rows] == [(1, "a"), (2, None)]
+    assert isinstance(rows[0].c, Point)
+    assert rows[0].s is None
+    assert rows[1].s.name == "tri"
+    assert [(p.x, p.y) for p in rows[1].s.pts] == [(0, "o"), (1, None)]
+    sel = s.prepare("SELECT c.y, s.name FROM app.t WHERE k = 1 AND c = ?")
+    got = s.execute(sel, (Point(2),)).one()
+    assert (got.c_y, got.s_name) == (None, "tri")
+
+    s.execute("ALTER TYPE app.point ADD z int")
+    wait_for(lambda: "z" in cluster.metadata.keyspaces["app"]
+             .user_types["point"].field_names, "ALTER in metadata")
+    cluster.shutdown()
+    node.restart(signal.SIGKILL)
+
+    cluster, s = connect(ip)
+    cluster.register_user_type("app", "point", Point)
+    rows = list(s.execute("SELECT c FROM app.t WHERE k = 1"))
+    assert [(r.c.x, r.c.y, r.c.z) for r in rows] == [(1, "a", None),
+                                                     (2, None, None)]
+    # prepared after the ALTER: its marker carries the three fields
+    ins = s.prepare("INSERT INTO app.t (k, c, s) VALUES (?, ?, ?)")
+    s.execute(ins, (2, Point(3, "b", 4), None))
+    r = s.execute("SELECT c FROM app.t WHERE k = 2").one()
+    assert (r.c.x, r.c.y, r.c.z) == (3, "b", 4)
+
+    # the keyspace's DESCRIBE text recreates it (types before tables)
+    ddl = cluster.metadata.keyspaces["app"].export_as_string()
+    described = [r.create_statement
+                 for r in s.execute("DESCRIBE KEYSPACE app")]
+    # the types as the driver writes them, in its order; the table's
+    # options differ from the driver's (extensions), its columns do not
+    assert [d for d in described if d.startswith("CREATE TYPE")] == [
+        d if d.endswith(";") else d + ";" for d in ddl.split(";\n\n")
+        if d.startswith("CREATE TYPE")]
+    assert "c frozen<point>,\n    s frozen<shape>," in described[-1]
+    s.execute("CREATE KEYSPACE copy WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    for stmt in ddl.split(";\n\n")[1:]:
+        s.execute(stmt.rstrip(";").replace("app.", "copy."))
+    wait_for(lambda: "t" in cluster.metadata.keyspaces.get(
+        "copy", cluster.metadata.keyspaces["app"]).tables and
+        "copy" in cluster.metadata.keyspaces, "copied keyspace")
+    copy = cluster.metadata.keyspaces["copy"].export_as_string()
+    assert copy == ddl.replace("app.", "copy.").replace(
+        "KEYSPACE app", "KEYSPACE copy")
+    with pytest.raises(InvalidRequest, match="still used by user types "
+                       "shape"):
+        s.execute("DROP TYPE app.point")
+    with pytest.raises(InvalidRequest, match="still used by tables t"):
+        s.execute("DROP TYPE app.shape")
+    cluster.shutdown()
