@@ -14,6 +14,7 @@
 #include "node/cql_cas.h"
 #include "node/slow_queries.h"
 #include "replication/hints.h"
+#include "ring/ring.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -604,10 +605,17 @@ struct read_job {
 	 * a version an ALTER replaced, a dropped one) alive until the job
 	 * ends. */
 	struct cql_schema_pin pin;
+	/* A filtered scan (ALLOW FILTERING, an indexed column) walks several
+	 * vnode ranges at once: see "parallel range walk" below. NULL for
+	 * the walk of one range at a time. */
+	struct par_walk *par;
 };
+
+static void par_walk_free(struct par_walk *w);
 
 static void read_job_free(struct read_job *j)
 {
+	par_walk_free(j->par);
 	for (size_t i = 0; i < j->count; i++)
 		storage_result_delete(j->results[i]);
 	free(j->results);
@@ -940,6 +948,261 @@ static void on_range(void *arg, const struct repl_result *res,
 	read_next_range(j);
 }
 
+/* ---- parallel range walk ------------------------------------------------- */
+
+/*
+ * A filtered scan (ALLOW FILTERING, or a restriction served by a
+ * secondary index) may read many partitions to send few rows; one vnode
+ * range per round trip makes a selective query over a cluster take one
+ * round trip per vnode range. As Cassandra's range reads do with their
+ * concurrency factor, the walk splits (pos, end] at the ring's tokens and
+ * reads up to `factor` ranges at once (4 at first, doubled after every
+ * range that left the page unfilled, at most PAR_MAX). Answers are used in
+ * token order: a range answered before the ones ahead of it keeps its
+ * fragments until they are done, and reads nothing more meanwhile (at
+ * most factor steps of fragments are held). Once the page is full, the
+ * steps in flight are waited for and their fragments dropped; an error
+ * of any step answers the request once no step is in flight.
+ */
+#define PAR_MAX 16
+
+struct par_slot {
+	struct read_job *j;
+	int64_t end;                     /* the slot reads (start, end] */
+	int64_t pos;                     /* its next step starts after pos */
+	bool busy;                       /* a step in flight */
+	bool done;                       /* (start, end] read */
+	struct storage_mutation **frags; /* held until the slot is first */
+	size_t n, cap;
+};
+
+struct par_walk {
+	struct par_slot *slots;
+	size_t count;
+	size_t head;     /* the first slot not used up */
+	size_t launched; /* slots begun */
+	size_t inflight;
+	size_t factor;
+	bool stopping; /* page full or failed: no new step */
+	bool failed;
+	/* par_advance is running: an answer given meanwhile (a step that
+	 * failed at once) marks `dirty` for it to look again */
+	bool advancing, dirty;
+	struct repl_result res; /* the failure, when a step failed */
+	uint32_t local_code;    /* else: this node's (CQL_ERR_*) */
+	char local_msg[256];
+};
+
+static void par_slot_drop(struct par_slot *sl)
+{
+	for (size_t i = 0; i < sl->n; i++)
+		storage_mutation_delete(sl->frags[i]);
+	free(sl->frags);
+	sl->frags = NULL;
+	sl->n = sl->cap = 0;
+}
+
+static void par_walk_free(struct par_walk *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->count; i++)
+		par_slot_drop(&w->slots[i]);
+	free(w->slots);
+	free(w);
+}
+
+static void par_step(struct par_slot *sl);
+static void par_advance(struct read_job *j);
+
+/* A failure of this node's (no memory, the table dropped): answered once
+ * no step is in flight. */
+static void par_fail_local(struct par_walk *w, uint32_t code, const char *msg)
+{
+	if (w->failed)
+		return;
+	w->failed = w->stopping = true;
+	w->local_code = code;
+	snprintf(w->local_msg, sizeof(w->local_msg), "%s", msg);
+}
+
+static void on_par_range(void *arg, const struct repl_result *res,
+			 struct storage_mutation **frags, size_t n,
+			 int64_t resume, bool finished)
+{
+	struct par_slot *sl = arg;
+	struct read_job *j = sl->j;
+	struct par_walk *w = j->par;
+	w->inflight--;
+	sl->busy = false;
+	bool keep = res->outcome == REPL_OK && !w->stopping;
+	if (res->outcome != REPL_OK && !w->failed) {
+		w->failed = true;
+		w->stopping = true;
+		w->res = *res;
+	}
+	if (res->outcome == REPL_OK)
+		job_tombstones(j, res);
+	for (size_t i = 0; i < n; i++) {
+		if (keep && sl->n == sl->cap) {
+			size_t cap = sl->cap ? sl->cap * 2 : 64;
+			struct storage_mutation **p =
+				realloc(sl->frags, cap * sizeof(*p));
+			if (!p) {
+				keep = false;
+				par_fail_local(w, CQL_ERR_SERVER,
+					       "out of memory");
+			} else {
+				sl->frags = p;
+				sl->cap = cap;
+			}
+		}
+		if (keep)
+			sl->frags[sl->n++] = frags[i];
+		else
+			storage_mutation_delete(frags[i]);
+	}
+	free(frags);
+	if (keep) {
+		if (finished || resume >= sl->end)
+			sl->done = true;
+		else
+			sl->pos = resume;
+	}
+	if (w->advancing) {
+		w->dirty = true;
+		return;
+	}
+	par_advance(j);
+}
+
+static void par_step(struct par_slot *sl)
+{
+	struct read_job *j = sl->j;
+	struct par_walk *w = j->par;
+	const struct ring_strategy *s;
+	const struct cql_table *t = job_table(j, &s);
+	if (!t) {
+		par_fail_local(w, CQL_ERR_INVALID,
+			       "the table was dropped during the read");
+		return;
+	}
+	size_t want = j->budget > j->rows ? j->budget - j->rows : 1;
+	struct repl_range q = {.read_repair = j->read_repair,
+			       .table_id = j->table_id,
+			       .meta = cql_table_meta(t),
+			       .strategy = s,
+			       .cl = j->cl,
+			       .cmd = cql_select_plan_cmd(j->plan),
+			       .start = sl->pos,
+			       .end = sl->end,
+			       .max_partitions =
+				       want < 1000 ? (uint32_t)want : 1000};
+	sl->busy = true;
+	w->inflight++;
+	repl_range_step(j->d->repl, &q, on_par_range, sl);
+}
+
+/* Uses what the first slots hold, in token order, then starts steps up to
+ * the factor; answers once the page is full or the range is read and no
+ * step is in flight. */
+static void par_advance(struct read_job *j)
+{
+	struct par_walk *w = j->par;
+	w->advancing = true;
+again:
+	w->dirty = false;
+	while (!w->stopping && w->head < w->count) {
+		struct par_slot *sl = &w->slots[w->head];
+		const struct ring_strategy *s;
+		const struct cql_table *t = job_table(j, &s);
+		if (!t)
+			par_fail_local(w, CQL_ERR_INVALID,
+				       "the table was dropped during the read");
+		for (size_t i = 0; i < sl->n; i++) {
+			if (t && !w->stopping && job_keep(j, t, sl->frags[i]))
+				par_fail_local(w, CQL_ERR_SERVER, err_msg());
+			storage_mutation_delete(sl->frags[i]);
+		}
+		sl->n = 0;
+		if (j->rows >= j->budget) {
+			j->read_cut = true;
+			w->stopping = true;
+			break;
+		}
+		if (!sl->done) {
+			/* the first slot reads on, one step at a time */
+			if (!sl->busy && !w->stopping)
+				par_step(sl);
+			break;
+		}
+		w->head++;
+		if (w->factor < PAR_MAX)
+			w->factor *= 2;
+	}
+	if (!w->stopping && w->head == w->count)
+		w->stopping = true; /* the whole range is read */
+	/* the slots after the head, up to the factor: one step each until
+	 * they are first (what they hold waits for the slots before them) */
+	if (w->launched <= w->head)
+		w->launched = w->head + 1; /* the head is stepped above */
+	while (!w->stopping && w->launched < w->count &&
+	       w->launched - w->head < w->factor)
+		par_step(&w->slots[w->launched++]);
+	if (w->dirty)
+		goto again;
+	w->advancing = false;
+	if (!w->stopping || w->inflight)
+		return;
+	if (w->failed && w->local_code) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "%s", w->local_msg);
+		read_fail_msg(j, w->local_code, msg);
+		return;
+	}
+	if (w->failed) {
+		struct repl_result res = w->res;
+		read_step_failed(j, &res);
+		return;
+	}
+	read_finish(j);
+}
+
+/* Starts the parallel walk of (j->pos, j->end]; false when it does not
+ * apply (not a filtered scan, one range, no memory): the walk of one
+ * range at a time then runs. */
+static bool par_start(struct read_job *j)
+{
+	if (!cql_select_plan_is_filtered(j->plan) || !j->d->hooks.ring)
+		return false;
+	struct ring *r = j->d->hooks.ring(j->d->hooks.arg);
+	size_t nt = r ? ring_token_count(r) : 0;
+	if (nt < 2)
+		return false;
+	struct par_walk *w = calloc(1, sizeof(*w));
+	struct par_slot *slots = w ? calloc(nt + 1, sizeof(*slots)) : NULL;
+	if (!slots) {
+		free(w);
+		return false;
+	}
+	size_t n = 0;
+	int64_t at = j->pos;
+	for (size_t i = 0; i < nt && at < j->end; i++) {
+		int64_t t = ring_token_at(r, i);
+		if (t <= at || t >= j->end)
+			continue;
+		slots[n++] = (struct par_slot){.j = j, .pos = at, .end = t};
+		at = t;
+	}
+	slots[n++] = (struct par_slot){.j = j, .pos = at, .end = j->end};
+	w->slots = slots;
+	w->count = n;
+	w->factor = 4;
+	j->par = w;
+	par_advance(j); /* steps the first slot and those after it */
+	return true;
+}
+
 static void read_next_range(struct read_job *j)
 {
 	if (j->rows >= j->budget) {
@@ -1049,7 +1312,8 @@ static void run_read(struct cql_data *d, const struct cql_data_request *dr)
 			read_finish(j);
 			return;
 		}
-		read_next_range(j);
+		if (!par_start(j))
+			read_next_range(j);
 	} else {
 		j->next_key = cql_select_plan_first_key(j->plan);
 		read_next_key(j);

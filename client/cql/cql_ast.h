@@ -135,6 +135,8 @@ enum cql_stmt_kind {
 	CQL_STMT_CREATE_TYPE, /* u.type: CREATE/ALTER/DROP TYPE */
 	CQL_STMT_ALTER_TYPE,
 	CQL_STMT_DROP_TYPE,
+	CQL_STMT_CREATE_INDEX,
+	CQL_STMT_DROP_INDEX,
 };
 
 enum cql_role_op {
@@ -286,6 +288,32 @@ struct cql_alter_table {
 	 * written last (unset: the statement's order). */
 	bool has_timestamp;
 	int64_t timestamp;
+};
+
+/* What of a column an index covers: the value, or a collection's keys,
+ * values, entries, or a frozen collection whole. */
+enum cql_index_target {
+	CQL_INDEX_SIMPLE,
+	CQL_INDEX_KEYS,
+	CQL_INDEX_VALUES,
+	CQL_INDEX_ENTRIES,
+	CQL_INDEX_FULL,
+};
+
+/* CREATE [CUSTOM] INDEX [IF NOT EXISTS] [[ks.]name] ON [ks.]t (target)
+ * [USING 'class'] [WITH OPTIONS = {...}], and DROP INDEX [IF EXISTS]
+ * [ks.]name (`name` only). */
+struct cql_index_stmt {
+	struct cql_qname table;
+	struct cql_qname name; /* name.name NULL: the default name */
+	bool if_not_exists;
+	bool if_exists; /* DROP */
+	bool custom;
+	const char *using; /* the class, as written; NULL when absent */
+	const char *column;
+	enum cql_index_target target;
+	const struct cql_term *options; /* the OPTIONS map, or NULL */
+	bool other_properties;          /* WITH something but OPTIONS */
 };
 
 struct cql_keyspace_stmt {
@@ -461,6 +489,7 @@ struct cql_stmt {
 		struct cql_describe describe;
 		struct cql_role_stmt role;
 		struct cql_type_stmt type;
+		struct cql_index_stmt index;
 	} u;
 };
 

@@ -302,6 +302,85 @@ static int alter_table(struct parser *p, struct cql_stmt *s)
 	return syntax_error(p, "ADD, DROP, RENAME or WITH");
 }
 
+/* ---- indexes ------------------------------------------------------------ */
+
+/* (col), (keys(col)), (values(col)), (entries(col)), (full(col)) */
+static int index_target(struct parser *p, struct cql_index_stmt *ix)
+{
+	static const struct {
+		const char *kw;
+		enum cql_index_target target;
+	} fns[] = {
+		{"keys", CQL_INDEX_KEYS},
+		{"values", CQL_INDEX_VALUES},
+		{"entries", CQL_INDEX_ENTRIES},
+		{"full", CQL_INDEX_FULL},
+	};
+	if (expect_punct(p, "(") != 0)
+		return -1;
+	ix->target = CQL_INDEX_SIMPLE;
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+		if (is_kw(p, fns[i].kw) && tok_is_punct(tok_at(p, 1), "(")) {
+			advance(p);
+			advance(p);
+			ix->target = fns[i].target;
+			break;
+		}
+	if (!(ix->column = cql_parse_ident(p)))
+		return -1;
+	if (ix->target != CQL_INDEX_SIMPLE && expect_punct(p, ")") != 0)
+		return -1;
+	if (is_punct(p, ","))
+		return err_set(ERR_REFUSED,
+			       "Only CUSTOM indexes support multiple columns");
+	return expect_punct(p, ")");
+}
+
+/* CREATE [CUSTOM] INDEX [IF NOT EXISTS] [[ks.]name] ON [ks.]t (target)
+ * [USING 'class'] [WITH OPTIONS = {...}] */
+static int create_index(struct parser *p, struct cql_stmt *s)
+{
+	struct cql_index_stmt *ix = &s->u.index;
+	s->kind = CQL_STMT_CREATE_INDEX;
+	ix->custom = accept_kw(p, "custom");
+	if (expect_kw(p, "index") != 0 ||
+	    if_not_exists(p, &ix->if_not_exists) != 0)
+		return -1;
+	if (!is_kw(p, "on") && cql_parse_qname(p, &ix->name) != 0)
+		return -1;
+	if (expect_kw(p, "on") != 0 || cql_parse_qname(p, &ix->table) != 0 ||
+	    index_target(p, ix) != 0)
+		return -1;
+	if (accept_kw(p, "using")) {
+		struct cql_token *t = tok(p);
+		if (t->kind != CQL_TOK_STRING)
+			return syntax_error(p, "STRING_LITERAL");
+		ix->using = t->text;
+		advance(p);
+	}
+	if (accept_kw(p, "with")) {
+		struct vec opts = VEC(struct cql_option);
+		do {
+			if (option(p, &opts) != 0)
+				return -1;
+		} while (accept_kw(p, "and"));
+		const struct cql_option *o = opts.items;
+		for (size_t i = 0; i < opts.count; i++) {
+			if (strcmp(o[i].name, "options") != 0) {
+				ix->other_properties = true;
+				continue;
+			}
+			if (o[i].value->kind != CQL_TERM_MAP)
+				return err_set(ERR_INVALID,
+					       "Invalid value for property "
+					       "'options'. It should be a "
+					       "map.");
+			ix->options = o[i].value;
+		}
+	}
+	return 0;
+}
+
 /* CREATE ... : the object kind decides. */
 /* CREATE, ALTER or DROP of anything but a keyspace or a table: a clear
  * "not supported" for the schema objects Cassini lacks, else a syntax
@@ -362,8 +441,8 @@ int cql_parse_create(struct parser *p, struct cql_stmt *s)
 	}
 	if (accept_kw(p, "table") || accept_kw(p, "columnfamily"))
 		return create_table(p, s);
-	if (is_kw(p, "custom")) /* CREATE CUSTOM INDEX */
-		return unsupported("Secondary indexes");
+	if (is_kw(p, "custom") || is_kw(p, "index"))
+		return create_index(p, s);
 	if (accept_kw(p, "or")) /* CREATE OR REPLACE FUNCTION */
 		return expect_kw(p, "replace") != 0
 			       ? -1
@@ -397,6 +476,11 @@ int cql_parse_drop(struct parser *p, struct cql_stmt *s)
 		s->kind = CQL_STMT_DROP_TABLE;
 		return if_exists(p, &s->u.drop_table.if_exists) ||
 		       cql_parse_qname(p, &s->u.drop_table.table);
+	}
+	if (accept_kw(p, "index")) {
+		s->kind = CQL_STMT_DROP_INDEX;
+		return if_exists(p, &s->u.index.if_exists) ||
+		       cql_parse_qname(p, &s->u.index.name);
 	}
 	return other_schema_object(p);
 }

@@ -265,8 +265,9 @@ static int expand_replication_factor(struct job *j, const struct cql_stmt **sp,
 /* The permission a DDL statement needs (Cassandra 4.1's authorize()):
  * CREATE KEYSPACE: CREATE on <all keyspaces>; ALTER/DROP KEYSPACE k: on
  * <keyspace k>; CREATE TABLE: CREATE on its keyspace; ALTER/DROP TABLE:
- * on <table k.t>. Without a keyspace (no USE) the schema answers. The
- * local system keyspaces are refused by the schema whoever asks. */
+ * on <table k.t>; CREATE/DROP INDEX: ALTER on the index's table. Without a
+ * keyspace (no USE) the schema answers. The local system keyspaces are refused
+ * by the schema whoever asks. */
 static bool ddl_permitted(struct job *j, const struct cql_stmt *s)
 {
 	const struct cql_qname *q = NULL;
@@ -295,6 +296,31 @@ static bool ddl_permitted(struct job *j, const struct cql_stmt *s)
 		q = &s->u.drop_table.table;
 		perm = CQL_PERM_DROP;
 		break;
+	case CQL_STMT_CREATE_INDEX: {
+		/* CreateIndexStatement: ALTER on the table */
+		const struct cql_index_stmt *ix = &s->u.index;
+		const char *ks = ix->table.keyspace  ? ix->table.keyspace
+				 : ix->name.keyspace ? ix->name.keyspace
+						     : j->keyspace;
+		if (!ks || cql_system_keyspace_is_virtual(ks))
+			return true;
+		return cql_exec_permitted(j, CQL_PERM_ALTER, ks,
+					  ix->table.name);
+	}
+	case CQL_STMT_DROP_INDEX: {
+		/* DropIndexStatement: ALTER on the index's table (a missing
+		 * index is the schema's to answer) */
+		const char *ks = s->u.index.name.keyspace
+					 ? s->u.index.name.keyspace
+					 : j->keyspace;
+		const struct cql_keyspace *k =
+			ks ? cql_schema_keyspace(j->e->schema, ks) : NULL;
+		const struct cql_table *t = NULL;
+		if (!k || !cql_keyspace_index(k, s->u.index.name.name, &t))
+			return true;
+		return cql_exec_permitted(j, CQL_PERM_ALTER, ks,
+					  cql_table_meta(t)->name);
+	}
 	default:
 		return true;
 	}

@@ -300,6 +300,11 @@ bool cql_select_plan_is_scan(const struct cql_select_plan *p)
 	return p->scan;
 }
 
+bool cql_select_plan_is_filtered(const struct cql_select_plan *p)
+{
+	return p->nfilters > 0;
+}
+
 bool cql_select_plan_is_aggregate(const struct cql_select_plan *p)
 {
 	return p->aggregate;

@@ -61,6 +61,10 @@ size_t cql_select_plan_key_count(const struct cql_select_plan *p);
 size_t cql_select_plan_first_key(const struct cql_select_plan *p);
 struct slice cql_select_plan_key(const struct cql_select_plan *p, size_t i);
 bool cql_select_plan_is_scan(const struct cql_select_plan *p);
+/* True when rows are checked against restrictions after the read (ALLOW
+ * FILTERING, a column served by a secondary index): a scan may then read
+ * many partitions per row it sends. */
+bool cql_select_plan_is_filtered(const struct cql_select_plan *p);
 /* True for count(*) / count(1): the answer is one aggregated row. */
 bool cql_select_plan_is_aggregate(const struct cql_select_plan *p);
 /* True for GROUP BY: one row per group (select_group.c). */

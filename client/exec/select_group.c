@@ -201,7 +201,7 @@ size_t cql_select_group_rows_new(const struct cql_select_plan *p,
 	for (size_t i = 0; i < pr.n; i++) {
 		const struct storage_row_view *row = part_row(r, &pr, i);
 		if ((at_pos && sent_before(p, row)) ||
-		    !cql_select_row_passes(p, row, pr.stat))
+		    !cql_select_row_passes(p, r, row, pr.stat))
 			continue;
 		if (groups && same_group(p, prev, row))
 			continue;
@@ -327,7 +327,7 @@ int cql_select_group_encode(const struct cql_select_plan *p,
 				i < pr.n ? part_row(r, &pr, i) : NULL;
 			if (i < pr.n &&
 			    ((at_pos && sent_before(p, row)) ||
-			     !cql_select_row_passes(p, row, pr.stat)))
+			     !cql_select_row_passes(p, r, row, pr.stat)))
 				continue;
 			/* The end of the partition ends its last group. */
 			if (open &&

@@ -69,9 +69,22 @@ struct out_col {
 	size_t field_depth;
 };
 
+/* A restriction checked on every row read (ALLOW FILTERING, or a column
+ * with a secondary index: the index only narrows what is read, each row is
+ * checked against the data all the same). `op` is =, <, <=, >, >= against
+ * `value`, IN against `in` (n_in values), or CONTAINS / CONTAINS KEY of
+ * `value` among a collection's elements (values) or keys; `type` is what
+ * `value` is compared as (the column's type, or its elements' or keys').
+ * `fold` compares text with ASCII letters folded (an index with
+ * case_sensitive: false). */
 struct filter {
 	int column;
+	enum cql_op op;
+	const struct storage_type *type;
 	struct slice value;
+	struct slice *in;
+	size_t n_in;
+	bool fold;
 };
 
 /* Where a page stopped: the last row looked at (sent or filtered out). */
@@ -146,6 +159,7 @@ struct agg_acc {
 bool cql_select_at_position(const struct cql_select_plan *p,
 			    const struct storage_result *r, size_t k);
 bool cql_select_row_passes(const struct cql_select_plan *p,
+			   const struct storage_result *r,
 			   const struct storage_row_view *row,
 			   const struct storage_row_view *stat);
 bool cql_select_column_value(const struct cql_select_plan *p,

@@ -8,6 +8,7 @@
 #include "common/err.h"
 #include "common/murmur3.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +51,14 @@ static bool before_position(const struct cql_select_plan *p,
 }
 
 static bool passes_filters(const struct cql_select_plan *p,
+			   const struct storage_result *r,
 			   const struct storage_row_view *row,
 			   const struct storage_row_view *stat);
+static bool column_value(const struct cql_select_plan *p,
+			 const struct storage_result *r,
+			 const struct storage_row_view *row,
+			 const struct storage_row_view *stat, int column,
+			 struct slice *v);
 
 size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
 				const struct storage_result *r, size_t k)
@@ -73,14 +80,14 @@ size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
 			r->row_count ? &r->rows[0] : NULL;
 		bool shown =
 			first || (static_live && !p->clustering_restricted);
-		return shown && passes_filters(p, first, stat);
+		return shown && passes_filters(p, r, first, stat);
 	}
 	if (!at_pos && !p->nfilters)
 		return r->row_count;
 	size_t fresh = 0;
 	for (size_t i = 0; i < r->row_count; i++)
 		fresh += !(at_pos && before_position(p, &r->rows[i])) &&
-			 passes_filters(p, &r->rows[i], stat);
+			 passes_filters(p, r, &r->rows[i], stat);
 	return fresh;
 }
 
@@ -249,19 +256,84 @@ static int write_collection(struct buf *out, const struct storage_row_view *row,
 	return 0;
 }
 
+static int filter_cmp(const struct cql_select_plan *p, const struct filter *f,
+		      struct slice v, struct slice want)
+{
+	(void)p;
+	if (!f->fold)
+		return storage_type_cmp(f->type, v.ptr, v.len, want.ptr,
+					want.len);
+	size_t n = v.len < want.len ? v.len : want.len;
+	for (size_t i = 0; i < n; i++) {
+		int a = tolower(v.ptr[i]), b = tolower(want.ptr[i]);
+		if (a != b)
+			return a < b ? -1 : 1;
+	}
+	return v.len < want.len ? -1 : v.len > want.len;
+}
+
+static bool filter_passes(const struct cql_select_plan *p,
+			  const struct filter *f, struct slice v)
+{
+	if (f->op == CQL_OP_IN) {
+		for (size_t i = 0; i < f->n_in; i++)
+			if (filter_cmp(p, f, v, f->in[i]) == 0)
+				return true;
+		return false;
+	}
+	int c = filter_cmp(p, f, v, f->value);
+	switch (f->op) {
+	case CQL_OP_LT:
+		return c < 0;
+	case CQL_OP_LTE:
+		return c <= 0;
+	case CQL_OP_GT:
+		return c > 0;
+	case CQL_OP_GTE:
+		return c >= 0;
+	default:
+		return c == 0;
+	}
+}
+
+/* CONTAINS / CONTAINS KEY on a collection's cells: set elements and map
+ * keys are the cells' paths, list elements and map values their values. */
+static bool contains(const struct cql_select_plan *p, const struct filter *f,
+		     const struct storage_row_view *row,
+		     const struct storage_row_view *stat)
+{
+	const struct storage_column *col = &p->m->columns[f->column];
+	const struct storage_row_view *src =
+		col->kind == STORAGE_COLUMN_STATIC ? stat : row;
+	bool by_path = f->op == CQL_OP_CONTAINS_KEY ||
+		       col->type->kind == STORAGE_TYPE_SET;
+	for (size_t i = 0; src && i < src->cell_count; i++) {
+		const struct storage_cell_view *c = &src->cells[i];
+		if (c->column != f->column)
+			continue;
+		struct slice x = by_path ? c->path : c->value;
+		if (storage_type_cmp(f->type, x.ptr, x.len, f->value.ptr,
+				     f->value.len) == 0)
+			return true;
+	}
+	return false;
+}
+
 static bool passes_filters(const struct cql_select_plan *p,
+			   const struct storage_result *r,
 			   const struct storage_row_view *row,
 			   const struct storage_row_view *stat)
 {
 	for (size_t i = 0; i < p->nfilters; i++) {
 		const struct filter *f = &p->filters[i];
-		bool is_static =
-			p->m->columns[f->column].kind == STORAGE_COLUMN_STATIC;
-		const struct storage_cell_view *c =
-			find_cell(is_static ? stat : row, f->column);
-		if (!c || storage_type_cmp(p->m->columns[f->column].type,
-					   c->value.ptr, c->value.len,
-					   f->value.ptr, f->value.len) != 0)
+		struct slice v;
+		if (f->op == CQL_OP_CONTAINS || f->op == CQL_OP_CONTAINS_KEY) {
+			if (!contains(p, f, row, stat))
+				return false;
+			continue;
+		}
+		if (!column_value(p, r, row, stat, f->column, &v) ||
+		    !filter_passes(p, f, v))
 			return false;
 	}
 	return true;
@@ -688,7 +760,7 @@ int cql_select_encode(const struct cql_select_plan *p,
 			last.row = whole ? NULL : row;
 			last.whole = whole;
 			last.in_partition = in_partition;
-			if (!passes_filters(p, row, stat))
+			if (!passes_filters(p, r, row, stat))
 				continue;
 			if (p->per_partition_limit &&
 			    in_partition >= p->per_partition_limit) {
@@ -803,10 +875,11 @@ bool cql_select_at_position(const struct cql_select_plan *p,
 }
 
 bool cql_select_row_passes(const struct cql_select_plan *p,
+			   const struct storage_result *r,
 			   const struct storage_row_view *row,
 			   const struct storage_row_view *stat)
 {
-	return passes_filters(p, row, stat);
+	return passes_filters(p, r, row, stat);
 }
 
 bool cql_select_column_value(const struct cql_select_plan *p,

@@ -566,6 +566,148 @@ static int restrict_clustering(struct cql_select_plan *p,
 	return 0;
 }
 
+/* ---- filters and secondary indexes -------------------------------------- */
+
+static const char index_ops_refused[] =
+	"Column '%s' has an index but does not support the operators "
+	"specified in the query. If you want to execute this query despite "
+	"the performance unpredictability, use ALLOW FILTERING";
+
+static const char filtering_refused[] =
+	"Cannot execute this query as it might involve data filtering and "
+	"thus may have unpredictable performance. If you want to execute "
+	"this query despite the performance unpredictability, use ALLOW "
+	"FILTERING";
+
+/* The index that serves `op` on `c`, or NULL: values(c) for CONTAINS,
+ * keys(c) for CONTAINS KEY, the column's or full(c) otherwise. */
+static const struct cql_index *serving_index(const struct cql_select_plan *p,
+					     int c, enum cql_op op)
+{
+	for (size_t i = 0; i < cql_table_index_count(p->t); i++) {
+		const struct cql_index *ix = cql_table_index_at(p->t, i);
+		if (ix->column != c)
+			continue;
+		if (op == CQL_OP_CONTAINS ? ix->target == CQL_INDEX_VALUES
+		    : op == CQL_OP_CONTAINS_KEY
+			    ? ix->target == CQL_INDEX_KEYS
+			    : ix->target == CQL_INDEX_SIMPLE ||
+				      ix->target == CQL_INDEX_FULL)
+			return ix;
+	}
+	return NULL;
+}
+
+/* Whether SAI answers `op` on the column: = and IN on every type, ranges
+ * on the non-literal ones (SAI's literal types, text, ascii and boolean,
+ * and frozen collections take = only). */
+static bool index_supports(const struct storage_column *col, enum cql_op op)
+{
+	if (op == CQL_OP_EQ || op == CQL_OP_IN || op == CQL_OP_CONTAINS ||
+	    op == CQL_OP_CONTAINS_KEY)
+		return true; /* (CONTAINS: when an index serves it) */
+	if (op != CQL_OP_LT && op != CQL_OP_LTE && op != CQL_OP_GT &&
+	    op != CQL_OP_GTE)
+		return false;
+	uint16_t k = col->type->kind;
+	return k != STORAGE_TYPE_TEXT && k != STORAGE_TYPE_ASCII &&
+	       k != STORAGE_TYPE_BOOLEAN && !storage_type_is_collection(k);
+}
+
+/* A restriction checked against every row read: of an indexed column
+ * (ix), or of any column under ALLOW FILTERING (ix NULL). */
+static int add_filter(struct cql_select_plan *p, const struct cql_relation *r,
+		      int c, const struct cql_index *ix,
+		      const struct cql_value *binds, size_t nbinds)
+{
+	const struct storage_column *col = &p->m->columns[c];
+	bool ranged = r->op == CQL_OP_LT || r->op == CQL_OP_LTE ||
+		      r->op == CQL_OP_GT || r->op == CQL_OP_GTE;
+	bool coll = storage_type_is_collection(col->type->kind);
+	bool multi = coll && !col->type->frozen;
+	bool has = r->op == CQL_OP_CONTAINS || r->op == CQL_OP_CONTAINS_KEY;
+	if (has && !coll)
+		return err_set(
+			ERR_INVALID,
+			"Cannot use CONTAINS on non-collection column %s",
+			col->name);
+	if (r->op == CQL_OP_CONTAINS_KEY && col->type->kind != STORAGE_TYPE_MAP)
+		return err_set(ERR_INVALID,
+			       "Cannot use CONTAINS KEY on non-map column %s",
+			       col->name);
+	if (has && !multi)
+		return err_set(ERR_UNSUPPORTED,
+			       "CONTAINS on a frozen collection is not "
+			       "supported by Cassini yet");
+	if ((r->op != CQL_OP_EQ && r->op != CQL_OP_IN && !ranged && !has) ||
+	    (multi && !has) || (ranged && coll))
+		return err_set(ERR_UNSUPPORTED,
+			       "ALLOW FILTERING or an index with an operator "
+			       "other than =, <, <=, >, >=, IN, CONTAINS or "
+			       "CONTAINS KEY is not supported by Cassini yet");
+	struct filter *f = &p->filters[p->nfilters++];
+	memset(f, 0, sizeof(*f));
+	f->column = c;
+	f->op = r->op;
+	f->type = col->type;
+	if (has) /* the elements' (map: values') or the map's keys' type */
+		f->type =
+			col->type->sub[r->op == CQL_OP_CONTAINS &&
+						       col->type->kind ==
+							       STORAGE_TYPE_MAP
+					       ? 1
+					       : 0];
+	f->fold = ix && r->op != CQL_OP_IN && !ranged &&
+		  (col->type->kind == STORAGE_TYPE_TEXT ||
+		   col->type->kind == STORAGE_TYPE_ASCII) &&
+		  !cql_index_option_bool(ix, "case_sensitive", true);
+	if (r->op == CQL_OP_IN) {
+		struct key_restr kr = {NULL, 0};
+		bool key_in = p->key_in;
+		int rc = restrict_partition(p, r, c, &kr, binds, nbinds);
+		p->key_in = key_in;
+		if (rc != 0)
+			return -1;
+		f->in = kr.vals;
+		f->n_in = kr.n;
+		return 0;
+	}
+	enum given given;
+	if (cql_select_value_of(p, r->value, f->type, col->name, binds, nbinds,
+				&f->value, &given) != 0)
+		return -1;
+	/* RowFilter.Expression.validate */
+	if (given != GIVEN_VALUE)
+		return err_set(
+			ERR_INVALID, "Unsupported %s value for column %s",
+			given == GIVEN_NULL ? "null" : "unset", col->name);
+	return 0;
+}
+
+/* Whether every partition key column is restricted by = or IN. */
+static bool partition_restricted(const struct cql_select_plan *p,
+				 const struct cql_select *q)
+{
+	const struct storage_table_meta *m = p->m;
+	bool seen[32] = {false};
+	size_t n = 0;
+	for (size_t i = 0; i < q->where_count; i++) {
+		const struct cql_relation *r = &q->where[i];
+		if (r->kind != CQL_REL_COLUMN ||
+		    (r->op != CQL_OP_EQ && r->op != CQL_OP_IN))
+			continue;
+		int c = cql_table_column(p->t, r->columns[0]);
+		if (c < 0 ||
+		    m->columns[c].kind != STORAGE_COLUMN_PARTITION_KEY ||
+		    m->columns[c].position >= 32 ||
+		    seen[m->columns[c].position])
+			continue;
+		seen[m->columns[c].position] = true;
+		n++;
+	}
+	return n == m->pk_count;
+}
+
 int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 			  const struct cql_value *binds, size_t nbinds)
 {
@@ -581,6 +723,19 @@ int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 	memset(by_col, 0, 2 * (m->column_count + 1) * sizeof(*by_col));
 	p->start_token = INT64_MIN;
 	p->end_token = INT64_MAX;
+	bool full_pk = partition_restricted(p, q);
+	/* StatementRestrictions: with a restriction an index serves, the
+	 * key columns the key does not fix are filtered, as ALLOW FILTERING
+	 * would (Cassandra's hasQueriableIndex) */
+	bool uses_index = false;
+	for (size_t i = 0; i < q->where_count && !uses_index; i++) {
+		const struct cql_relation *r = &q->where[i];
+		int c = r->kind == CQL_REL_COLUMN
+				? cql_table_column(p->t, r->columns[0])
+				: -1;
+		uses_index = c >= 0 && serving_index(p, c, r->op) &&
+			     index_supports(&m->columns[c], r->op);
+	}
 	for (size_t i = 0; i < q->where_count; i++) {
 		const struct cql_relation *r = &q->where[i];
 		if (r->kind == CQL_REL_TOKEN) {
@@ -612,6 +767,23 @@ int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 			return err_set(ERR_INVALID,
 				       "Slice restrictions are not supported "
 				       "on duration columns");
+		const struct cql_index *ix = serving_index(p, c, r->op);
+		/* An indexed key column the key does not fix is served by
+		 * its index: its rows are found by the column's value. */
+		bool key_col = col->kind == STORAGE_COLUMN_PARTITION_KEY ||
+			       col->kind == STORAGE_COLUMN_CLUSTERING;
+		bool by_index = key_col && !full_pk && (ix || uses_index) &&
+				!(col->kind == STORAGE_COLUMN_CLUSTERING &&
+				  q->allow_filtering);
+		if (by_index) {
+			if (ix && !index_supports(col, r->op) &&
+			    !q->allow_filtering)
+				return err_set(ERR_INVALID, index_ops_refused,
+					       col->name);
+			if (add_filter(p, r, c, ix, binds, nbinds) != 0)
+				return -1;
+			continue;
+		}
 		if (col->kind == STORAGE_COLUMN_PARTITION_KEY) {
 			if (restrict_partition(p, r, c, &kr[col->position],
 					       binds, nbinds) != 0)
@@ -630,40 +802,19 @@ int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 					col->name);
 			by_col[slot] = r;
 		} else {
-			if (!q->allow_filtering)
-				return err_set(
-					ERR_INVALID,
-					"Cannot execute this query as it might "
-					"involve data filtering and thus may "
-					"have unpredictable performance. If "
-					"you want to execute this query "
-					"despite the performance "
-					"unpredictability, use ALLOW "
-					"FILTERING");
-			if (r->op != CQL_OP_EQ ||
-			    (storage_type_is_collection(col->type->kind) &&
-			     !col->type->frozen))
-				return err_set(
-					ERR_UNSUPPORTED,
-					"ALLOW FILTERING with an operator "
-					"other than = or on a collection "
-					"column is not supported by Cassini "
-					"yet");
-			struct filter *f = &p->filters[p->nfilters++];
-			enum given given;
-			f->column = c;
-			if (cql_select_value_of(p, r->value, col->type,
-						col->name, binds, nbinds,
-						&f->value, &given) != 0)
-				return -1;
-			/* RowFilter.Expression.validate */
-			if (given != GIVEN_VALUE)
-				return err_set(ERR_INVALID,
-					       "Unsupported %s value "
-					       "for column %s",
-					       given == GIVEN_NULL ? "null"
-								   : "unset",
+			if (!q->allow_filtering && !ix &&
+			    cql_table_index_on(p->t, c))
+				return err_set(ERR_INVALID, index_ops_refused,
 					       col->name);
+			if (!q->allow_filtering && !ix)
+				return err_set(ERR_INVALID, "%s",
+					       filtering_refused);
+			if (ix && !q->allow_filtering &&
+			    !index_supports(col, r->op))
+				return err_set(ERR_INVALID, index_ops_refused,
+					       col->name);
+			if (add_filter(p, r, c, ix, binds, nbinds) != 0)
+				return -1;
 		}
 	}
 	if (npk && p->scan)

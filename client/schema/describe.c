@@ -459,6 +459,33 @@ int cql_describe_type_text(const struct cql_user_type *t, struct buf *out)
 	return put(out, "\n);");
 }
 
+int cql_describe_index_text(const struct cql_table *t,
+			    const struct cql_index *ix, struct buf *out)
+{
+	const struct storage_table_meta *m = cql_table_meta(t);
+	char target[200];
+	if (cql_index_target_text(t, ix, target, sizeof(target)) != 0)
+		return err_set(ERR_INVALID, "index target too long");
+	if (put(out, "CREATE CUSTOM INDEX ") ||
+	    cql_describe_name(ix->name, out) || put(out, " ON ") ||
+	    cql_describe_name(m->keyspace, out) || put(out, ".") ||
+	    cql_describe_name(m->name, out) ||
+	    putf(out, " (%s) USING ", target) || put_quoted(out, CQL_SAI_CLASS))
+		return -1;
+	if (ix->option_count) {
+		const char *keys[CQL_INDEX_OPTION_MAX],
+			*values[CQL_INDEX_OPTION_MAX];
+		for (size_t i = 0; i < ix->option_count; i++) {
+			keys[i] = ix->option_keys[i];
+			values[i] = ix->option_values[i];
+		}
+		if (put(out, " WITH OPTIONS = ") ||
+		    put_map(out, keys, values, ix->option_count))
+			return -1;
+	}
+	return put(out, ";");
+}
+
 /* ---- the statement ------------------------------------------------------- */
 
 enum { ROW_MAX_COLS = 4 };
@@ -558,6 +585,19 @@ static size_t sorted_tables(const struct cql_keyspace *k,
 	return n;
 }
 
+static int index_element(struct rows *r, const struct cql_table *t,
+			 const struct cql_index *ix)
+{
+	struct buf b;
+	buf_init(&b);
+	int rc = cql_describe_index_text(t, ix, &b);
+	if (rc == 0)
+		rc = element_row(r, cql_table_meta(t)->keyspace, "index",
+				 ix->name, &b);
+	buf_free(&b);
+	return rc;
+}
+
 static int table_element(struct rows *r, const struct cql_table *t,
 			 bool internals)
 {
@@ -568,6 +608,21 @@ static int table_element(struct rows *r, const struct cql_table *t,
 	if (rc == 0)
 		rc = element_row(r, m->keyspace, "table", m->name, &b);
 	buf_free(&b);
+	/* then its indexes, by name, as Cassandra's DESCRIBE TABLE lists
+	 * them */
+	size_t n = cql_table_index_count(t), order[64], k = 0;
+	for (size_t i = 0; rc == 0 && i < n && k < 64; i++) {
+		size_t p = k++;
+		while (p > 0 &&
+		       strcmp(cql_table_index_at(t, order[p - 1])->name,
+			      cql_table_index_at(t, i)->name) > 0) {
+			order[p] = order[p - 1];
+			p--;
+		}
+		order[p] = i;
+	}
+	for (size_t i = 0; rc == 0 && i < k; i++)
+		rc = index_element(r, t, cql_table_index_at(t, order[i]));
 	return rc;
 }
 
@@ -791,10 +846,17 @@ static int describe_rows(const struct cql_schema *s,
 			return invalid("User defined aggregate '%s' not found "
 				       "in '%s'",
 				       name, kn);
-		case CQL_DESCRIBE_INDEX:
+		case CQL_DESCRIBE_INDEX: {
+			const struct cql_table *it = NULL;
+			const struct cql_index *ix =
+				cql_keyspace_index(k, name, &it);
+			if (ix)
+				return index_element(r, it, ix);
+			/* Cassandra's words for a missing index too */
 			return invalid("Table for existing index '%s' not "
 				       "found in '%s'",
 				       name, kn);
+		}
 		default:
 			return invalid("Materialized view '%s' not found in "
 				       "'%s'",

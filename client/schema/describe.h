@@ -52,6 +52,13 @@ int cql_describe_table_text(const struct cql_table *t, bool internals,
  * UserType.toCqlString and the python driver's export_as_string. */
 int cql_describe_type_text(const struct cql_user_type *t, struct buf *out);
 
+/* "CREATE CUSTOM INDEX name ON ks.t (target) USING 'class' [WITH OPTIONS =
+ * {...}];" as Cassandra's IndexMetadata.toCqlString and the python
+ * driver's IndexMetadata.as_cql_query write it. */
+struct cql_index;
+int cql_describe_index_text(const struct cql_table *t,
+			    const struct cql_index *ix, struct buf *out);
+
 /*
  * Answers a DESCRIBE statement: appends a whole RESULT Rows frame, or an
  * ERROR frame, to `out`. `keyspace` is the connection's USE keyspace (may

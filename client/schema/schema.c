@@ -541,6 +541,7 @@ void schema_table_free(struct cql_table *t)
 	if (!t)
 		return;
 	storage_table_meta_delete(t->meta);
+	free(t->indexes);
 	free(t);
 }
 

@@ -214,6 +214,44 @@ const struct storage_table_meta *cql_table_meta(const struct cql_table *t);
 bool cql_table_columns_diverged(const struct cql_table *t);
 const struct cql_table_options *cql_table_options(const struct cql_table *t);
 
+/*
+ * A secondary index (client/schema/schema_index.c). Every index is a
+ * storage-attached index (SAI, Cassandra 5.0's default_secondary_index:
+ * sai): the legacy CREATE INDEX makes one too. Indexes belong to their
+ * table's object and change with it (CREATE/DROP INDEX replace the
+ * table, as ALTER TABLE does); index names are unique in a keyspace.
+ */
+#define CQL_INDEX_OPTION_MAX 8
+#define CQL_SAI_CLASS        "org.apache.cassandra.index.sai.StorageAttachedIndex"
+struct cql_index {
+	char name[256];
+	int column; /* the indexed column's number */
+	enum cql_index_target target;
+	/* the options beside 'target' and 'class_name' (case_sensitive,
+	 * normalize, ascii), as given */
+	size_t option_count;
+	char option_keys[CQL_INDEX_OPTION_MAX][32];
+	char option_values[CQL_INDEX_OPTION_MAX][64];
+};
+size_t cql_table_index_count(const struct cql_table *t);
+const struct cql_index *cql_table_index_at(const struct cql_table *t, size_t i);
+/* The index on column `column` (any target), or NULL. */
+const struct cql_index *cql_table_index_on(const struct cql_table *t,
+					   int column);
+/* The index named `name` in keyspace `k` and its table, or NULL. */
+const struct cql_index *cql_keyspace_index(const struct cql_keyspace *k,
+					   const char *name,
+					   const struct cql_table **table);
+/* The index's 'target' option as Cassandra writes it: "v", "keys(m)",
+ * "values(l)", "entries(m)", "full(f)" (the column quoted when it needs
+ * to be). */
+int cql_index_target_text(const struct cql_table *t, const struct cql_index *ix,
+			  char *dst, size_t cap);
+/* A boolean analyzer option (case_sensitive: default true; normalize,
+ * ascii: default false). */
+bool cql_index_option_bool(const struct cql_index *ix, const char *key,
+			   bool dflt);
+
 /* A table's compaction sub-options as Cassandra's CompactionParams lists
  * them (DESCRIBE and system_schema.tables): the class, the thresholds, the
  * window for TWCS, LCS's sizes and the tombstone options that differ from

@@ -321,6 +321,14 @@ schema_apply(struct cql_schema *s, const struct cql_stmt *stmt,
 		st = schema_type_apply(s, stmt, current_keyspace, origin,
 				       change);
 		break;
+	case CQL_STMT_CREATE_INDEX:
+		st = schema_create_index(s, &stmt->u.index, current_keyspace,
+					 internal, change);
+		break;
+	case CQL_STMT_DROP_INDEX:
+		st = schema_drop_index(s, &stmt->u.index, current_keyspace,
+				       internal, change);
+		break;
 	default:
 		return fail(CQL_SCHEMA_INVALID, "not a schema statement");
 	}

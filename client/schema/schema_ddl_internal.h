@@ -129,4 +129,16 @@ enum cql_schema_status schema_drop_table(struct cql_schema *s,
 					 bool internal,
 					 struct cql_schema_change *change);
 
+/* schema_index.c */
+enum cql_schema_status schema_create_index(struct cql_schema *s,
+					   const struct cql_index_stmt *ix,
+					   const char *current, bool internal,
+					   struct cql_schema_change *change);
+enum cql_schema_status schema_drop_index(struct cql_schema *s,
+					 const struct cql_index_stmt *ix,
+					 const char *current, bool internal,
+					 struct cql_schema_change *change);
+/* A copy of a table's indexes for its replacement; -1 on ERR_NOMEM. */
+int schema_indexes_copy(struct cql_table *to, const struct cql_table *from);
+
 #endif

@@ -14,7 +14,9 @@ struct cql_table {
 	/* When each WITH option was last written by an ALTER (the time the
 	 * node that ran it stamped it with; 0: at creation). */
 	int64_t option_time[TABLE_OPTION_COUNT];
-	bool columns_diverged; /* cql_table_columns_diverged */
+	bool columns_diverged;     /* cql_table_columns_diverged */
+	struct cql_index *indexes; /* in creation order */
+	size_t index_count;
 	/* Its share of the schema version (a hash of its definition), set
 	 * when it enters a keyspace: tables do not change once in. */
 	uint64_t digest[2];

@@ -634,6 +634,10 @@ static struct cql_table *table_copy(const struct cql_table *old)
 	t->opts = old->opts;
 	memcpy(t->option_time, old->option_time, sizeof(t->option_time));
 	t->columns_diverged = old->columns_diverged;
+	if (schema_indexes_copy(t, old) != 0) {
+		schema_table_free(t);
+		return NULL;
+	}
 	return t;
 }
 
@@ -772,6 +776,13 @@ static enum cql_schema_status alter_columns(struct cql_table *t,
 				return fail(CQL_SCHEMA_INVALID,
 					    "Cannot drop PRIMARY KEY column %s",
 					    at->names[i]);
+			const struct cql_index *ix = cql_table_index_on(t, c);
+			if (ix)
+				return fail(CQL_SCHEMA_INVALID,
+					    "Cannot drop column %s because it "
+					    "has dependent secondary indexes "
+					    "(%s)",
+					    at->names[i], ix->name);
 			m->columns[c].dropped = true;
 			/* 0 when the statement came without a time (a
 			 * schema record of the first version): the slot is
@@ -794,6 +805,12 @@ static enum cql_schema_status alter_columns(struct cql_table *t,
 			return fail(CQL_SCHEMA_INVALID,
 				    "Cannot rename non PRIMARY KEY column %s",
 				    at->names[i]);
+		const struct cql_index *ix = cql_table_index_on(t, c);
+		if (ix)
+			return fail(CQL_SCHEMA_INVALID,
+				    "Cannot rename column %s because it has "
+				    "dependent secondary indexes (%s)",
+				    at->names[i], ix->name);
 		if (cql_table_column(t, at->names[i + 1]) >= 0)
 			return fail(CQL_SCHEMA_INVALID,
 				    "Cannot rename column %s to %s in keyspace "

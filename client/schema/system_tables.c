@@ -454,6 +454,67 @@ static int gen_columns(struct rows *r, const struct cql_schema *s, bool dropped,
 	return 0;
 }
 
+/* system_schema.indexes: a row per index, by table and index name, kind
+ * CUSTOM with the SAI class (Cassandra 5.0 with default_secondary_index:
+ * sai). */
+static int gen_indexes(struct rows *r, const struct cql_schema *s,
+		       const struct scope *sc)
+{
+	size_t end, i = scope_first(s, sc, &end);
+	for (; i < end; i++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
+		struct scope_tables st = scope_tables(s, k, sc);
+		for (size_t j = 0; j < st.n; j++) {
+			const struct cql_table *t = scope_table_at(&st, j);
+			size_t n = cql_table_index_count(t), order[64], m = 0;
+			for (size_t x = 0; x < n && m < 64; x++) {
+				size_t p = m++;
+				while (p > 0 &&
+				       strcmp(cql_table_index_at(t,
+								 order[p - 1])
+						      ->name,
+					      cql_table_index_at(t, x)->name) >
+					       0) {
+					order[p] = order[p - 1];
+					p--;
+				}
+				order[p] = x;
+			}
+			for (size_t x = 0; x < m; x++) {
+				const struct cql_index *ix =
+					cql_table_index_at(t, order[x]);
+				char target[200];
+				const char *keys[CQL_INDEX_OPTION_MAX + 2],
+					*values[CQL_INDEX_OPTION_MAX + 2];
+				size_t no = 0;
+				if (cql_index_target_text(t, ix, target,
+							  sizeof(target)) != 0)
+					return -1;
+				keys[no] = "class_name";
+				values[no++] = CQL_SAI_CLASS;
+				keys[no] = "target";
+				values[no++] = target;
+				for (size_t o = 0; o < ix->option_count; o++) {
+					keys[no] = ix->option_keys[o];
+					values[no++] = ix->option_values[o];
+				}
+				struct cell *row = row_new(r);
+				if (!row ||
+				    put_text(r, row, "keyspace_name",
+					     cql_keyspace_meta(k)->name) ||
+				    put_text(r, row, "table_name",
+					     cql_table_meta(t)->name) ||
+				    put_text(r, row, "index_name", ix->name) ||
+				    put_text(r, row, "kind", "CUSTOM") ||
+				    put_text_collection(r, row, "options", keys,
+							values, no))
+					return -1;
+			}
+		}
+	}
+	return 0;
+}
+
 static int gen_local(struct rows *r, const struct cql_schema *s,
 		     const struct cql_node_info *n)
 {
@@ -818,6 +879,8 @@ static int generate(struct rows *r, const struct cql_schema *s,
 			return gen_columns(r, s, true, sc);
 		if (strcmp(table, "types") == 0)
 			return gen_types(r, s, sc);
+		if (strcmp(table, "indexes") == 0)
+			return gen_indexes(r, s, sc);
 		return 0; /* functions, aggregates, ...: empty */
 	}
 	if (strcmp(table, "local") == 0)

@@ -8,3 +8,7 @@ cassini_pytest(integration_tombstone_thresholds test_tombstone_thresholds.py
 cassini_pytest(integration_groupby_paging test_groupby_paging.py TIMEOUT 600)
 # User-defined types: driver metadata, DESCRIBE, restart, two nodes.
 cassini_pytest(integration_udt test_udt.py TIMEOUT 300)
+# Secondary indexes on 3 nodes RF 3: DDL spread, CL, paging, restart.
+cassini_pytest(integration_indexes test_indexes.py TIMEOUT 300)
+# Indexed queries against a model: writes, deletes, TTLs, flushes, compactions.
+cassini_pytest(integration_index_model test_index_model.py TIMEOUT 300)

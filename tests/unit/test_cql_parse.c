@@ -401,21 +401,50 @@ START_TEST(conditional_writes)
 }
 END_TEST
 
+START_TEST(index_statements)
+{
+	struct cql_stmt *s = parse("CREATE INDEX ON t (v)");
+	ck_assert_int_eq(s->kind, CQL_STMT_CREATE_INDEX);
+	ck_assert_ptr_null(s->u.index.name.name);
+	ck_assert_str_eq(s->u.index.table.name, "t");
+	ck_assert_str_eq(s->u.index.column, "v");
+	ck_assert_int_eq(s->u.index.target, CQL_INDEX_SIMPLE);
+	s = parse("CREATE CUSTOM INDEX IF NOT EXISTS ks.i ON ks.t (keys(m)) "
+		  "USING 'sai' WITH OPTIONS = {'case_sensitive': 'false'}");
+	ck_assert(s->u.index.custom && s->u.index.if_not_exists);
+	ck_assert_str_eq(s->u.index.name.keyspace, "ks");
+	ck_assert_str_eq(s->u.index.name.name, "i");
+	ck_assert_str_eq(s->u.index.column, "m");
+	ck_assert_int_eq(s->u.index.target, CQL_INDEX_KEYS);
+	ck_assert_str_eq(s->u.index.using, "sai");
+	ck_assert_ptr_nonnull(s->u.index.options);
+	s = parse("CREATE INDEX \"I\" ON t (full(f))");
+	ck_assert_str_eq(s->u.index.name.name, "I");
+	ck_assert_int_eq(s->u.index.target, CQL_INDEX_FULL);
+	s = parse("DROP INDEX IF EXISTS ks.i");
+	ck_assert_int_eq(s->kind, CQL_STMT_DROP_INDEX);
+	ck_assert(s->u.index.if_exists);
+	ck_assert_str_eq(s->u.index.name.name, "i");
+	parse_fails("CREATE INDEX ON t (a, b)", ERR_UNSUPPORTED);
+	parse_fails("CREATE INDEX ON t v", ERR_INVALID);
+	parse_fails("CREATE INDEX ON t (keys(m)", ERR_INVALID);
+	parse_fails("CREATE INDEX ON t (v) USING sai", ERR_INVALID);
+	parse_fails("CREATE INDEX ON t (v) WITH OPTIONS = 1", ERR_INVALID);
+}
+END_TEST
+
 START_TEST(unsupported_features_get_a_clear_refusal)
 {
-	const char *m = parse_fails("CREATE INDEX ON t (v)", ERR_UNSUPPORTED);
-	ck_assert_str_eq(m,
-			 "Secondary indexes are not supported by Cassini yet");
 	/* disabled as in Cassandra 4.1's default cassandra.yaml */
-	m = parse_fails("CREATE MATERIALIZED VIEW mv AS SELECT * FROM t",
-			ERR_UNSUPPORTED);
+	const char *m =
+		parse_fails("CREATE MATERIALIZED VIEW mv AS SELECT * FROM t",
+			    ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "Materialized views are disabled. Enable in "
 			    "cassandra.yaml to use.");
 	m = parse_fails("CREATE FUNCTION f () RETURNS int", ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "User-defined functions are disabled in "
 			    "cassandra.yaml - set "
 			    "user_defined_functions_enabled=true to enable");
-	parse_fails("CREATE CUSTOM INDEX ON t (v) USING 'x'", ERR_UNSUPPORTED);
 	m = parse_fails("CREATE OR REPLACE FUNCTION f () RETURNS int",
 			ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "User-defined functions are disabled in "
@@ -433,7 +462,6 @@ START_TEST(unsupported_features_get_a_clear_refusal)
 	parse_fails("ALTER TABLE t DROP v USING TTL 5", ERR_INVALID);
 	m = parse_fails("DROP TRIGGER tr ON t", ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "Triggers are not supported by Cassini yet");
-	parse_fails("DROP INDEX i", ERR_UNSUPPORTED);
 	/* role options take '=' (the USER form does not) */
 	parse_fails("ALTER ROLE bob WITH PASSWORD 'x'", ERR_INVALID);
 	parse_fails("DROP NONSENSE x", ERR_INVALID);
@@ -933,6 +961,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, role_statements);
 	tcase_add_test(tc, permission_statements);
 	tcase_add_test(tc, type_statements);
+	tcase_add_test(tc, index_statements);
 	tcase_add_test(tc, random_bytes_never_crash_the_parser);
 	tcase_add_test(tc, trailing_commas_sizes_and_depth);
 	suite_add_tcase(s, tc);
