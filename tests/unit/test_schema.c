@@ -935,8 +935,8 @@ START_TEST(user_types_live_in_their_keyspace)
 	 * that sorts first whichever arrives first */
 	struct cql_schema *other = cql_schema_new();
 	const char *ddl[] = {
-		"CREATE KEYSPACE ks WITH replication = {'class': "
-		"'SimpleStrategy', 'replication_factor': 1}",
+		("CREATE KEYSPACE ks WITH replication = {'class': "
+		 "'SimpleStrategy', 'replication_factor': 1}"),
 		"CREATE TYPE ks.r (b int)",
 		"CREATE TYPE ks.r (a int)",
 	};
