@@ -282,6 +282,17 @@ struct merkle_tree *merkle_decode(const uint8_t *p, size_t len)
 	struct merkle_tree *t = merkle_new(r, depth);
 	if (!t)
 		return NULL;
+	/* merkle_new makes a narrow range's tree shallower (no empty
+	 * leaf): a peer's tree deeper than its range allows is not one we
+	 * make, and its leaves would not fit */
+	if (t->depth != depth) {
+		merkle_delete(t);
+		err_set(ERR_CORRUPT,
+			"malformed merkle tree (depth %u for a "
+			"range of %llu tokens)",
+			(unsigned)depth, (unsigned long long)(end - start));
+		return NULL;
+	}
 	size_t leaves = (size_t)1 << depth;
 	if (cursor_copy(&c, t->nodes[leaves], leaves * 16)) {
 		merkle_delete(t);

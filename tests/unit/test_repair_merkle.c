@@ -274,6 +274,19 @@ START_TEST(wire_form_round_trips_and_refuses_damage)
 	b.data[17] = 4;
 	b.data[0] = 9; /* unknown version */
 	ck_assert_ptr_null(merkle_decode(b.data, b.len));
+	b.data[0] = 1;
+	ck_assert_ptr_nonnull(u = merkle_decode(b.data, b.len));
+	merkle_delete(u);
+	/* 16 leaves over a range of 3 tokens: deeper than merkle_new makes
+	 * it (found by fuzz_repair: the leaves were copied past the
+	 * shallower tree) */
+	for (int i = 0; i < 8; i++) {
+		b.data[1 + i] = 0;
+		b.data[9 + i] = 0;
+	}
+	b.data[16] = 3;
+	ck_assert_ptr_null(merkle_decode(b.data, b.len));
+	ck_assert_int_eq(err_code(), ERR_CORRUPT);
 	/* trees of other shapes do not compare */
 	struct merkle_tree *o = merkle_new(r, 5);
 	struct merkle_range *d;
