@@ -296,7 +296,7 @@ static void settle_tick(void *arg)
 			 gossip_endpoint_count(n->gossip) - 1, SETTLE_ROUNDS);
 	if (serve(n) != 0) {
 		LOG_ERROR("cannot serve clients: %s", err_msg());
-		node_stop(n, "cannot serve");
+		node_fail(n, "cannot serve");
 	}
 }
 
@@ -356,7 +356,7 @@ static void bootstrap_done(void *arg, bool ok, const char *error)
 			     &n->local) != 0 ||
 	    announce_tokens(n) != 0) {
 		LOG_ERROR("cannot join the ring: %s", err_msg());
-		node_stop(n, "cannot join");
+		node_fail(n, "cannot join");
 	}
 }
 
@@ -543,7 +543,7 @@ static void token_job_done(void *arg)
 	n->join_worker = NULL;
 	if (!n->stop_reason && tokens_chosen(n, j) != 0) {
 		LOG_ERROR("cannot choose tokens: %s", err_msg());
-		node_stop(n, "no tokens");
+		node_fail(n, "no tokens");
 	}
 	ring_unref(j->ring);
 	free(j->next_rack);
@@ -616,7 +616,7 @@ static void join_tick(void *arg)
 	gossip_set_follow_seeds(n->gossip, false);
 	if (choose_tokens(n) != 0) {
 		LOG_ERROR("cannot choose tokens: %s", err_msg());
-		node_stop(n, "no tokens");
+		node_fail(n, "no tokens");
 	}
 }
 
@@ -1053,7 +1053,7 @@ int node_run(struct node *n)
 	}
 	LOG_INFO("shutdown complete (%s)",
 		 n->stop_reason ? n->stop_reason : "loop ended");
-	return NODE_EXIT_OK;
+	return n->failed ? NODE_EXIT_FAILURE : NODE_EXIT_OK;
 }
 
 /* node_stop's second step, once the coordinator has no operation left
@@ -1081,6 +1081,12 @@ static void stop_tick(void *arg)
 		gossip_announce_shutdown(n->gossip);
 	n->drained = true; /* also lets an admin answer (stopdaemon) leave */
 	event_base_loopexit(n->base, &flush);
+}
+
+void node_fail(struct node *n, const char *reason)
+{
+	n->failed = true;
+	node_stop(n, reason);
 }
 
 void node_stop(struct node *n, const char *reason)

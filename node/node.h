@@ -39,6 +39,9 @@ int node_run(struct node *n);
 
 /* Asks the loop to stop (from the loop thread). */
 void node_stop(struct node *n, const char *reason);
+/* node_stop after a failure the node cannot run past (no tokens, the CQL
+ * port taken): the process then exits NODE_EXIT_FAILURE. */
+void node_fail(struct node *n, const char *reason);
 
 void node_delete(struct node *n);
 

@@ -37,6 +37,7 @@ struct node {
 	struct event *sig_hup; /* reopens system.log (logrotate) */
 	int lock_fd;
 	const char *stop_reason;
+	bool failed; /* stopped by node_fail: the process exits 1 */
 
 	struct local_state local; /* host id, tokens (none yet: joining) */
 	int64_t start_wall_us;

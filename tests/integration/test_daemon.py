@@ -1,8 +1,9 @@
 """cassinid as an operator runs it: start, run, SIGTERM, bad configs."""
 import signal
+import socket
 import subprocess
 
-from conftest import CASSINID, default_yaml
+from conftest import CASSINID, default_yaml, seeds_yaml
 
 
 def run(*args, timeout=10):
@@ -141,3 +142,20 @@ def test_the_log_names_the_internode_listen_address(make_node):
     raw.decode("utf-8")  # every byte is text
     assert b"internode messaging listening on 127.0.40.2:7000\n" in raw, raw
     assert node.stop(signal.SIGTERM, timeout=10) == 0
+
+
+def test_a_start_that_fails_after_tokens_exits_1(make_node):
+    """The CQL port taken by another process: the node stops once it has
+    chosen its tokens and cannot serve, and says so with its exit code."""
+    ip = "127.0.85.41"
+    s = socket.socket()
+    s.bind((ip, 9042))
+    s.listen(1)
+    try:
+        node = make_node(default_yaml(listen_address=ip, rpc_address=ip,
+                                      seed_provider=seeds_yaml(ip)))
+        proc = node.start()
+        assert proc.wait(timeout=60) == 1, node.log()
+        assert "cannot listen for CQL clients" in node.log()
+    finally:
+        s.close()
