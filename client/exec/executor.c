@@ -153,8 +153,8 @@ static bool is_ddl(enum cql_stmt_kind k)
 	       k == CQL_STMT_DROP_KEYSPACE || k == CQL_STMT_CREATE_TABLE ||
 	       k == CQL_STMT_ALTER_TABLE || k == CQL_STMT_DROP_TABLE ||
 	       k == CQL_STMT_CREATE_TYPE || k == CQL_STMT_ALTER_TYPE ||
-	       k == CQL_STMT_DROP_TYPE ||
-	       k == CQL_STMT_CREATE_INDEX || k == CQL_STMT_DROP_INDEX;
+	       k == CQL_STMT_DROP_TYPE || k == CQL_STMT_CREATE_INDEX ||
+	       k == CQL_STMT_DROP_INDEX;
 }
 
 /* A write, TRUNCATE or DDL on a virtual table: refused as Cassandra does

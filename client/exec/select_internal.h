@@ -28,7 +28,7 @@ enum out_kind {
 	OUT_WRITETIMES,
 	OUT_TTLS,
 	OUT_MAXWRITETIME,
-	OUT_FIELD,   /* u.f, u.f.g: a frozen user type column's field */
+	OUT_FIELD, /* u.f, u.f.g: a frozen user type column's field */
 };
 
 /* How deep u.f.g... may select. */

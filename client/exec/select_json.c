@@ -76,7 +76,8 @@ struct cql_column_spec *cql_select_specs(const struct cql_select_plan *p,
 		sp[i] = (struct cql_column_spec){
 			p->m->keyspace, p->m->name,
 			p->json ? "[json]" : o->name,
-			cql_type_option_of(p->a, p->json ? text_type() : o->type)};
+			cql_type_option_of(p->a,
+					   p->json ? text_type() : o->type)};
 		if (!sp[i].type)
 			return NULL;
 	}
@@ -99,7 +100,8 @@ static int to_json_value(const struct cql_select_plan *p,
 			 int32_t *len, struct buf *scratch)
 {
 	const struct cql_json_type *text = cql_json_type_of(p->a, text_type());
-	const struct cql_json_type *first = cql_json_type_of(p->a, o->json_type);
+	const struct cql_json_type *first =
+		cql_json_type_of(p->a, o->json_type);
 	if (!text || !first)
 		return -1;
 	for (uint8_t k = 0; k < o->to_json; k++) {

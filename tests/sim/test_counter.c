@@ -37,7 +37,8 @@ static struct simc *counter_cluster(uint64_t seed, int n,
 	memcpy(id, c->meta->id, 16);
 	storage_table_meta_delete(c->meta);
 	c->meta = storage_table_meta_new("ks", "c", id);
-	const struct storage_type *text = storage_type_simple(STORAGE_TYPE_TEXT);
+	const struct storage_type *text =
+		storage_type_simple(STORAGE_TYPE_TEXT);
 	const struct storage_type *ctr =
 		storage_type_simple(STORAGE_TYPE_COUNTER);
 	ck_assert_int_eq(storage_table_meta_add_column(
