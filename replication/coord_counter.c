@@ -312,13 +312,13 @@ static void kick(void *arg)
 	struct ctr_state *cs = r->ctr;
 	/* every lock whose head holds it but has not started */
 	for (;;) {
-		struct lead *todo = NULL;
-		for (struct ctr_lock *k = cs->locks; k && !todo; k = k->next)
+		struct lead *waiting = NULL;
+		for (struct ctr_lock *k = cs->locks; k && !waiting; k = k->next)
 			if (k->head && k->head->locked && !k->head->started)
-				todo = k->head;
-		if (!todo)
+				waiting = k->head;
+		if (!waiting)
 			return;
-		lead_start(todo);
+		lead_start(waiting);
 	}
 }
 
