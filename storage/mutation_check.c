@@ -47,6 +47,25 @@ static int key_check(const struct storage_table_meta *t, struct slice key)
 	return 0;
 }
 
+struct slice storage_pk_component(const struct storage_table_meta *t,
+				  struct slice key, size_t i)
+{
+	if (t->pk_count == 1)
+		return i == 0 ? key : slice_make(NULL, 0);
+	struct cursor c = cursor_make(key.ptr, key.len);
+	for (size_t k = 0; k < t->pk_count; k++) {
+		uint16_t n;
+		struct slice s;
+		uint8_t end;
+		if (cursor_be16(&c, &n) || cursor_take(&c, n, &s) ||
+		    cursor_u8(&c, &end) || end != 0)
+			break;
+		if (k == i)
+			return s;
+	}
+	return slice_make(NULL, 0);
+}
+
 /* An encoded clustering or bound: each value by its column's type. */
 static int ck_check(const struct storage_table_meta *t, struct slice ck)
 {

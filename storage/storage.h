@@ -50,6 +50,11 @@ int64_t storage_mutation_token(const struct storage_mutation *m);
 const uint8_t *storage_mutation_table_id(const struct storage_mutation *m);
 /* The serialized partition key; borrowed, live while the mutation is. */
 struct slice storage_mutation_key(const struct storage_mutation *m);
+/* Component i of serialized partition key `key` of table `t` (the key
+ * itself for a single-column key); an empty slice with a NULL pointer when
+ * the key has no such component or is malformed. Borrowed from `key`. */
+struct slice storage_pk_component(const struct storage_table_meta *t,
+				  struct slice key, size_t i);
 
 /* Selects the row the next cell calls go to: a full clustering (values
  * copied), or the static row. The default is the empty clustering (tables

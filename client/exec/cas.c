@@ -682,31 +682,14 @@ int cql_cas_eval(const struct cql_cas *c, const struct storage_result *cur,
 /* ---- the answer -----------------------------------------------------------
  */
 
-static struct slice key_part(const struct storage_table_meta *m,
-			     struct slice key, size_t i)
-{
-	if (m->pk_count == 1)
-		return key;
-	struct cursor c = cursor_make(key.ptr, key.len);
-	for (size_t k = 0;; k++) {
-		uint16_t n;
-		struct slice s;
-		uint8_t zero;
-		if (cursor_be16(&c, &n) != 0 || cursor_take(&c, n, &s) != 0 ||
-		    cursor_u8(&c, &zero) != 0)
-			return slice_make(NULL, 0);
-		if (k == i)
-			return s;
-	}
-}
-
 static int write_column(const struct cql_cas *c, struct buf *out,
 			const struct storage_result *r,
 			const struct storage_row_view *row, int col)
 {
 	const struct storage_column *sc = &c->m->columns[col];
 	if (sc->kind == STORAGE_COLUMN_PARTITION_KEY) {
-		struct slice k = key_part(c->m, r->key, sc->position);
+		struct slice k =
+			storage_pk_component(c->m, r->key, sc->position);
 		return cql_write_bytes(out, k.ptr, (int32_t)k.len);
 	}
 	if (sc->kind == STORAGE_COLUMN_CLUSTERING) {

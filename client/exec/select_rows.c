@@ -199,25 +199,6 @@ static int encode_position(const struct cql_select_plan *p,
 
 /* ---- encoding ------------------------------------------------------------ */
 
-/* Partition key component i of a serialized key. */
-static struct slice key_part(const struct storage_table_meta *m,
-			     struct slice key, size_t i)
-{
-	if (m->pk_count == 1)
-		return key;
-	struct cursor c = cursor_make(key.ptr, key.len);
-	for (size_t k = 0;; k++) {
-		uint16_t n;
-		struct slice s;
-		uint8_t zero;
-		if (cursor_be16(&c, &n) != 0 || cursor_take(&c, n, &s) != 0 ||
-		    cursor_u8(&c, &zero) != 0)
-			return slice_make(NULL, 0);
-		if (k == i)
-			return s;
-	}
-}
-
 static const struct storage_cell_view *
 find_cell(const struct storage_row_view *row, int column)
 {
@@ -376,7 +357,7 @@ static bool column_value(const struct cql_select_plan *p,
 {
 	const struct storage_column *col = &p->m->columns[column];
 	if (col->kind == STORAGE_COLUMN_PARTITION_KEY) {
-		*v = key_part(p->m, r->key, col->position);
+		*v = storage_pk_component(p->m, r->key, col->position);
 		return true;
 	}
 	if (col->kind == STORAGE_COLUMN_CLUSTERING) {
