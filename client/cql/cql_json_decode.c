@@ -47,50 +47,6 @@ static int put_svint(struct buf *out, int64_t v)
 /* ---- big numbers ---------------------------------------------------------
  */
 
-/* Two's-complement big-endian bytes -> decimal text. */
-static int varint_of_digits(const char *d, size_t n, bool neg, struct buf *out)
-{
-	size_t cap = n / 2 + 3;
-	uint8_t *mag = calloc(cap, 1); /* little-endian */
-	if (!mag)
-		return err_set(ERR_NOMEM, "out of memory");
-	size_t used = 1;
-	for (size_t i = 0; i < n; i++) {
-		unsigned carry = (unsigned)(d[i] - '0');
-		for (size_t j = 0; j < used; j++) {
-			unsigned x = mag[j] * 10u + carry;
-			mag[j] = (uint8_t)x;
-			carry = x >> 8;
-		}
-		if (carry)
-			mag[used++] = (uint8_t)carry;
-	}
-	bool zero = true;
-	for (size_t j = 0; j < used; j++)
-		zero = zero && mag[j] == 0;
-	if (neg && !zero) {
-		unsigned carry = 1;
-		for (size_t j = 0; j < used; j++) {
-			unsigned x = (uint8_t)~mag[j] + carry;
-			mag[j] = (uint8_t)x;
-			carry = x >> 8;
-		}
-		if (!(mag[used - 1] & 0x80))
-			mag[used++] = 0xff;
-	} else if (mag[used - 1] & 0x80) {
-		mag[used++] = 0;
-	}
-	while (used > 1 && ((mag[used - 1] == 0 && !(mag[used - 2] & 0x80)) ||
-			    (mag[used - 1] == 0xff && (mag[used - 2] & 0x80))))
-		used--;
-	uint8_t *dst = buf_extend(out, used);
-	if (dst)
-		for (size_t j = 0; j < used; j++)
-			dst[j] = mag[used - 1 - j];
-	free(mag);
-	return dst ? 0 : -1;
-}
-
 /* BigDecimal.toString: plain when the scale is not negative and the
  * adjusted exponent is at least -6, else d.dddE+n. */
 static int decimal_of_text(const char *s, size_t n, struct buf *out)
@@ -135,7 +91,7 @@ static int decimal_of_text(const char *s, size_t n, struct buf *out)
 	ok = ok && scale >= INT32_MIN && scale <= INT32_MAX;
 	int rc = -1;
 	if (ok && buf_put_be32(out, (uint32_t)(int32_t)scale) == 0)
-		rc = varint_of_digits(digs, nd, neg, out);
+		rc = cql_varint_from_digits(digs, nd, neg, out);
 	free(digs);
 	return ok ? rc : 1;
 }
@@ -985,7 +941,7 @@ static int decode_value(const struct cql_json_type *t, const struct cql_json *j,
 			return bad_text("Value '%.*s' is not a valid "
 					"representation of a varint value",
 					s, n);
-		return varint_of_digits(s + i, n - i, s[0] == '-', out);
+		return cql_varint_from_digits(s + i, n - i, s[0] == '-', out);
 	}
 	case STORAGE_TYPE_DECIMAL: {
 		if (java_string(j, a, &s, &n) != 0)

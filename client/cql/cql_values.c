@@ -304,10 +304,8 @@ bad:
 
 /* ---- numbers ------------------------------------------------------------- */
 
-/* Decimal digits (with an optional sign) -> minimal big-endian two's
- * complement, as Java's BigInteger.toByteArray(). */
-static int varint_from_decimal(const char *d, size_t n, bool negative,
-			       struct buf *out)
+int cql_varint_from_digits(const char *d, size_t n, bool negative,
+			   struct buf *out)
 {
 	size_t cap = n / 2 + 2;
 	uint8_t *mag = calloc(cap, 1); /* little-endian magnitude */
@@ -417,7 +415,7 @@ static int serialize_decimal(const struct cql_term *t, struct buf *out)
 		goto bad;
 	if (buf_put_be32(out, (uint32_t)(int32_t)scale) != 0)
 		return -1;
-	return varint_from_decimal(digs, nd, t->negative, out);
+	return cql_varint_from_digits(digs, nd, t->negative, out);
 bad:
 	return err_set(ERR_INVALID, "Unable to make BigDecimal from '%.*s'",
 		       (int)(t->len > 40 ? 40 : t->len), t->text);
@@ -870,7 +868,8 @@ static int serialize_integer(const struct cql_term *t, uint16_t kind,
 				       (long long)v);
 		return buf_put_be32(out, (uint32_t)v);
 	case CQL_TYPE_VARINT:
-		return varint_from_decimal(t->text, t->len, t->negative, out);
+		return cql_varint_from_digits(t->text, t->len, t->negative,
+					      out);
 	case CQL_TYPE_DURATION:
 		return serialize_duration(t, out);
 	case CQL_TYPE_DECIMAL:

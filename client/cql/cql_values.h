@@ -94,6 +94,12 @@ int cql_term_serialize(const struct cql_term *t,
 		       const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
 		       struct buf *out);
 
+/* Decimal digits `d` (n of them, no sign: `negative` gives it) appended
+ * to `out` as a varint's minimal big-endian two's complement, as Java's
+ * BigInteger.toByteArray(). */
+int cql_varint_from_digits(const char *d, size_t n, bool negative,
+			   struct buf *out);
+
 /* Parses Cassandra's timestamp literal forms ('2024-01-31',
  * '2024-01-31 13:45:00', '2024-01-31T13:45:00.123Z', '... +0100') into
  * milliseconds since the epoch (UTC when no zone is given). */
