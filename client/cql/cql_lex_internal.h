@@ -36,17 +36,4 @@ struct cql_token {
 int cql_lex(struct arena *a, const char *src, size_t len,
 	    struct cql_token **out, size_t *count);
 
-/* Role statements (cql_parse_roles.c): whether the tokens start one, and
- * its parse into `s` (CQL_STMT_ROLE). */
-struct cql_stmt;
-bool cql_is_role_statement(const struct cql_token *t, size_t n);
-int cql_parse_role(struct arena *a, const struct cql_token *toks, size_t n,
-		   struct cql_stmt *s);
-
-/* User-defined type statements (cql_parse_types.c), likewise
- * (CQL_STMT_CREATE_TYPE, _ALTER_TYPE, _DROP_TYPE). */
-bool cql_is_type_statement(const struct cql_token *t, size_t n);
-int cql_parse_type_stmt(struct arena *a, const struct cql_token *toks, size_t n,
-			struct cql_stmt *s);
-
 #endif

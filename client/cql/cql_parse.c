@@ -652,7 +652,7 @@ struct cql_stmt *cql_parse(struct arena *a, const char *text, size_t len,
 		return NULL;
 	struct cql_stmt *s = node(&p, sizeof(*s));
 	if (s && cql_is_role_statement(p.toks, p.count)) {
-		if (cql_parse_role(a, p.toks, p.count, s) != 0)
+		if (cql_parse_role(&p, s) != 0)
 			return NULL;
 		*bind_count = 0;
 		if (bind_names)
@@ -660,7 +660,7 @@ struct cql_stmt *cql_parse(struct arena *a, const char *text, size_t len,
 		return s;
 	}
 	if (s && cql_is_type_statement(p.toks, p.count)) {
-		if (cql_parse_type_stmt(a, p.toks, p.count, s) != 0)
+		if (cql_parse_type_stmt(&p, s) != 0)
 			return NULL;
 		*bind_count = 0;
 		if (bind_names)

@@ -213,4 +213,14 @@ int cql_parse_update(struct parser *p, struct cql_stmt *s);
 int cql_parse_delete_stmt(struct parser *p, struct cql_stmt *s);
 int cql_parse_select_stmt(struct parser *p, struct cql_stmt *s);
 
+/* Role statements (cql_parse_roles.c): whether the tokens start one, and
+ * its parse into `s` (CQL_STMT_ROLE). */
+bool cql_is_role_statement(const struct cql_token *t, size_t n);
+int cql_parse_role(struct parser *p, struct cql_stmt *s);
+
+/* User-defined type statements (cql_parse_types.c), likewise
+ * (CQL_STMT_CREATE_TYPE, _ALTER_TYPE, _DROP_TYPE). */
+bool cql_is_type_statement(const struct cql_token *t, size_t n);
+int cql_parse_type_stmt(struct parser *p, struct cql_stmt *s);
+
 #endif

@@ -32,7 +32,7 @@
  */
 #include "client/cql/cql_parse.h"
 
-#include "client/cql/cql_lex_internal.h"
+#include "client/cql/cql_parse_internal.h"
 #include "client/cql/cql_resource.h"
 #include "common/err.h"
 
@@ -41,74 +41,13 @@
 #include <string.h>
 #include <strings.h>
 
-struct rp {
-	struct arena *a;
-	const struct cql_token *t;
-	size_t n, i;
-};
-
-static const struct cql_token *cur(const struct rp *p)
+/* `expect` with the token name Cassandra's parser shows. */
+static int expect(struct parser *p, const char *kw, const char *shown)
 {
-	return &p->t[p->i < p->n ? p->i : p->n - 1];
+	return accept_kw(p, kw) ? 0 : syntax_error(p, shown);
 }
 
-static bool tok_is_kw(const struct cql_token *t, const char *kw)
-{
-	return t->kind == CQL_TOK_IDENT && strlen(kw) == t->len &&
-	       strncasecmp(t->text, kw, t->len) == 0;
-}
-
-static bool is_kw(const struct rp *p, const char *kw)
-{
-	return tok_is_kw(cur(p), kw);
-}
-
-static bool accept(struct rp *p, const char *kw)
-{
-	if (!is_kw(p, kw))
-		return false;
-	p->i++;
-	return true;
-}
-
-static int syntax(const struct rp *p, const char *expecting)
-{
-	const struct cql_token *t = cur(p);
-	int n = t->kind == CQL_TOK_EOF
-			? 5
-			: (int)(t->raw_len > 40 ? 40 : t->raw_len);
-	const char *text = t->kind == CQL_TOK_EOF ? "<EOF>" : t->raw;
-	if (expecting)
-		return err_set(ERR_INVALID,
-			       "line %d:%d mismatched input '%.*s' expecting "
-			       "%s",
-			       t->line, t->col, n, text, expecting);
-	return err_set(ERR_INVALID,
-		       "line %d:%d no viable alternative at input '%.*s'",
-		       t->line, t->col, n, text);
-}
-
-static int expect(struct rp *p, const char *kw, const char *shown)
-{
-	return accept(p, kw) ? 0 : syntax(p, shown);
-}
-
-static bool punct(const struct rp *p, const char *s)
-{
-	const struct cql_token *t = cur(p);
-	return t->kind == CQL_TOK_PUNCT && t->len == strlen(s) &&
-	       memcmp(t->text, s, t->len) == 0;
-}
-
-static int expect_punct(struct rp *p, const char *s)
-{
-	if (!punct(p, s))
-		return syntax(p, s);
-	p->i++;
-	return 0;
-}
-
-static char *copy(struct rp *p, const char *s, size_t len, bool lower)
+static char *copy(struct parser *p, const char *s, size_t len, bool lower)
 {
 	char *d = arena_alloc(p->a, len + 1);
 	if (!d) {
@@ -121,10 +60,9 @@ static char *copy(struct rp *p, const char *s, size_t len, bool lower)
 	return d;
 }
 
-/* userOrRoleName (keep_case: the legacy USER form). */
-static const char *role_name(struct rp *p, bool keep_case)
+static const char *role_name(struct parser *p, bool keep_case)
 {
-	const struct cql_token *t = cur(p);
+	const struct cql_token *t = tok(p);
 	if (t->kind == CQL_TOK_PUNCT && t->len == 1 && t->text[0] == '?') {
 		err_set(ERR_INVALID, "Bind variables cannot be used for role "
 				     "names");
@@ -132,7 +70,7 @@ static const char *role_name(struct rp *p, bool keep_case)
 	}
 	if (t->kind != CQL_TOK_IDENT && t->kind != CQL_TOK_QIDENT &&
 	    t->kind != CQL_TOK_STRING) {
-		syntax(p, NULL);
+		syntax_error(p, NULL);
 		return NULL;
 	}
 	if (t->kind == CQL_TOK_QIDENT && keep_case) {
@@ -141,20 +79,20 @@ static const char *role_name(struct rp *p, bool keep_case)
 			"and USER is deprecated, please use ROLE");
 		return NULL;
 	}
-	p->i++;
+	advance(p);
 	return copy(p, t->text, t->len, t->kind == CQL_TOK_IDENT && !keep_case);
 }
 
-static int boolean(struct rp *p, int *out, const char *prop)
+static int boolean(struct parser *p, int *out, const char *prop)
 {
-	const struct cql_token *t = cur(p);
+	const struct cql_token *t = tok(p);
 	if (tok_is_kw(t, "true") || tok_is_kw(t, "false")) {
 		*out = tok_is_kw(t, "true");
-		p->i++;
+		advance(p);
 		return 0;
 	}
 	(void)prop;
-	return syntax(p, "BOOLEAN");
+	return syntax_error(p, "BOOLEAN");
 }
 
 static int twice(const char *prop)
@@ -165,56 +103,56 @@ static int twice(const char *prop)
 
 /* OPTIONS = { 'k' : 'v', ... }: parsed, refused later (Cassandra's own
  * role manager supports no custom options either). */
-static int skip_map(struct rp *p)
+static int skip_map(struct parser *p)
 {
 	if (expect_punct(p, "{") != 0)
 		return -1;
-	while (!punct(p, "}")) {
-		if (cur(p)->kind == CQL_TOK_EOF)
-			return syntax(p, "}");
-		p->i++;
+	while (!is_punct(p, "}")) {
+		if (tok(p)->kind == CQL_TOK_EOF)
+			return syntax_error(p, "}");
+		advance(p);
 	}
-	p->i++;
+	advance(p);
 	return 0;
 }
 
-static int role_option(struct rp *p, struct cql_role_stmt *r)
+static int role_option(struct parser *p, struct cql_role_stmt *r)
 {
-	if (accept(p, "password")) {
+	if (accept_kw(p, "password")) {
 		if (r->password)
 			return twice("PASSWORD");
 		if (expect_punct(p, "=") != 0)
 			return -1;
-		const struct cql_token *t = cur(p);
+		const struct cql_token *t = tok(p);
 		if (t->kind != CQL_TOK_STRING)
-			return syntax(p, "STRING_LITERAL");
-		p->i++;
+			return syntax_error(p, "STRING_LITERAL");
+		advance(p);
 		r->password = copy(p, t->text, t->len, false);
 		return r->password ? 0 : -1;
 	}
-	if (accept(p, "login")) {
+	if (accept_kw(p, "login")) {
 		if (r->login >= 0)
 			return twice("LOGIN");
 		return expect_punct(p, "=") || boolean(p, &r->login, "LOGIN");
 	}
-	if (accept(p, "superuser")) {
+	if (accept_kw(p, "superuser")) {
 		if (r->superuser >= 0)
 			return twice("SUPERUSER");
 		return expect_punct(p, "=") ||
 		       boolean(p, &r->superuser, "SUPERUSER");
 	}
-	if (accept(p, "options")) {
+	if (accept_kw(p, "options")) {
 		if (r->options)
 			return twice("OPTIONS");
 		r->options = true;
 		return expect_punct(p, "=") || skip_map(p);
 	}
-	if (accept(p, "access")) {
+	if (accept_kw(p, "access")) {
 		/* ACCESS TO ALL DATACENTERS is what every role has here;
 		 * a list of datacenters needs a network authorizer */
 		if (expect(p, "to", "TO") != 0)
 			return -1;
-		if (accept(p, "all"))
+		if (accept_kw(p, "all"))
 			return expect(p, "datacenters", "DATACENTERS");
 		return err_set(ERR_UNSUPPORTED,
 			       "Restricting roles to datacenters (ACCESS TO "
@@ -224,51 +162,51 @@ static int role_option(struct rp *p, struct cql_role_stmt *r)
 		return err_set(ERR_UNSUPPORTED,
 			       "HASHED PASSWORD is not supported by Cassini "
 			       "yet");
-	return syntax(p, NULL);
+	return syntax_error(p, NULL);
 }
 
-static int role_options(struct rp *p, struct cql_role_stmt *r)
+static int role_options(struct parser *p, struct cql_role_stmt *r)
 {
-	if (!accept(p, "with"))
+	if (!accept_kw(p, "with"))
 		return 0;
 	do {
 		if (role_option(p, r) != 0)
 			return -1;
-	} while (accept(p, "and"));
+	} while (accept_kw(p, "and"));
 	return 0;
 }
 
 /* The legacy USER options: [WITH PASSWORD 'p'] [SUPERUSER|NOSUPERUSER]. */
-static int user_options(struct rp *p, struct cql_role_stmt *r)
+static int user_options(struct parser *p, struct cql_role_stmt *r)
 {
-	if (accept(p, "with")) {
+	if (accept_kw(p, "with")) {
 		if (expect(p, "password", "PASSWORD") != 0)
 			return -1;
-		const struct cql_token *t = cur(p);
+		const struct cql_token *t = tok(p);
 		if (t->kind != CQL_TOK_STRING)
-			return syntax(p, "STRING_LITERAL");
-		p->i++;
+			return syntax_error(p, "STRING_LITERAL");
+		advance(p);
 		if (!(r->password = copy(p, t->text, t->len, false)))
 			return -1;
 	}
-	if (accept(p, "superuser"))
+	if (accept_kw(p, "superuser"))
 		r->superuser = 1;
-	else if (accept(p, "nosuperuser"))
+	else if (accept_kw(p, "nosuperuser"))
 		r->superuser = 0;
 	return 0;
 }
 
-static int if_not_exists(struct rp *p, bool *out)
+static int if_not_exists(struct parser *p, bool *out)
 {
-	if (!accept(p, "if"))
+	if (!accept_kw(p, "if"))
 		return 0;
 	*out = true;
 	return expect(p, "not", "NOT") || expect(p, "exists", "EXISTS");
 }
 
-static int if_exists(struct rp *p, bool *out)
+static int if_exists(struct parser *p, bool *out)
 {
-	if (!accept(p, "if"))
+	if (!accept_kw(p, "if"))
 		return 0;
 	*out = true;
 	return expect(p, "exists", "EXISTS");
@@ -288,15 +226,15 @@ static uint32_t perm_word(const struct cql_token *t)
 	return 0;
 }
 
-static bool permission_statement(const struct rp *p)
+static bool permission_statement(struct parser *p)
 {
 	/* GRANT/REVOKE {ALL | <permission>} [PERMISSION(S)] ON ...: the
 	 * permission keywords are reserved in Cassandra's grammar, so they
 	 * cannot be a role's unquoted name; LIST anything but ROLES/USERS */
-	const struct cql_token *t = p->t;
+	const struct cql_token *t = p->toks;
 	if (tok_is_kw(&t[0], "list"))
 		return !tok_is_kw(&t[1], "roles") && !tok_is_kw(&t[1], "users");
-	if (p->n < 3)
+	if (p->count < 3)
 		return false;
 	bool perm = tok_is_kw(&t[1], "all") || perm_word(&t[1]) ||
 		    tok_is_kw(&t[1], "unmask") ||
@@ -307,10 +245,10 @@ static bool permission_statement(const struct rp *p)
 }
 
 /* permissionOrAll: ALL [PERMISSIONS] | <permission> [PERMISSION] */
-static int permission_or_all(struct rp *p, uint32_t *out)
+static int permission_or_all(struct parser *p, uint32_t *out)
 {
-	if (accept(p, "all")) {
-		accept(p, "permissions");
+	if (accept_kw(p, "all")) {
+		accept_kw(p, "permissions");
 		*out = CQL_PERM_ALL;
 		return 0;
 	}
@@ -319,41 +257,41 @@ static int permission_or_all(struct rp *p, uint32_t *out)
 			       "Dynamic data masking (UNMASK, SELECT_MASKED) "
 			       "is Cassandra 5.0's and not supported by "
 			       "Cassini");
-	uint32_t bit = perm_word(cur(p));
+	uint32_t bit = perm_word(tok(p));
 	if (!bit)
-		return syntax(p, NULL);
-	p->i++;
-	accept(p, "permission");
+		return syntax_error(p, NULL);
+	advance(p);
+	accept_kw(p, "permission");
 	*out = bit;
 	return 0;
 }
 
 /* ksName / cfName: an identifier (lowercased) or a "quoted" one. */
-static const char *object_name(struct rp *p)
+static const char *object_name(struct parser *p)
 {
-	const struct cql_token *t = cur(p);
+	const struct cql_token *t = tok(p);
 	if (t->kind == CQL_TOK_PUNCT && t->len == 1 && t->text[0] == '?') {
 		err_set(ERR_INVALID, "Bind variables cannot be used for "
 				     "keyspace or table names");
 		return NULL;
 	}
 	if (t->kind != CQL_TOK_IDENT && t->kind != CQL_TOK_QIDENT) {
-		syntax(p, NULL);
+		syntax_error(p, NULL);
 		return NULL;
 	}
-	p->i++;
+	advance(p);
 	return copy(p, t->text, t->len, t->kind == CQL_TOK_IDENT);
 }
 
 /* FUNCTION [ks.]f(type, ...): the name keeps the argument types as
  * written (lowercased, joined with ", "), as Cassandra prints them. */
-static int function_resource(struct rp *p, struct cql_resource *r)
+static int function_resource(struct parser *p, struct cql_resource *r)
 {
 	const char *a = object_name(p), *b = NULL;
 	if (!a)
 		return -1;
-	if (punct(p, ".")) {
-		p->i++;
+	if (is_punct(p, ".")) {
+		advance(p);
 		if (!(b = object_name(p)))
 			return -1;
 	}
@@ -362,15 +300,15 @@ static int function_resource(struct rp *p, struct cql_resource *r)
 	if (expect_punct(p, "(") != 0)
 		return -1;
 	int depth = 0;
-	while (depth > 0 || !punct(p, ")")) {
-		const struct cql_token *t = cur(p);
+	while (depth > 0 || !is_punct(p, ")")) {
+		const struct cql_token *t = tok(p);
 		if (t->kind == CQL_TOK_EOF)
-			return syntax(p, ")");
-		if (punct(p, "<"))
+			return syntax_error(p, ")");
+		if (is_punct(p, "<"))
 			depth++;
-		else if (punct(p, ">"))
+		else if (is_punct(p, ">"))
 			depth--;
-		bool comma = depth == 0 && punct(p, ",");
+		bool comma = depth == 0 && is_punct(p, ",");
 		if (n + t->len + 3 >= sizeof(sig))
 			return err_set(ERR_INVALID, "function signature too "
 						    "long");
@@ -385,9 +323,9 @@ static int function_resource(struct rp *p, struct cql_resource *r)
 						   : t->text[i];
 			sig[n] = '\0';
 		}
-		p->i++;
+		advance(p);
 	}
-	p->i++;
+	advance(p);
 	snprintf(sig + n, sizeof(sig) - n, ")");
 	if (!b)
 		return err_set(ERR_UNSUPPORTED,
@@ -400,44 +338,44 @@ static int function_resource(struct rp *p, struct cql_resource *r)
 }
 
 /* resource: dataResource | roleResource | functionResource | jmxResource */
-static int resource(struct rp *p, struct cql_resource *r)
+static int resource(struct parser *p, struct cql_resource *r)
 {
 	memset(r, 0, sizeof(*r));
-	if (accept(p, "all")) {
-		if (accept(p, "keyspaces")) {
+	if (accept_kw(p, "all")) {
+		if (accept_kw(p, "keyspaces")) {
 			r->kind = CQL_RES_ALL_KEYSPACES;
-		} else if (accept(p, "roles")) {
+		} else if (accept_kw(p, "roles")) {
 			r->kind = CQL_RES_ALL_ROLES;
-		} else if (accept(p, "mbeans")) {
+		} else if (accept_kw(p, "mbeans")) {
 			r->kind = CQL_RES_ALL_MBEANS;
-		} else if (accept(p, "functions")) {
+		} else if (accept_kw(p, "functions")) {
 			r->kind = CQL_RES_ALL_FUNCTIONS;
-			if (accept(p, "in")) {
+			if (accept_kw(p, "in")) {
 				if (expect(p, "keyspace", "K_KEYSPACE") != 0 ||
 				    !(r->keyspace = object_name(p)))
 					return -1;
 				r->kind = CQL_RES_KEYSPACE_FUNCTIONS;
 			}
 		} else {
-			return syntax(p, NULL);
+			return syntax_error(p, NULL);
 		}
 		return 0;
 	}
-	if (accept(p, "keyspace")) {
+	if (accept_kw(p, "keyspace")) {
 		r->kind = CQL_RES_KEYSPACE;
 		return (r->keyspace = object_name(p)) ? 0 : -1;
 	}
-	if (accept(p, "role")) {
+	if (accept_kw(p, "role")) {
 		r->kind = CQL_RES_ROLE;
 		return (r->name = role_name(p, false)) ? 0 : -1;
 	}
-	if (accept(p, "function"))
+	if (accept_kw(p, "function"))
 		return function_resource(p, r);
-	if (accept(p, "mbean") || accept(p, "mbeans")) {
-		const struct cql_token *t = cur(p);
+	if (accept_kw(p, "mbean") || accept_kw(p, "mbeans")) {
+		const struct cql_token *t = tok(p);
 		if (t->kind != CQL_TOK_STRING)
-			return syntax(p, "STRING_LITERAL");
-		p->i++;
+			return syntax_error(p, "STRING_LITERAL");
+		advance(p);
 		if (t->len == 0)
 			return err_set(ERR_INVALID,
 				       "Empty JMX object name supplied");
@@ -449,14 +387,14 @@ static int resource(struct rp *p, struct cql_resource *r)
 		return (r->name = copy(p, t->text, t->len, false)) ? 0 : -1;
 	}
 	/* [TABLE | COLUMNFAMILY] [ks.]t */
-	if (!accept(p, "table"))
-		accept(p, "columnfamily");
+	if (!accept_kw(p, "table"))
+		accept_kw(p, "columnfamily");
 	const char *a = object_name(p);
 	if (!a)
 		return -1;
 	r->kind = CQL_RES_TABLE;
-	if (punct(p, ".")) {
-		p->i++;
+	if (is_punct(p, ".")) {
+		advance(p);
 		r->keyspace = a;
 		return (r->name = object_name(p)) ? 0 : -1;
 	}
@@ -484,22 +422,22 @@ static const char *resource_class(enum cql_resource_kind k)
 
 /* GRANT/REVOKE perms ON resource TO/FROM role; LIST perms [ON resource]
  * [OF role] [NORECURSIVE]. */
-static int permission_body(struct rp *p, struct cql_role_stmt *r)
+static int permission_body(struct parser *p, struct cql_role_stmt *r)
 {
-	if (accept(p, "list")) {
+	if (accept_kw(p, "list")) {
 		r->op = CQL_ROLE_LIST_PERMISSIONS;
 		if (permission_or_all(p, &r->permissions) != 0)
 			return -1;
-		if (accept(p, "on") && resource(p, &r->resource) != 0)
+		if (accept_kw(p, "on") && resource(p, &r->resource) != 0)
 			return -1;
-		if (accept(p, "of") && !(r->role = role_name(p, false)))
+		if (accept_kw(p, "of") && !(r->role = role_name(p, false)))
 			return -1;
-		r->norecursive = accept(p, "norecursive");
+		r->norecursive = accept_kw(p, "norecursive");
 		return 0;
 	}
-	bool grant = accept(p, "grant");
+	bool grant = accept_kw(p, "grant");
 	if (!grant)
-		p->i++; /* REVOKE */
+		advance(p); /* REVOKE */
 	r->op = grant ? CQL_ROLE_GRANT_PERMISSION : CQL_ROLE_REVOKE_PERMISSION;
 	if (permission_or_all(p, &r->permissions) != 0 ||
 	    expect(p, "on", "K_ON") != 0 || resource(p, &r->resource) != 0 ||
@@ -529,25 +467,25 @@ bool cql_is_role_statement(const struct cql_token *t, size_t n)
 	       (tok_is_kw(&t[1], "role") || tok_is_kw(&t[1], "user"));
 }
 
-static int body(struct rp *p, struct cql_role_stmt *r)
+static int body(struct parser *p, struct cql_role_stmt *r)
 {
 	if (permission_statement(p))
 		return permission_body(p, r);
-	if (accept(p, "list")) {
-		if (accept(p, "users")) {
+	if (accept_kw(p, "list")) {
+		if (accept_kw(p, "users")) {
 			r->op = CQL_ROLE_LIST_USERS;
 			return 0;
 		}
 		if (expect(p, "roles", "ROLES") != 0)
 			return -1;
 		r->op = CQL_ROLE_LIST;
-		if (accept(p, "of") && !(r->role = role_name(p, false)))
+		if (accept_kw(p, "of") && !(r->role = role_name(p, false)))
 			return -1;
-		r->norecursive = accept(p, "norecursive");
+		r->norecursive = accept_kw(p, "norecursive");
 		return 0;
 	}
-	if (accept(p, "grant") || accept(p, "revoke")) {
-		bool grant = tok_is_kw(&p->t[0], "grant");
+	if (accept_kw(p, "grant") || accept_kw(p, "revoke")) {
+		bool grant = tok_is_kw(&p->toks[0], "grant");
 		r->op = grant ? CQL_ROLE_GRANT : CQL_ROLE_REVOKE;
 		if (!(r->role = role_name(p, false)) ||
 		    expect(p, grant ? "to" : "from", grant ? "TO" : "FROM") !=
@@ -556,15 +494,15 @@ static int body(struct rp *p, struct cql_role_stmt *r)
 			return -1;
 		return 0;
 	}
-	enum cql_role_op op = accept(p, "create")  ? CQL_ROLE_CREATE
-			      : accept(p, "alter") ? CQL_ROLE_ALTER
-						   : CQL_ROLE_DROP;
+	enum cql_role_op op = accept_kw(p, "create")  ? CQL_ROLE_CREATE
+			      : accept_kw(p, "alter") ? CQL_ROLE_ALTER
+						      : CQL_ROLE_DROP;
 	if (op == CQL_ROLE_DROP)
-		p->i++;
+		advance(p);
 	r->op = op;
-	r->user = accept(p, "user");
+	r->user = accept_kw(p, "user");
 	if (!r->user)
-		p->i++; /* ROLE */
+		advance(p); /* ROLE */
 	int rc = op == CQL_ROLE_CREATE ? if_not_exists(p, &r->if_not_exists)
 				       : if_exists(p, &r->if_exists);
 	if (rc != 0 || !(r->role = role_name(p, r->user)))
@@ -574,20 +512,18 @@ static int body(struct rp *p, struct cql_role_stmt *r)
 	return r->user ? user_options(p, r) : role_options(p, r);
 }
 
-int cql_parse_role(struct arena *a, const struct cql_token *toks, size_t n,
-		   struct cql_stmt *s)
+int cql_parse_role(struct parser *p, struct cql_stmt *s)
 {
-	struct rp p = {.a = a, .t = toks, .n = n};
 	struct cql_role_stmt *r = &s->u.role;
 	memset(r, 0, sizeof(*r));
 	r->login = r->superuser = -1;
 	s->kind = CQL_STMT_ROLE;
-	if (body(&p, r) != 0)
+	if (body(p, r) != 0)
 		return -1;
-	while (punct(&p, ";"))
-		p.i++;
-	if (cur(&p)->kind != CQL_TOK_EOF)
-		return syntax(&p, NULL);
+	while (is_punct(p, ";"))
+		advance(p);
+	if (tok(p)->kind != CQL_TOK_EOF)
+		return syntax_error(p, NULL);
 	if (r->role && !r->role[0])
 		return err_set(ERR_INVALID,
 			       "Role name can't be an empty string");

@@ -17,7 +17,7 @@
  */
 #include "client/cql/cql_parse.h"
 
-#include "client/cql/cql_lex_internal.h"
+#include "client/cql/cql_parse_internal.h"
 #include "common/err.h"
 
 #include <ctype.h>
@@ -28,79 +28,13 @@
 /* How deep frozen<list<frozen<map<...>>>> may nest. */
 #define TYPE_DEPTH_MAX 32
 
-struct tp {
-	struct arena *a;
-	const struct cql_token *t;
-	size_t n, i;
-};
-
-static const struct cql_token *cur(const struct tp *p)
+/* `expect` with the token name Cassandra's parser shows. */
+static int expect(struct parser *p, const char *kw, const char *shown)
 {
-	return &p->t[p->i < p->n ? p->i : p->n - 1];
+	return accept_kw(p, kw) ? 0 : syntax_error(p, shown);
 }
 
-static bool tok_is_kw(const struct cql_token *t, const char *kw)
-{
-	return t->kind == CQL_TOK_IDENT && strlen(kw) == t->len &&
-	       strncasecmp(t->text, kw, t->len) == 0;
-}
-
-static bool is_kw(const struct tp *p, const char *kw)
-{
-	return tok_is_kw(cur(p), kw);
-}
-
-static bool accept(struct tp *p, const char *kw)
-{
-	if (!is_kw(p, kw))
-		return false;
-	p->i++;
-	return true;
-}
-
-static int syntax(const struct tp *p, const char *expecting)
-{
-	const struct cql_token *t = cur(p);
-	int n = t->kind == CQL_TOK_EOF
-			? 5
-			: (int)(t->raw_len > 40 ? 40 : t->raw_len);
-	const char *text = t->kind == CQL_TOK_EOF ? "<EOF>" : t->raw;
-	if (expecting)
-		return err_set(ERR_INVALID,
-			       "line %d:%d mismatched input '%.*s' expecting "
-			       "%s",
-			       t->line, t->col, n, text, expecting);
-	return err_set(ERR_INVALID,
-		       "line %d:%d no viable alternative at input '%.*s'",
-		       t->line, t->col, n, text);
-}
-
-static int expect(struct tp *p, const char *kw, const char *shown)
-{
-	return accept(p, kw) ? 0 : syntax(p, shown);
-}
-
-static bool punct(const struct tp *p, const char *s)
-{
-	const struct cql_token *t = cur(p);
-	return t->kind == CQL_TOK_PUNCT && t->len == strlen(s) &&
-	       memcmp(t->text, s, t->len) == 0;
-}
-
-static bool accept_punct(struct tp *p, const char *s)
-{
-	if (!punct(p, s))
-		return false;
-	p->i++;
-	return true;
-}
-
-static int expect_punct(struct tp *p, const char *s)
-{
-	return accept_punct(p, s) ? 0 : syntax(p, s);
-}
-
-static void *alloc(struct tp *p, size_t size)
+static void *alloc(struct parser *p, size_t size)
 {
 	void *m = arena_alloc(p->a, size);
 	if (!m)
@@ -110,7 +44,7 @@ static void *alloc(struct tp *p, size_t size)
 	return m;
 }
 
-static char *copy(struct tp *p, const struct cql_token *t, bool lower)
+static char *copy(struct parser *p, const struct cql_token *t, bool lower)
 {
 	char *d = alloc(p, t->len + 1);
 	if (!d)
@@ -163,35 +97,36 @@ static const char *const reserved_words[] = {
 };
 
 /* An identifier (fident / noncol_ident): unquoted lower-cased. */
-static const char *ident(struct tp *p)
+static const char *ident(struct parser *p)
 {
-	const struct cql_token *t = cur(p);
+	const struct cql_token *t = tok(p);
 	if (t->kind == CQL_TOK_QIDENT) {
-		p->i++;
+		advance(p);
 		return copy(p, t, false);
 	}
 	if (t->kind != CQL_TOK_IDENT || IN(t, reserved_words)) {
-		syntax(p, NULL);
+		syntax_error(p, NULL);
 		return NULL;
 	}
-	p->i++;
+	advance(p);
 	return copy(p, t, true);
 }
 
 /* userTypeName: [ks.]name, name not a native or reserved type name. */
-static int type_name(struct tp *p, struct cql_qname *q)
+static int type_name(struct parser *p, struct cql_qname *q)
 {
-	bool qualified =
-		p->i + 1 < p->n && p->t[p->i + 1].kind == CQL_TOK_PUNCT &&
-		p->t[p->i + 1].len == 1 && p->t[p->i + 1].text[0] == '.';
+	bool qualified = p->pos + 1 < p->count &&
+			 p->toks[p->pos + 1].kind == CQL_TOK_PUNCT &&
+			 p->toks[p->pos + 1].len == 1 &&
+			 p->toks[p->pos + 1].text[0] == '.';
 	q->keyspace = NULL;
 	if (qualified && !(q->keyspace = ident(p)))
 		return -1;
 	if (qualified)
-		p->i++; /* . */
-	const struct cql_token *t = cur(p);
+		advance(p); /* . */
+	const struct cql_token *t = tok(p);
 	if (t->kind == CQL_TOK_IDENT && IN(t, native_types))
-		return syntax(p, NULL);
+		return syntax_error(p, NULL);
 	bool reserved = t->kind == CQL_TOK_IDENT && IN(t, reserved_types);
 	if (!(q->name = ident(p)))
 		return -1;
@@ -203,14 +138,14 @@ static int type_name(struct tp *p, struct cql_qname *q)
 
 /* comparatorType: a native type, list/set/map/tuple<...>, frozen<...> or
  * a user type [ks.]name. */
-static struct cql_type_ast *type_ast(struct tp *p, int depth)
+static struct cql_type_ast *type_ast(struct parser *p, int depth)
 {
 	if (depth > TYPE_DEPTH_MAX) {
 		err_set(ERR_INVALID, "type nested more than %d levels deep",
 			TYPE_DEPTH_MAX);
 		return NULL;
 	}
-	const struct cql_token *t = cur(p);
+	const struct cql_token *t = tok(p);
 	struct cql_type_ast *ty = alloc(p, sizeof(*ty));
 	if (!ty)
 		return NULL;
@@ -220,16 +155,16 @@ static struct cql_type_ast *type_ast(struct tp *p, int depth)
 		return NULL;
 	}
 	if (t->kind != CQL_TOK_IDENT && t->kind != CQL_TOK_QIDENT) {
-		syntax(p, NULL);
+		syntax_error(p, NULL);
 		return NULL;
 	}
 	bool quoted = t->kind == CQL_TOK_QIDENT;
-	p->i++;
+	advance(p);
 	const char *name = copy(p, t, !quoted);
 	if (!name)
 		return NULL;
-	if (!quoted && strcmp(name, "frozen") == 0 && punct(p, "<")) {
-		p->i++;
+	if (!quoted && strcmp(name, "frozen") == 0 && is_punct(p, "<")) {
+		advance(p);
 		struct cql_type_ast *inner = type_ast(p, depth + 1);
 		if (!inner || expect_punct(p, ">") != 0)
 			return NULL;
@@ -238,12 +173,12 @@ static struct cql_type_ast *type_ast(struct tp *p, int depth)
 	}
 	if (accept_punct(p, ".")) { /* ks.udt */
 		ty->keyspace = name;
-		t = cur(p);
+		t = tok(p);
 		if (t->kind != CQL_TOK_IDENT && t->kind != CQL_TOK_QIDENT) {
-			syntax(p, NULL);
+			syntax_error(p, NULL);
 			return NULL;
 		}
-		p->i++;
+		advance(p);
 		if (!(name = copy(p, t, t->kind == CQL_TOK_IDENT)))
 			return NULL;
 		ty->name = name;
@@ -282,7 +217,7 @@ struct fields {
 	size_t count, cap;
 };
 
-static int field_push(struct tp *p, struct fields *f, const char *name,
+static int field_push(struct parser *p, struct fields *f, const char *name,
 		      struct cql_type_ast *type)
 {
 	if (f->count == f->cap) {
@@ -305,29 +240,29 @@ static int field_push(struct tp *p, struct fields *f, const char *name,
 	return 0;
 }
 
-static int if_not_exists(struct tp *p, bool *out)
+static int if_not_exists(struct parser *p, bool *out)
 {
-	if (!accept(p, "if"))
+	if (!accept_kw(p, "if"))
 		return 0;
 	*out = true;
 	return expect(p, "not", "NOT") || expect(p, "exists", "EXISTS");
 }
 
-static int if_exists(struct tp *p, bool *out)
+static int if_exists(struct parser *p, bool *out)
 {
-	if (!accept(p, "if"))
+	if (!accept_kw(p, "if"))
 		return 0;
 	*out = true;
 	return expect(p, "exists", "EXISTS");
 }
 
 /* ( f type [, f type ...] [,] ) */
-static int create_fields(struct tp *p, struct fields *f)
+static int create_fields(struct parser *p, struct fields *f)
 {
 	if (expect_punct(p, "(") != 0)
 		return -1;
 	do {
-		if (punct(p, ")") && f->count > 0)
+		if (is_punct(p, ")") && f->count > 0)
 			break; /* a trailing comma */
 		const char *name = ident(p);
 		struct cql_type_ast *type = name ? type_ast(p, 0) : NULL;
@@ -337,9 +272,10 @@ static int create_fields(struct tp *p, struct fields *f)
 	return expect_punct(p, ")");
 }
 
-static int alter_body(struct tp *p, struct cql_type_stmt *ts, struct fields *f)
+static int alter_body(struct parser *p, struct cql_type_stmt *ts,
+		      struct fields *f)
 {
-	if (accept(p, "add")) {
+	if (accept_kw(p, "add")) {
 		ts->alter = CQL_ALTER_TYPE_ADD;
 		if (if_not_exists(p, &ts->field_if) != 0)
 			return -1;
@@ -347,7 +283,7 @@ static int alter_body(struct tp *p, struct cql_type_stmt *ts, struct fields *f)
 		struct cql_type_ast *type = name ? type_ast(p, 0) : NULL;
 		return type ? field_push(p, f, name, type) : -1;
 	}
-	if (accept(p, "rename")) {
+	if (accept_kw(p, "rename")) {
 		ts->alter = CQL_ALTER_TYPE_RENAME;
 		if (if_exists(p, &ts->field_if) != 0)
 			return -1;
@@ -359,10 +295,10 @@ static int alter_body(struct tp *p, struct cql_type_stmt *ts, struct fields *f)
 			if (!to || field_push(p, f, from, NULL) != 0 ||
 			    field_push(p, f, to, NULL) != 0)
 				return -1;
-		} while (accept(p, "and"));
+		} while (accept_kw(p, "and"));
 		return 0;
 	}
-	if (accept(p, "alter")) {
+	if (accept_kw(p, "alter")) {
 		/* refused when applied (Invalid, as Cassandra) */
 		ts->alter = CQL_ALTER_TYPE_ALTER;
 		const char *name = ident(p);
@@ -371,7 +307,7 @@ static int alter_body(struct tp *p, struct cql_type_stmt *ts, struct fields *f)
 		struct cql_type_ast *type = type_ast(p, 0);
 		return type ? field_push(p, f, name, type) : -1;
 	}
-	return syntax(p, NULL);
+	return syntax_error(p, NULL);
 }
 
 bool cql_is_type_statement(const struct cql_token *t, size_t n)
@@ -382,35 +318,34 @@ bool cql_is_type_statement(const struct cql_token *t, size_t n)
 	       tok_is_kw(&t[1], "type");
 }
 
-int cql_parse_type_stmt(struct arena *a, const struct cql_token *toks, size_t n,
-			struct cql_stmt *s)
+int cql_parse_type_stmt(struct parser *p, struct cql_stmt *s)
 {
-	struct tp p = {.a = a, .t = toks, .n = n};
 	struct cql_type_stmt *ts = &s->u.type;
 	struct fields f = {0};
 	memset(ts, 0, sizeof(*ts));
 	int rc;
-	if (accept(&p, "create")) {
+	if (accept_kw(p, "create")) {
 		s->kind = CQL_STMT_CREATE_TYPE;
-		p.i++; /* TYPE */
-		rc = if_not_exists(&p, &ts->if_not_exists) ||
-		     type_name(&p, &ts->name) || create_fields(&p, &f);
-	} else if (accept(&p, "alter")) {
+		advance(p); /* TYPE */
+		rc = if_not_exists(p, &ts->if_not_exists) ||
+		     type_name(p, &ts->name) || create_fields(p, &f);
+	} else if (accept_kw(p, "alter")) {
 		s->kind = CQL_STMT_ALTER_TYPE;
-		p.i++;
-		rc = if_exists(&p, &ts->if_exists) ||
-		     type_name(&p, &ts->name) || alter_body(&p, ts, &f);
+		advance(p);
+		rc = if_exists(p, &ts->if_exists) || type_name(p, &ts->name) ||
+		     alter_body(p, ts, &f);
 	} else {
 		s->kind = CQL_STMT_DROP_TYPE;
-		p.i += 2;
-		rc = if_exists(&p, &ts->if_exists) || type_name(&p, &ts->name);
+		advance(p);
+		advance(p);
+		rc = if_exists(p, &ts->if_exists) || type_name(p, &ts->name);
 	}
 	if (rc != 0)
 		return -1;
-	while (punct(&p, ";"))
-		p.i++;
-	if (cur(&p)->kind != CQL_TOK_EOF)
-		return syntax(&p, NULL);
+	while (is_punct(p, ";"))
+		advance(p);
+	if (tok(p)->kind != CQL_TOK_EOF)
+		return syntax_error(p, NULL);
 	ts->fields = f.names;
 	ts->types = f.types;
 	ts->field_count = f.count;
