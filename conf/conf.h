@@ -44,6 +44,14 @@ enum conf_snitch {
 	CONF_SNITCH_GOSSIPING_PROPERTY_FILE,
 };
 
+/* server_encryption_options.internode_encryption */
+enum conf_internode_encryption {
+	CONF_INTERNODE_NONE = 0,
+	CONF_INTERNODE_ALL,
+	CONF_INTERNODE_DC,
+	CONF_INTERNODE_RACK,
+};
+
 enum conf_authenticator {
 	CONF_AUTH_ALLOW_ALL = 0,
 	CONF_AUTH_PASSWORD,
@@ -164,6 +172,22 @@ struct conf {
 		struct conf_string_list cipher_suites;
 		int64_t store_type; /* PEM only */
 	} client_encryption;
+	/* TLS between nodes (Cassandra's server_encryption_options, PEM) */
+	struct conf_server_encryption {
+		int64_t internode_encryption; /* enum conf_internode_encryption
+					       */
+		bool optional; /* plaintext peers accepted too (rolling) */
+		char *keystore;
+		char *keystore_password;
+		char *truststore;
+		char *truststore_password; /* unused: PEM has none */
+		bool require_client_auth;
+		bool require_endpoint_verification;
+		char *protocol; /* "TLS", or one version */
+		struct conf_string_list accepted_protocols;
+		struct conf_string_list cipher_suites;
+		int64_t store_type; /* PEM only */
+	} server_encryption;
 
 	/* authentication and roles (docs/security.md) */
 	int64_t authenticator; /* enum conf_authenticator */

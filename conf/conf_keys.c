@@ -45,6 +45,12 @@ static const struct conf_enum_name authenticator_names[] = {
 	{"PasswordAuthenticator", CONF_AUTH_PASSWORD},
 	{"org.apache.cassandra.auth.PasswordAuthenticator", CONF_AUTH_PASSWORD},
 	{NULL, 0}};
+static const struct conf_enum_name internode_encryption_names[] = {
+	{"none", CONF_INTERNODE_NONE},
+	{"all", CONF_INTERNODE_ALL},
+	{"dc", CONF_INTERNODE_DC},
+	{"rack", CONF_INTERNODE_RACK},
+	{NULL, 0}};
 static const struct conf_enum_name store_type_names[] = {{"PEM", 0}, {NULL, 0}};
 static const struct conf_enum_name authorizer_names[] = {
 	{"AllowAllAuthorizer", CONF_AUTHZ_ALLOW_ALL},
@@ -332,6 +338,53 @@ const struct conf_key conf_keys[] = {
 	 "defaults."},
 	{"client_encryption_options.store_type", CONF_T_ENUM,
 	 OFF(client_encryption.store_type), "PEM", 0, 0, store_type_names,
+	 "Keystore format: PEM only."},
+	{"server_encryption_options.internode_encryption", CONF_T_ENUM,
+	 OFF(server_encryption.internode_encryption), "none", 0, 0,
+	 internode_encryption_names,
+	 "Which internode connections speak TLS: none, all, dc (those "
+	 "to other datacenters) or rack (those to other racks or "
+	 "datacenters). A plaintext connection that should be encrypted "
+	 "is refused."},
+	{"server_encryption_options.optional", CONF_T_BOOL,
+	 OFF(server_encryption.optional), "false", 0, 0, NULL,
+	 "Accept plaintext peers too, where encryption is required (for "
+	 "enabling TLS on a running cluster one node at a time)."},
+	{"server_encryption_options.keystore", CONF_T_PATH,
+	 OFF(server_encryption.keystore), "", 0, 0, NULL,
+	 "PEM file with this node's private key and certificate chain, "
+	 "shown to peers both ways."},
+	{"server_encryption_options.keystore_password", CONF_T_STRING,
+	 OFF(server_encryption.keystore_password), "", 0, 0, NULL,
+	 "Passphrase of an encrypted private key; empty: not encrypted."},
+	{"server_encryption_options.truststore", CONF_T_PATH,
+	 OFF(server_encryption.truststore), "", 0, 0, NULL,
+	 "PEM file of the CA certificates peers' certificates must chain to "
+	 "(required with internode_encryption)."},
+	{"server_encryption_options.truststore_password", CONF_T_STRING,
+	 OFF(server_encryption.truststore_password), "", 0, 0, NULL,
+	 "Accepted for Cassandra's files; a PEM truststore has no password."},
+	{"server_encryption_options.require_client_auth", CONF_T_BOOL,
+	 OFF(server_encryption.require_client_auth), "false", 0, 0, NULL,
+	 "Peers connecting to us must present a certificate from the "
+	 "truststore (mutual TLS); set it on every real cluster."},
+	{"server_encryption_options.require_endpoint_verification", CONF_T_BOOL,
+	 OFF(server_encryption.require_endpoint_verification), "false", 0, 0,
+	 NULL,
+	 "A peer's certificate must name its address (an IP subjectAltName): "
+	 "the one we connect to, and the one a connecting peer claims."},
+	{"server_encryption_options.protocol", CONF_T_STRING,
+	 OFF(server_encryption.protocol), "TLS", 0, 0, NULL,
+	 "TLS (any accepted protocol), or one version (TLSv1.2, TLSv1.3) "
+	 "used when accepted_protocols is empty."},
+	{"server_encryption_options.accepted_protocols", CONF_T_LIST,
+	 OFF(server_encryption.accepted_protocols), "", 0, 0, NULL,
+	 "TLS versions spoken (TLSv1.2, TLSv1.3); empty: both."},
+	{"server_encryption_options.cipher_suites", CONF_T_LIST,
+	 OFF(server_encryption.cipher_suites), "", 0, 0, NULL,
+	 "Cipher suites by IANA name; empty: OpenSSL's defaults."},
+	{"server_encryption_options.store_type", CONF_T_ENUM,
+	 OFF(server_encryption.store_type), "PEM", 0, 0, store_type_names,
 	 "Keystore format: PEM only."},
 	{"authenticator", CONF_T_ENUM, OFF(authenticator),
 	 "AllowAllAuthenticator", 0, 0, authenticator_names,

@@ -645,6 +645,8 @@ static int setup_membership(struct node *n)
 		.max_message_size = c->internode_max_message_size,
 		.connect_timeout_ms = c->internode_tcp_connect_timeout_ms,
 	};
+	if (node_internode_tls(n, &tc) != 0)
+		return -1;
 	n->transport = transport_new(n->base, n->env, &tc);
 	if (!n->transport || transport_listen(n->transport) != 0)
 		return -1;
@@ -665,7 +667,7 @@ static int setup_membership(struct node *n)
 	if (!n->gossip)
 		return -1;
 	n->members = members_new(n->gossip, &c->broadcast_address);
-	if (!n->members)
+	if (!n->members || node_internode_tls_start(n) != 0)
 		return -1;
 	n->join_timer = env_timer_new(n->env, join_tick, n);
 	if (!n->join_timer)
@@ -1144,6 +1146,7 @@ void node_delete(struct node *n)
 	gossip_delete(n->gossip);
 	node_events_delete(n->events); /* after its subscription */
 	transport_delete(n->transport);
+	node_internode_tls_free(n);
 	if (n->env && n->join_timer)
 		env_timer_free(n->env, n->join_timer);
 	if (n->env && n->settle_timer)

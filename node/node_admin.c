@@ -547,6 +547,30 @@ static int cmd_version(void *arg, size_t argc, const char *const *argv,
 	return 0;
 }
 
+/* Cassandra's system_views.internode_outbound/_inbound in brief: each
+ * connection and whether it is encrypted (server_encryption_options). */
+static int cmd_internodeconnections(void *arg, size_t argc,
+				    const char *const *argv, struct buf *out,
+				    struct buf *err)
+{
+	(void)argv;
+	struct node *n = arg;
+	if (argc != 0) {
+		admin_printf(err, "usage: internodeconnections\n");
+		return 1;
+	}
+	struct transport_stats ts;
+	transport_get_stats(n->transport, &ts);
+	transport_describe_connections(n->transport, out);
+	admin_printf(out,
+		     "TLS handshakes: %" PRIu64 " inbound, %" PRIu64
+		     " outbound, %" PRIu64 " failed; plaintext refused: "
+		     "%" PRIu64 "\n",
+		     ts.tls_inbound, ts.tls_outbound, ts.tls_failures,
+		     ts.plaintext_refused);
+	return 0;
+}
+
 /* ---- describering, getendpoints ------------------------------------------ */
 
 static void endpoint_list(struct ring *r, const struct ring_replicas *rep,
@@ -1296,6 +1320,10 @@ int node_admin_register(struct node *n)
 		 cmd_setcompactionthroughput},
 		{"stopdaemon", "stopdaemon            stop this node",
 		 cmd_stopdaemon},
+		{"internodeconnections",
+		 "internodeconnections  internode connections, encrypted or "
+		 "not",
+		 cmd_internodeconnections},
 	};
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (admin_register(n->admin, cmds[i].name, cmds[i].usage,

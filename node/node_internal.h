@@ -42,6 +42,8 @@ struct node {
 	struct local_state local; /* host id, tokens (none yet: joining) */
 	int64_t start_wall_us;
 	struct transport *transport;
+	/* server_encryption_options (internode_tls.c), or NULL */
+	struct ssl_ctx_st *internode_tls_server, *internode_tls_client;
 	struct gossip *gossip;
 	struct members *members;
 	struct admin *admin;
@@ -237,5 +239,18 @@ bool node_repair_sched_describe_running(struct node_repair_sched *ns,
 int node_repair_sched_cmd(struct node_repair_sched *ns, size_t argc,
 			  const char *const *argv, struct buf *out,
 			  struct buf *err);
+
+/* internode_tls.c: server_encryption_options into the transport's
+ * config (the contexts are the node's, freed by node_internode_tls_free),
+ * and the transport's locate hook. */
+struct transport_config;
+struct transport_location;
+int node_internode_tls(struct node *n, struct transport_config *tc);
+void node_internode_tls_free(struct node *n);
+/* Under dc/rack: gossip news of a peer's place reconnects to it as the
+ * mode says (transport_reconsider). */
+int node_internode_tls_start(struct node *n);
+bool node_locate_peer(void *arg, const struct inet_addr *ep,
+		      struct transport_location *out);
 
 #endif

@@ -18,10 +18,14 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -31,6 +35,8 @@
 #define BACKOFF_MAX_MS      2000u
 #define HANDSHAKE_TIMEOUT_S 10
 #define MAX_INBOUND         1024
+#define PLAIN_RETRY_MIN_MS  2000u
+#define PLAIN_RETRY_MAX_MS  60000u
 
 struct peer;
 
@@ -42,6 +48,13 @@ struct conn {
 			    reply received */
 	bool closing;    /* flushing a last frame, then freed */
 	bool retired;    /* outbound, replaced by one to a preferred address */
+	bool tls;        /* speaks TLS (its bev is an OpenSSL one) */
+	bool tls_up;     /* the TLS handshake completed */
+	/* inbound, until its first byte tells TLS from plaintext: the
+	 * socket, waited on by `sniff`; then `bev` owns it */
+	struct event *sniff;
+	evutil_socket_t fd;
+	struct inet_addr source; /* inbound: the socket's peer address */
 	/* inbound: the advertised address once handshaken; outbound: the
 	 * peer's name */
 	struct inet_addr remote;
@@ -65,6 +78,10 @@ struct peer {
 	uint64_t backoff_ms;
 	uint64_t retry_at_us;
 	bool failure_logged;
+	/* dc/rack: a plaintext connection the peer refused (it does not know
+	 * us yet): TLS until plain_retry_at_us, then plaintext again */
+	bool tls_fallback;
+	uint64_t plain_retry_at_us, plain_retry_ms;
 	struct held *held, *held_tail; /* in release order */
 	size_t held_bytes, held_count;
 	struct env_timer *held_timer;
@@ -104,6 +121,9 @@ struct transport {
 	struct netfault *faults; /* NULL unless test_fault_injection */
 };
 
+static bool tls_error(struct conn *c, char *dst, size_t cap);
+static bool tls_up_ok(const struct transport *t);
+
 static const char *fmt(const struct inet_addr *a, char *buf)
 {
 	return inet_addr_format(a, buf, INET_ADDR_STRLEN);
@@ -140,7 +160,12 @@ static void conn_free(struct conn *c)
 	} else if (c->peer && c->peer->out == c) {
 		peer_disconnected(t, c->peer);
 	}
-	bufferevent_free(c->bev);
+	if (c->bev) {
+		bufferevent_free(c->bev);
+	} else if (c->sniff) {
+		event_free(c->sniff);
+		evutil_closesocket(c->fd);
+	}
 	free(c);
 }
 
@@ -229,6 +254,133 @@ static struct peer *peer_find(struct transport *t, const struct inet_addr *a)
 	return NULL;
 }
 
+static const char *encryption_name(enum transport_encryption e)
+{
+	switch (e) {
+	case TRANSPORT_ENCRYPT_ALL:
+		return "all";
+	case TRANSPORT_ENCRYPT_DC:
+		return "dc";
+	case TRANSPORT_ENCRYPT_RACK:
+		return "rack";
+	case TRANSPORT_ENCRYPT_NONE:
+		break;
+	}
+	return "none";
+}
+
+static bool locate(struct transport *t, const struct inet_addr *ep,
+		   struct transport_location *loc)
+{
+	memset(loc, 0, sizeof(*loc));
+	return t->cfg.locate && t->cfg.locate(t->cfg.locate_arg, ep, loc);
+}
+
+/* Whether the mode covers the peer named `ep`: one we cannot place is
+ * covered (as Cassandra's snitch answers its default DC for it). */
+static bool must_encrypt(struct transport *t, const struct inet_addr *ep,
+			 struct transport_location *loc)
+{
+	switch (t->cfg.encryption) {
+	case TRANSPORT_ENCRYPT_NONE:
+		return false;
+	case TRANSPORT_ENCRYPT_ALL:
+		return true;
+	case TRANSPORT_ENCRYPT_DC:
+	case TRANSPORT_ENCRYPT_RACK:
+		break;
+	}
+	if (!locate(t, ep, loc) || strcmp(loc->dc, t->hs.dc) != 0)
+		return true;
+	return t->cfg.encryption == TRANSPORT_ENCRYPT_RACK &&
+	       strcmp(loc->rack, t->hs.rack) != 0;
+}
+
+/* Whether the mode chooses per peer (dc, rack): then TLS is the fallback
+ * when a peer refuses us in plaintext. */
+static bool tls_up_ok(const struct transport *t)
+{
+	return t->cfg.encryption == TRANSPORT_ENCRYPT_DC ||
+	       t->cfg.encryption == TRANSPORT_ENCRYPT_RACK;
+}
+
+static bool same_ip(const struct inet_addr *a, const struct inet_addr *b)
+{
+	return a->family == b->family && memcmp(a->ip, b->ip, 16) == 0;
+}
+
+/* An IP as text without a port, for certificate checks. */
+static const char *ip_text(const struct inet_addr *a, char *buf)
+{
+	struct inet_addr h = *a;
+	h.port = 0;
+	return inet_addr_format_host(&h, buf, INET_ADDR_STRLEN);
+}
+
+/* The checks of an inbound connection's handshake that are about who may
+ * connect how (server_encryption_options); `why` gets the refusal. A
+ * plaintext one is let in only where the mode does not cover the peer it
+ * claims to be, and only from that peer's own address: the claim is not
+ * believed (CVE-2020-17516). */
+static bool inbound_allowed(struct conn *c, const struct messaging_handshake *h,
+			    char *why, size_t cap)
+{
+	struct transport *t = c->t;
+	char a[INET_ADDR_STRLEN];
+	if (c->tls) {
+		if (!t->cfg.endpoint_verification)
+			return true;
+		SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+		X509 *cert = ssl ? SSL_get_peer_certificate(ssl) : NULL;
+		if (!cert)
+			return true; /* none asked for: require_client_auth */
+		int ok = X509_check_ip_asc(cert, ip_text(&h->addr, a), 0);
+		X509_free(cert);
+		if (ok == 1)
+			return true;
+		snprintf(why, cap,
+			 "its certificate does not name %s "
+			 "(require_endpoint_verification)",
+			 a);
+		return false;
+	}
+	struct transport_location loc;
+	if (!must_encrypt(t, &h->addr, &loc)) {
+		if (t->cfg.encryption == TRANSPORT_ENCRYPT_NONE ||
+		    same_ip(&c->source, &h->addr) ||
+		    (loc.internal.family != INET_NONE &&
+		     same_ip(&c->source, &loc.internal)))
+			return true;
+		snprintf(why, cap,
+			 "internode_encryption is %s and it does not connect "
+			 "from that node's address",
+			 encryption_name(t->cfg.encryption));
+		return t->cfg.encryption_optional;
+	}
+	if (t->cfg.encryption_optional)
+		return true;
+	if (t->cfg.encryption == TRANSPORT_ENCRYPT_ALL)
+		snprintf(why, cap, "internode_encryption is all");
+	else if (!loc.dc[0])
+		snprintf(why, cap,
+			 "internode_encryption is %s and that node is not "
+			 "known to be in our %s",
+			 encryption_name(t->cfg.encryption),
+			 t->cfg.encryption == TRANSPORT_ENCRYPT_DC
+				 ? "datacenter"
+				 : "rack");
+	else
+		snprintf(why, cap,
+			 "internode_encryption is %s and that node is in "
+			 "%s %.63s/%.63s, we are in %.63s/%.63s",
+			 encryption_name(t->cfg.encryption),
+			 t->cfg.encryption == TRANSPORT_ENCRYPT_DC
+				 ? "datacenter"
+				 : "rack",
+			 loc.dc, loc.rack, t->hs.dc, t->hs.rack);
+	return false;
+}
+
 static int inbound_handshake(struct conn *c, const uint8_t *p, size_t len)
 {
 	struct transport *t = c->t;
@@ -237,6 +389,18 @@ static int inbound_handshake(struct conn *c, const uint8_t *p, size_t len)
 	if (messaging_handshake_decode(p, len, &h) != 0) {
 		snprintf(why, sizeof(why), "bad handshake: %s", err_msg());
 		return conn_fail(c, why);
+	}
+	if (!inbound_allowed(c, &h, why, sizeof(why))) {
+		char a[INET_ADDR_STRLEN], b[INET_ADDR_STRLEN];
+		LOG_WARN("refusing %s internode connection from %s (claiming "
+			 "to be %s): %s",
+			 c->tls ? "TLS" : "unencrypted", fmt(&c->source, a),
+			 fmt(&h.addr, b), why);
+		t->stats.rejected++;
+		if (!c->tls)
+			t->stats.plaintext_refused++;
+		conn_free(c);
+		return -1;
 	}
 	/* Answer with ours either way, so the other side can log why. */
 	buf_clear(&t->frame);
@@ -328,6 +492,8 @@ static int conn_frame(struct conn *c, const uint8_t *p, size_t len)
 		if (c->peer) {
 			c->peer->backoff_ms = 0;
 			c->peer->failure_logged = false;
+			if (!c->tls)
+				c->peer->plain_retry_ms = 0;
 		}
 		bufferevent_set_timeouts(c->bev, NULL, NULL);
 		return 0;
@@ -388,6 +554,16 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 	struct transport *t = c->t;
 	char a[INET_ADDR_STRLEN];
 	if (what & BEV_EVENT_CONNECTED) {
+		/* TLS: the TLS handshake completed */
+		if (c->tls) {
+			c->tls_up = true;
+			if (c->inbound)
+				t->stats.tls_inbound++;
+			else
+				t->stats.tls_outbound++;
+		}
+		if (c->inbound)
+			return;
 		t->stats.connects++;
 		int one = 1;
 		setsockopt(bufferevent_getfd(c->bev), IPPROTO_TCP, TCP_NODELAY,
@@ -395,6 +571,21 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	conn_remote_text(c, a);
+	char tls_why[300];
+	if (c->tls && !c->tls_up && !(what & BEV_EVENT_TIMEOUT) &&
+	    tls_error(c, tls_why, sizeof(tls_why))) {
+		t->stats.tls_failures++;
+		if (c->inbound) {
+			LOG_WARN("TLS handshake with internode peer %s failed: "
+				 "%s",
+				 fmt(&c->source, a), tls_why);
+			t->stats.rejected++;
+			conn_free(c);
+			return;
+		}
+	} else {
+		tls_why[0] = 0;
+	}
 	if (c->inbound) {
 		if (what & BEV_EVENT_TIMEOUT)
 			conn_fail(c, "no handshake in time");
@@ -408,17 +599,115 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	const char *why = (what & BEV_EVENT_TIMEOUT) ? "timed out"
+			  : tls_why[0]               ? tls_why
 			  : (what & BEV_EVENT_EOF)
 				  ? "closed by the peer"
 				  : strerror(EVUTIL_SOCKET_ERROR());
 	if (!c->handshaken)
 		t->stats.connect_failures++;
+	if (!c->handshaken && !c->tls && tls_up_ok(t)) {
+		/* refused in plaintext: the peer may not know where we are
+		 * yet; TLS is always let in */
+		p->plain_retry_ms = p->plain_retry_ms ? p->plain_retry_ms * 2
+						      : PLAIN_RETRY_MIN_MS;
+		if (p->plain_retry_ms > PLAIN_RETRY_MAX_MS)
+			p->plain_retry_ms = PLAIN_RETRY_MAX_MS;
+		p->tls_fallback = true;
+		p->plain_retry_at_us =
+			env_mono_us(t->env) + p->plain_retry_ms * 1000u;
+		p->backoff_ms = 0;
+	}
 	if (!p->failure_logged) {
 		LOG_INFO("connection to %s %s: %s (reconnecting with backoff)",
 			 a, c->handshaken ? "lost" : "failed", why);
 		p->failure_logged = true;
 	}
 	conn_free(c);
+}
+
+/* OpenSSL's reason a TLS connection failed, if it gave one. */
+static bool tls_error(struct conn *c, char *dst, size_t cap)
+{
+	unsigned long e, last = 0;
+	while ((e = bufferevent_get_openssl_error(c->bev)) != 0)
+		last = e;
+	if (!last)
+		return false;
+	char r[256];
+	ERR_error_string_n(last, r, sizeof(r));
+	snprintf(dst, cap, "TLS: %s", r);
+	return true;
+}
+
+/* The inbound socket becomes a bufferevent: TLS or plaintext. */
+static void inbound_start(struct conn *c, evutil_socket_t fd, bool tls)
+{
+	struct transport *t = c->t;
+	struct bufferevent *bev = NULL;
+	if (tls) {
+		SSL *ssl = SSL_new(t->cfg.tls_server);
+		if (ssl)
+			bev = bufferevent_openssl_socket_new(
+				t->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+				BEV_OPT_CLOSE_ON_FREE);
+		if (!bev)
+			SSL_free(ssl);
+		else
+			bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	} else {
+		bev = bufferevent_socket_new(t->base, fd,
+					     BEV_OPT_CLOSE_ON_FREE);
+	}
+	if (!bev) {
+		evutil_closesocket(fd);
+		conn_free(c);
+		return;
+	}
+	c->bev = bev;
+	c->tls = tls;
+	struct timeval hs_timeout = {HANDSHAKE_TIMEOUT_S, 0};
+	bufferevent_set_timeouts(bev, &hs_timeout, NULL);
+	bufferevent_setcb(bev, conn_read, NULL, conn_event, c);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+/* The first byte of an inbound connection under internode_encryption: a
+ * TLS record (a handshake, 0x16) or our plaintext frame (a length, 0). */
+static void sniff_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	struct transport *t = c->t;
+	if (what & EV_TIMEOUT) {
+		conn_fail(c, "no handshake in time");
+		return;
+	}
+	uint8_t b;
+	ssize_t r = recv(fd, &b, 1, MSG_PEEK);
+	if (r < 0 &&
+	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+		struct timeval hs_timeout = {HANDSHAKE_TIMEOUT_S, 0};
+		event_add(c->sniff, &hs_timeout);
+		return;
+	}
+	if (r <= 0) {
+		conn_free(c);
+		return;
+	}
+	bool tls = b == 0x16;
+	if (!tls && t->cfg.encryption == TRANSPORT_ENCRYPT_ALL &&
+	    !t->cfg.encryption_optional) {
+		char a[INET_ADDR_STRLEN];
+		LOG_WARN("refusing unencrypted internode connection from %s: "
+			 "internode_encryption is all",
+			 fmt(&c->source, a));
+		t->stats.plaintext_refused++;
+		t->stats.rejected++;
+		conn_free(c);
+		return;
+	}
+	event_free(c->sniff);
+	c->sniff = NULL;
+	inbound_start(c, fd, tls);
 }
 
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
@@ -433,26 +722,34 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		return;
 	}
 	struct conn *c = calloc(1, sizeof(*c));
-	struct bufferevent *bev =
-		c ? bufferevent_socket_new(t->base, fd, BEV_OPT_CLOSE_ON_FREE)
-		  : NULL;
-	if (!bev) {
-		free(c);
+	if (!c) {
 		evutil_closesocket(fd);
 		return;
 	}
 	c->t = t;
-	c->bev = bev;
 	c->inbound = true;
+	c->fd = fd;
 	inet_addr_from_sockaddr(sa, (size_t)salen, &c->remote);
+	c->source = c->remote;
 	c->next = t->inbound;
 	t->inbound = c;
 	t->inbound_count++;
 	t->stats.accepted++;
+	if (t->cfg.encryption == TRANSPORT_ENCRYPT_NONE) {
+		inbound_start(c, fd, false);
+		return;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	struct timeval hs_timeout = {HANDSHAKE_TIMEOUT_S, 0};
-	bufferevent_set_timeouts(bev, &hs_timeout, NULL);
-	bufferevent_setcb(bev, conn_read, NULL, conn_event, c);
-	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	c->sniff = event_new(t->base, fd, EV_READ, sniff_cb, c);
+	if (!c->sniff || event_add(c->sniff, &hs_timeout) != 0) {
+		if (c->sniff)
+			event_free(c->sniff);
+		c->sniff = NULL;
+		evutil_closesocket(fd);
+		conn_free(c);
+	}
 }
 
 static const struct inet_addr *peer_via(const struct peer *p)
@@ -476,10 +773,44 @@ static int peer_connect(struct transport *t, struct peer *p)
 	size_t ll = inet_addr_to_sockaddr(&src, &local);
 	if (ll && src.family == via->family)
 		(void)bind(fd, (struct sockaddr *)&local, (socklen_t)ll);
+	struct transport_location loc;
+	bool tls = p->tls_fallback || must_encrypt(t, &p->addr, &loc);
 	struct conn *c = calloc(1, sizeof(*c));
-	struct bufferevent *bev =
-		c ? bufferevent_socket_new(t->base, fd, BEV_OPT_CLOSE_ON_FREE)
-		  : NULL;
+	struct bufferevent *bev = NULL;
+	if (c && tls) {
+		/* connect first: OpenSSL's first write waits for it */
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(fd, (struct sockaddr *)&ss, (socklen_t)sl) != 0 &&
+		    errno != EINPROGRESS) {
+			int e = errno;
+			free(c);
+			close(fd);
+			peer_disconnected(t, p);
+			t->stats.connect_failures++;
+			return err_set_errno(e, "cannot connect to %s",
+					     fmt(via, a));
+		}
+		SSL *ssl = SSL_new(t->cfg.tls_client);
+		char ip[INET_ADDR_STRLEN];
+		if (ssl && t->cfg.endpoint_verification &&
+		    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
+						  ip_text(via, ip)) != 1) {
+			SSL_free(ssl);
+			ssl = NULL;
+		}
+		if (ssl)
+			bev = bufferevent_openssl_socket_new(
+				t->base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
+				BEV_OPT_CLOSE_ON_FREE);
+		if (!bev)
+			SSL_free(ssl);
+		else
+			bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	} else if (c) {
+		bev = bufferevent_socket_new(t->base, fd,
+					     BEV_OPT_CLOSE_ON_FREE);
+	}
 	if (!bev) {
 		free(c);
 		close(fd);
@@ -487,6 +818,7 @@ static int peer_connect(struct transport *t, struct peer *p)
 	}
 	c->t = t;
 	c->bev = bev;
+	c->tls = tls;
 	c->peer = p;
 	c->remote = p->addr;
 	struct timeval tv = {
@@ -502,8 +834,9 @@ static int peer_connect(struct transport *t, struct peer *p)
 	if (rc == 0)
 		rc = bufferevent_write(bev, hs.data, hs.len);
 	buf_free(&hs);
-	if (rc != 0 || bufferevent_socket_connect(bev, (struct sockaddr *)&ss,
-						  (int)sl) != 0) {
+	if (rc != 0 ||
+	    (!tls && bufferevent_socket_connect(bev, (struct sockaddr *)&ss,
+						(int)sl) != 0)) {
 		bufferevent_free(bev);
 		free(c);
 		peer_disconnected(t, p);
@@ -538,6 +871,10 @@ static int peer_write_now(struct transport *t, struct peer *p,
 {
 	char a[INET_ADDR_STRLEN];
 	const struct inet_addr *to = &p->addr;
+	if (p->tls_fallback && env_mono_us(t->env) >= p->plain_retry_at_us) {
+		p->tls_fallback = false; /* plaintext again, where it may be */
+		transport_reconsider(t, to);
+	}
 	if (!p->out) {
 		if (env_mono_us(t->env) < p->retry_at_us) {
 			t->stats.dropped_unavailable++;
@@ -774,6 +1111,28 @@ int transport_prefer(struct transport *t, const struct inet_addr *ep,
 	return 0;
 }
 
+void transport_reconsider(struct transport *t, const struct inet_addr *ep)
+{
+	struct peer *p = peer_find(t, ep);
+	struct transport_location loc;
+	if (!p || !p->out || p->out->closing ||
+	    p->out->tls == (p->tls_fallback || must_encrypt(t, ep, &loc)))
+		return;
+	char a[INET_ADDR_STRLEN];
+	LOG_INFO("reconnecting to %s %s (internode_encryption %s)", fmt(ep, a),
+		 p->out->tls ? "in plaintext" : "over TLS",
+		 encryption_name(t->cfg.encryption));
+	struct conn *c = p->out;
+	p->out = NULL;
+	p->backoff_ms = 0;
+	p->retry_at_us = 0;
+	c->peer = NULL;
+	c->retired = true;
+	c->next = t->retired;
+	t->retired = c;
+	conn_close_after_flush(c);
+}
+
 struct inet_addr transport_connect_address(const struct transport *t,
 					   const struct inet_addr *ep)
 {
@@ -789,6 +1148,31 @@ bool transport_connected(const struct transport *t, const struct inet_addr *to)
 		if (inet_addr_eq(&p->addr, to))
 			return p->out && p->out->handshaken;
 	return false;
+}
+
+static void describe_conn(const struct conn *c, const char *dir,
+			  struct buf *out)
+{
+	char a[INET_ADDR_STRLEN];
+	fmt(&c->remote, a);
+	SSL *ssl = c->tls ? bufferevent_openssl_get_ssl(c->bev) : NULL;
+	if (ssl)
+		admin_printf(
+			out, "%s %s encrypted %s %s\n", dir, a,
+			SSL_get_version(ssl),
+			SSL_CIPHER_standard_name(SSL_get_current_cipher(ssl)));
+	else
+		admin_printf(out, "%s %s plaintext\n", dir, a);
+}
+
+void transport_describe_connections(const struct transport *t, struct buf *out)
+{
+	for (const struct peer *p = t->peers; p; p = p->next)
+		if (p->out && p->out->handshaken)
+			describe_conn(p->out, "outbound", out);
+	for (const struct conn *c = t->inbound; c; c = c->next)
+		if (c->handshaken)
+			describe_conn(c, "inbound", out);
 }
 
 void transport_get_stats(const struct transport *t, struct transport_stats *out)

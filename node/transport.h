@@ -44,6 +44,25 @@
 
 struct event_base;
 struct transport;
+struct ssl_ctx_st;
+
+/* server_encryption_options.internode_encryption */
+enum transport_encryption {
+	TRANSPORT_ENCRYPT_NONE = 0,
+	TRANSPORT_ENCRYPT_ALL,
+	TRANSPORT_ENCRYPT_DC,   /* connections to other datacenters */
+	TRANSPORT_ENCRYPT_RACK, /* to other racks or datacenters */
+};
+
+/* Where the node's view of the ring (gossip, the saved peers) places the
+ * peer named `ep`: false when it is unknown. `internal` gets the private
+ * address it gossips (INTERNAL_ADDRESS_AND_PORT), or INET_NONE. */
+struct transport_location {
+	char dc[64], rack[64];
+	struct inet_addr internal;
+};
+typedef bool (*transport_locate_fn)(void *arg, const struct inet_addr *ep,
+				    struct transport_location *out);
 
 #define TRANSPORT_MAX_VERB 255
 
@@ -62,6 +81,20 @@ struct transport_config {
 	uint64_t max_message_size;
 	uint64_t connect_timeout_ms;
 	size_t max_queue_bytes; /* per peer; 0 = 2 * max_message_size */
+	/* TLS (docs/security.md). With a mode other than NONE both contexts
+	 * are set (borrowed: they outlive the transport) and `locate` is
+	 * given: outbound connections to a peer the mode covers (or one not
+	 * located) are TLS; inbound ones are TLS or plaintext (told apart by
+	 * their first byte), and a plaintext one from a peer the mode covers
+	 * is refused unless `optional`. */
+	enum transport_encryption encryption;
+	bool encryption_optional;
+	/* The peer's certificate must name the address we connect to, and
+	 * a connecting peer's the address it claims in its handshake. */
+	bool endpoint_verification;
+	struct ssl_ctx_st *tls_server, *tls_client;
+	transport_locate_fn locate;
+	void *locate_arg;
 };
 
 /* Borrowed: base and env must stay live while the transport is. */
@@ -79,6 +112,12 @@ int transport_listen(struct transport *t);
  * send connects to the new one. No-op when nothing changes. */
 int transport_prefer(struct transport *t, const struct inet_addr *ep,
 		     const struct inet_addr *via);
+
+/* The node's view of where `ep` is changed (its DC or RACK): under `dc`
+ * or `rack`, an outbound connection that is TLS where it need not be, or
+ * plaintext where it must not be, drains and closes; the next send
+ * connects as the mode says. */
+void transport_reconsider(struct transport *t, const struct inet_addr *ep);
 
 /* The address connections to `ep` go to: the preferred one, else `ep`. */
 struct inet_addr transport_connect_address(const struct transport *t,
@@ -123,9 +162,18 @@ struct transport_stats {
 	uint64_t dropped_expired;     /* past their deadline */
 	uint64_t expired_by_verb[TRANSPORT_MAX_VERB + 1];
 	uint64_t timeouts; /* requests with no answer */
+	uint64_t tls_inbound, tls_outbound; /* handshakes completed */
+	uint64_t tls_failures;      /* handshakes that failed */
+	uint64_t plaintext_refused; /* inbound plaintext, encryption required */
 };
 void transport_get_stats(const struct transport *t,
 			 struct transport_stats *out);
+
+/* One line per handshaken connection: direction, peer, and `encrypted
+ * <protocol> <cipher>` or `plaintext` (the admin command
+ * `internodeconnections`). */
+void transport_describe_connections(const struct transport *t,
+				    struct buf *out);
 
 /*
  * WAN faults, for test clusters only (netfault.h; node.yaml

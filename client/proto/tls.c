@@ -142,12 +142,14 @@ static int set_ciphers(SSL_CTX *ctx, const struct cql_tls_config *cfg)
 struct ssl_ctx_st *cql_tls_context_new(const struct cql_tls_config *cfg)
 {
 	char why[256];
-	if (!cfg->keystore || !cfg->keystore[0]) {
+	bool own = cfg->keystore && cfg->keystore[0];
+	if (!own && !cfg->client) {
 		err_set(ERR_CONFIG, "keystore: a PEM file with the key and "
 				    "certificate is needed");
 		return NULL;
 	}
-	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	SSL_CTX *ctx = SSL_CTX_new(cfg->client ? TLS_client_method()
+					       : TLS_server_method());
 	if (!ctx) {
 		err_set(ERR_NOMEM, "TLS: %s", ssl_reason(why, sizeof(why)));
 		return NULL;
@@ -161,20 +163,21 @@ struct ssl_ctx_st *cql_tls_context_new(const struct cql_tls_config *cfg)
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 				      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->keystore) != 1) {
+	if (own &&
+	    SSL_CTX_use_certificate_chain_file(ctx, cfg->keystore) != 1) {
 		err_set(ERR_CONFIG, "keystore %s: no certificate: %s",
 			cfg->keystore, ssl_reason(why, sizeof(why)));
 		goto fail;
 	}
-	if (SSL_CTX_use_PrivateKey_file(ctx, cfg->keystore, SSL_FILETYPE_PEM) !=
-	    1) {
+	if (own && SSL_CTX_use_PrivateKey_file(ctx, cfg->keystore,
+					       SSL_FILETYPE_PEM) != 1) {
 		err_set(ERR_CONFIG,
 			"keystore %s: no private key (or a wrong "
 			"keystore_password): %s",
 			cfg->keystore, ssl_reason(why, sizeof(why)));
 		goto fail;
 	}
-	if (SSL_CTX_check_private_key(ctx) != 1) {
+	if (own && SSL_CTX_check_private_key(ctx) != 1) {
 		err_set(ERR_CONFIG,
 			"keystore %s: the private key does not match the "
 			"certificate",
@@ -188,7 +191,9 @@ struct ssl_ctx_st *cql_tls_context_new(const struct cql_tls_config *cfg)
 			ssl_reason(why, sizeof(why)));
 		goto fail;
 	}
-	if (cfg->require_client_auth) {
+	if (cfg->client && trust) {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	} else if (cfg->require_client_auth && !cfg->client) {
 		if (!trust) {
 			err_set(ERR_CONFIG, "require_client_auth needs a "
 					    "truststore");

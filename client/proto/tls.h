@@ -10,6 +10,10 @@
 #include <stddef.h>
 
 struct cql_tls_config {
+	/* A client context (cql_tls_context_new): the peer's certificate is
+	 * verified against the truststore when there is one, and the
+	 * keystore (our certificate, for a server that asks) may be empty. */
+	bool client;
 	/* PEM holding the private key and the certificate chain (the
 	 * server's certificate first). */
 	const char *keystore;
@@ -30,7 +34,7 @@ struct cql_tls_config {
 };
 
 struct ssl_ctx_st;
-/* A server context, or NULL with ERR_CONFIG naming the file or value at
+/* A server (or, with `client`, a client) context, or NULL with ERR_CONFIG naming the file or value at
  * fault (an unreadable keystore, a key that does not match its
  * certificate, an unknown protocol or cipher suite). */
 struct ssl_ctx_st *cql_tls_context_new(const struct cql_tls_config *cfg);
