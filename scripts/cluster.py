@@ -11,6 +11,14 @@ Commands act on the current cluster (the last created or switched to) unless
                                      3 racks) and start "default"
   cluster create NAME -n 3:3 [--racks R] [--vnodes N] [--base-ip 127.0.0.]
                       [--generate-tokens] [-c key=value]...
+                      [--auth] [--tls [all|dc|rack]]
+                                     --auth: PasswordAuthenticator and
+                                     CassandraAuthorizer (cassandra/cassandra
+                                     until replaced); --tls: a cluster CA and
+                                     a certificate per node (openssl, under
+                                     the cluster's tls/), internode TLS with
+                                     mutual authentication and clients over
+                                     TLS (docs/security.md)
   cluster start [--no-wait] | stop | status | remove | list | switch NAME
   cluster add [--dc DC] [--rack R] [-s]
                                      a new node (not a seed: it bootstraps,
@@ -299,6 +307,20 @@ def node_yaml(spec, node, seeds):
         # use the nodes' fault injection (docs/drills.md).
         "test_fault_injection: true",
     ]
+    if spec.get("tls"):
+        tdir = pathlib.Path(spec["tls_dir"])
+        pem = tdir / f"{node['name']}.pem"
+        lines += [
+            "server_encryption_options:",
+            f"  internode_encryption: {spec['tls']}",
+            f"  keystore: {pem}",
+            f"  truststore: {tdir / 'ca.pem'}",
+            "  require_client_auth: true",
+            "  require_endpoint_verification: true",
+            "client_encryption_options:",
+            "  enabled: true",
+            f"  keystore: {pem}",
+        ]
     if node.get("initial_token"):
         lines.append(f"initial_token: {yaml_scalar(node['initial_token'])}")
     keys = {l.split(":")[0] for l in lines if not l.startswith((" ", "#"))}
@@ -309,7 +331,48 @@ def node_yaml(spec, node, seeds):
     return "\n".join(lines) + "\n"
 
 
+def openssl(*args, cwd):
+    r = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise ClusterError(f"openssl {args[0]}: {r.stderr.strip()}")
+
+
+def make_ca(tdir):
+    """The cluster's CA (a P-256 key, ten years), once."""
+    tdir.mkdir(parents=True, exist_ok=True)
+    if not (tdir / "ca.pem").exists():
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt",
+                "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key",
+                "-out", "ca.pem", "-days", "3650", "-subj",
+                f"/CN=cassini cluster CA {tdir.parent.name}", cwd=tdir)
+        os.chmod(tdir / "ca.key", 0o600)
+
+
+def make_node_cert(tdir, node):
+    """A key and a certificate naming the node's address (an IP
+    subjectAltName, for require_endpoint_verification), signed by the
+    cluster's CA, in one PEM: nodeN.pem."""
+    name = node["name"]
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+            "-subj", f"/CN={name}", cwd=tdir)
+    (tdir / f"{name}.ext").write_text(
+        f"subjectAltName=IP:{node['address']}\n")
+    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem",
+            "-CAkey", "ca.key", "-CAcreateserial", "-out", f"{name}.crt",
+            "-days", "3650", "-extfile", f"{name}.ext", cwd=tdir)
+    pem = tdir / f"{name}.pem"
+    pem.write_text((tdir / f"{name}.key").read_text() +
+                   (tdir / f"{name}.crt").read_text())
+    os.chmod(pem, 0o600)
+    for ext in ("csr", "ext"):
+        (tdir / f"{name}.{ext}").unlink()
+
+
 def write_configs(spec, cdir):
+    if spec.get("tls"):
+        make_ca(pathlib.Path(spec["tls_dir"]))
     seeds = []
     for dc in sorted({n["dc"] for n in spec["nodes"]},
                      key=lambda d: int(d[2:])):
@@ -318,6 +381,8 @@ def write_configs(spec, cdir):
     for n in spec["nodes"]:
         conf = cdir / n["name"] / "conf"
         conf.mkdir(parents=True, exist_ok=True)
+        if spec.get("tls"):
+            make_node_cert(pathlib.Path(spec["tls_dir"]), n)
         (conf / "node.yaml").write_text(node_yaml(spec, n, seeds))
         (conf / "rackdc.properties").write_text(
             f"dc={n['dc']}\nrack={n['rack']}\n")
@@ -352,7 +417,7 @@ def generate_tokens(spec):
 
 
 def create(name, layout, racks, vnodes, base_ip, overrides,
-           tokens=False):
+           tokens=False, auth=False, tls=None):
     if not name or "/" in name or name.startswith("."):
         raise ClusterError(f"bad cluster name '{name}'")
     cdir = clusters_dir() / name
@@ -370,6 +435,9 @@ def create(name, layout, racks, vnodes, base_ip, overrides,
             raise ClusterError(f"-c {item}: expected key=value")
         k, v = item.split("=", 1)
         parsed[k.strip()] = v.strip()
+    if auth:
+        parsed.setdefault("authenticator", "PasswordAuthenticator")
+        parsed.setdefault("authorizer", "CassandraAuthorizer")
     nodes, index = [], 0
     for d, count in enumerate(layout, start=1):
         for i in range(count):
@@ -381,6 +449,9 @@ def create(name, layout, racks, vnodes, base_ip, overrides,
     spec = {"name": name, "layout": layout, "racks": racks,
             "vnodes": vnodes, "base_ip": base_ip, "overrides": parsed,
             "nodes": nodes}
+    if tls:
+        spec["tls"] = tls
+        spec["tls_dir"] = str(cdir / "tls")
     if tokens:
         generate_tokens(spec)
     cdir.mkdir(parents=True)
@@ -427,6 +498,8 @@ def add_node(cluster, dc, rack):
         seeds.append(first["address"])
     conf = cluster.dir / node["name"] / "conf"
     conf.mkdir(parents=True, exist_ok=True)
+    if spec.get("tls"):
+        make_node_cert(pathlib.Path(spec["tls_dir"]), node)
     (conf / "node.yaml").write_text(node_yaml(spec, node, seeds))
     (conf / "rackdc.properties").write_text(f"dc={dc}\nrack={rack}\n")
     spec["nodes"].append(node)
@@ -676,6 +749,13 @@ def build_parser():
                    help="address prefix; node i gets PREFIX<i>")
     c.add_argument("-c", "--conf", action="append", default=[],
                    metavar="KEY=VALUE", help="node.yaml override (repeat)")
+    c.add_argument("--auth", action="store_true",
+                   help="PasswordAuthenticator and CassandraAuthorizer")
+    c.add_argument("--tls", nargs="?", const="all",
+                   choices=["all", "dc", "rack"],
+                   help="a cluster CA, a certificate per node, internode "
+                   "TLS (internode_encryption, default all) with mutual "
+                   "authentication, clients over TLS")
     c.add_argument("-s", "--start", action="store_true",
                    help="start it right away")
     st = sub.add_parser("start", help="start every stopped node and wait "
@@ -770,7 +850,7 @@ def main(argv):
     elif args.command == "create":
         cluster = create(args.name, parse_layout(args.nodes), args.racks,
                          args.vnodes, args.base_ip, args.conf,
-                         args.generate_tokens)
+                         args.generate_tokens, args.auth, args.tls)
         print(f"Created cluster '{cluster.name}' with "
               f"{len(cluster.nodes)} nodes in {cluster.dir}")
         if args.start:

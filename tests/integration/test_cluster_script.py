@@ -229,3 +229,31 @@ def test_errors_are_one_clear_line(cluster):
     assert "already exists" in r.stderr
     r = cluster("create", "x", "-n", "3:a", check=False)
     assert "expected node counts per DC" in r.stderr
+
+
+def test_create_auth_tls(cluster, tmp_path):
+    """--auth --tls: a CA, a certificate per node naming its address, and
+    every node configured for internode TLS with mutual authentication
+    (started and checked for encrypted connections in
+    test_internode_tls.py; here: the files and the configuration)."""
+    cluster("create", "it", "-n", "2:1", "--base-ip", "127.0.92.",
+            "--auth", "--tls", "dc")
+    home = tmp_path / "home" / "clusters" / "it"
+    tls = home / "tls"
+    for i in (1, 2, 3):
+        yaml = (home / f"node{i}" / "conf" / "node.yaml").read_text()
+        assert "internode_encryption: dc" in yaml
+        assert f"keystore: {tls / f'node{i}.pem'}" in yaml
+        assert "require_client_auth: true" in yaml
+        assert "authenticator: PasswordAuthenticator" in yaml
+        assert "authorizer: CassandraAuthorizer" in yaml
+        text = subprocess.run(
+            ["openssl", "x509", "-noout", "-text", "-in",
+             str(tls / f"node{i}.pem")], capture_output=True, text=True,
+            check=True).stdout
+        assert f"IP Address:127.0.92.{i}" in text
+        subprocess.run(["openssl", "verify", "-CAfile", str(tls / "ca.pem"),
+                        str(tls / f"node{i}.crt")], check=True,
+                       capture_output=True)
+    cluster("-C", "it", "add")
+    assert (tls / "node4.pem").exists()
