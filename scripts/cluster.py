@@ -11,7 +11,7 @@ Commands act on the current cluster (the last created or switched to) unless
                                      3 racks) and start "default"
   cluster create NAME -n 3:3 [--racks R] [--vnodes N] [--base-ip 127.0.0.]
                       [--generate-tokens] [-c key=value]...
-                      [--auth] [--tls [all|dc|rack]]
+                      [--auth] [--tls [all|dc|rack] [--internode-only]]
                                      --auth: PasswordAuthenticator and
                                      CassandraAuthorizer (cassandra/cassandra
                                      until replaced); --tls: a cluster CA and
@@ -317,10 +317,10 @@ def node_yaml(spec, node, seeds):
             f"  truststore: {tdir / 'ca.pem'}",
             "  require_client_auth: true",
             "  require_endpoint_verification: true",
-            "client_encryption_options:",
-            "  enabled: true",
-            f"  keystore: {pem}",
         ]
+        if spec.get("client_tls", True):
+            lines += ["client_encryption_options:", "  enabled: true",
+                      f"  keystore: {pem}"]
     if node.get("initial_token"):
         lines.append(f"initial_token: {yaml_scalar(node['initial_token'])}")
     keys = {l.split(":")[0] for l in lines if not l.startswith((" ", "#"))}
@@ -417,7 +417,7 @@ def generate_tokens(spec):
 
 
 def create(name, layout, racks, vnodes, base_ip, overrides,
-           tokens=False, auth=False, tls=None):
+           tokens=False, auth=False, tls=None, client_tls=True):
     if not name or "/" in name or name.startswith("."):
         raise ClusterError(f"bad cluster name '{name}'")
     cdir = clusters_dir() / name
@@ -452,6 +452,7 @@ def create(name, layout, racks, vnodes, base_ip, overrides,
     if tls:
         spec["tls"] = tls
         spec["tls_dir"] = str(cdir / "tls")
+        spec["client_tls"] = client_tls
     if tokens:
         generate_tokens(spec)
     cdir.mkdir(parents=True)
@@ -756,6 +757,8 @@ def build_parser():
                    help="a cluster CA, a certificate per node, internode "
                    "TLS (internode_encryption, default all) with mutual "
                    "authentication, clients over TLS")
+    c.add_argument("--internode-only", action="store_true",
+                   help="with --tls: clients stay plaintext")
     c.add_argument("-s", "--start", action="store_true",
                    help="start it right away")
     st = sub.add_parser("start", help="start every stopped node and wait "
@@ -850,7 +853,8 @@ def main(argv):
     elif args.command == "create":
         cluster = create(args.name, parse_layout(args.nodes), args.racks,
                          args.vnodes, args.base_ip, args.conf,
-                         args.generate_tokens, args.auth, args.tls)
+                         args.generate_tokens, args.auth, args.tls,
+                         not args.internode_only)
         print(f"Created cluster '{cluster.name}' with "
               f"{len(cluster.nodes)} nodes in {cluster.dir}")
         if args.start:
