@@ -32,9 +32,15 @@ struct admin_reply {
 	struct admin_conn *c; /* NULL once the connection is gone */
 };
 
+struct admin_auth_ticket {
+	struct admin_conn *c; /* NULL once the connection is gone */
+	struct admin_request req;
+};
+
 struct admin_conn {
 	struct admin *a;
-	struct admin_reply *reply; /* a deferred answer, or NULL */
+	struct admin_auth_ticket *ticket; /* a login being checked */
+	struct admin_reply *reply;        /* a deferred answer, or NULL */
 	struct bufferevent *bev;
 	struct inet_addr peer;
 	bool done;
@@ -49,6 +55,8 @@ struct admin {
 	size_t command_count;
 	struct admin_conn *conns;
 	struct admin_conn *current; /* whose command runs now */
+	admin_auth_fn auth;
+	void *auth_arg;
 	size_t conn_count;
 };
 
@@ -80,6 +88,8 @@ static void conn_free(struct admin_conn *c)
 	a->conn_count--;
 	if (c->reply)
 		c->reply->c = NULL;
+	if (c->ticket)
+		c->ticket->c = NULL;
 	bufferevent_free(c->bev);
 	free(c);
 }
@@ -249,6 +259,20 @@ static void conn_read(struct bufferevent *bev, void *arg)
 		return;
 	}
 	evbuffer_drain(in, 4 + (size_t)len);
+	if (c->a->auth) {
+		struct admin_auth_ticket *t = calloc(1, sizeof(*t));
+		if (!t) {
+			admin_request_free(&req);
+			conn_drop(c, "no memory");
+			return;
+		}
+		t->c = c;
+		t->req = req;
+		c->ticket = t;
+		c->done = true; /* one request per connection */
+		c->a->auth(c->a->auth_arg, req.username, req.password, t);
+		return;
+	}
 	respond(c, &req);
 	admin_request_free(&req);
 }
@@ -291,6 +315,36 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	bufferevent_set_timeouts(bev, &idle, &idle);
 	bufferevent_setcb(bev, conn_read, NULL, conn_event, c);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+void admin_set_auth(struct admin *a, admin_auth_fn fn, void *arg)
+{
+	a->auth = fn;
+	a->auth_arg = arg;
+}
+
+void admin_auth_done(struct admin_auth_ticket *t, const char *refusal)
+{
+	struct admin_conn *c = t->c;
+	if (c) {
+		c->ticket = NULL;
+		if (refusal) {
+			char p[INET_ADDR_STRLEN];
+			LOG_WARN("admin command '%s' from %s refused: %s",
+				 t->req.command,
+				 inet_addr_format(&c->peer, p, sizeof(p)),
+				 refusal);
+			struct buf e = {0};
+			admin_printf(&e, "%s\n", refusal);
+			conn_answer(c, 1, "",
+				    e.data ? (const char *)e.data : "");
+			buf_free(&e);
+		} else {
+			respond(c, &t->req);
+		}
+	}
+	admin_request_free(&t->req);
+	free(t);
 }
 
 struct admin *admin_new(struct event_base *base, const struct inet_addr *addr)

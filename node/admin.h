@@ -57,6 +57,18 @@ void admin_reply_progress(struct admin_reply *r, const char *text);
 void admin_reply_finish(struct admin_reply *r, int status, const char *out,
 			const char *err);
 
+/* Authentication (docs/security.md): once set, every request goes to
+ * `fn` first with its credentials (NULL when it sent none), and runs
+ * only when fn's check answers admin_auth_done(t, NULL); a refusal is
+ * the tool's stderr with exit status 1. `t` lives until admin_auth_done
+ * (also when the client goes away: then nothing is sent). */
+struct admin_auth_ticket;
+typedef void (*admin_auth_fn)(void *arg, const char *username,
+			      const char *password,
+			      struct admin_auth_ticket *t);
+void admin_set_auth(struct admin *a, admin_auth_fn fn, void *arg);
+void admin_auth_done(struct admin_auth_ticket *t, const char *refusal);
+
 /* printf into a buf; returns 0 or -1 (ERR_NOMEM). */
 int admin_printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -924,6 +924,11 @@ void cql_service_peer_event(struct cql_service *s, const uint8_t host_id[16],
 	cql_data_peer_event(s->data, host_id, (enum cql_data_peer_event)ev);
 }
 
+struct cql_auth *cql_service_auth(struct cql_service *s)
+{
+	return s->auth;
+}
+
 struct hints *cql_service_hints(struct cql_service *s)
 {
 	return cql_data_hints(s->data);

@@ -68,6 +68,8 @@ void cql_service_peer_event(struct cql_service *s, const uint8_t host_id[16],
 			    int ev);
 /* The hint store, for the admin commands (NULL without one). */
 struct hints *cql_service_hints(struct cql_service *s);
+/* The authentication module (roles, logins), or NULL before it starts. */
+struct cql_auth *cql_service_auth(struct cql_service *s);
 /* Decommission's hint hand-over (cql_data_hand_over_hints). */
 int cql_service_hand_over_hints(struct cql_service *s,
 				const struct inet_addr *to,

@@ -140,14 +140,25 @@ void messaging_envelope_free(struct messaging_envelope *e)
 
 /* ---- admin --------------------------------------------------------------- */
 
-int admin_request_encode(const char *command, size_t argc,
-			 const char *const *argv, struct buf *out)
+int admin_request_encode_auth(const char *command, size_t argc,
+			      const char *const *argv, const char *username,
+			      const char *password, struct buf *out)
 {
 	Cassini__Admin__Request m = CASSINI__ADMIN__REQUEST__INIT;
 	m.command = (char *)command;
 	m.n_args = argc;
 	m.args = (char **)argv;
+	if (username)
+		m.username = (char *)username;
+	if (password)
+		m.password = (char *)password;
 	return pack(&m.base, out);
+}
+
+int admin_request_encode(const char *command, size_t argc,
+			 const char *const *argv, struct buf *out)
+{
+	return admin_request_encode_auth(command, argc, argv, NULL, NULL, out);
 }
 
 int admin_request_decode(const uint8_t *data, size_t len,
@@ -176,6 +187,16 @@ int admin_request_decode(const uint8_t *data, size_t len,
 		}
 		out->argc++;
 	}
+	if (rc == 0 && m->username && m->username[0] &&
+	    (strlen(m->username) > ADMIN_ARG_MAX ||
+	     (m->password && strlen(m->password) > ADMIN_ARG_MAX)))
+		rc = err_set(ERR_PROTOCOL, "credentials too long");
+	if (rc == 0 && m->username && m->username[0] &&
+	    (!(out->username = strdup(m->username)) ||
+	     !(out->password = strdup(m->password ? m->password : ""))))
+		rc = err_set(ERR_NOMEM, "admin credentials");
+	if (m->password)
+		explicit_bzero(m->password, strlen(m->password));
 	cassini__admin__request__free_unpacked(m, NULL);
 	if (rc != 0)
 		admin_request_free(out);
@@ -187,6 +208,11 @@ void admin_request_free(struct admin_request *r)
 	for (size_t i = 0; i < r->argc; i++)
 		free(r->argv[i]);
 	r->argc = 0;
+	free(r->username);
+	if (r->password)
+		explicit_bzero(r->password, strlen(r->password));
+	free(r->password);
+	r->username = r->password = NULL;
 }
 
 int admin_response_encode(int status, const char *output, const char *error,

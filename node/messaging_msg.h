@@ -62,10 +62,15 @@ struct admin_request {
 	char command[64];
 	size_t argc;
 	char *argv[ADMIN_MAX_ARGS]; /* owned; admin_request_free */
+	char *username, *password;  /* owned; NULL when not sent */
 };
 
 int admin_request_encode(const char *command, size_t argc,
 			 const char *const *argv, struct buf *out);
+/* With credentials (NULL: none). */
+int admin_request_encode_auth(const char *command, size_t argc,
+			      const char *const *argv, const char *username,
+			      const char *password, struct buf *out);
 int admin_request_decode(const uint8_t *data, size_t len,
 			 struct admin_request *out);
 void admin_request_free(struct admin_request *r);

@@ -11,6 +11,7 @@
  * partition key columns, ':' between the parts of a compound key.
  */
 #define LOG_MODULE "admin"
+#include "client/auth/auth.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/murmur3.h"
@@ -1236,8 +1237,45 @@ static int cmd_stopdaemon(void *arg, size_t argc, const char *const *argv,
 	return 0;
 }
 
+/* ---- authentication ------------------------------------------------------ */
+
+static void admin_checked(void *arg, const char *refusal)
+{
+	char msg[600];
+	if (refusal)
+		snprintf(msg, sizeof(msg), "Authentication failed! %s",
+			 refusal);
+	admin_auth_done(arg, refusal ? msg : NULL);
+}
+
+/* With PasswordAuthenticator every admin command needs a superuser's
+ * credentials, as nodetool's against a JMX with authentication. */
+static void admin_auth(void *arg, const char *user, const char *password,
+		       struct admin_auth_ticket *t)
+{
+	struct node *n = arg;
+	struct cql_auth *au = n->cql ? cql_service_auth(n->cql) : NULL;
+	if (!user) {
+		admin_auth_done(t,
+				"Authentication failed! Credentials required "
+				"(this node runs PasswordAuthenticator: "
+				"cassini-tool -u USER -pw PASSWORD, or "
+				"--password-file FILE)");
+		return;
+	}
+	if (!au) {
+		admin_auth_done(t, "Authentication failed! The node does not "
+				   "serve logins yet");
+		return;
+	}
+	cql_auth_check_superuser(au, user, password ? password : "",
+				 admin_checked, t);
+}
+
 int node_admin_register(struct node *n)
 {
+	if (n->conf.authenticator == CONF_AUTH_PASSWORD)
+		admin_set_auth(n->admin, admin_auth, n);
 	static const struct {
 		const char *name, *usage;
 		admin_command_fn fn;

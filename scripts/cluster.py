@@ -220,8 +220,15 @@ class Node:
         binary = BIN_DIR / "node" / "cassini-tool"
         if not binary.exists():
             raise ClusterError(f"{binary} not found: build first")
+        creds = []
+        if "Password" in self.cluster.spec["overrides"].get(
+                "authenticator", ""):
+            # the admin port wants a superuser (docs/security.md)
+            creds = ["-u", os.environ.get("CASSINI_ADMIN_USER", "cassandra"),
+                     "-pw", os.environ.get("CASSINI_ADMIN_PASSWORD",
+                                           "cassandra")]
         return subprocess.run([str(binary), "-h", self.address, "-p",
-                               str(self.admin_port), *args],
+                               str(self.admin_port), *creds, *args],
                               capture_output=True, text=True,
                               timeout=timeout)
 

@@ -465,7 +465,14 @@ int auth_get_role(struct cql_auth *a, const char *name, struct auth_role *r,
 
 /* ---- jobs ---------------------------------------------------------------- */
 
-enum job_kind { JOB_LOGIN, JOB_ROLE, JOB_SETUP, JOB_PERMS, JOB_SCHEMA };
+enum job_kind {
+	JOB_LOGIN,
+	JOB_ROLE,
+	JOB_SETUP,
+	JOB_PERMS,
+	JOB_SCHEMA,
+	JOB_ADMIN
+};
 
 struct job {
 	struct work work;       /* on a worker */
@@ -493,6 +500,11 @@ struct job {
 	 * `role` the creator */
 	bool created;
 	char *keyspace, *table;
+	/* JOB_ADMIN: `role` the user; `err` the refusal (code 0: a
+	 * superuser logged in) */
+	char *password;
+	cql_auth_superuser_fn admin_done;
+	void *admin_arg;
 };
 
 static void job_free(struct job *j)
@@ -503,6 +515,9 @@ static void job_free(struct job *j)
 	free(j->role);
 	free(j->keyspace);
 	free(j->table);
+	if (j->password)
+		explicit_bzero(j->password, strlen(j->password));
+	free(j->password);
 	auth_perms_free(&j->perms);
 	free(j->rj.performer);
 	if (j->rj.st.password)
@@ -612,6 +627,38 @@ static void setup_default_role(struct job *j)
 	j->setup_done = true;
 }
 
+/* The admin port's check: the credentials of a role that may log in and
+ * is a superuser (itself or through a granted role). */
+static void admin_login(struct job *j)
+{
+	struct auth_role r;
+	struct auth_err e;
+	if (auth_get_role(j->a, j->role, &r, &e) != 0) {
+		auth_fail(&j->err, CQL_ERR_BAD_CREDENTIALS,
+			  "Unable to perform authentication: %s", e.msg);
+	} else if (!r.exists || !r.hash ||
+		   !cql_auth_check_password(j->password, r.hash)) {
+		auth_fail(&j->err, CQL_ERR_BAD_CREDENTIALS,
+			  "Provided username %s and/or password are incorrect",
+			  j->role);
+	} else if (!r.login) {
+		auth_fail(&j->err, CQL_ERR_BAD_CREDENTIALS,
+			  "%s is not permitted to log in", j->role);
+	} else {
+		struct auth_perms p = {0};
+		if (auth_collect_roles(j->a, j->role, &p, &e) != 0)
+			auth_fail(&j->err, CQL_ERR_UNAUTHORIZED,
+				  "Unable to perform authorization: %s", e.msg);
+		else if (!p.super)
+			auth_fail(&j->err, CQL_ERR_UNAUTHORIZED,
+				  "%s is not a superuser: the admin port takes "
+				  "superusers only",
+				  j->role);
+		auth_perms_free(&p);
+	}
+	auth_role_free(&r);
+}
+
 static void job_run(struct work *w)
 {
 	struct job *j = (struct job *)w;
@@ -624,6 +671,9 @@ static void job_run(struct work *w)
 		break;
 	case JOB_SETUP:
 		setup_default_role(j);
+		break;
+	case JOB_ADMIN:
+		admin_login(j);
 		break;
 	case JOB_PERMS:
 		if (auth_load_perms(j->a, j->role, &j->perms, &j->err) != 0)
@@ -669,6 +719,9 @@ static void job_done(struct loopq_item *item)
 		    j->rj.st.op != CQL_ROLE_LIST_PERMISSIONS)
 			cql_auth_invalidate(a);
 		cql_request_reply(j->req, j->reply.data, j->reply.len);
+		break;
+	case JOB_ADMIN:
+		j->admin_done(j->admin_arg, j->err.code ? j->err.msg : NULL);
 		break;
 	case JOB_SETUP:
 		a->setup_running = false;
@@ -727,6 +780,25 @@ static void authenticate(void *arg, struct cql_auth_attempt *at,
 		memcpy(j->token, token, len);
 	j->token_len = len;
 	j->at = at;
+	workers_submit(a->workers, &j->work);
+}
+
+void cql_auth_check_superuser(struct cql_auth *a, const char *user,
+			      const char *password, cql_auth_superuser_fn done,
+			      void *arg)
+{
+	struct job *j = job_new(a, JOB_ADMIN);
+	if (j &&
+	    (!(j->role = strdup(user)) || !(j->password = strdup(password)))) {
+		job_free(j);
+		j = NULL;
+	}
+	if (!j) {
+		done(arg, "out of memory");
+		return;
+	}
+	j->admin_done = done;
+	j->admin_arg = arg;
 	workers_submit(a->workers, &j->work);
 }
 

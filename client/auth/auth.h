@@ -66,6 +66,15 @@ void cql_auth_delete(struct cql_auth *a);
  * AllowAllAuthenticator. Lives as long as `a`. */
 const struct cql_authenticator *cql_auth_authenticator(struct cql_auth *a);
 
+/* The admin port's login (docs/security.md): on a worker, whether
+ * `user`/`password` are the credentials of a role that may log in and is
+ * a superuser; `done` runs on the loop with NULL, or the refusal in
+ * Cassandra's words. Strings are copied. */
+typedef void (*cql_auth_superuser_fn)(void *arg, const char *refusal);
+void cql_auth_check_superuser(struct cql_auth *a, const char *user,
+			      const char *password, cql_auth_superuser_fn done,
+			      void *arg);
+
 /* The executor's role hook (arg = the cql_auth). */
 void cql_auth_role_statement(void *arg, struct cql_request *req,
 			     const struct cql_request_info *info,

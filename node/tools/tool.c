@@ -2,11 +2,14 @@
  * cassini-tool: the operator CLI in nodetool's role. Sends one command to a
  * node's admin endpoint and prints the answer.
  *
- *   cassini-tool [-h HOST] [-p PORT] [-c CONF_DIR] COMMAND [ARGS...]
+ *   cassini-tool [-h HOST] [-p PORT] [-c CONF_DIR] [-u USER
+ *                [-pw PASSWORD | -pwf FILE]] COMMAND [ARGS...]
  *
  * -c reads the node's admin_address and admin_port from its node.yaml
  * (what an installed node's service unit uses to drain it on stop);
- * -h and -p override them.
+ * -h and -p override them. -u/-pw (or a password file of `user password`
+ * lines, nodetool's -pwf) are a superuser's credentials, needed when the
+ * node runs PasswordAuthenticator.
  *
  * Exit status: the command's (0 on success), 1 when the node cannot be
  * reached (`cannot connect to HOST:PORT`) or the arguments are wrong.
@@ -34,9 +37,14 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: cassini-tool [-h HOST] [-p PORT] [-c CONF_DIR] COMMAND "
-		"[ARGS...]\n"
+		"usage: cassini-tool [-h HOST] [-p PORT] [-c CONF_DIR]\n"
+		"                    [-u USER [-pw PASSWORD | -pwf FILE]] "
+		"COMMAND [ARGS...]\n"
 		"\n"
+		"-u/--username, -pw/--password, -pwf/--password-file (lines "
+		"of `user password`):\n"
+		"a superuser's credentials, for a node with "
+		"PasswordAuthenticator.\n"
 		"Talks to a node's admin endpoint (default 127.0.0.1:7199;\n"
 		"-c: the admin_address and admin_port of CONF_DIR/node.yaml).\n"
 		"`cassini-tool help` lists the commands the node knows:\n"
@@ -53,6 +61,38 @@ static void usage(FILE *f)
 		"<keyspace> is a keyspace of the schema or an explicit "
 		"replication:\n"
 		"class=NetworkTopologyStrategy,dc1=3,dc2=3.\n");
+}
+
+/* nodetool's password file: lines of `user password`; the line of
+ * `user` (NULL: the first). */
+static int read_password_file(const char *path, const char *user,
+			      char out_user[256], char out_password[256])
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "cassini-tool: %s: %s\n", path,
+			strerror(errno));
+		return 1;
+	}
+	char line[600];
+	int rc = 1;
+	while (fgets(line, sizeof(line), f)) {
+		char u[256], p[256];
+		if (line[0] == '#' || sscanf(line, "%255s %255s", u, p) != 2)
+			continue;
+		if (user && strcmp(u, user) != 0)
+			continue;
+		memcpy(out_user, u, sizeof(u));
+		memcpy(out_password, p, sizeof(p));
+		rc = 0;
+		break;
+	}
+	explicit_bzero(line, sizeof(line));
+	fclose(f);
+	if (rc)
+		fprintf(stderr, "cassini-tool: %s has no password%s%s\n", path,
+			user ? " for " : "", user ? user : "");
+	return rc;
 }
 
 static int wait_fd(int fd, short events, int timeout_ms)
@@ -125,6 +165,7 @@ static int connect_to(const struct inet_addr *a)
 int main(int argc, char **argv)
 {
 	const char *host = NULL, *conf_dir = NULL;
+	const char *user = NULL, *password = NULL, *password_file = NULL;
 	long port = 0;
 	int i = 1;
 	for (; i < argc; i++) {
@@ -144,6 +185,21 @@ int main(int argc, char **argv)
 					argv[i]);
 				return 1;
 			}
+		} else if (strcmp(argv[i], "-u") == 0 ||
+			   strcmp(argv[i], "--username") == 0) {
+			if (++i == argc)
+				goto bad;
+			user = argv[i];
+		} else if (strcmp(argv[i], "-pw") == 0 ||
+			   strcmp(argv[i], "--password") == 0) {
+			if (++i == argc)
+				goto bad;
+			password = argv[i];
+		} else if (strcmp(argv[i], "-pwf") == 0 ||
+			   strcmp(argv[i], "--password-file") == 0) {
+			if (++i == argc)
+				goto bad;
+			password_file = argv[i];
 		} else if (strcmp(argv[i], "-c") == 0 ||
 			   strcmp(argv[i], "--conf") == 0) {
 			if (++i == argc)
@@ -193,11 +249,24 @@ int main(int argc, char **argv)
 	char where[INET_ADDR_STRLEN];
 	inet_addr_format(&addr, where, sizeof(where));
 
+	char file_user[256], file_password[256];
+	if (password_file && !password) {
+		if (read_password_file(password_file, user, file_user,
+				       file_password) != 0)
+			return 1;
+		user = file_user;
+		password = file_password;
+	}
+	if (password && !user) {
+		fprintf(stderr, "cassini-tool: a password without -u USER\n");
+		return 1;
+	}
 	struct buf req = {0};
 	if (buf_put_be32(&req, 0) != 0 ||
-	    admin_request_encode(argv[i], (size_t)(argc - i - 1),
-				 (const char *const *)&argv[i + 1],
-				 &req) != 0) {
+	    admin_request_encode_auth(argv[i], (size_t)(argc - i - 1),
+				      (const char *const *)&argv[i + 1], user,
+				      user ? (password ? password : "") : NULL,
+				      &req) != 0) {
 		fprintf(stderr, "cassini-tool: out of memory\n");
 		return 1;
 	}

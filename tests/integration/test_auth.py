@@ -346,6 +346,41 @@ def test_a_role_made_on_one_node_logs_in_on_the_other(admin):
         c.shutdown()
 
 
+def test_admin_port_needs_a_superuser(admin, tmp_path):
+    """With PasswordAuthenticator every cassini-tool command needs a
+    superuser's credentials (-u/-pw or nodetool's password file)."""
+    r = tool_run(N1, "status", timeout=30)
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    assert "Authentication failed! Credentials required" in r.stderr
+    r = tool_run(N1, "-u", "cassandra", "-pw", "wrong", "stopdaemon",
+                 timeout=30)
+    assert r.returncode == 1
+    assert "Provided username cassandra and/or password are incorrect" \
+        in r.stderr, r.stderr
+    admin.execute("CREATE ROLE IF NOT EXISTS opsuser WITH PASSWORD = 'o1' "
+                  "AND LOGIN = true")
+    r = tool_run(N1, "-u", "opsuser", "-pw", "o1", "drain", timeout=30)
+    assert r.returncode == 1
+    assert "opsuser is not a superuser" in r.stderr, r.stderr
+    r = tool_run(N1, "-u", "cassandra", "-pw", "cassandra", "status",
+                 timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("UN ") == 2, r.stdout
+    pwf = tmp_path / "jmxremote.password"
+    pwf.write_text("# user password\nopsuser o1\ncassandra cassandra\n")
+    r = tool_run(N1, "-u", "cassandra", "--password-file", str(pwf),
+                 "version", timeout=30)
+    assert r.returncode == 0 and "ReleaseVersion" in r.stdout, r.stderr
+    # a superuser through a granted role
+    admin.execute("CREATE ROLE IF NOT EXISTS supers WITH SUPERUSER = true")
+    admin.execute("GRANT supers TO opsuser")
+    r = tool_run(N1, "-u", "opsuser", "-pwf", str(pwf), "version",
+                 timeout=30)
+    assert r.returncode == 0, r.stderr
+    admin.execute("DROP ROLE opsuser")
+    admin.execute("DROP ROLE supers")
+
+
 def test_system_auth_replication_is_altered_like_a_keyspace(admin):
     admin.execute("ALTER KEYSPACE system_auth WITH replication = "
                   "{'class': 'SimpleStrategy', 'replication_factor': 2}")
@@ -353,7 +388,8 @@ def test_system_auth_replication_is_altered_like_a_keyspace(admin):
                         "WHERE keyspace_name = 'system_auth'").one()
     assert row.replication["replication_factor"] == "2"
     # the roles reach their new replicas by repair, as in Cassandra
-    r = tool_run(N1, "repair", "system_auth", timeout=120)
+    r = tool_run(N1, "-u", "cassandra", "-pw", "cassandra", "repair",
+                 "system_auth", timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     with pytest.raises(Unauthorized):
         admin.execute("ALTER KEYSPACE system WITH replication = "

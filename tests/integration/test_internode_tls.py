@@ -5,7 +5,7 @@ peer without a certificate and a plaintext node cannot connect, so they
 are never gossiped to nor in the ring), `dc` mode encrypting only the
 connections across datacenters, and a plaintext peer refused where
 encryption is required even when it claims to be in our datacenter
-(CVE-2020-17516). Addresses 127.0.90.1-30."""
+(CVE-2020-17516). Addresses 127.0.95.1-30."""
 import socket
 import ssl
 import subprocess
@@ -53,9 +53,9 @@ def certs(tmp_path_factory):
     d = tmp_path_factory.mktemp("certs")
     out = {"ca": make_ca(d, "cluster-ca"), "rogue_ca": make_ca(d, "rogue-ca")}
     for i in range(1, 31):
-        ip = f"127.0.90.{i}"
+        ip = f"127.0.95.{i}"
         out[ip] = sign(d, "cluster-ca", f"node{i}", [ip])
-    out["rogue"] = sign(d, "rogue-ca", "rogue", ["127.0.90.3"])
+    out["rogue"] = sign(d, "rogue-ca", "rogue", ["127.0.95.3"])
     out["client_key"] = d / "node1.key"
     out["client_crt"] = d / "node1.crt"
     return out
@@ -112,7 +112,7 @@ def status_ips(ip):
 
 
 def test_all_mutual_tls(make_node, certs):
-    a, b = "127.0.90.1", "127.0.90.2"
+    a, b = "127.0.95.1", "127.0.95.2"
     na = node(make_node, a, a, encryption("all", certs[a], certs["ca"]))
     assert na.wait_for_log("internode_encryption: all, peers need a "
                            "certificate", timeout=30), na.log()
@@ -124,11 +124,11 @@ def test_all_mutual_tls(make_node, certs):
     assert "TLSv1.3" in tool(a, "internodeconnections")
 
     # another CA's certificate: the TLS handshake fails both ways
-    rogue = "127.0.90.3"
+    rogue = "127.0.95.3"
     nr = node(make_node, rogue, a,
               encryption("all", certs["rogue"], certs["rogue_ca"]))
     # a plaintext node
-    plain = "127.0.90.4"
+    plain = "127.0.95.4"
     npl = node(make_node, plain, a)
     assert na.wait_for_log(f"TLS handshake with internode peer {rogue}",
                            timeout=30), na.log()
@@ -144,7 +144,7 @@ def test_all_mutual_tls(make_node, certs):
             with ctx.wrap_socket(raw) as s:
                 s.sendall(b"\0\0\0\x10" + b"x" * 16)
                 assert s.recv(100) == b""  # closed: not answered
-    assert na.wait_for_log("TLS handshake with internode peer 127.0.90.",
+    assert na.wait_for_log("TLS handshake with internode peer 127.0.95.",
                            since=mark, timeout=10), na.log()
     # neither joined nor is known to the cluster
     time.sleep(2)
@@ -160,13 +160,13 @@ def test_all_mutual_tls(make_node, certs):
 def test_endpoint_verification(make_node, certs):
     """A certificate from the cluster's CA naming another node's address
     does not let a node claim to be this one."""
-    a, b = "127.0.90.5", "127.0.90.6"
+    a, b = "127.0.95.5", "127.0.95.6"
     na = node(make_node, a, a, encryption("all", certs[a], certs["ca"]))
     assert na.wait_for_log("CQL clients on", timeout=30), na.log()
     # b shows node 7's certificate
     nb = node(make_node, b, a,
-              encryption("all", certs["127.0.90.7"], certs["ca"]))
-    assert na.wait_for_log("its certificate does not name 127.0.90.6",
+              encryption("all", certs["127.0.95.7"], certs["ca"]))
+    assert na.wait_for_log("its certificate does not name 127.0.95.6",
                            timeout=30) or \
         nb.wait_for_log("certificate verify failed", timeout=5), \
         na.log() + nb.log()
@@ -175,7 +175,7 @@ def test_endpoint_verification(make_node, certs):
 
 
 def test_dc_mode_encrypts_across_dcs_only(make_node, certs):
-    a, b, c = "127.0.90.10", "127.0.90.11", "127.0.90.12"
+    a, b, c = "127.0.95.10", "127.0.95.11", "127.0.95.12"
     enc = {ip: encryption("dc", certs[ip], certs["ca"]) for ip in (a, b, c)}
     na = node(make_node, a, a, enc[a], dc="dc1")
     assert na.wait_for_log("CQL clients on", timeout=30), na.log()
@@ -195,7 +195,7 @@ def test_dc_mode_encrypts_across_dcs_only(make_node, certs):
     assert cc.get(("outbound", b)) == "encrypted", cc
 
     # a plaintext node claiming to be in dc1 is not believed
-    liar = "127.0.90.13"
+    liar = "127.0.95.13"
     nl = node(make_node, liar, a, dc="dc1")
     assert na.wait_for_log(f"refusing unencrypted internode connection "
                            f"from {liar}", timeout=30), na.log()
@@ -206,7 +206,7 @@ def test_dc_mode_encrypts_across_dcs_only(make_node, certs):
 
 
 def test_bad_options_stop_the_node(make_node, certs):
-    ip = "127.0.90.20"
+    ip = "127.0.95.20"
     n = node(make_node, ip, ip, "\n  internode_encryption: all\n"
              f"  keystore: {certs[ip]}\n")
     assert n.proc.wait(timeout=30) != 0
