@@ -665,6 +665,15 @@ struct cql_client *cql_client_new(struct event_base *base,
 	c->base = base;
 	c->cfg = *config;
 	c->cfg.contact_points = NULL;
+	c->cfg.username = c->cfg.password = NULL;
+	if (config->username &&
+	    (!(c->cfg.username = strdup(config->username)) ||
+	     !(c->cfg.password =
+		       strdup(config->password ? config->password : "")))) {
+		free((char *)c->cfg.username);
+		free(c);
+		return err_set(ERR_NOMEM, "client"), NULL;
+	}
 	c->tick = event_new(base, -1, EV_PERSIST, cql_client_on_tick, c);
 	c->defer_ev = event_new(base, -1, 0, cql_client_on_defer, c);
 	c->flush_ev = event_new(base, -1, 0, cql_client_on_flush, c);
@@ -728,6 +737,12 @@ void cql_client_delete(struct cql_client *c)
 		free(h->conns);
 		free(h);
 	}
+	free((char *)c->cfg.username);
+	if (c->cfg.password)
+		explicit_bzero((char *)c->cfg.password,
+			       strlen(c->cfg.password));
+	free((char *)c->cfg.password);
+	c->cfg.username = c->cfg.password = NULL;
 	free(c->hosts);
 	while (c->prepared) {
 		struct cql_client_prepared *p = c->prepared;

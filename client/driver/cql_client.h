@@ -127,6 +127,9 @@ int cql_client_response_decode(uint8_t opcode, uint8_t flags,
 /* `lz4`: asks for LZ4 frame compression (COMPRESSION: lz4). */
 int cql_client_encode_startup(struct buf *b, int16_t stream, bool lz4);
 int cql_client_encode_options(struct buf *b, int16_t stream);
+/* AUTH_RESPONSE with a SASL PLAIN token: NUL user NUL password. */
+int cql_client_encode_auth_response(struct buf *b, int16_t stream,
+				    const char *user, const char *password);
 int cql_client_encode_query(struct buf *b, int16_t stream, const char *query,
 			    uint16_t consistency,
 			    const struct cql_value *values, uint16_t nvalues);
@@ -158,6 +161,10 @@ struct cql_client_config {
 	bool token_aware;    /* route EXECUTEs to the primary replica */
 	bool discover_peers; /* connect to hosts found in system.peers */
 	bool lz4;            /* negotiate LZ4: responses come compressed */
+	/* PasswordAuthenticator's credentials (SASL PLAIN in AUTH_RESPONSE
+	 * when a server answers STARTUP with AUTHENTICATE); copied. NULL:
+	 * none, and such a server's connections fail. */
+	const char *username, *password;
 };
 
 /* 1 connection per host, 1024 streams, 5 s connect, 12 s request timeout,

@@ -69,6 +69,19 @@ int cql_client_encode_startup(struct buf *b, int16_t stream, bool lz4)
 	return request_end(b, start, rc);
 }
 
+int cql_client_encode_auth_response(struct buf *b, int16_t stream,
+				    const char *user, const char *password)
+{
+	long start = request_begin(b, stream, CQL_OP_AUTH_RESPONSE);
+	if (start < 0)
+		return -1;
+	size_t ul = strlen(user), pl = strlen(password);
+	int rc = cql_write_int(b, (int32_t)(ul + pl + 2)) || buf_put_u8(b, 0) ||
+		 buf_append(b, user, ul) || buf_put_u8(b, 0) ||
+		 buf_append(b, password, pl);
+	return request_end(b, start, rc);
+}
+
 int cql_client_encode_options(struct buf *b, int16_t stream)
 {
 	long start = request_begin(b, stream, CQL_OP_OPTIONS);
@@ -407,9 +420,10 @@ int cql_client_response_decode(uint8_t opcode, uint8_t flags,
 		}
 		break;
 	}
-	case CQL_OP_AUTHENTICATE:
-		return err_set(ERR_UNSUPPORTED,
-			       "the server asks for authentication");
+	case CQL_OP_AUTHENTICATE:   /* the authenticator's class name */
+	case CQL_OP_AUTH_SUCCESS:   /* a final token */
+	case CQL_OP_AUTH_CHALLENGE: /* a token (PLAIN sends none) */
+		break;
 	case CQL_OP_EVENT:
 		break;
 	default:

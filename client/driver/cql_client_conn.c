@@ -217,6 +217,34 @@ static void conn_drain_backlog(struct cql_conn *k)
 
 static void on_startup(void *arg, enum cql_client_status status,
 		       const struct cql_client_response *resp,
+		       const char *message);
+
+/* STARTUP was answered AUTHENTICATE: our credentials (SASL PLAIN), and
+ * on_startup takes AUTH_SUCCESS as READY. */
+static void send_credentials(struct cql_conn *k)
+{
+	const struct cql_client_config *cfg = &k->client->cfg;
+	if (!cfg->username) {
+		cql_conn_fail(k, "the server asks for authentication "
+				 "(PasswordAuthenticator): give a username and "
+				 "password");
+		return;
+	}
+	struct buf b = {0};
+	if (cql_client_encode_auth_response(&b, 0, cfg->username,
+					    cfg->password) != 0) {
+		buf_free(&b);
+		cql_conn_fail(k, err_msg());
+		return;
+	}
+	struct cql_req req = {on_startup, k, NULL, false};
+	cql_conn_submit(k, b.data, b.len, &req, true);
+	explicit_bzero(b.data, b.len);
+	buf_free(&b);
+}
+
+static void on_startup(void *arg, enum cql_client_status status,
+		       const struct cql_client_response *resp,
 		       const char *message)
 {
 	struct cql_conn *k = arg;
@@ -226,7 +254,12 @@ static void on_startup(void *arg, enum cql_client_status status,
 			cql_conn_fail(k, message);
 		return;
 	}
-	if (resp->opcode != CQL_OP_READY) {
+	if (resp->opcode == CQL_OP_AUTHENTICATE) {
+		send_credentials(k);
+		return;
+	}
+	if (resp->opcode != CQL_OP_READY &&
+	    resp->opcode != CQL_OP_AUTH_SUCCESS) {
 		if (resp->opcode == CQL_OP_ERROR)
 			snprintf(msg, sizeof(msg), "STARTUP refused: %.*s",
 				 (int)resp->error_message.len,

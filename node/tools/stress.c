@@ -4,7 +4,8 @@
  *   cassini-stress write|read|mixed|counter_write n=N [cl=ONE]
  * [ratio(write=1,read=3)]
  *       [-rate threads=T]
- *       [-mode connectionsPerHost=C timeout=MS compression=lz4|none]
+ *       [-mode connectionsPerHost=C timeout=MS compression=lz4|none
+ *              user=U password=P]
  *       [-node host[:port],...] [-port P]
  *       [-schema "replication(factor=N)" |
  *                "replication(strategy=NetworkTopologyStrategy, dc1=3)"]
@@ -55,6 +56,7 @@ struct stress_opts {
 	int connections; /* per host; 0: min(threads, 128) */
 	uint64_t timeout_ms;
 	bool lz4;
+	char *user, *password; /* -mode user= password= (owned) */
 	const char *nodes[NODES_MAX];
 	size_t nnodes;
 	uint16_t port;
@@ -108,7 +110,8 @@ static void usage(FILE *f)
 		   "[cl=ONE] "
 		   "[ratio(write=1,read=1)]\n"
 		   "         [-rate threads=T] [-mode connectionsPerHost=C "
-		   "timeout=MS compression=lz4|none]\n"
+		   "timeout=MS compression=lz4|none\n"
+		   "               user=U password=P]\n"
 		   "         [-node host[:port],...] [-port P]\n"
 		   "         [-schema \"replication(factor=N)\" | "
 		   "\"replication(strategy=NetworkTopologyStrategy, dc1=3)\"]\n"
@@ -254,6 +257,16 @@ static int parse_option(const char *group, const char *arg,
 		if (KEY("timeout") &&
 		    parse_u64(val, 1, 3600 * 1000, &o->timeout_ms) == 0)
 			return 0;
+		if (KEY("user")) {
+			free(o->user);
+			o->user = strdup(val);
+			return o->user ? 0 : -1;
+		}
+		if (KEY("password")) {
+			free(o->password);
+			o->password = strdup(val);
+			return o->password ? 0 : -1;
+		}
 		if (KEY("compression") && (strcasecmp(val, "lz4") == 0 ||
 					   strcasecmp(val, "none") == 0)) {
 			o->lz4 = strcasecmp(val, "lz4") == 0;
@@ -666,6 +679,8 @@ static struct cql_client *connect_client(const struct stress_opts *o,
 	cfg.connections_per_host = o->connections;
 	cfg.request_timeout_ms = o->timeout_ms;
 	cfg.lz4 = o->lz4;
+	cfg.username = o->user;
+	cfg.password = o->password;
 	struct cql_client *c = cql_client_new(base, &cfg);
 	if (!c || cql_client_connect_sync(c) != 0) {
 		fprintf(stderr, "cassini-stress: connect: %s\n", err_msg());

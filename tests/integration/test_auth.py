@@ -19,6 +19,7 @@ from cassandra.cluster import (EXEC_PROFILE_DEFAULT, Cluster,
 from cassandra.policies import WhiteListRoundRobinPolicy
 
 from clusters import cluster_script, tool_run
+from conftest import BUILD_DIR
 
 BASE = "127.0.90."
 N1, N2 = BASE + "1", BASE + "2"
@@ -379,6 +380,28 @@ def test_admin_port_needs_a_superuser(admin, tmp_path):
     assert r.returncode == 0, r.stderr
     admin.execute("DROP ROLE opsuser")
     admin.execute("DROP ROLE supers")
+
+
+def test_stress_and_the_c_client_log_in(cluster):
+    """cassini-stress (the C client) sends credentials as
+    cassandra-stress's -mode user= password=; without them it cannot
+    connect."""
+    stress = str(BUILD_DIR / "node" / "cassini-stress")
+    base = [stress, "write", "n=200", "cl=ONE", "-node", N1,
+            "-schema", "replication(factor=1)", "-rate", "threads=4"]
+    r = subprocess.run(base + ["-mode", "user=cassandra",
+                               "password=cassandra"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Op rate" in r.stdout
+    r = subprocess.run(base + ["-mode", "user=cassandra", "password=no"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "incorrect" in r.stdout + r.stderr, r.stdout + r.stderr
+    r = subprocess.run(base, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "asks for authentication" in r.stdout + r.stderr, \
+        r.stdout + r.stderr
 
 
 def test_system_auth_replication_is_altered_like_a_keyspace(admin):
