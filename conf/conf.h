@@ -195,6 +195,8 @@ struct conf {
 	uint64_t permissions_validity_ms, permissions_update_interval_ms;
 	int64_t permissions_cache_max_entries;
 	uint64_t roles_validity_ms, roles_update_interval_ms;
+	uint64_t credentials_validity_ms, credentials_update_interval_ms;
+	int64_t credentials_cache_max_entries;
 	int64_t role_manager; /* CassandraRoleManager only */
 	int64_t auth_bcrypt_gensalt_log2_rounds;
 	uint64_t superuser_setup_delay_ms;

@@ -415,6 +415,18 @@ const struct conf_key conf_keys[] = {
 	{"roles_update_interval", CONF_T_DURATION,
 	 OFF(roles_update_interval_ms), "2000ms", 0, DAY_MS, NULL,
 	 "Cached roles older than this are refreshed in the background."},
+	{"credentials_validity", CONF_T_DURATION, OFF(credentials_validity_ms),
+	 "2000ms", 0, DAY_MS, NULL,
+	 "How long a role's cached credentials (its password hash and LOGIN) "
+	 "serve logins before they are read again; 0 disables the cache. "
+	 "The password is checked against them on every login."},
+	{"credentials_update_interval", CONF_T_DURATION,
+	 OFF(credentials_update_interval_ms), "2000ms", 0, DAY_MS, NULL,
+	 "Cached credentials older than this still serve a login, then are "
+	 "read again (capped at credentials_validity)."},
+	{"credentials_cache_max_entries", CONF_T_INT,
+	 OFF(credentials_cache_max_entries), "1000", 1, INT32_MAX, NULL,
+	 "Roles whose credentials are cached at once."},
 	{"role_manager", CONF_T_ENUM, OFF(role_manager), "CassandraRoleManager",
 	 0, 0, role_manager_names,
 	 "CassandraRoleManager: roles in system_auth.roles and "

@@ -518,6 +518,11 @@ static int open_server(struct cql_service *s, const struct conf *c,
 		.permissions_update_interval_ms =
 			c->permissions_update_interval_ms,
 		.roles_validity_ms = c->roles_validity_ms,
+		.credentials_validity_ms = c->credentials_validity_ms,
+		.credentials_update_interval_ms =
+			c->credentials_update_interval_ms,
+		.credentials_cache_max_entries =
+			(uint64_t)c->credentials_cache_max_entries,
 		.roles_update_interval_ms = c->roles_update_interval_ms,
 		.permissions_cache_max_entries =
 			(uint64_t)c->permissions_cache_max_entries,

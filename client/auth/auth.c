@@ -72,7 +72,40 @@ struct cql_auth {
 	size_t cache_count;
 	uint64_t generation; /* bumped by each invalidation */
 	uint64_t validity_ms, update_ms;
+	/* the credentials cache: written by the workers, emptied by
+	 * invalidations on the loop */
+	pthread_mutex_t cred_mu;
+	struct cred_entry *creds;
+	size_t cred_count;
 };
+
+/* A role's credentials as a login last read them. */
+struct cred_entry {
+	char *user;
+	char *hash; /* NULL: no password */
+	bool exists, login;
+	uint64_t loaded_ms;
+	struct cred_entry *next;
+};
+
+static void cred_free(struct cred_entry *e)
+{
+	free(e->user);
+	free(e->hash);
+	free(e);
+}
+
+static void creds_clear(struct cql_auth *a)
+{
+	pthread_mutex_lock(&a->cred_mu);
+	while (a->creds) {
+		struct cred_entry *e = a->creds;
+		a->creds = e->next;
+		cred_free(e);
+	}
+	a->cred_count = 0;
+	pthread_mutex_unlock(&a->cred_mu);
+}
 
 int auth_fail(struct auth_err *e, uint32_t code, const char *fmt, ...)
 {
@@ -481,6 +514,8 @@ struct job {
 	enum job_kind kind;
 	/* JOB_LOGIN */
 	struct cql_auth_attempt *at;
+	bool creds_stale; /* refresh the cached credentials afterwards */
+	char stale_user[256];
 	uint8_t *token;
 	size_t token_len;
 	char *role; /* logged in as, or NULL */
@@ -528,6 +563,102 @@ static void job_free(struct job *j)
 	free(j);
 }
 
+static uint64_t now_ms(void);
+
+/* The cached credentials of `user` into `r` (hash copied): 1 fresh, 2
+ * usable but due for a refresh, 0 none. */
+static int creds_get(struct cql_auth *a, const char *user, struct auth_role *r)
+{
+	if (!a->cfg.credentials_validity_ms)
+		return 0;
+	uint64_t now = now_ms();
+	int rc = 0;
+	pthread_mutex_lock(&a->cred_mu);
+	for (struct cred_entry *e = a->creds; e; e = e->next) {
+		if (strcmp(e->user, user) != 0)
+			continue;
+		uint64_t age = now - e->loaded_ms;
+		if (age >= a->cfg.credentials_validity_ms)
+			break;
+		memset(r, 0, sizeof(*r));
+		r->exists = e->exists;
+		r->login = e->login;
+		r->hash = e->hash ? strdup(e->hash) : NULL;
+		if (e->hash && !r->hash)
+			break;
+		rc = age >= a->cfg.credentials_update_interval_ms ? 2 : 1;
+		break;
+	}
+	pthread_mutex_unlock(&a->cred_mu);
+	return rc;
+}
+
+static void creds_put(struct cql_auth *a, const char *user,
+		      const struct auth_role *r)
+{
+	/* a role that does not exist is not cached (as Cassandra's loader
+	 * throws for it): it may be created on another node any time */
+	if (!a->cfg.credentials_validity_ms || !r->exists)
+		return;
+	struct cred_entry *n = calloc(1, sizeof(*n));
+	if (!n || !(n->user = strdup(user)) ||
+	    (r->hash && !(n->hash = strdup(r->hash)))) {
+		if (n)
+			cred_free(n);
+		return;
+	}
+	n->exists = r->exists;
+	n->login = r->login;
+	n->loaded_ms = now_ms();
+	pthread_mutex_lock(&a->cred_mu);
+	for (struct cred_entry **pp = &a->creds; *pp; pp = &(*pp)->next)
+		if (strcmp((*pp)->user, user) == 0) {
+			struct cred_entry *old = *pp;
+			*pp = old->next;
+			cred_free(old);
+			a->cred_count--;
+			break;
+		}
+	/* full: the oldest goes (the list's tail: new entries go first) */
+	if (a->cred_count >= a->cfg.credentials_cache_max_entries && a->creds) {
+		struct cred_entry **pp = &a->creds;
+		while ((*pp)->next)
+			pp = &(*pp)->next;
+		cred_free(*pp);
+		*pp = NULL;
+		a->cred_count--;
+	}
+	n->next = a->creds;
+	a->creds = n;
+	a->cred_count++;
+	pthread_mutex_unlock(&a->cred_mu);
+}
+
+/* The credentials of `user`, from the cache or read (and cached); *stale
+ * when a cached entry should be read again after this login. */
+static int creds_load(struct cql_auth *a, const char *user, struct auth_role *r,
+		      struct auth_err *e, bool *stale)
+{
+	int got = creds_get(a, user, r);
+	*stale = got == 2;
+	if (got)
+		return 0;
+	if (auth_get_role(a, user, r, e) != 0)
+		return -1;
+	creds_put(a, user, r);
+	return 0;
+}
+
+static void creds_refresh(struct cql_auth *a, const char *user)
+{
+	struct auth_role r;
+	struct auth_err e;
+	if (auth_get_role(a, user, &r, &e) == 0) {
+		creds_put(a, user, &r);
+		auth_role_free(&r);
+	}
+}
+
 static void login(struct job *j)
 {
 	const char *u, *p;
@@ -546,7 +677,7 @@ static void login(struct job *j)
 	}
 	struct auth_role r;
 	struct auth_err e;
-	if (auth_get_role(j->a, user, &r, &e) != 0) {
+	if (creds_load(j->a, user, &r, &e, &j->creds_stale) != 0) {
 		auth_fail(&j->err, CQL_ERR_BAD_CREDENTIALS,
 			  "Unable to perform authentication: %s", e.msg);
 	} else if (!r.exists || !r.hash ||
@@ -561,6 +692,9 @@ static void login(struct job *j)
 		j->role = user;
 		user = NULL;
 	}
+	if (j->creds_stale)
+		snprintf(j->stale_user, sizeof(j->stale_user), "%s",
+			 j->role ? j->role : user);
 	auth_role_free(&r);
 	explicit_bzero(pass, plen);
 	free(pass);
@@ -692,7 +826,15 @@ static void job_run(struct work *w)
 		}
 		break;
 	}
-	loopq_post(j->a->q, &j->done);
+	/* after the answer: j belongs to the loop once posted */
+	struct cql_auth *a = j->a;
+	char stale[256];
+	bool refresh = j->kind == JOB_LOGIN && j->creds_stale;
+	if (refresh)
+		memcpy(stale, j->stale_user, sizeof(stale));
+	loopq_post(a->q, &j->done);
+	if (refresh)
+		creds_refresh(a, stale);
 }
 
 static void setup_schedule(struct cql_auth *a);
@@ -969,6 +1111,7 @@ static struct authz_entry *entry_get(struct cql_auth *a, const char *user)
 
 void cql_auth_invalidate(struct cql_auth *a)
 {
+	creds_clear(a);
 	a->generation++;
 	for (size_t b = 0; b < AUTHZ_BUCKETS; b++)
 		for (struct authz_entry *e = a->cache[b]; e; e = e->next) {
@@ -1231,6 +1374,13 @@ struct cql_auth *cql_auth_new(struct event_base *base, struct loopq *q,
 			: c->roles_update_interval_ms;
 	if (a->update_ms > a->validity_ms)
 		a->update_ms = a->validity_ms;
+	pthread_mutex_init(&a->cred_mu, NULL);
+	if (a->cfg.credentials_update_interval_ms >
+	    a->cfg.credentials_validity_ms)
+		a->cfg.credentials_update_interval_ms =
+			a->cfg.credentials_validity_ms;
+	if (!a->cfg.credentials_cache_max_entries)
+		a->cfg.credentials_cache_max_entries = 1000;
 	a->authenticator = (struct cql_authenticator){
 		.class_name = AUTHENTICATOR_CLASS,
 		.authenticate = authenticate,
@@ -1281,5 +1431,7 @@ void cql_auth_delete(struct cql_auth *a)
 		}
 	if (a->views)
 		cql_schema_delete(a->views);
+	creds_clear(a);
+	pthread_mutex_destroy(&a->cred_mu);
 	free(a);
 }

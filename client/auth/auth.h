@@ -49,6 +49,13 @@ struct cql_auth_config {
 	uint64_t permissions_validity_ms, permissions_update_interval_ms;
 	uint64_t roles_validity_ms, roles_update_interval_ms;
 	uint64_t permissions_cache_max_entries;
+	/* PasswordAuthenticator's credentials cache (a role's hash and
+	 * LOGIN, by name; the bcrypt check runs on every login): an entry
+	 * older than the validity is read again before the login (0: no
+	 * cache), one older than the update interval is used and then
+	 * read again. */
+	uint64_t credentials_validity_ms, credentials_update_interval_ms;
+	uint64_t credentials_cache_max_entries;
 };
 
 /* NULL with err set. `q` posts to the loop the executor runs on. */

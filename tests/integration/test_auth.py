@@ -441,3 +441,32 @@ def test_replacing_the_default_superuser(cluster, admin):
           log.read_text()[mark:], "node1's default role setup ran")
     assert "Created default superuser" not in log.read_text()[mark:]
     assert not can_login(N1, "cassandra", "cassandra")
+
+
+def test_credentials_cache(tmp_path):
+    """credentials_validity: a node serves logins from the credentials it
+    cached until they expire, so a password changed on another node is
+    seen there only then (as Cassandra's CredentialsCache); the node that
+    ran the change drops its cache at once."""
+    run = cluster_script(tmp_path)
+    a, b = "127.0.96.1", "127.0.96.2"
+    run("create", "creds", "-n", "2", "--base-ip", "127.0.96.", "--auth",
+        "-c", "gossip_interval=250ms", "-c", "superuser_setup_delay=500ms",
+        "-c", "credentials_validity=1h",
+        "-c", "credentials_update_interval=1h")
+    try:
+        run("start")
+        until(lambda: can_login(b, "cassandra", "cassandra"),
+              "the default superuser logs in on node2")
+        c, s = connect(a, "cassandra", "cassandra")
+        try:
+            s.execute("ALTER ROLE cassandra WITH PASSWORD = 'changed'")
+        finally:
+            c.shutdown()
+        assert can_login(a, "cassandra", "changed")
+        assert not can_login(a, "cassandra", "cassandra")
+        # node2 still has the credentials it read before the change
+        assert can_login(b, "cassandra", "cassandra")
+        assert not can_login(b, "cassandra", "changed")
+    finally:
+        run("-C", "creds", "remove", check=False)
