@@ -17,6 +17,7 @@
  */
 #include "client/driver/cql_client_internal.h"
 
+#include "client/proto/tls.h"
 #include "common/err.h"
 #include "common/murmur3.h"
 
@@ -690,6 +691,24 @@ struct cql_client *cql_client_new(struct event_base *base,
 		}
 	}
 	return c;
+}
+
+struct ssl_ctx_st *cql_client_tls_new(const char *truststore,
+				      const char *keystore,
+				      const char *keystore_password)
+{
+	struct cql_tls_config tc = {
+		.client = true,
+		.truststore = truststore,
+		.keystore = keystore,
+		.keystore_password = keystore_password,
+	};
+	return cql_tls_context_new(&tc);
+}
+
+void cql_client_tls_free(struct ssl_ctx_st *ctx)
+{
+	cql_tls_context_free(ctx);
 }
 
 void cql_client_delete(struct cql_client *c)

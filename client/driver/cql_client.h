@@ -165,7 +165,21 @@ struct cql_client_config {
 	 * when a server answers STARTUP with AUTHENTICATE); copied. NULL:
 	 * none, and such a server's connections fail. */
 	const char *username, *password;
+	/* TLS (a server with client_encryption_options): a context from
+	 * cql_client_tls_new, borrowed (it outlives the client); NULL:
+	 * plaintext. */
+	struct ssl_ctx_st *tls;
 };
+
+/* A TLS client context: the server's certificate must chain to the PEM
+ * `truststore` (NULL or "": not verified); `keystore` (NULL: none) is our
+ * key and certificate for servers with require_client_auth. NULL with
+ * err set (ERR_CONFIG naming the file). */
+struct ssl_ctx_st;
+struct ssl_ctx_st *cql_client_tls_new(const char *truststore,
+				      const char *keystore,
+				      const char *keystore_password);
+void cql_client_tls_free(struct ssl_ctx_st *ctx);
 
 /* 1 connection per host, 1024 streams, 5 s connect, 12 s request timeout,
  * 256 MiB frames, token-aware, discovering peers. */

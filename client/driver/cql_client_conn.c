@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,10 +378,66 @@ static void conn_dispatch(struct cql_conn *k, const struct cql_header *h,
 	arena_reset(&k->arena);
 }
 
+/* OpenSSL's verdict on a failed call: 0 to wait (for EV_WRITE when it
+ * wants to write), -1 when the connection failed (already closed). */
+static int tls_wait(struct cql_conn *k, int r, const char *what)
+{
+	int e = SSL_get_error(k->ssl, r);
+	if (e == SSL_ERROR_WANT_WRITE) {
+		event_add(k->wev, NULL);
+		return 0;
+	}
+	if (e == SSL_ERROR_WANT_READ) {
+		event_del(k->wev); /* rev is always on */
+		return 0;
+	}
+	char msg[CQL_CLIENT_MSG_MAX], why[200];
+	unsigned long ee = ERR_get_error();
+	if (ee)
+		ERR_error_string_n(ee, why, sizeof(why));
+	else if (e == SSL_ERROR_ZERO_RETURN ||
+		 (e == SSL_ERROR_SYSCALL && !errno))
+		snprintf(why, sizeof(why), "connection closed by the server");
+	else
+		snprintf(why, sizeof(why), "%s", strerror(errno));
+	ERR_clear_error();
+	snprintf(msg, sizeof(msg), "TLS %s: %s", what, why);
+	cql_conn_fail(k, msg);
+	return -1;
+}
+
+static void send_startup(struct cql_conn *k);
+
+/* The TLS handshake, step by step as the socket allows. */
+static void tls_handshake(struct cql_conn *k)
+{
+	int r = SSL_do_handshake(k->ssl);
+	if (r == 1) {
+		k->tls_handshaking = false;
+		event_del(k->wev);
+		send_startup(k);
+		return;
+	}
+	tls_wait(k, r, "handshake");
+}
+
 /* Sends what is buffered; waits for EV_WRITE when the socket is full. */
 static void conn_flush(struct cql_conn *k)
 {
-	while (k->fd >= 0 && k->out_pos < k->out.len) {
+	if (k->ssl && k->tls_handshaking)
+		return;
+	while (k->ssl && k->out_pos < k->out.len) {
+		size_t left = k->out.len - k->out_pos;
+		int n = SSL_write(k->ssl, k->out.data + k->out_pos,
+				  left > INT32_MAX ? INT32_MAX : (int)left);
+		if (n > 0) {
+			k->out_pos += (size_t)n;
+			continue;
+		}
+		tls_wait(k, n, "write");
+		return;
+	}
+	while (!k->ssl && k->fd >= 0 && k->out_pos < k->out.len) {
 		ssize_t n = send(k->fd, k->out.data + k->out_pos,
 				 k->out.len - k->out_pos, MSG_NOSIGNAL);
 		if (n > 0) {
@@ -439,6 +497,22 @@ static void conn_read(struct cql_conn *k)
 			return;
 		}
 		size_t room = k->in.cap - k->in.len;
+		if (k->ssl) {
+			int r = SSL_read(k->ssl, k->in.data + k->in.len,
+					 room > INT32_MAX ? INT32_MAX
+							  : (int)room);
+			if (r <= 0) {
+				if (tls_wait(k, r, "read") == 0 &&
+				    k->out_pos < k->out.len)
+					conn_flush(k); /* it waited on a read */
+				return;
+			}
+			k->in.len += (size_t)r;
+			conn_parse(k);
+			if (k->state == CQL_CONN_DOWN)
+				return;
+			continue; /* until OpenSSL wants the socket */
+		}
 		ssize_t n = recv(k->fd, k->in.data + k->in.len, room, 0);
 		if (n > 0) {
 			k->in.len += (size_t)n;
@@ -479,6 +553,22 @@ static void conn_connected(struct cql_conn *k)
 	event_del(k->wev);
 	event_add(k->rev, NULL);
 	k->state = CQL_CONN_STARTUP;
+	if (k->client->cfg.tls) {
+		k->ssl = SSL_new(k->client->cfg.tls);
+		if (!k->ssl || SSL_set_fd(k->ssl, k->fd) != 1) {
+			cql_conn_fail(k, "TLS: out of memory");
+			return;
+		}
+		SSL_set_connect_state(k->ssl);
+		k->tls_handshaking = true;
+		tls_handshake(k);
+		return;
+	}
+	send_startup(k);
+}
+
+static void send_startup(struct cql_conn *k)
+{
 	struct buf *b = &k->client->scratch;
 	buf_clear(b);
 	if (cql_client_encode_startup(b, 0, k->client->cfg.lz4) != 0) {
@@ -497,6 +587,8 @@ static void on_io(evutil_socket_t fd, short what, void *arg)
 	c->depth++;
 	if (k->state == CQL_CONN_CONNECTING) {
 		conn_connected(k);
+	} else if (k->tls_handshaking) {
+		tls_handshake(k);
 	} else if (what & EV_READ) {
 		conn_read(k);
 	} else if (what & EV_WRITE) {
@@ -550,6 +642,9 @@ void cql_conn_fail(struct cql_conn *k, const char *why)
 	if (k->wev)
 		event_free(k->wev);
 	k->rev = k->wev = NULL;
+	SSL_free(k->ssl);
+	k->ssl = NULL;
+	k->tls_handshaking = false;
 	if (k->fd >= 0)
 		close(k->fd);
 	k->fd = -1;

@@ -57,6 +57,8 @@ struct stress_opts {
 	uint64_t timeout_ms;
 	bool lz4;
 	char *user, *password; /* -mode user= password= (owned) */
+	bool tls;              /* -transport ... */
+	char *truststore, *keystore, *keystore_password;
 	const char *nodes[NODES_MAX];
 	size_t nnodes;
 	uint16_t port;
@@ -84,6 +86,7 @@ struct stress_run {
 	const struct stress_opts *o;
 	struct event_base *base;
 	struct cql_client *client;
+	struct ssl_ctx_st *tls; /* -transport, or NULL */
 	struct cql_client_prepared *insert, *select, *counter;
 	struct stress_slot *slots;
 	uint8_t *value; /* scratch of col_size bytes */
@@ -112,6 +115,8 @@ static void usage(FILE *f)
 		   "         [-rate threads=T] [-mode connectionsPerHost=C "
 		   "timeout=MS compression=lz4|none\n"
 		   "               user=U password=P]\n"
+		   "         [-transport truststore=PEM [keystore=PEM "
+		   "keystore-password=P]]\n"
 		   "         [-node host[:port],...] [-port P]\n"
 		   "         [-schema \"replication(factor=N)\" | "
 		   "\"replication(strategy=NetworkTopologyStrategy, dc1=3)\"]\n"
@@ -293,6 +298,19 @@ static int parse_option(const char *group, const char *arg,
 		}
 	} else if (strcmp(group, "schema") == 0) {
 		return parse_schema(arg, o);
+	} else if (strcmp(group, "transport") == 0) {
+		/* cassandra-stress's -transport truststore=F keystore=F
+		 * keystore-password=P: TLS to the nodes */
+		char **dst = KEY("truststore")          ? &o->truststore
+			     : KEY("keystore")          ? &o->keystore
+			     : KEY("keystore-password") ? &o->keystore_password
+							: NULL;
+		if (dst) {
+			free(*dst);
+			*dst = strdup(val);
+			o->tls = true;
+			return *dst ? 0 : -1;
+		}
 	} else if (strcmp(group, "col") == 0) {
 		if (KEY("size")) {
 			if (strncasecmp(val, "FIXED(", 6) == 0) {
@@ -349,7 +367,8 @@ static int parse_args(int argc, char **argv, struct stress_opts *o)
 			group = a + 1;
 			if (strcmp(group, "rate") && strcmp(group, "mode") &&
 			    strcmp(group, "node") && strcmp(group, "port") &&
-			    strcmp(group, "schema") && strcmp(group, "col")) {
+			    strcmp(group, "schema") && strcmp(group, "col") &&
+			    strcmp(group, "transport")) {
 				fprintf(stderr,
 					"cassini-stress: unknown option %s\n",
 					a);
@@ -662,7 +681,8 @@ static int setup_schema(struct stress_run *r)
 }
 
 static struct cql_client *connect_client(const struct stress_opts *o,
-					 struct event_base *base)
+					 struct event_base *base,
+					 struct ssl_ctx_st *tls)
 {
 	struct inet_addr addrs[NODES_MAX];
 	for (size_t i = 0; i < o->nnodes; i++) {
@@ -681,6 +701,7 @@ static struct cql_client *connect_client(const struct stress_opts *o,
 	cfg.lz4 = o->lz4;
 	cfg.username = o->user;
 	cfg.password = o->password;
+	cfg.tls = tls;
 	struct cql_client *c = cql_client_new(base, &cfg);
 	if (!c || cql_client_connect_sync(c) != 0) {
 		fprintf(stderr, "cassini-stress: connect: %s\n", err_msg());
@@ -712,7 +733,12 @@ static int run(const struct stress_opts *o)
 	r->slots = calloc((size_t)o->threads, sizeof(*r->slots));
 	if (!r->value || !r->slots)
 		goto out;
-	r->client = connect_client(o, base);
+	if (o->tls && !(r->tls = cql_client_tls_new(o->truststore, o->keystore,
+						    o->keystore_password))) {
+		fprintf(stderr, "cassini-stress: -transport: %s\n", err_msg());
+		goto out;
+	}
+	r->client = connect_client(o, base, r->tls);
 	if (!r->client || setup_schema(r) != 0)
 		goto out;
 	printf("cassini-stress %s n=%" PRIu64 " cl=%s threads=%d "
@@ -740,6 +766,7 @@ out:
 		if (r->progress)
 			event_free(r->progress);
 		cql_client_delete(r->client);
+		cql_client_tls_free(r->tls);
 		free(r->slots);
 		free(r->value);
 	}

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from cassandra.cluster import Cluster, NoHostAvailable
 
-from conftest import default_yaml, seeds_yaml
+from conftest import BUILD_DIR, default_yaml, seeds_yaml
 
 
 def openssl(*args, cwd):
@@ -201,3 +201,35 @@ def test_store_type_jks_refused(make_node):
     assert n.proc.wait(timeout=30) != 0
     err = n.stderr_path.read_text() + n.log()
     assert "store_type" in err and "PEM" in err, err
+
+
+def test_stress_and_the_c_client_over_tls(make_node, certs):
+    """cassini-stress (the C client) speaks TLS with cassandra-stress's
+    -transport truststore=..., verifying the node's certificate."""
+    ip = "127.0.85.34"
+    n = start(make_node, ip, {"enabled": "true",
+                              "keystore": str(certs["node"])})
+    assert n.wait_for_log("CQL clients on", timeout=60), n.log()
+    base = [str(BUILD_DIR / "node" / "cassini-stress"), "write", "n=500",
+            "cl=ONE", "-node", ip, "-schema", "replication(factor=1)",
+            "-rate", "threads=4", "-col", "size=3000"]
+    r = subprocess.run(base + ["-transport", f"truststore={certs['ca']}"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Op rate" in r.stdout
+    stress = str(BUILD_DIR / "node" / "cassini-stress")
+    r = subprocess.run([stress, "read", "n=500", "cl=ONE", "-node", ip,
+                        "-col", "size=3000", "-transport",
+                        f"truststore={certs['ca']}"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # plaintext against a TLS-only node, and a truststore without the
+    # node's CA: no connection
+    r = subprocess.run(base, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    r = subprocess.run(base + ["-transport",
+                               f"truststore={certs['client_crt']}"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "certificate verify failed" in r.stdout + r.stderr, \
+        r.stdout + r.stderr
