@@ -572,7 +572,9 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 	}
 	conn_remote_text(c, a);
 	char tls_why[300];
-	if (c->tls && !c->tls_up && !(what & BEV_EVENT_TIMEOUT) &&
+	/* (TLS 1.3: a server refusing our certificate says so after our
+	 * side of the handshake completed) */
+	if (c->tls && !c->handshaken && !(what & BEV_EVENT_TIMEOUT) &&
 	    tls_error(c, tls_why, sizeof(tls_why))) {
 		t->stats.tls_failures++;
 		if (c->inbound) {
