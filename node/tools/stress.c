@@ -792,6 +792,13 @@ int main(int argc, char **argv)
 	int rc = run(&o);
 	for (size_t i = 0; i < o.nnodes; i++)
 		free((void *)o.nodes[i]);
+	if (o.password)
+		explicit_bzero(o.password, strlen(o.password));
+	free(o.user);
+	free(o.password);
+	free(o.truststore);
+	free(o.keystore);
+	free(o.keystore_password);
 	fflush(stdout);
 	return rc;
 }
