@@ -1,6 +1,7 @@
 /* The node's CQL service (see cql_service.h). */
 #define LOG_MODULE "node"
 #include "node/cql_service.h"
+#include "node/node_trace.h"
 
 #include "client/auth/auth.h"
 #include "client/exec/data_path.h"
@@ -43,6 +44,7 @@ struct cql_service {
 	struct cql_exec *exec;
 	struct cql_auth *auth;
 	struct cql_server *server;
+	struct node_trace *trace; /* in front of auth and the executor */
 	cql_service_node_info_fn node_info;
 	struct ring *(*ring_fn)(void *arg);
 	bool (*alive_fn)(void *arg, const struct inet_addr *ep);
@@ -567,7 +569,15 @@ static int open_server(struct cql_service *s, const struct conf *c,
 	cfg.tls = s->tls;
 	cfg.tls_optional = c->client_encryption.optional;
 	/* in front of the executor: each user's permissions cached */
-	struct cql_executor ex = {.execute = cql_auth_execute, .arg = s->auth};
+	struct cql_executor auth_ex = {.execute = cql_auth_execute,
+				       .arg = s->auth};
+	/* and in front of that, the trace sessions */
+	if (!s->trace)
+		s->trace = node_trace_new(s->env, s->exec, &auth_ex,
+					  &c->broadcast_address);
+	if (!s->trace)
+		return -1;
+	struct cql_executor ex = node_trace_executor(s->trace);
 	s->server = cql_server_new(base, &cfg, &ex);
 	if (!s->server)
 		return -1;
@@ -868,6 +878,7 @@ void cql_service_delete(struct cql_service *s)
 	 * while the engine their results came from is alive; the engine
 	 * stops (its last write acks are queued); those run; then free. */
 	cql_server_delete(s->server);
+	node_trace_delete(s->trace);
 	cql_tls_context_free(s->tls);
 	cql_auth_delete(s->auth); /* its workers use the executor */
 	cql_exec_delete(s->exec);
@@ -890,6 +901,18 @@ void cql_service_delete(struct cql_service *s)
 	free(s->setting_text);
 	free(s->clients);
 	free(s);
+}
+
+int cql_service_set_trace_probability(struct cql_service *s, double p)
+{
+	if (!s->trace)
+		return err_set(ERR_INVALID, "the CQL server is not started");
+	return node_trace_set_probability(s->trace, p);
+}
+
+double cql_service_trace_probability(const struct cql_service *s)
+{
+	return s->trace ? node_trace_probability(s->trace) : 0;
 }
 
 void cql_service_on_schema_change(struct cql_service *s,

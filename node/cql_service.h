@@ -143,6 +143,12 @@ void cql_service_flush_start(struct cql_flush *f, cql_service_done_fn done,
  * was not flushed). Blocks briefly while workers finish. */
 void cql_service_delete(struct cql_service *s);
 
+/* nodetool settraceprobability / gettraceprobability: the share of
+ * statements traced without the client asking, 0 (the default) to 1;
+ * -1 (ERR_INVALID) outside, or before the CQL server started. */
+int cql_service_set_trace_probability(struct cql_service *s, double p);
+double cql_service_trace_probability(const struct cql_service *s);
+
 /* Called (on the loop) after each applied schema change, with the record
  * as it travels between nodes; `local` when a client of this node made it
  * (the node pushes those to its peers). */

@@ -271,11 +271,15 @@ void cql_exec_run(struct job *j, const char *text, size_t len,
 {
 	int nbinds;
 	const char **names;
+	/* QueryProcessor.parseStatement's two events */
+	cql_trace_event(j->info, "Parsing %.*s", (int)(len > 400 ? 400 : len),
+			text);
 	struct cql_stmt *s = cql_parse(j->a, text, len, &nbinds, &names);
 	if (!s) {
 		reply_parse_error(j);
 		return;
 	}
+	cql_trace_event(j->info, "Preparing statement");
 	cql_exec_run_stmt(j, s, nbinds, names, text, len, params);
 }
 

@@ -320,6 +320,11 @@ int cql_encode_result_void(struct buf *b, uint8_t version, int16_t stream);
  * later; v3 frames are left alone): the WARNING flag and a [string list]
  * before the body. */
 int cql_frame_add_warning(struct buf *frame, const char *warning);
+/* Marks a complete, uncompressed response frame as traced (v4 §2.2): the
+ * TRACING flag and the 16-byte session id first in the body, before any
+ * warnings. Call it last, after every cql_frame_add_warning. A frame
+ * already traced or shorter than a header is refused (-1, ERR_INVALID). */
+int cql_frame_add_tracing_id(struct buf *frame, const uint8_t id[16]);
 int cql_encode_result_set_keyspace(struct buf *b, uint8_t version,
 				   int16_t stream, const char *keyspace);
 

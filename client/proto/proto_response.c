@@ -282,6 +282,22 @@ int cql_encode_result_void(struct buf *b, uint8_t version, int16_t stream)
 	      cql_write_int(b, CQL_RESULT_VOID));
 }
 
+int cql_frame_add_tracing_id(struct buf *frame, const uint8_t id[16])
+{
+	if (frame->len < CQL_HEADER_LEN ||
+	    (frame->data[1] & CQL_FLAG_TRACING))
+		return err_set(ERR_INVALID, "not an untraced response frame");
+	if (buf_reserve(frame, 16) != 0)
+		return -1;
+	uint8_t *body = frame->data + CQL_HEADER_LEN;
+	memmove(body + 16, body, frame->len - CQL_HEADER_LEN);
+	memcpy(body, id, 16);
+	frame->len += 16;
+	frame->data[1] |= CQL_FLAG_TRACING;
+	be32_store(frame->data + 5, (uint32_t)(frame->len - CQL_HEADER_LEN));
+	return 0;
+}
+
 int cql_encode_result_set_keyspace(struct buf *b, uint8_t version,
 				   int16_t stream, const char *keyspace)
 {

@@ -46,6 +46,8 @@
 #include <event2/listener.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -819,26 +821,38 @@ static void handle_statement(struct cql_conn *c, const struct cql_header *h,
 		.keyspace = c->keyspace,
 		.client = c->peer,
 		.user = c->user,
+		.tracing = (h->flags & CQL_FLAG_TRACING) != 0,
 	};
 	s->exec.execute(s->exec.arg, req, &info, frame_body + offset,
 			len - offset);
 }
 
-/* Cassini records no trace sessions (system_traces has no tables), so a
- * statement that asks for one is refused before it runs, with an Invalid
- * error that names the way out. Running it untraced instead would drop the
- * trace without a word (cqlsh's TRACING ON printed results and nothing
- * else). */
+/* An executor that records no trace sessions: a statement that asks for
+ * one is refused before it runs, with an Invalid error that names the way
+ * out. Running it untraced instead would drop the trace without a word. */
 static void refuse_tracing(struct cql_conn *c, const struct cql_header *h)
 {
 	struct buf b;
 	buf_init(&b);
 	if (cql_encode_error(&b, h->version, h->stream, CQL_ERR_INVALID,
-			     "Request tracing is not supported by Cassini; "
-			     "the statement was not executed (turn tracing "
-			     "off: TRACING OFF in cqlsh)") == 0)
+			     "Request tracing is not supported by this "
+			     "executor; the statement was not executed (turn "
+			     "tracing off: TRACING OFF in cqlsh)") == 0)
 		conn_send_frame(c, b.data, b.len);
 	buf_free(&b);
+}
+
+void cql_trace_event(const struct cql_request_info *info, const char *fmt,
+		     ...)
+{
+	if (!info->trace)
+		return;
+	char text[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	info->trace->event(info->trace, text);
 }
 
 static const char *opcode_name(uint8_t op)
@@ -960,7 +974,7 @@ static void dispatch(struct cql_conn *c, const struct cql_header *h,
 			  "is not enabled");
 		return;
 	}
-	if (h->flags & CQL_FLAG_TRACING) {
+	if ((h->flags & CQL_FLAG_TRACING) && !c->srv->exec.traces) {
 		refuse_tracing(c, h);
 		free(body);
 		return;

@@ -44,7 +44,23 @@ struct cql_request_info {
 	/* Set only by callers inside the node (the role manager's own
 	 * statements on system_auth); never by a connection. */
 	bool internal;
+	/* The client set the frame's TRACING flag: whoever wraps the
+	 * executor opens a trace session and answers with its id. */
+	bool tracing;
+	/* The open trace session's events, or NULL when untraced. */
+	struct cql_trace *trace;
 };
+
+/* A trace session's sink (system_traces.events): the executor and the
+ * data path tell it what they do; the wrapper that opened the session
+ * stamps, stores and writes the events. Called on the loop thread. */
+struct cql_trace {
+	void (*event)(struct cql_trace *t, const char *activity);
+};
+
+/* One event in `info`'s trace session, if it has one (printf format). */
+void cql_trace_event(const struct cql_request_info *info, const char *fmt,
+		     ...) __attribute__((format(printf, 2, 3)));
 
 struct cql_auth_attempt;
 
@@ -79,6 +95,9 @@ struct cql_executor {
 			const struct cql_request_info *info,
 			const uint8_t *body, size_t len);
 	void *arg;
+	/* The executor opens trace sessions (info->tracing). Without it a
+	 * statement with the TRACING flag is refused, not run untraced. */
+	bool traces;
 };
 
 struct ssl_ctx_st;

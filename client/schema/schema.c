@@ -132,6 +132,18 @@ static const char *const system_tables[] = {
 	"CREATE TABLE system_auth.resource_role_permissons_index "
 	"(resource text, role text, PRIMARY KEY ((resource), role))",
 
+	/* Cassandra 4.1's TraceKeyspace: written by node/node_trace.c with
+	 * the trace TTL on every cell */
+	"CREATE TABLE system_traces.sessions (session_id uuid PRIMARY KEY, "
+	"client inet, command text, coordinator inet, coordinator_port int, "
+	"duration int, parameters map<text, text>, request text, "
+	"started_at timestamp)",
+
+	"CREATE TABLE system_traces.events (session_id uuid, "
+	"event_id timeuuid, activity text, source inet, source_elapsed int, "
+	"source_port int, thread text, "
+	"PRIMARY KEY ((session_id), event_id))",
+
 	"CREATE TABLE system_schema.indexes (keyspace_name text, "
 	"table_name text, index_name text, kind text, "
 	"options frozen<map<text, text>>, "

@@ -1,0 +1,62 @@
+/*
+ * Query tracing (system_traces.sessions and .events): a wrapper in front
+ * of the executor that opens a trace session for a statement with the
+ * TRACING flag or one picked by the trace probability, answers a traced
+ * request with the session id, and writes the session asynchronously.
+ * node_trace.c's opening comment has the details. Loop thread only.
+ */
+#ifndef CASSINI_NODE_TRACE_H
+#define CASSINI_NODE_TRACE_H
+
+#include "client/proto/server.h"
+#include "common/buf.h"
+#include "common/inet.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct env;
+struct cql_exec;
+struct node_trace;
+
+/* `next` runs the statements (the auth wrapper, the executor); `exec`
+ * runs the trace writes as internal statements; `self` is the node's
+ * broadcast address with its storage port (coordinator, source). `env`
+ * and `exec` must outlive the tracer. NULL on ERR_NOMEM. */
+struct node_trace *node_trace_new(struct env *env, struct cql_exec *exec,
+				  const struct cql_executor *next,
+				  const struct inet_addr *self);
+void node_trace_delete(struct node_trace *t);
+
+/* The executor to give the server (traces = true). */
+struct cql_executor node_trace_executor(struct node_trace *t);
+
+/* nodetool settraceprobability: 0 (the default) to 1; -1 (ERR_INVALID)
+ * outside. */
+int node_trace_set_probability(struct node_trace *t, double p);
+double node_trace_probability(const struct node_trace *t);
+
+/* One session's rows, as node_trace_batch_text writes them. */
+struct node_trace_row_event {
+	uint8_t id[16]; /* timeuuid */
+	int64_t elapsed_us;
+	const char *activity;
+};
+
+struct node_trace_rows {
+	uint8_t session_id[16];
+	int64_t started_wall_us;
+	int64_t duration_us;
+	struct inet_addr client, coordinator;
+	const char *query;       /* or NULL */
+	const char *consistency; /* or NULL */
+	const char *request;
+	const struct node_trace_row_event *events;
+	size_t event_count;
+};
+
+/* The CQL text of the unlogged batch that writes `r` (events, then the
+ * sessions row, every cell with TTL 86400), appended to `out`. */
+int node_trace_batch_text(const struct node_trace_rows *r, struct buf *out);
+
+#endif
