@@ -1,0 +1,62 @@
+"""Query tracing through the python driver on three nodes (RF 3): a traced
+statement's reply carries a session id, and system_traces.sessions/events
+(Cassandra 4.1's tables, TTL 86400) hold the coordinator's session and
+events, as cqlsh's TRACING ON reads them. Addresses 127.0.100.x."""
+import pytest
+from cassandra import ConsistencyLevel
+from cassandra.query import SimpleStatement
+
+from clusters import session
+from conftest import default_yaml, seeds_yaml, wait_all_normal
+
+IPS = ["127.0.100.1", "127.0.100.2", "127.0.100.3"]
+
+
+@pytest.fixture
+def three_nodes(make_node):
+    nodes = []
+    for i, ip in enumerate(IPS):
+        n = make_node(default_yaml(listen_address=ip, rpc_address=ip,
+                                   seed_provider=seeds_yaml(IPS[0])),
+                      name=f"node{i + 1}")
+        nodes.append(n)
+    for n in nodes:
+        n.start()
+        assert n.wait_for_log("CQL clients on", timeout=60), n.log()
+    wait_all_normal(IPS, timeout=60)
+    return nodes
+
+
+def test_traced_select_writes_a_session_with_events(three_nodes):
+    cluster, s = session(IPS[0])
+    try:
+        s.execute("CREATE KEYSPACE ks WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+        s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+        s.execute("INSERT INTO ks.t (k, v) VALUES (1, 'one')")
+        q = SimpleStatement("SELECT v FROM ks.t WHERE k = 1",
+                            consistency_level=ConsistencyLevel.QUORUM)
+        rs = s.execute(q, trace=True)
+        assert rs.one().v == "one"
+        trace = rs.get_query_trace(max_wait_sec=30)
+        assert trace.request_type == "Execute CQL3 query"
+        assert trace.parameters["query"] == "SELECT v FROM ks.t WHERE k = 1"
+        assert trace.parameters["consistency_level"] == "QUORUM"
+        assert trace.duration.total_seconds() > 0
+        assert str(trace.coordinator) in IPS
+        acts = [e.description for e in trace.events]
+        assert acts[0] == "Parsing SELECT v FROM ks.t WHERE k = 1", acts
+        assert "Preparing statement" in acts
+        for e in trace.events:
+            assert str(e.source) == str(trace.coordinator)
+            assert e.source_elapsed is not None
+        # Cassandra's trace TTL on the rows
+        ttl = s.execute("SELECT TTL(duration) AS t FROM "
+                        "system_traces.sessions WHERE session_id = %s",
+                        [trace.trace_id]).one().t
+        assert 0 < ttl <= 86400
+        # an untraced statement opens no session
+        rs = s.execute("SELECT v FROM ks.t WHERE k = 1")
+        assert rs.response_future.get_query_trace_ids() == []
+    finally:
+        cluster.shutdown()
