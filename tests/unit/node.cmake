@@ -18,3 +18,6 @@ add_test(NAME tool_sstable
                  ${CMAKE_CURRENT_SOURCE_DIR}/tool_sstable_test.py
                  $<TARGET_FILE:cassini-tool> $<TARGET_FILE:sstable_fixture>)
 set_tests_properties(tool_sstable PROPERTIES LABELS unit TIMEOUT 120)
+# Trace sessions' rows (system_traces) as node_trace writes them.
+cassini_check_suite(test_node_trace LABEL unit
+                    SOURCES test_node_trace.c LIBS cassini_node)

@@ -317,6 +317,40 @@ START_TEST(type_option_without_elements_is_an_error_not_a_crash)
 }
 END_TEST
 
+START_TEST(tracing_id_goes_first_in_the_body_before_warnings)
+{
+	struct buf f;
+	buf_init(&f);
+	ck_assert_int_eq(cql_encode_result_void(&f, 4, 7), 0);
+	size_t plain = f.len;
+	ck_assert_int_eq(cql_frame_add_warning(&f, "careful"), 0);
+	size_t warned = f.len;
+	uint8_t id[16];
+	for (int i = 0; i < 16; i++)
+		id[i] = (uint8_t)(0xa0 + i);
+	ck_assert_int_eq(cql_frame_add_tracing_id(&f, id), 0);
+	ck_assert_uint_eq(f.len, warned + 16);
+	ck_assert_uint_eq(f.data[1], CQL_FLAG_TRACING | CQL_FLAG_WARNING);
+	ck_assert_uint_eq(be32_load(f.data + 5), f.len - CQL_HEADER_LEN);
+	ck_assert_mem_eq(f.data + CQL_HEADER_LEN, id, 16);
+	/* then the warnings' [string list] ("careful"), then the body */
+	ck_assert_uint_eq(f.data[CQL_HEADER_LEN + 16], 0);
+	ck_assert_uint_eq(f.data[CQL_HEADER_LEN + 17], 1);
+	ck_assert_uint_eq(f.len - plain, 16 + 2 + 2 + 7);
+	/* a frame traced twice, or not a frame: refused, left alone */
+	size_t len = f.len;
+	ck_assert_int_eq(cql_frame_add_tracing_id(&f, id), -1);
+	ck_assert_uint_eq(f.len, len);
+	struct buf tiny;
+	buf_init(&tiny);
+	ck_assert_int_eq(buf_append(&tiny, (const uint8_t *)"\x84\0", 2), 0);
+	ck_assert_int_eq(cql_frame_add_tracing_id(&tiny, id), -1);
+	ck_assert_uint_eq(tiny.len, 2);
+	buf_free(&tiny);
+	buf_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("proto");
@@ -331,6 +365,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, encoders_frame_lengths_and_limits);
 	tcase_add_test(tc,
 		       type_option_without_elements_is_an_error_not_a_crash);
+	tcase_add_test(tc, tracing_id_goes_first_in_the_body_before_warnings);
 	suite_add_tcase(s, tc);
 	return s;
 }
