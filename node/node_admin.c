@@ -1368,7 +1368,8 @@ int node_admin_register(struct node *n)
 				   cmds[i].fn, n) != 0)
 			return -1;
 	if (node_admin_register_faults(n) != 0 ||
-	    node_admin_register_compaction(n) != 0)
+	    node_admin_register_compaction(n) != 0 ||
+	    node_admin_register_trace(n) != 0)
 		return -1;
 	return node_admin_register_data(n);
 }

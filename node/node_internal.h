@@ -107,6 +107,8 @@ const struct storage_table_meta *node_table_by_id(struct node *n,
 						  const uint8_t id[16]);
 /* compactionstats (admin_compaction.c). */
 int node_admin_register_compaction(struct node *n);
+/* gettraceprobability, settraceprobability (admin_trace.c). */
+int node_admin_register_trace(struct node *n);
 void node_events_delete(struct node_events *e);
 
 /* prefer_local (prefer_local.c): gossips our listen address as

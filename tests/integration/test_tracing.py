@@ -2,11 +2,13 @@
 statement's reply carries a session id, and system_traces.sessions/events
 (Cassandra 4.1's tables, TTL 86400) hold the coordinator's session and
 events, as cqlsh's TRACING ON reads them. Addresses 127.0.100.x."""
+import time
+
 import pytest
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
-from clusters import session
+from clusters import session, tool_run
 from conftest import default_yaml, seeds_yaml, wait_all_normal
 
 IPS = ["127.0.100.1", "127.0.100.2", "127.0.100.3"]
@@ -58,5 +60,30 @@ def test_traced_select_writes_a_session_with_events(three_nodes):
         # an untraced statement opens no session
         rs = s.execute("SELECT v FROM ks.t WHERE k = 1")
         assert not rs.response_future._query_traces
+        # probabilistic tracing: nodetool's words
+        r = tool_run(IPS[0], "gettraceprobability")
+        assert r.stdout == "Current trace probability: 0.0\n", r
+        for bad in [["2"], ["-0.5"], ["x"], []]:
+            r = tool_run(IPS[0], "settraceprobability", *bad)
+            assert r.returncode != 0, r
+        r = tool_run(IPS[0], "settraceprobability", "1")
+        assert r.returncode == 0, r
+        r = tool_run(IPS[0], "gettraceprobability")
+        assert r.stdout == "Current trace probability: 1.0\n", r
+        before = s.execute("SELECT count(*) FROM system_traces.sessions",
+                           ).one().count
+        s.execute("SELECT v FROM ks.t WHERE k = 1 -- sampled")
+        tool_run(IPS[0], "settraceprobability", "0")
+        # the sampled statement's session is written after its reply: wait
+        # for it, as the drivers poll
+        for _ in range(100):
+            rows = [r for r in s.execute(
+                "SELECT parameters FROM system_traces.sessions")
+                if r.parameters and r.parameters.get("query", "")
+                .endswith("-- sampled")]
+            if rows:
+                break
+            time.sleep(0.1)
+        assert rows, before
     finally:
         cluster.shutdown()
