@@ -2,6 +2,8 @@
 statement's reply carries a session id, and system_traces.sessions/events
 (Cassandra 4.1's tables, TTL 86400) hold the coordinator's session and
 events, as cqlsh's TRACING ON reads them. Addresses 127.0.100.x."""
+import socket
+import struct
 import time
 
 import pytest
@@ -87,3 +89,43 @@ def test_traced_select_writes_a_session_with_events(three_nodes):
         assert rows, before
     finally:
         cluster.shutdown()
+
+
+def frame(flags, stream, opcode, body):
+    return struct.pack(">BBhBI", 4, flags, stream, opcode, len(body)) + body
+
+
+def read_frame(sock):
+    head = b""
+    while len(head) < 9:
+        head += sock.recv(9 - len(head))
+    _, flags, stream, opcode, n = struct.unpack(">BBhBI", head)
+    body = b""
+    while len(body) < n:
+        body += sock.recv(n - len(body))
+    return flags, stream, opcode, body
+
+
+def test_garbage_with_the_tracing_flag_is_answered_traced(three_nodes):
+    with socket.create_connection((IPS[0], 9042), timeout=30) as sock:
+        opts = b"\x00\x01" + b"\x00\x0bCQL_VERSION" + b"\x00\x053.0.0"
+        sock.sendall(frame(0, 1, 0x01, opts))
+        assert read_frame(sock)[2] == 0x02  # READY
+        # a QUERY whose text claims more bytes than the frame has, an
+        # empty one, and an EXECUTE of an unknown id, all traced
+        for stream, op, body in [(2, 0x07, b"\x7f\xff\xff\xff\x00"),
+                                 (3, 0x07, b""),
+                                 (4, 0x0a, b"\x00\x02ab\x00\x01\x00")]:
+            sock.sendall(frame(0x02, stream, op, body))
+            flags, st, opcode, resp = read_frame(sock)
+            assert st == stream
+            assert flags & 0x02, (flags, resp)
+            assert opcode == 0x00  # ERROR, after the 16-byte session id
+            code = struct.unpack(">i", resp[16:20])[0]
+            assert code in (0x000A, 0x2500), hex(code)
+        # the connection still serves a traced, well-formed QUERY
+        q = b"SELECT key FROM system.local"
+        sock.sendall(frame(0x02, 5, 0x07, struct.pack(">i", len(q)) + q +
+                           b"\x00\x01\x00"))
+        flags, st, opcode, resp = read_frame(sock)
+        assert (st, opcode) == (5, 0x08) and flags & 0x02
