@@ -243,3 +243,57 @@ def test_races_claims_and_increments_with_a_kill(cluster):
     verdict = check(history, 0)
     assert verdict is True, verdict
     c.shutdown()
+
+
+def test_local_serial_with_a_datacenter_down(cluster):
+    """2 DCs (2 + 2 nodes, NetworkTopologyStrategy 2 + 2), dc2 stopped:
+    SERIAL needs a quorum of all 4 replicas and answers Unavailable with
+    Cassandra's counts (3 required, 2 alive); LOCAL_SERIAL in dc1 (with a
+    LOCAL_QUORUM commit) still decides, and its answers stay right."""
+    cluster("create", "lwt", "-n", "2:2", "--base-ip", BASE,
+            "-c", "gossip_interval=250ms", "-s", timeout=180)
+    c, s = session(BASE + "1")
+    s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
+              "'NetworkTopologyStrategy', 'dc1': 2, 'dc2': 2}")
+    s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+
+    def lwt(q, serial, cl=CL.LOCAL_QUORUM):
+        return s.execute(SimpleStatement(q, consistency_level=cl,
+                                         serial_consistency_level=serial))
+
+    assert lwt("INSERT INTO ks.t (k, v) VALUES (1, 1) IF NOT EXISTS",
+               CL.SERIAL).was_applied
+    cluster("dc", "dc2", "down", "--mode", "stop")
+    # until node1 sees dc2 down (the failure detector decides when)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            lwt("UPDATE ks.t SET v = 9 WHERE k = 1 IF v = 0", CL.SERIAL)
+        except Unavailable as e:
+            err = e
+            break
+        assert time.monotonic() < deadline, "dc2 never seen down"
+        time.sleep(0.5)
+    assert err.consistency == CL.SERIAL
+    assert err.required_replicas == 3 and err.alive_replicas == 2
+    with pytest.raises(Unavailable) as e:
+        s.execute(SimpleStatement("SELECT v FROM ks.t WHERE k = 1",
+                                  consistency_level=CL.SERIAL))
+    assert e.value.required_replicas == 3 and e.value.alive_replicas == 2
+    # LOCAL_SERIAL: dc1's 2 replicas are its whole quorum
+    r = lwt("UPDATE ks.t SET v = 2 WHERE k = 1 IF v = 1", CL.LOCAL_SERIAL)
+    assert r.was_applied
+    r = lwt("UPDATE ks.t SET v = 3 WHERE k = 1 IF v = 1", CL.LOCAL_SERIAL)
+    assert not r.was_applied and r.one().v == 2
+    r = lwt("INSERT INTO ks.t (k, v) VALUES (1, 7) IF NOT EXISTS",
+            CL.LOCAL_SERIAL)
+    assert not r.was_applied and r.one().v == 2
+    assert lwt("INSERT INTO ks.t (k, v) VALUES (2, 7) IF NOT EXISTS",
+               CL.LOCAL_SERIAL).was_applied
+    for k, v in ((1, 2), (2, 7)):
+        row = s.execute(SimpleStatement(
+            "SELECT v FROM ks.t WHERE k = %d" % k,
+            consistency_level=CL.LOCAL_SERIAL)).one()
+        assert row.v == v
+    c.shutdown()
