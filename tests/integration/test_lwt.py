@@ -3,10 +3,14 @@ driver: conditional INSERT/UPDATE/DELETE and their [applied] rows
 (was_applied), Cassandra's refusals, conditional batches, SERIAL reads;
 then several clients racing IF NOT EXISTS claims (no key claimed twice)
 and CAS increments on 3 nodes RF 3 while a node is killed and restarted,
+node1 is partitioned from the others (root and iptables) and a node is
+paused (SIGSTOP) and resumed,
 the increment history checked linearizable (lincheck.py).
 
 Nodes live on 127.0.107.x."""
+import os
 import random
+import shutil
 import threading
 import time
 
@@ -25,6 +29,7 @@ BASE = "127.0.107."
 def cluster(tmp_path):
     run = cluster_script(tmp_path)
     yield run
+    run("-C", "lwt", "heal", check=False)  # partitions, pauses
     run("-C", "lwt", "remove", check=False)
 
 
@@ -190,18 +195,21 @@ def test_races_claims_and_increments_with_a_kill(cluster):
                                         consistency_level=CL.SERIAL)).one()
         assert row.w == "c%d" % w[0]
 
-    # CAS increments on one register with node3 killed mid-run
+    # CAS increments on one register while node3 is killed and restarted,
+    # node1 is partitioned from the others (with root and iptables: the
+    # cluster script's own chain, removed by heal and by the fixture),
+    # and node3 is paused (SIGSTOP) and resumed
     s.execute("INSERT INTO ks.t (k, v) VALUES (0, 0)")
     history = []
     t0 = time.monotonic()
-    stop = time.monotonic() + 20
+    stop_at = [time.monotonic() + 600]  # set when the faults are over
 
     def incrementer(cid):
         cc, ss = session(ips[cid % 2])  # node1, node2: node3 gets killed
         p = ss.prepare("UPDATE ks.t SET v = ? WHERE k = 0 IF v = ?")
         seen = 0
         rnd = random.Random(cid)
-        while time.monotonic() < stop:
+        while time.monotonic() < stop_at[0]:
             new = cid * 100000 + rnd.randrange(1, 99999)
             call = time.monotonic() - t0
             try:
@@ -230,12 +238,26 @@ def test_races_claims_and_increments_with_a_kill(cluster):
     ts = [threading.Thread(target=incrementer, args=(i,)) for i in range(4)]
     for t in ts:
         t.start()
-    time.sleep(5)
+    time.sleep(3)
     cluster("node", "node3", "kill")
-    time.sleep(5)
+    time.sleep(3)
     cluster("node", "node3", "start", timeout=180)
+    time.sleep(2)
+    faults = ["kill"]
+    if os.geteuid() == 0 and shutil.which("iptables"):
+        cluster("partition", "node1", "node2,node3")
+        time.sleep(4)  # node1's clients: timeouts, Unavailable
+        cluster("heal")
+        faults.append("partition")
+        time.sleep(2)
+    cluster("node", "node3", "pause")
+    time.sleep(4)  # node3's queued messages arrive late
+    cluster("node", "node3", "resume")
+    faults.append("pause")
+    stop_at[0] = time.monotonic() + 3
     for t in ts:
         t.join()
+    print("faults:", faults)
     counts = {r: sum(1 for o in history if o.res == r)
               for r in ("ok", "fail", "unknown")}
     print("CAS increments:", counts)
