@@ -139,6 +139,31 @@ static size_t usable(const struct version *v, struct sstable **out)
 	return n;
 }
 
+/* Incremental repair keeps repaired, unrepaired and each pending session's
+ * SSTables apart: a compaction takes SSTables of one state only. */
+static bool same_repair_state(const struct sstable *a, const struct sstable *b)
+{
+	return (a->stats.repaired_at != 0) == (b->stats.repaired_at != 0) &&
+	       !memcmp(a->stats.pending_repair, b->stats.pending_repair,
+		       sizeof(a->stats.pending_repair));
+}
+
+/* Keeps in cand[0..n) those of cand[from]'s repair state, in order; the
+ * others move to the tail. Returns how many were kept. */
+static size_t repair_group(struct sstable **cand, size_t n, size_t from)
+{
+	struct sstable *ref = cand[from];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (same_repair_state(cand[i], ref)) {
+			struct sstable *s = cand[i];
+			memmove(cand + k + 1, cand + k,
+				(i - k) * sizeof(*cand));
+			cand[k++] = s;
+		}
+	return k;
+}
+
 /* ---- tombstone compactions ---------------------------------------------- */
 
 static bool overlaps(const struct sstable *a, const struct sstable *b)
@@ -352,14 +377,23 @@ static size_t pick_inputs(struct table *t, bool major, bool cleanup,
 	struct sstable **cand = calloc(v->count + 1, sizeof(*cand));
 	if (!cand)
 		return 0;
-	size_t nc = usable(v, cand);
-	size_t k = o->compaction == STORAGE_COMPACTION_TIME_WINDOW
-			   ? pick_twcs(cand, nc, o, out)
-		   : p->leveled ? pick_lcs(t, cand, nc, o, &p->out_level, out)
-				: pick_stcs(cand, nc, o->min_threshold,
-					    o->max_threshold, out);
+	size_t total = usable(v, cand), left = total;
+	struct sstable **grp = cand;
+	size_t k = 0;
+	while (left > 0 && k == 0) {
+		/* one repair state at a time: grp[0..nc) share it */
+		size_t nc = repair_group(grp, left, 0);
+		k = o->compaction == STORAGE_COMPACTION_TIME_WINDOW
+			    ? pick_twcs(grp, nc, o, out)
+		    : p->leveled ? pick_lcs(t, grp, nc, o, &p->out_level, out)
+				 : pick_stcs(grp, nc, o->min_threshold,
+					     o->max_threshold, out);
+		grp += nc;
+		left -= nc;
+	}
 	if (k == 0) {
-		k = pick_tombstone(cand, nc, o, now, mt_min_ts, out);
+		/* one input: no mixing; the estimate sees every overlap */
+		k = pick_tombstone(cand, total, o, now, mt_min_ts, out);
 		p->tombstone = k > 0;
 		if (k)
 			p->out_level = out[0]->stats.level;
@@ -837,11 +871,16 @@ static int run_job(struct job *j, struct sstable ***out)
 		.created_at = j->now,
 		.level = j->out_level,
 	};
+	memcpy(o.pending_repair, j->in[0]->stats.pending_repair,
+	       sizeof(o.pending_repair));
 	for (size_t i = 0; i < j->n; i++) {
 		const struct sst_stats *st = &j->in[i]->stats;
 		o.expected_partitions += st->partition_count;
 		if (st->repaired_at != o.repaired_at)
 			o.repaired_at = 0;
+		if (memcmp(st->pending_repair, o.pending_repair,
+			   sizeof(o.pending_repair)))
+			memset(o.pending_repair, 0, sizeof(o.pending_repair));
 		if (clpos_cmp(st->log_end, o.log_end) > 0)
 			o.log_end = st->log_end;
 	}

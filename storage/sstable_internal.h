@@ -42,6 +42,9 @@ struct sst_stats {
 	int64_t min_ttl, max_ttl;   /* of expiring cells; 0 when none */
 	struct tomb_hist tomb_hist; /* tombstones by local deletion time */
 	uint32_t level;             /* leveled compaction (version 3; else 0) */
+	/* incremental repair session holding the SSTable (version 4; all
+	 * zero: none, as every older file reads) */
+	uint8_t pending_repair[16];
 };
 
 /* Estimated share of the SSTable's cells that are tombstones droppable
@@ -58,8 +61,9 @@ struct sst_writer_options {
 	uint64_t expected_partitions;
 	int64_t repaired_at;
 	struct clpos log_end;
-	int64_t created_at; /* seconds (the env clock) */
-	uint32_t level;     /* leveled compaction's level; 0: flushes */
+	int64_t created_at;         /* seconds (the env clock) */
+	uint32_t level;             /* leveled compaction's level; 0: flushes */
+	uint8_t pending_repair[16]; /* session id; all zero: none */
 };
 
 struct sst_writer;

@@ -100,6 +100,9 @@ int sst_stats_decode(const uint8_t *p, size_t len, uint8_t version,
 		rc = stats_decode_v2(&c, st);
 	if (!rc && version >= 3)
 		rc = cursor_be32(&c, &st->level);
+	if (!rc && version >= 4)
+		rc = cursor_copy(&c, st->pending_repair,
+				 sizeof(st->pending_repair));
 	if (rc || cursor_left(&c))
 		return err_set(ERR_CORRUPT, "bad statistics");
 	st->min_token = (int64_t)v[0];

@@ -128,6 +128,10 @@ static void read_stats(struct env *env, struct storage_sstable_meta *m)
 	m->min_ttl = st->min_ttl;
 	m->max_ttl = st->max_ttl;
 	m->level = st->level;
+	memcpy(m->pending_repair, st->pending_repair,
+	       sizeof(m->pending_repair));
+	for (size_t i = 0; i < sizeof(m->pending_repair); i++)
+		m->pending = m->pending || m->pending_repair[i];
 	m->tomb_bins = st->tomb_hist.count;
 	memcpy(m->tomb_point, st->tomb_hist.point,
 	       m->tomb_bins * sizeof(m->tomb_point[0]));

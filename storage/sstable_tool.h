@@ -26,7 +26,7 @@ struct storage_sstable_meta {
 	uint64_t gen;
 	/* Statistics.db */
 	bool stats_ok;
-	uint8_t stats_version; /* 1 or 2 */
+	uint8_t stats_version; /* 1 to 4 */
 	int64_t min_token, max_token;
 	int64_t min_ts, max_ts;   /* microseconds */
 	int64_t min_ldt, max_ldt; /* seconds; INT64_MAX / INT64_MIN: none */
@@ -45,6 +45,8 @@ struct storage_sstable_meta {
 	int64_t tomb_point[STORAGE_SSTABLE_TOMB_BINS];
 	uint64_t tomb_count[STORAGE_SSTABLE_TOMB_BINS];
 	uint32_t level; /* leveled compaction (version 3; else 0) */
+	bool pending;   /* pending_repair names a session (version 4) */
+	uint8_t pending_repair[16];
 	/* Filter.db */
 	bool filter_ok;
 	uint64_t bloom_bits;

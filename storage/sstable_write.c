@@ -126,6 +126,8 @@ struct sst_writer *sst_writer_new(struct env *env, const char *dir,
 	w->st.log_end = o->log_end;
 	w->st.created_at = o->created_at;
 	w->st.level = o->level;
+	memcpy(w->st.pending_repair, o->pending_repair,
+	       sizeof(w->st.pending_repair));
 	w->st.has_v2 = true;
 	bloom_init(w);
 	/* the directory of a dropped table goes once empty (table_free): a
@@ -435,6 +437,8 @@ static int stats_encode(struct buf *b, const struct sst_stats *s)
 		     buf_put_be64(b, s->tomb_hist.value[i]);
 	/* version 3 */
 	rc = rc || buf_put_be32(b, s->level);
+	/* version 4 */
+	rc = rc || buf_append(b, s->pending_repair, sizeof(s->pending_repair));
 	return rc || storage_component_seal(b) ? err_set(ERR_NOMEM, "stats")
 					       : 0;
 }

@@ -8,6 +8,7 @@
 
 #include "common/env_real.h"
 #include "common/err.h"
+#include "common/uuid.h"
 #include "storage/sstable_tool.h"
 
 #include <ctype.h>
@@ -114,7 +115,10 @@ static void print_meta(const struct storage_sstable_meta *m, int64_t now,
 	       storage_sstable_droppable(m, now - gc_grace));
 	printf("SSTable Level: %u\n", m->level);
 	printf("Repaired at: %" PRId64 "\n", m->repaired_at);
-	printf("Pending repair: --\n");
+	char sid[UUID_TEXT_LEN + 1] = "--";
+	if (m->pending)
+		uuid_format(m->pending_repair, sid);
+	printf("Pending repair: %s\n", sid);
 	printf("Replay positions covered: {CommitLogPosition(segmentId=%" PRIu64
 	       ", position=%" PRIu64 ")}\n",
 	       m->commitlog_segment, m->commitlog_offset);

@@ -8,6 +8,7 @@
 #include "common/env_real.h"
 #include "common/err.h"
 #include "conf/conf.h"
+#include "storage/sstable_tool.h"
 #include "storage/storage.h"
 #include "storage/tomb_hist_internal.h"
 #include "tests/lib/testutil.h"
@@ -493,7 +494,7 @@ static void downgrade_stats(struct fx *f, int gen)
 	size_t n = fread(img, 1, sizeof(img), fp);
 	fclose(fp);
 	ck_assert_uint_gt(n, 5 + 425 + 4);
-	ck_assert_int_eq(img[4], 3);
+	ck_assert_int_eq(img[4], 4);
 	const size_t v1_body = 13 * 8 + 1 + 40 * 8;
 	img[4] = 1;
 	uint32_t crc = crc32c_mask(crc32c(0, img, 5 + v1_body));
@@ -525,6 +526,121 @@ START_TEST(version_1_statistics_still_read)
 }
 END_TEST
 
+/* Statistics.db version 4 appends the 16-byte pending_repair session id
+ * (all zero: none). Rewrites the last 16 body bytes with `sid` and
+ * keeps version 4, or (sid NULL) strips them and writes version 3. */
+static void rewrite_pending(struct fx *f, int gen, const uint8_t *sid)
+{
+	char dir[700], path[800];
+	table_dir_of(f, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/ca-%d-Statistics.db", dir, gen);
+	FILE *fp = fopen(path, "rb");
+	ck_assert_ptr_nonnull(fp);
+	uint8_t img[8192];
+	size_t n = fread(img, 1, sizeof(img), fp);
+	fclose(fp);
+	ck_assert_int_eq(img[4], 4);
+	size_t body_end = n - 4;
+	for (size_t i = 0; i < 16; i++) /* flushes hold no session */
+		ck_assert_uint_eq(img[body_end - 16 + i], 0);
+	if (sid) {
+		memcpy(img + body_end - 16, sid, 16);
+	} else {
+		img[4] = 3;
+		body_end -= 16;
+	}
+	be32_store(img + body_end, crc32c_mask(crc32c(0, img, body_end)));
+	fp = fopen(path, "wb");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(img, 1, body_end + 4, fp), body_end + 4);
+	fclose(fp);
+}
+
+static void read_meta(struct fx *f, int gen, struct storage_sstable_meta *m)
+{
+	char dir[700], path[800];
+	table_dir_of(f, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/ca-%d-Data.db", dir, gen);
+	ck_assert_int_eq(storage_sstable_meta_read(f->real, path, m), 0);
+}
+
+START_TEST(pending_repair_is_kept_and_version_3_reads_unrepaired)
+{
+	struct fx f;
+	fx_init(&f, "tomb-v4");
+	one_sstable(&f, 10, 0);
+	put(&f, "more", 1);
+	flush(&f);
+	storage_delete(f.db);
+	struct storage_sstable_meta *m = calloc(1, sizeof(*m));
+	ck_assert_ptr_nonnull(m);
+	read_meta(&f, 1, m);
+	ck_assert_uint_eq(m->stats_version, 4);
+	ck_assert(!m->pending);
+	ck_assert_int_eq(m->repaired_at, 0);
+	const uint8_t sid[16] = {0xde, 0xad, 1, 2,  3,  4,  5,  6,
+				 7,    8,    9, 10, 11, 12, 13, 14};
+	rewrite_pending(&f, 1, sid);
+	rewrite_pending(&f, 2, NULL);
+	memset(m, 0, sizeof(*m));
+	read_meta(&f, 1, m);
+	ck_assert(m->pending);
+	ck_assert_mem_eq(m->pending_repair, sid, 16);
+	memset(m, 0, sizeof(*m));
+	read_meta(&f, 2, m);
+	ck_assert_uint_eq(m->stats_version, 3);
+	ck_assert(!m->pending);
+	ck_assert_int_eq(m->repaired_at, 0);
+	free(m);
+	open_db(&f);
+	expect(&f, "live1", 1, 0);
+	expect(&f, "more", 1, 0);
+	fx_free(&f);
+}
+END_TEST
+
+/* Four SSTables, two held by a pending repair session: size-tiered's
+ * min_threshold 4 is met only if states mix, so nothing compacts; with
+ * all four unrepaired they do. */
+START_TEST(compaction_keeps_pending_apart_from_unrepaired)
+{
+	struct fx f;
+	fx_init(&f, "tomb-sep");
+	for (int i = 0; i < 4; i++) {
+		char k[16];
+		key_of(k, sizeof(k), "k", i);
+		put(&f, k, 1);
+		flush(&f);
+	}
+	storage_delete(f.db);
+	const uint8_t sid[16] = {0x5e, 0x55, 1};
+	rewrite_pending(&f, 1, sid);
+	rewrite_pending(&f, 3, sid);
+	open_db(&f);
+	background(&f);
+	ck_assert_uint_eq(stats(&f).compactions, 0);
+	ck_assert_uint_eq(stats(&f).sstable_count, 4);
+	for (int i = 0; i < 4; i++) {
+		char k[16];
+		key_of(k, sizeof(k), "k", i);
+		expect(&f, k, 1, 0);
+	}
+	fx_free(&f);
+
+	fx_init(&f, "tomb-sep2");
+	for (int i = 0; i < 4; i++) {
+		char k[16];
+		key_of(k, sizeof(k), "k", i);
+		put(&f, k, 1);
+		flush(&f);
+	}
+	background(&f);
+	ck_assert_uint_eq(stats(&f).compactions, 1);
+	ck_assert_uint_eq(stats(&f).sstable_count, 1);
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(31);
@@ -543,6 +659,9 @@ int main(void)
 	tcase_add_test(tc,
 		       a_failed_or_crashed_tombstone_compaction_loses_nothing);
 	tcase_add_test(tc, version_1_statistics_still_read);
+	tcase_add_test(tc,
+		       pending_repair_is_kept_and_version_3_reads_unrepaired);
+	tcase_add_test(tc, compaction_keeps_pending_apart_from_unrepaired);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
