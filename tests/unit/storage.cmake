@@ -46,3 +46,5 @@ cassini_check_suite(test_storage_type_tree LABEL unit
 cassini_check_suite(test_storage_counter LABEL unit
                     SOURCES test_storage_counter.c
                     LIBS cassini_storage cassini_conf)
+cassini_check_suite(test_storage_sai LABEL unit
+                    SOURCES test_storage_sai.c LIBS cassini_storage)
