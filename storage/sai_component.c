@@ -12,6 +12,7 @@
 #include "storage/sai_component.h"
 
 #include "common/crc.h"
+#include "common/env.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -360,4 +361,27 @@ int sai_verify(const uint8_t *buf, size_t len)
 			return rc;
 	}
 	return q == d.end ? SAI_OK : SAI_CORRUPT;
+}
+
+int sai_component_save(struct env *e, const char *path, const uint8_t *buf,
+		       size_t len)
+{
+	return env_write_file_atomic(e, path, buf, len);
+}
+
+int sai_component_load(struct env *e, const char *path, uint8_t **out,
+		       size_t *out_len)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc = env_read_file(e, path, (size_t)1 << 31, &buf, &len);
+	if (rc)
+		return rc;
+	if (sai_verify(buf, len) != SAI_OK) {
+		free(buf);
+		return SAI_CORRUPT;
+	}
+	*out = buf;
+	*out_len = len;
+	return SAI_OK;
 }

@@ -51,4 +51,17 @@ int sai_lookup(const uint8_t *buf, size_t len, const void *term,
 /* Verifies every block and the directory (for a scrub / at load). */
 int sai_verify(const uint8_t *buf, size_t len);
 
+struct env;
+
+/* Writes a built component to `path` atomically and durably. SAI_OK, or
+ * the env's error. */
+int sai_component_save(struct env *e, const char *path, const uint8_t *buf,
+		       size_t len);
+
+/* Reads and verifies a component (e.g. at startup). SAI_OK with *out
+ * malloc'ed; SAI_CORRUPT (nothing returned) when any checksum fails; else
+ * the env's error (a missing file). */
+int sai_component_load(struct env *e, const char *path, uint8_t **out,
+		       size_t *out_len);
+
 #endif

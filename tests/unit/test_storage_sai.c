@@ -1,5 +1,6 @@
 /* The SAI index component: build, look up against a model, and corruption
  * of any byte detected (SAI_CORRUPT), never a wrong answer. */
+#include "common/env_real.h"
 #include "storage/sai_component.h"
 #include "tests/lib/testutil.h"
 
@@ -136,6 +137,48 @@ START_TEST(any_flipped_byte_is_detected)
 }
 END_TEST
 
+/* Saved to a file and loaded back (as after a restart) it answers the
+ * same; a byte damaged on disk makes the load refuse it. */
+START_TEST(saved_component_reloads_and_damage_is_refused)
+{
+	uint8_t *buf;
+	size_t len;
+	build(500, &buf, &len);
+	struct env *env = env_real_new(NULL);
+	const char *dir = test_tmpdir("sai");
+	char path[512];
+	snprintf(path, sizeof(path), "%s/ca-1-SAI_v_idx.db", dir);
+	ck_assert_int_eq(sai_component_save(env, path, buf, len), SAI_OK);
+	uint8_t *got;
+	size_t got_len;
+	ck_assert_int_eq(sai_component_load(env, path, &got, &got_len), SAI_OK);
+	ck_assert_uint_eq(got_len, len);
+	ck_assert_mem_eq(got, buf, len);
+	struct keys *k = calloc(1, sizeof(*k));
+	ck_assert_int_eq(sai_lookup(got, got_len, "t10", 3, collect, k),
+			 SAI_OK);
+	ck_assert_int_eq(k->n, 14); /* 10, 47, ..., 491 */
+	ck_assert_str_eq(k->got[13], "k00491");
+	free(k);
+	free(got);
+	/* damage one byte in the middle of the file */
+	FILE *f = fopen(path, "r+b");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, (long)(len / 2), SEEK_SET), 0);
+	int c = fgetc(f);
+	ck_assert_int_eq(fseek(f, (long)(len / 2), SEEK_SET), 0);
+	fputc(c ^ 0x40, f);
+	fclose(f);
+	got = NULL;
+	ck_assert_int_eq(sai_component_load(env, path, &got, &got_len),
+			 SAI_CORRUPT);
+	ck_assert_ptr_null(got);
+	test_tmpdir_remove(dir);
+	env_real_delete(env);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(27);
@@ -144,6 +187,7 @@ int main(void)
 	tcase_add_test(tc, lookup_matches_the_model);
 	tcase_add_test(tc, empty_component);
 	tcase_add_test(tc, any_flipped_byte_is_detected);
+	tcase_add_test(tc, saved_component_reloads_and_damage_is_refused);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
