@@ -23,7 +23,7 @@ PREFIXES = {
     "cassini_conf": ["conf_"],
     "cassini_ring": ["ring_", "token_"],
     "cassini_storage": ["storage_", "sst_", "sstable_", "commitlog_",
-                        "memtable_", "skiplist_"],
+                        "memtable_", "skiplist_", "sai_"],
     "cassini_gossip": ["gossip_", "cassini__"],
     "cassini_replication": ["repl_", "hints_", "batchlog_", "paxos_",
                             "cassini__"],
