@@ -164,6 +164,11 @@ static int add_cond(struct cql_cas *c, struct item *it,
 			       c->m->columns[c->m->ck[it->nck]].name);
 	const struct storage_type *ty = sc->type;
 	*out = (struct cond){.col = col, .op = cd->op};
+	if (ty->kind == STORAGE_TYPE_UDT && !ty->frozen)
+		return err_set(ERR_UNSUPPORTED,
+			       "Conditions on a non-frozen user type column "
+			       "(%s) are not supported by Cassini yet",
+			       sc->name);
 	if (cd->op == CQL_OP_CONTAINS || cd->op == CQL_OP_CONTAINS_KEY)
 		return err_set(ERR_INVALID, "Unsupported operator %s in IF",
 			       cd->op == CQL_OP_CONTAINS ? "CONTAINS"

@@ -160,13 +160,56 @@ static int prepend_elements(struct build *b, struct storage_mutation *mu,
 	return 0;
 }
 
+/* A non-frozen user type's cell path: the field's index, a big-endian
+ * smallint (Cassandra's UserType.cellPathForField). */
+static void udt_field_path(uint8_t path[2], size_t idx)
+{
+	path[0] = (uint8_t)(idx >> 8);
+	path[1] = (uint8_t)idx;
+}
+
+/* The index of field `name` of user type `t`, or -1. */
+static int udt_field_index(const struct storage_type *t, const char *name)
+{
+	for (size_t i = 0; t->kind == STORAGE_TYPE_UDT && i < t->count; i++)
+		if (strcmp(t->field_names[i], name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* A whole non-frozen user type value written as one cell per non-null
+ * field (UserTypes.Setter); the caller deleted the older cells. */
+static int put_udt_fields(struct build *b, struct storage_mutation *mu,
+			  int column, struct val v)
+{
+	const struct storage_column *col = &b->m->columns[column];
+	struct cursor c = cursor_make(v.ptr, (size_t)v.len);
+	for (size_t i = 0; i < col->type->count && c.pos < c.end; i++) {
+		uint32_t len;
+		struct slice s;
+		if (cursor_be32(&c, &len) != 0)
+			return err_set(ERR_INVALID, "Invalid value for %s",
+				       col->name);
+		if ((int32_t)len < 0)
+			continue;
+		if (cursor_take(&c, len, &s) != 0)
+			return err_set(ERR_INVALID, "Invalid value for %s",
+				       col->name);
+		uint8_t path[2];
+		udt_field_path(path, i);
+		if (storage_mutation_put(mu, column, path, 2, s.ptr, len, b->ts,
+					 b->ttl, b->ctx->now_sec) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Writes `v` into `column` of the current row: replace semantics. */
 static int write_value(struct build *b, struct storage_mutation *mu, int column,
 		       struct val v)
 {
 	const struct storage_column *col = &b->m->columns[column];
-	bool multicell = storage_type_is_collection(col->type->kind) &&
-			 !col->type->frozen;
+	bool multicell = storage_type_is_multicell(col->type);
 	if (v.len == UNSET)
 		return 0;
 	if (v.len < 0)
@@ -184,6 +227,8 @@ static int write_value(struct build *b, struct storage_mutation *mu, int column,
 	if (storage_mutation_delete_collection(mu, column, b->ts - 1,
 					       b->ctx->now_sec) != 0)
 		return -1;
+	if (col->type->kind == STORAGE_TYPE_UDT)
+		return put_udt_fields(b, mu, column, v);
 	struct put_ctx p = {mu, column, col, false};
 	return each_element(b, v, col->type->kind == STORAGE_TYPE_MAP,
 			    col->name, put_element, &p);
@@ -512,8 +557,21 @@ static int check_assignment(const struct storage_column *col,
 	const struct storage_type *ty = col->type;
 	bool collection = storage_type_is_collection(ty->kind);
 	bool multicell = collection && !ty->frozen;
-	if (a->target.field) /* no column is of a user type yet */
-		return op_error(a, "non-UDT", col->name);
+	if (a->target.field) {
+		/* u.f = v (UserTypes.SetterByField) */
+		if (ty->kind != STORAGE_TYPE_UDT)
+			return op_error(a, "non-UDT", col->name);
+		if (ty->frozen)
+			return op_error(a, "frozen UDT", col->name);
+		if (udt_field_index(ty, a->target.field) < 0)
+			return err_set(ERR_INVALID,
+				       "UDT column %s does not have a field "
+				       "named %s",
+				       col->name, a->target.field);
+		if (a->kind != CQL_ASSIGN_SET)
+			return op_error(a, "non counter", col->name);
+		return 0;
+	}
 	if (a->target.element) {
 		if (!collection)
 			return op_error(a, "non collection", col->name);
@@ -593,6 +651,23 @@ static int apply_assignment(struct build *b, struct storage_mutation *mu,
 	const struct storage_column *col = &b->m->columns[c];
 	const struct storage_type *ty = col->type;
 	struct val v;
+	if (a->target.field) {
+		/* u.f = v (check_assignment ran) */
+		int f = udt_field_index(ty, a->target.field);
+		uint8_t path[2];
+		udt_field_path(path, (size_t)f);
+		if (cql_dml_resolve(b, a->value, ty->sub[f], col->name, &v) !=
+		    0)
+			return -1;
+		if (v.len == UNSET)
+			return 0;
+		if (v.len < 0)
+			return storage_mutation_delete_cell(
+				mu, c, path, 2, b->ts, b->ctx->now_sec);
+		return storage_mutation_put(mu, c, path, 2, v.ptr,
+					    (size_t)v.len, b->ts, b->ttl,
+					    b->ctx->now_sec);
+	}
 	if (a->target.element) {
 		/* m[k] = v (Maps.SetterByKey; check_assignment ran) */
 		struct val k;
@@ -827,11 +902,25 @@ static int delete_range(struct build *b, struct storage_mutation *mu,
 static int check_deletion(const struct storage_column *col,
 			  const struct cql_column_ref *ref)
 {
-	if (ref->field) /* no column is of a user type yet */
-		return err_set(ERR_INVALID,
-			       "Invalid field deletion operation for non-UDT "
-			       "column %s",
-			       col->name);
+	if (ref->field) {
+		/* DELETE u.f (Operation.FieldDeletion) */
+		if (col->type->kind != STORAGE_TYPE_UDT)
+			return err_set(ERR_INVALID,
+				       "Invalid field deletion operation for "
+				       "non-UDT column %s",
+				       col->name);
+		if (col->type->frozen)
+			return err_set(ERR_INVALID,
+				       "Frozen UDT column %s does not support "
+				       "field deletion",
+				       col->name);
+		if (udt_field_index(col->type, ref->field) < 0)
+			return err_set(ERR_INVALID,
+				       "UDT column %s does not have a field "
+				       "named %s",
+				       col->name, ref->field);
+		return 0;
+	}
 	if (!ref->element)
 		return 0;
 	if (!storage_type_is_collection(col->type->kind))
@@ -880,10 +969,17 @@ static int delete_columns(struct build *b, struct storage_mutation *mu,
 				break;
 			const struct cql_column_ref *ref = &d->columns[i];
 			bool multicell =
-				(storage_type_is_collection(col->type->kind) &&
-				 !col->type->frozen) ||
+				storage_type_is_multicell(col->type) ||
 				col->type->kind == STORAGE_TYPE_COUNTER;
-			if (ref->element) {
+			if (ref->field) {
+				uint8_t path[2];
+				udt_field_path(path,
+					       (size_t)udt_field_index(
+						       col->type, ref->field));
+				rc = storage_mutation_delete_cell(
+					mu, cols[i], path, 2, b->ts,
+					b->ctx->now_sec);
+			} else if (ref->element) {
 				/* s[e], m[k] (check_deletion ran) */
 				bool is_map =
 					col->type->kind == STORAGE_TYPE_MAP;

@@ -256,8 +256,23 @@ static int bind_assignment(struct bind_ctx *x, const struct cql_column_ref *ref,
 		return 0;
 	const struct storage_column *col = &cql_table_meta(x->t)->columns[c];
 	const struct storage_type *ty = col->type;
-	if (ref->field)
-		return 0; /* refused by the statement's checks */
+	if (ref->field) {
+		/* u.f = ?: named like the field (UserTypes.SetterByField) */
+		for (size_t i = 0; ty->kind == STORAGE_TYPE_UDT &&
+				   !ty->frozen && i < ty->count;
+		     i++)
+			if (strcmp(ty->field_names[i], ref->field) == 0) {
+				size_t n = strlen(col->name) +
+					   strlen(ref->field) + 2;
+				char *name = arena_alloc(x->a, n);
+				if (!name)
+					return -1;
+				snprintf(name, n, "%s.%s", col->name,
+					 ref->field);
+				bind_set(x, value, name, ty->sub[i]);
+			}
+		return 0; /* otherwise refused by the statement's checks */
+	}
 	if (ref->element) {
 		const char *why = !storage_type_is_collection(ty->kind)
 					  ? "non collection"

@@ -208,6 +208,38 @@ find_cell(const struct storage_row_view *row, int column)
 	return NULL;
 }
 
+/* A non-frozen user type's value rebuilt from its field cells (path: the
+ * field's index, a big-endian smallint), as a frozen one is sent: every
+ * field of the type, -1 for those without a cell; null with none. */
+static int write_udt(struct buf *out, const struct storage_row_view *row,
+		     int column, const struct storage_type *t)
+{
+	size_t mark = out->len, have = 0;
+	if (buf_put_be32(out, 0) != 0)
+		return -1;
+	for (size_t f = 0; f < t->count; f++) {
+		const struct storage_cell_view *hit = NULL;
+		for (size_t i = 0; row && !hit && i < row->cell_count; i++) {
+			const struct storage_cell_view *c = &row->cells[i];
+			if (c->column == column && c->path.len == 2 &&
+			    be16_load(c->path.ptr) == f)
+				hit = c;
+		}
+		have += hit != NULL;
+		if (hit ? buf_put_be32(out, (uint32_t)hit->value.len) ||
+				    buf_append(out, hit->value.ptr,
+					       hit->value.len)
+			: buf_put_be32(out, UINT32_MAX))
+			return -1;
+	}
+	if (have == 0) {
+		out->len = mark;
+		return cql_write_bytes(out, NULL, -1);
+	}
+	be32_store(out->data + mark, (uint32_t)(out->len - mark - 4));
+	return 0;
+}
+
 /* A collection column's value rebuilt from its cells. */
 static int write_collection(struct buf *out, const struct storage_row_view *row,
 			    int column, uint16_t kind)
@@ -532,8 +564,24 @@ static int write_out(const struct cql_select_plan *p, struct buf *out,
 		struct slice v;
 		const struct storage_cell_view *fc = NULL;
 		bool have;
-		if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
-		    col->kind == STORAGE_COLUMN_CLUSTERING)
+		size_t d0 = 0;
+		const struct storage_row_view *fr =
+			col->kind == STORAGE_COLUMN_STATIC ? stat : row;
+		if (col->type->kind == STORAGE_TYPE_UDT && !col->type->frozen) {
+			/* the first field is its own cell */
+			have = false;
+			for (size_t i = 0; fr && !have && i < fr->cell_count;
+			     i++) {
+				fc = &fr->cells[i];
+				have = fc->column == o->column &&
+				       fc->path.len == 2 &&
+				       be16_load(fc->path.ptr) == o->fields[0];
+			}
+			if (have)
+				v = fc->value;
+			d0 = 1;
+		} else if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
+			   col->kind == STORAGE_COLUMN_CLUSTERING)
 			have = column_value(p, r, row, stat, o->column, &v);
 		else if ((have = (fc = find_cell(
 					  col->kind == STORAGE_COLUMN_STATIC
@@ -541,7 +589,7 @@ static int write_out(const struct cql_select_plan *p, struct buf *out,
 						  : row,
 					  o->column)) != NULL))
 			v = fc->value;
-		for (size_t d = 0; have && d < o->field_depth; d++)
+		for (size_t d = d0; have && d < o->field_depth; d++)
 			have = udt_field(v, o->fields[d], &v);
 		return have ? cql_write_bytes(out, v.ptr, (int32_t)v.len)
 			    : cql_write_bytes(out, NULL, -1);
@@ -573,6 +621,9 @@ static int write_out(const struct cql_select_plan *p, struct buf *out,
 	if (o->kind == OUT_WRITETIMES || o->kind == OUT_TTLS ||
 	    o->kind == OUT_MAXWRITETIME)
 		return cql_select_write_cell_times(p, out, o, src, now_sec);
+	if (o->kind == OUT_COLUMN && col->type->kind == STORAGE_TYPE_UDT &&
+	    !col->type->frozen)
+		return write_udt(out, src, o->column, col->type);
 	if (o->kind == OUT_COLUMN &&
 	    storage_type_is_collection(col->type->kind) && !col->type->frozen)
 		return write_collection(out, src, o->column, col->type->kind);

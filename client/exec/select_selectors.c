@@ -550,11 +550,11 @@ int cql_select_plan_selector(struct cql_select_plan *p,
 		return add_out(p, wt ? OUT_WRITETIMES : OUT_TTLS, c, out,
 			       cql_select_times_type(!wt));
 	}
-	/* a non-frozen UDT's fields: not yet */
+	/* a non-frozen UDT (Cassandra 4.1's WritetimeOrTTL.Raw) */
 	if (storage_type_is_multicell(col->type))
 		return err_set(ERR_INVALID,
 			       "Cannot use selection function %s on "
-			       "non-frozen collection %s",
+			       "non-frozen UDT %s",
 			       fname, col->name);
 	return add_out(p, wt || maxwt ? OUT_WRITETIME : OUT_TTL, c, out,
 		       wt || maxwt ? bigint : integer);

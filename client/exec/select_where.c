@@ -626,6 +626,14 @@ static int add_filter(struct cql_select_plan *p, const struct cql_relation *r,
 	bool coll = storage_type_is_collection(col->type->kind);
 	bool multi = coll && !col->type->frozen;
 	bool has = r->op == CQL_OP_CONTAINS || r->op == CQL_OP_CONTAINS_KEY;
+	if (col->type->kind == STORAGE_TYPE_UDT && !col->type->frozen) {
+		char text[160] = "?";
+		cql_type_text(col->type, text, sizeof(text));
+		return err_set(ERR_INVALID,
+			       "Non-frozen UDT column '%s' (%s) cannot be "
+			       "restricted by any relation",
+			       col->name, text);
+	}
 	if (has && !coll)
 		return err_set(
 			ERR_INVALID,

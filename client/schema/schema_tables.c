@@ -452,12 +452,6 @@ static enum cql_schema_status add_column(struct storage_table_meta *m,
 		st = fail(CQL_SCHEMA_INVALID,
 			  "Non-frozen UDTs with nested non-frozen collections "
 			  "are not supported");
-	else if (multicell_udt)
-		st = fail(
-			CQL_SCHEMA_UNSUPPORTED,
-			"Non-frozen user-defined type columns are not "
-			"supported by Cassini yet (column %s); use frozen<%s>",
-			d->name, type->name);
 	else if (key && storage_type_is_multicell(type))
 		st = fail(CQL_SCHEMA_INVALID,
 			  "Invalid non-frozen collection type for PRIMARY KEY "
