@@ -261,3 +261,60 @@ def test_frozen_columns_through_the_driver(make_node):
     with pytest.raises(InvalidRequest, match="still used by tables t"):
         s.execute("DROP TYPE app.shape")
     cluster.shutdown()
+
+
+def test_non_frozen_columns_through_the_driver(make_node):
+    """A non-frozen user type column (one cell per field) through the
+    driver: register_user_type classes both ways, prepared whole values
+    and field markers (named a.f), per-field updates, deletes and TTLs,
+    and the fields surviving a kill -9 (commitlog replay)."""
+    ip = "127.0.103.5"
+    node = make_node(default_yaml(listen_address=ip), name="nonfrozen")
+    node.start()
+    assert node.wait_for_log("CQL clients on"), node.log()
+    cluster, s = connect(ip)
+    s.execute("CREATE KEYSPACE app WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TYPE app.addr (street text, zip int)")
+    s.execute("CREATE TABLE app.t (k int PRIMARY KEY, a addr)")
+    wait_for(lambda: "t" in cluster.metadata.keyspaces["app"].tables,
+             "table in metadata")
+    col = cluster.metadata.keyspaces["app"].tables["t"].columns["a"]
+    assert col.cql_type == "addr"
+
+    class Addr:
+        def __init__(self, street=None, zip=None, extra=None):
+            self.street, self.zip, self.extra = street, zip, extra
+
+    cluster.register_user_type("app", "addr", Addr)
+    ins = s.prepare("INSERT INTO app.t (k, a) VALUES (?, ?)")
+    s.execute(ins, (1, Addr("main", 10)))
+    r = s.execute("SELECT a FROM app.t WHERE k = 1").one()
+    assert isinstance(r.a, Addr) and (r.a.street, r.a.zip) == ("main", 10)
+
+    upd = s.prepare("UPDATE app.t SET a.zip = ? WHERE k = ?")
+    assert [c.name for c in upd.column_metadata] == ["a.zip", "k"]
+    s.execute(upd, (20, 1))
+    s.execute("UPDATE app.t USING TTL 1000 SET a.street = 'ttl' "
+              "WHERE k = 1")
+    r = s.execute("SELECT a.street, a.zip FROM app.t WHERE k = 1").one()
+    assert (r.a_street, r.a_zip) == ("ttl", 20)
+    s.execute("DELETE a.zip FROM app.t WHERE k = 1")
+    # a whole value replaces every field cell
+    s.execute(ins, (2, Addr("x", 1)))
+    s.execute(ins, (2, Addr(None, 2)))
+
+    s.execute("ALTER TYPE app.addr ADD extra int")
+    wait_for(lambda: "extra" in cluster.metadata.keyspaces["app"]
+             .user_types["addr"].field_names, "ALTER in metadata")
+    cluster.shutdown()
+    node.restart(signal.SIGKILL)
+
+    cluster, s = connect(ip)
+    cluster.register_user_type("app", "addr", Addr)
+    got = {r.k: (r.a.street, r.a.zip, r.a.extra)
+           for r in s.execute("SELECT k, a FROM app.t")}
+    assert got == {1: ("ttl", None, None), 2: (None, 2, None)}
+    with pytest.raises(InvalidRequest, match="non-frozen UDT a"):
+        s.execute("SELECT writetime(a) FROM app.t")
+    cluster.shutdown()
