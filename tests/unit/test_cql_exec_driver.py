@@ -1004,3 +1004,37 @@ def test_indexed_queries_walk_ranges_in_token_order(data_session):
     got = [(r.k, r.c) for r in s.execute(SimpleStatement(
         "SELECT k, c FROM ks.t WHERE n = 1", fetch_size=2))]
     assert got == left
+
+
+def test_non_frozen_user_type_columns_prepare(session):
+    """A non-frozen user type column is accepted; its field markers are
+    named a.f and typed as the field, the whole value's marker as the
+    type; PREPARE runs Cassandra's field checks."""
+    cluster, s = session
+    s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TYPE ks.addr (street text, zip int)")
+    s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, a addr, "
+              "f frozen<addr>)")
+    r = s.execute("SELECT type FROM system_schema.columns WHERE "
+                  "keyspace_name = 'ks' AND table_name = 't' AND "
+                  "column_name = 'a'").one()
+    assert r.type == "addr"
+    ps = s.prepare("UPDATE ks.t SET a.zip = ?, a.street = ? WHERE k = ?")
+    assert [(c.name, c.type.typename) for c in ps.column_metadata] == [
+        ("a.zip", "int"), ("a.street", "varchar"), ("k", "int")]
+    ps = s.prepare("INSERT INTO ks.t (k, a) VALUES (?, ?)")
+    assert ps.column_metadata[1].type.typename == "addr"
+    assert list(ps.column_metadata[1].type.fieldnames) == ["street", "zip"]
+    for q, msg in [
+        ("UPDATE ks.t SET a.nope = ? WHERE k = 1",
+         "UDT column a does not have a field named nope"),
+        ("UPDATE ks.t SET f.zip = 1 WHERE k = 1",
+         "Invalid operation \\(f.zip = 1\\) for frozen UDT column f"),
+        ("DELETE f.zip FROM ks.t WHERE k = 1",
+         "Frozen UDT column f does not support field deletion"),
+        ("SELECT ttl(a) FROM ks.t",
+         "Cannot use selection function ttl on non-frozen UDT a"),
+    ]:
+        with pytest.raises(InvalidRequest, match=msg):
+            s.prepare(q)
