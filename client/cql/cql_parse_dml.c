@@ -142,7 +142,8 @@ static int conditions(struct parser *p, bool *has, bool *if_exists,
 	return 0;
 }
 
-/* INSERT INTO t JSON ('...' | ? | :name) [DEFAULT (NULL | UNSET)]. */
+/* INSERT INTO t JSON ('...' | ? | :name) [DEFAULT (NULL | UNSET)]
+ * [IF NOT EXISTS] [USING ...], Cassandra's jsonInsertStatement. */
 static int insert_json(struct parser *p, struct cql_insert *in)
 {
 	const struct cql_token *t = tok(p);
@@ -160,10 +161,11 @@ static int insert_json(struct parser *p, struct cql_insert *in)
 		else if (expect_kw(p, "null") != 0)
 			return -1;
 	}
-	if (is_kw(p, "if"))
-		return err_set(ERR_UNSUPPORTED,
-			       "INSERT JSON with IF NOT EXISTS is not "
-			       "supported by Cassini yet");
+	if (accept_kw(p, "if")) {
+		if (expect_kw(p, "not") != 0 || expect_kw(p, "exists") != 0)
+			return -1;
+		in->if_not_exists = true;
+	}
 	return cql_parse_using_clause(p, &in->using, true);
 }
 

@@ -2,6 +2,7 @@
 #include "client/exec/cas.h"
 
 #include "client/exec/data_path.h"
+#include "client/exec/dml.h"
 #include "client/schema/schema.h"
 #include "common/arena.h"
 #include "common/err.h"
@@ -411,6 +412,21 @@ struct cql_cas *cql_cas_new(const struct cql_data_request *dr,
 			err_set(ERR_INVALID, "Batch with conditions cannot "
 					     "span multiple tables");
 			goto fail;
+		}
+		/* INSERT JSON: its values map read as the INSERT of every
+		 * column (dml_json.c), so the key is found as for any INSERT */
+		struct cql_stmt *js;
+		if (s->kind == CQL_STMT_INSERT && s->u.insert.json) {
+			if (!(js = arena_alloc(&c->a, sizeof(*js)))) {
+				err_set(ERR_NOMEM, "out of memory");
+				goto fail;
+			}
+			*js = *s;
+			if (cql_dml_json_insert(&c->a, &s->u.insert, c->t,
+						binds, nb, &js->u.insert,
+						&binds, &nb) != 0)
+				goto fail;
+			s = js;
 		}
 		if (add_item(c, &c->items[i], s, binds, nb, ctx) != 0)
 			goto fail;

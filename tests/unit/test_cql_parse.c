@@ -498,6 +498,15 @@ START_TEST(json_forms)
 	ck_assert(!s->u.insert.default_unset);
 	parse_fails("INSERT INTO t JSON 1", ERR_INVALID);
 	parse_fails("INSERT INTO t JSON '{}' DEFAULT 1", ERR_INVALID);
+	s = parse(
+		"INSERT INTO t JSON ? DEFAULT UNSET IF NOT EXISTS USING TTL 5");
+	ck_assert(s->u.insert.if_not_exists && s->u.insert.default_unset);
+	ck_assert_ptr_nonnull(s->u.insert.using.ttl);
+	s = parse("INSERT INTO t JSON '{}' IF NOT EXISTS");
+	ck_assert(s->u.insert.if_not_exists);
+	parse_fails("INSERT INTO t JSON '{}' IF EXISTS", ERR_INVALID);
+	parse_fails("INSERT INTO t JSON '{}' USING TTL 1 IF NOT EXISTS",
+		    ERR_INVALID);
 }
 END_TEST
 
