@@ -1026,7 +1026,39 @@ static int serialize_any(const struct cql_term *t,
 			 const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
 			 struct buf *out);
 
-/* An element inside a collection, tuple or vector: no null, no marker. */
+/* A marker inside a collection, tuple, vector or UDT literal ([?, ?],
+ * {?: ?}, (?, ?), {f: ?}): its bound bytes, checked against the element
+ * type (Lists/Sets/Maps/Tuples/UserTypes.DelayedValue.bind). A null is
+ * refused in collections, a null field or component kept; an unset one
+ * is refused. */
+static int serialize_inner_bind(const struct cql_term *t,
+				const struct storage_type *type,
+				const char *column, const struct cql_fn_ctx *fn,
+				struct buf *out, bool null_ok)
+{
+	if (!fn || !fn->binds || t->bind_index < 0 ||
+	    (size_t)t->bind_index >= fn->nbinds)
+		return err_set(ERR_INVALID, "No value given for bind marker %d",
+			       t->bind_index);
+	const struct cql_value *v = &fn->binds[t->bind_index];
+	if (v->len == CQL_VALUE_UNSET)
+		return err_set(ERR_INVALID, "Invalid unset value for column %s",
+			       column);
+	if (v->len < 0) {
+		if (null_ok)
+			return 1;
+		return err_set(ERR_INVALID,
+			       "null is not supported inside collections");
+	}
+	if (storage_value_validate(type, v->ptr, (size_t)v->len) != 0)
+		return -1;
+	return buf_append(out, v->ptr, (size_t)v->len) != 0
+		       ? err_set(ERR_NOMEM, "out of memory")
+		       : 0;
+}
+
+/* An element inside a collection, tuple or vector: no null unless
+ * null_ok (a tuple component, a UDT field). */
 static int serialize_inner(const struct cql_term *t,
 			   const struct storage_type *type, const char *column,
 			   const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
@@ -1039,9 +1071,7 @@ static int serialize_inner(const struct cql_term *t,
 			       "null is not supported inside collections");
 	}
 	if (t->kind == CQL_TERM_BIND)
-		return err_set(ERR_UNSUPPORTED,
-			       "Bind markers inside collection literals "
-			       "are not supported by Cassini yet");
+		return serialize_inner_bind(t, type, column, fn, out, null_ok);
 	return serialize_any(t, type, column, fn, cmp, out);
 }
 

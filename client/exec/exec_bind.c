@@ -96,6 +96,74 @@ static void bind_call(struct bind_ctx *x, const struct cql_term *t)
 	}
 }
 
+/* pre + the receiver's name + post: value(l), key(m), u.f. */
+static const char *spec_name(struct bind_ctx *x, const char *pre,
+			     const char *name, const char *post)
+{
+	size_t n = strlen(pre) + strlen(name) + strlen(post) + 1;
+	char *s = arena_alloc(x->a, n);
+	if (!s)
+		return name;
+	snprintf(s, n, "%s%s%s", pre, name, post);
+	return s;
+}
+
+/*
+ * Markers inside a literal of `type` ([?, ?], {?: ?}, (?, ?), {f: ?}):
+ * each takes its element's type and the receiver names Cassandra gives
+ * them (Lists/Sets/Maps.valueSpecOf / keySpecOf: value(l), key(m);
+ * Tuples.componentSpecOf: t[0]; UserTypes.fieldSpecOf: u.f), nested as
+ * deep as the literal is. False when t is no literal of that shape.
+ */
+static bool bind_literal(struct bind_ctx *x, const struct cql_term *t,
+			 const char *name, const struct storage_type *type)
+{
+	uint16_t k = type->kind;
+	bool seq = t->kind == CQL_TERM_LIST &&
+		   (k == STORAGE_TYPE_LIST || k == STORAGE_TYPE_VECTOR);
+	bool set = t->kind == CQL_TERM_SET && k == STORAGE_TYPE_SET;
+	if (seq || set) {
+		const char *n = spec_name(x, "value(", name, ")");
+		for (size_t i = 0; i < t->count; i++)
+			bind_set(x, t->items[i], n, type->sub[0]);
+		return true;
+	}
+	if (t->kind == CQL_TERM_MAP && k == STORAGE_TYPE_MAP) {
+		const char *kn = spec_name(x, "key(", name, ")");
+		const char *vn = spec_name(x, "value(", name, ")");
+		for (size_t i = 0; i + 1 < t->count; i += 2) {
+			bind_set(x, t->items[i], kn, type->sub[0]);
+			bind_set(x, t->items[i + 1], vn, type->sub[1]);
+		}
+		return true;
+	}
+	if (t->kind == CQL_TERM_TUPLE && k == STORAGE_TYPE_TUPLE) {
+		for (size_t i = 0; i < t->count && i < type->count; i++) {
+			char idx[32];
+			snprintf(idx, sizeof(idx), "[%zu]", i);
+			bind_set(x, t->items[i], spec_name(x, "", name, idx),
+				 type->sub[i]);
+		}
+		return true;
+	}
+	if (t->kind == CQL_TERM_UDT && k == STORAGE_TYPE_UDT) {
+		for (size_t i = 0; i < t->count; i++) {
+			size_t f = 0;
+			while (f < type->count &&
+			       strcmp(type->field_names[f], t->names[i]) != 0)
+				f++;
+			if (f == type->count)
+				continue; /* refused when the value is built */
+			bind_set(x, t->items[i],
+				 spec_name(x, "", name,
+					   spec_name(x, ".", t->names[i], "")),
+				 type->sub[f]);
+		}
+		return true;
+	}
+	return false;
+}
+
 static void bind_set(struct bind_ctx *x, const struct cql_term *t,
 		     const char *name, const struct storage_type *type)
 {
@@ -103,6 +171,9 @@ static void bind_set(struct bind_ctx *x, const struct cql_term *t,
 		bind_call(x, t);
 		return;
 	}
+	if (t && type && t->kind != CQL_TERM_BIND &&
+	    bind_literal(x, t, name, type))
+		return;
 	if (!t || t->kind != CQL_TERM_BIND || t->bind_index >= x->nb || !type)
 		return;
 	x->b[t->bind_index] =
