@@ -172,9 +172,67 @@ static int error_head(struct buf *b, uint32_t code, const char *msg)
 	return cql_write_int(b, (int32_t)code) || cql_write_string(b, msg, n);
 }
 
+/*
+ * A function's failure (Cassandra's FunctionExecutionException, message
+ * "execution of 'ks.fn[t1, t2]' failed: ..."): FunctionFailure, 0x1400,
+ * its body the message, then keyspace, function and argument types. An
+ * InvalidRequest whose message has that form is sent as one, so every
+ * path that reports a function's error (local, coordinator, LWT) gives
+ * drivers Cassandra's error class.
+ */
+static bool function_failure(const char *msg, const char **name, size_t *len)
+{
+	static const char pre[] = "execution of '";
+	if (strncmp(msg, pre, sizeof(pre) - 1) != 0)
+		return false;
+	*name = msg + sizeof(pre) - 1;
+	const char *end = strstr(*name, "]' failed: ");
+	const char *dot = memchr(*name, '.', end ? (size_t)(end - *name) : 0);
+	const char *open = end ? memchr(*name, '[', (size_t)(end - *name)) : 0;
+	if (!end || !dot || !open || dot > open)
+		return false;
+	*len = (size_t)(end - *name) + 1;
+	return true;
+}
+
+static int function_failure_body(struct buf *b, const char *msg,
+				 const char *name, size_t len)
+{
+	const char *dot = memchr(name, '.', len);
+	const char *open = memchr(name, '[', len);
+	const char *args = open + 1, *end = name + len - 1;
+	size_t n = 0;
+	const char *items[64];
+	char copy[ERR_MSG_MAX];
+	size_t alen = (size_t)(end - args);
+	if (alen >= sizeof(copy))
+		alen = sizeof(copy) - 1;
+	memcpy(copy, args, alen);
+	copy[alen] = 0;
+	for (char *p = copy; *p && n < 64;) {
+		items[n++] = p;
+		char *sep = strstr(p, ", ");
+		if (!sep)
+			break;
+		*sep = 0;
+		p = sep + 2;
+	}
+	return error_head(b, CQL_ERR_FUNCTION_FAILURE, msg) ||
+	       cql_write_string(b, name, (size_t)(dot - name)) ||
+	       cql_write_string(b, dot + 1, (size_t)(open - dot - 1)) ||
+	       cql_write_string_list(b, items, n);
+}
+
 int cql_encode_error(struct buf *b, uint8_t version, int16_t stream,
 		     uint32_t code, const char *msg)
 {
+	const char *fn;
+	size_t fn_len;
+	if ((code == CQL_ERR_INVALID || code == CQL_ERR_FUNCTION_FAILURE) &&
+	    function_failure(msg, &fn, &fn_len)) {
+		FRAME(b, version, stream, CQL_OP_ERROR,
+		      function_failure_body(b, msg, fn, fn_len));
+	}
 	FRAME(b, version, stream, CQL_OP_ERROR, error_head(b, code, msg));
 }
 

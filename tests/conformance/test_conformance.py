@@ -42,7 +42,7 @@ import sys
 import uuid
 
 import pytest
-from cassandra import (AlreadyExists, InvalidRequest,
+from cassandra import (AlreadyExists, FunctionFailure, InvalidRequest,
                        ReadFailure, ReadTimeout, Unauthorized, Unavailable,
                        WriteFailure, WriteTimeout)
 from cassandra.cluster import Cluster, NoHostAvailable
@@ -64,7 +64,8 @@ AREAS = sorted(p.stem for p in HERE.glob("*.cql"))
 BLOCK = os.environ.get("CASSINI_CONFORMANCE_BLOCK", "127.0.70.")
 
 ERRORS = {c.__name__: c for c in (
-    AlreadyExists, ConfigurationException, InvalidRequest, ProtocolException,
+    AlreadyExists, ConfigurationException, FunctionFailure, InvalidRequest,
+    ProtocolException,
     ReadFailure, ReadTimeout, ServerError, SyntaxException, Unauthorized,
     Unavailable, WriteFailure, WriteTimeout)}
 

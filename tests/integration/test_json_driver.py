@@ -7,7 +7,8 @@ DEFAULT NULL clears. Addresses: 127.0.106.x, this suite's own."""
 import json
 import subprocess
 
-from cassandra import ConsistencyLevel
+import pytest
+from cassandra import ConsistencyLevel, FunctionFailure
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.policies import WhiteListRoundRobinPolicy
 from cassandra.query import SimpleStatement
@@ -91,6 +92,19 @@ def test_json_round_trips_across_nodes_pages_and_flushes(make_node):
     s2.execute(up, ["[9, 8]", 3, 0])
     assert s1.execute("SELECT l FROM j.t WHERE k = 3 AND c = 0").one().l \
         == [9, 8]
+    # a fromJson() that fails is a FunctionFailure naming the function,
+    # whichever node coordinates (through the LWT path too)
+    for q in ("UPDATE j.t SET l = fromJson('[1, \"x\"]') "
+              "WHERE k = 3 AND c = 0",
+              "UPDATE j.t SET l = fromJson('[1, \"x\"]') "
+              "WHERE k = 3 AND c = 0 IF EXISTS"):
+        with pytest.raises(FunctionFailure) as e:
+            s2.execute(q)
+        assert (e.value.keyspace, e.value.function, e.value.arg_types) == \
+            ("system", "fromjson", ["text"])
+        assert "execution of 'system.fromjson[text]' failed: " \
+            "org.apache.cassandra.serializers.MarshalException: " \
+            "Unable to make int from 'x'" in str(e.value)
 
     # DEFAULT UNSET leaves v; DEFAULT NULL clears it
     s1.execute("INSERT INTO j.t JSON '{\"k\": 1, \"c\": 1, \"n\": 5}' "

@@ -252,6 +252,28 @@ START_TEST(encoders_frame_lengths_and_limits)
 	/* Error messages are cut to fit a [string], never refused. */
 	ck_assert_int_eq(cql_encode_error(&b, 4, 1, CQL_ERR_INVALID, big), 0);
 	free(big);
+	/* A function's failure is FunctionFailure: message, keyspace,
+	 * function, [string list] of argument types. */
+	buf_clear(&b);
+	static const char fmsg[] = "execution of 'system.fromjson[text, int]' "
+				   "failed: x";
+	ck_assert_int_eq(cql_encode_error(&b, 4, 1, CQL_ERR_INVALID, fmsg), 0);
+	static const uint8_t fwant[] = {0, 0, 0x14,
+					0, 0, (uint8_t)(sizeof(fmsg) - 1)};
+	ck_assert_int_eq(memcmp(b.data + 9, fwant, sizeof(fwant)), 0);
+	const uint8_t *fp = b.data + 9 + sizeof(fwant) + sizeof(fmsg) - 1;
+	static const uint8_t ftail[] = {0,   6,   's', 'y', 's', 't', 'e', 'm',
+					0,   8,   'f', 'r', 'o', 'm', 'j', 's',
+					'o', 'n', 0,   2,   0,   4,   't', 'e',
+					'x', 't', 0,   3,   'i', 'n', 't'};
+	ck_assert_uint_eq(b.len, (size_t)(fp - b.data) + sizeof(ftail));
+	ck_assert_int_eq(memcmp(fp, ftail, sizeof(ftail)), 0);
+	/* not of that form: a plain InvalidRequest */
+	buf_clear(&b);
+	ck_assert_int_eq(
+		cql_encode_error(&b, 4, 1, CQL_ERR_INVALID, "execution of x"),
+		0);
+	ck_assert_int_eq(b.data[11], 0x22);
 	ck_assert_str_eq(cql_consistency_name(CQL_CL_LOCAL_ONE), "LOCAL_ONE");
 	ck_assert_ptr_null(cql_consistency_name(11));
 
