@@ -88,7 +88,8 @@ struct gossip {
 
 	struct env_timer *timer;
 	bool started, stopped, shadow;
-	bool follow_seeds; /* gossip_set_follow_seeds */
+	char *status_before_stop; /* STATUS_WITH_PORT before the stop */
+	bool follow_seeds;        /* gossip_set_follow_seeds */
 	unsigned shadow_rounds;
 	struct env_timer *fd_timer; /* status checks, FD_CHECKS per round */
 	uint64_t last_check_us;
@@ -394,6 +395,7 @@ void gossip_delete(struct gossip *g)
 	free(g->eps);
 	free(g->seeds);
 	free(g->quar);
+	free(g->status_before_stop);
 	buf_free(&g->out);
 	state_list_free(&g->scratch);
 	free(g);
@@ -704,6 +706,9 @@ void gossip_announce_shutdown(struct gossip *g)
 	 * shutdown states): its peers keep LEFT, not a shutdown to wait
 	 * out. */
 	bool left = g->me->status == GOSSIP_STATUS_LEFT;
+	const char *was = g->me->apps[GOSSIP_STATE_STATUS_WITH_PORT].value;
+	free(g->status_before_stop);
+	g->status_before_stop = was ? strdup(was) : NULL;
 	if (!left)
 		gossip_set_local_state(g, GOSSIP_STATE_STATUS_WITH_PORT,
 				       "shutdown,true");
@@ -716,6 +721,37 @@ void gossip_announce_shutdown(struct gossip *g)
 	g->stopped = true;
 	env_timer_cancel(g->env, g->timer);
 	env_timer_cancel(g->env, g->fd_timer);
+}
+
+bool gossip_running(const struct gossip *g)
+{
+	return g->started && !g->stopped;
+}
+
+int gossip_resume(struct gossip *g)
+{
+	if (!g->started)
+		return err_set(ERR_INVALID, "gossip has not started");
+	if (!g->stopped)
+		return 0;
+	if (g->me->status == GOSSIP_STATUS_LEFT)
+		return err_set(ERR_INVALID, "this node has left the ring");
+	/* A newer generation: peers that saw our shutdown take us as a
+	 * restarted endpoint, as after Cassandra's startGossiping. */
+	g->me->generation++;
+	g->me->heartbeat = ++g->version;
+	g->me->beats = 1;
+	g->me->born_us = env_mono_us(g->env);
+	if (g->status_before_stop &&
+	    gossip_set_local_state(g, GOSSIP_STATE_STATUS_WITH_PORT,
+				   g->status_before_stop) != 0)
+		return -1;
+	g->stopped = false;
+	/* The gap since the last check reads as a local pause, so no peer
+	 * is convicted before its heartbeats reach us again. */
+	env_timer_arm(g->env, g->fd_timer, g->interval_us / FD_CHECKS);
+	env_timer_arm(g->env, g->timer, g->interval_us / 2);
+	return 0;
 }
 
 /* Forgets `ep` and ignores news of it for the quarantine period. */

@@ -157,6 +157,15 @@ void gossip_set_follow_seeds(struct gossip *g, bool on);
  * peers keep LEFT. */
 void gossip_announce_shutdown(struct gossip *g);
 
+/* After gossip_announce_shutdown (nodetool disablegossip): gossip again
+ * with a newer generation and the STATUS we had before the stop.
+ * ERR_INVALID before gossip_start or once this node has left; 0 if
+ * running. */
+int gossip_resume(struct gossip *g);
+
+/* Started and not stopped. */
+bool gossip_running(const struct gossip *g);
+
 /* On behalf of a dead endpoint (removenode): sets one of its states with
  * a version newer than any it gossiped, so every peer takes the change
  * from us. Refused (ERR_INVALID) for ourselves, for an endpoint we see

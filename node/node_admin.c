@@ -2,6 +2,7 @@
  * The admin commands of the Membership issue, in nodetool's output shapes:
  * status, ring, info, gossipinfo, describecluster, describering,
  * getendpoints, version, drain, statusbinary, enablebinary, disablebinary,
+ * statusgossip, enablegossip, disablegossip,
  * getcompactionthroughput, setcompactionthroughput, stopdaemon.
  *
  * `status`, `describering` and `getendpoints` take a keyspace of the schema
@@ -420,7 +421,7 @@ static int cmd_info(void *arg, size_t argc, const char *const *argv,
 	int64_t up_s = (env_wall_us(n->env) - n->start_wall_us) / 1000000;
 	admin_printf(out, "%-23s: %s\n", "ID", n->local.host_id);
 	admin_printf(out, "%-23s: %s\n", "Gossip active",
-		     n->drained ? "false" : "true");
+		     gossip_running(n->gossip) ? "true" : "false");
 	admin_printf(out, "%-23s: %s\n", "Native Transport active",
 		     n->cql && cql_service_serving(n->cql) ? "true" : "false");
 	admin_printf(out, "%-23s: %s\n", "Load", load);
@@ -1172,6 +1173,75 @@ static int cmd_disablebinary(void *arg, size_t argc, const char *const *argv,
 	return cmd_binary(arg, argc, false, err);
 }
 
+/* nodetool statusgossip / disablegossip / enablegossip. Disabling
+ * announces a shutdown to every peer (they mark us down) and stops
+ * rounds; enabling gossips again with a newer generation and the STATUS
+ * we had. Clients are still served in between, as in Cassandra. */
+static int cmd_statusgossip(void *arg, size_t argc, const char *const *argv,
+			    struct buf *out, struct buf *err)
+{
+	(void)argv;
+	struct node *n = arg;
+	if (argc != 0) {
+		admin_printf(err, "usage: statusgossip\n");
+		return 1;
+	}
+	admin_printf(out, "%s\n",
+		     gossip_running(n->gossip) ? "running" : "not running");
+	return 0;
+}
+
+static int cmd_disablegossip(void *arg, size_t argc, const char *const *argv,
+			     struct buf *out, struct buf *err)
+{
+	(void)argv;
+	(void)out;
+	struct node *n = arg;
+	if (argc != 0) {
+		admin_printf(err, "usage: disablegossip\n");
+		return 1;
+	}
+	if (!gossip_running(n->gossip))
+		return 0;
+	struct gossip_endpoint_info self;
+	if (gossip_endpoint_find(n->gossip, &n->conf.broadcast_address,
+				 &self) != 0 ||
+	    self.status != GOSSIP_STATUS_NORMAL) {
+		admin_printf(err, "Unable to stop gossip because the node is "
+				  "not in the normal state. Try to stop the "
+				  "node instead.\n");
+		return 1;
+	}
+	LOG_WARN("stopping gossip by operator request");
+	gossip_announce_shutdown(n->gossip);
+	return 0;
+}
+
+static int cmd_enablegossip(void *arg, size_t argc, const char *const *argv,
+			    struct buf *out, struct buf *err)
+{
+	(void)argv;
+	(void)out;
+	struct node *n = arg;
+	if (argc != 0) {
+		admin_printf(err, "usage: enablegossip\n");
+		return 1;
+	}
+	if (n->drained) {
+		admin_printf(err, "error: this node is drained; restart it "
+				  "to gossip\n");
+		return 1;
+	}
+	if (gossip_running(n->gossip))
+		return 0;
+	LOG_WARN("starting gossip by operator request");
+	if (gossip_resume(n->gossip) != 0) {
+		admin_printf(err, "Unable to start gossip: %s\n", err_msg());
+		return 1;
+	}
+	return 0;
+}
+
 /* nodetool getcompactionthroughput / setcompactionthroughput <MB/s>: the
  * budget compaction and repair validation share (compaction_throughput);
  * 0 is unlimited. Not saved: a restart reads node.yaml again, as in
@@ -1350,6 +1420,16 @@ int node_admin_register(struct node *n)
 		 "disablebinary         stop serving clients (closes every "
 		 "connection)",
 		 cmd_disablebinary},
+		{"statusgossip",
+		 "statusgossip          whether this node gossips",
+		 cmd_statusgossip},
+		{"disablegossip",
+		 "disablegossip         stop gossiping (peers mark this node "
+		 "down)",
+		 cmd_disablegossip},
+		{"enablegossip",
+		 "enablegossip          gossip again (after disablegossip)",
+		 cmd_enablegossip},
 		{"getcompactionthroughput",
 		 "getcompactionthroughput  compaction's throughput cap",
 		 cmd_getcompactionthroughput},
