@@ -171,6 +171,44 @@ START_TEST(shutdown_announcement_marks_down_at_once)
 }
 END_TEST
 
+/* nodetool disablegossip then enablegossip: down everywhere, then up
+ * again with a newer generation and the STATUS from before the stop. */
+START_TEST(resumed_gossip_comes_back_up_with_its_status)
+{
+	struct gc *c = cluster_9();
+	struct gossip *g = c->nodes[5].g;
+	struct gossip_endpoint_info before, info;
+	ck_assert_int_eq(
+		gossip_endpoint_find(c->nodes[0].g, &c->nodes[5].addr, &before),
+		0);
+	ck_assert(gossip_running(g));
+	gossip_announce_shutdown(g);
+	ck_assert(!gossip_running(g));
+	struct down_arg d = {c, 5};
+	ck_assert(sim_run_until(c->sim, pred_all_see_down, &d, 1 * S));
+	sim_run_for(c->sim, 20 * S);
+	ck_assert(all_see_down(c, 5));
+	ck_assert_int_eq(gossip_resume(g), 0);
+	ck_assert(gossip_running(g));
+	ck_assert_int_eq(gossip_resume(g), 0); /* running: nothing to do */
+	ck_assert(gc_run_until_converged(c, 20 * S));
+	for (size_t i = 0; i < c->n; i++) {
+		if (i == 5)
+			continue;
+		ck_assert(gc_sees_up(c, i, 5));
+		ck_assert_int_eq(gossip_endpoint_find(c->nodes[i].g,
+						      &c->nodes[5].addr, &info),
+				 0);
+		ck_assert_int_eq(info.status, before.status);
+		ck_assert_int_gt(info.generation, before.generation);
+	}
+	/* node 5 kept its peers: nobody was convicted over the gap */
+	for (size_t i = 0; i < c->n; i++)
+		ck_assert(gc_sees_up(c, 5, i) || i == 5);
+	gc_delete(c);
+}
+END_TEST
+
 static bool all_see_left(void *arg)
 {
 	struct down_arg *d = arg;
@@ -630,6 +668,7 @@ static Suite *suite(void)
 	tcase_add_test(t, restart_with_higher_generation_comes_back_up);
 	tcase_add_test(t, restart_before_conviction_is_seen_as_new_generation);
 	tcase_add_test(t, shutdown_announcement_marks_down_at_once);
+	tcase_add_test(t, resumed_gossip_comes_back_up_with_its_status);
 	tcase_add_test(t, a_node_that_left_stops_silently);
 	tcase_add_test(t, a_left_node_is_forgotten_when_its_state_expires);
 	tcase_add_test(t, partitioned_dc_is_down_on_both_sides_and_heals);
