@@ -1,5 +1,9 @@
 /* libFuzzer: an AUTH_RESPONSE token through the SASL PLAIN split: never
- * reads outside the token, and what it returns lies inside it. */
+ * reads outside the token, what it returns lies inside it, and it agrees
+ * with Cassandra's PlainTextSaslAuthenticator, restated here from the
+ * front: accepted exactly when the token holds two NULs with a non-empty
+ * authentication id between them and a non-empty password after the
+ * second; the authorization id before the first is ignored. */
 #include "client/auth/auth.h"
 
 #include <stddef.h>
@@ -17,12 +21,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (size)
 		memcpy(tok, data, size);
+	size_t nuls = 0, first = 0, second = 0;
+	for (size_t i = 0; i < size; i++) {
+		if (tok[i] != 0)
+			continue;
+		if (nuls == 0)
+			first = i;
+		else if (nuls == 1)
+			second = i;
+		nuls++;
+	}
+	int want = nuls == 2 && second > first + 1 && second + 1 < size;
 	const char *u, *p;
 	size_t ul, pl;
-	if (cql_auth_sasl_plain(tok, size, &u, &ul, &p, &pl) == 0) {
-		const char *b = (const char *)tok, *e = b + size;
-		if (ul == 0 || pl == 0 || u < b || u + ul > e || p < b ||
-		    p + pl > e || memchr(u, 0, ul) || memchr(p, 0, pl))
+	int got = cql_auth_sasl_plain(tok, size, &u, &ul, &p, &pl) == 0;
+	if (got != want)
+		abort();
+	if (got) {
+		const char *b = (const char *)tok;
+		if (u != b + first + 1 || ul != second - first - 1 ||
+		    p != b + second + 1 || pl != size - second - 1)
 			abort();
 	}
 	free(tok);
