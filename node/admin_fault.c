@@ -12,6 +12,8 @@
 #include "common/log.h"
 #include "conf/conf.h"
 #include "node/admin.h"
+#include "node/cql_cas.h"
+#include "node/cql_service.h"
 #include "node/node_internal.h"
 #include "node/transport.h"
 
@@ -175,6 +177,33 @@ static int cmd_clockskew(void *arg, size_t argc, const char *const *argv,
 	return 0;
 }
 
+#define PAXOSFAULT_USAGE "paxosfault propose-self-only on|off"
+
+/* paxos_test_propose_self_only: this node's own LWT proposals reach only
+ * itself, so each is left accepted by one replica and unfinished. */
+static int cmd_paxosfault(void *arg, size_t argc, const char *const *argv,
+			  struct buf *out, struct buf *err)
+{
+	struct node *n = arg;
+	if (refuse_unless_enabled(n, err))
+		return 1;
+	if (argc != 2 || strcmp(argv[0], "propose-self-only") != 0 ||
+	    (strcmp(argv[1], "on") != 0 && strcmp(argv[1], "off") != 0)) {
+		admin_printf(err, "usage: " PAXOSFAULT_USAGE "\n");
+		return 1;
+	}
+	if (!n->cql) {
+		admin_printf(err, "no data path on this node\n");
+		return 2;
+	}
+	bool on = strcmp(argv[1], "on") == 0;
+	node_cas_test_propose_self_only(cql_service_cas(n->cql), on);
+	LOG_WARN("test fault injection: paxos proposals to self only %s",
+		 on ? "on" : "off");
+	admin_printf(out, "propose-self-only %s\n", on ? "on" : "off");
+	return 0;
+}
+
 int node_admin_register_faults(struct node *n)
 {
 	if (n->conf.test_fault_injection &&
@@ -187,7 +216,11 @@ int node_admin_register_faults(struct node *n)
 	    admin_register(n->admin, "clockskew",
 			   CLOCKSKEW_USAGE "  (test clusters) offset this "
 					   "node's wall clock",
-			   cmd_clockskew, n) != 0)
+			   cmd_clockskew, n) != 0 ||
+	    admin_register(n->admin, "paxosfault",
+			   PAXOSFAULT_USAGE "  (test clusters) leave this "
+					    "node's LWT proposals unfinished",
+			   cmd_paxosfault, n) != 0)
 		return -1;
 	return 0;
 }

@@ -40,6 +40,7 @@ struct node_cas {
 	int64_t writing_us; /* being written; 0: no write under way */
 	struct env_timer *lease_timer;
 	bool lease_failed_logged;
+	struct prep_job *repairs; /* paxos repairs under way */
 };
 
 #define LEASE_AHEAD_US  (3600LL * 1000000)
@@ -403,12 +404,16 @@ struct node_cas *node_cas_new(struct env *env, const struct inet_addr *self,
 	return c;
 }
 
+static void prep_free(struct prep_job *j);
+
 void node_cas_delete(struct node_cas *c)
 {
 	if (!c)
 		return;
 	env_timer_free(c->env, c->lease_timer);
-	paxos_delete(c->px);
+	paxos_delete(c->px); /* the repairs' rounds end unanswered */
+	while (c->repairs)
+		prep_free(c->repairs);
 	storage_table_meta_delete(c->meta);
 	free(c->lease_path);
 	free(c);
@@ -453,6 +458,8 @@ static void op_free(struct cas_op *op)
 static void reply_error(struct cql_request *req, uint8_t version,
 			int16_t stream, uint32_t code, const char *msg)
 {
+	if (!req)
+		return; /* paxos repair: nobody to answer */
 	struct buf b = {0};
 	cql_encode_error(&b, version, stream, code, msg);
 	cql_request_reply(req, b.data, b.len);
@@ -594,12 +601,10 @@ static void cas_done(void *arg, struct paxos_result *res)
 		break;
 	}
 	buf_free(&res->current);
-	if (op->cas) {
+	if (op->req)
 		cql_request_reply(op->req, b.data, b.len);
-	} else {
-		cql_request_reply(op->req, b.data, b.len);
+	if (!op->cas)
 		op->read_done(op->read_arg, -1);
-	}
 	buf_free(&b);
 	op_free(op);
 }
@@ -651,7 +656,8 @@ static int participants(struct node_cas *c, struct cas_op *op,
 		cql_encode_unavailable(&b, op->version, op->stream, msg,
 				       (uint16_t)op->serial_cl,
 				       natural ? *needed : 1, alive);
-		cql_request_reply(op->req, b.data, b.len);
+		if (op->req)
+			cql_request_reply(op->req, b.data, b.len);
 		buf_free(&b);
 		return -1;
 	}
@@ -822,4 +828,267 @@ void node_cas_serial_prepare(struct node_cas *c, const struct cql_table *t,
 	}
 	int64_t token = murmur3_token(pk.ptr, pk.len);
 	start(c, op, s, pk, token, 0);
+}
+
+/* ---- paxos repair ----------------------------------------------------------
+ */
+
+#define REPAIR_PAGE     64 /* system.paxos partitions per scan */
+#define REPAIR_PARALLEL 8  /* completions in flight */
+
+struct prep_item {
+	const struct cql_table *t; /* in the job's pinned schema */
+	struct buf pk;
+};
+
+struct prep_job {
+	struct node_cas *c;
+	char *ks, *table; /* the filter; NULL: all */
+	struct cql_schema_pin pin;
+	struct prep_item *items; /* the current page's unfinished ones */
+	size_t n, next, running;
+	int64_t from;   /* the next scan starts above this token */
+	bool last_page; /* the scan reached the end of the ring */
+	bool scanning;
+	bool pumping; /* prep_pump is on the stack */
+	struct node_cas_repair_counts counts;
+	node_cas_repair_fn done; /* NULL: cancelled */
+	void *arg;
+	struct prep_job *next_job;
+};
+
+static void prep_scan(struct prep_job *j);
+
+static void prep_items_free(struct prep_job *j)
+{
+	for (size_t i = 0; i < j->n; i++)
+		buf_free(&j->items[i].pk);
+	free(j->items);
+	j->items = NULL;
+	j->n = j->next = 0;
+}
+
+static void prep_free(struct prep_job *j)
+{
+	for (struct prep_job **pp = &j->c->repairs; *pp; pp = &(*pp)->next_job)
+		if (*pp == j) {
+			*pp = j->next_job;
+			break;
+		}
+	prep_items_free(j);
+	cql_schema_unpin(j->c->schema, &j->pin);
+	free(j->ks);
+	free(j->table);
+	free(j);
+}
+
+static void prep_finish(struct prep_job *j)
+{
+	if (j->done)
+		j->done(j->arg, &j->counts);
+	prep_free(j);
+}
+
+/* The user table of a system.paxos row, when the filter takes it. */
+static const struct cql_table *prep_table(struct prep_job *j,
+					  const uint8_t id[16])
+{
+	size_t nk = cql_schema_keyspace_count(j->c->schema);
+	for (size_t i = 0; i < nk; i++) {
+		const struct cql_keyspace *k =
+			cql_schema_keyspace_at(j->c->schema, i);
+		if (j->ks && strcmp(cql_keyspace_meta(k)->name, j->ks) != 0)
+			continue;
+		size_t nt = cql_keyspace_table_count(k);
+		for (size_t t = 0; t < nt; t++) {
+			const struct cql_table *tb =
+				cql_keyspace_table_at(k, t);
+			const struct storage_table_meta *m = cql_table_meta(tb);
+			if (memcmp(m->id, id, 16) != 0)
+				continue;
+			if (j->table && strcmp(m->name, j->table) != 0)
+				return NULL;
+			return tb;
+		}
+	}
+	return NULL;
+}
+
+static void prep_pump(struct prep_job *j);
+
+static void prep_one_done(void *arg, int status)
+{
+	struct prep_job *j = arg;
+	j->running--;
+	if (status == 0)
+		j->counts.completed++;
+	else
+		j->counts.failed++;
+	prep_pump(j);
+}
+
+/* Runs the page's completions, REPAIR_PARALLEL at a time; then the next
+ * page, or the end. */
+static void prep_pump(struct prep_job *j)
+{
+	if (j->pumping)
+		return; /* a completion ran inline: the loop below goes on */
+	j->pumping = true;
+	for (;;) {
+		while (j->next < j->n && j->running < REPAIR_PARALLEL) {
+			struct prep_item *it = &j->items[j->next++];
+			j->running++;
+			/* The SERIAL read's round: it re-proposes and
+			 * commits the newest accepted value its promisers
+			 * report, and proposes nothing of its own. */
+			node_cas_serial_prepare(j->c, it->t, buf_slice(&it->pk),
+						REPL_CL_SERIAL, NULL, 0, 0,
+						prep_one_done, j);
+		}
+		if (j->running || j->scanning)
+			break;
+		if (!j->done) /* cancelled: no more rounds */
+			j->next = j->n;
+		if (j->next < j->n)
+			break;
+		prep_items_free(j);
+		if (j->last_page || !j->done) {
+			prep_finish(j);
+			return;
+		}
+		prep_scan(j);
+	}
+	j->pumping = false;
+}
+
+/* One system.paxos partition: its rows whose accepted proposal is newer
+ * than their commit become items. */
+static void prep_partition(struct prep_job *j, struct storage_mutation *f)
+{
+	struct storage_read_cmd cmd = {0};
+	struct storage_result *r = NULL;
+	if (storage_fragment_resolve(j->c->meta, f, &cmd,
+				     env_wall_us(j->c->env) / 1000000,
+				     &r) != 0) {
+		j->counts.failed++;
+		return;
+	}
+	struct slice pk = storage_mutation_key(f);
+	for (size_t i = 0; i < r->row_count; i++) {
+		const struct storage_row_view *row = &r->rows[i];
+		if (row->clustering_count != 1 || row->clustering[0].len != 16)
+			continue;
+		const struct cql_table *t =
+			prep_table(j, row->clustering[0].ptr);
+		if (!t)
+			continue;
+		for (size_t k = 0; k < row->cell_count; k++) {
+			if (row->cells[k].column != PAXOS_COL_STATE)
+				continue;
+			j->counts.scanned++;
+			struct paxos_state st;
+			if (paxos_state_decode(row->cells[k].value, &st) != 0) {
+				LOG_ERROR("system.paxos: %s", err_msg());
+				j->counts.failed++;
+				continue;
+			}
+			bool unfinished = !paxos_ballot_is_none(&st.accepted) &&
+					  paxos_ballot_cmp(&st.accepted,
+							   &st.committed) > 0;
+			paxos_state_free(&st);
+			if (!unfinished)
+				continue;
+			struct prep_item *v = realloc(
+				j->items, (j->n + 1) * sizeof(*j->items));
+			if (!v) {
+				j->counts.failed++;
+				continue;
+			}
+			j->items = v;
+			j->items[j->n] = (struct prep_item){.t = t};
+			if (buf_append(&j->items[j->n].pk, pk.ptr, pk.len) !=
+			    0) {
+				buf_free(&j->items[j->n].pk);
+				j->counts.failed++;
+				continue;
+			}
+			j->n++;
+		}
+	}
+	storage_result_delete(r);
+}
+
+static void prep_scanned(void *arg, int status, enum err_code code,
+			 struct storage_mutation **frags, size_t n, bool cut)
+{
+	struct prep_job *j = arg;
+	(void)code;
+	j->scanning = false;
+	if (status != 0) {
+		LOG_ERROR("paxos repair: cannot scan system.paxos");
+		j->counts.failed++;
+		j->last_page = true;
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			prep_partition(j, frags[i]);
+			j->from = storage_mutation_token(frags[i]);
+		}
+		/* Paged by token: partitions sharing the last token of a
+		 * full page with the next one are not seen (murmur3
+		 * collisions). */
+		if (!cut || n == 0 || j->from == INT64_MAX)
+			j->last_page = true;
+	}
+	for (size_t i = 0; i < n; i++)
+		storage_mutation_delete(frags[i]);
+	free(frags);
+	prep_pump(j);
+}
+
+static void prep_scan(struct prep_job *j)
+{
+	struct storage_read_cmd cmd = {0};
+	j->scanning = true;
+	j->c->store->scan(j->c->store_arg, PAXOS_TABLE_ID, j->from, INT64_MAX,
+			  &cmd, REPAIR_PAGE, prep_scanned, j);
+}
+
+int node_cas_paxos_repair(struct node_cas *c, const char *keyspace,
+			  const char *table, node_cas_repair_fn done, void *arg,
+			  struct prep_job **handle)
+{
+	struct prep_job *j = calloc(1, sizeof(*j));
+	if (!j || (keyspace && !(j->ks = strdup(keyspace))) ||
+	    (table && !(j->table = strdup(table)))) {
+		if (j) {
+			free(j->ks);
+			free(j);
+		}
+		return err_set(ERR_NOMEM, "paxos repair");
+	}
+	j->c = c;
+	j->done = done;
+	j->arg = arg;
+	j->from = INT64_MIN;
+	cql_schema_pin(c->schema, &j->pin);
+	j->next_job = c->repairs;
+	c->repairs = j;
+	if (handle)
+		*handle = j;
+	prep_scan(j);
+	return 0;
+}
+
+void node_cas_paxos_repair_cancel(struct node_cas *c, struct prep_job *j)
+{
+	for (struct prep_job *k = c->repairs; k; k = k->next_job)
+		if (k == j) {
+			j->done = NULL; /* the rounds under way end it */
+			return;
+		}
+}
+
+void node_cas_test_propose_self_only(struct node_cas *c, bool on)
+{
+	paxos_test_propose_self_only(c->px, on);
 }

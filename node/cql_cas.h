@@ -67,6 +67,30 @@ void node_cas_serial_prepare(struct node_cas *c, const struct cql_table *t,
 			     int16_t stream,
 			     void (*done)(void *arg, int status), void *arg);
 
+/* Paxos repair (nodetool repair --paxos-only): every partition of this
+ * node's system.paxos (of `keyspace` and `table`, each NULL for all) whose
+ * accepted proposal is newer than its commit is finished by the SERIAL
+ * read's round (it re-proposes and commits the newest accepted value its
+ * promisers report, and proposes nothing of its own), a
+ * few at a time, on the loop. done runs once with the counts: 0 (with
+ * *handle set when not NULL), or -1 (ERR_NOMEM, done will not run). */
+struct node_cas_repair_counts {
+	uint64_t scanned;   /* system.paxos rows of the tables taken */
+	uint64_t completed; /* unfinished ones whose round succeeded */
+	uint64_t failed;    /* rounds that failed (unavailable, timeout) */
+};
+typedef void (*node_cas_repair_fn)(void *arg,
+				   const struct node_cas_repair_counts *n);
+struct prep_job;
+int node_cas_paxos_repair(struct node_cas *c, const char *keyspace,
+			  const char *table, node_cas_repair_fn done, void *arg,
+			  struct prep_job **handle);
+/* done will not run (a repair of `handle` still under way stops; nothing
+ * when it already ended). node_cas_delete cancels them all. */
+void node_cas_paxos_repair_cancel(struct node_cas *c, struct prep_job *handle);
+/* paxos_test_propose_self_only (test clusters). */
+void node_cas_test_propose_self_only(struct node_cas *c, bool on);
+
 void node_cas_receive(struct node_cas *c, const struct inet_addr *from,
 		      uint32_t verb, const uint8_t *msg, size_t len);
 void node_cas_stats(const struct node_cas *c, struct paxos_stats *out);

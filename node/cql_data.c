@@ -1500,6 +1500,11 @@ int cql_data_hand_over_hints(struct cql_data *d, const struct inet_addr *to,
 	return hints_hand_over(d->hints, hand_over_send, d, done, arg);
 }
 
+struct node_cas *cql_data_cas(struct cql_data *d)
+{
+	return d->cas;
+}
+
 void cql_data_hand_over_cancel(struct cql_data *d)
 {
 	if (d->hints)

@@ -25,6 +25,7 @@
 #include "storage/storage.h"
 
 struct cql_data;
+struct node_cas;
 
 struct cql_data_hooks {
 	struct ring *(*ring)(void *arg);
@@ -88,5 +89,7 @@ int cql_data_hand_over_hints(struct cql_data *d, const struct inet_addr *to,
 			     hints_handed_fn done, void *arg);
 /* Forgets the hand-over under way (its done never runs). */
 void cql_data_hand_over_cancel(struct cql_data *d);
+/* The LWT side (paxos repair, test hooks). */
+struct node_cas *cql_data_cas(struct cql_data *d);
 
 #endif

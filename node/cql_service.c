@@ -969,6 +969,11 @@ int cql_service_hand_over_hints(struct cql_service *s,
 	return cql_data_hand_over_hints(s->data, to, done, arg);
 }
 
+struct node_cas *cql_service_cas(struct cql_service *s)
+{
+	return cql_data_cas(s->data);
+}
+
 void cql_service_hand_over_cancel(struct cql_service *s)
 {
 	cql_data_hand_over_cancel(s->data);

@@ -23,6 +23,7 @@
 struct event_base;
 struct env;
 struct cql_service;
+struct node_cas;
 
 /* The node's current view for system.local / system.peers. */
 typedef void (*cql_service_node_info_fn)(void *arg, struct cql_node_info *out);
@@ -75,6 +76,8 @@ int cql_service_hand_over_hints(struct cql_service *s,
 				const struct inet_addr *to,
 				void (*done)(void *arg, bool ok), void *arg);
 void cql_service_hand_over_cancel(struct cql_service *s);
+/* The LWT side (node/cql_cas.h): paxos repair, test hooks. */
+struct node_cas *cql_service_cas(struct cql_service *s);
 struct cql_server_stats;
 /* The CQL server's connections and requests (zeros before it serves). */
 void cql_service_server_stats(const struct cql_service *s,

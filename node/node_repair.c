@@ -36,6 +36,7 @@
 #include "common/workers.h"
 #include "gossip/gossip.h"
 #include "node/admin.h"
+#include "node/cql_cas.h"
 #include "node/cql_service.h"
 #include "node/members.h"
 #include "node/node_internal.h"
@@ -82,6 +83,7 @@ struct node_repair {
 	atomic_bool stopping; /* scans in flight give up (shutdown) */
 	struct repair *repair;
 	struct repair_cmd *cmd; /* the running admin command, or NULL */
+	struct paxos_cmd *pcmd; /* the running --paxos-only, or NULL */
 	struct node_repair_sched *sched;
 	struct repair_history *tasks; /* every manual task, persisted */
 	struct node_state_file *tasks_file;
@@ -659,7 +661,8 @@ static void run_next(struct repair_cmd *c)
 static const char usage_text[] =
 	"repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local] "
 	"[-hosts A,B,...] [--preview] [-seq | -dcpar] [-j N] [--trace] "
-	"[keyspace [tables...]] | repair schedule "
+	"[keyspace [tables...]] | repair --paxos-only [keyspace [table]] | "
+	"repair schedule "
 	"status|pause|resume|run-now [keyspace[.table]]";
 
 static int parse_token(const char *s, int64_t *out)
@@ -811,6 +814,122 @@ static int parse_args(struct repair_cmd *c, size_t argc,
 	return 0;
 }
 
+/* ---- repair --paxos-only ------------------------------------------------ */
+
+struct paxos_cmd {
+	struct node_repair *nr;
+	struct admin_reply *reply;
+	struct prep_job *job;
+	char what[300]; /* "keyspace ks table t" */
+	uint64_t start_us;
+};
+
+static void paxos_done(void *arg, const struct node_cas_repair_counts *n)
+{
+	struct paxos_cmd *pc = arg;
+	char out[600];
+	snprintf(out, sizeof(out),
+		 "Paxos repair of %s %s in %.3f s\n"
+		 "  partitions scanned: %" PRIu64
+		 ", unfinished proposals completed: %" PRIu64
+		 ", failed: %" PRIu64 "\n",
+		 pc->what, n->failed ? "FAILED" : "finished",
+		 (double)(env_mono_us(pc->nr->n->env) - pc->start_us) / 1e6,
+		 n->scanned, n->completed, n->failed);
+	LOG_INFO("%.*s", (int)(strchr(out, '\n') - out), out);
+	admin_reply_finish(pc->reply, n->failed ? 2 : 0, out,
+			   n->failed
+				   ? "error: some in-progress Paxos proposals "
+				     "could not be completed\n"
+				   : "");
+	pc->nr->pcmd = NULL;
+	free(pc);
+}
+
+/* repair --paxos-only [keyspace [table]]: finishes the in-progress Paxos
+ * proposals this node holds (node_cas_paxos_repair). */
+static int cmd_paxos_only(struct node_repair *nr, size_t argc,
+			  const char *const *argv, struct buf *err)
+{
+	struct node *n = nr->n;
+	const char *ks = NULL, *table = NULL;
+	for (size_t i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--paxos-only") == 0 || strcmp(a, "--full") == 0)
+			continue;
+		if (a[0] == '-') {
+			admin_printf(err,
+				     "--paxos-only takes no option but a "
+				     "keyspace and a table; got %s\n",
+				     a);
+			return 1;
+		}
+		if (!ks)
+			ks = a;
+		else if (!table)
+			table = a;
+		else {
+			admin_printf(err, "usage: repair --paxos-only "
+					  "[keyspace [table]]\n");
+			return 1;
+		}
+	}
+	if (!n->cql) {
+		admin_printf(err, "no data path on this node\n");
+		return 2;
+	}
+	const struct cql_schema *s = cql_service_schema(n->cql);
+	if (ks && !cql_schema_keyspace(s, ks)) {
+		admin_printf(err, "Keyspace [%s] does not exist.\n", ks);
+		return 1;
+	}
+	if (table && !cql_schema_table(s, ks, table)) {
+		admin_printf(err, "Unknown keyspace/cf pair (%s.%s)\n", ks,
+			     table);
+		return 1;
+	}
+	if (nr->pcmd) {
+		admin_printf(
+			err,
+			"a paxos repair is already running on this node\n");
+		return 2;
+	}
+	struct paxos_cmd *pc = calloc(1, sizeof(*pc));
+	if (!pc) {
+		admin_printf(err, "out of memory\n");
+		return 2;
+	}
+	pc->nr = nr;
+	pc->start_us = env_mono_us(n->env);
+	if (!ks)
+		snprintf(pc->what, sizeof(pc->what), "all keyspaces");
+	else if (!table)
+		snprintf(pc->what, sizeof(pc->what), "keyspace %s", ks);
+	else
+		snprintf(pc->what, sizeof(pc->what), "%s.%s", ks, table);
+	if (!(pc->reply = admin_defer(n->admin))) {
+		admin_printf(err, "%s\n", err_msg());
+		free(pc);
+		return 2;
+	}
+	nr->pcmd = pc;
+	if (node_cas_paxos_repair(cql_service_cas(n->cql), ks, table,
+				  paxos_done, pc, &pc->job) != 0) {
+		admin_reply_finish(pc->reply, 2, "", "error: out of memory\n");
+		nr->pcmd = NULL;
+		free(pc);
+	}
+	return ADMIN_PENDING;
+}
+
+static bool has_arg(size_t argc, const char *const *argv, const char *a)
+{
+	for (size_t i = 0; i < argc; i++)
+		if (strcmp(argv[i], a) == 0)
+			return true;
+	return false;
+}
+
 static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 		      struct buf *out, struct buf *err)
 {
@@ -819,6 +938,8 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 	if (argc >= 1 && strcmp(argv[0], "schedule") == 0)
 		return node_repair_sched_cmd(nr->sched, argc - 1, argv + 1, out,
 					     err);
+	if (has_arg(argc, argv, "--paxos-only"))
+		return cmd_paxos_only(nr, argc, argv, err);
 	if (nr->cmd || (repair_running(nr->repair) &&
 			!node_repair_sched_running(nr->sched))) {
 		admin_printf(err, "a repair is already running on this node\n");
@@ -1068,6 +1189,15 @@ void node_repair_delete(struct node_repair *nr)
 		admin_reply_finish(nr->cmd->reply, 2, "",
 				   "error: the node is shutting down\n");
 		cmd_free(nr->cmd);
+	}
+	if (nr->pcmd) {
+		if (nr->n->cql)
+			node_cas_paxos_repair_cancel(
+				cql_service_cas(nr->n->cql), nr->pcmd->job);
+		admin_reply_finish(nr->pcmd->reply, 2, "",
+				   "error: the node is shutting down\n");
+		free(nr->pcmd);
+		nr->pcmd = NULL;
 	}
 	if (nr->tasks_dirty)
 		history_save(nr);

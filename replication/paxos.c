@@ -109,6 +109,7 @@ struct paxos {
 	struct selfmsg *self_head, *self_tail;
 	struct env_timer *self_timer;
 	struct paxos_stats st;
+	bool test_propose_self_only; /* paxos_test_propose_self_only */
 };
 
 void paxos_options_default(struct paxos_options *o)
@@ -335,9 +336,17 @@ static void send_all(struct pxop *op, uint32_t verb, bool only_repair)
 	m.key = buf_slice(&op->key);
 	m.ballot = op->stage == ST_REPAIR ? op->commit_ballot : op->ballot;
 	m.update = buf_slice(&op->update);
+	bool self_only = p->test_propose_self_only &&
+			 verb == PAXOS_VERB_PROPOSE && op->stage == ST_PROPOSE;
 	for (size_t i = 0; i < op->n; i++)
-		if (!only_repair || op->r[i].repair)
+		if ((!only_repair || op->r[i].repair) &&
+		    (!self_only || inet_addr_eq(&op->reps[i], &p->o.self)))
 			send_msg(p, &op->reps[i], verb, &m);
+}
+
+void paxos_test_propose_self_only(struct paxos *p, bool on)
+{
+	p->test_propose_self_only = on;
 }
 
 /* A new stage of the same round: every replica's answer is awaited anew. */

@@ -264,6 +264,12 @@ struct paxos_request {
 void paxos_cas(struct paxos *p, const struct paxos_request *rq,
 	       paxos_done_cb done, void *arg);
 
+/* TEST ONLY (test clusters: `paxosfault`): this proposer's own proposals
+ * go to itself alone, so each is accepted by one replica and left
+ * unfinished (a coordinator that died right after its accept); in-progress
+ * completions are sent to all as usual. */
+void paxos_test_propose_self_only(struct paxos *p, bool on);
+
 struct paxos_stats {
 	uint64_t cas, reads;                  /* coordinated */
 	uint64_t prepares, proposes, commits; /* served as acceptor */
