@@ -648,6 +648,152 @@ START_TEST(skipping_in_progress_is_caught)
 }
 END_TEST
 
+/* ---- paxos repair -------------------------------------------------------- */
+
+struct one_done {
+	bool done;
+	struct paxos_result res;
+};
+
+static void one_cb(void *arg, struct paxos_result *res)
+{
+	struct one_done *d = arg;
+	d->done = true;
+	d->res = *res;
+}
+
+static bool one_finished(void *arg)
+{
+	return ((struct one_done *)arg)->done;
+}
+
+/* One round through node `coord` on register k0: a CAS of NULL -> `val`,
+ * or (val < 0) the round paxos repair and SERIAL reads run. */
+static struct paxos_result one_round(struct world *w, int coord, int64_t val)
+{
+	struct client c = {.w = w, .id = 1};
+	struct opctx o = {.c = &c, .key = 0, .read = val < 0, .live = true};
+	struct lin_op *op = &w->hist[0][w->nh[0]];
+	o.h = w->nh[0]++;
+	memset(op, 0, sizeof(*op));
+	op->kind = o.read ? LIN_READ : LIN_CAS;
+	op->a = LIN_NULL;
+	op->b = val;
+	struct one_done d = {0};
+	struct paxos_request rq = {
+		.key = slice_make("k0", 2),
+		.replicas = w->addrs,
+		.n = (size_t)w->n,
+		.needed = w->needed,
+		.commit_block_for = w->needed,
+		.is_read = o.read,
+		.merge = merge,
+		.decide = decide,
+		.decide_arg = &o,
+	};
+	paxos_cas(w->nodes[coord].px, &rq, one_cb, &d);
+	ck_assert(sim_run_until(w->sim, one_finished, &d, 60ULL * 1000000));
+	return d.res;
+}
+
+static bool unfinished(const struct paxos_state *st)
+{
+	return !paxos_ballot_is_none(&st->accepted) &&
+	       paxos_ballot_cmp(&st->accepted, &st->committed) > 0;
+}
+
+/* What `repair --paxos-only` does on node `at`: every register of its
+ * disk with an accepted proposal newer than its commit gets the SERIAL
+ * read's round (node_cas_paxos_repair over system.paxos). */
+static int paxos_repair(struct world *w, int at)
+{
+	int completed = 0;
+	if (unfinished(&w->nodes[at].disk[0].st)) {
+		struct paxos_result r = one_round(w, at, -1);
+		ck_assert_int_eq(r.outcome, PAXOS_OK);
+		buf_free(&r.current);
+		completed++;
+	}
+	return completed;
+}
+
+/* A proposal accepted by one replica of three (its proposer's propose
+ * reached itself only, then the proposer died and came back with its
+ * disk) is on no replica's data; paxos repair on it finishes it: every
+ * replica then holds it, and a SERIAL read through another node sees it.
+ * A proposal nobody accepted is not invented: a repair finds nothing to
+ * do and the register stays empty. */
+START_TEST(paxos_repair_finishes_a_minority_proposal)
+{
+	for (uint64_t i = 0; i < 20; i++) {
+		struct world *w = calloc(1, sizeof(*w));
+		ck_assert_ptr_nonnull(w);
+		w->sim = sim_new(seed + i, START_WALL);
+		w->n = 3;
+		w->needed = 2;
+		sim_net_set_latency(w->sim, 100, 5000);
+		for (int k = 0; k < w->n; k++) {
+			struct pnode *n = &w->nodes[k];
+			n->w = w;
+			n->idx = k;
+			n->addr = (struct inet_addr){
+				.family = INET_V4,
+				.ip = {127, 0, 107, (uint8_t)(k + 1)},
+				.port = 7000};
+			w->addrs[k] = n->addr;
+			node_start(n);
+		}
+		/* nobody accepted anything: nothing to repair, nothing read */
+		for (int k = 0; k < w->n; k++)
+			ck_assert_int_eq(paxos_repair(w, k), 0);
+		struct paxos_result r = one_round(w, 1, -1);
+		ck_assert_int_eq(r.outcome, PAXOS_OK);
+		ck_assert_int_eq(value_of(buf_slice(&r.current)), LIN_NULL);
+		buf_free(&r.current);
+
+		paxos_test_propose_self_only(w->nodes[0].px, true);
+		r = one_round(w, 0, 42);
+		ck_assert_int_eq(r.outcome, PAXOS_WRITE_TIMEOUT);
+		ck_assert(r.proposal_partial);
+		buf_free(&r.current);
+		/* the proposer dies and restarts with its disk */
+		sim_env_kill(w->sim, w->nodes[0].env);
+		paxos_delete(w->nodes[0].px);
+		node_start(&w->nodes[0]);
+		ck_assert(unfinished(&w->nodes[0].disk[0].st));
+		for (int k = 0; k < w->n; k++)
+			ck_assert(!w->nodes[k].disk[0].has);
+		ck_assert_int_eq(paxos_repair(w, 1), 0); /* not node2's */
+		ck_assert_int_eq(paxos_repair(w, 2), 0);
+
+		ck_assert_int_eq(paxos_repair(w, 0), 1);
+		/* committed at quorum by the repair; the rest follow */
+		sim_run_for(w->sim, 1000000);
+		int holders = 0;
+		for (int k = 0; k < w->n; k++) {
+			ck_assert(!unfinished(&w->nodes[k].disk[0].st));
+			if (w->nodes[k].disk[0].has) {
+				ck_assert_int_eq(w->nodes[k].disk[0].val, 42);
+				holders++;
+			}
+		}
+		ck_assert_int_eq(holders, 3);
+		ck_assert_int_eq(paxos_repair(w, 0), 0);
+		r = one_round(w, 2, -1);
+		ck_assert_int_eq(r.outcome, PAXOS_OK);
+		ck_assert_int_eq(value_of(buf_slice(&r.current)), 42);
+		buf_free(&r.current);
+
+		for (int k = 0; k < w->n; k++) {
+			paxos_delete(w->nodes[k].px);
+			paxos_state_free(&w->nodes[k].disk[0].st);
+		}
+		sim_delete(w->sim);
+		free(w);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(26);
@@ -657,6 +803,7 @@ int main(void)
 	tcase_add_test(tc, quiet_network_decides_everything);
 	tcase_add_test(tc, random_faults_stay_linearizable);
 	tcase_add_test(tc, skipping_in_progress_is_caught);
+	tcase_add_test(tc, paxos_repair_finishes_a_minority_proposal);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
