@@ -7,14 +7,12 @@ A second unfinished proposal in another table is left to a repair of all
 keyspaces, which the first (ks t) must not have touched.
 
 Nodes live on 127.0.107.21-23."""
-import time
-
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra import WriteTimeout
 from cassandra.query import SimpleStatement
 
-from clusters import session, tool, tool_run
+from clusters import session, tool, tool_run, wait_for
 from conftest import default_yaml, seeds_yaml, wait_all_normal
 
 IPS = ["127.0.107.21", "127.0.107.22", "127.0.107.23"]
@@ -29,6 +27,13 @@ def read_one(ip, table, k):
         return r.v if r else None
     finally:
         c.shutdown()
+
+
+def read_one_quorum(s, table, k):
+    r = s.execute(SimpleStatement(
+        f"SELECT v FROM ks.{table} WHERE k = %s",
+        consistency_level=CL.QUORUM), (k,)).one()
+    return r.v if r else None
 
 
 def counts(out):
@@ -80,8 +85,10 @@ def test_paxos_repair_completes_an_unfinished_proposal(make_node):
     scanned, completed, failed = counts(out)
     assert (completed, failed) == (1, 0), out
     assert scanned >= 2, out
+    # committed at quorum before the round ends; sent to all three
+    assert read_one_quorum(s, "t", 1) == 10
     for ip in IPS:
-        assert read_one(ip, "t", 1) == 10, ip
+        assert wait_for(lambda: read_one(ip, "t", 1) == 10, 20), ip
         assert read_one(ip, "u", 1) is None, ip  # not of ks.t
     # again: nothing is unfinished any more
     assert counts(tool(IPS[0], "repair", "--paxos-only", "ks", "t"))[1] == 0
@@ -89,8 +96,9 @@ def test_paxos_repair_completes_an_unfinished_proposal(make_node):
     out = tool(IPS[0], "repair", "--paxos-only")
     assert "Paxos repair of all keyspaces finished" in out, out
     assert counts(out)[1:] == (1, 0), out
+    assert read_one_quorum(s, "u", 1) == 30
     for ip in IPS:
-        assert read_one(ip, "u", 1) == 30, ip
+        assert wait_for(lambda: read_one(ip, "u", 1) == 30, 20), ip
     # a SERIAL read agrees, and the finished row is untouched
     r = s.execute(SimpleStatement("SELECT v FROM ks.t WHERE k = 1",
                                   consistency_level=CL.SERIAL)).one()
