@@ -1,10 +1,12 @@
 /*
  * The admin commands of the coordinator and hinted handoff, in nodetool's
- * output shapes: tpstats, proxyhistograms, listpendinghints,
+ * output shapes: tpstats, proxyhistograms, tablehistograms,
+ * listpendinghints,
  * enablehandoff, disablehandoff, pausehandoff, resumehandoff,
  * setmaxhintwindow, statushandoff.
  */
 #define LOG_MODULE "admin"
+#include "client/schema/schema.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/uuid.h"
@@ -156,6 +158,78 @@ static int cmd_proxyhistograms(void *arg, size_t argc, const char *const *argv,
 		     st.unavailables, st.write_timeouts, st.read_timeouts,
 		     st.overloaded, st.digest_mismatches,
 		     st.speculative_retries);
+	return 0;
+}
+
+/* ---- tablehistograms ----------------------------------------------------- */
+
+_Static_assert(REPL_LAT_BUCKETS == LOGHIST_BUCKETS,
+	       "storage's histograms use the coordinator's buckets");
+
+static uint64_t hist_percentile(const struct storage_hist *h, double p)
+{
+	struct repl_latency l = {.count = h->count, .sum_us = h->sum};
+	memcpy(l.buckets, h->buckets, sizeof(l.buckets));
+	return repl_latency_percentile(&l, p);
+}
+
+/* nodetool tablehistograms <keyspace> <table> (or <keyspace.table>): the
+ * replica's local read/write latencies, SSTables per read, and the live
+ * SSTables' partition sizes and (estimated) cell counts. */
+static int cmd_tablehistograms(void *arg, size_t argc, const char *const *argv,
+			       struct buf *out, struct buf *err)
+{
+	struct node *n = arg;
+	char ks[256], tb[256];
+	const char *dot = argc == 1 ? strchr(argv[0], '.') : NULL;
+	if (argc == 2 && strlen(argv[0]) < sizeof(ks) &&
+	    strlen(argv[1]) < sizeof(tb)) {
+		snprintf(ks, sizeof(ks), "%s", argv[0]);
+		snprintf(tb, sizeof(tb), "%s", argv[1]);
+	} else if (dot && dot != argv[0] && dot[1] &&
+		   (size_t)(dot - argv[0]) < sizeof(ks) &&
+		   strlen(dot + 1) < sizeof(tb)) {
+		snprintf(ks, sizeof(ks), "%.*s", (int)(dot - argv[0]), argv[0]);
+		snprintf(tb, sizeof(tb), "%s", dot + 1);
+	} else {
+		admin_printf(err, "error: tablehistograms requires <keyspace> "
+				  "<table> or <keyspace.table> format "
+				  "argument.\n");
+		return 1;
+	}
+	if (!n->cql) {
+		admin_printf(err, "error: this node serves no data\n");
+		return 2;
+	}
+	const struct cql_table *ct =
+		cql_schema_table(cql_service_schema(n->cql), ks, tb);
+	struct storage_table_hists h;
+	if (!ct || storage_table_histograms(cql_service_storage(n->cql),
+					    cql_table_meta(ct)->id, &h) != 0) {
+		admin_printf(err, "error: Unknown table %s.%s\n", ks, tb);
+		return 2;
+	}
+	admin_printf(out, "%s/%s histograms\n", ks, tb);
+	admin_printf(out, "%-10s%18s%18s%18s%18s%18s\n", "Percentile",
+		     "Read Latency", "Write Latency", "SSTables",
+		     "Partition Size", "Cell Count");
+	admin_printf(out, "%-10s%18s%18s%18s%18s%18s\n", "", "(micros)",
+		     "(micros)", "", "(bytes)", "");
+	static const struct {
+		const char *label;
+		double p;
+	} rows[] = {{"50%", 50}, {"75%", 75}, {"95%", 95}, {"98%", 98},
+		    {"99%", 99}, {"Min", 0},  {"Max", 100}};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		admin_printf(
+			out, "%-10s%18.2f%18.2f%18.2f%18.0f%18.0f\n",
+			rows[i].label,
+			(double)hist_percentile(&h.read_us, rows[i].p),
+			(double)hist_percentile(&h.write_us, rows[i].p),
+			(double)hist_percentile(&h.sstables, rows[i].p),
+			(double)hist_percentile(&h.partition_bytes, rows[i].p),
+			(double)hist_percentile(&h.cells, rows[i].p));
+	admin_printf(out, "\n");
 	return 0;
 }
 
@@ -332,6 +406,11 @@ int node_admin_register_data(struct node *n)
 		 "proxyhistograms       read/write/range latency "
 		 "percentiles seen by this coordinator",
 		 cmd_proxyhistograms},
+		{"tablehistograms",
+		 "tablehistograms <ks> <table>  a table's local read/write "
+		 "latency, SSTables per read, partition size and cell count "
+		 "percentiles",
+		 cmd_tablehistograms},
 		{"listpendinghints",
 		 "listpendinghints      hints this node holds, per target",
 		 cmd_listpendinghints},

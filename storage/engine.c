@@ -440,3 +440,55 @@ struct ratelimit *storage_throughput_budget(struct storage *db)
 {
 	return db->budget;
 }
+
+/* ---- tablehistograms ----------------------------------------------------- */
+
+static void hist_add(struct storage_hist *h, uint64_t v, uint64_t n)
+{
+	h->count += n;
+	h->sum += v * n;
+	h->buckets[loghist_bucket(v)] += n;
+}
+
+int storage_table_histograms(struct storage *db, const uint8_t table_id[16],
+			     struct storage_table_hists *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&db->mu);
+	struct table *t = storage_engine_table_find(db, table_id);
+	if (!t) {
+		pthread_mutex_unlock(&db->mu);
+		return err_set(ERR_NOT_FOUND, "no such table");
+	}
+	for (unsigned b = 0; b < LOGHIST_BUCKETS; b++) {
+		uint64_t r = atomic_load_explicit(&t->read_us[b],
+						  memory_order_relaxed);
+		uint64_t s = atomic_load_explicit(&t->sst_per_read[b],
+						  memory_order_relaxed);
+		out->read_us.buckets[b] = r;
+		out->read_us.count += r;
+		out->sstables.buckets[b] = s;
+		out->sstables.count += s;
+		out->write_us.buckets[b] = t->write_us[b];
+		out->write_us.count += t->write_us[b];
+	}
+	out->read_us.sum = atomic_load(&t->read_us_sum);
+	out->sstables.sum = atomic_load(&t->sst_sum);
+	out->write_us.sum = t->write_us_sum;
+	for (size_t i = 0; i < t->version->count; i++) {
+		const struct sst_stats *ss = &t->version->ssts[i]->stats;
+		/* size_hist[k]: partitions of 2^k..2^(k+1)-1 bytes; each
+		 * counts at its bucket's top */
+		for (unsigned k = 0; k < SST_HIST_BUCKETS; k++)
+			if (ss->size_hist[k])
+				hist_add(&out->partition_bytes, (2ull << k) - 1,
+					 ss->size_hist[k]);
+		if (ss->partition_count)
+			hist_add(&out->cells,
+				 (ss->cell_count + ss->partition_count - 1) /
+					 ss->partition_count,
+				 ss->partition_count);
+	}
+	pthread_mutex_unlock(&db->mu);
+	return 0;
+}

@@ -69,6 +69,11 @@ struct table {
 	int64_t lcs_next[9];
 	uint64_t writes;        /* mutations applied (under the lock) */
 	_Atomic uint64_t reads; /* point reads answered */
+	/* tablehistograms (common/loghist.h buckets): reads' µs and
+	 * SSTables read (any thread, relaxed), writes' µs (the lock) */
+	_Atomic uint64_t read_us_sum, read_us[LOGHIST_BUCKETS];
+	_Atomic uint64_t sst_sum, sst_per_read[LOGHIST_BUCKETS];
+	uint64_t write_us_sum, write_us[LOGHIST_BUCKETS];
 	/* reads past tombstone_warn_threshold / failure_threshold */
 	_Atomic uint64_t tombstone_warnings, tombstone_failures;
 	/* References: the table list's (until storage_table_drop unlinks

@@ -127,7 +127,7 @@ static int cmp_max_ts_desc(const void *a, const void *b)
  * reads every source that may hold an unshadowed atom; otherwise the read
  * stops once older SSTables cannot change the rows. */
 static int gather(struct storage *db, struct snapshot *s, struct read_ctx *c,
-		  int64_t token, struct slice key, bool raw)
+		  int64_t token, struct slice key, bool raw, unsigned *read)
 {
 	int rc = 0;
 	for (size_t i = 0; !rc && i < s->mt_count; i++)
@@ -146,6 +146,7 @@ static int gather(struct storage *db, struct snapshot *s, struct read_ctx *c,
 		if (n && !raw && older_cannot_matter(c, sst->stats.max_ts))
 			break;
 		rc = sstable_read(sst, c, token, key);
+		++*read;
 		if (rc && err_code() == ERR_CORRUPT)
 			storage_engine_note_corruption(db, sst);
 	}
@@ -166,6 +167,18 @@ static void tombstone_counts(struct table *t, struct read_ctx *c)
 	c->tombstone_warnings = c->tombstone_failures = 0;
 }
 
+/* A point read answered: a few relaxed increments, no lock. */
+static void count_read(struct table *t, uint64_t us, unsigned ssts)
+{
+	atomic_fetch_add_explicit(&t->reads, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->read_us_sum, us, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->read_us[loghist_bucket(us)], 1,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->sst_sum, ssts, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->sst_per_read[loghist_bucket(ssts)], 1,
+				  memory_order_relaxed);
+}
+
 /* A point read: the rows (`frag` NULL) or the fragment. */
 static int read_partition(struct storage *db, const uint8_t table_id[16],
 			  const struct storage_read_cmd *cmd,
@@ -174,9 +187,11 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 {
 	if (!cmd->key || cmd->key_len == 0)
 		return err_set(ERR_INVALID, "read without a partition key");
+	uint64_t start = env_mono_us(db->o.env);
 	struct snapshot s;
 	if (snapshot_take(db, table_id, &s))
 		return -1;
+	unsigned ssts = 0;
 	struct read_ctx c;
 	int rc = storage_read_ctx_init(&c, s.meta, cmd,
 				       storage_engine_now_sec(db));
@@ -189,12 +204,12 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 	int64_t token = murmur3_token_of_hash(c.key_hash);
 	/* Zero slices (`IN ()`) read nothing: an empty answer. */
 	if (!rc && !(cmd->slices && cmd->slice_count == 0))
-		rc = gather(db, &s, &c, token, key, frag != NULL);
+		rc = gather(db, &s, &c, token, key, frag != NULL, &ssts);
 	if (!rc)
 		rc = frag ? storage_read_ctx_fragment(&c, token, key, frag)
 			  : storage_read_ctx_finish(&c, token, key, out);
 	if (!rc)
-		atomic_fetch_add_explicit(&s.t->reads, 1, memory_order_relaxed);
+		count_read(s.t, env_mono_us(db->o.env) - start, ssts);
 	tombstone_counts(s.t, &c);
 	storage_read_ctx_destroy(&c);
 	snapshot_release(&s);

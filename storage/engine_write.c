@@ -290,6 +290,7 @@ int storage_engine_apply(struct storage *db, const struct storage_mutation *m,
 			 bool *ack_now)
 {
 	*ack_now = false;
+	uint64_t start = env_mono_us(db->o.env);
 	pthread_mutex_lock(&db->mu);
 	struct waiting_write *expired =
 		db->waiting ? waiting_expired(db) : NULL;
@@ -350,8 +351,12 @@ int storage_engine_apply(struct storage *db, const struct storage_mutation *m,
 		storage_engine_stop_writes(db, "memtable out of memory");
 		rc = -1;
 	}
-	if (!rc)
+	if (!rc) {
+		uint64_t us = env_mono_us(db->o.env) - start;
 		t->writes++;
+		t->write_us_sum += us;
+		t->write_us[loghist_bucket(us)]++;
+	}
 	if (!rc && t->durable) {
 		struct memtable *mt = t->active;
 		if (!mt->has_log_pos) {

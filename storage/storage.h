@@ -25,6 +25,7 @@
 #include "common/buf.h"
 #include "common/env.h"
 #include "common/err.h"
+#include "common/loghist.h"
 #include "storage/schema.h"
 
 #include <stdbool.h>
@@ -631,6 +632,31 @@ struct storage_stats {
 };
 int storage_stats(struct storage *db, const uint8_t *table_id,
 		  struct storage_stats *out);
+
+/* One table's histograms (tablehistograms; Cassandra's Table
+ * ReadLatency, WriteLatency, SSTablesPerReadHistogram,
+ * EstimatedPartitionSizeHistogram, EstimatedColumnCountHistogram), in
+ * common/loghist.h's buckets, since start:
+ *   read_us     point reads answered here (the replica's storage read)
+ *   write_us    mutations applied here (commitlog append + memtable)
+ *   sstables    SSTables each of those reads read
+ *   partition_bytes  the live SSTables' partitions by size (each
+ *               SSTable's Statistics.db histogram; a partition in two
+ *               SSTables counts twice; memtables not counted)
+ *   cells       the same partitions by cell count, estimated: an
+ *               SSTable's partitions all count at its mean cells per
+ *               partition (Statistics.db keeps no per-partition count) */
+struct storage_hist {
+	uint64_t count, sum;
+	uint64_t buckets[LOGHIST_BUCKETS];
+};
+struct storage_table_hists {
+	struct storage_hist read_us, write_us, sstables;
+	struct storage_hist partition_bytes, cells;
+};
+/* -1 (ERR_NOT_FOUND) when the table does not exist. */
+int storage_table_histograms(struct storage *db, const uint8_t table_id[16],
+			     struct storage_table_hists *out);
 
 struct ratelimit;
 /* compaction_throughput's budget (common/ratelimit.h), for other disk
