@@ -122,6 +122,26 @@ static void latency_histogram(struct buf *b, const char *name,
 	out(b, "%s_count{%s} %" PRIu64 "\n", name, labels, l->count);
 }
 
+/* A table histogram (storage's, in the same buckets), values divided
+ * by `scale` (1e6: µs to seconds). */
+static void table_histogram(struct buf *b, const char *name, const char *labels,
+			    const struct storage_hist *h, double scale)
+{
+	uint64_t cum = 0;
+	for (unsigned k = 0; k < LOGHIST_BUCKETS; k++) {
+		cum += h->buckets[k];
+		bool edge = k >= 8 && (k - 8) % 4 == 3;
+		if (!edge || k == LOGHIST_BUCKETS - 1)
+			continue;
+		out(b, "%s_bucket{%s,le=\"%.6f\"} %" PRIu64 "\n", name, labels,
+		    (double)loghist_upper(k) / scale, cum);
+	}
+	out(b, "%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name, labels,
+	    h->count);
+	out(b, "%s_sum{%s} %.6f\n", name, labels, (double)h->sum / scale);
+	out(b, "%s_count{%s} %" PRIu64 "\n", name, labels, h->count);
+}
+
 static void client_requests(struct buf *b, const struct repl_stats *st)
 {
 	char labels[128];
@@ -393,6 +413,7 @@ static void tables(struct buf *b, struct node *n)
 	struct row {
 		char labels[400];
 		struct storage_stats st;
+		struct storage_table_hists h;
 	} *all = calloc(count ? count : 1, sizeof(*all));
 	if (!all)
 		return;
@@ -404,7 +425,8 @@ static void tables(struct buf *b, struct node *n)
 		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
 			const struct storage_table_meta *t =
 				cql_table_meta(cql_keyspace_table_at(k, j));
-			if (storage_stats(db, t->id, &all[m].st) != 0)
+			if (storage_stats(db, t->id, &all[m].st) != 0 ||
+			    storage_table_histograms(db, t->id, &all[m].h))
 				continue;
 			snprintf(all[m].labels, sizeof(all[m].labels),
 				 "keyspace=\"%s\",table=\"%s\"",
@@ -421,6 +443,37 @@ static void tables(struct buf *b, struct node *n)
 			       sizeof(v));
 			sample(b, rows[r].name, all[i].labels, (double)v);
 		}
+	}
+	static const struct {
+		const char *name, *help;
+		size_t off;
+		double scale;
+	} hists[] = {
+		{"cassandra_table_read_latency_seconds",
+		 "Point reads this replica answered (its storage read).",
+		 offsetof(struct storage_table_hists, read_us), 1e6},
+		{"cassandra_table_write_latency_seconds",
+		 "Mutations this replica applied (commitlog and memtable).",
+		 offsetof(struct storage_table_hists, write_us), 1e6},
+		{"cassandra_table_sstables_per_read",
+		 "SSTables each point read read.",
+		 offsetof(struct storage_table_hists, sstables), 1},
+		{"cassandra_table_estimated_partition_size_bytes",
+		 "Live SSTables' partitions by size.",
+		 offsetof(struct storage_table_hists, partition_bytes), 1},
+		{"cassandra_table_estimated_partition_cells",
+		 "Live SSTables' partitions by cell count (each SSTable's "
+		 "mean).",
+		 offsetof(struct storage_table_hists, cells), 1},
+	};
+	for (size_t r = 0; r < sizeof(hists) / sizeof(hists[0]); r++) {
+		family(b, hists[r].name, "histogram", hists[r].help);
+		for (size_t i = 0; i < m; i++)
+			table_histogram(b, hists[r].name, all[i].labels,
+					(const struct storage_hist
+						 *)((const char *)&all[i].h +
+						    hists[r].off),
+					hists[r].scale);
 	}
 	free(all);
 }
