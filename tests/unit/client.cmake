@@ -7,6 +7,8 @@ target_link_libraries(cql_proto_cli PRIVATE cassini_client)
 cassini_pytest(unit_proto_driver test_proto_driver.py LABEL unit TIMEOUT 120)
 cassini_check_suite(test_cql_parse LABEL unit SOURCES test_cql_parse.c
                     LIBS cassini_client)
+cassini_check_suite(test_cql_floor LABEL unit SOURCES test_cql_floor.c
+                    LIBS cassini_cql)
 cassini_check_suite(test_cql_json LABEL unit SOURCES test_cql_json.c
                     LIBS cassini_cql)
 add_executable(cql_test_server cql_test_server.c)
