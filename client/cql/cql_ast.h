@@ -431,6 +431,16 @@ struct cql_select {
 	bool has_group_by;
 	const char **group_by; /* GROUP BY's columns, as written */
 	size_t group_by_count;
+	/* Per GROUP BY element (NULL when none is a function call): the
+	 * function applied to the column group_by[i], as floor(t, 1h[,
+	 * start]) (Cassandra 5.0) */
+	struct cql_group_fn *group_fns;
+};
+
+struct cql_group_fn {
+	const char *name;         /* lower-case; NULL: a plain column */
+	struct cql_term *args[2]; /* the arguments after the column */
+	size_t nargs;
 };
 
 struct cql_stmt;

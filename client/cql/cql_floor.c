@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #define MS_PER_DAY 86400000LL
-#define NS_PER_MS 1000000LL
+#define NS_PER_MS  1000000LL
 #define NS_PER_DAY (86400LL * 1000000000LL)
 
 static int64_t floor_div(int64_t a, int64_t b)

@@ -402,20 +402,51 @@ static int order_by(struct parser *p, struct cql_select *q)
 	return 0;
 }
 
+/* GROUP BY a, b, floor(c, 1h[, '2016-01-01']): columns, or a function of
+ * a column and constant terms (Cassandra 5.0's time windows). */
+static int group_by(struct parser *p, struct cql_select *q)
+{
+	struct vec cols = VEC(const char *);
+	struct vec fns = VEC(struct cql_group_fn);
+	bool any_fn = false;
+	do {
+		const char **col = vec_push(p, &cols);
+		struct cql_group_fn *fn = vec_push(p, &fns);
+		const char *name = col && fn ? cql_parse_ident(p) : NULL;
+		if (!name)
+			return -1;
+		if (!accept_punct(p, "(")) {
+			*col = name;
+			continue;
+		}
+		any_fn = true;
+		fn->name = name;
+		if (!(*col = cql_parse_ident(p)))
+			return -1;
+		while (accept_punct(p, ",")) {
+			if (fn->nargs == 2)
+				return syntax_error(p, "')'");
+			if (!(fn->args[fn->nargs++] = cql_parse_term(p)))
+				return -1;
+		}
+		if (expect_punct(p, ")") != 0)
+			return -1;
+	} while (accept_punct(p, ","));
+	q->has_group_by = true;
+	q->group_by = cols.items;
+	q->group_by_count = cols.count;
+	q->group_fns = any_fn ? fns.items : NULL;
+	return 0;
+}
+
 static int select_tail(struct parser *p, struct cql_select *q)
 {
 	if (accept_kw(p, "where") &&
 	    where_clause(p, &q->where, &q->where_count) != 0)
 		return -1;
 	if (accept_kw(p, "group")) {
-		const char **cols;
-		size_t n;
-		if (expect_kw(p, "by") != 0 ||
-		    cql_parse_ident_list(p, &cols, &n) != 0)
+		if (expect_kw(p, "by") != 0 || group_by(p, q) != 0)
 			return -1;
-		q->has_group_by = true;
-		q->group_by = cols;
-		q->group_by_count = n;
 	}
 	if (accept_kw(p, "order") &&
 	    (expect_kw(p, "by") != 0 || order_by(p, q) != 0))

@@ -14,9 +14,13 @@
  */
 #include "client/exec/select_internal.h"
 
+#include "client/cql/cql_floor.h"
 #include "common/err.h"
 
+#include <errno.h>
 #include <stdalign.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- planning ------------------------------------------------------------ */
@@ -37,8 +41,136 @@ static bool restricted_by_eq(const struct cql_select_plan *p,
 	return false;
 }
 
-int cql_select_group_check(const struct cql_select_plan *p,
-			   const struct cql_select *q, size_t *ck)
+/* A GROUP BY floor(c, duration[, start]) as planned. */
+struct floor_spec {
+	enum cql_floor_kind kind;
+	struct storage_duration dur;
+	int64_t start;
+};
+
+static bool is_aggregate(const char *name)
+{
+	static const char *const aggs[] = {"count", "min", "max", "sum", "avg"};
+	for (size_t i = 0; i < sizeof(aggs) / sizeof(aggs[0]); i++)
+		if (strcmp(name, aggs[i]) == 0)
+			return true;
+	return false;
+}
+
+static int floor_signatures_error(void)
+{
+	return err_set(
+		ERR_INVALID,
+		"Invalid call to function system.floor, none of its type "
+		"signatures match (known type signatures: system.floor : "
+		"(timestamp, duration) -> timestamp, system.floor : "
+		"(timestamp, duration, timestamp) -> timestamp, system.floor "
+		": (timeuuid, duration) -> timestamp, system.floor : "
+		"(timeuuid, duration, timestamp) -> timestamp, system.floor : "
+		"(date, duration) -> date, system.floor : (date, duration, "
+		"date) -> date, system.floor : (time, duration) -> time)");
+}
+
+/* The function of GROUP BY element g, on column c: Cassandra's
+ * validateGroupByFunction, the function's resolution and the column
+ * checks; floor() is the one Cassini computes. */
+static int group_fn_check(const struct cql_select_plan *p,
+			  const struct cql_group_fn *fn, const char *name,
+			  int c, struct floor_spec *out)
+{
+	const struct storage_column *col = &p->m->columns[c];
+	if (is_aggregate(fn->name))
+		return err_set(ERR_INVALID,
+			       "Aggregate functions are not supported within "
+			       "the GROUP BY clause, got: system.%s",
+			       fn->name);
+	if (strcmp(fn->name, "floor") != 0) {
+		struct cql_fn_arg arg = {.type = col->type->kind, .text = name};
+		struct cql_fn f;
+		int rc = fn->nargs ? 1 : cql_fn_resolve(fn->name, &arg, 1, &f);
+		if (rc < 0)
+			return -1;
+		if (rc == 1 && !fn->nargs)
+			return err_set(ERR_INVALID, "Unknown function '%s'",
+				       fn->name);
+		if (rc == 1)
+			return err_set(ERR_UNSUPPORTED,
+				       "GROUP BY %s() is not supported by "
+				       "Cassini yet (only floor())",
+				       fn->name);
+		if (col->kind != STORAGE_COLUMN_CLUSTERING)
+			return err_set(ERR_INVALID,
+				       "Group by functions are only supported "
+				       "on clustering columns, got %s",
+				       name);
+		static const char *const monotonic[] = {
+			"todate", "totimestamp", "tounixtimestamp", "dateof",
+			"unixtimestampof"};
+		for (size_t i = 0; i < 5; i++)
+			if (strcmp(fn->name, monotonic[i]) == 0)
+				return err_set(ERR_UNSUPPORTED,
+					       "GROUP BY %s() is not supported "
+					       "by Cassini yet (only floor())",
+					       fn->name);
+		char sig[128];
+		cql_fn_signature(&f, sig, sizeof(sig));
+		return err_set(ERR_INVALID,
+			       "Only monotonic functions are supported in the "
+			       "GROUP BY clause. Got: %s ",
+			       sig);
+	}
+	uint16_t kind = col->type->kind;
+	out->kind = kind == STORAGE_TYPE_TIMESTAMP  ? CQL_FLOOR_TIMESTAMP
+		    : kind == STORAGE_TYPE_TIMEUUID ? CQL_FLOOR_TIMEUUID
+		    : kind == STORAGE_TYPE_DATE     ? CQL_FLOOR_DATE
+						    : CQL_FLOOR_TIME;
+	bool typed = kind == STORAGE_TYPE_TIMESTAMP ||
+		     kind == STORAGE_TYPE_TIMEUUID ||
+		     kind == STORAGE_TYPE_DATE || kind == STORAGE_TYPE_TIME;
+	if (!typed || fn->nargs == 0 ||
+	    (out->kind == CQL_FLOOR_TIME && fn->nargs == 2))
+		return floor_signatures_error();
+	const struct cql_term *d = fn->args[0],
+			      *st = fn->nargs == 2 ? fn->args[1] : NULL;
+	if (d->kind == CQL_TERM_BIND || (st && st->kind == CQL_TERM_BIND))
+		return err_set(ERR_UNSUPPORTED,
+			       "Bind markers in GROUP BY floor() are not "
+			       "supported by Cassini yet");
+	if (d->kind != CQL_TERM_DURATION ||
+	    (st && st->kind != CQL_TERM_STRING &&
+	     !(st->kind == CQL_TERM_INTEGER && out->kind != CQL_FLOOR_DATE)))
+		return floor_signatures_error();
+	if (cql_parse_duration(d->text, d->len, d->negative, &out->dur) != 0)
+		return -1;
+	out->start = 0;
+	if (st && st->kind == CQL_TERM_INTEGER) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(st->text, &end, 10);
+		if (errno)
+			return err_set(ERR_INVALID, "Invalid start time %s",
+				       st->text);
+		out->start = st->negative ? -v : v;
+	} else if (st) {
+		int rc =
+			out->kind == CQL_FLOOR_DATE
+				? cql_parse_date(st->text, st->len, &out->start)
+				: cql_parse_timestamp(st->text, st->len,
+						      &out->start);
+		if (rc != 0)
+			return -1;
+	}
+	if (col->kind != STORAGE_COLUMN_CLUSTERING)
+		return err_set(ERR_INVALID,
+			       "Group by functions are only supported on "
+			       "clustering columns, got %s",
+			       name);
+	return cql_floor_check(out->kind, &out->dur);
+}
+
+static int group_check(const struct cql_select_plan *p,
+		       const struct cql_select *q, size_t *ck,
+		       struct floor_spec *fl, bool *has_floor)
 {
 	static const char order_msg[] =
 		"Group by currently only support groups of columns following "
@@ -54,13 +186,24 @@ int cql_select_group_check(const struct cql_select_plan *p,
 				       "%s.%s",
 				       name, m->keyspace, m->name);
 		uint8_t kind = m->columns[c].kind;
-		if (kind != STORAGE_COLUMN_PARTITION_KEY &&
-		    kind != STORAGE_COLUMN_CLUSTERING)
+		const struct cql_group_fn *fn =
+			q->group_fns && q->group_fns[g].name ? &q->group_fns[g]
+							     : NULL;
+		if (fn) {
+			if (group_fn_check(p, fn, name, c, fl) != 0)
+				return -1;
+			*has_floor = true;
+		} else if (kind != STORAGE_COLUMN_PARTITION_KEY &&
+			   kind != STORAGE_COLUMN_CLUSTERING)
 			return err_set(ERR_INVALID,
 				       "Group by is currently only supported "
 				       "on the columns of the PRIMARY KEY, "
 				       "got %s",
 				       name);
+		else if (*has_floor)
+			return err_set(ERR_INVALID,
+				       "Functions are only supported on the "
+				       "last element of the GROUP BY clause");
 		for (;;) {
 			if (next == npk)
 				return err_set(ERR_INVALID, "%s", order_msg);
@@ -86,13 +229,27 @@ int cql_select_group_check(const struct cql_select_plan *p,
 	return 0;
 }
 
+int cql_select_group_check(const struct cql_select_plan *p,
+			   const struct cql_select *q, size_t *ck)
+{
+	struct floor_spec fl;
+	bool has_floor = false;
+	return group_check(p, q, ck, &fl, &has_floor);
+}
+
 int cql_select_group_plan(struct cql_select_plan *p, const struct cql_select *q)
 {
 	size_t ck;
-	if (cql_select_group_check(p, q, &ck) != 0)
+	struct floor_spec fl = {0};
+	bool has_floor = false;
+	if (group_check(p, q, &ck, &fl, &has_floor) != 0)
 		return -1;
 	p->grouped = true;
 	p->group_ck = ck;
+	p->group_floor = has_floor;
+	p->floor_kind = (uint8_t)fl.kind;
+	p->floor_dur = fl.dur;
+	p->floor_start = fl.start;
 	/* Whole partitions, so that every group is complete (LIMIT counts
 	 * groups, not rows); DISTINCT reads a partition's first row. */
 	p->cmd.limit = p->distinct ? 1 : 0;
@@ -116,21 +273,69 @@ bool cql_select_plan_key_restricted(const struct cql_select_plan *p)
 
 /* ---- groups -------------------------------------------------------------- */
 
+/* The floor of the last grouped clustering value `v` (a time window's
+ * start, in the column's unit): 0, or -1 with Cassandra's error (a time
+ * before the window's start). */
+static int floor_key(const struct cql_select_plan *p, struct slice v,
+		     int64_t *out)
+{
+	const struct storage_duration *d = &p->floor_dur;
+	switch ((enum cql_floor_kind)p->floor_kind) {
+	case CQL_FLOOR_DATE:
+		if (v.len != 4)
+			break;
+		return cql_floor_date((int64_t)be32_load(v.ptr) - (1LL << 31),
+				      d, p->floor_start, out);
+	case CQL_FLOOR_TIME:
+		if (v.len != 8)
+			break;
+		return cql_floor_time((int64_t)be64_load(v.ptr), d, out);
+	case CQL_FLOOR_TIMEUUID: {
+		if (v.len != 16)
+			break;
+		int64_t us = cql_timeuuid_unix_us(v.ptr);
+		int64_t ms = us / 1000 - (us % 1000 < 0);
+		return cql_floor_timestamp(ms, d, p->floor_start, out);
+	}
+	case CQL_FLOOR_TIMESTAMP:
+		if (v.len != 8)
+			break;
+		return cql_floor_timestamp((int64_t)be64_load(v.ptr), d,
+					   p->floor_start, out);
+	}
+	*out = 0; /* an empty value: a window of its own */
+	return 0;
+}
+
+/* Compares clustering value i of two rows as grouping does: the last
+ * grouped one by its floor under GROUP BY floor(). */
+static int group_value_cmp(const struct cql_select_plan *p, size_t i,
+			   struct slice a, struct slice b, int *rc)
+{
+	const struct storage_column *c = &p->m->columns[p->m->ck[i]];
+	if (!p->group_floor || i + 1 != p->group_ck || !a.len || !b.len)
+		return storage_type_cmp(c->type, a.ptr, a.len, b.ptr, b.len);
+	int64_t fa, fb;
+	if (floor_key(p, a, &fa) != 0 || floor_key(p, b, &fb) != 0) {
+		*rc = -1;
+		return 1;
+	}
+	return fa < fb ? -1 : fa > fb;
+}
+
 /* Whether rows a and b (of one partition; NULL: its static row) are in
  * one group. */
 static bool same_group(const struct cql_select_plan *p,
 		       const struct storage_row_view *a,
-		       const struct storage_row_view *b)
+		       const struct storage_row_view *b, int *rc)
 {
 	if (!a || !b)
 		return a == b || p->group_ck == 0;
 	for (size_t i = 0; i < p->group_ck; i++) {
 		if (i >= a->clustering_count || i >= b->clustering_count)
 			return a->clustering_count == b->clustering_count;
-		const struct storage_column *c = &p->m->columns[p->m->ck[i]];
-		if (storage_type_cmp(c->type, a->clustering[i].ptr,
-				     a->clustering[i].len, b->clustering[i].ptr,
-				     b->clustering[i].len) != 0)
+		if (group_value_cmp(p, i, a->clustering[i], b->clustering[i],
+				    rc) != 0)
 			return false;
 	}
 	return true;
@@ -147,9 +352,11 @@ static bool sent_before(const struct cql_select_plan *p,
 	for (size_t i = 0; i < p->pos.ck_count && i < row->clustering_count;
 	     i++) {
 		const struct storage_column *c = &p->m->columns[p->m->ck[i]];
-		int r = storage_type_cmp(c->type, row->clustering[i].ptr,
-					 row->clustering[i].len,
-					 p->pos.ck[i].ptr, p->pos.ck[i].len);
+		int bad = 0;
+		int r = group_value_cmp(p, i, row->clustering[i], p->pos.ck[i],
+					&bad);
+		if (bad)
+			return false; /* read again, the error is the reply */
 		if (c->desc)
 			r = -r;
 		if (r)
@@ -203,7 +410,8 @@ size_t cql_select_group_rows_new(const struct cql_select_plan *p,
 		if ((at_pos && sent_before(p, row)) ||
 		    !cql_select_row_passes(p, r, row, pr.stat))
 			continue;
-		if (groups && same_group(p, prev, row))
+		int bad = 0;
+		if (groups && same_group(p, prev, row, &bad) && !bad)
 			continue;
 		groups++;
 		prev = row;
@@ -330,8 +538,18 @@ int cql_select_group_encode(const struct cql_select_plan *p,
 			     !cql_select_row_passes(p, r, row, pr.stat)))
 				continue;
 			/* The end of the partition ends its last group. */
+			/* Every row's window, as Cassandra computes floor()
+			 * of each: a time before the start is an error. */
+			int64_t win;
+			if (i < pr.n && p->group_floor && row &&
+			    row->clustering_count >= p->group_ck &&
+			    floor_key(p, row->clustering[p->group_ck - 1],
+				      &win) != 0) {
+				rc = -1;
+				break;
+			}
 			if (open &&
-			    (i == pr.n || !same_group(p, g.first, row))) {
+			    (i == pr.n || !same_group(p, g.first, row, &rc))) {
 				rc = write_group(p, &g, accs, now_sec, &rowsb);
 				open = false;
 				page_rows++;

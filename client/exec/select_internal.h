@@ -143,6 +143,12 @@ struct cql_select_plan {
 	 * count groups. */
 	bool grouped;
 	size_t group_ck;
+	/* GROUP BY ..., floor(c, floor_dur[, start]) (Cassandra 5.0): the
+	 * last grouped clustering column is compared by its floor */
+	bool group_floor;
+	uint8_t floor_kind; /* enum cql_floor_kind */
+	struct storage_duration floor_dur;
+	int64_t floor_start;   /* ms (days for a date column) */
 	bool token_restricted; /* a token() relation made the range */
 };
 

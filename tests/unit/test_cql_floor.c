@@ -99,8 +99,7 @@ START_TEST(months_as_a_utc_calendar_adds_them)
 			 ts("2016-02-29"));
 	ck_assert_int_eq(cql_floor_add_months(ts("1969-12-15"), 1),
 			 ts("1970-01-15"));
-	ck_assert_int_eq(fl("2016-03-15 10:00", "1mo", NULL),
-			 ts("2016-03-01"));
+	ck_assert_int_eq(fl("2016-03-15 10:00", "1mo", NULL), ts("2016-03-01"));
 	ck_assert_int_eq(fl("2016-03-15 10:00", "1y", NULL), ts("2016-01-01"));
 	ck_assert_int_eq(fl("2016-08-15", "3mo", "2016-01-01"),
 			 ts("2016-07-01"));
