@@ -12,6 +12,7 @@
 #include "common/workers.h"
 #include "common/zalloc.h"
 #include "node/cql_cas.h"
+#include "node/node_trace.h"
 #include "node/slow_queries.h"
 #include "replication/hints.h"
 #include "ring/ring.h"
@@ -46,6 +47,7 @@ struct cql_data {
 	bool write_queued;
 	struct inet_addr hand_over_to;  /* cql_data_hand_over_hints' node */
 	struct node_slow_queries *slow; /* NULL: slow_query_log_timeout 0 */
+	struct node_trace *tracer;      /* NULL: trace events dropped */
 };
 
 /* ---- the local replica: storage, reads on workers ------------------------ */
@@ -560,8 +562,10 @@ static void run_write(struct cql_data *d, const struct cql_data_request *dr)
 		repl_counter_write(d->repl, rm, all.count,
 				   dr->params->consistency, write_done, w);
 	else
-		repl_write(d->repl, rm, all.count, dr->params->consistency, wt,
-			   write_done, w);
+		repl_write_traced(d->repl, rm, all.count,
+				  dr->params->consistency, wt,
+				  dr->info->trace ? dr->info->trace->id : NULL,
+				  write_done, w);
 	free(rm);
 	free(tables);
 	cql_mutations_free(&all);
@@ -578,6 +582,8 @@ struct read_job {
 	char keyspace[64], table[64];
 	uint8_t table_id[16];
 	bool read_repair;
+	bool traced; /* in trace session `trace` */
+	uint8_t trace[16];
 	char speculative_retry[32];
 	struct arena a;
 	struct cql_select_plan *plan;
@@ -907,7 +913,8 @@ static void read_key(struct read_job *j)
 			      .cmd = &cmd,
 			      .token = murmur3_token(key.ptr, key.len),
 			      .read_repair = j->read_repair,
-			      .speculative_retry = j->speculative_retry};
+			      .speculative_retry = j->speculative_retry,
+			      .trace_session = j->traced ? j->trace : NULL};
 	repl_read(j->d->repl, &q, on_key, j);
 }
 
@@ -1266,6 +1273,10 @@ static void run_read(struct cql_data *d, const struct cql_data_request *dr)
 	j->req = dr->req;
 	j->version = dr->info->version;
 	j->stream = dr->info->stream;
+	if (dr->info->trace) {
+		j->traced = true;
+		memcpy(j->trace, dr->info->trace->id, 16);
+	}
 	j->cl = dr->params->consistency;
 	const struct storage_table_meta *meta = cql_table_meta(dr->table);
 	copy_name(j->keyspace, sizeof(j->keyspace), meta->keyspace);
@@ -1582,6 +1593,20 @@ static struct ring *hook_ring(void *arg)
 	return d->hooks.ring(d->hooks.arg);
 }
 
+void cql_data_set_tracer(struct cql_data *d, struct node_trace *t)
+{
+	d->tracer = t;
+}
+
+static void hook_trace(void *arg, const uint8_t *session, const char *thread,
+		       int64_t elapsed_us, const char *activity)
+{
+	struct cql_data *d = arg;
+	if (d->tracer)
+		node_trace_remote_event(d->tracer, session, thread, elapsed_us,
+					activity);
+}
+
 static bool hook_alive(void *arg, const struct inet_addr *ep)
 {
 	struct cql_data *d = arg;
@@ -1623,6 +1648,7 @@ struct cql_data *cql_data_new(struct storage *db, struct env *env,
 				.take_hint = hook_take_hint,
 				.strategy = hook_strategy,
 				.offload = data_offload,
+				.trace = hook_trace,
 				.arg = d};
 	struct node_cas_hooks ch = {
 		.ring = hook_ring, .is_alive = hook_alive, .arg = d};

@@ -77,6 +77,10 @@ void cql_data_peer_event(struct cql_data *d, const uint8_t host_id[16],
  * aborted the query ..."). */
 void cql_data_set_tombstone_failure_threshold(struct cql_data *d,
 					      int64_t threshold);
+struct node_trace;
+/* Where this node's events of trace sessions (its replica's steps, the
+ * replication coordinator's sends) go; NULL: dropped. */
+void cql_data_set_tracer(struct cql_data *d, struct node_trace *t);
 void cql_data_set_batch_limits(struct cql_data *d, uint64_t warn_bytes,
 			       uint64_t fail_bytes,
 			       int64_t unlogged_partitions);

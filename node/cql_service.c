@@ -577,6 +577,7 @@ static int open_server(struct cql_service *s, const struct conf *c,
 					  &c->broadcast_address);
 	if (!s->trace)
 		return -1;
+	cql_data_set_tracer(s->data, s->trace);
 	struct cql_executor ex = node_trace_executor(s->trace);
 	s->server = cql_server_new(base, &cfg, &ex);
 	if (!s->server)
@@ -878,6 +879,8 @@ void cql_service_delete(struct cql_service *s)
 	 * while the engine their results came from is alive; the engine
 	 * stops (its last write acks are queued); those run; then free. */
 	cql_server_delete(s->server);
+	if (s->data)
+		cql_data_set_tracer(s->data, NULL);
 	node_trace_delete(s->trace);
 	cql_tls_context_free(s->tls);
 	cql_auth_delete(s->auth); /* its workers use the executor */

@@ -16,8 +16,11 @@
  * the loop like any statement (the data path is asynchronous); nothing
  * waits for it, and a failed write loses the trace only (logged at debug).
  *
- * Not here: events from the replicas (the session id does not travel with
- * internode messages yet), so a trace shows the coordinator's steps only.
+ * Events of other nodes' sessions: an internode read or mutation request
+ * carries its coordinator's session id; the replica's steps (and the
+ * replication coordinator's sends) come through node_trace_remote_event
+ * and go, each loop turn's together, as one unlogged batch of events
+ * rows (source: this node), the same way.
  */
 #include "node/node_trace.h"
 
@@ -58,8 +61,10 @@ struct node_trace {
 	struct cql_executor next;
 	struct inet_addr self; /* broadcast address, storage port */
 	struct cql_timeuuid_gen ids;
-	double probability; /* [0, 1] */
-	uint64_t sessions;  /* opened, for tests and logs */
+	struct buf remote;   /* the open batch of other sessions' events */
+	size_t remote_count; /* events in it */
+	double probability;  /* [0, 1] */
+	uint64_t sessions;   /* opened, for tests and logs */
 };
 
 struct trace_event {
@@ -211,9 +216,77 @@ static void on_written(void *arg, const uint8_t *frame, size_t len)
 	free(w);
 }
 
+static int queue_text(struct node_trace *t, const struct buf *text)
+{
+	struct trace_write *w = zcalloc(1, sizeof(*w));
+	if (!w)
+		return -1;
+	buf_init(&w->body);
+	if (cql_write_long_string(&w->body, (const char *)text->data,
+				  text->len) != 0 ||
+	    cql_write_short(&w->body, CQL_CL_ONE) != 0 ||
+	    buf_append(&w->body, (const uint8_t *)"", 1) != 0) {
+		buf_free(&w->body);
+		free(w);
+		return -1;
+	}
+	w->next = t->pending;
+	t->pending = w;
+	env_timer_arm(t->env, t->timer, 0);
+	return 0;
+}
+
+/* The open batch of other sessions' events, closed and queued. */
+static void remote_flush(struct node_trace *t)
+{
+	if (!t->remote_count)
+		return;
+	if (putf(&t->remote, "APPLY BATCH") != 0 ||
+	    queue_text(t, &t->remote) != 0)
+		LOG_DEBUG("trace: replica events dropped: %s", err_msg());
+	buf_clear(&t->remote);
+	t->remote_count = 0;
+}
+
+void node_trace_remote_event(struct node_trace *t, const uint8_t *session,
+			     const char *thread, int64_t elapsed_us,
+			     const char *activity)
+{
+	char sid[UUID_TEXT_LEN + 1], eid[UUID_TEXT_LEN + 1], self[64];
+	uint8_t id[16];
+	cql_timeuuid_next(&t->ids, env_wall_us(t->env), id);
+	uuid_format(session, sid);
+	uuid_format(id, eid);
+	inet_addr_format_host(&t->self, self, sizeof(self));
+	size_t mark = t->remote.len;
+	if ((t->remote_count == 0 &&
+	     putf(&t->remote, "BEGIN UNLOGGED BATCH ") != 0) ||
+	    putf(&t->remote,
+		 "INSERT INTO system_traces.events (session_id, event_id, "
+		 "activity, source, source_elapsed, source_port, thread) "
+		 "VALUES (%s, %s, ",
+		 sid, eid) != 0 ||
+	    put_literal(&t->remote, activity) != 0 ||
+	    putf(&t->remote, ", '%s', %lld, %u, ", self, (long long)elapsed_us,
+		 (unsigned)t->self.port) != 0 ||
+	    put_literal(&t->remote, thread) != 0 ||
+	    putf(&t->remote, ") USING TTL %d; ", TRACE_TTL_S) != 0) {
+		t->remote.len = mark; /* this event only is lost */
+		if (t->remote_count == 0)
+			buf_clear(&t->remote);
+		return;
+	}
+	t->remote_count++;
+	if (t->remote_count == TRACE_EVENTS_MAX)
+		remote_flush(t);
+	else
+		env_timer_arm(t->env, t->timer, 0);
+}
+
 static void on_timer(void *arg)
 {
 	struct node_trace *t = arg;
+	remote_flush(t);
 	struct trace_write *list = t->pending;
 	t->pending = NULL;
 	while (list) {
@@ -377,6 +450,7 @@ static void trace_execute(void *arg, struct cql_request *req,
 	ts->started_wall_us = env_wall_us(t->env);
 	ts->started_mono_us = env_mono_us(t->env);
 	cql_timeuuid_next(&t->ids, ts->started_wall_us, ts->id);
+	memcpy(ts->sink.id, ts->id, 16);
 	session_params(ts, info, body, len);
 	struct cql_request_info traced = *info;
 	traced.trace = &ts->sink;
@@ -396,6 +470,7 @@ struct node_trace *node_trace_new(struct env *env, struct cql_exec *exec,
 	t->exec = exec;
 	t->next = *next;
 	t->self = *self;
+	buf_init(&t->remote);
 	t->timer = env_timer_new(env, on_timer, t);
 	if (!t->timer) {
 		free(t);
@@ -410,6 +485,7 @@ void node_trace_delete(struct node_trace *t)
 	if (!t)
 		return;
 	env_timer_free(t->env, t->timer);
+	buf_free(&t->remote);
 	while (t->pending) {
 		struct trace_write *w = t->pending;
 		t->pending = w->next;

@@ -36,6 +36,16 @@ struct cql_executor node_trace_executor(struct node_trace *t);
 int node_trace_set_probability(struct node_trace *t, double p);
 double node_trace_probability(const struct node_trace *t);
 
+/* An event this node records for a session another part of the node (a
+ * replica serving an internode request, the replication coordinator)
+ * took part in: session id (16 bytes), Cassandra's thread name, the
+ * microseconds since this node began the step. Source: `self`. Queued and
+ * written with the others of this loop turn as one unlogged batch, later,
+ * like the coordinator's events; never blocks. */
+void node_trace_remote_event(struct node_trace *t, const uint8_t *session,
+			     const char *thread, int64_t elapsed_us,
+			     const char *activity);
+
 /* One session's rows, as node_trace_batch_text writes them. */
 struct node_trace_row_event {
 	uint8_t id[16]; /* timeuuid */

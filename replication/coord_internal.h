@@ -126,6 +126,8 @@ struct op {
 	size_t nt;
 	size_t outstanding; /* messages without an answer */
 	int phase;
+	bool traced; /* in trace session `trace` */
+	uint8_t trace[16];
 	/* writes */
 	enum repl_write_type wt;
 	/* the local replica applied the mutations already (a counter
@@ -189,6 +191,13 @@ void repl_lat_add(struct repl_latency *l, uint64_t us);
 void repl_count_request(struct repl *r, enum repl_req_kind kind, int cl,
 			const struct repl_result *res, uint64_t start_us);
 uint64_t repl_now_us(struct repl *r);
+/* One event of trace session `session` (NULL: none) through the trace
+ * hook, `start_us` (repl_now_us) when this node began the step. */
+void repl_trace(struct repl *r, const uint8_t *session, const char *thread,
+		uint64_t start_us, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* A traced op's "Sending <verb> message to /<peer>". */
+void repl_trace_send(struct op *op, const char *verb, uint32_t ep);
 
 /* The hash chain of request id `id`. */
 struct slot **repl_bucket_of(struct repl *r, uint64_t id);

@@ -68,6 +68,10 @@ static void read_send(struct op *op, size_t i, bool digest)
 				       NULL, 0, false);
 			return;
 		}
+		if (op->traced && op->meta)
+			repl_trace(r, op->trace, "ReadStage-1", op->start_us,
+				   "Executing single-partition query on %s.%s",
+				   op->meta->keyspace, op->meta->name);
 		r->store->read(r->store_arg, op->table_id, &op->cmd,
 			       local_read_done, c);
 		return;
@@ -81,6 +85,11 @@ static void read_send(struct op *op, size_t i, bool digest)
 	msg.cmd.data = op->cmd_enc.data;
 	msg.cmd.len = op->cmd_enc.len;
 	msg.digest = digest;
+	if (op->traced) {
+		msg.trace_session.data = op->trace;
+		msg.trace_session.len = 16;
+	}
+	repl_trace_send(op, "READ", t->ep);
 	if (repl_send_packed(r, repl_ep_addr(op, t->ep), REPL_VERB_READ,
 			     &msg.base) != 0)
 		repl_target_unsent(op, i);
@@ -511,6 +520,10 @@ void repl_read(struct repl *r, const struct repl_read *q,
 	}
 	op->rdone = done;
 	op->phase = 1;
+	if (q->trace_session) {
+		op->traced = true;
+		memcpy(op->trace, q->trace_session, 16);
+	}
 	op->meta = storage_table_meta_ref(q->meta);
 	op->read_repair = q->read_repair;
 	memcpy(op->table_id, q->table_id, 16);
@@ -544,6 +557,12 @@ void repl_read(struct repl *r, const struct repl_read *q,
 			env_timer_arm(r->env, op->spec_timer,
 				      (uint64_t)op->spec_delay_us);
 	}
+	if (op->traced)
+		repl_trace(r, op->trace, "Native-Transport-Requests-1",
+			   op->start_us,
+			   "Determining replicas to query: %zu of %zu, "
+			   "blocking for %d",
+			   op->ncontact, op->nt, op->block_for);
 	op->hold++;
 	op->sending = true;
 	for (size_t i = 0; i < op->ncontact && !op->replied; i++)

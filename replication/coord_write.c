@@ -302,6 +302,11 @@ static void write_send(struct op *op, size_t i)
 	msg.deadline_us = repl_deadline_us(r, r->o.write_timeout_ms);
 	msg.mutation.data = enc->data;
 	msg.mutation.len = enc->len;
+	if (op->traced) {
+		msg.trace_session.data = op->trace;
+		msg.trace_session.len = 16;
+	}
+	repl_trace_send(op, "MUTATION", t->ep);
 	if (repl_send_packed(r, repl_ep_addr(op, t->ep), REPL_VERB_MUTATION,
 			     &msg.base) != 0) {
 		/* Queue full or peer in backoff: as good as down. */
@@ -533,25 +538,35 @@ static void batchlog_release(struct op *op)
 
 static void write_begin(struct repl *r, const struct repl_mutation *muts,
 			size_t n, int cl, enum repl_write_type wt,
-			bool self_applied, repl_write_done_fn done, void *arg);
+			bool self_applied, const uint8_t *trace,
+			repl_write_done_fn done, void *arg);
 
 void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
 		int cl, enum repl_write_type wt, repl_write_done_fn done,
 		void *arg)
 {
-	write_begin(r, muts, n, cl, wt, false, done, arg);
+	write_begin(r, muts, n, cl, wt, false, NULL, done, arg);
+}
+
+void repl_write_traced(struct repl *r, const struct repl_mutation *muts,
+		       size_t n, int cl, enum repl_write_type wt,
+		       const uint8_t *trace_session, repl_write_done_fn done,
+		       void *arg)
+{
+	write_begin(r, muts, n, cl, wt, false, trace_session, done, arg);
 }
 
 void repl_write_self_applied(struct repl *r, const struct repl_mutation *muts,
 			     size_t n, int cl, enum repl_write_type wt,
 			     repl_write_done_fn done, void *arg)
 {
-	write_begin(r, muts, n, cl, wt, true, done, arg);
+	write_begin(r, muts, n, cl, wt, true, NULL, done, arg);
 }
 
 static void write_begin(struct repl *r, const struct repl_mutation *muts,
 			size_t n, int cl, enum repl_write_type wt,
-			bool self_applied, repl_write_done_fn done, void *arg)
+			bool self_applied, const uint8_t *trace,
+			repl_write_done_fn done, void *arg)
 {
 	struct repl_result res;
 	r->st.writes++;
@@ -579,6 +594,10 @@ static void write_begin(struct repl *r, const struct repl_mutation *muts,
 	}
 	op->wt = wt;
 	op->self_applied = self_applied;
+	if (trace) {
+		op->traced = true;
+		memcpy(op->trace, trace, 16);
+	}
 	op->wdone = done;
 	op->nmut = n;
 	op->unsatisfied = n;
@@ -596,6 +615,11 @@ static void write_begin(struct repl *r, const struct repl_mutation *muts,
 			done(arg, &res);
 			return;
 		}
+	if (op->traced)
+		repl_trace(r, op->trace, "Native-Transport-Requests-1",
+			   op->start_us,
+			   "Determining replicas for mutation: %zu targets",
+			   op->nt);
 	op->hold++;
 	if (wt == REPL_WRITE_BATCH && n > 1 && r->bl) {
 		if (batchlog_begin(op, &res) != 0) {

@@ -24,6 +24,7 @@
 #include "replication/coord_internal.h"
 #include "replication/replication.pb-c.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,30 @@ uint64_t repl_latency_percentile(const struct repl_latency *l, double p)
 uint64_t repl_now_us(struct repl *r)
 {
 	return env_mono_us(r->env);
+}
+
+void repl_trace(struct repl *r, const uint8_t *session, const char *thread,
+		uint64_t start_us, const char *fmt, ...)
+{
+	if (!session || !r->hooks.trace)
+		return;
+	char activity[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(activity, sizeof(activity), fmt, ap);
+	va_end(ap);
+	r->hooks.trace(r->hooks.arg, session, thread,
+		       (int64_t)(repl_now_us(r) - start_us), activity);
+}
+
+void repl_trace_send(struct op *op, const char *verb, uint32_t ep)
+{
+	if (!op->traced)
+		return;
+	char host[64];
+	inet_addr_format_host(repl_ep_addr(op, ep), host, sizeof(host));
+	repl_trace(op->r, op->trace, "Native-Transport-Requests-1",
+		   op->start_us, "Sending %s message to /%s", verb, host);
 }
 
 struct slot **repl_bucket_of(struct repl *r, uint64_t id)

@@ -19,6 +19,7 @@
 #include "replication/coord_internal.h"
 #include "replication/replication.pb-c.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,9 +30,50 @@ struct serve {
 	struct inet_addr from;
 	uint64_t id;
 	bool digest;
+	bool traced; /* the request's trace session: `trace` */
+	uint8_t trace[16];
+	uint64_t start_us;
 	struct arena a;
 	struct storage_read_cmd cmd;
 };
+
+/* Takes a request's trace session (16 bytes; anything else: untraced). */
+static void serve_trace_begin(struct serve *s, const ProtobufCBinaryData *b)
+{
+	if (b->len != 16)
+		return;
+	s->traced = true;
+	memcpy(s->trace, b->data, 16);
+}
+
+#define serve_trace(s, thread, ...)                                            \
+	do {                                                                   \
+		if ((s)->traced)                                               \
+			repl_trace((s)->r, (s)->trace, thread, (s)->start_us,  \
+				   __VA_ARGS__);                               \
+	} while (0)
+
+/* "<keyspace>.<table>" of a table id, for trace events. */
+static void table_name(struct repl *r, const uint8_t *id, char *out, size_t cap)
+{
+	const struct storage_table_meta *m =
+		id ? r->store->meta(r->store_arg, id) : NULL;
+	if (!m) {
+		snprintf(out, cap, "an unknown table");
+		return;
+	}
+	snprintf(out, cap, "%s.%s", m->keyspace, m->name);
+	storage_table_meta_unref(m);
+}
+
+static void serve_trace_reply(struct serve *s, const char *thread)
+{
+	if (!s->traced)
+		return;
+	char host[64];
+	inet_addr_format_host(&s->from, host, sizeof(host));
+	serve_trace(s, thread, "Enqueuing response to /%s", host);
+}
 
 static bool expired(struct repl *r, int64_t deadline, uint32_t verb)
 {
@@ -56,6 +98,7 @@ static void send_mutation_rsp(struct repl *r, const struct inet_addr *to,
 static void serve_apply_done(void *arg, int status, enum err_code code)
 {
 	struct serve *s = arg;
+	serve_trace_reply(s, "MutationStage-1");
 	send_mutation_rsp(s->r, &s->from, s->id, status == 0,
 			  status == 0 ? NULL : err_code_name(code));
 	arena_destroy(&s->a);
@@ -71,6 +114,7 @@ static struct serve *serve_new(struct repl *r, const struct inet_addr *from,
 	s->r = r;
 	s->from = *from;
 	s->id = id;
+	s->start_us = repl_now_us(r);
 	arena_create(&s->a, 0);
 	return s;
 }
@@ -130,6 +174,18 @@ static void serve_mutation(struct repl *r, const struct inet_addr *from,
 	struct storage_mutation *m =
 		storage_mutation_decode(req->mutation.data, req->mutation.len);
 	struct serve *s = m ? serve_new(r, from, req->id) : NULL;
+	if (s && m) {
+		serve_trace_begin(s, &req->trace_session);
+		if (s->traced) {
+			char tn[160];
+			table_name(r, storage_mutation_table_id(m), tn,
+				   sizeof(tn));
+			serve_trace(s, "MutationStage-1",
+				    "Appending to commitlog");
+			serve_trace(s, "MutationStage-1",
+				    "Adding to %s memtable", tn);
+		}
+	}
 	if (!m || !s ||
 	    r->store->apply(r->store_arg, m, serve_apply_done, s) != 0) {
 		send_mutation_rsp(r, from, req->id, false, err_msg());
@@ -147,6 +203,14 @@ static void serve_read_done(void *arg, int status, enum err_code code,
 {
 	(void)cut;
 	struct serve *s = arg;
+	if (s->traced && status == 0 && n == 1) {
+		int64_t now = (int64_t)(env_wall_us(s->r->env) / 1000000);
+		serve_trace(s, "ReadStage-1",
+			    "Read partition with %llu tombstone cells",
+			    (unsigned long long)storage_mutation_tombstones(
+				    frags[0], now));
+	}
+	serve_trace_reply(s, "ReadStage-1");
 	Cassini__Replication__ReadRsp rsp =
 		CASSINI__REPLICATION__READ_RSP__INIT;
 	rsp.id = s->id;
@@ -250,6 +314,14 @@ static void serve_read(struct repl *r, const struct inet_addr *from,
 		}
 	} else {
 		s->digest = req->digest;
+		serve_trace_begin(s, &req->trace_session);
+		if (s->traced) {
+			char tn[160];
+			table_name(r, req->table_id.data, tn, sizeof(tn));
+			serve_trace(s, "ReadStage-1",
+				    "Executing single-partition query on %s",
+				    tn);
+		}
 		r->store->read(r->store_arg, req->table_id.data, &s->cmd,
 			       serve_read_done, s);
 	}

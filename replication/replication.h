@@ -218,6 +218,12 @@ struct repl_hooks {
 	 * NULL: both run inline (the simulator). */
 	void (*offload)(void *arg, void (*run)(void *job),
 			void (*done)(void *job), void *job);
+	/* Optional: one event of trace session `session` (16 bytes) that
+	 * this node records (system_traces.events, source: this node):
+	 * `thread` as Cassandra's ("ReadStage-1"), `elapsed_us` since this
+	 * node began the traced step. Must not block. */
+	void (*trace)(void *arg, const uint8_t *session, const char *thread,
+		      int64_t elapsed_us, const char *activity);
 	void *arg;
 };
 
@@ -289,6 +295,12 @@ struct repl_mutation {
 void repl_write(struct repl *r, const struct repl_mutation *muts, size_t n,
 		int cl, enum repl_write_type wt, repl_write_done_fn done,
 		void *arg);
+/* repl_write in trace session `trace_session` (16 bytes, or NULL): the
+ * mutation requests carry it and the replicas trace their steps. */
+void repl_write_traced(struct repl *r, const struct repl_mutation *muts,
+		       size_t n, int cl, enum repl_write_type wt,
+		       const uint8_t *trace_session, repl_write_done_fn done,
+		       void *arg);
 
 /* A counter write (Cassandra's StorageProxy.mutateCounter): each mutation
  * holds delta shards (storage_mutation_put_counter_delta) of one partition
@@ -323,6 +335,9 @@ struct repl_read {
 	/* The table's speculative_retry: "99p" (NULL), "NONE", "ALWAYS",
 	 * "50ms", "95PERCENTILE". */
 	const char *speculative_retry;
+	/* The trace session (16 bytes) the read is part of, or NULL: the
+	 * read requests carry it and the replicas trace their steps. */
+	const uint8_t *trace_session;
 };
 
 /* `frag`: the partition as block-for replicas agree on it (owned by the

@@ -56,6 +56,7 @@ struct cql_request_info {
  * stamps, stores and writes the events. Called on the loop thread. */
 struct cql_trace {
 	void (*event)(struct cql_trace *t, const char *activity);
+	uint8_t id[16]; /* the session id: internode requests carry it */
 };
 
 /* One event in `info`'s trace session, if it has one (printf format). */

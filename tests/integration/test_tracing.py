@@ -1,7 +1,8 @@
 """Query tracing through the python driver on three nodes (RF 3): a traced
 statement's reply carries a session id, and system_traces.sessions/events
 (Cassandra 4.1's tables, TTL 86400) hold the coordinator's session and
-events, as cqlsh's TRACING ON reads them. Addresses 127.0.100.x."""
+events, and the replicas' events under the coordinator's session id, as
+cqlsh's TRACING ON reads them. Addresses 127.0.100.x."""
 import socket
 import struct
 import time
@@ -52,7 +53,8 @@ def test_traced_select_writes_a_session_with_events(three_nodes):
         assert acts[0] == "Parsing SELECT v FROM ks.t WHERE k = 1", acts
         assert "Preparing statement" in acts
         for e in trace.events:
-            assert str(e.source) == str(trace.coordinator)
+            if e.description.startswith(("Parsing", "Preparing")):
+                assert str(e.source) == str(trace.coordinator)
             assert e.source_elapsed is not None
         # Cassandra's trace TTL on the rows
         ttl = s.execute("SELECT TTL(duration) AS t FROM "
@@ -87,6 +89,82 @@ def test_traced_select_writes_a_session_with_events(three_nodes):
                 break
             time.sleep(0.1)
         assert rows, before
+    finally:
+        cluster.shutdown()
+
+
+def events_until(s, trace_id, want):
+    """system_traces.events of a session once `want(rows)` holds (the
+    replicas write theirs asynchronously, after their answers)."""
+    rows = []
+    for _ in range(100):
+        rows = list(s.execute(
+            "SELECT activity, source, source_elapsed, thread FROM "
+            "system_traces.events WHERE session_id = %s", [trace_id]))
+        if want(rows):
+            break
+        time.sleep(0.1)
+    return rows
+
+
+def test_replicas_record_their_events_in_the_session(three_nodes):
+    cluster, s = session(IPS[0])
+    try:
+        s.execute("CREATE KEYSPACE ks WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+        s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+        # an INSERT at QUORUM goes to all three replicas: the two others
+        # than the coordinator record theirs under its session
+        q = SimpleStatement("INSERT INTO ks.t (k, v) VALUES (7, 'seven')",
+                            consistency_level=ConsistencyLevel.QUORUM)
+        trace = s.execute(q, trace=True).get_query_trace(max_wait_sec=30)
+        coord = str(trace.coordinator)
+        others = [ip for ip in IPS if ip != coord]
+        rows = events_until(s, trace.trace_id, lambda rs: all(
+            any(str(r.source) == ip and r.activity.startswith(
+                "Enqueuing response") for r in rs) for ip in others))
+        acts = [(str(r.source), r.activity, r.thread) for r in rows]
+        for ip in others:
+            assert (coord, f"Sending MUTATION message to /{ip}",
+                    "Native-Transport-Requests-1") in acts, acts
+            mine = [(a, t) for src, a, t in acts if src == ip]
+            assert ("Appending to commitlog", "MutationStage-1") in mine, acts
+            assert ("Adding to ks.t memtable", "MutationStage-1") in mine
+            assert (f"Enqueuing response to /{coord}",
+                    "MutationStage-1") in mine
+        assert all(r.source_elapsed is not None and r.source_elapsed >= 0
+                   for r in rows)
+        ttl = s.execute("SELECT TTL(activity) AS t FROM system_traces.events"
+                        " WHERE session_id = %s", [trace.trace_id]).one().t
+        assert 0 < ttl <= 86400
+        # a SELECT at QUORUM: each replica it sent a READ to traces it
+        q = SimpleStatement("SELECT v FROM ks.t WHERE k = 7",
+                            consistency_level=ConsistencyLevel.QUORUM)
+        rs = s.execute(q, trace=True)
+        assert rs.one().v == "seven"
+        trace = rs.get_query_trace(max_wait_sec=30)
+        coord = str(trace.coordinator)
+        prefix = "Sending READ message to /"
+
+        def sent_to(rows):
+            return [r.activity[len(prefix):] for r in rows
+                    if str(r.source) == coord and
+                    r.activity.startswith(prefix)]
+
+        rows = events_until(s, trace.trace_id, lambda rs: sent_to(rs) and all(
+            any(str(r.source) == ip and r.activity.startswith(
+                "Enqueuing response") for r in rs) for ip in sent_to(rs)))
+        acts = [(str(r.source), r.activity, r.thread) for r in rows]
+        peers = sent_to(rows)
+        assert peers, acts  # RF 3 at QUORUM: at least one other replica
+        assert any(a.startswith("Determining replicas to query")
+                   for _, a, _ in acts), acts
+        for ip in peers:
+            assert ip in others
+            mine = [(a, t) for src, a, t in acts if src == ip]
+            assert ("Executing single-partition query on ks.t",
+                    "ReadStage-1") in mine, acts
+            assert (f"Enqueuing response to /{coord}", "ReadStage-1") in mine
     finally:
         cluster.shutdown()
 
