@@ -193,6 +193,18 @@ static const struct ring_strategy *hook_strategy(void *arg,
 	return ((struct mnode *)arg)->c->strategy;
 }
 
+static void hook_trace(void *arg, const uint8_t *session, const char *thread,
+		       int64_t elapsed_us, const char *activity)
+{
+	struct mnode *n = arg;
+	ck_assert_int_ge(elapsed_us, 0);
+	n->trace_events++;
+	memcpy(n->trace_session, session, 16);
+	size_t used = strlen(n->trace_log);
+	snprintf(n->trace_log + used, sizeof(n->trace_log) - used, "%s|%s\n",
+		 thread, activity);
+}
+
 static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
 		    const uint8_t *msg, size_t len)
 {
@@ -221,6 +233,7 @@ void mnode_start(struct mnode *m)
 			       .hint = hook_hint,
 			       .take_hint = hook_take_hint,
 			       .strategy = hook_strategy,
+			       .trace = hook_trace,
 			       .arg = m};
 	m->repl = repl_new(m->env, &o, &mem_ops, m, &h);
 	ck_assert_ptr_nonnull(m->repl);

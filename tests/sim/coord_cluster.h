@@ -42,6 +42,10 @@ struct mnode {
 	int64_t truncated_us; /* wall clock of the last one */
 	bool fail_truncate;   /* the store's truncate fails */
 	bool fail_tombstones; /* reads fail past tombstone_failure_threshold */
+	/* trace events this node recorded (the trace hook) */
+	int trace_events;
+	uint8_t trace_session[16]; /* the last one's session */
+	char trace_log[2048];      /* "thread|activity\n" each */
 };
 
 struct simc {

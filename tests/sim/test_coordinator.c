@@ -306,6 +306,68 @@ END_TEST
 /* A replica the detector still calls alive but that is unreachable: the
  * write times out with (received, block_for, SIMPLE) and a hint is
  * written for it. */
+/* A traced write and read: the requests carry the session id and each
+ * replica records its steps under it; the coordinator its sends. An
+ * untraced request records nothing. */
+START_TEST(trace_session_reaches_the_replicas)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(31, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	struct outcome o = do_write(c, 0, s, REPL_CL_ALL, "k", "v", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(c->nodes[i].trace_events, 0);
+	uint8_t sid[16] = {0x5e, 0x55, 1, 2, 3};
+	struct outcome w = {0};
+	struct storage_mutation *m = make_write(c, "k2", "v2", 20);
+	struct repl_mutation rm = {m, s};
+	repl_write_traced(c->nodes[0].repl, &rm, 1, REPL_CL_ALL,
+			  REPL_WRITE_SIMPLE, sid, on_write, &w);
+	storage_mutation_delete(m);
+	ck_assert(sim_run_until(c->sim, outcome_done, &w, 30000000));
+	ck_assert_int_eq(w.res.outcome, REPL_OK);
+	ck_assert_ptr_nonnull(
+		strstr(c->nodes[0].trace_log, "Sending MUTATION message to /"));
+	for (int i = 1; i < 3; i++) {
+		struct mnode *n = &c->nodes[i];
+		ck_assert_mem_eq(n->trace_session, sid, 16);
+		ck_assert_ptr_nonnull(
+			strstr(n->trace_log,
+			       "MutationStage-1|Adding to ks.t memtable"));
+		ck_assert_ptr_nonnull(
+			strstr(n->trace_log,
+			       "MutationStage-1|Enqueuing response to /"));
+		n->trace_log[0] = 0;
+	}
+	struct storage_read_cmd cmd = {.key = (const uint8_t *)"k2",
+				       .key_len = 2,
+				       .with_static = true};
+	struct repl_read q = {.table_id = c->meta->id,
+			      .meta = c->meta,
+			      .strategy = s,
+			      .cl = REPL_CL_ALL,
+			      .cmd = &cmd,
+			      .token = murmur3_token((const uint8_t *)"k2", 2),
+			      .read_repair = true,
+			      .trace_session = sid};
+	struct outcome r = {0};
+	repl_read(c->nodes[0].repl, &q, on_read, &r);
+	ck_assert(sim_run_until(c->sim, outcome_done, &r, 30000000));
+	ck_assert_int_eq(r.res.outcome, REPL_OK);
+	storage_mutation_delete(r.frag);
+	ck_assert_ptr_nonnull(
+		strstr(c->nodes[0].trace_log, "Determining replicas to query"));
+	for (int i = 1; i < 3; i++)
+		ck_assert_ptr_nonnull(
+			strstr(c->nodes[i].trace_log,
+			       "ReadStage-1|Executing single-partition query "
+			       "on ks.t"));
+	free(s);
+	simc_delete(c);
+}
+END_TEST
+
 START_TEST(write_timeout_and_hint)
 {
 	const char *dcs[3] = {"dc1", "dc1", "dc1"};
@@ -1184,6 +1246,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, truncate_error_on_timeout_or_failure);
 	tcase_add_test(tc, batchlog_replay_skips_tables_truncated_since);
 	tcase_add_test(tc, tombstone_warnings_and_remote_aborts);
+	tcase_add_test(tc, trace_session_reaches_the_replicas);
 	suite_add_tcase(s, tc);
 	return s;
 }
