@@ -303,9 +303,6 @@ START_TEST(rf_above_node_count)
 }
 END_TEST
 
-/* A replica the detector still calls alive but that is unreachable: the
- * write times out with (received, block_for, SIMPLE) and a hint is
- * written for it. */
 /* A traced write and read: the requests carry the session id and each
  * replica records its steps under it; the coordinator its sends. An
  * untraced request records nothing. */
@@ -363,11 +360,14 @@ START_TEST(trace_session_reaches_the_replicas)
 			strstr(c->nodes[i].trace_log,
 			       "ReadStage-1|Executing single-partition query "
 			       "on ks.t"));
-	free(s);
+	ring_strategy_delete(s);
 	simc_delete(c);
 }
 END_TEST
 
+/* A replica the detector still calls alive but that is unreachable: the
+ * write times out with (received, block_for, SIMPLE) and a hint is
+ * written for it. */
 START_TEST(write_timeout_and_hint)
 {
 	const char *dcs[3] = {"dc1", "dc1", "dc1"};
