@@ -445,6 +445,7 @@ struct cas_op {
 	struct storage_result *cur; /* what decide() saw */
 	void (*read_done)(void *arg, int status);
 	void *read_arg;
+	bool wait_self; /* paxos repair: our own promise must be seen */
 };
 
 static void op_free(struct cas_op *op)
@@ -714,6 +715,7 @@ static void start(struct node_cas *c, struct cas_op *op,
 		.needed = needed,
 		.commit_block_for = commit_bf,
 		.is_read = op->cas == NULL,
+		.wait_self = op->wait_self,
 		.merge = cas_merge,
 		.decide = cas_decide,
 		.decide_arg = op,
@@ -796,11 +798,11 @@ void node_cas_write(struct node_cas *c, const struct cql_data_request *dr)
 	      commit_bf);
 }
 
-void node_cas_serial_prepare(struct node_cas *c, const struct cql_table *t,
-			     struct slice pk, int serial_cl,
-			     struct cql_request *req, uint8_t version,
-			     int16_t stream,
-			     void (*done)(void *arg, int status), void *arg)
+static void serial_prepare(struct node_cas *c, const struct cql_table *t,
+			   struct slice pk, int serial_cl,
+			   struct cql_request *req, uint8_t version,
+			   int16_t stream, bool wait_self,
+			   void (*done)(void *arg, int status), void *arg)
 {
 	struct cas_op *op = calloc(1, sizeof(*op));
 	if (!op) {
@@ -815,6 +817,7 @@ void node_cas_serial_prepare(struct node_cas *c, const struct cql_table *t,
 	op->stream = stream;
 	op->read_done = done;
 	op->read_arg = arg;
+	op->wait_self = wait_self;
 	cql_schema_pin(c->schema, &op->pin);
 	op->meta = cql_table_meta(t);
 	op->serial_cl = serial_of((uint16_t)serial_cl);
@@ -828,6 +831,16 @@ void node_cas_serial_prepare(struct node_cas *c, const struct cql_table *t,
 	}
 	int64_t token = murmur3_token(pk.ptr, pk.len);
 	start(c, op, s, pk, token, 0);
+}
+
+void node_cas_serial_prepare(struct node_cas *c, const struct cql_table *t,
+			     struct slice pk, int serial_cl,
+			     struct cql_request *req, uint8_t version,
+			     int16_t stream,
+			     void (*done)(void *arg, int status), void *arg)
+{
+	serial_prepare(c, t, pk, serial_cl, req, version, stream, false, done,
+		       arg);
 }
 
 /* ---- paxos repair ----------------------------------------------------------
@@ -940,10 +953,12 @@ static void prep_pump(struct prep_job *j)
 			j->running++;
 			/* The SERIAL read's round: it re-proposes and
 			 * commits the newest accepted value its promisers
-			 * report, and proposes nothing of its own. */
-			node_cas_serial_prepare(j->c, it->t, buf_slice(&it->pk),
-						REPL_CL_SERIAL, NULL, 0, 0,
-						prep_one_done, j);
+			 * report, and proposes nothing of its own. Our own
+			 * promise must be among them: a quorum of the
+			 * others' may not hold the proposal we accepted. */
+			serial_prepare(j->c, it->t, buf_slice(&it->pk),
+				       REPL_CL_SERIAL, NULL, 0, 0, true,
+				       prep_one_done, j);
 		}
 		if (j->running || j->scanning)
 			break;

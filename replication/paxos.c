@@ -59,6 +59,7 @@ struct pxop {
 	size_t n;
 	int needed, commit_bf;
 	bool is_read;
+	int self_idx; /* wait_self: our own index in reps */
 	paxos_merge_fn merge;
 	paxos_decide_fn decide;
 	void *decide_arg;
@@ -421,10 +422,21 @@ static void on_timer(void *arg)
 void paxos_cas(struct paxos *p, const struct paxos_request *rq,
 	       paxos_done_cb done, void *arg)
 {
+	int self_idx = -1;
+	for (size_t i = 0; rq->wait_self && i < rq->n; i++)
+		if (inet_addr_eq(&rq->replicas[i], &p->o.self))
+			self_idx = (int)i;
+	if (rq->wait_self && self_idx < 0) {
+		struct paxos_result res = {0};
+		res.outcome = PAXOS_FAILED; /* its own promise cannot come */
+		done(arg, &res);
+		return;
+	}
 	struct pxop *op = zcalloc(1, sizeof(*op));
 	if (!op)
 		goto nomem;
 	op->p = p;
+	op->self_idx = self_idx;
 	op->reps = calloc(rq->n ? rq->n : 1, sizeof(*op->reps));
 	op->r = calloc(rq->n ? rq->n : 1, sizeof(*op->r));
 	op->timer = env_timer_new(p->env, on_timer, op);
@@ -569,10 +581,11 @@ static int copy_into(struct buf *b, struct slice s)
 static void on_prepare_rsp(struct pxop *op, struct pxrep *r,
 			   const struct paxos_msg *m)
 {
+	bool self = op->self_idx >= 0 && r == &op->r[op->self_idx];
 	if (!m->ok) {
 		learn_promise(op, &m->promised);
 		op->refusals++;
-		if ((int)op->n - op->refusals < op->needed)
+		if ((int)op->n - op->refusals < op->needed || self)
 			contention(op, PAXOS_PHASE_PREPARE);
 		return;
 	}
@@ -586,7 +599,10 @@ static void on_prepare_rsp(struct pxop *op, struct pxrep *r,
 			  false);
 		return;
 	}
-	if (++op->oks == op->needed)
+	/* wait_self: a quorum without our own promise may not hold the
+	 * proposal we are here to finish; the round waits for it. */
+	if (++op->oks >= op->needed &&
+	    (op->self_idx < 0 || op->r[op->self_idx].ok))
 		promises_complete(op);
 }
 

@@ -254,6 +254,11 @@ struct paxos_request {
 	int needed;           /* promises / acceptances: the serial quorum */
 	int commit_block_for; /* commit acks before answering (0: ANY) */
 	bool is_read;         /* a SERIAL read: timeouts are read timeouts */
+	/* Paxos repair: a round goes on only with this node's own promise
+	 * among the quorum's, so the proposal it accepted is seen (finished,
+	 * or found superseded by a newer commit). Its refusal is contention;
+	 * without it in `replicas` the request fails at once. */
+	bool wait_self;
 	paxos_merge_fn merge;
 	paxos_decide_fn decide;
 	void *decide_arg; /* for merge and decide */

@@ -45,6 +45,15 @@ struct pnode {
 	struct paxos *px;
 	bool up;
 	struct reg disk[NKEYS];
+	/* A slow disk: loads of the acceptor state finish this much later
+	 * (0: at once), so its own promise reaches a proposer after the
+	 * others'. One load in flight (the acceptor serialises per key and
+	 * the cases using it touch one key). */
+	uint64_t load_delay_us;
+	struct env_timer *load_timer;
+	paxos_load_fn load_done;
+	void *load_arg;
+	int load_key;
 };
 
 struct client;
@@ -92,9 +101,25 @@ static int key_of(struct slice key)
 	return k;
 }
 
+static void load_fire(void *arg)
+{
+	struct pnode *n = arg;
+	paxos_load_fn done = n->load_done;
+	n->load_done = NULL;
+	done(n->load_arg, 0, &n->disk[n->load_key].st);
+}
+
 static void st_load(void *arg, struct slice key, paxos_load_fn done, void *darg)
 {
 	struct pnode *n = arg;
+	if (n->load_delay_us && n->load_timer) {
+		ck_assert_ptr_null(n->load_done);
+		n->load_done = done;
+		n->load_arg = darg;
+		n->load_key = key_of(key);
+		env_timer_arm(n->env, n->load_timer, n->load_delay_us);
+		return;
+	}
 	done(darg, 0, &n->disk[key_of(key)].st);
 }
 
@@ -669,7 +694,8 @@ static bool one_finished(void *arg)
 
 /* One round through node `coord` on register k0: a CAS of NULL -> `val`,
  * or (val < 0) the round paxos repair and SERIAL reads run. */
-static struct paxos_result one_round(struct world *w, int coord, int64_t val)
+static struct paxos_result round_at(struct world *w, int coord, int64_t val,
+				    bool wait_self)
 {
 	struct client c = {.w = w, .id = 1};
 	struct opctx o = {.c = &c, .key = 0, .read = val < 0, .live = true};
@@ -687,6 +713,7 @@ static struct paxos_result one_round(struct world *w, int coord, int64_t val)
 		.needed = w->needed,
 		.commit_block_for = w->needed,
 		.is_read = o.read,
+		.wait_self = wait_self,
 		.merge = merge,
 		.decide = decide,
 		.decide_arg = &o,
@@ -694,6 +721,11 @@ static struct paxos_result one_round(struct world *w, int coord, int64_t val)
 	paxos_cas(w->nodes[coord].px, &rq, one_cb, &d);
 	ck_assert(sim_run_until(w->sim, one_finished, &d, 60ULL * 1000000));
 	return d.res;
+}
+
+static struct paxos_result one_round(struct world *w, int coord, int64_t val)
+{
+	return round_at(w, coord, val, false);
 }
 
 static bool unfinished(const struct paxos_state *st)
@@ -709,7 +741,7 @@ static int paxos_repair(struct world *w, int at)
 {
 	int completed = 0;
 	if (unfinished(&w->nodes[at].disk[0].st)) {
-		struct paxos_result r = one_round(w, at, -1);
+		struct paxos_result r = round_at(w, at, -1, true);
 		ck_assert_int_eq(r.outcome, PAXOS_OK);
 		buf_free(&r.current);
 		completed++;
@@ -794,6 +826,90 @@ START_TEST(paxos_repair_finishes_a_minority_proposal)
 }
 END_TEST
 
+/* The same minority proposal, but the repairing node's disk is slow: its
+ * own promise reaches it after the two others', which hold nothing. The
+ * repair round must wait for it (paxos_request.wait_self) and finish the
+ * proposal; a round that went on with the others' quorum would decide
+ * "nothing to do", count the partition completed and leave it
+ * unfinished. */
+START_TEST(paxos_repair_waits_for_its_own_promise)
+{
+	for (uint64_t i = 0; i < 5; i++) {
+		struct world *w = calloc(1, sizeof(*w));
+		ck_assert_ptr_nonnull(w);
+		w->sim = sim_new(seed + 100 + i, START_WALL);
+		w->n = 3;
+		w->needed = 2;
+		sim_net_set_latency(w->sim, 100, 5000);
+		for (int k = 0; k < w->n; k++) {
+			struct pnode *n = &w->nodes[k];
+			n->w = w;
+			n->idx = k;
+			n->addr = (struct inet_addr){
+				.family = INET_V4,
+				.ip = {127, 0, 107, (uint8_t)(k + 1)},
+				.port = 7000};
+			w->addrs[k] = n->addr;
+			node_start(n);
+		}
+		paxos_test_propose_self_only(w->nodes[0].px, true);
+		struct paxos_result r = one_round(w, 0, 42);
+		ck_assert_int_eq(r.outcome, PAXOS_WRITE_TIMEOUT);
+		buf_free(&r.current);
+		sim_env_kill(w->sim, w->nodes[0].env);
+		paxos_delete(w->nodes[0].px);
+		node_start(&w->nodes[0]);
+		ck_assert(unfinished(&w->nodes[0].disk[0].st));
+
+		/* its loads take 20 ms; a round trip to the others <= 10 */
+		struct pnode *n0 = &w->nodes[0];
+		n0->load_timer = env_timer_new(n0->env, load_fire, n0);
+		ck_assert_ptr_nonnull(n0->load_timer);
+		n0->load_delay_us = 20000;
+		ck_assert_int_eq(paxos_repair(w, 0), 1);
+		sim_run_for(w->sim, 1000000);
+		int holders = 0;
+		for (int k = 0; k < w->n; k++) {
+			ck_assert(!unfinished(&w->nodes[k].disk[0].st));
+			if (w->nodes[k].disk[0].has) {
+				ck_assert_int_eq(w->nodes[k].disk[0].val, 42);
+				holders++;
+			}
+		}
+		ck_assert_int_eq(holders, 3);
+		ck_assert_int_eq(paxos_repair(w, 0), 0);
+		r = one_round(w, 2, -1);
+		ck_assert_int_eq(r.outcome, PAXOS_OK);
+		ck_assert_int_eq(value_of(buf_slice(&r.current)), 42);
+		buf_free(&r.current);
+
+		/* not a replica of it: its promise cannot come, so fail */
+		struct one_done d = {0};
+		struct paxos_request rq = {
+			.key = slice_make("k0", 2),
+			.replicas = w->addrs + 1,
+			.n = 2,
+			.needed = 2,
+			.is_read = true,
+			.wait_self = true,
+			.merge = merge,
+			.decide = decide,
+		};
+		paxos_cas(n0->px, &rq, one_cb, &d);
+		ck_assert(d.done);
+		ck_assert_int_eq(d.res.outcome, PAXOS_FAILED);
+
+		env_timer_free(n0->env, n0->load_timer);
+		for (int k = 0; k < w->n; k++) {
+			paxos_delete(w->nodes[k].px);
+			paxos_state_free(&w->nodes[k].disk[0].st);
+		}
+		sim_delete(w->sim);
+		free(w);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(26);
@@ -804,6 +920,7 @@ int main(void)
 	tcase_add_test(tc, random_faults_stay_linearizable);
 	tcase_add_test(tc, skipping_in_progress_is_caught);
 	tcase_add_test(tc, paxos_repair_finishes_a_minority_proposal);
+	tcase_add_test(tc, paxos_repair_waits_for_its_own_promise);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
