@@ -71,8 +71,9 @@ void node_cas_serial_prepare(struct node_cas *c, const struct cql_table *t,
  * node's system.paxos (of `keyspace` and `table`, each NULL for all) whose
  * accepted proposal is newer than its commit is finished by the SERIAL
  * read's round (it re-proposes and commits the newest accepted value its
- * promisers report, and proposes nothing of its own), a
- * few at a time, on the loop. done runs once with the counts: 0 (with
+ * promisers report, and proposes nothing of its own) with this node's
+ * own promise among them (paxos_request.wait_self), a few at a time, on
+ * the loop. done runs once with the counts: 0 (with
  * *handle set when not NULL), or -1 (ERR_NOMEM, done will not run). */
 struct node_cas_repair_counts {
 	uint64_t scanned;   /* system.paxos rows of the tables taken */
