@@ -405,3 +405,96 @@ int storage_sstable_dump(struct env *env, const char *path, const uint8_t *key,
 	sstable_unref(d.s);
 	return rc;
 }
+
+/* ---- verify -------------------------------------------------------------- */
+
+/* Every block of `comp` in file order: the blocks tile the file exactly. */
+static void verify_blocks(struct env *env, struct storage_sstable_meta *m,
+			  const char *comp)
+{
+	char *p = sst_path(m->dir, m->gen, comp, false);
+	struct env_file *f;
+	if (!p)
+		return;
+	if (env_file_open(env, p, ENV_FILE_READ, &f)) {
+		problem(m, "%s: %s", p, err_msg());
+		free(p);
+		return;
+	}
+	uint64_t size = (uint64_t)env_file_size(f), off = 0, next;
+	uint8_t *mem = NULL;
+	size_t cap = 0;
+	while (off < size) {
+		const uint8_t *raw;
+		size_t len;
+		if (storage_block_read_into(f, p, off, 0, &mem, &cap, &raw,
+					    &len, &next)) {
+			problem(m, "%s", err_msg());
+			break;
+		}
+		if (next > size) {
+			problem(m, "%s: truncated block at offset %" PRIu64, p,
+				off);
+			break;
+		}
+		off = next;
+	}
+	free(mem);
+	env_file_close(f);
+	free(p);
+}
+
+static int count_partition(void *arg, const struct storage_sstable_partition *x)
+{
+	(void)x;
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+int storage_sstable_verify(struct env *env, const char *path,
+			   uint64_t *partitions, char *problems, size_t cap)
+{
+	struct storage_sstable_meta *m = malloc(sizeof(*m));
+	*partitions = 0;
+	if (cap)
+		problems[0] = '\0';
+	if (!m)
+		return err_set(ERR_NOMEM, "verify");
+	if (storage_sstable_meta_read(env, path, m) && !m->dir[0]) {
+		snprintf(problems, cap, "%s", err_msg());
+		free(m);
+		return -1;
+	}
+	char *toc = sst_path(m->dir, m->gen, "TOC.txt", false);
+	struct env_file *f;
+	if (toc && env_file_open(env, toc, ENV_FILE_READ, &f) == 0)
+		env_file_close(f);
+	else if (toc)
+		problem(m, "%s: missing (an incomplete SSTable)", toc);
+	free(toc);
+	if (m->data_bytes >= 0)
+		verify_blocks(env, m, "Data.db");
+	if (m->index_bytes >= 0)
+		verify_blocks(env, m, "Index.db");
+	if (!m->problems[0]) {
+		/* every partition through the index, as a read finds it */
+		struct storage_sstable_dump_fns fns = {
+			.partition = count_partition,
+			.arg = partitions,
+		};
+		if (storage_sstable_dump(env, path, NULL, 0, &fns))
+			problem(m, "%s", err_msg());
+		else if (m->stats_ok && *partitions != m->partitions)
+			problem(m,
+				"%s/ca-%" PRIu64 "-Index.db: %" PRIu64
+				" partitions, statistics say %" PRIu64,
+				m->dir, m->gen, *partitions, m->partitions);
+	}
+	int rc = m->problems[0] ? -1 : 0;
+	if (rc) {
+		snprintf(problems, cap, "%s", m->problems);
+		err_set(ERR_CORRUPT, "%s", m->problems);
+	}
+	free(m);
+	return rc;
+}

@@ -118,4 +118,15 @@ int storage_sstable_dump(struct env *env, const char *path, const uint8_t *key,
 			 size_t key_len,
 			 const struct storage_sstable_dump_fns *fns);
 
+/* Verifies every checksum of the generation at `path` (Cassandra's
+ * sstableverify): TOC.txt present; Statistics.db, Filter.db and Summary.db
+ * (magic, version, crc, decode); every block of Data.db and Index.db in
+ * file order (crc, decompression), Data.db's size against the statistics;
+ * then every partition through the index (keys, entries, atoms). 0 when
+ * all checks out (*partitions: how many read); -1 with what failed,
+ * "; "-separated and naming the component (and the offset of a block), in
+ * problems (cap bytes), err set to the first. */
+int storage_sstable_verify(struct env *env, const char *path,
+			   uint64_t *partitions, char *problems, size_t cap);
+
 #endif
