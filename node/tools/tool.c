@@ -57,6 +57,10 @@ static void usage(FILE *f)
 		"datacenter (offline).\n"
 		"`cassini-tool sstablemetadata FILE...`, `cassini-tool "
 		"sstabledump FILE`: what an\nSSTable holds (offline).\n"
+		"`cassini-tool sstableverify FILE...`: every checksum "
+		"(offline).\n"
+		"`cassini-tool sstableexpiredblockers FILE...`: what keeps "
+		"expired SSTables\non disk (offline).\n"
 		"\n"
 		"<keyspace> is a keyspace of the schema or an explicit "
 		"replication:\n"
@@ -223,6 +227,10 @@ int main(int argc, char **argv)
 		return tool_sstablemetadata(argc - i - 1, argv + i + 1);
 	if (strcmp(argv[i], "sstabledump") == 0)
 		return tool_sstabledump(argc - i - 1, argv + i + 1);
+	if (strcmp(argv[i], "sstableverify") == 0)
+		return tool_sstableverify(argc - i - 1, argv + i + 1);
+	if (strcmp(argv[i], "sstableexpiredblockers") == 0)
+		return tool_sstableexpiredblockers(argc - i - 1, argv + i + 1);
 	if (argc - i - 1 > ADMIN_MAX_ARGS) {
 		fprintf(stderr, "cassini-tool: too many arguments\n");
 		return 1;

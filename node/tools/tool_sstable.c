@@ -402,3 +402,188 @@ int tool_sstabledump(int argc, char **argv)
 	env_real_delete(env);
 	return rc ? 1 : 0;
 }
+
+/* ---- sstableverify ------------------------------------------------------- */
+
+static void verify_usage(FILE *f)
+{
+	fprintf(f, "usage: cassini-tool sstableverify FILE...\n"
+		   "Checks every checksum of each SSTable (Statistics.db, "
+		   "Filter.db, Summary.db,\nevery block of Data.db and "
+		   "Index.db) and reads every partition through the index.\n"
+		   "FILE: any component of an SSTable (ca-N-Data.db, ...). "
+		   "Exit status 1 when any fails.\n");
+}
+
+int tool_sstableverify(int argc, char **argv)
+{
+	if (argc == 0 || argv[0][0] == '-') {
+		bool help = argc && strcmp(argv[0], "--help") == 0;
+		verify_usage(help ? stdout : stderr);
+		return help ? 0 : 1;
+	}
+	struct env *env = env_real_new(NULL);
+	char *problems = malloc(4096);
+	if (!env || !problems) {
+		fprintf(stderr, "sstableverify: out of memory\n");
+		free(problems);
+		env_real_delete(env);
+		return 1;
+	}
+	int status = 0;
+	for (int i = 0; i < argc; i++) {
+		uint64_t n;
+		printf("Verifying %s\n", argv[i]);
+		fflush(stdout);
+		if (storage_sstable_verify(env, argv[i], &n, problems, 4096)) {
+			printf("Error verifying %s: %s\n", argv[i], problems);
+			fflush(stdout);
+			fprintf(stderr, "sstableverify: %s: %s\n", argv[i],
+				problems);
+			status = 1;
+			continue;
+		}
+		printf("Verify of %s succeeded. All %" PRIu64
+		       " partitions read successfully\n",
+		       argv[i], n);
+	}
+	free(problems);
+	env_real_delete(env);
+	return status;
+}
+
+/* ---- sstableexpiredblockers ---------------------------------------------- */
+
+struct expiry {
+	const char *path;
+	int64_t min_ts, max_ts, max_ldt; /* max_ldt as Cassandra shows it */
+	bool ok;
+};
+
+static void expiry_trace(const struct expiry *e, const size_t *idx, size_t n)
+{
+	/* Cassandra's formatForExpiryTracing */
+	printf("[");
+	for (size_t i = 0; i < n; i++) {
+		const struct expiry *x = &e[idx[i]];
+		printf("%s (minTS = %" PRId64 ", maxTS = %" PRId64
+		       ", maxLDT = %" PRId64 ")], ",
+		       x->path, x->min_ts, x->max_ts, x->max_ldt);
+		if (i + 1 < n)
+			printf("[");
+	}
+}
+
+static void blockers_usage(FILE *f)
+{
+	fprintf(f, "usage: cassini-tool sstableexpiredblockers "
+		   "[-g GC_GRACE_SECONDS] FILE...\n"
+		   "FILE...: the SSTables of one table (any component of "
+		   "each: ca-N-Data.db, ...).\n"
+		   "Lists the SSTables holding data older than the newest "
+		   "timestamp of a fully\nexpired SSTable, which keep it from "
+		   "being dropped.\n"
+		   "-g: the table's gc_grace_seconds (default 864000).\n");
+}
+
+int tool_sstableexpiredblockers(int argc, char **argv)
+{
+	int64_t gc_grace = 864000;
+	int i = 0;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--help") == 0) {
+			blockers_usage(stdout);
+			return 0;
+		}
+		if ((strcmp(argv[i], "-g") == 0 ||
+		     strcmp(argv[i], "--gc_grace_seconds") == 0) &&
+		    i + 1 < argc) {
+			char *end;
+			gc_grace = strtoll(argv[++i], &end, 10);
+			if (*end || gc_grace < 0) {
+				fprintf(stderr,
+					"sstableexpiredblockers: bad "
+					"gc_grace_seconds '%s'\n",
+					argv[i]);
+				return 1;
+			}
+			continue;
+		}
+		blockers_usage(stderr);
+		return 1;
+	}
+	if (i == argc) {
+		blockers_usage(stderr);
+		return 1;
+	}
+	size_t n = (size_t)(argc - i);
+	struct env *env = env_real_new(NULL);
+	struct storage_sstable_meta *m = malloc(sizeof(*m));
+	struct expiry *e = calloc(n, sizeof(*e));
+	size_t *idx = calloc(n, sizeof(*idx));
+	if (!env || !m || !e || !idx) {
+		fprintf(stderr, "sstableexpiredblockers: out of memory\n");
+		free(m);
+		free(e);
+		free(idx);
+		env_real_delete(env);
+		return 1;
+	}
+	size_t opened = 0;
+	for (size_t k = 0; k < n; k++) {
+		struct expiry *x = &e[k];
+		x->path = argv[i + (int)k];
+		storage_sstable_meta_read(env, x->path, m);
+		if (!m->stats_ok) {
+			/* Cassandra's words for an SSTable it cannot open */
+			printf("Couldn't open sstable: %s (%s)\n", x->path,
+			       m->problems[0] ? m->problems : err_msg());
+			continue;
+		}
+		x->ok = true;
+		opened++;
+		x->min_ts = m->min_ts;
+		x->max_ts = m->max_ts;
+		/* Live data that never expires (or no deletion time at all)
+		 * reads as Integer.MAX_VALUE, as in Cassandra. */
+		x->max_ldt = m->has_live_no_ttl || m->max_ldt == INT64_MIN
+				     ? INT32_MAX
+				     : m->max_ldt;
+	}
+	if (!opened) {
+		printf("No sstables given\n");
+		free(m);
+		free(e);
+		free(idx);
+		env_real_delete(env);
+		return 1;
+	}
+	int64_t gc_before = (int64_t)time(NULL) - gc_grace;
+	/* Cassandra's checkForExpiredSSTableBlockers: a fully expired
+	 * SSTable (maxLDT before gc_before) is blocked by any other that is
+	 * not expired itself and holds data at or before its newest
+	 * timestamp. */
+	for (size_t b = 0; b < n; b++) {
+		if (!e[b].ok)
+			continue;
+		size_t cnt = 0;
+		for (size_t x = 0; x < n; x++)
+			if (x != b && e[x].ok && e[x].max_ldt < gc_before &&
+			    e[b].min_ts <= e[x].max_ts &&
+			    e[b].max_ldt > gc_before)
+				idx[cnt++] = x;
+		if (!cnt)
+			continue;
+		size_t self = b;
+		expiry_trace(e, &self, 1);
+		printf(" blocks %zu expired sstables from getting dropped: ",
+		       cnt);
+		expiry_trace(e, idx, cnt);
+		printf("\n\n");
+	}
+	free(m);
+	free(e);
+	free(idx);
+	env_real_delete(env);
+	return 0;
+}

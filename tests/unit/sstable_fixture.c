@@ -7,6 +7,9 @@
  *   ca-1: 10 rows (keys live0..live9, c = 1, v = 'v'), 30 row deletions
  *         (dead0..dead29), one row with TTL 3600 (ttl0) and a partition
  *         deletion (gone)
+ *   ca-2: one row deletion (del2), nothing else: fully expired at gc
+ *         grace 0, blocked by ca-1 (older data)
+ *   ca-3: one row deletion (del3), as ca-2
  *
  * It prints the table directory.
  */
@@ -114,6 +117,17 @@ int main(int argc, char **argv)
 	if (storage_flush(db, NULL)) {
 		fprintf(stderr, "flush: %s\n", err_msg());
 		return 2;
+	}
+	for (int g = 2; g <= 3; g++) {
+		snprintf(k, sizeof(k), "del%d", g);
+		m = row(k, 1);
+		if (storage_mutation_delete_row(m, ts++, T0))
+			return 2;
+		apply(m);
+		if (storage_flush(db, NULL)) {
+			fprintf(stderr, "flush: %s\n", err_msg());
+			return 2;
+		}
 	}
 	storage_delete(db);
 	storage_table_meta_delete(t);

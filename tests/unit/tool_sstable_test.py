@@ -1,4 +1,5 @@
-"""cassini-tool sstablemetadata and sstabledump against SSTables the
+"""cassini-tool sstablemetadata, sstabledump, sstableverify and
+sstableexpiredblockers against SSTables the
 engine wrote (sstable_fixture), then against damaged copies of them: the
 tool reports the damage (exit status 1, the file named) and never crashes.
 
@@ -162,6 +163,85 @@ def check_damage(tool, table, tmp):
     assert p.returncode == 1 and p.stderr
 
 
+def check_verify(tool, table, tmp):
+    data = os.path.join(table, "ca-1-Data.db")
+    p = run(tool, "sstableverify", data, os.path.join(table, "ca-2-TOC.txt"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"Verifying {data}\n" in p.stdout, p.stdout
+    assert f"Verify of {data} succeeded. All 42 partitions read " \
+        "successfully" in p.stdout, p.stdout
+    assert "All 1 partitions" in p.stdout, p.stdout
+    assert p.stderr == ""
+    sizes = {c: os.path.getsize(os.path.join(table, f"ca-1-{c}"))
+             for c in ("Data.db", "Index.db", "Summary.db", "Filter.db",
+                       "Statistics.db")}
+    # one byte flipped anywhere in each checksummed component: named
+    for comp, size in sizes.items():
+        for at in (0, size // 2, size - 1):
+            d = os.path.join(tmp, f"v-{comp}-{at}")
+            shutil.copytree(table, d)
+            flip(os.path.join(d, f"ca-1-{comp}"), at)
+            f = os.path.join(d, "ca-1-Data.db")
+            good = os.path.join(d, "ca-2-Data.db")
+            p = run(tool, "sstableverify", f, good)
+            assert p.returncode == 1, (comp, at, p.stdout)
+            assert f"Error verifying {f}: " in p.stdout, p.stdout
+            assert f"ca-1-{comp}" in p.stderr, (comp, at, p.stderr)
+            # the next file is still verified
+            assert f"Verify of {good} succeeded" in p.stdout, p.stdout
+            if comp in ("Data.db", "Index.db") and at == size // 2:
+                assert "offset" in p.stderr, p.stderr
+    # truncated Data.db: the cut block and the size mismatch
+    d = os.path.join(tmp, "v-short")
+    shutil.copytree(table, d)
+    with open(os.path.join(d, "ca-1-Data.db"), "r+b") as f:
+        f.truncate(sizes["Data.db"] - 3)
+    p = run(tool, "sstableverify", os.path.join(d, "ca-1-Data.db"))
+    assert p.returncode == 1
+    assert "truncated block at offset" in p.stderr, p.stderr
+    assert "statistics say" in p.stderr, p.stderr
+    # a missing TOC.txt (an incomplete SSTable), a missing Index.db
+    d = os.path.join(tmp, "v-toc")
+    shutil.copytree(table, d)
+    os.unlink(os.path.join(d, "ca-1-TOC.txt"))
+    os.unlink(os.path.join(d, "ca-1-Index.db"))
+    p = run(tool, "sstableverify", os.path.join(d, "ca-1-Data.db"))
+    assert p.returncode == 1
+    assert "ca-1-TOC.txt: missing" in p.stderr, p.stderr
+    assert "ca-1-Index.db: missing" in p.stderr, p.stderr
+    p = run(tool, "sstableverify", "/nonexistent/notansstable.db")
+    assert p.returncode == 1 and "not an SSTable component" in p.stderr
+    assert run(tool, "sstableverify").returncode == 1
+
+
+def check_expired_blockers(tool, table):
+    files = [os.path.join(table, f"ca-{g}-Data.db") for g in (1, 2, 3)]
+    p = run(tool, "sstableexpiredblockers", "-g", "0", *files)
+    assert p.returncode == 0, p.stderr
+    lines = [x for x in p.stdout.splitlines() if x]
+    assert len(lines) == 1, p.stdout
+    # ca-1 has data (timestamps from 1000) that never expires; ca-2 and
+    # ca-3 hold one deletion each, newer: both fully expired, both
+    # blocked by ca-1 and by nothing else
+    assert lines[0].startswith(f"[{files[0]} (minTS = 1000, maxTS = "), \
+        lines[0]
+    assert "maxLDT = 2147483647)],  blocks 2 expired sstables from " \
+        "getting dropped: " in lines[0], lines[0]
+    assert f"[{files[1]} (minTS = 1042, maxTS = 1042, maxLDT = " \
+        "1700000000)], " in lines[0], lines[0]
+    assert f"[{files[2]} (minTS = 1043, maxTS = 1043, maxLDT = " \
+        "1700000000)], " in lines[0], lines[0]
+    # without the blocker nothing is blocked; nothing expired within a
+    # gc_grace reaching back before the deletions
+    p = run(tool, "sstableexpiredblockers", "-g", "0", *files[1:])
+    assert p.returncode == 0 and p.stdout == "", p.stdout
+    age = int(subprocess.check_output(["date", "+%s"])) - 1700000000
+    p = run(tool, "sstableexpiredblockers", "-g", str(age + 100), *files)
+    assert p.returncode == 0 and p.stdout == "", p.stdout
+    p = run(tool, "sstableexpiredblockers", "/nonexistent/ca-9-Data.db")
+    assert p.returncode == 1 and "Couldn't open sstable" in p.stdout
+
+
 def main():
     tool, fixture = sys.argv[1], sys.argv[2]
     tmp = tempfile.mkdtemp(prefix="tool-sstable-")
@@ -171,6 +251,8 @@ def main():
         check_metadata(tool, table)
         check_dump(tool, table)
         check_damage(tool, table, tmp)
+        check_verify(tool, table, tmp)
+        check_expired_blockers(tool, table)
     finally:
         shutil.rmtree(tmp)
     print("ok")
