@@ -2,7 +2,7 @@
 statement's reply carries a session id, and system_traces.sessions/events
 (Cassandra 4.1's tables, TTL 86400) hold the coordinator's session and
 events, and the replicas' events under the coordinator's session id, as
-cqlsh's TRACING ON reads them. Addresses 127.0.100.x."""
+cqlsh's TRACING ON reads them. Addresses 127.0.110.x."""
 import socket
 import struct
 import time
@@ -14,7 +14,7 @@ from cassandra.query import SimpleStatement
 from clusters import session, tool_run
 from conftest import default_yaml, seeds_yaml, wait_all_normal
 
-IPS = ["127.0.100.1", "127.0.100.2", "127.0.100.3"]
+IPS = ["127.0.110.1", "127.0.110.2", "127.0.110.3"]
 
 
 @pytest.fixture
