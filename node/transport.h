@@ -161,9 +161,9 @@ struct transport_stats {
 	uint64_t dropped_unavailable; /* peer in backoff */
 	uint64_t dropped_expired;     /* past their deadline */
 	uint64_t expired_by_verb[TRANSPORT_MAX_VERB + 1];
-	uint64_t timeouts; /* requests with no answer */
+	uint64_t timeouts;                  /* requests with no answer */
 	uint64_t tls_inbound, tls_outbound; /* handshakes completed */
-	uint64_t tls_failures;      /* handshakes that failed */
+	uint64_t tls_failures;              /* handshakes that failed */
 	uint64_t plaintext_refused; /* inbound plaintext, encryption required */
 };
 void transport_get_stats(const struct transport *t,
@@ -172,8 +172,7 @@ void transport_get_stats(const struct transport *t,
 /* One line per handshaken connection: direction, peer, and `encrypted
  * <protocol> <cipher>` or `plaintext` (the admin command
  * `internodeconnections`). */
-void transport_describe_connections(const struct transport *t,
-				    struct buf *out);
+void transport_describe_connections(const struct transport *t, struct buf *out);
 
 /*
  * WAN faults, for test clusters only (netfault.h; node.yaml

@@ -63,8 +63,8 @@ struct cql_host;
 struct cql_conn {
 	struct cql_client *client;
 	struct cql_host *host;
-	int fd; /* -1 when down */
-	struct ssl_st *ssl;    /* with cfg.tls, once connected */
+	int fd;               /* -1 when down */
+	struct ssl_st *ssl;   /* with cfg.tls, once connected */
 	bool tls_handshaking; /* ssl's handshake runs (state STARTUP) */
 	struct event *rev, *wev;
 	struct buf in; /* received bytes; frames parsed from in_pos */

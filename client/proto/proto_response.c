@@ -342,8 +342,7 @@ int cql_encode_result_void(struct buf *b, uint8_t version, int16_t stream)
 
 int cql_frame_add_tracing_id(struct buf *frame, const uint8_t id[16])
 {
-	if (frame->len < CQL_HEADER_LEN ||
-	    (frame->data[1] & CQL_FLAG_TRACING))
+	if (frame->len < CQL_HEADER_LEN || (frame->data[1] & CQL_FLAG_TRACING))
 		return err_set(ERR_INVALID, "not an untraced response frame");
 	if (buf_reserve(frame, 16) != 0)
 		return -1;

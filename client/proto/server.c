@@ -842,8 +842,7 @@ static void refuse_tracing(struct cql_conn *c, const struct cql_header *h)
 	buf_free(&b);
 }
 
-void cql_trace_event(const struct cql_request_info *info, const char *fmt,
-		     ...)
+void cql_trace_event(const struct cql_request_info *info, const char *fmt, ...)
 {
 	if (!info->trace)
 		return;

@@ -60,8 +60,8 @@ struct cql_trace {
 };
 
 /* One event in `info`'s trace session, if it has one (printf format). */
-void cql_trace_event(const struct cql_request_info *info, const char *fmt,
-		     ...) __attribute__((format(printf, 2, 3)));
+void cql_trace_event(const struct cql_request_info *info, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 struct cql_auth_attempt;
 

@@ -34,9 +34,9 @@ struct cql_tls_config {
 };
 
 struct ssl_ctx_st;
-/* A server (or, with `client`, a client) context, or NULL with ERR_CONFIG naming the file or value at
- * fault (an unreadable keystore, a key that does not match its
- * certificate, an unknown protocol or cipher suite). */
+/* A server (or, with `client`, a client) context, or NULL with ERR_CONFIG
+ * naming the file or value at fault (an unreadable keystore, a key that does
+ * not match its certificate, an unknown protocol or cipher suite). */
 struct ssl_ctx_st *cql_tls_context_new(const struct cql_tls_config *cfg);
 void cql_tls_context_free(struct ssl_ctx_st *ctx);
 
