@@ -595,26 +595,6 @@ int cql_select_group_encode(const struct cql_select_plan *p,
 	if (has_state)
 		rc = group_position(p, &last, emitted, last_in_partition,
 				    &state);
-	struct slice ps = slice_make(state.data, state.len);
-	long start = -1;
-	if (rc == 0)
-		start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
-	if (rc != 0 || start < 0 || cql_write_int(out, CQL_RESULT_ROWS) ||
-	    cql_write_rows_metadata(out, specs, nspecs, has_state ? &ps : NULL,
-				    false) ||
-	    cql_write_int(out, (int32_t)page_rows) ||
-	    buf_append(out, rowsb.data, rowsb.len)) {
-		if (start >= 0)
-			out->len = (size_t)start;
-		buf_free(&rowsb);
-		buf_free(&state);
-		if (rc != 0 && (err_code() == ERR_INVALID ||
-				err_code() == ERR_UNSUPPORTED))
-			return -1;
-		return err_set(ERR_NOMEM, "out of memory encoding rows");
-	}
-	cql_frame_end(out, start);
-	buf_free(&rowsb);
-	buf_free(&state);
-	return 0;
+	return cql_select_reply_rows(out, version, stream, specs, nspecs,
+				     has_state, page_rows, &rowsb, &state, rc);
 }

@@ -211,6 +211,14 @@ int cql_select_group_encode(const struct cql_select_plan *p,
 			    bool read_cut, int64_t now_sec, uint8_t version,
 			    int16_t stream, struct buf *out);
 
+/* Frames a page of encoded rows (rowsb) as a Rows result, with the paging
+ * state in `state` when has_state; frees rowsb and state. rc: the status of
+ * the page's encoding so far (non-zero: the error set, out emptied). */
+int cql_select_reply_rows(struct buf *out, uint8_t version, int16_t stream,
+			  const struct cql_column_spec *specs, size_t nspecs,
+			  bool has_state, size_t page_rows, struct buf *rowsb,
+			  struct buf *state, int rc);
+
 /* The width of an integer type's values, or 0 for a type that is not. */
 static inline size_t select_int_width(uint16_t kind)
 {

@@ -872,19 +872,29 @@ int cql_select_encode(const struct cql_select_plan *p,
 	if (rc == 0 && more && last.r)
 		rc = encode_position(p, last.r, last.k, last.row, last.whole,
 				     emitted, last.in_partition, &state);
-	struct slice ps = slice_make(state.data, state.len);
+	return cql_select_reply_rows(out, version, stream, specs, nspecs,
+				     more && last.r, page_rows, &rowsb, &state,
+				     rc);
+}
+
+int cql_select_reply_rows(struct buf *out, uint8_t version, int16_t stream,
+			  const struct cql_column_spec *specs, size_t nspecs,
+			  bool has_state, size_t page_rows, struct buf *rowsb,
+			  struct buf *state, int rc)
+{
+	struct slice ps = slice_make(state->data, state->len);
 	long start = -1;
 	if (rc == 0)
 		start = cql_frame_begin(out, version, 0, stream, CQL_OP_RESULT);
 	if (rc != 0 || start < 0 || cql_write_int(out, CQL_RESULT_ROWS) ||
-	    cql_write_rows_metadata(out, specs, nspecs,
-				    more && last.r ? &ps : NULL, false) ||
+	    cql_write_rows_metadata(out, specs, nspecs, has_state ? &ps : NULL,
+				    false) ||
 	    cql_write_int(out, (int32_t)page_rows) ||
-	    buf_append(out, rowsb.data, rowsb.len)) {
+	    buf_append(out, rowsb->data, rowsb->len)) {
 		if (start >= 0)
 			out->len = (size_t)start;
-		buf_free(&rowsb);
-		buf_free(&state);
+		buf_free(rowsb);
+		buf_free(state);
 		/* a function's refusal of a row's value (blobAsInt of 3
 		 * bytes) is the answer */
 		if (rc != 0 && (err_code() == ERR_INVALID ||
@@ -893,8 +903,8 @@ int cql_select_encode(const struct cql_select_plan *p,
 		return err_set(ERR_NOMEM, "out of memory encoding rows");
 	}
 	cql_frame_end(out, start);
-	buf_free(&rowsb);
-	buf_free(&state);
+	buf_free(rowsb);
+	buf_free(state);
 	return 0;
 }
 
