@@ -20,6 +20,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/loghist.h"
 #include "common/zalloc.h"
 #include "replication/coord_internal.h"
 #include "replication/replication.pb-c.h"
@@ -31,35 +32,19 @@
 
 /* ---- latency histogram --------------------------------------------------- */
 
-/* Log-linear: values below 8 us get a bucket each, then 4 per power of
- * two (about 19% wide). */
-static unsigned lat_bucket(uint64_t us)
-{
-	if (us < 8)
-		return (unsigned)us;
-	unsigned o = 63u - (unsigned)__builtin_clzll(us);
-	unsigned b = 8 + (o - 3) * 4 + (unsigned)((us >> (o - 2)) & 3);
-	return b < REPL_LAT_BUCKETS ? b : REPL_LAT_BUCKETS - 1;
-}
-
-static uint64_t lat_upper(unsigned b)
-{
-	if (b < 8)
-		return b;
-	unsigned o = (b - 8) / 4 + 3, sub = (b - 8) % 4;
-	return ((uint64_t)(4 + sub + 1) << (o - 2)) - 1;
-}
+_Static_assert(REPL_LAT_BUCKETS == LOGHIST_BUCKETS,
+	       "the coordinator's histograms use common/loghist.h's layout");
 
 uint64_t repl_latency_bucket_upper(unsigned b)
 {
-	return lat_upper(b < REPL_LAT_BUCKETS ? b : REPL_LAT_BUCKETS - 1);
+	return loghist_upper(b);
 }
 
 void repl_lat_add(struct repl_latency *l, uint64_t us)
 {
 	l->count++;
 	l->sum_us += us;
-	l->buckets[lat_bucket(us)]++;
+	l->buckets[loghist_bucket(us)]++;
 }
 
 void repl_count_request(struct repl *r, enum repl_req_kind kind, int cl,
@@ -100,9 +85,9 @@ uint64_t repl_latency_percentile(const struct repl_latency *l, double p)
 	for (unsigned b = 0; b < REPL_LAT_BUCKETS; b++) {
 		seen += l->buckets[b];
 		if (seen >= want)
-			return lat_upper(b);
+			return loghist_upper(b);
 	}
-	return lat_upper(REPL_LAT_BUCKETS - 1);
+	return loghist_upper(REPL_LAT_BUCKETS - 1);
 }
 
 /* ---- operations ---------------------------------------------------------- */
