@@ -12,6 +12,7 @@
 #include "common/uuid.h"
 #include "gossip/gossip.h"
 #include "node/admin.h"
+#include "node/cql_cas.h"
 #include "node/cql_service.h"
 #include "node/members.h"
 #include "node/node_internal.h"
@@ -132,24 +133,34 @@ static int cmd_proxyhistograms(void *arg, size_t argc, const char *const *argv,
 		return usage(err, "proxyhistograms");
 	struct repl_stats st;
 	cql_service_data_stats(n->cql, &st);
+	struct repl_latency cas_w, cas_r, view_w = {0};
+	node_cas_latencies(cql_service_cas(n->cql), &cas_w, &cas_r);
+	/* nodetool 4.1's layout; View Write stays empty (materialized views
+	 * are disabled) */
 	admin_printf(out, "proxy histograms\n");
-	admin_printf(out, "%-10s %18s %18s %18s\n", "Percentile",
-		     "Read Latency", "Write Latency", "Range Latency");
-	admin_printf(out, "%-10s %18s %18s %18s\n", "", "(micros)", "(micros)",
+	admin_printf(out, "%-10s%19s%19s%19s%19s%19s%19s\n", "Percentile",
+		     "Read Latency", "Write Latency", "Range Latency",
+		     "CAS Read Latency", "CAS Write Latency",
+		     "View Write Latency");
+	admin_printf(out, "%-10s%19s%19s%19s%19s%19s%19s\n", "", "(micros)",
+		     "(micros)", "(micros)", "(micros)", "(micros)",
 		     "(micros)");
 	static const struct {
 		const char *label;
 		double p;
 	} rows[] = {{"50%", 50}, {"75%", 75}, {"95%", 95}, {"98%", 98},
 		    {"99%", 99}, {"Min", 0},  {"Max", 100}};
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		admin_printf(out, "%-10s %18.2f %18.2f %18.2f\n", rows[i].label,
-			     (double)repl_latency_percentile(&st.read_lat,
-							     rows[i].p),
-			     (double)repl_latency_percentile(&st.write_lat,
-							     rows[i].p),
-			     (double)repl_latency_percentile(&st.range_lat,
-							     rows[i].p));
+	const struct repl_latency *cols[] = {&st.read_lat,  &st.write_lat,
+					     &st.range_lat, &cas_r,
+					     &cas_w,        &view_w};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		admin_printf(out, "%-10s", rows[i].label);
+		for (size_t c = 0; c < sizeof(cols) / sizeof(cols[0]); c++)
+			admin_printf(out, "%19.2f",
+				     (double)repl_latency_percentile(
+					     cols[c], rows[i].p));
+		admin_printf(out, "\n");
+	}
 	admin_printf(out,
 		     "\nUnavailables: %" PRIu64 ", write timeouts: %" PRIu64
 		     ", read timeouts: %" PRIu64 ", overloaded: %" PRIu64

@@ -41,6 +41,8 @@ struct node_cas {
 	struct env_timer *lease_timer;
 	bool lease_failed_logged;
 	struct prep_job *repairs; /* paxos repairs under way */
+	/* proxyhistograms' CAS Write / CAS Read (rounds that decided) */
+	struct repl_latency write_lat, read_lat;
 };
 
 #define LEASE_AHEAD_US  (3600LL * 1000000)
@@ -430,6 +432,13 @@ void node_cas_stats(const struct node_cas *c, struct paxos_stats *out)
 	paxos_get_stats(c->px, out);
 }
 
+void node_cas_latencies(const struct node_cas *c, struct repl_latency *write,
+			struct repl_latency *read)
+{
+	*write = c->write_lat;
+	*read = c->read_lat;
+}
+
 /* ---- the proposer's request -----------------------------------------------
  */
 
@@ -446,6 +455,7 @@ struct cas_op {
 	void (*read_done)(void *arg, int status);
 	void *read_arg;
 	bool wait_self; /* paxos repair: our own promise must be seen */
+	uint64_t start_us;
 };
 
 static void op_free(struct cas_op *op)
@@ -547,6 +557,9 @@ static void cas_done(void *arg, struct paxos_result *res)
 	struct cas_op *op = arg;
 	struct buf b = {0};
 	char msg[256];
+	if (res->outcome == PAXOS_OK && (op->cas || op->req))
+		repl_lat_add(op->cas ? &op->c->write_lat : &op->c->read_lat,
+			     env_mono_us(op->c->env) - op->start_us);
 	switch (res->outcome) {
 	case PAXOS_OK:
 		if (!op->cas) {
@@ -720,6 +733,7 @@ static void start(struct node_cas *c, struct cas_op *op,
 		.decide = cas_decide,
 		.decide_arg = op,
 	};
+	op->start_us = env_mono_us(c->env);
 	paxos_cas(c->px, &rq, cas_done, op);
 	buf_free(&key);
 }

@@ -95,5 +95,11 @@ void node_cas_test_propose_self_only(struct node_cas *c, bool on);
 void node_cas_receive(struct node_cas *c, const struct inet_addr *from,
 		      uint32_t verb, const uint8_t *msg, size_t len);
 void node_cas_stats(const struct node_cas *c, struct paxos_stats *out);
+/* Latencies of the Paxos rounds that decided, as Cassandra's CASWrite and
+ * CASRead client request metrics: conditional writes, and SERIAL reads'
+ * rounds (the data read after the round counts as a read). Paxos repair's
+ * rounds are not counted. */
+void node_cas_latencies(const struct node_cas *c, struct repl_latency *write,
+			struct repl_latency *read);
 
 #endif

@@ -186,7 +186,6 @@ struct local_ctx {
 
 /* ---- coordinator.c: ids, operations, sending, answers -------------------- */
 
-void repl_lat_add(struct repl_latency *l, uint64_t us);
 /* Counts a client request's outcome by kind and level (repl_stats.by_cl). */
 void repl_count_request(struct repl *r, enum repl_req_kind kind, int cl,
 			const struct repl_result *res, uint64_t start_us);

@@ -417,6 +417,8 @@ uint64_t repl_latency_bucket_upper(unsigned b);
 /* The value at percentile p (0..100), in microseconds (bucket's upper
  * bound); 0 when empty. */
 uint64_t repl_latency_percentile(const struct repl_latency *l, double p);
+/* Counts one latency of `us` microseconds. */
+void repl_lat_add(struct repl_latency *l, uint64_t us);
 
 /* Client requests by kind and consistency level, as Cassandra's
  * ClientRequest metrics scoped Read-QUORUM, Write-ONE, RangeSlice-...:

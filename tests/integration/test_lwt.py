@@ -152,6 +152,17 @@ def test_statements_and_results(cluster):
         s.execute(SimpleStatement(
             "UPDATE ks.t SET v = 2 WHERE k = 5 IF v = 1",
             consistency_level=CL.SERIAL))
+    # proxyhistograms has nodetool 4.1's columns, and node1 (every
+    # statement's coordinator) timed the conditional writes and the
+    # SERIAL reads' rounds
+    out = cluster("node", "node1", "tool", "proxyhistograms").stdout
+    lines = out.splitlines()
+    assert lines[1].split("  ")[0] == "Percentile"
+    assert "CAS Read Latency" in lines[1] and "View Write Latency" in lines[1]
+    mx = next(ln for ln in lines if ln.startswith("Max")).split()
+    assert len(mx) == 7
+    assert float(mx[4]) > 0 and float(mx[5]) > 0  # CAS Read, CAS Write
+    assert float(mx[6]) == 0  # no views
     c.shutdown()
     # Unavailable with Cassandra's counts: 2 of 3 needed
     cluster("node", "node2", "stop")
