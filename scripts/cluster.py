@@ -9,7 +9,7 @@ Commands act on the current cluster (the last created or switched to) unless
 
   cluster up                         create (first time: 3 nodes in dc1 on
                                      3 racks) and start "default"
-  cluster create NAME -n 3:3 [--racks R] [--vnodes N] [--base-ip 127.0.0.]
+  cluster create NAME -n 3:3 [--racks R] [--vnodes N] [--base-ip 127.0.0.|127.0.0.20]
                       [--generate-tokens] [-c key=value]...
                       [--auth] [--tls [all|dc|rack] [--internode-only]]
                                      --auth: PasswordAuthenticator and
@@ -423,6 +423,28 @@ def generate_tokens(spec):
             node["initial_token"] = tokens
 
 
+def split_base_ip(base_ip):
+    """--base-ip as (prefix, first host number): `127.0.0.` numbers the
+    nodes .1, .2, ...; a whole address `127.0.103.60` numbers them from
+    .60."""
+    if base_ip.endswith("."):
+        prefix, first = base_ip, 1
+    else:
+        prefix, _, last = base_ip.rpartition(".")
+        prefix += "."
+        if not last.isdigit() or not 1 <= int(last) <= 254:
+            raise ClusterError(f"--base-ip {base_ip}: expected a prefix "
+                               f"ending in '.', like 127.0.0., or the "
+                               f"first node's address, like 127.0.0.20")
+        first = int(last)
+    parts = prefix[:-1].split(".")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) < 256
+                                  for p in parts):
+        raise ClusterError(f"--base-ip {base_ip}: expected an IPv4 prefix "
+                           f"like 127.0.0. or an address like 127.0.0.20")
+    return prefix, first
+
+
 def create(name, layout, racks, vnodes, base_ip, overrides,
            tokens=False, auth=False, tls=None, client_tls=True):
     if not name or "/" in name or name.startswith("."):
@@ -431,9 +453,7 @@ def create(name, layout, racks, vnodes, base_ip, overrides,
     if cdir.exists():
         raise ClusterError(f"cluster '{name}' already exists "
                            f"(`cluster -C {name} remove` first)")
-    if not base_ip.endswith("."):
-        raise ClusterError(f"--base-ip {base_ip}: expected a prefix "
-                           f"ending in '.', like 127.0.0.")
+    base_ip, first = split_base_ip(base_ip)
     if racks < 1:
         raise ClusterError("--racks must be at least 1")
     parsed = {}
@@ -445,16 +465,20 @@ def create(name, layout, racks, vnodes, base_ip, overrides,
     if auth:
         parsed.setdefault("authenticator", "PasswordAuthenticator")
         parsed.setdefault("authorizer", "CassandraAuthorizer")
+    if first + sum(layout) - 1 > 254:
+        raise ClusterError(f"--base-ip: {sum(layout)} nodes from "
+                           f"{base_ip}{first} run past {base_ip}254")
     nodes, index = [], 0
     for d, count in enumerate(layout, start=1):
         for i in range(count):
             index += 1
             nodes.append({"name": f"node{index}",
-                          "address": f"{base_ip}{index}",
+                          "address": f"{base_ip}{first + index - 1}",
                           "dc": f"dc{d}",
                           "rack": f"rack{i % racks + 1}"})
     spec = {"name": name, "layout": layout, "racks": racks,
-            "vnodes": vnodes, "base_ip": base_ip, "overrides": parsed,
+            "vnodes": vnodes, "base_ip": base_ip, "first_ip": first,
+            "overrides": parsed,
             "nodes": nodes}
     if tls:
         spec["tls"] = tls
@@ -496,9 +520,10 @@ def add_node(cluster, dc, rack):
     in_dc = [n for n in spec["nodes"] if n["dc"] == dc]
     rack = rack or f"rack{len(in_dc) % spec['racks'] + 1}"
     index = max(int(n["name"][4:]) for n in spec["nodes"]) + 1
-    if index > 254:
+    last = spec.get("first_ip", 1) + index - 1
+    if last > 254:
         raise ClusterError("no address left under --base-ip")
-    node = {"name": f"node{index}", "address": f"{spec['base_ip']}{index}",
+    node = {"name": f"node{index}", "address": f"{spec['base_ip']}{last}",
             "dc": dc, "rack": rack}
     seeds = []
     for d in dcs:
@@ -754,7 +779,8 @@ def build_parser():
                    "generatetokens` (a plan per DC) instead of choosing "
                    "at first start")
     c.add_argument("--base-ip", default="127.0.0.",
-                   help="address prefix; node i gets PREFIX<i>")
+                   help="address prefix (node i gets PREFIX<i>) or the "
+                   "first node's address (127.0.0.20: nodes .20, .21, ...)")
     c.add_argument("-c", "--conf", action="append", default=[],
                    metavar="KEY=VALUE", help="node.yaml override (repeat)")
     c.add_argument("--auth", action="store_true",

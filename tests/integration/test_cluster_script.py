@@ -1,6 +1,7 @@
 """scripts/cluster as a user drives it: create, start, status, pause,
 kill, DC down/up, remove. Uses the test build's binaries and a private
 CASSINI_HOME."""
+import json
 import os
 import re
 import subprocess
@@ -214,7 +215,7 @@ def test_node_started_late_waits_for_joiners_started_before_it(cluster,
     assert nodes_seen(tmp_path, 3) == {1: 0, 3: 1, 2: 2}
 
 
-def test_errors_are_one_clear_line(cluster):
+def test_errors_are_one_clear_line(cluster, tmp_path):
     r = cluster("create", "it", "-n", "2", "-c", "num_tokens=0", check=False)
     assert r.returncode == 1
     assert "num_tokens: 0 is out of range" in r.stderr
@@ -229,6 +230,17 @@ def test_errors_are_one_clear_line(cluster):
     assert "already exists" in r.stderr
     r = cluster("create", "x", "-n", "3:a", check=False)
     assert "expected node counts per DC" in r.stderr
+    # --base-ip as the first node's address numbers the nodes from it
+    cluster("create", "sub", "-n", "2", "--base-ip", "127.0.1.60")
+    spec = json.loads((tmp_path / "home" / "clusters" / "sub" / "cluster.json").read_text())
+    assert [n["address"] for n in spec["nodes"]] == ["127.0.1.60",
+                                                     "127.0.1.61"]
+    cluster("add", "--dc", "dc1")
+    spec = json.loads((tmp_path / "home" / "clusters" / "sub" / "cluster.json").read_text())
+    assert spec["nodes"][-1]["address"] == "127.0.1.62"
+    for bad in ("127.0.1.300", "127.0.1.x", "127.0.1", "127.0.1.0"):
+        r = cluster("create", "y", "-n", "1", "--base-ip", bad, check=False)
+        assert r.returncode == 1 and "--base-ip" in r.stderr, bad
 
 
 def test_create_auth_tls(cluster, tmp_path):
