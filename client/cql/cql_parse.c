@@ -35,7 +35,7 @@ static const char *const reserved[] = {
 
 /* ---- identifiers --------------------------------------------------------- */
 
-static bool is_reserved(const struct cql_token *t)
+bool cql_parse_is_reserved(const struct cql_token *t)
 {
 	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
 		if (tok_is_kw(t, reserved[i]))
@@ -51,7 +51,7 @@ const char *cql_parse_ident(struct parser *p)
 		advance(p);
 		return t->text;
 	}
-	if (t->kind != CQL_TOK_IDENT || is_reserved(t)) {
+	if (t->kind != CQL_TOK_IDENT || cql_parse_is_reserved(t)) {
 		syntax_error(p, "an identifier");
 		return NULL;
 	}

@@ -54,6 +54,10 @@ static inline bool tok_is_kw(const struct cql_token *t, const char *kw)
 	       strncasecmp(t->text, kw, t->len) == 0;
 }
 
+/* A word that may not be a bare identifier (a keyspace, table, column,
+ * type or field name unquoted): Cassandra's reserved keywords. */
+bool cql_parse_is_reserved(const struct cql_token *t);
+
 static inline bool tok_is_punct(const struct cql_token *t, const char *s)
 {
 	return t->kind == CQL_TOK_PUNCT && strlen(s) == t->len &&

@@ -80,22 +80,6 @@ static bool in(const struct cql_token *t, const char *const *list, size_t n)
 
 #define IN(t, list) in(t, list, sizeof(list) / sizeof(list[0]))
 
-/* Cassandra's reserved keywords (as client/cql/cql_parse.c's list):
- * never a keyspace, type or field name unquoted. */
-static const char *const reserved_words[] = {
-	"add",          "allow",       "alter",    "and",      "apply",
-	"asc",          "authorize",   "batch",    "begin",    "by",
-	"columnfamily", "create",      "delete",   "desc",     "describe",
-	"drop",         "entries",     "execute",  "from",     "full",
-	"grant",        "if",          "in",       "index",    "infinity",
-	"insert",       "into",        "keyspace", "limit",    "modify",
-	"nan",          "norecursive", "not",      "null",     "of",
-	"on",           "or",          "order",    "primary",  "rename",
-	"replace",      "revoke",      "schema",   "select",   "set",
-	"table",        "to",          "token",    "truncate", "unlogged",
-	"update",       "use",         "using",    "where",    "with",
-};
-
 /* An identifier (fident / noncol_ident): unquoted lower-cased. */
 static const char *ident(struct parser *p)
 {
@@ -104,7 +88,7 @@ static const char *ident(struct parser *p)
 		advance(p);
 		return copy(p, t, false);
 	}
-	if (t->kind != CQL_TOK_IDENT || IN(t, reserved_words)) {
+	if (t->kind != CQL_TOK_IDENT || cql_parse_is_reserved(t)) {
 		syntax_error(p, NULL);
 		return NULL;
 	}
