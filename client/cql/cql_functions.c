@@ -734,6 +734,7 @@ void cql_fn_term_text(const struct cql_term *t, char *dst, size_t cap)
 		return;
 	case CQL_TERM_INTEGER:
 	case CQL_TERM_FLOAT:
+	case CQL_TERM_DURATION:
 		snprintf(dst, cap, "%s%.*s", t->negative ? "-" : "",
 			 (int)(t->len > 64 ? 64 : t->len), t->text);
 		return;

@@ -41,13 +41,6 @@ static bool restricted_by_eq(const struct cql_select_plan *p,
 	return false;
 }
 
-/* A GROUP BY floor(c, duration[, start]) as planned. */
-struct floor_spec {
-	enum cql_floor_kind kind;
-	struct storage_duration dur;
-	int64_t start;
-};
-
 static bool is_aggregate(const char *name)
 {
 	static const char *const aggs[] = {"count", "min", "max", "sum", "avg"};
@@ -57,7 +50,7 @@ static bool is_aggregate(const char *name)
 	return false;
 }
 
-static int floor_signatures_error(void)
+int cql_select_floor_signatures_error(void)
 {
 	return err_set(
 		ERR_INVALID,
@@ -71,12 +64,90 @@ static int floor_signatures_error(void)
 		"date) -> date, system.floor : (time, duration) -> time)");
 }
 
+int cql_select_floor_args(uint16_t type, const struct cql_term *const *args,
+			  size_t nargs, struct cql_floor_spec *out)
+{
+	if (nargs > 2)
+		return cql_select_floor_signatures_error();
+	uint16_t kind = type;
+	out->kind = kind == STORAGE_TYPE_TIMESTAMP  ? CQL_FLOOR_TIMESTAMP
+		    : kind == STORAGE_TYPE_TIMEUUID ? CQL_FLOOR_TIMEUUID
+		    : kind == STORAGE_TYPE_DATE     ? CQL_FLOOR_DATE
+						    : CQL_FLOOR_TIME;
+	bool typed = kind == STORAGE_TYPE_TIMESTAMP ||
+		     kind == STORAGE_TYPE_TIMEUUID ||
+		     kind == STORAGE_TYPE_DATE || kind == STORAGE_TYPE_TIME;
+	if (!typed || nargs == 0 || (out->kind == CQL_FLOOR_TIME && nargs == 2))
+		return cql_select_floor_signatures_error();
+	const struct cql_term *d = args[0], *st = nargs == 2 ? args[1] : NULL;
+	if (d->kind == CQL_TERM_BIND || (st && st->kind == CQL_TERM_BIND))
+		return err_set(ERR_UNSUPPORTED,
+			       "Bind markers in floor() are not supported by "
+			       "Cassini yet");
+	if (d->kind != CQL_TERM_DURATION ||
+	    (st && st->kind != CQL_TERM_STRING &&
+	     !(st->kind == CQL_TERM_INTEGER && out->kind != CQL_FLOOR_DATE)))
+		return cql_select_floor_signatures_error();
+	if (cql_parse_duration(d->text, d->len, d->negative, &out->dur) != 0)
+		return -1;
+	out->start = 0;
+	if (st && st->kind == CQL_TERM_INTEGER) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(st->text, &end, 10);
+		if (errno)
+			return err_set(ERR_INVALID, "Invalid start time %s",
+				       st->text);
+		out->start = st->negative ? -v : v;
+	} else if (st) {
+		int rc =
+			out->kind == CQL_FLOOR_DATE
+				? cql_parse_date(st->text, st->len, &out->start)
+				: cql_parse_timestamp(st->text, st->len,
+						      &out->start);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+int cql_select_floor_value(const struct cql_floor_spec *fl, struct slice v,
+			   int64_t *out)
+{
+	const struct storage_duration *d = &fl->dur;
+	switch ((enum cql_floor_kind)fl->kind) {
+	case CQL_FLOOR_DATE:
+		if (v.len != 4)
+			break;
+		return cql_floor_date((int64_t)be32_load(v.ptr) - (1LL << 31),
+				      d, fl->start, out);
+	case CQL_FLOOR_TIME:
+		if (v.len != 8)
+			break;
+		return cql_floor_time((int64_t)be64_load(v.ptr), d, out);
+	case CQL_FLOOR_TIMEUUID: {
+		if (v.len != 16)
+			break;
+		int64_t us = cql_timeuuid_unix_us(v.ptr);
+		int64_t ms = us / 1000 - (us % 1000 < 0);
+		return cql_floor_timestamp(ms, d, fl->start, out);
+	}
+	case CQL_FLOOR_TIMESTAMP:
+		if (v.len != 8)
+			break;
+		return cql_floor_timestamp((int64_t)be64_load(v.ptr), d,
+					   fl->start, out);
+	}
+	*out = 0; /* an empty value: a window of its own */
+	return 0;
+}
+
 /* The function of GROUP BY element g, on column c: Cassandra's
  * validateGroupByFunction, the function's resolution and the column
  * checks; floor() is the one Cassini computes. */
 static int group_fn_check(const struct cql_select_plan *p,
 			  const struct cql_group_fn *fn, const char *name,
-			  int c, struct floor_spec *out)
+			  int c, struct cql_floor_spec *out)
 {
 	const struct storage_column *col = &p->m->columns[c];
 	if (is_aggregate(fn->name))
@@ -119,58 +190,21 @@ static int group_fn_check(const struct cql_select_plan *p,
 			       "GROUP BY clause. Got: %s ",
 			       sig);
 	}
-	uint16_t kind = col->type->kind;
-	out->kind = kind == STORAGE_TYPE_TIMESTAMP  ? CQL_FLOOR_TIMESTAMP
-		    : kind == STORAGE_TYPE_TIMEUUID ? CQL_FLOOR_TIMEUUID
-		    : kind == STORAGE_TYPE_DATE     ? CQL_FLOOR_DATE
-						    : CQL_FLOOR_TIME;
-	bool typed = kind == STORAGE_TYPE_TIMESTAMP ||
-		     kind == STORAGE_TYPE_TIMEUUID ||
-		     kind == STORAGE_TYPE_DATE || kind == STORAGE_TYPE_TIME;
-	if (!typed || fn->nargs == 0 ||
-	    (out->kind == CQL_FLOOR_TIME && fn->nargs == 2))
-		return floor_signatures_error();
-	const struct cql_term *d = fn->args[0],
-			      *st = fn->nargs == 2 ? fn->args[1] : NULL;
-	if (d->kind == CQL_TERM_BIND || (st && st->kind == CQL_TERM_BIND))
-		return err_set(ERR_UNSUPPORTED,
-			       "Bind markers in GROUP BY floor() are not "
-			       "supported by Cassini yet");
-	if (d->kind != CQL_TERM_DURATION ||
-	    (st && st->kind != CQL_TERM_STRING &&
-	     !(st->kind == CQL_TERM_INTEGER && out->kind != CQL_FLOOR_DATE)))
-		return floor_signatures_error();
-	if (cql_parse_duration(d->text, d->len, d->negative, &out->dur) != 0)
+	if (cql_select_floor_args(col->type->kind,
+				  (const struct cql_term *const *)fn->args,
+				  fn->nargs, out) != 0)
 		return -1;
-	out->start = 0;
-	if (st && st->kind == CQL_TERM_INTEGER) {
-		char *end;
-		errno = 0;
-		long long v = strtoll(st->text, &end, 10);
-		if (errno)
-			return err_set(ERR_INVALID, "Invalid start time %s",
-				       st->text);
-		out->start = st->negative ? -v : v;
-	} else if (st) {
-		int rc =
-			out->kind == CQL_FLOOR_DATE
-				? cql_parse_date(st->text, st->len, &out->start)
-				: cql_parse_timestamp(st->text, st->len,
-						      &out->start);
-		if (rc != 0)
-			return -1;
-	}
 	if (col->kind != STORAGE_COLUMN_CLUSTERING)
 		return err_set(ERR_INVALID,
 			       "Group by functions are only supported on "
 			       "clustering columns, got %s",
 			       name);
-	return cql_floor_check(out->kind, &out->dur);
+	return cql_floor_check((enum cql_floor_kind)out->kind, &out->dur);
 }
 
 static int group_check(const struct cql_select_plan *p,
 		       const struct cql_select *q, size_t *ck,
-		       struct floor_spec *fl, bool *has_floor)
+		       struct cql_floor_spec *fl, bool *has_floor)
 {
 	static const char order_msg[] =
 		"Group by currently only support groups of columns following "
@@ -232,7 +266,7 @@ static int group_check(const struct cql_select_plan *p,
 int cql_select_group_check(const struct cql_select_plan *p,
 			   const struct cql_select *q, size_t *ck)
 {
-	struct floor_spec fl;
+	struct cql_floor_spec fl;
 	bool has_floor = false;
 	return group_check(p, q, ck, &fl, &has_floor);
 }
@@ -240,16 +274,14 @@ int cql_select_group_check(const struct cql_select_plan *p,
 int cql_select_group_plan(struct cql_select_plan *p, const struct cql_select *q)
 {
 	size_t ck;
-	struct floor_spec fl = {0};
+	struct cql_floor_spec fl = {0};
 	bool has_floor = false;
 	if (group_check(p, q, &ck, &fl, &has_floor) != 0)
 		return -1;
 	p->grouped = true;
 	p->group_ck = ck;
 	p->group_floor = has_floor;
-	p->floor_kind = (uint8_t)fl.kind;
-	p->floor_dur = fl.dur;
-	p->floor_start = fl.start;
+	p->group_fl = fl;
 	/* Whole partitions, so that every group is complete (LIMIT counts
 	 * groups, not rows); DISTINCT reads a partition's first row. */
 	p->cmd.limit = p->distinct ? 1 : 0;
@@ -279,32 +311,7 @@ bool cql_select_plan_key_restricted(const struct cql_select_plan *p)
 static int floor_key(const struct cql_select_plan *p, struct slice v,
 		     int64_t *out)
 {
-	const struct storage_duration *d = &p->floor_dur;
-	switch ((enum cql_floor_kind)p->floor_kind) {
-	case CQL_FLOOR_DATE:
-		if (v.len != 4)
-			break;
-		return cql_floor_date((int64_t)be32_load(v.ptr) - (1LL << 31),
-				      d, p->floor_start, out);
-	case CQL_FLOOR_TIME:
-		if (v.len != 8)
-			break;
-		return cql_floor_time((int64_t)be64_load(v.ptr), d, out);
-	case CQL_FLOOR_TIMEUUID: {
-		if (v.len != 16)
-			break;
-		int64_t us = cql_timeuuid_unix_us(v.ptr);
-		int64_t ms = us / 1000 - (us % 1000 < 0);
-		return cql_floor_timestamp(ms, d, p->floor_start, out);
-	}
-	case CQL_FLOOR_TIMESTAMP:
-		if (v.len != 8)
-			break;
-		return cql_floor_timestamp((int64_t)be64_load(v.ptr), d,
-					   p->floor_start, out);
-	}
-	*out = 0; /* an empty value: a window of its own */
-	return 0;
+	return cql_select_floor_value(&p->group_fl, v, out);
 }
 
 /* Compares clustering value i of two rows as grouping does: the last

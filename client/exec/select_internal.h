@@ -37,6 +37,14 @@ enum out_kind {
 /* A selection made of native functions (client/cql/cql_functions.h) over a
  * column or constants: a column's value, a constant (folded when the
  * plan is made), or a call of `fn` on `arg`. */
+/* floor(c, duration[, start]) of a column of type `kind` (Cassandra 5.0),
+ * in GROUP BY or as a selector. */
+struct cql_floor_spec {
+	uint8_t kind; /* enum cql_floor_kind */
+	struct storage_duration dur;
+	int64_t start; /* ms (days for a date column) */
+};
+
 struct sel_expr {
 	int column;    /* >= 0: that column's value */
 	bool is_const; /* else: the constant `value` (null: `null`) */
@@ -46,6 +54,7 @@ struct sel_expr {
 	struct sel_expr *arg; /* NULL when fn takes no argument */
 	uint16_t type;        /* what it gives (0: an untyped literal) */
 	const struct cql_term *literal; /* an untyped literal, until typed */
+	const struct cql_floor_spec *floor; /* else: floor(arg, ...) */
 };
 
 /* Cassandra's native aggregates of one column. */
@@ -146,9 +155,7 @@ struct cql_select_plan {
 	/* GROUP BY ..., floor(c, floor_dur[, start]) (Cassandra 5.0): the
 	 * last grouped clustering column is compared by its floor */
 	bool group_floor;
-	uint8_t floor_kind; /* enum cql_floor_kind */
-	struct storage_duration floor_dur;
-	int64_t floor_start;   /* ms (days for a date column) */
+	struct cql_floor_spec group_fl;
 	bool token_restricted; /* a token() relation made the range */
 };
 
@@ -218,6 +225,22 @@ int cql_select_reply_rows(struct buf *out, uint8_t version, int16_t stream,
 			  const struct cql_column_spec *specs, size_t nspecs,
 			  bool has_state, size_t page_rows, struct buf *rowsb,
 			  struct buf *state, int rc);
+
+/* floor()'s arguments after the column (`args`: the duration and the
+ * optional start) for a column of CQL type `type`: 0 with *out, or -1 with
+ * Cassandra's error. Shared by GROUP BY floor() and the selector; the
+ * duration's own check (cql_floor_check) is the caller's, in Cassandra's
+ * order. */
+int cql_select_floor_args(uint16_t type, const struct cql_term *const *args,
+			  size_t nargs, struct cql_floor_spec *out);
+/* The floor of a column value `v`, in the column's unit (ms for a
+ * timestamp or timeuuid, days for a date, ns for a time): 0, or -1 with
+ * Cassandra's error (a time before the window's start). An empty value
+ * floors to 0. */
+int cql_select_floor_value(const struct cql_floor_spec *fl, struct slice v,
+			   int64_t *out);
+/* Cassandra's "none of its type signatures match" for floor(): -1. */
+int cql_select_floor_signatures_error(void);
 
 /* The width of an integer type's values, or 0 for a type that is not. */
 static inline size_t select_int_width(uint16_t kind)

@@ -4,6 +4,7 @@
  */
 #include "client/exec/select_internal.h"
 
+#include "client/cql/cql_floor.h"
 #include "client/cql/cql_values.h"
 #include "common/err.h"
 #include "common/murmur3.h"
@@ -523,7 +524,21 @@ static int eval_expr(const struct cql_select_plan *p, const struct sel_expr *e,
 	buf_init(&tmp);
 	if (e->arg)
 		rc = eval_expr(p, e->arg, r, row, stat, &tmp, &a);
-	if (rc >= 0) {
+	if (rc == 0 && e->floor) {
+		int64_t f;
+		uint8_t b[8];
+		size_t n = e->floor->kind == CQL_FLOOR_DATE ? 4 : 8;
+		rc = cql_select_floor_value(e->floor, a, &f);
+		if (n == 4)
+			be32_store(b, (uint32_t)(f + (1LL << 31)));
+		else
+			be64_store(b, (uint64_t)f);
+		size_t mark = scratch->len;
+		if (rc == 0 && (rc = buf_append(scratch, b, n)) == 0) {
+			v->ptr = scratch->data + mark;
+			v->len = n;
+		}
+	} else if (rc >= 0 && !e->floor) {
 		size_t mark = scratch->len;
 		rc = cql_fn_apply(&e->fn, rc == 1 ? NULL : a.ptr,
 				  rc == 1 ? -1 : (int32_t)a.len, NULL, scratch);

@@ -4,6 +4,7 @@
  */
 #include "client/exec/select_internal.h"
 
+#include "client/cql/cql_floor.h"
 #include "client/cql/cql_values.h"
 #include "common/err.h"
 #include "common/murmur3.h"
@@ -235,6 +236,53 @@ static int plan_element(struct cql_select_plan *p, const struct cql_selector *s)
 	return 0;
 }
 
+static int plan_expr(struct cql_select_plan *p, const struct cql_selector *s,
+		     struct sel_expr **out, char *name, size_t cap);
+
+/* floor(x, duration[, start]) as a selector (Cassandra 5.0's
+ * TimeFcts.FloorFunction): x a timestamp, timeuuid, date or time
+ * expression, the rest constants, checked as GROUP BY floor() checks
+ * them. A timeuuid floors to a timestamp. */
+static int plan_floor(struct cql_select_plan *p, const struct cql_selector *s,
+		      struct sel_expr *e, char *name, size_t cap)
+{
+	if (s->arg_count < 2 || s->arg_count > 3)
+		return cql_select_floor_signatures_error();
+	const struct cql_term *terms[2];
+	for (size_t i = 1; i < s->arg_count; i++) {
+		if (s->args[i].kind != CQL_SEL_TERM)
+			return cql_select_floor_signatures_error();
+		terms[i - 1] = s->args[i].term;
+	}
+	struct sel_expr *a;
+	char text[160];
+	int rc = plan_expr(p, &s->args[0], &a, text, sizeof(text));
+	if (rc != 0)
+		return rc < 0 ? -1 : rc;
+	if (a->is_const)
+		return cql_select_floor_signatures_error();
+	struct cql_floor_spec *fl = arena_alloc(p->a, sizeof(*fl));
+	if (!fl)
+		return -1;
+	if (cql_select_floor_args(a->type, terms, s->arg_count - 1, fl) != 0 ||
+	    cql_floor_check((enum cql_floor_kind)fl->kind, &fl->dur) != 0)
+		return -1;
+	e->floor = fl;
+	e->arg = a;
+	e->type = fl->kind == CQL_FLOOR_DATE   ? STORAGE_TYPE_DATE
+		  : fl->kind == CQL_FLOOR_TIME ? STORAGE_TYPE_TIME
+					       : STORAGE_TYPE_TIMESTAMP;
+	size_t at = (size_t)snprintf(name, cap, "system.floor(%s", text);
+	for (size_t i = 0; i + 1 < s->arg_count && at + 2 < cap; i++) {
+		char t[80];
+		cql_fn_term_text(terms[i], t, sizeof(t));
+		at += (size_t)snprintf(name + at, cap - at, ", %s", t);
+	}
+	if (at + 1 < cap)
+		snprintf(name + at, cap - at, ")");
+	return 0;
+}
+
 /* A selector made of native functions, casts, columns and constants
  * (Selectable.WithFunction, WithCast, WithTerm): its expression, its
  * type and its name as Cassandra's result metadata gives it
@@ -290,6 +338,8 @@ static int plan_expr(struct cql_select_plan *p, const struct cql_selector *s,
 		buf_free(&b);
 		return rc;
 	}
+	if (s->kind == CQL_SEL_FUNCTION && strcmp(s->name, "floor") == 0)
+		return plan_floor(p, s, e, name, cap);
 	const char *fname = s->name;
 	char cast_name[48];
 	if (s->kind == CQL_SEL_CAST) {
@@ -432,7 +482,7 @@ static int plan_function(struct cql_select_plan *p,
 			       "clause (try using a cast to force a type)",
 			       text);
 	}
-	if (s->kind == CQL_SEL_FUNCTION) {
+	if (s->kind == CQL_SEL_FUNCTION && strcmp(s->name, "floor") != 0) {
 		struct cql_fn probe;
 		struct cql_fn_arg none[4] = {{0}};
 		int rc = cql_fn_resolve(s->name, none, 0, &probe);

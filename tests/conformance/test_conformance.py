@@ -104,6 +104,23 @@ class Case:
         return f"{self.area}.cql:{self.line}: {self.title}"
 
 
+def split_top(text):
+    """`a, f(b, c), map<int, text>` -> its items: commas inside (), <>
+    or [] do not split."""
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "(<[":
+            depth += 1
+        elif ch in ")>]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    items.append(cur.strip())
+    return items
+
 def parse(path):
     cases = []
     case = None
@@ -149,10 +166,10 @@ def parse(path):
                 f"{where}: @ takes a tuple of values"
         elif stripped.startswith(">types"):
             assert last and last.cql, f"{where}: >types without a statement"
-            last.types = [c.strip() for c in stripped[6:].split(",")]
+            last.types = split_top(stripped[6:])
         elif stripped.startswith(">cols"):
             assert last and last.cql, f"{where}: >cols without a statement"
-            last.columns = [c.strip() for c in stripped[5:].split(",")]
+            last.columns = split_top(stripped[5:])
         elif stripped.startswith(">"):
             assert last and last.cql, f"{where}: > without a statement"
             text = stripped[1:].strip()
