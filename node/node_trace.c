@@ -133,20 +133,6 @@ static const char *request_name(uint8_t opcode)
 	}
 }
 
-/* A CQL string literal: quotes doubled. */
-static int put_literal(struct buf *b, const char *s)
-{
-	if (buf_append(b, (const uint8_t *)"'", 1) != 0)
-		return -1;
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'' && buf_append(b, (const uint8_t *)"'", 1) != 0)
-			return -1;
-		if (buf_append(b, (const uint8_t *)p, 1) != 0)
-			return -1;
-	}
-	return buf_append(b, (const uint8_t *)"'", 1);
-}
-
 static int putf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int putf(struct buf *b, const char *fmt, ...)
@@ -177,7 +163,7 @@ int node_trace_batch_text(const struct node_trace_rows *r, struct buf *out)
 			 "event_id, activity, source, source_elapsed, "
 			 "source_port, thread) VALUES (%s, %s, ",
 			 sid, eid) != 0 ||
-		    put_literal(out, r->events[i].activity) != 0 ||
+		    cql_put_string_literal(out, r->events[i].activity) != 0 ||
 		    putf(out,
 			 ", '%s', %lld, %u, 'Native-Transport-Requests') "
 			 "USING TTL %d; ",
@@ -193,14 +179,16 @@ int node_trace_batch_text(const struct node_trace_rows *r, struct buf *out)
 		 sid, client, self, (unsigned)r->coordinator.port,
 		 (long long)r->duration_us) != 0)
 		return -1;
-	if (r->consistency && (putf(out, "'consistency_level': ") != 0 ||
-			       put_literal(out, r->consistency) != 0))
+	if (r->consistency &&
+	    (putf(out, "'consistency_level': ") != 0 ||
+	     cql_put_string_literal(out, r->consistency) != 0))
 		return -1;
 	if (r->query &&
 	    (putf(out, "%s'query': ", r->consistency ? ", " : "") != 0 ||
-	     put_literal(out, r->query) != 0))
+	     cql_put_string_literal(out, r->query) != 0))
 		return -1;
-	if (putf(out, "}, ") != 0 || put_literal(out, r->request) != 0 ||
+	if (putf(out, "}, ") != 0 ||
+	    cql_put_string_literal(out, r->request) != 0 ||
 	    putf(out, ", %lld) USING TTL %d; APPLY BATCH",
 		 (long long)(r->started_wall_us / 1000), TRACE_TTL_S) != 0)
 		return -1;
@@ -266,10 +254,10 @@ void node_trace_remote_event(struct node_trace *t, const uint8_t *session,
 		 "activity, source, source_elapsed, source_port, thread) "
 		 "VALUES (%s, %s, ",
 		 sid, eid) != 0 ||
-	    put_literal(&t->remote, activity) != 0 ||
+	    cql_put_string_literal(&t->remote, activity) != 0 ||
 	    putf(&t->remote, ", '%s', %lld, %u, ", self, (long long)elapsed_us,
 		 (unsigned)t->self.port) != 0 ||
-	    put_literal(&t->remote, thread) != 0 ||
+	    cql_put_string_literal(&t->remote, thread) != 0 ||
 	    putf(&t->remote, ") USING TTL %d; ", TRACE_TTL_S) != 0) {
 		t->remote.len = mark; /* this event only is lost */
 		if (t->remote_count == 0)

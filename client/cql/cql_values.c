@@ -1341,3 +1341,14 @@ int cql_term_serialize(const struct cql_term *t,
 	}
 	return serialize_any(t, type, column, fn, cmp, out);
 }
+
+int cql_put_string_literal(struct buf *b, const char *s)
+{
+	if (buf_put_u8(b, '\'') != 0)
+		return -1;
+	for (const char *p = s; *p; p++)
+		if ((*p == '\'' && buf_put_u8(b, '\'') != 0) ||
+		    buf_put_u8(b, (uint8_t)*p) != 0)
+			return -1;
+	return buf_put_u8(b, '\'');
+}

@@ -121,4 +121,8 @@ int cql_format_duration(const struct storage_duration *d, struct buf *out);
 /* Lower-case CQL type name for an id ("int", "text", ...), or NULL. */
 const char *cql_type_name(uint16_t kind);
 
+/* `s` as a CQL string literal: in single quotes, each ' doubled. 0, or -1
+ * (out of memory). */
+int cql_put_string_literal(struct buf *b, const char *s);
+
 #endif

@@ -1,5 +1,6 @@
 #include "client/schema/describe.h"
 
+#include "client/cql/cql_values.h"
 #include "client/proto/proto.h"
 #include "common/arena.h"
 #include "common/err.h"
@@ -77,18 +78,6 @@ int cql_describe_name(const char *name, struct buf *out)
 		    buf_put_u8(out, (uint8_t)*p) != 0)
 			return -1;
 	return buf_put_u8(out, '"');
-}
-
-/* 'text' with ' doubled. */
-static int put_quoted(struct buf *b, const char *s)
-{
-	if (buf_put_u8(b, '\'') != 0)
-		return -1;
-	for (const char *p = s; *p; p++)
-		if ((*p == '\'' && buf_put_u8(b, '\'') != 0) ||
-		    buf_put_u8(b, (uint8_t)*p) != 0)
-			return -1;
-	return buf_put_u8(b, '\'');
 }
 
 /* A double as Java's Double.toString prints it: the shortest digits that
@@ -172,8 +161,9 @@ static int put_map(struct buf *b, const char **keys, const char **values,
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		if ((i && put(b, ", ") != 0) ||
-		    put_quoted(b, keys[order[i]]) != 0 || put(b, ": ") != 0 ||
-		    put_quoted(b, values[order[i]]) != 0)
+		    cql_put_string_literal(b, keys[order[i]]) != 0 ||
+		    put(b, ": ") != 0 ||
+		    cql_put_string_literal(b, values[order[i]]) != 0)
 			return -1;
 	return buf_put_u8(b, '}');
 }
@@ -274,7 +264,8 @@ static int put_table_options(struct buf *b, const struct cql_table *t)
 	       put(b, "\n    AND caching = ") ||
 	       put_map(b, cache_keys, cache_values, 2) ||
 	       put(b, "\n    AND cdc = false") ||
-	       put(b, "\n    AND comment = ") || put_quoted(b, co->comment) ||
+	       put(b, "\n    AND comment = ") ||
+	       cql_put_string_literal(b, co->comment) ||
 	       put(b, "\n    AND compaction = ") ||
 	       put_map(b, cm.keys, cm.values, cm.count) ||
 	       put(b, "\n    AND compression = ") ||
@@ -296,7 +287,7 @@ static int put_table_options(struct buf *b, const struct cql_table *t)
 	       putf(b, "\n    AND read_repair = '%s'",
 		    co->read_repair_blocking ? "BLOCKING" : "NONE") ||
 	       put(b, "\n    AND speculative_retry = ") ||
-	       put_quoted(b, co->speculative_retry) || put(b, ";");
+	       cql_put_string_literal(b, co->speculative_retry) || put(b, ";");
 }
 
 /* The latest drop of a name: the one WITH INTERNALS renders. */
@@ -470,7 +461,8 @@ int cql_describe_index_text(const struct cql_table *t,
 	    cql_describe_name(ix->name, out) || put(out, " ON ") ||
 	    cql_describe_name(m->keyspace, out) || put(out, ".") ||
 	    cql_describe_name(m->name, out) ||
-	    putf(out, " (%s) USING ", target) || put_quoted(out, CQL_SAI_CLASS))
+	    putf(out, " (%s) USING ", target) ||
+	    cql_put_string_literal(out, CQL_SAI_CLASS))
 		return -1;
 	if (ix->option_count) {
 		const char *keys[CQL_INDEX_OPTION_MAX],
