@@ -757,6 +757,34 @@ static void snapshot_line(void *arg, const struct storage_snapshot_info *i)
 						    : sizeof(line) - 1);
 }
 
+/* Table i verified; a corrupt one's keyspace joins j->out (once). */
+static int verify_table(struct cql_flush *j, size_t i)
+{
+	size_t n, bad;
+	if (storage_verify(j->db, j->ids[i], &n, &bad) == 0)
+		return 0;
+	if (err_code() != ERR_CORRUPT)
+		return -1;
+	err_clear();
+	const struct storage_table_meta *m =
+		storage_table_meta_acquire(j->db, j->ids[i]);
+	char line[256];
+	int len = m ? snprintf(line, sizeof(line), "%s\n", m->keyspace) : 0;
+	storage_table_meta_unref(m);
+	if (len <= 0 || (size_t)len >= sizeof(line))
+		return 0;
+	/* already named? (lines of j->out, not NUL-terminated) */
+	for (size_t at = 0; at < j->out.len;) {
+		const char *p = (const char *)j->out.data + at;
+		const char *nl = memchr(p, '\n', j->out.len - at);
+		size_t l = nl ? (size_t)(nl - p) + 1 : j->out.len - at;
+		if (l == (size_t)len && memcmp(p, line, l) == 0)
+			return 0;
+		at += l;
+	}
+	return buf_append(&j->out, line, (size_t)len);
+}
+
 static int maintain(struct cql_flush *j, size_t i)
 {
 	switch (j->what) {
@@ -790,6 +818,8 @@ static int maintain(struct cql_flush *j, size_t i)
 		j->meta = NULL;
 		return rc;
 	}
+	case CQL_MAINTENANCE_VERIFY:
+		return verify_table(j, i);
 	case CQL_MAINTENANCE_FLUSH:
 		break;
 	}

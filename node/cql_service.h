@@ -127,6 +127,9 @@ enum cql_maintenance {
 	CQL_MAINTENANCE_SNAPSHOT,       /* the tag: cql_service_flush_set_tag */
 	CQL_MAINTENANCE_CLEAR_SNAPSHOT, /* the tag; none: every snapshot */
 	CQL_MAINTENANCE_LIST_SNAPSHOTS, /* `done` gets the lines as msg */
+	/* every table verified; `done` gets the keyspaces of those with a
+	 * corrupt SSTable as msg, one per line ("" when all are sound) */
+	CQL_MAINTENANCE_VERIFY,
 };
 typedef void (*cql_service_done_fn)(void *arg, int status, const char *msg);
 struct cql_flush;

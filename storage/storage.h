@@ -559,6 +559,12 @@ typedef void (*storage_snapshot_fn)(void *arg,
 /* Calls each(arg, info) for every snapshot of the table. Blocks (disk). */
 int storage_snapshot_list(struct storage *db, const uint8_t table_id[16],
 			  storage_snapshot_fn each, void *arg);
+/* nodetool verify: checks every checksum of each live SSTable of the table
+ * (as storage_sstable_verify does offline), logging each corrupt one with
+ * what failed. 0 when all are sound; -1 with ERR_CORRUPT when *corrupt of
+ * *sstables are not (or another error). Blocks (reads every SSTable). */
+int storage_verify(struct storage *db, const uint8_t table_id[16],
+		   size_t *sstables, size_t *corrupt);
 /* Deletes the table's snapshot `tag` (NULL: all of them). Blocks. */
 int storage_snapshot_clear(struct storage *db, const uint8_t table_id[16],
 			   const char *tag);

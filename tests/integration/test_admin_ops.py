@@ -1,5 +1,5 @@
 """cassini-tool's statusbinary / disablebinary / enablebinary and
-get/setcompactionthroughput against a real node, as an operator runs
+get/setcompactionthroughput and verify against a real node, as an operator runs
 them (nodetool's names and output). Address 127.0.85.6."""
 import subprocess
 
@@ -82,3 +82,39 @@ def test_compaction_throughput(node):
     # compaction still runs (flush + compact with the new budget)
     assert tool("flush").returncode == 0
     assert tool("compact").returncode == 0
+
+
+def test_verify(node):
+    """verify reads every SSTable of the tables named: silent when all are
+    sound; a flipped byte in one SSTable's Data.db gives nodetool's
+    "Aborted verifying ..." line and exit 2, and the log names the file."""
+    cluster, s = session(IP)
+    try:
+        s.execute("CREATE KEYSPACE v WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE v.t (k int PRIMARY KEY, x text)")
+        s.execute("CREATE TABLE v.u (k int PRIMARY KEY)")
+        for k in range(200):
+            s.execute("INSERT INTO v.t (k, x) VALUES (%s, %s)",
+                      (k, "x" * 100))
+            s.execute("INSERT INTO v.u (k) VALUES (%s)", (k,))
+    finally:
+        cluster.shutdown()
+    assert tool("flush", "v").returncode == 0
+    r = tool("verify", "v")
+    assert r.returncode == 0 and r.stdout == "", r.stdout + r.stderr
+    assert tool("verify", "-f", "v", "t").returncode == 0  # nodetool's -f
+    r = tool("verify", "-r", "v")
+    assert r.returncode == 1 and "-r is not supported" in r.stderr
+    data = [p for p in node.home.rglob("*Data.db")
+            if "/v/t-" in str(p) and "snapshots" not in str(p)]
+    assert len(data) == 1, data
+    raw = bytearray(data[0].read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    data[0].write_bytes(bytes(raw))
+    r = tool("verify", "v")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout == ("Aborted verifying at least one table in keyspace "
+                        "v, check server logs for more information.\n")
+    assert tool("verify", "v", "u").returncode == 0  # the sound table
+    assert f"Corrupted SSTable {data[0]}" in node.log()
