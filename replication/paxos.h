@@ -69,8 +69,11 @@ enum paxos_verb {
 	PAXOS_VERB_PROPOSE_RSP = 73,
 	PAXOS_VERB_COMMIT = 74,
 	PAXOS_VERB_COMMIT_RSP = 75,
+	/* paxos repair of moving ranges (paxos_cleanup_*) */
+	PAXOS_VERB_CLEANUP = 76,
+	PAXOS_VERB_CLEANUP_RSP = 77,
 	PAXOS_VERB_FIRST = PAXOS_VERB_PREPARE,
-	PAXOS_VERB_LAST = PAXOS_VERB_COMMIT_RSP,
+	PAXOS_VERB_LAST = PAXOS_VERB_CLEANUP_RSP,
 };
 
 /* ---- ballots ------------------------------------------------------------- */
@@ -286,5 +289,63 @@ void paxos_get_stats(const struct paxos *p, struct paxos_stats *out);
 /* The time (unix us) of the newest ballot this proposer issued, or its
  * floor: what a persisted high-water mark must stay above. */
 int64_t paxos_last_ballot_us(const struct paxos *p);
+
+/* ---- paxos repair of ranges that move (paxos_cleanup.c) -------------------
+ *
+ * Cassandra 4.1's topology-change paxos repair (PaxosCleanup): before a
+ * bootstrapping node streams, and before a leaving node hands its ranges
+ * over, every unfinished proposal (accepted, newer than its commit) held by
+ * a natural replica of a moving range is finished, so the data streamed
+ * holds every value Paxos may have chosen there and the new replica set
+ * (whose quorums need not meet the old one's) cannot lose one.
+ *
+ * The coordinator (the moving node) sends PAXOS_VERB_CLEANUP (keyspace,
+ * ranges) to each endpoint it names (its own share runs locally); each
+ * runs `local` (the node's paxos repair restricted to the ranges) and
+ * answers once it ended. Succeeds only when every endpoint answered ok
+ * before the timeout. */
+
+/* (left, right] on the token ring; left >= right wraps. */
+struct paxos_range {
+	int64_t left, right;
+};
+bool paxos_range_contains(const struct paxos_range *r, int64_t token);
+
+typedef void (*paxos_cleanup_local_done)(void *darg, int status,
+					 uint64_t completed, uint64_t failed);
+/* Finishes this node's unfinished proposals of `keyspace` in the ranges
+ * (borrowed during the call); done exactly once, later or inline. */
+typedef void (*paxos_cleanup_local_fn)(void *arg, const char *keyspace,
+				       const struct paxos_range *r, size_t n,
+				       paxos_cleanup_local_done done,
+				       void *darg);
+
+struct paxos_cleanup;
+struct paxos_cleanup *paxos_cleanup_new(struct env *env,
+					const struct inet_addr *self,
+					paxos_cleanup_local_fn local,
+					void *local_arg);
+/* Runs pending ones end without their callbacks; a local repair under way
+ * must not call its done after this (the node cancels its repairs). */
+void paxos_cleanup_delete(struct paxos_cleanup *pc);
+/* PAXOS_VERB_CLEANUP / _RSP from `from`; malformed ones are dropped. */
+void paxos_cleanup_receive(struct paxos_cleanup *pc,
+			   const struct inet_addr *from, uint32_t verb,
+			   const uint8_t *msg, size_t len);
+
+struct paxos_cleanup_result {
+	int status; /* 0: every endpoint finished its share */
+	uint64_t completed, failed;
+	size_t asked, answered;
+	char error[256]; /* status != 0: the first endpoint that failed */
+};
+typedef void (*paxos_cleanup_cb)(void *arg,
+				 const struct paxos_cleanup_result *res);
+/* Asks `eps` (copied) to repair `keyspace`'s ranges (copied); done exactly
+ * once, on the loop, never inline. 0, or -1 (ERR_NOMEM, ERR_INVALID). */
+int paxos_cleanup_start(struct paxos_cleanup *pc, const char *keyspace,
+			const struct paxos_range *r, size_t nr,
+			const struct inet_addr *eps, size_t ne,
+			uint64_t timeout_ms, paxos_cleanup_cb done, void *arg);
 
 #endif

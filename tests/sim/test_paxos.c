@@ -54,6 +54,13 @@ struct pnode {
 	paxos_load_fn load_done;
 	void *load_arg;
 	int load_key;
+	/* the paxos repair of moving ranges (world.with_cleanup) */
+	struct paxos_cleanup *pcl;
+	paxos_cleanup_local_done pcl_done;
+	void *pcl_darg;
+	struct paxos_request pcl_rq;
+	struct opctx *pcl_op;
+	struct client *pcl_client;
 };
 
 struct client;
@@ -91,6 +98,11 @@ struct world {
 	size_t nh[NKEYS];
 	uint64_t fault_every_us;
 	int kills, unknowns, applied, not_applied, reads;
+	/* a range movement: the participants of k0 while it moves (natural
+	 * and pending, needing quorum(natural) + pending) */
+	bool with_cleanup;
+	struct inet_addr mv_reps[MAXN];
+	int mv_n, mv_needed;
 };
 
 static int key_of(struct slice key)
@@ -196,8 +208,17 @@ static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
 		    const uint8_t *msg, size_t len)
 {
 	struct pnode *n = arg;
+	if (verb == PAXOS_VERB_CLEANUP || verb == PAXOS_VERB_CLEANUP_RSP) {
+		if (n->pcl)
+			paxos_cleanup_receive(n->pcl, from, verb, msg, len);
+		return;
+	}
 	paxos_receive(n->px, from, verb, msg, len);
 }
+
+static void pcl_local(void *arg, const char *keyspace,
+		      const struct paxos_range *r, size_t nr,
+		      paxos_cleanup_local_done done, void *darg);
 
 static void node_start(struct pnode *n)
 {
@@ -212,6 +233,10 @@ static void node_start(struct pnode *n)
 	o.test_skip_in_progress = w->broken;
 	n->px = paxos_new(n->env, &o, &store_ops, n);
 	ck_assert_ptr_nonnull(n->px);
+	if (w->with_cleanup) {
+		n->pcl = paxos_cleanup_new(n->env, &n->addr, pcl_local, n);
+		ck_assert_ptr_nonnull(n->pcl);
+	}
 	n->up = true;
 }
 
@@ -749,6 +774,64 @@ static int paxos_repair(struct world *w, int at)
 	return completed;
 }
 
+/* k0's token in the movement cases: 0. */
+#define K0_TOKEN 0
+
+static void pcl_round_done(void *arg, struct paxos_result *res)
+{
+	struct pnode *n = arg;
+	paxos_cleanup_local_done done = n->pcl_done;
+	n->pcl_done = NULL;
+	free(n->pcl_op);
+	free(n->pcl_client);
+	n->pcl_op = NULL;
+	n->pcl_client = NULL;
+	bool ok = res->outcome == PAXOS_OK;
+	buf_free(&res->current);
+	done(n->pcl_darg, 0, ok ? 1 : 0, ok ? 0 : 1);
+}
+
+/* A node's share of a moving range's paxos repair: node_cas's repair
+ * restricted to the ranges (its unfinished registers in them get the
+ * SERIAL read's round with its own promise among the quorum's), over the
+ * movement's participants. */
+static void pcl_local(void *arg, const char *keyspace,
+		      const struct paxos_range *r, size_t nr,
+		      paxos_cleanup_local_done done, void *darg)
+{
+	struct pnode *n = arg;
+	struct world *w = n->w;
+	ck_assert_str_eq(keyspace, "ks");
+	bool in = false;
+	for (size_t i = 0; i < nr; i++)
+		in = in || paxos_range_contains(&r[i], K0_TOKEN);
+	if (!in || !unfinished(&n->disk[0].st)) {
+		done(darg, 0, 0, 0);
+		return;
+	}
+	ck_assert_ptr_null(n->pcl_done);
+	n->pcl_done = done;
+	n->pcl_darg = darg;
+	n->pcl_client = calloc(1, sizeof(*n->pcl_client));
+	n->pcl_op = calloc(1, sizeof(*n->pcl_op));
+	ck_assert(n->pcl_client && n->pcl_op);
+	*n->pcl_client = (struct client){.w = w, .id = 99};
+	*n->pcl_op = (struct opctx){.c = n->pcl_client, .read = true};
+	n->pcl_rq = (struct paxos_request){
+		.key = slice_make("k0", 2),
+		.replicas = w->mv_reps,
+		.n = (size_t)w->mv_n,
+		.needed = w->mv_needed,
+		.commit_block_for = w->mv_needed,
+		.is_read = true,
+		.wait_self = true,
+		.merge = merge,
+		.decide = decide,
+		.decide_arg = n->pcl_op,
+	};
+	paxos_cas(n->px, &n->pcl_rq, pcl_round_done, n);
+}
+
 /* A proposal accepted by one replica of three (its proposer's propose
  * reached itself only, then the proposer died and came back with its
  * disk) is on no replica's data; paxos repair on it finishes it: every
@@ -910,6 +993,158 @@ START_TEST(paxos_repair_waits_for_its_own_promise)
 }
 END_TEST
 
+struct pcl_wait {
+	bool done;
+	struct paxos_cleanup_result res;
+};
+
+static void pcl_cb(void *arg, const struct paxos_cleanup_result *res)
+{
+	struct pcl_wait *d = arg;
+	d->done = true;
+	d->res = *res;
+}
+
+static bool pcl_finished(void *arg)
+{
+	return ((struct pcl_wait *)arg)->done;
+}
+
+/* A SERIAL read of k0 through `coord` with `reps` as the replicas. */
+static int64_t read_among(struct world *w, int coord,
+			  const struct inet_addr *reps, size_t n, int needed)
+{
+	struct client c = {.w = w, .id = 2};
+	struct opctx o = {.c = &c, .read = true};
+	struct one_done d = {0};
+	struct paxos_request rq = {
+		.key = slice_make("k0", 2),
+		.replicas = reps,
+		.n = n,
+		.needed = needed,
+		.is_read = true,
+		.merge = merge,
+		.decide = decide,
+		.decide_arg = &o,
+	};
+	paxos_cas(w->nodes[coord].px, &rq, one_cb, &d);
+	ck_assert(sim_run_until(w->sim, one_finished, &d, 60ULL * 1000000));
+	ck_assert_int_eq(d.res.outcome, PAXOS_OK);
+	int64_t v = value_of(buf_slice(&d.res.current));
+	buf_free(&d.res.current);
+	return v;
+}
+
+/* A range moves: node3 bootstraps and takes k0 over from node0 (replicas
+ * {0,1,2} become {1,2,3}). A proposal was accepted by node0 and node1, a
+ * quorum (chosen: a client at commit ANY was told it applied), and
+ * committed nowhere. The new replica set's quorum {2,3} does not meet the
+ * old acceptors' {0,1} in a node that still holds the proposal once node0
+ * is gone: without the paxos repair of the moving range the chosen value
+ * is lost. With it (run by node3 over the live natural replicas before it
+ * streams, as movement.c does) it is committed, streamed, and a SERIAL
+ * read through node3 with node0 gone and node1 down sees it. A natural
+ * replica that does not answer fails the repair, naming it. */
+START_TEST(paxos_repair_before_a_range_moves)
+{
+	for (uint64_t i = 0; i < 20; i++) {
+		for (int with = 0; with < 2; with++) {
+			struct world *w = calloc(1, sizeof(*w));
+			ck_assert_ptr_nonnull(w);
+			w->sim = sim_new(seed + 200 + i, START_WALL);
+			w->n = 3; /* k0's natural replicas: nodes 0-2 */
+			w->needed = 2;
+			w->with_cleanup = true;
+			sim_net_set_latency(w->sim, 100, 5000);
+			for (int k = 0; k < 4; k++) {
+				struct pnode *n = &w->nodes[k];
+				n->w = w;
+				n->idx = k;
+				n->addr = (struct inet_addr){
+					.family = INET_V4,
+					.ip = {127, 0, 107, (uint8_t)(k + 40)},
+					.port = 7000};
+				w->addrs[k] = n->addr;
+				node_start(n);
+			}
+			paxos_test_propose_self_only(w->nodes[0].px, true);
+			struct paxos_result r = one_round(w, 0, 42);
+			ck_assert_int_eq(r.outcome, PAXOS_WRITE_TIMEOUT);
+			buf_free(&r.current);
+			paxos_test_propose_self_only(w->nodes[0].px, false);
+			/* ... and node1 accepted it too: chosen */
+			ck_assert(unfinished(&w->nodes[0].disk[0].st));
+			paxos_state_free(&w->nodes[1].disk[0].st);
+			ck_assert_int_eq(
+				paxos_state_copy(&w->nodes[1].disk[0].st,
+						 &w->nodes[0].disk[0].st),
+				0);
+
+			/* node3 pending: participants 0-3, needing 3 */
+			memcpy(w->mv_reps, w->addrs, 4 * sizeof(w->addrs[0]));
+			w->mv_n = 4;
+			w->mv_needed = 3;
+			struct paxos_range rg = {-100, 100};
+			if (with) {
+				struct pcl_wait d = {0};
+				ck_assert_int_eq(
+					paxos_cleanup_start(w->nodes[3].pcl,
+							    "ks", &rg, 1,
+							    w->addrs, 3, 5000,
+							    pcl_cb, &d),
+					0);
+				ck_assert(!d.done); /* never inline */
+				ck_assert(sim_run_until(w->sim, pcl_finished,
+							&d, 60ULL * 1000000));
+				ck_assert_int_eq(d.res.status, 0);
+				ck_assert_uint_eq(d.res.asked, 3);
+				ck_assert_uint_eq(d.res.answered, 3);
+				ck_assert_uint_ge(d.res.completed, 1);
+				ck_assert_uint_eq(d.res.failed, 0);
+				sim_run_for(w->sim, 1000000);
+				for (int k = 0; k < 4; k++)
+					ck_assert(!unfinished(
+						&w->nodes[k].disk[0].st));
+			}
+			/* streaming: node3 gets node2's copy */
+			w->nodes[3].disk[0].has = w->nodes[2].disk[0].has;
+			w->nodes[3].disk[0].val = w->nodes[2].disk[0].val;
+			w->nodes[3].disk[0].ts = w->nodes[2].disk[0].ts;
+			/* node0 leaves the replicas; node1 goes down */
+			sim_env_kill(w->sim, w->nodes[0].env);
+			sim_env_kill(w->sim, w->nodes[1].env);
+			struct inet_addr now[2] = {w->addrs[2], w->addrs[3]};
+			int64_t v = read_among(w, 3, now, 2, 2);
+			ck_assert_int_eq(v, with ? 42 : LIN_NULL);
+
+			if (with) {
+				/* a natural replica that does not answer */
+				struct pcl_wait d = {0};
+				ck_assert_int_eq(
+					paxos_cleanup_start(w->nodes[3].pcl,
+							    "ks", &rg, 1,
+							    w->addrs + 1, 2,
+							    2000, pcl_cb, &d),
+					0);
+				ck_assert(sim_run_until(w->sim, pcl_finished,
+							&d, 60ULL * 1000000));
+				ck_assert_int_eq(d.res.status, -1);
+				ck_assert_uint_eq(d.res.answered, 1);
+				ck_assert_ptr_nonnull(
+					strstr(d.res.error, "127.0.107.41"));
+			}
+			for (int k = 0; k < 4; k++) {
+				paxos_cleanup_delete(w->nodes[k].pcl);
+				paxos_delete(w->nodes[k].px);
+				paxos_state_free(&w->nodes[k].disk[0].st);
+			}
+			sim_delete(w->sim);
+			free(w);
+		}
+	}
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(26);
@@ -921,6 +1156,7 @@ int main(void)
 	tcase_add_test(tc, skipping_in_progress_is_caught);
 	tcase_add_test(tc, paxos_repair_finishes_a_minority_proposal);
 	tcase_add_test(tc, paxos_repair_waits_for_its_own_promise);
+	tcase_add_test(tc, paxos_repair_before_a_range_moves);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
