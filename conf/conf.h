@@ -142,6 +142,11 @@ struct conf {
 	uint64_t range_request_timeout_ms;
 	uint64_t truncate_request_timeout_ms;
 	uint64_t cas_contention_timeout_ms;
+	/* lightweight transactions (docs/lwt.md) */
+	bool paxos_repair_enabled;
+	bool skip_paxos_repair_on_topology_change;
+	struct conf_string_list skip_paxos_repair_on_topology_change_keyspaces;
+	int64_t paxos_state_purging; /* CONF_PAXOS_PURGING_LEGACY, the only one */
 	uint64_t batch_size_warn_threshold;
 	uint64_t batch_size_fail_threshold;
 	int64_t unlogged_batch_across_partitions_warn_threshold;
@@ -276,5 +281,7 @@ const struct conf_key_doc *conf_key_doc_at(size_t index);
  * dst; NULL when the key has no value (an unset address or string). */
 const char *conf_value_text(const struct conf *c, size_t index, char *dst,
 			    size_t cap);
+
+enum { CONF_PAXOS_PURGING_LEGACY = 0 };
 
 #endif

@@ -62,6 +62,9 @@ static const struct conf_enum_name role_manager_names[] = {
 	{"CassandraRoleManager", 0},
 	{"org.apache.cassandra.auth.CassandraRoleManager", 0},
 	{NULL, 0}};
+/* Cassandra 4.1 also has gc_grace and repaired: refused (docs/lwt.md). */
+static const struct conf_enum_name paxos_state_purging_names[] = {
+	{"legacy", CONF_PAXOS_PURGING_LEGACY}, {NULL, 0}};
 /* Values match enum log_level in common/log.h. */
 static const struct conf_enum_name log_level_names[] = {
 	{"error", 0}, {"warn", 1},  {"info", 2},
@@ -262,6 +265,21 @@ const struct conf_key conf_keys[] = {
 	 "How long a lightweight transaction retries (with randomised "
 	 "backoff) after losing its Paxos round to other proposers on the "
 	 "same partition."},
+	{"paxos_repair_enabled", CONF_T_BOOL, OFF(paxos_repair_enabled), "true",
+	 0, 0, NULL,
+	 "Paxos repair of the ranges that move before bootstrap, "
+	 "decommission and rebuild stream; false: none runs."},
+	{"skip_paxos_repair_on_topology_change", CONF_T_BOOL,
+	 OFF(skip_paxos_repair_on_topology_change), "false", 0, 0, NULL,
+	 "Skip the paxos repair of moving ranges (unsafe for LWT)."},
+	{"skip_paxos_repair_on_topology_change_keyspaces", CONF_T_LIST,
+	 OFF(skip_paxos_repair_on_topology_change_keyspaces), "", 0, 0, NULL,
+	 "Keyspaces whose moving ranges get no paxos repair."},
+	{"paxos_state_purging", CONF_T_ENUM, OFF(paxos_state_purging),
+	 "legacy", 0, 0, paxos_state_purging_names,
+	 "How system.paxos state is purged: legacy (committed state expires "
+	 "after max(3h, the table's gc_grace_seconds)); gc_grace and "
+	 "repaired are not supported."},
 	{"batch_size_warn_threshold", CONF_T_SIZE,
 	 OFF(batch_size_warn_threshold), "5KiB", 1, 1 * GiB, NULL,
 	 "Batches larger than this log a warning."},

@@ -43,7 +43,13 @@ struct node_cas {
 	struct prep_job *repairs; /* paxos repairs under way */
 	/* proxyhistograms' CAS Write / CAS Read (rounds that decided) */
 	struct repl_latency write_lat, read_lat;
+	struct paxos_cleanup *pcl; /* paxos repair of moving ranges */
 };
+
+static void prep_free(struct prep_job *j);
+static void cleanup_local(void *arg, const char *keyspace,
+			  const struct paxos_range *r, size_t n,
+			  paxos_cleanup_local_done done, void *darg);
 
 #define LEASE_AHEAD_US  (3600LL * 1000000)
 #define LEASE_MARGIN_US (600LL * 1000000)
@@ -392,7 +398,8 @@ struct node_cas *node_cas_new(struct env *env, const struct inet_addr *self,
 	if (floor > o.ballot_floor_us)
 		o.ballot_floor_us = floor;
 	if (!(c->meta = paxos_meta_new()) ||
-	    !(c->px = paxos_new(env, &o, &store_ops, c))) {
+	    !(c->px = paxos_new(env, &o, &store_ops, c)) ||
+	    !(c->pcl = paxos_cleanup_new(env, self, cleanup_local, c))) {
 		node_cas_delete(c);
 		return NULL;
 	}
@@ -406,14 +413,13 @@ struct node_cas *node_cas_new(struct env *env, const struct inet_addr *self,
 	return c;
 }
 
-static void prep_free(struct prep_job *j);
-
 void node_cas_delete(struct node_cas *c)
 {
 	if (!c)
 		return;
 	env_timer_free(c->env, c->lease_timer);
 	paxos_delete(c->px); /* the repairs' rounds end unanswered */
+	paxos_cleanup_delete(c->pcl);
 	while (c->repairs)
 		prep_free(c->repairs);
 	storage_table_meta_delete(c->meta);
@@ -424,6 +430,10 @@ void node_cas_delete(struct node_cas *c)
 void node_cas_receive(struct node_cas *c, const struct inet_addr *from,
 		      uint32_t verb, const uint8_t *msg, size_t len)
 {
+	if (verb == PAXOS_VERB_CLEANUP || verb == PAXOS_VERB_CLEANUP_RSP) {
+		paxos_cleanup_receive(c->pcl, from, verb, msg, len);
+		return;
+	}
 	paxos_receive(c->px, from, verb, msg, len);
 }
 
@@ -871,6 +881,8 @@ struct prep_item {
 struct prep_job {
 	struct node_cas *c;
 	char *ks, *table; /* the filter; NULL: all */
+	struct paxos_range *ranges; /* and the tokens; NULL: all */
+	size_t nranges;
 	struct cql_schema_pin pin;
 	struct prep_item *items; /* the current page's unfinished ones */
 	size_t n, next, running;
@@ -906,6 +918,7 @@ static void prep_free(struct prep_job *j)
 	cql_schema_unpin(j->c->schema, &j->pin);
 	free(j->ks);
 	free(j->table);
+	free(j->ranges);
 	free(j);
 }
 
@@ -1003,6 +1016,16 @@ static void prep_partition(struct prep_job *j, struct storage_mutation *f)
 		return;
 	}
 	struct slice pk = storage_mutation_key(f);
+	if (j->ranges) {
+		int64_t token = storage_mutation_token(f);
+		bool in = false;
+		for (size_t i = 0; i < j->nranges && !in; i++)
+			in = paxos_range_contains(&j->ranges[i], token);
+		if (!in) {
+			storage_result_delete(r);
+			return;
+		}
+	}
 	for (size_t i = 0; i < r->row_count; i++) {
 		const struct storage_row_view *row = &r->rows[i];
 		if (row->clustering_count != 1 || row->clustering[0].len != 16)
@@ -1082,18 +1105,26 @@ static void prep_scan(struct prep_job *j)
 			  &cmd, REPAIR_PAGE, prep_scanned, j);
 }
 
-int node_cas_paxos_repair(struct node_cas *c, const char *keyspace,
-			  const char *table, node_cas_repair_fn done, void *arg,
-			  struct prep_job **handle)
+static int paxos_repair_in(struct node_cas *c, const char *keyspace,
+			   const char *table, const struct paxos_range *ranges,
+			   size_t nranges, node_cas_repair_fn done, void *arg,
+			   struct prep_job **handle)
 {
 	struct prep_job *j = calloc(1, sizeof(*j));
 	if (!j || (keyspace && !(j->ks = strdup(keyspace))) ||
-	    (table && !(j->table = strdup(table)))) {
+	    (table && !(j->table = strdup(table))) ||
+	    (ranges && !(j->ranges = calloc(nranges ? nranges : 1,
+					    sizeof(*ranges))))) {
 		if (j) {
 			free(j->ks);
+			free(j->table);
 			free(j);
 		}
 		return err_set(ERR_NOMEM, "paxos repair");
+	}
+	if (ranges) {
+		memcpy(j->ranges, ranges, nranges * sizeof(*ranges));
+		j->nranges = nranges;
 	}
 	j->c = c;
 	j->done = done;
@@ -1106,6 +1137,68 @@ int node_cas_paxos_repair(struct node_cas *c, const char *keyspace,
 		*handle = j;
 	prep_scan(j);
 	return 0;
+}
+
+int node_cas_paxos_repair(struct node_cas *c, const char *keyspace,
+			  const char *table, node_cas_repair_fn done, void *arg,
+			  struct prep_job **handle)
+{
+	return paxos_repair_in(c, keyspace, table, NULL, 0, done, arg, handle);
+}
+
+/* ---- paxos repair of moving ranges ----------------------------------------
+ */
+
+struct cleanup_share {
+	paxos_cleanup_local_done done;
+	void *darg;
+};
+
+static void cleanup_share_done(void *arg,
+			       const struct node_cas_repair_counts *n)
+{
+	struct cleanup_share *s = arg;
+	LOG_INFO("paxos repair of moving ranges: %llu unfinished proposals "
+		 "completed, %llu failed (%llu registers scanned)",
+		 (unsigned long long)n->completed,
+		 (unsigned long long)n->failed,
+		 (unsigned long long)n->scanned);
+	s->done(s->darg, 0, n->completed, n->failed);
+	free(s);
+}
+
+/* This node's share of a moving range's paxos repair (paxos_cleanup):
+ * `repair --paxos-only keyspace` restricted to the ranges. */
+static void cleanup_local(void *arg, const char *keyspace,
+			  const struct paxos_range *r, size_t n,
+			  paxos_cleanup_local_done done, void *darg)
+{
+	struct node_cas *c = arg;
+	if (n == 0) { /* no range: nothing (NULL ranges would be all) */
+		done(darg, 0, 0, 0);
+		return;
+	}
+	struct cleanup_share *s = calloc(1, sizeof(*s));
+	if (!s) {
+		done(darg, -1, 0, 0);
+		return;
+	}
+	*s = (struct cleanup_share){.done = done, .darg = darg};
+	if (paxos_repair_in(c, keyspace, NULL, r, n, cleanup_share_done, s,
+			    NULL) != 0) {
+		free(s);
+		done(darg, -1, 0, 0);
+	}
+}
+
+int node_cas_paxos_cleanup(struct node_cas *c, const char *keyspace,
+			   const struct paxos_range *r, size_t nr,
+			   const struct inet_addr *eps, size_t ne,
+			   uint64_t timeout_ms, paxos_cleanup_cb done,
+			   void *arg)
+{
+	return paxos_cleanup_start(c->pcl, keyspace, r, nr, eps, ne,
+				   timeout_ms, done, arg);
 }
 
 void node_cas_paxos_repair_cancel(struct node_cas *c, struct prep_job *j)

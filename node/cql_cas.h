@@ -89,6 +89,16 @@ int node_cas_paxos_repair(struct node_cas *c, const char *keyspace,
 /* done will not run (a repair of `handle` still under way stops; nothing
  * when it already ended). node_cas_delete cancels them all. */
 void node_cas_paxos_repair_cancel(struct node_cas *c, struct prep_job *handle);
+/* Paxos repair of ranges that move (paxos_cleanup_start): every endpoint
+ * in `eps` (this node's share runs here) finishes the unfinished proposals
+ * it holds of `keyspace` in the ranges; done once, never inline. The
+ * endpoints' own shares are node_cas_paxos_repair restricted to the
+ * ranges. 0 or -1 with err set. */
+int node_cas_paxos_cleanup(struct node_cas *c, const char *keyspace,
+			   const struct paxos_range *r, size_t nr,
+			   const struct inet_addr *eps, size_t ne,
+			   uint64_t timeout_ms, paxos_cleanup_cb done,
+			   void *arg);
 /* paxos_test_propose_self_only (test clusters). */
 void node_cas_test_propose_self_only(struct node_cas *c, bool on);
 
