@@ -1201,6 +1201,12 @@ int node_cas_paxos_cleanup(struct node_cas *c, const char *keyspace,
 				   timeout_ms, done, arg);
 }
 
+void node_cas_paxos_cleanup_cancel(struct node_cas *c, paxos_cleanup_cb done,
+				   void *arg)
+{
+	paxos_cleanup_cancel(c->pcl, done, arg);
+}
+
 void node_cas_paxos_repair_cancel(struct node_cas *c, struct prep_job *j)
 {
 	for (struct prep_job *k = c->repairs; k; k = k->next_job)

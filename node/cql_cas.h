@@ -99,6 +99,9 @@ int node_cas_paxos_cleanup(struct node_cas *c, const char *keyspace,
 			   const struct inet_addr *eps, size_t ne,
 			   uint64_t timeout_ms, paxos_cleanup_cb done,
 			   void *arg);
+/* paxos_cleanup_cancel. */
+void node_cas_paxos_cleanup_cancel(struct node_cas *c, paxos_cleanup_cb done,
+				   void *arg);
 /* paxos_test_propose_self_only (test clusters). */
 void node_cas_test_propose_self_only(struct node_cas *c, bool on);
 

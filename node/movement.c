@@ -28,11 +28,20 @@
  *   3. ring delay: wait `ring_delay` after the state went out, for it to
  *      reach every coordinator (writes they take after that reach the new
  *      replicas too);
- *   4. per keyspace, one repair session over the moving ranges among
+ *   4. paxos repair (bootstrap, decommission, rebuild; Cassandra 4.1's
+ *      repairPaxosForTopologyChange): per keyspace, every live natural
+ *      replica of the moving ranges finishes the unfinished proposals it
+ *      holds there (paxos_cleanup, node_cas_paxos_cleanup), so what is
+ *      streamed holds every value Paxos may have chosen. EACH_QUORUM of
+ *      each range's natural replicas must be alive. Off with
+ *      paxos_repair_enabled: false or skip_paxos_repair_on_topology_change,
+ *      per keyspace with skip_paxos_repair_on_topology_change_keyspaces.
+ *      A failure is retried as a failed session is (below);
+ *   5. per keyspace, one repair session over the moving ranges among
  *      their old and new replicas as above. Repair's row-level sync sends
  *      each replica the rows it lacks, merging versions, and tombstones
  *      travel like rows;
- *   5. done(ok): the caller gossips the final state (NORMAL, LEFT).
+ *   6. done(ok): the caller gossips the final state (NORMAL, LEFT).
  *
  * A session that fails (a replica died, another repair holds the range)
  * is retried from its keyspace after RETRY_ROUNDS gossip rounds, with the
@@ -44,6 +53,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "gossip/gossip.h"
+#include "node/cql_cas.h"
 #include "node/cql_service.h"
 #include "node/members.h"
 #include "node/node_internal.h"
@@ -61,7 +71,11 @@
 static const char *const kind_names[] = {"bootstrap", "decommission",
 					 "removenode", "rebuild"};
 
-enum phase { WAIT_SCHEMA, WAIT_RING, STREAM, DONE };
+enum phase { WAIT_SCHEMA, WAIT_RING, PAXOS_REPAIR, STREAM, DONE };
+
+/* How long the replicas of one keyspace's moving ranges get to finish
+ * their unfinished proposals there. */
+#define PAXOS_REPAIR_TIMEOUT_MS (120u * 1000u)
 
 struct node_move {
 	struct node *n;
@@ -76,6 +90,7 @@ struct node_move {
 	char keyspace[64]; /* the one moving, for messages */
 	unsigned attempts; /* failed sessions */
 	uint64_t rows, bytes, keyspaces;
+	uint64_t paxos_completed; /* unfinished proposals finished */
 };
 
 /* ---- one keyspace's request ---------------------------------------------- */
@@ -261,6 +276,115 @@ static bool moves(const struct node_move *m, const struct cql_keyspace *k)
 		       RING_STRATEGY_LOCAL;
 }
 
+/* ---- one keyspace's paxos repair ----------------------------------------- */
+
+/* The moving ranges of a keyspace and the live natural replicas that may
+ * hold proposals in them (Cassandra's topology-change paxos repair:
+ * ActiveRepairService.repairPaxosForTopologyChange). */
+struct ppieces {
+	struct node_move *m;
+	const struct ring *ring;
+	uint32_t ep;
+	const char *keyspace;
+	struct paxos_range *ranges;
+	size_t nranges, cap;
+	struct inet_addr eps[REPAIR_MAX_REPLICAS * 4];
+	size_t neps;
+	char error[600];
+};
+
+static int paxos_piece(void *arg, struct token_range range,
+		       const struct ring_replicas *rep)
+{
+	struct ppieces *pp = arg;
+	struct node_move *m = pp->m;
+	bool moves = m->c.kind == NODE_MOVE_BOOTSTRAP
+			     ? has(rep->pending, rep->n_pending, pp->ep)
+			     : has(rep->natural, rep->n_natural, pp->ep);
+	if (!moves || rep->n_natural == 0)
+		return 0;
+	/* EACH_QUORUM of the natural replicas must be alive, as Cassandra
+	 * asks (PaxosRepair.hasSufficientLiveNodesForTopologyChange) */
+	char down[400] = "";
+	size_t dlen = 0;
+	bool enough = true;
+	for (size_t i = 0; i < rep->n_natural; i++) {
+		const struct ring_endpoint *e =
+			ring_endpoint_get(pp->ring, rep->natural[i]);
+		int all = 0, up = 0;
+		for (size_t k = 0; k < rep->n_natural; k++) {
+			const struct ring_endpoint *o =
+				ring_endpoint_get(pp->ring, rep->natural[k]);
+			if (strcmp(o->dc, e->dc) != 0)
+				continue;
+			all++;
+			if (inet_addr_eq(&o->addr,
+					 &m->n->conf.broadcast_address) ||
+			    gossip_is_alive(m->n->gossip, &o->addr))
+				up++;
+		}
+		if (up < all / 2 + 1)
+			enough = false;
+		bool alive = inet_addr_eq(&e->addr,
+					  &m->n->conf.broadcast_address) ||
+			     gossip_is_alive(m->n->gossip, &e->addr);
+		if (!alive) {
+			char a[INET_ADDR_STRLEN];
+			int w = snprintf(down + dlen, sizeof(down) - dlen,
+					 "%s%s", dlen ? ", " : "",
+					 inet_addr_format(&e->addr, a,
+							  sizeof(a)));
+			if (w > 0 && (size_t)w < sizeof(down) - dlen)
+				dlen += (size_t)w;
+			continue;
+		}
+		size_t j;
+		for (j = 0; j < pp->neps; j++)
+			if (inet_addr_eq(&pp->eps[j], &e->addr))
+				break;
+		if (j == pp->neps) {
+			if (pp->neps == sizeof(pp->eps) / sizeof(pp->eps[0]))
+				return err_set(ERR_INVALID,
+					       "too many replicas to repair");
+			pp->eps[pp->neps++] = e->addr;
+		}
+	}
+	if (!enough) {
+		snprintf(pp->error, sizeof(pp->error),
+			 "Insufficient live nodes to repair paxos for (%" PRId64
+			 ",%" PRId64 "] in %s for %s. There must be enough "
+			 "live nodes to satisfy EACH_QUORUM, but the following "
+			 "nodes are down: %s. This check can be skipped by "
+			 "setting skip_paxos_repair_on_topology_change or "
+			 "skip_paxos_repair_on_topology_change_keyspaces; "
+			 "skipping it can lead to paxos correctness issues",
+			 range.left, range.right, pp->keyspace, m->name, down);
+		return err_set(ERR_UNAVAILABLE, "%s", pp->error);
+	}
+	if (pp->nranges == pp->cap) {
+		size_t cap = pp->cap ? pp->cap * 2 : 16;
+		struct paxos_range *v =
+			realloc(pp->ranges, cap * sizeof(*pp->ranges));
+		if (!v)
+			return err_set(ERR_NOMEM, "paxos repair ranges");
+		pp->ranges = v;
+		pp->cap = cap;
+	}
+	pp->ranges[pp->nranges++] = (struct paxos_range){range.left,
+							 range.right};
+	return 0;
+}
+
+static bool paxos_skipped(const struct node_move *m, const char *ks)
+{
+	const struct conf_string_list *l =
+		&m->n->conf.skip_paxos_repair_on_topology_change_keyspaces;
+	for (size_t i = 0; i < l->count; i++)
+		if (strcmp(l->items[i], ks) == 0)
+			return true;
+	return false;
+}
+
 /* ---- the steps ----------------------------------------------------------- */
 
 static void say(struct node_move *m, const char *line)
@@ -312,6 +436,7 @@ static void finish(struct node_move *m, bool ok, const char *error)
 }
 
 static void stream_next(struct node_move *m);
+static void paxos_next(struct node_move *m);
 
 static void failed(struct node_move *m, const char *why)
 {
@@ -356,6 +481,116 @@ static void on_session(void *arg, const struct repair_summary *s)
 	m->bytes += bytes;
 	m->keyspaces++;
 	m->ki++;
+	stream_next(m);
+}
+
+static void on_paxos(void *arg, const struct paxos_cleanup_result *res)
+{
+	struct node_move *m = arg;
+	if (res->status != 0) {
+		char why[400];
+		snprintf(why, sizeof(why), "paxos repair of %s failed: %s",
+			 m->keyspace, res->error);
+		failed(m, why);
+		return;
+	}
+	char line[300];
+	snprintf(line, sizeof(line),
+		 "paxos repair of %s: %" PRIu64
+		 " unfinished proposals completed on %zu replicas",
+		 m->keyspace, res->completed, res->answered);
+	say(m, line);
+	m->paxos_completed += res->completed;
+	m->ki++;
+	paxos_next(m);
+}
+
+/* Before streaming (Cassandra 4.1's repairPaxosForTopologyChange): each
+ * moving keyspace's ranges get a paxos repair on their live natural
+ * replicas, one keyspace at a time; then the streaming starts. A failure
+ * is retried as a failed stream is. */
+static void paxos_next(struct node_move *m)
+{
+	const struct conf *conf = &m->n->conf;
+	const struct cql_schema *s = cql_service_schema(m->n->cql);
+	bool off = !conf->paxos_repair_enabled ||
+		   conf->skip_paxos_repair_on_topology_change ||
+		   m->c.kind == NODE_MOVE_REMOVE;
+	if (off && m->ki == 0 && m->c.kind != NODE_MOVE_REMOVE)
+		say(m, conf->paxos_repair_enabled
+			       ? "skipping the paxos repair of moving ranges: "
+				 "skip_paxos_repair_on_topology_change is set"
+			       : "skipping the paxos repair of moving ranges: "
+				 "paxos_repair_enabled is false");
+	for (; !off && m->ki < cql_schema_keyspace_count(s); m->ki++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(s, m->ki);
+		if (!moves(m, k))
+			continue;
+		const char *name = cql_keyspace_meta(k)->name;
+		if (paxos_skipped(m, name)) {
+			char line[200];
+			snprintf(line, sizeof(line),
+				 "skipping the paxos repair of %s: in "
+				 "skip_paxos_repair_on_topology_change_keyspaces",
+				 name);
+			say(m, line);
+			continue;
+		}
+		snprintf(m->keyspace, sizeof(m->keyspace), "%s", name);
+		struct ppieces *pp = calloc(1, sizeof(*pp));
+		if (!pp) {
+			failed(m, "paxos repair: out of memory");
+			return;
+		}
+		pp->m = m;
+		pp->keyspace = name;
+		pp->ring = members_ring(m->n->members);
+		int ep = ring_endpoint_find(pp->ring, &m->c.ep);
+		const struct ring_placement *p =
+			ep < 0 ? NULL
+			       : ring_placement_get(pp->ring,
+						    cql_keyspace_strategy(k));
+		pp->ep = ep < 0 ? 0 : (uint32_t)ep;
+		int rc = p ? ring_placement_pieces(
+				     p, m->c.kind != NODE_MOVE_REBUILD,
+				     paxos_piece, pp)
+			   : -1;
+		char why[700];
+		if (rc != 0) {
+			snprintf(why, sizeof(why), "paxos repair of %s: %s",
+				 name,
+				 pp->error[0] ? pp->error
+					      : (p ? err_msg()
+						   : "the moving node has no "
+						     "tokens"));
+		} else if (pp->nranges > 0) {
+			char line[200];
+			snprintf(line, sizeof(line),
+				 "paxos repair of %s: %zu ranges on %zu "
+				 "replicas",
+				 name, pp->nranges, pp->neps);
+			say(m, line);
+			rc = node_cas_paxos_cleanup(
+				cql_service_cas(m->n->cql), name, pp->ranges,
+				pp->nranges, pp->eps, pp->neps,
+				PAXOS_REPAIR_TIMEOUT_MS, on_paxos, m);
+			if (rc != 0)
+				snprintf(why, sizeof(why),
+					 "paxos repair of %s: %s", name,
+					 err_msg());
+		}
+		size_t nranges = pp->nranges;
+		free(pp->ranges);
+		free(pp);
+		if (rc != 0) {
+			failed(m, why);
+			return;
+		}
+		if (nranges > 0)
+			return; /* on_paxos goes on */
+	}
+	m->phase = STREAM;
+	m->ki = 0;
 	stream_next(m);
 }
 
@@ -443,11 +678,14 @@ static void tick(void *arg)
 			env_timer_arm(n->env, m->timer, delay - waited);
 			return;
 		}
-		m->phase = STREAM;
+		m->phase = PAXOS_REPAIR;
 		m->ki = 0;
-		stream_next(m);
+		paxos_next(m);
 		return;
 	}
+	case PAXOS_REPAIR:
+		paxos_next(m); /* a retry */
+		return;
 	case STREAM:
 		stream_next(m); /* a retry */
 		return;
@@ -483,6 +721,9 @@ void node_move_delete(struct node_move *m)
 {
 	if (!m)
 		return;
+	if (m->phase == PAXOS_REPAIR && m->n->cql)
+		node_cas_paxos_cleanup_cancel(cql_service_cas(m->n->cql),
+					      on_paxos, m);
 	env_timer_free(m->n->env, m->timer);
 	free(m);
 }

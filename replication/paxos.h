@@ -347,5 +347,8 @@ int paxos_cleanup_start(struct paxos_cleanup *pc, const char *keyspace,
 			const struct paxos_range *r, size_t nr,
 			const struct inet_addr *eps, size_t ne,
 			uint64_t timeout_ms, paxos_cleanup_cb done, void *arg);
+/* The jobs started with (done, arg) end without their callback. */
+void paxos_cleanup_cancel(struct paxos_cleanup *pc, paxos_cleanup_cb done,
+			  void *arg);
 
 #endif

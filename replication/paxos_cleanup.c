@@ -352,3 +352,17 @@ int paxos_cleanup_start(struct paxos_cleanup *pc, const char *keyspace,
 	}
 	return 0;
 }
+
+void paxos_cleanup_cancel(struct paxos_cleanup *pc, paxos_cleanup_cb done,
+			  void *arg)
+{
+	for (struct pc_job **pp = &pc->jobs; *pp;) {
+		struct pc_job *j = *pp;
+		if (j->done == done && j->arg == arg) {
+			*pp = j->next;
+			job_free(j);
+		} else {
+			pp = &j->next;
+		}
+	}
+}
