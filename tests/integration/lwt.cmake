@@ -2,3 +2,5 @@
 cassini_pytest(integration_lwt test_lwt.py TIMEOUT 600)
 # repair --paxos-only (127.0.107.21-23).
 cassini_pytest(integration_paxos_repair test_paxos_repair.py TIMEOUT 120)
+# the paxos repair of moving ranges: a bootstrap (127.0.107.40-43).
+cassini_pytest(integration_paxos_moves test_paxos_moves.py TIMEOUT 120)
