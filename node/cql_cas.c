@@ -51,6 +51,13 @@ static void cleanup_local(void *arg, const char *keyspace,
 			  const struct paxos_range *r, size_t n,
 			  paxos_cleanup_local_done done, void *darg);
 
+/* paxos_state_purging: legacy (Cassandra's SystemKeyspace
+ * legacyPaxosTtlSec): a register with nothing in progress is saved with a
+ * TTL of max(3 h, the table's gc_grace_seconds), counted from its newest
+ * ballot at least; acceptors refuse ballots older than the shortest TTL. */
+#define PAXOS_MIN_TTL_SEC     (3 * 3600)
+#define PAXOS_PURGE_WINDOW_US ((int64_t)PAXOS_MIN_TTL_SEC * 1000000)
+
 #define LEASE_AHEAD_US  (3600LL * 1000000)
 #define LEASE_MARGIN_US (600LL * 1000000)
 #define LEASE_CHECK_US  (10ULL * 1000000)
@@ -74,6 +81,10 @@ static struct storage_table_meta *paxos_meta_new(void)
 		storage_table_meta_delete(m);
 		return NULL;
 	}
+	/* node-local: an expired register's tombstone shadows only older
+	 * versions here, and compaction purges it only when no SSTable
+	 * outside the compaction may hold one */
+	m->options.gc_grace_seconds = 0;
 	return m;
 }
 
@@ -193,6 +204,28 @@ static void write_mutation(struct node_cas *c, struct storage_mutation *m,
 	}
 }
 
+/* max(3 h, gc_grace_seconds of table `id`); 3 h for a table not known. */
+static int32_t paxos_ttl_sec(struct node_cas *c, const uint8_t id[16])
+{
+	int64_t ttl = PAXOS_MIN_TTL_SEC;
+	size_t nk = cql_schema_keyspace_count(c->schema);
+	for (size_t i = 0; i < nk; i++) {
+		const struct cql_keyspace *k =
+			cql_schema_keyspace_at(c->schema, i);
+		size_t nt = cql_keyspace_table_count(k);
+		for (size_t t = 0; t < nt; t++) {
+			const struct storage_table_meta *m =
+				cql_table_meta(cql_keyspace_table_at(k, t));
+			if (memcmp(m->id, id, 16) != 0)
+				continue;
+			if (m->options.gc_grace_seconds > ttl)
+				ttl = m->options.gc_grace_seconds;
+			return ttl > INT32_MAX ? INT32_MAX : (int32_t)ttl;
+		}
+	}
+	return (int32_t)ttl;
+}
+
 static void st_save(void *arg, struct slice key, const struct paxos_state *st,
 		    paxos_done_fn done, void *darg)
 {
@@ -213,11 +246,26 @@ static void st_save(void *arg, struct slice key, const struct paxos_state *st,
 		ts = c->last_save_ts + 1;
 	if (ts <= st->promised.us)
 		ts = st->promised.us + 1;
+	if (ts <= st->accepted.us)
+		ts = st->accepted.us + 1;
+	if (ts <= st->committed.us)
+		ts = st->committed.us + 1;
 	c->last_save_ts = ts;
+	/* Purging (legacy): nothing in progress, the register expires; its
+	 * expiry counts from `ts` (rounded up to the second), above every
+	 * ballot it holds, so once it
+	 * is gone every ballot it held is older than the acceptor's purge
+	 * window (PAXOS_PURGE_WINDOW_US <= ttl) and none below them can be
+	 * promised or accepted again. An unfinished proposal never expires:
+	 * only a later save (its commit, or a newer one) gives a TTL. */
+	int32_t ttl = 0;
+	if (paxos_ballot_is_none(&st->accepted) ||
+	    paxos_ballot_cmp(&st->accepted, &st->committed) <= 0)
+		ttl = paxos_ttl_sec(c, table);
 	struct slice ck = slice_make(table, 16);
 	if (storage_mutation_set_row(m, &ck, 1) != 0 ||
 	    storage_mutation_put(m, PAXOS_COL_STATE, NULL, 0, enc.data, enc.len,
-				 ts, 0, ts / 1000000) != 0)
+				 ts, ttl, ts / 1000000 + 1) != 0)
 		goto fail;
 	buf_free(&enc);
 	write_mutation(c, m, done, darg);
@@ -397,6 +445,8 @@ struct node_cas *node_cas_new(struct env *env, const struct inet_addr *self,
 	}
 	if (floor > o.ballot_floor_us)
 		o.ballot_floor_us = floor;
+	if (!o.purge_window_us)
+		o.purge_window_us = PAXOS_PURGE_WINDOW_US;
 	if (!(c->meta = paxos_meta_new()) ||
 	    !(c->px = paxos_new(env, &o, &store_ops, c)) ||
 	    !(c->pcl = paxos_cleanup_new(env, self, cleanup_local, c))) {

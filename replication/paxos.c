@@ -785,6 +785,29 @@ static void refuse(struct akey *k)
 	akey_done(k);
 }
 
+/* paxos_options.purge_window_us: a ballot older than the window is
+ * refused (a purged register may have held a newer one); the refusal
+ * carries the window's floor as the promise, so the proposer's next
+ * ballot is above it. Whether it refused. */
+static bool refuse_stale(struct akey *k, const struct paxos_ballot *b)
+{
+	struct paxos *p = k->p;
+	if (!p->o.purge_window_us)
+		return false;
+	int64_t floor = env_wall_us(p->env) - p->o.purge_window_us;
+	if (b->us >= floor)
+		return false;
+	p->st.stale_ballots++;
+	struct paxos_msg rsp = {0};
+	rsp.ok = false;
+	rsp.promised = k->st.promised;
+	if (rsp.promised.us < floor)
+		rsp.promised = (struct paxos_ballot){floor, 2ULL << 62};
+	answer(k, k->head, &rsp);
+	akey_done(k);
+	return true;
+}
+
 static void applied(void *arg, int status)
 {
 	struct akey *k = arg;
@@ -818,6 +841,8 @@ static void loaded(void *arg, int status, const struct paxos_state *st)
 		return;
 	}
 	int r;
+	if (a->verb != PAXOS_VERB_COMMIT && refuse_stale(k, &a->m.ballot))
+		return;
 	switch (a->verb) {
 	case PAXOS_VERB_PREPARE:
 		p->st.prepares++;

@@ -188,6 +188,13 @@ struct paxos_options {
 	uint64_t contention_timeout_ms; /* cas_contention_timeout: 1000 */
 	/* No ballot at or below this (unix us) is issued. */
 	int64_t ballot_floor_us;
+	/* Acceptor: PREPARE and PROPOSE of a ballot older than wall - this
+	 * (us) are refused, with that floor as the promise (0: none). Set it
+	 * at most the shortest time a register whose state expired kept it
+	 * past its newest ballot (system.paxos's TTL, paxos_state_purging:
+	 * legacy), so an expired register cannot take a ballot below one it
+	 * had promised or committed (docs/lwt.md, "Purging system.paxos"). */
+	int64_t purge_window_us;
 	/* TEST ONLY: the proposer skips completing an in-progress accepted
 	 * proposal (the bug of CASSANDRA-6012) so the simulation can show the
 	 * linearizability checker catches it. */
@@ -284,6 +291,7 @@ struct paxos_stats {
 	uint64_t contentions, in_progress_completed, laggard_commits;
 	uint64_t write_timeouts, read_timeouts, unknown_outcomes;
 	uint64_t malformed; /* messages dropped undecodable */
+	uint64_t stale_ballots; /* refused: older than purge_window_us */
 };
 void paxos_get_stats(const struct paxos *p, struct paxos_stats *out);
 /* The time (unix us) of the newest ballot this proposer issued, or its
