@@ -8,7 +8,7 @@ ahead (clockskew), `repair --paxos-only` on it scans only what is left: t
 has kept them; the unfinished proposal is still there and is completed;
 the data itself is untouched.
 
-Nodes live on 127.0.107.44-45."""
+Nodes live on 127.0.107.46-47."""
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra import WriteTimeout
@@ -17,7 +17,7 @@ from cassandra.query import SimpleStatement
 from clusters import session, tool
 from conftest import default_yaml, seeds_yaml, wait_all_normal
 
-IPS = ["127.0.107.44", "127.0.107.45"]
+IPS = ["127.0.107.46", "127.0.107.47"]
 
 
 def scanned(out):
