@@ -4,9 +4,11 @@ whose proposals node1 accepted alone (the paxosfault hook: as if it died
 right after its own accept), on no replica's data. A 4th node bootstraps:
 before it streams, the replicas of the ranges it takes finish the
 proposals they hold there, and only there (node1 completes exactly the
-keys the new node will replicate); the data streamed then holds them, so
-with node1 stopped a SERIAL read through the new node sees every one of
-them.
+keys the new node will replicate). Then node2, holding proposals it
+accepted alone, is decommissioned: it finishes those of the ranges it
+replicates (exactly those) before it streams them out. The data streamed
+holds them all, so with node1 stopped (and node2 gone) SERIAL and ONE
+reads through the new node see every one of them.
 
 Nodes live on 127.0.107.40-43."""
 import re
@@ -16,7 +18,7 @@ from cassandra import ConsistencyLevel as CL
 from cassandra import WriteTimeout
 from cassandra.query import SimpleStatement
 
-from clusters import session, tool
+from clusters import session, tool, tool_run
 from conftest import default_yaml, seeds_yaml, wait_all_normal
 
 IPS = ["127.0.107.40", "127.0.107.41", "127.0.107.42"]
@@ -77,6 +79,31 @@ def test_bootstrap_finishes_the_proposals_of_its_ranges(make_node):
     own = re.findall(r"paxos repair of moving ranges: (\d+) unfinished "
                      r"proposals completed, 0 failed", nodes[0].log())
     assert own and int(own[-1]) == len(moving), (own, moving)
+
+    # node2 leaves while it holds proposals it accepted alone: the
+    # decommission finishes those of its ranges before it streams them
+    c, s = session(IPS[1])
+    tool(IPS[1], "paxosfault", "propose-self-only", "on")
+    for k in range(100, 100 + KEYS):
+        with pytest.raises(WriteTimeout):
+            s.execute(f"INSERT INTO ks.t (k, v) VALUES ({k}, {100 + k}) "
+                      "IF NOT EXISTS")
+    tool(IPS[1], "paxosfault", "propose-self-only", "off")
+    c.shutdown()
+    held = [k for k in range(100, 100 + KEYS) if IPS[1] in
+            tool(NEW, "getendpoints", "ks", "t", str(k)).split()]
+    assert held, held
+    r = tool_run(IPS[1], "decommission")
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = re.search(r"\[decommission\] paxos repair of ks: (\d+) unfinished "
+                  r"proposals completed on (\d+) replicas", r.stdout)
+    assert m and int(m.group(1)) >= len(held), (r.stdout, held)
+    assert r.stdout.index("paxos repair of ks:") < \
+        r.stdout.index("[decommission] streaming keyspace ks"), r.stdout
+    own = re.findall(r"paxos repair of moving ranges: (\d+) unfinished "
+                     r"proposals completed, 0 failed", nodes[1].log())
+    assert own and int(own[-1]) == len(held), (own, held)
+    moving += held
 
     nodes[0].stop()
     c, s = session(NEW)
