@@ -146,7 +146,8 @@ struct conf {
 	bool paxos_repair_enabled;
 	bool skip_paxos_repair_on_topology_change;
 	struct conf_string_list skip_paxos_repair_on_topology_change_keyspaces;
-	int64_t paxos_state_purging; /* CONF_PAXOS_PURGING_LEGACY, the only one */
+	int64_t paxos_state_purging; /* CONF_PAXOS_PURGING_LEGACY, the only one
+				      */
 	uint64_t batch_size_warn_threshold;
 	uint64_t batch_size_fail_threshold;
 	int64_t unlogged_batch_across_partitions_warn_threshold;

@@ -275,8 +275,8 @@ const struct conf_key conf_keys[] = {
 	{"skip_paxos_repair_on_topology_change_keyspaces", CONF_T_LIST,
 	 OFF(skip_paxos_repair_on_topology_change_keyspaces), "", 0, 0, NULL,
 	 "Keyspaces whose moving ranges get no paxos repair."},
-	{"paxos_state_purging", CONF_T_ENUM, OFF(paxos_state_purging),
-	 "legacy", 0, 0, paxos_state_purging_names,
+	{"paxos_state_purging", CONF_T_ENUM, OFF(paxos_state_purging), "legacy",
+	 0, 0, paxos_state_purging_names,
 	 "How system.paxos state is purged: legacy (committed state expires "
 	 "after max(3h, the table's gc_grace_seconds)); gc_grace and "
 	 "repaired are not supported."},

@@ -930,7 +930,7 @@ struct prep_item {
 
 struct prep_job {
 	struct node_cas *c;
-	char *ks, *table; /* the filter; NULL: all */
+	char *ks, *table;           /* the filter; NULL: all */
 	struct paxos_range *ranges; /* and the tokens; NULL: all */
 	size_t nranges;
 	struct cql_schema_pin pin;
@@ -1163,8 +1163,8 @@ static int paxos_repair_in(struct node_cas *c, const char *keyspace,
 	struct prep_job *j = calloc(1, sizeof(*j));
 	if (!j || (keyspace && !(j->ks = strdup(keyspace))) ||
 	    (table && !(j->table = strdup(table))) ||
-	    (ranges && !(j->ranges = calloc(nranges ? nranges : 1,
-					    sizeof(*ranges))))) {
+	    (ranges &&
+	     !(j->ranges = calloc(nranges ? nranges : 1, sizeof(*ranges))))) {
 		if (j) {
 			free(j->ks);
 			free(j->table);
@@ -1211,8 +1211,7 @@ static void cleanup_share_done(void *arg,
 	LOG_INFO("paxos repair of moving ranges: %llu unfinished proposals "
 		 "completed, %llu failed (%llu registers scanned)",
 		 (unsigned long long)n->completed,
-		 (unsigned long long)n->failed,
-		 (unsigned long long)n->scanned);
+		 (unsigned long long)n->failed, (unsigned long long)n->scanned);
 	s->done(s->darg, 0, n->completed, n->failed);
 	free(s);
 }
@@ -1247,8 +1246,8 @@ int node_cas_paxos_cleanup(struct node_cas *c, const char *keyspace,
 			   uint64_t timeout_ms, paxos_cleanup_cb done,
 			   void *arg)
 {
-	return paxos_cleanup_start(c->pcl, keyspace, r, nr, eps, ne,
-				   timeout_ms, done, arg);
+	return paxos_cleanup_start(c->pcl, keyspace, r, nr, eps, ne, timeout_ms,
+				   done, arg);
 }
 
 void node_cas_paxos_cleanup_cancel(struct node_cas *c, paxos_cleanup_cb done,

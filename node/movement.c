@@ -325,15 +325,15 @@ static int paxos_piece(void *arg, struct token_range range,
 		}
 		if (up < all / 2 + 1)
 			enough = false;
-		bool alive = inet_addr_eq(&e->addr,
-					  &m->n->conf.broadcast_address) ||
-			     gossip_is_alive(m->n->gossip, &e->addr);
+		bool alive =
+			inet_addr_eq(&e->addr, &m->n->conf.broadcast_address) ||
+			gossip_is_alive(m->n->gossip, &e->addr);
 		if (!alive) {
 			char a[INET_ADDR_STRLEN];
-			int w = snprintf(down + dlen, sizeof(down) - dlen,
-					 "%s%s", dlen ? ", " : "",
-					 inet_addr_format(&e->addr, a,
-							  sizeof(a)));
+			int w = snprintf(
+				down + dlen, sizeof(down) - dlen, "%s%s",
+				dlen ? ", " : "",
+				inet_addr_format(&e->addr, a, sizeof(a)));
 			if (w > 0 && (size_t)w < sizeof(down) - dlen)
 				dlen += (size_t)w;
 			continue;
@@ -370,8 +370,8 @@ static int paxos_piece(void *arg, struct token_range range,
 		pp->ranges = v;
 		pp->cap = cap;
 	}
-	pp->ranges[pp->nranges++] = (struct paxos_range){range.left,
-							 range.right};
+	pp->ranges[pp->nranges++] =
+		(struct paxos_range){range.left, range.right};
 	return 0;
 }
 
@@ -531,7 +531,8 @@ static void paxos_next(struct node_move *m)
 			char line[200];
 			snprintf(line, sizeof(line),
 				 "skipping the paxos repair of %s: in "
-				 "skip_paxos_repair_on_topology_change_keyspaces",
+				 "skip_paxos_repair_on_topology_change_"
+				 "keyspaces",
 				 name);
 			say(m, line);
 			continue;

@@ -290,7 +290,7 @@ struct paxos_stats {
 	uint64_t prepares, proposes, commits; /* served as acceptor */
 	uint64_t contentions, in_progress_completed, laggard_commits;
 	uint64_t write_timeouts, read_timeouts, unknown_outcomes;
-	uint64_t malformed; /* messages dropped undecodable */
+	uint64_t malformed;     /* messages dropped undecodable */
 	uint64_t stale_ballots; /* refused: older than purge_window_us */
 };
 void paxos_get_stats(const struct paxos *p, struct paxos_stats *out);

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CLEANUP_RANGES_MAX  (1u << 16)
+#define CLEANUP_RANGES_MAX   (1u << 16)
 #define CLEANUP_KEYSPACE_MAX 255
 
 struct pc_job {

@@ -1090,12 +1090,11 @@ START_TEST(paxos_repair_before_a_range_moves)
 			struct paxos_range rg = {-100, 100};
 			if (with) {
 				struct pcl_wait d = {0};
-				ck_assert_int_eq(
-					paxos_cleanup_start(w->nodes[3].pcl,
-							    "ks", &rg, 1,
-							    w->addrs, 3, 5000,
-							    pcl_cb, &d),
-					0);
+				ck_assert_int_eq(paxos_cleanup_start(
+							 w->nodes[3].pcl, "ks",
+							 &rg, 1, w->addrs, 3,
+							 5000, pcl_cb, &d),
+						 0);
 				ck_assert(!d.done); /* never inline */
 				ck_assert(sim_run_until(w->sim, pcl_finished,
 							&d, 60ULL * 1000000));
@@ -1123,12 +1122,11 @@ START_TEST(paxos_repair_before_a_range_moves)
 			if (with) {
 				/* a natural replica that does not answer */
 				struct pcl_wait d = {0};
-				ck_assert_int_eq(
-					paxos_cleanup_start(w->nodes[3].pcl,
-							    "ks", &rg, 1,
-							    w->addrs + 1, 2,
-							    2000, pcl_cb, &d),
-					0);
+				ck_assert_int_eq(paxos_cleanup_start(
+							 w->nodes[3].pcl, "ks",
+							 &rg, 1, w->addrs + 1,
+							 2, 2000, pcl_cb, &d),
+						 0);
 				ck_assert(sim_run_until(w->sim, pcl_finished,
 							&d, 60ULL * 1000000));
 				ck_assert_int_eq(d.res.status, -1);
@@ -1156,14 +1154,13 @@ struct raw_peer {
 	void *owner;
 };
 
-static void raw_deliver(void *arg, const struct inet_addr *from,
-			uint32_t verb, const uint8_t *msg, size_t len)
+static void raw_deliver(void *arg, const struct inet_addr *from, uint32_t verb,
+			const uint8_t *msg, size_t len)
 {
 	(void)from;
 	struct raw_peer *r = arg;
 	ck_assert(!r->got);
-	ck_assert_int_eq(paxos_msg_decode(verb, msg, len, &r->m, &r->owner),
-			 0);
+	ck_assert_int_eq(paxos_msg_decode(verb, msg, len, &r->m, &r->owner), 0);
 	r->verb = verb;
 	r->got = true;
 }
@@ -1175,8 +1172,8 @@ static bool raw_got(void *arg)
 
 /* PREPARE or PROPOSE (`update` set) of `b` on k0 to node `to`; whether it
  * was promised / accepted, and the promise the answer carried. */
-static bool raw_ask(struct world *w, struct env *e, struct raw_peer *rp,
-		    int to, uint32_t verb, const struct paxos_ballot *b,
+static bool raw_ask(struct world *w, struct env *e, struct raw_peer *rp, int to,
+		    uint32_t verb, const struct paxos_ballot *b,
 		    struct paxos_ballot *promised)
 {
 	uint8_t v[8];
@@ -1242,7 +1239,8 @@ START_TEST(purged_registers_refuse_stale_ballots)
 			ck_assert(r.applied);
 			buf_free(&r.current);
 			sim_run_for(w->sim, 1000000);
-			struct paxos_ballot c0 = w->nodes[0].disk[0].st.committed;
+			struct paxos_ballot c0 =
+				w->nodes[0].disk[0].st.committed;
 			ck_assert(!paxos_ballot_is_none(&c0));
 			/* the TTL passes: every register is gone, the data
 			 * stays */
@@ -1269,9 +1267,9 @@ START_TEST(purged_registers_refuse_stale_ballots)
 				ck_assert_int_eq(promised, !guarded);
 				ck_assert_int_eq(accepted, !guarded);
 				if (guarded)
-					ck_assert_int_ge(pr.us,
-							 env_wall_us(e) -
-								 window - 1000000);
+					ck_assert_int_ge(
+						pr.us, env_wall_us(e) - window -
+							       1000000);
 			}
 			if (guarded) {
 				/* a ballot inside the window is promised */
