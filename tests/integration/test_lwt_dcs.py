@@ -1,11 +1,14 @@
 """Lightweight transactions across two datacenters with real processes:
 3 + 3 nodes (NetworkTopologyStrategy 3 + 3), four clients of both DCs
-doing CAS increments at SERIAL on one register while a dc2 node is killed;
-the history checked linearizable (lincheck.py).
+doing CAS increments at SERIAL on one register while a dc2 node is killed
+and a dc1 node is paused (SIGSTOP) and resumed; the history checked
+linearizable (lincheck.py).
 
 Nodes live on 127.0.107.40-45 (shared with integration_paxos_moves: the
 two hold one ctest RESOURCE_LOCK)."""
+import os
 import random
+import signal
 import threading
 import time
 
@@ -77,7 +80,14 @@ def test_increments_across_two_datacenters_stay_linearizable(make_node):
         t.start()
     time.sleep(3)
     nodes[5].kill()
-    stop_at[0] = time.monotonic() + 4
+    time.sleep(2)
+    # dc1's node3 paused and resumed: its queued messages arrive late
+    os.kill(nodes[2].proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(3)
+    finally:
+        os.kill(nodes[2].proc.pid, signal.SIGCONT)
+    stop_at[0] = time.monotonic() + 3
     for t in ts:
         t.join()
     counts = {r: sum(1 for o in history if o.res == r)
