@@ -823,8 +823,11 @@ static void handle_statement(struct cql_conn *c, const struct cql_header *h,
 		.user = c->user,
 		.tracing = (h->flags & CQL_FLAG_TRACING) != 0,
 	};
-	s->exec.execute(s->exec.arg, req, &info, frame_body + offset,
-			len - offset);
+	/* an empty body has no buffer: the executor still gets a pointer
+	 * (NULL + 0 is undefined behaviour, and UBSan stops the node) */
+	static const uint8_t empty[1];
+	const uint8_t *args = frame_body ? frame_body + offset : empty;
+	s->exec.execute(s->exec.arg, req, &info, args, len - offset);
 }
 
 /* An executor that records no trace sessions: a statement that asks for

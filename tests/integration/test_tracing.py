@@ -173,15 +173,20 @@ def frame(flags, stream, opcode, body):
     return struct.pack(">BBhBI", 4, flags, stream, opcode, len(body)) + body
 
 
+def recv_exactly(sock, n):
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:  # the node closed the connection (or died)
+            raise ConnectionError(f"EOF after {len(data)} of {n} bytes")
+        data += chunk
+    return data
+
+
 def read_frame(sock):
-    head = b""
-    while len(head) < 9:
-        head += sock.recv(9 - len(head))
+    head = recv_exactly(sock, 9)
     _, flags, stream, opcode, n = struct.unpack(">BBhBI", head)
-    body = b""
-    while len(body) < n:
-        body += sock.recv(n - len(body))
-    return flags, stream, opcode, body
+    return flags, stream, opcode, recv_exactly(sock, n)
 
 
 def test_garbage_with_the_tracing_flag_is_answered_traced(three_nodes):
@@ -207,3 +212,4 @@ def test_garbage_with_the_tracing_flag_is_answered_traced(three_nodes):
                            b"\x00\x01\x00"))
         flags, st, opcode, resp = read_frame(sock)
         assert (st, opcode) == (5, 0x08) and flags & 0x02
+    assert three_nodes[0].proc.poll() is None, three_nodes[0].log()
