@@ -8,6 +8,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/murmur3.h"
+#include "common/uuid.h"
 #include "ring/ring.h"
 #include "storage/types.h"
 
@@ -516,6 +517,8 @@ struct cas_op {
 	void *read_arg;
 	bool wait_self; /* paxos repair: our own promise must be seen */
 	uint64_t start_us;
+	/* the statement's trace session (valid until the reply), or NULL */
+	struct cql_trace *trace;
 };
 
 static void op_free(struct cas_op *op)
@@ -591,13 +594,28 @@ static int cas_decide(void *arg, const struct paxos_ballot *ballot,
 	struct cas_op *op = arg;
 	if (!op->cas)
 		return 0; /* a serial read: nothing to write */
+	struct cql_request_info ti = {.trace = op->trace};
+	cql_trace_event(&ti, "Reading existing values for CAS precondition");
 	if (resolve_current(op, current) != 0)
 		return -1;
 	bool applied;
 	if (cql_cas_eval(op->cas, op->cur, &applied) != 0)
 		return -1;
-	if (!applied)
+	if (!applied) {
+		cql_trace_event(
+			&ti, "CAS precondition does not match current values");
 		return 0;
+	}
+	if (op->trace) {
+		uint8_t id[16];
+		char text[UUID_TEXT_LEN + 1];
+		paxos_ballot_to_uuid(ballot, id);
+		uuid_format(id, text);
+		cql_trace_event(&ti,
+				"CAS precondition is met; proposing "
+				"client-requested updates for %s",
+				text);
+	}
 	const struct storage_mutation *w = cql_cas_mutation(op->cas);
 	struct buf enc = {0};
 	if (storage_mutation_encode(w, &enc) != 0)
@@ -829,6 +847,7 @@ void node_cas_write(struct node_cas *c, const struct cql_data_request *dr)
 	op->req = dr->req;
 	op->version = version;
 	op->stream = stream;
+	op->trace = dr->info->trace;
 	cql_schema_pin(c->schema, &op->pin);
 	int64_t now = env_wall_us(c->env);
 	struct cql_fn_ctx fn = {.now_us = now,

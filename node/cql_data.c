@@ -234,8 +234,10 @@ static void run_write(struct cql_data *d, const struct cql_data_request *dr)
 	for (size_t i = 0; i < all.count && !counter; i++)
 		counter = storage_mutation_has_counter_deltas(all.items[i]);
 	if (counter)
-		repl_counter_write(d->repl, rm, all.count,
-				   dr->params->consistency, write_done, w);
+		repl_counter_write_traced(
+			d->repl, rm, all.count, dr->params->consistency,
+			dr->info->trace ? dr->info->trace->id : NULL,
+			write_done, w);
 	else
 		repl_write_traced(d->repl, rm, all.count,
 				  dr->params->consistency, wt,

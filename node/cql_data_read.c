@@ -545,7 +545,8 @@ static void par_step(struct par_slot *sl)
 			       .start = sl->pos,
 			       .end = sl->end,
 			       .max_partitions =
-				       want < 1000 ? (uint32_t)want : 1000};
+				       want < 1000 ? (uint32_t)want : 1000,
+			       .trace_session = j->traced ? j->trace : NULL};
 	sl->busy = true;
 	w->inflight++;
 	repl_range_step(j->d->repl, &q, on_par_range, sl);
@@ -675,7 +676,8 @@ static void read_next_range(struct read_job *j)
 			       .start = j->pos,
 			       .end = j->end,
 			       .max_partitions =
-				       want < 1000 ? (uint32_t)want : 1000};
+				       want < 1000 ? (uint32_t)want : 1000,
+			       .trace_session = j->traced ? j->trace : NULL};
 	repl_range_step(j->d->repl, &q, on_range, j);
 }
 
@@ -765,6 +767,7 @@ void cql_data_run_read(struct cql_data *d, const struct cql_data_request *dr)
 			read_finish(j);
 			return;
 		}
+		cql_trace_event(dr->info, "Computing ranges to query");
 		if (!par_start(j))
 			read_next_range(j);
 	} else {

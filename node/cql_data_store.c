@@ -17,6 +17,8 @@ struct store_job {
 	uint8_t table_id[16];
 	struct arena a;
 	struct storage_read_cmd cmd;
+	struct storage_read_stats stats;      /* the worker's: cmd.stats */
+	struct storage_read_stats *stats_out; /* the caller's, or NULL */
 	bool scan;
 	int64_t start, end;
 	uint32_t max;
@@ -93,6 +95,11 @@ static void store_job_done(struct loopq_item *it)
 	struct store_job *j =
 		(struct store_job *)((char *)it -
 				     offsetof(struct store_job, done_item));
+	if (j->stats_out) {
+		j->stats_out->sstables += j->stats.sstables;
+		j->stats_out->live_rows += j->stats.live_rows;
+		j->stats_out->tombstones += j->stats.tombstones;
+	}
 	j->done(j->arg, j->status, j->code, j->frags, j->n, j->cut);
 	arena_destroy(&j->a);
 	free(j);
@@ -121,6 +128,10 @@ static void store_submit(struct cql_data *d, const uint8_t table_id[16],
 		return;
 	}
 	buf_free(&enc);
+	/* the worker fills its own; the caller's is filled on the loop */
+	j->stats_out = cmd->stats;
+	if (cmd->stats)
+		j->cmd.stats = &j->stats;
 	j->d = d;
 	memcpy(j->table_id, table_id, 16);
 	j->scan = scan;

@@ -52,7 +52,23 @@ struct lead {
 	struct storage_mutation *next; /* the resolved shards */
 	repl_write_done_fn done;
 	void *arg;
+	/* the trace session (`trace`, when traced), its step's start, and
+	 * what the read of the current shards met */
+	bool traced;
+	uint8_t trace[16];
+	uint64_t start_us;
+	struct storage_read_stats stats;
 };
+
+/* Cassandra's thread for a counter leader's steps. */
+#define CTR_THREAD "CounterMutationStage-1"
+
+#define lead_trace(l, ...)                                                     \
+	do {                                                                   \
+		if ((l)->traced)                                               \
+			repl_trace((l)->r, (l)->trace, CTR_THREAD,             \
+				   (l)->start_us, __VA_ARGS__);                \
+	} while (0)
 
 struct ctr_lock {
 	struct ctr_lock *next;
@@ -236,7 +252,7 @@ static void lead_applied(void *arg, int status, enum err_code code)
 	l->next = NULL;
 	struct repl_mutation rm = {.m = m, .strategy = s};
 	repl_write_self_applied(r, &rm, 1, l->cl, REPL_WRITE_COUNTER,
-				lead_written, l);
+				l->traced ? l->trace : NULL, lead_written, l);
 	storage_mutation_delete(m);
 }
 
@@ -281,6 +297,13 @@ static void lead_read_done(void *arg, int status, enum err_code code,
 		return;
 	}
 	r->st.counter_leads++;
+	if (l->traced) {
+		repl_trace_read_stats(r, l->trace, CTR_THREAD, l->start_us,
+				      &l->stats, true);
+		lead_trace(l, "Appending to commitlog");
+		lead_trace(l, "Adding to %s.%s memtable", l->meta->keyspace,
+			   l->meta->name);
+	}
 	if (r->store->apply(r->store_arg, l->next, lead_applied, c) != 0) {
 		snprintf(why, sizeof(why), "%s", err_msg());
 		free(c);
@@ -301,6 +324,12 @@ static void lead_start(struct lead *l)
 		free(c);
 		fail(l, REPL_WRITE_FAILURE, err_msg());
 		return;
+	}
+	if (l->traced) {
+		lead_trace(l, "Executing single-partition query on %s.%s",
+			   l->meta->keyspace, l->meta->name);
+		lead_trace(l, "Acquiring sstable references");
+		l->cmd.stats = &l->stats;
 	}
 	r->store->read(r->store_arg, storage_mutation_table_id(l->deltas),
 		       &l->cmd, lead_read_done, c);
@@ -324,7 +353,8 @@ static void kick(void *arg)
 
 /* Leads one partition's increment (`deltas` owned from now on). */
 static void lead_submit(struct repl *r, struct storage_mutation *deltas, int cl,
-			repl_write_done_fn done, void *arg)
+			const uint8_t *trace, repl_write_done_fn done,
+			void *arg)
 {
 	struct ctr_state *cs = state(r);
 	struct lead *l = cs ? zcalloc(1, sizeof(*l)) : NULL;
@@ -343,6 +373,11 @@ static void lead_submit(struct repl *r, struct storage_mutation *deltas, int cl,
 	l->cl = cl;
 	l->done = done;
 	l->arg = arg;
+	if (trace) {
+		l->traced = true;
+		memcpy(l->trace, trace, 16);
+		l->start_us = repl_now_us(r);
+	}
 	arena_create(&l->a, 1024);
 	l->all_next = cs->leads;
 	cs->leads = l;
@@ -352,6 +387,7 @@ static void lead_submit(struct repl *r, struct storage_mutation *deltas, int cl,
 		fail(l, REPL_INVALID, "unknown table");
 		return;
 	}
+	lead_trace(l, "Acquiring counter locks");
 	struct slice key = storage_mutation_key(deltas);
 	struct ctr_lock *k = cs->locks;
 	while (k && (memcmp(k->table_id, tid, 16) || k->key_len != key.len ||
@@ -488,6 +524,7 @@ static int pick_leader(struct repl *r, struct ring *ring,
  * completes `done`. */
 static void forward(struct repl *r, struct ring *ring, uint32_t leader,
 		    const struct storage_mutation *m, int cl, int block_for,
+		    const uint8_t *trace, uint64_t start_us,
 		    repl_write_done_fn done, void *arg)
 {
 	struct ctr_state *cs = state(r);
@@ -526,15 +563,31 @@ static void forward(struct repl *r, struct ring *ring, uint32_t leader,
 	msg.mutation.data = enc.data;
 	msg.mutation.len = enc.len;
 	msg.cl = (uint32_t)cl;
+	const struct inet_addr *to = &ring_endpoint_get(ring, leader)->addr;
+	if (trace) {
+		char host[64];
+		inet_addr_format_host(to, host, sizeof(host));
+		repl_trace(r, trace, "Native-Transport-Requests-1", start_us,
+			   "Enqueuing counter update to /%s", host);
+		msg.trace_session.data = (uint8_t *)trace;
+		msg.trace_session.len = 16;
+	}
 	/* a failed send (queue full, peer in backoff) times out */
-	repl_send_packed(r, &ring_endpoint_get(ring, leader)->addr,
-			 REPL_VERB_COUNTER, &msg.base);
+	repl_send_packed(r, to, REPL_VERB_COUNTER, &msg.base);
 	buf_free(&enc);
 }
 
 void repl_counter_write(struct repl *r, const struct repl_mutation *muts,
 			size_t n, int cl, repl_write_done_fn done, void *arg)
 {
+	repl_counter_write_traced(r, muts, n, cl, NULL, done, arg);
+}
+
+void repl_counter_write_traced(struct repl *r, const struct repl_mutation *muts,
+			       size_t n, int cl, const uint8_t *trace,
+			       repl_write_done_fn done, void *arg)
+{
+	uint64_t start_us = repl_now_us(r);
 	struct repl_result res;
 	repl_result_init(&res, REPL_INVALID, cl);
 	res.write_type = REPL_WRITE_COUNTER;
@@ -629,7 +682,7 @@ void repl_counter_write(struct repl *r, const struct repl_mutation *muts,
 	for (size_t k = 0; k < n; k++) {
 		if (leaders[k] != self) {
 			forward(r, ring, (uint32_t)leaders[k], muts[k].m, cl,
-				bfs[k], multi_done, mu);
+				bfs[k], trace, start_us, multi_done, mu);
 			continue;
 		}
 		struct buf enc;
@@ -645,7 +698,7 @@ void repl_counter_write(struct repl *r, const struct repl_mutation *muts,
 			multi_done(mu, &res);
 			continue;
 		}
-		lead_submit(r, copy, cl, multi_done, mu);
+		lead_submit(r, copy, cl, trace, multi_done, mu);
 	}
 	free(leaders);
 	free(bfs);
@@ -668,11 +721,20 @@ struct remote {
 	struct repl *r;
 	struct inet_addr from;
 	uint64_t id;
+	bool traced;
+	uint8_t trace[16];
+	uint64_t start_us;
 };
 
 static void remote_done(void *arg, const struct repl_result *res)
 {
 	struct remote *rm = arg;
+	if (rm->traced) {
+		char host[64];
+		inet_addr_format_host(&rm->from, host, sizeof(host));
+		repl_trace(rm->r, rm->trace, CTR_THREAD, rm->start_us,
+			   "Enqueuing response to /%s", host);
+	}
 	Cassini__Replication__CounterRsp rsp =
 		CASSINI__REPLICATION__COUNTER_RSP__INIT;
 	rsp.id = rm->id;
@@ -710,10 +772,16 @@ static void serve_counter(struct repl *r, const struct inet_addr *from,
 		cassini__replication__counter_req__free_unpacked(req, NULL);
 		return; /* the coordinator times out */
 	}
-	*rm = (struct remote){.r = r, .from = *from, .id = req->id};
+	*rm = (struct remote){.r = r,
+			      .from = *from,
+			      .id = req->id,
+			      .traced = req->trace_session.len == 16,
+			      .start_us = repl_now_us(r)};
+	if (rm->traced)
+		memcpy(rm->trace, req->trace_session.data, 16);
 	int cl = (int)req->cl;
 	cassini__replication__counter_req__free_unpacked(req, NULL);
-	lead_submit(r, m, cl, remote_done, rm);
+	lead_submit(r, m, cl, rm->traced ? rm->trace : NULL, remote_done, rm);
 }
 
 static void counter_answer(struct repl *r, const uint8_t *msg, size_t len)

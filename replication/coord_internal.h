@@ -182,6 +182,13 @@ struct op {
 struct local_ctx {
 	struct repl *r;
 	uint64_t id;
+	/* a traced point read's session (traced) and storage counts */
+	bool traced;
+	uint8_t trace[16];
+	uint64_t start_us;
+	struct storage_read_stats stats;
+	bool scan; /* a traced scan of (start, end] */
+	int64_t start, end;
 };
 
 /* ---- coordinator.c: ids, operations, sending, answers -------------------- */
@@ -197,6 +204,17 @@ void repl_trace(struct repl *r, const uint8_t *session, const char *thread,
 	__attribute__((format(printf, 5, 6)));
 /* A traced op's "Sending <verb> message to /<peer>". */
 void repl_trace_send(struct op *op, const char *verb, uint32_t ep);
+/* A traced read's storage steps, in Cassandra's words (ReadStage-1):
+ * "Merged data from memtables and N sstables" (a `point` read's only),
+ * then "Read N live rows and M tombstone cells". */
+void repl_trace_read_stats(struct repl *r, const uint8_t *session,
+			   const char *thread, uint64_t start_us,
+			   const struct storage_read_stats *st, bool point);
+/* A traced scan of (start, end]: "Executing seq scan across N sstables
+ * for (min(..), max(..)]" and the rows and tombstones it read. */
+void repl_trace_scan_stats(struct repl *r, const uint8_t *session,
+			   uint64_t start_us, int64_t start, int64_t end,
+			   const struct storage_read_stats *st);
 
 /* The hash chain of request id `id`. */
 struct slot **repl_bucket_of(struct repl *r, uint64_t id);
@@ -269,6 +287,7 @@ void batchlog_answer(struct op *op, size_t k, bool ok, const char *why);
  * already; it counts as acknowledged and is not written again. */
 void repl_write_self_applied(struct repl *r, const struct repl_mutation *muts,
 			     size_t n, int cl, enum repl_write_type wt,
+			     const uint8_t *trace_session,
 			     repl_write_done_fn done, void *arg);
 
 /* ---- coord_counter.c: counter writes --------------------------------------

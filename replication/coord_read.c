@@ -30,6 +30,12 @@ static void local_read_done(void *arg, int status, enum err_code code,
 			    struct storage_mutation **frags, size_t n, bool cut)
 {
 	struct local_ctx *c = arg;
+	if (c->traced && status == 0 && c->scan)
+		repl_trace_scan_stats(c->r, c->trace, c->start_us, c->start,
+				      c->end, &c->stats);
+	else if (c->traced && status == 0 && n == 1)
+		repl_trace_read_stats(c->r, c->trace, "ReadStage-1",
+				      c->start_us, &c->stats, true);
 	repl_on_answer(c->r, c->id, status == 0,
 		       status == 0 ? NULL : err_code_name(code), NULL, frags, n,
 		       cut);
@@ -68,11 +74,19 @@ static void read_send(struct op *op, size_t i, bool digest)
 				       NULL, 0, false);
 			return;
 		}
-		if (op->traced && op->meta)
+		struct storage_read_cmd cmd = op->cmd;
+		if (op->traced && op->meta) {
 			repl_trace(r, op->trace, "ReadStage-1", op->start_us,
 				   "Executing single-partition query on %s.%s",
 				   op->meta->keyspace, op->meta->name);
-		r->store->read(r->store_arg, op->table_id, &op->cmd,
+			repl_trace(r, op->trace, "ReadStage-1", op->start_us,
+				   "Acquiring sstable references");
+			c->traced = true;
+			memcpy(c->trace, op->trace, 16);
+			c->start_us = op->start_us;
+			cmd.stats = &c->stats;
+		}
+		r->store->read(r->store_arg, op->table_id, &cmd,
 			       local_read_done, c);
 		return;
 	}
@@ -828,8 +842,17 @@ static void range_send(struct op *op, size_t i)
 				       NULL, 0, false);
 			return;
 		}
+		struct storage_read_cmd cmd = op->cmd;
+		if (op->traced) {
+			c->traced = c->scan = true;
+			memcpy(c->trace, op->trace, 16);
+			c->start_us = op->start_us;
+			c->start = op->start;
+			c->end = op->sub_end;
+			cmd.stats = &c->stats;
+		}
 		r->store->scan(r->store_arg, op->table_id, op->start,
-			       op->sub_end, &op->cmd, op->max_partitions,
+			       op->sub_end, &cmd, op->max_partitions,
 			       local_read_done, c);
 		return;
 	}
@@ -844,6 +867,11 @@ static void range_send(struct op *op, size_t i)
 	msg.start = op->start;
 	msg.end = op->sub_end;
 	msg.max_partitions = op->max_partitions;
+	if (op->traced) {
+		msg.trace_session.data = op->trace;
+		msg.trace_session.len = 16;
+	}
+	repl_trace_send(op, "RANGE_SLICE", t->ep);
 	if (repl_send_packed(r, repl_ep_addr(op, t->ep), REPL_VERB_RANGE,
 			     &msg.base) != 0)
 		repl_target_unsent(op, i);
@@ -876,6 +904,10 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 		return;
 	}
 	op->gdone = done;
+	if (q->trace_session) {
+		op->traced = true;
+		memcpy(op->trace, q->trace_session, 16);
+	}
 	op->meta = storage_table_meta_ref(q->meta);
 	op->read_repair = q->read_repair;
 	memcpy(op->table_id, q->table_id, 16);

@@ -558,9 +558,10 @@ void repl_write_traced(struct repl *r, const struct repl_mutation *muts,
 
 void repl_write_self_applied(struct repl *r, const struct repl_mutation *muts,
 			     size_t n, int cl, enum repl_write_type wt,
+			     const uint8_t *trace_session,
 			     repl_write_done_fn done, void *arg)
 {
-	write_begin(r, muts, n, cl, wt, true, NULL, done, arg);
+	write_begin(r, muts, n, cl, wt, true, trace_session, done, arg);
 }
 
 static void write_begin(struct repl *r, const struct repl_mutation *muts,

@@ -121,6 +121,41 @@ void repl_trace_send(struct op *op, const char *verb, uint32_t ep)
 		   op->start_us, "Sending %s message to /%s", verb, host);
 }
 
+void repl_trace_read_stats(struct repl *r, const uint8_t *session,
+			   const char *thread, uint64_t start_us,
+			   const struct storage_read_stats *st, bool point)
+{
+	if (point)
+		repl_trace(r, session, thread, start_us,
+			   "Merged data from memtables and %u sstables",
+			   st->sstables);
+	repl_trace(r, session, thread, start_us,
+		   "Read %llu live rows and %llu tombstone cells",
+		   (unsigned long long)st->live_rows,
+		   (unsigned long long)st->tombstones);
+}
+
+/* Cassandra's key bound of a token: the ring's minimum is min(), any
+ * other a range ends on is max() (Token.maxKeyBound). */
+static void key_bound(int64_t token, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s(%lld)", token == INT64_MIN ? "min" : "max",
+		 (long long)token);
+}
+
+void repl_trace_scan_stats(struct repl *r, const uint8_t *session,
+			   uint64_t start_us, int64_t start, int64_t end,
+			   const struct storage_read_stats *st)
+{
+	char a[32], b[32];
+	key_bound(start, a, sizeof(a));
+	key_bound(end, b, sizeof(b));
+	repl_trace(r, session, "ReadStage-1", start_us,
+		   "Executing seq scan across %u sstables for (%s, %s]",
+		   st->sstables, a, b);
+	repl_trace_read_stats(r, session, "ReadStage-1", start_us, st, false);
+}
+
 struct slot **repl_bucket_of(struct repl *r, uint64_t id)
 {
 	return &r->ids[(id * 0x9E3779B97F4A7C15ull) >> 52 & (ID_BUCKETS - 1)];
@@ -434,7 +469,7 @@ struct local_ctx *repl_local_ctx_new(struct repl *r, uint64_t id)
 {
 	struct local_ctx *c = malloc(sizeof(*c));
 	if (c)
-		*c = (struct local_ctx){r, id};
+		*c = (struct local_ctx){.r = r, .id = id};
 	return c;
 }
 

@@ -35,6 +35,8 @@ struct serve {
 	uint64_t start_us;
 	struct arena a;
 	struct storage_read_cmd cmd;
+	struct storage_read_stats stats; /* traced reads: cmd.stats */
+	int64_t start, end;              /* a traced scan's range */
 };
 
 /* Takes a request's trace session (16 bytes; anything else: untraced). */
@@ -203,13 +205,9 @@ static void serve_read_done(void *arg, int status, enum err_code code,
 {
 	(void)cut;
 	struct serve *s = arg;
-	if (s->traced && status == 0 && n == 1) {
-		int64_t now = (int64_t)(env_wall_us(s->r->env) / 1000000);
-		serve_trace(s, "ReadStage-1",
-			    "Read partition with %llu tombstone cells",
-			    (unsigned long long)storage_mutation_tombstones(
-				    frags[0], now));
-	}
+	if (s->traced && status == 0 && n == 1)
+		repl_trace_read_stats(s->r, s->trace, "ReadStage-1",
+				      s->start_us, &s->stats, true);
 	serve_trace_reply(s, "ReadStage-1");
 	Cassini__Replication__ReadRsp rsp =
 		CASSINI__REPLICATION__READ_RSP__INIT;
@@ -246,6 +244,10 @@ static void serve_range_done(void *arg, int status, enum err_code code,
 			     bool cut)
 {
 	struct serve *s = arg;
+	if (s->traced && status == 0)
+		repl_trace_scan_stats(s->r, s->trace, s->start_us, s->start,
+				      s->end, &s->stats);
+	serve_trace_reply(s, "ReadStage-1");
 	Cassini__Replication__RangeRsp rsp =
 		CASSINI__REPLICATION__RANGE_RSP__INIT;
 	rsp.id = s->id;
@@ -321,6 +323,9 @@ static void serve_read(struct repl *r, const struct inet_addr *from,
 			serve_trace(s, "ReadStage-1",
 				    "Executing single-partition query on %s",
 				    tn);
+			serve_trace(s, "ReadStage-1",
+				    "Acquiring sstable references");
+			s->cmd.stats = &s->stats;
 		}
 		r->store->read(r->store_arg, req->table_id.data, &s->cmd,
 			       serve_read_done, s);
@@ -357,6 +362,12 @@ static void serve_range(struct repl *r, const struct inet_addr *from,
 		}
 	} else {
 		uint32_t max = req->max_partitions ? req->max_partitions : 1000;
+		serve_trace_begin(s, &req->trace_session);
+		if (s->traced) {
+			s->cmd.stats = &s->stats;
+			s->start = req->start;
+			s->end = req->end;
+		}
 		r->store->scan(r->store_arg, req->table_id.data, req->start,
 			       req->end, &s->cmd, max > 10000 ? 10000 : max,
 			       serve_range_done, s);

@@ -165,7 +165,9 @@ struct repl_store_ops {
 	/* storage_apply's contract. */
 	int (*apply)(void *s, const struct storage_mutation *m,
 		     storage_done_fn done, void *arg);
-	/* One partition (cmd->key) as a fragment (storage_read_fragment). */
+	/* One partition (cmd->key) as a fragment (storage_read_fragment).
+	 * cmd->stats, when set, is filled before `done` runs and must live
+	 * until then (as `arg` does). */
 	void (*read)(void *s, const uint8_t table_id[16],
 		     const struct storage_read_cmd *cmd,
 		     repl_store_read_fn done, void *arg);
@@ -323,6 +325,12 @@ void repl_write_traced(struct repl *r, const struct repl_mutation *muts,
  * commitlog tail (see docs/coordinator.md). */
 void repl_counter_write(struct repl *r, const struct repl_mutation *muts,
 			size_t n, int cl, repl_write_done_fn done, void *arg);
+/* repl_counter_write in trace session `trace_session` (16 bytes, or
+ * NULL): the coordinator's forward, the leader's lock, read, write and
+ * replication are traced under it. */
+void repl_counter_write_traced(struct repl *r, const struct repl_mutation *muts,
+			       size_t n, int cl, const uint8_t *trace_session,
+			       repl_write_done_fn done, void *arg);
 
 struct repl_read {
 	const uint8_t *table_id; /* 16 bytes */
@@ -357,6 +365,9 @@ struct repl_range {
 	int64_t start, end;                 /* (start, end], start < end */
 	uint32_t max_partitions;
 	bool read_repair; /* false: read_repair = 'NONE' */
+	/* the trace session (16 bytes) or NULL: the replicas trace their
+	 * scans under it */
+	const uint8_t *trace_session;
 };
 
 /* One step of a range read: the partitions of the first vnode range that

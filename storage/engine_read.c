@@ -210,6 +210,8 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 			  : storage_read_ctx_finish(&c, token, key, out);
 	if (!rc)
 		count_read(s.t, env_mono_us(db->o.env) - start, ssts);
+	if (cmd->stats)
+		cmd->stats->sstables += ssts;
 	tombstone_counts(s.t, &c);
 	storage_read_ctx_destroy(&c);
 	snapshot_release(&s);
@@ -292,6 +294,8 @@ struct storage_scan *storage_scan_open(struct storage *db,
 		return NULL;
 	}
 	size_t nm = s->snap.mt_count, ns = s->snap.v->count;
+	if (cmd->stats)
+		cmd->stats->sstables = (unsigned)ns;
 	s->mt_pos = calloc(nm + 1, sizeof(*s->mt_pos));
 	s->its = calloc(ns + 1, sizeof(*s->its));
 	s->heads = calloc(ns + 1, sizeof(*s->heads));

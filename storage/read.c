@@ -451,6 +451,10 @@ static void pk_names(const struct storage_table_meta *t, char *out, size_t cap)
 int storage_read_ctx_check_tombstones(struct read_ctx *c, uint64_t n,
 				      uint64_t live_rows, int64_t token)
 {
+	if (c->cmd->stats) {
+		c->cmd->stats->live_rows += live_rows;
+		c->cmd->stats->tombstones += n;
+	}
 	if ((int64_t)n <= c->warn_threshold && (int64_t)n <= c->fail_threshold)
 		return 0;
 	char pk[256];

@@ -325,6 +325,15 @@ struct storage_slice {
 	bool end_incl;
 };
 
+/* What a read met, for its trace events (Cassandra's "Merged data from
+ * memtables and N sstables", "Read N live rows and M tombstone cells"):
+ * the read adds to it. */
+struct storage_read_stats {
+	unsigned sstables;   /* point reads: SSTables read; scans: in view */
+	uint64_t live_rows;  /* live rows of the partitions read */
+	uint64_t tombstones; /* tombstones met (the thresholds' count) */
+};
+
 struct storage_read_cmd {
 	const uint8_t *key; /* serialized partition key */
 	size_t key_len;
@@ -335,6 +344,9 @@ struct storage_read_cmd {
 	const uint16_t *columns; /* projection; NULL = every column */
 	size_t column_count;
 	bool with_static; /* include the static row */
+	/* NULL, or what the read met is added there (not encoded: each
+	 * node's read fills its own) */
+	struct storage_read_stats *stats;
 };
 
 struct storage_cell_view {

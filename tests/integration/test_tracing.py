@@ -61,6 +61,20 @@ def test_traced_select_writes_a_session_with_events(three_nodes):
                         "system_traces.sessions WHERE session_id = %s",
                         [trace.trace_id]).one().t
         assert 0 < ttl <= 86400
+        # a conditional write: the Paxos proposer's steps, Cassandra's words
+        q = "INSERT INTO ks.t (k, v) VALUES (2, 'two') IF NOT EXISTS"
+        rs = s.execute(q, trace=True)
+        assert rs.was_applied
+        acts = [e.description for e in rs.get_query_trace(30).events]
+        assert "Reading existing values for CAS precondition" in acts, acts
+        met = [a for a in acts if a.startswith(
+            "CAS precondition is met; proposing client-requested updates "
+            "for ")]
+        assert len(met) == 1 and len(met[0].split()[-1]) == 36, acts
+        rs = s.execute(q, trace=True)
+        assert not rs.was_applied
+        acts = [e.description for e in rs.get_query_trace(30).events]
+        assert "CAS precondition does not match current values" in acts
         # an untraced statement opens no session
         rs = s.execute("SELECT v FROM ks.t WHERE k = 1")
         assert not rs.response_future._query_traces
@@ -137,7 +151,11 @@ def test_replicas_record_their_events_in_the_session(three_nodes):
         ttl = s.execute("SELECT TTL(activity) AS t FROM system_traces.events"
                         " WHERE session_id = %s", [trace.trace_id]).one().t
         assert 0 < ttl <= 86400
-        # a SELECT at QUORUM: each replica it sent a READ to traces it
+        # a SELECT at QUORUM: each replica it sent a READ to traces it,
+        # with what its storage read met (the row flushed: one SSTable)
+        for ip in IPS:
+            r = tool_run(ip, "flush", "ks", "t")
+            assert r.returncode == 0, r
         q = SimpleStatement("SELECT v FROM ks.t WHERE k = 7",
                             consistency_level=ConsistencyLevel.QUORUM)
         rs = s.execute(q, trace=True)
@@ -164,7 +182,69 @@ def test_replicas_record_their_events_in_the_session(three_nodes):
             mine = [(a, t) for src, a, t in acts if src == ip]
             assert ("Executing single-partition query on ks.t",
                     "ReadStage-1") in mine, acts
+            assert ("Acquiring sstable references", "ReadStage-1") in mine
+            assert ("Merged data from memtables and 1 sstables",
+                    "ReadStage-1") in mine, acts
+            assert ("Read 1 live rows and 0 tombstone cells",
+                    "ReadStage-1") in mine, acts
             assert (f"Enqueuing response to /{coord}", "ReadStage-1") in mine
+        # the coordinator is a replica too (RF 3): its own read's steps
+        mine = [a for src, a, _ in acts if src == coord]
+        assert "Merged data from memtables and 1 sstables" in mine, acts
+        assert "Read 1 live rows and 0 tombstone cells" in mine, acts
+        # a range read: the coordinator's sends, each replica's scans
+        q = SimpleStatement("SELECT v FROM ks.t",
+                            consistency_level=ConsistencyLevel.QUORUM)
+        rs = s.execute(q, trace=True)
+        assert [r.v for r in rs] == ["seven"]
+        trace = rs.get_query_trace(max_wait_sec=30)
+        coord = str(trace.coordinator)
+        prefix = "Sending RANGE_SLICE message to /"
+        rows = events_until(s, trace.trace_id, lambda rs: sent_to(rs) and all(
+            any(str(r.source) == ip and r.activity.startswith(
+                "Enqueuing response") for r in rs) for ip in sent_to(rs)))
+        acts = [(str(r.source), r.activity, r.thread) for r in rows]
+        assert ("Computing ranges to query", coord) in [
+            (a, src) for src, a, _ in acts], acts
+        peers = set(sent_to(rows))
+        assert peers, acts
+        scan = "Executing seq scan across 1 sstables for ("
+        assert any(a.startswith(scan + "min(-9223372036854775808), max(")
+                   for _, a, _ in acts), acts
+        for ip in peers | {coord}:
+            mine = [(a, t) for src, a, t in acts if src == ip]
+            assert any(a.startswith(scan) and t == "ReadStage-1"
+                       for a, t in mine), acts
+            assert any(a.startswith("Read ") and a.endswith(
+                " live rows and 0 tombstone cells") for a, _ in mine), acts
+        # the one row, read by the scan of the range holding it
+        assert any(a == "Read 1 live rows and 0 tombstone cells"
+                   for _, a, _ in acts), acts
+        # a counter increment: the coordinator is a replica (RF 3), so
+        # it leads: lock, read, write, then the shards to the others
+        s.execute("CREATE TABLE ks.c (k int PRIMARY KEY, n counter)")
+        q = SimpleStatement("UPDATE ks.c SET n = n + 5 WHERE k = 1",
+                            consistency_level=ConsistencyLevel.QUORUM)
+        trace = s.execute(q, trace=True).get_query_trace(max_wait_sec=30)
+        coord = str(trace.coordinator)
+        others = [ip for ip in IPS if ip != coord]
+        rows = events_until(s, trace.trace_id, lambda rs: all(
+            any(str(r.source) == ip and r.activity == "Adding to ks.c memtable"
+                for r in rs) for ip in others) and any(
+            r.activity.startswith("Read ") for r in rs))
+        acts = [(str(r.source), r.activity, r.thread) for r in rows]
+        lead = [a for src, a, t in acts
+                if src == coord and t == "CounterMutationStage-1"]
+        for a in ["Acquiring counter locks",
+                  "Executing single-partition query on ks.c",
+                  "Merged data from memtables and 0 sstables",
+                  "Read 0 live rows and 0 tombstone cells",
+                  "Adding to ks.c memtable"]:
+            assert a in lead, acts
+        for ip in others:
+            assert (coord, f"Sending MUTATION message to /{ip}",
+                    "Native-Transport-Requests-1") in acts, acts
+            assert (ip, "Adding to ks.c memtable", "MutationStage-1") in acts
     finally:
         cluster.shutdown()
 

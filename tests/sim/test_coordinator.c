@@ -355,11 +355,19 @@ START_TEST(trace_session_reaches_the_replicas)
 	storage_mutation_delete(r.frag);
 	ck_assert_ptr_nonnull(
 		strstr(c->nodes[0].trace_log, "Determining replicas to query"));
-	for (int i = 1; i < 3; i++)
-		ck_assert_ptr_nonnull(
-			strstr(c->nodes[i].trace_log,
-			       "ReadStage-1|Executing single-partition query "
-			       "on ks.t"));
+	/* every replica, the coordinator's own local read too, traces its
+	 * storage steps in Cassandra's words */
+	for (int i = 0; i < 3; i++) {
+		const char *log = c->nodes[i].trace_log;
+		ck_assert_ptr_nonnull(strstr(
+			log, "ReadStage-1|Executing single-partition "
+			     "query on ks.t\n"
+			     "ReadStage-1|Acquiring sstable references\n"
+			     "ReadStage-1|Merged data from memtables and "
+			     "0 sstables\n"
+			     "ReadStage-1|Read 1 live rows and 0 tombstone "
+			     "cells\n"));
+	}
 	ring_strategy_delete(s);
 	simc_delete(c);
 }
@@ -813,6 +821,55 @@ static int walk_all(struct simc *c, int coord, const struct ring_strategy *s,
 	return seen;
 }
 
+/* A traced range step: the coordinator's sends and each replica's scan
+ * (its own too) in Cassandra's words, under the session. */
+START_TEST(trace_range_step)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(32, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	struct outcome w = do_write(c, 0, s, REPL_CL_ALL, "k", "v", 10);
+	ck_assert_int_eq(w.res.outcome, REPL_OK);
+	uint8_t sid[16] = {0x5e, 0x55, 9};
+	struct range_out o = {0};
+	struct storage_read_cmd cmd = {.with_static = true};
+	struct repl_range q = {.table_id = c->meta->id,
+			       .meta = c->meta,
+			       .strategy = s,
+			       .cl = REPL_CL_ALL,
+			       .cmd = &cmd,
+			       .start = INT64_MIN,
+			       .end = INT64_MAX,
+			       .max_partitions = 100,
+			       .trace_session = sid};
+	repl_range_step(c->nodes[0].repl, &q, on_range, &o);
+	ck_assert(sim_run_until(c->sim, range_done, &o, 30000000));
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	for (size_t i = 0; i < o.n; i++)
+		storage_mutation_delete(o.f[i]);
+	free(o.f);
+	ck_assert_ptr_nonnull(strstr(c->nodes[0].trace_log,
+				     "Native-Transport-Requests-1|Sending "
+				     "RANGE_SLICE message to /"));
+	for (int i = 0; i < 3; i++) {
+		const char *log = c->nodes[i].trace_log;
+		ck_assert_mem_eq(c->nodes[i].trace_session, sid, 16);
+		ck_assert_ptr_nonnull(
+			strstr(log, "ReadStage-1|Executing seq scan across 0 "
+				    "sstables for (min(-9223372036854775808), "
+				    "max("));
+		ck_assert_ptr_nonnull(strstr(log, "ReadStage-1|Read "));
+		ck_assert_ptr_nonnull(strstr(log, " live rows and 0 tombstone "
+						  "cells\n"));
+		if (i)
+			ck_assert_ptr_nonnull(strstr(
+				log, "ReadStage-1|Enqueuing response to /"));
+	}
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
 START_TEST(range_walk)
 {
 	const char *dcs[4] = {"dc1", "dc1", "dc1", "dc1"};
@@ -1239,6 +1296,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, speculative_retry);
 	tcase_add_test(tc, quorum_reads_see_acked_writes);
 	tcase_add_test(tc, range_walk);
+	tcase_add_test(tc, trace_range_step);
 	tcase_add_test(tc, range_read_repair);
 	tcase_add_test(tc, batchlog_replays_a_dead_coordinators_batch);
 	tcase_add_test(tc, truncate_empties_every_node);

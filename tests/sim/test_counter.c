@@ -355,6 +355,77 @@ START_TEST(refusals_and_timeouts)
 }
 END_TEST
 
+/* Whether `log` has a line starting with `line`. */
+static bool has_line(const char *log, const char *line)
+{
+	for (const char *p = log; (p = strstr(p, line)); p++)
+		if (p == log || p[-1] == '\n')
+			return true;
+	return false;
+}
+
+/* A traced increment from a coordinator that is not a replica: its
+ * forward, the leader's lock, read, write and replication, and the other
+ * replicas' writes, in Cassandra's words under the session. */
+START_TEST(traced_increment)
+{
+	struct ring_strategy *s = simple(3);
+	struct simc *c = counter_cluster(g_seed + 400, 4, s);
+	int coord = -1;
+	for (int n = 0; n < c->n && coord < 0; n++)
+		if (!is_replica(c, s, n, 0))
+			coord = n;
+	ck_assert_int_ge(coord, 0);
+	uint8_t sid[16] = {0xc0, 0x47, 7};
+	struct inc o = {.key = 0, .delta = 5};
+	const char *key = key_name(0);
+	struct storage_mutation *m = storage_mutation_new(
+		c->meta, (const uint8_t *)key, strlen(key));
+	ck_assert_int_eq(storage_mutation_put_counter_delta(m, 1, 5), 0);
+	struct repl_mutation rm = {m, s};
+	repl_counter_write_traced(c->nodes[coord].repl, &rm, 1, REPL_CL_QUORUM,
+				  sid, on_inc, &o);
+	storage_mutation_delete(m);
+	struct all_done a = {&o, 1};
+	ck_assert(sim_run_until(c->sim, all_done, &a, 30000000));
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ck_assert_ptr_nonnull(strstr(c->nodes[coord].trace_log,
+				     "Native-Transport-Requests-1|Enqueuing "
+				     "counter update to /"));
+	int leaders = 0, writers = 0;
+	for (int n = 0; n < c->n; n++) {
+		const char *log = c->nodes[n].trace_log;
+		if (strstr(log, "CounterMutationStage-1|Acquiring counter "
+				"locks\n"
+				"CounterMutationStage-1|Executing "
+				"single-partition query on ks.c\n"
+				"CounterMutationStage-1|Acquiring sstable "
+				"references\n"
+				"CounterMutationStage-1|Merged data from "
+				"memtables and 0 sstables\n"
+				"CounterMutationStage-1|Read 0 live rows and 0 "
+				"tombstone cells\n"
+				"CounterMutationStage-1|Appending to "
+				"commitlog\n"
+				"CounterMutationStage-1|Adding to ks.c "
+				"memtable\n")) {
+			leaders++;
+			ck_assert_ptr_nonnull(
+				strstr(log, "Sending MUTATION message to /"));
+			ck_assert_ptr_nonnull(
+				strstr(log, "CounterMutationStage-1|Enqueuing "
+					    "response to /"));
+		}
+		if (has_line(log, "MutationStage-1|Adding to ks.c memtable"))
+			writers++;
+	}
+	ck_assert_int_eq(leaders, 1);
+	ck_assert_int_ge(writers, 1); /* QUORUM: at least one other */
+	simc_delete(c);
+	ring_strategy_delete(s);
+}
+END_TEST
+
 int main(void)
 {
 	g_seed = test_seed(20261202);
@@ -365,6 +436,7 @@ int main(void)
 	tcase_add_loop_test(tc, leader_death_stays_within_bounds, 0, 4);
 	tcase_add_test(tc, missed_increments_converge_by_read_repair);
 	tcase_add_test(tc, refusals_and_timeouts);
+	tcase_add_test(tc, traced_increment);
 	suite_add_tcase(su, tc);
 	return test_run(su);
 }
