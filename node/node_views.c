@@ -13,6 +13,7 @@
 #include "node/members.h"
 #include "node/node_internal.h"
 #include "replication/hints.h"
+#include "replication/replication.h"
 #include "ring/ring.h"
 #include "storage/storage.h"
 
@@ -137,6 +138,75 @@ static int disk_usage(struct node *n, struct cql_view_rows *b)
 	return 0;
 }
 
+/* A histogram's percentile p (0..100), in its unit (the coordinator's
+ * buckets: common/loghist.h). */
+static double hist_at(const struct storage_hist *h, double p)
+{
+	struct repl_latency l = {.count = h->count, .sum_us = h->sum};
+	memcpy(l.buckets, h->buckets, sizeof(l.buckets));
+	return (double)repl_latency_percentile(&l, p);
+}
+
+/* Cassandra rounds its TableMetricTables' doubles to 3 decimals. */
+static double round3(double v)
+{
+	return (double)(int64_t)(v * 1000 + 0.5) / 1000;
+}
+
+enum table_metric { TM_READ, TM_WRITE, TM_MAX_PARTITION };
+
+/* Cassandra 4.1's TableMetricTables, one row per table: the latency
+ * tables (count, p50th_ms, p99th_ms, max_ms of the replica's own point
+ * reads or writes since start; per_second, a five-minute rate Cassini
+ * does not keep, is null) and max_partition_size (the live SSTables'
+ * largest partition, in MiB rounded up). */
+static int table_metric(struct node *n, struct cql_view_rows *b,
+			enum table_metric which)
+{
+	struct storage *db = cql_service_storage(n->cql);
+	const struct cql_schema *schema = cql_service_schema(n->cql);
+	for (size_t i = 0; i < cql_schema_keyspace_count(schema); i++) {
+		const struct cql_keyspace *k =
+			cql_schema_keyspace_at(schema, i);
+		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
+			const struct storage_table_meta *t =
+				cql_table_meta(cql_keyspace_table_at(k, j));
+			struct storage_table_hists h;
+			if (storage_table_histograms(db, t->id, &h) != 0)
+				continue;
+			if (cql_view_row(b) ||
+			    cql_view_text(b, "keyspace_name", t->keyspace) ||
+			    cql_view_text(b, "table_name", t->name))
+				return -1;
+			if (which == TM_MAX_PARTITION) {
+				uint64_t max =
+					h.partition_bytes.count
+						? (uint64_t)hist_at(
+							  &h.partition_bytes,
+							  100)
+						: 0;
+				if (cql_view_bigint(
+					    b, "mebibytes",
+					    (int64_t)((max + (1u << 20) - 1) >>
+						      20)))
+					return -1;
+				continue;
+			}
+			const struct storage_hist *l =
+				which == TM_READ ? &h.read_us : &h.write_us;
+			if (cql_view_bigint(b, "count", (int64_t)l->count) ||
+			    cql_view_double(b, "max_ms",
+					    round3(hist_at(l, 100) / 1000)) ||
+			    cql_view_double(b, "p50th_ms",
+					    round3(hist_at(l, 50) / 1000)) ||
+			    cql_view_double(b, "p99th_ms",
+					    round3(hist_at(l, 99) / 1000)))
+				return -1;
+		}
+	}
+	return 0;
+}
+
 const struct storage_table_meta *node_table_by_id(struct node *n,
 						  const uint8_t id[16])
 {
@@ -197,5 +267,11 @@ int node_view_rows(void *arg, const char *table, struct cql_view_rows *b)
 		return disk_usage(n, b);
 	if (strcmp(table, "sstable_tasks") == 0)
 		return sstable_tasks(n, b);
+	if (strcmp(table, "max_partition_size") == 0)
+		return table_metric(n, b, TM_MAX_PARTITION);
+	if (strcmp(table, "local_read_latency") == 0)
+		return table_metric(n, b, TM_READ);
+	if (strcmp(table, "local_write_latency") == 0)
+		return table_metric(n, b, TM_WRITE);
 	return 0;
 }

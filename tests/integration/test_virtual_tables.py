@@ -1,7 +1,8 @@
 """system_views (Cassandra 4.0+ virtual tables) through the stock python
 driver: the keyspace and its tables in the driver's metadata (read from
 system_virtual_schema) with Cassandra 4.1's columns and types, the rows of
-settings, clients, thread_pools, gossip_info, disk_usage and pending_hints,
+settings, clients, thread_pools, gossip_info, disk_usage, pending_hints,
+max_partition_size and the local latency tables,
 WHERE on the key, and writes refused
 as Cassandra refuses them. Addresses 127.0.100.*."""
 import os
@@ -27,6 +28,11 @@ GOSSIP_STATES = [
     "status_with_port", "sstable_versions", "disk_usage",
 ] + ["x%d" % i for i in range(1, 11)]
 
+# TableMetricTables' latency tables
+LATENCY = {"keyspace_name": "text", "table_name": "text", "count": "bigint",
+           "max_ms": "double", "p50th_ms": "double", "p99th_ms": "double",
+           "per_second": "double"}
+
 # Cassandra 4.1's db/virtual/*Table.java: column -> CQL type
 EXPECTED = {
     "settings": {"name": "text", "value": "text"},
@@ -48,6 +54,10 @@ EXPECTED = {
     },
     "disk_usage": {"keyspace_name": "text", "table_name": "text",
                    "mebibytes": "bigint"},
+    "max_partition_size": {"keyspace_name": "text", "table_name": "text",
+                           "mebibytes": "bigint"},
+    "local_read_latency": LATENCY,
+    "local_write_latency": LATENCY,
     "sstable_tasks": {"keyspace_name": "text", "table_name": "text",
                       "task_id": "uuid", "completion_ratio": "double",
                       "kind": "text", "progress": "bigint",
@@ -255,6 +265,40 @@ def test_disk_usage_and_pending_hints(node):
         # one node: no hints
         assert list(s.execute("SELECT * FROM system_views.pending_hints")) \
             == []
+    finally:
+        cluster.shutdown()
+
+
+def test_table_metric_tables(node):
+    """local_read_latency, local_write_latency and max_partition_size:
+    a row per table, the replica's own reads and writes counted."""
+    cluster, s = session(IP)
+    try:
+        s.execute("CREATE KEYSPACE m WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE m.t (k int PRIMARY KEY, v text)")
+        for k in range(3):
+            s.execute("INSERT INTO m.t (k, v) VALUES (%s, 'x')", (k,))
+        for k in range(2):
+            s.execute("SELECT v FROM m.t WHERE k = %s", (k,))
+        where = " WHERE keyspace_name = 'm' AND table_name = 't'"
+        w = s.execute("SELECT * FROM system_views.local_write_latency" +
+                      where).one()
+        r = s.execute("SELECT * FROM system_views.local_read_latency" +
+                      where).one()
+        assert w.count == 3 and r.count == 2, (w, r)
+        for row in (w, r):
+            assert 0 <= row.p50th_ms <= row.p99th_ms <= row.max_ms, row
+            assert row.per_second is None
+        # every table has a row, sorted by key
+        keys = [(x.keyspace_name, x.table_name) for x in
+                s.execute("SELECT * FROM system_views.local_read_latency")]
+        assert ("m", "t") in keys and keys == sorted(keys), keys
+        # SSTables only: nothing before the flush, a tiny one rounds up
+        q = "SELECT mebibytes FROM system_views.max_partition_size" + where
+        assert s.execute(q).one().mebibytes == 0
+        tool(IP, "flush", "m")
+        assert s.execute(q).one().mebibytes == 1
     finally:
         cluster.shutdown()
 
