@@ -18,6 +18,7 @@
 #include "storage/storage.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,7 +154,13 @@ static double round3(double v)
 	return (double)(int64_t)(v * 1000 + 0.5) / 1000;
 }
 
-enum table_metric { TM_READ, TM_WRITE, TM_MAX_PARTITION };
+enum table_metric {
+	TM_READ,
+	TM_WRITE,
+	TM_MAX_PARTITION,
+	TM_ROWS,
+	TM_TOMBSTONES
+};
 
 /* Cassandra 4.1's TableMetricTables, one row per table: the latency
  * tables (count, p50th_ms, p99th_ms, max_ms of the replica's own point
@@ -192,6 +199,21 @@ static int table_metric(struct node *n, struct cql_view_rows *b,
 					return -1;
 				continue;
 			}
+			if (which == TM_ROWS || which == TM_TOMBSTONES) {
+				const struct storage_hist *x =
+					which == TM_ROWS ? &h.live_rows
+							 : &h.tombstones;
+				if (cql_view_bigint(b, "count",
+						    (int64_t)x->count) ||
+				    cql_view_double(b, "max",
+						    round3(hist_at(x, 100))) ||
+				    cql_view_double(b, "p50th",
+						    round3(hist_at(x, 50))) ||
+				    cql_view_double(b, "p99th",
+						    round3(hist_at(x, 99))))
+					return -1;
+				continue;
+			}
 			const struct storage_hist *l =
 				which == TM_READ ? &h.read_us : &h.write_us;
 			if (cql_view_bigint(b, "count", (int64_t)l->count) ||
@@ -204,6 +226,29 @@ static int table_metric(struct node *n, struct cql_view_rows *b,
 				return -1;
 		}
 	}
+	return 0;
+}
+
+/* Cassandra 4.1's CachesTable, its `chunks` row: the block cache of
+ * decoded SSTable blocks, Cassini's counterpart of the chunk cache. The
+ * key, row and counter caches do not exist here (no rows); the recent
+ * rates (five-minute meters) are not kept (null). */
+static int caches(struct node *n, struct cql_view_rows *b)
+{
+	struct storage_cache_stats c;
+	storage_cache_stats(cql_service_storage(n->cql), &c);
+	/* Cassandra's ratio gauge: NaN before the first request */
+	double ratio = c.requests ? (double)c.hits / (double)c.requests : NAN;
+	if (cql_view_row(b) || cql_view_text(b, "name", "chunks") ||
+	    cql_view_bigint(b, "capacity_bytes", (int64_t)c.capacity_bytes) ||
+	    cql_view_int(b, "entry_count",
+			 c.entries > INT32_MAX ? INT32_MAX
+					       : (int32_t)c.entries) ||
+	    cql_view_bigint(b, "hit_count", (int64_t)c.hits) ||
+	    cql_view_double(b, "hit_ratio", ratio) ||
+	    cql_view_bigint(b, "request_count", (int64_t)c.requests) ||
+	    cql_view_bigint(b, "size_bytes", (int64_t)c.size_bytes))
+		return -1;
 	return 0;
 }
 
@@ -267,8 +312,14 @@ int node_view_rows(void *arg, const char *table, struct cql_view_rows *b)
 		return disk_usage(n, b);
 	if (strcmp(table, "sstable_tasks") == 0)
 		return sstable_tasks(n, b);
+	if (strcmp(table, "caches") == 0)
+		return caches(n, b);
 	if (strcmp(table, "max_partition_size") == 0)
 		return table_metric(n, b, TM_MAX_PARTITION);
+	if (strcmp(table, "rows_per_read") == 0)
+		return table_metric(n, b, TM_ROWS);
+	if (strcmp(table, "tombstones_per_read") == 0)
+		return table_metric(n, b, TM_TOMBSTONES);
 	if (strcmp(table, "local_read_latency") == 0)
 		return table_metric(n, b, TM_READ);
 	if (strcmp(table, "local_write_latency") == 0)

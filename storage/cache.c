@@ -21,6 +21,7 @@ struct block_cache {
 	struct cached_block **buckets;
 	struct cached_block *spares; /* by hnext; nobody else holds them */
 	size_t nspares;
+	uint64_t hits, requests; /* lookups since start, under mu */
 };
 
 static _Atomic uint64_t next_file_id = 1;
@@ -159,7 +160,9 @@ struct cached_block *storage_block_cache_get(struct block_cache *c,
 	struct cached_block *b = c->buckets[bucket_of(file, off)];
 	while (b && (b->file != file || b->off != off))
 		b = b->hnext;
+	c->requests++;
 	if (b) {
+		c->hits++;
 		atomic_fetch_add(&b->refs, 1);
 		if (c->head != b) { /* move to front */
 			b->prev->next = b->next;
@@ -254,6 +257,22 @@ size_t storage_block_cache_bytes(struct block_cache *c)
 	size_t n = c->bytes;
 	pthread_mutex_unlock(&c->mu);
 	return n;
+}
+
+void storage_block_cache_stats(struct block_cache *c,
+			       struct block_cache_stats *out)
+{
+	*out = (struct block_cache_stats){0};
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	out->capacity = c->capacity;
+	out->bytes = c->bytes;
+	out->hits = c->hits;
+	out->requests = c->requests;
+	for (struct cached_block *b = c->head; b; b = b->next)
+		out->entries++;
+	pthread_mutex_unlock(&c->mu);
 }
 
 void storage_block_cache_delete(struct block_cache *c)

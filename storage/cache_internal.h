@@ -66,6 +66,13 @@ struct cached_block *storage_block_cache_insert(struct block_cache *c,
 						const uint8_t *data, size_t len,
 						uint64_t next_off);
 size_t storage_block_cache_bytes(struct block_cache *c);
+struct block_cache_stats {
+	size_t capacity, bytes, entries;
+	uint64_t hits, requests; /* lookups (get) since start */
+};
+/* The cache's figures now (zeros for NULL). */
+void storage_block_cache_stats(struct block_cache *c,
+			       struct block_cache_stats *out);
 /* Gives a resident block its entry offsets (ownership of `offs` passes);
  * false (nothing taken) if it has some already or is no longer cached. */
 bool storage_block_cache_attach_offsets(struct block_cache *c,

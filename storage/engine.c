@@ -8,6 +8,8 @@
 #define LOG_MODULE "storage"
 #include "storage/engine_internal.h"
 
+#include "storage/cache_internal.h"
+
 #include "common/err.h"
 #include "common/log.h"
 #include "common/ratelimit.h"
@@ -441,6 +443,17 @@ struct ratelimit *storage_throughput_budget(struct storage *db)
 	return db->budget;
 }
 
+void storage_cache_stats(struct storage *db, struct storage_cache_stats *out)
+{
+	struct block_cache_stats s;
+	storage_block_cache_stats(db->cache, &s);
+	*out = (struct storage_cache_stats){.capacity_bytes = s.capacity,
+					    .size_bytes = s.bytes,
+					    .entries = s.entries,
+					    .hits = s.hits,
+					    .requests = s.requests};
+}
+
 /* ---- tablehistograms ----------------------------------------------------- */
 
 static void hist_add(struct storage_hist *h, uint64_t v, uint64_t n)
@@ -471,7 +484,17 @@ int storage_table_histograms(struct storage *db, const uint8_t table_id[16],
 		out->sstables.count += s;
 		out->write_us.buckets[b] = t->write_us[b];
 		out->write_us.count += t->write_us[b];
+		uint64_t l = atomic_load_explicit(&t->live_per_read[b],
+						  memory_order_relaxed);
+		uint64_t x = atomic_load_explicit(&t->tomb_per_read[b],
+						  memory_order_relaxed);
+		out->live_rows.buckets[b] = l;
+		out->live_rows.count += l;
+		out->tombstones.buckets[b] = x;
+		out->tombstones.count += x;
 	}
+	out->live_rows.sum = atomic_load(&t->live_sum);
+	out->tombstones.sum = atomic_load(&t->tomb_sum);
 	out->read_us.sum = atomic_load(&t->read_us_sum);
 	out->sstables.sum = atomic_load(&t->sst_sum);
 	out->write_us.sum = t->write_us_sum;

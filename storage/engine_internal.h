@@ -73,6 +73,9 @@ struct table {
 	 * SSTables read (any thread, relaxed), writes' µs (the lock) */
 	_Atomic uint64_t read_us_sum, read_us[LOGHIST_BUCKETS];
 	_Atomic uint64_t sst_sum, sst_per_read[LOGHIST_BUCKETS];
+	/* live rows and tombstones each of those reads met */
+	_Atomic uint64_t live_sum, live_per_read[LOGHIST_BUCKETS];
+	_Atomic uint64_t tomb_sum, tomb_per_read[LOGHIST_BUCKETS];
 	uint64_t write_us_sum, write_us[LOGHIST_BUCKETS];
 	/* reads past tombstone_warn_threshold / failure_threshold */
 	_Atomic uint64_t tombstone_warnings, tombstone_failures;

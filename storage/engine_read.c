@@ -168,8 +168,19 @@ static void tombstone_counts(struct table *t, struct read_ctx *c)
 }
 
 /* A point read answered: a few relaxed increments, no lock. */
-static void count_read(struct table *t, uint64_t us, unsigned ssts)
+static void count_read(struct table *t, uint64_t us, unsigned ssts,
+		       const struct read_ctx *c)
 {
+	atomic_fetch_add_explicit(&t->live_sum, c->seen_live_rows,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(
+		&t->live_per_read[loghist_bucket(c->seen_live_rows)], 1,
+		memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->tomb_sum, c->seen_tombstones,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(
+		&t->tomb_per_read[loghist_bucket(c->seen_tombstones)], 1,
+		memory_order_relaxed);
 	atomic_fetch_add_explicit(&t->reads, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&t->read_us_sum, us, memory_order_relaxed);
 	atomic_fetch_add_explicit(&t->read_us[loghist_bucket(us)], 1,
@@ -209,7 +220,7 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 		rc = frag ? storage_read_ctx_fragment(&c, token, key, frag)
 			  : storage_read_ctx_finish(&c, token, key, out);
 	if (!rc)
-		count_read(s.t, env_mono_us(db->o.env) - start, ssts);
+		count_read(s.t, env_mono_us(db->o.env) - start, ssts, &c);
 	if (cmd->stats)
 		cmd->stats->sstables += ssts;
 	tombstone_counts(s.t, &c);

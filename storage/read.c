@@ -451,6 +451,8 @@ static void pk_names(const struct storage_table_meta *t, char *out, size_t cap)
 int storage_read_ctx_check_tombstones(struct read_ctx *c, uint64_t n,
 				      uint64_t live_rows, int64_t token)
 {
+	c->seen_live_rows += live_rows;
+	c->seen_tombstones += n;
 	if (c->cmd->stats) {
 		c->cmd->stats->live_rows += live_rows;
 		c->cmd->stats->tombstones += n;

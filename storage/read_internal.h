@@ -38,6 +38,8 @@ struct read_ctx {
 	/* storage_read_ctx_check_tombstones' verdicts (tablestats counts them)
 	 */
 	uint64_t tombstone_warnings, tombstone_failures;
+	/* live rows and tombstones storage_read_ctx_check_tombstones saw */
+	uint64_t seen_live_rows, seen_tombstones;
 
 	bool found;
 	bool cached_only; /* fail with ERR_AGAIN rather than read the disk */

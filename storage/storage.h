@@ -670,11 +670,23 @@ struct storage_hist {
 };
 struct storage_table_hists {
 	struct storage_hist read_us, write_us, sstables;
+	/* live rows and tombstones each of those reads met (Cassandra's
+	 * LiveScannedHistogram, TombstoneScannedHistogram) */
+	struct storage_hist live_rows, tombstones;
 	struct storage_hist partition_bytes, cells;
 };
 /* -1 (ERR_NOT_FOUND) when the table does not exist. */
 int storage_table_histograms(struct storage *db, const uint8_t table_id[16],
 			     struct storage_table_hists *out);
+
+/* The block cache's figures (system_views.caches' `chunks` row): its
+ * capacity and the bytes and blocks it holds now, lookups and hits since
+ * start. */
+struct storage_cache_stats {
+	uint64_t capacity_bytes, size_bytes, entries;
+	uint64_t hits, requests;
+};
+void storage_cache_stats(struct storage *db, struct storage_cache_stats *out);
 
 struct ratelimit;
 /* compaction_throughput's budget (common/ratelimit.h), for other disk

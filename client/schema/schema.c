@@ -225,9 +225,23 @@ static const char *const view_tables[] = {
 	"table_name text, mebibytes bigint, "
 	"PRIMARY KEY ((keyspace_name, table_name)))",
 
+	"CREATE TABLE system_views.caches (name text PRIMARY KEY, "
+	"capacity_bytes bigint, entry_count int, hit_count bigint, "
+	"hit_ratio double, recent_hit_rate_per_second bigint, "
+	"recent_request_rate_per_second bigint, request_count bigint, "
+	"size_bytes bigint)",
+
 	"CREATE TABLE system_views.max_partition_size (keyspace_name text, "
 	"table_name text, mebibytes bigint, "
 	"PRIMARY KEY ((keyspace_name, table_name)))",
+
+	"CREATE TABLE system_views.rows_per_read (keyspace_name text, "
+	"table_name text, count bigint, max double, p50th double, "
+	"p99th double, PRIMARY KEY ((keyspace_name, table_name)))",
+
+	"CREATE TABLE system_views.tombstones_per_read (keyspace_name text, "
+	"table_name text, count bigint, max double, p50th double, "
+	"p99th double, PRIMARY KEY ((keyspace_name, table_name)))",
 
 	"CREATE TABLE system_views.local_read_latency (keyspace_name text, "
 	"table_name text, count bigint, max_ms double, p50th_ms double, "

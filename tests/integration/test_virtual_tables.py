@@ -33,6 +33,9 @@ LATENCY = {"keyspace_name": "text", "table_name": "text", "count": "bigint",
            "max_ms": "double", "p50th_ms": "double", "p99th_ms": "double",
            "per_second": "double"}
 
+HISTOGRAM = {"keyspace_name": "text", "table_name": "text", "count": "bigint",
+             "max": "double", "p50th": "double", "p99th": "double"}
+
 # Cassandra 4.1's db/virtual/*Table.java: column -> CQL type
 EXPECTED = {
     "settings": {"name": "text", "value": "text"},
@@ -58,6 +61,13 @@ EXPECTED = {
                            "mebibytes": "bigint"},
     "local_read_latency": LATENCY,
     "local_write_latency": LATENCY,
+    "rows_per_read": HISTOGRAM,
+    "tombstones_per_read": HISTOGRAM,
+    "caches": {"name": "text", "capacity_bytes": "bigint",
+               "entry_count": "int", "hit_count": "bigint",
+               "hit_ratio": "double", "recent_hit_rate_per_second": "bigint",
+               "recent_request_rate_per_second": "bigint",
+               "request_count": "bigint", "size_bytes": "bigint"},
     "sstable_tasks": {"keyspace_name": "text", "table_name": "text",
                       "task_id": "uuid", "completion_ratio": "double",
                       "kind": "text", "progress": "bigint",
@@ -290,6 +300,16 @@ def test_table_metric_tables(node):
         for row in (w, r):
             assert 0 <= row.p50th_ms <= row.p99th_ms <= row.max_ms, row
             assert row.per_second is None
+        # rows and tombstones per read: the two reads met one row each
+        q = "SELECT * FROM system_views.%s" + where
+        rows = s.execute(q % "rows_per_read").one()
+        tombs = s.execute(q % "tombstones_per_read").one()
+        assert (rows.count, rows.p50th, rows.max) == (2, 1.0, 1.0), rows
+        assert (tombs.count, tombs.max) == (2, 0.0), tombs
+        s.execute("DELETE FROM m.t WHERE k = 2")
+        assert list(s.execute("SELECT v FROM m.t WHERE k = 2")) == []
+        tombs = s.execute(q % "tombstones_per_read").one()
+        assert (tombs.count, tombs.max) == (3, 1.0), tombs
         # every table has a row, sorted by key
         keys = [(x.keyspace_name, x.table_name) for x in
                 s.execute("SELECT * FROM system_views.local_read_latency")]
@@ -299,6 +319,19 @@ def test_table_metric_tables(node):
         assert s.execute(q).one().mebibytes == 0
         tool(IP, "flush", "m")
         assert s.execute(q).one().mebibytes == 1
+        # the block cache: its row; reads of the flushed SSTable use it
+        before = s.execute("SELECT * FROM system_views.caches").one()
+        for k in range(3):
+            s.execute("SELECT v FROM m.t WHERE k = %s", (k,))
+        rows = list(s.execute("SELECT * FROM system_views.caches"))
+        assert [r.name for r in rows] == ["chunks"], rows
+        c = rows[0]
+        assert c.capacity_bytes == 32 << 20, c  # block_cache_size default
+        assert c.request_count > before.request_count, (before, c)
+        assert 0 <= c.hit_count <= c.request_count
+        assert 0 <= c.hit_ratio <= 1
+        assert c.entry_count >= 1 and c.size_bytes > 0, c
+        assert c.recent_hit_rate_per_second is None
     finally:
         cluster.shutdown()
 

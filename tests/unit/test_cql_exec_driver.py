@@ -42,7 +42,8 @@ def test_connect_negotiates_v4_and_reads_the_system_tables(session):
     assert views.virtual
     assert set(views.tables) == {"settings", "clients", "thread_pools",
                                  "gossip_info", "pending_hints", "disk_usage",
-                                 "sstable_tasks", "max_partition_size",
+                                 "sstable_tasks", "max_partition_size", "caches",
+                                 "rows_per_read", "tombstones_per_read",
                                  "local_read_latency", "local_write_latency"}
     assert list(s.execute("SELECT * FROM system_views.settings")) == []
     host = cluster.metadata.all_hosts()[0]
