@@ -194,6 +194,9 @@ struct conf {
 		struct conf_string_list cipher_suites;
 		int64_t store_type; /* PEM only */
 	} server_encryption;
+	/* How often the two sections' keystore and truststore files are
+	 * checked for new certificates (Cassandra's fixed 600 s); 0: never. */
+	uint64_t ssl_hot_reload_period_ms;
 
 	/* authentication and roles (docs/security.md) */
 	int64_t authenticator; /* enum conf_authenticator */

@@ -404,6 +404,12 @@ const struct conf_key conf_keys[] = {
 	{"server_encryption_options.store_type", CONF_T_ENUM,
 	 OFF(server_encryption.store_type), "PEM", 0, 0, store_type_names,
 	 "Keystore format: PEM only."},
+	{"ssl_hot_reload_period", CONF_T_DURATION,
+	 OFF(ssl_hot_reload_period_ms), "600s", 0, DAY_MS, NULL,
+	 "How often the keystore and truststore files of both "
+	 "encryption sections are checked; a changed one is read anew for "
+	 "new connections (Cassandra checks every 600 s, not configurable); "
+	 "0 disables."},
 	{"authenticator", CONF_T_ENUM, OFF(authenticator),
 	 "AllowAllAuthenticator", 0, 0, authenticator_names,
 	 "AllowAllAuthenticator (no login) or PasswordAuthenticator (SASL "

@@ -478,13 +478,9 @@ static int open_storage(struct cql_service *s, const struct conf *c)
 	return 0;
 }
 
-/* client_encryption_options: the TLS context, or none; made first
- * thing, so broken options stop the node before it opens anything. */
-static int load_tls(struct cql_service *s, const struct conf *c)
+struct ssl_ctx_st *cql_service_tls_context(const struct conf *c)
 {
 	const struct conf_client_encryption *ce = &c->client_encryption;
-	if (!ce->enabled)
-		return 0;
 	struct cql_tls_config tc = {
 		.keystore = ce->keystore,
 		.keystore_password = ce->keystore_password,
@@ -495,13 +491,33 @@ static int load_tls(struct cql_service *s, const struct conf *c)
 		.cipher_suites = (const char *const *)ce->cipher_suites.items,
 		.cipher_count = ce->cipher_suites.count,
 	};
-	s->tls = cql_tls_context_new(&tc);
-	if (!s->tls) {
+	struct ssl_ctx_st *ctx = cql_tls_context_new(&tc);
+	if (!ctx) {
 		char why[512];
 		snprintf(why, sizeof(why), "%s", err_msg());
-		return err_set(err_code(), "client_encryption_options: %s",
-			       why);
+		err_set(err_code(), "client_encryption_options: %s", why);
 	}
+	return ctx;
+}
+
+void cql_service_set_tls(struct cql_service *s, struct ssl_ctx_st *ctx)
+{
+	cql_tls_context_free(s->tls); /* connections hold their own ref */
+	s->tls = ctx;
+	if (s->server)
+		cql_server_set_tls(s->server, ctx);
+}
+
+/* client_encryption_options: the TLS context, or none; made first
+ * thing, so broken options stop the node before it opens anything. */
+static int load_tls(struct cql_service *s, const struct conf *c)
+{
+	const struct conf_client_encryption *ce = &c->client_encryption;
+	if (!ce->enabled)
+		return 0;
+	s->tls = cql_service_tls_context(c);
+	if (!s->tls)
+		return -1;
 	LOG_INFO("clients speak TLS%s (%s)",
 		 ce->optional ? " or plain CQL" : "", ce->keystore);
 	return 0;

@@ -60,6 +60,31 @@ static struct ssl_ctx_st *context(const struct conf_server_encryption *se,
 	return cql_tls_context_new(&tc);
 }
 
+int node_internode_tls_contexts(const struct conf_server_encryption *se,
+				struct ssl_ctx_st **server,
+				struct ssl_ctx_st **client)
+{
+	*server = *client = NULL;
+	if (!(*server = context(se, false)) || !(*client = context(se, true))) {
+		char why[512];
+		snprintf(why, sizeof(why), "%s", err_msg());
+		SSL_CTX_free(*server);
+		*server = NULL;
+		return err_set(err_code(), "server_encryption_options: %s",
+			       why);
+	}
+	return 0;
+}
+
+void node_internode_tls_install(struct node *n, struct ssl_ctx_st *server,
+				struct ssl_ctx_st *client)
+{
+	transport_set_tls(n->transport, server, client);
+	node_internode_tls_free(n); /* open connections hold references */
+	n->internode_tls_server = server;
+	n->internode_tls_client = client;
+}
+
 int node_internode_tls(struct node *n, struct transport_config *tc)
 {
 	const struct conf_server_encryption *se = &n->conf.server_encryption;
@@ -76,13 +101,9 @@ int node_internode_tls(struct node *n, struct transport_config *tc)
 			       "server_encryption_options: a truststore (the "
 			       "PEM CA certificates peers' certificates chain "
 			       "to) is needed with internode_encryption");
-	if (!(n->internode_tls_server = context(se, false)) ||
-	    !(n->internode_tls_client = context(se, true))) {
-		char why[512];
-		snprintf(why, sizeof(why), "%s", err_msg());
-		return err_set(err_code(), "server_encryption_options: %s",
-			       why);
-	}
+	if (node_internode_tls_contexts(se, &n->internode_tls_server,
+					&n->internode_tls_client) != 0)
+		return -1;
 	tc->encryption = modes[se->internode_encryption];
 	tc->encryption_optional = se->optional;
 	tc->endpoint_verification = se->require_endpoint_verification;

@@ -1001,7 +1001,7 @@ struct node *node_new(struct conf *conf)
 	    !(n->moves = node_moves_new(n)))
 		goto fail;
 	n->load_timer = env_timer_new(n->env, load_tick, n);
-	if (!n->load_timer)
+	if (!n->load_timer || node_tls_reload_start(n) != 0)
 		goto fail;
 	load_tick(n);
 	return n;
@@ -1133,6 +1133,7 @@ void node_delete(struct node *n)
 		env_timer_free(n->env, n->schema_timer);
 	if (n->env && n->load_timer)
 		env_timer_free(n->env, n->load_timer);
+	node_tls_reload_stop(n);        /* before the contexts' owners */
 	node_moves_delete(n->moves);    /* its movement uses the repair */
 	node_repair_delete(n->repair);  /* before the storage it scans */
 	node_move_delete(n->bootstrap); /* its session went with it */

@@ -78,8 +78,9 @@ struct node {
 	struct node_moves *moves;    /* decommission, removenode, rebuild */
 	struct node_events *events;  /* peers' changes told to hints, drivers */
 	struct node_peers *peers;    /* saved_caches/peers */
-	struct env_timer *settle_timer; /* native port opens once settled */
-	uint64_t settle_deadline_us;    /* serve by then, settled or not */
+	struct node_tls_reload *tls_reload; /* NULL: no TLS, or period 0 */
+	struct env_timer *settle_timer;     /* native port opens once settled */
+	uint64_t settle_deadline_us;        /* serve by then, settled or not */
 };
 
 /* The ring's peers saved for the next start (peers.c): loads the file
@@ -249,6 +250,25 @@ struct transport_config;
 struct transport_location;
 int node_internode_tls(struct node *n, struct transport_config *tc);
 void node_internode_tls_free(struct node *n);
+/* The two contexts made from the options' files (thread-safe: it reads
+ * only `se`), or -1 with err set ("server_encryption_options: ..."). */
+struct ssl_ctx_st;
+int node_internode_tls_contexts(const struct conf_server_encryption *se,
+				struct ssl_ctx_st **server,
+				struct ssl_ctx_st **client);
+/* Connections from now on use these (owned from here); open ones keep
+ * theirs. */
+void node_internode_tls_install(struct node *n, struct ssl_ctx_st *server,
+				struct ssl_ctx_st *client);
+
+/* tls_reload.c: certificate hot reloading, as Cassandra 4.1's SSLFactory:
+ * every ssl_hot_reload_period the keystore and truststore files of
+ * client_encryption_options and server_encryption_options are looked at
+ * (on a worker thread); when one changed, that section's contexts are made
+ * anew and new connections use them, or, when the new files are broken,
+ * the old ones stay and the error is logged. */
+int node_tls_reload_start(struct node *n);
+void node_tls_reload_stop(struct node *n);
 /* Under dc/rack: gossip news of a peer's place reconnects to it as the
  * mode says (transport_reconsider). */
 int node_internode_tls_start(struct node *n);

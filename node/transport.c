@@ -1113,6 +1113,13 @@ int transport_prefer(struct transport *t, const struct inet_addr *ep,
 	return 0;
 }
 
+void transport_set_tls(struct transport *t, struct ssl_ctx_st *server,
+		       struct ssl_ctx_st *client)
+{
+	t->cfg.tls_server = server;
+	t->cfg.tls_client = client;
+}
+
 void transport_reconsider(struct transport *t, const struct inet_addr *ep)
 {
 	struct peer *p = peer_find(t, ep);

@@ -117,6 +117,10 @@ int transport_prefer(struct transport *t, const struct inet_addr *ep,
  * or `rack`, an outbound connection that is TLS where it need not be, or
  * plaintext where it must not be, drains and closes; the next send
  * connects as the mode says. */
+/* Connections made or accepted from now on use these contexts (certificate
+ * reloading; borrowed as the config's); open ones keep theirs. */
+void transport_set_tls(struct transport *t, struct ssl_ctx_st *server,
+		       struct ssl_ctx_st *client);
 void transport_reconsider(struct transport *t, const struct inet_addr *ep);
 
 /* The address connections to `ep` go to: the preferred one, else `ep`. */

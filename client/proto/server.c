@@ -1378,6 +1378,11 @@ bool cql_server_listening(const struct cql_server *s)
 	return s->listener != NULL;
 }
 
+void cql_server_set_tls(struct cql_server *s, struct ssl_ctx_st *ctx)
+{
+	s->cfg.tls = ctx;
+}
+
 void cql_server_delete(struct cql_server *s)
 {
 	if (!s)

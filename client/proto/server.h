@@ -146,6 +146,10 @@ void cql_server_stop(struct cql_server *s);
  * (nodetool enablebinary). 0, or -1 with err set. */
 int cql_server_listen(struct cql_server *s);
 bool cql_server_listening(const struct cql_server *s);
+/* Connections accepted from now on use `ctx` (certificate reloading; it
+ * must not be NULL when the server was made with TLS, nor set when it was
+ * not); established ones keep theirs (OpenSSL counts its references). */
+void cql_server_set_tls(struct cql_server *s, struct ssl_ctx_st *ctx);
 
 /* The bound address (useful with port 0 in tests). */
 struct inet_addr cql_server_address(const struct cql_server *s);
