@@ -1083,6 +1083,18 @@ static int conf_validate(struct conf *c, const char *file)
 			       "%s: tombstone_failure_threshold: must not be "
 			       "below tombstone_warn_threshold",
 			       file);
+	const char *jks = c->client_encryption.store_type == CONF_STORE_JKS
+				  ? "client_encryption_options"
+			  : c->server_encryption.store_type == CONF_STORE_JKS
+				  ? "server_encryption_options"
+				  : NULL;
+	if (jks)
+		return err_set(ERR_CONFIG,
+			       "%s: %s.store_type: JKS keystores are not read; "
+			       "use PKCS12 (store_type: PKCS12, converted with "
+			       "keytool -importkeystore -deststoretype PKCS12) "
+			       "or PEM (openssl pkcs12 -nodes)",
+			       file, jks);
 	if (parse_seeds(c, file) != 0 || check_tokens(c, file) != 0)
 		return -1;
 	return 0;

@@ -52,6 +52,13 @@ enum conf_internode_encryption {
 	CONF_INTERNODE_RACK,
 };
 
+/* client_/server_encryption_options.store_type */
+enum conf_store_type {
+	CONF_STORE_PEM = 0,
+	CONF_STORE_PKCS12,
+	CONF_STORE_JKS, /* named to be refused with how to convert */
+};
+
 enum conf_authenticator {
 	CONF_AUTH_ALLOW_ALL = 0,
 	CONF_AUTH_PASSWORD,
@@ -165,20 +172,22 @@ struct conf {
 	int64_t native_transport_max_concurrent_connections; /* -1 = unlimited
 							      */
 	uint64_t native_transport_idle_timeout_ms;           /* 0 = never */
-	/* TLS for clients (Cassandra's client_encryption_options, PEM) */
+	/* TLS for clients (Cassandra's client_encryption_options, PEM or
+	 * PKCS#12) */
 	struct conf_client_encryption {
 		bool enabled;
 		bool optional;  /* plain and TLS clients on the same port */
-		char *keystore; /* PEM: private key and certificate chain */
+		char *keystore; /* private key and certificate chain */
 		char *keystore_password;
-		char *truststore; /* PEM: CAs client certificates chain to */
-		char *truststore_password; /* unused: PEM has none */
+		char *truststore; /* CAs client certificates chain to */
+		char *truststore_password; /* PKCS#12 only: PEM has none */
 		bool require_client_auth;
 		struct conf_string_list accepted_protocols;
 		struct conf_string_list cipher_suites;
-		int64_t store_type; /* PEM only */
+		int64_t store_type; /* enum conf_store_type */
 	} client_encryption;
-	/* TLS between nodes (Cassandra's server_encryption_options, PEM) */
+	/* TLS between nodes (Cassandra's server_encryption_options, PEM or
+	 * PKCS#12) */
 	struct conf_server_encryption {
 		int64_t internode_encryption; /* enum conf_internode_encryption
 					       */
@@ -186,13 +195,13 @@ struct conf {
 		char *keystore;
 		char *keystore_password;
 		char *truststore;
-		char *truststore_password; /* unused: PEM has none */
+		char *truststore_password; /* PKCS#12 only: PEM has none */
 		bool require_client_auth;
 		bool require_endpoint_verification;
 		char *protocol; /* "TLS", or one version */
 		struct conf_string_list accepted_protocols;
 		struct conf_string_list cipher_suites;
-		int64_t store_type; /* PEM only */
+		int64_t store_type; /* enum conf_store_type */
 	} server_encryption;
 	/* How often the two sections' keystore and truststore files are
 	 * checked for new certificates (Cassandra's fixed 600 s); 0: never. */

@@ -51,7 +51,11 @@ static const struct conf_enum_name internode_encryption_names[] = {
 	{"dc", CONF_INTERNODE_DC},
 	{"rack", CONF_INTERNODE_RACK},
 	{NULL, 0}};
-static const struct conf_enum_name store_type_names[] = {{"PEM", 0}, {NULL, 0}};
+static const struct conf_enum_name store_type_names[] = {
+	{"PEM", CONF_STORE_PEM},
+	{"PKCS12", CONF_STORE_PKCS12},
+	{"JKS", CONF_STORE_JKS},
+	{NULL, 0}};
 static const struct conf_enum_name authorizer_names[] = {
 	{"AllowAllAuthorizer", CONF_AUTHZ_ALLOW_ALL},
 	{"org.apache.cassandra.auth.AllowAllAuthorizer", CONF_AUTHZ_ALLOW_ALL},
@@ -331,18 +335,19 @@ const struct conf_key conf_keys[] = {
 	 "first byte tells a TLS handshake from a CQL frame)."},
 	{"client_encryption_options.keystore", CONF_T_PATH,
 	 OFF(client_encryption.keystore), "", 0, 0, NULL,
-	 "PEM file with the node's private key and certificate chain "
-	 "(Cassandra's PEMBasedSslContextFactory; JKS is not read)."},
+	 "PEM or PKCS#12 file with the node's private key and certificate "
+	 "chain (Cassandra's PEMBasedSslContextFactory; JKS is not read)."},
 	{"client_encryption_options.keystore_password", CONF_T_STRING,
 	 OFF(client_encryption.keystore_password), "", 0, 0, NULL,
-	 "Passphrase of an encrypted private key; empty: not encrypted."},
+	 "Passphrase of an encrypted private key, or a PKCS#12 keystore's "
+	 "password; empty: none."},
 	{"client_encryption_options.truststore", CONF_T_PATH,
 	 OFF(client_encryption.truststore), "", 0, 0, NULL,
-	 "PEM file of the CA certificates client certificates must chain "
-	 "to (with require_client_auth)."},
+	 "PEM (or PKCS#12) file of the CA certificates client certificates "
+	 "must chain to (with require_client_auth)."},
 	{"client_encryption_options.truststore_password", CONF_T_STRING,
 	 OFF(client_encryption.truststore_password), "", 0, 0, NULL,
-	 "Accepted for Cassandra's files; a PEM truststore has no password."},
+	 "Password of a PKCS#12 truststore; a PEM truststore has none."},
 	{"client_encryption_options.require_client_auth", CONF_T_BOOL,
 	 OFF(client_encryption.require_client_auth), "false", 0, 0, NULL,
 	 "Clients must present a certificate signed by a truststore CA."},
@@ -356,7 +361,8 @@ const struct conf_key conf_keys[] = {
 	 "defaults."},
 	{"client_encryption_options.store_type", CONF_T_ENUM,
 	 OFF(client_encryption.store_type), "PEM", 0, 0, store_type_names,
-	 "Keystore format: PEM only."},
+	 "Keystore format: PEM or PKCS12 (a keystore named .p12 or .pfx is "
+	 "read as PKCS12 anyway); JKS is refused, naming the conversion."},
 	{"server_encryption_options.internode_encryption", CONF_T_ENUM,
 	 OFF(server_encryption.internode_encryption), "none", 0, 0,
 	 internode_encryption_names,
@@ -370,18 +376,19 @@ const struct conf_key conf_keys[] = {
 	 "enabling TLS on a running cluster one node at a time)."},
 	{"server_encryption_options.keystore", CONF_T_PATH,
 	 OFF(server_encryption.keystore), "", 0, 0, NULL,
-	 "PEM file with this node's private key and certificate chain, "
-	 "shown to peers both ways."},
+	 "PEM or PKCS#12 file with this node's private key and certificate "
+	 "chain, shown to peers both ways."},
 	{"server_encryption_options.keystore_password", CONF_T_STRING,
 	 OFF(server_encryption.keystore_password), "", 0, 0, NULL,
-	 "Passphrase of an encrypted private key; empty: not encrypted."},
+	 "Passphrase of an encrypted private key, or a PKCS#12 keystore's "
+	 "password; empty: none."},
 	{"server_encryption_options.truststore", CONF_T_PATH,
 	 OFF(server_encryption.truststore), "", 0, 0, NULL,
-	 "PEM file of the CA certificates peers' certificates must chain to "
-	 "(required with internode_encryption)."},
+	 "PEM (or PKCS#12) file of the CA certificates peers' certificates "
+	 "must chain to (required with internode_encryption)."},
 	{"server_encryption_options.truststore_password", CONF_T_STRING,
 	 OFF(server_encryption.truststore_password), "", 0, 0, NULL,
-	 "Accepted for Cassandra's files; a PEM truststore has no password."},
+	 "Password of a PKCS#12 truststore; a PEM truststore has none."},
 	{"server_encryption_options.require_client_auth", CONF_T_BOOL,
 	 OFF(server_encryption.require_client_auth), "false", 0, 0, NULL,
 	 "Peers connecting to us must present a certificate from the "
@@ -403,7 +410,8 @@ const struct conf_key conf_keys[] = {
 	 "Cipher suites by IANA name; empty: OpenSSL's defaults."},
 	{"server_encryption_options.store_type", CONF_T_ENUM,
 	 OFF(server_encryption.store_type), "PEM", 0, 0, store_type_names,
-	 "Keystore format: PEM only."},
+	 "Keystore format: PEM or PKCS12 (a keystore named .p12 or .pfx is "
+	 "read as PKCS12 anyway); JKS is refused, naming the conversion."},
 	{"ssl_hot_reload_period", CONF_T_DURATION,
 	 OFF(ssl_hot_reload_period_ms), "600s", 0, DAY_MS, NULL,
 	 "How often the keystore and truststore files of both "

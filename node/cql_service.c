@@ -484,7 +484,9 @@ struct ssl_ctx_st *cql_service_tls_context(const struct conf *c)
 	struct cql_tls_config tc = {
 		.keystore = ce->keystore,
 		.keystore_password = ce->keystore_password,
+		.pkcs12 = ce->store_type == CONF_STORE_PKCS12,
 		.truststore = ce->truststore,
+		.truststore_password = ce->truststore_password,
 		.require_client_auth = ce->require_client_auth,
 		.protocols = (const char *const *)ce->accepted_protocols.items,
 		.protocol_count = ce->accepted_protocols.count,

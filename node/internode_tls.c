@@ -48,7 +48,9 @@ static struct ssl_ctx_st *context(const struct conf_server_encryption *se,
 		.client = client,
 		.keystore = se->keystore,
 		.keystore_password = se->keystore_password,
+		.pkcs12 = se->store_type == CONF_STORE_PKCS12,
 		.truststore = se->truststore,
+		.truststore_password = se->truststore_password,
 		.require_client_auth = se->require_client_auth,
 		.protocols = single ? one
 				    : (const char *const *)

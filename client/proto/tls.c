@@ -1,7 +1,8 @@
 /*
  * The native transport's TLS server context. Keys and certificates come
- * from PEM files (Cassandra 4.1's PEMBasedSslContextFactory); JKS and
- * PKCS12 keystores are not read. Protocol and cipher names are
+ * from PEM files (Cassandra 4.1's PEMBasedSslContextFactory) or PKCS#12
+ * ones (store_type PKCS12, or a name ending .p12/.pfx); JKS keystores are
+ * refused with how to convert them. Protocol and cipher names are
  * Cassandra's: "TLSv1.2"/"TLSv1.3" and IANA cipher suite names
  * (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256), mapped to OpenSSL's through
  * SSL_CIPHER_standard_name.
@@ -11,9 +12,14 @@
 #include "common/buf.h"
 #include "common/err.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <openssl/err.h>
+#include <openssl/pkcs12.h>
 #include <openssl/ssl.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* OpenSSL's last error as text, for a message. */
 static const char *ssl_reason(char *dst, size_t cap)
@@ -139,6 +145,182 @@ static int set_ciphers(SSL_CTX *ctx, const struct cql_tls_config *cfg)
 	return rc;
 }
 
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+	return n >= t && strcasecmp(s + n - t, tail) == 0;
+}
+
+enum store_format { STORE_PEM, STORE_PKCS12, STORE_JKS };
+
+/* What a keystore or truststore file is: JKS by its magic number (refused),
+ * PKCS#12 by its name (.p12, .pfx) or, with store_type PKCS12, unless it
+ * is PEM text; else PEM. An unreadable file is left to the loader's
+ * message. */
+static enum store_format store_format(const char *path, bool pkcs12)
+{
+	unsigned char head[16];
+	size_t n = 0;
+	FILE *f = fopen(path, "rb");
+	if (f) {
+		n = fread(head, 1, sizeof(head), f);
+		fclose(f);
+	}
+	if (n >= 4 && head[0] == 0xfe && head[1] == 0xed && head[2] == 0xfe &&
+	    head[3] == 0xed)
+		return STORE_JKS;
+	if (ends_with(path, ".jks"))
+		return STORE_JKS;
+	if (ends_with(path, ".p12") || ends_with(path, ".pfx"))
+		return STORE_PKCS12;
+	if (!pkcs12)
+		return STORE_PEM;
+	size_t i = 0;
+	while (i < n && isspace(head[i]))
+		i++;
+	return i < n && head[i] == '-' ? STORE_PEM : STORE_PKCS12;
+}
+
+static int refuse_jks(const char *what, const char *path)
+{
+	return err_set(ERR_CONFIG,
+		       "%s %s: a JKS keystore, which is not read: use PKCS12 "
+		       "(store_type: PKCS12; keytool -importkeystore "
+		       "-srckeystore %s -destkeystore %s.p12 -deststoretype "
+		       "PKCS12) or PEM (openssl pkcs12 -in %s.p12 -nodes)",
+		       what, path, path, path, path);
+}
+
+/* Reads a PKCS#12 file: the key and certificate (either may be absent)
+ * and the other certificates. */
+static int read_pkcs12(const char *what, const char *path, const char *password,
+		       EVP_PKEY **key, X509 **cert, STACK_OF(X509) * *ca)
+{
+	char why[256];
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return err_set(ERR_CONFIG, "%s %s: %s", what, path,
+			       strerror(errno));
+	PKCS12 *p12 = d2i_PKCS12_fp(f, NULL);
+	fclose(f);
+	if (!p12)
+		return err_set(ERR_CONFIG, "%s %s: not a PKCS#12 file: %s",
+			       what, path, ssl_reason(why, sizeof(why)));
+	int ok = PKCS12_parse(p12, password ? password : "", key, cert, ca);
+	PKCS12_free(p12);
+	if (!ok)
+		return err_set(ERR_CONFIG,
+			       "%s %s: cannot open the PKCS#12 file (a wrong "
+			       "%s_password?): %s",
+			       what, path, what, ssl_reason(why, sizeof(why)));
+	return 0;
+}
+
+static int use_pkcs12_keystore(SSL_CTX *ctx, const char *path,
+			       const char *password)
+{
+	EVP_PKEY *key = NULL;
+	X509 *cert = NULL;
+	STACK_OF(X509) *ca = NULL;
+	if (read_pkcs12("keystore", path, password, &key, &cert, &ca) != 0)
+		return -1;
+	int rc = 0;
+	if (!key || !cert)
+		rc = err_set(ERR_CONFIG,
+			     "keystore %s: no private key with its "
+			     "certificate in the PKCS#12 file",
+			     path);
+	else if (SSL_CTX_use_certificate(ctx, cert) != 1 ||
+		 SSL_CTX_use_PrivateKey(ctx, key) != 1)
+		rc = err_set(ERR_CONFIG, "keystore %s: refused by OpenSSL",
+			     path);
+	for (int i = 0; rc == 0 && ca && i < sk_X509_num(ca); i++)
+		if (SSL_CTX_add1_chain_cert(ctx, sk_X509_value(ca, i)) != 1)
+			rc = err_set(ERR_NOMEM, "keystore %s: chain", path);
+	EVP_PKEY_free(key);
+	X509_free(cert);
+	sk_X509_pop_free(ca, X509_free);
+	return rc;
+}
+
+static int use_pkcs12_truststore(SSL_CTX *ctx, const char *path,
+				 const char *password)
+{
+	EVP_PKEY *key = NULL;
+	X509 *cert = NULL;
+	STACK_OF(X509) *ca = NULL;
+	if (read_pkcs12("truststore", path, password, &key, &cert, &ca) != 0)
+		return -1;
+	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+	int added = 0;
+	if (cert && X509_STORE_add_cert(store, cert) == 1)
+		added++;
+	for (int i = 0; ca && i < sk_X509_num(ca); i++)
+		if (X509_STORE_add_cert(store, sk_X509_value(ca, i)) == 1)
+			added++;
+	EVP_PKEY_free(key);
+	X509_free(cert);
+	sk_X509_pop_free(ca, X509_free);
+	if (!added)
+		return err_set(ERR_CONFIG,
+			       "truststore %s: no certificate in the PKCS#12 "
+			       "file",
+			       path);
+	return 0;
+}
+
+/* The keystore: this side's key and certificate chain, checked to match. */
+static int use_keystore(SSL_CTX *ctx, const struct cql_tls_config *cfg)
+{
+	char why[256];
+	const char *path = cfg->keystore;
+	switch (store_format(path, cfg->pkcs12)) {
+	case STORE_JKS:
+		return refuse_jks("keystore", path);
+	case STORE_PKCS12:
+		if (use_pkcs12_keystore(ctx, path, cfg->keystore_password) != 0)
+			return -1;
+		break;
+	case STORE_PEM:
+		if (SSL_CTX_use_certificate_chain_file(ctx, path) != 1)
+			return err_set(ERR_CONFIG,
+				       "keystore %s: no certificate: %s", path,
+				       ssl_reason(why, sizeof(why)));
+		if (SSL_CTX_use_PrivateKey_file(ctx, path, SSL_FILETYPE_PEM) !=
+		    1)
+			return err_set(ERR_CONFIG,
+				       "keystore %s: no private key (or a "
+				       "wrong keystore_password): %s",
+				       path, ssl_reason(why, sizeof(why)));
+		break;
+	}
+	if (SSL_CTX_check_private_key(ctx) != 1)
+		return err_set(ERR_CONFIG,
+			       "keystore %s: the private key does not match "
+			       "the certificate",
+			       path);
+	return 0;
+}
+
+static int use_truststore(SSL_CTX *ctx, const struct cql_tls_config *cfg)
+{
+	char why[256];
+	const char *path = cfg->truststore;
+	switch (store_format(path, cfg->pkcs12)) {
+	case STORE_JKS:
+		return refuse_jks("truststore", path);
+	case STORE_PKCS12:
+		return use_pkcs12_truststore(ctx, path,
+					     cfg->truststore_password);
+	case STORE_PEM:
+		break;
+	}
+	if (SSL_CTX_load_verify_locations(ctx, path, NULL) != 1)
+		return err_set(ERR_CONFIG, "truststore %s: %s", path,
+			       ssl_reason(why, sizeof(why)));
+	return 0;
+}
+
 struct ssl_ctx_st *cql_tls_context_new(const struct cql_tls_config *cfg)
 {
 	char why[256];
@@ -163,34 +345,11 @@ struct ssl_ctx_st *cql_tls_context_new(const struct cql_tls_config *cfg)
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 				      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-	if (own &&
-	    SSL_CTX_use_certificate_chain_file(ctx, cfg->keystore) != 1) {
-		err_set(ERR_CONFIG, "keystore %s: no certificate: %s",
-			cfg->keystore, ssl_reason(why, sizeof(why)));
+	if (own && use_keystore(ctx, cfg) != 0)
 		goto fail;
-	}
-	if (own && SSL_CTX_use_PrivateKey_file(ctx, cfg->keystore,
-					       SSL_FILETYPE_PEM) != 1) {
-		err_set(ERR_CONFIG,
-			"keystore %s: no private key (or a wrong "
-			"keystore_password): %s",
-			cfg->keystore, ssl_reason(why, sizeof(why)));
-		goto fail;
-	}
-	if (own && SSL_CTX_check_private_key(ctx) != 1) {
-		err_set(ERR_CONFIG,
-			"keystore %s: the private key does not match the "
-			"certificate",
-			cfg->keystore);
-		goto fail;
-	}
 	bool trust = cfg->truststore && cfg->truststore[0];
-	if (trust &&
-	    SSL_CTX_load_verify_locations(ctx, cfg->truststore, NULL) != 1) {
-		err_set(ERR_CONFIG, "truststore %s: %s", cfg->truststore,
-			ssl_reason(why, sizeof(why)));
+	if (trust && use_truststore(ctx, cfg) != 0)
 		goto fail;
-	}
 	if (cfg->client && trust) {
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	} else if (cfg->require_client_auth && !cfg->client) {

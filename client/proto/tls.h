@@ -1,7 +1,7 @@
 /*
  * TLS for the native transport (client_encryption_options): an OpenSSL
  * server context from PEM files, as Cassandra 4.1's
- * PEMBasedSslContextFactory takes them.
+ * PEMBasedSslContextFactory takes them, or PKCS#12 ones.
  */
 #ifndef CASSINI_CLIENT_PROTO_TLS_H
 #define CASSINI_CLIENT_PROTO_TLS_H
@@ -17,8 +17,15 @@ struct cql_tls_config {
 	/* PEM holding the private key and the certificate chain (the
 	 * server's certificate first). */
 	const char *keystore;
-	/* The key's passphrase; NULL or "" when the key is not encrypted. */
+	/* The key's passphrase; NULL or "" when the key is not encrypted
+	 * (for PKCS#12: the file's password). */
 	const char *keystore_password;
+	/* store_type PKCS12: the keystore (and a truststore that is not PEM
+	 * text) are PKCS#12 files. Files named .p12 or .pfx are read as
+	 * PKCS#12 anyway; JKS files are refused. */
+	bool pkcs12;
+	/* A PKCS#12 truststore's password (PEM has none). */
+	const char *truststore_password;
 	/* PEM of the CA certificates client certificates must chain to
 	 * (needed with require_client_auth); NULL or "" for none. */
 	const char *truststore;
