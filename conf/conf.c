@@ -1087,6 +1087,8 @@ static int conf_validate(struct conf *c, const char *file)
 				  ? "client_encryption_options"
 			  : c->server_encryption.store_type == CONF_STORE_JKS
 				  ? "server_encryption_options"
+			  : c->jmx_encryption.store_type == CONF_STORE_JKS
+				  ? "jmx_encryption_options"
 				  : NULL;
 	if (jks)
 		return err_set(ERR_CONFIG,

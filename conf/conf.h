@@ -186,6 +186,9 @@ struct conf {
 		struct conf_string_list cipher_suites;
 		int64_t store_type; /* enum conf_store_type */
 	} client_encryption;
+	/* TLS on the admin port (Cassandra 5.0's jmx_encryption_options,
+	 * the same keys as client_encryption_options but `optional`) */
+	struct conf_client_encryption jmx_encryption;
 	/* TLS between nodes (Cassandra's server_encryption_options, PEM or
 	 * PKCS#12) */
 	struct conf_server_encryption {

@@ -363,6 +363,40 @@ const struct conf_key conf_keys[] = {
 	 OFF(client_encryption.store_type), "PEM", 0, 0, store_type_names,
 	 "Keystore format: PEM or PKCS12 (a keystore named .p12 or .pfx is "
 	 "read as PKCS12 anyway); JKS is refused, naming the conversion."},
+	{"jmx_encryption_options.enabled", CONF_T_BOOL,
+	 OFF(jmx_encryption.enabled), "false", 0, 0, NULL,
+	 "cassini-tool's admin_port speaks TLS (cassini-tool --ssl)."},
+	{"jmx_encryption_options.keystore", CONF_T_PATH,
+	 OFF(jmx_encryption.keystore), "", 0, 0, NULL,
+	 "PEM or PKCS#12 file with the node's private key and certificate "
+	 "chain shown to cassini-tool."},
+	{"jmx_encryption_options.keystore_password", CONF_T_STRING,
+	 OFF(jmx_encryption.keystore_password), "", 0, 0, NULL,
+	 "Passphrase of an encrypted private key, or a PKCS#12 keystore's "
+	 "password; empty: none."},
+	{"jmx_encryption_options.truststore", CONF_T_PATH,
+	 OFF(jmx_encryption.truststore), "", 0, 0, NULL,
+	 "PEM (or PKCS#12) file of the CA certificates cassini-tool's "
+	 "certificate must chain to (with require_client_auth)."},
+	{"jmx_encryption_options.truststore_password", CONF_T_STRING,
+	 OFF(jmx_encryption.truststore_password), "", 0, 0, NULL,
+	 "Password of a PKCS#12 truststore; a PEM truststore has none."},
+	{"jmx_encryption_options.require_client_auth", CONF_T_BOOL,
+	 OFF(jmx_encryption.require_client_auth), "false", 0, 0, NULL,
+	 "cassini-tool must present a certificate (--keystore) signed by a "
+	 "truststore CA."},
+	{"jmx_encryption_options.accepted_protocols", CONF_T_LIST,
+	 OFF(jmx_encryption.accepted_protocols), "TLSv1.2,TLSv1.3", 0, 0, NULL,
+	 "TLS versions served (TLSv1.2, TLSv1.3)."},
+	{"jmx_encryption_options.cipher_suites", CONF_T_LIST,
+	 OFF(jmx_encryption.cipher_suites), "", 0, 0, NULL,
+	 "Cipher suites by IANA name (TLS_AES_128_GCM_SHA256, "
+	 "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, ...); empty: OpenSSL's "
+	 "defaults."},
+	{"jmx_encryption_options.store_type", CONF_T_ENUM,
+	 OFF(jmx_encryption.store_type), "PEM", 0, 0, store_type_names,
+	 "Keystore format: PEM or PKCS12 (a keystore named .p12 or .pfx is "
+	 "read as PKCS12 anyway); JKS is refused, naming the conversion."},
 	{"server_encryption_options.internode_encryption", CONF_T_ENUM,
 	 OFF(server_encryption.internode_encryption), "none", 0, 0,
 	 internode_encryption_names,

@@ -9,8 +9,11 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +54,7 @@ struct admin {
 	struct event_base *base;
 	struct inet_addr addr;
 	struct evconnlistener *listener;
+	struct ssl_ctx_st *tls; /* jmx_encryption_options, or NULL (borrowed) */
 	struct command commands[MAX_COMMANDS];
 	size_t command_count;
 	struct admin_conn *conns;
@@ -279,12 +283,23 @@ static void conn_read(struct bufferevent *bev, void *arg)
 
 static void conn_event(struct bufferevent *bev, short what, void *arg)
 {
-	(void)bev;
 	struct admin_conn *c = arg;
-	if (what & BEV_EVENT_TIMEOUT)
+	if (what == BEV_EVENT_CONNECTED)
+		return; /* a TLS handshake completed */
+	if (what & BEV_EVENT_TIMEOUT) {
 		conn_drop(c, "idle");
-	else
-		conn_free(c);
+		return;
+	}
+	if (c->a->tls && (what & BEV_EVENT_ERROR)) {
+		char s[INET_ADDR_STRLEN];
+		unsigned long e = bufferevent_get_openssl_error(bev);
+		char why[256] = "connection error";
+		if (e)
+			ERR_error_string_n(e, why, sizeof(why));
+		LOG_WARN("TLS error with admin client %s: %s",
+			 inet_addr_format(&c->peer, s, sizeof(s)), why);
+	}
+	conn_free(c);
 }
 
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
@@ -297,9 +312,23 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		return;
 	}
 	struct admin_conn *c = calloc(1, sizeof(*c));
-	struct bufferevent *bev =
-		c ? bufferevent_socket_new(a->base, fd, BEV_OPT_CLOSE_ON_FREE)
-		  : NULL;
+	struct bufferevent *bev = NULL;
+	if (c && a->tls) {
+		/* the handshake runs on the loop like any read, bounded by the
+		 * idle timeout */
+		SSL *ssl = SSL_new(a->tls);
+		if (ssl)
+			bev = bufferevent_openssl_socket_new(
+				a->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+				BEV_OPT_CLOSE_ON_FREE);
+		if (!bev)
+			SSL_free(ssl);
+		else
+			bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	} else if (c) {
+		bev = bufferevent_socket_new(a->base, fd,
+					     BEV_OPT_CLOSE_ON_FREE);
+	}
 	if (!bev) {
 		free(c);
 		evutil_closesocket(fd);
@@ -359,6 +388,11 @@ struct admin *admin_new(struct event_base *base, const struct inet_addr *addr)
 	return a;
 }
 
+void admin_set_tls(struct admin *a, struct ssl_ctx_st *ctx)
+{
+	a->tls = ctx;
+}
+
 int admin_listen(struct admin *a)
 {
 	char s[INET_ADDR_STRLEN];
@@ -373,7 +407,8 @@ int admin_listen(struct admin *a)
 	if (!a->listener)
 		return err_set_errno(errno, "cannot listen on %s (admin_port)",
 				     s);
-	LOG_INFO("admin endpoint listening on %s", s);
+	LOG_INFO("admin endpoint listening on %s%s", s,
+		 a->tls ? " (TLS, jmx_encryption_options)" : "");
 	return 0;
 }
 

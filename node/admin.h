@@ -34,6 +34,10 @@ typedef int (*admin_command_fn)(void *arg, size_t argc, const char *const *argv,
 struct admin *admin_new(struct event_base *base, const struct inet_addr *addr);
 void admin_delete(struct admin *a);
 int admin_listen(struct admin *a);
+/* TLS (jmx_encryption_options): every connection accepted from now on
+ * speaks TLS with `ctx` (borrowed: it outlives the endpoint; NULL: plain). */
+struct ssl_ctx_st;
+void admin_set_tls(struct admin *a, struct ssl_ctx_st *ctx);
 
 /* `name` and `usage` are borrowed (string literals). */
 int admin_register(struct admin *a, const char *name, const char *usage,

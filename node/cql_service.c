@@ -478,9 +478,10 @@ static int open_storage(struct cql_service *s, const struct conf *c)
 	return 0;
 }
 
-struct ssl_ctx_st *cql_service_tls_context(const struct conf *c)
+struct ssl_ctx_st *
+cql_service_tls_context(const struct conf_client_encryption *ce,
+			const char *section)
 {
-	const struct conf_client_encryption *ce = &c->client_encryption;
 	struct cql_tls_config tc = {
 		.keystore = ce->keystore,
 		.keystore_password = ce->keystore_password,
@@ -497,7 +498,7 @@ struct ssl_ctx_st *cql_service_tls_context(const struct conf *c)
 	if (!ctx) {
 		char why[512];
 		snprintf(why, sizeof(why), "%s", err_msg());
-		err_set(err_code(), "client_encryption_options: %s", why);
+		err_set(err_code(), "%s: %s", section, why);
 	}
 	return ctx;
 }
@@ -517,7 +518,7 @@ static int load_tls(struct cql_service *s, const struct conf *c)
 	const struct conf_client_encryption *ce = &c->client_encryption;
 	if (!ce->enabled)
 		return 0;
-	s->tls = cql_service_tls_context(c);
+	s->tls = cql_service_tls_context(ce, "client_encryption_options");
 	if (!s->tls)
 		return -1;
 	LOG_INFO("clients speak TLS%s (%s)",

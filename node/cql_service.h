@@ -79,11 +79,13 @@ void cql_service_hand_over_cancel(struct cql_service *s);
 /* The LWT side (node/cql_cas.h): paxos repair, test hooks. */
 struct node_cas *cql_service_cas(struct cql_service *s);
 struct cql_server_stats;
-/* client_encryption_options' TLS context made anew from its files
- * (certificate reloading; thread-safe: it reads only `c`), or NULL with
- * err set ("client_encryption_options: ..."). */
+/* A server TLS context from client_encryption_options (or the same keys of
+ * jmx_encryption_options), made anew from its files (thread-safe: it reads
+ * only `ce`), or NULL with err set ("SECTION: ..."). */
 struct ssl_ctx_st;
-struct ssl_ctx_st *cql_service_tls_context(const struct conf *c);
+struct ssl_ctx_st *
+cql_service_tls_context(const struct conf_client_encryption *ce,
+			const char *section);
 /* New client connections use `ctx` (owned from here); established ones
  * keep the context they started with. */
 void cql_service_set_tls(struct cql_service *s, struct ssl_ctx_st *ctx);

@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <openssl/ssl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -690,8 +691,16 @@ static int setup_membership(struct node *n)
 		return -1;
 
 	n->admin = admin_new(n->base, &c->admin_address);
-	if (!n->admin || node_admin_register(n) != 0 ||
-	    admin_listen(n->admin) != 0)
+	if (!n->admin || node_admin_register(n) != 0)
+		return -1;
+	if (c->jmx_encryption.enabled) {
+		n->admin_tls = cql_service_tls_context(
+			&c->jmx_encryption, "jmx_encryption_options");
+		if (!n->admin_tls)
+			return -1;
+		admin_set_tls(n->admin, n->admin_tls);
+	}
+	if (admin_listen(n->admin) != 0)
 		return -1;
 	if (c->metrics_port != 0 && !(n->metrics = node_metrics_new(n)))
 		return -1;
@@ -1143,6 +1152,7 @@ void node_delete(struct node *n)
 	free(n->cql_peers);
 	free(n->cql_peer_tokens);
 	admin_delete(n->admin);
+	SSL_CTX_free(n->admin_tls);
 	members_delete(n->members);
 	gossip_delete(n->gossip);
 	node_events_delete(n->events); /* after its subscription */

@@ -47,6 +47,7 @@ struct node {
 	struct gossip *gossip;
 	struct members *members;
 	struct admin *admin;
+	struct ssl_ctx_st *admin_tls; /* jmx_encryption_options, or NULL */
 	struct node_metrics *metrics; /* NULL: metrics_port 0 */
 	struct env_timer *join_timer; /* first start: choosing tokens */
 	struct workers *join_worker;  /* runs the token choice (lazily) */

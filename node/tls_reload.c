@@ -102,7 +102,9 @@ static void check_run(void *arg)
 			continue;
 		int rc = 0;
 		if (i == SEC_CLIENT) {
-			sec->server = cql_service_tls_context(c);
+			sec->server = cql_service_tls_context(
+				&c->client_encryption,
+				"client_encryption_options");
 			rc = sec->server ? 0 : -1;
 		} else {
 			rc = node_internode_tls_contexts(&c->server_encryption,

@@ -169,6 +169,9 @@ struct cql_client_config {
 	 * cql_client_tls_new, borrowed (it outlives the client); NULL:
 	 * plaintext. */
 	struct ssl_ctx_st *tls;
+	/* With tls: the server's certificate must also name the address
+	 * connected to (an IP subjectAltName), as drivers' check_hostname. */
+	bool tls_check_hostname;
 };
 
 /* A TLS client context: the server's certificate must chain to the PEM

@@ -21,6 +21,7 @@
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -555,7 +556,13 @@ static void conn_connected(struct cql_conn *k)
 	k->state = CQL_CONN_STARTUP;
 	if (k->client->cfg.tls) {
 		k->ssl = SSL_new(k->client->cfg.tls);
-		if (!k->ssl || SSL_set_fd(k->ssl, k->fd) != 1) {
+		char ip[INET_ADDR_STRLEN];
+		if (!k->ssl || SSL_set_fd(k->ssl, k->fd) != 1 ||
+		    (k->client->cfg.tls_check_hostname &&
+		     X509_VERIFY_PARAM_set1_ip_asc(
+			     SSL_get0_param(k->ssl),
+			     inet_addr_format_host(&k->host->addr, ip,
+						   sizeof(ip))) != 1)) {
 			cql_conn_fail(k, "TLS: out of memory");
 			return;
 		}

@@ -59,6 +59,7 @@ struct stress_opts {
 	char *user, *password; /* -mode user= password= (owned) */
 	bool tls;              /* -transport ... */
 	char *truststore, *keystore, *keystore_password;
+	bool check_hostname;
 	const char *nodes[NODES_MAX];
 	size_t nnodes;
 	uint16_t port;
@@ -116,7 +117,8 @@ static void usage(FILE *f)
 		   "timeout=MS compression=lz4|none\n"
 		   "               user=U password=P]\n"
 		   "         [-transport truststore=PEM [keystore=PEM "
-		   "keystore-password=P]]\n"
+		   "keystore-password=P]\n"
+		   "                     [check-hostname=true]]\n"
 		   "         [-node host[:port],...] [-port P]\n"
 		   "         [-schema \"replication(factor=N)\" | "
 		   "\"replication(strategy=NetworkTopologyStrategy, dc1=3)\"]\n"
@@ -310,6 +312,14 @@ static int parse_option(const char *group, const char *arg,
 			*dst = strdup(val);
 			o->tls = true;
 			return *dst ? 0 : -1;
+		}
+		/* the drivers' check_hostname: the node's certificate names
+		 * the address connected to */
+		if (KEY("check-hostname") &&
+		    (strcmp(val, "true") == 0 || strcmp(val, "false") == 0)) {
+			o->check_hostname = strcmp(val, "true") == 0;
+			o->tls = o->tls || o->check_hostname;
+			return 0;
 		}
 	} else if (strcmp(group, "col") == 0) {
 		if (KEY("size")) {
@@ -702,6 +712,7 @@ static struct cql_client *connect_client(const struct stress_opts *o,
 	cfg.username = o->user;
 	cfg.password = o->password;
 	cfg.tls = tls;
+	cfg.tls_check_hostname = o->check_hostname;
 	struct cql_client *c = cql_client_new(base, &cfg);
 	if (!c || cql_client_connect_sync(c) != 0) {
 		fprintf(stderr, "cassini-stress: connect: %s\n", err_msg());

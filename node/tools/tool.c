@@ -3,18 +3,25 @@
  * node's admin endpoint and prints the answer.
  *
  *   cassini-tool [-h HOST] [-p PORT] [-c CONF_DIR] [-u USER
- *                [-pw PASSWORD | -pwf FILE]] COMMAND [ARGS...]
+ *                [-pw PASSWORD | -pwf FILE]] [--ssl [--truststore FILE]
+ *                [--keystore FILE] [--check-hostname]] COMMAND [ARGS...]
  *
  * -c reads the node's admin_address and admin_port from its node.yaml
  * (what an installed node's service unit uses to drain it on stop);
  * -h and -p override them. -u/-pw (or a password file of `user password`
  * lines, nodetool's -pwf) are a superuser's credentials, needed when the
- * node runs PasswordAuthenticator.
+ * node runs PasswordAuthenticator. --ssl speaks TLS to a node with
+ * jmx_encryption_options (docs/security.md): the node's certificate is
+ * verified against --truststore (else the system's CAs), --keystore shows
+ * ours, --check-hostname wants the certificate to name HOST; with -c a
+ * node.yaml with jmx_encryption_options enabled turns TLS on, its
+ * truststore and keystore the defaults.
  *
  * Exit status: the command's (0 on success), 1 when the node cannot be
  * reached (`cannot connect to HOST:PORT`) or the arguments are wrong.
  * Long commands (repair) print progress frames as they arrive.
  */
+#include "client/proto/tls.h"
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/inet.h"
@@ -25,7 +32,12 @@
 #include "node/tools/tool_tokens.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +57,11 @@ static void usage(FILE *f)
 		"of `user password`):\n"
 		"a superuser's credentials, for a node with "
 		"PasswordAuthenticator.\n"
+		"--ssl: TLS (a node with jmx_encryption_options); "
+		"--truststore FILE\n(PEM or .p12; else the system's CAs), "
+		"--truststore-password P, --keystore FILE\nand "
+		"--keystore-password P (a client certificate), "
+		"--check-hostname (the\nnode's certificate must name HOST).\n"
 		"Talks to a node's admin endpoint (default 127.0.0.1:7199;\n"
 		"-c: the admin_address and admin_port of CONF_DIR/node.yaml).\n"
 		"`cassini-tool help` lists the commands the node knows:\n"
@@ -109,14 +126,45 @@ static int wait_fd(int fd, short events, int timeout_ms)
 	return r == 1 ? 0 : -1;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
+/* The admin connection: a non-blocking socket, with TLS or not. */
+struct chan {
+	int fd;
+	SSL *ssl;
+};
+
+/* After an SSL call returned r <= 0: waits for what it needs; -1 when it
+ * failed. */
+static int ssl_wait(struct chan *c, int r, int timeout_ms)
+{
+	switch (SSL_get_error(c->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		return wait_fd(c->fd, POLLIN, timeout_ms);
+	case SSL_ERROR_WANT_WRITE:
+		return wait_fd(c->fd, POLLOUT, timeout_ms);
+	default:
+		return -1;
+	}
+}
+
+static int write_all(struct chan *c, const uint8_t *p, size_t n)
 {
 	while (n > 0) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w;
+		if (c->ssl) {
+			int r = SSL_write(c->ssl, p, (int)n);
+			if (r <= 0) {
+				if (ssl_wait(c, r, TIMEOUT_MS) != 0)
+					return -1;
+				continue;
+			}
+			w = r;
+		} else {
+			w = write(c->fd, p, n);
+		}
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN) {
-			if (wait_fd(fd, POLLOUT, TIMEOUT_MS) != 0)
+			if (wait_fd(c->fd, POLLOUT, TIMEOUT_MS) != 0)
 				return -1;
 			continue;
 		}
@@ -128,12 +176,23 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static int read_all(int fd, uint8_t *p, size_t n, int timeout_ms)
+static int read_all(struct chan *c, uint8_t *p, size_t n, int timeout_ms)
 {
 	while (n > 0) {
-		if (wait_fd(fd, POLLIN, timeout_ms) != 0)
-			return -1;
-		ssize_t r = read(fd, p, n);
+		ssize_t r;
+		if (c->ssl) {
+			int k = SSL_read(c->ssl, p, (int)n);
+			if (k <= 0) {
+				if (ssl_wait(c, k, timeout_ms) != 0)
+					return -1;
+				continue;
+			}
+			r = k;
+		} else {
+			if (wait_fd(c->fd, POLLIN, timeout_ms) != 0)
+				return -1;
+			r = read(c->fd, p, n);
+		}
 		if (r < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (r <= 0)
@@ -142,6 +201,77 @@ static int read_all(int fd, uint8_t *p, size_t n, int timeout_ms)
 		n -= (size_t)r;
 	}
 	return 0;
+}
+
+struct tls_opts {
+	bool on, check_hostname;
+	const char *truststore, *truststore_password;
+	const char *keystore, *keystore_password;
+};
+
+/* The TLS handshake on c->fd; prints why it failed. */
+static int tls_start(struct chan *c, const struct tls_opts *o,
+		     const char *host_ip, const char *where)
+{
+	struct cql_tls_config tc = {
+		.client = true,
+		.truststore = o->truststore,
+		.truststore_password = o->truststore_password,
+		.keystore = o->keystore,
+		.keystore_password = o->keystore_password,
+	};
+	SSL_CTX *ctx = cql_tls_context_new(&tc);
+	if (!ctx) {
+		fprintf(stderr, "cassini-tool: %s\n", err_msg());
+		return -1;
+	}
+	if (!o->truststore || !o->truststore[0]) {
+		SSL_CTX_set_default_verify_paths(ctx);
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	}
+	c->ssl = SSL_new(ctx);
+	SSL_CTX_free(ctx); /* the SSL holds its reference */
+	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1 ||
+	    (o->check_hostname &&
+	     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host_ip) !=
+		     1)) {
+		fprintf(stderr, "cassini-tool: TLS: out of memory\n");
+		return -1;
+	}
+	for (;;) {
+		ERR_clear_error();
+		int r = SSL_connect(c->ssl);
+		if (r == 1)
+			return 0;
+		int e = SSL_get_error(c->ssl, r);
+		if ((e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) &&
+		    wait_fd(c->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
+			    TIMEOUT_MS) == 0)
+			continue;
+		long v = SSL_get_verify_result(c->ssl);
+		char why[256] = "the node closed the connection (is "
+				"jmx_encryption_options enabled?)";
+		if (v != X509_V_OK)
+			snprintf(why, sizeof(why),
+				 "certificate verify failed: %s",
+				 X509_verify_cert_error_string(v));
+		else if (ERR_peek_error())
+			ERR_error_string_n(ERR_get_error(), why, sizeof(why));
+		fprintf(stderr,
+			"cassini-tool: TLS handshake with %s failed: "
+			"%s\n",
+			where, why);
+		return -1;
+	}
+}
+
+static void chan_close(struct chan *c)
+{
+	if (c->ssl) {
+		SSL_shutdown(c->ssl);
+		SSL_free(c->ssl);
+	}
+	close(c->fd);
 }
 
 static int connect_to(const struct inet_addr *a)
@@ -171,8 +301,33 @@ int main(int argc, char **argv)
 	const char *host = NULL, *conf_dir = NULL;
 	const char *user = NULL, *password = NULL, *password_file = NULL;
 	long port = 0;
+	struct tls_opts tls = {0};
+	signal(SIGPIPE, SIG_IGN); /* a node closing: write's EPIPE */
 	int i = 1;
 	for (; i < argc; i++) {
+		const char **tls_value =
+			strcmp(argv[i], "--truststore") == 0 ? &tls.truststore
+			: strcmp(argv[i], "--truststore-password") == 0
+				? &tls.truststore_password
+			: strcmp(argv[i], "--keystore") == 0 ? &tls.keystore
+			: strcmp(argv[i], "--keystore-password") == 0
+				? &tls.keystore_password
+				: NULL;
+		if (tls_value) {
+			if (++i == argc)
+				goto bad;
+			*tls_value = argv[i];
+			tls.on = true;
+			continue;
+		}
+		if (strcmp(argv[i], "--ssl") == 0) {
+			tls.on = true;
+			continue;
+		}
+		if (strcmp(argv[i], "--check-hostname") == 0) {
+			tls.on = tls.check_hostname = true;
+			continue;
+		}
 		if (strcmp(argv[i], "-h") == 0 ||
 		    strcmp(argv[i], "--host") == 0) {
 			if (++i == argc)
@@ -243,6 +398,32 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		addr = c.admin_address;
+		const struct conf_client_encryption *je = &c.jmx_encryption;
+		static char trust[PATH_MAX], trust_pw[256], key[PATH_MAX],
+			key_pw[256];
+		if (je->enabled) {
+			tls.on = true;
+			if (!tls.truststore && je->truststore &&
+			    je->truststore[0]) {
+				snprintf(trust, sizeof(trust), "%s",
+					 je->truststore);
+				snprintf(trust_pw, sizeof(trust_pw), "%s",
+					 je->truststore_password
+						 ? je->truststore_password
+						 : "");
+				tls.truststore = trust;
+				tls.truststore_password = trust_pw;
+			}
+			if (!tls.keystore && je->keystore && je->keystore[0]) {
+				snprintf(key, sizeof(key), "%s", je->keystore);
+				snprintf(key_pw, sizeof(key_pw), "%s",
+					 je->keystore_password
+						 ? je->keystore_password
+						 : "");
+				tls.keystore = key;
+				tls.keystore_password = key_pw;
+			}
+		}
 		conf_free(&c);
 	} else {
 		inet_addr_parse("127.0.0.1:7199", 0, &addr);
@@ -280,17 +461,24 @@ int main(int argc, char **argv)
 	}
 	be32_store(req.data, (uint32_t)(req.len - 4));
 
-	int fd = connect_to(&addr);
-	if (fd < 0) {
+	struct chan ch = {.fd = connect_to(&addr)};
+	if (ch.fd < 0) {
 		fprintf(stderr, "cannot connect to %s\n", where);
 		buf_free(&req);
 		return 1;
 	}
-	int rc = write_all(fd, req.data, req.len);
+	char host_ip[INET_ADDR_STRLEN];
+	inet_addr_format_host(&addr, host_ip, sizeof(host_ip));
+	if (tls.on && tls_start(&ch, &tls, host_ip, where) != 0) {
+		buf_free(&req);
+		chan_close(&ch);
+		return 1;
+	}
+	int rc = write_all(&ch, req.data, req.len);
 	buf_free(&req);
 	if (rc != 0) {
 		fprintf(stderr, "cassini-tool: cannot send to %s\n", where);
-		close(fd);
+		chan_close(&ch);
 		return 1;
 	}
 	/* Progress frames (more) until the final answer; once a command
@@ -298,12 +486,12 @@ int main(int argc, char **argv)
 	int timeout = TIMEOUT_MS;
 	for (;;) {
 		uint8_t hdr[4];
-		if (read_all(fd, hdr, 4, timeout) != 0) {
+		if (read_all(&ch, hdr, 4, timeout) != 0) {
 			fprintf(stderr,
 				"cassini-tool: %s closed the connection "
 				"without answering\n",
 				where);
-			close(fd);
+			chan_close(&ch);
 			return 1;
 		}
 		uint32_t len = be32_load(hdr);
@@ -311,17 +499,17 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"cassini-tool: answer of %u bytes from %s\n",
 				len, where);
-			close(fd);
+			chan_close(&ch);
 			return 1;
 		}
 		uint8_t *body = malloc(len ? len : 1);
 		struct admin_response resp;
-		if (!body || read_all(fd, body, len, timeout) != 0 ||
+		if (!body || read_all(&ch, body, len, timeout) != 0 ||
 		    admin_response_decode(body, len, &resp) != 0) {
 			fprintf(stderr, "cassini-tool: bad answer from %s\n",
 				where);
 			free(body);
-			close(fd);
+			chan_close(&ch);
 			return 1;
 		}
 		free(body);
@@ -333,7 +521,7 @@ int main(int argc, char **argv)
 			timeout = -1;
 			continue;
 		}
-		close(fd);
+		chan_close(&ch);
 		int status = resp.status;
 		admin_response_free(&resp);
 		return status;
