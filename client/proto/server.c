@@ -269,9 +269,9 @@ static void conn_set_reading(struct cql_conn *c, bool on)
 	c->reading = on;
 	if (on) {
 		event_add(c->rev, NULL);
-		/* bytes OpenSSL decrypted already: no socket event brings
-		 * them */
-		if (c->ssl && SSL_pending(c->ssl) > 0)
+		/* bytes OpenSSL read already (decrypted, or read ahead): no
+		 * socket event brings them */
+		if (c->ssl && SSL_has_pending(c->ssl))
 			event_active(c->rev, EV_READ, 1);
 	} else {
 		event_del(c->rev);
@@ -355,6 +355,7 @@ static int conn_sniff(struct cql_conn *c)
 		return -1;
 	}
 	SSL_set_accept_state(c->ssl);
+	SSL_set_read_ahead(c->ssl, 1); /* records in one recv, not two */
 	return 0;
 }
 
@@ -1053,8 +1054,9 @@ static void conn_on_readable(evutil_socket_t fd, short what, void *arg)
 			       (size_t)n - used) != 0)
 			conn_close(c, "out of memory reading");
 	}
-	/* TLS: more decrypted bytes than one read took */
-	if (!c->closed && c->ssl && c->reading && SSL_pending(c->ssl) > 0)
+	/* TLS: more bytes in OpenSSL (a record's rest, or records read
+	 * ahead) than one read took */
+	if (!c->closed && c->ssl && c->reading && SSL_has_pending(c->ssl))
 		event_active(c->rev, EV_READ, 1);
 	conn_unref(c);
 }
@@ -1267,6 +1269,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 			return;
 		}
 		SSL_set_accept_state(c->ssl);
+		SSL_set_read_ahead(c->ssl, 1);
 	}
 	conn_set_reading(c, true);
 	c->next = s->conns;
