@@ -47,9 +47,10 @@ int storage_engine_switch_memtable(struct storage *db, struct table *t)
 
 /* `meta`: the table's newest version (its options apply to the new
  * SSTable), a reference the caller holds. */
-static int write_memtable(struct storage *db, struct table *t,
-			  const struct storage_table_meta *meta,
-			  struct memtable *mt, struct sstable **out)
+int storage_engine_write_memtable(struct storage *db, struct table *t,
+				  const struct storage_table_meta *meta,
+				  struct memtable *mt, const uint8_t *pending,
+				  struct sstable **out)
 {
 	struct sst_writer_options o = {
 		.compression = meta->options.compression,
@@ -59,6 +60,8 @@ static int write_memtable(struct storage *db, struct table *t,
 		.log_end = {mt->log_end_seg, mt->log_end_off},
 		.created_at = storage_engine_now_sec(db),
 	};
+	if (pending)
+		memcpy(o.pending_repair, pending, sizeof(o.pending_repair));
 	uint64_t gen = storage_engine_next_gen(db, t);
 	struct sst_writer *w = sst_writer_new(db->o.env, t->dir, gen, meta, &o);
 	if (!w)
@@ -147,7 +150,7 @@ static int flush_one(struct storage *db, struct table *t)
 	const struct storage_table_meta *meta = storage_table_meta_ref(t->meta);
 	pthread_mutex_unlock(&db->mu);
 	struct sstable *s = NULL;
-	int rc = write_memtable(db, t, meta, mt, &s);
+	int rc = storage_engine_write_memtable(db, t, meta, mt, NULL, &s);
 	storage_table_meta_unref(meta);
 	pthread_mutex_lock(&db->mu);
 	struct version *nv =

@@ -156,6 +156,12 @@ int64_t storage_engine_now_sec(struct storage *db);
 void storage_version_ref(struct version *v);
 void storage_version_unref(struct version *v);
 /* New version = old minus `drop` plus `add` (NULL allowed). */
+/* Writes `mt` to a new SSTable of `t` (pending for the incremental repair
+ * session `pending` when not NULL); *out is it, opened. No lock held. */
+int storage_engine_write_memtable(struct storage *db, struct table *t,
+				  const struct storage_table_meta *meta,
+				  struct memtable *mt, const uint8_t *pending,
+				  struct sstable **out);
 struct version *storage_version_edit(const struct version *old,
 				     struct sstable *const *drop, size_t ndrop,
 				     struct sstable *add);

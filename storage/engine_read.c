@@ -319,12 +319,16 @@ struct storage_scan *storage_scan_open(struct storage *db,
 	bool incl = s->full_ring;
 	if (s->full_ring)
 		start_token = INT64_MIN;
-	for (size_t i = 0; !rc && i < nm; i++)
+	const uint8_t *pr = cmd->pending_repair;
+	for (size_t i = 0; !rc && !pr && i < nm; i++)
 		s->mt_pos[i] =
 			memtable_seek_token(s->snap.mts[i], start_token, incl);
 	for (size_t i = 0; !rc && i < ns; i++) {
 		if (atomic_load(&s->snap.v->ssts[i]->excluded))
 			continue; /* never live */
+		if (pr && memcmp(s->snap.v->ssts[i]->stats.pending_repair, pr,
+				 16))
+			continue; /* not the repair session's */
 		s->its[i] = sst_iter_new(s->snap.v->ssts[i]);
 		if (!s->its[i] || sst_iter_seek(s->its[i], start_token, incl)) {
 			rc = -1;

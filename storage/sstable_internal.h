@@ -141,6 +141,10 @@ struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
 			     struct block_cache *cache);
 void sstable_ref(struct sstable *s);
 void sstable_unref(struct sstable *s);
+/* Replaces the SSTable's Statistics.db with `st` (its repair state
+ * changed: incremental repair), durably (temp file, rename). The caller
+ * updates s->stats. */
+int sst_stats_rewrite(const struct sstable *s, const struct sst_stats *st);
 /* Marks the files for deletion once the last reader lets go. */
 void sstable_mark_obsolete(struct sstable *s);
 

@@ -443,6 +443,18 @@ static int stats_encode(struct buf *b, const struct sst_stats *s)
 					       : 0;
 }
 
+int sst_stats_rewrite(const struct sstable *s, const struct sst_stats *st)
+{
+	struct buf b;
+	buf_init(&b);
+	char *p = sst_path(s->dir, s->gen, "Statistics.db", false);
+	int rc = !p ? err_set(ERR_NOMEM, "stats") : stats_encode(&b, st);
+	rc = rc || env_write_file_atomic(s->env, p, b.data, b.len);
+	free(p);
+	buf_free(&b);
+	return rc ? err_prefix("sstable Statistics.db") : 0;
+}
+
 static int write_component(struct sst_writer *w, const char *comp,
 			   const struct buf *b)
 {

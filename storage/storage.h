@@ -347,6 +347,9 @@ struct storage_read_cmd {
 	/* NULL, or what the read met is added there (not encoded: each
 	 * node's read fills its own) */
 	struct storage_read_stats *stats;
+	/* Scans: only the SSTables pending for this incremental repair
+	 * session (16 bytes), no memtable (NULL: everything). */
+	const uint8_t *pending_repair;
 };
 
 struct storage_cell_view {
@@ -555,6 +558,45 @@ struct storage_token_range {
 int storage_cleanup(struct storage *db, const uint8_t table_id[16],
 		    const struct storage_token_range *keep, size_t nkeep,
 		    uint64_t *dropped);
+
+/* ---- incremental repair -------------------------------------------------
+ *
+ * An SSTable is unrepaired, pending an incremental repair session (a
+ * 16-byte id) or repaired (repaired_at > 0, milliseconds). All of these
+ * block (disk work): call them off the event loop. */
+
+/* Prepare: flushes the table, then marks as pending for `session` every
+ * unrepaired SSTable that lies within `ranges` (sorted, non-overlapping,
+ * non-wrapping) and anticompacts every one that lies partly inside: it
+ * is rewritten into the part inside (pending) and the rest (unrepaired),
+ * both at level 0. Waits for a running compaction of the table.
+ * *marked (may be NULL) gets the SSTables marked whole, *split those
+ * anticompacted. */
+int storage_repair_anticompact(struct storage *db, const uint8_t table_id[16],
+			       const struct storage_token_range *ranges,
+			       size_t nranges, const uint8_t session[16],
+			       uint64_t *marked, uint64_t *split);
+/* Finalize (repaired_at > 0: they become repaired at that time) or fail
+ * (0: unrepaired again) every SSTable of the table pending for `session`
+ * (NULL: for any session). Rewrites only their Statistics.db. *count (may
+ * be NULL) gets how many changed. */
+int storage_repair_set_state(struct storage *db, const uint8_t table_id[16],
+			     const uint8_t *session, int64_t repaired_at,
+			     uint64_t *count);
+/* Writes `m[0..n)` (one table's) into a new SSTable pending for `session`
+ * (an incremental repair's streamed data) and adds it to the table; fsynced
+ * before it returns. */
+int storage_repair_ingest(struct storage *db, const uint8_t table_id[16],
+			  const struct storage_mutation *const *m, size_t n,
+			  const uint8_t session[16]);
+/* The table's SSTables by state: unrepaired, pending (any session),
+ * repaired; and their Data.db bytes. */
+struct storage_repair_counts {
+	uint64_t unrepaired, pending, repaired;
+	uint64_t unrepaired_bytes, pending_bytes, repaired_bytes;
+};
+int storage_repair_counts(struct storage *db, const uint8_t table_id[16],
+			  struct storage_repair_counts *out);
 
 /* nodetool snapshot: flushes the table, then hard-links its SSTables into
  * <table dir>/snapshots/<tag>/ (ERR_EXISTS when that tag exists;
