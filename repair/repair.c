@@ -147,6 +147,7 @@ static void repair_free(struct repair *r)
 	}
 	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++)
 		repair_claim_end(r, &r->claims[i]);
+	repair_locals_free(r);
 	env_timer_free(r->env, r->local_timer);
 	env_timer_free(r->env, r->claim_timer);
 	free(r);
@@ -321,6 +322,14 @@ int repair_start(struct repair *r, const struct repair_request *q,
 			return err_set(ERR_INVALID,
 				       "range %zu has %zu replicas", i,
 				       q->ranges[i].nreplicas);
+	if (q->incremental && q->preview)
+		return err_set(ERR_INVALID,
+			       "incremental repair cannot be a preview");
+	if (q->incremental &&
+	    (!r->store->prepare || !r->store->finish ||
+	     !r->store->scan_pending || !r->store->apply_pending))
+		return err_set(ERR_INVALID,
+			       "incremental repair is not supported here");
 	struct repair_session *s = calloc(1, sizeof(*s));
 	if (!s)
 		return err_set(ERR_NOMEM, "repair session");
@@ -349,6 +358,8 @@ int repair_start(struct repair *r, const struct repair_request *q,
 	s->preview = q->preview;
 	s->exclusive = q->exclusive;
 	s->trace = q->trace;
+	s->incremental = q->incremental;
+	s->repaired_at = env_wall_us(r->env) / 1000;
 	s->parallelism = q->parallelism;
 	s->jobs = q->jobs ? q->jobs : 1;
 	s->max_depth = q->max_depth && q->max_depth < MERKLE_MAX_DEPTH
@@ -365,6 +376,9 @@ int repair_start(struct repair *r, const struct repair_request *q,
 	if (s->alive_timer)
 		env_timer_arm(r->env, s->alive_timer,
 			      r->o.alive_check_ms * 1000);
-	repair_session_pump(s);
+	if (s->incremental)
+		repair_incr_begin(s); /* the tasks start once prepared */
+	else
+		repair_session_pump(s);
 	return 0;
 }

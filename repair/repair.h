@@ -99,8 +99,17 @@ enum repair_verb {
 	REPAIR_VERB_RELEASE = 48, /* one-way: a task's claim ends */
 	REPAIR_VERB_TREE = 50,
 	REPAIR_VERB_TREE_RSP = 51,
+	/* incremental repair's consistent session (repair_incr.c,
+	 * repair_local.c) */
+	REPAIR_VERB_PREPARE = 52,
+	REPAIR_VERB_PREPARE_RSP = 53,
+	REPAIR_VERB_PROPOSE = 54,
+	REPAIR_VERB_PROMISE = 55,
+	REPAIR_VERB_COMMIT = 56,
+	REPAIR_VERB_COMMIT_RSP = 57,
+	REPAIR_VERB_FAIL = 58, /* one-way */
 	REPAIR_VERB_FIRST = REPAIR_VERB_VALIDATE,
-	REPAIR_VERB_LAST = REPAIR_VERB_TREE_RSP,
+	REPAIR_VERB_LAST = REPAIR_VERB_FAIL,
 };
 
 /* Called for each fragment of a scan, possibly on another thread (a
@@ -133,6 +142,32 @@ struct repair_store_ops {
 	 * NULL: both run inline (the simulator). */
 	void (*offload)(void *s, void (*run)(void *job),
 			void (*done)(void *job), void *job);
+	/* Incremental repair (optional, all four or none: without them an
+	 * incremental session is refused). `session` is the 16-byte id
+	 * SSTables record as pending_repair. Each calls done on the loop.
+	 * prepare: storage_repair_anticompact of the table over `ranges`
+	 * (sorted, disjoint, non-wrapping). */
+	void (*prepare)(void *s, const uint8_t table_id[16],
+			const struct storage_token_range *ranges, size_t n,
+			const uint8_t session[16], uint64_t *marked,
+			storage_done_fn done, void *arg);
+	/* storage_repair_set_state: repaired at `repaired_at` (ms), or
+	 * unrepaired again (0). *count: the SSTables changed (prepare's
+	 * *marked: marked whole or split), set before done runs. */
+	void (*finish)(void *s, const uint8_t table_id[16],
+		       const uint8_t session[16], int64_t repaired_at,
+		       uint64_t *count, storage_done_fn done, void *arg);
+	/* scan's contract over only the data pending for `session`. */
+	void (*scan_pending)(void *s, const uint8_t table_id[16],
+			     const uint8_t session[16], int64_t start,
+			     int64_t end, repair_scan_each_fn each,
+			     storage_done_fn done, void *arg);
+	/* Writes m[0..n) as data pending for `session`
+	 * (storage_repair_ingest); takes the mutations and the array. */
+	void (*apply_pending)(void *s, const uint8_t table_id[16],
+			      const uint8_t session[16],
+			      struct storage_mutation **m, size_t n,
+			      storage_done_fn done, void *arg);
 };
 
 struct repair_options {
@@ -220,6 +255,13 @@ struct repair_request {
 	 * (requests, answers, mismatches, what streams where, elapsed). */
 	bool trace;
 	repair_task_fn task_done; /* optional; gets repair_start's `arg` */
+	/* Incremental (Cassandra 4's consistent session): every participant
+	 * first marks its unrepaired data of the session's tables within the
+	 * ranges it replicates as pending (PREPARE, anticompacting what lies
+	 * partly inside); validation and streaming cover only that; when all
+	 * tasks succeed the pending data becomes repaired (PROPOSE, COMMIT),
+	 * else unrepaired again (FAIL). Not with preview. */
+	bool incremental;
 };
 
 struct repair_peer_stats {
@@ -244,6 +286,11 @@ struct repair_summary {
 	uint64_t duration_us;
 	const struct repair_peer_stats *peers; /* every replica met */
 	size_t npeers;
+	bool incremental;
+	uint8_t uuid[16];      /* incremental: the pending_repair id */
+	uint64_t marked;       /* SSTables marked pending (all participants) */
+	uint64_t repaired;     /* ... then marked repaired */
+	int64_t repaired_at;   /* ms */
 };
 
 /* A line of progress ("ks.t (a,b]: 2 mismatched ranges, ..."), borrowed
@@ -297,6 +344,47 @@ int repair_get_status(const struct repair *r, struct repair_status *out);
  * participant: from VALIDATE until the task's RELEASE or its claim's
  * expiry), and their bytes in *bytes (may be NULL). */
 size_t repair_kept_trees(const struct repair *r, size_t *bytes);
+
+/* ---- incremental sessions, participant side ------------------------------
+ * Cassandra's LocalSessions: every consistent session this node takes
+ * part in (the last REPAIR_MAX_LOCAL of them, in memory). */
+struct merkle_range;
+enum repair_local_state {
+	REPAIR_LOCAL_PREPARING = 0,
+	REPAIR_LOCAL_PREPARED,
+	REPAIR_LOCAL_REPAIRING,
+	REPAIR_LOCAL_FINALIZE_PROMISED,
+	REPAIR_LOCAL_FINALIZED,
+	REPAIR_LOCAL_FAILED,
+};
+const char *repair_local_state_name(enum repair_local_state s);
+
+#define REPAIR_MAX_LOCAL 64
+
+struct repair_local_info {
+	uint8_t uuid[16];
+	uint64_t session;
+	struct inet_addr coordinator;
+	enum repair_local_state state;
+	int64_t started_ms, updated_ms; /* wall clock */
+	int64_t repaired_at;            /* FINALIZED: ms */
+	const uint8_t *table_ids;       /* 16 bytes each; borrowed */
+	size_t ntables;
+	const struct merkle_range *ranges; /* borrowed */
+	size_t nranges;
+	uint64_t marked; /* SSTables PREPARE marked */
+};
+typedef void (*repair_local_fn)(void *arg, const struct repair_local_info *s);
+/* Calls each(arg, info) for every local session, oldest first. */
+void repair_local_list(const struct repair *r, repair_local_fn each,
+		       void *arg);
+/* Fails a local session not yet finalized (repair_admin cancel): its
+ * pending data becomes unrepaired. 0, or -1 with ERR_NOT_FOUND (no such
+ * session) or ERR_INVALID (finalized or failed already). */
+int repair_local_fail(struct repair *r, const uint8_t uuid[16]);
+/* The id SSTables record for session `id` of coordinator `co`. */
+void repair_session_uuid(const struct inet_addr *co, uint64_t id,
+			 uint8_t out[16]);
 
 /* Fails the running session ("cancelled: <why>"): its `done` runs now and
  * its replicas' claims are released; scans already running on

@@ -56,6 +56,10 @@ struct repair_msg {
 	uint32_t *nodes; /* ascending indices < 2^level (owned if decoded) */
 	size_t nnodes;
 	uint32_t tree_version; /* VALIDATE and its answer */
+	bool incremental;      /* VALIDATE, APPLY: the pending data */
+	int64_t repaired_at;   /* COMMIT */
+	struct slice table_ids; /* PREPARE, COMMIT, FAIL: 16 bytes each */
+	uint64_t sstables;      /* PREPARE, COMMIT answers */
 	bool ok;
 	char error[256];
 	uint64_t partitions;
@@ -140,6 +144,9 @@ struct repair {
 	size_t kept_bytes;             /* the claims' trees */
 	struct env_timer *claim_timer; /* frees trees of expired claims */
 	size_t jobs;   /* participant scans and applies in flight */
+	/* incremental sessions this node takes part in (repair_local.c) */
+	struct repair_local *locals[REPAIR_MAX_LOCAL];
+	size_t nlocals;
 	bool deleting; /* repair_delete ran; the last job frees */
 };
 
@@ -162,6 +169,18 @@ void repair_claims_sweep(void *arg);
 
 /* Whether (a) and (b), wrap-around aware, share a token. */
 bool repair_ranges_overlap(struct merkle_range a, struct merkle_range b);
+
+/* repair_local.c: the participant's consistent sessions. */
+struct repair_local;
+void repair_local_receive(struct repair *r, const struct inet_addr *from,
+			  uint32_t verb, const struct repair_msg *q);
+/* The PREPARED (or REPAIRING) session of `from`'s session `id`, now
+ * REPAIRING; NULL (error set) when there is none. */
+struct repair_local *repair_local_repairing(struct repair *r,
+					    const struct inet_addr *from,
+					    uint64_t id);
+const uint8_t *repair_local_uuid(const struct repair_local *l);
+void repair_locals_free(struct repair *r);
 
 /* The coordinator side (repair.c): a response. */
 void repair_session_receive(struct repair *r, const struct inet_addr *from,

@@ -195,6 +195,9 @@ int repair_msg_pack_request(const struct repair_msg *m, struct buf *out)
 	q.level = m->level;
 	q.nodes = bin(k.nodes.data, k.nodes.len);
 	q.tree_version = m->tree_version;
+	q.incremental = m->incremental;
+	q.repaired_at = m->repaired_at;
+	q.table_ids = bin(m->table_ids.ptr, m->table_ids.len);
 	int rc = pack_out(&q.base, out);
 	pack_free(&k);
 	return rc;
@@ -216,6 +219,7 @@ int repair_msg_pack_response(const struct repair_msg *m, struct buf *out)
 	r.depth = m->depth;
 	r.levels = m->levels;
 	r.hashes = bin(m->hashes.ptr, m->hashes.len);
+	r.sstables = m->sstables;
 	r.n_rows = m->nrows;
 	r.rows = k.row_ptrs;
 	r.n_fragments = m->nfrags;
@@ -307,6 +311,12 @@ int repair_msg_unpack_request(const uint8_t *p, size_t len,
 	out->levels = q->levels;
 	out->level = q->level;
 	out->tree_version = q->tree_version;
+	out->incremental = q->incremental;
+	out->repaired_at = q->repaired_at;
+	if (q->table_ids.len % 16 || q->table_ids.len > 16 * 4096)
+		return err_set(ERR_PROTOCOL, "table ids of %zu bytes",
+			       q->table_ids.len);
+	out->table_ids = slice_make(q->table_ids.data, q->table_ids.len);
 	if (q->levels > MERKLE_MAX_DEPTH || q->level > MERKLE_MAX_DEPTH)
 		return err_set(ERR_PROTOCOL, "level %u, %u levels", q->level,
 			       q->levels);
@@ -336,6 +346,7 @@ int repair_msg_unpack_response(const uint8_t *p, size_t len,
 	out->tree_version = r->tree_version;
 	out->depth = r->depth;
 	out->levels = r->levels;
+	out->sstables = r->sstables;
 	if (r->depth > MERKLE_MAX_DEPTH || r->levels > r->depth ||
 	    r->hashes.len % 8)
 		return err_set(ERR_PROTOCOL,

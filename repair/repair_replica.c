@@ -58,6 +58,9 @@ struct job {
 	size_t nends, ends_cap;
 	/* APPLY */
 	size_t pending;
+	/* incremental: scans see, APPLY writes, the session's pending data */
+	bool incremental;
+	uint8_t uuid[16];
 };
 
 static void job_free(struct job *j)
@@ -273,8 +276,13 @@ static void scan_next(struct job *j)
 		return;
 	}
 	struct merkle_range p = j->pieces[j->next++];
-	j->r->store->scan(j->r->store_arg, j->table_id, p.start, p.end, each,
-			  scan_done, j);
+	if (j->incremental)
+		j->r->store->scan_pending(j->r->store_arg, j->table_id,
+					  j->uuid, p.start, p.end, each,
+					  scan_done, j);
+	else
+		j->r->store->scan(j->r->store_arg, j->table_id, p.start,
+				  p.end, each, scan_done, j);
 }
 
 /* Appends node values: the root, then each level's left children. */
@@ -494,8 +502,47 @@ static void apply_done(void *arg, int status, enum err_code code)
 		answer_error(j); /* ok unless failed */
 }
 
+/* An incremental session's APPLY: the fragments land as pending data. */
+static void start_apply_pending(struct job *j, const struct repair_msg *q)
+{
+	struct storage_mutation **v = calloc(q->nfrags + 1, sizeof(*v));
+	size_t n = 0;
+	if (!v) {
+		err_set(ERR_NOMEM, "apply");
+		job_fail(j, "apply");
+	}
+	for (size_t i = 0; v && i < q->nfrags && !j->failed; i++) {
+		struct storage_mutation *m = storage_mutation_decode(
+			q->frags[i].ptr, q->frags[i].len);
+		if (!m) {
+			job_fail(j, "apply");
+		} else if (memcmp(storage_mutation_table_id(m), j->table_id,
+				  16)) {
+			storage_mutation_delete(m);
+			err_set(ERR_PROTOCOL, "fragment of another table");
+			job_fail(j, "apply");
+		} else {
+			v[n++] = m;
+		}
+	}
+	if (j->failed || !n) {
+		for (size_t i = 0; i < n; i++)
+			storage_mutation_delete(v[i]);
+		free(v);
+		answer_error(j);
+		return;
+	}
+	j->pending = 1;
+	j->r->store->apply_pending(j->r->store_arg, j->table_id, j->uuid, v, n,
+				   apply_done, j);
+}
+
 static void start_apply(struct job *j, const struct repair_msg *q)
 {
+	if (j->incremental) {
+		start_apply_pending(j, q);
+		return;
+	}
 	j->pending = 1;
 	for (size_t i = 0; i < q->nfrags && !j->failed; i++) {
 		struct storage_mutation *m = storage_mutation_decode(
@@ -793,6 +840,11 @@ void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 		repair_msg_free(&q);
 		return; /* nobody to answer: the coordinator times out */
 	}
+	if (verb >= REPAIR_VERB_PREPARE) {
+		repair_local_receive(r, from, verb, &q);
+		repair_msg_free(&q);
+		return;
+	}
 	if (verb == REPAIR_VERB_RELEASE) {
 		/* No claim to end: the VALIDATE may still be on its way. */
 		if (!claims_touch(r, from, &q, true))
@@ -833,6 +885,18 @@ void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 	}
 	j->gc_before = env_wall_us(r->env) / 1000000 -
 		       j->meta->options.gc_grace_seconds;
+	if (q.incremental) {
+		struct repair_local *l =
+			repair_local_repairing(r, from, q.session);
+		if (!l) {
+			job_fail(j, "repair");
+			answer_error(j);
+			repair_msg_free(&q);
+			return;
+		}
+		j->incremental = true;
+		memcpy(j->uuid, repair_local_uuid(l), 16);
+	}
 	if (verb == REPAIR_VERB_APPLY) {
 		start_apply(j, &q);
 		repair_msg_free(&q);

@@ -83,6 +83,9 @@ void repair_session_free(struct repair_session *ss)
 		arena_destroy(&t->rows_arena);
 	}
 	env_timer_free(ss->r->env, ss->alive_timer);
+	if (ss->incr_timer)
+		env_timer_free(ss->r->env, ss->incr_timer);
+	free(ss->awaiting);
 	arena_destroy(&ss->arena);
 	free(ss->peers);
 	free(ss);
@@ -173,6 +176,13 @@ static void session_end(struct repair_session *ss, bool ok, const char *error)
 	ss->sum.duration_us = env_mono_us(r->env) - ss->start_us;
 	ss->sum.peers = ss->peers;
 	ss->sum.npeers = ss->npeers;
+	ss->sum.incremental = ss->incremental;
+	memcpy(ss->sum.uuid, ss->uuid, 16);
+	ss->sum.repaired_at = ok ? ss->repaired_at : 0;
+	if (!ok)
+		repair_incr_fail(ss);
+	if (ss->incr_timer)
+		env_timer_cancel(r->env, ss->incr_timer);
 	for (size_t l = 0; l < REPAIR_MAX_JOBS; l++) {
 		struct task *t = &ss->lanes[l];
 		env_timer_cancel(r->env, t->timer);
@@ -193,6 +203,11 @@ static void session_end(struct repair_session *ss, bool ok, const char *error)
 	repair_session_free(ss);
 	done(arg, &sum);
 	free((void *)sum.peers);
+}
+
+void repair_session_succeed(struct repair_session *ss)
+{
+	session_end(ss, true, NULL);
 }
 
 void repair_session_abort(struct repair_session *ss, const char *fmt, ...)
@@ -270,6 +285,7 @@ int repair_task_send(struct task *s, size_t i, uint32_t verb,
 {
 	q->session = s->sess->id;
 	q->task = s->task;
+	q->incremental = s->sess->incremental;
 	memcpy(q->table_id, s->sess->tables[s->ti].id, 16);
 	struct buf b;
 	buf_init(&b);
@@ -526,7 +542,10 @@ int repair_session_pump(struct repair_session *ss)
 	for (size_t l = 0; l < ss->jobs; l++)
 		running = running || ss->lanes[l].busy;
 	if (!running) {
-		session_end(ss, true, NULL);
+		if (ss->incremental)
+			repair_incr_finalize(ss); /* PROPOSE, COMMIT */
+		else
+			session_end(ss, true, NULL);
 		return -1;
 	}
 	return validations_send(ss);
@@ -669,6 +688,14 @@ void repair_session_receive(struct repair *r, const struct inet_addr *from,
 		return;
 	struct repair_msg m;
 	struct task *s = NULL;
+	if (verb == REPAIR_VERB_PREPARE_RSP || verb == REPAIR_VERB_PROMISE ||
+	    verb == REPAIR_VERB_COMMIT_RSP) {
+		if (repair_msg_unpack_response(msg, len, &m) == 0 &&
+		    m.session == ss->id)
+			repair_incr_receive(ss, from, verb, &m);
+		repair_msg_free(&m);
+		return;
+	}
 	if (repair_msg_unpack_response(msg, len, &m) == 0 &&
 	    m.session == ss->id)
 		for (size_t l = 0; l < ss->jobs; l++)
@@ -744,6 +771,8 @@ void repair_session_alive_check(void *arg)
 {
 	struct repair_session *ss = arg;
 	struct repair *r = ss->r;
+	if (repair_incr_alive_check(ss))
+		return;
 	for (size_t l = 0; l < ss->jobs; l++) {
 		struct task *s = &ss->lanes[l];
 		for (size_t i = 0; s->busy && i < s->nrep; i++) {

@@ -126,13 +126,46 @@ struct repair_session {
 	repair_done_fn done;
 	repair_task_fn task_done;
 	void *arg;
+	/* incremental (repair_incr.c): the consistent session's phase, the
+	 * participants (peers) whose answer it awaits, its deadline */
+	bool incremental;
+	uint8_t uuid[16];
+	int incr;
+	bool *awaiting;
+	struct env_timer *incr_timer;
+	int64_t repaired_at;
 };
+
+enum incr_phase {
+	INCR_NONE = 0,
+	INCR_PREPARE,
+	INCR_REPAIR,
+	INCR_PROPOSE,
+	INCR_COMMIT,
+};
+
+/* ---- repair_incr.c: the consistent session (coordinator) --------------- */
+
+/* Sends PREPARE to every participant; the tasks start once all prepared.
+ * -1 when the session ended. */
+int repair_incr_begin(struct repair_session *ss);
+/* Every task is done: PROPOSE, then COMMIT; ends the session. */
+void repair_incr_finalize(struct repair_session *ss);
+/* The session ends (failed): FAIL to every participant. */
+void repair_incr_fail(struct repair_session *ss);
+/* A PREPARE, PROMISE or COMMIT answer. */
+void repair_incr_receive(struct repair_session *ss, const struct inet_addr *from,
+			 uint32_t verb, const struct repair_msg *m);
+/* Fails the session when a participant it awaits is down. 1: ended. */
+int repair_incr_alive_check(struct repair_session *ss);
 
 /* ---- repair_session.c: tasks and the step machine ---------------------- */
 
 void repair_session_free(struct repair_session *ss);
 /* Starts what the session's lanes may run now; -1 when it ended. */
 int repair_session_pump(struct repair_session *ss);
+/* Ends the session as done (incremental: once committed). */
+void repair_session_succeed(struct repair_session *ss);
 /* Ends the session as failed with this message (every task released). */
 void repair_session_abort(struct repair_session *ss, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -40,7 +40,11 @@ struct mnode {
 	struct inet_addr addr;
 	struct env *env;
 	struct repair *repair;
-	struct mem_store store; /* its data */
+	struct mem_store store; /* its data (unrepaired) */
+	/* incremental repair: the data pending for `pend_uuid`, and the
+	 * repaired data (partitions move between them whole) */
+	struct mem_store pend, rep;
+	uint8_t pend_uuid[16];
 };
 
 struct cluster {
@@ -53,6 +57,7 @@ struct cluster {
 	struct repair_summary sum;
 	struct repair_peer_stats peers[NNODES];
 	int progress_lines;
+	bool incremental;    /* start() asks for an incremental session */
 	bool down[NNODES];   /* the failure detector's verdict */
 	int64_t gen[NNODES]; /* gossip generations (0 until a restart) */
 };
@@ -91,10 +96,96 @@ static const struct storage_table_meta *mem_meta(void *s,
 		       : storage_table_meta_ref(n->c->meta);
 }
 
+/* Moves the partitions of `src` whose token `pick` accepts into `dst`;
+ * returns how many. */
+static uint64_t move_parts(struct mem_store *src, struct mem_store *dst,
+			   const struct storage_token_range *r, size_t n)
+{
+	uint64_t moved = 0;
+	size_t keep = 0;
+	for (size_t i = 0; i < src->nparts; i++) {
+		int64_t t = storage_mutation_token(src->parts[i]);
+		bool in = !r;
+		for (size_t k = 0; r && k < n; k++)
+			in = in || (t > r[k].left && t <= r[k].right);
+		if (!in) {
+			src->parts[keep++] = src->parts[i];
+			continue;
+		}
+		mem_store_apply(dst, src->parts[i]);
+		storage_mutation_delete(src->parts[i]);
+		moved++;
+	}
+	src->nparts = keep;
+	return moved;
+}
+
+static void mem_prepare(void *s, const uint8_t table_id[16],
+			const struct storage_token_range *r, size_t n,
+			const uint8_t session[16], uint64_t *marked,
+			storage_done_fn done, void *arg)
+{
+	struct mnode *m = s;
+	(void)table_id;
+	m->pend.meta = m->rep.meta = m->store.meta;
+	memcpy(m->pend_uuid, session, 16);
+	*marked = move_parts(&m->store, &m->pend, r, n);
+	done(arg, 0, ERR_NONE);
+}
+
+static void mem_finish(void *s, const uint8_t table_id[16],
+		       const uint8_t session[16], int64_t repaired_at,
+		       uint64_t *count, storage_done_fn done, void *arg)
+{
+	struct mnode *m = s;
+	(void)table_id;
+	*count = 0;
+	if (!memcmp(m->pend_uuid, session, 16))
+		*count = move_parts(&m->pend, repaired_at ? &m->rep : &m->store,
+				    NULL, 0);
+	done(arg, 0, ERR_NONE);
+}
+
+static void mem_scan_pending(void *s, const uint8_t table_id[16],
+			     const uint8_t session[16], int64_t start,
+			     int64_t end, repair_scan_each_fn each,
+			     storage_done_fn done, void *arg)
+{
+	struct mnode *n = s;
+	(void)table_id;
+	ck_assert_int_lt(start, end);
+	ck_assert(!memcmp(n->pend_uuid, session, 16));
+	if (mem_store_scan(&n->pend, start, end, each, arg) != 0) {
+		done(arg, -1, err_code());
+		return;
+	}
+	done(arg, 0, ERR_NONE);
+}
+
+static void mem_apply_pending(void *s, const uint8_t table_id[16],
+			      const uint8_t session[16],
+			      struct storage_mutation **m, size_t n,
+			      storage_done_fn done, void *arg)
+{
+	struct mnode *x = s;
+	(void)table_id;
+	ck_assert(!memcmp(x->pend_uuid, session, 16));
+	for (size_t i = 0; i < n; i++) {
+		mem_store_apply(&x->pend, m[i]);
+		storage_mutation_delete(m[i]);
+	}
+	free(m);
+	done(arg, 0, ERR_NONE);
+}
+
 static const struct repair_store_ops mem_ops = {
 	.apply = mem_apply,
 	.scan = mem_scan,
 	.meta = mem_meta,
+	.prepare = mem_prepare,
+	.finish = mem_finish,
+	.scan_pending = mem_scan_pending,
+	.apply_pending = mem_apply_pending,
 };
 
 /* ---- the cluster --------------------------------------------------------- */
@@ -169,6 +260,8 @@ static void cluster_delete(struct cluster *c)
 	for (int i = 0; i < NNODES; i++) {
 		repair_delete(c->nodes[i].repair);
 		mem_store_clear(&c->nodes[i].store);
+		mem_store_clear(&c->nodes[i].pend);
+		mem_store_clear(&c->nodes[i].rep);
 	}
 	sim_delete(c->sim);
 	storage_table_meta_delete(c->meta);
@@ -347,7 +440,8 @@ static int start(struct cluster *c, int64_t st, int64_t et, bool preview)
 				   .ntables = 1,
 				   .ranges = &r,
 				   .nranges = 1,
-				   .preview = preview};
+				   .preview = preview,
+				   .incremental = c->incremental};
 	c->done = false;
 	return repair_start(c->nodes[0].repair, &q, on_progress, on_done, c,
 			    &c->session);
@@ -1102,6 +1196,189 @@ START_TEST(sessions_move_a_whole_range_to_an_empty_replica)
 }
 END_TEST
 
+/* ---- incremental repair -------------------------------------------------- */
+
+/* Whether every node's repaired data holds the same partitions. */
+static bool repaired_equal(struct cluster *c)
+{
+	for (int i = 1; i < NNODES; i++) {
+		struct mem_store *a = &c->nodes[0].rep, *b = &c->nodes[i].rep;
+		if (a->nparts != b->nparts)
+			return false;
+		for (size_t k = 0; k < a->nparts; k++) {
+			uint8_t d0[16], d1[16];
+			storage_mutation_digest(a->parts[k], d0);
+			storage_mutation_digest(b->parts[k], d1);
+			if (memcmp(d0, d1, 16))
+				return false;
+		}
+	}
+	return true;
+}
+
+struct local_seen {
+	int n;
+	enum repair_local_state last;
+	uint8_t uuid[16];
+};
+
+static void local_each(void *arg, const struct repair_local_info *l)
+{
+	struct local_seen *s = arg;
+	s->n++;
+	s->last = l->state;
+	memcpy(s->uuid, l->uuid, 16);
+}
+
+static struct local_seen local_of(struct cluster *c, int i)
+{
+	struct local_seen s = {0};
+	repair_local_list(c->nodes[i].repair, local_each, &s);
+	return s;
+}
+
+START_TEST(incremental_repair_marks_repaired_and_a_second_finds_nothing)
+{
+	struct cluster *c = cluster_new();
+	c->incremental = true;
+	load(c);
+	diverge(c);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert(c->sum.incremental);
+	ck_assert_uint_eq(c->sum.marked, 3 * NKEYS);
+	ck_assert_uint_eq(c->sum.repaired, 3 * NKEYS);
+	ck_assert_int_gt(c->sum.repaired_at, 0);
+	/* the divergent rows streamed as pending data, now repaired: every
+	 * node holds everything repaired, nothing unrepaired or pending */
+	ck_assert_uint_eq(streamed(c, 2), 10 + 4 + 1);
+	for (int i = 0; i < NNODES; i++) {
+		ck_assert_uint_eq(c->nodes[i].store.nparts, 0);
+		ck_assert_uint_eq(c->nodes[i].pend.nparts, 0);
+		ck_assert_uint_eq(c->nodes[i].rep.nparts, NKEYS);
+		struct local_seen l = local_of(c, i);
+		ck_assert_int_eq(l.n, 1);
+		ck_assert_int_eq(l.last, REPAIR_LOCAL_FINALIZED);
+		ck_assert(!memcmp(l.uuid, c->sum.uuid, 16));
+	}
+	ck_assert(repaired_equal(c));
+	/* a finalized session cannot be failed any more */
+	ck_assert_int_eq(repair_local_fail(c->nodes[1].repair, c->sum.uuid),
+			 -1);
+	ck_assert_int_eq(err_code(), ERR_INVALID);
+
+	/* a second one: nothing unrepaired, so nothing validated or sent */
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->sum.marked, 0);
+	ck_assert_uint_eq(c->sum.mismatched_ranges, 0);
+	ck_assert_uint_eq(c->sum.rows_hashed, 0);
+	for (int i = 0; i < NNODES; i++)
+		ck_assert_uint_eq(streamed(c, i), 0);
+
+	/* new writes node 2 missed: only they are validated and stream */
+	for (int k = 0; k < 5; k++)
+		put_row(c, 1 | 2, k, NROWS + 2, 3000);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_uint_eq(c->sum.marked, 2 * 5);
+	ck_assert_uint_eq(streamed(c, 2), 5);
+	ck_assert_uint_eq(streamed(c, 0) + streamed(c, 1), 0);
+	for (int i = 0; i < NNODES; i++) {
+		ck_assert_uint_eq(c->nodes[i].store.nparts, 0);
+		ck_assert_uint_eq(c->nodes[i].pend.nparts, 0);
+	}
+	ck_assert(repaired_equal(c));
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(incremental_subrange_marks_only_its_range)
+{
+	struct cluster *c = cluster_new();
+	c->incremental = true;
+	load(c);
+	run(c, -100, INT64_MAX / 2, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	for (int i = 0; i < NNODES; i++) {
+		struct mnode *m = &c->nodes[i];
+		ck_assert_uint_gt(m->rep.nparts, 0);
+		ck_assert_uint_gt(m->store.nparts, 0);
+		ck_assert_uint_eq(m->rep.nparts + m->store.nparts, NKEYS);
+		for (size_t k = 0; k < m->rep.nparts; k++) {
+			int64_t t = storage_mutation_token(m->rep.parts[k]);
+			ck_assert(t > -100 && t <= INT64_MAX / 2);
+		}
+	}
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(failed_incremental_session_leaves_nothing_repaired)
+{
+	struct cluster *c = cluster_new();
+	c->incremental = true;
+	load(c);
+	diverge(c);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	sim_run_for(c->sim, 2000);
+	ck_assert(!c->done);
+	sim_env_kill(c->sim, c->nodes[2].env);
+	c->down[2] = true;
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	ck_assert(!c->sum.ok);
+	ck_assert_msg(strstr(c->sum.error, "127.0.9.3"), "%s", c->sum.error);
+	sim_run_for(c->sim, 100000); /* the FAILs arrive */
+	for (int i = 0; i < 2; i++) {
+		struct mnode *m = &c->nodes[i];
+		ck_assert_uint_eq(m->rep.nparts, 0);
+		ck_assert_uint_eq(m->pend.nparts, 0);
+		ck_assert_uint_eq(m->store.nparts, NKEYS);
+		struct local_seen l = local_of(c, i);
+		ck_assert_int_eq(l.last, REPAIR_LOCAL_FAILED);
+	}
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(a_participant_cancels_a_stuck_incremental_session)
+{
+	/* the coordinator dies after PREPARE: the participants keep their
+	 * data pending until repair_admin cancel fails the session */
+	struct cluster *c = cluster_new();
+	c->incremental = true;
+	load(c);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	for (int t = 0; t < 1000 && local_of(c, 1).last !=
+				     REPAIR_LOCAL_REPAIRING; t++)
+		sim_run_for(c->sim, 100);
+	sim_env_kill(c->sim, c->nodes[0].env);
+	sim_run_for(c->sim, 100000);
+	struct local_seen l = local_of(c, 1);
+	ck_assert(l.last == REPAIR_LOCAL_PREPARED ||
+		  l.last == REPAIR_LOCAL_REPAIRING);
+	ck_assert_uint_eq(c->nodes[1].pend.nparts, NKEYS);
+	ck_assert_int_eq(repair_local_fail(c->nodes[1].repair, l.uuid), 0);
+	ck_assert_int_eq(local_of(c, 1).last, REPAIR_LOCAL_FAILED);
+	ck_assert_uint_eq(c->nodes[1].pend.nparts, 0);
+	ck_assert_uint_eq(c->nodes[1].store.nparts, NKEYS);
+	uint8_t none[16] = {1};
+	ck_assert_int_eq(repair_local_fail(c->nodes[1].repair, none), -1);
+	ck_assert_int_eq(err_code(), ERR_NOT_FOUND);
+	cluster_delete(c);
+}
+END_TEST
+
+START_TEST(incremental_preview_is_refused)
+{
+	struct cluster *c = cluster_new();
+	c->incremental = true;
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, true), -1);
+	ck_assert_int_eq(err_code(), ERR_INVALID);
+	cluster_delete(c);
+}
+END_TEST
+
 int main(void)
 {
 	g_seed = test_seed(0x4e9a);
@@ -1130,6 +1407,12 @@ int main(void)
 	tcase_add_test(tc, kept_trees_are_freed_on_release_and_failure);
 	tcase_add_test(tc, kept_trees_of_a_dead_coordinator_expire);
 	tcase_add_test(tc, sessions_move_a_whole_range_to_an_empty_replica);
+	tcase_add_test(
+		tc, incremental_repair_marks_repaired_and_a_second_finds_nothing);
+	tcase_add_test(tc, incremental_subrange_marks_only_its_range);
+	tcase_add_test(tc, failed_incremental_session_leaves_nothing_repaired);
+	tcase_add_test(tc, a_participant_cancels_a_stuck_incremental_session);
+	tcase_add_test(tc, incremental_preview_is_refused);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
