@@ -1420,8 +1420,15 @@ int storage_repair_ingest(struct storage *db, const uint8_t table_id[16],
 	pthread_mutex_unlock(&db->mu);
 	struct memtable *mt = memtable_new(meta);
 	int rc = mt ? 0 : err_set(ERR_NOMEM, "repair ingest");
-	for (size_t i = 0; !rc && i < n; i++)
-		rc = memtable_apply(mt, m[i]);
+	for (size_t i = 0; !rc && i < n; i++) {
+		rc = storage_mutation_validate(meta, m[i]);
+		if (!rc) {
+			pthread_mutex_lock(&db->mu);
+			rc = storage_engine_validate(t, m[i]);
+			pthread_mutex_unlock(&db->mu);
+		}
+		rc = rc || memtable_apply(mt, m[i]);
+	}
 	struct sstable *s = NULL;
 	if (!rc && !memtable_is_empty(mt))
 		rc = storage_engine_write_memtable(db, t, meta, mt, session,
