@@ -1518,6 +1518,62 @@ static int64_t peer_incarnation(void *arg, const struct inet_addr *ep)
 	return info.generation;
 }
 
+/* At start: the incremental sessions of the previous run are forgotten
+ * (participants keep them in memory; their coordinators fail them when
+ * this node restarts), so data they left pending is unrepaired again, on
+ * the repair worker. */
+struct release_job {
+	struct work work;
+	struct storage *db;
+	uint8_t (*ids)[16];
+	size_t n;
+};
+
+static void release_run(struct work *w)
+{
+	struct release_job *j = (struct release_job *)w;
+	uint64_t total = 0;
+	for (size_t i = 0; i < j->n; i++) {
+		uint64_t c = 0;
+		if (storage_repair_set_state(j->db, j->ids[i], NULL, 0, &c) == 0)
+			total += c;
+	}
+	if (total)
+		LOG_AT(LOG_LEVEL_INFO,
+		       "incremental repair: %" PRIu64
+		       " SSTables pending for sessions of the previous run "
+		       "are unrepaired again",
+		       total);
+	free(j->ids);
+	free(j);
+}
+
+static void release_pending(struct node_repair *nr)
+{
+	if (!nr->n->cql)
+		return;
+	const struct cql_schema *schema = cql_service_schema(nr->n->cql);
+	struct release_job *j = calloc(1, sizeof(*j));
+	size_t nks = schema ? cql_schema_keyspace_count(schema) : 0, cap = 0;
+	for (size_t i = 0; i < nks; i++)
+		cap += cql_keyspace_table_count(
+			cql_schema_keyspace_at(schema, i));
+	if (!j || !(j->ids = calloc(cap + 1, sizeof(*j->ids)))) {
+		free(j);
+		return;
+	}
+	for (size_t i = 0; i < nks; i++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(schema, i);
+		for (size_t t = 0; t < cql_keyspace_table_count(k); t++)
+			memcpy(j->ids[j->n++],
+			       cql_table_meta(cql_keyspace_table_at(k, t))->id,
+			       16);
+	}
+	j->db = nr->db;
+	j->work.run = release_run;
+	workers_submit(nr->workers, &j->work);
+}
+
 struct node_repair *node_repair_new(struct node *n)
 {
 	struct node_repair *nr = calloc(1, sizeof(*nr));
@@ -1552,6 +1608,7 @@ struct node_repair *node_repair_new(struct node *n)
 		return NULL;
 	}
 	history_load(nr);
+	release_pending(nr);
 	return nr;
 }
 

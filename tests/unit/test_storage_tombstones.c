@@ -641,6 +641,126 @@ START_TEST(compaction_keeps_pending_apart_from_unrepaired)
 }
 END_TEST
 
+/* ---- incremental repair: anticompaction and repair states ------------- */
+
+static struct storage_repair_counts rcounts(struct fx *f)
+{
+	struct storage_repair_counts c;
+	ck_assert_int_eq(storage_repair_counts(f->db, f->t->id, &c), 0);
+	return c;
+}
+
+/* Partitions a scan pending for `sid` sees. */
+static size_t pending_parts(struct fx *f, const uint8_t sid[16])
+{
+	struct storage_read_cmd cmd = {.with_static = true,
+				       .pending_repair = sid};
+	struct storage_scan *sc =
+		storage_scan_open(f->db, f->t->id, INT64_MIN, INT64_MIN, &cmd);
+	ck_assert_ptr_nonnull(sc);
+	size_t n = 0;
+	struct storage_mutation *m;
+	while (storage_scan_next_fragment(sc, &m) == 1) {
+		n++;
+		storage_mutation_delete(m);
+	}
+	storage_scan_close(sc);
+	return n;
+}
+
+START_TEST(anticompaction_splits_and_states_survive_a_restart)
+{
+	struct fx f;
+	fx_init(&f, "tomb-anti");
+	int64_t tok[40];
+	for (int i = 0; i < 40; i++) {
+		char k[16];
+		key_of(k, sizeof(k), "k", i);
+		put(&f, k, 1);
+		struct storage_mutation *m = row(&f, k, 1);
+		tok[i] = storage_mutation_token(m);
+		storage_mutation_delete(m);
+	}
+	/* the range holds the keys whose token is at most k0's */
+	size_t inside = 0;
+	for (int i = 0; i < 40; i++)
+		inside += tok[i] <= tok[0];
+	ck_assert_uint_gt(inside, 0);
+	ck_assert_uint_lt(inside, 40);
+	struct storage_token_range r = {INT64_MIN, tok[0]};
+	const uint8_t sid[16] = {0xa1, 1, 2, 3};
+	uint64_t marked = 9, split = 9;
+	/* the memtable is flushed first, then split in two */
+	ck_assert_int_eq(storage_repair_anticompact(f.db, f.t->id, &r, 1, sid,
+						    &marked, &split),
+			 0);
+	ck_assert_uint_eq(marked, 0);
+	ck_assert_uint_eq(split, 1);
+	struct storage_repair_counts c = rcounts(&f);
+	ck_assert_uint_eq(c.pending, 1);
+	ck_assert_uint_eq(c.unrepaired, 1);
+	ck_assert_uint_eq(c.repaired, 0);
+	ck_assert_uint_eq(pending_parts(&f, sid), inside);
+	for (int i = 0; i < 40; i++) {
+		char k[16];
+		key_of(k, sizeof(k), "k", i);
+		expect(&f, k, 1, 0);
+	}
+	/* streamed data lands pending too */
+	struct storage_mutation *m = row(&f, "streamed", 1);
+	ck_assert_int_eq(storage_mutation_put(m, COL_V, NULL, 0,
+					      (const uint8_t *)"s", 1, 5, 0,
+					      now_sec(&f)),
+			 0);
+	const struct storage_mutation *ms[1] = {m};
+	ck_assert_int_eq(storage_repair_ingest(f.db, f.t->id, ms, 1, sid), 0);
+	storage_mutation_delete(m);
+	ck_assert_uint_eq(rcounts(&f).pending, 2);
+	ck_assert_uint_eq(pending_parts(&f, sid), inside + 1);
+	expect(&f, "streamed", 1, 0);
+	/* pending and unrepaired never compact together */
+	background(&f);
+	ck_assert_uint_eq(rcounts(&f).pending, 2);
+	/* finalize: both pending SSTables become repaired, durably */
+	uint64_t n = 0;
+	ck_assert_int_eq(storage_repair_set_state(f.db, f.t->id, sid,
+						  1700000000123LL, &n),
+			 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(pending_parts(&f, sid), 0);
+	restart(&f);
+	c = rcounts(&f);
+	ck_assert_uint_eq(c.repaired, 2);
+	ck_assert_uint_eq(c.unrepaired, 1);
+	ck_assert_uint_eq(c.pending, 0);
+	/* a session over the whole ring marks the unrepaired SSTable whole
+	 * (no rewrite) and leaves the repaired ones; failing it returns it
+	 * to unrepaired */
+	const uint8_t sid2[16] = {0xa2, 1};
+	r = (struct storage_token_range){INT64_MIN, INT64_MAX};
+	ck_assert_int_eq(storage_repair_anticompact(f.db, f.t->id, &r, 1,
+						    sid2, &marked, &split),
+			 0);
+	ck_assert_uint_eq(marked, 1);
+	ck_assert_uint_eq(split, 0);
+	ck_assert_uint_eq(pending_parts(&f, sid2), 40 - inside);
+	ck_assert_int_eq(storage_repair_set_state(f.db, f.t->id, sid2, 0, &n),
+			 0);
+	ck_assert_uint_eq(n, 1);
+	restart(&f);
+	c = rcounts(&f);
+	ck_assert_uint_eq(c.repaired, 2);
+	ck_assert_uint_eq(c.unrepaired, 1);
+	ck_assert_uint_eq(c.pending, 0);
+	for (int i = 0; i < 40; i++) {
+		char k[16];
+		key_of(k, sizeof(k), "k", i);
+		expect(&f, k, 1, 0);
+	}
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(31);
@@ -662,6 +782,7 @@ int main(void)
 	tcase_add_test(tc,
 		       pending_repair_is_kept_and_version_3_reads_unrepaired);
 	tcase_add_test(tc, compaction_keeps_pending_apart_from_unrepaired);
+	tcase_add_test(tc, anticompaction_splits_and_states_survive_a_restart);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
