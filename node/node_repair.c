@@ -683,9 +683,11 @@ static void summary(struct repair_cmd *c, const char *ks,
 		uuid_str(s->uuid, u);
 		admin_printf(&c->out,
 			     "  incremental session %s: %" PRIu64
-			     " SSTables marked pending, %" PRIu64
-			     " marked repaired%s\n",
+			     " SSTables marked pending, %" PRIu64 " %s%s\n",
 			     u, s->marked, s->repaired,
+			     s->partial ? "back to unrepaired (not every "
+					  "replica took part)"
+					: "marked repaired",
 			     s->ok ? "" : " (pending data back to unrepaired)");
 	}
 	for (size_t i = 0; i < s->npeers; i++) {
@@ -850,7 +852,8 @@ static void run_next(struct repair_cmd *c)
 				/* nodetool 4: incremental unless --full; a
 				 * preview compares all the data (preview
 				 * kind ALL) */
-				.incremental = !c->full && !c->preview};
+				.incremental = !c->full && !c->preview,
+				.partial = c->ndc || c->local || c->nhosts};
 			node_repair_job_request(&j, &q);
 			rc = repair_start(c->nr->repair, &q, on_progress,
 					  on_done, c, NULL);

@@ -359,7 +359,7 @@ int repair_start(struct repair *r, const struct repair_request *q,
 	s->exclusive = q->exclusive;
 	s->trace = q->trace;
 	s->incremental = q->incremental;
-	s->repaired_at = env_wall_us(r->env) / 1000;
+	s->repaired_at = q->partial ? 0 : env_wall_us(r->env) / 1000;
 	s->parallelism = q->parallelism;
 	s->jobs = q->jobs ? q->jobs : 1;
 	s->max_depth = q->max_depth && q->max_depth < MERKLE_MAX_DEPTH

@@ -262,6 +262,11 @@ struct repair_request {
 	 * tasks succeed the pending data becomes repaired (PROPOSE, COMMIT),
 	 * else unrepaired again (FAIL). Not with preview. */
 	bool incremental;
+	/* Incremental over a subset of the replicas (-dc, -local, -hosts):
+	 * the session runs as above but its data is never marked repaired
+	 * (it goes back to unrepaired at the end), as Cassandra sets
+	 * repairedAt only for global repairs. */
+	bool partial;
 };
 
 struct repair_peer_stats {
@@ -291,6 +296,7 @@ struct repair_summary {
 	uint64_t marked;       /* SSTables marked pending (all participants) */
 	uint64_t repaired;     /* ... then marked repaired */
 	int64_t repaired_at;   /* ms */
+	bool partial;          /* request.partial: nothing marked repaired */
 };
 
 /* A line of progress ("ks.t (a,b]: 2 mismatched ranges, ..."), borrowed

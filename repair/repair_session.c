@@ -179,6 +179,7 @@ static void session_end(struct repair_session *ss, bool ok, const char *error)
 	ss->sum.incremental = ss->incremental;
 	memcpy(ss->sum.uuid, ss->uuid, 16);
 	ss->sum.repaired_at = ok ? ss->repaired_at : 0;
+	ss->sum.partial = ss->incremental && !ss->repaired_at;
 	if (!ok)
 		repair_incr_fail(ss);
 	if (ss->incr_timer)

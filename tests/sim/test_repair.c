@@ -58,6 +58,7 @@ struct cluster {
 	struct repair_peer_stats peers[NNODES];
 	int progress_lines;
 	bool incremental;    /* start() asks for an incremental session */
+	bool partial;        /* ... over a subset of the replicas */
 	bool down[NNODES];   /* the failure detector's verdict */
 	int64_t gen[NNODES]; /* gossip generations (0 until a restart) */
 };
@@ -441,7 +442,8 @@ static int start(struct cluster *c, int64_t st, int64_t et, bool preview)
 				   .ranges = &r,
 				   .nranges = 1,
 				   .preview = preview,
-				   .incremental = c->incremental};
+				   .incremental = c->incremental,
+				   .partial = c->partial};
 	c->done = false;
 	return repair_start(c->nodes[0].repair, &q, on_progress, on_done, c,
 			    &c->session);
@@ -1369,6 +1371,29 @@ START_TEST(a_participant_cancels_a_stuck_incremental_session)
 }
 END_TEST
 
+/* -dc/-hosts: the session syncs the pending data but marks nothing
+ * repaired (Cassandra's repairedAt only for global repairs) */
+START_TEST(partial_incremental_repair_marks_nothing_repaired)
+{
+	struct cluster *c = cluster_new();
+	c->incremental = true;
+	c->partial = true;
+	load(c);
+	diverge(c);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert(c->sum.partial);
+	ck_assert_uint_eq(streamed(c, 2), 10 + 4 + 1);
+	for (int i = 0; i < NNODES; i++) {
+		ck_assert_uint_eq(c->nodes[i].rep.nparts, 0);
+		ck_assert_uint_eq(c->nodes[i].pend.nparts, 0);
+		ck_assert_uint_eq(c->nodes[i].store.nparts, NKEYS);
+	}
+	ck_assert_int_eq(unequal_parts(c), 0);
+	cluster_delete(c);
+}
+END_TEST
+
 START_TEST(incremental_preview_is_refused)
 {
 	struct cluster *c = cluster_new();
@@ -1413,6 +1438,7 @@ int main(void)
 	tcase_add_test(tc, failed_incremental_session_leaves_nothing_repaired);
 	tcase_add_test(tc, a_participant_cancels_a_stuck_incremental_session);
 	tcase_add_test(tc, incremental_preview_is_refused);
+	tcase_add_test(tc, partial_incremental_repair_marks_nothing_repaired);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
