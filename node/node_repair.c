@@ -9,8 +9,18 @@
  *          [-hosts A,B,...] [--preview] [-seq | -dcpar] [-j N] [--trace]
  *          [keyspace [tables...]]
  *
- *   repair_admin list     the sessions this node coordinated (the last 64)
- *                         and what runs now (manual or scheduled)
+ *   Incremental unless --full (nodetool 4): participants mark their
+ *   unrepaired data pending first (anticompaction on the repair worker),
+ *   then repaired when every task succeeded (repair_incr.c).
+ *
+ *   repair_admin list [--all]
+ *                         the incremental sessions this node takes part in
+ *                         (nodetool's layout), the sessions it coordinated
+ *                         (the last 64) and what runs now
+ *   repair_admin cancel --session ID [--force]
+ *                         fails an incremental session
+ *   repair_admin summarize-pending|summarize-repaired [ks[.table]]
+ *                         SSTables per repair state
  *   repair_admin history [ks[.table]]
  *                         every (table, range) task of them, persisted in
  *                         <saved_caches_directory>/repair_history

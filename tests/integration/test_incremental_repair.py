@@ -99,11 +99,13 @@ def test_incremental_repair(make_node):
         assert all(rep > 0 and pend == "--" for rep, pend in ss), \
             (n.home, ss)
     r = tool(N2, "repair_admin", "list", "--all")
+    print(r.stdout)
     assert r.returncode == 0 and "FINALIZED" in r.stdout, r.stdout
     assert r.stdout.startswith("id "), r.stdout
     r = tool(N2, "repair_admin", "list")
     assert r.stdout.startswith("no sessions"), r.stdout
     r = tool(N1, "repair_admin", "summarize-pending", "ks")
+    print(r.stdout)
     assert r.returncode == 0 and re.search(r"ks\.t\s+0 ", r.stdout), \
         r.stdout
 
