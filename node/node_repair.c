@@ -234,8 +234,8 @@ static void state_run(struct work *w)
 	switch (j->kind) {
 	case SJ_PREPARE:
 		rc = storage_repair_anticompact(j->db, j->table_id, j->ranges,
-						j->nranges, j->session,
-						&marked, &split);
+						j->nranges, j->session, &marked,
+						&split);
 		j->got = marked + split;
 		if (!rc)
 			LOG_AT(LOG_LEVEL_INFO,
@@ -1281,7 +1281,8 @@ static void local_row(void *arg, const struct repair_local_info *l)
 	snprintf(r[0], 64, "%s", u);
 	snprintf(r[1], 64, "%s", repair_local_state_name(l->state));
 	snprintf(r[2], 64, "%" PRId64 " (s)", (now - l->updated_ms) / 1000);
-	snprintf(r[3], 64, "%s", inet_addr_format(&l->coordinator, a, sizeof(a)));
+	snprintf(r[3], 64, "%s",
+		 inet_addr_format(&l->coordinator, a, sizeof(a)));
 	snprintf(r[4], 64, "%zu", l->ntables);
 	snprintf(r[5], 64, "%zu", l->nranges);
 }
@@ -1289,9 +1290,9 @@ static void local_row(void *arg, const struct repair_local_info *l)
 static void list_local(struct node_repair *nr, bool all, struct buf *out)
 {
 	struct local_rows t = {.nr = nr, .all = all};
-	static const char *const head[6] = {"id",	 "state",
-					    "last activity", "coordinator",
-					    "tables",	 "ranges"};
+	static const char *const head[6] = {
+		"id",          "state",  "last activity",
+		"coordinator", "tables", "ranges"};
 	repair_local_list(nr->repair, local_row, &t);
 	if (!t.n) {
 		admin_printf(out, "no sessions\n");
@@ -1329,7 +1330,8 @@ static int summarize(struct node_repair *nr, const char *filter, bool pending,
 		     "bytes");
 	size_t nks = cql_schema_keyspace_count(schema);
 	for (size_t i = 0; i < nks; i++) {
-		const struct cql_keyspace *k = cql_schema_keyspace_at(schema, i);
+		const struct cql_keyspace *k =
+			cql_schema_keyspace_at(schema, i);
 		const char *ks = cql_keyspace_meta(k)->name;
 		for (size_t t = 0; t < cql_keyspace_table_count(k); t++) {
 			const struct storage_table_meta *m =
@@ -1548,7 +1550,8 @@ static void release_run(struct work *w)
 	uint64_t total = 0;
 	for (size_t i = 0; i < j->n; i++) {
 		uint64_t c = 0;
-		if (storage_repair_set_state(j->db, j->ids[i], NULL, 0, &c) == 0)
+		if (storage_repair_set_state(j->db, j->ids[i], NULL, 0, &c) ==
+		    0)
 			total += c;
 	}
 	if (total)
@@ -1576,7 +1579,8 @@ static void release_pending(struct node_repair *nr)
 		return;
 	}
 	for (size_t i = 0; i < nks; i++) {
-		const struct cql_keyspace *k = cql_schema_keyspace_at(schema, i);
+		const struct cql_keyspace *k =
+			cql_schema_keyspace_at(schema, i);
 		for (size_t t = 0; t < cql_keyspace_table_count(k); t++)
 			memcpy(j->ids[j->n++],
 			       cql_table_meta(cql_keyspace_table_at(k, t))->id,

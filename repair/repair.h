@@ -292,11 +292,11 @@ struct repair_summary {
 	const struct repair_peer_stats *peers; /* every replica met */
 	size_t npeers;
 	bool incremental;
-	uint8_t uuid[16];      /* incremental: the pending_repair id */
-	uint64_t marked;       /* SSTables marked pending (all participants) */
-	uint64_t repaired;     /* ... then marked repaired */
-	int64_t repaired_at;   /* ms */
-	bool partial;          /* request.partial: nothing marked repaired */
+	uint8_t uuid[16];    /* incremental: the pending_repair id */
+	uint64_t marked;     /* SSTables marked pending (all participants) */
+	uint64_t repaired;   /* ... then marked repaired */
+	int64_t repaired_at; /* ms */
+	bool partial;        /* request.partial: nothing marked repaired */
 };
 
 /* A line of progress ("ks.t (a,b]: 2 mismatched ranges, ..."), borrowed
@@ -382,8 +382,7 @@ struct repair_local_info {
 };
 typedef void (*repair_local_fn)(void *arg, const struct repair_local_info *s);
 /* Calls each(arg, info) for every local session, oldest first. */
-void repair_local_list(const struct repair *r, repair_local_fn each,
-		       void *arg);
+void repair_local_list(const struct repair *r, repair_local_fn each, void *arg);
 /* Fails a local session not yet finalized (repair_admin cancel): its
  * pending data becomes unrepaired. 0, or -1 with ERR_NOT_FOUND (no such
  * session) or ERR_INVALID (finalized or failed already). */

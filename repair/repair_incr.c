@@ -79,8 +79,9 @@ static void incr_timeout(void *arg)
 		if (n > 0 && (size_t)n < sizeof(who) - at)
 			at += (size_t)n;
 	}
-	repair_session_abort(ss, "incremental repair: timed out waiting for "
-				 "%s from %s",
+	repair_session_abort(ss,
+			     "incremental repair: timed out waiting for "
+			     "%s from %s",
 			     incr_step(ss->incr), who);
 }
 
@@ -160,8 +161,9 @@ static int phase_of(uint32_t verb)
 	}
 }
 
-void repair_incr_receive(struct repair_session *ss, const struct inet_addr *from,
-			 uint32_t verb, const struct repair_msg *m)
+void repair_incr_receive(struct repair_session *ss,
+			 const struct inet_addr *from, uint32_t verb,
+			 const struct repair_msg *m)
 {
 	if (!ss->incremental || ss->incr != phase_of(verb))
 		return;
@@ -174,7 +176,8 @@ void repair_incr_receive(struct repair_session *ss, const struct inet_addr *from
 	char a[64];
 	inet_addr_format(from, a, sizeof(a));
 	if (!m->ok) {
-		repair_session_abort(ss, "incremental repair: %s failed on %s: %s",
+		repair_session_abort(ss,
+				     "incremental repair: %s failed on %s: %s",
 				     incr_step(ss->incr), a, m->error);
 		return;
 	}
@@ -212,7 +215,8 @@ int repair_incr_alive_check(struct repair_session *ss)
 		if (!r->o.is_alive(r->o.alive_arg, a)) {
 			char b[64];
 			repair_session_abort(
-				ss, "incremental repair: %s went down during %s",
+				ss,
+				"incremental repair: %s went down during %s",
 				inet_addr_format(a, b, sizeof(b)),
 				incr_step(ss->incr));
 			return 1;

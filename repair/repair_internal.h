@@ -55,9 +55,9 @@ struct repair_msg {
 	uint32_t level;  /* TREE, ROWS, FETCH: the level of `nodes` */
 	uint32_t *nodes; /* ascending indices < 2^level (owned if decoded) */
 	size_t nnodes;
-	uint32_t tree_version; /* VALIDATE and its answer */
-	bool incremental;      /* VALIDATE, APPLY: the pending data */
-	int64_t repaired_at;   /* COMMIT */
+	uint32_t tree_version;  /* VALIDATE and its answer */
+	bool incremental;       /* VALIDATE, APPLY: the pending data */
+	int64_t repaired_at;    /* COMMIT */
 	struct slice table_ids; /* PREPARE, COMMIT, FAIL: 16 bytes each */
 	uint64_t sstables;      /* PREPARE, COMMIT answers */
 	bool ok;
@@ -143,7 +143,7 @@ struct repair {
 	size_t released_next;
 	size_t kept_bytes;             /* the claims' trees */
 	struct env_timer *claim_timer; /* frees trees of expired claims */
-	size_t jobs;   /* participant scans and applies in flight */
+	size_t jobs; /* participant scans and applies in flight */
 	/* incremental sessions this node takes part in (repair_local.c) */
 	struct repair_local *locals[REPAIR_MAX_LOCAL];
 	size_t nlocals;

@@ -37,9 +37,9 @@ struct repair_local {
 
 const char *repair_local_state_name(enum repair_local_state s)
 {
-	static const char *const names[] = {
-		"PREPARING",	     "PREPARED",  "REPAIRING",
-		"FINALIZE_PROMISED", "FINALIZED", "FAILED"};
+	static const char *const names[] = {"PREPARING", "PREPARED",
+					    "REPAIRING", "FINALIZE_PROMISED",
+					    "FINALIZED", "FAILED"};
 	return (unsigned)s < 6 ? names[s] : "UNKNOWN";
 }
 
@@ -137,9 +137,8 @@ static int make_room(struct repair *r)
 	return err_set(ERR_OVERLOADED, "too many incremental sessions");
 }
 
-static void answer(struct repair *r, const struct inet_addr *to,
-		   uint32_t verb, uint64_t session, bool ok, const char *error,
-		   uint64_t count)
+static void answer(struct repair *r, const struct inet_addr *to, uint32_t verb,
+		   uint64_t session, bool ok, const char *error, uint64_t count)
 {
 	struct repair_msg m = {0};
 	m.session = session;
@@ -178,8 +177,8 @@ static void start_work(struct repair_local *l, uint32_t verb, bool ans);
 static void work_next(struct repair_local *l)
 {
 	struct repair *r = l->r;
-	if (l->next < l->info.ntables && !(l->failed && l->verb ==
-						REPAIR_VERB_PREPARE)) {
+	if (l->next < l->info.ntables &&
+	    !(l->failed && l->verb == REPAIR_VERB_PREPARE)) {
 		const uint8_t *id = l->table_ids + 16 * l->next;
 		l->one = 0;
 		if (l->verb == REPAIR_VERB_PREPARE)
@@ -198,8 +197,8 @@ static void work_next(struct repair_local *l)
 	switch (l->verb) {
 	case REPAIR_VERB_PREPARE:
 		l->info.marked = l->count;
-		l->info.state = l->failed ? REPAIR_LOCAL_FAILED
-					  : REPAIR_LOCAL_PREPARED;
+		l->info.state =
+			l->failed ? REPAIR_LOCAL_FAILED : REPAIR_LOCAL_PREPARED;
 		break;
 	case REPAIR_VERB_COMMIT:
 		/* a table that failed stays pending until a restart or

@@ -277,12 +277,11 @@ static void scan_next(struct job *j)
 	}
 	struct merkle_range p = j->pieces[j->next++];
 	if (j->incremental)
-		j->r->store->scan_pending(j->r->store_arg, j->table_id,
-					  j->uuid, p.start, p.end, each,
-					  scan_done, j);
+		j->r->store->scan_pending(j->r->store_arg, j->table_id, j->uuid,
+					  p.start, p.end, each, scan_done, j);
 	else
-		j->r->store->scan(j->r->store_arg, j->table_id, p.start,
-				  p.end, each, scan_done, j);
+		j->r->store->scan(j->r->store_arg, j->table_id, p.start, p.end,
+				  each, scan_done, j);
 }
 
 /* Appends node values: the root, then each level's left children. */

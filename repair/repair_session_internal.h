@@ -154,8 +154,9 @@ void repair_incr_finalize(struct repair_session *ss);
 /* The session ends (failed): FAIL to every participant. */
 void repair_incr_fail(struct repair_session *ss);
 /* A PREPARE, PROMISE or COMMIT answer. */
-void repair_incr_receive(struct repair_session *ss, const struct inet_addr *from,
-			 uint32_t verb, const struct repair_msg *m);
+void repair_incr_receive(struct repair_session *ss,
+			 const struct inet_addr *from, uint32_t verb,
+			 const struct repair_msg *m);
 /* Fails the session when a participant it awaits is down. 1: ended. */
 int repair_incr_alive_check(struct repair_session *ss);
 

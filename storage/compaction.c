@@ -1263,8 +1263,8 @@ static bool is_pending(const struct sstable *s, const void *arg)
 }
 
 /* Rewrites `s`'s Statistics.db with a new repair state. */
-static int set_state(struct storage *db, struct sstable *s,
-		     int64_t repaired_at, const uint8_t *session)
+static int set_state(struct storage *db, struct sstable *s, int64_t repaired_at,
+		     const uint8_t *session)
 {
 	struct sst_stats st = s->stats;
 	st.repaired_at = repaired_at;

@@ -326,8 +326,8 @@ struct storage_scan *storage_scan_open(struct storage *db,
 	for (size_t i = 0; !rc && i < ns; i++) {
 		if (atomic_load(&s->snap.v->ssts[i]->excluded))
 			continue; /* never live */
-		if (pr && memcmp(s->snap.v->ssts[i]->stats.pending_repair, pr,
-				 16))
+		if (pr &&
+		    memcmp(s->snap.v->ssts[i]->stats.pending_repair, pr, 16))
 			continue; /* not the repair session's */
 		s->its[i] = sst_iter_new(s->snap.v->ssts[i]);
 		if (!s->its[i] || sst_iter_seek(s->its[i], start_token, incl)) {

@@ -1351,8 +1351,8 @@ START_TEST(a_participant_cancels_a_stuck_incremental_session)
 	c->incremental = true;
 	load(c);
 	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
-	for (int t = 0; t < 1000 && local_of(c, 1).last !=
-				     REPAIR_LOCAL_REPAIRING; t++)
+	for (int t = 0;
+	     t < 1000 && local_of(c, 1).last != REPAIR_LOCAL_REPAIRING; t++)
 		sim_run_for(c->sim, 100);
 	sim_env_kill(c->sim, c->nodes[0].env);
 	sim_run_for(c->sim, 100000);
@@ -1433,7 +1433,8 @@ int main(void)
 	tcase_add_test(tc, kept_trees_of_a_dead_coordinator_expire);
 	tcase_add_test(tc, sessions_move_a_whole_range_to_an_empty_replica);
 	tcase_add_test(
-		tc, incremental_repair_marks_repaired_and_a_second_finds_nothing);
+		tc,
+		incremental_repair_marks_repaired_and_a_second_finds_nothing);
 	tcase_add_test(tc, incremental_subrange_marks_only_its_range);
 	tcase_add_test(tc, failed_incremental_session_leaves_nothing_repaired);
 	tcase_add_test(tc, a_participant_cancels_a_stuck_incremental_session);

@@ -738,8 +738,8 @@ START_TEST(anticompaction_splits_and_states_survive_a_restart)
 	 * to unrepaired */
 	const uint8_t sid2[16] = {0xa2, 1};
 	r = (struct storage_token_range){INT64_MIN, INT64_MAX};
-	ck_assert_int_eq(storage_repair_anticompact(f.db, f.t->id, &r, 1,
-						    sid2, &marked, &split),
+	ck_assert_int_eq(storage_repair_anticompact(f.db, f.t->id, &r, 1, sid2,
+						    &marked, &split),
 			 0);
 	ck_assert_uint_eq(marked, 1);
 	ck_assert_uint_eq(split, 0);
