@@ -283,6 +283,13 @@ static void prepare(struct repair *r, const struct inet_addr *from,
 void repair_local_receive(struct repair *r, const struct inet_addr *from,
 			  uint32_t verb, const struct repair_msg *q)
 {
+	if (!r->store->prepare || !r->store->finish ||
+	    !r->store->scan_pending || !r->store->apply_pending) {
+		if (verb != REPAIR_VERB_FAIL)
+			answer(r, from, verb, q->session, false,
+			       "incremental repair is not supported here", 0);
+		return;
+	}
 	if (verb == REPAIR_VERB_PREPARE) {
 		prepare(r, from, q);
 		return;
