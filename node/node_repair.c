@@ -688,6 +688,9 @@ static void summary(struct repair_cmd *c, const char *ks,
 		     c->preview ? " (preview)" : "", s->ranges,
 		     s->mismatched_ranges, s->rows_hashed, s->rows_mismatched,
 		     s->tree_bytes, s->hash_bytes, s->leaves_mismatched);
+	admin_printf(&c->out,
+		     "  partitions validated: %" PRIu64 " (all replicas)\n",
+		     s->partitions);
 	if (s->incremental) {
 		char u[40];
 		uuid_str(s->uuid, u);

@@ -279,7 +279,8 @@ struct repair_summary {
 	uint64_t session;
 	bool ok;
 	char error[256];
-	uint64_t ranges;            /* (table, range) pairs validated */
+	uint64_t ranges;     /* (table, range) pairs validated */
+	uint64_t partitions; /* ... partitions the replicas' trees hold */
 	uint64_t mismatched_ranges; /* coalesced leaf ranges that differed */
 	uint64_t rows_hashed;       /* row digests received for them */
 	uint64_t rows_mismatched;   /* rows whose versions differed */

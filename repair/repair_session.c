@@ -577,6 +577,7 @@ static int take_answer(struct task *s, size_t i, const struct repair_msg *m)
 	case PHASE_VALIDATE:
 		if (!p->self)
 			s->sess->sum.hash_bytes += m->hashes.len;
+		s->sess->sum.partitions += m->partitions;
 		return repair_sync_take_top(s, p, m);
 	case PHASE_TREE:
 		if (!p->self)

@@ -92,6 +92,8 @@ def test_incremental_repair(make_node):
     assert streamed_to(r.stdout, N3) == 20, r.stdout
     m = re.search(r"(\d+) SSTables marked pending, (\d+) marked repaired",
                   r.stdout)
+    first = re.search(r"partitions validated: (\d+)", r.stdout)
+    assert first and int(first.group(1)) >= 3 * 200, r.stdout
     assert m and int(m.group(1)) > 0 and int(m.group(2)) > 0, r.stdout
     for n in nodes:
         ss = sstables(n)
@@ -113,6 +115,8 @@ def test_incremental_repair(make_node):
     r = tool(N1, "repair", "ks")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 SSTables marked pending" in r.stdout, r.stdout
+    # the target: <= 5% of what the first one validated (here 0)
+    assert "partitions validated: 0 " in r.stdout, r.stdout
     assert "mismatched ranges: 0, rows hashed: 0" in r.stdout, r.stdout
     for ip in IPS:
         assert streamed_to(r.stdout, ip) == 0, r.stdout
@@ -121,6 +125,8 @@ def test_incremental_repair(make_node):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "incremental session" not in r.stdout, r.stdout
     assert "mismatched ranges: 0" in r.stdout, r.stdout
+    full = re.search(r"partitions validated: (\d+)", r.stdout)
+    assert full and int(full.group(1)) == 3 * 220, r.stdout
 
     # 3. a session that fails (node3 killed while validating) marks
     # nothing repaired and leaves nothing pending on the others

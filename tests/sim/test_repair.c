@@ -1250,6 +1250,7 @@ START_TEST(incremental_repair_marks_repaired_and_a_second_finds_nothing)
 	ck_assert(c->sum.incremental);
 	ck_assert_uint_eq(c->sum.marked, 3 * NKEYS);
 	ck_assert_uint_eq(c->sum.repaired, 3 * NKEYS);
+	ck_assert_uint_ge(c->sum.partitions, 3 * NKEYS - 3);
 	ck_assert_int_gt(c->sum.repaired_at, 0);
 	/* the divergent rows streamed as pending data, now repaired: every
 	 * node holds everything repaired, nothing unrepaired or pending */
@@ -1273,6 +1274,7 @@ START_TEST(incremental_repair_marks_repaired_and_a_second_finds_nothing)
 	run(c, INT64_MIN, INT64_MIN, false);
 	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
 	ck_assert_uint_eq(c->sum.marked, 0);
+	ck_assert_uint_eq(c->sum.partitions, 0);
 	ck_assert_uint_eq(c->sum.mismatched_ranges, 0);
 	ck_assert_uint_eq(c->sum.rows_hashed, 0);
 	for (int i = 0; i < NNODES; i++)
