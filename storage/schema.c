@@ -64,6 +64,7 @@ void storage_table_meta_delete(struct storage_table_meta *t)
 		storage_type_unref(t->columns[i].type);
 	}
 	free(t->columns);
+	storage_table_meta_clear_indexes(t);
 	free(t->keyspace);
 	free(t->name);
 	free(t);
@@ -158,7 +159,62 @@ storage_table_meta_clone(const struct storage_table_meta *t)
 		c->columns[i].dropped_at = col->dropped_at;
 	}
 	c->options = t->options;
+	for (size_t i = 0; i < t->index_count; i++) {
+		const struct storage_index *ix = &t->indexes[i];
+		if (storage_table_meta_add_index(c, ix->name, ix->column,
+						 ix->target,
+						 ix->case_insensitive) != 0) {
+			storage_table_meta_delete(c);
+			return NULL;
+		}
+	}
 	return c;
+}
+
+int storage_table_meta_add_index(struct storage_table_meta *t, const char *name,
+				 size_t column,
+				 enum storage_index_target target,
+				 bool case_insensitive)
+{
+	if (column >= t->column_count || target > STORAGE_INDEX_FULL || !name ||
+	    !*name || strlen(name) > 255 || strchr(name, '/'))
+		return err_set(ERR_INVALID, "index %s: bad column or name",
+			       name ? name : "");
+	if (storage_table_meta_index(t, name))
+		return err_set(ERR_INVALID, "index %s exists", name);
+	struct storage_index *v =
+		realloc(t->indexes, (t->index_count + 1) * sizeof(*v));
+	if (!v)
+		return err_set(ERR_NOMEM, "indexes");
+	t->indexes = v;
+	char *n = dup_str(name);
+	if (!n)
+		return -1;
+	v[t->index_count++] = (struct storage_index){
+		.name = n,
+		.column = (uint16_t)column,
+		.target = (uint8_t)target,
+		.case_insensitive = case_insensitive,
+	};
+	return 0;
+}
+
+void storage_table_meta_clear_indexes(struct storage_table_meta *t)
+{
+	for (size_t i = 0; i < t->index_count; i++)
+		free(t->indexes[i].name);
+	free(t->indexes);
+	t->indexes = NULL;
+	t->index_count = 0;
+}
+
+const struct storage_index *
+storage_table_meta_index(const struct storage_table_meta *t, const char *name)
+{
+	for (size_t i = 0; t && name && i < t->index_count; i++)
+		if (strcmp(t->indexes[i].name, name) == 0)
+			return &t->indexes[i];
+	return NULL;
 }
 
 /* Whether values of `a` are read correctly as `b`: the same type, except

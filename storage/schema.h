@@ -89,6 +89,28 @@ struct storage_table_options {
 	uint32_t fanout_size;
 };
 
+/* What an index over a column indexes (Cassandra's IndexTarget.Type). */
+enum storage_index_target {
+	STORAGE_INDEX_VALUE = 0, /* a simple or frozen column's value; a key
+				  * component; a clustering value */
+	STORAGE_INDEX_KEYS,      /* keys(m): a map's keys */
+	STORAGE_INDEX_VALUES,    /* values(m|l|s): elements / map values */
+	STORAGE_INDEX_ENTRIES,   /* entries(m): (key, value) pairs */
+	STORAGE_INDEX_FULL,      /* full(frozen): the whole value */
+};
+
+/* A storage-attached index of a table (the executor's CREATE INDEX). The
+ * engine keeps an index over each memtable and writes a component per
+ * SSTable for each (docs/indexes.md). */
+struct storage_index {
+	char *name;      /* unique in the keyspace; the component's name */
+	uint16_t column; /* the indexed column's number */
+	uint8_t target;  /* enum storage_index_target */
+	/* text analyzer case_sensitive=false: ASCII letters fold to lower
+	 * case in terms (stored and queried) */
+	bool case_insensitive;
+};
+
 struct storage_table_meta {
 	uint8_t id[16]; /* the table's uuid */
 	char *keyspace;
@@ -102,6 +124,9 @@ struct storage_table_meta {
 	uint16_t ck[32];
 	size_t ck_count;
 	struct storage_table_options options;
+	/* Storage-attached indexes (storage_table_meta_add_index). */
+	struct storage_index *indexes;
+	size_t index_count;
 	/* References (storage_table_meta_ref): storage_table_meta_delete
 	 * drops one and frees the meta with the last. */
 	_Atomic unsigned refs;
@@ -145,6 +170,17 @@ int storage_table_meta_add_column(struct storage_table_meta *t,
 				  const char *name,
 				  enum storage_column_kind kind,
 				  const struct storage_type *type, bool desc);
+/* Appends an index over column `column` (an existing column; a name not
+ * yet used by the table's indexes). 0, or -1 with ERR_INVALID / NOMEM. */
+int storage_table_meta_add_index(struct storage_table_meta *t, const char *name,
+				 size_t column,
+				 enum storage_index_target target,
+				 bool case_insensitive);
+/* Removes every index (a caller rebuilding the list). */
+void storage_table_meta_clear_indexes(struct storage_table_meta *t);
+/* The index named `name`, or NULL. */
+const struct storage_index *
+storage_table_meta_index(const struct storage_table_meta *t, const char *name);
 /* A deep copy, or NULL. */
 struct storage_table_meta *
 storage_table_meta_clone(const struct storage_table_meta *t);

@@ -396,6 +396,30 @@ swap_table(struct cql_schema *s, struct cql_keyspace *k, struct cql_table *old,
 	return CQL_SCHEMA_OK;
 }
 
+/* Gives t's meta (its own, not shared yet) t's indexes, which the engine
+ * maintains (storage_table_meta_add_index). */
+static int meta_sync_indexes(struct cql_table *t)
+{
+	static const enum storage_index_target kinds[] = {
+		[CQL_INDEX_SIMPLE] = STORAGE_INDEX_VALUE,
+		[CQL_INDEX_KEYS] = STORAGE_INDEX_KEYS,
+		[CQL_INDEX_VALUES] = STORAGE_INDEX_VALUES,
+		[CQL_INDEX_ENTRIES] = STORAGE_INDEX_ENTRIES,
+		[CQL_INDEX_FULL] = STORAGE_INDEX_FULL,
+	};
+	storage_table_meta_clear_indexes(t->meta);
+	for (size_t i = 0; i < t->index_count; i++) {
+		const struct cql_index *ix = &t->indexes[i];
+		if (storage_table_meta_add_index(
+			    t->meta, ix->name, (size_t)ix->column,
+			    kinds[ix->target],
+			    !cql_index_option_bool(ix, "case_sensitive",
+						   true)) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* A copy of `old` for a change of its indexes (the same meta contents). */
 static struct cql_table *table_for_indexes(const struct cql_table *old)
 {
@@ -507,6 +531,10 @@ enum cql_schema_status schema_create_index(struct cql_schema *s,
 	list[old->index_count] = ix;
 	t->indexes = list;
 	t->index_count = old->index_count + 1;
+	if (meta_sync_indexes(t) != 0) {
+		schema_table_free(t);
+		return nomem();
+	}
 	return swap_table(s, k, old, t, change);
 }
 
@@ -551,5 +579,9 @@ enum cql_schema_status schema_drop_index(struct cql_schema *s,
 	memmove(&t->indexes[at], &t->indexes[at + 1],
 		(t->index_count - at - 1) * sizeof(*t->indexes));
 	t->index_count--;
+	if (meta_sync_indexes(t) != 0) {
+		schema_table_free(t);
+		return nomem();
+	}
 	return swap_table(s, k, old, t, change);
 }

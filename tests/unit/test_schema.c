@@ -969,6 +969,50 @@ START_TEST(user_types_live_in_their_keyspace)
 }
 END_TEST
 
+START_TEST(indexes_reach_the_table_meta)
+{
+	ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', "
+	   "'replication_factor': 1}");
+	ok("CREATE TABLE t (k int, c int, v text, m map<int, text>, "
+	   "f frozen<list<int>>, PRIMARY KEY (k, c))");
+	ok("CREATE INDEX ON t (c)");
+	ok("CREATE CUSTOM INDEX vi ON t (v) USING 'sai' WITH OPTIONS = "
+	   "{'case_sensitive': 'false'}");
+	ok("CREATE INDEX mk ON t (keys(m))");
+	ok("CREATE INDEX me ON t (entries(m))");
+	ok("CREATE INDEX mv ON t (m)");
+	ok("CREATE INDEX ff ON t (full(f))");
+	const struct storage_table_meta *m =
+		cql_table_meta(cql_schema_table(schema, "ks", "t"));
+	ck_assert_uint_eq(m->index_count, 6);
+	const struct storage_index *ix = storage_table_meta_index(m, "t_c_idx");
+	ck_assert_ptr_nonnull(ix);
+	ck_assert_uint_eq(ix->column, 1);
+	ck_assert_uint_eq(ix->target, STORAGE_INDEX_VALUE);
+	ck_assert(!ix->case_insensitive);
+	ix = storage_table_meta_index(m, "vi");
+	ck_assert(ix->case_insensitive);
+	ck_assert_uint_eq(ix->column, 2);
+	ck_assert_uint_eq(storage_table_meta_index(m, "mk")->target,
+			  STORAGE_INDEX_KEYS);
+	ck_assert_uint_eq(storage_table_meta_index(m, "me")->target,
+			  STORAGE_INDEX_ENTRIES);
+	ck_assert_uint_eq(storage_table_meta_index(m, "mv")->target,
+			  STORAGE_INDEX_VALUES);
+	ck_assert_uint_eq(storage_table_meta_index(m, "ff")->target,
+			  STORAGE_INDEX_FULL);
+	/* ALTER keeps them (the clone), DROP INDEX removes one */
+	ok("ALTER TABLE t ADD w int");
+	m = cql_table_meta(cql_schema_table(schema, "ks", "t"));
+	ck_assert_uint_eq(m->index_count, 6);
+	ok("DROP INDEX vi");
+	m = cql_table_meta(cql_schema_table(schema, "ks", "t"));
+	ck_assert_uint_eq(m->index_count, 5);
+	ck_assert_ptr_null(storage_table_meta_index(m, "vi"));
+	ck_assert_ptr_nonnull(storage_table_meta_index(m, "mk"));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("schema");
@@ -987,6 +1031,7 @@ static Suite *suite(void)
 		       the_version_follows_every_change_and_only_the_schema);
 	tcase_add_test(tc, describe_prints_cassandras_create_statements);
 	tcase_add_test(tc, user_types_live_in_their_keyspace);
+	tcase_add_test(tc, indexes_reach_the_table_meta);
 	suite_add_tcase(s, tc);
 	return s;
 }
