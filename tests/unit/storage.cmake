@@ -48,3 +48,5 @@ cassini_check_suite(test_storage_counter LABEL unit
                     LIBS cassini_storage cassini_conf)
 cassini_check_suite(test_storage_sai LABEL unit
                     SOURCES test_storage_sai.c LIBS cassini_storage)
+cassini_check_suite(test_storage_sai_terms LABEL unit
+                    SOURCES test_storage_sai_terms.c LIBS cassini_storage)

@@ -1,0 +1,67 @@
+/*
+ * Storage-attached index terms: what an index stores for a value, and
+ * which terms a partition key or an atom gives an index. Shared by the
+ * memtable index (memtable.c), the SSTable writer (the component written
+ * with every SSTable) and the query side (engine_sai.c).
+ *
+ * Terms are byte-comparable: bytewise order of two terms is the order of
+ * their values under the column type's comparator (Cassandra's SAI does
+ * the same with its ByteComparable encodings), for the numeric, date,
+ * time, timestamp, uuid and timeuuid types; other types are their value
+ * bytes (their order is bytewise already: text, ascii, blob, inet,
+ * boolean, duration). Text under case_insensitive has ASCII letters
+ * folded to lower case. An entries(m) term is be32 length + the key's
+ * term, then the value's term.
+ *
+ * Decimals (1.0 equals 1.00) and frozen values holding a decimal or a
+ * varint (whose bytes may be non-minimal) have no term whose bytes decide
+ * equality: sai_index_exact says so, and queries on such an index take
+ * the scan.
+ */
+#ifndef CASSINI_STORAGE_SAI_INTERNAL_H
+#define CASSINI_STORAGE_SAI_INTERNAL_H
+
+#include "common/buf.h"
+#include "storage/atom_internal.h"
+
+/* The type of the values the index's terms come from (for entries: the
+ * map's value type); NULL when the column's type does not fit the target
+ * (such an index gives no terms). */
+const struct storage_type *
+sai_index_value_type(const struct storage_table_meta *t,
+		     const struct storage_index *ix);
+/* Whether equal terms mean equal values under the type's comparator. */
+bool sai_index_exact(const struct storage_table_meta *t,
+		     const struct storage_index *ix);
+
+/* Appends to `out` the term of value `v` of type `ty` (fold: ASCII case
+ * folding for text). -1 on ERR_NOMEM. */
+int sai_term_encode(const struct storage_type *ty, bool fold, struct slice v,
+		    struct buf *out);
+/* Sets `out` to the index's term for a queried value: vals[0] (for an
+ * entries index vals[0] the key and vals[1] the value, n = 2). */
+int sai_index_term(const struct storage_table_meta *t,
+		   const struct storage_index *ix, const struct slice *vals,
+		   size_t n, struct buf *out);
+
+/* The term partition key `key` gives the index (an index on a partition
+ * key component), into `out`: 1 with a term, 0 when the index is not on
+ * the partition key, -1 on error. */
+int sai_key_term(const struct storage_table_meta *t,
+		 const struct storage_index *ix, struct slice key,
+		 struct buf *out);
+/* The term atom `a` gives the index (a clustering value, a live cell of
+ * the column or one of its elements), into `out`: 1, 0 (none), -1. */
+int sai_atom_term(const struct storage_table_meta *t,
+		  const struct storage_index *ix, const struct atom *a,
+		  struct buf *out);
+
+/* The component's key for a partition: its token byte-comparable (be64,
+ * sign bit flipped) then the partition key, so a term's keys are in
+ * token order. */
+int sai_component_key(int64_t token, struct slice key, struct buf *out);
+/* Splits a component key; -1 when shorter than a token. */
+int sai_component_key_split(const uint8_t *p, size_t len, int64_t *token,
+			    struct slice *key);
+
+#endif

@@ -1,0 +1,260 @@
+/* storage/sai_terms.c: index terms compare bytewise as their values do
+ * under the column type's comparator (random values of every numeric,
+ * date, time and uuid type, edge values included), text folding, and the
+ * terms atoms and keys give each target. */
+#include "storage/sai_internal.h"
+#include "storage/storage.h"
+#include "tests/lib/testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t seed;
+static uint64_t rng;
+
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int sign(int x)
+{
+	return (x > 0) - (x < 0);
+}
+
+static int bytes_cmp(const struct buf *a, const struct buf *b)
+{
+	size_t n = a->len < b->len ? a->len : b->len;
+	int c = n ? memcmp(a->data, b->data, n) : 0;
+	if (c)
+		return sign(c);
+	return (a->len > b->len) - (a->len < b->len);
+}
+
+/* A random value of `kind` into v (len bytes). */
+static size_t random_value(uint16_t kind, uint8_t *v)
+{
+	size_t w = 0;
+	switch (kind) {
+	case STORAGE_TYPE_TINYINT:
+		w = 1;
+		break;
+	case STORAGE_TYPE_SMALLINT:
+		w = 2;
+		break;
+	case STORAGE_TYPE_INT:
+	case STORAGE_TYPE_DATE:
+	case STORAGE_TYPE_FLOAT:
+		w = 4;
+		break;
+	case STORAGE_TYPE_BIGINT:
+	case STORAGE_TYPE_TIMESTAMP:
+	case STORAGE_TYPE_DOUBLE:
+		w = 8;
+		break;
+	case STORAGE_TYPE_TIME: {
+		uint64_t x = next() % 86400000000000ull;
+		for (int i = 0; i < 8; i++)
+			v[i] = (uint8_t)(x >> (56 - 8 * i));
+		return 8;
+	}
+	case STORAGE_TYPE_UUID:
+	case STORAGE_TYPE_TIMEUUID:
+		w = 16;
+		break;
+	case STORAGE_TYPE_VARINT:
+		w = 1 + next() % 9;
+		break;
+	}
+	for (size_t i = 0; i < w; i++)
+		v[i] = (uint8_t)next();
+	/* small alphabets so equal values and near ties come up */
+	if (next() % 3 == 0)
+		for (size_t i = 0; i + 1 < w; i++)
+			v[i] = (next() & 1) ? 0xff : 0x00;
+	if (kind == STORAGE_TYPE_TIMEUUID)
+		v[6] = (uint8_t)(0x10 | (v[6] & 0x0f));
+	if (kind == STORAGE_TYPE_UUID && next() % 2)
+		v[6] = (uint8_t)(0x10 | (v[6] & 0x0f));
+	if (kind == STORAGE_TYPE_FLOAT && next() % 8 == 0) {
+		static const uint32_t special[] = {0x80000000u, 0x00000000u,
+						   0x7f800000u, 0xff800000u,
+						   0x7fc00000u, 0x7fc00001u};
+		uint32_t x = special[next() % 6];
+		for (int i = 0; i < 4; i++)
+			v[i] = (uint8_t)(x >> (24 - 8 * i));
+	}
+	return w;
+}
+
+START_TEST(terms_sort_as_their_type)
+{
+	static const uint16_t kinds[] = {
+		STORAGE_TYPE_TINYINT,   STORAGE_TYPE_SMALLINT,
+		STORAGE_TYPE_INT,       STORAGE_TYPE_BIGINT,
+		STORAGE_TYPE_TIMESTAMP, STORAGE_TYPE_TIME,
+		STORAGE_TYPE_DATE,      STORAGE_TYPE_FLOAT,
+		STORAGE_TYPE_DOUBLE,    STORAGE_TYPE_UUID,
+		STORAGE_TYPE_TIMEUUID,  STORAGE_TYPE_VARINT,
+	};
+	rng = seed | 1;
+	struct buf ta, tb;
+	buf_init(&ta);
+	buf_init(&tb);
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		const struct storage_type *ty = storage_type_simple(kinds[k]);
+		for (int i = 0; i < 20000; i++) {
+			uint8_t a[16], b[16];
+			size_t al = random_value(kinds[k], a);
+			size_t bl = i % 5 == 0 ? (memcpy(b, a, al), al)
+					       : random_value(kinds[k], b);
+			buf_clear(&ta);
+			buf_clear(&tb);
+			ck_assert_int_eq(sai_term_encode(ty, false,
+							 (struct slice){a, al},
+							 &ta),
+					 0);
+			ck_assert_int_eq(sai_term_encode(ty, false,
+							 (struct slice){b, bl},
+							 &tb),
+					 0);
+			int want =
+				sign(storage_value_cmp(kinds[k], a, al, b, bl));
+			ck_assert_msg(bytes_cmp(&ta, &tb) == want,
+				      "kind %u: terms order %d, values %d",
+				      kinds[k], bytes_cmp(&ta, &tb), want);
+		}
+	}
+	/* a non-minimal varint is the same term as the minimal one */
+	const struct storage_type *vi =
+		storage_type_simple(STORAGE_TYPE_VARINT);
+	uint8_t x1[] = {0x00, 0x05}, x2[] = {0x05}, y1[] = {0xff, 0xfb},
+		y2[] = {0xfb};
+	buf_clear(&ta);
+	buf_clear(&tb);
+	sai_term_encode(vi, false, (struct slice){x1, 2}, &ta);
+	sai_term_encode(vi, false, (struct slice){x2, 1}, &tb);
+	ck_assert_int_eq(bytes_cmp(&ta, &tb), 0);
+	buf_clear(&ta);
+	buf_clear(&tb);
+	sai_term_encode(vi, false, (struct slice){y1, 2}, &ta);
+	sai_term_encode(vi, false, (struct slice){y2, 1}, &tb);
+	ck_assert_int_eq(bytes_cmp(&ta, &tb), 0);
+	buf_free(&ta);
+	buf_free(&tb);
+}
+END_TEST
+
+START_TEST(targets_give_their_terms)
+{
+	uint8_t id[16] = {1};
+	struct storage_table_meta *t = storage_table_meta_new("ks", "t", id);
+	const struct storage_type *it = storage_type_simple(STORAGE_TYPE_INT);
+	const struct storage_type *tx = storage_type_simple(STORAGE_TYPE_TEXT);
+	const struct storage_type *subs[] = {it, tx};
+	const struct storage_type mt = {
+		.kind = STORAGE_TYPE_MAP, .count = 2, .sub = subs};
+	const struct storage_type dec = {.kind = STORAGE_TYPE_DECIMAL};
+	storage_table_meta_add_column(t, "k", STORAGE_COLUMN_PARTITION_KEY, it,
+				      false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, it,
+				      false);
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, tx,
+				      false);
+	storage_table_meta_add_column(t, "m", STORAGE_COLUMN_REGULAR, &mt,
+				      false);
+	storage_table_meta_add_column(t, "d", STORAGE_COLUMN_REGULAR, &dec,
+				      false);
+	ck_assert_int_eq(storage_table_meta_add_index(
+				 t, "vi", 2, STORAGE_INDEX_VALUE, true),
+			 0);
+	ck_assert_int_eq(storage_table_meta_add_index(
+				 t, "mk", 3, STORAGE_INDEX_KEYS, false),
+			 0);
+	ck_assert_int_eq(storage_table_meta_add_index(
+				 t, "mv", 3, STORAGE_INDEX_VALUES, false),
+			 0);
+	ck_assert_int_eq(storage_table_meta_add_index(
+				 t, "ci", 1, STORAGE_INDEX_VALUE, false),
+			 0);
+	ck_assert_int_eq(storage_table_meta_add_index(
+				 t, "di", 4, STORAGE_INDEX_VALUE, false),
+			 0);
+	ck_assert_int_ne(storage_table_meta_add_index(
+				 t, "vi", 2, STORAGE_INDEX_VALUE, false),
+			 0);
+	ck_assert(sai_index_exact(t, storage_table_meta_index(t, "vi")));
+	ck_assert(!sai_index_exact(t, storage_table_meta_index(t, "di")));
+
+	struct buf a, b;
+	buf_init(&a);
+	buf_init(&b);
+	/* case folding: 'HeLLo' and 'hello' are one term */
+	struct slice hi = {(const uint8_t *)"HeLLo", 5};
+	struct slice lo = {(const uint8_t *)"hello", 5};
+	const struct storage_index *vi = storage_table_meta_index(t, "vi");
+	sai_index_term(t, vi, &hi, 1, &a);
+	sai_index_term(t, vi, &lo, 1, &b);
+	ck_assert_int_eq(bytes_cmp(&a, &b), 0);
+	struct atom cell = {.slot = 3, .kind = ATOM_KIND_LIVE, .value = hi};
+	ck_assert_int_eq(sai_atom_term(t, vi, &cell, &a), 1);
+	ck_assert_int_eq(bytes_cmp(&a, &b), 0);
+	cell.flags = ATOM_TOMBSTONE;
+	ck_assert_int_eq(sai_atom_term(t, vi, &cell, &a), 0);
+
+	/* a map element: keys() gives its key, values() its value */
+	uint8_t four[4] = {0, 0, 0, 4};
+	struct atom el = {.slot = 4,
+			  .kind = ATOM_KIND_LIVE,
+			  .path = {four, 4},
+			  .value = lo};
+	struct slice k4 = {four, 4};
+	ck_assert_int_eq(
+		sai_atom_term(t, storage_table_meta_index(t, "mk"), &el, &a),
+		1);
+	sai_index_term(t, storage_table_meta_index(t, "mk"), &k4, 1, &b);
+	ck_assert_int_eq(bytes_cmp(&a, &b), 0);
+	ck_assert_int_eq(
+		sai_atom_term(t, storage_table_meta_index(t, "mv"), &el, &a),
+		1);
+	ck_assert_int_eq(a.len, 5);
+
+	/* a clustering value from any atom of the row */
+	struct buf ck;
+	buf_init(&ck);
+	struct slice cv = {four, 4};
+	storage_ck_encode(&ck, CK_ROW, &cv, 1);
+	struct atom marker = {
+		.ck = {ck.data, ck.len}, .slot = 0, .kind = ATOM_KIND_LIVE};
+	ck_assert_int_eq(sai_atom_term(t, storage_table_meta_index(t, "ci"),
+				       &marker, &a),
+			 1);
+	sai_index_term(t, storage_table_meta_index(t, "ci"), &k4, 1, &b);
+	ck_assert_int_eq(bytes_cmp(&a, &b), 0);
+	buf_free(&ck);
+	buf_free(&a);
+	buf_free(&b);
+	storage_table_meta_delete(t);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("storage_sai_terms");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, terms_sort_as_their_type);
+	tcase_add_test(tc, targets_give_their_terms);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	seed = test_seed(0x5a1);
+	return test_run(suite());
+}
