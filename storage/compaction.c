@@ -776,6 +776,31 @@ void storage_engine_remove_generation(struct env *env, const char *dir,
 	static const char *const comps[] = {"TOC.txt",       "Data.db",
 					    "Index.db",      "Filter.db",
 					    "Statistics.db", "Summary.db"};
+	/* the index components its TOC lists go first (TOC-less ones are
+	 * leftovers sst_dir_scan removes) */
+	char *toc = sst_path(dir, gen, "TOC.txt", false);
+	uint8_t *text = NULL;
+	size_t len = 0;
+	if (toc && env_read_file(env, toc, 1 << 16, &text, &len) == 0) {
+		const char *q = (const char *)text, *end = q + len;
+		while (q < end) {
+			const char *nl = memchr(q, '\n', (size_t)(end - q));
+			size_t n = nl ? (size_t)(nl - q) : (size_t)(end - q);
+			char comp[300];
+			if (n > 4 && n < sizeof(comp) &&
+			    memcmp(q, "SAI_", 4) == 0 && !memchr(q, '/', n)) {
+				memcpy(comp, q, n);
+				comp[n] = '\0';
+				char *p = sst_path(dir, gen, comp, false);
+				if (p)
+					env_unlink(env, p);
+				free(p);
+			}
+			q += n + 1;
+		}
+	}
+	free(text);
+	free(toc);
 	for (size_t i = 0; i < 6; i++) {
 		char *p = sst_path(dir, gen, comps[i], false);
 		if (p && env_exists(env, p) == 1)

@@ -4,6 +4,7 @@
 #include "storage/memtable_internal.h"
 
 #include "common/err.h"
+#include "storage/sai_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,90 @@ struct memtable *memtable_new(const struct storage_table_meta *t)
 		free(mt);
 		return NULL;
 	}
+	size_t ni = t->index_count;
+	if (ni) {
+		mt->sai = arena_alloc(&mt->arena, ni * sizeof(*mt->sai));
+		for (size_t i = 0; mt->sai && i < ni; i++)
+			if (skiplist_init(&mt->sai[i], &mt->arena,
+					  memtable_sai_cmp, NULL)) {
+				mt->sai = NULL;
+				break;
+			}
+		if (!mt->sai) {
+			memtable_unref(mt);
+			err_set(ERR_NOMEM, "memtable index");
+			return NULL;
+		}
+	}
 	return mt;
+}
+
+int memtable_sai_cmp(const void *ctx, const void *a, const void *b)
+{
+	(void)ctx;
+	const struct mt_sai_entry *x = a, *y = b;
+	int c = slice_cmp(x->term, y->term);
+	if (c)
+		return c;
+	return storage_partition_cmp(x->token, x->key, y->token, y->key);
+}
+
+const struct skiplist *memtable_sai(const struct memtable *mt, const char *name)
+{
+	for (size_t i = 0; mt->sai && i < mt->meta->index_count; i++)
+		if (strcmp(mt->meta->indexes[i].name, name) == 0)
+			return &mt->sai[i];
+	return NULL;
+}
+
+/* Adds (the term in mt->sai_term, p) to index i unless there. */
+static int sai_put(struct memtable *mt, size_t i, struct mt_partition *p)
+{
+	struct mt_sai_entry probe = {
+		.term = {mt->sai_term.data, mt->sai_term.len},
+		.token = p->token,
+		.key = p->key,
+	};
+	struct skiplist_node *prev[SKIPLIST_MAX_HEIGHT];
+	if (skiplist_find_prev(&mt->sai[i], &probe, prev))
+		return 0;
+	struct mt_sai_entry *e = arena_alloc(&mt->arena, sizeof(*e));
+	uint8_t *term =
+		e ? arena_alloc_aligned(&mt->arena,
+					probe.term.len ? probe.term.len : 1, 1)
+		  : NULL;
+	if (!term)
+		return err_set(ERR_NOMEM, "memtable index");
+	if (probe.term.len)
+		memcpy(term, probe.term.ptr, probe.term.len);
+	*e = probe;
+	e->term.ptr = term;
+	return skiplist_insert_at(&mt->sai[i], e, prev)
+		       ? 0
+		       : err_set(ERR_NOMEM, "memtable index");
+}
+
+/* Every term of `m` into the memtable's indexes. */
+static int sai_apply(struct memtable *mt, struct mt_partition *p,
+		     const struct storage_mutation *m)
+{
+	const struct storage_table_meta *t = mt->meta;
+	for (size_t i = 0; i < t->index_count; i++) {
+		const struct storage_index *ix = &t->indexes[i];
+		int r = sai_key_term(t, ix, p->key, &mt->sai_term);
+		if (r > 0)
+			r = sai_put(mt, i, p);
+		if (r < 0)
+			return -1;
+		for (size_t j = 0; j < m->atom_count; j++) {
+			r = sai_atom_term(t, ix, &m->atoms[j], &mt->sai_term);
+			if (r > 0)
+				r = sai_put(mt, i, p);
+			if (r < 0)
+				return -1;
+		}
+	}
+	return 0;
 }
 
 void memtable_ref(struct memtable *m)
@@ -70,6 +154,7 @@ void memtable_unref(struct memtable *m)
 {
 	if (m && atomic_fetch_sub(&m->refs, 1) == 1) {
 		arena_destroy(&m->arena);
+		buf_free(&m->sai_term);
 		storage_table_meta_unref(m->meta);
 		free(m);
 	}
@@ -332,5 +417,5 @@ int memtable_apply(struct memtable *mt, const struct storage_mutation *m)
 	for (size_t i = 0; i < m->atom_count; i++)
 		if (apply_atom(mt, p, &m->atoms[i]))
 			return -1;
-	return 0;
+	return mt->sai ? sai_apply(mt, p, m) : 0;
 }

@@ -48,6 +48,14 @@ struct mt_index {
 	_Atomic(struct mt_partition *) slots[];
 };
 
+/* An entry of a memtable's index (one per term and partition holding it);
+ * in the arena, ordered by (term, token, key). */
+struct mt_sai_entry {
+	struct slice term;
+	int64_t token;
+	struct slice key; /* the partition's (in the arena) */
+};
+
 struct memtable {
 	struct arena arena;
 	const struct storage_table_meta *meta; /* a reference */
@@ -69,6 +77,12 @@ struct memtable {
 	uint64_t log_first_seg, log_first_off;
 	uint64_t log_end_seg, log_end_off;
 	bool has_log_pos;
+	/* One skiplist of struct mt_sai_entry * per index of `meta` (same
+	 * order), updated by memtable_apply: every term a write brings,
+	 * never removed (deletions and overwrites leave stale entries;
+	 * queries re-check the data). NULL without indexes. */
+	struct skiplist *sai;
+	struct buf sai_term; /* writer's scratch */
 };
 
 struct memtable *memtable_new(const struct storage_table_meta *t);
@@ -98,6 +112,12 @@ static inline struct mt_pmeta *mt_partition_meta(struct mt_partition *p)
 {
 	return atomic_load_explicit(&p->meta, memory_order_acquire);
 }
+
+/* The memtable's index for `name`, or NULL (none by that name: the
+ * memtable was made with a version of the table without it). */
+const struct skiplist *memtable_sai(const struct memtable *mt,
+				    const char *name);
+int memtable_sai_cmp(const void *ctx, const void *a, const void *b);
 
 /* Partition order: token, then key bytes. */
 int storage_partition_cmp(int64_t ta, struct slice ka, int64_t tb,

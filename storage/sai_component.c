@@ -1,7 +1,8 @@
 /*
  * SAI component layout (all integers little-endian):
  *
- *   header    "CSAI" u32 version(1)
+ *   header    "CSAI" u32 version(2), u32 ident_len, ident,
+ *             u32 masked crc32c(ident)       (version 1: no ident)
  *   block*    u32 payload_len, u32 masked crc32c(payload), payload:
  *             u32 count, count x (u32 term_len, term, u32 key_len, key)
  *   directory u32 nblocks, nblocks x (u64 block_offset, u32 len, first term)
@@ -17,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SAI_VERSION 1u
+#define SAI_VERSION 2u
 #define SAI_FOOTER  16u
 
 void sai_builder_init(struct sai_builder *b)
@@ -140,6 +141,12 @@ static void set32(uint8_t *p, uint32_t v)
 
 int sai_build(struct sai_builder *b, uint8_t **out, size_t *out_len)
 {
+	return sai_build_ident(b, NULL, 0, out, out_len);
+}
+
+int sai_build_ident(struct sai_builder *b, const void *ident,
+		    uint32_t ident_len, uint8_t **out, size_t *out_len)
+{
 	if (b->n)
 		qsort(b->v, b->n, sizeof(*b->v), entry_cmp);
 	size_t u = 0; /* drop duplicates */
@@ -159,6 +166,9 @@ int sai_build(struct sai_builder *b, uint8_t **out, size_t *out_len)
 	struct buf o = {0};
 	put(&o, "CSAI", 4);
 	put32(&o, SAI_VERSION);
+	put32(&o, ident_len);
+	put(&o, ident, ident_len);
+	put32(&o, crc32c_mask(crc32c(0, ident, ident_len)));
 	for (size_t blk = 0; blk < nblocks; blk++) {
 		size_t first = blk * SAI_BLOCK_ENTRIES;
 		size_t last = first + SAI_BLOCK_ENTRIES;
@@ -211,15 +221,44 @@ struct dir {
 	uint32_t nblocks;
 };
 
-static int open_dir(const uint8_t *buf, size_t len, struct dir *d)
+/* The header's length (after the identity's crc), checked; 0 if bad. */
+static size_t header_len(const uint8_t *buf, size_t len)
 {
 	if (len < 8 + SAI_FOOTER || memcmp(buf, "CSAI", 4) != 0 ||
-	    get32(buf + 4) != SAI_VERSION ||
 	    memcmp(buf + len - 4, "ISAC", 4) != 0)
+		return 0;
+	uint32_t v = get32(buf + 4);
+	if (v == 1)
+		return 8;
+	if (v != 2 || len < 16 + SAI_FOOTER)
+		return 0;
+	uint32_t il = get32(buf + 8);
+	if (il > len - 16 - SAI_FOOTER)
+		return 0;
+	if (crc32c_mask(crc32c(0, buf + 12, il)) != get32(buf + 12 + il))
+		return 0;
+	return 16 + (size_t)il;
+}
+
+int sai_ident(const uint8_t *buf, size_t len, const uint8_t **ident,
+	      uint32_t *ident_len)
+{
+	size_t h = header_len(buf, len);
+	if (!h)
+		return SAI_CORRUPT;
+	*ident = h > 8 ? buf + 12 : buf;
+	*ident_len = h > 8 ? get32(buf + 8) : 0;
+	return SAI_OK;
+}
+
+static int open_dir(const uint8_t *buf, size_t len, struct dir *d)
+{
+	size_t h = header_len(buf, len);
+	if (!h)
 		return SAI_CORRUPT;
 	const uint8_t *f = buf + len - SAI_FOOTER;
 	uint64_t dir = get64(f);
-	if (dir < 8 || dir + 4 > len - SAI_FOOTER)
+	if (dir < h || dir + 4 > len - SAI_FOOTER)
 		return SAI_CORRUPT;
 	size_t dlen = len - SAI_FOOTER - dir;
 	if (crc32c_mask(crc32c(0, buf + dir, dlen)) != get32(f + 8))

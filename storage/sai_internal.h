@@ -56,6 +56,10 @@ int sai_atom_term(const struct storage_table_meta *t,
 		  const struct storage_index *ix, const struct atom *a,
 		  struct buf *out);
 
+/* What the index indexes, as the bytes kept in each component's header
+ * (column number, target, folding): "c<column> t<target> f<0|1>". */
+int sai_index_ident(const struct storage_index *ix, char *out, size_t cap);
+
 /* The component's key for a partition: its token byte-comparable (be64,
  * sign bit flipped) then the partition key, so a term's keys are in
  * token order. */

@@ -6,6 +6,7 @@
 #include "common/err.h"
 #include "storage/storage.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static bool is_text(const struct storage_type *ty)
@@ -323,4 +324,11 @@ int sai_component_key_split(const uint8_t *p, size_t len, int64_t *token,
 	key->ptr = p + 8;
 	key->len = len - 8;
 	return 0;
+}
+
+int sai_index_ident(const struct storage_index *ix, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "c%u t%u f%d", ix->column, ix->target,
+			 ix->case_insensitive ? 1 : 0);
+	return n < 0 || (size_t)n >= cap ? -1 : n;
 }

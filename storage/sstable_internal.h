@@ -18,6 +18,7 @@
 #include "storage/read_internal.h"
 #include "storage/tomb_hist_internal.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #define SST_HIST_BUCKETS 40
@@ -103,6 +104,17 @@ struct sst_entry {
 	size_t ri_count;
 };
 
+/* A storage-attached index component of an SSTable (listed in TOC.txt),
+ * loaded and verified whole on its first query. */
+struct sst_sai {
+	char *index; /* the index's name */
+	char *comp;  /* "SAI_<index>.db" */
+	uint8_t *buf;
+	size_t len;
+	int state;      /* 0 not loaded, 1 loaded, -1 unusable (logged once) */
+	char ident[64]; /* its identity (sai_index_ident) once loaded */
+};
+
 struct sstable {
 	_Atomic int refs;
 	_Atomic bool obsolete; /* delete the files with the last reference */
@@ -130,7 +142,22 @@ struct sstable {
 	uint8_t *bloom;
 	uint64_t bloom_bits;
 	uint32_t bloom_k;
+	/* index components (sstable_sai.c); sai_mu guards their loading */
+	struct sst_sai *sai;
+	size_t sai_count;
+	pthread_mutex_t sai_mu;
 };
+
+/* Reads the index components TOC.txt lists (an unreadable TOC: none). */
+int sst_sai_open(struct sstable *s);
+void sst_sai_free(struct sstable *s);
+/* Index ix's component of `s`, loaded and verified (the bytes live
+ * while `s` does): 0, or -1 when the SSTable has none for it (written
+ * before the index existed, or by an earlier index of the same name over
+ * something else) or it is missing or corrupt (logged once per
+ * SSTable and index; the caller then scans the SSTable instead). */
+int sst_sai_get(struct sstable *s, const struct storage_index *ix,
+		const uint8_t **buf, size_t *len);
 
 /* Opens generation `gen` in `dir`; verifies Statistics, Summary, Filter. */
 /* Hard-links the SSTable's files into `dir` under the same names, TOC

@@ -213,6 +213,7 @@ static void sstable_free(struct sstable *s)
 	free(s->sum_len);
 	free(s->sum_bytes);
 	free(s->bloom);
+	sst_sai_free(s);
 	free(s->dir);
 	storage_table_meta_unref(s->t);
 	free(s);
@@ -239,8 +240,8 @@ struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
 	s->index_id = storage_block_cache_file_id();
 	s->data_path = sst_path(dir, gen, "Data.db", false);
 	s->index_path = sst_path(dir, gen, "Index.db", false);
-	if (!s->data_path || !s->index_path || load_stats(s) ||
-	    load_summary(s) || load_filter(s) ||
+	if (sst_sai_open(s) || !s->data_path || !s->index_path ||
+	    load_stats(s) || load_summary(s) || load_filter(s) ||
 	    env_file_open(env, s->data_path, ENV_FILE_READ, &s->data) ||
 	    env_file_open(env, s->index_path, ENV_FILE_READ, &s->index)) {
 		sstable_free(s);
@@ -272,6 +273,16 @@ static const char *const all_components[] = {"TOC.txt",       "Data.db",
 
 int sstable_link_into(const struct sstable *s, const char *dir)
 {
+	for (size_t i = 0; i < s->sai_count; i++) {
+		char *from = sst_path(s->dir, s->gen, s->sai[i].comp, false);
+		char *to = sst_path(dir, s->gen, s->sai[i].comp, false);
+		int rc = from && to ? env_link(s->env, from, to)
+				    : err_set(ERR_NOMEM, "snapshot path");
+		free(from);
+		free(to);
+		if (rc)
+			return -1;
+	}
 	/* TOC last: a snapshot cut short reads as an incomplete SSTable */
 	for (size_t i = 1; i <= 6; i++) {
 		size_t k = i % 6;
@@ -296,6 +307,13 @@ void sstable_unref(struct sstable *s)
 		for (size_t i = 0; i < 6; i++) {
 			char *p = sst_path(s->dir, s->gen, all_components[i],
 					   false);
+			if (p)
+				env_unlink(s->env, p);
+			free(p);
+		}
+		for (size_t i = 0; i < s->sai_count; i++) {
+			char *p =
+				sst_path(s->dir, s->gen, s->sai[i].comp, false);
 			if (p)
 				env_unlink(s->env, p);
 			free(p);
@@ -883,7 +901,30 @@ struct scan {
 	size_t n, cap;
 	char **tmp;
 	size_t ntmp, tmp_cap;
+	/* index components seen ("ca-<gen>-SAI_*.db"), with their gens */
+	char **sai;
+	uint64_t *sai_gen;
+	size_t nsai, sai_cap;
 };
+
+static int scan_sai(struct scan *s, const char *name, uint64_t gen)
+{
+	if (s->nsai == s->sai_cap) {
+		size_t cap = s->sai_cap ? s->sai_cap * 2 : 8;
+		char **n = realloc(s->sai, cap * sizeof(*n));
+		if (!n)
+			return 1;
+		s->sai = n;
+		uint64_t *g = realloc(s->sai_gen, cap * sizeof(*g));
+		if (!g)
+			return 1;
+		s->sai_gen = g;
+		s->sai_cap = cap;
+	}
+	s->sai[s->nsai] = strdup(name);
+	s->sai_gen[s->nsai++] = gen;
+	return 0;
+}
 
 static int scan_entry(void *arg, const char *name)
 {
@@ -926,6 +967,8 @@ static int scan_entry(void *arg, const char *name)
 	}
 	if (strcmp(comp, "TOC.txt") == 0)
 		s->toc[i] = true;
+	if (strncmp(comp, "SAI_", 4) == 0)
+		return scan_sai(s, name, gen);
 	return 0;
 }
 
@@ -971,7 +1014,22 @@ int sst_dir_scan(struct env *env, const char *dir, uint64_t **gens,
 				env_unlink(env, p);
 			free(p);
 		}
+		for (size_t k = 0; k < s.nsai; k++) {
+			if (s.sai_gen[k] != s.gens[i] || !s.sai[k])
+				continue;
+			size_t n = strlen(dir) + strlen(s.sai[k]) + 2;
+			char *p = malloc(n);
+			if (p) {
+				snprintf(p, n, "%s/%s", dir, s.sai[k]);
+				env_unlink(env, p);
+			}
+			free(p);
+		}
 	}
+	for (size_t k = 0; k < s.nsai; k++)
+		free(s.sai[k]);
+	free(s.sai);
+	free(s.sai_gen);
 	free(s.toc);
 	if (rc) {
 		free(s.gens);

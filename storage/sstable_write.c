@@ -5,6 +5,8 @@
  */
 #include "common/murmur3.h"
 #include "storage/block_internal.h"
+#include "storage/sai_component.h"
+#include "storage/sai_internal.h"
 #include "storage/sstable_internal.h"
 
 #include "common/err.h"
@@ -58,6 +60,15 @@ struct sst_writer {
 	uint32_t bloom_k;
 	struct sst_stats st;
 	bool failed;
+	/* Storage-attached indexes: a builder per index of `t` (its order),
+	 * fed (term, token + key) by begin and atom; each index's last term
+	 * and the partition it came in (consecutive repeats skipped). */
+	struct sai_builder *sai;
+	struct buf *sai_last;
+	uint64_t *sai_last_part;
+	struct buf sai_term, sai_key;
+	uint64_t part_no;
+	char **sai_comps; /* "SAI_<index>.db" per index */
 };
 
 char *sst_path(const char *dir, uint64_t gen, const char *component, bool tmp)
@@ -98,6 +109,95 @@ static void bloom_init(struct sst_writer *w)
 	w->bloom = calloc((w->bloom_bits + 7) / 8, 1);
 }
 
+static int sai_writer_init(struct sst_writer *w)
+{
+	size_t n = w->t->index_count;
+	if (!n)
+		return 0;
+	w->sai = calloc(n, sizeof(*w->sai));
+	w->sai_last = calloc(n, sizeof(*w->sai_last));
+	w->sai_last_part = calloc(n, sizeof(*w->sai_last_part));
+	w->sai_comps = calloc(n, sizeof(*w->sai_comps));
+	if (!w->sai || !w->sai_last || !w->sai_last_part || !w->sai_comps)
+		return err_set(ERR_NOMEM, "sstable indexes");
+	for (size_t i = 0; i < n; i++) {
+		sai_builder_init(&w->sai[i]);
+		size_t len = strlen(w->t->indexes[i].name) + 8;
+		w->sai_comps[i] = malloc(len);
+		if (!w->sai_comps[i])
+			return err_set(ERR_NOMEM, "sstable indexes");
+		snprintf(w->sai_comps[i], len, "SAI_%s.db",
+			 w->t->indexes[i].name);
+	}
+	return 0;
+}
+
+static void sai_writer_free(struct sst_writer *w)
+{
+	for (size_t i = 0; i < w->t->index_count; i++) {
+		if (w->sai)
+			sai_builder_free(&w->sai[i]);
+		if (w->sai_last)
+			buf_free(&w->sai_last[i]);
+		if (w->sai_comps)
+			free(w->sai_comps[i]);
+	}
+	free(w->sai);
+	free(w->sai_last);
+	free(w->sai_last_part);
+	free(w->sai_comps);
+	buf_free(&w->sai_term);
+	buf_free(&w->sai_key);
+}
+
+/* The term in w->sai_term for index i, with the current partition. */
+static int sai_writer_add(struct sst_writer *w, size_t i)
+{
+	struct buf *last = &w->sai_last[i];
+	if (w->sai_last_part[i] == w->part_no && last->len == w->sai_term.len &&
+	    (!last->len ||
+	     memcmp(last->data, w->sai_term.data, last->len) == 0))
+		return 0;
+	buf_clear(last);
+	if (buf_append(last, w->sai_term.data, w->sai_term.len) ||
+	    sai_builder_add(&w->sai[i], w->sai_term.data,
+			    (uint32_t)w->sai_term.len, w->sai_key.data,
+			    (uint32_t)w->sai_key.len) != SAI_OK)
+		return err_set(ERR_NOMEM, "sstable index");
+	w->sai_last_part[i] = w->part_no;
+	return 0;
+}
+
+static int sai_writer_key(struct sst_writer *w, int64_t token, struct slice key)
+{
+	w->part_no++;
+	if (!w->sai)
+		return 0;
+	if (sai_component_key(token, key, &w->sai_key))
+		return err_set(ERR_NOMEM, "sstable index");
+	for (size_t i = 0; i < w->t->index_count; i++) {
+		int r = sai_key_term(w->t, &w->t->indexes[i], key,
+				     &w->sai_term);
+		if (r > 0)
+			r = sai_writer_add(w, i);
+		if (r < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int sai_writer_atom(struct sst_writer *w, const struct atom *a)
+{
+	for (size_t i = 0; i < w->t->index_count; i++) {
+		int r = sai_atom_term(w->t, &w->t->indexes[i], a, &w->sai_term);
+		if (r > 0)
+			r = sai_writer_add(w, i);
+		if (r < 0)
+			return -1;
+	}
+	return 0;
+}
+
 struct sst_writer *sst_writer_new(struct env *env, const char *dir,
 				  uint64_t gen,
 				  const struct storage_table_meta *t,
@@ -130,6 +230,10 @@ struct sst_writer *sst_writer_new(struct env *env, const char *dir,
 	       sizeof(w->st.pending_repair));
 	w->st.has_v2 = true;
 	bloom_init(w);
+	if (sai_writer_init(w)) {
+		sst_writer_abort(w);
+		return NULL;
+	}
 	/* the directory of a dropped table goes once empty (table_free): a
 	 * flush or compaction of it that was under way makes it again */
 	if (!w->bloom || env_mkdir_p(env, dir) ||
@@ -228,6 +332,8 @@ int sst_writer_begin(struct sst_writer *w, int64_t token, struct slice key,
 	if (rc)
 		return err_set(ERR_NOMEM, "sstable partition");
 	bloom_add(w, key);
+	if (sai_writer_key(w, token, key))
+		return -1;
 	if (token < w->st.min_token)
 		w->st.min_token = token;
 	if (token > w->st.max_token)
@@ -283,6 +389,8 @@ int sst_writer_atom(struct sst_writer *w, const struct atom *a)
 	}
 	if (buf_put_u8(&w->raw, TAG_ATOM) || storage_atom_encode(&w->raw, a))
 		return err_set(ERR_NOMEM, "sstable atom");
+	if (w->sai && sai_writer_atom(w, a))
+		return -1;
 	w->st.cell_count++;
 	if (a->flags & ATOM_TOMBSTONE)
 		w->st.tombstone_count++;
@@ -467,11 +575,47 @@ static int write_component(struct sst_writer *w, const char *comp,
 	return rc ? err_prefix("sstable %s", comp) : 0;
 }
 
+/* Component i: the fixed ones, then the indexes'. */
+static const char *component_name(const struct sst_writer *w, size_t i)
+{
+	return i < N_COMPONENTS ? components[i]
+				: w->sai_comps[i - N_COMPONENTS];
+}
+
+static size_t component_count(const struct sst_writer *w)
+{
+	return N_COMPONENTS + (w->sai && w->sai_comps ? w->t->index_count : 0);
+}
+
+/* Each index's component, to its temporary file. */
+static int write_sai(struct sst_writer *w)
+{
+	for (size_t i = 0; w->sai && i < w->t->index_count; i++) {
+		struct buf b;
+		buf_init(&b);
+		size_t len = 0;
+		char ident[64];
+		int il = sai_index_ident(&w->t->indexes[i], ident,
+					 sizeof(ident));
+		if (il < 0 || sai_build_ident(&w->sai[i], ident, (uint32_t)il,
+					      &b.data, &len) != SAI_OK)
+			return err_set(ERR_NOMEM, "sstable index");
+		b.len = b.cap = len;
+		sai_builder_free(&w->sai[i]);
+		sai_builder_init(&w->sai[i]);
+		int rc = write_component(w, w->sai_comps[i], &b);
+		buf_free(&b);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
 static int rename_all(struct sst_writer *w)
 {
-	for (size_t i = 0; i < N_COMPONENTS; i++) {
-		char *a = sst_path(w->dir, w->gen, components[i], true);
-		char *b = sst_path(w->dir, w->gen, components[i], false);
+	for (size_t i = 0; i < component_count(w); i++) {
+		char *a = sst_path(w->dir, w->gen, component_name(w, i), true);
+		char *b = sst_path(w->dir, w->gen, component_name(w, i), false);
 		int rc = !a || !b || env_rename(w->env, a, b);
 		free(a);
 		free(b);
@@ -480,8 +624,9 @@ static int rename_all(struct sst_writer *w)
 	}
 	struct buf toc;
 	buf_init(&toc);
-	for (size_t i = 0; i < N_COMPONENTS; i++) {
-		buf_append(&toc, components[i], strlen(components[i]));
+	for (size_t i = 0; i < component_count(w); i++) {
+		const char *c = component_name(w, i);
+		buf_append(&toc, c, strlen(c));
 		buf_put_u8(&toc, '\n');
 	}
 	char *path = sst_path(w->dir, w->gen, "TOC.txt", false);
@@ -516,7 +661,7 @@ static int finish_files(struct sst_writer *w)
 	rc = rc || stats_encode(&b, &w->st) ||
 	     write_component(w, "Statistics.db", &b);
 	buf_free(&b);
-	if (rc)
+	if (rc || write_sai(w))
 		return -1;
 	if (env_file_sync(w->data) || env_file_sync(w->index))
 		return -1;
@@ -545,6 +690,7 @@ static void writer_free(struct sst_writer *w)
 	free(w->ri_ck_end);
 	free(w->patch);
 	free(w->bloom);
+	sai_writer_free(w);
 	free(w->dir);
 	free(w);
 }
@@ -568,8 +714,10 @@ void sst_writer_abort(struct sst_writer *w)
 	enum err_code code = err_code();
 	char msg[ERR_MSG_MAX];
 	snprintf(msg, sizeof(msg), "%s", err_msg());
-	for (size_t i = 0; i < N_COMPONENTS; i++) {
-		char *p = sst_path(w->dir, w->gen, components[i], true);
+	for (size_t i = 0; i < component_count(w); i++) {
+		if (!component_name(w, i))
+			continue; /* not named: an init that failed */
+		char *p = sst_path(w->dir, w->gen, component_name(w, i), true);
 		if (p)
 			env_unlink(w->env, p);
 		free(p);

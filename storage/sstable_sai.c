@@ -1,0 +1,127 @@
+/*
+ * An SSTable's storage-attached index components: found in TOC.txt at
+ * open, loaded (and verified whole, sai_component_load) on the first
+ * query that needs one, kept while the SSTable is open. A component that
+ * is missing or fails its checks is unusable for the life of the reader:
+ * logged once, and the query scans that SSTable instead.
+ */
+#define LOG_MODULE "storage"
+#include "storage/sai_component.h"
+#include "storage/sai_internal.h"
+#include "storage/sstable_internal.h"
+
+#include "common/err.h"
+#include "common/log.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOC_MAX (64 * 1024)
+
+static int add_comp(struct sstable *s, const char *line, size_t n)
+{
+	/* "SAI_<index>.db" */
+	if (n < 8 || memcmp(line, "SAI_", 4) != 0 ||
+	    memcmp(line + n - 3, ".db", 3) != 0)
+		return 0;
+	struct sst_sai *v = realloc(s->sai, (s->sai_count + 1) * sizeof(*v));
+	if (!v)
+		return err_set(ERR_NOMEM, "sstable indexes");
+	s->sai = v;
+	struct sst_sai *e = &v[s->sai_count];
+	memset(e, 0, sizeof(*e));
+	e->comp = strndup(line, n);
+	e->index = strndup(line + 4, n - 7);
+	if (!e->comp || !e->index) {
+		free(e->comp);
+		free(e->index);
+		return err_set(ERR_NOMEM, "sstable indexes");
+	}
+	s->sai_count++;
+	return 0;
+}
+
+int sst_sai_open(struct sstable *s)
+{
+	pthread_mutex_init(&s->sai_mu, NULL);
+	char *path = sst_path(s->dir, s->gen, "TOC.txt", false);
+	if (!path)
+		return -1;
+	uint8_t *toc = NULL;
+	size_t len = 0;
+	int rc = env_read_file(s->env, path, TOC_MAX, &toc, &len);
+	free(path);
+	if (rc)
+		return 0; /* no index components known: queries scan it */
+	rc = 0;
+	const char *p = (const char *)toc, *end = p + len;
+	while (p < end && !rc) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		rc = add_comp(s, p, n);
+		p += n + 1;
+	}
+	free(toc);
+	return rc;
+}
+
+void sst_sai_free(struct sstable *s)
+{
+	for (size_t i = 0; i < s->sai_count; i++) {
+		free(s->sai[i].index);
+		free(s->sai[i].comp);
+		free(s->sai[i].buf);
+	}
+	free(s->sai);
+	s->sai = NULL;
+	s->sai_count = 0;
+	pthread_mutex_destroy(&s->sai_mu);
+}
+
+int sst_sai_get(struct sstable *s, const struct storage_index *ix,
+		const uint8_t **buf, size_t *len)
+{
+	struct sst_sai *e = NULL;
+	for (size_t i = 0; i < s->sai_count && !e; i++)
+		if (strcmp(s->sai[i].index, ix->name) == 0)
+			e = &s->sai[i];
+	if (!e)
+		return -1; /* written before the index was created */
+	pthread_mutex_lock(&s->sai_mu);
+	if (e->state == 0) {
+		char *path = sst_path(s->dir, s->gen, e->comp, false);
+		int rc = path ? sai_component_load(s->env, path, &e->buf,
+						   &e->len)
+			      : SAI_NOMEM;
+		const uint8_t *id;
+		uint32_t idl;
+		if (rc == SAI_OK &&
+		    sai_ident(e->buf, e->len, &id, &idl) == SAI_OK &&
+		    idl < sizeof(e->ident)) {
+			memcpy(e->ident, id, idl);
+			e->ident[idl] = '\0';
+			e->state = 1;
+		} else if (rc == SAI_OK) {
+			e->state = -1; /* an identity too long: not ours */
+		} else if (rc != SAI_NOMEM) {
+			e->state = -1;
+			LOG_AT(LOG_LEVEL_WARN,
+			       "index component %s is missing or corrupt: "
+			       "queries of index %s scan this sstable "
+			       "instead",
+			       path ? path : e->comp, e->index);
+		}
+		free(path);
+	}
+	char want[64];
+	int ok = e->state == 1 &&
+		 sai_index_ident(ix, want, sizeof(want)) >= 0 &&
+		 strcmp(want, e->ident) == 0;
+	pthread_mutex_unlock(&s->sai_mu);
+	if (!ok)
+		return -1;
+	*buf = e->buf;
+	*len = e->len;
+	return 0;
+}
