@@ -23,6 +23,19 @@ struct version {
 	size_t count;
 };
 
+/* What a read sees of a table: memtables and an SSTable version, all
+ * referenced (engine_read.c). */
+struct engine_snapshot {
+	struct table *t;                       /* a reference */
+	const struct storage_table_meta *meta; /* the table's, a reference */
+	struct memtable **mts;                 /* newest first */
+	size_t mt_count;
+	struct version *v;
+};
+int storage_engine_snapshot_take(struct storage *db, const uint8_t id[16],
+				 struct engine_snapshot *s);
+void storage_engine_snapshot_release(struct engine_snapshot *s);
+
 struct table {
 	/* The newest version (a reference; replaced under the lock by
 	 * storage_table_update). Read it under the lock, or take a

@@ -14,16 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct snapshot {
-	struct table *t;                       /* a reference */
-	const struct storage_table_meta *meta; /* the table's, a reference */
-	struct memtable **mts;                 /* newest first */
-	size_t mt_count;
-	struct version *v;
-};
-
-static int snapshot_take(struct storage *db, const uint8_t id[16],
-			 struct snapshot *s)
+int storage_engine_snapshot_take(struct storage *db, const uint8_t id[16],
+				 struct engine_snapshot *s)
 {
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&db->mu);
@@ -52,7 +44,7 @@ static int snapshot_take(struct storage *db, const uint8_t id[16],
 	return 0;
 }
 
-static void snapshot_release(struct snapshot *s)
+void storage_engine_snapshot_release(struct engine_snapshot *s)
 {
 	for (size_t i = 0; i < s->mt_count; i++)
 		memtable_unref(s->mts[i]);
@@ -126,8 +118,9 @@ static int cmp_max_ts_desc(const void *a, const void *b)
 /* Adds what the snapshot holds of the partition to `c`. `raw` (fragments)
  * reads every source that may hold an unshadowed atom; otherwise the read
  * stops once older SSTables cannot change the rows. */
-static int gather(struct storage *db, struct snapshot *s, struct read_ctx *c,
-		  int64_t token, struct slice key, bool raw, unsigned *read)
+static int gather(struct storage *db, struct engine_snapshot *s,
+		  struct read_ctx *c, int64_t token, struct slice key, bool raw,
+		  unsigned *read)
 {
 	int rc = 0;
 	for (size_t i = 0; !rc && i < s->mt_count; i++)
@@ -199,8 +192,8 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 	if (!cmd->key || cmd->key_len == 0)
 		return err_set(ERR_INVALID, "read without a partition key");
 	uint64_t start = env_mono_us(db->o.env);
-	struct snapshot s;
-	if (snapshot_take(db, table_id, &s))
+	struct engine_snapshot s;
+	if (storage_engine_snapshot_take(db, table_id, &s))
 		return -1;
 	unsigned ssts = 0;
 	struct read_ctx c;
@@ -225,7 +218,7 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 		cmd->stats->sstables += ssts;
 	tombstone_counts(s.t, &c);
 	storage_read_ctx_destroy(&c);
-	snapshot_release(&s);
+	storage_engine_snapshot_release(&s);
 	return rc;
 }
 
@@ -268,7 +261,7 @@ storage_table_meta_acquire(struct storage *db, const uint8_t id[16])
 
 struct storage_scan {
 	struct storage *db;
-	struct snapshot snap;
+	struct engine_snapshot snap;
 	struct storage_read_cmd cmd;
 	int64_t start, end;
 	bool full_ring;
@@ -300,7 +293,7 @@ struct storage_scan *storage_scan_open(struct storage *db,
 	s->start = start_token;
 	s->end = end_token;
 	s->full_ring = start_token == end_token;
-	if (snapshot_take(db, table_id, &s->snap)) {
+	if (storage_engine_snapshot_take(db, table_id, &s->snap)) {
 		free(s);
 		return NULL;
 	}
@@ -486,6 +479,6 @@ void storage_scan_close(struct storage_scan *s)
 	free(s->live);
 	free(s->mt_pos);
 	storage_read_ctx_destroy(&s->ctx);
-	snapshot_release(&s->snap);
+	storage_engine_snapshot_release(&s->snap);
 	free(s);
 }

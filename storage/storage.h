@@ -524,6 +524,41 @@ int storage_scan_next_fragment(struct storage_scan *s,
 			       struct storage_mutation **out);
 void storage_scan_close(struct storage_scan *s);
 
+/* ---- storage-attached indexes ----------------------------------------------
+ *
+ * Each memtable keeps an index of the terms its writes brought, and each
+ * SSTable a component per index (docs/indexes.md). They over-report:
+ * a deleted, expired or overwritten value stays a candidate until
+ * compaction drops it, so whoever reads the candidates re-checks the
+ * data; they never miss a partition that holds a live matching value. */
+
+/* Candidate partitions, in token order, each once. Owns its bytes. */
+struct storage_index_keys {
+	size_t count;
+	int64_t *tokens;
+	struct slice *keys;
+	/* SSTables (and memtables) the index could not serve (no component
+	 * for the index, missing or corrupt): every partition they hold in
+	 * the range is a candidate */
+	uint64_t scanned;
+	struct buf bytes; /* the keys' */
+};
+void storage_index_keys_free(struct storage_index_keys *k);
+
+/* The partitions of table `table_id` within token range (start, end]
+ * (start == end: the whole ring; start > end: ERR_INVALID, split it) that
+ * may hold `vals` in index `index`: the indexed value (vals[0], n 1; for
+ * an entries index key and value, n 2) as the client sends it. Merged
+ * over the memtables and SSTables of the moment. ERR_NOT_FOUND for an
+ * unknown table, ERR_INVALID for an unknown index, ERR_UNSUPPORTED for
+ * one whose terms cannot decide equality (decimals: scan instead). Fills
+ * *out (free it with storage_index_keys_free). Blocks (loads
+ * components). */
+int storage_index_candidates(struct storage *db, const uint8_t table_id[16],
+			     const char *index, const struct slice *vals,
+			     size_t n, int64_t start_token, int64_t end_token,
+			     struct storage_index_keys *out);
+
 /* ---- maintenance and statistics ------------------------------------------ */
 
 /* Flushes the table's memtable (NULL id: every table) and waits. Blocks. */

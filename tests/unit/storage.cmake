@@ -50,3 +50,6 @@ cassini_check_suite(test_storage_sai LABEL unit
                     SOURCES test_storage_sai.c LIBS cassini_storage)
 cassini_check_suite(test_storage_sai_terms LABEL unit
                     SOURCES test_storage_sai_terms.c LIBS cassini_storage)
+cassini_check_suite(test_storage_index LABEL unit
+                    SOURCES test_storage_index.c
+                    LIBS cassini_storage_testenv cassini_storage)

@@ -1,0 +1,580 @@
+/* storage-attached indexes in the engine: the memtable index and the
+ * component each flush and compaction writes, queried with
+ * storage_index_candidates against a model of random writes, overwrites,
+ * row and partition deletions, TTLs, flushes and compactions: every
+ * partition holding the value live is a candidate, candidates come in
+ * token order without repeats and inside the range, and (without
+ * fallbacks) each once held the value. A corrupt or missing component,
+ * and an index created over existing data, fall back to listing that
+ * SSTable and still give every live key. */
+#include "common/env_real.h"
+#include "common/err.h"
+#include "common/murmur3.h"
+#include "storage/storage.h"
+#include "tests/lib/testutil.h"
+#include "tests/unit/storage_fault_env.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* Table: k1 int, k2 int (partition key), c int (clustering), v int,
+ * w text, tags set<int>. */
+enum { COL_K1, COL_K2, COL_C, COL_V, COL_W, COL_TAGS };
+
+#define NPART 40
+#define NROW  4
+#define NVAL  6
+
+static uint64_t seed;
+
+struct model_row {
+	bool v_set;
+	int v;
+	int64_t v_expiry; /* seconds; 0: never */
+	bool w_set;
+	char w[8];
+	bool tag[NVAL];
+	bool exists;
+};
+
+struct model {
+	struct model_row rows[NPART][NROW];
+	/* whether (partition, value) was ever written: the over-report
+	 * bound */
+	bool ever_v[NPART][NVAL];
+};
+
+struct fx {
+	struct env *real;
+	struct fault_env *fe;
+	struct env *env;
+	char dir[512], data[600], log[600];
+	struct storage_table_meta *t;
+	struct storage *db;
+	struct storage_options o;
+	int64_t ts;
+	uint64_t rng;
+	struct model m;
+};
+
+static uint64_t rnd(struct fx *f)
+{
+	f->rng ^= f->rng << 13;
+	f->rng ^= f->rng >> 7;
+	f->rng ^= f->rng << 17;
+	return f->rng;
+}
+
+static struct storage_table_meta *make_table(bool indexes)
+{
+	uint8_t id[16] = {0x5a, 1};
+	struct storage_table_meta *t = storage_table_meta_new("ks", "t", id);
+	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
+	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
+	const struct storage_type *sub[] = {
+		storage_type_simple(STORAGE_TYPE_INT)};
+	struct storage_type ts = {
+		.kind = STORAGE_TYPE_SET, .count = 1, .sub = sub};
+	storage_table_meta_add_column(t, "k1", STORAGE_COLUMN_PARTITION_KEY,
+				      &ti, false);
+	storage_table_meta_add_column(t, "k2", STORAGE_COLUMN_PARTITION_KEY,
+				      &ti, false);
+	storage_table_meta_add_column(t, "c", STORAGE_COLUMN_CLUSTERING, &ti,
+				      false);
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &ti,
+				      false);
+	storage_table_meta_add_column(t, "w", STORAGE_COLUMN_REGULAR, &tx,
+				      false);
+	storage_table_meta_add_column(t, "tags", STORAGE_COLUMN_REGULAR, &ts,
+				      false);
+	if (indexes) {
+		storage_table_meta_add_index(t, "iv", COL_V,
+					     STORAGE_INDEX_VALUE, false);
+		storage_table_meta_add_index(t, "iw", COL_W,
+					     STORAGE_INDEX_VALUE, true);
+		storage_table_meta_add_index(t, "ic", COL_C,
+					     STORAGE_INDEX_VALUE, false);
+		storage_table_meta_add_index(t, "ik", COL_K2,
+					     STORAGE_INDEX_VALUE, false);
+		storage_table_meta_add_index(t, "itags", COL_TAGS,
+					     STORAGE_INDEX_VALUES, false);
+	}
+	return t;
+}
+
+static void open_db(struct fx *f)
+{
+	f->db = storage_new(&f->o);
+	ck_assert_ptr_nonnull(f->db);
+	ck_assert_int_eq(storage_table_add(f->db, f->t, true), 0);
+	if (storage_start(f->db))
+		ck_abort_msg("start: %s", err_msg());
+}
+
+static void fx_init(struct fx *f, const char *tag, bool indexes)
+{
+	memset(f, 0, sizeof(*f));
+	f->real = env_real_new(NULL);
+	f->fe = fault_env_new(f->real);
+	f->env = fault_env_env(f->fe);
+	fault_env_set_wall_us(f->fe, 1700000000LL * 1000000);
+	snprintf(f->dir, sizeof(f->dir), "%s", test_tmpdir(tag));
+	snprintf(f->data, sizeof(f->data), "%s/data", f->dir);
+	snprintf(f->log, sizeof(f->log), "%s/commitlog", f->dir);
+	storage_options_default(&f->o);
+	f->o.env = f->env;
+	f->o.data_dir = f->data;
+	f->o.commitlog_dir = f->log;
+	f->o.auto_compaction = false;
+	f->t = make_table(indexes);
+	f->ts = 1000;
+	f->rng = seed | 1;
+	open_db(f);
+}
+
+static void fx_free(struct fx *f)
+{
+	storage_delete(f->db);
+	storage_table_meta_delete(f->t);
+	test_tmpdir_remove(f->dir);
+	fault_env_delete(f->fe);
+	env_real_delete(f->real);
+}
+
+static int64_t now_sec(struct fx *f)
+{
+	return env_wall_us(f->env) / 1000000;
+}
+
+/* Partition p's key: k1 = p / 5, k2 = p % 5 (so k2 repeats). */
+static size_t part_key(int p, uint8_t out[14])
+{
+	uint8_t *q = out;
+	int comp[2] = {p / 5, p % 5};
+	for (int i = 0; i < 2; i++) {
+		q[0] = 0;
+		q[1] = 4;
+		be32_store(q + 2, (uint32_t)comp[i]);
+		q[6] = 0;
+		q += 7;
+	}
+	return 14;
+}
+
+static int64_t part_token(int p)
+{
+	uint8_t k[14];
+	size_t n = part_key(p, k);
+	return murmur3_token(k, n);
+}
+
+static struct storage_mutation *mut(struct fx *f, int p, int c)
+{
+	uint8_t k[14];
+	size_t n = part_key(p, k);
+	struct storage_mutation *m = storage_mutation_new(f->t, k, n);
+	ck_assert_ptr_nonnull(m);
+	if (c >= 0) {
+		uint8_t cb[4];
+		be32_store(cb, (uint32_t)c);
+		struct slice ck = slice_make(cb, 4);
+		ck_assert_int_eq(storage_mutation_set_row(m, &ck, 1), 0);
+	}
+	return m;
+}
+
+static void apply(struct fx *f, struct storage_mutation *m)
+{
+	if (storage_apply_sync(f->db, m))
+		ck_abort_msg("apply: %s", err_msg());
+	storage_mutation_delete(m);
+	f->ts++;
+}
+
+static const char *words[NVAL] = {"alpha", "Beta", "GAMMA",
+				  "delta", "eps",  "Zeta"};
+
+static void random_op(struct fx *f)
+{
+	int p = (int)(rnd(f) % NPART), c = (int)(rnd(f) % NROW);
+	struct model_row *r = &f->m.rows[p][c];
+	int64_t now = now_sec(f);
+	switch (rnd(f) % 10) {
+	case 0:
+	case 1:
+	case 2: { /* v, sometimes with a TTL */
+		int v = (int)(rnd(f) % NVAL);
+		int32_t ttl = rnd(f) % 4 == 0 ? (int32_t)(1 + rnd(f) % 50) : 0;
+		uint8_t vb[4];
+		be32_store(vb, (uint32_t)v);
+		struct storage_mutation *m = mut(f, p, c);
+		storage_mutation_put_marker(m, f->ts, 0, now);
+		storage_mutation_put(m, COL_V, NULL, 0, vb, 4, f->ts, ttl, now);
+		apply(f, m);
+		r->exists = true;
+		r->v_set = true;
+		r->v = v;
+		r->v_expiry = ttl ? now + ttl : 0;
+		f->m.ever_v[p][v] = true;
+		break;
+	}
+	case 3:
+	case 4: { /* w */
+		const char *w = words[rnd(f) % NVAL];
+		struct storage_mutation *m = mut(f, p, c);
+		storage_mutation_put_marker(m, f->ts, 0, now);
+		storage_mutation_put(m, COL_W, NULL, 0, (const uint8_t *)w,
+				     strlen(w), f->ts, 0, now);
+		apply(f, m);
+		r->exists = true;
+		r->w_set = true;
+		snprintf(r->w, sizeof(r->w), "%s", w);
+		break;
+	}
+	case 5: { /* a tag */
+		int v = (int)(rnd(f) % NVAL);
+		uint8_t vb[4];
+		be32_store(vb, (uint32_t)v);
+		struct storage_mutation *m = mut(f, p, c);
+		storage_mutation_put_marker(m, f->ts, 0, now);
+		storage_mutation_put(m, COL_TAGS, vb, 4, NULL, 0, f->ts, 0,
+				     now);
+		apply(f, m);
+		r->exists = true;
+		r->tag[v] = true;
+		break;
+	}
+	case 6: { /* v deleted */
+		struct storage_mutation *m = mut(f, p, c);
+		storage_mutation_delete_cell(m, COL_V, NULL, 0, f->ts, now);
+		apply(f, m);
+		r->v_set = false;
+		break;
+	}
+	case 7: { /* the row */
+		struct storage_mutation *m = mut(f, p, c);
+		storage_mutation_delete_row(m, f->ts, now);
+		apply(f, m);
+		memset(r, 0, sizeof(*r));
+		break;
+	}
+	case 8: { /* the partition, now and then */
+		if (rnd(f) % 4)
+			break;
+		struct storage_mutation *m = mut(f, p, -1);
+		storage_mutation_delete_partition(m, f->ts, now);
+		apply(f, m);
+		memset(f->m.rows[p], 0, sizeof(f->m.rows[p]));
+		break;
+	}
+	default: /* time passes */
+		fault_env_set_wall_us(f->fe,
+				      env_wall_us(f->env) +
+					      (int64_t)(rnd(f) % 20) * 1000000);
+		break;
+	}
+}
+
+static bool v_live(struct fx *f, const struct model_row *r, int v)
+{
+	return r->v_set && r->v == v &&
+	       (!r->v_expiry || r->v_expiry > now_sec(f));
+}
+
+static bool fold_eq(const char *a, const char *b)
+{
+	return strcasecmp(a, b) == 0;
+}
+
+/* Whether partition p holds the value live in index `ix` (0 iv, 1 iw,
+ * 2 ic, 3 ik, 4 itags). */
+static bool model_match(struct fx *f, int ix, int p, int val)
+{
+	if (ix == 3) { /* a partition key component: any live row */
+		if (p % 5 != val)
+			return false;
+	}
+	for (int c = 0; c < NROW; c++) {
+		const struct model_row *r = &f->m.rows[p][c];
+		switch (ix) {
+		case 0:
+			if (v_live(f, r, val))
+				return true;
+			break;
+		case 1:
+			if (r->w_set && fold_eq(r->w, words[val]))
+				return true;
+			break;
+		case 2:
+		case 3:
+			if (r->exists && (ix == 3 || c == val))
+				return true;
+			break;
+		case 4:
+			if (r->tag[val])
+				return true;
+			break;
+		}
+	}
+	return false;
+}
+
+static const char *const names[] = {"iv", "iw", "ic", "ik", "itags"};
+
+/* Checks one query; returns the candidates' fallback count. */
+static uint64_t check_query(struct fx *f, int ix, int val, int64_t start,
+			    int64_t end)
+{
+	uint8_t vb[4];
+	be32_store(vb, (uint32_t)val);
+	struct slice v = slice_make(vb, 4);
+	char upper[8];
+	if (ix == 1) { /* ask in another case: the index folds */
+		size_t n = strlen(words[val]);
+		for (size_t i = 0; i < n; i++)
+			upper[i] = (char)(words[val][i] ^
+					  (((words[val][i] | 32) >= 'a' &&
+					    (words[val][i] | 32) <= 'z')
+						   ? 32
+						   : 0));
+		v = slice_make(upper, n);
+	}
+	struct storage_index_keys k;
+	if (storage_index_candidates(f->db, f->t->id, names[ix], &v, 1, start,
+				     end, &k))
+		ck_abort_msg("candidates: %s", err_msg());
+	bool full = start == end;
+	for (size_t i = 0; i < k.count; i++) {
+		ck_assert(full || (k.tokens[i] > start && k.tokens[i] <= end));
+		if (i)
+			ck_assert_msg(k.tokens[i - 1] < k.tokens[i] ||
+					      (k.tokens[i - 1] == k.tokens[i] &&
+					       slice_cmp(k.keys[i - 1],
+							 k.keys[i]) < 0),
+				      "order or repeat at %zu", i);
+	}
+	for (int p = 0; p < NPART; p++) {
+		int64_t tok = part_token(p);
+		if (!full && !(tok > start && tok <= end))
+			continue;
+		uint8_t key[14];
+		size_t kl = part_key(p, key);
+		bool found = false;
+		for (size_t i = 0; i < k.count && !found; i++)
+			found = k.tokens[i] == tok &&
+				slice_eq(k.keys[i], slice_make(key, kl));
+		if (model_match(f, ix, p, val))
+			ck_assert_msg(found,
+				      "index %s value %d: partition %d "
+				      "missed (seed %llu)",
+				      names[ix], val, p,
+				      (unsigned long long)seed);
+		if (found && k.scanned == 0 && ix == 0)
+			ck_assert_msg(f->m.ever_v[p][val],
+				      "iv %d: partition %d never held it", val,
+				      p);
+	}
+	uint64_t scanned = k.scanned;
+	storage_index_keys_free(&k);
+	return scanned;
+}
+
+static uint64_t check_all(struct fx *f)
+{
+	uint64_t scanned = 0;
+	for (int ix = 0; ix < 5; ix++)
+		for (int val = 0; val < (ix == 2   ? NROW
+					 : ix == 3 ? 5
+						   : NVAL);
+		     val++) {
+			scanned += check_query(f, ix, val, 0, 0);
+			int64_t a = (int64_t)rnd(f), b = (int64_t)rnd(f);
+			if (a > b) {
+				int64_t x = a;
+				a = b;
+				b = x;
+			}
+			if (a != b)
+				scanned += check_query(f, ix, val, a, b);
+		}
+	return scanned;
+}
+
+START_TEST(candidates_cover_the_model)
+{
+	struct fx f;
+	fx_init(&f, "sai_model", true);
+	for (int round = 0; round < 30; round++) {
+		for (int i = 0; i < 60; i++)
+			random_op(&f);
+		switch (rnd(&f) % 6) {
+		case 0:
+		case 1:
+			ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+			break;
+		case 2:
+			ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+			ck_assert_int_eq(storage_compact(f.db, f.t->id, false),
+					 0);
+			break;
+		case 3:
+			ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+			ck_assert_int_eq(storage_compact(f.db, f.t->id, true),
+					 0);
+			break;
+		default:
+			break;
+		}
+		ck_assert_uint_eq(check_all(&f), 0); /* every one indexed */
+	}
+	/* a restart: the components are found again */
+	storage_delete(f.db);
+	open_db(&f);
+	ck_assert_uint_eq(check_all(&f), 0);
+	fx_free(&f);
+}
+END_TEST
+
+struct files {
+	char paths[64][700];
+	size_t n;
+	const char *dir;
+	const char *match;
+};
+
+static void find_files(const char *dir, const char *match, struct files *out)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char p[700];
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (e->d_type == DT_DIR && strcmp(e->d_name, "snapshots"))
+			find_files(p, match, out);
+		else if (strstr(e->d_name, match) && out->n < 64)
+			snprintf(out->paths[out->n++], 700, "%s", p);
+	}
+	closedir(d);
+}
+
+static void flip_byte(const char *path, long at)
+{
+	FILE *fp = fopen(path, "r+b");
+	ck_assert_ptr_nonnull(fp);
+	fseek(fp, 0, SEEK_END);
+	long n = ftell(fp);
+	if (at >= n)
+		at = n / 2;
+	fseek(fp, at, SEEK_SET);
+	int c = fgetc(fp);
+	fseek(fp, at, SEEK_SET);
+	fputc(c ^ 0x5a, fp);
+	fclose(fp);
+}
+
+START_TEST(a_corrupt_or_missing_component_falls_back)
+{
+	struct fx f;
+	fx_init(&f, "sai_corrupt", true);
+	for (int i = 0; i < 400; i++)
+		random_op(&f);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	for (int i = 0; i < 200; i++)
+		random_op(&f);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	storage_delete(f.db);
+	struct files iv = {.n = 0}, iw = {.n = 0};
+	find_files(f.data, "SAI_iv.db", &iv);
+	find_files(f.data, "SAI_iw.db", &iw);
+	ck_assert_uint_eq(iv.n, 2);
+	ck_assert_uint_eq(iw.n, 2);
+	flip_byte(iv.paths[0], 40); /* damaged: fails its checksum */
+	ck_assert_int_eq(unlink(iw.paths[1]), 0); /* gone */
+	open_db(&f);
+	ck_assert_uint_gt(check_all(&f), 0); /* fell back, still complete */
+	/* a major compaction writes whole components again */
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0);
+	ck_assert_uint_eq(check_all(&f), 0);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(an_index_over_existing_data_and_one_recreated)
+{
+	struct fx f;
+	fx_init(&f, "sai_late", false);
+	for (int i = 0; i < 300; i++)
+		random_op(&f);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	for (int i = 0; i < 100; i++)
+		random_op(&f); /* in a memtable made without the index */
+	struct storage_table_meta *t2 = make_table(true);
+	ck_assert_int_eq(storage_table_update(f.db, t2), 0);
+	storage_table_meta_delete(f.t);
+	f.t = t2;
+	ck_assert_uint_gt(check_all(&f), 0); /* listed, complete */
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0);
+	ck_assert_uint_eq(check_all(&f), 0);
+	/* "iv" dropped and created again over w: v's components and
+	 * memtable entries must not answer for it */
+	struct storage_table_meta *t3 = storage_table_meta_clone(f.t);
+	storage_table_meta_clear_indexes(t3);
+	storage_table_meta_add_index(t3, "iv", COL_W, STORAGE_INDEX_VALUE,
+				     true);
+	ck_assert_int_eq(storage_table_update(f.db, t3), 0);
+	struct storage_index_keys k;
+	struct slice w = slice_make("alpha", 5);
+	ck_assert_int_eq(
+		storage_index_candidates(f.db, f.t->id, "iv", &w, 1, 0, 0, &k),
+		0);
+	ck_assert_uint_gt(k.scanned, 0);
+	for (int p = 0; p < NPART; p++) {
+		bool want = false;
+		for (int c = 0; c < NROW; c++)
+			want |= f.m.rows[p][c].w_set &&
+				fold_eq(f.m.rows[p][c].w, "alpha");
+		uint8_t key[14];
+		size_t kl = part_key(p, key);
+		bool found = false;
+		for (size_t i = 0; i < k.count; i++)
+			found |= slice_eq(k.keys[i], slice_make(key, kl));
+		ck_assert(!want || found);
+	}
+	storage_index_keys_free(&k);
+	/* unknown index, decimal index */
+	ck_assert_int_eq(storage_index_candidates(f.db, f.t->id, "nope", &w, 1,
+						  0, 0, &k),
+			 -1);
+	ck_assert_int_eq(err_code(), ERR_INVALID);
+	storage_table_meta_delete(f.t);
+	f.t = t3;
+	fx_free(&f);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("storage_index");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, candidates_cover_the_model);
+	tcase_add_test(tc, a_corrupt_or_missing_component_falls_back);
+	tcase_add_test(tc, an_index_over_existing_data_and_one_recreated);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	seed = test_seed(0x1dc0);
+	return test_run(suite());
+}
