@@ -64,9 +64,29 @@ static void add(struct collect *c, int64_t token, struct slice key)
 }
 
 /* A memtable: its index, or every partition in the range. */
+static bool term_in(struct slice t, const struct sai_bound *lo,
+		    const struct sai_bound *hi, bool *past)
+{
+	*past = false;
+	if (lo) {
+		int r = slice_cmp(t, (struct slice){lo->term, lo->len});
+		if (r < 0 || (r == 0 && !lo->incl))
+			return false;
+	}
+	if (hi) {
+		int r = slice_cmp(t, (struct slice){hi->term, hi->len});
+		if (r > 0 || (r == 0 && !hi->incl)) {
+			*past = true;
+			return false;
+		}
+	}
+	return true;
+}
+
 static void from_memtable(struct collect *c, const struct memtable *mt,
-			  const struct storage_index *ix, struct slice term,
-			  uint64_t *scanned)
+			  const struct storage_index *ix,
+			  const struct sai_bound *lo,
+			  const struct sai_bound *hi, uint64_t *scanned)
 {
 	const struct skiplist *sl = memtable_sai(mt, ix->name);
 	const struct storage_index *mix =
@@ -75,16 +95,18 @@ static void from_memtable(struct collect *c, const struct memtable *mt,
 	if (sl && mix && sai_index_ident(mix, a, sizeof(a)) >= 0 &&
 	    sai_index_ident(ix, b, sizeof(b)) >= 0 && strcmp(a, b) == 0) {
 		struct mt_sai_entry probe = {
-			.term = term,
-			.token = c->full ? INT64_MIN : c->start,
+			.term = lo ? (struct slice){lo->term, lo->len}
+				   : (struct slice){NULL, 0},
+			.token = INT64_MIN,
 		};
 		for (struct skiplist_node *n = skiplist_seek(sl, &probe); n;
 		     n = skiplist_next(n)) {
 			const struct mt_sai_entry *e = skiplist_key(n);
-			if (!slice_eq(e->term, term) ||
-			    (!c->full && e->token > c->end))
+			bool past;
+			if (term_in(e->term, lo, hi, &past))
+				add(c, e->token, e->key);
+			else if (past)
 				break;
-			add(c, e->token, e->key);
 		}
 		return;
 	}
@@ -129,7 +151,8 @@ static int list_sstable(struct collect *c, struct sstable *s)
 }
 
 static int from_sstable(struct collect *c, struct sstable *s,
-			const struct storage_index *ix, struct slice term,
+			const struct storage_index *ix,
+			const struct sai_bound *lo, const struct sai_bound *hi,
 			uint64_t *scanned)
 {
 	if (!c->full &&
@@ -139,8 +162,7 @@ static int from_sstable(struct collect *c, struct sstable *s,
 	size_t len;
 	if (sst_sai_get(s, ix, &buf, &len) == 0) {
 		size_t before = c->n, bytes = c->bytes.len;
-		int rc = sai_lookup(buf, len, term.ptr, (uint32_t)term.len,
-				    component_key, c);
+		int rc = sai_lookup_range(buf, len, lo, hi, component_key, c);
 		if (rc == SAI_OK)
 			return 0;
 		/* verified at load, so not expected: drop what it gave */
@@ -218,42 +240,24 @@ void storage_index_keys_free(struct storage_index_keys *k)
 	memset(k, 0, sizeof(*k));
 }
 
-int storage_index_candidates(struct storage *db, const uint8_t table_id[16],
-			     const char *index, const struct slice *vals,
-			     size_t n, int64_t start_token, int64_t end_token,
-			     struct storage_index_keys *out)
+/* The candidates of terms within [lo, hi] of index ix (checked). */
+static int candidates(struct storage *db, struct engine_snapshot *snap,
+		      const struct storage_index *ix,
+		      const struct sai_bound *lo, const struct sai_bound *hi,
+		      int64_t start_token, int64_t end_token,
+		      struct storage_index_keys *out)
 {
-	memset(out, 0, sizeof(*out));
-	if (start_token > end_token)
-		return err_set(ERR_INVALID, "a wrapping token range");
-	struct engine_snapshot snap;
-	if (storage_engine_snapshot_take(db, table_id, &snap))
-		return -1;
 	struct collect c = {.start = start_token,
 			    .end = end_token,
 			    .full = start_token == end_token};
-	struct buf term;
-	buf_init(&term);
 	int rc = 0;
-	const struct storage_index *ix =
-		storage_table_meta_index(snap.meta, index);
-	if (!ix)
-		rc = err_set(ERR_INVALID, "table %s.%s has no index %s",
-			     snap.meta->keyspace, snap.meta->name, index);
-	else if (!sai_index_exact(snap.meta, ix))
-		rc = err_set(ERR_UNSUPPORTED,
-			     "index %s: its terms do not decide equality",
-			     index);
-	else
-		rc = sai_index_term(snap.meta, ix, vals, n, &term);
-	struct slice t = {term.data, term.len};
-	for (size_t i = 0; !rc && i < snap.mt_count; i++)
-		from_memtable(&c, snap.mts[i], ix, t, &out->scanned);
-	for (size_t i = 0; !rc && i < snap.v->count; i++) {
-		struct sstable *s = snap.v->ssts[i];
+	for (size_t i = 0; i < snap->mt_count; i++)
+		from_memtable(&c, snap->mts[i], ix, lo, hi, &out->scanned);
+	for (size_t i = 0; !rc && i < snap->v->count; i++) {
+		struct sstable *s = snap->v->ssts[i];
 		if (atomic_load(&s->excluded))
 			continue;
-		rc = from_sstable(&c, s, ix, t, &out->scanned);
+		rc = from_sstable(&c, s, ix, lo, hi, &out->scanned);
 		if (rc && err_code() == ERR_CORRUPT)
 			storage_engine_note_corruption(db, s);
 	}
@@ -261,14 +265,100 @@ int storage_index_candidates(struct storage *db, const uint8_t table_id[16],
 		rc = err_set(ERR_NOMEM, "index candidates");
 	if (!rc)
 		rc = finish(&c, out);
-	uint64_t scanned = out->scanned;
-	if (rc)
-		storage_index_keys_free(out);
-	else
-		out->scanned = scanned;
 	free(c.v);
 	buf_free(&c.bytes);
-	buf_free(&term);
-	storage_engine_snapshot_release(&snap);
 	return rc;
+}
+
+/* The snapshot and the index, checked for a query. */
+static const struct storage_index *
+query_open(struct storage *db, const uint8_t table_id[16], const char *index,
+	   int64_t start_token, int64_t end_token, struct engine_snapshot *snap,
+	   struct storage_index_keys *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (start_token > end_token) {
+		err_set(ERR_INVALID, "a wrapping token range");
+		return NULL;
+	}
+	if (storage_engine_snapshot_take(db, table_id, snap))
+		return NULL;
+	const struct storage_index *ix =
+		storage_table_meta_index(snap->meta, index);
+	if (!ix)
+		err_set(ERR_INVALID, "table %s.%s has no index %s",
+			snap->meta->keyspace, snap->meta->name, index);
+	else if (!sai_index_exact(snap->meta, ix)) {
+		err_set(ERR_UNSUPPORTED,
+			"index %s: its terms do not decide equality", index);
+		ix = NULL;
+	}
+	if (!ix)
+		storage_engine_snapshot_release(snap);
+	return ix;
+}
+
+static int query_close(struct engine_snapshot *snap, int rc,
+		       struct storage_index_keys *out)
+{
+	if (rc) {
+		storage_index_keys_free(out);
+	}
+	storage_engine_snapshot_release(snap);
+	return rc;
+}
+
+int storage_index_candidates(struct storage *db, const uint8_t table_id[16],
+			     const char *index, const struct slice *vals,
+			     size_t n, int64_t start_token, int64_t end_token,
+			     struct storage_index_keys *out)
+{
+	struct engine_snapshot snap;
+	const struct storage_index *ix = query_open(
+		db, table_id, index, start_token, end_token, &snap, out);
+	if (!ix)
+		return -1;
+	struct buf term;
+	buf_init(&term);
+	int rc = sai_index_term(snap.meta, ix, vals, n, &term);
+	struct sai_bound b = {term.data, (uint32_t)term.len, true};
+	if (!rc)
+		rc = candidates(db, &snap, ix, &b, &b, start_token, end_token,
+				out);
+	buf_free(&term);
+	return query_close(&snap, rc, out);
+}
+
+int storage_index_candidates_range(struct storage *db,
+				   const uint8_t table_id[16],
+				   const char *index,
+				   const struct storage_index_bound *lo,
+				   const struct storage_index_bound *hi,
+				   int64_t start_token, int64_t end_token,
+				   struct storage_index_keys *out)
+{
+	struct engine_snapshot snap;
+	const struct storage_index *ix = query_open(
+		db, table_id, index, start_token, end_token, &snap, out);
+	if (!ix)
+		return -1;
+	int rc = 0;
+	if (ix->target == STORAGE_INDEX_ENTRIES)
+		rc = err_set(ERR_INVALID, "index %s: no ranges on entries",
+			     index);
+	struct buf lt, ht;
+	buf_init(&lt);
+	buf_init(&ht);
+	if (!rc && lo)
+		rc = sai_index_term(snap.meta, ix, &lo->value, 1, &lt);
+	if (!rc && hi)
+		rc = sai_index_term(snap.meta, ix, &hi->value, 1, &ht);
+	struct sai_bound lb = {lt.data, (uint32_t)lt.len, lo && lo->incl};
+	struct sai_bound hb = {ht.data, (uint32_t)ht.len, hi && hi->incl};
+	if (!rc)
+		rc = candidates(db, &snap, ix, lo ? &lb : NULL, hi ? &hb : NULL,
+				start_token, end_token, out);
+	buf_free(&lt);
+	buf_free(&ht);
+	return query_close(&snap, rc, out);
 }

@@ -424,3 +424,87 @@ int sai_component_load(struct env *e, const char *path, uint8_t **out,
 	*out_len = len;
 	return SAI_OK;
 }
+
+/* Whether term t is below (-1), within (0) or above (1) the bounds (NULL:
+ * unbounded). */
+static int in_bounds(const uint8_t *t, uint32_t tl, const struct sai_bound *lo,
+		     const struct sai_bound *hi)
+{
+	if (lo) {
+		int c = bytes_cmp(t, tl, lo->term, lo->len);
+		if (c < 0 || (c == 0 && !lo->incl))
+			return -1;
+	}
+	if (hi) {
+		int c = bytes_cmp(t, tl, hi->term, hi->len);
+		if (c > 0 || (c == 0 && !hi->incl))
+			return 1;
+	}
+	return 0;
+}
+
+int sai_lookup_range(const uint8_t *buf, size_t len, const struct sai_bound *lo,
+		     const struct sai_bound *hi, sai_key_fn fn, void *arg)
+{
+	struct dir d;
+	int rc = open_dir(buf, len, &d);
+	if (rc)
+		return rc;
+	/* from the last block whose first term is below lo (the first block
+	 * without lo) to the last whose first term is not above hi */
+	const uint8_t *q = d.p;
+	int64_t first = -1;
+	for (uint32_t i = 0; i < d.nblocks; i++) {
+		if (q + 12 > d.end)
+			return SAI_CORRUPT;
+		uint32_t tl = get32(q + 8);
+		if (tl > (size_t)(d.end - q - 12))
+			return SAI_CORRUPT;
+		if (first < 0 || !lo ||
+		    bytes_cmp(q + 12, tl, lo->term, lo->len) < 0)
+			first = i;
+		q += 12 + tl;
+	}
+	q = d.p;
+	for (uint32_t i = 0; i < d.nblocks; i++) {
+		uint64_t off = get64(q);
+		uint32_t tl = get32(q + 8);
+		const uint8_t *ft = q + 12;
+		q += 12 + tl;
+		if (lo && (int64_t)i < first)
+			continue;
+		if (hi && bytes_cmp(ft, tl, hi->term, hi->len) > 0)
+			break;
+		const uint8_t *p;
+		uint32_t n;
+		rc = open_block(buf, len, off, &p, &n);
+		if (rc)
+			return rc;
+		uint32_t count = get32(p);
+		size_t at = 4;
+		for (uint32_t e = 0; e < count; e++) {
+			if (at + 4 > n)
+				return SAI_CORRUPT;
+			uint32_t etl = get32(p + at);
+			at += 4;
+			if (etl > n - at)
+				return SAI_CORRUPT;
+			const uint8_t *t = p + at;
+			at += etl;
+			if (at + 4 > n)
+				return SAI_CORRUPT;
+			uint32_t kl = get32(p + at);
+			at += 4;
+			if (kl > n - at)
+				return SAI_CORRUPT;
+			const uint8_t *k = p + at;
+			at += kl;
+			int b = in_bounds(t, etl, lo, hi);
+			if (b > 0)
+				return SAI_OK;
+			if (b == 0)
+				fn(arg, k, kl);
+		}
+	}
+	return SAI_OK;
+}

@@ -11,6 +11,7 @@
 #ifndef CASSINI_STORAGE_SAI_COMPONENT_H
 #define CASSINI_STORAGE_SAI_COMPONENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +58,17 @@ typedef void (*sai_key_fn)(void *arg, const uint8_t *key, uint32_t key_len);
  * keys already reported before a corrupt block must then be discarded. */
 int sai_lookup(const uint8_t *buf, size_t len, const void *term,
 	       uint32_t term_len, sai_key_fn fn, void *arg);
+
+/* A bound of a term range. */
+struct sai_bound {
+	const void *term;
+	uint32_t len;
+	bool incl;
+};
+/* Every key of every term within [lo, hi] (each bound NULL: unbounded;
+ * incl false: exclusive), in (term, key) order. Errors as sai_lookup. */
+int sai_lookup_range(const uint8_t *buf, size_t len, const struct sai_bound *lo,
+		     const struct sai_bound *hi, sai_key_fn fn, void *arg);
 
 /* Verifies every block and the directory (for a scrub / at load). */
 int sai_verify(const uint8_t *buf, size_t len);

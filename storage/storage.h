@@ -559,6 +559,22 @@ int storage_index_candidates(struct storage *db, const uint8_t table_id[16],
 			     size_t n, int64_t start_token, int64_t end_token,
 			     struct storage_index_keys *out);
 
+/* A bound of a range of indexed values (as the client sends them). */
+struct storage_index_bound {
+	struct slice value;
+	bool incl;
+};
+/* storage_index_candidates for the values within [lo, hi] in the column
+ * type's order (a bound NULL: unbounded; incl false: exclusive); not for
+ * an entries index (ERR_INVALID). */
+int storage_index_candidates_range(struct storage *db,
+				   const uint8_t table_id[16],
+				   const char *index,
+				   const struct storage_index_bound *lo,
+				   const struct storage_index_bound *hi,
+				   int64_t start_token, int64_t end_token,
+				   struct storage_index_keys *out);
+
 /* ---- maintenance and statistics ------------------------------------------ */
 
 /* Flushes the table's memtable (NULL id: every table) and waits. Blocks. */

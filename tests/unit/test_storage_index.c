@@ -210,7 +210,7 @@ static void random_op(struct fx *f)
 		int v = (int)(rnd(f) % NVAL);
 		int32_t ttl = rnd(f) % 4 == 0 ? (int32_t)(1 + rnd(f) % 50) : 0;
 		uint8_t vb[4];
-		be32_store(vb, (uint32_t)v);
+		be32_store(vb, (uint32_t)(v - 3)); /* negatives too */
 		struct storage_mutation *m = mut(f, p, c);
 		storage_mutation_put_marker(m, f->ts, 0, now);
 		storage_mutation_put(m, COL_V, NULL, 0, vb, 4, f->ts, ttl, now);
@@ -330,7 +330,7 @@ static uint64_t check_query(struct fx *f, int ix, int val, int64_t start,
 			    int64_t end)
 {
 	uint8_t vb[4];
-	be32_store(vb, (uint32_t)val);
+	be32_store(vb, (uint32_t)(ix == 0 ? val - 3 : val));
 	struct slice v = slice_make(vb, 4);
 	char upper[8];
 	if (ix == 1) { /* ask in another case: the index folds */
@@ -383,9 +383,71 @@ static uint64_t check_query(struct fx *f, int ix, int val, int64_t start,
 	return scanned;
 }
 
+/* A range of v, [lo, hi] with each end maybe exclusive, over the full
+ * ring: every partition with a live v inside is a candidate. */
+static uint64_t check_range(struct fx *f, int lo, bool lo_incl, int hi,
+			    bool hi_incl, bool lo_open, bool hi_open)
+{
+	uint8_t lb[4], hb[4];
+	be32_store(lb, (uint32_t)(lo - 3));
+	be32_store(hb, (uint32_t)(hi - 3));
+	struct storage_index_bound l = {slice_make(lb, 4), lo_incl};
+	struct storage_index_bound h = {slice_make(hb, 4), hi_incl};
+	struct storage_index_keys k;
+	if (storage_index_candidates_range(f->db, f->t->id, "iv",
+					   lo_open ? NULL : &l,
+					   hi_open ? NULL : &h, 0, 0, &k))
+		ck_abort_msg("range: %s", err_msg());
+	for (int p = 0; p < NPART; p++) {
+		bool want = false;
+		for (int val = 0; val < NVAL; val++) {
+			bool in =
+				(lo_open || val > lo ||
+				 (lo_incl && val == lo)) &&
+				(hi_open || val < hi || (hi_incl && val == hi));
+			want |= in && model_match(f, 0, p, val);
+		}
+		uint8_t key[14];
+		size_t kl = part_key(p, key);
+		bool found = false;
+		for (size_t i = 0; i < k.count && !found; i++)
+			found = slice_eq(k.keys[i], slice_make(key, kl));
+		ck_assert_msg(!want || found,
+			      "range %d..%d: partition %d missed (seed %llu)",
+			      lo, hi, p, (unsigned long long)seed);
+		if (found && k.scanned == 0) {
+			bool ever = false;
+			for (int val = 0; val < NVAL; val++) {
+				bool in = (lo_open || val > lo ||
+					   (lo_incl && val == lo)) &&
+					  (hi_open || val < hi ||
+					   (hi_incl && val == hi));
+				ever |= in && f->m.ever_v[p][val];
+			}
+			ck_assert_msg(ever,
+				      "range %d..%d: partition %d never "
+				      "held such a value",
+				      lo, hi, p);
+		}
+	}
+	uint64_t scanned = k.scanned;
+	storage_index_keys_free(&k);
+	return scanned;
+}
+
 static uint64_t check_all(struct fx *f)
 {
 	uint64_t scanned = 0;
+	for (int i = 0; i < 6; i++) {
+		int a = (int)(rnd(f) % NVAL), b = (int)(rnd(f) % NVAL);
+		if (a > b) {
+			int x = a;
+			a = b;
+			b = x;
+		}
+		scanned += check_range(f, a, rnd(f) & 1, b, rnd(f) & 1,
+				       rnd(f) % 5 == 0, rnd(f) % 5 == 0);
+	}
 	for (int ix = 0; ix < 5; ix++)
 		for (int val = 0; val < (ix == 2   ? NROW
 					 : ix == 3 ? 5
