@@ -1,5 +1,7 @@
 """The Node.js cassandra-driver from npm (scripts/setup installs it under
-.cache/node) against a real cassinid."""
+.cache/node) against a real cassinid: the basics, then the data model
+(UDTs, frozen and not, as plain objects both ways, types.Tuple,
+types.Duration, counters as types.Long, SELECT JSON / INSERT JSON)."""
 import json
 import os
 import subprocess
@@ -30,3 +32,27 @@ def test_node_driver_works_without_special_options(make_node):
     assert out["syntax"]["code"] == 0x2000
     assert out["invalid"] == {"code": 0x2200,
                               "message": "unconfigured table nope"}
+    dm = out["datamodel"]
+    pt = {"x": 2, "y": "b"}
+    assert dm["udt"] == {
+        "a": {"street": "ttl", "zip": 20}, "f": {"x": 1, "y": "a"},
+        "pts": [pt, {"x": 3, "y": None}], "pm": {"m": {"x": 4, "y": "m"}},
+        "a2": {"street": None, "zip": 2}}
+    assert dm["tuple"] == {"isTuple": True, "length": 3,
+                           "values": [7, "seven", {"x": 8, "y": "h"}]}
+    assert dm["duration"] == {"isDuration": True, "parts": [1, 2, "3"],
+                              "text": "1h30m"}
+    assert dm["field"] == [20, "ttl"]
+    # frozen UDTs as clustering keys: Cassandra's order, bound in WHERE
+    assert dm["ordered"] == [[{"x": 1, "y": "a"}, 3], [{"x": 1, "y": "z"}, 2],
+                             [pt, 1]]
+    assert dm["byKey"] == [2]
+    assert dm["udtMeta"] == ["street", "zip"]
+    assert dm["counter"] == {"1": [True, "13"], "2": [True, "100"]}
+    assert dm["json"] == {
+        "k": 1, "a": {"street": "ttl", "zip": 20}, "f": {"x": 1, "y": "a"},
+        "pts": [pt, {"x": 3, "y": None}],
+        "tp": [7, "seven", {"x": 8, "y": "h"}], "d": "1mo2d3ns"}
+    assert dm["insertJson"] == {"a": {"street": "json", "zip": 3},
+                                "tp": [1, "one", {"x": 0, "y": None}],
+                                "d": "2d"}
