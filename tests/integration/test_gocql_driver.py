@@ -1,6 +1,8 @@
 """gocql (Debian's golang-github-gocql-gocql-dev, built offline by Debian's
 Go with GOPATH=/usr/share/gocode) against a real cassinid, with no special
-options."""
+options: the basics, then the data model (UDTs as maps and as structs with
+cql tags, frozen and not, tuples, durations, counters, MapScanCAS and
+ScanCAS)."""
 import json
 import os
 import shutil
@@ -42,3 +44,25 @@ def test_gocql_works_without_special_options(make_node, tmp_path):
                               "message": "unconfigured table nope"}
     assert out["unavailable"] == {"required": 3, "alive": 1}
     assert out["truncated"] == 0
+    # user types: a non-frozen one as a map (a field update seen), frozen
+    # ones as tagged structs, in lists and maps; a field deleted reads as
+    # the zero value
+    addr = {"Street": "p", "Zip": 1}
+    assert out["udt_map"] == {"street": "main", "zip": 20}
+    assert out["udt_struct"] == {"Street": "frozen", "Zip": 5}
+    assert out["udt_list"] == [addr, {"Street": "q", "Zip": 2}]
+    assert out["udt_in_map"] == {"m": {"Street": "mm", "Zip": 3}}
+    assert out["udt_struct2"] == {"Street": "", "Zip": 2}
+    assert out["mapscan"] == {"a": {"street": "main", "zip": 20},
+                              "tp[0]": 7, "tp[1]": "seven"}
+    assert out["tuple"] == [7, "seven"]
+    assert out["duration"] == {"Months": 1, "Days": 2, "Nanoseconds": 3}
+    assert out["duration2"] == {"Months": 0, "Days": 0,
+                                "Nanoseconds": 5400 * 10**9}
+    assert out["counter"] == {"1": 13, "2": 100}
+    # INSERT IF NOT EXISTS twice: applied, then not with the row as it is;
+    # a failed condition hands back the current value
+    assert out["cas"] == {"applied": [True, False, False, True],
+                          "first": {},
+                          "second": {"k": 1, "n": 1, "v": "first"},
+                          "old": "first"}
