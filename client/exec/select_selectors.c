@@ -193,6 +193,37 @@ static int plan_field(struct cql_select_plan *p, const struct cql_selector *s)
 	return 0;
 }
 
+/* writetime(u.f), maxwritetime(u.f), ttl(u.f) (Cassandra 5.0): a
+ * non-frozen user type's field is its own cell, with its own timestamp and
+ * TTL; a frozen one's fields share the column's cell. */
+static int plan_field_time(struct cql_select_plan *p,
+			   const struct cql_selector *s, bool wt)
+{
+	if (plan_field(p, &s->args[0]) != 0)
+		return -1;
+	struct out_col *o = &p->outs[p->nouts - 1];
+	const struct storage_column *col = &p->m->columns[o->column];
+	const char *fname = strcmp(s->name, "writetime") == 0 ? "writeTime"
+			    : wt				  ? "maxwritetime"
+								  : "ttl";
+	if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
+	    col->kind == STORAGE_COLUMN_CLUSTERING)
+		return err_set(ERR_INVALID,
+			       "Cannot use selection function %s on "
+			       "PRIMARY KEY part %s",
+			       fname, col->name);
+	char name[256];
+	snprintf(name, sizeof(name), "%s(%s)", s->name, o->name);
+	const char *copy = arena_strdup(p->a, s->alias ? s->alias : name);
+	if (!copy)
+		return -1;
+	o->name = copy;
+	o->kind = wt ? OUT_WRITETIME : OUT_TTL;
+	o->type = storage_type_simple(wt ? STORAGE_TYPE_BIGINT
+					 : STORAGE_TYPE_INT);
+	return 0;
+}
+
 static int plan_element(struct cql_select_plan *p, const struct cql_selector *s)
 {
 	const struct storage_table_meta *m = p->m;
@@ -576,6 +607,8 @@ int cql_select_plan_selector(struct cql_select_plan *p,
 	     maxwt = strcmp(s->name, "maxwritetime") == 0;
 	if (!wt && !ttl && !maxwt)
 		return err_set(ERR_INVALID, "Unknown function '%s'", s->name);
+	if (s->arg_count == 1 && s->args[0].kind == CQL_SEL_FIELD)
+		return plan_field_time(p, s, wt || maxwt);
 	int c = function_column(p, s);
 	if (c < 0)
 		return -1;
