@@ -8,6 +8,10 @@ cassini_pytest(integration_tombstone_thresholds test_tombstone_thresholds.py
 cassini_pytest(integration_groupby_paging test_groupby_paging.py TIMEOUT 600)
 # User-defined types: driver metadata, DESCRIBE, restart, two nodes.
 cassini_pytest(integration_udt test_udt.py TIMEOUT 300)
+# The data model's types on 3 nodes RF 3: hints, repair, flush, compaction,
+# restart; every replica read alone (127.0.103.61-63).
+cassini_pytest(integration_datamodel_cluster test_datamodel_cluster.py
+               TIMEOUT 600)
 # Secondary indexes on 3 nodes RF 3: DDL spread, CL, paging, restart.
 cassini_pytest(integration_indexes test_indexes.py TIMEOUT 300)
 # Indexed queries against a model: writes, deletes, TTLs, flushes, compactions.
