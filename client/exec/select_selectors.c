@@ -204,8 +204,8 @@ static int plan_field_time(struct cql_select_plan *p,
 	struct out_col *o = &p->outs[p->nouts - 1];
 	const struct storage_column *col = &p->m->columns[o->column];
 	const char *fname = strcmp(s->name, "writetime") == 0 ? "writeTime"
-			    : wt				  ? "maxwritetime"
-								  : "ttl";
+			    : wt                              ? "maxwritetime"
+							      : "ttl";
 	if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
 	    col->kind == STORAGE_COLUMN_CLUSTERING)
 		return err_set(ERR_INVALID,
