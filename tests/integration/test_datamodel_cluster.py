@@ -1,7 +1,8 @@
 """The data model's types on a real 3-node cluster (RF 3) through the stock
 DataStax python driver: non-frozen UDT columns (whole values, `SET a.f`,
 `DELETE a.f`, field TTLs), frozen UDTs in collections, tuples, durations,
-vectors, nested collections and frozen collections as map keys.
+vectors, nested collections and frozen collections as map keys, and
+counters (hints and repair carry the leader's shards).
 
 - written while one replica is stopped: hints bring them to it;
 - written while another replica is stopped with handoff off: repair
@@ -33,6 +34,7 @@ SCHEMA = [
     "tp tuple<int, text, frozen<list<int>>>, d duration, "
     "v vector<float, 3>, nest map<text, frozen<list<frozen<set<int>>>>>, "
     "fk map<frozen<list<int>>, text>)",
+    "CREATE TABLE dm.c (k int PRIMARY KEY, n counter, m counter)",
 ]
 COLS = ["a", "pts", "pm", "tp", "d", "v", "nest", "fk"]
 
@@ -59,6 +61,7 @@ class Model:
 
     def __init__(self):
         self.rows = {}
+        self.counters = {}
         self.expire = {}  # k -> (time, field): a field whose TTL runs out
 
     def insert(self, s, cl, k):
@@ -87,9 +90,18 @@ class Model:
         if all(row[c] is None for c in COLS):
             del self.rows[k]
 
+    def inc(self, s, cl, k, n, m=0):
+        """Counter increments: what hints and repair carry are the
+        leader's shards, not the deltas."""
+        run_at(s, "UPDATE dm.c SET n = n + %s, m = m - %s WHERE k = %s", cl,
+               (n, m, k))
+        was = self.counters.get(k, (0, 0))
+        self.counters[k] = (was[0] + n, was[1] - m)
+
     def want(self):
-        return {k: {c: norm(v) for c, v in r.items()}
+        rows = {k: {c: norm(v) for c, v in r.items()}
                 for k, r in self.rows.items()}
+        return rows, dict(self.counters)
 
 
 def setf(col, i, value):
@@ -132,7 +144,9 @@ def read(s, cl):
             import struct
             row["v"] = list(struct.unpack(">3f", row["v"]))
         got[r.k] = {c: norm(v) for c, v in row.items()}
-    return got
+    counters = {r.k: (r.n, r.m)
+                for r in run_at(s, "SELECT k, n, m FROM dm.c", cl)}
+    return got, counters
 
 
 def start_cluster(make_node):
@@ -196,6 +210,7 @@ def test_types_through_hints_repair_flush_compaction_restart(make_node):
     m = Model()
     for k in range(6):
         m.insert(s, CL.ALL, k)
+        m.inc(s, CL.ALL, k, k + 1)
     assert read(s, CL.ALL) == m.want()
     # a field's TTL and writetime
     r = run_at(s, "SELECT ttl(a.street), writetime(a.zip) FROM dm.t "
@@ -233,6 +248,8 @@ def test_types_through_hints_repair_flush_compaction_restart(make_node):
                  v=[4.0, 5.0, 6.0], fk={(): "e", (3,): "f"}))
     m.run(s, q, "UPDATE dm.t SET a.zip = 7 WHERE k = K", 7,
           setf("a", 1, 7))
+    for k in range(8):
+        m.inc(s, q, k % 4, 10, k)
     pending = tool(n1, "listpendinghints")
     assert n3 in pending, pending
     c.shutdown()
@@ -269,6 +286,8 @@ def test_types_through_hints_repair_flush_compaction_restart(make_node):
     m.run(s, q, "UPDATE dm.t SET fk[[5]] = 'g' WHERE k = K", 7,
           put("fk", (5,), "g"))
     m.insert(s, q, 10)
+    for k in range(8):
+        m.inc(s, q, k % 3 + 2, 100, 1)
     m.run(s, q, "UPDATE dm.t USING TTL 100000 SET a.street = 't11' "
           "WHERE k = K", 11, setf("a", 0, "t11"))
     c.shutdown()
