@@ -6,8 +6,8 @@
  * its rows.
  *
  * The input drives a generator: a table of 2 to 8 columns of any type
- * (simple, list/set/map of them, frozen or not, frozen collections in the
- * key), then statements of every kind with markers, literals, nulls and
+ * (simple, duration, tuple<int, text>, vector<float, 2>, list/set/map of
+ * them, frozen or not, frozen collections in the key), then statements of every kind with markers, literals, nulls and
  * some garbage in every position, each prepared and run with values that
  * are well typed for the markers the server described, null, unset,
  * random bytes or one byte off. Checked, besides the sanitizers:
@@ -54,9 +54,12 @@ static bool chance(struct src *s, unsigned in)
 /* ---- the schema ---------------------------------------------------------- */
 
 static const char *const simple[] = {
-	"ascii",  "bigint",    "blob",     "boolean", "date",     "decimal",
-	"double", "float",     "inet",     "int",     "smallint", "text",
-	"time",   "timestamp", "timeuuid", "tinyint", "uuid",     "varint"};
+	"ascii", "bigint", "blob", "boolean", "date", "decimal", "double",
+	"float", "inet", "int", "smallint", "text", "time", "timestamp",
+	"timeuuid", "tinyint", "uuid", "varint",
+	/* the data model's: refused in keys and sets where Cassandra
+	 * refuses them (duration), frozen by nature (tuple, vector) */
+	"duration", "tuple<int, text>", "vector<float, 2>"};
 #define NSIMPLE (sizeof(simple) / sizeof(simple[0]))
 
 struct col {
@@ -164,6 +167,9 @@ static const char *literal_of(struct src *s, const char *type)
 		{"uuid",
 		 {"uuid()", "550e8400-e29b-41d4-a716-446655440000", "now()"}},
 		{"varint", {"0", "-1", "100000000000000000000000"}},
+		{"duration", {"1h30m", "P1DT2H", "-1mo"}},
+		{"tuple<int, text>", {"(1, 'a')", "(null, 'b')", "(1, 2, 3)"}},
+		{"vector<float, 2>", {"[1.0, 2.5]", "[1.0]", "[NaN, -0.0]"}},
 	};
 	for (size_t i = 0; i < sizeof(lits) / sizeof(lits[0]); i++)
 		if (strcmp(lits[i].type, type) == 0)
@@ -516,8 +522,28 @@ static struct ftype *read_type(struct cursor *c, struct arena *a, int depth)
 	case CQL_TYPE_TIME:
 	case CQL_TYPE_SMALLINT:
 	case CQL_TYPE_TINYINT:
+	case CQL_TYPE_DURATION:
 		break;
-	default: /* the server names no custom, UDT or tuple type */
+	case CQL_TYPE_TUPLE: { /* only tuple<int, text> is generated */
+		uint16_t n;
+		if (cql_read_short(c, &n) || n != 2)
+			bad_metadata("tuple arity");
+		t->sub[0] = read_type(c, a, depth + 1);
+		t->sub[1] = read_type(c, a, depth + 1);
+		break;
+	}
+	case CQL_TYPE_CUSTOM: { /* only vector<float, 2>, as Cassandra 5.0
+				 * names it (" , ") */
+		struct slice name;
+		static const char vec[] =
+			"org.apache.cassandra.db.marshal.VectorType("
+			"org.apache.cassandra.db.marshal.FloatType , 2)";
+		if (cql_read_string(c, &name) || name.len != strlen(vec) ||
+		    memcmp(name.ptr, vec, name.len) != 0)
+			bad_metadata("custom type name");
+		break;
+	}
+	default: /* the server names no UDT type here */
 		bad_metadata("an unexpected type id");
 	}
 	return t;
@@ -598,6 +624,26 @@ static void gen_valid(struct src *s, struct buf *b, const struct ftype *t)
 		}
 		return;
 	}
+	case CQL_TYPE_TUPLE:
+		for (int k = 0; k < 2; k++) {
+			if (chance(s, 4)) { /* a null component */
+				buf_put_be32(b, 0xffffffffu);
+				continue;
+			}
+			size_t mark = b->len;
+			buf_put_be32(b, 0);
+			gen_valid(s, b, t->sub[k]);
+			be32_store(b->data + mark,
+				   (uint32_t)(b->len - mark - 4));
+		}
+		return;
+	case CQL_TYPE_DURATION: { /* months, days, nanos: vints, one sign */
+		bool neg = chance(s, 3);
+		for (int k = 0; k < 3; k++)
+			buf_put_u8(b, (uint8_t)(2 * pick(s, 60) + neg));
+		return;
+	}
+	case CQL_TYPE_CUSTOM: /* vector<float, 2> */
 	case CQL_TYPE_BIGINT:
 	case CQL_TYPE_COUNTER:
 	case CQL_TYPE_TIMESTAMP:
