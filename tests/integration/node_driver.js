@@ -108,7 +108,7 @@ async function datamodel(client) {
                            r1.d.nanoseconds.toString()],
                    text: rows[2].d.toString() };
   const sel = await client.execute(
-    "SELECT a.zip, a.street FROM ks.dm WHERE k = ?", [1], p);
+    "SELECT a.zip, a.street, ttl(a.street) FROM ks.dm WHERE k = ?", [1], p);
   out.field = sel.rows[0].values();
   // a UDT as a bind in a WHERE clause (a frozen clustering key)
   await client.execute("CREATE TABLE ks.byp (k int, c frozen<point>, " +
