@@ -23,6 +23,7 @@ struct cond {
 	int col;
 	bool has_elem;
 	struct val elem; /* map key, or list index (int) */
+	int field;       /* u.f: the field's index, else -1 */
 	enum cql_op op;
 	struct val *vals; /* one, or IN's list */
 	size_t nvals;
@@ -164,12 +165,23 @@ static int add_cond(struct cql_cas *c, struct item *it,
 			       "Some clustering keys are missing: %s",
 			       c->m->columns[c->m->ck[it->nck]].name);
 	const struct storage_type *ty = sc->type;
-	*out = (struct cond){.col = col, .op = cd->op};
-	if (ty->kind == STORAGE_TYPE_UDT && !ty->frozen)
-		return err_set(ERR_UNSUPPORTED,
-			       "Conditions on a non-frozen user type column "
-			       "(%s) are not supported by Cassini yet",
-			       sc->name);
+	*out = (struct cond){.col = col, .op = cd->op, .field = -1};
+	if (cd->column.field) {
+		/* u.f op v (ColumnCondition.UDTFieldCondition), frozen or not
+		 */
+		if (ty->kind != STORAGE_TYPE_UDT)
+			return err_set(ERR_INVALID,
+				       "Invalid field selection: %s is not a "
+				       "user type",
+				       sc->name);
+		for (size_t f = 0; f < ty->count && out->field < 0; f++)
+			if (strcmp(ty->field_names[f], cd->column.field) == 0)
+				out->field = (int)f;
+		if (out->field < 0)
+			return err_set(ERR_INVALID,
+				       "Unknown field %s for column %s",
+				       cd->column.field, sc->name);
+	}
 	if (cd->op == CQL_OP_CONTAINS || cd->op == CQL_OP_CONTAINS_KEY)
 		return err_set(ERR_INVALID, "Unsupported operator %s in IF",
 			       cd->op == CQL_OP_CONTAINS ? "CONTAINS"
@@ -194,6 +206,8 @@ static int add_cond(struct cql_cas *c, struct item *it,
 				       "access",
 				       map ? "map" : "list");
 		ty = map ? ty->sub[1] : ty->sub[0];
+	} else if (out->field >= 0) {
+		ty = ty->sub[out->field];
 	} else if (storage_type_is_collection(ty->kind) && !ty->frozen &&
 		   cd->op != CQL_OP_EQ && cd->op != CQL_OP_NEQ &&
 		   cd->op != CQL_OP_IN) {
@@ -548,6 +562,57 @@ static int collection_value(const struct storage_row_view *row, int col,
 	return 0;
 }
 
+/* A non-frozen user type's cells as its serialized value, every field
+ * present or null (UserType.serializeForNativeProtocol): 1 when it has no
+ * cell (a null value). */
+static int udt_value(const struct storage_row_view *row, int col,
+		     const struct storage_type *ty, struct buf *out)
+{
+	bool any = false;
+	for (size_t f = 0; f < ty->count; f++) {
+		const struct storage_cell_view *hit = NULL;
+		for (size_t i = 0; !hit && i < row->cell_count; i++) {
+			const struct storage_cell_view *cv = &row->cells[i];
+			if (cv->column == col && cv->path.len == 2 &&
+			    be16_load(cv->path.ptr) == f)
+				hit = cv;
+		}
+		any |= hit != NULL;
+		if (hit ? buf_put_be32(out, (uint32_t)hit->value.len) ||
+				    buf_append(out, hit->value.ptr,
+					       hit->value.len)
+			: buf_put_be32(out, UINT32_MAX))
+			return -1;
+	}
+	return any ? 0 : 1;
+}
+
+/* Field `idx` of a frozen user type value ([int length][bytes] per field,
+ * negative for null, trailing fields missing): false when null/missing. */
+static bool frozen_field(struct slice v, size_t idx, struct slice *out)
+{
+	size_t pos = 0;
+	for (size_t i = 0; i <= idx; i++) {
+		if (v.len < pos + 4)
+			return false;
+		uint32_t n = be32_load(v.ptr + pos);
+		pos += 4;
+		if (n & 0x80000000u) {
+			if (i == idx)
+				return false;
+			continue;
+		}
+		if (n > v.len - pos)
+			return false;
+		if (i == idx) {
+			*out = slice_make(v.ptr + pos, n);
+			return true;
+		}
+		pos += n;
+	}
+	return false;
+}
+
 /* The current value a condition compares: 1 and *v when present. */
 static int current(const struct cql_cas *c, const struct storage_row_view *row,
 		   const struct cond *cd, struct buf *scratch, struct slice *v)
@@ -556,6 +621,28 @@ static int current(const struct cql_cas *c, const struct storage_row_view *row,
 	const struct storage_type *ty = sc->type;
 	if (!row)
 		return 0;
+	if (ty->kind == STORAGE_TYPE_UDT && !ty->frozen) {
+		if (cd->field >= 0) { /* the field's own cell */
+			for (size_t i = 0; i < row->cell_count; i++) {
+				const struct storage_cell_view *cv =
+					&row->cells[i];
+				if (cv->column == cd->col &&
+				    cv->path.len == 2 &&
+				    be16_load(cv->path.ptr) ==
+					    (uint16_t)cd->field) {
+					*v = cv->value;
+					return 1;
+				}
+			}
+			return 0;
+		}
+		buf_clear(scratch);
+		int rc = udt_value(row, cd->col, ty, scratch);
+		if (rc < 0)
+			return -1;
+		*v = buf_slice(scratch);
+		return rc == 0;
+	}
 	if (storage_type_is_collection(ty->kind) && !ty->frozen) {
 		if (cd->has_elem) {
 			int32_t idx = -1;
@@ -591,7 +678,8 @@ static int current(const struct cql_cas *c, const struct storage_row_view *row,
 	for (size_t i = 0; i < row->cell_count; i++)
 		if (row->cells[i].column == cd->col) {
 			*v = row->cells[i].value;
-			return 1;
+			return cd->field < 0 ||
+			       frozen_field(*v, (size_t)cd->field, v);
 		}
 	return 0;
 }
@@ -602,6 +690,8 @@ static const struct storage_type *cond_type(const struct cql_cas *c,
 	const struct storage_type *ty = c->m->columns[cd->col].type;
 	if (cd->has_elem)
 		return ty->kind == STORAGE_TYPE_MAP ? ty->sub[1] : ty->sub[0];
+	if (cd->field >= 0)
+		return ty->sub[cd->field];
 	return ty;
 }
 
@@ -724,7 +814,7 @@ static int write_column(const struct cql_cas *c, struct buf *out,
 		sc->kind == STORAGE_COLUMN_STATIC && c->m->ck_count
 			? r->static_row
 			: row;
-	struct cond probe = {.col = col};
+	struct cond probe = {.col = col, .field = -1};
 	struct buf scratch = {0};
 	struct slice v;
 	int present = current(c, src, &probe, &scratch, &v);

@@ -9,8 +9,9 @@
  *                    timestamp 0 (re-stamped with the ballot's time), the
  *                    conditions' values resolved and copied
  *   cql_cas_eval     the conditions against the partition as Paxos read it
- *                    (IF NOT EXISTS, IF EXISTS, c op v, c[k] op v, IN,
- *                    = null / != null; static columns on the static row)
+ *                    (IF NOT EXISTS, IF EXISTS, c op v, c[k] op v, u.f op
+ *                    v, u op v on a whole non-frozen user type, IN, = null
+ *                    / != null; static columns on the static row)
  *   cql_cas_encode   the Rows answer: `[applied]` alone when applied (or
  *                    when nothing the conditions name exists); else
  *                    `[applied]` = false and the current values of the

@@ -397,7 +397,8 @@ static int bind_deletion(struct bind_ctx *x, const struct cql_column_ref *ref)
 }
 
 /* IF conditions: `c op ?` takes c's type, `m[?] op ?` key(m) and
- * value(m), `l[?] op ?` idx(l) and value(l), `c IN ?` in(c). */
+ * value(m), `l[?] op ?` idx(l) and value(l), `u.f op ?` u.f and the
+ * field's type, `c IN ?` in(c). */
 static void bind_conditions(struct bind_ctx *x, const struct cql_condition *cs,
 			    size_t n)
 {
@@ -409,6 +410,29 @@ static void bind_conditions(struct bind_ctx *x, const struct cql_condition *cs,
 			continue;
 		const char *name = m->columns[c].name;
 		const struct storage_type *ty = m->columns[c].type;
+		if (cd->column.field) {
+			/* u.f op ?: UserTypes.fieldSpecOf, u.f */
+			size_t f = 0;
+			while (ty->kind == STORAGE_TYPE_UDT && f < ty->count &&
+			       strcmp(ty->field_names[f], cd->column.field))
+				f++;
+			if (ty->kind != STORAGE_TYPE_UDT || f == ty->count) {
+				if (ty->kind == STORAGE_TYPE_UDT)
+					err_set(ERR_INVALID,
+						"Unknown field %s for column "
+						"%s",
+						cd->column.field, name);
+				else
+					err_set(ERR_INVALID,
+						"Invalid field selection: %s "
+						"is not a user type",
+						name);
+				x->failed = true;
+				return;
+			}
+			name = spec_name(x, name, ".", cd->column.field);
+			ty = ty->sub[f];
+		}
 		if (cd->column.element && (ty->kind == STORAGE_TYPE_MAP ||
 					   ty->kind == STORAGE_TYPE_LIST)) {
 			bool map = ty->kind == STORAGE_TYPE_MAP;

@@ -318,3 +318,44 @@ def test_non_frozen_columns_through_the_driver(make_node):
     with pytest.raises(InvalidRequest, match="non-frozen UDT a"):
         s.execute("SELECT writetime(a) FROM app.t")
     cluster.shutdown()
+
+
+def test_non_frozen_conditions_through_the_driver(make_node):
+    """Lightweight transactions on a non-frozen user type column through
+    the driver: `IF a.f = ?` (the marker named a.f, of the field's type),
+    `IF a = ?` on the whole value, was_applied and the current value of a
+    row that was not applied, mapped to the registered class."""
+    ip = "127.0.103.50"
+    node = make_node(default_yaml(listen_address=ip), name="nonfrozen_lwt")
+    node.start()
+    assert node.wait_for_log("CQL clients on"), node.log()
+    cluster, s = connect(ip)
+    s.execute("CREATE KEYSPACE app WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TYPE app.addr (street text, zip int)")
+    s.execute("CREATE TABLE app.t (k int PRIMARY KEY, a addr, n int)")
+
+    class Addr:
+        def __init__(self, street=None, zip=None):
+            self.street, self.zip = street, zip
+
+    cluster.register_user_type("app", "addr", Addr)
+    s.execute("INSERT INTO app.t (k, a) VALUES (1, {street: 'main', "
+              "zip: 10})")
+    by_field = s.prepare("UPDATE app.t SET n = ? WHERE k = ? IF a.zip = ?")
+    assert [(c.name, c.type.typename) for c in by_field.column_metadata] \
+        == [("n", "int"), ("k", "int"), ("a.zip", "int")]
+    assert s.execute(by_field, (1, 1, 10)).was_applied
+    r = s.execute(by_field, (2, 1, 11))
+    assert not r.was_applied
+    row = r.one()
+    assert isinstance(row.a, Addr) and (row.a.street, row.a.zip) == \
+        ("main", 10)
+    whole = s.prepare("UPDATE app.t SET a = ? WHERE k = ? IF a = ?")
+    assert s.execute(whole, (Addr("x", 1), 1, Addr("main", 10))).was_applied
+    assert not s.execute(whole, (Addr("y"), 1, Addr("main", 10))).was_applied
+    s.execute("UPDATE app.t SET a.zip = null WHERE k = 1")
+    assert s.execute(whole, (None, 1, Addr("x"))).was_applied
+    assert s.execute("UPDATE app.t SET n = 3 WHERE k = 1 IF a = null"
+                     ).was_applied
+    cluster.shutdown()
