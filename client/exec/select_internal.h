@@ -28,7 +28,7 @@ enum out_kind {
 	OUT_WRITETIMES,
 	OUT_TTLS,
 	OUT_MAXWRITETIME,
-	OUT_FIELD, /* u.f, u.f.g: a frozen user type column's field */
+	OUT_FIELD, /* u.f, u.f.g: a user type column's field */
 };
 
 /* How deep u.f.g... may select. */
@@ -73,7 +73,9 @@ struct out_col {
 	 * (toJson(toJson(v))), the first of `json_type` (select_json.c) */
 	uint8_t to_json;
 	const struct storage_type *json_type;
-	/* OUT_FIELD: the field positions, outermost first */
+	/* OUT_FIELD: the field positions, outermost first; OUT_WRITETIME and
+	 * OUT_TTL of u.f (Cassandra 5.0): fields[0] is the non-frozen user
+	 * type's field whose cell is read (field_depth > 0) */
 	uint16_t fields[OUT_FIELD_DEPTH];
 	size_t field_depth;
 };
@@ -200,6 +202,11 @@ int cql_select_write_cell_times(const struct cql_select_plan *p,
 				struct buf *out, const struct out_col *o,
 				const struct storage_row_view *src,
 				int64_t now_sec);
+/* writetime() (bigint) or ttl() (int, null without a TTL) of one cell,
+ * null when c is NULL (select_times.c). */
+int cql_select_write_cell_time(struct buf *out, bool writetime,
+			       const struct storage_cell_view *c,
+			       int64_t now_sec);
 
 /* GROUP BY (select_group.c). The checks Cassandra makes when it prepares
  * the statement (getAggregationSpecification): 0 with *ck the length of

@@ -642,17 +642,19 @@ static int write_out(const struct cql_select_plan *p, struct buf *out,
 	if (o->kind == OUT_COLUMN &&
 	    storage_type_is_collection(col->type->kind) && !col->type->frozen)
 		return write_collection(out, src, o->column, col->type->kind);
-	const struct storage_cell_view *c = NULL;
-	if (o->field_depth > 0 && col->type->kind == STORAGE_TYPE_UDT &&
-	    !col->type->frozen) {
-		/* writetime(u.f), ttl(u.f): the field's own cell */
-		for (size_t i = 0; src && !c && i < src->cell_count; i++)
+	if ((o->kind == OUT_WRITETIME || o->kind == OUT_TTL) &&
+	    o->field_depth > 0) {
+		/* writetime(u.f) of a non-frozen user type: the field's cell */
+		const struct storage_cell_view *fc = NULL;
+		for (size_t i = 0; src && !fc && i < src->cell_count; i++)
 			if (src->cells[i].column == o->column &&
 			    src->cells[i].path.len == 2 &&
 			    be16_load(src->cells[i].path.ptr) == o->fields[0])
-				c = &src->cells[i];
-	} else
-		c = find_cell(src, o->column);
+				fc = &src->cells[i];
+		return cql_select_write_cell_time(out, o->kind == OUT_WRITETIME,
+						  fc, now_sec);
+	}
+	const struct storage_cell_view *c = find_cell(src, o->column);
 	if (!c)
 		return cql_write_bytes(out, NULL, -1);
 	if (o->kind == OUT_WRITETIME) {

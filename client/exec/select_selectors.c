@@ -135,9 +135,13 @@ static int plan_aggregate(struct cql_select_plan *p,
 
 /* m['k'] and s[e] (Cassandra 4.0): a map's value at a key, a set's
  * element if present; NULL otherwise. */
-/* u.f, u.f.g (Selectable.WithFieldSelection): fields of a user type
- * column, frozen (a non-frozen one cannot be created yet). */
-static int plan_field(struct cql_select_plan *p, const struct cql_selector *s)
+/* The column, field positions (outermost first) and type of u.f, u.f.g
+ * (Selectable.WithFieldSelection), with Cassandra's refusals; `name` gets
+ * "u.f.g". */
+static int field_chain(struct cql_select_plan *p, const struct cql_selector *s,
+		       int *col, uint16_t fields[OUT_FIELD_DEPTH],
+		       size_t *depth_out, const struct storage_type **type_out,
+		       char *name, size_t name_size)
 {
 	const struct cql_selector *chain[OUT_FIELD_DEPTH];
 	size_t depth = 0;
@@ -161,9 +165,7 @@ static int plan_field(struct cql_select_plan *p, const struct cql_selector *s)
 			       "Undefined column name %s in selection clause",
 			       base->name);
 	const struct storage_type *type = p->m->columns[c].type;
-	char name[256];
-	snprintf(name, sizeof(name), "%s", base->name);
-	uint16_t fields[OUT_FIELD_DEPTH];
+	snprintf(name, name_size, "%s", base->name);
 	for (size_t d = 0; d < depth; d++) {
 		const char *f = chain[depth - 1 - d]->name;
 		char text[160] = "?";
@@ -183,44 +185,30 @@ static int plan_field(struct cql_select_plan *p, const struct cql_selector *s)
 		fields[d] = (uint16_t)i;
 		type = type->sub[i];
 		size_t n = strlen(name);
-		snprintf(name + n, sizeof(name) - n, ".%s", f);
+		snprintf(name + n, name_size - n, ".%s", f);
 	}
+	*col = c;
+	*depth_out = depth;
+	*type_out = type;
+	return 0;
+}
+
+/* u.f, u.f.g: fields of a user type column, frozen or not. */
+static int plan_field(struct cql_select_plan *p, const struct cql_selector *s)
+{
+	char name[256];
+	uint16_t fields[OUT_FIELD_DEPTH];
+	size_t depth;
+	int c;
+	const struct storage_type *type;
+	if (field_chain(p, s, &c, fields, &depth, &type, name, sizeof(name)) !=
+	    0)
+		return -1;
 	if (add_out(p, OUT_FIELD, c, s->alias ? s->alias : name, type) != 0)
 		return -1;
 	struct out_col *o = &p->outs[p->nouts - 1];
 	memcpy(o->fields, fields, depth * sizeof(fields[0]));
 	o->field_depth = depth;
-	return 0;
-}
-
-/* writetime(u.f), maxwritetime(u.f), ttl(u.f) (Cassandra 5.0): a
- * non-frozen user type's field is its own cell, with its own timestamp and
- * TTL; a frozen one's fields share the column's cell. */
-static int plan_field_time(struct cql_select_plan *p,
-			   const struct cql_selector *s, bool wt)
-{
-	if (plan_field(p, &s->args[0]) != 0)
-		return -1;
-	struct out_col *o = &p->outs[p->nouts - 1];
-	const struct storage_column *col = &p->m->columns[o->column];
-	const char *fname = strcmp(s->name, "writetime") == 0 ? "writeTime"
-			    : wt                              ? "maxwritetime"
-							      : "ttl";
-	if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
-	    col->kind == STORAGE_COLUMN_CLUSTERING)
-		return err_set(ERR_INVALID,
-			       "Cannot use selection function %s on "
-			       "PRIMARY KEY part %s",
-			       fname, col->name);
-	char name[256];
-	snprintf(name, sizeof(name), "%s(%s)", s->name, o->name);
-	const char *copy = arena_strdup(p->a, s->alias ? s->alias : name);
-	if (!copy)
-		return -1;
-	o->name = copy;
-	o->kind = wt ? OUT_WRITETIME : OUT_TTL;
-	o->type = storage_type_simple(wt ? STORAGE_TYPE_BIGINT
-					 : STORAGE_TYPE_INT);
 	return 0;
 }
 
@@ -607,11 +595,21 @@ int cql_select_plan_selector(struct cql_select_plan *p,
 	     maxwt = strcmp(s->name, "maxwritetime") == 0;
 	if (!wt && !ttl && !maxwt)
 		return err_set(ERR_INVALID, "Unknown function '%s'", s->name);
-	if (s->arg_count == 1 && s->args[0].kind == CQL_SEL_FIELD)
-		return plan_field_time(p, s, wt || maxwt);
-	int c = function_column(p, s);
-	if (c < 0)
+	/* writetime(u.f) (Cassandra 5.0's WritetimeOrTTL over a field
+	 * selection): the field's cell in a non-frozen user type, the
+	 * column's cell in a frozen one; one value either way */
+	char field_name[256] = "";
+	uint16_t fields[OUT_FIELD_DEPTH];
+	size_t depth = 0;
+	const struct storage_type *ftype;
+	int c;
+	if (s->arg_count == 1 && s->args[0].kind == CQL_SEL_FIELD) {
+		if (field_chain(p, &s->args[0], &c, fields, &depth, &ftype,
+				field_name, sizeof(field_name)) != 0)
+			return -1;
+	} else if ((c = function_column(p, s)) < 0) {
 		return -1;
+	}
 	const struct storage_column *col = &m->columns[c];
 	const char *fname = wt ? "writeTime" : maxwt ? "maxwritetime" : "ttl";
 	if (col->kind == STORAGE_COLUMN_PARTITION_KEY ||
@@ -620,25 +618,29 @@ int cql_select_plan_selector(struct cql_select_plan *p,
 			       "Cannot use selection function %s on "
 			       "PRIMARY KEY part %s",
 			       fname, col->name);
-	char *name = arena_alloc(p->a, 160);
+	size_t nlen =
+		strlen(s->name) + strlen(field_name) + strlen(col->name) + 3;
+	char *name = arena_alloc(p->a, nlen);
 	if (!name)
 		return -1;
-	snprintf(name, 160, "%s(%s)", s->name, col->name);
+	snprintf(name, nlen, "%s(%s)", s->name, depth ? field_name : col->name);
 	const char *out = s->alias ? s->alias : name;
-	/* Cassandra 5.0: a non-frozen collection's cells, one element each
-	 * (select_times.c); maxwritetime() is their latest */
-	if (storage_type_is_collection(col->type->kind) && !col->type->frozen) {
+	/* Cassandra 5.0: a non-frozen collection's cells, one element each,
+	 * a non-frozen user type's fields, one element each (select_times.c);
+	 * maxwritetime() is their latest */
+	if (storage_type_is_multicell(col->type) && depth == 0) {
 		if (maxwt)
 			return add_out(p, OUT_MAXWRITETIME, c, out, bigint);
 		return add_out(p, wt ? OUT_WRITETIMES : OUT_TTLS, c, out,
 			       cql_select_times_type(!wt));
 	}
-	/* a non-frozen UDT (Cassandra 4.1's WritetimeOrTTL.Raw) */
-	if (storage_type_is_multicell(col->type))
-		return err_set(ERR_INVALID,
-			       "Cannot use selection function %s on "
-			       "non-frozen UDT %s",
-			       fname, col->name);
-	return add_out(p, wt || maxwt ? OUT_WRITETIME : OUT_TTL, c, out,
-		       wt || maxwt ? bigint : integer);
+	if (add_out(p, wt || maxwt ? OUT_WRITETIME : OUT_TTL, c, out,
+		    wt || maxwt ? bigint : integer) != 0)
+		return -1;
+	if (depth && storage_type_is_multicell(col->type)) {
+		struct out_col *o = &p->outs[p->nouts - 1];
+		o->fields[0] = fields[0];
+		o->field_depth = 1;
+	}
+	return 0;
 }

@@ -1035,8 +1035,15 @@ def test_non_frozen_user_type_columns_prepare(session):
          "Invalid operation \\(f.zip = 1\\) for frozen UDT column f"),
         ("DELETE f.zip FROM ks.t WHERE k = 1",
          "Frozen UDT column f does not support field deletion"),
-        ("SELECT ttl(a) FROM ks.t",
-         "Cannot use selection function ttl on non-frozen UDT a"),
+        ("SELECT ttl(a.nope) FROM ks.t",
+         "a of type addr has no field nope"),
+        ("UPDATE ks.t SET f = null WHERE k = 1 IF a.nope = ?",
+         "Unknown field nope for column a"),
     ]:
         with pytest.raises(InvalidRequest, match=msg):
             s.prepare(q)
+    # Cassandra 5.0: ttl(a) is a list, one element per field
+    ps = s.prepare("SELECT ttl(a), ttl(a.zip) FROM ks.t")
+    assert [(c[2], c[3].cql_parameterized_type())
+            for c in ps.result_metadata] == [("ttl(a)", "list<int>"),
+                                             ("ttl(a.zip)", "int")]
