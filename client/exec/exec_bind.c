@@ -180,12 +180,13 @@ static void bind_set(struct bind_ctx *x, const struct cql_term *t,
 		(struct bind_spec){t->text ? t->text : name, type, false, true};
 }
 
-/* bind_set with the name `fn(column)`. */
+/* bind_set with the name `fn(column)`: a marker, or the markers inside a
+ * literal, named after it (value(m)'s list: value(value(m))). */
 static void bind_set_of(struct bind_ctx *x, const struct cql_term *t,
 			const char *fn, const char *column,
 			const struct storage_type *type)
 {
-	if (!t || t->kind != CQL_TERM_BIND || t->bind_index >= x->nb)
+	if (!t || (t->kind == CQL_TERM_BIND && t->bind_index >= x->nb))
 		return;
 	size_t n = strlen(fn) + strlen(column) + 3;
 	char *name = arena_alloc(x->a, n);

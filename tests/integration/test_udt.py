@@ -325,11 +325,13 @@ def test_non_frozen_columns_through_the_driver(make_node):
     cluster.shutdown()
 
 
-def test_non_frozen_conditions_through_the_driver(make_node):
-    """Lightweight transactions on a non-frozen user type column through
-    the driver: `IF a.f = ?` (the marker named a.f, of the field's type),
-    `IF a = ?` on the whole value, was_applied and the current value of a
-    row that was not applied, mapped to the registered class."""
+def test_non_frozen_conditions_times_and_markers(make_node):
+    """Non-frozen user type columns through the driver: lightweight
+    transactions (`IF a.f = ?`, the marker named a.f of the field's type;
+    `IF a = ?` on the whole value; was_applied and the current value of a
+    row not applied, mapped to the registered class), Cassandra 5.0's
+    writetime() / ttl() of the column and of its fields, and the names of
+    markers inside literals under element and field assignments."""
     ip = "127.0.103.50"
     node = make_node(default_yaml(listen_address=ip), name="nonfrozen_lwt")
     node.start()
@@ -386,4 +388,24 @@ def test_non_frozen_conditions_through_the_driver(make_node):
     assert [(c[2], c[3].cql_parameterized_type()) for c in
             meta.result_metadata] == [("writetime(a)", "list<bigint>"),
                                        ("ttl(a.zip)", "int")]
+
+    # markers inside a literal under m[k] = ... and u.f = ...: named after
+    # their receiver (Maps.valueSpecOf, UserTypes.fieldSpecOf, then the
+    # literal's Lists.valueSpecOf / Tuples.componentSpecOf)
+    s.execute("CREATE TYPE app.loc (pt frozen<tuple<int, int>>, "
+              "tags frozen<list<int>>)")
+    s.execute("CREATE TABLE app.e (k int PRIMARY KEY, "
+              "ml map<text, frozen<list<int>>>, "
+              "mt map<int, frozen<tuple<int, text>>>, l loc)")
+    p = s.prepare("UPDATE app.e SET ml['x'] = [?, ?], mt[?] = (?, ?), "
+                  "l.pt = (?, ?), l.tags = [?] WHERE k = ?")
+    assert [(c.name, c.type.typename) for c in p.column_metadata] == [
+        ("value(value(ml))", "int"), ("value(value(ml))", "int"),
+        ("key(mt)", "int"), ("value(mt)[0]", "int"),
+        ("value(mt)[1]", "varchar"), ("l.pt[0]", "int"), ("l.pt[1]", "int"),
+        ("value(l.tags)", "int"), ("k", "int")]
+    s.execute(p, (1, 2, 3, 4, "y", 5, 6, 7, 1))
+    r = s.execute("SELECT ml, mt, l.pt, l.tags FROM app.e WHERE k = 1").one()
+    assert (dict(r[0]), dict(r[1]), r[2], r[3]) == \
+        ({"x": [1, 2]}, {3: (4, "y")}, (5, 6), [7])
     cluster.shutdown()
