@@ -1026,15 +1026,21 @@ static int serialize_any(const struct cql_term *t,
 			 const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
 			 struct buf *out);
 
+/* What the serializers below return for an unset value: a marker bound to
+ * unset, or a literal holding one where Cassandra 4.1's DelayedValue.bind
+ * makes the whole literal UNSET_VALUE (a list or set element, a map
+ * value). */
+#define SER_UNSET 2
+
 /* A marker inside a collection, tuple, vector or UDT literal ([?, ?],
  * {?: ?}, (?, ?), {f: ?}): its bound bytes, checked against the element
  * type (Lists/Sets/Maps/Tuples/UserTypes.DelayedValue.bind). A null is
  * refused in collections, a null field or component kept; an unset one
- * is refused. */
+ * is SER_UNSET, for the literal around it to decide. */
 static int serialize_inner_bind(const struct cql_term *t,
 				const struct storage_type *type,
-				const char *column, const struct cql_fn_ctx *fn,
-				struct buf *out, bool null_ok)
+				const struct cql_fn_ctx *fn, struct buf *out,
+				bool null_ok)
 {
 	if (!fn || !fn->binds || t->bind_index < 0 ||
 	    (size_t)t->bind_index >= fn->nbinds)
@@ -1042,8 +1048,7 @@ static int serialize_inner_bind(const struct cql_term *t,
 			       t->bind_index);
 	const struct cql_value *v = &fn->binds[t->bind_index];
 	if (v->len == CQL_VALUE_UNSET)
-		return err_set(ERR_INVALID, "Invalid unset value for column %s",
-			       column);
+		return SER_UNSET;
 	if (v->len < 0) {
 		if (null_ok)
 			return 1;
@@ -1071,7 +1076,7 @@ static int serialize_inner(const struct cql_term *t,
 			       "null is not supported inside collections");
 	}
 	if (t->kind == CQL_TERM_BIND)
-		return serialize_inner_bind(t, type, column, fn, out, null_ok);
+		return serialize_inner_bind(t, type, fn, out, null_ok);
 	return serialize_any(t, type, column, fn, cmp, out);
 }
 
@@ -1111,12 +1116,20 @@ static int serialize_collection(const struct cql_term *t,
 		rc = serialize_inner(k, type->sub[0], column, fn, cmp, &tmp,
 				     false);
 		elems[i].key_len = tmp.len - elems[i].key_off;
+		if (rc == SER_UNSET && is_map)
+			rc = err_set(ERR_INVALID, "unset value is not "
+						  "supported for map keys");
 		if (rc == 0 && v) {
 			elems[i].val_off = tmp.len;
 			rc = serialize_inner(v, type->sub[1], column, fn, cmp,
 					     &tmp, false);
 			elems[i].val_len = tmp.len - elems[i].val_off;
 		}
+	}
+	if (rc == SER_UNSET) { /* Lists/Sets/Maps.DelayedValue.bind */
+		free(elems);
+		buf_free(&tmp);
+		return SER_UNSET;
 	}
 	size_t kept = n;
 	/* elements of empty values only: nothing was allocated */
@@ -1183,6 +1196,11 @@ static int serialize_tuple(const struct cql_term *t,
 			goto fail;
 		int rc = serialize_inner(t->items[i], type->sub[i], column, fn,
 					 cmp, out, true);
+		if (rc == SER_UNSET) /* Tuples.DelayedValue.bindInternal */
+			rc = err_set(ERR_INVALID,
+				     "Invalid unset value for tuple field "
+				     "number %zu",
+				     i);
 		if (rc < 0)
 			goto fail;
 		uint32_t n =
@@ -1223,7 +1241,12 @@ static int serialize_vector(const struct cql_term *t,
 	for (size_t i = 0; rc == 0 && i < t->count; i++) {
 		buf_clear(&el);
 		rc = serialize_inner(t->items[i], type->sub[0], column, fn, cmp,
-				     &el, false);
+				     &el, true);
+		/* Cassandra 5.0's Vectors.DelayedValue.bind: null and unset
+		 * elements alike */
+		if (rc == 1 || rc == SER_UNSET)
+			rc = err_set(ERR_INVALID,
+				     "null is not supported inside vectors");
 		if (rc == 0 && fixed &&
 		    el.len != storage_type_fixed_length(type->sub[0]))
 			rc = err_set(ERR_INVALID,
@@ -1280,6 +1303,16 @@ static int serialize_udt(const struct cql_term *t,
 			continue;
 		int rc = serialize_inner(v, type->sub[f], column, fn, cmp, out,
 					 true);
+		/* UserTypes.DelayedValue.bindInternal: refused in a frozen
+		 * value; a non-frozen one keeps the unset buffer, which is
+		 * empty, and UserTypes.Setter writes it as the field's cell */
+		if (rc == SER_UNSET && type->frozen)
+			rc = err_set(ERR_INVALID,
+				     "Invalid unset value for field '%s' of "
+				     "user defined type %s",
+				     type->field_names[f], type->name);
+		if (rc == SER_UNSET)
+			rc = 0;
 		if (rc < 0)
 			goto fail;
 		if (rc == 0)
@@ -1317,6 +1350,18 @@ int cql_term_serialize(const struct cql_term *t,
 		       const struct storage_type *type, const char *column,
 		       const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
 		       struct buf *out)
+{
+	int rc = cql_term_serialize_or_unset(t, type, column, fn, cmp, out);
+	if (rc == SER_UNSET)
+		return err_set(ERR_INVALID, "Invalid unset value for column %s",
+			       column);
+	return rc;
+}
+
+int cql_term_serialize_or_unset(const struct cql_term *t,
+				const struct storage_type *type,
+				const char *column, const struct cql_fn_ctx *fn,
+				cql_value_cmp_fn cmp, struct buf *out)
 {
 	if (t->kind == CQL_TERM_NULL)
 		return 1;

@@ -94,6 +94,23 @@ int cql_term_serialize(const struct cql_term *t,
 		       const struct cql_fn_ctx *fn, cql_value_cmp_fn cmp,
 		       struct buf *out);
 
+/* cql_term_serialize, but a literal that Cassandra 4.1 binds to
+ * UNSET_VALUE returns 2 (nothing appended) instead of failing: a list or
+ * set literal with an element bound to unset, a map literal with a value
+ * bound to unset (Lists/Sets/Maps.DelayedValue.bind). A vector's unset
+ * element is `null is not supported inside vectors` (Cassandra 5.0's
+ * Vectors.DelayedValue.bind). An unset map key, tuple component or
+ * frozen UDT field is refused with
+ * Cassandra's words (`unset value is not supported for map keys`,
+ * `Invalid unset value for tuple field number 1`, `Invalid unset value
+ * for field 'f' of user defined type t`); a non-frozen UDT's unset field
+ * is an empty value, as UserTypes.Setter writes it. cql_term_serialize
+ * refuses 2 as `Invalid unset value for column c`. */
+int cql_term_serialize_or_unset(const struct cql_term *t,
+				const struct storage_type *type,
+				const char *column, const struct cql_fn_ctx *fn,
+				cql_value_cmp_fn cmp, struct buf *out);
+
 /* Decimal digits `d` (n of them, no sign: `negative` gives it) appended
  * to `out` as a varint's minimal big-endian two's complement, as Java's
  * BigInteger.toByteArray(). */

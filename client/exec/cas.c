@@ -86,18 +86,28 @@ static const struct cql_using *stmt_using(const struct cql_stmt *s)
 					    : &s->u.del.using;
 }
 
-/* A term's value for a column of type `ty` (bind or literal), copied. */
+/* A term's value for a column of type `ty` (bind or literal), copied.
+ * With `unset`, an unset value (a marker, or a literal Cassandra binds to
+ * UNSET_VALUE: [?] with ? unset) sets *unset instead of failing. */
 static int resolve(struct cql_cas *c, const struct cql_term *t,
 		   const struct storage_type *ty, const char *column,
 		   const struct cql_value *binds, size_t nbinds,
-		   const struct cql_write_ctx *ctx, struct val *out)
+		   const struct cql_write_ctx *ctx, struct val *out,
+		   bool *unset)
 {
+	if (unset)
+		*unset = false;
 	if (t->kind == CQL_TERM_BIND) {
 		if ((size_t)t->bind_index >= nbinds)
 			return err_set(ERR_INVALID,
 				       "No value given for bind marker %d",
 				       t->bind_index);
 		const struct cql_value *v = &binds[t->bind_index];
+		if (v->len == CQL_VALUE_UNSET && unset) {
+			*unset = true;
+			*out = (struct val){NULL, -1};
+			return 0;
+		}
 		if (v->len == CQL_VALUE_UNSET)
 			return err_set(ERR_INVALID,
 				       "Invalid unset value for column %s",
@@ -114,12 +124,17 @@ static int resolve(struct cql_cas *c, const struct cql_term *t,
 		fn = *ctx->fn;
 	fn.binds = binds;
 	fn.nbinds = nbinds;
-	int rc = cql_term_serialize(t, ty, column, &fn, ctx->cmp, &tmp);
+	int rc = unset ? cql_term_serialize_or_unset(t, ty, column, &fn,
+						     ctx->cmp, &tmp)
+		       : cql_term_serialize(t, ty, column, &fn, ctx->cmp, &tmp);
 	if (rc < 0) {
 		buf_free(&tmp);
 		return -1;
 	}
-	if (rc == 1) {
+	if (rc == 2) {
+		*unset = true;
+		*out = (struct val){NULL, -1};
+	} else if (rc == 1) {
 		*out = (struct val){NULL, -1};
 	} else {
 		out->len = (int32_t)tmp.len;
@@ -198,7 +213,7 @@ static int add_cond(struct cql_cas *c, struct item *it,
 			map ? ty->sub[0] : simple_type(STORAGE_TYPE_INT);
 		out->has_elem = true;
 		if (resolve(c, cd->column.element, kt, sc->name, binds, nbinds,
-			    ctx, &out->elem) != 0)
+			    ctx, &out->elem, NULL) != 0)
 			return -1;
 		if (out->elem.len < 0)
 			return err_set(ERR_INVALID,
@@ -221,15 +236,20 @@ static int add_cond(struct cql_cas *c, struct item *it,
 		if (v->kind != CQL_TERM_TUPLE && v->kind != CQL_TERM_LIST)
 			return err_set(ERR_INVALID,
 				       "Invalid IN condition on %s", sc->name);
-		out->nvals = v->count;
 		out->vals =
 			arena_alloc(&c->a, (v->count + 1) * sizeof(*out->vals));
 		if (!out->vals)
 			return err_set(ERR_NOMEM, "out of memory");
-		for (size_t i = 0; i < v->count; i++)
+		/* unset values leave IN's list (ColumnCondition
+		 * .filterUnsetValuesIfNeeded) */
+		out->nvals = 0;
+		for (size_t i = 0; i < v->count; i++) {
+			bool unset;
 			if (resolve(c, v->items[i], ty, sc->name, binds, nbinds,
-				    ctx, &out->vals[i]) != 0)
+				    ctx, &out->vals[out->nvals], &unset) != 0)
 				return -1;
+			out->nvals += !unset;
+		}
 		return 0;
 	}
 	if (cd->op == CQL_OP_IN) { /* IN ?: a serialized list */
@@ -239,9 +259,13 @@ static int add_cond(struct cql_cas *c, struct item *it,
 					  .frozen = true,
 					  .count = 1,
 					  .sub = elem};
-		if (resolve(c, v, &lt, sc->name, binds, nbinds, ctx, &list) !=
-		    0)
+		bool unset;
+		if (resolve(c, v, &lt, sc->name, binds, nbinds, ctx, &list,
+			    &unset) != 0)
 			return -1;
+		if (unset)
+			return err_set(ERR_INVALID,
+				       "Invalid 'unset' value in condition");
 		if (list.len < 0)
 			return err_set(ERR_INVALID,
 				       "Invalid null list in IN condition");
@@ -270,9 +294,13 @@ static int add_cond(struct cql_cas *c, struct item *it,
 	}
 	out->nvals = 1;
 	out->vals = arena_alloc(&c->a, sizeof(*out->vals));
-	if (!out->vals ||
-	    resolve(c, v, ty, sc->name, binds, nbinds, ctx, out->vals) != 0)
+	bool unset = false;
+	if (!out->vals || resolve(c, v, ty, sc->name, binds, nbinds, ctx,
+				  out->vals, &unset) != 0)
 		return out->vals ? -1 : err_set(ERR_NOMEM, "out of memory");
+	if (unset) /* Bound.checkForUnsetValues */
+		return err_set(ERR_INVALID,
+			       "Invalid 'unset' value in condition");
 	if (out->vals[0].len < 0 && cd->op != CQL_OP_EQ && cd->op != CQL_OP_NEQ)
 		return err_set(ERR_INVALID,
 			       "Invalid comparison with null for operator "
@@ -335,7 +363,7 @@ static int item_key(struct cql_cas *c, struct item *it,
 		if (!t)
 			break;
 		if (resolve(c, t, col->type, col->name, binds, nbinds, ctx,
-			    &it->ck[k]) != 0)
+			    &it->ck[k], NULL) != 0)
 			return -1;
 		it->nck = k + 1;
 	}

@@ -39,12 +39,16 @@ int cql_dml_resolve(struct build *b, const struct cql_term *t,
 		fn = *b->ctx->fn;
 	fn.binds = b->binds;
 	fn.nbinds = b->nbinds;
-	int rc = cql_term_serialize(t, type, column, &fn, b->ctx->cmp, &tmp);
+	int rc = cql_term_serialize_or_unset(t, type, column, &fn, b->ctx->cmp,
+					     &tmp);
 	if (rc < 0) {
 		buf_free(&tmp);
 		return -1;
 	}
-	if (rc == 1) {
+	if (rc == 2) { /* [?, ?] with an element unset: the whole value */
+		out->ptr = NULL;
+		out->len = UNSET;
+	} else if (rc == 1) {
 		out->ptr = NULL;
 		out->len = -1;
 	} else {
