@@ -853,6 +853,54 @@ static int write_column(const struct cql_cas *c, struct buf *out,
 	return rc;
 }
 
+/* Appends the static then the regular columns not yet seen, each by name:
+ * Selection.wildcard's TableMetadata.allColumnsInSelectOrder, as SELECT *
+ * (cql_select_plan_star). */
+static size_t add_select_order(const struct storage_table_meta *m, int *cols,
+			       size_t ncols, bool *seen)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		uint8_t want = pass == 0 ? STORAGE_COLUMN_STATIC
+					 : STORAGE_COLUMN_REGULAR;
+		size_t first = ncols;
+		for (size_t k = 0; k < m->column_count && k < 1024; k++) {
+			if (m->columns[k].kind != want || seen[k] ||
+			    m->columns[k].dropped)
+				continue;
+			seen[k] = true;
+			size_t at = ncols++;
+			while (at > first &&
+			       strcmp(m->columns[cols[at - 1]].name,
+				      m->columns[k].name) > 0) {
+				cols[at] = cols[at - 1];
+				at--;
+			}
+			cols[at] = (int)k;
+		}
+	}
+	return ncols;
+}
+
+/* Appends an item's condition columns not yet seen, in IF order, the
+ * regular ones before the static ones (ColumnConditions.getColumns). */
+static size_t add_cond_columns(const struct storage_table_meta *m,
+			       const struct item *it, int *cols, size_t ncols,
+			       bool *seen)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t k = 0; k < it->nconds; k++) {
+			int col = it->conds[k].col;
+			bool is_static =
+				m->columns[col].kind == STORAGE_COLUMN_STATIC;
+			if (is_static != (pass == 1) || col >= 1024 ||
+			    seen[col])
+				continue;
+			seen[col] = true;
+			cols[ncols++] = col;
+		}
+	return ncols;
+}
+
 int cql_cas_encode(const struct cql_cas *c, const struct storage_result *cur,
 		   bool applied, uint8_t version, int16_t stream,
 		   struct buf *out)
@@ -901,23 +949,11 @@ int cql_cas_encode(const struct cql_cas *c, const struct storage_result *cur,
 				for (size_t k = 0; k < ncols; k++)
 					seen[cols[k]] = true;
 			}
-			if (wildcard) {
-				for (size_t k = 0; k < m->column_count; k++)
-					if (!seen[k] &&
-					    !m->columns[k].dropped) {
-						seen[k] = true;
-						cols[ncols++] = (int)k;
-					}
-			}
+			if (wildcard)
+				ncols = add_select_order(m, cols, ncols, seen);
 			for (size_t i = 0; i < c->nitems; i++)
-				for (size_t k = 0; k < c->items[i].nconds;
-				     k++) {
-					int col = c->items[i].conds[k].col;
-					if (col < 1024 && !seen[col]) {
-						seen[col] = true;
-						cols[ncols++] = col;
-					}
-				}
+				ncols = add_cond_columns(m, &c->items[i], cols,
+							 ncols, seen);
 		}
 	}
 	struct cql_column_spec *specs =
