@@ -101,7 +101,9 @@ def read_frame(sock):
     _, _, stream, opcode, n = struct.unpack(">BBhBi", head)
     body = b""
     while len(body) < n:
-        body += sock.recv(n - len(body))
+        chunk = sock.recv(n - len(body))
+        assert chunk, "the node closed the connection mid-frame"
+        body += chunk
     return opcode, body
 
 
