@@ -882,7 +882,7 @@ static const char *opcode_name(uint8_t op)
 	}
 }
 
-/* One whole frame. Takes ownership of `body` (malloc'ed, may be NULL). */
+/* One whole frame. Takes ownership of `body` (malloc'ed, never NULL). */
 static void dispatch(struct cql_conn *c, const struct cql_header *h,
 		     uint8_t *body, size_t len)
 {
@@ -906,6 +906,10 @@ static void dispatch(struct cql_conn *c, const struct cql_header *h,
 		}
 		free(body);
 		body = buf_steal(&raw, &len);
+		if (!body && !(body = malloc(1))) { /* an empty body */
+			conn_fail(c, h->version, h->stream, "out of memory");
+			return;
+		}
 	}
 	struct cursor cur = cursor_make(body, len);
 	if ((h->flags & CQL_FLAG_CUSTOM_PAYLOAD) &&
@@ -1122,15 +1126,14 @@ static size_t conn_read_frames(struct cql_conn *c, const uint8_t *p, size_t n)
 		}
 		if (n - pos < CQL_HEADER_LEN + (size_t)h.length)
 			break; /* wait for the rest of the body */
-		uint8_t *body = NULL;
-		if (h.length) {
-			body = malloc(h.length);
-			if (!body) {
-				conn_close(c, "out of memory");
-				break;
-			}
-			memcpy(body, hb + CQL_HEADER_LEN, h.length);
+		/* never NULL, even for an empty body: the decoders and the
+		 * executor add offsets to it (NULL + 0 is undefined) */
+		uint8_t *body = malloc(h.length ? h.length : 1);
+		if (!body) {
+			conn_close(c, "out of memory");
+			break;
 		}
+		memcpy(body, hb + CQL_HEADER_LEN, h.length);
 		pos += CQL_HEADER_LEN + (size_t)h.length;
 		if (c->ready)
 			c->last_request_ms = turn_ms(c->srv);
