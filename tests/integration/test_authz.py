@@ -375,3 +375,23 @@ def test_the_superuser_lists_its_own(admin):
     # the default superuser bypasses the checks but still lists
     rows = perms(admin, "LIST ALL PERMISSIONS OF cassandra")
     assert all(r[0] == "cassandra" for r in rows)
+
+
+def test_dropping_a_role_revokes_its_sessions_rights(admin, user):
+    """A session stays open when its role is dropped, but what the role
+    was granted is gone for it once the caches' validity has passed
+    (permissions_validity, roles_validity: 2 s by default)."""
+    admin.execute(f"GRANT SELECT ON ks.t TO {user.name}")
+
+    def can_read():
+        try:
+            user.execute("SELECT v FROM ks.t WHERE k = 1")
+            return True
+        except Unauthorized:
+            return False
+    until(can_read, "the grant applies")
+    admin.execute(f"DROP ROLE {user.name}")
+    until(lambda: not can_read(), "the dropped role's session loses SELECT")
+    refused(user, "SELECT v FROM ks.t WHERE k = 1",
+            "has no SELECT permission on <table ks.t> or any of its "
+            "parents")
