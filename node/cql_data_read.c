@@ -524,6 +524,26 @@ static void on_par_range(void *arg, const struct repl_result *res,
 	par_advance(j);
 }
 
+/* One range step of the job's read over (start, end], at most `want`
+ * partitions (1000 at the most). */
+static struct repl_range range_step(const struct read_job *j,
+				    const struct cql_table *t,
+				    const struct ring_strategy *s,
+				    int64_t start, int64_t end, size_t want)
+{
+	return (struct repl_range){
+		.read_repair = j->read_repair,
+		.table_id = j->table_id,
+		.meta = cql_table_meta(t),
+		.strategy = s,
+		.cl = j->cl,
+		.cmd = cql_select_plan_cmd(j->plan),
+		.start = start,
+		.end = end,
+		.max_partitions = want < 1000 ? (uint32_t)want : 1000,
+		.trace_session = j->traced ? j->trace : NULL};
+}
+
 static void par_step(struct par_slot *sl)
 {
 	struct read_job *j = sl->j;
@@ -536,17 +556,7 @@ static void par_step(struct par_slot *sl)
 		return;
 	}
 	size_t want = j->budget > j->rows ? j->budget - j->rows : 1;
-	struct repl_range q = {.read_repair = j->read_repair,
-			       .table_id = j->table_id,
-			       .meta = cql_table_meta(t),
-			       .strategy = s,
-			       .cl = j->cl,
-			       .cmd = cql_select_plan_cmd(j->plan),
-			       .start = sl->pos,
-			       .end = sl->end,
-			       .max_partitions =
-				       want < 1000 ? (uint32_t)want : 1000,
-			       .trace_session = j->traced ? j->trace : NULL};
+	struct repl_range q = range_step(j, t, s, sl->pos, sl->end, want);
 	sl->busy = true;
 	w->inflight++;
 	repl_range_step(j->d->repl, &q, on_par_range, sl);
@@ -666,18 +676,8 @@ static void read_next_range(struct read_job *j)
 			      "the table was dropped during the read");
 		return;
 	}
-	size_t want = j->budget - j->rows;
-	struct repl_range q = {.read_repair = j->read_repair,
-			       .table_id = j->table_id,
-			       .meta = cql_table_meta(t),
-			       .strategy = s,
-			       .cl = j->cl,
-			       .cmd = cql_select_plan_cmd(j->plan),
-			       .start = j->pos,
-			       .end = j->end,
-			       .max_partitions =
-				       want < 1000 ? (uint32_t)want : 1000,
-			       .trace_session = j->traced ? j->trace : NULL};
+	struct repl_range q =
+		range_step(j, t, s, j->pos, j->end, j->budget - j->rows);
 	repl_range_step(j->d->repl, &q, on_range, j);
 }
 
