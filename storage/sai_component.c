@@ -285,6 +285,31 @@ static int open_block(const uint8_t *buf, size_t len, uint64_t off,
 	return SAI_OK;
 }
 
+/* The entry of block p (n bytes) at *at: its term and key, *at moved past
+ * it; SAI_CORRUPT when a length runs past the block. */
+static int next_entry(const uint8_t *p, uint32_t n, size_t *at,
+		      const uint8_t **t, uint32_t *tl, const uint8_t **k,
+		      uint32_t *kl)
+{
+	if (*at + 4 > n)
+		return SAI_CORRUPT;
+	*tl = get32(p + *at);
+	*at += 4;
+	if (*tl > n - *at)
+		return SAI_CORRUPT;
+	*t = p + *at;
+	*at += *tl;
+	if (*at + 4 > n)
+		return SAI_CORRUPT;
+	*kl = get32(p + *at);
+	*at += 4;
+	if (*kl > n - *at)
+		return SAI_CORRUPT;
+	*k = p + *at;
+	*at += *kl;
+	return SAI_OK;
+}
+
 /* Walks a verified block; calls fn for entries of `term` (NULL: none).
  * Sets *past when an entry beyond term was seen. */
 static int scan_block(const uint8_t *p, uint32_t n, const void *term,
@@ -293,22 +318,10 @@ static int scan_block(const uint8_t *p, uint32_t n, const void *term,
 	uint32_t count = get32(p);
 	size_t at = 4;
 	for (uint32_t i = 0; i < count; i++) {
-		if (at + 4 > n)
+		const uint8_t *t, *k;
+		uint32_t tl, kl;
+		if (next_entry(p, n, &at, &t, &tl, &k, &kl) != SAI_OK)
 			return SAI_CORRUPT;
-		uint32_t tl = get32(p + at);
-		at += 4;
-		if (tl > n - at)
-			return SAI_CORRUPT;
-		const uint8_t *t = p + at;
-		at += tl;
-		if (at + 4 > n)
-			return SAI_CORRUPT;
-		uint32_t kl = get32(p + at);
-		at += 4;
-		if (kl > n - at)
-			return SAI_CORRUPT;
-		const uint8_t *k = p + at;
-		at += kl;
 		if (!term)
 			continue;
 		int c = bytes_cmp(t, tl, term, term_len);
@@ -483,22 +496,10 @@ int sai_lookup_range(const uint8_t *buf, size_t len, const struct sai_bound *lo,
 		uint32_t count = get32(p);
 		size_t at = 4;
 		for (uint32_t e = 0; e < count; e++) {
-			if (at + 4 > n)
+			const uint8_t *t, *k;
+			uint32_t etl, kl;
+			if (next_entry(p, n, &at, &t, &etl, &k, &kl) != SAI_OK)
 				return SAI_CORRUPT;
-			uint32_t etl = get32(p + at);
-			at += 4;
-			if (etl > n - at)
-				return SAI_CORRUPT;
-			const uint8_t *t = p + at;
-			at += etl;
-			if (at + 4 > n)
-				return SAI_CORRUPT;
-			uint32_t kl = get32(p + at);
-			at += 4;
-			if (kl > n - at)
-				return SAI_CORRUPT;
-			const uint8_t *k = p + at;
-			at += kl;
 			int b = in_bounds(t, etl, lo, hi);
 			if (b > 0)
 				return SAI_OK;
