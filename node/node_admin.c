@@ -681,8 +681,8 @@ static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
 /* ---- flush, drain, stopdaemon -------------------------------------------- */
 
 static const char *const maintenance_names[] = {
-	"flush",    "compact",       "cleanup",
-	"snapshot", "clearsnapshot", "listsnapshots", "verify"};
+	"flush",         "compact",       "cleanup", "snapshot",
+	"clearsnapshot", "listsnapshots", "verify"};
 
 /* A deferred maintenance command's answer. */
 struct maintenance_reply {
@@ -708,11 +708,12 @@ static void maintenance_done(void *arg, int status, const char *msg)
 		for (const char *p = msg; *p;) {
 			const char *nl = strchr(p, '\n');
 			int l = nl ? (int)(nl - p) : (int)strlen(p);
-			admin_printf(&out,
-				     "Aborted verifying at least one table in "
-				     "keyspace %.*s, check server logs for more "
-				     "information.\n",
-				     l, p);
+			admin_printf(
+				&out,
+				"Aborted verifying at least one table in "
+				"keyspace %.*s, check server logs for more "
+				"information.\n",
+				l, p);
 			p += l + (nl != NULL);
 		}
 		buf_put_u8(&out, 0);
@@ -965,8 +966,8 @@ static int cmd_verify(void *arg, size_t argc, const char *const *argv,
 	for (; first < argc && argv[first][0] == '-'; first++) {
 		const char *o = argv[first];
 		if (strcmp(o, "-e") && strcmp(o, "--extended-verify") &&
-		    strcmp(o, "-f") && strcmp(o, "--force") && strcmp(o, "-q") &&
-		    strcmp(o, "--quick")) {
+		    strcmp(o, "-f") && strcmp(o, "--force") &&
+		    strcmp(o, "-q") && strcmp(o, "--quick")) {
 			admin_printf(err,
 				     "error: verify %s is not supported by "
 				     "Cassini (its verify only reads: no "

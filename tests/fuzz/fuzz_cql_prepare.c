@@ -7,10 +7,11 @@
  *
  * The input drives a generator: a table of 2 to 8 columns of any type
  * (simple, duration, tuple<int, text>, vector<float, 2>, list/set/map of
- * them, frozen or not, frozen collections in the key), then statements of every kind with markers, literals, nulls and
- * some garbage in every position, each prepared and run with values that
- * are well typed for the markers the server described, null, unset,
- * random bytes or one byte off. Checked, besides the sanitizers:
+ * them, frozen or not, frozen collections in the key), then statements of every
+ * kind with markers, literals, nulls and some garbage in every position, each
+ * prepared and run with values that are well typed for the markers the server
+ * described, null, unset, random bytes or one byte off. Checked, besides the
+ * sanitizers:
  *   - every request gets one well-formed RESULT or ERROR frame;
  *   - a PREPARED result parses completely, every type option whole;
  *   - every mutation a write builds passes storage_mutation_validate
