@@ -64,6 +64,12 @@ struct admin {
 	size_t conn_count;
 };
 
+int admin_usage_error(struct buf *err, const char *synopsis)
+{
+	admin_printf(err, "usage: %s\n", synopsis);
+	return 1;
+}
+
 int admin_printf(struct buf *b, const char *fmt, ...)
 {
 	va_list ap;

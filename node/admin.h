@@ -74,6 +74,9 @@ void admin_set_auth(struct admin *a, admin_auth_fn fn, void *arg);
 void admin_auth_done(struct admin_auth_ticket *t, const char *refusal);
 
 /* printf into a buf; returns 0 or -1 (ERR_NOMEM). */
+/* A command's wrong arguments: "usage: SYNOPSIS" on err; returns 1 (the
+ * exit status). */
+int admin_usage_error(struct buf *err, const char *synopsis);
 int admin_printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -27,12 +27,6 @@
 #include <string.h>
 #include <time.h>
 
-static int usage(struct buf *err, const char *synopsis)
-{
-	admin_printf(err, "usage: %s\n", synopsis);
-	return 1;
-}
-
 /* ---- tpstats ------------------------------------------------------------- */
 
 size_t node_thread_pools(void *arg, struct cql_thread_pool *out, size_t cap)
@@ -75,7 +69,7 @@ static int cmd_tpstats(void *arg, size_t argc, const char *const *argv,
 	(void)argv;
 	struct node *n = arg;
 	if (argc != 0)
-		return usage(err, "tpstats");
+		return admin_usage_error(err, "tpstats");
 	struct transport_stats ts;
 	transport_get_stats(n->transport, &ts);
 	struct repl_stats st;
@@ -130,7 +124,7 @@ static int cmd_proxyhistograms(void *arg, size_t argc, const char *const *argv,
 	(void)argv;
 	struct node *n = arg;
 	if (argc != 0)
-		return usage(err, "proxyhistograms");
+		return admin_usage_error(err, "proxyhistograms");
 	struct repl_stats st;
 	cql_service_data_stats(n->cql, &st);
 	struct repl_latency cas_w, cas_r, view_w = {0};
@@ -269,7 +263,7 @@ static int cmd_listpendinghints(void *arg, size_t argc, const char *const *argv,
 	(void)argv;
 	struct node *n = arg;
 	if (argc != 0)
-		return usage(err, "listpendinghints");
+		return admin_usage_error(err, "listpendinghints");
 	struct hints *h = hints_or_err(n, err);
 	if (!h)
 		return 1;
@@ -317,7 +311,7 @@ static int set_flag(void *arg, size_t argc, struct buf *err, const char *name,
 {
 	struct node *n = arg;
 	if (argc != 0)
-		return usage(err, name);
+		return admin_usage_error(err, name);
 	struct hints *h = hints_or_err(n, err);
 	if (!h)
 		return 1;
@@ -369,7 +363,8 @@ static int cmd_setmaxhintwindow(void *arg, size_t argc, const char *const *argv,
 	char *end = NULL;
 	long long ms = argc == 1 ? strtoll(argv[0], &end, 10) : -1;
 	if (argc != 1 || !end || *end || ms < 0)
-		return usage(err, "setmaxhintwindow <milliseconds>");
+		return admin_usage_error(err,
+					 "setmaxhintwindow <milliseconds>");
 	struct hints *h = hints_or_err(n, err);
 	if (!h)
 		return 1;
@@ -384,7 +379,7 @@ static int cmd_statushandoff(void *arg, size_t argc, const char *const *argv,
 	(void)argv;
 	struct node *n = arg;
 	if (argc != 0)
-		return usage(err, "statushandoff");
+		return admin_usage_error(err, "statushandoff");
 	struct hints *h = cql_service_hints(n->cql);
 	struct hints_stats hs = {0};
 	if (h)

@@ -1,9 +1,10 @@
 /*
  * The admin commands of the Membership issue, in nodetool's output shapes:
  * status, ring, info, gossipinfo, describecluster, describering,
- * getendpoints, version, drain, statusbinary, enablebinary, disablebinary,
+ * getendpoints, version, statusbinary, enablebinary, disablebinary,
  * statusgossip, enablegossip, disablegossip,
- * getcompactionthroughput, setcompactionthroughput, stopdaemon.
+ * getcompactionthroughput, setcompactionthroughput, stopdaemon (the
+ * commands on tables, drain included, are admin_tables.c's).
  *
  * `status`, `describering` and `getendpoints` take a keyspace of the schema
  * (system ones included) or an explicit replication in place of the
@@ -51,13 +52,6 @@ static void format_bytes(double v, char *out, size_t cap)
 		snprintf(out, cap, "%.0f %s", v, units[u]);
 	else
 		snprintf(out, cap, "%.2f %s", v, units[u]);
-}
-
-/* A command's wrong arguments: its synopsis on stderr, exit status 1. */
-static int usage(struct buf *err, const char *synopsis)
-{
-	admin_printf(err, "usage: %s\n", synopsis);
-	return 1;
 }
 
 /* A node's load: this node's from storage now, a peer's as gossiped. */
@@ -265,7 +259,7 @@ static int cmd_status(void *arg, size_t argc, const char *const *argv,
 {
 	struct node *n = arg;
 	if (argc > 1)
-		return usage(err, "status [keyspace]");
+		return admin_usage_error(err, "status [keyspace]");
 	struct ring *r = members_ring(n->members);
 	struct ring_strategy *s;
 	double *own;
@@ -326,7 +320,7 @@ static int cmd_ring(void *arg, size_t argc, const char *const *argv,
 {
 	struct node *n = arg;
 	if (argc > 1)
-		return usage(err, "ring [keyspace]");
+		return admin_usage_error(err, "ring [keyspace]");
 	struct ring *r = members_ring(n->members);
 	struct ring_strategy *s;
 	double *own;
@@ -413,7 +407,7 @@ static int cmd_info(void *arg, size_t argc, const char *const *argv,
 	bool all_tokens = argc == 1 && (strcmp(argv[0], "-T") == 0 ||
 					strcmp(argv[0], "--tokens") == 0);
 	if (argc > 1 || (argc == 1 && !all_tokens))
-		return usage(err, "info [-T|--tokens]");
+		return admin_usage_error(err, "info [-T|--tokens]");
 	struct gossip_endpoint_info self;
 	gossip_endpoint_find(n->gossip, &n->conf.broadcast_address, &self);
 	char load[32];
@@ -453,7 +447,7 @@ static int cmd_gossipinfo(void *arg, size_t argc, const char *const *argv,
 	(void)argv;
 	struct node *n = arg;
 	if (argc > 0)
-		return usage(err, "gossipinfo");
+		return admin_usage_error(err, "gossipinfo");
 	for (size_t i = 0; i < gossip_endpoint_count(n->gossip); i++) {
 		struct gossip_endpoint_info info;
 		char a[INET_ADDR_STRLEN];
@@ -481,7 +475,7 @@ static int cmd_describecluster(void *arg, size_t argc, const char *const *argv,
 	(void)argv;
 	struct node *n = arg;
 	if (argc > 0)
-		return usage(err, "describecluster");
+		return admin_usage_error(err, "describecluster");
 	admin_printf(out, "Cluster Information:\n\tName: %s\n",
 		     n->conf.cluster_name);
 	admin_printf(out, "\tSnitch: org.apache.cassandra.locator.%s\n",
@@ -590,7 +584,7 @@ static int cmd_describering(void *arg, size_t argc, const char *const *argv,
 {
 	struct node *n = arg;
 	if (argc != 1)
-		return usage(err, "describering <keyspace>");
+		return admin_usage_error(err, "describering <keyspace>");
 	struct ring_strategy *s = strategy_for(n, argv[0], err);
 	if (!s)
 		return 1;
@@ -630,7 +624,8 @@ static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
 {
 	struct node *n = arg;
 	if (argc != 3)
-		return usage(err, "getendpoints <keyspace> <table> <key>");
+		return admin_usage_error(
+			err, "getendpoints <keyspace> <table> <key>");
 	struct ring_strategy *s = strategy_for(n, argv[0], err);
 	if (!s)
 		return 1;
@@ -676,482 +671,6 @@ static int cmd_getendpoints(void *arg, size_t argc, const char *const *argv,
 	}
 	ring_strategy_delete(s);
 	return rc == 0 ? 0 : 2;
-}
-
-/* ---- flush, drain, stopdaemon -------------------------------------------- */
-
-static const char *const maintenance_names[] = {
-	"flush",         "compact",       "cleanup", "snapshot",
-	"clearsnapshot", "listsnapshots", "verify"};
-
-/* A deferred maintenance command's answer. */
-struct maintenance_reply {
-	struct admin_reply *r;
-	enum cql_maintenance what;
-	char ok[600]; /* stdout on success (listsnapshots: its lines) */
-};
-
-static void maintenance_done(void *arg, int status, const char *msg)
-{
-	struct maintenance_reply *m = arg;
-	const char *name = maintenance_names[m->what];
-	if (status != 0) {
-		char text[400];
-		snprintf(text, sizeof(text), "error: %s failed: %s\n", name,
-			 msg);
-		LOG_WARN("%s failed: %s", name, msg);
-		admin_reply_finish(m->r, 2, "", text);
-	} else if (m->what == CQL_MAINTENANCE_VERIFY && *msg) {
-		/* nodetool's line per keyspace; the SSTables and what failed
-		 * are in the node's log */
-		struct buf out = {0};
-		for (const char *p = msg; *p;) {
-			const char *nl = strchr(p, '\n');
-			int l = nl ? (int)(nl - p) : (int)strlen(p);
-			admin_printf(
-				&out,
-				"Aborted verifying at least one table in "
-				"keyspace %.*s, check server logs for more "
-				"information.\n",
-				l, p);
-			p += l + (nl != NULL);
-		}
-		buf_put_u8(&out, 0);
-		admin_reply_finish(m->r, 2, (const char *)out.data, "");
-		buf_free(&out);
-	} else if (m->what == CQL_MAINTENANCE_LIST_SNAPSHOTS) {
-		struct buf out = {0};
-		if (*msg)
-			admin_printf(&out,
-				     "Snapshot Details: \n%-20s %-20s %-24s "
-				     "%12s %12s\n%s",
-				     "Snapshot name", "Keyspace name",
-				     "Column family name", "True size",
-				     "Size on disk", msg);
-		else
-			admin_printf(&out, "There are no snapshots\n");
-		buf_put_u8(&out, 0);
-		admin_reply_finish(m->r, 0, (const char *)out.data, "");
-		buf_free(&out);
-	} else {
-		admin_reply_finish(m->r, 0, m->ok, "");
-	}
-	free(m);
-}
-
-/* Queues a flush of `n` tables (0: all), or another maintenance of each
- * (`tag`: a snapshot's), and answers `ok` when it is done. */
-static int maintenance_deferred(struct node *n, const uint8_t (*ids)[16],
-				size_t nt, enum cql_maintenance what,
-				const struct storage_token_range *ranges,
-				const size_t *range_off, const char *tag,
-				const char *ok, struct buf *err)
-{
-	struct cql_flush *f = cql_service_flush_prepare(n->cql, ids, nt, what,
-							ranges, range_off);
-	struct maintenance_reply *m = f ? calloc(1, sizeof(*m)) : NULL;
-	if (m)
-		m->r = admin_defer(n->admin);
-	if (!m || !m->r) {
-		admin_printf(err, "error: %s\n", err_msg());
-		free(m);
-		free(f);
-		return 2;
-	}
-	m->what = what;
-	snprintf(m->ok, sizeof(m->ok), "%s", ok ? ok : "");
-	if (tag)
-		cql_service_flush_set_tag(f, tag);
-	cql_service_flush_start(f, maintenance_done, m);
-	return ADMIN_PENDING;
-}
-
-/* The tables `[keyspace [tables...]]` names (no keyspace: every table of
- * the keyspaces that are not the system ones), or -1 with err written.
- * *out is malloc'd (NULL when there are none); the metas are the
- * schema's, valid until it changes. */
-static int tables_named(struct node *n, size_t argc, const char *const *argv,
-			const struct storage_table_meta ***out, size_t *count,
-			struct buf *err)
-{
-	const struct cql_schema *schema = cql_service_schema(n->cql);
-	*out = NULL;
-	*count = 0;
-	if (argc > 0 && !cql_schema_keyspace(schema, argv[0])) {
-		admin_printf(err, "error: Keyspace [%s] does not exist.\n",
-			     argv[0]);
-		return -1;
-	}
-	for (size_t a = 1; a < argc; a++)
-		if (!cql_schema_table(schema, argv[0], argv[a])) {
-			admin_printf(err,
-				     "error: Unknown table %s in keyspace %s\n",
-				     argv[a], argv[0]);
-			return -1;
-		}
-	size_t cap = 0;
-	for (size_t i = 0; i < cql_schema_keyspace_count(schema); i++) {
-		const struct cql_keyspace *k =
-			cql_schema_keyspace_at(schema, i);
-		if (argc ? strcmp(cql_keyspace_meta(k)->name, argv[0]) != 0
-			 : cql_keyspace_is_system(k))
-			continue;
-		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
-			const struct storage_table_meta *t =
-				cql_table_meta(cql_keyspace_table_at(k, j));
-			bool wanted = argc <= 1;
-			for (size_t a = 1; a < argc && !wanted; a++)
-				wanted = strcmp(argv[a], t->name) == 0;
-			if (!wanted)
-				continue;
-			if (*count == cap) {
-				cap = cap ? 2 * cap : 16;
-				const struct storage_table_meta **more =
-					realloc(*out, cap * sizeof(**out));
-				if (!more) {
-					free(*out);
-					*out = NULL;
-					admin_printf(err,
-						     "error: out of memory\n");
-					return -1;
-				}
-				*out = more;
-			}
-			(*out)[(*count)++] = t;
-		}
-	}
-	return 0;
-}
-
-/* The ranges this node replicates under the table's keyspace, for
- * cleanup, appended to `keep` (storage's form: no MIN right bounds). */
-static int owned_ranges(struct node *n, const struct storage_table_meta *t,
-			struct storage_token_range **keep, size_t *nkeep,
-			size_t *cap, struct buf *err)
-{
-	const struct cql_keyspace *k =
-		cql_schema_keyspace(cql_service_schema(n->cql), t->keyspace);
-	struct ring *r = members_ring(n->members);
-	int self = ring_endpoint_find(r, &n->conf.broadcast_address);
-	const struct ring_placement *p =
-		k ? ring_placement_get(r, cql_keyspace_strategy(k)) : NULL;
-	struct token_range_list l = {0};
-	if (self < 0 || !p ||
-	    ring_placement_ranges(p, (size_t)self, false, false, &l)) {
-		admin_printf(err, "error: %s\n",
-			     self < 0 ? "this node has no tokens" : err_msg());
-		token_range_list_free(&l);
-		return -1;
-	}
-	for (size_t i = 0; i < l.n; i++) {
-		if (*nkeep == *cap) {
-			size_t c = *cap ? 2 * *cap : 64;
-			struct storage_token_range *more =
-				realloc(*keep, c * sizeof(*more));
-			if (!more) {
-				token_range_list_free(&l);
-				admin_printf(err, "error: out of memory\n");
-				return -1;
-			}
-			*keep = more;
-			*cap = c;
-		}
-		int64_t right = l.v[i].right == RING_TOKEN_MIN ? RING_TOKEN_MAX
-							       : l.v[i].right;
-		(*keep)[(*nkeep)++] =
-			(struct storage_token_range){l.v[i].left, right};
-	}
-	token_range_list_free(&l);
-	return 0;
-}
-
-/* nodetool flush / compact / cleanup / snapshot ... [keyspace
- * [tables...]]; `tag` and `ok` as maintenance_deferred's. */
-static int maintain_tables(void *arg, size_t argc, const char *const *argv,
-			   struct buf *out, struct buf *err,
-			   enum cql_maintenance what, const char *tag,
-			   const char *ok)
-{
-	struct node *n = arg;
-	if (!n->cql) {
-		admin_printf(err, "error: this node serves no data\n");
-		return 2;
-	}
-	/* only safe with the ring settled (Cassandra's rule): while a node
-	 * joins or leaves, ranges this node still owes are not its own */
-	if (what == CQL_MAINTENANCE_CLEANUP &&
-	    members_moving(n->members, NULL)) {
-		admin_printf(err,
-			     "error: Node is involved in cluster membership "
-			     "changes. Not safe to run cleanup.\n");
-		return 2;
-	}
-	if (argc == 0 && what == CQL_MAINTENANCE_FLUSH)
-		return maintenance_deferred(n, NULL, 0, what, NULL, NULL, NULL,
-					    NULL, err);
-	const struct storage_table_meta **tables;
-	size_t m;
-	if (tables_named(n, argc, argv, &tables, &m, err) != 0)
-		return 2;
-	uint8_t(*ids)[16] = m ? calloc(m, sizeof(*ids)) : NULL;
-	size_t *off = calloc(m + 1, sizeof(*off));
-	struct storage_token_range *keep = NULL;
-	size_t nkeep = 0, cap = 0;
-	int rc = 0;
-	if ((m && !ids) || !off) {
-		admin_printf(err, "error: out of memory\n");
-		rc = 2;
-	}
-	for (size_t i = 0; !rc && i < m; i++) {
-		memcpy(ids[i], tables[i]->id, 16);
-		if (what == CQL_MAINTENANCE_CLEANUP &&
-		    owned_ranges(n, tables[i], &keep, &nkeep, &cap, err))
-			rc = 2;
-		off[i + 1] = nkeep;
-	}
-	if (!rc && m)
-		rc = maintenance_deferred(n, (const uint8_t(*)[16])ids, m, what,
-					  keep, off, tag, ok, err);
-	else if (!rc) /* no table: nothing to do */
-		admin_printf(out, "%s",
-			     what == CQL_MAINTENANCE_LIST_SNAPSHOTS
-				     ? "There are no snapshots\n"
-			     : ok ? ok
-				  : "");
-	free(keep);
-	free(off);
-	free(ids);
-	free(tables);
-	return rc;
-}
-
-/* nodetool flush [keyspace [tables...]]: memtables to SSTables. */
-static int cmd_flush(void *arg, size_t argc, const char *const *argv,
-		     struct buf *out, struct buf *err)
-{
-	return maintain_tables(arg, argc, argv, out, err, CQL_MAINTENANCE_FLUSH,
-			       NULL, NULL);
-}
-
-/* nodetool compact [keyspace [tables...]]: a major compaction of each
- * table (its SSTables merged into one, purgeable tombstones dropped). */
-static int cmd_compact(void *arg, size_t argc, const char *const *argv,
-		       struct buf *out, struct buf *err)
-{
-	return maintain_tables(arg, argc, argv, out, err,
-			       CQL_MAINTENANCE_COMPACT, NULL, NULL);
-}
-
-/* nodetool cleanup [keyspace [tables...]]: each table without the
- * partitions this node no longer replicates (after nodes joined). */
-static int cmd_cleanup(void *arg, size_t argc, const char *const *argv,
-		       struct buf *out, struct buf *err)
-{
-	return maintain_tables(arg, argc, argv, out, err,
-			       CQL_MAINTENANCE_CLEANUP, NULL, NULL);
-}
-
-/* nodetool verify [-e] [-f] [-q] [keyspace [tables...]]: every checksum
- * of each live SSTable of the tables (as sstableverify offline). Nothing
- * is printed when all are sound; a keyspace with a corrupt SSTable gets
- * nodetool's "Aborted verifying ..." line (exit 2), the SSTables and what
- * failed are in the log. Verify never changes anything here, so it needs
- * no -f (nodetool 4.1 refuses without it since its verify may mark
- * SSTables unrepaired or stop the node); -e and -q are accepted, and the
- * check is always the full one. */
-static int cmd_verify(void *arg, size_t argc, const char *const *argv,
-		      struct buf *out, struct buf *err)
-{
-	size_t first = 0;
-	for (; first < argc && argv[first][0] == '-'; first++) {
-		const char *o = argv[first];
-		if (strcmp(o, "-e") && strcmp(o, "--extended-verify") &&
-		    strcmp(o, "-f") && strcmp(o, "--force") &&
-		    strcmp(o, "-q") && strcmp(o, "--quick")) {
-			admin_printf(err,
-				     "error: verify %s is not supported by "
-				     "Cassini (its verify only reads: no "
-				     "repair status, token or version "
-				     "checks)\n",
-				     o);
-			return 1;
-		}
-	}
-	return maintain_tables(arg, argc - first, argv + first, out, err,
-			       CQL_MAINTENANCE_VERIFY, NULL, NULL);
-}
-
-/* [-t TAG | --all] then [keyspace [tables...]]: *tag (NULL without -t),
- * *all, and the index of the first positional argument; -1 on a bad
- * option. */
-static int snapshot_args(size_t argc, const char *const *argv, const char **tag,
-			 bool *all, size_t *first)
-{
-	*tag = NULL;
-	*all = false;
-	size_t i = 0;
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (strcmp(argv[i], "--all") == 0)
-			*all = true;
-		else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc)
-			*tag = argv[++i];
-		else if (strcmp(argv[i], "--") != 0)
-			return -1;
-	}
-	*first = i;
-	return 0;
-}
-
-/* nodetool snapshot [-t TAG] [keyspace [tables...]]: after a flush, each
- * table's SSTables hard-linked into its snapshots/TAG directory (TAG: the
- * time in milliseconds by default). */
-static int cmd_snapshot(void *arg, size_t argc, const char *const *argv,
-			struct buf *out, struct buf *err)
-{
-	struct node *n = arg;
-	const char *tag;
-	bool all;
-	size_t first;
-	char stamp[32], ok[512];
-	if (snapshot_args(argc, argv, &tag, &all, &first) || all) {
-		admin_printf(err, "usage: snapshot [-t tag] [keyspace "
-				  "[tables...]]\n");
-		return 1;
-	}
-	if (!tag) {
-		snprintf(stamp, sizeof(stamp), "%lld",
-			 (long long)(env_wall_us(n->env) / 1000));
-		tag = stamp;
-	}
-	snprintf(ok, sizeof(ok),
-		 "Requested creating snapshot(s) for [%s] with snapshot name "
-		 "[%s]\nSnapshot directory: %s\n",
-		 first < argc ? argv[first] : "all keyspaces", tag, tag);
-	return maintain_tables(arg, argc - first, argv + first, out, err,
-			       CQL_MAINTENANCE_SNAPSHOT, tag, ok);
-}
-
-/* nodetool clearsnapshot (-t TAG | --all) [keyspace [tables...]]. */
-static int cmd_clearsnapshot(void *arg, size_t argc, const char *const *argv,
-			     struct buf *out, struct buf *err)
-{
-	const char *tag;
-	bool all;
-	size_t first;
-	if (snapshot_args(argc, argv, &tag, &all, &first) || all == !!tag) {
-		admin_printf(err, "Specify snapshot name or --all: "
-				  "clearsnapshot (-t tag | --all) [keyspace "
-				  "[tables...]]\n");
-		return 1;
-	}
-	char ok[512];
-	snprintf(ok, sizeof(ok),
-		 "Requested clearing snapshot(s) for [%s] with [%s]\n",
-		 first < argc ? argv[first] : "all keyspaces",
-		 tag ? tag : "all snapshots");
-	return maintain_tables(arg, argc - first, argv + first, out, err,
-			       CQL_MAINTENANCE_CLEAR_SNAPSHOT, tag ? tag : "",
-			       ok);
-}
-
-/* nodetool listsnapshots: every snapshot of every table outside the
- * system keyspaces, with its size on disk and its true size (the files
- * the table no longer has). */
-static int cmd_listsnapshots(void *arg, size_t argc, const char *const *argv,
-			     struct buf *out, struct buf *err)
-{
-	(void)argv;
-	if (argc) {
-		admin_printf(err, "usage: listsnapshots\n");
-		return 1;
-	}
-	return maintain_tables(arg, 0, NULL, out, err,
-			       CQL_MAINTENANCE_LIST_SNAPSHOTS, NULL, NULL);
-}
-
-/* nodetool tablestats [keyspace [tables...]]: what the engine holds for
- * each table, under nodetool's names. */
-static int cmd_tablestats(void *arg, size_t argc, const char *const *argv,
-			  struct buf *out, struct buf *err)
-{
-	struct node *n = arg;
-	if (!n->cql) {
-		admin_printf(err, "error: this node serves no data\n");
-		return 2;
-	}
-	const struct storage_table_meta **tables;
-	size_t m;
-	if (tables_named(n, argc, argv, &tables, &m, err) != 0)
-		return 2;
-	struct storage *db = cql_service_storage(n->cql);
-	admin_printf(out, "Total number of tables: %zu\n", m);
-	const char *keyspace = NULL;
-	for (size_t i = 0; i < m; i++) {
-		const struct storage_table_meta *t = tables[i];
-		struct storage_stats st;
-		if (storage_stats(db, t->id, &st) != 0)
-			continue;
-		if (!keyspace || strcmp(keyspace, t->keyspace) != 0) {
-			keyspace = t->keyspace;
-			admin_printf(out, "----------------\nKeyspace : %s\n",
-				     keyspace);
-		}
-		admin_printf(out, "\t\tTable: %s\n", t->name);
-		const struct {
-			const char *name;
-			uint64_t value;
-		} rows[] = {
-			{"Local read count", st.local_reads},
-			{"Local write count", st.local_writes},
-			{"SSTable count", st.sstable_count},
-			{"Space used (live)", st.sstable_bytes},
-			{"Number of partitions (estimate)",
-			 st.estimated_partitions},
-			{"Memtable data size", st.memtable_data_bytes},
-			{"Memtable off heap memory used", st.memtable_bytes},
-			{"Memtable switch count", st.flushes},
-			{"Compactions completed", st.compactions},
-			{"Tombstone compactions completed",
-			 st.tombstone_compactions},
-			{"Reads past tombstone_warn_threshold",
-			 st.tombstone_warnings},
-			{"Reads aborted past tombstone_failure_threshold",
-			 st.tombstone_failures},
-			{"SSTables left out as corrupt", st.sstables_excluded},
-		};
-		for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
-			admin_printf(out, "\t\t%s: %" PRIu64 "\n", rows[r].name,
-				     rows[r].value);
-		admin_printf(out, "\t\tDroppable tombstone ratio: %.5f\n",
-			     (double)st.droppable_tombstones_ppm / 1e6);
-		admin_printf(out, "\n");
-	}
-	admin_printf(out, "----------------\n");
-	free(tables);
-	return 0;
-}
-
-/* nodetool drain: stop serving clients, leave gossip (peers mark us DN at
- * once), flush every memtable; answers when the data is in SSTables, so a
- * restart replays nothing. The process keeps running until stopped. */
-static int cmd_drain(void *arg, size_t argc, const char *const *argv,
-		     struct buf *out, struct buf *err)
-{
-	(void)argc;
-	(void)argv;
-	(void)out;
-	struct node *n = arg;
-	if (n->cql)
-		cql_service_stop_serving(n->cql);
-	if (!n->drained) {
-		LOG_INFO("draining: native transport closed, shutdown "
-			 "announced to peers, gossip off; flushing");
-		gossip_announce_shutdown(n->gossip);
-		n->drained = true;
-	}
-	return n->cql ? maintenance_deferred(n, NULL, 0, CQL_MAINTENANCE_FLUSH,
-					     NULL, NULL, NULL, NULL, err)
-		      : 0;
 }
 
 /* ---- the native transport and compaction's throughput ------------------- */
@@ -1429,38 +948,6 @@ int node_admin_register(struct node *n)
 		 cmd_getendpoints},
 		{"version", "version               release version",
 		 cmd_version},
-		{"flush", "flush [ks [tables]]   write memtables to SSTables",
-		 cmd_flush},
-		{"compact",
-		 "compact [ks [tables]] merge each table's SSTables into one "
-		 "(a major compaction)",
-		 cmd_compact},
-		{"cleanup",
-		 "cleanup [ks [tables]] drop the partitions this node no "
-		 "longer replicates",
-		 cmd_cleanup},
-		{"verify",
-		 "verify [-e] [-f] [ks [tables]] check every checksum of each "
-		 "table's SSTables",
-		 cmd_verify},
-		{"snapshot",
-		 "snapshot [-t tag] [ks [tables]] hard-link each table's "
-		 "SSTables into snapshots/<tag> after a flush",
-		 cmd_snapshot},
-		{"clearsnapshot",
-		 "clearsnapshot (-t tag | --all) [ks [tables]] delete "
-		 "snapshots",
-		 cmd_clearsnapshot},
-		{"listsnapshots", "listsnapshots every snapshot with its sizes",
-		 cmd_listsnapshots},
-		{"tablestats",
-		 "tablestats [ks [tables]]  SSTables, space used, partitions "
-		 "and memtables per table",
-		 cmd_tablestats},
-		{"drain",
-		 "drain                 stop serving clients, announce "
-		 "shutdown, stop gossiping, flush every memtable",
-		 cmd_drain},
 		{"statusbinary",
 		 "statusbinary          whether clients are served",
 		 cmd_statusbinary},
@@ -1499,7 +986,8 @@ int node_admin_register(struct node *n)
 		if (admin_register(n->admin, cmds[i].name, cmds[i].usage,
 				   cmds[i].fn, n) != 0)
 			return -1;
-	if (node_admin_register_faults(n) != 0 ||
+	if (node_admin_register_tables(n) != 0 ||
+	    node_admin_register_faults(n) != 0 ||
 	    node_admin_register_compaction(n) != 0 ||
 	    node_admin_register_trace(n) != 0)
 		return -1;

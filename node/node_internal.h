@@ -109,6 +109,9 @@ const struct storage_table_meta *node_table_by_id(struct node *n,
 						  const uint8_t id[16]);
 /* compactionstats (admin_compaction.c). */
 int node_admin_register_compaction(struct node *n);
+/* flush, compact, cleanup, verify, snapshots, tablestats, drain
+ * (admin_tables.c). */
+int node_admin_register_tables(struct node *n);
 /* gettraceprobability, settraceprobability (admin_trace.c). */
 int node_admin_register_trace(struct node *n);
 void node_events_delete(struct node_events *e);
