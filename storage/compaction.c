@@ -24,7 +24,7 @@
  * same), never a mix where a purged tombstone's shadowed data survives.
  */
 #define LOG_MODULE "storage"
-#include "storage/engine_internal.h"
+#include "storage/compaction_internal.h"
 
 #include "common/err.h"
 #include "common/log.h"
@@ -450,44 +450,6 @@ size_t storage_compactions_active(struct storage *db,
 	return n;
 }
 
-/* ---- the merge ----------------------------------------------------------- */
-
-struct job {
-	struct storage *db;
-	struct table *t;
-	/* The table's meta when the job started (a reference: an ALTER may
-	 * replace the table's meanwhile). */
-	const struct storage_table_meta *meta;
-	struct sstable **in;
-	size_t n;
-	/* The oldest timestamp in any memtable when the job started: data
-	 * there may be shadowed by a tombstone the job sees. (No references
-	 * are held: a long compaction must not pin flushed memtables.) */
-	int64_t mt_min_ts;
-	struct version *v;
-	int64_t now, gc_before;
-	struct sst_writer *w;    /* the output being written */
-	uint64_t throttle_bytes; /* written bytes already paid for */
-	/* Leveled: outputs are cut at max_output bytes (0: one output) and
-	 * go to out_level; the finished-writing ones wait in done_w (their
-	 * generations in out_gens, the current one's last). */
-	uint64_t max_output;
-	uint32_t out_level;
-	struct sst_writer_options wo;
-	struct sst_writer **done_w;
-	uint64_t *out_gens;
-	size_t nout;
-	/* cleanup: only partitions in these ranges are written */
-	bool cleanup;
-	const struct storage_token_range *keep;
-	size_t nkeep, next_keep; /* the first range not behind the merge */
-	uint64_t dropped;
-	/* anticompaction (with cleanup's ranges): partitions in them go to
-	 * the first output (pending for `session`), the rest to the second */
-	bool anti;
-	const uint8_t *session;
-};
-
 /* Whether cleanup keeps the partition at `token`; tokens come in order. */
 static bool kept(struct job *j, int64_t token)
 {
@@ -828,7 +790,8 @@ static int find_logs(void *arg, const char *name)
 /* Finishes (output complete) or rolls back (output incomplete) every
  * compaction a crash interrupted; with `only_done`, just removes logs whose
  * inputs are all gone. */
-static int process_logs(struct storage *db, struct table *t, bool only_done)
+int storage_compaction_process_logs(struct storage *db, struct table *t,
+				    bool only_done)
 {
 	struct log_scan l = {.n = 0};
 	if (env_list_dir(db->o.env, t->dir, find_logs, &l))
@@ -891,12 +854,12 @@ static int process_logs(struct storage *db, struct table *t, bool only_done)
 
 int storage_engine_compaction_recover(struct storage *db, struct table *t)
 {
-	return process_logs(db, t, false);
+	return storage_compaction_process_logs(db, t, false);
 }
 
 /* Runs the merge into one output, or several (leveled). On success
  * *out holds j->nout opened SSTables. */
-static int run_job(struct job *j, struct sstable ***out)
+int storage_compaction_run_job(struct job *j, struct sstable ***out)
 {
 	*out = NULL;
 	struct sst_writer_options o = {
@@ -1062,7 +1025,7 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 
 	j.gc_before = j.now - j.meta->options.gc_grace_seconds;
 	struct sstable **out = NULL;
-	int rc = run_job(&j, &out);
+	int rc = storage_compaction_run_job(&j, &out);
 	pthread_mutex_lock(&db->mu);
 	if (!rc) {
 		struct version *nv = storage_version_edit_many(
@@ -1126,7 +1089,7 @@ int storage_cleanup(struct storage *db, const uint8_t table_id[16],
 	}
 	struct job j = {.keep = keep, .nkeep = nkeep};
 	int rc = compact_once(db, t, true, &j);
-	process_logs(db, t, true);
+	storage_compaction_process_logs(db, t, true);
 	storage_engine_table_unref(t);
 	if (dropped)
 		*dropped = j.dropped;
@@ -1146,7 +1109,7 @@ int storage_compact(struct storage *db, const uint8_t table_id[16], bool major)
 	if (!t)
 		return err_set(ERR_NOT_FOUND, "unknown table");
 	int rc = storage_engine_compact_table(db, t, major);
-	process_logs(db, t, true);
+	storage_compaction_process_logs(db, t, true);
 	storage_engine_table_unref(t);
 	return rc;
 }
@@ -1189,7 +1152,8 @@ void *storage_engine_compactor_main(void *arg)
 		for (size_t i = 0; i < n; i++) {
 			if (!db->stopping) {
 				storage_engine_compact_table(db, all[i], false);
-				process_logs(db, all[i], true);
+				storage_compaction_process_logs(db, all[i],
+								true);
 			}
 			storage_engine_table_unref(all[i]);
 		}
@@ -1198,310 +1162,4 @@ void *storage_engine_compactor_main(void *arg)
 	}
 	pthread_mutex_unlock(&db->mu);
 	return NULL;
-}
-
-/* ---- incremental repair: anticompaction and repair states ---------------- */
-
-/* Holds the table's compaction slot (waiting for a running compaction),
- * so no compaction takes or replaces its SSTables meanwhile. */
-static int reserve(struct storage *db, struct table *t, const char *kind)
-{
-	pthread_mutex_lock(&db->mu);
-	while (t->compacting && !db->stopping)
-		pthread_cond_wait(&db->done, &db->mu);
-	if (db->stopping || t->truncating || t->dropped) {
-		pthread_mutex_unlock(&db->mu);
-		return err_set(ERR_CLOSED, "table busy or gone");
-	}
-	t->compacting = true;
-	t->compaction_kind = kind;
-	t->compaction_total = 0;
-	atomic_store(&t->compaction_done, 0);
-	pthread_mutex_unlock(&db->mu);
-	return 0;
-}
-
-static void unreserve(struct storage *db, struct table *t)
-{
-	pthread_mutex_lock(&db->mu);
-	t->compacting = false;
-	t->compaction_kind = NULL;
-	pthread_cond_broadcast(&db->done);
-	pthread_mutex_unlock(&db->mu);
-}
-
-static bool no_session(const uint8_t p[16])
-{
-	for (int i = 0; i < 16; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
-/* 0: outside every range, 1: partly inside, 2: wholly inside one. */
-static int range_fit(const struct sstable *s,
-		     const struct storage_token_range *r, size_t n)
-{
-	int fit = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (s->stats.min_token > r[i].left &&
-		    s->stats.max_token <= r[i].right)
-			return 2;
-		if (s->stats.max_token > r[i].left &&
-		    s->stats.min_token <= r[i].right)
-			fit = 1;
-	}
-	return fit;
-}
-
-/* The SSTables of the table's version matching `want` (a ref each). */
-static size_t take_ssts(struct storage *db, struct table *t,
-			bool (*want)(const struct sstable *, const void *),
-			const void *arg, struct sstable ***out)
-{
-	pthread_mutex_lock(&db->mu);
-	struct version *v = t->version;
-	struct sstable **a = calloc(v->count + 1, sizeof(*a));
-	size_t n = 0;
-	for (size_t i = 0; a && i < v->count; i++) {
-		struct sstable *s = v->ssts[i];
-		if (atomic_load(&s->excluded) || !want(s, arg))
-			continue;
-		sstable_ref(s);
-		a[n++] = s;
-	}
-	pthread_mutex_unlock(&db->mu);
-	*out = a;
-	return n;
-}
-
-static bool is_unrepaired(const struct sstable *s, const void *arg)
-{
-	(void)arg;
-	return s->stats.repaired_at == 0 && no_session(s->stats.pending_repair);
-}
-
-static bool is_pending(const struct sstable *s, const void *arg)
-{
-	return arg ? !memcmp(s->stats.pending_repair, arg, 16)
-		   : !no_session(s->stats.pending_repair);
-}
-
-/* Rewrites `s`'s Statistics.db with a new repair state. */
-static int set_state(struct storage *db, struct sstable *s, int64_t repaired_at,
-		     const uint8_t *session)
-{
-	struct sst_stats st = s->stats;
-	st.repaired_at = repaired_at;
-	if (session)
-		memcpy(st.pending_repair, session, 16);
-	else
-		memset(st.pending_repair, 0, 16);
-	if (sst_stats_rewrite(s, &st))
-		return -1;
-	pthread_mutex_lock(&db->mu);
-	s->stats.repaired_at = st.repaired_at;
-	memcpy(s->stats.pending_repair, st.pending_repair, 16);
-	db->compaction_wanted = true;
-	pthread_mutex_unlock(&db->mu);
-	return 0;
-}
-
-/* Splits `in` (the slot reserved) into its part inside the ranges,
- * pending for `session`, and the rest. */
-static int anticompact_one(struct storage *db, struct table *t,
-			   struct sstable *in,
-			   const struct storage_token_range *r, size_t n,
-			   const uint8_t session[16])
-{
-	struct sstable *ins[1] = {in};
-	struct job j = {.db = db,
-			.t = t,
-			.in = ins,
-			.n = 1,
-			.cleanup = true,
-			.keep = r,
-			.nkeep = n,
-			.anti = true,
-			.session = session};
-	pthread_mutex_lock(&db->mu);
-	j.mt_min_ts = t->active->min_ts;
-	for (size_t i = 0; i < t->flushing_count; i++)
-		if (t->flushing[i]->min_ts < j.mt_min_ts)
-			j.mt_min_ts = t->flushing[i]->min_ts;
-	j.now = storage_engine_now_sec(db);
-	j.meta = storage_table_meta_ref(t->meta);
-	j.v = t->version;
-	storage_version_ref(j.v);
-	t->compaction_total = in->stats.data_size;
-	pthread_mutex_unlock(&db->mu);
-	j.gc_before = j.now - j.meta->options.gc_grace_seconds;
-	struct sstable **out = NULL;
-	int rc = run_job(&j, &out);
-	pthread_mutex_lock(&db->mu);
-	if (!rc) {
-		struct version *nv = storage_version_edit_many(
-			t->version, j.in, j.n, out, j.nout);
-		if (nv) {
-			storage_version_unref(t->version);
-			t->version = nv;
-			sstable_mark_obsolete(in);
-			t->compactions++;
-		} else {
-			rc = -1;
-		}
-	}
-	pthread_mutex_unlock(&db->mu);
-	for (size_t i = 0; out && i < j.nout; i++)
-		sstable_unref(out[i]);
-	free(out);
-	free(j.out_gens);
-	free(j.done_w);
-	storage_version_unref(j.v);
-	storage_table_meta_unref(j.meta);
-	return rc;
-}
-
-int storage_repair_anticompact(struct storage *db, const uint8_t table_id[16],
-			       const struct storage_token_range *ranges,
-			       size_t nranges, const uint8_t session[16],
-			       uint64_t *marked, uint64_t *split)
-{
-	uint64_t nm = 0, ns = 0;
-	if (no_session(session))
-		return err_set(ERR_INVALID, "no repair session");
-	struct table *t = storage_engine_table_get(db, table_id);
-	if (!t)
-		return -1;
-	if (storage_flush(db, table_id) != 0 ||
-	    reserve(db, t, "Anticompaction")) {
-		storage_engine_table_unref(t);
-		return -1;
-	}
-	struct sstable **a = NULL;
-	size_t n = take_ssts(db, t, is_unrepaired, NULL, &a);
-	int rc = a ? 0 : err_set(ERR_NOMEM, "anticompaction");
-	for (size_t i = 0; i < n; i++) {
-		int fit = rc ? 0 : range_fit(a[i], ranges, nranges);
-		if (fit == 2) {
-			rc = set_state(db, a[i], 0, session);
-			nm++;
-		} else if (fit == 1) {
-			rc = anticompact_one(db, t, a[i], ranges, nranges,
-					     session);
-			ns++;
-		}
-		sstable_unref(a[i]);
-	}
-	free(a);
-	unreserve(db, t);
-	process_logs(db, t, true);
-	storage_engine_table_unref(t);
-	if (rc)
-		LOG_AT(LOG_LEVEL_WARN, "anticompaction failed: %s", err_msg());
-	if (marked)
-		*marked = nm;
-	if (split)
-		*split = ns;
-	return rc;
-}
-
-int storage_repair_set_state(struct storage *db, const uint8_t table_id[16],
-			     const uint8_t *session, int64_t repaired_at,
-			     uint64_t *count)
-{
-	struct table *t = storage_engine_table_get(db, table_id);
-	if (!t)
-		return -1;
-	if (reserve(db, t, "Repair state")) {
-		storage_engine_table_unref(t);
-		return -1;
-	}
-	struct sstable **a = NULL;
-	size_t n = take_ssts(db, t, is_pending, session, &a);
-	int rc = a ? 0 : err_set(ERR_NOMEM, "repair state");
-	for (size_t i = 0; i < n; i++) {
-		if (!rc)
-			rc = set_state(db, a[i], repaired_at, NULL);
-		sstable_unref(a[i]);
-	}
-	free(a);
-	unreserve(db, t);
-	storage_engine_table_unref(t);
-	if (count)
-		*count = rc ? 0 : n;
-	return rc;
-}
-
-int storage_repair_ingest(struct storage *db, const uint8_t table_id[16],
-			  const struct storage_mutation *const *m, size_t n,
-			  const uint8_t session[16])
-{
-	struct table *t = storage_engine_table_get(db, table_id);
-	if (!t)
-		return -1;
-	pthread_mutex_lock(&db->mu);
-	const struct storage_table_meta *meta = storage_table_meta_ref(t->meta);
-	pthread_mutex_unlock(&db->mu);
-	struct memtable *mt = memtable_new(meta);
-	int rc = mt ? 0 : err_set(ERR_NOMEM, "repair ingest");
-	for (size_t i = 0; !rc && i < n; i++) {
-		rc = storage_mutation_validate(meta, m[i]);
-		if (!rc) {
-			pthread_mutex_lock(&db->mu);
-			rc = storage_engine_validate(t, m[i]);
-			pthread_mutex_unlock(&db->mu);
-		}
-		rc = rc || memtable_apply(mt, m[i]);
-	}
-	struct sstable *s = NULL;
-	if (!rc && !memtable_is_empty(mt))
-		rc = storage_engine_write_memtable(db, t, meta, mt, session,
-						   &s);
-	if (s) {
-		pthread_mutex_lock(&db->mu);
-		struct version *nv =
-			t->dropped || t->truncating
-				? NULL
-				: storage_version_edit(t->version, NULL, 0, s);
-		if (nv) {
-			storage_version_unref(t->version);
-			t->version = nv;
-			db->compaction_wanted = true;
-			pthread_cond_broadcast(&db->work);
-		} else {
-			sstable_mark_obsolete(s);
-			rc = err_set(ERR_CLOSED, "table truncated or dropped");
-		}
-		pthread_mutex_unlock(&db->mu);
-		sstable_unref(s);
-	}
-	memtable_unref(mt);
-	storage_table_meta_unref(meta);
-	storage_engine_table_unref(t);
-	return rc;
-}
-
-int storage_repair_counts(struct storage *db, const uint8_t table_id[16],
-			  struct storage_repair_counts *out)
-{
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&db->mu);
-	struct table *t = storage_engine_table_find(db, table_id);
-	for (size_t i = 0; t && i < t->version->count; i++) {
-		const struct sstable *s = t->version->ssts[i];
-		uint64_t b = s->stats.data_size;
-		if (!no_session(s->stats.pending_repair)) {
-			out->pending++;
-			out->pending_bytes += b;
-		} else if (s->stats.repaired_at) {
-			out->repaired++;
-			out->repaired_bytes += b;
-		} else {
-			out->unrepaired++;
-			out->unrepaired_bytes += b;
-		}
-	}
-	pthread_mutex_unlock(&db->mu);
-	return t ? 0 : err_set(ERR_NOT_FOUND, "unknown table");
 }

@@ -1,0 +1,58 @@
+/*
+ * What compaction.c shares with anticompaction.c (incremental repair's
+ * splits and repair states): a compaction job and running one.
+ */
+#ifndef CASSINI_STORAGE_COMPACTION_INTERNAL_H
+#define CASSINI_STORAGE_COMPACTION_INTERNAL_H
+
+#include "storage/engine_internal.h"
+#include "storage/sstable_internal.h"
+
+/* ---- the merge ----------------------------------------------------------- */
+
+struct job {
+	struct storage *db;
+	struct table *t;
+	/* The table's meta when the job started (a reference: an ALTER may
+	 * replace the table's meanwhile). */
+	const struct storage_table_meta *meta;
+	struct sstable **in;
+	size_t n;
+	/* The oldest timestamp in any memtable when the job started: data
+	 * there may be shadowed by a tombstone the job sees. (No references
+	 * are held: a long compaction must not pin flushed memtables.) */
+	int64_t mt_min_ts;
+	struct version *v;
+	int64_t now, gc_before;
+	struct sst_writer *w;    /* the output being written */
+	uint64_t throttle_bytes; /* written bytes already paid for */
+	/* Leveled: outputs are cut at max_output bytes (0: one output) and
+	 * go to out_level; the finished-writing ones wait in done_w (their
+	 * generations in out_gens, the current one's last). */
+	uint64_t max_output;
+	uint32_t out_level;
+	struct sst_writer_options wo;
+	struct sst_writer **done_w;
+	uint64_t *out_gens;
+	size_t nout;
+	/* cleanup: only partitions in these ranges are written */
+	bool cleanup;
+	const struct storage_token_range *keep;
+	size_t nkeep, next_keep; /* the first range not behind the merge */
+	uint64_t dropped;
+	/* anticompaction (with cleanup's ranges): partitions in them go to
+	 * the first output (pending for `session`), the rest to the second */
+	bool anti;
+	const uint8_t *session;
+};
+
+/* Runs the merge into one output, or several (leveled). On success *out
+ * holds j->nout opened SSTables. */
+int storage_compaction_run_job(struct job *j, struct sstable ***out);
+/* Finishes (output complete) or rolls back (output incomplete) every
+ * compaction a crash interrupted; with `only_done`, just removes logs
+ * whose inputs are all gone. */
+int storage_compaction_process_logs(struct storage *db, struct table *t,
+				    bool only_done);
+
+#endif
