@@ -1,9 +1,9 @@
 /*
- * Repair in the node: the store repair/ sees (this node's storage engine,
- * scans on a dedicated worker so validation never blocks the loop or the
- * read workers, drawing on compaction_throughput's budget together with
- * compaction),
- * the internode verbs, and the `repair` admin command.
+ * Repair in the node: the internode verbs and the `repair` admin command;
+ * the store repair/ sees (this node's storage engine, scans on a dedicated
+ * worker so validation never blocks the loop or the read workers, drawing
+ * on compaction_throughput's budget together with compaction) is
+ * node_repair_store.c's, repair_admin and netstats node_repair_admin.c's.
  *
  *   repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local]
  *          [-hosts A,B,...] [--preview] [-seq | -dcpar] [-j N] [--trace]
@@ -38,351 +38,25 @@
  * end (exit status 2 on failure).
  */
 #define LOG_MODULE "repair"
-#include "client/schema/schema.h"
-#include "common/err.h"
 #include "common/log.h"
 #include "common/loopq.h"
-#include "common/ratelimit.h"
 #include "common/workers.h"
-#include "gossip/gossip.h"
 #include "node/admin.h"
 #include "node/cql_cas.h"
 #include "node/cql_service.h"
 #include "node/members.h"
 #include "node/node_internal.h"
+#include "node/node_repair_internal.h"
 #include "node/state_file.h"
-#include "repair/repair.h"
 #include "repair/repair_history.h"
-#include "ring/ring.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdatomic.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 struct repair_cmd;
-
-/* A finished session, for `repair_admin list`. */
-struct repair_record {
-	uint64_t session;
-	char keyspace[64];
-	int64_t started_s; /* wall clock */
-	uint64_t duration_us;
-	bool ok, preview;
-	char error[256];
-	uint64_t ranges, mismatched, rows_streamed, bytes_streamed;
-};
-
-#define HISTORY 64
-
-#define HISTORY_FILE "repair_history"
-#define HISTORY_MAX  (16u << 20) /* a file past this is refused */
-
-struct node_repair {
-	struct node *n;
-	struct repair_record history[HISTORY]; /* a ring, oldest overwritten */
-	size_t nhistory;                       /* ever recorded */
-	struct storage *db;
-	struct loopq *q;
-	struct workers *workers;
-	atomic_bool stopping; /* scans in flight give up (shutdown) */
-	struct repair *repair;
-	struct repair_cmd *cmd; /* the running admin command, or NULL */
-	struct paxos_cmd *pcmd; /* the running --paxos-only, or NULL */
-	struct node_repair_sched *sched;
-	struct repair_history *tasks; /* every manual task, persisted */
-	struct node_state_file *tasks_file;
-	bool tasks_dirty; /* entries not yet handed to tasks_file */
-};
-
-/* ---- the store ----------------------------------------------------------- */
-
-struct scan_job {
-	struct work work;
-	struct loopq_item item;
-	struct loopq *q;
-	atomic_bool *stopping;
-	struct ratelimit *budget; /* compaction_throughput, with compaction */
-	struct storage *db;
-	uint8_t table_id[16];
-	int64_t start, end;
-	bool pending; /* only the data pending for `session` */
-	uint8_t session[16];
-	repair_scan_each_fn each;
-	storage_done_fn done;
-	void *arg;
-	int status;
-	enum err_code code;
-};
-
-static void scan_run(struct work *w)
-{
-	struct scan_job *j = (struct scan_job *)w;
-	struct storage_read_cmd cmd = {.with_static = true};
-	if (j->pending)
-		cmd.pending_repair = j->session;
-	struct storage_scan *s =
-		storage_scan_open(j->db, j->table_id, j->start, j->end, &cmd);
-	int rc = s ? 0 : -1;
-	struct storage_mutation *m;
-	while (s && (rc = storage_scan_next_fragment(s, &m)) == 1) {
-		if (atomic_load(j->stopping)) {
-			storage_mutation_delete(m);
-			err_set(ERR_CLOSED, "the node is shutting down");
-			rc = -1;
-			break;
-		}
-		rc = j->each(j->arg, m);
-		size_t bytes = storage_mutation_size(m);
-		storage_mutation_delete(m);
-		ratelimit_pay(j->budget, bytes);
-		if (rc) {
-			rc = -1;
-			break;
-		}
-	}
-	storage_scan_close(s);
-	j->status = rc < 0 ? -1 : 0;
-	j->code = rc < 0 ? err_code() : ERR_NONE;
-	loopq_post(j->q, &j->item);
-}
-
-static void scan_done(struct loopq_item *it)
-{
-	struct scan_job *j =
-		(struct scan_job *)((char *)it -
-				    offsetof(struct scan_job, item));
-	j->done(j->arg, j->status, j->code);
-	free(j);
-}
-
-static void scan_submit(struct node_repair *nr, const uint8_t table_id[16],
-			const uint8_t *session, int64_t start, int64_t end,
-			repair_scan_each_fn each, storage_done_fn done,
-			void *arg)
-{
-	struct scan_job *j = calloc(1, sizeof(*j));
-	if (!j) {
-		done(arg, -1, ERR_NOMEM);
-		return;
-	}
-	if (session) {
-		j->pending = true;
-		memcpy(j->session, session, 16);
-	}
-	j->q = nr->q;
-	j->stopping = &nr->stopping;
-	j->budget = storage_throughput_budget(nr->db);
-	j->db = nr->db;
-	memcpy(j->table_id, table_id, 16);
-	j->start = start;
-	j->end = end;
-	j->each = each;
-	j->done = done;
-	j->arg = arg;
-	j->work.run = scan_run;
-	j->item.fn = scan_done;
-	workers_submit(nr->workers, &j->work);
-}
-
-static void store_scan(void *s, const uint8_t table_id[16], int64_t start,
-		       int64_t end, repair_scan_each_fn each,
-		       storage_done_fn done, void *arg)
-{
-	scan_submit(s, table_id, NULL, start, end, each, done, arg);
-}
-
-static void store_scan_pending(void *s, const uint8_t table_id[16],
-			       const uint8_t session[16], int64_t start,
-			       int64_t end, repair_scan_each_fn each,
-			       storage_done_fn done, void *arg)
-{
-	scan_submit(s, table_id, session, start, end, each, done, arg);
-}
-
-/* Incremental repair's storage work (anticompaction, repair states,
- * pending ingest) on the repair worker, never the loop. */
-struct state_job {
-	struct work work;
-	struct loopq_item item;
-	struct loopq *q;
-	struct storage *db;
-	enum { SJ_PREPARE, SJ_FINISH, SJ_INGEST } kind;
-	uint8_t table_id[16], session[16];
-	struct storage_token_range *ranges;
-	size_t nranges;
-	int64_t repaired_at;
-	struct storage_mutation **m;
-	size_t nm;
-	uint64_t *count, got;
-	storage_done_fn done;
-	void *arg;
-	int status;
-	enum err_code code;
-};
-
-static void state_run(struct work *w)
-{
-	struct state_job *j = (struct state_job *)w;
-	uint64_t marked = 0, split = 0;
-	int rc;
-	switch (j->kind) {
-	case SJ_PREPARE:
-		rc = storage_repair_anticompact(j->db, j->table_id, j->ranges,
-						j->nranges, j->session, &marked,
-						&split);
-		j->got = marked + split;
-		if (!rc)
-			LOG_AT(LOG_LEVEL_INFO,
-			       "incremental repair: %" PRIu64
-			       " SSTables marked pending, %" PRIu64
-			       " anticompacted",
-			       marked, split);
-		break;
-	case SJ_FINISH:
-		rc = storage_repair_set_state(j->db, j->table_id, j->session,
-					      j->repaired_at, &j->got);
-		break;
-	default:
-		rc = storage_repair_ingest(
-			j->db, j->table_id,
-			(const struct storage_mutation *const *)j->m, j->nm,
-			j->session);
-		break;
-	}
-	j->status = rc ? -1 : 0;
-	j->code = rc ? err_code() : ERR_NONE;
-	loopq_post(j->q, &j->item);
-}
-
-static void state_done(struct loopq_item *it)
-{
-	struct state_job *j =
-		(struct state_job *)((char *)it -
-				     offsetof(struct state_job, item));
-	if (j->count)
-		*j->count = j->got;
-	for (size_t i = 0; i < j->nm; i++)
-		storage_mutation_delete(j->m[i]);
-	free(j->m);
-	free(j->ranges);
-	j->done(j->arg, j->status, j->code);
-	free(j);
-}
-
-static struct state_job *state_new(struct node_repair *nr,
-				   const uint8_t table_id[16],
-				   const uint8_t session[16],
-				   storage_done_fn done, void *arg)
-{
-	struct state_job *j = calloc(1, sizeof(*j));
-	if (!j)
-		return NULL;
-	j->q = nr->q;
-	j->db = nr->db;
-	memcpy(j->table_id, table_id, 16);
-	memcpy(j->session, session, 16);
-	j->done = done;
-	j->arg = arg;
-	j->work.run = state_run;
-	j->item.fn = state_done;
-	return j;
-}
-
-static void store_prepare(void *s, const uint8_t table_id[16],
-			  const struct storage_token_range *ranges, size_t n,
-			  const uint8_t session[16], uint64_t *marked,
-			  storage_done_fn done, void *arg)
-{
-	struct node_repair *nr = s;
-	struct state_job *j = state_new(nr, table_id, session, done, arg);
-	if (j)
-		j->ranges = malloc((n + 1) * sizeof(*ranges));
-	if (!j || !j->ranges) {
-		free(j);
-		done(arg, -1, ERR_NOMEM);
-		return;
-	}
-	memcpy(j->ranges, ranges, n * sizeof(*ranges));
-	j->nranges = n;
-	j->kind = SJ_PREPARE;
-	j->count = marked;
-	workers_submit(nr->workers, &j->work);
-}
-
-static void store_finish(void *s, const uint8_t table_id[16],
-			 const uint8_t session[16], int64_t repaired_at,
-			 uint64_t *count, storage_done_fn done, void *arg)
-{
-	struct node_repair *nr = s;
-	struct state_job *j = state_new(nr, table_id, session, done, arg);
-	if (!j) {
-		done(arg, -1, ERR_NOMEM);
-		return;
-	}
-	j->kind = SJ_FINISH;
-	j->repaired_at = repaired_at;
-	j->count = count;
-	workers_submit(nr->workers, &j->work);
-}
-
-static void store_apply_pending(void *s, const uint8_t table_id[16],
-				const uint8_t session[16],
-				struct storage_mutation **m, size_t n,
-				storage_done_fn done, void *arg)
-{
-	struct node_repair *nr = s;
-	struct state_job *j = state_new(nr, table_id, session, done, arg);
-	if (!j) {
-		for (size_t i = 0; i < n; i++)
-			storage_mutation_delete(m[i]);
-		free(m);
-		done(arg, -1, ERR_NOMEM);
-		return;
-	}
-	j->kind = SJ_INGEST;
-	j->m = m;
-	j->nm = n;
-	workers_submit(nr->workers, &j->work);
-}
-
-static int store_apply(void *s, const struct storage_mutation *m,
-		       storage_done_fn done, void *arg)
-{
-	struct node_repair *nr = s;
-	return storage_apply(nr->db, m, done, arg);
-}
-
-static const struct storage_table_meta *store_meta(void *s,
-						   const uint8_t table_id[16])
-{
-	struct node_repair *nr = s;
-	return storage_table_meta_acquire(nr->db, table_id);
-}
-
-/* Tree folding and encoding on the repair worker, completion on the loop. */
-static void store_offload(void *s, void (*run)(void *job),
-			  void (*done)(void *job), void *job)
-{
-	struct node_repair *nr = s;
-	workers_offload(nr->workers, nr->q, run, done, job);
-}
-
-static const struct repair_store_ops store_ops = {
-	.apply = store_apply,
-	.scan = store_scan,
-	.meta = store_meta,
-	.offload = store_offload,
-	.prepare = store_prepare,
-	.finish = store_finish,
-	.scan_pending = store_scan_pending,
-	.apply_pending = store_apply_pending,
-};
 
 /* ---- the command --------------------------------------------------------- */
 
@@ -639,7 +313,7 @@ static void on_progress(void *arg, const char *line)
 
 static void run_next(struct repair_cmd *c);
 
-static void uuid_str(const uint8_t x[16], char out[40])
+void node_repair_uuid_str(const uint8_t x[16], char out[40])
 {
 	snprintf(out, 40,
 		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
@@ -648,7 +322,7 @@ static void uuid_str(const uint8_t x[16], char out[40])
 		 x[10], x[11], x[12], x[13], x[14], x[15]);
 }
 
-static int uuid_parse(const char *s, uint8_t out[16])
+int node_repair_uuid_parse(const char *s, uint8_t out[16])
 {
 	size_t n = 0;
 	for (const char *p = s; *p; p++) {
@@ -693,7 +367,7 @@ static void summary(struct repair_cmd *c, const char *ks,
 		     s->partitions);
 	if (s->incremental) {
 		char u[40];
-		uuid_str(s->uuid, u);
+		node_repair_uuid_str(s->uuid, u);
 		admin_printf(&c->out,
 			     "  incremental session %s: %" PRIu64
 			     " SSTables marked pending, %" PRIu64 " %s%s\n",
@@ -1246,278 +920,6 @@ bad:
 	return 1;
 }
 
-/* ---- repair_admin -------------------------------------------------------- */
-
-static const char admin_usage[] =
-	"repair_admin list [--all] | cancel [--session ID [--force]] | "
-	"history [keyspace[.table]] | summarize-pending [keyspace[.table]] | "
-	"summarize-repaired [keyspace[.table]]";
-
-/* nodetool repair_admin list: the incremental sessions this node takes
- * part in, in its layout (columns padded to their widest value, joined by
- * " | "). */
-struct local_rows {
-	struct node_repair *nr;
-	bool all;
-	char (*cell)[6][64];
-	size_t n, cap;
-};
-
-static void local_row(void *arg, const struct repair_local_info *l)
-{
-	struct local_rows *t = arg;
-	if (!t->all && (l->state == REPAIR_LOCAL_FINALIZED ||
-			l->state == REPAIR_LOCAL_FAILED))
-		return;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 16;
-		void *v = realloc(t->cell, cap * sizeof(*t->cell));
-		if (!v)
-			return;
-		t->cell = v;
-		t->cap = cap;
-	}
-	char(*r)[64] = t->cell[t->n++];
-	char u[40], a[INET_ADDR_STRLEN];
-	uuid_str(l->uuid, u);
-	int64_t now = env_wall_us(t->nr->n->env) / 1000;
-	snprintf(r[0], 64, "%s", u);
-	snprintf(r[1], 64, "%s", repair_local_state_name(l->state));
-	snprintf(r[2], 64, "%" PRId64 " (s)", (now - l->updated_ms) / 1000);
-	snprintf(r[3], 64, "%s",
-		 inet_addr_format(&l->coordinator, a, sizeof(a)));
-	snprintf(r[4], 64, "%zu", l->ntables);
-	snprintf(r[5], 64, "%zu", l->nranges);
-}
-
-static void list_local(struct node_repair *nr, bool all, struct buf *out)
-{
-	struct local_rows t = {.nr = nr, .all = all};
-	static const char *const head[6] = {
-		"id",          "state",  "last activity",
-		"coordinator", "tables", "ranges"};
-	repair_local_list(nr->repair, local_row, &t);
-	if (!t.n) {
-		admin_printf(out, "no sessions\n");
-		free(t.cell);
-		return;
-	}
-	int w[6];
-	for (int k = 0; k < 6; k++) {
-		w[k] = (int)strlen(head[k]);
-		for (size_t i = 0; i < t.n; i++)
-			if ((int)strlen(t.cell[i][k]) > w[k])
-				w[k] = (int)strlen(t.cell[i][k]);
-	}
-	for (size_t i = 0; i <= t.n; i++)
-		for (int k = 0; k < 6; k++)
-			admin_printf(out, "%-*s%s", k == 5 ? 0 : w[k],
-				     i ? t.cell[i - 1][k] : head[k],
-				     k == 5 ? "\n" : " | ");
-	free(t.cell);
-}
-
-/* summarize-pending / summarize-repaired: per table, its SSTables and
- * bytes by repair state. */
-static int summarize(struct node_repair *nr, const char *filter, bool pending,
-		     struct buf *out, struct buf *err)
-{
-	struct node *n = nr->n;
-	if (!n->cql) {
-		admin_printf(err, "no data path on this node\n");
-		return 2;
-	}
-	const struct cql_schema *schema = cql_service_schema(n->cql);
-	admin_printf(out, "%-40s %10s %14s %10s %14s\n", "table",
-		     pending ? "pending" : "repaired", "bytes", "unrepaired",
-		     "bytes");
-	size_t nks = cql_schema_keyspace_count(schema);
-	for (size_t i = 0; i < nks; i++) {
-		const struct cql_keyspace *k =
-			cql_schema_keyspace_at(schema, i);
-		const char *ks = cql_keyspace_meta(k)->name;
-		for (size_t t = 0; t < cql_keyspace_table_count(k); t++) {
-			const struct storage_table_meta *m =
-				cql_table_meta(cql_keyspace_table_at(k, t));
-			char name[200];
-			snprintf(name, sizeof(name), "%s.%s", ks, m->name);
-			if (filter && strcmp(filter, ks) != 0 &&
-			    strcmp(filter, name) != 0)
-				continue;
-			if (!filter && strncmp(ks, "system", 6) == 0)
-				continue;
-			struct storage_repair_counts c;
-			if (storage_repair_counts(nr->db, m->id, &c))
-				continue;
-			admin_printf(out,
-				     "%-40s %10" PRIu64 " %14" PRIu64
-				     " %10" PRIu64 " %14" PRIu64 "\n",
-				     name, pending ? c.pending : c.repaired,
-				     pending ? c.pending_bytes
-					     : c.repaired_bytes,
-				     c.unrepaired, c.unrepaired_bytes);
-		}
-	}
-	return 0;
-}
-
-static int cancel_session(struct node_repair *nr, const char *id, bool force,
-			  struct buf *out, struct buf *err)
-{
-	uint8_t u[16];
-	if (uuid_parse(id, u)) {
-		admin_printf(err, "Invalid session id: %s\n", id);
-		return 1;
-	}
-	struct repair_status st;
-	if (repair_get_status(nr->repair, &st)) {
-		uint8_t mine[16];
-		repair_session_uuid(&nr->n->conf.broadcast_address, st.session,
-				    mine);
-		if (!memcmp(mine, u, 16)) {
-			repair_cancel(nr->repair, "by repair_admin cancel");
-			admin_printf(out, "cancelled incremental session %s\n",
-				     id);
-			return 0;
-		}
-	}
-	uint8_t self[16];
-	repair_session_uuid(&nr->n->conf.broadcast_address, 0, self);
-	bool coordinator = !memcmp(self + 8, u + 8, 8);
-	if (!coordinator && !force) {
-		admin_printf(err,
-			     "Cancelling a session from a node other than its "
-			     "coordinator needs --force\n");
-		return 1;
-	}
-	if (repair_local_fail(nr->repair, u)) {
-		admin_printf(err, "%s\n", err_msg());
-		return 2;
-	}
-	admin_printf(out, "cancelled incremental session %s\n", id);
-	return 0;
-}
-
-static int cmd_repair_admin(void *arg, size_t argc, const char *const *argv,
-			    struct buf *out, struct buf *err)
-{
-	struct node_repair *nr = arg;
-	if (argc >= 3 && strcmp(argv[0], "cancel") == 0 &&
-	    (strcmp(argv[1], "--session") == 0 || strcmp(argv[1], "-s") == 0)) {
-		bool force = argc == 4 && (strcmp(argv[3], "--force") == 0 ||
-					   strcmp(argv[3], "-f") == 0);
-		if (argc > 4 || (argc == 4 && !force)) {
-			admin_printf(err, "usage: %s\n", admin_usage);
-			return 1;
-		}
-		return cancel_session(nr, argv[2], force, out, err);
-	}
-	if (argc >= 1 && argc <= 2 &&
-	    (strcmp(argv[0], "summarize-pending") == 0 ||
-	     strcmp(argv[0], "summarize-repaired") == 0))
-		return summarize(nr, argc == 2 ? argv[1] : NULL,
-				 strcmp(argv[0], "summarize-pending") == 0, out,
-				 err);
-	if (argc == 1 && strcmp(argv[0], "cancel") == 0) {
-		if (repair_cancel(nr->repair, "by repair_admin cancel")) {
-			admin_printf(err, "%s\n", err_msg());
-			return 2;
-		}
-		admin_printf(out, "cancelled the running repair session\n");
-		return 0;
-	}
-	if (argc >= 1 && argc <= 2 && strcmp(argv[0], "history") == 0) {
-		if (repair_history_format(nr->tasks, argc == 2 ? argv[1] : NULL,
-					  out)) {
-			admin_printf(err, "%s\n", err_msg());
-			return 2;
-		}
-		return 0;
-	}
-	bool all = argc == 2 && (strcmp(argv[1], "--all") == 0 ||
-				 strcmp(argv[1], "-a") == 0);
-	if ((argc != 1 && !all) || strcmp(argv[0], "list") != 0) {
-		admin_printf(err, "usage: %s\n", admin_usage);
-		return 1;
-	}
-	list_local(nr, all, out);
-	admin_printf(out, "\nSessions coordinated by this node:\n");
-	admin_printf(out, "%-13s %-20s %-20s %9s %-8s %7s %10s %9s %12s  %s\n",
-		     "session", "keyspace", "started (UTC)", "seconds",
-		     "outcome", "ranges", "mismatched", "rows", "bytes",
-		     "error");
-	size_t first = nr->nhistory > HISTORY ? nr->nhistory - HISTORY : 0;
-	for (size_t i = first; i < nr->nhistory; i++) {
-		const struct repair_record *h = &nr->history[i % HISTORY];
-		char when[32];
-		time_t t = (time_t)h->started_s;
-		struct tm tm;
-		gmtime_r(&t, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-		admin_printf(out,
-			     "%-13" PRIu64 " %-20s %-20s %9.3f %-8s %7" PRIu64
-			     " %10" PRIu64 " %9" PRIu64 " %12" PRIu64 "  %s\n",
-			     h->session, h->keyspace, when,
-			     (double)h->duration_us / 1e6,
-			     h->ok ? (h->preview ? "preview" : "ok") : "failed",
-			     h->ranges, h->mismatched, h->rows_streamed,
-			     h->bytes_streamed, h->error);
-	}
-	bool scheduled = node_repair_sched_describe_running(nr->sched, out);
-	struct repair_status st;
-	if (!scheduled && repair_get_status(nr->repair, &st))
-		admin_printf(out,
-			     "Running: repair session %" PRIu64
-			     ": %zu of %zu tasks done, %zu running; %s, %s\n",
-			     st.session, st.task, st.tasks, st.running,
-			     st.table, st.phase);
-	return 0;
-}
-
-/* ---- netstats ------------------------------------------------------------ */
-
-static int cmd_netstats(void *arg, size_t argc, const char *const *argv,
-			struct buf *out, struct buf *err)
-{
-	(void)argv;
-	struct node_repair *nr = arg;
-	if (argc) {
-		admin_printf(err, "usage: netstats\n");
-		return 1;
-	}
-	struct repair_status st;
-	admin_printf(out, "Mode: NORMAL\n");
-	if (!repair_get_status(nr->repair, &st)) {
-		admin_printf(out, "Not sending any streams.\n");
-		return 0;
-	}
-	admin_printf(out,
-		     "Repair session %" PRIu64
-		     ": %s, range %zu of %zu, %s (%zu tasks running)\n",
-		     st.session, st.table, st.task + 1, st.tasks, st.phase,
-		     st.running);
-	for (size_t i = 0; i < st.npeers; i++) {
-		const struct repair_peer_stats *p = &st.peers[i];
-		char a[INET_ADDR_STRLEN];
-		admin_printf(out,
-			     "    %s: sent %" PRIu64 " rows (%" PRIu64
-			     " bytes), received %" PRIu64 " rows (%" PRIu64
-			     " bytes)\n",
-			     inet_addr_format(&p->addr, a, sizeof(a)),
-			     p->rows_streamed, p->bytes_streamed,
-			     p->rows_fetched, p->bytes_fetched);
-	}
-	return 0;
-}
-
-int node_repair_start(struct node_repair *nr, const struct repair_request *q,
-		      void (*done)(void *arg, const struct repair_summary *s),
-		      void *arg)
-{
-	node_repair_sched_preempt(nr->sched);
-	return repair_start(nr->repair, q, NULL, done, arg, NULL);
-}
-
 /* ---- life cycle ---------------------------------------------------------- */
 
 static bool peer_alive(void *arg, const struct inet_addr *ep)
@@ -1617,13 +1019,14 @@ struct node_repair *node_repair_new(struct node *n)
 	    !(nr->tasks_file = node_state_file_new(n->env, nr->q, path,
 						   "repair-history")) ||
 	    !(nr->workers = workers_new_background(1, "repair")) ||
-	    !(nr->repair = repair_new(n->env, &o, &store_ops, nr)) ||
+	    !(nr->repair =
+		      repair_new(n->env, &o, &node_repair_store_ops, nr)) ||
 	    !(nr->sched = node_repair_sched_new(n, nr->repair)) ||
 	    admin_register(n->admin, "repair", usage_text, cmd_repair, nr) ||
-	    admin_register(n->admin, "repair_admin", admin_usage,
-			   cmd_repair_admin, nr) ||
-	    admin_register(n->admin, "netstats", "netstats", cmd_netstats,
-			   nr)) {
+	    admin_register(n->admin, "repair_admin", node_repair_admin_usage,
+			   node_repair_cmd_admin, nr) ||
+	    admin_register(n->admin, "netstats", "netstats",
+			   node_repair_cmd_netstats, nr)) {
 		node_repair_delete(nr);
 		return NULL;
 	}
