@@ -348,10 +348,16 @@ static bool wants_bootstrap(const struct node *n)
 static void bootstrap_done(void *arg, bool ok, const char *error)
 {
 	struct node *n = arg;
-	(void)ok; /* retried until it works */
-	(void)error;
 	node_move_delete(n->bootstrap);
 	n->bootstrap = NULL;
+	if (!ok) {
+		/* Bootstrap retries until it works (no max_attempts), so this
+		 * only guards a future limit: the node keeps its bootstrapping
+		 * state, and a restart resumes it, as Cassandra's does. */
+		LOG_ERROR("bootstrap failed: %s", error);
+		node_fail(n, "bootstrap failed");
+		return;
+	}
 	n->local.bootstrapping = false;
 	if (local_state_save(n->env, n->conf.saved_caches_directory,
 			     &n->local) != 0 ||
