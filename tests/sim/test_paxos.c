@@ -243,6 +243,46 @@ static void node_start(struct pnode *n)
 	n->up = true;
 }
 
+/* A world of its own simulator on seed `s`; the caller sets its options
+ * (w->n, w->needed, with_cleanup, ...) before world_start. */
+static struct world *world_new(uint64_t s)
+{
+	struct world *w = calloc(1, sizeof(*w));
+	ck_assert_ptr_nonnull(w);
+	w->sim = sim_new(s, START_WALL);
+	return w;
+}
+
+/* Starts `count` nodes at 127.0.107.<ip0 + k>:7000. */
+static void world_start(struct world *w, int count, uint8_t ip0)
+{
+	for (int k = 0; k < count; k++) {
+		struct pnode *n = &w->nodes[k];
+		n->w = w;
+		n->idx = k;
+		n->addr = (struct inet_addr){
+			.family = INET_V4,
+			.ip = {127, 0, 107, (uint8_t)(ip0 + k)},
+			.port = 7000};
+		w->addrs[k] = n->addr;
+		node_start(n);
+	}
+}
+
+/* Frees the first `count` nodes, their disks and the simulator. */
+static void world_free(struct world *w, int count)
+{
+	for (int k = 0; k < count; k++) {
+		if (w->nodes[k].pcl)
+			paxos_cleanup_delete(w->nodes[k].pcl);
+		paxos_delete(w->nodes[k].px);
+		for (int j = 0; j < NKEYS; j++)
+			paxos_state_free(&w->nodes[k].disk[j].st);
+	}
+	sim_delete(w->sim);
+	free(w);
+}
+
 /* ---- clients --------------------------------------------------------------
  */
 
@@ -538,9 +578,7 @@ struct run_stats {
 
 static struct run_stats run_schedule(uint64_t s, const struct run_opts *ro)
 {
-	struct world *w = calloc(1, sizeof(*w));
-	ck_assert_ptr_nonnull(w);
-	w->sim = sim_new(s, START_WALL);
+	struct world *w = world_new(s);
 	w->broken = ro->broken;
 	w->n = sim_random(w->sim) % 2 ? 5 : 3;
 	w->needed = w->n / 2 + 1;
@@ -551,17 +589,7 @@ static struct run_stats run_schedule(uint64_t s, const struct run_opts *ro)
 	if (ro->faults)
 		sim_net_set_drop(w->sim, NULL, NULL,
 				 (double)(sim_random(w->sim) % 20) / 100.0);
-	for (int i = 0; i < w->n; i++) {
-		struct pnode *n = &w->nodes[i];
-		n->w = w;
-		n->idx = i;
-		n->addr = (struct inet_addr){
-			.family = INET_V4,
-			.ip = {127, 0, 107, (uint8_t)(i + 1)},
-			.port = 7000};
-		w->addrs[i] = n->addr;
-		node_start(n);
-	}
+	world_start(w, w->n, 1);
 	struct inet_addr ca = {
 		.family = INET_V4, .ip = {127, 0, 107, 19}, .port = 9042};
 	w->cenv = sim_env_new(w->sim, &ca);
@@ -612,13 +640,7 @@ static struct run_stats run_schedule(uint64_t s, const struct run_opts *ro)
 	for (int k = 0; k < w->ncl; k++)
 		env_timer_free(w->cenv, w->cl[k].think);
 	env_timer_free(w->cenv, w->fault);
-	for (int i = 0; i < w->n; i++) {
-		paxos_delete(w->nodes[i].px);
-		for (int k = 0; k < NKEYS; k++)
-			paxos_state_free(&w->nodes[i].disk[k].st);
-	}
-	sim_delete(w->sim);
-	free(w);
+	world_free(w, w->n);
 	return st;
 }
 
@@ -840,26 +862,50 @@ static void pcl_local(void *arg, const char *keyspace,
  * replica then holds it, and a SERIAL read through another node sees it.
  * A proposal nobody accepted is not invented: a repair finds nothing to
  * do and the register stays empty. */
+/* Node 0 proposes 42 to itself only (a minority: the round times out with
+ * the proposal partial), then dies and restarts with its disk, holding
+ * the unfinished proposal. */
+static void minority_proposal_of_42(struct world *w)
+{
+	paxos_test_propose_self_only(w->nodes[0].px, true);
+	struct paxos_result r = one_round(w, 0, 42);
+	ck_assert_int_eq(r.outcome, PAXOS_WRITE_TIMEOUT);
+	ck_assert(r.proposal_partial);
+	buf_free(&r.current);
+	sim_env_kill(w->sim, w->nodes[0].env);
+	paxos_delete(w->nodes[0].px);
+	node_start(&w->nodes[0]);
+	ck_assert(unfinished(&w->nodes[0].disk[0].st));
+}
+
+/* After a paxos repair: every node holds 42 committed, nothing is left to
+ * repair, and a read round sees 42. */
+static void assert_repaired_to_42(struct world *w)
+{
+	int holders = 0;
+	for (int k = 0; k < w->n; k++) {
+		ck_assert(!unfinished(&w->nodes[k].disk[0].st));
+		if (w->nodes[k].disk[0].has) {
+			ck_assert_int_eq(w->nodes[k].disk[0].val, 42);
+			holders++;
+		}
+	}
+	ck_assert_int_eq(holders, w->n);
+	ck_assert_int_eq(paxos_repair(w, 0), 0);
+	struct paxos_result r = one_round(w, 2, -1);
+	ck_assert_int_eq(r.outcome, PAXOS_OK);
+	ck_assert_int_eq(value_of(buf_slice(&r.current)), 42);
+	buf_free(&r.current);
+}
+
 START_TEST(paxos_repair_finishes_a_minority_proposal)
 {
 	for (uint64_t i = 0; i < 20; i++) {
-		struct world *w = calloc(1, sizeof(*w));
-		ck_assert_ptr_nonnull(w);
-		w->sim = sim_new(seed + i, START_WALL);
+		struct world *w = world_new(seed + i);
 		w->n = 3;
 		w->needed = 2;
 		sim_net_set_latency(w->sim, 100, 5000);
-		for (int k = 0; k < w->n; k++) {
-			struct pnode *n = &w->nodes[k];
-			n->w = w;
-			n->idx = k;
-			n->addr = (struct inet_addr){
-				.family = INET_V4,
-				.ip = {127, 0, 107, (uint8_t)(k + 1)},
-				.port = 7000};
-			w->addrs[k] = n->addr;
-			node_start(n);
-		}
+		world_start(w, w->n, 1);
 		/* nobody accepted anything: nothing to repair, nothing read */
 		for (int k = 0; k < w->n; k++)
 			ck_assert_int_eq(paxos_repair(w, k), 0);
@@ -868,16 +914,7 @@ START_TEST(paxos_repair_finishes_a_minority_proposal)
 		ck_assert_int_eq(value_of(buf_slice(&r.current)), LIN_NULL);
 		buf_free(&r.current);
 
-		paxos_test_propose_self_only(w->nodes[0].px, true);
-		r = one_round(w, 0, 42);
-		ck_assert_int_eq(r.outcome, PAXOS_WRITE_TIMEOUT);
-		ck_assert(r.proposal_partial);
-		buf_free(&r.current);
-		/* the proposer dies and restarts with its disk */
-		sim_env_kill(w->sim, w->nodes[0].env);
-		paxos_delete(w->nodes[0].px);
-		node_start(&w->nodes[0]);
-		ck_assert(unfinished(&w->nodes[0].disk[0].st));
+		minority_proposal_of_42(w);
 		for (int k = 0; k < w->n; k++)
 			ck_assert(!w->nodes[k].disk[0].has);
 		ck_assert_int_eq(paxos_repair(w, 1), 0); /* not node2's */
@@ -886,27 +923,9 @@ START_TEST(paxos_repair_finishes_a_minority_proposal)
 		ck_assert_int_eq(paxos_repair(w, 0), 1);
 		/* committed at quorum by the repair; the rest follow */
 		sim_run_for(w->sim, 1000000);
-		int holders = 0;
-		for (int k = 0; k < w->n; k++) {
-			ck_assert(!unfinished(&w->nodes[k].disk[0].st));
-			if (w->nodes[k].disk[0].has) {
-				ck_assert_int_eq(w->nodes[k].disk[0].val, 42);
-				holders++;
-			}
-		}
-		ck_assert_int_eq(holders, 3);
-		ck_assert_int_eq(paxos_repair(w, 0), 0);
-		r = one_round(w, 2, -1);
-		ck_assert_int_eq(r.outcome, PAXOS_OK);
-		ck_assert_int_eq(value_of(buf_slice(&r.current)), 42);
-		buf_free(&r.current);
+		assert_repaired_to_42(w);
 
-		for (int k = 0; k < w->n; k++) {
-			paxos_delete(w->nodes[k].px);
-			paxos_state_free(&w->nodes[k].disk[0].st);
-		}
-		sim_delete(w->sim);
-		free(w);
+		world_free(w, w->n);
 	}
 }
 END_TEST
@@ -920,31 +939,12 @@ END_TEST
 START_TEST(paxos_repair_waits_for_its_own_promise)
 {
 	for (uint64_t i = 0; i < 5; i++) {
-		struct world *w = calloc(1, sizeof(*w));
-		ck_assert_ptr_nonnull(w);
-		w->sim = sim_new(seed + 100 + i, START_WALL);
+		struct world *w = world_new(seed + 100 + i);
 		w->n = 3;
 		w->needed = 2;
 		sim_net_set_latency(w->sim, 100, 5000);
-		for (int k = 0; k < w->n; k++) {
-			struct pnode *n = &w->nodes[k];
-			n->w = w;
-			n->idx = k;
-			n->addr = (struct inet_addr){
-				.family = INET_V4,
-				.ip = {127, 0, 107, (uint8_t)(k + 1)},
-				.port = 7000};
-			w->addrs[k] = n->addr;
-			node_start(n);
-		}
-		paxos_test_propose_self_only(w->nodes[0].px, true);
-		struct paxos_result r = one_round(w, 0, 42);
-		ck_assert_int_eq(r.outcome, PAXOS_WRITE_TIMEOUT);
-		buf_free(&r.current);
-		sim_env_kill(w->sim, w->nodes[0].env);
-		paxos_delete(w->nodes[0].px);
-		node_start(&w->nodes[0]);
-		ck_assert(unfinished(&w->nodes[0].disk[0].st));
+		world_start(w, w->n, 1);
+		minority_proposal_of_42(w);
 
 		/* its loads take 20 ms; a round trip to the others <= 10 */
 		struct pnode *n0 = &w->nodes[0];
@@ -953,20 +953,7 @@ START_TEST(paxos_repair_waits_for_its_own_promise)
 		n0->load_delay_us = 20000;
 		ck_assert_int_eq(paxos_repair(w, 0), 1);
 		sim_run_for(w->sim, 1000000);
-		int holders = 0;
-		for (int k = 0; k < w->n; k++) {
-			ck_assert(!unfinished(&w->nodes[k].disk[0].st));
-			if (w->nodes[k].disk[0].has) {
-				ck_assert_int_eq(w->nodes[k].disk[0].val, 42);
-				holders++;
-			}
-		}
-		ck_assert_int_eq(holders, 3);
-		ck_assert_int_eq(paxos_repair(w, 0), 0);
-		r = one_round(w, 2, -1);
-		ck_assert_int_eq(r.outcome, PAXOS_OK);
-		ck_assert_int_eq(value_of(buf_slice(&r.current)), 42);
-		buf_free(&r.current);
+		assert_repaired_to_42(w);
 
 		/* not a replica of it: its promise cannot come, so fail */
 		struct one_done d = {0};
@@ -985,12 +972,7 @@ START_TEST(paxos_repair_waits_for_its_own_promise)
 		ck_assert_int_eq(d.res.outcome, PAXOS_FAILED);
 
 		env_timer_free(n0->env, n0->load_timer);
-		for (int k = 0; k < w->n; k++) {
-			paxos_delete(w->nodes[k].px);
-			paxos_state_free(&w->nodes[k].disk[0].st);
-		}
-		sim_delete(w->sim);
-		free(w);
+		world_free(w, w->n);
 	}
 }
 END_TEST
@@ -1051,24 +1033,12 @@ START_TEST(paxos_repair_before_a_range_moves)
 {
 	for (uint64_t i = 0; i < 20; i++) {
 		for (int with = 0; with < 2; with++) {
-			struct world *w = calloc(1, sizeof(*w));
-			ck_assert_ptr_nonnull(w);
-			w->sim = sim_new(seed + 200 + i, START_WALL);
+			struct world *w = world_new(seed + 200 + i);
 			w->n = 3; /* k0's natural replicas: nodes 0-2 */
 			w->needed = 2;
 			w->with_cleanup = true;
 			sim_net_set_latency(w->sim, 100, 5000);
-			for (int k = 0; k < 4; k++) {
-				struct pnode *n = &w->nodes[k];
-				n->w = w;
-				n->idx = k;
-				n->addr = (struct inet_addr){
-					.family = INET_V4,
-					.ip = {127, 0, 107, (uint8_t)(k + 40)},
-					.port = 7000};
-				w->addrs[k] = n->addr;
-				node_start(n);
-			}
+			world_start(w, 4, 40);
 			paxos_test_propose_self_only(w->nodes[0].px, true);
 			struct paxos_result r = one_round(w, 0, 42);
 			ck_assert_int_eq(r.outcome, PAXOS_WRITE_TIMEOUT);
@@ -1151,13 +1121,7 @@ START_TEST(paxos_repair_before_a_range_moves)
 				ck_assert_ptr_nonnull(
 					strstr(d.res.error, "127.0.107.41"));
 			}
-			for (int k = 0; k < 4; k++) {
-				paxos_cleanup_delete(w->nodes[k].pcl);
-				paxos_delete(w->nodes[k].px);
-				paxos_state_free(&w->nodes[k].disk[0].st);
-			}
-			sim_delete(w->sim);
-			free(w);
+			world_free(w, 4);
 		}
 	}
 }
@@ -1233,24 +1197,12 @@ START_TEST(purged_registers_refuse_stale_ballots)
 	const int64_t window = 10 * 1000000LL;
 	for (uint64_t i = 0; i < 10; i++) {
 		for (int guarded = 0; guarded < 2; guarded++) {
-			struct world *w = calloc(1, sizeof(*w));
-			ck_assert_ptr_nonnull(w);
-			w->sim = sim_new(seed + 300 + i, START_WALL);
+			struct world *w = world_new(seed + 300 + i);
 			w->n = 3;
 			w->needed = 2;
 			w->purge_window_us = guarded ? window : 0;
 			sim_net_set_latency(w->sim, 100, 5000);
-			for (int k = 0; k < w->n; k++) {
-				struct pnode *n = &w->nodes[k];
-				n->w = w;
-				n->idx = k;
-				n->addr = (struct inet_addr){
-					.family = INET_V4,
-					.ip = {127, 0, 107, (uint8_t)(k + 45)},
-					.port = 7000};
-				w->addrs[k] = n->addr;
-				node_start(n);
-			}
+			world_start(w, w->n, 45);
 			struct paxos_result r = one_round(w, 1, 42);
 			ck_assert_int_eq(r.outcome, PAXOS_OK);
 			ck_assert(r.applied);
@@ -1310,12 +1262,7 @@ START_TEST(purged_registers_refuse_stale_ballots)
 				paxos_get_stats(w->nodes[0].px, &st);
 				ck_assert_uint_eq(st.stale_ballots, 2);
 			}
-			for (int k = 0; k < w->n; k++) {
-				paxos_delete(w->nodes[k].px);
-				paxos_state_free(&w->nodes[k].disk[0].st);
-			}
-			sim_delete(w->sim);
-			free(w);
+			world_free(w, w->n);
 		}
 	}
 }
