@@ -5,6 +5,8 @@ replays on a sequential register. Op(kind "cas"|"read", a, b, res
 "ok"|"fail"|"unknown", out, call, ret); ret None: unknown outcome (may
 take effect any time after call, or never)."""
 import collections
+import random
+import time
 
 Op = collections.namedtuple("Op", "kind a b res out call ret")
 INF = float("inf")
@@ -129,3 +131,31 @@ if __name__ == "__main__":
                Op("read", 0, 0, "ok", 5, 30, 40)]
     assert check(unknown, 0) is True
     print("lincheck.py: ok")
+
+
+def cas_increments(ss, prepared, cid, t0, stop_at, history,
+                   quick_retry=()):
+    """A client's loop of CAS increments on one register (prepared:
+    `UPDATE ... SET v = ? WHERE ... IF v = ?`) until time.monotonic()
+    passes stop_at[0], each one an Op in history (times from t0). A
+    failed CAS learns the current value; an exception is an unknown
+    outcome, followed by a short pause unless it is one of quick_retry."""
+    seen = 0
+    rnd = random.Random(cid)
+    while time.monotonic() < stop_at[0]:
+        new = cid * 100000 + rnd.randrange(1, 99999)
+        call = time.monotonic() - t0
+        try:
+            r = ss.execute(prepared, (new, seen))
+            ret = time.monotonic() - t0
+            if r.was_applied:
+                history.append(Op("cas", seen, new, "ok", None, call, ret))
+                seen = new
+            else:
+                cur = r.one().v
+                history.append(Op("cas", seen, new, "fail", cur, call, ret))
+                seen = cur
+        except Exception as e:  # noqa: BLE001 (timeouts, lost connections)
+            history.append(Op("cas", seen, new, "unknown", None, call, None))
+            if not isinstance(e, quick_retry):
+                time.sleep(0.1)

@@ -9,7 +9,6 @@ the increment history checked linearizable (lincheck.py).
 
 Nodes live on 127.0.107.x."""
 import os
-import random
 import shutil
 import threading
 import time
@@ -20,7 +19,7 @@ from cassandra import InvalidRequest, Unavailable, WriteTimeout
 from cassandra.query import BatchStatement, SimpleStatement
 
 from clusters import cluster_script, session
-from lincheck import Op, check
+from lincheck import Op, cas_increments, check
 
 BASE = "127.0.107."
 
@@ -218,32 +217,8 @@ def test_races_claims_and_increments_with_a_kill(cluster):
     def incrementer(cid):
         cc, ss = session(ips[cid % 2])  # node1, node2: node3 gets killed
         p = ss.prepare("UPDATE ks.t SET v = ? WHERE k = 0 IF v = ?")
-        seen = 0
-        rnd = random.Random(cid)
-        while time.monotonic() < stop_at[0]:
-            new = cid * 100000 + rnd.randrange(1, 99999)
-            call = time.monotonic() - t0
-            try:
-                r = ss.execute(p, (new, seen))
-                ret = time.monotonic() - t0
-                if r.was_applied:
-                    history.append(Op("cas", seen, new, "ok", None, call,
-                                      ret))
-                    seen = new
-                else:
-                    cur = r.one().v
-                    history.append(Op("cas", seen, new, "fail", cur, call,
-                                      ret))
-                    seen = cur
-            except (WriteTimeout, Unavailable) as e:
-                history.append(Op("cas", seen, new, "unknown", None, call,
-                                  None))
-                if isinstance(e, Unavailable):
-                    time.sleep(0.1)
-            except Exception:  # noqa: BLE001 (connection loss: unknown)
-                history.append(Op("cas", seen, new, "unknown", None, call,
-                                  None))
-                time.sleep(0.1)
+        cas_increments(ss, p, cid, t0, stop_at, history,
+                       quick_retry=(WriteTimeout,))
         cc.shutdown()
 
     ts = [threading.Thread(target=incrementer, args=(i,)) for i in range(4)]

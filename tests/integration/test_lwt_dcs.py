@@ -7,7 +7,6 @@ linearizable (lincheck.py).
 Nodes live on 127.0.107.40-45 (shared with integration_paxos_moves: the
 two hold one ctest RESOURCE_LOCK)."""
 import os
-import random
 import signal
 import threading
 import time
@@ -17,7 +16,7 @@ from cassandra.query import SimpleStatement
 
 from clusters import session
 from conftest import default_yaml, seeds_yaml, wait_all_normal
-from lincheck import Op, check
+from lincheck import cas_increments, check
 
 IPS = ["127.0.107.4%d" % i for i in range(6)]
 
@@ -52,27 +51,7 @@ def test_increments_across_two_datacenters_stay_linearizable(make_node):
         p = ss.prepare("UPDATE ks.t SET v = ? WHERE k = 0 IF v = ?")
         p.consistency_level = CL.QUORUM
         p.serial_consistency_level = CL.SERIAL
-        seen = 0
-        rnd = random.Random(cid)
-        while time.monotonic() < stop_at[0]:
-            new = cid * 100000 + rnd.randrange(1, 99999)
-            call = time.monotonic() - t0
-            try:
-                r = ss.execute(p, (new, seen))
-                ret = time.monotonic() - t0
-                if r.was_applied:
-                    history.append(Op("cas", seen, new, "ok", None, call,
-                                      ret))
-                    seen = new
-                else:
-                    cur = r.one().v
-                    history.append(Op("cas", seen, new, "fail", cur, call,
-                                      ret))
-                    seen = cur
-            except Exception:  # noqa: BLE001 (timeouts: unknown outcome)
-                history.append(Op("cas", seen, new, "unknown", None, call,
-                                  None))
-                time.sleep(0.1)
+        cas_increments(ss, p, cid, t0, stop_at, history)
         cc.shutdown()
 
     ts = [threading.Thread(target=incrementer, args=(i,)) for i in range(4)]
