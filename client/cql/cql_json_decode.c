@@ -198,6 +198,17 @@ static int put_float(struct buf *out, bool dbl, double v)
 }
 
 /* fmt is a message with one %.*s, for the value's text. */
+/* Whether s[0..n) is an even number of hex digits. */
+static bool hex_bytes(const char *s, size_t n)
+{
+	if (n % 2)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (hex_digit(s[i]) < 0)
+			return false;
+	return true;
+}
+
 static int bad_text(const char *fmt, const char *s, size_t n)
 {
 	const char *hole = strstr(fmt, "%.*s");
@@ -813,6 +824,26 @@ static int decode_vector(const struct cql_json_type *t,
 	return 0;
 }
 
+/* What Cassandra's message says a type accepts when only its string
+ * form is valid JSON for it. */
+static const char *string_form(uint16_t kind)
+{
+	switch (kind) {
+	case STORAGE_TYPE_DATE:
+		return "a string representation of a date value";
+	case STORAGE_TYPE_TIME:
+		return "a string representation of a time value";
+	case STORAGE_TYPE_UUID:
+		return "a string representation of a uuid";
+	case STORAGE_TYPE_TIMEUUID:
+		return "a string representation of a timeuuid";
+	case STORAGE_TYPE_INET:
+		return "a string representation of an inet value";
+	default:
+		return "a string representation of a duration";
+	}
+}
+
 static int decode_value(const struct cql_json_type *t, const struct cql_json *j,
 			struct arena *a, struct buf *out, int depth)
 {
@@ -902,32 +933,22 @@ static int decode_value(const struct cql_json_type *t, const struct cql_json *j,
 				 "prefix: %.*s",
 				 (int)(n > 200 ? 200 : n), s);
 			why = whybuf;
-		} else if ((n - 2) % 2) {
+		} else if (!hex_bytes(s + 2, n - 2)) {
 			snprintf(whybuf, sizeof(whybuf),
 				 "cannot parse '%.*s' as hex bytes",
 				 (int)(n > 200 ? 200 : n) - 2, s + 2);
 			why = whybuf;
 		}
-		size_t mark = out->len;
-		for (size_t i = 2; !why && i < n; i += 2) {
-			int hi = hex_digit(s[i]), lo = hex_digit(s[i + 1]);
-			if (hi < 0 || lo < 0) {
-				snprintf(whybuf, sizeof(whybuf),
-					 "cannot parse '%.*s' as hex bytes",
-					 (int)(n > 200 ? 200 : n) - 2, s + 2);
-				why = whybuf;
-				break;
-			}
-			if (buf_put_u8(out, (uint8_t)(hi * 16 + lo)) != 0)
-				return -1;
-		}
-		if (why) {
-			out->len = mark;
+		if (why)
 			return err_set(ERR_INVALID,
 				       "Value '%.*s' is not a valid blob "
 				       "representation: %s",
 				       (int)(n > 200 ? 200 : n), s, why);
-		}
+		for (size_t i = 2; i < n; i += 2)
+			if (buf_put_u8(out, (uint8_t)(hex_digit(s[i]) * 16 +
+						      hex_digit(s[i + 1]))) !=
+			    0)
+				return -1;
 		return 0;
 	}
 	case STORAGE_TYPE_VARINT: {
@@ -969,38 +990,13 @@ static int decode_value(const struct cql_json_type *t, const struct cql_json *j,
 					j);
 		break;
 	case STORAGE_TYPE_DATE:
-		if (j->kind != CQL_JSON_STRING)
-			return expected("a string representation of a date "
-					"value",
-					j);
-		break;
 	case STORAGE_TYPE_TIME:
-		if (j->kind != CQL_JSON_STRING)
-			return expected("a string representation of a time "
-					"value",
-					j);
-		break;
 	case STORAGE_TYPE_UUID:
-		if (j->kind != CQL_JSON_STRING)
-			return expected("a string representation of a uuid", j);
-		break;
 	case STORAGE_TYPE_TIMEUUID:
-		if (j->kind != CQL_JSON_STRING)
-			return expected("a string representation of a "
-					"timeuuid",
-					j);
-		break;
 	case STORAGE_TYPE_INET:
-		if (j->kind != CQL_JSON_STRING)
-			return expected("a string representation of an inet "
-					"value",
-					j);
-		break;
 	case CQL_JSON_TYPE_DURATION:
 		if (j->kind != CQL_JSON_STRING)
-			return expected("a string representation of a "
-					"duration",
-					j);
+			return expected(string_form(t->kind), j);
 		break;
 	default:
 		return err_set(ERR_INVALID, "Unsupported type 0x%04x for JSON",
