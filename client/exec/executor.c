@@ -299,7 +299,8 @@ void cql_exec_run_stmt(struct job *j, const struct cql_stmt *s, int nbinds,
 	j->query_len = len;
 	if (s->kind == CQL_STMT_USE) {
 		char msg[160];
-		if (!cql_schema_keyspace(j->e->schema, s->u.use_keyspace)) {
+		if (!cql_schema_keyspace(j->e->schema, s->u.use_keyspace) &&
+		    !cql_schema_keyspace(j->e->views, s->u.use_keyspace)) {
 			snprintf(msg, sizeof(msg),
 				 "Keyspace '%s' does not exist",
 				 s->u.use_keyspace);
@@ -330,9 +331,9 @@ void cql_exec_run_stmt(struct job *j, const struct cql_stmt *s, int nbinds,
 	if (s->kind == CQL_STMT_DESCRIBE) {
 		struct cql_node_info node;
 		j->e->hooks.node_info(j->e->hooks.arg, &node);
-		cql_describe(j->e->schema, &node, &s->u.describe, j->keyspace,
-			     params, j->info->version, j->info->stream,
-			     &j->out);
+		cql_describe(j->e->schema, j->e->views, &node, &s->u.describe,
+			     j->keyspace, params, j->info->version,
+			     j->info->stream, &j->out);
 		return;
 	}
 	const struct cql_value *binds =

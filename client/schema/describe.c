@@ -178,6 +178,17 @@ static int put_cstr(struct buf *b)
 int cql_describe_keyspace_text(const struct cql_keyspace *k, struct buf *out)
 {
 	const struct storage_keyspace_meta *m = cql_keyspace_meta(k);
+	if (cql_system_keyspace_is_view(m->name)) {
+		/* for reference only, as Cassandra's KeyspaceMetadata does */
+		if (put(out, "/*\nWarning: Keyspace ") ||
+		    cql_describe_name(m->name, out) ||
+		    put(out, " is a virtual keyspace and cannot be recreated "
+			     "with CQL.\nStructure, for reference:\n"
+			     "VIRTUAL KEYSPACE ") ||
+		    cql_describe_name(m->name, out) || put(out, ";\n*/"))
+			return -1;
+		return 0;
+	}
 	static const char prefix[] = "org.apache.cassandra.locator.";
 	const char *klass = m->replication_class ? m->replication_class : "";
 	if (strncmp(klass, prefix, sizeof(prefix) - 1) == 0 &&
@@ -371,9 +382,19 @@ int cql_describe_table_text(const struct cql_table *t, bool internals,
 		rest[p] = i;
 	}
 	bool single = m->pk_count == 1 && m->ck_count == 0;
-	if (put(out, "CREATE TABLE ") || cql_describe_name(m->keyspace, out) ||
-	    put(out, ".") || cql_describe_name(m->name, out) ||
-	    put(out, " (\n"))
+	/* A virtual table is shown for reference inside a comment, as
+	 * Cassandra's TableMetadata.appendCqlTo does. */
+	bool virtual = cql_system_keyspace_is_view(m->keyspace);
+	if (virtual &&
+	    (put(out, "/*\nWarning: Table ") ||
+	     cql_describe_name(m->keyspace, out) || put(out, ".") ||
+	     cql_describe_name(m->name, out) ||
+	     put(out, " is a virtual table and cannot be recreated with "
+		      "CQL.\nStructure, for reference:\n")))
+		return -1;
+	if (put(out, virtual ? "VIRTUAL TABLE " : "CREATE TABLE ") ||
+	    cql_describe_name(m->keyspace, out) || put(out, ".") ||
+	    cql_describe_name(m->name, out) || put(out, " (\n"))
 		return -1;
 	size_t total = m->pk_count + m->ck_count + nrest;
 	for (size_t i = 0; i < total; i++) {
@@ -432,6 +453,15 @@ int cql_describe_table_text(const struct cql_table *t, bool internals,
 		if (put(out, ")\n    AND "))
 			return -1;
 	}
+	if (virtual)
+		return put(out, "comment = ") ||
+				       cql_put_string_literal(
+					       out,
+					       cql_view_comment(m->keyspace,
+								m->name)) ||
+				       put(out, ";\n*/")
+			       ? -1
+			       : 0;
 	return put_table_options(out, t) || put_drops(out, t, drops, ndrops);
 }
 
@@ -539,14 +569,43 @@ static int element_row(struct rows *r, const char *ks, const char *type,
 	return row_add(r, cells, true);
 }
 
+/* What DESCRIBE sees: the schema and the virtual keyspaces' registry, as
+ * Cassandra's DescribeStatement joins its distributed, local and virtual
+ * keyspaces. */
+struct sources {
+	const struct cql_schema *schema;
+	const struct cql_schema *views; /* may be NULL */
+};
+
+static const struct cql_keyspace *find_keyspace(const struct sources *s,
+						const char *ks)
+{
+	const struct cql_keyspace *k = cql_schema_keyspace(s->schema, ks);
+	if (!k && s->views)
+		k = cql_schema_keyspace(s->views, ks);
+	return k;
+}
+
+static const struct cql_table *find_table(const struct sources *s,
+					  const char *ks, const char *name)
+{
+	const struct cql_table *t = cql_schema_table(s->schema, ks, name);
+	if (!t && s->views)
+		t = cql_schema_table(s->views, ks, name);
+	return t;
+}
+
 /* Keyspaces (or a keyspace's tables) in Cassandra's NAME_COMPARATOR order:
  * case-insensitive, ties in registry order. */
-static size_t sorted_keyspaces(const struct cql_schema *s,
+static size_t sorted_keyspaces(const struct sources *s,
 			       const struct cql_keyspace **out, size_t cap)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < cql_schema_keyspace_count(s) && n < cap; i++) {
-		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
+	size_t n = 0, nk = cql_schema_keyspace_count(s->schema);
+	size_t nv = s->views ? cql_schema_keyspace_count(s->views) : 0;
+	for (size_t i = 0; i < nk + nv && n < cap; i++) {
+		const struct cql_keyspace *k =
+			i < nk ? cql_schema_keyspace_at(s->schema, i)
+			       : cql_schema_keyspace_at(s->views, i - nk);
 		const char *name = cql_keyspace_meta(k)->name;
 		size_t p = n++;
 		while (p > 0 && strcasecmp(cql_keyspace_meta(out[p - 1])->name,
@@ -688,10 +747,10 @@ static int invalid(const char *fmt, ...)
 	return err_set(ERR_INVALID, "%s", msg);
 }
 
-static const struct cql_keyspace *keyspace_of(const struct cql_schema *s,
+static const struct cql_keyspace *keyspace_of(const struct sources *s,
 					      const char *ks)
 {
-	const struct cql_keyspace *k = cql_schema_keyspace(s, ks);
+	const struct cql_keyspace *k = find_keyspace(s, ks);
 	if (!k)
 		invalid("'%s' not found in keyspaces", ks);
 	return k;
@@ -699,7 +758,7 @@ static const struct cql_keyspace *keyspace_of(const struct cql_schema *s,
 
 /* The keyspace an element statement works in: the named one or the USE
  * keyspace. */
-static const struct cql_keyspace *element_keyspace(const struct cql_schema *s,
+static const struct cql_keyspace *element_keyspace(const struct sources *s,
 						   const char *named,
 						   const char *current)
 {
@@ -710,9 +769,8 @@ static const struct cql_keyspace *element_keyspace(const struct cql_schema *s,
 	return keyspace_of(s, named ? named : current);
 }
 
-static int describe_rows(const struct cql_schema *s,
-			 const struct cql_describe *d, const char *current,
-			 struct rows *r)
+static int describe_rows(const struct sources *s, const struct cql_describe *d,
+			 const char *current, struct rows *r)
 {
 	const struct cql_keyspace *k;
 	const char *ks = d->name.keyspace;
@@ -778,7 +836,10 @@ static int describe_rows(const struct cql_schema *s,
 			return err_set(ERR_NOMEM, "out of memory");
 		size_t n = sorted_keyspaces(s, all, MAX_LIST);
 		for (size_t i = 0; i < n; i++)
-			if ((d->full || !cql_keyspace_is_system(all[i])) &&
+			if ((d->full ||
+			     !(cql_keyspace_is_system(all[i]) ||
+			       cql_system_keyspace_is_view(
+				       cql_keyspace_meta(all[i])->name))) &&
 			    keyspace_elements(r, all[i], false, d->internals))
 				return -1;
 		return 0;
@@ -788,27 +849,25 @@ static int describe_rows(const struct cql_schema *s,
 			return -1;
 		return keyspace_elements(r, k, d->only, d->internals);
 	case CQL_DESCRIBE_NAME:
-		if (!ks && cql_schema_keyspace(s, name))
-			return keyspace_elements(r,
-						 cql_schema_keyspace(s, name),
+		if (!ks && find_keyspace(s, name))
+			return keyspace_elements(r, find_keyspace(s, name),
 						 false, d->internals);
 		if (!(k = keyspace_of(s, ks ? ks : current ? current : name)))
 			return -1;
-		if (!cql_schema_table(s, cql_keyspace_meta(k)->name, name) &&
+		if (!find_table(s, cql_keyspace_meta(k)->name, name) &&
 		    cql_keyspace_type(k, name))
 			return type_element(r, cql_keyspace_type(k, name));
-		if (!cql_schema_table(s, cql_keyspace_meta(k)->name, name))
+		if (!find_table(s, cql_keyspace_meta(k)->name, name))
 			return invalid("'%s' not found in keyspace '%s'", name,
 				       cql_keyspace_meta(k)->name);
 		return table_element(
-			r,
-			cql_schema_table(s, cql_keyspace_meta(k)->name, name),
+			r, find_table(s, cql_keyspace_meta(k)->name, name),
 			d->internals);
 	case CQL_DESCRIBE_TABLE: {
 		if (!(k = element_keyspace(s, ks, current)))
 			return -1;
 		const char *kn = cql_keyspace_meta(k)->name;
-		const struct cql_table *t = cql_schema_table(s, kn, name);
+		const struct cql_table *t = find_table(s, kn, name);
 		if (!t)
 			return invalid("Table '%s' not found in keyspace '%s'",
 				       name, kn);
@@ -1089,10 +1148,12 @@ static int describe_cluster(const struct cql_schema *schema,
 }
 
 int cql_describe(const struct cql_schema *schema,
+		 const struct cql_schema *views,
 		 const struct cql_node_info *node, const struct cql_describe *d,
 		 const char *keyspace, const struct cql_query_params *params,
 		 uint8_t version, int16_t stream, struct buf *out)
 {
+	const struct sources src = {schema, views};
 	struct arena a;
 	arena_create(&a, 0);
 	struct rows r = {.a = &a, .ncols = 4};
@@ -1105,7 +1166,7 @@ int cql_describe(const struct cql_schema *schema,
 	uint8_t schema_version[16];
 	cql_schema_version(schema, schema_version);
 	int64_t offset = page_offset(params, schema_version);
-	int rc = offset < 0 ? -1 : describe_rows(schema, d, keyspace, &r);
+	int rc = offset < 0 ? -1 : describe_rows(&src, d, keyspace, &r);
 	if (rc == 0) {
 		rc = encode(out, &r, (size_t)offset, params, schema_version,
 			    version, stream);

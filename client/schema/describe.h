@@ -63,9 +63,13 @@ int cql_describe_index_text(const struct cql_table *t,
  * Answers a DESCRIBE statement: appends a whole RESULT Rows frame, or an
  * ERROR frame, to `out`. `keyspace` is the connection's USE keyspace (may
  * be NULL); `params` give the page size and paging state (may be NULL: one
- * page). Returns 0, or -1 when nothing could be appended (ERR_NOMEM).
+ * page). `views` is the virtual keyspaces' registry (cql_schema_new_views;
+ * may be NULL): their keyspaces and tables are described as Cassandra
+ * describes virtual ones, inside a comment. Returns 0, or -1 when nothing
+ * could be appended (ERR_NOMEM).
  */
 int cql_describe(const struct cql_schema *schema,
+		 const struct cql_schema *views,
 		 const struct cql_node_info *node, const struct cql_describe *d,
 		 const char *keyspace, const struct cql_query_params *params,
 		 uint8_t version, int16_t stream, struct buf *out);

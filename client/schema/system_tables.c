@@ -617,7 +617,7 @@ static int gen_vkeyspaces(struct rows *r, const struct cql_schema *v,
 	return 0;
 }
 
-static const char *view_comment(const char *ks, const char *table)
+const char *cql_view_comment(const char *ks, const char *table)
 {
 	static const struct {
 		const char *ks, *table, *comment;
@@ -666,7 +666,7 @@ static int gen_vtables(struct rows *r, const struct cql_schema *v,
 			    put_text(r, row, "keyspace_name", m->keyspace) ||
 			    put_text(r, row, "table_name", m->name) ||
 			    put_text(r, row, "comment",
-				     view_comment(m->keyspace, m->name)))
+				     cql_view_comment(m->keyspace, m->name)))
 				return -1;
 		}
 	}

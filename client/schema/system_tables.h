@@ -113,6 +113,10 @@ int cql_view_inet(struct cql_view_rows *b, const char *column,
 int cql_view_uuid(struct cql_view_rows *b, const char *column,
 		  const uint8_t id[16]);
 
+/* The comment of a virtual table, as Cassandra 4.1 gives it ("" when it
+ * has none). */
+const char *cql_view_comment(const char *ks, const char *table);
+
 /* True for the keyspaces of the views registry (cql_schema_new_views):
  * system_views and system_virtual_schema. */
 bool cql_system_keyspace_is_view(const char *keyspace);

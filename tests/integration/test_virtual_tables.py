@@ -122,6 +122,72 @@ def test_metadata_lists_system_views(node):
         cluster.shutdown()
 
 
+# Cassandra 4.1's DescribeStatementTest.testDescribeVirtualTables
+VIRTUAL_KS = ("/*\n"
+              "Warning: Keyspace system_virtual_schema is a virtual keyspace "
+              "and cannot be recreated with CQL.\n"
+              "Structure, for reference:\n"
+              "VIRTUAL KEYSPACE system_virtual_schema;\n"
+              "*/")
+VIRTUAL_COLUMNS = ("/*\n"
+                   "Warning: Table system_virtual_schema.columns is a virtual "
+                   "table and cannot be recreated with CQL.\n"
+                   "Structure, for reference:\n"
+                   "VIRTUAL TABLE system_virtual_schema.columns (\n"
+                   "    keyspace_name text,\n"
+                   "    table_name text,\n"
+                   "    column_name text,\n"
+                   "    clustering_order text,\n"
+                   "    column_name_bytes blob,\n"
+                   "    kind text,\n"
+                   "    position int,\n"
+                   "    type text,\n"
+                   "    PRIMARY KEY (keyspace_name, table_name, column_name)\n"
+                   ") WITH CLUSTERING ORDER BY (table_name ASC, "
+                   "column_name ASC)\n"
+                   "    AND comment = 'virtual column definitions';\n"
+                   "*/")
+
+
+def test_describe_and_use_virtual_keyspaces(node):
+    cluster, s = session(IP)
+    try:
+        listed = [r.name for r in s.execute("DESCRIBE KEYSPACES")]
+        assert "system_views" in listed
+        assert "system_virtual_schema" in listed
+        assert listed == sorted(listed)
+        rows = list(s.execute(
+            "DESCRIBE ONLY KEYSPACE system_virtual_schema"))
+        assert [tuple(r) for r in rows] == [
+            ("system_virtual_schema", "keyspace", "system_virtual_schema",
+             VIRTUAL_KS)]
+        rows = list(s.execute("DESCRIBE TABLE system_virtual_schema.columns"))
+        assert [tuple(r) for r in rows] == [
+            ("system_virtual_schema", "table", "columns", VIRTUAL_COLUMNS)]
+        # the whole keyspace: its definition, then every table by name
+        rows = list(s.execute("DESCRIBE KEYSPACE system_views"))
+        assert rows[0].type == "keyspace"
+        tables = [r.name for r in rows[1:]]
+        assert tables == sorted(tables) and "settings" in tables
+        assert all(r.create_statement.startswith("/*\nWarning: Table "
+                                                 "system_views.")
+                   for r in rows[1:])
+        # DESCRIBE SCHEMA leaves the system keyspaces out, FULL has them
+        assert not [r for r in s.execute("DESCRIBE SCHEMA")
+                    if r.keyspace_name.startswith("system")]
+        full = {r.keyspace_name for r in s.execute("DESCRIBE FULL SCHEMA")}
+        assert {"system_views", "system_virtual_schema"} <= full
+        # USE a virtual keyspace, then its tables by their bare names
+        s.execute("USE system_views")
+        got = [r.name for r in s.execute("DESCRIBE settings")]
+        assert got == ["settings"]
+        one = list(s.execute("SELECT value FROM settings "
+                             "WHERE name = 'cluster_name'"))
+        assert [r.value for r in one] == ["Integration"]
+    finally:
+        cluster.shutdown()
+
+
 def test_settings(node):
     cluster, s = session(IP)
     try:

@@ -217,7 +217,8 @@ def test_listings(server):
     assert [(r.keyspace_name, r.type, r.name) for r in got] == [
         (k, "keyspace", k) for k in [
             "ks", '"Other"', "system", "system_auth", "system_distributed",
-            "system_schema", "system_traces"]]
+            "system_schema", "system_traces", "system_views",
+            "system_virtual_schema"]]
     names, got = rows(s, "DESCRIBE TABLES")
     assert names == LIST_COLUMNS
     listed = [(r.keyspace_name, r.name) for r in got]
@@ -234,7 +235,7 @@ def test_listings(server):
     s2.execute("USE ks")
     assert [r.name for r in rows(s2, "DESC TABLES")[1]] == \
         ["deflated", "events", '"order"', '"QuotedTable"', "simple"]
-    assert len(rows(s2, "DESCRIBE KEYSPACES")[1]) == 7
+    assert len(rows(s2, "DESCRIBE KEYSPACES")[1]) == 9
 
 
 def test_schema_and_generic_forms(server):
@@ -251,8 +252,13 @@ def test_schema_and_generic_forms(server):
     assert full[:len(schema)] == schema
     system = {r.keyspace_name for r in full[len(schema):]}
     assert system == {"system", "system_auth", "system_distributed",
-                      "system_schema", "system_traces"}
-    assert all(r.create_statement.startswith("CREATE ") for r in full)
+                      "system_schema", "system_traces", "system_views",
+                      "system_virtual_schema"}
+    # the virtual ones for reference only, inside a comment
+    assert all(r.create_statement.startswith(
+        "/*\nWarning: " if r.keyspace_name in ("system_views",
+                                               "system_virtual_schema")
+        else "CREATE ") for r in full)
     ks = rows(s, "DESCRIBE KEYSPACE ks")[1]
     assert rows(s, "DESCRIBE ks")[1] == ks
     only = rows(s, "DESCRIBE ONLY KEYSPACE ks")[1]
