@@ -453,15 +453,14 @@ int cql_describe_table_text(const struct cql_table *t, bool internals,
 		if (put(out, ")\n    AND "))
 			return -1;
 	}
-	if (virtual)
-		return put(out, "comment = ") ||
-				       cql_put_string_literal(
-					       out,
-					       cql_view_comment(m->keyspace,
-								m->name)) ||
-				       put(out, ";\n*/")
-			       ? -1
-			       : 0;
+	if (virtual) {
+		/* its only option */
+		const char *comment = cql_view_comment(m->keyspace, m->name);
+		if (put(out, "comment = ") ||
+		    cql_put_string_literal(out, comment) || put(out, ";\n*/"))
+			return -1;
+		return 0;
+	}
 	return put_table_options(out, t) || put_drops(out, t, drops, ndrops);
 }
 
@@ -836,10 +835,8 @@ static int describe_rows(const struct sources *s, const struct cql_describe *d,
 			return err_set(ERR_NOMEM, "out of memory");
 		size_t n = sorted_keyspaces(s, all, MAX_LIST);
 		for (size_t i = 0; i < n; i++)
-			if ((d->full ||
-			     !(cql_keyspace_is_system(all[i]) ||
-			       cql_system_keyspace_is_view(
-				       cql_keyspace_meta(all[i])->name))) &&
+			/* the virtual keyspaces are system ones too */
+			if ((d->full || !cql_keyspace_is_system(all[i])) &&
 			    keyspace_elements(r, all[i], false, d->internals))
 				return -1;
 		return 0;
@@ -848,21 +845,19 @@ static int describe_rows(const struct sources *s, const struct cql_describe *d,
 		if (!(k = element_keyspace(s, name, current)))
 			return -1;
 		return keyspace_elements(r, k, d->only, d->internals);
-	case CQL_DESCRIBE_NAME:
-		if (!ks && find_keyspace(s, name))
-			return keyspace_elements(r, find_keyspace(s, name),
-						 false, d->internals);
+	case CQL_DESCRIBE_NAME: {
+		if (!ks && (k = find_keyspace(s, name)))
+			return keyspace_elements(r, k, false, d->internals);
 		if (!(k = keyspace_of(s, ks ? ks : current ? current : name)))
 			return -1;
-		if (!find_table(s, cql_keyspace_meta(k)->name, name) &&
-		    cql_keyspace_type(k, name))
+		const char *kn = cql_keyspace_meta(k)->name;
+		const struct cql_table *t = find_table(s, kn, name);
+		if (t)
+			return table_element(r, t, d->internals);
+		if (cql_keyspace_type(k, name))
 			return type_element(r, cql_keyspace_type(k, name));
-		if (!find_table(s, cql_keyspace_meta(k)->name, name))
-			return invalid("'%s' not found in keyspace '%s'", name,
-				       cql_keyspace_meta(k)->name);
-		return table_element(
-			r, find_table(s, cql_keyspace_meta(k)->name, name),
-			d->internals);
+		return invalid("'%s' not found in keyspace '%s'", name, kn);
+	}
 	case CQL_DESCRIBE_TABLE: {
 		if (!(k = element_keyspace(s, ks, current)))
 			return -1;
