@@ -565,10 +565,10 @@ static void forward(struct repl *r, struct ring *ring, uint32_t leader,
 	msg.cl = (uint32_t)cl;
 	const struct inet_addr *to = &ring_endpoint_get(ring, leader)->addr;
 	if (trace) {
-		char host[64];
-		inet_addr_format_host(to, host, sizeof(host));
+		char peer[REPL_TRACE_PEER_LEN];
+		repl_trace_peer(to, peer);
 		repl_trace(r, trace, "Native-Transport-Requests-1", start_us,
-			   "Enqueuing counter update to /%s", host);
+			   "Enqueuing counter update to %s", peer);
 		msg.trace_session.data = (uint8_t *)trace;
 		msg.trace_session.len = 16;
 	}
@@ -730,10 +730,10 @@ static void remote_done(void *arg, const struct repl_result *res)
 {
 	struct remote *rm = arg;
 	if (rm->traced) {
-		char host[64];
-		inet_addr_format_host(&rm->from, host, sizeof(host));
+		char peer[REPL_TRACE_PEER_LEN];
+		repl_trace_peer(&rm->from, peer);
 		repl_trace(rm->r, rm->trace, CTR_THREAD, rm->start_us,
-			   "Enqueuing response to /%s", host);
+			   "Enqueuing response to %s", peer);
 	}
 	Cassini__Replication__CounterRsp rsp =
 		CASSINI__REPLICATION__COUNTER_RSP__INIT;

@@ -146,6 +146,7 @@ struct op {
 	repl_write_done_fn wdone;
 	/* reads */
 	uint8_t table_id[16];
+	int64_t token; /* the partition's (trace events) */
 	/* a reference: the read merges with it after the caller's table
 	 * may have been altered or dropped */
 	const struct storage_table_meta *meta;
@@ -202,8 +203,18 @@ uint64_t repl_now_us(struct repl *r);
 void repl_trace(struct repl *r, const uint8_t *session, const char *thread,
 		uint64_t start_us, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
-/* A traced op's "Sending <verb> message to /<peer>". */
-void repl_trace_send(struct op *op, const char *verb, uint32_t ep);
+/* A peer as Cassandra 4 names one in trace events: "/127.0.0.1:7000". */
+#define REPL_TRACE_PEER_LEN (INET_ADDR_STRLEN + 1)
+void repl_trace_peer(const struct inet_addr *a, char out[REPL_TRACE_PEER_LEN]);
+/* A traced op's "Sending <verb> message to /<peer> message size N bytes"
+ * (Cassandra 4's verb names: READ_REQ, MUTATION_REQ, RANGE_REQ, ...; N is
+ * the message's encoded size). */
+void repl_trace_send(struct op *op, const char *verb, uint32_t ep,
+		     const ProtobufCMessage *msg);
+/* A traced op's "Full(/<peer>,(l,r])" of token `token`'s vnode range:
+ * Cassandra's name of a full replica in read repair's trace events. */
+void repl_trace_replica(const struct op *op, uint32_t ep, int64_t token,
+			char *out, size_t cap);
 /* A traced read's storage steps, in Cassandra's words (ReadStage-1):
  * "Merged data from memtables and N sstables" (a `point` read's only),
  * then "Read N live rows and M tombstone cells". */

@@ -102,8 +102,21 @@ static void read_send(struct op *op, size_t i, bool digest)
 	if (op->traced) {
 		msg.trace_session.data = op->trace;
 		msg.trace_session.len = 16;
+		char who[128];
+		if (op->phase == 2) { /* after a digest mismatch */
+			repl_trace_replica(op, t->ep, op->token, who,
+					   sizeof(who));
+			repl_trace(r, op->trace, "Native-Transport-Requests-1",
+				   op->start_us,
+				   "Enqueuing full data read to %s", who);
+		} else {
+			repl_trace_peer(repl_ep_addr(op, t->ep), who);
+			repl_trace(r, op->trace, "Native-Transport-Requests-1",
+				   op->start_us, "reading %s from %s",
+				   digest ? "digest" : "data", who);
+		}
 	}
-	repl_trace_send(op, "READ", t->ep);
+	repl_trace_send(op, "READ_REQ", t->ep, &msg.base);
 	if (repl_send_packed(r, repl_ep_addr(op, t->ep), REPL_VERB_READ,
 			     &msg.base) != 0)
 		repl_target_unsent(op, i);
@@ -162,6 +175,18 @@ static void read_fail(struct op *op, const char *why)
 	read_reply(op, &res, NULL);
 }
 
+/* "Sending read-repair-mutation to Full(/<peer>,(l,r])": a traced read
+ * repairs the replica `ep` of `token`. */
+static void trace_repair(struct op *op, uint32_t ep, int64_t token)
+{
+	if (!op->traced)
+		return;
+	char who[128];
+	repl_trace_replica(op, ep, token, who, sizeof(who));
+	repl_trace(op->r, op->trace, "Native-Transport-Requests-1",
+		   op->start_us, "Sending read-repair-mutation to %s", who);
+}
+
 /* Every contacted replica has sent its data: merge, repair, answer. */
 static void read_resolve(struct op *op)
 {
@@ -200,6 +225,7 @@ static void read_resolve(struct op *op)
 			continue;
 		t->answered = false;
 		t->round = 3;
+		trace_repair(op, t->ep, op->token);
 		if (repl_is_self(op, t->ep)) {
 			struct local_ctx *c = repl_local_ctx_new(r, t->id);
 			if (!c ||
@@ -217,6 +243,7 @@ static void read_resolve(struct op *op)
 		msg.deadline_us = repl_deadline_us(r, r->o.read_timeout_ms);
 		msg.mutation.data = enc.data;
 		msg.mutation.len = enc.len;
+		repl_trace_send(op, "READ_REPAIR_REQ", t->ep, &msg.base);
 		if (repl_send_packed(r, repl_ep_addr(op, t->ep),
 				     REPL_VERB_MUTATION, &msg.base) != 0)
 			repl_target_unsent(op, i); /* not waited for */
@@ -291,6 +318,23 @@ static bool round_answered(const struct op *op)
 	return true;
 }
 
+/* Cassandra's "Digest mismatch: Mismatch for key DecoratedKey(<token>,
+ * <key in hex>)". */
+static void trace_mismatch(struct op *op)
+{
+	if (!op->traced)
+		return;
+	char hex[2 * 96 + 4];
+	size_t n = op->cmd.key_len, shown = n > 96 ? 96 : n;
+	for (size_t i = 0; i < shown; i++)
+		snprintf(hex + 2 * i, 3, "%02x", op->cmd.key[i]);
+	snprintf(hex + 2 * shown, 4, "%s", shown < n ? "..." : "");
+	repl_trace(op->r, op->trace, "Native-Transport-Requests-1",
+		   op->start_us,
+		   "Digest mismatch: Mismatch for key DecoratedKey(%lld, %s)",
+		   (long long)op->token, hex);
+}
+
 /* Moves a read on: the digest round ends once block-for replicas (the
  * data one among them) have answered; the data and repair rounds once
  * every request of theirs has. A target whose send failed never answers:
@@ -340,6 +384,7 @@ static void read_progress(struct op *op)
 		/* Ask every replica that answered with a digest for its
 		 * data; stragglers of the digest round are left out. */
 		op->r->st.digest_mismatches++;
+		trace_mismatch(op);
 		op->phase = 2;
 		op->sending = true;
 		for (size_t i = 0; i < op->nt; i++) {
@@ -534,6 +579,7 @@ void repl_read(struct repl *r, const struct repl_read *q,
 	}
 	op->rdone = done;
 	op->phase = 1;
+	op->token = q->token;
 	if (q->trace_session) {
 		op->traced = true;
 		memcpy(op->trace, q->trace_session, 16);
@@ -630,6 +676,7 @@ static int range_repair(struct op *op, size_t i, const struct buf *enc,
 	r->st.read_repairs++;
 	if (repl_target_begin(op, j) != 0)
 		return -1;
+	trace_repair(op, op->t[j].ep, storage_mutation_token(m));
 	if (repl_is_self(op, op->t[j].ep)) {
 		struct local_ctx *c = repl_local_ctx_new(r, op->t[j].id);
 		if (!c || r->store->apply(r->store_arg, m,
@@ -646,6 +693,7 @@ static int range_repair(struct op *op, size_t i, const struct buf *enc,
 	msg.deadline_us = repl_deadline_us(r, r->o.range_timeout_ms);
 	msg.mutation.data = enc->data;
 	msg.mutation.len = enc->len;
+	repl_trace_send(op, "READ_REPAIR_REQ", op->t[j].ep, &msg.base);
 	if (repl_send_packed(r, repl_ep_addr(op, op->t[j].ep),
 			     REPL_VERB_MUTATION, &msg.base) != 0)
 		repl_target_unsent(op, j); /* not waited for */
@@ -871,7 +919,7 @@ static void range_send(struct op *op, size_t i)
 		msg.trace_session.data = op->trace;
 		msg.trace_session.len = 16;
 	}
-	repl_trace_send(op, "RANGE_SLICE", t->ep);
+	repl_trace_send(op, "RANGE_REQ", t->ep, &msg.base);
 	if (repl_send_packed(r, repl_ep_addr(op, t->ep), REPL_VERB_RANGE,
 			     &msg.base) != 0)
 		repl_target_unsent(op, i);

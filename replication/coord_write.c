@@ -306,7 +306,7 @@ static void write_send(struct op *op, size_t i)
 		msg.trace_session.data = op->trace;
 		msg.trace_session.len = 16;
 	}
-	repl_trace_send(op, "MUTATION", t->ep);
+	repl_trace_send(op, "MUTATION_REQ", t->ep, &msg.base);
 	if (repl_send_packed(r, repl_ep_addr(op, t->ep), REPL_VERB_MUTATION,
 			     &msg.base) != 0) {
 		/* Queue full or peer in backoff: as good as down. */

@@ -111,14 +111,66 @@ void repl_trace(struct repl *r, const uint8_t *session, const char *thread,
 		       (int64_t)(repl_now_us(r) - start_us), activity);
 }
 
-void repl_trace_send(struct op *op, const char *verb, uint32_t ep)
+void repl_trace_peer(const struct inet_addr *a, char out[REPL_TRACE_PEER_LEN])
+{
+	out[0] = '/';
+	inet_addr_format(a, out + 1, REPL_TRACE_PEER_LEN - 1);
+}
+
+void repl_trace_send(struct op *op, const char *verb, uint32_t ep,
+		     const ProtobufCMessage *msg)
 {
 	if (!op->traced)
 		return;
-	char host[64];
-	inet_addr_format_host(repl_ep_addr(op, ep), host, sizeof(host));
+	char peer[REPL_TRACE_PEER_LEN];
+	repl_trace_peer(repl_ep_addr(op, ep), peer);
 	repl_trace(op->r, op->trace, "Native-Transport-Requests-1",
-		   op->start_us, "Sending %s message to /%s", verb, host);
+		   op->start_us,
+		   "Sending %s message to %s message size %zu bytes", verb,
+		   peer, protobuf_c_message_get_packed_size(msg));
+}
+
+void repl_trace_replica(const struct op *op, uint32_t ep, int64_t token,
+			char *out, size_t cap)
+{
+	char peer[REPL_TRACE_PEER_LEN];
+	repl_trace_peer(repl_ep_addr(op, ep), peer);
+	struct token_range vr = {0};
+	if (ring_token_count(op->ring) > 0)
+		vr = ring_range_at(op->ring, ring_token_index(op->ring, token));
+	snprintf(out, cap, "Full(%s,(%lld,%lld])", peer, (long long)vr.left,
+		 (long long)vr.right);
+}
+
+/* What a traced op's answer from a peer was, by Cassandra 4's verbs. */
+static const char *answer_verb(const struct op *op, const struct target *t)
+{
+	switch (op->kind) {
+	case OP_WRITE:
+		return "MUTATION_RSP";
+	case OP_READ:
+		return t->round == 3 ? "READ_REPAIR_RSP" : "READ_RSP";
+	case OP_RANGE:
+		return t->round == 3 ? "READ_REPAIR_RSP" : "RANGE_RSP";
+	default:
+		return NULL;
+	}
+}
+
+/* A traced op's answer from a peer: "<verb> message received from
+ * /<peer>", then "Processing response from /<peer>" (or "Processing
+ * failure response"), as Cassandra's messaging and callback stages. */
+static void trace_answer(struct op *op, const struct target *t, bool ok)
+{
+	const char *verb = answer_verb(op, t);
+	if (!op->traced || !verb || repl_is_self(op, t->ep))
+		return;
+	char peer[REPL_TRACE_PEER_LEN];
+	repl_trace_peer(repl_ep_addr(op, t->ep), peer);
+	repl_trace(op->r, op->trace, "Messaging-EventLoop-1", op->start_us,
+		   "%s message received from %s", verb, peer);
+	repl_trace(op->r, op->trace, "RequestResponseStage-1", op->start_us,
+		   "Processing %sresponse from %s", ok ? "" : "failure ", peer);
 }
 
 void repl_trace_read_stats(struct repl *r, const uint8_t *session,
@@ -595,6 +647,7 @@ void repl_on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
 	}
 	struct target *t = &op->t[s->target];
 	free(s);
+	trace_answer(op, t, ok);
 	t->answered = true;
 	op->outstanding--;
 	op->hold++;

@@ -39,21 +39,27 @@ struct serve {
 	int64_t start, end;              /* a traced scan's range */
 };
 
-/* Takes a request's trace session (16 bytes; anything else: untraced). */
-static void serve_trace_begin(struct serve *s, const ProtobufCBinaryData *b)
-{
-	if (b->len != 16)
-		return;
-	s->traced = true;
-	memcpy(s->trace, b->data, 16);
-}
-
 #define serve_trace(s, thread, ...)                                            \
 	do {                                                                   \
 		if ((s)->traced)                                               \
 			repl_trace((s)->r, (s)->trace, thread, (s)->start_us,  \
 				   __VA_ARGS__);                               \
 	} while (0)
+
+/* Takes a request's trace session (16 bytes; anything else: untraced):
+ * "<verb> message received from /<coordinator>". */
+static void serve_trace_begin(struct serve *s, const ProtobufCBinaryData *b,
+			      const char *verb)
+{
+	if (b->len != 16)
+		return;
+	s->traced = true;
+	memcpy(s->trace, b->data, 16);
+	char peer[REPL_TRACE_PEER_LEN];
+	repl_trace_peer(&s->from, peer);
+	serve_trace(s, "Messaging-EventLoop-1", "%s message received from %s",
+		    verb, peer);
+}
 
 /* "<keyspace>.<table>" of a table id, for trace events. */
 static void table_name(struct repl *r, const uint8_t *id, char *out, size_t cap)
@@ -68,13 +74,19 @@ static void table_name(struct repl *r, const uint8_t *id, char *out, size_t cap)
 	storage_table_meta_unref(m);
 }
 
-static void serve_trace_reply(struct serve *s, const char *thread)
+/* A traced request's answer `rsp`: "Enqueuing response to /<coordinator>"
+ * and "Sending <verb> message to /<coordinator> message size N bytes". */
+static void serve_trace_reply(const struct serve *s, const char *thread,
+			      const char *verb, const ProtobufCMessage *rsp)
 {
-	if (!s->traced)
+	if (!s || !s->traced)
 		return;
-	char host[64];
-	inet_addr_format_host(&s->from, host, sizeof(host));
-	serve_trace(s, thread, "Enqueuing response to /%s", host);
+	char peer[REPL_TRACE_PEER_LEN];
+	repl_trace_peer(&s->from, peer);
+	serve_trace(s, thread, "Enqueuing response to %s", peer);
+	serve_trace(s, "Messaging-EventLoop-1",
+		    "Sending %s message to %s message size %zu bytes", verb,
+		    peer, protobuf_c_message_get_packed_size(rsp));
 }
 
 static bool expired(struct repl *r, int64_t deadline, uint32_t verb)
@@ -86,23 +98,31 @@ static bool expired(struct repl *r, int64_t deadline, uint32_t verb)
 	return false;
 }
 
-static void send_mutation_rsp(struct repl *r, const struct inet_addr *to,
-			      uint64_t id, bool ok, const char *error)
+/* `traced`: the traced request it answers, or NULL. */
+static void send_mutation_rsp_traced(struct repl *r, const struct inet_addr *to,
+				     uint64_t id, bool ok, const char *error,
+				     const struct serve *traced)
 {
 	Cassini__Replication__MutationRsp rsp =
 		CASSINI__REPLICATION__MUTATION_RSP__INIT;
 	rsp.id = id;
 	rsp.ok = ok;
 	rsp.error = (char *)(error ? error : "");
+	serve_trace_reply(traced, "MutationStage-1", "MUTATION_RSP", &rsp.base);
 	repl_send_packed(r, to, REPL_VERB_MUTATION_RSP, &rsp.base);
+}
+
+static void send_mutation_rsp(struct repl *r, const struct inet_addr *to,
+			      uint64_t id, bool ok, const char *error)
+{
+	send_mutation_rsp_traced(r, to, id, ok, error, NULL);
 }
 
 static void serve_apply_done(void *arg, int status, enum err_code code)
 {
 	struct serve *s = arg;
-	serve_trace_reply(s, "MutationStage-1");
-	send_mutation_rsp(s->r, &s->from, s->id, status == 0,
-			  status == 0 ? NULL : err_code_name(code));
+	send_mutation_rsp_traced(s->r, &s->from, s->id, status == 0,
+				 status == 0 ? NULL : err_code_name(code), s);
 	arena_destroy(&s->a);
 	free(s);
 }
@@ -177,7 +197,7 @@ static void serve_mutation(struct repl *r, const struct inet_addr *from,
 		storage_mutation_decode(req->mutation.data, req->mutation.len);
 	struct serve *s = m ? serve_new(r, from, req->id) : NULL;
 	if (s && m) {
-		serve_trace_begin(s, &req->trace_session);
+		serve_trace_begin(s, &req->trace_session, "MUTATION_REQ");
 		if (s->traced) {
 			char tn[160];
 			table_name(r, storage_mutation_table_id(m), tn,
@@ -208,7 +228,6 @@ static void serve_read_done(void *arg, int status, enum err_code code,
 	if (s->traced && status == 0 && n == 1)
 		repl_trace_read_stats(s->r, s->trace, "ReadStage-1",
 				      s->start_us, &s->stats, true);
-	serve_trace_reply(s, "ReadStage-1");
 	Cassini__Replication__ReadRsp rsp =
 		CASSINI__REPLICATION__READ_RSP__INIT;
 	rsp.id = s->id;
@@ -230,6 +249,7 @@ static void serve_read_done(void *arg, int status, enum err_code code,
 			rsp.fragment.len = enc.len;
 		}
 	}
+	serve_trace_reply(s, "ReadStage-1", "READ_RSP", &rsp.base);
 	repl_send_packed(s->r, &s->from, REPL_VERB_READ_RSP, &rsp.base);
 	buf_free(&enc);
 	for (size_t i = 0; i < n; i++)
@@ -247,7 +267,6 @@ static void serve_range_done(void *arg, int status, enum err_code code,
 	if (s->traced && status == 0)
 		repl_trace_scan_stats(s->r, s->trace, s->start_us, s->start,
 				      s->end, &s->stats);
-	serve_trace_reply(s, "ReadStage-1");
 	Cassini__Replication__RangeRsp rsp =
 		CASSINI__REPLICATION__RANGE_RSP__INIT;
 	rsp.id = s->id;
@@ -274,6 +293,7 @@ static void serve_range_done(void *arg, int status, enum err_code code,
 		rsp.n_fragments = n;
 		rsp.fragments = bins;
 	}
+	serve_trace_reply(s, "ReadStage-1", "RANGE_RSP", &rsp.base);
 	repl_send_packed(s->r, &s->from, REPL_VERB_RANGE_RSP, &rsp.base);
 	for (size_t i = 0; i < n; i++) {
 		if (encs)
@@ -316,7 +336,7 @@ static void serve_read(struct repl *r, const struct inet_addr *from,
 		}
 	} else {
 		s->digest = req->digest;
-		serve_trace_begin(s, &req->trace_session);
+		serve_trace_begin(s, &req->trace_session, "READ_REQ");
 		if (s->traced) {
 			char tn[160];
 			table_name(r, req->table_id.data, tn, sizeof(tn));
@@ -362,7 +382,7 @@ static void serve_range(struct repl *r, const struct inet_addr *from,
 		}
 	} else {
 		uint32_t max = req->max_partitions ? req->max_partitions : 1000;
-		serve_trace_begin(s, &req->trace_session);
+		serve_trace_begin(s, &req->trace_session, "RANGE_REQ");
 		if (s->traced) {
 			s->cmd.stats = &s->stats;
 			s->start = req->start;

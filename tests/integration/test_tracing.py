@@ -21,8 +21,11 @@ IPS = ["127.0.110.1", "127.0.110.2", "127.0.110.3"]
 def three_nodes(make_node):
     nodes = []
     for i, ip in enumerate(IPS):
+        # no hints: a node that missed a write stays stale until a
+        # read repairs it (test_a_traced_read_repair)
         n = make_node(default_yaml(listen_address=ip, rpc_address=ip,
-                                   seed_provider=seeds_yaml(IPS[0])),
+                                   seed_provider=seeds_yaml(IPS[0]),
+                                   hinted_handoff_enabled="false"),
                       name=f"node{i + 1}")
         nodes.append(n)
     for n in nodes:
@@ -107,6 +110,18 @@ def test_traced_select_writes_a_session_with_events(three_nodes):
         cluster.shutdown()
 
 
+def peer(ip):
+    """A node as Cassandra 4's trace events name it."""
+    return f"/{ip}:7000"
+
+
+def sent(acts, src, verb, ip):
+    """Whether `src` traced sending a `verb` message to `ip`."""
+    return any(a == src and act.startswith(
+        f"Sending {verb} message to {peer(ip)} message size ")
+        for a, act, _ in acts)
+
+
 def events_until(s, trace_id, want):
     """system_traces.events of a session once `want(rows)` holds (the
     replicas write theirs asynchronously, after their answers)."""
@@ -139,13 +154,15 @@ def test_replicas_record_their_events_in_the_session(three_nodes):
                 "Enqueuing response") for r in rs) for ip in others))
         acts = [(str(r.source), r.activity, r.thread) for r in rows]
         for ip in others:
-            assert (coord, f"Sending MUTATION message to /{ip}",
-                    "Native-Transport-Requests-1") in acts, acts
+            assert sent(acts, coord, "MUTATION_REQ", ip), acts
             mine = [(a, t) for src, a, t in acts if src == ip]
+            assert (f"MUTATION_REQ message received from {peer(coord)}",
+                    "Messaging-EventLoop-1") in mine, acts
             assert ("Appending to commitlog", "MutationStage-1") in mine, acts
             assert ("Adding to ks.t memtable", "MutationStage-1") in mine
-            assert (f"Enqueuing response to /{coord}",
+            assert (f"Enqueuing response to {peer(coord)}",
                     "MutationStage-1") in mine
+            assert sent(acts, ip, "MUTATION_RSP", coord), acts
         assert all(r.source_elapsed is not None and r.source_elapsed >= 0
                    for r in rows)
         ttl = s.execute("SELECT TTL(activity) AS t FROM system_traces.events"
@@ -162,10 +179,10 @@ def test_replicas_record_their_events_in_the_session(three_nodes):
         assert rs.one().v == "seven"
         trace = rs.get_query_trace(max_wait_sec=30)
         coord = str(trace.coordinator)
-        prefix = "Sending READ message to /"
+        prefix = "Sending READ_REQ message to /"
 
         def sent_to(rows):
-            return [r.activity[len(prefix):] for r in rows
+            return [r.activity[len(prefix):].split(":")[0] for r in rows
                     if str(r.source) == coord and
                     r.activity.startswith(prefix)]
 
@@ -187,7 +204,16 @@ def test_replicas_record_their_events_in_the_session(three_nodes):
                     "ReadStage-1") in mine, acts
             assert ("Read 1 live rows and 0 tombstone cells",
                     "ReadStage-1") in mine, acts
-            assert (f"Enqueuing response to /{coord}", "ReadStage-1") in mine
+            assert (f"Enqueuing response to {peer(coord)}",
+                    "ReadStage-1") in mine
+            assert sent(acts, ip, "READ_RSP", coord), acts
+            # the coordinator asked it for data or a digest, and took
+            # its answer
+            assert any(src == coord and a in (f"reading data from {peer(ip)}",
+                                               f"reading digest from {peer(ip)}")
+                       for src, a, _ in acts), acts
+            assert (coord, f"Processing response from {peer(ip)}",
+                    "RequestResponseStage-1") in acts, acts
         # the coordinator is a replica too (RF 3): its own read's steps
         mine = [a for src, a, _ in acts if src == coord]
         assert "Merged data from memtables and 1 sstables" in mine, acts
@@ -199,7 +225,7 @@ def test_replicas_record_their_events_in_the_session(three_nodes):
         assert [r.v for r in rs] == ["seven"]
         trace = rs.get_query_trace(max_wait_sec=30)
         coord = str(trace.coordinator)
-        prefix = "Sending RANGE_SLICE message to /"
+        prefix = "Sending RANGE_REQ message to /"
         rows = events_until(s, trace.trace_id, lambda rs: sent_to(rs) and all(
             any(str(r.source) == ip and r.activity.startswith(
                 "Enqueuing response") for r in rs) for ip in sent_to(rs)))
@@ -242,9 +268,70 @@ def test_replicas_record_their_events_in_the_session(three_nodes):
                   "Adding to ks.c memtable"]:
             assert a in lead, acts
         for ip in others:
-            assert (coord, f"Sending MUTATION message to /{ip}",
-                    "Native-Transport-Requests-1") in acts, acts
+            assert sent(acts, coord, "MUTATION_REQ", ip), acts
             assert (ip, "Adding to ks.c memtable", "MutationStage-1") in acts
+    finally:
+        cluster.shutdown()
+
+
+def test_a_traced_read_repair(three_nodes):
+    """A node that missed a write (down, no hints) is found stale by a
+    traced read at ALL: the trace shows the mismatch and the repair in
+    Cassandra 4's words."""
+    cluster, s = session(IPS[0])
+    try:
+        s.execute("CREATE KEYSPACE ks WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+        s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+        assert cluster.control_connection.wait_for_schema_agreement(
+            wait_time=30)
+        three_nodes[2].stop()
+        s.execute(SimpleStatement(
+            "INSERT INTO ks.t (k, v) VALUES (9, 'nine')",
+            consistency_level=ConsistencyLevel.ONE))
+        three_nodes[2].start()
+        assert three_nodes[2].wait_for_log("CQL clients on", timeout=60)
+        wait_all_normal(IPS, timeout=60)
+        q = SimpleStatement("SELECT v FROM ks.t WHERE k = 9",
+                            consistency_level=ConsistencyLevel.ALL)
+        rs = s.execute(q, trace=True)
+        assert rs.one().v == "nine"
+        trace = rs.get_query_trace(max_wait_sec=30)
+        coord, stale = IPS[0], IPS[2]
+        assert str(trace.coordinator) == coord
+        rows = events_until(s, trace.trace_id, lambda rs: any(
+            str(r.source) == stale and r.activity.startswith(
+                "Sending READ_RSP") for r in rs) and any(
+            r.activity.startswith("READ_REPAIR_RSP message received")
+            for r in rs))
+        acts = [(str(r.source), r.activity, r.thread) for r in rows]
+        mine = [a for src, a, _ in acts if src == coord]
+        # int 9 is the key 00000009
+        assert any(a.startswith("Digest mismatch: Mismatch for key "
+                                "DecoratedKey(") and a.endswith(", 00000009)")
+                   for a in mine), acts
+        for ip in IPS[1:]:
+            assert f"reading digest from {peer(ip)}" in mine, acts
+            assert any(a.startswith(f"Enqueuing full data read to "
+                                    f"Full({peer(ip)},(") for a in mine), acts
+        # the repair goes to the stale replica only
+        assert any(a.startswith(f"Sending read-repair-mutation to "
+                                f"Full({peer(stale)},(") for a in mine), acts
+        assert not any(a.startswith(f"Sending read-repair-mutation to "
+                                    f"Full({peer(IPS[1])},(")
+                       for a in mine), acts
+        assert sent(acts, coord, "READ_REPAIR_REQ", stale), acts
+        assert f"READ_REPAIR_RSP message received from {peer(stale)}" \
+            in mine, acts
+        assert (stale, f"READ_REQ message received from {peer(coord)}",
+                "Messaging-EventLoop-1") in acts, acts
+        # and the stale replica now has the row
+        cluster.shutdown()
+        cluster, s = session(stale)
+        r = s.execute(SimpleStatement(
+            "SELECT v FROM ks.t WHERE k = 9",
+            consistency_level=ConsistencyLevel.ONE)).one()
+        assert r is not None and r.v == "nine"
     finally:
         cluster.shutdown()
 

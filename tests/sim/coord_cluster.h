@@ -45,7 +45,7 @@ struct mnode {
 	/* trace events this node recorded (the trace hook) */
 	int trace_events;
 	uint8_t trace_session[16]; /* the last one's session */
-	char trace_log[2048];      /* "thread|activity\n" each */
+	char trace_log[8192];      /* "thread|activity\n" each */
 };
 
 struct simc {

@@ -324,8 +324,8 @@ START_TEST(trace_session_reaches_the_replicas)
 	storage_mutation_delete(m);
 	ck_assert(sim_run_until(c->sim, outcome_done, &w, 30000000));
 	ck_assert_int_eq(w.res.outcome, REPL_OK);
-	ck_assert_ptr_nonnull(
-		strstr(c->nodes[0].trace_log, "Sending MUTATION message to /"));
+	ck_assert_ptr_nonnull(strstr(c->nodes[0].trace_log,
+				     "Sending MUTATION_REQ message to /"));
 	for (int i = 1; i < 3; i++) {
 		struct mnode *n = &c->nodes[i];
 		ck_assert_mem_eq(n->trace_session, sid, 16);
@@ -626,6 +626,111 @@ START_TEST(read_repair)
 }
 END_TEST
 
+#define PEER_LEN (INET_ADDR_STRLEN + 1)
+/* "/127.0.0.1:7000": a peer in Cassandra 4's trace events. */
+static void peer_name(const struct inet_addr *a, char out[PEER_LEN])
+{
+	out[0] = '/';
+	inet_addr_format(a, out + 1, PEER_LEN - 1);
+}
+
+/* A traced read that meets a stale replica says so in Cassandra 4's
+ * words: the data and digest requests, the mismatch with the partition's
+ * key, the full data reads, the repair mutation to the stale replica,
+ * and each peer's answer. */
+START_TEST(traced_read_repair)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(19, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	struct outcome o = do_write(c, 0, s, REPL_CL_ALL, "rk", "old", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	sim_net_cut(c->sim, NULL, &c->nodes[2].addr, true);
+	o = do_write(c, 0, s, REPL_CL_TWO, "rk", "new", 20);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	sim_run_for(c->sim, 3000000);
+	sim_net_heal(c->sim);
+	uint8_t sid[16] = {0x7e, 0x57};
+	struct storage_read_cmd cmd = {.key = (const uint8_t *)"rk",
+				       .key_len = 2,
+				       .with_static = true};
+	int64_t token = murmur3_token((const uint8_t *)"rk", 2);
+	struct repl_read q = {.table_id = c->meta->id,
+			      .meta = c->meta,
+			      .strategy = s,
+			      .cl = REPL_CL_ALL,
+			      .cmd = &cmd,
+			      .token = token,
+			      .read_repair = true,
+			      .trace_session = sid};
+	for (int i = 0; i < 3; i++)
+		c->nodes[i].trace_log[0] = 0;
+	struct outcome r = {0};
+	repl_read(c->nodes[0].repl, &q, on_read, &r);
+	ck_assert(sim_run_until(c->sim, outcome_done, &r, 30000000));
+	ck_assert_int_eq(r.res.outcome, REPL_OK);
+	storage_mutation_delete(r.frag);
+	const char *log = c->nodes[0].trace_log;
+	char peer[2][PEER_LEN], want[512];
+	for (int i = 1; i < 3; i++)
+		peer_name(&c->nodes[i].addr, peer[i - 1]);
+	/* node 0 reads its own data; digests from the others */
+	for (int i = 0; i < 2; i++) {
+		snprintf(want, sizeof(want), "reading digest from %s\n",
+			 peer[i]);
+		ck_assert_msg(strstr(log, want), "%s", log);
+		snprintf(want, sizeof(want),
+			 "Sending READ_REQ message to %s message size ",
+			 peer[i]);
+		ck_assert_msg(strstr(log, want), "%s", log);
+		snprintf(want, sizeof(want),
+			 "Messaging-EventLoop-1|READ_RSP message received "
+			 "from %s\n"
+			 "RequestResponseStage-1|Processing response from %s\n",
+			 peer[i], peer[i]);
+		ck_assert_msg(strstr(log, want), "%s", log);
+		snprintf(want, sizeof(want),
+			 "Enqueuing full data read to Full(%s,(", peer[i]);
+		ck_assert_msg(strstr(log, want), "%s", log);
+	}
+	snprintf(want, sizeof(want),
+		 "Digest mismatch: Mismatch for key DecoratedKey(%lld, 726b)\n",
+		 (long long)token);
+	ck_assert_msg(strstr(log, want), "%s", log);
+	/* only node 2 missed the write: the repair goes to it alone */
+	snprintf(want, sizeof(want),
+		 "Sending read-repair-mutation to Full(%s,(", peer[1]);
+	ck_assert_msg(strstr(log, want), "%s", log);
+	snprintf(want, sizeof(want),
+		 "Sending read-repair-mutation to Full(%s,(", peer[0]);
+	ck_assert_msg(!strstr(log, want), "%s", log);
+	snprintf(want, sizeof(want),
+		 "Sending READ_REPAIR_REQ message to %s message size ",
+		 peer[1]);
+	ck_assert_msg(strstr(log, want), "%s", log);
+	snprintf(want, sizeof(want),
+		 "READ_REPAIR_RSP message received from %s\n", peer[1]);
+	ck_assert_msg(strstr(log, want), "%s", log);
+	/* a replica's side: the request arrives, the answer leaves */
+	char coord[PEER_LEN];
+	peer_name(&c->nodes[0].addr, coord);
+	snprintf(want, sizeof(want),
+		 "Messaging-EventLoop-1|READ_REQ message received from %s\n",
+		 coord);
+	ck_assert_msg(strstr(c->nodes[1].trace_log, want), "%s",
+		      c->nodes[1].trace_log);
+	snprintf(want, sizeof(want),
+		 "ReadStage-1|Enqueuing response to %s\n"
+		 "Messaging-EventLoop-1|Sending READ_RSP message to %s "
+		 "message size ",
+		 coord, coord);
+	ck_assert_msg(strstr(c->nodes[1].trace_log, want), "%s",
+		      c->nodes[1].trace_log);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
 /* Reads time out with data_present when a contacted replica never
  * answers. */
 START_TEST(read_timeout)
@@ -850,7 +955,7 @@ START_TEST(trace_range_step)
 	free(o.f);
 	ck_assert_ptr_nonnull(strstr(c->nodes[0].trace_log,
 				     "Native-Transport-Requests-1|Sending "
-				     "RANGE_SLICE message to /"));
+				     "RANGE_REQ message to /"));
 	for (int i = 0; i < 3; i++) {
 		const char *log = c->nodes[i].trace_log;
 		ck_assert_mem_eq(c->nodes[i].trace_session, sid, 16);
@@ -1291,6 +1396,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, handed_over_hints_are_kept_or_applied);
 	tcase_add_test(tc, a_silent_datacenter_does_not_overload_local_writes);
 	tcase_add_test(tc, read_repair);
+	tcase_add_test(tc, traced_read_repair);
 	tcase_add_test(tc, read_timeout);
 	tcase_add_test(tc, timeouts_fire_at_each_operations_own_deadline);
 	tcase_add_test(tc, speculative_retry);

@@ -411,7 +411,7 @@ START_TEST(traced_increment)
 				"memtable\n")) {
 			leaders++;
 			ck_assert_ptr_nonnull(
-				strstr(log, "Sending MUTATION message to /"));
+				strstr(log, "Sending MUTATION_REQ message to /"));
 			ck_assert_ptr_nonnull(
 				strstr(log, "CounterMutationStage-1|Enqueuing "
 					    "response to /"));
