@@ -96,8 +96,15 @@ static void hint_target(struct op *op, const struct target *t)
 		return; /* this node's own write is in its commitlog */
 	const struct ring_endpoint *e = ring_endpoint_get(op->ring, t->ep);
 	if (r->hooks.hint(r->hooks.arg, e->host_id, e->dc, enc->data,
-			  enc->len) == 0)
-		r->st.hints_written++;
+			  enc->len) != 0)
+		return;
+	r->st.hints_written++;
+	if (op->traced) { /* Cassandra's words, which it only logs */
+		char peer[REPL_TRACE_PEER_LEN];
+		repl_trace_peer(&e->addr, peer);
+		repl_trace(r, op->trace, "Native-Transport-Requests-1",
+			   op->start_us, "Adding hints for [%s]", peer);
+	}
 }
 
 void repl_write_answer(struct op *op, struct target *t, bool ok,

@@ -399,6 +399,22 @@ START_TEST(write_timeout_and_hint)
 	o = do_write(c, 0, s, REPL_CL_ONE, "k3", "v", 10);
 	ck_assert_int_eq(o.res.outcome, REPL_OK);
 	ck_assert_int_eq(c->nodes[0].hints, 3);
+	/* A traced write says which replicas it hinted. */
+	uint8_t sid[16] = {0x41, 0x17};
+	struct storage_mutation *m = make_write(c, "k5", "v", 10);
+	struct repl_mutation rm = {m, s};
+	c->nodes[0].trace_log[0] = 0;
+	o = (struct outcome){0};
+	repl_write_traced(c->nodes[0].repl, &rm, 1, REPL_CL_ONE,
+			  REPL_WRITE_SIMPLE, sid, on_write, &o);
+	storage_mutation_delete(m);
+	ck_assert(sim_run_until(c->sim, outcome_done, &o, 30000000));
+	ck_assert_int_eq(c->nodes[0].hints, 4);
+	char want[128], addr[INET_ADDR_STRLEN];
+	snprintf(want, sizeof(want), "Adding hints for [/%s]\n",
+		 inet_addr_format(&c->nodes[2].addr, addr, sizeof(addr)));
+	ck_assert_msg(strstr(c->nodes[0].trace_log, want), "%s",
+		      c->nodes[0].trace_log);
 	/* ANY with every replica down: the hint is the acknowledgement. */
 	c->down[1] = true;
 	c->down[0] = true; /* as others see it; the local node is alive */
