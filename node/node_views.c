@@ -2,7 +2,7 @@
  * The system_views tables the node fills from its own state (the CQL
  * layer defines them and sorts the rows): gossip_info from the gossiper,
  * pending_hints from the hint store, disk_usage and sstable_tasks from
- * storage. Called on
+ * storage, internode_inbound/outbound from the transport. Called on
  * the event loop for each SELECT on one of them; each reads in-memory
  * state only.
  */
@@ -12,6 +12,7 @@
 #include "node/cql_service.h"
 #include "node/members.h"
 #include "node/node_internal.h"
+#include "node/transport.h"
 #include "replication/hints.h"
 #include "replication/replication.h"
 #include "ring/ring.h"
@@ -301,6 +302,99 @@ static int sstable_tasks(struct node *n, struct cql_view_rows *b)
 	return 0;
 }
 
+/* A peer's row key: address, port, and its dc and rack as the ring knows
+ * them (Cassandra's snitch says UNKNOWN_DC / UNKNOWN_RACK otherwise). */
+static int internode_key(struct node *n, struct cql_view_rows *b,
+			 const struct inet_addr *a)
+{
+	struct ring *r = members_ring(n->members);
+	int ep = ring_endpoint_find(r, a);
+	const struct ring_endpoint *e =
+		ep >= 0 ? ring_endpoint_get(r, (size_t)ep) : NULL;
+	return cql_view_row(b) || cql_view_inet(b, "address", a) ||
+	       cql_view_int(b, "port", a->port) ||
+	       cql_view_text(b, "dc", e ? e->dc : "UNKNOWN_DC") ||
+	       cql_view_text(b, "rack", e ? e->rack : "UNKNOWN_RACK");
+}
+
+#define VIEW_COUNT(b, col, v) cql_view_bigint(b, col, (int64_t)(v))
+
+/* Cassandra 4.1's internode_outbound: what this node sent each peer. We
+ * queue no message past a deadline and have no reserve capacity: those
+ * counters are 0; using_bytes is what is queued, as in Cassandra. */
+static int internode_outbound(struct node *n, struct cql_view_rows *b)
+{
+	size_t total = transport_outbound_peers(n->transport, NULL, 0);
+	struct transport_outbound_stats *st =
+		calloc(total ? total : 1, sizeof(*st));
+	if (!st)
+		return err_set(ERR_NOMEM, "no memory for internode_outbound");
+	size_t got = transport_outbound_peers(n->transport, st, total);
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < got && i < total; i++) {
+		const struct transport_outbound_stats *o = &st[i];
+		rc = internode_key(n, b, &o->addr) ||
+		     VIEW_COUNT(b, "using_bytes", o->pending_bytes) ||
+		     VIEW_COUNT(b, "using_reserve_bytes", 0) ||
+		     VIEW_COUNT(b, "pending_count", o->pending_count) ||
+		     VIEW_COUNT(b, "pending_bytes", o->pending_bytes) ||
+		     VIEW_COUNT(b, "sent_count", o->sent_count) ||
+		     VIEW_COUNT(b, "sent_bytes", o->sent_bytes) ||
+		     VIEW_COUNT(b, "expired_count", 0) ||
+		     VIEW_COUNT(b, "expired_bytes", 0) ||
+		     VIEW_COUNT(b, "error_count", o->error_count) ||
+		     VIEW_COUNT(b, "error_bytes", o->error_bytes) ||
+		     VIEW_COUNT(b, "overload_count", o->overload_count) ||
+		     VIEW_COUNT(b, "overload_bytes", o->overload_bytes) ||
+		     VIEW_COUNT(b, "active_connections",
+				o->active_connections) ||
+		     VIEW_COUNT(b, "connection_attempts",
+				o->connection_attempts) ||
+		     VIEW_COUNT(b, "successful_connection_attempts",
+				o->successful_connection_attempts);
+	}
+	free(st);
+	return rc ? -1 : 0;
+}
+
+/* Cassandra 4.1's internode_inbound: what each peer sent this node.
+ * Messages are handled as they arrive (nothing is scheduled or
+ * throttled), and a frame that cannot be decoded closes its connection
+ * (never recovered): those counters are as they must be here. */
+static int internode_inbound(struct node *n, struct cql_view_rows *b)
+{
+	size_t total = transport_inbound_peers(n->transport, NULL, 0);
+	struct transport_inbound_stats *st =
+		calloc(total ? total : 1, sizeof(*st));
+	if (!st)
+		return err_set(ERR_NOMEM, "no memory for internode_inbound");
+	size_t got = transport_inbound_peers(n->transport, st, total);
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < got && i < total; i++) {
+		const struct transport_inbound_stats *o = &st[i];
+		rc = internode_key(n, b, &o->addr) ||
+		     VIEW_COUNT(b, "using_bytes", o->using_bytes) ||
+		     VIEW_COUNT(b, "using_reserve_bytes", 0) ||
+		     VIEW_COUNT(b, "corrupt_frames_recovered", 0) ||
+		     VIEW_COUNT(b, "corrupt_frames_unrecovered",
+				o->error_count) ||
+		     VIEW_COUNT(b, "error_count", o->error_count) ||
+		     VIEW_COUNT(b, "error_bytes", o->error_bytes) ||
+		     VIEW_COUNT(b, "expired_count", o->expired_count) ||
+		     VIEW_COUNT(b, "expired_bytes", o->expired_bytes) ||
+		     VIEW_COUNT(b, "scheduled_count", 0) ||
+		     VIEW_COUNT(b, "scheduled_bytes", 0) ||
+		     VIEW_COUNT(b, "processed_count", o->processed_count) ||
+		     VIEW_COUNT(b, "processed_bytes", o->processed_bytes) ||
+		     VIEW_COUNT(b, "received_count", o->received_count) ||
+		     VIEW_COUNT(b, "received_bytes", o->received_bytes) ||
+		     VIEW_COUNT(b, "throttled_count", 0) ||
+		     VIEW_COUNT(b, "throttled_nanos", 0);
+	}
+	free(st);
+	return rc ? -1 : 0;
+}
+
 int node_view_rows(void *arg, const char *table, struct cql_view_rows *b)
 {
 	struct node *n = arg;
@@ -324,5 +418,9 @@ int node_view_rows(void *arg, const char *table, struct cql_view_rows *b)
 		return table_metric(n, b, TM_READ);
 	if (strcmp(table, "local_write_latency") == 0)
 		return table_metric(n, b, TM_WRITE);
+	if (strcmp(table, "internode_outbound") == 0)
+		return internode_outbound(n, b);
+	if (strcmp(table, "internode_inbound") == 0)
+		return internode_inbound(n, b);
 	return 0;
 }

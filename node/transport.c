@@ -60,6 +60,21 @@ struct conn {
 	struct inet_addr remote;
 	struct peer *peer; /* outbound only; NULL once retired */
 	struct conn *next; /* inbound or retired list */
+	/* outbound: whose counters (kept once retired), and the frames in
+	 * its output not yet taken by the socket, oldest first: sizes in a
+	 * ring (`qhead`, `qn` of `qcap`), `qdone` bytes of the oldest
+	 * taken; `qskip` bytes of the handshake before them */
+	struct peer *owner;
+	uint32_t *qlen;
+	size_t qhead, qn, qcap, qdone, qskip;
+	/* inbound, once handshaken: its peer's counters */
+	struct inbound_peer *in;
+};
+
+/* The counters of messages from one peer (transport_inbound_stats). */
+struct inbound_peer {
+	struct transport_inbound_stats st;
+	struct inbound_peer *next;
 };
 
 /* A frame a faulty link holds until `at_us` (test clusters only). */
@@ -85,6 +100,7 @@ struct peer {
 	struct held *held, *held_tail; /* in release order */
 	size_t held_bytes, held_count;
 	struct env_timer *held_timer;
+	struct transport_outbound_stats st; /* pending: computed when read */
 	struct peer *next;
 };
 
@@ -110,6 +126,7 @@ struct transport {
 	struct evconnlistener *listener;
 	struct evconnlistener *listener_broadcast;
 	struct peer *peers;
+	struct inbound_peer *inbound_peers;
 	struct conn *inbound;
 	struct conn *retired; /* draining their queue before they close */
 	size_t inbound_count;
@@ -145,9 +162,75 @@ static void peer_disconnected(struct transport *t, struct peer *p)
 	p->retry_at_us = env_mono_us(t->env) + p->backoff_ms * 1000u;
 }
 
+/* The socket took `n` more bytes of an outbound connection's output. */
+static void conn_drained(struct evbuffer *b, const struct evbuffer_cb_info *i,
+			 void *arg)
+{
+	(void)b;
+	struct conn *c = arg;
+	size_t n = i->n_deleted;
+	size_t skip = n < c->qskip ? n : c->qskip;
+	c->qskip -= skip;
+	n -= skip;
+	while (n > 0 && c->qn > 0) {
+		size_t left = c->qlen[c->qhead] - c->qdone;
+		if (n < left) {
+			c->qdone += n;
+			return;
+		}
+		n -= left;
+		if (c->owner) {
+			c->owner->st.sent_count++;
+			c->owner->st.sent_bytes += c->qlen[c->qhead];
+		}
+		c->qdone = 0;
+		c->qhead = (c->qhead + 1) % c->qcap;
+		c->qn--;
+	}
+}
+
+/* A frame of `len` bytes queued on outbound `c`. 0 or -1 (no memory: the
+ * frame is sent, only not counted as pending). */
+static int conn_queued(struct conn *c, size_t len)
+{
+	if (c->qn == c->qcap) {
+		size_t cap = c->qcap ? 2 * c->qcap : 16;
+		uint32_t *q = malloc(cap * sizeof(*q));
+		if (!q)
+			return -1;
+		for (size_t i = 0; i < c->qn; i++)
+			q[i] = c->qlen[(c->qhead + i) % c->qcap];
+		free(c->qlen);
+		c->qlen = q;
+		c->qhead = 0;
+		c->qcap = cap;
+	}
+	c->qlen[(c->qhead + c->qn) % c->qcap] = (uint32_t)len;
+	c->qn++;
+	return 0;
+}
+
+/* Outbound `c` goes: what it had not sent is lost. */
+static void conn_lose_queue(struct conn *c)
+{
+	if (c->bev)
+		evbuffer_remove_cb(bufferevent_get_output(c->bev), conn_drained,
+				   c);
+	for (; c->owner && c->qn > 0; c->qn--) {
+		c->owner->st.error_count++;
+		c->owner->st.error_bytes += c->qlen[c->qhead];
+		c->qhead = (c->qhead + 1) % c->qcap;
+	}
+	free(c->qlen);
+	c->qlen = NULL;
+	c->qn = c->qcap = 0;
+}
+
 static void conn_free(struct conn *c)
 {
 	struct transport *t = c->t;
+	if (!c->inbound)
+		conn_lose_queue(c);
 	if (c->inbound || c->retired) {
 		for (struct conn **pp = c->inbound ? &t->inbound : &t->retired;
 		     *pp; pp = &(*pp)->next)
@@ -381,6 +464,23 @@ static bool inbound_allowed(struct conn *c, const struct messaging_handshake *h,
 	return false;
 }
 
+/* The counters of messages from `a`, made on its first connection (NULL
+ * without memory: that connection goes uncounted). */
+static struct inbound_peer *inbound_peer_get(struct transport *t,
+					     const struct inet_addr *a)
+{
+	for (struct inbound_peer *p = t->inbound_peers; p; p = p->next)
+		if (inet_addr_eq(&p->st.addr, a))
+			return p;
+	struct inbound_peer *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->st.addr = *a;
+	p->next = t->inbound_peers;
+	t->inbound_peers = p;
+	return p;
+}
+
 static int inbound_handshake(struct conn *c, const uint8_t *p, size_t len)
 {
 	struct transport *t = c->t;
@@ -416,6 +516,7 @@ static int inbound_handshake(struct conn *c, const uint8_t *p, size_t len)
 	}
 	c->handshaken = true;
 	c->remote = h.addr;
+	c->in = inbound_peer_get(t, &h.addr);
 	bufferevent_set_timeouts(c->bev, NULL, NULL);
 	/* It is back: let our next send connect at once. */
 	struct peer *peer = peer_find(t, &h.addr);
@@ -439,10 +540,20 @@ static void pending_free(struct pending *p)
 	free(p);
 }
 
-static void deliver_envelope(struct conn *c, const struct messaging_envelope *e)
+static void deliver_envelope(struct conn *c, const struct messaging_envelope *e,
+			     size_t frame_len)
 {
 	struct transport *t = c->t;
 	t->stats.received++;
+	struct inbound_peer *in = c->in;
+	if (in && e->deadline_ms && !e->response &&
+	    wall_ms(t) > e->deadline_ms) {
+		in->st.expired_count++;
+		in->st.expired_bytes += frame_len;
+	} else if (in) {
+		in->st.processed_count++;
+		in->st.processed_bytes += frame_len;
+	}
 	if (e->response) {
 		for (struct pending *p = t->pending; p; p = p->next) {
 			if (p->id != e->request_id)
@@ -489,6 +600,8 @@ static int conn_frame(struct conn *c, const uint8_t *p, size_t len)
 		if (!handshake_matches(c->t, &h, why, sizeof(why)))
 			return conn_fail(c, why);
 		c->handshaken = true;
+		if (c->owner)
+			c->owner->st.successful_connection_attempts++;
 		if (c->peer) {
 			c->peer->backoff_ms = 0;
 			c->peer->failure_logged = false;
@@ -499,11 +612,19 @@ static int conn_frame(struct conn *c, const uint8_t *p, size_t len)
 		return 0;
 	}
 	struct messaging_envelope e;
+	if (c->in) {
+		c->in->st.received_count++;
+		c->in->st.received_bytes += 4 + len;
+	}
 	if (messaging_envelope_decode(p, len, &e) != 0) {
+		if (c->in) {
+			c->in->st.error_count++;
+			c->in->st.error_bytes += 4 + len;
+		}
 		snprintf(why, sizeof(why), "%s", err_msg());
 		return conn_fail(c, why);
 	}
-	deliver_envelope(c, &e);
+	deliver_envelope(c, &e, 4 + len);
 	messaging_envelope_free(&e);
 	return 0;
 }
@@ -822,7 +943,10 @@ static int peer_connect(struct transport *t, struct peer *p)
 	c->bev = bev;
 	c->tls = tls;
 	c->peer = p;
+	c->owner = p;
 	c->remote = p->addr;
+	p->st.connection_attempts++;
+	evbuffer_add_cb(bufferevent_get_output(bev), conn_drained, c);
 	struct timeval tv = {
 		.tv_sec = (time_t)(t->cfg.connect_timeout_ms / 1000),
 		.tv_usec =
@@ -835,6 +959,7 @@ static int peer_connect(struct transport *t, struct peer *p)
 	int rc = frame_handshake(t, &hs);
 	if (rc == 0)
 		rc = bufferevent_write(bev, hs.data, hs.len);
+	c->qskip = hs.len;
 	buf_free(&hs);
 	if (rc != 0 ||
 	    (!tls && bufferevent_socket_connect(bev, (struct sockaddr *)&ss,
@@ -880,6 +1005,8 @@ static int peer_write_now(struct transport *t, struct peer *p,
 	if (!p->out) {
 		if (env_mono_us(t->env) < p->retry_at_us) {
 			t->stats.dropped_unavailable++;
+			p->st.error_count++;
+			p->st.error_bytes += len;
 			return err_set(ERR_UNAVAILABLE,
 				       "%s is unreachable "
 				       "(reconnecting)",
@@ -891,11 +1018,17 @@ static int peer_write_now(struct transport *t, struct peer *p,
 	struct evbuffer *out = bufferevent_get_output(p->out->bev);
 	if (evbuffer_get_length(out) + len > t->cfg.max_queue_bytes) {
 		t->stats.dropped_overload++;
+		p->st.overload_count++;
+		p->st.overload_bytes += len;
 		return err_set(ERR_OVERLOADED, "queue to %s is full",
 			       fmt(to, a));
 	}
-	if (bufferevent_write(p->out->bev, frame, len) != 0)
+	if (bufferevent_write(p->out->bev, frame, len) != 0) {
+		p->st.error_count++;
+		p->st.error_bytes += len;
 		return err_set(ERR_NOMEM, "queueing to %s", fmt(to, a));
+	}
+	(void)conn_queued(p->out, len);
 	t->stats.sent++;
 	return 0;
 }
@@ -937,6 +1070,8 @@ static int peer_hold(struct transport *t, struct peer *p, const struct buf *f,
 			       : 0;
 	if (queued + p->held_bytes + f->len > t->cfg.max_queue_bytes) {
 		t->stats.dropped_overload++;
+		p->st.overload_count++;
+		p->st.overload_bytes += f->len;
 		return err_set(ERR_OVERLOADED, "queue to %s is full",
 			       fmt(&p->addr, a));
 	}
@@ -977,6 +1112,7 @@ static void peer_free(struct peer *p)
 	if (p->held_timer)
 		env_timer_free(p->t->env, p->held_timer);
 	if (p->out) {
+		conn_lose_queue(p->out);
 		bufferevent_free(p->out->bev);
 		free(p->out);
 	}
@@ -1184,6 +1320,58 @@ void transport_describe_connections(const struct transport *t, struct buf *out)
 			describe_conn(c, "inbound", out);
 }
 
+/* A conn's frames not yet taken by its socket, and their bytes. */
+static void conn_pending(const struct conn *c, uint64_t *count, uint64_t *bytes)
+{
+	*count += c->qn;
+	for (size_t i = 0; i < c->qn; i++)
+		*bytes += c->qlen[(c->qhead + i) % c->qcap];
+	*bytes -= c->qn ? c->qdone : 0;
+}
+
+size_t transport_outbound_peers(const struct transport *t,
+				struct transport_outbound_stats *out,
+				size_t cap)
+{
+	size_t n = 0;
+	for (const struct peer *p = t->peers; p; p = p->next, n++) {
+		if (n >= cap)
+			continue;
+		struct transport_outbound_stats *o = &out[n];
+		*o = p->st;
+		o->addr = p->addr;
+		o->pending_count = p->held_count;
+		o->pending_bytes = p->held_bytes;
+		if (p->out)
+			conn_pending(p->out, &o->pending_count,
+				     &o->pending_bytes);
+		for (const struct conn *c = t->retired; c; c = c->next)
+			if (c->owner == p)
+				conn_pending(c, &o->pending_count,
+					     &o->pending_bytes);
+		o->active_connections = p->out && p->out->handshaken;
+	}
+	return n;
+}
+
+size_t transport_inbound_peers(const struct transport *t,
+			       struct transport_inbound_stats *out, size_t cap)
+{
+	size_t n = 0;
+	for (const struct inbound_peer *p = t->inbound_peers; p;
+	     p = p->next, n++) {
+		if (n >= cap)
+			continue;
+		out[n] = p->st;
+		out[n].using_bytes = 0;
+		for (const struct conn *c = t->inbound; c; c = c->next)
+			if (c->in == p && c->bev)
+				out[n].using_bytes += evbuffer_get_length(
+					bufferevent_get_input(c->bev));
+	}
+	return n;
+}
+
 void transport_get_stats(const struct transport *t, struct transport_stats *out)
 {
 	*out = t->stats;
@@ -1329,6 +1517,11 @@ void transport_delete(struct transport *t)
 	}
 	while (t->pending)
 		pending_free(t->pending);
+	while (t->inbound_peers) {
+		struct inbound_peer *p = t->inbound_peers;
+		t->inbound_peers = p->next;
+		free(p);
+	}
 	buf_free(&t->frame);
 	netfault_delete(t->faults);
 	free(t);

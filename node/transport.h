@@ -173,6 +173,41 @@ struct transport_stats {
 void transport_get_stats(const struct transport *t,
 			 struct transport_stats *out);
 
+/* One peer's messages to it (Cassandra 4's internode_outbound): `addr`
+ * its name. Sent: taken by the socket; pending: queued (and held by a
+ * test fault) but not yet; overload: refused, its queue full; error:
+ * refused as unreachable, or lost with a connection that closed. */
+struct transport_outbound_stats {
+	struct inet_addr addr;
+	uint64_t pending_count, pending_bytes;
+	uint64_t sent_count, sent_bytes;
+	uint64_t overload_count, overload_bytes;
+	uint64_t error_count, error_bytes;
+	uint64_t active_connections; /* 0 or 1, handshaken */
+	uint64_t connection_attempts, successful_connection_attempts;
+};
+/* One peer's messages from it (internode_inbound), by the address its
+ * handshake advertised. Received: every frame after the handshake;
+ * processed: those handled (not expired); expired: past their deadline on
+ * arrival; error: a frame that could not be decoded (the connection is
+ * closed: Cassandra's unrecovered corrupt frame); using_bytes: read from
+ * its connections and not yet handled. */
+struct transport_inbound_stats {
+	struct inet_addr addr;
+	uint64_t using_bytes;
+	uint64_t received_count, received_bytes;
+	uint64_t processed_count, processed_bytes;
+	uint64_t expired_count, expired_bytes;
+	uint64_t error_count, error_bytes;
+};
+/* The peers' counters, up to `cap` into `out` (NULL with 0: count only).
+ * Return how many peers there are. */
+size_t transport_outbound_peers(const struct transport *t,
+				struct transport_outbound_stats *out,
+				size_t cap);
+size_t transport_inbound_peers(const struct transport *t,
+			       struct transport_inbound_stats *out, size_t cap);
+
 /* One line per handshaken connection: direction, peer, and `encrypted
  * <protocol> <cipher>` or `plaintext` (the admin command
  * `internodeconnections`). */

@@ -216,6 +216,25 @@ static const char *const view_tables[] = {
 	"total_corrupted_files_size bigint, newest timestamp, "
 	"oldest timestamp)",
 
+	"CREATE TABLE system_views.internode_inbound (address inet, port int, "
+	"dc text, rack text, using_bytes bigint, using_reserve_bytes bigint, "
+	"corrupt_frames_recovered bigint, corrupt_frames_unrecovered bigint, "
+	"error_bytes bigint, error_count bigint, expired_bytes bigint, "
+	"expired_count bigint, scheduled_bytes bigint, scheduled_count "
+	"bigint, processed_bytes bigint, processed_count bigint, "
+	"received_bytes bigint, received_count bigint, throttled_count "
+	"bigint, throttled_nanos bigint, PRIMARY KEY ((address, port), dc, "
+	"rack))",
+
+	"CREATE TABLE system_views.internode_outbound (address inet, port "
+	"int, dc text, rack text, using_bytes bigint, using_reserve_bytes "
+	"bigint, pending_count bigint, pending_bytes bigint, sent_count "
+	"bigint, sent_bytes bigint, expired_count bigint, expired_bytes "
+	"bigint, error_count bigint, error_bytes bigint, overload_count "
+	"bigint, overload_bytes bigint, active_connections bigint, "
+	"connection_attempts bigint, successful_connection_attempts bigint, "
+	"PRIMARY KEY ((address, port), dc, rack))",
+
 	"CREATE TABLE system_views.sstable_tasks (keyspace_name text, "
 	"table_name text, task_id uuid, completion_ratio double, kind text, "
 	"progress bigint, total bigint, unit text, "

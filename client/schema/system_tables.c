@@ -637,6 +637,8 @@ const char *cql_view_comment(const char *ks, const char *table)
 		{"system_views", "local_read_latency", ""},
 		{"system_views", "local_write_latency", ""},
 		{"system_views", "sstable_tasks", "current sstable tasks"},
+		{"system_views", "internode_inbound", ""},
+		{"system_views", "internode_outbound", ""},
 		{"system_virtual_schema", "keyspaces",
 		 "virtual keyspace definitions"},
 		{"system_virtual_schema", "tables",

@@ -2,19 +2,19 @@
 driver: the keyspace and its tables in the driver's metadata (read from
 system_virtual_schema) with Cassandra 4.1's columns and types, the rows of
 settings, clients, thread_pools, gossip_info, disk_usage, pending_hints,
-max_partition_size and the local latency tables,
-WHERE on the key, and writes refused
-as Cassandra refuses them. Addresses 127.0.100.*."""
+max_partition_size and the local latency tables, internode_inbound and
+internode_outbound (two nodes), WHERE on the key, and writes refused
+as Cassandra refuses them. Addresses 127.0.100.1 and 127.0.100.30-31."""
 import os
 import subprocess
 import time
 
 import pytest
-from cassandra import InvalidRequest
+from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.cluster import Cluster
 
 from clusters import TOOL, session, tool
-from conftest import default_yaml, seeds_yaml
+from conftest import default_yaml, seeds_yaml, wait_all_normal
 
 IP = "127.0.100.1"
 
@@ -35,6 +35,19 @@ LATENCY = {"keyspace_name": "text", "table_name": "text", "count": "bigint",
 
 HISTOGRAM = {"keyspace_name": "text", "table_name": "text", "count": "bigint",
              "max": "double", "p50th": "double", "p99th": "double"}
+
+# InternodeInboundTable / InternodeOutboundTable: their counters
+INBOUND = ["using_bytes", "using_reserve_bytes", "corrupt_frames_recovered",
+           "corrupt_frames_unrecovered", "error_bytes", "error_count",
+           "expired_bytes", "expired_count", "scheduled_bytes",
+           "scheduled_count", "processed_bytes", "processed_count",
+           "received_bytes", "received_count", "throttled_count",
+           "throttled_nanos"]
+OUTBOUND = ["using_bytes", "using_reserve_bytes", "pending_count",
+            "pending_bytes", "sent_count", "sent_bytes", "expired_count",
+            "expired_bytes", "error_count", "error_bytes", "overload_count",
+            "overload_bytes", "active_connections", "connection_attempts",
+            "successful_connection_attempts"]
 
 # Cassandra 4.1's db/virtual/*Table.java: column -> CQL type
 EXPECTED = {
@@ -82,6 +95,12 @@ EXPECTED = {
         "blocked_tasks": "bigint", "blocked_tasks_all_time": "bigint",
         "completed_tasks": "bigint", "pending_tasks": "int",
     },
+    "internode_inbound": dict(
+        {"address": "inet", "port": "int", "dc": "text", "rack": "text"},
+        **{c: "bigint" for c in INBOUND}),
+    "internode_outbound": dict(
+        {"address": "inet", "port": "int", "dc": "text", "rack": "text"},
+        **{c: "bigint" for c in OUTBOUND}),
 }
 
 
@@ -485,3 +504,64 @@ def test_writes_refused(node):
         assert one[0].value == "Integration"
     finally:
         cluster.shutdown()
+
+
+def test_internode_inbound_and_outbound(make_node):
+    a, b = "127.0.100.30", "127.0.100.31"
+    for ip, name in ((a, "na"), (b, "nb")):
+        n = make_node(default_yaml(listen_address=ip, rpc_address=ip,
+                                   seed_provider=seeds_yaml(a)), name=name)
+        n.start()
+        assert n.wait_for_log("CQL clients on", timeout=60), n.log()
+    wait_all_normal([a, b], timeout=60)
+    ca, sa = session(a)
+    cb, sb = session(b)
+    q_out = ("SELECT * FROM system_views.internode_outbound "
+             "WHERE address = %s AND port = 7000")
+    q_in = ("SELECT * FROM system_views.internode_inbound "
+            "WHERE address = %s AND port = 7000")
+    try:
+        sa.execute("CREATE KEYSPACE ik WITH replication = "
+                   "{'class': 'SimpleStrategy', 'replication_factor': 2}")
+        sa.execute("CREATE TABLE ik.t (k int PRIMARY KEY, v text)")
+        assert ca.control_connection.wait_for_schema_agreement(wait_time=30)
+        out0 = sa.execute(q_out, (b,)).one()
+        in0 = sb.execute(q_in, (a,)).one()
+        assert out0 is not None and in0 is not None
+        local = sa.execute("SELECT data_center, rack FROM system.peers "
+                           "WHERE peer = %s", (b,)).one()
+        assert (out0.dc, out0.rack) == (local.data_center, local.rack)
+        ins = sa.prepare("INSERT INTO ik.t (k, v) VALUES (?, 'x')")
+        ins.consistency_level = ConsistencyLevel.ALL
+        for k in range(50):
+            sa.execute(ins, (k,))
+        # every write sent b a mutation and waited for its answer
+        out1 = sa.execute(q_out, (b,)).one()
+        assert out1.sent_count - out0.sent_count >= 50, (out0, out1)
+        assert out1.sent_bytes > out0.sent_bytes
+        assert out1.active_connections == 1
+        assert out1.successful_connection_attempts >= 1
+        assert out1.connection_attempts >= out1.successful_connection_attempts
+        assert out1.error_count == 0 and out1.overload_count == 0
+        assert out1.pending_count >= 0 and out1.pending_bytes >= 0
+        assert out1.using_bytes == out1.pending_bytes
+        in1 = sb.execute(q_in, (a,)).one()
+        assert in1.received_count - in0.received_count >= 50, (in0, in1)
+        assert in1.processed_count - in0.processed_count >= 50
+        assert in1.received_bytes > in0.received_bytes
+        assert in1.processed_count + in1.expired_count + in1.error_count \
+            == in1.received_count
+        assert in1.error_count == 0 and in1.corrupt_frames_unrecovered == 0
+        # and b's answers came back to a
+        back = sa.execute(q_in, (b,)).one()
+        assert back.received_count >= 50, back
+        # the whole tables: one row each way on each node
+        assert [(r.address, r.port) for r in sa.execute(
+            "SELECT address, port FROM system_views.internode_outbound")] \
+            == [(b, 7000)]
+        assert [(r.address, r.port) for r in sb.execute(
+            "SELECT address, port FROM system_views.internode_inbound")] \
+            == [(a, 7000)]
+    finally:
+        ca.shutdown()
+        cb.shutdown()
