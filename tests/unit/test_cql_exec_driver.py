@@ -44,7 +44,8 @@ def test_connect_negotiates_v4_and_reads_the_system_tables(session):
                                  "gossip_info", "pending_hints", "disk_usage",
                                  "sstable_tasks", "max_partition_size", "caches",
                                  "rows_per_read", "tombstones_per_read",
-                                 "local_read_latency", "local_write_latency"}
+                                 "local_read_latency", "local_write_latency",
+                                 "internode_inbound", "internode_outbound"}
     assert list(s.execute("SELECT * FROM system_views.settings")) == []
     host = cluster.metadata.all_hosts()[0]
     assert (host.datacenter, host.rack) == ("dc1", "rack1")
