@@ -178,17 +178,68 @@ static uint64_t hist_percentile(const struct storage_hist *h, double p)
 	return repl_latency_percentile(&l, p);
 }
 
-/* nodetool tablehistograms <keyspace> <table> (or <keyspace.table>): the
+static void print_table_histograms(struct buf *out, const char *ks,
+				   const char *tb,
+				   const struct storage_table_hists *h)
+{
+	admin_printf(out, "%s/%s histograms\n", ks, tb);
+	admin_printf(out, "%-10s%18s%18s%18s%18s%18s\n", "Percentile",
+		     "Read Latency", "Write Latency", "SSTables",
+		     "Partition Size", "Cell Count");
+	admin_printf(out, "%-10s%18s%18s%18s%18s%18s\n", "", "(micros)",
+		     "(micros)", "", "(bytes)", "");
+	static const struct {
+		const char *label;
+		double p;
+	} rows[] = {{"50%", 50}, {"75%", 75}, {"95%", 95}, {"98%", 98},
+		    {"99%", 99}, {"Min", 0},  {"Max", 100}};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		admin_printf(
+			out, "%-10s%18.2f%18.2f%18.2f%18.0f%18.0f\n",
+			rows[i].label,
+			(double)hist_percentile(&h->read_us, rows[i].p),
+			(double)hist_percentile(&h->write_us, rows[i].p),
+			(double)hist_percentile(&h->sstables, rows[i].p),
+			(double)hist_percentile(&h->partition_bytes, rows[i].p),
+			(double)hist_percentile(&h->cells, rows[i].p));
+	admin_printf(out, "\n");
+}
+
+/* Without arguments: every table this node stores, keyspace by keyspace,
+ * as nodetool lists every table store. */
+static int all_table_histograms(struct node *n, struct buf *out)
+{
+	const struct cql_schema *schema = cql_service_schema(n->cql);
+	struct storage *db = cql_service_storage(n->cql);
+	for (size_t i = 0; i < cql_schema_keyspace_count(schema); i++) {
+		const struct cql_keyspace *k =
+			cql_schema_keyspace_at(schema, i);
+		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
+			const struct storage_table_meta *m =
+				cql_table_meta(cql_keyspace_table_at(k, j));
+			struct storage_table_hists h;
+			if (storage_table_histograms(db, m->id, &h) == 0)
+				print_table_histograms(out, m->keyspace,
+						       m->name, &h);
+		}
+	}
+	return 0;
+}
+
+/* nodetool tablehistograms [<keyspace> <table> | <keyspace.table>]: the
  * replica's local read/write latencies, SSTables per read, and the live
- * SSTables' partition sizes and (estimated) cell counts. */
+ * SSTables' partition sizes and (estimated) cell counts; every table
+ * without arguments. */
 static int cmd_tablehistograms(void *arg, size_t argc, const char *const *argv,
 			       struct buf *out, struct buf *err)
 {
 	struct node *n = arg;
 	char ks[256], tb[256];
 	const char *dot = argc == 1 ? strchr(argv[0], '.') : NULL;
-	if (argc == 2 && strlen(argv[0]) < sizeof(ks) &&
-	    strlen(argv[1]) < sizeof(tb)) {
+	if (argc == 0) {
+		/* below */
+	} else if (argc == 2 && strlen(argv[0]) < sizeof(ks) &&
+		   strlen(argv[1]) < sizeof(tb)) {
 		snprintf(ks, sizeof(ks), "%s", argv[0]);
 		snprintf(tb, sizeof(tb), "%s", argv[1]);
 	} else if (dot && dot != argv[0] && dot[1] &&
@@ -206,6 +257,8 @@ static int cmd_tablehistograms(void *arg, size_t argc, const char *const *argv,
 		admin_printf(err, "error: this node serves no data\n");
 		return 2;
 	}
+	if (argc == 0)
+		return all_table_histograms(n, out);
 	const struct cql_table *ct =
 		cql_schema_table(cql_service_schema(n->cql), ks, tb);
 	struct storage_table_hists h;
@@ -214,27 +267,7 @@ static int cmd_tablehistograms(void *arg, size_t argc, const char *const *argv,
 		admin_printf(err, "error: Unknown table %s.%s\n", ks, tb);
 		return 2;
 	}
-	admin_printf(out, "%s/%s histograms\n", ks, tb);
-	admin_printf(out, "%-10s%18s%18s%18s%18s%18s\n", "Percentile",
-		     "Read Latency", "Write Latency", "SSTables",
-		     "Partition Size", "Cell Count");
-	admin_printf(out, "%-10s%18s%18s%18s%18s%18s\n", "", "(micros)",
-		     "(micros)", "", "(bytes)", "");
-	static const struct {
-		const char *label;
-		double p;
-	} rows[] = {{"50%", 50}, {"75%", 75}, {"95%", 95}, {"98%", 98},
-		    {"99%", 99}, {"Min", 0},  {"Max", 100}};
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		admin_printf(
-			out, "%-10s%18.2f%18.2f%18.2f%18.0f%18.0f\n",
-			rows[i].label,
-			(double)hist_percentile(&h.read_us, rows[i].p),
-			(double)hist_percentile(&h.write_us, rows[i].p),
-			(double)hist_percentile(&h.sstables, rows[i].p),
-			(double)hist_percentile(&h.partition_bytes, rows[i].p),
-			(double)hist_percentile(&h.cells, rows[i].p));
-	admin_printf(out, "\n");
+	print_table_histograms(out, ks, tb, &h);
 	return 0;
 }
 
@@ -413,9 +446,9 @@ int node_admin_register_data(struct node *n)
 		 "percentiles seen by this coordinator",
 		 cmd_proxyhistograms},
 		{"tablehistograms",
-		 "tablehistograms <ks> <table>  a table's local read/write "
-		 "latency, SSTables per read, partition size and cell count "
-		 "percentiles",
+		 "tablehistograms [<ks> <table>]  a table's (every table's) "
+		 "local read/write latency, SSTables per read, partition "
+		 "size and cell count percentiles",
 		 cmd_tablehistograms},
 		{"listpendinghints",
 		 "listpendinghints      hints this node holds, per target",

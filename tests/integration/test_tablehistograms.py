@@ -1,6 +1,6 @@
 """cassini-tool tablehistograms on one node: nodetool's layout, values that
-move after writes, reads and a flush (and on /metrics too), and errors on
-an unknown table or bad arguments. Address 127.0.100.20."""
+move after writes, reads and a flush (and on /metrics too), every table
+without arguments, and errors on an unknown table or bad arguments. Address 127.0.100.20."""
 import re
 import subprocess
 import urllib.request
@@ -98,7 +98,17 @@ def test_tablehistograms(node):
     assert r.returncode == 2 and "Unknown table h.nope" in r.stderr
     r = tool("tablehistograms", "nope.t")
     assert r.returncode == 2 and "Unknown table nope.t" in r.stderr
-    for bad in ((), ("h",), ("h", "t", "u"), ("h.",), (".t",)):
+    # no arguments: every table of the node, each in the same layout
+    r = tool("tablehistograms")
+    assert r.returncode == 0, r.stderr
+    heads = [line for line in r.stdout.split("\n")
+             if line.endswith(" histograms")]
+    assert "h/t histograms" in heads, heads
+    assert "system_auth/roles histograms" in heads, heads
+    assert r.stdout.count("\nPercentile ") == len(heads)
+    block = r.stdout[r.stdout.index("h/t histograms"):].split("\n\n")[0]
+    assert len(block.split("\n")) == 10, block
+    for bad in (("h",), ("h", "t", "u"), ("h.",), (".t",)):
         r = tool("tablehistograms", *bad)
         assert r.returncode == 1 and "tablehistograms requires " \
             "<keyspace> <table> or <keyspace.table>" in r.stderr, bad
