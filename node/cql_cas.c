@@ -810,6 +810,7 @@ static void start(struct node_cas *c, struct cas_op *op,
 		.merge = cas_merge,
 		.decide = cas_decide,
 		.decide_arg = op,
+		.trace_session = op->trace ? op->trace->id : NULL,
 	};
 	op->start_us = env_mono_us(c->env);
 	paxos_cas(c->px, &rq, cas_done, op);

@@ -415,6 +415,8 @@ struct cql_data *cql_data_new(struct storage *db, struct env *env,
 	struct paxos_options po;
 	paxos_options_default(&po);
 	po.write_timeout_ms = o->write_timeout_ms;
+	po.trace = hook_trace;
+	po.trace_arg = d;
 	if (o->cas_contention_timeout_ms)
 		po.contention_timeout_ms = o->cas_contention_timeout_ms;
 	if (!(d->workers = workers_new(2, "read")) ||

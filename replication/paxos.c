@@ -19,9 +19,12 @@
 #include "replication/paxos.h"
 
 #include "common/err.h"
+#include "common/uuid.h"
 #include "common/zalloc.h"
 #include "replication/paxos_internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,14 +76,17 @@ struct pxop {
 	struct buf current;                /* the merged read */
 	int contentions;
 	struct env_timer *timer;
+	bool traced; /* in trace session `trace` */
+	uint8_t trace[16];
 };
 
 struct amsg {
 	struct amsg *next;
 	struct inet_addr from;
 	uint32_t verb;
-	struct paxos_msg m;
+	struct paxos_msg m; /* m.trace: the request's session, or NULL */
 	void *owner;
+	uint64_t at_us; /* monotonic, when it arrived */
 };
 
 struct akey {
@@ -215,12 +221,82 @@ static void self_fire(void *arg)
 	}
 }
 
+/* ---- trace events ---------------------------------------------------------
+ */
+
+/* Cassandra 4.1's verbs of Paxos v2. */
+static const char *verb_name(uint32_t verb)
+{
+	switch (verb) {
+	case PAXOS_VERB_PREPARE:
+		return "PAXOS2_PREPARE_REQ";
+	case PAXOS_VERB_PREPARE_RSP:
+		return "PAXOS2_PREPARE_RSP";
+	case PAXOS_VERB_PROPOSE:
+		return "PAXOS2_PROPOSE_REQ";
+	case PAXOS_VERB_PROPOSE_RSP:
+		return "PAXOS2_PROPOSE_RSP";
+	case PAXOS_VERB_COMMIT:
+		return "PAXOS_COMMIT_REQ";
+	default:
+		return "PAXOS_COMMIT_RSP";
+	}
+}
+
+/* One event of `session` (NULL: none), `start_us` when the step began. */
+static void px_trace(struct paxos *p, const uint8_t *session,
+		     const char *thread, uint64_t start_us, const char *fmt,
+		     ...) __attribute__((format(printf, 5, 6)));
+static void px_trace(struct paxos *p, const uint8_t *session,
+		     const char *thread, uint64_t start_us, const char *fmt,
+		     ...)
+{
+	if (!session || !p->o.trace)
+		return;
+	char activity[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(activity, sizeof(activity), fmt, ap);
+	va_end(ap);
+	p->o.trace(p->o.trace_arg, session, thread,
+		   (int64_t)(env_mono_us(p->env) - start_us), activity);
+}
+
+/* "/127.0.0.1:7000", a peer as Cassandra 4 names one. */
+static void peer_name(const struct inet_addr *a, char out[INET_ADDR_STRLEN + 1])
+{
+	out[0] = '/';
+	inet_addr_format(a, out + 1, INET_ADDR_STRLEN);
+}
+
+static void ballot_text(const struct paxos_ballot *b,
+			char out[UUID_TEXT_LEN + 1])
+{
+	uint8_t u[16];
+	paxos_ballot_to_uuid(b, u);
+	uuid_format(u, out);
+}
+
+/* Where a traced message goes: its session, thread and step start. */
+struct px_tr {
+	const uint8_t *session;
+	const char *thread;
+	uint64_t start_us;
+};
+
 static void send_msg(struct paxos *p, const struct inet_addr *to, uint32_t verb,
-		     const struct paxos_msg *m)
+		     const struct paxos_msg *m, const struct px_tr *tr)
 {
 	struct buf b = {0};
 	if (paxos_msg_encode(verb, m, &b) < 0)
 		return; /* a lost message: the round times out */
+	if (tr && tr->session && !inet_addr_eq(to, &p->o.self)) {
+		char peer[INET_ADDR_STRLEN + 1];
+		peer_name(to, peer);
+		px_trace(p, tr->session, tr->thread, tr->start_us,
+			 "Sending %s message to %s message size %zu bytes",
+			 verb_name(verb), peer, b.len);
+	}
 	if (inet_addr_eq(to, &p->o.self)) {
 		struct selfmsg *s = zcalloc(1, sizeof(*s));
 		if (!s) {
@@ -337,12 +413,15 @@ static void send_all(struct pxop *op, uint32_t verb, bool only_repair)
 	m.key = buf_slice(&op->key);
 	m.ballot = op->stage == ST_REPAIR ? op->commit_ballot : op->ballot;
 	m.update = buf_slice(&op->update);
+	m.trace = op->traced ? op->trace : NULL;
+	struct px_tr tr = {m.trace, "Native-Transport-Requests-1",
+			   op->start_us};
 	bool self_only = p->test_propose_self_only &&
 			 verb == PAXOS_VERB_PROPOSE && op->stage == ST_PROPOSE;
 	for (size_t i = 0; i < op->n; i++)
 		if ((!only_repair || op->r[i].repair) &&
 		    (!self_only || inet_addr_eq(&op->reps[i], &p->o.self)))
-			send_msg(p, &op->reps[i], verb, &m);
+			send_msg(p, &op->reps[i], verb, &m, &tr);
 }
 
 void paxos_test_propose_self_only(struct paxos *p, bool on)
@@ -460,6 +539,10 @@ void paxos_cas(struct paxos *p, const struct paxos_request *rq,
 	op->done = done;
 	op->arg = arg;
 	op->start_us = env_mono_us(p->env);
+	if (rq->trace_session) {
+		op->traced = true;
+		memcpy(op->trace, rq->trace_session, 16);
+	}
 	op->id = p->next_id++;
 	struct pxop **b = op_bucket(p, op->id);
 	op->next = *b;
@@ -697,6 +780,14 @@ static void proposer_answer(struct paxos *p, const struct inet_addr *from,
 		      (st == ST_REPAIR && op->r[i].repair)));
 	if (!fits)
 		return; /* an earlier stage's late answer */
+	if (op->traced && !inet_addr_eq(from, &p->o.self)) {
+		char peer[INET_ADDR_STRLEN + 1];
+		peer_name(from, peer);
+		px_trace(p, op->trace, "Messaging-EventLoop-1", op->start_us,
+			 "%s message received from %s", verb_name(verb), peer);
+		px_trace(p, op->trace, "RequestResponseStage-1", op->start_us,
+			 "Processing response from %s", peer);
+	}
 	op->r[i].answered = true;
 	if (verb == PAXOS_VERB_PREPARE_RSP)
 		on_prepare_rsp(op, &op->r[i], m);
@@ -720,7 +811,41 @@ static void answer(struct akey *k, struct amsg *a, struct paxos_msg *rsp)
 {
 	rsp->id = a->m.id;
 	rsp->round = a->m.round;
-	send_msg(k->p, &a->from, a->verb + 1, rsp);
+	struct px_tr tr = {a->m.trace, "Messaging-EventLoop-1", a->at_us};
+	send_msg(k->p, &a->from, a->verb + 1, rsp, &tr);
+}
+
+/* An acceptor's step of a traced request, on Cassandra's stage. */
+#define acc_trace(k, ...)                                                      \
+	px_trace((k)->p, (k)->head->m.trace, "MutationStage-1",                \
+		 (k)->head->at_us, __VA_ARGS__)
+
+/* "Promise rejected; <ballot> older than <promise>" / "Rejecting proposal
+ * <ballot>; latest is now <promise>": Cassandra's words for a refusal
+ * with `latest` as the promise that beat the request. */
+static void trace_refusal(struct akey *k, const struct paxos_ballot *latest)
+{
+	struct amsg *a = k->head;
+	if (!a->m.trace)
+		return;
+	char b[UUID_TEXT_LEN + 1], l[UUID_TEXT_LEN + 1];
+	ballot_text(&a->m.ballot, b);
+	ballot_text(latest, l);
+	if (a->verb == PAXOS_VERB_PREPARE)
+		acc_trace(k, "Promise rejected; %s older than %s", b, l);
+	else
+		acc_trace(k, "Rejecting proposal %s; latest is now %s", b, l);
+}
+
+/* "Promising ballot <b>" / "Accepting proposal <b>" / "Committing
+ * proposal <b>": the request's ballot taken. */
+static void trace_taken(struct akey *k, const char *what)
+{
+	if (!k->head->m.trace)
+		return;
+	char b[UUID_TEXT_LEN + 1];
+	ballot_text(&k->head->m.ballot, b);
+	acc_trace(k, "%s %s", what, b);
 }
 
 /* The running message is done: free it, run the next one, or forget the
@@ -781,6 +906,7 @@ static void refuse(struct akey *k)
 	struct paxos_msg rsp = {0};
 	rsp.ok = false;
 	rsp.promised = k->st.promised;
+	trace_refusal(k, &rsp.promised);
 	answer(k, k->head, &rsp);
 	akey_done(k);
 }
@@ -803,6 +929,7 @@ static bool refuse_stale(struct akey *k, const struct paxos_ballot *b)
 	rsp.promised = k->st.promised;
 	if (rsp.promised.us < floor)
 		rsp.promised = (struct paxos_ballot){floor, 2ULL << 62};
+	trace_refusal(k, &rsp.promised);
 	answer(k, k->head, &rsp);
 	akey_done(k);
 	return true;
@@ -851,6 +978,7 @@ static void loaded(void *arg, int status, const struct paxos_state *st)
 			refuse(k);
 			return;
 		}
+		trace_taken(k, "Promising ballot");
 		break;
 	case PAXOS_VERB_PROPOSE:
 		p->st.proposes++;
@@ -863,9 +991,11 @@ static void loaded(void *arg, int status, const struct paxos_state *st)
 			refuse(k);
 			return;
 		}
+		trace_taken(k, "Accepting proposal");
 		break;
 	default: /* COMMIT: the data first, then the register */
 		p->st.commits++;
+		trace_taken(k, "Committing proposal");
 		p->store->apply(p->store_arg, buf_slice(&k->key), &a->m.ballot,
 				a->m.update, applied, k);
 		return;
@@ -911,6 +1041,13 @@ static void acceptor_request(struct paxos *p, const struct inet_addr *from,
 	a->verb = verb;
 	a->m = *m;
 	a->owner = owner;
+	a->at_us = env_mono_us(p->env);
+	if (a->m.trace && !inet_addr_eq(from, &p->o.self)) {
+		char peer[INET_ADDR_STRLEN + 1];
+		peer_name(from, peer);
+		px_trace(p, a->m.trace, "Messaging-EventLoop-1", a->at_us,
+			 "%s message received from %s", verb_name(verb), peer);
+	}
 	struct akey **b = key_bucket(p, m->key);
 	struct akey *k;
 	for (k = *b; k; k = k->next)

@@ -195,6 +195,14 @@ struct paxos_options {
 	 * legacy), so an expired register cannot take a ballot below one it
 	 * had promised or committed (docs/lwt.md, "Purging system.paxos"). */
 	int64_t purge_window_us;
+	/* Trace events (NULL: none): `session` the statement's (16 bytes),
+	 * Cassandra's thread name, the microseconds since this node began
+	 * the step, and the activity. The proposer records those of a
+	 * request with a trace_session, each acceptor those of a request
+	 * carrying one. */
+	void (*trace)(void *arg, const uint8_t *session, const char *thread,
+		      int64_t elapsed_us, const char *activity);
+	void *trace_arg;
 	/* TEST ONLY: the proposer skips completing an in-progress accepted
 	 * proposal (the bug of CASSANDRA-6012) so the simulation can show the
 	 * linearizability checker catches it. */
@@ -272,6 +280,9 @@ struct paxos_request {
 	paxos_merge_fn merge;
 	paxos_decide_fn decide;
 	void *decide_arg; /* for merge and decide */
+	/* the statement's trace session (16 bytes, copied), or NULL: the
+	 * messages carry it and each node traces its steps */
+	const uint8_t *trace_session;
 };
 
 /* Runs one CAS (or SERIAL read) to its end; done runs exactly once, on the

@@ -24,6 +24,7 @@ struct paxos_msg {
 	struct slice key;
 	struct paxos_ballot ballot;
 	struct slice update;
+	const uint8_t *trace; /* the trace session (16 bytes), or NULL */
 	/* answers */
 	bool ok;
 	struct paxos_ballot promised, accepted, committed;

@@ -42,6 +42,9 @@ int paxos_msg_encode(uint32_t verb, const struct paxos_msg *m, struct buf *out)
 		q.key = bin(m->key);
 		q.ballot = (ProtobufCBinaryData){16, b};
 		q.update = bin(m->update);
+		if (m->trace)
+			q.trace_session =
+				(ProtobufCBinaryData){16, (uint8_t *)m->trace};
 		return put(&q.base, out);
 	}
 	uint8_t pr[16], ac[16], co[16];
@@ -103,6 +106,8 @@ int paxos_msg_decode(uint32_t verb, const uint8_t *msg, size_t len,
 		m->deadline_us = q->deadline_us;
 		m->key = sl(q->key);
 		m->update = sl(q->update);
+		m->trace = q->trace_session.len == 16 ? q->trace_session.data
+						      : NULL;
 		return 0;
 	}
 	Cassini__Paxos__PaxosRsp *r =

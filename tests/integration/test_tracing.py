@@ -68,12 +68,41 @@ def test_traced_select_writes_a_session_with_events(three_nodes):
         q = "INSERT INTO ks.t (k, v) VALUES (2, 'two') IF NOT EXISTS"
         rs = s.execute(q, trace=True)
         assert rs.was_applied
-        acts = [e.description for e in rs.get_query_trace(30).events]
+        trace = rs.get_query_trace(30)
+        acts = [e.description for e in trace.events]
         assert "Reading existing values for CAS precondition" in acts, acts
         met = [a for a in acts if a.startswith(
             "CAS precondition is met; proposing client-requested updates "
             "for ")]
         assert len(met) == 1 and len(met[0].split()[-1]) == 36, acts
+        ballot = met[0].split()[-1]
+        # each acceptor traces its part of the round in Cassandra 4.1's
+        # Paxos v2 words, and the proposer its messages
+        coord = str(trace.coordinator)
+        others = [ip for ip in IPS if ip != coord]
+        rows = events_until(s, trace.trace_id, lambda rs: all(
+            any(str(r.source) == ip and r.activity.startswith(
+                "Committing proposal") for r in rs) for ip in others))
+        acts = [(str(r.source), r.activity, r.thread) for r in rows]
+        for ip in others:
+            mine = [(a, t) for src, a, t in acts if src == ip]
+            for verb in ("PAXOS2_PREPARE_REQ", "PAXOS2_PROPOSE_REQ",
+                         "PAXOS_COMMIT_REQ"):
+                assert (f"{verb} message received from {peer(coord)}",
+                        "Messaging-EventLoop-1") in mine, acts
+                assert sent(acts, coord, verb, ip), acts
+            assert any(a.startswith("Promising ballot ") and
+                       t == "MutationStage-1" for a, t in mine), acts
+            assert (f"Accepting proposal {ballot}", "MutationStage-1") \
+                in mine, acts
+            assert (f"Committing proposal {ballot}", "MutationStage-1") \
+                in mine, acts
+            for verb in ("PAXOS2_PREPARE_RSP", "PAXOS2_PROPOSE_RSP"):
+                assert sent(acts, ip, verb, coord), acts
+        # the proposer took at least a quorum's promises and acceptances
+        for verb in ("PAXOS2_PREPARE_RSP", "PAXOS2_PROPOSE_RSP"):
+            assert any(src == coord and a.startswith(
+                f"{verb} message received from /") for src, a, _ in acts)
         rs = s.execute(q, trace=True)
         assert not rs.was_applied
         acts = [e.description for e in rs.get_query_trace(30).events]
