@@ -64,6 +64,54 @@ static int range_fit(const struct sstable *s,
 	return fit;
 }
 
+/* How many of `s`'s partitions lie in the ranges (its index, from the
+ * summary's block before each range: no Data.db read). */
+static int partitions_in(struct sstable *s,
+			 const struct storage_token_range *r, size_t n,
+			 uint64_t *count)
+{
+	*count = 0;
+	struct sst_iter *it = sst_iter_new(s);
+	if (!it)
+		return err_set(ERR_NOMEM, "anticompaction");
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (r[i].right < s->stats.min_token ||
+		    r[i].left >= s->stats.max_token)
+			continue;
+		const struct sst_entry *e;
+		int got = 0;
+		rc = sst_iter_seek(it, r[i].left, false);
+		while (!rc && (got = sst_iter_next(it, &e)) > 0 &&
+		       e->token <= r[i].right)
+			(*count)++;
+		if (!rc && got < 0)
+			rc = -1;
+	}
+	sst_iter_delete(it);
+	return rc;
+}
+
+/* What anticompaction does with `s`: 0 nothing (no partition in the
+ * ranges), 1 split it, 2 mark it whole. The bounds decide first, as
+ * Cassandra's do; an SSTable whose bounds straddle is then asked by its
+ * index, so one whose partitions all fall outside (the unrepaired half of
+ * an earlier split, whose first and last keys flank the range) is not
+ * rewritten again into an identical copy, nor one wholly inside the
+ * ranges' union split into a single part. */
+static int decide(struct sstable *s, const struct storage_token_range *r,
+		  size_t n, int *what)
+{
+	*what = range_fit(s, r, n);
+	if (*what != 1)
+		return 0;
+	uint64_t in = 0;
+	if (partitions_in(s, r, n, &in))
+		return -1;
+	*what = in == 0 ? 0 : in >= s->stats.partition_count ? 2 : 1;
+	return 0;
+}
+
 /* The SSTables of the table's version matching `want` (a ref each). */
 static size_t take_ssts(struct storage *db, struct table *t,
 			bool (*want)(const struct sstable *, const void *),
@@ -192,7 +240,9 @@ int storage_repair_anticompact(struct storage *db, const uint8_t table_id[16],
 	size_t n = take_ssts(db, t, is_unrepaired, NULL, &a);
 	int rc = a ? 0 : err_set(ERR_NOMEM, "anticompaction");
 	for (size_t i = 0; i < n; i++) {
-		int fit = rc ? 0 : range_fit(a[i], ranges, nranges);
+		int fit = 0;
+		if (!rc)
+			rc = decide(a[i], ranges, nranges, &fit);
 		if (fit == 2) {
 			rc = set_state(db, a[i], 0, session);
 			nm++;
@@ -314,4 +364,59 @@ int storage_repair_counts(struct storage *db, const uint8_t table_id[16],
 	}
 	pthread_mutex_unlock(&db->mu);
 	return t ? 0 : err_set(ERR_NOT_FOUND, "unknown table");
+}
+
+int storage_sstables(struct storage *db, const uint8_t table_id[16],
+		     storage_sstable_fn each, void *arg)
+{
+	pthread_mutex_lock(&db->mu);
+	struct table *t = storage_engine_table_find(db, table_id);
+	size_t n = t ? t->version->count : 0;
+	struct sstable **a = t ? calloc(n + 1, sizeof(*a)) : NULL;
+	struct sst_stats *st = t ? calloc(n + 1, sizeof(*st)) : NULL;
+	for (size_t i = 0; a && st && i < n; i++) {
+		a[i] = t->version->ssts[i];
+		st[i] = a[i]->stats; /* set_state changes it under the lock */
+		sstable_ref(a[i]);
+	}
+	pthread_mutex_unlock(&db->mu);
+	if (!t)
+		return err_set(ERR_NOT_FOUND, "unknown table");
+	if (!a || !st) {
+		for (size_t i = 0; a && st && i < n; i++)
+			sstable_unref(a[i]);
+		free(a);
+		free(st);
+		return err_set(ERR_NOMEM, "sstables");
+	}
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct sstable *s = a[i];
+		const struct sst_stats *ss = &st[i];
+		char *p = sst_path(s->dir, s->gen, "", false);
+		if (!p)
+			rc = -1;
+		if (p) {
+			size_t l = strlen(p);
+			if (l && p[l - 1] == '-')
+				p[l - 1] = 0; /* ".../ca-GEN" */
+			struct storage_sstable_info in = {
+				.gen = s->gen,
+				.path = p,
+				.repaired_at = ss->repaired_at,
+				.pending = !no_session(ss->pending_repair),
+				.level = ss->level,
+				.min_token = ss->min_token,
+				.max_token = ss->max_token,
+				.partitions = ss->partition_count,
+				.data_bytes = ss->data_size};
+			memcpy(in.pending_repair, ss->pending_repair, 16);
+			each(arg, &in);
+			free(p);
+		}
+		sstable_unref(s);
+	}
+	free(a);
+	free(st);
+	return rc;
 }

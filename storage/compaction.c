@@ -148,6 +148,24 @@ static bool same_repair_state(const struct sstable *a, const struct sstable *b)
 		       sizeof(a->stats.pending_repair));
 }
 
+/* The distinct repair states of v's usable SSTables, each named by one
+ * SSTable of it (out has room for v->count), in the order they come. */
+static size_t repair_states(const struct version *v, struct sstable **out)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < v->count; i++) {
+		struct sstable *s = v->ssts[i];
+		if (atomic_load(&s->excluded))
+			continue;
+		size_t k = 0;
+		while (k < n && !same_repair_state(out[k], s))
+			k++;
+		if (k == n)
+			out[n++] = s;
+	}
+	return n;
+}
+
 /* Keeps in cand[0..n) those of cand[from]'s repair state, in order; the
  * others move to the tail. Returns how many were kept. */
 static size_t repair_group(struct sstable **cand, size_t n, size_t from)
@@ -359,9 +377,12 @@ struct pick {
 	uint32_t out_level;
 };
 
-/* Inputs for the next compaction of `t`. */
+/* Inputs for the next compaction of `t`. A major compaction or a
+ * cleanup takes every SSTable of `state`'s repair state (as Cassandra
+ * runs one per repaired, unrepaired and pending set). */
 static size_t pick_inputs(struct table *t, bool major, bool cleanup,
-			  int64_t now, int64_t mt_min_ts, struct pick *p,
+			  const struct sstable *state, int64_t now,
+			  int64_t mt_min_ts, struct pick *p,
 			  struct sstable **out)
 {
 	*p = (struct pick){0};
@@ -371,8 +392,11 @@ static size_t pick_inputs(struct table *t, bool major, bool cleanup,
 	if (major || cleanup) {
 		/* leveled: everything in one sorted run, at L1 */
 		p->out_level = p->leveled ? 1 : 0;
-		size_t n = usable(v, out);
-		return n < (cleanup ? 1u : 2u) ? 0 : n;
+		size_t n = usable(v, out), k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (!state || same_repair_state(out[i], state))
+				out[k++] = out[i];
+		return k < (cleanup ? 1u : 2u) ? 0 : k;
 	}
 	struct sstable **cand = calloc(v->count + 1, sizeof(*cand));
 	if (!cand)
@@ -418,8 +442,8 @@ bool storage_engine_compaction_due(struct storage *db, struct table *t)
 		if (t->flushing[i]->min_ts < mt_min_ts)
 			mt_min_ts = t->flushing[i]->min_ts;
 	struct pick pk;
-	size_t n = pick_inputs(t, false, false, storage_engine_now_sec(db),
-			       mt_min_ts, &pk, in);
+	size_t n = pick_inputs(t, false, false, NULL,
+			       storage_engine_now_sec(db), mt_min_ts, &pk, in);
 	memcpy(t->lcs_next, cursor, sizeof(cursor));
 	free(in);
 	return n > 0;
@@ -875,8 +899,12 @@ int storage_compaction_run_job(struct job *j, struct sstable ***out)
 	for (size_t i = 0; i < j->n; i++) {
 		const struct sst_stats *st = &j->in[i]->stats;
 		o.expected_partitions += st->partition_count;
-		if (st->repaired_at != o.repaired_at)
+		/* repaired inputs: repaired as of the oldest (Cassandra's
+		 * minimum repairedAt); any unrepaired one: unrepaired */
+		if (st->repaired_at == 0 || o.repaired_at == 0)
 			o.repaired_at = 0;
+		else if (st->repaired_at < o.repaired_at)
+			o.repaired_at = st->repaired_at;
 		if (memcmp(st->pending_repair, o.pending_repair,
 			   sizeof(o.pending_repair)))
 			memset(o.pending_repair, 0, sizeof(o.pending_repair));
@@ -963,9 +991,11 @@ int storage_compaction_run_job(struct job *j, struct sstable ***out)
 /* One compaction of `t` if one applies: 1 done, 0 nothing to do, -1. A
  * major one (asked for: storage_compact) or a cleanup (a major one that
  * keeps only the partitions in `j`'s ranges) waits for a background one of
- * the table to end first, rather than leaving the table as it was. */
+ * the table to end first, rather than leaving the table as it was; it
+ * takes the SSTables of the repair state of `state` (a reference the
+ * caller holds). */
 static int compact_once(struct storage *db, struct table *t, bool major,
-			struct job *jo)
+			struct job *jo, const struct sstable *state)
 {
 	struct job j = {.db = db, .t = t};
 	if (jo) {
@@ -988,8 +1018,8 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	j.now = storage_engine_now_sec(db);
 	struct pick pk = {0};
 	struct sstable **in = calloc(t->version->count + 1, sizeof(*in));
-	j.n = in ? pick_inputs(t, major, jo != NULL, j.now, j.mt_min_ts, &pk,
-			       in)
+	j.n = in ? pick_inputs(t, major, jo != NULL, state, j.now,
+			       j.mt_min_ts, &pk, in)
 		 : 0;
 	bool tombstone = pk.tombstone;
 	j.out_level = pk.out_level;
@@ -1062,16 +1092,50 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	return rc ? -1 : tombstone ? 2 : 1;
 }
 
+/* A major compaction (jo NULL) or a cleanup (jo: its ranges) of every
+ * repair state of `t` in turn, each on its own: repaired, unrepaired and
+ * each session's pending SSTables are never merged. */
+static int compact_each_state(struct storage *db, struct table *t,
+			      struct job *jo)
+{
+	pthread_mutex_lock(&db->mu);
+	size_t n = t->version->count;
+	struct sstable **st = calloc(n + 1, sizeof(*st));
+	n = st ? repair_states(t->version, st) : 0;
+	for (size_t i = 0; i < n; i++)
+		sstable_ref(st[i]);
+	pthread_mutex_unlock(&db->mu);
+	if (!st)
+		return err_set(ERR_NOMEM, "compaction");
+	int rc = 0;
+	uint64_t dropped = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (jo)
+			jo->dropped = 0;
+		if (!rc && !db->stopping &&
+		    compact_once(db, t, true, jo, st[i]) < 0)
+			rc = -1;
+		if (jo)
+			dropped += jo->dropped;
+		sstable_unref(st[i]);
+	}
+	free(st);
+	if (jo)
+		jo->dropped = dropped;
+	return rc;
+}
+
 int storage_engine_compact_table(struct storage *db, struct table *t,
 				 bool major)
 {
 	if (major)
-		return compact_once(db, t, true, NULL) < 0 ? -1 : 0;
+		return compact_each_state(db, t, NULL);
 	/* A tombstone compaction ends the round: its output may be chosen
 	 * again (tombstone_compaction_interval 0, tombstones that still
 	 * shadow data), so it must not loop. */
 	int r;
-	while ((r = compact_once(db, t, false, NULL)) == 1 && !db->stopping)
+	while ((r = compact_once(db, t, false, NULL, NULL)) == 1 &&
+	       !db->stopping)
 		;
 	return r < 0 ? -1 : 0;
 }
@@ -1088,7 +1152,7 @@ int storage_cleanup(struct storage *db, const uint8_t table_id[16],
 		return -1;
 	}
 	struct job j = {.keep = keep, .nkeep = nkeep};
-	int rc = compact_once(db, t, true, &j);
+	int rc = compact_each_state(db, t, &j);
 	storage_compaction_process_logs(db, t, true);
 	storage_engine_table_unref(t);
 	if (dropped)

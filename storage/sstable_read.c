@@ -118,6 +118,21 @@ int sst_stats_decode(const uint8_t *p, size_t len, uint8_t version,
 	st->log_end = (struct clpos){v[10], v[11]};
 	st->data_size = v[12];
 	st->has_live_no_ttl = live;
+	/* The repair state decides what compacts with what and what repair
+	 * validates again: an impossible one is damage, never trusted (the
+	 * checksum covers bit rot; this, a writer that went wrong). */
+	bool pending = false;
+	for (size_t i = 0; i < sizeof(st->pending_repair); i++)
+		pending = pending || st->pending_repair[i];
+	if (st->repaired_at < 0)
+		return err_set(ERR_CORRUPT,
+			       "bad statistics: repaired_at %" PRId64,
+			       st->repaired_at);
+	if (st->repaired_at > 0 && pending)
+		return err_set(ERR_CORRUPT,
+			       "bad statistics: repaired (repaired_at %" PRId64
+			       ") and pending a repair session at once",
+			       st->repaired_at);
 	return 0;
 }
 
@@ -139,8 +154,8 @@ static int load_stats(struct sstable *s)
 		return -1;
 	int rc = sst_stats_decode(p, len, version, &s->stats);
 	free(img);
-	return rc ? err_set(ERR_CORRUPT,
-			    "sstable ca-%" PRIu64 ": bad statistics", s->gen)
+	return rc ? err_prefix("sstable %s/ca-%" PRIu64 "-Statistics.db",
+			       s->dir, s->gen)
 		  : 0;
 }
 
@@ -929,7 +944,12 @@ static int scan_sai(struct scan *s, const char *name, uint64_t gen)
 static int scan_entry(void *arg, const char *name)
 {
 	struct scan *s = arg;
-	if (strncmp(name, "tmp-", 4) == 0) {
+	size_t nl = strlen(name);
+	/* tmp-*: a flush or compaction's unfinished output; *.tmp: a
+	 * Statistics.db rewrite (repair state) a crash interrupted */
+	if (strncmp(name, "tmp-", 4) == 0 ||
+	    (nl > 4 && strcmp(name + nl - 4, ".tmp") == 0 &&
+	     strncmp(name, "ca-", 3) == 0)) {
 		if (s->ntmp == s->tmp_cap) {
 			size_t cap = s->tmp_cap ? s->tmp_cap * 2 : 8;
 			char **t = realloc(s->tmp, cap * sizeof(*t));

@@ -99,7 +99,7 @@ static void read_stats(struct env *env, struct storage_sstable_meta *m)
 	struct sst_stats *st = malloc(sizeof(*st));
 	if (!st || sst_stats_decode(p, len, v, st)) {
 		problem(m, "%s/ca-%" PRIu64 "-Statistics.db: %s", m->dir,
-			m->gen, st ? "bad statistics" : "out of memory");
+			m->gen, st ? err_msg() : "out of memory");
 		free(st);
 		free(img);
 		return;

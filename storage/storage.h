@@ -648,6 +648,24 @@ struct storage_repair_counts {
 };
 int storage_repair_counts(struct storage *db, const uint8_t table_id[16],
 			  struct storage_repair_counts *out);
+/* One live SSTable of a table and its repair state (tests, tools). */
+struct storage_sstable_info {
+	uint64_t gen;
+	const char *path; /* ".../ca-GEN", the components' prefix */
+	int64_t repaired_at;
+	bool pending; /* pending_repair names a session */
+	uint8_t pending_repair[16];
+	uint32_t level;
+	int64_t min_token, max_token;
+	uint64_t partitions, data_bytes;
+};
+typedef void (*storage_sstable_fn)(void *arg,
+				   const struct storage_sstable_info *s);
+/* Calls each(arg, info) for every SSTable of the table's current set, in
+ * the set's order, with no engine lock held (the files stay while the
+ * call runs). -1 with ERR_NOT_FOUND for an unknown table. */
+int storage_sstables(struct storage *db, const uint8_t table_id[16],
+		     storage_sstable_fn each, void *arg);
 
 /* nodetool snapshot: flushes the table, then hard-links its SSTables into
  * <table dir>/snapshots/<tag>/ (ERR_EXISTS when that tag exists;

@@ -53,3 +53,6 @@ cassini_check_suite(test_storage_sai_terms LABEL unit
 cassini_check_suite(test_storage_index LABEL unit
                     SOURCES test_storage_index.c
                     LIBS cassini_storage_testenv cassini_storage)
+cassini_check_suite(test_storage_anticompaction LABEL unit
+                    SOURCES test_storage_anticompaction.c
+                    LIBS cassini_storage cassini_storage_testenv cassini_conf)

@@ -33,7 +33,11 @@ struct fault_env {
 	struct env *base;
 	pthread_mutex_t mu;
 	struct track *tracks;
-	bool frozen;
+	_Atomic bool frozen;
+	/* power-cut points: mutating operations left before the power goes
+	 * (-1: none armed), and those seen since fault_env_new */
+	_Atomic int64_t ops_left;
+	_Atomic uint64_t ops_seen;
 	int64_t wall_us;
 	char *fail_substr;
 	int fail_errno;
@@ -79,8 +83,24 @@ static void undo_free_all(struct track *t)
 	}
 }
 
+/* A mutating operation (a write, sync, truncation, rename, link, unlink,
+ * directory change or sync) is about to run: counted, and the armed
+ * power cut falls before it when its count is reached. */
+static void step(struct fault_env *fe)
+{
+	atomic_fetch_add(&fe->ops_seen, 1);
+	if (atomic_load(&fe->ops_left) < 0)
+		return;
+	if (atomic_fetch_sub(&fe->ops_left, 1) <= 0) {
+		atomic_store(&fe->ops_left, -1);
+		atomic_store(&fe->frozen, true);
+	}
+}
+
 static int check_power(struct fault_env *fe, const char *path, bool write)
 {
+	if (write && !fe->frozen)
+		step(fe);
 	if (fe->frozen)
 		return err_set_errno(EIO, "simulated power loss");
 	if (write && fe->fail_substr && path && strstr(path, fe->fail_substr))
@@ -290,6 +310,8 @@ static int e_rename(struct env *e, const char *a, const char *b)
 static int e_unlink(struct env *e, const char *p)
 {
 	struct fault_env *fe = fenv(e);
+	if (!fe->frozen)
+		step(fe);
 	if (check_power(fe, p, false))
 		return -1;
 	pthread_mutex_lock(&fe->mu);
@@ -308,12 +330,16 @@ static int e_link(struct env *e, const char *a, const char *b)
 
 static int e_mkdir(struct env *e, const char *p)
 {
+	if (!fenv(e)->frozen)
+		step(fenv(e));
 	if (check_power(fenv(e), p, false))
 		return -1;
 	return env_mkdir(fenv(e)->base, p);
 }
 static int e_rmdir(struct env *e, const char *p)
 {
+	if (!fenv(e)->frozen)
+		step(fenv(e));
 	if (check_power(fenv(e), p, false))
 		return -1;
 	return env_rmdir(fenv(e)->base, p);
@@ -386,6 +412,7 @@ struct fault_env *fault_env_new(struct env *base)
 		return NULL;
 	fe->env.ops = &fault_ops;
 	fe->base = base;
+	atomic_store(&fe->ops_left, -1);
 	pthread_mutex_init(&fe->mu, NULL);
 	return fe;
 }
@@ -450,6 +477,21 @@ void fault_env_crash(struct fault_env *fe, uint64_t seed)
 		undo_track(fe, t, &r);
 	fe->frozen = false;
 	pthread_mutex_unlock(&fe->mu);
+}
+
+void fault_env_freeze_after(struct fault_env *fe, int64_t n)
+{
+	atomic_store(&fe->ops_left, n);
+}
+
+uint64_t fault_env_ops(struct fault_env *fe)
+{
+	return atomic_load(&fe->ops_seen);
+}
+
+bool fault_env_frozen(struct fault_env *fe)
+{
+	return atomic_load(&fe->frozen);
 }
 
 void fault_env_thaw(struct fault_env *fe)

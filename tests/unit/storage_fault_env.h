@@ -20,6 +20,7 @@
 
 #include "common/env.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct fault_env;
@@ -35,6 +36,16 @@ void fault_env_freeze(struct fault_env *fe);
 /* Drops unsynced writes (tearing the newest one per file at a point drawn
  * from `seed`) and unfreezes. */
 void fault_env_crash(struct fault_env *fe, uint64_t seed);
+/* Power-cut points: the power goes just before the n-th mutating file
+ * operation from now (0: the next one); a write, sync, truncation,
+ * preallocation, rename, link, unlink, mkdir, rmdir or directory sync
+ * counts one. Negative disarms. Run an operation once with none armed,
+ * count its steps with fault_env_ops, then cut it at each of them. */
+void fault_env_freeze_after(struct fault_env *fe, int64_t n);
+/* Mutating operations seen since fault_env_new. */
+uint64_t fault_env_ops(struct fault_env *fe);
+/* Whether the power is off (a freeze, or an armed cut that fell). */
+bool fault_env_frozen(struct fault_env *fe);
 /* After a freeze, a killed process rather than a power cut: unfreezes and
  * keeps every write (the page cache survives; they stay unsynced). */
 void fault_env_thaw(struct fault_env *fe);
