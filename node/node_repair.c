@@ -19,6 +19,9 @@
  *                         (the last 64) and what runs now
  *   repair_admin cancel --session ID [--force]
  *                         fails an incremental session
+ *   repair_admin cleanup [--force]
+ *                         settles data that ended sessions left pending
+ *                         (sessions persisted in repair_sessions)
  *   repair_admin summarize-pending|summarize-repaired [ks[.table]]
  *                         SSTables per repair state
  *   repair_admin history [ks[.table]]
@@ -938,50 +941,140 @@ static int64_t peer_incarnation(void *arg, const struct inet_addr *ep)
 	return info.generation;
 }
 
-/* At start: the incremental sessions of the previous run are forgotten
- * (participants keep them in memory; their coordinators fail them when
- * this node restarts), so data they left pending is unrepaired again, on
- * the repair worker. */
+/* Data left pending for sessions that ended (or, `unknown`, that this
+ * node does not know): settled on the repair worker, per table, session
+ * by session (storage_repair_set_state), as Cassandra's repair_admin
+ * cleanup does. The sessions' verdicts are taken on the loop. */
+struct verdict {
+	uint8_t uuid[16];
+	bool live;           /* neither finalized nor failed: left alone */
+	int64_t repaired_at; /* else: what its pending data becomes */
+};
+
 struct release_job {
 	struct work work;
+	struct loopq_item item;
 	struct storage *db;
 	uint8_t (*ids)[16];
 	size_t n;
+	struct verdict *v;
+	size_t nv;
+	bool unknown;
+	struct admin_reply *reply;
+	struct loopq *q;
+	/* found: distinct pending sessions of one table */
+	uint8_t (*found)[16];
+	size_t nfound, capfound;
+	uint64_t repaired, unrepaired, kept, sessions;
 };
+
+static void release_seen(void *arg, const struct storage_sstable_info *s)
+{
+	struct release_job *j = arg;
+	if (!s->pending)
+		return;
+	for (size_t i = 0; i < j->nfound; i++)
+		if (!memcmp(j->found[i], s->pending_repair, 16))
+			return;
+	if (j->nfound == j->capfound) {
+		size_t cap = j->capfound ? 2 * j->capfound : 8;
+		void *x = realloc(j->found, cap * sizeof(*j->found));
+		if (!x)
+			return;
+		j->found = x;
+		j->capfound = cap;
+	}
+	memcpy(j->found[j->nfound++], s->pending_repair, 16);
+}
 
 static void release_run(struct work *w)
 {
 	struct release_job *j = (struct release_job *)w;
-	uint64_t total = 0;
 	for (size_t i = 0; i < j->n; i++) {
-		uint64_t c = 0;
-		if (storage_repair_set_state(j->db, j->ids[i], NULL, 0, &c) ==
-		    0)
-			total += c;
+		j->nfound = 0;
+		if (storage_sstables(j->db, j->ids[i], release_seen, j))
+			continue;
+		for (size_t f = 0; f < j->nfound; f++) {
+			const struct verdict *v = NULL;
+			for (size_t k = 0; k < j->nv && !v; k++)
+				if (!memcmp(j->v[k].uuid, j->found[f], 16))
+					v = &j->v[k];
+			uint64_t c = 0;
+			if ((v && v->live) || (!v && !j->unknown)) {
+				j->kept++;
+				continue;
+			}
+			int64_t ra = v ? v->repaired_at : 0;
+			if (storage_repair_set_state(j->db, j->ids[i],
+						     j->found[f], ra, &c))
+				continue;
+			j->sessions++;
+			if (ra)
+				j->repaired += c;
+			else
+				j->unrepaired += c;
+		}
 	}
-	if (total)
+	if (j->repaired || j->unrepaired)
 		LOG_AT(LOG_LEVEL_INFO,
-		       "incremental repair: %" PRIu64
-		       " SSTables pending for sessions of the previous run "
-		       "are unrepaired again",
-		       total);
+		       "incremental repair: SSTables left pending by %" PRIu64
+		       " ended or unknown sessions settled: %" PRIu64
+		       " repaired, %" PRIu64 " unrepaired",
+		       j->sessions, j->repaired, j->unrepaired);
+	loopq_post(j->q, &j->item);
+}
+
+static void release_done(struct loopq_item *it)
+{
+	struct release_job *j =
+		(struct release_job *)((char *)it -
+				       offsetof(struct release_job, item));
+	if (j->reply) {
+		char out[256];
+		snprintf(out, sizeof(out),
+			 "settled the pending data of %" PRIu64
+			 " (table, session) pairs: %" PRIu64
+			 " SSTables repaired, %" PRIu64
+			 " unrepaired; %" PRIu64
+			 " pairs of running or unknown sessions left "
+			 "pending\n",
+			 j->sessions, j->repaired, j->unrepaired, j->kept);
+		admin_reply_finish(j->reply, 0, out, "");
+	}
+	free(j->found);
+	free(j->v);
 	free(j->ids);
 	free(j);
 }
 
-static void release_pending(struct node_repair *nr)
+static void verdict_of(void *arg, const struct repair_local_info *l)
+{
+	struct release_job *j = arg;
+	struct verdict *v = &j->v[j->nv++];
+	memcpy(v->uuid, l->uuid, 16);
+	v->live = l->state != REPAIR_LOCAL_FINALIZED &&
+		  l->state != REPAIR_LOCAL_FAILED;
+	v->repaired_at =
+		l->state == REPAIR_LOCAL_FINALIZED ? l->repaired_at : 0;
+}
+
+int node_repair_cleanup(struct node_repair *nr, bool unknown,
+			struct admin_reply *reply)
 {
 	if (!nr->n->cql)
-		return;
+		return err_set(ERR_INVALID, "no data path on this node");
 	const struct cql_schema *schema = cql_service_schema(nr->n->cql);
 	struct release_job *j = calloc(1, sizeof(*j));
 	size_t nks = schema ? cql_schema_keyspace_count(schema) : 0, cap = 0;
 	for (size_t i = 0; i < nks; i++)
 		cap += cql_keyspace_table_count(
 			cql_schema_keyspace_at(schema, i));
-	if (!j || !(j->ids = calloc(cap + 1, sizeof(*j->ids)))) {
+	if (!j || !(j->ids = calloc(cap + 1, sizeof(*j->ids))) ||
+	    !(j->v = calloc(REPAIR_MAX_LOCAL, sizeof(*j->v)))) {
+		if (j)
+			free(j->ids);
 		free(j);
-		return;
+		return err_set(ERR_NOMEM, "repair cleanup");
 	}
 	for (size_t i = 0; i < nks; i++) {
 		const struct cql_keyspace *k =
@@ -991,9 +1084,40 @@ static void release_pending(struct node_repair *nr)
 			       cql_table_meta(cql_keyspace_table_at(k, t))->id,
 			       16);
 	}
+	repair_local_list(nr->repair, verdict_of, j);
 	j->db = nr->db;
+	j->q = nr->q;
+	j->unknown = unknown;
+	j->reply = reply;
+	j->item.fn = release_done;
 	j->work.run = release_run;
 	workers_submit(nr->workers, &j->work);
+	return 0;
+}
+
+/* The participant sessions, persisted whenever one changes state (the
+ * file's worker writes them; a crash before the write leaves an older
+ * image, whose sessions then time out or whose data, unknown, is
+ * unrepaired at start: never repaired wrongly). */
+static void locals_changed(void *arg)
+{
+	struct node_repair *nr = arg;
+	if (!nr->repair || !nr->locals_file)
+		return;
+	struct buf b;
+	buf_init(&b);
+	if (repair_locals_encode(nr->repair, &b)) {
+		LOG_WARN("cannot encode the repair sessions: %s", err_msg());
+		buf_free(&b);
+		return;
+	}
+	node_state_file_save(nr->locals_file, b.data, b.len); /* takes it */
+}
+
+static int parse_locals(void *arg, const uint8_t *data, size_t len)
+{
+	return repair_locals_load(((struct node_repair *)arg)->repair, data,
+				  len);
 }
 
 struct node_repair *node_repair_new(struct node *n)
@@ -1012,12 +1136,18 @@ struct node_repair *node_repair_new(struct node *n)
 	o.is_alive = peer_alive;
 	o.incarnation = peer_incarnation;
 	o.alive_arg = nr;
-	char path[PATH_MAX];
+	o.locals_changed = locals_changed;
+	o.locals_arg = nr;
+	char path[PATH_MAX], spath[PATH_MAX];
+	snprintf(spath, sizeof(spath), "%s/" SESSIONS_FILE,
+		 n->conf.saved_caches_directory);
 	snprintf(path, sizeof(path), "%s/" HISTORY_FILE,
 		 n->conf.saved_caches_directory);
 	if (!(nr->tasks = repair_history_new(REPAIR_HISTORY_DEFAULT_MAX)) ||
 	    !(nr->tasks_file = node_state_file_new(n->env, nr->q, path,
 						   "repair-history")) ||
+	    !(nr->locals_file = node_state_file_new(n->env, nr->q, spath,
+						    "repair-sessions")) ||
 	    !(nr->workers = workers_new_background(1, "repair")) ||
 	    !(nr->repair =
 		      repair_new(n->env, &o, &node_repair_store_ops, nr)) ||
@@ -1031,7 +1161,14 @@ struct node_repair *node_repair_new(struct node *n)
 		return NULL;
 	}
 	history_load(nr);
-	release_pending(nr);
+	/* the previous run's sessions: those it cut short are finished or
+	 * failed now; data pending for sessions it did not persist is
+	 * unrepaired again (the coordinator failed them on our restart) */
+	if (node_state_file_load(nr->locals_file, HISTORY_MAX, parse_locals,
+				 nr, "starting with no repair sessions") == 1)
+		LOG_INFO("repair sessions: loaded from %s",
+			 node_state_file_path(nr->locals_file));
+	node_repair_cleanup(nr, true, NULL);
 	return nr;
 }
 
@@ -1070,6 +1207,7 @@ void node_repair_delete(struct node_repair *nr)
 	if (nr->tasks_dirty)
 		history_save(nr);
 	node_state_file_delete(nr->tasks_file); /* writes the last state */
+	node_state_file_delete(nr->locals_file);
 	repair_history_delete(nr->tasks);
 	free(nr);
 }

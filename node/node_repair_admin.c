@@ -19,6 +19,7 @@
 
 const char node_repair_admin_usage[] =
 	"repair_admin list [--all] | cancel [--session ID [--force]] | "
+	"cleanup [--force] | "
 	"history [keyspace[.table]] | summarize-pending [keyspace[.table]] | "
 	"summarize-repaired [keyspace[.table]]";
 
@@ -188,6 +189,26 @@ int node_repair_cmd_admin(void *arg, size_t argc, const char *const *argv,
 		return summarize(nr, argc == 2 ? argv[1] : NULL,
 				 strcmp(argv[0], "summarize-pending") == 0, out,
 				 err);
+	if (argc >= 1 && argc <= 2 && strcmp(argv[0], "cleanup") == 0) {
+		bool force = argc == 2 && (strcmp(argv[1], "--force") == 0 ||
+					   strcmp(argv[1], "-f") == 0);
+		if (argc == 2 && !force) {
+			admin_printf(err, "usage: %s\n",
+				     node_repair_admin_usage);
+			return 1;
+		}
+		struct admin_reply *rep = admin_defer(nr->n->admin);
+		if (!rep) {
+			admin_printf(err, "%s\n", err_msg());
+			return 2;
+		}
+		if (node_repair_cleanup(nr, force, rep)) {
+			char e[300];
+			snprintf(e, sizeof(e), "error: %s\n", err_msg());
+			admin_reply_finish(rep, 2, "", e);
+		}
+		return ADMIN_PENDING;
+	}
 	if (argc == 1 && strcmp(argv[0], "cancel") == 0) {
 		if (repair_cancel(nr->repair, "by repair_admin cancel")) {
 			admin_printf(err, "%s\n", err_msg());

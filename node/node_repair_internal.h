@@ -38,6 +38,7 @@ struct repair_record {
 #define HISTORY 64
 
 #define HISTORY_FILE "repair_history"
+#define SESSIONS_FILE "repair_sessions" /* participant sessions */
 #define HISTORY_MAX  (16u << 20) /* a file past this is refused */
 
 struct node_repair {
@@ -55,6 +56,7 @@ struct node_repair {
 	struct repair_history *tasks; /* every manual task, persisted */
 	struct node_state_file *tasks_file;
 	bool tasks_dirty; /* entries not yet handed to tasks_file */
+	struct node_state_file *locals_file; /* repair_locals_encode's */
 };
 
 /* node_repair_store.c */
@@ -63,6 +65,15 @@ extern const struct repair_store_ops node_repair_store_ops;
 /* node_repair.c: a session id as text and back (-1 when malformed). */
 void node_repair_uuid_str(const uint8_t x[16], char out[40]);
 int node_repair_uuid_parse(const char *s, uint8_t out[16]);
+
+/* node_repair.c: settles the data pending for sessions that ended (on the
+ * repair worker): a finalized session's becomes repaired, a failed one's
+ * unrepaired; with `unknown`, also data pending for sessions this node
+ * does not know (at start: the previous run's it did not persist). With
+ * `reply` (an admin_defer handle), answers it with the counts. */
+struct admin_reply;
+int node_repair_cleanup(struct node_repair *nr, bool unknown,
+			struct admin_reply *reply);
 
 /* node_repair_admin.c: the admin commands (arg: the node_repair) and
  * repair_admin's synopsis. */

@@ -24,6 +24,8 @@ void repair_options_default(struct repair_options *o)
 	o->session_space = (size_t)16 << 20;
 	o->message_bytes = (size_t)4 << 20;
 	o->alive_check_ms = 1000;
+	o->local_timeout_ms = 86400000;
+	o->local_check_ms = 5000;
 }
 
 size_t repair_pieces(struct merkle_range r, struct merkle_range out[2])
@@ -109,7 +111,8 @@ struct repair *repair_new(struct env *env, const struct repair_options *o,
 	r->o = *o;
 	if (!r->o.validate_timeout_ms || !r->o.request_timeout_ms ||
 	    !r->o.session_space || !r->o.message_bytes ||
-	    !r->o.alive_check_ms) {
+	    !r->o.alive_check_ms || !r->o.local_timeout_ms ||
+	    !r->o.local_check_ms) {
 		struct repair_options d;
 		repair_options_default(&d);
 		if (!r->o.validate_timeout_ms)
@@ -122,18 +125,28 @@ struct repair *repair_new(struct env *env, const struct repair_options *o,
 			r->o.message_bytes = d.message_bytes;
 		if (!r->o.alive_check_ms)
 			r->o.alive_check_ms = d.alive_check_ms;
+		if (!r->o.local_timeout_ms)
+			r->o.local_timeout_ms = d.local_timeout_ms;
+		if (!r->o.local_check_ms)
+			r->o.local_check_ms = d.local_check_ms;
 	}
 	r->store = store;
 	r->store_arg = store_arg;
 	r->local_timer = env_timer_new(env, local_deliver, r);
 	r->claim_timer = env_timer_new(env, repair_claims_sweep, r);
-	if (!r->local_timer || !r->claim_timer) {
+	r->sweep_timer = env_timer_new(env, repair_locals_sweep, r);
+	if (!r->local_timer || !r->claim_timer || !r->sweep_timer) {
 		if (r->local_timer)
 			env_timer_free(env, r->local_timer);
+		if (r->claim_timer)
+			env_timer_free(env, r->claim_timer);
+		if (r->sweep_timer)
+			env_timer_free(env, r->sweep_timer);
 		free(r);
 		err_set(ERR_NOMEM, "repair timer");
 		return NULL;
 	}
+	env_timer_arm(env, r->sweep_timer, r->o.local_check_ms * 1000);
 	return r;
 }
 
@@ -150,6 +163,7 @@ static void repair_free(struct repair *r)
 	repair_locals_free(r);
 	env_timer_free(r->env, r->local_timer);
 	env_timer_free(r->env, r->claim_timer);
+	env_timer_free(r->env, r->sweep_timer);
 	free(r);
 }
 
@@ -162,6 +176,7 @@ void repair_delete(struct repair *r)
 	r->session = NULL;
 	env_timer_cancel(r->env, r->local_timer);
 	env_timer_cancel(r->env, r->claim_timer);
+	env_timer_cancel(r->env, r->sweep_timer);
 	if (r->jobs)
 		r->deleting = true;
 	else

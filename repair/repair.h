@@ -189,6 +189,18 @@ struct repair_options {
 	int64_t (*incarnation)(void *arg, const struct inet_addr *ep);
 	void *alive_arg;
 	uint64_t alive_check_ms;
+	/* Participant sessions (repair_local_*): a session neither finalized
+	 * nor failed that hears nothing of its coordinator for
+	 * local_timeout_ms (Cassandra's repair_fail_timeout, 1 day), or whose
+	 * coordinator's incarnation changed since its PREPARE (it restarted
+	 * and forgot it), is failed at the next check (every local_check_ms,
+	 * 5000): its pending data is unrepaired, never left pending. */
+	uint64_t local_timeout_ms;
+	uint64_t local_check_ms;
+	/* Optional: runs on the loop after a participant session changed
+	 * state (persist repair_locals_encode's image). */
+	void (*locals_changed)(void *arg);
+	void *locals_arg;
 };
 void repair_options_default(struct repair_options *o);
 
@@ -388,6 +400,15 @@ void repair_local_list(const struct repair *r, repair_local_fn each, void *arg);
  * pending data becomes unrepaired. 0, or -1 with ERR_NOT_FOUND (no such
  * session) or ERR_INVALID (finalized or failed already). */
 int repair_local_fail(struct repair *r, const uint8_t uuid[16]);
+/* The participant sessions as bytes (a versioned image), and back: at
+ * start, before any message, the previous run's. A session the stop cut
+ * short in its store work is finished: an interrupted PREPARE or FAIL
+ * fails (its pending data unrepaired), an interrupted COMMIT commits
+ * again; the others stay in their state until their coordinator's next
+ * message or the timeout. -1 with ERR_CORRUPT for an image that does not
+ * parse (nothing loaded). */
+int repair_locals_encode(const struct repair *r, struct buf *out);
+int repair_locals_load(struct repair *r, const uint8_t *p, size_t len);
 /* The id SSTables record for session `id` of coordinator `co`. */
 void repair_session_uuid(const struct inet_addr *co, uint64_t id,
 			 uint8_t out[16]);

@@ -147,6 +147,7 @@ struct repair {
 	/* incremental sessions this node takes part in (repair_local.c) */
 	struct repair_local *locals[REPAIR_MAX_LOCAL];
 	size_t nlocals;
+	struct env_timer *sweep_timer; /* fails timed-out local sessions */
 	bool deleting; /* repair_delete ran; the last job frees */
 };
 
@@ -181,6 +182,9 @@ struct repair_local *repair_local_repairing(struct repair *r,
 					    uint64_t id);
 const uint8_t *repair_local_uuid(const struct repair_local *l);
 void repair_locals_free(struct repair *r);
+/* Fails the local sessions past their timeout (or whose coordinator
+ * restarted); rearms itself. */
+void repair_locals_sweep(void *arg);
 
 /* The coordinator side (repair.c): a response. */
 void repair_session_receive(struct repair *r, const struct inet_addr *from,

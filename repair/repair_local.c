@@ -5,13 +5,18 @@
  * through the store's prepare) -> REPAIRING (the first incremental
  * VALIDATE or APPLY) -> FINALIZE_PROMISED (PROPOSE) -> FINALIZED (COMMIT:
  * pending becomes repaired), or FAILED from any state before FINALIZED
- * (FAIL, or repair_admin cancel: pending becomes unrepaired). Kept in
- * memory, the newest REPAIR_MAX_LOCAL; a restart forgets them (the
- * coordinator fails the session when a participant restarts).
+ * (FAIL, repair_admin cancel, or the timeout: pending becomes unrepaired).
+ * The newest REPAIR_MAX_LOCAL are kept, and persisted through the
+ * options' locals_changed (repair_locals_encode / _load), so a restart
+ * finishes or fails them, never leaves their data pending for ever.
  */
+#define LOG_MODULE "repair"
 #include "repair/repair_internal.h"
 
 #include "common/err.h"
+#include "common/log.h"
+
+#include <inttypes.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +38,14 @@ struct repair_local {
 	char error[256];
 	uint64_t count, one;
 	bool fail_after; /* a FAIL came while busy */
+	int64_t co_gen;  /* the coordinator's incarnation at PREPARE */
 };
+
+static void changed(struct repair *r)
+{
+	if (r->o.locals_changed)
+		r->o.locals_changed(r->o.locals_arg);
+}
 
 const char *repair_local_state_name(enum repair_local_state s)
 {
@@ -216,6 +228,8 @@ static void work_next(struct repair_local *l)
 	l->fail_after = false;
 	if (again)
 		start_work(l, REPAIR_VERB_FAIL, false);
+	else if (!r->deleting)
+		changed(r);
 	repair_job_release(r); /* may free r (deleted meanwhile) */
 }
 
@@ -233,6 +247,7 @@ static void start_work(struct repair_local *l, uint32_t verb, bool ans)
 	l->failed = false;
 	l->error[0] = 0;
 	l->count = 0;
+	changed(l->r); /* a stop now redoes or fails this work (load) */
 	work_next(l);
 }
 
@@ -252,6 +267,8 @@ static void prepare(struct repair *r, const struct inet_addr *from,
 		l->info.session = q->session;
 		l->info.coordinator = *from;
 		repair_session_uuid(from, q->session, l->info.uuid);
+		if (r->o.incarnation && !inet_addr_eq(from, &r->o.self))
+			l->co_gen = r->o.incarnation(r->o.alive_arg, from);
 		l->info.state = REPAIR_LOCAL_PREPARING;
 		l->info.started_ms = l->info.updated_ms = now_ms(r);
 		l->info.ntables = q->table_ids.len / 16;
@@ -314,6 +331,7 @@ void repair_local_receive(struct repair *r, const struct inet_addr *from,
 			return;
 		}
 		l->info.state = REPAIR_LOCAL_FINALIZE_PROMISED;
+		changed(r);
 		answer(r, from, verb, q->session, true, "", 0);
 		return;
 	case REPAIR_VERB_COMMIT:
@@ -354,8 +372,11 @@ struct repair_local *repair_local_repairing(struct repair *r,
 			l ? repair_local_state_name(l->info.state) : "unknown");
 		return NULL;
 	}
+	bool first = l->info.state != REPAIR_LOCAL_REPAIRING;
 	l->info.state = REPAIR_LOCAL_REPAIRING;
 	l->info.updated_ms = now_ms(r);
+	if (first)
+		changed(r);
 	return l;
 }
 
@@ -382,4 +403,188 @@ int repair_local_fail(struct repair *r, const uint8_t uuid[16])
 		return 0;
 	}
 	return err_set(ERR_NOT_FOUND, "no such incremental session");
+}
+
+/* ---- timeout ------------------------------------------------------------- */
+
+void repair_locals_sweep(void *arg)
+{
+	struct repair *r = arg;
+	int64_t now = now_ms(r);
+	for (size_t i = 0; i < r->nlocals; i++) {
+		struct repair_local *l = r->locals[i];
+		enum repair_local_state st = l->info.state;
+		if (l->busy || st == REPAIR_LOCAL_FINALIZED ||
+		    st == REPAIR_LOCAL_FAILED)
+			continue;
+		const char *why = NULL;
+		int64_t gen = 0;
+		if (now - l->info.updated_ms >= (int64_t)r->o.local_timeout_ms)
+			why = "no word from its coordinator";
+		else if (l->co_gen && r->o.incarnation &&
+			 (gen = r->o.incarnation(r->o.alive_arg,
+						 &l->info.coordinator)) &&
+			 gen != l->co_gen)
+			why = "its coordinator restarted";
+		if (!why)
+			continue;
+		char u[40], a[INET_ADDR_STRLEN];
+		const uint8_t *x = l->info.uuid;
+		snprintf(u, sizeof(u),
+			 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+			 "%02x%02x%02x%02x%02x%02x",
+			 x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8],
+			 x[9], x[10], x[11], x[12], x[13], x[14], x[15]);
+		LOG_WARN("incremental session %s of %s failed while %s: %s "
+			 "(%" PRId64 " s since its last message); its pending "
+			 "data is unrepaired again",
+			 u,
+			 inet_addr_format(&l->info.coordinator, a, sizeof(a)),
+			 repair_local_state_name(st), why,
+			 (now - l->info.updated_ms) / 1000);
+		start_work(l, REPAIR_VERB_FAIL, false);
+	}
+	env_timer_arm(r->env, r->sweep_timer, r->o.local_check_ms * 1000);
+}
+
+/* ---- persistence --------------------------------------------------------- *
+ * Version 1: u8 version, be32 count, then per session: uuid (16), be64
+ * session, u8 family, ip (16), be16 port, u8 state, u8 the verb whose
+ * store work ran (0: none), be64 started_ms, updated_ms, repaired_at,
+ * marked, co_gen, be32 ntables and their ids (16 each), be32 nranges and
+ * their (be64 start, be64 end). */
+
+#define LOCALS_VERSION 1
+
+int repair_locals_encode(const struct repair *r, struct buf *out)
+{
+	int rc = buf_put_u8(out, LOCALS_VERSION) ||
+		 buf_put_be32(out, (uint32_t)r->nlocals);
+	for (size_t i = 0; !rc && i < r->nlocals; i++) {
+		const struct repair_local *l = r->locals[i];
+		const struct repair_local_info *f = &l->info;
+		rc = buf_append(out, f->uuid, 16) ||
+		     buf_put_be64(out, f->session) ||
+		     buf_put_u8(out, f->coordinator.family) ||
+		     buf_append(out, f->coordinator.ip, 16) ||
+		     buf_put_be16(out, f->coordinator.port) ||
+		     buf_put_u8(out, (uint8_t)f->state) ||
+		     buf_put_u8(out, l->busy ? (uint8_t)l->verb : 0) ||
+		     buf_put_be64(out, (uint64_t)f->started_ms) ||
+		     buf_put_be64(out, (uint64_t)f->updated_ms) ||
+		     buf_put_be64(out, (uint64_t)f->repaired_at) ||
+		     buf_put_be64(out, f->marked) ||
+		     buf_put_be64(out, (uint64_t)l->co_gen) ||
+		     buf_put_be32(out, (uint32_t)f->ntables) ||
+		     buf_append(out, l->table_ids, 16 * f->ntables) ||
+		     buf_put_be32(out, (uint32_t)f->nranges);
+		for (size_t k = 0; !rc && k < f->nranges; k++)
+			rc = buf_put_be64(out, (uint64_t)l->ranges[k].start) ||
+			     buf_put_be64(out, (uint64_t)l->ranges[k].end);
+	}
+	return rc ? err_set(ERR_NOMEM, "repair sessions") : 0;
+}
+
+static int decode_one(struct repair *r, struct cursor *c,
+		      struct repair_local **out)
+{
+	struct repair_local *l = calloc(1, sizeof(*l));
+	if (!l)
+		return err_set(ERR_NOMEM, "repair sessions");
+	struct repair_local_info *f = &l->info;
+	uint8_t st = 0, verb = 0;
+	uint64_t started = 0, updated = 0, ra = 0, gen = 0;
+	uint32_t nt = 0, nr = 0;
+	int rc = cursor_copy(c, f->uuid, 16) || cursor_be64(c, &f->session) ||
+		 cursor_u8(c, &f->coordinator.family) ||
+		 cursor_copy(c, f->coordinator.ip, 16) ||
+		 cursor_be16(c, &f->coordinator.port) || cursor_u8(c, &st) ||
+		 cursor_u8(c, &verb) || cursor_be64(c, &started) ||
+		 cursor_be64(c, &updated) || cursor_be64(c, &ra) ||
+		 cursor_be64(c, &f->marked) || cursor_be64(c, &gen) ||
+		 cursor_be32(c, &nt);
+	if (!rc && (st > REPAIR_LOCAL_FAILED || !nt ||
+		    nt > cursor_left(c) / 16))
+		rc = -1;
+	if (!rc) {
+		l->table_ids = malloc(16 * (size_t)nt);
+		rc = !l->table_ids || cursor_copy(c, l->table_ids, 16 * nt) ||
+		     cursor_be32(c, &nr) || !nr || nr > cursor_left(c) / 16;
+	}
+	if (!rc) {
+		l->ranges = calloc(nr, sizeof(*l->ranges));
+		rc = !l->ranges;
+	}
+	for (uint32_t k = 0; !rc && k < nr; k++) {
+		uint64_t a = 0, b = 0;
+		rc = cursor_be64(c, &a) || cursor_be64(c, &b);
+		l->ranges[k] = (struct merkle_range){(int64_t)a, (int64_t)b};
+	}
+	if (!rc) {
+		l->r = r;
+		f->state = (enum repair_local_state)st;
+		f->started_ms = (int64_t)started;
+		f->updated_ms = (int64_t)updated;
+		f->repaired_at = (int64_t)ra;
+		f->ntables = nt;
+		f->nranges = nr;
+		f->table_ids = l->table_ids;
+		f->ranges = l->ranges;
+		l->co_gen = (int64_t)gen;
+		l->verb = verb;
+		rc = unwrap(l);
+	}
+	if (rc) {
+		local_free(l);
+		return err_set(ERR_CORRUPT, "repair sessions: a bad session");
+	}
+	*out = l;
+	return 0;
+}
+
+int repair_locals_load(struct repair *r, const uint8_t *p, size_t len)
+{
+	struct cursor c = cursor_make(p, len);
+	uint8_t v = 0;
+	uint32_t n = 0;
+	if (cursor_u8(&c, &v) || v != LOCALS_VERSION || cursor_be32(&c, &n))
+		return err_set(ERR_CORRUPT, "repair sessions: version %u", v);
+	struct repair_local *got[REPAIR_MAX_LOCAL];
+	size_t ng = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct repair_local *l = NULL;
+		if (decode_one(r, &c, &l)) {
+			for (size_t k = 0; k < ng; k++)
+				local_free(got[k]);
+			return -1;
+		}
+		if (ng == REPAIR_MAX_LOCAL) { /* the oldest goes */
+			local_free(got[0]);
+			memmove(got, got + 1, (ng - 1) * sizeof(*got));
+			ng--;
+		}
+		got[ng++] = l;
+	}
+	if (cursor_left(&c)) {
+		for (size_t k = 0; k < ng; k++)
+			local_free(got[k]);
+		return err_set(ERR_CORRUPT, "repair sessions: trailing bytes");
+	}
+	repair_locals_free(r);
+	memcpy(r->locals, got, ng * sizeof(*got));
+	r->nlocals = ng;
+	/* store work the stop cut short: finish it */
+	for (size_t i = 0; i < ng; i++) {
+		struct repair_local *l = got[i];
+		uint32_t verb = l->verb;
+		l->verb = 0;
+		if (verb == REPAIR_VERB_COMMIT &&
+		    l->info.state == REPAIR_LOCAL_FINALIZE_PROMISED)
+			start_work(l, REPAIR_VERB_COMMIT, false);
+		else if (verb == REPAIR_VERB_PREPARE ||
+			 verb == REPAIR_VERB_FAIL ||
+			 l->info.state == REPAIR_LOCAL_PREPARING)
+			start_work(l, REPAIR_VERB_FAIL, false);
+	}
+	return 0;
 }

@@ -45,6 +45,9 @@ struct mnode {
 	 * repaired data (partitions move between them whole) */
 	struct mem_store pend, rep;
 	uint8_t pend_uuid[16];
+	/* its participant sessions as last persisted (locals_changed) */
+	struct buf saved;
+	int saves;
 };
 
 struct cluster {
@@ -61,6 +64,7 @@ struct cluster {
 	bool partial;        /* ... over a subset of the replicas */
 	bool down[NNODES];   /* the failure detector's verdict */
 	int64_t gen[NNODES]; /* gossip generations (0 until a restart) */
+	uint64_t local_timeout_ms; /* 0: the default */
 };
 
 /* ---- in-memory store ----------------------------------------------------- */
@@ -216,7 +220,16 @@ static int64_t hook_incarnation(void *arg, const struct inet_addr *ep)
 	return 0;
 }
 
-/* (Re)starts node i's repair service, as a restart of the node would. */
+static void hook_locals_changed(void *arg)
+{
+	struct mnode *n = arg;
+	buf_clear(&n->saved);
+	ck_assert_int_eq(repair_locals_encode(n->repair, &n->saved), 0);
+	n->saves++;
+}
+
+/* (Re)starts node i's repair service, as a restart of the node would,
+ * with the participant sessions it last persisted. */
 static void start_repair(struct cluster *c, int i)
 {
 	struct mnode *m = &c->nodes[i];
@@ -229,8 +242,21 @@ static void start_repair(struct cluster *c, int i)
 	o.is_alive = hook_alive;
 	o.incarnation = hook_incarnation;
 	o.alive_arg = m;
-	m->repair = repair_new(m->env, &o, &mem_ops, m);
-	ck_assert_ptr_nonnull(m->repair);
+	o.locals_changed = hook_locals_changed;
+	o.locals_arg = m;
+	o.local_timeout_ms = c->local_timeout_ms;
+	o.local_check_ms = 1000;
+	m->repair = NULL;
+	struct repair *r = repair_new(m->env, &o, &mem_ops, m);
+	ck_assert_ptr_nonnull(r);
+	if (m->saved.len) {
+		struct buf b = m->saved; /* load may persist again */
+		buf_init(&m->saved);
+		m->repair = r;
+		ck_assert_int_eq(repair_locals_load(r, b.data, b.len), 0);
+		buf_free(&b);
+	}
+	m->repair = r;
 }
 
 /* ks.t (mem_store_table_new) on every node */
@@ -263,6 +289,7 @@ static void cluster_delete(struct cluster *c)
 		mem_store_clear(&c->nodes[i].store);
 		mem_store_clear(&c->nodes[i].pend);
 		mem_store_clear(&c->nodes[i].rep);
+		buf_free(&c->nodes[i].saved);
 	}
 	sim_delete(c->sim);
 	storage_table_meta_delete(c->meta);
@@ -1373,6 +1400,111 @@ START_TEST(a_participant_cancels_a_stuck_incremental_session)
 }
 END_TEST
 
+/* Restarts node i (a new process: the same data, its persisted sessions). */
+static void restart_node(struct cluster *c, int i)
+{
+	struct mnode *m = &c->nodes[i];
+	repair_delete(m->repair);
+	sim_env_kill(c->sim, m->env);
+	m->env = sim_env_new(c->sim, &m->addr);
+	env_set_receiver(m->env, deliver, m);
+	c->gen[i]++;
+	start_repair(c, i);
+}
+
+/* The coordinator dies after PREPARE; the participant restarts: its
+ * session and pending data survive the restart (persisted), and the
+ * timeout then fails it: its data is unrepaired, never left pending. */
+START_TEST(a_session_whose_coordinator_vanished_survives_a_restart_and_times_out)
+{
+	struct cluster *c = cluster_new();
+	c->incremental = true;
+	c->local_timeout_ms = 30000;
+	for (int i = 0; i < NNODES; i++) {
+		c->gen[i] = 100;
+		restart_node(c, i); /* the timeout set */
+	}
+	load(c);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	for (int t = 0;
+	     t < 1000 && local_of(c, 1).last != REPAIR_LOCAL_REPAIRING; t++)
+		sim_run_for(c->sim, 100);
+	sim_env_kill(c->sim, c->nodes[0].env);
+	c->down[0] = true;
+	sim_run_for(c->sim, 1000000);
+	ck_assert_uint_eq(c->nodes[1].pend.nparts, NKEYS);
+	ck_assert_int_gt(c->nodes[1].saves, 0);
+	restart_node(c, 1);
+	struct local_seen l = local_of(c, 1);
+	ck_assert_int_eq(l.n, 1);
+	ck_assert(l.last == REPAIR_LOCAL_PREPARED ||
+		  l.last == REPAIR_LOCAL_REPAIRING);
+	ck_assert_uint_eq(c->nodes[1].pend.nparts, NKEYS);
+	/* before the timeout it waits: the coordinator may come back */
+	sim_run_for(c->sim, 10ull * 1000000);
+	ck_assert_uint_eq(c->nodes[1].pend.nparts, NKEYS);
+	sim_run_for(c->sim, 30ull * 1000000);
+	ck_assert_int_eq(local_of(c, 1).last, REPAIR_LOCAL_FAILED);
+	ck_assert_uint_eq(c->nodes[1].pend.nparts, 0);
+	ck_assert_uint_eq(c->nodes[1].store.nparts, NKEYS);
+	ck_assert_uint_eq(c->nodes[1].rep.nparts, 0);
+	/* and the failure is persisted: another restart keeps it failed */
+	restart_node(c, 1);
+	ck_assert_int_eq(local_of(c, 1).last, REPAIR_LOCAL_FAILED);
+	cluster_delete(c);
+}
+END_TEST
+
+/* A coordinator that restarts (a new gossip generation) forgot its
+ * session: its participants fail it at the next check. */
+START_TEST(a_restarted_coordinator_fails_its_participants_sessions)
+{
+	struct cluster *c = cluster_new();
+	c->incremental = true;
+	for (int i = 0; i < NNODES; i++)
+		c->gen[i] = 100;
+	load(c);
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	for (int t = 0;
+	     t < 1000 && local_of(c, 1).last != REPAIR_LOCAL_REPAIRING; t++)
+		sim_run_for(c->sim, 100);
+	sim_env_kill(c->sim, c->nodes[0].env);
+	c->gen[0]++;
+	sim_run_for(c->sim, 2000000);
+	for (int i = 1; i < NNODES; i++) {
+		ck_assert_int_eq(local_of(c, i).last, REPAIR_LOCAL_FAILED);
+		ck_assert_uint_eq(c->nodes[i].pend.nparts, 0);
+		ck_assert_uint_eq(c->nodes[i].store.nparts, NKEYS);
+	}
+	cluster_delete(c);
+}
+END_TEST
+
+/* A finalized session, persisted, stays finalized through a restart;
+ * a corrupt image is refused whole. */
+START_TEST(finalized_sessions_survive_a_restart)
+{
+	struct cluster *c = cluster_new();
+	c->incremental = true;
+	load(c);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	restart_node(c, 2);
+	struct local_seen l = local_of(c, 2);
+	ck_assert_int_eq(l.n, 1);
+	ck_assert_int_eq(l.last, REPAIR_LOCAL_FINALIZED);
+	ck_assert(!memcmp(l.uuid, c->sum.uuid, 16));
+	ck_assert_uint_eq(c->nodes[2].rep.nparts, NKEYS);
+	struct buf *b = &c->nodes[2].saved;
+	for (size_t cut = 0; cut < b->len; cut++)
+		ck_assert_int_eq(repair_locals_load(c->nodes[2].repair,
+						    b->data, cut),
+				 -1);
+	ck_assert_int_eq(local_of(c, 2).n, 1);
+	cluster_delete(c);
+}
+END_TEST
+
 /* -dc/-hosts: the session syncs the pending data but marks nothing
  * repaired (Cassandra's repairedAt only for global repairs) */
 START_TEST(partial_incremental_repair_marks_nothing_repaired)
@@ -1441,6 +1573,12 @@ int main(void)
 	tcase_add_test(tc, failed_incremental_session_leaves_nothing_repaired);
 	tcase_add_test(tc, a_participant_cancels_a_stuck_incremental_session);
 	tcase_add_test(tc, incremental_preview_is_refused);
+	tcase_add_test(
+		tc,
+		a_session_whose_coordinator_vanished_survives_a_restart_and_times_out);
+	tcase_add_test(tc,
+		       a_restarted_coordinator_fails_its_participants_sessions);
+	tcase_add_test(tc, finalized_sessions_survive_a_restart);
 	tcase_add_test(tc, partial_incremental_repair_marks_nothing_repaired);
 	suite_add_tcase(s, tc);
 	return test_run(s);
