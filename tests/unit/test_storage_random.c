@@ -2,11 +2,21 @@
  * delete, TTLs, clock jumps, flushes, compactions, clean restarts and
  * simulated power cuts (fault env), checked after every step against a
  * plain in-memory model that knows nothing of memtables or SSTables.
- * Sync mode `batch`: every acknowledged write must survive a crash. */
+ * Sync mode `batch`: every acknowledged write must survive a crash.
+ *
+ * Incremental repair too: anticompactions of random token ranges, then
+ * finalize or fail. The model knows each winning cell's repair state
+ * (pending from the anticompaction that took it, repaired from the
+ * finalize, unrepaired when overwritten), and the check walks every live
+ * SSTable offline: a live winning cell the model calls repaired (or
+ * pending) is in a repaired (pending) SSTable, so a compaction that
+ * merged repaired and unrepaired SSTables (its output unrepaired) is
+ * caught. */
 #include "common/env_real.h"
 #include "common/err.h"
 #include "common/rand.h"
 #include "conf/conf.h"
+#include "storage/sstable_tool.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
 #include "tests/unit/storage_fault_env.h"
@@ -30,7 +40,10 @@ struct mcell {                        /* one reconciled cell/marker/deletion */
 	int64_t ts, ldt;
 	int value;
 	bool used;
+	int rs; /* repair state: RS_* */
 };
+
+enum { RS_UNREPAIRED = 0, RS_PENDING, RS_REPAIRED };
 
 struct mrt {
 	int key, lo, hi;
@@ -134,6 +147,12 @@ struct fx {
 	struct model *m;
 	struct rng r;
 	int64_t ts, now;
+	/* incremental repair: the session pending (if any) and its range */
+	bool pending;
+	uint8_t session[16];
+	struct storage_token_range range;
+	int64_t token[NKEYS];
+	int repairs;
 };
 
 static const char *keyname(int k)
@@ -409,6 +428,135 @@ static void check_scan(struct fx *f, int step)
 	}
 }
 
+/* ---- incremental repair -------------------------------------------------- */
+
+static int key_of(const uint8_t *k, size_t len)
+{
+	for (int i = 0; i < NKEYS; i++)
+		if (strlen(keyname(i)) == len && !memcmp(keyname(i), k, len))
+			return i;
+	return -1;
+}
+
+/* (key, ts) pairs held by SSTables of one state: a bitmap per key over
+ * timestamps (the suite's stay below MAXTS). */
+#define MAXTS 4096
+struct held {
+	struct fx *f;
+	int st, key;
+	uint8_t in[3][NKEYS][MAXTS / 8];
+	size_t sstables;
+};
+
+static int held_partition(void *arg, const struct storage_sstable_partition *p)
+{
+	struct held *h = arg;
+	h->key = key_of(p->key, p->key_len);
+	ck_assert_int_ge(h->key, 0);
+	struct fx *f = h->f;
+	if (h->st == RS_PENDING)
+		ck_assert_msg(f->token[h->key] > f->range.left &&
+				      f->token[h->key] <= f->range.right,
+			      "%s pending outside the session's range",
+			      keyname(h->key));
+	return 0;
+}
+
+static int held_atom(void *arg, const struct storage_sstable_atom *a)
+{
+	struct held *h = arg;
+	if (a->ts >= 0 && a->ts < MAXTS)
+		h->in[h->st][h->key][a->ts / 8] |= (uint8_t)(1u << (a->ts % 8));
+	return 0;
+}
+
+static void held_sstable(void *arg, const struct storage_sstable_info *s)
+{
+	struct held *h = arg;
+	ck_assert_msg(!(s->pending && s->repaired_at), "pending and repaired");
+	if (s->pending)
+		ck_assert(!memcmp(s->pending_repair, h->f->session, 16));
+	h->st = s->pending ? RS_PENDING
+		: s->repaired_at ? RS_REPAIRED
+				 : RS_UNREPAIRED;
+	struct storage_sstable_dump_fns fns = {
+		.partition = held_partition, .atom = held_atom, .arg = h};
+	if (storage_sstable_dump(h->f->real, s->path, NULL, 0, &fns))
+		ck_abort_msg("%s: %s", s->path, err_msg());
+	h->sstables++;
+}
+
+/* Every live winning cell the model calls pending or repaired is in an
+ * SSTable of that state. */
+static void check_repair_states(struct fx *f, int step)
+{
+	struct held *h = calloc(1, sizeof(*h));
+	ck_assert_ptr_nonnull(h);
+	h->f = f;
+	ck_assert_int_eq(storage_sstables(f->db, f->t->id, held_sstable, h),
+			 0);
+	for (size_t i = 0; i < f->m->ncells; i++) {
+		const struct mcell *c = &f->m->cells[i];
+		if (c->rs == RS_UNREPAIRED || c->exp || c->kind != 1 ||
+		    !visible(f->m, c, f->now))
+			continue;
+		ck_assert_int_lt(c->ts, MAXTS);
+		ck_assert_msg(h->in[c->rs][c->key][c->ts / 8] &
+				      (1u << (c->ts % 8)),
+			      "step %d: %s's cell of ts %lld, %s in the model, "
+			      "is in no such SSTable (%zu SSTables)",
+			      step, keyname(c->key), (long long)c->ts,
+			      c->rs == RS_REPAIRED ? "repaired" : "pending",
+			      h->sstables);
+	}
+	free(h);
+}
+
+/* Anticompacts a random range for a new session, or finalizes or fails
+ * the pending one. */
+static void repair_op(struct fx *f, int step)
+{
+	struct model *m = f->m;
+	if (!f->pending) {
+		int a = (int)rng_below(&f->r, NKEYS),
+		    b = (int)rng_below(&f->r, NKEYS);
+		int64_t lo = f->token[a] < f->token[b] ? f->token[a]
+						       : f->token[b];
+		int64_t hi = f->token[a] < f->token[b] ? f->token[b]
+						       : f->token[a];
+		if (lo == hi || rng_below(&f->r, 4) == 0)
+			lo = INT64_MIN; /* from the ring's start */
+		f->range = (struct storage_token_range){lo, hi};
+		memset(f->session, 0, 16);
+		f->session[0] = 0x5e;
+		be32_store(f->session + 12, (uint32_t)++f->repairs);
+		ck_assert_int_eq(storage_repair_anticompact(f->db, f->t->id,
+							    &f->range, 1,
+							    f->session, NULL,
+							    NULL),
+				 0);
+		f->pending = true;
+		for (size_t i = 0; i < m->ncells; i++) {
+			struct mcell *c = &m->cells[i];
+			if (c->rs == RS_UNREPAIRED &&
+			    f->token[c->key] > lo && f->token[c->key] <= hi)
+				c->rs = RS_PENDING;
+		}
+	} else {
+		bool ok = rng_below(&f->r, 3) != 0;
+		ck_assert_int_eq(storage_repair_set_state(
+					 f->db, f->t->id, f->session,
+					 ok ? f->now * 1000 : 0, NULL),
+				 0);
+		f->pending = false;
+		for (size_t i = 0; i < m->ncells; i++)
+			if (m->cells[i].rs == RS_PENDING)
+				m->cells[i].rs =
+					ok ? RS_REPAIRED : RS_UNREPAIRED;
+	}
+	check_repair_states(f, step);
+}
+
 static void set_now(struct fx *f, int64_t now)
 {
 	f->now = now;
@@ -469,6 +617,11 @@ static void run(uint64_t s, int steps)
 	f.t->options.unchecked_tombstone_compaction = rng_below(&f.r, 2);
 	set_now(&f, 1700000000);
 	f.ts = 1;
+	for (int k = 0; k < NKEYS; k++) {
+		struct storage_mutation *mu = new_mut(&f, k, 0);
+		f.token[k] = storage_mutation_token(mu);
+		storage_mutation_delete(mu);
+	}
 	db_open(&f);
 	for (int step = 0; step < steps; step++) {
 		unsigned op = (unsigned)rng_below(&f.r, 1000);
@@ -486,14 +639,18 @@ static void run(uint64_t s, int steps)
 			storage_delete(f.db);
 			fault_env_crash(f.fe, rng_next(&f.r));
 			db_open(&f);
+		} else if (op < 75) {
+			repair_op(&f, step);
 		} else if (op < 160) {
 			set_now(&f, f.now + (int64_t)rng_below(&f.r, 40) + 1);
 		} else {
 			random_write(&f);
 		}
 		check_all(&f, step);
-		if (step % 50 == 49)
+		if (step % 50 == 49) {
 			check_scan(&f, step);
+			check_repair_states(&f, step);
+		}
 	}
 	storage_delete(f.db);
 	storage_table_meta_delete(f.t);
