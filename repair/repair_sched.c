@@ -88,7 +88,8 @@ int repair_sched_tuning_parse(const char *text, char *name, size_t cap,
 			      struct repair_sched_tuning *out)
 {
 	*out = (struct repair_sched_tuning){.enabled = -1,
-					    .segments_per_node = -1};
+					    .segments_per_node = -1,
+					    .incremental = -1};
 	char buf[512];
 	snprintf(buf, sizeof(buf), "%s", text);
 	char *save = NULL;
@@ -112,6 +113,12 @@ int repair_sched_tuning_parse(const char *text, char *name, size_t cap,
 				return err_set(ERR_CONFIG,
 					       "enabled=%s: true or false", v);
 			out->enabled = strcmp(v, "true") == 0;
+		} else if (strcmp(tok, "incremental") == 0) {
+			if (strcmp(v, "true") && strcmp(v, "false"))
+				return err_set(ERR_CONFIG,
+					       "incremental=%s: true or false",
+					       v);
+			out->incremental = strcmp(v, "true") == 0;
 		} else if (strcmp(tok, "intensity") == 0) {
 			double d = strtod(v, &end);
 			if (*end || end == v || !(d > 0 && d <= 1))
@@ -149,7 +156,8 @@ int repair_sched_tuning_parse(const char *text, char *name, size_t cap,
 		} else {
 			return err_set(ERR_CONFIG,
 				       "unknown table setting '%s' (enabled, "
-				       "intensity, segments_per_node, "
+				       "incremental, intensity, "
+				       "segments_per_node, "
 				       "partitions_per_segment, "
 				       "bytes_per_segment)",
 				       tok);
@@ -217,7 +225,8 @@ static void table_tune(struct repair_sched *s, struct sched_table *t)
 		.intensity = s->o.intensity,
 		.segments_per_node = (int64_t)s->o.segments_per_node,
 		.partitions_per_segment = (int64_t)s->o.partitions_per_segment,
-		.bytes_per_segment = (int64_t)s->o.bytes_per_segment};
+		.bytes_per_segment = (int64_t)s->o.bytes_per_segment,
+		.incremental = 0};
 	for (size_t i = 0; i < s->o.ntunings; i++) {
 		const struct repair_sched_tuning *x = &s->tunings[i];
 		if (strcmp(s->tuning_names[i], t->name) != 0)
@@ -232,6 +241,8 @@ static void table_tune(struct repair_sched *s, struct sched_table *t)
 			u.partitions_per_segment = x->partitions_per_segment;
 		if (x->bytes_per_segment > 0)
 			u.bytes_per_segment = x->bytes_per_segment;
+		if (x->incremental >= 0)
+			u.incremental = x->incremental;
 	}
 	t->tuning = u;
 }
@@ -640,6 +651,7 @@ static void tick(void *arg)
 					   .ranges = &rr,
 					   .nranges = 1,
 					   .exclusive = true,
+					   .incremental = t->tuning.incremental == 1,
 					   .max_depth = seg_depth(t, g)};
 		s->run_table = t;
 		s->run_seg = i;

@@ -73,10 +73,11 @@ struct repair_sched_tuning {
 	int64_t segments_per_node;      /* -1 unset */
 	int64_t partitions_per_segment; /* 0 unset */
 	int64_t bytes_per_segment;      /* 0 unset */
+	int incremental; /* -1 unset (full), 0 full, 1 incremental sessions */
 };
 
-/* "ks.table key=value ..." (keys enabled, intensity, segments_per_node,
- * partitions_per_segment, bytes_per_segment; bytes as a number with an
+/* "ks.table key=value ..." (keys enabled, incremental, intensity,
+ * segments_per_node, partitions_per_segment, bytes_per_segment; bytes as a number with an
  * optional KiB, MiB or GiB). The name goes to `name` (cap bytes). 0 or
  * -1 (ERR_CONFIG, a message naming the bad part). */
 int repair_sched_tuning_parse(const char *text, char *name, size_t cap,

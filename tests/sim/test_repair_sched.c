@@ -57,6 +57,8 @@ struct mnode {
 	struct mem_store store; /* its data */
 	struct buf saved;       /* the "disk": the last state handed to save */
 	int64_t tokens[NVNODES];
+	/* incremental sessions' store calls: PREPAREs, COMMITs, FAILs */
+	int prepares, commits, fails;
 };
 
 struct cluster {
@@ -116,10 +118,67 @@ static const struct storage_table_meta *mem_meta(void *s,
 					      : n->c->meta);
 }
 
+/* Incremental sessions over the same data (the store does not keep
+ * repair states: they are counted, and every partition in the ranges is
+ * "pending"). */
+static void mem_prepare(void *s, const uint8_t table_id[16],
+			const struct storage_token_range *r, size_t n,
+			const uint8_t session[16], uint64_t *marked,
+			storage_done_fn done, void *arg)
+{
+	struct mnode *m = s;
+	(void)table_id, (void)r, (void)n, (void)session;
+	m->prepares++;
+	*marked = 1;
+	done(arg, 0, ERR_NONE);
+}
+
+static void mem_finish(void *s, const uint8_t table_id[16],
+		       const uint8_t session[16], int64_t repaired_at,
+		       uint64_t *count, storage_done_fn done, void *arg)
+{
+	struct mnode *m = s;
+	(void)table_id, (void)session;
+	if (repaired_at)
+		m->commits++;
+	else
+		m->fails++;
+	*count = 1;
+	done(arg, 0, ERR_NONE);
+}
+
+static void mem_scan_pending(void *s, const uint8_t table_id[16],
+			     const uint8_t session[16], int64_t start,
+			     int64_t end, repair_scan_each_fn each,
+			     storage_done_fn done, void *arg)
+{
+	(void)session;
+	mem_scan(s, table_id, start, end, each, done, arg);
+}
+
+static void mem_apply_pending(void *s, const uint8_t table_id[16],
+			      const uint8_t session[16],
+			      struct storage_mutation **m, size_t n,
+			      storage_done_fn done, void *arg)
+{
+	struct mnode *x = s;
+	(void)table_id, (void)session;
+	for (size_t i = 0; i < n; i++) {
+		mem_store_apply(&x->store, m[i]);
+		storage_mutation_delete(m[i]);
+	}
+	free(m);
+	done(arg, 0, ERR_NONE);
+}
+
 static const struct repair_store_ops mem_ops = {
 	.apply = mem_apply,
 	.scan = mem_scan,
 	.meta = mem_meta,
+	.prepare = mem_prepare,
+	.finish = mem_finish,
+	.scan_pending = mem_scan_pending,
+	.apply_pending = mem_apply_pending,
 };
 
 /* ---- the scheduler's view of the node ------------------------------------ */
@@ -435,6 +494,7 @@ START_TEST(a_cycle_completes_on_every_node_one_segment_at_a_time)
 		ck_assert_int_eq(count(c, i, true, false), 12);
 		ck_assert_int_eq(count(c, i, false, false), 0);
 		postponed += count(c, i, false, true);
+		ck_assert_int_eq(c->nodes[i].prepares, 0); /* full: default */
 	}
 	/* RF 3 of 3: every replica set is the whole cluster, so no two
 	 * successful segments overlap in time */
@@ -730,6 +790,58 @@ START_TEST(per_table_settings_override_the_section)
 }
 END_TEST
 
+static void count_local(void *arg, const struct repair_local_info *l)
+{
+	((int *)arg)[l->state]++;
+}
+
+/* incremental=true: the table's segments run incremental sessions (each
+ * replica prepares, then commits); the others stay full. */
+START_TEST(a_table_set_incremental_repairs_incrementally)
+{
+	struct repair_sched_options o;
+	sched_options(&o);
+	char names[1][REPAIR_SCHED_NAME_MAX];
+	struct repair_sched_tuning tu[1];
+	ck_assert_int_eq(repair_sched_tuning_parse("ks.t incremental=true",
+						   names[0], sizeof(names[0]),
+						   &tu[0]),
+			 0);
+	ck_assert_int_eq(tu[0].incremental, 1);
+	struct repair_sched_tuning bad;
+	ck_assert_int_eq(repair_sched_tuning_parse("ks.t incremental=yes",
+						   names[0], sizeof(names[0]),
+						   &bad),
+			 -1);
+	o.tuning_names = (const char(*)[REPAIR_SCHED_NAME_MAX])names;
+	o.tunings = tu;
+	o.ntunings = 1;
+	struct cluster *c = cluster_new(NULL);
+	for (int i = 0; i < NNODES; i++)
+		node_start(c, i, &o);
+	diverge(c);
+	ck_assert(sim_run_until(c->sim, all_cycled, c, 600000000ULL));
+	ck_assert(converged(c));
+	int segs = 0;
+	for (int i = 0; i < NNODES; i++)
+		segs += count(c, i, true, false);
+	for (int i = 0; i < NNODES; i++) {
+		struct mnode *m = &c->nodes[i];
+		/* every replica of every segment (RF 3: all nodes) commits;
+		 * a segment postponed by contention (its replicas busy with
+		 * another node's) prepared and then failed */
+		ck_assert_int_ge(m->commits, segs);
+		ck_assert_int_eq(m->commits + m->fails, m->prepares);
+		/* and no session is left pending */
+		int st[6] = {0};
+		repair_local_list(m->repair, count_local, st);
+		ck_assert_int_eq(st[0] + st[1] + st[2] + st[3], 0);
+		ck_assert_int_gt(st[REPAIR_LOCAL_FINALIZED], 0);
+	}
+	cluster_delete(c);
+}
+END_TEST
+
 int main(void)
 {
 	g_seed = test_seed(0x5c4ed);
@@ -738,6 +850,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc,
 		       a_cycle_completes_on_every_node_one_segment_at_a_time);
+	tcase_add_test(tc, a_table_set_incremental_repairs_incrementally);
 	tcase_add_test(
 		tc, a_restart_resumes_the_cycle_at_the_next_unfinished_segment);
 	tcase_add_test(tc, a_failing_segment_is_retried_then_split);
