@@ -64,25 +64,35 @@ static int range_fit(const struct sstable *s,
 	return fit;
 }
 
+static bool token_in(int64_t t, const struct storage_token_range *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (t > r[i].left && t <= r[i].right)
+			return true;
+	return false;
+}
+
 /* How many of `s`'s partitions lie in the ranges (its index, from the
- * summary's block before each range: no Data.db read). */
+ * summary's block before each range: no Data.db read); with `any`, stops
+ * at the first (1). */
 static int partitions_in(struct sstable *s,
 			 const struct storage_token_range *r, size_t n,
-			 uint64_t *count)
+			 bool any, uint64_t *count)
 {
 	*count = 0;
 	struct sst_iter *it = sst_iter_new(s);
 	if (!it)
 		return err_set(ERR_NOMEM, "anticompaction");
 	int rc = 0;
-	for (size_t i = 0; !rc && i < n; i++) {
+	for (size_t i = 0; !rc && i < n && !(any && *count); i++) {
 		if (r[i].right < s->stats.min_token ||
 		    r[i].left >= s->stats.max_token)
 			continue;
 		const struct sst_entry *e;
 		int got = 0;
 		rc = sst_iter_seek(it, r[i].left, false);
-		while (!rc && (got = sst_iter_next(it, &e)) > 0 &&
+		while (!rc && !(any && *count) &&
+		       (got = sst_iter_next(it, &e)) > 0 &&
 		       e->token <= r[i].right)
 			(*count)++;
 		if (!rc && got < 0)
@@ -105,10 +115,16 @@ static int decide(struct sstable *s, const struct storage_token_range *r,
 	*what = range_fit(s, r, n);
 	if (*what != 1)
 		return 0;
+	/* its first or last partition outside: not all inside, so one
+	 * partition inside is enough to know (one seek per range) */
+	bool some_out = !token_in(s->stats.min_token, r, n) ||
+			!token_in(s->stats.max_token, r, n);
 	uint64_t in = 0;
-	if (partitions_in(s, r, n, &in))
+	if (partitions_in(s, r, n, some_out, &in))
 		return -1;
-	*what = in == 0 ? 0 : in >= s->stats.partition_count ? 2 : 1;
+	*what = in == 0				   ? 0
+		: !some_out && in >= s->stats.partition_count ? 2
+							      : 1;
 	return 0;
 }
 

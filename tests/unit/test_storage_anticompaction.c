@@ -414,6 +414,39 @@ START_TEST(anticompaction_marks_splits_and_finalizes)
 }
 END_TEST
 
+/* The session's range cut in two at a partition of A: A lies in neither
+ * range alone but wholly in their union, so it is marked, not split; a
+ * second session over the same ranges finds nothing to do. */
+START_TEST(an_sstable_inside_the_ranges_union_is_marked_whole)
+{
+	struct fx f;
+	fx_init(&f, "anti-union");
+	int rank[NKEYS];
+	for (int i = 0; i < NKEYS; i++)
+		rank[i] = i;
+	sort_by_token(rank, NKEYS, f.token);
+	struct storage_token_range two[2] = {
+		{f.range.left, f.token[rank[17]]},
+		{f.token[rank[17]], f.range.right}};
+	open_db(&f, f.dir);
+	uint64_t marked = 0, split = 0;
+	ck_assert_int_eq(storage_repair_anticompact(f.db, f.t->id, two, 2,
+						    f.session, &marked,
+						    &split),
+			 0);
+	ck_assert_uint_eq(marked, 1); /* A */
+	ck_assert_uint_eq(split, 2);  /* B, D */
+	check_prepared(&f, "prepared over two ranges");
+	uint8_t other[16] = {9};
+	ck_assert_int_eq(storage_repair_anticompact(f.db, f.t->id, two, 2,
+						    other, &marked, &split),
+			 0);
+	ck_assert_uint_eq(marked + split, 0);
+	check_reads(&f, false);
+	fx_free(&f);
+}
+END_TEST
+
 START_TEST(a_failed_session_leaves_its_data_unrepaired)
 {
 	struct fx f;
@@ -744,6 +777,7 @@ int main(void)
 	TCase *tc = tcase_create("anticompaction");
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, anticompaction_marks_splits_and_finalizes);
+	tcase_add_test(tc, an_sstable_inside_the_ranges_union_is_marked_whole);
 	tcase_add_test(tc, a_failed_session_leaves_its_data_unrepaired);
 	tcase_add_test(tc, compactions_never_merge_repair_states);
 	tcase_add_test(tc,
