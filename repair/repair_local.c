@@ -39,6 +39,9 @@ struct repair_local {
 	uint64_t count, one;
 	bool fail_after; /* a FAIL came while busy */
 	int64_t co_gen;  /* the coordinator's incarnation at PREPARE */
+	/* COMMIT or FAIL (`verb`) failed on a table: its data still pending,
+	 * the work is retried at each check */
+	bool unsettled;
 };
 
 static void changed(struct repair *r)
@@ -170,6 +173,9 @@ static void work_next(struct repair_local *l);
 static void work_done(void *arg, int status, enum err_code code)
 {
 	struct repair_local *l = arg;
+	/* a table dropped meanwhile holds nothing pending any more */
+	if (status && code == ERR_NOT_FOUND && l->verb != REPAIR_VERB_PREPARE)
+		status = 0;
 	if (status && !l->failed) {
 		err_set(code, "%s", "storage");
 		l->failed = true;
@@ -213,12 +219,14 @@ static void work_next(struct repair_local *l)
 			l->failed ? REPAIR_LOCAL_FAILED : REPAIR_LOCAL_PREPARED;
 		break;
 	case REPAIR_VERB_COMMIT:
-		/* a table that failed stays pending until a restart or
-		 * cancel; the session counts as finalized (it promised) */
+		/* the session counts as finalized (it promised); a table that
+		 * failed stays pending until the next check retries it */
 		l->info.state = REPAIR_LOCAL_FINALIZED;
+		l->unsettled = l->failed;
 		break;
 	default:
 		l->info.state = REPAIR_LOCAL_FAILED;
+		l->unsettled = l->failed;
 		break;
 	}
 	if (l->answer)
@@ -414,9 +422,13 @@ void repair_locals_sweep(void *arg)
 	for (size_t i = 0; i < r->nlocals; i++) {
 		struct repair_local *l = r->locals[i];
 		enum repair_local_state st = l->info.state;
-		if (l->busy || st == REPAIR_LOCAL_FINALIZED ||
-		    st == REPAIR_LOCAL_FAILED)
+		if (l->busy)
 			continue;
+		if (st == REPAIR_LOCAL_FINALIZED || st == REPAIR_LOCAL_FAILED) {
+			if (l->unsettled) /* retry the tables that failed */
+				start_work(l, l->verb, false);
+			continue;
+		}
 		const char *why = NULL;
 		int64_t gen = 0;
 		if (now - l->info.updated_ms >= (int64_t)r->o.local_timeout_ms)
@@ -469,7 +481,8 @@ int repair_locals_encode(const struct repair *r, struct buf *out)
 		     buf_append(out, f->coordinator.ip, 16) ||
 		     buf_put_be16(out, f->coordinator.port) ||
 		     buf_put_u8(out, (uint8_t)f->state) ||
-		     buf_put_u8(out, l->busy ? (uint8_t)l->verb : 0) ||
+		     buf_put_u8(out, l->busy || l->unsettled ? (uint8_t)l->verb
+							       : 0) ||
 		     buf_put_be64(out, (uint64_t)f->started_ms) ||
 		     buf_put_be64(out, (uint64_t)f->updated_ms) ||
 		     buf_put_be64(out, (uint64_t)f->repaired_at) ||
@@ -579,7 +592,8 @@ int repair_locals_load(struct repair *r, const uint8_t *p, size_t len)
 		uint32_t verb = l->verb;
 		l->verb = 0;
 		if (verb == REPAIR_VERB_COMMIT &&
-		    l->info.state == REPAIR_LOCAL_FINALIZE_PROMISED)
+		    (l->info.state == REPAIR_LOCAL_FINALIZE_PROMISED ||
+		     l->info.state == REPAIR_LOCAL_FINALIZED))
 			start_work(l, REPAIR_VERB_COMMIT, false);
 		else if (verb == REPAIR_VERB_PREPARE ||
 			 verb == REPAIR_VERB_FAIL ||

@@ -48,6 +48,7 @@ struct mnode {
 	/* its participant sessions as last persisted (locals_changed) */
 	struct buf saved;
 	int saves;
+	int finish_failures; /* the next finish calls that fail (EIO) */
 };
 
 struct cluster {
@@ -145,6 +146,12 @@ static void mem_finish(void *s, const uint8_t table_id[16],
 	struct mnode *m = s;
 	(void)table_id;
 	*count = 0;
+	if (m->finish_failures > 0) {
+		m->finish_failures--;
+		err_set(ERR_IO, "injected: repair state");
+		done(arg, -1, ERR_IO);
+		return;
+	}
 	if (!memcmp(m->pend_uuid, session, 16))
 		*count = move_parts(&m->pend, repaired_at ? &m->rep : &m->store,
 				    NULL, 0);
@@ -1480,6 +1487,42 @@ START_TEST(a_restarted_coordinator_fails_its_participants_sessions)
 }
 END_TEST
 
+/* A participant whose COMMIT fails on its table (EIO) still finalizes
+ * the session (it promised), and retries the table at the next checks
+ * until its data is repaired; through a restart too. */
+START_TEST(a_commit_that_failed_is_retried_until_settled)
+{
+	struct cluster *c = cluster_new();
+	c->incremental = true;
+	load(c);
+	c->nodes[1].finish_failures = 2;
+	run(c, INT64_MIN, INT64_MIN, false);
+	/* the coordinator reports it; the others are repaired */
+	ck_assert(!c->sum.ok);
+	ck_assert_msg(strstr(c->sum.error, "finalize commit failed on "
+					   "127.0.9.2"),
+		      "%s", c->sum.error);
+	struct mnode *m = &c->nodes[1];
+	ck_assert_int_eq(local_of(c, 1).last, REPAIR_LOCAL_FINALIZED);
+	ck_assert_uint_eq(m->pend.nparts, NKEYS);
+	ck_assert_uint_eq(c->nodes[0].rep.nparts, NKEYS);
+	ck_assert_uint_eq(c->nodes[2].rep.nparts, NKEYS);
+	/* a restart keeps it unsettled: the load retries (and fails) */
+	restart_node(c, 1);
+	ck_assert_int_eq(m->finish_failures, 0);
+	ck_assert_uint_eq(m->pend.nparts, NKEYS);
+	sim_run_for(c->sim, 1100000); /* the next check's retry */
+	ck_assert_uint_eq(m->pend.nparts, 0);
+	ck_assert_uint_eq(m->rep.nparts, NKEYS);
+	ck_assert_int_eq(local_of(c, 1).last, REPAIR_LOCAL_FINALIZED);
+	/* settled: nothing more is retried */
+	int saves = m->saves;
+	sim_run_for(c->sim, 3000000);
+	ck_assert_int_eq(m->saves, saves);
+	cluster_delete(c);
+}
+END_TEST
+
 /* A finalized session, persisted, stays finalized through a restart;
  * a corrupt image is refused whole. */
 START_TEST(finalized_sessions_survive_a_restart)
@@ -1579,6 +1622,7 @@ int main(void)
 	tcase_add_test(tc,
 		       a_restarted_coordinator_fails_its_participants_sessions);
 	tcase_add_test(tc, finalized_sessions_survive_a_restart);
+	tcase_add_test(tc, a_commit_that_failed_is_retried_until_settled);
 	tcase_add_test(tc, partial_incremental_repair_marks_nothing_repaired);
 	suite_add_tcase(s, tc);
 	return test_run(s);
