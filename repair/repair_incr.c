@@ -52,6 +52,9 @@ static int send_peer(struct repair_session *ss, size_t i, uint32_t verb)
 	}
 	q.ranges = rs;
 	q.repaired_at = ss->repaired_at;
+	/* a scheduled segment's PREPARE is refused by a replica busy with
+	 * another coordinator's task, before any anticompaction */
+	q.exclusive = ss->exclusive && verb == REPAIR_VERB_PREPARE;
 	struct buf b;
 	buf_init(&b);
 	if (!rc)

@@ -163,6 +163,9 @@ void repair_replica_receive(struct repair *r, const struct inet_addr *from,
 /* A job finished: frees `r` when it was deleted meanwhile. */
 void repair_job_release(struct repair *r);
 
+/* -1 (ERR_EXISTS, "replica busy: ...") while a live claim of a
+ * coordinator other than `from` exists: an exclusive PREPARE waits. */
+int repair_claims_busy(struct repair *r, const struct inet_addr *from);
 /* Ends claim c (frees its tree). */
 void repair_claim_end(struct repair *r, struct repair_claim *c);
 /* Ends the expired claims and arms the timer for the next expiry. */

@@ -42,6 +42,7 @@ struct repair_local {
 	/* COMMIT or FAIL (`verb`) failed on a table: its data still pending,
 	 * the work is retried at each check */
 	bool unsettled;
+	bool exclusive; /* a scheduled segment's (not persisted) */
 };
 
 static void changed(struct repair *r)
@@ -265,7 +266,29 @@ static void prepare(struct repair *r, const struct inet_addr *from,
 	if (find(r, from, q->session))
 		return; /* a duplicate: the first answers */
 	struct repair_local *l = NULL;
-	int rc = make_room(r);
+	int rc = q->exclusive ? repair_claims_busy(r, from) : 0;
+	/* nor while another coordinator's exclusive session runs here
+	 * (heard from within a validation's time: not one whose
+	 * coordinator vanished) */
+	int64_t now = now_ms(r);
+	for (size_t i = 0; !rc && q->exclusive && i < r->nlocals; i++) {
+		const struct repair_local *o = r->locals[i];
+		char a[64];
+		if (o->exclusive && o->info.state != REPAIR_LOCAL_FINALIZED &&
+		    o->info.state != REPAIR_LOCAL_FAILED &&
+		    !inet_addr_eq(&o->info.coordinator, from) &&
+		    now - o->info.updated_ms <
+			    (int64_t)r->o.validate_timeout_ms)
+			rc = err_set(ERR_EXISTS,
+				     "replica busy: incremental session %llu "
+				     "of %s is %s",
+				     (unsigned long long)o->info.session,
+				     inet_addr_format(&o->info.coordinator, a,
+						      sizeof(a)),
+				     repair_local_state_name(o->info.state));
+	}
+	if (!rc)
+		rc = make_room(r);
 	if (!rc && (!q->table_ids.len || !q->nranges))
 		rc = err_set(ERR_INVALID, "nothing to prepare");
 	if (!rc && !(l = calloc(1, sizeof(*l))))
@@ -278,6 +301,7 @@ static void prepare(struct repair *r, const struct inet_addr *from,
 		if (r->o.incarnation && !inet_addr_eq(from, &r->o.self))
 			l->co_gen = r->o.incarnation(r->o.alive_arg, from);
 		l->info.state = REPAIR_LOCAL_PREPARING;
+		l->exclusive = q->exclusive;
 		l->info.started_ms = l->info.updated_ms = now_ms(r);
 		l->info.ntables = q->table_ids.len / 16;
 		l->info.nranges = q->nranges;

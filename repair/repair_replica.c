@@ -677,6 +677,25 @@ static bool released_already(const struct repair *r,
 	return false;
 }
 
+int repair_claims_busy(struct repair *r, const struct inet_addr *from)
+{
+	uint64_t now = env_mono_us(r->env);
+	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++) {
+		const struct repair_claim *c = &r->claims[i];
+		if (c->expires_us <= now || inet_addr_eq(&c->coordinator, from))
+			continue;
+		char a[64];
+		return err_set(ERR_EXISTS,
+			       "replica busy: repair session %llu of %s "
+			       "holds (%lld,%lld]",
+			       (unsigned long long)c->session,
+			       inet_addr_format(&c->coordinator, a, sizeof(a)),
+			       (long long)c->range.start,
+			       (long long)c->range.end);
+	}
+	return 0;
+}
+
 /* VALIDATE: refuses (ERR_EXISTS) a range another coordinator's session
  * holds (an exclusive one: any range of any table), else claims it for
  * (from, session). */
