@@ -56,6 +56,11 @@ struct read_job {
 	 * vnode ranges at once: see "parallel range walk" below. NULL for
 	 * the walk of one range at a time. */
 	struct par_walk *par;
+	/* An indexed scan: the restriction its replicas answer with (their
+	 * index's candidates only; borrows from the plan and `six`). */
+	bool has_index;
+	struct cql_select_index six;
+	struct repl_index_expr ix;
 };
 
 static void par_walk_free(struct par_walk *w);
@@ -402,17 +407,21 @@ static void on_range(void *arg, const struct repl_result *res,
  * A filtered scan (ALLOW FILTERING, or a restriction served by a
  * secondary index) may read many partitions to send few rows; one vnode
  * range per round trip makes a selective query over a cluster take one
- * round trip per vnode range. As Cassandra's range reads do with their
- * concurrency factor, the walk splits (pos, end] at the ring's tokens and
- * reads up to `factor` ranges at once (4 at first, doubled after every
- * range that left the page unfilled, at most PAR_MAX). Answers are used in
- * token order: a range answered before the ones ahead of it keeps its
- * fragments until they are done, and reads nothing more meanwhile (at
- * most factor steps of fragments are held). Once the page is full, the
- * steps in flight are waited for and their fragments dropped; an error
- * of any step answers the request once no step is in flight.
+ * round trip per vnode range. As Cassandra's range reads do, the walk
+ * splits (pos, end] into pieces, each a run of vnode ranges with the same
+ * replicas (Cassandra's range merger: with RF 3 on 3 nodes the whole ring
+ * is one piece, read in one step), and reads up to `factor` pieces at
+ * once: 4 at first, then Cassandra's concurrency factor from hits (after
+ * every piece used up: with no row found yet, as many as allowed; else
+ * enough pieces to fill what is left of the page at the rows per piece
+ * seen so far), at most PAR_MAX. Answers are used in token order: a
+ * piece answered before the ones ahead of it keeps its fragments until
+ * they are done, and reads nothing more meanwhile (at most factor steps
+ * of fragments are held). Once the page is full, the steps in flight are
+ * waited for and their fragments dropped; an error of any step answers
+ * the request once no step is in flight.
  */
-#define PAR_MAX 16
+#define PAR_MAX 32
 
 struct par_slot {
 	struct read_job *j;
@@ -541,7 +550,11 @@ static struct repl_range range_step(const struct read_job *j,
 		.start = start,
 		.end = end,
 		.max_partitions = want < 1000 ? (uint32_t)want : 1000,
-		.trace_session = j->traced ? j->trace : NULL};
+		.trace_session = j->traced ? j->trace : NULL,
+		.index = j->has_index ? &j->ix : NULL,
+		/* a filtered scan reads many partitions per row it sends:
+		 * runs of ranges with the same replicas go in one step */
+		.merge = cql_select_plan_is_filtered(j->plan)};
 }
 
 static void par_step(struct par_slot *sl)
@@ -560,6 +573,27 @@ static void par_step(struct par_slot *sl)
 	sl->busy = true;
 	w->inflight++;
 	repl_range_step(j->d->repl, &q, on_par_range, sl);
+}
+
+/* Cassandra's computeConcurrencyFactor, counted in pieces: after w->head
+ * pieces used up, with no row found as many pieces as are left (at most
+ * PAR_MAX); else the pieces that should fill the rest of the page at the
+ * rows per piece seen so far. */
+static void par_factor(struct read_job *j)
+{
+	struct par_walk *w = j->par;
+	size_t left = w->count - w->head;
+	size_t max = left < PAR_MAX ? left : PAR_MAX;
+	if (max < 1)
+		max = 1;
+	if (j->rows == 0 || w->head == 0) {
+		w->factor = max;
+		return;
+	}
+	size_t remaining = j->budget > j->rows ? j->budget - j->rows : 0;
+	double per_piece = (double)j->rows / (double)w->head;
+	double f = (double)remaining / per_piece + 0.5;
+	w->factor = f < 1 ? 1 : f > (double)max ? max : (size_t)f;
 }
 
 /* Uses what the first slots hold, in token order, then starts steps up to
@@ -596,8 +630,7 @@ again:
 			break;
 		}
 		w->head++;
-		if (w->factor < PAR_MAX)
-			w->factor *= 2;
+		par_factor(j);
 	}
 	if (!w->stopping && w->head == w->count)
 		w->stopping = true; /* the whole range is read */
@@ -636,7 +669,8 @@ static bool par_start(struct read_job *j)
 		return false;
 	struct ring *r = j->d->hooks.ring(j->d->hooks.arg);
 	size_t nt = r ? ring_token_count(r) : 0;
-	if (nt < 2)
+	const struct ring_strategy *s;
+	if (nt < 2 || !job_table(j, &s))
 		return false;
 	struct par_walk *w = calloc(1, sizeof(*w));
 	struct par_slot *slots = w ? calloc(nt + 1, sizeof(*slots)) : NULL;
@@ -644,16 +678,19 @@ static bool par_start(struct read_job *j)
 		free(w);
 		return false;
 	}
+	/* pieces: runs of vnode ranges with the same replicas */
 	size_t n = 0;
 	int64_t at = j->pos;
-	for (size_t i = 0; i < nt && at < j->end; i++) {
-		int64_t t = ring_token_at(r, i);
-		if (t <= at || t >= j->end)
-			continue;
-		slots[n++] = (struct par_slot){.j = j, .pos = at, .end = t};
-		at = t;
+	while (at < j->end && n < nt) {
+		int64_t e = repl_range_piece_end(j->d->repl, s, at, j->end,
+						 true);
+		if (e <= at)
+			break;
+		slots[n++] = (struct par_slot){.j = j, .pos = at, .end = e};
+		at = e;
 	}
-	slots[n++] = (struct par_slot){.j = j, .pos = at, .end = j->end};
+	if (at < j->end)
+		slots[n++] = (struct par_slot){.j = j, .pos = at, .end = j->end};
 	w->slots = slots;
 	w->count = n;
 	w->factor = 4;
@@ -763,6 +800,16 @@ void cql_data_run_read(struct cql_data *d, const struct cql_data_request *dr)
 	}
 	if (cql_select_plan_is_scan(j->plan)) {
 		cql_select_plan_range(j->plan, &j->pos, &j->end);
+		if (cql_select_plan_index(j->plan, &j->six)) {
+			j->has_index = true;
+			j->ix = (struct repl_index_expr){
+				.name = j->six.name,
+				.vals = j->six.vals,
+				.n_vals = j->six.n_vals,
+				.range = j->six.range,
+				.lo = j->six.lo,
+				.hi = j->six.hi};
+		}
 		if (j->pos >= j->end) {
 			read_finish(j);
 			return;

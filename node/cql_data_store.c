@@ -22,6 +22,10 @@ struct store_job {
 	bool scan;
 	int64_t start, end;
 	uint32_t max;
+	/* an indexed scan: only the candidates of `ix` (in `a`) */
+	bool indexed;
+	struct repl_index_expr ix;
+	struct storage_index_bound lo, hi;
 	repl_store_read_fn done;
 	void *arg;
 	int status;
@@ -48,17 +52,125 @@ static int store_keep(struct store_job *j, struct storage_mutation *m,
 	return 0;
 }
 
+/* One candidate of an indexed scan: its token and key (borrowed from
+ * the lookups' storage_index_keys). */
+struct cand {
+	int64_t token;
+	struct slice key;
+};
+
+static int cand_cmp(const void *x, const void *y)
+{
+	const struct cand *a = x, *b = y;
+	if (a->token != b->token)
+		return a->token < b->token ? -1 : 1;
+	return slice_cmp(a->key, b->key);
+}
+
+/* The candidates of the job's index restriction in (start, end], in token
+ * order, each once: one lookup, or the union of one per value. Fills
+ * keys[0..*nkeys) (free each with storage_index_keys_free) and *out
+ * (free()). 0, or -1 with err set (ERR_UNSUPPORTED, ERR_INVALID: the
+ * index cannot answer here). */
+static int index_cands(struct store_job *j, struct storage_index_keys *keys,
+		       size_t *nkeys, struct cand **out, size_t *nout)
+{
+	const struct repl_index_expr *ix = &j->ix;
+	size_t nl = ix->range ? 1 : ix->n_vals, total = 0;
+	*nkeys = 0;
+	for (size_t i = 0; i < nl; i++) {
+		memset(&keys[i], 0, sizeof(keys[i]));
+		int rc = ix->range ? storage_index_candidates_range(
+					     j->d->db, j->table_id, ix->name,
+					     ix->lo, ix->hi, j->start, j->end,
+					     &keys[i])
+				   : storage_index_candidates(
+					     j->d->db, j->table_id, ix->name,
+					     &ix->vals[i], 1, j->start, j->end,
+					     &keys[i]);
+		if (rc != 0)
+			return -1;
+		(*nkeys)++;
+		total += keys[i].count;
+	}
+	struct cand *c = malloc((total ? total : 1) * sizeof(*c));
+	if (!c)
+		return err_set(ERR_NOMEM, "out of memory");
+	size_t n = 0;
+	for (size_t i = 0; i < nl; i++)
+		for (size_t k = 0; k < keys[i].count; k++)
+			c[n++] = (struct cand){keys[i].tokens[k],
+					       keys[i].keys[k]};
+	if (nl > 1) { /* each lookup is in order; their union is sorted */
+		qsort(c, n, sizeof(*c), cand_cmp);
+		size_t u = 0;
+		for (size_t k = 0; k < n; k++)
+			if (!u || cand_cmp(&c[u - 1], &c[k]) != 0)
+				c[u++] = c[k];
+		n = u;
+	}
+	*out = c;
+	*nout = n;
+	return 0;
+}
+
+/* An indexed scan: each candidate partition read as a fragment (empty
+ * ones skipped), at most j->max. 1 when the index cannot answer (the
+ * caller scans the range instead), 0, or -1 with err set. */
+static int store_index_scan(struct store_job *j, size_t *cap)
+{
+	struct storage_index_keys keys[REPL_INDEX_MAX_VALUES];
+	size_t nkeys = 0, n = 0;
+	struct cand *c = NULL;
+	int rc = index_cands(j, keys, &nkeys, &c, &n);
+	if (rc != 0) {
+		enum err_code code = err_code();
+		for (size_t i = 0; i < nkeys; i++)
+			storage_index_keys_free(&keys[i]);
+		if (code == ERR_UNSUPPORTED || code == ERR_INVALID)
+			return 1;
+		return -1;
+	}
+	struct storage_read_cmd cmd = j->cmd;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		cmd.key = c[i].key.ptr;
+		cmd.key_len = c[i].key.len;
+		struct storage_mutation *m = NULL;
+		rc = storage_read_fragment(j->d->db, j->table_id, &cmd, &m);
+		if (rc != 0)
+			break;
+		if (storage_mutation_is_empty(m)) {
+			storage_mutation_delete(m);
+			continue;
+		}
+		if (j->n == j->max) {
+			storage_mutation_delete(m);
+			j->cut = true;
+			break;
+		}
+		rc = store_keep(j, m, cap);
+	}
+	free(c);
+	for (size_t i = 0; i < nkeys; i++)
+		storage_index_keys_free(&keys[i]);
+	return rc;
+}
+
 static void store_job_run(struct work *w)
 {
 	struct store_job *j = (struct store_job *)w;
 	size_t cap = 0;
-	int rc = 0;
-	if (!j->scan) {
+	int rc = j->indexed ? store_index_scan(j, &cap) : 1;
+	if (rc != 1) {
+		/* indexed: done (or failed) */
+	} else if (!j->scan) {
+		rc = 0;
 		struct storage_mutation *m = NULL;
 		rc = storage_read_fragment(j->d->db, j->table_id, &j->cmd, &m);
 		if (rc == 0)
 			rc = store_keep(j, m, &cap);
 	} else {
+		rc = 0;
 		struct storage_scan *s = storage_scan_open(
 			j->d->db, j->table_id, j->start, j->end, &j->cmd);
 		if (!s)
@@ -105,9 +217,50 @@ static void store_job_done(struct loopq_item *it)
 	free(j);
 }
 
+/* Copies an index restriction into the job's arena. */
+static int store_copy_index(struct store_job *j,
+			    const struct repl_index_expr *ix)
+{
+	if (ix->n_vals > REPL_INDEX_MAX_VALUES)
+		return err_set(ERR_INVALID, "too many index values");
+	struct slice *vals =
+		arena_alloc(&j->a, (ix->n_vals ? ix->n_vals : 1) * sizeof(*vals));
+	char *name = arena_strdup(&j->a, ix->name);
+	if (!vals || !name)
+		return err_set(ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < ix->n_vals; i++) {
+		uint8_t *p = arena_memdup(&j->a, ix->vals[i].ptr,
+					  ix->vals[i].len ? ix->vals[i].len : 1);
+		if (!p)
+			return err_set(ERR_NOMEM, "out of memory");
+		vals[i] = slice_make(p, ix->vals[i].len);
+	}
+	const struct storage_index_bound *b[2] = {ix->lo, ix->hi};
+	struct storage_index_bound *mine[2] = {&j->lo, &j->hi};
+	for (int k = 0; k < 2; k++) {
+		if (!b[k])
+			continue;
+		uint8_t *p = arena_memdup(&j->a, b[k]->value.ptr,
+					  b[k]->value.len ? b[k]->value.len : 1);
+		if (!p)
+			return err_set(ERR_NOMEM, "out of memory");
+		*mine[k] = (struct storage_index_bound){
+			slice_make(p, b[k]->value.len), b[k]->incl};
+	}
+	j->ix = (struct repl_index_expr){.name = name,
+					 .vals = vals,
+					 .n_vals = ix->n_vals,
+					 .range = ix->range,
+					 .lo = ix->lo ? &j->lo : NULL,
+					 .hi = ix->hi ? &j->hi : NULL};
+	j->indexed = true;
+	return 0;
+}
+
 static void store_submit(struct cql_data *d, const uint8_t table_id[16],
 			 const struct storage_read_cmd *cmd, bool scan,
-			 int64_t start, int64_t end, uint32_t max,
+			 int64_t start, int64_t end,
+			 const struct repl_index_expr *ix, uint32_t max,
 			 repl_store_read_fn done, void *arg)
 {
 	struct store_job *j = calloc(1, sizeof(*j));
@@ -118,7 +271,8 @@ static void store_submit(struct cql_data *d, const uint8_t table_id[16],
 	/* The command is copied: the coordinator may give up (timeout)
 	 * while the worker still reads. */
 	if (!j || storage_read_cmd_encode(cmd, &enc) != 0 ||
-	    storage_read_cmd_decode(enc.data, enc.len, &j->a, &j->cmd) != 0) {
+	    storage_read_cmd_decode(enc.data, enc.len, &j->a, &j->cmd) != 0 ||
+	    (ix && store_copy_index(j, ix) != 0)) {
 		enum err_code code = err_code();
 		buf_free(&enc);
 		if (j)
@@ -212,7 +366,7 @@ static void store_read(void *s, const uint8_t table_id[16],
 	struct cql_data *d = s;
 	struct cached_read *c = malloc(sizeof(*c));
 	if (!c) {
-		store_submit(s, table_id, cmd, false, 0, 0, 1, done, arg);
+		store_submit(s, table_id, cmd, false, 0, 0, NULL, 1, done, arg);
 		return;
 	}
 	*c = (struct cached_read){
@@ -221,7 +375,7 @@ static void store_read(void *s, const uint8_t table_id[16],
 		storage_read_fragment_cached(d->db, table_id, cmd, &c->frag);
 	if (c->status != 0 && err_code() == ERR_AGAIN) {
 		free(c);
-		store_submit(s, table_id, cmd, false, 0, 0, 1, done, arg);
+		store_submit(s, table_id, cmd, false, 0, 0, NULL, 1, done, arg);
 		return;
 	}
 	c->code = c->status ? err_code() : ERR_NONE;
@@ -232,7 +386,16 @@ static void store_scan(void *s, const uint8_t table_id[16], int64_t start,
 		       int64_t end, const struct storage_read_cmd *cmd,
 		       uint32_t max, repl_store_read_fn done, void *arg)
 {
-	store_submit(s, table_id, cmd, true, start, end, max, done, arg);
+	store_submit(s, table_id, cmd, true, start, end, NULL, max, done, arg);
+}
+
+static void store_index_scan_op(void *s, const uint8_t table_id[16],
+				int64_t start, int64_t end,
+				const struct storage_read_cmd *cmd,
+				const struct repl_index_expr *ix, uint32_t max,
+				repl_store_read_fn done, void *arg)
+{
+	store_submit(s, table_id, cmd, true, start, end, ix, max, done, arg);
 }
 
 static const struct storage_table_meta *store_meta(void *s,
@@ -303,6 +466,7 @@ const struct repl_store_ops cql_data_store_ops = {
 	.apply = store_apply,
 	.read = store_read,
 	.scan = store_scan,
+	.index_scan = store_index_scan_op,
 	.meta = store_meta,
 	.truncate = store_truncate,
 	.truncated_at = store_truncated_at,

@@ -90,6 +90,9 @@ struct target {
 	struct storage_mutation **frags; /* ranges */
 	size_t nfrags;
 	bool cut;
+	/* ranges: a replica filtering protection read of a partition for
+	 * contact `of` (its answer in `frag`) */
+	uint32_t of;
 };
 
 struct wmut {
@@ -164,7 +167,12 @@ struct op {
 	int64_t start, sub_end, end;
 	uint32_t max_partitions;
 	repl_range_done_fn gdone;
-	size_t ncontact_range; /* targets read; repair targets follow */
+	size_t ncontact_range; /* targets read; protection reads and repair
+				  targets follow */
+	/* an indexed range read: its restriction (copied into `a`) */
+	bool has_index;
+	struct repl_index_expr ix;
+	struct storage_index_bound ix_lo, ix_hi;
 	struct storage_mutation **rr_out; /* the answer, held while repairs */
 	size_t rr_n;                      /* are acknowledged */
 	int64_t rr_resume;

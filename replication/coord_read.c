@@ -4,8 +4,11 @@
  * digest mismatch asks them all for data, merges it and (unless the table
  * says otherwise) repairs the replicas that differed before answering;
  * slow contacts trigger a speculative retry on a spare replica. Range reads
- * (repl_range_step): one ring sub-range per step, merged in token order up
- * to where the first truncated replica stopped.
+ * (repl_range_step): one ring sub-range per step (or a run of them with the
+ * same replicas), merged in token order up to where the first truncated
+ * replica stopped; an indexed one first reads each partition some contact
+ * returned and another did not from that other (replica filtering
+ * protection).
  */
 #define LOG_MODULE "replication"
 #include "replication/replication.h"
@@ -150,7 +153,12 @@ static void count_tombstones(struct op *op)
 	int64_t now = (int64_t)(repl_now_us(op->r) / 1000000);
 	op->tomb_warn_nodes = 0;
 	op->tomb_max = 0;
-	for (size_t i = 0; lim && i < op->nt; i++) {
+	/* ranges: the contacts (what protection reads added is in their
+	 * lists by now) */
+	size_t nt = op->kind == OP_RANGE && op->ncontact_range
+			    ? op->ncontact_range
+			    : op->nt;
+	for (size_t i = 0; lim && i < nt; i++) {
 		const struct target *t = &op->t[i];
 		uint64_t n =
 			t->frag ? storage_mutation_tombstones(t->frag, now) : 0;
@@ -728,15 +736,13 @@ static void range_repairs(struct op *op, const struct storage_mutation *m,
 	buf_free(&enc);
 }
 
-/* Every contact answered: merge their partitions in token order, up to the
- * earliest point where a cut replica stopped. */
-static void range_resolve(struct op *op)
+/* The earliest point where a cut contact stopped (NULL: none was cut):
+ * past it some contact may hold partitions it did not send. */
+static const struct storage_mutation *range_bound(const struct op *op)
 {
-	struct repl_result res;
 	const struct storage_mutation *bound = NULL;
-	count_tombstones(op);
-	for (size_t i = 0; i < op->nt; i++) {
-		struct target *t = &op->t[i];
+	for (size_t i = 0; i < op->ncontact_range; i++) {
+		const struct target *t = &op->t[i];
 		if (t->cut && t->nfrags > 0) {
 			const struct storage_mutation *last =
 				t->frags[t->nfrags - 1];
@@ -744,8 +750,17 @@ static void range_resolve(struct op *op)
 				bound = last;
 		}
 	}
+	return bound;
+}
+
+/* Every contact answered: merge their partitions in token order, up to the
+ * earliest point where a cut replica stopped. */
+static void range_resolve(struct op *op)
+{
+	struct repl_result res;
+	count_tombstones(op);
+	const struct storage_mutation *bound = range_bound(op);
 	size_t cap = 0;
-	op->ncontact_range = op->nt;
 	for (size_t i = 0; i < op->ncontact_range; i++)
 		cap += op->t[i].nfrags;
 	struct storage_mutation **out = calloc(cap ? cap : 1, sizeof(*out));
@@ -813,10 +828,178 @@ nomem:
 
 static void range_progress(struct op *op);
 
+static void range_fail_nomem(struct op *op)
+{
+	struct repl_result res;
+	repl_result_init(&res, REPL_READ_FAILURE, op->cl);
+	snprintf(res.msg, sizeof(res.msg), "%s", err_msg());
+	range_reply(op, &res, NULL, 0, op->start, false);
+	repl_op_free(op);
+}
+
+/* A protection read of partition `m`'s key for contact `i`: a new target
+ * after the contacts, sent now (the local replica reads it through the
+ * store). 0, or -1 with ERR_NOMEM. */
+static int range_protect_read(struct op *op, size_t i,
+			      const struct storage_mutation *m)
+{
+	struct repl *r = op->r;
+	struct target *nt = realloc(op->t, (op->nt + 1) * sizeof(*nt));
+	if (!nt)
+		return err_set(ERR_NOMEM, "out of memory");
+	op->t = nt;
+	size_t j = op->nt++;
+	op->t[j] = (struct target){.ep = op->t[i].ep,
+				   .local_dc = op->t[i].local_dc,
+				   .round = 2,
+				   .of = (uint32_t)i};
+	struct slice key = storage_mutation_key(m);
+	struct storage_read_cmd cmd = op->cmd;
+	cmd.key = key.ptr;
+	cmd.key_len = key.len;
+	cmd.stats = NULL;
+	cmd.pending_repair = NULL;
+	r->st.protection_reads++;
+	if (repl_target_begin(op, j) != 0)
+		return -1;
+	if (repl_is_self(op, op->t[j].ep)) {
+		struct local_ctx *c = repl_local_ctx_new(r, op->t[j].id);
+		if (!c) {
+			repl_on_answer(r, op->t[j].id, false, "out of memory",
+				       NULL, NULL, 0, false);
+			return 0;
+		}
+		r->store->read(r->store_arg, op->table_id, &cmd,
+			       local_read_done, c);
+		return 0;
+	}
+	struct buf enc;
+	buf_init(&enc);
+	if (storage_read_cmd_encode(&cmd, &enc) != 0) {
+		buf_free(&enc);
+		repl_target_unsent(op, j);
+		return -1;
+	}
+	Cassini__Replication__ReadReq msg =
+		CASSINI__REPLICATION__READ_REQ__INIT;
+	msg.id = op->t[j].id;
+	msg.deadline_us = repl_deadline_us(r, r->o.range_timeout_ms);
+	msg.table_id.data = op->table_id;
+	msg.table_id.len = 16;
+	msg.cmd.data = enc.data;
+	msg.cmd.len = enc.len;
+	if (op->traced) {
+		msg.trace_session.data = op->trace;
+		msg.trace_session.len = 16;
+	}
+	if (repl_send_packed(r, repl_ep_addr(op, op->t[j].ep), REPL_VERB_READ,
+			     &msg.base) != 0)
+		repl_target_unsent(op, j); /* the timeout answers */
+	buf_free(&enc);
+	return 0;
+}
+
+/* Replica filtering protection, the reads: every contact answered an
+ * indexed range read with its own candidates; each partition (up to the
+ * bound) that some contact returned and another did not is read from that
+ * other, whose version may be newer and no longer match (or deleted).
+ * 0 (op->outstanding > 0 when reads were sent), or -1 with ERR_NOMEM. */
+static int range_protect(struct op *op)
+{
+	size_t nc = op->ncontact_range;
+	const struct storage_mutation *bound = range_bound(op);
+	size_t *pos = calloc(nc, sizeof(*pos));
+	bool *has = calloc(nc, sizeof(*has));
+	size_t reads = 0;
+	int rc = 0;
+	if (!pos || !has) {
+		rc = err_set(ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (;;) {
+		const struct storage_mutation *head = NULL;
+		for (size_t i = 0; i < nc; i++)
+			if (pos[i] < op->t[i].nfrags &&
+			    (!head || frag_cmp(op->t[i].frags[pos[i]], head) < 0))
+				head = op->t[i].frags[pos[i]];
+		if (!head || (bound && frag_cmp(head, bound) > 0))
+			break;
+		for (size_t i = 0; i < nc; i++) {
+			has[i] = pos[i] < op->t[i].nfrags &&
+				 frag_cmp(op->t[i].frags[pos[i]], head) == 0;
+		}
+		for (size_t i = 0; i < nc && rc == 0 && !op->replied; i++)
+			if (!has[i]) {
+				rc = range_protect_read(op, i, head);
+				reads++;
+			}
+		/* the head may belong to a list a send above grew: advance
+		 * after the reads (the lists themselves do not change) */
+		for (size_t i = 0; i < nc; i++)
+			if (has[i])
+				pos[i]++;
+		if (rc != 0 || op->replied)
+			break;
+	}
+	if (reads && op->traced)
+		repl_trace(op->r, op->trace, "Native-Transport-Requests-1",
+			   op->start_us,
+			   "Replica filtering protection: %zu partitions read "
+			   "from the replicas that did not return them",
+			   reads);
+out:
+	free(pos);
+	free(has);
+	return rc;
+}
+
+/* Replica filtering protection, the merge: each protection read's version
+ * joins its contact's list (in token order), so the merge and the repairs
+ * see every contact's version of every partition. 0 or -1 (ERR_NOMEM). */
+static int range_protected(struct op *op)
+{
+	size_t nc = op->ncontact_range;
+	for (size_t j = nc; j < op->nt; j++) {
+		struct target *p = &op->t[j];
+		if (p->round != 2 || !p->frag)
+			continue;
+		struct target *t = &op->t[p->of];
+		struct storage_mutation **f =
+			realloc(t->frags, (t->nfrags + 1) * sizeof(*f));
+		if (!f)
+			return err_set(ERR_NOMEM, "out of memory");
+		t->frags = f;
+		/* insertion in order: a list gains few partitions */
+		size_t k = t->nfrags;
+		while (k > 0 && frag_cmp(t->frags[k - 1], p->frag) > 0) {
+			t->frags[k] = t->frags[k - 1];
+			k--;
+		}
+		t->frags[k] = p->frag;
+		t->nfrags++;
+		p->frag = NULL;
+	}
+	return 0;
+}
+
 void repl_range_answer(struct op *op, struct target *t, bool ok,
 		       const char *error, struct storage_mutation **frags,
 		       size_t n, bool cut)
 {
+	if (op->phase == 2 && ok) {
+		/* a protection read: the contact's version of the partition
+		 * (an empty one when it has none) */
+		for (size_t i = 0; i < n; i++) {
+			if (i == 0 && !t->frag)
+				t->frag = frags[0];
+			else
+				storage_mutation_delete(frags[i]);
+		}
+		free(frags);
+		t->ok = true;
+		range_progress(op);
+		return;
+	}
 	if (op->phase == 3) {
 		/* A repair write acknowledged (a failed one: the read still
 		 * stands). */
@@ -858,6 +1041,29 @@ static void range_progress(struct op *op)
 		for (size_t i = 0; i < op->nt; i++)
 			if (!op->t[i].answered)
 				return; /* never sent: the timeout answers */
+		if (op->phase == 0) {
+			op->ncontact_range = op->nt;
+			if (op->has_index && op->nt > 1) {
+				op->phase = 2;
+				op->sending = true;
+				int rc = range_protect(op);
+				op->sending = false;
+				if (op->replied) {
+					repl_op_free(op);
+					return;
+				}
+				if (rc != 0) {
+					range_fail_nomem(op);
+					return;
+				}
+				if (op->outstanding > 0)
+					return; /* protection reads under way */
+			}
+		}
+		if (op->phase == 2 && range_protected(op) != 0) {
+			range_fail_nomem(op);
+			return;
+		}
 		range_resolve(op);
 		if (op->replied) {
 			repl_op_free(op);
@@ -899,13 +1105,47 @@ static void range_send(struct op *op, size_t i)
 			c->end = op->sub_end;
 			cmd.stats = &c->stats;
 		}
-		r->store->scan(r->store_arg, op->table_id, op->start,
-			       op->sub_end, &cmd, op->max_partitions,
-			       local_read_done, c);
+		if (op->has_index && r->store->index_scan)
+			r->store->index_scan(r->store_arg, op->table_id,
+					     op->start, op->sub_end, &cmd,
+					     &op->ix, op->max_partitions,
+					     local_read_done, c);
+		else
+			r->store->scan(r->store_arg, op->table_id, op->start,
+				       op->sub_end, &cmd, op->max_partitions,
+				       local_read_done, c);
 		return;
 	}
 	Cassini__Replication__RangeReq msg =
 		CASSINI__REPLICATION__RANGE_REQ__INIT;
+	Cassini__Replication__IndexExpr ixm =
+		CASSINI__REPLICATION__INDEX_EXPR__INIT;
+	ProtobufCBinaryData vals[REPL_INDEX_MAX_VALUES];
+	if (op->has_index) {
+		ixm.name = (char *)op->ix.name;
+		for (size_t k = 0; k < op->ix.n_vals; k++)
+			vals[k] = (ProtobufCBinaryData){
+				op->ix.vals[k].len,
+				(uint8_t *)op->ix.vals[k].ptr};
+		ixm.n_values = op->ix.n_vals;
+		ixm.values = vals;
+		ixm.range = op->ix.range;
+		if (op->ix.lo) {
+			ixm.has_lo = true;
+			ixm.lo = (ProtobufCBinaryData){
+				op->ix.lo->value.len,
+				(uint8_t *)op->ix.lo->value.ptr};
+			ixm.lo_incl = op->ix.lo->incl;
+		}
+		if (op->ix.hi) {
+			ixm.has_hi = true;
+			ixm.hi = (ProtobufCBinaryData){
+				op->ix.hi->value.len,
+				(uint8_t *)op->ix.hi->value.ptr};
+			ixm.hi_incl = op->ix.hi->incl;
+		}
+		msg.index = &ixm;
+	}
 	msg.id = t->id;
 	msg.deadline_us = repl_deadline_us(r, r->o.range_timeout_ms);
 	msg.table_id.data = op->table_id;
@@ -923,6 +1163,97 @@ static void range_send(struct op *op, size_t i)
 	if (repl_send_packed(r, repl_ep_addr(op, t->ep), REPL_VERB_RANGE,
 			     &msg.base) != 0)
 		repl_target_unsent(op, i);
+}
+
+/* The end of the first vnode range (at, ...] crosses, capped at `end`. */
+static int64_t first_cut(const struct ring *ring, int64_t at, int64_t end)
+{
+	if (ring_token_count(ring) == 0 || at >= end || at == INT64_MAX)
+		return end;
+	int64_t tok = ring_token_at(ring, ring_token_index(ring, at + 1));
+	return tok > at && tok < end ? tok : end;
+}
+
+/* Whether the vnode ranges holding tokens a and b have the same natural
+ * replicas under `s` (as sets). */
+static bool same_replicas(const struct ring *ring,
+			  const struct ring_strategy *s, int64_t a, int64_t b)
+{
+	struct ring_replicas ra, rb;
+	if (ring_replicas_for_token(ring, s, a, &ra) != 0 ||
+	    ring_replicas_for_token(ring, s, b, &rb) != 0 ||
+	    ra.n_natural != rb.n_natural)
+		return false;
+	for (size_t i = 0; i < ra.n_natural; i++) {
+		bool found = false;
+		for (size_t k = 0; k < rb.n_natural && !found; k++)
+			found = ra.natural[i] == rb.natural[k];
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+static int64_t piece_end(const struct ring *ring, const struct ring_strategy *s,
+			 int64_t start, int64_t end, bool merge)
+{
+	int64_t e = first_cut(ring, start, end);
+	while (merge && e < end) {
+		int64_t next = first_cut(ring, e, end);
+		if (!same_replicas(ring, s, e, next))
+			break;
+		e = next;
+	}
+	return e;
+}
+
+int64_t repl_range_piece_end(struct repl *r, const struct ring_strategy *s,
+			     int64_t start, int64_t end, bool merge)
+{
+	return piece_end(r->hooks.ring(r->hooks.arg), s, start, end, merge);
+}
+
+/* Copies an index restriction into the operation (its arena). An IN of
+ * more values than a request carries reads the range whole. */
+static int index_copy(struct op *op, const struct repl_index_expr *ix)
+{
+	if (!ix->name || (!ix->range && ix->n_vals == 0) ||
+	    ix->n_vals > REPL_INDEX_MAX_VALUES)
+		return 0;
+	struct arena *a = &op->a;
+	struct slice *vals =
+		arena_alloc(a, (ix->n_vals ? ix->n_vals : 1) * sizeof(*vals));
+	char *name = arena_strdup(a, ix->name);
+	if (!vals || !name)
+		return err_set(ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < ix->n_vals; i++) {
+		uint8_t *p = arena_memdup(a, ix->vals[i].ptr,
+					  ix->vals[i].len ? ix->vals[i].len : 1);
+		if (!p)
+			return err_set(ERR_NOMEM, "out of memory");
+		vals[i] = slice_make(p, ix->vals[i].len);
+	}
+	const struct storage_index_bound *b[2] = {ix->lo, ix->hi};
+	struct storage_index_bound *mine[2] = {&op->ix_lo, &op->ix_hi};
+	for (int k = 0; k < 2; k++) {
+		if (!ix->range || !b[k])
+			continue;
+		uint8_t *p = arena_memdup(a, b[k]->value.ptr,
+					  b[k]->value.len ? b[k]->value.len : 1);
+		if (!p)
+			return err_set(ERR_NOMEM, "out of memory");
+		*mine[k] = (struct storage_index_bound){
+			slice_make(p, b[k]->value.len), b[k]->incl};
+	}
+	op->ix = (struct repl_index_expr){
+		.name = name,
+		.vals = vals,
+		.n_vals = ix->range ? 0 : ix->n_vals,
+		.range = ix->range,
+		.lo = ix->range && ix->lo ? &op->ix_lo : NULL,
+		.hi = ix->range && ix->hi ? &op->ix_hi : NULL};
+	op->has_index = true;
+	return 0;
 }
 
 void repl_range_step(struct repl *r, const struct repl_range *q,
@@ -964,20 +1295,18 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 	op->end = q->end;
 	op->max_partitions = q->max_partitions ? q->max_partitions : 1000;
 	/* The sub-range: up to the first ring token past start (the whole
-	 * remaining wrap-around range when start is past the last token). */
-	op->sub_end = q->end;
-	size_t ntok = ring_token_count(op->ring);
-	int64_t probe = q->start;
-	if (ntok > 0 && q->start < INT64_MAX) {
-		int64_t tok = ring_token_at(
-			op->ring, ring_token_index(op->ring, q->start + 1));
-		if (tok > q->start && tok < q->end)
-			op->sub_end = tok;
-		probe = op->sub_end;
-	}
+	 * remaining wrap-around range when start is past the last token),
+	 * or with `merge` the run of ranges with the same replicas. */
+	op->sub_end = piece_end(op->ring, q->strategy, q->start, q->end,
+				q->merge);
+	int64_t probe =
+		ring_token_count(op->ring) > 0 && q->start < INT64_MAX
+			? first_cut(op->ring, q->start, q->end)
+			: q->start;
 	if (storage_read_cmd_encode(q->cmd, &op->cmd_enc) != 0 ||
 	    storage_read_cmd_decode(op->cmd_enc.data, op->cmd_enc.len, &op->a,
-				    &op->cmd) != 0) {
+				    &op->cmd) != 0 ||
+	    (q->index && index_copy(op, q->index) != 0)) {
 		repl_result_init(&res, REPL_READ_FAILURE, q->cl);
 		snprintf(res.msg, sizeof(res.msg), "%s", err_msg());
 		op->replied = true;
@@ -1010,7 +1339,7 @@ void repl_range_timeout(struct op *op)
 	repl_result_init(&res, REPL_READ_TIMEOUT, op->cl);
 	res.required = op->block_for;
 	/* contacts only: repair writes (after them) are not responses */
-	size_t nc = op->phase == 3 ? op->ncontact_range : op->nt;
+	size_t nc = op->phase >= 2 ? op->ncontact_range : op->nt;
 	for (size_t i = 0; i < nc; i++)
 		if (op->t[i].answered && op->t[i].ok) {
 			res.alive++;

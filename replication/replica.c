@@ -37,6 +37,10 @@ struct serve {
 	struct storage_read_cmd cmd;
 	struct storage_read_stats stats; /* traced reads: cmd.stats */
 	int64_t start, end;              /* a traced scan's range */
+	/* an indexed range read's restriction (in `a`) */
+	bool has_index;
+	struct repl_index_expr ix;
+	struct storage_index_bound lo, hi;
 };
 
 #define serve_trace(s, thread, ...)                                            \
@@ -353,6 +357,53 @@ static void serve_read(struct repl *r, const struct inet_addr *from,
 	cassini__replication__read_req__free_unpacked(req, NULL);
 }
 
+/* Takes a range request's index restriction into `s` (copied into its
+ * arena). -1 for a malformed one (too many values, a bound without its
+ * flag's range); one without a name or values is no restriction. */
+static int serve_index(struct serve *s,
+		       const Cassini__Replication__IndexExpr *m)
+{
+	if (!m || !m->name || !*m->name || (!m->range && m->n_values == 0))
+		return 0;
+	if (m->n_values > REPL_INDEX_MAX_VALUES || (m->range && m->n_values))
+		return -1;
+	struct slice *vals = arena_alloc(
+		&s->a, (m->n_values ? m->n_values : 1) * sizeof(*vals));
+	char *name = arena_strdup(&s->a, m->name);
+	if (!vals || !name)
+		return -1;
+	for (size_t i = 0; i < m->n_values; i++) {
+		const ProtobufCBinaryData *v = &m->values[i];
+		uint8_t *p = arena_memdup(&s->a, v->data, v->len ? v->len : 1);
+		if (!p)
+			return -1;
+		vals[i] = slice_make(p, v->len);
+	}
+	const ProtobufCBinaryData *b[2] = {&m->lo, &m->hi};
+	bool has[2] = {m->has_lo, m->has_hi}, incl[2] = {m->lo_incl,
+							 m->hi_incl};
+	struct storage_index_bound *mine[2] = {&s->lo, &s->hi};
+	for (int k = 0; k < 2; k++) {
+		if (!m->range || !has[k])
+			continue;
+		uint8_t *p = arena_memdup(&s->a, b[k]->data,
+					  b[k]->len ? b[k]->len : 1);
+		if (!p)
+			return -1;
+		*mine[k] = (struct storage_index_bound){
+			slice_make(p, b[k]->len), incl[k]};
+	}
+	s->ix = (struct repl_index_expr){
+		.name = name,
+		.vals = vals,
+		.n_vals = m->n_values,
+		.range = m->range,
+		.lo = m->range && m->has_lo ? &s->lo : NULL,
+		.hi = m->range && m->has_hi ? &s->hi : NULL};
+	s->has_index = true;
+	return 0;
+}
+
 static void serve_range(struct repl *r, const struct inet_addr *from,
 			const uint8_t *msg, size_t len)
 {
@@ -370,7 +421,8 @@ static void serve_range(struct repl *r, const struct inet_addr *from,
 	struct serve *s = serve_new(r, from, req->id);
 	if (!s || req->table_id.len != 16 || req->start >= req->end ||
 	    storage_read_cmd_decode(req->cmd.data, req->cmd.len, &s->a,
-				    &s->cmd) != 0) {
+				    &s->cmd) != 0 ||
+	    serve_index(s, req->index) != 0) {
 		Cassini__Replication__RangeRsp rsp =
 			CASSINI__REPLICATION__RANGE_RSP__INIT;
 		rsp.id = req->id;
@@ -388,9 +440,16 @@ static void serve_range(struct repl *r, const struct inet_addr *from,
 			s->start = req->start;
 			s->end = req->end;
 		}
-		r->store->scan(r->store_arg, req->table_id.data, req->start,
-			       req->end, &s->cmd, max > 10000 ? 10000 : max,
-			       serve_range_done, s);
+		if (max > 10000)
+			max = 10000;
+		if (s->has_index && r->store->index_scan)
+			r->store->index_scan(r->store_arg, req->table_id.data,
+					     req->start, req->end, &s->cmd,
+					     &s->ix, max, serve_range_done, s);
+		else
+			r->store->scan(r->store_arg, req->table_id.data,
+				       req->start, req->end, &s->cmd, max,
+				       serve_range_done, s);
 	}
 	cassini__replication__range_req__free_unpacked(req, NULL);
 }

@@ -159,6 +159,24 @@ typedef void (*repl_store_read_fn)(void *arg, int status, enum err_code code,
 				   struct storage_mutation **frags, size_t n,
 				   bool cut);
 
+/* An index restriction a range read carries to its replicas
+ * (docs/indexes.md, "Indexed range reads"): each replica answers with only
+ * the partitions its index gives as candidates for it
+ * (storage_index_candidates), not every partition of the range. Either
+ * values (a partition holding any of them: =, IN, CONTAINS, CONTAINS KEY,
+ * one lookup per value) or a range of values (`range`; lo / hi NULL when
+ * unbounded). The coordinator re-checks every row it sends: candidates
+ * are a superset. */
+struct repl_index_expr {
+	const char *name; /* the index (storage_index's name) */
+	const struct slice *vals;
+	size_t n_vals;
+	bool range;
+	const struct storage_index_bound *lo, *hi;
+};
+/* At most this many values (an IN of more reads the range whole). */
+#define REPL_INDEX_MAX_VALUES 64
+
 /* What the coordinator needs from this node's storage. Completions run on
  * the loop thread (later, or inline). */
 struct repl_store_ops {
@@ -176,6 +194,16 @@ struct repl_store_ops {
 	void (*scan)(void *s, const uint8_t table_id[16], int64_t start,
 		     int64_t end, const struct storage_read_cmd *cmd,
 		     uint32_t max, repl_store_read_fn done, void *arg);
+	/* Optional: scan's answer restricted to the candidates of index
+	 * restriction `ix` (borrowed for the call): the partitions of
+	 * (start, end] the index lists, in token order, each as scan gives
+	 * it, skipping empty ones; the whole range (scan) where the index
+	 * cannot answer (ERR_UNSUPPORTED, an index this node does not
+	 * know). NULL: scan serves indexed range reads too. */
+	void (*index_scan)(void *s, const uint8_t table_id[16], int64_t start,
+			   int64_t end, const struct storage_read_cmd *cmd,
+			   const struct repl_index_expr *ix, uint32_t max,
+			   repl_store_read_fn done, void *arg);
 	/* A reference to the table's meta (the caller releases it with
 	 * storage_table_meta_unref); NULL when unknown. */
 	const struct storage_table_meta *(*meta)(void *s,
@@ -368,11 +396,28 @@ struct repl_range {
 	/* the trace session (16 bytes) or NULL: the replicas trace their
 	 * scans under it */
 	const uint8_t *trace_session;
+	/* NULL, or the index restriction the replicas answer with (each
+	 * replica's candidates only; replica filtering protection below) */
+	const struct repl_index_expr *index;
+	/* Read the vnode ranges after the first whose natural replicas are
+	 * the same in the same step (Cassandra's range merger): a step
+	 * covers repl_range_piece_end's piece. */
+	bool merge;
 };
 
 /* One step of a range read: the partitions of the first vnode range that
- * (start, end] crosses (at most max_partitions), merged from block-for
- * replicas, in token order. Unless `read_repair` is off, a contacted
+ * (start, end] crosses (with `merge`, of the piece repl_range_piece_end
+ * gives; at most max_partitions), merged from block-for replicas, in
+ * token order.
+ *
+ * With an index restriction, replicas answer with their candidates only,
+ * so a partition one contact returns and another does not may be one the
+ * other holds in a newer version that no longer matches (or deleted).
+ * Replica filtering protection (Cassandra's ReplicaFilteringProtection):
+ * before the merge, every such partition (up to where the first cut
+ * contact stopped) is read from each contact that did not return it, so
+ * the merge sees every contact's version and the newest wins; read
+ * repair then compares real versions too. Unless `read_repair` is off, a contacted
  * replica that lacked a partition or held an older version gets the
  * merged one written back before the answer (blocking read repair, as
  * for single partitions). `resume`: where the next step starts (pass it
@@ -383,6 +428,12 @@ typedef void (*repl_range_done_fn)(void *arg, const struct repl_result *res,
 				   int64_t resume, bool finished);
 void repl_range_step(struct repl *r, const struct repl_range *q,
 		     repl_range_done_fn done, void *arg);
+/* Where the first step of (start, end] (start < end) ends on the ring as
+ * this coordinator sees it now: the first vnode range's end, or with
+ * `merge` the end of the run of vnode ranges after it whose natural
+ * replicas under `s` are the same set. */
+int64_t repl_range_piece_end(struct repl *r, const struct ring_strategy *s,
+			     int64_t start, int64_t end, bool merge);
 
 /* Truncates a table on every node of the ring, as Cassandra's TRUNCATE:
  * every endpoint must be alive (else Unavailable at ALL, required = the
@@ -452,6 +503,9 @@ struct repl_stats {
 	uint64_t unavailables, write_timeouts, read_timeouts, overloaded;
 	uint64_t digest_mismatches, read_repairs; /* repair writes sent */
 	uint64_t speculative_retries;
+	/* indexed range reads: partitions read from a contact that did not
+	 * return them (replica filtering protection) */
+	uint64_t protection_reads;
 	uint64_t hints_written;
 	/* counter writes coordinated, and increments this node led */
 	uint64_t counter_writes, counter_leads;

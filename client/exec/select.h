@@ -65,6 +65,25 @@ bool cql_select_plan_is_scan(const struct cql_select_plan *p);
  * FILTERING, a column served by a secondary index): a scan may then read
  * many partitions per row it sends. */
 bool cql_select_plan_is_filtered(const struct cql_select_plan *p);
+/* The index restriction a scan's replicas can answer with (their
+ * index's candidates instead of every partition; docs/indexes.md): an
+ * indexed =, CONTAINS or CONTAINS KEY first, then an indexed IN (at most
+ * CQL_SELECT_INDEX_MAX values), then the bounds of a range on an indexed
+ * column of a type SAI ranges over. Its pointers borrow from the plan
+ * (and `out` itself for lo / hi). False when none (not a scan, no
+ * indexed restriction): the scan reads every partition. Rows are still
+ * checked against every restriction after the read. */
+#define CQL_SELECT_INDEX_MAX 64
+struct cql_select_index {
+	const char *name;
+	const struct slice *vals; /* a partition holding any of them */
+	size_t n_vals;
+	bool range; /* instead: the values within lo..hi (NULL: open) */
+	const struct storage_index_bound *lo, *hi;
+	struct storage_index_bound lo_b, hi_b;
+};
+bool cql_select_plan_index(const struct cql_select_plan *p,
+			   struct cql_select_index *out);
 /* True for count(*) / count(1): the answer is one aggregated row. */
 bool cql_select_plan_is_aggregate(const struct cql_select_plan *p);
 /* True for GROUP BY: one row per group (select_group.c). */

@@ -96,6 +96,8 @@ struct filter {
 	struct slice *in;
 	size_t n_in;
 	bool fold;
+	/* the index serving it, or NULL (cql_select_plan_index) */
+	const struct cql_index *ix;
 };
 
 /* Where a page stopped: the last row looked at (sent or filtered out). */

@@ -658,6 +658,7 @@ static int add_filter(struct cql_select_plan *p, const struct cql_relation *r,
 	f->column = c;
 	f->op = r->op;
 	f->type = col->type;
+	f->ix = ix;
 	if (has) /* the elements' (map: values') or the map's keys' type */
 		f->type =
 			col->type->sub[r->op == CQL_OP_CONTAINS &&
@@ -867,4 +868,81 @@ int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 			"despite the performance unpredictability, use "
 			"ALLOW FILTERING");
 	return 0;
+}
+
+/* ---- the index restriction replicas answer with -------------------------- */
+
+/* Whether the index of `f` can give the candidates of a range of values:
+ * SAI's ranges (not the literal types, whose terms may be folded, nor
+ * collections). */
+static bool index_ranges(const struct filter *f)
+{
+	uint16_t k = f->type->kind;
+	return f->ix->target == CQL_INDEX_SIMPLE && k != STORAGE_TYPE_TEXT &&
+	       k != STORAGE_TYPE_ASCII && k != STORAGE_TYPE_BOOLEAN &&
+	       !storage_type_is_collection(k);
+}
+
+bool cql_select_plan_index(const struct cql_select_plan *p,
+			   struct cql_select_index *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!p->scan)
+		return false;
+	const struct filter *eq = NULL, *in = NULL, *ranged = NULL;
+	for (size_t i = 0; i < p->nfilters; i++) {
+		const struct filter *f = &p->filters[i];
+		if (!f->ix)
+			continue;
+		switch (f->op) {
+		case CQL_OP_EQ:
+		case CQL_OP_CONTAINS:
+		case CQL_OP_CONTAINS_KEY:
+			if (!eq)
+				eq = f;
+			break;
+		case CQL_OP_IN:
+			if (!in && f->n_in > 0 && f->n_in <= CQL_SELECT_INDEX_MAX)
+				in = f;
+			break;
+		case CQL_OP_LT:
+		case CQL_OP_LTE:
+		case CQL_OP_GT:
+		case CQL_OP_GTE:
+			if (!ranged && index_ranges(f))
+				ranged = f;
+			break;
+		default:
+			break;
+		}
+	}
+	if (eq || in) {
+		out->name = (eq ? eq : in)->ix->name;
+		out->vals = eq ? &eq->value : in->in;
+		out->n_vals = eq ? 1 : in->n_in;
+		return true;
+	}
+	if (!ranged)
+		return false;
+	/* every bound on that column through that index: the tightest
+	 * is not needed (the rows are re-checked), one of each side is */
+	out->name = ranged->ix->name;
+	out->range = true;
+	for (size_t i = 0; i < p->nfilters; i++) {
+		const struct filter *f = &p->filters[i];
+		if (f->ix != ranged->ix || f->column != ranged->column)
+			continue;
+		bool lower = f->op == CQL_OP_GT || f->op == CQL_OP_GTE;
+		bool upper = f->op == CQL_OP_LT || f->op == CQL_OP_LTE;
+		if (lower && !out->lo) {
+			out->lo_b = (struct storage_index_bound){
+				f->value, f->op == CQL_OP_GTE};
+			out->lo = &out->lo_b;
+		} else if (upper && !out->hi) {
+			out->hi_b = (struct storage_index_bound){
+				f->value, f->op == CQL_OP_LTE};
+			out->hi = &out->hi_b;
+		}
+	}
+	return true;
 }
