@@ -111,6 +111,67 @@ static void mem_scan(void *s, const uint8_t table_id[16], int64_t start,
 	done(arg, 0, ERR_NONE, all, k, cut);
 }
 
+/* The simulated index: a partition is a candidate when its live value
+ * (column v) is one of the restriction's values, as this replica holds
+ * it; the index of a replica that missed an overwrite still lists the
+ * partition under its old value. */
+static void mem_index_scan(void *s, const uint8_t table_id[16], int64_t start,
+			   int64_t end, const struct storage_read_cmd *cmd,
+			   const struct repl_index_expr *ix, uint32_t max,
+			   repl_store_read_fn done, void *arg)
+{
+	struct mnode *n = s;
+	if (n->no_index || ix->range) {
+		mem_scan(s, table_id, start, end, cmd, max, done, arg);
+		return;
+	}
+	n->index_scans++;
+	struct storage_mutation **all = malloc((n->nparts + 1) * sizeof(*all));
+	ck_assert_ptr_nonnull(all);
+	size_t k = 0;
+	for (size_t i = 0; i < n->nparts; i++) {
+		const struct storage_mutation *f = n->parts[i].frag;
+		int64_t t = storage_mutation_token(f);
+		if (t <= start || t > end)
+			continue;
+		char v[64];
+		int64_t ts;
+		frag_value(n->c, f, v, sizeof(v), &ts);
+		bool match = false;
+		for (size_t x = 0; x < ix->n_vals && !match; x++)
+			match = ts != INT64_MIN &&
+				ix->vals[x].len == strlen(v) &&
+				memcmp(ix->vals[x].ptr, v, strlen(v)) == 0;
+		if (match)
+			all[k++] = n->parts[i].frag;
+	}
+	qsort(all, k, sizeof(*all), part_cmp);
+	bool cut = k > max;
+	if (cut)
+		k = max;
+	for (size_t i = 0; i < k; i++)
+		all[i] = copy_frag(n, all[i]);
+	done(arg, 0, ERR_NONE, all, k, cut);
+}
+
+void simc_apply(struct simc *c, int i, const struct storage_mutation *m)
+{
+	struct mnode *n = &c->nodes[i];
+	struct part *p = find_part(n, m);
+	struct storage_mutation *in[2] = {p ? p->frag : NULL,
+					  (struct storage_mutation *)m};
+	struct storage_mutation *merged =
+		storage_fragment_merge(c->meta, p ? in : in + 1, p ? 2 : 1);
+	ck_assert_ptr_nonnull(merged);
+	if (p) {
+		storage_mutation_delete(p->frag);
+		p->frag = merged;
+	} else {
+		ck_assert_uint_lt(n->nparts, MAX_PARTS);
+		n->parts[n->nparts++].frag = merged;
+	}
+}
+
 static const struct storage_table_meta *mem_meta(void *s,
 						 const uint8_t table_id[16])
 {
@@ -145,6 +206,7 @@ static const struct repl_store_ops mem_ops = {
 	.apply = mem_apply,
 	.read = mem_read,
 	.scan = mem_scan,
+	.index_scan = mem_index_scan,
 	.meta = mem_meta,
 	.truncate = mem_truncate,
 	.truncated_at = mem_truncated_at,

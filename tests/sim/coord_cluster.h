@@ -42,6 +42,11 @@ struct mnode {
 	int64_t truncated_us; /* wall clock of the last one */
 	bool fail_truncate;   /* the store's truncate fails */
 	bool fail_tombstones; /* reads fail past tombstone_failure_threshold */
+	/* indexed range reads: scans the store answered with its index
+	 * (the partitions whose live `v` is one of the values), and
+	 * no_index: a node that knows no index restriction (it scans) */
+	int index_scans;
+	bool no_index;
 	/* trace events this node recorded (the trace hook) */
 	int trace_events;
 	uint8_t trace_session[16]; /* the last one's session */
@@ -89,6 +94,8 @@ void frag_value(struct simc *c, const struct storage_mutation *f, char *out,
 struct outcome do_truncate(struct simc *c, int coord);
 struct ring_strategy *simple(int rf);
 struct ring_strategy *nts(int rf1, int rf2);
+/* Merges `m` into node i's store as a write reaching only it would. */
+void simc_apply(struct simc *c, int i, const struct storage_mutation *m);
 /* The partition of m held by n, or NULL. */
 struct part *find_part(struct mnode *n, const struct storage_mutation *m);
 

@@ -13,3 +13,8 @@ cassini_check_suite(test_lincheck LABEL sim SOURCES test_lincheck.c lincheck.c
 cassini_check_suite(test_paxos_sim LABEL sim TIMEOUT 600
                     SOURCES test_paxos.c lincheck.c
                     LIBS cassini_sim cassini_replication)
+# Indexed range reads: candidates only, replica filtering protection,
+# merged pieces.
+cassini_check_suite(test_index_read_sim LABEL sim TIMEOUT 600
+                    SOURCES test_index_read.c coord_cluster.c
+                    LIBS cassini_sim cassini_replication)

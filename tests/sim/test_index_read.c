@@ -1,0 +1,372 @@
+/*
+ * Indexed range reads in the simulator (docs/indexes.md, "Indexed range
+ * reads"): replicas answer with their index's candidates only, and
+ * replica filtering protection reads every partition one contact returned
+ * and another did not from that other before the merge, so a replica
+ * whose newer value no longer matches (or that deleted the partition)
+ * wins over a stale replica's index match.
+ *
+ * The store's index (coord_cluster.c, mem_index_scan) lists the
+ * partitions whose live `v` is the value as that replica holds them: a
+ * replica that missed an overwrite lists the partition under its old
+ * value, as a real index with a missed write does.
+ */
+#include "tests/sim/coord_cluster.h"
+
+#include "common/err.h"
+#include "tests/lib/testutil.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t g_seed;
+
+struct range_out {
+	bool done;
+	struct repl_result res;
+	struct storage_mutation **f;
+	size_t n;
+	int64_t resume;
+	bool finished;
+};
+
+static void on_range(void *arg, const struct repl_result *res,
+		     struct storage_mutation **frags, size_t n, int64_t resume,
+		     bool finished)
+{
+	struct range_out *o = arg;
+	o->done = true;
+	o->res = *res;
+	o->f = frags;
+	o->n = n;
+	o->resume = resume;
+	o->finished = finished;
+}
+
+static bool range_done(void *arg)
+{
+	return ((struct range_out *)arg)->done;
+}
+
+/* What a walk found: per key, the value the merged fragment resolves to
+ * ("" for a deleted partition). */
+#define MAXK 64
+struct found {
+	int n;
+	char keys[MAXK][16];
+	char vals[MAXK][16];
+	int steps;
+};
+
+static const char *found_val(const struct found *f, const char *key)
+{
+	for (int i = 0; i < f->n; i++)
+		if (strcmp(f->keys[i], key) == 0)
+			return f->vals[i];
+	return NULL;
+}
+
+/* The rows the coordinator would send: partitions whose merged value
+ * is `want` (its re-check of the restriction). */
+static int matching(const struct found *f, const char *want)
+{
+	int m = 0;
+	for (int i = 0; i < f->n; i++)
+		m += strcmp(f->vals[i], want) == 0;
+	return m;
+}
+
+/* A walk of the whole ring from `coord` at `cl` with the restriction
+ * v = `value` (NULL: none), `max` partitions a step, merged pieces. */
+static void walk(struct simc *c, int coord, const struct ring_strategy *s,
+		 int cl, const char *value, uint32_t max, struct found *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct slice val = slice_make((const uint8_t *)(value ? value : ""),
+				      value ? strlen(value) : 0);
+	struct repl_index_expr ix = {.name = "t_v_idx", .vals = &val,
+				     .n_vals = 1};
+	int64_t start = INT64_MIN, last = INT64_MIN;
+	for (;; out->steps++) {
+		struct range_out o = {0};
+		struct storage_read_cmd cmd = {.with_static = true};
+		struct repl_range q = {.table_id = c->meta->id,
+				       .meta = c->meta,
+				       .strategy = s,
+				       .cl = cl,
+				       .cmd = &cmd,
+				       .start = start,
+				       .end = INT64_MAX,
+				       .max_partitions = max,
+				       .read_repair = true,
+				       .index = value ? &ix : NULL,
+				       .merge = true};
+		repl_range_step(c->nodes[coord].repl, &q, on_range, &o);
+		ck_assert(sim_run_until(c->sim, range_done, &o, 30000000));
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+		for (size_t i = 0; i < o.n; i++) {
+			int64_t t = storage_mutation_token(o.f[i]);
+			ck_assert(t >= last);
+			last = t;
+			ck_assert_int_lt(out->n, MAXK);
+			struct slice k = storage_mutation_key(o.f[i]);
+			snprintf(out->keys[out->n], 16, "%.*s", (int)k.len,
+				 (const char *)k.ptr);
+			int64_t ts;
+			frag_value(c, o.f[i], out->vals[out->n], 16, &ts);
+			out->n++;
+			storage_mutation_delete(o.f[i]);
+		}
+		free(o.f);
+		ck_assert_int_lt(out->steps, 1000);
+		if (o.finished)
+			break;
+		ck_assert(o.resume > start);
+		start = o.resume;
+	}
+	out->steps++;
+}
+
+static uint64_t protection_reads(struct simc *c)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < c->n; i++) {
+		struct repl_stats st;
+		repl_get_stats(c->nodes[i].repl, &st);
+		n += st.protection_reads;
+	}
+	return n;
+}
+
+static struct storage_mutation *make_delete(struct simc *c, const char *key,
+					    int64_t ts)
+{
+	struct storage_mutation *m = storage_mutation_new(
+		c->meta, (const uint8_t *)key, strlen(key));
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(storage_mutation_delete_partition(m, ts, ts / 1000000),
+			 0);
+	return m;
+}
+
+/* The value node i holds for key ("" when deleted, NULL when absent). */
+static const char *held(struct simc *c, int i, const char *key, char *buf)
+{
+	struct storage_mutation *probe = make_write(c, key, "x", 1);
+	struct part *p = find_part(&c->nodes[i], probe);
+	storage_mutation_delete(probe);
+	if (!p)
+		return NULL;
+	int64_t ts;
+	frag_value(c, p->frag, buf, 16, &ts);
+	return buf;
+}
+
+enum { N = 20, STALE = 5 };
+
+/* k0..k19 = 'red' everywhere; then nodes 1 and 2 (not 0) get k0..k4 =
+ * 'blue' and a deletion of k5: node 0's index still lists k0..k5 under
+ * 'red'. */
+static struct simc *stale_cluster(uint64_t seed, struct ring_strategy **s)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(seed, 3, dcs);
+	*s = simple(3);
+	for (int i = 0; i < N; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "k%d", i);
+		struct outcome o =
+			do_write(c, 0, *s, REPL_CL_ALL, key, "red", 10);
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+	}
+	for (int i = 0; i <= STALE; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "k%d", i);
+		struct storage_mutation *m =
+			i < STALE ? make_write(c, key, "blue", 20)
+				  : make_delete(c, key, 20);
+		simc_apply(c, 1, m);
+		simc_apply(c, 2, m);
+		storage_mutation_delete(m);
+	}
+	return c;
+}
+
+static void check_no_resurrection(const struct found *f)
+{
+	for (int i = 0; i <= STALE; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "k%d", i);
+		const char *v = found_val(f, key);
+		/* returned or not, never as its stale 'red' */
+		ck_assert_msg(!v || strcmp(v, "red") != 0,
+			      "%s resurrected as red", key);
+	}
+	ck_assert_int_eq(matching(f, "red"), N - STALE - 1);
+}
+
+/* The stale replica is the coordinator itself (it returns k0..k5 from
+ * its own index) and the contacts that did not return them are read. */
+START_TEST(stale_index_match_on_the_coordinator_loses)
+{
+	struct ring_strategy *s;
+	struct simc *c = stale_cluster(g_seed, &s);
+	int cls[2] = {REPL_CL_QUORUM, REPL_CL_ALL};
+	for (int k = 0; k < 2; k++) {
+		struct found f;
+		uint64_t before = protection_reads(c);
+		walk(c, 0, s, cls[k], "red", 1000, &f);
+		check_no_resurrection(&f);
+		if (k == 0) /* read repair: node 0 holds the new versions */
+			ck_assert_uint_ge(protection_reads(c) - before,
+					  STALE + 1);
+		char buf[16];
+		ck_assert_str_eq(held(c, 0, "k0", buf), "blue");
+		ck_assert_str_eq(held(c, 0, "k5", buf), "");
+	}
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* The stale replica is a remote contact: the coordinator's own store is
+ * read for what it did not return. */
+START_TEST(stale_index_match_on_a_remote_replica_loses)
+{
+	struct ring_strategy *s;
+	struct simc *c = stale_cluster(g_seed + 1, &s);
+	for (int coord = 1; coord <= 2; coord++) {
+		struct found f;
+		walk(c, coord, s, REPL_CL_ALL, "red", 1000, &f);
+		check_no_resurrection(&f);
+	}
+	/* the new value is found by its own index, everywhere now */
+	struct found f;
+	walk(c, 0, s, REPL_CL_ALL, "blue", 1000, &f);
+	ck_assert_int_eq(matching(&f, "blue"), STALE);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* Small steps (max 2 partitions): a cut contact bounds what is protected
+ * and merged, and the walk resumes past it; still no resurrection. */
+START_TEST(protection_with_cut_steps)
+{
+	struct ring_strategy *s;
+	struct simc *c = stale_cluster(g_seed + 2, &s);
+	struct found f;
+	walk(c, 0, s, REPL_CL_QUORUM, "red", 2, &f);
+	check_no_resurrection(&f);
+	ck_assert_int_gt(f.steps, 3);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* Replicas that agree: each answers with its candidates only, nothing is
+ * read twice, and one step covers the ring (RF 3 on 3 nodes: one piece). */
+START_TEST(agreeing_replicas_read_candidates_only)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(g_seed + 3, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	for (int i = 0; i < 40; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "p%d", i);
+		struct outcome o = do_write(c, i % 3, s, REPL_CL_ALL, key,
+					    i % 4 ? "other" : "hit", 10 + i);
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+	}
+	struct found f;
+	walk(c, 0, s, REPL_CL_QUORUM, "hit", 1000, &f);
+	ck_assert_int_eq(f.n, 10); /* only the candidates came back */
+	ck_assert_int_eq(matching(&f, "hit"), 10);
+	ck_assert_int_eq(f.steps, 1);
+	ck_assert_uint_eq(protection_reads(c), 0);
+	int scans = 0;
+	for (int i = 0; i < 3; i++)
+		scans += c->nodes[i].index_scans;
+	ck_assert_int_eq(scans, 2); /* QUORUM: two contacts, one step */
+	/* without a restriction the same walk reads every partition */
+	walk(c, 0, s, REPL_CL_QUORUM, NULL, 1000, &f);
+	ck_assert_int_eq(f.n, 40);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* A replica that does not know the restriction (an older node) answers
+ * with its whole range: the others are read for those partitions, and
+ * the merged answer is still right once re-checked. */
+START_TEST(a_replica_without_index_reads_is_still_right)
+{
+	struct ring_strategy *s;
+	struct simc *c = stale_cluster(g_seed + 4, &s);
+	c->nodes[1].no_index = true;
+	struct found f;
+	walk(c, 0, s, REPL_CL_ALL, "red", 1000, &f);
+	check_no_resurrection(&f);
+	ck_assert_int_eq(f.n, N); /* node 1 sent every partition */
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* Pieces: with RF 1 on 4 nodes adjacent vnode ranges of one owner merge,
+ * so a merged walk takes fewer steps than vnode ranges, and sees every
+ * partition once in token order. */
+START_TEST(merged_pieces_cover_the_ring)
+{
+	const char *dcs[4] = {"dc1", "dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(g_seed + 5, 4, dcs);
+	struct ring_strategy *s = simple(1);
+	for (int i = 0; i < 50; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "m%d", i);
+		struct outcome o =
+			do_write(c, 0, s, REPL_CL_ONE, key, "hit", 10);
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+	}
+	struct found f;
+	walk(c, 1, s, REPL_CL_ONE, "hit", 1000, &f);
+	ck_assert_int_eq(f.n, 50);
+	ck_assert_int_le(f.steps, 4 * 8 + 1);
+	int64_t pieces = 0, at = INT64_MIN;
+	while (at < INT64_MAX) {
+		int64_t e = repl_range_piece_end(c->nodes[1].repl, s, at,
+						 INT64_MAX, true);
+		ck_assert(e > at);
+		ck_assert(repl_range_piece_end(c->nodes[1].repl, s, at,
+					       INT64_MAX, false) <= e);
+		at = e;
+		pieces++;
+	}
+	ck_assert_int_eq(f.steps, pieces);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("index_read_sim");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, stale_index_match_on_the_coordinator_loses);
+	tcase_add_test(tc, stale_index_match_on_a_remote_replica_loses);
+	tcase_add_test(tc, protection_with_cut_steps);
+	tcase_add_test(tc, agreeing_replicas_read_candidates_only);
+	tcase_add_test(tc, a_replica_without_index_reads_is_still_right);
+	tcase_add_test(tc, merged_pieces_cover_the_ring);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	g_seed = test_seed(20261203);
+	return test_run(suite());
+}
