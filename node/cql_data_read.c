@@ -682,15 +682,16 @@ static bool par_start(struct read_job *j)
 	size_t n = 0;
 	int64_t at = j->pos;
 	while (at < j->end && n < nt) {
-		int64_t e = repl_range_piece_end(j->d->repl, s, at, j->end,
-						 true);
+		int64_t e =
+			repl_range_piece_end(j->d->repl, s, at, j->end, true);
 		if (e <= at)
 			break;
 		slots[n++] = (struct par_slot){.j = j, .pos = at, .end = e};
 		at = e;
 	}
 	if (at < j->end)
-		slots[n++] = (struct par_slot){.j = j, .pos = at, .end = j->end};
+		slots[n++] =
+			(struct par_slot){.j = j, .pos = at, .end = j->end};
 	w->slots = slots;
 	w->count = n;
 	w->factor = 4;
@@ -802,13 +803,13 @@ void cql_data_run_read(struct cql_data *d, const struct cql_data_request *dr)
 		cql_select_plan_range(j->plan, &j->pos, &j->end);
 		if (cql_select_plan_index(j->plan, &j->six)) {
 			j->has_index = true;
-			j->ix = (struct repl_index_expr){
-				.name = j->six.name,
-				.vals = j->six.vals,
-				.n_vals = j->six.n_vals,
-				.range = j->six.range,
-				.lo = j->six.lo,
-				.hi = j->six.hi};
+			j->ix = (struct repl_index_expr){.name = j->six.name,
+							 .vals = j->six.vals,
+							 .n_vals =
+								 j->six.n_vals,
+							 .range = j->six.range,
+							 .lo = j->six.lo,
+							 .hi = j->six.hi};
 		}
 		if (j->pos >= j->end) {
 			read_finish(j);

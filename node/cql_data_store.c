@@ -223,14 +223,15 @@ static int store_copy_index(struct store_job *j,
 {
 	if (ix->n_vals > REPL_INDEX_MAX_VALUES)
 		return err_set(ERR_INVALID, "too many index values");
-	struct slice *vals =
-		arena_alloc(&j->a, (ix->n_vals ? ix->n_vals : 1) * sizeof(*vals));
+	struct slice *vals = arena_alloc(&j->a, (ix->n_vals ? ix->n_vals : 1) *
+							sizeof(*vals));
 	char *name = arena_strdup(&j->a, ix->name);
 	if (!vals || !name)
 		return err_set(ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < ix->n_vals; i++) {
-		uint8_t *p = arena_memdup(&j->a, ix->vals[i].ptr,
-					  ix->vals[i].len ? ix->vals[i].len : 1);
+		uint8_t *p =
+			arena_memdup(&j->a, ix->vals[i].ptr,
+				     ix->vals[i].len ? ix->vals[i].len : 1);
 		if (!p)
 			return err_set(ERR_NOMEM, "out of memory");
 		vals[i] = slice_make(p, ix->vals[i].len);
@@ -240,8 +241,9 @@ static int store_copy_index(struct store_job *j,
 	for (int k = 0; k < 2; k++) {
 		if (!b[k])
 			continue;
-		uint8_t *p = arena_memdup(&j->a, b[k]->value.ptr,
-					  b[k]->value.len ? b[k]->value.len : 1);
+		uint8_t *p =
+			arena_memdup(&j->a, b[k]->value.ptr,
+				     b[k]->value.len ? b[k]->value.len : 1);
 		if (!p)
 			return err_set(ERR_NOMEM, "out of memory");
 		*mine[k] = (struct storage_index_bound){

@@ -920,7 +920,8 @@ static int range_protect(struct op *op)
 		const struct storage_mutation *head = NULL;
 		for (size_t i = 0; i < nc; i++)
 			if (pos[i] < op->t[i].nfrags &&
-			    (!head || frag_cmp(op->t[i].frags[pos[i]], head) < 0))
+			    (!head ||
+			     frag_cmp(op->t[i].frags[pos[i]], head) < 0))
 				head = op->t[i].frags[pos[i]];
 		if (!head || (bound && frag_cmp(head, bound) > 0))
 			break;
@@ -1227,8 +1228,9 @@ static int index_copy(struct op *op, const struct repl_index_expr *ix)
 	if (!vals || !name)
 		return err_set(ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < ix->n_vals; i++) {
-		uint8_t *p = arena_memdup(a, ix->vals[i].ptr,
-					  ix->vals[i].len ? ix->vals[i].len : 1);
+		uint8_t *p =
+			arena_memdup(a, ix->vals[i].ptr,
+				     ix->vals[i].len ? ix->vals[i].len : 1);
 		if (!p)
 			return err_set(ERR_NOMEM, "out of memory");
 		vals[i] = slice_make(p, ix->vals[i].len);
@@ -1238,8 +1240,9 @@ static int index_copy(struct op *op, const struct repl_index_expr *ix)
 	for (int k = 0; k < 2; k++) {
 		if (!ix->range || !b[k])
 			continue;
-		uint8_t *p = arena_memdup(a, b[k]->value.ptr,
-					  b[k]->value.len ? b[k]->value.len : 1);
+		uint8_t *p =
+			arena_memdup(a, b[k]->value.ptr,
+				     b[k]->value.len ? b[k]->value.len : 1);
 		if (!p)
 			return err_set(ERR_NOMEM, "out of memory");
 		*mine[k] = (struct storage_index_bound){
@@ -1297,12 +1300,11 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 	/* The sub-range: up to the first ring token past start (the whole
 	 * remaining wrap-around range when start is past the last token),
 	 * or with `merge` the run of ranges with the same replicas. */
-	op->sub_end = piece_end(op->ring, q->strategy, q->start, q->end,
-				q->merge);
-	int64_t probe =
-		ring_token_count(op->ring) > 0 && q->start < INT64_MAX
-			? first_cut(op->ring, q->start, q->end)
-			: q->start;
+	op->sub_end =
+		piece_end(op->ring, q->strategy, q->start, q->end, q->merge);
+	int64_t probe = ring_token_count(op->ring) > 0 && q->start < INT64_MAX
+				? first_cut(op->ring, q->start, q->end)
+				: q->start;
 	if (storage_read_cmd_encode(q->cmd, &op->cmd_enc) != 0 ||
 	    storage_read_cmd_decode(op->cmd_enc.data, op->cmd_enc.len, &op->a,
 				    &op->cmd) != 0 ||

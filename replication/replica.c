@@ -380,8 +380,8 @@ static int serve_index(struct serve *s,
 		vals[i] = slice_make(p, v->len);
 	}
 	const ProtobufCBinaryData *b[2] = {&m->lo, &m->hi};
-	bool has[2] = {m->has_lo, m->has_hi}, incl[2] = {m->lo_incl,
-							 m->hi_incl};
+	bool has[2] = {m->has_lo, m->has_hi},
+	     incl[2] = {m->lo_incl, m->hi_incl};
 	struct storage_index_bound *mine[2] = {&s->lo, &s->hi};
 	for (int k = 0; k < 2; k++) {
 		if (!m->range || !has[k])

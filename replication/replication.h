@@ -417,8 +417,8 @@ struct repl_range {
  * before the merge, every such partition (up to where the first cut
  * contact stopped) is read from each contact that did not return it, so
  * the merge sees every contact's version and the newest wins; read
- * repair then compares real versions too. Unless `read_repair` is off, a contacted
- * replica that lacked a partition or held an older version gets the
+ * repair then compares real versions too. Unless `read_repair` is off, a
+ * contacted replica that lacked a partition or held an older version gets the
  * merged one written back before the answer (blocking read repair, as
  * for single partitions). `resume`: where the next step starts (pass it
  * as `start`); `finished`: (start, end] is exhausted. `frags` and each

@@ -902,7 +902,8 @@ bool cql_select_plan_index(const struct cql_select_plan *p,
 				eq = f;
 			break;
 		case CQL_OP_IN:
-			if (!in && f->n_in > 0 && f->n_in <= CQL_SELECT_INDEX_MAX)
+			if (!in && f->n_in > 0 &&
+			    f->n_in <= CQL_SELECT_INDEX_MAX)
 				in = f;
 			break;
 		case CQL_OP_LT:

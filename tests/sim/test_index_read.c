@@ -86,8 +86,8 @@ static void walk(struct simc *c, int coord, const struct ring_strategy *s,
 	memset(out, 0, sizeof(*out));
 	struct slice val = slice_make((const uint8_t *)(value ? value : ""),
 				      value ? strlen(value) : 0);
-	struct repl_index_expr ix = {.name = "t_v_idx", .vals = &val,
-				     .n_vals = 1};
+	struct repl_index_expr ix = {
+		.name = "t_v_idx", .vals = &val, .n_vals = 1};
 	int64_t start = INT64_MIN, last = INT64_MIN;
 	for (;; out->steps++) {
 		struct range_out o = {0};
