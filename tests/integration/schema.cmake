@@ -16,3 +16,6 @@ cassini_pytest(integration_datamodel_cluster test_datamodel_cluster.py
 cassini_pytest(integration_indexes test_indexes.py TIMEOUT 300)
 # Indexed queries against a model: writes, deletes, TTLs, flushes, compactions.
 cassini_pytest(integration_index_model test_index_model.py TIMEOUT 300)
+# Indexed range reads across replicas: CL with a node down, paging, a
+# stale replica (replica filtering protection).
+cassini_pytest(integration_index_replicas test_index_replicas.py TIMEOUT 300)
