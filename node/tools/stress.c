@@ -9,10 +9,12 @@
  *       [-node host[:port],...] [-port P]
  *       [-schema "replication(factor=N)" |
  *                "replication(strategy=NetworkTopologyStrategy, dc1=3)"]
- *       [-col size=BYTES]
+ *       [-col size=BYTES [indexed=yes|no]]
  *
  * It creates keyspace cassini_stress and table standard1 (key blob PRIMARY
- * KEY, c0 blob) if they do not exist, waits for schema agreement, then runs
+ * KEY, c0 blob) if they do not exist (with -col indexed=: table indexed2
+ * or plain2, which add c1 int and c2 text, the first with a storage-
+ * attached index on each), waits for schema agreement, then runs
  * exactly n operations with T requests in flight (closed loop: each
  * completion issues the next), over min(T, 128) connections per host unless
  * told otherwise. Keys are the decimal key index, zero-padded to 10 bytes:
@@ -65,8 +67,13 @@ struct stress_opts {
 	uint16_t port;
 	char replication[512]; /* CQL map literal */
 	size_t col_size;
+	/* -col indexed=: 0 standard1; 1 plain2, 2 indexed2 (c1 int and c2
+	 * text too; indexed2 has an SAI index on each) */
+	int shape;
 	unsigned ratio_write, ratio_read;
 };
+
+static const char *const stress_tables[] = {"standard1", "plain2", "indexed2"};
 
 struct stress_error_kind {
 	const char *name; /* static string */
@@ -122,7 +129,7 @@ static void usage(FILE *f)
 		   "         [-node host[:port],...] [-port P]\n"
 		   "         [-schema \"replication(factor=N)\" | "
 		   "\"replication(strategy=NetworkTopologyStrategy, dc1=3)\"]\n"
-		   "         [-col size=BYTES]\n");
+		   "         [-col size=BYTES [indexed=yes|no]]\n");
 }
 
 /* ---- arguments ----------------------------------------------------------- */
@@ -322,6 +329,11 @@ static int parse_option(const char *group, const char *arg,
 			return 0;
 		}
 	} else if (strcmp(group, "col") == 0) {
+		if (KEY("indexed") &&
+		    (strcmp(val, "yes") == 0 || strcmp(val, "no") == 0)) {
+			o->shape = strcmp(val, "yes") == 0 ? 2 : 1;
+			return 0;
+		}
 		if (KEY("size")) {
 			if (strncasecmp(val, "FIXED(", 6) == 0) {
 				char num[32];
@@ -560,8 +572,17 @@ static void issue(struct stress_slot *s)
 	} else {
 		make_value(s->key, r->value, o->col_size);
 		v[1] = (struct cql_value){(int32_t)o->col_size, r->value};
-		cql_client_execute(r->client, r->insert, v, 2, o->cl, on_done,
-				   s);
+		/* plain2 / indexed2: c1 = key % 1000, c2 = "g<key % 100>" */
+		uint32_t c1 = (uint32_t)(s->key % 1000);
+		uint8_t be[4] = {(uint8_t)(c1 >> 24), (uint8_t)(c1 >> 16),
+				 (uint8_t)(c1 >> 8), (uint8_t)c1};
+		char c2[8];
+		int c2len = snprintf(c2, sizeof(c2), "g%02u",
+				     (unsigned)(s->key % 100));
+		struct cql_value v4[4] = {
+			v[0], v[1], {4, be}, {c2len, (const uint8_t *)c2}};
+		cql_client_execute(r->client, r->insert, o->shape ? v4 : v,
+				   o->shape ? 4 : 2, o->cl, on_done, s);
 	}
 }
 
@@ -647,24 +668,38 @@ static int setup_schema(struct stress_run *r)
 	}
 	if (agree(r) != 0)
 		return -1;
-	if (cql_client_query_sync(r->client,
-				  "CREATE TABLE IF NOT EXISTS "
-				  "cassini_stress.standard1 (key blob PRIMARY "
-				  "KEY, c0 blob)",
-				  CQL_CL_ONE, NULL) != 0) {
+	const char *t = stress_tables[r->o->shape];
+	snprintf(ddl, sizeof(ddl),
+		 "CREATE TABLE IF NOT EXISTS cassini_stress.%s (key blob "
+		 "PRIMARY KEY, c0 blob%s)",
+		 t, r->o->shape ? ", c1 int, c2 text" : "");
+	if (cql_client_query_sync(r->client, ddl, CQL_CL_ONE, NULL) != 0) {
 		fprintf(stderr, "cassini-stress: schema: %s\n", err_msg());
 		return -1;
 	}
 	if (agree(r) != 0)
 		return -1;
-	r->insert = cql_client_prepare_sync(
-		r->client, "INSERT INTO cassini_stress.standard1 (key, c0) "
-			   "VALUES (?, ?)");
+	for (int c = 1; r->o->shape == 2 && c <= 2; c++) {
+		snprintf(
+			ddl, sizeof(ddl),
+			"CREATE INDEX IF NOT EXISTS ON cassini_stress.%s (c%d)",
+			t, c);
+		if (cql_client_query_sync(r->client, ddl, CQL_CL_ONE, NULL) !=
+			    0 ||
+		    agree(r) != 0) {
+			fprintf(stderr, "cassini-stress: schema: %s\n",
+				err_msg());
+			return -1;
+		}
+	}
+	snprintf(ddl, sizeof(ddl),
+		 "INSERT INTO cassini_stress.%s (key, c0%s) VALUES (?, ?%s)", t,
+		 r->o->shape ? ", c1, c2" : "", r->o->shape ? ", ?, ?" : "");
+	r->insert = cql_client_prepare_sync(r->client, ddl);
+	snprintf(ddl, sizeof(ddl),
+		 "SELECT key, c0 FROM cassini_stress.%s WHERE key = ?", t);
 	if (r->insert)
-		r->select = cql_client_prepare_sync(
-			r->client,
-			"SELECT key, c0 FROM cassini_stress.standard1 "
-			"WHERE key = ?");
+		r->select = cql_client_prepare_sync(r->client, ddl);
 	if (!r->insert || !r->select) {
 		fprintf(stderr, "cassini-stress: prepare: %s\n", err_msg());
 		return -1;
