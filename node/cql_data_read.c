@@ -407,10 +407,12 @@ static void on_range(void *arg, const struct repl_result *res,
  * A filtered scan (ALLOW FILTERING, or a restriction served by a
  * secondary index) may read many partitions to send few rows; one vnode
  * range per round trip makes a selective query over a cluster take one
- * round trip per vnode range. As Cassandra's range reads do, the walk
- * splits (pos, end] into pieces, each a run of vnode ranges with the same
- * replicas (Cassandra's range merger: with RF 3 on 3 nodes the whole ring
- * is one piece, read in one step), and reads up to `factor` pieces at
+ * round trip per vnode range. The walk splits (pos, end] into pieces:
+ * vnode ranges, or for an indexed scan (whose replicas answer with few
+ * partitions) runs of them with the same replicas (Cassandra's range
+ * merger: with RF 3 on 3 nodes the whole ring is one piece, read in one
+ * step; an unindexed scan keeps its vnode ranges, read by several
+ * workers at once). It reads up to `factor` pieces at
  * once: 4 at first, then Cassandra's concurrency factor from hits (after
  * every piece used up: with no row found yet, as many as allowed; else
  * enough pieces to fill what is left of the page at the rows per piece
@@ -552,9 +554,9 @@ static struct repl_range range_step(const struct read_job *j,
 		.max_partitions = want < 1000 ? (uint32_t)want : 1000,
 		.trace_session = j->traced ? j->trace : NULL,
 		.index = j->has_index ? &j->ix : NULL,
-		/* a filtered scan reads many partitions per row it sends:
-		 * runs of ranges with the same replicas go in one step */
-		.merge = cql_select_plan_is_filtered(j->plan)};
+		/* replicas answer an indexed scan with few partitions: runs
+		 * of ranges with the same replicas go in one step */
+		.merge = j->has_index};
 }
 
 static void par_step(struct par_slot *sl)
@@ -678,12 +680,13 @@ static bool par_start(struct read_job *j)
 		free(w);
 		return false;
 	}
-	/* pieces: runs of vnode ranges with the same replicas */
+	/* pieces: vnode ranges, or for an indexed scan runs of them with
+	 * the same replicas */
 	size_t n = 0;
 	int64_t at = j->pos;
 	while (at < j->end && n < nt) {
-		int64_t e =
-			repl_range_piece_end(j->d->repl, s, at, j->end, true);
+		int64_t e = repl_range_piece_end(j->d->repl, s, at, j->end,
+						 j->has_index);
 		if (e <= at)
 			break;
 		slots[n++] = (struct par_slot){.j = j, .pos = at, .end = e};
