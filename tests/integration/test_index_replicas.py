@@ -82,6 +82,16 @@ def query_or_none(s, cql, cl, fetch):
         return None
 
 
+def index_count(ip):
+    c = pinned_to(ip)
+    try:
+        return len(list(c.connect().execute(
+            "SELECT index_name FROM system_schema.indexes "
+            "WHERE keyspace_name = 'ks'")))
+    finally:
+        c.shutdown()
+
+
 def value(k, c):
     return (k * C + c) % V
 
@@ -95,11 +105,8 @@ def test_indexed_reads_across_replicas(cluster):
               "PRIMARY KEY (k, c))")
     s.execute("CREATE INDEX ON ks.t (v)")
     s.execute("CREATE INDEX ON ks.t (s)")
-    until(lambda: all(
-        len(list(pinned_to(ip).connect().execute(
-            "SELECT index_name FROM system_schema.indexes "
-            "WHERE keyspace_name = 'ks'"))) == 2 for ip in IPS),
-        "the indexes on every node")
+    until(lambda: all(index_count(ip) == 2 for ip in IPS),
+          "the indexes on every node")
     ins = s.prepare("INSERT INTO ks.t (k, c, v, s) VALUES (?, ?, ?, ?)")
     ins.consistency_level = ALL
     for k in range(K):
