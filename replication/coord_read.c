@@ -934,8 +934,8 @@ static int range_protect(struct op *op)
 				rc = range_protect_read(op, i, head);
 				reads++;
 			}
-		/* the head may belong to a list a send above grew: advance
-		 * after the reads (the lists themselves do not change) */
+		/* the lists do not change here (range_protected adds the
+		 * answers once all are in): `head` stays valid */
 		for (size_t i = 0; i < nc; i++)
 			if (has[i])
 				pos[i]++;
