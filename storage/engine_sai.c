@@ -94,19 +94,28 @@ static void from_memtable(struct collect *c, const struct memtable *mt,
 	char a[64], b[64];
 	if (sl && mix && sai_index_ident(mix, a, sizeof(a)) >= 0 &&
 	    sai_index_ident(ix, b, sizeof(b)) >= 0 && strcmp(a, b) == 0) {
-		struct mt_sai_entry probe = {
+		struct mt_sai_term probe = {
 			.term = lo ? (struct slice){lo->term, lo->len}
 				   : (struct slice){NULL, 0},
-			.token = INT64_MIN,
 		};
 		for (struct skiplist_node *n = skiplist_seek(sl, &probe); n;
 		     n = skiplist_next(n)) {
-			const struct mt_sai_entry *e = skiplist_key(n);
+			struct mt_sai_term *t = skiplist_key(n);
 			bool past;
-			if (term_in(e->term, lo, hi, &past))
-				add(c, e->token, e->key);
-			else if (past)
-				break;
+			if (!term_in(t->term, lo, hi, &past)) {
+				if (past)
+					break;
+				continue;
+			}
+			/* the entries published when the count was read */
+			size_t left = atomic_load_explicit(
+				&t->count, memory_order_acquire);
+			for (const struct mt_sai_chunk *ch = t->head;
+			     ch && left; ch = ch->next)
+				for (uint32_t k = 0; k < ch->cap && left;
+				     k++, left--)
+					add(c, ch->parts[k]->token,
+					    ch->parts[k]->key);
 		}
 		return;
 	}

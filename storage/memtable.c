@@ -80,11 +80,8 @@ struct memtable *memtable_new(const struct storage_table_meta *t)
 int memtable_sai_cmp(const void *ctx, const void *a, const void *b)
 {
 	(void)ctx;
-	const struct mt_sai_entry *x = a, *y = b;
-	int c = slice_cmp(x->term, y->term);
-	if (c)
-		return c;
-	return storage_partition_cmp(x->token, x->key, y->token, y->key);
+	const struct mt_sai_term *x = a, *y = b;
+	return slice_cmp(x->term, y->term);
 }
 
 const struct skiplist *memtable_sai(const struct memtable *mt, const char *name)
@@ -95,31 +92,70 @@ const struct skiplist *memtable_sai(const struct memtable *mt, const char *name)
 	return NULL;
 }
 
-/* Adds (the term in mt->sai_term, p) to index i unless there. */
+/* A new chunk of `cap` entries in the arena, or NULL. */
+static struct mt_sai_chunk *sai_chunk_new(struct memtable *mt, uint32_t cap)
+{
+	struct mt_sai_chunk *c = arena_alloc(
+		&mt->arena, sizeof(*c) + cap * sizeof(struct mt_partition *));
+	if (c) {
+		c->next = NULL;
+		c->cap = cap;
+	}
+	return c;
+}
+
+/* Adds p under the term in mt->sai_term of index i (unless it is that
+ * term's last partition already). */
 static int sai_put(struct memtable *mt, size_t i, struct mt_partition *p)
 {
-	struct mt_sai_entry probe = {
-		.term = {mt->sai_term.data, mt->sai_term.len},
-		.token = p->token,
-		.key = p->key,
-	};
+	struct mt_sai_term probe = {
+		.term = {mt->sai_term.data, mt->sai_term.len}};
 	struct skiplist_node *prev[SKIPLIST_MAX_HEIGHT];
-	if (skiplist_find_prev(&mt->sai[i], &probe, prev))
+	struct skiplist_node *n = skiplist_find_prev(&mt->sai[i], &probe, prev);
+	struct mt_sai_term *t = n ? skiplist_key(n) : NULL;
+	if (t && t->last == p)
 		return 0;
-	struct mt_sai_entry *e = arena_alloc(&mt->arena, sizeof(*e));
-	uint8_t *term =
-		e ? arena_alloc_aligned(&mt->arena,
-					probe.term.len ? probe.term.len : 1, 1)
-		  : NULL;
-	if (!term)
-		return err_set(ERR_NOMEM, "memtable index");
-	if (probe.term.len)
-		memcpy(term, probe.term.ptr, probe.term.len);
-	*e = probe;
-	e->term.ptr = term;
-	return skiplist_insert_at(&mt->sai[i], e, prev)
-		       ? 0
-		       : err_set(ERR_NOMEM, "memtable index");
+	if (!t) {
+		t = arena_alloc(&mt->arena, sizeof(*t));
+		uint8_t *term =
+			t ? arena_alloc_aligned(
+				    &mt->arena,
+				    probe.term.len ? probe.term.len : 1, 1)
+			  : NULL;
+		struct mt_sai_chunk *c = term ? sai_chunk_new(mt, 2) : NULL;
+		if (!c)
+			return err_set(ERR_NOMEM, "memtable index");
+		if (probe.term.len)
+			memcpy(term, probe.term.ptr, probe.term.len);
+		t->term = (struct slice){term, probe.term.len};
+		t->head = t->tail = c;
+		t->tail_used = 0;
+		t->last = NULL;
+		atomic_init(&t->count, 0);
+		c->parts[t->tail_used++] = p;
+		t->last = p;
+		atomic_store_explicit(&t->count, 1, memory_order_release);
+		return skiplist_insert_at(&mt->sai[i], t, prev)
+			       ? 0
+			       : err_set(ERR_NOMEM, "memtable index");
+	}
+	if (t->tail_used == t->tail->cap) {
+		uint32_t cap = t->tail->cap * 2;
+		struct mt_sai_chunk *c = sai_chunk_new(
+			mt, cap < MT_SAI_CHUNK_MAX ? cap : MT_SAI_CHUNK_MAX);
+		if (!c)
+			return err_set(ERR_NOMEM, "memtable index");
+		t->tail->next = c; /* published with the count below */
+		t->tail = c;
+		t->tail_used = 0;
+	}
+	t->tail->parts[t->tail_used++] = p;
+	t->last = p;
+	atomic_store_explicit(
+		&t->count,
+		atomic_load_explicit(&t->count, memory_order_relaxed) + 1,
+		memory_order_release);
+	return 0;
 }
 
 /* Every term of `m` into the memtable's indexes. */

@@ -48,12 +48,27 @@ struct mt_index {
 	_Atomic(struct mt_partition *) slots[];
 };
 
-/* An entry of a memtable's index (one per term and partition holding it);
- * in the arena, ordered by (term, token, key). */
-struct mt_sai_entry {
+/* A memtable index's term (in the arena, ordered by term): the
+ * partitions whose writes brought it, in write order, in chunks that
+ * double up to MT_SAI_CHUNK_MAX entries (SAI's memtable index keeps a
+ * set of keys per term the same way). Readers take `count` (acquire) and
+ * walk that many entries from `head`; the one writer fills an entry and
+ * links a chunk before it publishes the count. A partition is appended
+ * again only when it is not the term's last (readers sort and dedupe). */
+#define MT_SAI_CHUNK_MAX 256
+struct mt_sai_chunk {
+	struct mt_sai_chunk *next;
+	uint32_t cap;
+	struct mt_partition *parts[];
+};
+struct mt_sai_term {
 	struct slice term;
-	int64_t token;
-	struct slice key; /* the partition's (in the arena) */
+	struct mt_sai_chunk *head;
+	_Atomic size_t count;
+	/* writer-owned */
+	struct mt_sai_chunk *tail;
+	uint32_t tail_used;
+	const struct mt_partition *last;
 };
 
 struct memtable {
@@ -77,10 +92,10 @@ struct memtable {
 	uint64_t log_first_seg, log_first_off;
 	uint64_t log_end_seg, log_end_off;
 	bool has_log_pos;
-	/* One skiplist of struct mt_sai_entry * per index of `meta` (same
-	 * order), updated by memtable_apply: every term a write brings,
-	 * never removed (deletions and overwrites leave stale entries;
-	 * queries re-check the data). NULL without indexes. */
+	/* One skiplist of struct mt_sai_term * per index of `meta` (same
+	 * order), updated by memtable_apply: every term a write brings and
+	 * its partition, never removed (deletions and overwrites leave stale
+	 * entries; queries re-check the data). NULL without indexes. */
 	struct skiplist *sai;
 	struct buf sai_term; /* writer's scratch */
 };
