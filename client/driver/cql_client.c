@@ -68,17 +68,24 @@ static int find_host(const struct cql_client *c, const struct inet_addr *a)
 	return -1;
 }
 
+bool cql_client_host_ready(const struct cql_client *c, size_t host)
+{
+	const struct cql_host *h = host < c->nhosts ? c->hosts[host] : NULL;
+	for (int k = 0; h && k < h->nconns; k++)
+		if (h->conns[k].state == CQL_CONN_READY)
+			return true;
+	return false;
+}
+
 bool cql_client_peer_up(const struct cql_client *c, const uint8_t *ip,
 			size_t len)
 {
 	for (size_t i = 0; i < c->nhosts; i++) {
 		const struct cql_host *h = c->hosts[i];
 		size_t n = h->addr.family == INET_V4 ? 4 : 16;
-		if (n != len || memcmp(h->addr.ip, ip, n) != 0)
-			continue;
-		for (int k = 0; k < h->nconns; k++)
-			if (h->conns[k].state == CQL_CONN_READY)
-				return true;
+		if (n == len && memcmp(h->addr.ip, ip, n) == 0 &&
+		    cql_client_host_ready(c, i))
+			return true;
 	}
 	return false;
 }
@@ -262,6 +269,12 @@ void cql_client_query(struct cql_client *c, const char *query,
 		      uint16_t nvalues, cql_client_cb cb, void *arg)
 {
 	submit_query(c, -1, query, consistency, values, nvalues, cb, arg);
+}
+
+void cql_client_query_host(struct cql_client *c, int host, const char *query,
+			   uint16_t consistency, cql_client_cb cb, void *arg)
+{
+	submit_query(c, host, query, consistency, NULL, 0, cb, arg);
 }
 
 int32_t cql_client_prepared_bind_count(const struct cql_client_prepared *p)

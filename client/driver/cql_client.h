@@ -301,9 +301,10 @@ int cql_client_execute_sync(struct cql_client *c,
 			    struct cql_client_result *out);
 
 /*
- * Waits until system.local and every row of system.peers (read through one
- * connection) report the same schema_version, polling every 200 ms for up to
- * timeout_ms. 0, or -1 (ERR_TIMEOUT).
+ * Waits until every host with a ready connection reports the same
+ * schema_version in its system.local and in every row of its system.peers
+ * (both read through that host; peers the client cannot reach skipped),
+ * polling every 200 ms for up to timeout_ms. 0, or -1 (ERR_TIMEOUT).
  */
 int cql_client_wait_schema_agreement(struct cql_client *c, uint64_t timeout_ms);
 

@@ -182,6 +182,13 @@ void cql_client_on_tick(evutil_socket_t fd, short what, void *arg);
 /* In cql_client.c: a connection settled (ready or failed once). */
 void cql_client_connect_progress(struct cql_client *c);
 
+/* Whether host `host` (an index of c->hosts) has a ready connection. */
+bool cql_client_host_ready(const struct cql_client *c, size_t host);
+/* cql_client_query through host `host` (-1: any; a host with no ready
+ * connection: another one, as every request). */
+void cql_client_query_host(struct cql_client *c, int host, const char *query,
+			   uint16_t consistency, cql_client_cb cb, void *arg);
+
 /* Whether the client has a ready connection to the node whose native
  * address is `ip` (4 or 16 bytes): schema agreement, as drivers do, only
  * waits for nodes that are up. */

@@ -207,6 +207,36 @@ static int versions_agree(const struct cql_client *c,
 	return 1;
 }
 
+static int query_host_sync(struct cql_client *c, int host, const char *query,
+			   struct cql_client_result *out)
+{
+	struct waiter w = {.client = c, .out = out};
+	cql_client_query_host(c, host, query, CQL_CL_ONE, on_response, &w);
+	run_until(c, &w);
+	return w.rc;
+}
+
+/* Whether node `host` (-1: any) reports the version in `first` (or sets
+ * it) for itself and for every peer up. Both reads go through that node:
+ * its peers table leaves itself out, so its own version is only in its
+ * system.local. */
+static bool host_agrees(struct cql_client *c, int host, struct buf *first)
+{
+	struct cql_client_result local = {0}, peers = {0};
+	bool agree = query_host_sync(c, host,
+				     "SELECT schema_version FROM system.local",
+				     &local) == 0 &&
+		     query_host_sync(c, host,
+				     "SELECT rpc_address, schema_version FROM "
+				     "system.peers",
+				     &peers) == 0 &&
+		     versions_agree(c, &local.resp, first) &&
+		     versions_agree(c, &peers.resp, first);
+	cql_client_result_free(&local);
+	cql_client_result_free(&peers);
+	return agree;
+}
+
 int cql_client_wait_schema_agreement(struct cql_client *c, uint64_t timeout_ms)
 {
 	struct timespec ts;
@@ -214,23 +244,19 @@ int cql_client_wait_schema_agreement(struct cql_client *c, uint64_t timeout_ms)
 	uint64_t deadline = (uint64_t)ts.tv_sec * 1000 +
 			    (uint64_t)ts.tv_nsec / 1000000 + timeout_ms;
 	for (;;) {
-		struct cql_client_result local = {0}, peers = {0};
+		/* Every node the client uses, as each sees the cluster: a
+		 * request right after may go to any of them, and a prepare
+		 * goes to all. */
 		struct buf first = {0};
-		/* Both reads through the same node: ask it about its peers. */
-		int agree = cql_client_query_sync(c,
-						  "SELECT schema_version FROM "
-						  "system.local",
-						  CQL_CL_ONE, &local) == 0 &&
-			    cql_client_query_sync(c,
-						  "SELECT rpc_address, "
-						  "schema_version FROM "
-						  "system.peers",
-						  CQL_CL_ONE, &peers) == 0 &&
-			    versions_agree(c, &local.resp, &first) &&
-			    versions_agree(c, &peers.resp, &first);
+		bool agree = true, asked = false;
+		for (size_t i = 0; agree && i < c->nhosts; i++)
+			if (cql_client_host_ready(c, i)) {
+				asked = true;
+				agree = host_agrees(c, (int)i, &first);
+			}
+		if (!asked)
+			agree = host_agrees(c, -1, &first);
 		buf_free(&first);
-		cql_client_result_free(&local);
-		cql_client_result_free(&peers);
 		if (agree)
 			return 0;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
