@@ -25,7 +25,7 @@ struct store_job {
 	/* an indexed scan: only the candidates of `ix` (in `a`) */
 	bool indexed;
 	struct repl_index_expr ix;
-	struct storage_index_bound lo, hi;
+	struct storage_index_bound bounds[2];
 	repl_store_read_fn done;
 	void *arg;
 	int status;
@@ -223,38 +223,8 @@ static int store_copy_index(struct store_job *j,
 {
 	if (ix->n_vals > REPL_INDEX_MAX_VALUES)
 		return err_set(ERR_INVALID, "too many index values");
-	struct slice *vals = arena_alloc(&j->a, (ix->n_vals ? ix->n_vals : 1) *
-							sizeof(*vals));
-	char *name = arena_strdup(&j->a, ix->name);
-	if (!vals || !name)
-		return err_set(ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < ix->n_vals; i++) {
-		uint8_t *p =
-			arena_memdup(&j->a, ix->vals[i].ptr,
-				     ix->vals[i].len ? ix->vals[i].len : 1);
-		if (!p)
-			return err_set(ERR_NOMEM, "out of memory");
-		vals[i] = slice_make(p, ix->vals[i].len);
-	}
-	const struct storage_index_bound *b[2] = {ix->lo, ix->hi};
-	struct storage_index_bound *mine[2] = {&j->lo, &j->hi};
-	for (int k = 0; k < 2; k++) {
-		if (!b[k])
-			continue;
-		uint8_t *p =
-			arena_memdup(&j->a, b[k]->value.ptr,
-				     b[k]->value.len ? b[k]->value.len : 1);
-		if (!p)
-			return err_set(ERR_NOMEM, "out of memory");
-		*mine[k] = (struct storage_index_bound){
-			slice_make(p, b[k]->value.len), b[k]->incl};
-	}
-	j->ix = (struct repl_index_expr){.name = name,
-					 .vals = vals,
-					 .n_vals = ix->n_vals,
-					 .range = ix->range,
-					 .lo = ix->lo ? &j->lo : NULL,
-					 .hi = ix->hi ? &j->hi : NULL};
+	if (repl_index_expr_copy(&j->a, ix, &j->ix, j->bounds) != 0)
+		return -1;
 	j->indexed = true;
 	return 0;
 }

@@ -172,7 +172,7 @@ struct op {
 	/* an indexed range read: its restriction (copied into `a`) */
 	bool has_index;
 	struct repl_index_expr ix;
-	struct storage_index_bound ix_lo, ix_hi;
+	struct storage_index_bound ix_bounds[2]; /* ix.lo, ix.hi */
 	struct storage_mutation **rr_out; /* the answer, held while repairs */
 	size_t rr_n;                      /* are acknowledged */
 	int64_t rr_resume;
@@ -286,6 +286,12 @@ const char *repl_local_dc(const struct ring *ring);
 
 /* Local replica completions (repl_store_ops.apply) for request `id`. */
 struct local_ctx *repl_local_ctx_new(struct repl *r, uint64_t id);
+/* This node's partitions of (start, end]: the store's index_scan for an
+ * index restriction `ix` (when it has one), else its scan. */
+void repl_store_range(struct repl *r, const uint8_t table_id[16], int64_t start,
+		      int64_t end, const struct storage_read_cmd *cmd,
+		      const struct repl_index_expr *ix, uint32_t max,
+		      repl_store_read_fn done, void *arg);
 void repl_local_apply_done(void *arg, int status, enum err_code code);
 
 /* An answer for request `id` (remote or local). Takes ownership of

@@ -1084,6 +1084,11 @@ static void range_progress(struct op *op)
 	repl_op_free(op);
 }
 
+static ProtobufCBinaryData pb_bytes(struct slice v)
+{
+	return (ProtobufCBinaryData){v.len, (uint8_t *)v.ptr};
+}
+
 static void range_send(struct op *op, size_t i)
 {
 	struct repl *r = op->r;
@@ -1106,15 +1111,9 @@ static void range_send(struct op *op, size_t i)
 			c->end = op->sub_end;
 			cmd.stats = &c->stats;
 		}
-		if (op->has_index && r->store->index_scan)
-			r->store->index_scan(r->store_arg, op->table_id,
-					     op->start, op->sub_end, &cmd,
-					     &op->ix, op->max_partitions,
-					     local_read_done, c);
-		else
-			r->store->scan(r->store_arg, op->table_id, op->start,
-				       op->sub_end, &cmd, op->max_partitions,
-				       local_read_done, c);
+		repl_store_range(r, op->table_id, op->start, op->sub_end, &cmd,
+				 op->has_index ? &op->ix : NULL,
+				 op->max_partitions, local_read_done, c);
 		return;
 	}
 	Cassini__Replication__RangeReq msg =
@@ -1125,24 +1124,18 @@ static void range_send(struct op *op, size_t i)
 	if (op->has_index) {
 		ixm.name = (char *)op->ix.name;
 		for (size_t k = 0; k < op->ix.n_vals; k++)
-			vals[k] = (ProtobufCBinaryData){
-				op->ix.vals[k].len,
-				(uint8_t *)op->ix.vals[k].ptr};
+			vals[k] = pb_bytes(op->ix.vals[k]);
 		ixm.n_values = op->ix.n_vals;
 		ixm.values = vals;
 		ixm.range = op->ix.range;
 		if (op->ix.lo) {
 			ixm.has_lo = true;
-			ixm.lo = (ProtobufCBinaryData){
-				op->ix.lo->value.len,
-				(uint8_t *)op->ix.lo->value.ptr};
+			ixm.lo = pb_bytes(op->ix.lo->value);
 			ixm.lo_incl = op->ix.lo->incl;
 		}
 		if (op->ix.hi) {
 			ixm.has_hi = true;
-			ixm.hi = (ProtobufCBinaryData){
-				op->ix.hi->value.len,
-				(uint8_t *)op->ix.hi->value.ptr};
+			ixm.hi = pb_bytes(op->ix.hi->value);
 			ixm.hi_incl = op->ix.hi->incl;
 		}
 		msg.index = &ixm;
@@ -1221,40 +1214,8 @@ static int index_copy(struct op *op, const struct repl_index_expr *ix)
 	if (!ix->name || (!ix->range && ix->n_vals == 0) ||
 	    ix->n_vals > REPL_INDEX_MAX_VALUES)
 		return 0;
-	struct arena *a = &op->a;
-	struct slice *vals =
-		arena_alloc(a, (ix->n_vals ? ix->n_vals : 1) * sizeof(*vals));
-	char *name = arena_strdup(a, ix->name);
-	if (!vals || !name)
-		return err_set(ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < ix->n_vals; i++) {
-		uint8_t *p =
-			arena_memdup(a, ix->vals[i].ptr,
-				     ix->vals[i].len ? ix->vals[i].len : 1);
-		if (!p)
-			return err_set(ERR_NOMEM, "out of memory");
-		vals[i] = slice_make(p, ix->vals[i].len);
-	}
-	const struct storage_index_bound *b[2] = {ix->lo, ix->hi};
-	struct storage_index_bound *mine[2] = {&op->ix_lo, &op->ix_hi};
-	for (int k = 0; k < 2; k++) {
-		if (!ix->range || !b[k])
-			continue;
-		uint8_t *p =
-			arena_memdup(a, b[k]->value.ptr,
-				     b[k]->value.len ? b[k]->value.len : 1);
-		if (!p)
-			return err_set(ERR_NOMEM, "out of memory");
-		*mine[k] = (struct storage_index_bound){
-			slice_make(p, b[k]->value.len), b[k]->incl};
-	}
-	op->ix = (struct repl_index_expr){
-		.name = name,
-		.vals = vals,
-		.n_vals = ix->range ? 0 : ix->n_vals,
-		.range = ix->range,
-		.lo = ix->range && ix->lo ? &op->ix_lo : NULL,
-		.hi = ix->range && ix->hi ? &op->ix_hi : NULL};
+	if (repl_index_expr_copy(&op->a, ix, &op->ix, op->ix_bounds) != 0)
+		return -1;
 	op->has_index = true;
 	return 0;
 }

@@ -40,7 +40,7 @@ struct serve {
 	/* an indexed range read's restriction (in `a`) */
 	bool has_index;
 	struct repl_index_expr ix;
-	struct storage_index_bound lo, hi;
+	struct storage_index_bound bounds[2];
 };
 
 #define serve_trace(s, thread, ...)                                            \
@@ -357,9 +357,61 @@ static void serve_read(struct repl *r, const struct inet_addr *from,
 	cassini__replication__read_req__free_unpacked(req, NULL);
 }
 
+static int copy_bytes(struct arena *a, struct slice v, struct slice *out)
+{
+	uint8_t *p = arena_memdup(a, v.ptr, v.len ? v.len : 1);
+	if (!p)
+		return err_set(ERR_NOMEM, "out of memory");
+	*out = slice_make(p, v.len);
+	return 0;
+}
+
+int repl_index_expr_copy(struct arena *a, const struct repl_index_expr *src,
+			 struct repl_index_expr *dst,
+			 struct storage_index_bound bounds[2])
+{
+	size_t nv = src->range ? 0 : src->n_vals;
+	struct slice *vals = arena_alloc(a, (nv ? nv : 1) * sizeof(*vals));
+	char *name = arena_strdup(a, src->name ? src->name : "");
+	if (!vals || !name)
+		return err_set(ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < nv; i++)
+		if (copy_bytes(a, src->vals[i], &vals[i]) != 0)
+			return -1;
+	const struct storage_index_bound *b[2] = {src->lo, src->hi};
+	for (int k = 0; k < 2; k++) {
+		if (!src->range || !b[k])
+			continue;
+		bounds[k].incl = b[k]->incl;
+		if (copy_bytes(a, b[k]->value, &bounds[k].value) != 0)
+			return -1;
+	}
+	*dst = (struct repl_index_expr){
+		.name = name,
+		.vals = vals,
+		.n_vals = nv,
+		.range = src->range,
+		.lo = src->range && src->lo ? &bounds[0] : NULL,
+		.hi = src->range && src->hi ? &bounds[1] : NULL};
+	return 0;
+}
+
+void repl_store_range(struct repl *r, const uint8_t table_id[16], int64_t start,
+		      int64_t end, const struct storage_read_cmd *cmd,
+		      const struct repl_index_expr *ix, uint32_t max,
+		      repl_store_read_fn done, void *arg)
+{
+	if (ix && r->store->index_scan)
+		r->store->index_scan(r->store_arg, table_id, start, end, cmd,
+				     ix, max, done, arg);
+	else
+		r->store->scan(r->store_arg, table_id, start, end, cmd, max,
+			       done, arg);
+}
+
 /* Takes a range request's index restriction into `s` (copied into its
- * arena). -1 for a malformed one (too many values, a bound without its
- * flag's range); one without a name or values is no restriction. */
+ * arena). -1 for a malformed one (too many values, values with a range);
+ * one without a name or values is no restriction. */
 static int serve_index(struct serve *s,
 		       const Cassini__Replication__IndexExpr *m)
 {
@@ -367,39 +419,20 @@ static int serve_index(struct serve *s,
 		return 0;
 	if (m->n_values > REPL_INDEX_MAX_VALUES || (m->range && m->n_values))
 		return -1;
-	struct slice *vals = arena_alloc(
-		&s->a, (m->n_values ? m->n_values : 1) * sizeof(*vals));
-	char *name = arena_strdup(&s->a, m->name);
-	if (!vals || !name)
+	struct slice vals[REPL_INDEX_MAX_VALUES];
+	for (size_t i = 0; i < m->n_values; i++)
+		vals[i] = slice_make(m->values[i].data, m->values[i].len);
+	struct storage_index_bound b[2] = {
+		{slice_make(m->lo.data, m->lo.len), m->lo_incl},
+		{slice_make(m->hi.data, m->hi.len), m->hi_incl}};
+	struct repl_index_expr in = {.name = m->name,
+				     .vals = vals,
+				     .n_vals = m->n_values,
+				     .range = m->range,
+				     .lo = m->has_lo ? &b[0] : NULL,
+				     .hi = m->has_hi ? &b[1] : NULL};
+	if (repl_index_expr_copy(&s->a, &in, &s->ix, s->bounds) != 0)
 		return -1;
-	for (size_t i = 0; i < m->n_values; i++) {
-		const ProtobufCBinaryData *v = &m->values[i];
-		uint8_t *p = arena_memdup(&s->a, v->data, v->len ? v->len : 1);
-		if (!p)
-			return -1;
-		vals[i] = slice_make(p, v->len);
-	}
-	const ProtobufCBinaryData *b[2] = {&m->lo, &m->hi};
-	bool has[2] = {m->has_lo, m->has_hi},
-	     incl[2] = {m->lo_incl, m->hi_incl};
-	struct storage_index_bound *mine[2] = {&s->lo, &s->hi};
-	for (int k = 0; k < 2; k++) {
-		if (!m->range || !has[k])
-			continue;
-		uint8_t *p = arena_memdup(&s->a, b[k]->data,
-					  b[k]->len ? b[k]->len : 1);
-		if (!p)
-			return -1;
-		*mine[k] = (struct storage_index_bound){
-			slice_make(p, b[k]->len), incl[k]};
-	}
-	s->ix = (struct repl_index_expr){
-		.name = name,
-		.vals = vals,
-		.n_vals = m->n_values,
-		.range = m->range,
-		.lo = m->range && m->has_lo ? &s->lo : NULL,
-		.hi = m->range && m->has_hi ? &s->hi : NULL};
 	s->has_index = true;
 	return 0;
 }
@@ -442,14 +475,9 @@ static void serve_range(struct repl *r, const struct inet_addr *from,
 		}
 		if (max > 10000)
 			max = 10000;
-		if (s->has_index && r->store->index_scan)
-			r->store->index_scan(r->store_arg, req->table_id.data,
-					     req->start, req->end, &s->cmd,
-					     &s->ix, max, serve_range_done, s);
-		else
-			r->store->scan(r->store_arg, req->table_id.data,
-				       req->start, req->end, &s->cmd, max,
-				       serve_range_done, s);
+		repl_store_range(r, req->table_id.data, req->start, req->end,
+				 &s->cmd, s->has_index ? &s->ix : NULL, max,
+				 serve_range_done, s);
 	}
 	cassini__replication__range_req__free_unpacked(req, NULL);
 }

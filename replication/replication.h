@@ -176,6 +176,13 @@ struct repl_index_expr {
 };
 /* At most this many values (an IN of more reads the range whole). */
 #define REPL_INDEX_MAX_VALUES 64
+struct arena;
+/* Copies `src` (at most REPL_INDEX_MAX_VALUES values; none kept for a
+ * range) into `a` as `dst`, its bounds in bounds[0] (lo) and bounds[1]
+ * (hi). 0, or -1 with ERR_NOMEM. */
+int repl_index_expr_copy(struct arena *a, const struct repl_index_expr *src,
+			 struct repl_index_expr *dst,
+			 struct storage_index_bound bounds[2]);
 
 /* What the coordinator needs from this node's storage. Completions run on
  * the loop thread (later, or inline). */
