@@ -8,18 +8,12 @@ does not resurrect its stale index matches: replica filtering protection
 reads what it returned from the others, whose newer version wins (the
 query's trace shows the protection reads). Clusters live on
 127.0.109.10-12 with a 250 ms gossip interval. No timing thresholds."""
-import os
-import subprocess
-import time
-
 import pytest
 from cassandra import ConsistencyLevel, Unavailable
-from cassandra.cluster import (EXEC_PROFILE_DEFAULT, Cluster,
-                               ExecutionProfile, NoHostAvailable)
-from cassandra.policies import WhiteListRoundRobinPolicy
+from cassandra.cluster import NoHostAvailable
 from cassandra.query import SimpleStatement
 
-from conftest import BUILD_DIR, SOURCE_DIR
+from clusters import cluster_script, session, wait_for
 
 IPS = ["127.0.109.10", "127.0.109.11", "127.0.109.12"]
 ONE, QUORUM, ALL = (ConsistencyLevel.ONE, ConsistencyLevel.QUORUM,
@@ -29,45 +23,16 @@ K, C, V = 120, 5, 40  # partitions, rows each, distinct values of v
 
 @pytest.fixture
 def cluster(tmp_path):
-    env = dict(os.environ, CASSINI_HOME=str(tmp_path / "home"),
-               CASSINI_BIN_DIR=str(BUILD_DIR))
-
-    def run(*args):
-        r = subprocess.run(["/usr/bin/python3",
-                            str(SOURCE_DIR / "scripts" / "cluster.py"),
-                            "-C", "ixr", *args],
-                           capture_output=True, text=True, env=env,
-                           timeout=180)
-        assert r.returncode == 0, r.stdout + r.stderr
-        return r
-
-    subprocess.run(["/usr/bin/python3",
-                    str(SOURCE_DIR / "scripts" / "cluster.py"), "create",
-                    "ixr", "-n", "3", "--racks", "3", "--base-ip", IPS[0],
-                    "-c", "gossip_interval=250ms",
-                    "-c", "hinted_handoff_enabled=false"],
-                   check=True, capture_output=True, env=env, timeout=180)
-    run("start")
-    yield run
-    subprocess.run(["/usr/bin/python3",
-                    str(SOURCE_DIR / "scripts" / "cluster.py"), "-C", "ixr",
-                    "remove"], env=env, capture_output=True, timeout=60)
+    run = cluster_script(tmp_path)
+    run("create", "ixr", "-n", "3", "--racks", "3", "--base-ip", IPS[0],
+        "-c", "gossip_interval=250ms", "-c", "hinted_handoff_enabled=false")
+    run("-C", "ixr", "start", timeout=180)
+    yield lambda *a: run("-C", "ixr", *a, timeout=180)
+    run("-C", "ixr", "remove", check=False, timeout=60)
 
 
-def pinned_to(ip):
-    pinned = ExecutionProfile(
-        load_balancing_policy=WhiteListRoundRobinPolicy([ip]))
-    return Cluster([ip], protocol_version=4,
-                   execution_profiles={EXEC_PROFILE_DEFAULT: pinned})
-
-
-def until(pred, what, ceiling=60):
-    deadline = time.monotonic() + ceiling
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"never happened: {what}")
+def until(pred, what):
+    assert wait_for(pred, step=0.2), f"never happened: {what}"
 
 
 def query(s, cql, cl, fetch=None, args=None):
@@ -83,9 +48,9 @@ def query_or_none(s, cql, cl, fetch):
 
 
 def index_count(ip):
-    c = pinned_to(ip)
+    c, s = session(ip)
     try:
-        return len(list(c.connect().execute(
+        return len(list(s.execute(
             "SELECT index_name FROM system_schema.indexes "
             "WHERE keyspace_name = 'ks'")))
     finally:
@@ -97,8 +62,7 @@ def value(k, c):
 
 
 def test_indexed_reads_across_replicas(cluster):
-    c = pinned_to(IPS[0])
-    s = c.connect()
+    c, s = session(IPS[0])
     s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
               "'SimpleStrategy', 'replication_factor': 3}")
     s.execute("CREATE TABLE ks.t (k int, c int, v int, s set<int>, "
@@ -165,8 +129,7 @@ def test_indexed_reads_across_replicas(cluster):
     cluster("node", "node3", "start")
     c.shutdown()
 
-    c3 = pinned_to(IPS[2])
-    s3 = c3.connect()
+    c3, s3 = session(IPS[2])
     fresh = [r for r in eq3 if r not in moved and r != deleted]
     # (partition 1 holds no v = 3: reading it repairs nothing of interest)
     until(lambda: query_or_none(s3, "SELECT k, c FROM ks.t WHERE k = 1",

@@ -22,10 +22,9 @@ struct part *find_part(struct mnode *n, const struct storage_mutation *m)
 	return NULL;
 }
 
-static int mem_apply(void *s, const struct storage_mutation *m,
-		     storage_done_fn done, void *arg)
+/* Merges m into n's partitions. */
+static void merge_in(struct mnode *n, const struct storage_mutation *m)
 {
-	struct mnode *n = s;
 	struct part *p = find_part(n, m);
 	struct storage_mutation *in[2] = {NULL, (struct storage_mutation *)m};
 	if (p)
@@ -40,6 +39,12 @@ static int mem_apply(void *s, const struct storage_mutation *m,
 		ck_assert_uint_lt(n->nparts, MAX_PARTS);
 		n->parts[n->nparts++].frag = merged;
 	}
+}
+
+static int mem_apply(void *s, const struct storage_mutation *m,
+		     storage_done_fn done, void *arg)
+{
+	merge_in(s, m);
 	done(arg, 0, ERR_NONE);
 	return 0;
 }
@@ -86,18 +91,37 @@ static int part_cmp(const void *a, const void *b)
 	return slice_cmp(storage_mutation_key(x), storage_mutation_key(y));
 }
 
-static void mem_scan(void *s, const uint8_t table_id[16], int64_t start,
-		     int64_t end, const struct storage_read_cmd *cmd,
-		     uint32_t max, repl_store_read_fn done, void *arg)
+/* Whether partition f's live value (column v) is one of ix's values, as
+ * this replica holds it (every partition without ix). */
+static bool index_match(struct mnode *n, const struct storage_mutation *f,
+			const struct repl_index_expr *ix)
 {
-	struct mnode *n = s;
-	(void)table_id;
+	if (!ix)
+		return true;
+	char v[64];
+	int64_t ts;
+	frag_value(n->c, f, v, sizeof(v), &ts);
+	bool match = false;
+	for (size_t x = 0; x < ix->n_vals && !match; x++)
+		match = ts != INT64_MIN && ix->vals[x].len == strlen(v) &&
+			memcmp(ix->vals[x].ptr, v, strlen(v)) == 0;
+	return match;
+}
+
+/* The partitions of (start, end] that match ix (all without), in token
+ * order, at most max. */
+static void scan_matching(struct mnode *n, int64_t start, int64_t end,
+			  const struct storage_read_cmd *cmd,
+			  const struct repl_index_expr *ix, uint32_t max,
+			  repl_store_read_fn done, void *arg)
+{
 	struct storage_mutation **all = malloc((n->nparts + 1) * sizeof(*all));
 	ck_assert_ptr_nonnull(all);
 	size_t k = 0;
 	for (size_t i = 0; i < n->nparts; i++) {
-		int64_t t = storage_mutation_token(n->parts[i].frag);
-		if (t > start && t <= end)
+		const struct storage_mutation *f = n->parts[i].frag;
+		int64_t t = storage_mutation_token(f);
+		if (t > start && t <= end && index_match(n, f, ix))
 			all[k++] = n->parts[i].frag;
 	}
 	qsort(all, k, sizeof(*all), part_cmp);
@@ -111,6 +135,14 @@ static void mem_scan(void *s, const uint8_t table_id[16], int64_t start,
 	done(arg, 0, ERR_NONE, all, k, cut);
 }
 
+static void mem_scan(void *s, const uint8_t table_id[16], int64_t start,
+		     int64_t end, const struct storage_read_cmd *cmd,
+		     uint32_t max, repl_store_read_fn done, void *arg)
+{
+	(void)table_id;
+	scan_matching(s, start, end, cmd, NULL, max, done, arg);
+}
+
 /* The simulated index: a partition is a candidate when its live value
  * (column v) is one of the restriction's values, as this replica holds
  * it; the index of a replica that missed an overwrite still lists the
@@ -121,55 +153,16 @@ static void mem_index_scan(void *s, const uint8_t table_id[16], int64_t start,
 			   repl_store_read_fn done, void *arg)
 {
 	struct mnode *n = s;
-	if (n->no_index || ix->range) {
-		mem_scan(s, table_id, start, end, cmd, max, done, arg);
-		return;
-	}
-	n->index_scans++;
-	struct storage_mutation **all = malloc((n->nparts + 1) * sizeof(*all));
-	ck_assert_ptr_nonnull(all);
-	size_t k = 0;
-	for (size_t i = 0; i < n->nparts; i++) {
-		const struct storage_mutation *f = n->parts[i].frag;
-		int64_t t = storage_mutation_token(f);
-		if (t <= start || t > end)
-			continue;
-		char v[64];
-		int64_t ts;
-		frag_value(n->c, f, v, sizeof(v), &ts);
-		bool match = false;
-		for (size_t x = 0; x < ix->n_vals && !match; x++)
-			match = ts != INT64_MIN &&
-				ix->vals[x].len == strlen(v) &&
-				memcmp(ix->vals[x].ptr, v, strlen(v)) == 0;
-		if (match)
-			all[k++] = n->parts[i].frag;
-	}
-	qsort(all, k, sizeof(*all), part_cmp);
-	bool cut = k > max;
-	if (cut)
-		k = max;
-	for (size_t i = 0; i < k; i++)
-		all[i] = copy_frag(n, all[i]);
-	done(arg, 0, ERR_NONE, all, k, cut);
+	(void)table_id;
+	if (!n->no_index && !ix->range)
+		n->index_scans++;
+	scan_matching(n, start, end, cmd, n->no_index || ix->range ? NULL : ix,
+		      max, done, arg);
 }
 
 void simc_apply(struct simc *c, int i, const struct storage_mutation *m)
 {
-	struct mnode *n = &c->nodes[i];
-	struct part *p = find_part(n, m);
-	struct storage_mutation *in[2] = {p ? p->frag : NULL,
-					  (struct storage_mutation *)m};
-	struct storage_mutation *merged =
-		storage_fragment_merge(c->meta, p ? in : in + 1, p ? 2 : 1);
-	ck_assert_ptr_nonnull(merged);
-	if (p) {
-		storage_mutation_delete(p->frag);
-		p->frag = merged;
-	} else {
-		ck_assert_uint_lt(n->nparts, MAX_PARTS);
-		n->parts[n->nparts++].frag = merged;
-	}
+	merge_in(&c->nodes[i], m);
 }
 
 static const struct storage_table_meta *mem_meta(void *s,
@@ -523,4 +516,22 @@ struct ring_strategy *nts(int rf1, int rf2)
 	struct ring_strategy *s = ring_strategy_new(k, val, 3, false);
 	ck_assert_ptr_nonnull(s);
 	return s;
+}
+
+void on_range(void *arg, const struct repl_result *res,
+	      struct storage_mutation **frags, size_t n, int64_t resume,
+	      bool finished)
+{
+	struct range_out *o = arg;
+	o->done = true;
+	o->res = *res;
+	o->f = frags;
+	o->n = n;
+	o->resume = resume;
+	o->finished = finished;
+}
+
+bool range_done(void *arg)
+{
+	return ((struct range_out *)arg)->done;
 }

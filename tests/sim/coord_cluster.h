@@ -71,6 +71,20 @@ struct outcome {
 	struct storage_mutation *frag;
 };
 
+/* One range read step's answer (on_range), for sim_run_until(range_done). */
+struct range_out {
+	bool done;
+	struct repl_result res;
+	struct storage_mutation **f;
+	size_t n;
+	int64_t resume;
+	bool finished;
+};
+void on_range(void *arg, const struct repl_result *res,
+	      struct storage_mutation **frags, size_t n, int64_t resume,
+	      bool finished);
+bool range_done(void *arg);
+
 void mnode_start(struct mnode *m);
 struct simc *simc_new(uint64_t seed, int n, const char *const *dcs);
 void simc_delete(struct simc *c);

@@ -871,33 +871,6 @@ END_TEST
 
 /* A range read walks every vnode range in token order and returns each
  * partition once, merged across replicas. */
-struct range_out {
-	bool done;
-	struct repl_result res;
-	struct storage_mutation **f;
-	size_t n;
-	int64_t resume;
-	bool finished;
-};
-
-static void on_range(void *arg, const struct repl_result *res,
-		     struct storage_mutation **frags, size_t n, int64_t resume,
-		     bool finished)
-{
-	struct range_out *o = arg;
-	o->done = true;
-	o->res = *res;
-	o->f = frags;
-	o->n = n;
-	o->resume = resume;
-	o->finished = finished;
-}
-
-static bool range_done(void *arg)
-{
-	return ((struct range_out *)arg)->done;
-}
-
 /* One walk over the whole ring at `cl`, `max` partitions a step, from
  * node `coord` (-1: each step from the next node): partitions come in
  * strictly increasing token order and each step resumes past the last.

@@ -23,33 +23,6 @@
 
 static uint64_t g_seed;
 
-struct range_out {
-	bool done;
-	struct repl_result res;
-	struct storage_mutation **f;
-	size_t n;
-	int64_t resume;
-	bool finished;
-};
-
-static void on_range(void *arg, const struct repl_result *res,
-		     struct storage_mutation **frags, size_t n, int64_t resume,
-		     bool finished)
-{
-	struct range_out *o = arg;
-	o->done = true;
-	o->res = *res;
-	o->f = frags;
-	o->n = n;
-	o->resume = resume;
-	o->finished = finished;
-}
-
-static bool range_done(void *arg)
-{
-	return ((struct range_out *)arg)->done;
-}
-
 /* What a walk found: per key, the value the merged fragment resolves to
  * ("" for a deleted partition). */
 #define MAXK 64
