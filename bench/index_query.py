@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Secondary index costs on a 3-node cluster, RF 3 (127.0.109.1-3, private
-CASSINI_HOME), issue #27's targets, in one run:
+"""Secondary index costs on a 3-node cluster, RF 3 (FIRST_IP and the next
+two addresses, default 127.0.109.1-3; private CASSINI_HOME), issue #27's
+targets, in one run:
 
 1. INSERT throughput with cassini-stress at QUORUM into a table with two
    SAI indexes (`-col indexed=yes`: indexed2) and into the same table
@@ -15,7 +16,8 @@ Usage: flock /tmp/cassini-tests.lock /usr/bin/python3 bench/index_query.py \
     [ROWS] [STRESS_N]
 (ROWS default 1000000, 0: the write cost only; STRESS_N per stress run
 default 100000; ROUNDS: of the four alternated stress runs, default 1;
-CASSINI_BIN_DIR: a build directory, default build/dev)
+CASSINI_BIN_DIR: a build directory, default build/dev; FIRST_IP: the
+first node's address)
 """
 import os
 import re
@@ -37,8 +39,9 @@ env = dict(os.environ, CASSINI_HOME=tempfile.mkdtemp(prefix="index-bench-"),
 ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 1000000
 STRESS_N = int(sys.argv[2]) if len(sys.argv) > 2 else 100000
 ROUNDS = int(os.environ.get("ROUNDS", "1"))  # of the four stress runs
-BASE = "127.0.109."
-IPS = [BASE + str(i) for i in (1, 2, 3)]
+FIRST = os.environ.get("FIRST_IP", "127.0.109.1")
+BASE, LAST = FIRST.rsplit(".", 1)[0] + ".", int(FIRST.rsplit(".", 1)[1])
+IPS = [BASE + str(LAST + i) for i in range(3)]
 
 
 def run(*a, check=True):
@@ -105,11 +108,12 @@ def p50(s, cql, values, cl):
     return statistics.median(times) * 1000
 
 
-run("create", "ixb", "-n", "3", "--racks", "3", "--base-ip", BASE + "1")
+run("create", "ixb", "-n", "3", "--racks", "3", "--base-ip", IPS[0])
 run("start")
 try:
     # 1. the write cost of two indexes (the tables made here, as
-    # cassini-stress would, so its prepares find them on every node)
+    # cassini-stress would, so that no timed run includes making them;
+    # the driver waits for schema agreement after each DDL)
     c = Cluster([IPS[0]], protocol_version=4)
     s = c.connect()
     s.execute("CREATE KEYSPACE cassini_stress WITH replication = {'class': "
@@ -119,7 +123,6 @@ try:
                   "c0 blob, c1 int, c2 text)")
     s.execute("CREATE INDEX ON cassini_stress.indexed2 (c1)")
     s.execute("CREATE INDEX ON cassini_stress.indexed2 (c2)")
-    time.sleep(2)
     rates = {False: [], True: []}
     for _ in range(ROUNDS):
         for indexed in (False, True, True, False):
@@ -142,7 +145,6 @@ try:
               "PRIMARY KEY (k, c))")
     s.execute("CREATE INDEX ON b.t (v)")
     s.execute("CREATE INDEX ON b.t (w)")
-    time.sleep(2)  # the schema on every node
     rate = load(s, ROWS)
     print(f"loaded {ROWS} rows at QUORUM from Python: {rate:.0f} rows/s")
     settle()
