@@ -107,15 +107,21 @@ static void from_memtable(struct collect *c, const struct memtable *mt,
 					break;
 				continue;
 			}
-			/* the entries published when the count was read */
+			/* the entries published when the count was read;
+			 * a chunk's next is only read when the count says
+			 * the writer linked it (it may be linking it now) */
 			size_t left = atomic_load_explicit(
 				&t->count, memory_order_acquire);
-			for (const struct mt_sai_chunk *ch = t->head;
-			     ch && left; ch = ch->next)
+			const struct mt_sai_chunk *ch = t->head;
+			while (ch) {
 				for (uint32_t k = 0; k < ch->cap && left;
 				     k++, left--)
 					add(c, ch->parts[k]->token,
 					    ch->parts[k]->key);
+				if (!left)
+					break;
+				ch = ch->next;
+			}
 		}
 		return;
 	}
