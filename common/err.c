@@ -121,6 +121,7 @@ const char *err_code_name(enum err_code code)
 		[ERR_CLOSED] = "closed",
 		[ERR_AGAIN] = "would block",
 		[ERR_TOMBSTONES] = "READ_TOO_MANY_TOMBSTONES",
+		[ERR_INDEX_NOT_AVAILABLE] = "INDEX_NOT_AVAILABLE",
 	};
 	if ((unsigned)code >= ERR_CODE_COUNT)
 		return "unknown";

@@ -33,6 +33,10 @@ enum err_code {
 	 * (Cassandra's TombstoneOverwhelmingException; named
 	 * READ_TOO_MANY_TOMBSTONES, its RequestFailureReason) */
 	ERR_TOMBSTONES,
+	/* a query needs a secondary index still being built on this node
+	 * (IndexNotAvailableException; RequestFailureReason
+	 * INDEX_NOT_AVAILABLE) */
+	ERR_INDEX_NOT_AVAILABLE,
 	ERR_CODE_COUNT
 };
 

@@ -470,6 +470,25 @@ size_t storage_compactions_active(struct storage *db,
 		}
 		n++;
 	}
+	/* index builds (engine_sai_build.c): Cassandra lists them with its
+	 * compactions as "Secondary index build" */
+	for (struct table *t = db->tables; t; t = t->next) {
+		for (size_t i = 0; i < t->nbuilds; i++) {
+			const struct index_build *b = &t->builds[i];
+			if (!b->running)
+				continue;
+			if (n < cap) {
+				struct storage_compaction_info *c = &out[n];
+				memcpy(c->table_id, t->meta->id, 16);
+				memcpy(c->task_id, b->task_id, 16);
+				c->kind = "Secondary index build";
+				c->total = b->total;
+				c->completed =
+					b->done < b->total ? b->done : b->total;
+			}
+			n++;
+		}
+	}
 	pthread_mutex_unlock(&db->mu);
 	return n;
 }

@@ -106,6 +106,7 @@ struct storage *storage_new(const struct storage_options *o)
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->work, NULL);
 	pthread_cond_init(&db->done, NULL);
+	pthread_cond_init(&db->index_work, NULL);
 	buf_init(&db->scratch);
 	db->waiting_tail = &db->waiting;
 	return db;
@@ -275,6 +276,8 @@ int storage_start(struct storage *db)
 	if (pthread_create(&db->flusher, NULL, storage_engine_flusher_main,
 			   db) ||
 	    pthread_create(&db->compactor, NULL, storage_engine_compactor_main,
+			   db) ||
+	    pthread_create(&db->indexer, NULL, storage_engine_indexer_main,
 			   db)) {
 		pthread_mutex_lock(&db->mu);
 		db->started = false;
@@ -301,10 +304,12 @@ void storage_delete(struct storage *db)
 	db->stopping = true;
 	pthread_cond_broadcast(&db->work);
 	pthread_cond_broadcast(&db->done);
+	pthread_cond_broadcast(&db->index_work);
 	pthread_mutex_unlock(&db->mu);
 	if (started) {
 		pthread_join(db->flusher, NULL);
 		pthread_join(db->compactor, NULL);
+		pthread_join(db->indexer, NULL);
 	}
 	commitlog_delete(db->cl);
 	while (db->tables) {
@@ -322,6 +327,7 @@ void storage_delete(struct storage *db)
 	pthread_mutex_destroy(&db->mu);
 	pthread_cond_destroy(&db->work);
 	pthread_cond_destroy(&db->done);
+	pthread_cond_destroy(&db->index_work);
 	free(db->data_dir);
 	free(db->commitlog_dir);
 	free(db);

@@ -97,6 +97,11 @@ struct table {
 	 * working on the table without the lock (storage_engine_table_get). The
 	 * last storage_engine_table_unref frees it. */
 	_Atomic unsigned refs;
+	/* Storage-attached index builds (engine_sai_build.c), under the
+	 * lock: an index listed here is not queryable on this node until
+	 * its build finishes. */
+	struct index_build *builds;
+	size_t nbuilds;
 	bool dropped;    /* unlinked by storage_table_drop (under the lock) */
 	struct env *env; /* the engine's (table_free removes an empty dir) */
 	struct table *next;
@@ -120,6 +125,9 @@ struct storage {
 	struct ratelimit *budget;
 	bool started, stopping;
 	pthread_t flusher, compactor;
+	/* the index builder (engine_sai_build.c) and its wake-up */
+	pthread_t indexer;
+	pthread_cond_t index_work;
 	bool compaction_wanted;
 	bool writes_stopped;
 	char stop_msg[256];
@@ -202,6 +210,28 @@ bool storage_engine_compaction_due(struct storage *db, struct table *t);
 /* Unlinks every component of SSTable generation `gen` in `dir`. */
 void storage_engine_remove_generation(struct env *env, const char *dir,
 				      uint64_t gen);
+
+/* engine_sai_build.c: building storage-attached indexes over existing
+ * data (docs/indexes.md, "Building an index"). */
+struct index_build {
+	char *name;
+	uint8_t task_id[16];
+	bool running; /* the builder works on it now */
+	bool force;   /* rebuild every SSTable's component (rebuild_index) */
+	bool again;   /* asked for again while running: run once more */
+	bool failed;  /* stopped on an error: until rebuild_index / a restart */
+	uint64_t total, done; /* Data.db bytes of the SSTables of this pass */
+};
+/* Under the lock: `t`'s meta changed from `prev` (NULL: the table was
+ * just loaded). Indexes new in it (or over something else now) start a
+ * build when the table holds data; dropped ones stop theirs. */
+void storage_engine_sai_update(struct storage *db, struct table *t,
+			       const struct storage_table_meta *prev,
+			       bool had_data);
+/* Under the lock: whether index `name` of `t` is being built. */
+bool storage_engine_sai_building(const struct table *t, const char *name);
+void storage_engine_sai_free(struct table *t);
+void *storage_engine_indexer_main(void *arg);
 
 /* A write that found the memtables full (storage_apply): its mutation
  * encoded, and its acknowledgement. */

@@ -300,10 +300,21 @@ query_open(struct storage *db, const uint8_t table_id[16], const char *index,
 		return NULL;
 	const struct storage_index *ix =
 		storage_table_meta_index(snap->meta, index);
-	if (!ix)
+	bool building = false;
+	if (ix) {
+		pthread_mutex_lock(&db->mu);
+		building = storage_engine_sai_building(snap->t, index);
+		pthread_mutex_unlock(&db->mu);
+	}
+	if (!ix) {
 		err_set(ERR_INVALID, "table %s.%s has no index %s",
 			snap->meta->keyspace, snap->meta->name, index);
-	else if (!sai_index_exact(snap->meta, ix)) {
+	} else if (building) {
+		/* Cassandra's IndexNotAvailableException */
+		err_set(ERR_INDEX_NOT_AVAILABLE,
+			"The secondary index '%s' is not yet available", index);
+		ix = NULL;
+	} else if (!sai_index_exact(snap->meta, ix)) {
 		err_set(ERR_UNSUPPORTED,
 			"index %s: its terms do not decide equality", index);
 		ix = NULL;

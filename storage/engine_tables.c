@@ -119,6 +119,7 @@ static void table_free(struct table *t)
 		memtable_unref(t->trunc_mts[i]);
 	free(t->trunc_mts);
 	storage_version_unref(t->version);
+	storage_engine_sai_free(t);
 	storage_table_meta_unref(t->meta);
 	free(t->dir);
 	free(t);
@@ -298,6 +299,8 @@ int storage_table_add(struct storage *db, const struct storage_table_meta *m,
 	db->nby_id++;
 	t->next = db->tables;
 	db->tables = t;
+	/* SSTables without a component of an index: its build resumes */
+	storage_engine_sai_update(db, t, NULL, false);
 	pthread_mutex_unlock(&db->mu);
 	return 0;
 }
@@ -336,6 +339,9 @@ int storage_table_update(struct storage *db, const struct storage_table_meta *m)
 	}
 	const struct storage_table_meta *prev = t->meta;
 	t->meta = next;
+	bool had_data = !memtable_is_empty(t->active) || t->flushing_count ||
+			t->version->count;
+	storage_engine_sai_update(db, t, prev, had_data);
 	if (memtable_is_empty(t->active)) {
 		memtable_unref(t->active);
 	} else {

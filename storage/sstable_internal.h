@@ -142,10 +142,19 @@ struct sstable {
 	uint8_t *bloom;
 	uint64_t bloom_bits;
 	uint32_t bloom_k;
-	/* index components (sstable_sai.c); sai_mu guards their loading */
+	/* index components (sstable_sai.c); sai_mu guards their loading
+	 * and the list (an index build adds to it) */
 	struct sst_sai *sai;
 	size_t sai_count;
 	pthread_mutex_t sai_mu;
+	/* component bytes a rebuild replaced (readers may still hold them):
+	 * freed with the SSTable */
+	struct sst_sai_old *sai_retired;
+};
+
+struct sst_sai_old {
+	struct sst_sai_old *next;
+	uint8_t *buf;
 };
 
 /* Reads the index components TOC.txt lists (an unreadable TOC: none). */
@@ -158,6 +167,16 @@ void sst_sai_free(struct sstable *s);
  * SSTable and index; the caller then scans the SSTable instead). */
 int sst_sai_get(struct sstable *s, const struct storage_index *ix,
 		const uint8_t **buf, size_t *len);
+
+/* Installs index ix's component (built over the SSTable's data by an
+ * index build, engine_sai_build.c): writes `buf` as "SAI_<index>.db"
+ * durably, lists it in TOC.txt (rewritten atomically) and makes it the
+ * one queries load next. Any thread; one build per SSTable at a time. */
+int sst_sai_install(struct sstable *s, const struct storage_index *ix,
+		    const uint8_t *buf, size_t len);
+/* Whether TOC.txt listed, or a build installed, a component for the
+ * index named `index` (not loaded: its identity is not checked). */
+bool sst_sai_listed(struct sstable *s, const char *index);
 
 /* Opens generation `gen` in `dir`; verifies Statistics, Summary, Filter. */
 /* Hard-links the SSTable's files into `dir` under the same names, TOC

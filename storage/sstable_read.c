@@ -288,6 +288,9 @@ static const char *const all_components[] = {"TOC.txt",       "Data.db",
 
 int sstable_link_into(const struct sstable *s, const char *dir)
 {
+	/* an index build may add to the list meanwhile */
+	pthread_mutex_t *mu = (pthread_mutex_t *)&s->sai_mu;
+	pthread_mutex_lock(mu);
 	for (size_t i = 0; i < s->sai_count; i++) {
 		char *from = sst_path(s->dir, s->gen, s->sai[i].comp, false);
 		char *to = sst_path(dir, s->gen, s->sai[i].comp, false);
@@ -295,9 +298,12 @@ int sstable_link_into(const struct sstable *s, const char *dir)
 				    : err_set(ERR_NOMEM, "snapshot path");
 		free(from);
 		free(to);
-		if (rc)
+		if (rc) {
+			pthread_mutex_unlock(mu);
 			return -1;
+		}
 	}
+	pthread_mutex_unlock(mu);
 	/* TOC last: a snapshot cut short reads as an incomplete SSTable */
 	for (size_t i = 1; i <= 6; i++) {
 		size_t k = i % 6;

@@ -11,9 +11,12 @@
 #include "storage/sstable_internal.h"
 
 #include "common/err.h"
+#include "common/buf.h"
+#include "common/env.h"
 #include "common/log.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +79,12 @@ void sst_sai_free(struct sstable *s)
 	free(s->sai);
 	s->sai = NULL;
 	s->sai_count = 0;
+	while (s->sai_retired) {
+		struct sst_sai_old *o = s->sai_retired;
+		s->sai_retired = o->next;
+		free(o->buf);
+		free(o);
+	}
 	pthread_mutex_destroy(&s->sai_mu);
 }
 
@@ -83,12 +92,14 @@ int sst_sai_get(struct sstable *s, const struct storage_index *ix,
 		const uint8_t **buf, size_t *len)
 {
 	struct sst_sai *e = NULL;
+	pthread_mutex_lock(&s->sai_mu);
 	for (size_t i = 0; i < s->sai_count && !e; i++)
 		if (strcmp(s->sai[i].index, ix->name) == 0)
 			e = &s->sai[i];
-	if (!e)
+	if (!e) {
+		pthread_mutex_unlock(&s->sai_mu);
 		return -1; /* written before the index was created */
-	pthread_mutex_lock(&s->sai_mu);
+	}
 	if (e->state == 0) {
 		char *path = sst_path(s->dir, s->gen, e->comp, false);
 		int rc = path ? sai_component_load(s->env, path, &e->buf,
@@ -124,4 +135,97 @@ int sst_sai_get(struct sstable *s, const struct storage_index *ix,
 	*buf = e->buf;
 	*len = e->len;
 	return 0;
+}
+
+bool sst_sai_listed(struct sstable *s, const char *index)
+{
+	bool found = false;
+	pthread_mutex_lock(&s->sai_mu);
+	for (size_t i = 0; i < s->sai_count && !found; i++)
+		found = strcmp(s->sai[i].index, index) == 0;
+	pthread_mutex_unlock(&s->sai_mu);
+	return found;
+}
+
+/* TOC.txt with "comp" listed (once). */
+static int toc_add(struct sstable *s, const char *comp)
+{
+	char *path = sst_path(s->dir, s->gen, "TOC.txt", false);
+	if (!path)
+		return -1;
+	uint8_t *toc = NULL;
+	size_t len = 0;
+	if (env_read_file(s->env, path, TOC_MAX, &toc, &len)) {
+		free(path);
+		return -1;
+	}
+	size_t cn = strlen(comp);
+	bool have = false;
+	for (const char *p = (const char *)toc, *end = p + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		have = have || (n == cn && memcmp(p, comp, n) == 0);
+		p += n + 1;
+	}
+	int rc = 0;
+	if (!have) {
+		struct buf b;
+		buf_init(&b);
+		rc = buf_append(&b, toc, len);
+		if (!rc && len && toc[len - 1] != '\n')
+			rc = buf_put_u8(&b, '\n');
+		rc = rc || buf_append(&b, comp, cn) || buf_put_u8(&b, '\n');
+		if (rc)
+			rc = err_set(ERR_NOMEM, "sstable TOC");
+		else
+			rc = env_write_file_atomic(s->env, path, b.data, b.len);
+		buf_free(&b);
+	}
+	free(toc);
+	free(path);
+	return rc ? -1 : env_sync_dir(s->env, s->dir);
+}
+
+int sst_sai_install(struct sstable *s, const struct storage_index *ix,
+		    const uint8_t *buf, size_t len)
+{
+	size_t cn = strlen(ix->name) + 8;
+	char *comp = malloc(cn);
+	if (!comp)
+		return err_set(ERR_NOMEM, "sstable index");
+	snprintf(comp, cn, "SAI_%s.db", ix->name);
+	char *path = sst_path(s->dir, s->gen, comp, false);
+	int rc = !path ? -1 : sai_component_save(s->env, path, buf, len);
+	free(path);
+	/* the component first: a TOC never lists a missing one */
+	if (rc || toc_add(s, comp)) {
+		free(comp);
+		return -1;
+	}
+	pthread_mutex_lock(&s->sai_mu);
+	struct sst_sai *e = NULL;
+	for (size_t i = 0; i < s->sai_count && !e; i++)
+		if (strcmp(s->sai[i].index, ix->name) == 0)
+			e = &s->sai[i];
+	if (!e) {
+		rc = add_comp(s, comp, strlen(comp));
+	} else if (e->buf) {
+		/* a reader may hold the old bytes */
+		struct sst_sai_old *o = malloc(sizeof(*o));
+		if (o) {
+			o->buf = e->buf;
+			o->next = s->sai_retired;
+			s->sai_retired = o;
+			e->buf = NULL;
+			e->len = 0;
+			e->state = 0;
+		} else {
+			rc = err_set(ERR_NOMEM, "sstable index");
+		}
+	} else {
+		e->state = 0; /* unusable before: loaded again */
+	}
+	pthread_mutex_unlock(&s->sai_mu);
+	free(comp);
+	return rc;
 }

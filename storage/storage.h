@@ -575,6 +575,33 @@ int storage_index_candidates_range(struct storage *db,
 				   int64_t start_token, int64_t end_token,
 				   struct storage_index_keys *out);
 
+/* Building an index over existing data (docs/indexes.md, "Building an
+ * index"): CREATE INDEX on a table holding data, a restart finding
+ * SSTables without the index's component, or storage_index_rebuild
+ * start a build on the engine's index builder thread. Until it finishes
+ * the candidate calls above answer ERR_INDEX_NOT_AVAILABLE. */
+enum { STORAGE_INDEX_BUILT = 0, STORAGE_INDEX_BUILDING = 1 };
+/* STORAGE_INDEX_BUILT / _BUILDING, or -1 (ERR_NOT_FOUND: no such table or
+ * index). Any thread, never blocks. */
+int storage_index_state(struct storage *db, const uint8_t table_id[16],
+			const char *index);
+/* Rebuilds every SSTable's component of the index (nodetool
+ * rebuild_index): the index is unavailable until done. 0, or -1
+ * (ERR_NOT_FOUND). Returns at once. */
+int storage_index_rebuild(struct storage *db, const uint8_t table_id[16],
+			  const char *index);
+/* A build under way (or waiting, or failed). */
+struct storage_index_build_info {
+	uint8_t table_id[16];
+	uint8_t task_id[16];
+	char index[128];
+	uint64_t completed, total; /* Data.db bytes of the SSTables to build */
+	bool running, failed;
+};
+/* Fills up to `cap` of the builds; returns how many there are. */
+size_t storage_index_builds(struct storage *db,
+			    struct storage_index_build_info *out, size_t cap);
+
 /* ---- maintenance and statistics ------------------------------------------ */
 
 /* Flushes the table's memtable (NULL id: every table) and waits. Blocks. */
@@ -588,7 +615,8 @@ int storage_compact(struct storage *db, const uint8_t table_id[16], bool major);
 struct storage_compaction_info {
 	uint8_t table_id[16];
 	uint8_t task_id[16];
-	const char *kind; /* "Compaction", "Cleanup", "Tombstone Compaction" */
+	const char *kind; /* "Compaction", "Cleanup", "Tombstone Compaction",
+			   * "Secondary index build" */
 	uint64_t completed, total; /* bytes of the inputs' Data.db */
 };
 /* Fills up to `cap` of the compactions running now (one per table at
