@@ -4,9 +4,12 @@
  * row and partition deletions, TTLs, flushes and compactions: every
  * partition holding the value live is a candidate, candidates come in
  * token order without repeats and inside the range, and (without
- * fallbacks) each once held the value. A corrupt or missing component,
- * and an index created over existing data, fall back to listing that
- * SSTable and still give every live key. */
+ * fallbacks) each once held the value. A corrupt or missing component
+ * falls back to listing that SSTable and still gives every live key. An
+ * index created over existing data is built by the index builder
+ * (refused until then, answered from components after), resumes after a
+ * restart without redoing built SSTables, and rebuild_index writes every
+ * component again. */
 #include "common/env_real.h"
 #include "common/err.h"
 #include "common/murmur3.h"
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Table: k1 int, k2 int (partition key), c int (clustering), v int,
@@ -569,6 +573,67 @@ START_TEST(a_corrupt_or_missing_component_falls_back)
 }
 END_TEST
 
+static const char *const index_names[5] = {"iv", "iw", "ic", "ik", "itags"};
+
+/* Waits for the index builder to finish index `name` (a hang guard, not
+ * a timing threshold). */
+static void wait_built(struct fx *f, const char *name)
+{
+	for (int i = 0; i < 12000; i++) {
+		int st = storage_index_state(f->db, f->t->id, name);
+		if (st < 0)
+			ck_abort_msg("state of %s: %s", name, err_msg());
+		if (st == STORAGE_INDEX_BUILT)
+			return;
+		usleep(5000);
+	}
+	ck_abort_msg("index %s never built", name);
+}
+
+static void wait_all_built(struct fx *f)
+{
+	for (int i = 0; i < 5; i++)
+		wait_built(f, index_names[i]);
+}
+
+/* A query of a building index is refused, never answered in part. */
+static void assert_refused(struct fx *f, const char *name)
+{
+	uint8_t vb[4] = {0, 0, 0, 1};
+	struct slice v = slice_make(vb, 4);
+	struct storage_index_keys k;
+	ck_assert_int_eq(storage_index_candidates(f->db, f->t->id, name, &v, 1,
+						  0, 0, &k),
+			 -1);
+	ck_assert_int_eq(err_code(), ERR_INDEX_NOT_AVAILABLE);
+	char want[128];
+	snprintf(want, sizeof(want),
+		 "The secondary index '%s' is not yet available", name);
+	ck_assert_str_eq(err_msg(), want);
+	ck_assert_uint_eq(k.count, 0);
+}
+
+/* Reopens the engine over the same files with table meta `t` (owned by
+ * the fixture from then on), started or not. */
+static void reopen(struct fx *f, struct storage_table_meta *t, bool start)
+{
+	storage_delete(f->db);
+	storage_table_meta_delete(f->t);
+	f->t = t;
+	f->db = storage_new(&f->o);
+	ck_assert_ptr_nonnull(f->db);
+	ck_assert_int_eq(storage_table_add(f->db, f->t, true), 0);
+	if (start && storage_start(f->db))
+		ck_abort_msg("start: %s", err_msg());
+}
+
+static ino_t inode_of(const char *path)
+{
+	struct stat st;
+	ck_assert_int_eq(stat(path, &st), 0);
+	return st.st_ino;
+}
+
 START_TEST(an_index_over_existing_data_and_one_recreated)
 {
 	struct fx f;
@@ -582,23 +647,37 @@ START_TEST(an_index_over_existing_data_and_one_recreated)
 	ck_assert_int_eq(storage_table_update(f.db, t2), 0);
 	storage_table_meta_delete(f.t);
 	f.t = t2;
-	ck_assert_uint_gt(check_all(&f), 0); /* listed, complete */
-	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
-	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0);
+	/* built on the builder thread: refused until then, then answered
+	 * from components alone (the old memtable flushed, the SSTable
+	 * given its components) */
+	for (int i = 0; i < 5; i++) {
+		int st = storage_index_state(f.db, f.t->id, index_names[i]);
+		ck_assert(st == STORAGE_INDEX_BUILDING ||
+			  st == STORAGE_INDEX_BUILT);
+		if (st == STORAGE_INDEX_BUILDING)
+			assert_refused(&f, index_names[i]);
+	}
+	wait_all_built(&f);
 	ck_assert_uint_eq(check_all(&f), 0);
+	struct files iv = {.n = 0};
+	find_files(f.data, "SAI_iv.db", &iv);
+	ck_assert_uint_ge(iv.n, 2);
 	/* "iv" dropped and created again over w: v's components and
-	 * memtable entries must not answer for it */
+	 * memtable entries must not answer for it; it is built again */
 	struct storage_table_meta *t3 = storage_table_meta_clone(f.t);
 	storage_table_meta_clear_indexes(t3);
 	storage_table_meta_add_index(t3, "iv", COL_W, STORAGE_INDEX_VALUE,
 				     true);
 	ck_assert_int_eq(storage_table_update(f.db, t3), 0);
+	storage_table_meta_delete(f.t);
+	f.t = t3;
+	wait_built(&f, "iv");
 	struct storage_index_keys k;
 	struct slice w = slice_make("alpha", 5);
 	ck_assert_int_eq(
 		storage_index_candidates(f.db, f.t->id, "iv", &w, 1, 0, 0, &k),
 		0);
-	ck_assert_uint_gt(k.scanned, 0);
+	ck_assert_uint_eq(k.scanned, 0);
 	for (int p = 0; p < NPART; p++) {
 		bool want = false;
 		for (int c = 0; c < NROW; c++)
@@ -612,13 +691,102 @@ START_TEST(an_index_over_existing_data_and_one_recreated)
 		ck_assert(!want || found);
 	}
 	storage_index_keys_free(&k);
-	/* unknown index, decimal index */
+	/* unknown index */
 	ck_assert_int_eq(storage_index_candidates(f.db, f.t->id, "nope", &w, 1,
 						  0, 0, &k),
 			 -1);
 	ck_assert_int_eq(err_code(), ERR_INVALID);
-	storage_table_meta_delete(f.t);
-	f.t = t3;
+	ck_assert_int_eq(storage_index_state(f.db, f.t->id, "nope"), -1);
+	ck_assert_int_eq(err_code(), ERR_NOT_FOUND);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(a_build_resumes_after_a_restart)
+{
+	struct fx f;
+	fx_init(&f, "sai_resume", false);
+	for (int i = 0; i < 300; i++)
+		random_op(&f);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	/* restarted with the index, the builder not started: the index is
+	 * building (an SSTable lacks its component), queries are refused
+	 * and the build is listed */
+	reopen(&f, make_table(true), false);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(
+			storage_index_state(f.db, f.t->id, index_names[i]),
+			STORAGE_INDEX_BUILDING);
+		assert_refused(&f, index_names[i]);
+	}
+	struct storage_index_build_info bi[8];
+	ck_assert_uint_eq(storage_index_builds(f.db, bi, 8), 5);
+	ck_assert(!bi[0].running && !bi[0].failed);
+	if (storage_start(f.db))
+		ck_abort_msg("start: %s", err_msg());
+	wait_all_built(&f);
+	ck_assert_uint_eq(storage_index_builds(f.db, bi, 8), 0);
+	ck_assert_uint_eq(check_all(&f), 0);
+	struct files first = {.n = 0};
+	find_files(f.data, "SAI_iv.db", &first);
+	ck_assert_uint_eq(first.n, 1);
+	ino_t built = inode_of(first.paths[0]);
+	/* a second SSTable written without the index (as an older node
+	 * would), then a restart with it: only that SSTable is built, the
+	 * first keeps its component */
+	struct storage_table_meta *plain = make_table(false);
+	reopen(&f, plain, true);
+	for (int i = 0; i < 200; i++)
+		random_op(&f);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	reopen(&f, make_table(true), true);
+	wait_all_built(&f);
+	ck_assert_uint_eq(check_all(&f), 0);
+	struct files both = {.n = 0};
+	find_files(f.data, "SAI_iv.db", &both);
+	ck_assert_uint_eq(both.n, 2);
+	ck_assert(inode_of(first.paths[0]) == built);
+	/* a build cut short by a shutdown finishes after the restart */
+	reopen(&f, make_table(false), true);
+	for (int i = 0; i < 200; i++)
+		random_op(&f);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	reopen(&f, make_table(true), true);
+	reopen(&f, make_table(true), true); /* right away */
+	wait_all_built(&f);
+	ck_assert_uint_eq(check_all(&f), 0);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(rebuild_index_writes_every_component_again)
+{
+	struct fx f;
+	fx_init(&f, "sai_rebuild", true);
+	for (int i = 0; i < 300; i++)
+		random_op(&f);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	for (int i = 0; i < 200; i++)
+		random_op(&f);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	storage_delete(f.db);
+	f.db = NULL;
+	struct files iv = {.n = 0};
+	find_files(f.data, "SAI_iv.db", &iv);
+	ck_assert_uint_eq(iv.n, 2);
+	flip_byte(iv.paths[0], 40); /* damaged: the query lists the SSTable */
+	open_db(&f);
+	wait_all_built(&f); /* listed in the TOCs: nothing to build */
+	ck_assert_uint_gt(check_all(&f), 0);
+	ck_assert_int_eq(storage_index_rebuild(f.db, f.t->id, "iv"), 0);
+	ck_assert_int_eq(storage_index_rebuild(f.db, f.t->id, "nope"), -1);
+	ck_assert_int_eq(err_code(), ERR_NOT_FOUND);
+	wait_built(&f, "iv");
+	ck_assert_uint_eq(check_all(&f), 0);
+	/* the rebuilt components survive a restart */
+	reopen(&f, make_table(true), true);
+	wait_all_built(&f);
+	ck_assert_uint_eq(check_all(&f), 0);
 	fx_free(&f);
 }
 END_TEST
@@ -631,6 +799,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, candidates_cover_the_model);
 	tcase_add_test(tc, a_corrupt_or_missing_component_falls_back);
 	tcase_add_test(tc, an_index_over_existing_data_and_one_recreated);
+	tcase_add_test(tc, a_build_resumes_after_a_restart);
+	tcase_add_test(tc, rebuild_index_writes_every_component_again);
 	suite_add_tcase(s, tc);
 	return s;
 }
