@@ -2,7 +2,9 @@
  * The system_views tables the node fills from its own state (the CQL
  * layer defines them and sorts the rows): gossip_info from the gossiper,
  * pending_hints from the hint store, disk_usage and sstable_tasks from
- * storage, internode_inbound/outbound from the transport. Called on
+ * storage, internode_inbound/outbound from the transport,
+ * sai_column_indexes and system."IndexInfo" from the schema and storage's
+ * index build states. Called on
  * the event loop for each SELECT on one of them; each reads in-memory
  * state only.
  */
@@ -395,6 +397,89 @@ static int internode_inbound(struct node *n, struct cql_view_rows *b)
 	return rc ? -1 : 0;
 }
 
+/* SAI's IndexTermType.isLiteral: strings, booleans and frozen values
+ * (compared by their bytes), for what the index's terms are made of. */
+static bool index_is_string(const struct storage_table_meta *t,
+			    const struct storage_index *ix)
+{
+	const struct storage_type *ty = t->columns[ix->column].type;
+	if (ix->target == STORAGE_INDEX_FULL)
+		return true;
+	if (ix->target == STORAGE_INDEX_KEYS && ty->count >= 1)
+		ty = ty->sub[0];
+	else if ((ix->target == STORAGE_INDEX_VALUES ||
+		  ix->target == STORAGE_INDEX_ENTRIES) &&
+		 ty->count >= 1)
+		ty = ty->sub[ty->kind == STORAGE_TYPE_MAP && ty->count > 1];
+	if (ty->frozen && ty->count)
+		return true;
+	return ty->kind == STORAGE_TYPE_TEXT || ty->kind == STORAGE_TYPE_ASCII ||
+	       ty->kind == STORAGE_TYPE_BOOLEAN;
+}
+
+/* Cassandra 5.0's sai_column_indexes (a row per index: queryable once
+ * built on this node, building while its build runs) and system."IndexInfo"
+ * (a row per index built on this node). */
+static int index_views(struct node *n, struct cql_view_rows *b, bool info)
+{
+	struct storage *db = cql_service_storage(n->cql);
+	const struct cql_schema *schema = cql_service_schema(n->cql);
+	struct storage_index_build_info bi[64];
+	size_t nb = storage_index_builds(db, bi, 64);
+	for (size_t i = 0; i < cql_schema_keyspace_count(schema); i++) {
+		const struct cql_keyspace *k = cql_schema_keyspace_at(schema, i);
+		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
+			const struct storage_table_meta *t =
+				cql_table_meta(cql_keyspace_table_at(k, j));
+			for (size_t x = 0; x < t->index_count; x++) {
+				const struct storage_index *ix = &t->indexes[x];
+				int st = storage_index_state(db, t->id, ix->name);
+				if (st < 0)
+					continue; /* not in storage yet */
+				bool built = st == STORAGE_INDEX_BUILT;
+				if (info) {
+					if (built &&
+					    (cql_view_row(b) ||
+					     cql_view_text(b, "table_name",
+							   t->keyspace) ||
+					     cql_view_text(b, "index_name",
+							   ix->name)))
+						return -1;
+					continue;
+				}
+				bool failed = false;
+				for (size_t q = 0; q < nb && q < 64; q++)
+					if (memcmp(bi[q].table_id, t->id, 16) ==
+						    0 &&
+					    strcmp(bi[q].index, ix->name) == 0)
+						failed = bi[q].failed;
+				const char *analyzer =
+					ix->case_insensitive
+						? "NonTokenizingAnalyzer{"
+						  "caseSensitive=false, "
+						  "normalized=false, "
+						  "ascii=false}"
+						: "NoOpAnalyzer";
+				if (cql_view_row(b) ||
+				    cql_view_text(b, "keyspace_name",
+						  t->keyspace) ||
+				    cql_view_text(b, "index_name", ix->name) ||
+				    cql_view_text(b, "table_name", t->name) ||
+				    cql_view_text(b, "column_name",
+						  t->columns[ix->column].name) ||
+				    cql_view_bool(b, "is_queryable", built) ||
+				    cql_view_bool(b, "is_building",
+						  !built && !failed) ||
+				    cql_view_bool(b, "is_string",
+						  index_is_string(t, ix)) ||
+				    cql_view_text(b, "analyzer", analyzer))
+					return -1;
+			}
+		}
+	}
+	return 0;
+}
+
 int node_view_rows(void *arg, const char *table, struct cql_view_rows *b)
 {
 	struct node *n = arg;
@@ -406,6 +491,10 @@ int node_view_rows(void *arg, const char *table, struct cql_view_rows *b)
 		return disk_usage(n, b);
 	if (strcmp(table, "sstable_tasks") == 0)
 		return sstable_tasks(n, b);
+	if (strcmp(table, "sai_column_indexes") == 0)
+		return index_views(n, b, false);
+	if (strcmp(table, "IndexInfo") == 0)
+		return index_views(n, b, true);
 	if (strcmp(table, "caches") == 0)
 		return caches(n, b);
 	if (strcmp(table, "max_partition_size") == 0)

@@ -983,6 +983,24 @@ static int range_protected(struct op *op)
 	return 0;
 }
 
+/* A replica refused an indexed read: its index is still being built
+ * there. Cassandra's ReadFailureException message, with the replicas
+ * that had answered (never a partial answer). */
+static void index_unavailable(const struct op *op, const struct target *t,
+			      struct repl_result *res)
+{
+	int got = 0;
+	for (size_t i = 0; i < op->nt; i++)
+		got += op->t[i].ok && op->t[i].round == t->round;
+	char addr[INET_ADDR_STRLEN];
+	inet_addr_format(repl_ep_addr(op, t->ep), addr, sizeof(addr));
+	res->alive = got;
+	snprintf(res->msg, sizeof(res->msg),
+		 "Operation failed - received %d responses and 1 failures: "
+		 "INDEX_NOT_AVAILABLE from /%s",
+		 got, addr);
+}
+
 void repl_range_answer(struct op *op, struct target *t, bool ok,
 		       const char *error, struct storage_mutation **frags,
 		       size_t n, bool cut)
@@ -1023,6 +1041,9 @@ void repl_range_answer(struct op *op, struct target *t, bool ok,
 		snprintf(res.msg, sizeof(res.msg),
 			 "range read failed on a replica: %s",
 			 error ? error : "error");
+		if (error &&
+		    strcmp(error, err_code_name(ERR_INDEX_NOT_AVAILABLE)) == 0)
+			index_unavailable(op, t, &res);
 		range_reply(op, &res, NULL, 0, op->start, false);
 		repl_op_free(op);
 		return;

@@ -43,6 +43,11 @@ static const char *const system_tables[] = {
 	"release_version text, rpc_address inet, rpc_port int, "
 	"schema_version uuid, tokens set<text>, truncated_at map<uuid, blob>)",
 
+	/* Cassandra 4.0+'s BuiltIndexes: table_name holds the keyspace;
+	 * a row per index built on this node (value null) */
+	"CREATE TABLE system.\"IndexInfo\" (table_name text, index_name text, "
+	"value blob, PRIMARY KEY ((table_name), index_name))",
+
 	"CREATE TABLE system.peers (peer inet PRIMARY KEY, data_center text, "
 	"host_id uuid, preferred_ip inet, rack text, release_version text, "
 	"rpc_address inet, schema_version uuid, tokens set<text>)",
@@ -239,6 +244,12 @@ static const char *const view_tables[] = {
 	"table_name text, task_id uuid, completion_ratio double, kind text, "
 	"progress bigint, total bigint, unit text, "
 	"PRIMARY KEY ((keyspace_name), table_name, task_id))",
+
+	/* Cassandra 5.0's ColumnIndexesSystemView */
+	"CREATE TABLE system_views.sai_column_indexes (keyspace_name text, "
+	"index_name text, table_name text, column_name text, "
+	"is_queryable boolean, is_building boolean, is_string boolean, "
+	"analyzer text, PRIMARY KEY ((keyspace_name), index_name))",
 
 	"CREATE TABLE system_views.disk_usage (keyspace_name text, "
 	"table_name text, mebibytes bigint, "

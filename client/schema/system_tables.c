@@ -639,6 +639,8 @@ const char *cql_view_comment(const char *ks, const char *table)
 		{"system_views", "sstable_tasks", "current sstable tasks"},
 		{"system_views", "internode_inbound", ""},
 		{"system_views", "internode_outbound", ""},
+		{"system_views", "sai_column_indexes",
+		 "Storage-attached column index metadata"},
 		{"system_virtual_schema", "keyspaces",
 		 "virtual keyspace definitions"},
 		{"system_virtual_schema", "tables",
@@ -781,6 +783,12 @@ int cql_view_timestamp(struct cql_view_rows *b, const char *column, int64_t ms)
 	return cql_view_bigint(b, column, ms);
 }
 
+int cql_view_bool(struct cql_view_rows *b, const char *column, bool v)
+{
+	uint8_t x = v ? 1 : 0;
+	return view_put(b, column, &x, 1);
+}
+
 int cql_view_double(struct cql_view_rows *b, const char *column, double v)
 {
 	uint64_t bits;
@@ -873,9 +881,20 @@ static int generate_view(struct rows *r, const struct cql_schema *v,
 }
 
 static int generate(struct rows *r, const struct cql_schema *s,
-		    const struct cql_node_info *n, const char *ks,
+		    const struct cql_node_info *n,
+		    const struct cql_views_info *vi, const char *ks,
 		    const char *table, const struct scope *sc)
 {
+	if (strcmp(ks, "system") == 0 && strcmp(table, "IndexInfo") == 0) {
+		/* the node's index build states */
+		if (!vi || !vi->table_rows)
+			return 0;
+		struct cql_view_rows b = {.r = r};
+		if (vi->table_rows(vi->table_arg, table, &b) != 0)
+			return -1;
+		sort_rows(r);
+		return 0;
+	}
 	if (strcmp(ks, "system_schema") == 0) {
 		if (strcmp(table, "keyspaces") == 0)
 			return gen_keyspaces(r, s, sc);
@@ -1245,7 +1264,8 @@ int cql_system_select(const struct cql_schema *schema,
 	scope_of(q, binds, bind_count, &sc);
 	int rc = cql_system_keyspace_is_view(ks)
 			 ? generate_view(&r, views, vi, ks, q->table.name, &sc)
-			 : generate(&r, schema, node, ks, q->table.name, &sc);
+			 : generate(&r, schema, node, vi, ks, q->table.name,
+				    &sc);
 	if (rc == 0)
 		rc = apply_where(&r, q, binds, bind_count);
 	if (rc == 0)

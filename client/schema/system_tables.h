@@ -87,7 +87,7 @@ struct cql_views_info {
 	const struct cql_thread_pool *pools; /* system_views.thread_pools */
 	size_t pool_count;
 	/* The other system_views tables (gossip_info, pending_hints,
-	 * disk_usage): called once per SELECT on one, with `table` its name,
+	 * disk_usage, ...) and system."IndexInfo": called once per SELECT on one, with `table` its name,
 	 * to add its rows through the cql_view_* builder below. NULL: they
 	 * are empty. 0, or -1 with err set. */
 	int (*table_rows)(void *arg, const char *table,
@@ -108,6 +108,7 @@ int cql_view_int(struct cql_view_rows *b, const char *column, int32_t v);
 int cql_view_bigint(struct cql_view_rows *b, const char *column, int64_t v);
 int cql_view_timestamp(struct cql_view_rows *b, const char *column, int64_t ms);
 int cql_view_double(struct cql_view_rows *b, const char *column, double v);
+int cql_view_bool(struct cql_view_rows *b, const char *column, bool v);
 int cql_view_inet(struct cql_view_rows *b, const char *column,
 		  const struct inet_addr *a);
 int cql_view_uuid(struct cql_view_rows *b, const char *column,

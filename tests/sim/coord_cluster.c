@@ -154,6 +154,10 @@ static void mem_index_scan(void *s, const uint8_t table_id[16], int64_t start,
 {
 	struct mnode *n = s;
 	(void)table_id;
+	if (n->index_building) {
+		done(arg, -1, ERR_INDEX_NOT_AVAILABLE, NULL, 0, false);
+		return;
+	}
 	if (!n->no_index && !ix->range)
 		n->index_scans++;
 	scan_matching(n, start, end, cmd, n->no_index || ix->range ? NULL : ix,

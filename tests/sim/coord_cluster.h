@@ -47,6 +47,9 @@ struct mnode {
 	 * no_index: a node that knows no index restriction (it scans) */
 	int index_scans;
 	bool no_index;
+	/* index_building: the node's index is still being built (its
+	 * indexed reads fail with ERR_INDEX_NOT_AVAILABLE) */
+	bool index_building;
 	/* trace events this node recorded (the trace hook) */
 	int trace_events;
 	uint8_t trace_session[16]; /* the last one's session */

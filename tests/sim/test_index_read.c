@@ -288,6 +288,67 @@ START_TEST(a_replica_without_index_reads_is_still_right)
 }
 END_TEST
 
+/* A replica whose index is still being built refuses the indexed read:
+ * the coordinator answers ReadFailure with Cassandra's message naming it,
+ * never the other replicas' rows alone; an unindexed walk still reads. */
+START_TEST(a_replica_building_its_index_fails_the_read)
+{
+	struct ring_strategy *s;
+	struct simc *c = stale_cluster(g_seed + 6, &s);
+	c->nodes[1].index_building = true;
+	int cls[2] = {REPL_CL_ALL, REPL_CL_QUORUM};
+	for (int k = 0; k < 2; k++) {
+		for (int coord = 0; coord < 3; coord++) {
+			struct slice val = slice_make((const uint8_t *)"red", 3);
+			struct repl_index_expr ix = {
+				.name = "t_v_idx", .vals = &val, .n_vals = 1};
+			struct range_out o = {0};
+			struct storage_read_cmd cmd = {.with_static = true};
+			struct repl_range q = {.table_id = c->meta->id,
+					       .meta = c->meta,
+					       .strategy = s,
+					       .cl = cls[k],
+					       .cmd = &cmd,
+					       .start = INT64_MIN,
+					       .end = INT64_MAX,
+					       .max_partitions = 1000,
+					       .read_repair = true,
+					       .index = &ix,
+					       .merge = true};
+			repl_range_step(c->nodes[coord].repl, &q, on_range, &o);
+			ck_assert(sim_run_until(c->sim, range_done, &o,
+						30000000));
+			if (o.res.outcome == REPL_OK) {
+				/* QUORUM from a coordinator that did not
+				 * contact node 1 */
+				ck_assert_int_eq(cls[k], REPL_CL_QUORUM);
+				for (size_t i = 0; i < o.n; i++)
+					storage_mutation_delete(o.f[i]);
+				free(o.f);
+				continue;
+			}
+			ck_assert_int_eq(o.res.outcome, REPL_READ_FAILURE);
+			char want[128];
+			char addr[INET_ADDR_STRLEN];
+			inet_addr_format(&c->nodes[1].addr, addr, sizeof(addr));
+			snprintf(want, sizeof(want),
+				 "failures: INDEX_NOT_AVAILABLE from /%s", addr);
+			ck_assert_msg(strstr(o.res.msg, "Operation failed - "
+							"received ") ==
+					      o.res.msg &&
+					      strstr(o.res.msg, want),
+				      "message: %s", o.res.msg);
+			ck_assert_int_eq(o.n, 0);
+		}
+	}
+	struct found f;
+	walk(c, 0, s, REPL_CL_ALL, NULL, 1000, &f); /* no index: reads */
+	ck_assert_int_eq(f.n, N);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
 /* Pieces: with RF 1 on 4 nodes adjacent vnode ranges of one owner merge,
  * so a merged walk takes fewer steps than vnode ranges, and sees every
  * partition once in token order. */
@@ -334,6 +395,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, agreeing_replicas_read_candidates_only);
 	tcase_add_test(tc, a_replica_without_index_reads_is_still_right);
 	tcase_add_test(tc, merged_pieces_cover_the_ring);
+	tcase_add_test(tc, a_replica_building_its_index_fails_the_read);
 	suite_add_tcase(s, tc);
 	return s;
 }
