@@ -2,7 +2,9 @@
  * Fault injection for test clusters: `netfault` (WAN links: delay, jitter,
  * loss, rate, flapping, on the internode messages this node sends to chosen
  * peers; node/netfault.h) and `clockskew` (an offset on this node's wall
- * clock through the env seam). Both act only when node.yaml says
+ * clock through the env seam), `indexbuildfault hold|release` (no index
+ * build starts while held: tests see an index building). They act only
+ * when node.yaml says
  * `test_fault_injection: true`; otherwise they answer why not, exit 1.
  * `scripts/cluster link` and `clockskew` drive them on every node concerned.
  */
@@ -16,6 +18,7 @@
 #include "node/cql_service.h"
 #include "node/node_internal.h"
 #include "node/transport.h"
+#include "storage/storage.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -204,6 +207,34 @@ static int cmd_paxosfault(void *arg, size_t argc, const char *const *argv,
 	return 0;
 }
 
+#define INDEXBUILDFAULT_USAGE "indexbuildfault hold|release"
+
+/* No index build starts while held, so a test sees an index building
+ * (queries refused, sai_column_indexes) for as long as it needs. */
+static int cmd_indexbuildfault(void *arg, size_t argc,
+			       const char *const *argv, struct buf *out,
+			       struct buf *err)
+{
+	struct node *n = arg;
+	if (refuse_unless_enabled(n, err))
+		return 1;
+	if (argc != 1 || (strcmp(argv[0], "hold") != 0 &&
+			  strcmp(argv[0], "release") != 0)) {
+		admin_printf(err, "usage: " INDEXBUILDFAULT_USAGE "\n");
+		return 1;
+	}
+	if (!n->cql) {
+		admin_printf(err, "no data path on this node\n");
+		return 2;
+	}
+	bool hold = strcmp(argv[0], "hold") == 0;
+	storage_index_builds_hold(cql_service_storage(n->cql), hold);
+	LOG_WARN("test fault injection: index builds %s",
+		 hold ? "held" : "released");
+	admin_printf(out, "index builds %s\n", hold ? "held" : "released");
+	return 0;
+}
+
 int node_admin_register_faults(struct node *n)
 {
 	if (n->conf.test_fault_injection &&
@@ -220,7 +251,11 @@ int node_admin_register_faults(struct node *n)
 	    admin_register(n->admin, "paxosfault",
 			   PAXOSFAULT_USAGE "  (test clusters) leave this "
 					    "node's LWT proposals unfinished",
-			   cmd_paxosfault, n) != 0)
+			   cmd_paxosfault, n) != 0 ||
+	    admin_register(n->admin, "indexbuildfault",
+			   INDEXBUILDFAULT_USAGE "  (test clusters) hold "
+						 "index builds back",
+			   cmd_indexbuildfault, n) != 0)
 		return -1;
 	return 0;
 }

@@ -1,7 +1,7 @@
 /*
  * The admin commands that work on tables, in nodetool's shapes: flush,
  * compact, cleanup, verify, snapshot / clearsnapshot / listsnapshots,
- * tablestats and drain. Each runs on the maintenance worker
+ * tablestats, rebuild_index and drain. Each runs on the maintenance worker
  * (cql_service_flush_prepare) and answers when it is done.
  */
 #define LOG_MODULE "admin"
@@ -491,6 +491,117 @@ static int cmd_drain(void *arg, size_t argc, const char *const *argv,
 		      : 0;
 }
 
+/* rebuild_index: waits (as nodetool's blocks) until every named index
+ * is built again, polling the build states. */
+struct rebuild_wait {
+	struct node *n;
+	struct admin_reply *r;
+	struct env_timer *timer;
+	uint8_t table_id[16];
+	size_t count;
+	char names[16][128];
+};
+
+static void rebuild_poll(void *arg)
+{
+	struct rebuild_wait *w = arg;
+	struct storage *db = cql_service_storage(w->n->cql);
+	struct storage_index_build_info bi[64];
+	size_t nb = storage_index_builds(db, bi, 64);
+	for (size_t i = 0; i < w->count; i++) {
+		int st = storage_index_state(db, w->table_id, w->names[i]);
+		if (st != STORAGE_INDEX_BUILDING)
+			continue; /* built, or dropped meanwhile */
+		for (size_t k = 0; k < nb && k < 64; k++) {
+			if (memcmp(bi[k].table_id, w->table_id, 16) != 0 ||
+			    strcmp(bi[k].index, w->names[i]) != 0 ||
+			    !bi[k].failed)
+				continue;
+			char text[300];
+			snprintf(text, sizeof(text),
+				 "error: rebuild of index %s failed: see the "
+				 "node's log\n",
+				 w->names[i]);
+			admin_reply_finish(w->r, 2, "", text);
+			env_timer_free(w->n->env, w->timer);
+			free(w);
+			return;
+		}
+		env_timer_arm(w->n->env, w->timer, 100 * 1000);
+		return;
+	}
+	admin_reply_finish(w->r, 0, "", "");
+	env_timer_free(w->n->env, w->timer);
+	free(w);
+}
+
+static int cmd_rebuild_index(void *arg, size_t argc, const char *const *argv,
+			     struct buf *out, struct buf *err)
+{
+	(void)out;
+	struct node *n = arg;
+	if (argc < 3) {
+		admin_printf(err, "rebuild_index requires ks, cf and idx args\n");
+		return 1;
+	}
+	const struct storage_table_meta **ts = NULL;
+	size_t nt = 0;
+	if (tables_named(n, 2, argv, &ts, &nt, err))
+		return 2;
+	const struct storage_table_meta *t = nt ? ts[0] : NULL;
+	free(ts);
+	if (!t) {
+		admin_printf(err, "error: Unknown keyspace/cf pair (%s.%s)\n",
+			     argv[0], argv[1]);
+		return 2;
+	}
+	struct rebuild_wait *w = calloc(1, sizeof(*w));
+	if (!w) {
+		admin_printf(err, "error: out of memory\n");
+		return 2;
+	}
+	w->n = n;
+	memcpy(w->table_id, t->id, 16);
+	struct storage *db = cql_service_storage(n->cql);
+	for (size_t i = 2; i < argc; i++) {
+		if (!storage_table_meta_index(t, argv[i]) ||
+		    w->count == sizeof(w->names) / sizeof(w->names[0]))
+			continue;
+		if (storage_index_rebuild(db, t->id, argv[i])) {
+			admin_printf(err, "error: %s\n", err_msg());
+			free(w);
+			return 2;
+		}
+		snprintf(w->names[w->count++], sizeof(w->names[0]), "%s",
+			 argv[i]);
+	}
+	if (!w->count) {
+		/* Cassandra's SecondaryIndexManager logs it and is done */
+		struct buf list = {0};
+		for (size_t i = 2; i < argc; i++)
+			admin_printf(&list, "%s%s", i > 2 ? "," : "", argv[i]);
+		buf_put_u8(&list, 0);
+		LOG_INFO("No defined indexes with the supplied names: %s",
+			 (const char *)list.data);
+		buf_free(&list);
+		free(w);
+		return 0;
+	}
+	LOG_INFO("rebuild_index %s.%s: %zu index(es) queued", t->keyspace,
+		 t->name, w->count);
+	w->timer = env_timer_new(n->env, rebuild_poll, w);
+	w->r = w->timer ? admin_defer(n->admin) : NULL;
+	if (!w->r) {
+		if (w->timer)
+			env_timer_free(n->env, w->timer);
+		free(w);
+		admin_printf(err, "error: out of memory\n");
+		return 2;
+	}
+	env_timer_arm(n->env, w->timer, 100 * 1000);
+	return ADMIN_PENDING;
+}
+
 int node_admin_register_tables(struct node *n)
 {
 	static const struct {
@@ -525,6 +636,10 @@ int node_admin_register_tables(struct node *n)
 		 "tablestats [ks [tables]]  SSTables, space used, partitions "
 		 "and memtables per table",
 		 cmd_tablestats},
+		{"rebuild_index",
+		 "rebuild_index ks table idx [idx...] build the indexes "
+		 "again over the table's data, and wait",
+		 cmd_rebuild_index},
 		{"drain",
 		 "drain                 stop serving clients, announce "
 		 "shutdown, stop gossiping, flush every memtable",

@@ -128,6 +128,7 @@ struct storage {
 	/* the index builder (engine_sai_build.c) and its wake-up */
 	pthread_t indexer;
 	pthread_cond_t index_work;
+	bool builds_held; /* storage_index_builds_hold (tests) */
 	bool compaction_wanted;
 	bool writes_stopped;
 	char stop_msg[256];

@@ -346,6 +346,8 @@ static int run_build(struct storage *db, struct table *t, const uint8_t id[16],
 /* Under the lock: a table with a build to run, referenced, and the build. */
 static struct table *next_build(struct storage *db, struct index_build **out)
 {
+	if (db->builds_held)
+		return NULL;
 	for (struct table *t = db->tables; t; t = t->next) {
 		if (t->dropped)
 			continue;
@@ -457,6 +459,14 @@ int storage_index_rebuild(struct storage *db, const uint8_t table_id[16],
 		rc = want_build(db, t, index, true);
 	pthread_mutex_unlock(&db->mu);
 	return rc;
+}
+
+void storage_index_builds_hold(struct storage *db, bool hold)
+{
+	pthread_mutex_lock(&db->mu);
+	db->builds_held = hold;
+	pthread_cond_broadcast(&db->index_work);
+	pthread_mutex_unlock(&db->mu);
 }
 
 size_t storage_index_builds(struct storage *db,
