@@ -355,7 +355,11 @@ void cql_exec_run_stmt(struct job *j, const struct cql_stmt *s, int nbinds,
 		struct cql_node_info node;
 		struct cql_views_info views = {0};
 		j->e->hooks.node_info(j->e->hooks.arg, &node);
-		if (j->e->hooks.views && cql_system_keyspace_is_view(ks))
+		/* the views, and system."IndexInfo" (the node's index
+		 * build states) */
+		if (j->e->hooks.views &&
+		    (cql_system_keyspace_is_view(ks) ||
+		     strcmp(cql_exec_stmt_table(s)->name, "IndexInfo") == 0))
 			j->e->hooks.views(j->e->hooks.arg, &views);
 		cql_system_select(j->e->schema, j->e->views, &views, &node,
 				  &s->u.select, ks, binds, params->value_count,

@@ -19,3 +19,7 @@ cassini_pytest(integration_index_model test_index_model.py TIMEOUT 300)
 # Indexed range reads across replicas: CL with a node down, paging, a
 # stale replica (replica filtering protection).
 cassini_pytest(integration_index_replicas test_index_replicas.py TIMEOUT 300)
+# Building an index over existing data: refused while building, resumed
+# after a restart, rebuild_index, sai_column_indexes and IndexInfo
+# (127.0.109.20-22).
+cassini_pytest(integration_index_build test_index_build.py TIMEOUT 300)
