@@ -49,7 +49,8 @@ OUTBOUND = ["using_bytes", "using_reserve_bytes", "pending_count",
             "overload_bytes", "active_connections", "connection_attempts",
             "successful_connection_attempts"]
 
-# Cassandra 4.1's db/virtual/*Table.java: column -> CQL type
+# Cassandra 4.1's db/virtual/*Table.java: column -> CQL type (and 5.0's
+# sai_column_indexes)
 EXPECTED = {
     "settings": {"name": "text", "value": "text"},
     "clients": {
@@ -85,6 +86,12 @@ EXPECTED = {
                       "task_id": "uuid", "completion_ratio": "double",
                       "kind": "text", "progress": "bigint",
                       "total": "bigint", "unit": "text"},
+    # Cassandra 5.0's ColumnIndexesSystemView
+    "sai_column_indexes": {"keyspace_name": "text", "index_name": "text",
+                           "table_name": "text", "column_name": "text",
+                           "is_queryable": "boolean",
+                           "is_building": "boolean", "is_string": "boolean",
+                           "analyzer": "text"},
     "gossip_info": dict(
         {"address": "inet", "port": "int", "hostname": "text",
          "generation": "int", "heartbeat": "int", "tokens_version": "int"},

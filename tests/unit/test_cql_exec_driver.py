@@ -45,7 +45,8 @@ def test_connect_negotiates_v4_and_reads_the_system_tables(session):
                                  "sstable_tasks", "max_partition_size", "caches",
                                  "rows_per_read", "tombstones_per_read",
                                  "local_read_latency", "local_write_latency",
-                                 "internode_inbound", "internode_outbound"}
+                                 "internode_inbound", "internode_outbound",
+                                 "sai_column_indexes"}
     assert list(s.execute("SELECT * FROM system_views.settings")) == []
     host = cluster.metadata.all_hosts()[0]
     assert (host.datacenter, host.rack) == ("dc1", "rack1")
