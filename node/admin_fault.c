@@ -211,15 +211,14 @@ static int cmd_paxosfault(void *arg, size_t argc, const char *const *argv,
 
 /* No index build starts while held, so a test sees an index building
  * (queries refused, sai_column_indexes) for as long as it needs. */
-static int cmd_indexbuildfault(void *arg, size_t argc,
-			       const char *const *argv, struct buf *out,
-			       struct buf *err)
+static int cmd_indexbuildfault(void *arg, size_t argc, const char *const *argv,
+			       struct buf *out, struct buf *err)
 {
 	struct node *n = arg;
 	if (refuse_unless_enabled(n, err))
 		return 1;
-	if (argc != 1 || (strcmp(argv[0], "hold") != 0 &&
-			  strcmp(argv[0], "release") != 0)) {
+	if (argc != 1 ||
+	    (strcmp(argv[0], "hold") != 0 && strcmp(argv[0], "release") != 0)) {
 		admin_printf(err, "usage: " INDEXBUILDFAULT_USAGE "\n");
 		return 1;
 	}

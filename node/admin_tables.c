@@ -541,7 +541,8 @@ static int cmd_rebuild_index(void *arg, size_t argc, const char *const *argv,
 	(void)out;
 	struct node *n = arg;
 	if (argc < 3) {
-		admin_printf(err, "rebuild_index requires ks, cf and idx args\n");
+		admin_printf(err,
+			     "rebuild_index requires ks, cf and idx args\n");
 		return 1;
 	}
 	const struct storage_table_meta **ts = NULL;

@@ -413,7 +413,8 @@ static bool index_is_string(const struct storage_table_meta *t,
 		ty = ty->sub[ty->kind == STORAGE_TYPE_MAP && ty->count > 1];
 	if (ty->frozen && ty->count)
 		return true;
-	return ty->kind == STORAGE_TYPE_TEXT || ty->kind == STORAGE_TYPE_ASCII ||
+	return ty->kind == STORAGE_TYPE_TEXT ||
+	       ty->kind == STORAGE_TYPE_ASCII ||
 	       ty->kind == STORAGE_TYPE_BOOLEAN;
 }
 
@@ -427,13 +428,15 @@ static int index_views(struct node *n, struct cql_view_rows *b, bool info)
 	struct storage_index_build_info bi[64];
 	size_t nb = storage_index_builds(db, bi, 64);
 	for (size_t i = 0; i < cql_schema_keyspace_count(schema); i++) {
-		const struct cql_keyspace *k = cql_schema_keyspace_at(schema, i);
+		const struct cql_keyspace *k =
+			cql_schema_keyspace_at(schema, i);
 		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
 			const struct storage_table_meta *t =
 				cql_table_meta(cql_keyspace_table_at(k, j));
 			for (size_t x = 0; x < t->index_count; x++) {
 				const struct storage_index *ix = &t->indexes[x];
-				int st = storage_index_state(db, t->id, ix->name);
+				int st = storage_index_state(db, t->id,
+							     ix->name);
 				if (st < 0)
 					continue; /* not in storage yet */
 				bool built = st == STORAGE_INDEX_BUILT;
@@ -465,8 +468,9 @@ static int index_views(struct node *n, struct cql_view_rows *b, bool info)
 						  t->keyspace) ||
 				    cql_view_text(b, "index_name", ix->name) ||
 				    cql_view_text(b, "table_name", t->name) ||
-				    cql_view_text(b, "column_name",
-						  t->columns[ix->column].name) ||
+				    cql_view_text(
+					    b, "column_name",
+					    t->columns[ix->column].name) ||
 				    cql_view_bool(b, "is_queryable", built) ||
 				    cql_view_bool(b, "is_building",
 						  !built && !failed) ||

@@ -122,8 +122,7 @@ void storage_engine_sai_update(struct storage *db, struct table *t,
 		} else {
 			/* loaded at start: an SSTable without it */
 			build = false;
-			for (size_t k = 0; k < t->version->count && !build;
-			     k++)
+			for (size_t k = 0; k < t->version->count && !build; k++)
 				build = !sst_sai_listed(t->version->ssts[k],
 							ix->name);
 		}
@@ -134,7 +133,8 @@ void storage_engine_sai_update(struct storage *db, struct table *t,
 	}
 }
 
-/* ---- one SSTable ---------------------------------------------------------- */
+/* ---- one SSTable ----------------------------------------------------------
+ */
 
 static void progress(struct storage *db, struct table *t, const char *name,
 		     uint64_t done)
@@ -200,9 +200,9 @@ static int build_sstable(struct storage *db, struct table *t,
 				buf_clear(&last);
 				have_last = true;
 				if (buf_append(&last, term.data, term.len) ||
-				    sai_builder_add(&b, term.data,
-						    (uint32_t)term.len,
-						    key.data, (uint32_t)key.len))
+				    sai_builder_add(
+					    &b, term.data, (uint32_t)term.len,
+					    key.data, (uint32_t)key.len))
 					rc = err_set(ERR_NOMEM, "index build");
 			}
 		}
@@ -218,7 +218,7 @@ static int build_sstable(struct storage *db, struct table *t,
 	char ident[64];
 	int il = rc ? -1 : sai_index_ident(ix, ident, sizeof(ident));
 	if (!rc && (il < 0 || sai_build_ident(&b, ident, (uint32_t)il, &out,
-					       &len) != SAI_OK))
+					      &len) != SAI_OK))
 		rc = err_set(ERR_NOMEM, "index build");
 	sai_builder_free(&b);
 	buf_free(&term);
@@ -387,8 +387,9 @@ void *storage_engine_indexer_main(void *arg)
 		pthread_mutex_unlock(&db->mu);
 		int rc = name ? 0 : err_set(ERR_NOMEM, "index build");
 		if (!rc) {
-			LOG_AT(LOG_LEVEL_INFO, "index %s on %s: build started%s",
-			       name, ks, force ? " (rebuild)" : "");
+			LOG_AT(LOG_LEVEL_INFO,
+			       "index %s on %s: build started%s", name, ks,
+			       force ? " (rebuild)" : "");
 			rc = run_build(db, t, id, name, force);
 		}
 		char why[ERR_MSG_MAX];

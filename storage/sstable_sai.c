@@ -10,9 +10,9 @@
 #include "storage/sai_internal.h"
 #include "storage/sstable_internal.h"
 
-#include "common/err.h"
 #include "common/buf.h"
 #include "common/env.h"
+#include "common/err.h"
 #include "common/log.h"
 
 #include <inttypes.h>

@@ -87,9 +87,9 @@ struct cql_views_info {
 	const struct cql_thread_pool *pools; /* system_views.thread_pools */
 	size_t pool_count;
 	/* The other system_views tables (gossip_info, pending_hints,
-	 * disk_usage, ...) and system."IndexInfo": called once per SELECT on one, with `table` its name,
-	 * to add its rows through the cql_view_* builder below. NULL: they
-	 * are empty. 0, or -1 with err set. */
+	 * disk_usage, ...) and system."IndexInfo": called once per SELECT on
+	 * one, with `table` its name, to add its rows through the cql_view_*
+	 * builder below. NULL: they are empty. 0, or -1 with err set. */
 	int (*table_rows)(void *arg, const char *table,
 			  struct cql_view_rows *rows);
 	void *table_arg;

@@ -299,7 +299,8 @@ START_TEST(a_replica_building_its_index_fails_the_read)
 	int cls[2] = {REPL_CL_ALL, REPL_CL_QUORUM};
 	for (int k = 0; k < 2; k++) {
 		for (int coord = 0; coord < 3; coord++) {
-			struct slice val = slice_make((const uint8_t *)"red", 3);
+			struct slice val =
+				slice_make((const uint8_t *)"red", 3);
 			struct repl_index_expr ix = {
 				.name = "t_v_idx", .vals = &val, .n_vals = 1};
 			struct range_out o = {0};
@@ -332,10 +333,11 @@ START_TEST(a_replica_building_its_index_fails_the_read)
 			char addr[INET_ADDR_STRLEN];
 			inet_addr_format(&c->nodes[1].addr, addr, sizeof(addr));
 			snprintf(want, sizeof(want),
-				 "failures: INDEX_NOT_AVAILABLE from /%s", addr);
-			ck_assert_msg(strstr(o.res.msg, "Operation failed - "
-							"received ") ==
-					      o.res.msg &&
+				 "failures: INDEX_NOT_AVAILABLE from /%s",
+				 addr);
+			ck_assert_msg(strstr(o.res.msg,
+					     "Operation failed - "
+					     "received ") == o.res.msg &&
 					      strstr(o.res.msg, want),
 				      "message: %s", o.res.msg);
 			ck_assert_int_eq(o.n, 0);
