@@ -221,6 +221,9 @@ struct index_build {
 	bool force;   /* rebuild every SSTable's component (rebuild_index) */
 	bool again;   /* asked for again while running: run once more */
 	bool failed;  /* stopped on an error: until rebuild_index / a restart */
+	/* a repair: components a query found unusable are written again;
+	 * the index stays queryable (those SSTables are listed meanwhile) */
+	bool repair;
 	uint64_t total, done; /* Data.db bytes of the SSTables of this pass */
 };
 /* Under the lock: `t`'s meta changed from `prev` (NULL: the table was
@@ -231,6 +234,11 @@ void storage_engine_sai_update(struct storage *db, struct table *t,
 			       bool had_data);
 /* Under the lock: whether index `name` of `t` is being built. */
 bool storage_engine_sai_building(const struct table *t, const char *name);
+/* Lock not held: a query of index `name` had to list SSTables whose
+ * component is missing or unusable; the builder writes them again in
+ * the background (the index stays queryable). */
+void storage_engine_sai_repair(struct storage *db, struct table *t,
+			       const char *name);
 void storage_engine_sai_free(struct table *t);
 void *storage_engine_indexer_main(void *arg);
 

@@ -8,7 +8,9 @@
  * (no component), or one whose component is missing, corrupt or of an
  * earlier index of the same name gives every partition it holds in the
  * range. Candidates are a superset, never a subset, of the partitions
- * holding the term live; the reader re-checks the data.
+ * holding the term live; the reader re-checks the data. A listed SSTable
+ * has its component written again by the index builder in the background
+ * (engine_sai_build.c); an index still being built is refused.
  */
 #define LOG_MODULE "storage"
 #include "storage/engine_internal.h"
@@ -268,14 +270,19 @@ static int candidates(struct storage *db, struct engine_snapshot *snap,
 	int rc = 0;
 	for (size_t i = 0; i < snap->mt_count; i++)
 		from_memtable(&c, snap->mts[i], ix, lo, hi, &out->scanned);
+	uint64_t listed = 0;
 	for (size_t i = 0; !rc && i < snap->v->count; i++) {
 		struct sstable *s = snap->v->ssts[i];
 		if (atomic_load(&s->excluded))
 			continue;
-		rc = from_sstable(&c, s, ix, lo, hi, &out->scanned);
+		rc = from_sstable(&c, s, ix, lo, hi, &listed);
 		if (rc && err_code() == ERR_CORRUPT)
 			storage_engine_note_corruption(db, s);
 	}
+	out->scanned += listed;
+	/* an SSTable without a usable component: written again */
+	if (listed)
+		storage_engine_sai_repair(db, snap->t, ix->name);
 	if (!rc && c.err)
 		rc = err_set(ERR_NOMEM, "index candidates");
 	if (!rc)

@@ -41,7 +41,8 @@ static struct index_build *find_build(const struct table *t, const char *name)
 
 bool storage_engine_sai_building(const struct table *t, const char *name)
 {
-	return find_build(t, name) != NULL;
+	const struct index_build *b = find_build(t, name);
+	return b && !b->repair;
 }
 
 static void drop_build(struct table *t, size_t i)
@@ -69,6 +70,7 @@ static int want_build(struct storage *db, struct table *t, const char *name,
 		b->force = b->force || force;
 		b->again = b->running;
 		b->failed = false;
+		b->repair = false;
 	} else {
 		struct index_build *v =
 			realloc(t->builds, (t->nbuilds + 1) * sizeof(*v));
@@ -131,6 +133,22 @@ void storage_engine_sai_update(struct storage *db, struct table *t,
 			       "index %s.%s: cannot start its build: %s",
 			       m->keyspace, ix->name, err_msg());
 	}
+}
+
+void storage_engine_sai_repair(struct storage *db, struct table *t,
+			       const char *name)
+{
+	pthread_mutex_lock(&db->mu);
+	if (!t->dropped && !find_build(t, name) &&
+	    storage_table_meta_index(t->meta, name) &&
+	    want_build(db, t, name, false) == 0) {
+		find_build(t, name)->repair = true;
+		LOG_AT(LOG_LEVEL_WARN,
+		       "index %s on %s.%s: SSTables without a usable component "
+		       "(listed by queries meanwhile): writing them again",
+		       name, t->meta->keyspace, t->meta->name);
+	}
+	pthread_mutex_unlock(&db->mu);
 }
 
 /* ---- one SSTable ----------------------------------------------------------

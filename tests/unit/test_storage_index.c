@@ -791,6 +791,42 @@ START_TEST(rebuild_index_writes_every_component_again)
 }
 END_TEST
 
+/* A component found damaged by a query is written again in the
+ * background; the index stays queryable meanwhile (that SSTable listed). */
+START_TEST(a_damaged_component_is_repaired_in_the_background)
+{
+	struct fx f;
+	fx_init(&f, "sai_repair", true);
+	for (int i = 0; i < 300; i++)
+		random_op(&f);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	storage_delete(f.db);
+	f.db = NULL;
+	struct files iv = {.n = 0}, iw = {.n = 0};
+	find_files(f.data, "SAI_iv.db", &iv);
+	find_files(f.data, "SAI_iw.db", &iw);
+	ck_assert_uint_eq(iv.n, 1);
+	flip_byte(iv.paths[0], 40);
+	ck_assert_int_eq(unlink(iw.paths[0]), 0);
+	open_db(&f);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(
+			storage_index_state(f.db, f.t->id, index_names[i]),
+			STORAGE_INDEX_BUILT);
+	ck_assert_uint_gt(check_all(&f), 0); /* listed, complete */
+	uint64_t scanned = 1;
+	for (int i = 0; i < 12000 && scanned; i++) {
+		usleep(5000);
+		scanned = check_all(&f);
+	}
+	ck_assert_uint_eq(scanned, 0);
+	/* and for good: a restart reads the written components */
+	reopen(&f, make_table(true), true);
+	ck_assert_uint_eq(check_all(&f), 0);
+	fx_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("storage_index");
@@ -801,6 +837,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, an_index_over_existing_data_and_one_recreated);
 	tcase_add_test(tc, a_build_resumes_after_a_restart);
 	tcase_add_test(tc, rebuild_index_writes_every_component_again);
+	tcase_add_test(tc, a_damaged_component_is_repaired_in_the_background);
 	suite_add_tcase(s, tc);
 	return s;
 }
