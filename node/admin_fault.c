@@ -2,8 +2,9 @@
  * Fault injection for test clusters: `netfault` (WAN links: delay, jitter,
  * loss, rate, flapping, on the internode messages this node sends to chosen
  * peers; node/netfault.h) and `clockskew` (an offset on this node's wall
- * clock through the env seam), `indexbuildfault hold|release` (no index
- * build starts while held: tests see an index building). They act only
+ * clock through the env seam), `indexbuildfault hold|release` (while
+ * held an index build waits before its first SSTable: tests see an index
+ * building). They act only
  * when node.yaml says
  * `test_fault_injection: true`; otherwise they answer why not, exit 1.
  * `scripts/cluster link` and `clockskew` drive them on every node concerned.
@@ -209,8 +210,9 @@ static int cmd_paxosfault(void *arg, size_t argc, const char *const *argv,
 
 #define INDEXBUILDFAULT_USAGE "indexbuildfault hold|release"
 
-/* No index build starts while held, so a test sees an index building
- * (queries refused, sai_column_indexes) for as long as it needs. */
+/* While held an index build waits before its first SSTable, so a test
+ * sees an index building (queries refused, sai_column_indexes,
+ * compactionstats) for as long as it needs. */
 static int cmd_indexbuildfault(void *arg, size_t argc, const char *const *argv,
 			       struct buf *out, struct buf *err)
 {

@@ -598,8 +598,9 @@ struct storage_index_build_info {
 	uint64_t completed, total; /* Data.db bytes of the SSTables to build */
 	bool running, failed;
 };
-/* Test clusters (the indexbuildfault admin command): while held, no
- * build starts (one running finishes); released, they go on. */
+/* Test clusters (the indexbuildfault admin command): while held, a
+ * build waits before its first SSTable (running, at 0 of its total);
+ * released, they go on. */
 void storage_index_builds_hold(struct storage *db, bool hold);
 /* Fills up to `cap` of the builds; returns how many there are. */
 size_t storage_index_builds(struct storage *db,

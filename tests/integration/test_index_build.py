@@ -3,8 +3,9 @@ with the stock DataStax driver (docs/indexes.md, "Building an index").
 
 CREATE INDEX on a table holding data in SSTables and memtables builds
 the index on every node; while one node's build is held back
-(`indexbuildfault hold`, test clusters only) its index is not queryable
-there: an indexed query that needs that replica fails with ReadFailure
+(`indexbuildfault hold`, test clusters only: the build waits before its
+first SSTable, listed by compactionstats and sstable_tasks) its index is
+not queryable there: an indexed query that needs that replica fails with ReadFailure
 (INDEX_NOT_AVAILABLE from that node, Cassandra's message), and a query
 that reaches only built replicas answers in full, never a partial
 result. system_views.sai_column_indexes and system."IndexInfo" show the
@@ -125,12 +126,22 @@ def test_build_over_existing_data(cluster):
           "built on node1 and node3")
     assert states(IPS[0]) == (True, False, True)
     assert states(IPS[1]) == (False, True, False)
+    # the held build shows as running: compactionstats, sstable_tasks
+
+    def listed():
+        out = cluster("node", "node2", "tool", "compactionstats").stdout
+        return any("Secondary index build" in line and " ks " in line
+                   and " t " in line for line in out.splitlines())
+    until(listed, "the build in node2's compactionstats")
+    c2 = pinned_to(IPS[1])
+    s2 = c2.connect()
+    assert [(r.keyspace_name, r.table_name, r.kind, r.unit) for r in
+            s2.execute("SELECT * FROM system_views.sstable_tasks")] == [
+        ("ks", "t", "secondary index build", "bytes")]
     # writes during the build go to the memtable index as usual
     for k in range(K, K + 20):
         s.execute(ins, (k, 3, "new"))
         model[k] = 3
-    c2 = pinned_to(IPS[1])
-    s2 = c2.connect()
     for sess in (s, s2):
         with pytest.raises(ReadFailure) as e:
             query(sess, 3, ALL)
