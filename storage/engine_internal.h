@@ -128,7 +128,8 @@ struct storage {
 	/* the index builder (engine_sai_build.c) and its wake-up */
 	pthread_t indexer;
 	pthread_cond_t index_work;
-	bool builds_held; /* storage_index_builds_hold (tests) */
+	bool builds_held;   /* storage_index_builds_hold (tests) */
+	uint64_t build_seq; /* index builds started (their task ids) */
 	bool compaction_wanted;
 	bool writes_stopped;
 	char stop_msg[256];

@@ -82,9 +82,18 @@ static int want_build(struct storage *db, struct table *t, const char *name,
 		if (!(b->name = strdup(name)))
 			return err_set(ERR_NOMEM, "index build");
 		b->force = force;
+		/* a random-looking v4 uuid without the env's generator (the
+		 * loop's, not to be used from here) */
+		uint64_t x = ++db->build_seq ^
+			     (uint64_t)env_wall_us(db->o.env) ^
+			     (uint64_t)(uintptr_t)t;
 		for (int i = 0; i < 16; i += 8) {
-			uint64_t r = env_random(db->o.env);
-			memcpy(b->task_id + i, &r, 8);
+			x += 0x9e3779b97f4a7c15ULL;
+			uint64_t z = x;
+			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+			z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+			z ^= z >> 31;
+			memcpy(b->task_id + i, &z, 8);
 		}
 		b->task_id[6] = (uint8_t)((b->task_id[6] & 0x0f) | 0x40);
 		b->task_id[8] = (uint8_t)((b->task_id[8] & 0x3f) | 0x80);
