@@ -9,6 +9,7 @@
 #define LOG_MODULE "messaging"
 #include "node/transport.h"
 
+#include "client/proto/tls.h"
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -417,9 +418,9 @@ static bool inbound_allowed(struct conn *c, const struct messaging_handshake *h,
 		X509 *cert = ssl ? SSL_get_peer_certificate(ssl) : NULL;
 		if (!cert)
 			return true; /* none asked for: require_client_auth */
-		int ok = X509_check_ip_asc(cert, ip_text(&h->addr, a), 0);
+		bool ok = cql_tls_cert_names(cert, ip_text(&h->addr, a));
 		X509_free(cert);
-		if (ok == 1)
+		if (ok)
 			return true;
 		snprintf(why, cap,
 			 "its certificate does not name %s "
@@ -917,8 +918,7 @@ static int peer_connect(struct transport *t, struct peer *p)
 		SSL *ssl = SSL_new(t->cfg.tls_client);
 		char ip[INET_ADDR_STRLEN];
 		if (ssl && t->cfg.endpoint_verification &&
-		    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
-						  ip_text(via, ip)) != 1) {
+		    cql_tls_expect_name(ssl, ip_text(via, ip)) != 0) {
 			SSL_free(ssl);
 			ssl = NULL;
 		}

@@ -11,6 +11,7 @@
  * together, in one send() per connection, when the pass ends.
  */
 #include "client/driver/cql_client_internal.h"
+#include "client/proto/tls.h"
 
 #include "common/err.h"
 
@@ -559,10 +560,9 @@ static void conn_connected(struct cql_conn *k)
 		char ip[INET_ADDR_STRLEN];
 		if (!k->ssl || SSL_set_fd(k->ssl, k->fd) != 1 ||
 		    (k->client->cfg.tls_check_hostname &&
-		     X509_VERIFY_PARAM_set1_ip_asc(
-			     SSL_get0_param(k->ssl),
-			     inet_addr_format_host(&k->host->addr, ip,
-						   sizeof(ip))) != 1)) {
+		     cql_tls_expect_name(k->ssl, inet_addr_format_host(
+							 &k->host->addr, ip,
+							 sizeof(ip))) != 0)) {
 			cql_conn_fail(k, "TLS: out of memory");
 			return;
 		}

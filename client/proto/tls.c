@@ -12,11 +12,13 @@
 #include "common/buf.h"
 #include "common/err.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/pkcs12.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -373,4 +375,48 @@ fail:
 void cql_tls_context_free(struct ssl_ctx_st *ctx)
 {
 	SSL_CTX_free(ctx);
+}
+
+/* `name` as an IP literal's text (brackets dropped) into buf, or NULL when
+ * it is a host name. */
+static const char *ip_literal(const char *name, char *buf, size_t cap)
+{
+	size_t n = strlen(name);
+	if (n >= 2 && name[0] == '[' && name[n - 1] == ']') {
+		if (n - 2 >= cap)
+			return NULL;
+		memcpy(buf, name + 1, n - 2);
+		buf[n - 2] = '\0';
+	} else {
+		if (n >= cap)
+			return NULL;
+		memcpy(buf, name, n + 1);
+	}
+	unsigned char bin[16];
+	if (inet_pton(AF_INET, buf, bin) == 1 ||
+	    inet_pton(AF_INET6, buf, bin) == 1)
+		return buf;
+	return NULL;
+}
+
+int cql_tls_expect_name(struct ssl_st *ssl, const char *name)
+{
+	if (!name || !name[0])
+		return -1;
+	X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
+	char ip[64];
+	if (ip_literal(name, ip, sizeof(ip)))
+		return X509_VERIFY_PARAM_set1_ip_asc(param, ip) == 1 ? 0 : -1;
+	X509_VERIFY_PARAM_set_hostflags(param, 0);
+	return X509_VERIFY_PARAM_set1_host(param, name, 0) == 1 ? 0 : -1;
+}
+
+bool cql_tls_cert_names(struct x509_st *cert, const char *name)
+{
+	if (!cert || !name || !name[0])
+		return false;
+	char ip[64];
+	if (ip_literal(name, ip, sizeof(ip)))
+		return X509_check_ip_asc(cert, ip, 0) == 1;
+	return X509_check_host(cert, name, 0, 0, NULL) == 1;
 }

@@ -47,4 +47,20 @@ struct ssl_ctx_st;
 struct ssl_ctx_st *cql_tls_context_new(const struct cql_tls_config *cfg);
 void cql_tls_context_free(struct ssl_ctx_st *ctx);
 
+/*
+ * Endpoint identification, as Java's "HTTPS" algorithm that Cassandra sets
+ * for require_endpoint_verification and the drivers' check_hostname: a
+ * peer named by an IP literal ("10.0.0.1", "::1", "[::1]") must have that
+ * address as an IP subjectAltName; one named by a host name must have it
+ * as a DNS subjectAltName (a leftmost "*" label matches one label), or,
+ * when the certificate has no DNS subjectAltName, as its subject CN.
+ */
+struct ssl_st;
+struct x509_st;
+/* The handshake on `ssl` fails unless the peer's certificate names
+ * `name`. 0, or -1 (out of memory, or an empty name). */
+int cql_tls_expect_name(struct ssl_st *ssl, const char *name);
+/* Whether `cert` names `name` (for a check after the handshake). */
+bool cql_tls_cert_names(struct x509_st *cert, const char *name);
+
 #endif

@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -61,7 +62,7 @@ static void usage(FILE *f)
 		"--truststore FILE\n(PEM or .p12; else the system's CAs), "
 		"--truststore-password P, --keystore FILE\nand "
 		"--keystore-password P (a client certificate), "
-		"--check-hostname (the\nnode's certificate must name HOST).\n"
+		"--check-hostname (the\nnode's certificate must name HOST: an IP subjectAltName for an\naddress, a DNS one for a host name).\n"
 		"Talks to a node's admin endpoint (default 127.0.0.1:7199;\n"
 		"-c: the admin_address and admin_port of CONF_DIR/node.yaml).\n"
 		"`cassini-tool help` lists the commands the node knows:\n"
@@ -211,7 +212,7 @@ struct tls_opts {
 
 /* The TLS handshake on c->fd; prints why it failed. */
 static int tls_start(struct chan *c, const struct tls_opts *o,
-		     const char *host_ip, const char *where)
+		     const char *name, const char *where)
 {
 	struct cql_tls_config tc = {
 		.client = true,
@@ -232,9 +233,7 @@ static int tls_start(struct chan *c, const struct tls_opts *o,
 	c->ssl = SSL_new(ctx);
 	SSL_CTX_free(ctx); /* the SSL holds its reference */
 	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1 ||
-	    (o->check_hostname &&
-	     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host_ip) !=
-		     1)) {
+	    (o->check_hostname && cql_tls_expect_name(c->ssl, name) != 0)) {
 		fprintf(stderr, "cassini-tool: TLS: out of memory\n");
 		return -1;
 	}
@@ -272,6 +271,27 @@ static void chan_close(struct chan *c)
 		SSL_free(c->ssl);
 	}
 	close(c->fd);
+}
+
+/* -h NAME: its first address (a blocking look-up: this is a command-line
+ * tool); the TLS check then wants NAME in the certificate. */
+static int resolve_host(const char *name, struct inet_addr *out)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	int r = getaddrinfo(name, NULL, &hints, &res);
+	if (r != 0) {
+		fprintf(stderr, "cassini-tool: cannot resolve host %s: %s\n",
+			name, gai_strerror(r));
+		return -1;
+	}
+	r = inet_addr_from_sockaddr(res->ai_addr, (size_t)res->ai_addrlen,
+				    out);
+	freeaddrinfo(res);
+	if (r != 0)
+		fprintf(stderr, "cassini-tool: host %s: %s\n", name, err_msg());
+	return r;
 }
 
 static int connect_to(const struct inet_addr *a)
@@ -429,11 +449,9 @@ int main(int argc, char **argv)
 		inet_addr_parse("127.0.0.1:7199", 0, &addr);
 	}
 	uint16_t admin_port = addr.port;
-	if (host && inet_addr_parse_host(host, &addr) != 0) {
-		fprintf(stderr, "cassini-tool: %s (use a numeric address)\n",
-			err_msg());
+	if (host && inet_addr_parse_host(host, &addr) != 0 &&
+	    resolve_host(host, &addr) != 0)
 		return 1;
-	}
 	addr.port = port ? (uint16_t)port : admin_port;
 	char where[INET_ADDR_STRLEN];
 	inet_addr_format(&addr, where, sizeof(where));
@@ -469,7 +487,7 @@ int main(int argc, char **argv)
 	}
 	char host_ip[INET_ADDR_STRLEN];
 	inet_addr_format_host(&addr, host_ip, sizeof(host_ip));
-	if (tls.on && tls_start(&ch, &tls, host_ip, where) != 0) {
+	if (tls.on && tls_start(&ch, &tls, host ? host : host_ip, where) != 0) {
 		buf_free(&req);
 		chan_close(&ch);
 		return 1;

@@ -36,3 +36,5 @@ cassini_check_suite(test_select_group LABEL unit SOURCES test_select_group.c
 cassini_check_suite(test_schema_log LABEL unit SOURCES test_schema_log.c
                     LIBS cassini_client)
 cassini_check_suite(test_auth LABEL unit SOURCES test_auth.c LIBS cassini_auth)
+cassini_check_suite(test_tls_names LABEL unit SOURCES test_tls_names.c
+                    LIBS cassini_proto)
