@@ -17,8 +17,10 @@ Commands act on the current cluster (the last created or switched to) unless
                                      until replaced); --tls: a cluster CA and
                                      a certificate per node (openssl, under
                                      the cluster's tls/), internode TLS with
-                                     mutual authentication and clients over
-                                     TLS (docs/security.md)
+                                     mutual authentication, clients over
+                                     TLS and the admin port over TLS
+                                     (jmx_encryption_options; `cluster node
+                                     N tool` passes --ssl) (docs/security.md)
   cluster start [--no-wait] | stop | status | remove | list | switch NAME
   cluster add [--dc DC] [--rack R] [-s]
                                      a new node (not a seed: it bootstraps,
@@ -227,8 +229,15 @@ class Node:
             creds = ["-u", os.environ.get("CASSINI_ADMIN_USER", "cassandra"),
                      "-pw", os.environ.get("CASSINI_ADMIN_PASSWORD",
                                            "cassandra")]
+        ssl = []
+        if self.cluster.spec.get("admin_tls"):
+            # jmx_encryption_options: the node's certificate must chain to
+            # the cluster's CA and name the address
+            ssl = ["--ssl", "--truststore",
+                   str(pathlib.Path(self.cluster.spec["tls_dir"]) / "ca.pem"),
+                   "--check-hostname"]
         return subprocess.run([str(binary), "-h", self.address, "-p",
-                               str(self.admin_port), *creds, *args],
+                               str(self.admin_port), *creds, *ssl, *args],
                               capture_output=True, text=True,
                               timeout=timeout)
 
@@ -327,6 +336,11 @@ def node_yaml(spec, node, seeds):
         ]
         if spec.get("client_tls", True):
             lines += ["client_encryption_options:", "  enabled: true",
+                      f"  keystore: {pem}"]
+        if spec.get("admin_tls"):
+            # the admin port too (Cassandra 5.0's jmx_encryption_options);
+            # Node.tool() connects with --ssl and the cluster's CA
+            lines += ["jmx_encryption_options:", "  enabled: true",
                       f"  keystore: {pem}"]
     if node.get("initial_token"):
         lines.append(f"initial_token: {yaml_scalar(node['initial_token'])}")
@@ -484,6 +498,7 @@ def create(name, layout, racks, vnodes, base_ip, overrides,
         spec["tls"] = tls
         spec["tls_dir"] = str(cdir / "tls")
         spec["client_tls"] = client_tls
+        spec["admin_tls"] = True
     if tokens:
         generate_tokens(spec)
     cdir.mkdir(parents=True)
@@ -789,7 +804,7 @@ def build_parser():
                    choices=["all", "dc", "rack"],
                    help="a cluster CA, a certificate per node, internode "
                    "TLS (internode_encryption, default all) with mutual "
-                   "authentication, clients over TLS")
+                   "authentication, clients and the admin port over TLS")
     c.add_argument("--internode-only", action="store_true",
                    help="with --tls: clients stay plaintext")
     c.add_argument("-s", "--start", action="store_true",

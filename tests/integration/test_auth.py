@@ -6,6 +6,7 @@ on one node logging in on the other, and the default superuser's
 replacement. No timing thresholds: waits are "until it happens" with a
 ceiling that only guards against hanging."""
 import ctypes
+import shlex
 import socket
 import struct
 import subprocess
@@ -19,7 +20,7 @@ from cassandra.cluster import (EXEC_PROFILE_DEFAULT, Cluster,
 from cassandra.policies import WhiteListRoundRobinPolicy
 
 from clusters import cluster_script, tool_run
-from conftest import BUILD_DIR
+from conftest import BUILD_DIR, SOURCE_DIR
 
 BASE = "127.0.90."
 N1, N2 = BASE + "1", BASE + "2"
@@ -472,3 +473,40 @@ def test_credentials_cache(tmp_path):
         assert not can_login(b, "cassandra", "changed")
     finally:
         run("-C", "creds", "remove", check=False)
+
+
+def service_stop_command(conf_dir):
+    """The packaged unit's ExecStop (packaging/cassini.service.in) with its
+    directories made this test's."""
+    for line in (SOURCE_DIR / "packaging" /
+                 "cassini.service.in").read_text().splitlines():
+        if line.startswith("ExecStop="):
+            cmd = line[len("ExecStop="):].lstrip("-")
+            break
+    else:
+        raise AssertionError("the unit has no ExecStop")
+    assert "$" not in cmd  # systemd would expand it
+    cmd = cmd.replace("@CASSINI_CONF_DIR@", str(conf_dir))
+    cmd = cmd.replace("@CASSINI_BIN_DIR@", str(BUILD_DIR / "node"))
+    return shlex.split(cmd)
+
+
+def test_the_service_drains_with_its_password_file(cluster):
+    """The unit's stop drains a node with PasswordAuthenticator using the
+    password file next to node.yaml (without one the admin port refuses
+    it, and SIGTERM alone stops the node). Last here: it drains node2."""
+    conf = cluster.home / "auth" / "node2" / "conf"
+    assert (conf / "node.yaml").exists()
+    pwf = conf / "jmxremote.password"
+    r = subprocess.run(service_stop_command(conf), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1
+    assert "Credentials required" in r.stderr, r.stderr
+    pwf.write_text("cassandra cassandra\n")
+    pwf.chmod(0o600)
+    r = subprocess.run(service_stop_command(conf), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    log = (cluster.home / "auth" / "node2" / "logs" /
+           "system.log").read_text()
+    assert "draining" in log, log[-2000:]

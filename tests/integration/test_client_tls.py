@@ -4,6 +4,8 @@ showing each session's protocol and cipher, accepted_protocols and
 cipher_suites by Cassandra's names, optional TLS on the same port, client
 certificates, and a broken keystore refused at start. Addresses
 127.0.85.30-35."""
+import logging
+import socket
 import ssl
 import subprocess
 
@@ -87,7 +89,7 @@ def my_client_rows(s):
                           "FROM system_views.clients"))
 
 
-def test_tls_only(make_node, certs):
+def test_tls_only(make_node, certs, caplog):
     ip = "127.0.85.30"
     n = start(make_node, ip, {"enabled": "true",
                               "keystore": str(certs["node"])})
@@ -110,9 +112,33 @@ def test_tls_only(make_node, certs):
         assert s.execute("SELECT v FROM t.t WHERE k = 1").one().v == big
     finally:
         c.shutdown()
-    # a plain client does not get in
+    # a plain client does not get in, and the node says so at once: it
+    # closes a connection whose first bytes are no TLS record. The driver
+    # (3.x) logs that close but still reports its connect_timeout
+    # (OperationTimedOut: it does not wake its connect on a close), so the
+    # check is the close it logs, for the driver, and the socket below
+    caplog.set_level(logging.DEBUG, logger="cassandra.io")
+    mark = n.log_size()
     with pytest.raises(NoHostAvailable):
         connect(ip)
+    closes = [r for r in caplog.records
+              if r.name.startswith("cassandra.io") and
+              "closed by server" in r.getMessage()]
+    assert closes, [r.getMessage() for r in caplog.records]
+    # on the wire: a CQL OPTIONS frame first gets a TLS alert at most
+    # (never a CQL answer), then end of stream; the socket timeout is a
+    # ceiling that only stops a hang from passing as a refusal
+    with socket.create_connection((ip, 9042), timeout=30) as sk:
+        sk.sendall(bytes([4, 0, 0, 1, 5, 0, 0, 0, 0]))
+        got = b""
+        while True:
+            chunk = sk.recv(4096)  # socket.timeout: the node never closed
+            if not chunk:
+                break
+            got += chunk
+    assert got == b"" or got[0] == 0x15, got  # 0x15: a TLS alert record
+    # closed for what it sent (not by the handshake timeout)
+    assert n.wait_for_log("wrong version number", since=mark), n.log()[mark:]
     # nor one that does not trust the node's CA
     other = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     other.check_hostname = False

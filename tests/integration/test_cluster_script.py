@@ -269,3 +269,33 @@ def test_create_auth_tls(cluster, tmp_path):
                        capture_output=True)
     cluster("-C", "it", "add")
     assert (tls / "node4.pem").exists()
+
+
+def test_tls_cluster_admin_port_speaks_tls(cluster, tmp_path):
+    """--tls puts the admin port under TLS too (jmx_encryption_options):
+    the script's own tool calls (start waits on `status`) go over TLS with
+    the cluster's CA and the node's name checked, and a plaintext
+    cassini-tool is refused."""
+    cluster("create", "sec", "-n", "1", "--base-ip", "127.0.91.60",
+            "--auth", "--tls", "-c", "superuser_setup_delay=500ms")
+    home = tmp_path / "home" / "clusters" / "sec"
+    yaml = (home / "node1" / "conf" / "node.yaml").read_text()
+    assert "jmx_encryption_options:\n  enabled: true" in yaml
+    try:
+        assert "1 of 1 nodes running" in cluster("start").stdout
+        r = cluster("node", "node1", "tool", "status", check=False)
+        for _ in range(100):  # the default superuser comes after 500 ms
+            if r.returncode == 0:
+                break
+            time.sleep(0.1)
+            r = cluster("node", "node1", "tool", "status", check=False)
+        assert r.returncode == 0, r.stderr
+        assert "UN" in r.stdout and "127.0.91.60" in r.stdout
+        plain = subprocess.run(
+            [str(BUILD_DIR / "node" / "cassini-tool"), "-h", "127.0.91.60", "-u", "cassandra", "-pw",
+             "cassandra", "status"], capture_output=True, text=True,
+            timeout=30)
+        assert plain.returncode == 1
+        assert "closed the connection" in plain.stderr, plain.stderr
+    finally:
+        cluster("-C", "sec", "remove", check=False)
