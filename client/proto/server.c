@@ -1209,11 +1209,17 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 		      struct sockaddr *sa, int salen, void *arg)
 {
 	(void)l;
-	struct cql_server *s = arg;
 	struct inet_addr peer;
-	char text[INET_ADDR_STRLEN];
 	if (inet_addr_from_sockaddr(sa, (size_t)salen, &peer) != 0)
 		memset(&peer, 0, sizeof(peer));
+	cql_server_adopt(arg, fd, &peer);
+}
+
+void cql_server_adopt(struct cql_server *s, int fd,
+		      const struct inet_addr *from)
+{
+	struct inet_addr peer = *from;
+	char text[INET_ADDR_STRLEN];
 	if (s->cfg.max_connections >= 0 &&
 	    s->stats.connections >= (uint64_t)s->cfg.max_connections) {
 		LOG_WARN("refusing client %s: %d connections already open "
@@ -1325,6 +1331,8 @@ struct cql_server *cql_server_new(struct event_base *base,
 		free(s);
 		return NULL;
 	}
+	if (config->address.family == INET_NONE)
+		return s; /* in process: connections come by cql_server_adopt */
 	struct sockaddr_storage ss;
 	size_t sl = inet_addr_to_sockaddr(&config->address, &ss);
 	char text[INET_ADDR_STRLEN];
@@ -1361,7 +1369,7 @@ void cql_server_stop(struct cql_server *s)
 
 int cql_server_listen(struct cql_server *s)
 {
-	if (s->listener)
+	if (s->listener || s->bound.family == INET_NONE)
 		return 0;
 	struct sockaddr_storage ss;
 	size_t sl = inet_addr_to_sockaddr(&s->bound, &ss);

@@ -129,8 +129,9 @@ struct cql_server_config {
  * connection, 256 MiB in flight, 10 s handshake, no idle timeout). */
 void cql_server_config_defaults(struct cql_server_config *c);
 
-/* Binds and listens. Returns NULL with err set (e.g. address in use). The
- * base must outlive the server. */
+/* Binds and listens (not when config->address's family is INET_NONE: then
+ * connections come only by cql_server_adopt). Returns NULL with err set
+ * (e.g. address in use). The base must outlive the server. */
 struct cql_server *cql_server_new(struct event_base *base,
 				  const struct cql_server_config *config,
 				  const struct cql_executor *executor);
@@ -150,6 +151,12 @@ bool cql_server_listening(const struct cql_server *s);
  * must not be NULL when the server was made with TLS, nor set when it was
  * not); established ones keep theirs (OpenSSL counts its references). */
 void cql_server_set_tls(struct cql_server *s, struct ssl_ctx_st *ctx);
+
+/* Serves the connected socket `fd` (the server owns it from now on) as if
+ * accepted from `peer`: what the listener does with each connection, for
+ * callers that make their own (a fuzzer's socketpair). */
+void cql_server_adopt(struct cql_server *s, int fd,
+		      const struct inet_addr *peer);
 
 /* The bound address (useful with port 0 in tests). */
 struct inet_addr cql_server_address(const struct cql_server *s);

@@ -14,3 +14,8 @@ cassini_fuzz_target(fuzz_auth_sasl SOURCES fuzz_auth_sasl.c LIBS cassini_auth
                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/auth_sasl)
 cassini_fuzz_target(fuzz_cql_json SOURCES fuzz_cql_json.c LIBS cassini_cql
                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/cql_json)
+# The TLS handshake boundary of the native transport: garbage before a
+# real handshake and after it, on a TLS-only and an optional port.
+cassini_fuzz_target(fuzz_tls_boundary SOURCES fuzz_tls_boundary.c
+                    LIBS cassini_proto PkgConfig::LIBEVENT RUNS 3000
+                    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/tls_boundary)

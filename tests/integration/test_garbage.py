@@ -1,9 +1,14 @@
 """Garbage on the storage and admin ports: random bytes, an oversized
 length, a handshake from another cluster. Each is logged and the connection
-closed; the node keeps serving. One node on 127.0.19.1, a block of its own:
-suites run in parallel (it shared 127.0.3.1 with test_cql_node)."""
+closed; the node keeps serving. Each test runs twice: in plaintext (one
+node on 127.0.19.1, a block of its own: suites run in parallel; it shared
+127.0.3.1 with test_cql_node), and over TLS (127.0.91.61: internode TLS
+with mutual authentication and jmx_encryption_options on the admin port,
+the garbage sent inside a completed handshake, with a certificate of the
+node's CA)."""
 import os
 import socket
+import ssl
 import struct
 import subprocess
 
@@ -12,19 +17,84 @@ import pytest
 from conftest import BUILD_DIR, Node, default_yaml
 
 TOOL = BUILD_DIR / "node" / "cassini-tool"
-ADDR = "127.0.19.1"
 
 
-@pytest.fixture
-def node(tmp_path):
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+def make_certs(d, ip):
+    """A CA and a key + certificate naming `ip`, for the node and for our
+    side (the node asks for one: require_client_auth)."""
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt",
+            "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key",
+            "-out", "ca.pem", "-days", "2", "-subj", "/CN=garbage-ca", cwd=d)
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-nodes", "-keyout", "node.key", "-out", "node.csr", "-subj",
+            "/CN=garbage-node", cwd=d)
+    (d / "node.ext").write_text(f"subjectAltName=IP:{ip}\n")
+    openssl("x509", "-req", "-in", "node.csr", "-CA", "ca.pem", "-CAkey",
+            "ca.key", "-CAcreateserial", "-out", "node.crt", "-days", "2",
+            "-extfile", "node.ext", cwd=d)
+    (d / "node.pem").write_text((d / "node.key").read_text() +
+                                (d / "node.crt").read_text())
+
+
+class Target:
+    """The node and how to reach it: plaintext or TLS sockets, and
+    cassini-tool's arguments."""
+
+    def __init__(self, node, addr, certs=None):
+        self.node, self.addr, self.certs = node, addr, certs
+
+    def proc_poll(self):
+        return self.node.proc.poll()
+
+    def connect(self, port):
+        s = socket.create_connection((self.addr, port), timeout=10)
+        if not self.certs:
+            return s
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(str(self.certs / "ca.pem"))
+        ctx.check_hostname = False
+        ctx.load_cert_chain(str(self.certs / "node.crt"),
+                            str(self.certs / "node.key"))
+        return ctx.wrap_socket(s)  # the handshake completes here
+
+    def tool_args(self):
+        args = ["-h", self.addr]
+        if self.certs:
+            args += ["--ssl", "--truststore", str(self.certs / "ca.pem")]
+        return args
+
+
+@pytest.fixture(params=["plaintext", "tls"])
+def node(request, tmp_path):
+    tls = request.param == "tls"
+    addr = "127.0.91.61" if tls else "127.0.19.1"
+    extra = {}
+    certs = None
+    if tls:
+        certs = tmp_path / "certs"
+        certs.mkdir()
+        make_certs(certs, addr)
+        extra["server_encryption_options"] = (
+            "\n  internode_encryption: all"
+            f"\n  keystore: {certs / 'node.pem'}"
+            f"\n  truststore: {certs / 'ca.pem'}"
+            "\n  require_client_auth: true")
+        extra["jmx_encryption_options"] = (
+            "\n  enabled: true"
+            f"\n  keystore: {certs / 'node.pem'}")
     n = Node(tmp_path / "node1", default_yaml(
-        listen_address=ADDR,
+        listen_address=addr,
         seed_provider="[{class_name: SimpleSeedProvider, parameters: "
-                      "[{seeds: '127.0.19.1'}]}]",
-        cluster_name="'Garbage'"))
+                      f"[{{seeds: '{addr}'}}]}}]",
+        cluster_name="'Garbage'", **extra))
     n.start()
-    assert n.wait_for_log("cassinid ready")
-    yield n
+    assert n.wait_for_log("cassinid ready", timeout=30), n.log()
+    yield Target(n, addr, certs)
     n.kill()
 
 
@@ -53,8 +123,8 @@ def handshake(cluster):
     return struct.pack(">I", len(body)) + body
 
 
-def send(port, data, wait_close=True):
-    s = socket.create_connection((ADDR, port), timeout=10)
+def send(t, port, data, wait_close=True):
+    s = t.connect(port)
     s.sendall(data)
     got = b""
     if wait_close:
@@ -64,37 +134,39 @@ def send(port, data, wait_close=True):
                 if not chunk:
                     break
                 got += chunk
-        except (ConnectionResetError, socket.timeout):
+        except (ConnectionResetError, socket.timeout, ssl.SSLError):
             pass
     s.close()
     return got
 
 
-def serving(node):
-    r = subprocess.run([str(TOOL), "-h", ADDR, "version"],
+def serving(t):
+    r = subprocess.run([str(TOOL), *t.tool_args(), "version"],
                        capture_output=True, text=True, timeout=10)
-    return r.returncode == 0 and node.proc.poll() is None
+    return r.returncode == 0 and t.proc_poll() is None
 
 
 def test_garbage_on_storage_port(node):
-    send(7000, os.urandom(4096))
-    send(7000, struct.pack(">I", 0xFFFFFFF0) + b"x" * 100)
-    reply = send(7000, handshake("Another Cluster"))
+    send(node, 7000, os.urandom(4096))
+    send(node, 7000, struct.pack(">I", 0xFFFFFFF0) + b"x" * 100)
+    reply = send(node, 7000, handshake("Another Cluster"))
     # The node answers with its own handshake, then closes.
     assert b"Garbage" in reply
-    assert node.wait_for_log("cluster name 'Another Cluster' is not ours")
-    assert node.wait_for_log("closing inbound connection from")
+    assert node.node.wait_for_log(
+        "cluster name 'Another Cluster' is not ours")
+    assert node.node.wait_for_log("closing inbound connection from")
     # A valid handshake then an envelope over the size limit (64 MiB).
-    send(7000, handshake("Garbage") + struct.pack(">I", 65 * 1024 * 1024))
-    assert node.wait_for_log("internode_max_message_size")
+    send(node, 7000,
+         handshake("Garbage") + struct.pack(">I", 65 * 1024 * 1024))
+    assert node.node.wait_for_log("internode_max_message_size")
     assert serving(node)
 
 
 def test_garbage_on_admin_port(node):
-    send(7199, os.urandom(2048))
-    send(7199, struct.pack(">I", 0x7FFFFFFF))
-    send(7199, struct.pack(">I", 5) + b"\xff\xff\xff\xff\xff")
-    assert node.wait_for_log("closing admin connection from")
+    send(node, 7199, os.urandom(2048))
+    send(node, 7199, struct.pack(">I", 0x7FFFFFFF))
+    send(node, 7199, struct.pack(">I", 5) + b"\xff\xff\xff\xff\xff")
+    assert node.node.wait_for_log("closing admin connection from")
     assert serving(node)
 
 
@@ -112,5 +184,5 @@ def listeners(port):
 def test_ports_bind_the_listen_address_not_a_wildcard(node):
     for port in (7000, 7199):
         found = listeners(port)
-        assert ADDR in found
+        assert node.addr in found
         assert "0.0.0.0" not in found
