@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The cost of CassandraAuthorizer's per-request checks.
 
-Runs the same load twice on a 1-node cluster (127.0.108.1, private
+Runs the same load twice on a 1-node cluster (127.0.108.1, or BENCH_IP; private
 CASSINI_HOME), PasswordAuthenticator both times: with AllowAllAuthorizer,
 then with CassandraAuthorizer, where the load's role (not a superuser)
 reads through a SELECT grant on the keyspace, so every request is checked
@@ -23,7 +23,7 @@ import tempfile
 import time
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-IP = "127.0.108.1"
+IP = os.environ.get("BENCH_IP", "127.0.108.1")
 N = int(os.environ.get("AUTHZ_BENCH_REQUESTS", "200000"))
 DEPTH = 64
 
@@ -90,7 +90,7 @@ def measure(authorizer):
                CASSINI_HOME=tempfile.mkdtemp(prefix="authz-bench-"),
                CASSINI_BIN_DIR=os.environ.get("CASSINI_BIN_DIR",
                                               SRC + "/build/dev"))
-    run(env, "create", "authzb", "-n", "1", "--base-ip", "127.0.108.",
+    run(env, "create", "authzb", "-n", "1", "--base-ip", IP,
         "-c", "authenticator=PasswordAuthenticator",
         "-c", f"authorizer={authorizer}",
         "-c", "superuser_setup_delay=300ms")

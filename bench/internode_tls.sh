@@ -6,8 +6,9 @@
 # authentication; clients plaintext so only the internode cost is
 # measured). Target: TLS/plaintext throughput >= 0.7.
 #
-# Usage: bench/internode_tls.sh [N] [THREADS] [BUILD]  (defaults 100000 50
-# build/release). Clusters on 127.0.93.x and 127.0.94.x under a temporary
+# Usage: bench/internode_tls.sh [N] [THREADS] [BUILD] [PLAIN_IP TLS_IP]
+# (defaults 100000 50 build/release 127.0.93.1 127.0.94.1): each cluster's
+# three nodes take the address given and the next two, under a temporary
 # CASSINI_HOME, removed at the end.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,24 +23,28 @@ trap 'cluster -C plain remove >/dev/null 2>&1 || true;
 stress() { "$CASSINI_BIN_DIR/node/cassini-stress" "$@"; }
 field() { awk -F': *' -v k="$1" '$1 ~ k {print $2}' | awk '{print $1}'; }
 
-run() { # name base-ip create-flags...
+plain_ip="${4:-127.0.93.1}"
+tls_ip="${5:-127.0.94.1}"
+
+run() { # name first-address create-flags...
 	local name=$1 ip=$2
 	shift 2
 	cluster create "$name" -n 3 --base-ip "$ip" "$@" -s >/dev/null
-	local nodes="${ip}1,${ip}2,${ip}3"
+	local prefix="${ip%.*}." last="${ip##*.}"
+	local nodes="$ip,$prefix$((last + 1)),$prefix$((last + 2))"
 	w=$(stress write n="$n" cl=QUORUM -rate threads="$threads" \
 		-col size=100 -node "$nodes" -schema "replication(factor=3)" |
 		field "Op rate")
 	r=$(stress read n="$n" cl=QUORUM -rate threads="$threads" \
 		-col size=100 -node "$nodes" | field "Op rate")
-	"$CASSINI_BIN_DIR/node/cassini-tool" -h "${ip}1" internodeconnections \
-		>&2
+	# through the script: a --tls cluster's admin port speaks TLS
+	cluster -C "$name" node node1 tool internodeconnections >&2
 	cluster -C "$name" remove >/dev/null
 	echo "$w $r"
 }
 
-read -r pw pr < <(run plain 127.0.93.)
-read -r tw tr < <(run tls 127.0.94. --tls all --internode-only)
+read -r pw pr < <(run plain "$plain_ip")
+read -r tw tr < <(run tls "$tls_ip" --tls all --internode-only)
 printf '%-26s %12s %12s\n' "3 nodes RF3 QUORUM" "write op/s" "read op/s"
 printf '%-26s %12s %12s\n' "plaintext" "$pw" "$pr"
 printf '%-26s %12s %12s\n' "internode TLS (all)" "$tw" "$tr"
