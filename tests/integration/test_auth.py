@@ -502,7 +502,12 @@ def test_the_service_drains_with_its_password_file(cluster):
                        text=True, timeout=60)
     assert r.returncode == 1
     assert "Credentials required" in r.stderr, r.stderr
-    pwf.write_text("cassandra cassandra\n")
+    # a superuser's credentials: the default one, or the one that
+    # replaced it (test_replacing_the_default_superuser)
+    user, password = next((u, p) for u, p in (("cassandra", "cassandra"),
+                                              ("root", "r00t"))
+                          if can_login(N1, u, p))
+    pwf.write_text(f"{user} {password}\n")
     pwf.chmod(0o600)
     r = subprocess.run(service_stop_command(conf), capture_output=True,
                        text=True, timeout=120)
