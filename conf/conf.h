@@ -129,6 +129,7 @@ struct conf {
 	int64_t memtable_flush_writers;
 	int64_t concurrent_compactors;
 	uint64_t compaction_throughput; /* bytes per second, 0 = unthrottled */
+	uint64_t stream_throughput_outbound; /* bytes per second, 0: off */
 	double bloom_filter_fp_chance;
 	int64_t tombstone_warn_threshold;
 	int64_t tombstone_failure_threshold;

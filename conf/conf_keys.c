@@ -210,6 +210,10 @@ const struct conf_key conf_keys[] = {
 	{"compaction_throughput", CONF_T_RATE, OFF(compaction_throughput),
 	 "64MiB/s", 0, 64 * GiB, NULL,
 	 "Shared by compaction and repair validation; 0 means unthrottled."},
+	{"stream_throughput_outbound", CONF_T_RATE,
+	 OFF(stream_throughput_outbound), "24MiB/s", 0, 64 * GiB, NULL,
+	 "Rows this node streams out (repair, bootstrap, decommission, "
+	 "rebuild); 0 means unthrottled."},
 	{"tombstone_warn_threshold", CONF_T_INT, OFF(tombstone_warn_threshold),
 	 "1000", 1, INT32_MAX, NULL,
 	 "Tombstones one read may scan before a "

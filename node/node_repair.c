@@ -1133,6 +1133,7 @@ struct node_repair *node_repair_new(struct node *n)
 	struct repair_options o;
 	repair_options_default(&o);
 	o.self = n->conf.broadcast_address;
+	o.stream_throughput = n->conf.stream_throughput_outbound;
 	o.is_alive = peer_alive;
 	o.incarnation = peer_incarnation;
 	o.alive_arg = nr;
@@ -1156,7 +1157,15 @@ struct node_repair *node_repair_new(struct node *n)
 	    admin_register(n->admin, "repair_admin", node_repair_admin_usage,
 			   node_repair_cmd_admin, nr) ||
 	    admin_register(n->admin, "netstats", "netstats",
-			   node_repair_cmd_netstats, nr)) {
+			   node_repair_cmd_netstats, nr) ||
+	    admin_register(n->admin, "getstreamthroughput",
+			   "getstreamthroughput [-m]  the outbound stream "
+			   "throttle",
+			   node_repair_cmd_getstreamthroughput, nr) ||
+	    admin_register(n->admin, "setstreamthroughput",
+			   "setstreamthroughput [-m] <Mb/s>  set it (0: "
+			   "unthrottled)",
+			   node_repair_cmd_setstreamthroughput, nr)) {
 		node_repair_delete(nr);
 		return NULL;
 	}

@@ -10,9 +10,13 @@
 #include "node/node_internal.h"
 #include "repair/repair_history.h"
 
+#include "common/log.h"
+
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* ---- repair_admin -------------------------------------------------------- */
@@ -277,11 +281,19 @@ int node_repair_cmd_netstats(void *arg, size_t argc, const char *const *argv,
 		return 1;
 	}
 	struct repair_status st;
+	struct repair_stream_stats ss;
+	repair_stream_stats(nr->repair, &ss);
 	admin_printf(out, "Mode: NORMAL\n");
-	if (!repair_get_status(nr->repair, &st)) {
+	bool streaming = repair_get_status(nr->repair, &st);
+	if (!streaming)
 		admin_printf(out, "Not sending any streams.\n");
+	/* Cassini's own line: what stream_throughput_outbound held back */
+	admin_printf(out,
+		     "Stream throttle: %" PRIu64 " bytes sent, %" PRIu64
+		     " waits, %.3f s waited\n",
+		     ss.bytes, ss.waits, (double)ss.waited_us / 1e6);
+	if (!streaming)
 		return 0;
-	}
 	admin_printf(out,
 		     "Repair session %" PRIu64
 		     ": %s, range %zu of %zu, %s (%zu tasks running)\n",
@@ -307,4 +319,122 @@ int node_repair_start(struct node_repair *nr, const struct repair_request *q,
 {
 	node_repair_sched_preempt(nr->sched);
 	return repair_start(nr->repair, q, NULL, done, arg, NULL);
+}
+
+/* ---- getstreamthroughput / setstreamthroughput --------------------------- */
+
+/* nodetool 4.1's units: megabits (10^6 bits) by default, MiB/s with -m. */
+#define MEGABIT_BYTES 125000u
+
+/* A double as Java's Double.toString prints a small one ("24.0", "1.5"). */
+static void java_double(double v, char *out, size_t n)
+{
+	for (int p = 1; p <= 17; p++) {
+		snprintf(out, n, "%.*f", p, v);
+		if (strtod(out, NULL) == v)
+			break;
+	}
+	/* trailing zeros after the first decimal go */
+	size_t l = strlen(out);
+	while (l > 2 && out[l - 1] == '0' && out[l - 2] != '.')
+		out[--l] = 0;
+}
+
+static int stream_flags(size_t argc, const char *const *argv, bool *mib,
+			size_t *first, struct buf *err, const char *synopsis)
+{
+	bool entire = false;
+	*mib = false;
+	size_t i = 0;
+	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+		if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--mib"))
+			*mib = true;
+		else if (!strcmp(argv[i], "-e") ||
+			 !strcmp(argv[i], "--entire-sstable-throughput"))
+			entire = true;
+		else
+			return admin_usage_error(err, synopsis);
+	}
+	*first = i;
+	if (entire && *mib) {
+		admin_printf(err,
+			     "error: You cannot use -e and -m at the same "
+			     "time\n");
+		return 1;
+	}
+	if (entire) {
+		/* entire_sstable_stream_throughput_outbound: Cassini streams
+		 * rows, never whole SSTables */
+		admin_printf(err, "error: Cassini does not stream entire "
+				  "SSTables (no "
+				  "entire_sstable_stream_throughput_outbound); "
+				  "its streams are throttled by "
+				  "stream_throughput_outbound\n");
+		return 1;
+	}
+	return 0;
+}
+
+int node_repair_cmd_getstreamthroughput(void *arg, size_t argc,
+					const char *const *argv,
+					struct buf *out, struct buf *err)
+{
+	struct node_repair *nr = arg;
+	static const char synopsis[] = "getstreamthroughput [-m]";
+	bool mib;
+	size_t first;
+	int rc = stream_flags(argc, argv, &mib, &first, err, synopsis);
+	if (rc)
+		return rc;
+	if (first != argc)
+		return admin_usage_error(err, synopsis);
+	uint64_t rate = repair_stream_throughput(nr->repair);
+	if (!rate) {
+		admin_printf(out, "Current stream throughput: unlimited\n");
+	} else if (mib) {
+		char v[40];
+		java_double((double)rate / (1u << 20), v, sizeof(v));
+		admin_printf(out, "Current stream throughput: %s MiB/s\n", v);
+	} else {
+		uint64_t mbit = (rate + MEGABIT_BYTES / 2) / MEGABIT_BYTES;
+		if (mbit)
+			admin_printf(out,
+				     "Current stream throughput: %" PRIu64
+				     " Mb/s\n",
+				     mbit);
+		else /* under half a megabit: nodetool's int says 0 */
+			admin_printf(out, "Current stream throughput: "
+					  "unlimited\n");
+	}
+	return 0;
+}
+
+int node_repair_cmd_setstreamthroughput(void *arg, size_t argc,
+					const char *const *argv,
+					struct buf *out, struct buf *err)
+{
+	(void)out;
+	struct node_repair *nr = arg;
+	static const char synopsis[] =
+		"setstreamthroughput [-m] <value_in_mb> (megabits per second, "
+		"with -m MiB/s; 0 disables throttling)";
+	bool mib;
+	size_t first;
+	int rc = stream_flags(argc, argv, &mib, &first, err, synopsis);
+	if (rc)
+		return rc;
+	char *end = NULL;
+	unsigned long long v = 0;
+	if (first + 1 == argc && argv[first][0] >= '0' &&
+	    argv[first][0] <= '9') {
+		errno = 0;
+		v = strtoull(argv[first], &end, 10);
+	}
+	if (first + 1 != argc || !end || *end || errno || v > INT32_MAX)
+		return admin_usage_error(err, synopsis);
+	uint64_t bytes = mib ? (uint64_t)v << 20 : (uint64_t)v * MEGABIT_BYTES;
+	repair_set_stream_throughput(nr->repair, bytes);
+	LOG_INFO("stream throughput set to %llu %s%s", v,
+		 mib ? "MiB/s" : "Mb/s", v ? "" : " (unthrottled)");
+	return 0;
 }

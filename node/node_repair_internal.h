@@ -82,5 +82,13 @@ int node_repair_cmd_admin(void *arg, size_t argc, const char *const *argv,
 			  struct buf *out, struct buf *err);
 int node_repair_cmd_netstats(void *arg, size_t argc, const char *const *argv,
 			     struct buf *out, struct buf *err);
+/* getstreamthroughput [-m] / setstreamthroughput [-m] <value>: the
+ * outbound stream throttle (stream_throughput_outbound). */
+int node_repair_cmd_getstreamthroughput(void *arg, size_t argc,
+					const char *const *argv,
+					struct buf *out, struct buf *err);
+int node_repair_cmd_setstreamthroughput(void *arg, size_t argc,
+					const char *const *argv,
+					struct buf *out, struct buf *err);
 
 #endif

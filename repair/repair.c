@@ -189,6 +189,24 @@ void repair_job_release(struct repair *r)
 		repair_free(r);
 }
 
+void repair_set_stream_throughput(struct repair *r, uint64_t bytes_per_sec)
+{
+	r->o.stream_throughput = bytes_per_sec;
+	if (!bytes_per_sec)
+		r->stream_free_us = 0;
+}
+
+uint64_t repair_stream_throughput(const struct repair *r)
+{
+	return r->o.stream_throughput;
+}
+
+void repair_stream_stats(const struct repair *r,
+			 struct repair_stream_stats *out)
+{
+	*out = r->stream;
+}
+
 bool repair_running(const struct repair *r)
 {
 	return r->session != NULL;
@@ -357,7 +375,8 @@ int repair_start(struct repair *r, const struct repair_request *q,
 		t->r = r;
 		arena_create(&t->rows_arena, 0);
 		t->timer = env_timer_new(r->env, repair_task_timeout, t);
-		timers = timers && t->timer;
+		t->pace_timer = env_timer_new(r->env, repair_sync_send_more, t);
+		timers = timers && t->timer && t->pace_timer;
 	}
 	if (r->o.is_alive)
 		s->alive_timer =

@@ -201,8 +201,27 @@ struct repair_options {
 	 * state (persist repair_locals_encode's image). */
 	void (*locals_changed)(void *arg);
 	void *locals_arg;
+	/* stream_throughput_outbound: the bytes per second of rows this
+	 * node's sessions send (APPLY messages: repair, bootstrap,
+	 * decommission, rebuild); 0 is unthrottled. A token bucket paced by
+	 * timers: a message waits for its bytes, the loop never does. */
+	uint64_t stream_throughput;
 };
 void repair_options_default(struct repair_options *o);
+
+struct repair;
+
+/* The outbound stream throttle (nodetool setstreamthroughput): takes
+ * effect for the next message. */
+void repair_set_stream_throughput(struct repair *r, uint64_t bytes_per_sec);
+uint64_t repair_stream_throughput(const struct repair *r);
+/* What the throttle did since start: APPLY bytes sent, the times a
+ * message waited for its bytes and the microseconds it waited in all. */
+struct repair_stream_stats {
+	uint64_t bytes, waits, waited_us;
+};
+void repair_stream_stats(const struct repair *r,
+			 struct repair_stream_stats *out);
 
 /* ---- sessions ------------------------------------------------------------ */
 

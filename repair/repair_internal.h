@@ -149,6 +149,10 @@ struct repair {
 	size_t nlocals;
 	struct env_timer *sweep_timer; /* fails timed-out local sessions */
 	bool deleting; /* repair_delete ran; the last job frees */
+	/* the outbound stream throttle: when the bucket is empty again (the
+	 * mono time the bytes sent so far are paid for), and its counters */
+	uint64_t stream_free_us;
+	struct repair_stream_stats stream;
 };
 
 /* Sends `b` to `to` (to this node itself through the local queue). */

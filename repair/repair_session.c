@@ -33,6 +33,8 @@
 
 static void task_reset(struct task *s)
 {
+	s->sending = false;
+	s->send_rep = s->send_first = 0;
 	storage_table_meta_unref(s->meta);
 	s->meta = NULL;
 	for (size_t i = 0; i < s->nrep; i++) {
@@ -80,6 +82,8 @@ void repair_session_free(struct repair_session *ss)
 		struct task *t = &ss->lanes[l];
 		task_reset(t);
 		env_timer_free(ss->r->env, t->timer);
+		if (t->pace_timer)
+			env_timer_free(ss->r->env, t->pace_timer);
 		arena_destroy(&t->rows_arena);
 	}
 	env_timer_free(ss->r->env, ss->alive_timer);
@@ -187,6 +191,8 @@ static void session_end(struct repair_session *ss, bool ok, const char *error)
 	for (size_t l = 0; l < REPAIR_MAX_JOBS; l++) {
 		struct task *t = &ss->lanes[l];
 		env_timer_cancel(r->env, t->timer);
+		env_timer_cancel(r->env, t->pace_timer);
+		t->sending = false;
 		if (!t->busy)
 			continue;
 		task_release(t);
@@ -740,7 +746,7 @@ void repair_session_receive(struct repair *r, const struct inet_addr *from,
 		return;
 	}
 	uint64_t id = ss->id;
-	if (!repair_task_waiting(s) &&
+	if (!repair_task_waiting(s) && !s->sending &&
 	    (s->phase != PHASE_VALIDATE || !unasked(s)))
 		phase_done(s);
 	/* a validation ended: others may go now; those that ended wait */

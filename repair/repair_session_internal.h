@@ -98,6 +98,12 @@ struct task {
 	struct storage_mutation **frags; /* fetched, decoded */
 	size_t nfrags, frags_cap;
 	struct env_timer *timer; /* the step's deadline */
+	/* APPLY under the stream throttle: sending (answers do not end the
+	 * phase yet), the next replica and selection to send, the timer that
+	 * resumes once the bucket has room */
+	bool sending;
+	size_t send_rep, send_first;
+	struct env_timer *pace_timer;
 };
 
 struct repair_session {
@@ -212,5 +218,7 @@ int repair_sync_add_entries(struct task *s, size_t i,
 void repair_sync_rows_done(struct task *s);
 void repair_sync_fetch_done(struct task *s);
 void repair_sync_apply_done(struct task *s);
+/* The pace timer: sends what the stream throttle allows now. */
+void repair_sync_send_more(void *arg);
 
 #endif

@@ -633,18 +633,53 @@ static int merge_partition(struct task *s, struct storage_mutation **group,
 	return rc;
 }
 
+/* Whether the stream throttle lets `bytes` go now; if not, the pace
+ * timer is armed for when the bucket has room. A message is sent when
+ * the bucket is not in debt, then its bytes are booked (one message may
+ * exceed a second's budget alone: the next waits for it). */
+static bool stream_room(struct task *s, size_t bytes)
+{
+	struct repair *r = s->r;
+	uint64_t rate = r->o.stream_throughput;
+	if (!rate)
+		return true;
+	uint64_t now = env_mono_us(r->env);
+	if (r->stream_free_us > now) {
+		uint64_t wait = r->stream_free_us - now;
+		r->stream.waits++;
+		r->stream.waited_us += wait;
+		env_timer_arm(r->env, s->pace_timer, wait);
+		/* the step's deadline runs from when the rows can go: the
+		 * answers to what went meanwhile come in before it */
+		repair_task_arm(s, wait / 1000 + r->o.request_timeout_ms);
+		return false;
+	}
+	/* unused time is not banked: the bytes are paid from now */
+	r->stream_free_us =
+		now + (uint64_t)((double)bytes * 1e6 / (double)rate);
+	return true;
+}
+
 /* Sends each replica its selections, in APPLY messages of at most
- * message_bytes (one selection may exceed it alone). */
+ * message_bytes (one selection may exceed it alone), from where the last
+ * call stopped: 1 when the throttle paused it (the pace timer resumes),
+ * 0 when all are sent, -1. */
 static int send_applies(struct task *s)
 {
-	for (size_t i = 0; i < s->nrep; i++) {
+	for (size_t i = s->send_rep; i < s->nrep; i++, s->send_first = 0) {
 		struct replica *p = &s->rep[i];
-		for (size_t first = 0, last; first < p->nends; first = last) {
+		s->send_rep = i;
+		for (size_t first = s->send_first, last; first < p->nends;
+		     first = last) {
 			size_t from = first ? p->ends[first - 1] : 0;
 			last = first + 1;
 			while (last < p->nends &&
 			       p->ends[last] - from <= s->r->o.message_bytes)
 				last++;
+			if (!stream_room(s, p->ends[last - 1] - from)) {
+				s->send_first = first;
+				return 1;
+			}
 			struct slice *fr = malloc((last - first) * sizeof(*fr));
 			if (!fr)
 				return err_set(ERR_NOMEM, "apply message");
@@ -660,9 +695,38 @@ static int send_applies(struct task *s)
 			free(fr);
 			if (rc)
 				return -1;
+			s->r->stream.bytes += p->ends[last - 1] - from;
 		}
 	}
+	s->send_rep = s->nrep;
 	return 0;
+}
+
+/* Sends what the throttle allows; once everything is out, the phase ends
+ * with the last answer (or now, when every answer is in). */
+static void send_more(struct task *s)
+{
+	int rc = send_applies(s);
+	if (rc < 0) {
+		repair_task_fail(s, "%s: sending rows: %s",
+				 repair_task_cur_table(s), err_msg());
+		return;
+	}
+	if (rc > 0)
+		return;
+	s->sending = false;
+	if (!repair_task_waiting(s)) {
+		repair_sync_apply_done(s);
+		return;
+	}
+	repair_task_arm(s, s->r->o.request_timeout_ms);
+}
+
+void repair_sync_send_more(void *arg)
+{
+	struct task *s = arg;
+	if (s->busy && s->sending)
+		send_more(s);
 }
 
 /* Rows queued to the task's replicas' peers so far. */
@@ -708,16 +772,13 @@ void repair_sync_fetch_done(struct task *s)
 		(unsigned long long)rows, (unsigned long long)bytes,
 		s->sess->preview ? "would stream" : "streaming");
 	s->phase = PHASE_APPLY;
-	if (!s->sess->preview && send_applies(s)) {
-		repair_task_fail(s, "%s: sending rows: %s",
-				 repair_task_cur_table(s), err_msg());
-		return;
-	}
-	if (!repair_task_waiting(s)) {
+	s->send_rep = s->send_first = 0;
+	if (s->sess->preview) {
 		repair_sync_apply_done(s);
 		return;
 	}
-	repair_task_arm(s, s->r->o.request_timeout_ms);
+	s->sending = true;
+	send_more(s);
 }
 
 void repair_sync_apply_done(struct task *s)

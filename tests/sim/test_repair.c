@@ -609,6 +609,54 @@ START_TEST(divergent_replicas_converge_streaming_only_divergent_rows)
 }
 END_TEST
 
+/* stream_throughput_outbound on the coordinator: its APPLY messages wait
+ * for their bytes, so (virtual time) the session lasts at least the bytes
+ * sent before its last message at that rate; unthrottled nothing waits.
+ * The rows arrive all the same. */
+START_TEST(stream_throttle_paces_apply_messages)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	repair_set_stream_throughput(c->nodes[0].repair, 0);
+	for (int k = 0; k < 100; k++) /* node 2 lacks ~100 rows */
+		put_row(c, 1 | 2, k, NROWS + 1, 2000);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_int_eq(unequal_parts(c), 0);
+	struct repair_stream_stats free_run;
+	repair_stream_stats(c->nodes[0].repair, &free_run);
+	ck_assert_uint_gt(free_run.bytes, 0);
+	ck_assert_uint_eq(free_run.waits, 0);
+	ck_assert_uint_eq(free_run.waited_us, 0);
+
+	const uint64_t rate = 1000; /* bytes per second */
+	repair_set_stream_throughput(c->nodes[0].repair, rate);
+	ck_assert_uint_eq(repair_stream_throughput(c->nodes[0].repair), rate);
+	for (int k = 100; k < 200; k++)
+		put_row(c, 1 | 2, k, NROWS + 1, 2000);
+	uint64_t t0 = sim_now_us(c->sim);
+	run(c, INT64_MIN, INT64_MIN, false);
+	uint64_t took = sim_now_us(c->sim) - t0;
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	ck_assert_int_eq(unequal_parts(c), 0);
+	struct repair_stream_stats st;
+	repair_stream_stats(c->nodes[0].repair, &st);
+	uint64_t bytes = st.bytes - free_run.bytes;
+	ck_assert_uint_gt(bytes, 3 * 4096);
+	ck_assert_uint_gt(st.waits, 1);
+	/* every message but the last paid for before the next went */
+	ck_assert_uint_ge(took, (bytes - 4096) * 1000000 / rate);
+	ck_assert_uint_ge(st.waited_us, 1000000);
+	fprintf(stderr,
+		"stream throttle sim: %llu bytes at %llu B/s in %.1f s (virtual), "
+		"%llu waits, %.1f s waited\n",
+		(unsigned long long)bytes, (unsigned long long)rate,
+		(double)took / 1e6, (unsigned long long)st.waits,
+		(double)st.waited_us / 1e6);
+	cluster_delete(c);
+}
+END_TEST
+
 START_TEST(tombstones_past_gc_grace_are_not_repaired)
 {
 	struct cluster *c = cluster_new();
@@ -1591,6 +1639,7 @@ int main(void)
 	tcase_add_test(
 		tc, divergent_replicas_converge_streaming_only_divergent_rows);
 	tcase_add_test(tc, preview_reports_and_changes_nothing);
+	tcase_add_test(tc, stream_throttle_paces_apply_messages);
 	tcase_add_test(tc, tombstones_past_gc_grace_are_not_repaired);
 	tcase_add_test(tc,
 		       overlapping_sessions_of_two_coordinators_are_refused);
