@@ -19,7 +19,8 @@
 
 static const char *const maintenance_names[] = {
 	"flush",         "compact",       "cleanup", "snapshot",
-	"clearsnapshot", "listsnapshots", "verify"};
+	"clearsnapshot", "listsnapshots", "verify",
+	"garbagecollect", "scrub"};
 
 /* A deferred maintenance command's answer. */
 struct maintenance_reply {
@@ -38,19 +39,23 @@ static void maintenance_done(void *arg, int status, const char *msg)
 			 msg);
 		LOG_WARN("%s failed: %s", name, msg);
 		admin_reply_finish(m->r, 2, "", text);
-	} else if (m->what == CQL_MAINTENANCE_VERIFY && *msg) {
+	} else if ((m->what == CQL_MAINTENANCE_VERIFY ||
+		    m->what == CQL_MAINTENANCE_SCRUB) &&
+		   *msg) {
 		/* nodetool's line per keyspace; the SSTables and what failed
 		 * are in the node's log */
+		const char *verb = m->what == CQL_MAINTENANCE_SCRUB
+					   ? "scrubbing"
+					   : "verifying";
 		struct buf out = {0};
 		for (const char *p = msg; *p;) {
 			const char *nl = strchr(p, '\n');
 			int l = nl ? (int)(nl - p) : (int)strlen(p);
-			admin_printf(
-				&out,
-				"Aborted verifying at least one table in "
-				"keyspace %.*s, check server logs for more "
-				"information.\n",
-				l, p);
+			admin_printf(&out,
+				     "Aborted %s at least one table in "
+				     "keyspace %.*s, check server logs for "
+				     "more information.\n",
+				     verb, l, p);
 			p += l + (nl != NULL);
 		}
 		buf_put_u8(&out, 0);
@@ -82,7 +87,7 @@ static int maintenance_deferred(struct node *n, const uint8_t (*ids)[16],
 				size_t nt, enum cql_maintenance what,
 				const struct storage_token_range *ranges,
 				const size_t *range_off, const char *tag,
-				const char *ok, struct buf *err)
+				const char *ok, unsigned flags, struct buf *err)
 {
 	struct cql_flush *f = cql_service_flush_prepare(n->cql, ids, nt, what,
 							ranges, range_off);
@@ -99,6 +104,7 @@ static int maintenance_deferred(struct node *n, const uint8_t (*ids)[16],
 	snprintf(m->ok, sizeof(m->ok), "%s", ok ? ok : "");
 	if (tag)
 		cql_service_flush_set_tag(f, tag);
+	cql_service_flush_set_flags(f, flags);
 	cql_service_flush_start(f, maintenance_done, m);
 	return ADMIN_PENDING;
 }
@@ -204,10 +210,11 @@ static int owned_ranges(struct node *n, const struct storage_table_meta *t,
 
 /* nodetool flush / compact / cleanup / snapshot ... [keyspace
  * [tables...]]; `tag` and `ok` as maintenance_deferred's. */
-static int maintain_tables(void *arg, size_t argc, const char *const *argv,
-			   struct buf *out, struct buf *err,
-			   enum cql_maintenance what, const char *tag,
-			   const char *ok)
+static int maintain_tables_flags(void *arg, size_t argc,
+				 const char *const *argv, struct buf *out,
+				 struct buf *err, enum cql_maintenance what,
+				 const char *tag, const char *ok,
+				 unsigned flags)
 {
 	struct node *n = arg;
 	if (!n->cql) {
@@ -225,7 +232,7 @@ static int maintain_tables(void *arg, size_t argc, const char *const *argv,
 	}
 	if (argc == 0 && what == CQL_MAINTENANCE_FLUSH)
 		return maintenance_deferred(n, NULL, 0, what, NULL, NULL, NULL,
-					    NULL, err);
+					    NULL, 0, err);
 	const struct storage_table_meta **tables;
 	size_t m;
 	if (tables_named(n, argc, argv, &tables, &m, err) != 0)
@@ -248,7 +255,7 @@ static int maintain_tables(void *arg, size_t argc, const char *const *argv,
 	}
 	if (!rc && m)
 		rc = maintenance_deferred(n, (const uint8_t(*)[16])ids, m, what,
-					  keep, off, tag, ok, err);
+					  keep, off, tag, ok, flags, err);
 	else if (!rc) /* no table: nothing to do */
 		admin_printf(out, "%s",
 			     what == CQL_MAINTENANCE_LIST_SNAPSHOTS
@@ -260,6 +267,15 @@ static int maintain_tables(void *arg, size_t argc, const char *const *argv,
 	free(ids);
 	free(tables);
 	return rc;
+}
+
+static int maintain_tables(void *arg, size_t argc, const char *const *argv,
+			   struct buf *out, struct buf *err,
+			   enum cql_maintenance what, const char *tag,
+			   const char *ok)
+{
+	return maintain_tables_flags(arg, argc, argv, out, err, what, tag, ok,
+				     0);
 }
 
 /* nodetool flush [keyspace [tables...]]: memtables to SSTables. */
@@ -316,6 +332,99 @@ static int cmd_verify(void *arg, size_t argc, const char *const *argv,
 	}
 	return maintain_tables(arg, argc - first, argv + first, out, err,
 			       CQL_MAINTENANCE_VERIFY, NULL, NULL);
+}
+
+/* A -j/--jobs value (accepted: one table at a time here). */
+static bool jobs_arg(size_t argc, const char *const *argv, size_t *i)
+{
+	if (strcmp(argv[*i], "-j") && strcmp(argv[*i], "--jobs"))
+		return false;
+	if (*i + 1 >= argc)
+		return false;
+	char *end;
+	long v = strtol(argv[*i + 1], &end, 10);
+	if (*end || v < 0)
+		return false;
+	(*i)++;
+	return true;
+}
+
+/* nodetool garbagecollect [-g ROW|CELL] [-j N] [keyspace [tables...]]:
+ * each SSTable rewritten alone without the data other SSTables' deletions
+ * shadow (CELL: also cells overwritten elsewhere) and its purgeable
+ * tombstones. */
+static int cmd_garbagecollect(void *arg, size_t argc, const char *const *argv,
+			      struct buf *out, struct buf *err)
+{
+	static const char synopsis[] =
+		"garbagecollect [-g ROW|CELL] [-j jobs] [keyspace [tables...]]";
+	unsigned flags = 0;
+	size_t i = 0;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if ((!strcmp(argv[i], "-g") ||
+		     !strcmp(argv[i], "--granularity")) &&
+		    i + 1 < argc) {
+			const char *g = argv[++i];
+			if (!strcmp(g, "CELL"))
+				flags = CQL_MAINTENANCE_GC_CELL;
+			else if (!strcmp(g, "ROW"))
+				flags = 0;
+			else {
+				admin_printf(err,
+					     "error: No enum constant "
+					     "org.apache.cassandra.schema."
+					     "CompactionParams.TombstoneOption."
+					     "%s\n",
+					     g);
+				return 1;
+			}
+		} else if (!jobs_arg(argc, argv, &i)) {
+			return admin_usage_error(err, synopsis);
+		}
+	}
+	return maintain_tables_flags(arg, argc - i, argv + i, out, err,
+				     CQL_MAINTENANCE_GARBAGECOLLECT, NULL,
+				     NULL, flags);
+}
+
+/* nodetool scrub [-ns] [-s] [-n] [-j N] [keyspace [tables...]]: a
+ * pre-scrub-<ms> snapshot of each table (unless --no-snapshot), then each
+ * SSTable rewritten without the partitions that fail their checksum or
+ * do not decode. */
+static int cmd_scrub(void *arg, size_t argc, const char *const *argv,
+		     struct buf *out, struct buf *err)
+{
+	struct node *n = arg;
+	static const char synopsis[] =
+		"scrub [-ns] [-s] [-n] [-j jobs] [keyspace [tables...]]";
+	bool snapshot = true;
+	unsigned flags = 0;
+	size_t i = 0;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		const char *o = argv[i];
+		if (!strcmp(o, "-ns") || !strcmp(o, "--no-snapshot"))
+			snapshot = false;
+		else if (!strcmp(o, "-s") || !strcmp(o, "--skip-corrupted"))
+			flags |= CQL_MAINTENANCE_SKIP_CORRUPTED;
+		else if (!strcmp(o, "-n") || !strcmp(o, "--no-validate"))
+			; /* every block is checked as it is read anyway */
+		else if (!strcmp(o, "-r") ||
+			 !strcmp(o, "--reinsert-overflowed-ttl")) {
+			admin_printf(err, "error: scrub %s is not supported by "
+					  "Cassini (its expiration times do "
+					  "not overflow)\n",
+				     o);
+			return 1;
+		} else if (!jobs_arg(argc, argv, &i)) {
+			return admin_usage_error(err, synopsis);
+		}
+	}
+	char tag[64] = "";
+	if (snapshot)
+		snprintf(tag, sizeof(tag), "pre-scrub-%lld",
+			 (long long)(env_wall_us(n->env) / 1000));
+	return maintain_tables_flags(arg, argc - i, argv + i, out, err,
+				     CQL_MAINTENANCE_SCRUB, tag, NULL, flags);
 }
 
 /* [-t TAG | --all] then [keyspace [tables...]]: *tag (NULL without -t),
@@ -487,7 +596,7 @@ static int cmd_drain(void *arg, size_t argc, const char *const *argv,
 		n->drained = true;
 	}
 	return n->cql ? maintenance_deferred(n, NULL, 0, CQL_MAINTENANCE_FLUSH,
-					     NULL, NULL, NULL, NULL, err)
+					     NULL, NULL, NULL, NULL, 0, err)
 		      : 0;
 }
 
@@ -623,6 +732,14 @@ int node_admin_register_tables(struct node *n)
 		 "verify [-e] [-f] [ks [tables]] check every checksum of each "
 		 "table's SSTables",
 		 cmd_verify},
+		{"garbagecollect",
+		 "garbagecollect [-g ROW|CELL] [ks [tables]] rewrite each "
+		 "SSTable without the data deletions elsewhere shadow",
+		 cmd_garbagecollect},
+		{"scrub",
+		 "scrub [-ns] [-s] [ks [tables]] snapshot, then rewrite each "
+		 "SSTable without its corrupt partitions",
+		 cmd_scrub},
 		{"snapshot",
 		 "snapshot [-t tag] [ks [tables]] hard-link each table's "
 		 "SSTables into snapshots/<tag> after a flush",

@@ -758,6 +758,7 @@ struct cql_flush {
 	size_t *off;
 	struct storage_token_range *ranges;
 	char tag[208];  /* snapshot's; clear's ("": every one) */
+	unsigned flags; /* CQL_MAINTENANCE_GC_CELL, ... */
 	struct buf out; /* listsnapshots' lines, built on the worker */
 	uint8_t ids[][16];
 };
@@ -776,15 +777,10 @@ static void snapshot_line(void *arg, const struct storage_snapshot_info *i)
 						    : sizeof(line) - 1);
 }
 
-/* Table i verified; a corrupt one's keyspace joins j->out (once). */
-static int verify_table(struct cql_flush *j, size_t i)
+/* Table i's keyspace joins j->out (once): the verify or scrub that
+ * aborted on it. */
+static int note_keyspace(struct cql_flush *j, size_t i)
 {
-	size_t n, bad;
-	if (storage_verify(j->db, j->ids[i], &n, &bad) == 0)
-		return 0;
-	if (err_code() != ERR_CORRUPT)
-		return -1;
-	err_clear();
 	const struct storage_table_meta *m =
 		storage_table_meta_acquire(j->db, j->ids[i]);
 	char line[256];
@@ -802,6 +798,38 @@ static int verify_table(struct cql_flush *j, size_t i)
 		at += l;
 	}
 	return buf_append(&j->out, line, (size_t)len);
+}
+
+/* Table i verified; a corrupt one's keyspace joins j->out. */
+static int verify_table(struct cql_flush *j, size_t i)
+{
+	size_t n, bad;
+	if (storage_verify(j->db, j->ids[i], &n, &bad) == 0)
+		return 0;
+	if (err_code() != ERR_CORRUPT)
+		return -1;
+	err_clear();
+	return note_keyspace(j, i);
+}
+
+/* Table i scrubbed after its snapshot (the tag's, unless ""): the
+ * partitions it dropped are in the log (Cassandra's Scrubber lines); one
+ * that aborted (a counter table's corrupt partition without
+ * --skip-corrupted) has its keyspace in j->out. */
+static int scrub_table(struct cql_flush *j, size_t i)
+{
+	if (j->tag[0] && storage_snapshot(j->db, j->ids[i], j->tag) != 0)
+		return -1;
+	uint64_t kept, dropped;
+	if (storage_scrub(j->db, j->ids[i],
+			  j->flags & CQL_MAINTENANCE_SKIP_CORRUPTED, &kept,
+			  &dropped) == 0)
+		return 0;
+	if (err_code() != ERR_CORRUPT)
+		return -1;
+	LOG_WARN("scrub aborted: %s", err_msg());
+	err_clear();
+	return note_keyspace(j, i);
 }
 
 static int maintain(struct cql_flush *j, size_t i)
@@ -839,6 +867,11 @@ static int maintain(struct cql_flush *j, size_t i)
 	}
 	case CQL_MAINTENANCE_VERIFY:
 		return verify_table(j, i);
+	case CQL_MAINTENANCE_GARBAGECOLLECT:
+		return storage_garbagecollect(
+			j->db, j->ids[i], j->flags & CQL_MAINTENANCE_GC_CELL);
+	case CQL_MAINTENANCE_SCRUB:
+		return scrub_table(j, i);
 	case CQL_MAINTENANCE_FLUSH:
 		break;
 	}
@@ -905,6 +938,11 @@ cql_service_flush_prepare(struct cql_service *s, const uint8_t (*table_ids)[16],
 	j->work.run = flush_job_run;
 	j->done_item.fn = flush_job_done;
 	return j;
+}
+
+void cql_service_flush_set_flags(struct cql_flush *j, unsigned flags)
+{
+	j->flags = flags;
 }
 
 void cql_service_flush_set_tag(struct cql_flush *j, const char *tag)

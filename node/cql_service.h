@@ -141,7 +141,14 @@ enum cql_maintenance {
 	/* every table verified; `done` gets the keyspaces of those with a
 	 * corrupt SSTable as msg, one per line ("" when all are sound) */
 	CQL_MAINTENANCE_VERIFY,
+	/* garbagecollect (CQL_MAINTENANCE_GC_CELL: -g CELL) */
+	CQL_MAINTENANCE_GARBAGECOLLECT,
+	/* scrub: the tag names the snapshot taken first ("": none); `done`
+	 * gets a line per table that lost partitions */
+	CQL_MAINTENANCE_SCRUB,
 };
+#define CQL_MAINTENANCE_GC_CELL        1u
+#define CQL_MAINTENANCE_SKIP_CORRUPTED 2u
 typedef void (*cql_service_done_fn)(void *arg, int status, const char *msg);
 struct cql_flush;
 struct storage_token_range;
@@ -153,6 +160,8 @@ cql_service_flush_prepare(struct cql_service *s, const uint8_t (*table_ids)[16],
 /* The snapshot tag of a SNAPSHOT or CLEAR_SNAPSHOT job (copied; at most
  * 200 bytes). */
 void cql_service_flush_set_tag(struct cql_flush *f, const char *tag);
+/* CQL_MAINTENANCE_GC_CELL, CQL_MAINTENANCE_SKIP_CORRUPTED. */
+void cql_service_flush_set_flags(struct cql_flush *f, unsigned flags);
 void cql_service_flush_start(struct cql_flush *f, cql_service_done_fn done,
 			     void *arg);
 

@@ -535,11 +535,75 @@ static int write_atoms(struct job *j, struct read_ctx *c, int64_t token,
 		       struct slice key, struct deletion pdel,
 		       const struct rtomb *kept, size_t nrt, int64_t lim);
 
+/* Whether `a` (of the SSTable garbagecollect rewrites) is shadowed by
+ * what the other SSTables hold for its partition (`o`, merged; *at: the
+ * first of o's atoms not before a's clustering, atoms come in order). */
+static bool gc_shadowed(const struct job *j, const struct read_ctx *o,
+			size_t *at, const struct atom *a)
+{
+	if (deletion_covers(o->pdel, a->ts) ||
+	    storage_rtombs_cover(j->meta, o->rts, o->rt_count, a->ck, a->ts))
+		return true;
+	while (*at < o->atom_count &&
+	       storage_ck_cmp(j->meta, o->atoms[*at].ck, a->ck) < 0)
+		(*at)++;
+	for (size_t k = *at;
+	     k < o->atom_count &&
+	     storage_ck_cmp(j->meta, o->atoms[k].ck, a->ck) == 0;
+	     k++) {
+		const struct atom *b = &o->atoms[k];
+		if (b->kind == ATOM_KIND_DELETION && b->slot == ATOM_SLOT_ROW &&
+		    a->ts <= b->ts)
+			return true;
+		/* -g CELL: a collection deletion of the column elsewhere */
+		if (j->gc == 2 && b->kind == ATOM_KIND_DELETION &&
+		    b->slot == a->slot && b->slot != ATOM_SLOT_ROW &&
+		    a->kind == ATOM_KIND_LIVE && a->ts <= b->ts)
+			return true;
+		/* -g CELL: the same cell (or its tombstone), written later
+		 * elsewhere */
+		if (j->gc == 2 && a->kind == ATOM_KIND_LIVE &&
+		    b->kind == ATOM_KIND_LIVE && b->slot == a->slot &&
+		    b->ts > a->ts && b->path.len == a->path.len &&
+		    (!a->path.len ||
+		     memcmp(b->path.ptr, a->path.ptr, a->path.len) == 0))
+			return true;
+	}
+	return false;
+}
+
+/* garbagecollect: drops from c what the other SSTables shadow. */
+static int gc_filter(struct job *j, struct read_ctx *c, int64_t token,
+		     struct slice key)
+{
+	struct read_ctx *o = j->shadow;
+	storage_read_ctx_reset(o);
+	for (size_t i = 0; i < j->v->count; i++) {
+		struct sstable *s = j->v->ssts[i];
+		if (s == j->only || token < s->stats.min_token ||
+		    token > s->stats.max_token || !sstable_may_contain(s, key))
+			continue;
+		if (sstable_read(s, o, token, key))
+			return -1;
+	}
+	storage_read_ctx_merge(o);
+	size_t at = 0, n = 0;
+	for (size_t i = 0; i < c->atom_count; i++)
+		if (!gc_shadowed(j, o, &at, &c->atoms[i]))
+			c->atoms[n++] = c->atoms[i];
+	c->atom_count = n;
+	if (c->pdel.ts != DELETION_NONE && o->pdel.ts >= c->pdel.ts)
+		c->pdel.ts = DELETION_NONE; /* a newer one stands elsewhere */
+	return 0;
+}
+
 /* Writes one merged partition, dropping what is shadowed or purgeable. */
 static int write_partition(struct job *j, struct read_ctx *c, int64_t token,
 			   struct slice key)
 {
 	storage_read_ctx_merge(c);
+	if (j->gc && gc_filter(j, c, token, key))
+		return -1;
 	int64_t lim = purge_limit(j, token, key);
 	struct deletion pdel = c->pdel;
 	if (pdel.ts != DELETION_NONE && purgeable(j, lim, pdel.ts, pdel.ldt))
@@ -697,12 +761,33 @@ static int merge_inputs(struct job *j)
 		}
 		memcpy(k, key.ptr, key.len);
 		key.ptr = k;
+		bool skip = false;
 		for (size_t i = 0; !rc && i < j->n; i++) {
 			if (!live[i] || storage_partition_cmp(heads[i]->token,
 							      heads[i]->key,
 							      token, key) != 0)
 				continue;
 			rc = sstable_read_entry(j->in[i], &c, heads[i], true);
+			if (rc && j->scrub && err_code() == ERR_CORRUPT) {
+				if (j->counters && !j->skip_corrupted) {
+					err_set(ERR_CORRUPT,
+						"scrub of a counter table met "
+						"a corrupt partition: run it "
+						"with --skip-corrupted to drop "
+						"it (%s)",
+						err_msg());
+					break;
+				}
+				LOG_WARN("scrub: partition at offset %" PRIu64
+					 " of %s.%s generation %" PRIu64
+					 " is unreadable, dropped: %s",
+					 heads[i]->block_off, j->meta->keyspace,
+					 j->meta->name, j->in[i]->gen,
+					 err_msg());
+				err_clear();
+				rc = 0;
+				skip = true;
+			}
 			int r = rc ? 0 : sst_iter_next(its[i], &heads[i]);
 			if (r < 0)
 				rc = -1;
@@ -710,10 +795,14 @@ static int merge_inputs(struct job *j)
 		}
 		if (!rc && j->anti)
 			j->w = j->done_w[kept(j, token) ? 0 : 1];
-		if (!rc && !j->anti && !kept(j, token))
+		if (!rc && skip)
+			j->dropped++;
+		else if (!rc && !j->anti && !kept(j, token))
 			j->dropped++;
 		else if (!rc && !(rc = maybe_cut(j)))
 			rc = write_partition(j, &c, token, key);
+		if (!rc && !skip && j->scrub)
+			j->kept++;
 		if (!rc)
 			throttle(j);
 		/* progress: how far the merge has read into each input */
@@ -1017,7 +1106,16 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 			struct job *jo, const struct sstable *state)
 {
 	struct job j = {.db = db, .t = t};
-	if (jo) {
+	bool single = jo && jo->only;
+	if (single) {
+		j.only = jo->only;
+		j.gc = jo->gc;
+		j.scrub = jo->scrub;
+		j.skip_corrupted = jo->skip_corrupted;
+		j.counters = jo->counters;
+		j.shadow = jo->shadow;
+		major = true;
+	} else if (jo) {
 		j.cleanup = true;
 		j.keep = jo->keep;
 		j.nkeep = jo->nkeep;
@@ -1037,9 +1135,21 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	j.now = storage_engine_now_sec(db);
 	struct pick pk = {0};
 	struct sstable **in = calloc(t->version->count + 1, sizeof(*in));
-	j.n = in ? pick_inputs(t, major, jo != NULL, state, j.now,
-			       j.mt_min_ts, &pk, in)
-		 : 0;
+	if (single) {
+		/* that SSTable alone, if compaction has not replaced it */
+		pk.leveled = t->meta->options.compaction ==
+			     STORAGE_COMPACTION_LEVELED;
+		for (size_t i = 0; in && i < t->version->count; i++)
+			if (t->version->ssts[i] == j.only) {
+				in[0] = j.only;
+				j.n = 1;
+				pk.out_level = j.only->stats.level;
+			}
+	} else {
+		j.n = in ? pick_inputs(t, major, jo != NULL, state, j.now,
+				       j.mt_min_ts, &pk, in)
+			 : 0;
+	}
 	bool tombstone = pk.tombstone;
 	j.out_level = pk.out_level;
 	if (pk.leveled)
@@ -1051,7 +1161,9 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	}
 	j.in = in;
 	t->compacting = true;
-	t->compaction_kind = jo             ? "Cleanup"
+	t->compaction_kind = j.scrub        ? "Scrub"
+			     : j.gc         ? "Remove deleted data"
+			     : jo           ? "Cleanup"
 			     : pk.tombstone ? "Tombstone Compaction"
 					    : "Compaction";
 	t->compaction_total = 0;
@@ -1106,8 +1218,10 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	storage_version_unref(j.v);
 	storage_table_meta_unref(j.meta);
 	free(in);
-	if (jo)
+	if (jo) {
 		jo->dropped = j.dropped;
+		jo->kept = j.kept;
+	}
 	return rc ? -1 : tombstone ? 2 : 1;
 }
 
@@ -1177,6 +1291,114 @@ int storage_cleanup(struct storage *db, const uint8_t table_id[16],
 	if (dropped)
 		*dropped = j.dropped;
 	return rc < 0 ? -1 : 0;
+}
+
+/* Oldest data first, as Cassandra's garbagecollect orders its SSTables
+ * (by max timestamp ascending): what a newer one's tombstones shadow goes
+ * before that one is rewritten. */
+static int max_ts_cmp(const void *a, const void *b)
+{
+	const struct sstable *x = *(struct sstable *const *)a;
+	const struct sstable *y = *(struct sstable *const *)b;
+	if (x->stats.max_ts != y->stats.max_ts)
+		return x->stats.max_ts < y->stats.max_ts ? -1 : 1;
+	return x->gen < y->gen ? -1 : x->gen > y->gen;
+}
+
+/* Cassandra's Scrubber summary lines for one SSTable. */
+static void scrub_log(const struct storage_table_meta *meta,
+		      const struct sstable *s, uint64_t kept, uint64_t dropped)
+{
+	if (kept)
+		LOG_INFO("Scrub of %s complete: %" PRIu64
+			 " partitions in new sstable and 0 empty (tombstoned) "
+			 "partitions dropped",
+			 s->data_path, kept);
+	if (kept && dropped)
+		LOG_WARN(
+			"Unable to recover %" PRIu64
+			" partitions that were skipped.  You can attempt "
+			"manual recovery from the pre-scrub snapshot.  You can "
+			"also run nodetool repair to transfer the data from a "
+			"healthy replica, if any (%s.%s)",
+			dropped, meta->keyspace, meta->name);
+	else if (dropped)
+		LOG_WARN("No valid partitions found while scrubbing %s; it is "
+			 "marked for deletion now. If you want to attempt "
+			 "manual recovery, you can find a copy in the "
+			 "pre-scrub snapshot",
+			 s->data_path);
+	else if (!kept)
+		LOG_INFO("Scrub of %s complete; looks like all 0 partitions "
+			 "were tombstoned",
+			 s->data_path);
+}
+
+/* garbagecollect and scrub: each SSTable of the table as it is now,
+ * rewritten alone by the job `proto` describes (one at a time, oldest
+ * data first; one that compaction replaced meanwhile is left to it). */
+static int rewrite_each(struct storage *db, const uint8_t table_id[16],
+			struct job *proto, uint64_t *kept, uint64_t *dropped)
+{
+	struct table *t = storage_engine_table_get(db, table_id);
+	if (!t)
+		return -1;
+	static const struct storage_read_cmd all = {.with_static = true};
+	struct read_ctx shadow;
+	pthread_mutex_lock(&db->mu);
+	struct version *v = t->version;
+	storage_version_ref(v);
+	const struct storage_table_meta *meta = storage_table_meta_ref(t->meta);
+	pthread_mutex_unlock(&db->mu);
+	struct sstable **order = malloc((v->count + 1) * sizeof(*order));
+	int rc = order ? storage_read_ctx_init(&shadow, meta, &all,
+					       storage_engine_now_sec(db))
+		       : err_set(ERR_NOMEM, "rewrite order");
+	bool shadow_ok = rc == 0;
+	if (order) {
+		memcpy(order, v->ssts, v->count * sizeof(*order));
+		qsort(order, v->count, sizeof(*order), max_ts_cmp);
+	}
+	for (size_t c = 0; c < meta->column_count; c++)
+		if (meta->columns[c].type &&
+		    meta->columns[c].type->kind == STORAGE_TYPE_COUNTER)
+			proto->counters = true;
+	for (size_t i = 0; !rc && i < v->count && !db->stopping; i++) {
+		struct job jo = *proto;
+		jo.only = order[i];
+		jo.shadow = &shadow;
+		jo.kept = jo.dropped = 0;
+		int r = compact_once(db, t, true, &jo, order[i]);
+		rc = r < 0 ? -1 : 0;
+		*kept += jo.kept;
+		*dropped += jo.dropped;
+		if (r > 0 && proto->scrub)
+			scrub_log(meta, order[i], jo.kept, jo.dropped);
+	}
+	if (shadow_ok)
+		storage_read_ctx_destroy(&shadow);
+	free(order);
+	storage_compaction_process_logs(db, t, true);
+	storage_version_unref(v);
+	storage_table_meta_unref(meta);
+	storage_engine_table_unref(t);
+	return rc;
+}
+
+int storage_garbagecollect(struct storage *db, const uint8_t table_id[16],
+			   bool cell)
+{
+	struct job proto = {.gc = cell ? 2 : 1};
+	uint64_t kept = 0, dropped = 0;
+	return rewrite_each(db, table_id, &proto, &kept, &dropped);
+}
+
+int storage_scrub(struct storage *db, const uint8_t table_id[16],
+		  bool skip_corrupted, uint64_t *kept, uint64_t *dropped)
+{
+	struct job proto = {.scrub = true, .skip_corrupted = skip_corrupted};
+	*kept = *dropped = 0;
+	return rewrite_each(db, table_id, &proto, kept, dropped);
 }
 
 int storage_compact(struct storage *db, const uint8_t table_id[16], bool major)

@@ -44,6 +44,16 @@ struct job {
 	 * the first output (pending for `session`), the rest to the second */
 	bool anti;
 	const uint8_t *session;
+	/* garbagecollect / scrub (one SSTable, `only`, per job):
+	 * gc 1 drops what other SSTables' deletions shadow (-g ROW), 2 also
+	 * cells they hold newer (-g CELL); scrub skips the partitions it
+	 * cannot read (counted in `dropped`), failing instead on a counter
+	 * table unless skip_corrupted */
+	struct sstable *only;
+	int gc;
+	bool scrub, skip_corrupted, counters;
+	uint64_t kept;
+	struct read_ctx *shadow;
 };
 
 /* Runs the merge into one output, or several (leveled). On success *out

@@ -641,6 +641,19 @@ struct storage_token_range {
 int storage_cleanup(struct storage *db, const uint8_t table_id[16],
 		    const struct storage_token_range *keep, size_t nkeep,
 		    uint64_t *dropped);
+/* nodetool garbagecollect: each SSTable rewritten alone without what the
+ * table's other SSTables shadow (deleted partitions and rows; with
+ * `cell`, also cells they hold newer) and its purgeable tombstones, as
+ * Cassandra's single-SSTable "Remove deleted data" compactions. Blocks. */
+int storage_garbagecollect(struct storage *db, const uint8_t table_id[16],
+			   bool cell);
+/* nodetool scrub: each SSTable rewritten alone, the partitions whose
+ * blocks fail their checksum or do not decode dropped (*dropped; the log
+ * names each), the others kept (*kept). A counter table's corrupt
+ * partition fails it (ERR_CORRUPT) unless skip_corrupted, as in
+ * Cassandra. The caller snapshots first. Blocks. */
+int storage_scrub(struct storage *db, const uint8_t table_id[16],
+		  bool skip_corrupted, uint64_t *kept, uint64_t *dropped);
 
 /* ---- incremental repair -------------------------------------------------
  *

@@ -56,3 +56,6 @@ cassini_check_suite(test_storage_index LABEL unit
 cassini_check_suite(test_storage_anticompaction LABEL unit
                     SOURCES test_storage_anticompaction.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
+cassini_check_suite(test_storage_gc LABEL unit
+                    SOURCES test_storage_gc.c
+                    LIBS cassini_storage cassini_conf)
