@@ -47,6 +47,8 @@ struct node {
 	struct gossip *gossip;
 	struct members *members;
 	struct admin *admin;
+	/* toppartitions windows running (admin_toppartitions.c) */
+	struct node_toppartitions *toppartitions;
 	struct ssl_ctx_st *admin_tls; /* jmx_encryption_options, or NULL */
 	struct node_metrics *metrics; /* NULL: metrics_port 0 */
 	struct env_timer *join_timer; /* first start: choosing tokens */
@@ -114,6 +116,10 @@ int node_admin_register_compaction(struct node *n);
 int node_admin_register_tables(struct node *n);
 /* gettraceprobability, settraceprobability (admin_trace.c). */
 int node_admin_register_trace(struct node *n);
+/* toppartitions (admin_toppartitions.c); _stop answers the windows
+ * running with an error and ends their sampling. */
+int node_admin_register_toppartitions(struct node *n);
+void node_toppartitions_stop(struct node *n);
 void node_events_delete(struct node_events *e);
 
 /* prefer_local (prefer_local.c): gossips our listen address as

@@ -92,6 +92,11 @@ struct table {
 	uint64_t write_us_sum, write_us[LOGHIST_BUCKETS];
 	/* reads past tombstone_warn_threshold / failure_threshold */
 	_Atomic uint64_t tombstone_warnings, tombstone_failures;
+	/* toppartitions (sampler.c): whether each sampler counts now
+	 * (relaxed: the hot path's only cost), and the samplers (made by
+	 * the first window, under the lock; freed with the table) */
+	_Atomic bool sampling[STORAGE_SAMPLERS];
+	struct storage_sampler *samplers[STORAGE_SAMPLERS];
 	/* References: the table list's (until storage_table_drop unlinks
 	 * it), and one per flush, compaction, truncate, snapshot or read
 	 * working on the table without the lock (storage_engine_table_get). The
@@ -169,6 +174,18 @@ struct table *storage_engine_table_find(struct storage *db,
 					const uint8_t id[16]);
 /* Lock not held: a reference to the registered table, or NULL
  * (ERR_NOT_FOUND, "unknown table"). */
+/* sampler.c: counts `key` in kind's sampler (t->sampling[kind] seen set),
+ * and frees the table's samplers. */
+void storage_engine_sample(struct table *t, int kind, const uint8_t *key,
+			   size_t len);
+void storage_engine_samplers_free(struct table *t);
+static inline void storage_engine_sample_maybe(struct table *t, int kind,
+					       const uint8_t *key, size_t len)
+{
+	if (atomic_load_explicit(&t->sampling[kind], memory_order_relaxed))
+		storage_engine_sample(t, kind, key, len);
+}
+
 struct table *storage_engine_table_get(struct storage *db,
 				       const uint8_t id[16]);
 /* Under the lock or not: another reference to a table one is held on. */

@@ -118,6 +118,7 @@ static void table_free(struct table *t)
 	for (size_t i = 0; i < t->trunc_count; i++)
 		memtable_unref(t->trunc_mts[i]);
 	free(t->trunc_mts);
+	storage_engine_samplers_free(t);
 	storage_version_unref(t->version);
 	storage_engine_sai_free(t);
 	storage_table_meta_unref(t->meta);

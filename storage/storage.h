@@ -655,6 +655,30 @@ int storage_garbagecollect(struct storage *db, const uint8_t table_id[16],
 int storage_scrub(struct storage *db, const uint8_t table_id[16],
 		  bool skip_corrupted, uint64_t *kept, uint64_t *dropped);
 
+/* ---- toppartitions' samplers (storage/sampler.c) -------------------------
+ *
+ * Per table, the partitions read (point reads) and written most often in a
+ * window: a Space-Saving top-k of `capacity` counters. Not sampling costs
+ * the reads and writes one relaxed flag test. Begin and finish are the
+ * caller's to pair (one window at a time per table and kind: a second
+ * begin is refused, ERR_INVALID "already sampling"). */
+enum { STORAGE_SAMPLE_READS, STORAGE_SAMPLE_WRITES, STORAGE_SAMPLERS };
+#define STORAGE_SAMPLE_MAX_CAPACITY 65536
+int storage_sample_begin(struct storage *db, const uint8_t table_id[16],
+			 unsigned kinds, size_t capacity);
+struct storage_sample {
+	uint8_t *key; /* the serialized partition key */
+	size_t key_len;
+	uint64_t count, error; /* count overestimates by at most error */
+};
+/* Ends kind's window: its top `k` (count descending) in *out, *n of
+ * them (free with storage_samples_free; out may be NULL: just stop), and
+ * the distinct keys it counted (*cardinality, at most capacity). */
+int storage_sample_finish(struct storage *db, const uint8_t table_id[16],
+			  int kind, size_t k, struct storage_sample **out,
+			  uint64_t *n, uint64_t *cardinality);
+void storage_samples_free(struct storage_sample *s, size_t n);
+
 /* ---- incremental repair -------------------------------------------------
  *
  * An SSTable is unrepaired, pending an incremental repair session (a

@@ -1,11 +1,13 @@
-"""cassini-tool's garbagecollect, scrub and get/setstreamthroughput against
-real nodes (nodetool 4.1's names, arguments and output), errors on bad
-arguments included. Addresses 127.0.100.40-42."""
+"""cassini-tool's garbagecollect, scrub, toppartitions and
+get/setstreamthroughput against real nodes (nodetool 4.1's names,
+arguments and output), errors on bad arguments included. Addresses
+127.0.100.40-42."""
 import re
+import subprocess
 
 from cassandra import ConsistencyLevel as CL
 
-from clusters import (all_up, cluster_script, run_at, session, state,
+from clusters import (TOOL, all_up, cluster_script, run_at, session, state,
                       tool_run, wait_for)
 from conftest import default_yaml, seeds_yaml
 
@@ -251,3 +253,79 @@ def test_stream_throttle_slows_repair(tmp_path):
         c.shutdown()
     finally:
         run("-C", "st", "remove", check=False)
+
+
+def test_toppartitions(node):
+    """nodetool 4.1's toppartitions: the window's reads and writes of one
+    table, per sampler, in Cassandra's TableBuilder layout; an untouched
+    sampler says nothing was recorded."""
+    cluster, s = session(IP)
+    try:
+        s.execute("CREATE KEYSPACE tp WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE tp.t (k int PRIMARY KEY, v int)")
+        s.execute("CREATE TABLE tp.c (a text, b int, v int, "
+                  "PRIMARY KEY ((a, b)))")
+        s.execute("CREATE TABLE tp.idle (k int PRIMARY KEY)")
+        since = node.log_size()
+        win = subprocess.Popen([TOOL, "-h", IP, "toppartitions", "tp", "t",
+                                "8000"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        other = subprocess.Popen([TOOL, "-h", IP, "toppartitions", "-a",
+                                  "writes", "-k", "2", "tp", "c", "8000"],
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        assert node.wait_for_log("sampling tp.c for 8000 ms", since=since,
+                                 timeout=30), node.log()[since:]
+        assert node.wait_for_log("sampling tp.t for 8000 ms", since=since,
+                                 timeout=30), node.log()[since:]
+        for k, times in ((7, 12), (3, 5), (11, 1)):
+            for _ in range(times):
+                s.execute("INSERT INTO tp.t (k, v) VALUES (%s, 1)", (k,))
+        for _ in range(4):
+            s.execute("SELECT v FROM tp.t WHERE k = 3")
+        for b, times in ((1, 3), (2, 2), (3, 1)):
+            for _ in range(times):
+                s.execute("INSERT INTO tp.c (a, b, v) VALUES ('x y', %s, 1)",
+                          (b,))
+        # a second window of the same table's samplers is refused
+        r = tool("toppartitions", "tp", "t", "100")
+        assert r.returncode == 2 and "already sampling" in r.stderr, \
+            r.stderr
+        out, errs = win.communicate(timeout=60)
+        assert win.returncode == 0, errs
+        assert out == (
+            "Frequency of reads by partition:\n"
+            "   Table Partition Count +/-\n"
+            "   tp.t  3         4     0  \n"
+            "\n"
+            "Frequency of writes by partition:\n"
+            "   Table Partition Count +/-\n"
+            "   tp.t  7         12    0  \n"
+            "   tp.t  3         5     0  \n"
+            "   tp.t  11        1     0  \n"), out
+        out, errs = other.communicate(timeout=60)
+        assert other.returncode == 0, errs
+        assert out == (
+            "Frequency of writes by partition:\n"
+            "   Table Partition Count +/-\n"
+            "   tp.c  x y:1     3     0  \n"
+            "   tp.c  x y:2     2     0  \n"), out
+    finally:
+        cluster.shutdown()
+    assert tool("toppartitions", "tp", "idle", "50").stdout == (
+        "Frequency of reads by partition:\n"
+        "   Nothing recorded during sampling period...\n"
+        "\n"
+        "Frequency of writes by partition:\n"
+        "   Nothing recorded during sampling period...\n")
+    for bad, code, text in (
+            (["tp", "t"], 1, "requires keyspace, table name, and duration"),
+            (["tp", "t", "x"], 1, 'For input string: "x"'),
+            (["-k", "300", "tp", "t", "10"], 1, "must be smaller then"),
+            (["-a", "CAS", "tp", "t", "10"], 1, "CAS is not a valid sampler"),
+            (["-q", "1", "tp", "t", "10"], 1, "usage: toppartitions"),
+            (["nope", "t", "10"], 2, "Keyspace [nope] does not exist"),
+            (["tp", "nope", "10"], 2, "Unknown table nope")):
+        r = tool("toppartitions", *bad)
+        assert r.returncode == code and text in r.stderr, (bad, r.stderr)

@@ -59,3 +59,6 @@ cassini_check_suite(test_storage_anticompaction LABEL unit
 cassini_check_suite(test_storage_gc LABEL unit
                     SOURCES test_storage_gc.c
                     LIBS cassini_storage cassini_conf)
+cassini_check_suite(test_storage_sampler LABEL unit
+                    SOURCES test_storage_sampler.c
+                    LIBS cassini_storage cassini_conf)
