@@ -478,3 +478,9 @@ void cql_data_stats(const struct cql_data *d, struct repl_stats *out)
 {
 	repl_get_stats(d->repl, out);
 }
+
+bool cql_data_table_latency(const struct cql_data *d, const uint8_t id[16],
+			    struct repl_table_latency *out)
+{
+	return repl_get_table_latency(d->repl, id, out);
+}

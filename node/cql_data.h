@@ -56,6 +56,10 @@ void cql_data_request(void *arg, const struct cql_data_request *dr);
 void cql_data_receive(struct cql_data *d, const struct inet_addr *from,
 		      uint32_t verb, const uint8_t *msg, size_t len);
 void cql_data_stats(const struct cql_data *d, struct repl_stats *out);
+struct repl_table_latency;
+/* The coordinator latencies of one table (repl_get_table_latency). */
+bool cql_data_table_latency(const struct cql_data *d, const uint8_t id[16],
+			    struct repl_table_latency *out);
 /* SELECTs slower than timeout_us go to the slow query log
  * (node/slow_queries.h); 0 turns it off. -1 with err set. */
 int cql_data_set_slow_query_timeout(struct cql_data *d, uint64_t timeout_us);

@@ -1036,6 +1036,13 @@ void cql_service_data_stats(const struct cql_service *s, struct repl_stats *out)
 	cql_data_stats(s->data, out);
 }
 
+bool cql_service_table_latency(const struct cql_service *s,
+			       const uint8_t id[16],
+			       struct repl_table_latency *out)
+{
+	return cql_data_table_latency(s->data, id, out);
+}
+
 void cql_service_peer_event(struct cql_service *s, const uint8_t host_id[16],
 			    int ev)
 {

@@ -96,6 +96,12 @@ void cql_service_server_stats(const struct cql_service *s,
 /* The coordinator's counters and latencies. */
 void cql_service_data_stats(const struct cql_service *s,
 			    struct repl_stats *out);
+struct repl_table_latency;
+/* One table's coordinator latencies (system_views.coordinator_*_latency):
+ * false when none were recorded. */
+bool cql_service_table_latency(const struct cql_service *s,
+			       const uint8_t id[16],
+			       struct repl_table_latency *out);
 
 /* Listens on rpc_address:native_transport_port; after stop_serving, again
  * (enablebinary); nothing while listening. -1 with err set when the port

@@ -162,8 +162,27 @@ enum table_metric {
 	TM_WRITE,
 	TM_MAX_PARTITION,
 	TM_ROWS,
-	TM_TOMBSTONES
+	TM_TOMBSTONES,
+	TM_COORD_READ,
+	TM_COORD_SCAN,
+	TM_COORD_WRITE
 };
+
+/* A coordinator latency (microseconds, repl's buckets) as a row's
+ * count, max_ms, p50th_ms, p99th_ms. */
+static int latency_cols(struct cql_view_rows *b, const struct repl_latency *l)
+{
+	return cql_view_bigint(b, "count", (int64_t)l->count) ||
+	       cql_view_double(b, "max_ms",
+			       round3((double)repl_latency_percentile(l, 100) /
+				      1000)) ||
+	       cql_view_double(b, "p50th_ms",
+			       round3((double)repl_latency_percentile(l, 50) /
+				      1000)) ||
+	       cql_view_double(b, "p99th_ms",
+			       round3((double)repl_latency_percentile(l, 99) /
+				      1000));
+}
 
 /* Cassandra 4.1's TableMetricTables, one row per table: the latency
  * tables (count, p50th_ms, p99th_ms, max_ms of the replica's own point
@@ -181,6 +200,23 @@ static int table_metric(struct node *n, struct cql_view_rows *b,
 		for (size_t j = 0; j < cql_keyspace_table_count(k); j++) {
 			const struct storage_table_meta *t =
 				cql_table_meta(cql_keyspace_table_at(k, j));
+			if (which >= TM_COORD_READ) {
+				/* this node as coordinator: every table,
+				 * count 0 until it coordinated a request */
+				struct repl_table_latency tl;
+				cql_service_table_latency(n->cql, t->id, &tl);
+				const struct repl_latency *l =
+					which == TM_COORD_READ	 ? &tl.read
+					: which == TM_COORD_SCAN ? &tl.range
+								 : &tl.write;
+				if (cql_view_row(b) ||
+				    cql_view_text(b, "keyspace_name",
+						  t->keyspace) ||
+				    cql_view_text(b, "table_name", t->name) ||
+				    latency_cols(b, l))
+					return -1;
+				continue;
+			}
 			struct storage_table_hists h;
 			if (storage_table_histograms(db, t->id, &h) != 0)
 				continue;
@@ -515,5 +551,11 @@ int node_view_rows(void *arg, const char *table, struct cql_view_rows *b)
 		return internode_outbound(n, b);
 	if (strcmp(table, "internode_inbound") == 0)
 		return internode_inbound(n, b);
+	if (strcmp(table, "coordinator_read_latency") == 0)
+		return table_metric(n, b, TM_COORD_READ);
+	if (strcmp(table, "coordinator_scan_latency") == 0)
+		return table_metric(n, b, TM_COORD_SCAN);
+	if (strcmp(table, "coordinator_write_latency") == 0)
+		return table_metric(n, b, TM_COORD_WRITE);
 	return 0;
 }

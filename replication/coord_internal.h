@@ -66,6 +66,10 @@ struct repl {
 	struct env_timer *bl_timer;
 	bool bl_replaying;
 	struct repl_stats st;
+	/* per-table coordinator latencies: open addressing on the id,
+	 * tlat_cap a power of two (0: none yet), never shrunk */
+	struct repl_table_lat *tlat;
+	size_t ntlat, tlat_cap;
 	struct ctr_state
 		*ctr;      /* counter leader and forwards (coord_counter.c) */
 	size_t background; /* answered operations still waiting
@@ -105,6 +109,7 @@ struct wmut {
 	/* The caller's mutation, valid only inside repl_write (the local
 	 * replica applies it straight away). */
 	const struct storage_mutation *m;
+	uint8_t table_id[16]; /* m's, for the table's latency */
 };
 
 struct op {
@@ -206,6 +211,9 @@ struct local_ctx {
 void repl_count_request(struct repl *r, enum repl_req_kind kind, int cl,
 			const struct repl_result *res, uint64_t start_us);
 uint64_t repl_now_us(struct repl *r);
+/* Counts a successful request's latency for its table. */
+void repl_table_lat_add(struct repl *r, const uint8_t table_id[16],
+			enum repl_req_kind kind, uint64_t us);
 /* One event of trace session `session` (NULL: none) through the trace
  * hook, `start_us` (repl_now_us) when this node began the step. */
 void repl_trace(struct repl *r, const uint8_t *session, const char *thread,

@@ -55,9 +55,11 @@ static void read_reply(struct op *op, const struct repl_result *res,
 	repl_op_answered(op);
 	struct repl *r = op->r;
 	repl_count_request(r, REPL_REQ_READ, op->cl, res, op->start_us);
-	if (res->outcome == REPL_OK)
-		repl_lat_add(&r->st.read_lat, repl_now_us(r) - op->start_us);
-	else if (res->outcome == REPL_READ_TIMEOUT)
+	if (res->outcome == REPL_OK) {
+		uint64_t us = repl_now_us(r) - op->start_us;
+		repl_lat_add(&r->st.read_lat, us);
+		repl_table_lat_add(r, op->table_id, REPL_REQ_READ, us);
+	} else if (res->outcome == REPL_READ_TIMEOUT)
 		r->st.read_timeouts++;
 	op->rdone(op->arg, res, frag);
 }
@@ -660,9 +662,11 @@ static void range_reply(struct op *op, const struct repl_result *res,
 	repl_op_answered(op);
 	struct repl *r = op->r;
 	repl_count_request(r, REPL_REQ_RANGE, op->cl, res, op->start_us);
-	if (res->outcome == REPL_OK)
-		repl_lat_add(&r->st.range_lat, repl_now_us(r) - op->start_us);
-	else if (res->outcome == REPL_READ_TIMEOUT)
+	if (res->outcome == REPL_OK) {
+		uint64_t us = repl_now_us(r) - op->start_us;
+		repl_lat_add(&r->st.range_lat, us);
+		repl_table_lat_add(r, op->table_id, REPL_REQ_RANGE, us);
+	} else if (res->outcome == REPL_READ_TIMEOUT)
 		r->st.read_timeouts++;
 	op->gdone(op->arg, res, frags, n, resume, finished);
 }

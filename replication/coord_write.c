@@ -33,9 +33,20 @@ static void write_reply(struct op *op, const struct repl_result *res)
 	repl_op_answered(op);
 	struct repl *r = op->r;
 	repl_count_request(r, REPL_REQ_WRITE, op->cl, res, op->start_us);
-	if (res->outcome == REPL_OK)
-		repl_lat_add(&r->st.write_lat, repl_now_us(r) - op->start_us);
-	else if (res->outcome == REPL_WRITE_TIMEOUT)
+	if (res->outcome == REPL_OK) {
+		uint64_t us = repl_now_us(r) - op->start_us;
+		repl_lat_add(&r->st.write_lat, us);
+		/* each table written once (a batch's mutations may share) */
+		for (size_t k = 0; k < op->nmut; k++) {
+			bool seen = false;
+			for (size_t j = 0; j < k && !seen; j++)
+				seen = !memcmp(op->muts[j].table_id,
+					       op->muts[k].table_id, 16);
+			if (!seen)
+				repl_table_lat_add(r, op->muts[k].table_id,
+						   REPL_REQ_WRITE, us);
+		}
+	} else if (res->outcome == REPL_WRITE_TIMEOUT)
 		r->st.write_timeouts++;
 	if (res->outcome == REPL_OK && op->logged)
 		batchlog_release(op);
@@ -226,6 +237,7 @@ static int write_plan(struct op *op, size_t k, const struct repl_mutation *rm,
 			    res) != 0)
 		return -1;
 	w->m = rm->m;
+	memcpy(w->table_id, storage_mutation_table_id(rm->m), 16);
 	w->block_for = repl_block_for(op->cl, rm->strategy, ldc);
 	w->targets = (int)n;
 	size_t pending_local = 0;

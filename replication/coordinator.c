@@ -47,6 +47,74 @@ void repl_lat_add(struct repl_latency *l, uint64_t us)
 	l->buckets[loghist_bucket(us)]++;
 }
 
+struct repl_table_lat {
+	bool used;
+	uint8_t id[16];
+	struct repl_table_latency lat;
+};
+
+static size_t tlat_home(const uint8_t id[16], size_t cap)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (int i = 0; i < 16; i++)
+		h = (h ^ id[i]) * 1099511628211ull;
+	return (size_t)h & (cap - 1);
+}
+
+static struct repl_table_lat *tlat_find(const struct repl *r,
+					const uint8_t id[16])
+{
+	if (!r->tlat_cap)
+		return NULL;
+	for (size_t i = tlat_home(id, r->tlat_cap);;
+	     i = (i + 1) & (r->tlat_cap - 1)) {
+		struct repl_table_lat *e = &r->tlat[i];
+		if (!e->used || !memcmp(e->id, id, 16))
+			return e;
+	}
+}
+
+void repl_table_lat_add(struct repl *r, const uint8_t table_id[16],
+			enum repl_req_kind kind, uint64_t us)
+{
+	if (2 * (r->ntlat + 1) > r->tlat_cap) {
+		size_t cap = r->tlat_cap ? 2 * r->tlat_cap : 16;
+		struct repl_table_lat *old = r->tlat, *nt =
+						      calloc(cap, sizeof(*nt));
+		if (!nt)
+			return; /* a latency lost, never the request */
+		size_t oldcap = r->tlat_cap;
+		r->tlat = nt;
+		r->tlat_cap = cap;
+		for (size_t i = 0; i < oldcap; i++)
+			if (old[i].used)
+				*tlat_find(r, old[i].id) = old[i];
+		free(old);
+	}
+	struct repl_table_lat *e = tlat_find(r, table_id);
+	if (!e->used) {
+		e->used = true;
+		memcpy(e->id, table_id, 16);
+		r->ntlat++;
+	}
+	repl_lat_add(kind == REPL_REQ_READ    ? &e->lat.read
+		     : kind == REPL_REQ_WRITE ? &e->lat.write
+					      : &e->lat.range,
+		     us);
+}
+
+bool repl_get_table_latency(const struct repl *r, const uint8_t table_id[16],
+			    struct repl_table_latency *out)
+{
+	const struct repl_table_lat *e = tlat_find(r, table_id);
+	if (!e || !e->used) {
+		memset(out, 0, sizeof(*out));
+		return false;
+	}
+	*out = e->lat;
+	return true;
+}
+
 void repl_count_request(struct repl *r, enum repl_req_kind kind, int cl,
 			const struct repl_result *res, uint64_t start_us)
 {
@@ -848,6 +916,7 @@ void repl_delete(struct repl *r)
 	env_timer_free(r->env, r->bl_timer);
 	env_timer_free(r->env, r->dl_timer);
 	batchlog_close(r->bl);
+	free(r->tlat);
 	free(r);
 }
 

@@ -528,4 +528,15 @@ struct repl_stats {
 };
 void repl_get_stats(const struct repl *r, struct repl_stats *out);
 
+/* Per table, the latencies of the requests this node coordinated that
+ * succeeded (Cassandra's table metrics CoordinatorReadLatency,
+ * CoordinatorWriteLatency, CoordinatorScanLatency): point reads, writes
+ * (a batch counts once for each table it wrote), range reads. */
+struct repl_table_latency {
+	struct repl_latency read, write, range;
+};
+/* false when nothing was recorded for the table (*out zeroed). */
+bool repl_get_table_latency(const struct repl *r, const uint8_t table_id[16],
+			    struct repl_table_latency *out);
+
 #endif

@@ -282,6 +282,21 @@ static const char *const view_tables[] = {
 	"table_name text, count bigint, max_ms double, p50th_ms double, "
 	"p99th_ms double, per_second double, "
 	"PRIMARY KEY ((keyspace_name, table_name)))",
+
+	"CREATE TABLE system_views.coordinator_read_latency (keyspace_name "
+	"text, table_name text, count bigint, max_ms double, p50th_ms double, "
+	"p99th_ms double, per_second double, "
+	"PRIMARY KEY ((keyspace_name, table_name)))",
+
+	"CREATE TABLE system_views.coordinator_scan_latency (keyspace_name "
+	"text, table_name text, count bigint, max_ms double, p50th_ms double, "
+	"p99th_ms double, per_second double, "
+	"PRIMARY KEY ((keyspace_name, table_name)))",
+
+	"CREATE TABLE system_views.coordinator_write_latency (keyspace_name "
+	"text, table_name text, count bigint, max_ms double, p50th_ms double, "
+	"p99th_ms double, per_second double, "
+	"PRIMARY KEY ((keyspace_name, table_name)))",
 };
 
 /* ---- small sorted arrays ------------------------------------------------- */

@@ -75,6 +75,9 @@ EXPECTED = {
                            "mebibytes": "bigint"},
     "local_read_latency": LATENCY,
     "local_write_latency": LATENCY,
+    "coordinator_read_latency": LATENCY,
+    "coordinator_scan_latency": LATENCY,
+    "coordinator_write_latency": LATENCY,
     "rows_per_read": HISTOGRAM,
     "tombstones_per_read": HISTOGRAM,
     "caches": {"name": "text", "capacity_bytes": "bigint",
@@ -424,6 +427,43 @@ def test_table_metric_tables(node):
         assert 0 <= c.hit_ratio <= 1
         assert c.entry_count >= 1 and c.size_bytes > 0, c
         assert c.recent_hit_rate_per_second is None
+    finally:
+        cluster.shutdown()
+
+
+def test_coordinator_latency_tables(node):
+    """coordinator_read_latency, coordinator_scan_latency and
+    coordinator_write_latency: a row per table, the requests this node
+    coordinated that succeeded (a batch counts once per table)."""
+    cluster, s = session(IP)
+    try:
+        s.execute("CREATE KEYSPACE co WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE co.t (k int PRIMARY KEY, v text)")
+        s.execute("CREATE TABLE co.u (k int PRIMARY KEY, v text)")
+        for k in range(4):
+            s.execute("INSERT INTO co.t (k, v) VALUES (%s, 'x')", (k,))
+        s.execute("BEGIN BATCH INSERT INTO co.t (k, v) VALUES (8, 'y'); "
+                  "INSERT INTO co.t (k, v) VALUES (9, 'y'); "
+                  "INSERT INTO co.u (k, v) VALUES (1, 'y'); APPLY BATCH")
+        for k in range(3):
+            s.execute("SELECT v FROM co.t WHERE k = %s", (k,))
+        assert len(list(s.execute("SELECT * FROM co.t"))) == 6
+        where = " WHERE keyspace_name = 'co' AND table_name = '%s'"
+        q = "SELECT * FROM system_views.coordinator_%s_latency" + where
+        w, r, sc = (s.execute(q % (kind, "t")).one()
+                    for kind in ("write", "read", "scan"))
+        assert (w.count, r.count) == (5, 3), (w, r)
+        assert sc.count >= 1, sc
+        for row in (w, r, sc):
+            assert 0 <= row.p50th_ms <= row.p99th_ms <= row.max_ms, row
+            assert row.per_second is None
+        u = s.execute(q % ("write", "u")).one()
+        assert u.count == 1, u
+        assert s.execute(q % ("read", "u")).one().count == 0
+        keys = [(x.keyspace_name, x.table_name) for x in s.execute(
+            "SELECT * FROM system_views.coordinator_read_latency")]
+        assert ("co", "t") in keys and keys == sorted(keys), keys
     finally:
         cluster.shutdown()
 

@@ -46,7 +46,10 @@ def test_connect_negotiates_v4_and_reads_the_system_tables(session):
                                  "rows_per_read", "tombstones_per_read",
                                  "local_read_latency", "local_write_latency",
                                  "internode_inbound", "internode_outbound",
-                                 "sai_column_indexes"}
+                                 "sai_column_indexes",
+                                 "coordinator_read_latency",
+                                 "coordinator_scan_latency",
+                                 "coordinator_write_latency"}
     assert list(s.execute("SELECT * FROM system_views.settings")) == []
     host = cluster.metadata.all_hosts()[0]
     assert (host.datacenter, host.rack) == ("dc1", "rack1")
