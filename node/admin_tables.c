@@ -18,9 +18,9 @@
 #include <string.h>
 
 static const char *const maintenance_names[] = {
-	"flush",         "compact",       "cleanup", "snapshot",
-	"clearsnapshot", "listsnapshots", "verify",
-	"garbagecollect", "scrub"};
+	"flush",    "compact",        "cleanup",
+	"snapshot", "clearsnapshot",  "listsnapshots",
+	"verify",   "garbagecollect", "scrub"};
 
 /* A deferred maintenance command's answer. */
 struct maintenance_reply {
@@ -383,8 +383,8 @@ static int cmd_garbagecollect(void *arg, size_t argc, const char *const *argv,
 		}
 	}
 	return maintain_tables_flags(arg, argc - i, argv + i, out, err,
-				     CQL_MAINTENANCE_GARBAGECOLLECT, NULL,
-				     NULL, flags);
+				     CQL_MAINTENANCE_GARBAGECOLLECT, NULL, NULL,
+				     flags);
 }
 
 /* nodetool scrub [-ns] [-s] [-n] [-j N] [keyspace [tables...]]: a
@@ -410,9 +410,10 @@ static int cmd_scrub(void *arg, size_t argc, const char *const *argv,
 			; /* every block is checked as it is read anyway */
 		else if (!strcmp(o, "-r") ||
 			 !strcmp(o, "--reinsert-overflowed-ttl")) {
-			admin_printf(err, "error: scrub %s is not supported by "
-					  "Cassini (its expiration times do "
-					  "not overflow)\n",
+			admin_printf(err,
+				     "error: scrub %s is not supported by "
+				     "Cassini (its expiration times do "
+				     "not overflow)\n",
 				     o);
 			return 1;
 		} else if (!jobs_arg(argc, argv, &i)) {

@@ -250,7 +250,8 @@ static int cmd_toppartitions(void *arg, size_t argc, const char *const *argv,
 		"toppartitions [-s capacity] [-k count] [-a READS,WRITES] "
 		"<keyspace> <table> <duration_ms>";
 	long long cap = DEFAULT_CAPACITY, count = DEFAULT_COUNT;
-	unsigned kinds = 1u << STORAGE_SAMPLE_READS | 1u << STORAGE_SAMPLE_WRITES;
+	unsigned kinds =
+		1u << STORAGE_SAMPLE_READS | 1u << STORAGE_SAMPLE_WRITES;
 	const char *pos[3];
 	size_t npos = 0;
 	for (size_t i = 0; i < argc; i++) {
@@ -284,12 +285,11 @@ static int cmd_toppartitions(void *arg, size_t argc, const char *const *argv,
 					/* Cassandra's other samplers
 					 * (LOCAL_READ_TIME, WRITE_SIZE, ...)
 					 * are not kept here */
-					admin_printf(
-						err,
-						"error: %s is not a valid "
-						"sampler, choose one of: "
-						"READS, WRITES\n",
-						s);
+					admin_printf(err,
+						     "error: %s is not a valid "
+						     "sampler, choose one of: "
+						     "READS, WRITES\n",
+						     s);
 					return 1;
 				}
 			}
@@ -349,8 +349,8 @@ static int cmd_toppartitions(void *arg, size_t argc, const char *const *argv,
 	}
 	if (storage_sample_begin(cql_service_storage(n->cql), t->id, kinds,
 				 (size_t)cap) != 0) {
-		admin_printf(err, "error: toppartitions of %s.%s: %s\n",
-			     pos[0], pos[1], err_msg());
+		admin_printf(err, "error: toppartitions of %s.%s: %s\n", pos[0],
+			     pos[1], err_msg());
 		env_timer_free(n->env, t->timer);
 		free(t);
 		return 2;

@@ -1153,7 +1153,7 @@ void node_delete(struct node *n)
 	node_repair_delete(n->repair);  /* before the storage it scans */
 	node_move_delete(n->bootstrap); /* its session went with it */
 	node_peers_delete(n->peers);    /* its file's queue is the CQL loop's */
-	node_toppartitions_stop(n); /* its samplers are the storage's */
+	node_toppartitions_stop(n);     /* its samplers are the storage's */
 	node_metrics_delete(n->metrics); /* it reads the CQL service */
 	cql_service_delete(n->cql);      /* before gossip: callbacks read it */
 	free(n->cql_peers);

@@ -1034,8 +1034,7 @@ static void release_done(struct loopq_item *it)
 		snprintf(out, sizeof(out),
 			 "settled the pending data of %" PRIu64
 			 " (table, session) pairs: %" PRIu64
-			 " SSTables repaired, %" PRIu64
-			 " unrepaired; %" PRIu64
+			 " SSTables repaired, %" PRIu64 " unrepaired; %" PRIu64
 			 " pairs of running or unknown sessions left "
 			 "pending\n",
 			 j->sessions, j->repaired, j->unrepaired, j->kept);
@@ -1173,8 +1172,8 @@ struct node_repair *node_repair_new(struct node *n)
 	/* the previous run's sessions: those it cut short are finished or
 	 * failed now; data pending for sessions it did not persist is
 	 * unrepaired again (the coordinator failed them on our restart) */
-	if (node_state_file_load(nr->locals_file, HISTORY_MAX, parse_locals,
-				 nr, "starting with no repair sessions") == 1)
+	if (node_state_file_load(nr->locals_file, HISTORY_MAX, parse_locals, nr,
+				 "starting with no repair sessions") == 1)
 		LOG_INFO("repair sessions: loaded from %s",
 			 node_state_file_path(nr->locals_file));
 	node_repair_cleanup(nr, true, NULL);

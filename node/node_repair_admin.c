@@ -357,9 +357,8 @@ static int stream_flags(size_t argc, const char *const *argv, bool *mib,
 	}
 	*first = i;
 	if (entire && *mib) {
-		admin_printf(err,
-			     "error: You cannot use -e and -m at the same "
-			     "time\n");
+		admin_printf(err, "error: You cannot use -e and -m at the same "
+				  "time\n");
 		return 1;
 	}
 	if (entire) {

@@ -37,9 +37,9 @@ struct repair_record {
 
 #define HISTORY 64
 
-#define HISTORY_FILE "repair_history"
+#define HISTORY_FILE  "repair_history"
 #define SESSIONS_FILE "repair_sessions" /* participant sessions */
-#define HISTORY_MAX  (16u << 20) /* a file past this is refused */
+#define HISTORY_MAX   (16u << 20)       /* a file past this is refused */
 
 struct node_repair {
 	struct node *n;

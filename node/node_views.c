@@ -176,12 +176,12 @@ static int latency_cols(struct cql_view_rows *b, const struct repl_latency *l)
 	       cql_view_double(b, "max_ms",
 			       round3((double)repl_latency_percentile(l, 100) /
 				      1000)) ||
-	       cql_view_double(b, "p50th_ms",
-			       round3((double)repl_latency_percentile(l, 50) /
-				      1000)) ||
-	       cql_view_double(b, "p99th_ms",
-			       round3((double)repl_latency_percentile(l, 99) /
-				      1000));
+	       cql_view_double(
+		       b, "p50th_ms",
+		       round3((double)repl_latency_percentile(l, 50) / 1000)) ||
+	       cql_view_double(
+		       b, "p99th_ms",
+		       round3((double)repl_latency_percentile(l, 99) / 1000));
 }
 
 /* Cassandra 4.1's TableMetricTables, one row per table: the latency
@@ -206,7 +206,7 @@ static int table_metric(struct node *n, struct cql_view_rows *b,
 				struct repl_table_latency tl;
 				cql_service_table_latency(n->cql, t->id, &tl);
 				const struct repl_latency *l =
-					which == TM_COORD_READ	 ? &tl.read
+					which == TM_COORD_READ   ? &tl.read
 					: which == TM_COORD_SCAN ? &tl.range
 								 : &tl.write;
 				if (cql_view_row(b) ||

@@ -506,7 +506,7 @@ int repair_locals_encode(const struct repair *r, struct buf *out)
 		     buf_put_be16(out, f->coordinator.port) ||
 		     buf_put_u8(out, (uint8_t)f->state) ||
 		     buf_put_u8(out, l->busy || l->unsettled ? (uint8_t)l->verb
-							       : 0) ||
+							     : 0) ||
 		     buf_put_be64(out, (uint64_t)f->started_ms) ||
 		     buf_put_be64(out, (uint64_t)f->updated_ms) ||
 		     buf_put_be64(out, (uint64_t)f->repaired_at) ||
@@ -540,8 +540,8 @@ static int decode_one(struct repair *r, struct cursor *c,
 		 cursor_be64(c, &updated) || cursor_be64(c, &ra) ||
 		 cursor_be64(c, &f->marked) || cursor_be64(c, &gen) ||
 		 cursor_be32(c, &nt);
-	if (!rc && (st > REPAIR_LOCAL_FAILED || !nt ||
-		    nt > cursor_left(c) / 16))
+	if (!rc &&
+	    (st > REPAIR_LOCAL_FAILED || !nt || nt > cursor_left(c) / 16))
 		rc = -1;
 	if (!rc) {
 		l->table_ids = malloc(16 * (size_t)nt);

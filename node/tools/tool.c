@@ -62,7 +62,9 @@ static void usage(FILE *f)
 		"--truststore FILE\n(PEM or .p12; else the system's CAs), "
 		"--truststore-password P, --keystore FILE\nand "
 		"--keystore-password P (a client certificate), "
-		"--check-hostname (the\nnode's certificate must name HOST: an IP subjectAltName for an\naddress, a DNS one for a host name).\n"
+		"--check-hostname (the\nnode's certificate must name HOST: an "
+		"IP subjectAltName for an\naddress, a DNS one for a host "
+		"name).\n"
 		"Talks to a node's admin endpoint (default 127.0.0.1:7199;\n"
 		"-c: the admin_address and admin_port of CONF_DIR/node.yaml).\n"
 		"`cassini-tool help` lists the commands the node knows:\n"
@@ -211,8 +213,8 @@ struct tls_opts {
 };
 
 /* The TLS handshake on c->fd; prints why it failed. */
-static int tls_start(struct chan *c, const struct tls_opts *o,
-		     const char *name, const char *where)
+static int tls_start(struct chan *c, const struct tls_opts *o, const char *name,
+		     const char *where)
 {
 	struct cql_tls_config tc = {
 		.client = true,
@@ -286,8 +288,7 @@ static int resolve_host(const char *name, struct inet_addr *out)
 			name, gai_strerror(r));
 		return -1;
 	}
-	r = inet_addr_from_sockaddr(res->ai_addr, (size_t)res->ai_addrlen,
-				    out);
+	r = inet_addr_from_sockaddr(res->ai_addr, (size_t)res->ai_addrlen, out);
 	freeaddrinfo(res);
 	if (r != 0)
 		fprintf(stderr, "cassini-tool: host %s: %s\n", name, err_msg());
