@@ -479,6 +479,11 @@ void cql_data_stats(const struct cql_data *d, struct repl_stats *out)
 	repl_get_stats(d->repl, out);
 }
 
+void cql_data_forget_table(struct cql_data *d, const uint8_t id[16])
+{
+	repl_forget_table(d->repl, id);
+}
+
 bool cql_data_table_latency(const struct cql_data *d, const uint8_t id[16],
 			    struct repl_table_latency *out)
 {

@@ -58,6 +58,7 @@ void cql_data_receive(struct cql_data *d, const struct inet_addr *from,
 void cql_data_stats(const struct cql_data *d, struct repl_stats *out);
 struct repl_table_latency;
 /* The coordinator latencies of one table (repl_get_table_latency). */
+void cql_data_forget_table(struct cql_data *d, const uint8_t id[16]);
 bool cql_data_table_latency(const struct cql_data *d, const uint8_t id[16],
 			    struct repl_table_latency *out);
 /* SELECTs slower than timeout_us go to the slow query log

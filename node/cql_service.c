@@ -301,11 +301,14 @@ static void schema_applied(struct cql_service *s,
 	/* DROP TABLE, DROP KEYSPACE, a table replaced by a raced CREATE:
 	 * the engine forgets them (reads and writes in flight finish with
 	 * what they hold; the SSTables stay on disk) */
-	for (size_t i = 0; i < c->dropped_count; i++)
+	for (size_t i = 0; i < c->dropped_count; i++) {
 		if (storage_table_drop(s->db, c->dropped[i]) != 0 &&
 		    err_code() != ERR_NOT_FOUND)
 			LOG_ERROR("cannot drop table %s.%s from the engine: %s",
 				  c->keyspace, c->name, err_msg());
+		if (s->data)
+			cql_data_forget_table(s->data, c->dropped[i]);
+	}
 	if (cql_schema_log_append_record(s->log, body, len) != 0)
 		LOG_ERROR("cannot log schema change (%s %s %s.%s): %s",
 			  c->change, c->target, c->keyspace, c->name,

@@ -79,8 +79,8 @@ void repl_table_lat_add(struct repl *r, const uint8_t table_id[16],
 {
 	if (2 * (r->ntlat + 1) > r->tlat_cap) {
 		size_t cap = r->tlat_cap ? 2 * r->tlat_cap : 16;
-		struct repl_table_lat *old = r->tlat, *nt =
-						      calloc(cap, sizeof(*nt));
+		struct repl_table_lat *old = r->tlat,
+				      *nt = calloc(cap, sizeof(*nt));
 		if (!nt)
 			return; /* a latency lost, never the request */
 		size_t oldcap = r->tlat_cap;
@@ -113,6 +113,26 @@ bool repl_get_table_latency(const struct repl *r, const uint8_t table_id[16],
 	}
 	*out = e->lat;
 	return true;
+}
+
+void repl_forget_table(struct repl *r, const uint8_t table_id[16])
+{
+	struct repl_table_lat *e = tlat_find(r, table_id);
+	if (!e || !e->used)
+		return;
+	/* backward-shift deletion: each entry after the hole that its home
+	 * slot lets move fills it, so every probe chain stays unbroken */
+	size_t mask = r->tlat_cap - 1, hole = (size_t)(e - r->tlat);
+	for (size_t i = (hole + 1) & mask; r->tlat[i].used;
+	     i = (i + 1) & mask) {
+		size_t home = tlat_home(r->tlat[i].id, r->tlat_cap);
+		if (((i - home) & mask) >= ((i - hole) & mask)) {
+			r->tlat[hole] = r->tlat[i];
+			hole = i;
+		}
+	}
+	memset(&r->tlat[hole], 0, sizeof(r->tlat[hole]));
+	r->ntlat--;
 }
 
 void repl_count_request(struct repl *r, enum repl_req_kind kind, int cl,

@@ -538,5 +538,7 @@ struct repl_table_latency {
 /* false when nothing was recorded for the table (*out zeroed). */
 bool repl_get_table_latency(const struct repl *r, const uint8_t table_id[16],
 			    struct repl_table_latency *out);
+/* A dropped table's latencies go (a DROP TABLE or DROP KEYSPACE). */
+void repl_forget_table(struct repl *r, const uint8_t table_id[16]);
 
 #endif

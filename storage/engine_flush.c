@@ -171,6 +171,11 @@ static int flush_one(struct storage *db, struct table *t)
 		t->flushing_count--;
 		t->flushes++;
 		db->compaction_wanted = true;
+		/* the version holds it now: ours goes before a waiter wakes,
+		 * so a truncation or compaction it runs next removes the
+		 * files when it lets go of them, not when we get to it */
+		sstable_unref(s);
+		s = NULL;
 	}
 	pthread_cond_broadcast(&db->done);
 	pthread_cond_broadcast(&db->work);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "replication/coord_internal.h"
 #include "tests/sim/coord_cluster.h"
 
 static uint64_t g_seed;
@@ -1199,6 +1200,39 @@ START_TEST(batchlog_replays_a_dead_coordinators_batch)
 }
 END_TEST
 
+/* DROP forgets a table's coordinator latencies; the others keep theirs
+ * whatever their place in the table's probe chains. */
+START_TEST(table_latencies_go_with_a_dropped_table)
+{
+	const char *dcs[1] = {"dc1"};
+	struct simc *c = simc_new(g_seed, 1, dcs);
+	struct repl *r = c->nodes[0].repl;
+	uint8_t id[16] = {0};
+	for (int i = 0; i < 300; i++) {
+		id[0] = (uint8_t)i;
+		id[1] = (uint8_t)(i >> 8);
+		repl_table_lat_add(r, id, REPL_REQ_WRITE, (uint64_t)i + 1);
+	}
+	for (int i = 0; i < 300; i += 3) {
+		id[0] = (uint8_t)i;
+		id[1] = (uint8_t)(i >> 8);
+		repl_forget_table(r, id);
+		repl_forget_table(r, id); /* twice: nothing more */
+	}
+	for (int i = 0; i < 300; i++) {
+		id[0] = (uint8_t)i;
+		id[1] = (uint8_t)(i >> 8);
+		struct repl_table_latency l;
+		bool known = repl_get_table_latency(r, id, &l);
+		ck_assert_int_eq(known, i % 3 != 0);
+		ck_assert_uint_eq(l.write.count, i % 3 != 0);
+		ck_assert_uint_eq(l.write.sum_us, i % 3 ? (uint64_t)i + 1 : 0);
+		ck_assert_uint_eq(l.read.count, 0);
+	}
+	simc_delete(c);
+}
+END_TEST
+
 /* TRUNCATE reaches every node, the coordinator included, and answers once
  * all acknowledged; later writes are kept. */
 START_TEST(truncate_empties_every_node)
@@ -1395,6 +1429,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, range_read_repair);
 	tcase_add_test(tc, batchlog_replays_a_dead_coordinators_batch);
 	tcase_add_test(tc, truncate_empties_every_node);
+	tcase_add_test(tc, table_latencies_go_with_a_dropped_table);
 	tcase_add_test(tc, truncate_with_a_node_down_is_unavailable);
 	tcase_add_test(tc, truncate_error_on_timeout_or_failure);
 	tcase_add_test(tc, batchlog_replay_skips_tables_truncated_since);
