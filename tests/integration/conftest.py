@@ -49,9 +49,11 @@ class Node:
     def log_size(self):
         return len(self.log())
 
-    def wait_for_log(self, text, timeout=10.0, since=0):
+    def wait_for_log(self, text, timeout=30.0, since=0):
         """Waits for `text` in the log after offset `since` (log_size()
-        before a restart, so an earlier run's line does not count)."""
+        before a restart, so an earlier run's line does not count). The
+        default allows a loaded 2-core machine a node's start: four gossip
+        rounds to choose tokens, then the settling of gossip."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if text in self.log()[since:]:
