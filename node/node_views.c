@@ -23,6 +23,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Cassandra's column for an application state: its name in lower case. */
@@ -492,13 +493,24 @@ static int index_views(struct node *n, struct cql_view_rows *b, bool info)
 						    0 &&
 					    strcmp(bi[q].index, ix->name) == 0)
 						failed = bi[q].failed;
-				const char *analyzer =
-					ix->case_insensitive
-						? "NonTokenizingAnalyzer{"
-						  "caseSensitive=false, "
-						  "normalized=false, "
-						  "ascii=false}"
-						: "NoOpAnalyzer";
+				char analyzer[112] = "NoOpAnalyzer";
+				if (ix->analyzer)
+					snprintf(analyzer, sizeof(analyzer),
+						 "NonTokenizingAnalyzer{"
+						 "caseSensitive=%s, "
+						 "normalized=%s, ascii=%s}",
+						 ix->analyzer &
+								 STORAGE_SAI_LOWER
+							 ? "false"
+							 : "true",
+						 ix->analyzer &
+								 STORAGE_SAI_NORMALIZE
+							 ? "true"
+							 : "false",
+						 ix->analyzer &
+								 STORAGE_SAI_ASCII
+							 ? "true"
+							 : "false");
 				if (cql_view_row(b) ||
 				    cql_view_text(b, "keyspace_name",
 						  t->keyspace) ||

@@ -9,8 +9,8 @@
  * the same with its ByteComparable encodings), for the numeric, date,
  * time, timestamp, uuid and timeuuid types; other types are their value
  * bytes (their order is bytewise already: text, ascii, blob, inet,
- * boolean, duration). Text under case_insensitive has ASCII letters
- * folded to lower case. An entries(m) term is be32 length + the key's
+ * boolean, duration). Text of an index with an analyzer is the
+ * analysed text (storage_sai_analyze: lower case, NFC, ASCII folding). An entries(m) term is be32 length + the key's
  * term, then the value's term.
  *
  * Decimals (1.0 equals 1.00) and frozen values holding a decimal or a
@@ -34,9 +34,10 @@ sai_index_value_type(const struct storage_table_meta *t,
 bool sai_index_exact(const struct storage_table_meta *t,
 		     const struct storage_index *ix);
 
-/* Appends to `out` the term of value `v` of type `ty` (fold: ASCII case
- * folding for text). -1 on ERR_NOMEM. */
-int sai_term_encode(const struct storage_type *ty, bool fold, struct slice v,
+/* Appends to `out` the term of value `v` of type `ty` (analyzer:
+ * STORAGE_SAI_* bits, applied to text and ascii). -1 on ERR_NOMEM. */
+int sai_term_encode(const struct storage_type *ty, unsigned analyzer,
+		    struct slice v,
 		    struct buf *out);
 /* Sets `out` to the index's term for a queried value: vals[0] (for an
  * entries index vals[0] the key and vals[1] the value, n = 2). */
@@ -57,7 +58,8 @@ int sai_atom_term(const struct storage_table_meta *t,
 		  struct buf *out);
 
 /* What the index indexes, as the bytes kept in each component's header
- * (column number, target, folding): "c<column> t<target> f<0|1>". */
+ * (column number, target, analyzer): "c<column> t<target> f0", or
+ * "... a<analyzer bits>". */
 int sai_index_ident(const struct storage_index *ix, char *out, size_t cap);
 
 /* The component's key for a partition: its token byte-comparable (be64,

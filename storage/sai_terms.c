@@ -173,7 +173,8 @@ static int uuid_term(uint16_t kind, struct slice v, struct buf *out)
 									 : 0;
 }
 
-int sai_term_encode(const struct storage_type *ty, bool fold, struct slice v,
+int sai_term_encode(const struct storage_type *ty, unsigned analyzer,
+		    struct slice v,
 		    struct buf *out)
 {
 	if (v.len == 0)
@@ -200,16 +201,8 @@ int sai_term_encode(const struct storage_type *ty, bool fold, struct slice v,
 	default:
 		break;
 	}
-	if (fold && is_text(ty)) {
-		uint8_t *d = buf_extend(out, v.len);
-		if (!d)
-			return -1;
-		for (size_t i = 0; i < v.len; i++) {
-			uint8_t c = v.ptr[i];
-			d[i] = c >= 'A' && c <= 'Z' ? (uint8_t)(c + 32) : c;
-		}
-		return 0;
-	}
+	if (analyzer && is_text(ty))
+		return storage_sai_analyze(analyzer, v.ptr, v.len, out);
 	return buf_append(out, v.ptr, v.len);
 }
 
@@ -222,21 +215,21 @@ int sai_index_term(const struct storage_table_meta *t,
 	if (!vt)
 		return err_set(ERR_INVALID, "index %s: no terms", ix->name);
 	if (ix->target != STORAGE_INDEX_ENTRIES)
-		return n == 1 ? sai_term_encode(vt, ix->case_insensitive,
+		return n == 1 ? sai_term_encode(vt, ix->analyzer,
 						vals[0], out)
 			      : err_set(ERR_INVALID, "one value wanted");
 	if (n != 2)
 		return err_set(ERR_INVALID, "entries: key and value wanted");
 	const struct storage_type *kt = t->columns[ix->column].type->sub[0];
 	if (buf_put_be32(out, 0) ||
-	    sai_term_encode(kt, ix->case_insensitive, vals[0], out))
+	    sai_term_encode(kt, ix->analyzer, vals[0], out))
 		return -1;
 	uint32_t kl = (uint32_t)(out->len - 4);
 	out->data[0] = (uint8_t)(kl >> 24);
 	out->data[1] = (uint8_t)(kl >> 16);
 	out->data[2] = (uint8_t)(kl >> 8);
 	out->data[3] = (uint8_t)kl;
-	return sai_term_encode(vt, ix->case_insensitive, vals[1], out);
+	return sai_term_encode(vt, ix->analyzer, vals[1], out);
 }
 
 int sai_key_term(const struct storage_table_meta *t,
@@ -252,7 +245,7 @@ int sai_key_term(const struct storage_table_meta *t,
 		return 0;
 	buf_clear(out);
 	return sai_term_encode(t->columns[ix->column].type,
-			       ix->case_insensitive, c, out)
+			       ix->analyzer, c, out)
 		       ? -1
 		       : 1;
 }
@@ -275,7 +268,7 @@ int sai_atom_term(const struct storage_table_meta *t,
 		if (n <= (int)col->position)
 			return 0;
 		buf_clear(out);
-		return sai_term_encode(col->type, ix->case_insensitive,
+		return sai_term_encode(col->type, ix->analyzer,
 				       vals[col->position], out)
 			       ? -1
 			       : 1;
@@ -303,7 +296,7 @@ int sai_atom_term(const struct storage_table_meta *t,
 		break;
 	}
 	buf_clear(out);
-	return sai_term_encode(vt, ix->case_insensitive, v, out) ? -1 : 1;
+	return sai_term_encode(vt, ix->analyzer, v, out) ? -1 : 1;
 }
 
 int sai_component_key(int64_t token, struct slice key, struct buf *out)
@@ -328,7 +321,12 @@ int sai_component_key_split(const uint8_t *p, size_t len, int64_t *token,
 
 int sai_index_ident(const struct storage_index *ix, char *out, size_t cap)
 {
-	int n = snprintf(out, cap, "c%u t%u f%d", ix->column, ix->target,
-			 ix->case_insensitive ? 1 : 0);
+	/* "f0": no analysis; "a<bits>" (STORAGE_SAI_*): analysed; the "f1" of
+	 * components written before the analyzer (ASCII case folding only)
+	 * is another identity, so they are built again */
+	int n = ix->analyzer ? snprintf(out, cap, "c%u t%u a%u", ix->column,
+					ix->target, ix->analyzer)
+			     : snprintf(out, cap, "c%u t%u f0", ix->column,
+					ix->target);
 	return n < 0 || (size_t)n >= cap ? -1 : n;
 }

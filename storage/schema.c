@@ -163,7 +163,7 @@ storage_table_meta_clone(const struct storage_table_meta *t)
 		const struct storage_index *ix = &t->indexes[i];
 		if (storage_table_meta_add_index(c, ix->name, ix->column,
 						 ix->target,
-						 ix->case_insensitive) != 0) {
+						 ix->analyzer) != 0) {
 			storage_table_meta_delete(c);
 			return NULL;
 		}
@@ -174,7 +174,7 @@ storage_table_meta_clone(const struct storage_table_meta *t)
 int storage_table_meta_add_index(struct storage_table_meta *t, const char *name,
 				 size_t column,
 				 enum storage_index_target target,
-				 bool case_insensitive)
+				 unsigned analyzer)
 {
 	if (column >= t->column_count || target > STORAGE_INDEX_FULL || !name ||
 	    !*name || strlen(name) > 255 || strchr(name, '/'))
@@ -194,7 +194,7 @@ int storage_table_meta_add_index(struct storage_table_meta *t, const char *name,
 		.name = n,
 		.column = (uint16_t)column,
 		.target = (uint8_t)target,
-		.case_insensitive = case_insensitive,
+		.analyzer = (uint8_t)analyzer,
 	};
 	return 0;
 }

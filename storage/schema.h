@@ -106,10 +106,25 @@ struct storage_index {
 	char *name;      /* unique in the keyspace; the component's name */
 	uint16_t column; /* the indexed column's number */
 	uint8_t target;  /* enum storage_index_target */
-	/* text analyzer case_sensitive=false: ASCII letters fold to lower
-	 * case in terms (stored and queried) */
-	bool case_insensitive;
+	/* the text analyzer (STORAGE_SAI_*: case_sensitive=false,
+	 * normalize=true, ascii=true): terms stored and queried are the
+	 * analysed values (storage_sai_analyze) */
+	uint8_t analyzer;
 };
+
+struct buf;
+
+/* Text analysis of an index (Cassandra 5.0's NonTokenizingAnalyzer), in
+ * this order: lower case, Unicode NFC, ASCII folding of Latin letters. */
+#define STORAGE_SAI_LOWER     0x01u
+#define STORAGE_SAI_NORMALIZE 0x02u
+#define STORAGE_SAI_ASCII     0x04u
+
+/* Appends to `out` the analysis of the text p[0..n) (UTF-8; bytes that are
+ * not UTF-8 are appended as given) under `analyzer` (STORAGE_SAI_* bits).
+ * -1 on ERR_NOMEM. */
+int storage_sai_analyze(unsigned analyzer, const uint8_t *p, size_t n,
+			struct buf *out);
 
 struct storage_table_meta {
 	uint8_t id[16]; /* the table's uuid */
@@ -175,7 +190,7 @@ int storage_table_meta_add_column(struct storage_table_meta *t,
 int storage_table_meta_add_index(struct storage_table_meta *t, const char *name,
 				 size_t column,
 				 enum storage_index_target target,
-				 bool case_insensitive);
+				 unsigned analyzer);
 /* Removes every index (a caller rebuilding the list). */
 void storage_table_meta_clear_indexes(struct storage_table_meta *t);
 /* The index named `name`, or NULL. */

@@ -86,8 +86,9 @@ struct out_col {
  * `value`, IN against `in` (n_in values), or CONTAINS / CONTAINS KEY of
  * `value` among a collection's elements (values) or keys; `type` is what
  * `value` is compared as (the column's type, or its elements' or keys').
- * `fold` compares text with ASCII letters folded (an index with
- * case_sensitive: false). */
+ * `analyzer` (STORAGE_SAI_* bits: an index with case_sensitive: false,
+ * normalize or ascii) compares text analysed, against `avalue` / `ain`,
+ * the analysed copies of `value` / `in`. */
 struct filter {
 	int column;
 	enum cql_op op;
@@ -95,7 +96,9 @@ struct filter {
 	struct slice value;
 	struct slice *in;
 	size_t n_in;
-	bool fold;
+	unsigned analyzer;
+	struct slice avalue;
+	struct slice *ain;
 	/* the index serving it, or NULL (cql_select_plan_index) */
 	const struct cql_index *ix;
 };

@@ -274,21 +274,34 @@ static int filter_cmp(const struct cql_select_plan *p, const struct filter *f,
 		      struct slice v, struct slice want)
 {
 	(void)p;
-	if (!f->fold)
-		return storage_type_cmp(f->type, v.ptr, v.len, want.ptr,
-					want.len);
-	size_t n = v.len < want.len ? v.len : want.len;
-	for (size_t i = 0; i < n; i++) {
-		int a = tolower(v.ptr[i]), b = tolower(want.ptr[i]);
-		if (a != b)
-			return a < b ? -1 : 1;
+	return storage_type_cmp(f->type, v.ptr, v.len, want.ptr, want.len);
+}
+
+/* v analysed against f's analysed values: 1 matches, 0 not, -1 no memory
+ * (taken as no match). */
+static bool filter_analysed(const struct filter *f, struct slice v)
+{
+	struct buf b = {0};
+	bool hit = false;
+	if (storage_sai_analyze(f->analyzer, v.ptr, v.len, &b) == 0) {
+		struct slice a = slice_make(b.data ? b.data : (const uint8_t *)"",
+					    b.len);
+		if (f->op == CQL_OP_IN) {
+			for (size_t i = 0; i < f->n_in && !hit; i++)
+				hit = slice_eq(a, f->ain[i]);
+		} else {
+			hit = slice_eq(a, f->avalue);
+		}
 	}
-	return v.len < want.len ? -1 : v.len > want.len;
+	buf_free(&b);
+	return hit;
 }
 
 static bool filter_passes(const struct cql_select_plan *p,
 			  const struct filter *f, struct slice v)
 {
+	if (f->analyzer) /* = and IN only (no ranges on text indexes) */
+		return filter_analysed(f, v);
 	if (f->op == CQL_OP_IN) {
 		for (size_t i = 0; i < f->n_in; i++)
 			if (filter_cmp(p, f, v, f->in[i]) == 0)

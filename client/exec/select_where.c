@@ -614,6 +614,37 @@ static bool index_supports(const struct storage_column *col, enum cql_op op)
 	       k != STORAGE_TYPE_BOOLEAN && !storage_type_is_collection(k);
 }
 
+
+/* The analysed copies of a filter's values (an index's text analyzer:
+ * rows are compared analysed, as the index's terms are). */
+static int analyze_one(struct cql_select_plan *p, unsigned analyzer,
+		       struct slice v, struct slice *out)
+{
+	struct buf b = {0};
+	if (storage_sai_analyze(analyzer, v.ptr, v.len, &b) != 0)
+		return -1;
+	out->len = b.len;
+	out->ptr = arena_memdup(p->a, b.data ? b.data : (const uint8_t *)"",
+				b.len ? b.len : 1);
+	buf_free(&b);
+	return out->ptr ? 0 : err_set(ERR_NOMEM, "filter");
+}
+
+static int analyze_filter(struct cql_select_plan *p, struct filter *f)
+{
+	if (!f->analyzer)
+		return 0;
+	if (f->op != CQL_OP_IN)
+		return analyze_one(p, f->analyzer, f->value, &f->avalue);
+	f->ain = arena_alloc(p->a, (f->n_in + 1) * sizeof(*f->ain));
+	if (!f->ain)
+		return err_set(ERR_NOMEM, "filter");
+	for (size_t i = 0; i < f->n_in; i++)
+		if (analyze_one(p, f->analyzer, f->in[i], &f->ain[i]) != 0)
+			return -1;
+	return 0;
+}
+
 /* A restriction checked against every row read: of an indexed column
  * (ix), or of any column under ALLOW FILTERING (ix NULL). */
 static int add_filter(struct cql_select_plan *p, const struct cql_relation *r,
@@ -666,10 +697,11 @@ static int add_filter(struct cql_select_plan *p, const struct cql_relation *r,
 							       STORAGE_TYPE_MAP
 					       ? 1
 					       : 0];
-	f->fold = ix && r->op != CQL_OP_IN && !ranged &&
-		  (col->type->kind == STORAGE_TYPE_TEXT ||
-		   col->type->kind == STORAGE_TYPE_ASCII) &&
-		  !cql_index_option_bool(ix, "case_sensitive", true);
+	f->analyzer = ix && !ranged &&
+				      (col->type->kind == STORAGE_TYPE_TEXT ||
+				       col->type->kind == STORAGE_TYPE_ASCII)
+			      ? cql_index_analyzer(ix)
+			      : 0;
 	if (r->op == CQL_OP_IN) {
 		struct key_restr kr = {NULL, 0};
 		bool key_in = p->key_in;
@@ -679,7 +711,7 @@ static int add_filter(struct cql_select_plan *p, const struct cql_relation *r,
 			return -1;
 		f->in = kr.vals;
 		f->n_in = kr.n;
-		return 0;
+		return analyze_filter(p, f);
 	}
 	enum given given;
 	if (cql_select_value_of(p, r->value, f->type, col->name, binds, nbinds,
@@ -690,7 +722,7 @@ static int add_filter(struct cql_select_plan *p, const struct cql_relation *r,
 		return err_set(
 			ERR_INVALID, "Unsupported %s value for column %s",
 			given == GIVEN_NULL ? "null" : "unset", col->name);
-	return 0;
+	return analyze_filter(p, f);
 }
 
 /* Whether every partition key column is restricted by = or IN. */

@@ -247,6 +247,9 @@ const struct cql_index *cql_keyspace_index(const struct cql_keyspace *k,
  * to be). */
 int cql_index_target_text(const struct cql_table *t, const struct cql_index *ix,
 			  char *dst, size_t cap);
+/* The index's text analyzer: STORAGE_SAI_* bits of its case_sensitive,
+ * normalize and ascii options (0: none). */
+unsigned cql_index_analyzer(const struct cql_index *ix);
 /* A boolean analyzer option (case_sensitive: default true; normalize,
  * ascii: default false). */
 bool cql_index_option_bool(const struct cql_index *ix, const char *key,

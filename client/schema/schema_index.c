@@ -124,6 +124,18 @@ bool cql_index_option_bool(const struct cql_index *ix, const char *key,
 	return dflt;
 }
 
+unsigned cql_index_analyzer(const struct cql_index *ix)
+{
+	return (cql_index_option_bool(ix, "case_sensitive", true)
+			? 0
+			: STORAGE_SAI_LOWER) |
+	       (cql_index_option_bool(ix, "normalize", false)
+			? STORAGE_SAI_NORMALIZE
+			: 0) |
+	       (cql_index_option_bool(ix, "ascii", false) ? STORAGE_SAI_ASCII
+							  : 0);
+}
+
 int schema_indexes_copy(struct cql_table *to, const struct cql_table *from)
 {
 	to->indexes = NULL;
@@ -412,9 +424,7 @@ static int meta_sync_indexes(struct cql_table *t)
 		const struct cql_index *ix = &t->indexes[i];
 		if (storage_table_meta_add_index(
 			    t->meta, ix->name, (size_t)ix->column,
-			    kinds[ix->target],
-			    !cql_index_option_bool(ix, "case_sensitive",
-						   true)) != 0)
+			    kinds[ix->target], cql_index_analyzer(ix)) != 0)
 			return -1;
 	}
 	return 0;

@@ -989,9 +989,9 @@ START_TEST(indexes_reach_the_table_meta)
 	ck_assert_ptr_nonnull(ix);
 	ck_assert_uint_eq(ix->column, 1);
 	ck_assert_uint_eq(ix->target, STORAGE_INDEX_VALUE);
-	ck_assert(!ix->case_insensitive);
+	ck_assert(!ix->analyzer);
 	ix = storage_table_meta_index(m, "vi");
-	ck_assert(ix->case_insensitive);
+	ck_assert(ix->analyzer);
 	ck_assert_uint_eq(ix->column, 2);
 	ck_assert_uint_eq(storage_table_meta_index(m, "mk")->target,
 			  STORAGE_INDEX_KEYS);

@@ -149,6 +149,54 @@ START_TEST(terms_sort_as_their_type)
 }
 END_TEST
 
+/* The analyzer against values computed with Java's / Python's rules
+ * (scripts/gen_sai_unicode.py's tables were checked against Python's
+ * unicodedata for every code point and 20,000 random strings). */
+static void analysed(unsigned an, const char *in, const char *want)
+{
+	struct buf b;
+	buf_init(&b);
+	ck_assert_int_eq(storage_sai_analyze(an, (const uint8_t *)in,
+					     strlen(in), &b),
+			 0);
+	ck_assert_msg(b.len == strlen(want) && memcmp(b.data, want, b.len) == 0,
+		      "%u '%s': '%.*s', want '%s'", an, in, (int)b.len,
+		      (const char *)b.data, want);
+	buf_free(&b);
+}
+
+START_TEST(text_analysis_as_cassandras)
+{
+	const unsigned L = STORAGE_SAI_LOWER, N = STORAGE_SAI_NORMALIZE,
+		       A = STORAGE_SAI_ASCII;
+	analysed(0, "Caf\xc3\xa9", "Caf\xc3\xa9");
+	analysed(L, "HeLLo", "hello");
+	/* lower case beyond ASCII: É, Ж, Σ (final ς), İ */
+	analysed(L, "\xc3\x89T\xc3\x89", "\xc3\xa9t\xc3\xa9");
+	analysed(L, "\xd0\x96", "\xd0\xb6");
+	analysed(L, "\xce\x9f\xce\xa3 \xce\xa3\xce\x91",
+		 "\xce\xbf\xcf\x82 \xcf\x83\xce\xb1");
+	analysed(L, "\xc4\xb0", "i\xcc\x87");
+	/* NFC: e + U+0301 is é; ordering of marks; Hangul; Angstrom sign */
+	analysed(N, "cafe\xcc\x81", "caf\xc3\xa9");
+	analysed(N, "a\xcc\xa3\xcc\x82", "\xe1\xba\xad");
+	analysed(N, "a\xcc\x82\xcc\xa3", "\xe1\xba\xad");
+	analysed(N, "\xe1\x84\x80\xe1\x85\xa1", "\xea\xb0\x80");
+	analysed(N, "\xe2\x84\xab", "\xc3\x85");
+	analysed(N, "\xd0\xb8\xcc\x86", "\xd0\xb9"); /* и + breve: й */
+	analysed(N, "\xce\xb1\xcc\x81", "\xce\xac"); /* α + acute: ά */
+	/* ASCII folding; without NFC a decomposed é keeps its mark */
+	analysed(A, "Cr\xc3\xa8me Br\xc3\xbbl\xc3\xa9" "e", "Creme Brulee");
+	analysed(A, "\xc3\x86gir Stra\xc3\x9f" "e \xc5\x81\xc3\xb3" "d\xc5\xba",
+		 "AEgir Strasse Lodz");
+	analysed(A, "cafe\xcc\x81", "cafe\xcc\x81");
+	analysed(N | A, "cafe\xcc\x81", "cafe");
+	analysed(L | N | A, "\xc3\x89" "COLE", "ecole");
+	/* not UTF-8: as given */
+	analysed(L | N | A, "\xff\xc3", "\xff\xc3");
+}
+END_TEST
+
 START_TEST(targets_give_their_terms)
 {
 	uint8_t id[16] = {1};
@@ -249,6 +297,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, terms_sort_as_their_type);
 	tcase_add_test(tc, targets_give_their_terms);
+	tcase_add_test(tc, text_analysis_as_cassandras);
 	suite_add_tcase(s, tc);
 	return s;
 }
