@@ -208,11 +208,12 @@ static int cmd_paxosfault(void *arg, size_t argc, const char *const *argv,
 	return 0;
 }
 
-#define INDEXBUILDFAULT_USAGE "indexbuildfault hold|release"
+#define INDEXBUILDFAULT_USAGE "indexbuildfault hold|release|fail|ok"
 
 /* While held an index build waits before its first SSTable, so a test
  * sees an index building (queries refused, sai_column_indexes,
- * compactionstats) for as long as it needs. */
+ * compactionstats) for as long as it needs; `fail` makes builds fail (an
+ * I/O error at their first SSTable) until `ok`. */
 static int cmd_indexbuildfault(void *arg, size_t argc, const char *const *argv,
 			       struct buf *out, struct buf *err)
 {
@@ -220,13 +221,23 @@ static int cmd_indexbuildfault(void *arg, size_t argc, const char *const *argv,
 	if (refuse_unless_enabled(n, err))
 		return 1;
 	if (argc != 1 ||
-	    (strcmp(argv[0], "hold") != 0 && strcmp(argv[0], "release") != 0)) {
+	    (strcmp(argv[0], "hold") != 0 && strcmp(argv[0], "release") != 0 &&
+	     strcmp(argv[0], "fail") != 0 && strcmp(argv[0], "ok") != 0)) {
 		admin_printf(err, "usage: " INDEXBUILDFAULT_USAGE "\n");
 		return 1;
 	}
 	if (!n->cql) {
 		admin_printf(err, "no data path on this node\n");
 		return 2;
+	}
+	if (strcmp(argv[0], "fail") == 0 || strcmp(argv[0], "ok") == 0) {
+		bool fail = strcmp(argv[0], "fail") == 0;
+		storage_index_builds_fail(cql_service_storage(n->cql), fail);
+		LOG_WARN("test fault injection: index builds %s",
+			 fail ? "fail" : "no longer fail");
+		admin_printf(out, "index builds %s\n",
+			     fail ? "fail" : "no longer fail");
+		return 0;
 	}
 	bool hold = strcmp(argv[0], "hold") == 0;
 	storage_index_builds_hold(cql_service_storage(n->cql), hold);

@@ -134,6 +134,7 @@ struct storage {
 	pthread_t indexer;
 	pthread_cond_t index_work;
 	bool builds_held;   /* storage_index_builds_hold (tests) */
+	bool builds_fail;   /* storage_index_builds_fail (tests) */
 	uint64_t build_seq; /* index builds started (their task ids) */
 	bool compaction_wanted;
 	bool writes_stopped;
@@ -238,7 +239,9 @@ struct index_build {
 	bool running; /* the builder works on it now */
 	bool force;   /* rebuild every SSTable's component (rebuild_index) */
 	bool again;   /* asked for again while running: run once more */
-	bool failed;  /* stopped on an error: until rebuild_index / a restart */
+	/* stopped on an error: unavailable until rebuild_index succeeds,
+	 * across restarts too (<table dir>/sai-failed-<index>.txt) */
+	bool failed;
 	/* a repair: components a query found unusable are written again;
 	 * the index stays queryable (those SSTables are listed meanwhile) */
 	bool repair;

@@ -11,10 +11,13 @@
  * index). New writes meanwhile go to the memtable index as usual, and
  * flushes and compactions write their components themselves.
  *
- * Nothing is persisted: a restart derives what to build from the
- * SSTables' TOCs (an SSTable without the index's component), so a build
- * cut short resumes where it stopped and an index is never left
- * half-built and taken as built.
+ * A restart derives what to build from the SSTables' TOCs (an SSTable
+ * without the index's component), so a build cut short resumes where it
+ * stopped and an index is never left half-built and taken as built. A
+ * build that failed leaves <table dir>/sai-failed-<index>.txt (the
+ * index's identity): after a restart the index is still failed, not
+ * queryable and not built again, until rebuild_index succeeds (which
+ * removes the record), as Cassandra keeps a failed index failed.
  */
 #define LOG_MODULE "storage"
 #include "storage/engine_internal.h"
@@ -59,6 +62,53 @@ void storage_engine_sai_free(struct table *t)
 		drop_build(t, t->nbuilds - 1);
 	free(t->builds);
 	t->builds = NULL;
+}
+
+/* ---- failure records ---------------------------------------------------- */
+
+static char *failed_path(const struct table *t, const char *name)
+{
+	size_t n = strlen(t->dir) + strlen(name) + sizeof("/sai-failed-.txt");
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/sai-failed-%s.txt", t->dir, name);
+	return p;
+}
+
+/* Records (ident != NULL) or forgets a failed build of `name`. Errors are
+ * logged: the record only keeps a failed index failed over a restart. */
+static void failed_record(struct storage *db, const struct table *t,
+			  const char *name, const char *ident)
+{
+	char *p = failed_path(t, name);
+	if (!p)
+		return;
+	if (ident) {
+		if (env_write_file_atomic(db->o.env, p, ident, strlen(ident)))
+			LOG_AT(LOG_LEVEL_ERROR, "%s: %s", p, err_msg());
+	} else if (env_exists(db->o.env, p) == 1 &&
+		   env_unlink(db->o.env, p) != 0) {
+		LOG_AT(LOG_LEVEL_ERROR, "%s: %s", p, err_msg());
+	}
+	free(p);
+}
+
+/* Whether a failure record of index ix (this identity) exists. */
+static bool failed_recorded(struct storage *db, const struct table *t,
+			    const struct storage_index *ix)
+{
+	char *p = failed_path(t, ix->name);
+	char ident[64];
+	bool hit = false;
+	uint8_t *data = NULL;
+	size_t len = 0;
+	if (p && sai_index_ident(ix, ident, sizeof(ident)) >= 0 &&
+	    env_exists(db->o.env, p) == 1 &&
+	    env_read_file(db->o.env, p, 256, &data, &len) == 0)
+		hit = len == strlen(ident) && memcmp(data, ident, len) == 0;
+	free(data);
+	free(p);
+	return hit;
 }
 
 /* Under the lock: a build of `name` (again when one runs). */
@@ -123,9 +173,28 @@ void storage_engine_sai_update(struct storage *db, struct table *t,
 		else
 			i++;
 	}
+	for (size_t i = 0; prev && i < prev->index_count; i++) {
+		const struct storage_index *old = &prev->indexes[i];
+		const struct storage_index *now =
+			storage_table_meta_index(m, old->name);
+		if (!now || !same_index(old, now))
+			failed_record(db, t, old->name, NULL); /* dropped */
+	}
 	for (size_t i = 0; i < m->index_count; i++) {
 		const struct storage_index *ix = &m->indexes[i];
 		bool build;
+		if (!prev && failed_recorded(db, t, ix)) {
+			/* failed before the restart: stays so */
+			if (want_build(db, t, ix->name, false) == 0) {
+				find_build(t, ix->name)->failed = true;
+				LOG_AT(LOG_LEVEL_WARN,
+				       "index %s on %s.%s: its build failed "
+				       "before the restart; unavailable until "
+				       "rebuild_index",
+				       ix->name, m->keyspace, m->name);
+			}
+			continue;
+		}
 		if (prev) {
 			const struct storage_index *old =
 				storage_table_meta_index(prev, ix->name);
@@ -348,7 +417,12 @@ static int run_build(struct storage *db, struct table *t, const uint8_t id[16],
 			pthread_mutex_unlock(&db->mu);
 			if (gone)
 				break;
-			rc = build_sstable(db, t, snap.meta, ix, need[i], base);
+			rc = db->builds_fail
+				     ? err_set(ERR_IO,
+					       "injected index build failure "
+					       "(indexbuildfault fail)")
+				     : build_sstable(db, t, snap.meta, ix,
+						     need[i], base);
 			if (rc && err_code() == ERR_CORRUPT)
 				storage_engine_note_corruption(db, need[i]);
 			base += need[i]->stats.data_size;
@@ -422,6 +496,8 @@ void *storage_engine_indexer_main(void *arg)
 		}
 		char why[ERR_MSG_MAX];
 		snprintf(why, sizeof(why), "%s", rc < 0 ? err_msg() : "");
+		int record = 0; /* 1: write a failure record, -1: remove it */
+		char ident[64] = "";
 		pthread_mutex_lock(&db->mu);
 		for (size_t i = 0; name && i < t->nbuilds; i++) {
 			struct index_build *x = &t->builds[i];
@@ -431,21 +507,30 @@ void *storage_engine_indexer_main(void *arg)
 			bool gone = !storage_table_meta_index(t->meta, name);
 			if (rc == 0 && (gone || (!x->again && !x->force))) {
 				drop_build(t, i);
+				record = -1;
 				if (!gone)
 					LOG_AT(LOG_LEVEL_INFO,
 					       "index %s on %s: built", name,
 					       ks);
 			} else if (rc < 0 && !db->stopping) {
 				x->failed = true;
+				const struct storage_index *ix =
+					storage_table_meta_index(t->meta, name);
+				if (ix && sai_index_ident(ix, ident,
+							  sizeof(ident)) >= 0)
+					record = 1;
 				LOG_AT(LOG_LEVEL_ERROR,
 				       "index %s on %s: build failed (the "
 				       "index stays unavailable until "
-				       "rebuild_index or a restart): %s",
+				       "rebuild_index succeeds): %s",
 				       name, ks, why);
 			}
 			break;
 		}
+		bool dropped = t->dropped;
 		pthread_mutex_unlock(&db->mu);
+		if (record && !dropped)
+			failed_record(db, t, name, record > 0 ? ident : NULL);
 		free(name);
 		storage_engine_table_unref(t);
 		pthread_mutex_lock(&db->mu);
@@ -495,6 +580,13 @@ void storage_index_builds_hold(struct storage *db, bool hold)
 	pthread_mutex_lock(&db->mu);
 	db->builds_held = hold;
 	pthread_cond_broadcast(&db->index_work);
+	pthread_mutex_unlock(&db->mu);
+}
+
+void storage_index_builds_fail(struct storage *db, bool fail)
+{
+	pthread_mutex_lock(&db->mu);
+	db->builds_fail = fail;
 	pthread_mutex_unlock(&db->mu);
 }
 

@@ -602,6 +602,9 @@ struct storage_index_build_info {
  * build waits before its first SSTable (running, at 0 of its total);
  * released, they go on. */
 void storage_index_builds_hold(struct storage *db, bool hold);
+/* Test clusters (indexbuildfault fail|ok): while set, every build fails
+ * at its first SSTable with an I/O error, as a disk error would make it. */
+void storage_index_builds_fail(struct storage *db, bool fail);
 /* Fills up to `cap` of the builds; returns how many there are. */
 size_t storage_index_builds(struct storage *db,
 			    struct storage_index_build_info *out, size_t cap);
