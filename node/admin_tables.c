@@ -571,6 +571,18 @@ static int cmd_tablestats(void *arg, size_t argc, const char *const *argv,
 				     rows[r].value);
 		admin_printf(out, "\t\tDroppable tombstone ratio: %.5f\n",
 			     (double)st.droppable_tombstones_ppm / 1e6);
+		/* Cassini's line (nodetool 5.0 has none per index): the
+		 * SSTables' SAI components of each index */
+		for (size_t x = 0; x < t->index_count; x++) {
+			uint64_t ib = 0;
+			if (storage_index_disk_bytes(db, t->id,
+						     t->indexes[x].name,
+						     &ib) == 0)
+				admin_printf(out,
+					     "\t\tSAI index %s disk space used "
+					     "(bytes): %" PRIu64 "\n",
+					     t->indexes[x].name, ib);
+		}
 		admin_printf(out, "\n");
 	}
 	admin_printf(out, "----------------\n");

@@ -583,6 +583,20 @@ void storage_index_builds_hold(struct storage *db, bool hold)
 	pthread_mutex_unlock(&db->mu);
 }
 
+int storage_index_disk_bytes(struct storage *db, const uint8_t table_id[16],
+			     const char *index, uint64_t *bytes)
+{
+	*bytes = 0;
+	pthread_mutex_lock(&db->mu);
+	struct table *t = storage_engine_table_find(db, table_id);
+	if (t)
+		for (size_t i = 0; i < t->version->count; i++)
+			*bytes += sst_sai_disk_bytes(t->version->ssts[i],
+						     index);
+	pthread_mutex_unlock(&db->mu);
+	return t ? 0 : err_set(ERR_NOT_FOUND, "unknown table");
+}
+
 void storage_index_builds_fail(struct storage *db, bool fail)
 {
 	pthread_mutex_lock(&db->mu);

@@ -113,6 +113,7 @@ struct sst_sai {
 	size_t len;
 	int state;      /* 0 not loaded, 1 loaded, -1 unusable (logged once) */
 	char ident[64]; /* its identity (sai_index_ident) once loaded */
+	uint64_t disk_bytes; /* the file's size (at open, at install) */
 };
 
 struct sstable {
@@ -177,6 +178,8 @@ int sst_sai_install(struct sstable *s, const struct storage_index *ix,
 /* Whether TOC.txt listed, or a build installed, a component for the
  * index named `index` (not loaded: its identity is not checked). */
 bool sst_sai_listed(struct sstable *s, const char *index);
+/* The size on disk of the SSTable's component of `index` (0: none). */
+uint64_t sst_sai_disk_bytes(struct sstable *s, const char *index);
 
 /* Opens generation `gen` in `dir`; verifies Statistics, Summary, Filter. */
 /* Hard-links the SSTable's files into `dir` under the same names, TOC

@@ -66,7 +66,31 @@ int sst_sai_open(struct sstable *s)
 		p += n + 1;
 	}
 	free(toc);
+	/* the components' sizes (tablestats); one missing is 0 */
+	for (size_t i = 0; !rc && i < s->sai_count; i++) {
+		char *cp = sst_path(s->dir, s->gen, s->sai[i].comp, false);
+		struct env_file *f = NULL;
+		if (cp && env_file_open(s->env, cp, ENV_FILE_READ, &f) == 0) {
+			int64_t sz = env_file_size(f);
+			s->sai[i].disk_bytes = sz > 0 ? (uint64_t)sz : 0;
+			env_file_close(f);
+		}
+		free(cp);
+	}
+	if (!rc)
+		err_clear();
 	return rc;
+}
+
+uint64_t sst_sai_disk_bytes(struct sstable *s, const char *index)
+{
+	uint64_t n = 0;
+	pthread_mutex_lock(&s->sai_mu);
+	for (size_t i = 0; i < s->sai_count; i++)
+		if (strcmp(s->sai[i].index, index) == 0)
+			n = s->sai[i].disk_bytes;
+	pthread_mutex_unlock(&s->sai_mu);
+	return n;
 }
 
 void sst_sai_free(struct sstable *s)
@@ -209,6 +233,8 @@ int sst_sai_install(struct sstable *s, const struct storage_index *ix,
 			e = &s->sai[i];
 	if (!e) {
 		rc = add_comp(s, comp, strlen(comp));
+		if (!rc)
+			s->sai[s->sai_count - 1].disk_bytes = len;
 	} else if (e->buf) {
 		/* a reader may hold the old bytes */
 		struct sst_sai_old *o = malloc(sizeof(*o));
@@ -225,6 +251,8 @@ int sst_sai_install(struct sstable *s, const struct storage_index *ix,
 	} else {
 		e->state = 0; /* unusable before: loaded again */
 	}
+	if (e)
+		e->disk_bytes = len;
 	pthread_mutex_unlock(&s->sai_mu);
 	free(comp);
 	return rc;

@@ -605,6 +605,10 @@ void storage_index_builds_hold(struct storage *db, bool hold);
 /* Test clusters (indexbuildfault fail|ok): while set, every build fails
  * at its first SSTable with an I/O error, as a disk error would make it. */
 void storage_index_builds_fail(struct storage *db, bool fail);
+/* The bytes on disk of index `index`'s components over the table's live
+ * SSTables (tablestats). -1 with ERR_NOT_FOUND for an unknown table. */
+int storage_index_disk_bytes(struct storage *db, const uint8_t table_id[16],
+			     const char *index, uint64_t *bytes);
 /* Fills up to `cap` of the builds; returns how many there are. */
 size_t storage_index_builds(struct storage *db,
 			    struct storage_index_build_info *out, size_t cap);
