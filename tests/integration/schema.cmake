@@ -23,3 +23,7 @@ cassini_pytest(integration_index_replicas test_index_replicas.py TIMEOUT 300)
 # after a restart, rebuild_index, sai_column_indexes and IndexInfo
 # (127.0.109.20-22).
 cassini_pytest(integration_index_build test_index_build.py TIMEOUT 300)
+
+# Index operations on one node: analyzer options, a failed build kept
+# failed across restarts, a corrupt component, tablestats (127.0.109.60-62).
+cassini_pytest(integration_index_ops test_index_ops.py TIMEOUT 300)
