@@ -575,9 +575,8 @@ static int cmd_tablestats(void *arg, size_t argc, const char *const *argv,
 		 * SSTables' SAI components of each index */
 		for (size_t x = 0; x < t->index_count; x++) {
 			uint64_t ib = 0;
-			if (storage_index_disk_bytes(db, t->id,
-						     t->indexes[x].name,
-						     &ib) == 0)
+			if (storage_index_disk_bytes(
+				    db, t->id, t->indexes[x].name, &ib) == 0)
 				admin_printf(out,
 					     "\t\tSAI index %s disk space used "
 					     "(bytes): %" PRIu64 "\n",

@@ -22,8 +22,8 @@
 
 #include <ctype.h>
 #include <math.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Cassandra's column for an application state: its name in lower case. */
@@ -495,22 +495,20 @@ static int index_views(struct node *n, struct cql_view_rows *b, bool info)
 						failed = bi[q].failed;
 				char analyzer[112] = "NoOpAnalyzer";
 				if (ix->analyzer)
-					snprintf(analyzer, sizeof(analyzer),
-						 "NonTokenizingAnalyzer{"
-						 "caseSensitive=%s, "
-						 "normalized=%s, ascii=%s}",
-						 ix->analyzer &
-								 STORAGE_SAI_LOWER
-							 ? "false"
-							 : "true",
-						 ix->analyzer &
-								 STORAGE_SAI_NORMALIZE
-							 ? "true"
-							 : "false",
-						 ix->analyzer &
-								 STORAGE_SAI_ASCII
-							 ? "true"
-							 : "false");
+					snprintf(
+						analyzer, sizeof(analyzer),
+						"NonTokenizingAnalyzer{"
+						"caseSensitive=%s, "
+						"normalized=%s, ascii=%s}",
+						ix->analyzer & STORAGE_SAI_LOWER
+							? "false"
+							: "true",
+						ix->analyzer & STORAGE_SAI_NORMALIZE
+							? "true"
+							: "false",
+						ix->analyzer & STORAGE_SAI_ASCII
+							? "true"
+							: "false");
 				if (cql_view_row(b) ||
 				    cql_view_text(b, "keyspace_name",
 						  t->keyspace) ||

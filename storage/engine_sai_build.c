@@ -591,8 +591,8 @@ int storage_index_disk_bytes(struct storage *db, const uint8_t table_id[16],
 	struct table *t = storage_engine_table_find(db, table_id);
 	if (t)
 		for (size_t i = 0; i < t->version->count; i++)
-			*bytes += sst_sai_disk_bytes(t->version->ssts[i],
-						     index);
+			*bytes +=
+				sst_sai_disk_bytes(t->version->ssts[i], index);
 	pthread_mutex_unlock(&db->mu);
 	return t ? 0 : err_set(ERR_NOT_FOUND, "unknown table");
 }

@@ -13,8 +13,8 @@
 
 #include "common/buf.h"
 #include "common/err.h"
-#include "storage/schema.h"
 #include "storage/sai_unicode_tables.h"
+#include "storage/schema.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -157,13 +157,13 @@ static const struct sai_decomp *decomp_of(uint32_t c)
 }
 
 /* Hangul syllables (Unicode 3.12, algorithmic). */
-#define H_S 0xAC00u
-#define H_L 0x1100u
-#define H_V 0x1161u
-#define H_T 0x11A7u
+#define H_S  0xAC00u
+#define H_L  0x1100u
+#define H_V  0x1161u
+#define H_T  0x11A7u
 #define H_VN 21u
 #define H_TN 28u
-#define H_N (H_VN * H_TN)
+#define H_N  (H_VN * H_TN)
 #define H_SN (19u * H_N)
 
 static uint32_t compose_pair(uint32_t a, uint32_t b)

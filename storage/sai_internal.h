@@ -10,8 +10,8 @@
  * time, timestamp, uuid and timeuuid types; other types are their value
  * bytes (their order is bytewise already: text, ascii, blob, inet,
  * boolean, duration). Text of an index with an analyzer is the
- * analysed text (storage_sai_analyze: lower case, NFC, ASCII folding). An entries(m) term is be32 length + the key's
- * term, then the value's term.
+ * analysed text (storage_sai_analyze: lower case, NFC, ASCII folding). An
+ * entries(m) term is be32 length + the key's term, then the value's term.
  *
  * Decimals (1.0 equals 1.00) and frozen values holding a decimal or a
  * varint (whose bytes may be non-minimal) have no term whose bytes decide
@@ -37,8 +37,7 @@ bool sai_index_exact(const struct storage_table_meta *t,
 /* Appends to `out` the term of value `v` of type `ty` (analyzer:
  * STORAGE_SAI_* bits, applied to text and ascii). -1 on ERR_NOMEM. */
 int sai_term_encode(const struct storage_type *ty, unsigned analyzer,
-		    struct slice v,
-		    struct buf *out);
+		    struct slice v, struct buf *out);
 /* Sets `out` to the index's term for a queried value: vals[0] (for an
  * entries index vals[0] the key and vals[1] the value, n = 2). */
 int sai_index_term(const struct storage_table_meta *t,

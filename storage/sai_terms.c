@@ -174,8 +174,7 @@ static int uuid_term(uint16_t kind, struct slice v, struct buf *out)
 }
 
 int sai_term_encode(const struct storage_type *ty, unsigned analyzer,
-		    struct slice v,
-		    struct buf *out)
+		    struct slice v, struct buf *out)
 {
 	if (v.len == 0)
 		return 0; /* empty sorts first, as in Cassandra */
@@ -215,8 +214,7 @@ int sai_index_term(const struct storage_table_meta *t,
 	if (!vt)
 		return err_set(ERR_INVALID, "index %s: no terms", ix->name);
 	if (ix->target != STORAGE_INDEX_ENTRIES)
-		return n == 1 ? sai_term_encode(vt, ix->analyzer,
-						vals[0], out)
+		return n == 1 ? sai_term_encode(vt, ix->analyzer, vals[0], out)
 			      : err_set(ERR_INVALID, "one value wanted");
 	if (n != 2)
 		return err_set(ERR_INVALID, "entries: key and value wanted");
@@ -244,8 +242,8 @@ int sai_key_term(const struct storage_table_meta *t,
 	if (!c.ptr)
 		return 0;
 	buf_clear(out);
-	return sai_term_encode(t->columns[ix->column].type,
-			       ix->analyzer, c, out)
+	return sai_term_encode(t->columns[ix->column].type, ix->analyzer, c,
+			       out)
 		       ? -1
 		       : 1;
 }

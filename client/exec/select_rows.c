@@ -284,8 +284,8 @@ static bool filter_analysed(const struct filter *f, struct slice v)
 	struct buf b = {0};
 	bool hit = false;
 	if (storage_sai_analyze(f->analyzer, v.ptr, v.len, &b) == 0) {
-		struct slice a = slice_make(b.data ? b.data : (const uint8_t *)"",
-					    b.len);
+		struct slice a = slice_make(
+			b.data ? b.data : (const uint8_t *)"", b.len);
 		if (f->op == CQL_OP_IN) {
 			for (size_t i = 0; i < f->n_in && !hit; i++)
 				hit = slice_eq(a, f->ain[i]);

@@ -614,7 +614,6 @@ static bool index_supports(const struct storage_column *col, enum cql_op op)
 	       k != STORAGE_TYPE_BOOLEAN && !storage_type_is_collection(k);
 }
 
-
 /* The analysed copies of a filter's values (an index's text analyzer:
  * rows are compared analysed, as the index's terms are). */
 static int analyze_one(struct cql_select_plan *p, unsigned analyzer,

@@ -156,9 +156,9 @@ static void analysed(unsigned an, const char *in, const char *want)
 {
 	struct buf b;
 	buf_init(&b);
-	ck_assert_int_eq(storage_sai_analyze(an, (const uint8_t *)in,
-					     strlen(in), &b),
-			 0);
+	ck_assert_int_eq(
+		storage_sai_analyze(an, (const uint8_t *)in, strlen(in), &b),
+		0);
 	ck_assert_msg(b.len == strlen(want) && memcmp(b.data, want, b.len) == 0,
 		      "%u '%s': '%.*s', want '%s'", an, in, (int)b.len,
 		      (const char *)b.data, want);
@@ -186,12 +186,21 @@ START_TEST(text_analysis_as_cassandras)
 	analysed(N, "\xd0\xb8\xcc\x86", "\xd0\xb9"); /* и + breve: й */
 	analysed(N, "\xce\xb1\xcc\x81", "\xce\xac"); /* α + acute: ά */
 	/* ASCII folding; without NFC a decomposed é keeps its mark */
-	analysed(A, "Cr\xc3\xa8me Br\xc3\xbbl\xc3\xa9" "e", "Creme Brulee");
-	analysed(A, "\xc3\x86gir Stra\xc3\x9f" "e \xc5\x81\xc3\xb3" "d\xc5\xba",
+	analysed(A,
+		 "Cr\xc3\xa8me Br\xc3\xbbl\xc3\xa9"
+		 "e",
+		 "Creme Brulee");
+	analysed(A,
+		 "\xc3\x86gir Stra\xc3\x9f"
+		 "e \xc5\x81\xc3\xb3"
+		 "d\xc5\xba",
 		 "AEgir Strasse Lodz");
 	analysed(A, "cafe\xcc\x81", "cafe\xcc\x81");
 	analysed(N | A, "cafe\xcc\x81", "cafe");
-	analysed(L | N | A, "\xc3\x89" "COLE", "ecole");
+	analysed(L | N | A,
+		 "\xc3\x89"
+		 "COLE",
+		 "ecole");
 	/* not UTF-8: as given */
 	analysed(L | N | A, "\xff\xc3", "\xff\xc3");
 }
