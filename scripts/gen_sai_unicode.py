@@ -79,6 +79,17 @@ for cp in range(MAXCP):
         comp.append((d[0], d[1], cp))
 comp.sort()
 
+
+def full(cp):
+    d = canon(cp)
+    return [cp] if d is None else sum((full(x) for x in d), [])
+
+
+# sai_analyze.c's buffers: a non-ASCII code point decomposes into at most
+# 4, an ASCII one not at all
+assert max(len(full(c)) for c, _, _ in decomp) <= 4
+assert all(canon(c) is None for c in range(0x80))
+
 ccc = ranges_of(lambda cp: (u.combining(chr(cp)) or None)
                 if not (0xD800 <= cp < 0xE000) else None)
 
@@ -109,6 +120,7 @@ for cp in list(range(0xC0, 0x250)) + list(range(0x1E00, 0x1F00)):
         if len(nfd) > 1 and ord(nfd[0]) < 0x80 and nfd[0].isalpha():
             s = nfd[0]
     if s is not None:
+        assert len(s) <= 2
         fold.append((cp, s))
 
 o = []

@@ -290,11 +290,12 @@ int storage_sai_analyze(unsigned analyzer, const uint8_t *p, size_t n,
 		}
 		return 0;
 	}
-	/* lower case may double a code point (U+0130), NFC's decomposition
-	 * quadruple one, folding triple one */
-	size_t cap = (n + 1) * 2 * 4 * 3;
-	uint32_t *a = malloc(cap * sizeof(*a));
-	uint32_t *b = malloc(cap * sizeof(*b));
+	/* code points: at most n; lower case keeps their count within n (only
+	 * U+0130, 2 bytes, gives 2); NFC's full decompositions give at most
+	 * 4 of a non-ASCII one (2 or more bytes: scripts/gen_sai_unicode.py
+	 * checks), so at most 2n; folding is encoded on the fly */
+	uint32_t *a = malloc((n + 1) * sizeof(*a));
+	uint32_t *b = malloc((2 * n + 8) * sizeof(*b));
 	size_t k = 0;
 	int rc = -1;
 	if (!a || !b) {
@@ -330,25 +331,21 @@ int storage_sai_analyze(unsigned analyzer, const uint8_t *p, size_t n,
 	} else {
 		memcpy(a, b, k * sizeof(*a));
 	}
+	const uint32_t *src = a;
 	if (analyzer & STORAGE_SAI_NORMALIZE) {
 		k = nfc(a, k, b);
-		memcpy(a, b, k * sizeof(*a));
+		src = b;
 	}
-	if (analyzer & STORAGE_SAI_ASCII) {
-		size_t m = 0;
-		for (size_t i = 0; i < k; i++) {
-			const char *f = a[i] >= 0xC0 ? fold_of(a[i]) : NULL;
-			if (!f) {
-				b[m++] = a[i];
-				continue;
-			}
-			while (*f)
-				b[m++] = (uint8_t)*f++;
-		}
-		k = m;
-		memcpy(a, b, k * sizeof(*a));
+	if (!(analyzer & STORAGE_SAI_ASCII)) {
+		rc = encode(src, k, out);
+		goto out;
 	}
-	rc = encode(a, k, out);
+	rc = 0;
+	for (size_t i = 0; i < k && !rc; i++) {
+		const char *f = src[i] >= 0xC0 ? fold_of(src[i]) : NULL;
+		rc = f ? buf_append(out, f, strlen(f))
+		       : encode(src + i, 1, out);
+	}
 out:
 	free(a);
 	free(b);
