@@ -198,7 +198,10 @@ void storage_engine_sai_update(struct storage *db, struct table *t,
 		if (prev) {
 			const struct storage_index *old =
 				storage_table_meta_index(prev, ix->name);
-			build = had_data && (!old || !same_index(old, ix));
+			bool fresh = !old || !same_index(old, ix);
+			if (fresh) /* a record of an earlier one of the name */
+				failed_record(db, t, ix->name, NULL);
+			build = had_data && fresh;
 		} else {
 			/* loaded at start: an SSTable without it */
 			build = false;
