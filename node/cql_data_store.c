@@ -188,6 +188,8 @@ static void store_job_run(struct work *w)
 		}
 		if (rc == 1)
 			rc = 0;
+		if (rc == 0)
+			storage_scan_count(s);
 		storage_scan_close(s);
 	}
 	if (rc != 0) {

@@ -624,7 +624,8 @@ static void stream_next(struct node_move *m)
 		if (!rc) {
 			struct repair_request q = {.parallelism =
 							   REPAIR_PARALLEL,
-						   .jobs = REPAIR_MAX_JOBS};
+						   .jobs = REPAIR_MAX_JOBS,
+						   .unlisted = true};
 			node_repair_job_request(&j, &q);
 			char line[200];
 			snprintf(

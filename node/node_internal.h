@@ -105,6 +105,9 @@ size_t node_thread_pools(void *arg, struct cql_thread_pool *out, size_t cap);
 struct cql_view_rows;
 /* The node-made system_views tables (node_views.c). */
 int node_view_rows(void *arg, const char *table, struct cql_view_rows *rows);
+/* node_views_repair.c: system_views.repairs, or repair_sessions. */
+int node_view_repairs(struct node *n, struct cql_view_rows *rows,
+		      bool sessions);
 struct storage_table_meta;
 /* The meta of the table with this id in the node's schema, or NULL. */
 const struct storage_table_meta *node_table_by_id(struct node *n,

@@ -544,6 +544,22 @@ static void run_next(struct repair_cmd *c)
 				 * kind ALL) */
 				.incremental = !c->full && !c->preview,
 				.partial = c->ndc || c->local || c->nhosts};
+			char hosts[REPAIR_MAX_REPLICAS * 4][INET_ADDR_STRLEN];
+			const char *hp[REPAIR_MAX_REPLICAS * 4];
+			for (size_t h = 0; h < c->nhosts; h++)
+				hp[h] = inet_addr_format_host(&c->hosts[h], hosts[h],
+							 sizeof(hosts[h]));
+			struct repair_asked asked = {
+				.primary_range = c->pr,
+				.subrange = c->subrange,
+				.column_families =
+					(const char *const *)c->tables,
+				.ncolumn_families = c->ntables,
+				.data_centers = c->dcs,
+				.ndata_centers = c->ndc,
+				.hosts = hp,
+				.nhosts = c->nhosts};
+			q.asked = &asked;
 			node_repair_job_request(&j, &q);
 			rc = repair_start(c->nr->repair, &q, on_progress,
 					  on_done, c, NULL);

@@ -2,7 +2,8 @@
  * The system_views tables the node fills from its own state (the CQL
  * layer defines them and sorts the rows): gossip_info from the gossiper,
  * pending_hints from the hint store, disk_usage and sstable_tasks from
- * storage, internode_inbound/outbound from the transport,
+ * storage, internode_inbound/outbound from the transport, repairs and
+ * repair_sessions from repair's states (node_views_repair.c),
  * sai_column_indexes and system."IndexInfo" from the schema and storage's
  * index build states. Called on
  * the event loop for each SELECT on one of them; each reads in-memory
@@ -161,6 +162,7 @@ static double round3(double v)
 enum table_metric {
 	TM_READ,
 	TM_WRITE,
+	TM_SCAN,
 	TM_MAX_PARTITION,
 	TM_ROWS,
 	TM_TOMBSTONES,
@@ -255,7 +257,9 @@ static int table_metric(struct node *n, struct cql_view_rows *b,
 				continue;
 			}
 			const struct storage_hist *l =
-				which == TM_READ ? &h.read_us : &h.write_us;
+				which == TM_READ   ? &h.read_us
+				: which == TM_SCAN ? &h.scan_us
+						   : &h.write_us;
 			if (cql_view_bigint(b, "count", (int64_t)l->count) ||
 			    cql_view_double(b, "max_ms",
 					    round3(hist_at(l, 100) / 1000)) ||
@@ -557,6 +561,11 @@ int node_view_rows(void *arg, const char *table, struct cql_view_rows *b)
 		return table_metric(n, b, TM_READ);
 	if (strcmp(table, "local_write_latency") == 0)
 		return table_metric(n, b, TM_WRITE);
+	if (strcmp(table, "local_scan_latency") == 0)
+		return table_metric(n, b, TM_SCAN);
+	if (strcmp(table, "repairs") == 0 ||
+	    strcmp(table, "repair_sessions") == 0)
+		return node_view_repairs(n, b, table[6] == '_');
 	if (strcmp(table, "internode_outbound") == 0)
 		return internode_outbound(n, b);
 	if (strcmp(table, "internode_inbound") == 0)

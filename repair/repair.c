@@ -161,6 +161,7 @@ static void repair_free(struct repair *r)
 	for (size_t i = 0; i < REPAIR_MAX_CLAIMS; i++)
 		repair_claim_end(r, &r->claims[i]);
 	repair_locals_free(r);
+	repair_states_free(r);
 	env_timer_free(r->env, r->local_timer);
 	env_timer_free(r->env, r->claim_timer);
 	env_timer_free(r->env, r->sweep_timer);
@@ -404,6 +405,7 @@ int repair_start(struct repair *r, const struct repair_request *q,
 	s->task_done = q->task_done;
 	s->arg = arg;
 	s->start_us = env_mono_us(r->env);
+	repair_state_begin(s, q);
 	r->session = s;
 	if (session)
 		*session = s->id;

@@ -298,6 +298,25 @@ struct repair_request {
 	 * (it goes back to unrepaired at the end), as Cassandra sets
 	 * repairedAt only for global repairs. */
 	bool partial;
+	/* Not a repair (bootstrap's, decommission's or rebuild's streaming
+	 * session): kept out of repair_states. */
+	bool unlisted;
+	/* Optional: what the operator asked, for repair_states (copied). */
+	const struct repair_asked *asked;
+};
+
+/* The options of a repair command beyond the request's own, as
+ * Cassandra's RepairOption names them (system_views.repairs). */
+struct repair_asked {
+	bool primary_range; /* -pr */
+	bool subrange;      /* -st/-et */
+	bool scheduled;     /* a segment of the repair scheduler */
+	const char *const *column_families; /* the tables named */
+	size_t ncolumn_families;
+	const char *const *data_centers; /* -dc */
+	size_t ndata_centers;
+	const char *const *hosts; /* -hosts, as given */
+	size_t nhosts;
 };
 
 struct repair_peer_stats {
@@ -431,6 +450,64 @@ int repair_locals_load(struct repair *r, const uint8_t *p, size_t len);
 /* The id SSTables record for session `id` of coordinator `co`. */
 void repair_session_uuid(const struct inet_addr *co, uint64_t id,
 			 uint8_t out[16]);
+
+/* ---- states (Cassandra 5.0's CoordinatorState / SessionState) -----------
+ * The last REPAIR_MAX_STATES sessions started here (manual and scheduled,
+ * full and incremental; not the unlisted ones), with the wall-clock ms at
+ * which each reached a step of Cassandra's repair: SETUP and START when
+ * it starts, PREPARE_START/PREPARE_COMPLETE around incremental repair's
+ * PREPARE round (a full repair prepares nothing: both at START),
+ * REPAIR_START when its tasks start (a session's JOBS_START),
+ * REPAIR_COMPLETE when the last task ended, then the result. */
+#define REPAIR_MAX_STATES 32
+
+enum repair_step {
+	REPAIR_STEP_SETUP = 0,
+	REPAIR_STEP_START,
+	REPAIR_STEP_PREPARE_START,
+	REPAIR_STEP_PREPARE_COMPLETE,
+	REPAIR_STEP_REPAIR_START,
+	REPAIR_STEP_REPAIR_COMPLETE,
+	REPAIR_STEP_COUNT
+};
+
+enum repair_result {
+	REPAIR_RESULT_NONE = 0, /* running */
+	REPAIR_RESULT_SUCCESS,
+	REPAIR_RESULT_FAILURE,
+};
+
+struct repair_state_info {
+	uint64_t session;
+	uint32_t command; /* 1, 2, ... in the order sessions started */
+	int64_t steps_ms[REPAIR_STEP_COUNT]; /* 0: not reached */
+	int64_t init_ms, updated_ms;         /* wall clock */
+	uint64_t duration_ms;                /* so far while running */
+	enum repair_result result;
+	const char *error; /* FAILURE's; borrowed */
+	/* the request */
+	bool preview, incremental, trace;
+	enum repair_parallelism parallelism;
+	uint32_t jobs;
+	struct repair_asked asked; /* its arrays borrowed */
+	const char *const *tables; /* "ks.table"; borrowed */
+	size_t ntables;
+	const struct repair_range *ranges; /* replicas and dcs borrowed */
+	size_t nranges;
+	const struct inet_addr *participants; /* every replica; borrowed */
+	size_t nparticipants;
+	/* progress: tasks ended so far, of ntables * nranges */
+	size_t tasks_done;
+};
+typedef void (*repair_state_fn)(void *arg, const struct repair_state_info *s);
+/* Calls each(arg, info) for every kept state, oldest first. */
+void repair_state_list(const struct repair *r, repair_state_fn each,
+		       void *arg);
+/* A version-1 (time-based) UUID for session `session` started at `ms`,
+ * its node bits from this node's address; `kind` (0..15) tells the ids
+ * of one session apart (0: the repair, 1: its session). */
+void repair_state_timeuuid(const struct repair *r, uint64_t session,
+			   int64_t ms, unsigned kind, uint8_t out[16]);
 
 /* Fails the running session ("cancelled: <why>"): its `done` runs now and
  * its replicas' claims are released; scans already running on

@@ -195,6 +195,7 @@ void repair_incr_receive(struct repair_session *ss,
 	env_timer_cancel(ss->r->env, ss->incr_timer);
 	if (ss->incr == INCR_PREPARE) {
 		ss->incr = INCR_REPAIR;
+		repair_state_step(ss, REPAIR_STEP_REPAIR_START);
 		repair_session_pump(ss);
 	} else if (ss->incr == INCR_PROPOSE) {
 		send_phase(ss, INCR_COMMIT, REPAIR_VERB_COMMIT);

@@ -153,7 +153,14 @@ struct repair {
 	 * mono time the bytes sent so far are paid for), and its counters */
 	uint64_t stream_free_us;
 	struct repair_stream_stats stream;
+	/* repair_states.c: the last sessions' states, a ring */
+	struct repair_state *states[REPAIR_MAX_STATES];
+	size_t states_next;
 };
+
+/* repair_states.c: frees every kept state (repair_free). */
+struct repair_state;
+void repair_states_free(struct repair *r);
 
 /* Sends `b` to `to` (to this node itself through the local queue). */
 int repair_send(struct repair *r, const struct inet_addr *to, uint32_t verb,

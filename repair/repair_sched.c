@@ -646,10 +646,13 @@ static void tick(void *arg)
 					  .end = g->end,
 					  .replicas = reps,
 					  .nreplicas = nrep};
+		static const struct repair_asked asked = {.subrange = true,
+							  .scheduled = true};
 		struct repair_request q = {.tables = &rt,
 					   .ntables = 1,
 					   .ranges = &rr,
 					   .nranges = 1,
+					   .asked = &asked,
 					   .exclusive = true,
 					   .incremental = t->tuning.incremental == 1,
 					   .max_depth = seg_depth(t, g)};

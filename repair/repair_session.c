@@ -154,6 +154,7 @@ static void task_release(struct task *s);
 static void task_result(struct task *s, bool ok, const char *error)
 {
 	struct repair_session *ss = s->sess;
+	repair_state_task_ended(ss);
 	if (!ss->task_done)
 		return;
 	struct repair_task_result res = {
@@ -184,6 +185,7 @@ static void session_end(struct repair_session *ss, bool ok, const char *error)
 	memcpy(ss->sum.uuid, ss->uuid, 16);
 	ss->sum.repaired_at = ok ? ss->repaired_at : 0;
 	ss->sum.partial = ss->incremental && !ss->repaired_at;
+	repair_state_end(ss, ok, error);
 	if (!ok)
 		repair_incr_fail(ss);
 	if (ss->incr_timer)
@@ -549,6 +551,7 @@ int repair_session_pump(struct repair_session *ss)
 	for (size_t l = 0; l < ss->jobs; l++)
 		running = running || ss->lanes[l].busy;
 	if (!running) {
+		repair_state_step(ss, REPAIR_STEP_REPAIR_COMPLETE);
 		if (ss->incremental)
 			repair_incr_finalize(ss); /* PROPOSE, COMMIT */
 		else

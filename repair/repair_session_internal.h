@@ -140,6 +140,7 @@ struct repair_session {
 	bool *awaiting;
 	struct env_timer *incr_timer;
 	int64_t repaired_at;
+	struct repair_state *state; /* repair_states.c; NULL: unlisted */
 };
 
 enum incr_phase {
@@ -165,6 +166,15 @@ void repair_incr_receive(struct repair_session *ss,
 			 const struct repair_msg *m);
 /* Fails the session when a participant it awaits is down. 1: ended. */
 int repair_incr_alive_check(struct repair_session *ss);
+
+/* ---- repair_states.c: the session's record for repair_state_list ------- */
+
+void repair_state_begin(struct repair_session *s,
+			const struct repair_request *q);
+/* The session reached `step` (and every step before it). */
+void repair_state_step(struct repair_session *s, enum repair_step step);
+void repair_state_task_ended(struct repair_session *s);
+void repair_state_end(struct repair_session *s, bool ok, const char *error);
 
 /* ---- repair_session.c: tasks and the step machine ---------------------- */
 

@@ -486,6 +486,10 @@ int storage_table_histograms(struct storage *db, const uint8_t table_id[16],
 						  memory_order_relaxed);
 		out->read_us.buckets[b] = r;
 		out->read_us.count += r;
+		uint64_t sc = atomic_load_explicit(&t->scan_us[b],
+						   memory_order_relaxed);
+		out->scan_us.buckets[b] = sc;
+		out->scan_us.count += sc;
 		out->sstables.buckets[b] = s;
 		out->sstables.count += s;
 		out->write_us.buckets[b] = t->write_us[b];
@@ -502,6 +506,7 @@ int storage_table_histograms(struct storage *db, const uint8_t table_id[16],
 	out->live_rows.sum = atomic_load(&t->live_sum);
 	out->tombstones.sum = atomic_load(&t->tomb_sum);
 	out->read_us.sum = atomic_load(&t->read_us_sum);
+	out->scan_us.sum = atomic_load(&t->scan_us_sum);
 	out->sstables.sum = atomic_load(&t->sst_sum);
 	out->write_us.sum = t->write_us_sum;
 	for (size_t i = 0; i < t->version->count; i++) {

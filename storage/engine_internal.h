@@ -85,6 +85,7 @@ struct table {
 	/* tablehistograms (common/loghist.h buckets): reads' µs and
 	 * SSTables read (any thread, relaxed), writes' µs (the lock) */
 	_Atomic uint64_t read_us_sum, read_us[LOGHIST_BUCKETS];
+	_Atomic uint64_t scan_us_sum, scan_us[LOGHIST_BUCKETS]; /* ranges */
 	_Atomic uint64_t sst_sum, sst_per_read[LOGHIST_BUCKETS];
 	/* live rows and tombstones each of those reads met */
 	_Atomic uint64_t live_sum, live_per_read[LOGHIST_BUCKETS];

@@ -274,6 +274,7 @@ struct storage_scan {
 	bool *live;
 	struct read_ctx ctx;
 	bool done;
+	uint64_t open_us; /* env_mono_us at open */
 };
 
 static bool in_range(const struct storage_scan *s, int64_t token)
@@ -293,6 +294,7 @@ struct storage_scan *storage_scan_open(struct storage *db,
 	}
 	s->db = db;
 	s->cmd = *cmd;
+	s->open_us = env_mono_us(db->o.env);
 	s->start = start_token;
 	s->end = end_token;
 	s->full_ring = start_token == end_token;
@@ -469,6 +471,17 @@ int storage_scan_next_fragment(struct storage_scan *s,
 		storage_mutation_delete(m);
 	}
 	return rc;
+}
+
+void storage_scan_count(struct storage_scan *s)
+{
+	struct table *t = s ? s->snap.t : NULL;
+	if (!t)
+		return;
+	uint64_t us = env_mono_us(s->db->o.env) - s->open_us;
+	atomic_fetch_add_explicit(&t->scan_us_sum, us, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->scan_us[loghist_bucket(us)], 1,
+				  memory_order_relaxed);
 }
 
 void storage_scan_close(struct storage_scan *s)

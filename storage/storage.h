@@ -523,6 +523,10 @@ int storage_scan_next(struct storage_scan *s, struct storage_result **out);
 int storage_scan_next_fragment(struct storage_scan *s,
 			       struct storage_mutation **out);
 void storage_scan_close(struct storage_scan *s);
+/* Counts the scan, from its open to now, as one range read of its table
+ * (storage_table_hists' scan_us): a replica's answer to a range command,
+ * never a repair's or a compaction's scan. */
+void storage_scan_count(struct storage_scan *s);
 
 /* ---- storage-attached indexes ----------------------------------------------
  *
@@ -845,6 +849,8 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
  *   read_us     point reads answered here (the replica's storage read)
  *   write_us    mutations applied here (commitlog append + memtable)
  *   sstables    SSTables each of those reads read
+ *   scan_us     range reads answered here (storage_scan_count: Cassandra's
+ *               RangeLatency)
  *   partition_bytes  the live SSTables' partitions by size (each
  *               SSTable's Statistics.db histogram; a partition in two
  *               SSTables counts twice; memtables not counted)
@@ -856,7 +862,7 @@ struct storage_hist {
 	uint64_t buckets[LOGHIST_BUCKETS];
 };
 struct storage_table_hists {
-	struct storage_hist read_us, write_us, sstables;
+	struct storage_hist read_us, write_us, sstables, scan_us;
 	/* live rows and tombstones each of those reads met (Cassandra's
 	 * LiveScannedHistogram, TombstoneScannedHistogram) */
 	struct storage_hist live_rows, tombstones;

@@ -283,6 +283,50 @@ static const char *const view_tables[] = {
 	"p99th_ms double, per_second double, "
 	"PRIMARY KEY ((keyspace_name, table_name)))",
 
+	/* Cassandra 5.0's LocalRepairTables (RepairTable, SessionTable) */
+	"CREATE TABLE system_views.repairs ("
+	"id timeuuid, last_updated_at timestamp, completed boolean, "
+	"duration_millis bigint, failure_cause text, success_message text, "
+	"state_init_timestamp timestamp, state_success_timestamp timestamp, "
+	"state_skipped_timestamp timestamp, state_failure_timestamp "
+	"timestamp, status text, "
+	"command_id int, keyspace_name text, type text, "
+	"sessions frozen<set<timeuuid>>, options_parallelism text, "
+	"options_primary_range boolean, options_incremental boolean, "
+	"options_trace boolean, options_job_threads int, "
+	"options_subrange_repair boolean, options_pull_repair boolean, "
+	"options_force_repair boolean, options_preview_kind text, "
+	"options_optimise_streams boolean, "
+	"options_ignore_unreplicated_keyspaces boolean, "
+	"options_column_families frozen<set<text>>, "
+	"options_data_centers frozen<set<text>>, "
+	"options_hosts frozen<set<text>>, options_ranges frozen<set<text>>, "
+	"table_names frozen<list<text>>, ranges frozen<list<list<text>>>, "
+	"unfiltered_ranges frozen<list<list<text>>>, "
+	"participants frozen<list<text>>, state_setup_timestamp timestamp, "
+	"state_start_timestamp timestamp, "
+	"state_prepare_start_timestamp timestamp, "
+	"state_prepare_complete_timestamp timestamp, "
+	"state_repair_start_timestamp timestamp, "
+	"state_repair_complete_timestamp timestamp, PRIMARY KEY ((id)))",
+
+	"CREATE TABLE system_views.repair_sessions ("
+	"id timeuuid, last_updated_at timestamp, completed boolean, "
+	"duration_millis bigint, failure_cause text, success_message text, "
+	"state_init_timestamp timestamp, state_success_timestamp timestamp, "
+	"state_skipped_timestamp timestamp, state_failure_timestamp "
+	"timestamp, status text, "
+	"repair_id timeuuid, keyspace_name text, "
+	"table_names frozen<list<text>>, ranges frozen<list<text>>, "
+	"participants frozen<list<text>>, jobs frozen<set<uuid>>, "
+	"state_start_timestamp timestamp, "
+	"state_jobs_start_timestamp timestamp, PRIMARY KEY ((id)))",
+
+	"CREATE TABLE system_views.local_scan_latency (keyspace_name text, "
+	"table_name text, count bigint, max_ms double, p50th_ms double, "
+	"p99th_ms double, per_second double, "
+	"PRIMARY KEY ((keyspace_name, table_name)))",
+
 	"CREATE TABLE system_views.coordinator_read_latency (keyspace_name "
 	"text, table_name text, count bigint, max_ms double, p50th_ms double, "
 	"p99th_ms double, per_second double, "

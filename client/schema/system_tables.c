@@ -642,6 +642,9 @@ const char *cql_view_comment(const char *ks, const char *table)
 		{"system_views", "sstable_tasks", "current sstable tasks"},
 		{"system_views", "internode_inbound", ""},
 		{"system_views", "internode_outbound", ""},
+		{"system_views", "repairs", "Repair summary"},
+		{"system_views", "repair_sessions", "Repair session"},
+		{"system_views", "local_scan_latency", ""},
 		{"system_views", "sai_column_indexes",
 		 "Storage-attached column index metadata"},
 		{"system_virtual_schema", "keyspaces",
@@ -811,6 +814,12 @@ int cql_view_uuid(struct cql_view_rows *b, const char *column,
 		  const uint8_t id[16])
 {
 	return view_put(b, column, id, 16);
+}
+
+int cql_view_bytes(struct cql_view_rows *b, const char *column, const void *v,
+		   size_t len)
+{
+	return view_put(b, column, len ? v : "", len);
 }
 
 /* Primary-key order: the key columns by their type's comparator, as a

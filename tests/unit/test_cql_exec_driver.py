@@ -49,7 +49,9 @@ def test_connect_negotiates_v4_and_reads_the_system_tables(session):
                                  "sai_column_indexes",
                                  "coordinator_read_latency",
                                  "coordinator_scan_latency",
-                                 "coordinator_write_latency"}
+                                 "coordinator_write_latency",
+                                 "local_scan_latency", "repairs",
+                                 "repair_sessions"}
     assert list(s.execute("SELECT * FROM system_views.settings")) == []
     host = cluster.metadata.all_hosts()[0]
     assert (host.datacenter, host.rack) == ("dc1", "rack1")
