@@ -3,8 +3,10 @@ driver: the keyspace and its tables in the driver's metadata (read from
 system_virtual_schema) with Cassandra 4.1's columns and types, the rows of
 settings, clients, thread_pools, gossip_info, disk_usage, pending_hints,
 max_partition_size and the local latency tables, internode_inbound and
-internode_outbound (two nodes), WHERE on the key, and writes refused
-as Cassandra refuses them. Addresses 127.0.100.1 and 127.0.100.30-31."""
+internode_outbound (two nodes), repairs and repair_sessions (a repair
+seen running, then done; full and incremental), WHERE on the key, and
+writes refused as Cassandra refuses them. Addresses 127.0.100.1,
+127.0.100.30-31 and 127.0.100.40-41."""
 import os
 import subprocess
 import time
@@ -49,9 +51,45 @@ OUTBOUND = ["using_bytes", "using_reserve_bytes", "pending_count",
             "overload_bytes", "active_connections", "connection_attempts",
             "successful_connection_attempts"]
 
+# Cassandra 5.0's LocalRepairTables: the columns every state table has
+REPAIR_STD = {"id": "timeuuid", "last_updated_at": "timestamp",
+              "completed": "boolean", "duration_millis": "bigint",
+              "failure_cause": "text", "success_message": "text",
+              "state_init_timestamp": "timestamp",
+              "state_success_timestamp": "timestamp",
+              "state_skipped_timestamp": "timestamp",
+              "state_failure_timestamp": "timestamp", "status": "text"}
+REPAIR_STEPS = ["setup", "start", "prepare_start", "prepare_complete",
+                "repair_start", "repair_complete"]
+
 # Cassandra 4.1's db/virtual/*Table.java: column -> CQL type (and 5.0's
-# sai_column_indexes)
+# sai_column_indexes, repairs, repair_sessions)
 EXPECTED = {
+    "repairs": dict(
+        REPAIR_STD, command_id="int", keyspace_name="text", type="text",
+        sessions="frozen<set<timeuuid>>", options_parallelism="text",
+        options_primary_range="boolean", options_incremental="boolean",
+        options_trace="boolean", options_job_threads="int",
+        options_subrange_repair="boolean", options_pull_repair="boolean",
+        options_force_repair="boolean", options_preview_kind="text",
+        options_optimise_streams="boolean",
+        options_ignore_unreplicated_keyspaces="boolean",
+        options_column_families="frozen<set<text>>",
+        options_data_centers="frozen<set<text>>",
+        options_hosts="frozen<set<text>>",
+        options_ranges="frozen<set<text>>",
+        table_names="frozen<list<text>>",
+        ranges="frozen<list<frozen<list<text>>>>",
+        unfiltered_ranges="frozen<list<frozen<list<text>>>>",
+        participants="frozen<list<text>>",
+        **{"state_%s_timestamp" % st: "timestamp" for st in REPAIR_STEPS}),
+    "repair_sessions": dict(
+        REPAIR_STD, repair_id="timeuuid", keyspace_name="text",
+        table_names="frozen<list<text>>", ranges="frozen<list<text>>",
+        participants="frozen<list<text>>", jobs="frozen<set<uuid>>",
+        state_start_timestamp="timestamp",
+        state_jobs_start_timestamp="timestamp"),
+    "local_scan_latency": LATENCY,
     "settings": {"name": "text", "value": "text"},
     "clients": {
         "address": "inet", "port": "int",
@@ -612,3 +650,122 @@ def test_internode_inbound_and_outbound(make_node):
     finally:
         ca.shutdown()
         cb.shutdown()
+
+
+def test_repairs_and_repair_sessions(make_node):
+    """A full repair seen while it runs (validation slowed to 1 KiB/s) and
+    once done, then an incremental one: Cassandra 5.0's repairs and
+    repair_sessions rows, their steps in order."""
+    a, b = "127.0.100.40", "127.0.100.41"
+    nodes = []
+    for ip, name in ((a, "ra"), (b, "rb")):
+        n = make_node(default_yaml(listen_address=ip, rpc_address=ip,
+                                   compaction_throughput="1KiB/s",
+                                   seed_provider=seeds_yaml(a)), name=name)
+        n.start()
+        assert n.wait_for_log("CQL clients on", timeout=60), n.log()
+        nodes.append(n)
+    wait_all_normal([a, b], timeout=60)
+    c, s = session(a)
+    try:
+        s.execute("CREATE KEYSPACE rk WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 2}")
+        s.execute("CREATE TABLE rk.t (k int PRIMARY KEY, v text)")
+        assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+        ins = s.prepare("INSERT INTO rk.t (k, v) VALUES (?, ?)")
+        ins.consistency_level = ConsistencyLevel.ALL
+        for k in range(100):
+            s.execute(ins, (k, "v" * 40))
+        assert list(s.execute("SELECT * FROM system_views.repairs")) == []
+        # a range read counts in local_scan_latency
+        assert len(list(s.execute("SELECT * FROM rk.t"))) == 100
+        scan = s.execute("SELECT * FROM system_views.local_scan_latency "
+                         "WHERE keyspace_name = 'rk' AND table_name = 't'"
+                         ).one()
+        assert scan.count >= 1 and scan.max_ms >= scan.p50th_ms >= 0, scan
+
+        p = subprocess.Popen([TOOL, "-h", a, "repair", "--full", "rk"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        running = None
+        deadline = time.time() + 60
+        while time.time() < deadline and p.poll() is None:
+            rows = list(s.execute("SELECT * FROM system_views.repairs"))
+            if rows and not rows[0].completed:
+                running = rows[0]
+                sess = list(s.execute(
+                    "SELECT * FROM system_views.repair_sessions"))
+                break
+            time.sleep(0.1)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, out + err
+        assert running is not None, "the repair was never seen running"
+        assert running.status == "repair_start", running
+        assert running.state_repair_start_timestamp is not None
+        assert running.state_repair_complete_timestamp is None
+        assert running.state_success_timestamp is None
+        assert [x.status for x in sess] == ["jobs_start"], sess
+        assert not sess[0].completed
+
+        r = s.execute("SELECT * FROM system_views.repairs").one()
+        assert r.id == running.id
+        assert (r.completed, r.status, r.failure_cause) == \
+            (True, "success", None), r
+        assert (r.command_id, r.keyspace_name, r.type) == (1, "rk", "full")
+        assert r.options_parallelism == "PARALLEL"
+        assert r.options_incremental is False
+        assert r.options_primary_range is False
+        assert r.options_preview_kind == "NONE"
+        assert r.options_job_threads == 1
+        assert r.table_names == ["t"]
+        assert sorted(r.participants) == ["/%s:7000" % a, "/%s:7000" % b]
+        assert r.ranges and r.ranges == r.unfiltered_ranges
+        flat = [x for group in r.ranges for x in group]
+        assert set(flat) == r.options_ranges
+        assert all(x.startswith("(") and x.endswith("]") for x in flat)
+        steps = [getattr(r, "state_%s_timestamp" % st)
+                 for st in REPAIR_STEPS]
+        assert None not in steps, r
+        assert steps == sorted(steps)
+        assert r.state_init_timestamp <= steps[0]
+        assert steps[-1] <= r.state_success_timestamp == r.last_updated_at
+        assert r.state_failure_timestamp is None and r.duration_millis >= 0
+        sess = list(s.execute("SELECT * FROM system_views.repair_sessions"))
+        assert len(sess) == 1
+        x = sess[0]
+        assert r.sessions == {x.id}
+        assert (x.repair_id, x.keyspace_name, x.status, x.completed) == \
+            (r.id, "rk", "success", True), x
+        assert x.table_names == ["t"] and x.ranges == flat
+        assert sorted(x.participants) == sorted(r.participants)
+        assert x.state_start_timestamp <= x.state_jobs_start_timestamp
+        # WHERE on the key
+        assert s.execute("SELECT status FROM system_views.repairs "
+                         "WHERE id = %s", (r.id,)).one().status == "success"
+
+        # incremental (nodetool 4's default): PREPARE before the tasks
+        out = tool(a, "repair", "rk")
+        rows = list(s.execute("SELECT * FROM system_views.repairs"))
+        assert len(rows) == 2, rows
+        inc = [x for x in rows if x.command_id == 2][0]
+        assert (inc.type, inc.options_incremental, inc.status) == \
+            ("incremental", True, "success"), inc
+        assert inc.state_prepare_start_timestamp <= \
+            inc.state_prepare_complete_timestamp <= \
+            inc.state_repair_start_timestamp
+        assert len(list(s.execute(
+            "SELECT * FROM system_views.repair_sessions"))) == 2
+
+        # the other node coordinated nothing
+        cb, sb = session(b)
+        try:
+            assert list(sb.execute(
+                "SELECT * FROM system_views.repairs")) == []
+        finally:
+            cb.shutdown()
+        t = s.execute("SELECT comment FROM system_virtual_schema.tables "
+                      "WHERE keyspace_name = 'system_views' AND "
+                      "table_name = 'repairs'").one()
+        assert t.comment == "Repair summary"
+    finally:
+        c.shutdown()
