@@ -423,7 +423,8 @@ static void on_range(void *arg, const struct repl_result *res,
  * waited for and their fragments dropped; an error of any step answers
  * the request once no step is in flight.
  */
-#define PAR_MAX 32
+#define PAR_MAX   32
+#define PAR_FIRST 4 /* pieces read at once at first */
 
 struct par_slot {
 	struct read_job *j;
@@ -662,17 +663,27 @@ again:
 	read_finish(j);
 }
 
+/* The ring's token count when the parallel walk applies to the job (a
+ * filtered scan over a ring of several tokens), else 0. */
+static size_t par_tokens(struct read_job *j, const struct ring_strategy **s)
+{
+	if (!cql_select_plan_is_filtered(j->plan) || !j->d->hooks.ring)
+		return 0;
+	struct ring *r = j->d->hooks.ring(j->d->hooks.arg);
+	size_t nt = r ? ring_token_count(r) : 0;
+	if (nt < 2 || !job_table(j, s))
+		return 0;
+	return nt;
+}
+
 /* Starts the parallel walk of (j->pos, j->end]; false when it does not
  * apply (not a filtered scan, one range, no memory): the walk of one
  * range at a time then runs. */
 static bool par_start(struct read_job *j)
 {
-	if (!cql_select_plan_is_filtered(j->plan) || !j->d->hooks.ring)
-		return false;
-	struct ring *r = j->d->hooks.ring(j->d->hooks.arg);
-	size_t nt = r ? ring_token_count(r) : 0;
 	const struct ring_strategy *s;
-	if (nt < 2 || !job_table(j, &s))
+	size_t nt = par_tokens(j, &s);
+	if (!nt)
 		return false;
 	struct par_walk *w = calloc(1, sizeof(*w));
 	struct par_slot *slots = w ? calloc(nt + 1, sizeof(*slots)) : NULL;
@@ -697,7 +708,7 @@ static bool par_start(struct read_job *j)
 			(struct par_slot){.j = j, .pos = at, .end = j->end};
 	w->slots = slots;
 	w->count = n;
-	w->factor = 4;
+	w->factor = PAR_FIRST;
 	j->par = w;
 	par_advance(j); /* steps the first slot and those after it */
 	return true;
@@ -720,6 +731,83 @@ static void read_next_range(struct read_job *j)
 	struct repl_range q =
 		range_step(j, t, s, j->pos, j->end, j->budget - j->rows);
 	repl_range_step(j->d->repl, &q, on_range, j);
+}
+
+/* A float as Java's Float.toString writes it (the shortest digits that
+ * read back as the same float, always with a '.'): Cassandra's trace
+ * events print floats so. */
+static void java_float(double v, char *out, size_t cap)
+{
+	float f = (float)v;
+	for (int p = 1; p <= 9; p++) {
+		snprintf(out, cap, "%.*g", p, (double)f);
+		if ((float)strtod(out, NULL) == f)
+			break;
+	}
+	if (!strpbrk(out, ".en"))
+		strncat(out, ".0", cap - strlen(out) - 1);
+}
+
+/* Cassandra's RangeCommands trace before the first range request:
+ * "Submitting range requests on N ranges with a concurrency of C (R rows
+ * per range expected)". N: the vnode ranges (j->pos, j->end] crosses;
+ * C: how many of them are read at once at first (the parallel walk's
+ * first factor, else 1); R: Cassandra's estimate, this node's
+ * partitions per token of a node per replica, less 10%. An indexed scan
+ * says no estimate, as Cassandra's SAI query plans (no initial
+ * estimate). */
+static void trace_submitting(struct read_job *j,
+			     const struct cql_request_info *info)
+{
+	const struct ring_strategy *s;
+	if (!job_table(j, &s) || !j->d->hooks.ring)
+		return;
+	struct ring *r = j->d->hooks.ring(j->d->hooks.arg);
+	size_t nt = r ? ring_token_count(r) : 0;
+	size_t ranges = 0;
+	for (int64_t at = j->pos; at < j->end && ranges <= nt; ranges++) {
+		int64_t e = repl_range_piece_end(j->d->repl, s, at, j->end,
+						 false);
+		if (e <= at) {
+			ranges++;
+			break;
+		}
+		at = e;
+	}
+	const struct ring_strategy *ps;
+	size_t conc = par_tokens(j, &ps) ? PAR_FIRST : 1;
+	if (conc > ranges)
+		conc = ranges ? ranges : 1;
+	if (j->has_index) {
+		cql_trace_event(info,
+				"Submitting range requests on %zu ranges with "
+				"a concurrency of %zu",
+				ranges, conc);
+		return;
+	}
+	int rf = 0;
+	size_t ndc = ring_strategy_dc_count(s);
+	for (size_t i = 0; i < ndc; i++) {
+		int x = 0;
+		ring_strategy_dc_at(s, i, &x);
+		rf += x;
+	}
+	if (!ndc)
+		rf = ring_strategy_rf(s, NULL);
+	size_t eps = r ? ring_endpoint_count(r) : 0;
+	double per_node = eps && nt ? (double)nt / (double)eps : 1;
+	struct storage_stats st;
+	double parts = storage_stats(j->d->db, j->table_id, &st) == 0
+			       ? (double)st.estimated_partitions
+			       : 0;
+	double per_range = parts / per_node / (rf > 0 ? rf : 1);
+	per_range -= per_range * 0.1;
+	char est[32];
+	java_float(per_range, est, sizeof(est));
+	cql_trace_event(info,
+			"Submitting range requests on %zu ranges with a "
+			"concurrency of %zu (%s rows per range expected)",
+			ranges, conc, est);
 }
 
 /* snprintf(dst, cap, "%s", src) without a format parser on every read. */
@@ -819,6 +907,8 @@ void cql_data_run_read(struct cql_data *d, const struct cql_data_request *dr)
 			return;
 		}
 		cql_trace_event(dr->info, "Computing ranges to query");
+		if (j->traced)
+			trace_submitting(j, dr->info);
 		if (!par_start(j))
 			read_next_range(j);
 	} else {

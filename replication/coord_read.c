@@ -896,6 +896,8 @@ static int range_protect_read(struct op *op, size_t i,
 		msg.trace_session.data = op->trace;
 		msg.trace_session.len = 16;
 	}
+	/* a single-partition read, as Cassandra's protection fetches */
+	repl_trace_send(op, "READ_REQ", op->t[j].ep, &msg.base);
 	if (repl_send_packed(r, repl_ep_addr(op, op->t[j].ep), REPL_VERB_READ,
 			     &msg.base) != 0)
 		repl_target_unsent(op, j); /* the timeout answers */

@@ -239,7 +239,11 @@ static const char *answer_verb(const struct op *op, const struct target *t)
 	case OP_READ:
 		return t->round == 3 ? "READ_REPAIR_RSP" : "READ_RSP";
 	case OP_RANGE:
-		return t->round == 3 ? "READ_REPAIR_RSP" : "RANGE_RSP";
+		/* round 2: replica filtering protection's single-partition
+		 * reads (READ_REQ) */
+		return t->round == 3   ? "READ_REPAIR_RSP"
+		       : t->round == 2 ? "READ_RSP"
+				       : "RANGE_RSP";
 	default:
 		return NULL;
 	}

@@ -3,6 +3,7 @@ statement's reply carries a session id, and system_traces.sessions/events
 (Cassandra 4.1's tables, TTL 86400) hold the coordinator's session and
 events, and the replicas' events under the coordinator's session id, as
 cqlsh's TRACING ON reads them. Addresses 127.0.110.x."""
+import re
 import socket
 import struct
 import time
@@ -261,6 +262,19 @@ def test_replicas_record_their_events_in_the_session(three_nodes):
         acts = [(str(r.source), r.activity, r.thread) for r in rows]
         assert ("Computing ranges to query", coord) in [
             (a, src) for src, a, _ in acts], acts
+        # Cassandra's RangeCommands line: every vnode range of the ring
+        # (a token per range and the one wrapping past the last), read
+        # one at a time, the estimate printed as Java prints a float
+        sub = [re.fullmatch(r"Submitting range requests on (\d+) ranges "
+                            r"with a concurrency of 1 \((\d+\.\d+(E-?\d+)?) "
+                            r"rows per range expected\)", a)
+               for src, a, _ in acts if src == coord and
+               a.startswith("Submitting range requests")]
+        assert len(sub) == 1 and sub[0], acts
+        tokens = len(s.execute("SELECT tokens FROM system.local").one()
+                     .tokens) + sum(len(r.tokens) for r in s.execute(
+                         "SELECT tokens FROM system.peers"))
+        assert int(sub[0].group(1)) == tokens + 1, (sub[0].group(0), tokens)
         peers = set(sent_to(rows))
         assert peers, acts
         scan = "Executing seq scan across 1 sstables for ("

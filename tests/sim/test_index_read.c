@@ -386,6 +386,72 @@ START_TEST(merged_pieces_cover_the_ring)
 }
 END_TEST
 
+/* A traced indexed step whose coordinator is the stale replica: the
+ * protection reads are single-partition reads to the contacts that did
+ * not return the partitions, traced as Cassandra's READ_REQ / READ_RSP
+ * (each with its "Sending" line), never as range answers. */
+START_TEST(traced_protection_reads_are_reads)
+{
+	struct ring_strategy *s;
+	struct simc *c = stale_cluster(g_seed + 7, &s);
+	uint8_t sid[16] = {0x7a, 0xce, 30};
+	struct slice val = slice_make((const uint8_t *)"red", 3);
+	struct repl_index_expr ix = {
+		.name = "t_v_idx", .vals = &val, .n_vals = 1};
+	for (int i = 0; i < 3; i++)
+		c->nodes[i].trace_log[0] = 0;
+	uint64_t before = protection_reads(c);
+	struct range_out o = {0};
+	struct storage_read_cmd cmd = {.with_static = true};
+	struct repl_range q = {.table_id = c->meta->id,
+			       .meta = c->meta,
+			       .strategy = s,
+			       .cl = REPL_CL_ALL,
+			       .cmd = &cmd,
+			       .start = INT64_MIN,
+			       .end = INT64_MAX,
+			       .max_partitions = 1000,
+			       .read_repair = true,
+			       .index = &ix,
+			       .merge = true,
+			       .trace_session = sid};
+	repl_range_step(c->nodes[0].repl, &q, on_range, &o);
+	ck_assert(sim_run_until(c->sim, range_done, &o, 30000000));
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	for (size_t i = 0; i < o.n; i++)
+		storage_mutation_delete(o.f[i]);
+	free(o.f);
+	/* k0..k5 read from nodes 1 and 2 each */
+	ck_assert_uint_eq(protection_reads(c) - before, 2 * (STALE + 1));
+	const char *log = c->nodes[0].trace_log;
+	int sends = 0, answers = 0, ranges = 0;
+	for (const char *p = log; (p = strstr(p, "|Sending READ_REQ message "
+						 "to /"));
+	     p++)
+		sends++;
+	for (const char *p = log;
+	     (p = strstr(p, "Messaging-EventLoop-1|READ_RSP message "
+			    "received from /"));
+	     p++)
+		answers++;
+	for (const char *p = log; (p = strstr(p, "|RANGE_RSP message "));
+	     p++)
+		ranges++;
+	ck_assert_msg(sends == 2 * (STALE + 1), "%d sends: %s", sends, log);
+	ck_assert_msg(answers == 2 * (STALE + 1), "%d answers: %s", answers,
+		      log);
+	/* the first round's answers: one range answer per remote contact */
+	ck_assert_msg(ranges == 2, "%d range answers: %s", ranges, log);
+	ck_assert_ptr_nonnull(strstr(log, "Replica filtering protection: "));
+	/* each remote replica served them as reads of one partition */
+	for (int i = 1; i < 3; i++)
+		ck_assert_msg(strstr(c->nodes[i].trace_log, "READ_REQ"), "%s",
+			      c->nodes[i].trace_log);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("index_read_sim");
@@ -398,6 +464,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_replica_without_index_reads_is_still_right);
 	tcase_add_test(tc, merged_pieces_cover_the_ring);
 	tcase_add_test(tc, a_replica_building_its_index_fails_the_read);
+	tcase_add_test(tc, traced_protection_reads_are_reads);
 	suite_add_tcase(s, tc);
 	return s;
 }
