@@ -18,6 +18,9 @@
 #include "gossip/gossip.h"
 #include "node/cql_service.h"
 #include "node/node_internal.h"
+#include "node/node_repair_internal.h"
+#include "common/ratelimit.h"
+#include "repair/repair.h"
 #include "node/transport.h"
 #include "replication/hints.h"
 #include "replication/replication.h"
@@ -574,6 +577,123 @@ static void process(struct buf *b, struct node *n)
 	       (double)n->start_wall_us / 1e6);
 }
 
+/* Compaction's bytes and limit, repair's sessions and streamed bytes, a
+ * bootstrap's / decommission's / removenode's / rebuild's progress. */
+static void operations(struct buf *b, struct node *n,
+		       const struct storage_stats *ss)
+{
+	family(b, "cassandra_compaction_bytes_compacted_total", "counter",
+	       "Data.db bytes read by the compactions done (BytesCompacted); "
+	       "its rate is the compaction throughput.");
+	sample(b, "cassandra_compaction_bytes_compacted_total", NULL,
+	       (double)ss->bytes_compacted);
+	family(b, "cassini_compaction_remaining_bytes", "gauge",
+	       "Data.db bytes the running compactions have left to read.");
+	sample(b, "cassini_compaction_remaining_bytes", NULL,
+	       (double)ss->compaction_remaining_bytes);
+	family(b, "cassini_compaction_throughput_limit_bytes_per_second",
+	       "gauge", "compaction_throughput (0: unthrottled).");
+	sample(b, "cassini_compaction_throughput_limit_bytes_per_second", NULL,
+	       (double)ratelimit_rate(storage_throughput_budget(
+		       cql_service_storage(n->cql))));
+	if (n->repair && n->repair->repair) {
+		struct repair *r = n->repair->repair;
+		struct repair_counts rc;
+		repair_get_counts(r, &rc);
+		static const char *const kinds[REPAIR_KINDS] = {
+			"full", "incremental", "preview"};
+		family(b, "cassini_repair_sessions_total", "counter",
+		       "Repair sessions this node coordinated that ended, "
+		       "manual and scheduled.");
+		for (int k = 0; k < REPAIR_KINDS; k++)
+			for (int ok = 1; ok >= 0; ok--) {
+				char l[96];
+				snprintf(l, sizeof(l),
+					 "type=\"%s\",outcome=\"%s\"",
+					 kinds[k], ok ? "success" : "failure");
+				sample(b, "cassini_repair_sessions_total", l,
+				       (double)(ok ? rc.succeeded[k]
+						   : rc.failed[k]));
+			}
+		family(b, "cassini_repair_sessions_running", "gauge",
+		       "1 while a repair session this node coordinates runs.");
+		sample(b, "cassini_repair_sessions_running", NULL,
+		       rc.running ? 1.0 : 0.0);
+		family(b, "cassini_repair_streamed_bytes_total", "counter",
+		       "Bytes of rows the ended repair sessions sent replicas.");
+		sample(b, "cassini_repair_streamed_bytes_total", NULL,
+		       (double)rc.bytes_streamed);
+		family(b, "cassini_repair_streamed_rows_total", "counter",
+		       "Rows the ended repair sessions sent replicas.");
+		sample(b, "cassini_repair_streamed_rows_total", NULL,
+		       (double)rc.rows_streamed);
+		struct repair_stream_stats st;
+		repair_stream_stats(r, &st);
+		family(b, "cassini_stream_outgoing_bytes_total", "counter",
+		       "Bytes of rows sent by every session (repair, bootstrap, "
+		       "decommission, removenode, rebuild) as they go "
+		       "(Cassandra's Streaming TotalOutgoingBytes).");
+		sample(b, "cassini_stream_outgoing_bytes_total", NULL,
+		       (double)st.bytes);
+	}
+	const struct node_move *mv[2] = {n->bootstrap,
+					 node_moves_current(n->moves)};
+	bool head = false;
+	for (int i = 0; i < 2; i++) {
+		if (!mv[i])
+			continue;
+		struct node_move_progress p;
+		node_move_get_progress(mv[i], &p);
+		if (!head) {
+			family(b, "cassini_movement_ranges", "gauge",
+			       "The (keyspace, range) pieces a bootstrap, "
+			       "decommission, removenode or rebuild streams: "
+			       "state streamed or all.");
+			head = true;
+		}
+		char l[96];
+		snprintf(l, sizeof(l), "operation=\"%s\",state=\"streamed\"",
+			 p.kind);
+		sample(b, "cassini_movement_ranges", l, (double)p.ranges_done);
+		snprintf(l, sizeof(l), "operation=\"%s\",state=\"all\"",
+			 p.kind);
+		sample(b, "cassini_movement_ranges", l, (double)p.ranges_total);
+	}
+	const char *fams[3][2] = {
+		{"cassini_movement_keyspaces",
+		 "Keyspaces the movement streams: state streamed or all."},
+		{"cassini_movement_streamed_bytes",
+		 "Bytes of rows the movement sent so far."},
+		{"cassini_movement_streamed_rows",
+		 "Rows the movement sent so far."}};
+	for (int f = 0; head && f < 3; f++) {
+		family(b, fams[f][0], "gauge", fams[f][1]);
+		for (int i = 0; i < 2; i++) {
+			if (!mv[i])
+				continue;
+			struct node_move_progress p;
+			node_move_get_progress(mv[i], &p);
+			char l[96];
+			if (f == 0) {
+				snprintf(l, sizeof(l),
+					 "operation=\"%s\",state=\"streamed\"",
+					 p.kind);
+				sample(b, fams[f][0], l,
+				       (double)p.keyspaces_done);
+				snprintf(l, sizeof(l),
+					 "operation=\"%s\",state=\"all\"",
+					 p.kind);
+				sample(b, fams[f][0], l,
+				       (double)p.keyspaces_total);
+				continue;
+			}
+			snprintf(l, sizeof(l), "operation=\"%s\"", p.kind);
+			sample(b, fams[f][0], l,
+			       (double)(f == 1 ? p.bytes : p.rows));
+		}
+	}
+}
+
 int node_metrics_render(struct node *n, struct buf *b)
 {
 	if (n->cql) {
@@ -592,6 +712,7 @@ int node_metrics_render(struct node *n, struct buf *b)
 		hints(b, cql_service_hints(n->cql));
 		native(b, &cs);
 		storage_node(b, &ss, &n->conf);
+		operations(b, n, &ss);
 		tables(b, n);
 		free(st);
 	}

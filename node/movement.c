@@ -91,6 +91,10 @@ struct node_move {
 	unsigned attempts; /* failed sessions */
 	uint64_t rows, bytes, keyspaces;
 	uint64_t paxos_completed; /* unfinished proposals finished */
+	/* progress (node_move_get_progress): the moving (keyspace, range)
+	 * pieces and keyspaces counted when streaming begins, those done,
+	 * and the running session's */
+	uint64_t ranges_total, ranges_done, keyspaces_total, cur_ranges;
 };
 
 /* ---- one keyspace's request ---------------------------------------------- */
@@ -401,9 +405,13 @@ static void arm(struct node_move *m, unsigned rounds)
 }
 
 /* Whether some keyspace has a range to move. */
+/* Whether a keyspace has ranges to move; counts them all for the
+ * progress (ranges_total, keyspaces_total). */
 static bool anything_to_move(struct node_move *m)
 {
 	const struct cql_schema *s = cql_service_schema(m->n->cql);
+	bool any = false;
+	m->ranges_total = m->keyspaces_total = 0;
 	for (size_t i = 0; i < cql_schema_keyspace_count(s); i++) {
 		const struct cql_keyspace *k = cql_schema_keyspace_at(s, i);
 		struct node_repair_job j = {0};
@@ -412,10 +420,28 @@ static bool anything_to_move(struct node_move *m)
 		int rc = pieces_of(m, k, &j, NULL);
 		size_t count = j.nranges;
 		node_repair_job_free(&j);
+		if (count) {
+			m->ranges_total += count;
+			m->keyspaces_total++;
+		}
 		if (rc || count)
-			return true; /* on error, the stream step says why */
+			any = true; /* on error, the stream step says why */
 	}
-	return false;
+	return any;
+}
+
+void node_move_get_progress(const struct node_move *m,
+			    struct node_move_progress *out)
+{
+	*out = (struct node_move_progress){
+		.kind = m->name,
+		.streaming = m->phase != DONE,
+		.ranges_total = m->ranges_total,
+		.ranges_done = m->ranges_done,
+		.keyspaces_total = m->keyspaces_total,
+		.keyspaces_done = m->keyspaces,
+		.rows = m->rows,
+		.bytes = m->bytes};
 }
 
 static void finish(struct node_move *m, bool ok, const char *error)
@@ -480,6 +506,7 @@ static void on_session(void *arg, const struct repair_summary *s)
 	m->rows += rows;
 	m->bytes += bytes;
 	m->keyspaces++;
+	m->ranges_done += m->cur_ranges;
 	m->ki++;
 	stream_next(m);
 }
@@ -627,6 +654,7 @@ static void stream_next(struct node_move *m)
 						   .jobs = REPAIR_MAX_JOBS,
 						   .unlisted = true};
 			node_repair_job_request(&j, &q);
+			m->cur_ranges = j.nranges;
 			char line[200];
 			snprintf(
 				line, sizeof(line),

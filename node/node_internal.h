@@ -225,6 +225,19 @@ struct node_move;
 struct node_move *node_move_start(struct node *n, struct node_repair *r,
 				  const struct node_move_config *c);
 void node_move_delete(struct node_move *m);
+/* Where a movement is (the metrics endpoint): its keyspaces and
+ * (keyspace, range) pieces to stream, counted when streaming begins (0
+ * before), those streamed so far, and the rows and bytes they sent. The
+ * bytes to come are not known: repair's sync sends what differs. */
+struct node_move_progress {
+	const char *kind; /* node_move_kind_name's */
+	bool streaming;   /* not done yet */
+	uint64_t ranges_total, ranges_done;
+	uint64_t keyspaces_total, keyspaces_done;
+	uint64_t rows, bytes;
+};
+void node_move_get_progress(const struct node_move *m,
+			    struct node_move_progress *out);
 /* "bootstrap", "decommission", "removenode", "rebuild". */
 const char *node_move_kind_name(enum node_move_kind kind);
 
@@ -233,6 +246,8 @@ const char *node_move_kind_name(enum node_move_kind kind);
 struct node_moves;
 struct node_moves *node_moves_new(struct node *n);
 void node_moves_delete(struct node_moves *l);
+/* The movement decommission, removenode or rebuild runs, or NULL. */
+const struct node_move *node_moves_current(const struct node_moves *l);
 
 /* Scheduled repair (node_repair_sched.c) over `repair`'s sessions; its
  * state file is read here, before the loop runs. NULL with err set (a bad

@@ -654,3 +654,8 @@ void node_moves_delete(struct node_moves *l)
 	env_timer_free(l->n->env, l->stop_timer);
 	free(l);
 }
+
+const struct node_move *node_moves_current(const struct node_moves *l)
+{
+	return l ? l->move : NULL;
+}

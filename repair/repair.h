@@ -500,6 +500,16 @@ struct repair_state_info {
 	size_t tasks_done;
 };
 typedef void (*repair_state_fn)(void *arg, const struct repair_state_info *s);
+/* Counts of the listed sessions since start (the metrics endpoint): by
+ * kind (0 full, 1 incremental, 2 preview) those that ended well or not,
+ * and the bytes of rows they sent replicas (previews send none). */
+enum { REPAIR_KINDS = 3 };
+struct repair_counts {
+	uint64_t succeeded[REPAIR_KINDS], failed[REPAIR_KINDS];
+	uint64_t bytes_streamed, rows_streamed;
+	bool running; /* a listed session runs now */
+};
+void repair_get_counts(const struct repair *r, struct repair_counts *out);
 /* Calls each(arg, info) for every kept state, oldest first. */
 void repair_state_list(const struct repair *r, repair_state_fn each,
 		       void *arg);

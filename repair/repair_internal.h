@@ -156,6 +156,7 @@ struct repair {
 	/* repair_states.c: the last sessions' states, a ring */
 	struct repair_state *states[REPAIR_MAX_STATES];
 	size_t states_next;
+	struct repair_counts counts;
 };
 
 /* repair_states.c: frees every kept state (repair_free). */

@@ -170,11 +170,27 @@ void repair_state_end(struct repair_session *s, bool ok, const char *error)
 	if (!st)
 		return;
 	struct repair_state_info *in = &st->info;
+	struct repair_counts *c = &s->r->counts;
+	int kind = in->preview ? 2 : in->incremental ? 1 : 0;
+	if (ok)
+		c->succeeded[kind]++;
+	else
+		c->failed[kind]++;
+	for (size_t i = 0; !in->preview && i < s->npeers; i++) {
+		c->bytes_streamed += s->peers[i].bytes_streamed;
+		c->rows_streamed += s->peers[i].rows_streamed;
+	}
 	in->result = ok ? REPAIR_RESULT_SUCCESS : REPAIR_RESULT_FAILURE;
 	snprintf(st->error, sizeof(st->error), "%s", ok || !error ? "" : error);
 	in->updated_ms = env_wall_us(s->r->env) / 1000;
 	in->duration_ms = (env_mono_us(s->r->env) - st->start_mono_us) / 1000;
 	s->state = NULL;
+}
+
+void repair_get_counts(const struct repair *r, struct repair_counts *out)
+{
+	*out = r->counts;
+	out->running = r->session && r->session->state;
 }
 
 void repair_state_list(const struct repair *r, repair_state_fn each, void *arg)

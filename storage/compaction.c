@@ -1197,6 +1197,7 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 			for (size_t i = 0; i < j.n; i++)
 				sstable_mark_obsolete(j.in[i]);
 			t->compactions++;
+			t->bytes_compacted += t->compaction_total;
 			if (tombstone)
 				t->tombstone_compactions++;
 		} else {

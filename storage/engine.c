@@ -400,6 +400,14 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 		}
 		out->flushes += t->flushes;
 		out->compactions += t->compactions;
+		out->bytes_compacted += t->bytes_compacted;
+		if (t->compacting) {
+			uint64_t done = atomic_load(&t->compaction_done);
+			out->compaction_remaining_bytes +=
+				t->compaction_total > done
+					? t->compaction_total - done
+					: 0;
+		}
 		out->compactions_pending +=
 			(uint64_t)t->compacting +
 			(uint64_t)storage_engine_compaction_due(db, t);

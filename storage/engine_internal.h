@@ -76,6 +76,7 @@ struct table {
 	_Atomic uint64_t compaction_done;
 	bool flush_failed;
 	uint64_t flushes, compactions;
+	uint64_t bytes_compacted; /* inputs' Data.db bytes, compactions done */
 	uint64_t tombstone_compactions; /* single-SSTable ones */
 	/* leveled: per level, the last token of the SSTable compacted last
 	 * (the next one starts after it: Cassandra's round robin) */

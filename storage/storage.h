@@ -838,6 +838,11 @@ struct storage_stats {
 	/* compactions due now (a background round would start one) or
 	 * running: per table 0, 1 or 2 (compactionstats' pending tasks) */
 	uint64_t compactions_pending;
+	/* the inputs' Data.db bytes of the compactions done since start
+	 * (Cassandra's BytesCompacted), and what the running ones have left
+	 * to read (compactionstats' remaining) */
+	uint64_t bytes_compacted;
+	uint64_t compaction_remaining_bytes;
 };
 int storage_stats(struct storage *db, const uint8_t *table_id,
 		  struct storage_stats *out);
