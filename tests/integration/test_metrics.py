@@ -2,7 +2,8 @@
 cluster works and after a replica dies, and parsed with Prometheus' own
 text-format parser: every family is well formed, and the counters move as
 the work does (requests by operation and consistency level, table writes,
-Unavailable and hints once a replica is gone). Addresses 127.0.85.x."""
+bytes compacted, repair sessions, Unavailable and hints once a replica is
+gone). Addresses 127.0.85.x."""
 import signal
 import time
 import urllib.error
@@ -13,7 +14,7 @@ from cassandra import ConsistencyLevel, Unavailable
 from cassandra.query import SimpleStatement
 from prometheus_client.parser import text_string_to_metric_families
 
-from clusters import session
+from clusters import session, tool
 from conftest import default_yaml, seeds_yaml, wait_all_normal
 
 IPS = ["127.0.85.1", "127.0.85.2"]
@@ -108,6 +109,40 @@ def test_metrics_follow_the_work(two_nodes):
         writes = value(samples, "cassini_table_local_writes_total",
                        keyspace="m", table="t")
         assert writes >= 200, writes
+        # compaction: two flushed SSTables compacted into one; repair: a
+        # full session that ends well (the replicas agree: nothing sent)
+        assert value(samples, "cassandra_compaction_bytes_compacted_total") \
+            == 0
+        for k in range(200, 210):
+            s.execute(ins, (k, "y"))
+        tool(IPS[0], "flush", "m")
+        for k in range(210, 220):
+            s.execute(ins, (k, "y"))
+        tool(IPS[0], "flush", "m")
+        tool(IPS[0], "compact", "m", "t")
+        families, samples = scrape(IPS[0])
+        assert families["cassandra_compaction_bytes_compacted"].type == \
+            "counter"
+        assert value(samples, "cassandra_compaction_bytes_compacted_total") \
+            > 0
+        assert value(samples, "cassini_compaction_remaining_bytes") == 0
+        assert value(samples,
+                     "cassini_compaction_throughput_limit_bytes_per_second"
+                     ) >= 0
+        full = dict(type="full", outcome="success")
+        assert value(samples, "cassini_repair_sessions_total", **full) == 0
+        assert value(samples, "cassini_repair_sessions_running") == 0
+        tool(IPS[0], "repair", "--full", "m")
+        families, samples = scrape(IPS[0])
+        assert families["cassini_repair_sessions"].type == "counter"
+        assert value(samples, "cassini_repair_sessions_total", **full) == 1
+        assert value(samples, "cassini_repair_sessions_total",
+                     type="full", outcome="failure") == 0
+        assert value(samples, "cassini_repair_sessions_total",
+                     type="incremental", outcome="success") == 0
+        assert value(samples, "cassini_repair_streamed_bytes_total") == 0
+        assert value(samples, "cassini_stream_outgoing_bytes_total") == 0
+        _, samples = scrape(IPS[0])
         hints_before = value(samples, "cassandra_storage_hints_total")
         unav_before = value(
             samples, "cassandra_client_request_unavailable_exceptions_total",
