@@ -3,8 +3,9 @@ cluster works and after a replica dies, and parsed with Prometheus' own
 text-format parser: every family is well formed, and the counters move as
 the work does (requests by operation and consistency level, table writes,
 bytes compacted, repair sessions, Unavailable and hints once a replica is
-gone). Addresses 127.0.85.x."""
+gone), a rebuild's progress. Addresses 127.0.85.x and 127.0.100.42-43."""
 import signal
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -14,7 +15,7 @@ from cassandra import ConsistencyLevel, Unavailable
 from cassandra.query import SimpleStatement
 from prometheus_client.parser import text_string_to_metric_families
 
-from clusters import session, tool
+from clusters import TOOL, session, tool
 from conftest import default_yaml, seeds_yaml, wait_all_normal
 
 IPS = ["127.0.85.1", "127.0.85.2"]
@@ -221,3 +222,61 @@ def test_metrics_off_by_default(make_node):
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.85.5:{PORT}/metrics",
                                timeout=5)
+
+
+def test_movement_progress(make_node):
+    """A rebuild slowed to 1 KiB/s of validation reads (its sessions'
+    scans share compaction_throughput): its ranges and keyspaces, to
+    stream and streamed, while it runs. Addresses 127.0.100.42-43."""
+    a, b = "127.0.100.42", "127.0.100.43"
+    nodes = []
+    for ip in (a, b):
+        n = make_node(default_yaml(listen_address=ip, rpc_address=ip,
+                                   seed_provider=seeds_yaml(a),
+                                   compaction_throughput="1KiB/s",
+                                   metrics_port=PORT), name=ip)
+        n.start()
+        assert n.wait_for_log("CQL clients on", timeout=60), n.log()
+        nodes.append(n)
+    wait_all_normal([a, b], timeout=60)
+    c, s = session(a)
+    try:
+        s.execute("CREATE KEYSPACE mv WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 2}")
+        s.execute("CREATE TABLE mv.t (k int PRIMARY KEY, v text)")
+        assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+        ins = s.prepare("INSERT INTO mv.t (k, v) VALUES (?, ?)")
+        ins.consistency_level = ConsistencyLevel.ALL
+        for k in range(100):
+            s.execute(ins, (k, "v" * 40))
+    finally:
+        c.shutdown()
+    _, samples = scrape(b)
+    assert value(samples, "cassini_movement_ranges",
+                 operation="rebuild", state="all") is None
+    p = subprocess.Popen([TOOL, "-h", b, "rebuild"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    seen = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and p.poll() is None:
+        _, samples = scrape(b)
+        total = value(samples, "cassini_movement_ranges",
+                      operation="rebuild", state="all")
+        if total:
+            seen = samples
+            break
+        time.sleep(0.1)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, out + err
+    assert seen is not None, "the rebuild was never seen streaming"
+    rb = dict(operation="rebuild")
+    assert value(seen, "cassini_movement_ranges", state="streamed",
+                 **rb) <= value(seen, "cassini_movement_ranges",
+                                state="all", **rb)
+    assert value(seen, "cassini_movement_keyspaces", state="all", **rb) >= 1
+    assert value(seen, "cassini_movement_keyspaces", state="streamed",
+                 **rb) == 0
+    assert value(seen, "cassini_movement_streamed_bytes", **rb) >= 0
+    assert value(seen, "cassini_movement_streamed_rows", **rb) >= 0
+    # a movement's sessions are not repairs
+    assert value(seen, "cassini_repair_sessions_running") == 0
