@@ -423,3 +423,52 @@ def test_garbage_with_the_tracing_flag_is_answered_traced(three_nodes):
         flags, st, opcode, resp = read_frame(sock)
         assert (st, opcode) == (5, 0x08) and flags & 0x02
     assert three_nodes[0].proc.poll() is None, three_nodes[0].log()
+
+
+def test_a_traced_protection_read(three_nodes):
+    """A node missed an indexed write (down, no hints): the other replicas'
+    indexes return the partition, its does not, so an indexed read at ALL
+    reads the partition from it (replica filtering protection), traced as
+    Cassandra's single-partition reads (READ_REQ / READ_RSP), not as range
+    answers."""
+    stale, coord, other = IPS
+    cluster, s = session(coord)
+    try:
+        s.execute("CREATE KEYSPACE px WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+        s.execute("CREATE TABLE px.t (k int PRIMARY KEY, v text)")
+        s.execute("CREATE INDEX t_v ON px.t (v)")
+        assert cluster.control_connection.wait_for_schema_agreement(
+            wait_time=30)
+        three_nodes[0].stop()
+        s.execute(SimpleStatement("INSERT INTO px.t (k, v) VALUES (1, 'b')",
+                                  consistency_level=ConsistencyLevel.QUORUM))
+        three_nodes[0].start()
+        assert three_nodes[0].wait_for_log("CQL clients on", timeout=60)
+        wait_all_normal(IPS, timeout=60)
+        q = SimpleStatement("SELECT k FROM px.t WHERE v = 'b'",
+                            consistency_level=ConsistencyLevel.ALL)
+        rs = s.execute(q, trace=True)
+        assert [r.k for r in rs] == [1]
+        trace = rs.get_query_trace(max_wait_sec=30)
+        assert str(trace.coordinator) == coord
+        rows = events_until(s, trace.trace_id, lambda rs: any(
+            r.activity.startswith("READ_RSP message received") and
+            str(r.source) == coord for r in rs))
+        acts = [(str(r.source), r.activity, r.thread) for r in rows]
+        mine = [a for src, a, _ in acts if src == coord]
+        assert any(a.startswith("Replica filtering protection: 1 ")
+                   for a in mine), acts
+        assert sent(acts, coord, "READ_REQ", stale), acts
+        assert not sent(acts, coord, "READ_REQ", other), acts
+        assert f"READ_RSP message received from {peer(stale)}" in mine, acts
+        assert (stale, f"READ_REQ message received from {peer(coord)}",
+                "Messaging-EventLoop-1") in acts, acts
+        for ip in (stale, other):
+            assert sent(acts, coord, "RANGE_REQ", ip), acts
+            # one range answer each: the protection read's answer is not
+            # one
+            assert mine.count(
+                f"RANGE_RSP message received from {peer(ip)}") == 1, acts
+    finally:
+        cluster.shutdown()
