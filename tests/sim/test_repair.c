@@ -1629,6 +1629,133 @@ START_TEST(incremental_preview_is_refused)
 }
 END_TEST
 
+/* repair_state_list: the states of the sessions this node coordinated
+ * (system_views.repairs), each step's time in order, and the counts the
+ * metrics endpoint reads; an unlisted session (a movement's) is neither. */
+struct states_seen {
+	int n;
+	struct repair_state_info last;
+	char error[256];
+	size_t nparticipants;
+};
+
+static void each_state(void *arg, const struct repair_state_info *s)
+{
+	struct states_seen *w = arg;
+	w->n++;
+	w->last = *s;
+	w->nparticipants = s->nparticipants;
+	snprintf(w->error, sizeof(w->error), "%s", s->error ? s->error : "");
+}
+
+static void check_steps(const struct repair_state_info *s)
+{
+	for (int k = 0; k < REPAIR_STEP_COUNT; k++) {
+		ck_assert_int_gt(s->steps_ms[k], 0);
+		if (k)
+			ck_assert_int_ge(s->steps_ms[k], s->steps_ms[k - 1]);
+	}
+	ck_assert_int_le(s->init_ms, s->steps_ms[0]);
+	ck_assert_int_ge(s->updated_ms, s->steps_ms[REPAIR_STEP_COUNT - 1]);
+}
+
+static struct states_seen states_of(struct repair *r)
+{
+	struct states_seen w = {0};
+	repair_state_list(r, each_state, &w);
+	return w;
+}
+
+START_TEST(session_states_and_counts)
+{
+	struct cluster *c = cluster_new();
+	load(c);
+	diverge(c);
+	struct repair *r = c->nodes[0].repair;
+	ck_assert_int_eq(states_of(r).n, 0);
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	struct states_seen w = states_of(r);
+	ck_assert_int_eq(w.n, 1);
+	ck_assert_uint_eq(w.last.session, c->session);
+	ck_assert_uint_eq(w.last.command, 1);
+	ck_assert_int_eq(w.last.result, REPAIR_RESULT_SUCCESS);
+	ck_assert(!w.last.incremental && !w.last.preview);
+	ck_assert_uint_eq(w.last.tasks_done, 1);
+	ck_assert_uint_eq(w.last.ntables, 1);
+	ck_assert_str_eq(w.last.tables[0], "ks.t");
+	ck_assert_uint_eq(w.last.nranges, 1);
+	ck_assert_uint_eq(w.last.ranges[0].nreplicas, NNODES);
+	ck_assert_uint_eq(w.nparticipants, NNODES);
+	check_steps(&w.last);
+	/* a full repair prepares nothing: its prepare steps are its start */
+	ck_assert_int_eq(w.last.steps_ms[REPAIR_STEP_PREPARE_COMPLETE],
+			 w.last.steps_ms[REPAIR_STEP_START]);
+	struct repair_counts n;
+	repair_get_counts(r, &n);
+	ck_assert_uint_eq(n.succeeded[0], 1);
+	ck_assert_uint_eq(n.failed[0], 0);
+	ck_assert_uint_eq(n.bytes_streamed, streamed_bytes(c));
+	ck_assert_uint_gt(n.bytes_streamed, 0);
+	ck_assert(!n.running);
+
+	/* incremental: PREPARE before the tasks */
+	c->incremental = true;
+	run(c, INT64_MIN, INT64_MIN, false);
+	ck_assert_msg(c->sum.ok, "%s", c->sum.error);
+	w = states_of(r);
+	ck_assert_int_eq(w.n, 2);
+	ck_assert(w.last.incremental);
+	ck_assert_uint_eq(w.last.command, 2);
+	check_steps(&w.last);
+	repair_get_counts(r, &n);
+	ck_assert_uint_eq(n.succeeded[1], 1);
+
+	/* a cancelled one fails, with its error; it counted as running */
+	c->incremental = false;
+	ck_assert_int_eq(start(c, INT64_MIN, INT64_MIN, false), 0);
+	repair_get_counts(r, &n);
+	ck_assert(n.running);
+	w = states_of(r);
+	ck_assert_int_eq(w.last.result, REPAIR_RESULT_NONE);
+	ck_assert_int_gt(w.last.steps_ms[REPAIR_STEP_REPAIR_START], 0);
+	ck_assert_int_eq(w.last.steps_ms[REPAIR_STEP_REPAIR_COMPLETE], 0);
+	ck_assert_int_eq(repair_cancel(r, "by the test"), 0);
+	ck_assert(c->done && !c->sum.ok);
+	w = states_of(r);
+	ck_assert_int_eq(w.n, 3);
+	ck_assert_int_eq(w.last.result, REPAIR_RESULT_FAILURE);
+	ck_assert_msg(strstr(w.error, "by the test"), "%s", w.error);
+	repair_get_counts(r, &n);
+	ck_assert_uint_eq(n.failed[0], 1);
+	ck_assert(!n.running);
+
+	/* an unlisted session (a movement's streaming) is not a repair */
+	struct inet_addr reps[NNODES];
+	for (int i = 0; i < NNODES; i++)
+		reps[i] = c->nodes[i].addr;
+	struct repair_table t = {.name = "ks.t"};
+	memcpy(t.id, c->meta->id, 16);
+	struct repair_range rr = {.start = INT64_MIN,
+				  .end = INT64_MIN,
+				  .replicas = reps,
+				  .nreplicas = NNODES};
+	struct repair_request q = {.tables = &t,
+				   .ntables = 1,
+				   .ranges = &rr,
+				   .nranges = 1,
+				   .unlisted = true};
+	c->done = false;
+	ck_assert_int_eq(
+		repair_start(r, &q, on_progress, on_done, c, &c->session), 0);
+	ck_assert(sim_run_until(c->sim, is_done, c, 600ull * 1000000));
+	ck_assert_int_eq(states_of(r).n, 3);
+	repair_get_counts(r, &n);
+	ck_assert_uint_eq(n.succeeded[0] + n.failed[0], 2);
+	cluster_delete(c);
+}
+END_TEST
+
 int main(void)
 {
 	g_seed = test_seed(0x4e9a);
@@ -1673,6 +1800,7 @@ int main(void)
 	tcase_add_test(tc, finalized_sessions_survive_a_restart);
 	tcase_add_test(tc, a_commit_that_failed_is_retried_until_settled);
 	tcase_add_test(tc, partial_incremental_repair_marks_nothing_repaired);
+	tcase_add_test(tc, session_states_and_counts);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
