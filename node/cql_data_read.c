@@ -766,8 +766,8 @@ static void trace_submitting(struct read_job *j,
 	size_t nt = r ? ring_token_count(r) : 0;
 	size_t ranges = 0;
 	for (int64_t at = j->pos; at < j->end && ranges <= nt; ranges++) {
-		int64_t e = repl_range_piece_end(j->d->repl, s, at, j->end,
-						 false);
+		int64_t e =
+			repl_range_piece_end(j->d->repl, s, at, j->end, false);
 		if (e <= at) {
 			ranges++;
 			break;

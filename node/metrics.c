@@ -15,13 +15,13 @@
 #include "common/err.h"
 #include "common/inet.h"
 #include "common/log.h"
+#include "common/ratelimit.h"
 #include "gossip/gossip.h"
 #include "node/cql_service.h"
 #include "node/node_internal.h"
 #include "node/node_repair_internal.h"
-#include "common/ratelimit.h"
-#include "repair/repair.h"
 #include "node/transport.h"
+#include "repair/repair.h"
 #include "replication/hints.h"
 #include "replication/replication.h"
 #include "storage/storage.h"
@@ -594,8 +594,8 @@ static void operations(struct buf *b, struct node *n,
 	family(b, "cassini_compaction_throughput_limit_bytes_per_second",
 	       "gauge", "compaction_throughput (0: unthrottled).");
 	sample(b, "cassini_compaction_throughput_limit_bytes_per_second", NULL,
-	       (double)ratelimit_rate(storage_throughput_budget(
-		       cql_service_storage(n->cql))));
+	       (double)ratelimit_rate(
+		       storage_throughput_budget(cql_service_storage(n->cql))));
 	if (n->repair && n->repair->repair) {
 		struct repair *r = n->repair->repair;
 		struct repair_counts rc;
@@ -609,8 +609,8 @@ static void operations(struct buf *b, struct node *n,
 			for (int ok = 1; ok >= 0; ok--) {
 				char l[96];
 				snprintf(l, sizeof(l),
-					 "type=\"%s\",outcome=\"%s\"",
-					 kinds[k], ok ? "success" : "failure");
+					 "type=\"%s\",outcome=\"%s\"", kinds[k],
+					 ok ? "success" : "failure");
 				sample(b, "cassini_repair_sessions_total", l,
 				       (double)(ok ? rc.succeeded[k]
 						   : rc.failed[k]));
@@ -620,7 +620,8 @@ static void operations(struct buf *b, struct node *n,
 		sample(b, "cassini_repair_sessions_running", NULL,
 		       rc.running ? 1.0 : 0.0);
 		family(b, "cassini_repair_streamed_bytes_total", "counter",
-		       "Bytes of rows the ended repair sessions sent replicas.");
+		       "Bytes of rows the ended repair sessions sent "
+		       "replicas.");
 		sample(b, "cassini_repair_streamed_bytes_total", NULL,
 		       (double)rc.bytes_streamed);
 		family(b, "cassini_repair_streamed_rows_total", "counter",
@@ -630,7 +631,8 @@ static void operations(struct buf *b, struct node *n,
 		struct repair_stream_stats st;
 		repair_stream_stats(r, &st);
 		family(b, "cassini_stream_outgoing_bytes_total", "counter",
-		       "Bytes of rows sent by every session (repair, bootstrap, "
+		       "Bytes of rows sent by every session (repair, "
+		       "bootstrap, "
 		       "decommission, removenode, rebuild) as they go "
 		       "(Cassandra's Streaming TotalOutgoingBytes).");
 		sample(b, "cassini_stream_outgoing_bytes_total", NULL,

@@ -433,15 +433,15 @@ static bool anything_to_move(struct node_move *m)
 void node_move_get_progress(const struct node_move *m,
 			    struct node_move_progress *out)
 {
-	*out = (struct node_move_progress){
-		.kind = m->name,
-		.streaming = m->phase != DONE,
-		.ranges_total = m->ranges_total,
-		.ranges_done = m->ranges_done,
-		.keyspaces_total = m->keyspaces_total,
-		.keyspaces_done = m->keyspaces,
-		.rows = m->rows,
-		.bytes = m->bytes};
+	*out = (struct node_move_progress){.kind = m->name,
+					   .streaming = m->phase != DONE,
+					   .ranges_total = m->ranges_total,
+					   .ranges_done = m->ranges_done,
+					   .keyspaces_total =
+						   m->keyspaces_total,
+					   .keyspaces_done = m->keyspaces,
+					   .rows = m->rows,
+					   .bytes = m->bytes};
 }
 
 static void finish(struct node_move *m, bool ok, const char *error)

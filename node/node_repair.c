@@ -547,8 +547,9 @@ static void run_next(struct repair_cmd *c)
 			char hosts[REPAIR_MAX_REPLICAS * 4][INET_ADDR_STRLEN];
 			const char *hp[REPAIR_MAX_REPLICAS * 4];
 			for (size_t h = 0; h < c->nhosts; h++)
-				hp[h] = inet_addr_format_host(&c->hosts[h], hosts[h],
-							 sizeof(hosts[h]));
+				hp[h] = inet_addr_format_host(&c->hosts[h],
+							      hosts[h],
+							      sizeof(hosts[h]));
 			struct repair_asked asked = {
 				.primary_range = c->pr,
 				.subrange = c->subrange,

@@ -31,14 +31,14 @@
 #include <string.h>
 
 static const char *const step_cols[REPAIR_STEP_COUNT] = {
-	"state_setup_timestamp",	    "state_start_timestamp",
-	"state_prepare_start_timestamp",    "state_prepare_complete_timestamp",
-	"state_repair_start_timestamp",	    "state_repair_complete_timestamp",
+	"state_setup_timestamp",         "state_start_timestamp",
+	"state_prepare_start_timestamp", "state_prepare_complete_timestamp",
+	"state_repair_start_timestamp",  "state_repair_complete_timestamp",
 };
 
 static const char *const step_names[REPAIR_STEP_COUNT] = {
-	"setup",	    "start",	    "prepare_start",
-	"prepare_complete", "repair_start", "repair_complete",
+	"setup",        "start",           "prepare_start", "prepare_complete",
+	"repair_start", "repair_complete",
 };
 
 /* Cassandra's Range.toString and InetAddressAndPort.toString. */
@@ -64,8 +64,7 @@ static int cmp_str(const void *a, const void *b)
 
 /* A frozen list<text> (or, with `set`, set<text>: sorted, no repeats) of
  * items[0..n) into `out`. */
-static int encode_texts(struct buf *out, const char **items, size_t n,
-			bool set)
+static int encode_texts(struct buf *out, const char **items, size_t n, bool set)
 {
 	if (set && n > 1) {
 		qsort(items, n, sizeof(*items), cmp_str);
@@ -186,8 +185,9 @@ static int put_common_ranges(struct cql_view_rows *b,
 }
 
 /* The columns both tables share (Cassandra's stdColumnsWithStatus). */
-static int std_columns(struct cql_view_rows *b, const struct repair_state_info *s,
-		       const uint8_t id[16], const char *step)
+static int std_columns(struct cql_view_rows *b,
+		       const struct repair_state_info *s, const uint8_t id[16],
+		       const char *step)
 {
 	/* Cassandra's addState: the result, else the step, in lower case */
 	const char *status = step ? step : "init";
@@ -197,8 +197,10 @@ static int std_columns(struct cql_view_rows *b, const struct repair_state_info *
 		status = "failure";
 	int rc = cql_view_row(b) || cql_view_uuid(b, "id", id) ||
 		 cql_view_timestamp(b, "last_updated_at", s->updated_ms) ||
-		 cql_view_bool(b, "completed", s->result != REPAIR_RESULT_NONE) ||
-		 cql_view_bigint(b, "duration_millis", (int64_t)s->duration_ms) ||
+		 cql_view_bool(b, "completed",
+			       s->result != REPAIR_RESULT_NONE) ||
+		 cql_view_bigint(b, "duration_millis",
+				 (int64_t)s->duration_ms) ||
 		 cql_view_timestamp(b, "state_init_timestamp", s->init_ms) ||
 		 cql_view_text(b, "status", status);
 	if (rc == 0 && s->result == REPAIR_RESULT_SUCCESS)
@@ -261,8 +263,9 @@ static int repair_row(struct view_ctx *c, const struct repair_state_info *s,
 		names[i] = dot ? dot + 1 : s->tables[i];
 	}
 	int rc = names ? 0 : err_set(ERR_NOMEM, "repairs view");
-	rc = rc || std_columns(b, s, id,
-			       last_step >= 0 ? step_names[last_step] : NULL) ||
+	rc = rc ||
+	     std_columns(b, s, id,
+			 last_step >= 0 ? step_names[last_step] : NULL) ||
 	     cql_view_int(b, "command_id", (int32_t)s->command) ||
 	     cql_view_text(b, "keyspace_name", ks) ||
 	     cql_view_text(b, "type", type) ||
@@ -279,8 +282,7 @@ static int repair_row(struct view_ctx *c, const struct repair_state_info *s,
 	     cql_view_text(b, "options_preview_kind",
 			   s->preview ? "ALL" : "NONE") ||
 	     cql_view_bool(b, "options_optimise_streams", false) ||
-	     cql_view_bool(b, "options_ignore_unreplicated_keyspaces",
-			   false) ||
+	     cql_view_bool(b, "options_ignore_unreplicated_keyspaces", false) ||
 	     put_texts(b, "options_column_families", s->asked.column_families,
 		       s->asked.ncolumn_families, true) ||
 	     put_texts(b, "options_data_centers", s->asked.data_centers,
@@ -315,10 +317,12 @@ static int session_row(struct view_ctx *c, const struct repair_state_info *s,
 		const char *dot = strchr(s->tables[i], '.');
 		names[i] = dot ? dot + 1 : s->tables[i];
 	}
-	rc = rc || std_columns(b, s, id,
-			       jobs	 ? "jobs_start"
-			       : started ? "start"
-					 : NULL) || cql_view_uuid(b, "repair_id", rid) ||
+	rc = rc ||
+	     std_columns(b, s, id,
+			 jobs      ? "jobs_start"
+			 : started ? "start"
+				   : NULL) ||
+	     cql_view_uuid(b, "repair_id", rid) ||
 	     cql_view_text(b, "keyspace_name", ks) ||
 	     put_texts(b, "table_names", names, s->ntables, false) ||
 	     put_texts(b, "ranges", rs, s->nranges, false);
@@ -364,10 +368,8 @@ int node_view_repairs(struct node *n, struct cql_view_rows *b, bool sessions)
 {
 	if (!n->repair || !n->repair->repair)
 		return 0;
-	struct view_ctx c = {.n = n,
-			     .r = n->repair->repair,
-			     .b = b,
-			     .sessions = sessions};
+	struct view_ctx c = {
+		.n = n, .r = n->repair->repair, .b = b, .sessions = sessions};
 	repair_state_list(n->repair->repair, each_state, &c);
 	return c.rc ? -1 : 0;
 }

@@ -511,13 +511,12 @@ struct repair_counts {
 };
 void repair_get_counts(const struct repair *r, struct repair_counts *out);
 /* Calls each(arg, info) for every kept state, oldest first. */
-void repair_state_list(const struct repair *r, repair_state_fn each,
-		       void *arg);
+void repair_state_list(const struct repair *r, repair_state_fn each, void *arg);
 /* A version-1 (time-based) UUID for session `session` started at `ms`,
  * its node bits from this node's address; `kind` (0..15) tells the ids
  * of one session apart (0: the repair, 1: its session). */
-void repair_state_timeuuid(const struct repair *r, uint64_t session,
-			   int64_t ms, unsigned kind, uint8_t out[16]);
+void repair_state_timeuuid(const struct repair *r, uint64_t session, int64_t ms,
+			   unsigned kind, uint8_t out[16]);
 
 /* Fails the running session ("cancelled: <why>"): its `done` runs now and
  * its replicas' claims are released; scans already running on

@@ -56,14 +56,13 @@ static int copy_request(struct repair_state *st, const struct repair_session *s,
 {
 	struct arena *a = &st->arena;
 	struct repair_state_info *in = &st->info;
-	const char **names = arena_alloc_aligned(
-		a, s->ntables * sizeof(*names), _Alignof(const char *));
+	const char **names = arena_alloc_aligned(a, s->ntables * sizeof(*names),
+						 _Alignof(const char *));
 	if (!names)
 		return -1;
 	for (size_t i = 0; i < s->ntables; i++)
-		if (!(names[i] = arena_strdup(a, s->tables[i].name
-							 ? s->tables[i].name
-							 : "")))
+		if (!(names[i] = arena_strdup(
+			      a, s->tables[i].name ? s->tables[i].name : "")))
 			return -1;
 	in->tables = names;
 	in->ntables = s->ntables;
@@ -74,9 +73,10 @@ static int copy_request(struct repair_state *st, const struct repair_session *s,
 	for (size_t i = 0; i < s->nranges; i++) {
 		rs[i] = s->ranges[i];
 		rs[i].dcs = NULL;
-		if (!(rs[i].replicas = arena_memdup(
-			      a, s->ranges[i].replicas,
-			      s->ranges[i].nreplicas * sizeof(struct inet_addr))))
+		if (!(rs[i].replicas =
+			      arena_memdup(a, s->ranges[i].replicas,
+					   s->ranges[i].nreplicas *
+						   sizeof(struct inet_addr))))
 			return -1;
 	}
 	in->ranges = rs;
@@ -204,9 +204,9 @@ void repair_state_list(const struct repair *r, repair_state_fn each, void *arg)
 			continue;
 		struct repair_state_info in = st->info;
 		if (in.result == REPAIR_RESULT_NONE)
-			in.duration_ms = (env_mono_us(r->env) -
-					  st->start_mono_us) /
-					 1000;
+			in.duration_ms =
+				(env_mono_us(r->env) - st->start_mono_us) /
+				1000;
 		each(arg, &in);
 	}
 }

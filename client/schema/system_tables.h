@@ -114,8 +114,8 @@ int cql_view_inet(struct cql_view_rows *b, const char *column,
 int cql_view_uuid(struct cql_view_rows *b, const char *column,
 		  const uint8_t id[16]);
 /* A value already in its native-protocol form (a frozen collection). */
-int cql_view_bytes(struct cql_view_rows *b, const char *column,
-		   const void *v, size_t len);
+int cql_view_bytes(struct cql_view_rows *b, const char *column, const void *v,
+		   size_t len);
 
 /* The comment of a virtual table, as Cassandra 4.1 gives it ("" when it
  * has none). */

@@ -434,8 +434,7 @@ START_TEST(traced_protection_reads_are_reads)
 			    "received from /"));
 	     p++)
 		answers++;
-	for (const char *p = log; (p = strstr(p, "|RANGE_RSP message "));
-	     p++)
+	for (const char *p = log; (p = strstr(p, "|RANGE_RSP message ")); p++)
 		ranges++;
 	ck_assert_msg(sends == 2 * (STALE + 1), "%d sends: %s", sends, log);
 	ck_assert_msg(answers == 2 * (STALE + 1), "%d answers: %s", answers,
