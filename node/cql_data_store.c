@@ -160,9 +160,14 @@ static void store_job_run(struct work *w)
 {
 	struct store_job *j = (struct store_job *)w;
 	size_t cap = 0;
+	uint64_t start_us = j->indexed ? env_mono_us(j->d->env) : 0;
 	int rc = j->indexed ? store_index_scan(j, &cap) : 1;
 	if (rc != 1) {
-		/* indexed: done (or failed) */
+		/* indexed: done (or failed); one range read */
+		if (rc == 0)
+			storage_table_count_range(
+				j->d->db, j->table_id,
+				env_mono_us(j->d->env) - start_us);
 	} else if (!j->scan) {
 		rc = 0;
 		struct storage_mutation *m = NULL;

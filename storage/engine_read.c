@@ -473,15 +473,27 @@ int storage_scan_next_fragment(struct storage_scan *s,
 	return rc;
 }
 
-void storage_scan_count(struct storage_scan *s)
+static void count_range(struct table *t, uint64_t us)
 {
-	struct table *t = s ? s->snap.t : NULL;
-	if (!t)
-		return;
-	uint64_t us = env_mono_us(s->db->o.env) - s->open_us;
 	atomic_fetch_add_explicit(&t->scan_us_sum, us, memory_order_relaxed);
 	atomic_fetch_add_explicit(&t->scan_us[loghist_bucket(us)], 1,
 				  memory_order_relaxed);
+}
+
+void storage_scan_count(struct storage_scan *s)
+{
+	if (s && s->snap.t)
+		count_range(s->snap.t, env_mono_us(s->db->o.env) - s->open_us);
+}
+
+void storage_table_count_range(struct storage *db, const uint8_t table_id[16],
+			       uint64_t us)
+{
+	pthread_mutex_lock(&db->mu);
+	struct table *t = storage_engine_table_find(db, table_id);
+	if (t)
+		count_range(t, us);
+	pthread_mutex_unlock(&db->mu);
 }
 
 void storage_scan_close(struct storage_scan *s)

@@ -527,6 +527,10 @@ void storage_scan_close(struct storage_scan *s);
  * (storage_table_hists' scan_us): a replica's answer to a range command,
  * never a repair's or a compaction's scan. */
 void storage_scan_count(struct storage_scan *s);
+/* The same for a range read answered otherwise (an index query's
+ * candidates read one by one), `us` long. */
+void storage_table_count_range(struct storage *db, const uint8_t table_id[16],
+			       uint64_t us);
 
 /* ---- storage-attached indexes ----------------------------------------------
  *

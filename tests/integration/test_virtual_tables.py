@@ -671,6 +671,7 @@ def test_repairs_and_repair_sessions(make_node):
         s.execute("CREATE KEYSPACE rk WITH replication = "
                   "{'class': 'SimpleStrategy', 'replication_factor': 2}")
         s.execute("CREATE TABLE rk.t (k int PRIMARY KEY, v text)")
+        s.execute("CREATE INDEX ON rk.t (v)")
         assert c.control_connection.wait_for_schema_agreement(wait_time=30)
         ins = s.prepare("INSERT INTO rk.t (k, v) VALUES (?, ?)")
         ins.consistency_level = ConsistencyLevel.ALL
@@ -683,6 +684,13 @@ def test_repairs_and_repair_sessions(make_node):
                          "WHERE keyspace_name = 'rk' AND table_name = 't'"
                          ).one()
         assert scan.count >= 1 and scan.max_ms >= scan.p50th_ms >= 0, scan
+        # and so does an index query
+        assert len(list(s.execute("SELECT k FROM rk.t WHERE v = %s",
+                                  ("v" * 40,)))) == 100
+        after = s.execute("SELECT * FROM system_views.local_scan_latency "
+                          "WHERE keyspace_name = 'rk' AND table_name = 't'"
+                          ).one()
+        assert after.count > scan.count, (scan, after)
 
         p = subprocess.Popen([TOOL, "-h", a, "repair", "--full", "rk"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
