@@ -165,9 +165,9 @@ static void store_job_run(struct work *w)
 	if (rc != 1) {
 		/* indexed: done (or failed); one range read */
 		if (rc == 0)
-			storage_table_count_range(
-				j->d->db, j->table_id,
-				env_mono_us(j->d->env) - start_us);
+			storage_table_count_range(j->d->db, j->table_id,
+						  env_mono_us(j->d->env) -
+							  start_us);
 	} else if (!j->scan) {
 		rc = 0;
 		struct storage_mutation *m = NULL;
