@@ -577,8 +577,7 @@ static void process(struct buf *b, struct node *n)
 	       (double)n->start_wall_us / 1e6);
 }
 
-/* Compaction's bytes and limit, repair's sessions and streamed bytes, a
- * bootstrap's / decommission's / removenode's / rebuild's progress. */
+/* Compaction's bytes and limit, repair's sessions and streamed bytes. */
 static void operations(struct buf *b, struct node *n,
 		       const struct storage_stats *ss)
 {
@@ -638,6 +637,12 @@ static void operations(struct buf *b, struct node *n,
 		sample(b, "cassini_stream_outgoing_bytes_total", NULL,
 		       (double)st.bytes);
 	}
+}
+
+/* A bootstrap's (or decommission's, removenode's, rebuild's) progress,
+ * while one runs here. */
+static void movements(struct buf *b, struct node *n)
+{
 	const struct node_move *mv[2] = {n->bootstrap,
 					 node_moves_current(n->moves)};
 	bool head = false;
@@ -715,6 +720,7 @@ int node_metrics_render(struct node *n, struct buf *b)
 		native(b, &cs);
 		storage_node(b, &ss, &n->conf);
 		operations(b, n, &ss);
+		movements(b, n);
 		tables(b, n);
 		free(st);
 	}
