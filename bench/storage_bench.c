@@ -7,6 +7,18 @@
  *       --compression_type=lz4 [--db=DIR] [--commitlog_sync=group \
  *       --writers=50 --group_window_ms=2] [--seed=N] [--block_size=4096]
  *       [--cache_size=8388608] [--write_buffer_size=67108864]
+ *       [--reads=N] [--use_existing_db=1] [--disable_auto_compactions=1]
+ *       [--read_stats=1]
+ *
+ * Besides db_bench's fillrandom, overwrite and readrandom: fillseq
+ * (keys 0..num-1 in order, so every key exists; partitions are still in
+ * token order, random), compact (compaction rounds until none applies),
+ * compactmajor (everything into one SSTable) and sleepN (N seconds, the
+ * background compactions meanwhile). --use_existing_db reopens the
+ * database the last run left instead of starting empty (load once, read
+ * many). --read_stats prints per-read averages of what the point reads
+ * met: SSTables checked by their bloom filter, passed, holding the key,
+ * read; index and data blocks used and missed by the block cache.
  *
  * Each benchmark prints "name : X micros/op Y ops/sec; Z MB/s" as db_bench
  * does. --sync=true acknowledges every write after fdatasync (batch mode).
@@ -35,8 +47,8 @@
 struct opts {
 	char benchmarks[256];
 	long num, value_size, key_size, writers, window_ms, block_size;
-	long cache_size, write_buffer_size;
-	bool sync;
+	long cache_size, write_buffer_size, reads;
+	bool sync, use_existing, no_auto_compaction, read_stats;
 	int compression;
 	int sync_mode;
 	char db[512];
@@ -76,10 +88,15 @@ static void make_key(const struct opts *o, uint64_t k, uint8_t *out)
 		out[i] = (uint8_t)(k >> (56 - 8 * i));
 }
 
+static _Atomic uint64_t seq_next; /* fillseq's next key */
+
 static int put(const struct opts *o, struct rng *r, uint8_t *key, uint8_t *val,
-	       bool wait)
+	       bool wait, bool seq)
 {
-	make_key(o, rng_below(r, (uint64_t)o->num), key);
+	make_key(o,
+		 seq ? atomic_fetch_add(&seq_next, 1)
+		     : rng_below(r, (uint64_t)o->num),
+		 key);
 	for (long i = 0; i < o->value_size; i += 8) {
 		uint64_t x = rng_next(r);
 		memcpy(val + i, &x,
@@ -109,6 +126,7 @@ struct writer {
 	const struct opts *o;
 	long ops;
 	uint64_t seed;
+	bool seq;
 };
 
 static void *writer_main(void *arg)
@@ -118,7 +136,7 @@ static void *writer_main(void *arg)
 	rng_seed(&r, w->seed);
 	uint8_t key[1024], *val = malloc((size_t)w->o->value_size + 8);
 	for (long i = 0; i < w->ops; i++)
-		if (put(w->o, &r, key, val, true)) {
+		if (put(w->o, &r, key, val, true, w->seq)) {
 			fprintf(stderr, "write failed: %s\n", err_msg());
 			exit(1);
 		}
@@ -162,8 +180,10 @@ static void report(const char *name, long ops, double secs, double bytes,
 	fflush(stdout);
 }
 
-static void fill(const struct opts *o, const char *name, uint64_t seed)
+static void fill(const struct opts *o, const char *name, uint64_t seed,
+		 bool seq)
 {
+	atomic_store(&seq_next, 0);
 	struct storage_stats st0;
 	storage_stats(db, NULL, &st0);
 	double t0 = now_s();
@@ -175,7 +195,7 @@ static void fill(const struct opts *o, const char *name, uint64_t seed)
 			writers = 256;
 		for (long i = 0; i < writers; i++) {
 			w[i] = (struct writer){o, o->num / writers,
-					       seed + (uint64_t)i};
+					       seed + (uint64_t)i, seq};
 			pthread_create(&th[i], NULL, writer_main, &w[i]);
 		}
 		for (long i = 0; i < writers; i++)
@@ -185,7 +205,7 @@ static void fill(const struct opts *o, const char *name, uint64_t seed)
 		rng_seed(&r, seed);
 		uint8_t key[1024], *val = malloc((size_t)o->value_size + 8);
 		for (long i = 0; i < o->num; i++)
-			if (put(o, &r, key, val, false)) {
+			if (put(o, &r, key, val, false, seq)) {
 				fprintf(stderr, "write failed: %s\n",
 					err_msg());
 				exit(1);
@@ -230,13 +250,19 @@ static void readrandom(const struct opts *o, uint64_t seed)
 	struct rng r;
 	rng_seed(&r, seed);
 	uint8_t key[1024];
-	long found = 0;
+	long found = 0, reads = o->reads > 0 ? o->reads : o->num;
 	double bytes = 0;
+	struct storage_read_stats st;
+	memset(&st, 0, sizeof(st));
+	struct storage_stats s0;
+	storage_stats(db, NULL, &s0);
 	double t0 = now_s();
-	for (long i = 0; i < o->num; i++) {
+	for (long i = 0; i < reads; i++) {
 		make_key(o, rng_below(&r, (uint64_t)o->num), key);
 		struct storage_read_cmd cmd = {.key = key,
-					       .key_len = (size_t)o->key_size};
+					       .key_len = (size_t)o->key_size,
+					       .stats = o->read_stats ? &st
+								      : NULL};
 		struct storage_result *res;
 		if (storage_read(db, table->id, &cmd, &res)) {
 			fprintf(stderr, "read failed: %s\n", err_msg());
@@ -250,8 +276,23 @@ static void readrandom(const struct opts *o, uint64_t seed)
 	}
 	double secs = now_s() - t0;
 	char extra[64];
-	snprintf(extra, sizeof(extra), " (%ld of %ld found)", found, o->num);
-	report("readrandom", o->num, secs, bytes, extra);
+	snprintf(extra, sizeof(extra), " (%ld of %ld found)", found, reads);
+	report("readrandom", reads, secs, bytes, extra);
+	printf("readrandom   : %" PRIu64 " sstables\n", s0.sstable_count);
+	if (o->read_stats) {
+		double n = (double)reads;
+		printf("per read     : %.2f bloom checks, %.2f passed, %.2f "
+		       "held the key (%.4f false positives), %.2f sstables "
+		       "read; index blocks %.2f (%.2f missed), data blocks "
+		       "%.2f (%.2f missed), %.0f bytes decoded\n",
+		       (double)st.bloom_checks / n, (double)st.bloom_passes / n,
+		       (double)st.sstables_found / n,
+		       (double)(st.bloom_passes - st.sstables_found) / n,
+		       (double)st.sstables / n, (double)st.index_blocks / n,
+		       (double)st.index_misses / n, (double)st.data_blocks / n,
+		       (double)st.data_misses / n, (double)st.miss_bytes / n);
+	}
+	fflush(stdout);
 }
 
 static bool flag(const char *arg, const char *name, const char **val)
@@ -301,6 +342,15 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->block_size = atol(v);
 		else if (flag(argv[i], "--group_window_ms", &v))
 			o->window_ms = atol(v);
+		else if (flag(argv[i], "--reads", &v))
+			o->reads = atol(v);
+		else if (flag(argv[i], "--use_existing_db", &v))
+			o->use_existing = atol(v) != 0;
+		else if (flag(argv[i], "--disable_auto_compactions", &v))
+			o->no_auto_compaction = strcmp(v, "true") == 0 ||
+						atol(v) != 0;
+		else if (flag(argv[i], "--read_stats", &v))
+			o->read_stats = atol(v) != 0;
 		else if (flag(argv[i], "--seed", &v))
 			o->seed = strtoull(v, NULL, 10);
 		else if (flag(argv[i], "--db", &v))
@@ -338,7 +388,7 @@ int main(int argc, char **argv)
 	parse(argc, argv, &o);
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", o.db);
-	if (system(cmd) != 0)
+	if (!o.use_existing && system(cmd) != 0)
 		return 1;
 	struct env *env = env_real_new(NULL);
 	char data[600], log[600];
@@ -352,6 +402,7 @@ int main(int argc, char **argv)
 	so.commitlog_sync = o.sync_mode;
 	so.commitlog_sync_group_window_ms = (uint64_t)o.window_ms;
 	so.block_cache_size = o.cache_size > 0 ? (size_t)o.cache_size : 0;
+	so.auto_compaction = !o.no_auto_compaction;
 	/* db_bench's write_buffer_size is the memtable size that triggers a
 	 * flush: memtable_heap_space * memtable_cleanup_threshold here */
 	so.memtable_heap_space = (uint64_t)((double)o.write_buffer_size /
@@ -381,9 +432,29 @@ int main(int argc, char **argv)
 	for (char *b = strtok_r(o.benchmarks, ",", &save); b;
 	     b = strtok_r(NULL, ",", &save)) {
 		if (strcmp(b, "fillrandom") == 0 ||
-		    strcmp(b, "overwrite") == 0) {
-			fill(&o, b, o.seed + (b[0] == 'o' ? 1000 : 0));
+		    strcmp(b, "overwrite") == 0 || strcmp(b, "fillseq") == 0) {
+			fill(&o, b, o.seed + (b[0] == 'o' ? 1000 : 0),
+			     strcmp(b, "fillseq") == 0);
 			filled = true;
+		} else if (strcmp(b, "compact") == 0 ||
+			   strcmp(b, "compactmajor") == 0) {
+			if (filled) {
+				storage_flush(db, NULL);
+				print_rss(rss0);
+				filled = false;
+			}
+			double t0 = now_s();
+			if (storage_compact(db, table->id, b[7] == 'm')) {
+				fprintf(stderr, "compact: %s\n", err_msg());
+				return 1;
+			}
+			struct storage_stats st;
+			storage_stats(db, NULL, &st);
+			printf("%-12s : %.3f seconds, %" PRIu64 " sstables\n",
+			       b, now_s() - t0, st.sstable_count);
+		} else if (strncmp(b, "sleep", 5) == 0) {
+			struct timespec ts = {atol(b + 5), 0};
+			nanosleep(&ts, NULL);
 		} else if (strcmp(b, "readrandom") == 0) {
 			if (filled) {
 				storage_flush(db, NULL);

@@ -415,13 +415,18 @@ static uint16_t *index_block_offsets(const uint8_t *data, size_t len,
 static struct cached_block *block_get_hit(struct sstable *s, bool index,
 					  uint64_t off, uint64_t disk_len,
 					  bool fill, bool cached_only,
+					  struct storage_read_stats *st,
 					  bool *hit)
 {
 	uint64_t id = index ? s->index_id : s->data_id;
 	struct cached_block *b = storage_block_cache_get(s->cache, id, off);
 	*hit = b != NULL;
+	if (st)
+		*(index ? &st->index_blocks : &st->data_blocks) += 1;
 	if (b)
 		return b;
+	if (st)
+		*(index ? &st->index_misses : &st->data_misses) += 1;
 	/* compaction streams do not evict what reads need */
 	struct block_cache *c = fill ? s->cache : NULL;
 	struct cached_block *nb = storage_block_cache_alloc(c);
@@ -449,15 +454,19 @@ static struct cached_block *block_get_hit(struct sstable *s, bool index,
 		storage_block_cache_release(nb);
 		return NULL;
 	}
+	if (st)
+		st->miss_bytes += len;
 	return storage_block_cache_insert(c, nb, id, off, raw, len, next);
 }
 
 static struct cached_block *block_get(struct sstable *s, bool index,
 				      uint64_t off, uint64_t disk_len,
-				      bool fill, bool cached_only)
+				      bool fill, bool cached_only,
+				      struct storage_read_stats *st)
 {
 	bool hit;
-	return block_get_hit(s, index, off, disk_len, fill, cached_only, &hit);
+	return block_get_hit(s, index, off, disk_len, fill, cached_only, st,
+			     &hit);
 }
 
 /* ---- index entries ------------------------------------------------------- */
@@ -626,8 +635,9 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 				       "%s: partition runs past "
 				       "the end",
 				       w->s->data_path);
-		struct cached_block *blk = block_get(
-			w->s, false, off, disk_len, !w->all, w->c->cached_only);
+		struct cached_block *blk =
+			block_get(w->s, false, off, disk_len, !w->all,
+				  w->c->cached_only, w->c->cmd->stats);
 		if (!blk || storage_read_ctx_keep_ref(
 				    w->c, blk, storage_block_cache_release))
 			return -1;
@@ -763,15 +773,20 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 		murmur3_hash128(key.ptr, key.len, 0, c->key_hash);
 		c->have_hash = true;
 	}
+	struct storage_read_stats *st = c->cmd->stats;
+	if (st)
+		st->bloom_checks++;
 	if (!sstable_may_contain_hash(s, c->key_hash))
 		return 0;
+	if (st)
+		st->bloom_passes++;
 	long b = summary_find(s, token, key);
 	if (b < 0)
 		return 0;
 	bool hit;
 	struct cached_block *blk =
 		block_get_hit(s, true, s->sum_off[b], s->sum_len[b], true,
-			      c->cached_only, &hit);
+			      c->cached_only, st, &hit);
 	if (!blk)
 		return -1;
 	struct cursor cur = cursor_make(blk->data, blk->len);
@@ -830,6 +845,8 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 			else
 				rc = sstable_read_entry(s, c, &e, false);
 			sst_entry_free(&e);
+			if (st)
+				st->sstables_found++;
 		}
 		if (cmp >= 0)
 			break;

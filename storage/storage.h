@@ -332,6 +332,14 @@ struct storage_read_stats {
 	unsigned sstables;   /* point reads: SSTables read; scans: in view */
 	uint64_t live_rows;  /* live rows of the partitions read */
 	uint64_t tombstones; /* tombstones met (the thresholds' count) */
+	/* Point reads, where the time goes (bench/storage_bench
+	 * --read_stats): SSTables whose bloom filter was asked and those it
+	 * let through (minus `sstables_found`: its false positives), index
+	 * and data blocks used and of them those not in the block cache
+	 * (read with pread, checked, decompressed: `miss_bytes` raw). */
+	uint64_t bloom_checks, bloom_passes, sstables_found;
+	uint64_t index_blocks, index_misses, data_blocks, data_misses;
+	uint64_t miss_bytes;
 };
 
 struct storage_read_cmd {
