@@ -8,7 +8,8 @@
  *       --writers=50 --group_window_ms=2] [--seed=N] [--block_size=4096]
  *       [--cache_size=8388608] [--write_buffer_size=67108864]
  *       [--reads=N] [--use_existing_db=1] [--disable_auto_compactions=1]
- *       [--read_stats=1]
+ *       [--read_stats=1] [--disk_access_mode=mmap|mmap_index_only|standard]
+ *       [--mmap_read=true|false]
  *
  * Besides db_bench's fillrandom, overwrite and readrandom: fillseq
  * (keys 0..num-1 in order, so every key exists; partitions are still in
@@ -42,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 struct opts {
@@ -51,6 +53,7 @@ struct opts {
 	bool sync, use_existing, no_auto_compaction, read_stats;
 	int compression;
 	int sync_mode;
+	int access; /* enum storage_disk_access */
 	char db[512];
 	uint64_t seed;
 };
@@ -245,6 +248,15 @@ static void fill(const struct opts *o, const char *name, uint64_t seed,
 	       (double)ops * (double)(o->key_size + o->value_size), extra);
 }
 
+/* CPU seconds of the process so far: user, system. */
+static void cpu_s(double *user, double *sys)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	*user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+	*sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 static void readrandom(const struct opts *o, uint64_t seed)
 {
 	struct rng r;
@@ -256,6 +268,8 @@ static void readrandom(const struct opts *o, uint64_t seed)
 	memset(&st, 0, sizeof(st));
 	struct storage_stats s0;
 	storage_stats(db, NULL, &s0);
+	double u0, k0, u1, k1;
+	cpu_s(&u0, &k0);
 	double t0 = now_s();
 	for (long i = 0; i < reads; i++) {
 		make_key(o, rng_below(&r, (uint64_t)o->num), key);
@@ -275,8 +289,12 @@ static void readrandom(const struct opts *o, uint64_t seed)
 		storage_result_delete(res);
 	}
 	double secs = now_s() - t0;
-	char extra[64];
-	snprintf(extra, sizeof(extra), " (%ld of %ld found)", found, reads);
+	cpu_s(&u1, &k1);
+	char extra[128];
+	snprintf(extra, sizeof(extra),
+		 " (%ld of %ld found); cpu %.3f micros/op (user %.3f, sys %.3f)",
+		 found, reads, (u1 - u0 + k1 - k0) * 1e6 / (double)reads,
+		 (u1 - u0) * 1e6 / (double)reads, (k1 - k0) * 1e6 / (double)reads);
 	report("readrandom", reads, secs, bytes, extra);
 	printf("readrandom   : %" PRIu64 " sstables\n", s0.sstable_count);
 	if (o->read_stats) {
@@ -349,6 +367,16 @@ static void parse(int argc, char **argv, struct opts *o)
 		else if (flag(argv[i], "--disable_auto_compactions", &v))
 			o->no_auto_compaction = strcmp(v, "true") == 0 ||
 						atol(v) != 0;
+		else if (flag(argv[i], "--disk_access_mode", &v))
+			o->access = strcmp(v, "standard") == 0
+					    ? STORAGE_DISK_ACCESS_STANDARD
+				    : strcmp(v, "mmap_index_only") == 0
+					    ? STORAGE_DISK_ACCESS_MMAP_INDEX_ONLY
+					    : STORAGE_DISK_ACCESS_MMAP;
+		else if (flag(argv[i], "--mmap_read", &v))
+			o->access = strcmp(v, "true") == 0 || atol(v) != 0
+					    ? STORAGE_DISK_ACCESS_MMAP
+					    : STORAGE_DISK_ACCESS_STANDARD;
 		else if (flag(argv[i], "--read_stats", &v))
 			o->read_stats = atol(v) != 0;
 		else if (flag(argv[i], "--seed", &v))
@@ -403,6 +431,7 @@ int main(int argc, char **argv)
 	so.commitlog_sync_group_window_ms = (uint64_t)o.window_ms;
 	so.block_cache_size = o.cache_size > 0 ? (size_t)o.cache_size : 0;
 	so.auto_compaction = !o.no_auto_compaction;
+	so.disk_access_mode = o.access;
 	/* db_bench's write_buffer_size is the memtable size that triggers a
 	 * flush: memtable_heap_space * memtable_cleanup_threshold here */
 	so.memtable_heap_space = (uint64_t)((double)o.write_buffer_size /
@@ -429,6 +458,7 @@ int main(int argc, char **argv)
 	       o.sync_mode, o.writers ? o.writers : 1);
 	char *save = NULL;
 	bool filled = false;
+	unsigned nreads = 0;
 	for (char *b = strtok_r(o.benchmarks, ",", &save); b;
 	     b = strtok_r(NULL, ",", &save)) {
 		if (strcmp(b, "fillrandom") == 0 ||
@@ -461,7 +491,8 @@ int main(int argc, char **argv)
 				print_rss(rss0);
 				filled = false;
 			}
-			readrandom(&o, o.seed + 2000);
+			/* each readrandom of the run reads other keys */
+			readrandom(&o, o.seed + 2000 + 7 * (uint64_t)nreads++);
 		} else {
 			fprintf(stderr, "storage_bench: unknown benchmark %s\n",
 				b);

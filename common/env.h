@@ -116,6 +116,14 @@ struct env_file_ops {
 	int64_t (*size)(struct env_file *f);
 	/* Closes and frees. */
 	int (*close)(struct env_file *f);
+	/* Optional (NULL: not supported). A read-only mapping of the whole
+	 * file as it is now (for files nobody writes any more), valid until
+	 * close; NULL with *len 0 when it cannot be made. Reading a page of
+	 * it may wait for the disk: see resident. */
+	const uint8_t *(*map)(struct env_file *f, uint64_t *len);
+	/* Whether bytes [off, off+n) of the mapping are in memory now (the
+	 * OS page cache), so reading them does not wait for the disk. */
+	bool (*resident)(struct env_file *f, uint64_t off, size_t n);
 };
 
 struct env_file {
@@ -206,6 +214,17 @@ static inline int env_file_allocate(struct env_file *f, uint64_t off,
 				    uint64_t len)
 {
 	return f->ops->allocate(f, off, len);
+}
+/* NULL (*len 0) where the env cannot map files. */
+static inline const uint8_t *env_file_map(struct env_file *f, uint64_t *len)
+{
+	*len = 0;
+	return f->ops->map ? f->ops->map(f, len) : NULL;
+}
+static inline bool env_file_resident(struct env_file *f, uint64_t off,
+				     size_t n)
+{
+	return f->ops->resident && f->ops->resident(f, off, n);
 }
 static inline int64_t env_file_size(struct env_file *f)
 {

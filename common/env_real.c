@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -35,6 +36,8 @@ struct real_file {
 	struct env_file base; /* must be first */
 	int fd;
 	char *path; /* for error messages */
+	uint8_t *map; /* file_map's mapping, or NULL */
+	size_t map_len;
 };
 
 static struct env_real *real(struct env *e)
@@ -261,10 +264,52 @@ static int64_t file_size(struct env_file *f)
 	return (int64_t)st.st_size;
 }
 
+static const uint8_t *file_map(struct env_file *f, uint64_t *len)
+{
+	struct real_file *rf = rfile(f);
+	if (!rf->map) {
+		struct stat st;
+		if (fstat(rf->fd, &st) != 0 || st.st_size <= 0 ||
+		    (uint64_t)st.st_size > SIZE_MAX)
+			return NULL;
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED,
+			       rf->fd, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		rf->map = p;
+		rf->map_len = (size_t)st.st_size;
+	}
+	*len = rf->map_len;
+	return rf->map;
+}
+
+static bool file_resident(struct env_file *f, uint64_t off, size_t n)
+{
+	struct real_file *rf = rfile(f);
+	static _Thread_local long page;
+	if (!page)
+		page = sysconf(_SC_PAGESIZE);
+	if (!rf->map || off > rf->map_len || n > rf->map_len - off || !n)
+		return false;
+	uint64_t start = off / (uint64_t)page * (uint64_t)page;
+	size_t pages = (size_t)((off + n - start + (uint64_t)page - 1) /
+				(uint64_t)page);
+	unsigned char vec[64];
+	if (pages > sizeof(vec) ||
+	    mincore(rf->map + start, (size_t)(off + n - start), vec) != 0)
+		return false;
+	for (size_t i = 0; i < pages; i++)
+		if (!(vec[i] & 1))
+			return false;
+	return true;
+}
+
 static int file_close(struct env_file *f)
 {
 	struct real_file *rf = rfile(f);
 	int rc = 0;
+	if (rf->map)
+		munmap(rf->map, rf->map_len);
 	if (close(rf->fd) != 0)
 		rc = err_set_errno(errno, "close %s", rf->path);
 	free(rf->path);
@@ -282,6 +327,8 @@ static const struct env_file_ops real_file_ops = {
 	.allocate = file_allocate,
 	.size = file_size,
 	.close = file_close,
+	.map = file_map,
+	.resident = file_resident,
 };
 
 static int real_file_open(struct env *e, const char *path, int flags,

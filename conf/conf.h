@@ -122,6 +122,7 @@ struct conf {
 	uint64_t commitlog_total_space;
 	int64_t commit_failure_policy; /* enum conf_failure_policy */
 	int64_t disk_failure_policy;   /* enum conf_failure_policy */
+	int64_t disk_access_mode;      /* enum storage_disk_access */
 
 	/* memtables, compaction, reads */
 	uint64_t memtable_heap_space;

@@ -33,6 +33,10 @@ static const struct conf_enum_name disk_policy_names[] = {
 	{"best_effort", CONF_POLICY_BEST_EFFORT},
 	{"ignore", CONF_POLICY_IGNORE},
 	{NULL, 0}};
+/* storage's enum storage_disk_access: auto is mmap */
+static const struct conf_enum_name disk_access_names[] = {
+	{"auto", 0}, {"mmap", 0}, {"mmap_index_only", 1}, {"standard", 2},
+	{NULL, 0}};
 static const struct conf_enum_name snitch_names[] = {
 	{"SimpleSnitch", CONF_SNITCH_SIMPLE},
 	{"GossipingPropertyFileSnitch", CONF_SNITCH_GOSSIPING_PROPERTY_FILE},
@@ -193,6 +197,10 @@ const struct conf_key conf_keys[] = {
 	{"disk_failure_policy", CONF_T_ENUM, OFF(disk_failure_policy), "stop",
 	 0, 0, disk_policy_names,
 	 "On a data-file error: stop, die, best_effort or ignore."},
+	{"disk_access_mode", CONF_T_ENUM, OFF(disk_access_mode), "auto", 0, 0,
+	 disk_access_names,
+	 "How reads reach SSTables in the page cache: auto or mmap (Data.db "
+	 "and Index.db mapped), mmap_index_only, standard (pread only)."},
 
 	/* memtables, compaction, reads */
 	{"memtable_heap_space", CONF_T_SIZE, OFF(memtable_heap_space), "128MiB",

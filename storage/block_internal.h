@@ -55,6 +55,17 @@ int storage_block_read_into_nowait(struct env_file *f, const char *path,
 				   const uint8_t **raw, size_t *raw_len,
 				   uint64_t *next);
 
+/* storage_block_read_into from a read-only mapping of the file (`map`,
+ * `map_len` bytes: env_file_map), for bytes the caller knows are in
+ * memory (env_file_resident): no system call and no copy. A block stored
+ * raw is used in place (*raw points into the mapping, which must outlive
+ * its use); a compressed one is decoded into *mem. Checked as
+ * storage_block_read_into checks. disk_len 0: read from the header. */
+int storage_block_map_into(const uint8_t *map, uint64_t map_len,
+			   const char *path, uint64_t off, uint64_t disk_len,
+			   uint8_t **mem, size_t *cap, const uint8_t **raw,
+			   size_t *raw_len, uint64_t *next);
+
 /* A component written to memory then to a file: magic(4) + version(1)
  * + body + be32 masked crc32c of all before. */
 int storage_component_seal(struct buf *b);

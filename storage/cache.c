@@ -22,6 +22,10 @@ struct block_cache {
 	struct cached_block *spares; /* by hnext; nobody else holds them */
 	size_t nspares;
 	uint64_t hits, requests; /* lookups since start, under mu */
+	/* storage_block_cache_admit's record of recent misses: a direct
+	 * mapped table of block fingerprints (races only lose a record) */
+	_Atomic uint64_t *ghost;
+	size_t ghost_mask;
 };
 
 static _Atomic uint64_t next_file_id = 1;
@@ -40,8 +44,38 @@ struct block_cache *storage_block_cache_new(size_t capacity)
 		return NULL;
 	}
 	c->capacity = capacity;
+	/* about one record per 4 KiB of capacity: a cache's worth of
+	 * misses of 16 KiB blocks, four times over */
+	size_t n = 1024;
+	while (n < capacity / 4096 && n < ((size_t)1 << 24))
+		n *= 2;
+	if (capacity && !(c->ghost = calloc(n, sizeof(*c->ghost)))) {
+		free(c->buckets);
+		free(c);
+		err_set(ERR_NOMEM, "block cache");
+		return NULL;
+	}
+	c->ghost_mask = n - 1;
 	pthread_mutex_init(&c->mu, NULL);
 	return c;
+}
+
+bool storage_block_cache_admit(struct block_cache *c, uint64_t file,
+			       uint64_t off)
+{
+	if (!c || !c->capacity)
+		return false;
+	uint64_t h = (file * 0x9e3779b97f4a7c15ULL) ^
+		     ((off + 1) * 0xc2b2ae3d27d4eb4fULL);
+	h ^= h >> 31;
+	h |= 1; /* 0 is an empty record */
+	_Atomic uint64_t *slot = &c->ghost[(h >> 17) & c->ghost_mask];
+	if (atomic_load_explicit(slot, memory_order_relaxed) == h) {
+		atomic_store_explicit(slot, 0, memory_order_relaxed);
+		return true;
+	}
+	atomic_store_explicit(slot, h, memory_order_relaxed);
+	return false;
 }
 
 static size_t bucket_of(uint64_t file, uint64_t off)
@@ -290,6 +324,7 @@ void storage_block_cache_delete(struct block_cache *c)
 		block_free(b);
 	}
 	free(c->buckets);
+	free(c->ghost);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }

@@ -42,6 +42,13 @@ struct block_cache *storage_block_cache_new(size_t capacity);
 void storage_block_cache_delete(struct block_cache *c);
 /* A unique id for a file whose blocks get cached. */
 uint64_t storage_block_cache_file_id(void);
+/* Whether a block a read missed should enter the cache: on its second
+ * miss within about four cache capacities of misses (a doorkeeper, as
+ * TinyLFU's). When the data is many times the cache most blocks are read
+ * once; caching each would cost a cold buffer and an eviction per miss
+ * and push out the blocks that are read again. Any thread. */
+bool storage_block_cache_admit(struct block_cache *c, uint64_t file,
+			       uint64_t off);
 /* A referenced handle, or NULL. */
 struct cached_block *storage_block_cache_get(struct block_cache *c,
 					     uint64_t file, uint64_t off);

@@ -1077,6 +1077,8 @@ int storage_compaction_run_job(struct job *j, struct sstable ***out)
 		s[i] = sstable_open(j->db->o.env, j->t->dir, j->out_gens[i],
 				    j->meta, j->db->cache);
 		rc = s[i] ? 0 : -1;
+		if (s[i])
+			sstable_map_files(s[i], j->db->o.disk_access_mode);
 	}
 	if (!s || rc) {
 		for (size_t i = 0; s && i < j->nout; i++)
@@ -1198,6 +1200,8 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 				sstable_mark_obsolete(j.in[i]);
 			t->compactions++;
 			t->bytes_compacted += t->compaction_total;
+			for (size_t i = 0; i < j.nout; i++)
+				t->compacted_bytes += out[i]->disk_bytes;
 			if (tombstone)
 				t->tombstone_compactions++;
 		} else {

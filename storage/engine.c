@@ -57,6 +57,7 @@ void storage_options_from_conf(struct storage_options *o, const struct conf *c,
 	o->commitlog_segment_size = c->commitlog_segment_size;
 	o->commit_failure_policy = (int)c->commit_failure_policy;
 	o->disk_failure_policy = (int)c->disk_failure_policy;
+	o->disk_access_mode = (int)c->disk_access_mode;
 	o->memtable_heap_space = c->memtable_heap_space;
 	o->memtable_cleanup_threshold = c->memtable_cleanup_threshold;
 	o->write_wait_ms = c->write_request_timeout_ms;
@@ -408,6 +409,8 @@ int storage_stats(struct storage *db, const uint8_t *table_id,
 					? t->compaction_total - done
 					: 0;
 		}
+		out->flushed_bytes += t->flushed_bytes;
+		out->compaction_bytes_written += t->compacted_bytes;
 		out->compactions_pending +=
 			(uint64_t)t->compacting +
 			(uint64_t)storage_engine_compaction_due(db, t);

@@ -85,6 +85,8 @@ int storage_engine_write_memtable(struct storage *db, struct table *t,
 	if (sst_writer_finish(w))
 		return -1;
 	*out = sstable_open(db->o.env, t->dir, gen, meta, db->cache);
+	if (*out)
+		sstable_map_files(*out, db->o.disk_access_mode);
 	return *out ? 0 : -1;
 fail:
 	sst_writer_abort(w);
@@ -170,6 +172,7 @@ static int flush_one(struct storage *db, struct table *t)
 			(t->flushing_count - 1) * sizeof(*t->flushing));
 		t->flushing_count--;
 		t->flushes++;
+		t->flushed_bytes += s ? s->disk_bytes : 0;
 		db->compaction_wanted = true;
 		/* the version holds it now: ours goes before a waiter wakes,
 		 * so a truncation or compaction it runs next removes the

@@ -78,6 +78,8 @@ struct table {
 	uint64_t flushes, compactions;
 	uint64_t bytes_compacted; /* inputs' Data.db bytes, compactions done */
 	uint64_t tombstone_compactions; /* single-SSTable ones */
+	/* Data.db + Index.db bytes the flushes and compactions wrote */
+	uint64_t flushed_bytes, compacted_bytes;
 	/* leveled: per level, the last token of the SSTable compacted last
 	 * (the next one starts after it: Cassandra's round robin) */
 	int64_t lcs_next[9];

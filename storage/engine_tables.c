@@ -227,6 +227,7 @@ static int table_load(struct storage *db, struct table *t)
 			return err_prefix("table %s.%s", t->meta->keyspace,
 					  t->meta->name);
 		}
+		sstable_map_files(s, db->o.disk_access_mode);
 		struct version *nv =
 			storage_version_edit(t->version, NULL, 0, s);
 		sstable_unref(s);

@@ -129,6 +129,10 @@ struct sstable {
 					     * written or opened with */
 	char *data_path, *index_path;
 	struct env_file *data, *index;
+	/* read-only mappings of Data.db and Index.db (disk_access_mode), or
+	 * NULL: blocks in the page cache are read there */
+	const uint8_t *data_map, *index_map;
+	uint64_t data_map_len, index_map_len;
 	struct block_cache *cache;  /* borrowed; may be NULL */
 	uint64_t data_id, index_id; /* block cache file ids */
 	struct sst_stats stats;
@@ -188,6 +192,9 @@ int sstable_link_into(const struct sstable *s, const char *dir);
 struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
 			     const struct storage_table_meta *t,
 			     struct block_cache *cache);
+/* Maps the files disk_access_mode `mode` maps (where the env can); done
+ * before the SSTable is shared. */
+void sstable_map_files(struct sstable *s, int mode);
 void sstable_ref(struct sstable *s);
 void sstable_unref(struct sstable *s);
 /* Replaces the SSTable's Statistics.db with `st` (its repair state

@@ -277,6 +277,14 @@ struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
 	return s;
 }
 
+void sstable_map_files(struct sstable *s, int mode)
+{
+	if (mode != STORAGE_DISK_ACCESS_STANDARD)
+		s->index_map = env_file_map(s->index, &s->index_map_len);
+	if (mode == STORAGE_DISK_ACCESS_MMAP)
+		s->data_map = env_file_map(s->data, &s->data_map_len);
+}
+
 void sstable_ref(struct sstable *s)
 {
 	atomic_fetch_add(&s->refs, 1);
@@ -412,6 +420,22 @@ static uint16_t *index_block_offsets(const uint8_t *data, size_t len,
 	return offs;
 }
 
+/* Whether the block at `off` (`*disk_len` bytes, 0: as its header says,
+ * then set) is in memory, so the mapping serves it without waiting. */
+static bool map_resident(struct env_file *f, const uint8_t *map,
+			 uint64_t map_len, uint64_t off, uint64_t *disk_len)
+{
+	if (!*disk_len) {
+		if (off > map_len || map_len - off < BLOCK_HEADER ||
+		    !env_file_resident(f, off, BLOCK_HEADER))
+			return false;
+		*disk_len = (uint64_t)be32_load(map + off + 5) + BLOCK_HEADER +
+			    BLOCK_TRAILER;
+	}
+	return *disk_len <= BLOCK_MAX_RAW + 1024 &&
+	       env_file_resident(f, off, (size_t)*disk_len);
+}
+
 static struct cached_block *block_get_hit(struct sstable *s, bool index,
 					  uint64_t off, uint64_t disk_len,
 					  bool fill, bool cached_only,
@@ -427,8 +451,11 @@ static struct cached_block *block_get_hit(struct sstable *s, bool index,
 		return b;
 	if (st)
 		*(index ? &st->index_misses : &st->data_misses) += 1;
-	/* compaction streams do not evict what reads need */
-	struct block_cache *c = fill ? s->cache : NULL;
+	/* compaction streams do not evict what reads need, nor do blocks
+	 * read once */
+	struct block_cache *c =
+		fill && storage_block_cache_admit(s->cache, id, off) ? s->cache
+								     : NULL;
 	struct cached_block *nb = storage_block_cache_alloc(c);
 	const uint8_t *raw;
 	size_t len;
@@ -437,7 +464,20 @@ static struct cached_block *block_get_hit(struct sstable *s, bool index,
 		return NULL;
 	struct env_file *f = index ? s->index : s->data;
 	const char *path = index ? s->index_path : s->data_path;
-	if (cached_only) {
+	const uint8_t *map = index ? s->index_map : s->data_map;
+	uint64_t map_len = index ? s->index_map_len : s->data_map_len;
+	if (map && map_resident(f, map, map_len, off, &disk_len)) {
+		/* In the page cache: checked and decoded where it lies, no
+		 * system call, no copy (a raw block is used in place: the
+		 * mapping lives as long as the SSTable, and only its readers
+		 * look its blocks up). */
+		if (storage_block_map_into(map, map_len, path, off, disk_len,
+					   &nb->owned, &nb->cap, &raw, &len,
+					   &next)) {
+			storage_block_cache_release(nb);
+			return NULL;
+		}
+	} else if (cached_only) {
 		/* From the page cache, or not at all: any failure (not
 		 * cached, or damaged) is left to the blocking path, which
 		 * reports it and applies disk_failure_policy. */

@@ -202,6 +202,18 @@ typedef void (*storage_done_fn)(void *arg, int status, enum err_code code);
 typedef void (*storage_post_fn)(void *post_arg, storage_done_fn fn, void *arg,
 				int status, enum err_code code);
 
+/* Cassandra's disk_access_mode. Mapped files (mmap, mmap_index_only for
+ * Index.db alone) serve blocks in the OS page cache with no system call
+ * and no copy (bytes not in memory are still read with pread, and the
+ * loop's reads never wait for the disk); standard always preads. A disk
+ * error under a mapped page is SIGBUS rather than an I/O error, as with
+ * Cassandra's mmap. auto is mmap. */
+enum storage_disk_access {
+	STORAGE_DISK_ACCESS_MMAP = 0,
+	STORAGE_DISK_ACCESS_MMAP_INDEX_ONLY = 1,
+	STORAGE_DISK_ACCESS_STANDARD = 2,
+};
+
 struct storage_options {
 	struct env *env;      /* files and the clock; must outlive db */
 	const char *data_dir; /* SSTables: data_dir/<ks>/<table>-<id>/ */
@@ -223,6 +235,8 @@ struct storage_options {
 	int64_t tombstone_failure_threshold;
 	bool auto_compaction;    /* default true */
 	size_t block_cache_size; /* decoded SSTable blocks; 32 MiB, 0 = off */
+	/* enum storage_disk_access: how point reads reach SSTable bytes */
+	int disk_access_mode;
 	storage_post_fn post;    /* may be NULL */
 	void *post_arg;
 };
@@ -810,6 +824,11 @@ struct storage_stats {
 	uint64_t estimated_partitions;
 	uint64_t flushes;
 	uint64_t compactions;
+	/* Data.db and Index.db bytes written by flushes and by compactions
+	 * since start (Cassandra's BytesFlushed, CompactionBytesWritten;
+	 * their sum over the bytes ingested: write amplification) */
+	uint64_t flushed_bytes;
+	uint64_t compaction_bytes_written;
 	/* of them, single-SSTable tombstone compactions */
 	uint64_t tombstone_compactions;
 	/* partition reads past tombstone_warn_threshold, and those that
