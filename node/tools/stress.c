@@ -10,6 +10,8 @@
  *       [-schema "replication(factor=N)" |
  *                "replication(strategy=NetworkTopologyStrategy, dc1=3)"]
  *       [-col size=BYTES [indexed=yes|no]]
+ *       [duration=S|Sm] [ratio(write=W,read=R,delete=D)] [ttl=S]
+ *       [ttl_share=PCT] [-log interval=S]
  *
  * It creates keyspace cassini_stress and table standard1 (key blob PRIMARY
  * KEY, c0 blob) if they do not exist (with -col indexed=: table indexed2
@@ -23,6 +25,14 @@
  * Mixed reads pick keys uniformly in [0, n). `counter_write` (as
  * cassandra-stress's) increments counter c0 of key i by 1 in table counter1
  * (key blob PRIMARY KEY, c0 counter).
+ *
+ * A sustained run (`duration=`, with `n` the key space): operations go on
+ * until the time is up; writes take keys 0, 1, ... wrapping at n (then
+ * overwriting), reads and `delete`s (DELETE of the partition) pick keys
+ * uniformly among those written so far. `ttl_share` percent of the writes
+ * carry USING TTL `ttl`. With deletes or TTLs each progress line also
+ * gives the live keys (written, not deleted since, not expired): the
+ * tool keeps each key's expiry (4 bytes a key).
  *
  * One event loop, one thread: the client costs little CPU, and a single
  * thread keeps it off the server's core as much as the machine allows.
@@ -70,7 +80,10 @@ struct stress_opts {
 	/* -col indexed=: 0 standard1; 1 plain2, 2 indexed2 (c1 int and c2
 	 * text too; indexed2 has an SAI index on each) */
 	int shape;
-	unsigned ratio_write, ratio_read;
+	unsigned ratio_write, ratio_read, ratio_delete;
+	uint64_t duration_s; /* 0: n operations */
+	uint32_t ttl_s, ttl_share; /* percent of writes with USING TTL */
+	uint64_t interval_s;       /* progress lines; 1 */
 };
 
 static const char *const stress_tables[] = {"standard1", "plain2", "indexed2"};
@@ -88,6 +101,7 @@ struct stress_slot {
 	uint64_t start_ns;
 	uint64_t key;
 	bool read;
+	bool del;
 };
 
 struct stress_run {
@@ -95,7 +109,11 @@ struct stress_run {
 	struct event_base *base;
 	struct cql_client *client;
 	struct ssl_ctx_st *tls; /* -transport, or NULL */
-	struct cql_client_prepared *insert, *select, *counter;
+	struct cql_client_prepared *insert, *select, *counter, *del, *insert_ttl;
+	uint32_t *expiry; /* per key: 0 absent, UINT32_MAX live, else the
+			     * second of the run it expires at */
+	uint64_t end_ns;  /* duration: when to stop issuing */
+	bool stopping;
 	struct stress_slot *slots;
 	uint8_t *value; /* scratch of col_size bytes */
 	uint64_t issued, completed, write_seq;
@@ -129,7 +147,9 @@ static void usage(FILE *f)
 		   "         [-node host[:port],...] [-port P]\n"
 		   "         [-schema \"replication(factor=N)\" | "
 		   "\"replication(strategy=NetworkTopologyStrategy, dc1=3)\"]\n"
-		   "         [-col size=BYTES [indexed=yes|no]]\n");
+		   "         [-col size=BYTES [indexed=yes|no]]\n"
+		   "         [duration=S|Sm ratio(write=W,read=R,delete=D) "
+		   "ttl=S ttl_share=PCT] [-log interval=S]\n");
 }
 
 /* ---- arguments ----------------------------------------------------------- */
@@ -229,16 +249,52 @@ static int parse_schema(const char *text, struct stress_opts *o)
 	return 0;
 }
 
+/* ratio(write=W,read=R[,delete=D]), in any order. */
 static int parse_ratio(const char *text, struct stress_opts *o)
 {
-	unsigned w = 0, r = 0;
-	if (sscanf(text, "ratio(write=%u,read=%u)", &w, &r) != 2 &&
-	    sscanf(text, "ratio(read=%u,write=%u)", &r, &w) != 2)
-		return -1;
-	if (w + r == 0 || w > 1000 || r > 1000)
+	unsigned w = 0, r = 0, d = 0;
+	const char *p = text + 6;
+	while (*p && *p != ')') {
+		char name[16];
+		unsigned v;
+		int used = 0;
+		if (sscanf(p, " %15[a-z] = %u%n", name, &v, &used) != 2 ||
+		    v > 1000)
+			return -1;
+		if (strcmp(name, "write") == 0)
+			w = v;
+		else if (strcmp(name, "read") == 0)
+			r = v;
+		else if (strcmp(name, "delete") == 0)
+			d = v;
+		else
+			return -1;
+		p += used;
+		while (*p == ' ' || *p == ',')
+			p++;
+	}
+	if (*p != ')' || p[1] || w + r + d == 0)
 		return -1;
 	o->ratio_write = w;
 	o->ratio_read = r;
+	o->ratio_delete = d;
+	return 0;
+}
+
+/* "90", "90s" or "3m". */
+static int parse_seconds(const char *text, uint64_t *out)
+{
+	char *end;
+	if (!isdigit((unsigned char)*text))
+		return -1;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (strcmp(end, "m") == 0)
+		v *= 60;
+	else if (*end && strcmp(end, "s") != 0)
+		return -1;
+	if (v == 0 || v > 7 * 86400)
+		return -1;
+	*out = v;
 	return 0;
 }
 
@@ -256,6 +312,19 @@ static int parse_option(const char *group, const char *arg,
 		if (KEY("cl") && cql_client_consistency_parse(val, &o->cl) == 0)
 			return 0;
 		if (strncmp(arg, "ratio(", 6) == 0 && parse_ratio(arg, o) == 0)
+			return 0;
+		if (KEY("duration") && parse_seconds(val, &o->duration_s) == 0)
+			return 0;
+		if (KEY("ttl") && parse_u64(val, 1, 630720000, &v) == 0) {
+			o->ttl_s = (uint32_t)v;
+			return 0;
+		}
+		if (KEY("ttl_share") && parse_u64(val, 0, 100, &v) == 0) {
+			o->ttl_share = (uint32_t)v;
+			return 0;
+		}
+	} else if (strcmp(group, "log") == 0) {
+		if (KEY("interval") && parse_seconds(val, &o->interval_s) == 0)
 			return 0;
 	} else if (strcmp(group, "rate") == 0) {
 		if (KEY("threads") && parse_u64(val, 1, 4096, &v) == 0) {
@@ -366,6 +435,7 @@ static int parse_args(int argc, char **argv, struct stress_opts *o)
 	o->port = 9042;
 	o->col_size = 34; /* cassandra-stress's default column size */
 	o->ratio_write = o->ratio_read = 1;
+	o->interval_s = 1;
 	o->timeout_ms = 12000;
 	snprintf(o->replication, sizeof(o->replication),
 		 "{'class': 'SimpleStrategy', 'replication_factor': '1'}");
@@ -390,7 +460,7 @@ static int parse_args(int argc, char **argv, struct stress_opts *o)
 			if (strcmp(group, "rate") && strcmp(group, "mode") &&
 			    strcmp(group, "node") && strcmp(group, "port") &&
 			    strcmp(group, "schema") && strcmp(group, "col") &&
-			    strcmp(group, "transport")) {
+			    strcmp(group, "transport") && strcmp(group, "log")) {
 				fprintf(stderr,
 					"cassini-stress: unknown option %s\n",
 					a);
@@ -398,9 +468,13 @@ static int parse_args(int argc, char **argv, struct stress_opts *o)
 			}
 			continue;
 		}
-		/* n=, cl= and ratio(...) may come after the options too. */
+		/* n=, cl=, ratio(...), duration= and the TTL options may
+		 * come after the options too. */
 		if (strncmp(a, "n=", 2) == 0 || strncasecmp(a, "cl=", 3) == 0 ||
-		    strncmp(a, "ratio(", 6) == 0) {
+		    strncmp(a, "ratio(", 6) == 0 ||
+		    strncmp(a, "duration=", 9) == 0 ||
+		    strncmp(a, "ttl=", 4) == 0 ||
+		    strncmp(a, "ttl_share=", 10) == 0) {
 			if (parse_option("", a, o) != 0)
 				return -1;
 			continue;
@@ -423,7 +497,16 @@ static int parse_args(int argc, char **argv, struct stress_opts *o)
 	}
 	if (o->nnodes == 0)
 		o->nodes[o->nnodes++] = strdup("127.0.0.1");
-	if ((uint64_t)o->threads > o->n)
+	if (o->ttl_share && !o->ttl_s) {
+		fprintf(stderr, "cassini-stress: ttl_share needs ttl=S\n");
+		return -1;
+	}
+	if ((o->ratio_delete || o->ttl_share) && o->op != STRESS_MIXED) {
+		fprintf(stderr, "cassini-stress: deletes and TTLs are for "
+				"mixed\n");
+		return -1;
+	}
+	if ((uint64_t)o->threads > o->n && !o->duration_s)
 		o->threads = (int)o->n;
 	if (o->connections == 0)
 		o->connections = o->threads < 128 ? o->threads : 128;
@@ -529,10 +612,25 @@ static void on_done(void *arg, enum cql_client_status status,
 	else if (r->errors == 1 && status != CQL_CLIENT_OK)
 		fprintf(stderr, "first error: %s: %s\n",
 			cql_client_status_name(status), message);
+	if (r->o->duration_s) {
+		if (!r->stopping && now_ns() >= r->end_ns)
+			r->stopping = true;
+		if (!r->stopping)
+			issue(s);
+		else if (r->completed == r->issued)
+			event_base_loopbreak(r->base);
+		return;
+	}
 	if (r->issued < r->o->n)
 		issue(s);
 	else if (r->completed == r->o->n)
 		event_base_loopbreak(r->base);
+}
+
+/* Seconds since the run started (the TTL bookkeeping's clock). */
+static uint32_t run_second(const struct stress_run *r, uint64_t ns)
+{
+	return (uint32_t)((ns - r->start_ns) / 1000000000u);
 }
 
 static void issue(struct stress_slot *s)
@@ -541,6 +639,7 @@ static void issue(struct stress_slot *s)
 	const struct stress_opts *o = r->o;
 	uint64_t i = r->issued++;
 	char key[KEY_LEN + 1];
+	s->del = false;
 	switch (o->op) {
 	case STRESS_WRITE:
 	case STRESS_COUNTER:
@@ -549,15 +648,27 @@ static void issue(struct stress_slot *s)
 	case STRESS_READ:
 		s->read = true;
 		break;
-	case STRESS_MIXED:
-		s->read =
-			i % (o->ratio_write + o->ratio_read) >= o->ratio_write;
+	case STRESS_MIXED: {
+		unsigned k = (unsigned)(i % (o->ratio_write + o->ratio_read +
+					     o->ratio_delete));
+		s->read = k >= o->ratio_write &&
+			  k < o->ratio_write + o->ratio_read;
+		s->del = k >= o->ratio_write + o->ratio_read;
 		break;
 	}
+	}
+	/* a sustained run reads and deletes among the keys written */
+	uint64_t span = o->duration_s ? (r->write_seq < o->n ? r->write_seq
+							     : o->n)
+				      : o->n;
+	if (span == 0)
+		span = 1;
 	if (s->read)
-		s->key = o->op == STRESS_READ ? i : next_rand(r) % o->n;
+		s->key = o->op == STRESS_READ ? i % o->n : next_rand(r) % span;
+	else if (s->del)
+		s->key = next_rand(r) % span;
 	else
-		s->key = r->write_seq++;
+		s->key = o->duration_s ? r->write_seq++ % o->n : r->write_seq++;
 	make_key(s->key, key);
 	struct cql_value v[2] = {{KEY_LEN, (const uint8_t *)key}, {0, NULL}};
 	s->start_ns = now_ns();
@@ -569,6 +680,10 @@ static void issue(struct stress_slot *s)
 	} else if (s->read) {
 		cql_client_execute(r->client, r->select, v, 1, o->cl, on_done,
 				   s);
+	} else if (s->del) {
+		if (r->expiry)
+			r->expiry[s->key] = 0;
+		cql_client_execute(r->client, r->del, v, 1, o->cl, on_done, s);
 	} else {
 		make_value(s->key, r->value, o->col_size);
 		v[1] = (struct cql_value){(int32_t)o->col_size, r->value};
@@ -581,9 +696,25 @@ static void issue(struct stress_slot *s)
 				     (unsigned)(s->key % 100));
 		struct cql_value v4[4] = {
 			v[0], v[1], {4, be}, {c2len, (const uint8_t *)c2}};
-		cql_client_execute(r->client, r->insert, o->shape ? v4 : v,
-				   o->shape ? 4 : 2, o->cl, on_done, s);
+		bool ttl = o->ttl_share && next_rand(r) % 100 < o->ttl_share;
+		if (r->expiry)
+			r->expiry[s->key] =
+				ttl ? run_second(r, s->start_ns) + o->ttl_s
+				    : UINT32_MAX;
+		cql_client_execute(r->client, ttl ? r->insert_ttl : r->insert,
+				   o->shape ? v4 : v, o->shape ? 4 : 2, o->cl,
+				   on_done, s);
 	}
+}
+
+/* Keys written, not deleted since and not expired, now. */
+static uint64_t live_keys(const struct stress_run *r, uint64_t now)
+{
+	uint32_t sec = run_second(r, now);
+	uint64_t n = 0, end = r->write_seq < r->o->n ? r->write_seq : r->o->n;
+	for (uint64_t k = 0; k < end; k++)
+		n += r->expiry[k] > sec;
+	return n;
 }
 
 static void print_progress(struct stress_run *r)
@@ -591,12 +722,15 @@ static void print_progress(struct stress_run *r)
 	uint64_t now = now_ns();
 	double dt = (double)(now - r->last_ns) / 1e9;
 	uint64_t ops = r->completed - r->last_completed;
-	printf("%7.1fs %12" PRIu64 " %10.0f %10.3f %10.3f %8" PRIu64 "\n",
+	printf("%7.1fs %12" PRIu64 " %10.0f %10.3f %10.3f %8" PRIu64,
 	       (double)(now - r->start_ns) / 1e9, r->completed,
 	       dt > 0 ? (double)ops / dt : 0.0,
 	       (double)stress_hist_quantile(&r->interval, 0.5) / 1e6,
 	       (double)stress_hist_quantile(&r->interval, 0.99) / 1e6,
 	       r->interval_errors);
+	if (r->expiry)
+		printf(" %12" PRIu64, live_keys(r, now));
+	printf("\n");
 	fflush(stdout);
 	stress_hist_merge(&r->total, &r->interval);
 	stress_hist_reset(&r->interval);
@@ -700,7 +834,21 @@ static int setup_schema(struct stress_run *r)
 		 "SELECT key, c0 FROM cassini_stress.%s WHERE key = ?", t);
 	if (r->insert)
 		r->select = cql_client_prepare_sync(r->client, ddl);
-	if (!r->insert || !r->select) {
+	if (r->insert && r->o->ratio_delete) {
+		snprintf(ddl, sizeof(ddl),
+			 "DELETE FROM cassini_stress.%s WHERE key = ?", t);
+		r->del = cql_client_prepare_sync(r->client, ddl);
+	}
+	if (r->insert && r->o->ttl_share) {
+		snprintf(ddl, sizeof(ddl),
+			 "INSERT INTO cassini_stress.%s (key, c0%s) "
+			 "VALUES (?, ?%s) USING TTL %" PRIu32,
+			 t, r->o->shape ? ", c1, c2" : "",
+			 r->o->shape ? ", ?, ?" : "", r->o->ttl_s);
+		r->insert_ttl = cql_client_prepare_sync(r->client, ddl);
+	}
+	if (!r->insert || !r->select || (r->o->ratio_delete && !r->del) ||
+	    (r->o->ttl_share && !r->insert_ttl)) {
 		fprintf(stderr, "cassini-stress: prepare: %s\n", err_msg());
 		return -1;
 	}
@@ -787,17 +935,27 @@ static int run(const struct stress_opts *o)
 	r->client = connect_client(o, base, r->tls);
 	if (!r->client || setup_schema(r) != 0)
 		goto out;
+	if ((o->ratio_delete || o->ttl_share) && o->n <= (1ull << 30) &&
+	    !(r->expiry = calloc(o->n, sizeof(*r->expiry))))
+		goto out;
 	printf("cassini-stress %s n=%" PRIu64 " cl=%s threads=%d "
 	       "connections/host=%d hosts=%zu col size=%zu\n",
 	       op_name(o->op), o->n, cql_consistency_name(o->cl), o->threads,
 	       o->connections, cql_client_host_count(r->client), o->col_size);
-	printf("%8s %12s %10s %10s %10s %8s\n", "time", "total ops", "op/s",
-	       "p50(ms)", "p99(ms)", "errors");
+	if (o->op == STRESS_MIXED)
+		printf("ratio write=%u read=%u delete=%u; ttl %" PRIu32
+		       " s on %" PRIu32 "%% of writes; duration %" PRIu64
+		       " s\n",
+		       o->ratio_write, o->ratio_read, o->ratio_delete, o->ttl_s,
+		       o->ttl_share, o->duration_s);
+	printf("%8s %12s %10s %10s %10s %8s%s\n", "time", "total ops", "op/s",
+	       "p50(ms)", "p99(ms)", "errors", r->expiry ? "    live keys" : "");
 	r->progress = event_new(base, -1, EV_PERSIST, on_progress, r);
-	struct timeval second = {1, 0};
+	struct timeval second = {(time_t)o->interval_s, 0};
 	if (!r->progress || event_add(r->progress, &second) != 0)
 		goto out;
 	r->start_ns = r->last_ns = now_ns();
+	r->end_ns = r->start_ns + o->duration_s * 1000000000u;
 	for (int i = 0; i < o->threads; i++) {
 		r->slots[i].run = r;
 		issue(&r->slots[i]);
@@ -815,6 +973,7 @@ out:
 		cql_client_tls_free(r->tls);
 		free(r->slots);
 		free(r->value);
+		free(r->expiry);
 	}
 	free(r);
 	if (base)
