@@ -139,10 +139,10 @@ static int gather(struct storage *db, struct engine_snapshot *s,
 		if (n && !raw && older_cannot_matter(c, sst->stats.max_ts))
 			break;
 		rc = sstable_read(sst, c, token, key);
-		++*read;
 		if (rc && err_code() == ERR_CORRUPT)
 			storage_engine_note_corruption(db, sst);
 	}
+	*read = c->sstables_touched;
 	return rc;
 }
 

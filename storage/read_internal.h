@@ -44,6 +44,9 @@ struct read_ctx {
 	bool found;
 	bool cached_only; /* fail with ERR_AGAIN rather than read the disk */
 	bool have_hash;   /* key_hash holds the bloom hash of the key */
+	/* point reads: SSTables whose key range and bloom filter let the
+	 * read in (Cassandra's SSTablesPerRead counts these) */
+	unsigned sstables_touched;
 	uint64_t key_hash[2];
 	struct deletion pdel;
 	struct rtomb *rts;

@@ -818,6 +818,7 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 		st->bloom_checks++;
 	if (!sstable_may_contain_hash(s, c->key_hash))
 		return 0;
+	c->sstables_touched++;
 	if (st)
 		st->bloom_passes++;
 	long b = summary_find(s, token, key);

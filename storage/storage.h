@@ -343,7 +343,9 @@ struct storage_slice {
  * memtables and N sstables", "Read N live rows and M tombstone cells"):
  * the read adds to it. */
 struct storage_read_stats {
-	unsigned sstables;   /* point reads: SSTables read; scans: in view */
+	/* point reads: SSTables read past their bloom filter; scans: in
+	 * view */
+	unsigned sstables;
 	uint64_t live_rows;  /* live rows of the partitions read */
 	uint64_t tombstones; /* tombstones met (the thresholds' count) */
 	/* Point reads, where the time goes (bench/storage_bench

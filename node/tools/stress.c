@@ -29,7 +29,7 @@
  * A sustained run (`duration=`, with `n` the key space): operations go on
  * until the time is up; writes take keys 0, 1, ... wrapping at n (then
  * overwriting), reads and `delete`s (DELETE of the partition) pick keys
- * uniformly among those written so far. `ttl_share` percent of the writes
+ * uniformly among those written so far (among all n without writes). `ttl_share` percent of the writes
  * carry USING TTL `ttl`. With deletes or TTLs each progress line also
  * gives the live keys (written, not deleted since, not expired): the
  * tool keeps each key's expiry (4 bytes a key).
@@ -658,9 +658,9 @@ static void issue(struct stress_slot *s)
 	}
 	}
 	/* a sustained run reads and deletes among the keys written */
-	uint64_t span = o->duration_s ? (r->write_seq < o->n ? r->write_seq
-							     : o->n)
-				      : o->n;
+	uint64_t span = o->duration_s && o->ratio_write
+				? (r->write_seq < o->n ? r->write_seq : o->n)
+				: o->n;
 	if (span == 0)
 		span = 1;
 	if (s->read)

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Point reads of a table many times the memtables and the block cache
+# (its data in the OS page cache) against a table that fits in memory, on
+# one node, for two builds in the same run (A B A B on the same data):
+#
+#   1. N keys of 100-byte values (cassini-stress write), then compaction
+#      left to catch up (no pending compactions);
+#   2. per build and round: the node restarted with that build, then
+#      uniform random reads over the N keys for S seconds (cassini-stress
+#      mixed with reads only);
+#   3. the same on a table of SMALL keys (it fits in the block cache).
+#
+# Reported per run: op/s, p50/p99 and the ratio large/small. The target
+# (issue 31): large >= 0.8x small once compaction caught up.
+#
+# Usage: bench/large_read.sh BIN_A BIN_B [N] [SECONDS] [SMALL] [ROUNDS]
+#   BIN_A/BIN_B: build directories (node/cassinid in each, e.g. a build
+#   of main and build/release); cassini-stress and cassini-tool are BIN_B's.
+#   Defaults: N 3000000, 30 s, SMALL 100000, 2 rounds.
+# Nodes live under a temporary CASSINI_HOME on 127.0.76.1 and .2; each
+# step that runs a node holds /tmp/cassini-tests.lock.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin_a="$(cd "$1" && pwd)"
+bin_b="$(cd "$2" && pwd)"
+n="${3:-3000000}"
+secs="${SECS:-${4:-30}}"
+small="${5:-100000}"
+rounds="${6:-2}"
+if [ -z "${STEP:-}" ]; then
+  home="$(mktemp -d /tmp/cassini-bench.XXXXXX)"
+  export CASSINI_HOME="$home"
+fi
+cluster="$root/scripts/cluster"
+lock=/tmp/cassini-tests.lock
+tool() { "$bin_b/node/cassini-tool" -h "$1" "${@:2}"; }
+field() { awk -F': *' -v k="$1" '$1 ~ k {print $2}' | awk '{print $1}'; }
+
+# The steps that run a node, each under the lock: this script again.
+NAME=${3:-} IP=${4:-} KEYS=${5:-}
+if [ "${STEP:-}" = load ]; then # name ip keys
+  "$cluster" -C "$NAME" start >/dev/null
+  "$bin_b/node/cassini-stress" write n="$KEYS" -rate threads=50 -col size=100 \
+    -node "$IP" | grep -E "Op rate|Total errors"
+  tool "$IP" flush >/dev/null
+  t=0
+  while tool "$IP" compactionstats | grep -q "pending tasks: [1-9]"; do
+    sleep 5
+    t=$((t + 5))
+  done
+  echo "compaction settled ${t} s after the flush;" \
+    "$(tool "$IP" tablestats cassini_stress standard1 |
+       grep -E 'SSTable count|Space used \(live\)' | tr -s ' ' | paste -sd';')"
+  "$cluster" -C "$NAME" stop >/dev/null
+  exit 0
+elif [ "${STEP:-}" = read ]; then # name ip keys
+  "$cluster" -C "$NAME" start >/dev/null
+  "$bin_b/node/cassini-stress" mixed "ratio(write=0,read=1)" n="$KEYS" \
+    duration="${secs}s" -rate threads=50 -col size=100 -node "$IP" || true
+  "$cluster" -C "$NAME" stop >/dev/null
+  exit 0
+fi
+trap 'CASSINI_BIN_DIR=$bin_b "$cluster" -C lg remove >/dev/null 2>&1 || true;
+      CASSINI_BIN_DIR=$bin_b "$cluster" -C sm remove >/dev/null 2>&1 || true;
+      rm -rf "$home"' EXIT
+
+load() { # name ip keys
+  CASSINI_BIN_DIR=$bin_b "$cluster" create "$1" -n 1 --base-ip "$2" \
+    >/dev/null
+  CASSINI_BIN_DIR=$bin_b STEP=load flock "$lock" "$0" "$bin_a" "$bin_b" \
+    "$1" "$2" "$3"
+}
+
+read_run() { # name ip keys bin label
+  local out
+  out=$(CASSINI_BIN_DIR=$4 STEP=read SECS=$secs flock "$lock" "$0" \
+        "$bin_a" "$bin_b" "$1" "$2" "$3")
+  RATE=$(echo "$out" | field 'Op rate')
+  printf '%-4s %-3s %8s op/s  p50 %s ms  p99 %s ms  errors %s\n' "$5" "$1" \
+    "$RATE" "$(echo "$out" | field 'Latency median')" \
+    "$(echo "$out" | field '99th')" "$(echo "$out" | field 'Total errors')"
+}
+
+echo "== load: $n keys on 127.0.76.1, $small keys on 127.0.76.2"
+load lg 127.0.76.1 "$n"
+load sm 127.0.76.2 "$small"
+echo
+echo "== reads: $secs s each, 50 in flight"
+for i in $(seq "$rounds"); do
+  for b in A B; do
+    bin=$bin_a
+    [ "$b" = B ] && bin=$bin_b
+    read_run lg 127.0.76.1 "$n" "$bin" "$b$i"
+    large=$RATE
+    read_run sm 127.0.76.2 "$small" "$bin" "$b$i"
+    awk -v a="$large" -v b="$RATE" -v l="$b$i" \
+      'BEGIN { printf "%-6s large/small %.2f (target >= 0.80)\n", l, a / b }'
+  done
+done

@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# Storage under sustained load (issue 31), one node, per compaction
+# strategy: cassini-stress mixed (writes, reads, 10% deletes, a share of
+# the writes with a TTL) for MINUTES, with memtable_heap_space small enough
+# that the data written passes 20x it. Reported per minute:
+#
+#   op/s, p50/p99 (the client's, all operations), SSTables per read p50/p99
+#   (the node's histogram over that minute), live SSTables, pending
+#   compactions, disk (live SSTables' bytes) against the live data (keys
+#   written, not deleted and not expired, times key + value bytes), and
+#   write amplification so far (bytes written by flushes and compactions
+#   over the bytes ingested: key + value per write, key per delete).
+#
+# Strategies: STCS and LCS tables get TTL_SHARE percent of TTL'd writes,
+# the TWCS table every write TTL'd (a time-series table); all have
+# gc_grace_seconds GC_GRACE and tombstone_compaction_interval GC_GRACE so
+# tombstones may go within the run. Then, when /usr/bin/db_bench
+# (Debian's rocksdb-tools) is there, the same mix against RocksDB
+# (randomwithverify: reads, writes and deletes, leveled compaction, no
+# TTL) for MINUTES, with its write buffer the node's flush size: its
+# write amplification (flush + compaction bytes over user bytes, from its
+# compaction stats) and space amplification (its files over its live
+# keys' bytes, counted by a full scan at the end).
+#
+# Usage: bench/sustained.sh [MINUTES] [KEYS]     (defaults 3, 4000000)
+#   BIN_DIR     build directory (default build/release)
+#   STRATEGIES  default "STCS LCS TWCS"
+#   MEMTABLE    memtable_heap_space (default 16MiB: flushes at ~5 MiB)
+#   THREADS     requests in flight (default 32)
+#   RATIO       default write=5,read=4,delete=1
+#   TTL, TTL_SHARE, GC_GRACE   default 60 s, 20 %, 60 s
+#   LCS_MB      LCS sstable_size_in_mb (default 16: 160 makes no levels
+#               in a few minutes of data)
+# The node runs on 127.0.76.3 under a temporary CASSINI_HOME, holding
+# /tmp/cassini-tests.lock for each strategy's run; raw samples are kept
+# in $OUT (default /tmp/sustained-<time>).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+minutes="${1:-3}"
+keys="${2:-4000000}"
+bin="$(cd "${BIN_DIR:-$root/build/release}" && pwd)"
+strategies="${STRATEGIES:-STCS LCS TWCS}"
+memtable="${MEMTABLE:-16MiB}"
+threads="${THREADS:-32}"
+ratio="${RATIO:-write=5,read=4,delete=1}"
+ttl="${TTL:-60}"
+ttl_share="${TTL_SHARE:-20}"
+gc="${GC_GRACE:-60}"
+lcs_mb="${LCS_MB:-16}"
+out="${OUT:-/tmp/sustained-$(date +%Y%m%d-%H%M%S)}"
+ip=127.0.76.3
+mport=9576
+mkdir -p "$out"
+cluster="$root/scripts/cluster"
+if [ -z "${STEP:-}" ]; then
+  home="$(mktemp -d /tmp/cassini-bench.XXXXXX)"
+  export CASSINI_HOME="$home" CASSINI_BIN_DIR="$bin"
+  trap '"$cluster" -C su remove >/dev/null 2>&1 || true; rm -rf "$home"' EXIT
+else
+  home=$CASSINI_HOME
+fi
+
+# One strategy's run, under the lock (this script again).
+if [ "${STEP:-}" = run ]; then
+  s=$3 dir=$4
+  "$cluster" create su -n 1 --base-ip "$ip" -c memtable_heap_space="$memtable" \
+    -c metrics_port=$mport >/dev/null
+  "$cluster" -C su start >/dev/null
+  case $s in
+    STCS) comp="'class': 'SizeTieredCompactionStrategy'"; share=$ttl_share ;;
+    LCS) comp="'class': 'LeveledCompactionStrategy', 'sstable_size_in_mb': '$lcs_mb'"
+         share=$ttl_share ;;
+    TWCS) comp="'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'MINUTES', 'compaction_window_size': '1'"
+          share=100 ;;
+  esac
+  /usr/bin/python3 - "$ip" "$comp" "$gc" <<'PYEOF'
+import sys
+from cassandra.cluster import Cluster
+ip, comp, gc = sys.argv[1:]
+c = Cluster([ip], protocol_version=4)
+s = c.connect()
+s.execute("CREATE KEYSPACE cassini_stress WITH replication = "
+          "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+s.execute("CREATE TABLE cassini_stress.standard1 (key blob PRIMARY KEY, "
+          f"c0 blob) WITH compaction = {{{comp}, "
+          f"'tombstone_compaction_interval': '{gc}'}} "
+          f"AND gc_grace_seconds = {gc}")
+c.shutdown()
+PYEOF
+  data="$home/clusters/su/node1/data"
+  sample() { # index
+    curl -s "http://$ip:$mport/metrics" | grep -E \
+      'cassini_stress|cassandra_compaction_pending_tasks' >"$dir/m$1.txt"
+    du -sb "$data" | awk '{print $1}' >"$dir/du$1.txt"
+  }
+  sample 0
+  "$bin/node/cassini-stress" mixed "ratio($ratio)" n="$keys" \
+    duration="${minutes}m" ttl="$ttl" ttl_share="$share" -log interval=60 \
+    -rate threads="$threads" -col size=100 -node "$ip" >"$dir/stress.txt" &
+  pid=$!
+  for i in $(seq "$minutes"); do
+    sleep 60
+    sample "$i"
+  done
+  wait "$pid" || true
+  "$cluster" -C su remove >/dev/null
+  exit 0
+fi
+
+# Per-minute table from a strategy's samples.
+report() { # dir strategy
+  /usr/bin/python3 - "$1" "$2" "$ratio" <<'PYEOF'
+import re, sys, os
+d, strat, ratio = sys.argv[1:]
+mix = dict(kv.split("=") for kv in ratio.split(","))
+w, r, de = (int(mix.get(k, 0)) for k in ("write", "read", "delete"))
+lab = 'keyspace="cassini_stress",table="standard1"'
+def metrics(i):
+    m, b = {}, {}
+    p = f"{d}/m{i}.txt"
+    if not os.path.exists(p):
+        return None
+    for line in open(p):
+        mt = re.match(r'(\w+)\{([^}]*)\} (\S+)', line) or \
+            re.match(r'(\w+)() (\S+)', line)
+        if not mt:
+            continue
+        name, labels, v = mt.groups()
+        if name == "cassandra_table_sstables_per_read_bucket" and \
+                labels.startswith(lab):
+            le = re.search(r'le="([^"]+)"', labels).group(1)
+            b[float("inf") if le == "+Inf" else float(le)] = float(v)
+        elif labels in ("", lab):
+            m[name] = float(v)
+    m["buckets"] = b
+    return m
+def quant(b0, b1, q):
+    les = sorted(b1)
+    d = [b1[k] - b0.get(k, 0) for k in les]
+    tot = d[-1] if d else 0
+    if tot <= 0:
+        return "-"
+    for k, c in zip(les, d):
+        if c >= q * tot:
+            return "%g" % k
+    return "inf"
+lines = [l.split() for l in open(f"{d}/stress.txt")
+         if re.match(r'\s*\d+\.\ds ', l)]
+ms = [metrics(i) for i in range(len(lines) + 1)]
+print(f"{strat}: min  op/s   p50ms  p99ms  sst/read p50 p99  sstables "
+      "pending  disk MB  live MB  disk/live  WA")
+tot_ops = 0
+for i, l in enumerate(lines, 1):
+    m0, m1 = ms[i - 1], ms[i] if i < len(ms) else None
+    ops = int(l[1]); rate = float(l[2]); p50, p99 = l[3], l[4]
+    live = int(l[6]) if len(l) > 6 else 0
+    if m1 is None:
+        print(f"{strat}: {i:3d} {rate:7.0f} {p50:>6} {p99:>6}   (no sample)")
+        continue
+    ingest = ops * (w * 110 + de * 10) / (w + r + de)
+    wr = m1.get("cassandra_table_bytes_flushed_total", 0) + \
+        m1.get("cassandra_table_compaction_bytes_written_total", 0)
+    disk = m1.get("cassandra_table_live_disk_space_bytes", 0) / 2**20
+    livemb = live * 110 / 2**20
+    print(f"{strat}: {i:3d} {rate:7.0f} {p50:>6} {p99:>6}  "
+          f"{quant(m0['buckets'], m1['buckets'], .5):>7} "
+          f"{quant(m0['buckets'], m1['buckets'], .99):>4} "
+          f"{m1.get('cassandra_table_live_sstables', 0):8.0f} "
+          f"{m1.get('cassandra_compaction_pending_tasks', 0):7.0f} "
+          f"{disk:8.1f} {livemb:8.1f} "
+          f"{disk / livemb if livemb else 0:9.2f} "
+          f"{wr / ingest if ingest else 0:5.2f}")
+if len(lines) >= 2:
+    print(f"{strat}: last minute / first minute throughput "
+          f"{float(lines[-1][2]) / float(lines[0][2]):.2f} (target >= 0.7)")
+PYEOF
+}
+
+echo "== $minutes min per strategy, $keys keys, ratio($ratio), TTL ${ttl}s," \
+  "memtable_heap_space $memtable, $threads in flight; samples in $out"
+for s in $strategies; do
+  mkdir -p "$out/$s"
+  STEP=run flock /tmp/cassini-tests.lock "$0" "$minutes" "$keys" "$s" "$out/$s"
+  report "$out/$s" "$s" | tee "$out/$s/report.txt"
+done
+
+if [ -x /usr/bin/db_bench ] && [ "${DB_BENCH:-1}" = 1 ]; then
+  # RocksDB: the same key space, value size and mix (reads 40%, deletes
+  # 10%, the rest writes), leveled, its memtable the node's flush size
+  # (memtable_heap_space x 0.33).
+  mem=$(numfmt --from=iec-i "${memtable%B}")
+  wb=$((mem * 33 / 100))
+  rdb="$out/rocksdb"
+  rm -rf "$rdb"
+  echo
+  echo "== RocksDB db_bench randomwithverify, $minutes min"
+  /usr/bin/db_bench --benchmarks=randomwithverify,stats,levelstats \
+    --db="$rdb" --num="$keys" --numdistinct="$keys" --value_size=100 \
+    --key_size=10 --readwritepercent=40 --deletepercent=10 \
+    --duration=$((minutes * 60)) --write_buffer_size="$wb" \
+    --compression_type=lz4 --threads=1 --stats_interval_seconds=60 \
+    --statistics=1 >"$out/rocksdb.txt" 2>&1 || true
+  # its live entries, by a scan (randomwithverify writes 3 keys a put)
+  /usr/bin/db_bench --benchmarks=readseq --use_existing_db=1 --db="$rdb" \
+    --num=$((keys * 3)) --reads=$((keys * 3)) --key_size=10 \
+    --value_size=100 >"$out/rocksdb-scan.txt" 2>&1 || true
+  files=$(du -sb "$rdb" | awk '{print $1}')
+  /usr/bin/python3 - "$out/rocksdb.txt" "$out/rocksdb-scan.txt" "$files" <<'PYEOF'
+import re, sys
+run, scan, files = open(sys.argv[1]).read(), open(sys.argv[2]).read(), \
+    int(sys.argv[3])
+def stat(name):
+    m = re.search(re.escape(name) + r" COUNT : (\d+)", run)
+    return int(m.group(1)) if m else 0
+user = stat("rocksdb.bytes.written")
+flush, comp = stat("rocksdb.flush.write.bytes"), \
+    stat("rocksdb.compact.write.bytes")
+m = re.search(r"randomwithverify :.*", run)
+print("rocksdb:", m.group(0) if m else "no result line")
+m = re.search(r"readseq\s*:.*?(\d+) operations", scan)
+live = int(m.group(1)) * (10 + 1 + 100) if m else 0
+print(f"rocksdb: user bytes {user}, flush {flush}, compaction {comp}: "
+      f"write amplification {(flush + comp) / user if user else 0:.2f}")
+print(f"rocksdb: files {files / 2**20:.1f} MB, live entries' bytes "
+      f"{live / 2**20:.1f} MB: disk/live {files / live if live else 0:.2f}")
+PYEOF
+fi
