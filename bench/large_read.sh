@@ -10,8 +10,9 @@
 #      mixed with reads only);
 #   3. the same on a table of SMALL keys (it fits in the block cache).
 #
-# Reported per run: op/s, p50/p99 and the ratio large/small. The target
-# (issue 31): large >= 0.8x small once compaction caught up.
+# Reported per run: op/s, p50/p99, the node's CPU per read (steadier than
+# op/s on a shared machine) and the ratios large/small. The target
+# (issue 31): large >= 0.8x small's op/s once compaction caught up.
 #
 # Usage: bench/large_read.sh BIN_A BIN_B [N] [SECONDS] [SMALL] [ROUNDS]
 #   BIN_A/BIN_B: build directories (node/cassinid in each, e.g. a build
@@ -55,8 +56,12 @@ if [ "${STEP:-}" = load ]; then # name ip keys
   exit 0
 elif [ "${STEP:-}" = read ]; then # name ip keys
   "$cluster" -C "$NAME" start >/dev/null
+  pid=$(cat "$CASSINI_HOME/clusters/$NAME/node1/cassinid.pid")
+  t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   "$bin_b/node/cassini-stress" mixed "ratio(write=0,read=1)" n="$KEYS" \
     duration="${secs}s" -rate threads=50 -col size=100 -node "$IP" || true
+  t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  echo "Node CPU : $(( (t1 - t0) * 1000000 / $(getconf CLK_TCK) )) us"
   "$cluster" -C "$NAME" stop >/dev/null
   exit 0
 fi
@@ -76,9 +81,13 @@ read_run() { # name ip keys bin label
   out=$(CASSINI_BIN_DIR=$4 STEP=read SECS=$secs flock "$lock" "$0" \
         "$bin_a" "$bin_b" "$1" "$2" "$3")
   RATE=$(echo "$out" | field 'Op rate')
-  printf '%-4s %-3s %8s op/s  p50 %s ms  p99 %s ms  errors %s\n' "$5" "$1" \
-    "$RATE" "$(echo "$out" | field 'Latency median')" \
-    "$(echo "$out" | field '99th')" "$(echo "$out" | field 'Total errors')"
+  local ops cpu
+  ops=$(echo "$out" | field 'Total operations')
+  cpu=$(echo "$out" | field 'Node CPU')
+  CPU=$(awk -v c="$cpu" -v n="$ops" 'BEGIN { printf "%.2f", c / n }')
+  printf '%-4s %-3s %8s op/s  p50 %s ms  p99 %s ms  node CPU %s us/op  errors %s\n' \
+    "$5" "$1" "$RATE" "$(echo "$out" | field 'Latency median')" \
+    "$(echo "$out" | field '99th')" "$CPU" "$(echo "$out" | field 'Total errors')"
 }
 
 echo "== load: $n keys on 127.0.76.1, $small keys on 127.0.76.2"
@@ -91,9 +100,9 @@ for i in $(seq "$rounds"); do
     bin=$bin_a
     [ "$b" = B ] && bin=$bin_b
     read_run lg 127.0.76.1 "$n" "$bin" "$b$i"
-    large=$RATE
+    large=$RATE large_cpu=$CPU
     read_run sm 127.0.76.2 "$small" "$bin" "$b$i"
-    awk -v a="$large" -v b="$RATE" -v l="$b$i" \
-      'BEGIN { printf "%-6s large/small %.2f (target >= 0.80)\n", l, a / b }'
+    awk -v a="$large" -v b="$RATE" -v c="$large_cpu" -v d="$CPU" -v l="$b$i" \
+      'BEGIN { printf "%-4s large/small: op/s %.2f (target >= 0.80), node CPU per op %.2f\n", l, a / b, c / d }'
   done
 done
