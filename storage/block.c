@@ -225,8 +225,9 @@ int storage_block_read_into_nowait(struct env_file *f, const char *path,
 
 int storage_block_map_into(const uint8_t *map, uint64_t map_len,
 			   const char *path, uint64_t off, uint64_t disk_len,
-			   uint8_t **mem, size_t *cap, const uint8_t **raw,
-			   size_t *raw_len, uint64_t *next)
+			   size_t want, uint8_t **mem, size_t *cap,
+			   const uint8_t **raw, size_t *raw_len,
+			   uint64_t *next)
 {
 	*raw = NULL;
 	if (off > map_len || map_len - off < BLOCK_HEADER)
@@ -246,6 +247,24 @@ int storage_block_map_into(const uint8_t *map, uint64_t map_len,
 	size_t len = rc ? 0 : be32_load(img + 1);
 	if (!rc && img[0] == STORAGE_COMPRESSION_NONE) {
 		*raw = img + BLOCK_HEADER;
+	} else if (!rc && img[0] == STORAGE_COMPRESSION_LZ4 && want &&
+		   want < len) {
+		/* the part the read needs: LZ4 decodes its sequences in
+		 * order and can stop early (the checksum covered it all) */
+		uint8_t *out = mem_reserve(mem, cap, len);
+		int n = out ? LZ4_decompress_safe_partial(
+				      (const char *)img + BLOCK_HEADER,
+				      (char *)out, (int)be32_load(img + 5),
+				      (int)want, (int)len)
+			    : -1;
+		if (!out)
+			rc = -1;
+		else if (n < 0 || (size_t)n < want)
+			rc = err_set(ERR_CORRUPT, "block does not decompress");
+		else {
+			*raw = out;
+			len = (size_t)n;
+		}
 	} else if (!rc) {
 		uint8_t *out = mem_reserve(mem, cap, len);
 		rc = out ? block_inflate(img, out) : -1;

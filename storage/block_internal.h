@@ -60,11 +60,15 @@ int storage_block_read_into_nowait(struct env_file *f, const char *path,
  * memory (env_file_resident): no system call and no copy. A block stored
  * raw is used in place (*raw points into the mapping, which must outlive
  * its use); a compressed one is decoded into *mem. Checked as
- * storage_block_read_into checks. disk_len 0: read from the header. */
+ * storage_block_read_into checks. disk_len 0: read from the header.
+ * `want` > 0: only the first `want` raw bytes are needed; an LZ4 block
+ * may then be decoded that far only (*raw_len, at least `want`, says how
+ * far: less than the block's raw length means a partial block). */
 int storage_block_map_into(const uint8_t *map, uint64_t map_len,
 			   const char *path, uint64_t off, uint64_t disk_len,
-			   uint8_t **mem, size_t *cap, const uint8_t **raw,
-			   size_t *raw_len, uint64_t *next);
+			   size_t want, uint8_t **mem, size_t *cap,
+			   const uint8_t **raw, size_t *raw_len,
+			   uint64_t *next);
 
 /* A component written to memory then to a file: magic(4) + version(1)
  * + body + be32 masked crc32c of all before. */

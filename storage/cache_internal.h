@@ -26,6 +26,9 @@ struct cached_block {
 	 * acquire load; `entries` is set before. */
 	uint16_t *_Atomic entry_off;
 	uint32_t entries;
+	/* `data` holds only the first `len` bytes of the block (a read that
+	 * needed no more; never cached) */
+	bool partial;
 	/* private */
 	uint8_t *owned; /* malloc'ed, `cap` bytes; `data` points into it */
 	size_t cap;

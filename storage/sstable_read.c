@@ -440,7 +440,7 @@ static struct cached_block *block_get_hit(struct sstable *s, bool index,
 					  uint64_t off, uint64_t disk_len,
 					  bool fill, bool cached_only,
 					  struct storage_read_stats *st,
-					  bool *hit)
+					  size_t want, bool *hit)
 {
 	uint64_t id = index ? s->index_id : s->data_id;
 	struct cached_block *b = storage_block_cache_get(s->cache, id, off);
@@ -472,10 +472,23 @@ static struct cached_block *block_get_hit(struct sstable *s, bool index,
 		 * mapping lives as long as the SSTable, and only its readers
 		 * look its blocks up). */
 		if (storage_block_map_into(map, map_len, path, off, disk_len,
-					   &nb->owned, &nb->cap, &raw, &len,
-					   &next)) {
+					   c ? 0 : want, &nb->owned, &nb->cap,
+					   &raw, &len, &next)) {
 			storage_block_cache_release(nb);
 			return NULL;
+		}
+		/* the whole block's raw length: a shorter decode is partial,
+		 * and must end with the partition the read wants */
+		nb->partial = !c && want && len < be32_load(map + off + 1);
+		if (nb->partial && raw[want - 1] != TAG_PEND) {
+			nb->partial = false;
+			if (storage_block_map_into(map, map_len, path, off,
+						   disk_len, 0, &nb->owned,
+						   &nb->cap, &raw, &len,
+						   &next)) {
+				storage_block_cache_release(nb);
+				return NULL;
+			}
 		}
 	} else if (cached_only) {
 		/* From the page cache, or not at all: any failure (not
@@ -502,11 +515,11 @@ static struct cached_block *block_get_hit(struct sstable *s, bool index,
 static struct cached_block *block_get(struct sstable *s, bool index,
 				      uint64_t off, uint64_t disk_len,
 				      bool fill, bool cached_only,
-				      struct storage_read_stats *st)
+				      struct storage_read_stats *st, size_t want)
 {
 	bool hit;
 	return block_get_hit(s, index, off, disk_len, fill, cached_only, st,
-			     &hit);
+			     want, &hit);
 }
 
 /* ---- index entries ------------------------------------------------------- */
@@ -662,6 +675,9 @@ struct walk {
 	bool all;
 	bool static_only;
 	struct slice key;
+	/* raw bytes of the first block the partition needs (where the next
+	 * partition starts in it); 0: unknown, the whole block */
+	size_t want;
 };
 
 /* Walks a partition's entries from (off, in_block) until PEND or the
@@ -669,15 +685,19 @@ struct walk {
 static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 			  uint32_t in_block, bool at_start)
 {
+	bool whole = false; /* this block again, undecoded part included */
 	for (;;) {
 		if (off >= w->s->stats.data_size)
 			return err_set(ERR_CORRUPT,
 				       "%s: partition runs past "
 				       "the end",
 				       w->s->data_path);
-		struct cached_block *blk =
-			block_get(w->s, false, off, disk_len, !w->all,
-				  w->c->cached_only, w->c->cmd->stats);
+		struct cached_block *blk = block_get(
+			w->s, false, off, disk_len, !w->all && !whole,
+			w->c->cached_only, whole ? NULL : w->c->cmd->stats,
+			w->want);
+		w->want = 0;
+		whole = false;
 		if (!blk || storage_read_ctx_keep_ref(
 				    w->c, blk, storage_block_cache_release))
 			return -1;
@@ -728,14 +748,23 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 					       (unsigned long long)off);
 			}
 		}
+		if (blk->partial) {
+			/* decoded only so far (cannot happen: the partition
+			 * ends before the next one starts): the whole block,
+			 * on from here */
+			in_block = (uint32_t)len;
+			whole = true;
+			continue;
+		}
 		off = next;
 		disk_len = 0;
 		in_block = 0;
 	}
 }
 
-int sstable_read_entry(struct sstable *s, struct read_ctx *c,
-		       const struct sst_entry *e, bool all)
+/* sstable_read_entry, `want` as in struct walk */
+static int read_entry(struct sstable *s, struct read_ctx *c,
+		      const struct sst_entry *e, bool all, size_t want)
 {
 	storage_read_ctx_add_pdel(c, e->pdel);
 	/* Range tombstone bounds point into the index block, which an
@@ -763,9 +792,11 @@ int sstable_read_entry(struct sstable *s, struct read_ctx *c,
 		       storage_ck_cmp(s->t, e->ri_ck[j - 1], start) >= 0)
 			j--;
 	}
-	if (all || j == 0)
+	if (all || j == 0) {
+		w.want = want;
 		return walk_partition(&w, e->block_off, e->block_len,
 				      e->in_block, true);
+	}
 	if (c->cmd->with_static) {
 		w.static_only = true;
 		if (walk_partition(&w, e->block_off, e->block_len, e->in_block,
@@ -774,6 +805,33 @@ int sstable_read_entry(struct sstable *s, struct read_ctx *c,
 		w.static_only = false;
 	}
 	return walk_partition(&w, e->ri_off[j - 1], 0, 0, false);
+}
+
+int sstable_read_entry(struct sstable *s, struct read_ctx *c,
+		       const struct sst_entry *e, bool all)
+{
+	return read_entry(s, c, e, all, 0);
+}
+
+/* Where the entry after the one `cur` is past starts in the data block
+ * at `block_off`, when it starts there: the partition before it ends
+ * there, so a read needs the block only that far. 0: unknown. */
+static size_t next_start_in_block(struct cursor cur, uint64_t block_off,
+				  uint32_t in_block)
+{
+	struct cursor body;
+	int64_t tok;
+	struct slice key;
+	uint64_t off, at, t;
+	uint32_t len;
+	if (!cursor_left(&cur) || entry_frame(&cur, &body, &tok, &key) ||
+	    take(&body, &key) || cursor_be64(&body, &t) ||
+	    cursor_uvarint(&body, &off) || cursor_be32(&body, &len) ||
+	    cursor_uvarint(&body, &at)) {
+		err_clear();
+		return 0;
+	}
+	return off == block_off && at > in_block ? (size_t)at : 0;
 }
 
 /* ---- lookups and iteration ----------------------------------------------- */
@@ -827,7 +885,7 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 	bool hit;
 	struct cached_block *blk =
 		block_get_hit(s, true, s->sum_off[b], s->sum_len[b], true,
-			      c->cached_only, st, &hit);
+			      c->cached_only, st, 0, &hit);
 	if (!blk)
 		return -1;
 	struct cursor cur = cursor_make(blk->data, blk->len);
@@ -884,7 +942,10 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 				err_prefix("%s: block at %llu", s->index_path,
 					   (unsigned long long)s->sum_off[b]);
 			else
-				rc = sstable_read_entry(s, c, &e, false);
+				rc = read_entry(s, c, &e, false,
+						next_start_in_block(
+							cur, e.block_off,
+							e.in_block));
 			sst_entry_free(&e);
 			if (st)
 				st->sstables_found++;

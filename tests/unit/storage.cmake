@@ -24,6 +24,9 @@ cassini_check_suite(test_storage_leveled LABEL unit TIMEOUT 300
 cassini_check_suite(test_storage_random LABEL unit
                     SOURCES test_storage_random.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
+cassini_check_suite(test_storage_read_path LABEL unit
+                    SOURCES test_storage_read_path.c
+                    LIBS cassini_storage cassini_conf)
 cassini_check_suite(test_storage_corrupt LABEL unit
                     SOURCES test_storage_corrupt.c
                     LIBS cassini_storage cassini_conf)
