@@ -122,7 +122,10 @@ struct env_file_ops {
 	 * it may wait for the disk: see resident. */
 	const uint8_t *(*map)(struct env_file *f, uint64_t *len);
 	/* Whether bytes [off, off+n) of the mapping are in memory now (the
-	 * OS page cache), so reading them does not wait for the disk. */
+	 * OS page cache), so reading them does not wait for the disk. Pages
+	 * past the file's end (a file cut short under its mapping) are not:
+	 * checked first, a mapped read cannot fault on them (SIGBUS) but
+	 * in the window between the check and the read. */
 	bool (*resident)(struct env_file *f, uint64_t off, size_t n);
 };
 

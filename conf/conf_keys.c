@@ -33,9 +33,9 @@ static const struct conf_enum_name disk_policy_names[] = {
 	{"best_effort", CONF_POLICY_BEST_EFFORT},
 	{"ignore", CONF_POLICY_IGNORE},
 	{NULL, 0}};
-/* storage's enum storage_disk_access: auto is mmap */
+/* storage's enum storage_disk_access */
 static const struct conf_enum_name disk_access_names[] = {
-	{"auto", 0}, {"mmap", 0}, {"mmap_index_only", 1}, {"standard", 2},
+	{"auto", 3}, {"mmap", 0}, {"mmap_index_only", 1}, {"standard", 2},
 	{NULL, 0}};
 static const struct conf_enum_name snitch_names[] = {
 	{"SimpleSnitch", CONF_SNITCH_SIMPLE},
@@ -199,8 +199,9 @@ const struct conf_key conf_keys[] = {
 	 "On a data-file error: stop, die, best_effort or ignore."},
 	{"disk_access_mode", CONF_T_ENUM, OFF(disk_access_mode), "auto", 0, 0,
 	 disk_access_names,
-	 "How reads reach SSTables in the page cache: auto or mmap (Data.db "
-	 "and Index.db mapped), mmap_index_only, standard (pread only)."},
+	 "How reads reach SSTables: mmap (Data.db and Index.db mapped), "
+	 "mmap_index_only, standard (pread only); auto is mmap on 64-bit "
+	 "builds, standard on 32-bit."},
 
 	/* memtables, compaction, reads */
 	{"memtable_heap_space", CONF_T_SIZE, OFF(memtable_heap_space), "128MiB",

@@ -279,6 +279,9 @@ struct sstable *sstable_open(struct env *env, const char *dir, uint64_t gen,
 
 void sstable_map_files(struct sstable *s, int mode)
 {
+	if (mode == STORAGE_DISK_ACCESS_AUTO)
+		mode = SIZE_MAX > UINT32_MAX ? STORAGE_DISK_ACCESS_MMAP
+					     : STORAGE_DISK_ACCESS_STANDARD;
 	if (mode != STORAGE_DISK_ACCESS_STANDARD)
 		s->index_map = env_file_map(s->index, &s->index_map_len);
 	if (mode == STORAGE_DISK_ACCESS_MMAP)

@@ -207,11 +207,14 @@ typedef void (*storage_post_fn)(void *post_arg, storage_done_fn fn, void *arg,
  * and no copy (bytes not in memory are still read with pread, and the
  * loop's reads never wait for the disk); standard always preads. A disk
  * error under a mapped page is SIGBUS rather than an I/O error, as with
- * Cassandra's mmap. auto is mmap. */
+ * Cassandra's mmap. Auto is mmap on 64-bit builds and standard on 32-bit
+ * ones (Cassandra's hasLargeAddressSpace), where mapping every SSTable
+ * would exhaust the address space. */
 enum storage_disk_access {
 	STORAGE_DISK_ACCESS_MMAP = 0,
 	STORAGE_DISK_ACCESS_MMAP_INDEX_ONLY = 1,
 	STORAGE_DISK_ACCESS_STANDARD = 2,
+	STORAGE_DISK_ACCESS_AUTO = 3,
 };
 
 struct storage_options {

@@ -2,16 +2,23 @@
  * disk_access_mode (mapped files, partial LZ4 decoding of a block the
  * cache does not keep, pread) reads the same values; the cache admits a
  * block on its second miss; a memory-only read of a mapped SSTable in the
- * page cache needs no worker. The real env (the fault env cannot map). */
+ * page cache needs no worker; a scan keeps the mappings of SSTables
+ * compacted away under it; a truncated mapped file fails reads as
+ * corrupt. The real env (the fault env cannot map). */
 #include "common/env_real.h"
 #include "common/err.h"
 #include "storage/cache_internal.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
 
+#include <glob.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define KEYS 1500
 
@@ -205,6 +212,90 @@ START_TEST(the_cache_admits_a_block_on_its_second_miss)
 }
 END_TEST
 
+/* The SSTables a scan reads through their mappings are compacted away
+ * (unlinked) under it: the scan's snapshot keeps them, and their
+ * mappings, until it closes; the compacted SSTable is mapped anew. */
+START_TEST(a_scan_outlives_the_compaction_of_its_mapped_sstables)
+{
+	struct fx f;
+	fx_init(&f, "readpath-compact");
+	/* a second SSTable: the first half of the keys again */
+	uint8_t v[10000];
+	for (unsigned k = 0; k < KEYS / 2; k++) {
+		char key[16];
+		int kl = snprintf(key, sizeof(key), "key%u", k);
+		struct storage_mutation *m = storage_mutation_new(
+			f.t, (const uint8_t *)key, (size_t)kl);
+		value_of(k, v, value_len(k));
+		ck_assert_int_eq(storage_mutation_put(m, 1, NULL, 0, v,
+						      value_len(k), 5000 + k, 0,
+						      0),
+				 0);
+		ck_assert_int_eq(storage_apply_sync(f.db, m), 0);
+		storage_mutation_delete(m);
+	}
+	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
+	struct storage_read_cmd cmd = {0};
+	struct storage_scan *sc =
+		storage_scan_open(f.db, f.t->id, INT64_MIN, INT64_MIN, &cmd);
+	ck_assert_ptr_nonnull(sc);
+	struct storage_result *r;
+	ck_assert_int_eq(storage_scan_next(sc, &r), 1);
+	storage_result_delete(r);
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0);
+	unsigned n = 1;
+	int rc;
+	while ((rc = storage_scan_next(sc, &r)) == 1) {
+		ck_assert_uint_eq(r->row_count, 1);
+		storage_result_delete(r);
+		n++;
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(n, KEYS);
+	storage_scan_close(sc);
+	read_all(&f, false, NULL);
+	read_all(&f, true, NULL);
+	fx_free(&f);
+}
+END_TEST
+
+/* Data.db cut short under its mapping (by someone else: the engine never
+ * truncates an SSTable): the pages past the new end are out of the page
+ * cache, so reads of them take pread and fail as corrupt; no SIGBUS. */
+START_TEST(a_truncated_mapped_sstable_fails_reads_without_sigbus)
+{
+	struct fx f;
+	fx_init(&f, "readpath-trunc");
+	char pat[PATH_MAX];
+	snprintf(pat, sizeof(pat), "%s/ks/*/*Data.db", f.data);
+	glob_t g;
+	ck_assert_int_eq(glob(pat, 0, NULL, &g), 0);
+	ck_assert_uint_eq(g.gl_pathc, 1);
+	struct stat st;
+	ck_assert_int_eq(stat(g.gl_pathv[0], &st), 0);
+	ck_assert_int_eq(truncate(g.gl_pathv[0], st.st_size / 2), 0);
+	globfree(&g);
+	unsigned ok = 0, corrupt = 0;
+	for (unsigned k = 0; k < KEYS; k++) {
+		char key[16];
+		int kl = snprintf(key, sizeof(key), "key%u", k);
+		struct storage_read_cmd cmd = {.key = (const uint8_t *)key,
+					       .key_len = (size_t)kl};
+		struct storage_result *r;
+		if (storage_read(f.db, f.t->id, &cmd, &r) == 0) {
+			storage_result_delete(r);
+			ok++;
+		} else {
+			ck_assert_int_eq(err_code(), ERR_CORRUPT);
+			corrupt++;
+		}
+	}
+	ck_assert_uint_gt(ok, 0);
+	ck_assert_uint_gt(corrupt, 0);
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("storage_read_path");
@@ -214,6 +305,8 @@ int main(void)
 	tcase_add_test(tc, cache_off_and_tiny_cache_read_the_same);
 	tcase_add_test(tc, memory_only_reads_of_a_mapped_sstable_in_the_page_cache);
 	tcase_add_test(tc, the_cache_admits_a_block_on_its_second_miss);
+	tcase_add_test(tc, a_scan_outlives_the_compaction_of_its_mapped_sstables);
+	tcase_add_test(tc, a_truncated_mapped_sstable_fails_reads_without_sigbus);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
