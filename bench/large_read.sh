@@ -18,6 +18,12 @@
 #   BIN_A/BIN_B: build directories (node/cassinid in each, e.g. a build
 #   of main and build/release); cassini-stress and cassini-tool are BIN_B's.
 #   Defaults: N 3000000, 30 s, SMALL 100000, 2 rounds.
+#   LOCK_ONCE=1: the read phase holds the lock once, not once a run (on
+#   a busy lock each run would queue again).
+#   REUSE=DIR: the CASSINI_HOME of an earlier run killed after its loads
+#   (its clusters lg and sm): reads only, DIR kept.
+#   PERF_DIR: a perf profile of the node during each read run there
+#   (LABEL-lg.data, LABEL-sm.data; perf report -i ...).
 # Nodes live under a temporary CASSINI_HOME on 127.0.76.1 and .2; each
 # step that runs a node holds /tmp/cassini-tests.lock.
 set -euo pipefail
@@ -29,7 +35,7 @@ secs="${SECS:-${4:-30}}"
 small="${5:-100000}"
 rounds="${6:-2}"
 if [ -z "${STEP:-}" ]; then
-  home="$(mktemp -d /tmp/cassini-bench.XXXXXX)"
+  home="${REUSE:-$(mktemp -d /tmp/cassini-bench.XXXXXX)}"
   export CASSINI_HOME="$home"
 fi
 cluster="$root/scripts/cluster"
@@ -58,14 +64,19 @@ elif [ "${STEP:-}" = read ]; then # name ip keys
   "$cluster" -C "$NAME" start >/dev/null
   pid=$(cat "$CASSINI_HOME/clusters/$NAME/node1/cassinid.pid")
   t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  if [ -n "${PERF_DIR:-}" ]; then # a profile of the node's read phase
+    perf record -q -g -F 499 -p "$pid" -o "$PERF_DIR/$LABEL-$NAME.data" \
+      -- sleep "$((secs > 10 ? secs - 5 : secs))" >/dev/null 2>&1 &
+  fi
   "$bin_b/node/cassini-stress" mixed "ratio(write=0,read=1)" n="$KEYS" \
     duration="${secs}s" -rate threads=50 -col size=100 -node "$IP" || true
   t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   echo "Node CPU : $(( (t1 - t0) * 1000000 / $(getconf CLK_TCK) )) us"
+  wait
   "$cluster" -C "$NAME" stop >/dev/null
   exit 0
 fi
-trap 'CASSINI_BIN_DIR=$bin_b "$cluster" -C lg remove >/dev/null 2>&1 || true;
+[ -z "${REUSE:-}" ] && trap 'CASSINI_BIN_DIR=$bin_b "$cluster" -C lg remove >/dev/null 2>&1 || true;
       CASSINI_BIN_DIR=$bin_b "$cluster" -C sm remove >/dev/null 2>&1 || true;
       rm -rf "$home"' EXIT
 
@@ -78,8 +89,10 @@ load() { # name ip keys
 
 read_run() { # name ip keys bin label
   local out
-  out=$(CASSINI_BIN_DIR=$4 STEP=read SECS=$secs flock "$lock" "$0" \
-        "$bin_a" "$bin_b" "$1" "$2" "$3")
+  local held=(flock "$lock")
+  [ "${LOCK_ONCE:-0}" = 1 ] && held=()
+  out=$(CASSINI_BIN_DIR=$4 STEP=read SECS=$secs LABEL=$5 "${held[@]}" "$0" \
+        "$bin_a" "$bin_b" "$1" "$2" "$3" 9>&-)
   RATE=$(echo "$out" | field 'Op rate')
   local ops cpu
   ops=$(echo "$out" | field 'Total operations')
@@ -90,11 +103,17 @@ read_run() { # name ip keys bin label
     "$(echo "$out" | field '99th')" "$CPU" "$(echo "$out" | field 'Total errors')"
 }
 
-echo "== load: $n keys on 127.0.76.1, $small keys on 127.0.76.2"
-load lg 127.0.76.1 "$n"
-load sm 127.0.76.2 "$small"
+if [ -z "${REUSE:-}" ]; then
+  echo "== load: $n keys on 127.0.76.1, $small keys on 127.0.76.2"
+  load lg 127.0.76.1 "$n"
+  load sm 127.0.76.2 "$small"
+fi
 echo
 echo "== reads: $secs s each, 50 in flight"
+if [ "${LOCK_ONCE:-0}" = 1 ]; then
+  exec 9>"$lock"
+  flock 9
+fi
 for i in $(seq "$rounds"); do
   for b in A B; do
     bin=$bin_a
