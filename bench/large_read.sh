@@ -20,6 +20,7 @@
 #   Defaults: N 3000000, 30 s, SMALL 100000, 2 rounds.
 #   LOCK_ONCE=1: the read phase holds the lock once, not once a run (on
 #   a busy lock each run would queue again).
+#   LOCK_HELD=1: the caller holds the lock (reads only, with REUSE).
 #   REUSE=DIR: the CASSINI_HOME of an earlier run killed after its loads
 #   (its clusters lg and sm): reads only, DIR kept.
 #   PERF_DIR: a perf profile of the node during each read run there
@@ -110,7 +111,9 @@ if [ -z "${REUSE:-}" ]; then
 fi
 echo
 echo "== reads: $secs s each, 50 in flight"
-if [ "${LOCK_ONCE:-0}" = 1 ]; then
+if [ "${LOCK_HELD:-0}" = 1 ]; then
+  LOCK_ONCE=1
+elif [ "${LOCK_ONCE:-0}" = 1 ]; then
   exec 9>"$lock"
   flock 9
 fi

@@ -4,8 +4,9 @@
 # the writes with a TTL) for MINUTES, with memtable_heap_space small enough
 # that the data written passes 20x it. Reported per minute:
 #
-#   op/s, p50/p99 (the client's, all operations), SSTables per read p50/p99
-#   (the node's histogram over that minute), live SSTables, pending
+#   op/s, p50/p99 (the client's, all operations), SSTables per read mean
+#   and p50/p99 (the node's histogram over that minute; its buckets are
+#   powers of two from 15, so the mean says more), live SSTables, pending
 #   compactions, disk (live SSTables' bytes) against the live data (keys
 #   written, not deleted and not expired, times key + value bytes), and
 #   write amplification so far (bytes written by flushes and compactions
@@ -31,6 +32,8 @@
 #   TTL, TTL_SHARE, GC_GRACE   default 60 s, 20 %, 60 s
 #   LCS_MB      LCS sstable_size_in_mb (default 16: 160 makes no levels
 #               in a few minutes of data)
+# LOCK_HELD=1: the caller holds the lock already; DB_BENCH=0: no RocksDB;
+# REPORT=1: only the tables again, from the samples in OUT.
 # The node runs on 127.0.76.3 under a temporary CASSINI_HOME, holding
 # /tmp/cassini-tests.lock for each strategy's run; raw samples are kept
 # in $OUT (default /tmp/sustained-<time>).
@@ -39,7 +42,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 minutes="${1:-3}"
 keys="${2:-4000000}"
 bin="$(cd "${BIN_DIR:-$root/build/release}" && pwd)"
-strategies="${STRATEGIES:-STCS LCS TWCS}"
+strategies="${STRATEGIES-STCS LCS TWCS}" # empty: RocksDB only
 memtable="${MEMTABLE:-16MiB}"
 threads="${THREADS:-32}"
 ratio="${RATIO:-write=5,read=4,delete=1}"
@@ -128,7 +131,7 @@ def metrics(i):
         name, labels, v = mt.groups()
         if name == "cassandra_table_sstables_per_read_bucket" and \
                 labels.startswith(lab):
-            le = re.search(r'le="([^"]+)"', labels).group(1)
+            le = re.search(r'(?:^|,)le="([^"]+)"', labels).group(1)
             b[float("inf") if le == "+Inf" else float(le)] = float(v)
         elif labels in ("", lab):
             m[name] = float(v)
@@ -147,8 +150,12 @@ def quant(b0, b1, q):
 lines = [l.split() for l in open(f"{d}/stress.txt")
          if re.match(r'\s*\d+\.\ds ', l)]
 ms = [metrics(i) for i in range(len(lines) + 1)]
-print(f"{strat}: min  op/s   p50ms  p99ms  sst/read p50 p99  sstables "
+print(f"{strat}: min  op/s   p50ms  p99ms  sst/read mean p50 p99  sstables "
       "pending  disk MB  live MB  disk/live  WA")
+def mean(m0, m1):
+    k = "cassandra_table_sstables_per_read_"
+    n = m1.get(k + "count", 0) - m0.get(k + "count", 0)
+    return (m1.get(k + "sum", 0) - m0.get(k + "sum", 0)) / n if n else 0
 tot_ops = 0
 for i, l in enumerate(lines, 1):
     m0, m1 = ms[i - 1], ms[i] if i < len(ms) else None
@@ -163,6 +170,7 @@ for i, l in enumerate(lines, 1):
     disk = m1.get("cassandra_table_live_disk_space_bytes", 0) / 2**20
     livemb = live * 110 / 2**20
     print(f"{strat}: {i:3d} {rate:7.0f} {p50:>6} {p99:>6}  "
+          f"{mean(m0, m1):8.2f} "
           f"{quant(m0['buckets'], m1['buckets'], .5):>7} "
           f"{quant(m0['buckets'], m1['buckets'], .99):>4} "
           f"{m1.get('cassandra_table_live_sstables', 0):8.0f} "
@@ -176,12 +184,20 @@ if len(lines) >= 2:
 PYEOF
 }
 
+if [ -n "${REPORT:-}" ]; then # the tables again from $OUT's samples
+  for s in $strategies; do report "$out/$s" "$s"; done
+  exit 0
+fi
 echo "== $minutes min per strategy, $keys keys, ratio($ratio), TTL ${ttl}s," \
   "memtable_heap_space $memtable, $threads in flight; samples in $out"
 for s in $strategies; do
   mkdir -p "$out/$s"
-  STEP=run flock /tmp/cassini-tests.lock "$0" "$minutes" "$keys" "$s" "$out/$s"
-  report "$out/$s" "$s" | tee "$out/$s/report.txt"
+  if [ "${LOCK_HELD:-0}" = 1 ]; then # the caller holds it
+    STEP=run "$0" "$minutes" "$keys" "$s" "$out/$s"
+  else
+    STEP=run flock /tmp/cassini-tests.lock "$0" "$minutes" "$keys" "$s" "$out/$s"
+  fi
+  report "$out/$s" "$s" | tee "$out/$s/report.txt" || true
 done
 
 if [ -x /usr/bin/db_bench ] && [ "${DB_BENCH:-1}" = 1 ]; then
