@@ -5,13 +5,16 @@
  * on compaction_throughput's budget together with compaction) is
  * node_repair_store.c's, repair_admin and netstats node_repair_admin.c's.
  *
- *   repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local]
- *          [-hosts A,B,...] [--preview] [-seq | -dcpar] [-j N] [--trace]
- *          [keyspace [tables...]]
+ *   repair [--full] [--force-incremental] [-pr] [-st TOKEN -et TOKEN]
+ *          [-dc NAME]... [-local] [-hosts A,B,...] [--preview]
+ *          [-seq | -dcpar] [-j N] [--trace] [keyspace [tables...]]
  *
  *   Incremental unless --full (nodetool 4): participants mark their
  *   unrepaired data pending first (anticompaction on the repair worker),
- *   then repaired when every task succeeded (repair_incr.c).
+ *   then repaired when every task succeeded (repair_incr.c). An
+ *   incremental repair that would cover a TimeWindowCompactionStrategy
+ *   table is refused, naming the tables and the reason, unless
+ *   --force-incremental.
  *
  *   repair_admin list [--all]
  *                         the incremental sessions this node takes part in
@@ -71,6 +74,7 @@ struct repair_cmd {
 	struct admin_reply *reply;
 	bool pr, preview, subrange;
 	bool full; /* --full; else incremental (nodetool 4's default) */
+	bool force_incremental; /* --force-incremental: TWCS tables too */
 	int64_t st, et;
 	const char *dcs[MAX_DCS];
 	size_t ndc;
@@ -502,6 +506,51 @@ static bool table_wanted(void *arg, const char *name)
 	return false;
 }
 
+/* An incremental repair of a TimeWindowCompactionStrategy table is
+ * refused unless --force-incremental: anticompaction splits each time
+ * window's SSTable into repaired and unrepaired parts (which compact
+ * apart, so the windows stop being one SSTable each), and TWCS data
+ * normally expires by TTL, which a full repair serves as well. -1 with
+ * the tables and the reason in `err` when refused. Checked for every
+ * keyspace before the first session starts, so nothing runs halfway. */
+static int twcs_refusal(const struct repair_cmd *c, struct buf *err)
+{
+	if (c->full || c->preview || c->force_incremental)
+		return 0;
+	const struct cql_schema *schema = cql_service_schema(c->nr->n->cql);
+	char names[512] = "";
+	size_t len = 0, count = 0;
+	for (size_t ki = 0; ki < c->nks; ki++) {
+		const struct cql_keyspace *k =
+			cql_schema_keyspace(schema, c->keyspaces[ki]);
+		size_t nt = k ? cql_keyspace_table_count(k) : 0;
+		for (size_t i = 0; i < nt; i++) {
+			const struct storage_table_meta *m =
+				cql_table_meta(cql_keyspace_table_at(k, i));
+			if (m->options.compaction != STORAGE_COMPACTION_TIME_WINDOW ||
+			    !table_wanted((void *)c, m->name))
+				continue;
+			if (len < sizeof(names))
+				len += (size_t)snprintf(
+					names + len, sizeof(names) - len,
+					"%s%s.%s", count ? ", " : "",
+					cql_keyspace_meta(k)->name, m->name);
+			count++;
+		}
+	}
+	if (!count)
+		return 0;
+	admin_printf(err,
+		     "Incremental repair refused for "
+		     "TimeWindowCompactionStrategy table%s %s: anticompaction "
+		     "would split each time window's SSTables into repaired "
+		     "and unrepaired ones, and TWCS data normally expires by "
+		     "TTL; use --full (or --force-incremental to repair them "
+		     "incrementally anyway)\n",
+		     count > 1 ? "s" : "", names);
+	return -1;
+}
+
 /* Starts the session of the next keyspace that has something to repair;
  * answers when none is left or one cannot start. */
 static void run_next(struct repair_cmd *c)
@@ -592,7 +641,7 @@ static void run_next(struct repair_cmd *c)
 }
 
 static const char usage_text[] =
-	"repair [--full] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local] "
+	"repair [--full] [--force-incremental] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local] "
 	"[-hosts A,B,...] [--preview] [-seq | -dcpar] [-j N] [--trace] "
 	"[keyspace [tables...]] | repair --paxos-only [keyspace [table]] | "
 	"repair schedule "
@@ -663,6 +712,8 @@ static int parse_args(struct repair_cmd *c, size_t argc,
 							   : NULL);
 		if (strcmp(a, "--full") == 0 || strcmp(a, "-full") == 0) {
 			c->full = true;
+		} else if (strcmp(a, "--force-incremental") == 0) {
+			c->force_incremental = true;
 		} else if (strcmp(a, "-pr") == 0 ||
 			   strcmp(a, "--partitioner-range") == 0) {
 			c->pr = true;
@@ -925,6 +976,10 @@ static int cmd_repair(void *arg, size_t argc, const char *const *argv,
 				     strdup(cql_keyspace_meta(k)->name)))
 				c->nks++;
 		}
+	}
+	if (twcs_refusal(c, err)) {
+		cmd_free(c);
+		return 2;
 	}
 	if (!(c->reply = admin_defer(n->admin))) {
 		admin_printf(err, "%s\n", err_msg());

@@ -132,6 +132,8 @@ static int ops_tables(void *arg, struct repair_sched_table_info **out,
 				 cql_keyspace_meta(k)->name, m->name);
 			memcpy(t->id, m->id, 16);
 			t->gc_grace_seconds = m->options.gc_grace_seconds;
+			t->time_window = m->options.compaction ==
+					 STORAGE_COMPACTION_TIME_WINDOW;
 			struct storage_stats ss;
 			if (!storage_stats(db, m->id, &ss) && repl > 0) {
 				t->partitions =

@@ -344,6 +344,7 @@ static void tables_refresh(struct repair_sched *s)
 			continue;
 		t->known = true;
 		t->gc_grace_seconds = v[i].gc_grace_seconds;
+		t->time_window = v[i].time_window;
 		double frac = 0;
 		for (size_t k = 0; k < v[i].ranges.n; k++)
 			frac += token_range_fraction(v[i].ranges.v[k]);
@@ -648,13 +649,31 @@ static void tick(void *arg)
 					  .nreplicas = nrep};
 		static const struct repair_asked asked = {.subrange = true,
 							  .scheduled = true};
+		bool incremental = t->tuning.incremental == 1;
+		if (incremental && t->time_window) {
+			/* as the repair command refuses it without
+			 * --force-incremental: full repairs instead */
+			if (!t->twcs_noted)
+				LOG_WARN("repair schedule: %s: incremental=true "
+					 "refused for a "
+					 "TimeWindowCompactionStrategy table "
+					 "(anticompaction would split its time "
+					 "windows' SSTables, and its data "
+					 "normally expires by TTL); running "
+					 "full repairs instead",
+					 t->name);
+			t->twcs_noted = true;
+			incremental = false;
+		} else {
+			t->twcs_noted = false;
+		}
 		struct repair_request q = {.tables = &rt,
 					   .ntables = 1,
 					   .ranges = &rr,
 					   .nranges = 1,
 					   .asked = &asked,
 					   .exclusive = true,
-					   .incremental = t->tuning.incremental == 1,
+					   .incremental = incremental,
 					   .max_depth = seg_depth(t, g)};
 		s->run_table = t;
 		s->run_seg = i;

@@ -132,6 +132,9 @@ struct repair_sched_table_info {
 	char name[REPAIR_SCHED_NAME_MAX]; /* "ks.table" */
 	uint8_t id[16];
 	int64_t gc_grace_seconds;
+	/* TimeWindowCompactionStrategy: incremental=true runs full repairs
+	 * (anticompaction would split its windows' SSTables) */
+	bool time_window;
 	uint64_t partitions; /* estimated, in `ranges` */
 	uint64_t bytes;      /* estimated data bytes, in `ranges` */
 	/* this node's primary ranges with at least two replicas */

@@ -26,6 +26,8 @@ struct sched_table {
 	int64_t gc_grace_seconds;
 	double density; /* estimated partitions per unit of ring fraction */
 	bool known;     /* in the node's latest table list */
+	bool time_window; /* TWCS: segments are full repairs */
+	bool twcs_noted;  /* the refusal of incremental=true is logged */
 	bool paused;    /* by repair schedule pause ks[.table] */
 	bool forced;    /* run-now: this cycle ignores windows and sleeps */
 	bool run_now;

@@ -8,7 +8,9 @@
 - a session whose participant is killed fails, and leaves nothing newly
   repaired or pending on the surviving nodes (their pending data goes back
   to unrepaired); `repair_admin list --all` shows the session FAILED there;
-- `repair --full` still compares everything.
+- `repair --full` still compares everything;
+- an incremental repair covering a TimeWindowCompactionStrategy table is
+  refused with the reason unless --force-incremental; --full repairs it.
 
 Nodes live on 127.0.77.41-43."""
 import re
@@ -128,7 +130,39 @@ def test_incremental_repair(make_node):
     full = re.search(r"partitions validated: (\d+)", r.stdout)
     assert full and int(full.group(1)) == 3 * 220, r.stdout
 
-    # 3. a session that fails (node3 killed while validating) marks
+    # 3. TWCS: incremental refused (naming the table and why) unless
+    # forced; the keyspace's other table alone, and --full, repair
+    c, s = session(N1)
+    s.execute("CREATE KEYSPACE ks2 WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 3}")
+    s.execute("CREATE TABLE ks2.tw (k int PRIMARY KEY, v text) WITH "
+              "compaction = {'class': 'TimeWindowCompactionStrategy'}")
+    s.execute("CREATE TABLE ks2.st (k int PRIMARY KEY, v text)")
+    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
+    for tab in ("tw", "st"):
+        ins = s.prepare(f"INSERT INTO ks2.{tab} (k, v) VALUES (?, ?)")
+        ins.consistency_level = CL.ALL
+        for k in range(3):
+            s.execute(ins, (k, "w"))
+    c.shutdown()
+    r = tool(N1, "repair", "ks2")
+    print(r.stdout, r.stderr)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "TimeWindowCompactionStrategy table ks2.tw:" in r.stderr, r.stderr
+    assert "anticompaction" in r.stderr and "--full" in r.stderr and \
+        "--force-incremental" in r.stderr, r.stderr
+    assert "session" not in r.stdout, r.stdout
+    r = tool(N1, "repair", "ks2", "st")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "incremental session" in r.stdout, r.stdout
+    r = tool(N1, "repair", "--full", "ks2", "tw")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "incremental session" not in r.stdout, r.stdout
+    r = tool(N1, "repair", "--force-incremental", "ks2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "incremental session" in r.stdout, r.stdout
+
+    # 4. a session that fails (node3 killed while validating) marks
     # nothing repaired and leaves nothing pending on the others
     before = {i: sstables(nodes[i]) for i in (0, 1)}
     c, s = session(N1)

@@ -73,6 +73,7 @@ struct cluster {
 	/* tables each node's scheduler sees */
 	const char *tables[2];
 	int64_t gc_grace[2];
+	bool time_window[2]; /* TimeWindowCompactionStrategy */
 	size_t ntables;
 };
 
@@ -202,6 +203,7 @@ static int ops_tables(void *arg, struct repair_sched_table_info **out,
 		snprintf(v[t].name, sizeof(v[t].name), "%s", c->tables[t]);
 		v[t].id[0] = (uint8_t)(t + 1);
 		v[t].gc_grace_seconds = c->gc_grace[t];
+		v[t].time_window = c->time_window[t];
 		v[t].partitions = m->store.nparts / NNODES;
 		for (int k = 0; k < NVNODES; k++) {
 			/* the range ending at this node's token */
@@ -842,6 +844,42 @@ START_TEST(a_table_set_incremental_repairs_incrementally)
 }
 END_TEST
 
+/* incremental=true on a TimeWindowCompactionStrategy table: refused (as
+ * the repair command refuses it without --force-incremental), its
+ * segments run full repairs; the cycle still completes and converges. */
+START_TEST(a_twcs_table_set_incremental_repairs_fully)
+{
+	struct repair_sched_options o;
+	sched_options(&o);
+	char names[1][REPAIR_SCHED_NAME_MAX];
+	struct repair_sched_tuning tu[1];
+	ck_assert_int_eq(repair_sched_tuning_parse("ks.t incremental=true",
+						   names[0], sizeof(names[0]),
+						   &tu[0]),
+			 0);
+	o.tuning_names = (const char(*)[REPAIR_SCHED_NAME_MAX])names;
+	o.tunings = tu;
+	o.ntunings = 1;
+	struct cluster *c = cluster_new(NULL);
+	c->time_window[0] = true;
+	for (int i = 0; i < NNODES; i++)
+		node_start(c, i, &o);
+	diverge(c);
+	ck_assert(sim_run_until(c->sim, all_cycled, c, 600000000ULL));
+	ck_assert(converged(c));
+	for (int i = 0; i < NNODES; i++) {
+		struct mnode *m = &c->nodes[i];
+		ck_assert_int_eq(m->prepares, 0);
+		ck_assert_int_eq(m->commits, 0);
+		int st[6] = {0};
+		repair_local_list(m->repair, count_local, st);
+		for (int k = 0; k < 6; k++)
+			ck_assert_int_eq(st[k], 0);
+	}
+	cluster_delete(c);
+}
+END_TEST
+
 int main(void)
 {
 	g_seed = test_seed(0x5c4ed);
@@ -851,6 +889,7 @@ int main(void)
 	tcase_add_test(tc,
 		       a_cycle_completes_on_every_node_one_segment_at_a_time);
 	tcase_add_test(tc, a_table_set_incremental_repairs_incrementally);
+	tcase_add_test(tc, a_twcs_table_set_incremental_repairs_fully);
 	tcase_add_test(
 		tc, a_restart_resumes_the_cycle_at_the_next_unfinished_segment);
 	tcase_add_test(tc, a_failing_segment_is_retried_then_split);
