@@ -77,7 +77,7 @@ struct cluster {
 	size_t ntables;
 };
 
-/* ---- in-memory store (as in test_repair.c) ------------------------------- */
+/* ---- in-memory store (as in repair_cluster.c) ---------------------------- */
 
 static int mem_apply(void *s, const struct storage_mutation *m,
 		     storage_done_fn done, void *arg)
