@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int part_cmp(const void *x, const void *y)
 {
@@ -60,6 +61,20 @@ void mem_store_clear(struct mem_store *s)
 	for (size_t i = 0; i < s->nparts; i++)
 		storage_mutation_delete(s->parts[i]);
 	s->nparts = 0;
+}
+
+bool mem_store_same(const struct mem_store *a, const struct mem_store *b)
+{
+	if (a->nparts != b->nparts)
+		return false;
+	for (size_t k = 0; k < a->nparts; k++) {
+		uint8_t da[16], db[16];
+		storage_mutation_digest(a->parts[k], da);
+		storage_mutation_digest(b->parts[k], db);
+		if (memcmp(da, db, 16))
+			return false;
+	}
+	return true;
 }
 
 struct storage_table_meta *mem_store_table_new(const uint8_t id[16])

@@ -9,6 +9,7 @@
 #include "repair/repair.h"
 #include "storage/storage.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define MEM_STORE_MAX 2048
@@ -29,6 +30,8 @@ void mem_store_apply(struct mem_store *s, const struct storage_mutation *m);
 int mem_store_scan(const struct mem_store *s, int64_t start, int64_t end,
 		   repair_scan_each_fn each, void *arg);
 void mem_store_clear(struct mem_store *s);
+/* Whether a and b hold the same partitions (their fragments' digests). */
+bool mem_store_same(const struct mem_store *a, const struct mem_store *b);
 
 /* The repair simulations' table: ks.t (pk text, ck int, v text), PRIMARY
  * KEY (pk, ck), with this id. The caller deletes it. */

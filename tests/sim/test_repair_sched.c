@@ -431,17 +431,9 @@ static void diverge(struct cluster *c)
 
 static bool converged(struct cluster *c)
 {
-	for (int i = 1; i < NNODES; i++) {
-		if (c->nodes[i].store.nparts != c->nodes[0].store.nparts)
+	for (int i = 1; i < NNODES; i++)
+		if (!mem_store_same(&c->nodes[0].store, &c->nodes[i].store))
 			return false;
-		for (size_t k = 0; k < c->nodes[0].store.nparts; k++) {
-			uint8_t a[16], b[16];
-			storage_mutation_digest(c->nodes[0].store.parts[k], a);
-			storage_mutation_digest(c->nodes[i].store.parts[k], b);
-			if (memcmp(a, b, 16))
-				return false;
-		}
-	}
 	return true;
 }
 
