@@ -14,33 +14,17 @@
 
 Nodes live on 127.0.77.41-43."""
 import re
-import subprocess
 
 from cassandra import ConsistencyLevel as CL
 
-from clusters import TOOL, run_at, session, wait_for
+from clusters import rf3_table, run_at, session, wait_for
 from clusters import tool_run as tool
-from conftest import default_yaml, seeds_yaml, wait_all_normal
+from conftest import wait_all_normal
+from incremental_repair import (repair_in_session, sstables, start_nodes,
+                                write_all)
 
 IPS = ["127.0.77.41", "127.0.77.42", "127.0.77.43"]
 N1, N2, N3 = IPS
-
-
-def start_nodes(make_node):
-    nodes = []
-    for i, ip in enumerate(IPS):
-        n = make_node(default_yaml(
-            listen_address=ip, gossip_interval="250ms", num_tokens=4,
-            hinted_handoff_enabled="false",
-            # validation reads 1 KiB/s: a session over a few KB lasts
-            # seconds, long enough to kill a participant in it
-            compaction_throughput="1KiB/s",
-            seed_provider=seeds_yaml(IPS[0])), name=f"node{i + 1}")
-        n.start()
-        nodes.append(n)
-        assert n.wait_for_log("CQL clients on", timeout=60), n.log()
-    wait_all_normal(IPS, timeout=60)
-    return nodes
 
 
 def streamed_to(out, ip):
@@ -49,34 +33,12 @@ def streamed_to(out, ip):
     return int(m.group(1))
 
 
-def sstables(node):
-    """(repaired_at, pending) of every SSTable of ks.t on `node`."""
-    out = []
-    for data in node.home.glob("**/ks/t-*/*-Data.db"):
-        r = subprocess.run([TOOL, "sstablemetadata", str(data)],
-                           capture_output=True, text=True, timeout=30)
-        if r.returncode != 0 and not data.exists():
-            continue  # compacted away meanwhile
-        assert r.returncode == 0, r.stdout + r.stderr
-        rep = re.search(r"^Repaired at: (-?\d+)$", r.stdout, re.M)
-        pend = re.search(r"^Pending repair: (\S+)$", r.stdout, re.M)
-        assert rep and pend, r.stdout
-        out.append((int(rep.group(1)), pend.group(1)))
-    return out
-
-
 def test_incremental_repair(make_node):
-    nodes = start_nodes(make_node)
+    nodes = start_nodes(make_node, IPS, N1)
     c, s = session(N1)
-    s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
-              "'SimpleStrategy', 'replication_factor': 3}")
-    s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
-    assert c.control_connection.wait_for_schema_agreement(wait_time=30)
-    ins = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
-    ins.consistency_level = CL.ALL
-    for k in range(200):
-        s.execute(ins, (k, "base"))
+    rf3_table(c, s)
     c.shutdown()
+    write_all(N1, range(200), "base")
     nodes[2].stop()
     c, s = session(N1)
     for k in range(1000, 1020):
@@ -165,20 +127,8 @@ def test_incremental_repair(make_node):
     # 4. a session that fails (node3 killed while validating) marks
     # nothing repaired and leaves nothing pending on the others
     before = {i: sstables(nodes[i]) for i in (0, 1)}
-    c, s = session(N1)
-    ins = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
-    ins.consistency_level = CL.ALL
-    for k in range(2000, 2300):
-        s.execute(ins, (k, "x" * 20))
-    c.shutdown()
-    p = subprocess.Popen([TOOL, "-h", N1, "repair", "ks"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
-
-    def in_session():
-        out = tool(N3, "repair_admin", "list").stdout
-        return "PREPARED" in out or "REPAIRING" in out
-    assert wait_for(in_session, timeout=60, step=0.1)
+    write_all(N1, range(2000, 2300), "x" * 20)
+    p = repair_in_session(N1, N3)
     nodes[2].kill()
     out, err = p.communicate(timeout=240)
     print(out, err)
