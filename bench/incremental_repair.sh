@@ -23,31 +23,11 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-200000}"
 threads="${2:-50}"
-d=$((n / 100))
-home="$(mktemp -d /tmp/cassini-bench.XXXXXX)"
-export CASSINI_HOME="$home"
-bin="${BIN_DIR:-$root/build/release/node}"
-export CASSINI_BIN_DIR="$(dirname "$bin")"
-cluster="$root/scripts/cluster"
-trap '"$cluster" -C ir remove >/dev/null 2>&1 || true; rm -rf "$home"' EXIT
+name=ir
 ips=(127.0.77.50 127.0.77.51 127.0.77.52)
-all="${ips[0]},${ips[1]},${ips[2]}"
-stress() { "$bin/cassini-stress" "$@"; }
-tool() { "$bin/cassini-tool" -h "$1" "${@:2}"; }
-
-"$cluster" create ir -n 3 --base-ip "${ips[0]}" -c gossip_interval=250ms \
-  -c hinted_handoff_enabled=false -s >/dev/null
-echo "== $n rows at ALL"
-stress write n="$n" cl=ALL -rate threads="$threads" -col size=100 \
-  -node "$all" -schema "replication(factor=3)" |
-  grep -E "Op rate|Total errors" || true
-"$cluster" -C ir node node3 stop >/dev/null
-sleep 3
-echo "== node3 down: $d rows rewritten at ONE"
-stress write n="$d" cl=ONE -rate threads="$threads" -col size=100 \
-  -node "${ips[0]},${ips[1]}" | grep -E "Op rate|Total errors" || true
-"$cluster" -C ir node node3 start >/dev/null
-sleep 5
+# shellcheck source=bench/repair_setup.sh
+. "$root/bench/repair_setup.sh"
+repair_setup_diverge 5
 
 # Unrepaired Data.db bytes of cassini_stress on all replicas (flushed).
 unrepaired() {

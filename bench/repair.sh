@@ -19,35 +19,16 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-1000000}"
 threads="${2:-50}"
-d=$((n / 100))
-home="$(mktemp -d /tmp/cassini-bench.XXXXXX)"
-export CASSINI_HOME="$home"
-bin="${BIN_DIR:-$root/build/release/node}"
-export CASSINI_BIN_DIR="$(dirname "$bin")"
-cluster="$root/scripts/cluster"
-trap '"$cluster" -C rp remove >/dev/null 2>&1 || true; rm -rf "$home"' EXIT
-ip=127.0.15.
-stress() { "$bin/cassini-stress" "$@"; }
-tool() { "$bin/cassini-tool" -h "$1" "${@:2}"; }
-
-"$cluster" create rp -n 3 --base-ip "$ip" -c gossip_interval=250ms \
-  -c hinted_handoff_enabled=false -s >/dev/null
-echo "== $n rows at ALL"
-stress write n="$n" cl=ALL -rate threads="$threads" -col size=100 \
-  -node "${ip}1,${ip}2,${ip}3" -schema "replication(factor=3)" |
-  grep -E "Op rate|Total errors" || true
-"$cluster" -C rp node node3 stop >/dev/null
-sleep 3
-echo "== node3 down: $d rows rewritten at ONE"
-stress write n="$d" cl=ONE -rate threads="$threads" -col size=100 \
-  -node "${ip}1,${ip}2" | grep -E "Op rate|Total errors" || true
-"$cluster" -C rp node node3 start >/dev/null
-sleep 3
+name=rp
+ips=(127.0.15.1 127.0.15.2 127.0.15.3)
+# shellcheck source=bench/repair_setup.sh
+. "$root/bench/repair_setup.sh"
+repair_setup_diverge 3
 
 run_repair() {
   local t0 t1 out
   t0=$(date +%s.%N)
-  out=$(tool "${ip}1" repair cassini_stress | grep -v '^\[repair\]')
+  out=$(tool "${ips[0]}" repair cassini_stress | grep -v '^\[repair\]')
   t1=$(date +%s.%N)
   echo "$out"
   awk -v a="$t0" -v b="$t1" 'BEGIN { printf "wall time %.1f s\n", b - a }'
@@ -56,8 +37,8 @@ run_repair() {
 echo
 echo "== repair"
 run_repair
-rows=$(echo "$REPAIR_OUT" | awk -v h="${ip}3:" '$1 ~ h {print $3}')
-bytes=$(echo "$REPAIR_OUT" | awk -v h="${ip}3:" '$1 ~ h {gsub(/\(/, "", $5); print $5}')
+rows=$(echo "$REPAIR_OUT" | awk -v h="${ips[2]}:" '$1 ~ h {print $3}')
+bytes=$(echo "$REPAIR_OUT" | awk -v h="${ips[2]}:" '$1 ~ h {gsub(/\(/, "", $5); print $5}')
 tree=$(echo "$REPAIR_OUT" | sed -n 's/.*tree and hash bytes: \([0-9]*\).*/\1/p')
 awk -v r="$rows" -v b="$bytes" -v d="$d" -v t="$tree" -v n="$n" 'BEGIN {
   printf "node3: %d rows streamed for %d divergent; %d bytes for %d " \
