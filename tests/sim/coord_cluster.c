@@ -327,10 +327,7 @@ struct simc *simc_new(uint64_t seed, int n, const char *const *dcs)
 		struct mnode *m = &c->nodes[i];
 		m->c = c;
 		m->idx = i;
-		m->addr =
-			(struct inet_addr){.family = INET_V4,
-					   .ip = {127, 0, 9, (uint8_t)(i + 1)},
-					   .port = 7000};
+		m->addr = sim_node_addr(i);
 		for (int k = 0; k < 8; k++)
 			tokens[i][k] = (int64_t)(sim_random(c->sim) >> 1) *
 				       ((k & 1) ? 1 : -1);

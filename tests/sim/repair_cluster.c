@@ -220,10 +220,7 @@ struct cluster *cluster_new(void)
 		struct mnode *m = &c->nodes[i];
 		m->c = c;
 		m->store.meta = c->meta;
-		m->addr =
-			(struct inet_addr){.family = INET_V4,
-					   .ip = {127, 0, 9, (uint8_t)(i + 1)},
-					   .port = 7000};
+		m->addr = sim_node_addr(i);
 		m->env = sim_env_new(c->sim, &m->addr);
 		env_set_receiver(m->env, deliver, m);
 		start_repair(c, i);

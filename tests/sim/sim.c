@@ -410,6 +410,13 @@ void sim_delete(struct sim *s)
 	free(s);
 }
 
+struct inet_addr sim_node_addr(int i)
+{
+	return (struct inet_addr){.family = INET_V4,
+				  .ip = {127, 0, 9, (uint8_t)(i + 1)},
+				  .port = 7000};
+}
+
 struct env *sim_env_new(struct sim *s, const struct inet_addr *addr)
 {
 	struct sim_node *n = calloc(1, sizeof(*n));

@@ -30,6 +30,8 @@ struct sim *sim_new(uint64_t seed, int64_t start_wall_us);
 /* Frees the world, every env it made, and pending events. */
 void sim_delete(struct sim *s);
 
+/* Node i's address in the cluster fixtures: 127.0.9.(i + 1):7000. */
+struct inet_addr sim_node_addr(int i);
 /* A node's env, reachable at `addr`. Owned by the sim. A killed node's
  * address may get a new env (a restarted process): messages go to the
  * newest env of an address. */

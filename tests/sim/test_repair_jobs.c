@@ -258,10 +258,7 @@ static struct cluster *cluster_new_timeouts(uint64_t validate_ms,
 		m->c = c;
 		m->index = i;
 		m->store.meta = c->meta;
-		m->addr =
-			(struct inet_addr){.family = INET_V4,
-					   .ip = {127, 0, 9, (uint8_t)(i + 1)},
-					   .port = 7000};
+		m->addr = sim_node_addr(i);
 		m->env = sim_env_new(c->sim, &m->addr);
 		env_set_receiver(m->env, deliver, m);
 		struct repair_options o;

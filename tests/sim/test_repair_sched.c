@@ -369,10 +369,7 @@ static struct cluster *cluster_new(const struct repair_sched_options *o)
 		m->c = c;
 		m->store.meta = c->meta;
 		m->idx = i;
-		m->addr =
-			(struct inet_addr){.family = INET_V4,
-					   .ip = {127, 0, 9, (uint8_t)(i + 1)},
-					   .port = 7000};
+		m->addr = sim_node_addr(i);
 		if (o)
 			node_start(c, i, o);
 	}
