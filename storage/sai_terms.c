@@ -216,6 +216,25 @@ int sai_index_term(const struct storage_table_meta *t,
 	if (ix->target != STORAGE_INDEX_ENTRIES)
 		return n == 1 ? sai_term_encode(vt, ix->analyzer, vals[0], out)
 			      : err_set(ERR_INVALID, "one value wanted");
+	struct slice kv[2];
+	if (n == 1) { /* (key, value) as a tuple<key, value> value */
+		const uint8_t *b = vals[0].ptr;
+		size_t len = vals[0].len, pos = 0;
+		for (int i = 0; i < 2; i++) {
+			if (len - pos < 4)
+				return err_set(ERR_INVALID, "entries: bad pair");
+			uint32_t l = be32_load(b + pos);
+			pos += 4;
+			if (l > len - pos)
+				return err_set(ERR_INVALID, "entries: bad pair");
+			kv[i] = (struct slice){b + pos, l};
+			pos += l;
+		}
+		if (pos != len)
+			return err_set(ERR_INVALID, "entries: bad pair");
+		vals = kv;
+		n = 2;
+	}
 	if (n != 2)
 		return err_set(ERR_INVALID, "entries: key and value wanted");
 	const struct storage_type *kt = t->columns[ix->column].type->sub[0];

@@ -583,7 +583,8 @@ void storage_index_keys_free(struct storage_index_keys *k);
 /* The partitions of table `table_id` within token range (start, end]
  * (start == end: the whole ring; start > end: ERR_INVALID, split it) that
  * may hold `vals` in index `index`: the indexed value (vals[0], n 1; for
- * an entries index key and value, n 2) as the client sends it. Merged
+ * an entries index key and value, n 2, or n 1 with both as one
+ * tuple<key, value> value) as the client sends it. Merged
  * over the memtables and SSTables of the moment. ERR_NOT_FOUND for an
  * unknown table, ERR_INVALID for an unknown index, ERR_UNSUPPORTED for
  * one whose terms cannot decide equality (decimals: scan instead). Fills

@@ -76,8 +76,13 @@ static int relation(struct parser *p, struct cql_relation *r)
 	r->kind = CQL_REL_COLUMN;
 	r->columns = one;
 	r->column_count = 1;
-	if (is_punct(p, "["))
-		return unsupported("Relations on collection elements");
+	if (accept_punct(p, "[")) { /* m[k] op v (Cassandra's grammar) */
+		if (!(r->element = cql_parse_term(p)) ||
+		    expect_punct(p, "]") != 0 || relation_op(p, &r->op) != 0)
+			return -1;
+		r->value = cql_parse_term(p);
+		return r->value ? 0 : -1;
+	}
 	if (accept_kw(p, "contains")) {
 		r->op = accept_kw(p, "key") ? CQL_OP_CONTAINS_KEY
 					    : CQL_OP_CONTAINS;

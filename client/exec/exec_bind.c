@@ -271,6 +271,13 @@ static int bind_relations(struct bind_ctx *x, const struct cql_relation *rels,
 			continue;
 		const char *name = m->columns[c].name;
 		const struct storage_type *ty = m->columns[c].type;
+		if (r->element) { /* m[k] = v: key(m), value(m) */
+			if (cql_where_element_check(&m->columns[c], r) != 0)
+				return -1;
+			bind_set_of(x, r->element, "key", name, ty->sub[0]);
+			bind_set_of(x, r->value, "value", name, ty->sub[1]);
+			continue;
+		}
 		if (r->op == CQL_OP_IN) {
 			if (r->value->kind == CQL_TERM_BIND) {
 				bind_set_of(x, r->value, "in", name, ty);

@@ -129,4 +129,10 @@ int cql_select_encode(const struct cql_select_plan *p,
 		      bool read_cut, int64_t now_sec, uint8_t version,
 		      int16_t stream, struct buf *out);
 
+/* The checks of a map element relation `m[k] op v` on `col` (Cassandra's
+ * SingleColumnRelation.toReceivers): a non-frozen map and `=`. 0, or -1
+ * with ERR_INVALID and Cassandra's sentence. */
+int cql_where_element_check(const struct storage_column *col,
+			    const struct cql_relation *r);
+
 #endif

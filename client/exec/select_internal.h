@@ -101,6 +101,12 @@ struct filter {
 	struct slice *ain;
 	/* the index serving it, or NULL (cql_select_plan_index) */
 	const struct cql_index *ix;
+	/* m[key] = value (op EQ, type the map's values'): the cell of path
+	 * `key` holds `value`; `pair` is (key, value) as a tuple<key, value>
+	 * value, what an entries(m) index looks up */
+	bool entry;
+	struct slice key;
+	struct slice pair;
 };
 
 /* Where a page stopped: the last row looked at (sent or filtered out). */

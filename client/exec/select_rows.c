@@ -346,6 +346,28 @@ static bool contains(const struct cql_select_plan *p, const struct filter *f,
 	return false;
 }
 
+/* m[k] = v: the map's cell of path k holds v. */
+static bool entry_matches(const struct cql_select_plan *p,
+			  const struct filter *f,
+			  const struct storage_row_view *row,
+			  const struct storage_row_view *stat)
+{
+	const struct storage_column *col = &p->m->columns[f->column];
+	const struct storage_row_view *src =
+		col->kind == STORAGE_COLUMN_STATIC ? stat : row;
+	const struct storage_type *kt = col->type->sub[0];
+	for (size_t i = 0; src && i < src->cell_count; i++) {
+		const struct storage_cell_view *c = &src->cells[i];
+		if (c->column != f->column ||
+		    storage_type_cmp(kt, c->path.ptr, c->path.len, f->key.ptr,
+				     f->key.len) != 0)
+			continue;
+		return storage_type_cmp(f->type, c->value.ptr, c->value.len,
+					f->value.ptr, f->value.len) == 0;
+	}
+	return false;
+}
+
 static bool passes_filters(const struct cql_select_plan *p,
 			   const struct storage_result *r,
 			   const struct storage_row_view *row,
@@ -354,6 +376,11 @@ static bool passes_filters(const struct cql_select_plan *p,
 	for (size_t i = 0; i < p->nfilters; i++) {
 		const struct filter *f = &p->filters[i];
 		struct slice v;
+		if (f->entry) {
+			if (!entry_matches(p, f, row, stat))
+				return false;
+			continue;
+		}
 		if (f->op == CQL_OP_CONTAINS || f->op == CQL_OP_CONTAINS_KEY) {
 			if (!contains(p, f, row, stat))
 				return false;

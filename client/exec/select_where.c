@@ -579,15 +579,45 @@ static const char filtering_refused[] =
 	"this query despite the performance unpredictability, use ALLOW "
 	"FILTERING";
 
+int cql_where_element_check(const struct storage_column *col,
+			    const struct cql_relation *r)
+{
+	uint16_t k = col->type->kind;
+	if (k == STORAGE_TYPE_LIST)
+		return err_set(ERR_INVALID,
+			       "Indexes on list entries (%s[index] = value) "
+			       "are not currently supported.",
+			       col->name);
+	if (k != STORAGE_TYPE_MAP)
+		return err_set(ERR_INVALID, "Column %s cannot be used as a map",
+			       col->name);
+	if (col->type->frozen)
+		return err_set(ERR_INVALID,
+			       "Map-entry equality predicates on frozen map "
+			       "column %s are not supported",
+			       col->name);
+	if (r->op != CQL_OP_EQ)
+		return err_set(ERR_INVALID,
+			       "Only EQ relations are supported on map "
+			       "entries");
+	return 0;
+}
+
 /* The index that serves `op` on `c`, or NULL: values(c) for CONTAINS,
- * keys(c) for CONTAINS KEY, the column's or full(c) otherwise. */
+ * keys(c) for CONTAINS KEY, entries(c) for c[k] = v (`entry`), the
+ * column's or full(c) otherwise. */
 static const struct cql_index *serving_index(const struct cql_select_plan *p,
-					     int c, enum cql_op op)
+					     int c, enum cql_op op, bool entry)
 {
 	for (size_t i = 0; i < cql_table_index_count(p->t); i++) {
 		const struct cql_index *ix = cql_table_index_at(p->t, i);
 		if (ix->column != c)
 			continue;
+		if (entry) {
+			if (op == CQL_OP_EQ && ix->target == CQL_INDEX_ENTRIES)
+				return ix;
+			continue;
+		}
 		if (op == CQL_OP_CONTAINS ? ix->target == CQL_INDEX_VALUES
 		    : op == CQL_OP_CONTAINS_KEY
 			    ? ix->target == CQL_INDEX_KEYS
@@ -724,6 +754,48 @@ static int add_filter(struct cql_select_plan *p, const struct cql_relation *r,
 	return analyze_filter(p, f);
 }
 
+/* m[k] = v, checked against every row read (an entries(m) index's, or
+ * under ALLOW FILTERING): SingleColumnRestriction's map entry
+ * restriction and its validate(). */
+static int add_entry_filter(struct cql_select_plan *p,
+			    const struct cql_relation *r, int c,
+			    const struct cql_index *ix,
+			    const struct cql_value *binds, size_t nbinds)
+{
+	const struct storage_column *col = &p->m->columns[c];
+	struct filter *f = &p->filters[p->nfilters++];
+	memset(f, 0, sizeof(*f));
+	f->column = c;
+	f->op = CQL_OP_EQ;
+	f->type = col->type->sub[1];
+	f->ix = ix;
+	f->entry = true;
+	enum given kg, vg;
+	if (cql_select_value_of(p, r->element, col->type->sub[0], col->name,
+				binds, nbinds, &f->key, &kg) != 0 ||
+	    cql_select_value_of(p, r->value, col->type->sub[1], col->name,
+				binds, nbinds, &f->value, &vg) != 0)
+		return -1;
+	if (kg != GIVEN_VALUE)
+		return err_set(ERR_INVALID, "Unsupported %s map key for column %s",
+			       kg == GIVEN_NULL ? "null" : "unset", col->name);
+	if (vg != GIVEN_VALUE)
+		return err_set(ERR_INVALID,
+			       "Unsupported %s map value for column %s",
+			       vg == GIVEN_NULL ? "null" : "unset", col->name);
+	/* the pair as a tuple<key, value> value: [int n][bytes] each */
+	size_t n = 8 + f->key.len + f->value.len;
+	uint8_t *b = arena_alloc(p->a, n);
+	if (!b)
+		return err_set(ERR_NOMEM, "filter");
+	be32_store(b, (uint32_t)f->key.len);
+	memcpy(b + 4, f->key.ptr, f->key.len);
+	be32_store(b + 4 + f->key.len, (uint32_t)f->value.len);
+	memcpy(b + 8 + f->key.len, f->value.ptr, f->value.len);
+	f->pair = (struct slice){b, n};
+	return 0;
+}
+
 /* Whether every partition key column is restricted by = or IN. */
 static bool partition_restricted(const struct cql_select_plan *p,
 				 const struct cql_select *q)
@@ -773,7 +845,8 @@ int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 		int c = r->kind == CQL_REL_COLUMN
 				? cql_table_column(p->t, r->columns[0])
 				: -1;
-		uses_index = c >= 0 && serving_index(p, c, r->op) &&
+		uses_index = c >= 0 &&
+			     serving_index(p, c, r->op, r->element != NULL) &&
 			     index_supports(&m->columns[c], r->op);
 	}
 	for (size_t i = 0; i < q->where_count; i++) {
@@ -799,6 +872,22 @@ int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 				       "table %s.%s",
 				       r->columns[0], m->keyspace, m->name);
 		const struct storage_column *col = &m->columns[c];
+		if (r->element) { /* m[k] = v: a map is never a key column */
+			if (cql_where_element_check(col, r) != 0)
+				return -1;
+			const struct cql_index *eix =
+				serving_index(p, c, r->op, true);
+			if (!q->allow_filtering && !eix &&
+			    cql_table_index_on(p->t, c))
+				return err_set(ERR_INVALID, index_ops_refused,
+					       col->name);
+			if (!q->allow_filtering && !eix)
+				return err_set(ERR_INVALID, "%s",
+					       filtering_refused);
+			if (add_entry_filter(p, r, c, eix, binds, nbinds) != 0)
+				return -1;
+			continue;
+		}
 		bool slice = r->op == CQL_OP_LT || r->op == CQL_OP_LTE ||
 			     r->op == CQL_OP_GT || r->op == CQL_OP_GTE;
 		/* SingleColumnRelation.newSliceRestriction */
@@ -807,7 +896,7 @@ int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 			return err_set(ERR_INVALID,
 				       "Slice restrictions are not supported "
 				       "on duration columns");
-		const struct cql_index *ix = serving_index(p, c, r->op);
+		const struct cql_index *ix = serving_index(p, c, r->op, false);
 		/* An indexed key column the key does not fix is served by
 		 * its index: its rows are found by the column's value. */
 		bool key_col = col->kind == STORAGE_COLUMN_PARTITION_KEY ||
@@ -950,7 +1039,7 @@ bool cql_select_plan_index(const struct cql_select_plan *p,
 	}
 	if (eq || in) {
 		out->name = (eq ? eq : in)->ix->name;
-		out->vals = eq ? &eq->value : in->in;
+		out->vals = eq ? (eq->entry ? &eq->pair : &eq->value) : in->in;
 		out->n_vals = eq ? 1 : in->n_in;
 		return true;
 	}

@@ -2,6 +2,7 @@
  * under the column type's comparator (random values of every numeric,
  * date, time and uuid type, edge values included), text folding, and the
  * terms atoms and keys give each target. */
+#include "common/err.h"
 #include "storage/sai_internal.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
@@ -236,6 +237,9 @@ START_TEST(targets_give_their_terms)
 				 t, "mv", 3, STORAGE_INDEX_VALUES, false),
 			 0);
 	ck_assert_int_eq(storage_table_meta_add_index(
+				 t, "me", 3, STORAGE_INDEX_ENTRIES, false),
+			 0);
+	ck_assert_int_eq(storage_table_meta_add_index(
 				 t, "ci", 1, STORAGE_INDEX_VALUE, false),
 			 0);
 	ck_assert_int_eq(storage_table_meta_add_index(
@@ -279,6 +283,24 @@ START_TEST(targets_give_their_terms)
 		sai_atom_term(t, storage_table_meta_index(t, "mv"), &el, &a),
 		1);
 	ck_assert_int_eq(a.len, 5);
+	/* entries(): the (key, value) pair, given as two values or as one
+	 * tuple<key, value> value (m[k] = v's lookup) */
+	const struct storage_index *me = storage_table_meta_index(t, "me");
+	ck_assert_int_eq(sai_atom_term(t, me, &el, &a), 1);
+	struct slice kv[2] = {k4, lo};
+	ck_assert_int_eq(sai_index_term(t, me, kv, 2, &b), 0);
+	ck_assert_int_eq(bytes_cmp(&a, &b), 0);
+	uint8_t pair[4 + 4 + 4 + 5] = {0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 5,
+				       'h', 'e', 'l', 'l', 'o'};
+	struct slice ps = {pair, sizeof(pair)};
+	ck_assert_int_eq(sai_index_term(t, me, &ps, 1, &b), 0);
+	ck_assert_int_eq(bytes_cmp(&a, &b), 0);
+	ps.len--; /* a value cut short */
+	ck_assert_int_eq(sai_index_term(t, me, &ps, 1, &b), -1);
+	ck_assert_int_eq(err_code(), ERR_INVALID);
+	pair[3] = 5; /* a key one byte longer: the rest does not parse */
+	ps.len++;
+	ck_assert_int_eq(sai_index_term(t, me, &ps, 1, &b), -1);
 
 	/* a clustering value from any atom of the row */
 	struct buf ck;
