@@ -27,3 +27,6 @@ cassini_pytest(integration_index_build test_index_build.py TIMEOUT 300)
 # Index operations on one node: analyzer options, a failed build kept
 # failed across restarts, a corrupt component, tablestats (127.0.109.60-62).
 cassini_pytest(integration_index_ops test_index_ops.py TIMEOUT 300)
+# m[k] = v on an entries(m) index and under ALLOW FILTERING: memtable and
+# SSTable data, deleted entries, paging, prepared (127.0.109.64).
+cassini_pytest(integration_index_entries test_index_entries.py TIMEOUT 300)
