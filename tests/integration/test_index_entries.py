@@ -3,16 +3,19 @@ answers it without ALLOW FILTERING, from memtables and SSTables; a deleted
 or overwritten map entry, a deleted row and an expired entry are never
 returned (the coordinator re-checks every row against the merged data);
 ALLOW FILTERING on an unindexed map gives the same rows; literal and
-prepared forms, paging. Node on 127.0.109.64. No timing thresholds."""
+prepared forms, paging. Node on 127.0.109.64; a 3-node RF 3 cluster on
+127.0.109.65-67 (the pair goes to remote replicas in RangeReq's index
+expression). No timing thresholds."""
+import os
 import subprocess
 import time
 
 import pytest
-from cassandra import InvalidRequest
+from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.cluster import Cluster
 from cassandra.query import SimpleStatement
 
-from conftest import BUILD_DIR, default_yaml
+from conftest import BUILD_DIR, SOURCE_DIR, default_yaml
 
 ADDRESS = "127.0.109.64"
 
@@ -121,3 +124,51 @@ def test_refusals(session):
                        match="Unsupported null map value for column m"):
         session.execute(session.prepare(
             "SELECT k FROM e.t WHERE m['a'] = ?"), (None,))
+
+
+def test_three_nodes(tmp_path):
+    env = dict(os.environ, CASSINI_HOME=str(tmp_path / "home"),
+               CASSINI_BIN_DIR=str(BUILD_DIR))
+
+    def run(*args):
+        r = subprocess.run(["/usr/bin/python3",
+                            str(SOURCE_DIR / "scripts" / "cluster.py"), *args],
+                           capture_output=True, text=True, env=env,
+                           timeout=180)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    run("create", "ie", "-n", "3", "--racks", "3", "--base-ip",
+        "127.0.109.65", "-c", "gossip_interval=250ms")
+    try:
+        run("start")
+        c = Cluster(["127.0.109.65"], protocol_version=4)
+        s = c.connect()
+        s.execute("CREATE KEYSPACE e WITH replication = {'class': "
+                  "'SimpleStrategy', 'replication_factor': 3}")
+        s.execute("CREATE TABLE e.t (k int PRIMARY KEY, m map<int, text>)")
+        s.execute("CREATE INDEX ON e.t (entries(m))")
+        ins = s.prepare("UPDATE e.t SET m[?] = ? WHERE k = ?")
+        ins.consistency_level = ConsistencyLevel.ALL
+        for k in range(30):
+            s.execute(ins, (k % 4, "v%d" % (k % 3), k))
+        want = sorted(k for k in range(30) if k % 4 == 1 and k % 3 == 2)
+        sel = s.prepare("SELECT k FROM e.t WHERE m[?] = ?")
+        for cl in (ConsistencyLevel.ONE, ConsistencyLevel.QUORUM,
+                   ConsistencyLevel.ALL):
+            sel.consistency_level = cl
+            deadline = time.monotonic() + 60
+            while True:  # the index may still be building on a replica
+                try:
+                    got = sorted(r.k for r in s.execute(sel, (1, "v2")))
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
+            assert got == want, cl
+        c.shutdown()
+    finally:
+        subprocess.run(["/usr/bin/python3",
+                        str(SOURCE_DIR / "scripts" / "cluster.py"), "-C",
+                        "ie", "remove"], env=env, capture_output=True,
+                       timeout=60)
