@@ -291,10 +291,12 @@ static void readrandom(const struct opts *o, uint64_t seed)
 	double secs = now_s() - t0;
 	cpu_s(&u1, &k1);
 	char extra[128];
-	snprintf(extra, sizeof(extra),
-		 " (%ld of %ld found); cpu %.3f micros/op (user %.3f, sys %.3f)",
-		 found, reads, (u1 - u0 + k1 - k0) * 1e6 / (double)reads,
-		 (u1 - u0) * 1e6 / (double)reads, (k1 - k0) * 1e6 / (double)reads);
+	snprintf(
+		extra, sizeof(extra),
+		" (%ld of %ld found); cpu %.3f micros/op (user %.3f, sys %.3f)",
+		found, reads, (u1 - u0 + k1 - k0) * 1e6 / (double)reads,
+		(u1 - u0) * 1e6 / (double)reads,
+		(k1 - k0) * 1e6 / (double)reads);
 	report("readrandom", reads, secs, bytes, extra);
 	printf("readrandom   : %" PRIu64 " sstables\n", s0.sstable_count);
 	if (o->read_stats) {
@@ -365,14 +367,15 @@ static void parse(int argc, char **argv, struct opts *o)
 		else if (flag(argv[i], "--use_existing_db", &v))
 			o->use_existing = atol(v) != 0;
 		else if (flag(argv[i], "--disable_auto_compactions", &v))
-			o->no_auto_compaction = strcmp(v, "true") == 0 ||
-						atol(v) != 0;
+			o->no_auto_compaction =
+				strcmp(v, "true") == 0 || atol(v) != 0;
 		else if (flag(argv[i], "--disk_access_mode", &v))
-			o->access = strcmp(v, "standard") == 0
-					    ? STORAGE_DISK_ACCESS_STANDARD
-				    : strcmp(v, "mmap_index_only") == 0
-					    ? STORAGE_DISK_ACCESS_MMAP_INDEX_ONLY
-					    : STORAGE_DISK_ACCESS_MMAP;
+			o->access =
+				strcmp(v, "standard") == 0
+					? STORAGE_DISK_ACCESS_STANDARD
+				: strcmp(v, "mmap_index_only") == 0
+					? STORAGE_DISK_ACCESS_MMAP_INDEX_ONLY
+					: STORAGE_DISK_ACCESS_MMAP;
 		else if (flag(argv[i], "--mmap_read", &v))
 			o->access = strcmp(v, "true") == 0 || atol(v) != 0
 					    ? STORAGE_DISK_ACCESS_MMAP

@@ -224,8 +224,7 @@ static inline const uint8_t *env_file_map(struct env_file *f, uint64_t *len)
 	*len = 0;
 	return f->ops->map ? f->ops->map(f, len) : NULL;
 }
-static inline bool env_file_resident(struct env_file *f, uint64_t off,
-				     size_t n)
+static inline bool env_file_resident(struct env_file *f, uint64_t off, size_t n)
 {
 	return f->ops->resident && f->ops->resident(f, off, n);
 }

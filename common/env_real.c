@@ -37,7 +37,7 @@ struct env_timer {
 struct real_file {
 	struct env_file base; /* must be first */
 	int fd;
-	char *path; /* for error messages */
+	char *path;   /* for error messages */
 	uint8_t *map; /* file_map's mapping, or NULL */
 	size_t map_len;
 };

@@ -35,7 +35,10 @@ static const struct conf_enum_name disk_policy_names[] = {
 	{NULL, 0}};
 /* storage's enum storage_disk_access */
 static const struct conf_enum_name disk_access_names[] = {
-	{"auto", 3}, {"mmap", 0}, {"mmap_index_only", 1}, {"standard", 2},
+	{"auto", 3},
+	{"mmap", 0},
+	{"mmap_index_only", 1},
+	{"standard", 2},
 	{NULL, 0}};
 static const struct conf_enum_name snitch_names[] = {
 	{"SimpleSnitch", CONF_SNITCH_SIMPLE},

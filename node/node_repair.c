@@ -527,7 +527,8 @@ static int twcs_refusal(const struct repair_cmd *c, struct buf *err)
 		for (size_t i = 0; i < nt; i++) {
 			const struct storage_table_meta *m =
 				cql_table_meta(cql_keyspace_table_at(k, i));
-			if (m->options.compaction != STORAGE_COMPACTION_TIME_WINDOW ||
+			if (m->options.compaction !=
+				    STORAGE_COMPACTION_TIME_WINDOW ||
 			    !table_wanted((void *)c, m->name))
 				continue;
 			if (len < sizeof(names))
@@ -641,7 +642,8 @@ static void run_next(struct repair_cmd *c)
 }
 
 static const char usage_text[] =
-	"repair [--full] [--force-incremental] [-pr] [-st TOKEN -et TOKEN] [-dc NAME]... [-local] "
+	"repair [--full] [--force-incremental] [-pr] [-st TOKEN -et TOKEN] "
+	"[-dc NAME]... [-local] "
 	"[-hosts A,B,...] [--preview] [-seq | -dcpar] [-j N] [--trace] "
 	"[keyspace [tables...]] | repair --paxos-only [keyspace [table]] | "
 	"repair schedule "

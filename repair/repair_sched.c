@@ -87,9 +87,8 @@ bool repair_sched_windows_open(const struct repair_sched_window *w, size_t n,
 int repair_sched_tuning_parse(const char *text, char *name, size_t cap,
 			      struct repair_sched_tuning *out)
 {
-	*out = (struct repair_sched_tuning){.enabled = -1,
-					    .segments_per_node = -1,
-					    .incremental = -1};
+	*out = (struct repair_sched_tuning){
+		.enabled = -1, .segments_per_node = -1, .incremental = -1};
 	char buf[512];
 	snprintf(buf, sizeof(buf), "%s", text);
 	char *save = NULL;
@@ -654,14 +653,15 @@ static void tick(void *arg)
 			/* as the repair command refuses it without
 			 * --force-incremental: full repairs instead */
 			if (!t->twcs_noted)
-				LOG_WARN("repair schedule: %s: incremental=true "
-					 "refused for a "
-					 "TimeWindowCompactionStrategy table "
-					 "(anticompaction would split its time "
-					 "windows' SSTables, and its data "
-					 "normally expires by TTL); running "
-					 "full repairs instead",
-					 t->name);
+				LOG_WARN(
+					"repair schedule: %s: incremental=true "
+					"refused for a "
+					"TimeWindowCompactionStrategy table "
+					"(anticompaction would split its time "
+					"windows' SSTables, and its data "
+					"normally expires by TTL); running "
+					"full repairs instead",
+					t->name);
 			t->twcs_noted = true;
 			incremental = false;
 		} else {

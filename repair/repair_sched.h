@@ -77,9 +77,9 @@ struct repair_sched_tuning {
 };
 
 /* "ks.table key=value ..." (keys enabled, incremental, intensity,
- * segments_per_node, partitions_per_segment, bytes_per_segment; bytes as a number with an
- * optional KiB, MiB or GiB). The name goes to `name` (cap bytes). 0 or
- * -1 (ERR_CONFIG, a message naming the bad part). */
+ * segments_per_node, partitions_per_segment, bytes_per_segment; bytes as a
+ * number with an optional KiB, MiB or GiB). The name goes to `name` (cap
+ * bytes). 0 or -1 (ERR_CONFIG, a message naming the bad part). */
 int repair_sched_tuning_parse(const char *text, char *name, size_t cap,
 			      struct repair_sched_tuning *out);
 

@@ -24,12 +24,12 @@ struct sched_table {
 	char name[REPAIR_SCHED_NAME_MAX];
 	uint8_t id[16];
 	int64_t gc_grace_seconds;
-	double density; /* estimated partitions per unit of ring fraction */
-	bool known;     /* in the node's latest table list */
+	double density;   /* estimated partitions per unit of ring fraction */
+	bool known;       /* in the node's latest table list */
 	bool time_window; /* TWCS: segments are full repairs */
 	bool twcs_noted;  /* the refusal of incremental=true is logged */
-	bool paused;    /* by repair schedule pause ks[.table] */
-	bool forced;    /* run-now: this cycle ignores windows and sleeps */
+	bool paused;      /* by repair schedule pause ks[.table] */
+	bool forced;      /* run-now: this cycle ignores windows and sleeps */
 	bool run_now;
 	struct repair_sched_tuning tuning; /* resolved: every field set */
 	int64_t first_seen_us;             /* wall */

@@ -226,23 +226,25 @@ int storage_block_read_into_nowait(struct env_file *f, const char *path,
 int storage_block_map_into(const uint8_t *map, uint64_t map_len,
 			   const char *path, uint64_t off, uint64_t disk_len,
 			   size_t want, uint8_t **mem, size_t *cap,
-			   const uint8_t **raw, size_t *raw_len,
-			   uint64_t *next)
+			   const uint8_t **raw, size_t *raw_len, uint64_t *next)
 {
 	*raw = NULL;
 	if (off > map_len || map_len - off < BLOCK_HEADER)
-		return err_set(ERR_CORRUPT, "%s: truncated block at offset %llu",
-			       path, (unsigned long long)off);
+		return err_set(ERR_CORRUPT,
+			       "%s: truncated block at offset %llu", path,
+			       (unsigned long long)off);
 	const uint8_t *img = map + off;
 	if (!disk_len)
 		disk_len = (uint64_t)be32_load(img + 5) + BLOCK_HEADER +
 			   BLOCK_TRAILER;
 	if (disk_len > BLOCK_MAX_RAW + 1024)
-		return err_set(ERR_CORRUPT, "%s: block at offset %llu too large",
-			       path, (unsigned long long)off);
+		return err_set(ERR_CORRUPT,
+			       "%s: block at offset %llu too large", path,
+			       (unsigned long long)off);
 	if (map_len - off < disk_len)
-		return err_set(ERR_CORRUPT, "%s: truncated block at offset %llu",
-			       path, (unsigned long long)off);
+		return err_set(ERR_CORRUPT,
+			       "%s: truncated block at offset %llu", path,
+			       (unsigned long long)off);
 	int rc = block_check(img, (size_t)disk_len);
 	size_t len = rc ? 0 : be32_load(img + 1);
 	if (!rc && img[0] == STORAGE_COMPRESSION_NONE) {

@@ -214,8 +214,8 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 			  : storage_read_ctx_finish(&c, token, key, out);
 	if (!rc) {
 		count_read(s.t, env_mono_us(db->o.env) - start, ssts, &c);
-		storage_engine_sample_maybe(s.t, STORAGE_SAMPLE_READS,
-					    cmd->key, cmd->key_len);
+		storage_engine_sample_maybe(s.t, STORAGE_SAMPLE_READS, cmd->key,
+					    cmd->key_len);
 	}
 	if (cmd->stats)
 		cmd->stats->sstables += ssts;

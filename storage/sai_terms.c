@@ -222,11 +222,13 @@ int sai_index_term(const struct storage_table_meta *t,
 		size_t len = vals[0].len, pos = 0;
 		for (int i = 0; i < 2; i++) {
 			if (len - pos < 4)
-				return err_set(ERR_INVALID, "entries: bad pair");
+				return err_set(ERR_INVALID,
+					       "entries: bad pair");
 			uint32_t l = be32_load(b + pos);
 			pos += 4;
 			if (l > len - pos)
-				return err_set(ERR_INVALID, "entries: bad pair");
+				return err_set(ERR_INVALID,
+					       "entries: bad pair");
 			kv[i] = (struct slice){b + pos, l};
 			pos += l;
 		}

@@ -485,10 +485,9 @@ static struct cached_block *block_get_hit(struct sstable *s, bool index,
 		nb->partial = !c && want && len < be32_load(map + off + 1);
 		if (nb->partial && raw[want - 1] != TAG_PEND) {
 			nb->partial = false;
-			if (storage_block_map_into(map, map_len, path, off,
-						   disk_len, 0, &nb->owned,
-						   &nb->cap, &raw, &len,
-						   &next)) {
+			if (storage_block_map_into(
+				    map, map_len, path, off, disk_len, 0,
+				    &nb->owned, &nb->cap, &raw, &len, &next)) {
 				storage_block_cache_release(nb);
 				return NULL;
 			}
@@ -518,7 +517,8 @@ static struct cached_block *block_get_hit(struct sstable *s, bool index,
 static struct cached_block *block_get(struct sstable *s, bool index,
 				      uint64_t off, uint64_t disk_len,
 				      bool fill, bool cached_only,
-				      struct storage_read_stats *st, size_t want)
+				      struct storage_read_stats *st,
+				      size_t want)
 {
 	bool hit;
 	return block_get_hit(s, index, off, disk_len, fill, cached_only, st,
@@ -695,10 +695,10 @@ static int walk_partition(struct walk *w, uint64_t off, uint64_t disk_len,
 				       "%s: partition runs past "
 				       "the end",
 				       w->s->data_path);
-		struct cached_block *blk = block_get(
-			w->s, false, off, disk_len, !w->all && !whole,
-			w->c->cached_only, whole ? NULL : w->c->cmd->stats,
-			w->want);
+		struct cached_block *blk =
+			block_get(w->s, false, off, disk_len, !w->all && !whole,
+				  w->c->cached_only,
+				  whole ? NULL : w->c->cmd->stats, w->want);
 		w->want = 0;
 		whole = false;
 		if (!blk || storage_read_ctx_keep_ref(
@@ -945,10 +945,10 @@ int sstable_read(struct sstable *s, struct read_ctx *c, int64_t token,
 				err_prefix("%s: block at %llu", s->index_path,
 					   (unsigned long long)s->sum_off[b]);
 			else
-				rc = read_entry(s, c, &e, false,
-						next_start_in_block(
-							cur, e.block_off,
-							e.in_block));
+				rc = read_entry(
+					s, c, &e, false,
+					next_start_in_block(cur, e.block_off,
+							    e.in_block));
 			sst_entry_free(&e);
 			if (st)
 				st->sstables_found++;

@@ -240,7 +240,7 @@ struct storage_options {
 	size_t block_cache_size; /* decoded SSTable blocks; 32 MiB, 0 = off */
 	/* enum storage_disk_access: how point reads reach SSTable bytes */
 	int disk_access_mode;
-	storage_post_fn post;    /* may be NULL */
+	storage_post_fn post; /* may be NULL */
 	void *post_arg;
 };
 

@@ -91,7 +91,7 @@ struct cql_relation {
 	const char **columns; /* one for COLUMN, several for TOKEN/TUPLE */
 	size_t column_count;
 	enum cql_op op;
-	struct cql_term *value; /* for IN: a TUPLE/LIST of terms or a bind */
+	struct cql_term *value;   /* for IN: a TUPLE/LIST of terms or a bind */
 	struct cql_term *element; /* m[k] op v: the key k, else NULL */
 };
 

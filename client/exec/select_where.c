@@ -777,7 +777,8 @@ static int add_entry_filter(struct cql_select_plan *p,
 				binds, nbinds, &f->value, &vg) != 0)
 		return -1;
 	if (kg != GIVEN_VALUE)
-		return err_set(ERR_INVALID, "Unsupported %s map key for column %s",
+		return err_set(ERR_INVALID,
+			       "Unsupported %s map key for column %s",
 			       kg == GIVEN_NULL ? "null" : "unset", col->name);
 	if (vg != GIVEN_VALUE)
 		return err_set(ERR_INVALID,

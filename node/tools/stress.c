@@ -29,10 +29,10 @@
  * A sustained run (`duration=`, with `n` the key space): operations go on
  * until the time is up; writes take keys 0, 1, ... wrapping at n (then
  * overwriting), reads and `delete`s (DELETE of the partition) pick keys
- * uniformly among those written so far (among all n without writes). `ttl_share` percent of the writes
- * carry USING TTL `ttl`. With deletes or TTLs each progress line also
- * gives the live keys (written, not deleted since, not expired): the
- * tool keeps each key's expiry (4 bytes a key).
+ * uniformly among those written so far (among all n without writes).
+ * `ttl_share` percent of the writes carry USING TTL `ttl`. With deletes or TTLs
+ * each progress line also gives the live keys (written, not deleted since, not
+ * expired): the tool keeps each key's expiry (4 bytes a key).
  *
  * One event loop, one thread: the client costs little CPU, and a single
  * thread keeps it off the server's core as much as the machine allows.
@@ -81,7 +81,7 @@ struct stress_opts {
 	 * text too; indexed2 has an SAI index on each) */
 	int shape;
 	unsigned ratio_write, ratio_read, ratio_delete;
-	uint64_t duration_s; /* 0: n operations */
+	uint64_t duration_s;       /* 0: n operations */
 	uint32_t ttl_s, ttl_share; /* percent of writes with USING TTL */
 	uint64_t interval_s;       /* progress lines; 1 */
 };
@@ -109,9 +109,10 @@ struct stress_run {
 	struct event_base *base;
 	struct cql_client *client;
 	struct ssl_ctx_st *tls; /* -transport, or NULL */
-	struct cql_client_prepared *insert, *select, *counter, *del, *insert_ttl;
+	struct cql_client_prepared *insert, *select, *counter, *del,
+		*insert_ttl;
 	uint32_t *expiry; /* per key: 0 absent, UINT32_MAX live, else the
-			     * second of the run it expires at */
+			   * second of the run it expires at */
 	uint64_t end_ns;  /* duration: when to stop issuing */
 	bool stopping;
 	struct stress_slot *slots;
@@ -460,7 +461,8 @@ static int parse_args(int argc, char **argv, struct stress_opts *o)
 			if (strcmp(group, "rate") && strcmp(group, "mode") &&
 			    strcmp(group, "node") && strcmp(group, "port") &&
 			    strcmp(group, "schema") && strcmp(group, "col") &&
-			    strcmp(group, "transport") && strcmp(group, "log")) {
+			    strcmp(group, "transport") &&
+			    strcmp(group, "log")) {
 				fprintf(stderr,
 					"cassini-stress: unknown option %s\n",
 					a);
@@ -949,7 +951,8 @@ static int run(const struct stress_opts *o)
 		       o->ratio_write, o->ratio_read, o->ratio_delete, o->ttl_s,
 		       o->ttl_share, o->duration_s);
 	printf("%8s %12s %10s %10s %10s %8s%s\n", "time", "total ops", "op/s",
-	       "p50(ms)", "p99(ms)", "errors", r->expiry ? "    live keys" : "");
+	       "p50(ms)", "p99(ms)", "errors",
+	       r->expiry ? "    live keys" : "");
 	r->progress = event_new(base, -1, EV_PERSIST, on_progress, r);
 	struct timeval second = {(time_t)o->interval_s, 0};
 	if (!r->progress || event_add(r->progress, &second) != 0)

@@ -303,10 +303,13 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, every_access_mode_reads_the_same_values);
 	tcase_add_test(tc, cache_off_and_tiny_cache_read_the_same);
-	tcase_add_test(tc, memory_only_reads_of_a_mapped_sstable_in_the_page_cache);
+	tcase_add_test(tc,
+		       memory_only_reads_of_a_mapped_sstable_in_the_page_cache);
 	tcase_add_test(tc, the_cache_admits_a_block_on_its_second_miss);
-	tcase_add_test(tc, a_scan_outlives_the_compaction_of_its_mapped_sstables);
-	tcase_add_test(tc, a_truncated_mapped_sstable_fails_reads_without_sigbus);
+	tcase_add_test(tc,
+		       a_scan_outlives_the_compaction_of_its_mapped_sstables);
+	tcase_add_test(tc,
+		       a_truncated_mapped_sstable_fails_reads_without_sigbus);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }

@@ -290,8 +290,8 @@ START_TEST(targets_give_their_terms)
 	struct slice kv[2] = {k4, lo};
 	ck_assert_int_eq(sai_index_term(t, me, kv, 2, &b), 0);
 	ck_assert_int_eq(bytes_cmp(&a, &b), 0);
-	uint8_t pair[4 + 4 + 4 + 5] = {0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 5,
-				       'h', 'e', 'l', 'l', 'o'};
+	uint8_t pair[4 + 4 + 4 + 5] = {0, 0, 0, 4,   0,   0,   0,   4,  0,
+				       0, 0, 5, 'h', 'e', 'l', 'l', 'o'};
 	struct slice ps = {pair, sizeof(pair)};
 	ck_assert_int_eq(sai_index_term(t, me, &ps, 1, &b), 0);
 	ck_assert_int_eq(bytes_cmp(&a, &b), 0);
