@@ -3,7 +3,7 @@ cluster works and after a replica dies, and parsed with Prometheus' own
 text-format parser: every family is well formed, and the counters move as
 the work does (requests by operation and consistency level, table writes,
 bytes compacted, repair sessions, Unavailable and hints once a replica is
-gone), a rebuild's progress. Addresses 127.0.85.x and 127.0.100.42-43."""
+gone), a rebuild's progress. Addresses 127.0.85.x and 127.0.100.62-63."""
 import signal
 import subprocess
 import time
@@ -227,8 +227,8 @@ def test_metrics_off_by_default(make_node):
 def test_movement_progress(make_node):
     """A rebuild slowed to 1 KiB/s of validation reads (its sessions'
     scans share compaction_throughput): its ranges and keyspaces, to
-    stream and streamed, while it runs. Addresses 127.0.100.42-43."""
-    a, b = "127.0.100.42", "127.0.100.43"
+    stream and streamed, while it runs. Addresses 127.0.100.62-63."""
+    a, b = "127.0.100.62", "127.0.100.63"
     nodes = []
     for ip in (a, b):
         n = make_node(default_yaml(listen_address=ip, rpc_address=ip,

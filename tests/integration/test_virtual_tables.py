@@ -6,7 +6,7 @@ max_partition_size and the local latency tables, internode_inbound and
 internode_outbound (two nodes), repairs and repair_sessions (a repair
 seen running, then done; full and incremental), WHERE on the key, and
 writes refused as Cassandra refuses them. Addresses 127.0.100.1,
-127.0.100.30-31 and 127.0.100.40-41."""
+127.0.100.30-31 and 127.0.100.60-61."""
 import os
 import subprocess
 import time
@@ -656,7 +656,7 @@ def test_repairs_and_repair_sessions(make_node):
     """A full repair seen while it runs (validation slowed to 1 KiB/s) and
     once done, then an incremental one: Cassandra 5.0's repairs and
     repair_sessions rows, their steps in order."""
-    a, b = "127.0.100.40", "127.0.100.41"
+    a, b = "127.0.100.60", "127.0.100.61"
     nodes = []
     for ip, name in ((a, "ra"), (b, "rb")):
         n = make_node(default_yaml(listen_address=ip, rpc_address=ip,
