@@ -495,7 +495,14 @@ static bool tls_error(struct conn *c, char *dst, size_t cap)
 		return false;
 	char r[256];
 	ERR_error_string_n(last, r, sizeof(r));
-	snprintf(dst, cap, "TLS: %s", r);
+	/* "certificate verify failed" alone does not say which check */
+	SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+	long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+	if (v != X509_V_OK)
+		snprintf(dst, cap, "TLS: %s (%s)", r,
+			 X509_verify_cert_error_string(v));
+	else
+		snprintf(dst, cap, "TLS: %s", r);
 	return true;
 }
 

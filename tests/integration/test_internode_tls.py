@@ -5,7 +5,7 @@ peer without a certificate and a plaintext node cannot connect, so they
 are never gossiped to nor in the ring), `dc` mode encrypting only the
 connections across datacenters, and a plaintext peer refused where
 encryption is required even when it claims to be in our datacenter
-(CVE-2020-17516). Addresses 127.0.95.1-30."""
+(CVE-2020-17516). Addresses 127.0.95.1-30 and 127.0.91.60-61."""
 import socket
 import ssl
 import subprocess
@@ -172,6 +172,26 @@ def test_endpoint_verification(make_node, certs):
         na.log() + nb.log()
     time.sleep(1)
     assert status_ips(a) == {a}, tool(a, "status")
+
+
+def test_endpoint_verification_outbound(make_node, certs):
+    """The connecting side checks too: a node reaching its seed refuses a
+    certificate (from the cluster's CA) that names another address, so it
+    never gossips with it. Without that check the two would see each
+    other (the seed's inbound check passes: d's certificate names d)."""
+    d, c = "127.0.91.60", "127.0.91.61"
+    ca_dir = certs["ca"].parent
+    own = sign(ca_dir, "cluster-ca", "node-d", [d])
+    other = sign(ca_dir, "cluster-ca", "node-c-wrong", ["127.0.91.62"])
+    nc = node(make_node, c, c, encryption("all", other, certs["ca"]))
+    assert nc.wait_for_log("CQL clients on", timeout=30), nc.log()
+    nd = node(make_node, d, f"{d},{c}", encryption("all", own, certs["ca"]))
+    assert nd.wait_for_log(f"connection to {c}:7000 failed: TLS: ",
+                           timeout=30), nd.log()
+    assert "IP address mismatch" in nd.log(), nd.log()
+    time.sleep(2)
+    assert status_ips(d) == {d}, tool(d, "status")
+    assert status_ips(c) == {c}, tool(c, "status")
 
 
 def test_dc_mode_encrypts_across_dcs_only(make_node, certs):
