@@ -24,6 +24,7 @@
 #include <event2/event.h>
 
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,8 @@ bool cql_client_peer_up(const struct cql_client *c, const uint8_t *ip,
 }
 
 /* Adds (not yet started) a host, or returns the known one's index. */
-static int add_host(struct cql_client *c, const struct inet_addr *a)
+static int add_host(struct cql_client *c, const struct inet_addr *a,
+		    const char *name)
 {
 	int i = find_host(c, a);
 	if (i >= 0)
@@ -112,6 +114,8 @@ static int add_host(struct cql_client *c, const struct inet_addr *a)
 		return err_set(ERR_NOMEM, "hosts");
 	}
 	h->addr = *a;
+	if (name)
+		snprintf(h->name, sizeof(h->name), "%s", name);
 	for (int k = 0; k < n; k++) {
 		h->nconns++;
 		if (cql_conn_init(&h->conns[k], c, h) != 0) {
@@ -577,7 +581,7 @@ static void on_topology(void *arg, enum cql_client_status status,
 				if (!c->cfg.discover_peers &&
 				    find_host(c, &a) < 0)
 					continue;
-				h = add_host(c, &a);
+				h = add_host(c, &a, NULL);
 				if (h < 0)
 					continue;
 				host_start(c->hosts[h]);
@@ -679,6 +683,7 @@ struct cql_client *cql_client_new(struct event_base *base,
 	c->base = base;
 	c->cfg = *config;
 	c->cfg.contact_points = NULL;
+	c->cfg.contact_names = NULL;
 	c->cfg.username = c->cfg.password = NULL;
 	if (config->username &&
 	    (!(c->cfg.username = strdup(config->username)) ||
@@ -698,12 +703,61 @@ struct cql_client *cql_client_new(struct event_base *base,
 	struct timeval tv = {0, CQL_CLIENT_TICK_MS * 1000};
 	event_add(c->tick, &tv);
 	for (size_t i = 0; i < config->contact_count; i++) {
-		if (add_host(c, &config->contact_points[i]) < 0) {
+		if (add_host(c, &config->contact_points[i],
+			     config->contact_names ? config->contact_names[i]
+						   : NULL) < 0) {
 			cql_client_delete(c);
 			return NULL;
 		}
 	}
 	return c;
+}
+
+int cql_client_resolve(const char *text, uint16_t default_port,
+		       struct inet_addr *out, char *name, size_t cap)
+{
+	if (cap)
+		name[0] = 0;
+	if (inet_addr_parse(text, default_port, out) == 0)
+		return 0;
+	const char *colon = strchr(text, ':');
+	if (text[0] == '[' || (colon && strchr(colon + 1, ':')))
+		return -1; /* an IPv6 form: inet_addr_parse said why */
+	size_t n = colon ? (size_t)(colon - text) : strlen(text);
+	char host[256];
+	if (n == 0 || n >= sizeof(host) || n >= cap)
+		return err_set(ERR_INVALID, "bad host name in '%s'", text);
+	memcpy(host, text, n);
+	host[n] = 0;
+	uint16_t port = default_port;
+	if (colon) {
+		char *end;
+		long v = strtol(colon + 1, &end, 10);
+		if (!colon[1] || *end || v < 1 || v > 65535)
+			return err_set(ERR_INVALID, "bad port in '%s'", text);
+		port = (uint16_t)v;
+	}
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	int r = getaddrinfo(host, NULL, &hints, &res);
+	if (r != 0)
+		return err_set(ERR_INVALID, "cannot resolve host %s: %s", host,
+			       gai_strerror(r));
+	const struct addrinfo *pick = res;
+	for (const struct addrinfo *i = res; i; i = i->ai_next)
+		if (i->ai_family == AF_INET) {
+			pick = i;
+			break;
+		}
+	r = inet_addr_from_sockaddr(pick->ai_addr, (size_t)pick->ai_addrlen,
+				    out);
+	freeaddrinfo(res);
+	if (r != 0)
+		return -1;
+	out->port = port;
+	memcpy(name, host, n + 1);
+	return 0;
 }
 
 struct ssl_ctx_st *cql_client_tls_new(const char *truststore,

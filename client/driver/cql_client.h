@@ -170,9 +170,22 @@ struct cql_client_config {
 	 * plaintext. */
 	struct ssl_ctx_st *tls;
 	/* With tls: the server's certificate must also name the address
-	 * connected to (an IP subjectAltName), as drivers' check_hostname. */
+	 * connected to (an IP subjectAltName), as drivers' check_hostname;
+	 * for a contact point with a name in contact_names, that name (a DNS
+	 * subjectAltName). */
 	bool tls_check_hostname;
+	/* NULL, or per contact point the host name it was resolved from
+	 * (NULL or "": none); copied. */
+	const char *const *contact_names;
 };
+
+/* "host", "host:port", an IPv4/IPv6 literal or "[v6]:port" as an address
+ * (`default_port` without a port): a literal as it is, a host name by
+ * getaddrinfo, its first IPv4 address, else its first. Blocking: call it
+ * before the event loop runs. `name` (`cap` bytes) gets the host name,
+ * "" for a literal. 0 or -1 (ERR_INVALID naming the host). */
+int cql_client_resolve(const char *text, uint16_t default_port,
+		       struct inet_addr *out, char *name, size_t cap);
 
 /* A TLS client context: the server's certificate must chain to the PEM
  * `truststore` (NULL or "": not verified); `keystore` (NULL: none) is our

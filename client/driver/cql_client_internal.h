@@ -90,6 +90,7 @@ struct cql_conn {
 
 struct cql_host {
 	struct inet_addr addr;
+	char name[256]; /* the contact point's host name, or "" */
 	struct cql_conn *conns;
 	int nconns;
 	unsigned rr;

@@ -880,8 +880,12 @@ static struct cql_client *connect_client(const struct stress_opts *o,
 					 struct ssl_ctx_st *tls)
 {
 	struct inet_addr addrs[NODES_MAX];
+	char names[NODES_MAX][256]; /* copied by cql_client_new */
+	const char *name_of[NODES_MAX];
 	for (size_t i = 0; i < o->nnodes; i++) {
-		if (inet_addr_parse(o->nodes[i], o->port, &addrs[i]) != 0) {
+		name_of[i] = names[i];
+		if (cql_client_resolve(o->nodes[i], o->port, &addrs[i],
+				       names[i], sizeof(names[i])) != 0) {
 			fprintf(stderr, "cassini-stress: -node %s: %s\n",
 				o->nodes[i], err_msg());
 			return NULL;
@@ -898,6 +902,7 @@ static struct cql_client *connect_client(const struct stress_opts *o,
 	cfg.password = o->password;
 	cfg.tls = tls;
 	cfg.tls_check_hostname = o->check_hostname;
+	cfg.contact_names = name_of;
 	struct cql_client *c = cql_client_new(base, &cfg);
 	if (!c || cql_client_connect_sync(c) != 0) {
 		fprintf(stderr, "cassini-stress: connect: %s\n", err_msg());

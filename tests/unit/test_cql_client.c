@@ -842,12 +842,55 @@ START_TEST(streams_reprepare_timeouts_and_reconnects)
 }
 END_TEST
 
+START_TEST(contact_points_take_host_names)
+{
+	struct inet_addr a;
+	char name[256];
+	ck_assert_int_eq(cql_client_resolve("127.0.91.60", 9042, &a, name,
+					    sizeof(name)),
+			 0);
+	ck_assert_int_eq(a.family, INET_V4);
+	ck_assert_int_eq(a.port, 9042);
+	ck_assert_str_eq(name, "");
+	ck_assert_int_eq(
+		cql_client_resolve("[::1]:9100", 9042, &a, name, sizeof(name)),
+		0);
+	ck_assert_int_eq(a.family, INET_V6);
+	ck_assert_int_eq(a.port, 9100);
+	ck_assert_str_eq(name, "");
+	/* a name: resolved (the first IPv4 address), kept for the TLS
+	 * name check */
+	ck_assert_int_eq(cql_client_resolve("localhost", 9042, &a, name,
+					    sizeof(name)),
+			 0);
+	ck_assert_int_eq(a.family, INET_V4);
+	ck_assert_int_eq(a.ip[0], 127);
+	ck_assert_int_eq(a.port, 9042);
+	ck_assert_str_eq(name, "localhost");
+	ck_assert_int_eq(cql_client_resolve("localhost:9043", 9042, &a, name,
+					    sizeof(name)),
+			 0);
+	ck_assert_int_eq(a.port, 9043);
+	ck_assert_int_eq(cql_client_resolve("localhost:0", 9042, &a, name,
+					    sizeof(name)),
+			 -1);
+	ck_assert_int_eq(cql_client_resolve("no-such-host.invalid", 9042, &a,
+					    name, sizeof(name)),
+			 -1);
+	ck_assert_ptr_nonnull(strstr(err_msg(), "no-such-host.invalid"));
+	ck_assert_int_eq(cql_client_resolve(":9042", 9042, &a, name,
+					    sizeof(name)),
+			 -1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cql_client");
 	TCase *tc = tcase_create("core");
 	seed = test_seed(0x5eed5eedull);
 	tcase_add_test(tc, requests_decode_with_the_server_decoders);
+	tcase_add_test(tc, contact_points_take_host_names);
 	tcase_add_test(tc, responses_decode_from_the_server_encoders);
 	tcase_add_test(tc, every_truncation_fails_cleanly);
 	tcase_add_test(tc, hostile_counts_and_types_are_refused);
