@@ -475,6 +475,50 @@ def test_credentials_cache(tmp_path):
         run("-C", "creds", "remove", check=False)
 
 
+def test_the_default_superuser_is_read_at_quorum(tmp_path):
+    """Roles are read at LOCAL_ONE, the default superuser `cassandra` at
+    QUORUM (as Cassandra's CassandraRoleManager): with system_auth at RF 2
+    and one of the two nodes down, another role still logs in on the
+    other, `cassandra` does not (a LOCAL_ONE read would let it in). The
+    credentials cache is off so each login reads."""
+    run = cluster_script(tmp_path)
+    a, b = "127.0.91.62", "127.0.91.63"
+    run("create", "quorum", "-n", "2", "--base-ip", a, "--auth",
+        "-c", "gossip_interval=250ms", "-c", "superuser_setup_delay=500ms",
+        "-c", "credentials_validity=0")
+    try:
+        run("start")
+        until(lambda: can_login(a, "cassandra", "cassandra"),
+              "the default superuser logs in")
+        c, s = connect(a, "cassandra", "cassandra")
+        try:
+            s.execute("ALTER KEYSPACE system_auth WITH replication = "
+                      "{'class': 'SimpleStrategy', "
+                      "'replication_factor': 2}")
+            s.execute("CREATE ROLE alice WITH PASSWORD = 'a' AND "
+                      "LOGIN = true")
+            # the admin port takes superusers: one read at LOCAL_ONE
+            s.execute("CREATE ROLE root WITH PASSWORD = 'r' AND "
+                      "LOGIN = true AND SUPERUSER = true")
+        finally:
+            c.shutdown()
+        r = tool_run(a, "-u", "cassandra", "-pw", "cassandra", "repair",
+                     "system_auth", timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert can_login(a, "alice", "a")
+        run("-C", "quorum", "node", "node2", "stop")
+        until(lambda: any(line.startswith("DN") and b in line for line in
+                          tool_run(a, "-u", "root", "-pw", "r", "status",
+                                   timeout=30)
+                          .stdout.splitlines()),
+              "node1 sees node2 down")
+        assert can_login(a, "alice", "a")
+        assert "Unable to perform authentication" in \
+            login_error(a, "cassandra", "cassandra")
+    finally:
+        run("-C", "quorum", "remove", check=False)
+
+
 def service_stop_command(conf_dir):
     """The packaged unit's ExecStop (packaging/cassini.service.in) with its
     directories made this test's."""
