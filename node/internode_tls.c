@@ -96,7 +96,11 @@ int node_internode_tls(struct node *n, struct transport_config *tc)
 		[CONF_INTERNODE_DC] = TRANSPORT_ENCRYPT_DC,
 		[CONF_INTERNODE_RACK] = TRANSPORT_ENCRYPT_RACK,
 	};
-	if (se->internode_encryption == CONF_INTERNODE_NONE)
+	/* none with optional and a keystore: plaintext out, TLS peers
+	 * accepted in, the first step of enabling TLS on a running cluster
+	 * (Cassandra's optional, implied there by a keystore) */
+	bool accept_only = se->internode_encryption == CONF_INTERNODE_NONE;
+	if (accept_only && !(se->optional && se->keystore && se->keystore[0]))
 		return 0;
 	if (!se->truststore || !se->truststore[0])
 		return err_set(ERR_CONFIG,
@@ -116,7 +120,9 @@ int node_internode_tls(struct node *n, struct transport_config *tc)
 	static const char *const names[] = {"none", "all", "dc", "rack"};
 	LOG_INFO("internode_encryption: %s%s%s%s (%s)",
 		 names[se->internode_encryption],
-		 se->optional ? ", plaintext peers accepted (optional)" : "",
+		 accept_only  ? ", TLS peers accepted (optional)"
+		 : se->optional ? ", plaintext peers accepted (optional)"
+				: "",
 		 se->require_client_auth ? ", peers need a certificate" : "",
 		 se->require_endpoint_verification
 			 ? ", certificates must name their node"

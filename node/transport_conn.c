@@ -602,7 +602,7 @@ void transport_accept(struct evconnlistener *l, evutil_socket_t fd,
 	t->inbound = c;
 	t->inbound_count++;
 	t->stats.accepted++;
-	if (t->cfg.encryption == TRANSPORT_ENCRYPT_NONE) {
+	if (t->cfg.encryption == TRANSPORT_ENCRYPT_NONE && !t->cfg.tls_server) {
 		inbound_start(c, fd, false);
 		return;
 	}

@@ -5,7 +5,7 @@ peer without a certificate and a plaintext node cannot connect, so they
 are never gossiped to nor in the ring), `dc` mode encrypting only the
 connections across datacenters, and a plaintext peer refused where
 encryption is required even when it claims to be in our datacenter
-(CVE-2020-17516). Addresses 127.0.95.1-30 and 127.0.91.60-61."""
+(CVE-2020-17516). Addresses 127.0.95.1-30 and 127.0.91.60-69."""
 import socket
 import ssl
 import subprocess
@@ -223,6 +223,50 @@ def test_dc_mode_encrypts_across_dcs_only(make_node, certs):
     time.sleep(1)
     assert status_ips(a) == {a, b, c}, tool(a, "status")
     assert "is now UP" not in nl.log()
+
+
+def test_rack_mode_encrypts_across_racks_only(make_node, certs):
+    a, b, c = "127.0.91.64", "127.0.91.65", "127.0.91.66"
+    d = certs["ca"].parent
+    enc = {ip: encryption("rack", sign(d, "cluster-ca", f"r{ip}", [ip]),
+                          certs["ca"]) for ip in (a, b, c)}
+    na = node(make_node, a, a, enc[a], rack="rack1")
+    assert na.wait_for_log("CQL clients on", timeout=30), na.log()
+    node(make_node, b, a, enc[b], rack="rack1")
+    node(make_node, c, a, enc[c], rack="rack2")
+    wait_all_normal([a, b, c], timeout=40)
+
+    def settled():
+        conns = connections(a)
+        want = {("outbound", b): "plaintext", ("inbound", b): "plaintext",
+                ("outbound", c): "encrypted", ("inbound", c): "encrypted"}
+        return all(conns.get(k) == v for k, v in want.items()) and conns
+    assert wait_for(settled, timeout=30), connections(a)
+
+
+def test_optional_enables_tls_on_a_running_cluster(make_node, certs):
+    """docs/security.md's rolling enablement, its middle step: a node
+    with `none` + `optional` + a keystore (plaintext out, TLS accepted
+    in: the first pass) next to one with `all` + `optional` (TLS out,
+    plaintext accepted in: the second pass) see each other, the second's
+    connection to the first encrypted."""
+    n, t = "127.0.91.67", "127.0.91.68"
+    d = certs["ca"].parent
+    keys = {ip: sign(d, "cluster-ca", f"o{ip}", [ip]) for ip in (n, t)}
+    nn = node(make_node, n, n, encryption("none", keys[n], certs["ca"],
+                                          optional="true"))
+    assert nn.wait_for_log("internode_encryption: none, TLS peers "
+                           "accepted (optional)", timeout=30), nn.log()
+    node(make_node, t, n, encryption("all", keys[t], certs["ca"],
+                                     optional="true"))
+    wait_all_normal([n, t], timeout=40)
+
+    def settled():
+        conns = connections(t)
+        want = {("outbound", n): "encrypted", ("inbound", n): "plaintext"}
+        return all(conns.get(k) == v for k, v in want.items()) and conns
+    assert wait_for(settled, timeout=30), connections(t)
+    assert connections(n).get(("inbound", t)) == "encrypted", connections(n)
 
 
 def test_bad_options_stop_the_node(make_node, certs):
