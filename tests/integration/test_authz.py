@@ -395,3 +395,24 @@ def test_dropping_a_role_revokes_its_sessions_rights(admin, user):
     refused(user, "SELECT v FROM ks.t WHERE k = 1",
             "has no SELECT permission on <table ks.t> or any of its "
             "parents")
+
+
+def test_a_role_dropped_on_another_node_loses_its_rights(admin):
+    """The same, with the session on node 2 and DROP ROLE on node 1: node
+    2 has the role's grants cached and drops them when they expire (the
+    validity period), not at once."""
+    make_user(admin, "far_dropped")
+    admin.execute("GRANT SELECT ON ks.t TO far_dropped")
+    c, far = connect(N2, "far_dropped", "pw")
+    try:
+        def can_read():
+            try:
+                far.execute("SELECT v FROM ks.t WHERE k = 1")
+                return True
+            except Unauthorized:
+                return False
+        until(can_read, "node 2 applies the grant")
+        admin.execute("DROP ROLE far_dropped")
+        until(lambda: not can_read(), "node 2's session loses SELECT")
+    finally:
+        c.shutdown()
