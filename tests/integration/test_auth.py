@@ -150,8 +150,12 @@ def test_sasl_plain_over_the_wire(cluster):
     with socket.create_connection((N1, 9042), timeout=30) as s:
         startup(s)
         token = b"\0cassandra\0wrong"
+        sent = time.monotonic()
         s.sendall(frame(0x0F, struct.pack(">i", len(token)) + token))
         opcode, body = read_frame(s)
+        # a refusal is answered after its delay (500 ms, a timer: a lower
+        # bound that load can only lengthen)
+        assert time.monotonic() - sent >= 0.45
         assert opcode == 0x00
         assert error_of(body) == (
             0x0100, "Provided username cassandra and/or password are "
@@ -192,6 +196,14 @@ def test_login_ok_and_the_stored_hash_is_bcrypt(admin):
     lib = ctypes.CDLL("libcrypt.so.1")
     lib.crypt.restype = ctypes.c_char_p
     assert lib.crypt(b"cassandra", h.encode()) == h.encode()
+
+
+def test_the_default_superuser_is_created_with_a_warning(cluster):
+    logs = "".join((cluster.home / "auth" / f"node{i}" / "logs" /
+                    "system.log").read_text() for i in (1, 2))
+    assert "Created default superuser role 'cassandra'" in logs
+    assert "The default superuser 'cassandra' has the password " \
+        "'cassandra'" in logs
 
 
 def test_wrong_password_and_unknown_user(cluster):
@@ -485,7 +497,8 @@ def test_the_default_superuser_is_read_at_quorum(tmp_path):
     a, b = "127.0.91.62", "127.0.91.63"
     run("create", "quorum", "-n", "2", "--base-ip", a, "--auth",
         "-c", "gossip_interval=250ms", "-c", "superuser_setup_delay=500ms",
-        "-c", "credentials_validity=0")
+        "-c", "credentials_validity=0",
+        "-c", "auth_bcrypt_gensalt_log2_rounds=5")
     try:
         run("start")
         until(lambda: can_login(a, "cassandra", "cassandra"),
@@ -500,6 +513,10 @@ def test_the_default_superuser_is_read_at_quorum(tmp_path):
             # the admin port takes superusers: one read at LOCAL_ONE
             s.execute("CREATE ROLE root WITH PASSWORD = 'r' AND "
                       "LOGIN = true AND SUPERUSER = true")
+            # new hashes have the configured cost
+            h = s.execute("SELECT salted_hash FROM system_auth.roles "
+                          "WHERE role = 'alice'").one().salted_hash
+            assert h.startswith("$2a$05$"), h
         finally:
             c.shutdown()
         r = tool_run(a, "-u", "cassandra", "-pw", "cassandra", "repair",
