@@ -11,7 +11,7 @@
 # 0.8 on writes).
 #
 # Usage: bench/client_tls.sh [N] [THREADS] [BUILD] [ROUNDS]  (defaults
-# 100000 50 build/release 2). The node runs on 127.0.91.50 under a
+# 100000 50 build/release 2). The node runs on 127.0.91.50 (BENCH_IP) under a
 # temporary directory, removed at the end. Run it under the shared test
 # lock on a shared machine (flock /tmp/cassini-tests.lock ...).
 set -euo pipefail
@@ -20,7 +20,7 @@ n="${1:-100000}"
 threads="${2:-50}"
 bin="$root/${3:-build/release}"
 rounds="${4:-2}"
-ip=127.0.91.50
+ip="${BENCH_IP:-127.0.91.50}"
 home="$(mktemp -d /tmp/cassini-bench.XXXXXX)"
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$home"' EXIT
