@@ -120,7 +120,7 @@ int node_internode_tls(struct node *n, struct transport_config *tc)
 	static const char *const names[] = {"none", "all", "dc", "rack"};
 	LOG_INFO("internode_encryption: %s%s%s%s (%s)",
 		 names[se->internode_encryption],
-		 accept_only  ? ", TLS peers accepted (optional)"
+		 accept_only    ? ", TLS peers accepted (optional)"
 		 : se->optional ? ", plaintext peers accepted (optional)"
 				: "",
 		 se->require_client_auth ? ", peers need a certificate" : "",

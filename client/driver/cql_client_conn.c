@@ -560,12 +560,12 @@ static void conn_connected(struct cql_conn *k)
 		char ip[INET_ADDR_STRLEN];
 		if (!k->ssl || SSL_set_fd(k->ssl, k->fd) != 1 ||
 		    (k->client->cfg.tls_check_hostname &&
-		     cql_tls_expect_name(
-			     k->ssl,
-			     k->host->name[0]
-				     ? k->host->name
-				     : inet_addr_format_host(&k->host->addr, ip,
-							     sizeof(ip))) != 0)) {
+		     cql_tls_expect_name(k->ssl,
+					 k->host->name[0]
+						 ? k->host->name
+						 : inet_addr_format_host(
+							   &k->host->addr, ip,
+							   sizeof(ip))) != 0)) {
 			cql_conn_fail(k, "TLS: out of memory");
 			return;
 		}

@@ -846,9 +846,9 @@ START_TEST(contact_points_take_host_names)
 {
 	struct inet_addr a;
 	char name[256];
-	ck_assert_int_eq(cql_client_resolve("127.0.91.60", 9042, &a, name,
-					    sizeof(name)),
-			 0);
+	ck_assert_int_eq(
+		cql_client_resolve("127.0.91.60", 9042, &a, name, sizeof(name)),
+		0);
 	ck_assert_int_eq(a.family, INET_V4);
 	ck_assert_int_eq(a.port, 9042);
 	ck_assert_str_eq(name, "");
@@ -860,9 +860,9 @@ START_TEST(contact_points_take_host_names)
 	ck_assert_str_eq(name, "");
 	/* a name: resolved (the first IPv4 address), kept for the TLS
 	 * name check */
-	ck_assert_int_eq(cql_client_resolve("localhost", 9042, &a, name,
-					    sizeof(name)),
-			 0);
+	ck_assert_int_eq(
+		cql_client_resolve("localhost", 9042, &a, name, sizeof(name)),
+		0);
 	ck_assert_int_eq(a.family, INET_V4);
 	ck_assert_int_eq(a.ip[0], 127);
 	ck_assert_int_eq(a.port, 9042);
@@ -871,16 +871,15 @@ START_TEST(contact_points_take_host_names)
 					    sizeof(name)),
 			 0);
 	ck_assert_int_eq(a.port, 9043);
-	ck_assert_int_eq(cql_client_resolve("localhost:0", 9042, &a, name,
-					    sizeof(name)),
-			 -1);
+	ck_assert_int_eq(
+		cql_client_resolve("localhost:0", 9042, &a, name, sizeof(name)),
+		-1);
 	ck_assert_int_eq(cql_client_resolve("no-such-host.invalid", 9042, &a,
 					    name, sizeof(name)),
 			 -1);
 	ck_assert_ptr_nonnull(strstr(err_msg(), "no-such-host.invalid"));
-	ck_assert_int_eq(cql_client_resolve(":9042", 9042, &a, name,
-					    sizeof(name)),
-			 -1);
+	ck_assert_int_eq(
+		cql_client_resolve(":9042", 9042, &a, name, sizeof(name)), -1);
 }
 END_TEST
 

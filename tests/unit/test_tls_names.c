@@ -13,8 +13,7 @@
 
 /* A self-signed P-256 certificate with subject CN `cn` and subjectAltName
  * `san` (NULL: none); its key in *key_out unless that is NULL. */
-static X509 *make_cert_key(const char *cn, const char *san,
-			   EVP_PKEY **key_out)
+static X509 *make_cert_key(const char *cn, const char *san, EVP_PKEY **key_out)
 {
 	EVP_PKEY *key = EVP_EC_gen("P-256");
 	ck_assert_ptr_nonnull(key);
@@ -32,9 +31,8 @@ static X509 *make_cert_key(const char *cn, const char *san,
 	X509V3_CTX v3;
 	X509V3_set_ctx_nodb(&v3);
 	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
-	X509_EXTENSION *bc = X509V3_EXT_conf_nid(NULL, &v3,
-						 NID_basic_constraints,
-						 "critical,CA:TRUE");
+	X509_EXTENSION *bc = X509V3_EXT_conf_nid(
+		NULL, &v3, NID_basic_constraints, "critical,CA:TRUE");
 	ck_assert_ptr_nonnull(bc);
 	X509_add_ext(x, bc, -1);
 	X509_EXTENSION_free(bc);
@@ -70,9 +68,8 @@ static int handshake_as(X509 *cert, EVP_PKEY *key, const char *name,
 	SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
 	ck_assert_int_eq(SSL_CTX_use_certificate(sctx, cert), 1);
 	ck_assert_int_eq(SSL_CTX_use_PrivateKey(sctx, key), 1);
-	ck_assert_int_eq(X509_STORE_add_cert(SSL_CTX_get_cert_store(cctx),
-					     cert),
-			 1);
+	ck_assert_int_eq(
+		X509_STORE_add_cert(SSL_CTX_get_cert_store(cctx), cert), 1);
 	SSL_CTX_set_verify(cctx, SSL_VERIFY_PEER, NULL);
 	SSL *srv = SSL_new(sctx), *cli = SSL_new(cctx);
 	ck_assert_int_eq(cql_tls_expect_name(cli, name), 0);
@@ -150,9 +147,8 @@ END_TEST
 
 START_TEST(ip_literals_match_ip_subject_alt_names_only)
 {
-	X509 *c = make_cert("127.0.91.62",
-			    "DNS:node1.example,IP:127.0.91.60,"
-			    "DNS:127.0.91.61,IP:::1");
+	X509 *c = make_cert("127.0.91.62", "DNS:node1.example,IP:127.0.91.60,"
+					   "DNS:127.0.91.61,IP:::1");
 	ck_assert(cql_tls_cert_names(c, "127.0.91.60"));
 	ck_assert(!cql_tls_cert_names(c, "127.0.91.63"));
 	/* a DNS name spelling an address, or a CN, does not name it */
@@ -237,7 +233,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, ip_literals_match_ip_subject_alt_names_only);
 	tcase_add_test(tc, the_cn_counts_without_dns_subject_alt_names);
 	tcase_add_test(tc, a_certificate_with_only_a_dns_name);
-	tcase_add_test(tc, a_certificate_for_another_address_fails_the_handshake);
+	tcase_add_test(tc,
+		       a_certificate_for_another_address_fails_the_handshake);
 	suite_add_tcase(s, tc);
 	return s;
 }
