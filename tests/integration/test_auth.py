@@ -494,7 +494,7 @@ def test_the_default_superuser_is_read_at_quorum(tmp_path):
     other, `cassandra` does not (a LOCAL_ONE read would let it in). The
     credentials cache is off so each login reads."""
     run = cluster_script(tmp_path)
-    a, b = "127.0.91.62", "127.0.91.63"
+    a, b = "127.0.91.73", "127.0.91.74"
     run("create", "quorum", "-n", "2", "--base-ip", a, "--auth",
         "-c", "gossip_interval=250ms", "-c", "superuser_setup_delay=500ms",
         "-c", "credentials_validity=0",

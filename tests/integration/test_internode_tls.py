@@ -5,7 +5,7 @@ peer without a certificate and a plaintext node cannot connect, so they
 are never gossiped to nor in the ring), `dc` mode encrypting only the
 connections across datacenters, and a plaintext peer refused where
 encryption is required even when it claims to be in our datacenter
-(CVE-2020-17516). Addresses 127.0.95.1-30 and 127.0.91.60-69."""
+(CVE-2020-17516). Addresses 127.0.95.1-30 and 127.0.91.70-69."""
 import socket
 import ssl
 import subprocess
@@ -179,10 +179,10 @@ def test_endpoint_verification_outbound(make_node, certs):
     certificate (from the cluster's CA) that names another address, so it
     never gossips with it. Without that check the two would see each
     other (the seed's inbound check passes: d's certificate names d)."""
-    d, c = "127.0.91.60", "127.0.91.61"
+    d, c = "127.0.91.70", "127.0.91.71"
     ca_dir = certs["ca"].parent
     own = sign(ca_dir, "cluster-ca", "node-d", [d])
-    other = sign(ca_dir, "cluster-ca", "node-c-wrong", ["127.0.91.62"])
+    other = sign(ca_dir, "cluster-ca", "node-c-wrong", ["127.0.91.72"])
     nc = node(make_node, c, c, encryption("all", other, certs["ca"]))
     assert nc.wait_for_log("CQL clients on", timeout=30), nc.log()
     nd = node(make_node, d, f"{d},{c}", encryption("all", own, certs["ca"]))
@@ -226,7 +226,7 @@ def test_dc_mode_encrypts_across_dcs_only(make_node, certs):
 
 
 def test_rack_mode_encrypts_across_racks_only(make_node, certs):
-    a, b, c = "127.0.91.64", "127.0.91.65", "127.0.91.66"
+    a, b, c = "127.0.91.75", "127.0.91.76", "127.0.91.77"
     d = certs["ca"].parent
     enc = {ip: encryption("rack", sign(d, "cluster-ca", f"r{ip}", [ip]),
                           certs["ca"]) for ip in (a, b, c)}
@@ -250,7 +250,7 @@ def test_optional_enables_tls_on_a_running_cluster(make_node, certs):
     in: the first pass) next to one with `all` + `optional` (TLS out,
     plaintext accepted in: the second pass) see each other, the second's
     connection to the first encrypted."""
-    n, t = "127.0.91.67", "127.0.91.68"
+    n, t = "127.0.91.78", "127.0.91.79"
     d = certs["ca"].parent
     keys = {ip: sign(d, "cluster-ca", f"o{ip}", [ip]) for ip in (n, t)}
     nn = node(make_node, n, n, encryption("none", keys[n], certs["ca"],
