@@ -5,7 +5,7 @@ peer without a certificate and a plaintext node cannot connect, so they
 are never gossiped to nor in the ring), `dc` mode encrypting only the
 connections across datacenters, and a plaintext peer refused where
 encryption is required even when it claims to be in our datacenter
-(CVE-2020-17516). Addresses 127.0.95.1-30 and 127.0.91.70-69."""
+(CVE-2020-17516). Addresses 127.0.95.1-30 and 127.0.91.70-79."""
 import socket
 import ssl
 import subprocess
