@@ -15,9 +15,12 @@ import socket
 import ssl
 import struct
 import subprocess
+import time
 
 import pytest
-from cassandra.cluster import Cluster
+from cassandra import AuthenticationFailed
+from cassandra.auth import PlainTextAuthProvider
+from cassandra.cluster import Cluster, NoHostAvailable
 
 from conftest import (BUILD_DIR, Node, default_yaml, seeds_yaml,
                       wait_all_normal)
@@ -431,3 +434,36 @@ def test_native_garbage_frames(auth_node, certs, transport):
         0x0100, "Provided username nobody and/or password are incorrect")
     s.close()
     assert auth_node.proc.poll() is None
+
+
+def test_the_python_driver_logs_in_over_tls(auth_node, certs):
+    """PlainTextAuthProvider over ssl_context, both at once: the default
+    superuser (made superuser_setup_delay, 10 s, after start) logs in over
+    TLS; a wrong password is AuthenticationFailed."""
+    ip = "127.0.97.4"
+
+    def session(password):
+        c = Cluster([ip], protocol_version=4, ssl_context=context(certs),
+                    auth_provider=PlainTextAuthProvider("cassandra",
+                                                        password),
+                    connect_timeout=5)
+        return c, c.connect()
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            c, s = session("cassandra")
+            break
+        except NoHostAvailable:
+            assert time.monotonic() < deadline, auth_node.log()
+            time.sleep(0.5)
+    try:
+        rows = [r for r in s.execute("SELECT ssl_enabled, username FROM "
+                                     "system_views.clients")
+                if r.username == "cassandra"]
+        assert rows and all(r.ssl_enabled for r in rows), rows
+    finally:
+        c.shutdown()
+    with pytest.raises(NoHostAvailable) as e:
+        session("wrong")[0].shutdown()
+    errors = list(e.value.errors.values())
+    assert errors and isinstance(errors[0], AuthenticationFailed), errors
