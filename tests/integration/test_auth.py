@@ -497,7 +497,7 @@ def test_the_default_superuser_is_read_at_quorum(tmp_path):
     a, b = "127.0.91.73", "127.0.91.74"
     run("create", "quorum", "-n", "2", "--base-ip", a, "--auth",
         "-c", "gossip_interval=250ms", "-c", "superuser_setup_delay=500ms",
-        "-c", "credentials_validity=0",
+        "-c", "credentials_validity=0ms",
         "-c", "auth_bcrypt_gensalt_log2_rounds=5")
     try:
         run("start")
