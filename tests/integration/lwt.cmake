@@ -7,8 +7,5 @@ cassini_pytest(integration_paxos_repair test_paxos_repair.py TIMEOUT 120)
 cassini_pytest(integration_paxos_moves test_paxos_moves.py TIMEOUT 300)
 # system.paxos purging (127.0.107.46-47).
 cassini_pytest(integration_paxos_purge test_paxos_purge.py TIMEOUT 120)
-# LWT increments across two DCs, 3 + 3 nodes (127.0.107.40-45: shared
-# with integration_paxos_moves, so the two never run at once).
+# LWT increments across two DCs, 3 + 3 nodes (127.0.114.1-6).
 cassini_pytest(integration_lwt_dcs test_lwt_dcs.py TIMEOUT 300)
-set_tests_properties(integration_paxos_moves integration_lwt_dcs
-                     PROPERTIES RESOURCE_LOCK loopback_127_0_107_40)

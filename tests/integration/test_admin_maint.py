@@ -198,7 +198,7 @@ def test_stream_throughput_args(node):
     assert tool("getstreamthroughput", "x").returncode == 1
 
 
-B = "127.0.100."
+B = "127.0.100."  # test-addresses: 127.0.100.40-42
 N1, N2 = B + "41", B + "42"
 
 

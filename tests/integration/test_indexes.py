@@ -19,7 +19,7 @@ from cassandra.query import SimpleStatement
 
 from conftest import BUILD_DIR, SOURCE_DIR
 
-BASE = "127.0.109."
+BASE = "127.0.109."  # test-addresses: 127.0.109.1-3
 IPS = [BASE + str(i) for i in (1, 2, 3)]
 SAI = "org.apache.cassandra.index.sai.StorageAttachedIndex"
 

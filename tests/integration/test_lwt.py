@@ -21,6 +21,7 @@ from cassandra.query import BatchStatement, SimpleStatement
 from clusters import cluster_script, session
 from lincheck import Op, cas_increments, check
 
+# -n 3 and -n 2:2 from BASE: test-addresses: 127.0.107.1-4
 BASE = "127.0.107."
 
 

@@ -4,8 +4,8 @@ doing CAS increments at SERIAL on one register while a dc2 node is killed
 and a dc1 node is paused (SIGSTOP) and resumed; the history checked
 linearizable (lincheck.py).
 
-Nodes live on 127.0.107.40-45 (shared with integration_paxos_moves: the
-two hold one ctest RESOURCE_LOCK)."""
+Nodes live on 127.0.114.1-6, a block of their own (suites run in
+parallel; scripts/check-test-addresses)."""
 import os
 import signal
 import threading
@@ -18,7 +18,7 @@ from clusters import session
 from conftest import default_yaml, seeds_yaml, wait_all_normal
 from lincheck import cas_increments, check
 
-IPS = ["127.0.107.4%d" % i for i in range(6)]
+IPS = ["127.0.114.%d" % i for i in range(1, 7)]  # test-addresses: 127.0.114.1-6
 
 
 def test_increments_across_two_datacenters_stay_linearizable(make_node):

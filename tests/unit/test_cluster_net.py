@@ -1,6 +1,7 @@
 """scripts/cluster_net.py without a cluster or the kernel: the chain is
 named after the cluster and its directory and fits iptables' limit, the
-rules each fault asks for, the refusal without root, owners that died."""
+rules each fault asks for, the refusal without root, owners that died.
+Its addresses are only written into rules (test-addresses: none)."""
 import json
 import os
 import pathlib

@@ -3,7 +3,8 @@
  * response decoders against the server's encoders, and the decoders under
  * truncated and random input (every call must fail cleanly, never read past
  * the body). Also the latency histogram of cassini-stress and the client's
- * failure paths without a server.
+ * failure paths without a server. Sockets on 127.0.8.250-251
+ * (test-addresses: 127.0.8.250-251; test-addresses-parsed: 127.0.91.60).
  */
 #include "client/driver/cql_client.h"
 #include "common/err.h"

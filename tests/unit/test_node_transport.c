@@ -1,7 +1,7 @@
 /*
  * The internode transport in one process: two (or three) transports on
- * 127.0.4.x sockets (127.0.40.x for the broadcast and preferred-address
- * tests) over one real event loop. One-way delivery through the
+ * 127.0.114.11-13 sockets (127.0.114.21-22 and .31 for the broadcast and
+ * preferred-address tests) over one real event loop. One-way delivery through the
  * env, request/response, a request that times out, deadlines, a handshake
  * from another cluster, back-pressure, reconnect after the peer restarts.
  * Loops run until the awaited thing happens, with a ceiling against hangs.
@@ -115,8 +115,8 @@ static void teardown(void)
 START_TEST(one_way_message_reaches_the_env_receiver)
 {
 	struct side a, b;
-	side_open(&a, "127.0.4.1", "T");
-	side_open(&b, "127.0.4.2", "T");
+	side_open(&a, "127.0.114.11", "T");
+	side_open(&b, "127.0.114.12", "T");
 	ck_assert_int_eq(env_send(a.env, &b.addr, 7, "hello", 5), 0);
 	ck_assert(run_until(got_one, &b));
 	ck_assert_str_eq(b.last, "hello");
@@ -163,8 +163,8 @@ static void echo_handler(void *arg, const struct inet_addr *from, uint32_t verb,
 START_TEST(request_gets_its_response_or_times_out)
 {
 	struct side a, b;
-	side_open(&a, "127.0.4.1", "T");
-	side_open(&b, "127.0.4.2", "T");
+	side_open(&a, "127.0.114.11", "T");
+	side_open(&b, "127.0.114.12", "T");
 	ck_assert_int_eq(transport_set_handler(b.t, 20, echo_handler, &b), 0);
 	struct call c = {0};
 	ck_assert_int_eq(transport_request(a.t, &b.addr, 20, "ping", 4, 5000,
@@ -201,8 +201,8 @@ static bool expired_one(void *arg)
 START_TEST(request_past_its_deadline_is_dropped_and_counted)
 {
 	struct side a, b;
-	side_open(&a, "127.0.4.1", "T");
-	side_open(&b, "127.0.4.2", "T");
+	side_open(&a, "127.0.114.11", "T");
+	side_open(&b, "127.0.114.12", "T");
 	ck_assert_int_eq(transport_set_handler(b.t, 30, echo_handler, &b), 0);
 	/* Connect first, so the only delay is ours. */
 	ck_assert_int_eq(env_send(a.env, &b.addr, 7, "x", 1), 0);
@@ -234,8 +234,8 @@ static bool rejected(void *arg)
 START_TEST(other_cluster_is_refused)
 {
 	struct side a, b;
-	side_open(&a, "127.0.4.1", "Mine");
-	side_open(&b, "127.0.4.2", "Theirs");
+	side_open(&a, "127.0.114.11", "Mine");
+	side_open(&b, "127.0.114.12", "Theirs");
 	ck_assert_int_eq(env_send(a.env, &b.addr, 7, "hello", 5), 0);
 	ck_assert(run_until(rejected, b.t));
 	for (int i = 0; i < 50; i++)
@@ -250,12 +250,12 @@ END_TEST
 START_TEST(full_queue_pushes_back)
 {
 	struct side a;
-	side_open(&a, "127.0.4.1", "T");
+	side_open(&a, "127.0.114.11", "T");
 	struct inet_addr nobody;
 	/* The loop does not run, so the connection is still being made and
 	 * every message waits in the queue, as for a peer that stopped
 	 * reading. */
-	ck_assert_int_eq(inet_addr_parse("127.0.4.3", 7000, &nobody), 0);
+	ck_assert_int_eq(inet_addr_parse("127.0.114.13", 7000, &nobody), 0);
 	static char big[16 * 1024];
 	int rc = 0, sent = 0;
 	for (int i = 0; i < 64 && rc == 0; i++) {
@@ -277,8 +277,8 @@ END_TEST
 START_TEST(too_big_to_send_is_refused)
 {
 	struct side a, b;
-	side_open(&a, "127.0.4.1", "T");
-	side_open(&b, "127.0.4.2", "T");
+	side_open(&a, "127.0.114.11", "T");
+	side_open(&b, "127.0.114.12", "T");
 	static char huge[64 * 1024];
 	ck_assert_int_eq(env_send(a.env, &b.addr, 7, huge, sizeof(huge)), -1);
 	ck_assert_int_eq(err_code(), ERR_INVALID);
@@ -290,14 +290,14 @@ END_TEST
 START_TEST(reconnects_after_the_peer_restarts)
 {
 	struct side a, b;
-	side_open(&a, "127.0.4.1", "T");
-	side_open(&b, "127.0.4.2", "T");
+	side_open(&a, "127.0.114.11", "T");
+	side_open(&b, "127.0.114.12", "T");
 	ck_assert_int_eq(env_send(a.env, &b.addr, 7, "one", 3), 0);
 	ck_assert(run_until(got_one, &b));
 	side_close(&b);
 	/* a notices the loss, backs off, and connects again on a later send
 	 * once b is back. */
-	side_open(&b, "127.0.4.2", "T");
+	side_open(&b, "127.0.114.12", "T");
 	time_t end = time(NULL) + 20;
 	while (b.got == 0 && time(NULL) < end) {
 		env_send(a.env, &b.addr, 7, "two", 3);
@@ -323,8 +323,8 @@ static bool got_two(void *arg)
 START_TEST(a_node_is_named_by_its_broadcast_address)
 {
 	struct side a, b;
-	side_open_as(&a, "127.0.40.1", "127.0.40.11", true, "T");
-	side_open(&b, "127.0.40.2", "T");
+	side_open_as(&a, "127.0.114.21", "127.0.114.31", true, "T");
+	side_open(&b, "127.0.114.22", "T");
 	ck_assert_int_eq(env_send(a.env, &b.addr, 7, "from a", 6), 0);
 	ck_assert(run_until(got_one, &b));
 	ck_assert(inet_addr_eq(&b.last_from, &a.addr));
@@ -341,10 +341,10 @@ END_TEST
 START_TEST(a_preferred_address_is_connected_to)
 {
 	struct side a, b;
-	side_open_as(&a, "127.0.40.1", "127.0.40.11", false, "T");
-	side_open(&b, "127.0.40.2", "T");
+	side_open_as(&a, "127.0.114.21", "127.0.114.31", false, "T");
+	side_open(&b, "127.0.114.22", "T");
 	struct inet_addr via;
-	ck_assert_int_eq(inet_addr_parse("127.0.40.1", 7000, &via), 0);
+	ck_assert_int_eq(inet_addr_parse("127.0.114.21", 7000, &via), 0);
 	struct inet_addr now = transport_connect_address(b.t, &a.addr);
 	ck_assert(inet_addr_eq(&now, &a.addr));
 	ck_assert_int_eq(transport_prefer(b.t, &a.addr, &via), 0);
@@ -368,10 +368,10 @@ END_TEST
 START_TEST(switching_address_loses_nothing_queued)
 {
 	struct side a, b;
-	side_open_as(&a, "127.0.40.1", "127.0.40.11", true, "T");
-	side_open(&b, "127.0.40.2", "T");
+	side_open_as(&a, "127.0.114.21", "127.0.114.31", true, "T");
+	side_open(&b, "127.0.114.22", "T");
 	struct inet_addr via;
-	ck_assert_int_eq(inet_addr_parse("127.0.40.1", 7000, &via), 0);
+	ck_assert_int_eq(inet_addr_parse("127.0.114.21", 7000, &via), 0);
 	ck_assert_int_eq(env_send(b.env, &a.addr, 7, "old", 3), 0);
 	ck_assert_int_eq(transport_prefer(b.t, &a.addr, &via), 0);
 	ck_assert_int_eq(env_send(b.env, &a.addr, 7, "new", 3), 0);

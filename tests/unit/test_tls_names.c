@@ -2,7 +2,8 @@
  * transport, cassini-tool and the C client: an IP literal is matched
  * against IP subjectAltNames only, a host name against DNS ones (the CN
  * when there is none), as Java's "HTTPS" algorithm that Cassandra's
- * require_endpoint_verification and the drivers' check_hostname use. */
+ * require_endpoint_verification and the drivers' check_hostname use.
+ * Addresses are only certificate names (test-addresses: none). */
 #include "client/proto/tls.h"
 #include "tests/lib/testutil.h"
 
