@@ -158,10 +158,53 @@ bool cql_dml_where_names_clustering(const struct build *b,
 	return false;
 }
 
+static int by_name(const void *x, const void *y)
+{
+	return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* Cassandra's words for an UPDATE's or DELETE's WHERE on non-key columns:
+ * every such column once, in its RestrictionSet's order (by name bytes,
+ * as non-key columns have no position), joined by ", ", and the trailing
+ * space its format string has. */
+static int non_key_error(struct build *b, const struct cql_relation *rels,
+			 size_t n)
+{
+	const char **names = malloc(n * sizeof(*names));
+	if (!names)
+		return err_set(ERR_NOMEM, "out of memory");
+	size_t count = 0;
+	for (size_t i = 0; i < n; i++) {
+		int c = cql_table_column(b->t, rels[i].columns[0]);
+		int kind = key_kind(b->m, c);
+		if (kind != STORAGE_COLUMN_PARTITION_KEY &&
+		    kind != STORAGE_COLUMN_CLUSTERING)
+			names[count++] = b->m->columns[c].name;
+	}
+	qsort(names, count, sizeof(*names), by_name);
+	char list[512];
+	size_t len = 0;
+	list[0] = '\0';
+	for (size_t i = 0; i < count; i++) {
+		if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
+			continue;
+		int w = snprintf(list + len, sizeof(list) - len, "%s%s",
+				 len ? ", " : "", names[i]);
+		if (w < 0 || (size_t)w >= sizeof(list) - len)
+			break;
+		len += (size_t)w;
+	}
+	free(names);
+	return err_set(ERR_INVALID,
+		       "Non PRIMARY KEY columns found in where clause: %s ",
+		       list);
+}
+
 /* Fills rs[column] for each key column restricted by the WHERE clause. */
 int cql_dml_restrict_where(struct build *b, const struct cql_relation *rels,
 			   size_t n, struct restr *rs, bool allow_slice)
 {
+	bool non_key = false;
 	for (size_t i = 0; i < n; i++) {
 		const struct cql_relation *rel = &rels[i];
 		if (rel->kind == CQL_REL_TOKEN)
@@ -182,15 +225,14 @@ int cql_dml_restrict_where(struct build *b, const struct cql_relation *rels,
 				rel->columns[0], b->m->keyspace, b->m->name);
 		int kind = key_kind(b->m, c);
 		if (kind != STORAGE_COLUMN_PARTITION_KEY &&
-		    kind != STORAGE_COLUMN_CLUSTERING)
-			return err_set(ERR_INVALID,
-				       "Non PRIMARY KEY columns found in where "
-				       "clause: %s",
-				       rel->columns[0]);
+		    kind != STORAGE_COLUMN_CLUSTERING) {
+			non_key = true; /* named after the key checks */
+			continue;
+		}
 		if (restrict_column(b, &rs[c], rel, c, allow_slice) != 0)
 			return -1;
 	}
-	return 0;
+	return non_key ? non_key_error(b, rels, n) : 0;
 }
 
 /* Checks a key value: neither null nor unset (Cassandra's words for a

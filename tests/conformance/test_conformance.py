@@ -184,7 +184,10 @@ def parse(path):
             assert last and last.cql, f"{where}: ! without a statement"
             cls, _, msg = stripped[1:].strip().partition(":")
             assert cls.strip() in ERRORS, f"{where}: unknown error {cls}"
-            last.error = (cls.strip(), msg.strip() or None)
+            msg = msg.strip()
+            if len(msg) >= 2 and msg[0] == msg[-1] == '"':
+                msg = msg[1:-1]  # "quoted": kept as is (trailing spaces)
+            last.error = (cls.strip(), msg or None)
         else:
             pending = [line]
             pending_line = n

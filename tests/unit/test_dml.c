@@ -251,7 +251,10 @@ START_TEST(update_adds_prepends_removes_and_sets_entries)
 	dml_fails("UPDATE kv SET k = 2 WHERE k = 3", ERR_INVALID,
 		  "PRIMARY KEY part k found in SET part");
 	dml_fails("UPDATE kv SET v = 'x' WHERE v = 'y'", ERR_INVALID,
-		  "Non PRIMARY KEY columns found in where clause: v");
+		  "Non PRIMARY KEY columns found in where clause: v ");
+	dml_fails("DELETE FROM kv WHERE v = 'y' AND k = 1 AND n = 2",
+		  ERR_INVALID,
+		  "Non PRIMARY KEY columns found in where clause: n, v ");
 	dml_fails("UPDATE kv SET v = 'x' WHERE k > 1", ERR_INVALID,
 		  "Only EQ and IN relation are supported on the partition key");
 }
