@@ -25,7 +25,9 @@ int cql_parse_using_clause(struct parser *p, struct cql_using *u, bool ttl_ok)
 	return 0;
 }
 
-static int relation_op(struct parser *p, enum cql_op *op)
+/* relationType, and IN where the grammar has it (Cassandra's relation
+ * rule has no `m[k] IN`: there IN is a syntax error). */
+static int relation_op(struct parser *p, enum cql_op *op, bool in_ok)
 {
 	static const struct {
 		const char *text;
@@ -38,6 +40,8 @@ static int relation_op(struct parser *p, enum cql_op *op)
 			return 0;
 		}
 	}
+	if (!in_ok)
+		return syntax_error(p, NULL);
 	if (accept_kw(p, "in")) {
 		*op = CQL_OP_IN;
 		return 0;
@@ -52,7 +56,8 @@ static int relation(struct parser *p, struct cql_relation *r)
 		if (expect_punct(p, "(") != 0 ||
 		    cql_parse_ident_list(p, &r->columns, &r->column_count) !=
 			    0 ||
-		    expect_punct(p, ")") != 0 || relation_op(p, &r->op) != 0)
+		    expect_punct(p, ")") != 0 ||
+		    relation_op(p, &r->op, true) != 0)
 			return -1;
 		if (r->op == CQL_OP_IN || r->op == CQL_OP_NEQ)
 			return err_set(ERR_INVALID,
@@ -65,7 +70,8 @@ static int relation(struct parser *p, struct cql_relation *r)
 		r->kind = CQL_REL_TUPLE;
 		if (cql_parse_ident_list(p, &r->columns, &r->column_count) !=
 			    0 ||
-		    expect_punct(p, ")") != 0 || relation_op(p, &r->op) != 0)
+		    expect_punct(p, ")") != 0 ||
+		    relation_op(p, &r->op, true) != 0)
 			return -1;
 		r->value = cql_parse_term(p);
 		return r->value ? 0 : -1;
@@ -78,7 +84,8 @@ static int relation(struct parser *p, struct cql_relation *r)
 	r->column_count = 1;
 	if (accept_punct(p, "[")) { /* m[k] op v (Cassandra's grammar) */
 		if (!(r->element = cql_parse_term(p)) ||
-		    expect_punct(p, "]") != 0 || relation_op(p, &r->op) != 0)
+		    expect_punct(p, "]") != 0 ||
+		    relation_op(p, &r->op, false) != 0)
 			return -1;
 		r->value = cql_parse_term(p);
 		return r->value ? 0 : -1;
@@ -88,7 +95,7 @@ static int relation(struct parser *p, struct cql_relation *r)
 					    : CQL_OP_CONTAINS;
 	} else if (accept_kw(p, "like")) {
 		return unsupported("LIKE relations (they need an index)");
-	} else if (relation_op(p, &r->op) != 0) {
+	} else if (relation_op(p, &r->op, true) != 0) {
 		return -1;
 	}
 	r->value = cql_parse_term(p);
@@ -138,7 +145,7 @@ static int conditions(struct parser *p, bool *has, bool *if_exists,
 	do {
 		struct cql_condition *c = vec_push(p, &conds);
 		if (!c || column_ref(p, &c->column) != 0 ||
-		    relation_op(p, &c->op) != 0 ||
+		    relation_op(p, &c->op, true) != 0 ||
 		    !(c->value = cql_parse_term(p)))
 			return -1;
 	} while (accept_kw(p, "and"));

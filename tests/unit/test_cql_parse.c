@@ -344,6 +344,10 @@ START_TEST(syntax_errors_read_like_cassandras)
 	m = parse_fails("SELECT * FROM t extra", ERR_INVALID);
 	ck_assert_str_eq(m,
 			 "line 1:16 mismatched input 'extra' expecting <EOF>");
+	m = parse_fails("SELECT * FROM t WHERE m['a'] IN (1, 2)", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:29 no viable alternative at input 'IN'");
+	ck_assert_ptr_nonnull(parse("UPDATE t SET v = 1 WHERE k = 1 IF "
+				    "m['a'] IN (1, 2)"));
 	m = parse_fails("SELECT * FROM table", ERR_INVALID);
 	ck_assert_str_eq(m, "line 1:14 mismatched input 'table' expecting an "
 			    "identifier");
