@@ -17,6 +17,7 @@ from cassandra.query import SimpleStatement
 
 from conftest import BUILD_DIR, SOURCE_DIR, default_yaml
 
+# --base-ip .65 -n 3 below: test-addresses: 127.0.109.64-67
 ADDRESS = "127.0.109.64"
 
 
