@@ -1,8 +1,8 @@
 /*
  * The internode transport in one process: two (or three) transports on
  * 127.0.114.11-13 sockets (127.0.114.21-22 and .31 for the broadcast and
- * preferred-address tests) over one real event loop. One-way delivery through the
- * env, request/response, a request that times out, deadlines, a handshake
+ * preferred-address tests) over one real event loop. One-way delivery through
+ * the env, request/response, a request that times out, deadlines, a handshake
  * from another cluster, back-pressure, reconnect after the peer restarts.
  * Loops run until the awaited thing happens, with a ceiling against hangs.
  */
