@@ -3,6 +3,7 @@
 #include "common/err.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,4 +171,25 @@ int inet_addr_from_sockaddr(const void *sa, size_t salen, struct inet_addr *out)
 	}
 	return err_set(ERR_INVALID, "unsupported socket address family %d",
 		       s->sa_family);
+}
+
+int inet_addr_resolve(const char *name, struct inet_addr *out)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	int r = getaddrinfo(name, NULL, &hints, &res);
+	if (r != 0)
+		return err_set(ERR_INVALID, "cannot resolve host %s: %s", name,
+			       gai_strerror(r));
+	const struct addrinfo *pick = res;
+	for (const struct addrinfo *i = res; i; i = i->ai_next)
+		if (i->ai_family == AF_INET) {
+			pick = i;
+			break;
+		}
+	r = inet_addr_from_sockaddr(pick->ai_addr, (size_t)pick->ai_addrlen,
+				    out);
+	freeaddrinfo(res);
+	return r;
 }

@@ -46,4 +46,9 @@ size_t inet_addr_to_sockaddr(const struct inet_addr *a,
 int inet_addr_from_sockaddr(const void *sa, size_t salen,
 			    struct inet_addr *out);
 
+/* A host name's address by getaddrinfo: its first IPv4 address, else its
+ * first (port 0). Blocking: for command-line tools and start-up, never on
+ * an event loop. 0 or -1 (ERR_INVALID "cannot resolve host NAME: why"). */
+int inet_addr_resolve(const char *name, struct inet_addr *out);
+
 #endif

@@ -24,7 +24,6 @@
 #include <event2/event.h>
 
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -737,23 +736,7 @@ int cql_client_resolve(const char *text, uint16_t default_port,
 			return err_set(ERR_INVALID, "bad port in '%s'", text);
 		port = (uint16_t)v;
 	}
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-				 .ai_socktype = SOCK_STREAM};
-	struct addrinfo *res = NULL;
-	int r = getaddrinfo(host, NULL, &hints, &res);
-	if (r != 0)
-		return err_set(ERR_INVALID, "cannot resolve host %s: %s", host,
-			       gai_strerror(r));
-	const struct addrinfo *pick = res;
-	for (const struct addrinfo *i = res; i; i = i->ai_next)
-		if (i->ai_family == AF_INET) {
-			pick = i;
-			break;
-		}
-	r = inet_addr_from_sockaddr(pick->ai_addr, (size_t)pick->ai_addrlen,
-				    out);
-	freeaddrinfo(res);
-	if (r != 0)
+	if (inet_addr_resolve(host, out) != 0)
 		return -1;
 	out->port = port;
 	memcpy(name, host, n + 1);

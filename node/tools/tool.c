@@ -33,7 +33,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -279,20 +278,10 @@ static void chan_close(struct chan *c)
  * tool); the TLS check then wants NAME in the certificate. */
 static int resolve_host(const char *name, struct inet_addr *out)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-				 .ai_socktype = SOCK_STREAM};
-	struct addrinfo *res = NULL;
-	int r = getaddrinfo(name, NULL, &hints, &res);
-	if (r != 0) {
-		fprintf(stderr, "cassini-tool: cannot resolve host %s: %s\n",
-			name, gai_strerror(r));
-		return -1;
-	}
-	r = inet_addr_from_sockaddr(res->ai_addr, (size_t)res->ai_addrlen, out);
-	freeaddrinfo(res);
-	if (r != 0)
-		fprintf(stderr, "cassini-tool: host %s: %s\n", name, err_msg());
-	return r;
+	if (inet_addr_resolve(name, out) == 0)
+		return 0;
+	fprintf(stderr, "cassini-tool: %s\n", err_msg());
+	return -1;
 }
 
 static int connect_to(const struct inet_addr *a)
