@@ -769,6 +769,12 @@ int conf_parse_rackdc(struct conf *c, const char *name, const char *text,
 
 /* ---- defaults, cross-key checks, loading --------------------------------- */
 
+bool conf_internode_tls_set_up(const struct conf_server_encryption *se)
+{
+	return se->internode_encryption != CONF_INTERNODE_NONE ||
+	       (se->optional && se->keystore && se->keystore[0]);
+}
+
 int conf_init_defaults(struct conf *c)
 {
 	memset(c, 0, sizeof(*c));

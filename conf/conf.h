@@ -259,6 +259,10 @@ struct conf {
 
 /* Fills every key with its default. The strings are owned by `c`. */
 int conf_init_defaults(struct conf *c);
+/* Whether the internode port sets up TLS: encryption on, or `none` with
+ * `optional` and a keystore (TLS peers accepted while connecting out in
+ * plaintext: the first step of enabling TLS on a running cluster). */
+bool conf_internode_tls_set_up(const struct conf_server_encryption *se);
 void conf_free(struct conf *c);
 
 /*

@@ -97,11 +97,10 @@ int node_internode_tls(struct node *n, struct transport_config *tc)
 		[CONF_INTERNODE_RACK] = TRANSPORT_ENCRYPT_RACK,
 	};
 	/* none with optional and a keystore: plaintext out, TLS peers
-	 * accepted in, the first step of enabling TLS on a running cluster
-	 * (Cassandra's optional, implied there by a keystore) */
-	bool accept_only = se->internode_encryption == CONF_INTERNODE_NONE;
-	if (accept_only && !(se->optional && se->keystore && se->keystore[0]))
+	 * accepted in (Cassandra's optional, implied there by a keystore) */
+	if (!conf_internode_tls_set_up(se))
 		return 0;
+	bool accept_only = se->internode_encryption == CONF_INTERNODE_NONE;
 	if (!se->truststore || !se->truststore[0])
 		return err_set(ERR_CONFIG,
 			       "server_encryption_options: a truststore (the "

@@ -167,11 +167,7 @@ int node_tls_reload_start(struct node *n)
 {
 	const struct conf *c = &n->conf;
 	bool client = c->client_encryption.enabled;
-	bool server = c->server_encryption.internode_encryption !=
-			      CONF_INTERNODE_NONE ||
-		      (c->server_encryption.optional &&
-		       c->server_encryption.keystore &&
-		       c->server_encryption.keystore[0]);
+	bool server = conf_internode_tls_set_up(&c->server_encryption);
 	if ((!client && !server) || c->ssl_hot_reload_period_ms == 0)
 		return 0;
 	struct node_tls_reload *r = calloc(1, sizeof(*r));
