@@ -6,7 +6,7 @@
 #
 #   op/s, p50/p99 (the client's, all operations), SSTables per read mean
 #   and p50/p99 (the node's histogram over that minute; its buckets are
-#   powers of two from 15, so the mean says more), live SSTables, pending
+#   exact from 0 to 7, then powers of two from 15), live SSTables, pending
 #   compactions, disk (live SSTables' bytes) against the live data (keys
 #   written, not deleted and not expired, times key + value bytes), and
 #   write amplification so far (bytes written by flushes and compactions

@@ -133,7 +133,10 @@ static void table_histogram(struct buf *b, const char *name, const char *labels,
 	uint64_t cum = 0;
 	for (unsigned k = 0; k < LOGHIST_BUCKETS; k++) {
 		cum += h->buckets[k];
-		bool edge = k >= 8 && (k - 8) % 4 == 3;
+		/* counts (scale 1) keep their exact buckets 0-7, as
+		 * Cassandra's EstimatedHistogram starts 1, 2, 3...: "SSTables
+		 * per read" p99 of 2 must not read as "at most 15" */
+		bool edge = k < 8 ? scale == 1 : (k - 8) % 4 == 3;
 		if (!edge || k == LOGHIST_BUCKETS - 1)
 			continue;
 		out(b, "%s_bucket{%s,le=\"%.6f\"} %" PRIu64 "\n", name, labels,

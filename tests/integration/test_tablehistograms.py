@@ -89,6 +89,11 @@ def test_tablehistograms(node):
         assert f"cassandra_table_read_latency_seconds_count{{{lab}}} 20\n" \
             in text
         assert f"cassandra_table_sstables_per_read_sum{{{lab}}} 20." in text
+        # a count histogram keeps its exact buckets: all 20 reads read one
+        # SSTable, which a power-of-two export would show only as "<= 15"
+        for le, n in (("0", 0), ("1", 20), ("2", 20)):
+            assert (f'cassandra_table_sstables_per_read_bucket{{{lab},'
+                    f'le="{le}.000000"}} {n}\n') in text, le
         m = re.search(r"cassandra_table_write_latency_seconds_count\{%s\} "
                       r"(\d+)" % lab, text)
         assert m and int(m.group(1)) >= 200
