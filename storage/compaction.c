@@ -276,6 +276,63 @@ static size_t pick_tombstone(struct sstable **cand, size_t n,
 	return best >= 0 ? 1 : 0;
 }
 
+/* ---- fully expired SSTables -------------------------------------------- */
+
+static bool pending_repair(const struct sstable *s)
+{
+	for (size_t i = 0; i < sizeof(s->stats.pending_repair); i++)
+		if (s->stats.pending_repair[i])
+			return true;
+	return false;
+}
+
+/* Nothing but tombstones and expired cells, all past gc_grace. */
+static bool all_expired(const struct sstable *s, int64_t gc_before)
+{
+	const struct sst_stats *st = &s->stats;
+	return st->has_v2 && !st->has_live_no_ttl && st->partition_count > 0 &&
+	       st->max_ldt < gc_before && !pending_repair(s);
+}
+
+/* Cassandra's CompactionController.getFullyExpiredSSTables: those of
+ * cand[0..n) that hold nothing but tombstones and expired cells past
+ * gc_grace, and whose newest write is older than the oldest write of the
+ * memtables and of every overlapping SSTable not taken. Such an SSTable
+ * shadows nothing and holds nothing live: a compaction of them together
+ * purges every atom (purge_limit sees only SSTables older than none of
+ * them) and writes an empty output, so they go whole (time-window tables
+ * drop their old windows this way) before the strategy picks anything.
+ * Taking fewer could keep another's purge back, so the set is shrunk to
+ * a fixed point instead. Pending incremental-repair SSTables wait for
+ * their session. */
+static size_t pick_expired(struct sstable **cand, size_t n, int64_t gc_before,
+			   int64_t mt_min_ts, struct sstable **out)
+{
+	bool *in = calloc(n ? n : 1, sizeof(*in));
+	if (!in)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		in[i] = all_expired(cand[i], gc_before) &&
+			cand[i]->stats.max_ts < mt_min_ts;
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; in[i] && j < n; j++)
+				if (!in[j] && overlaps(cand[j], cand[i]) &&
+				    cand[j]->stats.min_ts <=
+					    cand[i]->stats.max_ts) {
+					in[i] = false;
+					changed = true;
+				}
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (in[i])
+			out[k++] = cand[i];
+	free(in);
+	return k;
+}
+
 /* ---- leveled ------------------------------------------------------------- */
 
 static int cmp_min_token(const void *a, const void *b)
@@ -402,8 +459,13 @@ static size_t pick_inputs(struct table *t, bool major, bool cleanup,
 	if (!cand)
 		return 0;
 	size_t total = usable(v, cand), left = total;
+	size_t k = pick_expired(cand, total, now - o->gc_grace_seconds,
+				mt_min_ts, out);
+	if (k) {
+		free(cand);
+		return k;
+	}
 	struct sstable **grp = cand;
-	size_t k = 0;
 	while (left > 0 && k == 0) {
 		/* one repair state at a time: grp[0..nc) share it */
 		size_t nc = repair_group(grp, left, 0);

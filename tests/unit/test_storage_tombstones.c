@@ -412,6 +412,94 @@ START_TEST(tombstones_shadowing_a_memtable_stay)
 }
 END_TEST
 
+/* A row whose marker and cell expire `ttl` seconds from now. */
+static void put_ttl(struct fx *f, const char *key, int c, int32_t ttl)
+{
+	struct storage_mutation *m = row(f, key, c);
+	int64_t ts = f->ts++;
+	ck_assert_int_eq(storage_mutation_put_marker(m, ts, ttl, now_sec(f)),
+			 0);
+	ck_assert_int_eq(storage_mutation_put(m, COL_V, NULL, 0,
+					      (const uint8_t *)"v", 1, ts, ttl,
+					      now_sec(f)),
+			 0);
+	apply(f, m);
+}
+
+/* 200 rows with a 10 s TTL in one SSTable, flushed at T0. */
+static void expiring_sstable(struct fx *f)
+{
+	char k[32];
+	for (int i = 0; i < 200; i++) {
+		key_of(k, sizeof(k), "ttl", i);
+		put_ttl(f, k, 1, 10);
+	}
+	flush(f);
+}
+
+/* An SSTable of expired rows only, older than everything else, goes
+ * whole at the first round past gc_grace, before the strategy's own pick
+ * and without waiting for tombstone_compaction_interval (Cassandra's
+ * fully expired SSTables: time-window tables drop old windows so). Here
+ * the strategy's pick is the four small SSTables of the newest window;
+ * the expired one is alone in its window. */
+START_TEST(fully_expired_sstables_go_whole)
+{
+	struct fx f;
+	fx_init(&f, "tomb-expired");
+	f.t->options.compaction = STORAGE_COMPACTION_TIME_WINDOW;
+	f.t->options.compaction_window_seconds = 1;
+	restart(&f);
+	expiring_sstable(&f);
+	f.ts = 5000000; /* the small ones five windows later */
+	char k[32];
+	for (int s = 0; s < 4; s++) {
+		for (int i = 0; i < 5; i++) {
+			key_of(k, sizeof(k), "live", s * 5 + i);
+			put(&f, k, 1);
+		}
+		flush(&f);
+	}
+	ck_assert_uint_eq(stats(&f).sstable_count, 5);
+	at(&f, 50); /* expired, not past gc_grace (100 s) */
+	background(&f);
+	ck_assert_uint_eq(stats(&f).sstable_count, 2);
+	expect(&f, "ttl7", 0, 0);
+
+	at(&f, 300); /* past gc_grace; the interval (3600 s) is not */
+	background(&f);
+	struct storage_stats st = stats(&f);
+	ck_assert_uint_eq(st.tombstone_compactions, 0);
+	/* the merged small ones and the job's empty output (published: its
+	 * presence tells a restart that the input is gone) */
+	ck_assert_uint_eq(st.sstable_count, 2);
+	ck_assert_uint_eq(st.estimated_partitions, 20);
+	expect(&f, "ttl7", 0, 0);
+	expect(&f, "live7", 1, 0);
+	background(&f); /* nothing left to drop: no loop */
+	ck_assert_uint_eq(stats(&f).compactions, st.compactions);
+	fx_free(&f);
+}
+END_TEST
+
+/* The same SSTable, but another holds an older write of one of its keys:
+ * it is not fully expired against that one (its expired cells still
+ * shadow the write), so it stays. */
+START_TEST(an_expired_sstable_shadowing_older_data_stays)
+{
+	struct fx f;
+	fx_init(&f, "tomb-expired-old");
+	expiring_sstable(&f);
+	put_at(&f, "ttl7", 1, 1);
+	flush(&f);
+	at(&f, 300);
+	background(&f);
+	ck_assert_uint_eq(stats(&f).sstable_count, 2);
+	expect(&f, "ttl7", 0, 0);
+	fx_free(&f);
+}
+END_TEST
+
 /* Many partitions (several index blocks) and an SSTable overlapping a
  * sliver of their range: enough of them lie outside, so the compaction
  * runs; the one key the other SSTable holds older data for keeps its
@@ -776,6 +864,8 @@ int main(void)
 	tcase_add_test(tc, overlap_check_and_unchecked_never_resurrect);
 	tcase_add_test(tc, tombstones_shadowing_a_memtable_stay);
 	tcase_add_test(tc, a_narrow_overlap_still_allows_it);
+	tcase_add_test(tc, fully_expired_sstables_go_whole);
+	tcase_add_test(tc, an_expired_sstable_shadowing_older_data_stays);
 	tcase_add_test(tc,
 		       a_failed_or_crashed_tombstone_compaction_loses_nothing);
 	tcase_add_test(tc, version_1_statistics_still_read);
