@@ -59,7 +59,8 @@ struct read_job {
 	/* An indexed scan: the restriction its replicas answer with (their
 	 * index's candidates only; borrows from the plan and `six`). */
 	bool has_index;
-	struct cql_select_index six;
+	struct cql_select_index six, six2;
+	struct repl_index_expr ix2; /* ix.and_ix: a second index, or unused */
 	struct repl_index_expr ix;
 };
 
@@ -901,6 +902,17 @@ void cql_data_run_read(struct cql_data *d, const struct cql_data_request *dr)
 							 .range = j->six.range,
 							 .lo = j->six.lo,
 							 .hi = j->six.hi};
+			if (cql_select_plan_index_and(j->plan, &j->six,
+						      &j->six2)) {
+				j->ix2 = (struct repl_index_expr){
+					.name = j->six2.name,
+					.vals = j->six2.vals,
+					.n_vals = j->six2.n_vals,
+					.range = j->six2.range,
+					.lo = j->six2.lo,
+					.hi = j->six2.hi};
+				j->ix.and_ix = &j->ix2;
+			}
 		}
 		if (j->pos >= j->end) {
 			read_finish(j);

@@ -52,107 +52,141 @@ static int store_keep(struct store_job *j, struct storage_mutation *m,
 	return 0;
 }
 
-/* One candidate of an indexed scan: its token and key (borrowed from
- * the lookups' storage_index_keys). */
-struct cand {
-	int64_t token;
-	struct slice key;
-};
+/* Candidates asked of the index at a time: about the step's partitions
+ * (docs/indexes.md, "Indexed range reads"). */
+#define INDEX_PAGE_MIN 64
+#define INDEX_PAGE_MAX 4096
 
-static int cand_cmp(const void *x, const void *y)
+/* The candidates of index restriction `ix` in (start, end] after the
+ * page's position, at most about page->limit: one lookup, or the union
+ * of one per value. 0, or -1 with err set (ERR_UNSUPPORTED, ERR_INVALID:
+ * the index cannot answer here). */
+static int index_cands(struct store_job *j, const struct repl_index_expr *ix,
+		       const struct storage_index_page *page,
+		       struct storage_index_keys *out)
 {
-	const struct cand *a = x, *b = y;
-	if (a->token != b->token)
-		return a->token < b->token ? -1 : 1;
-	return slice_cmp(a->key, b->key);
+	memset(out, 0, sizeof(*out));
+	if (ix->range)
+		return storage_index_candidates_range(
+			j->d->db, j->table_id, ix->name, ix->lo, ix->hi,
+			j->start, j->end, page, out);
+	if (ix->n_vals == 1)
+		return storage_index_candidates(j->d->db, j->table_id, ix->name,
+						&ix->vals[0], 1, j->start,
+						j->end, page, out);
+	struct storage_index_keys keys[REPL_INDEX_MAX_VALUES];
+	size_t nkeys = 0;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < ix->n_vals; i++) {
+		rc = storage_index_candidates(j->d->db, j->table_id, ix->name,
+					      &ix->vals[i], 1, j->start, j->end,
+					      page, &keys[i]);
+		if (rc == 0)
+			nkeys++;
+	}
+	if (rc == 0)
+		rc = storage_index_keys_union(keys, nkeys, out);
+	for (size_t i = 0; i < nkeys; i++)
+		storage_index_keys_free(&keys[i]);
+	return rc;
 }
 
-/* The candidates of the job's index restriction in (start, end], in token
- * order, each once: one lookup, or the union of one per value. Fills
- * keys[0..*nkeys) (free each with storage_index_keys_free) and *out
- * (free()). 0, or -1 with err set (ERR_UNSUPPORTED, ERR_INVALID: the
- * index cannot answer here). */
-static int index_cands(struct store_job *j, struct storage_index_keys *keys,
-		       size_t *nkeys, struct cand **out, size_t *nout)
+/* One page of the job's candidates: of its index restriction, and when
+ * it carries a second one (and_ix) the intersection of both (a second
+ * index that cannot answer here is left to the coordinator's re-check).
+ * *first_failed: the first index could not answer (ERR_UNSUPPORTED /
+ * ERR_INVALID: scan instead). */
+static int job_cands(struct store_job *j, const struct storage_index_page *pg,
+		     struct storage_index_keys *out, bool *first_failed)
 {
-	const struct repl_index_expr *ix = &j->ix;
-	size_t nl = ix->range ? 1 : ix->n_vals, total = 0;
-	*nkeys = 0;
-	for (size_t i = 0; i < nl; i++) {
-		memset(&keys[i], 0, sizeof(keys[i]));
-		int rc = ix->range ? storage_index_candidates_range(
-					     j->d->db, j->table_id, ix->name,
-					     ix->lo, ix->hi, j->start, j->end,
-					     &keys[i])
-				   : storage_index_candidates(
-					     j->d->db, j->table_id, ix->name,
-					     &ix->vals[i], 1, j->start, j->end,
-					     &keys[i]);
-		if (rc != 0)
-			return -1;
-		(*nkeys)++;
-		total += keys[i].count;
+	*first_failed = false;
+	struct storage_index_keys a, b;
+	if (index_cands(j, &j->ix, pg, &a) != 0) {
+		enum err_code code = err_code();
+		*first_failed = code == ERR_UNSUPPORTED || code == ERR_INVALID;
+		return -1;
 	}
-	struct cand *c = malloc((total ? total : 1) * sizeof(*c));
-	if (!c)
-		return err_set(ERR_NOMEM, "out of memory");
-	size_t n = 0;
-	for (size_t i = 0; i < nl; i++)
-		for (size_t k = 0; k < keys[i].count; k++)
-			c[n++] = (struct cand){keys[i].tokens[k],
-					       keys[i].keys[k]};
-	if (nl > 1) { /* each lookup is in order; their union is sorted */
-		qsort(c, n, sizeof(*c), cand_cmp);
-		size_t u = 0;
-		for (size_t k = 0; k < n; k++)
-			if (!u || cand_cmp(&c[u - 1], &c[k]) != 0)
-				c[u++] = c[k];
-		n = u;
+	if (!j->ix.and_ix) {
+		*out = a;
+		return 0;
 	}
-	*out = c;
-	*nout = n;
-	return 0;
+	if (index_cands(j, j->ix.and_ix, pg, &b) != 0) {
+		enum err_code code = err_code();
+		if (code == ERR_UNSUPPORTED || code == ERR_INVALID) {
+			*out = a; /* the first alone: a superset */
+			return 0;
+		}
+		storage_index_keys_free(&a);
+		return -1;
+	}
+	int rc = storage_index_keys_intersect(&a, &b, out);
+	storage_index_keys_free(&a);
+	storage_index_keys_free(&b);
+	return rc;
 }
 
 /* An indexed scan: each candidate partition read as a fragment (empty
- * ones skipped), at most j->max. 1 when the index cannot answer (the
- * caller scans the range instead), 0, or -1 with err set. */
+ * ones skipped), at most j->max, the candidates asked for a page at a
+ * time. 1 when the index cannot answer (the caller scans the range
+ * instead), 0, or -1 with err set. */
 static int store_index_scan(struct store_job *j, size_t *cap)
 {
-	struct storage_index_keys keys[REPL_INDEX_MAX_VALUES];
-	size_t nkeys = 0, n = 0;
-	struct cand *c = NULL;
-	int rc = index_cands(j, keys, &nkeys, &c, &n);
-	if (rc != 0) {
-		enum err_code code = err_code();
-		for (size_t i = 0; i < nkeys; i++)
-			storage_index_keys_free(&keys[i]);
-		if (code == ERR_UNSUPPORTED || code == ERR_INVALID)
-			return 1;
-		return -1;
-	}
+	size_t limit = j->max;
+	if (limit < INDEX_PAGE_MIN)
+		limit = INDEX_PAGE_MIN;
+	if (limit > INDEX_PAGE_MAX)
+		limit = INDEX_PAGE_MAX;
+	struct storage_index_page pg = {.limit = limit};
+	struct buf after;
+	buf_init(&after);
 	struct storage_read_cmd cmd = j->cmd;
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		cmd.key = c[i].key.ptr;
-		cmd.key_len = c[i].key.len;
-		struct storage_mutation *m = NULL;
-		rc = storage_read_fragment(j->d->db, j->table_id, &cmd, &m);
-		if (rc != 0)
+	int rc = 0;
+	for (bool first = true, more = true; rc == 0 && more && !j->cut;
+	     first = false) {
+		struct storage_index_keys c;
+		bool failed;
+		rc = job_cands(j, &pg, &c, &failed);
+		if (rc != 0) {
+			/* the index cannot answer: the range is scanned
+			 * (only before anything was read) */
+			if (failed && first) {
+				buf_free(&after);
+				return 1;
+			}
 			break;
-		if (storage_mutation_is_empty(m)) {
-			storage_mutation_delete(m);
-			continue;
 		}
-		if (j->n == j->max) {
-			storage_mutation_delete(m);
-			j->cut = true;
-			break;
+		for (size_t i = 0; rc == 0 && i < c.count; i++) {
+			cmd.key = c.keys[i].ptr;
+			cmd.key_len = c.keys[i].len;
+			struct storage_mutation *m = NULL;
+			rc = storage_read_fragment(j->d->db, j->table_id, &cmd,
+						   &m);
+			if (rc != 0)
+				break;
+			if (storage_mutation_is_empty(m)) {
+				storage_mutation_delete(m);
+				continue;
+			}
+			if (j->n == j->max) {
+				storage_mutation_delete(m);
+				j->cut = true;
+				break;
+			}
+			rc = store_keep(j, m, cap);
 		}
-		rc = store_keep(j, m, cap);
+		more = c.more;
+		if (more) {
+			after.len = 0;
+			if (buf_append(&after, c.resume_key.ptr,
+				       c.resume_key.len))
+				rc = err_set(ERR_NOMEM, "out of memory");
+			pg.after = true;
+			pg.after_token = c.resume_token;
+			pg.after_key = (struct slice){after.data, after.len};
+		}
+		storage_index_keys_free(&c);
 	}
-	free(c);
-	for (size_t i = 0; i < nkeys; i++)
-		storage_index_keys_free(&keys[i]);
+	buf_free(&after);
 	return rc;
 }
 

@@ -1116,6 +1116,29 @@ static ProtobufCBinaryData pb_bytes(struct slice v)
 	return (ProtobufCBinaryData){v.len, (uint8_t *)v.ptr};
 }
 
+/* An index restriction as its message (borrowing from ix). */
+static void index_to_msg(const struct repl_index_expr *ix,
+			 Cassini__Replication__IndexExpr *m,
+			 ProtobufCBinaryData vals[REPL_INDEX_MAX_VALUES])
+{
+	m->name = (char *)ix->name;
+	for (size_t k = 0; k < ix->n_vals; k++)
+		vals[k] = pb_bytes(ix->vals[k]);
+	m->n_values = ix->n_vals;
+	m->values = vals;
+	m->range = ix->range;
+	if (ix->lo) {
+		m->has_lo = true;
+		m->lo = pb_bytes(ix->lo->value);
+		m->lo_incl = ix->lo->incl;
+	}
+	if (ix->hi) {
+		m->has_hi = true;
+		m->hi = pb_bytes(ix->hi->value);
+		m->hi_incl = ix->hi->incl;
+	}
+}
+
 static void range_send(struct op *op, size_t i)
 {
 	struct repl *r = op->r;
@@ -1145,27 +1168,17 @@ static void range_send(struct op *op, size_t i)
 	}
 	Cassini__Replication__RangeReq msg =
 		CASSINI__REPLICATION__RANGE_REQ__INIT;
-	Cassini__Replication__IndexExpr ixm =
-		CASSINI__REPLICATION__INDEX_EXPR__INIT;
-	ProtobufCBinaryData vals[REPL_INDEX_MAX_VALUES];
+	Cassini__Replication__IndexExpr ixm[2] = {
+		CASSINI__REPLICATION__INDEX_EXPR__INIT,
+		CASSINI__REPLICATION__INDEX_EXPR__INIT};
+	ProtobufCBinaryData vals[2][REPL_INDEX_MAX_VALUES];
 	if (op->has_index) {
-		ixm.name = (char *)op->ix.name;
-		for (size_t k = 0; k < op->ix.n_vals; k++)
-			vals[k] = pb_bytes(op->ix.vals[k]);
-		ixm.n_values = op->ix.n_vals;
-		ixm.values = vals;
-		ixm.range = op->ix.range;
-		if (op->ix.lo) {
-			ixm.has_lo = true;
-			ixm.lo = pb_bytes(op->ix.lo->value);
-			ixm.lo_incl = op->ix.lo->incl;
+		index_to_msg(&op->ix, &ixm[0], vals[0]);
+		msg.index = &ixm[0];
+		if (op->ix.and_ix) {
+			index_to_msg(op->ix.and_ix, &ixm[1], vals[1]);
+			msg.and_index = &ixm[1];
 		}
-		if (op->ix.hi) {
-			ixm.has_hi = true;
-			ixm.hi = pb_bytes(op->ix.hi->value);
-			ixm.hi_incl = op->ix.hi->incl;
-		}
-		msg.index = &ixm;
 	}
 	msg.id = t->id;
 	msg.deadline_us = repl_deadline_us(r, r->o.range_timeout_ms);

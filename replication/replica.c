@@ -386,13 +386,26 @@ int repl_index_expr_copy(struct arena *a, const struct repl_index_expr *src,
 		if (copy_bytes(a, b[k]->value, &bounds[k].value) != 0)
 			return -1;
 	}
+	struct repl_index_expr *and_ix = NULL;
+	if (src->and_ix) {
+		and_ix = arena_alloc(a, sizeof(*and_ix));
+		struct storage_index_bound *b2 =
+			arena_alloc(a, 2 * sizeof(*b2));
+		struct repl_index_expr second = *src->and_ix;
+		second.and_ix = NULL;
+		if (!and_ix || !b2)
+			return err_set(ERR_NOMEM, "out of memory");
+		if (repl_index_expr_copy(a, &second, and_ix, b2) != 0)
+			return -1;
+	}
 	*dst = (struct repl_index_expr){
 		.name = name,
 		.vals = vals,
 		.n_vals = nv,
 		.range = src->range,
 		.lo = src->range && src->lo ? &bounds[0] : NULL,
-		.hi = src->range && src->hi ? &bounds[1] : NULL};
+		.hi = src->range && src->hi ? &bounds[1] : NULL,
+		.and_ix = and_ix};
 	return 0;
 }
 
@@ -409,28 +422,51 @@ void repl_store_range(struct repl *r, const uint8_t table_id[16], int64_t start,
 			       done, arg);
 }
 
-/* Takes a range request's index restriction into `s` (copied into its
- * arena). -1 for a malformed one (too many values, values with a range);
- * one without a name or values is no restriction. */
-static int serve_index(struct serve *s,
-		       const Cassini__Replication__IndexExpr *m)
+/* A message's index restriction as an expression borrowing from it and
+ * from vals / b. 1 for none (no name or values), 0, -1 for a malformed
+ * one (too many values, values with a range). */
+static int index_from_msg(const Cassini__Replication__IndexExpr *m,
+			  struct slice vals[REPL_INDEX_MAX_VALUES],
+			  struct storage_index_bound b[2],
+			  struct repl_index_expr *out)
 {
 	if (!m || !m->name || !*m->name || (!m->range && m->n_values == 0))
-		return 0;
+		return 1;
 	if (m->n_values > REPL_INDEX_MAX_VALUES || (m->range && m->n_values))
 		return -1;
-	struct slice vals[REPL_INDEX_MAX_VALUES];
 	for (size_t i = 0; i < m->n_values; i++)
 		vals[i] = slice_make(m->values[i].data, m->values[i].len);
-	struct storage_index_bound b[2] = {
-		{slice_make(m->lo.data, m->lo.len), m->lo_incl},
-		{slice_make(m->hi.data, m->hi.len), m->hi_incl}};
-	struct repl_index_expr in = {.name = m->name,
-				     .vals = vals,
-				     .n_vals = m->n_values,
-				     .range = m->range,
-				     .lo = m->has_lo ? &b[0] : NULL,
-				     .hi = m->has_hi ? &b[1] : NULL};
+	b[0] = (struct storage_index_bound){slice_make(m->lo.data, m->lo.len),
+					    m->lo_incl};
+	b[1] = (struct storage_index_bound){slice_make(m->hi.data, m->hi.len),
+					    m->hi_incl};
+	*out = (struct repl_index_expr){.name = m->name,
+					.vals = vals,
+					.n_vals = m->n_values,
+					.range = m->range,
+					.lo = m->has_lo ? &b[0] : NULL,
+					.hi = m->has_hi ? &b[1] : NULL};
+	return 0;
+}
+
+/* Takes a range request's index restrictions into `s` (copied into its
+ * arena): `index`, and `and_index` ANDed with it. -1 for a malformed
+ * one; one without a name or values is no restriction. */
+static int serve_index(struct serve *s,
+		       const Cassini__Replication__IndexExpr *m,
+		       const Cassini__Replication__IndexExpr *and_m)
+{
+	struct slice vals[2][REPL_INDEX_MAX_VALUES];
+	struct storage_index_bound b[2][2];
+	struct repl_index_expr in, second;
+	int rc = index_from_msg(m, vals[0], b[0], &in);
+	if (rc != 0)
+		return rc > 0 ? 0 : -1;
+	rc = index_from_msg(and_m, vals[1], b[1], &second);
+	if (rc < 0)
+		return -1;
+	if (rc == 0)
+		in.and_ix = &second;
 	if (repl_index_expr_copy(&s->a, &in, &s->ix, s->bounds) != 0)
 		return -1;
 	s->has_index = true;
@@ -455,7 +491,7 @@ static void serve_range(struct repl *r, const struct inet_addr *from,
 	if (!s || req->table_id.len != 16 || req->start >= req->end ||
 	    storage_read_cmd_decode(req->cmd.data, req->cmd.len, &s->a,
 				    &s->cmd) != 0 ||
-	    serve_index(s, req->index) != 0) {
+	    serve_index(s, req->index, req->and_index) != 0) {
 		Cassini__Replication__RangeRsp rsp =
 			CASSINI__REPLICATION__RANGE_RSP__INIT;
 		rsp.id = req->id;

@@ -165,21 +165,25 @@ typedef void (*repl_store_read_fn)(void *arg, int status, enum err_code code,
  * (storage_index_candidates), not every partition of the range. Either
  * values (a partition holding any of them: =, IN, CONTAINS, CONTAINS KEY,
  * one lookup per value) or a range of values (`range`; lo / hi NULL when
- * unbounded). The coordinator re-checks every row it sends: candidates
- * are a superset. */
+ * unbounded). With `and_ix`, a second restriction on another index ANDed
+ * with it: the replica answers with the intersection of both indexes'
+ * candidates (Cassandra's sai_intersection_clause_limit of 2). The
+ * coordinator re-checks every row it sends: candidates are a superset. */
 struct repl_index_expr {
 	const char *name; /* the index (storage_index's name) */
 	const struct slice *vals;
 	size_t n_vals;
 	bool range;
 	const struct storage_index_bound *lo, *hi;
+	const struct repl_index_expr *and_ix; /* its own and_ix unused */
 };
 /* At most this many values (an IN of more reads the range whole). */
 #define REPL_INDEX_MAX_VALUES 64
 struct arena;
 /* Copies `src` (at most REPL_INDEX_MAX_VALUES values; none kept for a
  * range) into `a` as `dst`, its bounds in bounds[0] (lo) and bounds[1]
- * (hi). 0, or -1 with ERR_NOMEM. */
+ * (hi), its and_ix (and that one's bounds) into `a` too. 0, or -1 with
+ * ERR_NOMEM. */
 int repl_index_expr_copy(struct arena *a, const struct repl_index_expr *src,
 			 struct repl_index_expr *dst,
 			 struct storage_index_bound bounds[2]);

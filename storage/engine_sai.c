@@ -36,6 +36,13 @@ struct collect {
 	int64_t start, end;
 	bool full;
 	int err;
+	/* the page: at most pg->limit kept; once more were seen, only those
+	 * up to the limit-th (`capped` at cap_token, cap_key) are kept */
+	const struct storage_index_page *pg;
+	bool capped, more;
+	int64_t cap_token;
+	struct buf cap_key;
+	uint64_t shrinks; /* times the kept set was cut down */
 };
 
 static bool in_range(const struct collect *c, int64_t token)
@@ -43,9 +50,15 @@ static bool in_range(const struct collect *c, int64_t token)
 	return c->full || (token > c->start && token <= c->end);
 }
 
-static void add(struct collect *c, int64_t token, struct slice key)
+static struct slice cand_key(const struct collect *c, const struct cand *x)
 {
-	if (c->err || !in_range(c, token))
+	return (struct slice){c->bytes.data + x->off, x->len};
+}
+
+/* Appends a candidate as it is (no range or page check). */
+static void push(struct collect *c, int64_t token, struct slice key)
+{
+	if (c->err)
 		return;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 64;
@@ -63,6 +76,30 @@ static void add(struct collect *c, int64_t token, struct slice key)
 		return;
 	}
 	c->v[c->n++] = (struct cand){token, off, key.len};
+}
+
+static void shrink(struct collect *c);
+
+static void add(struct collect *c, int64_t token, struct slice key)
+{
+	if (c->err || !in_range(c, token))
+		return;
+	const struct storage_index_page *pg = c->pg;
+	if (pg && pg->after &&
+	    storage_partition_cmp(token, key, pg->after_token, pg->after_key) <=
+		    0)
+		return;
+	if (c->capped &&
+	    storage_partition_cmp(
+		    token, key, c->cap_token,
+		    (struct slice){c->cap_key.data, c->cap_key.len}) > 0) {
+		c->more = true;
+		return;
+	}
+	push(c, token, key);
+	/* a page's worth kept: cut back to the limit now and then */
+	if (pg && pg->limit && c->n >= 2 * pg->limit + 16)
+		shrink(c);
 }
 
 /* A memtable: its index, or every partition in the range. */
@@ -179,12 +216,17 @@ static int from_sstable(struct collect *c, struct sstable *s,
 	size_t len;
 	if (sst_sai_get(s, ix, &buf, &len) == 0) {
 		size_t before = c->n, bytes = c->bytes.len;
+		uint64_t shrinks = c->shrinks;
 		int rc = sai_lookup_range(buf, len, lo, hi, component_key, c);
 		if (rc == SAI_OK)
 			return 0;
-		/* verified at load, so not expected: drop what it gave */
-		c->n = before;
-		c->bytes.len = bytes;
+		/* verified at load, so not expected: drop what it gave
+		 * (unless the kept set was cut meanwhile: then keep it,
+		 * candidates may repeat) */
+		if (c->shrinks == shrinks) {
+			c->n = before;
+			c->bytes.len = bytes;
+		}
 		if (rc == SAI_NOMEM)
 			return err_set(ERR_NOMEM, "index lookup");
 	}
@@ -221,7 +263,9 @@ static void sort_cands(struct cand *v, size_t n, struct cand *tmp,
 	memcpy(v, tmp, n * sizeof(*v));
 }
 
-static int finish(struct collect *c, struct storage_index_keys *out)
+/* Sorts and dedupes the candidates; beyond the page's limit they are cut
+ * (capped at the last one kept, `more`). */
+static int sort_unique(struct collect *c)
 {
 	struct cand *tmp = c->n ? malloc(c->n * sizeof(*tmp)) : NULL;
 	if (c->n && !tmp)
@@ -232,10 +276,60 @@ static int finish(struct collect *c, struct storage_index_keys *out)
 	for (size_t i = 0; i < c->n; i++)
 		if (!u || cand_cmp(&c->v[u - 1], &c->v[i], c->bytes.data) != 0)
 			c->v[u++] = c->v[i];
+	c->n = u;
+	size_t limit = c->pg ? c->pg->limit : 0;
+	if (!limit || c->n <= limit)
+		return 0;
+	c->n = limit;
+	c->more = true;
+	const struct cand *last = &c->v[limit - 1];
+	c->capped = true;
+	c->cap_token = last->token;
+	c->cap_key.len = 0;
+	if (buf_append(&c->cap_key, c->bytes.data + last->off, last->len))
+		return err_set(ERR_NOMEM, "index candidates");
+	/* the kept keys' bytes only */
+	struct buf b;
+	buf_init(&b);
+	for (size_t i = 0; i < c->n; i++) {
+		size_t off = b.len;
+		if (buf_append(&b, c->bytes.data + c->v[i].off, c->v[i].len)) {
+			buf_free(&b);
+			return err_set(ERR_NOMEM, "index candidates");
+		}
+		c->v[i].off = off;
+	}
+	buf_free(&c->bytes);
+	c->bytes = b;
+	return 0;
+}
+
+static void shrink(struct collect *c)
+{
+	c->shrinks++;
+	if (sort_unique(c))
+		c->err = 1;
+}
+
+/* The candidates as they are (sorted) into *out, with the resume
+ * position when `more`. */
+static int emit(struct collect *c, struct storage_index_keys *out, bool more,
+		int64_t resume_token, struct slice resume_key)
+{
+	size_t u = c->n;
 	out->tokens = u ? malloc(u * sizeof(*out->tokens)) : NULL;
 	out->keys = u ? malloc(u * sizeof(*out->keys)) : NULL;
 	if (u && (!out->tokens || !out->keys))
 		return err_set(ERR_NOMEM, "index candidates");
+	out->more = more;
+	if (more) {
+		out->resume_token = resume_token;
+		if (buf_append(&out->resume_bytes, resume_key.ptr,
+			       resume_key.len))
+			return err_set(ERR_NOMEM, "index candidates");
+		out->resume_key = (struct slice){out->resume_bytes.data,
+						 out->resume_bytes.len};
+	}
 	out->bytes = c->bytes;
 	buf_init(&c->bytes);
 	for (size_t i = 0; i < u; i++) {
@@ -247,6 +341,130 @@ static int finish(struct collect *c, struct storage_index_keys *out)
 	return 0;
 }
 
+static int finish(struct collect *c, struct storage_index_keys *out)
+{
+	if (sort_unique(c))
+		return -1;
+	if (!c->more || !c->n)
+		return emit(c, out, false, 0, (struct slice){NULL, 0});
+	const struct cand *last = &c->v[c->n - 1];
+	return emit(c, out, true, last->token, cand_key(c, last));
+}
+
+static void collect_free(struct collect *c)
+{
+	free(c->v);
+	buf_free(&c->bytes);
+	buf_free(&c->cap_key);
+}
+
+/* The earliest resume position of the sets with `more`: the results of
+ * a set operation are exact up to it. False when none has more. */
+static bool sets_bound(const struct storage_index_keys *sets, size_t n,
+		       int64_t *token, struct slice *key)
+{
+	bool any = false;
+	for (size_t i = 0; i < n; i++) {
+		if (!sets[i].more)
+			continue;
+		if (!any || storage_partition_cmp(sets[i].resume_token,
+						  sets[i].resume_key, *token,
+						  *key) < 0) {
+			*token = sets[i].resume_token;
+			*key = sets[i].resume_key;
+		}
+		any = true;
+	}
+	return any;
+}
+
+static int set_done(struct collect *c, struct storage_index_keys *out,
+		    const struct storage_index_keys *sets, size_t n, bool more,
+		    int64_t bt, struct slice bk)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < n; i++)
+		out->scanned += sets[i].scanned;
+	int rc = c->err ? err_set(ERR_NOMEM, "index candidates")
+			: emit(c, out, more, bt, bk);
+	collect_free(c);
+	if (rc)
+		storage_index_keys_free(out);
+	return rc;
+}
+
+int storage_index_keys_intersect(const struct storage_index_keys *a,
+				 const struct storage_index_keys *b,
+				 struct storage_index_keys *out)
+{
+	struct storage_index_keys two[2] = {*a, *b};
+	int64_t bt = 0;
+	struct slice bk = {NULL, 0};
+	bool more = sets_bound(two, 2, &bt, &bk);
+	struct collect c = {0};
+	size_t i = 0, j = 0;
+	while (i < a->count && j < b->count) {
+		int r = storage_partition_cmp(a->tokens[i], a->keys[i],
+					      b->tokens[j], b->keys[j]);
+		if (r < 0) {
+			i++;
+			continue;
+		}
+		if (r > 0) {
+			j++;
+			continue;
+		}
+		if (more &&
+		    storage_partition_cmp(a->tokens[i], a->keys[i], bt, bk) > 0)
+			break;
+		push(&c, a->tokens[i], a->keys[i]);
+		i++;
+		j++;
+	}
+	return set_done(&c, out, two, 2, more, bt, bk);
+}
+
+int storage_index_keys_union(const struct storage_index_keys *sets, size_t n,
+			     struct storage_index_keys *out)
+{
+	int64_t bt = 0;
+	struct slice bk = {NULL, 0};
+	bool more = sets_bound(sets, n, &bt, &bk);
+	struct collect c = {0};
+	size_t *at = calloc(n ? n : 1, sizeof(*at));
+	if (!at)
+		return err_set(ERR_NOMEM, "index candidates");
+	for (;;) {
+		/* the smallest head; every set at it moves on */
+		size_t best = n;
+		for (size_t i = 0; i < n; i++) {
+			if (at[i] >= sets[i].count)
+				continue;
+			if (best == n ||
+			    storage_partition_cmp(
+				    sets[i].tokens[at[i]], sets[i].keys[at[i]],
+				    sets[best].tokens[at[best]],
+				    sets[best].keys[at[best]]) < 0)
+				best = i;
+		}
+		if (best == n)
+			break;
+		int64_t t = sets[best].tokens[at[best]];
+		struct slice k = sets[best].keys[at[best]];
+		if (more && storage_partition_cmp(t, k, bt, bk) > 0)
+			break;
+		push(&c, t, k);
+		for (size_t i = 0; i < n; i++)
+			if (at[i] < sets[i].count &&
+			    storage_partition_cmp(sets[i].tokens[at[i]],
+						  sets[i].keys[at[i]], t,
+						  k) == 0)
+				at[i]++;
+	}
+	free(at);
+	return set_done(&c, out, sets, n, more, bt, bk);
+}
+
 void storage_index_keys_free(struct storage_index_keys *k)
 {
 	if (!k)
@@ -254,6 +472,7 @@ void storage_index_keys_free(struct storage_index_keys *k)
 	free(k->tokens);
 	free(k->keys);
 	buf_free(&k->bytes);
+	buf_free(&k->resume_bytes);
 	memset(k, 0, sizeof(*k));
 }
 
@@ -262,11 +481,13 @@ static int candidates(struct storage *db, struct engine_snapshot *snap,
 		      const struct storage_index *ix,
 		      const struct sai_bound *lo, const struct sai_bound *hi,
 		      int64_t start_token, int64_t end_token,
+		      const struct storage_index_page *page,
 		      struct storage_index_keys *out)
 {
 	struct collect c = {.start = start_token,
 			    .end = end_token,
-			    .full = start_token == end_token};
+			    .full = start_token == end_token,
+			    .pg = page};
 	int rc = 0;
 	for (size_t i = 0; i < snap->mt_count; i++)
 		from_memtable(&c, snap->mts[i], ix, lo, hi, &out->scanned);
@@ -287,8 +508,7 @@ static int candidates(struct storage *db, struct engine_snapshot *snap,
 		rc = err_set(ERR_NOMEM, "index candidates");
 	if (!rc)
 		rc = finish(&c, out);
-	free(c.v);
-	buf_free(&c.bytes);
+	collect_free(&c);
 	return rc;
 }
 
@@ -344,6 +564,7 @@ static int query_close(struct engine_snapshot *snap, int rc,
 int storage_index_candidates(struct storage *db, const uint8_t table_id[16],
 			     const char *index, const struct slice *vals,
 			     size_t n, int64_t start_token, int64_t end_token,
+			     const struct storage_index_page *page,
 			     struct storage_index_keys *out)
 {
 	struct engine_snapshot snap;
@@ -357,7 +578,7 @@ int storage_index_candidates(struct storage *db, const uint8_t table_id[16],
 	struct sai_bound b = {term.data, (uint32_t)term.len, true};
 	if (!rc)
 		rc = candidates(db, &snap, ix, &b, &b, start_token, end_token,
-				out);
+				page, out);
 	buf_free(&term);
 	return query_close(&snap, rc, out);
 }
@@ -368,6 +589,7 @@ int storage_index_candidates_range(struct storage *db,
 				   const struct storage_index_bound *lo,
 				   const struct storage_index_bound *hi,
 				   int64_t start_token, int64_t end_token,
+				   const struct storage_index_page *page,
 				   struct storage_index_keys *out)
 {
 	struct engine_snapshot snap;
@@ -390,7 +612,7 @@ int storage_index_candidates_range(struct storage *db,
 	struct sai_bound hb = {ht.data, (uint32_t)ht.len, hi && hi->incl};
 	if (!rc)
 		rc = candidates(db, &snap, ix, lo ? &lb : NULL, hi ? &hb : NULL,
-				start_token, end_token, out);
+				start_token, end_token, page, out);
 	buf_free(&lt);
 	buf_free(&ht);
 	return query_close(&snap, rc, out);

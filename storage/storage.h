@@ -577,8 +577,44 @@ struct storage_index_keys {
 	 * the range is a candidate */
 	uint64_t scanned;
 	struct buf bytes; /* the keys' */
+	/* A lookup stopped by its page's limit (or a set operation over
+	 * one): the candidates are exact up to and including the resume
+	 * position (resume_token, resume_key) only; ask again with the page
+	 * resuming after it. The resume position is the last candidate of a
+	 * lookup; of an intersection or union it need not be one of its
+	 * keys. */
+	bool more;
+	int64_t resume_token;
+	struct slice resume_key; /* in resume_bytes */
+	struct buf resume_bytes;
 };
 void storage_index_keys_free(struct storage_index_keys *k);
+
+/* How much of a candidate lookup to answer: at most `limit` candidates
+ * (0: every one), the first partitions after (after_token, after_key)
+ * when `after` (a previous answer's resume position), in token order.
+ * Bounds the answer's memory to about `limit` keys; every index entry of
+ * the range is still visited. */
+struct storage_index_page {
+	size_t limit;
+	bool after;
+	int64_t after_token;
+	struct slice after_key;
+};
+
+/* Set operations over candidate key sets (each in token order, each key
+ * once, as the lookups give them), into *out (free it with
+ * storage_index_keys_free; its `scanned` is the inputs' sum). Where an
+ * input has `more`, the result stops at the earliest such input's resume
+ * position and has `more` with that resume position: the result is exact
+ * up to there. intersect: the partitions of both (two ANDed indexed
+ * restrictions); union: of any of sets[0..n) (an IN's values). 0, or -1
+ * (ERR_NOMEM). */
+int storage_index_keys_intersect(const struct storage_index_keys *a,
+				 const struct storage_index_keys *b,
+				 struct storage_index_keys *out);
+int storage_index_keys_union(const struct storage_index_keys *sets, size_t n,
+			     struct storage_index_keys *out);
 
 /* The partitions of table `table_id` within token range (start, end]
  * (start == end: the whole ring; start > end: ERR_INVALID, split it) that
@@ -587,12 +623,14 @@ void storage_index_keys_free(struct storage_index_keys *k);
  * tuple<key, value> value) as the client sends it. Merged
  * over the memtables and SSTables of the moment. ERR_NOT_FOUND for an
  * unknown table, ERR_INVALID for an unknown index, ERR_UNSUPPORTED for
- * one whose terms cannot decide equality (decimals: scan instead). Fills
- * *out (free it with storage_index_keys_free). Blocks (loads
- * components). */
+ * one whose terms cannot decide equality (decimals: scan instead).
+ * `page` (NULL: every candidate) bounds the answer: out->more when it
+ * stopped at page->limit. Fills *out (free it with
+ * storage_index_keys_free). Blocks (loads components). */
 int storage_index_candidates(struct storage *db, const uint8_t table_id[16],
 			     const char *index, const struct slice *vals,
 			     size_t n, int64_t start_token, int64_t end_token,
+			     const struct storage_index_page *page,
 			     struct storage_index_keys *out);
 
 /* A bound of a range of indexed values (as the client sends them). */
@@ -609,6 +647,7 @@ int storage_index_candidates_range(struct storage *db,
 				   const struct storage_index_bound *lo,
 				   const struct storage_index_bound *hi,
 				   int64_t start_token, int64_t end_token,
+				   const struct storage_index_page *page,
 				   struct storage_index_keys *out);
 
 /* Building an index over existing data (docs/indexes.md, "Building an

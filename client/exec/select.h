@@ -81,9 +81,17 @@ struct cql_select_index {
 	bool range; /* instead: the values within lo..hi (NULL: open) */
 	const struct storage_index_bound *lo, *hi;
 	struct storage_index_bound lo_b, hi_b;
+	const void *ix; /* the plan's index (for cql_select_plan_index_and) */
 };
 bool cql_select_plan_index(const struct cql_select_plan *p,
 			   struct cql_select_index *out);
+/* A second index restriction, on another index than `first`'s, chosen as
+ * cql_select_plan_index chooses: the replicas intersect both indexes'
+ * candidates (Cassandra's sai_intersection_clause_limit, 2). False when
+ * none. */
+bool cql_select_plan_index_and(const struct cql_select_plan *p,
+			       const struct cql_select_index *first,
+			       struct cql_select_index *out);
 /* True for count(*) / count(1): the answer is one aggregated row. */
 bool cql_select_plan_is_aggregate(const struct cql_select_plan *p);
 /* True for GROUP BY: one row per group (select_group.c). */

@@ -1004,8 +1004,9 @@ static bool index_ranges(const struct filter *f)
 	       !storage_type_is_collection(k);
 }
 
-bool cql_select_plan_index(const struct cql_select_plan *p,
-			   struct cql_select_index *out)
+/* The best index restriction on an index other than `skip`. */
+static bool plan_index_pick(const struct cql_select_plan *p, const void *skip,
+			    struct cql_select_index *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!p->scan)
@@ -1013,7 +1014,7 @@ bool cql_select_plan_index(const struct cql_select_plan *p,
 	const struct filter *eq = NULL, *in = NULL, *ranged = NULL;
 	for (size_t i = 0; i < p->nfilters; i++) {
 		const struct filter *f = &p->filters[i];
-		if (!f->ix)
+		if (!f->ix || (const void *)f->ix == skip)
 			continue;
 		switch (f->op) {
 		case CQL_OP_EQ:
@@ -1039,6 +1040,7 @@ bool cql_select_plan_index(const struct cql_select_plan *p,
 		}
 	}
 	if (eq || in) {
+		out->ix = (eq ? eq : in)->ix;
 		out->name = (eq ? eq : in)->ix->name;
 		out->vals = eq ? (eq->entry ? &eq->pair : &eq->value) : in->in;
 		out->n_vals = eq ? 1 : in->n_in;
@@ -1048,6 +1050,7 @@ bool cql_select_plan_index(const struct cql_select_plan *p,
 		return false;
 	/* every bound on that column through that index: the tightest
 	 * is not needed (the rows are re-checked), one of each side is */
+	out->ix = ranged->ix;
 	out->name = ranged->ix->name;
 	out->range = true;
 	for (size_t i = 0; i < p->nfilters; i++) {
@@ -1067,4 +1070,17 @@ bool cql_select_plan_index(const struct cql_select_plan *p,
 		}
 	}
 	return true;
+}
+
+bool cql_select_plan_index(const struct cql_select_plan *p,
+			   struct cql_select_index *out)
+{
+	return plan_index_pick(p, NULL, out);
+}
+
+bool cql_select_plan_index_and(const struct cql_select_plan *p,
+			       const struct cql_select_index *first,
+			       struct cql_select_index *out)
+{
+	return first->ix && plan_index_pick(p, first->ix, out);
 }

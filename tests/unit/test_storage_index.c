@@ -349,7 +349,7 @@ static uint64_t check_query(struct fx *f, int ix, int val, int64_t start,
 	}
 	struct storage_index_keys k;
 	if (storage_index_candidates(f->db, f->t->id, names[ix], &v, 1, start,
-				     end, &k))
+				     end, NULL, &k))
 		ck_abort_msg("candidates: %s", err_msg());
 	bool full = start == end;
 	for (size_t i = 0; i < k.count; i++) {
@@ -400,7 +400,7 @@ static uint64_t check_range(struct fx *f, int lo, bool lo_incl, int hi,
 	struct storage_index_keys k;
 	if (storage_index_candidates_range(f->db, f->t->id, "iv",
 					   lo_open ? NULL : &l,
-					   hi_open ? NULL : &h, 0, 0, &k))
+					   hi_open ? NULL : &h, 0, 0, NULL, &k))
 		ck_abort_msg("range: %s", err_msg());
 	for (int p = 0; p < NPART; p++) {
 		bool want = false;
@@ -437,6 +437,158 @@ static uint64_t check_range(struct fx *f, int lo, bool lo_incl, int hi,
 	uint64_t scanned = k.scanned;
 	storage_index_keys_free(&k);
 	return scanned;
+}
+
+/* The value of index ix's query for `val`, as check_query asks it. */
+static struct slice query_value(int ix, int val, uint8_t vb[4], char up[8])
+{
+	be32_store(vb, (uint32_t)(ix == 0 ? val - 3 : val));
+	if (ix != 1)
+		return slice_make(vb, 4);
+	size_t n = strlen(words[val]);
+	for (size_t i = 0; i < n; i++)
+		up[i] = (char)(words[val][i] ^ (((words[val][i] | 32) >= 'a' &&
+						 (words[val][i] | 32) <= 'z')
+							? 32
+							: 0));
+	return slice_make(up, n);
+}
+
+static bool keys_have(const struct storage_index_keys *k, int64_t tok,
+		      struct slice key)
+{
+	for (size_t i = 0; i < k->count; i++)
+		if (k->tokens[i] == tok && slice_eq(k->keys[i], key))
+			return true;
+	return false;
+}
+
+/* What check_ands saw over the run: intersections smaller than their
+ * first set, and lookups the limit stopped (each must happen, or the
+ * test checks nothing). */
+static unsigned ands_narrowed, ands_paged;
+
+/* One side of an AND, a page at a time: index ix's value val, or (ix
+ * -1) the union of iv's values val and val2 (an IN). */
+static void ands_side(struct fx *f, int ix, int val, int val2,
+		      const struct storage_index_page *pg,
+		      struct storage_index_keys *out)
+{
+	uint8_t vb[4], vb2[4];
+	char up[8], up2[8];
+	if (ix >= 0) {
+		struct slice v = query_value(ix, val, vb, up);
+		if (storage_index_candidates(f->db, f->t->id, names[ix], &v, 1,
+					     0, 0, pg, out))
+			ck_abort_msg("candidates: %s", err_msg());
+		if (pg)
+			ck_assert_uint_le(out->count, pg->limit);
+		if (pg && out->more)
+			ands_paged++;
+		return;
+	}
+	struct storage_index_keys two[2];
+	struct slice v[2] = {query_value(0, val, vb, up),
+			     query_value(0, val2, vb2, up2)};
+	for (int i = 0; i < 2; i++) {
+		if (storage_index_candidates(f->db, f->t->id, "iv", &v[i], 1, 0,
+					     0, pg, &two[i]))
+			ck_abort_msg("candidates: %s", err_msg());
+		if (pg)
+			ck_assert_uint_le(two[i].count, pg->limit);
+	}
+	ck_assert_int_eq(storage_index_keys_union(two, 2, out), 0);
+	storage_index_keys_free(&two[0]);
+	storage_index_keys_free(&two[1]);
+}
+
+/* Two ANDed restrictions (two indexes, or an IN on iv and another
+ * index) read as the replica reads them: a page of each side at a time
+ * (a small limit), intersected, resumed after the intersection's resume
+ * position. The pages together must be exactly the intersection of the
+ * unpaged sides, in token order without repeats, and hold every
+ * partition matching both in the model. */
+static void check_ands(struct fx *f)
+{
+	static const int ixs[] = {0, 1, 2, 4, -1};
+	for (int q = 0; q < 8; q++) {
+		int a = ixs[rnd(f) % 5], b = ixs[rnd(f) % 4];
+		while (b == a || (a == -1 && b == 0))
+			b = ixs[rnd(f) % 4];
+		int nva = a == 2 ? NROW : NVAL, nvb = b == 2 ? NROW : NVAL;
+		int va = (int)(rnd(f) % (unsigned)nva),
+		    va2 = (int)(rnd(f) % NVAL),
+		    vb = (int)(rnd(f) % (unsigned)nvb);
+		struct storage_index_keys fa, fb;
+		ands_side(f, a, va, va2, NULL, &fa);
+		ands_side(f, b, vb, 0, NULL, &fb);
+		ck_assert(!fa.more && !fb.more);
+		/* the intersection, by hand: fa's keys that fb holds */
+		size_t want[NPART], nwant = 0;
+		for (size_t i = 0; i < fa.count; i++)
+			if (keys_have(&fb, fa.tokens[i], fa.keys[i]))
+				want[nwant++] = i;
+		if (nwant < fa.count)
+			ands_narrowed++;
+		struct storage_index_page pg = {.limit = 1 + rnd(f) % 4};
+		uint8_t after[14];
+		size_t got = 0;
+		int pages = 0;
+		for (bool more = true; more; pages++) {
+			ck_assert_msg(pages <= 2 * NPART,
+				      "the pages do not move on");
+			struct storage_index_keys pa, pb, in;
+			ands_side(f, a, va, va2, &pg, &pa);
+			ands_side(f, b, vb, 0, &pg, &pb);
+			ck_assert_int_eq(
+				storage_index_keys_intersect(&pa, &pb, &in), 0);
+			for (size_t i = 0; i < in.count; i++, got++) {
+				ck_assert_msg(got < nwant,
+					      "an AND page gave more than "
+					      "the intersection (seed %llu)",
+					      (unsigned long long)seed);
+				ck_assert_msg(
+					in.tokens[i] == fa.tokens[want[got]] &&
+						slice_eq(in.keys[i],
+							 fa.keys[want[got]]),
+					"AND %d/%d: candidate %zu is not the "
+					"intersection's (seed %llu)",
+					a, b, got, (unsigned long long)seed);
+			}
+			more = in.more;
+			if (more) {
+				ck_assert_uint_le(in.resume_key.len,
+						  sizeof(after));
+				memcpy(after, in.resume_key.ptr,
+				       in.resume_key.len);
+				pg.after = true;
+				pg.after_token = in.resume_token;
+				pg.after_key =
+					slice_make(after, in.resume_key.len);
+			}
+			storage_index_keys_free(&pa);
+			storage_index_keys_free(&pb);
+			storage_index_keys_free(&in);
+		}
+		ck_assert_uint_eq(got, nwant);
+		for (int p = 0; p < NPART; p++) {
+			bool ma = a >= 0 ? model_match(f, a, p, va)
+					 : model_match(f, 0, p, va) ||
+						   model_match(f, 0, p, va2);
+			if (!ma || !model_match(f, b, p, vb))
+				continue;
+			uint8_t key[14];
+			size_t kl = part_key(p, key);
+			ck_assert_msg(keys_have(&fa, part_token(p),
+						slice_make(key, kl)) &&
+					      keys_have(&fb, part_token(p),
+							slice_make(key, kl)),
+				      "AND %d/%d: partition %d missed", a, b,
+				      p);
+		}
+		storage_index_keys_free(&fa);
+		storage_index_keys_free(&fb);
+	}
 }
 
 static uint64_t check_all(struct fx *f)
@@ -496,7 +648,11 @@ START_TEST(candidates_cover_the_model)
 			break;
 		}
 		ck_assert_uint_eq(check_all(&f), 0); /* every one indexed */
+		check_ands(&f);
 	}
+	/* the ANDs narrowed and paged (else they checked nothing) */
+	ck_assert_uint_gt(ands_narrowed, 0);
+	ck_assert_uint_gt(ands_paged, 0);
 	/* a restart: the components are found again */
 	storage_delete(f.db);
 	open_db(&f);
@@ -603,7 +759,7 @@ static void assert_refused(struct fx *f, const char *name)
 	struct slice v = slice_make(vb, 4);
 	struct storage_index_keys k;
 	ck_assert_int_eq(storage_index_candidates(f->db, f->t->id, name, &v, 1,
-						  0, 0, &k),
+						  0, 0, NULL, &k),
 			 -1);
 	ck_assert_int_eq(err_code(), ERR_INDEX_NOT_AVAILABLE);
 	char want[128];
@@ -674,9 +830,9 @@ START_TEST(an_index_over_existing_data_and_one_recreated)
 	wait_built(&f, "iv");
 	struct storage_index_keys k;
 	struct slice w = slice_make("alpha", 5);
-	ck_assert_int_eq(
-		storage_index_candidates(f.db, f.t->id, "iv", &w, 1, 0, 0, &k),
-		0);
+	ck_assert_int_eq(storage_index_candidates(f.db, f.t->id, "iv", &w, 1, 0,
+						  0, NULL, &k),
+			 0);
 	ck_assert_uint_eq(k.scanned, 0);
 	for (int p = 0; p < NPART; p++) {
 		bool want = false;
@@ -693,7 +849,7 @@ START_TEST(an_index_over_existing_data_and_one_recreated)
 	storage_index_keys_free(&k);
 	/* unknown index */
 	ck_assert_int_eq(storage_index_candidates(f.db, f.t->id, "nope", &w, 1,
-						  0, 0, &k),
+						  0, 0, NULL, &k),
 			 -1);
 	ck_assert_int_eq(err_code(), ERR_INVALID);
 	ck_assert_int_eq(storage_index_state(f.db, f.t->id, "nope"), -1);
