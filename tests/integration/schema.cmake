@@ -19,6 +19,9 @@ cassini_pytest(integration_index_model test_index_model.py TIMEOUT 300)
 # Indexed range reads across replicas: CL with a node down, paging, a
 # stale replica (replica filtering protection).
 cassini_pytest(integration_index_replicas test_index_replicas.py TIMEOUT 300)
+# Two ANDed indexes intersected on the replicas: a model at every CL and
+# page size, a node down, the trace's rows read (127.0.115.21-23).
+cassini_pytest(integration_index_intersect test_index_intersect.py TIMEOUT 300)
 # Building an index over existing data: refused while building, resumed
 # after a restart, rebuild_index, sai_column_indexes and IndexInfo
 # (127.0.109.20-22).

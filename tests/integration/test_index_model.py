@@ -4,7 +4,8 @@ the partition key takes random inserts, overwrites, row and partition
 deletions, null writes and TTL'd writes, with flushes and compactions in
 between (so memtables and SSTables merge, tombstones shadow older data
 across SSTables); after every round each indexed query (=, IN, ranges,
-AND of two indexes, with LIMIT and every page size) must return exactly
+ANDs of two indexes, intersected on the replica, and of three, with LIMIT
+and every page size) must return exactly
 the rows of the model's filtered scan. An index that returned a row the
 data does not hold (a stale value, a deleted row, an expired cell) fails
 this test. Seeded: CASSINI_SEED reproduces a run."""
@@ -125,6 +126,15 @@ QUERIES = [
      and r[3] < y),
     ("b = 1 AND v = {x}", lambda r, x: r[1] == 1 and r[3] == x),
     ("s = {x}", lambda r, x: r[5] == x),
+    # two indexes intersected on the replicas (and a third re-checked)
+    ("v = {x} AND s = {y}", lambda r, x, y: r[3] == x and r[5] == y),
+    ("c = {x} AND v IN ({y}, 5)",
+     lambda r, x, y: r[2] == x and r[3] in (y, 5)),
+    ("s > {x} AND v <= {y}",
+     lambda r, x, y: r[5] is not None and r[5] > x and r[3] is not None
+     and r[3] <= y),
+    ("v = {x} AND b = {y} AND c = 1",
+     lambda r, x, y: r[3] == x and r[1] == y and r[2] == 1),
     ("a = {x} AND b = 0 AND v >= {y}",
      lambda r, x, y: r[0] == x and r[1] == 0 and r[3] is not None
      and r[3] >= y),
