@@ -10,7 +10,7 @@ memtables and SSTables mixed, with a node down (QUORUM answers every
 page, ALL is Unavailable), on a single partition and with ALLOW
 FILTERING; and by the query's trace: `a = 1 AND b = 2` over 400 rows
 reads the 20 matching rows, where one index (`a = 1`, the other column
-filtered) reads 100. Clusters live on 127.0.115.21-23 with a 250 ms
+filtered) reads 100; at ALL each of the three replicas reads 20. Clusters live on 127.0.115.21-23 with a 250 ms
 gossip interval. No timing thresholds."""
 import re
 
@@ -90,10 +90,10 @@ def want(pred):
     return sorted(k for k in range(N) if pred(row(k)))
 
 
-def rows_read(s, cql):
-    """The rows the replicas read for a traced query at ONE, summed over
-    the trace's `Read N live rows` events."""
-    rs = s.execute(SimpleStatement(cql, consistency_level=ONE,
+def rows_read(s, cql, cl=ONE):
+    """The rows the replicas read for a traced query, summed over the
+    trace's `Read N live rows` events (each replica's)."""
+    rs = s.execute(SimpleStatement(cql, consistency_level=cl,
                                    fetch_size=1000), trace=True)
     got = sorted(r[0] for r in rs)
     events = [e.description for e in rs.get_query_trace(30).events]
@@ -155,6 +155,10 @@ def test_two_index_ands(cluster):
           f"(one index): {n_one}")
     assert n_both == len(both) == 20, n_both
     assert n_one == N // 4, n_one
+    # at ALL the two remote replicas intersect too (and_index sent)
+    _, n_all = rows_read(s, "SELECT k FROM ks.t WHERE a = 1 AND b = 2", ALL)
+    print(f"rows read at ALL: {n_all}")
+    assert n_all == 3 * 20, n_all
 
     # One node down: QUORUM answers every page, ALL is Unavailable.
     cluster("node", "node3", "stop")
