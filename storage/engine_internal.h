@@ -96,10 +96,10 @@ struct table {
 	uint64_t write_us_sum, write_us[LOGHIST_BUCKETS];
 	/* reads past tombstone_warn_threshold / failure_threshold */
 	_Atomic uint64_t tombstone_warnings, tombstone_failures;
-	/* toppartitions (sampler.c): whether each sampler counts now
-	 * (relaxed: the hot path's only cost), and the samplers (made by
-	 * the first window, under the lock; freed with the table) */
-	_Atomic bool sampling[STORAGE_SAMPLERS];
+	/* toppartitions, profileload (sampler.c): which samplers count now
+	 * (1 << kind; relaxed: the hot path's only cost), and the samplers
+	 * (made by the first window, under the lock; freed with the table) */
+	_Atomic unsigned sampling;
 	struct storage_sampler *samplers[STORAGE_SAMPLERS];
 	/* References: the table list's (until storage_table_drop unlinks
 	 * it), and one per flush, compaction, truncate, snapshot or read
@@ -179,16 +179,24 @@ struct table *storage_engine_table_find(struct storage *db,
 					const uint8_t id[16]);
 /* Lock not held: a reference to the registered table, or NULL
  * (ERR_NOT_FOUND, "unknown table"). */
-/* sampler.c: counts `key` in kind's sampler (t->sampling[kind] seen set),
- * and frees the table's samplers. */
-void storage_engine_sample(struct table *t, int kind, const uint8_t *key,
-			   size_t len);
+/* sampler.c: a point read's figures, or a write, to the samplers on
+ * (t->sampling seen set); and frees the table's samplers. */
+#define STORAGE_SAMPLE_READ_KINDS                                        \
+	(1u << STORAGE_SAMPLE_READS | 1u << STORAGE_SAMPLE_READ_ROW_COUNT | \
+	 1u << STORAGE_SAMPLE_READ_TOMBSTONE_COUNT |                       \
+	 1u << STORAGE_SAMPLE_READ_SSTABLE_COUNT)
+#define STORAGE_SAMPLE_WRITE_KINDS \
+	(1u << STORAGE_SAMPLE_WRITES | 1u << STORAGE_SAMPLE_WRITE_SIZE)
+void storage_engine_sample_read(struct table *t, const uint8_t *key,
+				size_t len, uint64_t rows, uint64_t tombstones,
+				uint64_t sstables);
+void storage_engine_sample_write(struct table *t,
+				 const struct storage_mutation *m);
 void storage_engine_samplers_free(struct table *t);
-static inline void storage_engine_sample_maybe(struct table *t, int kind,
-					       const uint8_t *key, size_t len)
+static inline bool storage_engine_sampling(struct table *t, unsigned kinds)
 {
-	if (atomic_load_explicit(&t->sampling[kind], memory_order_relaxed))
-		storage_engine_sample(t, kind, key, len);
+	return atomic_load_explicit(&t->sampling, memory_order_relaxed) &
+	       kinds;
 }
 
 struct table *storage_engine_table_get(struct storage *db,

@@ -214,8 +214,10 @@ static int read_partition(struct storage *db, const uint8_t table_id[16],
 			  : storage_read_ctx_finish(&c, token, key, out);
 	if (!rc) {
 		count_read(s.t, env_mono_us(db->o.env) - start, ssts, &c);
-		storage_engine_sample_maybe(s.t, STORAGE_SAMPLE_READS, cmd->key,
-					    cmd->key_len);
+		if (storage_engine_sampling(s.t, STORAGE_SAMPLE_READ_KINDS))
+			storage_engine_sample_read(s.t, cmd->key, cmd->key_len,
+						   c.seen_live_rows,
+						   c.seen_tombstones, ssts);
 	}
 	if (cmd->stats)
 		cmd->stats->sstables += ssts;

@@ -356,8 +356,8 @@ int storage_engine_apply(struct storage *db, const struct storage_mutation *m,
 		t->writes++;
 		t->write_us_sum += us;
 		t->write_us[loghist_bucket(us)]++;
-		storage_engine_sample_maybe(t, STORAGE_SAMPLE_WRITES,
-					    m->key.ptr, m->key.len);
+		if (storage_engine_sampling(t, STORAGE_SAMPLE_WRITE_KINDS))
+			storage_engine_sample_write(t, m);
 	}
 	if (!rc && t->durable) {
 		struct memtable *mt = t->active;

@@ -1,19 +1,24 @@
 /*
- * nodetool toppartitions' samplers: per table, the partitions read and
- * written most often during a sampling window, by Space-Saving (Metwally,
+ * nodetool toppartitions' and profileload's samplers: per table, the
+ * partitions read and written most often during a sampling window (READS,
+ * WRITES), by Space-Saving (Metwally,
  * Agrawal, El Abbadi: "Efficient computation of frequent and top-k
  * elements in data streams"): `capacity` counters; a key not counted
  * takes over the smallest counter, whose count it inherits as its error.
  * Every key counted more than n/capacity times is kept, and each count
- * overestimates by at most its error (nodetool's "+/-").
+ * overestimates by at most its error (nodetool's "+/-"). The other kinds
+ * keep the `capacity` operations with the largest figure (Cassandra's
+ * MaxSampler): a figure of 0 is not kept, a larger one takes over the
+ * smallest kept.
  *
- * Off the hot path when not sampling: reads and writes test one relaxed
- * atomic flag; while sampling they take the sampler's mutex (reads run on
- * several threads).
+ * Off the hot path when not sampling: reads and writes make one relaxed
+ * load of the table's flag word; while sampling they take each sampler's
+ * mutex (reads run on several threads).
  */
 #include "storage/engine_internal.h"
 
 #include "common/err.h"
+#include "storage/mutation_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +32,12 @@ struct topk_entry {
 
 struct storage_sampler {
 	pthread_mutex_t mu;
-	bool active;           /* under mu; t->sampling[] mirrors it */
-	struct topk_entry *e;  /* capacity of them, n used */
+	bool active;          /* under mu; t->sampling mirrors it */
+	bool max;             /* largest figures, not Space-Saving */
+	struct topk_entry *e; /* capacity of them, n used */
 	size_t n, capacity;
-	uint32_t *slots;       /* open addressing: index + 1, 0 empty */
-	size_t nslots;         /* a power of two, >= 2 * capacity */
+	uint32_t *slots; /* open addressing: index + 1, 0 empty */
+	size_t nslots;   /* a power of two, >= 2 * capacity */
 };
 
 static uint64_t key_hash(const uint8_t *p, size_t n)
@@ -112,14 +118,68 @@ static void insert(struct storage_sampler *s, const uint8_t *key, size_t len)
 	s->slots[i] = (uint32_t)idx + 1;
 }
 
-void storage_engine_sample(struct table *t, int kind, const uint8_t *key,
-			   size_t len)
+/* The largest figures: `value` kept if there is room or it beats the
+ * smallest kept (which it replaces). */
+static void insert_max(struct storage_sampler *s, const uint8_t *key,
+		       size_t len, uint64_t value)
 {
+	if (!value)
+		return;
+	size_t idx = s->n;
+	if (s->n == s->capacity) {
+		idx = 0;
+		for (size_t k = 1; k < s->n; k++)
+			if (s->e[k].count < s->e[idx].count)
+				idx = k;
+		if (s->e[idx].count >= value)
+			return;
+	}
+	uint8_t *copy = malloc(len ? len : 1);
+	if (!copy)
+		return; /* a sample lost, never the operation */
+	memcpy(copy, key, len);
+	if (idx == s->n)
+		s->n++;
+	else
+		free(s->e[idx].key);
+	s->e[idx] = (struct topk_entry){
+		.key = copy, .len = len, .count = value, .error = 0};
+}
+
+static void sample(struct table *t, unsigned on, int kind, const uint8_t *key,
+		   size_t len, uint64_t value)
+{
+	if (!(on & (1u << kind)))
+		return;
 	struct storage_sampler *s = t->samplers[kind];
 	pthread_mutex_lock(&s->mu);
-	if (s->active)
+	if (s->active && s->max)
+		insert_max(s, key, len, value);
+	else if (s->active)
 		insert(s, key, len);
 	pthread_mutex_unlock(&s->mu);
+}
+
+void storage_engine_sample_read(struct table *t, const uint8_t *key, size_t len,
+				uint64_t rows, uint64_t tombstones,
+				uint64_t sstables)
+{
+	unsigned on = atomic_load_explicit(&t->sampling, memory_order_relaxed);
+	sample(t, on, STORAGE_SAMPLE_READS, key, len, 1);
+	sample(t, on, STORAGE_SAMPLE_READ_ROW_COUNT, key, len, rows);
+	sample(t, on, STORAGE_SAMPLE_READ_TOMBSTONE_COUNT, key, len,
+	       tombstones);
+	sample(t, on, STORAGE_SAMPLE_READ_SSTABLE_COUNT, key, len, sstables);
+}
+
+void storage_engine_sample_write(struct table *t,
+				 const struct storage_mutation *m)
+{
+	unsigned on = atomic_load_explicit(&t->sampling, memory_order_relaxed);
+	sample(t, on, STORAGE_SAMPLE_WRITES, m->key.ptr, m->key.len, 1);
+	if (on & (1u << STORAGE_SAMPLE_WRITE_SIZE))
+		sample(t, on, STORAGE_SAMPLE_WRITE_SIZE, m->key.ptr, m->key.len,
+		       storage_mutation_size(m));
 }
 
 static void clear(struct storage_sampler *s)
@@ -170,7 +230,7 @@ int storage_sample_begin(struct storage *db, const uint8_t table_id[16],
 	}
 	for (int k = 0; !rc && k < STORAGE_SAMPLERS; k++)
 		if ((kinds & (1u << k)) &&
-		    atomic_load(&t->sampling[k]))
+		    (atomic_load(&t->sampling) & (1u << k)))
 			rc = err_set(ERR_INVALID, "already sampling");
 	pthread_mutex_unlock(&db->mu);
 	unsigned started = 0;
@@ -192,8 +252,10 @@ int storage_sample_begin(struct storage *db, const uint8_t table_id[16],
 			s->capacity = capacity;
 			s->nslots = nslots;
 			s->active = true;
-			atomic_store_explicit(&t->sampling[k], true,
-					      memory_order_relaxed);
+			s->max = k != STORAGE_SAMPLE_READS &&
+				 k != STORAGE_SAMPLE_WRITES;
+			atomic_fetch_or_explicit(&t->sampling, 1u << k,
+						 memory_order_relaxed);
 			started |= 1u << k;
 		}
 		pthread_mutex_unlock(&s->mu);
@@ -230,8 +292,8 @@ int storage_sample_finish(struct storage *db, const uint8_t table_id[16],
 	int rc = 0;
 	if (s) {
 		pthread_mutex_lock(&s->mu);
-		atomic_store_explicit(&t->sampling[kind], false,
-				      memory_order_relaxed);
+		atomic_fetch_and_explicit(&t->sampling, ~(1u << kind),
+					  memory_order_relaxed);
 		s->active = false;
 		*cardinality = s->n;
 		struct storage_sample *r =

@@ -737,21 +737,37 @@ int storage_garbagecollect(struct storage *db, const uint8_t table_id[16],
 int storage_scrub(struct storage *db, const uint8_t table_id[16],
 		  bool skip_corrupted, uint64_t *kept, uint64_t *dropped);
 
-/* ---- toppartitions' samplers (storage/sampler.c) -------------------------
+/* ---- toppartitions' and profileload's samplers (storage/sampler.c) ------
  *
- * Per table, the partitions read (point reads) and written most often in a
- * window: a Space-Saving top-k of `capacity` counters. Not sampling costs
- * the reads and writes one relaxed flag test. Begin and finish are the
- * caller's to pair (one window at a time per table and kind: a second
+ * Per table, in a window: the partitions read (point reads) and written
+ * most often, a Space-Saving top-k of `capacity` counters (READS,
+ * WRITES); and the reads and writes with the largest figure (the rest), a
+ * top `capacity` of single operations by that figure, a partition may
+ * appear more than once, as in Cassandra's MaxSampler: the live rows
+ * (READ_ROW_COUNT), tombstones (READ_TOMBSTONE_COUNT) and SSTables
+ * (READ_SSTABLE_COUNT) a point read met, a mutation's bytes (WRITE_SIZE).
+ * The kinds are in Cassandra's SamplerType order. Not sampling costs the
+ * reads and writes one relaxed load of a flag word. Begin and finish are
+ * the caller's to pair (one window at a time per table and kind: a second
  * begin is refused, ERR_INVALID "already sampling"). */
-enum { STORAGE_SAMPLE_READS, STORAGE_SAMPLE_WRITES, STORAGE_SAMPLERS };
+enum {
+	STORAGE_SAMPLE_READS,
+	STORAGE_SAMPLE_WRITES,
+	STORAGE_SAMPLE_READ_ROW_COUNT,
+	STORAGE_SAMPLE_READ_TOMBSTONE_COUNT,
+	STORAGE_SAMPLE_READ_SSTABLE_COUNT,
+	STORAGE_SAMPLE_WRITE_SIZE,
+	STORAGE_SAMPLERS
+};
 #define STORAGE_SAMPLE_MAX_CAPACITY 65536
 int storage_sample_begin(struct storage *db, const uint8_t table_id[16],
 			 unsigned kinds, size_t capacity);
 struct storage_sample {
 	uint8_t *key; /* the serialized partition key */
 	size_t key_len;
-	uint64_t count, error; /* count overestimates by at most error */
+	/* count overestimates by at most error; the figure for the
+	 * largest-figure kinds (error 0) */
+	uint64_t count, error;
 };
 /* Ends kind's window: its top `k` (count descending) in *out, *n of
  * them (free with storage_samples_free; out may be NULL: just stop), and

@@ -2,7 +2,9 @@
  * counts while the distinct keys fit the capacity; past it, Space-Saving's
  * guarantees: a key counted more than n / capacity times is kept, and each
  * count overestimates by at most its error, itself at most n / capacity.
- * Nothing is counted outside a window; a second window is refused. */
+ * Nothing is counted outside a window; a second window is refused. The
+ * largest-figure kinds keep the `capacity` operations with the largest
+ * figure (a mutation's bytes, a read's live rows), none of figure 0. */
 #include "common/env_real.h"
 #include "common/err.h"
 #include "conf/conf.h"
@@ -44,6 +46,9 @@ static void fx_init(struct fx *f, const char *tag)
 				      &tx, false);
 	storage_table_meta_add_column(f->t, "v", STORAGE_COLUMN_REGULAR, &ti,
 				      false);
+	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
+	storage_table_meta_add_column(f->t, "b", STORAGE_COLUMN_REGULAR, &tb,
+				      false);
 	f->db = storage_new(&o);
 	ck_assert_ptr_nonnull(f->db);
 	ck_assert_int_eq(storage_table_add(f->db, f->t, true), 0);
@@ -61,16 +66,30 @@ static void fx_free(struct fx *f)
 
 static void write_key(struct fx *f, const char *key)
 {
-	struct storage_mutation *m = storage_mutation_new(
-		f->t, (const uint8_t *)key, strlen(key));
+	struct storage_mutation *m =
+		storage_mutation_new(f->t, (const uint8_t *)key, strlen(key));
 	uint8_t v[4] = {0, 0, 0, 1};
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(storage_mutation_set_row(m, NULL, 0), 0);
-	ck_assert_int_eq(storage_mutation_put(m, 1, NULL, 0, v, 4, f->ts++, 0,
-					      0),
-			 0);
+	ck_assert_int_eq(
+		storage_mutation_put(m, 1, NULL, 0, v, 4, f->ts++, 0, 0), 0);
 	ck_assert_int_eq(storage_apply_sync(f->db, m), 0);
 	storage_mutation_delete(m);
+}
+
+static void write_sized(struct fx *f, const char *key, size_t vlen)
+{
+	struct storage_mutation *m =
+		storage_mutation_new(f->t, (const uint8_t *)key, strlen(key));
+	uint8_t *v = calloc(1, vlen);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_nonnull(v);
+	ck_assert_int_eq(storage_mutation_set_row(m, NULL, 0), 0);
+	ck_assert_int_eq(
+		storage_mutation_put(m, 2, NULL, 0, v, vlen, f->ts++, 0, 0), 0);
+	ck_assert_int_eq(storage_apply_sync(f->db, m), 0);
+	storage_mutation_delete(m);
+	free(v);
 }
 
 static void read_key(struct fx *f, const char *key)
@@ -91,7 +110,8 @@ START_TEST(exact_while_the_keys_fit)
 {
 	struct fx f;
 	fx_init(&f, "sampler-exact");
-	unsigned both = 1u << STORAGE_SAMPLE_READS | 1u << STORAGE_SAMPLE_WRITES;
+	unsigned both =
+		1u << STORAGE_SAMPLE_READS | 1u << STORAGE_SAMPLE_WRITES;
 	write_key(&f, "before"); /* outside a window: not counted */
 	ck_assert_int_eq(storage_sample_begin(f.db, f.t->id, both, 16), 0);
 	ck_assert_int_eq(storage_sample_begin(f.db, f.t->id, both, 16), -1);
@@ -108,8 +128,8 @@ START_TEST(exact_while_the_keys_fit)
 	struct storage_sample *s;
 	uint64_t n, card;
 	ck_assert_int_eq(storage_sample_finish(f.db, f.t->id,
-					       STORAGE_SAMPLE_WRITES, 2, &s,
-					       &n, &card),
+					       STORAGE_SAMPLE_WRITES, 2, &s, &n,
+					       &card),
 			 0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(card, 3);
@@ -121,8 +141,8 @@ START_TEST(exact_while_the_keys_fit)
 	storage_samples_free(s, n);
 
 	ck_assert_int_eq(storage_sample_finish(f.db, f.t->id,
-					       STORAGE_SAMPLE_READS, 10, &s,
-					       &n, &card),
+					       STORAGE_SAMPLE_READS, 10, &s, &n,
+					       &card),
 			 0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert(is(&s[0], "b"));
@@ -195,6 +215,51 @@ START_TEST(space_saving_keeps_the_heavy_hitters)
 }
 END_TEST
 
+START_TEST(largest_figures)
+{
+	struct fx f;
+	fx_init(&f, "sampler-max");
+	unsigned kinds = 1u << STORAGE_SAMPLE_WRITE_SIZE |
+			 1u << STORAGE_SAMPLE_READ_ROW_COUNT;
+	ck_assert_int_eq(storage_sample_begin(f.db, f.t->id, kinds, 2), 0);
+	write_sized(&f, "s", 4);
+	write_sized(&f, "m", 100);
+	write_sized(&f, "l", 1000);
+	write_sized(&f, "m", 100); /* no larger than the smallest kept */
+	read_key(&f, "l");
+	read_key(&f, "absent"); /* no row: a figure of 0 */
+	struct storage_sample *s;
+	uint64_t n, card;
+	ck_assert_int_eq(storage_sample_finish(f.db, f.t->id,
+					       STORAGE_SAMPLE_WRITE_SIZE, 10,
+					       &s, &n, &card),
+			 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert(is(&s[0], "l"));
+	ck_assert(is(&s[1], "m"));
+	ck_assert_uint_ge(s[0].count, 1000);
+	ck_assert_uint_ge(s[1].count, 100);
+	ck_assert_uint_lt(s[1].count, 1000);
+	ck_assert_uint_eq(s[0].error, 0);
+	storage_samples_free(s, n);
+	ck_assert_int_eq(storage_sample_finish(f.db, f.t->id,
+					       STORAGE_SAMPLE_READ_ROW_COUNT,
+					       10, &s, &n, &card),
+			 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert(is(&s[0], "l"));
+	ck_assert_uint_eq(s[0].count, 1);
+	storage_samples_free(s, n);
+	/* the reads' and writes' frequency samplers were never on */
+	ck_assert_int_eq(storage_sample_finish(f.db, f.t->id,
+					       STORAGE_SAMPLE_READS, 10, &s, &n,
+					       &card),
+			 0);
+	ck_assert_uint_eq(n, 0);
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("storage_sampler");
@@ -202,6 +267,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, exact_while_the_keys_fit);
 	tcase_add_test(tc, space_saving_keeps_the_heavy_hitters);
+	tcase_add_test(tc, largest_figures);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
