@@ -1,11 +1,14 @@
 /*
- * nodetool toppartitions <keyspace> <table> <duration_ms> [-s capacity]
- * [-k count] [-a READS,WRITES]: the table's samplers (storage/sampler.c)
- * count the partitions this replica reads and writes for the duration
- * (a timer on the loop, the answer deferred), then print Cassandra 4.1's
- * layout (SamplingManager's ResultBuilder through TableBuilder): per
- * sampler its description line, then `Table Partition Count +/-` rows,
- * or "Nothing recorded during sampling period...".
+ * nodetool toppartitions <keyspace> <table> <duration_ms> and nodetool
+ * profileload [<keyspace> [<table>|*]] [<duration_ms>], with [-s capacity]
+ * [-k count] [-a samplers]: the tables' samplers (storage/sampler.c)
+ * count what this replica reads and writes for the duration (a timer on
+ * the loop, the answer deferred), then print Cassandra 4.1's layout
+ * (SamplingManager's ResultBuilder through TableBuilder): per sampler, in
+ * SamplerType order, its description line, then `Table Partition Count
+ * +/-` rows (the largest-figure samplers: `Table Partition Rows` and
+ * so on) merged over the tables, or "Nothing recorded during sampling
+ * period...". profileload's scheduled samplings (-i) are not kept.
  */
 #define LOG_MODULE "admin"
 #include "client/cql/cql_json.h"
@@ -25,23 +28,56 @@
 #include <string.h>
 
 /* nodetool's defaults */
-#define DEFAULT_CAPACITY 256
-#define DEFAULT_COUNT    10
+#define DEFAULT_CAPACITY     256
+#define DEFAULT_COUNT        10
+#define DEFAULT_DURATION_MS  10000
+#define PROFILELOAD_CAPACITY 1024 /* ProfileLoad's bound on -s */
+
+struct window_table {
+	uint8_t id[16];
+	char name[520]; /* ks.table, the Table column */
+};
 
 struct node_toppartitions {
 	struct node_toppartitions *next;
 	struct node *n;
 	struct admin_reply *r;
 	struct env_timer *timer;
-	uint8_t id[16];
-	char ks[256], table[256];
+	const char *cmd;   /* the command's name, for its errors */
+	char what[520];    /* ks.table, ks.* or *.* */
+	bool named;        /* one table named: its drop fails the answer */
+	struct window_table *tables;
+	size_t ntables;
 	unsigned kinds; /* 1 << STORAGE_SAMPLE_* */
 	size_t count;
 };
 
-static const char *const descriptions[STORAGE_SAMPLERS] = {
-	[STORAGE_SAMPLE_READS] = "Frequency of reads by partition",
-	[STORAGE_SAMPLE_WRITES] = "Frequency of writes by partition",
+/* Cassandra's SamplerType names, descriptions and figure columns; the
+ * frequency samplers have a `+/-` column too. */
+static const struct {
+	const char *name, *description, *column;
+	bool frequency;
+} samplers[STORAGE_SAMPLERS] = {
+	[STORAGE_SAMPLE_READS] = {"READS", "Frequency of reads by partition",
+				  "Count", true},
+	[STORAGE_SAMPLE_WRITES] = {"WRITES",
+				   "Frequency of writes by partition", "Count",
+				   true},
+	[STORAGE_SAMPLE_READ_ROW_COUNT] = {"READ_ROW_COUNT",
+					   "Partitions read with the most "
+					   "rows",
+					   "Rows", false},
+	[STORAGE_SAMPLE_READ_TOMBSTONE_COUNT] = {"READ_TOMBSTONE_COUNT",
+						 "Partitions read with the "
+						 "most tombstones",
+						 "Tombstones", false},
+	[STORAGE_SAMPLE_READ_SSTABLE_COUNT] = {"READ_SSTABLE_COUNT",
+					       "Partitions read with the most "
+					       "sstables",
+					       "SSTables", false},
+	[STORAGE_SAMPLE_WRITE_SIZE] = {"WRITE_SIZE",
+				       "Max mutation size by partition",
+				       "Bytes", false},
 };
 
 /* A partition key as Cassandra's partitionKeyType.getString writes it:
@@ -92,76 +128,152 @@ static int key_text(const struct storage_table_meta *m, const uint8_t *key,
 
 /* Cassandra's TableBuilder: each column padded to its widest cell, one
  * space between them; the first column is ResultBuilder's "  ". */
-static void print_rows(struct buf *out, char *(*cells)[COLS], size_t rows)
+static void print_rows(struct buf *out, char *(*cells)[COLS], size_t rows,
+		       int cols)
 {
 	size_t w[COLS] = {0};
 	for (size_t r = 0; r < rows; r++)
-		for (int c = 0; c < COLS; c++)
+		for (int c = 0; c < cols; c++)
 			if (strlen(cells[r][c]) > w[c])
 				w[c] = strlen(cells[r][c]);
 	for (size_t r = 0; r < rows; r++) {
-		for (int c = 0; c < COLS; c++)
-			admin_printf(out, c + 1 < COLS ? "%-*s " : "%-*s",
+		for (int c = 0; c < cols; c++)
+			admin_printf(out, c + 1 < cols ? "%-*s " : "%-*s",
 				     (int)w[c], cells[r][c]);
 		admin_printf(out, "\n");
 	}
 }
 
-/* One sampler's section of the answer. */
-static int print_sampler(struct node_toppartitions *t,
-			 const struct storage_table_meta *m, int kind,
-			 bool first, struct buf *out)
+/* One sample of the window, from tables[table]; seq keeps each table's
+ * order among equal counts. */
+struct row {
+	struct storage_sample s;
+	size_t table, seq;
+};
+
+static int by_count(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->s.count != y->s.count)
+		return x->s.count > y->s.count ? -1 : 1;
+	if (x->table != y->table)
+		return x->table < y->table ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Ends kind's window on every table: each table's top count, merged,
+ * the top count of them in *out (as SamplingManager does). A table
+ * dropped meanwhile is left out, unless it was the one named. */
+static int collect(struct node_toppartitions *t, int kind, struct row **out,
+		   size_t *nout)
 {
 	struct storage *db = cql_service_storage(t->n->cql);
-	struct storage_sample *s;
-	uint64_t n, card;
-	if (storage_sample_finish(db, t->id, kind, t->count, &s, &n, &card))
+	struct row *rows = NULL;
+	size_t n = 0;
+	int rc = 0;
+	for (size_t i = 0; i < t->ntables; i++) {
+		struct storage_sample *s = NULL;
+		uint64_t got = 0, card;
+		bool live = node_table_by_id(t->n, t->tables[i].id) != NULL;
+		if (!live && t->named && !rc)
+			rc = err_set(ERR_NOT_FOUND, "the table was dropped");
+		if (storage_sample_finish(db, t->tables[i].id, kind,
+					  rc || !live ? 0 : t->count,
+					  rc || !live ? NULL : &s, &got,
+					  &card) != 0) {
+			if (live && !rc)
+				rc = -1;
+			continue;
+		}
+		struct row *more =
+			got ? realloc(rows, (n + got) * sizeof(*rows)) : rows;
+		if (!more) {
+			storage_samples_free(s, got);
+			if (!rc)
+				rc = err_set(ERR_NOMEM, "samples");
+			continue;
+		}
+		rows = more;
+		for (size_t j = 0; j < got; j++) /* the keys move */
+			rows[n++] = (struct row){
+				.s = s[j], .table = i, .seq = j};
+		free(s);
+	}
+	if (n)
+		qsort(rows, n, sizeof(*rows), by_count);
+	for (size_t i = t->count; i < n; i++)
+		free(rows[i].s.key);
+	if (n > t->count)
+		n = t->count;
+	if (rc) {
+		for (size_t i = 0; i < n; i++)
+			free(rows[i].s.key);
+		free(rows);
+		return rc;
+	}
+	*out = rows;
+	*nout = n;
+	return 0;
+}
+
+/* One sampler's section of the answer. */
+static int print_sampler(struct node_toppartitions *t, int kind, bool first,
+			 struct buf *out)
+{
+	struct row *rows = NULL;
+	size_t n = 0;
+	if (collect(t, kind, &rows, &n))
 		return -1;
 	if (!first)
 		admin_printf(out, "\n");
-	admin_printf(out, "%s:\n", descriptions[kind]);
+	admin_printf(out, "%s:\n", samplers[kind].description);
 	if (!n) {
 		admin_printf(out, "   Nothing recorded during sampling "
 				  "period...\n");
-		storage_samples_free(s, n);
+		free(rows);
 		return 0;
 	}
+	int cols = samplers[kind].frequency ? 5 : 4;
 	char *(*cells)[COLS] = calloc(n + 1, sizeof(*cells));
-	char name[520];
-	snprintf(name, sizeof(name), "%s.%s", t->ks, t->table);
-	int rc = cells ? 0 : err_set(ERR_NOMEM, "toppartitions");
-	static const char *const head[COLS] = {"  ", "Table", "Partition",
-					       "Count", "+/-"};
-	for (int c = 0; cells && c < COLS; c++)
+	int rc = cells ? 0 : err_set(ERR_NOMEM, "samples");
+	const char *head[COLS] = {"  ", "Table", "Partition",
+				  samplers[kind].column, "+/-"};
+	for (int c = 0; cells && c < cols; c++)
 		cells[0][c] = (char *)head[c];
 	for (size_t i = 0; !rc && i < n; i++) {
+		const struct window_table *wt = &t->tables[rows[i].table];
+		const struct storage_table_meta *m =
+			node_table_by_id(t->n, wt->id);
 		struct buf k;
 		buf_init(&k);
-		if (key_text(m, s[i].key, s[i].key_len, &k) ||
+		if (!m || key_text(m, rows[i].s.key, rows[i].s.key_len, &k) ||
 		    buf_put_u8(&k, 0)) {
 			buf_free(&k);
-			rc = -1;
+			rc = m ? -1 : err_set(ERR_NOT_FOUND, "table dropped");
 			break;
 		}
 		char num[2][24];
-		snprintf(num[0], sizeof(num[0]), "%" PRIu64, s[i].count);
-		snprintf(num[1], sizeof(num[1]), "%" PRIu64, s[i].error);
+		snprintf(num[0], sizeof(num[0]), "%" PRIu64, rows[i].s.count);
+		snprintf(num[1], sizeof(num[1]), "%" PRIu64, rows[i].s.error);
 		cells[i + 1][0] = strdup("  ");
-		cells[i + 1][1] = strdup(name);
+		cells[i + 1][1] = strdup(wt->name);
 		cells[i + 1][2] = (char *)k.data; /* the buffer moves */
 		cells[i + 1][3] = strdup(num[0]);
-		cells[i + 1][4] = strdup(num[1]);
-		for (int c = 0; c < COLS; c++)
+		if (cols > 4)
+			cells[i + 1][4] = strdup(num[1]);
+		for (int c = 0; c < cols; c++)
 			if (!cells[i + 1][c])
-				rc = err_set(ERR_NOMEM, "toppartitions");
+				rc = err_set(ERR_NOMEM, "samples");
 	}
 	if (!rc)
-		print_rows(out, cells, n + 1);
+		print_rows(out, cells, n + 1, cols);
 	for (size_t i = 1; cells && i <= n; i++)
 		for (int c = 0; c < COLS; c++)
 			free(cells[i][c]);
 	free(cells);
-	storage_samples_free(s, n);
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].s.key);
+	free(rows);
 	return rc;
 }
 
@@ -175,42 +287,60 @@ static void unlink_pending(struct node_toppartitions *t)
 		}
 }
 
-/* The window is over: every sampler asked for, in nodetool's order. */
+/* Stops kinds' samplers on the window's first `ntables` tables. */
+static void stop_samplers(struct node_toppartitions *t, size_t ntables)
+{
+	struct storage *db = cql_service_storage(t->n->cql);
+	for (size_t i = 0; i < ntables; i++)
+		for (int k = 0; k < STORAGE_SAMPLERS; k++)
+			if (t->kinds & (1u << k)) {
+				uint64_t x, c;
+				storage_sample_finish(db, t->tables[i].id, k,
+						      0, NULL, &x, &c);
+			}
+}
+
+static void window_free(struct node_toppartitions *t)
+{
+	env_timer_free(t->n->env, t->timer);
+	free(t->tables);
+	free(t);
+}
+
+/* The window is over: every sampler asked for, in SamplerType order. */
 static void window_done(void *arg)
 {
 	struct node_toppartitions *t = arg;
 	unlink_pending(t);
 	struct buf out = {0};
-	const struct storage_table_meta *m = node_table_by_id(t->n, t->id);
-	int rc = m ? 0 : err_set(ERR_NOT_FOUND, "the table was dropped");
+	int rc = 0;
 	bool first = true;
-	static const int order[] = {STORAGE_SAMPLE_READS,
-				    STORAGE_SAMPLE_WRITES};
-	for (size_t i = 0; i < 2; i++) {
-		int k = order[i];
+	for (int k = 0; k < STORAGE_SAMPLERS; k++) {
 		if (!(t->kinds & (1u << k)))
 			continue;
 		if (rc) { /* still stop it */
-			uint64_t n, c;
-			storage_sample_finish(cql_service_storage(t->n->cql),
-					      t->id, k, 0, NULL, &n, &c);
+			for (size_t i = 0; i < t->ntables; i++) {
+				uint64_t n, c;
+				storage_sample_finish(
+					cql_service_storage(t->n->cql),
+					t->tables[i].id, k, 0, NULL, &n, &c);
+			}
 			continue;
 		}
-		rc = print_sampler(t, m, k, first, &out);
+		rc = print_sampler(t, k, first, &out);
 		first = false;
 	}
 	if (rc) {
-		char e[600];
-		snprintf(e, sizeof(e), "error: toppartitions of %s.%s: %s\n",
-			 t->ks, t->table, err_msg());
+		char e[700];
+		snprintf(e, sizeof(e), "error: %s of %s: %s\n", t->cmd,
+			 t->what, err_msg());
 		admin_reply_finish(t->r, 2, "", e);
 	} else {
 		buf_put_u8(&out, 0);
 		admin_reply_finish(t->r, 0, (const char *)out.data, "");
 	}
 	buf_free(&out);
-	env_timer_free(t->n->env, t->timer);
-	free(t);
+	window_free(t);
 }
 
 void node_toppartitions_stop(struct node *n)
@@ -218,18 +348,11 @@ void node_toppartitions_stop(struct node *n)
 	while (n->toppartitions) {
 		struct node_toppartitions *t = n->toppartitions;
 		n->toppartitions = t->next;
-		for (int k = 0; k < STORAGE_SAMPLERS; k++)
-			if (t->kinds & (1u << k)) {
-				uint64_t x, c;
-				storage_sample_finish(
-					cql_service_storage(n->cql), t->id, k,
-					0, NULL, &x, &c);
-			}
+		stop_samplers(t, t->ntables);
 		admin_reply_finish(t->r, 2, "",
 				   "error: the node stopped before the "
 				   "sampling period ended\n");
-		env_timer_free(n->env, t->timer);
-		free(t);
+		window_free(t);
 	}
 }
 
@@ -241,13 +364,172 @@ static bool int_arg(const char *s, long long lo, long long hi, long long *v)
 	return *s && !*end && !errno && *v >= lo && *v <= hi;
 }
 
+/* -a's list: *kinds, or false with Cassandra's message in err. */
+static bool parse_samplers(const char *v, bool profileload, unsigned *kinds,
+			   struct buf *err)
+{
+	*kinds = 0;
+	char list[512];
+	snprintf(list, sizeof(list), "%s", v);
+	for (char *sv, *s = strtok_r(list, ",", &sv); s;
+	     s = strtok_r(NULL, ",", &sv)) {
+		char *name = s;
+		while (*name == ' ' || *name == '\t')
+			name++;
+		size_t l = strlen(name);
+		while (l && (name[l - 1] == ' ' || name[l - 1] == '\t'))
+			name[--l] = 0;
+		int k = 0;
+		while (k < STORAGE_SAMPLERS &&
+		       strcasecmp(name, samplers[k].name) != 0)
+			k++;
+		if (k < STORAGE_SAMPLERS) {
+			*kinds |= 1u << k;
+			continue;
+		}
+		/* Cassandra's LOCAL_READ_TIME and CAS_CONTENTIONS are not
+		 * kept here */
+		if (profileload)
+			admin_printf(err, "error: '%s' sampler is not available "
+					  "from: [",
+				     s);
+		else
+			admin_printf(err, "error: %s is not a valid sampler, "
+					  "choose one of: ",
+				     s);
+		for (int j = 0; j < STORAGE_SAMPLERS; j++)
+			admin_printf(err, "%s%s", j ? ", " : "",
+				     samplers[j].name);
+		admin_printf(err, profileload ? "]\n" : "\n");
+		return false;
+	}
+	return true;
+}
+
+static int add_table(struct node_toppartitions *t, size_t *cap,
+		     const struct cql_table *ct)
+{
+	if (t->ntables == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+		struct window_table *more =
+			realloc(t->tables, c * sizeof(*more));
+		if (!more)
+			return err_set(ERR_NOMEM, "tables");
+		t->tables = more;
+		*cap = c;
+	}
+	const struct storage_table_meta *m = cql_table_meta(ct);
+	struct window_table *w = &t->tables[t->ntables++];
+	memcpy(w->id, m->id, 16);
+	snprintf(w->name, sizeof(w->name), "%s.%s", m->keyspace, m->name);
+	return 0;
+}
+
+/* Starts a window on ks.table (table NULL: the keyspace's tables; ks
+ * NULL: every table), answered in ms. Status as a command's. */
+static int start_window(struct node *n, const char *cmd, const char *ks,
+			const char *table, unsigned kinds, long long cap,
+			long long count, long long ms, struct buf *err)
+{
+	if (!n->cql) {
+		admin_printf(err, "error: this node serves no data\n");
+		return 2;
+	}
+	const struct cql_schema *schema = cql_service_schema(n->cql);
+	if (ks && !cql_schema_keyspace(schema, ks)) {
+		admin_printf(err, "error: Keyspace [%s] does not exist.\n", ks);
+		return 2;
+	}
+	const struct cql_table *one =
+		ks && table ? cql_schema_table(schema, ks, table) : NULL;
+	if (ks && table && !one) {
+		admin_printf(err, "error: Unknown table %s in keyspace %s\n",
+			     table, ks);
+		return 2;
+	}
+	struct node_toppartitions *t = calloc(1, sizeof(*t));
+	if (!t) {
+		admin_printf(err, "error: out of memory\n");
+		return 2;
+	}
+	t->n = n;
+	t->cmd = cmd;
+	t->kinds = kinds;
+	t->count = (size_t)count;
+	t->named = one != NULL;
+	snprintf(t->what, sizeof(t->what), "%s.%s", ks ? ks : "*",
+		 table ? table : "*");
+	size_t tcap = 0;
+	int rc = 0;
+	if (one) {
+		rc = add_table(t, &tcap, one);
+	} else {
+		for (size_t i = 0; !rc && i < cql_schema_keyspace_count(schema);
+		     i++) {
+			const struct cql_keyspace *k =
+				cql_schema_keyspace_at(schema, i);
+			if (ks && strcmp(cql_keyspace_meta(k)->name, ks) != 0)
+				continue;
+			for (size_t j = 0;
+			     !rc && j < cql_keyspace_table_count(k); j++)
+				rc = add_table(t, &tcap,
+					       cql_keyspace_table_at(k, j));
+		}
+	}
+	t->timer = rc ? NULL : env_timer_new(n->env, window_done, t);
+	if (!t->timer) {
+		free(t->tables);
+		free(t);
+		admin_printf(err, "error: out of memory\n");
+		return 2;
+	}
+	/* every table's samplers, or none: a table storage does not hold
+	 * (the node's own system tables) is left out of the every-table
+	 * forms */
+	struct storage *db = cql_service_storage(n->cql);
+	size_t started = 0;
+	for (size_t i = 0; i < t->ntables;) {
+		if (storage_sample_begin(db, t->tables[i].id, kinds,
+					 (size_t)cap) == 0) {
+			t->tables[started++] = t->tables[i++];
+			continue;
+		}
+		if (!t->named && err_code() == ERR_NOT_FOUND) {
+			i++;
+			continue;
+		}
+		admin_printf(err, "error: %s of %s: %s\n", cmd,
+			     t->tables[i].name, err_msg());
+		stop_samplers(t, started);
+		window_free(t);
+		return 2;
+	}
+	t->ntables = started;
+	t->r = admin_defer(n->admin);
+	if (!t->r) {
+		stop_samplers(t, t->ntables);
+		window_free(t);
+		admin_printf(err, "error: out of memory\n");
+		return 2;
+	}
+	t->next = n->toppartitions;
+	n->toppartitions = t;
+	if (t->named)
+		LOG_INFO("%s: sampling %s for %lld ms", cmd, t->what, ms);
+	else
+		LOG_INFO("%s: sampling %s (%zu tables) for %lld ms", cmd,
+			 t->what, t->ntables, ms);
+	env_timer_arm(n->env, t->timer, (uint64_t)ms * 1000);
+	return ADMIN_PENDING;
+}
+
 static int cmd_toppartitions(void *arg, size_t argc, const char *const *argv,
 			     struct buf *out, struct buf *err)
 {
 	(void)out;
 	struct node *n = arg;
 	static const char synopsis[] =
-		"toppartitions [-s capacity] [-k count] [-a READS,WRITES] "
+		"toppartitions [-s capacity] [-k count] [-a samplers] "
 		"<keyspace> <table> <duration_ms>";
 	long long cap = DEFAULT_CAPACITY, count = DEFAULT_COUNT;
 	unsigned kinds =
@@ -272,27 +554,8 @@ static int cmd_toppartitions(void *arg, size_t argc, const char *const *argv,
 			if (!int_arg(v, 1, INT32_MAX, &count))
 				return admin_usage_error(err, synopsis);
 		} else if (!strcmp(a, "-a")) {
-			kinds = 0;
-			char list[256];
-			snprintf(list, sizeof(list), "%s", v);
-			for (char *sv, *s = strtok_r(list, ",", &sv); s;
-			     s = strtok_r(NULL, ",", &sv)) {
-				if (!strcasecmp(s, "READS"))
-					kinds |= 1u << STORAGE_SAMPLE_READS;
-				else if (!strcasecmp(s, "WRITES"))
-					kinds |= 1u << STORAGE_SAMPLE_WRITES;
-				else {
-					/* Cassandra's other samplers
-					 * (LOCAL_READ_TIME, WRITE_SIZE, ...)
-					 * are not kept here */
-					admin_printf(err,
-						     "error: %s is not a valid "
-						     "sampler, choose one of: "
-						     "READS, WRITES\n",
-						     s);
-					return 1;
-				}
-			}
+			if (!parse_samplers(v, false, &kinds, err))
+				return 1;
 			if (!kinds)
 				return admin_usage_error(err, synopsis);
 		} else {
@@ -314,75 +577,142 @@ static int cmd_toppartitions(void *arg, size_t argc, const char *const *argv,
 				  "smaller then the summary capacity (-s)\n");
 		return 1;
 	}
-	if (!n->cql) {
-		admin_printf(err, "error: this node serves no data\n");
+	return start_window(n, "toppartitions", pos[0], pos[1], kinds, cap,
+			    count, ms, err);
+}
+
+/* nodetool 4.1's profileload: ProfileLoad's checks in its order. */
+static int cmd_profileload(void *arg, size_t argc, const char *const *argv,
+			   struct buf *out, struct buf *err)
+{
+	struct node *n = arg;
+	static const char synopsis[] =
+		"profileload [-s capacity] [-k count] [-a samplers] [-l] [-t] "
+		"[<keyspace> <table|*>] [<duration_ms>]";
+	long long cap = DEFAULT_CAPACITY, count = DEFAULT_COUNT;
+	long long interval = -1;
+	bool stop = false, list = false;
+	unsigned kinds = (1u << STORAGE_SAMPLERS) - 1;
+	const char *pos[4];
+	size_t npos = 0;
+	for (size_t i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (a[0] != '-' || !a[1]) {
+			if (npos == 4)
+				return admin_usage_error(err, synopsis);
+			pos[npos++] = a;
+			continue;
+		}
+		if (!strcmp(a, "-t") || !strcmp(a, "--stop")) {
+			stop = true;
+			continue;
+		}
+		if (!strcmp(a, "-l") || !strcmp(a, "--list")) {
+			list = true;
+			continue;
+		}
+		if (i + 1 >= argc)
+			return admin_usage_error(err, synopsis);
+		const char *v = argv[++i];
+		if (!strcmp(a, "-s")) {
+			if (!int_arg(v, INT32_MIN, INT32_MAX, &cap))
+				return admin_usage_error(err, synopsis);
+		} else if (!strcmp(a, "-k")) {
+			if (!int_arg(v, INT32_MIN, INT32_MAX, &count))
+				return admin_usage_error(err, synopsis);
+		} else if (!strcmp(a, "-i") || !strcmp(a, "--interval")) {
+			if (!int_arg(v, INT32_MIN, INT32_MAX, &interval))
+				return admin_usage_error(err, synopsis);
+		} else if (!strcmp(a, "-a")) {
+			if (!parse_samplers(v, true, &kinds, err))
+				return 1;
+			if (!kinds)
+				return admin_usage_error(err, synopsis);
+		} else {
+			return admin_usage_error(err, synopsis);
+		}
+	}
+	if (npos > 3) {
+		admin_printf(err, "error: Invalid arguments, either [keyspace "
+				  "table/* duration] or [keyspace table/*] or "
+				  "[duration] or no args.\nOptionally, use * "
+				  "to represent all tables under the "
+				  "keyspace.\n");
+		return 1;
+	}
+	if (count <= 0) {
+		admin_printf(err, "error: TopK count (-k) option must have "
+				  "positive value\n");
+		return 1;
+	}
+	if (count >= cap) {
+		admin_printf(err, "error: TopK count (-k) option must be "
+				  "smaller then the summary capacity (-s)\n");
+		return 1;
+	}
+	if (cap > PROFILELOAD_CAPACITY) {
+		admin_printf(err, "error: Capacity (-s) cannot exceed 1024.\n");
+		return 1;
+	}
+	const char *ks = npos >= 2 ? pos[0] : NULL;
+	const char *table = npos >= 2 ? pos[1] : NULL;
+	long long ms = DEFAULT_DURATION_MS;
+	const char *d = npos == 3 ? pos[2] : npos == 1 ? pos[0] : NULL;
+	if (d && !int_arg(d[0] == '+' ? d + 1 : d, INT32_MIN, INT32_MAX,
+			  &ms)) {
+		admin_printf(err, "error: For input string: \"%s\"\n", d);
+		return 1;
+	}
+	if (ks && !strcmp(ks, "*"))
+		ks = NULL;
+	if (table && !strcmp(table, "*"))
+		table = NULL;
+	if (ms <= 0) {
+		admin_printf(err, "error: Duration: %lld must be positive\n",
+			     ms);
+		return 1;
+	}
+	if (interval != -1 && interval < ms) {
+		admin_printf(err, "error: Invalid scheduled sampling interval. "
+				  "Expecting interval >= duration, but "
+				  "interval: %lld ms; duration: %lld ms\n",
+			     interval, ms);
+		return 1;
+	}
+	if (interval != -1) {
+		admin_printf(err, "error: scheduled sampling (-i) is not kept "
+				  "by this node: run one window at a time\n");
 		return 2;
 	}
-	const struct cql_schema *schema = cql_service_schema(n->cql);
-	if (!cql_schema_keyspace(schema, pos[0])) {
-		admin_printf(err, "error: Keyspace [%s] does not exist.\n",
-			     pos[0]);
-		return 2;
+	if (stop) { /* none is ever scheduled */
+		admin_printf(out, "Unable to stop the non-existent scheduled "
+				  "sampling for keyspace: %s, table: %s\n",
+			     ks ? ks : "null", table ? table : "null");
+		return 0;
 	}
-	const struct cql_table *ct = cql_schema_table(schema, pos[0], pos[1]);
-	if (!ct) {
-		admin_printf(err, "error: Unknown table %s in keyspace %s\n",
-			     pos[1], pos[0]);
-		return 2;
+	if (list) {
+		admin_printf(out, "KEYSPACE TABLE\n");
+		return 0;
 	}
-	struct node_toppartitions *t = calloc(1, sizeof(*t));
-	if (!t) {
-		admin_printf(err, "error: out of memory\n");
-		return 2;
-	}
-	t->n = n;
-	t->kinds = kinds;
-	t->count = (size_t)count;
-	memcpy(t->id, cql_table_meta(ct)->id, 16);
-	snprintf(t->ks, sizeof(t->ks), "%s", pos[0]);
-	snprintf(t->table, sizeof(t->table), "%s", pos[1]);
-	t->timer = env_timer_new(n->env, window_done, t);
-	if (!t->timer) {
-		free(t);
-		admin_printf(err, "error: out of memory\n");
-		return 2;
-	}
-	if (storage_sample_begin(cql_service_storage(n->cql), t->id, kinds,
-				 (size_t)cap) != 0) {
-		admin_printf(err, "error: toppartitions of %s.%s: %s\n", pos[0],
-			     pos[1], err_msg());
-		env_timer_free(n->env, t->timer);
-		free(t);
-		return 2;
-	}
-	t->r = admin_defer(n->admin);
-	if (!t->r) {
-		for (int k = 0; k < STORAGE_SAMPLERS; k++)
-			if (kinds & (1u << k)) {
-				uint64_t x, c;
-				storage_sample_finish(
-					cql_service_storage(n->cql), t->id, k,
-					0, NULL, &x, &c);
-			}
-		env_timer_free(n->env, t->timer);
-		free(t);
-		admin_printf(err, "error: out of memory\n");
-		return 2;
-	}
-	t->next = n->toppartitions;
-	n->toppartitions = t;
-	LOG_INFO("toppartitions: sampling %s.%s for %lld ms", t->ks, t->table,
-		 ms);
-	env_timer_arm(n->env, t->timer, (uint64_t)ms * 1000);
-	return ADMIN_PENDING;
+	return start_window(n, "profileload", ks, ks ? table : NULL, kinds, cap,
+			    count, ms, err);
 }
 
 int node_admin_register_toppartitions(struct node *n)
 {
-	return admin_register(n->admin, "toppartitions",
-			      "toppartitions [-s capacity] [-k count] "
-			      "[-a READS,WRITES] <ks> <table> <duration_ms>  "
-			      "the partitions this replica read and wrote "
-			      "most often meanwhile (sampled)",
-			      cmd_toppartitions, n);
+	if (admin_register(n->admin, "toppartitions",
+			   "toppartitions [-s capacity] [-k count] "
+			   "[-a samplers] <ks> <table> <duration_ms>  "
+			   "the partitions this replica read and wrote "
+			   "most often meanwhile (sampled)",
+			   cmd_toppartitions, n) != 0)
+		return -1;
+	return admin_register(n->admin, "profileload",
+			      "profileload [-s capacity] [-k count] "
+			      "[-a samplers] [<ks> <table|*>] [<duration_ms>]  "
+			      "toppartitions over every table, a keyspace's "
+			      "or one; samplers READS, WRITES, READ_ROW_COUNT, "
+			      "READ_TOMBSTONE_COUNT, READ_SSTABLE_COUNT, "
+			      "WRITE_SIZE",
+			      cmd_profileload, n);
 }
