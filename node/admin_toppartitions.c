@@ -185,8 +185,11 @@ static int collect(struct node_toppartitions *t, int kind, struct row **out,
 				rc = -1;
 			continue;
 		}
-		struct row *more =
-			got ? realloc(rows, (n + got) * sizeof(*rows)) : rows;
+		if (!got) {
+			free(s);
+			continue;
+		}
+		struct row *more = realloc(rows, (n + got) * sizeof(*rows));
 		if (!more) {
 			storage_samples_free(s, got);
 			if (!rc)
