@@ -43,9 +43,9 @@ struct node_toppartitions {
 	struct node *n;
 	struct admin_reply *r;
 	struct env_timer *timer;
-	const char *cmd;   /* the command's name, for its errors */
-	char what[520];    /* ks.table, ks.* or *.* */
-	bool named;        /* one table named: its drop fails the answer */
+	const char *cmd; /* the command's name, for its errors */
+	char what[520];  /* ks.table, ks.* or *.* */
+	bool named;      /* one table named: its drop fails the answer */
 	struct window_table *tables;
 	size_t ntables;
 	unsigned kinds; /* 1 << STORAGE_SAMPLE_* */
@@ -60,9 +60,8 @@ static const struct {
 } samplers[STORAGE_SAMPLERS] = {
 	[STORAGE_SAMPLE_READS] = {"READS", "Frequency of reads by partition",
 				  "Count", true},
-	[STORAGE_SAMPLE_WRITES] = {"WRITES",
-				   "Frequency of writes by partition", "Count",
-				   true},
+	[STORAGE_SAMPLE_WRITES] = {"WRITES", "Frequency of writes by partition",
+				   "Count", true},
 	[STORAGE_SAMPLE_READ_ROW_COUNT] = {"READ_ROW_COUNT",
 					   "Partitions read with the most "
 					   "rows",
@@ -198,8 +197,8 @@ static int collect(struct node_toppartitions *t, int kind, struct row **out,
 		}
 		rows = more;
 		for (size_t j = 0; j < got; j++) /* the keys move */
-			rows[n++] = (struct row){
-				.s = s[j], .table = i, .seq = j};
+			rows[n++] =
+				(struct row){.s = s[j], .table = i, .seq = j};
 		free(s);
 	}
 	if (n)
@@ -298,8 +297,8 @@ static void stop_samplers(struct node_toppartitions *t, size_t ntables)
 		for (int k = 0; k < STORAGE_SAMPLERS; k++)
 			if (t->kinds & (1u << k)) {
 				uint64_t x, c;
-				storage_sample_finish(db, t->tables[i].id, k,
-						      0, NULL, &x, &c);
+				storage_sample_finish(db, t->tables[i].id, k, 0,
+						      NULL, &x, &c);
 			}
 }
 
@@ -335,8 +334,8 @@ static void window_done(void *arg)
 	}
 	if (rc) {
 		char e[700];
-		snprintf(e, sizeof(e), "error: %s of %s: %s\n", t->cmd,
-			 t->what, err_msg());
+		snprintf(e, sizeof(e), "error: %s of %s: %s\n", t->cmd, t->what,
+			 err_msg());
 		admin_reply_finish(t->r, 2, "", e);
 	} else {
 		buf_put_u8(&out, 0);
@@ -393,12 +392,14 @@ static bool parse_samplers(const char *v, bool profileload, unsigned *kinds,
 		/* Cassandra's LOCAL_READ_TIME and CAS_CONTENTIONS are not
 		 * kept here */
 		if (profileload)
-			admin_printf(err, "error: '%s' sampler is not available "
-					  "from: [",
+			admin_printf(err,
+				     "error: '%s' sampler is not available "
+				     "from: [",
 				     s);
 		else
-			admin_printf(err, "error: %s is not a valid sampler, "
-					  "choose one of: ",
+			admin_printf(err,
+				     "error: %s is not a valid sampler, "
+				     "choose one of: ",
 				     s);
 		for (int j = 0; j < STORAGE_SAMPLERS; j++)
 			admin_printf(err, "%s%s", j ? ", " : "",
@@ -661,8 +662,7 @@ static int cmd_profileload(void *arg, size_t argc, const char *const *argv,
 	const char *table = npos >= 2 ? pos[1] : NULL;
 	long long ms = DEFAULT_DURATION_MS;
 	const char *d = npos == 3 ? pos[2] : npos == 1 ? pos[0] : NULL;
-	if (d && !int_arg(d[0] == '+' ? d + 1 : d, INT32_MIN, INT32_MAX,
-			  &ms)) {
+	if (d && !int_arg(d[0] == '+' ? d + 1 : d, INT32_MIN, INT32_MAX, &ms)) {
 		admin_printf(err, "error: For input string: \"%s\"\n", d);
 		return 1;
 	}
@@ -676,9 +676,10 @@ static int cmd_profileload(void *arg, size_t argc, const char *const *argv,
 		return 1;
 	}
 	if (interval != -1 && interval < ms) {
-		admin_printf(err, "error: Invalid scheduled sampling interval. "
-				  "Expecting interval >= duration, but "
-				  "interval: %lld ms; duration: %lld ms\n",
+		admin_printf(err,
+			     "error: Invalid scheduled sampling interval. "
+			     "Expecting interval >= duration, but "
+			     "interval: %lld ms; duration: %lld ms\n",
 			     interval, ms);
 		return 1;
 	}
@@ -688,8 +689,9 @@ static int cmd_profileload(void *arg, size_t argc, const char *const *argv,
 		return 2;
 	}
 	if (stop) { /* none is ever scheduled */
-		admin_printf(out, "Unable to stop the non-existent scheduled "
-				  "sampling for keyspace: %s, table: %s\n",
+		admin_printf(out,
+			     "Unable to stop the non-existent scheduled "
+			     "sampling for keyspace: %s, table: %s\n",
 			     ks ? ks : "null", table ? table : "null");
 		return 0;
 	}
