@@ -243,6 +243,10 @@ bool storage_engine_compaction_due(struct storage *db, struct table *t);
 void storage_engine_remove_generation(struct env *env, const char *dir,
 				      uint64_t gen);
 
+/* sstable_import.c: finishes or rolls back an import a crash cut short
+ * (its import-<gen>.log), before the table's SSTables are listed. */
+int storage_import_recover(struct storage *db, struct table *t);
+
 /* engine_sai_build.c: building storage-attached indexes over existing
  * data (docs/indexes.md, "Building an index"). */
 struct index_build {

@@ -204,6 +204,7 @@ static int table_load(struct storage *db, struct table *t)
 	size_t n = 0;
 	if (env_mkdir_p(db->o.env, t->dir) || truncation_load(db, t) ||
 	    storage_engine_compaction_recover(db, t) ||
+	    storage_import_recover(db, t) ||
 	    sst_dir_scan(db->o.env, t->dir, &gens, &n))
 		return -1;
 	struct version *v = storage_version_edit(NULL, NULL, 0, NULL);

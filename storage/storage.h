@@ -855,6 +855,30 @@ int storage_snapshot_list(struct storage *db, const uint8_t table_id[16],
  * *sstables are not (or another error). Blocks (reads every SSTable). */
 int storage_verify(struct storage *db, const uint8_t table_id[16],
 		   size_t *sstables, size_t *corrupt);
+/* nodetool import / refresh (storage/sstable_import.c): the SSTables of
+ * each directory in `dirs` (none: refresh, those in the table's own
+ * directory that are not live) join the table's live set under fresh
+ * generations, all at once and durably (a crash leaves all or none of
+ * them, never two copies). A directory any of whose SSTables fails the
+ * checks (`verify`: every checksum; `check_tokens`: every partition's
+ * token in one of `owned`, the ranges this node replicates) is left out
+ * whole and failed[i] set; the others still load. Sources are moved
+ * (hard links, then unlinked) unless `copy`. The new SSTables are level
+ * 0 unless keep_level and unrepaired unless keep_repaired. *imported
+ * gets how many loaded. -1 on an error that stops it all (a directory
+ * that does not exist: ERR_NOT_FOUND "Directory %s does not exist").
+ * Blocks (reads every SSTable it checks). */
+struct storage_import_options {
+	const char *const *dirs;
+	size_t ndirs;
+	bool keep_level, keep_repaired, verify, extended, copy;
+	bool check_tokens;
+	const struct storage_token_range *owned; /* sorted */
+	size_t nowned;
+};
+int storage_import(struct storage *db, const uint8_t table_id[16],
+		   const struct storage_import_options *o, bool *failed,
+		   size_t *imported);
 /* Deletes the table's snapshot `tag` (NULL: all of them). Blocks. */
 int storage_snapshot_clear(struct storage *db, const uint8_t table_id[16],
 			   const char *tag);
