@@ -166,11 +166,9 @@ static int tables_named(struct node *n, size_t argc, const char *const *argv,
 	return 0;
 }
 
-/* The ranges this node replicates under the table's keyspace, for
- * cleanup, appended to `keep` (storage's form: no MIN right bounds). */
-static int owned_ranges(struct node *n, const struct storage_table_meta *t,
-			struct storage_token_range **keep, size_t *nkeep,
-			size_t *cap, struct buf *err)
+int node_owned_ranges(struct node *n, const struct storage_table_meta *t,
+		      struct storage_token_range **keep, size_t *nkeep,
+		      size_t *cap, struct buf *err)
 {
 	const struct cql_keyspace *k =
 		cql_schema_keyspace(cql_service_schema(n->cql), t->keyspace);
@@ -249,7 +247,7 @@ static int maintain_tables_flags(void *arg, size_t argc,
 	for (size_t i = 0; !rc && i < m; i++) {
 		memcpy(ids[i], tables[i]->id, 16);
 		if (what == CQL_MAINTENANCE_CLEANUP &&
-		    owned_ranges(n, tables[i], &keep, &nkeep, &cap, err))
+		    node_owned_ranges(n, tables[i], &keep, &nkeep, &cap, err))
 			rc = 2;
 		off[i + 1] = nkeep;
 	}

@@ -943,6 +943,13 @@ cql_service_flush_prepare(struct cql_service *s, const uint8_t (*table_ids)[16],
 	return j;
 }
 
+struct workers *cql_service_maintenance(struct cql_service *s)
+{
+	if (!s->maintenance)
+		s->maintenance = workers_new_background(1, "maintenance");
+	return s->maintenance;
+}
+
 void cql_service_flush_set_flags(struct cql_flush *j, unsigned flags)
 {
 	j->flags = flags;

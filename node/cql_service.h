@@ -207,6 +207,11 @@ struct loopq;
  * valid until cql_service_delete. */
 struct storage *cql_service_storage(const struct cql_service *s);
 struct loopq *cql_service_loopq(const struct cql_service *s);
+/* The maintenance worker (made on first use; NULL with err set), for the
+ * admin commands' blocking work (import); valid until cql_service_delete,
+ * which finishes its queued jobs. */
+struct workers;
+struct workers *cql_service_maintenance(struct cql_service *s);
 
 /* The schema version system.local reports (for gossip's SCHEMA state). */
 void cql_service_schema_version(const struct cql_service *s, uint8_t out[16]);

@@ -990,7 +990,8 @@ int node_admin_register(struct node *n)
 	    node_admin_register_faults(n) != 0 ||
 	    node_admin_register_compaction(n) != 0 ||
 	    node_admin_register_trace(n) != 0 ||
-	    node_admin_register_toppartitions(n) != 0)
+	    node_admin_register_toppartitions(n) != 0 ||
+	    node_admin_register_import(n) != 0)
 		return -1;
 	return node_admin_register_data(n);
 }

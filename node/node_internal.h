@@ -117,6 +117,16 @@ int node_admin_register_compaction(struct node *n);
 /* flush, compact, cleanup, verify, snapshots, tablestats, drain
  * (admin_tables.c). */
 int node_admin_register_tables(struct node *n);
+/* The ranges this node replicates under the table's keyspace (cleanup,
+ * import), appended to *keep (storage's form: no MIN right bounds);
+ * -1 with err written. */
+struct storage_token_range;
+struct buf;
+int node_owned_ranges(struct node *n, const struct storage_table_meta *t,
+		      struct storage_token_range **keep, size_t *nkeep,
+		      size_t *cap, struct buf *err);
+/* admin_import.c: import, refresh */
+int node_admin_register_import(struct node *n);
 /* gettraceprobability, settraceprobability (admin_trace.c). */
 int node_admin_register_trace(struct node *n);
 /* toppartitions (admin_toppartitions.c); _stop answers the windows

@@ -458,10 +458,26 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cassini-tool: a password without -u USER\n");
 		return 1;
 	}
+	/* import's directories are the node's to open: relative ones are
+	 * made absolute here, as the operator meant them */
+	static char abs_dirs[ADMIN_MAX_ARGS][PATH_MAX];
+	const char *args[ADMIN_MAX_ARGS + 1];
+	size_t nargs = (size_t)(argc - i - 1);
+	for (size_t a = 0, pos = 0; a < nargs; a++) {
+		const char *v = argv[i + 1 + a];
+		args[a] = v;
+		if (strcmp(argv[i], "import") != 0 || v[0] == '-' || pos++ < 2 ||
+		    v[0] == '/')
+			continue;
+		char cwd[PATH_MAX];
+		if (getcwd(cwd, sizeof(cwd)) &&
+		    (size_t)snprintf(abs_dirs[a], PATH_MAX, "%s/%s", cwd, v) <
+			    PATH_MAX)
+			args[a] = abs_dirs[a];
+	}
 	struct buf req = {0};
 	if (buf_put_be32(&req, 0) != 0 ||
-	    admin_request_encode_auth(argv[i], (size_t)(argc - i - 1),
-				      (const char *const *)&argv[i + 1], user,
+	    admin_request_encode_auth(argv[i], nargs, args, user,
 				      user ? (password ? password : "") : NULL,
 				      &req) != 0) {
 		fprintf(stderr, "cassini-tool: out of memory\n");
