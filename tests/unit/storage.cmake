@@ -65,3 +65,6 @@ cassini_check_suite(test_storage_gc LABEL unit
 cassini_check_suite(test_storage_sampler LABEL unit
                     SOURCES test_storage_sampler.c
                     LIBS cassini_storage cassini_conf)
+cassini_check_suite(test_storage_import LABEL unit
+                    SOURCES test_storage_import.c
+                    LIBS cassini_storage cassini_storage_testenv cassini_conf)

@@ -1,0 +1,450 @@
+/* storage_import (nodetool import / refresh): good SSTables join the live
+ * set under fresh generations and survive a restart, their sources moved
+ * (or copied); a directory with a corrupt SSTable, or one holding tokens
+ * the node does not own, is refused whole and nothing of it is lost;
+ * refresh takes the files dropped into the table's directory and leaves
+ * the live ones alone; a power cut at any step of an import leaves either
+ * the sources or the imported SSTables, never neither and never both. */
+#include "common/env_real.h"
+#include "common/err.h"
+#include "conf/conf.h"
+#include "storage/storage.h"
+#include "tests/lib/testutil.h"
+#include "tests/unit/storage_fault_env.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Tables ks.t and ks.u: pk text, v blob. */
+struct fx {
+	struct env *real;
+	struct fault_env *fe;
+	struct env *env;
+	char dir[512], data[600], log[600];
+	struct storage_table_meta *t, *u;
+	struct storage *db;
+	struct storage_options o;
+	int64_t ts;
+};
+
+static struct storage_table_meta *make_table(const char *name, uint8_t tag)
+{
+	uint8_t id[16] = {0xcd, tag};
+	struct storage_table_meta *t = storage_table_meta_new("ks", name, id);
+	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
+	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      &tx, false);
+	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &tb,
+				      false);
+	return t;
+}
+
+static void open_db(struct fx *f)
+{
+	f->db = storage_new(&f->o);
+	ck_assert_ptr_nonnull(f->db);
+	ck_assert_int_eq(storage_table_add(f->db, f->t, true), 0);
+	ck_assert_int_eq(storage_table_add(f->db, f->u, true), 0);
+	if (storage_start(f->db))
+		ck_abort_msg("start: %s", err_msg());
+}
+
+static void fx_init(struct fx *f, const char *tag)
+{
+	memset(f, 0, sizeof(*f));
+	f->real = env_real_new(NULL);
+	f->fe = fault_env_new(f->real);
+	f->env = fault_env_env(f->fe);
+	snprintf(f->dir, sizeof(f->dir), "%s", test_tmpdir(tag));
+	snprintf(f->data, sizeof(f->data), "%s/data", f->dir);
+	snprintf(f->log, sizeof(f->log), "%s/commitlog", f->dir);
+	storage_options_default(&f->o);
+	f->o.env = f->env;
+	f->o.data_dir = f->data;
+	f->o.commitlog_dir = f->log;
+	f->o.auto_compaction = false;
+	f->t = make_table("t", 1);
+	f->u = make_table("u", 2);
+	f->ts = 1000;
+	open_db(f);
+}
+
+static void fx_free(struct fx *f)
+{
+	storage_delete(f->db);
+	storage_table_meta_delete(f->t);
+	storage_table_meta_delete(f->u);
+	test_tmpdir_remove(f->dir);
+	fault_env_delete(f->fe);
+	env_real_delete(f->real);
+}
+
+static void restart(struct fx *f)
+{
+	storage_delete(f->db);
+	open_db(f);
+}
+
+static void put_range(struct fx *f, const struct storage_table_meta *t,
+		      const char *prefix, int from, int to)
+{
+	for (int i = from; i < to; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "%s%d", prefix, i);
+		struct storage_mutation *m = storage_mutation_new(
+			t, (const uint8_t *)key, strlen(key));
+		int64_t now = env_wall_us(f->env) / 1000000;
+		ck_assert_int_eq(storage_mutation_put_marker(m, f->ts, 0, now),
+				 0);
+		ck_assert_int_eq(storage_mutation_put(m, 1, NULL, 0,
+						      (const uint8_t *)"value",
+						      5, f->ts, 0, now),
+				 0);
+		f->ts++;
+		if (storage_apply_sync(f->db, m))
+			ck_abort_msg("apply: %s", err_msg());
+		storage_mutation_delete(m);
+	}
+}
+
+static size_t count(struct fx *f, const struct storage_table_meta *t)
+{
+	struct storage_read_cmd cmd = {0};
+	struct storage_scan *s =
+		storage_scan_open(f->db, t->id, INT64_MIN, INT64_MIN, &cmd);
+	ck_assert_ptr_nonnull(s);
+	struct storage_result *r;
+	size_t n = 0;
+	int rc;
+	while ((rc = storage_scan_next(s, &r)) == 1) {
+		n += r->row_count;
+		storage_result_delete(r);
+	}
+	ck_assert_int_eq(rc, 0);
+	storage_scan_close(s);
+	return n;
+}
+
+static uint64_t sstables(struct fx *f, const struct storage_table_meta *t)
+{
+	struct storage_stats st;
+	storage_stats(f->db, t->id, &st);
+	return st.sstable_count;
+}
+
+static void table_dir(struct fx *f, const struct storage_table_meta *t,
+		      char *out, size_t cap)
+{
+	int k = snprintf(out, cap, "%s/ks/%s-", f->data, t->name);
+	for (int i = 0; i < 16; i++)
+		k += snprintf(out + k, cap - (size_t)k, "%02x", t->id[i]);
+}
+
+/* TOC files (complete SSTables) in `dir`; with `gen`, of that one only. */
+static size_t tocs(const char *dir, long gen)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	size_t n = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		unsigned long long g;
+		char comp[64];
+		if (sscanf(e->d_name, "ca-%llu-%63s", &g, comp) == 2 &&
+		    strcmp(comp, "TOC.txt") == 0 &&
+		    (gen < 0 || (long)g == gen))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Copies the ca-* files of `from` into `to` (made), their generations
+ * moved up by `shift`; with `corrupt`, a byte in the middle of each
+ * Data.db flipped. */
+static void copy_dir(const char *from, const char *to, unsigned shift,
+		     bool corrupt)
+{
+	mkdir(to, 0755);
+	DIR *d = opendir(from);
+	ck_assert_ptr_nonnull(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		unsigned long long g;
+		char comp[200];
+		if (sscanf(e->d_name, "ca-%llu-%199s", &g, comp) != 2)
+			continue;
+		char a[1200], b[1200];
+		snprintf(a, sizeof(a), "%s/%s", from, e->d_name);
+		snprintf(b, sizeof(b), "%s/ca-%llu-%s", to, g + shift, comp);
+		FILE *in = fopen(a, "rb"), *out = fopen(b, "wb");
+		ck_assert(in && out);
+		static char buf[1 << 16];
+		size_t total = 0, n;
+		while ((n = fread(buf, 1, sizeof(buf), in)) > 0) {
+			ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+			total += n;
+		}
+		fclose(in);
+		fclose(out);
+		if (corrupt && strcmp(comp, "Data.db") == 0) {
+			FILE *w = fopen(b, "r+b");
+			ck_assert_ptr_nonnull(w);
+			fseek(w, (long)(total / 2), SEEK_SET);
+			int c = fgetc(w);
+			fseek(w, (long)(total / 2), SEEK_SET);
+			fputc(c ^ 0xff, w);
+			fclose(w);
+		}
+	}
+	closedir(d);
+}
+
+/* u gets `rows` rows in two SSTables; its snapshot's directory in out. */
+static void source(struct fx *f, int rows, char *out, size_t cap)
+{
+	put_range(f, f->u, "s", 0, rows / 2);
+	ck_assert_int_eq(storage_flush(f->db, f->u->id), 0);
+	put_range(f, f->u, "s", rows / 2, rows);
+	ck_assert_int_eq(storage_flush(f->db, f->u->id), 0);
+	ck_assert_int_eq(storage_snapshot(f->db, f->u->id, "src"), 0);
+	char d[800];
+	table_dir(f, f->u, d, sizeof(d));
+	snprintf(out, cap, "%s/snapshots/src", d);
+}
+
+static int import(struct fx *f, const char *const *dirs, size_t n,
+		  bool *failed, size_t *imported, bool copy)
+{
+	struct storage_import_options o = {
+		.dirs = dirs, .ndirs = n, .verify = true, .copy = copy};
+	return storage_import(f->db, f->t->id, &o, failed, imported);
+}
+
+START_TEST(import_renumbers_and_survives_a_restart)
+{
+	struct fx f;
+	fx_init(&f, "import-good");
+	char src[900], tdir[800];
+	source(&f, 200, src, sizeof(src));
+	/* t has generations 1..3 of its own */
+	for (int i = 0; i < 3; i++) {
+		put_range(&f, f.t, i == 0 ? "a" : i == 1 ? "b" : "c", 0, 10);
+		ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	}
+	table_dir(&f, f.t, tdir, sizeof(tdir));
+	ck_assert_uint_eq(tocs(tdir, -1), 3);
+	const char *dirs[] = {src};
+	bool failed[1];
+	size_t imported;
+	if (import(&f, dirs, 1, failed, &imported, false))
+		ck_abort_msg("import: %s", err_msg());
+	ck_assert(!failed[0]);
+	ck_assert_uint_eq(imported, 2);
+	ck_assert_uint_eq(sstables(&f, f.t), 5);
+	ck_assert_uint_eq(count(&f, f.t), 230);
+	/* fresh generations after t's own; the sources moved */
+	ck_assert_uint_eq(tocs(tdir, 4) + tocs(tdir, 5), 2);
+	ck_assert_uint_eq(tocs(src, -1), 0);
+	/* nothing more to take: a second import finds nothing */
+	ck_assert_int_eq(import(&f, dirs, 1, failed, &imported, false), 0);
+	ck_assert_uint_eq(imported, 0);
+	restart(&f);
+	ck_assert_uint_eq(sstables(&f, f.t), 5);
+	ck_assert_uint_eq(count(&f, f.t), 230);
+	/* a flush after the restart takes a generation no import took */
+	put_range(&f, f.t, "d", 0, 5);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	ck_assert_uint_eq(tocs(tdir, 6), 1);
+	ck_assert_uint_eq(count(&f, f.t), 235);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(copy_data_keeps_the_sources)
+{
+	struct fx f;
+	fx_init(&f, "import-copy");
+	char src[900];
+	source(&f, 100, src, sizeof(src));
+	const char *dirs[] = {src};
+	bool failed[1];
+	size_t imported;
+	ck_assert_int_eq(import(&f, dirs, 1, failed, &imported, true), 0);
+	ck_assert_uint_eq(imported, 2);
+	ck_assert_uint_eq(tocs(src, -1), 2);
+	ck_assert_uint_eq(count(&f, f.t), 100);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(a_corrupt_directory_is_refused_whole)
+{
+	struct fx f;
+	fx_init(&f, "import-corrupt");
+	char src[900], good[1000], bad[1000];
+	source(&f, 100, src, sizeof(src));
+	snprintf(good, sizeof(good), "%s/good", f.dir);
+	snprintf(bad, sizeof(bad), "%s/bad", f.dir);
+	copy_dir(src, good, 0, false);
+	copy_dir(src, bad, 0, true);
+	const char *dirs[] = {bad, good};
+	bool failed[2];
+	size_t imported;
+	ck_assert_int_eq(import(&f, dirs, 2, failed, &imported, false), 0);
+	ck_assert(failed[0] && !failed[1]);
+	ck_assert_uint_eq(imported, 2);
+	ck_assert_uint_eq(count(&f, f.t), 100);
+	ck_assert_uint_eq(tocs(bad, -1), 2); /* nothing of it moved */
+	ck_assert_uint_eq(tocs(good, -1), 0);
+	/* a directory that does not exist stops it all */
+	char none[1000];
+	snprintf(none, sizeof(none), "%s/none", f.dir);
+	const char *missing[] = {none};
+	ck_assert_int_eq(import(&f, missing, 1, failed, &imported, false), -1);
+	ck_assert_ptr_nonnull(strstr(err_msg(), "does not exist"));
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(tokens_not_owned_fail_the_directory)
+{
+	struct fx f;
+	fx_init(&f, "import-tokens");
+	char src[900];
+	source(&f, 100, src, sizeof(src));
+	const char *dirs[] = {src};
+	bool failed[1];
+	size_t imported;
+	/* half the ring: some of 100 keys' tokens fall outside */
+	struct storage_token_range half = {INT64_MIN, 0};
+	struct storage_import_options o = {.dirs = dirs,
+					   .ndirs = 1,
+					   .verify = true,
+					   .check_tokens = true,
+					   .owned = &half,
+					   .nowned = 1};
+	ck_assert_int_eq(storage_import(f.db, f.t->id, &o, failed, &imported),
+			 0);
+	ck_assert(failed[0]);
+	ck_assert_uint_eq(imported, 0);
+	ck_assert_uint_eq(tocs(src, -1), 2);
+	ck_assert_uint_eq(count(&f, f.t), 0);
+	/* the whole ring */
+	struct storage_token_range all = {INT64_MIN, INT64_MAX};
+	o.owned = &all;
+	ck_assert_int_eq(storage_import(f.db, f.t->id, &o, failed, &imported),
+			 0);
+	ck_assert(!failed[0]);
+	ck_assert_uint_eq(count(&f, f.t), 100);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(refresh_takes_dropped_files_only)
+{
+	struct fx f;
+	fx_init(&f, "import-refresh");
+	char src[900], tdir[800];
+	source(&f, 100, src, sizeof(src));
+	put_range(&f, f.t, "own", 0, 10);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	table_dir(&f, f.t, tdir, sizeof(tdir));
+	/* dropped in as generations 100 and 101 */
+	copy_dir(src, tdir, 99, false);
+	ck_assert_uint_eq(tocs(tdir, -1), 3);
+	struct storage_import_options o = {.keep_repaired = true};
+	size_t imported;
+	ck_assert_int_eq(storage_import(f.db, f.t->id, &o, NULL, &imported),
+			 0);
+	ck_assert_uint_eq(imported, 2);
+	ck_assert_uint_eq(sstables(&f, f.t), 3);
+	ck_assert_uint_eq(count(&f, f.t), 110);
+	ck_assert_uint_eq(tocs(tdir, 100) + tocs(tdir, 101), 0);
+	ck_assert_uint_eq(tocs(tdir, -1), 3);
+	/* again: nothing new, the live ones stay once */
+	ck_assert_int_eq(storage_import(f.db, f.t->id, &o, NULL, &imported),
+			 0);
+	ck_assert_uint_eq(imported, 0);
+	ck_assert_uint_eq(sstables(&f, f.t), 3);
+	restart(&f);
+	ck_assert_uint_eq(sstables(&f, f.t), 3);
+	ck_assert_uint_eq(count(&f, f.t), 110);
+	fx_free(&f);
+}
+END_TEST
+
+/* A power cut before each mutating step of an import: after the restart
+ * the rows are there exactly once, in the table (the sources gone) or
+ * still in the sources (the table without them). */
+START_TEST(a_power_cut_at_any_step_loses_and_doubles_nothing)
+{
+	struct fx f;
+	fx_init(&f, "import-crash");
+	char src[900], work[1000], tdir[800];
+	source(&f, 100, src, sizeof(src));
+	table_dir(&f, f.t, tdir, sizeof(tdir));
+	snprintf(work, sizeof(work), "%s/work", f.dir);
+	const char *dirs[] = {work};
+	bool failed[1];
+	size_t imported;
+	/* count the steps once */
+	copy_dir(src, work, 0, false);
+	uint64_t before = fault_env_ops(f.fe);
+	ck_assert_int_eq(import(&f, dirs, 1, failed, &imported, false), 0);
+	uint64_t steps = fault_env_ops(f.fe) - before;
+	ck_assert_uint_gt(steps, 10);
+	ck_assert_int_eq(storage_truncate(f.db, f.t->id), 0);
+	size_t finished = 0, rolled_back = 0;
+	for (uint64_t cut = 0; cut <= steps; cut++) {
+		copy_dir(src, work, 0, false);
+		ck_assert_uint_eq(tocs(work, -1), 2);
+		fault_env_freeze_after(f.fe, (int64_t)cut);
+		int rc = import(&f, dirs, 1, failed, &imported, false);
+		bool cut_fell = fault_env_frozen(f.fe);
+		fault_env_freeze_after(f.fe, -1);
+		if (cut_fell) {
+			fault_env_freeze(f.fe);
+			storage_delete(f.db);
+			fault_env_crash(f.fe, cut);
+			open_db(&f);
+		} else {
+			ck_assert_int_eq(rc, 0);
+		}
+		size_t n = count(&f, f.t), left = tocs(work, -1);
+		if (n == 100 && left == 0) {
+			finished++;
+		} else {
+			ck_assert_msg(n == 0 && left == 2,
+				      "cut %" PRIu64 ": %zu rows, %zu sources",
+				      cut, n, left);
+			rolled_back++;
+		}
+		ck_assert_uint_le(sstables(&f, f.t), 2);
+		ck_assert_int_eq(storage_truncate(f.db, f.t->id), 0);
+	}
+	ck_assert_uint_gt(finished, 0);
+	ck_assert_uint_gt(rolled_back, 0);
+	fx_free(&f);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("storage_import");
+	TCase *tc = tcase_create("import");
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, import_renumbers_and_survives_a_restart);
+	tcase_add_test(tc, copy_data_keeps_the_sources);
+	tcase_add_test(tc, a_corrupt_directory_is_refused_whole);
+	tcase_add_test(tc, tokens_not_owned_fail_the_directory);
+	tcase_add_test(tc, refresh_takes_dropped_files_only);
+	tcase_add_test(tc, a_power_cut_at_any_step_loses_and_doubles_nothing);
+	suite_add_tcase(s, tc);
+	return test_run(s);
+}
