@@ -60,7 +60,8 @@ static void job_free(struct import_job *j)
 static void import_run(void *arg)
 {
 	struct import_job *j = arg;
-	j->status = storage_import(j->db, j->id, &j->o, j->failed, &j->imported);
+	j->status =
+		storage_import(j->db, j->id, &j->o, j->failed, &j->imported);
 	if (j->status)
 		snprintf(j->msg, sizeof(j->msg), "%s", err_msg());
 }
@@ -114,11 +115,9 @@ static int submit(struct node *n, struct import_job *j, const char *notice,
 	return ADMIN_PENDING;
 }
 
-static const struct storage_table_meta *table_or_err(struct node *n,
-						      const char *ks,
-						      const char *tb,
-						      bool refresh,
-						      struct buf *err)
+static const struct storage_table_meta *
+table_or_err(struct node *n, const char *ks, const char *tb, bool refresh,
+	     struct buf *err)
 {
 	const struct cql_schema *schema = cql_service_schema(n->cql);
 	if (refresh && !cql_schema_keyspace(schema, ks)) {
@@ -128,9 +127,10 @@ static const struct storage_table_meta *table_or_err(struct node *n,
 	const struct cql_table *ct = cql_schema_table(schema, ks, tb);
 	if (!ct) {
 		if (refresh)
-			admin_printf(err,
-				     "error: Unknown keyspace/cf pair (%s.%s)\n",
-				     ks, tb);
+			admin_printf(
+				err,
+				"error: Unknown keyspace/cf pair (%s.%s)\n", ks,
+				tb);
 		else
 			admin_printf(err,
 				     "ColumnFamilyStore for %s/%s not found.\n",

@@ -86,8 +86,7 @@ static int list_entry(void *arg, const char *name)
 	char comp[256];
 	size_t nl = strlen(name);
 	if (sscanf(name, "ca-%llu-%255s", &gen, comp) != 2 ||
-	    (nl > 4 && strcmp(name + nl - 4, ".tmp") == 0) ||
-	    skipped(l, gen))
+	    (nl > 4 && strcmp(name + nl - 4, ".tmp") == 0) || skipped(l, gen))
 		return 0;
 	size_t i = 0;
 	while (i < l->n && (l->v[i].gen != gen || l->v[i].dir != l->dir))
@@ -205,10 +204,9 @@ static int copy_file(struct env *env, const char *from, const char *to)
 	struct env_file *in = NULL, *out = NULL;
 	if (env_file_open(env, from, ENV_FILE_READ, &in))
 		return -1;
-	int rc = env_file_open(env, to,
-			       ENV_FILE_WRITE | ENV_FILE_CREATE |
-				       ENV_FILE_TRUNC,
-			       &out);
+	int rc = env_file_open(
+		env, to, ENV_FILE_WRITE | ENV_FILE_CREATE | ENV_FILE_TRUNC,
+		&out);
 	size_t cap = 1 << 20;
 	uint8_t *buf = rc ? NULL : malloc(cap);
 	if (!rc && !buf)
@@ -583,7 +581,8 @@ int storage_import(struct storage *db, const uint8_t table_id[16],
 	/* 3: done in the log, then live */
 	if (!rc && wanted)
 		rc = write_log(db, lp, copy, l.v, l.n, dirs, true);
-	struct sstable **add = rc || !wanted ? NULL : calloc(wanted, sizeof(*add));
+	struct sstable **add =
+		rc || !wanted ? NULL : calloc(wanted, sizeof(*add));
 	if (!rc && wanted && !add)
 		rc = err_set(ERR_NOMEM, "import");
 	if (rc) {
@@ -622,7 +621,8 @@ int storage_import(struct storage *db, const uint8_t table_id[16],
 			*imported = k;
 			for (size_t i = 0; !copy && i < l.n; i++)
 				if (l.v[i].new_gen)
-					unlink_source(db->o.env, dirs[l.v[i].dir],
+					unlink_source(db->o.env,
+						      dirs[l.v[i].dir],
 						      l.v[i].gen);
 			for (size_t d = 0; !copy && d < ndirs; d++)
 				env_sync_dir(db->o.env, dirs[d]);

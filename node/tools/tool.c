@@ -466,8 +466,8 @@ int main(int argc, char **argv)
 	for (size_t a = 0, pos = 0; a < nargs; a++) {
 		const char *v = argv[i + 1 + a];
 		args[a] = v;
-		if (strcmp(argv[i], "import") != 0 || v[0] == '-' || pos++ < 2 ||
-		    v[0] == '/')
+		if (strcmp(argv[i], "import") != 0 || v[0] == '-' ||
+		    pos++ < 2 || v[0] == '/')
 			continue;
 		char cwd[PATH_MAX];
 		if (getcwd(cwd, sizeof(cwd)) &&

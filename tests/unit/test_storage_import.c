@@ -157,8 +157,7 @@ static size_t tocs(const char *dir, long gen)
 		unsigned long long g;
 		char comp[64];
 		if (sscanf(e->d_name, "ca-%llu-%63s", &g, comp) == 2 &&
-		    strcmp(comp, "TOC.txt") == 0 &&
-		    (gen < 0 || (long)g == gen))
+		    strcmp(comp, "TOC.txt") == 0 && (gen < 0 || (long)g == gen))
 			n++;
 	}
 	closedir(d);
@@ -218,8 +217,8 @@ static void source(struct fx *f, int rows, char *out, size_t cap)
 	snprintf(out, cap, "%s/snapshots/src", d);
 }
 
-static int import(struct fx *f, const char *const *dirs, size_t n,
-		  bool *failed, size_t *imported, bool copy)
+static int import(struct fx *f, const char *const *dirs, size_t n, bool *failed,
+		  size_t *imported, bool copy)
 {
 	struct storage_import_options o = {
 		.dirs = dirs, .ndirs = n, .verify = true, .copy = copy};
@@ -360,16 +359,14 @@ START_TEST(refresh_takes_dropped_files_only)
 	ck_assert_uint_eq(tocs(tdir, -1), 3);
 	struct storage_import_options o = {.keep_repaired = true};
 	size_t imported;
-	ck_assert_int_eq(storage_import(f.db, f.t->id, &o, NULL, &imported),
-			 0);
+	ck_assert_int_eq(storage_import(f.db, f.t->id, &o, NULL, &imported), 0);
 	ck_assert_uint_eq(imported, 2);
 	ck_assert_uint_eq(sstables(&f, f.t), 3);
 	ck_assert_uint_eq(count(&f, f.t), 110);
 	ck_assert_uint_eq(tocs(tdir, 100) + tocs(tdir, 101), 0);
 	ck_assert_uint_eq(tocs(tdir, -1), 3);
 	/* again: nothing new, the live ones stay once */
-	ck_assert_int_eq(storage_import(f.db, f.t->id, &o, NULL, &imported),
-			 0);
+	ck_assert_int_eq(storage_import(f.db, f.t->id, &o, NULL, &imported), 0);
 	ck_assert_uint_eq(imported, 0);
 	ck_assert_uint_eq(sstables(&f, f.t), 3);
 	restart(&f);
