@@ -8,6 +8,7 @@
 #include "common/murmur3.h"
 #include "common/zalloc.h"
 #include "node/cql_cas.h"
+#include "node/node_trace.h"
 #include "node/slow_queries.h"
 
 #include <stdio.h>
@@ -402,6 +403,20 @@ static void on_range(void *arg, const struct repl_result *res,
 	read_next_range(j);
 }
 
+/* Cassandra's RangeCommandIterator line after each batch of range
+ * requests it sends: "Submitted N concurrent range requests". */
+static void trace_submitted(struct read_job *j, size_t n)
+{
+	if (!j->traced || !n || !j->d->tracer)
+		return;
+	char msg[64];
+	snprintf(msg, sizeof(msg), "Submitted %zu concurrent range requests",
+		 n);
+	node_trace_remote_event(
+		j->d->tracer, j->trace, "Native-Transport-Requests-1",
+		(int64_t)(env_mono_us(j->d->env) - j->start_us), msg);
+}
+
 /* ---- parallel range walk ------------------------------------------------- */
 
 /*
@@ -473,7 +488,7 @@ static void par_walk_free(struct par_walk *w)
 	free(w);
 }
 
-static void par_step(struct par_slot *sl);
+static bool par_step(struct par_slot *sl);
 static void par_advance(struct read_job *j);
 
 /* A failure of this node's (no memory, the table dropped): answered once
@@ -561,7 +576,8 @@ static struct repl_range range_step(const struct read_job *j,
 		.merge = j->has_index};
 }
 
-static void par_step(struct par_slot *sl)
+/* Starts the slot's next step; false when it could not. */
+static bool par_step(struct par_slot *sl)
 {
 	struct read_job *j = sl->j;
 	struct par_walk *w = j->par;
@@ -570,13 +586,14 @@ static void par_step(struct par_slot *sl)
 	if (!t) {
 		par_fail_local(w, CQL_ERR_INVALID,
 			       "the table was dropped during the read");
-		return;
+		return false;
 	}
 	size_t want = j->budget > j->rows ? j->budget - j->rows : 1;
 	struct repl_range q = range_step(j, t, s, sl->pos, sl->end, want);
 	sl->busy = true;
 	w->inflight++;
 	repl_range_step(j->d->repl, &q, on_par_range, sl);
+	return true;
 }
 
 /* Cassandra's computeConcurrencyFactor, counted in pieces: after w->head
@@ -607,8 +624,10 @@ static void par_advance(struct read_job *j)
 {
 	struct par_walk *w = j->par;
 	w->advancing = true;
+	size_t sent;
 again:
 	w->dirty = false;
+	sent = 0; /* the steps this pass starts: one batch */
 	while (!w->stopping && w->head < w->count) {
 		struct par_slot *sl = &w->slots[w->head];
 		const struct ring_strategy *s;
@@ -630,7 +649,7 @@ again:
 		if (!sl->done) {
 			/* the first slot reads on, one step at a time */
 			if (!sl->busy && !w->stopping)
-				par_step(sl);
+				sent += par_step(sl);
 			break;
 		}
 		w->head++;
@@ -644,7 +663,8 @@ again:
 		w->launched = w->head + 1; /* the head is stepped above */
 	while (!w->stopping && w->launched < w->count &&
 	       w->launched - w->head < w->factor)
-		par_step(&w->slots[w->launched++]);
+		sent += par_step(&w->slots[w->launched++]);
+	trace_submitted(j, sent);
 	if (w->dirty)
 		goto again;
 	w->advancing = false;
@@ -731,6 +751,9 @@ static void read_next_range(struct read_job *j)
 	}
 	struct repl_range q =
 		range_step(j, t, s, j->pos, j->end, j->budget - j->rows);
+	/* one request at a time (its answer may come before the call
+	 * returns, and end the job) */
+	trace_submitted(j, 1);
 	repl_range_step(j->d->repl, &q, on_range, j);
 }
 

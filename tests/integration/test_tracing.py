@@ -289,6 +289,35 @@ def test_replicas_record_their_events_in_the_session(three_nodes):
         # the one row, read by the scan of the range holding it
         assert any(a == "Read 1 live rows and 0 tombstone cells"
                    for _, a, _ in acts), acts
+        # after each batch of range requests (one range at a time here)
+        # Cassandra's "Submitted N concurrent range requests"
+        submitted = [a for src, a, _ in acts if src == coord and
+                     a.startswith("Submitted ")]
+        assert submitted == ["Submitted 1 concurrent range requests"] * \
+            (tokens + 1), (len(submitted), tokens, submitted[:3])
+        # a filtered scan reads several ranges at once: 4 in the first
+        # batch, then as many as Cassandra's concurrency factor says;
+        # every range is asked at least once
+        q = SimpleStatement("SELECT v FROM ks.t WHERE v = 'seven' "
+                            "ALLOW FILTERING",
+                            consistency_level=ConsistencyLevel.QUORUM)
+        rs = s.execute(q, trace=True)
+        assert [r.v for r in rs] == ["seven"]
+        trace = rs.get_query_trace(max_wait_sec=30)
+        coord = str(trace.coordinator)
+
+        def batches(rs):
+            return [int(m.group(1)) for m in (
+                re.fullmatch(r"Submitted (\d+) concurrent range requests",
+                             r.activity) for r in rs
+                if str(r.source) == coord) if m]
+        rows = events_until(s, trace.trace_id,
+                            lambda rs: sum(batches(rs)) >= tokens + 1)
+        got = batches(rows)
+        assert got and got[0] == 4 and sum(got) >= tokens + 1, got
+        assert any(str(r.source) == coord and r.activity.startswith(
+            "Submitting range requests on") and "with a concurrency of 4"
+            in r.activity for r in rows), [r.activity for r in rows]
         # a counter increment: the coordinator is a replica (RF 3), so
         # it leads: lock, read, write, then the shards to the others
         s.execute("CREATE TABLE ks.c (k int PRIMARY KEY, n counter)")
