@@ -412,11 +412,31 @@ static int skip_logs(void *arg, const char *name)
 	return 0;
 }
 
-/* Takes the table's compaction slot; for refresh also waits for its
- * flushes and lists the directory under the lock. */
-static int reserve(struct storage *db, struct table *t, struct listing *l,
-		   bool refresh)
+/* Whether two paths name the same directory. */
+static bool same_dir(const char *a, const char *b)
 {
+	size_t la = strlen(a), lb = strlen(b);
+	while (la > 1 && a[la - 1] == '/')
+		la--;
+	while (lb > 1 && b[lb - 1] == '/')
+		lb--;
+	if (la == lb && memcmp(a, b, la) == 0)
+		return true;
+	char *ra = realpath(a, NULL), *rb = ra ? realpath(b, NULL) : NULL;
+	bool same = ra && rb && strcmp(ra, rb) == 0;
+	free(ra);
+	free(rb);
+	return same;
+}
+
+/* Takes the table's compaction slot; when the table's own directory is
+ * a source (`own` >= 0: refresh, or an import naming it) also waits for
+ * its flushes and lists that directory under the lock, without the live
+ * SSTables and those compaction logs name. */
+static int reserve(struct storage *db, struct table *t, struct listing *l,
+		   long own)
+{
+	bool refresh = own >= 0;
 	pthread_mutex_lock(&db->mu);
 	while (!db->stopping && !t->dropped &&
 	       (t->compacting || t->truncating ||
@@ -436,7 +456,7 @@ static int reserve(struct storage *db, struct table *t, struct listing *l,
 		rc = env_list_dir(db->o.env, t->dir, skip_logs, &sk);
 		l->skip = sk.v;
 		l->nskip = sk.n;
-		l->dir = 0;
+		l->dir = (size_t)own;
 		if (!rc && !sk.oom)
 			rc = env_list_dir(db->o.env, t->dir, list_entry, l);
 		if (sk.oom || l->oom)
@@ -500,12 +520,16 @@ int storage_import(struct storage *db, const uint8_t table_id[16],
 	if (!t)
 		return -1;
 	bool refresh = o->ndirs == 0;
-	const char *const own[] = {t->dir};
-	const char *const *dirs = refresh ? own : o->dirs;
+	const char *const table_dirs[] = {t->dir};
+	const char *const *dirs = refresh ? table_dirs : o->dirs;
 	size_t ndirs = refresh ? 1 : o->ndirs;
 	bool copy = o->copy && !refresh;
+	long own = refresh ? 0 : -1;
+	for (size_t d = 0; !refresh && d < ndirs && own < 0; d++)
+		if (same_dir(dirs[d], t->dir))
+			own = (long)d;
 	struct listing l = {0};
-	if (reserve(db, t, &l, refresh)) {
+	if (reserve(db, t, &l, own)) {
 		storage_engine_table_unref(t);
 		return -1;
 	}
@@ -514,6 +538,8 @@ int storage_import(struct storage *db, const uint8_t table_id[16],
 	pthread_mutex_unlock(&db->mu);
 	int rc = 0;
 	for (size_t d = 0; !refresh && !rc && d < ndirs; d++) {
+		if ((long)d == own)
+			continue; /* listed by reserve */
 		l.dir = d;
 		if (env_list_dir(db->o.env, dirs[d], list_entry, &l) || l.oom)
 			rc = l.oom ? err_set(ERR_NOMEM, "import")

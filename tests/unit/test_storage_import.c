@@ -369,8 +369,23 @@ START_TEST(refresh_takes_dropped_files_only)
 	ck_assert_int_eq(storage_import(f.db, f.t->id, &o, NULL, &imported), 0);
 	ck_assert_uint_eq(imported, 0);
 	ck_assert_uint_eq(sstables(&f, f.t), 3);
-	restart(&f);
+	/* an import naming the table's own directory (a trailing slash
+	 * too) takes what refresh takes, never the live SSTables again */
+	char own[900];
+	snprintf(own, sizeof(own), "%s/", tdir);
+	const char *dirs[] = {own};
+	bool failed[1];
+	ck_assert_int_eq(import(&f, dirs, 1, failed, &imported, false), 0);
+	ck_assert_uint_eq(imported, 0);
 	ck_assert_uint_eq(sstables(&f, f.t), 3);
+	copy_dir(src, tdir, 199, false);
+	ck_assert_int_eq(import(&f, dirs, 1, failed, &imported, false), 0);
+	ck_assert(!failed[0]);
+	ck_assert_uint_eq(imported, 2);
+	ck_assert_uint_eq(sstables(&f, f.t), 5);
+	ck_assert_uint_eq(tocs(tdir, -1), 5);
+	restart(&f);
+	ck_assert_uint_eq(sstables(&f, f.t), 5);
 	ck_assert_uint_eq(count(&f, f.t), 110);
 	fx_free(&f);
 }
