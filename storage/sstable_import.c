@@ -487,10 +487,38 @@ static void unreserve(struct storage *db, struct table *t)
 
 /* The new generation's Statistics.db: level, repair state and commitlog
  * position as the options say. */
-static int fix_stats(struct src *s, const struct storage_import_options *o)
+static bool token_overlap(const struct sst_stats *a, const struct sst_stats *b)
 {
+	return a->min_token <= b->max_token && b->min_token <= a->max_token;
+}
+
+/* Whether an SSTable of the level `st` keeps (above 0) overlaps a live
+ * one of that level, or one imported before it (v[0..i)): then it goes
+ * to level 0, as Cassandra's leveled manifest sends it, so no level
+ * above 0 holds overlapping SSTables. */
+static bool level_taken(struct storage *db, struct table *t,
+			const struct sst_stats *st, const struct src *v,
+			size_t i)
+{
+	bool hit = false;
+	pthread_mutex_lock(&db->mu);
+	for (size_t k = 0; k < t->version->count && !hit; k++) {
+		const struct sst_stats *o = &t->version->ssts[k]->stats;
+		hit = o->level == st->level && token_overlap(o, st);
+	}
+	pthread_mutex_unlock(&db->mu);
+	for (size_t k = 0; k < i && !hit; k++)
+		hit = v[k].s && v[k].s->stats.level == st->level &&
+		      token_overlap(&v[k].s->stats, st);
+	return hit;
+}
+
+static int fix_stats(struct storage *db, struct table *t, struct src *v,
+		     size_t i, const struct storage_import_options *o)
+{
+	struct src *s = &v[i];
 	struct sst_stats st = s->s->stats;
-	if (!o->keep_level)
+	if (!o->keep_level || (st.level > 0 && level_taken(db, t, &st, v, i)))
 		st.level = 0;
 	if (!o->keep_repaired) {
 		st.repaired_at = 0;
@@ -583,7 +611,7 @@ int storage_import(struct storage *db, const uint8_t table_id[16],
 		if (place(db, t, dirs[s->dir], s, copy) ||
 		    !(s->s = sstable_open(db->o.env, t->dir, s->new_gen, meta,
 					  db->cache)) ||
-		    fix_stats(s, o)) {
+		    fix_stats(db, t, l.v, i, o)) {
 			LOG_ERROR("Failed importing sstables in directory %s: "
 				  "%s",
 				  dirs[s->dir], err_msg());
