@@ -8,6 +8,7 @@
 #include "common/env_real.h"
 #include "common/err.h"
 #include "conf/conf.h"
+#include "storage/sstable_tool.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
 #include "tests/unit/storage_fault_env.h"
@@ -55,7 +56,8 @@ static void open_db(struct fx *f)
 		ck_abort_msg("start: %s", err_msg());
 }
 
-static void fx_init(struct fx *f, const char *tag)
+/* `leveled`: u compacts leveled, cut at 1 MiB. */
+static void fx_init_lcs(struct fx *f, const char *tag, bool leveled)
 {
 	memset(f, 0, sizeof(*f));
 	f->real = env_real_new(NULL);
@@ -71,8 +73,18 @@ static void fx_init(struct fx *f, const char *tag)
 	f->o.auto_compaction = false;
 	f->t = make_table("t", 1);
 	f->u = make_table("u", 2);
+	if (leveled) {
+		f->u->options.compaction = STORAGE_COMPACTION_LEVELED;
+		f->u->options.compression = STORAGE_COMPRESSION_NONE;
+		f->u->options.sstable_size_bytes = 1u << 20;
+	}
 	f->ts = 1000;
 	open_db(f);
+}
+
+static void fx_init(struct fx *f, const char *tag)
+{
+	fx_init_lcs(f, tag, false);
 }
 
 static void fx_free(struct fx *f)
@@ -91,9 +103,22 @@ static void restart(struct fx *f)
 	open_db(f);
 }
 
+static void put_sized(struct fx *f, const struct storage_table_meta *t,
+		      const char *prefix, int from, int to, size_t vlen);
+
 static void put_range(struct fx *f, const struct storage_table_meta *t,
 		      const char *prefix, int from, int to)
 {
+	put_sized(f, t, prefix, from, to, 5);
+}
+
+static void put_sized(struct fx *f, const struct storage_table_meta *t,
+		      const char *prefix, int from, int to, size_t vlen)
+{
+	static uint8_t value[1024];
+	memset(value, 'x', sizeof(value));
+	if (vlen > sizeof(value))
+		vlen = sizeof(value);
 	for (int i = from; i < to; i++) {
 		char key[32];
 		snprintf(key, sizeof(key), "%s%d", prefix, i);
@@ -102,9 +127,8 @@ static void put_range(struct fx *f, const struct storage_table_meta *t,
 		int64_t now = env_wall_us(f->env) / 1000000;
 		ck_assert_int_eq(storage_mutation_put_marker(m, f->ts, 0, now),
 				 0);
-		ck_assert_int_eq(storage_mutation_put(m, 1, NULL, 0,
-						      (const uint8_t *)"value",
-						      5, f->ts, 0, now),
+		ck_assert_int_eq(storage_mutation_put(m, 1, NULL, 0, value,
+						      vlen, f->ts, 0, now),
 				 0);
 		f->ts++;
 		if (storage_apply_sync(f->db, m))
@@ -391,6 +415,85 @@ START_TEST(refresh_takes_dropped_files_only)
 }
 END_TEST
 
+/* The level of each SSTable of t's directory: count[level]. */
+static void levels(struct fx *f, size_t count[9])
+{
+	char tdir[800];
+	table_dir(f, f->t, tdir, sizeof(tdir));
+	memset(count, 0, 9 * sizeof(*count));
+	DIR *d = opendir(tdir);
+	ck_assert_ptr_nonnull(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (strncmp(e->d_name, "ca-", 3) != 0 || len < 8 ||
+		    strcmp(e->d_name + len - 8, "-TOC.txt") != 0)
+			continue;
+		char path[1200];
+		snprintf(path, sizeof(path), "%s/%s", tdir, e->d_name);
+		struct storage_sstable_meta m;
+		if (storage_sstable_meta_read(f->env, path, &m))
+			ck_abort_msg("%s: %s", path, m.problems);
+		ck_assert_uint_lt(m.level, 9);
+		count[m.level]++;
+	}
+	closedir(d);
+}
+
+START_TEST(keep_level_keeps_levels_that_do_not_overlap)
+{
+	struct fx f;
+	fx_init_lcs(&f, "import-level", true);
+	for (int i = 0; i < 4; i++) {
+		put_sized(&f, f.u, "l", i * 700, (i + 1) * 700, 1024);
+		ck_assert_int_eq(storage_flush(f.db, f.u->id), 0);
+	}
+	ck_assert_int_eq(storage_compact(f.db, f.u->id, false), 0);
+	ck_assert_int_eq(storage_snapshot(f.db, f.u->id, "lv"), 0);
+	char udir[800], snap[900], a[1000], b[1000], c[1000];
+	table_dir(&f, f.u, udir, sizeof(udir));
+	snprintf(snap, sizeof(snap), "%s/snapshots/lv", udir);
+	snprintf(a, sizeof(a), "%s/a", f.dir);
+	snprintf(b, sizeof(b), "%s/b", f.dir);
+	snprintf(c, sizeof(c), "%s/c", f.dir);
+	copy_dir(snap, a, 0, false);
+	copy_dir(snap, b, 0, false);
+	copy_dir(snap, c, 0, false);
+	size_t n = tocs(a, -1), lv[9];
+	ck_assert_uint_ge(n, 2);
+	bool failed[1];
+	size_t imported;
+	/* kept: t has nothing they overlap */
+	const char *da[] = {a};
+	struct storage_import_options o = {
+		.dirs = da, .ndirs = 1, .verify = true, .keep_level = true};
+	ck_assert_int_eq(storage_import(f.db, f.t->id, &o, failed, &imported),
+			 0);
+	levels(&f, lv);
+	ck_assert_uint_eq(lv[0], 0);
+	ck_assert_uint_eq(lv[1], n);
+	/* by default: level 0 */
+	const char *db_[] = {b};
+	o.dirs = db_;
+	o.keep_level = false;
+	ck_assert_int_eq(storage_import(f.db, f.t->id, &o, failed, &imported),
+			 0);
+	levels(&f, lv);
+	ck_assert_uint_eq(lv[0], n);
+	ck_assert_uint_eq(lv[1], n);
+	/* kept, but they overlap the level-1 ones now: level 0 */
+	const char *dc[] = {c};
+	o.dirs = dc;
+	o.keep_level = true;
+	ck_assert_int_eq(storage_import(f.db, f.t->id, &o, failed, &imported),
+			 0);
+	levels(&f, lv);
+	ck_assert_uint_eq(lv[0], 2 * n);
+	ck_assert_uint_eq(lv[1], n);
+	ck_assert_uint_eq(count(&f, f.t), 2800);
+	fx_free(&f);
+}
+END_TEST
+
 /* A power cut before each mutating step of an import: after the restart
  * the rows are there exactly once, in the table (the sources gone) or
  * still in the sources (the table without them). */
@@ -456,6 +559,7 @@ int main(void)
 	tcase_add_test(tc, a_corrupt_directory_is_refused_whole);
 	tcase_add_test(tc, tokens_not_owned_fail_the_directory);
 	tcase_add_test(tc, refresh_takes_dropped_files_only);
+	tcase_add_test(tc, keep_level_keeps_levels_that_do_not_overlap);
 	tcase_add_test(tc, a_power_cut_at_any_step_loses_and_doubles_nothing);
 	suite_add_tcase(s, tc);
 	return test_run(s);
