@@ -635,6 +635,8 @@ int storage_import(struct storage *db, const uint8_t table_id[16],
 	/* 3: done in the log, then live */
 	if (!rc && wanted)
 		rc = write_log(db, lp, copy, l.v, l.n, dirs, true);
+	else if (!rc && lp) /* every directory failed while placed */
+		env_unlink(db->o.env, lp);
 	struct sstable **add =
 		rc || !wanted ? NULL : calloc(wanted, sizeof(*add));
 	if (!rc && wanted && !add)
