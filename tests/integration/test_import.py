@@ -106,6 +106,22 @@ def test_import_after_truncate(node, tmp_path):
                             "verification and row cache invalidation\n")
         assert s.execute("SELECT count(*) FROM i.u").one().count == 100
 
+        # SSTables written without the index (i.u has none) imported into
+        # the indexed table: the import has their components written in
+        # the background, and the index finds their rows meanwhile (those
+        # SSTables are scanned)
+        s.execute("TRUNCATE i.u")
+        plain = tmp_path / "plain"
+        shutil.copytree(backup(node, s, tmp_path, "i", "u", "b2"), plain)
+        s.execute("TRUNCATE i.t")
+        since = node.log_size()
+        r = tool("import", "i", "t", str(plain))
+        assert r.returncode == 0, r.stderr
+        assert node.wait_for_log("index tv on i.t: SSTables without a "
+                                 "usable component", since=since), node.log()
+        rows = list(s.execute("SELECT k FROM i.t WHERE v = 'v7'"))
+        assert [x.k for x in rows] == [7]
+
         # restart: the imported SSTables stay, once each
         before = sstable_count("i", "t")
         cluster.shutdown()
