@@ -32,6 +32,9 @@
 #   TTL, TTL_SHARE, GC_GRACE   default 60 s, 20 %, 60 s
 #   LCS_MB      LCS sstable_size_in_mb (default 16: 160 makes no levels
 #               in a few minutes of data)
+# SETTLE=M: after the writes, wait up to M minutes for compaction to catch
+#   up (no pending task), then a minute of reads: SSTables per read and
+#   disk against live data once caught up (live is exact with TTL_SHARE=0).
 # LOCK_HELD=1: the caller holds the lock already; DB_BENCH=0: no RocksDB;
 # REPORT=1: only the tables again, from the samples in OUT.
 # The node runs on 127.0.76.3 under a temporary CASSINI_HOME, holding
@@ -50,6 +53,7 @@ ttl="${TTL:-60}"
 ttl_share="${TTL_SHARE:-20}"
 gc="${GC_GRACE:-60}"
 lcs_mb="${LCS_MB:-16}"
+settle="${SETTLE:-0}"
 out="${OUT:-/tmp/sustained-$(date +%Y%m%d-%H%M%S)}"
 ip=127.0.76.3
 mport=9576
@@ -106,6 +110,22 @@ PYEOF
     sample "$i"
   done
   wait "$pid" || true
+  if [ "$settle" -gt 0 ]; then
+    # No more writes: compaction catches up (pending 0 twice, 10 s apart,
+    # or SETTLE minutes), then a minute of reads over the same keys.
+    end=$(($(date +%s) + settle * 60)) zero=0 t0=$(date +%s)
+    while [ "$(date +%s)" -lt "$end" ] && [ "$zero" -lt 2 ]; do
+      sleep 10
+      p=$(curl -s "http://$ip:$mport/metrics" |
+        awk '/^cassandra_compaction_pending_tasks/ {s += $2} END {print s + 0}')
+      if [ "$p" = 0 ]; then zero=$((zero + 1)); else zero=0; fi
+    done
+    echo $(($(date +%s) - t0)) >"$dir/settle_s.txt"
+    sample s0
+    "$bin/node/cassini-stress" read n="$keys" duration=60 \
+      -rate threads="$threads" -col size=100 -node "$ip" >"$dir/settle-read.txt"
+    sample s1
+  fi
   "$cluster" -C su remove >/dev/null
   exit 0
 fi
@@ -185,6 +205,22 @@ for i, l in enumerate(lines, 1):
 if len(lines) >= 2:
     print(f"{strat}: last minute / first minute throughput "
           f"{float(lines[-1][2]) / float(lines[0][2]):.2f} (target >= 0.7)")
+s0, s1 = metrics("s0"), metrics("s1")
+if s0 and s1 and lines:
+    # live: the keys live at the end of the writes (exact when no write
+    # has a TTL: TTL_SHARE=0)
+    live = int(lines[-1][6]) if len(lines[-1]) > 6 else 0
+    livemb = live * 110 / 2**20
+    disk = s1.get("cassandra_table_live_disk_space_bytes", 0) / 2**20
+    secs = open(f"{d}/settle_s.txt").read().strip()
+    print(f"{strat}: settled {secs} s after the writes: "
+          f"{s1.get('cassandra_table_live_sstables', 0):.0f} sstables, "
+          f"pending {s1.get('cassandra_compaction_pending_tasks', 0):.0f}, "
+          f"disk {disk:.1f} MB / live {livemb:.1f} MB = "
+          f"{disk / livemb if livemb else 0:.2f}; a minute of reads: "
+          f"sst/read mean {mean(s0, s1):.2f} p50 "
+          f"{quant(s0['buckets'], s1['buckets'], .5)} p99 "
+          f"{quant(s0['buckets'], s1['buckets'], .99)}")
 PYEOF
 }
 
