@@ -966,19 +966,29 @@ void storage_engine_remove_generation(struct env *env, const char *dir,
 }
 
 struct log_scan {
-	uint64_t gens[256];
-	size_t n;
+	struct storage_log_list *out;
+	const char *prefix;
 };
 
 static int find_logs(void *arg, const char *name)
 {
 	struct log_scan *l = arg;
+	size_t n = strlen(l->prefix);
 	unsigned long long g;
 	char tail[8];
-	if (l->n < 256 && sscanf(name, "compaction-%llu%7s", &g, tail) == 2 &&
+	if (l->out->n < 256 && strncmp(name, l->prefix, n) == 0 &&
+	    name[n] == '-' && sscanf(name + n + 1, "%llu%7s", &g, tail) == 2 &&
 	    strcmp(tail, ".log") == 0)
-		l->gens[l->n++] = g;
+		l->out->gens[l->out->n++] = g;
 	return 0;
+}
+
+int storage_engine_list_logs(struct env *env, const char *dir,
+			     const char *prefix, struct storage_log_list *out)
+{
+	out->n = 0;
+	struct log_scan l = {out, prefix};
+	return env_list_dir(env, dir, find_logs, &l);
 }
 
 /* Finishes (output complete) or rolls back (output incomplete) every
@@ -987,8 +997,8 @@ static int find_logs(void *arg, const char *name)
 int storage_compaction_process_logs(struct storage *db, struct table *t,
 				    bool only_done)
 {
-	struct log_scan l = {.n = 0};
-	if (env_list_dir(db->o.env, t->dir, find_logs, &l))
+	struct storage_log_list l;
+	if (storage_engine_list_logs(db->o.env, t->dir, "compaction", &l))
 		return -1;
 	for (size_t i = 0; i < l.n; i++) {
 		char *p = log_path(t->dir, l.gens[i]);

@@ -181,22 +181,21 @@ struct table *storage_engine_table_find(struct storage *db,
  * (ERR_NOT_FOUND, "unknown table"). */
 /* sampler.c: a point read's figures, or a write, to the samplers on
  * (t->sampling seen set); and frees the table's samplers. */
-#define STORAGE_SAMPLE_READ_KINDS                                        \
-	(1u << STORAGE_SAMPLE_READS | 1u << STORAGE_SAMPLE_READ_ROW_COUNT | \
-	 1u << STORAGE_SAMPLE_READ_TOMBSTONE_COUNT |                       \
+#define STORAGE_SAMPLE_READ_KINDS                                              \
+	(1u << STORAGE_SAMPLE_READS | 1u << STORAGE_SAMPLE_READ_ROW_COUNT |    \
+	 1u << STORAGE_SAMPLE_READ_TOMBSTONE_COUNT |                           \
 	 1u << STORAGE_SAMPLE_READ_SSTABLE_COUNT)
-#define STORAGE_SAMPLE_WRITE_KINDS \
+#define STORAGE_SAMPLE_WRITE_KINDS                                             \
 	(1u << STORAGE_SAMPLE_WRITES | 1u << STORAGE_SAMPLE_WRITE_SIZE)
-void storage_engine_sample_read(struct table *t, const uint8_t *key,
-				size_t len, uint64_t rows, uint64_t tombstones,
+void storage_engine_sample_read(struct table *t, const uint8_t *key, size_t len,
+				uint64_t rows, uint64_t tombstones,
 				uint64_t sstables);
 void storage_engine_sample_write(struct table *t,
 				 const struct storage_mutation *m);
 void storage_engine_samplers_free(struct table *t);
 static inline bool storage_engine_sampling(struct table *t, unsigned kinds)
 {
-	return atomic_load_explicit(&t->sampling, memory_order_relaxed) &
-	       kinds;
+	return atomic_load_explicit(&t->sampling, memory_order_relaxed) & kinds;
 }
 
 struct table *storage_engine_table_get(struct storage *db,
@@ -242,6 +241,14 @@ bool storage_engine_compaction_due(struct storage *db, struct table *t);
 /* Unlinks every component of SSTable generation `gen` in `dir`. */
 void storage_engine_remove_generation(struct env *env, const char *dir,
 				      uint64_t gen);
+/* The generations of the `<prefix>-<gen>.log` files in `dir` (compaction
+ * and import logs), at most 256. */
+struct storage_log_list {
+	uint64_t gens[256];
+	size_t n;
+};
+int storage_engine_list_logs(struct env *env, const char *dir,
+			     const char *prefix, struct storage_log_list *out);
 
 /* sstable_import.c: finishes or rolls back an import a crash cut short
  * (its import-<gen>.log), before the table's SSTables are listed. */

@@ -294,34 +294,12 @@ static int write_log(struct storage *db, const char *path, bool copy,
 	return rc;
 }
 
-/* Unlinks the components of a source SSTable (a finished move). */
-static void unlink_source(struct env *env, const char *dir, uint64_t gen)
-{
-	storage_engine_remove_generation(env, dir, gen);
-}
-
 /* ---- recovery ----------------------------------------------------------- */
-
-struct log_list {
-	uint64_t gens[256];
-	size_t n;
-};
-
-static int find_logs(void *arg, const char *name)
-{
-	struct log_list *l = arg;
-	unsigned long long g;
-	char tail[8];
-	if (l->n < 256 && sscanf(name, "import-%llu%7s", &g, tail) == 2 &&
-	    strcmp(tail, ".log") == 0)
-		l->gens[l->n++] = g;
-	return 0;
-}
 
 int storage_import_recover(struct storage *db, struct table *t)
 {
-	struct log_list l = {.n = 0};
-	if (env_list_dir(db->o.env, t->dir, find_logs, &l))
+	struct storage_log_list l;
+	if (storage_engine_list_logs(db->o.env, t->dir, "import", &l))
 		return -1;
 	for (size_t i = 0; i < l.n; i++) {
 		char *p = log_path(t->dir, l.gens[i]);
@@ -345,7 +323,8 @@ int storage_import_recover(struct storage *db, struct table *t)
 				storage_engine_remove_generation(db->o.env,
 								 t->dir, ng);
 			else if (move)
-				unlink_source(db->o.env, line + at, og);
+				storage_engine_remove_generation(db->o.env,
+								 line + at, og);
 		}
 		LOG_INFO("import log %s: %s", p,
 			 done ? "finished (the SSTables are live)"
@@ -677,9 +656,9 @@ int storage_import(struct storage *db, const uint8_t table_id[16],
 			*imported = k;
 			for (size_t i = 0; !copy && i < l.n; i++)
 				if (l.v[i].new_gen)
-					unlink_source(db->o.env,
-						      dirs[l.v[i].dir],
-						      l.v[i].gen);
+					storage_engine_remove_generation(
+						db->o.env, dirs[l.v[i].dir],
+						l.v[i].gen);
 			for (size_t d = 0; !copy && d < ndirs; d++)
 				env_sync_dir(db->o.env, dirs[d]);
 			env_unlink(db->o.env, lp);
