@@ -323,13 +323,54 @@ static bool filter_passes(const struct cql_select_plan *p,
 	}
 }
 
+/* CONTAINS / CONTAINS KEY on a frozen collection's one value ([int n]
+ * then [int length][bytes] elements, two per map entry): a list's or
+ * set's elements, a map's values (CONTAINS) or keys (CONTAINS KEY). A
+ * null, empty or malformed value holds nothing. */
+static bool frozen_contains(const struct filter *f, uint16_t kind,
+			    struct slice v)
+{
+	if (v.len < 4)
+		return false;
+	uint32_t n = be32_load(v.ptr);
+	size_t pos = 4;
+	size_t per = kind == STORAGE_TYPE_MAP ? 2 : 1;
+	/* the map element compared: its key (0) or its value (1) */
+	size_t want = kind == STORAGE_TYPE_MAP && f->op == CQL_OP_CONTAINS;
+	for (uint32_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < per; k++) {
+			if (v.len - pos < 4)
+				return false;
+			uint32_t len = be32_load(v.ptr + pos);
+			pos += 4;
+			if (len & 0x80000000u) /* a null element */
+				continue;
+			if (len > v.len - pos)
+				return false;
+			if (k == want &&
+			    storage_type_cmp(f->type, v.ptr + pos, len,
+					     f->value.ptr, f->value.len) == 0)
+				return true;
+			pos += len;
+		}
+	}
+	return false;
+}
+
 /* CONTAINS / CONTAINS KEY on a collection's cells: set elements and map
- * keys are the cells' paths, list elements and map values their values. */
+ * keys are the cells' paths, list elements and map values their values;
+ * a frozen collection (a cell or a key column) is one value. */
 static bool contains(const struct cql_select_plan *p, const struct filter *f,
+		     const struct storage_result *r,
 		     const struct storage_row_view *row,
 		     const struct storage_row_view *stat)
 {
 	const struct storage_column *col = &p->m->columns[f->column];
+	if (col->type->frozen) {
+		struct slice v;
+		return column_value(p, r, row, stat, f->column, &v) &&
+		       frozen_contains(f, col->type->kind, v);
+	}
 	const struct storage_row_view *src =
 		col->kind == STORAGE_COLUMN_STATIC ? stat : row;
 	bool by_path = f->op == CQL_OP_CONTAINS_KEY ||
@@ -382,7 +423,7 @@ static bool passes_filters(const struct cql_select_plan *p,
 			continue;
 		}
 		if (f->op == CQL_OP_CONTAINS || f->op == CQL_OP_CONTAINS_KEY) {
-			if (!contains(p, f, row, stat))
+			if (!contains(p, f, r, row, stat))
 				return false;
 			continue;
 		}

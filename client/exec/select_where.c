@@ -703,10 +703,6 @@ static int add_filter(struct cql_select_plan *p, const struct cql_relation *r,
 		return err_set(ERR_INVALID,
 			       "Cannot use CONTAINS KEY on non-map column %s",
 			       col->name);
-	if (has && !multi)
-		return err_set(ERR_UNSUPPORTED,
-			       "CONTAINS on a frozen collection is not "
-			       "supported by Cassini yet");
 	if ((r->op != CQL_OP_EQ && r->op != CQL_OP_IN && !ranged && !has) ||
 	    (multi && !has) || (ranged && coll))
 		return err_set(ERR_UNSUPPORTED,
@@ -902,6 +898,24 @@ int cql_select_plan_where(struct cql_select_plan *p, const struct cql_select *q,
 		 * its index: its rows are found by the column's value. */
 		bool key_col = col->kind == STORAGE_COLUMN_PARTITION_KEY ||
 			       col->kind == STORAGE_COLUMN_CLUSTERING;
+		/* CONTAINS on a frozen collection key column: filtered
+		 * (StatementRestrictions: a clustering column needs an index
+		 * or filtering, a partition key part filtering) */
+		if (key_col && (r->op == CQL_OP_CONTAINS ||
+				r->op == CQL_OP_CONTAINS_KEY)) {
+			if (!q->allow_filtering && !uses_index)
+				return err_set(
+					ERR_INVALID, "%s",
+					col->kind == STORAGE_COLUMN_CLUSTERING
+						? "Clustering columns can only "
+						  "be restricted with CONTAINS "
+						  "with a secondary index or "
+						  "filtering"
+						: filtering_refused);
+			if (add_filter(p, r, c, NULL, binds, nbinds) != 0)
+				return -1;
+			continue;
+		}
 		bool by_index = key_col && !full_pk && (ix || uses_index) &&
 				!(col->kind == STORAGE_COLUMN_CLUSTERING &&
 				  q->allow_filtering);
