@@ -1054,3 +1054,64 @@ def test_non_frozen_user_type_columns_prepare(session):
     assert [(c[2], c[3].cql_parameterized_type())
             for c in ps.result_metadata] == [("ttl(a)", "list<int>"),
                                              ("ttl(a.zip)", "int")]
+
+
+def test_contains_filters_frozen_collections(data_session):
+    """CONTAINS / CONTAINS KEY on frozen collections (one cell, decoded):
+    list and set elements, map values and keys, in regular, clustering and
+    partition key columns, paged; null and empty values never match."""
+    s = data_session
+    s.execute("CREATE TABLE ks.f (k int PRIMARY KEY, fl frozen<list<int>>, "
+              "fs frozen<set<text>>, fm frozen<map<text, int>>)")
+    s.execute("INSERT INTO ks.f (k, fl, fs, fm) VALUES "
+              "(1, [1, 2], {'a', 'b'}, {'x': 1, 'y': 2})")
+    s.execute("INSERT INTO ks.f (k, fl, fs, fm) VALUES (2, [3], {'c'}, "
+              "{'z': 3})")
+    s.execute("INSERT INTO ks.f (k, fl, fs, fm) VALUES (3, [], {}, {})")
+    s.execute("INSERT INTO ks.f (k) VALUES (4)")
+    for k in range(10, 40):
+        s.execute("INSERT INTO ks.f (k, fl) VALUES (%s, [%s, 2])", [k, k])
+
+    def keys(where, size=None, params=None):
+        st = SimpleStatement("SELECT k FROM ks.f WHERE " + where +
+                             " ALLOW FILTERING", fetch_size=size)
+        res = s.execute(st, params)
+        got = [r.k for r in res.current_rows]
+        while res.has_more_pages:
+            res.fetch_next_page()
+            got.extend(r.k for r in res.current_rows)
+        return sorted(got)
+
+    assert keys("fl CONTAINS 3") == [2]
+    assert keys("fl CONTAINS 2", size=7) == [1] + list(range(10, 40))
+    assert keys("fl CONTAINS 9") == []
+    assert keys("fs CONTAINS 'b'") == [1]
+    assert keys("fs CONTAINS %s", params=["c"]) == [2]
+    assert keys("fm CONTAINS 3") == [2]
+    assert keys("fm CONTAINS KEY 'y'") == [1]
+    assert keys("fm CONTAINS KEY 'q'") == []
+    assert keys("fm CONTAINS KEY 'x' AND fm CONTAINS 2") == [1]
+    with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+        s.execute("SELECT k FROM ks.f WHERE fl CONTAINS 2")
+    with pytest.raises(InvalidRequest,
+                       match="Cannot use CONTAINS KEY on non-map column fl"):
+        s.execute("SELECT k FROM ks.f WHERE fl CONTAINS KEY 2 "
+                  "ALLOW FILTERING")
+
+    s.execute("CREATE TABLE ks.g (p frozen<list<int>>, "
+              "c frozen<map<text, int>>, v int, PRIMARY KEY (p, c))")
+    s.execute("INSERT INTO ks.g (p, c, v) VALUES ([1, 2], {'a': 1}, 1)")
+    s.execute("INSERT INTO ks.g (p, c, v) VALUES ([1, 2], {'b': 2}, 2)")
+    s.execute("INSERT INTO ks.g (p, c, v) VALUES ([3], {'a': 3}, 3)")
+
+    def vals(where):
+        return sorted(r.v for r in s.execute(
+            "SELECT v FROM ks.g WHERE " + where + " ALLOW FILTERING"))
+
+    assert vals("p CONTAINS 1") == [1, 2]
+    assert vals("c CONTAINS KEY 'a'") == [1, 3]
+    assert vals("p = [1, 2] AND c CONTAINS 2") == [2]
+    with pytest.raises(InvalidRequest, match="Clustering columns can only "
+                       "be restricted with CONTAINS with a secondary index "
+                       "or filtering"):
+        s.execute("SELECT v FROM ks.g WHERE p = [1, 2] AND c CONTAINS 2")
