@@ -45,6 +45,10 @@
 #define TRACE_TTL_S 86400
 /* Events kept per session; later ones are counted, not kept. */
 #define TRACE_EVENTS_MAX 256
+/* A replica's events go in batches of at most this much CQL text, well
+ * under batch_size_fail_threshold (50 KiB): a slow loop turn can gather
+ * many events, and a refused batch would lose them all. */
+#define TRACE_BATCH_BYTES 16384
 
 /* One session's batch, waiting for the loop's next turn (never run from
  * inside the reply that ended the session) and then for its answer. */
@@ -265,7 +269,8 @@ void node_trace_remote_event(struct node_trace *t, const uint8_t *session,
 		return;
 	}
 	t->remote_count++;
-	if (t->remote_count == TRACE_EVENTS_MAX)
+	if (t->remote_count == TRACE_EVENTS_MAX ||
+	    t->remote.len >= TRACE_BATCH_BYTES)
 		remote_flush(t);
 	else
 		env_timer_arm(t->env, t->timer, 0);
