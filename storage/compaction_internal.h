@@ -1,6 +1,7 @@
 /*
- * What compaction.c shares with anticompaction.c (incremental repair's
- * splits and repair states): a compaction job and running one.
+ * What compaction.c, compaction_pick.c, compaction_log.c and
+ * anticompaction.c (incremental repair's splits and repair states) share:
+ * a compaction job, running one, its log, and choosing its inputs.
  */
 #ifndef CASSINI_STORAGE_COMPACTION_INTERNAL_H
 #define CASSINI_STORAGE_COMPACTION_INTERNAL_H
@@ -59,10 +60,37 @@ struct job {
 /* Runs the merge into one output, or several (leveled). On success *out
  * holds j->nout opened SSTables. */
 int storage_compaction_run_job(struct job *j, struct sstable ***out);
+/* compaction_log.c: writes j's log (its outputs, inputs and, once every
+ * output is complete, "done") atomically. */
+int storage_compaction_write_log(struct job *j, bool done);
 /* Finishes (output complete) or rolls back (output incomplete) every
  * compaction a crash interrupted; with `only_done`, just removes logs
  * whose inputs are all gone. */
 int storage_compaction_process_logs(struct storage *db, struct table *t,
 				    bool only_done);
+
+/* ---- choosing inputs (compaction_pick.c) --------------------------------- */
+
+/* What a compaction is: its inputs' count is pick_inputs' answer. */
+struct pick {
+	bool tombstone; /* a single-SSTable tombstone compaction */
+	bool leveled;   /* outputs cut at sstable_size, at out_level */
+	uint32_t out_level;
+};
+
+/* Inputs for the next compaction of `t` into out (room for every SSTable
+ * of its version), the lock held. A major compaction or a cleanup takes
+ * every SSTable of `state`'s repair state (as Cassandra runs one per
+ * repaired, unrepaired and pending set); a background one first takes
+ * the fully expired SSTables, then the strategy's pick, then a tombstone
+ * compaction. Returns how many. */
+size_t storage_compaction_pick_inputs(struct table *t, bool major, bool cleanup,
+				      const struct sstable *state, int64_t now,
+				      int64_t mt_min_ts, struct pick *p,
+				      struct sstable **out);
+/* The distinct repair states of v's usable SSTables, each named by one
+ * SSTable of it (out has room for v->count), in the order they come. */
+size_t storage_compaction_repair_states(const struct version *v,
+					struct sstable **out);
 
 #endif
