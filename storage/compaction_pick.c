@@ -245,20 +245,13 @@ static size_t pick_tombstone(struct sstable **cand, size_t n,
 
 /* ---- fully expired SSTables -------------------------------------------- */
 
-static bool pending_repair(const struct sstable *s)
-{
-	for (size_t i = 0; i < sizeof(s->stats.pending_repair); i++)
-		if (s->stats.pending_repair[i])
-			return true;
-	return false;
-}
-
-/* Nothing but tombstones and expired cells, all past gc_grace. */
+/* Nothing but tombstones and expired cells, all past gc_grace, and no
+ * incremental repair session holding it. */
 static bool all_expired(const struct sstable *s, int64_t gc_before)
 {
 	const struct sst_stats *st = &s->stats;
 	return st->has_v2 && !st->has_live_no_ttl && st->partition_count > 0 &&
-	       st->max_ldt < gc_before && !pending_repair(s);
+	       st->max_ldt < gc_before && !sst_stats_pending(st);
 }
 
 /* Cassandra's CompactionController.getFullyExpiredSSTables: those of

@@ -48,6 +48,15 @@ struct sst_stats {
 	uint8_t pending_repair[16];
 };
 
+/* Whether an incremental repair session holds the SSTable. */
+static inline bool sst_stats_pending(const struct sst_stats *st)
+{
+	for (size_t i = 0; i < sizeof(st->pending_repair); i++)
+		if (st->pending_repair[i])
+			return true;
+	return false;
+}
+
 /* Estimated share of the SSTable's cells that are tombstones droppable
  * before `gc_before` (Cassandra's "Estimated droppable tombstones"). */
 double sst_droppable_ratio(const struct sst_stats *s, int64_t gc_before);

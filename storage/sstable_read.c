@@ -121,9 +121,7 @@ int sst_stats_decode(const uint8_t *p, size_t len, uint8_t version,
 	/* The repair state decides what compacts with what and what repair
 	 * validates again: an impossible one is damage, never trusted (the
 	 * checksum covers bit rot; this, a writer that went wrong). */
-	bool pending = false;
-	for (size_t i = 0; i < sizeof(st->pending_repair); i++)
-		pending = pending || st->pending_repair[i];
+	bool pending = sst_stats_pending(st);
 	if (st->repaired_at < 0)
 		return err_set(ERR_CORRUPT,
 			       "bad statistics: repaired_at %" PRId64,
