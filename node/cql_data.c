@@ -112,7 +112,9 @@ const struct ring_strategy *cql_data_strategy_of(const struct cql_data *d,
  * refused; past batch_size_warn_threshold, or an unlogged batch over more
  * partitions than unlogged_batch_across_partitions_warn_threshold, it runs
  * with a warning (logged, and sent to the client). Sizes are the
- * mutations' serialized bytes. */
+ * mutations' serialized bytes. Clients' batches only: the node's own
+ * (internal) writes, the tracer's batches into system_traces, skip them,
+ * as Cassandra's trace writes never meet them. */
 static int check_batch(struct cql_data *d, const struct cql_data_request *dr,
 		       const struct cql_mutations *all,
 		       const struct cql_table **tables, char *warning,
@@ -213,8 +215,9 @@ static void run_write(struct cql_data *d, const struct cql_data_request *dr)
 	}
 	*w = (struct write_ctx){
 		.req = dr->req, .version = version, .stream = stream};
-	if (!dr->stmt && check_batch(d, dr, &all, tables, w->warning,
-				     sizeof(w->warning)) != 0) {
+	if (!dr->stmt && !dr->info->internal &&
+	    check_batch(d, dr, &all, tables, w->warning, sizeof(w->warning)) !=
+		    0) {
 		char msg[ERR_MSG_MAX];
 		snprintf(msg, sizeof(msg), "%s", err_msg());
 		free(rm);

@@ -45,9 +45,10 @@
 #define TRACE_TTL_S 86400
 /* Events kept per session; later ones are counted, not kept. */
 #define TRACE_EVENTS_MAX 256
-/* A replica's events go in batches of at most this much CQL text, well
- * under batch_size_fail_threshold (50 KiB): a slow loop turn can gather
- * many events, and a refused batch would lose them all. */
+/* A replica's events go in batches of at most this much CQL text. The
+ * batch guards do not apply (the writes are internal), so this only keeps
+ * one statement, and the mutation message it sends to each system_traces
+ * replica, small when a slow loop turn gathers many events. */
 #define TRACE_BATCH_BYTES 16384
 
 /* One session's batch, waiting for the loop's next turn (never run from

@@ -42,7 +42,10 @@ struct cql_request_info {
 	 * is configured (Cassandra's anonymous user). */
 	const char *user;
 	/* Set only by callers inside the node (the role manager's own
-	 * statements on system_auth); never by a connection. */
+	 * statements on system_auth, the tracer's writes to system_traces);
+	 * never by a connection. An internal request skips the authorizer
+	 * and the data path's batch size guards (batch_size_warn_threshold,
+	 * batch_size_fail_threshold). */
 	bool internal;
 	/* The client set the frame's TRACING flag: whoever wraps the
 	 * executor opens a trace session and answers with its id. */

@@ -25,6 +25,8 @@ cassini_pytest(integration_authz test_authz.py TIMEOUT 400)
 cassini_pytest(integration_virtual_tables test_virtual_tables.py TIMEOUT 180)
 cassini_pytest(integration_json_driver test_json_driver.py TIMEOUT 180)
 cassini_pytest(integration_tracing test_tracing.py TIMEOUT 240)
+# Trace writes skip the batch size guards (127.0.119.1).
+cassini_pytest(integration_tracing_internal test_tracing_internal.py TIMEOUT 240)
 cassini_pytest(integration_tls_boundary test_tls_boundary.py TIMEOUT 180)
 cassini_pytest(integration_tablehistograms test_tablehistograms.py TIMEOUT 120)
 cassini_pytest(integration_import test_import.py TIMEOUT 240)
