@@ -594,8 +594,10 @@ static int open_server(struct cql_service *s, const struct conf *c,
 	struct cql_executor auth_ex = {.execute = cql_auth_execute,
 				       .arg = s->auth};
 	/* and in front of that, the trace sessions */
+	struct cql_executor writer = {.execute = cql_exec_execute,
+				      .arg = s->exec};
 	if (!s->trace)
-		s->trace = node_trace_new(s->env, s->exec, &auth_ex,
+		s->trace = node_trace_new(s->env, &writer, &auth_ex,
 					  &c->broadcast_address);
 	if (!s->trace)
 		return -1;

@@ -9,9 +9,11 @@
  * (cql_trace_event); each is stamped with a timeuuid and the microseconds
  * since the session began (source_elapsed). When the statement replies, a
  * traced reply gets the session id (response flag 0x02, v4 §2.2) and the
- * session is written to system_traces as one unlogged batch run through the
- * executor as an internal statement: the events, then the sessions row with
- * its duration (what cqlsh and the drivers poll for), every cell with
+ * session is written to system_traces in unlogged batches run through the
+ * executor as internal statements (no batch guards): the events as they
+ * come, TRACE_EVENTS_MAX at a time, then the last of them with the
+ * sessions row and its duration (what cqlsh and the drivers poll for),
+ * every cell with
  * Cassandra's trace TTL (trace_type_query_ttl, 1 day). The batch runs on
  * the loop like any statement (the data path is asynchronous); nothing
  * waits for it, and a failed write loses the trace only (logged at debug).
@@ -25,7 +27,6 @@
 #include "node/node_trace.h"
 
 #include "client/cql/cql_values.h"
-#include "client/exec/executor.h"
 #include "client/proto/proto.h"
 #include "client/proto/server.h"
 #include "common/buf.h"
@@ -43,7 +44,11 @@
 
 /* Cassandra's trace_type_query_ttl default. */
 #define TRACE_TTL_S 86400
-/* Events kept per session; later ones are counted, not kept. */
+/* A session's events are written as they come, in batches of at most
+ * this many events or TRACE_BATCH_BYTES of activity text (the last with
+ * the sessions row): a session holds no more than one batch's events, and
+ * a long one (a traced range walk) keeps them all. A replica's batches are
+ * cut at the same count. */
 #define TRACE_EVENTS_MAX 256
 /* A replica's events go in batches of at most this much CQL text. The
  * batch guards do not apply (the writes are internal), so this only keeps
@@ -60,9 +65,9 @@ struct trace_write {
 
 struct node_trace {
 	struct env *env;
-	struct env_timer *timer; /* runs `pending` */
-	struct trace_write *pending;
-	struct cql_exec *exec;
+	struct env_timer *timer;                     /* runs `pending` */
+	struct trace_write *pending, **pending_tail; /* in order */
+	struct cql_executor writer;                  /* runs the writes */
 	struct cql_executor next;
 	struct inet_addr self; /* broadcast address, storage port */
 	struct cql_timeuuid_gen ids;
@@ -90,24 +95,33 @@ struct trace_session {
 	uint8_t opcode;
 	char *query; /* QUERY's text (or NULL) */
 	const char *consistency;
-	struct trace_event *events;
+	struct trace_event *events; /* the batch being gathered */
 	size_t event_count;
+	size_t event_bytes; /* their activities' text */
 };
 
-static void session_free(struct trace_session *ts)
+static void session_clear_events(struct trace_session *ts)
 {
 	for (size_t i = 0; i < ts->event_count; i++)
 		free(ts->events[i].activity);
+	ts->event_count = 0;
+	ts->event_bytes = 0;
+}
+
+static void session_free(struct trace_session *ts)
+{
+	session_clear_events(ts);
 	free(ts->events);
 	free(ts->query);
 	free(ts);
 }
 
+static void session_flush(struct trace_session *ts, bool last,
+			  int64_t duration_us);
+
 static void session_event(struct cql_trace *sink, const char *activity)
 {
 	struct trace_session *ts = (struct trace_session *)sink;
-	if (ts->event_count == TRACE_EVENTS_MAX)
-		return;
 	if (!ts->events) {
 		ts->events = zcalloc(TRACE_EVENTS_MAX, sizeof(*ts->events));
 		if (!ts->events)
@@ -121,6 +135,10 @@ static void session_event(struct cql_trace *sink, const char *activity)
 	cql_timeuuid_next(&ts->t->ids, env_wall_us(env), e->id);
 	e->elapsed_us = (int64_t)(env_mono_us(env) - ts->started_mono_us);
 	ts->event_count++;
+	ts->event_bytes += strlen(e->activity);
+	if (ts->event_count == TRACE_EVENTS_MAX ||
+	    ts->event_bytes >= TRACE_BATCH_BYTES)
+		session_flush(ts, false, 0);
 }
 
 /* Cassandra's `request` column for each opcode. */
@@ -176,6 +194,8 @@ int node_trace_batch_text(const struct node_trace_rows *r, struct buf *out)
 			 (unsigned)r->coordinator.port, TRACE_TTL_S) != 0)
 			return -1;
 	}
+	if (!r->request)
+		return putf(out, "APPLY BATCH");
 	if (putf(out,
 		 "INSERT INTO system_traces.sessions (session_id, client, "
 		 "command, coordinator, coordinator_port, duration, "
@@ -223,8 +243,8 @@ static int queue_text(struct node_trace *t, const struct buf *text)
 		free(w);
 		return -1;
 	}
-	w->next = t->pending;
-	t->pending = w;
+	*t->pending_tail = w;
+	t->pending_tail = &w->next;
 	env_timer_arm(t->env, t->timer, 0);
 	return 0;
 }
@@ -283,6 +303,7 @@ static void on_timer(void *arg)
 	remote_flush(t);
 	struct trace_write *list = t->pending;
 	t->pending = NULL;
+	t->pending_tail = &t->pending;
 	while (list) {
 		struct trace_write *w = list;
 		list = w->next;
@@ -297,15 +318,20 @@ static void on_timer(void *arg)
 			.opcode = CQL_OP_QUERY,
 			.internal = true,
 		};
-		cql_exec_execute(t->exec, req, &info, w->body.data,
-				 w->body.len);
+		t->writer.execute(t->writer.arg, req, &info, w->body.data,
+				  w->body.len);
 	}
 }
 
-/* The session's rows, queued for the executor; frees the session. */
-static void session_write(struct trace_session *ts, int64_t duration_us)
+/* The session's gathered events, queued for the writer as one batch and
+ * forgotten; `last`: with the sessions row (`duration_us`). An events-only
+ * batch with no events is not written. */
+static void session_flush(struct trace_session *ts, bool last,
+			  int64_t duration_us)
 {
 	struct node_trace *t = ts->t;
+	if (!last && !ts->event_count)
+		return;
 	struct node_trace_rows r = {
 		.event_count = ts->event_count,
 		.started_wall_us = ts->started_wall_us,
@@ -314,7 +340,7 @@ static void session_write(struct trace_session *ts, int64_t duration_us)
 		.coordinator = t->self,
 		.query = ts->query,
 		.consistency = ts->consistency,
-		.request = request_name(ts->opcode),
+		.request = last ? request_name(ts->opcode) : NULL,
 	};
 	memcpy(r.session_id, ts->id, 16);
 	struct node_trace_row_event ev[TRACE_EVENTS_MAX];
@@ -326,25 +352,11 @@ static void session_write(struct trace_session *ts, int64_t duration_us)
 	r.events = ev;
 	struct buf text;
 	buf_init(&text);
-	struct trace_write *w = zcalloc(1, sizeof(*w));
-	if (w)
-		buf_init(&w->body);
-	if (!w || node_trace_batch_text(&r, &text) != 0 ||
-	    cql_write_long_string(&w->body, (const char *)text.data,
-				  text.len) != 0 ||
-	    cql_write_short(&w->body, CQL_CL_ONE) != 0 ||
-	    buf_append(&w->body, (const uint8_t *)"", 1) != 0) {
-		LOG_DEBUG("trace: session dropped: %s", err_msg());
-		if (w)
-			buf_free(&w->body);
-		free(w);
-	} else {
-		w->next = t->pending;
-		t->pending = w;
-		env_timer_arm(t->env, t->timer, 0);
-	}
+	if (node_trace_batch_text(&r, &text) != 0 || queue_text(t, &text) != 0)
+		LOG_DEBUG("trace: %s dropped: %s",
+			  last ? "session" : "session events", err_msg());
 	buf_free(&text);
-	session_free(ts);
+	session_clear_events(ts);
 }
 
 static void on_reply(void *arg, const uint8_t *frame, size_t len)
@@ -364,7 +376,8 @@ static void on_reply(void *arg, const uint8_t *frame, size_t len)
 	else
 		cql_request_reply(ts->orig, frame, len);
 	buf_free(&out);
-	session_write(ts, duration);
+	session_flush(ts, true, duration);
+	session_free(ts);
 }
 
 static void on_keyspace(void *arg, const char *keyspace)
@@ -451,7 +464,8 @@ static void trace_execute(void *arg, struct cql_request *req,
 	t->next.execute(t->next.arg, inner, &traced, body, len);
 }
 
-struct node_trace *node_trace_new(struct env *env, struct cql_exec *exec,
+struct node_trace *node_trace_new(struct env *env,
+				  const struct cql_executor *writer,
 				  const struct cql_executor *next,
 				  const struct inet_addr *self)
 {
@@ -461,7 +475,8 @@ struct node_trace *node_trace_new(struct env *env, struct cql_exec *exec,
 		return NULL;
 	}
 	t->env = env;
-	t->exec = exec;
+	t->writer = *writer;
+	t->pending_tail = &t->pending;
 	t->next = *next;
 	t->self = *self;
 	buf_init(&t->remote);

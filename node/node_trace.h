@@ -16,14 +16,15 @@
 #include <stdint.h>
 
 struct env;
-struct cql_exec;
 struct node_trace;
 
-/* `next` runs the statements (the auth wrapper, the executor); `exec`
- * runs the trace writes as internal statements; `self` is the node's
- * broadcast address with its storage port (coordinator, source). `env`
- * and `exec` must outlive the tracer. NULL on ERR_NOMEM. */
-struct node_trace *node_trace_new(struct env *env, struct cql_exec *exec,
+/* `next` runs the statements (the auth wrapper, the executor); `writer`
+ * runs the trace writes, QUERYs of unlogged batches marked internal (the
+ * executor itself: cql_exec_execute); `self` is the node's broadcast
+ * address with its storage port (coordinator, source). `env` and what
+ * `writer` uses must outlive the tracer. NULL on ERR_NOMEM. */
+struct node_trace *node_trace_new(struct env *env,
+				  const struct cql_executor *writer,
 				  const struct cql_executor *next,
 				  const struct inet_addr *self);
 void node_trace_delete(struct node_trace *t);
@@ -66,7 +67,8 @@ struct node_trace_rows {
 };
 
 /* The CQL text of the unlogged batch that writes `r` (events, then the
- * sessions row, every cell with TTL 86400), appended to `out`. */
+ * sessions row, every cell with TTL 86400), appended to `out`. With
+ * `request` NULL, the events only (a long session's earlier batches). */
 int node_trace_batch_text(const struct node_trace_rows *r, struct buf *out);
 
 #endif
