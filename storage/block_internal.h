@@ -87,6 +87,6 @@ int storage_component_open(const uint8_t *p, size_t len, const char *magic,
 #define SST_VERSION 1
 /* Statistics.db only: version 2 adds the tombstone histogram, version 3
  * the leveled compaction level. */
-#define SST_STATS_VERSION 4
+#define SST_STATS_VERSION 5
 
 #endif

@@ -3,8 +3,9 @@
  * from directories (import) or those in the table's own directory that
  * are not live (refresh) join the table's live set.
  *
- * Per source directory, every SSTable is first checked (unless
- * no_verify: every checksum, as nodetool verify; with check_tokens,
+ * Per source directory, every SSTable is first checked (its column
+ * layout against the table's, always; unless no_verify, every
+ * checksum, as nodetool verify; with check_tokens,
  * every partition's token against the ranges this node owns): one that
  * fails makes the whole directory fail, and nothing of it is taken.
  * The SSTables of the directories that passed then get fresh
@@ -177,12 +178,31 @@ static int check_tokens(struct storage *db,
 	return rc;
 }
 
+/* The column layout the SSTable was written with against the table's
+ * (Cassandra reads an SSTable through its serialization header): data of
+ * another layout would be misread. An SSTable older than the record
+ * (Statistics.db version 4 or before) cannot be compared and is taken. */
+static int check_layout(struct storage *db,
+			const struct storage_table_meta *meta, const char *dir,
+			uint64_t gen)
+{
+	struct sstable *s = sstable_open(db->o.env, dir, gen, meta, NULL);
+	if (!s)
+		return -1;
+	int rc = s->layout ? sst_layout_check(s->layout, s->layout_len, meta)
+			   : 0;
+	sstable_unref(s);
+	return rc ? err_prefix("sstable %s/ca-%" PRIu64, dir, gen) : 0;
+}
+
 /* The checks of one source SSTable before anything moves. */
 static int check_source(struct storage *db,
 			const struct storage_table_meta *meta, const char *dir,
 			const struct src *s,
 			const struct storage_import_options *o)
 {
+	if (check_layout(db, meta, dir, s->gen))
+		return -1;
 	if (o->verify) {
 		char *p = comp_path(dir, s->gen, "Data.db");
 		char problems[1024] = "";

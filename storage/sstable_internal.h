@@ -60,9 +60,26 @@ static inline bool sst_stats_pending(const struct sst_stats *st)
 /* Estimated share of the SSTable's cells that are tombstones droppable
  * before `gc_before` (Cassandra's "Estimated droppable tombstones"). */
 double sst_droppable_ratio(const struct sst_stats *s, int64_t gc_before);
-/* Decodes a Statistics.db body of format `version` (1 or 2). */
+/* Decodes a Statistics.db body of format `version` (1 to 5). */
 int sst_stats_decode(const uint8_t *p, size_t len, uint8_t version,
 		     struct sst_stats *st);
+/* The same, and the column layout of a version 5 body (borrowed from `p`;
+ * empty, ptr NULL, for older versions) into `layout`. */
+int sst_stats_decode_layout(const uint8_t *p, size_t len, uint8_t version,
+			    struct sst_stats *st, struct slice *layout);
+
+/* The column layout (sstable_layout.c): what Statistics.db version 5
+ * records of the table an SSTable was written for, Cassandra's
+ * serialization header. Appends `t`'s; -1 on ERR_NOMEM. */
+int sst_layout_encode(const struct storage_table_meta *t, struct buf *out);
+/* 0 when data written with `layout` reads right as table `t` (the same
+ * kind at every slot; the same type and clustering order, and for
+ * regular and static columns the same name, at every slot `t` has not
+ * dropped; every key and clustering column of `t` there; `t` may have
+ * more columns, added later). Else -1: ERR_INVALID naming the first
+ * difference, ERR_CORRUPT when the bytes do not decode. */
+int sst_layout_check(const uint8_t *layout, size_t len,
+		     const struct storage_table_meta *t);
 
 struct sst_writer_options {
 	uint8_t compression;
@@ -145,6 +162,10 @@ struct sstable {
 	struct block_cache *cache;  /* borrowed; may be NULL */
 	uint64_t data_id, index_id; /* block cache file ids */
 	struct sst_stats stats;
+	/* the column layout its Statistics.db records (version 5), or NULL
+	 * (an older file: not known) */
+	uint8_t *layout;
+	size_t layout_len;
 	uint64_t disk_bytes;
 	/* summary: first key of each index block */
 	size_t sum_count;
@@ -207,8 +228,9 @@ void sstable_map_files(struct sstable *s, int mode);
 void sstable_ref(struct sstable *s);
 void sstable_unref(struct sstable *s);
 /* Replaces the SSTable's Statistics.db with `st` (its repair state
- * changed: incremental repair), durably (temp file, rename). The caller
- * updates s->stats. */
+ * changed: incremental repair), durably (temp file, rename), keeping its
+ * column layout (an older file gets its meta's). The caller updates
+ * s->stats. */
 int sst_stats_rewrite(const struct sstable *s, const struct sst_stats *st);
 /* Marks the files for deletion once the last reader lets go. */
 void sstable_mark_obsolete(struct sstable *s);

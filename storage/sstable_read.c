@@ -86,7 +86,15 @@ static int stats_decode_v2(struct cursor *c, struct sst_stats *st)
 int sst_stats_decode(const uint8_t *p, size_t len, uint8_t version,
 		     struct sst_stats *st)
 {
+	struct slice layout;
+	return sst_stats_decode_layout(p, len, version, st, &layout);
+}
+
+int sst_stats_decode_layout(const uint8_t *p, size_t len, uint8_t version,
+			    struct sst_stats *st, struct slice *layout)
+{
 	memset(st, 0, sizeof(*st));
+	*layout = (struct slice){NULL, 0};
 	struct cursor c = cursor_make(p, len);
 	uint64_t v[13];
 	int rc = 0;
@@ -103,6 +111,10 @@ int sst_stats_decode(const uint8_t *p, size_t len, uint8_t version,
 	if (!rc && version >= 4)
 		rc = cursor_copy(&c, st->pending_repair,
 				 sizeof(st->pending_repair));
+	uint64_t ll;
+	if (!rc && version >= 5)
+		rc = cursor_uvarint(&c, &ll) || ll > cursor_left(&c) ||
+		     cursor_take(&c, (size_t)ll, layout);
 	if (rc || cursor_left(&c))
 		return err_set(ERR_CORRUPT, "bad statistics");
 	st->min_token = (int64_t)v[0];
@@ -150,7 +162,16 @@ static int load_stats(struct sstable *s)
 	if (read_component_v(s, "Statistics.db", "CSST", SST_STATS_VERSION,
 			     &version, &img, &p, &len))
 		return -1;
-	int rc = sst_stats_decode(p, len, version, &s->stats);
+	struct slice layout;
+	int rc = sst_stats_decode_layout(p, len, version, &s->stats, &layout);
+	if (!rc && layout.ptr) {
+		s->layout = malloc(layout.len ? layout.len : 1);
+		if (!s->layout)
+			rc = err_set(ERR_NOMEM, "sstable layout");
+		else
+			memcpy(s->layout, layout.ptr, layout.len);
+		s->layout_len = layout.len;
+	}
 	free(img);
 	return rc ? err_prefix("sstable %s/ca-%" PRIu64 "-Statistics.db",
 			       s->dir, s->gen)
@@ -226,6 +247,7 @@ static void sstable_free(struct sstable *s)
 	free(s->sum_len);
 	free(s->sum_bytes);
 	free(s->bloom);
+	free(s->layout);
 	sst_sai_free(s);
 	free(s->dir);
 	storage_table_meta_unref(s->t);

@@ -517,7 +517,10 @@ uint64_t sst_writer_partitions(const struct sst_writer *w)
 	return w->st.partition_count;
 }
 
-static int stats_encode(struct buf *b, const struct sst_stats *s)
+/* `layout` NULL: `t`'s. */
+static int stats_encode(struct buf *b, const struct sst_stats *s,
+			const uint8_t *layout, size_t layout_len,
+			const struct storage_table_meta *t)
 {
 	int rc = buf_append(b, "CSST", 4) || buf_put_u8(b, SST_STATS_VERSION);
 	const int64_t v[] = {s->min_token,  s->max_token, s->min_ts,
@@ -547,6 +550,17 @@ static int stats_encode(struct buf *b, const struct sst_stats *s)
 	rc = rc || buf_put_be32(b, s->level);
 	/* version 4 */
 	rc = rc || buf_append(b, s->pending_repair, sizeof(s->pending_repair));
+	/* version 5: the column layout */
+	if (layout)
+		rc = rc || buf_put_uvarint(b, layout_len) ||
+		     buf_append(b, layout, layout_len);
+	else {
+		struct buf l;
+		buf_init(&l);
+		rc = rc || sst_layout_encode(t, &l) ||
+		     buf_put_uvarint(b, l.len) || buf_append(b, l.data, l.len);
+		buf_free(&l);
+	}
 	return rc || storage_component_seal(b) ? err_set(ERR_NOMEM, "stats")
 					       : 0;
 }
@@ -556,7 +570,8 @@ int sst_stats_rewrite(const struct sstable *s, const struct sst_stats *st)
 	struct buf b;
 	buf_init(&b);
 	char *p = sst_path(s->dir, s->gen, "Statistics.db", false);
-	int rc = !p ? err_set(ERR_NOMEM, "stats") : stats_encode(&b, st);
+	int rc = !p ? err_set(ERR_NOMEM, "stats")
+		    : stats_encode(&b, st, s->layout, s->layout_len, s->t);
 	rc = rc || env_write_file_atomic(s->env, p, b.data, b.len);
 	free(p);
 	buf_free(&b);
@@ -658,7 +673,7 @@ static int finish_files(struct sst_writer *w)
 	     buf_append(&b, w->summary.data, w->summary.len) ||
 	     storage_component_seal(&b) || write_component(w, "Summary.db", &b);
 	buf_clear(&b);
-	rc = rc || stats_encode(&b, &w->st) ||
+	rc = rc || stats_encode(&b, &w->st, NULL, 0, w->t) ||
 	     write_component(w, "Statistics.db", &b);
 	buf_free(&b);
 	if (rc || write_sai(w))

@@ -2,7 +2,8 @@
 messages) against one real node: SSTables copied out of a snapshot come
 back after a TRUNCATE, through the stock driver and the table's
 storage-attached index; a corrupt directory fails alone; tokens the node
-does not own are refused unless -t; --copy-data keeps the sources;
+does not own are refused unless -t, SSTables of another column layout
+always; --copy-data keeps the sources;
 refresh loads files dropped into the table's directory; bad arguments
 answer nodetool's errors. Addresses: 127.0.115.1 (test-addresses:
 127.0.115.1-20)."""
@@ -173,6 +174,19 @@ def test_import_refuses_corrupt_and_foreign(node, tmp_path):
         assert r.returncode == 0, r.stderr
         assert sstables(foreign) == []
         assert sstable_count("o", "t") == len(sstables(snap))
+
+        # SSTables of another column layout (v text, the table's v int)
+        # are refused even by a quick import, and stay where they are
+        s.execute("CREATE TABLE c.w (k int PRIMARY KEY, v int)")
+        other = tmp_path / "other"
+        shutil.copytree(snap, other)
+        r = tool("import", "-q", "c", "w", str(other))
+        assert r.returncode == 1 and str(other) in r.stderr, r.stderr
+        assert sstables(other) == sstables(snap)
+        assert sstable_count("c", "w") == 0
+        assert ("Column layout mismatch with table c.w: column 1 of the "
+                "SSTable is regular v text, the table's is regular v int"
+                ) in node.log()
     finally:
         cluster.shutdown()
 

@@ -3,10 +3,13 @@
  * (or copied); a directory with a corrupt SSTable, or one holding tokens
  * the node does not own, is refused whole and nothing of it is lost;
  * refresh takes the files dropped into the table's directory and leaves
- * the live ones alone; a power cut at any step of an import leaves either
- * the sources or the imported SSTables, never neither and never both. */
+ * the live ones alone; SSTables written for another column layout are
+ * refused, their directory untouched; a power cut at any step of an import
+ * leaves either the sources or the imported SSTables, never neither and never
+ * both. */
 #include "common/env_real.h"
 #include "common/err.h"
+#include "common/log.h"
 #include "conf/conf.h"
 #include "storage/sstable_tool.h"
 #include "storage/storage.h"
@@ -335,6 +338,101 @@ START_TEST(a_corrupt_directory_is_refused_whole)
 }
 END_TEST
 
+/* A table ks.<name> of `cols` extra columns after pk text: name, type. */
+static struct storage_table_meta *layout_table(const char *name, uint8_t tag,
+					       const char *const *names,
+					       const uint16_t *kinds, size_t n)
+{
+	uint8_t id[16] = {0xce, tag};
+	struct storage_table_meta *t = storage_table_meta_new("ks", name, id);
+	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
+	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+				      &tx, false);
+	for (size_t i = 0; i < n; i++) {
+		struct storage_type ty = {.kind = kinds[i]};
+		storage_table_meta_add_column(
+			t, names[i], STORAGE_COLUMN_REGULAR, &ty, false);
+	}
+	return t;
+}
+
+/* Imports into t the SSTables of a table `w` of another layout; the
+ * error the import logged. */
+static void import_foreign(struct fx *f, struct storage_table_meta *w,
+			   const char *want)
+{
+	ck_assert_int_eq(storage_table_add(f->db, w, true), 0);
+	for (int i = 0; i < 20; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "w%d", i);
+		struct storage_mutation *m = storage_mutation_new(
+			w, (const uint8_t *)key, strlen(key));
+		uint8_t v[4] = {0, 0, 0, (uint8_t)i};
+		ck_assert_int_eq(storage_mutation_put(m, 1, NULL, 0, v, 4,
+						      f->ts++, 0, 0),
+				 0);
+		ck_assert_int_eq(storage_apply_sync(f->db, m), 0);
+		storage_mutation_delete(m);
+	}
+	ck_assert_int_eq(storage_flush(f->db, w->id), 0);
+	ck_assert_int_eq(storage_snapshot(f->db, w->id, "src"), 0);
+	char d[800], src[900], logp[1000];
+	table_dir(f, w, d, sizeof(d));
+	snprintf(src, sizeof(src), "%s/snapshots/src", d);
+	snprintf(logp, sizeof(logp), "%s/import.log", f->dir);
+	ck_assert_int_eq(log_open_file(logp), 0);
+	const char *dirs[] = {src};
+	bool failed[1];
+	size_t imported;
+	int rc = import(f, dirs, 1, failed, &imported, false);
+	log_close_file();
+	ck_assert_int_eq(rc, 0);
+	ck_assert(failed[0]);
+	ck_assert_uint_eq(imported, 0);
+	ck_assert_uint_eq(count(f, f->t), 0);
+	ck_assert_uint_eq(tocs(src, -1), 1); /* nothing of it moved */
+	char tdir[800];
+	table_dir(f, f->t, tdir, sizeof(tdir));
+	ck_assert_uint_eq(tocs(tdir, -1), 0);
+	FILE *l = fopen(logp, "r");
+	ck_assert_ptr_nonnull(l);
+	static char text[1 << 16];
+	size_t n = fread(text, 1, sizeof(text) - 1, l);
+	text[n] = 0;
+	fclose(l);
+	if (!strstr(text, want))
+		ck_abort_msg("no \"%s\" in the log: %s", want, text);
+}
+
+START_TEST(sstables_of_another_layout_are_refused)
+{
+	struct fx f;
+	fx_init(&f, "import-layout");
+	/* v int where t has v blob */
+	const char *n1[] = {"v"};
+	const uint16_t k1[] = {STORAGE_TYPE_INT};
+	struct storage_table_meta *w = layout_table("w", 1, n1, k1, 1);
+	import_foreign(&f, w,
+		       "Column layout mismatch with table ks.t: column 1 of "
+		       "the SSTable is regular v int, the table's is regular "
+		       "v blob");
+	/* a column t does not have */
+	const char *n2[] = {"v", "extra"};
+	const uint16_t k2[] = {STORAGE_TYPE_BLOB, STORAGE_TYPE_TEXT};
+	struct storage_table_meta *x = layout_table("x", 2, n2, k2, 2);
+	import_foreign(&f, x, "Unknown column extra during deserialization");
+	/* another name at the slot */
+	const char *n3[] = {"w"};
+	const uint16_t k3[] = {STORAGE_TYPE_BLOB};
+	struct storage_table_meta *y = layout_table("y", 3, n3, k3, 1);
+	import_foreign(&f, y, "column 1 of the SSTable is regular w blob");
+	fx_free(&f);
+	storage_table_meta_delete(w);
+	storage_table_meta_delete(x);
+	storage_table_meta_delete(y);
+}
+END_TEST
+
 START_TEST(tokens_not_owned_fail_the_directory)
 {
 	struct fx f;
@@ -557,6 +655,7 @@ int main(void)
 	tcase_add_test(tc, import_renumbers_and_survives_a_restart);
 	tcase_add_test(tc, copy_data_keeps_the_sources);
 	tcase_add_test(tc, a_corrupt_directory_is_refused_whole);
+	tcase_add_test(tc, sstables_of_another_layout_are_refused);
 	tcase_add_test(tc, tokens_not_owned_fail_the_directory);
 	tcase_add_test(tc, refresh_takes_dropped_files_only);
 	tcase_add_test(tc, keep_level_keeps_levels_that_do_not_overlap);

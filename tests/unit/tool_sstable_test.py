@@ -33,7 +33,7 @@ def check_metadata(tool, table):
     assert p.returncode == 0, p.stderr
     out = p.stdout
     assert field(out, "SSTable") == os.path.join(table, "ca-1")
-    assert field(out, "Statistics.db version") == "4"
+    assert field(out, "Statistics.db version") == "5"
     assert field(out, "Pending repair") == "--"
     assert field(out, "Estimated cardinality") == "42"
     # 10 live rows and the TTL row (2 atoms each), 30 row deletions
