@@ -9,12 +9,16 @@ cassini_check_suite(test_storage_memtable LABEL unit
                     SOURCES test_storage_memtable.c LIBS cassini_storage)
 add_library(cassini_storage_testenv STATIC storage_fault_env.c)
 target_link_libraries(cassini_storage_testenv PUBLIC cassini_common)
+# The engine fixture over the fault env (storage_fixture.h).
+add_library(cassini_storage_fixture STATIC storage_fixture.c)
+target_link_libraries(cassini_storage_fixture PUBLIC cassini_storage
+                      cassini_storage_testenv cassini_testlib)
 cassini_check_suite(test_storage_commitlog LABEL unit
                     SOURCES test_storage_commitlog.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
 cassini_check_suite(test_storage_engine LABEL unit
                     SOURCES test_storage_engine.c
-                    LIBS cassini_storage cassini_storage_testenv cassini_conf)
+                    LIBS cassini_storage_fixture cassini_conf)
 cassini_check_suite(test_storage_tombstones LABEL unit
                     SOURCES test_storage_tombstones.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
@@ -35,7 +39,7 @@ cassini_check_suite(test_storage_fragment LABEL unit
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)
 cassini_check_suite(test_storage_truncate LABEL unit
                     SOURCES test_storage_truncate.c
-                    LIBS cassini_storage cassini_storage_testenv cassini_conf)
+                    LIBS cassini_storage_fixture cassini_conf)
 cassini_check_suite(test_storage_fragment_rows LABEL unit
                     SOURCES test_storage_fragment_rows.c LIBS cassini_storage)
 cassini_check_suite(test_storage_alter LABEL unit
@@ -43,7 +47,7 @@ cassini_check_suite(test_storage_alter LABEL unit
                     LIBS cassini_storage cassini_conf)
 cassini_check_suite(test_storage_drop LABEL unit
                     SOURCES test_storage_drop.c
-                    LIBS cassini_storage cassini_storage_testenv cassini_conf)
+                    LIBS cassini_storage_fixture cassini_conf)
 cassini_check_suite(test_storage_type_tree LABEL unit
                     SOURCES test_storage_type_tree.c LIBS cassini_storage)
 cassini_check_suite(test_storage_counter LABEL unit
@@ -67,4 +71,4 @@ cassini_check_suite(test_storage_sampler LABEL unit
                     LIBS cassini_storage cassini_conf)
 cassini_check_suite(test_storage_import LABEL unit
                     SOURCES test_storage_import.c
-                    LIBS cassini_storage cassini_storage_testenv cassini_conf)
+                    LIBS cassini_storage_fixture cassini_conf)

@@ -4,12 +4,11 @@
  * memory goes back (a churn of tables returns what it took), its
  * memtables stop counting against memtable_heap_space, and its SSTables
  * stay on disk. */
-#include "common/env_real.h"
 #include "common/err.h"
 #include "conf/conf.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
-#include "tests/unit/storage_fault_env.h"
+#include "tests/unit/storage_fixture.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -21,17 +20,6 @@
 
 /* Tables: pk text, c int, v blob. */
 enum { COL_PK, COL_C, COL_V };
-
-struct fx {
-	struct env *real;
-	struct fault_env *fe;
-	struct env *env;
-	char dir[512], data[600], log[600];
-	struct storage_table_meta *a, *b;
-	struct storage *db;
-	struct storage_options o;
-	int64_t ts;
-};
 
 static struct storage_table_meta *make_table(const char *name, uint8_t tag)
 {
@@ -51,54 +39,32 @@ static struct storage_table_meta *make_table(const char *name, uint8_t tag)
 	return t;
 }
 
-static void open_db(struct fx *f, bool with_a)
+/* The engine with both tables, or without ks.a (as after its drop). */
+static void open_db(struct storage_fx *f, bool with_a)
 {
-	f->db = storage_new(&f->o);
-	ck_assert_ptr_nonnull(f->db);
-	if (with_a)
-		ck_assert_int_eq(storage_table_add(f->db, f->a, true), 0);
-	ck_assert_int_eq(storage_table_add(f->db, f->b, true), 0);
-	if (storage_start(f->db))
-		ck_abort_msg("start: %s", err_msg());
+	struct storage_table_meta *a = f->t;
+	if (!with_a)
+		f->t = NULL;
+	storage_fx_open(f);
+	f->t = a;
 }
 
-static void fx_init(struct fx *f, const char *tag, uint64_t heap)
+/* Tables ks.a (f->t) and ks.b (f->u). */
+static void fx_init(struct storage_fx *f, const char *tag, uint64_t heap)
 {
-	memset(f, 0, sizeof(*f));
-	f->real = env_real_new(NULL);
-	f->fe = fault_env_new(f->real);
-	f->env = fault_env_env(f->fe);
-	snprintf(f->dir, sizeof(f->dir), "%s", test_tmpdir(tag));
-	snprintf(f->data, sizeof(f->data), "%s/data", f->dir);
-	snprintf(f->log, sizeof(f->log), "%s/commitlog", f->dir);
-	storage_options_default(&f->o);
-	f->o.env = f->env;
-	f->o.data_dir = f->data;
-	f->o.commitlog_dir = f->log;
+	storage_fx_prepare(f, tag);
 	f->o.commitlog_sync = CONF_COMMITLOG_SYNC_PERIODIC;
 	f->o.commitlog_segment_size = 256 * 1024;
-	f->o.auto_compaction = false;
 	if (heap) {
 		f->o.memtable_heap_space = heap;
 		f->o.memtable_cleanup_threshold = 0.25;
 	}
-	f->a = make_table("a", 1);
-	f->b = make_table("b", 2);
-	f->ts = 1000;
-	open_db(f, true);
+	f->t = make_table("a", 1);
+	f->u = make_table("b", 2);
+	storage_fx_open(f);
 }
 
-static void fx_free(struct fx *f)
-{
-	storage_delete(f->db);
-	storage_table_meta_delete(f->a);
-	storage_table_meta_delete(f->b);
-	test_tmpdir_remove(f->dir);
-	fault_env_delete(f->fe);
-	env_real_delete(f->real);
-}
-
-static struct storage_mutation *row(struct fx *f,
+static struct storage_mutation *row(struct storage_fx *f,
 				    const struct storage_table_meta *t,
 				    const char *key, int c, const char *v)
 {
@@ -114,7 +80,7 @@ static struct storage_mutation *row(struct fx *f,
 	return m;
 }
 
-static int put(struct fx *f, const struct storage_table_meta *t,
+static int put(struct storage_fx *f, const struct storage_table_meta *t,
 	       const char *key, int c, const char *v)
 {
 	struct storage_mutation *m = row(f, t, key, c, v);
@@ -124,7 +90,7 @@ static int put(struct fx *f, const struct storage_table_meta *t,
 }
 
 /* -1 with err set, or the number of rows of partition `key`. */
-static int rows(struct fx *f, const struct storage_table_meta *t,
+static int rows(struct storage_fx *f, const struct storage_table_meta *t,
 		const char *key)
 {
 	struct storage_read_cmd cmd = {.key = (const uint8_t *)key,
@@ -138,7 +104,7 @@ static int rows(struct fx *f, const struct storage_table_meta *t,
 }
 
 /* The SSTable data files of table `t` in its directory. */
-static int data_files(struct fx *f, const struct storage_table_meta *t)
+static int data_files(struct storage_fx *f, const struct storage_table_meta *t)
 {
 	char dir[1024];
 	int k = snprintf(dir, sizeof(dir), "%s/%s/%s-", f->data, t->keyspace,
@@ -158,47 +124,47 @@ static int data_files(struct fx *f, const struct storage_table_meta *t)
 
 START_TEST(a_dropped_table_is_unknown_and_its_files_stay)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "drop-basic", 0);
 	char key[32];
 	for (int i = 0; i < 50; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
-		ck_assert_int_eq(put(&f, f.a, key, 1, "flushed"), 0);
-		ck_assert_int_eq(put(&f, f.b, key, 1, "b"), 0);
+		ck_assert_int_eq(put(&f, f.t, key, 1, "flushed"), 0);
+		ck_assert_int_eq(put(&f, f.u, key, 1, "b"), 0);
 	}
 	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
-	ck_assert_int_eq(put(&f, f.a, "k0", 2, "in memory"), 0);
-	ck_assert_int_eq(rows(&f, f.a, "k0"), 2);
-	ck_assert_int_eq(data_files(&f, f.a), 1);
+	ck_assert_int_eq(put(&f, f.t, "k0", 2, "in memory"), 0);
+	ck_assert_int_eq(rows(&f, f.t, "k0"), 2);
+	ck_assert_int_eq(data_files(&f, f.t), 1);
 
-	ck_assert_int_eq(storage_table_drop(f.db, f.a->id), 0);
-	ck_assert_int_eq(rows(&f, f.a, "k0"), -1);
+	ck_assert_int_eq(storage_table_drop(f.db, f.t->id), 0);
+	ck_assert_int_eq(rows(&f, f.t, "k0"), -1);
 	ck_assert_int_eq(err_code(), ERR_NOT_FOUND);
-	ck_assert_int_eq(put(&f, f.a, "k0", 3, "late"), -1);
+	ck_assert_int_eq(put(&f, f.t, "k0", 3, "late"), -1);
 	ck_assert_int_eq(err_code(), ERR_NOT_FOUND);
-	ck_assert_int_eq(storage_flush(f.db, f.a->id), 0); /* nothing */
-	ck_assert_int_eq(storage_compact(f.db, f.a->id, true), -1);
-	ck_assert_int_eq(storage_truncate(f.db, f.a->id), -1);
-	ck_assert_int_eq(storage_snapshot(f.db, f.a->id, "s"), -1);
-	ck_assert_ptr_null(storage_table_meta_acquire(f.db, f.a->id));
-	ck_assert_int_eq(storage_table_drop(f.db, f.a->id), -1);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0); /* nothing */
+	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), -1);
+	ck_assert_int_eq(storage_truncate(f.db, f.t->id), -1);
+	ck_assert_int_eq(storage_snapshot(f.db, f.t->id, "s"), -1);
+	ck_assert_ptr_null(storage_table_meta_acquire(f.db, f.t->id));
+	ck_assert_int_eq(storage_table_drop(f.db, f.t->id), -1);
 	ck_assert_int_eq(err_code(), ERR_NOT_FOUND);
 	struct storage_stats st;
-	storage_stats(f.db, f.a->id, &st);
+	storage_stats(f.db, f.t->id, &st);
 	ck_assert_uint_eq(st.memtable_bytes, 0);
 	ck_assert_uint_eq(st.sstable_count, 0);
 	/* the other table is untouched; the dropped one's SSTable stays */
-	ck_assert_int_eq(rows(&f, f.b, "k7"), 1);
-	ck_assert_int_eq(put(&f, f.b, "k7", 2, "b"), 0);
-	ck_assert_int_eq(data_files(&f, f.a), 1);
+	ck_assert_int_eq(rows(&f, f.u, "k7"), 1);
+	ck_assert_int_eq(put(&f, f.u, "k7", 2, "b"), 0);
+	ck_assert_int_eq(data_files(&f, f.t), 1);
 
 	/* a restart without it: its records in the commitlog are skipped */
 	storage_delete(f.db);
 	open_db(&f, false);
-	ck_assert_int_eq(rows(&f, f.b, "k7"), 2);
-	ck_assert_int_eq(rows(&f, f.a, "k0"), -1);
-	ck_assert_int_eq(data_files(&f, f.a), 1);
-	fx_free(&f);
+	ck_assert_int_eq(rows(&f, f.u, "k7"), 2);
+	ck_assert_int_eq(rows(&f, f.t, "k0"), -1);
+	ck_assert_int_eq(data_files(&f, f.t), 1);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -207,24 +173,24 @@ END_TEST
  * point read racing the drop either sees the table or ERR_NOT_FOUND. */
 START_TEST(a_scan_open_across_a_drop_reads_to_its_end)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "drop-scan", 0);
 	char key[32];
 	for (int i = 0; i < 300; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
-		ck_assert_int_eq(put(&f, f.a, key, 1, "v"), 0);
+		ck_assert_int_eq(put(&f, f.t, key, 1, "v"), 0);
 		if (i == 149)
 			ck_assert_int_eq(storage_flush(f.db, NULL), 0);
 	}
 	struct storage_read_cmd cmd = {0};
 	struct storage_scan *s =
-		storage_scan_open(f.db, f.a->id, INT64_MIN, INT64_MIN, &cmd);
+		storage_scan_open(f.db, f.t->id, INT64_MIN, INT64_MIN, &cmd);
 	ck_assert_ptr_nonnull(s);
 	struct storage_result *r;
 	int n = 0;
 	for (; n < 10 && storage_scan_next(s, &r) == 1; n++)
 		storage_result_delete(r);
-	ck_assert_int_eq(storage_table_drop(f.db, f.a->id), 0);
+	ck_assert_int_eq(storage_table_drop(f.db, f.t->id), 0);
 	while (storage_scan_next(s, &r) == 1) {
 		ck_assert_uint_eq(r->row_count, 1);
 		storage_result_delete(r);
@@ -233,8 +199,8 @@ START_TEST(a_scan_open_across_a_drop_reads_to_its_end)
 	storage_scan_close(s); /* the last reference: the table goes */
 	ck_assert_int_eq(n, 300);
 	ck_assert_ptr_null(
-		storage_scan_open(f.db, f.a->id, INT64_MIN, INT64_MIN, &cmd));
-	fx_free(&f);
+		storage_scan_open(f.db, f.t->id, INT64_MIN, INT64_MIN, &cmd));
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -268,7 +234,7 @@ static void *bg_main(void *arg)
  * other table goes on. */
 START_TEST(a_drop_during_a_flush_or_compaction_stops_nothing)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "drop-busy", 0);
 	struct storage_table_meta *c = make_table("c", 3);
 	ck_assert_int_eq(storage_table_add(f.db, c, true), 0);
@@ -276,7 +242,7 @@ START_TEST(a_drop_during_a_flush_or_compaction_stops_nothing)
 	for (int round = 0; round < 2; round++) {
 		for (int i = 0; i < 200; i++) {
 			snprintf(key, sizeof(key), "k%d", i);
-			ck_assert_int_eq(put(&f, f.a, key, round, "v"), 0);
+			ck_assert_int_eq(put(&f, f.t, key, round, "v"), 0);
 			ck_assert_int_eq(put(&f, c, key, round, "v"), 0);
 		}
 		if (round == 0)
@@ -284,14 +250,14 @@ START_TEST(a_drop_during_a_flush_or_compaction_stops_nothing)
 	}
 	ck_assert_int_eq(storage_flush(f.db, c->id), 0); /* 2 to compact */
 	fault_env_set_sync_delay_us(f.fe, 300000);
-	struct bg b[2] = {{f.db, f.a->id, do_flush, -2},
+	struct bg b[2] = {{f.db, f.t->id, do_flush, -2},
 			  {f.db, c->id, do_compact, -2}};
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_eq(pthread_create(&th[i], NULL, bg_main, &b[i]),
 				 0);
 	usleep(100000); /* both are writing (or about to) */
-	ck_assert_int_eq(storage_table_drop(f.db, f.a->id), 0);
+	ck_assert_int_eq(storage_table_drop(f.db, f.t->id), 0);
 	ck_assert_int_eq(storage_table_drop(f.db, c->id), 0);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
@@ -303,10 +269,10 @@ START_TEST(a_drop_during_a_flush_or_compaction_stops_nothing)
 	struct storage_stats st;
 	storage_stats(f.db, NULL, &st);
 	ck_assert(!st.writes_stopped);
-	ck_assert_int_eq(put(&f, f.b, "k1", 1, "b"), 0);
+	ck_assert_int_eq(put(&f, f.u, "k1", 1, "b"), 0);
 	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
-	ck_assert_int_eq(rows(&f, f.b, "k1"), 1);
-	fx_free(&f);
+	ck_assert_int_eq(rows(&f, f.u, "k1"), 1);
+	storage_fx_free(&f);
 	storage_table_meta_delete(c);
 }
 END_TEST
@@ -348,7 +314,7 @@ static int acked(struct acks *a)
  * the waiting write goes. */
 START_TEST(dropping_a_table_makes_room_for_waiting_writes)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "drop-room", 1 << 20);
 	storage_delete(f.db);
 	struct acks a = {.acks = 0};
@@ -363,28 +329,28 @@ START_TEST(dropping_a_table_makes_room_for_waiting_writes)
 	int i = 0;
 	for (; i < 100000; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
-		if (put(&f, f.a, key, 1, v) != 0)
+		if (put(&f, f.t, key, 1, v) != 0)
 			break;
 	}
 	ck_assert_int_eq(err_code(), ERR_OVERLOADED);
-	struct storage_mutation *m = row(&f, f.b, "waits", 1, "b");
+	struct storage_mutation *m = row(&f, f.u, "waits", 1, "b");
 	ck_assert_int_eq(storage_apply(f.db, m, on_ack, &a), 0);
 	storage_mutation_delete(m);
 	struct storage_stats st;
 	storage_stats(f.db, NULL, &st);
 	ck_assert_uint_eq(st.writes_waiting, 1);
-	ck_assert_int_eq(storage_table_drop(f.db, f.a->id), 0);
+	ck_assert_int_eq(storage_table_drop(f.db, f.t->id), 0);
 	for (int spin = 0; spin < 30000 && acked(&a) < 1; spin++)
 		usleep(1000);
 	ck_assert_int_eq(acked(&a), 1);
 	ck_assert_int_eq(a.errors, 0);
 	fault_env_set_sync_delay_us(f.fe, 0);
-	ck_assert_int_eq(rows(&f, f.b, "waits"), 1);
-	fx_free(&f);
+	ck_assert_int_eq(rows(&f, f.u, "waits"), 1);
+	storage_fx_free(&f);
 }
 END_TEST
 
-static void churn(struct fx *f, int from, int to)
+static void churn(struct storage_fx *f, int from, int to)
 {
 	char key[32];
 	for (int i = from; i < to; i++) {
@@ -410,7 +376,7 @@ static void churn(struct fx *f, int from, int to)
  * one kept memtable block would cost. */
 START_TEST(a_table_churn_returns_its_memory)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "drop-churn", 0);
 	/* the real env: the fault env keeps every unsynced write in memory */
 	storage_delete(f.db);
@@ -435,7 +401,7 @@ START_TEST(a_table_churn_returns_its_memory)
 		n += e->d_name[0] != '.';
 	closedir(d);
 	ck_assert_int_eq(n, 2);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 

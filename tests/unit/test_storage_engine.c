@@ -1,14 +1,13 @@
 /* storage engine: the write path, flushes, SSTable reads with slices and
  * the row index, restarts with replay, range scans, compaction and purge,
  * TTL against the env clock, corruption handling. */
-#include "common/env_real.h"
 #include "common/err.h"
 #include "common/murmur3.h"
 #include "conf/conf.h"
 #include "storage/cache_internal.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
-#include "tests/unit/storage_fault_env.h"
+#include "tests/unit/storage_fixture.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -19,17 +18,6 @@
 
 /* Table: pk text, c int ASC, s int static, v blob. */
 enum { COL_PK, COL_C, COL_S, COL_V };
-
-struct fx {
-	struct env *real;
-	struct fault_env *fe;
-	struct env *env;
-	char dir[512], data[600], log[600];
-	struct storage_table_meta *t;
-	struct storage *db;
-	struct storage_options o;
-	int64_t ts;
-};
 
 static struct storage_table_meta *make_table(uint8_t compression,
 					     uint32_t chunk)
@@ -52,60 +40,25 @@ static struct storage_table_meta *make_table(uint8_t compression,
 	return t;
 }
 
-static void open_db(struct fx *f)
-{
-	f->db = storage_new(&f->o);
-	ck_assert_ptr_nonnull(f->db);
-	ck_assert_int_eq(storage_table_add(f->db, f->t, true), 0);
-	if (storage_start(f->db))
-		ck_abort_msg("start: %s", err_msg());
-}
-
-static void fx_init(struct fx *f, const char *tag, int sync_mode,
+/* The engine over table ks.t (tests/unit/storage_fixture.h). */
+static void fx_init(struct storage_fx *f, const char *tag, int sync_mode,
 		    uint8_t compression, uint32_t chunk)
 {
-	memset(f, 0, sizeof(*f));
-	f->real = env_real_new(NULL);
-	f->fe = fault_env_new(f->real);
-	f->env = fault_env_env(f->fe);
+	storage_fx_prepare(f, tag);
 	fault_env_set_wall_us(f->fe, 1700000000LL * 1000000);
-	snprintf(f->dir, sizeof(f->dir), "%s", test_tmpdir(tag));
-	snprintf(f->data, sizeof(f->data), "%s/data", f->dir);
-	snprintf(f->log, sizeof(f->log), "%s/commitlog", f->dir);
-	storage_options_default(&f->o);
-	f->o.env = f->env;
-	f->o.data_dir = f->data;
-	f->o.commitlog_dir = f->log;
 	f->o.commitlog_sync = sync_mode;
 	f->o.commitlog_sync_group_window_ms = 1;
 	f->o.commitlog_segment_size = 256 * 1024;
-	f->o.auto_compaction = false;
 	f->t = make_table(compression, chunk);
-	f->ts = 1000;
-	open_db(f);
+	storage_fx_open(f);
 }
 
-static void fx_free(struct fx *f)
-{
-	storage_delete(f->db);
-	storage_table_meta_delete(f->t);
-	test_tmpdir_remove(f->dir);
-	fault_env_delete(f->fe);
-	env_real_delete(f->real);
-}
-
-static void restart(struct fx *f)
-{
-	storage_delete(f->db);
-	open_db(f);
-}
-
-static int64_t now_sec(struct fx *f)
+static int64_t now_sec(struct storage_fx *f)
 {
 	return env_wall_us(f->env) / 1000000;
 }
 
-static void put(struct fx *f, const char *key, int c, const char *v,
+static void put(struct storage_fx *f, const char *key, int c, const char *v,
 		int32_t ttl)
 {
 	struct storage_mutation *m =
@@ -126,7 +79,7 @@ static void put(struct fx *f, const char *key, int c, const char *v,
 	storage_mutation_delete(m);
 }
 
-static void del_row(struct fx *f, const char *key, int c)
+static void del_row(struct storage_fx *f, const char *key, int c)
 {
 	struct storage_mutation *m =
 		storage_mutation_new(f->t, (const uint8_t *)key, strlen(key));
@@ -139,7 +92,7 @@ static void del_row(struct fx *f, const char *key, int c)
 	storage_mutation_delete(m);
 }
 
-static struct storage_result *get(struct fx *f, const char *key,
+static struct storage_result *get(struct storage_fx *f, const char *key,
 				  const struct storage_read_cmd *base)
 {
 	struct storage_read_cmd cmd = {0};
@@ -154,7 +107,7 @@ static struct storage_result *get(struct fx *f, const char *key,
 }
 
 /* Partition `key` reads back with `rows` rows. */
-static void expect_rows(struct fx *f, const char *key, size_t rows)
+static void expect_rows(struct storage_fx *f, const char *key, size_t rows)
 {
 	struct storage_result *r = get(f, key, NULL);
 	ck_assert_msg(r->row_count == rows, "%s: %zu rows, not %zu", key,
@@ -179,7 +132,7 @@ START_TEST(reads_merge_memtable_and_sstables)
 	static const uint8_t comps[] = {STORAGE_COMPRESSION_NONE,
 					STORAGE_COMPRESSION_LZ4,
 					STORAGE_COMPRESSION_DEFLATE};
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-merge", CONF_COMMITLOG_SYNC_PERIODIC, comps[_i], 512);
 	char v[64];
 	for (int c = 0; c < 300; c++) {
@@ -228,13 +181,13 @@ START_TEST(reads_merge_memtable_and_sstables)
 	r = get(&f, "nope", NULL);
 	ck_assert_uint_eq(r->row_count, 0);
 	storage_result_delete(r);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(restart_replays_the_commitlog)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-replay", CONF_COMMITLOG_SYNC_PERIODIC,
 		STORAGE_COMPRESSION_LZ4, 16384);
 	char key[32];
@@ -244,7 +197,8 @@ START_TEST(restart_replays_the_commitlog)
 		if (i == 200)
 			ck_assert_int_eq(storage_flush(f.db, NULL), 0);
 	}
-	restart(&f); /* no drain: the memtable comes back from the log */
+	storage_fx_restart(
+		&f); /* no drain: the memtable comes back from the log */
 	struct storage_stats st;
 	storage_stats(f.db, NULL, &st);
 	ck_assert_uint_eq(st.commitlog_replayed, 299);
@@ -256,10 +210,10 @@ START_TEST(restart_replays_the_commitlog)
 		storage_result_delete(r);
 	}
 	/* replayed segments were flushed and discarded */
-	restart(&f);
+	storage_fx_restart(&f);
 	storage_stats(f.db, NULL, &st);
 	ck_assert_uint_eq(st.commitlog_replayed, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -271,7 +225,7 @@ static int cmp_tok(const void *a, const void *b)
 
 START_TEST(range_scan_in_token_order)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-scan", CONF_COMMITLOG_SYNC_PERIODIC,
 		STORAGE_COMPRESSION_LZ4, 1024);
 	char key[32];
@@ -313,13 +267,13 @@ START_TEST(range_scan_in_token_order)
 	storage_scan_close(s);
 	int64_t t5 = murmur3_token((const uint8_t *)"p5", 2);
 	ck_assert_uint_eq(n, 100 - (t5 > toks[99] && t5 <= toks[199]));
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(cleanup_keeps_only_the_partitions_of_its_ranges)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-cleanup", CONF_COMMITLOG_SYNC_PERIODIC,
 		STORAGE_COMPRESSION_LZ4, 1024);
 	char key[32];
@@ -351,7 +305,7 @@ START_TEST(cleanup_keeps_only_the_partitions_of_its_ranges)
 		expect_rows(&f, key, in ? 1 : 0);
 	}
 	/* and after a restart */
-	restart(&f);
+	storage_fx_restart(&f);
 	expect_rows(&f, "p0",
 		    (toks[0] > sorted[9] && toks[0] <= sorted[59]) ||
 				    toks[0] > sorted[199]
@@ -364,17 +318,17 @@ START_TEST(cleanup_keeps_only_the_partitions_of_its_ranges)
 		snprintf(key, sizeof(key), "p%d", i);
 		expect_rows(&f, key, 0);
 	}
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(compaction_purges_old_tombstones_and_expired_cells)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-purge", CONF_COMMITLOG_SYNC_PERIODIC,
 		STORAGE_COMPRESSION_LZ4, 16384);
 	f.t->options.gc_grace_seconds = 100;
-	restart(&f); /* the engine copies the meta */
+	storage_fx_restart(&f); /* the engine copies the meta */
 	for (int c = 0; c < 10; c++)
 		put(&f, "p", c, "v", 0);
 	put(&f, "p", 20, "short", 5); /* expires in 5 s */
@@ -403,13 +357,13 @@ START_TEST(compaction_purges_old_tombstones_and_expired_cells)
 	ck_assert_uint_eq(r->tombstones, 0);
 	ck_assert_int_eq(row_c(&r->rows[0]), 5);
 	storage_result_delete(r);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(ttl_expires_against_the_env_clock)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-ttl", CONF_COMMITLOG_SYNC_PERIODIC,
 		STORAGE_COMPRESSION_LZ4, 16384);
 	put(&f, "p", 1, "a", 10);
@@ -428,17 +382,17 @@ START_TEST(ttl_expires_against_the_env_clock)
 	r = get(&f, "p", NULL);
 	ck_assert_uint_eq(r->row_count, 0);
 	storage_result_delete(r);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(tombstone_failure_threshold_fails_the_read)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-tomb", CONF_COMMITLOG_SYNC_PERIODIC,
 		STORAGE_COMPRESSION_LZ4, 16384);
 	f.o.tombstone_failure_threshold = 50;
-	restart(&f);
+	storage_fx_restart(&f);
 	for (int c = 0; c < 60; c++)
 		del_row(&f, "p", c);
 	struct storage_read_cmd cmd = {.key = (const uint8_t *)"p",
@@ -457,25 +411,25 @@ START_TEST(tombstone_failure_threshold_fails_the_read)
 	ck_assert_uint_eq(st.tombstone_failures, 2);
 	/* under the threshold: read, and its tombstones counted */
 	f.o.tombstone_failure_threshold = 60;
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_int_eq(storage_read_fragment(f.db, f.t->id, &cmd, &m), 0);
 	ck_assert_uint_eq(storage_mutation_tombstones(m, now_sec(&f)), 60);
 	storage_mutation_delete(m);
 	/* 60 > the default warning threshold? no (1000): lower it */
 	f.o.tombstone_warn_threshold = 59;
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_int_eq(storage_read_fragment(f.db, f.t->id, &cmd, &m), 0);
 	storage_mutation_delete(m);
 	ck_assert_int_eq(storage_stats(f.db, f.t->id, &st), 0);
 	ck_assert_uint_eq(st.tombstone_warnings, 1);
 	ck_assert_uint_eq(st.tombstone_failures, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(enospc_stops_writes_keeps_reads_and_loses_nothing)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-enospc", CONF_COMMITLOG_SYNC_BATCH,
 		STORAGE_COMPRESSION_LZ4, 16384);
 	char key[32];
@@ -504,7 +458,7 @@ START_TEST(enospc_stops_writes_keeps_reads_and_loses_nothing)
 	ck_assert(st.writes_stopped);
 	/* space comes back; after a restart nothing acknowledged is lost */
 	fault_env_fail_writes(f.fe, NULL, 0);
-	restart(&f);
+	storage_fx_restart(&f);
 	for (int i = 0; i < 50; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
 		r = get(&f, key, NULL);
@@ -513,7 +467,7 @@ START_TEST(enospc_stops_writes_keeps_reads_and_loses_nothing)
 		storage_result_delete(r);
 	}
 	put(&f, "after", 1, "ok", 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -524,7 +478,7 @@ END_TEST
  * acknowledged write is there. */
 /* One row (c = 1) of `v` under `key` in table `t`; the rc of
  * storage_apply_sync. */
-static struct storage_mutation *blob_row(struct fx *f,
+static struct storage_mutation *blob_row(struct storage_fx *f,
 					 const struct storage_table_meta *t,
 					 const char *key, const char *v)
 {
@@ -541,7 +495,7 @@ static struct storage_mutation *blob_row(struct fx *f,
 	return m;
 }
 
-static int blob_write(struct fx *f, const struct storage_table_meta *t,
+static int blob_write(struct storage_fx *f, const struct storage_table_meta *t,
 		      const char *key, const char *v)
 {
 	struct storage_mutation *m = blob_row(f, t, key, v);
@@ -580,15 +534,15 @@ static void post_hook(void *post_arg, storage_done_fn fn, void *arg, int status,
 }
 
 /* A periodic-sync engine with its own memtable limits. */
-static void fx_init_memtables(struct fx *f, const char *tag, uint64_t heap,
-			      double threshold)
+static void fx_init_memtables(struct storage_fx *f, const char *tag,
+			      uint64_t heap, double threshold)
 {
 	fx_init(f, tag, CONF_COMMITLOG_SYNC_PERIODIC, STORAGE_COMPRESSION_LZ4,
 		16384);
 	storage_delete(f->db);
 	f->o.memtable_heap_space = heap;
 	f->o.memtable_cleanup_threshold = threshold;
-	open_db(f);
+	storage_fx_open(f);
 }
 
 /* 1023 'x' characters. */
@@ -616,15 +570,15 @@ static void await_posted(struct posted *p, const int *field, int n)
 }
 
 /* A memtable_heap_space of 1 MiB and the post hook. */
-static void fx_init_small_heap(struct fx *f, struct posted *p, const char *tag,
-			       uint64_t write_wait_ms)
+static void fx_init_small_heap(struct storage_fx *f, struct posted *p,
+			       const char *tag, uint64_t write_wait_ms)
 {
 	pthread_mutex_init(&p->mu, NULL);
 	fx_init_memtables(f, tag, 1 << 20, 0.25);
 	f->o.post = post_hook;
 	f->o.post_arg = p;
 	f->o.write_wait_ms = write_wait_ms;
-	restart(f);
+	storage_fx_restart(f);
 }
 
 /* A slow disk: writes outrun the flushes and find memtable_heap_space
@@ -635,7 +589,7 @@ static void fx_init_small_heap(struct fx *f, struct posted *p, const char *tag,
 START_TEST(writes_wait_while_memtables_fill_the_heap_space)
 {
 	enum { N = 3000 }; /* 3 MiB of 1 KiB values in 1 MiB */
-	struct fx f;
+	struct storage_fx f;
 	struct posted p = {.posts = 0};
 	fx_init_small_heap(&f, &p, "eng-full", 60000);
 	fault_env_set_sync_delay_us(f.fe, 20000);
@@ -671,7 +625,7 @@ START_TEST(writes_wait_while_memtables_fill_the_heap_space)
 		snprintf(key, sizeof(key), "k%d", i);
 		expect_rows(&f, key, 1);
 	}
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -682,7 +636,7 @@ END_TEST
  * taken again and nothing acknowledged is lost. */
 START_TEST(waiting_writes_are_bounded_and_time_out)
 {
-	struct fx f;
+	struct storage_fx f;
 	struct posted p = {.posts = 0};
 	fx_init_small_heap(&f, &p, "eng-stall", 100);
 	fault_env_set_sync_delay_us(f.fe, 1500000);
@@ -719,7 +673,7 @@ START_TEST(waiting_writes_are_bounded_and_time_out)
 	ck_assert_int_eq(blob_write(&f, f.t, "after", v), 0);
 	expect_rows(&f, "k0", 1);
 	expect_rows(&f, "after", 1);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -731,7 +685,7 @@ END_TEST
 START_TEST(memtables_of_many_small_tables_are_flushed_when_full)
 {
 	enum { TABLES = 12, ROWS = 1500 };
-	struct fx f;
+	struct storage_fx f;
 	fx_init_memtables(&f, "eng-many", 16 << 20, 1.0);
 	struct storage_table_meta *t[TABLES] = {f.t};
 	for (int i = 1; i < TABLES; i++) {
@@ -758,7 +712,7 @@ START_TEST(memtables_of_many_small_tables_are_flushed_when_full)
 		}
 	}
 	ck_assert_int_gt(refused, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 	for (int i = 1; i < TABLES; i++)
 		storage_table_meta_delete(t[i]);
 }
@@ -785,7 +739,7 @@ START_TEST(
 	a_write_refused_for_full_memtables_applies_nothing_and_a_retry_loses_nothing)
 {
 	enum { N = 3000 }; /* 3 MiB of 1 KiB values in 1 MiB */
-	struct fx f;
+	struct storage_fx f;
 	fx_init_memtables(&f, "eng-refused", 1 << 20, 0.25);
 	fault_env_set_sync_delay_us(f.fe, 20000);
 	char key[32], v[1024];
@@ -833,9 +787,10 @@ START_TEST(
 			storage_result_delete(r);
 		}
 		expect_rows(&f, "refused", 0);
-		restart(&f); /* no flush: the commitlog replays the rest */
+		storage_fx_restart(
+			&f); /* no flush: the commitlog replays the rest */
 	}
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -843,7 +798,7 @@ END_TEST
  * stop's error when writes stopped rather than waiting for ever. */
 START_TEST(waiting_for_room_ends_when_writes_stop)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init_memtables(&f, "eng-room", 1 << 20, 0.25);
 	ck_assert_int_eq(storage_wait_for_room(f.db, 1000), 0);
 	fault_env_fail_writes(f.fe, "Data.db", ENOSPC);
@@ -863,7 +818,7 @@ START_TEST(waiting_for_room_ends_when_writes_stop)
 	ck_assert_int_eq(err_code(), ERR_NOSPACE);
 	ck_assert_ptr_nonnull(strstr(err_msg(), "writes stopped"));
 	fault_env_fail_writes(f.fe, NULL, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -947,7 +902,7 @@ START_TEST(block_cache_recycles_only_unheld_blocks)
 END_TEST
 
 /* Row `i` of partition "k", value "v". */
-static struct storage_mutation *row(struct fx *f, int i)
+static struct storage_mutation *row(struct storage_fx *f, int i)
 {
 	struct storage_mutation *m =
 		storage_mutation_new(f->t, (const uint8_t *)"k", 1);
@@ -962,14 +917,14 @@ static struct storage_mutation *row(struct fx *f, int i)
 
 START_TEST(batch_acks_go_through_the_post_hook)
 {
-	struct fx f;
+	struct storage_fx f;
 	struct posted p = {.posts = 0};
 	pthread_mutex_init(&p.mu, NULL);
 	fx_init(&f, "eng-post", CONF_COMMITLOG_SYNC_BATCH,
 		STORAGE_COMPRESSION_LZ4, 16384);
 	f.o.post = post_hook;
 	f.o.post_arg = &p;
-	restart(&f);
+	storage_fx_restart(&f);
 	for (int i = 0; i < 20; i++) {
 		struct storage_mutation *m = row(&f, i);
 		ck_assert_int_eq(storage_apply(f.db, m, on_ack, &p), 0);
@@ -987,7 +942,7 @@ START_TEST(batch_acks_go_through_the_post_hook)
 	ck_assert_int_eq(p.acks, 20);
 	ck_assert_int_eq(p.posts, 20);
 	ck_assert_int_eq(p.errors, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -997,7 +952,7 @@ END_TEST
  * fails every acknowledgement it covered and stops writes. */
 START_TEST(deferred_applies_ack_after_the_turns_write)
 {
-	struct fx f;
+	struct storage_fx f;
 	struct posted p = {.posts = 0};
 	pthread_mutex_init(&p.mu, NULL);
 	fx_init(&f, "eng-deferred", CONF_COMMITLOG_SYNC_PERIODIC,
@@ -1016,7 +971,7 @@ START_TEST(deferred_applies_ack_after_the_turns_write)
 	ck_assert_int_eq(p.acks, 30);
 	storage_write_deferred(f.db); /* nothing pending: no callback */
 	ck_assert_int_eq(p.acks, 30);
-	restart(&f); /* the commitlog replays all 30 */
+	storage_fx_restart(&f); /* the commitlog replays all 30 */
 	r = get(&f, "k", NULL);
 	ck_assert_uint_eq(r->row_count, 30);
 	storage_result_delete(r);
@@ -1031,13 +986,13 @@ START_TEST(deferred_applies_ack_after_the_turns_write)
 	ck_assert_int_eq(storage_apply_deferred(f.db, m, on_ack, &p), -1);
 	storage_mutation_delete(m);
 	fault_env_fail_writes(f.fe, NULL, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(non_durable_keyspaces_skip_the_commitlog)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-nondurable", CONF_COMMITLOG_SYNC_PERIODIC,
 		STORAGE_COMPRESSION_LZ4, 16384);
 	storage_delete(f.db);
@@ -1056,18 +1011,18 @@ START_TEST(non_durable_keyspaces_skip_the_commitlog)
 	struct storage_stats st;
 	storage_stats(f.db, NULL, &st);
 	ck_assert_uint_eq(st.commitlog_replayed, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(time_window_compaction_merges_old_windows)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-twcs", CONF_COMMITLOG_SYNC_PERIODIC,
 		STORAGE_COMPRESSION_LZ4, 16384);
 	f.t->options.compaction = STORAGE_COMPACTION_TIME_WINDOW;
 	f.t->options.compaction_window_seconds = 3600;
-	restart(&f);
+	storage_fx_restart(&f);
 	/* two SSTables in an old hour, two in the current one */
 	int64_t hour = 3600LL * 1000000;
 	f.ts = 10 * hour;
@@ -1092,7 +1047,7 @@ START_TEST(time_window_compaction_merges_old_windows)
 	const char *keys[] = {"a", "b", "c", "d"};
 	for (int i = 0; i < 4; i++)
 		expect_rows(&f, keys[i], 1);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -1100,7 +1055,7 @@ END_TEST
  * found; the result must be what a full merge gives. */
 START_TEST(timestamp_ordered_reads_match_a_full_merge)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-tsorder", CONF_COMMITLOG_SYNC_PERIODIC,
 		STORAGE_COMPRESSION_LZ4, 16384);
 	uint8_t id[16] = {0x77};
@@ -1174,11 +1129,11 @@ START_TEST(timestamp_ordered_reads_match_a_full_merge)
 		storage_result_delete(r);
 	}
 	storage_table_meta_delete(kv);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
-static void table_dir_of(struct fx *f, char *out, size_t n)
+static void table_dir_of(struct storage_fx *f, char *out, size_t n)
 {
 	int k = snprintf(out, n, "%s/ks/t-", f->data);
 	for (int i = 0; i < 16; i++)
@@ -1195,11 +1150,11 @@ static void shell(const char *cmd)
  * the output was complete: the partial output goes, the inputs stay. */
 START_TEST(compaction_log_finishes_or_rolls_back_after_a_crash)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-clog", CONF_COMMITLOG_SYNC_PERIODIC,
 		STORAGE_COMPRESSION_LZ4, 16384);
 	f.t->options.gc_grace_seconds = 0;
-	restart(&f);
+	storage_fx_restart(&f);
 	char dir[700], saved[800];
 	table_dir_of(&f, dir, sizeof(dir));
 	snprintf(saved, sizeof(saved), "%s-saved", f.dir);
@@ -1225,7 +1180,7 @@ START_TEST(compaction_log_finishes_or_rolls_back_after_a_crash)
 			"printf '3 1 2' | tr ' ' '\\n' > '%s'/compaction-3.log",
 			saved, dir, dir) < (int)sizeof(cmd));
 	shell(cmd);
-	open_db(&f);
+	storage_fx_open(&f);
 	struct storage_stats st;
 	storage_stats(f.db, NULL, &st);
 	ck_assert_uint_eq(st.sstable_count, 1);
@@ -1244,7 +1199,7 @@ START_TEST(compaction_log_finishes_or_rolls_back_after_a_crash)
 			"printf '9 1 2' | tr ' ' '\\n' > '%s'/compaction-9.log",
 			dir, saved, dir, dir, dir, dir) < (int)sizeof(cmd));
 	shell(cmd);
-	open_db(&f);
+	storage_fx_open(&f);
 	storage_stats(f.db, NULL, &st);
 	ck_assert_uint_eq(st.sstable_count, 2);
 	r = get(&f, "p", NULL);
@@ -1258,7 +1213,7 @@ START_TEST(compaction_log_finishes_or_rolls_back_after_a_crash)
 	ck_assert(snprintf(cmd, sizeof(cmd), "rm -rf '%s'", saved) <
 		  (int)sizeof(cmd));
 	shell(cmd);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -1277,7 +1232,7 @@ static void on_snapshot(void *arg, const struct storage_snapshot_info *i)
 	s->true_bytes = i->true_bytes;
 }
 
-static struct snaps snapshots(struct fx *f)
+static struct snaps snapshots(struct storage_fx *f)
 {
 	struct snaps s = {0};
 	ck_assert_int_eq(
@@ -1287,7 +1242,7 @@ static struct snaps snapshots(struct fx *f)
 
 START_TEST(snapshots_link_the_sstables_and_outlive_compaction)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "eng-snap", CONF_COMMITLOG_SYNC_PERIODIC,
 		STORAGE_COMPRESSION_LZ4, 1024);
 	char key[32];
@@ -1328,7 +1283,7 @@ START_TEST(snapshots_link_the_sstables_and_outlive_compaction)
 	ck_assert_int_eq(storage_snapshot_clear(f.db, f.t->id, NULL), 0);
 	ck_assert_uint_eq(snapshots(&f).n, 0);
 	expect_rows(&f, "p150", 1);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 

@@ -7,14 +7,13 @@
  * refused, their directory untouched; a power cut at any step of an import
  * leaves either the sources or the imported SSTables, never neither and never
  * both. */
-#include "common/env_real.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "conf/conf.h"
 #include "storage/sstable_tool.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
-#include "tests/unit/storage_fault_env.h"
+#include "tests/unit/storage_fixture.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,98 +23,37 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Tables ks.t and ks.u: pk text, v blob. */
-struct fx {
-	struct env *real;
-	struct fault_env *fe;
-	struct env *env;
-	char dir[512], data[600], log[600];
-	struct storage_table_meta *t, *u;
-	struct storage *db;
-	struct storage_options o;
-	int64_t ts;
-};
-
-static struct storage_table_meta *make_table(const char *name, uint8_t tag)
-{
-	uint8_t id[16] = {0xcd, tag};
-	struct storage_table_meta *t = storage_table_meta_new("ks", name, id);
-	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
-	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
-				      &tx, false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &tb,
-				      false);
-	return t;
-}
-
-static void open_db(struct fx *f)
-{
-	f->db = storage_new(&f->o);
-	ck_assert_ptr_nonnull(f->db);
-	ck_assert_int_eq(storage_table_add(f->db, f->t, true), 0);
-	ck_assert_int_eq(storage_table_add(f->db, f->u, true), 0);
-	if (storage_start(f->db))
-		ck_abort_msg("start: %s", err_msg());
-}
+/* Tables ks.t and ks.u: pk text, v blob (tests/unit/storage_fixture.h). */
 
 /* `leveled`: u compacts leveled, cut at 1 MiB. */
-static void fx_init_lcs(struct fx *f, const char *tag, bool leveled)
+static void fx_init_lcs(struct storage_fx *f, const char *tag, bool leveled)
 {
-	memset(f, 0, sizeof(*f));
-	f->real = env_real_new(NULL);
-	f->fe = fault_env_new(f->real);
-	f->env = fault_env_env(f->fe);
-	snprintf(f->dir, sizeof(f->dir), "%s", test_tmpdir(tag));
-	snprintf(f->data, sizeof(f->data), "%s/data", f->dir);
-	snprintf(f->log, sizeof(f->log), "%s/commitlog", f->dir);
-	storage_options_default(&f->o);
-	f->o.env = f->env;
-	f->o.data_dir = f->data;
-	f->o.commitlog_dir = f->log;
-	f->o.auto_compaction = false;
-	f->t = make_table("t", 1);
-	f->u = make_table("u", 2);
+	storage_fx_prepare(f, tag);
+	f->t = storage_fx_kv_table("t", 0xcd, 1);
+	f->u = storage_fx_kv_table("u", 0xcd, 2);
 	if (leveled) {
 		f->u->options.compaction = STORAGE_COMPACTION_LEVELED;
 		f->u->options.compression = STORAGE_COMPRESSION_NONE;
 		f->u->options.sstable_size_bytes = 1u << 20;
 	}
-	f->ts = 1000;
-	open_db(f);
+	storage_fx_open(f);
 }
 
-static void fx_init(struct fx *f, const char *tag)
+static void fx_init(struct storage_fx *f, const char *tag)
 {
-	fx_init_lcs(f, tag, false);
+	storage_fx_init(f, tag, 0xcd);
 }
 
-static void fx_free(struct fx *f)
-{
-	storage_delete(f->db);
-	storage_table_meta_delete(f->t);
-	storage_table_meta_delete(f->u);
-	test_tmpdir_remove(f->dir);
-	fault_env_delete(f->fe);
-	env_real_delete(f->real);
-}
-
-static void restart(struct fx *f)
-{
-	storage_delete(f->db);
-	open_db(f);
-}
-
-static void put_sized(struct fx *f, const struct storage_table_meta *t,
+static void put_sized(struct storage_fx *f, const struct storage_table_meta *t,
 		      const char *prefix, int from, int to, size_t vlen);
 
-static void put_range(struct fx *f, const struct storage_table_meta *t,
+static void put_range(struct storage_fx *f, const struct storage_table_meta *t,
 		      const char *prefix, int from, int to)
 {
 	put_sized(f, t, prefix, from, to, 5);
 }
 
-static void put_sized(struct fx *f, const struct storage_table_meta *t,
+static void put_sized(struct storage_fx *f, const struct storage_table_meta *t,
 		      const char *prefix, int from, int to, size_t vlen)
 {
 	static uint8_t value[1024];
@@ -140,7 +78,7 @@ static void put_sized(struct fx *f, const struct storage_table_meta *t,
 	}
 }
 
-static size_t count(struct fx *f, const struct storage_table_meta *t)
+static size_t count(struct storage_fx *f, const struct storage_table_meta *t)
 {
 	struct storage_read_cmd cmd = {0};
 	struct storage_scan *s =
@@ -158,14 +96,15 @@ static size_t count(struct fx *f, const struct storage_table_meta *t)
 	return n;
 }
 
-static uint64_t sstables(struct fx *f, const struct storage_table_meta *t)
+static uint64_t sstables(struct storage_fx *f,
+			 const struct storage_table_meta *t)
 {
 	struct storage_stats st;
 	storage_stats(f->db, t->id, &st);
 	return st.sstable_count;
 }
 
-static void table_dir(struct fx *f, const struct storage_table_meta *t,
+static void table_dir(struct storage_fx *f, const struct storage_table_meta *t,
 		      char *out, size_t cap)
 {
 	int k = snprintf(out, cap, "%s/ks/%s-", f->data, t->name);
@@ -232,7 +171,7 @@ static void copy_dir(const char *from, const char *to, unsigned shift,
 }
 
 /* u gets `rows` rows in two SSTables; its snapshot's directory in out. */
-static void source(struct fx *f, int rows, char *out, size_t cap)
+static void source(struct storage_fx *f, int rows, char *out, size_t cap)
 {
 	put_range(f, f->u, "s", 0, rows / 2);
 	ck_assert_int_eq(storage_flush(f->db, f->u->id), 0);
@@ -244,8 +183,8 @@ static void source(struct fx *f, int rows, char *out, size_t cap)
 	snprintf(out, cap, "%s/snapshots/src", d);
 }
 
-static int import(struct fx *f, const char *const *dirs, size_t n, bool *failed,
-		  size_t *imported, bool copy)
+static int import(struct storage_fx *f, const char *const *dirs, size_t n,
+		  bool *failed, size_t *imported, bool copy)
 {
 	struct storage_import_options o = {
 		.dirs = dirs, .ndirs = n, .verify = true, .copy = copy};
@@ -254,7 +193,7 @@ static int import(struct fx *f, const char *const *dirs, size_t n, bool *failed,
 
 START_TEST(import_renumbers_and_survives_a_restart)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "import-good");
 	char src[900], tdir[800];
 	source(&f, 200, src, sizeof(src));
@@ -280,7 +219,7 @@ START_TEST(import_renumbers_and_survives_a_restart)
 	/* nothing more to take: a second import finds nothing */
 	ck_assert_int_eq(import(&f, dirs, 1, failed, &imported, false), 0);
 	ck_assert_uint_eq(imported, 0);
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_uint_eq(sstables(&f, f.t), 5);
 	ck_assert_uint_eq(count(&f, f.t), 230);
 	/* a flush after the restart takes a generation no import took */
@@ -288,13 +227,13 @@ START_TEST(import_renumbers_and_survives_a_restart)
 	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
 	ck_assert_uint_eq(tocs(tdir, 6), 1);
 	ck_assert_uint_eq(count(&f, f.t), 235);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(copy_data_keeps_the_sources)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "import-copy");
 	char src[900];
 	source(&f, 100, src, sizeof(src));
@@ -305,13 +244,13 @@ START_TEST(copy_data_keeps_the_sources)
 	ck_assert_uint_eq(imported, 2);
 	ck_assert_uint_eq(tocs(src, -1), 2);
 	ck_assert_uint_eq(count(&f, f.t), 100);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(a_corrupt_directory_is_refused_whole)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "import-corrupt");
 	char src[900], good[1000], bad[1000];
 	source(&f, 100, src, sizeof(src));
@@ -334,7 +273,7 @@ START_TEST(a_corrupt_directory_is_refused_whole)
 	const char *missing[] = {none};
 	ck_assert_int_eq(import(&f, missing, 1, failed, &imported, false), -1);
 	ck_assert_ptr_nonnull(strstr(err_msg(), "does not exist"));
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -358,7 +297,7 @@ static struct storage_table_meta *layout_table(const char *name, uint8_t tag,
 
 /* Imports into t the SSTables of a table `w` of another layout; the
  * error the import logged. */
-static void import_foreign(struct fx *f, struct storage_table_meta *w,
+static void import_foreign(struct storage_fx *f, struct storage_table_meta *w,
 			   const char *want)
 {
 	ck_assert_int_eq(storage_table_add(f->db, w, true), 0);
@@ -406,7 +345,7 @@ static void import_foreign(struct fx *f, struct storage_table_meta *w,
 
 START_TEST(sstables_of_another_layout_are_refused)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "import-layout");
 	/* v int where t has v blob */
 	const char *n1[] = {"v"};
@@ -426,7 +365,7 @@ START_TEST(sstables_of_another_layout_are_refused)
 	const uint16_t k3[] = {STORAGE_TYPE_BLOB};
 	struct storage_table_meta *y = layout_table("y", 3, n3, k3, 1);
 	import_foreign(&f, y, "column 1 of the SSTable is regular w blob");
-	fx_free(&f);
+	storage_fx_free(&f);
 	storage_table_meta_delete(w);
 	storage_table_meta_delete(x);
 	storage_table_meta_delete(y);
@@ -435,7 +374,7 @@ END_TEST
 
 START_TEST(tokens_not_owned_fail_the_directory)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "import-tokens");
 	char src[900];
 	source(&f, 100, src, sizeof(src));
@@ -463,13 +402,13 @@ START_TEST(tokens_not_owned_fail_the_directory)
 			 0);
 	ck_assert(!failed[0]);
 	ck_assert_uint_eq(count(&f, f.t), 100);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(refresh_takes_dropped_files_only)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "import-refresh");
 	char src[900], tdir[800];
 	source(&f, 100, src, sizeof(src));
@@ -506,15 +445,15 @@ START_TEST(refresh_takes_dropped_files_only)
 	ck_assert_uint_eq(imported, 2);
 	ck_assert_uint_eq(sstables(&f, f.t), 5);
 	ck_assert_uint_eq(tocs(tdir, -1), 5);
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_uint_eq(sstables(&f, f.t), 5);
 	ck_assert_uint_eq(count(&f, f.t), 110);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 /* The level of each SSTable of t's directory: count[level]. */
-static void levels(struct fx *f, size_t count[9])
+static void levels(struct storage_fx *f, size_t count[9])
 {
 	char tdir[800];
 	table_dir(f, f->t, tdir, sizeof(tdir));
@@ -539,7 +478,7 @@ static void levels(struct fx *f, size_t count[9])
 
 START_TEST(keep_level_keeps_levels_that_do_not_overlap)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init_lcs(&f, "import-level", true);
 	for (int i = 0; i < 4; i++) {
 		put_sized(&f, f.u, "l", i * 700, (i + 1) * 700, 1024);
@@ -588,7 +527,7 @@ START_TEST(keep_level_keeps_levels_that_do_not_overlap)
 	ck_assert_uint_eq(lv[0], 2 * n);
 	ck_assert_uint_eq(lv[1], n);
 	ck_assert_uint_eq(count(&f, f.t), 2800);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -597,7 +536,7 @@ END_TEST
  * still in the sources (the table without them). */
 START_TEST(a_power_cut_at_any_step_loses_and_doubles_nothing)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "import-crash");
 	char src[900], work[1000], tdir[800];
 	source(&f, 100, src, sizeof(src));
@@ -625,7 +564,7 @@ START_TEST(a_power_cut_at_any_step_loses_and_doubles_nothing)
 			fault_env_freeze(f.fe);
 			storage_delete(f.db);
 			fault_env_crash(f.fe, cut);
-			open_db(&f);
+			storage_fx_open(&f);
 		} else {
 			ck_assert_int_eq(rc, 0);
 		}
@@ -643,7 +582,7 @@ START_TEST(a_power_cut_at_any_step_loses_and_doubles_nothing)
 	}
 	ck_assert_uint_gt(finished, 0);
 	ck_assert_uint_gt(rolled_back, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 

@@ -3,12 +3,11 @@
  * loses the later writes, SSTable files go once no reader holds them, a
  * concurrent compaction cannot bring data back, other tables are
  * untouched. */
-#include "common/env_real.h"
 #include "common/err.h"
 #include "conf/conf.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
-#include "tests/unit/storage_fault_env.h"
+#include "tests/unit/storage_fixture.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,80 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Tables ks.t and ks.u: pk text, v blob. */
-struct fx {
-	struct env *real;
-	struct fault_env *fe;
-	struct env *env;
-	char dir[512], data[600], log[600];
-	struct storage_table_meta *t, *u;
-	struct storage *db;
-	struct storage_options o;
-	int64_t ts;
-};
-
-static struct storage_table_meta *make_table(const char *name, uint8_t tag)
+/* Tables ks.t and ks.u: pk text, v blob (tests/unit/storage_fixture.h). */
+static void fx_init(struct storage_fx *f, const char *tag)
 {
-	uint8_t id[16] = {0xab, tag};
-	struct storage_table_meta *t = storage_table_meta_new("ks", name, id);
-	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
-	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
-				      &tx, false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &tb,
-				      false);
-	return t;
-}
-
-static void open_db(struct fx *f)
-{
-	f->db = storage_new(&f->o);
-	ck_assert_ptr_nonnull(f->db);
-	ck_assert_int_eq(storage_table_add(f->db, f->t, true), 0);
-	ck_assert_int_eq(storage_table_add(f->db, f->u, true), 0);
-	if (storage_start(f->db))
-		ck_abort_msg("start: %s", err_msg());
-}
-
-static void fx_init(struct fx *f, const char *tag)
-{
-	memset(f, 0, sizeof(*f));
-	f->real = env_real_new(NULL);
-	f->fe = fault_env_new(f->real);
-	f->env = fault_env_env(f->fe);
-	snprintf(f->dir, sizeof(f->dir), "%s", test_tmpdir(tag));
-	snprintf(f->data, sizeof(f->data), "%s/data", f->dir);
-	snprintf(f->log, sizeof(f->log), "%s/commitlog", f->dir);
-	storage_options_default(&f->o);
-	f->o.env = f->env;
-	f->o.data_dir = f->data;
-	f->o.commitlog_dir = f->log;
+	storage_fx_prepare(f, tag);
 	f->o.commitlog_segment_size = 64 * 1024; /* several segments */
-	f->o.auto_compaction = false;
-	f->t = make_table("t", 1);
-	f->u = make_table("u", 2);
-	f->ts = 1000;
-	open_db(f);
+	f->t = storage_fx_kv_table("t", 0xab, 1);
+	f->u = storage_fx_kv_table("u", 0xab, 2);
+	storage_fx_open(f);
 }
 
-static void fx_free(struct fx *f)
-{
-	storage_delete(f->db);
-	storage_table_meta_delete(f->t);
-	storage_table_meta_delete(f->u);
-	test_tmpdir_remove(f->dir);
-	fault_env_delete(f->fe);
-	env_real_delete(f->real);
-}
-
-/* no drain: what is not flushed comes back from the commitlog */
-static void restart(struct fx *f)
-{
-	storage_delete(f->db);
-	open_db(f);
-}
-
-static void put(struct fx *f, const struct storage_table_meta *t,
+static void put(struct storage_fx *f, const struct storage_table_meta *t,
 		const char *key, const char *v)
 {
 	struct storage_mutation *m =
@@ -107,7 +43,7 @@ static void put(struct fx *f, const struct storage_table_meta *t,
 	storage_mutation_delete(m);
 }
 
-static void put_range(struct fx *f, const struct storage_table_meta *t,
+static void put_range(struct storage_fx *f, const struct storage_table_meta *t,
 		      const char *prefix, int from, int to)
 {
 	char key[32];
@@ -117,7 +53,7 @@ static void put_range(struct fx *f, const struct storage_table_meta *t,
 	}
 }
 
-static bool has(struct fx *f, const struct storage_table_meta *t,
+static bool has(struct storage_fx *f, const struct storage_table_meta *t,
 		const char *key)
 {
 	struct storage_read_cmd cmd = {.key = (const uint8_t *)key,
@@ -130,7 +66,7 @@ static bool has(struct fx *f, const struct storage_table_meta *t,
 	return found;
 }
 
-static size_t count(struct fx *f, const struct storage_table_meta *t)
+static size_t count(struct storage_fx *f, const struct storage_table_meta *t)
 {
 	struct storage_read_cmd cmd = {0};
 	struct storage_scan *s =
@@ -149,7 +85,8 @@ static size_t count(struct fx *f, const struct storage_table_meta *t)
 }
 
 /* SSTable data files in the table's directory */
-static size_t data_files(struct fx *f, const struct storage_table_meta *t)
+static size_t data_files(struct storage_fx *f,
+			 const struct storage_table_meta *t)
 {
 	char path[800];
 	int k = snprintf(path, sizeof(path), "%s/ks/%s-", f->data, t->name);
@@ -165,7 +102,8 @@ static size_t data_files(struct fx *f, const struct storage_table_meta *t)
 	return n;
 }
 
-static uint64_t sstables(struct fx *f, const struct storage_table_meta *t)
+static uint64_t sstables(struct storage_fx *f,
+			 const struct storage_table_meta *t)
 {
 	struct storage_stats st;
 	storage_stats(f->db, t->id, &st);
@@ -174,7 +112,7 @@ static uint64_t sstables(struct fx *f, const struct storage_table_meta *t)
 
 START_TEST(truncate_empties_memtable_and_sstables_and_keeps_later_writes)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "trunc-basic");
 	put_range(&f, f.t, "old", 0, 200);
 	put_range(&f, f.u, "u", 0, 50);
@@ -203,7 +141,7 @@ START_TEST(truncate_empties_memtable_and_sstables_and_keeps_later_writes)
 	put_range(&f, f.t, "new", 0, 20);
 	ck_assert_uint_eq(count(&f, f.t), 20);
 
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_int_eq(storage_truncated_at(f.db, f.t->id), when);
 	ck_assert_uint_eq(count(&f, f.t), 20);
 	ck_assert(has(&f, f.t, "new7"));
@@ -214,19 +152,19 @@ START_TEST(truncate_empties_memtable_and_sstables_and_keeps_later_writes)
 	put_range(&f, f.t, "new", 20, 40);
 	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
 	put_range(&f, f.t, "new", 40, 50);
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_uint_eq(count(&f, f.t), 50);
 	ck_assert_uint_eq(count(&f, f.u), 100);
 	ck_assert_int_eq(storage_drain(f.db), 0);
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_uint_eq(count(&f, f.t), 50);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(restart_does_not_replay_truncated_commitlog_records)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "trunc-replay");
 	/* nothing flushed: the rows live only in the memtable and the log */
 	put_range(&f, f.t, "old", 0, 500);
@@ -234,12 +172,12 @@ START_TEST(restart_does_not_replay_truncated_commitlog_records)
 	ck_assert_int_eq(storage_truncate(f.db, f.t->id), 0);
 	put_range(&f, f.t, "new", 0, 10);
 	put_range(&f, f.u, "u", 10, 20);
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_uint_eq(count(&f, f.t), 10);
 	ck_assert(has(&f, f.t, "new3"));
 	ck_assert(!has(&f, f.t, "old3"));
 	ck_assert_uint_eq(count(&f, f.u), 20);
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_uint_eq(count(&f, f.t), 10);
 	ck_assert_uint_eq(count(&f, f.u), 20);
 
@@ -247,20 +185,20 @@ START_TEST(restart_does_not_replay_truncated_commitlog_records)
 	ck_assert_int_eq(storage_truncate(f.db, f.t->id), 0);
 	ck_assert_int_eq(storage_truncate(f.db, f.t->id), 0);
 	ck_assert_uint_eq(count(&f, f.t), 0);
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_uint_eq(count(&f, f.t), 0);
 	ck_assert_uint_eq(count(&f, f.u), 20);
 
 	uint8_t unknown[16] = {0xee};
 	ck_assert_int_eq(storage_truncate(f.db, unknown), -1);
 	ck_assert_int_eq(err_code(), ERR_NOT_FOUND);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(sstable_files_stay_while_a_scan_holds_them)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "trunc-reader");
 	put_range(&f, f.t, "old", 0, 100);
 	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
@@ -281,13 +219,13 @@ START_TEST(sstable_files_stay_while_a_scan_holds_them)
 	ck_assert_uint_eq(n, 100);
 	storage_scan_close(s);
 	ck_assert_uint_eq(data_files(&f, f.t), 0);
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_uint_eq(count(&f, f.t), 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
-static void table_file(struct fx *f, const struct storage_table_meta *t,
+static void table_file(struct storage_fx *f, const struct storage_table_meta *t,
 		       const char *name, char *out, size_t n)
 {
 	int k = snprintf(out, n, "%s/ks/%s-", f->data, t->name);
@@ -309,7 +247,7 @@ static void write_text(const char *path, const char *text)
  * record refuses to load the table rather than resurrect it. */
 START_TEST(a_crash_between_record_and_unlinks_finishes_the_truncate)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "trunc-crash");
 	put_range(&f, f.t, "old", 0, 100);
 	ck_assert_int_eq(storage_flush(f.db, NULL), 0); /* generation 1 */
@@ -322,14 +260,14 @@ START_TEST(a_crash_between_record_and_unlinks_finishes_the_truncate)
 	char path[900];
 	table_file(&f, f.t, "truncated.txt", path, sizeof(path));
 	write_text(path, "1 1000000 0 2 0\n");
-	open_db(&f);
+	storage_fx_open(&f);
 	ck_assert_uint_eq(count(&f, f.t), 0);
 	ck_assert_uint_eq(data_files(&f, f.t), 0);
 	ck_assert_uint_eq(count(&f, f.u), 10);
 	/* new SSTables are numbered above the truncated ones */
 	put_range(&f, f.t, "new", 0, 5);
 	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_uint_eq(count(&f, f.t), 5);
 
 	storage_delete(f.db);
@@ -342,7 +280,7 @@ START_TEST(a_crash_between_record_and_unlinks_finishes_the_truncate)
 	ck_assert_int_eq(storage_table_add(f.db, f.u, true), 0);
 	ck_assert_int_eq(storage_start(f.db), 0);
 	ck_assert_uint_eq(count(&f, f.t), 5);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -351,7 +289,7 @@ END_TEST
  * truncate works. */
 START_TEST(a_failed_truncation_record_drops_nothing)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "trunc-fail");
 	put_range(&f, f.t, "old", 0, 100);
 	ck_assert_int_eq(storage_flush(f.db, NULL), 0);
@@ -365,19 +303,19 @@ START_TEST(a_failed_truncation_record_drops_nothing)
 	ck_assert_uint_ge(sstables(&f, f.t), 1);
 	put_range(&f, f.t, "more", 0, 10);
 	ck_assert_uint_eq(count(&f, f.t), 160);
-	restart(&f); /* the memtable comes back from the commitlog */
+	storage_fx_restart(&f); /* the memtable comes back from the commitlog */
 	ck_assert_uint_eq(count(&f, f.t), 160);
 	fault_env_fail_writes(f.fe, NULL, 0);
 	ck_assert_int_eq(storage_truncate(f.db, f.t->id), 0);
 	ck_assert_uint_eq(count(&f, f.t), 0);
-	restart(&f);
+	storage_fx_restart(&f);
 	ck_assert_uint_eq(count(&f, f.t), 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 struct compactor {
-	struct fx *f;
+	struct storage_fx *f;
 	_Atomic bool stop;
 	int rounds;
 };
@@ -395,7 +333,7 @@ static void *compact_loop(void *arg)
 
 START_TEST(truncate_during_compactions_and_flushes_leaves_nothing_behind)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "trunc-compact");
 	for (int round = 0; round < 5; round++) {
 		for (int i = 0; i < 6; i++) {
@@ -418,14 +356,14 @@ START_TEST(truncate_during_compactions_and_flushes_leaves_nothing_behind)
 		ck_assert(!has(&f, f.t, "old1"));
 		ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0);
 		ck_assert_uint_eq(count(&f, f.t), 10);
-		restart(&f);
+		storage_fx_restart(&f);
 		ck_assert_uint_eq(count(&f, f.t), 10);
 		ck_assert(!has(&f, f.t, "old655"));
 		char key[32];
 		snprintf(key, sizeof(key), "new%d", round * 10 + 1);
 		ck_assert(has(&f, f.t, key));
 	}
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
