@@ -365,7 +365,25 @@ START_TEST(sstables_of_another_layout_are_refused)
 	const uint16_t k3[] = {STORAGE_TYPE_BLOB};
 	struct storage_table_meta *y = layout_table("y", 3, n3, k3, 1);
 	import_foreign(&f, y, "column 1 of the SSTable is regular w blob");
+
+	/* an older layout of the table (a column added since) is taken */
+	const char *n4[] = {"v", "w"};
+	const uint16_t k4[] = {STORAGE_TYPE_BLOB, STORAGE_TYPE_TEXT};
+	struct storage_table_meta *z = layout_table("z", 4, n4, k4, 2);
+	ck_assert_int_eq(storage_table_add(f.db, z, true), 0);
+	char src[900];
+	source(&f, 40, src, sizeof(src));
+	const char *dirs[] = {src};
+	bool failed[1];
+	size_t imported;
+	struct storage_import_options o = {
+		.dirs = dirs, .ndirs = 1, .verify = true};
+	ck_assert_int_eq(storage_import(f.db, z->id, &o, failed, &imported), 0);
+	ck_assert(!failed[0]);
+	ck_assert_uint_eq(imported, 2);
+	ck_assert_uint_eq(count(&f, z), 40);
 	storage_fx_free(&f);
+	storage_table_meta_delete(z);
 	storage_table_meta_delete(w);
 	storage_table_meta_delete(x);
 	storage_table_meta_delete(y);
