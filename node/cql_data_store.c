@@ -155,12 +155,29 @@ static int store_index_scan(struct store_job *j, size_t *cap)
 			}
 			break;
 		}
-		for (size_t i = 0; rc == 0 && i < c.count; i++) {
+		for (size_t i = 0, ie; rc == 0 && i < c.count; i = ie) {
+			/* a partition's entries: the partition, or its rows */
+			for (ie = i + 1; ie < c.count &&
+					 c.tokens[ie] == c.tokens[i] &&
+					 slice_cmp(c.keys[ie], c.keys[i]) == 0;
+			     ie++)
+				;
 			cmd.key = c.keys[i].ptr;
 			cmd.key_len = c.keys[i].len;
 			struct storage_mutation *m = NULL;
-			rc = storage_read_fragment(j->d->db, j->table_id, &cmd,
-						   &m);
+			/* only the index's rows, when the coordinator says
+			 * one replica answers (no replica filtering
+			 * protection, which compares partitions) and the
+			 * read has no slices of its own */
+			if (j->ix.rows && !cmd.slices && c.rows &&
+			    c.rows[i].len)
+				rc = storage_read_fragment_rows(
+					j->d->db, j->table_id, &cmd, c.rows + i,
+					ie - i, &m);
+			else
+				rc = storage_read_fragment(j->d->db,
+							   j->table_id, &cmd,
+							   &m);
 			if (rc != 0)
 				break;
 			if (storage_mutation_is_empty(m)) {

@@ -1127,6 +1127,7 @@ static void index_to_msg(const struct repl_index_expr *ix,
 	m->n_values = ix->n_vals;
 	m->values = vals;
 	m->range = ix->range;
+	m->rows = ix->rows;
 	if (ix->lo) {
 		m->has_lo = true;
 		m->lo = pb_bytes(ix->lo->value);
@@ -1326,6 +1327,9 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 		done(arg, &res, NULL, 0, q->start, false);
 		return;
 	}
+	/* one contact: it may answer with the index's rows only (with more,
+	 * replica filtering protection needs whole partitions) */
+	op->ix.rows = op->has_index && op->nt == 1;
 	op->hold++;
 	op->sending = true;
 	for (size_t i = 0; i < op->nt && !op->replied; i++)

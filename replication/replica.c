@@ -405,7 +405,8 @@ int repl_index_expr_copy(struct arena *a, const struct repl_index_expr *src,
 		.range = src->range,
 		.lo = src->range && src->lo ? &bounds[0] : NULL,
 		.hi = src->range && src->hi ? &bounds[1] : NULL,
-		.and_ix = and_ix};
+		.and_ix = and_ix,
+		.rows = src->rows};
 	return 0;
 }
 
@@ -445,7 +446,8 @@ static int index_from_msg(const Cassini__Replication__IndexExpr *m,
 					.n_vals = m->n_values,
 					.range = m->range,
 					.lo = m->has_lo ? &b[0] : NULL,
-					.hi = m->has_hi ? &b[1] : NULL};
+					.hi = m->has_hi ? &b[1] : NULL,
+					.rows = m->rows};
 	return 0;
 }
 

@@ -26,7 +26,8 @@
 
 struct cand {
 	int64_t token;
-	size_t off, len; /* in the bytes */
+	size_t off, len;       /* the partition key, in the bytes */
+	size_t ck_off, ck_len; /* the row's clustering, or none (0) */
 };
 
 struct collect {
@@ -43,6 +44,8 @@ struct collect {
 	int64_t cap_token;
 	struct buf cap_key;
 	uint64_t shrinks; /* times the kept set was cut down */
+	size_t shrink_at; /* entries held when the next cut is due */
+	bool rows;        /* the component keys carry rows */
 };
 
 static bool in_range(const struct collect *c, int64_t token)
@@ -55,8 +58,10 @@ static struct slice cand_key(const struct collect *c, const struct cand *x)
 	return (struct slice){c->bytes.data + x->off, x->len};
 }
 
-/* Appends a candidate as it is (no range or page check). */
-static void push(struct collect *c, int64_t token, struct slice key)
+/* Appends a candidate as it is (no range or page check): partition
+ * `key`, and its row `ck` (empty: the partition). */
+static void push(struct collect *c, int64_t token, struct slice key,
+		 struct slice ck)
 {
 	if (c->err)
 		return;
@@ -71,16 +76,19 @@ static void push(struct collect *c, int64_t token, struct slice key)
 		c->cap = cap;
 	}
 	size_t off = c->bytes.len;
-	if (buf_append(&c->bytes, key.ptr, key.len)) {
+	if (buf_append(&c->bytes, key.ptr, key.len) ||
+	    buf_append(&c->bytes, ck.ptr, ck.len)) {
 		c->err = 1;
 		return;
 	}
-	c->v[c->n++] = (struct cand){token, off, key.len};
+	c->v[c->n++] = (struct cand){token, off, key.len, off + key.len,
+				     ck.len};
 }
 
 static void shrink(struct collect *c);
 
-static void add(struct collect *c, int64_t token, struct slice key)
+static void add(struct collect *c, int64_t token, struct slice key,
+		struct slice ck)
 {
 	if (c->err || !in_range(c, token))
 		return;
@@ -96,10 +104,14 @@ static void add(struct collect *c, int64_t token, struct slice key)
 		c->more = true;
 		return;
 	}
-	push(c, token, key);
-	/* a page's worth kept: cut back to the limit now and then */
-	if (pg && pg->limit && c->n >= 2 * pg->limit + 16)
+	push(c, token, key, ck);
+	/* a page's worth kept: cut back to the limit now and then (a
+	 * limit's partitions may hold several rows each) */
+	if (pg && pg->limit && c->n >= 2 * pg->limit + 16 &&
+	    c->n >= c->shrink_at) {
 		shrink(c);
+		c->shrink_at = 2 * c->n;
+	}
 }
 
 /* A memtable: its index, or every partition in the range. */
@@ -131,8 +143,9 @@ static void from_memtable(struct collect *c, const struct memtable *mt,
 	const struct storage_index *mix =
 		storage_table_meta_index(mt->meta, ix->name);
 	char a[64], b[64];
-	if (sl && mix && sai_index_ident(mix, a, sizeof(a)) >= 0 &&
-	    sai_index_ident(ix, b, sizeof(b)) >= 0 && strcmp(a, b) == 0) {
+	if (sl && mix && sai_index_ident(mt->meta, mix, a, sizeof(a)) >= 0 &&
+	    sai_index_ident(mt->meta, ix, b, sizeof(b)) >= 0 &&
+	    strcmp(a, b) == 0) {
 		struct mt_sai_term probe = {
 			.term = lo ? (struct slice){lo->term, lo->len}
 				   : (struct slice){NULL, 0},
@@ -155,8 +168,9 @@ static void from_memtable(struct collect *c, const struct memtable *mt,
 			while (ch) {
 				for (uint32_t k = 0; k < ch->cap && left;
 				     k++, left--)
-					add(c, ch->parts[k]->token,
-					    ch->parts[k]->key);
+					add(c, ch->parts[k].part->token,
+					    ch->parts[k].part->key,
+					    ch->parts[k].ck);
 				if (!left)
 					break;
 				ch = ch->next;
@@ -172,7 +186,7 @@ static void from_memtable(struct collect *c, const struct memtable *mt,
 		const struct mt_partition *p = mt_node_partition(n);
 		if (!c->full && p->token > c->end)
 			break;
-		add(c, p->token, p->key);
+		add(c, p->token, p->key, (struct slice){NULL, 0});
 	}
 }
 
@@ -180,9 +194,10 @@ static void component_key(void *arg, const uint8_t *k, uint32_t len)
 {
 	struct collect *c = arg;
 	int64_t token;
-	struct slice key;
-	if (sai_component_key_split(k, len, &token, &key) == 0)
-		add(c, token, key);
+	struct slice key, ck = {NULL, 0};
+	if (c->rows ? sai_component_row_key_split(k, len, &token, &key, &ck) == 0
+		    : sai_component_key_split(k, len, &token, &key) == 0)
+		add(c, token, key, ck);
 }
 
 /* Every partition of `s` in the range. */
@@ -198,7 +213,7 @@ static int list_sstable(struct collect *c, struct sstable *s)
 	while ((r = sst_iter_next(it, &e)) > 0) {
 		if (!c->full && e->token > c->end)
 			break;
-		add(c, e->token, e->key);
+		add(c, e->token, e->key, (struct slice){NULL, 0});
 	}
 	sst_iter_delete(it);
 	return r < 0 ? -1 : 0;
@@ -234,13 +249,25 @@ static int from_sstable(struct collect *c, struct sstable *s,
 	return list_sstable(c, s);
 }
 
+static int part_cmp(const struct cand *a, const struct cand *b,
+		    const uint8_t *bytes)
+{
+	return storage_partition_cmp(
+		a->token, (struct slice){bytes + a->off, a->len}, b->token,
+		(struct slice){bytes + b->off, b->len});
+}
+
+/* Partitions in token order; within one, the partition itself (no row)
+ * first, then its rows bytewise. */
 static int cand_cmp(const void *x, const void *y, void *arg)
 {
 	const struct cand *a = x, *b = y;
 	const uint8_t *bytes = arg;
-	return storage_partition_cmp(
-		a->token, (struct slice){bytes + a->off, a->len}, b->token,
-		(struct slice){bytes + b->off, b->len});
+	int r = part_cmp(a, b, bytes);
+	if (r)
+		return r;
+	return slice_cmp((struct slice){bytes + a->ck_off, a->ck_len},
+			 (struct slice){bytes + b->ck_off, b->ck_len});
 }
 
 /* qsort_r is not C11: a small merge sort with a context. */
@@ -263,8 +290,10 @@ static void sort_cands(struct cand *v, size_t n, struct cand *tmp,
 	memcpy(v, tmp, n * sizeof(*v));
 }
 
-/* Sorts and dedupes the candidates; beyond the page's limit they are cut
- * (capped at the last one kept, `more`). */
+/* Sorts and dedupes the candidates: a partition listed whole (no row)
+ * keeps no rows, one of more than SAI_ROWS_MAX rows is listed whole.
+ * Beyond the page's limit of partitions they are cut (capped at the last
+ * one kept, `more`). */
 static int sort_unique(struct collect *c)
 {
 	struct cand *tmp = c->n ? malloc(c->n * sizeof(*tmp)) : NULL;
@@ -272,17 +301,33 @@ static int sort_unique(struct collect *c)
 		return err_set(ERR_NOMEM, "index candidates");
 	sort_cands(c->v, c->n, tmp, c->bytes.data);
 	free(tmp);
-	size_t u = 0;
-	for (size_t i = 0; i < c->n; i++)
-		if (!u || cand_cmp(&c->v[u - 1], &c->v[i], c->bytes.data) != 0)
-			c->v[u++] = c->v[i];
+	size_t u = 0, parts = 0, limit = c->pg ? c->pg->limit : 0;
+	size_t cut = 0; /* entries of the first `limit` partitions */
+	for (size_t i = 0; i < c->n;) {
+		size_t j = i + 1;
+		while (j < c->n &&
+		       part_cmp(&c->v[i], &c->v[j], c->bytes.data) == 0)
+			j++;
+		size_t first = u;
+		for (size_t k = i; k < j; k++)
+			if (u == first ||
+			    cand_cmp(&c->v[u - 1], &c->v[k], c->bytes.data) !=
+				    0)
+				c->v[u++] = c->v[k];
+		if (c->v[first].ck_len == 0 || u - first > SAI_ROWS_MAX) {
+			c->v[first].ck_len = 0; /* the partition, whole */
+			u = first + 1;
+		}
+		if (++parts == limit)
+			cut = u;
+		i = j;
+	}
 	c->n = u;
-	size_t limit = c->pg ? c->pg->limit : 0;
-	if (!limit || c->n <= limit)
+	if (!limit || parts <= limit)
 		return 0;
-	c->n = limit;
+	c->n = cut;
 	c->more = true;
-	const struct cand *last = &c->v[limit - 1];
+	const struct cand *last = &c->v[cut - 1];
 	c->capped = true;
 	c->cap_token = last->token;
 	c->cap_key.len = 0;
@@ -293,11 +338,14 @@ static int sort_unique(struct collect *c)
 	buf_init(&b);
 	for (size_t i = 0; i < c->n; i++) {
 		size_t off = b.len;
-		if (buf_append(&b, c->bytes.data + c->v[i].off, c->v[i].len)) {
+		if (buf_append(&b, c->bytes.data + c->v[i].off, c->v[i].len) ||
+		    buf_append(&b, c->bytes.data + c->v[i].ck_off,
+			       c->v[i].ck_len)) {
 			buf_free(&b);
 			return err_set(ERR_NOMEM, "index candidates");
 		}
 		c->v[i].off = off;
+		c->v[i].ck_off = off + c->v[i].len;
 	}
 	buf_free(&c->bytes);
 	c->bytes = b;
@@ -319,7 +367,8 @@ static int emit(struct collect *c, struct storage_index_keys *out, bool more,
 	size_t u = c->n;
 	out->tokens = u ? malloc(u * sizeof(*out->tokens)) : NULL;
 	out->keys = u ? malloc(u * sizeof(*out->keys)) : NULL;
-	if (u && (!out->tokens || !out->keys))
+	out->rows = u ? malloc(u * sizeof(*out->rows)) : NULL;
+	if (u && (!out->tokens || !out->keys || !out->rows))
 		return err_set(ERR_NOMEM, "index candidates");
 	out->more = more;
 	if (more) {
@@ -336,6 +385,12 @@ static int emit(struct collect *c, struct storage_index_keys *out, bool more,
 		out->tokens[i] = c->v[i].token;
 		out->keys[i] = (struct slice){out->bytes.data + c->v[i].off,
 					      c->v[i].len};
+		out->rows[i] =
+			c->v[i].ck_len
+				? (struct slice){out->bytes.data +
+							 c->v[i].ck_off,
+						 c->v[i].ck_len}
+				: (struct slice){NULL, 0};
 	}
 	out->count = u;
 	return 0;
@@ -393,6 +448,22 @@ static int set_done(struct collect *c, struct storage_index_keys *out,
 	return rc;
 }
 
+/* The end of the run of entries of set k's partition at i. */
+static size_t group_end(const struct storage_index_keys *k, size_t i)
+{
+	size_t j = i + 1;
+	while (j < k->count &&
+	       storage_partition_cmp(k->tokens[i], k->keys[i], k->tokens[j],
+				     k->keys[j]) == 0)
+		j++;
+	return j;
+}
+
+static struct slice row_of(const struct storage_index_keys *k, size_t i)
+{
+	return k->rows ? k->rows[i] : (struct slice){NULL, 0};
+}
+
 int storage_index_keys_intersect(const struct storage_index_keys *a,
 				 const struct storage_index_keys *b,
 				 struct storage_index_keys *out)
@@ -407,19 +478,39 @@ int storage_index_keys_intersect(const struct storage_index_keys *a,
 		int r = storage_partition_cmp(a->tokens[i], a->keys[i],
 					      b->tokens[j], b->keys[j]);
 		if (r < 0) {
-			i++;
+			i = group_end(a, i);
 			continue;
 		}
 		if (r > 0) {
-			j++;
+			j = group_end(b, j);
 			continue;
 		}
 		if (more &&
 		    storage_partition_cmp(a->tokens[i], a->keys[i], bt, bk) > 0)
 			break;
-		push(&c, a->tokens[i], a->keys[i]);
-		i++;
-		j++;
+		size_t ie = group_end(a, i), je = group_end(b, j);
+		bool aw = row_of(a, i).len == 0, bw = row_of(b, j).len == 0;
+		if (aw && bw) {
+			push(&c, a->tokens[i], a->keys[i], row_of(a, i));
+		} else if (aw || bw) {
+			/* one lists the partition whole: the other's rows */
+			const struct storage_index_keys *o = aw ? b : a;
+			for (size_t k = aw ? j : i; k < (aw ? je : ie); k++)
+				push(&c, o->tokens[k], o->keys[k],
+				     row_of(o, k));
+		} else {
+			/* the rows both list (each in bytewise order) */
+			for (size_t x = i, y = j; x < ie && y < je;) {
+				int d = slice_cmp(row_of(a, x), row_of(b, y));
+				if (d == 0)
+					push(&c, a->tokens[x], a->keys[x],
+					     row_of(a, x));
+				x += d <= 0;
+				y += d >= 0;
+			}
+		}
+		i = ie;
+		j = je;
 	}
 	return set_done(&c, out, two, 2, more, bt, bk);
 }
@@ -431,37 +522,19 @@ int storage_index_keys_union(const struct storage_index_keys *sets, size_t n,
 	struct slice bk = {NULL, 0};
 	bool more = sets_bound(sets, n, &bt, &bk);
 	struct collect c = {0};
-	size_t *at = calloc(n ? n : 1, sizeof(*at));
-	if (!at)
-		return err_set(ERR_NOMEM, "index candidates");
-	for (;;) {
-		/* the smallest head; every set at it moves on */
-		size_t best = n;
-		for (size_t i = 0; i < n; i++) {
-			if (at[i] >= sets[i].count)
-				continue;
-			if (best == n ||
-			    storage_partition_cmp(
-				    sets[i].tokens[at[i]], sets[i].keys[at[i]],
-				    sets[best].tokens[at[best]],
-				    sets[best].keys[at[best]]) < 0)
-				best = i;
+	/* every entry up to the bound, then sorted and deduped (a partition
+	 * one set lists whole is whole) */
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < sets[i].count; k++) {
+			if (more && storage_partition_cmp(sets[i].tokens[k],
+							  sets[i].keys[k], bt,
+							  bk) > 0)
+				break;
+			push(&c, sets[i].tokens[k], sets[i].keys[k],
+			     row_of(&sets[i], k));
 		}
-		if (best == n)
-			break;
-		int64_t t = sets[best].tokens[at[best]];
-		struct slice k = sets[best].keys[at[best]];
-		if (more && storage_partition_cmp(t, k, bt, bk) > 0)
-			break;
-		push(&c, t, k);
-		for (size_t i = 0; i < n; i++)
-			if (at[i] < sets[i].count &&
-			    storage_partition_cmp(sets[i].tokens[at[i]],
-						  sets[i].keys[at[i]], t,
-						  k) == 0)
-				at[i]++;
-	}
-	free(at);
+	if (!c.err && sort_unique(&c))
+		c.err = 1;
 	return set_done(&c, out, sets, n, more, bt, bk);
 }
 
@@ -471,6 +544,7 @@ void storage_index_keys_free(struct storage_index_keys *k)
 		return;
 	free(k->tokens);
 	free(k->keys);
+	free(k->rows);
 	buf_free(&k->bytes);
 	buf_free(&k->resume_bytes);
 	memset(k, 0, sizeof(*k));
@@ -487,7 +561,8 @@ static int candidates(struct storage *db, struct engine_snapshot *snap,
 	struct collect c = {.start = start_token,
 			    .end = end_token,
 			    .full = start_token == end_token,
-			    .pg = page};
+			    .pg = page,
+			    .rows = sai_index_rows(snap->meta, ix)};
 	int rc = 0;
 	for (size_t i = 0; i < snap->mt_count; i++)
 		from_memtable(&c, snap->mts[i], ix, lo, hi, &out->scanned);
@@ -616,4 +691,89 @@ int storage_index_candidates_range(struct storage *db,
 	buf_free(&lt);
 	buf_free(&ht);
 	return query_close(&snap, rc, out);
+}
+
+struct row_ref {
+	struct slice ck;
+	const struct storage_table_meta *t;
+};
+
+static int row_cmp(const struct row_ref *a, const struct row_ref *b)
+{
+	return storage_ck_cmp(a->t, a->ck, b->ck);
+}
+
+/* qsort has no context: a small merge sort. */
+static void sort_rows(struct row_ref *v, size_t n, struct row_ref *tmp)
+{
+	if (n < 2)
+		return;
+	size_t h = n / 2;
+	sort_rows(v, h, tmp);
+	sort_rows(v + h, n - h, tmp);
+	size_t i = 0, j = h, k = 0;
+	while (i < h && j < n)
+		tmp[k++] = row_cmp(&v[j], &v[i]) < 0 ? v[j++] : v[i++];
+	while (i < h)
+		tmp[k++] = v[i++];
+	while (j < n)
+		tmp[k++] = v[j++];
+	memcpy(v, tmp, n * sizeof(*v));
+}
+
+int storage_read_fragment_rows(struct storage *db, const uint8_t table_id[16],
+			       const struct storage_read_cmd *cmd,
+			       const struct slice *rows, size_t n,
+			       struct storage_mutation **out)
+{
+	*out = NULL;
+	const struct storage_table_meta *t =
+		storage_table_meta_acquire(db, table_id);
+	if (!t)
+		return err_set(ERR_NOT_FOUND, "no such table");
+	size_t nc = t->ck_count;
+	struct row_ref *v = malloc((n ? n : 1) * sizeof(*v));
+	struct row_ref *tmp = malloc((n ? n : 1) * sizeof(*tmp));
+	struct slice *vals = malloc((n * nc > 0 ? n * nc : 1) * sizeof(*vals));
+	struct storage_slice *sl = malloc((n ? n : 1) * sizeof(*sl));
+	int rc = 0;
+	if (!v || !tmp || !vals || !sl)
+		rc = err_set(ERR_NOMEM, "index rows");
+	size_t m = 0;
+	for (size_t i = 0; !rc && i < n; i++)
+		v[m++] = (struct row_ref){rows[i], t};
+	if (!rc)
+		sort_rows(v, m, tmp);
+	/* one single-row slice per distinct row, ascending */
+	size_t ns = 0;
+	for (size_t i = 0; !rc && i < m; i++) {
+		if (ns && row_cmp(&v[i - 1], &v[i]) == 0)
+			continue;
+		int kind;
+		int k = storage_ck_decode(v[i].ck, &kind, vals + ns * nc, nc);
+		if (k < 0 || kind != CK_ROW) {
+			rc = err_set(ERR_CORRUPT, "an index row of %s.%s",
+				     t->keyspace, t->name);
+			break;
+		}
+		sl[ns] = (struct storage_slice){.start = vals + ns * nc,
+						.start_count = (size_t)k,
+						.start_incl = true,
+						.end = vals + ns * nc,
+						.end_count = (size_t)k,
+						.end_incl = true};
+		ns++;
+	}
+	if (!rc) {
+		struct storage_read_cmd c = *cmd;
+		c.slices = sl;
+		c.slice_count = ns;
+		rc = storage_read_fragment(db, table_id, &c, out);
+	}
+	free(v);
+	free(tmp);
+	free(vals);
+	free(sl);
+	storage_table_meta_unref(t);
+	return rc;
 }

@@ -102,7 +102,7 @@ static bool failed_recorded(struct storage *db, const struct table *t,
 	bool hit = false;
 	uint8_t *data = NULL;
 	size_t len = 0;
-	if (p && sai_index_ident(ix, ident, sizeof(ident)) >= 0 &&
+	if (p && sai_index_ident(t->meta, ix, ident, sizeof(ident)) >= 0 &&
 	    env_exists(db->o.env, p) == 1 &&
 	    env_read_file(db->o.env, p, 256, &data, &len) == 0)
 		hit = len == strlen(ident) && memcmp(data, ident, len) == 0;
@@ -157,8 +157,8 @@ static bool same_index(const struct storage_index *a,
 		       const struct storage_index *b)
 {
 	char x[64], y[64];
-	return sai_index_ident(a, x, sizeof(x)) >= 0 &&
-	       sai_index_ident(b, y, sizeof(y)) >= 0 && strcmp(x, y) == 0;
+	return sai_index_ident(NULL, a, x, sizeof(x)) >= 0 &&
+	       sai_index_ident(NULL, b, y, sizeof(y)) >= 0 && strcmp(x, y) == 0;
 }
 
 void storage_engine_sai_update(struct storage *db, struct table *t,
@@ -255,7 +255,8 @@ static int build_sstable(struct storage *db, struct table *t,
 	static const struct storage_read_cmd all = {.with_static = true};
 	struct sai_builder b;
 	sai_builder_init(&b);
-	struct buf term, key, last;
+	struct buf term, key, last, seen;
+	buf_init(&seen);
 	buf_init(&term);
 	buf_init(&key);
 	buf_init(&last);
@@ -286,22 +287,45 @@ static int build_sstable(struct storage *db, struct table *t,
 		}
 		buf_clear(&last);
 		bool have_last = false;
+		bool rows = sai_index_rows(meta, ix);
 		for (size_t i = 0; !rc && i <= c.atom_count; i++) {
 			int k = i == 0 ? sai_key_term(meta, ix, e->key, &term)
 				       : sai_atom_term(meta, ix,
 						       &c.atoms[i - 1], &term);
+			/* a row-level index: each (term, row) once (the
+			 * atoms of a row are together) */
+			struct slice ck = rows && i > 0 ? c.atoms[i - 1].ck
+							: (struct slice){NULL, 0};
+			buf_clear(&seen);
+			if (k > 0 && ck.len) {
+				uint8_t n[4] = {(uint8_t)(term.len >> 24),
+						(uint8_t)(term.len >> 16),
+						(uint8_t)(term.len >> 8),
+						(uint8_t)term.len};
+				if (buf_append(&seen, n, 4) ||
+				    buf_append(&seen, ck.ptr, ck.len))
+					k = err_set(ERR_NOMEM, "index build");
+			}
+			if (k > 0 && buf_append(&seen, term.data, term.len))
+				k = err_set(ERR_NOMEM, "index build");
 			if (k < 0) {
 				rc = -1;
 			} else if (k > 0 &&
-				   !(have_last && last.len == term.len &&
-				     (!term.len || memcmp(last.data, term.data,
-							  term.len) == 0))) {
+				   !(have_last && last.len == seen.len &&
+				     (!seen.len || memcmp(last.data, seen.data,
+							  seen.len) == 0))) {
 				buf_clear(&last);
 				have_last = true;
-				if (buf_append(&last, term.data, term.len) ||
-				    sai_builder_add(
-					    &b, term.data, (uint32_t)term.len,
-					    key.data, (uint32_t)key.len))
+				if (ck.len &&
+				    sai_component_row_key(e->token, e->key, ck,
+							  &key))
+					rc = -1;
+				else if (buf_append(&last, seen.data,
+						    seen.len) ||
+					 sai_builder_add(&b, term.data,
+							 (uint32_t)term.len,
+							 key.data,
+							 (uint32_t)key.len))
 					rc = err_set(ERR_NOMEM, "index build");
 			}
 		}
@@ -315,7 +339,7 @@ static int build_sstable(struct storage *db, struct table *t,
 	uint8_t *out = NULL;
 	size_t len = 0;
 	char ident[64];
-	int il = rc ? -1 : sai_index_ident(ix, ident, sizeof(ident));
+	int il = rc ? -1 : sai_index_ident(meta, ix, ident, sizeof(ident));
 	if (!rc && (il < 0 || sai_build_ident(&b, ident, (uint32_t)il, &out,
 					      &len) != SAI_OK))
 		rc = err_set(ERR_NOMEM, "index build");
@@ -323,6 +347,7 @@ static int build_sstable(struct storage *db, struct table *t,
 	buf_free(&term);
 	buf_free(&key);
 	buf_free(&last);
+	buf_free(&seen);
 	/* an SSTable compacted away meanwhile goes with our reference: its
 	 * files (the component too, once listed) are removed then */
 	if (!rc && !atomic_load(&s->obsolete))
@@ -519,7 +544,7 @@ void *storage_engine_indexer_main(void *arg)
 				x->failed = true;
 				const struct storage_index *ix =
 					storage_table_meta_index(t->meta, name);
-				if (ix && sai_index_ident(ix, ident,
+				if (ix && sai_index_ident(t->meta, ix, ident,
 							  sizeof(ident)) >= 0)
 					record = 1;
 				LOG_AT(LOG_LEVEL_ERROR,

@@ -96,7 +96,7 @@ const struct skiplist *memtable_sai(const struct memtable *mt, const char *name)
 static struct mt_sai_chunk *sai_chunk_new(struct memtable *mt, uint32_t cap)
 {
 	struct mt_sai_chunk *c = arena_alloc(
-		&mt->arena, sizeof(*c) + cap * sizeof(struct mt_partition *));
+		&mt->arena, sizeof(*c) + cap * sizeof(struct mt_sai_ref));
 	if (c) {
 		c->next = NULL;
 		c->cap = cap;
@@ -104,17 +104,26 @@ static struct mt_sai_chunk *sai_chunk_new(struct memtable *mt, uint32_t cap)
 	return c;
 }
 
-/* Adds p under the term in mt->sai_term of index i (unless it is that
- * term's last partition already). */
-static int sai_put(struct memtable *mt, size_t i, struct mt_partition *p)
+/* Adds p (row ck when not empty) under the term in mt->sai_term of index
+ * i (unless it is that term's last partition or row already). */
+static int sai_put(struct memtable *mt, size_t i, struct mt_partition *p,
+		   struct slice ck)
 {
 	struct mt_sai_term probe = {
 		.term = {mt->sai_term.data, mt->sai_term.len}};
 	struct skiplist_node *prev[SKIPLIST_MAX_HEIGHT];
 	struct skiplist_node *n = skiplist_find_prev(&mt->sai[i], &probe, prev);
 	struct mt_sai_term *t = n ? skiplist_key(n) : NULL;
-	if (t && t->last == p)
+	if (t && t->last == p && slice_cmp(t->last_ck, ck) == 0)
 		return 0;
+	struct mt_sai_ref ref = {p, {NULL, 0}};
+	if (ck.len) {
+		uint8_t *c = arena_alloc_aligned(&mt->arena, ck.len, 1);
+		if (!c)
+			return err_set(ERR_NOMEM, "memtable index");
+		memcpy(c, ck.ptr, ck.len);
+		ref.ck = (struct slice){c, ck.len};
+	}
 	if (!t) {
 		t = arena_alloc(&mt->arena, sizeof(*t));
 		uint8_t *term =
@@ -132,8 +141,9 @@ static int sai_put(struct memtable *mt, size_t i, struct mt_partition *p)
 		t->tail_used = 0;
 		t->last = NULL;
 		atomic_init(&t->count, 0);
-		c->parts[t->tail_used++] = p;
+		c->parts[t->tail_used++] = ref;
 		t->last = p;
+		t->last_ck = ref.ck;
 		atomic_store_explicit(&t->count, 1, memory_order_release);
 		return skiplist_insert_at(&mt->sai[i], t, prev)
 			       ? 0
@@ -149,8 +159,9 @@ static int sai_put(struct memtable *mt, size_t i, struct mt_partition *p)
 		t->tail = c;
 		t->tail_used = 0;
 	}
-	t->tail->parts[t->tail_used++] = p;
+	t->tail->parts[t->tail_used++] = ref;
 	t->last = p;
+	t->last_ck = ref.ck;
 	atomic_store_explicit(
 		&t->count,
 		atomic_load_explicit(&t->count, memory_order_relaxed) + 1,
@@ -165,15 +176,18 @@ static int sai_apply(struct memtable *mt, struct mt_partition *p,
 	const struct storage_table_meta *t = mt->meta;
 	for (size_t i = 0; i < t->index_count; i++) {
 		const struct storage_index *ix = &t->indexes[i];
+		bool rows = sai_index_rows(t, ix);
 		int r = sai_key_term(t, ix, p->key, &mt->sai_term);
 		if (r > 0)
-			r = sai_put(mt, i, p);
+			r = sai_put(mt, i, p, (struct slice){NULL, 0});
 		if (r < 0)
 			return -1;
 		for (size_t j = 0; j < m->atom_count; j++) {
 			r = sai_atom_term(t, ix, &m->atoms[j], &mt->sai_term);
 			if (r > 0)
-				r = sai_put(mt, i, p);
+				r = sai_put(mt, i, p,
+					    rows ? m->atoms[j].ck
+						 : (struct slice){NULL, 0});
 			if (r < 0)
 				return -1;
 		}

@@ -53,13 +53,19 @@ struct mt_index {
  * double up to MT_SAI_CHUNK_MAX entries (SAI's memtable index keeps a
  * set of keys per term the same way). Readers take `count` (acquire) and
  * walk that many entries from `head`; the one writer fills an entry and
- * links a chunk before it publishes the count. A partition is appended
- * again only when it is not the term's last (readers sort and dedupe). */
+ * links a chunk before it publishes the count. A partition (a row, for
+ * an index whose entries carry rows: sai_index_rows) is appended again
+ * only when it is not the term's last (readers sort and dedupe). */
 #define MT_SAI_CHUNK_MAX 256
+struct mt_sai_ref {
+	struct mt_partition *part;
+	struct slice ck; /* the row's encoded clustering (in the arena), or
+			  * empty: the partition */
+};
 struct mt_sai_chunk {
 	struct mt_sai_chunk *next;
 	uint32_t cap;
-	struct mt_partition *parts[];
+	struct mt_sai_ref parts[];
 };
 struct mt_sai_term {
 	struct slice term;
@@ -69,6 +75,7 @@ struct mt_sai_term {
 	struct mt_sai_chunk *tail;
 	uint32_t tail_used;
 	const struct mt_partition *last;
+	struct slice last_ck;
 };
 
 struct memtable {

@@ -56,15 +56,32 @@ int sai_atom_term(const struct storage_table_meta *t,
 		  const struct storage_index *ix, const struct atom *a,
 		  struct buf *out);
 
+/* Whether the index's entries carry the row: an index on a regular
+ * column (its values, keys, entries or whole value) of a table with
+ * clustering columns. Partition key, clustering and static column
+ * indexes, and tables without clustering columns, list partitions. */
+bool sai_index_rows(const struct storage_table_meta *t,
+		    const struct storage_index *ix);
+
 /* What the index indexes, as the bytes kept in each component's header
- * (column number, target, analyzer): "c<column> t<target> f0", or
- * "... a<analyzer bits>". */
-int sai_index_ident(const struct storage_index *ix, char *out, size_t cap);
+ * (column number, target, analyzer, rows): "c<column> t<target> f0", or
+ * "... a<analyzer bits>", then " r1" when sai_index_rows (t NULL: without
+ * it, to compare two versions of one table's index). */
+int sai_index_ident(const struct storage_table_meta *t,
+		    const struct storage_index *ix, char *out, size_t cap);
 
 /* The component's key for a partition: its token byte-comparable (be64,
  * sign bit flipped) then the partition key, so a term's keys are in
  * token order. */
 int sai_component_key(int64_t token, struct slice key, struct buf *out);
+/* The component's key for a row (sai_index_rows): token as above, be16
+ * partition key length, the partition key, the row's encoded clustering;
+ * a partition's rows are adjacent, in token order. */
+int sai_component_row_key(int64_t token, struct slice key, struct slice ck,
+			  struct buf *out);
+/* Splits a row key; -1 when malformed. */
+int sai_component_row_key_split(const uint8_t *p, size_t len, int64_t *token,
+				struct slice *key, struct slice *ck);
 /* Splits a component key; -1 when shorter than a token. */
 int sai_component_key_split(const uint8_t *p, size_t len, int64_t *token,
 			    struct slice *key);

@@ -318,12 +318,33 @@ int sai_atom_term(const struct storage_table_meta *t,
 	return sai_term_encode(vt, ix->analyzer, v, out) ? -1 : 1;
 }
 
+bool sai_index_rows(const struct storage_table_meta *t,
+		    const struct storage_index *ix)
+{
+	return t->ck_count > 0 && ix->column < t->column_count &&
+	       t->columns[ix->column].kind == STORAGE_COLUMN_REGULAR;
+}
+
 int sai_component_key(int64_t token, struct slice key, struct buf *out)
 {
 	buf_clear(out);
 	return put_be(out, (uint64_t)token ^ (1ull << 63), 8) ||
 			       buf_append(out, key.ptr, key.len)
 		       ? -1
+		       : 0;
+}
+
+int sai_component_row_key(int64_t token, struct slice key, struct slice ck,
+			  struct buf *out)
+{
+	buf_clear(out);
+	if (key.len > 0xffff)
+		return err_set(ERR_INVALID, "partition key too long");
+	return put_be(out, (uint64_t)token ^ (1ull << 63), 8) ||
+			       put_be(out, key.len, 2) ||
+			       buf_append(out, key.ptr, key.len) ||
+			       buf_append(out, ck.ptr, ck.len)
+		       ? err_set(ERR_NOMEM, "index key")
 		       : 0;
 }
 
@@ -338,14 +359,33 @@ int sai_component_key_split(const uint8_t *p, size_t len, int64_t *token,
 	return 0;
 }
 
-int sai_index_ident(const struct storage_index *ix, char *out, size_t cap)
+int sai_component_row_key_split(const uint8_t *p, size_t len, int64_t *token,
+				struct slice *key, struct slice *ck)
+{
+	if (len < 10)
+		return -1;
+	*token = (int64_t)(load_be(p, 8) ^ (1ull << 63));
+	size_t kl = (size_t)load_be(p + 8, 2);
+	if (kl > len - 10)
+		return -1;
+	*key = (struct slice){p + 10, kl};
+	*ck = (struct slice){p + 10 + kl, len - 10 - kl};
+	return ck->len ? 0 : -1;
+}
+
+int sai_index_ident(const struct storage_table_meta *t,
+		    const struct storage_index *ix, char *out, size_t cap)
 {
 	/* "f0": no analysis; "a<bits>" (STORAGE_SAI_*): analysed; the "f1" of
 	 * components written before the analyzer (ASCII case folding only)
-	 * is another identity, so they are built again */
-	int n = ix->analyzer ? snprintf(out, cap, "c%u t%u a%u", ix->column,
-					ix->target, ix->analyzer)
-			     : snprintf(out, cap, "c%u t%u f0", ix->column,
-					ix->target);
+	 * is another identity, so they are built again; " r1": keys carry
+	 * the row (sai_index_rows), so components of partition keys only
+	 * (written before rows were indexed) are built again */
+	const char *rows = t && sai_index_rows(t, ix) ? " r1" : "";
+	int n = ix->analyzer
+			? snprintf(out, cap, "c%u t%u a%u%s", ix->column,
+				   ix->target, ix->analyzer, rows)
+			: snprintf(out, cap, "c%u t%u f0%s", ix->column,
+				   ix->target, rows);
 	return n < 0 || (size_t)n >= cap ? -1 : n;
 }

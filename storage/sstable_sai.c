@@ -151,7 +151,7 @@ int sst_sai_get(struct sstable *s, const struct storage_index *ix,
 	}
 	char want[64];
 	int ok = e->state == 1 &&
-		 sai_index_ident(ix, want, sizeof(want)) >= 0 &&
+		 sai_index_ident(s->t, ix, want, sizeof(want)) >= 0 &&
 		 strcmp(want, e->ident) == 0;
 	pthread_mutex_unlock(&s->sai_mu);
 	if (!ok)

@@ -67,6 +67,10 @@ struct sst_writer {
 	struct buf *sai_last;
 	uint64_t *sai_last_part;
 	struct buf sai_term, sai_key;
+	/* rows (sai_index_rows): the partition's token and key, a row's
+	 * component key, and what is compared with sai_last */
+	int64_t sai_token;
+	struct buf sai_pk, sai_rkey, sai_seen;
 	uint64_t part_no;
 	char **sai_comps; /* "SAI_<index>.db" per index */
 };
@@ -148,21 +152,46 @@ static void sai_writer_free(struct sst_writer *w)
 	free(w->sai_comps);
 	buf_free(&w->sai_term);
 	buf_free(&w->sai_key);
+	buf_free(&w->sai_pk);
+	buf_free(&w->sai_rkey);
+	buf_free(&w->sai_seen);
 }
 
-/* The term in w->sai_term for index i, with the current partition. */
-static int sai_writer_add(struct sst_writer *w, size_t i)
+/* The term in w->sai_term for index i, with the current partition (and
+ * row `ck` when not empty: a row-level index). */
+static int sai_writer_add(struct sst_writer *w, size_t i, struct slice ck)
 {
 	struct buf *last = &w->sai_last[i];
-	if (w->sai_last_part[i] == w->part_no && last->len == w->sai_term.len &&
-	    (!last->len ||
-	     memcmp(last->data, w->sai_term.data, last->len) == 0))
+	struct buf *seen = &w->sai_seen;
+	buf_clear(seen);
+	if (ck.len) {
+		uint8_t n[4] = {(uint8_t)(w->sai_term.len >> 24),
+				(uint8_t)(w->sai_term.len >> 16),
+				(uint8_t)(w->sai_term.len >> 8),
+				(uint8_t)w->sai_term.len};
+		if (buf_append(seen, n, 4) ||
+		    buf_append(seen, ck.ptr, ck.len))
+			return err_set(ERR_NOMEM, "sstable index");
+	}
+	if (buf_append(seen, w->sai_term.data, w->sai_term.len))
+		return err_set(ERR_NOMEM, "sstable index");
+	if (w->sai_last_part[i] == w->part_no && last->len == seen->len &&
+	    (!last->len || memcmp(last->data, seen->data, last->len) == 0))
 		return 0;
+	const struct buf *key = &w->sai_key;
+	if (ck.len) {
+		if (sai_component_row_key(
+			    w->sai_token,
+			    (struct slice){w->sai_pk.data, w->sai_pk.len}, ck,
+			    &w->sai_rkey))
+			return -1;
+		key = &w->sai_rkey;
+	}
 	buf_clear(last);
-	if (buf_append(last, w->sai_term.data, w->sai_term.len) ||
+	if (buf_append(last, seen->data, seen->len) ||
 	    sai_builder_add(&w->sai[i], w->sai_term.data,
-			    (uint32_t)w->sai_term.len, w->sai_key.data,
-			    (uint32_t)w->sai_key.len) != SAI_OK)
+			    (uint32_t)w->sai_term.len, key->data,
+			    (uint32_t)key->len) != SAI_OK)
 		return err_set(ERR_NOMEM, "sstable index");
 	w->sai_last_part[i] = w->part_no;
 	return 0;
@@ -173,13 +202,16 @@ static int sai_writer_key(struct sst_writer *w, int64_t token, struct slice key)
 	w->part_no++;
 	if (!w->sai)
 		return 0;
-	if (sai_component_key(token, key, &w->sai_key))
+	w->sai_token = token;
+	buf_clear(&w->sai_pk);
+	if (sai_component_key(token, key, &w->sai_key) ||
+	    buf_append(&w->sai_pk, key.ptr, key.len))
 		return err_set(ERR_NOMEM, "sstable index");
 	for (size_t i = 0; i < w->t->index_count; i++) {
 		int r = sai_key_term(w->t, &w->t->indexes[i], key,
 				     &w->sai_term);
 		if (r > 0)
-			r = sai_writer_add(w, i);
+			r = sai_writer_add(w, i, (struct slice){NULL, 0});
 		if (r < 0)
 			return -1;
 	}
@@ -189,9 +221,13 @@ static int sai_writer_key(struct sst_writer *w, int64_t token, struct slice key)
 static int sai_writer_atom(struct sst_writer *w, const struct atom *a)
 {
 	for (size_t i = 0; i < w->t->index_count; i++) {
-		int r = sai_atom_term(w->t, &w->t->indexes[i], a, &w->sai_term);
+		const struct storage_index *ix = &w->t->indexes[i];
+		int r = sai_atom_term(w->t, ix, a, &w->sai_term);
 		if (r > 0)
-			r = sai_writer_add(w, i);
+			r = sai_writer_add(w, i,
+					   sai_index_rows(w->t, ix)
+						   ? a->ck
+						   : (struct slice){NULL, 0});
 		if (r < 0)
 			return -1;
 	}
@@ -610,7 +646,7 @@ static int write_sai(struct sst_writer *w)
 		buf_init(&b);
 		size_t len = 0;
 		char ident[64];
-		int il = sai_index_ident(&w->t->indexes[i], ident,
+		int il = sai_index_ident(w->t, &w->t->indexes[i], ident,
 					 sizeof(ident));
 		if (il < 0 || sai_build_ident(&w->sai[i], ident, (uint32_t)il,
 					      &b.data, &len) != SAI_OK)

@@ -572,6 +572,13 @@ struct storage_index_keys {
 	size_t count;
 	int64_t *tokens;
 	struct slice *keys;
+	/* Per entry: the row of the partition (its encoded clustering, as
+	 * storage_read_fragment_rows takes it), or empty: the partition
+	 * whole. An index on a regular column of a table with clustering
+	 * columns lists rows; a partition's entries are adjacent (its key
+	 * repeats), the partition whole (if listed) first and then alone.
+	 * NULL: every entry is a partition. */
+	struct slice *rows;
 	/* SSTables (and memtables) the index could not serve (no component
 	 * for the index, missing or corrupt): every partition they hold in
 	 * the range is a candidate */
@@ -589,6 +596,18 @@ struct storage_index_keys {
 	struct buf resume_bytes;
 };
 void storage_index_keys_free(struct storage_index_keys *k);
+/* A partition with more matching rows than this is listed whole. */
+#define SAI_ROWS_MAX 256
+
+/* storage_read_fragment of partition cmd->key within only the rows
+ * `rows` (n, an index's entries of it: encoded clusterings, any order,
+ * repeats allowed), the static row as cmd->with_static says; cmd->slices
+ * is ignored (the caller's slices are its own business: it reads the
+ * partition with them instead). Blocks. */
+int storage_read_fragment_rows(struct storage *db, const uint8_t table_id[16],
+			       const struct storage_read_cmd *cmd,
+			       const struct slice *rows, size_t n,
+			       struct storage_mutation **out);
 
 /* How much of a candidate lookup to answer: at most `limit` candidates
  * (0: every one), the first partitions after (after_token, after_key)

@@ -13,6 +13,7 @@
 #include "common/env_real.h"
 #include "common/err.h"
 #include "common/murmur3.h"
+#include "storage/atom_internal.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
 #include "tests/unit/storage_fault_env.h"
@@ -329,6 +330,79 @@ static bool model_match(struct fx *f, int ix, int p, int val)
 
 static const char *const names[] = {"iv", "iw", "ic", "ik", "itags"};
 
+/* Whether row c of partition p holds the value live in index ix (the
+ * row-level indexes: iv, iw, itags). */
+static bool model_row_match(struct fx *f, int ix, int p, int c, int val)
+{
+	const struct model_row *r = &f->m.rows[p][c];
+	switch (ix) {
+	case 0:
+		return v_live(f, r, val);
+	case 1:
+		return r->w_set && fold_eq(r->w, words[val]);
+	case 4:
+		return r->tag[val];
+	default:
+		return false;
+	}
+}
+
+static bool row_level(int ix)
+{
+	return ix == 0 || ix == 1 || ix == 4;
+}
+
+/* Row c's encoded clustering (as index entries carry it). */
+static struct slice row_ck(int c, struct buf *b)
+{
+	uint8_t cb[4];
+	be32_store(cb, (uint32_t)c);
+	struct slice v = slice_make(cb, 4);
+	buf_clear(b);
+	ck_assert_int_eq(storage_ck_encode(b, CK_ROW, &v, 1), 0);
+	return slice_make(b->data, b->len);
+}
+
+static struct slice entry_row(const struct storage_index_keys *k, size_t i)
+{
+	return k->rows ? k->rows[i] : slice_make(NULL, 0);
+}
+
+/* Entries in (token, key, row) order without repeats; a partition listed
+ * whole has no rows; a partition-level index lists no rows. */
+static void check_order(const struct storage_index_keys *k, bool rows)
+{
+	for (size_t i = 0; i < k->count; i++) {
+		ck_assert_msg(rows || entry_row(k, i).len == 0,
+			      "a row from a partition-level index");
+		if (!i)
+			continue;
+		int r = k->tokens[i - 1] < k->tokens[i]   ? -1
+			: k->tokens[i - 1] > k->tokens[i] ? 1
+							  : slice_cmp(k->keys[i - 1],
+								      k->keys[i]);
+		if (r == 0) {
+			ck_assert_msg(entry_row(k, i - 1).len &&
+					      slice_cmp(entry_row(k, i - 1),
+							entry_row(k, i)) < 0,
+				      "row order or repeat at %zu", i);
+		} else {
+			ck_assert_msg(r < 0, "order or repeat at %zu", i);
+		}
+	}
+}
+
+/* Whether k lists partition (tok, key) whole or its row `ck`. */
+static bool keys_cover(const struct storage_index_keys *k, int64_t tok,
+		       struct slice key, struct slice ck)
+{
+	for (size_t i = 0; i < k->count; i++)
+		if (k->tokens[i] == tok && slice_eq(k->keys[i], key) &&
+		    (entry_row(k, i).len == 0 || slice_eq(entry_row(k, i), ck)))
+			return true;
+	return false;
+}
+
 /* Checks one query; returns the candidates' fallback count. */
 static uint64_t check_query(struct fx *f, int ix, int val, int64_t start,
 			    int64_t end)
@@ -352,15 +426,11 @@ static uint64_t check_query(struct fx *f, int ix, int val, int64_t start,
 				     end, NULL, &k))
 		ck_abort_msg("candidates: %s", err_msg());
 	bool full = start == end;
-	for (size_t i = 0; i < k.count; i++) {
+	for (size_t i = 0; i < k.count; i++)
 		ck_assert(full || (k.tokens[i] > start && k.tokens[i] <= end));
-		if (i)
-			ck_assert_msg(k.tokens[i - 1] < k.tokens[i] ||
-					      (k.tokens[i - 1] == k.tokens[i] &&
-					       slice_cmp(k.keys[i - 1],
-							 k.keys[i]) < 0),
-				      "order or repeat at %zu", i);
-	}
+	check_order(&k, row_level(ix));
+	struct buf ckb;
+	buf_init(&ckb);
 	for (int p = 0; p < NPART; p++) {
 		int64_t tok = part_token(p);
 		if (!full && !(tok > start && tok <= end))
@@ -377,6 +447,15 @@ static uint64_t check_query(struct fx *f, int ix, int val, int64_t start,
 				      "missed (seed %llu)",
 				      names[ix], val, p,
 				      (unsigned long long)seed);
+		for (int c = 0; row_level(ix) && c < NROW; c++)
+			if (model_row_match(f, ix, p, c, val))
+				ck_assert_msg(
+					keys_cover(&k, tok, slice_make(key, kl),
+						   row_ck(c, &ckb)),
+					"index %s value %d: row %d/%d missed "
+					"(seed %llu)",
+					names[ix], val, p, c,
+					(unsigned long long)seed);
 		if (found && k.scanned == 0 && ix == 0)
 			ck_assert_msg(f->m.ever_v[p][val],
 				      "iv %d: partition %d never held it", val,
@@ -384,6 +463,7 @@ static uint64_t check_query(struct fx *f, int ix, int val, int64_t start,
 	}
 	uint64_t scanned = k.scanned;
 	storage_index_keys_free(&k);
+	buf_free(&ckb);
 	return scanned;
 }
 
@@ -454,6 +534,17 @@ static struct slice query_value(int ix, int val, uint8_t vb[4], char up[8])
 	return slice_make(up, n);
 }
 
+/* The partitions an answer lists (its entries may be several rows of
+ * one). */
+static size_t parts_of(const struct storage_index_keys *k)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < k->count; i++)
+		n += !i || k->tokens[i] != k->tokens[i - 1] ||
+		     !slice_eq(k->keys[i], k->keys[i - 1]);
+	return n;
+}
+
 static bool keys_have(const struct storage_index_keys *k, int64_t tok,
 		      struct slice key)
 {
@@ -482,7 +573,7 @@ static void ands_side(struct fx *f, int ix, int val, int val2,
 					     0, 0, pg, out))
 			ck_abort_msg("candidates: %s", err_msg());
 		if (pg)
-			ck_assert_uint_le(out->count, pg->limit);
+			ck_assert_uint_le(parts_of(out), pg->limit);
 		if (pg && out->more)
 			ands_paged++;
 		return;
@@ -495,7 +586,7 @@ static void ands_side(struct fx *f, int ix, int val, int val2,
 					     0, pg, &two[i]))
 			ck_abort_msg("candidates: %s", err_msg());
 		if (pg)
-			ck_assert_uint_le(two[i].count, pg->limit);
+			ck_assert_uint_le(parts_of(&two[i]), pg->limit);
 	}
 	ck_assert_int_eq(storage_index_keys_union(two, 2, out), 0);
 	storage_index_keys_free(&two[0]);
@@ -523,11 +614,47 @@ static void check_ands(struct fx *f)
 		ands_side(f, a, va, va2, NULL, &fa);
 		ands_side(f, b, vb, 0, NULL, &fb);
 		ck_assert(!fa.more && !fb.more);
-		/* the intersection, by hand: fa's keys that fb holds */
-		size_t want[NPART], nwant = 0;
-		for (size_t i = 0; i < fa.count; i++)
-			if (keys_have(&fb, fa.tokens[i], fa.keys[i]))
-				want[nwant++] = i;
+		/* the intersection, by hand: per partition both list, both
+		 * whole: the partition; one whole: the other's rows; else
+		 * the rows both list */
+		struct buf wb;
+		buf_init(&wb);
+		size_t wn = 0, wtok[NPART * NROW], wkey[NPART * NROW][2],
+		       wrow[NPART * NROW][2];
+		for (size_t i = 0; i < fa.count; i++) {
+			bool aw = entry_row(&fa, i).len == 0;
+			for (size_t j = 0; j < fb.count; j++) {
+				if (fb.tokens[j] != fa.tokens[i] ||
+				    !slice_eq(fb.keys[j], fa.keys[i]))
+					continue;
+				bool bw = entry_row(&fb, j).len == 0;
+				struct slice r;
+				if (aw && bw)
+					r = slice_make(NULL, 0);
+				else if (aw)
+					r = entry_row(&fb, j);
+				else if (bw || slice_eq(entry_row(&fa, i),
+							entry_row(&fb, j)))
+					r = entry_row(&fa, i);
+				else
+					continue;
+				ck_assert_uint_lt(wn, NPART * NROW);
+				wtok[wn] = i;
+				wkey[wn][0] = wb.len;
+				ck_assert_int_eq(buf_append(&wb, fa.keys[i].ptr,
+							    fa.keys[i].len),
+						 0);
+				wkey[wn][1] = fa.keys[i].len;
+				wrow[wn][0] = wb.len;
+				ck_assert_int_eq(buf_append(&wb, r.ptr, r.len),
+						 0);
+				wrow[wn][1] = r.len;
+				wn++;
+				if (aw && bw)
+					break;
+			}
+		}
+		size_t nwant = wn;
 		if (nwant < fa.count)
 			ands_narrowed++;
 		struct storage_index_page pg = {.limit = 1 + rnd(f) % 4};
@@ -547,10 +674,16 @@ static void check_ands(struct fx *f)
 					      "an AND page gave more than "
 					      "the intersection (seed %llu)",
 					      (unsigned long long)seed);
+				struct slice wk = slice_make(
+					wb.data + wkey[got][0], wkey[got][1]);
+				struct slice wr = slice_make(
+					wrow[got][1] ? wb.data + wrow[got][0]
+						     : NULL,
+					wrow[got][1]);
 				ck_assert_msg(
-					in.tokens[i] == fa.tokens[want[got]] &&
-						slice_eq(in.keys[i],
-							 fa.keys[want[got]]),
+					in.tokens[i] == fa.tokens[wtok[got]] &&
+						slice_eq(in.keys[i], wk) &&
+						slice_eq(entry_row(&in, i), wr),
 					"AND %d/%d: candidate %zu is not the "
 					"intersection's (seed %llu)",
 					a, b, got, (unsigned long long)seed);
@@ -571,6 +704,45 @@ static void check_ands(struct fx *f)
 			storage_index_keys_free(&in);
 		}
 		ck_assert_uint_eq(got, nwant);
+		/* every row matching both in the model is in the
+		 * intersection (its row, or its partition whole) */
+		struct storage_index_keys all;
+		ck_assert_int_eq(storage_index_keys_intersect(&fa, &fb, &all),
+				 0);
+		check_order(&all, true);
+		struct buf ckb;
+		buf_init(&ckb);
+		for (int p = 0; p < NPART; p++)
+			for (int c = 0; c < NROW; c++) {
+				bool ra, rb;
+				if (a < 0)
+					ra = model_row_match(f, 0, p, c, va) ||
+					     model_row_match(f, 0, p, c, va2);
+				else if (row_level(a))
+					ra = model_row_match(f, a, p, c, va);
+				else
+					ra = model_match(f, a, p, va) &&
+					     f->m.rows[p][c].exists;
+				if (row_level(b))
+					rb = model_row_match(f, b, p, c, vb);
+				else
+					rb = model_match(f, b, p, vb) &&
+					     f->m.rows[p][c].exists;
+				if (!ra || !rb)
+					continue;
+				uint8_t key[14];
+				size_t kl = part_key(p, key);
+				ck_assert_msg(keys_cover(&all, part_token(p),
+							 slice_make(key, kl),
+							 row_ck(c, &ckb)),
+					      "AND %d/%d: row %d/%d missed "
+					      "(seed %llu)",
+					      a, b, p, c,
+					      (unsigned long long)seed);
+			}
+		buf_free(&ckb);
+		storage_index_keys_free(&all);
+		buf_free(&wb);
 		for (int p = 0; p < NPART; p++) {
 			bool ma = a >= 0 ? model_match(f, a, p, va)
 					 : model_match(f, 0, p, va) ||
