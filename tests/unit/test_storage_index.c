@@ -1155,12 +1155,126 @@ START_TEST(a_damaged_component_is_repaired_in_the_background)
 }
 END_TEST
 
+/* Index entries of regular-column indexes carry the row: v = 7 lists the
+ * two rows holding it (not their partitions whole), an AND of v and w on
+ * one partition but different rows lists nothing, an AND with a
+ * partition key component's (partition-level) index keeps v's rows, and a
+ * read of a listed row reads that row only; from the memtable, then from
+ * the component, then from a component the index builder wrote. */
+static void write_v(struct fx *f, int p, int c, uint32_t v)
+{
+	uint8_t vb[4];
+	be32_store(vb, v);
+	struct storage_mutation *m = mut(f, p, c);
+	storage_mutation_put_marker(m, f->ts, 0, now_sec(f));
+	storage_mutation_put(m, COL_V, NULL, 0, vb, 4, f->ts, 0, now_sec(f));
+	apply(f, m);
+}
+
+static void write_w(struct fx *f, int p, int c, const char *w)
+{
+	struct storage_mutation *m = mut(f, p, c);
+	storage_mutation_put_marker(m, f->ts, 0, now_sec(f));
+	storage_mutation_put(m, COL_W, NULL, 0, (const uint8_t *)w, strlen(w),
+			     f->ts, 0, now_sec(f));
+	apply(f, m);
+}
+
+static void rows_lookup(struct fx *f, const char *ix, struct slice v,
+			struct storage_index_keys *k)
+{
+	if (storage_index_candidates(f->db, f->t->id, ix, &v, 1, 0, 0, NULL,
+				     k))
+		ck_abort_msg("candidates: %s", err_msg());
+	ck_assert_uint_eq(k->scanned, 0);
+}
+
+static void check_rows(struct fx *f)
+{
+	uint8_t v7[4], k0[4];
+	be32_store(v7, 7);
+	be32_store(k0, 0);
+	struct storage_index_keys v, w, k, in;
+	rows_lookup(f, "iv", slice_make(v7, 4), &v);
+	rows_lookup(f, "iw", slice_make("alpha", 5), &w);
+	rows_lookup(f, "ik", slice_make(k0, 4), &k);
+	struct buf b;
+	buf_init(&b);
+	uint8_t key[14];
+	size_t kl = part_key(0, key);
+	/* v = 7: rows 0 and 3 of partition 0 and row 2 of partition 5 */
+	ck_assert_uint_eq(v.count, 3);
+	ck_assert_ptr_nonnull(v.rows);
+	int rows_p0 = 0;
+	for (size_t i = 0; i < v.count; i++) {
+		ck_assert_uint_gt(v.rows[i].len, 0);
+		if (slice_eq(v.keys[i], slice_make(key, kl)))
+			rows_p0 += slice_eq(v.rows[i], row_ck(0, &b)) ||
+				   slice_eq(v.rows[i], row_ck(3, &b));
+	}
+	ck_assert_int_eq(rows_p0, 2);
+	/* v = 7 AND w = 'alpha': partition 0 has both, in other rows */
+	ck_assert_int_eq(storage_index_keys_intersect(&v, &w, &in), 0);
+	ck_assert_uint_eq(in.count, 0);
+	storage_index_keys_free(&in);
+	/* v = 7 AND k2 = 0 (partitions 0 and 5): v's three rows */
+	ck_assert_uint_eq(k.rows ? k.rows[0].len : 0, 0);
+	ck_assert_int_eq(storage_index_keys_intersect(&k, &v, &in), 0);
+	ck_assert_uint_eq(in.count, 3);
+	storage_index_keys_free(&in);
+	/* a union with a partition listed whole keeps it whole */
+	struct storage_index_keys two[2] = {v, k};
+	ck_assert_int_eq(storage_index_keys_union(two, 2, &in), 0);
+	ck_assert_uint_eq(in.count, parts_of(&in));
+	storage_index_keys_free(&in);
+	/* the rows of partition 0 read: one live row each */
+	struct storage_read_stats st = {0};
+	struct storage_read_cmd cmd = {.key = key,
+				       .key_len = kl,
+				       .with_static = true,
+				       .stats = &st};
+	struct slice r0 = row_ck(0, &b);
+	struct buf b3;
+	buf_init(&b3);
+	struct slice rs[3] = {r0, row_ck(3, &b3), r0};
+	struct storage_mutation *m = NULL;
+	ck_assert_int_eq(storage_read_fragment_rows(f->db, f->t->id, &cmd, rs,
+						    3, &m),
+			 0);
+	ck_assert(!storage_mutation_is_empty(m));
+	ck_assert_uint_eq(st.live_rows, 2);
+	storage_mutation_delete(m);
+	buf_free(&b3);
+	buf_free(&b);
+	storage_index_keys_free(&v);
+	storage_index_keys_free(&w);
+	storage_index_keys_free(&k);
+}
+
+START_TEST(entries_carry_rows)
+{
+	struct fx f;
+	fx_init(&f, "sai_rows", true);
+	write_v(&f, 0, 0, 7);
+	write_w(&f, 0, 1, "alpha");
+	write_v(&f, 0, 2, 8);
+	write_v(&f, 0, 3, 7);
+	write_v(&f, 5, 2, 7);
+	write_w(&f, 5, 3, "beta");
+	check_rows(&f);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	check_rows(&f);
+	fx_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("storage_index");
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, candidates_cover_the_model);
+	tcase_add_test(tc, entries_carry_rows);
 	tcase_add_test(tc, a_corrupt_or_missing_component_falls_back);
 	tcase_add_test(tc, an_index_over_existing_data_and_one_recreated);
 	tcase_add_test(tc, a_build_resumes_after_a_restart);
