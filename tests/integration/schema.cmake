@@ -22,6 +22,10 @@ cassini_pytest(integration_index_replicas test_index_replicas.py TIMEOUT 300)
 # Two ANDed indexes intersected on the replicas: a model at every CL and
 # page size, a node down, the trace's rows read (127.0.115.21-23).
 cassini_pytest(integration_index_intersect test_index_intersect.py TIMEOUT 300)
+# Index entries carry rows: one matching row of a 2,000-row partition is
+# the one row read (the trace); overwrites, deletions, TTLs, statics,
+# paging, LIMIT, PER PARTITION LIMIT stay right (127.0.116.1).
+cassini_pytest(integration_index_rows test_index_rows.py TIMEOUT 300)
 # Building an index over existing data: refused while building, resumed
 # after a restart, rebuild_index, sai_column_indexes and IndexInfo
 # (127.0.109.20-22).

@@ -4,11 +4,14 @@ the partition key takes random inserts, overwrites, row and partition
 deletions, null writes and TTL'd writes, with flushes and compactions in
 between (so memtables and SSTables merge, tombstones shadow older data
 across SSTables); after every round each indexed query (=, IN, ranges,
-ANDs of two indexes, intersected on the replica, and of three, with LIMIT
-and every page size) must return exactly
+ANDs of two indexes, intersected on the replica, and of three, with LIMIT,
+PER PARTITION LIMIT and every page size) must return exactly
 the rows of the model's filtered scan. An index that returned a row the
 data does not hold (a stale value, a deleted row, an expired cell) fails
-this test. Seeded: CASSINI_SEED reproduces a run."""
+this test. Partitions hold up to CS rows, and take clustering range
+deletions too: the regular columns' indexes list rows, so the replica
+reads only those rows of a partition (docs/indexes.md, "Row positions").
+Seeded: CASSINI_SEED reproduces a run."""
 import os
 import random
 import subprocess
@@ -21,7 +24,7 @@ from cassandra.query import SimpleStatement
 from conftest import BUILD_DIR, default_yaml
 
 ADDRESS = "127.0.109.4"  # a block of its own: suites run in parallel
-KEYS, CS, VALUES = 8, 5, 6
+KEYS, CS, VALUES = 8, 12, 6
 
 
 @pytest.fixture
@@ -97,9 +100,15 @@ def write(s, m, rng, expiring):
             if not m.rows[(a, b, c)]:
                 # an UPDATE wrote no row marker: no cells, no row
                 del m.rows[(a, b, c)]
-    elif op < 0.95:
+    elif op < 0.90:
         s.execute(f"DELETE FROM m.t WHERE a = {a} AND b = {b} AND c = {c}")
         m.rows.pop((a, b, c), None)
+    elif op < 0.95:  # a clustering range deletion
+        hi = c + rng.randrange(1, 4)
+        s.execute(f"DELETE FROM m.t WHERE a = {a} AND b = {b} AND c >= {c} "
+                  f"AND c < {hi}")
+        for k in [k for k in m.rows if k[:2] == (a, b) and c <= k[2] < hi]:
+            del m.rows[k]
     else:
         s.execute(f"DELETE FROM m.t WHERE a = {a} AND b = {b}")
         for k in [k for k in m.rows if k[:2] == (a, b)]:
@@ -160,6 +169,19 @@ def check(s, m, rng):
                              f"LIMIT {limit}"))
         assert len(got) == min(limit, len(want)), f"WHERE {where} LIMIT"
         assert all((r.a, r.b, r.c) in want for r in got), where
+        # PER PARTITION LIMIT: each partition's first rows (c ascending)
+        ppl = rng.randrange(1, 3)
+        per = {}
+        for r in want:
+            per.setdefault(r[:2], []).append(r)
+        want_ppl = sorted(x for rs in per.values()
+                          for x in sorted(rs, key=lambda r: (r[2] is None,
+                                                             r[2]))[:ppl])
+        for fetch in (None, 2):
+            got = sorted(tuple(r) for r in s.execute(SimpleStatement(
+                f"SELECT a, b, c FROM m.t WHERE {where} "
+                f"PER PARTITION LIMIT {ppl}", fetch_size=fetch)))
+            assert got == want_ppl, f"WHERE {where} PER PARTITION LIMIT"
 
 
 def test_indexed_queries_match_the_model(session):
