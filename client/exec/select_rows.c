@@ -89,6 +89,15 @@ size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
 	for (size_t i = 0; i < r->row_count; i++)
 		fresh += !(at_pos && before_position(p, &r->rows[i])) &&
 			 passes_filters(p, r, &r->rows[i], stat);
+	/* PER PARTITION LIMIT: the rows the encoder sends of it */
+	if (p->per_partition_limit) {
+		uint64_t done = at_pos ? p->pos.in_partition : 0;
+		uint64_t left = done < p->per_partition_limit
+					? p->per_partition_limit - done
+					: 0;
+		if (fresh > left)
+			fresh = (size_t)left;
+	}
 	return fresh;
 }
 

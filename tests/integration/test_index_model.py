@@ -181,7 +181,10 @@ def check(s, m, rng):
             got = sorted(tuple(r) for r in s.execute(SimpleStatement(
                 f"SELECT a, b, c FROM m.t WHERE {where} "
                 f"PER PARTITION LIMIT {ppl}", fetch_size=fetch)))
-            assert got == want_ppl, f"WHERE {where} PER PARTITION LIMIT"
+            assert got == want_ppl, (f"WHERE {where} PER PARTITION LIMIT "
+                                     f"{ppl} (page {fetch}): missing "
+                                     f"{sorted(set(want_ppl) - set(got))}, "
+                                     f"extra {sorted(set(got) - set(want_ppl))}")
 
 
 def test_indexed_queries_match_the_model(session):
