@@ -157,9 +157,9 @@ static int store_index_scan(struct store_job *j, size_t *cap)
 		}
 		for (size_t i = 0, ie; rc == 0 && i < c.count; i = ie) {
 			/* a partition's entries: the partition, or its rows */
-			for (ie = i + 1; ie < c.count &&
-					 c.tokens[ie] == c.tokens[i] &&
-					 slice_cmp(c.keys[ie], c.keys[i]) == 0;
+			for (ie = i + 1;
+			     ie < c.count && c.tokens[ie] == c.tokens[i] &&
+			     slice_cmp(c.keys[ie], c.keys[i]) == 0;
 			     ie++)
 				;
 			cmd.key = c.keys[i].ptr;
@@ -175,9 +175,8 @@ static int store_index_scan(struct store_job *j, size_t *cap)
 					j->d->db, j->table_id, &cmd, c.rows + i,
 					ie - i, &m);
 			else
-				rc = storage_read_fragment(j->d->db,
-							   j->table_id, &cmd,
-							   &m);
+				rc = storage_read_fragment(
+					j->d->db, j->table_id, &cmd, &m);
 			if (rc != 0)
 				break;
 			if (storage_mutation_is_empty(m)) {

@@ -81,8 +81,8 @@ static void push(struct collect *c, int64_t token, struct slice key,
 		c->err = 1;
 		return;
 	}
-	c->v[c->n++] = (struct cand){token, off, key.len, off + key.len,
-				     ck.len};
+	c->v[c->n++] =
+		(struct cand){token, off, key.len, off + key.len, ck.len};
 }
 
 static void shrink(struct collect *c);
@@ -195,7 +195,8 @@ static void component_key(void *arg, const uint8_t *k, uint32_t len)
 	struct collect *c = arg;
 	int64_t token;
 	struct slice key, ck = {NULL, 0};
-	if (c->rows ? sai_component_row_key_split(k, len, &token, &key, &ck) == 0
+	if (c->rows ? sai_component_row_key_split(k, len, &token, &key, &ck) ==
+			      0
 		    : sai_component_key_split(k, len, &token, &key) == 0)
 		add(c, token, key, ck);
 }
@@ -310,9 +311,8 @@ static int sort_unique(struct collect *c)
 			j++;
 		size_t first = u;
 		for (size_t k = i; k < j; k++)
-			if (u == first ||
-			    cand_cmp(&c->v[u - 1], &c->v[k], c->bytes.data) !=
-				    0)
+			if (u == first || cand_cmp(&c->v[u - 1], &c->v[k],
+						   c->bytes.data) != 0)
 				c->v[u++] = c->v[k];
 		if (c->v[first].ck_len == 0 || u - first > SAI_ROWS_MAX) {
 			c->v[first].ck_len = 0; /* the partition, whole */
@@ -385,12 +385,11 @@ static int emit(struct collect *c, struct storage_index_keys *out, bool more,
 		out->tokens[i] = c->v[i].token;
 		out->keys[i] = (struct slice){out->bytes.data + c->v[i].off,
 					      c->v[i].len};
-		out->rows[i] =
-			c->v[i].ck_len
-				? (struct slice){out->bytes.data +
-							 c->v[i].ck_off,
-						 c->v[i].ck_len}
-				: (struct slice){NULL, 0};
+		out->rows[i] = c->v[i].ck_len
+				       ? (struct slice){out->bytes.data +
+								c->v[i].ck_off,
+							c->v[i].ck_len}
+				       : (struct slice){NULL, 0};
 	}
 	out->count = u;
 	return 0;
@@ -526,9 +525,9 @@ int storage_index_keys_union(const struct storage_index_keys *sets, size_t n,
 	 * one set lists whole is whole) */
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < sets[i].count; k++) {
-			if (more && storage_partition_cmp(sets[i].tokens[k],
-							  sets[i].keys[k], bt,
-							  bk) > 0)
+			if (more &&
+			    storage_partition_cmp(sets[i].tokens[k],
+						  sets[i].keys[k], bt, bk) > 0)
 				break;
 			push(&c, sets[i].tokens[k], sets[i].keys[k],
 			     row_of(&sets[i], k));

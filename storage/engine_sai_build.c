@@ -294,8 +294,9 @@ static int build_sstable(struct storage *db, struct table *t,
 						       &c.atoms[i - 1], &term);
 			/* a row-level index: each (term, row) once (the
 			 * atoms of a row are together) */
-			struct slice ck = rows && i > 0 ? c.atoms[i - 1].ck
-							: (struct slice){NULL, 0};
+			struct slice ck = rows && i > 0
+						  ? c.atoms[i - 1].ck
+						  : (struct slice){NULL, 0};
 			buf_clear(&seen);
 			if (k > 0 && ck.len) {
 				uint8_t n[4] = {(uint8_t)(term.len >> 24),

@@ -382,10 +382,9 @@ int sai_index_ident(const struct storage_table_meta *t,
 	 * the row (sai_index_rows), so components of partition keys only
 	 * (written before rows were indexed) are built again */
 	const char *rows = t && sai_index_rows(t, ix) ? " r1" : "";
-	int n = ix->analyzer
-			? snprintf(out, cap, "c%u t%u a%u%s", ix->column,
-				   ix->target, ix->analyzer, rows)
-			: snprintf(out, cap, "c%u t%u f0%s", ix->column,
-				   ix->target, rows);
+	int n = ix->analyzer ? snprintf(out, cap, "c%u t%u a%u%s", ix->column,
+					ix->target, ix->analyzer, rows)
+			     : snprintf(out, cap, "c%u t%u f0%s", ix->column,
+					ix->target, rows);
 	return n < 0 || (size_t)n >= cap ? -1 : n;
 }

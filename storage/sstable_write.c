@@ -169,8 +169,7 @@ static int sai_writer_add(struct sst_writer *w, size_t i, struct slice ck)
 				(uint8_t)(w->sai_term.len >> 16),
 				(uint8_t)(w->sai_term.len >> 8),
 				(uint8_t)w->sai_term.len};
-		if (buf_append(seen, n, 4) ||
-		    buf_append(seen, ck.ptr, ck.len))
+		if (buf_append(seen, n, 4) || buf_append(seen, ck.ptr, ck.len))
 			return err_set(ERR_NOMEM, "sstable index");
 	}
 	if (buf_append(seen, w->sai_term.data, w->sai_term.len))

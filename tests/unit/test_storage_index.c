@@ -377,10 +377,10 @@ static void check_order(const struct storage_index_keys *k, bool rows)
 			      "a row from a partition-level index");
 		if (!i)
 			continue;
-		int r = k->tokens[i - 1] < k->tokens[i]   ? -1
-			: k->tokens[i - 1] > k->tokens[i] ? 1
-							  : slice_cmp(k->keys[i - 1],
-								      k->keys[i]);
+		int r = k->tokens[i - 1] < k->tokens[i] ? -1
+			: k->tokens[i - 1] > k->tokens[i]
+				? 1
+				: slice_cmp(k->keys[i - 1], k->keys[i]);
 		if (r == 0) {
 			ck_assert_msg(entry_row(k, i - 1).len &&
 					      slice_cmp(entry_row(k, i - 1),
@@ -1183,8 +1183,7 @@ static void write_w(struct fx *f, int p, int c, const char *w)
 static void rows_lookup(struct fx *f, const char *ix, struct slice v,
 			struct storage_index_keys *k)
 {
-	if (storage_index_candidates(f->db, f->t->id, ix, &v, 1, 0, 0, NULL,
-				     k))
+	if (storage_index_candidates(f->db, f->t->id, ix, &v, 1, 0, 0, NULL, k))
 		ck_abort_msg("candidates: %s", err_msg());
 	ck_assert_uint_eq(k->scanned, 0);
 }
@@ -1229,18 +1228,16 @@ static void check_rows(struct fx *f)
 	storage_index_keys_free(&in);
 	/* the rows of partition 0 read: one live row each */
 	struct storage_read_stats st = {0};
-	struct storage_read_cmd cmd = {.key = key,
-				       .key_len = kl,
-				       .with_static = true,
-				       .stats = &st};
+	struct storage_read_cmd cmd = {
+		.key = key, .key_len = kl, .with_static = true, .stats = &st};
 	struct slice r0 = row_ck(0, &b);
 	struct buf b3;
 	buf_init(&b3);
 	struct slice rs[3] = {r0, row_ck(3, &b3), r0};
 	struct storage_mutation *m = NULL;
-	ck_assert_int_eq(storage_read_fragment_rows(f->db, f->t->id, &cmd, rs,
-						    3, &m),
-			 0);
+	ck_assert_int_eq(
+		storage_read_fragment_rows(f->db, f->t->id, &cmd, rs, 3, &m),
+		0);
 	ck_assert(!storage_mutation_is_empty(m));
 	ck_assert_uint_eq(st.live_rows, 2);
 	storage_mutation_delete(m);
