@@ -160,6 +160,8 @@ static void mem_index_scan(void *s, const uint8_t table_id[16], int64_t start,
 	}
 	if (!n->no_index && !ix->range)
 		n->index_scans++;
+	if (!n->no_index && !ix->range && ix->rows)
+		n->row_scans++;
 	scan_matching(n, start, end, cmd, n->no_index || ix->range ? NULL : ix,
 		      max, done, arg);
 }

@@ -46,6 +46,8 @@ struct mnode {
 	 * (the partitions whose live `v` is one of the values), and
 	 * no_index: a node that knows no index restriction (it scans) */
 	int index_scans;
+	int row_scans; /* of them, told they may read the index's rows only
+			* (repl_index_expr.rows: one contact) */
 	bool no_index;
 	/* index_building: the node's index is still being built (its
 	 * indexed reads fail with ERR_INDEX_NOT_AVAILABLE) */

@@ -271,6 +271,46 @@ START_TEST(agreeing_replicas_read_candidates_only)
 }
 END_TEST
 
+/* Only a step's one contact may read an index's rows alone (docs/indexes.md,
+ * "Row positions"): at ONE every index scan is told so (local or remote:
+ * the flag crosses the wire in IndexExpr.rows), at QUORUM and ALL none is,
+ * as replica filtering protection compares whole partitions. */
+START_TEST(only_a_lone_contact_reads_rows_alone)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(g_seed + 11, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	for (int i = 0; i < 20; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "p%d", i);
+		struct outcome o = do_write(c, i % 3, s, REPL_CL_ALL, key,
+					    i % 4 ? "other" : "hit", 10 + i);
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+	}
+	int cls[3] = {REPL_CL_QUORUM, REPL_CL_ALL, REPL_CL_ONE};
+	for (int k = 0; k < 3; k++) {
+		for (int coord = 0; coord < 3; coord++) {
+			for (int i = 0; i < 3; i++)
+				c->nodes[i].index_scans =
+					c->nodes[i].row_scans = 0;
+			struct found f;
+			walk(c, coord, s, cls[k], "hit", 1000, &f);
+			ck_assert_int_eq(matching(&f, "hit"), 5);
+			int scans = 0, rows = 0;
+			for (int i = 0; i < 3; i++) {
+				scans += c->nodes[i].index_scans;
+				rows += c->nodes[i].row_scans;
+			}
+			ck_assert_int_gt(scans, 0);
+			ck_assert_int_eq(rows,
+					 cls[k] == REPL_CL_ONE ? scans : 0);
+		}
+	}
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
 /* A replica that does not know the restriction (an older node) answers
  * with its whole range: the others are read for those partitions, and
  * the merged answer is still right once re-checked. */
@@ -460,6 +500,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, stale_index_match_on_a_remote_replica_loses);
 	tcase_add_test(tc, protection_with_cut_steps);
 	tcase_add_test(tc, agreeing_replicas_read_candidates_only);
+	tcase_add_test(tc, only_a_lone_contact_reads_rows_alone);
 	tcase_add_test(tc, a_replica_without_index_reads_is_still_right);
 	tcase_add_test(tc, merged_pieces_cover_the_ring);
 	tcase_add_test(tc, a_replica_building_its_index_fails_the_read);
