@@ -272,9 +272,10 @@ START_TEST(agreeing_replicas_read_candidates_only)
 END_TEST
 
 /* Only a step's one contact may read an index's rows alone (docs/indexes.md,
- * "Row positions"): at ONE every index scan is told so (local or remote:
- * the flag crosses the wire in IndexExpr.rows), at QUORUM and ALL none is,
- * as replica filtering protection compares whole partitions. */
+ * "Row positions"): at ONE every index scan is told so, at QUORUM and ALL
+ * none is, as replica filtering protection compares whole partitions; with
+ * RF 1 (most ranges' one replica remote: the flag crosses the wire in
+ * IndexExpr.rows) every scan is. */
 START_TEST(only_a_lone_contact_reads_rows_alone)
 {
 	const char *dcs[3] = {"dc1", "dc1", "dc1"};
@@ -305,6 +306,30 @@ START_TEST(only_a_lone_contact_reads_rows_alone)
 			ck_assert_int_eq(rows,
 					 cls[k] == REPL_CL_ONE ? scans : 0);
 		}
+	}
+	ring_strategy_delete(s);
+	s = simple(1);
+	for (int i = 0; i < 20; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "r%d", i);
+		struct outcome o = do_write(c, i % 3, s, REPL_CL_ONE, key,
+					    i % 4 ? "other" : "hot", 10 + i);
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+	}
+	for (int coord = 0; coord < 3; coord++) {
+		for (int i = 0; i < 3; i++)
+			c->nodes[i].index_scans = c->nodes[i].row_scans = 0;
+		struct found f;
+		walk(c, coord, s, REPL_CL_QUORUM, "hot", 1000, &f);
+		ck_assert_int_eq(matching(&f, "hot"), 5);
+		int scans = 0, rows = 0, remote = 0;
+		for (int i = 0; i < 3; i++) {
+			scans += c->nodes[i].index_scans;
+			rows += c->nodes[i].row_scans;
+			remote += i != coord ? c->nodes[i].index_scans : 0;
+		}
+		ck_assert_int_gt(remote, 0);
+		ck_assert_int_eq(rows, scans);
 	}
 	ring_strategy_delete(s);
 	simc_delete(c);
