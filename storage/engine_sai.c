@@ -46,6 +46,12 @@ struct collect {
 	uint64_t shrinks; /* times the kept set was cut down */
 	size_t shrink_at; /* entries held when the next cut is due */
 	bool rows;        /* the component keys carry rows */
+	/* a component lookup: the first key wanted, and how many of the
+	 * current term's keys were kept */
+	struct buf from;
+	size_t run_kept;
+	int64_t run_token;
+	struct buf run_last;
 };
 
 static bool in_range(const struct collect *c, int64_t token)
@@ -190,15 +196,86 @@ static void from_memtable(struct collect *c, const struct memtable *mt,
 	}
 }
 
-static void component_key(void *arg, const uint8_t *k, uint32_t len)
+/* A component's key. Keys of a term come in partition order: once one is
+ * beyond the token range, or beyond what the page can keep, so are the
+ * rest of the term's (false: skip them). */
+static bool component_key(void *arg, bool first, const uint8_t *k, uint32_t len)
 {
 	struct collect *c = arg;
 	int64_t token;
 	struct slice key, ck = {NULL, 0};
-	if (c->rows ? sai_component_row_key_split(k, len, &token, &key, &ck) ==
+	if (first) {
+		c->run_kept = 0;
+		c->run_last.len = 0;
+	}
+	if (c->rows ? sai_component_row_key_split(k, len, &token, &key, &ck) !=
 			      0
-		    : sai_component_key_split(k, len, &token, &key) == 0)
-		add(c, token, key, ck);
+		    : sai_component_key_split(k, len, &token, &key) != 0)
+		return true;
+	if (!c->full && token > c->end)
+		return false;
+	if (!in_range(c, token))
+		return true;
+	const struct storage_index_page *pg = c->pg;
+	if (pg && pg->after &&
+	    storage_partition_cmp(token, key, pg->after_token, pg->after_key) <=
+		    0)
+		return true;
+	if (c->capped &&
+	    storage_partition_cmp(
+		    token, key, c->cap_token,
+		    (struct slice){c->cap_key.data, c->cap_key.len}) > 0) {
+		c->more = true;
+		/* row keys of one token are not in partition order: only a
+		 * later token ends the walk */
+		return c->rows && token == c->cap_token;
+	}
+	/* a partition not the run's last kept one (a partition's keys, one
+	 * per row of a row-level index, are next to each other) */
+	bool fresh =
+		!c->run_kept ||
+		storage_partition_cmp(
+			token, key, c->run_token,
+			(struct slice){c->run_last.data, c->run_last.len}) != 0;
+	if (fresh && pg && pg->limit && c->run_kept >= pg->limit &&
+	    !(c->rows && token == c->run_token)) {
+		/* the term's limit-th partition bounds the page: every
+		 * candidate kept is at or below it, the rest wait */
+		c->more = true;
+		return false;
+	}
+	add(c, token, key, ck);
+	if (fresh) {
+		c->run_kept++;
+		c->run_token = token;
+		c->run_last.len = 0;
+		if (buf_append(&c->run_last, key.ptr, key.len))
+			c->err = 1;
+	}
+	return true;
+}
+
+/* The first component key a lookup needs: the page's resume position, or
+ * the range's start (NULL: from the first). */
+static const struct buf *component_from(struct collect *c)
+{
+	const struct storage_index_page *pg = c->pg;
+	if (pg && pg->after && (c->full || pg->after_token > c->start)) {
+		/* a row-level component's keys put the partition key's
+		 * length first: within a token they are not in partition
+		 * order, so the seek goes to the token's first key */
+		struct slice after =
+			c->rows ? (struct slice){NULL, 0} : pg->after_key;
+		if (sai_component_key(pg->after_token, after, &c->from))
+			return NULL;
+		return &c->from;
+	}
+	if (c->full)
+		return NULL;
+	if (c->start == INT64_MAX ||
+	    sai_component_key(c->start + 1, (struct slice){NULL, 0}, &c->from))
+		return NULL;
+	return &c->from;
 }
 
 /* Every partition of `s` in the range. */
@@ -228,23 +305,29 @@ static int from_sstable(struct collect *c, struct sstable *s,
 	if (!c->full &&
 	    (s->stats.max_token <= c->start || s->stats.min_token > c->end))
 		return 0;
-	const uint8_t *buf;
-	size_t len;
-	if (sst_sai_get(s, ix, &buf, &len) == 0) {
+	struct sai_file *sf;
+	if (sst_sai_get(s, ix, &sf) == 0) {
 		size_t before = c->n, bytes = c->bytes.len;
 		uint64_t shrinks = c->shrinks;
-		int rc = sai_lookup_range(buf, len, lo, hi, component_key, c);
+		bool more = c->more;
+		const struct buf *from = component_from(c);
+		int rc = sai_file_lookup(sf, lo, hi, from ? from->data : NULL,
+					 from ? (uint32_t)from->len : 0,
+					 component_key, c);
 		if (rc == SAI_OK)
 			return 0;
-		/* verified at load, so not expected: drop what it gave
-		 * (unless the kept set was cut meanwhile: then keep it,
-		 * candidates may repeat) */
+		/* drop what it gave (unless the kept set was cut meanwhile:
+		 * then keep it, candidates may repeat) */
 		if (c->shrinks == shrinks) {
 			c->n = before;
 			c->bytes.len = bytes;
+			c->more = more;
 		}
 		if (rc == SAI_NOMEM)
 			return err_set(ERR_NOMEM, "index lookup");
+		/* a block failed its checks (or could not be read): the
+		 * component is not used again, and is written again */
+		sst_sai_damaged(s, sf);
 	}
 	(*scanned)++;
 	return list_sstable(c, s);
@@ -410,6 +493,8 @@ static void collect_free(struct collect *c)
 	free(c->v);
 	buf_free(&c->bytes);
 	buf_free(&c->cap_key);
+	buf_free(&c->from);
+	buf_free(&c->run_last);
 }
 
 /* The earliest resume position of the sets with `more`: the results of

@@ -416,12 +416,11 @@ static int run_build(struct storage *db, struct table *t, const uint8_t id[16],
 			rc = err_set(ERR_NOMEM, "index build");
 		for (size_t i = 0; !rc && i < snap.v->count; i++) {
 			struct sstable *s = snap.v->ssts[i];
-			const uint8_t *buf;
-			size_t len;
+			struct sai_file *sf;
 			if (atomic_load(&s->excluded))
 				continue;
 			bool redo = force && !in_list(done_gens, ndone, s->gen);
-			if (redo || sst_sai_get(s, ix, &buf, &len) != 0) {
+			if (redo || sst_sai_get(s, ix, &sf) != 0) {
 				need[nneed++] = s;
 				total += s->stats.data_size;
 			}

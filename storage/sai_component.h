@@ -4,9 +4,12 @@
  * each carry a crc32c. See docs/sstable-format.md, "SAI component".
  *
  * The builder collects (term, key) pairs in any order; sai_build sorts and
- * deduplicates them and lays them out. sai_lookup answers one term from the
- * bytes, verifying every block it reads and the directory: a checksum that
- * does not match is SAI_CORRUPT, never a partial or wrong answer.
+ * deduplicates them and lays them out. A struct sai_file reads a component
+ * on disk a block at a time: the header and the block directory are read
+ * once (checksummed) and stay resident, each block a lookup needs is read
+ * (or taken from the block cache) and its crc32c checked. sai_lookup does
+ * the same over bytes in memory. A checksum that does not match is
+ * SAI_CORRUPT, never a partial or wrong answer.
  */
 #ifndef CASSINI_STORAGE_SAI_COMPONENT_H
 #define CASSINI_STORAGE_SAI_COMPONENT_H
@@ -15,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { SAI_OK = 0, SAI_CORRUPT = -1, SAI_NOMEM = -2 };
+enum { SAI_OK = 0, SAI_CORRUPT = -1, SAI_NOMEM = -2, SAI_IO = -3 };
 
 /* Entries per block. */
 #define SAI_BLOCK_ENTRIES 64
@@ -74,13 +77,59 @@ int sai_lookup_range(const uint8_t *buf, size_t len, const struct sai_bound *lo,
 int sai_verify(const uint8_t *buf, size_t len);
 
 struct env;
+struct block_cache;
+
+/* A component on disk, read a block at a time (see above). Lookups may
+ * run on several threads at once. */
+struct sai_file;
+
+/* Opens `path`, reads and checks its header and directory. SAI_OK;
+ * SAI_CORRUPT when they fail their checks; SAI_IO (a missing file, the
+ * env's error in err.h); SAI_NOMEM. `cache` (may be NULL): the engine's
+ * block cache, which verified blocks enter on their second miss. */
+int sai_file_open(struct env *e, const char *path, struct block_cache *cache,
+		  struct sai_file **out);
+void sai_file_close(struct sai_file *f);
+/* The identity (sai_build_ident; empty for version 1); lives with f. */
+void sai_file_ident(const struct sai_file *f, const uint8_t **ident,
+		    uint32_t *ident_len);
+/* The bytes the open component holds (its directory; no blocks). */
+size_t sai_file_resident_bytes(const struct sai_file *f);
+
+/* Called once per key, in key order within each term (`first`: the first
+ * key given of a term); false skips the rest of that term's keys. */
+typedef bool (*sai_visit_fn)(void *arg, bool first, const uint8_t *key,
+			     uint32_t key_len);
+
+/* Every key of every term within [lo, hi] (as sai_lookup_range), each
+ * term's keys from the first not below `from` (bytewise; NULL: all). The
+ * start of each term's keys is found by binary search over the block
+ * directory, so a step of a paged lookup reads the blocks holding what it
+ * visits, not the term's earlier ones (components of versions 1 and 2,
+ * whose directory has no first keys, are walked from the run's start).
+ * SAI_CORRUPT when a block it reads fails its checks (keys reported
+ * before then must be discarded), SAI_IO, SAI_NOMEM. */
+int sai_file_lookup(struct sai_file *f, const struct sai_bound *lo,
+		    const struct sai_bound *hi, const void *from,
+		    uint32_t from_len, sai_visit_fn fn, void *arg);
+/* Reads and checks every block (scrub, verify, tests), bypassing the
+ * cache: crcs, lengths, the directory's first entries, the order. */
+int sai_file_verify(struct sai_file *f);
+
+struct sai_file_stats {
+	uint32_t blocks;      /* in the component */
+	uint64_t block_gets;  /* blocks lookups and verifies needed */
+	uint64_t block_reads; /* of them, read from the file (cache misses) */
+	uint64_t entries;     /* entries lookups decoded */
+};
+void sai_file_stats(const struct sai_file *f, struct sai_file_stats *out);
 
 /* Writes a built component to `path` atomically and durably. SAI_OK, or
  * the env's error. */
 int sai_component_save(struct env *e, const char *path, const uint8_t *buf,
 		       size_t len);
 
-/* Reads and verifies a component (e.g. at startup). SAI_OK with *out
+/* Reads and verifies a whole component (tests, tools). SAI_OK with *out
  * malloc'ed; SAI_CORRUPT (nothing returned) when any checksum fails; else
  * the env's error (a missing file). */
 int sai_component_load(struct env *e, const char *path, uint8_t **out,

@@ -15,6 +15,7 @@
 
 #include "storage/cache_internal.h"
 #include "storage/commitlog_internal.h"
+#include "storage/sai_component.h"
 #include "storage/read_internal.h"
 #include "storage/tomb_hist_internal.h"
 
@@ -131,13 +132,12 @@ struct sst_entry {
 };
 
 /* A storage-attached index component of an SSTable (listed in TOC.txt),
- * loaded and verified whole on its first query. */
+ * opened (header and directory read and checked) on its first query. */
 struct sst_sai {
 	char *index; /* the index's name */
 	char *comp;  /* "SAI_<index>.db" */
-	uint8_t *buf;
-	size_t len;
-	int state;      /* 0 not loaded, 1 loaded, -1 unusable (logged once) */
+	struct sai_file *file;
+	int state;      /* 0 not opened, 1 open, -1 unusable (logged once) */
 	char ident[64]; /* its identity (sai_index_ident) once loaded */
 	uint64_t disk_bytes; /* the file's size (at open, at install) */
 };
@@ -182,26 +182,31 @@ struct sstable {
 	struct sst_sai *sai;
 	size_t sai_count;
 	pthread_mutex_t sai_mu;
-	/* component bytes a rebuild replaced (readers may still hold them):
-	 * freed with the SSTable */
+	/* components a rebuild replaced (readers may still hold them):
+	 * closed with the SSTable */
 	struct sst_sai_old *sai_retired;
 };
 
 struct sst_sai_old {
 	struct sst_sai_old *next;
-	uint8_t *buf;
+	struct sai_file *file;
 };
 
 /* Reads the index components TOC.txt lists (an unreadable TOC: none). */
 int sst_sai_open(struct sstable *s);
 void sst_sai_free(struct sstable *s);
-/* Index ix's component of `s`, loaded and verified (the bytes live
- * while `s` does): 0, or -1 when the SSTable has none for it (written
- * before the index existed, or by an earlier index of the same name over
- * something else) or it is missing or corrupt (logged once per
- * SSTable and index; the caller then scans the SSTable instead). */
+/* Index ix's component of `s`, open (it lives while `s` does): 0, or -1
+ * when the SSTable has none for it (written before the index existed, or
+ * by an earlier index of the same name over something else) or it is
+ * missing or corrupt (logged once per SSTable and index; the caller then
+ * scans the SSTable instead). */
 int sst_sai_get(struct sstable *s, const struct storage_index *ix,
-		const uint8_t **buf, size_t *len);
+		struct sai_file **out);
+/* A lookup found a block of `f` (from sst_sai_get) corrupt: the component
+ * is unusable from now on (logged once), as if it had failed at open. */
+void sst_sai_damaged(struct sstable *s, const struct sai_file *f);
+/* The bytes the SSTable's open components hold (their directories). */
+size_t sst_sai_resident_bytes(struct sstable *s);
 
 /* Installs index ix's component (built over the SSTable's data by an
  * index build, engine_sai_build.c): writes `buf` as "SAI_<index>.db"

@@ -1,9 +1,11 @@
 /*
  * An SSTable's storage-attached index components: found in TOC.txt at
- * open, loaded (and verified whole, sai_component_load) on the first
- * query that needs one, kept while the SSTable is open. A component that
- * is missing or fails its checks is unusable for the life of the reader:
- * logged once, and the query scans that SSTable instead.
+ * open, opened (header and block directory read and checked,
+ * sai_file_open) on the first query that needs one, kept open while the
+ * SSTable is; queries read the blocks they need (sai_file_lookup). A
+ * component that is missing, fails its checks at open or has a block that
+ * fails them when read is unusable for the life of the reader: logged
+ * once, and queries scan that SSTable instead.
  */
 #define LOG_MODULE "storage"
 #include "storage/sai_component.h"
@@ -98,7 +100,7 @@ void sst_sai_free(struct sstable *s)
 	for (size_t i = 0; i < s->sai_count; i++) {
 		free(s->sai[i].index);
 		free(s->sai[i].comp);
-		free(s->sai[i].buf);
+		sai_file_close(s->sai[i].file);
 	}
 	free(s->sai);
 	s->sai = NULL;
@@ -106,14 +108,24 @@ void sst_sai_free(struct sstable *s)
 	while (s->sai_retired) {
 		struct sst_sai_old *o = s->sai_retired;
 		s->sai_retired = o->next;
-		free(o->buf);
+		sai_file_close(o->file);
 		free(o);
 	}
 	pthread_mutex_destroy(&s->sai_mu);
 }
 
+static void log_unusable(const struct sstable *s, const struct sst_sai *e)
+{
+	char *path = sst_path(s->dir, s->gen, e->comp, false);
+	LOG_AT(LOG_LEVEL_WARN,
+	       "index component %s is missing or corrupt: queries of index "
+	       "%s scan this sstable instead",
+	       path ? path : e->comp, e->index);
+	free(path);
+}
+
 int sst_sai_get(struct sstable *s, const struct storage_index *ix,
-		const uint8_t **buf, size_t *len)
+		struct sai_file **out)
 {
 	struct sst_sai *e = NULL;
 	pthread_mutex_lock(&s->sai_mu);
@@ -126,39 +138,57 @@ int sst_sai_get(struct sstable *s, const struct storage_index *ix,
 	}
 	if (e->state == 0) {
 		char *path = sst_path(s->dir, s->gen, e->comp, false);
-		int rc = path ? sai_component_load(s->env, path, &e->buf,
-						   &e->len)
+		int rc = path ? sai_file_open(s->env, path, s->cache, &e->file)
 			      : SAI_NOMEM;
+		free(path);
 		const uint8_t *id;
 		uint32_t idl;
-		if (rc == SAI_OK &&
-		    sai_ident(e->buf, e->len, &id, &idl) == SAI_OK &&
-		    idl < sizeof(e->ident)) {
-			memcpy(e->ident, id, idl);
-			e->ident[idl] = '\0';
-			e->state = 1;
-		} else if (rc == SAI_OK) {
-			e->state = -1; /* an identity too long: not ours */
+		if (rc == SAI_OK) {
+			sai_file_ident(e->file, &id, &idl);
+			if (idl < sizeof(e->ident)) {
+				memcpy(e->ident, id, idl);
+				e->ident[idl] = '\0';
+				e->state = 1;
+			} else {
+				e->state = -1; /* an identity too long: not ours */
+			}
 		} else if (rc != SAI_NOMEM) {
 			e->state = -1;
-			LOG_AT(LOG_LEVEL_WARN,
-			       "index component %s is missing or corrupt: "
-			       "queries of index %s scan this sstable "
-			       "instead",
-			       path ? path : e->comp, e->index);
+			log_unusable(s, e);
 		}
-		free(path);
 	}
 	char want[64];
 	int ok = e->state == 1 &&
 		 sai_index_ident(s->t, ix, want, sizeof(want)) >= 0 &&
 		 strcmp(want, e->ident) == 0;
+	if (ok)
+		*out = e->file;
 	pthread_mutex_unlock(&s->sai_mu);
-	if (!ok)
-		return -1;
-	*buf = e->buf;
-	*len = e->len;
-	return 0;
+	return ok ? 0 : -1;
+}
+
+void sst_sai_damaged(struct sstable *s, const struct sai_file *f)
+{
+	pthread_mutex_lock(&s->sai_mu);
+	for (size_t i = 0; i < s->sai_count; i++) {
+		struct sst_sai *e = &s->sai[i];
+		if (e->file == f && e->state == 1) {
+			e->state = -1; /* the file stays open: readers hold it */
+			log_unusable(s, e);
+		}
+	}
+	pthread_mutex_unlock(&s->sai_mu);
+}
+
+size_t sst_sai_resident_bytes(struct sstable *s)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&s->sai_mu);
+	for (size_t i = 0; i < s->sai_count; i++)
+		if (s->sai[i].file)
+			n += sai_file_resident_bytes(s->sai[i].file);
+	pthread_mutex_unlock(&s->sai_mu);
+	return n;
 }
 
 bool sst_sai_listed(struct sstable *s, const char *index)
@@ -235,15 +265,14 @@ int sst_sai_install(struct sstable *s, const struct storage_index *ix,
 		rc = add_comp(s, comp, strlen(comp));
 		if (!rc)
 			s->sai[s->sai_count - 1].disk_bytes = len;
-	} else if (e->buf) {
-		/* a reader may hold the old bytes */
+	} else if (e->file) {
+		/* a reader may hold the old file */
 		struct sst_sai_old *o = malloc(sizeof(*o));
 		if (o) {
-			o->buf = e->buf;
+			o->file = e->file;
 			o->next = s->sai_retired;
 			s->sai_retired = o;
-			e->buf = NULL;
-			e->len = 0;
+			e->file = NULL;
 			e->state = 0;
 		} else {
 			rc = err_set(ERR_NOMEM, "sstable index");
