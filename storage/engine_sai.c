@@ -52,6 +52,7 @@ struct collect {
 	size_t run_kept;
 	int64_t run_token;
 	struct buf run_last;
+	uint64_t visited; /* index entries walked */
 };
 
 static bool in_range(const struct collect *c, int64_t token)
@@ -173,10 +174,12 @@ static void from_memtable(struct collect *c, const struct memtable *mt,
 			const struct mt_sai_chunk *ch = t->head;
 			while (ch) {
 				for (uint32_t k = 0; k < ch->cap && left;
-				     k++, left--)
+				     k++, left--) {
+					c->visited++;
 					add(c, ch->parts[k].part->token,
 					    ch->parts[k].part->key,
 					    ch->parts[k].ck);
+				}
 				if (!left)
 					break;
 				ch = ch->next;
@@ -313,7 +316,7 @@ static int from_sstable(struct collect *c, struct sstable *s,
 		const struct buf *from = component_from(c);
 		int rc = sai_file_lookup(sf, lo, hi, from ? from->data : NULL,
 					 from ? (uint32_t)from->len : 0,
-					 component_key, c);
+					 component_key, c, &c->visited);
 		if (rc == SAI_OK)
 			return 0;
 		/* drop what it gave (unless the kept set was cut meanwhile:
@@ -660,6 +663,7 @@ static int candidates(struct storage *db, struct engine_snapshot *snap,
 			storage_engine_note_corruption(db, s);
 	}
 	out->scanned += listed;
+	out->visited = c.visited;
 	/* an SSTable without a usable component: written again */
 	if (listed)
 		storage_engine_sai_repair(db, snap->t, ix->name);

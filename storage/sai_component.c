@@ -622,7 +622,8 @@ static int retarget(struct target *g, struct buf *tb, const uint8_t *t,
 
 int sai_file_lookup(struct sai_file *sf, const struct sai_bound *lo,
 		    const struct sai_bound *hi, const void *from,
-		    uint32_t from_len, sai_visit_fn fn, void *arg)
+		    uint32_t from_len, sai_visit_fn fn, void *arg,
+		    uint64_t *visited_out)
 {
 	if (!sf->nblocks)
 		return SAI_OK;
@@ -687,7 +688,12 @@ int sai_file_lookup(struct sai_file *sf, const struct sai_bound *lo,
 			bool first = fresh;
 			fresh = false;
 			if (!fn(arg, first, k, kl)) {
-				/* the rest of this term's run is not wanted */
+				/* the rest of this term's run is not wanted,
+				 * nor any term when this one is the last */
+				if (hi && bytes_cmp(t, tl, hi->term, hi->len) >= 0) {
+					stop = true;
+					break;
+				}
 				g.after_term = true;
 				uint32_t j = seek_block(sf, &g);
 				if (j > i) {
@@ -704,6 +710,8 @@ int sai_file_lookup(struct sai_file *sf, const struct sai_bound *lo,
 	}
 	free(tb.p);
 	atomic_fetch_add_explicit(&sf->entries, visited, memory_order_relaxed);
+	if (visited_out)
+		*visited_out += visited;
 	return rc;
 }
 
@@ -814,7 +822,7 @@ int sai_lookup_range(const uint8_t *buf, size_t len, const struct sai_bound *lo,
 	if (rc)
 		return rc;
 	struct key_fn k = {fn, arg};
-	rc = sai_file_lookup(&sf, lo, hi, NULL, 0, visit_all, &k);
+	rc = sai_file_lookup(&sf, lo, hi, NULL, 0, visit_all, &k, NULL);
 	sf_close(&sf);
 	return rc;
 }

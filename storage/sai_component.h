@@ -108,10 +108,12 @@ typedef bool (*sai_visit_fn)(void *arg, bool first, const uint8_t *key,
  * visits, not the term's earlier ones (components of versions 1 and 2,
  * whose directory has no first keys, are walked from the run's start).
  * SAI_CORRUPT when a block it reads fails its checks (keys reported
- * before then must be discarded), SAI_IO, SAI_NOMEM. */
+ * before then must be discarded), SAI_IO, SAI_NOMEM. *visited (may be
+ * NULL) grows by the entries it decoded. */
 int sai_file_lookup(struct sai_file *f, const struct sai_bound *lo,
 		    const struct sai_bound *hi, const void *from,
-		    uint32_t from_len, sai_visit_fn fn, void *arg);
+		    uint32_t from_len, sai_visit_fn fn, void *arg,
+		    uint64_t *visited);
 /* Reads and checks every block (scrub, verify, tests), bypassing the
  * cache: crcs, lengths, the directory's first entries, the order. */
 int sai_file_verify(struct sai_file *f);

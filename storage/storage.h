@@ -583,6 +583,9 @@ struct storage_index_keys {
 	 * for the index, missing or corrupt): every partition they hold in
 	 * the range is a candidate */
 	uint64_t scanned;
+	/* Index entries the lookup walked (components' decoded entries,
+	 * memtables' term entries): a paged step's work */
+	uint64_t visited;
 	struct buf bytes; /* the keys' */
 	/* A lookup stopped by its page's limit (or a set operation over
 	 * one): the candidates are exact up to and including the resume
@@ -612,8 +615,11 @@ int storage_read_fragment_rows(struct storage *db, const uint8_t table_id[16],
 /* How much of a candidate lookup to answer: at most `limit` candidates
  * (0: every one), the first partitions after (after_token, after_key)
  * when `after` (a previous answer's resume position), in token order.
- * Bounds the answer's memory to about `limit` keys; every index entry of
- * the range is still visited. */
+ * Bounds the answer's memory to about `limit` keys, and an SSTable
+ * component's work to about `limit` entries and a block per term (a
+ * lookup seeks to `after` in each term's keys and stops a term after
+ * `limit` partitions); a memtable's index still walks every entry of its
+ * terms (they are in write order). */
 struct storage_index_page {
 	size_t limit;
 	bool after;

@@ -1,6 +1,8 @@
 /* The SAI index component: build, look up against a model, and corruption
  * of any byte detected (SAI_CORRUPT), never a wrong answer. */
+#include "common/crc.h"
 #include "common/env_real.h"
+#include "storage/cache_internal.h"
 #include "storage/sai_component.h"
 #include "tests/lib/testutil.h"
 
@@ -179,6 +181,284 @@ START_TEST(saved_component_reloads_and_damage_is_refused)
 }
 END_TEST
 
+/* ---- reading a component on disk a block at a time --------------------- */
+
+/* One term "hot" with n keys (h000000...), a few others around it. */
+static void build_hot(int n, uint8_t **out, size_t *len)
+{
+	struct sai_builder b;
+	sai_builder_init(&b);
+	char k[16];
+	for (int i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "h%06d", i);
+		ck_assert_int_eq(sai_builder_add(&b, "hot", 3, k, 7), SAI_OK);
+	}
+	for (int i = 0; i < 200; i++) {
+		snprintf(k, sizeof(k), "c%06d", i);
+		ck_assert_int_eq(sai_builder_add(&b, "cold", 4, k, 7), SAI_OK);
+		ck_assert_int_eq(sai_builder_add(&b, "zzz", 3, k, 7), SAI_OK);
+	}
+	ck_assert_int_eq(sai_build_ident(&b, "c3 t0 f0", 8, out, len), SAI_OK);
+	sai_builder_free(&b);
+}
+
+struct page {
+	int limit, seen;
+	char first[16], last[16];
+	bool more;
+};
+
+static bool page_visit(void *arg, bool first, const uint8_t *key,
+		       uint32_t key_len)
+{
+	struct page *p = arg;
+	(void)first;
+	if (p->seen == p->limit) {
+		p->more = true;
+		return false;
+	}
+	ck_assert_uint_lt(key_len, 16);
+	if (!p->seen) {
+		memcpy(p->first, key, key_len);
+		p->first[key_len] = 0;
+	}
+	memcpy(p->last, key, key_len);
+	p->last[key_len] = 0;
+	p->seen++;
+	return true;
+}
+
+static struct sai_file *save_open(struct env *env, const char *dir,
+				  const uint8_t *buf, size_t len,
+				  struct block_cache *cache)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/ca-1-SAI_v_idx.db", dir);
+	ck_assert_int_eq(sai_component_save(env, path, buf, len), SAI_OK);
+	struct sai_file *f = NULL;
+	ck_assert_int_eq(sai_file_open(env, path, cache, &f), SAI_OK);
+	return f;
+}
+
+/* A paged walk of one term: each step reads the block holding its
+ * resume position and those it goes on into, and decodes about `limit`
+ * entries and a block, wherever in the term it resumes; the pages
+ * together are the term's keys, in order. Only the directory stays in
+ * memory. */
+START_TEST(a_paged_walk_reads_a_block_per_step)
+{
+	const int N = 20000, LIMIT = 10;
+	uint8_t *buf;
+	size_t len;
+	build_hot(N, &buf, &len);
+	struct env *env = env_real_new(NULL);
+	const char *dir = test_tmpdir("sai_pages");
+	struct sai_file *f = save_open(env, dir, buf, len, NULL);
+	const uint8_t *id;
+	uint32_t idl;
+	sai_file_ident(f, &id, &idl);
+	ck_assert_uint_eq(idl, 8);
+	ck_assert_mem_eq(id, "c3 t0 f0", 8);
+	size_t resident = sai_file_resident_bytes(f);
+	ck_assert_uint_lt(resident, len / 16);
+	struct sai_bound t = {"hot", 3, true};
+	char from[16] = "";
+	int next = 0;
+	uint64_t max_entries = 0, max_reads = 0;
+	for (int step = 0;; step++) {
+		struct sai_file_stats a, b;
+		sai_file_stats(f, &a);
+		struct page p = {.limit = LIMIT};
+		uint64_t visited = 0;
+		/* resume from the key after the last one given */
+		ck_assert_int_eq(sai_file_lookup(f, &t, &t, step ? from : NULL,
+						 step ? (uint32_t)strlen(from)
+						      : 0,
+						 page_visit, &p, &visited),
+				 SAI_OK);
+		sai_file_stats(f, &b);
+		ck_assert_uint_eq(b.entries - a.entries, visited);
+		if (visited > max_entries)
+			max_entries = visited;
+		if (b.block_reads - a.block_reads > max_reads)
+			max_reads = b.block_reads - a.block_reads;
+		char want[16];
+		snprintf(want, sizeof(want), "h%06d", next);
+		if (next < N)
+			ck_assert_str_eq(p.first, want);
+		next += p.seen;
+		if (!p.more)
+			break;
+		snprintf(from, sizeof(from), "h%06d", next);
+	}
+	ck_assert_int_eq(next, N);
+	/* a step decodes its page and at most two blocks' worth more (the
+	 * block before the resume position, the one after the page) */
+	ck_assert_uint_le(max_entries, LIMIT + 2 * SAI_BLOCK_ENTRIES + 1);
+	ck_assert_uint_le(max_reads, 2);
+	/* a range of terms: each term's keys from `from` */
+	struct sai_bound lo = {"cold", 4, true}, hi = {"zzz", 3, true};
+	struct keys *k = calloc(1, sizeof(*k));
+	struct page p = {.limit = 1000000};
+	ck_assert_int_eq(sai_file_lookup(f, &lo, &hi, "h019990", 7, page_visit,
+					 &p, NULL),
+			 SAI_OK);
+	ck_assert_int_eq(p.seen, 10); /* hot's last ten; cold's, zzz's are below */
+	free(k);
+	ck_assert_int_eq(sai_file_verify(f), SAI_OK);
+	sai_file_close(f);
+	test_tmpdir_remove(dir);
+	env_real_delete(env);
+	free(buf);
+}
+END_TEST
+
+/* With the block cache a block read twice is kept (on its second miss):
+ * the third lookup reads nothing from the file. */
+START_TEST(blocks_enter_the_block_cache)
+{
+	uint8_t *buf;
+	size_t len;
+	build_hot(2000, &buf, &len);
+	struct env *env = env_real_new(NULL);
+	const char *dir = test_tmpdir("sai_cache");
+	struct block_cache *c = storage_block_cache_new(1 << 20);
+	struct sai_file *f = save_open(env, dir, buf, len, c);
+	struct sai_bound t = {"hot", 3, true};
+	uint64_t reads[3];
+	for (int i = 0; i < 3; i++) {
+		struct page p = {.limit = 5};
+		ck_assert_int_eq(sai_file_lookup(f, &t, &t, "h001000", 7,
+						 page_visit, &p, NULL),
+				 SAI_OK);
+		ck_assert_str_eq(p.first, "h001000");
+		struct sai_file_stats st;
+		sai_file_stats(f, &st);
+		reads[i] = st.block_reads;
+	}
+	ck_assert_uint_gt(reads[1], reads[0]);
+	ck_assert_uint_eq(reads[2], reads[1]);
+	sai_file_close(f);
+	storage_block_cache_delete(c);
+	test_tmpdir_remove(dir);
+	env_real_delete(env);
+	free(buf);
+}
+END_TEST
+
+/* A damaged block is found when a lookup reads it (SAI_CORRUPT), not at
+ * open; lookups of other blocks still answer exactly; verify finds it. */
+START_TEST(a_damaged_block_is_found_when_read)
+{
+	const int N = 3000;
+	uint8_t *buf;
+	size_t len;
+	build_hot(N, &buf, &len);
+	/* a key inside a block (not a block's first, so the directory does
+	 * not hold it): h001500 is the 1500th hot key after 200 cold ones */
+	uint8_t *at = memmem(buf, len, "h001510", 7);
+	ck_assert_ptr_nonnull(at);
+	ck_assert_ptr_null(memmem(at + 7, len - (size_t)(at + 7 - buf),
+				  "h001510", 7));
+	at[6] ^= 1;
+	struct env *env = env_real_new(NULL);
+	const char *dir = test_tmpdir("sai_damage");
+	struct sai_file *f = save_open(env, dir, buf, len, NULL);
+	struct sai_bound t = {"hot", 3, true};
+	struct page p = {.limit = 5};
+	ck_assert_int_eq(sai_file_lookup(f, &t, &t, "h000100", 7, page_visit,
+					 &p, NULL),
+			 SAI_OK);
+	ck_assert_str_eq(p.first, "h000100");
+	ck_assert_str_eq(p.last, "h000104");
+	struct sai_bound cold = {"cold", 4, true};
+	struct page q = {.limit = 1000};
+	ck_assert_int_eq(sai_file_lookup(f, &cold, &cold, NULL, 0, page_visit,
+					 &q, NULL),
+			 SAI_OK);
+	ck_assert_int_eq(q.seen, 200);
+	struct page r = {.limit = 5};
+	ck_assert_int_eq(sai_file_lookup(f, &t, &t, "h001505", 7, page_visit,
+					 &r, NULL),
+			 SAI_CORRUPT);
+	ck_assert_int_eq(sai_file_verify(f), SAI_CORRUPT);
+	ck_assert_int_eq(sai_verify(buf, len), SAI_CORRUPT);
+	sai_file_close(f);
+	test_tmpdir_remove(dir);
+	env_real_delete(env);
+	free(buf);
+}
+END_TEST
+
+/* Rewrites a version 3 component as version 2 (no first keys in the
+ * directory). */
+static void as_version2(uint8_t *buf, size_t *len)
+{
+	uint64_t dir = 0;
+	for (int i = 0; i < 8; i++)
+		dir |= (uint64_t)buf[*len - 16 + i] << (8 * i);
+	uint32_t nb = (uint32_t)buf[dir] | (uint32_t)buf[dir + 1] << 8 |
+		      (uint32_t)buf[dir + 2] << 16 |
+		      (uint32_t)buf[dir + 3] << 24;
+	uint8_t *out = malloc(*len);
+	size_t n = dir + 4, q = dir + 4;
+	memcpy(out, buf, n);
+	for (uint32_t i = 0; i < nb; i++) {
+		uint32_t tl = (uint32_t)buf[q + 8] | (uint32_t)buf[q + 9] << 8;
+		memcpy(out + n, buf + q, 12 + tl);
+		n += 12 + tl;
+		q += 12 + tl;
+		uint32_t kl = (uint32_t)buf[q] | (uint32_t)buf[q + 1] << 8;
+		q += 4 + kl;
+	}
+	uint32_t crc = crc32c_mask(crc32c(0, out + dir, n - dir));
+	memcpy(out + n, buf + *len - 16, 8);
+	for (int i = 0; i < 4; i++)
+		out[n + 8 + i] = (uint8_t)(crc >> (8 * i));
+	memcpy(out + n + 12, "ISAC", 4);
+	n += 16;
+	out[4] = 2;
+	memcpy(buf, out, n);
+	*len = n;
+	free(out);
+}
+
+/* A version 2 component (written before the directory held first keys)
+ * answers the same, walking a term's blocks from its start. */
+START_TEST(a_version_2_component_is_still_read)
+{
+	const int N = 2000;
+	uint8_t *buf;
+	size_t len;
+	build_hot(N, &buf, &len);
+	as_version2(buf, &len);
+	ck_assert_int_eq(sai_verify(buf, len), SAI_OK);
+	struct env *env = env_real_new(NULL);
+	const char *dir = test_tmpdir("sai_v2");
+	struct sai_file *f = save_open(env, dir, buf, len, NULL);
+	struct sai_bound t = {"hot", 3, true};
+	struct page p = {.limit = 5};
+	uint64_t visited = 0;
+	ck_assert_int_eq(sai_file_lookup(f, &t, &t, "h001000", 7, page_visit,
+					 &p, &visited),
+			 SAI_OK);
+	ck_assert_str_eq(p.first, "h001000");
+	ck_assert_str_eq(p.last, "h001004");
+	ck_assert_uint_gt(visited, 1000); /* from the run's start */
+	struct keys *k = calloc(1, sizeof(*k));
+	struct sai_bound cold = {"zzz", 3, true};
+	ck_assert_int_eq(sai_lookup(buf, len, "zzz", 3, collect, k), SAI_OK);
+	ck_assert_int_eq(k->n, 200);
+	(void)cold;
+	free(k);
+	ck_assert_int_eq(sai_file_verify(f), SAI_OK);
+	sai_file_close(f);
+	test_tmpdir_remove(dir);
+	env_real_delete(env);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(27);
@@ -188,6 +468,10 @@ int main(void)
 	tcase_add_test(tc, empty_component);
 	tcase_add_test(tc, any_flipped_byte_is_detected);
 	tcase_add_test(tc, saved_component_reloads_and_damage_is_refused);
+	tcase_add_test(tc, a_paged_walk_reads_a_block_per_step);
+	tcase_add_test(tc, blocks_enter_the_block_cache);
+	tcase_add_test(tc, a_damaged_block_is_found_when_read);
+	tcase_add_test(tc, a_version_2_component_is_still_read);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
