@@ -14,6 +14,7 @@
 #include "common/err.h"
 #include "common/murmur3.h"
 #include "storage/atom_internal.h"
+#include "storage/sai_component.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
 #include "tests/unit/storage_fault_env.h"
@@ -1265,6 +1266,76 @@ START_TEST(entries_carry_rows)
 }
 END_TEST
 
+/* A paged walk of a term held by 3000 partitions of one SSTable: each
+ * step walks about its limit of the component's entries and a block or
+ * two, wherever it resumes (the lookup seeks to the resume position), and
+ * the pages together are every partition once, in token order. The same
+ * term in a memtable is walked whole at every step (write order). */
+START_TEST(a_paged_walk_visits_bounded_entries_per_step)
+{
+	struct fx f;
+	fx_init(&f, "sai_pages", true);
+	enum { N = 3000, LIMIT = 25 };
+	uint8_t vb[4];
+	be32_store(vb, (uint32_t)(1 - 3));
+	int64_t now = now_sec(&f);
+	for (int p = 0; p < N; p++) {
+		struct storage_mutation *m = mut(&f, p, 0);
+		storage_mutation_put_marker(m, f.ts, 0, now);
+		storage_mutation_put(m, COL_V, NULL, 0, vb, 4, f.ts, 0, now);
+		apply(&f, m);
+	}
+	struct slice v = slice_make(vb, 4);
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1)
+			ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+		struct storage_index_page pg = {.limit = LIMIT};
+		uint8_t after[64];
+		size_t total = 0, steps = 0;
+		uint64_t max_visited = 0;
+		int64_t prev_tok = INT64_MIN;
+		for (;;) {
+			struct storage_index_keys k;
+			if (storage_index_candidates(f.db, f.t->id, "iv", &v, 1,
+						     0, 0, &pg, &k))
+				ck_abort_msg("candidates: %s", err_msg());
+			ck_assert_uint_eq(k.scanned, 0);
+			ck_assert_uint_le(k.count, LIMIT);
+			for (size_t i = 0; i < k.count; i++) {
+				ck_assert(k.tokens[i] >= prev_tok);
+				prev_tok = k.tokens[i];
+			}
+			total += k.count;
+			steps++;
+			if (k.visited > max_visited)
+				max_visited = k.visited;
+			bool more = k.more;
+			if (more) {
+				ck_assert_uint_le(k.resume_key.len,
+						  sizeof(after));
+				memcpy(after, k.resume_key.ptr,
+				       k.resume_key.len);
+				pg.after = true;
+				pg.after_token = k.resume_token;
+				pg.after_key =
+					slice_make(after, k.resume_key.len);
+			}
+			storage_index_keys_free(&k);
+			if (!more)
+				break;
+		}
+		ck_assert_uint_eq(total, N);
+		ck_assert_uint_ge(steps, N / LIMIT);
+		if (pass == 0)
+			ck_assert_uint_eq(max_visited, N); /* the memtable */
+		else
+			ck_assert_uint_le(max_visited,
+					  LIMIT + 2 * SAI_BLOCK_ENTRIES + 1);
+	}
+	fx_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("storage_index");
@@ -1277,6 +1348,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_build_resumes_after_a_restart);
 	tcase_add_test(tc, rebuild_index_writes_every_component_again);
 	tcase_add_test(tc, a_damaged_component_is_repaired_in_the_background);
+	tcase_add_test(tc, a_paged_walk_visits_bounded_entries_per_step);
 	suite_add_tcase(s, tc);
 	return s;
 }
