@@ -470,7 +470,8 @@ static int blk_get(struct sai_file *sf, uint32_t i, bool fill, struct blk *b)
 	const struct sai_dirent *e = &sf->d[i];
 	atomic_fetch_add_explicit(&sf->block_gets, 1, memory_order_relaxed);
 	if (sf->cache && fill) {
-		b->cb = storage_block_cache_get(sf->cache, sf->cache_id, e->off);
+		b->cb = storage_block_cache_get(sf->cache, sf->cache_id,
+						e->off);
 		if (b->cb) {
 			b->p = b->cb->data;
 			b->n = (uint32_t)b->cb->len;
@@ -633,7 +634,7 @@ int sai_file_lookup(struct sai_file *sf, const struct sai_bound *lo,
 			   .kl = from ? from_len : 0,
 			   .after_term = lo && !lo->incl};
 	bool have_term = lo && lo->incl; /* g.term is the run's term */
-	bool fresh = true;                /* no key given of it yet */
+	bool fresh = true;               /* no key given of it yet */
 	struct buf tb = {0};
 	uint32_t i = seek_block(sf, &g);
 	int rc = SAI_OK;
@@ -690,7 +691,8 @@ int sai_file_lookup(struct sai_file *sf, const struct sai_bound *lo,
 			if (!fn(arg, first, k, kl)) {
 				/* the rest of this term's run is not wanted,
 				 * nor any term when this one is the last */
-				if (hi && bytes_cmp(t, tl, hi->term, hi->len) >= 0) {
+				if (hi &&
+				    bytes_cmp(t, tl, hi->term, hi->len) >= 0) {
 					stop = true;
 					break;
 				}
@@ -739,10 +741,9 @@ static int sf_verify(struct sai_file *sf)
 				rc = SAI_CORRUPT;
 				break;
 			}
-			if (x == 0 &&
-			    (bytes_cmp(t, tl, e->term, e->tl) != 0 ||
-			     (sf->version >= 3 &&
-			      bytes_cmp(k, kl, e->key, e->kl) != 0)))
+			if (x == 0 && (bytes_cmp(t, tl, e->term, e->tl) != 0 ||
+				       (sf->version >= 3 &&
+					bytes_cmp(k, kl, e->key, e->kl) != 0)))
 				rc = SAI_CORRUPT;
 			/* sorted and unique: the previous (term, key) below */
 			if (any) {
@@ -750,7 +751,10 @@ static int sf_verify(struct sai_file *sf)
 				const uint8_t *pt = prev.p + 4;
 				int c = bytes_cmp(pt, ptl, t, tl);
 				if (c > 0 ||
-				    (c == 0 && bytes_cmp(pt + ptl, (uint32_t)(prev.n - 4 - ptl), k, kl) >= 0))
+				    (c == 0 &&
+				     bytes_cmp(pt + ptl,
+					       (uint32_t)(prev.n - 4 - ptl), k,
+					       kl) >= 0))
 					rc = SAI_CORRUPT;
 			}
 			prev.n = 0;

@@ -15,8 +15,8 @@
 
 #include "storage/cache_internal.h"
 #include "storage/commitlog_internal.h"
-#include "storage/sai_component.h"
 #include "storage/read_internal.h"
+#include "storage/sai_component.h"
 #include "storage/tomb_hist_internal.h"
 
 #include <pthread.h>

@@ -150,7 +150,8 @@ int sst_sai_get(struct sstable *s, const struct storage_index *ix,
 				e->ident[idl] = '\0';
 				e->state = 1;
 			} else {
-				e->state = -1; /* an identity too long: not ours */
+				e->state =
+					-1; /* an identity too long: not ours */
 			}
 		} else if (rc != SAI_NOMEM) {
 			e->state = -1;
@@ -173,7 +174,8 @@ void sst_sai_damaged(struct sstable *s, const struct sai_file *f)
 	for (size_t i = 0; i < s->sai_count; i++) {
 		struct sst_sai *e = &s->sai[i];
 		if (e->file == f && e->state == 1) {
-			e->state = -1; /* the file stays open: readers hold it */
+			e->state =
+				-1; /* the file stays open: readers hold it */
 			log_unusable(s, e);
 		}
 	}

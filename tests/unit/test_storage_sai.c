@@ -271,11 +271,11 @@ START_TEST(a_paged_walk_reads_a_block_per_step)
 		struct page p = {.limit = LIMIT};
 		uint64_t visited = 0;
 		/* resume from the key after the last one given */
-		ck_assert_int_eq(sai_file_lookup(f, &t, &t, step ? from : NULL,
-						 step ? (uint32_t)strlen(from)
-						      : 0,
-						 page_visit, &p, &visited),
-				 SAI_OK);
+		ck_assert_int_eq(
+			sai_file_lookup(f, &t, &t, step ? from : NULL,
+					step ? (uint32_t)strlen(from) : 0,
+					page_visit, &p, &visited),
+			SAI_OK);
 		sai_file_stats(f, &b);
 		ck_assert_uint_eq(b.entries - a.entries, visited);
 		if (visited > max_entries)
@@ -303,7 +303,8 @@ START_TEST(a_paged_walk_reads_a_block_per_step)
 	ck_assert_int_eq(sai_file_lookup(f, &lo, &hi, "h019990", 7, page_visit,
 					 &p, NULL),
 			 SAI_OK);
-	ck_assert_int_eq(p.seen, 10); /* hot's last ten; cold's, zzz's are below */
+	ck_assert_int_eq(p.seen,
+			 10); /* hot's last ten; cold's, zzz's are below */
 	free(k);
 	ck_assert_int_eq(sai_file_verify(f), SAI_OK);
 	sai_file_close(f);
@@ -358,29 +359,29 @@ START_TEST(a_damaged_block_is_found_when_read)
 	 * not hold it): h001500 is the 1500th hot key after 200 cold ones */
 	uint8_t *at = memmem(buf, len, "h001510", 7);
 	ck_assert_ptr_nonnull(at);
-	ck_assert_ptr_null(memmem(at + 7, len - (size_t)(at + 7 - buf),
-				  "h001510", 7));
+	ck_assert_ptr_null(
+		memmem(at + 7, len - (size_t)(at + 7 - buf), "h001510", 7));
 	at[6] ^= 1;
 	struct env *env = env_real_new(NULL);
 	const char *dir = test_tmpdir("sai_damage");
 	struct sai_file *f = save_open(env, dir, buf, len, NULL);
 	struct sai_bound t = {"hot", 3, true};
 	struct page p = {.limit = 5};
-	ck_assert_int_eq(sai_file_lookup(f, &t, &t, "h000100", 7, page_visit,
-					 &p, NULL),
-			 SAI_OK);
+	ck_assert_int_eq(
+		sai_file_lookup(f, &t, &t, "h000100", 7, page_visit, &p, NULL),
+		SAI_OK);
 	ck_assert_str_eq(p.first, "h000100");
 	ck_assert_str_eq(p.last, "h000104");
 	struct sai_bound cold = {"cold", 4, true};
 	struct page q = {.limit = 1000};
-	ck_assert_int_eq(sai_file_lookup(f, &cold, &cold, NULL, 0, page_visit,
-					 &q, NULL),
-			 SAI_OK);
+	ck_assert_int_eq(
+		sai_file_lookup(f, &cold, &cold, NULL, 0, page_visit, &q, NULL),
+		SAI_OK);
 	ck_assert_int_eq(q.seen, 200);
 	struct page r = {.limit = 5};
-	ck_assert_int_eq(sai_file_lookup(f, &t, &t, "h001505", 7, page_visit,
-					 &r, NULL),
-			 SAI_CORRUPT);
+	ck_assert_int_eq(
+		sai_file_lookup(f, &t, &t, "h001505", 7, page_visit, &r, NULL),
+		SAI_CORRUPT);
 	ck_assert_int_eq(sai_file_verify(f), SAI_CORRUPT);
 	ck_assert_int_eq(sai_verify(buf, len), SAI_CORRUPT);
 	sai_file_close(f);
