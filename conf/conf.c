@@ -1089,6 +1089,13 @@ static int conf_validate(struct conf *c, const char *file)
 			       "%s: tombstone_failure_threshold: must not be "
 			       "below tombstone_warn_threshold",
 			       file);
+	if (c->rfp_cached_rows_fail_threshold <
+	    c->rfp_cached_rows_warn_threshold)
+		return err_set(ERR_CONFIG,
+			       "%s: replica_filtering_protection."
+			       "cached_rows_fail_threshold: must not be below "
+			       "cached_rows_warn_threshold",
+			       file);
 	const char *jks = c->client_encryption.store_type == CONF_STORE_JKS
 				  ? "client_encryption_options"
 			  : c->server_encryption.store_type == CONF_STORE_JKS

@@ -134,6 +134,9 @@ struct conf {
 	double bloom_filter_fp_chance;
 	int64_t tombstone_warn_threshold;
 	int64_t tombstone_failure_threshold;
+	/* replica_filtering_protection: */
+	int64_t rfp_cached_rows_warn_threshold;
+	int64_t rfp_cached_rows_fail_threshold;
 
 	/* gossip and failure detection */
 	double phi_convict_threshold;

@@ -45,6 +45,9 @@ struct read_job {
 	/* tombstone warnings of the replicas' answers (repl_result) */
 	uint32_t tomb_warn_nodes;
 	uint64_t tomb_max;
+	/* a step's rows held for replica filtering protection passed this
+	 * cached_rows_warn_threshold (0: none) */
+	uint64_t rfp_warn;
 	/* job_table's answer while the schema generation stays `gen` */
 	const struct cql_table *t;
 	const struct ring_strategy *strategy;
@@ -128,6 +131,27 @@ static void tombstone_warning(struct read_job *j, struct buf *b)
 	cql_frame_add_warning(b, msg);
 }
 
+/* Cassandra's replica filtering protection warning (ClientWarn, its log
+ * and the trace), once a query. */
+static void rfp_warning(struct read_job *j, struct buf *b)
+{
+	if (!j->rfp_warn)
+		return;
+	char shape[512], msg[768];
+	query_shape(j, shape, sizeof(shape));
+	snprintf(msg, sizeof(msg),
+		 "Replica filtering protection has cached over %llu rows "
+		 "during query %s. (See 'cached_replica_rows_warn_threshold' "
+		 "in cassandra.yaml.)",
+		 (unsigned long long)j->rfp_warn, shape);
+	LOG_WARN("%s", msg);
+	if (j->traced && j->d->tracer)
+		node_trace_remote_event(
+			j->d->tracer, j->trace, "Native-Transport-Requests-1",
+			(int64_t)(env_mono_us(j->d->env) - j->start_us), msg);
+	cql_frame_add_warning(b, msg);
+}
+
 static void read_finish(struct read_job *j)
 {
 	/* The data path's buffer, kept across replies: a reply is copied to
@@ -155,8 +179,10 @@ static void read_finish(struct read_job *j)
 						  "multiple partition keys (IN "
 						  "restriction)");
 	}
-	if (b.len >= 5 && b.data[4] == CQL_OP_RESULT)
+	if (b.len >= 5 && b.data[4] == CQL_OP_RESULT) {
 		tombstone_warning(j, &b);
+		rfp_warning(j, &b);
+	}
 	cql_request_reply(j->req, b.data, b.len);
 	if (j->d->slow)
 		node_slow_queries_note(j->d->slow, j->query, j->query_len,
@@ -250,6 +276,21 @@ static void read_step_failed(struct read_job *j, const struct repl_result *res)
 			      "the table was dropped during the read");
 		return;
 	}
+	if (res->outcome == REPL_OVERLOADED && res->rfp_threshold) {
+		/* Cassandra's OverloadedException from its replica filtering
+		 * protection, with the query */
+		char shape[512], msg[768];
+		query_shape(j, shape, sizeof(shape));
+		snprintf(msg, sizeof(msg),
+			 "Replica filtering protection has cached over %llu "
+			 "rows during query %s. (See "
+			 "'cached_replica_rows_fail_threshold' in "
+			 "cassandra.yaml.)",
+			 (unsigned long long)res->rfp_threshold, shape);
+		LOG_ERROR("%s", msg);
+		read_fail_msg(j, CQL_ERR_OVERLOADED, msg);
+		return;
+	}
 	if (!res->tombstone_abort) {
 		read_fail(j, res);
 		return;
@@ -275,6 +316,8 @@ static void job_tombstones(struct read_job *j, const struct repl_result *res)
 		j->tomb_warn_nodes = res->tombstone_warn_nodes;
 	if (res->tombstone_max > j->tomb_max)
 		j->tomb_max = res->tombstone_max;
+	if (res->rfp_threshold)
+		j->rfp_warn = res->rfp_threshold;
 }
 
 static void on_key(void *arg, const struct repl_result *res,

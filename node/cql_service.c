@@ -652,6 +652,8 @@ struct cql_service *cql_service_new(const struct conf *c,
 	ro.range_timeout_ms = c->range_request_timeout_ms;
 	ro.truncate_timeout_ms = c->truncate_request_timeout_ms;
 	ro.tombstone_warn_threshold = (uint64_t)c->tombstone_warn_threshold;
+	ro.rfp_warn_rows = (uint64_t)c->rfp_cached_rows_warn_threshold;
+	ro.rfp_fail_rows = (uint64_t)c->rfp_cached_rows_fail_threshold;
 	ro.cas_contention_timeout_ms = c->cas_contention_timeout_ms;
 	char batchlog[PATH_MAX];
 	snprintf(batchlog, sizeof(batchlog), "%s/batchlog",

@@ -94,9 +94,11 @@ struct target {
 	struct storage_mutation **frags; /* ranges */
 	size_t nfrags;
 	bool cut;
-	/* ranges: a replica filtering protection read of a partition for
-	 * contact `of` (its answer in `frag`) */
+	/* ranges: a replica filtering protection read for contact `of` of
+	 * the partitions op->pk[pk .. pk + npk) (their versions in
+	 * `frags`) */
 	uint32_t of;
+	uint32_t pk, npk;
 };
 
 struct wmut {
@@ -182,6 +184,13 @@ struct op {
 	size_t rr_n;                      /* are acknowledged */
 	int64_t rr_resume;
 	bool rr_finished;
+	/* indexed range reads: the partitions replica filtering
+	 * protection reads, grouped by the contact they are read from
+	 * (borrowed from the contacts' lists), and the rows the step holds
+	 * for protection (Cassandra's cached rows) */
+	const struct storage_mutation **pk;
+	size_t npk;
+	uint64_t rfp_rows;
 	/* reads: replicas whose answer held more than
 	 * tombstone_warn_threshold tombstones, and the most one held */
 	uint32_t tomb_warn_nodes;

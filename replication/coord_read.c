@@ -841,11 +841,35 @@ static void range_fail_nomem(struct op *op)
 	repl_op_free(op);
 }
 
-/* A protection read of partition `m`'s key for contact `i`: a new target
- * after the contacts, sent now (the local replica reads it through the
- * store). 0, or -1 with ERR_NOMEM. */
-static int range_protect_read(struct op *op, size_t i,
-			      const struct storage_mutation *m)
+/* The rows held for protection passed rfp_fail_rows: the step fails
+ * as Cassandra's query does (OverloadedException; the node words the
+ * message with the query). */
+static void range_fail_cached(struct op *op)
+{
+	struct repl_result res;
+	repl_result_init(&res, REPL_OVERLOADED, op->cl);
+	res.rfp_threshold = op->r->o.rfp_fail_rows;
+	snprintf(res.msg, sizeof(res.msg),
+		 "Replica filtering protection has cached over %llu rows "
+		 "during query (token range (%lld, %lld]). (See "
+		 "'cached_replica_rows_fail_threshold' in cassandra.yaml.)",
+		 (unsigned long long)res.rfp_threshold, (long long)op->start,
+		 (long long)op->sub_end);
+	if (op->traced)
+		repl_trace(op->r, op->trace, "Native-Transport-Requests-1",
+			   op->start_us, "%s", res.msg);
+	op->r->st.overloaded++;
+	range_reply(op, &res, NULL, 0, op->start, false);
+	repl_op_free(op);
+}
+
+/* A protection read for contact `i` of the partitions op->pk[first ..
+ * first + n): a new target after the contacts, sent now as one message
+ * (cmd's key the first, ReadReq.keys the rest); the local replica reads
+ * its one partition (n is 1 then) through the store. 0, or -1 with
+ * ERR_NOMEM. */
+static int range_protect_read(struct op *op, size_t i, size_t first,
+			      size_t n)
 {
 	struct repl *r = op->r;
 	struct target *nt = realloc(op->t, (op->nt + 1) * sizeof(*nt));
@@ -856,14 +880,16 @@ static int range_protect_read(struct op *op, size_t i,
 	op->t[j] = (struct target){.ep = op->t[i].ep,
 				   .local_dc = op->t[i].local_dc,
 				   .round = 2,
-				   .of = (uint32_t)i};
-	struct slice key = storage_mutation_key(m);
+				   .of = (uint32_t)i,
+				   .pk = (uint32_t)first,
+				   .npk = (uint32_t)n};
+	struct slice key = storage_mutation_key(op->pk[first]);
 	struct storage_read_cmd cmd = op->cmd;
 	cmd.key = key.ptr;
 	cmd.key_len = key.len;
 	cmd.stats = NULL;
 	cmd.pending_repair = NULL;
-	r->st.protection_reads++;
+	r->st.protection_reads += n;
 	if (repl_target_begin(op, j) != 0)
 		return -1;
 	if (repl_is_self(op, op->t[j].ep)) {
@@ -879,10 +905,15 @@ static int range_protect_read(struct op *op, size_t i,
 	}
 	struct buf enc;
 	buf_init(&enc);
-	if (storage_read_cmd_encode(&cmd, &enc) != 0) {
+	ProtobufCBinaryData keys[REPL_PROTECT_BATCH];
+	if (n > REPL_PROTECT_BATCH || storage_read_cmd_encode(&cmd, &enc) != 0) {
 		buf_free(&enc);
 		repl_target_unsent(op, j);
-		return -1;
+		return err_set(ERR_NOMEM, "out of memory");
+	}
+	for (size_t k = 1; k < n; k++) {
+		struct slice kk = storage_mutation_key(op->pk[first + k]);
+		keys[k - 1] = (ProtobufCBinaryData){kk.len, (uint8_t *)kk.ptr};
 	}
 	Cassini__Replication__ReadReq msg =
 		CASSINI__REPLICATION__READ_REQ__INIT;
@@ -892,11 +923,22 @@ static int range_protect_read(struct op *op, size_t i,
 	msg.table_id.len = 16;
 	msg.cmd.data = enc.data;
 	msg.cmd.len = enc.len;
+	msg.n_keys = n - 1;
+	msg.keys = n > 1 ? keys : NULL;
+	r->st.protection_messages++;
 	if (op->traced) {
 		msg.trace_session.data = op->trace;
 		msg.trace_session.len = 16;
+		char who[REPL_TRACE_PEER_LEN];
+		repl_trace_peer(repl_ep_addr(op, op->t[j].ep), who);
+		repl_trace(r, op->trace, "Native-Transport-Requests-1",
+			   op->start_us,
+			   "Requesting %zu partitions from %s for replica "
+			   "filtering protection",
+			   n, who);
 	}
-	/* a single-partition read, as Cassandra's protection fetches */
+	/* single-partition reads, as Cassandra's protection fetches, of up
+	 * to REPL_PROTECT_BATCH partitions a message */
 	repl_trace_send(op, "READ_REQ", op->t[j].ep, &msg.base);
 	if (repl_send_packed(r, repl_ep_addr(op, op->t[j].ep), REPL_VERB_READ,
 			     &msg.base) != 0)
@@ -905,20 +947,31 @@ static int range_protect_read(struct op *op, size_t i,
 	return 0;
 }
 
-/* Replica filtering protection, the reads: every contact answered an
- * indexed range read with its own candidates; each partition (up to the
- * bound) that some contact returned and another did not is read from that
- * other, whose version may be newer and no longer match (or deleted).
- * 0 (op->outstanding > 0 when reads were sent), or -1 with ERR_NOMEM. */
-static int range_protect(struct op *op)
+/* The rows an indexed step holds for protection (Cassandra's cached
+ * rows): every contact's version of every partition up to `bound`, a
+ * partition a contact lacks counted for it as the largest version
+ * another returned (what protection reads it for). Fills op->pk with
+ * the partitions to read, grouped by the contact that lacks them, in
+ * token order, and `at` / `cnt` with each contact's run. 0, or -1 with
+ * ERR_NOMEM. */
+static int range_protect_plan(struct op *op,
+			      const struct storage_mutation *bound,
+			      size_t *at, size_t *cnt)
 {
 	size_t nc = op->ncontact_range;
-	const struct storage_mutation *bound = range_bound(op);
+	size_t total = 0;
+	for (size_t i = 0; i < nc; i++)
+		total += op->t[i].nfrags;
+	size_t cap = total * (nc - 1) + 1;
 	size_t *pos = calloc(nc, sizeof(*pos));
 	bool *has = calloc(nc, sizeof(*has));
-	size_t reads = 0;
+	uint32_t *ec = malloc(cap * sizeof(*ec));
+	const struct storage_mutation **em = malloc(cap * sizeof(*em));
+	op->pk = malloc(cap * sizeof(*op->pk));
+	size_t ne = 0;
 	int rc = 0;
-	if (!pos || !has) {
+	op->rfp_rows = 0;
+	if (!pos || !has || !ec || !em || !op->pk) {
 		rc = err_set(ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -931,61 +984,142 @@ static int range_protect(struct op *op)
 				head = op->t[i].frags[pos[i]];
 		if (!head || (bound && frag_cmp(head, bound) > 0))
 			break;
+		size_t most = 0, rows = 0;
 		for (size_t i = 0; i < nc; i++) {
 			has[i] = pos[i] < op->t[i].nfrags &&
 				 frag_cmp(op->t[i].frags[pos[i]], head) == 0;
-		}
-		for (size_t i = 0; i < nc && rc == 0 && !op->replied; i++)
-			if (!has[i]) {
-				rc = range_protect_read(op, i, head);
-				reads++;
+			if (has[i]) {
+				size_t k =
+					storage_mutation_rows(op->t[i].frags[pos[i]]);
+				rows += k;
+				if (k > most)
+					most = k;
 			}
-		/* the lists do not change here (range_protected adds the
-		 * answers once all are in): `head` stays valid */
+		}
+		for (size_t i = 0; i < nc; i++)
+			if (!has[i]) {
+				rows += most;
+				ec[ne] = (uint32_t)i;
+				em[ne++] = head;
+			}
+		op->rfp_rows += rows;
+		/* the lists do not change until every read is in
+		 * (range_protected): `head` stays valid */
 		for (size_t i = 0; i < nc; i++)
 			if (has[i])
 				pos[i]++;
-		if (rc != 0 || op->replied)
-			break;
 	}
-	if (reads && op->traced)
-		repl_trace(op->r, op->trace, "Native-Transport-Requests-1",
-			   op->start_us,
-			   "Replica filtering protection: %zu partitions read "
-			   "from the replicas that did not return them",
-			   reads);
+	/* grouped by contact, each run in token order */
+	for (size_t i = 0; i < nc; i++)
+		cnt[i] = 0;
+	for (size_t e = 0; e < ne; e++)
+		cnt[ec[e]]++;
+	for (size_t i = 0, sum = 0; i < nc; i++) {
+		at[i] = sum;
+		sum += cnt[i];
+	}
+	for (size_t i = 0; i < nc; i++)
+		pos[i] = at[i];
+	for (size_t e = 0; e < ne; e++)
+		op->pk[pos[ec[e]]++] = em[e];
+	op->npk = ne;
 out:
 	free(pos);
 	free(has);
+	free(ec);
+	free(em);
 	return rc;
 }
 
-/* Replica filtering protection, the merge: each protection read's version
- * joins its contact's list (in token order), so the merge and the repairs
- * see every contact's version of every partition. 0 or -1 (ERR_NOMEM). */
+/* Replica filtering protection, the reads: every contact answered an
+ * indexed range read with its own candidates; each partition (up to the
+ * bound) that some contact returned and another did not is read from that
+ * other, whose version may be newer and no longer match (or deleted): up
+ * to REPL_PROTECT_BATCH partitions a message to a remote contact, one
+ * store read each for the local one. 0 (op->outstanding > 0 when reads
+ * were sent), 1 when the rows held passed rfp_fail_rows (nothing sent),
+ * or -1 with ERR_NOMEM. */
+static int range_protect(struct op *op)
+{
+	size_t nc = op->ncontact_range;
+	size_t *at = calloc(nc, sizeof(*at)), *cnt = calloc(nc, sizeof(*cnt));
+	int rc = 0;
+	size_t msgs = 0;
+	if (!at || !cnt) {
+		rc = err_set(ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = range_protect_plan(op, range_bound(op), at, cnt)) != 0)
+		goto out;
+	uint64_t fail = op->r->o.rfp_fail_rows;
+	if (fail && op->rfp_rows > fail) {
+		rc = 1;
+		goto out;
+	}
+	for (size_t i = 0; i < nc && rc == 0 && !op->replied; i++) {
+		bool self = repl_is_self(op, op->t[i].ep);
+		size_t step = self ? 1 : REPL_PROTECT_BATCH;
+		for (size_t k = 0; k < cnt[i] && rc == 0 && !op->replied;
+		     k += step) {
+			size_t n = cnt[i] - k < step ? cnt[i] - k : step;
+			rc = range_protect_read(op, i, at[i] + k, n);
+			msgs += !self;
+		}
+	}
+	if (op->npk && op->traced)
+		repl_trace(op->r, op->trace, "Native-Transport-Requests-1",
+			   op->start_us,
+			   "Replica filtering protection: %zu partitions read "
+			   "from the replicas that did not return them (%zu "
+			   "messages to other replicas)",
+			   op->npk, msgs);
+out:
+	free(at);
+	free(cnt);
+	return rc;
+}
+
+static int frag_pcmp(const void *a, const void *b)
+{
+	return frag_cmp(*(struct storage_mutation *const *)a,
+			*(struct storage_mutation *const *)b);
+}
+
+/* Replica filtering protection, the merge: each protection read's
+ * versions join its contact's list (in token order), so the merge and
+ * the repairs see every contact's version of every partition. 0 or -1
+ * (ERR_NOMEM). */
 static int range_protected(struct op *op)
 {
 	size_t nc = op->ncontact_range;
+	bool *grew = calloc(nc ? nc : 1, sizeof(*grew));
+	if (!grew)
+		return err_set(ERR_NOMEM, "out of memory");
 	for (size_t j = nc; j < op->nt; j++) {
 		struct target *p = &op->t[j];
-		if (p->round != 2 || !p->frag)
+		if (p->round != 2 || !p->nfrags)
 			continue;
 		struct target *t = &op->t[p->of];
-		struct storage_mutation **f =
-			realloc(t->frags, (t->nfrags + 1) * sizeof(*f));
-		if (!f)
+		struct storage_mutation **f = realloc(
+			t->frags, (t->nfrags + p->nfrags) * sizeof(*f));
+		if (!f) {
+			free(grew);
 			return err_set(ERR_NOMEM, "out of memory");
-		t->frags = f;
-		/* insertion in order: a list gains few partitions */
-		size_t k = t->nfrags;
-		while (k > 0 && frag_cmp(t->frags[k - 1], p->frag) > 0) {
-			t->frags[k] = t->frags[k - 1];
-			k--;
 		}
-		t->frags[k] = p->frag;
-		t->nfrags++;
-		p->frag = NULL;
+		t->frags = f;
+		memcpy(t->frags + t->nfrags, p->frags,
+		       p->nfrags * sizeof(*f));
+		t->nfrags += p->nfrags;
+		free(p->frags);
+		p->frags = NULL;
+		p->nfrags = 0;
+		grew[p->of] = true;
 	}
+	for (size_t i = 0; i < nc; i++)
+		if (grew[i])
+			qsort(op->t[i].frags, op->t[i].nfrags,
+			      sizeof(*op->t[i].frags), frag_pcmp);
+	free(grew);
 	return 0;
 }
 
@@ -1012,16 +1146,32 @@ void repl_range_answer(struct op *op, struct target *t, bool ok,
 		       size_t n, bool cut)
 {
 	if (op->phase == 2 && ok) {
-		/* a protection read: the contact's version of the partition
-		 * (an empty one when it has none) */
-		for (size_t i = 0; i < n; i++) {
-			if (i == 0 && !t->frag)
-				t->frag = frags[0];
-			else
-				storage_mutation_delete(frags[i]);
-		}
-		free(frags);
+		/* a protection read: the contact's versions of the partitions
+		 * asked (an empty one where it has none), in order; more
+		 * than asked are dropped */
+		size_t asked = t->npk ? t->npk : 1;
+		for (size_t i = asked; i < n; i++)
+			storage_mutation_delete(frags[i]);
+		if (n > asked)
+			n = asked;
+		t->frags = frags;
+		t->nfrags = n;
 		t->ok = true;
+		if (n > 0 && n < asked) {
+			/* a node without ReadReq.keys answered for the
+			 * first partition alone: the rest one a message */
+			size_t of = t->of, first = t->pk;
+			op->sending = true;
+			for (size_t k = n; k < asked && !op->replied; k++)
+				if (range_protect_read(op, of, first + k, 1) !=
+				    0)
+					break; /* the timeout answers */
+			op->sending = false;
+			if (op->replied) {
+				repl_op_free(op);
+				return;
+			}
+		}
 		range_progress(op);
 		return;
 	}
@@ -1080,6 +1230,10 @@ static void range_progress(struct op *op)
 					repl_op_free(op);
 					return;
 				}
+				if (rc == 1) {
+					range_fail_cached(op);
+					return;
+				}
 				if (rc != 0) {
 					range_fail_nomem(op);
 					return;
@@ -1105,6 +1259,8 @@ static void range_progress(struct op *op)
 	repl_result_init(&res, REPL_OK, op->cl);
 	res.tombstone_warn_nodes = op->tomb_warn_nodes;
 	res.tombstone_max = op->tomb_max;
+	if (op->r->o.rfp_warn_rows && op->rfp_rows > op->r->o.rfp_warn_rows)
+		res.rfp_threshold = op->r->o.rfp_warn_rows;
 	struct storage_mutation **out = op->rr_out;
 	op->rr_out = NULL;
 	range_reply(op, &res, out, op->rr_n, op->rr_resume, op->rr_finished);

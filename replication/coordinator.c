@@ -426,6 +426,7 @@ void repl_op_free(struct op *op)
 	for (size_t i = 0; op->rr_out && i < op->rr_n; i++)
 		storage_mutation_delete(op->rr_out[i]);
 	free(op->rr_out);
+	free(op->pk);
 	if (op->ring)
 		ring_unref(op->ring);
 	free(op);
@@ -831,8 +832,21 @@ void repl_receive(struct repl *r, const struct inet_addr *from, uint32_t verb,
 		struct storage_mutation **frags = NULL;
 		size_t n = 0;
 		if (ok && rsp->fragment.len > 0) {
-			frags = decode_frags(&rsp->fragment, 1, &ok);
-			n = ok ? 1 : 0;
+			/* a batched protection read: `fragments` follow */
+			size_t k = 1 + rsp->n_fragments;
+			ProtobufCBinaryData one[1] = {rsp->fragment};
+			ProtobufCBinaryData *bins =
+				k == 1 ? one : calloc(k, sizeof(*bins));
+			if (bins) {
+				bins[0] = rsp->fragment;
+				for (size_t i = 1; i < k; i++)
+					bins[i] = rsp->fragments[i - 1];
+				frags = decode_frags(bins, k, &ok);
+				n = ok ? k : 0;
+			} else
+				ok = false;
+			if (bins != one)
+				free(bins);
 		}
 		repl_on_answer(r, rsp->id, ok,
 			       ok ? NULL
@@ -878,6 +892,13 @@ void repl_options_default(struct repl_options *o)
 	o->range_timeout_ms = 10000;
 	o->truncate_timeout_ms = 60000;
 	o->max_inflight = 4096;
+}
+
+void repl_set_protection_thresholds(struct repl *r, uint64_t warn,
+				    uint64_t fail)
+{
+	r->o.rfp_warn_rows = warn;
+	r->o.rfp_fail_rows = fail;
 }
 
 struct repl *repl_new(struct env *env, const struct repl_options *o,

@@ -311,6 +311,139 @@ static void serve_range_done(void *arg, int status, enum err_code code,
 	free(s);
 }
 
+/* A read of several partitions with one command (replica filtering
+ * protection's batched reads): each a store read, answered together. */
+struct multi_read {
+	struct serve *s;
+	size_t n, left;
+	struct storage_mutation **frags; /* one per key, in order */
+	int status;
+	enum err_code code;
+};
+struct multi_part {
+	struct multi_read *m;
+	size_t i;
+};
+
+static void multi_answer(struct multi_read *m)
+{
+	struct serve *s = m->s;
+	Cassini__Replication__ReadRsp rsp =
+		CASSINI__REPLICATION__READ_RSP__INIT;
+	rsp.id = s->id;
+	rsp.ok = m->status == 0;
+	rsp.error = (char *)(m->status == 0 ? "" : err_code_name(m->code));
+	uint8_t digest[16];
+	struct buf *encs = calloc(m->n, sizeof(*encs));
+	ProtobufCBinaryData *bins = calloc(m->n, sizeof(*bins));
+	if (rsp.ok && (!encs || !bins)) {
+		rsp.ok = false;
+		rsp.error = (char *)"out of memory";
+	}
+	for (size_t i = 0; rsp.ok && i < m->n; i++) {
+		buf_init(&encs[i]);
+		if (storage_mutation_encode(m->frags[i], &encs[i]) != 0) {
+			rsp.ok = false;
+			rsp.error = (char *)err_msg();
+		}
+		bins[i] = (ProtobufCBinaryData){encs[i].len, encs[i].data};
+	}
+	if (rsp.ok) {
+		storage_mutation_digest(m->frags[0], digest);
+		rsp.digest.data = digest;
+		rsp.digest.len = 16;
+		rsp.fragment = bins[0];
+		rsp.n_fragments = m->n - 1;
+		rsp.fragments = bins + 1;
+	}
+	serve_trace_reply(s, "ReadStage-1", "READ_RSP", &rsp.base);
+	repl_send_packed(s->r, &s->from, REPL_VERB_READ_RSP, &rsp.base);
+	for (size_t i = 0; i < m->n; i++) {
+		if (encs)
+			buf_free(&encs[i]);
+		storage_mutation_delete(m->frags[i]);
+	}
+	free(encs);
+	free(bins);
+	free(m->frags);
+	arena_destroy(&s->a);
+	free(s);
+	free(m);
+}
+
+static void multi_left(struct multi_read *m)
+{
+	if (--m->left == 0)
+		multi_answer(m);
+}
+
+static void multi_part_done(void *arg, int status, enum err_code code,
+			    struct storage_mutation **frags, size_t n, bool cut)
+{
+	(void)cut;
+	struct multi_part *p = arg;
+	struct multi_read *m = p->m;
+	if (status == 0 && n == 1) {
+		m->frags[p->i] = frags[0];
+		n = 0;
+	} else if (m->status == 0) {
+		m->status = -1;
+		m->code = status == 0 ? ERR_CORRUPT : code;
+	}
+	for (size_t i = 0; i < n; i++)
+		storage_mutation_delete(frags[i]);
+	free(frags);
+	free(p);
+	multi_left(m);
+}
+
+/* Reads cmd's key and req->keys with s->cmd, then answers them in one
+ * ReadRsp. */
+static void serve_multi_read(struct serve *s,
+			     const Cassini__Replication__ReadReq *req)
+{
+	struct repl *r = s->r;
+	size_t n = 1 + req->n_keys;
+	struct multi_read *m = calloc(1, sizeof(*m));
+	struct storage_mutation **frags = calloc(n, sizeof(*frags));
+	if (!m || !frags || n > REPL_PROTECT_BATCH) {
+		free(m);
+		free(frags);
+		Cassini__Replication__ReadRsp rsp =
+			CASSINI__REPLICATION__READ_RSP__INIT;
+		rsp.id = s->id;
+		rsp.error = (char *)(n > REPL_PROTECT_BATCH
+					     ? "malformed read request"
+					     : "out of memory");
+		repl_send_packed(r, &s->from, REPL_VERB_READ_RSP, &rsp.base);
+		arena_destroy(&s->a);
+		free(s);
+		return;
+	}
+	*m = (struct multi_read){.s = s, .n = n, .left = n + 1, .frags = frags};
+	for (size_t i = 0; i < n; i++) {
+		struct storage_read_cmd cmd = s->cmd;
+		cmd.stats = NULL;
+		if (i > 0) {
+			cmd.key = req->keys[i - 1].data;
+			cmd.key_len = req->keys[i - 1].len;
+		}
+		struct multi_part *p = malloc(sizeof(*p));
+		if (!p) {
+			if (m->status == 0) {
+				m->status = -1;
+				m->code = ERR_NOMEM;
+			}
+			m->left--;
+			continue;
+		}
+		*p = (struct multi_part){m, i};
+		r->store->read(r->store_arg, req->table_id.data, &cmd,
+			       multi_part_done, p);
+	}
+	multi_left(m); /* the calls may have answered inline */
+}
+
 static void serve_read(struct repl *r, const struct inet_addr *from,
 		       const uint8_t *msg, size_t len)
 {
@@ -351,8 +484,11 @@ static void serve_read(struct repl *r, const struct inet_addr *from,
 				    "Acquiring sstable references");
 			s->cmd.stats = &s->stats;
 		}
-		r->store->read(r->store_arg, req->table_id.data, &s->cmd,
-			       serve_read_done, s);
+		if (req->n_keys > 0 && !s->digest)
+			serve_multi_read(s, req);
+		else
+			r->store->read(r->store_arg, req->table_id.data,
+				       &s->cmd, serve_read_done, s);
 	}
 	cassini__replication__read_req__free_unpacked(req, NULL);
 }

@@ -120,6 +120,12 @@ struct repl_result {
 	uint32_t tombstone_warn_nodes;
 	uint64_t tombstone_max;
 	bool tombstone_abort;
+	/* Indexed range steps: the replica_filtering_protection threshold
+	 * the rows held for protection went past (repl_options.rfp_*_rows):
+	 * with REPL_OK the warn threshold (a warning to give), with
+	 * REPL_OVERLOADED the fail threshold (Cassandra fails the query);
+	 * 0: none. */
+	uint64_t rfp_threshold;
 	char msg[256];
 };
 
@@ -184,6 +190,9 @@ struct repl_index_expr {
 };
 /* At most this many values (an IN of more reads the range whole). */
 #define REPL_INDEX_MAX_VALUES 64
+/* Partitions one replica filtering protection message reads at most
+ * (ReadReq.keys and cmd's key). */
+#define REPL_PROTECT_BATCH 64
 struct arena;
 /* Copies `src` (at most REPL_INDEX_MAX_VALUES values; none kept for a
  * range) into `a` as `dst`, its bounds in bounds[0] (lo) and bounds[1]
@@ -292,6 +301,13 @@ struct repl_options {
 	/* Tombstones in one replica's answer past which a read reports it
 	 * (repl_result.tombstone_warn_nodes); 0: never. */
 	uint64_t tombstone_warn_threshold;
+	/* Replica filtering protection's bounds (Cassandra's
+	 * replica_filtering_protection: cached_rows_warn_threshold,
+	 * cached_rows_fail_threshold): rows one indexed range step holds
+	 * while it protects (every contact's version of every partition
+	 * merged, a row a contact lacks counted for it too) past which it
+	 * reports a warning, or fails as Overloaded; 0: never. */
+	uint64_t rfp_warn_rows, rfp_fail_rows;
 	/* cas_contention_timeout: how long a lightweight transaction retries
 	 * after losing to other proposers (0 = 1000 ms). Used by the node's
 	 * Paxos (paxos.h), which shares the write timeout. */
@@ -302,6 +318,10 @@ struct repl_options {
 	const char *paxos_ballot_file;
 };
 void repl_options_default(struct repl_options *o);
+/* Changes rfp_warn_rows and rfp_fail_rows (0: never) for steps that
+ * begin from now on. */
+void repl_set_protection_thresholds(struct repl *r, uint64_t warn,
+				    uint64_t fail);
 
 /* `env`, `store` (with `store_arg`) and the hooks' targets must outlive the
  * coordinator. NULL with err set. */
@@ -520,8 +540,10 @@ struct repl_stats {
 	uint64_t digest_mismatches, read_repairs; /* repair writes sent */
 	uint64_t speculative_retries;
 	/* indexed range reads: partitions read from a contact that did not
-	 * return them (replica filtering protection) */
-	uint64_t protection_reads;
+	 * return them (replica filtering protection), and the messages
+	 * that carried them (up to REPL_PROTECT_BATCH partitions each; the
+	 * local replica's are read without one) */
+	uint64_t protection_reads, protection_messages;
 	uint64_t hints_written;
 	/* counter writes coordinated, and increments this node led */
 	uint64_t counter_writes, counter_leads;

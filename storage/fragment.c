@@ -285,6 +285,15 @@ uint64_t storage_mutation_tombstones(const struct storage_mutation *m,
 	return n;
 }
 
+size_t storage_mutation_rows(const struct storage_mutation *m)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->atom_count; i++)
+		n += i == 0 ||
+		     slice_cmp(m->atoms[i].ck, m->atoms[i - 1].ck) != 0;
+	return n;
+}
+
 bool storage_mutation_is_empty(const struct storage_mutation *m)
 {
 	return m->atom_count == 0 && m->rt_count == 0 &&

@@ -188,6 +188,11 @@ bool storage_mutation_is_empty(const struct storage_mutation *m);
  * tombstone_warn_threshold. */
 uint64_t storage_mutation_tombstones(const struct storage_mutation *m,
 				     int64_t now_sec);
+/* Rows a fragment holds (the static row included): its distinct
+ * clusterings among atoms, live or not; range tombstones and the
+ * partition deletion are not rows. What replica filtering protection
+ * counts against cached_rows_warn_threshold. */
+size_t storage_mutation_rows(const struct storage_mutation *m);
 /* A 16-byte digest of the mutation's content (table id, key, deletions,
  * atoms; not its meta pointer): MurmurHash3_x64_128 of its encoding, so
  * equal content in the same order gives equal digests on every node.

@@ -3,6 +3,7 @@
 
 #include "common/err.h"
 #include "common/murmur3.h"
+#include "replication/replication.pb-c.h"
 #include "tests/lib/testutil.h"
 
 #include <check.h>
@@ -273,6 +274,23 @@ static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
 		    const uint8_t *msg, size_t len)
 {
 	struct mnode *n = arg;
+	if (n->old_reads && verb == REPL_VERB_READ) {
+		/* what a node without field 7 sees: the message without it */
+		Cassini__Replication__ReadReq *req =
+			cassini__replication__read_req__unpack(NULL, len, msg);
+		ck_assert_ptr_nonnull(req);
+		size_t nk = req->n_keys;
+		req->n_keys = 0;
+		size_t sz = cassini__replication__read_req__get_packed_size(req);
+		uint8_t *buf = malloc(sz ? sz : 1);
+		ck_assert_ptr_nonnull(buf);
+		cassini__replication__read_req__pack(req, buf);
+		req->n_keys = nk;
+		cassini__replication__read_req__free_unpacked(req, NULL);
+		repl_receive(n->repl, from, verb, buf, sz);
+		free(buf);
+		return;
+	}
 	repl_receive(n->repl, from, verb, msg, len);
 }
 

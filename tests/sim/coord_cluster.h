@@ -52,6 +52,9 @@ struct mnode {
 	/* index_building: the node's index is still being built (its
 	 * indexed reads fail with ERR_INDEX_NOT_AVAILABLE) */
 	bool index_building;
+	/* old_reads: the node does not know ReadReq.keys (a node before
+	 * batched protection reads): it reads cmd's key alone */
+	bool old_reads;
 	/* trace events this node recorded (the trace hook) */
 	int trace_events;
 	uint8_t trace_session[16]; /* the last one's session */

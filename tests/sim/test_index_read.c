@@ -113,6 +113,62 @@ static uint64_t protection_reads(struct simc *c)
 	return n;
 }
 
+static uint64_t protection_messages(struct simc *c)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < c->n; i++) {
+		struct repl_stats st;
+		repl_get_stats(c->nodes[i].repl, &st);
+		n += st.protection_messages;
+	}
+	return n;
+}
+
+/* One indexed step v = `value` over the whole ring from `coord`. */
+static void step(struct simc *c, int coord, const struct ring_strategy *s,
+		 int cl, const char *value, bool read_repair,
+		 struct range_out *o)
+{
+	struct slice val =
+		slice_make((const uint8_t *)value, strlen(value));
+	struct repl_index_expr ix = {
+		.name = "t_v_idx", .vals = &val, .n_vals = 1};
+	struct storage_read_cmd cmd = {.with_static = true};
+	struct repl_range q = {.table_id = c->meta->id,
+			       .meta = c->meta,
+			       .strategy = s,
+			       .cl = cl,
+			       .cmd = &cmd,
+			       .start = INT64_MIN,
+			       .end = INT64_MAX,
+			       .max_partitions = 4000,
+			       .read_repair = read_repair,
+			       .index = &ix,
+			       .merge = true};
+	memset(o, 0, sizeof(*o));
+	repl_range_step(c->nodes[coord].repl, &q, on_range, o);
+	ck_assert(sim_run_until(c->sim, range_done, o, 30000000));
+}
+
+/* The partitions of a step's answer whose merged value is `want`; frees
+ * the answer. */
+static int step_matching(struct simc *c, struct range_out *o,
+			 const char *want)
+{
+	int m = 0;
+	for (size_t i = 0; i < o->n; i++) {
+		char v[16];
+		int64_t ts;
+		frag_value(c, o->f[i], v, sizeof(v), &ts);
+		m += strcmp(v, want) == 0;
+		storage_mutation_delete(o->f[i]);
+	}
+	free(o->f);
+	o->f = NULL;
+	o->n = 0;
+	return m;
+}
+
 static struct storage_mutation *make_delete(struct simc *c, const char *key,
 					    int64_t ts)
 {
@@ -453,8 +509,9 @@ END_TEST
 
 /* A traced indexed step whose coordinator is the stale replica: the
  * protection reads are single-partition reads to the contacts that did
- * not return the partitions, traced as Cassandra's READ_REQ / READ_RSP
- * (each with its "Sending" line), never as range answers. */
+ * not return the partitions, all six of a contact in one READ_REQ /
+ * READ_RSP (each with its "Sending" line and a "Requesting 6
+ * partitions" line), never as range answers. */
 START_TEST(traced_protection_reads_are_reads)
 {
 	struct ring_strategy *s;
@@ -466,6 +523,7 @@ START_TEST(traced_protection_reads_are_reads)
 	for (int i = 0; i < 3; i++)
 		c->nodes[i].trace_log[0] = 0;
 	uint64_t before = protection_reads(c);
+	uint64_t msgs = protection_messages(c);
 	struct range_out o = {0};
 	struct storage_read_cmd cmd = {.with_static = true};
 	struct repl_range q = {.table_id = c->meta->id,
@@ -486,8 +544,9 @@ START_TEST(traced_protection_reads_are_reads)
 	for (size_t i = 0; i < o.n; i++)
 		storage_mutation_delete(o.f[i]);
 	free(o.f);
-	/* k0..k5 read from nodes 1 and 2 each */
+	/* k0..k5 read from nodes 1 and 2 each, in one message to each */
 	ck_assert_uint_eq(protection_reads(c) - before, 2 * (STALE + 1));
+	ck_assert_uint_eq(protection_messages(c) - msgs, 2);
 	const char *log = c->nodes[0].trace_log;
 	int sends = 0, answers = 0, ranges = 0;
 	for (const char *p = log; (p = strstr(p, "|Sending READ_REQ message "
@@ -501,9 +560,14 @@ START_TEST(traced_protection_reads_are_reads)
 		answers++;
 	for (const char *p = log; (p = strstr(p, "|RANGE_RSP message ")); p++)
 		ranges++;
-	ck_assert_msg(sends == 2 * (STALE + 1), "%d sends: %s", sends, log);
-	ck_assert_msg(answers == 2 * (STALE + 1), "%d answers: %s", answers,
-		      log);
+	ck_assert_msg(sends == 2, "%d sends: %s", sends, log);
+	ck_assert_msg(answers == 2, "%d answers: %s", answers, log);
+	int asks = 0;
+	for (const char *p = log; (p = strstr(p, "|Requesting 6 partitions "
+						 "from /"));
+	     p++)
+		asks++;
+	ck_assert_msg(asks == 2, "%d requests: %s", asks, log);
 	/* the first round's answers: one range answer per remote contact */
 	ck_assert_msg(ranges == 2, "%d range answers: %s", ranges, log);
 	ck_assert_ptr_nonnull(strstr(log, "Replica filtering protection: "));
@@ -511,6 +575,122 @@ START_TEST(traced_protection_reads_are_reads)
 	for (int i = 1; i < 3; i++)
 		ck_assert_msg(strstr(c->nodes[i].trace_log, "READ_REQ"), "%s",
 			      c->nodes[i].trace_log);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* 140 of 150 partitions stale on node 0: each remote contact gets them
+ * in messages of at most REPL_PROTECT_BATCH (64 + 64 + 12), and none
+ * comes back with its stale value. */
+START_TEST(protection_reads_go_in_bounded_batches)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(g_seed + 8, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	enum { P = 150, MOVED = 140 };
+	for (int i = 0; i < P; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "b%d", i);
+		struct outcome o =
+			do_write(c, 0, s, REPL_CL_ALL, key, "red", 10);
+		ck_assert_int_eq(o.res.outcome, REPL_OK);
+		if (i >= MOVED)
+			continue;
+		struct storage_mutation *m = make_write(c, key, "blue", 20);
+		simc_apply(c, 1, m);
+		simc_apply(c, 2, m);
+		storage_mutation_delete(m);
+	}
+	uint64_t reads = protection_reads(c), msgs = protection_messages(c);
+	struct range_out o;
+	step(c, 0, s, REPL_CL_ALL, "red", false, &o);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ck_assert_int_eq(step_matching(c, &o, "red"), P - MOVED);
+	ck_assert_uint_eq(protection_reads(c) - reads, 2 * MOVED);
+	ck_assert_uint_eq(protection_messages(c) - msgs,
+			  2 * ((MOVED + REPL_PROTECT_BATCH - 1) /
+			       REPL_PROTECT_BATCH));
+	/* through a stale-free coordinator the stale contact (node 0) is
+	 * asked for the 10 it has in one message, and its own store is read
+	 * without any for the rest */
+	msgs = protection_messages(c);
+	step(c, 1, s, REPL_CL_ALL, "blue", false, &o);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ck_assert_int_eq(step_matching(c, &o, "blue"), MOVED);
+	ck_assert_uint_eq(protection_messages(c) - msgs,
+			  (MOVED + REPL_PROTECT_BATCH - 1) /
+				  REPL_PROTECT_BATCH);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* Replicas that do not know ReadReq.keys (older nodes) answer a batch
+ * for its first partition alone: the coordinator asks for the rest one a
+ * message, and the answer is still right. */
+START_TEST(older_replicas_get_the_rest_one_a_message)
+{
+	struct ring_strategy *s;
+	struct simc *c = stale_cluster(g_seed + 9, &s);
+	c->nodes[1].old_reads = c->nodes[2].old_reads = true;
+	uint64_t msgs = protection_messages(c);
+	struct range_out o;
+	step(c, 0, s, REPL_CL_ALL, "red", false, &o);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ck_assert_int_eq(step_matching(c, &o, "red"), N - STALE - 1);
+	/* a batch of 6 to each, then 5 single reads to each */
+	ck_assert_uint_eq(protection_messages(c) - msgs, 2 + 2 * STALE);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* replica_filtering_protection's thresholds, as Cassandra counts: at ALL
+ * from node 0, 20 partitions of one row from 3 contacts are 60 rows held
+ * (the 6 nodes 1 and 2 lack count for them too). Past the warn threshold
+ * the step answers with it (the node warns); past the fail threshold it
+ * fails as Overloaded before any protection read; at either it does not. */
+START_TEST(cached_rows_thresholds_warn_and_fail)
+{
+	struct ring_strategy *s;
+	struct simc *c = stale_cluster(g_seed + 10, &s);
+	struct repl *r0 = c->nodes[0].repl;
+	struct range_out o;
+	repl_set_protection_thresholds(r0, 60, 60);
+	step(c, 0, s, REPL_CL_ALL, "red", false, &o);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ck_assert_uint_eq(o.res.rfp_threshold, 0);
+	ck_assert_int_eq(step_matching(c, &o, "red"), N - STALE - 1);
+
+	repl_set_protection_thresholds(r0, 59, 60);
+	step(c, 0, s, REPL_CL_ALL, "red", false, &o);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ck_assert_uint_eq(o.res.rfp_threshold, 59);
+	ck_assert_int_eq(step_matching(c, &o, "red"), N - STALE - 1);
+
+	uint64_t reads = protection_reads(c);
+	repl_set_protection_thresholds(r0, 10, 59);
+	step(c, 0, s, REPL_CL_ALL, "red", false, &o);
+	ck_assert_int_eq(o.res.outcome, REPL_OVERLOADED);
+	ck_assert_uint_eq(o.res.rfp_threshold, 59);
+	ck_assert_msg(strstr(o.res.msg, "Replica filtering protection has "
+					"cached over 59 rows during query") ==
+			      o.res.msg,
+		      "%s", o.res.msg);
+	ck_assert_ptr_nonnull(
+		strstr(o.res.msg, "(See 'cached_replica_rows_fail_threshold' "
+				  "in cassandra.yaml.)"));
+	ck_assert_uint_eq(o.n, 0);
+	ck_assert_uint_eq(protection_reads(c), reads);
+	free(o.f);
+
+	/* at ONE nothing is protected, nothing counted */
+	repl_set_protection_thresholds(r0, 1, 1);
+	step(c, 0, s, REPL_CL_ONE, "red", false, &o);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ck_assert_uint_eq(o.res.rfp_threshold, 0);
+	step_matching(c, &o, "red");
 	ring_strategy_delete(s);
 	simc_delete(c);
 }
@@ -530,6 +710,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, merged_pieces_cover_the_ring);
 	tcase_add_test(tc, a_replica_building_its_index_fails_the_read);
 	tcase_add_test(tc, traced_protection_reads_are_reads);
+	tcase_add_test(tc, protection_reads_go_in_bounded_batches);
+	tcase_add_test(tc, older_replicas_get_the_rest_one_a_message);
+	tcase_add_test(tc, cached_rows_thresholds_warn_and_fail);
 	suite_add_tcase(s, tc);
 	return s;
 }
