@@ -71,6 +71,8 @@ START_TEST(defaults_match_cassandra)
 	ck_assert_uint_eq(c.native_transport_max_frame_size, 16u << 20);
 	ck_assert_uint_eq(c.compaction_throughput, 64u << 20);
 	ck_assert_int_eq(c.tombstone_failure_threshold, 100000);
+	ck_assert_int_eq(c.rfp_cached_rows_warn_threshold, 2000);
+	ck_assert_int_eq(c.rfp_cached_rows_fail_threshold, 32000);
 	ck_assert_ptr_null(c.initial_token);
 	ck_assert_uint_eq(c.data_file_directories.count, 1);
 	ck_assert_str_eq(c.dc, "datacenter1");
@@ -385,6 +387,35 @@ static void load_ok(struct conf *c, const char *yaml)
 	test_tmpdir_remove(h.dir);
 }
 
+/* Cassandra's replica_filtering_protection: section, block or flow. */
+START_TEST(replica_filtering_protection_is_a_section)
+{
+	struct conf c;
+	load_ok(&c, "replica_filtering_protection:\n"
+		    "  cached_rows_warn_threshold: 5\n"
+		    "  cached_rows_fail_threshold: 7\n");
+	ck_assert_int_eq(c.rfp_cached_rows_warn_threshold, 5);
+	ck_assert_int_eq(c.rfp_cached_rows_fail_threshold, 7);
+	conf_free(&c);
+	load_ok(&c, "replica_filtering_protection: "
+		    "{cached_rows_fail_threshold: 3000}\n");
+	ck_assert_int_eq(c.rfp_cached_rows_warn_threshold, 2000);
+	ck_assert_int_eq(c.rfp_cached_rows_fail_threshold, 3000);
+	conf_free(&c);
+	const char *m = load_fails("replica_filtering_protection:\n"
+				   "  cached_rows_warn_threshold: 10\n"
+				   "  cached_rows_fail_threshold: 9\n",
+				   NULL);
+	ck_assert_contains(m, "replica_filtering_protection."
+			      "cached_rows_fail_threshold: must not be below "
+			      "cached_rows_warn_threshold");
+	m = load_fails("replica_filtering_protection:\n"
+		       "  cached_rows_fail_threshold: 0\n",
+		       NULL);
+	ck_assert_contains(m, "cached_rows_fail_threshold: 0 is out of range");
+}
+END_TEST
+
 static const char *addr_text(const struct inet_addr *a)
 {
 	static char buf[4][INET_ADDR_STRLEN];
@@ -520,6 +551,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, empty_file_means_every_default);
 	tcase_add_test(tc, key_docs_cover_every_key);
 	tcase_add_test(tc, repair_scheduler_section_is_a_mapping_of_its_keys);
+	tcase_add_test(tc, replica_filtering_protection_is_a_section);
 	tcase_add_test(tc, broadcast_addresses_default_as_in_cassandra);
 	tcase_add_test(tc, ipv6_addresses_work_everywhere);
 	tcase_add_test(tc, interfaces_give_their_address);
