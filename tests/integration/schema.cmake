@@ -30,6 +30,11 @@ cassini_pytest(integration_index_rows test_index_rows.py TIMEOUT 300)
 # after a restart, rebuild_index, sai_column_indexes and IndexInfo
 # (127.0.109.20-22).
 cassini_pytest(integration_index_build test_index_build.py TIMEOUT 300)
+# Replica filtering protection: a stale replica's matches read from the
+# others several partitions a message, cached-rows warn and fail
+# thresholds per node (127.0.117.1-3).
+cassini_pytest(integration_index_protection test_index_protection.py
+               TIMEOUT 300)
 
 # Index operations on one node: analyzer options, a failed build kept
 # failed across restarts, a corrupt component, tablestats (127.0.109.60-62).
