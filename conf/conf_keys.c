@@ -233,14 +233,12 @@ const struct conf_key conf_keys[] = {
 	{"tombstone_failure_threshold", CONF_T_INT,
 	 OFF(tombstone_failure_threshold), "100000", 1, INT32_MAX, NULL,
 	 "Tombstones one read may scan before it fails."},
-	{"replica_filtering_protection.cached_rows_warn_threshold",
-	 CONF_T_INT, OFF(rfp_cached_rows_warn_threshold), "2000", 1,
-	 INT32_MAX, NULL,
+	{"replica_filtering_protection.cached_rows_warn_threshold", CONF_T_INT,
+	 OFF(rfp_cached_rows_warn_threshold), "2000", 1, INT32_MAX, NULL,
 	 "Rows an indexed read at a level above ONE may hold while it reads "
 	 "what replicas disagree on, before a warning is logged and sent."},
-	{"replica_filtering_protection.cached_rows_fail_threshold",
-	 CONF_T_INT, OFF(rfp_cached_rows_fail_threshold), "32000", 1,
-	 INT32_MAX, NULL,
+	{"replica_filtering_protection.cached_rows_fail_threshold", CONF_T_INT,
+	 OFF(rfp_cached_rows_fail_threshold), "32000", 1, INT32_MAX, NULL,
 	 "Rows an indexed read at a level above ONE may hold while it reads "
 	 "what replicas disagree on, before it fails (Overloaded)."},
 

@@ -868,8 +868,7 @@ static void range_fail_cached(struct op *op)
  * (cmd's key the first, ReadReq.keys the rest); the local replica reads
  * its one partition (n is 1 then) through the store. 0, or -1 with
  * ERR_NOMEM. */
-static int range_protect_read(struct op *op, size_t i, size_t first,
-			      size_t n)
+static int range_protect_read(struct op *op, size_t i, size_t first, size_t n)
 {
 	struct repl *r = op->r;
 	struct target *nt = realloc(op->t, (op->nt + 1) * sizeof(*nt));
@@ -906,7 +905,8 @@ static int range_protect_read(struct op *op, size_t i, size_t first,
 	struct buf enc;
 	buf_init(&enc);
 	ProtobufCBinaryData keys[REPL_PROTECT_BATCH];
-	if (n > REPL_PROTECT_BATCH || storage_read_cmd_encode(&cmd, &enc) != 0) {
+	if (n > REPL_PROTECT_BATCH ||
+	    storage_read_cmd_encode(&cmd, &enc) != 0) {
 		buf_free(&enc);
 		repl_target_unsent(op, j);
 		return err_set(ERR_NOMEM, "out of memory");
@@ -955,8 +955,8 @@ static int range_protect_read(struct op *op, size_t i, size_t first,
  * token order, and `at` / `cnt` with each contact's run. 0, or -1 with
  * ERR_NOMEM. */
 static int range_protect_plan(struct op *op,
-			      const struct storage_mutation *bound,
-			      size_t *at, size_t *cnt)
+			      const struct storage_mutation *bound, size_t *at,
+			      size_t *cnt)
 {
 	size_t nc = op->ncontact_range;
 	size_t total = 0;
@@ -989,8 +989,8 @@ static int range_protect_plan(struct op *op,
 			has[i] = pos[i] < op->t[i].nfrags &&
 				 frag_cmp(op->t[i].frags[pos[i]], head) == 0;
 			if (has[i]) {
-				size_t k =
-					storage_mutation_rows(op->t[i].frags[pos[i]]);
+				size_t k = storage_mutation_rows(
+					op->t[i].frags[pos[i]]);
 				rows += k;
 				if (k > most)
 					most = k;
@@ -1100,15 +1100,14 @@ static int range_protected(struct op *op)
 		if (p->round != 2 || !p->nfrags)
 			continue;
 		struct target *t = &op->t[p->of];
-		struct storage_mutation **f = realloc(
-			t->frags, (t->nfrags + p->nfrags) * sizeof(*f));
+		struct storage_mutation **f =
+			realloc(t->frags, (t->nfrags + p->nfrags) * sizeof(*f));
 		if (!f) {
 			free(grew);
 			return err_set(ERR_NOMEM, "out of memory");
 		}
 		t->frags = f;
-		memcpy(t->frags + t->nfrags, p->frags,
-		       p->nfrags * sizeof(*f));
+		memcpy(t->frags + t->nfrags, p->frags, p->nfrags * sizeof(*f));
 		t->nfrags += p->nfrags;
 		free(p->frags);
 		p->frags = NULL;

@@ -281,7 +281,8 @@ static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
 		ck_assert_ptr_nonnull(req);
 		size_t nk = req->n_keys;
 		req->n_keys = 0;
-		size_t sz = cassini__replication__read_req__get_packed_size(req);
+		size_t sz =
+			cassini__replication__read_req__get_packed_size(req);
 		uint8_t *buf = malloc(sz ? sz : 1);
 		ck_assert_ptr_nonnull(buf);
 		cassini__replication__read_req__pack(req, buf);

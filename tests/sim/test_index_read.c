@@ -129,8 +129,7 @@ static void step(struct simc *c, int coord, const struct ring_strategy *s,
 		 int cl, const char *value, bool read_repair,
 		 struct range_out *o)
 {
-	struct slice val =
-		slice_make((const uint8_t *)value, strlen(value));
+	struct slice val = slice_make((const uint8_t *)value, strlen(value));
 	struct repl_index_expr ix = {
 		.name = "t_v_idx", .vals = &val, .n_vals = 1};
 	struct storage_read_cmd cmd = {.with_static = true};
@@ -152,8 +151,7 @@ static void step(struct simc *c, int coord, const struct ring_strategy *s,
 
 /* The partitions of a step's answer whose merged value is `want`; frees
  * the answer. */
-static int step_matching(struct simc *c, struct range_out *o,
-			 const char *want)
+static int step_matching(struct simc *c, struct range_out *o, const char *want)
 {
 	int m = 0;
 	for (size_t i = 0; i < o->n; i++) {
@@ -608,9 +606,9 @@ START_TEST(protection_reads_go_in_bounded_batches)
 	ck_assert_int_eq(o.res.outcome, REPL_OK);
 	ck_assert_int_eq(step_matching(c, &o, "red"), P - MOVED);
 	ck_assert_uint_eq(protection_reads(c) - reads, 2 * MOVED);
-	ck_assert_uint_eq(protection_messages(c) - msgs,
-			  2 * ((MOVED + REPL_PROTECT_BATCH - 1) /
-			       REPL_PROTECT_BATCH));
+	ck_assert_uint_eq(
+		protection_messages(c) - msgs,
+		2 * ((MOVED + REPL_PROTECT_BATCH - 1) / REPL_PROTECT_BATCH));
 	/* through a stale-free coordinator the stale contact (node 0) is
 	 * asked for the 10 it has in one message, and its own store is read
 	 * without any for the rest */
@@ -674,9 +672,9 @@ START_TEST(cached_rows_thresholds_warn_and_fail)
 	step(c, 0, s, REPL_CL_ALL, "red", false, &o);
 	ck_assert_int_eq(o.res.outcome, REPL_OVERLOADED);
 	ck_assert_uint_eq(o.res.rfp_threshold, 59);
-	ck_assert_msg(strstr(o.res.msg, "Replica filtering protection has "
-					"cached over 59 rows during query") ==
-			      o.res.msg,
+	ck_assert_msg(strstr(o.res.msg,
+			     "Replica filtering protection has "
+			     "cached over 59 rows during query") == o.res.msg,
 		      "%s", o.res.msg);
 	ck_assert_ptr_nonnull(
 		strstr(o.res.msg, "(See 'cached_replica_rows_fail_threshold' "
