@@ -75,9 +75,8 @@ static bool token_in(int64_t t, const struct storage_token_range *r, size_t n)
 /* How many of `s`'s partitions lie in the ranges (its index, from the
  * summary's block before each range: no Data.db read); with `any`, stops
  * at the first (1). */
-static int partitions_in(struct sstable *s,
-			 const struct storage_token_range *r, size_t n,
-			 bool any, uint64_t *count)
+static int partitions_in(struct sstable *s, const struct storage_token_range *r,
+			 size_t n, bool any, uint64_t *count)
 {
 	*count = 0;
 	struct sst_iter *it = sst_iter_new(s);
@@ -122,7 +121,7 @@ static int decide(struct sstable *s, const struct storage_token_range *r,
 	uint64_t in = 0;
 	if (partitions_in(s, r, n, some_out, &in))
 		return -1;
-	*what = in == 0				   ? 0
+	*what = in == 0                                       ? 0
 		: !some_out && in >= s->stats.partition_count ? 2
 							      : 1;
 	return 0;
@@ -215,7 +214,7 @@ static int anticompact_one(struct storage *db, struct table *t,
 	pthread_mutex_lock(&db->mu);
 	if (!rc) {
 		struct version *nv = storage_version_edit_many(
-			t->version, j.in, j.n, out, j.nout);
+			t->version, j.in, j.n, out, j.npub);
 		if (nv) {
 			storage_version_unref(t->version);
 			t->version = nv;
@@ -226,7 +225,7 @@ static int anticompact_one(struct storage *db, struct table *t,
 		}
 	}
 	pthread_mutex_unlock(&db->mu);
-	for (size_t i = 0; out && i < j.nout; i++)
+	for (size_t i = 0; out && i < j.npub; i++)
 		sstable_unref(out[i]);
 	free(out);
 	free(j.out_gens);

@@ -418,7 +418,8 @@ static int merge_inputs(struct job *j)
 }
 
 /* Runs the merge into one output, or several (leveled). On success
- * *out holds j->nout opened SSTables. */
+ * *out holds the j->npub opened SSTables of the j->nout written: the
+ * empty ones are not kept. */
 int storage_compaction_run_job(struct job *j, struct sstable ***out)
 {
 	*out = NULL;
@@ -479,38 +480,54 @@ int storage_compaction_run_job(struct job *j, struct sstable ***out)
 		j->nout = 0;
 		return -1;
 	}
-	/* Even an empty output is published: the log names it, and its
-	 * presence is what says "the inputs are gone" after a crash. */
+	/* An output that holds nothing (every partition purged, shadowed or
+	 * cut away) is not published: its writer is aborted, so no file of
+	 * it exists, and the log's "done" line, not an output's presence,
+	 * is what says "the inputs are gone" after a crash (the log still
+	 * names it; recovery ignores a missing output of a done log). */
 	int rc = 0;
-	size_t finished = 0;
+	bool *kept_out = calloc(j->nout, sizeof(*kept_out));
+	if (!kept_out)
+		rc = err_set(ERR_NOMEM, "compaction");
 	for (size_t i = 0; i < j->nout; i++) {
-		if (rc)
+		if (rc || sst_writer_partitions(j->done_w[i]) == 0)
 			sst_writer_abort(j->done_w[i]);
 		else if (sst_writer_finish(j->done_w[i]))
 			rc = -1;
 		else
-			finished++;
+			kept_out[i] = true;
 	}
 	if (!rc && storage_compaction_write_log(j, true))
 		rc = -1;
 	if (rc) {
 		/* the log (not all outputs complete) rolls back at start too */
-		for (size_t i = 0; i < finished; i++)
-			storage_engine_remove_generation(
-				j->db->o.env, j->t->dir, j->out_gens[i]);
+		for (size_t i = 0; kept_out && i < j->nout; i++)
+			if (kept_out[i])
+				storage_engine_remove_generation(
+					j->db->o.env, j->t->dir,
+					j->out_gens[i]);
+		free(kept_out);
 		return -1;
 	}
-	struct sstable **s = calloc(j->nout, sizeof(*s));
+	j->npub = 0;
+	struct sstable **s = calloc(j->nout ? j->nout : 1, sizeof(*s));
 	for (size_t i = 0; s && i < j->nout && !rc; i++) {
-		s[i] = sstable_open(j->db->o.env, j->t->dir, j->out_gens[i],
-				    j->meta, j->db->cache);
-		rc = s[i] ? 0 : -1;
-		if (s[i])
-			sstable_map_files(s[i], j->db->o.disk_access_mode);
+		if (!kept_out[i])
+			continue;
+		struct sstable *so =
+			sstable_open(j->db->o.env, j->t->dir, j->out_gens[i],
+				     j->meta, j->db->cache);
+		rc = so ? 0 : -1;
+		if (so) {
+			sstable_map_files(so, j->db->o.disk_access_mode);
+			s[j->npub++] = so;
+		}
 	}
+	free(kept_out);
 	if (!s || rc) {
-		for (size_t i = 0; s && i < j->nout; i++)
+		for (size_t i = 0; s && i < j->npub; i++)
 			sstable_unref(s[i]);
+		j->npub = 0;
 		free(s);
 		/* The inputs stay live, so the outputs must go: first the log
 		 * says they are not done (a crash then rolls back), then
@@ -533,7 +550,8 @@ int storage_compaction_run_job(struct job *j, struct sstable ***out)
  * takes the SSTables of the repair state of `state` (a reference the
  * caller holds). */
 static int compact_once(struct storage *db, struct table *t, bool major,
-			struct job *jo, const struct sstable *state)
+			struct job *jo, const struct sstable *state,
+			uint64_t tomb_below)
 {
 	struct job j = {.db = db, .t = t};
 	bool single = jo && jo->only;
@@ -576,9 +594,9 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 				pk.out_level = j.only->stats.level;
 			}
 	} else {
-		j.n = in ? storage_compaction_pick_inputs(t, major, jo != NULL,
-							  state, j.now,
-							  j.mt_min_ts, &pk, in)
+		j.n = in ? storage_compaction_pick_inputs(
+				   t, major, jo != NULL, state, j.now,
+				   j.mt_min_ts, tomb_below, &pk, in)
 			 : 0;
 	}
 	bool tombstone = pk.tombstone;
@@ -621,7 +639,7 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	pthread_mutex_lock(&db->mu);
 	if (!rc) {
 		struct version *nv = storage_version_edit_many(
-			t->version, j.in, j.n, out, j.nout);
+			t->version, j.in, j.n, out, j.npub);
 		if (nv) {
 			storage_version_unref(t->version);
 			t->version = nv;
@@ -629,7 +647,7 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 				sstable_mark_obsolete(j.in[i]);
 			t->compactions++;
 			t->bytes_compacted += t->compaction_total;
-			for (size_t i = 0; i < j.nout; i++)
+			for (size_t i = 0; i < j.npub; i++)
 				t->compacted_bytes += out[i]->disk_bytes;
 			if (tombstone)
 				t->tombstone_compactions++;
@@ -644,7 +662,7 @@ static int compact_once(struct storage *db, struct table *t, bool major,
 	if (rc)
 		LOG_AT(LOG_LEVEL_WARN, "compaction of %s.%s failed: %s",
 		       j.meta->keyspace, j.meta->name, err_msg());
-	for (size_t i = 0; out && i < j.nout; i++)
+	for (size_t i = 0; out && i < j.npub; i++)
 		sstable_unref(out[i]);
 	free(out);
 	free(j.out_gens);
@@ -680,7 +698,7 @@ static int compact_each_state(struct storage *db, struct table *t,
 		if (jo)
 			jo->dropped = 0;
 		if (!rc && !db->stopping &&
-		    compact_once(db, t, true, jo, st[i]) < 0)
+		    compact_once(db, t, true, jo, st[i], UINT64_MAX) < 0)
 			rc = -1;
 		if (jo)
 			dropped += jo->dropped;
@@ -697,11 +715,20 @@ int storage_engine_compact_table(struct storage *db, struct table *t,
 {
 	if (major)
 		return compact_each_state(db, t, NULL);
-	/* A tombstone compaction ends the round: its output may be chosen
-	 * again (tombstone_compaction_interval 0, tombstones that still
-	 * shadow data), so it must not loop. */
+	/* Compactions follow each other until none applies, tombstone ones
+	 * included (Cassandra submits the next background task as each one
+	 * ends): ending the round at a tombstone compaction left the next
+	 * candidate to the compactor's 5-minute look, one SSTable per look.
+	 * A tombstone compaction's output may be a candidate again
+	 * (tombstone_compaction_interval 0, tombstones that still shadow
+	 * data), so within a round only SSTables older than the round (a
+	 * generation below the first it could write) are candidates: the
+	 * round ends. */
+	pthread_mutex_lock(&db->mu);
+	uint64_t round_gen = t->next_gen;
+	pthread_mutex_unlock(&db->mu);
 	int r;
-	while ((r = compact_once(db, t, false, NULL, NULL)) == 1 &&
+	while ((r = compact_once(db, t, false, NULL, NULL, round_gen)) > 0 &&
 	       !db->stopping)
 		;
 	return r < 0 ? -1 : 0;
@@ -802,7 +829,7 @@ static int rewrite_each(struct storage *db, const uint8_t table_id[16],
 		jo.only = order[i];
 		jo.shadow = &shadow;
 		jo.kept = jo.dropped = 0;
-		int r = compact_once(db, t, true, &jo, order[i]);
+		int r = compact_once(db, t, true, &jo, order[i], UINT64_MAX);
 		rc = r < 0 ? -1 : 0;
 		*kept += jo.kept;
 		*dropped += jo.dropped;

@@ -36,6 +36,7 @@ struct job {
 	struct sst_writer **done_w;
 	uint64_t *out_gens;
 	size_t nout;
+	size_t npub; /* of them, the non-empty ones published (run_job) */
 	/* cleanup: only partitions in these ranges are written */
 	bool cleanup;
 	const struct storage_token_range *keep;
@@ -58,7 +59,8 @@ struct job {
 };
 
 /* Runs the merge into one output, or several (leveled). On success *out
- * holds j->nout opened SSTables. */
+ * holds j->npub opened SSTables: those of the j->nout outputs that are
+ * not empty (an empty one is never published). */
 int storage_compaction_run_job(struct job *j, struct sstable ***out);
 /* compaction_log.c: writes j's log (its outputs, inputs and, once every
  * output is complete, "done") atomically. */
@@ -83,11 +85,12 @@ struct pick {
  * every SSTable of `state`'s repair state (as Cassandra runs one per
  * repaired, unrepaired and pending set); a background one first takes
  * the fully expired SSTables, then the strategy's pick, then a tombstone
- * compaction. Returns how many. */
+ * compaction of an SSTable with a generation below tomb_below. Returns
+ * how many. */
 size_t storage_compaction_pick_inputs(struct table *t, bool major, bool cleanup,
 				      const struct sstable *state, int64_t now,
-				      int64_t mt_min_ts, struct pick *p,
-				      struct sstable **out);
+				      int64_t mt_min_ts, uint64_t tomb_below,
+				      struct pick *p, struct sstable **out);
 /* The distinct repair states of v's usable SSTables, each named by one
  * SSTable of it (out has room for v->count), in the order they come. */
 size_t storage_compaction_repair_states(const struct version *v,

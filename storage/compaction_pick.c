@@ -223,15 +223,18 @@ static bool worth_dropping_tombstones(struct sstable *s, struct sstable **cand,
 	return worth;
 }
 
-/* The SSTable most worth a tombstone compaction, if any (1 or 0). */
+/* The SSTable most worth a tombstone compaction, if any (1 or 0), of
+ * those with a generation below `below`. */
 static size_t pick_tombstone(struct sstable **cand, size_t n,
 			     const struct storage_table_options *o, int64_t now,
-			     int64_t mt_min_ts, struct sstable **out)
+			     int64_t mt_min_ts, uint64_t below,
+			     struct sstable **out)
 {
 	int64_t gc_before = now - o->gc_grace_seconds;
 	double best = -1;
 	for (size_t i = 0; i < n; i++) {
-		if (!worth_dropping_tombstones(cand[i], cand, n, o, now,
+		if (cand[i]->gen >= below ||
+		    !worth_dropping_tombstones(cand[i], cand, n, o, now,
 					       gc_before, mt_min_ts))
 			continue;
 		double r = sst_droppable_ratio(&cand[i]->stats, gc_before);
@@ -260,8 +263,8 @@ static bool all_expired(const struct sstable *s, int64_t gc_before)
  * memtables and of every overlapping SSTable not taken. Such an SSTable
  * shadows nothing and holds nothing live: a compaction of them together
  * purges every atom (purge_limit sees only SSTables older than none of
- * them) and writes an empty output, so they go whole (time-window tables
- * drop their old windows this way) before the strategy picks anything.
+ * them) and its output, empty, is not kept, so they go whole (time-window
+ * tables drop their old windows this way) before the strategy picks anything.
  * Taking fewer could keep another's purge back, so the set is shrunk to
  * a fixed point instead. Pending incremental-repair SSTables wait for
  * their session. */
@@ -389,8 +392,8 @@ static size_t pick_lcs(struct table *t, struct sstable **cand, size_t n,
 
 size_t storage_compaction_pick_inputs(struct table *t, bool major, bool cleanup,
 				      const struct sstable *state, int64_t now,
-				      int64_t mt_min_ts, struct pick *p,
-				      struct sstable **out)
+				      int64_t mt_min_ts, uint64_t tomb_below,
+				      struct pick *p, struct sstable **out)
 {
 	*p = (struct pick){0};
 	const struct version *v = t->version;
@@ -429,7 +432,8 @@ size_t storage_compaction_pick_inputs(struct table *t, bool major, bool cleanup,
 	}
 	if (k == 0) {
 		/* one input: no mixing; the estimate sees every overlap */
-		k = pick_tombstone(cand, total, o, now, mt_min_ts, out);
+		k = pick_tombstone(cand, total, o, now, mt_min_ts, tomb_below,
+				   out);
 		p->tombstone = k > 0;
 		if (k)
 			p->out_level = out[0]->stats.level;
@@ -454,9 +458,9 @@ bool storage_engine_compaction_due(struct storage *db, struct table *t)
 		if (t->flushing[i]->min_ts < mt_min_ts)
 			mt_min_ts = t->flushing[i]->min_ts;
 	struct pick pk;
-	size_t n = storage_compaction_pick_inputs(t, false, false, NULL,
-						  storage_engine_now_sec(db),
-						  mt_min_ts, &pk, in);
+	size_t n = storage_compaction_pick_inputs(
+		t, false, false, NULL, storage_engine_now_sec(db), mt_min_ts,
+		UINT64_MAX, &pk, in);
 	memcpy(t->lcs_next, cursor, sizeof(cursor));
 	free(in);
 	return n > 0;

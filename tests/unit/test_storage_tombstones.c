@@ -14,6 +14,7 @@
 #include "tests/lib/testutil.h"
 #include "tests/unit/storage_fault_env.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -470,9 +471,9 @@ START_TEST(fully_expired_sstables_go_whole)
 	background(&f);
 	struct storage_stats st = stats(&f);
 	ck_assert_uint_eq(st.tombstone_compactions, 0);
-	/* the merged small ones and the job's empty output (published: its
-	 * presence tells a restart that the input is gone) */
-	ck_assert_uint_eq(st.sstable_count, 2);
+	/* the merged small ones only: the job's output was empty, and an
+	 * empty output is not kept */
+	ck_assert_uint_eq(st.sstable_count, 1);
 	ck_assert_uint_eq(st.estimated_partitions, 20);
 	expect(&f, "ttl7", 0, 0);
 	expect(&f, "live7", 1, 0);
@@ -867,6 +868,139 @@ START_TEST(anticompaction_splits_and_states_survive_a_restart)
 }
 END_TEST
 
+/* Data.db files in the table's directory. */
+static int data_files(struct fx *f)
+{
+	char dir[700];
+	table_dir_of(f, dir, sizeof(dir));
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		n += strstr(e->d_name, "-Data.db") != NULL;
+	closedir(d);
+	return n;
+}
+
+/* An SSTable of nothing but tombstones past gc_grace goes whole (fully
+ * expired): its job writes nothing, and no empty SSTable takes its place,
+ * neither now, nor after a restart, nor after a power cut right after. */
+START_TEST(an_empty_compaction_output_is_not_kept)
+{
+	struct fx f;
+	fx_init(&f, "tomb-empty");
+	one_sstable(&f, 0, 30);
+	put(&f, "keep0", 1);
+	flush(&f); /* newer than every tombstone: none shadows it */
+	ck_assert_uint_eq(stats(&f).sstable_count, 2);
+	ck_assert_int_eq(data_files(&f), 2);
+	at(&f, 200); /* past gc_grace (100 s) */
+	background(&f);
+	struct storage_stats st = stats(&f);
+	ck_assert_uint_eq(st.compactions, 1);
+	ck_assert_uint_eq(st.sstable_count, 1);
+	ck_assert_uint_eq(st.estimated_partitions, 1);
+	ck_assert_int_eq(data_files(&f), 1);
+	expect(&f, "dead3", 0, 0);
+	expect(&f, "keep0", 1, 0);
+	background(&f); /* nothing left to do */
+	ck_assert_uint_eq(stats(&f).compactions, 1);
+	for (uint64_t cut = 1; cut <= 3; cut++) {
+		fault_env_freeze(f.fe);
+		storage_delete(f.db);
+		fault_env_crash(f.fe, seed + cut);
+		open_db(&f);
+		ck_assert_uint_eq(stats(&f).sstable_count, 1);
+		ck_assert_int_eq(data_files(&f), 1);
+		expect(&f, "dead3", 0, 0);
+		expect(&f, "keep0", 1, 0);
+	}
+	fx_free(&f);
+}
+END_TEST
+
+/* Rows and row deletions of keys `prefix`0.. in one SSTable. */
+static void prefixed_sstable(struct fx *f, const char *prefix, int live,
+			     int dead)
+{
+	char k[32];
+	for (int i = 0; i < live; i++) {
+		snprintf(k, sizeof(k), "%slive%d", prefix, i);
+		put(f, k, 1);
+	}
+	for (int i = 0; i < dead; i++) {
+		snprintf(k, sizeof(k), "%sdead%d", prefix, i);
+		del_row(f, k, 1);
+	}
+	flush(f);
+}
+
+/* Three tombstone-heavy SSTables (too few for a size-tiered merge):
+ * one background round runs a tombstone compaction of each, not one per
+ * round (which left the next to the compactor's 5-minute look). */
+START_TEST(a_round_runs_every_due_tombstone_compaction)
+{
+	struct fx f;
+	fx_init(&f, "tomb-round");
+	f.t->options.unchecked_tombstone_compaction = true; /* they overlap */
+	restart(&f);
+	prefixed_sstable(&f, "a", 10, 30);
+	prefixed_sstable(&f, "b", 10, 30);
+	prefixed_sstable(&f, "c", 10, 30);
+	ck_assert_uint_eq(stats(&f).sstable_count, 3);
+	at(&f, 3601);
+	background(&f);
+	struct storage_stats st = stats(&f);
+	ck_assert_uint_eq(st.tombstone_compactions, 3);
+	ck_assert_uint_eq(st.sstable_count, 3);
+	expect(&f, "adead3", 0, 0);
+	expect(&f, "bdead3", 0, 0);
+	expect(&f, "cdead3", 0, 0);
+	expect(&f, "clive3", 1, 0);
+	background(&f); /* the outputs are new */
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 3);
+	fx_free(&f);
+}
+END_TEST
+
+/* tombstone_compaction_interval 0 and tombstones that still shadow data
+ * (they stay): each SSTable is a candidate again at once, yet a round
+ * compacts each at most once and ends. */
+START_TEST(a_round_of_tombstone_compactions_ends)
+{
+	struct fx f;
+	fx_init(&f, "tomb-round-end");
+	f.t->options.unchecked_tombstone_compaction = true;
+	f.t->options.tombstone_compaction_interval = 0;
+	restart(&f);
+	char k[32];
+	for (int i = 0; i < 20; i++) {
+		key_of(k, sizeof(k), "p", i);
+		put(&f, k, 1);
+	}
+	flush(&f);
+	for (int s = 0; s < 2; s++) {
+		for (int i = s * 10; i < s * 10 + 10; i++) {
+			key_of(k, sizeof(k), "p", i);
+			del_row(&f, k, 1);
+		}
+		flush(&f);
+	}
+	ck_assert_uint_eq(stats(&f).sstable_count, 3);
+	at(&f, 200);
+	background(&f);
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 2);
+	ck_assert_uint_eq(stats(&f).sstable_count, 3);
+	for (int i = 0; i < 20; i++) {
+		key_of(k, sizeof(k), "p", i);
+		expect(&f, k, 0, 1); /* still deleted, tombstones kept */
+	}
+	background(&f); /* a new round: once more each, and it ends */
+	ck_assert_uint_eq(stats(&f).tombstone_compactions, 4);
+	fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(31);
@@ -886,6 +1020,9 @@ int main(void)
 	tcase_add_test(tc, an_expired_sstable_shadowing_older_data_stays);
 	tcase_add_test(tc,
 		       a_failed_or_crashed_tombstone_compaction_loses_nothing);
+	tcase_add_test(tc, an_empty_compaction_output_is_not_kept);
+	tcase_add_test(tc, a_round_runs_every_due_tombstone_compaction);
+	tcase_add_test(tc, a_round_of_tombstone_compactions_ends);
 	tcase_add_test(tc, version_1_statistics_still_read);
 	tcase_add_test(tc,
 		       pending_repair_is_kept_and_version_3_reads_unrepaired);
