@@ -15,13 +15,16 @@
 # Strategies: STCS and LCS tables get TTL_SHARE percent of TTL'd writes,
 # the TWCS table every write TTL'd (a time-series table); all have
 # gc_grace_seconds GC_GRACE and tombstone_compaction_interval GC_GRACE so
-# tombstones may go within the run. Then, when /usr/bin/db_bench
-# (Debian's rocksdb-tools) is there, the same mix against RocksDB
+# tombstones may go within the run. Then, when /usr/bin/db_bench is
+# there (Debian's rocksdb-tools: `apt-get install -y rocksdb-tools`, for
+# this bench only, not a dependency of the project; without it the
+# RocksDB part is skipped), the same mix against RocksDB
 # (randomwithverify: reads, writes and deletes, leveled compaction, no
 # TTL) for MINUTES, with its write buffer the node's flush size: its
 # write amplification (flush + compaction bytes over user bytes, from its
 # compaction stats) and space amplification (its files over its live
-# keys' bytes, counted by a full scan at the end).
+# keys' bytes, counted by a full scan at the end; its values are made
+# incompressible, --compression_ratio=1, as cassini-stress's are).
 #
 # Usage: bench/sustained.sh [MINUTES] [KEYS]     (defaults 3, 4000000)
 #   BIN_DIR     build directory (default build/release)
@@ -32,9 +35,13 @@
 #   TTL, TTL_SHARE, GC_GRACE   default 60 s, 20 %, 60 s
 #   LCS_MB      LCS sstable_size_in_mb (default 16: 160 makes no levels
 #               in a few minutes of data)
-# SETTLE=M: after the writes, wait up to M minutes for compaction to catch
-#   up (no pending task), then a minute of reads: SSTables per read and
-#   disk against live data once caught up (live is exact with TTL_SHARE=0).
+# SETTLE=M: after the writes, M minutes with no writes (a sample a
+#   minute: SSTables, pending and tombstone compactions, disk against live
+#   data; the compactor looks for tombstone compactions every 5 minutes,
+#   so M >= 7 sees one look past the last deletes' gc_grace), then a
+#   minute of reads (SSTables per read once caught up), then a major
+#   compaction (disk/live with no garbage: the format's floor). Live is
+#   exact with TTL_SHARE=0.
 # LOCK_HELD=1: the caller holds the lock already; DB_BENCH=0: no RocksDB;
 # REPORT=1: only the tables again, from the samples in OUT.
 # The node runs on 127.0.76.3 under a temporary CASSINI_HOME, holding
@@ -111,23 +118,53 @@ PYEOF
   done
   wait "$pid" || true
   if [ "$settle" -gt 0 ]; then
-    # No more writes: compaction catches up (pending 0 twice, 10 s apart,
-    # or SETTLE minutes), then a minute of reads over the same keys.
-    end=$(($(date +%s) + settle * 60)) zero=0 t0=$(date +%s)
-    while [ "$(date +%s)" -lt "$end" ] && [ "$zero" -lt 2 ]; do
+    # No more writes, SETTLE minutes: a sample a minute (compaction
+    # catching up, then the tombstone compactions of the compactor's
+    # 5-minute look once the last deletes pass gc_grace), the seconds
+    # until pending compactions first read 0 (twice, 10 s apart), then a
+    # minute of reads over the same keys, then a major compaction: what
+    # the same live data takes with no garbage left (the format's floor).
+    end=$(($(date +%s) + settle * 60)) zero=0 t0=$(date +%s) i=0
+    next=$((t0 + 60))
+    : >"$dir/settle_s.txt"
+    while [ "$(date +%s)" -lt "$end" ]; do
       sleep 10
       p=$(curl -s "http://$ip:$mport/metrics" |
         awk '/^cassandra_compaction_pending_tasks/ {s += $2} END {print s + 0}')
       if [ "$p" = 0 ]; then zero=$((zero + 1)); else zero=0; fi
+      if [ "$zero" = 2 ] && [ ! -s "$dir/settle_s.txt" ]; then
+        echo $(($(date +%s) - t0)) >"$dir/settle_s.txt"
+      fi
+      if [ "$(date +%s)" -ge "$next" ]; then
+        i=$((i + 1)) next=$((next + 60))
+        sample "w$i"
+      fi
     done
-    echo $(($(date +%s) - t0)) >"$dir/settle_s.txt"
+    [ -s "$dir/settle_s.txt" ] || echo "-" >"$dir/settle_s.txt"
     sample s0
     # deleted keys count as NotFound errors: its exit status says nothing
     "$bin/node/cassini-stress" read n="$keys" duration=60 \
       -rate threads="$threads" -col size=100 -node "$ip" \
       >"$dir/settle-read.txt" || true
     sample s1
+    uptime >"$dir/uptime-settle.txt"
+    # cassini-tool gives up after 10 s without an answer (compact sends
+    # no progress) while the node goes on: wait for the compaction count
+    # to move, then for the disk to stay put
+    count() {
+      curl -s "http://$ip:$mport/metrics" | awk \
+        '/^cassini_table_compactions_total\{keyspace="cassini_stress"/ {print $2}'
+    }
+    c0=$(count)
+    "$cluster" -C su node node1 tool compact cassini_stress standard1 \
+      >"$dir/major.txt" 2>&1 || true
+    for _ in $(seq 120); do
+      [ "$(count)" != "$c0" ] && break
+      sleep 5
+    done
+    sample major
   fi
+  uptime >"$dir/uptime.txt"
   "$cluster" -C su remove >/dev/null
   exit 0
 fi
@@ -207,6 +244,23 @@ for i, l in enumerate(lines, 1):
 if len(lines) >= 2:
     print(f"{strat}: last minute / first minute throughput "
           f"{float(lines[-1][2]) / float(lines[0][2]):.2f} (target >= 0.7)")
+def tomb(m):
+    return m.get("cassini_table_tombstone_compactions_total", 0)
+live_end = int(lines[-1][6]) if lines and len(lines[-1]) > 6 else 0
+ws = [(i, metrics(f"w{i}")) for i in range(1, 1000)
+      if os.path.exists(f"{d}/mw{i}.txt")]
+if ws:
+    print(f"{strat}: settle min  sstables pending  compactions "
+          "tombstone  disk MB  disk/live")
+    livemb = live_end * 110 / 2**20
+    for i, m in ws:
+        disk = m.get("cassandra_table_live_disk_space_bytes", 0) / 2**20
+        print(f"{strat}: {i:11d} "
+              f"{m.get('cassandra_table_live_sstables', 0):9.0f} "
+              f"{m.get('cassandra_compaction_pending_tasks', 0):7.0f} "
+              f"{m.get('cassini_table_compactions_total', 0):12.0f} "
+              f"{tomb(m):9.0f} {disk:8.1f} "
+              f"{disk / livemb if livemb else 0:10.2f}")
 s0, s1 = metrics("s0"), metrics("s1")
 if s0 and s1 and lines:
     # live: the keys live at the end of the writes (exact when no write
@@ -215,7 +269,8 @@ if s0 and s1 and lines:
     livemb = live * 110 / 2**20
     disk = s1.get("cassandra_table_live_disk_space_bytes", 0) / 2**20
     secs = open(f"{d}/settle_s.txt").read().strip()
-    print(f"{strat}: settled {secs} s after the writes: "
+    print(f"{strat}: pending first 0 at {secs} s after the writes; "
+          f"after the settle: "
           f"{s1.get('cassandra_table_live_sstables', 0):.0f} sstables, "
           f"pending {s1.get('cassandra_compaction_pending_tasks', 0):.0f}, "
           f"disk {disk:.1f} MB / live {livemb:.1f} MB = "
@@ -223,6 +278,19 @@ if s0 and s1 and lines:
           f"sst/read mean {mean(s0, s1):.2f} p50 "
           f"{quant(s0['buckets'], s1['buckets'], .5)} p99 "
           f"{quant(s0['buckets'], s1['buckets'], .99)}")
+    mj = metrics("major")
+    if mj and mj.get("cassini_table_compactions_total") == \
+            s1.get("cassini_table_compactions_total"):
+        print(f"{strat}: the major compaction did not end in time")
+    elif mj:
+        disk = mj.get("cassandra_table_live_disk_space_bytes", 0) / 2**20
+        print(f"{strat}: after a major compaction: "
+              f"{mj.get('cassandra_table_live_sstables', 0):.0f} sstables, "
+              f"disk {disk:.1f} MB = {disk / livemb if livemb else 0:.2f}x "
+              "the live data (the format's floor)")
+for f in ("uptime-settle.txt", "uptime.txt"):
+    if os.path.exists(f"{d}/{f}"):
+        print(f"{strat}: {f[:-4]}: {open(f'{d}/{f}').read().strip()}")
 PYEOF
 }
 
@@ -256,13 +324,14 @@ if [ -x /usr/bin/db_bench ] && [ "${DB_BENCH:-1}" = 1 ]; then
     --db="$rdb" --num="$keys" --numdistinct="$keys" --value_size=100 \
     --key_size=10 --readwritepercent=40 --deletepercent=10 \
     --duration=$((minutes * 60)) --write_buffer_size="$wb" \
-    --compression_type=lz4 --threads=1 --stats_interval_seconds=60 \
+    --compression_type=lz4 --compression_ratio=1 --threads=1 --stats_interval_seconds=60 \
     --statistics=1 >"$out/rocksdb.txt" 2>&1 || true
   # its live entries, by a scan (randomwithverify writes 3 keys a put)
   /usr/bin/db_bench --benchmarks=readseq --use_existing_db=1 --db="$rdb" \
     --num=$((keys * 3)) --reads=$((keys * 3)) --key_size=10 \
     --value_size=100 >"$out/rocksdb-scan.txt" 2>&1 || true
   files=$(du -sb "$rdb" | awk '{print $1}')
+  echo "rocksdb: uptime: $(uptime)"
   /usr/bin/python3 - "$out/rocksdb.txt" "$out/rocksdb-scan.txt" "$files" <<'PYEOF'
 import re, sys
 run, scan, files = open(sys.argv[1]).read(), open(sys.argv[2]).read(), \
