@@ -355,6 +355,79 @@ void repl_range_answer(struct op *op, struct target *t, bool ok,
 		       size_t n, bool cut);
 void repl_range_timeout(struct op *op);
 
+/* Shared by the read files: coord_read.c (single partitions), coord_range.c
+ * (range steps), coord_protect.c (replica filtering protection),
+ * coord_read_wire.c (the messages). */
+/* Local replica completions of reads and scans for request id `c->id`. */
+void repl_local_read_done(void *arg, int status, enum err_code code,
+			  struct storage_mutation **frags, size_t n, bool cut);
+
+/* Counts the tombstones of each replica's answer against
+ * tombstone_warn_threshold (single reads: its fragment; range steps: its
+ * fragments together). */
+void repl_read_count_tombstones(struct op *op);
+
+/* "Sending read-repair-mutation to Full(/<peer>,(l,r])": a traced read
+ * repairs the replica `ep` of `token`. */
+void repl_read_trace_repair(struct op *op, uint32_t ep, int64_t token);
+
+/* Live replicas of `token` sorted by proximity; the first `want` are the
+ * ones to contact. Fills `res` with Unavailable when too few are alive. */
+int repl_read_plan(struct op *op, const struct ring_strategy *s, int64_t token,
+		   bool spares, struct repl_result *res);
+
+/* Sends contact `i` its READ (data, or a digest when `digest`); the
+ * local replica reads through the store (coord_read_wire.c). */
+void repl_read_send(struct op *op, size_t i, bool digest);
+
+/* Sends contact `i` the step's RANGE request (with its index
+ * expression); the local replica scans through the store. */
+void repl_range_send(struct op *op, size_t i);
+
+/* Token order of two partitions' fragments. */
+int repl_frag_cmp(const struct storage_mutation *a,
+		  const struct storage_mutation *b);
+
+/* Answers a range step's caller with `res` and the merged fragments. */
+void repl_range_reply(struct op *op, const struct repl_result *res,
+		      struct storage_mutation **frags, size_t n, int64_t resume,
+		      bool finished);
+
+/* The earliest point where a cut contact stopped (NULL: none was cut):
+ * past it some contact may hold partitions it did not send. */
+const struct storage_mutation *repl_range_bound(const struct op *op);
+
+/* Fails a range step for want of memory. */
+void repl_range_fail_nomem(struct op *op);
+
+/* The rows held for protection passed rfp_fail_rows: the step fails
+ * as Cassandra's query does (OverloadedException; the node words the
+ * message with the query). */
+void repl_protect_fail_cached(struct op *op);
+
+/* A protection read for contact `i` of the partitions op->pk[first ..
+ * first + n): a new target after the contacts, sent now as one message
+ * (cmd's key the first, ReadReq.keys the rest); the local replica reads
+ * its one partition (n is 1 then) through the store. 0, or -1 with
+ * ERR_NOMEM. */
+int repl_protect_read(struct op *op, size_t i, size_t first, size_t n);
+
+/* Replica filtering protection, the reads: every contact answered an
+ * indexed range read with its own candidates; each partition (up to the
+ * bound) that some contact returned and another did not is read from that
+ * other, whose version may be newer and no longer match (or deleted): up
+ * to REPL_PROTECT_BATCH partitions a message to a remote contact, one
+ * store read each for the local one. 0 (op->outstanding > 0 when reads
+ * were sent), 1 when the rows held passed rfp_fail_rows (nothing sent),
+ * or -1 with ERR_NOMEM. */
+int repl_protect(struct op *op);
+
+/* Replica filtering protection, the merge: each protection read's
+ * versions join its contact's list (in token order), so the merge and
+ * the repairs see every contact's version of every partition. 0 or -1
+ * (ERR_NOMEM). */
+int repl_protect_merge(struct op *op);
+
 /* ---- coord_truncate.c: truncates ----------------------------------------- */
 
 void repl_truncate_answer(struct op *op, struct target *t, bool ok,

@@ -1,0 +1,304 @@
+/*
+ * Replica filtering protection of an indexed or filtered range step at a
+ * CL above ONE: every partition a contact returned and another did not is
+ * read from that other (batched, REPL_PROTECT_BATCH keys a message), the
+ * rows held counted against replica_filtering_protection's thresholds.
+ * Cassandra's ReplicaFilteringProtection; docs/indexes.md.
+ */
+#define LOG_MODULE "replication"
+#include "replication/replication.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/zalloc.h"
+#include "replication/coord_internal.h"
+#include "replication/replication.pb-c.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* The rows held for protection passed rfp_fail_rows: the step fails
+ * as Cassandra's query does (OverloadedException; the node words the
+ * message with the query). */
+void repl_protect_fail_cached(struct op *op)
+{
+	struct repl_result res;
+	repl_result_init(&res, REPL_OVERLOADED, op->cl);
+	res.rfp_threshold = op->r->o.rfp_fail_rows;
+	snprintf(res.msg, sizeof(res.msg),
+		 "Replica filtering protection has cached over %llu rows "
+		 "during query (token range (%lld, %lld]). (See "
+		 "'cached_replica_rows_fail_threshold' in cassandra.yaml.)",
+		 (unsigned long long)res.rfp_threshold, (long long)op->start,
+		 (long long)op->sub_end);
+	if (op->traced)
+		repl_trace(op->r, op->trace, "Native-Transport-Requests-1",
+			   op->start_us, "%s", res.msg);
+	op->r->st.overloaded++;
+	repl_range_reply(op, &res, NULL, 0, op->start, false);
+	repl_op_free(op);
+}
+
+/* A protection read for contact `i` of the partitions op->pk[first ..
+ * first + n): a new target after the contacts, sent now as one message
+ * (cmd's key the first, ReadReq.keys the rest); the local replica reads
+ * its one partition (n is 1 then) through the store. 0, or -1 with
+ * ERR_NOMEM. */
+int repl_protect_read(struct op *op, size_t i, size_t first, size_t n)
+{
+	struct repl *r = op->r;
+	struct target *nt = realloc(op->t, (op->nt + 1) * sizeof(*nt));
+	if (!nt)
+		return err_set(ERR_NOMEM, "out of memory");
+	op->t = nt;
+	size_t j = op->nt++;
+	op->t[j] = (struct target){.ep = op->t[i].ep,
+				   .local_dc = op->t[i].local_dc,
+				   .round = 2,
+				   .of = (uint32_t)i,
+				   .pk = (uint32_t)first,
+				   .npk = (uint32_t)n};
+	struct slice key = storage_mutation_key(op->pk[first]);
+	struct storage_read_cmd cmd = op->cmd;
+	cmd.key = key.ptr;
+	cmd.key_len = key.len;
+	cmd.stats = NULL;
+	cmd.pending_repair = NULL;
+	r->st.protection_reads += n;
+	if (repl_target_begin(op, j) != 0)
+		return -1;
+	if (repl_is_self(op, op->t[j].ep)) {
+		struct local_ctx *c = repl_local_ctx_new(r, op->t[j].id);
+		if (!c) {
+			repl_on_answer(r, op->t[j].id, false, "out of memory",
+				       NULL, NULL, 0, false);
+			return 0;
+		}
+		r->store->read(r->store_arg, op->table_id, &cmd,
+			       repl_local_read_done, c);
+		return 0;
+	}
+	struct buf enc;
+	buf_init(&enc);
+	ProtobufCBinaryData keys[REPL_PROTECT_BATCH];
+	if (n > REPL_PROTECT_BATCH ||
+	    storage_read_cmd_encode(&cmd, &enc) != 0) {
+		buf_free(&enc);
+		repl_target_unsent(op, j);
+		return err_set(ERR_NOMEM, "out of memory");
+	}
+	for (size_t k = 1; k < n; k++) {
+		struct slice kk = storage_mutation_key(op->pk[first + k]);
+		keys[k - 1] = (ProtobufCBinaryData){kk.len, (uint8_t *)kk.ptr};
+	}
+	Cassini__Replication__ReadReq msg =
+		CASSINI__REPLICATION__READ_REQ__INIT;
+	msg.id = op->t[j].id;
+	msg.deadline_us = repl_deadline_us(r, r->o.range_timeout_ms);
+	msg.table_id.data = op->table_id;
+	msg.table_id.len = 16;
+	msg.cmd.data = enc.data;
+	msg.cmd.len = enc.len;
+	msg.n_keys = n - 1;
+	msg.keys = n > 1 ? keys : NULL;
+	r->st.protection_messages++;
+	if (op->traced) {
+		msg.trace_session.data = op->trace;
+		msg.trace_session.len = 16;
+		char who[REPL_TRACE_PEER_LEN];
+		repl_trace_peer(repl_ep_addr(op, op->t[j].ep), who);
+		repl_trace(r, op->trace, "Native-Transport-Requests-1",
+			   op->start_us,
+			   "Requesting %zu partitions from %s for replica "
+			   "filtering protection",
+			   n, who);
+	}
+	/* single-partition reads, as Cassandra's protection fetches, of up
+	 * to REPL_PROTECT_BATCH partitions a message */
+	repl_trace_send(op, "READ_REQ", op->t[j].ep, &msg.base);
+	if (repl_send_packed(r, repl_ep_addr(op, op->t[j].ep), REPL_VERB_READ,
+			     &msg.base) != 0)
+		repl_target_unsent(op, j); /* the timeout answers */
+	buf_free(&enc);
+	return 0;
+}
+
+/* The rows an indexed step holds for protection (Cassandra's cached
+ * rows): every contact's version of every partition up to `bound`, a
+ * partition a contact lacks counted for it as the largest version
+ * another returned (what protection reads it for). Fills op->pk with
+ * the partitions to read, grouped by the contact that lacks them, in
+ * token order, and `at` / `cnt` with each contact's run. 0, or -1 with
+ * ERR_NOMEM. */
+static int range_protect_plan(struct op *op,
+			      const struct storage_mutation *bound, size_t *at,
+			      size_t *cnt)
+{
+	size_t nc = op->ncontact_range;
+	size_t total = 0;
+	for (size_t i = 0; i < nc; i++)
+		total += op->t[i].nfrags;
+	size_t cap = total * (nc - 1) + 1;
+	size_t *pos = calloc(nc, sizeof(*pos));
+	bool *has = calloc(nc, sizeof(*has));
+	uint32_t *ec = malloc(cap * sizeof(*ec));
+	const struct storage_mutation **em = malloc(cap * sizeof(*em));
+	op->pk = malloc(cap * sizeof(*op->pk));
+	size_t ne = 0;
+	int rc = 0;
+	op->rfp_rows = 0;
+	if (!pos || !has || !ec || !em || !op->pk) {
+		rc = err_set(ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (;;) {
+		const struct storage_mutation *head = NULL;
+		for (size_t i = 0; i < nc; i++)
+			if (pos[i] < op->t[i].nfrags &&
+			    (!head ||
+			     repl_frag_cmp(op->t[i].frags[pos[i]], head) < 0))
+				head = op->t[i].frags[pos[i]];
+		if (!head || (bound && repl_frag_cmp(head, bound) > 0))
+			break;
+		size_t most = 0, rows = 0;
+		for (size_t i = 0; i < nc; i++) {
+			has[i] = pos[i] < op->t[i].nfrags &&
+				 repl_frag_cmp(op->t[i].frags[pos[i]], head) ==
+					 0;
+			if (has[i]) {
+				size_t k = storage_mutation_rows(
+					op->t[i].frags[pos[i]]);
+				rows += k;
+				if (k > most)
+					most = k;
+			}
+		}
+		for (size_t i = 0; i < nc; i++)
+			if (!has[i]) {
+				rows += most;
+				ec[ne] = (uint32_t)i;
+				em[ne++] = head;
+			}
+		op->rfp_rows += rows;
+		/* the lists do not change until every read is in
+		 * (repl_protect_merge): `head` stays valid */
+		for (size_t i = 0; i < nc; i++)
+			if (has[i])
+				pos[i]++;
+	}
+	/* grouped by contact, each run in token order */
+	for (size_t i = 0; i < nc; i++)
+		cnt[i] = 0;
+	for (size_t e = 0; e < ne; e++)
+		cnt[ec[e]]++;
+	for (size_t i = 0, sum = 0; i < nc; i++) {
+		at[i] = sum;
+		sum += cnt[i];
+	}
+	for (size_t i = 0; i < nc; i++)
+		pos[i] = at[i];
+	for (size_t e = 0; e < ne; e++)
+		op->pk[pos[ec[e]]++] = em[e];
+	op->npk = ne;
+out:
+	free(pos);
+	free(has);
+	free(ec);
+	free(em);
+	return rc;
+}
+
+/* Replica filtering protection, the reads: every contact answered an
+ * indexed range read with its own candidates; each partition (up to the
+ * bound) that some contact returned and another did not is read from that
+ * other, whose version may be newer and no longer match (or deleted): up
+ * to REPL_PROTECT_BATCH partitions a message to a remote contact, one
+ * store read each for the local one. 0 (op->outstanding > 0 when reads
+ * were sent), 1 when the rows held passed rfp_fail_rows (nothing sent),
+ * or -1 with ERR_NOMEM. */
+int repl_protect(struct op *op)
+{
+	size_t nc = op->ncontact_range;
+	size_t *at = calloc(nc, sizeof(*at)), *cnt = calloc(nc, sizeof(*cnt));
+	int rc = 0;
+	size_t msgs = 0;
+	if (!at || !cnt) {
+		rc = err_set(ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = range_protect_plan(op, repl_range_bound(op), at, cnt)) != 0)
+		goto out;
+	uint64_t fail = op->r->o.rfp_fail_rows;
+	if (fail && op->rfp_rows > fail) {
+		rc = 1;
+		goto out;
+	}
+	for (size_t i = 0; i < nc && rc == 0 && !op->replied; i++) {
+		bool self = repl_is_self(op, op->t[i].ep);
+		size_t step = self ? 1 : REPL_PROTECT_BATCH;
+		for (size_t k = 0; k < cnt[i] && rc == 0 && !op->replied;
+		     k += step) {
+			size_t n = cnt[i] - k < step ? cnt[i] - k : step;
+			rc = repl_protect_read(op, i, at[i] + k, n);
+			msgs += !self;
+		}
+	}
+	if (op->npk && op->traced)
+		repl_trace(op->r, op->trace, "Native-Transport-Requests-1",
+			   op->start_us,
+			   "Replica filtering protection: %zu partitions read "
+			   "from the replicas that did not return them (%zu "
+			   "messages to other replicas)",
+			   op->npk, msgs);
+out:
+	free(at);
+	free(cnt);
+	return rc;
+}
+
+static int frag_pcmp(const void *a, const void *b)
+{
+	return repl_frag_cmp(*(struct storage_mutation *const *)a,
+			     *(struct storage_mutation *const *)b);
+}
+
+/* Replica filtering protection, the merge: each protection read's
+ * versions join its contact's list (in token order), so the merge and
+ * the repairs see every contact's version of every partition. 0 or -1
+ * (ERR_NOMEM). */
+int repl_protect_merge(struct op *op)
+{
+	size_t nc = op->ncontact_range;
+	bool *grew = calloc(nc ? nc : 1, sizeof(*grew));
+	if (!grew)
+		return err_set(ERR_NOMEM, "out of memory");
+	for (size_t j = nc; j < op->nt; j++) {
+		struct target *p = &op->t[j];
+		if (p->round != 2 || !p->nfrags)
+			continue;
+		struct target *t = &op->t[p->of];
+		struct storage_mutation **f =
+			realloc(t->frags, (t->nfrags + p->nfrags) * sizeof(*f));
+		if (!f) {
+			free(grew);
+			return err_set(ERR_NOMEM, "out of memory");
+		}
+		t->frags = f;
+		memcpy(t->frags + t->nfrags, p->frags, p->nfrags * sizeof(*f));
+		t->nfrags += p->nfrags;
+		free(p->frags);
+		p->frags = NULL;
+		p->nfrags = 0;
+		grew[p->of] = true;
+	}
+	for (size_t i = 0; i < nc; i++)
+		if (grew[i])
+			qsort(op->t[i].frags, op->t[i].nfrags,
+			      sizeof(*op->t[i].frags), frag_pcmp);
+	free(grew);
+	return 0;
+}
