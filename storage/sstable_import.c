@@ -148,13 +148,9 @@ static bool token_owned(int64_t tok, const struct storage_token_range *r,
 	return false;
 }
 
-static int check_tokens(struct storage *db,
-			const struct storage_table_meta *meta, const char *dir,
-			uint64_t gen, const struct storage_import_options *o)
+static int check_tokens(struct sstable *s, const char *dir, uint64_t gen,
+			const struct storage_import_options *o)
 {
-	struct sstable *s = sstable_open(db->o.env, dir, gen, meta, NULL);
-	if (!s)
-		return -1;
 	struct sst_iter *it = sst_iter_new(s);
 	int rc = it ? sst_iter_seek(it, INT64_MIN, true)
 		    : err_set(ERR_NOMEM, "import");
@@ -174,47 +170,41 @@ static int check_tokens(struct storage *db,
 	}
 	if (it)
 		sst_iter_delete(it);
-	sstable_unref(s);
 	return rc;
 }
 
-/* The column layout the SSTable was written with against the table's
- * (Cassandra reads an SSTable through its serialization header): data of
- * another layout would be misread. An SSTable older than the record
- * (Statistics.db version 4 or before) cannot be compared and is taken. */
-static int check_layout(struct storage *db,
-			const struct storage_table_meta *meta, const char *dir,
-			uint64_t gen)
-{
-	struct sstable *s = sstable_open(db->o.env, dir, gen, meta, NULL);
-	if (!s)
-		return -1;
-	int rc = s->layout ? sst_layout_check(s->layout, s->layout_len, meta)
-			   : 0;
-	sstable_unref(s);
-	return rc ? err_prefix("sstable %s/ca-%" PRIu64, dir, gen) : 0;
-}
-
-/* The checks of one source SSTable before anything moves. */
+/* The checks of one source SSTable before anything moves. Its column
+ * layout against the table's, always (Cassandra reads an SSTable through
+ * its serialization header): data of another layout would be misread; an
+ * SSTable older than the record (Statistics.db version 4 or before)
+ * cannot be compared and is taken. */
 static int check_source(struct storage *db,
 			const struct storage_table_meta *meta, const char *dir,
 			const struct src *s,
 			const struct storage_import_options *o)
 {
-	if (check_layout(db, meta, dir, s->gen))
+	struct sstable *sst = sstable_open(db->o.env, dir, s->gen, meta, NULL);
+	if (!sst)
 		return -1;
-	if (o->verify) {
+	int rc = 0;
+	if (sst->layout &&
+	    sst_layout_check(sst->layout, sst->layout_len, meta) != 0)
+		rc = err_prefix("sstable %s/ca-%" PRIu64, dir, s->gen);
+	if (!rc && o->verify) {
 		char *p = comp_path(dir, s->gen, "Data.db");
 		char problems[1024] = "";
 		uint64_t parts;
-		int rc = p ? storage_sstable_verify(db->o.env, p, &parts,
-						    problems, sizeof(problems))
-			   : -1;
+		rc = p ? storage_sstable_verify(db->o.env, p, &parts, problems,
+						sizeof(problems))
+		       : -1;
 		free(p);
 		if (rc)
-			return err_set(ERR_CORRUPT, "%s", problems);
+			rc = err_set(ERR_CORRUPT, "%s", problems);
 	}
-	return o->check_tokens ? check_tokens(db, meta, dir, s->gen, o) : 0;
+	if (!rc && o->check_tokens)
+		rc = check_tokens(sst, dir, s->gen, o);
+	sstable_unref(sst);
+	return rc;
 }
 
 /* Copies `from` to `to` durably (fsynced; the directory is synced by
