@@ -50,10 +50,12 @@
  * a long one (a traced range walk) keeps them all. A replica's batches are
  * cut at the same count. */
 #define TRACE_EVENTS_MAX 256
-/* A replica's events go in batches of at most this much CQL text. The
- * batch guards do not apply (the writes are internal), so this only keeps
- * one statement, and the mutation message it sends to each system_traces
- * replica, small when a slow loop turn gathers many events. */
+/* A replica's events go in batches of at most this much CQL text (a
+ * session's, of activity text). The batch guards do not apply (the writes
+ * are internal), so this only keeps one statement small: the loop parses
+ * and applies it in one piece, and it is one mutation message to each
+ * system_traces replica, when a slow loop turn gathers many events or an
+ * activity is long. */
 #define TRACE_BATCH_BYTES 16384
 
 /* One session's batch, waiting for the loop's next turn (never run from
@@ -77,12 +79,6 @@ struct node_trace {
 	uint64_t sessions;   /* opened, for tests and logs */
 };
 
-struct trace_event {
-	uint8_t id[16];
-	int64_t elapsed_us;
-	char *activity;
-};
-
 struct trace_session {
 	struct cql_trace sink; /* first: the executor hands it back */
 	struct node_trace *t;
@@ -95,7 +91,8 @@ struct trace_session {
 	uint8_t opcode;
 	char *query; /* QUERY's text (or NULL) */
 	const char *consistency;
-	struct trace_event *events; /* the batch being gathered */
+	/* the batch being gathered (activities owned) */
+	struct node_trace_row_event *events;
 	size_t event_count;
 	size_t event_bytes; /* their activities' text */
 };
@@ -103,7 +100,7 @@ struct trace_session {
 static void session_clear_events(struct trace_session *ts)
 {
 	for (size_t i = 0; i < ts->event_count; i++)
-		free(ts->events[i].activity);
+		free((char *)ts->events[i].activity);
 	ts->event_count = 0;
 	ts->event_bytes = 0;
 }
@@ -127,15 +124,16 @@ static void session_event(struct cql_trace *sink, const char *activity)
 		if (!ts->events)
 			return;
 	}
-	struct trace_event *e = &ts->events[ts->event_count];
-	e->activity = strdup(activity);
-	if (!e->activity)
+	struct node_trace_row_event *e = &ts->events[ts->event_count];
+	char *copy = strdup(activity);
+	if (!copy)
 		return;
+	e->activity = copy;
 	struct env *env = ts->t->env;
 	cql_timeuuid_next(&ts->t->ids, env_wall_us(env), e->id);
 	e->elapsed_us = (int64_t)(env_mono_us(env) - ts->started_mono_us);
 	ts->event_count++;
-	ts->event_bytes += strlen(e->activity);
+	ts->event_bytes += strlen(copy);
 	if (ts->event_count == TRACE_EVENTS_MAX ||
 	    ts->event_bytes >= TRACE_BATCH_BYTES)
 		session_flush(ts, false, 0);
@@ -324,14 +322,11 @@ static void on_timer(void *arg)
 }
 
 /* The session's gathered events, queued for the writer as one batch and
- * forgotten; `last`: with the sessions row (`duration_us`). An events-only
- * batch with no events is not written. */
+ * forgotten; `last`: with the sessions row (`duration_us`). */
 static void session_flush(struct trace_session *ts, bool last,
 			  int64_t duration_us)
 {
 	struct node_trace *t = ts->t;
-	if (!last && !ts->event_count)
-		return;
 	struct node_trace_rows r = {
 		.event_count = ts->event_count,
 		.started_wall_us = ts->started_wall_us,
@@ -341,15 +336,9 @@ static void session_flush(struct trace_session *ts, bool last,
 		.query = ts->query,
 		.consistency = ts->consistency,
 		.request = last ? request_name(ts->opcode) : NULL,
+		.events = ts->events,
 	};
 	memcpy(r.session_id, ts->id, 16);
-	struct node_trace_row_event ev[TRACE_EVENTS_MAX];
-	for (size_t i = 0; i < ts->event_count; i++) {
-		memcpy(ev[i].id, ts->events[i].id, 16);
-		ev[i].elapsed_us = ts->events[i].elapsed_us;
-		ev[i].activity = ts->events[i].activity;
-	}
-	r.events = ev;
 	struct buf text;
 	buf_init(&text);
 	if (node_trace_batch_text(&r, &text) != 0 || queue_text(t, &text) != 0)
