@@ -21,7 +21,7 @@ cassini_check_suite(test_storage_engine LABEL unit
                     LIBS cassini_storage_fixture cassini_conf)
 cassini_check_suite(test_storage_tombstones LABEL unit
                     SOURCES test_storage_tombstones.c
-                    LIBS cassini_storage cassini_storage_testenv cassini_conf)
+                    LIBS cassini_storage_fixture cassini_conf)
 cassini_check_suite(test_storage_leveled LABEL unit TIMEOUT 300
                     SOURCES test_storage_leveled.c
                     LIBS cassini_storage cassini_storage_testenv cassini_conf)

@@ -4,15 +4,15 @@
  * tombstone_compaction_interval and unchecked_tombstone_compaction drive,
  * which never purge a tombstone that still shadows data elsewhere. The
  * clock is the fault env's: every time step is explicit. */
+#include "common/buf.h"
 #include "common/crc.h"
-#include "common/env_real.h"
 #include "common/err.h"
 #include "conf/conf.h"
 #include "storage/sstable_tool.h"
 #include "storage/storage.h"
 #include "storage/tomb_hist_internal.h"
 #include "tests/lib/testutil.h"
-#include "tests/unit/storage_fault_env.h"
+#include "tests/unit/storage_fixture.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -88,42 +88,14 @@ END_TEST
 /* Table: pk text, c int, v text. */
 enum { COL_PK, COL_C, COL_V };
 
-struct fx {
-	struct env *real;
-	struct fault_env *fe;
-	struct env *env;
-	char dir[512], data[600], log[600];
-	struct storage_table_meta *t;
-	struct storage *db;
-	struct storage_options o;
-	int64_t ts;
-};
-
-static void open_db(struct fx *f)
+/* ks.t on the shared engine fixture (storage_fixture.h): gc_grace 100 s,
+ * tombstone_compaction_interval 1 h, the wall clock at T0. The engine is
+ * not open yet: a test sets its table options, then storage_fx_open. */
+static void fx_prepare(struct storage_fx *f, const char *tag)
 {
-	f->db = storage_new(&f->o);
-	ck_assert_ptr_nonnull(f->db);
-	ck_assert_int_eq(storage_table_add(f->db, f->t, true), 0);
-	if (storage_start(f->db))
-		ck_abort_msg("start: %s", err_msg());
-}
-
-static void fx_init(struct fx *f, const char *tag)
-{
-	memset(f, 0, sizeof(*f));
-	f->real = env_real_new(NULL);
-	f->fe = fault_env_new(f->real);
-	f->env = fault_env_env(f->fe);
+	storage_fx_prepare(f, tag);
 	fault_env_set_wall_us(f->fe, T0 * 1000000);
-	snprintf(f->dir, sizeof(f->dir), "%s", test_tmpdir(tag));
-	snprintf(f->data, sizeof(f->data), "%s/data", f->dir);
-	snprintf(f->log, sizeof(f->log), "%s/commitlog", f->dir);
-	storage_options_default(&f->o);
-	f->o.env = f->env;
-	f->o.data_dir = f->data;
-	f->o.commitlog_dir = f->log;
 	f->o.commitlog_sync = CONF_COMMITLOG_SYNC_PERIODIC;
-	f->o.auto_compaction = false;
 	uint8_t id[16] = {0x70, 0x31};
 	f->t = storage_table_meta_new("ks", "t", id);
 	struct storage_type ti = {.kind = STORAGE_TYPE_INT};
@@ -136,37 +108,27 @@ static void fx_init(struct fx *f, const char *tag)
 				      false);
 	f->t->options.gc_grace_seconds = 100;
 	f->t->options.tombstone_compaction_interval = 3600;
-	f->ts = 1000;
-	open_db(f);
 }
 
-static void fx_free(struct fx *f)
+/* The same with the engine open. */
+static void fx_init(struct storage_fx *f, const char *tag)
 {
-	storage_delete(f->db);
-	storage_table_meta_delete(f->t);
-	test_tmpdir_remove(f->dir);
-	fault_env_delete(f->fe);
-	env_real_delete(f->real);
+	fx_prepare(f, tag);
+	storage_fx_open(f);
 }
 
-/* Applies the table's changed options (the engine keeps its own copy). */
-static void restart(struct fx *f)
-{
-	storage_delete(f->db);
-	open_db(f);
-}
-
-static void at(struct fx *f, int64_t sec)
+static void at(struct storage_fx *f, int64_t sec)
 {
 	fault_env_set_wall_us(f->fe, (T0 + sec) * 1000000);
 }
 
-static int64_t now_sec(struct fx *f)
+static int64_t now_sec(struct storage_fx *f)
 {
 	return env_wall_us(f->env) / 1000000;
 }
 
-static struct storage_mutation *row(struct fx *f, const char *key, int c)
+static struct storage_mutation *row(struct storage_fx *f, const char *key,
+				    int c)
 {
 	struct storage_mutation *m =
 		storage_mutation_new(f->t, (const uint8_t *)key, strlen(key));
@@ -177,7 +139,7 @@ static struct storage_mutation *row(struct fx *f, const char *key, int c)
 	return m;
 }
 
-static void apply(struct fx *f, struct storage_mutation *m)
+static void apply(struct storage_fx *f, struct storage_mutation *m)
 {
 	if (storage_apply_sync(f->db, m))
 		ck_abort_msg("apply: %s", err_msg());
@@ -185,7 +147,7 @@ static void apply(struct fx *f, struct storage_mutation *m)
 }
 
 /* A row written at timestamp `ts` (0: the next one). */
-static void put_at(struct fx *f, const char *key, int c, int64_t ts)
+static void put_at(struct storage_fx *f, const char *key, int c, int64_t ts)
 {
 	struct storage_mutation *m = row(f, key, c);
 	if (!ts)
@@ -198,12 +160,12 @@ static void put_at(struct fx *f, const char *key, int c, int64_t ts)
 	apply(f, m);
 }
 
-static void put(struct fx *f, const char *key, int c)
+static void put(struct storage_fx *f, const char *key, int c)
 {
 	put_at(f, key, c, 0);
 }
 
-static void del_row(struct fx *f, const char *key, int c)
+static void del_row(struct storage_fx *f, const char *key, int c)
 {
 	struct storage_mutation *m = row(f, key, c);
 	ck_assert_int_eq(storage_mutation_delete_row(m, f->ts++, now_sec(f)),
@@ -211,7 +173,7 @@ static void del_row(struct fx *f, const char *key, int c)
 	apply(f, m);
 }
 
-static struct storage_result *get(struct fx *f, const char *key)
+static struct storage_result *get(struct storage_fx *f, const char *key)
 {
 	struct storage_read_cmd cmd = {0};
 	cmd.key = (const uint8_t *)key;
@@ -222,7 +184,7 @@ static struct storage_result *get(struct fx *f, const char *key)
 	return r;
 }
 
-static void expect(struct fx *f, const char *key, size_t rows,
+static void expect(struct storage_fx *f, const char *key, size_t rows,
 		   uint64_t min_tombstones)
 {
 	struct storage_result *r = get(f, key);
@@ -235,20 +197,20 @@ static void expect(struct fx *f, const char *key, size_t rows,
 	storage_result_delete(r);
 }
 
-static struct storage_stats stats(struct fx *f)
+static struct storage_stats stats(struct storage_fx *f)
 {
 	struct storage_stats st;
 	ck_assert_int_eq(storage_stats(f->db, f->t->id, &st), 0);
 	return st;
 }
 
-static void flush(struct fx *f)
+static void flush(struct storage_fx *f)
 {
 	ck_assert_int_eq(storage_flush(f->db, NULL), 0);
 }
 
 /* A background round, synchronously: what the compactor would run. */
-static void background(struct fx *f)
+static void background(struct storage_fx *f)
 {
 	ck_assert_int_eq(storage_compact(f->db, f->t->id, false), 0);
 }
@@ -260,7 +222,7 @@ static void key_of(char *out, size_t n, const char *prefix, int i)
 
 /* One SSTable: `live` partitions with a row each, `dead` with only a
  * row deletion (deletes of rows that never existed). */
-static void one_sstable(struct fx *f, int live, int dead)
+static void one_sstable(struct storage_fx *f, int live, int dead)
 {
 	char k[32];
 	for (int i = 0; i < live; i++) {
@@ -278,7 +240,7 @@ static void one_sstable(struct fx *f, int live, int dead)
  * 30 dead: 30 / 50 = 0.6 droppable once past gc_grace. */
 START_TEST(a_tombstone_heavy_sstable_compacts_alone_once_old_enough)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "tomb-alone");
 	one_sstable(&f, 10, 30);
 	ck_assert_uint_eq(stats(&f).sstable_count, 1);
@@ -306,16 +268,16 @@ START_TEST(a_tombstone_heavy_sstable_compacts_alone_once_old_enough)
 	background(&f);
 	background(&f);
 	ck_assert_uint_eq(stats(&f).tombstone_compactions, 1);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(under_the_threshold_nothing_runs)
 {
-	struct fx f;
-	fx_init(&f, "tomb-threshold");
+	struct storage_fx f;
+	fx_prepare(&f, "tomb-threshold");
 	f.t->options.tombstone_threshold = 0.7; /* the ratio is 0.6 */
-	restart(&f);
+	storage_fx_open(&f);
 	one_sstable(&f, 10, 30);
 	at(&f, 4000);
 	background(&f);
@@ -323,27 +285,27 @@ START_TEST(under_the_threshold_nothing_runs)
 	expect(&f, "dead1", 0, 1);
 
 	f.t->options.tombstone_threshold = 0.5;
-	restart(&f);
+	storage_fx_restart(&f);
 	background(&f);
 	ck_assert_uint_eq(stats(&f).tombstone_compactions, 1);
 	expect(&f, "dead1", 0, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 START_TEST(time_window_tables_get_tombstone_compactions_too)
 {
-	struct fx f;
-	fx_init(&f, "tomb-twcs");
+	struct storage_fx f;
+	fx_prepare(&f, "tomb-twcs");
 	f.t->options.compaction = STORAGE_COMPACTION_TIME_WINDOW;
-	restart(&f);
+	storage_fx_open(&f);
 	one_sstable(&f, 5, 20);
 	at(&f, 4000);
 	background(&f);
 	ck_assert_uint_eq(stats(&f).tombstone_compactions, 1);
 	expect(&f, "dead0", 0, 0);
 	expect(&f, "live0", 1, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -353,7 +315,7 @@ END_TEST
  * with the data's SSTable drops both. */
 START_TEST(overlap_check_and_unchecked_never_resurrect)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "tomb-overlap");
 	char k[32];
 	for (int i = 0; i < 10; i++) {
@@ -374,7 +336,7 @@ START_TEST(overlap_check_and_unchecked_never_resurrect)
 	ck_assert_uint_eq(stats(&f).tombstone_compactions, 0);
 
 	f.t->options.unchecked_tombstone_compaction = true;
-	restart(&f);
+	storage_fx_restart(&f);
 	background(&f);
 	ck_assert_uint_eq(stats(&f).tombstone_compactions, 1);
 	ck_assert_uint_eq(stats(&f).sstable_count, 2);
@@ -388,7 +350,7 @@ START_TEST(overlap_check_and_unchecked_never_resurrect)
 		key_of(k, sizeof(k), "p", i);
 		expect(&f, k, 0, 0);
 	}
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -396,7 +358,7 @@ END_TEST
  * compaction keeps the tombstones that shadow it. */
 START_TEST(tombstones_shadowing_a_memtable_stay)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "tomb-memtable");
 	one_sstable(&f, 10, 30);
 	at(&f, 4000);
@@ -409,12 +371,12 @@ START_TEST(tombstones_shadowing_a_memtable_stay)
 	flush(&f);
 	expect(&f, "dead7", 0, 1);
 	expect(&f, "dead8", 0, 0); /* nothing shadowed: purged */
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 /* A row whose marker and cell expire `ttl` seconds from now. */
-static void put_ttl(struct fx *f, const char *key, int c, int32_t ttl)
+static void put_ttl(struct storage_fx *f, const char *key, int c, int32_t ttl)
 {
 	struct storage_mutation *m = row(f, key, c);
 	int64_t ts = f->ts++;
@@ -428,7 +390,7 @@ static void put_ttl(struct fx *f, const char *key, int c, int32_t ttl)
 }
 
 /* 200 rows with a 10 s TTL in one SSTable, flushed at T0. */
-static void expiring_sstable(struct fx *f)
+static void expiring_sstable(struct storage_fx *f)
 {
 	char k[32];
 	for (int i = 0; i < 200; i++) {
@@ -446,11 +408,11 @@ static void expiring_sstable(struct fx *f)
  * the expired one is alone in its window. */
 START_TEST(fully_expired_sstables_go_whole)
 {
-	struct fx f;
-	fx_init(&f, "tomb-expired");
+	struct storage_fx f;
+	fx_prepare(&f, "tomb-expired");
 	f.t->options.compaction = STORAGE_COMPACTION_TIME_WINDOW;
 	f.t->options.compaction_window_seconds = 1;
-	restart(&f);
+	storage_fx_open(&f);
 	expiring_sstable(&f);
 	f.ts = 5000000; /* the small ones five windows later */
 	char k[32];
@@ -479,7 +441,7 @@ START_TEST(fully_expired_sstables_go_whole)
 	expect(&f, "live7", 1, 0);
 	background(&f); /* nothing left to drop: no loop */
 	ck_assert_uint_eq(stats(&f).compactions, st.compactions);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -488,7 +450,7 @@ END_TEST
  * shadow the write), so it stays. */
 START_TEST(an_expired_sstable_shadowing_older_data_stays)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "tomb-expired-old");
 	expiring_sstable(&f);
 	put_at(&f, "ttl7", 1, 1);
@@ -497,7 +459,7 @@ START_TEST(an_expired_sstable_shadowing_older_data_stays)
 	background(&f);
 	ck_assert_uint_eq(stats(&f).sstable_count, 2);
 	expect(&f, "ttl7", 0, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -507,7 +469,7 @@ END_TEST
  * tombstone. */
 START_TEST(a_narrow_overlap_still_allows_it)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "tomb-narrow");
 	put_at(&f, "dead42", 1, 1); /* older than its tombstone */
 	flush(&f);
@@ -519,7 +481,7 @@ START_TEST(a_narrow_overlap_still_allows_it)
 	expect(&f, "dead42", 0, 1);
 	expect(&f, "dead43", 0, 0);
 	expect(&f, "live7", 1, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -528,7 +490,7 @@ END_TEST
  * comes back. */
 START_TEST(a_failed_or_crashed_tombstone_compaction_loses_nothing)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "tomb-crash");
 	put_at(&f, "dead7", 1, 1); /* older than its tombstone */
 	flush(&f);
@@ -550,20 +512,20 @@ START_TEST(a_failed_or_crashed_tombstone_compaction_loses_nothing)
 		fault_env_freeze(f.fe);
 		storage_delete(f.db);
 		fault_env_crash(f.fe, seed + cut);
-		open_db(&f);
+		storage_fx_open(&f);
 		ck_assert_uint_eq(stats(&f).sstable_count, 2);
 		expect(&f, "dead7", 0, 1);
 		expect(&f, "dead3", 0, 0);
 		expect(&f, "live3", 1, 0);
 	}
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 /* ---- format versions ------------------------------------------------------
  */
 
-static void table_dir_of(struct fx *f, char *out, size_t n)
+static void table_dir_of(struct storage_fx *f, char *out, size_t n)
 {
 	int k = snprintf(out, n, "%s/ks/t-", f->data);
 	for (int i = 0; i < 16; i++)
@@ -572,7 +534,7 @@ static void table_dir_of(struct fx *f, char *out, size_t n)
 
 /* Rewrites a generation's Statistics.db as version 1 wrote it: the body
  * without the version 2 tail. */
-static void downgrade_stats(struct fx *f, int gen)
+static void downgrade_stats(struct storage_fx *f, int gen)
 {
 	char dir[700], path[800];
 	table_dir_of(f, dir, sizeof(dir));
@@ -596,12 +558,12 @@ static void downgrade_stats(struct fx *f, int gen)
 
 START_TEST(version_1_statistics_still_read)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "tomb-v1");
 	one_sstable(&f, 10, 30);
 	storage_delete(f.db);
 	downgrade_stats(&f, 1);
-	open_db(&f);
+	storage_fx_open(&f);
 	expect(&f, "live1", 1, 0);
 	expect(&f, "dead1", 0, 1);
 	/* no estimate, so no tombstone compaction; a major one still purges */
@@ -611,30 +573,29 @@ START_TEST(version_1_statistics_still_read)
 	ck_assert_int_eq(storage_compact(f.db, f.t->id, true), 0);
 	expect(&f, "dead1", 0, 0);
 	expect(&f, "live1", 1, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
-/* Statistics.db version 4 appends the 16-byte pending_repair session id
- * (all zero: none). Rewrites the last 16 body bytes with `sid` and
- * keeps version 4, or (sid NULL) strips them and writes version 3. */
 /* Where a version 5 Statistics.db's version 4 body ends (the column
  * layout follows): the version 1 body, the version 2 tail with its
  * histogram, the level, the pending repair session. */
 static size_t v4_end(const uint8_t *img, size_t n)
 {
-	size_t at = 5 + 425 + 5 * 8, bins = 0;
-	for (unsigned shift = 0; at < n; shift += 7) {
-		bins |= (size_t)(img[at] & 0x7f) << shift;
-		if (!(img[at++] & 0x80))
-			break;
-	}
-	at += bins * 16 + 4 + 16;
+	const size_t hist = 5 + 425 + 5 * 8; /* the histogram's bin count */
+	ck_assert_uint_lt(hist, n);
+	struct cursor c = cursor_make(img + hist, n - hist);
+	uint64_t bins;
+	ck_assert_int_eq(cursor_uvarint(&c, &bins), 0);
+	size_t at = n - cursor_left(&c) + bins * 16 + 4 + 16;
 	ck_assert_uint_le(at, n - 4);
 	return at;
 }
 
-static void rewrite_pending(struct fx *f, int gen, const uint8_t *sid)
+/* Statistics.db version 4 appends the 16-byte pending_repair session id
+ * (all zero: none). Rewrites the last 16 body bytes with `sid` and
+ * keeps version 4, or (sid NULL) strips them and writes version 3. */
+static void rewrite_pending(struct storage_fx *f, int gen, const uint8_t *sid)
 {
 	char dir[700], path[800];
 	table_dir_of(f, dir, sizeof(dir));
@@ -663,7 +624,8 @@ static void rewrite_pending(struct fx *f, int gen, const uint8_t *sid)
 	fclose(fp);
 }
 
-static void read_meta(struct fx *f, int gen, struct storage_sstable_meta *m)
+static void read_meta(struct storage_fx *f, int gen,
+		      struct storage_sstable_meta *m)
 {
 	char dir[700], path[800];
 	table_dir_of(f, dir, sizeof(dir));
@@ -673,7 +635,7 @@ static void read_meta(struct fx *f, int gen, struct storage_sstable_meta *m)
 
 START_TEST(pending_repair_is_kept_and_version_3_reads_unrepaired)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "tomb-v4");
 	one_sstable(&f, 10, 0);
 	put(&f, "more", 1);
@@ -699,10 +661,10 @@ START_TEST(pending_repair_is_kept_and_version_3_reads_unrepaired)
 	ck_assert(!m->pending);
 	ck_assert_int_eq(m->repaired_at, 0);
 	free(m);
-	open_db(&f);
+	storage_fx_open(&f);
 	expect(&f, "live1", 1, 0);
 	expect(&f, "more", 1, 0);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -711,7 +673,7 @@ END_TEST
  * all four unrepaired they do. */
 START_TEST(compaction_keeps_pending_apart_from_unrepaired)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "tomb-sep");
 	for (int i = 0; i < 4; i++) {
 		char k[16];
@@ -723,7 +685,7 @@ START_TEST(compaction_keeps_pending_apart_from_unrepaired)
 	const uint8_t sid[16] = {0x5e, 0x55, 1};
 	rewrite_pending(&f, 1, sid);
 	rewrite_pending(&f, 3, sid);
-	open_db(&f);
+	storage_fx_open(&f);
 	background(&f);
 	ck_assert_uint_eq(stats(&f).compactions, 0);
 	ck_assert_uint_eq(stats(&f).sstable_count, 4);
@@ -732,7 +694,7 @@ START_TEST(compaction_keeps_pending_apart_from_unrepaired)
 		key_of(k, sizeof(k), "k", i);
 		expect(&f, k, 1, 0);
 	}
-	fx_free(&f);
+	storage_fx_free(&f);
 
 	fx_init(&f, "tomb-sep2");
 	for (int i = 0; i < 4; i++) {
@@ -744,13 +706,13 @@ START_TEST(compaction_keeps_pending_apart_from_unrepaired)
 	background(&f);
 	ck_assert_uint_eq(stats(&f).compactions, 1);
 	ck_assert_uint_eq(stats(&f).sstable_count, 1);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 /* ---- incremental repair: anticompaction and repair states ------------- */
 
-static struct storage_repair_counts rcounts(struct fx *f)
+static struct storage_repair_counts rcounts(struct storage_fx *f)
 {
 	struct storage_repair_counts c;
 	ck_assert_int_eq(storage_repair_counts(f->db, f->t->id, &c), 0);
@@ -758,7 +720,7 @@ static struct storage_repair_counts rcounts(struct fx *f)
 }
 
 /* Partitions a scan pending for `sid` sees. */
-static size_t pending_parts(struct fx *f, const uint8_t sid[16])
+static size_t pending_parts(struct storage_fx *f, const uint8_t sid[16])
 {
 	struct storage_read_cmd cmd = {.with_static = true,
 				       .pending_repair = sid};
@@ -777,7 +739,7 @@ static size_t pending_parts(struct fx *f, const uint8_t sid[16])
 
 START_TEST(anticompaction_splits_and_states_survive_a_restart)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "tomb-anti");
 	int64_t tok[40];
 	for (int i = 0; i < 40; i++) {
@@ -835,7 +797,7 @@ START_TEST(anticompaction_splits_and_states_survive_a_restart)
 			 0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(pending_parts(&f, sid), 0);
-	restart(&f);
+	storage_fx_restart(&f);
 	c = rcounts(&f);
 	ck_assert_uint_eq(c.repaired, 2);
 	ck_assert_uint_eq(c.unrepaired, 1);
@@ -854,7 +816,7 @@ START_TEST(anticompaction_splits_and_states_survive_a_restart)
 	ck_assert_int_eq(storage_repair_set_state(f.db, f.t->id, sid2, 0, &n),
 			 0);
 	ck_assert_uint_eq(n, 1);
-	restart(&f);
+	storage_fx_restart(&f);
 	c = rcounts(&f);
 	ck_assert_uint_eq(c.repaired, 2);
 	ck_assert_uint_eq(c.unrepaired, 1);
@@ -864,12 +826,12 @@ START_TEST(anticompaction_splits_and_states_survive_a_restart)
 		key_of(k, sizeof(k), "k", i);
 		expect(&f, k, 1, 0);
 	}
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 /* Data.db files in the table's directory. */
-static int data_files(struct fx *f)
+static int data_files(struct storage_fx *f)
 {
 	char dir[700];
 	table_dir_of(f, dir, sizeof(dir));
@@ -887,7 +849,7 @@ static int data_files(struct fx *f)
  * neither now, nor after a restart, nor after a power cut right after. */
 START_TEST(an_empty_compaction_output_is_not_kept)
 {
-	struct fx f;
+	struct storage_fx f;
 	fx_init(&f, "tomb-empty");
 	one_sstable(&f, 0, 30);
 	put(&f, "keep0", 1);
@@ -909,18 +871,18 @@ START_TEST(an_empty_compaction_output_is_not_kept)
 		fault_env_freeze(f.fe);
 		storage_delete(f.db);
 		fault_env_crash(f.fe, seed + cut);
-		open_db(&f);
+		storage_fx_open(&f);
 		ck_assert_uint_eq(stats(&f).sstable_count, 1);
 		ck_assert_int_eq(data_files(&f), 1);
 		expect(&f, "dead3", 0, 0);
 		expect(&f, "keep0", 1, 0);
 	}
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
 /* Rows and row deletions of keys `prefix`0.. in one SSTable. */
-static void prefixed_sstable(struct fx *f, const char *prefix, int live,
+static void prefixed_sstable(struct storage_fx *f, const char *prefix, int live,
 			     int dead)
 {
 	char k[32];
@@ -940,10 +902,10 @@ static void prefixed_sstable(struct fx *f, const char *prefix, int live,
  * round (which left the next to the compactor's 5-minute look). */
 START_TEST(a_round_runs_every_due_tombstone_compaction)
 {
-	struct fx f;
-	fx_init(&f, "tomb-round");
+	struct storage_fx f;
+	fx_prepare(&f, "tomb-round");
 	f.t->options.unchecked_tombstone_compaction = true; /* they overlap */
-	restart(&f);
+	storage_fx_open(&f);
 	prefixed_sstable(&f, "a", 10, 30);
 	prefixed_sstable(&f, "b", 10, 30);
 	prefixed_sstable(&f, "c", 10, 30);
@@ -959,7 +921,7 @@ START_TEST(a_round_runs_every_due_tombstone_compaction)
 	expect(&f, "clive3", 1, 0);
 	background(&f); /* the outputs are new */
 	ck_assert_uint_eq(stats(&f).tombstone_compactions, 3);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
@@ -968,11 +930,11 @@ END_TEST
  * compacts each at most once and ends. */
 START_TEST(a_round_of_tombstone_compactions_ends)
 {
-	struct fx f;
-	fx_init(&f, "tomb-round-end");
+	struct storage_fx f;
+	fx_prepare(&f, "tomb-round-end");
 	f.t->options.unchecked_tombstone_compaction = true;
 	f.t->options.tombstone_compaction_interval = 0;
-	restart(&f);
+	storage_fx_open(&f);
 	char k[32];
 	for (int i = 0; i < 20; i++) {
 		key_of(k, sizeof(k), "p", i);
@@ -997,7 +959,7 @@ START_TEST(a_round_of_tombstone_compactions_ends)
 	}
 	background(&f); /* a new round: once more each, and it ends */
 	ck_assert_uint_eq(stats(&f).tombstone_compactions, 4);
-	fx_free(&f);
+	storage_fx_free(&f);
 }
 END_TEST
 
