@@ -3,6 +3,7 @@
 Run through CTest (which sets CASSINI_BUILD_DIR) or by hand:
   CASSINI_BUILD_DIR=build/test /usr/bin/python3 -m pytest tests/integration
 """
+import contextlib
 import os
 import pathlib
 import signal
@@ -134,3 +135,26 @@ def make_node(tmp_path):
     yield make
     for n in nodes:
         n.kill()
+
+
+@contextlib.contextmanager
+def one_node_session(make_node, address, keyspace):
+    """One node on `address` (default_yaml), started, and a driver session
+    to it with `keyspace` made (SimpleStrategy, replication_factor 1); the
+    driver is shut down on leaving. For a suite's `session` fixture:
+        with one_node_session(make_node, ADDRESS, "ks") as s:
+            s.execute("CREATE TABLE ks.t ...")
+            yield s
+    """
+    from cassandra.cluster import Cluster
+    n = make_node(default_yaml(listen_address=address))
+    n.start()
+    assert n.wait_for_log("CQL clients on"), n.log()
+    cluster = Cluster([address], protocol_version=4)
+    try:
+        s = cluster.connect()
+        s.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        yield s
+    finally:
+        cluster.shutdown()

@@ -15,7 +15,7 @@ from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.cluster import Cluster
 from cassandra.query import SimpleStatement
 
-from conftest import BUILD_DIR, SOURCE_DIR, default_yaml
+from conftest import BUILD_DIR, SOURCE_DIR, one_node_session
 
 # --base-ip .65 -n 3 below: test-addresses: 127.0.109.64-67
 ADDRESS = "127.0.109.64"
@@ -23,19 +23,12 @@ ADDRESS = "127.0.109.64"
 
 @pytest.fixture
 def session(make_node):
-    n = make_node(default_yaml(listen_address=ADDRESS))
-    n.start()
-    assert n.wait_for_log("CQL clients on"), n.log()
-    cluster = Cluster([ADDRESS], protocol_version=4)
-    s = cluster.connect()
-    s.execute("CREATE KEYSPACE e WITH replication = {'class': "
-              "'SimpleStrategy', 'replication_factor': 1}")
-    # m indexed by entries(), u the same data without an index
-    s.execute("CREATE TABLE e.t (k int, c int, m map<text, int>, "
-              "u map<text, int>, PRIMARY KEY (k, c))")
-    s.execute("CREATE INDEX ON e.t (entries(m))")
-    yield s
-    cluster.shutdown()
+    with one_node_session(make_node, ADDRESS, "e") as s:
+        # m indexed by entries(), u the same data without an index
+        s.execute("CREATE TABLE e.t (k int, c int, m map<text, int>, "
+                  "u map<text, int>, PRIMARY KEY (k, c))")
+        s.execute("CREATE INDEX ON e.t (entries(m))")
+        yield s
 
 
 def tool(*args):

@@ -18,10 +18,9 @@ import subprocess
 import time
 
 import pytest
-from cassandra.cluster import Cluster
 from cassandra.query import SimpleStatement
 
-from conftest import BUILD_DIR, default_yaml
+from conftest import BUILD_DIR, one_node_session
 
 ADDRESS = "127.0.109.4"  # a block of its own: suites run in parallel
 KEYS, CS, VALUES = 8, 12, 6
@@ -29,19 +28,12 @@ KEYS, CS, VALUES = 8, 12, 6
 
 @pytest.fixture
 def session(make_node):
-    n = make_node(default_yaml(listen_address=ADDRESS))
-    n.start()
-    assert n.wait_for_log("CQL clients on"), n.log()
-    cluster = Cluster([ADDRESS], protocol_version=4)
-    s = cluster.connect()
-    s.execute("CREATE KEYSPACE m WITH replication = {'class': "
-              "'SimpleStrategy', 'replication_factor': 1}")
-    s.execute("CREATE TABLE m.t (a int, b int, c int, v int, w text, "
-              "s int static, PRIMARY KEY ((a, b), c))")
-    for col in ("v", "w", "s", "c", "b"):
-        s.execute(f"CREATE INDEX ON m.t ({col})")
-    yield s
-    cluster.shutdown()
+    with one_node_session(make_node, ADDRESS, "m") as s:
+        s.execute("CREATE TABLE m.t (a int, b int, c int, v int, w text, "
+                  "s int static, PRIMARY KEY ((a, b), c))")
+        for col in ("v", "w", "s", "c", "b"):
+            s.execute(f"CREATE INDEX ON m.t ({col})")
+        yield s
 
 
 def tool(*args):

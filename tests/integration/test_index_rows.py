@@ -15,10 +15,9 @@ import subprocess
 import time
 
 import pytest
-from cassandra.cluster import Cluster
 from cassandra.query import SimpleStatement
 
-from conftest import BUILD_DIR, default_yaml
+from conftest import BUILD_DIR, one_node_session
 
 # test-addresses: 127.0.116.1
 ADDRESS = "127.0.116.1"
@@ -27,19 +26,12 @@ WIDE = 2000  # rows of partition k = 1
 
 @pytest.fixture
 def session(make_node):
-    n = make_node(default_yaml(listen_address=ADDRESS))
-    n.start()
-    assert n.wait_for_log("CQL clients on"), n.log()
-    cluster = Cluster([ADDRESS], protocol_version=4)
-    s = cluster.connect()
-    s.execute("CREATE KEYSPACE r WITH replication = {'class': "
-              "'SimpleStrategy', 'replication_factor': 1}")
-    s.execute("CREATE TABLE r.t (k int, c int, v int, w int, s int static, "
-              "PRIMARY KEY (k, c))")
-    for col in ("v", "w", "s"):
-        s.execute(f"CREATE INDEX ON r.t ({col})")
-    yield s
-    cluster.shutdown()
+    with one_node_session(make_node, ADDRESS, "r") as s:
+        s.execute("CREATE TABLE r.t (k int, c int, v int, w int, "
+                  "s int static, PRIMARY KEY (k, c))")
+        for col in ("v", "w", "s"):
+            s.execute(f"CREATE INDEX ON r.t ({col})")
+        yield s
 
 
 def tool(*args):
