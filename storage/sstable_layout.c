@@ -66,9 +66,26 @@ static int take_text(struct cursor *c, struct slice *out)
 	       cursor_take(c, (size_t)n, out);
 }
 
-static bool slice_is(struct slice s, const char *text, size_t len)
+/* Whether the SSTable's slot (kind, flags, name, type text `ty`) reads
+ * right as table column `col` (its type text `type`). A dropped slot's
+ * cells are never read: its kind must agree, nothing else; key columns
+ * may have been renamed. */
+static bool slot_reads_as(uint8_t kind, uint8_t flags, struct slice name,
+			  struct slice ty, const struct storage_column *col,
+			  struct slice type)
 {
-	return s.len == len && memcmp(s.ptr, text, len) == 0;
+	if (kind != col->kind)
+		return false;
+	if (col->dropped)
+		return true;
+	if (!slice_eq(ty, type))
+		return false;
+	if (kind == STORAGE_COLUMN_CLUSTERING &&
+	    !!(flags & LAYOUT_DESC) != col->desc)
+		return false;
+	return kind == STORAGE_COLUMN_PARTITION_KEY ||
+	       kind == STORAGE_COLUMN_CLUSTERING ||
+	       slice_eq(name, slice_from_cstr(col->name));
 }
 
 int sst_layout_check(const uint8_t *layout, size_t len,
@@ -106,18 +123,8 @@ int sst_layout_check(const uint8_t *layout, size_t len,
 			rc = err_set(ERR_NOMEM, "sstable layout");
 			break;
 		}
-		bool key = kind == STORAGE_COLUMN_PARTITION_KEY ||
-			   kind == STORAGE_COLUMN_CLUSTERING;
-		/* a dropped slot's cells are never read: its kind must
-		 * agree, nothing else; key columns may have been renamed */
-		bool same = kind == col->kind &&
-			    (col->dropped ||
-			     (slice_is(ty, (const char *)type.data, type.len) &&
-			      (kind != STORAGE_COLUMN_CLUSTERING ||
-			       !!(flags & LAYOUT_DESC) == col->desc) &&
-			      (key ||
-			       slice_is(name, col->name, strlen(col->name)))));
-		if (!same)
+		if (!slot_reads_as(kind, flags, name, ty, col,
+				   slice_make(type.data, type.len)))
 			rc = err_set(ERR_INVALID,
 				     "Column layout mismatch with table %s.%s: "
 				     "column %" PRIu64
