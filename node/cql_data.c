@@ -120,6 +120,8 @@ static int check_batch(struct cql_data *d, const struct cql_data_request *dr,
 		       const struct cql_table **tables, char *warning,
 		       size_t cap)
 {
+	if (dr->info->internal)
+		return 0;
 	size_t size = 0;
 	struct buf b;
 	buf_init(&b);
@@ -215,9 +217,8 @@ static void run_write(struct cql_data *d, const struct cql_data_request *dr)
 	}
 	*w = (struct write_ctx){
 		.req = dr->req, .version = version, .stream = stream};
-	if (!dr->stmt && !dr->info->internal &&
-	    check_batch(d, dr, &all, tables, w->warning, sizeof(w->warning)) !=
-		    0) {
+	if (!dr->stmt && check_batch(d, dr, &all, tables, w->warning,
+				     sizeof(w->warning)) != 0) {
 		char msg[ERR_MSG_MAX];
 		snprintf(msg, sizeof(msg), "%s", err_msg());
 		free(rm);
