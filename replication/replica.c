@@ -224,6 +224,86 @@ static void serve_mutation(struct repl *r, const struct inet_addr *from,
 	cassini__replication__mutation_req__free_unpacked(req, NULL);
 }
 
+/* Fragments encoded for a message: bins[i] borrows encs[i]. */
+struct encoded {
+	size_t n;
+	struct buf *encs;
+	ProtobufCBinaryData *bins;
+};
+
+/* Encodes frags[0..n) into `e` (encoded_free frees it, whatever the
+ * outcome). 0, or -1 with err set. */
+static int encode_frags(struct storage_mutation *const *frags, size_t n,
+			struct encoded *e)
+{
+	e->n = 0;
+	e->encs = calloc(n ? n : 1, sizeof(*e->encs));
+	e->bins = calloc(n ? n : 1, sizeof(*e->bins));
+	if (!e->encs || !e->bins)
+		return err_set(ERR_NOMEM, "out of memory");
+	for (; e->n < n; e->n++) {
+		struct buf *b = &e->encs[e->n];
+		buf_init(b);
+		if (storage_mutation_encode(frags[e->n], b) != 0) {
+			buf_free(b);
+			return -1;
+		}
+		e->bins[e->n] = (ProtobufCBinaryData){b->len, b->data};
+	}
+	return 0;
+}
+
+static void encoded_free(struct encoded *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		buf_free(&e->encs[i]);
+	free(e->encs);
+	free(e->bins);
+}
+
+static void frags_free(struct storage_mutation **frags, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		storage_mutation_delete(frags[i]);
+	free(frags);
+}
+
+/* A read's answer: frags[0]'s digest and, unless only the digest was
+ * asked, its fragment, then frags[1..n) in `fragments` (a batched read's
+ * further partitions, ReadReq.keys). Frees frags and s. */
+static void read_answer(struct serve *s, bool ok, const char *error,
+			struct storage_mutation **frags, size_t n)
+{
+	Cassini__Replication__ReadRsp rsp =
+		CASSINI__REPLICATION__READ_RSP__INIT;
+	rsp.id = s->id;
+	rsp.ok = ok;
+	rsp.error = (char *)error;
+	uint8_t digest[16];
+	struct encoded e = {0};
+	if (rsp.ok) {
+		storage_mutation_digest(frags[0], digest);
+		rsp.digest.data = digest;
+		rsp.digest.len = 16;
+	}
+	if (rsp.ok && !s->digest) {
+		if (encode_frags(frags, n, &e) != 0) {
+			rsp.ok = false;
+			rsp.error = (char *)err_msg();
+		} else {
+			rsp.fragment = e.bins[0];
+			rsp.n_fragments = n - 1;
+			rsp.fragments = n > 1 ? e.bins + 1 : NULL;
+		}
+	}
+	serve_trace_reply(s, "ReadStage-1", "READ_RSP", &rsp.base);
+	repl_send_packed(s->r, &s->from, REPL_VERB_READ_RSP, &rsp.base);
+	encoded_free(&e);
+	frags_free(frags, n);
+	arena_destroy(&s->a);
+	free(s);
+}
+
 static void serve_read_done(void *arg, int status, enum err_code code,
 			    struct storage_mutation **frags, size_t n, bool cut)
 {
@@ -232,35 +312,8 @@ static void serve_read_done(void *arg, int status, enum err_code code,
 	if (s->traced && status == 0 && n == 1)
 		repl_trace_read_stats(s->r, s->trace, "ReadStage-1",
 				      s->start_us, &s->stats, true);
-	Cassini__Replication__ReadRsp rsp =
-		CASSINI__REPLICATION__READ_RSP__INIT;
-	rsp.id = s->id;
-	rsp.ok = status == 0 && n == 1;
-	rsp.error = (char *)(status == 0 ? "" : err_code_name(code));
-	uint8_t digest[16];
-	struct buf enc;
-	buf_init(&enc);
-	if (rsp.ok) {
-		storage_mutation_digest(frags[0], digest);
-		rsp.digest.data = digest;
-		rsp.digest.len = 16;
-		if (!s->digest) {
-			if (storage_mutation_encode(frags[0], &enc) != 0) {
-				rsp.ok = false;
-				rsp.error = (char *)err_msg();
-			}
-			rsp.fragment.data = enc.data;
-			rsp.fragment.len = enc.len;
-		}
-	}
-	serve_trace_reply(s, "ReadStage-1", "READ_RSP", &rsp.base);
-	repl_send_packed(s->r, &s->from, REPL_VERB_READ_RSP, &rsp.base);
-	buf_free(&enc);
-	for (size_t i = 0; i < n; i++)
-		storage_mutation_delete(frags[i]);
-	free(frags);
-	arena_destroy(&s->a);
-	free(s);
+	read_answer(s, status == 0 && n == 1,
+		    status == 0 ? "" : err_code_name(code), frags, n);
 }
 
 static void serve_range_done(void *arg, int status, enum err_code code,
@@ -277,104 +330,48 @@ static void serve_range_done(void *arg, int status, enum err_code code,
 	rsp.ok = status == 0;
 	rsp.error = (char *)(status == 0 ? "" : err_code_name(code));
 	rsp.cut = cut;
-	struct buf *encs = calloc(n ? n : 1, sizeof(*encs));
-	ProtobufCBinaryData *bins = calloc(n ? n : 1, sizeof(*bins));
-	if (!encs || !bins) {
+	struct encoded e = {0};
+	if (rsp.ok && encode_frags(frags, n, &e) != 0) {
 		rsp.ok = false;
-		rsp.error = (char *)"out of memory";
-		n = 0;
-	}
-	for (size_t i = 0; rsp.ok && i < n; i++) {
-		buf_init(&encs[i]);
-		if (storage_mutation_encode(frags[i], &encs[i]) != 0) {
-			rsp.ok = false;
-			rsp.error = (char *)err_msg();
-		}
-		bins[i].data = encs[i].data;
-		bins[i].len = encs[i].len;
+		rsp.error = (char *)err_msg();
 	}
 	if (rsp.ok) {
 		rsp.n_fragments = n;
-		rsp.fragments = bins;
+		rsp.fragments = e.bins;
 	}
 	serve_trace_reply(s, "ReadStage-1", "RANGE_RSP", &rsp.base);
 	repl_send_packed(s->r, &s->from, REPL_VERB_RANGE_RSP, &rsp.base);
-	for (size_t i = 0; i < n; i++) {
-		if (encs)
-			buf_free(&encs[i]);
-		storage_mutation_delete(frags[i]);
-	}
-	free(encs);
-	free(bins);
-	free(frags);
+	encoded_free(&e);
+	frags_free(frags, n);
 	arena_destroy(&s->a);
 	free(s);
 }
 
 /* A read of several partitions with one command (replica filtering
- * protection's batched reads): each a store read, answered together. */
+ * protection's batched reads): each the single read's store read,
+ * answered together by read_answer. */
 struct multi_read {
 	struct serve *s;
 	size_t n, left;
 	struct storage_mutation **frags; /* one per key, in order */
 	int status;
 	enum err_code code;
+	struct multi_part {
+		struct multi_read *m;
+		size_t i;
+	} part[];
 };
-struct multi_part {
-	struct multi_read *m;
-	size_t i;
-};
-
-static void multi_answer(struct multi_read *m)
-{
-	struct serve *s = m->s;
-	Cassini__Replication__ReadRsp rsp =
-		CASSINI__REPLICATION__READ_RSP__INIT;
-	rsp.id = s->id;
-	rsp.ok = m->status == 0;
-	rsp.error = (char *)(m->status == 0 ? "" : err_code_name(m->code));
-	uint8_t digest[16];
-	struct buf *encs = calloc(m->n, sizeof(*encs));
-	ProtobufCBinaryData *bins = calloc(m->n, sizeof(*bins));
-	if (rsp.ok && (!encs || !bins)) {
-		rsp.ok = false;
-		rsp.error = (char *)"out of memory";
-	}
-	for (size_t i = 0; rsp.ok && i < m->n; i++) {
-		buf_init(&encs[i]);
-		if (storage_mutation_encode(m->frags[i], &encs[i]) != 0) {
-			rsp.ok = false;
-			rsp.error = (char *)err_msg();
-		}
-		bins[i] = (ProtobufCBinaryData){encs[i].len, encs[i].data};
-	}
-	if (rsp.ok) {
-		storage_mutation_digest(m->frags[0], digest);
-		rsp.digest.data = digest;
-		rsp.digest.len = 16;
-		rsp.fragment = bins[0];
-		rsp.n_fragments = m->n - 1;
-		rsp.fragments = bins + 1;
-	}
-	serve_trace_reply(s, "ReadStage-1", "READ_RSP", &rsp.base);
-	repl_send_packed(s->r, &s->from, REPL_VERB_READ_RSP, &rsp.base);
-	for (size_t i = 0; i < m->n; i++) {
-		if (encs)
-			buf_free(&encs[i]);
-		storage_mutation_delete(m->frags[i]);
-	}
-	free(encs);
-	free(bins);
-	free(m->frags);
-	arena_destroy(&s->a);
-	free(s);
-	free(m);
-}
 
 static void multi_left(struct multi_read *m)
 {
-	if (--m->left == 0)
-		multi_answer(m);
+	if (--m->left > 0)
+		return;
+	if (m->status == 0)
+		read_answer(m->s, true, "", m->frags, m->n);
+	else
+		read_answer(m->s, false, err_code_name(m->code), m->frags,
+			    m->n);
+	free(m);
 }
 
 static void multi_part_done(void *arg, int status, enum err_code code,
@@ -390,10 +387,7 @@ static void multi_part_done(void *arg, int status, enum err_code code,
 		m->status = -1;
 		m->code = status == 0 ? ERR_CORRUPT : code;
 	}
-	for (size_t i = 0; i < n; i++)
-		storage_mutation_delete(frags[i]);
-	free(frags);
-	free(p);
+	frags_free(frags, n);
 	multi_left(m);
 }
 
@@ -404,11 +398,13 @@ static void serve_multi_read(struct serve *s,
 {
 	struct repl *r = s->r;
 	size_t n = 1 + req->n_keys;
-	struct multi_read *m = calloc(1, sizeof(*m));
-	struct storage_mutation **frags = calloc(n, sizeof(*frags));
-	if (!m || !frags || n > REPL_PROTECT_BATCH) {
+	struct multi_read *m =
+		n > REPL_PROTECT_BATCH
+			? NULL
+			: calloc(1, sizeof(*m) + n * sizeof(m->part[0]));
+	struct storage_mutation **frags = m ? calloc(n, sizeof(*frags)) : NULL;
+	if (!frags) {
 		free(m);
-		free(frags);
 		Cassini__Replication__ReadRsp rsp =
 			CASSINI__REPLICATION__READ_RSP__INIT;
 		rsp.id = s->id;
@@ -420,7 +416,10 @@ static void serve_multi_read(struct serve *s,
 		free(s);
 		return;
 	}
-	*m = (struct multi_read){.s = s, .n = n, .left = n + 1, .frags = frags};
+	m->s = s;
+	m->n = n;
+	m->left = n + 1;
+	m->frags = frags;
 	for (size_t i = 0; i < n; i++) {
 		struct storage_read_cmd cmd = s->cmd;
 		cmd.stats = NULL;
@@ -428,18 +427,9 @@ static void serve_multi_read(struct serve *s,
 			cmd.key = req->keys[i - 1].data;
 			cmd.key_len = req->keys[i - 1].len;
 		}
-		struct multi_part *p = malloc(sizeof(*p));
-		if (!p) {
-			if (m->status == 0) {
-				m->status = -1;
-				m->code = ERR_NOMEM;
-			}
-			m->left--;
-			continue;
-		}
-		*p = (struct multi_part){m, i};
+		m->part[i] = (struct multi_part){m, i};
 		r->store->read(r->store_arg, req->table_id.data, &cmd,
-			       multi_part_done, p);
+			       multi_part_done, &m->part[i]);
 	}
 	multi_left(m); /* the calls may have answered inline */
 }
