@@ -781,17 +781,23 @@ void repl_on_answer(struct repl *r, uint64_t id, bool ok, const char *error,
 	repl_op_unhold(op);
 }
 
-/* Decodes the fragments of an answer; NULL (and *ok false) on garbage. */
-static struct storage_mutation **decode_frags(const ProtobufCBinaryData *bins,
+/* Decodes the fragments of an answer, `head` (when not NULL) then
+ * bins[0..n); NULL (and *ok false) on garbage. */
+static struct storage_mutation **decode_frags(const ProtobufCBinaryData *head,
+					      const ProtobufCBinaryData *bins,
 					      size_t n, bool *ok)
 {
+	size_t skip = head ? 1 : 0;
+	n += skip;
 	struct storage_mutation **out = calloc(n ? n : 1, sizeof(*out));
 	if (!out) {
 		*ok = false;
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++) {
-		out[i] = storage_mutation_decode(bins[i].data, bins[i].len);
+		const ProtobufCBinaryData *b =
+			i < skip ? head : &bins[i - skip];
+		out[i] = storage_mutation_decode(b->data, b->len);
 		if (!out[i]) {
 			for (size_t j = 0; j < i; j++)
 				storage_mutation_delete(out[j]);
@@ -833,20 +839,9 @@ void repl_receive(struct repl *r, const struct inet_addr *from, uint32_t verb,
 		size_t n = 0;
 		if (ok && rsp->fragment.len > 0) {
 			/* a batched protection read: `fragments` follow */
-			size_t k = 1 + rsp->n_fragments;
-			ProtobufCBinaryData one[1] = {rsp->fragment};
-			ProtobufCBinaryData *bins =
-				k == 1 ? one : calloc(k, sizeof(*bins));
-			if (bins) {
-				bins[0] = rsp->fragment;
-				for (size_t i = 1; i < k; i++)
-					bins[i] = rsp->fragments[i - 1];
-				frags = decode_frags(bins, k, &ok);
-				n = ok ? k : 0;
-			} else
-				ok = false;
-			if (bins != one)
-				free(bins);
+			frags = decode_frags(&rsp->fragment, rsp->fragments,
+					     rsp->n_fragments, &ok);
+			n = ok ? 1 + rsp->n_fragments : 0;
 		}
 		repl_on_answer(r, rsp->id, ok,
 			       ok ? NULL
@@ -863,7 +858,8 @@ void repl_receive(struct repl *r, const struct inet_addr *from, uint32_t verb,
 			break;
 		bool ok = rsp->ok;
 		struct storage_mutation **frags =
-			ok ? decode_frags(rsp->fragments, rsp->n_fragments, &ok)
+			ok ? decode_frags(NULL, rsp->fragments,
+					  rsp->n_fragments, &ok)
 			   : NULL;
 		repl_on_answer(r, rsp->id, ok,
 			       ok ? NULL
