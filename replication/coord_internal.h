@@ -189,7 +189,6 @@ struct op {
 	 * (borrowed from the contacts' lists), and the rows the step holds
 	 * for protection (Cassandra's cached rows) */
 	const struct storage_mutation **pk;
-	size_t npk;
 	uint64_t rfp_rows;
 	/* reads: replicas whose answer held more than
 	 * tombstone_warn_threshold tombstones, and the most one held */

@@ -203,7 +203,6 @@ static int range_protect_plan(struct op *op,
 		pos[i] = at[i];
 	for (size_t e = 0; e < ne; e++)
 		op->pk[pos[ec[e]]++] = em[e];
-	op->npk = ne;
 out:
 	free(pos);
 	free(has);
@@ -225,7 +224,7 @@ int repl_protect(struct op *op)
 	size_t nc = op->ncontact_range;
 	size_t *at = calloc(nc, sizeof(*at)), *cnt = calloc(nc, sizeof(*cnt));
 	int rc = 0;
-	size_t msgs = 0;
+	size_t msgs = 0, reads = 0;
 	if (!at || !cnt) {
 		rc = err_set(ERR_NOMEM, "out of memory");
 		goto out;
@@ -245,15 +244,16 @@ int repl_protect(struct op *op)
 			size_t n = cnt[i] - k < step ? cnt[i] - k : step;
 			rc = repl_protect_read(op, i, at[i] + k, n);
 			msgs += !self;
+			reads += n;
 		}
 	}
-	if (op->npk && op->traced)
+	if (reads && op->traced)
 		repl_trace(op->r, op->trace, "Native-Transport-Requests-1",
 			   op->start_us,
 			   "Replica filtering protection: %zu partitions read "
 			   "from the replicas that did not return them (%zu "
 			   "messages to other replicas)",
-			   op->npk, msgs);
+			   reads, msgs);
 out:
 	free(at);
 	free(cnt);
