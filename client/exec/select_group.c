@@ -423,15 +423,7 @@ size_t cql_select_group_rows_new(const struct cql_select_plan *p,
 		groups++;
 		prev = row;
 	}
-	uint64_t done = at_pos ? p->pos.in_partition : 0;
-	if (p->per_partition_limit) {
-		size_t left = done < p->per_partition_limit
-				      ? p->per_partition_limit - (size_t)done
-				      : 0;
-		if (groups > left)
-			groups = left;
-	}
-	return groups;
+	return cql_select_ppl_clamp(p, at_pos, groups);
 }
 
 /* ---- encoding ------------------------------------------------------------ */

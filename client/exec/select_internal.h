@@ -188,6 +188,11 @@ bool cql_select_row_passes(const struct cql_select_plan *p,
 			   const struct storage_result *r,
 			   const struct storage_row_view *row,
 			   const struct storage_row_view *stat);
+/* `n` rows (groups) of a partition as PER PARTITION LIMIT lets them be
+ * sent: at most what the limit leaves of it (less the rows sent before
+ * when the page resumes in it, `at_pos`). */
+size_t cql_select_ppl_clamp(const struct cql_select_plan *p, bool at_pos,
+			    size_t n);
 bool cql_select_column_value(const struct cql_select_plan *p,
 			     const struct storage_result *r,
 			     const struct storage_row_view *row,

@@ -90,15 +90,7 @@ size_t cql_select_plan_rows_new(const struct cql_select_plan *p,
 		fresh += !(at_pos && before_position(p, &r->rows[i])) &&
 			 passes_filters(p, r, &r->rows[i], stat);
 	/* PER PARTITION LIMIT: the rows the encoder sends of it */
-	if (p->per_partition_limit) {
-		uint64_t done = at_pos ? p->pos.in_partition : 0;
-		uint64_t left = done < p->per_partition_limit
-					? p->per_partition_limit - done
-					: 0;
-		if (fresh > left)
-			fresh = (size_t)left;
-	}
-	return fresh;
+	return cql_select_ppl_clamp(p, at_pos, fresh);
 }
 
 static int page_decode(struct cql_select_plan *p, const struct slice *state);
@@ -1031,6 +1023,18 @@ bool cql_select_at_position(const struct cql_select_plan *p,
 			    const struct storage_result *r, size_t k)
 {
 	return is_position_partition(p, r, k);
+}
+
+size_t cql_select_ppl_clamp(const struct cql_select_plan *p, bool at_pos,
+			    size_t n)
+{
+	if (!p->per_partition_limit)
+		return n;
+	uint64_t done = at_pos ? p->pos.in_partition : 0;
+	uint64_t left = done < p->per_partition_limit
+				? p->per_partition_limit - done
+				: 0;
+	return n > left ? (size_t)left : n;
 }
 
 bool cql_select_row_passes(const struct cql_select_plan *p,
