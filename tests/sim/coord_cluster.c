@@ -557,3 +557,35 @@ bool range_done(void *arg)
 {
 	return ((struct range_out *)arg)->done;
 }
+
+struct repl_range whole_ring_range(struct simc *c,
+				   const struct ring_strategy *s, int cl,
+				   const struct storage_read_cmd *cmd,
+				   uint32_t max)
+{
+	return (struct repl_range){.table_id = c->meta->id,
+				   .meta = c->meta,
+				   .strategy = s,
+				   .cl = cl,
+				   .cmd = cmd,
+				   .start = INT64_MIN,
+				   .end = INT64_MAX,
+				   .max_partitions = max};
+}
+
+void run_range_step(struct simc *c, int coord, const struct repl_range *q,
+		    struct range_out *o)
+{
+	memset(o, 0, sizeof(*o));
+	repl_range_step(c->nodes[coord].repl, q, on_range, o);
+	ck_assert(sim_run_until(c->sim, range_done, o, 30000000));
+}
+
+void range_out_free(struct range_out *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		storage_mutation_delete(o->f[i]);
+	free(o->f);
+	o->f = NULL;
+	o->n = 0;
+}

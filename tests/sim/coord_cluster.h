@@ -92,6 +92,18 @@ void on_range(void *arg, const struct repl_result *res,
 	      struct storage_mutation **frags, size_t n, int64_t resume,
 	      bool finished);
 bool range_done(void *arg);
+/* A range step over the whole ring at `cl` with `cmd`, at most `max`
+ * partitions; no read repair, index, merge or trace (the caller sets
+ * what it needs). */
+struct repl_range whole_ring_range(struct simc *c,
+				   const struct ring_strategy *s, int cl,
+				   const struct storage_read_cmd *cmd,
+				   uint32_t max);
+/* Runs step `q` from node `coord` until it answers (into *o). */
+void run_range_step(struct simc *c, int coord, const struct repl_range *q,
+		    struct range_out *o);
+/* Frees a step's answer. */
+void range_out_free(struct range_out *o);
 
 void mnode_start(struct mnode *m);
 struct simc *simc_new(uint64_t seed, int n, const char *const *dcs);

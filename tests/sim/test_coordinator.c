@@ -926,23 +926,13 @@ START_TEST(trace_range_step)
 	struct outcome w = do_write(c, 0, s, REPL_CL_ALL, "k", "v", 10);
 	ck_assert_int_eq(w.res.outcome, REPL_OK);
 	uint8_t sid[16] = {0x5e, 0x55, 9};
-	struct range_out o = {0};
+	struct range_out o;
 	struct storage_read_cmd cmd = {.with_static = true};
-	struct repl_range q = {.table_id = c->meta->id,
-			       .meta = c->meta,
-			       .strategy = s,
-			       .cl = REPL_CL_ALL,
-			       .cmd = &cmd,
-			       .start = INT64_MIN,
-			       .end = INT64_MAX,
-			       .max_partitions = 100,
-			       .trace_session = sid};
-	repl_range_step(c->nodes[0].repl, &q, on_range, &o);
-	ck_assert(sim_run_until(c->sim, range_done, &o, 30000000));
+	struct repl_range q = whole_ring_range(c, s, REPL_CL_ALL, &cmd, 100);
+	q.trace_session = sid;
+	run_range_step(c, 0, &q, &o);
 	ck_assert_int_eq(o.res.outcome, REPL_OK);
-	for (size_t i = 0; i < o.n; i++)
-		storage_mutation_delete(o.f[i]);
-	free(o.f);
+	range_out_free(&o);
 	ck_assert_ptr_nonnull(strstr(c->nodes[0].trace_log,
 				     "Native-Transport-Requests-1|Sending "
 				     "RANGE_REQ message to /"));

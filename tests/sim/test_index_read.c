@@ -51,33 +51,43 @@ static int matching(const struct found *f, const char *want)
 	return m;
 }
 
+/* The restriction v = `value` (`val` holds its value). */
+static struct repl_index_expr v_is(struct slice *val, const char *value)
+{
+	*val = slice_make((const uint8_t *)value, strlen(value));
+	return (struct repl_index_expr){
+		.name = "t_v_idx", .vals = val, .n_vals = 1};
+}
+
+/* An indexed (ix; NULL: none), merged step over the whole ring. */
+static struct repl_range indexed(struct simc *c, const struct ring_strategy *s,
+				 int cl, const struct storage_read_cmd *cmd,
+				 uint32_t max, bool read_repair,
+				 const struct repl_index_expr *ix)
+{
+	struct repl_range q = whole_ring_range(c, s, cl, cmd, max);
+	q.read_repair = read_repair;
+	q.index = ix;
+	q.merge = true;
+	return q;
+}
+
 /* A walk of the whole ring from `coord` at `cl` with the restriction
  * v = `value` (NULL: none), `max` partitions a step, merged pieces. */
 static void walk(struct simc *c, int coord, const struct ring_strategy *s,
 		 int cl, const char *value, uint32_t max, struct found *out)
 {
 	memset(out, 0, sizeof(*out));
-	struct slice val = slice_make((const uint8_t *)(value ? value : ""),
-				      value ? strlen(value) : 0);
-	struct repl_index_expr ix = {
-		.name = "t_v_idx", .vals = &val, .n_vals = 1};
+	struct slice val;
+	struct repl_index_expr ix = v_is(&val, value ? value : "");
 	int64_t start = INT64_MIN, last = INT64_MIN;
 	for (;; out->steps++) {
-		struct range_out o = {0};
+		struct range_out o;
 		struct storage_read_cmd cmd = {.with_static = true};
-		struct repl_range q = {.table_id = c->meta->id,
-				       .meta = c->meta,
-				       .strategy = s,
-				       .cl = cl,
-				       .cmd = &cmd,
-				       .start = start,
-				       .end = INT64_MAX,
-				       .max_partitions = max,
-				       .read_repair = true,
-				       .index = value ? &ix : NULL,
-				       .merge = true};
-		repl_range_step(c->nodes[coord].repl, &q, on_range, &o);
-		ck_assert(sim_run_until(c->sim, range_done, &o, 30000000));
+		struct repl_range q =
+			indexed(c, s, cl, &cmd, max, true, value ? &ix : NULL);
+		q.start = start;
+		run_range_step(c, coord, &q, &o);
 		ck_assert_int_eq(o.res.outcome, REPL_OK);
 		for (size_t i = 0; i < o.n; i++) {
 			int64_t t = storage_mutation_token(o.f[i]);
@@ -129,24 +139,11 @@ static void step(struct simc *c, int coord, const struct ring_strategy *s,
 		 int cl, const char *value, bool read_repair,
 		 struct range_out *o)
 {
-	struct slice val = slice_make((const uint8_t *)value, strlen(value));
-	struct repl_index_expr ix = {
-		.name = "t_v_idx", .vals = &val, .n_vals = 1};
+	struct slice val;
+	struct repl_index_expr ix = v_is(&val, value);
 	struct storage_read_cmd cmd = {.with_static = true};
-	struct repl_range q = {.table_id = c->meta->id,
-			       .meta = c->meta,
-			       .strategy = s,
-			       .cl = cl,
-			       .cmd = &cmd,
-			       .start = INT64_MIN,
-			       .end = INT64_MAX,
-			       .max_partitions = 4000,
-			       .read_repair = read_repair,
-			       .index = &ix,
-			       .merge = true};
-	memset(o, 0, sizeof(*o));
-	repl_range_step(c->nodes[coord].repl, &q, on_range, o);
-	ck_assert(sim_run_until(c->sim, range_done, o, 30000000));
+	struct repl_range q = indexed(c, s, cl, &cmd, 4000, read_repair, &ix);
+	run_range_step(c, coord, &q, o);
 }
 
 /* The partitions of a step's answer whose merged value is `want`; frees
@@ -159,11 +156,8 @@ static int step_matching(struct simc *c, struct range_out *o, const char *want)
 		int64_t ts;
 		frag_value(c, o->f[i], v, sizeof(v), &ts);
 		m += strcmp(v, want) == 0;
-		storage_mutation_delete(o->f[i]);
 	}
-	free(o->f);
-	o->f = NULL;
-	o->n = 0;
+	range_out_free(o);
 	return m;
 }
 
@@ -418,33 +412,18 @@ START_TEST(a_replica_building_its_index_fails_the_read)
 	int cls[2] = {REPL_CL_ALL, REPL_CL_QUORUM};
 	for (int k = 0; k < 2; k++) {
 		for (int coord = 0; coord < 3; coord++) {
-			struct slice val =
-				slice_make((const uint8_t *)"red", 3);
-			struct repl_index_expr ix = {
-				.name = "t_v_idx", .vals = &val, .n_vals = 1};
-			struct range_out o = {0};
+			struct slice val;
+			struct repl_index_expr ix = v_is(&val, "red");
+			struct range_out o;
 			struct storage_read_cmd cmd = {.with_static = true};
-			struct repl_range q = {.table_id = c->meta->id,
-					       .meta = c->meta,
-					       .strategy = s,
-					       .cl = cls[k],
-					       .cmd = &cmd,
-					       .start = INT64_MIN,
-					       .end = INT64_MAX,
-					       .max_partitions = 1000,
-					       .read_repair = true,
-					       .index = &ix,
-					       .merge = true};
-			repl_range_step(c->nodes[coord].repl, &q, on_range, &o);
-			ck_assert(sim_run_until(c->sim, range_done, &o,
-						30000000));
+			struct repl_range q =
+				indexed(c, s, cls[k], &cmd, 1000, true, &ix);
+			run_range_step(c, coord, &q, &o);
 			if (o.res.outcome == REPL_OK) {
 				/* QUORUM from a coordinator that did not
 				 * contact node 1 */
 				ck_assert_int_eq(cls[k], REPL_CL_QUORUM);
-				for (size_t i = 0; i < o.n; i++)
-					storage_mutation_delete(o.f[i]);
-				free(o.f);
+				range_out_free(&o);
 				continue;
 			}
 			ck_assert_int_eq(o.res.outcome, REPL_READ_FAILURE);
@@ -515,33 +494,19 @@ START_TEST(traced_protection_reads_are_reads)
 	struct ring_strategy *s;
 	struct simc *c = stale_cluster(g_seed + 7, &s);
 	uint8_t sid[16] = {0x7a, 0xce, 30};
-	struct slice val = slice_make((const uint8_t *)"red", 3);
-	struct repl_index_expr ix = {
-		.name = "t_v_idx", .vals = &val, .n_vals = 1};
+	struct slice val;
+	struct repl_index_expr ix = v_is(&val, "red");
 	for (int i = 0; i < 3; i++)
 		c->nodes[i].trace_log[0] = 0;
 	uint64_t before = protection_reads(c);
 	uint64_t msgs = protection_messages(c);
-	struct range_out o = {0};
+	struct range_out o;
 	struct storage_read_cmd cmd = {.with_static = true};
-	struct repl_range q = {.table_id = c->meta->id,
-			       .meta = c->meta,
-			       .strategy = s,
-			       .cl = REPL_CL_ALL,
-			       .cmd = &cmd,
-			       .start = INT64_MIN,
-			       .end = INT64_MAX,
-			       .max_partitions = 1000,
-			       .read_repair = true,
-			       .index = &ix,
-			       .merge = true,
-			       .trace_session = sid};
-	repl_range_step(c->nodes[0].repl, &q, on_range, &o);
-	ck_assert(sim_run_until(c->sim, range_done, &o, 30000000));
+	struct repl_range q = indexed(c, s, REPL_CL_ALL, &cmd, 1000, true, &ix);
+	q.trace_session = sid;
+	run_range_step(c, 0, &q, &o);
 	ck_assert_int_eq(o.res.outcome, REPL_OK);
-	for (size_t i = 0; i < o.n; i++)
-		storage_mutation_delete(o.f[i]);
-	free(o.f);
+	range_out_free(&o);
 	/* k0..k5 read from nodes 1 and 2 each, in one message to each */
 	ck_assert_uint_eq(protection_reads(c) - before, 2 * (STALE + 1));
 	ck_assert_uint_eq(protection_messages(c) - msgs, 2);
@@ -681,7 +646,7 @@ START_TEST(cached_rows_thresholds_warn_and_fail)
 				  "in cassandra.yaml.)"));
 	ck_assert_uint_eq(o.n, 0);
 	ck_assert_uint_eq(protection_reads(c), reads);
-	free(o.f);
+	range_out_free(&o);
 
 	/* at ONE nothing is protected, nothing counted */
 	repl_set_protection_thresholds(r0, 1, 1);
