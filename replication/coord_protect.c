@@ -131,8 +131,8 @@ int repl_protect_read(struct op *op, size_t i, size_t first, size_t n)
  * rows): every contact's version of every partition up to `bound`, a
  * partition a contact lacks counted for it as the largest version
  * another returned (what protection reads it for). Fills op->pk with
- * the partitions to read, grouped by the contact that lacks them, in
- * token order, and `at` / `cnt` with each contact's run. 0, or -1 with
+ * the partitions to read, a run for each contact that lacks them (in
+ * token order), and `at` / `cnt` with each contact's run. 0, or -1 with
  * ERR_NOMEM. */
 static int range_protect_plan(struct op *op,
 			      const struct storage_mutation *bound, size_t *at,
@@ -142,16 +142,19 @@ static int range_protect_plan(struct op *op,
 	size_t total = 0;
 	for (size_t i = 0; i < nc; i++)
 		total += op->t[i].nfrags;
-	size_t cap = total * (nc - 1) + 1;
+	/* a contact lacks at most what the others returned: its run's
+	 * room in op->pk */
+	size_t room = total ? total : 1;
 	size_t *pos = calloc(nc, sizeof(*pos));
 	bool *has = calloc(nc, sizeof(*has));
-	uint32_t *ec = malloc(cap * sizeof(*ec));
-	const struct storage_mutation **em = malloc(cap * sizeof(*em));
-	op->pk = malloc(cap * sizeof(*op->pk));
-	size_t ne = 0;
+	op->pk = malloc(nc * room * sizeof(*op->pk));
 	int rc = 0;
 	op->rfp_rows = 0;
-	if (!pos || !has || !ec || !em || !op->pk) {
+	for (size_t i = 0; i < nc; i++) {
+		at[i] = i * room;
+		cnt[i] = 0;
+	}
+	if (!pos || !has || !op->pk) {
 		rc = err_set(ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -180,8 +183,7 @@ static int range_protect_plan(struct op *op,
 		for (size_t i = 0; i < nc; i++)
 			if (!has[i]) {
 				rows += most;
-				ec[ne] = (uint32_t)i;
-				em[ne++] = head;
+				op->pk[at[i] + cnt[i]++] = head;
 			}
 		op->rfp_rows += rows;
 		/* the lists do not change until every read is in
@@ -190,24 +192,9 @@ static int range_protect_plan(struct op *op,
 			if (has[i])
 				pos[i]++;
 	}
-	/* grouped by contact, each run in token order */
-	for (size_t i = 0; i < nc; i++)
-		cnt[i] = 0;
-	for (size_t e = 0; e < ne; e++)
-		cnt[ec[e]]++;
-	for (size_t i = 0, sum = 0; i < nc; i++) {
-		at[i] = sum;
-		sum += cnt[i];
-	}
-	for (size_t i = 0; i < nc; i++)
-		pos[i] = at[i];
-	for (size_t e = 0; e < ne; e++)
-		op->pk[pos[ec[e]]++] = em[e];
 out:
 	free(pos);
 	free(has);
-	free(ec);
-	free(em);
 	return rc;
 }
 
