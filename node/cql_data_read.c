@@ -131,19 +131,28 @@ static void tombstone_warning(struct read_job *j, struct buf *b)
 	cql_frame_add_warning(b, msg);
 }
 
+/* Cassandra's replica filtering protection message for the query past
+ * `threshold`, cached_replica_rows_`which`_threshold ("warn", "fail"). */
+static void rfp_message(struct read_job *j, uint64_t threshold,
+			const char *which, char *msg, size_t cap)
+{
+	char shape[512];
+	query_shape(j, shape, sizeof(shape));
+	snprintf(msg, cap,
+		 "Replica filtering protection has cached over %llu rows "
+		 "during query %s. (See 'cached_replica_rows_%s_threshold' "
+		 "in cassandra.yaml.)",
+		 (unsigned long long)threshold, shape, which);
+}
+
 /* Cassandra's replica filtering protection warning (ClientWarn, its log
  * and the trace), once a query. */
 static void rfp_warning(struct read_job *j, struct buf *b)
 {
 	if (!j->rfp_warn)
 		return;
-	char shape[512], msg[768];
-	query_shape(j, shape, sizeof(shape));
-	snprintf(msg, sizeof(msg),
-		 "Replica filtering protection has cached over %llu rows "
-		 "during query %s. (See 'cached_replica_rows_warn_threshold' "
-		 "in cassandra.yaml.)",
-		 (unsigned long long)j->rfp_warn, shape);
+	char msg[768];
+	rfp_message(j, j->rfp_warn, "warn", msg, sizeof(msg));
 	LOG_WARN("%s", msg);
 	if (j->traced && j->d->tracer)
 		node_trace_remote_event(
@@ -279,14 +288,8 @@ static void read_step_failed(struct read_job *j, const struct repl_result *res)
 	if (res->outcome == REPL_OVERLOADED && res->rfp_threshold) {
 		/* Cassandra's OverloadedException from its replica filtering
 		 * protection, with the query */
-		char shape[512], msg[768];
-		query_shape(j, shape, sizeof(shape));
-		snprintf(msg, sizeof(msg),
-			 "Replica filtering protection has cached over %llu "
-			 "rows during query %s. (See "
-			 "'cached_replica_rows_fail_threshold' in "
-			 "cassandra.yaml.)",
-			 (unsigned long long)res->rfp_threshold, shape);
+		char msg[768];
+		rfp_message(j, res->rfp_threshold, "fail", msg, sizeof(msg));
 		LOG_ERROR("%s", msg);
 		read_fail_msg(j, CQL_ERR_OVERLOADED, msg);
 		return;
