@@ -791,19 +791,6 @@ static int mem_open(const uint8_t *buf, size_t len, struct sai_file *sf)
 	return rc;
 }
 
-int sai_ident(const uint8_t *buf, size_t len, const uint8_t **ident,
-	      uint32_t *ident_len)
-{
-	struct sai_file sf;
-	int rc = mem_open(buf, len, &sf);
-	if (rc)
-		return rc;
-	*ident = sf.ident_len ? buf + 12 : buf;
-	*ident_len = sf.ident_len;
-	sf_close(&sf);
-	return SAI_OK;
-}
-
 struct key_fn {
 	sai_key_fn fn;
 	void *arg;

@@ -44,14 +44,11 @@ void sai_builder_free(struct sai_builder *b);
 int sai_build(struct sai_builder *b, uint8_t **out, size_t *out_len);
 
 /* sai_build with an identity of what was indexed (opaque bytes, kept in
- * the checksummed header; sai_ident reads it back): a component of an
+ * the checksummed header; sai_file_ident reads it back): a component of an
  * index dropped and created again under the same name over another
  * column is then told apart. */
 int sai_build_ident(struct sai_builder *b, const void *ident,
 		    uint32_t ident_len, uint8_t **out, size_t *out_len);
-/* The identity of a component (empty for version 1 ones). */
-int sai_ident(const uint8_t *buf, size_t len, const uint8_t **ident,
-	      uint32_t *ident_len);
 
 /* Called once per key holding `term`, in key order. */
 typedef void (*sai_key_fn)(void *arg, const uint8_t *key, uint32_t key_len);
