@@ -104,10 +104,17 @@ def test_a_drill_killed_midway_leaves_no_rule(drills):
          "--quiet", "--report", str(drills.reports / "killed")],
         env=drills.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     faults = drills.home / "drills" / "netfaults.json"
+    # The fault is recorded (netfaults.json) before its chain is built,
+    # so wait for both: the kill must land with the rule in the kernel.
+    def applied():
+        chains = subprocess.run(["iptables", "-w", "-S"],
+                                capture_output=True, text=True).stdout
+        return faults.exists() and "CASSINI-drills-" in chains
+
     deadline = time.time() + 240
-    while time.time() < deadline and not faults.exists():
+    while time.time() < deadline and not applied():
         time.sleep(0.2)
-    assert faults.exists(), "the drill never applied its partition"
+    assert applied(), "the drill never applied its partition"
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     chains = subprocess.run(["iptables", "-w", "-S"], capture_output=True,
