@@ -75,7 +75,7 @@ struct commitlog {
 	char *dir;
 	pthread_mutex_t mu;
 	pthread_cond_t wake;       /* the syncer has work */
-	pthread_cond_t progress;   /* a sync or a spare segment completed */
+	pthread_cond_t progress;   /* a sync, a spare or a rollover completed */
 	pthread_cond_t need_spare; /* the preparer has work */
 	pthread_t thread, preparer;
 	bool running, stop;
@@ -85,6 +85,7 @@ struct commitlog {
 	struct segment *spare;
 	bool preparing;   /* the preparer is creating the next spare */
 	bool prep_failed; /* it failed: rollover creates one itself */
+	bool rolling;     /* a writer is in rollover(): others wait */
 	bool buffered;    /* batch/group: appends go to `pend` */
 	uint64_t next_id;
 
@@ -101,6 +102,7 @@ struct commitlog {
 	uint64_t sync_end_us;   /* when the last sync ended */
 	uint64_t sync_avg_us;   /* smoothed pwrite + fdatasync time */
 	struct clpos synced;    /* everything before it is durable */
+	size_t seals_pending;   /* rolled-over segments not yet sealed */
 	uint64_t sync_requested, sync_done; /* generations for sync_now */
 	uint64_t last_marker;               /* offset the last marker covers */
 	struct commitlog_sync_stats st;
@@ -513,6 +515,15 @@ static struct waiter *take_waiters(struct commitlog *cl, struct clpos upto)
 	return head;
 }
 
+/* Under the lock: a segment that takes no more appends has not been
+ * sealed (written, synced, closed) yet. Until it is, no sync of the
+ * active segment makes "everything before" durable: `synced` must not
+ * pass it, so only the syncer's round (which seals first) advances. */
+static bool seal_pending(const struct commitlog *cl)
+{
+	return cl->seals_pending > 0;
+}
+
 /* Under the lock, when no sync runs: detaches the synchronous waiters
  * that are durable (all of them once the log failed) and, when others
  * still wait on the active segment, one of those to lead the next sync.
@@ -533,7 +544,7 @@ static struct sync_waiter *release_sync_waiters(struct commitlog *cl)
 			lead = pp;
 		pp = &w->next;
 	}
-	if (lead && !cl->syncing && !cl->gathering) {
+	if (lead && !cl->syncing && !cl->gathering && !seal_pending(cl)) {
 		struct sync_waiter *w = *lead;
 		*lead = w->next;
 		w->state = SW_LEAD;
@@ -690,11 +701,8 @@ static bool sync_due(struct commitlog *cl, uint64_t now, uint64_t *wait_us)
 {
 	*wait_us = UINT64_MAX;
 	if (cl->sync_requested != cl->sync_done ||
-	    cl->active->pend.len >= CL_PEND_MAX)
+	    cl->active->pend.len >= CL_PEND_MAX || seal_pending(cl))
 		return true;
-	for (struct segment *s = cl->segs; s; s = s->next)
-		if (s->sealed && s->f)
-			return true;
 	if (!cl->wait_head)
 		return false;
 	if (cl->o.sync_mode == CONF_COMMITLOG_SYNC_BATCH)
@@ -728,9 +736,15 @@ static void sync_round(struct commitlog *cl)
 	uint64_t upto = a->written;
 	struct segment *sealed[16];
 	size_t ns = 0;
-	for (struct segment *s = cl->segs; s && ns < 16; s = s->next)
-		if (s->sealed && s->f)
+	bool more = false; /* sealed segments left for the next round */
+	for (struct segment *s = cl->segs; s; s = s->next)
+		if (s->sealed && s->f) {
+			if (ns == 16) {
+				more = true;
+				break;
+			}
 			sealed[ns++] = s;
+		}
 	cl->syncing = true;
 	pthread_mutex_unlock(&cl->mu);
 
@@ -753,13 +767,19 @@ static void sync_round(struct commitlog *cl)
 	for (size_t i = 0; i < ns && !rc; i++) {
 		env_file_close(sealed[i]->f);
 		sealed[i]->f = NULL;
+		cl->seals_pending--;
 	}
 	struct waiter *done;
 	if (rc) {
 		fail_log(cl);
 		done = take_waiters(cl, (struct clpos){UINT64_MAX, UINT64_MAX});
 	} else {
+		/* with sealed segments left, durable ends with the last one
+		 * sealed: the active segment's sync does not cover them */
 		struct clpos p = {a->id, upto};
+		if (more)
+			p = (struct clpos){sealed[ns - 1]->id,
+					   sealed[ns - 1]->written};
 		if (clpos_cmp(p, cl->synced) > 0)
 			cl->synced = p;
 		write_marker(cl, a, upto);
@@ -777,7 +797,8 @@ static void sync_round(struct commitlog *cl)
 }
 
 /* Under the lock: the calling thread syncs the active segment itself
- * (leader of a group commit) and acknowledges every waiter it covers. */
+ * (leader of a group commit) and acknowledges every waiter it covers.
+ * Only when no seal is pending (seal_pending). */
 static void lead_sync(struct commitlog *cl)
 {
 	struct segment *a = cl->active;
@@ -827,11 +848,12 @@ int commitlog_wait_durable(struct commitlog *cl, struct clpos pos)
 	bool have_sem = false, waited = false;
 	pthread_mutex_lock(&cl->mu);
 	while (!cl->failed && clpos_cmp(cl->synced, pos) < 0) {
-		if (cl->syncing || cl->gathering || pos.seg != cl->active->id) {
-			/* someone else syncs or is about to, or the write is
-			 * in a sealed segment the syncer will seal: sleep
-			 * until a sync covers it or hands this thread the
-			 * lead */
+		bool sealing = pos.seg != cl->active->id || seal_pending(cl);
+		if (cl->syncing || cl->gathering || sealing) {
+			/* someone else syncs or is about to, or a segment
+			 * before the write's end still waits for the syncer
+			 * to seal it: sleep until a sync covers the write or
+			 * hands this thread the lead */
 			if (!have_sem && sem_init(&me.sem, 0, 0) == 0)
 				have_sem = true;
 			if (!have_sem) {
@@ -841,7 +863,7 @@ int commitlog_wait_durable(struct commitlog *cl, struct clpos pos)
 			me.state = SW_WAITING;
 			me.next = cl->sw_head;
 			cl->sw_head = &me;
-			if (pos.seg != cl->active->id)
+			if (sealing)
 				pthread_cond_signal(&cl->wake);
 			pthread_mutex_unlock(&cl->mu);
 			while (sem_wait(&me.sem) != 0)
@@ -1035,6 +1057,7 @@ static int rollover(struct commitlog *cl)
 	}
 	struct segment *old = cl->active;
 	old->sealed = true;
+	cl->seals_pending++;
 	cl->pend_writes = 0; /* the seal covers them */
 	struct segment **pp = &cl->segs;
 	while (*pp)
@@ -1061,15 +1084,32 @@ static int record_size(const struct commitlog *cl, size_t len, size_t *rec)
 }
 
 /* Under the lock, before an append of `rec` bytes: fails a stopped log,
- * rolls over a full segment. */
+ * rolls over a full segment. rollover() drops the lock while it waits
+ * for (or creates) the next segment; one writer rolls over at a time,
+ * and the others check again after it, so that segments become active
+ * in id order and each is sealed once. (Two at once could seal a fresh
+ * segment and make a lower id active after a higher one: `synced` and
+ * every position comparison assume ids only grow.) */
 static int make_room(struct commitlog *cl, size_t rec)
 {
-	if (cl->failed)
-		return err_set(cl->fail_code, "commitlog stopped: %s",
-			       cl->fail_msg);
-	if (cl->active->written + rec + CL_MARKER_LEN > cl->o.segment_size)
-		return rollover(cl);
-	return 0;
+	for (;;) {
+		if (cl->failed)
+			return err_set(cl->fail_code, "commitlog stopped: %s",
+				       cl->fail_msg);
+		if (cl->active->written + rec + CL_MARKER_LEN <=
+		    cl->o.segment_size)
+			return 0;
+		if (cl->rolling) {
+			pthread_cond_wait(&cl->progress, &cl->mu);
+			continue;
+		}
+		cl->rolling = true;
+		int rc = rollover(cl);
+		cl->rolling = false;
+		pthread_cond_broadcast(&cl->progress);
+		if (rc)
+			return -1;
+	}
 }
 
 int commitlog_append(struct commitlog *cl, const uint8_t *body, size_t len,
