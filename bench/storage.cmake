@@ -6,3 +6,8 @@ target_link_libraries(storage_bench PRIVATE cassini_storage cassini_conf)
 # lookup's work per step (docs/indexes.md, "Paged lookups").
 add_executable(sai_component_bench sai_component_bench.c)
 target_link_libraries(sai_component_bench PRIVATE cassini_storage)
+
+# sai_memtable_bench: a paged lookup's work per step in a memtable's index
+# (docs/indexes.md, "Paged lookups").
+add_executable(sai_memtable_bench sai_memtable_bench.c)
+target_link_libraries(sai_memtable_bench PRIVATE cassini_storage)

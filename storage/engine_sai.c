@@ -141,6 +141,54 @@ static bool term_in(struct slice t, const struct sai_bound *lo,
 	return true;
 }
 
+/* A memtable term's sorted entries (memtable_internal.h): from where the
+ * page resumes (or the token range starts), until the range's end or the
+ * page's limit of partitions. */
+static void from_sorted(struct collect *c, const struct skiplist *s)
+{
+	const struct storage_index_page *pg = c->pg;
+	struct mt_partition pp = {.token = 0};
+	struct mt_sai_ref probe = {&pp, {NULL, 0}};
+	const struct mt_sai_ref *from = NULL;
+	if (pg && pg->after && (c->full || pg->after_token > c->start)) {
+		pp.token = pg->after_token;
+		pp.key = pg->after_key;
+		probe.ck = MT_SAI_CK_LAST; /* past every row of it */
+		from = &probe;
+	} else if (!c->full) {
+		if (c->start == INT64_MAX)
+			return;
+		pp.token = c->start + 1;
+		from = &probe;
+	}
+	const struct mt_partition *last = NULL;
+	size_t kept = 0;
+	for (struct skiplist_node *n = skiplist_seek(s, from); n && !c->err;
+	     n = skiplist_next(n)) {
+		const struct mt_sai_ref *r = skiplist_key(n);
+		const struct mt_partition *p = r->part;
+		if (!c->full && p->token > c->end)
+			break;
+		if (p != last) {
+			/* the term's limit-th partition bounds the page, as
+			 * in component_key */
+			if ((pg && pg->limit && kept >= pg->limit) ||
+			    (c->capped &&
+			     storage_partition_cmp(
+				     p->token, p->key, c->cap_token,
+				     (struct slice){c->cap_key.data,
+						    c->cap_key.len}) > 0)) {
+				c->more = true;
+				break;
+			}
+			kept++;
+			last = p;
+		}
+		c->visited++;
+		add(c, p->token, p->key, r->ck);
+	}
+}
+
 static void from_memtable(struct collect *c, const struct memtable *mt,
 			  const struct storage_index *ix,
 			  const struct sai_bound *lo,
@@ -164,6 +212,12 @@ static void from_memtable(struct collect *c, const struct memtable *mt,
 			if (!term_in(t->term, lo, hi, &past)) {
 				if (past)
 					break;
+				continue;
+			}
+			const struct skiplist *sorted = atomic_load_explicit(
+				&t->sorted, memory_order_acquire);
+			if (sorted) {
+				from_sorted(c, sorted);
 				continue;
 			}
 			/* the entries published when the count was read;

@@ -84,6 +84,26 @@ int memtable_sai_cmp(const void *ctx, const void *a, const void *b)
 	return slice_cmp(x->term, y->term);
 }
 
+int memtable_sai_ref_cmp(const void *ctx, const void *a, const void *b)
+{
+	(void)ctx;
+	const struct mt_sai_ref *x = a, *y = b;
+	int r = storage_partition_cmp(x->part->token, x->part->key,
+				      y->part->token, y->part->key);
+	if (r)
+		return r;
+	bool xl = x->ck.len == SIZE_MAX, yl = y->ck.len == SIZE_MAX;
+	if (xl || yl)
+		return xl == yl ? 0 : xl ? 1 : -1;
+	return slice_cmp(x->ck, y->ck);
+}
+
+uint64_t memtable_sai_ref_order(const void *a)
+{
+	const struct mt_sai_ref *x = a;
+	return (uint64_t)x->part->token ^ (1ull << 63);
+}
+
 const struct skiplist *memtable_sai(const struct memtable *mt, const char *name)
 {
 	for (size_t i = 0; mt->sai && i < mt->meta->index_count; i++)
@@ -104,6 +124,49 @@ static struct mt_sai_chunk *sai_chunk_new(struct memtable *mt, uint32_t cap)
 	return c;
 }
 
+/* Adds p (row ck) to term t's sorted skiplist unless it holds it. */
+static int sai_sorted_put(struct memtable *mt, struct mt_sai_term *t,
+			  struct skiplist *s, struct mt_partition *p,
+			  struct slice ck)
+{
+	struct mt_sai_ref probe = {p, ck};
+	struct skiplist_node *prev[SKIPLIST_MAX_HEIGHT];
+	if (skiplist_find_prev(s, &probe, prev))
+		return 0;
+	struct mt_sai_ref *ref = arena_alloc(&mt->arena, sizeof(*ref));
+	uint8_t *c = ref && ck.len ? arena_alloc_aligned(&mt->arena, ck.len, 1)
+				   : NULL;
+	if (!ref || (ck.len && !c))
+		return err_set(ERR_NOMEM, "memtable index");
+	if (ck.len)
+		memcpy(c, ck.ptr, ck.len);
+	*ref = (struct mt_sai_ref){p, {c, ck.len}};
+	if (!skiplist_insert_at(s, ref, prev))
+		return err_set(ERR_NOMEM, "memtable index");
+	t->last = p;
+	t->last_ck = ref->ck;
+	return 0;
+}
+
+/* Gives term t its sorted skiplist, filled from its chunks, published. */
+static int sai_sort(struct memtable *mt, struct mt_sai_term *t)
+{
+	struct skiplist *s = arena_alloc(&mt->arena, sizeof(*s));
+	if (!s || skiplist_init_ordered(s, &mt->arena, memtable_sai_ref_cmp,
+					memtable_sai_ref_order, NULL))
+		return err_set(ERR_NOMEM, "memtable index");
+	size_t left = atomic_load_explicit(&t->count, memory_order_relaxed);
+	for (struct mt_sai_chunk *ch = t->head; ch && left; ch = ch->next)
+		for (uint32_t k = 0; k < ch->cap && left; k++, left--) {
+			struct skiplist_node *prev[SKIPLIST_MAX_HEIGHT];
+			if (!skiplist_find_prev(s, &ch->parts[k], prev) &&
+			    !skiplist_insert_at(s, &ch->parts[k], prev))
+				return err_set(ERR_NOMEM, "memtable index");
+		}
+	atomic_store_explicit(&t->sorted, s, memory_order_release);
+	return 0;
+}
+
 /* Adds p (row ck when not empty) under the term in mt->sai_term of index
  * i (unless it is that term's last partition or row already). */
 static int sai_put(struct memtable *mt, size_t i, struct mt_partition *p,
@@ -116,6 +179,11 @@ static int sai_put(struct memtable *mt, size_t i, struct mt_partition *p,
 	struct mt_sai_term *t = n ? skiplist_key(n) : NULL;
 	if (t && t->last == p && slice_cmp(t->last_ck, ck) == 0)
 		return 0;
+	struct skiplist *sorted =
+		t ? atomic_load_explicit(&t->sorted, memory_order_relaxed)
+		  : NULL;
+	if (sorted)
+		return sai_sorted_put(mt, t, sorted, p, ck);
 	struct mt_sai_ref ref = {p, {NULL, 0}};
 	if (ck.len) {
 		uint8_t *c = arena_alloc_aligned(&mt->arena, ck.len, 1);
@@ -141,6 +209,7 @@ static int sai_put(struct memtable *mt, size_t i, struct mt_partition *p,
 		t->tail_used = 0;
 		t->last = NULL;
 		atomic_init(&t->count, 0);
+		atomic_init(&t->sorted, NULL);
 		c->parts[t->tail_used++] = ref;
 		t->last = p;
 		t->last_ck = ref.ck;
@@ -162,11 +231,10 @@ static int sai_put(struct memtable *mt, size_t i, struct mt_partition *p,
 	t->tail->parts[t->tail_used++] = ref;
 	t->last = p;
 	t->last_ck = ref.ck;
-	atomic_store_explicit(
-		&t->count,
-		atomic_load_explicit(&t->count, memory_order_relaxed) + 1,
-		memory_order_release);
-	return 0;
+	size_t count =
+		atomic_load_explicit(&t->count, memory_order_relaxed) + 1;
+	atomic_store_explicit(&t->count, count, memory_order_release);
+	return count == MT_SAI_SORT_AT ? sai_sort(mt, t) : 0;
 }
 
 /* Every term of `m` into the memtable's indexes. */

@@ -55,8 +55,20 @@ struct mt_index {
  * walk that many entries from `head`; the one writer fills an entry and
  * links a chunk before it publishes the count. A partition (a row, for
  * an index whose entries carry rows: sai_index_rows) is appended again
- * only when it is not the term's last (readers sort and dedupe). */
+ * only when it is not the term's last (readers sort and dedupe).
+ *
+ * A term that reaches MT_SAI_SORT_AT entries gets `sorted`: a skiplist
+ * (in the arena) of its entries ordered by (token, partition key, row
+ * clustering bytewise), each once. The writer fills it from the chunks
+ * before it publishes it (release); from then on the term's entries go
+ * only there and the chunks and count stay as they are. A reader that
+ * finds `sorted` (acquire) seeks it to where its page resumes (or its
+ * token range starts) and stops after its limit of partitions, so a
+ * paged step over a term of a million partitions walks about a page's
+ * entries, not the term's; one that does not walks the (at most
+ * MT_SAI_SORT_AT) chunk entries. */
 #define MT_SAI_CHUNK_MAX 256
+#define MT_SAI_SORT_AT   32
 struct mt_sai_ref {
 	struct mt_partition *part;
 	struct slice ck; /* the row's encoded clustering (in the arena), or
@@ -71,6 +83,7 @@ struct mt_sai_term {
 	struct slice term;
 	struct mt_sai_chunk *head;
 	_Atomic size_t count;
+	_Atomic(struct skiplist *) sorted; /* of struct mt_sai_ref *, or NULL */
 	/* writer-owned */
 	struct mt_sai_chunk *tail;
 	uint32_t tail_used;
@@ -140,6 +153,12 @@ static inline struct mt_pmeta *mt_partition_meta(struct mt_partition *p)
 const struct skiplist *memtable_sai(const struct memtable *mt,
 				    const char *name);
 int memtable_sai_cmp(const void *ctx, const void *a, const void *b);
+/* The order of a term's `sorted` skiplist (struct mt_sai_ref *): token,
+ * partition key, then the row's clustering bytewise (a probe whose ck is
+ * MT_SAI_CK_LAST sorts after every row of its partition). */
+int memtable_sai_ref_cmp(const void *ctx, const void *a, const void *b);
+uint64_t memtable_sai_ref_order(const void *a);
+#define MT_SAI_CK_LAST ((struct slice){NULL, SIZE_MAX})
 
 /* Partition order: token, then key bytes. */
 int storage_partition_cmp(int64_t ta, struct slice ka, int64_t tb,
