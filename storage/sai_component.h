@@ -4,7 +4,9 @@
  * each carry a crc32c. See docs/sstable-format.md, "SAI component".
  *
  * The builder collects (term, key) pairs in any order; sai_build sorts and
- * deduplicates them and lays them out. A struct sai_file reads a component
+ * deduplicates them and lays them out. With sai_builder_spill it holds a
+ * bounded number of them, the rest in sorted runs on disk that the build
+ * merges (see sai_component.c). A struct sai_file reads a component
  * on disk a block at a time: the header and the block directory are read
  * once (checksummed) and stay resident, each block a lookup needs is read
  * (or taken from the block cache) and its crc32c checked. sai_lookup does
@@ -30,14 +32,42 @@ struct sai_entry {
 	uint32_t key_len;
 };
 
+struct env;
+struct env_file;
+struct sai_run;
+
 struct sai_builder {
-	struct sai_entry *v;
+	struct sai_entry *v; /* held since the last spill */
 	size_t n, cap;
+	size_t bytes; /* their terms' and keys' */
+	/* spilling (sai_builder_spill) */
+	struct env *env;
+	char *prefix;
+	size_t hold, hold_bytes;
+	struct sai_run *runs;
+	size_t nruns, runs_cap;
+	uint32_t next_run;
+	size_t peak;      /* most pairs held at once */
+	uint64_t spilled; /* pairs written to runs */
 };
 
+/* What a builder of the SSTable writer and the index builder holds at
+ * most: pairs, and their bytes. */
+#define SAI_BUILDER_HOLD       65536
+#define SAI_BUILDER_HOLD_BYTES (8u << 20)
+
 void sai_builder_init(struct sai_builder *b);
+/* Bounds what b holds: past `hold` pairs or `hold_bytes` of their bytes
+ * (0: no byte bound) the pairs held go, sorted, to a run file
+ * `<prefix>-<n>` through e; the build merges the runs. Runs are removed
+ * by the build and by sai_builder_free. SAI_OK or SAI_NOMEM. */
+int sai_builder_spill(struct sai_builder *b, struct env *e, const char *prefix,
+		      size_t hold, size_t hold_bytes);
+/* SAI_OK; SAI_NOMEM; SAI_IO when a spill fails (the env's error in
+ * err.h). */
 int sai_builder_add(struct sai_builder *b, const void *term, uint32_t term_len,
 		    const void *key, uint32_t key_len);
+/* Frees what b holds and removes its runs. */
 void sai_builder_free(struct sai_builder *b);
 
 /* Lays the component out in a malloc'ed buffer (*out, *out_len). */
@@ -49,6 +79,14 @@ int sai_build(struct sai_builder *b, uint8_t **out, size_t *out_len);
  * column is then told apart. */
 int sai_build_ident(struct sai_builder *b, const void *ident,
 		    uint32_t ident_len, uint8_t **out, size_t *out_len);
+
+/* sai_build_ident appending the component to f (not synced), holding a
+ * buffer, the runs' read buffers and the directory, not the component.
+ * *out_len (may be NULL): the bytes appended. SAI_OK, SAI_NOMEM, SAI_IO
+ * (the env's error), SAI_CORRUPT (a run read back does not match its
+ * checksum). */
+int sai_build_write(struct sai_builder *b, const void *ident,
+		    uint32_t ident_len, struct env_file *f, uint64_t *out_len);
 
 /* Called once per key holding `term`, in key order. */
 typedef void (*sai_key_fn)(void *arg, const uint8_t *key, uint32_t key_len);
@@ -73,7 +111,6 @@ int sai_lookup_range(const uint8_t *buf, size_t len, const struct sai_bound *lo,
 /* Verifies every block and the directory (for a scrub / at load). */
 int sai_verify(const uint8_t *buf, size_t len);
 
-struct env;
 struct block_cache;
 
 /* A component on disk, read a block at a time (see above). Lookups may

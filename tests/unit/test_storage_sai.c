@@ -6,6 +6,7 @@
 #include "storage/sai_component.h"
 #include "tests/lib/testutil.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -460,6 +461,148 @@ START_TEST(a_version_2_component_is_still_read)
 }
 END_TEST
 
+/* Files in dir whose name starts with `prefix`. */
+static int count_files(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+	closedir(d);
+	return n;
+}
+
+/* Random pairs (with repeats, in any order) to two builders. */
+static void add_random(struct sai_builder *a, struct sai_builder *b, int n,
+		       uint64_t *rng)
+{
+	for (int i = 0; i < n; i++) {
+		*rng ^= *rng << 13;
+		*rng ^= *rng >> 7;
+		*rng ^= *rng << 17;
+		/* few terms of 0-5 bytes, keys repeating now and then */
+		uint8_t term[5] = {'t', (uint8_t)('a' + *rng % 7),
+				   (uint8_t)(*rng >> 8), 0, 0};
+		uint32_t tl = (uint32_t)(*rng >> 16) % 4;
+		uint8_t key[12];
+		uint32_t kl = 4 + (uint32_t)(*rng >> 24) % 8;
+		uint64_t kv = (*rng >> 32) % (uint64_t)(n / 2 + 1);
+		for (uint32_t j = 0; j < kl; j++)
+			key[j] = (uint8_t)(kv >> (8 * (j % 8)));
+		ck_assert_int_eq(sai_builder_add(a, term, tl, key, kl), SAI_OK);
+		ck_assert_int_eq(sai_builder_add(b, term, tl, key, kl), SAI_OK);
+	}
+}
+
+/* A builder bounded to `hold` pairs (spilling sorted runs to files and
+ * merging them, levels of 16 runs merged on the way) writes the same
+ * bytes as one holding every pair, never holds more than `hold`, and
+ * leaves no run file behind. */
+START_TEST(a_bounded_build_is_byte_identical)
+{
+	struct env *env = env_real_new(NULL);
+	const char *dir = test_tmpdir("sai_spill");
+	char prefix[4096], path[4200];
+	snprintf(prefix, sizeof(prefix), "%s/tmp-ca-1-SAIrun_i", dir);
+	snprintf(path, sizeof(path), "%s/ca-1-SAI_i.db", dir);
+	uint64_t rng = seed | 1;
+	static const int sizes[] = {0, 1, 36, 37, 500, 20000};
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(*sizes); si++) {
+		int n = sizes[si];
+		struct sai_builder all, few;
+		sai_builder_init(&all);
+		sai_builder_init(&few);
+		ck_assert_int_eq(sai_builder_spill(&few, env, prefix, 37, 0),
+				 SAI_OK);
+		add_random(&all, &few, n, &rng);
+		ck_assert_uint_le(few.peak, 37);
+		if (n > 37)
+			ck_assert_uint_gt(few.spilled, 0);
+		if (n == 20000) /* merged: 540 runs, fewer than 3 x 16 left */
+			ck_assert_uint_lt(few.nruns, 3 * 16);
+		ck_assert_int_eq(count_files(dir, "tmp-ca-1-SAIrun_i-"),
+				 (int)few.nruns);
+		uint8_t *want;
+		size_t want_len;
+		ck_assert_int_eq(
+			sai_build_ident(&all, "c1 t0 f0", 8, &want, &want_len),
+			SAI_OK);
+		struct env_file *f;
+		ck_assert_int_eq(env_file_open(env, path,
+					       ENV_FILE_WRITE | ENV_FILE_CREATE |
+						       ENV_FILE_TRUNC,
+					       &f),
+				 0);
+		uint64_t got_len = 0;
+		ck_assert_int_eq(
+			sai_build_write(&few, "c1 t0 f0", 8, f, &got_len),
+			SAI_OK);
+		ck_assert_int_eq(env_file_close(f), 0);
+		ck_assert_int_eq(count_files(dir, "tmp-ca-1-SAIrun_i-"), 0);
+		ck_assert_uint_eq(got_len, want_len);
+		uint8_t *got;
+		size_t len;
+		ck_assert_int_eq(sai_component_load(env, path, &got, &len),
+				 SAI_OK);
+		ck_assert_uint_eq(len, want_len);
+		ck_assert(memcmp(got, want, len) == 0);
+		free(got);
+		free(want);
+		sai_builder_free(&all);
+		sai_builder_free(&few);
+	}
+	/* a build given up (an aborted write) removes its runs */
+	struct sai_builder b, none;
+	sai_builder_init(&b);
+	sai_builder_init(&none);
+	ck_assert_int_eq(sai_builder_spill(&b, env, prefix, 10, 0), SAI_OK);
+	add_random(&b, &none, 100, &rng);
+	ck_assert_int_gt(count_files(dir, "tmp-ca-1-SAIrun_i-"), 0);
+	sai_builder_free(&b);
+	sai_builder_free(&none);
+	ck_assert_int_eq(count_files(dir, "tmp-ca-1-SAIrun_i-"), 0);
+	env_unlink(env, path);
+	test_tmpdir_remove(dir);
+	env_real_delete(env);
+}
+END_TEST
+
+/* A run damaged on disk before the merge reads it is SAI_CORRUPT. */
+START_TEST(a_damaged_run_fails_the_build)
+{
+	struct env *env = env_real_new(NULL);
+	const char *dir = test_tmpdir("sai_spill_bad");
+	char prefix[4096], run[4200];
+	snprintf(prefix, sizeof(prefix), "%s/tmp-run", dir);
+	snprintf(run, sizeof(run), "%s-0", prefix);
+	struct sai_builder b, none;
+	sai_builder_init(&b);
+	sai_builder_init(&none);
+	ck_assert_int_eq(sai_builder_spill(&b, env, prefix, 50, 0), SAI_OK);
+	uint64_t rng = seed | 1;
+	add_random(&b, &none, 60, &rng);
+	ck_assert_uint_eq(b.nruns, 1);
+	FILE *fp = fopen(run, "r+b");
+	ck_assert_ptr_nonnull(fp);
+	fseek(fp, 9, SEEK_SET);
+	int c = fgetc(fp);
+	fseek(fp, 9, SEEK_SET);
+	fputc(c ^ 0x20, fp);
+	fclose(fp);
+	uint8_t *out = NULL;
+	size_t len;
+	ck_assert_int_eq(sai_build(&b, &out, &len), SAI_CORRUPT);
+	ck_assert_ptr_null(out);
+	sai_builder_free(&b);
+	sai_builder_free(&none);
+	ck_assert_int_eq(count_files(dir, "tmp-run"), 0);
+	test_tmpdir_remove(dir);
+	env_real_delete(env);
+}
+END_TEST
+
 int main(void)
 {
 	seed = test_seed(27);
@@ -473,6 +616,8 @@ int main(void)
 	tcase_add_test(tc, blocks_enter_the_block_cache);
 	tcase_add_test(tc, a_damaged_block_is_found_when_read);
 	tcase_add_test(tc, a_version_2_component_is_still_read);
+	tcase_add_test(tc, a_bounded_build_is_byte_identical);
+	tcase_add_test(tc, a_damaged_run_fails_the_build);
 	suite_add_tcase(s, tc);
 	return test_run(s);
 }
