@@ -430,6 +430,7 @@ int storage_compaction_run_job(struct job *j, struct sstable ***out)
 		.repaired_at = j->in[0]->stats.repaired_at,
 		.created_at = j->now,
 		.level = j->out_level,
+		.sai_hold = j->db->o.sai_build_hold,
 	};
 	memcpy(o.pending_repair, j->in[0]->stats.pending_repair,
 	       sizeof(o.pending_repair));

@@ -59,6 +59,7 @@ int storage_engine_write_memtable(struct storage *db, struct table *t,
 		.expected_partitions = atomic_load(&mt->parts.count),
 		.log_end = {mt->log_end_seg, mt->log_end_off},
 		.created_at = storage_engine_now_sec(db),
+		.sai_hold = db->o.sai_build_hold,
 	};
 	if (pending)
 		memcpy(o.pending_repair, pending, sizeof(o.pending_repair));

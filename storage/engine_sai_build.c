@@ -255,6 +255,20 @@ static int build_sstable(struct storage *db, struct table *t,
 	static const struct storage_read_cmd all = {.with_static = true};
 	struct sai_builder b;
 	sai_builder_init(&b);
+	/* runs beyond the bound: tmp-ca-<gen>-SAIrun_<index>-<n> (removed
+	 * with the builder and, after a crash, at start) */
+	char run[320];
+	snprintf(run, sizeof(run), "SAIrun_%s", ix->name);
+	char *prefix = sst_path(s->dir, s->gen, run, true);
+	if (!prefix ||
+	    sai_builder_spill(&b, s->env, prefix,
+			      db->o.sai_build_hold ? db->o.sai_build_hold
+						   : SAI_BUILDER_HOLD,
+			      SAI_BUILDER_HOLD_BYTES) != SAI_OK) {
+		free(prefix);
+		return err_set(ERR_NOMEM, "index build");
+	}
+	free(prefix);
 	struct buf term, key, last, seen;
 	buf_init(&seen);
 	buf_init(&term);
@@ -321,13 +335,16 @@ static int build_sstable(struct storage *db, struct table *t,
 				    sai_component_row_key(e->token, e->key, ck,
 							  &key))
 					rc = -1;
-				else if (buf_append(&last, seen.data,
-						    seen.len) ||
-					 sai_builder_add(&b, term.data,
-							 (uint32_t)term.len,
-							 key.data,
-							 (uint32_t)key.len))
+				else if (buf_append(&last, seen.data, seen.len))
 					rc = err_set(ERR_NOMEM, "index build");
+				else if ((k = sai_builder_add(
+						  &b, term.data,
+						  (uint32_t)term.len, key.data,
+						  (uint32_t)key.len)) != SAI_OK)
+					rc = k == SAI_IO
+						     ? err_prefix("index build")
+						     : err_set(ERR_NOMEM,
+							       "index build");
 			}
 		}
 		if (!rc && ++parts % 256 == 0)
@@ -337,14 +354,10 @@ static int build_sstable(struct storage *db, struct table *t,
 		rc = -1;
 	sst_iter_delete(it);
 	storage_read_ctx_destroy(&c);
-	uint8_t *out = NULL;
-	size_t len = 0;
 	char ident[64];
 	int il = rc ? -1 : sai_index_ident(meta, ix, ident, sizeof(ident));
-	if (!rc && (il < 0 || sai_build_ident(&b, ident, (uint32_t)il, &out,
-					      &len) != SAI_OK))
+	if (!rc && il < 0)
 		rc = err_set(ERR_NOMEM, "index build");
-	sai_builder_free(&b);
 	buf_free(&term);
 	buf_free(&key);
 	buf_free(&last);
@@ -352,8 +365,8 @@ static int build_sstable(struct storage *db, struct table *t,
 	/* an SSTable compacted away meanwhile goes with our reference: its
 	 * files (the component too, once listed) are removed then */
 	if (!rc && !atomic_load(&s->obsolete))
-		rc = sst_sai_install(s, ix, out, len);
-	free(out);
+		rc = sst_sai_install(s, ix, &b, ident, (uint32_t)il);
+	sai_builder_free(&b);
 	return rc;
 }
 

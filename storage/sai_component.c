@@ -595,8 +595,8 @@ int sai_builder_add(struct sai_builder *b, const void *term, uint32_t term_len,
 	b->bytes += (size_t)term_len + key_len;
 	if (b->n > b->peak)
 		b->peak = b->n;
-	if (b->env && (b->n >= b->hold ||
-		       (b->hold_bytes && b->bytes >= b->hold_bytes)))
+	if (b->env &&
+	    (b->n >= b->hold || (b->hold_bytes && b->bytes >= b->hold_bytes)))
 		return spill(b);
 	return SAI_OK;
 }

@@ -92,6 +92,7 @@ struct sst_writer_options {
 	int64_t created_at;         /* seconds (the env clock) */
 	uint32_t level;             /* leveled compaction's level; 0: flushes */
 	uint8_t pending_repair[16]; /* session id; all zero: none */
+	size_t sai_hold; /* index builders' pairs held (0: SAI_BUILDER_HOLD) */
 };
 
 struct sst_writer;
@@ -209,11 +210,14 @@ void sst_sai_damaged(struct sstable *s, const struct sai_file *f);
 size_t sst_sai_resident_bytes(struct sstable *s);
 
 /* Installs index ix's component (built over the SSTable's data by an
- * index build, engine_sai_build.c): writes `buf` as "SAI_<index>.db"
- * durably, lists it in TOC.txt (rewritten atomically) and makes it the
+ * index build, engine_sai_build.c): lays out what `b` was given (with
+ * `ident`, sai_build_write) as "SAI_<index>.db" durably (its .tmp, then
+ * renamed), lists it in TOC.txt (rewritten atomically) and makes it the
  * one queries load next. Any thread; one build per SSTable at a time. */
+struct sai_builder;
 int sst_sai_install(struct sstable *s, const struct storage_index *ix,
-		    const uint8_t *buf, size_t len);
+		    struct sai_builder *b, const void *ident,
+		    uint32_t ident_len);
 /* Whether TOC.txt listed, or a build installed, a component for the
  * index named `index` (not loaded: its identity is not checked). */
 bool sst_sai_listed(struct sstable *s, const char *index);

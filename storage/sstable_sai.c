@@ -242,8 +242,41 @@ static int toc_add(struct sstable *s, const char *comp)
 	return rc ? -1 : env_sync_dir(s->env, s->dir);
 }
 
+/* The component built by b to `path` (its .tmp renamed), synced. */
+static int save_built(struct sstable *s, const char *path,
+		      struct sai_builder *b, const void *ident,
+		      uint32_t ident_len, uint64_t *len)
+{
+	size_t n = strlen(path) + 5;
+	char *tmp = malloc(n);
+	if (!tmp)
+		return err_set(ERR_NOMEM, "sstable index");
+	snprintf(tmp, n, "%s.tmp", path);
+	struct env_file *f;
+	int rc = env_file_open(
+		s->env, tmp, ENV_FILE_WRITE | ENV_FILE_CREATE | ENV_FILE_TRUNC,
+		&f);
+	if (!rc) {
+		int br = sai_build_write(b, ident, ident_len, f, len);
+		if (br == SAI_NOMEM)
+			err_set(ERR_NOMEM, "index build");
+		else if (br == SAI_CORRUPT)
+			err_set(ERR_CORRUPT, "a sorted run of index build");
+		rc = br != SAI_OK || env_file_sync(f) ? -1 : 0;
+		if (env_file_close(f))
+			rc = -1;
+		if (!rc)
+			rc = env_rename(s->env, tmp, path);
+		if (rc)
+			env_unlink(s->env, tmp);
+	}
+	free(tmp);
+	return rc ? -1 : env_sync_dir(s->env, s->dir);
+}
+
 int sst_sai_install(struct sstable *s, const struct storage_index *ix,
-		    const uint8_t *buf, size_t len)
+		    struct sai_builder *b, const void *ident,
+		    uint32_t ident_len)
 {
 	size_t cn = strlen(ix->name) + 8;
 	char *comp = malloc(cn);
@@ -251,7 +284,8 @@ int sst_sai_install(struct sstable *s, const struct storage_index *ix,
 		return err_set(ERR_NOMEM, "sstable index");
 	snprintf(comp, cn, "SAI_%s.db", ix->name);
 	char *path = sst_path(s->dir, s->gen, comp, false);
-	int rc = !path ? -1 : sai_component_save(s->env, path, buf, len);
+	uint64_t len = 0;
+	int rc = !path ? -1 : save_built(s, path, b, ident, ident_len, &len);
 	free(path);
 	/* the component first: a TOC never lists a missing one */
 	if (rc || toc_add(s, comp)) {

@@ -132,6 +132,20 @@ static int sai_writer_init(struct sst_writer *w)
 			return err_set(ERR_NOMEM, "sstable indexes");
 		snprintf(w->sai_comps[i], len, "SAI_%s.db",
 			 w->t->indexes[i].name);
+		/* runs beyond the bound: tmp-ca-<gen>-SAIrun_<index>-<n>,
+		 * removed with the writer and, after a crash, at start */
+		char run[320];
+		snprintf(run, sizeof(run), "SAIrun_%s", w->t->indexes[i].name);
+		char *prefix = sst_path(w->dir, w->gen, run, true);
+		int rc = !prefix ? -1
+				 : sai_builder_spill(&w->sai[i], w->env, prefix,
+						     w->o.sai_hold
+							     ? w->o.sai_hold
+							     : SAI_BUILDER_HOLD,
+						     SAI_BUILDER_HOLD_BYTES);
+		free(prefix);
+		if (rc)
+			return err_set(ERR_NOMEM, "sstable indexes");
 	}
 	return 0;
 }
@@ -187,11 +201,14 @@ static int sai_writer_add(struct sst_writer *w, size_t i, struct slice ck)
 		key = &w->sai_rkey;
 	}
 	buf_clear(last);
-	if (buf_append(last, seen->data, seen->len) ||
-	    sai_builder_add(&w->sai[i], w->sai_term.data,
-			    (uint32_t)w->sai_term.len, key->data,
-			    (uint32_t)key->len) != SAI_OK)
+	if (buf_append(last, seen->data, seen->len))
 		return err_set(ERR_NOMEM, "sstable index");
+	int rc = sai_builder_add(&w->sai[i], w->sai_term.data,
+				 (uint32_t)w->sai_term.len, key->data,
+				 (uint32_t)key->len);
+	if (rc != SAI_OK)
+		return rc == SAI_IO ? err_prefix("sstable index run")
+				    : err_set(ERR_NOMEM, "sstable index");
 	w->sai_last_part[i] = w->part_no;
 	return 0;
 }
@@ -637,26 +654,34 @@ static size_t component_count(const struct sst_writer *w)
 	return N_COMPONENTS + (w->sai && w->sai_comps ? w->t->index_count : 0);
 }
 
-/* Each index's component, to its temporary file. */
+/* Each index's component, to its temporary file, a block at a time (the
+ * builder's runs merged). */
 static int write_sai(struct sst_writer *w)
 {
 	for (size_t i = 0; w->sai && i < w->t->index_count; i++) {
-		struct buf b;
-		buf_init(&b);
-		size_t len = 0;
+		const char *comp = w->sai_comps[i];
 		char ident[64];
 		int il = sai_index_ident(w->t, &w->t->indexes[i], ident,
 					 sizeof(ident));
-		if (il < 0 || sai_build_ident(&w->sai[i], ident, (uint32_t)il,
-					      &b.data, &len) != SAI_OK)
+		if (il < 0)
 			return err_set(ERR_NOMEM, "sstable index");
-		b.len = b.cap = len;
+		struct env_file *f;
+		if (open_tmp(w, comp, &f))
+			return err_prefix("sstable %s", comp);
+		int rc = sai_build_write(&w->sai[i], ident, (uint32_t)il, f,
+					 NULL);
+		if (rc == SAI_NOMEM)
+			err_set(ERR_NOMEM, "sstable index");
+		else if (rc == SAI_CORRUPT)
+			err_set(ERR_CORRUPT, "a sorted run of index %s",
+				w->t->indexes[i].name);
+		if (rc == SAI_OK && env_file_sync(f))
+			rc = SAI_IO;
+		if (env_file_close(f) && rc == SAI_OK)
+			rc = SAI_IO;
 		sai_builder_free(&w->sai[i]);
-		sai_builder_init(&w->sai[i]);
-		int rc = write_component(w, w->sai_comps[i], &b);
-		buf_free(&b);
 		if (rc)
-			return -1;
+			return err_prefix("sstable %s", comp);
 	}
 	return 0;
 }

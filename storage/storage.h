@@ -247,6 +247,10 @@ struct storage_options {
 	int disk_access_mode;
 	storage_post_fn post; /* may be NULL */
 	void *post_arg;
+	/* (term, key) pairs an index component's builder holds before it
+	 * spills a sorted run to a temporary file (0: SAI_BUILDER_HOLD;
+	 * tests lower it) */
+	size_t sai_build_hold;
 };
 
 /* Defaults equal to conf's; `env` and the directories still to set. */

@@ -531,7 +531,8 @@ START_TEST(a_bounded_build_is_byte_identical)
 			SAI_OK);
 		struct env_file *f;
 		ck_assert_int_eq(env_file_open(env, path,
-					       ENV_FILE_WRITE | ENV_FILE_CREATE |
+					       ENV_FILE_WRITE |
+						       ENV_FILE_CREATE |
 						       ENV_FILE_TRUNC,
 					       &f),
 				 0);
