@@ -488,6 +488,7 @@ static int merge(struct sai_builder *b, size_t first, size_t nr, bool held,
 static int run_add(struct sai_builder *b, uint32_t level, uint32_t *id,
 		   struct sink *k)
 {
+	memset(k, 0, sizeof(*k));
 	if (b->nruns == b->runs_cap) {
 		size_t cap = b->runs_cap ? b->runs_cap * 2 : 8;
 		struct sai_run *r = realloc(b->runs, cap * sizeof(*r));
@@ -499,7 +500,6 @@ static int run_add(struct sai_builder *b, uint32_t level, uint32_t *id,
 	char path[4096];
 	*id = b->next_run++;
 	run_path(b, *id, path, sizeof(path));
-	memset(k, 0, sizeof(*k));
 	k->run = true;
 	if (env_file_open(b->env, path,
 			  ENV_FILE_WRITE | ENV_FILE_CREATE | ENV_FILE_TRUNC,
@@ -549,7 +549,7 @@ static int spill(struct sai_builder *b)
 	for (size_t i = 0; rc == SAI_OK && i < b->n; i++)
 		sink_add(&k, b->v[i].term, b->v[i].term_len, b->v[i].key,
 			 b->v[i].key_len);
-	if (k.f || rc == SAI_OK)
+	if (k.f)
 		rc = run_done(b, &k, rc);
 	b->spilled += b->n;
 	free_entries(b);
