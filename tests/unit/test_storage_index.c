@@ -1343,6 +1343,85 @@ START_TEST(a_paged_walk_visits_bounded_entries_per_step)
 }
 END_TEST
 
+/* Rows of a row-level index paged out of a memtable's sorted term (5
+ * rows a partition, each partition's rows kept together) are the rows
+ * the flushed component gives, page by page; a step walks at most its
+ * limit of partitions' rows. */
+START_TEST(memtable_row_pages_match_the_component)
+{
+	struct fx f;
+	fx_init(&f, "sai_row_pages", true);
+	enum { N = 200, ROWS = 5, LIMIT = 7 };
+	uint8_t vb[4];
+	be32_store(vb, 77);
+	int64_t now = now_sec(&f);
+	/* rows written out of order, some twice */
+	for (int r = 0; r < ROWS; r++)
+		for (int p = 0; p < N; p++) {
+			int c = (r * 3 + p) % ROWS;
+			struct storage_mutation *m = mut(&f, p, c);
+			storage_mutation_put(m, COL_V, NULL, 0, vb, 4, f.ts, 0,
+					     now);
+			apply(&f, m);
+			if (p % 17 == 0) {
+				m = mut(&f, p, c);
+				storage_mutation_put(m, COL_V, NULL, 0, vb, 4,
+						     f.ts, 0, now);
+				apply(&f, m);
+			}
+		}
+	struct slice v = slice_make(vb, 4);
+	struct buf seen[2];
+	for (int pass = 0; pass < 2; pass++) {
+		buf_init(&seen[pass]);
+		if (pass == 1)
+			ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+		struct storage_index_page pg = {.limit = LIMIT};
+		uint8_t after[64];
+		size_t parts = 0;
+		for (;;) {
+			struct storage_index_keys k;
+			if (storage_index_candidates(f.db, f.t->id, "iv", &v, 1,
+						     0, 0, &pg, &k))
+				ck_abort_msg("candidates: %s", err_msg());
+			ck_assert_uint_eq(k.scanned, 0);
+			if (pass == 0)
+				ck_assert_uint_le(k.visited, LIMIT * ROWS);
+			ck_assert_ptr_nonnull(k.rows);
+			for (size_t i = 0; i < k.count; i++) {
+				if (!i || k.tokens[i - 1] != k.tokens[i] ||
+				    slice_cmp(k.keys[i - 1], k.keys[i]))
+					parts++;
+				buf_append(&seen[pass], k.keys[i].ptr,
+					   k.keys[i].len);
+				buf_append(&seen[pass], k.rows[i].ptr,
+					   k.rows[i].len);
+				buf_put_u8(&seen[pass], '|');
+			}
+			buf_put_u8(&seen[pass], '#');
+			bool more = k.more;
+			if (more) {
+				memcpy(after, k.resume_key.ptr,
+				       k.resume_key.len);
+				pg.after = true;
+				pg.after_token = k.resume_token;
+				pg.after_key =
+					slice_make(after, k.resume_key.len);
+			}
+			storage_index_keys_free(&k);
+			if (!more)
+				break;
+		}
+		ck_assert_uint_eq(parts, N);
+	}
+	ck_assert_uint_eq(seen[0].len, seen[1].len);
+	ck_assert(memcmp(seen[0].data, seen[1].data, seen[0].len) == 0);
+	buf_free(&seen[0]);
+	buf_free(&seen[1]);
+	fx_free(&f);
+}
+END_TEST
+
 /* The components of one history (flushes, a major compaction, an index
  * built over existing data), each file's bytes in path order. */
 struct comp_set {
@@ -1472,6 +1551,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_damaged_component_is_repaired_in_the_background);
 	tcase_add_test(tc, a_paged_walk_visits_bounded_entries_per_step);
 	tcase_add_test(tc, bounded_builders_write_the_same_components);
+	tcase_add_test(tc, memtable_row_pages_match_the_component);
 	suite_add_tcase(s, tc);
 	return s;
 }
