@@ -114,6 +114,16 @@ struct wmut {
 	uint8_t table_id[16]; /* m's, for the table's latency */
 };
 
+/* A partition replica filtering protection reads from one contact: the
+ * rows other contacts returned and it did not (encoded clusterings,
+ * borrowed from the others' fragments, the array in op->a), or the
+ * partition whole within the read's slices (nrows 0). */
+struct protect_key {
+	const struct storage_mutation *p;
+	const struct slice *rows;
+	size_t nrows;
+};
+
 struct op {
 	enum op_kind kind;
 	struct op *prev, *next;
@@ -188,7 +198,7 @@ struct op {
 	 * protection reads, grouped by the contact they are read from
 	 * (borrowed from the contacts' lists), and the rows the step holds
 	 * for protection (Cassandra's cached rows) */
-	const struct storage_mutation **pk;
+	struct protect_key *pk;
 	uint64_t rfp_rows;
 	/* reads: replicas whose answer held more than
 	 * tombstone_warn_threshold tombstones, and the most one held */
@@ -405,16 +415,17 @@ void repl_range_fail_nomem(struct op *op);
 void repl_protect_fail_cached(struct op *op);
 
 /* A protection read for contact `i` of the partitions op->pk[first ..
- * first + n): a new target after the contacts, sent now as one message
- * (cmd's key the first, ReadReq.keys the rest); the local replica reads
- * its one partition (n is 1 then) through the store. 0, or -1 with
- * ERR_NOMEM. */
+ * first + n) (each its rows, or whole): a new target after the contacts,
+ * sent now as one message (cmd's key the first, ReadReq.keys the rest,
+ * ReadReq.cmds the rows' commands); the local replica reads its one
+ * partition (n is 1 then) through the store. 0, or -1 with ERR_NOMEM. */
 int repl_protect_read(struct op *op, size_t i, size_t first, size_t n);
 
 /* Replica filtering protection, the reads: every contact answered an
- * indexed range read with its own candidates; each partition (up to the
- * bound) that some contact returned and another did not is read from that
- * other, whose version may be newer and no longer match (or deleted): up
+ * indexed range read with its own candidates (rows, or partitions);
+ * each row (up to the bound) that some contact returned and another did
+ * not is read from that other, whose version may be newer and no longer
+ * match (or deleted), a partition's such rows together: up
  * to REPL_PROTECT_BATCH partitions a message to a remote contact, one
  * store read each for the local one. 0 (op->outstanding > 0 when reads
  * were sent), 1 when the rows held passed rfp_fail_rows (nothing sent),
@@ -422,9 +433,9 @@ int repl_protect_read(struct op *op, size_t i, size_t first, size_t n);
 int repl_protect(struct op *op);
 
 /* Replica filtering protection, the merge: each protection read's
- * versions join its contact's list (in token order), so the merge and
- * the repairs see every contact's version of every partition. 0 or -1
- * (ERR_NOMEM). */
+ * versions join its contact's list (in token order, merged with the
+ * contact's own fragment of the partition), so the merge and the repairs
+ * see every contact's version of every row. 0 or -1 (ERR_NOMEM). */
 int repl_protect_merge(struct op *op);
 
 /* ---- coord_truncate.c: truncates ----------------------------------------- */

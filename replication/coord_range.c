@@ -491,9 +491,10 @@ void repl_range_step(struct repl *r, const struct repl_range *q,
 		done(arg, &res, NULL, 0, q->start, false);
 		return;
 	}
-	/* one contact: it may answer with the index's rows only (with more,
-	 * replica filtering protection needs whole partitions) */
-	op->ix.rows = op->has_index && op->nt == 1;
+	/* the replicas may answer with the index's rows only: with several
+	 * contacts replica filtering protection compares the answers row
+	 * by row (coord_protect.c) */
+	op->ix.rows = op->has_index;
 	op->hold++;
 	op->sending = true;
 	for (size_t i = 0; i < op->nt && !op->replied; i++)

@@ -366,6 +366,9 @@ static void multi_left(struct multi_read *m)
 {
 	if (--m->left > 0)
 		return;
+	if (m->status == 0 && m->s->traced)
+		repl_trace_read_stats(m->s->r, m->s->trace, "ReadStage-1",
+				      m->s->start_us, &m->s->stats, true);
 	if (m->status == 0)
 		read_answer(m->s, true, "", m->frags, m->n);
 	else
@@ -391,8 +394,9 @@ static void multi_part_done(void *arg, int status, enum err_code code,
 	multi_left(m);
 }
 
-/* Reads cmd's key and req->keys with s->cmd, then answers them in one
- * ReadRsp. */
+/* Reads cmd's key and req->keys with s->cmd (or a partition's own
+ * command, req->cmds: replica filtering protection's rows), then answers
+ * them in one ReadRsp. */
 static void serve_multi_read(struct serve *s,
 			     const Cassini__Replication__ReadReq *req)
 {
@@ -416,13 +420,39 @@ static void serve_multi_read(struct serve *s,
 		free(s);
 		return;
 	}
+	/* each partition's own command, decoded before any read starts */
+	struct storage_read_cmd *cmds = arena_alloc(&s->a, n * sizeof(*cmds));
+	bool bad = !cmds || req->n_cmds > n;
+	for (size_t i = 0; !bad && i < n; i++) {
+		cmds[i] = s->cmd;
+		if (i < req->n_cmds && req->cmds[i].len > 0)
+			bad = storage_read_cmd_decode(req->cmds[i].data,
+						      req->cmds[i].len, &s->a,
+						      &cmds[i]) != 0;
+		/* the stats (when traced) add up on the loop, as each
+		 * read's completion runs there */
+		cmds[i].stats = s->cmd.stats;
+	}
+	if (bad) {
+		free(frags);
+		free(m);
+		Cassini__Replication__ReadRsp rsp =
+			CASSINI__REPLICATION__READ_RSP__INIT;
+		rsp.id = s->id;
+		rsp.error = (char *)"malformed read request";
+		repl_send_packed(r, &s->from, REPL_VERB_READ_RSP, &rsp.base);
+		arena_destroy(&s->a);
+		free(s);
+		return;
+	}
 	m->s = s;
 	m->n = n;
 	m->left = n + 1;
 	m->frags = frags;
 	for (size_t i = 0; i < n; i++) {
-		struct storage_read_cmd cmd = s->cmd;
-		cmd.stats = NULL;
+		struct storage_read_cmd cmd = cmds[i];
+		cmd.key = s->cmd.key;
+		cmd.key_len = s->cmd.key_len;
 		if (i > 0) {
 			cmd.key = req->keys[i - 1].data;
 			cmd.key_len = req->keys[i - 1].len;
@@ -474,7 +504,7 @@ static void serve_read(struct repl *r, const struct inet_addr *from,
 				    "Acquiring sstable references");
 			s->cmd.stats = &s->stats;
 		}
-		if (req->n_keys > 0 && !s->digest)
+		if ((req->n_keys > 0 || req->n_cmds > 0) && !s->digest)
 			serve_multi_read(s, req);
 		else
 			r->store->read(r->store_arg, req->table_id.data,

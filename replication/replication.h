@@ -183,9 +183,9 @@ struct repl_index_expr {
 	const struct storage_index_bound *lo, *hi;
 	const struct repl_index_expr *and_ix; /* its own and_ix unused */
 	/* The replica may read only the rows the index lists of a
-	 * partition (not the whole slice): set by the coordinator when one
-	 * contact answers, as replica filtering protection compares
-	 * partitions, not rows. On the first restriction only. */
+	 * partition (not the whole slice): set by the coordinator for
+	 * every indexed step (with several contacts replica filtering
+	 * protection compares rows). On the first restriction only. */
 	bool rows;
 };
 /* At most this many values (an IN of more reads the range whole). */

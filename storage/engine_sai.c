@@ -863,21 +863,17 @@ static void sort_rows(struct row_ref *v, size_t n, struct row_ref *tmp)
 	memcpy(v, tmp, n * sizeof(*v));
 }
 
-int storage_read_fragment_rows(struct storage *db, const uint8_t table_id[16],
-			       const struct storage_read_cmd *cmd,
-			       const struct slice *rows, size_t n,
-			       struct storage_mutation **out)
+int storage_read_cmd_rows(const struct storage_table_meta *t,
+			  const struct storage_read_cmd *cmd,
+			  const struct slice *rows, size_t n, struct arena *a,
+			  struct storage_read_cmd *out)
 {
-	*out = NULL;
-	const struct storage_table_meta *t =
-		storage_table_meta_acquire(db, table_id);
-	if (!t)
-		return err_set(ERR_NOT_FOUND, "no such table");
 	size_t nc = t->ck_count;
 	struct row_ref *v = malloc((n ? n : 1) * sizeof(*v));
 	struct row_ref *tmp = malloc((n ? n : 1) * sizeof(*tmp));
-	struct slice *vals = malloc((n * nc > 0 ? n * nc : 1) * sizeof(*vals));
-	struct storage_slice *sl = malloc((n ? n : 1) * sizeof(*sl));
+	struct slice *vals =
+		arena_alloc(a, (n * nc > 0 ? n * nc : 1) * sizeof(*vals));
+	struct storage_slice *sl = arena_alloc(a, (n ? n : 1) * sizeof(*sl));
 	int rc = 0;
 	if (!v || !tmp || !vals || !sl)
 		rc = err_set(ERR_NOMEM, "index rows");
@@ -907,15 +903,32 @@ int storage_read_fragment_rows(struct storage *db, const uint8_t table_id[16],
 		ns++;
 	}
 	if (!rc) {
-		struct storage_read_cmd c = *cmd;
-		c.slices = sl;
-		c.slice_count = ns;
-		rc = storage_read_fragment(db, table_id, &c, out);
+		*out = *cmd;
+		out->slices = sl;
+		out->slice_count = ns;
 	}
 	free(v);
 	free(tmp);
-	free(vals);
-	free(sl);
+	return rc;
+}
+
+int storage_read_fragment_rows(struct storage *db, const uint8_t table_id[16],
+			       const struct storage_read_cmd *cmd,
+			       const struct slice *rows, size_t n,
+			       struct storage_mutation **out)
+{
+	*out = NULL;
+	const struct storage_table_meta *t =
+		storage_table_meta_acquire(db, table_id);
+	if (!t)
+		return err_set(ERR_NOT_FOUND, "no such table");
+	struct arena a;
+	arena_create(&a, 0);
+	struct storage_read_cmd c;
+	int rc = storage_read_cmd_rows(t, cmd, rows, n, &a, &c);
+	if (!rc)
+		rc = storage_read_fragment(db, table_id, &c, out);
+	arena_destroy(&a);
 	storage_table_meta_unref(t);
 	return rc;
 }

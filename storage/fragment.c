@@ -294,6 +294,23 @@ size_t storage_mutation_rows(const struct storage_mutation *m)
 	return n;
 }
 
+size_t storage_fragment_row_cks(const struct storage_mutation *m,
+				struct slice *out, size_t cap)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->atom_count; i++) {
+		struct slice ck = m->atoms[i].ck;
+		if (i > 0 && slice_cmp(ck, m->atoms[i - 1].ck) == 0)
+			continue;
+		if (ck.len == 0 || ck.ptr[0] != CK_ROW)
+			continue; /* the static row */
+		if (n < cap)
+			out[n] = ck;
+		n++;
+	}
+	return n;
+}
+
 bool storage_mutation_is_empty(const struct storage_mutation *m)
 {
 	return m->atom_count == 0 && m->rt_count == 0 &&

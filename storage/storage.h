@@ -193,6 +193,13 @@ uint64_t storage_mutation_tombstones(const struct storage_mutation *m,
  * partition deletion are not rows. What replica filtering protection
  * counts against cached_rows_warn_threshold. */
 size_t storage_mutation_rows(const struct storage_mutation *m);
+/* The encoded clusterings of fragment m's regular rows (their atoms,
+ * live or not; not the static row, range tombstones or the partition
+ * deletion), each once in m's order: the first `cap` into out (borrowed
+ * from m, live while it is), and how many there are returned. What
+ * replica filtering protection compares replicas' row answers by. */
+size_t storage_fragment_row_cks(const struct storage_mutation *m,
+				struct slice *out, size_t cap);
 /* A 16-byte digest of the mutation's content (table id, key, deletions,
  * atoms; not its meta pointer): MurmurHash3_x64_128 of its encoding, so
  * equal content in the same order gives equal digests on every node.
@@ -620,6 +627,17 @@ int storage_read_fragment_rows(struct storage *db, const uint8_t table_id[16],
 			       const struct storage_read_cmd *cmd,
 			       const struct slice *rows, size_t n,
 			       struct storage_mutation **out);
+
+/* cmd restricted to rows[0..n) of its partition (encoded clusterings, as
+ * storage_read_fragment_rows takes them; any order, repeats allowed):
+ * *out is cmd with one single-row slice per distinct row, ascending in
+ * t's order, the slices in `a` (live while `a` is; rows are borrowed).
+ * Replica filtering protection asks a replica for those rows alone.
+ * ERR_CORRUPT for a clustering that is not a row's, ERR_NOMEM. */
+int storage_read_cmd_rows(const struct storage_table_meta *t,
+			  const struct storage_read_cmd *cmd,
+			  const struct slice *rows, size_t n, struct arena *a,
+			  struct storage_read_cmd *out);
 
 /* How much of a candidate lookup to answer: at most `limit` candidates
  * (0: every one), the first partitions after (after_token, after_key)

@@ -4,6 +4,7 @@
 #include "common/err.h"
 #include "common/murmur3.h"
 #include "replication/replication.pb-c.h"
+#include "storage/atom_internal.h"
 #include "tests/lib/testutil.h"
 
 #include <check.h>
@@ -59,6 +60,127 @@ static struct storage_mutation *copy_frag(struct mnode *n,
 	return c;
 }
 
+/* ---- a clustered table's rows (simc_new_clustered) ---------------------- */
+
+struct ids {
+	struct buf b[MAX_ROWS_SEL];
+	size_t n;
+};
+
+/* The ids to keep of a fragment: its partition deletion and range
+ * tombstones, the static row when `with_static`, and the rows whose
+ * encoded clusterings are cks[0..ncks). */
+struct sel {
+	struct ids *out;
+	const struct buf *cks;
+	size_t ncks;
+	bool with_static;
+};
+
+static int sel_row(void *arg, struct slice id, const uint8_t digest[16])
+{
+	(void)digest;
+	struct sel *s = arg;
+	bool keep = id.ptr[0] != 2;
+	if (id.ptr[0] == 2 && id.len > 1 && id.ptr[1] == CK_STATIC)
+		keep = s->with_static;
+	for (size_t i = 0; !keep && i < s->ncks; i++)
+		keep = id.len == s->cks[i].len + 1 &&
+		       memcmp(id.ptr + 1, s->cks[i].data, s->cks[i].len) == 0;
+	if (keep) {
+		ck_assert_uint_lt(s->out->n, MAX_ROWS_SEL);
+		struct buf *b = &s->out->b[s->out->n++];
+		buf_init(b);
+		ck_assert_int_eq(buf_append(b, id.ptr, id.len), 0);
+	}
+	return 0;
+}
+
+/* f with only the rows cks[0..n) (and its static row, deletions). */
+static struct storage_mutation *select_rows(struct mnode *n,
+					    const struct storage_mutation *f,
+					    const struct buf *cks, size_t ncks,
+					    bool with_static)
+{
+	struct ids *ids = calloc(1, sizeof(*ids));
+	ck_assert_ptr_nonnull(ids);
+	struct sel s = {ids, cks, ncks, with_static};
+	ck_assert_int_eq(storage_fragment_rows(f, sel_row, &s), 0);
+	struct slice v[MAX_ROWS_SEL];
+	for (size_t i = 0; i < ids->n; i++)
+		v[i] = buf_slice(&ids->b[i]);
+	struct storage_mutation *m =
+		storage_fragment_select_rows(n->c->meta, f, v, ids->n);
+	ck_assert_ptr_nonnull(m);
+	for (size_t i = 0; i < ids->n; i++)
+		buf_free(&ids->b[i]);
+	free(ids);
+	return m;
+}
+
+/* The rows of cmd's single-row slices (as replica filtering protection
+ * asks for them) of f; f whole without slices. */
+static struct storage_mutation *read_slices(struct mnode *n,
+					    const struct storage_mutation *f,
+					    const struct storage_read_cmd *cmd)
+{
+	if (!cmd->slices)
+		return copy_frag(n, f);
+	ck_assert_uint_le(cmd->slice_count, MAX_ROWS_SEL);
+	struct buf cks[MAX_ROWS_SEL];
+	for (size_t i = 0; i < cmd->slice_count; i++) {
+		const struct storage_slice *sl = &cmd->slices[i];
+		/* only single-row slices are asked of this store */
+		ck_assert_uint_eq(sl->start_count, n->c->meta->ck_count);
+		ck_assert_uint_eq(sl->end_count, n->c->meta->ck_count);
+		ck_assert(sl->start_incl && sl->end_incl);
+		buf_init(&cks[i]);
+		ck_assert_int_eq(storage_ck_encode(&cks[i], CK_ROW, sl->start,
+						   sl->start_count),
+				 0);
+	}
+	struct storage_mutation *m =
+		select_rows(n, f, cks, cmd->slice_count, cmd->with_static);
+	for (size_t i = 0; i < cmd->slice_count; i++)
+		buf_free(&cks[i]);
+	return m;
+}
+
+/* The rows of f whose live v is one of ix's values (as this replica
+ * holds them: its index, row-level) into cks (encoded clusterings);
+ * how many. */
+static size_t matching_rows(struct mnode *n, const struct storage_mutation *f,
+			    const struct repl_index_expr *ix, struct buf *cks)
+{
+	struct storage_read_cmd cmd = {.with_static = true};
+	struct storage_result *r = NULL;
+	ck_assert_int_eq(
+		storage_fragment_resolve(n->c->meta, f, &cmd, 1700000000, &r),
+		0);
+	size_t k = 0;
+	for (size_t i = 0; i < r->row_count; i++) {
+		bool match = false;
+		for (size_t j = 0; j < r->rows[i].cell_count; j++) {
+			struct storage_cell_view *cv = &r->rows[i].cells[j];
+			for (size_t x = 0; x < ix->n_vals; x++)
+				match = match ||
+					(cv->column == n->c->v_col &&
+					 slice_eq(cv->value, ix->vals[x]));
+		}
+		if (!match)
+			continue;
+		ck_assert_uint_lt(k, MAX_ROWS_SEL);
+		buf_init(&cks[k]);
+		ck_assert_int_eq(storage_ck_encode(&cks[k], CK_ROW,
+						   r->rows[i].clustering,
+						   r->rows[i].clustering_count),
+				 0);
+		k++;
+	}
+	storage_result_delete(r);
+	return k;
+}
+
 static void mem_read(void *s, const uint8_t table_id[16],
 		     const struct storage_read_cmd *cmd,
 		     repl_store_read_fn done, void *arg)
@@ -74,10 +196,15 @@ static void mem_read(void *s, const uint8_t table_id[16],
 	struct storage_mutation *probe =
 		storage_mutation_new(n->c->meta, cmd->key, cmd->key_len);
 	struct part *p = find_part(n, probe);
-	out[0] = p ? copy_frag(n, p->frag) : probe;
+	out[0] = p ? (n->c->clustered ? read_slices(n, p->frag, cmd)
+				      : copy_frag(n, p->frag))
+		   : probe;
 	if (p)
 		storage_mutation_delete(probe);
-	if (cmd->stats) /* the partitions here hold one row each */
+	n->rows_read += storage_mutation_rows(out[0]);
+	if (cmd->stats && n->c->clustered)
+		cmd->stats->live_rows += storage_mutation_rows(out[0]);
+	else if (cmd->stats) /* the partitions here hold one row each */
 		cmd->stats->live_rows += p != NULL;
 	done(arg, 0, ERR_NONE, out, 1, false);
 }
@@ -122,16 +249,45 @@ static void scan_matching(struct mnode *n, int64_t start, int64_t end,
 	for (size_t i = 0; i < n->nparts; i++) {
 		const struct storage_mutation *f = n->parts[i].frag;
 		int64_t t = storage_mutation_token(f);
-		if (t > start && t <= end && index_match(n, f, ix))
+		if (t > start && t <= end &&
+		    (n->c->clustered || index_match(n, f, ix)))
 			all[k++] = n->parts[i].frag;
 	}
 	qsort(all, k, sizeof(*all), part_cmp);
-	bool cut = k > max;
-	if (cut)
-		k = max;
+	size_t w = 0;
+	bool cut = false;
+	for (size_t i = 0; i < k; i++) {
+		struct storage_mutation *m;
+		if (n->c->clustered && ix) {
+			/* a row-level index: the partitions with a
+			 * matching row, its rows alone when told so */
+			struct buf cks[MAX_ROWS_SEL];
+			size_t nm = matching_rows(n, all[i], ix, cks);
+			m = !nm ? NULL
+			    : ix->rows && !n->old_index_rows
+				    ? select_rows(n, all[i], cks, nm,
+						  cmd->with_static)
+				    : copy_frag(n, all[i]);
+			for (size_t x = 0; x < nm; x++)
+				buf_free(&cks[x]);
+		} else
+			m = copy_frag(n, all[i]);
+		if (!m)
+			continue;
+		if (w == max) {
+			storage_mutation_delete(m);
+			cut = true;
+			break;
+		}
+		all[w++] = m;
+	}
+	k = w;
 	for (size_t i = 0; i < k; i++)
-		all[i] = copy_frag(n, all[i]);
-	if (cmd->stats) /* one row each */
+		n->rows_read += storage_mutation_rows(all[i]);
+	if (cmd->stats && n->c->clustered)
+		for (size_t i = 0; i < k; i++)
+			cmd->stats->live_rows += storage_mutation_rows(all[i]);
+	else if (cmd->stats) /* one row each */
 		cmd->stats->live_rows += k;
 	done(arg, 0, ERR_NONE, all, k, cut);
 }
@@ -274,19 +430,23 @@ static void deliver(void *arg, const struct inet_addr *from, uint32_t verb,
 		    const uint8_t *msg, size_t len)
 {
 	struct mnode *n = arg;
-	if (n->old_reads && verb == REPL_VERB_READ) {
-		/* what a node without field 7 sees: the message without it */
+	if ((n->old_reads || n->old_rows) && verb == REPL_VERB_READ) {
+		/* what a node without field 7 (and 8) or without field 8
+		 * sees: the message without them */
 		Cassini__Replication__ReadReq *req =
 			cassini__replication__read_req__unpack(NULL, len, msg);
 		ck_assert_ptr_nonnull(req);
-		size_t nk = req->n_keys;
-		req->n_keys = 0;
+		size_t nk = req->n_keys, ncm = req->n_cmds;
+		if (n->old_reads)
+			req->n_keys = 0;
+		req->n_cmds = 0;
 		size_t sz =
 			cassini__replication__read_req__get_packed_size(req);
 		uint8_t *buf = malloc(sz ? sz : 1);
 		ck_assert_ptr_nonnull(buf);
 		cassini__replication__read_req__pack(req, buf);
 		req->n_keys = nk;
+		req->n_cmds = ncm;
 		cassini__replication__read_req__free_unpacked(req, NULL);
 		repl_receive(n->repl, from, verb, buf, sz);
 		free(buf);
@@ -323,13 +483,14 @@ void mnode_start(struct mnode *m)
 	m->killed = false;
 }
 
-/* `dcs[i]` names node i's datacenter; each node gets 8 tokens. */
-struct simc *simc_new(uint64_t seed, int n, const char *const *dcs)
+static struct simc *simc_build(uint64_t seed, int n, const char *const *dcs,
+			       bool clustered)
 {
 	struct simc *c = calloc(1, sizeof(*c));
 	ck_assert_ptr_nonnull(c);
 	c->sim = sim_new(seed, 1700000000000000LL);
 	c->n = n;
+	c->clustered = clustered;
 	snprintf(c->dir, sizeof(c->dir), "%s", test_tmpdir("coordinator"));
 	uint8_t id[16] = {0x42};
 	c->meta = storage_table_meta_new("ks", "t", id);
@@ -338,10 +499,15 @@ struct simc *simc_new(uint64_t seed, int n, const char *const *dcs)
 				 c->meta, "k", STORAGE_COLUMN_PARTITION_KEY,
 				 &text, false),
 			 0);
-	ck_assert_int_ge(storage_table_meta_add_column(c->meta, "v",
-						       STORAGE_COLUMN_REGULAR,
-						       &text, false),
-			 0);
+	if (clustered)
+		ck_assert_int_ge(
+			storage_table_meta_add_column(c->meta, "c",
+						      STORAGE_COLUMN_CLUSTERING,
+						      &text, false),
+			0);
+	c->v_col = storage_table_meta_add_column(
+		c->meta, "v", STORAGE_COLUMN_REGULAR, &text, false);
+	ck_assert_int_ge(c->v_col, 0);
 	static int64_t tokens[MAX_NODES][8];
 	struct ring_builder *b = ring_builder_new();
 	for (int i = 0; i < n; i++) {
@@ -370,6 +536,40 @@ struct simc *simc_new(uint64_t seed, int n, const char *const *dcs)
 	}
 	ring_builder_delete(b);
 	return c;
+}
+
+/* `dcs[i]` names node i's datacenter; each node gets 8 tokens. */
+struct simc *simc_new(uint64_t seed, int n, const char *const *dcs)
+{
+	return simc_build(seed, n, dcs, false);
+}
+
+struct simc *simc_new_clustered(uint64_t seed, int n, const char *const *dcs)
+{
+	return simc_build(seed, n, dcs, true);
+}
+
+struct storage_mutation *make_row_write(struct simc *c, const char *key,
+					const char *ck, const char *val,
+					int64_t ts)
+{
+	struct storage_mutation *m = storage_mutation_new(
+		c->meta, (const uint8_t *)key, strlen(key));
+	ck_assert_ptr_nonnull(m);
+	struct slice cv = slice_make((const uint8_t *)ck, strlen(ck));
+	ck_assert_int_eq(storage_mutation_set_row(m, &cv, 1), 0);
+	if (!val) {
+		ck_assert_int_eq(
+			storage_mutation_delete_row(m, ts, ts / 1000000), 0);
+		return m;
+	}
+	ck_assert_int_eq(storage_mutation_put_marker(m, ts, 0, ts / 1000000),
+			 0);
+	ck_assert_int_eq(storage_mutation_put(m, c->v_col, NULL, 0,
+					      (const uint8_t *)val, strlen(val),
+					      ts, 0, ts / 1000000),
+			 0);
+	return m;
 }
 
 void simc_delete(struct simc *c)
@@ -413,7 +613,7 @@ struct storage_mutation *make_write(struct simc *c, const char *key,
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(storage_mutation_put_marker(m, ts, 0, ts / 1000000),
 			 0);
-	ck_assert_int_eq(storage_mutation_put(m, 1, NULL, 0,
+	ck_assert_int_eq(storage_mutation_put(m, c->v_col, NULL, 0,
 					      (const uint8_t *)val, strlen(val),
 					      ts, 0, ts / 1000000),
 			 0);

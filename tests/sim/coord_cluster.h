@@ -16,8 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MAX_NODES 12
-#define MAX_PARTS 4096
+#define MAX_NODES    12
+#define MAX_PARTS    4096
+#define MAX_ROWS_SEL 512 /* rows a clustered store selects at once */
 
 struct part {
 	struct storage_mutation *frag;
@@ -55,6 +56,15 @@ struct mnode {
 	/* old_reads: the node does not know ReadReq.keys (a node before
 	 * batched protection reads): it reads cmd's key alone */
 	bool old_reads;
+	/* old_rows: the node does not know ReadReq.cmds (a node before
+	 * row-level protection): it reads every partition with cmd */
+	bool old_rows;
+	/* old_index_rows: the node does not know IndexExpr.rows: it reads
+	 * its candidate partitions whole */
+	bool old_index_rows;
+	/* rows the store read (storage_mutation_rows of every fragment it
+	 * answered with) */
+	uint64_t rows_read;
 	/* trace events this node recorded (the trace hook) */
 	int trace_events;
 	uint8_t trace_session[16]; /* the last one's session */
@@ -67,6 +77,11 @@ struct simc {
 	struct mnode nodes[MAX_NODES];
 	bool down[MAX_NODES]; /* the failure detector's verdict (everyone's) */
 	struct storage_table_meta *meta;
+	/* simc_new_clustered: (k text, c text, v text) with a row-level
+	 * index on v (the store's index lists the rows whose live v is the
+	 * value, their rows alone when repl_index_expr.rows says so) */
+	bool clustered;
+	int v_col;
 	const struct ring_strategy *strategy; /* for batchlog replay */
 	size_t max_inflight;     /* repl_options' (0: the default) */
 	uint64_t tombstone_warn; /* repl_options' tombstone_warn_threshold */
@@ -107,6 +122,12 @@ void range_out_free(struct range_out *o);
 
 void mnode_start(struct mnode *m);
 struct simc *simc_new(uint64_t seed, int n, const char *const *dcs);
+struct simc *simc_new_clustered(uint64_t seed, int n, const char *const *dcs);
+/* A write of row (key, ck) of a clustered table: v = val, or with val
+ * NULL the row's deletion. */
+struct storage_mutation *make_row_write(struct simc *c, const char *key,
+					const char *ck, const char *val,
+					int64_t ts);
 void simc_delete(struct simc *c);
 void simc_kill(struct simc *c, int i);
 void simc_restart(struct simc *c, int i);

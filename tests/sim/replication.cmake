@@ -18,3 +18,8 @@ cassini_check_suite(test_paxos_sim LABEL sim TIMEOUT 600
 cassini_check_suite(test_index_read_sim LABEL sim TIMEOUT 600
                     SOURCES test_index_read.c coord_cluster.c
                     LIBS cassini_sim cassini_replication)
+# Row-level replica filtering protection: replicas answer with rows,
+# protection asks for rows by primary key.
+cassini_check_suite(test_index_rows_sim LABEL sim TIMEOUT 600
+                    SOURCES test_index_rows.c coord_cluster.c
+                    LIBS cassini_sim cassini_replication)
