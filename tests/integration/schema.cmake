@@ -26,6 +26,11 @@ cassini_pytest(integration_index_intersect test_index_intersect.py TIMEOUT 300)
 # the one row read (the trace); overwrites, deletions, TTLs, statics,
 # paging, LIMIT, PER PARTITION LIMIT stay right (127.0.116.1).
 cassini_pytest(integration_index_rows test_index_rows.py TIMEOUT 300)
+# The same at QUORUM and ALL on 3 nodes: replicas read rows, row-level
+# replica filtering protection asks for rows by primary key; a stale
+# replica's rows resolve to the newest (127.0.123.1-3).
+cassini_pytest(integration_index_rows_quorum test_index_rows_quorum.py
+               TIMEOUT 400)
 # Building an index over existing data: refused while building, resumed
 # after a restart, rebuild_index, sai_column_indexes and IndexInfo
 # (127.0.109.20-22).
