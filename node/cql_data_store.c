@@ -165,12 +165,10 @@ static int store_index_scan(struct store_job *j, size_t *cap)
 			cmd.key = c.keys[i].ptr;
 			cmd.key_len = c.keys[i].len;
 			struct storage_mutation *m = NULL;
-			/* only the index's rows, when the coordinator says
-			 * one replica answers (no replica filtering
-			 * protection, which compares partitions) and the
-			 * read has no slices of its own */
-			if (j->ix.rows && !cmd.slices && c.rows &&
-			    c.rows[i].len)
+			/* only the index's rows (within the read's own
+			 * slices), when the coordinator says it may: it
+			 * protects rows, not partitions */
+			if (j->ix.rows && c.rows && c.rows[i].len)
 				rc = storage_read_fragment_rows(
 					j->d->db, j->table_id, &cmd, c.rows + i,
 					ie - i, &m);

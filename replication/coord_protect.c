@@ -87,6 +87,8 @@ int repl_protect_read(struct op *op, size_t i, size_t first, size_t n)
 				       NULL, NULL, 0, false);
 			return 0;
 		}
+		if (rc.slices && rc.slice_count == 0)
+			rc = cmd; /* none in the read's slices: whole */
 		/* the store copies the command */
 		r->store->read(r->store_arg, op->table_id, &rc,
 			       repl_local_read_done, c);
@@ -118,6 +120,9 @@ int repl_protect_read(struct op *op, size_t i, size_t first, size_t n)
 		base.key_len = kk.len;
 		rc = storage_read_cmd_rows(op->meta, &base, pk[k].rows,
 					   pk[k].nrows, &a, &rcmd);
+		/* (rows outside the read's slices: none came from one) */
+		if (rc == 0 && rcmd.slice_count == 0)
+			continue;
 		if (rc == 0)
 			rc = storage_read_cmd_encode(&rcmd, &cenc[k]);
 		cmds[k] = (ProtobufCBinaryData){cenc[k].len, cenc[k].data};

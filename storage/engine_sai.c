@@ -874,18 +874,56 @@ int storage_read_cmd_rows(const struct storage_table_meta *t,
 	struct slice *vals =
 		arena_alloc(a, (n * nc > 0 ? n * nc : 1) * sizeof(*vals));
 	struct storage_slice *sl = arena_alloc(a, (n ? n : 1) * sizeof(*sl));
+	/* cmd's own slices, their bounds encoded as prefixes: rows outside
+	 * every one are left out (the query's clustering restrictions
+	 * intersected with the index's rows) */
+	size_t nb = cmd->slices ? cmd->slice_count : 0;
+	size_t *off = malloc((2 * nb + 1) * sizeof(*off));
+	struct buf bb;
+	buf_init(&bb);
 	int rc = 0;
-	if (!v || !tmp || !vals || !sl)
+	if (!v || !tmp || !vals || !sl || !off)
 		rc = err_set(ERR_NOMEM, "index rows");
+	for (size_t i = 0; !rc && i < nb; i++) {
+		const struct storage_slice *q = &cmd->slices[i];
+		off[2 * i] = bb.len;
+		if (storage_ck_encode(&bb, CK_ROW, q->start, q->start_count))
+			rc = err_set(ERR_NOMEM, "index rows");
+		off[2 * i + 1] = bb.len;
+		if (!rc && storage_ck_encode(&bb, CK_ROW, q->end, q->end_count))
+			rc = err_set(ERR_NOMEM, "index rows");
+	}
+	if (!rc)
+		off[2 * nb] = bb.len;
 	size_t m = 0;
-	for (size_t i = 0; !rc && i < n; i++)
-		v[m++] = (struct row_ref){rows[i], t};
+	for (size_t i = 0; !rc && i < n; i++) {
+		bool in = nb == 0;
+		for (size_t b = 0; !in && b < nb; b++) {
+			const struct storage_slice *q = &cmd->slices[b];
+			struct slice st =
+				slice_make(bb.data + off[2 * b],
+					   off[2 * b + 1] - off[2 * b]);
+			struct slice en =
+				slice_make(bb.data + off[2 * b + 1],
+					   off[2 * b + 2] - off[2 * b + 1]);
+			in = storage_ck_after_start(t, rows[i], st,
+						    q->start_incl ||
+							    !q->start_count) &&
+			     storage_ck_before_end(t, rows[i], en,
+						   q->end_incl ||
+							   !q->end_count);
+		}
+		if (in)
+			v[m++] = (struct row_ref){rows[i], t};
+	}
+	free(off);
+	buf_free(&bb);
 	if (!rc)
 		sort_rows(v, m, tmp);
 	/* one single-row slice per distinct row, ascending */
 	size_t ns = 0;
 	for (size_t i = 0; !rc && i < m; i++) {
-		if (ns && row_cmp(&v[i - 1], &v[i]) == 0)
+		if (i > 0 && row_cmp(&v[i - 1], &v[i]) == 0)
 			continue;
 		int kind;
 		int k = storage_ck_decode(v[i].ck, &kind, vals + ns * nc, nc);

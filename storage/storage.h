@@ -620,18 +620,21 @@ void storage_index_keys_free(struct storage_index_keys *k);
 
 /* storage_read_fragment of partition cmd->key within only the rows
  * `rows` (n, an index's entries of it: encoded clusterings, any order,
- * repeats allowed), the static row as cmd->with_static says; cmd->slices
- * is ignored (the caller's slices are its own business: it reads the
- * partition with them instead). Blocks. */
+ * repeats allowed) that lie in cmd->slices (every one without slices:
+ * the query's clustering restrictions intersected with the index's
+ * rows), the static row as cmd->with_static says. None left: an empty
+ * fragment. Blocks. */
 int storage_read_fragment_rows(struct storage *db, const uint8_t table_id[16],
 			       const struct storage_read_cmd *cmd,
 			       const struct slice *rows, size_t n,
 			       struct storage_mutation **out);
 
 /* cmd restricted to rows[0..n) of its partition (encoded clusterings, as
- * storage_read_fragment_rows takes them; any order, repeats allowed):
- * *out is cmd with one single-row slice per distinct row, ascending in
- * t's order, the slices in `a` (live while `a` is; rows are borrowed).
+ * storage_read_fragment_rows takes them; any order, repeats allowed)
+ * that lie in cmd->slices (all without slices): *out is cmd with one
+ * single-row slice per distinct such row, ascending in t's order (none:
+ * zero slices, which read nothing), the slices in `a` (live while `a`
+ * is; rows are borrowed).
  * Replica filtering protection asks a replica for those rows alone.
  * ERR_CORRUPT for a clustering that is not a row's, ERR_NOMEM. */
 int storage_read_cmd_rows(const struct storage_table_meta *t,

@@ -1246,6 +1246,38 @@ static void check_rows(struct fx *f)
 	ck_assert(!storage_mutation_is_empty(m));
 	ck_assert_uint_eq(st.live_rows, 2);
 	storage_mutation_delete(m);
+	/* with the read's own slices (c > 1, then c < 1): the rows inside
+	 * alone, none inside: nothing */
+	uint8_t one[4];
+	be32_store(one, 1);
+	struct slice c1 = slice_make(one, 4);
+	struct storage_slice gt = {.start = &c1, .start_count = 1};
+	struct storage_slice lt = {.end = &c1, .end_count = 1};
+	struct storage_slice both[2] = {lt, gt};
+	struct storage_slice *sls[3] = {&gt, &lt, both};
+	size_t want[3] = {1, 1, 2};
+	for (int x = 0; x < 3; x++) {
+		struct storage_read_cmd sc = cmd;
+		sc.slices = sls[x];
+		sc.slice_count = x == 2 ? 2 : 1;
+		st.live_rows = 0;
+		ck_assert_int_eq(storage_read_fragment_rows(f->db, f->t->id,
+							    &sc, rs, 3, &m),
+				 0);
+		ck_assert_uint_eq(st.live_rows, want[x]);
+		storage_mutation_delete(m);
+	}
+	struct storage_slice gt3 = {
+		.start = &c1, .start_count = 1, .end = NULL};
+	be32_store(one, 3);
+	struct storage_read_cmd sc = cmd;
+	sc.slices = &gt3; /* c > 3: none of rows 0 and 3 */
+	sc.slice_count = 1;
+	st.live_rows = 0;
+	ck_assert_int_eq(
+		storage_read_fragment_rows(f->db, f->t->id, &sc, rs, 3, &m), 0);
+	ck_assert_uint_eq(st.live_rows, 0);
+	storage_mutation_delete(m);
 	buf_free(&b3);
 	buf_free(&b);
 	storage_index_keys_free(&v);
