@@ -8,8 +8,9 @@ compaction. And the answers stay right: an overwritten value (the row
 moves to its new value, its old entry is stale), a deleted row, a range
 deletion, a partition deletion, a TTL, a static column's index (listed by
 partition), two indexes ANDed on one partition but other rows (no match),
-paging inside the partition, LIMIT and PER PARTITION LIMIT. No timing
-thresholds."""
+paging inside the partition, LIMIT and PER PARTITION LIMIT. A clustering
+restriction of the query's own (`c >= 1235`) is intersected with the
+index's rows: the rows inside it are read. No timing thresholds."""
 import re
 import subprocess
 import time
@@ -80,6 +81,14 @@ def test_a_query_reads_only_the_matching_rows(session):
         got, n = rows_read(s, "v >= 100 AND v < 110")
         assert got == [(1, c) for c in range(100, 110)]
         assert n == 10 + 1, n
+
+        # the query's own clustering restriction intersected with the
+        # index's rows: the rows inside it alone (without: the 765 rows
+        # of c >= 1235 and the static row)
+        got, n = rows_read(s, "v >= 1230 AND v < 1240 AND c >= 1235 "
+                           "ALLOW FILTERING")
+        assert got == [(1, c) for c in range(1235, 1240)]
+        assert n == 5 + 1, n
 
     check_reads("memtable")
     tool("flush", "r")

@@ -98,6 +98,11 @@ def test_quorum_reads_rows_and_protects_them(cluster):
         got, n, _ = rows_read(s1, "v >= 100 AND v < 110", cl)
         assert got == [(1, c) for c in range(100, 110)]
         assert n <= 11 * contacts, n
+        # with a clustering restriction of its own: the rows inside it
+        got, n, _ = rows_read(s1, "v >= 100 AND v < 110 AND c >= 105 "
+                              "ALLOW FILTERING", cl)
+        assert got == [(1, c) for c in range(105, 110)]
+        assert n <= 6 * contacts, n
     c1.shutdown()
 
     # Node 1 misses these (no hints, no read repair):
