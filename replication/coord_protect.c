@@ -231,9 +231,10 @@ static int part_rows_fill(struct part_rows *pr, struct op *op,
 		}
 		at += pr->n[i];
 	}
-	if (total)
+	if (total) {
 		memcpy(pr->all, pr->ck, total * sizeof(*pr->all));
-	qsort(pr->all, total, sizeof(*pr->all), ck_pcmp);
+		qsort(pr->all, total, sizeof(*pr->all), ck_pcmp);
+	}
 	pr->nall = 0;
 	for (size_t k = 0; k < total; k++)
 		if (!pr->nall || !slice_eq(pr->all[pr->nall - 1], pr->all[k]))
