@@ -11,7 +11,8 @@ read_repair NONE so it stays stale) that the others compact in: every
 query through every node at QUORUM and ALL, paged, with LIMIT and PER
 PARTITION LIMIT, returns the newest rows (no resurrection, no missing
 row), and the stale query through node 1 still reads a few rows, not the
-partition. Clusters live on 127.0.123.1-3. No timing thresholds."""
+partition. Partition 1 holds v = c, partitions 2..5 v = 100 k + c.
+Clusters live on 127.0.123.1-3. No timing thresholds."""
 import re
 
 import pytest
@@ -143,9 +144,10 @@ def test_quorum_reads_rows_and_protects_them(cluster):
         "v = 1800": [(1, 1800), (1, 5000)],
         "v = 42": [],
         "v = 1900": [(1, 42), (1, 1900)],
-        "v = 203": [(2, 3), (2, 9)],
-        "v >= 300 AND v < 305": [],
-        "v >= 200 AND v < 210": [(2, c) for c in range(5)] + [(2, 9)],
+        "v = 203": [(1, 203), (2, 3), (2, 9)],
+        "v >= 300 AND v < 305": [(1, c) for c in range(300, 305)],
+        "v >= 200 AND v < 210": [(1, c) for c in range(200, 210)]
+        + [(2, c) for c in range(5)] + [(2, 9)],
     }
     for _, s in sessions:
         for cl in (QUORUM, ALL):
@@ -157,7 +159,10 @@ def test_quorum_reads_rows_and_protects_them(cluster):
             assert got == [(1, c) for c in range(1695, 1698)], got
             got = rows(s, "v >= 200 AND v < 210 PER PARTITION LIMIT 2",
                        cl, 1)
-            assert got == [(2, 0), (2, 1)], got
+            assert got == [(1, 200), (1, 201), (2, 0), (2, 1)], got
+            got = rows(s, "v >= 300 AND v < 305 PER PARTITION LIMIT 2",
+                       cl, 1)
+            assert got == [(1, 300), (1, 301)], got  # k = 3 deleted
             got = rows(s, "v = 1800 PER PARTITION LIMIT 1", cl)
             assert got == [(1, 1800)], got
 
