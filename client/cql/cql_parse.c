@@ -52,7 +52,7 @@ const char *cql_parse_ident(struct parser *p)
 		return t->text;
 	}
 	if (t->kind != CQL_TOK_IDENT || cql_parse_is_reserved(t)) {
-		syntax_error(p, "an identifier");
+		syntax_error(p, NULL);
 		return NULL;
 	}
 	char *s = arena_alloc_aligned(p->a, t->len + 1, 1);
@@ -251,7 +251,7 @@ static struct cql_term *number_term(struct parser *p, bool negative)
 		 tok_is_kw(t, "infinity"))
 		x = term_new(p, CQL_TERM_FLOAT, t);
 	else {
-		syntax_error(p, "a number");
+		syntax_error(p, NULL);
 		return NULL;
 	}
 	if (x) {
@@ -572,6 +572,7 @@ static int batch_stmt(struct parser *p, struct cql_stmt *s);
 
 static int statement(struct parser *p, struct cql_stmt *s, bool in_batch)
 {
+	p->stmt_start = p->pos;
 	if (accept_kw(p, "insert"))
 		return cql_parse_insert(p, s);
 	if (accept_kw(p, "update"))
@@ -579,7 +580,7 @@ static int statement(struct parser *p, struct cql_stmt *s, bool in_batch)
 	if (accept_kw(p, "delete"))
 		return cql_parse_delete_stmt(p, s);
 	if (in_batch)
-		return syntax_error(p, "INSERT, UPDATE or DELETE");
+		return syntax_error(p, "K_APPLY");
 	if (accept_kw(p, "select"))
 		return cql_parse_select_stmt(p, s);
 	if (accept_kw(p, "begin"))
@@ -640,7 +641,7 @@ static int batch_stmt(struct parser *p, struct cql_stmt *s)
 struct cql_stmt *cql_parse(struct arena *a, const char *text, size_t len,
 			   int *bind_count, const char ***bind_names)
 {
-	struct parser p = {.a = a};
+	struct parser p = {.a = a, .src = text, .src_len = len};
 	if (len > CQL_MAX_STATEMENT) {
 		err_set(ERR_INVALID,
 			"statement of %zu bytes exceeds the %u-byte "
@@ -672,7 +673,7 @@ struct cql_stmt *cql_parse(struct arena *a, const char *text, size_t len,
 	while (accept_punct(&p, ";"))
 		;
 	if (tok(&p)->kind != CQL_TOK_EOF) {
-		syntax_error(&p, "<EOF>");
+		syntax_error(&p, "EOF");
 		return NULL;
 	}
 	*bind_count = p.binds;

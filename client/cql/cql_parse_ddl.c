@@ -299,7 +299,7 @@ static int alter_table(struct parser *p, struct cql_stmt *s)
 		return err_set(ERR_INVALID,
 			       "Altering column types is no longer "
 			       "supported");
-	return syntax_error(p, "ADD, DROP, RENAME or WITH");
+	return syntax_error(p, NULL);
 }
 
 /* ---- indexes ------------------------------------------------------------ */
@@ -401,7 +401,7 @@ static int other_schema_object(struct parser *p)
 	for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)
 		if (is_kw(p, objects[i].kw))
 			return unsupported(objects[i].what);
-	return syntax_error(p, "KEYSPACE or TABLE");
+	return syntax_error_from(p, p->stmt_start);
 }
 
 /* CREATE MATERIALIZED VIEW, CREATE [OR REPLACE] FUNCTION / AGGREGATE:
@@ -416,7 +416,7 @@ static int disabled_schema_object(struct parser *p, bool or_replace)
 			       "Materialized views are disabled. "
 			       "Enable in cassandra.yaml to use.");
 	if (!accept_kw(p, "function") && !accept_kw(p, "aggregate"))
-		return or_replace ? syntax_error(p, "FUNCTION or AGGREGATE")
+		return or_replace ? syntax_error_from(p, p->stmt_start)
 				  : other_schema_object(p);
 	bool ine;
 	if (if_not_exists(p, &ine) != 0)

@@ -18,16 +18,15 @@ int cql_parse_using_clause(struct parser *p, struct cql_using *u, bool ttl_ok)
 			if (!(u->timestamp = cql_parse_term(p)))
 				return -1;
 		} else {
-			return syntax_error(p, ttl_ok ? "TTL or TIMESTAMP"
-						      : "TIMESTAMP");
+			return syntax_error(p, ttl_ok ? NULL : "K_TIMESTAMP");
 		}
 	} while (accept_kw(p, "and"));
 	return 0;
 }
 
-/* relationType, and IN where the grammar has it (Cassandra's relation
- * rule has no `m[k] IN`: there IN is a syntax error). */
-static int relation_op(struct parser *p, enum cql_op *op, bool in_ok)
+/* relationType: = < <= > >= != (never IN: Cassandra's grammar has IN in
+ * the relation shapes that allow it). */
+static bool relation_type(struct parser *p, enum cql_op *op)
 {
 	static const struct {
 		const char *text;
@@ -37,44 +36,126 @@ static int relation_op(struct parser *p, enum cql_op *op, bool in_ok)
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		if (accept_punct(p, ops[i].text)) {
 			*op = ops[i].op;
-			return 0;
+			return true;
 		}
 	}
-	if (!in_ok)
-		return syntax_error(p, NULL);
-	if (accept_kw(p, "in")) {
-		*op = CQL_OP_IN;
-		return 0;
-	}
-	return syntax_error(p, "a comparison operator");
+	return false;
 }
 
+static bool is_marker(struct parser *p)
+{
+	return is_punct(p, "?") || is_punct(p, ":");
+}
+
+/* The source text of tokens [from, p->pos). */
+static int source_len(struct parser *p, size_t from, const char **at)
+{
+	const struct cql_token *a = &p->toks[from], *z = &p->toks[p->pos - 1];
+	*at = a->raw;
+	return (int)(z->raw + z->raw_len - a->raw);
+}
+
+/* token(a, b) != v: Cassandra's Relation.toRestriction refuses it as an
+ * invalid request, naming the relation as TokenRelation prints it. */
+static int token_neq(struct parser *p, const struct cql_relation *r,
+		     size_t value_at)
+{
+	char cols[256];
+	size_t n = 0;
+	cols[0] = '\0';
+	for (size_t i = 0; i < r->column_count && n < sizeof(cols); i++)
+		n += (size_t)snprintf(cols + n, sizeof(cols) - n, "%s%s",
+				      i ? ", " : "", r->columns[i]);
+	const char *v;
+	int vlen = source_len(p, value_at, &v);
+	return err_set(ERR_REFUSED,
+		       "Unsupported \"!=\" relation: token(%s) != %.*s", cols,
+		       vlen > 200 ? 200 : vlen, v);
+}
+
+/* After `(a, b)`: IN multiColumnInValues, or relationType and a tuple
+ * literal or marker (Parser.g's relation, its tupleOfIdentifiers shape). */
+static int tuple_relation(struct parser *p, struct cql_relation *r)
+{
+	if (accept_kw(p, "in")) {
+		r->op = CQL_OP_IN;
+		/* '(' ')' | marker | '(' tuple, ... ')' | '(' marker, ... ')'
+		 */
+		if (is_punct(p, "(")) {
+			const struct cql_token *n = tok_at(p, 1);
+			if (!tok_is_punct(n, ")") && !tok_is_punct(n, "(") &&
+			    !tok_is_punct(n, "?") && !tok_is_punct(n, ":")) {
+				size_t at = p->pos;
+				advance(p);
+				return syntax_error_from(p, at);
+			}
+		} else if (!is_marker(p)) {
+			return syntax_error(p, NULL);
+		}
+	} else if (relation_type(p, &r->op)) {
+		if (!is_punct(p, "(") && !is_marker(p))
+			return syntax_error_from(p, p->pos - 1);
+	} else {
+		return syntax_error(p, NULL);
+	}
+	r->value = cql_parse_term(p);
+	return r->value ? 0 : -1;
+}
+
+/* Whether `(` at the current token opens a tuple of identifiers rather
+ * than a parenthesized relation: `(` name `,` or `(` name `)`. */
+static bool opens_tuple(struct parser *p)
+{
+	const struct cql_token *n = tok_at(p, 1), *after = tok_at(p, 2);
+	return (n->kind == CQL_TOK_QIDENT ||
+		(n->kind == CQL_TOK_IDENT && !cql_parse_is_reserved(n))) &&
+	       (tok_is_punct(after, ",") || tok_is_punct(after, ")"));
+}
+
+/*
+ * Parser.g's relation (Cassandra 4.1), each shape as its grammar has it:
+ *   name relationType term | name LIKE term | name IS NOT NULL
+ *   | name IN (marker | '(' terms ')') | name CONTAINS [KEY] term
+ *   | name '[' term ']' relationType term
+ *   | TOKEN '(' names ')' relationType term
+ *   | '(' names ')' (IN ... | relationType (tuple | marker))
+ *   | '(' relation ')'
+ * Cassandra tells the shapes starting with a name apart by reading ahead
+ * from it, so a wrong second word brackets the name in the snippet.
+ */
 static int relation(struct parser *p, struct cql_relation *r)
 {
+	size_t start = p->pos;
 	if (accept_kw(p, "token")) {
 		r->kind = CQL_REL_TOKEN;
 		if (expect_punct(p, "(") != 0 ||
 		    cql_parse_ident_list(p, &r->columns, &r->column_count) !=
 			    0 ||
-		    expect_punct(p, ")") != 0 ||
-		    relation_op(p, &r->op, true) != 0)
+		    expect_punct(p, ")") != 0)
 			return -1;
-		if (r->op == CQL_OP_IN || r->op == CQL_OP_NEQ)
-			return err_set(ERR_INVALID,
-				       "Only EQ and range relations are "
-				       "supported on token()");
-		r->value = cql_parse_term(p);
-		return r->value ? 0 : -1;
+		if (!relation_type(p, &r->op)) /* token(k) IN: not in 4.1 */
+			return syntax_error(p, NULL);
+		size_t value_at = p->pos;
+		if (!(r->value = cql_parse_term(p)))
+			return -1;
+		return r->op == CQL_OP_NEQ ? token_neq(p, r, value_at) : 0;
 	}
-	if (accept_punct(p, "(")) {
+	if (is_punct(p, "(")) {
+		if (!opens_tuple(p)) { /* '(' relation ')' */
+			advance(p);
+			if (enter(p) != 0)
+				return -1;
+			int rc = relation(p, r);
+			leave(p);
+			return rc != 0 ? -1 : expect_punct(p, ")");
+		}
+		advance(p);
 		r->kind = CQL_REL_TUPLE;
 		if (cql_parse_ident_list(p, &r->columns, &r->column_count) !=
 			    0 ||
-		    expect_punct(p, ")") != 0 ||
-		    relation_op(p, &r->op, true) != 0)
+		    expect_punct(p, ")") != 0)
 			return -1;
-		r->value = cql_parse_term(p);
-		return r->value ? 0 : -1;
+		return tuple_relation(p, r);
 	}
 	const char **one = arena_alloc(p->a, sizeof(*one));
 	if (!one || !(one[0] = cql_parse_ident(p)))
@@ -84,9 +165,10 @@ static int relation(struct parser *p, struct cql_relation *r)
 	r->column_count = 1;
 	if (accept_punct(p, "[")) { /* m[k] op v (Cassandra's grammar) */
 		if (!(r->element = cql_parse_term(p)) ||
-		    expect_punct(p, "]") != 0 ||
-		    relation_op(p, &r->op, false) != 0)
+		    expect_punct(p, "]") != 0)
 			return -1;
+		if (!relation_type(p, &r->op))
+			return syntax_error(p, NULL);
 		r->value = cql_parse_term(p);
 		return r->value ? 0 : -1;
 	}
@@ -95,8 +177,19 @@ static int relation(struct parser *p, struct cql_relation *r)
 					    : CQL_OP_CONTAINS;
 	} else if (accept_kw(p, "like")) {
 		return unsupported("LIKE relations (they need an index)");
-	} else if (relation_op(p, &r->op, true) != 0) {
-		return -1;
+	} else if (accept_kw(p, "is")) {
+		/* parses; StatementRestrictions refuses it outside a view */
+		if (expect_kw(p, "not") != 0 || expect_kw(p, "null") != 0)
+			return -1;
+		return err_set(ERR_REFUSED,
+			       "Unsupported restriction: %s IS NOT NULL",
+			       one[0]);
+	} else if (accept_kw(p, "in")) {
+		r->op = CQL_OP_IN;
+		if (!is_punct(p, "(") && !is_marker(p))
+			return syntax_error_from(p, start);
+	} else if (!relation_type(p, &r->op)) {
+		return syntax_error_from(p, start);
 	}
 	r->value = cql_parse_term(p);
 	return r->value ? 0 : -1;
@@ -144,9 +237,13 @@ static int conditions(struct parser *p, bool *has, bool *if_exists,
 	struct vec conds = VEC(struct cql_condition);
 	do {
 		struct cql_condition *c = vec_push(p, &conds);
-		if (!c || column_ref(p, &c->column) != 0 ||
-		    relation_op(p, &c->op, true) != 0 ||
-		    !(c->value = cql_parse_term(p)))
+		if (!c || column_ref(p, &c->column) != 0)
+			return -1;
+		if (accept_kw(p, "in"))
+			c->op = CQL_OP_IN;
+		else if (!relation_type(p, &c->op))
+			return syntax_error(p, NULL);
+		if (!(c->value = cql_parse_term(p)))
 			return -1;
 	} while (accept_kw(p, "and"));
 	*out = conds.items;
@@ -161,12 +258,12 @@ static int insert_json(struct parser *p, struct cql_insert *in)
 	const struct cql_token *t = tok(p);
 	if (t->kind != CQL_TOK_STRING && !tok_is_punct(t, "?") &&
 	    !tok_is_punct(t, ":"))
-		return syntax_error(p, "a string or a bind marker");
+		return syntax_error(p, NULL);
 	if (!(in->json = cql_parse_term(p)))
 		return -1;
 	if (in->json->kind != CQL_TERM_STRING &&
 	    in->json->kind != CQL_TERM_BIND)
-		return syntax_error(p, "a string or a bind marker");
+		return syntax_error(p, NULL);
 	if (accept_kw(p, "default")) {
 		if (accept_kw(p, "unset"))
 			in->default_unset = true;

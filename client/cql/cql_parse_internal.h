@@ -26,7 +26,10 @@ struct parser {
 	int binds;
 	const char **bind_names;
 	size_t bind_cap;
-	int depth; /* nesting of terms, types and selectors */
+	int depth;       /* nesting of terms, types and selectors */
+	const char *src; /* the statement, for the error snippet */
+	size_t src_len;
+	size_t stmt_start; /* the statement's first token */
 };
 
 /* ---- token helpers ------------------------------------------------------- */
@@ -90,22 +93,28 @@ static inline bool accept_punct(struct parser *p, const char *s)
 	return true;
 }
 
+/* A syntax error at the current token, in Cassandra's words (see
+ * cql_parse_error.c): "mismatched input 'x' expecting K_FROM" when
+ * `expecting` names the one token Cassandra's grammar wanted there (its
+ * token name: K_FROM, ')', STRING_LITERAL, EOF), else "no viable
+ * alternative at input 'x'"; then the query snippet with the token at
+ * `bracket` (a token index, at most the current one) in brackets: the
+ * current one, or where a decision Cassandra takes by reading ahead
+ * started. Returns -1 with ERR_INVALID. */
+int cql_parse_syntax_error(struct parser *p, size_t bracket,
+			   const char *expecting);
+
 static inline int syntax_error(struct parser *p, const char *expecting)
 {
-	struct cql_token *t = tok(p);
-	int n = t->kind == CQL_TOK_EOF
-			? 5
-			: (int)(t->raw_len > 40 ? 40 : t->raw_len);
-	const char *text = t->kind == CQL_TOK_EOF ? "<EOF>" : t->raw;
-	if (expecting)
-		return err_set(
-			ERR_INVALID,
-			"line %d:%d mismatched input '%.*s' expecting %s",
-			t->line, t->col, n, text, expecting);
-	return err_set(ERR_INVALID,
-		       "line %d:%d no viable alternative at input "
-		       "'%.*s'",
-		       t->line, t->col, n, text);
+	return cql_parse_syntax_error(p, p->pos, expecting);
+}
+
+/* No viable alternative at the current token, for a decision Cassandra's
+ * parser predicts by reading ahead from token `start` and then rewinds:
+ * the snippet brackets `start`. */
+static inline int syntax_error_from(struct parser *p, size_t start)
+{
+	return cql_parse_syntax_error(p, start, NULL);
 }
 
 /* Terms, types and selectors nest; deeper than CQL_MAX_DEPTH is refused
@@ -132,11 +141,15 @@ static inline int expect_kw(struct parser *p, const char *kw)
 {
 	if (accept_kw(p, kw))
 		return 0;
-	char up[32];
+	/* Cassandra's token names: K_ and the word, but TABLE is lexed as
+	 * K_COLUMNFAMILY */
+	if (strcasecmp(kw, "table") == 0)
+		kw = "columnfamily";
+	char up[40] = "K_";
 	size_t i = 0;
-	for (; kw[i] && i < sizeof(up) - 1; i++)
-		up[i] = (char)toupper((unsigned char)kw[i]);
-	up[i] = '\0';
+	for (; kw[i] && i + 2 < sizeof(up) - 1; i++)
+		up[i + 2] = (char)toupper((unsigned char)kw[i]);
+	up[i + 2] = '\0';
 	return syntax_error(p, up);
 }
 

@@ -109,7 +109,7 @@ static int skip_map(struct parser *p)
 		return -1;
 	while (!is_punct(p, "}")) {
 		if (tok(p)->kind == CQL_TOK_EOF)
-			return syntax_error(p, "}");
+			return syntax_error(p, "'}'");
 		advance(p);
 	}
 	advance(p);
@@ -120,7 +120,7 @@ static int role_option(struct parser *p, struct cql_role_stmt *r)
 {
 	if (accept_kw(p, "password")) {
 		if (r->password)
-			return twice("PASSWORD");
+			return twice("K_PASSWORD");
 		if (expect_punct(p, "=") != 0)
 			return -1;
 		const struct cql_token *t = tok(p);
@@ -150,10 +150,10 @@ static int role_option(struct parser *p, struct cql_role_stmt *r)
 	if (accept_kw(p, "access")) {
 		/* ACCESS TO ALL DATACENTERS is what every role has here;
 		 * a list of datacenters needs a network authorizer */
-		if (expect(p, "to", "TO") != 0)
+		if (expect(p, "to", "K_TO") != 0)
 			return -1;
 		if (accept_kw(p, "all"))
-			return expect(p, "datacenters", "DATACENTERS");
+			return expect(p, "datacenters", "K_DATACENTERS");
 		return err_set(ERR_UNSUPPORTED,
 			       "Restricting roles to datacenters (ACCESS TO "
 			       "DATACENTERS) is not supported by Cassini yet");
@@ -180,7 +180,7 @@ static int role_options(struct parser *p, struct cql_role_stmt *r)
 static int user_options(struct parser *p, struct cql_role_stmt *r)
 {
 	if (accept_kw(p, "with")) {
-		if (expect(p, "password", "PASSWORD") != 0)
+		if (expect(p, "password", "K_PASSWORD") != 0)
 			return -1;
 		const struct cql_token *t = tok(p);
 		if (t->kind != CQL_TOK_STRING)
@@ -201,7 +201,7 @@ static int if_not_exists(struct parser *p, bool *out)
 	if (!accept_kw(p, "if"))
 		return 0;
 	*out = true;
-	return expect(p, "not", "NOT") || expect(p, "exists", "EXISTS");
+	return expect(p, "not", "K_NOT") || expect(p, "exists", "K_EXISTS");
 }
 
 static int if_exists(struct parser *p, bool *out)
@@ -209,7 +209,7 @@ static int if_exists(struct parser *p, bool *out)
 	if (!accept_kw(p, "if"))
 		return 0;
 	*out = true;
-	return expect(p, "exists", "EXISTS");
+	return expect(p, "exists", "K_EXISTS");
 }
 
 static const char *const perm_words[] = {
@@ -303,7 +303,7 @@ static int function_resource(struct parser *p, struct cql_resource *r)
 	while (depth > 0 || !is_punct(p, ")")) {
 		const struct cql_token *t = tok(p);
 		if (t->kind == CQL_TOK_EOF)
-			return syntax_error(p, ")");
+			return syntax_error(p, "')'");
 		if (is_punct(p, "<"))
 			depth++;
 		else if (is_punct(p, ">"))
@@ -476,7 +476,7 @@ static int body(struct parser *p, struct cql_role_stmt *r)
 			r->op = CQL_ROLE_LIST_USERS;
 			return 0;
 		}
-		if (expect(p, "roles", "ROLES") != 0)
+		if (expect(p, "roles", "K_ROLES") != 0)
 			return -1;
 		r->op = CQL_ROLE_LIST;
 		if (accept_kw(p, "of") && !(r->role = role_name(p, false)))

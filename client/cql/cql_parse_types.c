@@ -229,7 +229,7 @@ static int if_not_exists(struct parser *p, bool *out)
 	if (!accept_kw(p, "if"))
 		return 0;
 	*out = true;
-	return expect(p, "not", "NOT") || expect(p, "exists", "EXISTS");
+	return expect(p, "not", "K_NOT") || expect(p, "exists", "K_EXISTS");
 }
 
 static int if_exists(struct parser *p, bool *out)
@@ -237,7 +237,7 @@ static int if_exists(struct parser *p, bool *out)
 	if (!accept_kw(p, "if"))
 		return 0;
 	*out = true;
-	return expect(p, "exists", "EXISTS");
+	return expect(p, "exists", "K_EXISTS");
 }
 
 /* ( f type [, f type ...] [,] ) */

@@ -565,7 +565,7 @@ def test_batches_from_the_driver_and_from_cql_text(data_session):
     s.execute(b)
     assert s.execute("SELECT v FROM ks.t WHERE k = 9").one().v == "kept"
 
-    with pytest.raises(SyntaxException, match="expecting INSERT"):
+    with pytest.raises(SyntaxException, match="expecting K_APPLY"):
         s.execute("BEGIN BATCH SELECT * FROM ks.t; APPLY BATCH")
     with pytest.raises(InvalidRequest, match="only UPDATE, INSERT and DELETE"):
         b = BatchStatement()

@@ -330,27 +330,33 @@ END_TEST
 
 START_TEST(syntax_errors_read_like_cassandras)
 {
+	/* Cassandra's ErrorCollector: the header, ANTLR's message, then the
+	 * query from 10 buffer tokens (whitespace counts) before the
+	 * bracketed one to the one the parser stopped at */
 	const char *m = parse_fails("SELEC * FROM t", ERR_INVALID);
-	ck_assert_str_eq(m, "line 1:0 no viable alternative at input 'SELEC'");
+	ck_assert_str_eq(m, "line 1:0 no viable alternative at input 'SELEC' "
+			    "([SELEC]...)");
 	m = parse_fails("SELECT * FORM t", ERR_INVALID);
-	ck_assert_str_eq(m, "line 1:9 mismatched input 'FORM' expecting FROM");
+	ck_assert_str_eq(m, "line 1:9 mismatched input 'FORM' expecting K_FROM "
+			    "(SELECT * [FORM]...)");
+	/* the end of input is Cassandra's lexer's bare EOF: no position */
 	m = parse_fails("SELECT * FROM", ERR_INVALID);
-	ck_assert_str_eq(m, "line 1:13 mismatched input '<EOF>' expecting an "
-			    "identifier");
+	ck_assert_str_eq(m, "line 0:-1 no viable alternative at input '<EOF>'");
 	m = parse_fails("SELECT * FROM t\nWHERE k = ", ERR_INVALID);
-	ck_assert_str_eq(m, "line 2:10 no viable alternative at input '<EOF>'");
+	ck_assert_str_eq(m, "line 0:-1 no viable alternative at input '<EOF>'");
 	m = parse_fails("SELECT * FROM t WHERE k = 'open", ERR_INVALID);
 	ck_assert_str_eq(m, "line 1:26 unterminated string");
 	m = parse_fails("SELECT * FROM t extra", ERR_INVALID);
-	ck_assert_str_eq(m,
-			 "line 1:16 mismatched input 'extra' expecting <EOF>");
+	ck_assert_str_eq(m, "line 1:16 mismatched input 'extra' expecting EOF "
+			    "(SELECT * FROM t [extra])");
 	m = parse_fails("SELECT * FROM t WHERE m['a'] IN (1, 2)", ERR_INVALID);
-	ck_assert_str_eq(m, "line 1:29 no viable alternative at input 'IN'");
+	ck_assert_str_eq(m, "line 1:29 no viable alternative at input 'IN' "
+			    "(... t WHERE m['a'] [IN]...)");
 	ck_assert_ptr_nonnull(parse("UPDATE t SET v = 1 WHERE k = 1 IF "
 				    "m['a'] IN (1, 2)"));
 	m = parse_fails("SELECT * FROM table", ERR_INVALID);
-	ck_assert_str_eq(m, "line 1:14 mismatched input 'table' expecting an "
-			    "identifier");
+	ck_assert_str_eq(m, "line 1:14 no viable alternative at input 'table' "
+			    "(SELECT * FROM [table])");
 	/* Cassandra's InvalidRequests (and its spelling) */
 	m = parse_fails("INSERT INTO t (a, b) VALUES (1)", ERR_UNSUPPORTED);
 	ck_assert_str_eq(m, "Unmatched column names/values");
@@ -434,6 +440,134 @@ START_TEST(index_statements)
 	parse_fails("CREATE INDEX ON t (keys(m)", ERR_INVALID);
 	parse_fails("CREATE INDEX ON t (v) USING sai", ERR_INVALID);
 	parse_fails("CREATE INDEX ON t (v) WITH OPTIONS = 1", ERR_INVALID);
+}
+END_TEST
+
+/* The snippet as ErrorCollector.appendSnippet builds it, on messages
+ * Cassandra 4.1 is known to give (its audit log test, cqlsh sessions). */
+START_TEST(syntax_error_snippets)
+{
+	const char *m = parse_fails("SELECT * FORM ks.t", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:9 mismatched input 'FORM' expecting K_FROM "
+			    "(SELECT * [FORM]...)");
+	m = parse_fails("SELECT * zeppelin.albums;", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:9 mismatched input 'zeppelin' expecting "
+			    "K_FROM (SELECT * [zeppelin]...)");
+	m = parse_fails("DELETE cqlkeyspace.t;", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:20 mismatched input ';' expecting K_FROM "
+			    "(DELETE cqlkeyspace.t[;])");
+	/* statement dispatch reads ahead and rewinds: DROP is bracketed */
+	m = parse_fails("DROP cqlkeyspace.t;", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:5 no viable alternative at input "
+			    "'cqlkeyspace' ([DROP] cqlkeyspace...)");
+	/* lines are joined without their newline */
+	m = parse_fails("select*\n;", ERR_INVALID);
+	ck_assert_str_eq(m, "line 2:0 mismatched input ';' expecting K_FROM "
+			    "(select*[;])");
+	/* 10 buffer tokens back, whitespace and comments among them */
+	m = parse_fails("SELECT a, b, c FROM t WHERE k = 1 LIMIT x",
+			ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:40 no viable alternative at input 'x' "
+			    "(...WHERE k = 1 LIMIT [x])");
+	m = parse_fails("SELECT a /* c */ FROM t -- why\nWHERE k = 1 garbage",
+			ERR_INVALID);
+	ck_assert_str_eq(m, "line 2:12 mismatched input 'garbage' expecting "
+			    "EOF (... -- whyWHERE k = 1 [garbage])");
+	m = parse_fails("SELECT * FROM t\nWHERE k = 1\nAND v = 2 nope\n",
+			ERR_INVALID);
+	ck_assert_str_eq(m, "line 3:10 mismatched input 'nope' expecting EOF "
+			    "(...1AND v = 2 [nope])");
+	/* a string's text is its content: Cassandra's brackets land short */
+	m = parse_fails("SELECT * FROM t WHERE k = 'a' 'bc'", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:30 mismatched input 'bc' expecting EOF "
+			    "(...t WHERE k = 'a' ['b]...)");
+	m = parse_fails("BEGIN BATCH SELECT * FROM t APPLY BATCH", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:12 mismatched input 'SELECT' expecting "
+			    "K_APPLY (BEGIN BATCH [SELECT]...)");
+	m = parse_fails("INSERT INTO t (k) VALUES (1) USING TTL", ERR_INVALID);
+	ck_assert_str_eq(m, "line 0:-1 no viable alternative at input '<EOF>'");
+	m = parse_fails("DELETE FROM t USING TTL 1 WHERE k = 1", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:20 mismatched input 'TTL' expecting "
+			    "K_TIMESTAMP (DELETE FROM t USING [TTL]...)");
+}
+END_TEST
+
+/* Parser.g's relation shapes (Cassandra 4.1): what its grammar refuses is
+ * a syntax error, what it parses and then refuses an invalid request. */
+START_TEST(relation_shapes_as_cassandras_grammar_has_them)
+{
+	/* token() takes relationType only: no IN (nor CONTAINS) */
+	const char *m = parse_fails("SELECT * FROM t WHERE token(k) IN (1, 2)",
+				    ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:31 no viable alternative at input 'IN' "
+			    "(... t WHERE token(k) [IN]...)");
+	m = parse_fails("SELECT * FROM t WHERE token(k, c) in ?", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:34 no viable alternative at input 'in' "
+			    "(...WHERE token(k, c) [in]...)");
+	m = parse_fails("SELECT * FROM t WHERE token(k) CONTAINS 1",
+			ERR_INVALID);
+	ck_assert_msg(strstr(m, "no viable alternative at input 'CONTAINS'"),
+		      "%s", m);
+	/* != parses, Relation.toRestriction refuses it */
+	m = parse_fails("SELECT * FROM t WHERE token(k) != 1", ERR_UNSUPPORTED);
+	ck_assert_str_eq(m, "Unsupported \"!=\" relation: token(k) != 1");
+	ck_assert_ptr_nonnull(parse("SELECT * FROM t WHERE token(k) >= ?"));
+	/* IS NOT NULL parses; only a view may use it */
+	m = parse_fails("SELECT * FROM t WHERE v IS NOT NULL", ERR_UNSUPPORTED);
+	ck_assert_str_eq(m, "Unsupported restriction: v IS NOT NULL");
+	m = parse_fails("DELETE FROM t WHERE k = 1 AND v IS NOT NULL",
+			ERR_UNSUPPORTED);
+	ck_assert_str_eq(m, "Unsupported restriction: v IS NOT NULL");
+	m = parse_fails("SELECT * FROM t WHERE v IS NULL", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:27 mismatched input 'NULL' expecting K_NOT "
+			    "(...FROM t WHERE v IS [NULL])");
+	/* a parenthesized relation is one relation */
+	struct cql_stmt *s =
+		parse("SELECT * FROM t WHERE (k = 1) AND ((c > 2))");
+	ck_assert_uint_eq(s->u.select.where_count, 2);
+	ck_assert_int_eq(s->u.select.where[0].kind, CQL_REL_COLUMN);
+	ck_assert_int_eq(s->u.select.where[1].op, CQL_OP_GT);
+	s = parse("SELECT * FROM t WHERE (token(k) > 1)");
+	ck_assert_int_eq(s->u.select.where[0].kind, CQL_REL_TOKEN);
+	m = parse_fails("SELECT * FROM t WHERE (k = 1 AND c = 2)", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:29 mismatched input 'AND' expecting ')' "
+			    "(... WHERE (k = 1 [AND]...)");
+	/* IN takes a marker or a parenthesized list; the relation's
+	 * prediction reads name, IN and what follows, then rewinds */
+	m = parse_fails("SELECT * FROM t WHERE k IN 1", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:27 no viable alternative at input '1' "
+			    "(SELECT * FROM t WHERE [k] IN...)");
+	m = parse_fails("SELECT * FROM t WHERE k BETWEEN 1 AND 2", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:24 no viable alternative at input "
+			    "'BETWEEN' (SELECT * FROM t WHERE [k] BETWEEN...)");
+	ck_assert_ptr_nonnull(parse("SELECT * FROM t WHERE k IN ()"));
+	ck_assert_ptr_nonnull(parse("SELECT * FROM t WHERE k IN :ks"));
+	/* a tuple of names compares with a tuple literal or a marker */
+	m = parse_fails("SELECT * FROM t WHERE (a, b) = 1", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:31 no viable alternative at input '1' "
+			    "(... WHERE (a, b) [=] 1)");
+	m = parse_fails("SELECT * FROM t WHERE (a, b) IN (1, 2)", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:33 no viable alternative at input '1' "
+			    "(... (a, b) IN [(]1...)");
+	m = parse_fails("SELECT * FROM t WHERE (c) = 1", ERR_INVALID);
+	ck_assert_msg(strstr(m, "no viable alternative at input '1'"), "%s", m);
+	ck_assert_ptr_nonnull(
+		parse("SELECT * FROM t WHERE (a, b) IN ((1, 2))"));
+	ck_assert_ptr_nonnull(parse("SELECT * FROM t WHERE (a, b) IN (?, ?)"));
+	ck_assert_ptr_nonnull(parse("SELECT * FROM t WHERE (a, b) IN ?"));
+	ck_assert_ptr_nonnull(parse("SELECT * FROM t WHERE (a, b) >= ?"));
+	ck_assert_ptr_nonnull(parse("SELECT * FROM t WHERE (a) = (1)"));
+	/* m[k] takes relationType only */
+	m = parse_fails("SELECT * FROM t WHERE m[1] CONTAINS 1", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:27 no viable alternative at input "
+			    "'CONTAINS' (... t WHERE m[1] [CONTAINS]...)");
+	/* OR and NOT IN are not in 4.1's grammar */
+	m = parse_fails("SELECT * FROM t WHERE k = 1 OR k = 2", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:28 mismatched input 'OR' expecting EOF "
+			    "(...t WHERE k = 1 [OR]...)");
+	m = parse_fails("SELECT * FROM t WHERE k NOT IN (1)", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:24 no viable alternative at input 'NOT' "
+			    "(SELECT * FROM t WHERE [k] NOT...)");
 }
 END_TEST
 
@@ -575,7 +709,8 @@ START_TEST(role_statements)
 
 	const char *m =
 		parse_fails("CREATE ROLE r WITH LOGIN = 1", ERR_INVALID);
-	ck_assert_str_eq(m, "line 1:27 mismatched input '1' expecting BOOLEAN");
+	ck_assert_str_eq(m, "line 1:27 mismatched input '1' expecting BOOLEAN "
+			    "(...ROLE r WITH LOGIN = [1])");
 	m = parse_fails("CREATE ROLE r WITH LOGIN = true AND LOGIN = false",
 			ERR_INVALID);
 	ck_assert_str_eq(m, "Multiple definition for property LOGIN");
@@ -671,7 +806,8 @@ START_TEST(permission_statements)
 			    "pattern");
 	parse_fails("GRANT UNMASK ON ks.t TO bob", ERR_UNSUPPORTED);
 	m = parse_fails("GRANT SELECT ON ks.t bob", ERR_INVALID);
-	ck_assert_str_eq(m, "line 1:21 mismatched input 'bob' expecting K_TO");
+	ck_assert_str_eq(m, "line 1:21 mismatched input 'bob' expecting K_TO "
+			    "(GRANT SELECT ON ks.t [bob])");
 	parse_fails("GRANT SELECT ON ks.t TO", ERR_INVALID);
 	parse_fails("GRANT SELECT ON TO bob", ERR_INVALID);
 	parse_fails("GRANT SELECT ON ALL TABLES TO bob", ERR_INVALID);
@@ -896,7 +1032,8 @@ START_TEST(type_statements)
 		      CQL_STMT_ALTER_TYPE);
 	ck_assert_int_eq(t->alter, CQL_ALTER_TYPE_ALTER); /* refused later */
 	const char *m = parse_fails("CREATE TYPE int (a int)", ERR_INVALID);
-	ck_assert_str_eq(m, "line 1:12 no viable alternative at input 'int'");
+	ck_assert_str_eq(m, "line 1:12 no viable alternative at input 'int' "
+			    "(CREATE TYPE [int]...)");
 	m = parse_fails("CREATE TYPE ks.enum (a int)", ERR_INVALID);
 	ck_assert_str_eq(m, "Invalid (reserved) user type name enum");
 	parse_fails("CREATE TYPE t ()", ERR_INVALID);
@@ -962,6 +1099,8 @@ static Suite *suite(void)
 	seed = test_seed(77);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, driver_control_queries_parse);
+	tcase_add_test(tc, syntax_error_snippets);
+	tcase_add_test(tc, relation_shapes_as_cassandras_grammar_has_them);
 	tcase_add_test(tc, conditional_writes);
 	tcase_add_test(tc, create_keyspace_and_table);
 	tcase_add_test(tc, alter_drop_truncate_describe);
