@@ -102,6 +102,50 @@ def test_ddl_reaches_driver_metadata(session):
     assert cluster.control_connection.wait_for_schema_agreement()
 
 
+def test_syntax_errors_and_relation_shapes_as_cassandra_answers(session):
+    """Cassandra 4.1's class for each refused relation shape (a syntax
+    error where Parser.g has no such shape, an invalid request where it
+    parses and the restriction is refused) and ErrorCollector's snippet."""
+    _, s = session
+    s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
+              "'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TABLE ks.t (k int, c int, v int, PRIMARY KEY (k, c))")
+    syntax = {
+        "SELECT * FORM ks.t": "line 1:9 mismatched input 'FORM' expecting "
+                              "K_FROM (SELECT * [FORM]...)",
+        "SELECT * FROM ks.t WHERE token(k) IN (1, 2)":
+            "line 1:34 no viable alternative at input 'IN' "
+            "(....t WHERE token(k) [IN]...)",
+        "SELECT * FROM ks.t WHERE k IN 1":
+            "line 1:30 no viable alternative at input '1' "
+            "(...* FROM ks.t WHERE [k] IN...)",
+        "SELECT * FROM ks.t WHERE (c) = 1":
+            "line 1:31 no viable alternative at input '1' "
+            "(...ks.t WHERE (c) [=] 1)",
+        "DROP nosuch.t": "line 1:5 no viable alternative at input 'nosuch' "
+                         "([DROP] nosuch...)",
+        "SELECT * FROM ks.t WHERE": "line 0:-1 no viable alternative at "
+                                    "input '<EOF>'",
+    }
+    for q, msg in syntax.items():
+        with pytest.raises(SyntaxException) as e:
+            s.execute(q)
+        assert str(e.value).endswith(msg + '">'), (q, str(e.value))
+    invalid = {
+        "SELECT * FROM ks.t WHERE token(k) != 1":
+            'Unsupported "!=" relation: token(k) != 1',
+        "SELECT * FROM ks.t WHERE v IS NOT NULL ALLOW FILTERING":
+            "Unsupported restriction: v IS NOT NULL",
+    }
+    for q, msg in invalid.items():
+        with pytest.raises(InvalidRequest, match=msg.replace("(", r"\(")
+                           .replace(")", r"\)")):
+            s.execute(q)
+    # '(' relation ')' is a relation (user tables are not served here)
+    assert s.execute("SELECT key FROM system.local WHERE ((key = 'local'))"
+                     ).one().key == "local"
+
+
 def test_errors_arrive_as_the_drivers_exception_classes(session):
     _, s = session
     s.execute("CREATE KEYSPACE ks WITH replication = {'class': "
