@@ -372,13 +372,16 @@ static int lex_one(struct lexer *lx)
 		lx->pos++;
 		return push(lx, CQL_TOK_PUNCT, p, 1, p, 1);
 	}
+	/* ANTLR 3's lexer message (Lexer.getErrorMessage); a byte that
+	 * is not printable ASCII is shown in hex, where Java shows the
+	 * character */
 	char what[64];
 	if (isprint((unsigned char)c))
-		snprintf(what, sizeof(what), "token recognition error at: '%c'",
-			 c);
+		snprintf(what, sizeof(what),
+			 "no viable alternative at character '%c'", c);
 	else
 		snprintf(what, sizeof(what),
-			 "token recognition error at byte 0x%02x",
+			 "no viable alternative at character 0x%02x",
 			 (unsigned char)c);
 	return lex_error(lx, p, what);
 }

@@ -9,7 +9,8 @@
  *
  * Errors read like Cassandra's, and carry the kind of reply the client gets:
  *   ERR_PROTOCOL    never
- *   ERR_INVALID     syntax: "line 1:7 mismatched input 'FORM' expecting FROM"
+ *   ERR_INVALID     syntax: "line 1:9 mismatched input 'FORM' expecting K_FROM
+ *                   (SELECT * [FORM]...)", cql_parse_error.c
  *                   (answered as Syntax_error 0x2000)
  *   ERR_UNSUPPORTED a feature Cassini does not have yet (secondary indexes,
  *                   materialized views, user types, functions, roles):
