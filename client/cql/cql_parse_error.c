@@ -22,8 +22,9 @@
  *
  * Our buffer ends at the offending token: the parser looked no further
  * (Cassandra's parser disables single-token recovery, so a mismatch reads
- * only LT(1)). The end of input is Cassandra's lexer's bare EOF token: no
- * line (line 0:-1) and no snippet.
+ * only LT(1)), unless the caller says Cassandra had read further (an LL(2)
+ * decision before the failing rule). The end of input is Cassandra's lexer's
+ * bare EOF token: no line (line 0:-1) and no snippet.
  *
  * Not done: a snippet that does not fit in ERR_MSG_MAX is left off, and
  * shapes Java would throw on (a bracketed token running past its line) get
@@ -230,7 +231,7 @@ static bool append_snippet(const struct parser *p, const struct btok *from,
 	return !o->overflow;
 }
 
-int cql_parse_syntax_error(struct parser *p, size_t bracket,
+int cql_parse_syntax_error(struct parser *p, size_t bracket, size_t ahead,
 			   const char *expecting)
 {
 	char msg[ERR_MSG_MAX];
@@ -261,7 +262,9 @@ int cql_parse_syntax_error(struct parser *p, size_t bracket,
 	if (p->src) {
 		struct btok ring[RING];
 		size_t to_idx;
-		size_t b = buffer_scan(p, bracket, p->pos, ring, &to_idx);
+		size_t last = p->pos + ahead < p->count ? p->pos + ahead
+							: p->count - 1;
+		size_t b = buffer_scan(p, bracket, last, ring, &to_idx);
 		size_t from_idx = b > SNIPPET_BEFORE ? b - SNIPPET_BEFORE : 0;
 		if (!append_snippet(p, &ring[from_idx % RING],
 				    &ring[to_idx % RING], &ring[b % RING],

@@ -100,13 +100,15 @@ static inline bool accept_punct(struct parser *p, const char *s)
  * alternative at input 'x'"; then the query snippet with the token at
  * `bracket` (a token index, at most the current one) in brackets: the
  * current one, or where a decision Cassandra takes by reading ahead
- * started. Returns -1 with ERR_INVALID. */
-int cql_parse_syntax_error(struct parser *p, size_t bracket,
+ * started; `ahead` is how many tokens past the current one Cassandra's
+ * parser had read (its buffer, where the snippet ends, unless that is
+ * further than the bracketed token + 2). Returns -1 with ERR_INVALID. */
+int cql_parse_syntax_error(struct parser *p, size_t bracket, size_t ahead,
 			   const char *expecting);
 
 static inline int syntax_error(struct parser *p, const char *expecting)
 {
-	return cql_parse_syntax_error(p, p->pos, expecting);
+	return cql_parse_syntax_error(p, p->pos, 0, expecting);
 }
 
 /* No viable alternative at the current token, for a decision Cassandra's
@@ -114,7 +116,7 @@ static inline int syntax_error(struct parser *p, const char *expecting)
  * the snippet brackets `start`. */
 static inline int syntax_error_from(struct parser *p, size_t start)
 {
-	return cql_parse_syntax_error(p, start, NULL);
+	return cql_parse_syntax_error(p, start, 0, NULL);
 }
 
 /* Terms, types and selectors nest; deeper than CQL_MAX_DEPTH is refused

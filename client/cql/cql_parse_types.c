@@ -109,8 +109,10 @@ static int type_name(struct parser *p, struct cql_qname *q)
 	if (qualified)
 		advance(p); /* . */
 	const struct cql_token *t = tok(p);
+	/* unqualified, Cassandra's (ks '.')? decision read the next token */
 	if (t->kind == CQL_TOK_IDENT && IN(t, native_types))
-		return syntax_error(p, NULL);
+		return cql_parse_syntax_error(p, p->pos, qualified ? 0 : 1,
+					      NULL);
 	bool reserved = t->kind == CQL_TOK_IDENT && IN(t, reserved_types);
 	if (!(q->name = ident(p)))
 		return -1;

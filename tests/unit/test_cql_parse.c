@@ -1033,7 +1033,7 @@ START_TEST(type_statements)
 	ck_assert_int_eq(t->alter, CQL_ALTER_TYPE_ALTER); /* refused later */
 	const char *m = parse_fails("CREATE TYPE int (a int)", ERR_INVALID);
 	ck_assert_str_eq(m, "line 1:12 no viable alternative at input 'int' "
-			    "(CREATE TYPE [int]...)");
+			    "(CREATE TYPE [int] (...)");
 	m = parse_fails("CREATE TYPE ks.enum (a int)", ERR_INVALID);
 	ck_assert_str_eq(m, "Invalid (reserved) user type name enum");
 	parse_fails("CREATE TYPE t ()", ERR_INVALID);
