@@ -131,21 +131,17 @@ done:
 	return bracket_idx;
 }
 
-/* Line `n` (1-based) of the query: its start and length. */
-static bool query_line(const struct parser *p, int n, const char **start,
-		       size_t *len)
+/* Where line `n` (1-based) of the query starts, or NULL. */
+static const char *line_start(const struct parser *p, int n)
 {
 	const char *q = p->src, *end = p->src + p->src_len;
 	for (int i = 1; i < n; i++) {
 		const char *nl = memchr(q, '\n', (size_t)(end - q));
 		if (!nl)
-			return false;
+			return NULL;
 		q = nl + 1;
 	}
-	const char *nl = memchr(q, '\n', (size_t)(end - q));
-	*start = q;
-	*len = (size_t)((nl ? nl : end) - q);
-	return true;
+	return q;
 }
 
 /* Java's query.split("\n").length: trailing empty lines do not count. */
@@ -199,11 +195,16 @@ static bool append_snippet(const struct parser *p, const struct btok *from,
 	put(o, " (", 2);
 	if (!with_start)
 		put(o, "...", 3);
-	for (int n = from->line; n <= to->line; n++) {
-		const char *l;
-		size_t len;
-		if (!query_line(p, n, &l, &len))
-			return false;
+	const char *end = p->src + p->src_len;
+	const char *l = line_start(p, from->line);
+	if (!l)
+		return false;
+	const char *next = l;
+	for (int n = from->line; n <= to->line && !o->overflow; n++) {
+		l = next;
+		const char *nl = memchr(l, '\n', (size_t)(end - l));
+		size_t len = (size_t)((nl ? nl : end) - l);
+		next = nl ? nl + 1 : end;
 		size_t keep = len, lo = 0;
 		if (n == to->line && (size_t)to->col + to->len < len)
 			keep = (size_t)to->col + to->len;
