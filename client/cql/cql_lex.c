@@ -118,6 +118,17 @@ static int skip_space(struct lexer *lx)
 	}
 }
 
+/* A string may span lines: the lines of [from, lx->pos), counted once
+ * its token (which starts on the first) is pushed. */
+static void count_lines(struct lexer *lx, const char *from)
+{
+	for (const char *q = from; q < lx->pos; q++)
+		if (*q == '\n') {
+			lx->line++;
+			lx->line_start = q + 1;
+		}
+}
+
 /* 'text' with '' for a quote, or "ident" with "" for a double quote. */
 static int lex_quoted(struct lexer *lx, char quote, enum cql_tok_kind kind)
 {
@@ -155,14 +166,10 @@ static int lex_quoted(struct lexer *lx, char quote, enum cql_tok_kind kind)
 	if (kind == CQL_TOK_QIDENT && n == 0)
 		return lex_error(lx, start, "empty quoted identifier");
 	lx->pos = p + 1;
-	/* Strings may span lines. */
-	for (const char *q = start; q < lx->pos; q++) {
-		if (*q == '\n') {
-			lx->line++;
-			lx->line_start = q + 1;
-		}
-	}
-	return push(lx, kind, text, n, start, (size_t)(lx->pos - start));
+	if (push(lx, kind, text, n, start, (size_t)(lx->pos - start)) != 0)
+		return -1;
+	count_lines(lx, start);
+	return 0;
 }
 
 static int lex_dollar_string(struct lexer *lx)
@@ -176,9 +183,11 @@ static int lex_dollar_string(struct lexer *lx)
 			if (!text && p > body)
 				return -1;
 			lx->pos = p + 2;
-			return push(lx, CQL_TOK_STRING, text,
-				    (size_t)(p - body), start,
-				    (size_t)(lx->pos - start));
+			if (push(lx, CQL_TOK_STRING, text, (size_t)(p - body),
+				 start, (size_t)(lx->pos - start)) != 0)
+				return -1;
+			count_lines(lx, start);
+			return 0;
 		}
 	}
 	return lex_error(lx, start, "unterminated $$ string");

@@ -183,7 +183,8 @@ static bool append_snippet(const struct parser *p, const struct btok *from,
 			   const struct btok *to, const struct btok *off,
 			   struct out *o)
 {
-	if (from->eof || to->eof || off->eof)
+	if (from->eof || to->eof || off->eof || from->col < 0 || to->col < 0 ||
+	    off->col < 0)
 		return false;
 	size_t last_len;
 	int nlines = query_lines(p, &last_len);
@@ -218,7 +219,7 @@ static bool append_snippet(const struct parser *p, const struct btok *from,
 			continue;
 		}
 		size_t open = (size_t)off->col, close = open + off->len;
-		if (close > keep || open < lo)
+		if (close > keep || close < open || open < lo)
 			return false;
 		put(o, l + lo, open - lo);
 		put(o, "[", 1);
@@ -245,18 +246,28 @@ int cql_parse_syntax_error(struct parser *p, size_t bracket, size_t ahead,
 	bool unquoted = t->kind == CQL_TOK_STRING || t->kind == CQL_TOK_QIDENT;
 	const char *text = eof ? "<EOF>" : unquoted ? t->text : t->raw;
 	size_t n = eof ? 5 : text_len(t);
-	int shown = (int)(n > 40 ? 40 : n);
+	/* getTokenErrorDisplay: newlines, returns and tabs escaped */
+	char shown[2 * 40 + 1];
+	size_t k = 0;
+	for (size_t i = 0; i < n && i < 40; i++) {
+		char c = text[i];
+		if (c == '\n' || c == '\r' || c == '\t') {
+			shown[k++] = '\\';
+			c = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+		}
+		shown[k++] = c;
+	}
+	shown[k] = '\0';
 	if (expecting)
 		o.len = (size_t)snprintf(
 			msg, sizeof(msg),
-			"line %d:%d mismatched input '%.*s' expecting %s",
-			eof ? 0 : t->line, eof ? -1 : t->col, shown, text,
-			expecting);
+			"line %d:%d mismatched input '%s' expecting %s",
+			eof ? 0 : t->line, eof ? -1 : t->col, shown, expecting);
 	else
 		o.len = (size_t)snprintf(
 			msg, sizeof(msg),
-			"line %d:%d no viable alternative at input '%.*s'",
-			eof ? 0 : t->line, eof ? -1 : t->col, shown, text);
+			"line %d:%d no viable alternative at input '%s'",
+			eof ? 0 : t->line, eof ? -1 : t->col, shown);
 	if (o.len >= sizeof(msg))
 		o.len = sizeof(msg) - 1;
 	size_t header = o.len;

@@ -481,6 +481,18 @@ START_TEST(syntax_error_snippets)
 	m = parse_fails("SELECT * FROM t WHERE k = 'a' 'bc'", ERR_INVALID);
 	ck_assert_str_eq(m, "line 1:30 mismatched input 'bc' expecting EOF "
 			    "(...t WHERE k = 'a' ['b]...)");
+	/* a token after a string spanning lines is placed on its own line;
+	 * a multi-line offending token is shown escaped, and gets no snippet
+	 * (Java's would throw) */
+	m = parse_fails("SELECT * FROM t WHERE k = $$a\nb$$ x", ERR_INVALID);
+	ck_assert_str_eq(m, "line 2:4 mismatched input 'x' expecting EOF "
+			    "(...t WHERE k = $$ab$$ [x])");
+	m = parse_fails("SELECT * FROM t WHERE k = 'a\nb' x", ERR_INVALID);
+	ck_assert_str_eq(m, "line 2:3 mismatched input 'x' expecting EOF "
+			    "(...t WHERE k = 'ab' [x])");
+	m = parse_fails("SELECT * FROM t WHERE k = 1 'a\nb'", ERR_INVALID);
+	ck_assert_str_eq(m, "line 1:28 mismatched input 'a\\nb' expecting "
+			    "EOF");
 	m = parse_fails("BEGIN BATCH SELECT * FROM t APPLY BATCH", ERR_INVALID);
 	ck_assert_str_eq(m, "line 1:12 mismatched input 'SELECT' expecting "
 			    "K_APPLY (BEGIN BATCH [SELECT]...)");
