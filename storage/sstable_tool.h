@@ -122,7 +122,9 @@ int storage_sstable_dump(struct env *env, const char *path, const uint8_t *key,
  * sstableverify): TOC.txt present; Statistics.db, Filter.db and Summary.db
  * (magic, version, crc, decode); every block of Data.db and Index.db in
  * file order (crc, decompression), Data.db's size against the statistics;
- * then every partition through the index (keys, entries, atoms). 0 when
+ * then every partition through the index (keys, entries, atoms); then
+ * every index component TOC.txt lists (each block, the directory: a
+ * damaged one is "Corrupted: <path> (index component)"). 0 when
  * all checks out (*partitions: how many read); -1 with what failed,
  * "; "-separated and naming the component (and the offset of a block), in
  * problems (cap bytes), err set to the first. */

@@ -15,6 +15,7 @@
 #include "common/murmur3.h"
 #include "storage/atom_internal.h"
 #include "storage/sai_component.h"
+#include "storage/sstable_tool.h"
 #include "storage/storage.h"
 #include "tests/lib/testutil.h"
 #include "tests/unit/storage_fault_env.h"
@@ -1454,6 +1455,52 @@ START_TEST(memtable_row_pages_match_the_component)
 }
 END_TEST
 
+/* nodetool verify checks each SSTable's index components: a damaged one
+ * makes its SSTable corrupt, named as Cassandra's verifier names a file
+ * ("Corrupted: <path>"); scrub writes every component again. */
+START_TEST(verify_finds_a_damaged_component_and_scrub_rewrites_it)
+{
+	struct fx f;
+	fx_init(&f, "sai_verify", true);
+	for (int i = 0; i < 300; i++)
+		random_op(&f);
+	ck_assert_int_eq(storage_flush(f.db, f.t->id), 0);
+	size_t n = 0, bad = 0;
+	ck_assert_int_eq(storage_verify(f.db, f.t->id, &n, &bad), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(bad, 0);
+	storage_delete(f.db);
+	f.db = NULL;
+	struct files iv = {.n = 0};
+	find_files(f.data, "SAI_iv.db", &iv);
+	ck_assert_uint_eq(iv.n, 1);
+	flip_byte(iv.paths[0], 40);
+	open_db(&f);
+	ck_assert_int_eq(storage_verify(f.db, f.t->id, &n, &bad), -1);
+	ck_assert_int_eq(err_code(), ERR_CORRUPT);
+	ck_assert_uint_eq(bad, 1);
+	char problems[1024], want[800];
+	uint64_t parts = 0;
+	ck_assert_int_eq(storage_sstable_verify(f.env, iv.paths[0], &parts,
+						problems, sizeof(problems)),
+			 -1);
+	snprintf(want, sizeof(want), "Corrupted: %s (index component)",
+		 iv.paths[0]);
+	ck_assert_str_eq(problems, want);
+	ck_assert_uint_gt(parts, 0); /* the data itself read */
+	uint64_t kept = 0, dropped = 0;
+	ck_assert_int_eq(storage_scrub(f.db, f.t->id, false, &kept, &dropped),
+			 0);
+	ck_assert_uint_gt(kept, 0);
+	ck_assert_uint_eq(dropped, 0);
+	ck_assert_int_eq(storage_verify(f.db, f.t->id, &n, &bad), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(bad, 0);
+	ck_assert_uint_eq(check_all(&f), 0); /* answered from components */
+	fx_free(&f);
+}
+END_TEST
+
 /* The components of one history (flushes, a major compaction, an index
  * built over existing data), each file's bytes in path order. */
 struct comp_set {
@@ -1584,6 +1631,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_paged_walk_visits_bounded_entries_per_step);
 	tcase_add_test(tc, bounded_builders_write_the_same_components);
 	tcase_add_test(tc, memtable_row_pages_match_the_component);
+	tcase_add_test(tc,
+		       verify_finds_a_damaged_component_and_scrub_rewrites_it);
 	suite_add_tcase(s, tc);
 	return s;
 }
