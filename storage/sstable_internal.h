@@ -81,6 +81,16 @@ int sst_layout_encode(const struct storage_table_meta *t, struct buf *out);
  * difference, ERR_CORRUPT when the bytes do not decode. */
 int sst_layout_check(const uint8_t *layout, size_t len,
 		     const struct storage_table_meta *t);
+/* Calls `fn` once per slot of `layout`, in slot order (name and type
+ * borrowed from `layout`; flags SST_LAYOUT_DESC, SST_LAYOUT_DROPPED); a
+ * non-zero return stops the walk and is returned. -1 with ERR_CORRUPT
+ * when the layout does not decode. */
+#define SST_LAYOUT_DESC    1
+#define SST_LAYOUT_DROPPED 2
+typedef int (*sst_layout_fn)(void *arg, uint64_t slot, struct slice name,
+			     uint8_t kind, uint8_t flags, struct slice type);
+int sst_layout_walk(const uint8_t *layout, size_t len, sst_layout_fn fn,
+		    void *arg);
 
 struct sst_writer_options {
 	uint8_t compression;

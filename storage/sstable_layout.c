@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LAYOUT_DESC    1
-#define LAYOUT_DROPPED 2
+#define LAYOUT_DESC    SST_LAYOUT_DESC
+#define LAYOUT_DROPPED SST_LAYOUT_DROPPED
 
 int sst_layout_encode(const struct storage_table_meta *t, struct buf *out)
 {
@@ -157,4 +157,24 @@ int sst_layout_check(const uint8_t *layout, size_t len,
 				     t->columns[slot].name);
 	}
 	return rc;
+}
+
+int sst_layout_walk(const uint8_t *layout, size_t len, sst_layout_fn fn,
+		    void *arg)
+{
+	struct cursor c = cursor_make(layout, len);
+	uint64_t count;
+	if (cursor_uvarint(&c, &count))
+		return err_set(ERR_CORRUPT, "bad column layout");
+	for (uint64_t i = 0; i < count; i++) {
+		struct slice name, ty;
+		uint8_t kind, flags;
+		if (take_text(&c, &name) || cursor_u8(&c, &kind) ||
+		    cursor_u8(&c, &flags) || take_text(&c, &ty))
+			return err_set(ERR_CORRUPT, "bad column layout");
+		int rc = fn(arg, i, name, kind, flags, ty);
+		if (rc)
+			return rc;
+	}
+	return cursor_left(&c) ? err_set(ERR_CORRUPT, "bad column layout") : 0;
 }

@@ -141,6 +141,84 @@ static void read_stats(struct env *env, struct storage_sstable_meta *m)
 	free(st);
 }
 
+struct columns {
+	struct storage_sstable_column *v;
+	size_t n;
+};
+
+static int add_column(void *arg, uint64_t slot, struct slice name, uint8_t kind,
+		      uint8_t flags, struct slice type)
+{
+	(void)slot;
+	struct columns *cs = arg;
+	struct storage_sstable_column *v =
+		realloc(cs->v, (cs->n + 1) * sizeof(*v));
+	if (!v)
+		return err_set(ERR_NOMEM, "sstable layout");
+	cs->v = v;
+	struct storage_sstable_column *c = &v[cs->n];
+	c->name = strndup((const char *)name.ptr, name.len);
+	c->type = strndup((const char *)type.ptr, type.len);
+	c->kind = kind;
+	c->desc = flags & SST_LAYOUT_DESC;
+	c->dropped = flags & SST_LAYOUT_DROPPED;
+	cs->n++;
+	if (!c->name || !c->type)
+		return err_set(ERR_NOMEM, "sstable layout");
+	return 0;
+}
+
+int storage_sstable_columns_read(struct env *env, const char *path,
+				 struct storage_sstable_column **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct storage_sstable_meta *m = calloc(1, sizeof(*m));
+	if (!m)
+		return err_set(ERR_NOMEM, "sstable layout");
+	if (parse_path(path, m->dir, sizeof(m->dir), &m->gen)) {
+		free(m);
+		return -1;
+	}
+	uint8_t *img = NULL, v;
+	const uint8_t *p;
+	size_t len;
+	struct sst_stats *st = malloc(sizeof(*st));
+	struct slice layout = {0};
+	int rc = st ? read_comp(env, m, "Statistics.db", "CSST",
+				SST_STATS_VERSION, &v, &img, &p, &len)
+		    : err_set(ERR_NOMEM, "sstable layout");
+	if (!rc && sst_stats_decode_layout(p, len, v, st, &layout))
+		rc = err_prefix("%s/ca-%" PRIu64 "-Statistics.db", m->dir,
+				m->gen);
+	struct columns cs = {0};
+	if (!rc && layout.ptr &&
+	    sst_layout_walk(layout.ptr, layout.len, add_column, &cs)) {
+		rc = err_code() == ERR_NOMEM
+			     ? -1
+			     : err_prefix("%s/ca-%" PRIu64 "-Statistics.db",
+					  m->dir, m->gen);
+		storage_sstable_columns_free(cs.v, cs.n);
+		cs.v = NULL;
+		cs.n = 0;
+	}
+	free(img);
+	free(st);
+	free(m);
+	*out = cs.v;
+	*n = cs.n;
+	return rc;
+}
+
+void storage_sstable_columns_free(struct storage_sstable_column *c, size_t n)
+{
+	for (size_t i = 0; c && i < n; i++) {
+		free(c[i].name);
+		free(c[i].type);
+	}
+	free(c);
+}
+
 static void read_filter(struct env *env, struct storage_sstable_meta *m)
 {
 	uint8_t *img, v;

@@ -72,6 +72,25 @@ double storage_sstable_droppable(const struct storage_sstable_meta *m,
 /* The bloom filter's false-positive chance for its partition count. */
 double storage_sstable_bloom_fp(const struct storage_sstable_meta *m);
 
+/* One column slot of the layout Statistics.db version 5 records (what
+ * Cassandra keeps as the serialization header), in slot order. */
+struct storage_sstable_column {
+	char *name;
+	char *type;   /* CQL text (storage_type_format) */
+	uint8_t kind; /* STORAGE_COLUMN_* */
+	bool desc;    /* a clustering column in DESC order */
+	bool dropped; /* dropped before the SSTable was written */
+};
+
+/* The column layout of the generation at `path`: *out malloc'ed (free it
+ * with storage_sstable_columns_free), *n slots; 0 with *n 0 (*out NULL)
+ * when Statistics.db is older than version 5 and records none. -1 when
+ * Statistics.db is missing or damaged (ERR_CORRUPT naming it). */
+int storage_sstable_columns_read(struct env *env, const char *path,
+				 struct storage_sstable_column **out,
+				 size_t *n);
+void storage_sstable_columns_free(struct storage_sstable_column *c, size_t n);
+
 /* One atom of Data.db as stored (see storage/atom_internal.h): slot 0 is
  * the row (kind 0 deletion, 1 liveness), slot n+1 column n. Pointers
  * borrow the walk's block until the callback returns. */

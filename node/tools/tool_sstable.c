@@ -9,6 +9,7 @@
 #include "common/env_real.h"
 #include "common/err.h"
 #include "common/uuid.h"
+#include "storage/schema.h"
 #include "storage/sstable_tool.h"
 
 #include <ctype.h>
@@ -145,6 +146,79 @@ static void print_meta(const struct storage_sstable_meta *m, int64_t now,
 		       m->uncompressed_size);
 }
 
+/* The types of the columns of `kind` (not dropped), ", "-separated;
+ * with names ("name:type") for static and regular columns. */
+static void print_kind(const struct storage_sstable_column *c, size_t n,
+		       uint8_t kind, bool names)
+{
+	bool first = true;
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].kind != kind || c[i].dropped)
+			continue;
+		printf("%s%s%s%s%s", first ? "" : ", ", names ? c[i].name : "",
+		       names ? ":" : "", c[i].type,
+		       c[i].desc && kind == STORAGE_COLUMN_CLUSTERING ? " DESC"
+								      : "");
+		first = false;
+	}
+}
+
+static const char *kind_text(uint8_t kind)
+{
+	switch (kind) {
+	case STORAGE_COLUMN_PARTITION_KEY:
+		return "partition key";
+	case STORAGE_COLUMN_CLUSTERING:
+		return "clustering";
+	case STORAGE_COLUMN_STATIC:
+		return "static";
+	case STORAGE_COLUMN_REGULAR:
+		return "regular";
+	default:
+		return "unknown";
+	}
+}
+
+/* The column layout of Statistics.db version 5, as Cassandra's
+ * sstablemetadata prints its serialization header (types in CQL), then
+ * each slot. 0, or -1 when the layout does not read. */
+static int print_layout(struct env *env, const char *path,
+			const struct storage_sstable_meta *m)
+{
+	struct storage_sstable_column *c;
+	size_t n;
+	if (storage_sstable_columns_read(env, path, &c, &n))
+		return -1;
+	if (!n) {
+		printf("Column layout: not recorded (Statistics.db version "
+		       "%u)\n",
+		       m->stats_version);
+		return 0;
+	}
+	size_t keys = 0;
+	for (size_t i = 0; i < n; i++)
+		keys += c[i].kind == STORAGE_COLUMN_PARTITION_KEY;
+	printf("KeyType: %s", keys > 1 ? "CompositeType(" : "");
+	print_kind(c, n, STORAGE_COLUMN_PARTITION_KEY, false);
+	printf("%s\nClusteringTypes: [", keys > 1 ? ")" : "");
+	print_kind(c, n, STORAGE_COLUMN_CLUSTERING, false);
+	printf("]\nStaticColumns: {");
+	print_kind(c, n, STORAGE_COLUMN_STATIC, true);
+	printf("}\nRegularColumns: {");
+	print_kind(c, n, STORAGE_COLUMN_REGULAR, true);
+	printf("}\nColumn slots:\n   %-4s | %-13s | %s\n", "Slot", "Kind",
+	       "Column");
+	for (size_t i = 0; i < n; i++)
+		printf("   %-4zu | %-13s | %s %s%s%s\n", i,
+		       kind_text(c[i].kind), c[i].name, c[i].type,
+		       c[i].desc && c[i].kind == STORAGE_COLUMN_CLUSTERING
+			       ? " DESC"
+			       : "",
+		       c[i].dropped ? " (dropped)" : "");
+	storage_sstable_columns_free(c, n);
+	return 0;
+}
+
 static void meta_usage(FILE *f)
 {
 	fprintf(f, "usage: cassini-tool sstablemetadata [-g GC_GRACE_SECONDS] "
@@ -203,6 +277,12 @@ int tool_sstablemetadata(int argc, char **argv)
 			continue;
 		}
 		print_meta(m, now, gc_grace);
+		if (m->stats_ok && print_layout(env, argv[i], m)) {
+			printf("Problems: %s\n", err_msg());
+			fprintf(stderr, "sstablemetadata: %s: %s\n", argv[i],
+				err_msg());
+			status = 1;
+		}
 		if (rc) {
 			printf("Problems: %s\n", m->problems);
 			fprintf(stderr, "sstablemetadata: %s: %s\n", argv[i],

@@ -91,6 +91,13 @@ int main(int argc, char **argv)
 				      false);
 	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &tx,
 				      false);
+	/* never written: for the column layout sstablemetadata prints */
+	storage_table_meta_add_column(t, "s", STORAGE_COLUMN_STATIC, &ti,
+				      false);
+	storage_table_meta_add_column(t, "gone", STORAGE_COLUMN_REGULAR, &ti,
+				      false);
+	t->columns[t->column_count - 1].dropped = true;
+	t->columns[t->column_count - 1].dropped_at = 1;
 	db = storage_new(&o);
 	if (!db || storage_table_add(db, t, true) || storage_start(db)) {
 		fprintf(stderr, "start: %s\n", err_msg());

@@ -70,6 +70,17 @@ def check_metadata(tool, table):
     ratio = float(field(out, "Compression ratio"))
     assert 0 < ratio <= 1.1, ratio
     assert "Partition Size:" in out
+    # the column layout Statistics.db version 5 records, as Cassandra
+    # prints its serialization header, then every slot
+    assert field(out, "KeyType") == "text"
+    assert field(out, "ClusteringTypes") == "[int]"
+    assert field(out, "StaticColumns") == "{s:int}"
+    assert field(out, "RegularColumns") == "{v:text}"
+    slots = out[out.index("Column slots:\n"):].splitlines()[2:7]
+    assert [" ".join(x.split()) for x in slots] == [
+        "0 | partition key | pk text", "1 | clustering | c int",
+        "2 | regular | v text", "3 | static | s int",
+        "4 | regular | gone int (dropped)"], slots
     # any component names the generation
     p2 = run(tool, "sstablemetadata", os.path.join(table, "ca-1-TOC.txt"))
     assert p2.returncode == 0 and p2.stdout == out
