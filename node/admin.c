@@ -188,11 +188,14 @@ static void respond(struct admin_conn *c, const struct admin_request *req)
 	const char *o = out.data ? (const char *)out.data : "";
 	const char *e = err.data ? (const char *)err.data : "";
 	if (status == ADMIN_PENDING && c->reply) {
-		/* answered later; what was printed so far goes out now */
+		/* answered later; what was printed so far goes out now, in a
+		 * progress frame even when empty: it tells the tool that the
+		 * command runs and may take long (a major compaction, a
+		 * repair), so it waits for the answer for as long as that
+		 * takes, as nodetool does */
 		c->done = true;
 		bufferevent_set_timeouts(c->bev, NULL, NULL);
-		if (o[0] || e[0])
-			write_frame(c, 0, o, "", true);
+		write_frame(c, 0, o, "", true);
 	} else {
 		if (status == ADMIN_PENDING) /* deferred without a handle */
 			status = 1;

@@ -4,7 +4,9 @@
  * peers; node/netfault.h) and `clockskew` (an offset on this node's wall
  * clock through the env seam), `indexbuildfault hold|release` (while
  * held an index build waits before its first SSTable: tests see an index
- * building). They act only
+ * building), `compactionfault hold|release` (while held a major
+ * compaction waits before its merge: tests see the tool wait). They act
+ * only
  * when node.yaml says
  * `test_fault_injection: true`; otherwise they answer why not, exit 1.
  * `scripts/cluster link` and `clockskew` drive them on every node concerned.
@@ -247,6 +249,34 @@ static int cmd_indexbuildfault(void *arg, size_t argc, const char *const *argv,
 	return 0;
 }
 
+#define COMPACTIONFAULT_USAGE "compactionfault hold|release"
+
+/* While held a major compaction (cassini-tool compact) waits before its
+ * merge, so a test sees the tool wait for a compaction as long as it
+ * needs. */
+static int cmd_compactionfault(void *arg, size_t argc, const char *const *argv,
+			       struct buf *out, struct buf *err)
+{
+	struct node *n = arg;
+	if (refuse_unless_enabled(n, err))
+		return 1;
+	if (argc != 1 ||
+	    (strcmp(argv[0], "hold") != 0 && strcmp(argv[0], "release") != 0)) {
+		admin_printf(err, "usage: " COMPACTIONFAULT_USAGE "\n");
+		return 1;
+	}
+	if (!n->cql) {
+		admin_printf(err, "no data path on this node\n");
+		return 2;
+	}
+	bool hold = strcmp(argv[0], "hold") == 0;
+	storage_compactions_hold(cql_service_storage(n->cql), hold);
+	LOG_WARN("test fault injection: major compactions %s",
+		 hold ? "held" : "released");
+	admin_printf(out, "major compactions %s\n", hold ? "held" : "released");
+	return 0;
+}
+
 int node_admin_register_faults(struct node *n)
 {
 	if (n->conf.test_fault_injection &&
@@ -267,7 +297,11 @@ int node_admin_register_faults(struct node *n)
 	    admin_register(n->admin, "indexbuildfault",
 			   INDEXBUILDFAULT_USAGE "  (test clusters) hold "
 						 "index builds back",
-			   cmd_indexbuildfault, n) != 0)
+			   cmd_indexbuildfault, n) != 0 ||
+	    admin_register(n->admin, "compactionfault",
+			   COMPACTIONFAULT_USAGE "  (test clusters) hold "
+						 "major compactions back",
+			   cmd_compactionfault, n) != 0)
 		return -1;
 	return 0;
 }

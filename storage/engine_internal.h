@@ -139,6 +139,7 @@ struct storage {
 	pthread_cond_t index_work;
 	bool builds_held;   /* storage_index_builds_hold (tests) */
 	bool builds_fail;   /* storage_index_builds_fail (tests) */
+	bool compactions_held; /* storage_compactions_hold (tests) */
 	uint64_t build_seq; /* index builds started (their task ids) */
 	bool compaction_wanted;
 	bool writes_stopped;

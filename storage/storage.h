@@ -750,6 +750,10 @@ int storage_flush(struct storage *db, const uint8_t *table_id);
 /* Runs compaction rounds for the table until none applies; `major` merges
  * every SSTable into one. Blocks. */
 int storage_compact(struct storage *db, const uint8_t table_id[16], bool major);
+/* Test clusters (the compactionfault admin command): while held, a major
+ * compaction asked for (storage_compact) waits before its merge, running
+ * (compactionstats lists it at 0%); released, it goes on. */
+void storage_compactions_hold(struct storage *db, bool hold);
 
 /* A compaction running now (Cassandra's CompactionInfo, as
  * compactionstats and system_views.sstable_tasks show it). */

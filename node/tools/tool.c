@@ -20,6 +20,14 @@
  * Exit status: the command's (0 on success), 1 when the node cannot be
  * reached (`cannot connect to HOST:PORT`) or the arguments are wrong.
  * Long commands (repair) print progress frames as they arrive.
+ *
+ * The node answers within TIMEOUT_MS, or says at once that the command
+ * runs on (a progress frame, maybe empty: every command the node answers
+ * later, such as compact, cleanup, scrub or repair), and the tool then
+ * waits for its end however long it takes, as nodetool does; the node
+ * closing the connection ends the wait. CASSINI_TOOL_ANSWER_TIMEOUT_MS
+ * replaces TIMEOUT_MS (tests: a short one shows that a long command is
+ * waited for).
  */
 #include "client/proto/tls.h"
 #include "common/buf.h"
@@ -45,6 +53,16 @@
 #include <unistd.h>
 
 #define TIMEOUT_MS 10000
+
+/* The wait for the first answer (TIMEOUT_MS or the environment's). */
+static int answer_timeout_ms(void)
+{
+	const char *v = getenv("CASSINI_TOOL_ANSWER_TIMEOUT_MS");
+	char *end;
+	long ms = v ? strtol(v, &end, 10) : 0;
+	return v && *v && !*end && ms > 0 && ms <= INT32_MAX ? (int)ms
+							     : TIMEOUT_MS;
+}
 
 static void usage(FILE *f)
 {
@@ -507,7 +525,7 @@ int main(int argc, char **argv)
 	}
 	/* Progress frames (more) until the final answer; once a command
 	 * reports progress it may run long, so reads then wait for good. */
-	int timeout = TIMEOUT_MS;
+	int timeout = answer_timeout_ms();
 	for (;;) {
 		uint8_t hdr[4];
 		if (read_all(&ch, hdr, 4, timeout) != 0) {
