@@ -478,6 +478,11 @@ static int open_storage(struct cql_service *s, const struct conf *c)
 	if (register_tables(s) != 0 || node_cas_table_add(s->db) != 0 ||
 	    storage_start(s->db) != 0)
 		return -1;
+	/* SSTables of expired data are dropped when they expire, not at the
+	 * next flush (the timer is this loop's) */
+	if (storage_droppable_watch_start(s->db) != 0)
+		LOG_WARN("no wake-up of compaction for expired SSTables: %s",
+			 err_msg());
 	return 0;
 }
 

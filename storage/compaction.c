@@ -937,6 +937,7 @@ void *storage_engine_compactor_main(void *arg)
 			storage_engine_table_unref(all[i]);
 		}
 		free(all);
+		storage_compaction_watch_note(db);
 		pthread_mutex_lock(&db->mu);
 	}
 	pthread_mutex_unlock(&db->mu);

@@ -312,6 +312,7 @@ void storage_delete(struct storage *db)
 		pthread_join(db->compactor, NULL);
 		pthread_join(db->indexer, NULL);
 	}
+	storage_compaction_watch_stop(db);
 	commitlog_delete(db->cl);
 	while (db->tables) {
 		struct table *t = db->tables;

@@ -137,9 +137,12 @@ struct storage {
 	/* the index builder (engine_sai_build.c) and its wake-up */
 	pthread_t indexer;
 	pthread_cond_t index_work;
-	bool builds_held;   /* storage_index_builds_hold (tests) */
-	bool builds_fail;   /* storage_index_builds_fail (tests) */
+	bool builds_held;      /* storage_index_builds_hold (tests) */
+	bool builds_fail;      /* storage_index_builds_fail (tests) */
 	bool compactions_held; /* storage_compactions_hold (tests) */
+	/* compaction_wake.c: the timer waking the compactor when an SSTable
+	 * becomes fully droppable (NULL: none started) */
+	struct droppable_watch *watch;
 	uint64_t build_seq; /* index builds started (their task ids) */
 	bool compaction_wanted;
 	bool writes_stopped;
@@ -173,6 +176,14 @@ struct deferred_ack {
 	storage_done_fn done;
 	void *arg;
 };
+
+/* compaction_wake.c. After a compactor round (compactor thread): posts a
+ * re-arm of the droppable watch when the next deadline is earlier than
+ * the armed one. */
+void storage_compaction_watch_note(struct storage *db);
+/* storage_delete, the engine's threads joined (the watch's loop thread):
+ * frees the timer; a queued re-arm then does nothing. */
+void storage_compaction_watch_stop(struct storage *db);
 
 /* Under the lock: the registered table, borrowed while the lock is held
  * (NULL: none, or dropped). */

@@ -754,6 +754,14 @@ int storage_compact(struct storage *db, const uint8_t table_id[16], bool major);
  * compaction asked for (storage_compact) waits before its merge, running
  * (compactionstats lists it at 0%); released, it goes on. */
 void storage_compactions_hold(struct storage *db, bool hold);
+/* Wakes the compactor when an SSTable becomes fully droppable (nothing but
+ * tombstones and expired cells, all past gc_grace), with a timer of the
+ * engine's env: call on the loop thread that owns the env's timers, after
+ * storage_start; the timer fires there, its re-arms (an SSTable flushed
+ * or imported that expires sooner) come through the post hook, and
+ * storage_delete is then to be called on that thread too. -1 when the
+ * env has no timers. Only matters with auto compaction on. */
+int storage_droppable_watch_start(struct storage *db);
 
 /* A compaction running now (Cassandra's CompactionInfo, as
  * compactionstats and system_views.sstable_tasks show it). */

@@ -72,3 +72,6 @@ cassini_check_suite(test_storage_sampler LABEL unit
 cassini_check_suite(test_storage_import LABEL unit
                     SOURCES test_storage_import.c
                     LIBS cassini_storage_fixture cassini_conf)
+cassini_check_suite(test_storage_droppable LABEL unit
+                    SOURCES test_storage_droppable.c
+                    LIBS cassini_storage cassini_sim cassini_conf)
