@@ -916,6 +916,7 @@ void *storage_engine_compactor_main(void *arg)
 			continue;
 		}
 		db->compaction_wanted = false;
+		int64_t round_us = env_wall_us(db->o.env);
 		/* the tables of the moment, referenced: a DROP may unlink
 		 * one while another is compacted */
 		size_t n = 0;
@@ -937,7 +938,7 @@ void *storage_engine_compactor_main(void *arg)
 			storage_engine_table_unref(all[i]);
 		}
 		free(all);
-		storage_compaction_watch_note(db);
+		storage_compaction_watch_note(db, round_us);
 		pthread_mutex_lock(&db->mu);
 	}
 	pthread_mutex_unlock(&db->mu);

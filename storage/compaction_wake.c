@@ -34,14 +34,18 @@ struct droppable_watch {
 	struct storage *db; /* NULL once the engine is deleted */
 	struct env_timer *timer;
 	int64_t armed_us; /* wall time it fires at; INT64_MAX: not armed */
-	unsigned refs;    /* the engine's, and one per queued re-arm */
-	bool posted;      /* a re-arm is queued */
+	/* When the last compactor round began (wall time): SSTables that
+	 * became droppable before it were that round's to drop (one it
+	 * left is held back by older data and waits for a flush) */
+	int64_t round_us;
+	unsigned refs; /* the engine's, and one per queued re-arm */
+	bool posted;   /* a re-arm is queued */
 };
 
 /* The wall time (microseconds) at which the earliest live SSTable that
- * will become fully droppable, and is not yet, does; INT64_MAX when none
+ * becomes fully droppable after `after_us` does; INT64_MAX when none
  * will. The lock held. */
-static int64_t next_droppable_us(struct storage *db, int64_t now_us)
+static int64_t next_droppable_us(struct storage *db, int64_t after_us)
 {
 	int64_t next = INT64_MAX;
 	for (struct table *t = db->tables; t; t = t->next) {
@@ -58,7 +62,7 @@ static int64_t next_droppable_us(struct storage *db, int64_t now_us)
 				continue;
 			/* droppable once max_ldt < now - gc_grace */
 			int64_t at = (st->max_ldt + grace + 1) * 1000000;
-			if (at > now_us && at < next)
+			if (at > after_us && at < next)
 				next = at;
 		}
 	}
@@ -81,9 +85,19 @@ static void watch_fire(void *arg)
 {
 	struct droppable_watch *w = arg;
 	struct storage *db = w->db;
+	int64_t now = env_wall_us(db->o.env);
 	pthread_mutex_lock(&w->mu);
-	w->armed_us = INT64_MAX;
+	int64_t at = w->armed_us;
+	bool early = at != INT64_MAX && now < at;
+	if (!early)
+		w->armed_us = INT64_MAX;
 	pthread_mutex_unlock(&w->mu);
+	if (early) {
+		/* the timer's clock ran ahead of the wall clock: a round now
+		 * would find the SSTable not yet expired */
+		env_timer_arm(db->o.env, w->timer, (uint64_t)(at - now));
+		return;
+	}
 	pthread_mutex_lock(&db->mu);
 	db->compaction_wanted = true;
 	pthread_cond_broadcast(&db->work);
@@ -95,17 +109,21 @@ static void watch_fire(void *arg)
 static void watch_arm(struct droppable_watch *w)
 {
 	struct storage *db = w->db;
+	pthread_mutex_lock(&w->mu);
+	int64_t after = w->round_us;
+	pthread_mutex_unlock(&w->mu);
 	int64_t now = env_wall_us(db->o.env);
 	pthread_mutex_lock(&db->mu);
-	int64_t next = next_droppable_us(db, now);
+	int64_t next = next_droppable_us(db, after);
 	pthread_mutex_unlock(&db->mu);
 	pthread_mutex_lock(&w->mu);
 	w->armed_us = next;
 	pthread_mutex_unlock(&w->mu);
 	if (next == INT64_MAX)
 		env_timer_cancel(db->o.env, w->timer);
-	else
-		env_timer_arm(db->o.env, w->timer, (uint64_t)(next - now));
+	else /* one already due (since the last round began) fires now */
+		env_timer_arm(db->o.env, w->timer,
+			      next > now ? (uint64_t)(next - now) : 0);
 }
 
 /* On the loop, from the post hook. */
@@ -146,16 +164,17 @@ int storage_droppable_watch_start(struct storage *db)
 	return 0;
 }
 
-void storage_compaction_watch_note(struct storage *db)
+void storage_compaction_watch_note(struct storage *db, int64_t round_us)
 {
-	int64_t now = env_wall_us(db->o.env);
 	pthread_mutex_lock(&db->mu);
 	struct droppable_watch *w = db->watch;
-	int64_t next = w ? next_droppable_us(db, now) : INT64_MAX;
+	int64_t next = w ? next_droppable_us(db, round_us) : INT64_MAX;
 	pthread_mutex_unlock(&db->mu);
 	if (!w || !db->o.post)
 		return;
 	pthread_mutex_lock(&w->mu);
+	if (round_us > w->round_us)
+		w->round_us = round_us;
 	bool post = next < w->armed_us && !w->posted;
 	if (post) {
 		w->posted = true;

@@ -177,10 +177,10 @@ struct deferred_ack {
 	void *arg;
 };
 
-/* compaction_wake.c. After a compactor round (compactor thread): posts a
- * re-arm of the droppable watch when the next deadline is earlier than
- * the armed one. */
-void storage_compaction_watch_note(struct storage *db);
+/* compaction_wake.c. After a compactor round that began at `round_us`
+ * (wall time; compactor thread): posts a re-arm of the droppable watch
+ * when the next deadline after round_us is earlier than the armed one. */
+void storage_compaction_watch_note(struct storage *db, int64_t round_us);
 /* storage_delete, the engine's threads joined (the watch's loop thread):
  * frees the timer; a queued re-arm then does nothing. */
 void storage_compaction_watch_stop(struct storage *db);
