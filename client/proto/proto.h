@@ -1,6 +1,7 @@
 /*
- * CQL native protocol v3/v4: frames, body primitives, request decoding and
- * response encoding. Pure codec: no sockets, no state beyond one frame.
+ * CQL native protocol v3/v4/v5: frames (v5: envelopes), body primitives,
+ * request decoding, response encoding and v5's segments. Pure codec: no
+ * sockets, no state beyond one frame.
  *
  * Frame (doc/native_protocol_v4.spec §1-2), all integers big-endian:
  *
@@ -8,9 +9,13 @@
  *   +--------+--------+--------+--------+-----------------+------ ... ---+
  *   |version | flags  | stream | opcode | length (int32)  | body         |
  *   +--------+--------+--------+--------+-----------------+------ ... ---+
- *   version: 0x03/0x04 request, | 0x80 response. flags: 0x01 compressed
- *   (LZ4: 4-byte uncompressed length + block), 0x02 tracing, 0x04 custom
- *   payload, 0x08 warning.
+ *   version: 0x03/0x04/0x05 request, | 0x80 response. flags: 0x01
+ *   compressed (LZ4: 4-byte uncompressed length + block; v3/v4 only), 0x02
+ *   tracing, 0x04 custom payload, 0x08 warning, 0x10 beta (ignored).
+ *
+ * v5 calls this frame an envelope and, once the server has answered
+ * STARTUP, carries envelopes inside checksummed segments (see "segments"
+ * below); the envelope's own compression flag is not used.
  *
  * Decoders take untrusted bytes: every length is checked against what
  * remains before use, every count is capped by the bytes that could hold it
@@ -18,9 +23,9 @@
  * slices of the frame body (they live as long as the body does). Arrays are
  * allocated from the caller's arena.
  *
- * Versions other than 3 and 4 are refused with the exact text drivers look
- * for when downgrading: "Invalid or unsupported protocol version (N);
- * supported versions are (3/v3, 4/v4)".
+ * Versions other than 3, 4 and 5 are refused with the exact text drivers
+ * look for when downgrading: "Invalid or unsupported protocol version (N);
+ * supported versions are (3/v3, 4/v4, 5/v5)".
  */
 #ifndef CASSINI_CLIENT_PROTO_H
 #define CASSINI_CLIENT_PROTO_H
@@ -35,7 +40,7 @@
 
 #define CQL_HEADER_LEN   9
 #define CQL_VERSION_MIN  3
-#define CQL_VERSION_MAX  4
+#define CQL_VERSION_MAX  5
 #define CQL_RESPONSE_BIT 0x80
 
 enum cql_opcode {
@@ -105,7 +110,7 @@ const char *cql_consistency_name(uint16_t cl);
 /* ---- frame header -------------------------------------------------------- */
 
 struct cql_header {
-	uint8_t version; /* 3 or 4, direction bit removed */
+	uint8_t version; /* 3, 4 or 5, direction bit removed */
 	bool response;
 	uint8_t flags;
 	int16_t stream;
@@ -181,12 +186,17 @@ enum cql_query_flag {
 	CQL_QF_SERIAL_CONSISTENCY = 0x10,
 	CQL_QF_DEFAULT_TIMESTAMP = 0x20,
 	CQL_QF_VALUE_NAMES = 0x40,
+	CQL_QF_KEYSPACE = 0x80,        /* v5 */
+	CQL_QF_NOW_IN_SECONDS = 0x100, /* v5 */
 };
+
+/* PREPARE's flags (v5). */
+#define CQL_PREPARE_WITH_KEYSPACE 0x01
 
 /* The parameters QUERY and EXECUTE share (and BATCH in part). */
 struct cql_query_params {
 	uint16_t consistency;
-	uint8_t flags;
+	uint32_t flags; /* a [byte] before v5, an [int] from v5 */
 	uint16_t value_count;
 	struct cql_value *values;
 	struct slice *value_names; /* only with CQL_QF_VALUE_NAMES */
@@ -196,6 +206,13 @@ struct cql_query_params {
 	uint16_t serial_consistency; /* SERIAL when absent */
 	bool has_timestamp;
 	int64_t timestamp;
+	/* v5: the keyspace to resolve names in instead of the connection's
+	 * (the server hands it over as cql_request_info.keyspace), and the
+	 * client's "now" (read, not used: expiry follows the node's clock) */
+	bool has_keyspace;
+	struct slice keyspace;
+	bool has_now_in_seconds;
+	int32_t now_in_seconds;
 };
 
 struct cql_query {
@@ -205,6 +222,7 @@ struct cql_query {
 
 struct cql_execute {
 	struct slice id;
+	struct slice result_metadata_id; /* v5; empty before */
 	struct cql_query_params params;
 };
 
@@ -226,10 +244,14 @@ struct cql_batch {
 	uint16_t count;
 	struct cql_batch_statement *statements;
 	uint16_t consistency;
-	uint8_t flags;
+	uint32_t flags;
 	uint16_t serial_consistency;
 	bool has_timestamp;
 	int64_t timestamp;
+	bool has_keyspace; /* v5, as in cql_query_params */
+	struct slice keyspace;
+	bool has_now_in_seconds;
+	int32_t now_in_seconds;
 };
 
 /*
@@ -243,12 +265,26 @@ int cql_decode_register(struct cursor *c, struct arena *a,
 			struct slice **events, uint16_t *count);
 int cql_decode_query(struct cursor *c, uint8_t version, struct arena *a,
 		     struct cql_query *out);
+/* The query only: v5's flags and keyspace after it are left unread (the
+ * server reads them with cql_request_keyspace). */
 int cql_decode_prepare(struct cursor *c, struct slice *query);
 int cql_decode_execute(struct cursor *c, uint8_t version, struct arena *a,
 		       struct cql_execute *out);
 int cql_decode_batch(struct cursor *c, uint8_t version, struct arena *a,
 		     struct cql_batch *out);
 int cql_decode_auth_response(struct cursor *c, struct cql_value *token);
+
+/*
+ * v5: the keyspace a QUERY, PREPARE or BATCH body names with its keyspace
+ * flag. 1 with *keyspace set when it names one, 0 when not (or for another
+ * opcode or version), -1 on a malformed body (ERR_PROTOCOL).
+ */
+int cql_request_keyspace(const uint8_t *body, size_t len, uint8_t version,
+			 uint8_t opcode, struct slice *keyspace);
+/* v5: an EXECUTE body's result_metadata_id (an empty slice before v5 or
+ * when the body is too short to hold one). */
+struct slice cql_execute_result_metadata_id(const uint8_t *body, size_t len,
+					    uint8_t version);
 
 /* Skips a custom payload ([bytes map]) at the start of a request body. */
 int cql_skip_custom_payload(struct cursor *c);
@@ -299,6 +335,33 @@ int cql_encode_write_failure(struct buf *b, uint8_t version, int16_t stream,
 			     const char *msg, uint16_t cl, int32_t received,
 			     int32_t block_for, int32_t failures,
 			     const char *write_type);
+
+/* v5 replaces the failure count with a reason map: each failed replica's
+ * address and why (RequestFailureReason's codes). The functions above
+ * write an empty map in v5 (the caller did not say which replicas
+ * failed); these write `n` reasons (and n as the count before v5). */
+enum cql_failure_code {
+	CQL_FAILURE_UNKNOWN = 0x0000,
+	CQL_FAILURE_READ_TOO_MANY_TOMBSTONES = 0x0001,
+	CQL_FAILURE_TIMEOUT = 0x0002,
+	CQL_FAILURE_INCOMPATIBLE_SCHEMA = 0x0003,
+};
+struct cql_failure_reason {
+	struct inet_addr endpoint; /* the port is not sent */
+	uint16_t code;
+};
+int cql_encode_read_failure_reasons(struct buf *b, uint8_t version,
+				    int16_t stream, const char *msg,
+				    uint16_t cl, int32_t received,
+				    int32_t block_for,
+				    const struct cql_failure_reason *reasons,
+				    size_t n, bool data_present);
+int cql_encode_write_failure_reasons(struct buf *b, uint8_t version,
+				     int16_t stream, const char *msg,
+				     uint16_t cl, int32_t received,
+				     int32_t block_for,
+				     const struct cql_failure_reason *reasons,
+				     size_t n, const char *write_type);
 /* table "" for a keyspace. */
 int cql_encode_already_exists(struct buf *b, uint8_t version, int16_t stream,
 			      const char *msg, const char *keyspace,
@@ -406,7 +469,23 @@ enum cql_rows_flag {
 	CQL_ROWS_GLOBAL_TABLES_SPEC = 0x0001,
 	CQL_ROWS_HAS_MORE_PAGES = 0x0002,
 	CQL_ROWS_NO_METADATA = 0x0004,
+	CQL_ROWS_METADATA_CHANGED = 0x0008, /* v5: new_metadata_id follows */
 };
+
+/* v5's result_metadata_id: a hash of the column specs a Rows result
+ * describes (as cql_write_rows_metadata writes them). */
+#define CQL_METADATA_ID_LEN 16
+int cql_result_metadata_id(const struct cql_column_spec *cols, size_t ncols,
+			   uint8_t id[CQL_METADATA_ID_LEN]);
+
+/*
+ * v5 EXECUTE: `frame` is a whole, uncompressed response. When it is a Rows
+ * result whose metadata hashes to something other than `client_id` (the
+ * id the client sent), sets METADATA_CHANGED and inserts the new id, so the
+ * driver learns the statement's columns changed (a column added to a
+ * SELECT * table). Anything else is left alone. 0, or -1 on ERR_NOMEM.
+ */
+int cql_frame_mark_metadata_changed(struct buf *frame, struct slice client_id);
 
 /*
  * Rows metadata. Uses the global table spec when every column shares one
@@ -417,12 +496,54 @@ int cql_write_rows_metadata(struct buf *b, const struct cql_column_spec *cols,
 			    bool no_metadata);
 
 /*
- * PREPARED body after the kind: id, bind metadata (with partition-key
- * indexes so token-aware drivers route), result metadata.
+ * PREPARED body after the kind: id, (v5) result_metadata_id, bind metadata
+ * (with partition-key indexes so token-aware drivers route), result
+ * metadata.
  */
 int cql_write_prepared(struct buf *b, uint8_t version, const uint8_t *id,
 		       uint16_t id_len, const struct cql_column_spec *binds,
 		       size_t nbinds, const uint16_t *pk_indexes, size_t npk,
 		       const struct cql_column_spec *results, size_t nresults);
+
+/* ---- v5 segments (native_protocol_v5.spec §2, "frames" there) ------------
+ *
+ * After the server answers a v5 STARTUP (READY or AUTHENTICATE), both
+ * directions carry envelopes in segments:
+ *
+ *   header: 3 bytes little-endian, bits 0-16 payload length, bit 17
+ *           self-contained; with LZ4, 5 bytes: bits 0-16 compressed length,
+ *           17-33 uncompressed length (0: sent uncompressed), bit 34
+ *           self-contained
+ *   CRC24 of the header bytes (3 bytes little-endian)
+ *   payload (at most 128 KiB - 1 bytes; an LZ4 block when compressed)
+ *   CRC32 of the payload, seeded with the bytes fa 2d 55 ca (4 bytes LE)
+ *
+ * A self-contained segment holds whole envelopes; a larger envelope is
+ * cut into segments that are not.
+ */
+#define CQL_SEGMENT_MAX_PAYLOAD ((128u << 10) - 1)
+
+/* CRC24 (polynomial 0x1974f0b, init 0x875060) over the first `len` bytes
+ * of `bytes` read little-endian, as the header is. */
+uint32_t cql_crc24(uint64_t bytes, int len);
+/* CRC32 (IEEE) of fa 2d 55 ca followed by p[0, n). */
+uint32_t cql_segment_crc32(const uint8_t *p, size_t n);
+
+/* Appends envelope bytes p[0, n) as segments to `out`: one self-contained
+ * segment when they fit, else segments of the maximum payload. With lz4,
+ * each payload is compressed unless that does not make it smaller. */
+int cql_segment_encode(struct buf *out, const uint8_t *p, size_t n, bool lz4);
+
+enum cql_segment_status {
+	CQL_SEGMENT_OK = 0,
+	CQL_SEGMENT_PARTIAL, /* need more bytes */
+	CQL_SEGMENT_CORRUPT, /* err says why; the connection must close */
+};
+
+/* Decodes the segment at the start of p[0, n): on OK appends its payload
+ * (decompressed) to `payload` and sets *used and *self_contained. */
+enum cql_segment_status cql_segment_decode(const uint8_t *p, size_t n,
+					   bool lz4, struct buf *payload,
+					   size_t *used, bool *self_contained);
 
 #endif

@@ -243,6 +243,46 @@ static int read_values(struct cursor *c, uint8_t version, struct arena *a,
 	return 0;
 }
 
+/* Query flags: a [byte] before v5, an [int] from v5. */
+static int read_flags(struct cursor *c, uint8_t version, uint32_t *flags)
+{
+	if (version >= 5) {
+		int32_t v = 0;
+		if (cql_read_int(c, &v) != 0)
+			return -1;
+		*flags = (uint32_t)v;
+		return 0;
+	}
+	uint8_t b;
+	if (cursor_u8(c, &b) != 0)
+		return -1;
+	*flags = b;
+	return 0;
+}
+
+/* v5's [keyspace][now_in_seconds] after the other parameters. */
+static int read_v5_tail(struct cursor *c, uint8_t version, uint32_t flags,
+			bool *has_ks, struct slice *ks, bool *has_now,
+			int32_t *now)
+{
+	if (version < 5)
+		return 0;
+	if (flags & CQL_QF_KEYSPACE) {
+		if (cql_read_string(c, ks) != 0)
+			return -1;
+		if (ks->len == 0)
+			return proto_err("Invalid empty keyspace in the "
+					 "keyspace flag");
+		*has_ks = true;
+	}
+	if (flags & CQL_QF_NOW_IN_SECONDS) {
+		if (cql_read_int(c, now) != 0)
+			return -1;
+		*has_now = true;
+	}
+	return 0;
+}
+
 static int read_params(struct cursor *c, uint8_t version, struct arena *a,
 		       struct cql_query_params *p)
 {
@@ -250,7 +290,7 @@ static int read_params(struct cursor *c, uint8_t version, struct arena *a,
 	p->page_size = -1;
 	p->serial_consistency = CQL_CL_SERIAL;
 	if (cql_read_short(c, &p->consistency) != 0 ||
-	    cursor_u8(c, &p->flags) != 0)
+	    read_flags(c, version, &p->flags) != 0)
 		return proto_err("truncated query parameters");
 	if (p->flags & CQL_QF_VALUES) {
 		if (read_values(c, version, a, p->flags & CQL_QF_VALUE_NAMES,
@@ -282,7 +322,9 @@ static int read_params(struct cursor *c, uint8_t version, struct arena *a,
 					 "9223372036854775807]");
 		p->has_timestamp = true;
 	}
-	return 0;
+	return read_v5_tail(c, version, p->flags, &p->has_keyspace,
+			    &p->keyspace, &p->has_now_in_seconds,
+			    &p->now_in_seconds);
 }
 
 int cql_decode_query(struct cursor *c, uint8_t version, struct arena *a,
@@ -302,6 +344,10 @@ int cql_decode_execute(struct cursor *c, uint8_t version, struct arena *a,
 		       struct cql_execute *out)
 {
 	if (cql_read_short_bytes(c, &out->id) != 0)
+		return -1;
+	out->result_metadata_id = slice_make(NULL, 0);
+	if (version >= 5 &&
+	    cql_read_short_bytes(c, &out->result_metadata_id) != 0)
 		return -1;
 	return read_params(c, version, a, &out->params);
 }
@@ -348,7 +394,7 @@ int cql_decode_batch(struct cursor *c, uint8_t version, struct arena *a,
 		    0)
 			return -1;
 	if (cql_read_short(c, &out->consistency) != 0 ||
-	    cursor_u8(c, &out->flags) != 0)
+	    read_flags(c, version, &out->flags) != 0)
 		return proto_err("truncated batch parameters");
 	if (out->flags & CQL_QF_VALUE_NAMES)
 		return proto_err("named values are not supported in batches");
@@ -360,7 +406,81 @@ int cql_decode_batch(struct cursor *c, uint8_t version, struct arena *a,
 			return -1;
 		out->has_timestamp = true;
 	}
-	return 0;
+	return read_v5_tail(c, version, out->flags, &out->has_keyspace,
+			    &out->keyspace, &out->has_now_in_seconds,
+			    &out->now_in_seconds);
+}
+
+int cql_request_keyspace(const uint8_t *body, size_t len, uint8_t version,
+			 uint8_t opcode, struct slice *keyspace)
+{
+	if (version < 5)
+		return 0;
+	struct cursor c = cursor_make(body, len);
+	struct slice q;
+	if (opcode == CQL_OP_PREPARE) {
+		int32_t flags = 0;
+		if (cql_read_long_string(&c, &q) != 0)
+			return -1;
+		if (cursor_left(&c) == 0)
+			return 0; /* no flags: a v4-shaped PREPARE */
+		if (cql_read_int(&c, &flags) != 0)
+			return -1;
+		if (!(flags & CQL_PREPARE_WITH_KEYSPACE))
+			return 0;
+		if (cql_read_string(&c, keyspace) != 0)
+			return -1;
+		if (keyspace->len == 0)
+			return proto_err("Invalid empty keyspace in the "
+					 "keyspace flag");
+		return 1;
+	}
+	if (opcode != CQL_OP_QUERY && opcode != CQL_OP_BATCH)
+		return 0;
+	if (opcode == CQL_OP_QUERY) {
+		/* the flags sit at a known place: decode the rest only
+		 * when they name a keyspace */
+		uint16_t cl;
+		int32_t flags = 0;
+		if (cql_read_long_string(&c, &q) != 0 ||
+		    cql_read_short(&c, &cl) != 0 ||
+		    cql_read_int(&c, &flags) != 0)
+			return -1;
+		if (!(flags & CQL_QF_KEYSPACE))
+			return 0;
+	}
+	struct arena a;
+	arena_create(&a, 0);
+	c = cursor_make(body, len);
+	int rc;
+	if (opcode == CQL_OP_QUERY) {
+		struct cql_query qq;
+		rc = cql_decode_query(&c, version, &a, &qq);
+		if (rc == 0 && qq.params.has_keyspace) {
+			*keyspace = qq.params.keyspace;
+			rc = 1;
+		}
+	} else {
+		struct cql_batch b;
+		rc = cql_decode_batch(&c, version, &a, &b);
+		if (rc == 0 && b.has_keyspace) {
+			*keyspace = b.keyspace;
+			rc = 1;
+		}
+	}
+	arena_destroy(&a);
+	return rc;
+}
+
+struct slice cql_execute_result_metadata_id(const uint8_t *body, size_t len,
+					    uint8_t version)
+{
+	struct cursor c = cursor_make(body, len);
+	struct slice id, meta = slice_make(NULL, 0);
+	if (version < 5 || cql_read_short_bytes(&c, &id) != 0 ||
+	    cql_read_short_bytes(&c, &meta) != 0)
+		return slice_make(NULL, 0);
+	return meta;
 }
 
 int cql_decode_auth_response(struct cursor *c, struct cql_value *token)

@@ -6,6 +6,7 @@
 #include "client/proto/proto.h"
 
 #include "common/err.h"
+#include "common/murmur3.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -144,14 +145,14 @@ int cql_encode_ready(struct buf *b, uint8_t version, int16_t stream)
 
 static int supported_body(struct buf *b, const char *cql_version, bool lz4)
 {
-	static const char *const versions[] = {"3/v3", "4/v4"};
+	static const char *const versions[] = {"3/v3", "4/v4", "5/v5"};
 	static const char *const lz4_only[] = {"lz4"};
 	return cql_write_short(b, 3) || cql_write_cstring(b, "CQL_VERSION") ||
 	       cql_write_string_list(b, &cql_version, 1) ||
 	       cql_write_cstring(b, "COMPRESSION") ||
 	       cql_write_string_list(b, lz4_only, lz4 ? 1 : 0) ||
 	       cql_write_cstring(b, "PROTOCOL_VERSIONS") ||
-	       cql_write_string_list(b, versions, 2);
+	       cql_write_string_list(b, versions, 3);
 }
 
 int cql_encode_supported(struct buf *b, uint8_t version, int16_t stream,
@@ -242,10 +243,10 @@ int cql_encode_version_error(struct buf *b, int16_t stream,
 	char msg[128];
 	snprintf(msg, sizeof(msg),
 		 "Invalid or unsupported protocol version (%u); supported "
-		 "versions are (3/v3, 4/v4)",
+		 "versions are (3/v3, 4/v4, 5/v5)",
 		 asked_version);
-	return cql_encode_error(b, CQL_VERSION_MAX, stream, CQL_ERR_PROTOCOL,
-				msg);
+	/* a v4 frame, never segmented: what every driver can read */
+	return cql_encode_error(b, 4, stream, CQL_ERR_PROTOCOL, msg);
 }
 
 int cql_encode_unavailable(struct buf *b, uint8_t version, int16_t stream,
@@ -280,10 +281,32 @@ int cql_encode_read_timeout(struct buf *b, uint8_t version, int16_t stream,
 		      buf_put_u8(b, data_present ? 1 : 0));
 }
 
-int cql_encode_read_failure(struct buf *b, uint8_t version, int16_t stream,
-			    const char *msg, uint16_t cl, int32_t received,
-			    int32_t block_for, int32_t failures,
-			    bool data_present)
+/* <failures> before v5, <reasonmap> from v5: an [int] n and n pairs of
+ * [inetaddr] and a [short] code. */
+static int write_failures(struct buf *b, uint8_t version,
+			  const struct cql_failure_reason *reasons, size_t n,
+			  int32_t count)
+{
+	if (version < 5)
+		return cql_write_int(b, count);
+	if (cql_write_int(b, (int32_t)n) != 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct inet_addr *a = &reasons[i].endpoint;
+		size_t len = a->family == INET_V6 ? 16 : 4;
+		if (buf_put_u8(b, (uint8_t)len) ||
+		    buf_append(b, a->ip, len) ||
+		    cql_write_short(b, reasons[i].code))
+			return -1;
+	}
+	return 0;
+}
+
+static int read_failure(struct buf *b, uint8_t version, int16_t stream,
+			const char *msg, uint16_t cl, int32_t received,
+			int32_t block_for,
+			const struct cql_failure_reason *reasons, size_t n,
+			int32_t count, bool data_present)
 {
 	if (version < 4) /* v3 has no Read_failure: a timeout is the nearest */
 		return cql_encode_read_timeout(b, version, stream, msg, cl,
@@ -293,14 +316,15 @@ int cql_encode_read_failure(struct buf *b, uint8_t version, int16_t stream,
 	      error_head(b, CQL_ERR_READ_FAILURE, msg) ||
 		      cql_write_short(b, cl) || cql_write_int(b, received) ||
 		      cql_write_int(b, block_for) ||
-		      cql_write_int(b, failures) ||
+		      write_failures(b, version, reasons, n, count) ||
 		      buf_put_u8(b, data_present ? 1 : 0));
 }
 
-int cql_encode_write_failure(struct buf *b, uint8_t version, int16_t stream,
-			     const char *msg, uint16_t cl, int32_t received,
-			     int32_t block_for, int32_t failures,
-			     const char *write_type)
+static int write_failure(struct buf *b, uint8_t version, int16_t stream,
+			 const char *msg, uint16_t cl, int32_t received,
+			 int32_t block_for,
+			 const struct cql_failure_reason *reasons, size_t n,
+			 int32_t count, const char *write_type)
 {
 	if (version < 4)
 		return cql_encode_write_timeout(b, version, stream, msg, cl,
@@ -310,8 +334,48 @@ int cql_encode_write_failure(struct buf *b, uint8_t version, int16_t stream,
 	      error_head(b, CQL_ERR_WRITE_FAILURE, msg) ||
 		      cql_write_short(b, cl) || cql_write_int(b, received) ||
 		      cql_write_int(b, block_for) ||
-		      cql_write_int(b, failures) ||
+		      write_failures(b, version, reasons, n, count) ||
 		      cql_write_cstring(b, write_type));
+}
+
+int cql_encode_read_failure(struct buf *b, uint8_t version, int16_t stream,
+			    const char *msg, uint16_t cl, int32_t received,
+			    int32_t block_for, int32_t failures,
+			    bool data_present)
+{
+	return read_failure(b, version, stream, msg, cl, received, block_for,
+			    NULL, 0, failures, data_present);
+}
+
+int cql_encode_write_failure(struct buf *b, uint8_t version, int16_t stream,
+			     const char *msg, uint16_t cl, int32_t received,
+			     int32_t block_for, int32_t failures,
+			     const char *write_type)
+{
+	return write_failure(b, version, stream, msg, cl, received, block_for,
+			     NULL, 0, failures, write_type);
+}
+
+int cql_encode_read_failure_reasons(struct buf *b, uint8_t version,
+				    int16_t stream, const char *msg,
+				    uint16_t cl, int32_t received,
+				    int32_t block_for,
+				    const struct cql_failure_reason *reasons,
+				    size_t n, bool data_present)
+{
+	return read_failure(b, version, stream, msg, cl, received, block_for,
+			    reasons, n, (int32_t)n, data_present);
+}
+
+int cql_encode_write_failure_reasons(struct buf *b, uint8_t version,
+				     int16_t stream, const char *msg,
+				     uint16_t cl, int32_t received,
+				     int32_t block_for,
+				     const struct cql_failure_reason *reasons,
+				     size_t n, const char *write_type)
+{
+	return write_failure(b, version, stream, msg, cl, received, block_for,
+			     reasons, n, (int32_t)n, write_type);
 }
 
 int cql_encode_already_exists(struct buf *b, uint8_t version, int16_t stream,
@@ -508,6 +572,32 @@ int cql_write_rows_metadata(struct buf *b, const struct cql_column_spec *cols,
 	return rc ? -1 : 0;
 }
 
+/* The id of column specs as they are on the wire (from the global table
+ * spec or the first column on): their murmur3, seeded by the flag. */
+static void metadata_id_of(const uint8_t *p, size_t n, bool global,
+			   uint8_t id[CQL_METADATA_ID_LEN])
+{
+	uint64_t h[2];
+	murmur3_hash128(p, n, global ? 0x6d64 : 0x6d65, h);
+	be64_store(id, h[0]);
+	be64_store(id + 8, h[1]);
+}
+
+int cql_result_metadata_id(const struct cql_column_spec *cols, size_t ncols,
+			   uint8_t id[CQL_METADATA_ID_LEN])
+{
+	struct buf b;
+	buf_init(&b);
+	bool global = same_table(cols, ncols);
+	if (write_col_specs(&b, cols, ncols, global) != 0) {
+		buf_free(&b);
+		return -1;
+	}
+	metadata_id_of(b.data, b.len, global, id);
+	buf_free(&b);
+	return 0;
+}
+
 int cql_write_prepared(struct buf *b, uint8_t version, const uint8_t *id,
 		       uint16_t id_len, const struct cql_column_spec *binds,
 		       size_t nbinds, const uint16_t *pk_indexes, size_t npk,
@@ -515,9 +605,15 @@ int cql_write_prepared(struct buf *b, uint8_t version, const uint8_t *id,
 {
 	size_t mark = b->len;
 	bool global = same_table(binds, nbinds);
-	int rc = cql_write_short_bytes(b, id, id_len) ||
-		 cql_write_int(b, global ? CQL_ROWS_GLOBAL_TABLES_SPEC : 0) ||
-		 cql_write_int(b, (int32_t)nbinds);
+	int rc = cql_write_short_bytes(b, id, id_len);
+	if (!rc && version >= 5) {
+		uint8_t meta[CQL_METADATA_ID_LEN];
+		rc = cql_result_metadata_id(results, nresults, meta) ||
+		     cql_write_short_bytes(b, meta, sizeof(meta));
+	}
+	rc = rc ||
+	     cql_write_int(b, global ? CQL_ROWS_GLOBAL_TABLES_SPEC : 0) ||
+	     cql_write_int(b, (int32_t)nbinds);
 	if (!rc && version >= 4) {
 		rc = cql_write_int(b, (int32_t)npk);
 		for (size_t i = 0; !rc && i < npk; i++)
@@ -531,6 +627,111 @@ int cql_write_prepared(struct buf *b, uint8_t version, const uint8_t *id,
 	if (rc)
 		b->len = mark;
 	return rc ? -1 : 0;
+}
+
+/* Skips one [option] type; false when malformed or nested too deep. */
+static bool skip_type_option(struct cursor *c, int depth)
+{
+	uint16_t id, n;
+	struct slice s;
+	if (depth > 64 || cql_read_short(c, &id) != 0)
+		return false;
+	switch (id) {
+	case CQL_TYPE_CUSTOM:
+		return cql_read_string(c, &s) == 0;
+	case CQL_TYPE_LIST:
+	case CQL_TYPE_SET:
+		return skip_type_option(c, depth + 1);
+	case CQL_TYPE_MAP:
+		return skip_type_option(c, depth + 1) &&
+		       skip_type_option(c, depth + 1);
+	case CQL_TYPE_TUPLE:
+		if (cql_read_short(c, &n) != 0)
+			return false;
+		for (uint16_t i = 0; i < n; i++)
+			if (!skip_type_option(c, depth + 1))
+				return false;
+		return true;
+	case CQL_TYPE_UDT:
+		if (cql_read_string(c, &s) || cql_read_string(c, &s) ||
+		    cql_read_short(c, &n))
+			return false;
+		for (uint16_t i = 0; i < n; i++)
+			if (cql_read_string(c, &s) != 0 ||
+			    !skip_type_option(c, depth + 1))
+				return false;
+		return true;
+	default:
+		return true;
+	}
+}
+
+int cql_frame_mark_metadata_changed(struct buf *frame, struct slice client_id)
+{
+	if (frame->len < CQL_HEADER_LEN ||
+	    frame->data[4] != CQL_OP_RESULT ||
+	    (frame->data[1] & CQL_FLAG_COMPRESSION))
+		return 0;
+	uint8_t fflags = frame->data[1];
+	struct cursor c = cursor_make(frame->data + CQL_HEADER_LEN,
+				      frame->len - CQL_HEADER_LEN);
+	struct slice s;
+	uint16_t n;
+	int32_t kind, flags, ncols;
+	if ((fflags & CQL_FLAG_TRACING) && cursor_skip(&c, 16) != 0)
+		return 0;
+	if (fflags & CQL_FLAG_WARNING) {
+		if (cql_read_short(&c, &n) != 0)
+			return 0;
+		for (uint16_t i = 0; i < n; i++)
+			if (cql_read_string(&c, &s) != 0)
+				return 0;
+	}
+	if ((fflags & CQL_FLAG_CUSTOM_PAYLOAD) &&
+	    cql_skip_custom_payload(&c) != 0)
+		return 0;
+	if (cql_read_int(&c, &kind) != 0 || kind != CQL_RESULT_ROWS)
+		return 0;
+	size_t flags_at = (size_t)(c.pos - frame->data);
+	if (cql_read_int(&c, &flags) != 0 || cql_read_int(&c, &ncols) != 0 ||
+	    ncols < 0 || (flags & (CQL_ROWS_NO_METADATA |
+				   CQL_ROWS_METADATA_CHANGED)))
+		return 0;
+	if (flags & CQL_ROWS_HAS_MORE_PAGES) {
+		struct cql_value v;
+		if (cql_read_value(&c, false, &v) != 0)
+			return 0;
+	}
+	size_t specs_at = (size_t)(c.pos - frame->data);
+	bool global = flags & CQL_ROWS_GLOBAL_TABLES_SPEC;
+	if (global && (cql_read_string(&c, &s) || cql_read_string(&c, &s)))
+		return 0;
+	for (int32_t i = 0; i < ncols; i++) {
+		if (!global &&
+		    (cql_read_string(&c, &s) || cql_read_string(&c, &s)))
+			return 0;
+		if (cql_read_string(&c, &s) || !skip_type_option(&c, 0))
+			return 0;
+	}
+	uint8_t id[CQL_METADATA_ID_LEN];
+	metadata_id_of(frame->data + specs_at,
+		       (size_t)(c.pos - frame->data) - specs_at, global, id);
+	if (client_id.len == sizeof(id) &&
+	    memcmp(client_id.ptr, id, sizeof(id)) == 0)
+		return 0;
+	/* [short bytes] new_metadata_id, before the column specs */
+	size_t add = 2 + sizeof(id);
+	if (buf_reserve(frame, add) != 0)
+		return -1;
+	uint8_t *at = frame->data + specs_at;
+	memmove(at + add, at, frame->len - specs_at);
+	be16_store(at, (uint16_t)sizeof(id));
+	memcpy(at + 2, id, sizeof(id));
+	frame->len += add;
+	be32_store(frame->data + flags_at,
+		   (uint32_t)flags | CQL_ROWS_METADATA_CHANGED);
+	be32_store(frame->data + 5, (uint32_t)(frame->len - CQL_HEADER_LEN));
+	return 0;
 }
 
 int cql_frame_add_warning(struct buf *frame, const char *warning)

@@ -91,6 +91,12 @@ struct cql_conn {
 	char *driver_name, *driver_version; /* from STARTUP, or NULL */
 	uint64_t request_count;             /* requests taken */
 	bool lz4;
+	/* v5: set once the answer to STARTUP is queued; from then on bytes
+	 * in both directions are segments. Envelopes cut from segments wait
+	 * in `env` (from env_pos on) until dispatched. */
+	bool segments;
+	struct buf env;
+	size_t env_pos;
 	bool closed;  /* socket gone; struct lives while refs > 0 */
 	bool closing; /* flushing a last reply, then closing */
 	bool paused_requests;
@@ -118,6 +124,12 @@ struct cql_request {
 	int16_t stream;
 	uint8_t *body;
 	size_t accounted; /* bytes counted in srv->inflight_bytes */
+	char *keyspace;   /* v5: the request's keyspace flag, or NULL */
+	/* v5 EXECUTE: the result_metadata_id the client sent, checked
+	 * against the reply's rows (METADATA_CHANGED) */
+	bool check_metadata;
+	uint8_t metadata_id_len;
+	uint8_t metadata_id[CQL_METADATA_ID_LEN];
 };
 
 struct cql_server {
@@ -172,7 +184,8 @@ static void conn_close(struct cql_conn *c, const char *why)
 	c->rev = c->wev = c->kick = c->timer = NULL;
 	buf_free(&c->in);
 	buf_free(&c->out);
-	c->in_pos = c->out_pos = 0;
+	buf_free(&c->env);
+	c->in_pos = c->out_pos = c->env_pos = 0;
 	evutil_closesocket(c->fd);
 	c->fd = -1;
 	struct cql_server *s = c->srv;
@@ -239,10 +252,40 @@ static void conn_write(struct cql_conn *c, const uint8_t *p, size_t n)
 	}
 }
 
-/* Writes a reply frame, compressing its body when LZ4 was negotiated. */
+/* v5: one envelope as segments (LZ4-compressed ones when negotiated). */
+static void conn_send_segments(struct cql_conn *c, const uint8_t *frame,
+			       size_t len)
+{
+	struct buf out;
+	buf_init(&out);
+	if (cql_segment_encode(&out, frame, len, c->lz4) != 0) {
+		buf_free(&out);
+		conn_close(c, "out of memory framing a reply");
+		return;
+	}
+	conn_write(c, out.data, out.len);
+	buf_free(&out);
+}
+
+/* A frame as it is (v3/v4) or in segments (v5 once set up). */
+static void conn_send_plain(struct cql_conn *c, const uint8_t *frame,
+			    size_t len)
+{
+	if (c->segments)
+		conn_send_segments(c, frame, len);
+	else
+		conn_write(c, frame, len);
+}
+
+/* Writes a reply frame, compressing its body when LZ4 was negotiated (v5:
+ * in segments, which carry the compression). */
 static void conn_send_frame(struct cql_conn *c, const uint8_t *frame,
 			    size_t len)
 {
+	if (c->segments) {
+		conn_send_segments(c, frame, len);
+		return;
+	}
 	if (!c->lz4 || len <= CQL_HEADER_LEN) {
 		conn_write(c, frame, len);
 		return;
@@ -370,7 +413,7 @@ static void conn_fail(struct cql_conn *c, uint8_t version, int16_t stream,
 	c->srv->stats.protocol_errors++;
 	buf_init(&b);
 	if (cql_encode_error(&b, version, stream, CQL_ERR_PROTOCOL, msg) == 0)
-		conn_write(c, b.data, b.len);
+		conn_send_plain(c, b.data, b.len);
 	buf_free(&b);
 	if (c->closed)
 		return;
@@ -614,6 +657,8 @@ static int handle_startup(struct cql_conn *c, const struct cql_header *h,
 	c->ready = true;
 	c->authenticated = !c->srv->has_auth;
 	c->lz4 = lz4;
+	/* v5: everything after this answer is in segments, both ways */
+	c->segments = h->version >= 5;
 	conn_arm_timer(c);
 	return 0;
 }
@@ -805,6 +850,31 @@ static void handle_statement(struct cql_conn *c, const struct cql_header *h,
 	req->stream = h->stream;
 	req->body = frame_body;
 	req->accounted = len;
+	const uint8_t *args0 = frame_body ? frame_body + offset : NULL;
+	size_t args_len = len - offset;
+	struct slice ks;
+	if (h->version >= 5 && args0 &&
+	    cql_request_keyspace(args0, args_len, h->version, h->opcode,
+				 &ks) == 1) {
+		/* decoding errors are the executor's to report */
+		req->keyspace = strndup((const char *)ks.ptr, ks.len);
+		if (!req->keyspace) {
+			free(frame_body);
+			free(req);
+			conn_close(c, "out of memory");
+			return;
+		}
+	}
+	if (h->version >= 5 && args0 && h->opcode == CQL_OP_EXECUTE) {
+		struct slice id =
+			cql_execute_result_metadata_id(args0, args_len, 5);
+		req->check_metadata = true;
+		req->metadata_id_len = id.len <= CQL_METADATA_ID_LEN
+					       ? (uint8_t)id.len
+					       : 0;
+		if (req->metadata_id_len)
+			memcpy(req->metadata_id, id.ptr, req->metadata_id_len);
+	}
 	c->refs++;
 	c->inflight++;
 	c->inflight_bytes += len;
@@ -819,7 +889,7 @@ static void handle_statement(struct cql_conn *c, const struct cql_header *h,
 		.version = h->version,
 		.stream = h->stream,
 		.opcode = h->opcode,
-		.keyspace = c->keyspace,
+		.keyspace = req->keyspace ? req->keyspace : c->keyspace,
 		.client = c->peer,
 		.user = c->user,
 		.tracing = (h->flags & CQL_FLAG_TRACING) != 0,
@@ -888,6 +958,13 @@ static void dispatch(struct cql_conn *c, const struct cql_header *h,
 {
 	char msg[128];
 	if (h->flags & CQL_FLAG_COMPRESSION) {
+		if (c->segments) {
+			free(body);
+			conn_fail(c, h->version, h->stream,
+				  "Received a compressed envelope: protocol v5 "
+				  "compresses segments, not envelopes");
+			return;
+		}
 		if (!c->lz4) {
 			free(body);
 			conn_fail(c, h->version, h->stream,
@@ -992,12 +1069,17 @@ static void dispatch(struct cql_conn *c, const struct cql_header *h,
 /* ---- reading ------------------------------------------------------------- */
 
 static size_t conn_read_frames(struct cql_conn *c, const uint8_t *p, size_t n);
+static void conn_cut_envelopes(struct cql_conn *c);
 
-/* Frames from the connection's own buffer (left over from earlier reads). */
+/* Frames from the connection's own buffer (left over from earlier reads),
+ * and v5 envelopes waiting since flow control paused. */
 static void conn_read_own(struct cql_conn *c)
 {
-	if (c->in_pos == c->in.len)
+	if (c->in_pos == c->in.len) {
+		if (c->segments)
+			conn_cut_envelopes(c);
 		return; /* nothing left over (the buffer may be freed) */
+	}
 	size_t used = conn_read_frames(c, c->in.data + c->in_pos,
 				       c->in.len - c->in_pos);
 	if (c->closed)
@@ -1076,12 +1158,15 @@ static void conn_on_kick(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Cuts and dispatches the whole frames at the start of p[0, n) until flow
- * control or a closing connection says stop. Returns the bytes used. */
-static size_t conn_read_frames(struct cql_conn *c, const uint8_t *p, size_t n)
+ * control or a closing connection says stop, or the connection switched
+ * to segments (the rest is segments). Returns the bytes used. */
+static size_t conn_cut_frames(struct cql_conn *c, const uint8_t *p, size_t n,
+			      bool in_segments)
 {
 	size_t pos = 0;
 	while (!c->closed && !c->closing && !c->paused_requests &&
-	       !c->paused_output && n - pos >= CQL_HEADER_LEN) {
+	       !c->paused_output && c->segments == in_segments &&
+	       n - pos >= CQL_HEADER_LEN) {
 		const uint8_t *hb = p + pos;
 		struct cql_header h;
 		char msg[160];
@@ -1094,7 +1179,7 @@ static size_t conn_read_frames(struct cql_conn *c, const uint8_t *p, size_t n)
 			c->srv->stats.protocol_errors++;
 			if (cql_encode_version_error(&b, h.stream, h.version) ==
 			    0)
-				conn_write(c, b.data, b.len);
+				conn_send_plain(c, b.data, b.len);
 			buf_free(&b);
 			if (!c->closed) {
 				c->closing = true;
@@ -1142,6 +1227,66 @@ static size_t conn_read_frames(struct cql_conn *c, const uint8_t *p, size_t n)
 	return pos;
 }
 
+/* v5: the envelopes cut from segments so far. */
+static void conn_cut_envelopes(struct cql_conn *c)
+{
+	if (c->env_pos == c->env.len)
+		return;
+	size_t used = conn_cut_frames(c, c->env.data + c->env_pos,
+				      c->env.len - c->env_pos, true);
+	if (c->closed)
+		return;
+	c->env_pos += used;
+	if (c->env_pos == c->env.len)
+		buf_reset_keep(&c->env, &c->env_pos);
+	else if (c->env_pos > c->env.len - c->env_pos)
+		buf_drop_used(&c->env, &c->env_pos); /* keep appends cheap */
+}
+
+/* v5: takes the whole segments at the start of p[0, n) (their payloads go
+ * to `env`) and dispatches the envelopes they complete. A corrupt segment
+ * (a CRC that does not match) closes the connection after a
+ * Protocol_error, as Cassandra does. Returns the bytes used. */
+static size_t conn_read_segments(struct cql_conn *c, const uint8_t *p,
+				 size_t n)
+{
+	size_t pos = 0;
+	/* envelopes held back by flow control go first */
+	conn_cut_envelopes(c);
+	while (!c->closed && !c->closing && !c->paused_requests &&
+	       !c->paused_output && pos < n) {
+		size_t used = 0;
+		bool whole;
+		if (c->env_pos && c->env_pos == c->env.len)
+			buf_reset_keep(&c->env, &c->env_pos);
+		enum cql_segment_status st = cql_segment_decode(
+			p + pos, n - pos, c->lz4, &c->env, &used, &whole);
+		if (st == CQL_SEGMENT_PARTIAL)
+			break;
+		if (st == CQL_SEGMENT_CORRUPT) {
+			char msg[ERR_MSG_MAX];
+			snprintf(msg, sizeof(msg), "%s", err_msg());
+			conn_fail(c, c->version, 0, msg);
+			return n; /* the rest is dropped */
+		}
+		pos += used;
+		/* an envelope may not outgrow the frame limit while its
+		 * header is still incomplete: cut what is whole */
+		conn_cut_envelopes(c);
+	}
+	return pos;
+}
+
+static size_t conn_read_frames(struct cql_conn *c, const uint8_t *p, size_t n)
+{
+	size_t pos = 0;
+	if (!c->segments)
+		pos = conn_cut_frames(c, p, n, false);
+	if (c->segments && !c->closed && !c->closing)
+		pos += conn_read_segments(c, p + pos, n - pos);
+	return pos;
+}
+
 /* ---- requests ------------------------------------------------------------ */
 
 struct cql_request *cql_request_detached(cql_reply_fn reply,
@@ -1173,7 +1318,16 @@ void cql_request_reply(struct cql_request *req, const uint8_t *frame,
 		c->inflight--;
 		c->inflight_bytes -= req->accounted;
 		s->stats.inflight_bytes -= req->accounted;
-		conn_send_frame(c, frame, len);
+		struct buf changed;
+		buf_init(&changed);
+		if (req->check_metadata && buf_append(&changed, frame, len) == 0 &&
+		    cql_frame_mark_metadata_changed(
+			    &changed, slice_make(req->metadata_id,
+						 req->metadata_id_len)) == 0)
+			conn_send_frame(c, changed.data, changed.len);
+		else
+			conn_send_frame(c, frame, len);
+		buf_free(&changed);
 		if (!c->closed && c->paused_requests &&
 		    c->inflight < s->cfg.max_requests_per_connection) {
 			c->paused_requests = false;
@@ -1184,6 +1338,7 @@ void cql_request_reply(struct cql_request *req, const uint8_t *frame,
 		}
 	}
 	free(req->body);
+	free(req->keyspace);
 	free(req);
 	conn_unref(c);
 }
