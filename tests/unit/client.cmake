@@ -2,6 +2,9 @@
 # DataStax driver's own encoder and decoder.
 cassini_check_suite(test_proto LABEL unit SOURCES test_proto.c
                     LIBS cassini_client)
+# v5 segments, fields and results, with vectors from the driver's segment.py.
+cassini_check_suite(test_proto_segment LABEL unit SOURCES test_proto_segment.c
+                    LIBS cassini_proto)
 add_executable(cql_proto_cli cql_proto_cli.c)
 target_link_libraries(cql_proto_cli PRIVATE cassini_client)
 cassini_pytest(unit_proto_driver test_proto_driver.py LABEL unit TIMEOUT 120)

@@ -60,7 +60,7 @@ static int encode_all(void)
 	EMIT("ready", cql_encode_ready(&b, 4, 1));
 	EMIT("supported", cql_encode_supported(&b, 4, 2, "3.4.5", true));
 	EMIT("supported_nolz4", cql_encode_supported(&b, 4, 2, "3.4.5", false));
-	EMIT("version_error", cql_encode_version_error(&b, 7, 5));
+	EMIT("version_error", cql_encode_version_error(&b, 7, 6));
 	EMIT("server_error",
 	     cql_encode_error(&b, 4, 1, CQL_ERR_SERVER, "boom"));
 	EMIT("syntax_error",

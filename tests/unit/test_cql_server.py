@@ -65,14 +65,14 @@ def query(conn, text):
                                   timeout=5)
 
 
-def test_versions_above_4_are_refused_so_drivers_downgrade(server):
+def test_versions_above_5_are_refused_so_drivers_downgrade(server):
     s = server()
-    for v in (66, 65, 5):
+    for v in (66, 65, 6):
         with pytest.raises((ProtocolVersionUnsupported, ProtocolError)) as e:
             s.connect(version=v)
         assert "unsupported protocol version" in str(e.value).lower() or \
             isinstance(e.value, ProtocolVersionUnsupported)
-    for v in (3, 4):
+    for v in (3, 4, 5):
         c = s.connect(version=v)
         assert isinstance(query(c, "VOID"), ResultMessage)
         c.close()
@@ -199,7 +199,7 @@ def test_garbage_oversized_and_wrong_version_frames(server):
     version, stream, opcode, body = read_frame(sock)
     assert version == 0x84 and stream == 7
     assert error_text(body)[1] == ("Invalid or unsupported protocol version "
-                                   "(66); supported versions are (3/v3, 4/v4)")
+                                   "(66); supported versions are (3/v3, 4/v4, 5/v5)")
     assert_closed(sock)
 
     sock = s.raw()

@@ -23,9 +23,11 @@ START_TEST(header_refuses_versions_directions_and_sizes)
 			 CQL_HEADER_BAD_VERSION);
 	ck_assert_uint_eq(hd.version, 66);
 	ck_assert_int_eq(hd.stream, 300);
-	h[0] = 0x05;
+	h[0] = 0x06;
 	ck_assert_int_eq(cql_header_decode(h, 1 << 20, &hd),
 			 CQL_HEADER_BAD_VERSION);
+	h[0] = 0x05;
+	ck_assert_int_eq(cql_header_decode(h, 1 << 20, &hd), CQL_HEADER_OK);
 	h[0] = 0x02; /* v2: one-byte stream id */
 	ck_assert_int_eq(cql_header_decode(h, 1 << 20, &hd),
 			 CQL_HEADER_BAD_VERSION);

@@ -45,7 +45,7 @@ def test_ready_and_supported():
     msg, _ = driver_decode(FRAMES["supported"])
     assert msg.cql_versions == ["3.4.5"]
     assert msg.options["COMPRESSION"] == ["lz4"]
-    assert msg.options["PROTOCOL_VERSIONS"] == ["3/v3", "4/v4"]
+    assert msg.options["PROTOCOL_VERSIONS"] == ["3/v3", "4/v4", "5/v5"]
     msg, _ = driver_decode(FRAMES["supported_nolz4"])
     # The driver reads options['COMPRESSION'] unconditionally: it must exist.
     assert msg.options["COMPRESSION"] == []
@@ -60,8 +60,8 @@ def test_version_refusal_has_the_text_drivers_downgrade_on():
     assert type(exc).__name__ == "ProtocolException"
     assert "unsupported protocol version" in str(msg.summary_msg()) or \
         "unsupported protocol version" in msg.message
-    assert msg.message == ("Invalid or unsupported protocol version (5); "
-                           "supported versions are (3/v3, 4/v4)")
+    assert msg.message == ("Invalid or unsupported protocol version (6); "
+                           "supported versions are (3/v3, 4/v4, 5/v5)")
 
 
 def test_errors_arrive_as_the_drivers_exception_classes():
