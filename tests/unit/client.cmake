@@ -18,6 +18,7 @@ add_executable(cql_test_server cql_test_server.c)
 target_link_libraries(cql_test_server PRIVATE cassini_client
                       PkgConfig::LIBEVENT)
 cassini_pytest(unit_cql_server test_cql_server.py LABEL unit TIMEOUT 120)
+cassini_pytest(unit_cql_server_v5 test_cql_server_v5.py LABEL unit TIMEOUT 120)
 add_executable(cql_values_cli cql_values_cli.c)
 target_link_libraries(cql_values_cli PRIVATE cassini_client)
 cassini_pytest(unit_cql_values_driver test_cql_values_driver.py LABEL unit
