@@ -145,6 +145,38 @@ static int encode_all(void)
 	cql_frame_end(&b, start);
 	print_hex("result_prepared_select", &b);
 
+	/* v5: PREPARED with its result_metadata_id; the same Rows marked
+	 * METADATA_CHANGED for a client holding a stale id; a reason map. */
+	buf_clear(&b);
+	start = cql_frame_begin(&b, 5, 0, 11, CQL_OP_RESULT);
+	if (cql_write_int(&b, CQL_RESULT_PREPARED) ||
+	    cql_write_prepared(&b, 5, id, sizeof(id), cols, 1, pk, 1, cols, 3))
+		return 1;
+	cql_frame_end(&b, start);
+	print_hex("result_prepared_select_v5", &b);
+	buf_clear(&b);
+	start = cql_frame_begin(&b, 5, 0, 9, CQL_OP_RESULT);
+	if (cql_write_int(&b, CQL_RESULT_ROWS) ||
+	    cql_write_rows_metadata(&b, cols, 3, &paging, false) ||
+	    cql_write_int(&b, 1) || cql_write_bytes(&b, "\0\0\0\x2a", 4) ||
+	    cql_write_bytes(&b, NULL, -1) || cql_write_bytes(&b, NULL, -1))
+		return 1;
+	cql_frame_end(&b, start);
+	if (cql_frame_mark_metadata_changed(&b, slice_from_cstr("stale")))
+		return 1;
+	print_hex("result_rows_changed_v5", &b);
+	struct cql_failure_reason why[2] = {
+		{.endpoint = node, .code = CQL_FAILURE_READ_TOO_MANY_TOMBSTONES},
+		{.endpoint = {.family = INET_V4, .ip = {127, 0, 0, 3}},
+		 .code = CQL_FAILURE_UNKNOWN},
+	};
+	EMIT("read_failure_v5",
+	     cql_encode_read_failure_reasons(&b, 5, 1, "failed", CQL_CL_ONE, 0,
+					     1, why, 2, true));
+	EMIT("write_failure_v5",
+	     cql_encode_write_failure_reasons(&b, 5, 1, "failed", CQL_CL_ONE,
+					      0, 1, why, 1, "SIMPLE"));
+
 	/* A compressed READY-sized body round trip is covered in C; here a
 	 * compressed RESULT Void so the driver's lz4 path decodes it. */
 	buf_clear(&b);
@@ -196,6 +228,11 @@ static void print_params(const struct cql_query_params *p)
 	printf(" serial=%u", p->serial_consistency);
 	if (p->has_timestamp)
 		printf(" timestamp=%lld", (long long)p->timestamp);
+	if (p->has_keyspace)
+		printf(" keyspace=%.*s", (int)p->keyspace.len,
+		       (const char *)p->keyspace.ptr);
+	if (p->has_now_in_seconds)
+		printf(" now=%d", p->now_in_seconds);
 	printf("\n");
 	print_values(p->values, p->value_count, p->value_names);
 }
@@ -270,6 +307,20 @@ static int decode(const char *hex)
 		if (!rc)
 			printf("prepare %.*s\n", (int)q.len,
 			       (const char *)q.ptr);
+		struct slice ks;
+		int has = rc ? 0
+			     : cql_request_keyspace(frame + CQL_HEADER_LEN,
+						    h.length, h.version,
+						    h.opcode, &ks);
+		if (has == 1)
+			printf("prepare keyspace=%.*s\n", (int)ks.len,
+			       (const char *)ks.ptr);
+		if (!rc && h.version >= 5) {
+			int32_t flags = 0;
+			rc = cql_read_int(&c, &flags);
+			if (!rc && (flags & CQL_PREPARE_WITH_KEYSPACE))
+				rc = cql_read_string(&c, &ks);
+		}
 		break;
 	}
 	case CQL_OP_EXECUTE: {
@@ -277,6 +328,9 @@ static int decode(const char *hex)
 		rc = cql_decode_execute(&c, h.version, &a, &e);
 		if (!rc) {
 			print_slice("execute id", e.id);
+			if (h.version >= 5)
+				print_slice(" result_metadata_id",
+					    e.result_metadata_id);
 			printf("\n");
 			print_params(&e.params);
 		}
@@ -291,6 +345,9 @@ static int decode(const char *hex)
 		       bt.type, bt.count, bt.consistency, bt.flags);
 		if (bt.has_timestamp)
 			printf(" timestamp=%lld", (long long)bt.timestamp);
+		if (bt.has_keyspace)
+			printf(" keyspace=%.*s", (int)bt.keyspace.len,
+			       (const char *)bt.keyspace.ptr);
 		printf("\n");
 		for (uint16_t i = 0; i < bt.count; i++) {
 			const struct cql_batch_statement *s = &bt.statements[i];

@@ -215,3 +215,49 @@ def test_protocol_v3_frames_decode_too():
     lines = our_decode(msg, version=3)
     assert "version=3" in lines[0]
     assert "page_size=10" in lines[2]
+
+
+def test_protocol_v5_requests_as_the_driver_sends_them():
+    # [int] flags, the keyspace flag (0x80), PREPARE's flags and keyspace,
+    # EXECUTE's result_metadata_id
+    msg = QueryMessage("SELECT 1", ConsistencyLevel.ONE, fetch_size=10,
+                       keyspace="ks5")
+    lines = our_decode(msg, version=5)
+    assert "version=5" in lines[0]
+    assert lines[2] == ("params consistency=1 flags=132 values=0 "
+                        "page_size=10 serial=8 keyspace=ks5")
+    lines = our_decode(PrepareMessage("SELECT 1", keyspace="ks6"), version=5)
+    assert lines[1:3] == ["prepare SELECT 1", "prepare keyspace=ks6"]
+    lines = our_decode(PrepareMessage("SELECT 1"), version=5)
+    assert lines[1] == "prepare SELECT 1" and len(lines) == 3
+    msg = ExecuteMessage(b"\xca\xfe", [b"x"], ConsistencyLevel.ONE,
+                         result_metadata_id=b"\x12\x34")
+    lines = our_decode(msg, version=5)
+    assert lines[1] == "execute id=cafe result_metadata_id=1234"
+    assert lines[3] == "value 0 hex=78"
+    queries = [(True, b"\xab", [struct.pack(">i", 7)])]
+    msg = BatchMessage(BatchType.LOGGED, queries, ConsistencyLevel.ONE,
+                       timestamp=9, keyspace="ks7")
+    lines = our_decode(msg, version=5)
+    assert lines[1] == ("batch type=0 count=1 consistency=1 flags=160 "
+                        "timestamp=9 keyspace=ks7")
+
+
+def test_protocol_v5_results_and_errors_as_the_driver_reads_them():
+    msg, _ = driver_decode(FRAMES["result_prepared_select_v5"])
+    assert msg.query_id == b"\x0a\x0b"
+    assert len(msg.result_metadata_id) == 16
+    assert [c[2] for c in msg.column_metadata] == ["k", "tags", "m"]
+    rows, _ = driver_decode(FRAMES["result_rows_changed_v5"])
+    assert rows.result_metadata_id == msg.result_metadata_id
+    assert rows.paging_state == b"PAGE"
+    assert rows.column_names == ["k", "tags", "m"]
+    assert list(rows.parsed_rows) == [(42, None, None)]
+    msg, _ = driver_decode(FRAMES["read_failure_v5"])
+    exc = msg.to_exception()
+    assert type(exc).__name__ == "ReadFailure"
+    assert exc.failures == 2 and exc.data_retrieved
+    assert exc.error_code_map == {"127.0.0.2": 1, "127.0.0.3": 0}
+    msg, _ = driver_decode(FRAMES["write_failure_v5"])
+    exc = msg.to_exception()
+    assert exc.failures == 1 and exc.error_code_map == {"127.0.0.2": 1}
