@@ -679,11 +679,19 @@ static void cas_done(void *arg, struct paxos_result *res)
 				 "Operation timed out - received only %d "
 				 "responses.",
 				 res->received);
-		cql_encode_write_timeout(
-			&b, op->version, op->stream, msg,
-			(uint16_t)(commit ? op->commit_cl : op->serial_cl),
-			res->received, res->block_for,
-			commit ? "SIMPLE" : "CAS");
+		if (res->proposal_partial && !commit)
+			/* v5: CAS_WRITE_UNKNOWN; v3/v4: WriteTimeout CAS */
+			cql_encode_cas_write_unknown(
+				&b, op->version, op->stream, msg,
+				(uint16_t)op->serial_cl, res->received,
+				res->block_for);
+		else
+			cql_encode_write_timeout(
+				&b, op->version, op->stream, msg,
+				(uint16_t)(commit ? op->commit_cl
+						  : op->serial_cl),
+				res->received, res->block_for,
+				commit ? "SIMPLE" : "CAS");
 		break;
 	}
 	case PAXOS_FAILED:

@@ -82,6 +82,8 @@ enum cql_error_code {
 	CQL_ERR_READ_FAILURE = 0x1300,
 	CQL_ERR_FUNCTION_FAILURE = 0x1400,
 	CQL_ERR_WRITE_FAILURE = 0x1500,
+	CQL_ERR_CDC_WRITE_FAILURE = 0x1600,
+	CQL_ERR_CAS_WRITE_UNKNOWN = 0x1700, /* v5 */
 	CQL_ERR_SYNTAX = 0x2000,
 	CQL_ERR_UNAUTHORIZED = 0x2100,
 	CQL_ERR_INVALID = 0x2200,
@@ -362,6 +364,12 @@ int cql_encode_write_failure_reasons(struct buf *b, uint8_t version,
 				     int32_t block_for,
 				     const struct cql_failure_reason *reasons,
 				     size_t n, const char *write_type);
+/* A CAS whose proposal some replicas accepted, but not a quorum: v5's
+ * CAS_WRITE_UNKNOWN (<cl><received><blockfor>); before v5 a WriteTimeout
+ * with write type CAS, as Cassandra answers v3/v4 connections. */
+int cql_encode_cas_write_unknown(struct buf *b, uint8_t version, int16_t stream,
+				 const char *msg, uint16_t cl, int32_t received,
+				 int32_t block_for);
 /* table "" for a keyspace. */
 int cql_encode_already_exists(struct buf *b, uint8_t version, int16_t stream,
 			      const char *msg, const char *keyspace,
@@ -542,8 +550,8 @@ enum cql_segment_status {
 
 /* Decodes the segment at the start of p[0, n): on OK appends its payload
  * (decompressed) to `payload` and sets *used and *self_contained. */
-enum cql_segment_status cql_segment_decode(const uint8_t *p, size_t n,
-					   bool lz4, struct buf *payload,
-					   size_t *used, bool *self_contained);
+enum cql_segment_status cql_segment_decode(const uint8_t *p, size_t n, bool lz4,
+					   struct buf *payload, size_t *used,
+					   bool *self_contained);
 
 #endif

@@ -294,8 +294,7 @@ static int write_failures(struct buf *b, uint8_t version,
 	for (size_t i = 0; i < n; i++) {
 		const struct inet_addr *a = &reasons[i].endpoint;
 		size_t len = a->family == INET_V6 ? 16 : 4;
-		if (buf_put_u8(b, (uint8_t)len) ||
-		    buf_append(b, a->ip, len) ||
+		if (buf_put_u8(b, (uint8_t)len) || buf_append(b, a->ip, len) ||
 		    cql_write_short(b, reasons[i].code))
 			return -1;
 	}
@@ -376,6 +375,19 @@ int cql_encode_write_failure_reasons(struct buf *b, uint8_t version,
 {
 	return write_failure(b, version, stream, msg, cl, received, block_for,
 			     reasons, n, (int32_t)n, write_type);
+}
+
+int cql_encode_cas_write_unknown(struct buf *b, uint8_t version, int16_t stream,
+				 const char *msg, uint16_t cl, int32_t received,
+				 int32_t block_for)
+{
+	if (version < 5)
+		return cql_encode_write_timeout(b, version, stream, msg, cl,
+						received, block_for, "CAS");
+	FRAME(b, version, stream, CQL_OP_ERROR,
+	      error_head(b, CQL_ERR_CAS_WRITE_UNKNOWN, msg) ||
+		      cql_write_short(b, cl) || cql_write_int(b, received) ||
+		      cql_write_int(b, block_for));
 }
 
 int cql_encode_already_exists(struct buf *b, uint8_t version, int16_t stream,
@@ -611,8 +623,7 @@ int cql_write_prepared(struct buf *b, uint8_t version, const uint8_t *id,
 		rc = cql_result_metadata_id(results, nresults, meta) ||
 		     cql_write_short_bytes(b, meta, sizeof(meta));
 	}
-	rc = rc ||
-	     cql_write_int(b, global ? CQL_ROWS_GLOBAL_TABLES_SPEC : 0) ||
+	rc = rc || cql_write_int(b, global ? CQL_ROWS_GLOBAL_TABLES_SPEC : 0) ||
 	     cql_write_int(b, (int32_t)nbinds);
 	if (!rc && version >= 4) {
 		rc = cql_write_int(b, (int32_t)npk);
@@ -668,8 +679,7 @@ static bool skip_type_option(struct cursor *c, int depth)
 
 int cql_frame_mark_metadata_changed(struct buf *frame, struct slice client_id)
 {
-	if (frame->len < CQL_HEADER_LEN ||
-	    frame->data[4] != CQL_OP_RESULT ||
+	if (frame->len < CQL_HEADER_LEN || frame->data[4] != CQL_OP_RESULT ||
 	    (frame->data[1] & CQL_FLAG_COMPRESSION))
 		return 0;
 	uint8_t fflags = frame->data[1];
@@ -694,8 +704,8 @@ int cql_frame_mark_metadata_changed(struct buf *frame, struct slice client_id)
 		return 0;
 	size_t flags_at = (size_t)(c.pos - frame->data);
 	if (cql_read_int(&c, &flags) != 0 || cql_read_int(&c, &ncols) != 0 ||
-	    ncols < 0 || (flags & (CQL_ROWS_NO_METADATA |
-				   CQL_ROWS_METADATA_CHANGED)))
+	    ncols < 0 ||
+	    (flags & (CQL_ROWS_NO_METADATA | CQL_ROWS_METADATA_CHANGED)))
 		return 0;
 	if (flags & CQL_ROWS_HAS_MORE_PAGES) {
 		struct cql_value v;

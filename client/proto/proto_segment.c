@@ -105,9 +105,9 @@ int cql_segment_encode(struct buf *out, const uint8_t *p, size_t n, bool lz4)
 	return 0;
 }
 
-enum cql_segment_status cql_segment_decode(const uint8_t *p, size_t n,
-					   bool lz4, struct buf *payload,
-					   size_t *used, bool *self_contained)
+enum cql_segment_status cql_segment_decode(const uint8_t *p, size_t n, bool lz4,
+					   struct buf *payload, size_t *used,
+					   bool *self_contained)
 {
 	int hlen = lz4 ? 5 : 3;
 	if (n < (size_t)hlen + 3)

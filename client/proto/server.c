@@ -854,8 +854,8 @@ static void handle_statement(struct cql_conn *c, const struct cql_header *h,
 	size_t args_len = len - offset;
 	struct slice ks;
 	if (h->version >= 5 && args0 &&
-	    cql_request_keyspace(args0, args_len, h->version, h->opcode,
-				 &ks) == 1) {
+	    cql_request_keyspace(args0, args_len, h->version, h->opcode, &ks) ==
+		    1) {
 		/* decoding errors are the executor's to report */
 		req->keyspace = strndup((const char *)ks.ptr, ks.len);
 		if (!req->keyspace) {
@@ -869,9 +869,8 @@ static void handle_statement(struct cql_conn *c, const struct cql_header *h,
 		struct slice id =
 			cql_execute_result_metadata_id(args0, args_len, 5);
 		req->check_metadata = true;
-		req->metadata_id_len = id.len <= CQL_METADATA_ID_LEN
-					       ? (uint8_t)id.len
-					       : 0;
+		req->metadata_id_len =
+			id.len <= CQL_METADATA_ID_LEN ? (uint8_t)id.len : 0;
 		if (req->metadata_id_len)
 			memcpy(req->metadata_id, id.ptr, req->metadata_id_len);
 	}
@@ -1247,8 +1246,7 @@ static void conn_cut_envelopes(struct cql_conn *c)
  * to `env`) and dispatches the envelopes they complete. A corrupt segment
  * (a CRC that does not match) closes the connection after a
  * Protocol_error, as Cassandra does. Returns the bytes used. */
-static size_t conn_read_segments(struct cql_conn *c, const uint8_t *p,
-				 size_t n)
+static size_t conn_read_segments(struct cql_conn *c, const uint8_t *p, size_t n)
 {
 	size_t pos = 0;
 	/* envelopes held back by flow control go first */
@@ -1320,7 +1318,8 @@ void cql_request_reply(struct cql_request *req, const uint8_t *frame,
 		s->stats.inflight_bytes -= req->accounted;
 		struct buf changed;
 		buf_init(&changed);
-		if (req->check_metadata && buf_append(&changed, frame, len) == 0 &&
+		if (req->check_metadata &&
+		    buf_append(&changed, frame, len) == 0 &&
 		    cql_frame_mark_metadata_changed(
 			    &changed, slice_make(req->metadata_id,
 						 req->metadata_id_len)) == 0)

@@ -166,7 +166,8 @@ static int encode_all(void)
 		return 1;
 	print_hex("result_rows_changed_v5", &b);
 	struct cql_failure_reason why[2] = {
-		{.endpoint = node, .code = CQL_FAILURE_READ_TOO_MANY_TOMBSTONES},
+		{.endpoint = node,
+		 .code = CQL_FAILURE_READ_TOO_MANY_TOMBSTONES},
 		{.endpoint = {.family = INET_V4, .ip = {127, 0, 0, 3}},
 		 .code = CQL_FAILURE_UNKNOWN},
 	};
@@ -174,8 +175,8 @@ static int encode_all(void)
 	     cql_encode_read_failure_reasons(&b, 5, 1, "failed", CQL_CL_ONE, 0,
 					     1, why, 2, true));
 	EMIT("write_failure_v5",
-	     cql_encode_write_failure_reasons(&b, 5, 1, "failed", CQL_CL_ONE,
-					      0, 1, why, 1, "SIMPLE"));
+	     cql_encode_write_failure_reasons(&b, 5, 1, "failed", CQL_CL_ONE, 0,
+					      1, why, 1, "SIMPLE"));
 
 	/* A compressed READY-sized body round trip is covered in C; here a
 	 * compressed RESULT Void so the driver's lz4 path decodes it. */

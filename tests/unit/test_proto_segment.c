@@ -65,9 +65,9 @@ START_TEST(decodes_the_drivers_segments_plain_and_lz4)
 	bool whole;
 	buf_init(&out);
 	from_hex("05000219999a68656c6c6f74800eb6", &in);
-	ck_assert_int_eq(cql_segment_decode(in.data, in.len, false, &out,
-					    &used, &whole),
-			 CQL_SEGMENT_OK);
+	ck_assert_int_eq(
+		cql_segment_decode(in.data, in.len, false, &out, &used, &whole),
+		CQL_SEGMENT_OK);
 	ck_assert_uint_eq(used, in.len);
 	ck_assert(whole);
 	ck_assert_uint_eq(out.len, 5);
@@ -81,9 +81,9 @@ START_TEST(decodes_the_drivers_segments_plain_and_lz4)
 	/* "a" * 100, LZ4-compressed by the driver's lz4 module */
 	buf_clear(&out);
 	from_hex("0b00c800048f183a1f6101004b506161616161a6eef35a", &in);
-	ck_assert_int_eq(cql_segment_decode(in.data, in.len, true, &out, &used,
-					    &whole),
-			 CQL_SEGMENT_OK);
+	ck_assert_int_eq(
+		cql_segment_decode(in.data, in.len, true, &out, &used, &whole),
+		CQL_SEGMENT_OK);
 	ck_assert_uint_eq(used, in.len);
 	ck_assert(whole);
 	ck_assert_uint_eq(out.len, 100);
@@ -102,22 +102,22 @@ START_TEST(corrupt_crcs_are_refused)
 	buf_init(&out);
 	from_hex("05000219999a68656c6c6f74800eb6", &in);
 	in.data[6] ^= 0x20; /* a payload byte */
-	ck_assert_int_eq(cql_segment_decode(in.data, in.len, false, &out,
-					    &used, &whole),
-			 CQL_SEGMENT_CORRUPT);
+	ck_assert_int_eq(
+		cql_segment_decode(in.data, in.len, false, &out, &used, &whole),
+		CQL_SEGMENT_CORRUPT);
 	ck_assert_int_eq(err_code(), ERR_PROTOCOL);
 	ck_assert_ptr_nonnull(strstr(err_msg(), "CRC in segment payload"));
 	in.data[6] ^= 0x20;
 	in.data[0] ^= 0x01; /* the length */
-	ck_assert_int_eq(cql_segment_decode(in.data, in.len, false, &out,
-					    &used, &whole),
-			 CQL_SEGMENT_CORRUPT);
+	ck_assert_int_eq(
+		cql_segment_decode(in.data, in.len, false, &out, &used, &whole),
+		CQL_SEGMENT_CORRUPT);
 	ck_assert_ptr_nonnull(strstr(err_msg(), "CRC in segment header"));
 	in.data[0] ^= 0x01;
 	in.data[3] ^= 0x80; /* the header's CRC itself */
-	ck_assert_int_eq(cql_segment_decode(in.data, in.len, false, &out,
-					    &used, &whole),
-			 CQL_SEGMENT_CORRUPT);
+	ck_assert_int_eq(
+		cql_segment_decode(in.data, in.len, false, &out, &used, &whole),
+		CQL_SEGMENT_CORRUPT);
 	ck_assert_uint_eq(out.len, 0);
 	buf_free(&in);
 	buf_free(&out);
@@ -369,8 +369,8 @@ START_TEST(failures_carry_a_reason_map_in_v5)
 	};
 	struct buf b;
 	buf_init(&b);
-	ck_assert_int_eq(cql_encode_read_failure_reasons(&b, 5, 1, "m", 1, 0,
-							 1, r, 2, false),
+	ck_assert_int_eq(cql_encode_read_failure_reasons(&b, 5, 1, "m", 1, 0, 1,
+							 r, 2, false),
 			 0);
 	/* code, "m", cl, received, block_for, then the map */
 	const uint8_t *p = b.data + CQL_HEADER_LEN + 4 + 3 + 2 + 4 + 4;
@@ -384,17 +384,42 @@ START_TEST(failures_carry_a_reason_map_in_v5)
 	ck_assert_uint_eq(b.len, (size_t)(p + 31 - b.data));
 	/* v4: the count */
 	buf_clear(&b);
-	ck_assert_int_eq(cql_encode_write_failure(&b, 4, 1, "m", 1, 0, 1, 1,
-						  "SIMPLE"),
-			 0);
+	ck_assert_int_eq(
+		cql_encode_write_failure(&b, 4, 1, "m", 1, 0, 1, 1, "SIMPLE"),
+		0);
 	p = b.data + CQL_HEADER_LEN + 4 + 3 + 2 + 4 + 4;
 	ck_assert_uint_eq(be32_load(p), 1);
 	/* v5 without the replicas: an empty map */
 	buf_clear(&b);
-	ck_assert_int_eq(cql_encode_write_failure(&b, 5, 1, "m", 1, 0, 1, 1,
-						  "SIMPLE"),
-			 0);
+	ck_assert_int_eq(
+		cql_encode_write_failure(&b, 5, 1, "m", 1, 0, 1, 1, "SIMPLE"),
+		0);
 	ck_assert_uint_eq(be32_load(p), 0);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(cas_write_unknown_is_v5_only)
+{
+	struct buf b;
+	buf_init(&b);
+	ck_assert_int_eq(cql_encode_cas_write_unknown(&b, 5, 1, "m",
+						      CQL_CL_SERIAL, 1, 2),
+			 0);
+	const uint8_t *p = b.data + CQL_HEADER_LEN;
+	ck_assert_uint_eq(be32_load(p), CQL_ERR_CAS_WRITE_UNKNOWN);
+	ck_assert_uint_eq(be16_load(p + 7), CQL_CL_SERIAL);
+	ck_assert_uint_eq(be32_load(p + 9), 1);
+	ck_assert_uint_eq(be32_load(p + 13), 2);
+	ck_assert_uint_eq(b.len, CQL_HEADER_LEN + 17);
+	buf_clear(&b);
+	ck_assert_int_eq(cql_encode_cas_write_unknown(&b, 4, 1, "m",
+						      CQL_CL_SERIAL, 1, 2),
+			 0);
+	ck_assert_uint_eq(be32_load(b.data + CQL_HEADER_LEN),
+			  CQL_ERR_WRITE_TIMEOUT);
+	/* ... then the write type CAS */
+	ck_assert_int_eq(memcmp(b.data + b.len - 3, "CAS", 3), 0);
 	buf_free(&b);
 }
 END_TEST
@@ -409,10 +434,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, corrupt_crcs_are_refused);
 	tcase_add_test(tc, large_envelopes_split_and_join);
 	tcase_add_test(tc, corrupt_lz4_is_refused);
-	tcase_add_test(
-		tc, v5_query_and_batch_flags_are_ints_with_keyspace_and_now);
+	tcase_add_test(tc,
+		       v5_query_and_batch_flags_are_ints_with_keyspace_and_now);
 	tcase_add_test(tc, metadata_changed_when_the_clients_id_is_stale);
 	tcase_add_test(tc, failures_carry_a_reason_map_in_v5);
+	tcase_add_test(tc, cas_write_unknown_is_v5_only);
 	suite_add_tcase(s, tc);
 	return s;
 }
