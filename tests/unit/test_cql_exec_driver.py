@@ -29,9 +29,9 @@ def session():
         proc.wait(timeout=10)
 
 
-def test_connect_negotiates_v4_and_reads_the_system_tables(session):
+def test_connect_negotiates_v5_and_reads_the_system_tables(session):
     cluster, s = session
-    assert cluster.protocol_version == 4
+    assert cluster.protocol_version == 5
     assert cluster.metadata.cluster_name == "Driver Test"
     assert set(cluster.metadata.keyspaces) == {
         "system", "system_auth", "system_distributed", "system_schema",
