@@ -1,5 +1,8 @@
 cassini_fuzz_target(fuzz_cql_frame SOURCES fuzz_cql_frame.c LIBS cassini_client
                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/cql_frame)
+cassini_fuzz_target(fuzz_cql_segment SOURCES fuzz_cql_segment.c
+                    LIBS cassini_proto
+                    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/cql_segment)
 cassini_fuzz_target(fuzz_cql_parse SOURCES fuzz_cql_parse.c LIBS cassini_client
                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/cql_parse)
 cassini_fuzz_target(fuzz_schema_record SOURCES fuzz_schema_record.c
