@@ -494,6 +494,10 @@ int cql_result_metadata_id(const struct cql_column_spec *cols, size_t ncols,
  * SELECT * table). Anything else is left alone. 0, or -1 on ERR_NOMEM.
  */
 int cql_frame_mark_metadata_changed(struct buf *frame, struct slice client_id);
+/* Whether cql_frame_mark_metadata_changed would change `frame` (so that
+ * a reply is copied only then). */
+bool cql_frame_metadata_stale(const uint8_t *frame, size_t len,
+			      struct slice client_id);
 
 /*
  * Rows metadata. Uses the global table spec when every column shares one

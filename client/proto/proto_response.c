@@ -677,57 +677,80 @@ static bool skip_type_option(struct cursor *c, int depth)
 	}
 }
 
-int cql_frame_mark_metadata_changed(struct buf *frame, struct slice client_id)
+/* Whether `frame` is a Rows result whose column specs hash to something
+ * other than client_id; then where its flags and specs start, the flags,
+ * and the id they hash to. */
+static bool stale_rows(const uint8_t *frame, size_t len, struct slice client_id,
+		       size_t *flags_at, size_t *specs_at, int32_t *flags,
+		       uint8_t id[CQL_METADATA_ID_LEN])
 {
-	if (frame->len < CQL_HEADER_LEN || frame->data[4] != CQL_OP_RESULT ||
-	    (frame->data[1] & CQL_FLAG_COMPRESSION))
-		return 0;
-	uint8_t fflags = frame->data[1];
-	struct cursor c = cursor_make(frame->data + CQL_HEADER_LEN,
-				      frame->len - CQL_HEADER_LEN);
+	if (len < CQL_HEADER_LEN || frame[4] != CQL_OP_RESULT ||
+	    (frame[1] & CQL_FLAG_COMPRESSION))
+		return false;
+	uint8_t fflags = frame[1];
+	struct cursor c =
+		cursor_make(frame + CQL_HEADER_LEN, len - CQL_HEADER_LEN);
 	struct slice s;
 	uint16_t n;
-	int32_t kind, flags, ncols;
+	int32_t kind, ncols;
 	if ((fflags & CQL_FLAG_TRACING) && cursor_skip(&c, 16) != 0)
-		return 0;
+		return false;
 	if (fflags & CQL_FLAG_WARNING) {
 		if (cql_read_short(&c, &n) != 0)
-			return 0;
+			return false;
 		for (uint16_t i = 0; i < n; i++)
 			if (cql_read_string(&c, &s) != 0)
-				return 0;
+				return false;
 	}
 	if ((fflags & CQL_FLAG_CUSTOM_PAYLOAD) &&
 	    cql_skip_custom_payload(&c) != 0)
-		return 0;
+		return false;
 	if (cql_read_int(&c, &kind) != 0 || kind != CQL_RESULT_ROWS)
-		return 0;
-	size_t flags_at = (size_t)(c.pos - frame->data);
-	if (cql_read_int(&c, &flags) != 0 || cql_read_int(&c, &ncols) != 0 ||
+		return false;
+	*flags_at = (size_t)(c.pos - frame);
+	if (cql_read_int(&c, flags) != 0 || cql_read_int(&c, &ncols) != 0 ||
 	    ncols < 0 ||
-	    (flags & (CQL_ROWS_NO_METADATA | CQL_ROWS_METADATA_CHANGED)))
-		return 0;
-	if (flags & CQL_ROWS_HAS_MORE_PAGES) {
+	    (*flags & (CQL_ROWS_NO_METADATA | CQL_ROWS_METADATA_CHANGED)))
+		return false;
+	if (*flags & CQL_ROWS_HAS_MORE_PAGES) {
 		struct cql_value v;
 		if (cql_read_value(&c, false, &v) != 0)
-			return 0;
+			return false;
 	}
-	size_t specs_at = (size_t)(c.pos - frame->data);
-	bool global = flags & CQL_ROWS_GLOBAL_TABLES_SPEC;
+	*specs_at = (size_t)(c.pos - frame);
+	bool global = *flags & CQL_ROWS_GLOBAL_TABLES_SPEC;
 	if (global && (cql_read_string(&c, &s) || cql_read_string(&c, &s)))
-		return 0;
+		return false;
 	for (int32_t i = 0; i < ncols; i++) {
 		if (!global &&
 		    (cql_read_string(&c, &s) || cql_read_string(&c, &s)))
-			return 0;
+			return false;
 		if (cql_read_string(&c, &s) || !skip_type_option(&c, 0))
-			return 0;
+			return false;
 	}
+	metadata_id_of(frame + *specs_at, (size_t)(c.pos - frame) - *specs_at,
+		       global, id);
+	return client_id.len != CQL_METADATA_ID_LEN ||
+	       memcmp(client_id.ptr, id, CQL_METADATA_ID_LEN) != 0;
+}
+
+bool cql_frame_metadata_stale(const uint8_t *frame, size_t len,
+			      struct slice client_id)
+{
+	size_t flags_at, specs_at;
+	int32_t flags;
 	uint8_t id[CQL_METADATA_ID_LEN];
-	metadata_id_of(frame->data + specs_at,
-		       (size_t)(c.pos - frame->data) - specs_at, global, id);
-	if (client_id.len == sizeof(id) &&
-	    memcmp(client_id.ptr, id, sizeof(id)) == 0)
+	return stale_rows(frame, len, client_id, &flags_at, &specs_at, &flags,
+			  id);
+}
+
+int cql_frame_mark_metadata_changed(struct buf *frame, struct slice client_id)
+{
+	size_t flags_at, specs_at;
+	int32_t flags;
+	uint8_t id[CQL_METADATA_ID_LEN];
+	if (!stale_rows(frame->data, frame->len, client_id, &flags_at,
+			&specs_at, &flags, id))
 		return 0;
 	/* [short bytes] new_metadata_id, before the column specs */
 	size_t add = 2 + sizeof(id);

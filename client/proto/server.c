@@ -1316,13 +1316,14 @@ void cql_request_reply(struct cql_request *req, const uint8_t *frame,
 		c->inflight--;
 		c->inflight_bytes -= req->accounted;
 		s->stats.inflight_bytes -= req->accounted;
+		struct slice id =
+			slice_make(req->metadata_id, req->metadata_id_len);
 		struct buf changed;
 		buf_init(&changed);
 		if (req->check_metadata &&
+		    cql_frame_metadata_stale(frame, len, id) &&
 		    buf_append(&changed, frame, len) == 0 &&
-		    cql_frame_mark_metadata_changed(
-			    &changed, slice_make(req->metadata_id,
-						 req->metadata_id_len)) == 0)
+		    cql_frame_mark_metadata_changed(&changed, id) == 0)
 			conn_send_frame(c, changed.data, changed.len);
 		else
 			conn_send_frame(c, frame, len);

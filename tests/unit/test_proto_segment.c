@@ -313,6 +313,11 @@ START_TEST(metadata_changed_when_the_clients_id_is_stale)
 	buf_init(&f);
 	rows_frame(&f, two, 2);
 	size_t len = f.len;
+	ck_assert(!cql_frame_metadata_stale(f.data, f.len,
+					    slice_make(id2, sizeof(id2))));
+	ck_assert(cql_frame_metadata_stale(f.data, f.len,
+					   slice_make(id1, sizeof(id1))));
+	ck_assert(cql_frame_metadata_stale(f.data, f.len, slice_make(NULL, 0)));
 	/* the current id: left alone */
 	ck_assert_int_eq(cql_frame_mark_metadata_changed(
 				 &f, slice_make(id2, sizeof(id2))),
