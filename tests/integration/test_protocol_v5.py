@@ -167,3 +167,45 @@ def test_v3_and_v4_still_work_beside_v5(node, version):
         assert [r.c for r in s.execute(sel)] == list(range(30))
     finally:
         cluster.shutdown()
+
+
+def test_v5_login_after_authenticate(tmp_path):
+    # AUTHENTICATE is the last plain envelope: the SASL exchange is in
+    # segments
+    import time
+    from cassandra.auth import PlainTextAuthProvider
+    from cassandra.cluster import NoHostAvailable
+    from conftest import Node
+    ip = "127.0.127.2"
+    n = Node(tmp_path / "auth",
+             default_yaml(listen_address=ip,
+                          authenticator="PasswordAuthenticator",
+                          superuser_setup_delay="500ms"))
+    n.start()
+    try:
+        assert n.wait_for_log("CQL clients on"), n.log()
+
+        def connect(password):
+            c = Cluster([ip], auth_provider=PlainTextAuthProvider(
+                "cassandra", password))
+            return c, c.connect()
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                c, s = connect("cassandra")
+                break
+            except NoHostAvailable:
+                assert time.monotonic() < deadline, n.log()
+                time.sleep(0.5)
+        try:
+            assert c.protocol_version == 5
+            assert c.control_connection._connection._is_checksumming_enabled
+            assert s.execute("SELECT role FROM system_auth.roles").one()
+        finally:
+            c.shutdown()
+        with pytest.raises(NoHostAvailable, match="Bad credentials|"
+                           "Provided username"):
+            connect("wrong")
+    finally:
+        n.kill()
