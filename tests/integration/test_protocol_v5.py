@@ -2,10 +2,11 @@
 a Cluster left to negotiate settles on v5 (segments, LZ4 when the driver
 has lz4); prepared statements, paging, batches, the v5 keyspace flag,
 values larger than a segment, errors (ReadFailure past the tombstone
-failure threshold), and a schema change that alters a prepared SELECT's
-result metadata (METADATA_CHANGED with the new result_metadata_id, the id
-a new PREPARE gives). v3 and v4 still work on the same node. Addresses: the
-127.0.127.x block.
+failure threshold), a login (SASL in segments), and a schema change that
+alters a prepared SELECT's columns: the ALTER evicts the statement, the
+new PREPARE carries a new result_metadata_id, and an EXECUTE still holding
+the old id gets Rows with METADATA_CHANGED and the new id. v3 and v4 still
+work on the same node. Addresses: the 127.0.127.x block.
 """
 import pytest
 from cassandra import ConsistencyLevel, InvalidRequest, ReadFailure
@@ -31,6 +32,7 @@ def node(tmp_path_factory):
     from conftest import Node
     n = Node(tmp_path_factory.mktemp("v5") / "node1",
              default_yaml(listen_address=IP,
+                          tombstone_warn_threshold=10,
                           tombstone_failure_threshold=FAIL))
     n.start()
     assert n.wait_for_log("CQL clients on"), n.log()
@@ -69,6 +71,7 @@ def test_a_default_cluster_negotiates_v5_with_segments(session):
 
 
 def test_prepared_paging_batches_and_the_keyspace_flag(session):
+    session.execute("DELETE FROM ks.t WHERE k = 1")  # each param's own run
     ins = session.prepare("INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?)")
     assert len(ins.result_metadata_id) == 16
     for c in range(250):
@@ -132,23 +135,34 @@ def test_a_schema_change_is_reported_as_metadata_changed(node):
         assert len(old) == 16
 
         def execute(meta_id):
-            return conn.wait_for_response(ExecuteMessage(
+            r = conn.wait_for_response(ExecuteMessage(
                 prep.query_id, [], ConsistencyLevel.ONE, skip_meta=True,
                 result_metadata_id=meta_id), timeout=10)
+            # set only when the Rows carry METADATA_CHANGED
+            r.new_id = getattr(r, "result_metadata_id", None)
+            return r
 
         r = execute(old)
-        assert r.result_metadata_id is None  # current: no METADATA_CHANGED
+        assert r.new_id is None  # current: no METADATA_CHANGED
         assert r.column_names == ["k", "a"]
         conn.wait_for_response(QueryMessage(
             "ALTER TABLE ks.m ADD b text", ConsistencyLevel.ONE), timeout=10)
+        # the ALTER evicted the statement: the driver prepares it again
+        # and gets the new columns' id
+        ok, err = conn.wait_for_responses(ExecuteMessage(
+            prep.query_id, [], ConsistencyLevel.ONE,
+            result_metadata_id=old), timeout=10, fail_on_error=False)[0]
+        assert not ok and type(err).__name__ == "PreparedQueryNotFound"
+        prep = conn.wait_for_response(
+            PrepareMessage("SELECT * FROM ks.m WHERE k = 1"), timeout=10)
+        new = prep.result_metadata_id
+        assert len(new) == 16 and new != old
+        assert execute(new).new_id is None
+        # a client still holding the old id is told, with the new one
         r = execute(old)
-        assert r.result_metadata_id not in (None, old)
+        assert r.new_id == new
         assert r.column_names == ["k", "a", "b"]
         assert r.parsed_rows[0][:2] == (1, 10)
-        again = conn.wait_for_response(
-            PrepareMessage("SELECT * FROM ks.m WHERE k = 1"), timeout=10)
-        assert again.result_metadata_id == r.result_metadata_id
-        assert execute(again.result_metadata_id).result_metadata_id is None
     finally:
         conn.close()
 
