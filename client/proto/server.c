@@ -97,6 +97,9 @@ struct cql_conn {
 	bool segments;
 	struct buf env;
 	size_t env_pos;
+	/* v5: replies queued since the last flush, not yet in segments; the
+	 * flush packs them (several envelopes to a segment) */
+	struct buf seg_pend;
 	bool closed;  /* socket gone; struct lives while refs > 0 */
 	bool closing; /* flushing a last reply, then closing */
 	bool paused_requests;
@@ -185,6 +188,7 @@ static void conn_close(struct cql_conn *c, const char *why)
 	buf_free(&c->in);
 	buf_free(&c->out);
 	buf_free(&c->env);
+	buf_free(&c->seg_pend);
 	c->in_pos = c->out_pos = c->env_pos = 0;
 	evutil_closesocket(c->fd);
 	c->fd = -1;
@@ -205,7 +209,7 @@ static void conn_close(struct cql_conn *c, const char *why)
 
 static size_t out_queued(const struct cql_conn *c)
 {
-	return c->out.len - c->out_pos;
+	return c->out.len - c->out_pos + c->seg_pend.len;
 }
 
 /* Drops the *pos bytes already used from the front of `b`. */
@@ -226,17 +230,10 @@ static void buf_reset_keep(struct buf *b, size_t *pos)
 		b->len = 0;
 }
 
-static void conn_write(struct cql_conn *c, const uint8_t *p, size_t n)
+/* Something was queued: flush at the end of the loop's turn (or when the
+ * socket takes more), pause reading past the high water mark. */
+static void conn_queued(struct cql_conn *c)
 {
-	if (c->closed)
-		return;
-	/* Reclaim what was written before growing. */
-	if (c->out_pos && c->out.len + n > c->out.cap)
-		buf_drop_used(&c->out, &c->out_pos);
-	if (buf_append(&c->out, p, n) != 0) {
-		conn_close(c, "out of memory queueing a reply");
-		return;
-	}
 	if (!c->dirty && !c->write_armed) {
 		struct cql_server *s = c->srv;
 		c->dirty = true;
@@ -252,19 +249,78 @@ static void conn_write(struct cql_conn *c, const uint8_t *p, size_t n)
 	}
 }
 
-/* v5: one envelope as segments (LZ4-compressed ones when negotiated). */
+static void conn_write(struct cql_conn *c, const uint8_t *p, size_t n)
+{
+	if (c->closed)
+		return;
+	/* Reclaim what was written before growing. */
+	if (c->out_pos && c->out.len + n > c->out.cap)
+		buf_drop_used(&c->out, &c->out_pos);
+	if (buf_append(&c->out, p, n) != 0) {
+		conn_close(c, "out of memory queueing a reply");
+		return;
+	}
+	conn_queued(c);
+}
+
+/* v5: an envelope waits in `seg_pend` for the flush to put it in a
+ * segment with the others of this turn (conn_pack_segments). */
 static void conn_send_segments(struct cql_conn *c, const uint8_t *frame,
 			       size_t len)
 {
-	struct buf out;
-	buf_init(&out);
-	if (cql_segment_encode(&out, frame, len, c->lz4) != 0) {
-		buf_free(&out);
-		conn_close(c, "out of memory framing a reply");
+	if (c->closed)
+		return;
+	if (buf_append(&c->seg_pend, frame, len) != 0) {
+		conn_close(c, "out of memory queueing a reply");
 		return;
 	}
-	conn_write(c, out.data, out.len);
-	buf_free(&out);
+	conn_queued(c);
+}
+
+/* v5, before a flush: the queued envelopes as segments, as many whole
+ * envelopes to a self-contained segment as fit in its payload (Cassandra
+ * packs them too), an envelope larger than that alone, split. Each
+ * segment costs the client a CRC24 and a CRC32 (the Python driver's are
+ * Python code), so a burst of small replies goes out as one. */
+static void conn_pack_segments(struct cql_conn *c)
+{
+	const uint8_t *p = c->seg_pend.data;
+	size_t n = c->seg_pend.len, group = 0, off = 0;
+	if (!n)
+		return;
+	if (c->out_pos)
+		buf_drop_used(&c->out, &c->out_pos);
+	int rc = 0;
+	while (off + group < n && !rc) {
+		const uint8_t *e = p + off + group;
+		/* envelopes are whole: each was queued by one send */
+		size_t rest = n - off - group;
+		size_t len = rest < CQL_HEADER_LEN
+				     ? rest
+				     : CQL_HEADER_LEN + be32_load(e + 5);
+		if (len > rest)
+			len = rest; /* never: each send queues a whole one */
+		if (group && group + len > CQL_SEGMENT_MAX_PAYLOAD) {
+			rc = cql_segment_encode(&c->out, p + off, group,
+						c->lz4);
+			off += group;
+			group = 0;
+			continue;
+		}
+		group += len;
+		if (group > CQL_SEGMENT_MAX_PAYLOAD) { /* one, split */
+			rc = cql_segment_encode(&c->out, p + off, group,
+						c->lz4);
+			off += group;
+			group = 0;
+		}
+	}
+	if (!rc && group)
+		rc = cql_segment_encode(&c->out, p + off, group, c->lz4);
+	size_t none = 0;
+	buf_reset_keep(&c->seg_pend, &none);
+	if (rc)
+		conn_close(c, "out of memory framing a reply");
 }
 
 /* A frame as it is (v3/v4) or in segments (v5 once set up). */
@@ -450,6 +506,9 @@ static void conn_drained(struct cql_conn *c)
  * EV_WRITE. */
 static void conn_flush(struct cql_conn *c)
 {
+	conn_pack_segments(c);
+	if (c->closed)
+		return;
 	while (out_queued(c)) {
 		ssize_t n =
 			conn_send(c, c->out.data + c->out_pos, out_queued(c));
