@@ -35,6 +35,10 @@ enum storage_column_kind {
 	STORAGE_COLUMN_STATIC,
 };
 
+/* "partition key", "clustering", "regular", "static" ("unknown" past
+ * them), as layout errors and sstablemetadata name a column's kind. */
+const char *storage_column_kind_name(unsigned kind);
+
 struct storage_column {
 	char *name;
 	uint8_t kind; /* enum storage_column_kind */

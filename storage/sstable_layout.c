@@ -43,7 +43,7 @@ int sst_layout_encode(const struct storage_table_meta *t, struct buf *out)
 	return rc ? err_set(ERR_NOMEM, "sstable layout") : 0;
 }
 
-static const char *kind_name(unsigned kind)
+const char *storage_column_kind_name(unsigned kind)
 {
 	switch (kind) {
 	case STORAGE_COLUMN_PARTITION_KEY:
@@ -125,21 +125,22 @@ int sst_layout_check(const uint8_t *layout, size_t len,
 		}
 		if (!slot_reads_as(kind, flags, name, ty, col,
 				   slice_make(type.data, type.len)))
-			rc = err_set(ERR_INVALID,
-				     "Column layout mismatch with table %s.%s: "
-				     "column %" PRIu64
-				     " of the SSTable is %s %.*s "
-				     "%.*s%s, the table's is %s %s %.*s%s",
-				     t->keyspace, t->name, i, kind_name(kind),
-				     (int)name.len, (const char *)name.ptr,
-				     (int)ty.len, (const char *)ty.ptr,
-				     flags & LAYOUT_DESC ? " DESC" : "",
-				     kind_name(col->kind), col->name,
-				     (int)type.len, (const char *)type.data,
-				     col->kind == STORAGE_COLUMN_CLUSTERING &&
-						     col->desc
-					     ? " DESC"
-					     : "");
+			rc = err_set(
+				ERR_INVALID,
+				"Column layout mismatch with table %s.%s: "
+				"column %" PRIu64 " of the SSTable is %s %.*s "
+				"%.*s%s, the table's is %s %s %.*s%s",
+				t->keyspace, t->name, i,
+				storage_column_kind_name(kind), (int)name.len,
+				(const char *)name.ptr, (int)ty.len,
+				(const char *)ty.ptr,
+				flags & LAYOUT_DESC ? " DESC" : "",
+				storage_column_kind_name(col->kind), col->name,
+				(int)type.len, (const char *)type.data,
+				col->kind == STORAGE_COLUMN_CLUSTERING &&
+						col->desc
+					? " DESC"
+					: "");
 	}
 	buf_free(&type);
 	if (!rc && cursor_left(&c))
@@ -149,12 +150,13 @@ int sst_layout_check(const uint8_t *layout, size_t len,
 		uint16_t slot =
 			i < t->pk_count ? t->pk[i] : t->ck[i - t->pk_count];
 		if (slot >= count)
-			rc = err_set(ERR_INVALID,
-				     "Column layout mismatch with table "
-				     "%s.%s: the SSTable has no %s column %s",
-				     t->keyspace, t->name,
-				     kind_name(t->columns[slot].kind),
-				     t->columns[slot].name);
+			rc = err_set(
+				ERR_INVALID,
+				"Column layout mismatch with table "
+				"%s.%s: the SSTable has no %s column %s",
+				t->keyspace, t->name,
+				storage_column_kind_name(t->columns[slot].kind),
+				t->columns[slot].name);
 	}
 	return rc;
 }

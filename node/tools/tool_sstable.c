@@ -163,22 +163,6 @@ static void print_kind(const struct storage_sstable_column *c, size_t n,
 	}
 }
 
-static const char *kind_text(uint8_t kind)
-{
-	switch (kind) {
-	case STORAGE_COLUMN_PARTITION_KEY:
-		return "partition key";
-	case STORAGE_COLUMN_CLUSTERING:
-		return "clustering";
-	case STORAGE_COLUMN_STATIC:
-		return "static";
-	case STORAGE_COLUMN_REGULAR:
-		return "regular";
-	default:
-		return "unknown";
-	}
-}
-
 /* The column layout of Statistics.db version 5, as Cassandra's
  * sstablemetadata prints its serialization header (types in CQL), then
  * each slot. 0, or -1 when the layout does not read. */
@@ -210,7 +194,8 @@ static int print_layout(struct env *env, const char *path,
 	       "Column");
 	for (size_t i = 0; i < n; i++)
 		printf("   %-4zu | %-13s | %s %s%s%s\n", i,
-		       kind_text(c[i].kind), c[i].name, c[i].type,
+		       storage_column_kind_name(c[i].kind), c[i].name,
+		       c[i].type,
 		       c[i].desc && c[i].kind == STORAGE_COLUMN_CLUSTERING
 			       ? " DESC"
 			       : "",
