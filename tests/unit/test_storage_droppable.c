@@ -109,56 +109,80 @@ static void wait_sstables(struct storage *db, const uint8_t id[16],
 		     sstables(db, id), want);
 }
 
-START_TEST(an_expired_sstable_is_dropped_when_it_expires)
+/* One node's engine on the simulated env, with one table (pk text, v
+ * blob) of `gc_grace` seconds, auto compaction on. */
+struct dfx {
+	struct sim *s;
+	struct env *env;
+	char dir[512];
+	uint8_t id[16];
+	struct storage_table_meta *t;
+	struct storage *db;
+};
+
+static void dfx_open(struct dfx *f, const char *tag, const char *table,
+		     uint8_t id1, int gc_grace)
 {
-	struct sim *s = sim_new(seed, START_US);
+	f->s = sim_new(seed, START_US);
 	struct inet_addr addr = sim_node_addr(0);
-	struct env *env = sim_env_new(s, &addr);
-	char dir[512], data[600], log[600];
-	snprintf(dir, sizeof(dir), "%s", test_tmpdir("droppable"));
-	snprintf(data, sizeof(data), "%s/data", dir);
-	snprintf(log, sizeof(log), "%s/commitlog", dir);
+	f->env = sim_env_new(f->s, &addr);
+	char data[600], log[600];
+	snprintf(f->dir, sizeof(f->dir), "%s", test_tmpdir(tag));
+	snprintf(data, sizeof(data), "%s/data", f->dir);
+	snprintf(log, sizeof(log), "%s/commitlog", f->dir);
 	struct storage_options o;
 	storage_options_default(&o);
-	o.env = env;
+	o.env = f->env;
 	o.data_dir = data;
 	o.commitlog_dir = log;
 	o.commitlog_segment_size = 256 * 1024;
 	o.auto_compaction = true;
 	o.post = test_post;
-	uint8_t id[16] = {0xd2, 0x09};
-	struct storage_table_meta *t = storage_table_meta_new("ks", "t", id);
+	memset(f->id, 0, sizeof(f->id));
+	f->id[0] = 0xd2;
+	f->id[1] = id1;
+	f->t = storage_table_meta_new("ks", table, f->id);
 	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
 	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
+	storage_table_meta_add_column(f->t, "pk", STORAGE_COLUMN_PARTITION_KEY,
 				      &tx, false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &tb,
+	storage_table_meta_add_column(f->t, "v", STORAGE_COLUMN_REGULAR, &tb,
 				      false);
-	t->options.gc_grace_seconds = 0;
-	struct storage *db = storage_new(&o);
-	ck_assert_ptr_nonnull(db);
-	ck_assert_int_eq(storage_table_add(db, t, true), 0);
-	ck_assert_int_eq(storage_start(db), 0);
-	ck_assert_int_eq(storage_droppable_watch_start(db), 0);
+	f->t->options.gc_grace_seconds = gc_grace;
+	f->db = storage_new(&o);
+	ck_assert_ptr_nonnull(f->db);
+	ck_assert_int_eq(storage_table_add(f->db, f->t, true), 0);
+	ck_assert_int_eq(storage_start(f->db), 0);
+}
+
+static void dfx_close(struct dfx *f)
+{
+	storage_delete(f->db);
+	run_posts(); /* a re-arm queued after the engine went does nothing */
+	storage_table_meta_delete(f->t);
+	sim_delete(f->s);
+	test_tmpdir_remove(f->dir);
+}
+
+START_TEST(an_expired_sstable_is_dropped_when_it_expires)
+{
+	struct dfx f;
+	dfx_open(&f, "droppable", "t", 0x09, 0);
+	ck_assert_int_eq(storage_droppable_watch_start(f.db), 0);
 
 	/* two SSTables, expiring 30 s apart: each goes when it expires */
-	write_expiring(db, env, t, 0, 20);
+	write_expiring(f.db, f.env, f.t, 0, 20);
 	wait_rearm(); /* armed for the first's expiry */
-	sim_run_for(s, 30 * 1000000ull);
-	write_expiring(db, env, t, 20, 20);
-	ck_assert_uint_eq(sstables(db, id), 2);
-	sim_run_for(s, (TTL - 30 + 2) * 1000000ull); /* past the first's */
-	wait_sstables(db, id, 1);
+	sim_run_for(f.s, 30 * 1000000ull);
+	write_expiring(f.db, f.env, f.t, 20, 20);
+	ck_assert_uint_eq(sstables(f.db, f.id), 2);
+	sim_run_for(f.s, (TTL - 30 + 2) * 1000000ull); /* past the first's */
+	wait_sstables(f.db, f.id, 1);
 	/* the round that dropped it armed the second's expiry */
 	wait_rearm();
-	sim_run_for(s, 30 * 1000000ull);
-	wait_sstables(db, id, 0);
-
-	storage_delete(db);
-	run_posts(); /* a re-arm queued after the engine went does nothing */
-	storage_table_meta_delete(t);
-	sim_delete(s);
-	test_tmpdir_remove(dir);
+	sim_run_for(f.s, 30 * 1000000ull);
+	wait_sstables(f.db, f.id, 0);
+	dfx_close(&f);
 }
 END_TEST
 
@@ -166,53 +190,23 @@ END_TEST
  * the timer earlier. */
 START_TEST(a_sooner_expiry_moves_the_wake_up_earlier)
 {
-	struct sim *s = sim_new(seed, START_US);
-	struct inet_addr addr = sim_node_addr(0);
-	struct env *env = sim_env_new(s, &addr);
-	char dir[512], data[600], log[600];
-	snprintf(dir, sizeof(dir), "%s", test_tmpdir("droppable2"));
-	snprintf(data, sizeof(data), "%s/data", dir);
-	snprintf(log, sizeof(log), "%s/commitlog", dir);
-	struct storage_options o;
-	storage_options_default(&o);
-	o.env = env;
-	o.data_dir = data;
-	o.commitlog_dir = log;
-	o.commitlog_segment_size = 256 * 1024;
-	o.auto_compaction = true;
-	o.post = test_post;
-	uint8_t id[16] = {0xd2, 0x0a};
-	struct storage_table_meta *t = storage_table_meta_new("ks", "u", id);
-	struct storage_type tx = {.kind = STORAGE_TYPE_TEXT};
-	struct storage_type tb = {.kind = STORAGE_TYPE_BLOB};
-	storage_table_meta_add_column(t, "pk", STORAGE_COLUMN_PARTITION_KEY,
-				      &tx, false);
-	storage_table_meta_add_column(t, "v", STORAGE_COLUMN_REGULAR, &tb,
-				      false);
-	t->options.gc_grace_seconds = 3600; /* the first: an hour on */
-	struct storage *db = storage_new(&o);
-	ck_assert_ptr_nonnull(db);
-	ck_assert_int_eq(storage_table_add(db, t, true), 0);
-	ck_assert_int_eq(storage_start(db), 0);
-	write_expiring(db, env, t, 0, 20);
+	struct dfx f;
+	dfx_open(&f, "droppable2", "u", 0x0a, 3600); /* the first: an hour on */
+	write_expiring(f.db, f.env, f.t, 0, 20);
 	/* started after the flush: armed for it at once */
-	ck_assert_int_eq(storage_droppable_watch_start(db), 0);
-	struct storage_table_meta *t2 = storage_table_meta_clone(t);
+	ck_assert_int_eq(storage_droppable_watch_start(f.db), 0);
+	struct storage_table_meta *t2 = storage_table_meta_clone(f.t);
 	t2->options.gc_grace_seconds = 0;
-	ck_assert_int_eq(storage_table_update(db, t2), 0);
-	storage_table_meta_delete(t);
-	t = t2;
+	ck_assert_int_eq(storage_table_update(f.db, t2), 0);
+	storage_table_meta_delete(f.t);
+	f.t = t2;
 	/* both SSTables now expire TTL s after their writes: the first
 	 * round's re-arm brings the wake-up down from an hour */
-	write_expiring(db, env, t, 20, 20);
+	write_expiring(f.db, f.env, f.t, 20, 20);
 	wait_rearm();
-	sim_run_for(s, (TTL + 2) * 1000000ull);
-	wait_sstables(db, id, 0);
-	storage_delete(db);
-	run_posts();
-	storage_table_meta_delete(t);
-	sim_delete(s);
-	test_tmpdir_remove(dir);
+	sim_run_for(f.s, (TTL + 2) * 1000000ull);
+	wait_sstables(f.db, f.id, 0);
+	dfx_close(&f);
 }
 END_TEST
 
