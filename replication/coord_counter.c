@@ -206,6 +206,24 @@ static void fail(struct lead *l, enum repl_outcome o, const char *why)
 	finish(l, &res);
 }
 
+/* The leader's own replica failed (its read or its write of the new
+ * shards): the failure names this node. */
+static void fail_self(struct lead *l, const char *why, enum err_code code)
+{
+	struct repl *r = l->r;
+	struct repl_result res;
+	repl_result_init(&res, REPL_WRITE_FAILURE, l->cl);
+	res.write_type = REPL_WRITE_COUNTER;
+	snprintf(res.msg, sizeof(res.msg), "%s", why);
+	struct ring *ring = r->hooks.ring ? r->hooks.ring(r->hooks.arg) : NULL;
+	int self = ring ? ring_local_endpoint(ring) : -1;
+	if (self >= 0)
+		repl_result_add_failure(
+			&res, &ring_endpoint_get(ring, (size_t)self)->addr,
+			repl_failure_code_of(err_code_name(code)));
+	finish(l, &res);
+}
+
 /* The lead lives until this runs (or repl_delete drops both). */
 static void lead_written(void *arg, const struct repl_result *res)
 {
@@ -231,7 +249,7 @@ static void lead_applied(void *arg, int status, enum err_code code)
 		char why[128];
 		snprintf(why, sizeof(why), "counter leader write failed: %s",
 			 err_code_name(code));
-		fail(l, REPL_WRITE_FAILURE, why);
+		fail_self(l, why, code);
 		return;
 	}
 	/* The local replica has the new shards: the next increment of
@@ -274,7 +292,7 @@ static void lead_read_done(void *arg, int status, enum err_code code,
 			snprintf(why, sizeof(why),
 				 "counter leader read failed: %s",
 				 err_code_name(code));
-			fail(l, REPL_WRITE_FAILURE, why);
+			fail_self(l, why, code);
 		}
 		return;
 	}

@@ -85,6 +85,7 @@ struct target {
 	bool local_dc;
 	bool pending; /* a pending endpoint (writes) */
 	bool sent, answered, ok;
+	uint16_t fail_code; /* answered, not ok: enum repl_failure_code */
 	uint64_t id;
 	/* reads */
 	uint8_t round; /* the phase its last request belongs to */

@@ -290,6 +290,8 @@ void repl_range_answer(struct op *op, struct target *t, bool ok,
 		res.tombstone_abort =
 			error &&
 			strcmp(error, err_code_name(ERR_TOMBSTONES)) == 0;
+		repl_result_add_failure(&res, repl_ep_addr(op, t->ep),
+					repl_failure_code_of(error));
 		snprintf(res.msg, sizeof(res.msg),
 			 "range read failed on a replica: %s",
 			 error ? error : "error");

@@ -104,13 +104,18 @@ void repl_read_count_tombstones(struct op *op)
 	}
 }
 
-static void read_fail(struct op *op, const char *why)
+/* The read fails: `t` the replica that answered with error `why` (NULL
+ * when the coordinator itself failed, naming no replica). */
+static void read_fail(struct op *op, const struct target *t, const char *why)
 {
 	struct repl_result res;
 	repl_result_init(&res, REPL_READ_FAILURE, op->cl);
 	res.required = op->block_for;
 	res.tombstone_abort =
 		why && strcmp(why, err_code_name(ERR_TOMBSTONES)) == 0;
+	if (t)
+		repl_result_add_failure(&res, repl_ep_addr(op, t->ep),
+					repl_failure_code_of(why));
 	snprintf(res.msg, sizeof(res.msg), "read failed on a replica: %s",
 		 why ? why : "error");
 	read_reply(op, &res, NULL);
@@ -140,7 +145,7 @@ static void read_resolve(struct op *op)
 	repl_read_count_tombstones(op);
 	op->merged = storage_fragment_merge(op->meta, frags, n);
 	if (!op->merged) {
-		read_fail(op, err_msg());
+		read_fail(op, NULL, err_msg());
 		return;
 	}
 	uint8_t want[16];
@@ -149,7 +154,7 @@ static void read_resolve(struct op *op)
 	buf_init(&enc);
 	if (op->read_repair && storage_mutation_encode(op->merged, &enc) != 0) {
 		buf_free(&enc);
-		read_fail(op, err_msg());
+		read_fail(op, NULL, err_msg());
 		return;
 	}
 	op->phase = 3;
@@ -221,7 +226,7 @@ void repl_read_answer(struct op *op, struct target *t, bool ok,
 		free(frags);
 		t->ok = false;
 		if (op->phase != 3) {
-			read_fail(op, error);
+			read_fail(op, t, error);
 			repl_op_free(op);
 			return;
 		}

@@ -128,6 +128,7 @@ void repl_write_answer(struct op *op, struct target *t, bool ok,
 		write_ok_if_done(op);
 	} else {
 		w->failures++;
+		t->fail_code = (uint16_t)repl_failure_code_of(error);
 		LOG_DEBUG("replica write failed: %s", error ? error : "?");
 		if (!w->satisfied && w->targets - w->failures < w->block_for) {
 			struct repl_result res;
@@ -135,6 +136,14 @@ void repl_write_answer(struct op *op, struct target *t, bool ok,
 			res.required = w->block_for;
 			res.alive = w->acks;
 			res.write_type = op->wt;
+			/* the mutation's replicas that failed so far */
+			for (size_t i = 0; i < op->nt; i++) {
+				const struct target *f = &op->t[i];
+				if (f->mut == t->mut && f->answered && !f->ok)
+					repl_result_add_failure(
+						&res, repl_ep_addr(op, f->ep),
+						f->fail_code);
+			}
 			snprintf(res.msg, sizeof(res.msg),
 				 "write failed on %d replica(s): %s",
 				 w->failures, error ? error : "error");

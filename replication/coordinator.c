@@ -521,6 +521,29 @@ void repl_result_init(struct repl_result *res, enum repl_outcome o, int cl)
 	res->cl = cl;
 }
 
+void repl_result_add_failure(struct repl_result *res,
+			     const struct inet_addr *endpoint,
+			     enum repl_failure_code code)
+{
+	if (res->n_failed_listed < REPL_RESULT_FAILURES_MAX) {
+		struct repl_failure *f = &res->failed[res->n_failed_listed++];
+		f->endpoint = *endpoint;
+		f->code = (uint16_t)code;
+	}
+	res->n_failed++;
+}
+
+enum repl_failure_code repl_failure_code_of(const char *error)
+{
+	if (!error)
+		return REPL_FAILURE_UNKNOWN;
+	if (strcmp(error, err_code_name(ERR_TOMBSTONES)) == 0)
+		return REPL_FAILURE_READ_TOO_MANY_TOMBSTONES;
+	if (strcmp(error, err_code_name(ERR_INDEX_NOT_AVAILABLE)) == 0)
+		return REPL_FAILURE_INDEX_NOT_AVAILABLE;
+	return REPL_FAILURE_UNKNOWN;
+}
+
 void repl_op_answered(struct op *op)
 {
 	op->replied = true;

@@ -106,6 +106,28 @@ enum repl_outcome {
 	REPL_TRUNCATE_ERROR,
 };
 
+/* Why a replica failed a request: Cassandra's RequestFailureReason
+ * codes, which native protocol v5 sends in Read_failure's and
+ * Write_failure's <reasonmap>. */
+enum repl_failure_code {
+	REPL_FAILURE_UNKNOWN = 0x0000,
+	REPL_FAILURE_READ_TOO_MANY_TOMBSTONES = 0x0001,
+	REPL_FAILURE_TIMEOUT = 0x0002,
+	REPL_FAILURE_INCOMPATIBLE_SCHEMA = 0x0003,
+	REPL_FAILURE_READ_SIZE = 0x0004,
+	REPL_FAILURE_NODE_DOWN = 0x0005,
+	REPL_FAILURE_INDEX_NOT_AVAILABLE = 0x0006,
+};
+
+/* The replicas a result names (at most this many; the count goes on). */
+#define REPL_RESULT_FAILURES_MAX 16
+
+struct repl_failure {
+	struct inet_addr endpoint; /* a replica (this node's own address
+				      for the local one) */
+	uint16_t code;             /* enum repl_failure_code */
+};
+
 struct repl_result {
 	enum repl_outcome outcome;
 	int cl;
@@ -126,8 +148,25 @@ struct repl_result {
 	 * REPL_OVERLOADED the fail threshold (Cassandra fails the query);
 	 * 0: none. */
 	uint64_t rfp_threshold;
+	/* Write and read failures: the replicas that failed and why, the
+	 * first REPL_RESULT_FAILURES_MAX of them (n_failed_listed) and how
+	 * many in all (n_failed); 0 where the coordinator does not know
+	 * which replica failed (repl_result_add_failure). */
+	uint32_t n_failed;
+	uint32_t n_failed_listed;
+	struct repl_failure failed[REPL_RESULT_FAILURES_MAX];
 	char msg[256];
 };
+
+/* Names replica `endpoint` as failed with `code` in `res` (counted past
+ * REPL_RESULT_FAILURES_MAX, not listed). */
+void repl_result_add_failure(struct repl_result *res,
+			     const struct inet_addr *endpoint,
+			     enum repl_failure_code code);
+/* The failure code of a replica's error (its err_code_name: TOMBSTONES
+ * is READ_TOO_MANY_TOMBSTONES, INDEX_NOT_AVAILABLE itself, anything
+ * else UNKNOWN). */
+enum repl_failure_code repl_failure_code_of(const char *error);
 
 /* ---- consistency arithmetic (pure) --------------------------------------- */
 

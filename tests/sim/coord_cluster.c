@@ -46,6 +46,11 @@ static void merge_in(struct mnode *n, const struct storage_mutation *m)
 static int mem_apply(void *s, const struct storage_mutation *m,
 		     storage_done_fn done, void *arg)
 {
+	struct mnode *n = s;
+	if (n->fail_writes) {
+		done(arg, -1, ERR_IO);
+		return 0;
+	}
 	merge_in(s, m);
 	done(arg, 0, ERR_NONE);
 	return 0;
@@ -788,4 +793,17 @@ void range_out_free(struct range_out *o)
 	free(o->f);
 	o->f = NULL;
 	o->n = 0;
+}
+
+bool names_failure(const struct simc *c, const struct repl_result *res, int i,
+		   uint16_t code)
+{
+	const struct inet_addr *a = &c->nodes[i].addr;
+	for (uint32_t k = 0; k < res->n_failed_listed; k++) {
+		const struct inet_addr *f = &res->failed[k].endpoint;
+		if (f->family == a->family && !memcmp(f->ip, a->ip, 16) &&
+		    res->failed[k].code == code)
+			return true;
+	}
+	return false;
 }

@@ -43,6 +43,7 @@ struct mnode {
 	int64_t truncated_us; /* wall clock of the last one */
 	bool fail_truncate;   /* the store's truncate fails */
 	bool fail_tombstones; /* reads fail past tombstone_failure_threshold */
+	bool fail_writes;     /* the store's apply fails (ERR_IO) */
 	/* indexed range reads: scans the store answered with its index
 	 * (the partitions whose live `v` is one of the values), and
 	 * no_index: a node that knows no index restriction (it scans) */
@@ -148,6 +149,9 @@ void frag_value(struct simc *c, const struct storage_mutation *f, char *out,
 		size_t cap, int64_t *ts);
 struct outcome do_truncate(struct simc *c, int coord);
 struct ring_strategy *simple(int rf);
+/* Does `res` name node `i` as a failed replica with failure `code`? */
+bool names_failure(const struct simc *c, const struct repl_result *res, int i,
+		   uint16_t code);
 struct ring_strategy *nts(int rf1, int rf2);
 /* Merges `m` into node i's store as a write reaching only it would. */
 void simc_apply(struct simc *c, int i, const struct storage_mutation *m);

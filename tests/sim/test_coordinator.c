@@ -275,12 +275,62 @@ START_TEST(tombstone_warnings_and_remote_aborts)
 	ck_assert_int_eq(o.res.outcome, REPL_READ_FAILURE);
 	ck_assert(o.res.tombstone_abort);
 	ck_assert_ptr_nonnull(strstr(o.res.msg, "READ_TOO_MANY_TOMBSTONES"));
+	/* the read failed at the first abort: that replica is named, with
+	 * RequestFailureReason's READ_TOO_MANY_TOMBSTONES */
+	ck_assert_uint_eq(o.res.n_failed, 1);
+	ck_assert_uint_eq(o.res.n_failed_listed, 1);
+	ck_assert(names_failure(c, &o.res, 0,
+				REPL_FAILURE_READ_TOO_MANY_TOMBSTONES) ||
+		  names_failure(c, &o.res, 2,
+				REPL_FAILURE_READ_TOO_MANY_TOMBSTONES));
+	/* the coordinator's own replica aborting names this node */
+	c->nodes[0].fail_tombstones = c->nodes[2].fail_tombstones = false;
+	c->nodes[1].fail_tombstones = true;
+	o = do_read(c, 1, s, REPL_CL_ALL, "many");
+	ck_assert_int_eq(o.res.outcome, REPL_READ_FAILURE);
+	ck_assert_uint_eq(o.res.n_failed, 1);
+	ck_assert(names_failure(c, &o.res, 1,
+				REPL_FAILURE_READ_TOO_MANY_TOMBSTONES));
+	c->nodes[1].fail_tombstones = false;
 	/* a remote replica's other failure is not taken for one */
 	c->nodes[0].fail_tombstones = c->nodes[2].fail_tombstones = false;
 	sim_net_cut(c->sim, NULL, &c->nodes[2].addr, true);
 	o = do_read(c, 1, s, REPL_CL_ALL, "many");
 	ck_assert_int_eq(o.res.outcome, REPL_READ_TIMEOUT);
 	ck_assert(!o.res.tombstone_abort);
+	ring_strategy_delete(s);
+	simc_delete(c);
+}
+END_TEST
+
+/* A write that too many replicas fail answers WriteFailure naming each
+ * replica that failed (RequestFailureReason UNKNOWN for a store error),
+ * the coordinator's own replica by this node's address. */
+START_TEST(write_failure_names_the_failed_replicas)
+{
+	const char *dcs[3] = {"dc1", "dc1", "dc1"};
+	struct simc *c = simc_new(37, 3, dcs);
+	struct ring_strategy *s = simple(3);
+	c->nodes[1].fail_writes = c->nodes[2].fail_writes = true;
+	/* QUORUM fails once both remote replicas have failed */
+	struct outcome o = do_write(c, 0, s, REPL_CL_QUORUM, "k", "v", 10);
+	ck_assert_int_eq(o.res.outcome, REPL_WRITE_FAILURE);
+	ck_assert_uint_eq(o.res.n_failed, 2);
+	ck_assert_uint_eq(o.res.n_failed_listed, 2);
+	ck_assert(names_failure(c, &o.res, 1, REPL_FAILURE_UNKNOWN));
+	ck_assert(names_failure(c, &o.res, 2, REPL_FAILURE_UNKNOWN));
+	ck_assert(!names_failure(c, &o.res, 0, REPL_FAILURE_UNKNOWN));
+	/* ALL fails at the first failure: the coordinator's own */
+	c->nodes[1].fail_writes = c->nodes[2].fail_writes = false;
+	c->nodes[0].fail_writes = true;
+	o = do_write(c, 0, s, REPL_CL_ALL, "k", "v", 11);
+	ck_assert_int_eq(o.res.outcome, REPL_WRITE_FAILURE);
+	ck_assert_uint_eq(o.res.n_failed, 1);
+	ck_assert(names_failure(c, &o.res, 0, REPL_FAILURE_UNKNOWN));
+	c->nodes[0].fail_writes = false;
+	o = do_write(c, 0, s, REPL_CL_ALL, "k", "v", 12);
+	ck_assert_int_eq(o.res.outcome, REPL_OK);
+	ck_assert_uint_eq(o.res.n_failed, 0);
 	ring_strategy_delete(s);
 	simc_delete(c);
 }
@@ -1404,6 +1454,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, availability_simple_rf1_to_5);
 	tcase_add_test(tc, availability_nts_two_dcs);
 	tcase_add_test(tc, rf_above_node_count);
+	tcase_add_test(tc, write_failure_names_the_failed_replicas);
 	tcase_add_test(tc, write_timeout_and_hint);
 	tcase_add_test(tc, requests_counted_by_level);
 	tcase_add_test(tc, handed_over_hints_are_kept_or_applied);

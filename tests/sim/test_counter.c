@@ -367,6 +367,28 @@ static bool has_line(const char *log, const char *line)
 /* A traced increment from a coordinator that is not a replica: its
  * forward, the leader's lock, read, write and replication, and the other
  * replicas' writes, in Cassandra's words under the session. */
+/* A leader whose own replica fails to write the new shards answers
+ * WriteFailure (write type COUNTER) naming itself; the other replicas are
+ * never sent the increment. */
+START_TEST(leader_failure_names_the_leader)
+{
+	struct ring_strategy *s = simple(3);
+	struct simc *c = counter_cluster(g_seed + 500, 3, s);
+	ck_assert(is_replica(c, s, 1, 0));
+	c->nodes[1].fail_writes = true; /* a replica: it leads its own */
+	struct inc o = {.key = 0, .delta = 1};
+	start_inc(c, 1, s, REPL_CL_QUORUM, &o);
+	struct all_done a = {&o, 1};
+	ck_assert(sim_run_until(c->sim, all_done, &a, 30000000));
+	ck_assert_int_eq(o.res.outcome, REPL_WRITE_FAILURE);
+	ck_assert_int_eq(o.res.write_type, REPL_WRITE_COUNTER);
+	ck_assert_uint_eq(o.res.n_failed, 1);
+	ck_assert(names_failure(c, &o.res, 1, REPL_FAILURE_UNKNOWN));
+	simc_delete(c);
+	ring_strategy_delete(s);
+}
+END_TEST
+
 START_TEST(traced_increment)
 {
 	struct ring_strategy *s = simple(3);
@@ -410,8 +432,8 @@ START_TEST(traced_increment)
 				"CounterMutationStage-1|Adding to ks.c "
 				"memtable\n")) {
 			leaders++;
-			ck_assert_ptr_nonnull(
-				strstr(log, "Sending MUTATION_REQ message to /"));
+			ck_assert_ptr_nonnull(strstr(
+				log, "Sending MUTATION_REQ message to /"));
 			ck_assert_ptr_nonnull(
 				strstr(log, "CounterMutationStage-1|Enqueuing "
 					    "response to /"));
@@ -436,6 +458,7 @@ int main(void)
 	tcase_add_loop_test(tc, leader_death_stays_within_bounds, 0, 4);
 	tcase_add_test(tc, missed_increments_converge_by_read_repair);
 	tcase_add_test(tc, refusals_and_timeouts);
+	tcase_add_test(tc, leader_failure_names_the_leader);
 	tcase_add_test(tc, traced_increment);
 	suite_add_tcase(su, tc);
 	return test_run(su);

@@ -438,6 +438,12 @@ START_TEST(a_replica_building_its_index_fails_the_read)
 					      strstr(o.res.msg, want),
 				      "message: %s", o.res.msg);
 			ck_assert_int_eq(o.n, 0);
+			/* the reason map's entry: RequestFailureReason's
+			 * INDEX_NOT_AVAILABLE from that replica */
+			ck_assert_uint_eq(o.res.n_failed, 1);
+			ck_assert(names_failure(
+				c, &o.res, 1,
+				REPL_FAILURE_INDEX_NOT_AVAILABLE));
 		}
 	}
 	struct found f;
