@@ -24,7 +24,22 @@ void cql_data_reply_error(struct cql_request *req, uint8_t version,
 	buf_free(&b);
 }
 
-/* A coordinator outcome other than success, as the protocol's error. */
+/* The replicas `res` names as failed, as the protocol's reasons; the
+ * count of failed replicas (at least 1: a failure names none where the
+ * coordinator did not learn which replica failed). */
+static int32_t failure_reasons(const struct repl_result *res,
+			       struct cql_failure_reason *out)
+{
+	for (uint32_t i = 0; i < res->n_failed_listed; i++) {
+		out[i].endpoint = res->failed[i].endpoint;
+		out[i].code = res->failed[i].code;
+	}
+	return res->n_failed > 0 ? (int32_t)res->n_failed : 1;
+}
+
+/* A coordinator outcome other than success, as the protocol's error:
+ * Read_failure and Write_failure carry the failed replicas' reason map
+ * in v5, their count before. */
 void cql_data_reply_result(struct cql_request *req, uint8_t version,
 			   int16_t stream, const struct repl_result *res,
 			   const char *warning)
@@ -32,6 +47,9 @@ void cql_data_reply_result(struct cql_request *req, uint8_t version,
 	struct buf b;
 	buf_init(&b);
 	uint16_t cl = (uint16_t)res->cl;
+	struct cql_failure_reason reasons[REPL_RESULT_FAILURES_MAX];
+	int32_t failures = failure_reasons(res, reasons);
+	size_t nreasons = res->n_failed_listed;
 	switch (res->outcome) {
 	case REPL_OK:
 		cql_encode_result_void(&b, version, stream);
@@ -51,14 +69,27 @@ void cql_data_reply_result(struct cql_request *req, uint8_t version,
 					res->data_present);
 		break;
 	case REPL_WRITE_FAILURE:
-		cql_encode_write_failure(&b, version, stream, res->msg, cl,
-					 res->alive, res->required, 1,
-					 repl_write_type_name(res->write_type));
+		if (version >= 5)
+			cql_encode_write_failure_reasons(
+				&b, version, stream, res->msg, cl, res->alive,
+				res->required, reasons, nreasons,
+				repl_write_type_name(res->write_type));
+		else
+			cql_encode_write_failure(
+				&b, version, stream, res->msg, cl, res->alive,
+				res->required, failures,
+				repl_write_type_name(res->write_type));
 		break;
 	case REPL_READ_FAILURE:
-		cql_encode_read_failure(&b, version, stream, res->msg, cl,
-					res->alive, res->required, 1,
-					res->data_present);
+		if (version >= 5)
+			cql_encode_read_failure_reasons(
+				&b, version, stream, res->msg, cl, res->alive,
+				res->required, reasons, nreasons,
+				res->data_present);
+		else
+			cql_encode_read_failure(&b, version, stream, res->msg,
+						cl, res->alive, res->required,
+						failures, res->data_present);
 		break;
 	case REPL_OVERLOADED:
 		cql_encode_error(&b, version, stream, CQL_ERR_OVERLOADED,

@@ -347,6 +347,9 @@ enum cql_failure_code {
 	CQL_FAILURE_READ_TOO_MANY_TOMBSTONES = 0x0001,
 	CQL_FAILURE_TIMEOUT = 0x0002,
 	CQL_FAILURE_INCOMPATIBLE_SCHEMA = 0x0003,
+	CQL_FAILURE_READ_SIZE = 0x0004,
+	CQL_FAILURE_NODE_DOWN = 0x0005,
+	CQL_FAILURE_INDEX_NOT_AVAILABLE = 0x0006,
 };
 struct cql_failure_reason {
 	struct inet_addr endpoint; /* the port is not sent */
