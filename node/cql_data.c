@@ -37,75 +37,77 @@ static int32_t failure_reasons(const struct repl_result *res,
 	return res->n_failed > 0 ? (int32_t)res->n_failed : 1;
 }
 
-/* A coordinator outcome other than success, as the protocol's error:
- * Read_failure and Write_failure carry the failed replicas' reason map
- * in v5, their count before. */
-void cql_data_reply_result(struct cql_request *req, uint8_t version,
-			   int16_t stream, const struct repl_result *res,
-			   const char *warning)
+void cql_data_encode_result(struct buf *b, uint8_t version, int16_t stream,
+			    const struct repl_result *res, const char *warning)
 {
-	struct buf b;
-	buf_init(&b);
 	uint16_t cl = (uint16_t)res->cl;
 	struct cql_failure_reason reasons[REPL_RESULT_FAILURES_MAX];
 	int32_t failures = failure_reasons(res, reasons);
 	size_t nreasons = res->n_failed_listed;
 	switch (res->outcome) {
 	case REPL_OK:
-		cql_encode_result_void(&b, version, stream);
+		cql_encode_result_void(b, version, stream);
 		break;
 	case REPL_UNAVAILABLE:
-		cql_encode_unavailable(&b, version, stream, res->msg, cl,
+		cql_encode_unavailable(b, version, stream, res->msg, cl,
 				       res->required, res->alive);
 		break;
 	case REPL_WRITE_TIMEOUT:
-		cql_encode_write_timeout(&b, version, stream, res->msg, cl,
+		cql_encode_write_timeout(b, version, stream, res->msg, cl,
 					 res->alive, res->required,
 					 repl_write_type_name(res->write_type));
 		break;
 	case REPL_READ_TIMEOUT:
-		cql_encode_read_timeout(&b, version, stream, res->msg, cl,
+		cql_encode_read_timeout(b, version, stream, res->msg, cl,
 					res->alive, res->required,
 					res->data_present);
 		break;
 	case REPL_WRITE_FAILURE:
 		if (version >= 5)
 			cql_encode_write_failure_reasons(
-				&b, version, stream, res->msg, cl, res->alive,
+				b, version, stream, res->msg, cl, res->alive,
 				res->required, reasons, nreasons,
 				repl_write_type_name(res->write_type));
 		else
 			cql_encode_write_failure(
-				&b, version, stream, res->msg, cl, res->alive,
+				b, version, stream, res->msg, cl, res->alive,
 				res->required, failures,
 				repl_write_type_name(res->write_type));
 		break;
 	case REPL_READ_FAILURE:
 		if (version >= 5)
 			cql_encode_read_failure_reasons(
-				&b, version, stream, res->msg, cl, res->alive,
+				b, version, stream, res->msg, cl, res->alive,
 				res->required, reasons, nreasons,
 				res->data_present);
 		else
-			cql_encode_read_failure(&b, version, stream, res->msg,
+			cql_encode_read_failure(b, version, stream, res->msg,
 						cl, res->alive, res->required,
 						failures, res->data_present);
 		break;
 	case REPL_OVERLOADED:
-		cql_encode_error(&b, version, stream, CQL_ERR_OVERLOADED,
+		cql_encode_error(b, version, stream, CQL_ERR_OVERLOADED,
 				 res->msg);
 		break;
 	case REPL_INVALID:
-		cql_encode_error(&b, version, stream, CQL_ERR_INVALID,
-				 res->msg);
+		cql_encode_error(b, version, stream, CQL_ERR_INVALID, res->msg);
 		break;
 	case REPL_TRUNCATE_ERROR:
-		cql_encode_error(&b, version, stream, CQL_ERR_TRUNCATE,
+		cql_encode_error(b, version, stream, CQL_ERR_TRUNCATE,
 				 res->msg);
 		break;
 	}
 	if (warning && *warning && res->outcome == REPL_OK)
-		cql_frame_add_warning(&b, warning);
+		cql_frame_add_warning(b, warning);
+}
+
+void cql_data_reply_result(struct cql_request *req, uint8_t version,
+			   int16_t stream, const struct repl_result *res,
+			   const char *warning)
+{
+	struct buf b;
+	buf_init(&b);
+	cql_data_encode_result(&b, version, stream, res, warning);
 	cql_request_reply(req, b.data, b.len);
 	buf_free(&b);
 }

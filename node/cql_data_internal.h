@@ -41,7 +41,13 @@ struct cql_data {
 /* cql_data.c */
 void cql_data_reply_error(struct cql_request *req, uint8_t version,
 			  int16_t stream, uint32_t code, const char *msg);
-/* A coordinator outcome as the protocol's answer (Void on success). */
+/* A coordinator outcome as the protocol's answer (Void on success, with
+ * `warning` when set), appended to `b`: Read_failure and Write_failure
+ * carry the failed replicas' reason map in v5, their count (at least 1)
+ * before. */
+void cql_data_encode_result(struct buf *b, uint8_t version, int16_t stream,
+			    const struct repl_result *res, const char *warning);
+/* The same, sent as `req`'s answer. */
 void cql_data_reply_result(struct cql_request *req, uint8_t version,
 			   int16_t stream, const struct repl_result *res,
 			   const char *warning);

@@ -18,6 +18,10 @@ add_test(NAME tool_sstable
                  ${CMAKE_CURRENT_SOURCE_DIR}/tool_sstable_test.py
                  $<TARGET_FILE:cassini-tool> $<TARGET_FILE:sstable_fixture>)
 set_tests_properties(tool_sstable PROPERTIES LABELS unit TIMEOUT 120)
+# Read_failure / Write_failure's failed replicas: v5's reason map, the
+# count before (cql_data_encode_result).
+cassini_check_suite(test_node_failures LABEL unit
+                    SOURCES test_node_failures.c LIBS cassini_node)
 # Trace sessions' rows (system_traces) as node_trace writes them, and a
 # long session's batches (a simulated env).
 cassini_check_suite(test_node_trace LABEL unit
