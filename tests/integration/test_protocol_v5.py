@@ -112,11 +112,28 @@ def test_errors_arrive_in_v5_shapes(session):
         session.execute(dele, (c,))
     with pytest.raises(ReadFailure) as e:
         session.execute("SELECT * FROM ks.t WHERE k = 9")
-    # v5's reason map replaces the count (empty: the coordinator does not
-    # yet say which replica failed)
-    assert e.value.error_code_map is not None
+    # v5's reason map replaces the count: the replica (this node) and
+    # RequestFailureReason's READ_TOO_MANY_TOMBSTONES (0x0001)
+    assert e.value.error_code_map == {IP: 0x0001}
+    assert e.value.failures == 1
     # the connection goes on
     assert session.execute("SELECT count(*) FROM ks.t WHERE k = 1").one()
+
+
+def test_v4_read_failure_counts_the_failed_replica(node):
+    # before v5 a count of the failed replicas, no map
+    cluster = Cluster([IP], protocol_version=4)
+    s = cluster.connect()
+    try:
+        dele = s.prepare("DELETE FROM ks.t WHERE k = 10 AND c = ?")
+        for c in range(FAIL + 1):
+            s.execute(dele, (c,))
+        with pytest.raises(ReadFailure) as e:
+            s.execute("SELECT * FROM ks.t WHERE k = 10")
+        assert e.value.failures == 1
+        assert e.value.error_code_map is None
+    finally:
+        cluster.shutdown()
 
 
 def test_a_schema_change_is_reported_as_metadata_changed(node):
