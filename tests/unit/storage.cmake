@@ -58,7 +58,11 @@ cassini_check_suite(test_storage_sai LABEL unit
 cassini_check_suite(test_storage_sai_terms LABEL unit
                     SOURCES test_storage_sai_terms.c LIBS cassini_storage)
 cassini_check_suite(test_storage_index LABEL unit
-                    SOURCES test_storage_index.c
+                    SOURCES test_storage_index.c storage_index_fixture.c
+                    LIBS cassini_storage_testenv cassini_storage)
+cassini_check_suite(test_storage_index_components LABEL unit
+                    SOURCES test_storage_index_components.c
+                            storage_index_fixture.c
                     LIBS cassini_storage_testenv cassini_storage)
 cassini_check_suite(test_storage_anticompaction LABEL unit
                     SOURCES test_storage_anticompaction.c
